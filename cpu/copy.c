@@ -1,0 +1,62 @@
+/* Strided copy of items of 1, 2, 4 or 8 bytes between two same-shaped views. */
+#include <string.h>
+
+#include "kernels.h"
+
+#define GC_COPY_ROW(U)                                                                            \
+    static void gc_copy_row_##U(ptrdiff_t n, const U *restrict s, ptrdiff_t ss, U *restrict d,    \
+                                ptrdiff_t ds)                                                     \
+    {                                                                                             \
+        if (ss == 1 && ds == 1) {                                                                 \
+            memcpy(d, s, (size_t)n * sizeof(U));                                                  \
+        } else if (ss == 0) {                                                                     \
+            const U v = s[0];                                                                     \
+            for (ptrdiff_t i = 0; i < n; i++)                                                     \
+                d[i * ds] = v;                                                                    \
+        } else if (ds == 1) {                                                                     \
+            for (ptrdiff_t i = 0; i < n; i++)                                                     \
+                d[i] = s[i * ss];                                                                 \
+        } else {                                                                                  \
+            for (ptrdiff_t i = 0; i < n; i++)                                                     \
+                d[i * ds] = s[i * ss];                                                            \
+        }                                                                                         \
+    }
+
+GC_COPY_ROW(uint8_t)
+GC_COPY_ROW(uint16_t)
+GC_COPY_ROW(uint32_t)
+GC_COPY_ROW(uint64_t)
+
+void gc_copy(const gc_iter *it, const void *src, void *dst, size_t itemsize)
+{
+    ptrdiff_t idx[GC_MAX_DIMS] = {0}, off[2] = {0, 0};
+    const int last = it->ndim - 1;
+    const ptrdiff_t n = it->shape[last], ss = it->stride[0][last], ds = it->stride[1][last];
+    if (src == dst && ss == ds) {
+        /* same elements: a no-op when every stride agrees */
+        int same = 1;
+        for (int d = 0; d < it->ndim; d++)
+            same &= it->stride[0][d] == it->stride[1][d];
+        if (same)
+            return;
+    }
+    do {
+        switch (itemsize) {
+        case 1:
+            gc_copy_row_uint8_t(n, (const uint8_t *)src + off[0], ss, (uint8_t *)dst + off[1], ds);
+            break;
+        case 2:
+            gc_copy_row_uint16_t(n, (const uint16_t *)src + off[0], ss, (uint16_t *)dst + off[1],
+                                 ds);
+            break;
+        case 4:
+            gc_copy_row_uint32_t(n, (const uint32_t *)src + off[0], ss, (uint32_t *)dst + off[1],
+                                 ds);
+            break;
+        default:
+            gc_copy_row_uint64_t(n, (const uint64_t *)src + off[0], ss, (uint64_t *)dst + off[1],
+                                 ds);
+            break;
+        }
+    } while (gc_iter_next(it, idx, off, 2));
+}

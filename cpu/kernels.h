@@ -1,0 +1,147 @@
+/* gpucore._cpu kernels: plain C functions over pointers and sizes.
+ *
+ * Nothing here knows about Python.  module.c validates every argument (formats, sizes, bounds,
+ * aliasing) before calling a kernel, so kernels assume valid input and never fail, except the
+ * few that allocate scratch memory and return -1 when malloc fails.
+ *
+ * Float kernels are written once over an element type: each family file (gemm.c, unary.c, ...)
+ * includes itself twice with GC_T = float / double, GC_SFX = f32 / f64 and GC_M(fn) naming the
+ * matching <math.h> function (expf / exp).  GC_FN(name) appends the suffix: gc_unary_f32.
+ */
+#ifndef GPUCORE_KERNELS_H
+#define GPUCORE_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GC_MAX_DIMS 8
+
+/* Op codes, exported to Python as UNARY_*, BINARY_*, REDUCE_*. */
+enum {
+    GC_UNARY_NEG = 0,
+    GC_UNARY_ABS,
+    GC_UNARY_EXP,
+    GC_UNARY_LOG,
+    GC_UNARY_SQRT,
+    GC_UNARY_RELU,
+    GC_UNARY_SIGMOID,
+    GC_UNARY_TANH,
+    GC_UNARY_GELU,
+    GC_UNARY_GELU_TANH,
+    GC_UNARY_SIGN,
+    GC_UNARY_SIN,
+    GC_UNARY_COS,
+    GC_UNARY_RECIPROCAL,
+    GC_UNARY_COUNT
+};
+
+enum {
+    GC_BINARY_ADD = 0,
+    GC_BINARY_SUB,
+    GC_BINARY_MUL,
+    GC_BINARY_DIV,
+    GC_BINARY_POW,
+    GC_BINARY_MAXIMUM,
+    GC_BINARY_MINIMUM,
+    GC_BINARY_EQ, /* comparisons (EQ..GE) write bool bytes (0 / 1) */
+    GC_BINARY_NE,
+    GC_BINARY_LT,
+    GC_BINARY_LE,
+    GC_BINARY_GT,
+    GC_BINARY_GE,
+    GC_BINARY_COUNT
+};
+
+enum {
+    GC_REDUCE_SUM = 0,
+    GC_REDUCE_MEAN,
+    GC_REDUCE_MAX,
+    GC_REDUCE_MIN,
+    GC_REDUCE_ARGMAX, /* writes int64 */
+    GC_REDUCE_ARGMIN, /* writes int64 */
+    GC_REDUCE_COUNT
+};
+
+/* An n-d iteration space shared by several operands, already broadcast and collapsed:
+ * shape[d] >= 1 for every d < ndim (ndim >= 1), stride[o][d] is operand o's stride in ELEMENTS
+ * (0 for a broadcast dimension, may be negative).  The operand order is defined per kernel. */
+typedef struct {
+    int ndim;
+    ptrdiff_t shape[GC_MAX_DIMS];
+    ptrdiff_t stride[4][GC_MAX_DIMS];
+} gc_iter;
+
+/* Advances the multi-index idx over the outer dimensions [0, ndim-1) of it, moving the element
+ * offsets off[0..nops) along; returns 0 once every outer index has been visited. */
+static inline int gc_iter_next(const gc_iter *it, ptrdiff_t *idx, ptrdiff_t *off, int nops)
+{
+    for (int d = it->ndim - 2; d >= 0; d--) {
+        if (++idx[d] < it->shape[d]) {
+            for (int o = 0; o < nops; o++)
+                off[o] += it->stride[o][d];
+            return 1;
+        }
+        idx[d] = 0;
+        for (int o = 0; o < nops; o++)
+            off[o] -= it->stride[o][d] * (it->shape[d] - 1);
+    }
+    return 0;
+}
+
+/* Convolution geometry for im2col / col2im; oh, ow >= 1 computed by the caller. */
+typedef struct {
+    ptrdiff_t n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow;
+} gc_conv;
+
+#define GC_CAT_(a, b) a##_##b
+#define GC_CAT(a, b) GC_CAT_(a, b)
+#define GC_FN(name) GC_CAT(name, GC_SFX)
+
+#define GC_DECLARE_FLOAT_KERNELS(T, S)                                                             \
+    /* C_i = alpha op(A_i) op(B_i) + beta C_i for i < batch; returns -1 if scratch malloc fails */ \
+    int gc_gemm_##S(const T *a, const T *b, T *c, ptrdiff_t batch, ptrdiff_t m, ptrdiff_t n,       \
+                    ptrdiff_t k, int trans_a, int trans_b, T alpha, T beta, ptrdiff_t sa,          \
+                    ptrdiff_t sb, ptrdiff_t sc);                                                   \
+    /* out may equal x exactly */                                                                  \
+    void gc_unary_##S(int op, const T *x, T *out, ptrdiff_t n);                                    \
+    void gc_unary_backward_##S(int op, const T *grad, const T *saved, T *out, ptrdiff_t n);        \
+    /* operands of it: 0 = a, 1 = b, 2 = out (C-contiguous: innermost stride 1); out is T for      \
+     * arithmetic ops, unsigned char (0 / 1) for comparisons */                                    \
+    void gc_binary_##S(int op, const gc_iter *it, const T *a, const T *b, void *out);              \
+    /* out is T [outer, inner] for SUM/MEAN/MAX/MIN, int64_t for ARGMAX/ARGMIN; n >= 1 except      \
+     * for SUM and MEAN */                                                                         \
+    void gc_reduce_##S(int op, const T *x, void *out, ptrdiff_t outer, ptrdiff_t n,                \
+                       ptrdiff_t inner);                                                           \
+    void gc_softmax_##S(const T *x, T *out, ptrdiff_t outer, ptrdiff_t n, ptrdiff_t inner,         \
+                        int log_softmax);                                                          \
+    void gc_softmax_backward_##S(const T *grad, const T *y, T *out, ptrdiff_t outer, ptrdiff_t n,  \
+                                 ptrdiff_t inner, int log_softmax);                                \
+    /* targets already validated: each is ignore_index or in [0, c) */                             \
+    void gc_cross_entropy_forward_##S(const T *logits, const int64_t *target, T *loss, T *lse,     \
+                                      ptrdiff_t n, ptrdiff_t c, int64_t ignore_index);             \
+    void gc_cross_entropy_backward_##S(const T *logits, const int64_t *target, const T *lse,       \
+                                       const T *grad_loss, T *out, ptrdiff_t n, ptrdiff_t c,       \
+                                       int64_t ignore_index);                                      \
+    void gc_im2col_##S(const T *x, T *col, const gc_conv *p);                                      \
+    void gc_col2im_##S(const T *col, T *x, const gc_conv *p);
+
+GC_DECLARE_FLOAT_KERNELS(float, f32)
+GC_DECLARE_FLOAT_KERNELS(double, f64)
+
+/* where: operands of it: 0 = cond (bytes), 1 = a, 2 = b, 3 = out (C-contiguous); items of
+ * itemsize 1, 2, 4 or 8 bytes. */
+void gc_where(const gc_iter *it, const unsigned char *cond, const void *a, const void *b, void *out,
+              size_t itemsize);
+
+/* copy: operands of it: 0 = src, 1 = dst; itemsize 1, 2, 4 or 8; src and dst must not overlap
+ * unless they are the same elements. */
+void gc_copy(const gc_iter *it, const void *src, void *dst, size_t itemsize);
+
+/* Philox4x32-10 (Random123): one block. */
+void gc_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
+/* out[i] = word i % 4 of the block at 64-bit counter offset + i / 4, key = seed. */
+void gc_philox_fill(uint64_t seed, uint64_t offset, uint32_t *out, ptrdiff_t n);
+void gc_uniform_f32(uint64_t seed, uint64_t offset, float *out, ptrdiff_t n, float low, float high);
+void gc_normal_f32(uint64_t seed, uint64_t offset, float *out, ptrdiff_t n, float mean, float std);
+
+#endif /* GPUCORE_KERNELS_H */

@@ -1,0 +1,1570 @@
+/* gpucore._cpu: Python bindings for the C kernels (see cpu/README.md for the contract).
+ *
+ * Every function is METH_FASTCALL with positional arguments only.  Arguments are objects
+ * exporting the buffer protocol plus ints / floats.  Before a kernel runs, this file checks the
+ * buffer formats (TypeError), writability, alignment, contiguity, sizes and that every element the
+ * kernel touches lies inside its buffer (ValueError), and aliasing between outputs and inputs.
+ * Kernels run with the GIL released; every buffer is released on every path.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+
+/* ------------------------------------------------------------------------------------------ */
+/* Names for messages                                                                          */
+
+static const char *const unary_names[GC_UNARY_COUNT] = {
+    "NEG", "ABS", "EXP", "LOG", "SQRT", "RELU", "SIGMOID", "TANH", "GELU", "GELU_TANH",
+    "SIGN", "SIN", "COS", "RECIPROCAL"};
+static const char *const binary_names[GC_BINARY_COUNT] = {
+    "ADD", "SUB", "MUL", "DIV", "POW", "MAXIMUM", "MINIMUM", "EQ", "NE", "LT", "LE", "GT", "GE"};
+static const char *const reduce_names[GC_REDUCE_COUNT] = {"SUM",    "MEAN",   "MAX",
+                                                          "MIN",    "ARGMAX", "ARGMIN"};
+
+/* ------------------------------------------------------------------------------------------ */
+/* Buffer sets: every buffer acquired by a call, released together on every path               */
+
+#define GC_MAXBUF 6
+
+typedef struct {
+    Py_buffer v[GC_MAXBUF];
+    int n;
+} bufset;
+
+static void bufs_release(bufset *bs)
+{
+    while (bs->n > 0)
+        PyBuffer_Release(&bs->v[--bs->n]);
+}
+
+/* The element stride of dimension d (NULL strides mean C order). */
+static Py_ssize_t buf_stride(const Py_buffer *v, int d)
+{
+    if (v->strides)
+        return v->strides[d];
+    Py_ssize_t s = v->itemsize;
+    for (int e = v->ndim - 1; e > d; e--)
+        s *= v->shape[e];
+    return s;
+}
+
+/* Number of elements; the exporter guarantees the product fits (its len is that times itemsize). */
+static Py_ssize_t buf_nelem(const Py_buffer *v)
+{
+    if (v->ndim == 0 || !v->shape)
+        return v->itemsize > 0 ? v->len / v->itemsize : 0;
+    Py_ssize_t n = 1;
+    for (int d = 0; d < v->ndim; d++) {
+        if (v->shape[d] == 0)
+            return 0;
+    }
+    for (int d = 0; d < v->ndim; d++)
+        n *= v->shape[d];
+    return n;
+}
+
+/* "(2, 3)" into s. */
+static const char *shape_str(const Py_buffer *v, char *s, size_t cap)
+{
+    size_t used = 0;
+    s[0] = '\0';
+    used += (size_t)PyOS_snprintf(s + used, cap - used, "(");
+    for (int d = 0; d < v->ndim && used < cap; d++) {
+        used += (size_t)PyOS_snprintf(s + used, cap - used, d ? ", %zd" : "%zd",
+                                      v->shape ? v->shape[d] : (Py_ssize_t)0);
+    }
+    if (used < cap)
+        PyOS_snprintf(s + used, cap - used, v->ndim == 1 ? ",)" : ")");
+    return s;
+}
+
+/* Memory range [lo, hi) spanned by a buffer's elements; lo == hi when it has none. */
+static void buf_extent(const Py_buffer *v, const char **lo, const char **hi)
+{
+    const char *l = (const char *)v->buf, *h = (const char *)v->buf;
+    if (buf_nelem(v) == 0) {
+        *lo = *hi = l;
+        return;
+    }
+    for (int d = 0; d < v->ndim; d++) {
+        const Py_ssize_t ext = (v->shape[d] - 1) * buf_stride(v, d);
+        if (ext < 0)
+            l += ext;
+        else
+            h += ext;
+    }
+    *lo = l;
+    *hi = h + v->itemsize;
+}
+
+static int buf_overlap(const Py_buffer *a, const Py_buffer *b)
+{
+    const char *alo, *ahi, *blo, *bhi;
+    buf_extent(a, &alo, &ahi);
+    buf_extent(b, &blo, &bhi);
+    if (alo == ahi || blo == bhi)
+        return 0;
+    return alo < bhi && blo < ahi;
+}
+
+/* Acquires obj's buffer (strides + format) into the set.  Outputs must be writable.  Items must
+ * be aligned to their size (1, 2, 4 or 8 bytes) and strides of non-trivial dims multiples of it. */
+static Py_buffer *get_buf(bufset *bs, const char *fn, const char *name, PyObject *obj,
+                          int writable)
+{
+    Py_buffer *v = &bs->v[bs->n];
+    if (!PyObject_CheckBuffer(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: argument '%s' must support the buffer protocol (e.g. a numpy array), "
+                     "got %.100s",
+                     fn, name, Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(obj, v, PyBUF_RECORDS_RO) < 0) {
+#if PY_VERSION_HEX >= 0x030C0000
+        PyObject *ev = PyErr_GetRaisedException();
+#else
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        PyErr_NormalizeException(&et, &ev, &tb);
+        Py_XDECREF(et);
+        Py_XDECREF(tb);
+#endif
+        PyObject *msg = ev ? PyObject_Str(ev) : NULL;
+        Py_XDECREF(ev);
+        if (!msg)
+            PyErr_Clear();
+        PyErr_Format(PyExc_TypeError,
+                     "%s: cannot get a strided buffer from argument '%s' (%.100s): %S", fn, name,
+                     Py_TYPE(obj)->tp_name, msg ? msg : Py_None);
+        Py_XDECREF(msg);
+        return NULL;
+    }
+    bs->n++;
+    if (writable && v->readonly) {
+        PyErr_Format(PyExc_ValueError, "%s: output '%s' is read-only; pass a writable buffer", fn,
+                     name);
+        return NULL;
+    }
+    if (v->ndim > 0 && !v->shape) {
+        PyErr_Format(PyExc_TypeError, "%s: argument '%s' exports no shape", fn, name);
+        return NULL;
+    }
+    const Py_ssize_t isz = v->itemsize;
+    if (isz == 2 || isz == 4 || isz == 8) {
+        if ((uintptr_t)v->buf % (uintptr_t)isz != 0) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s: '%s' is not aligned to its item size %zd; pass an aligned array", fn,
+                         name, isz);
+            return NULL;
+        }
+        for (int d = 0; d < v->ndim; d++) {
+            if (v->shape[d] > 1 && buf_stride(v, d) % isz != 0) {
+                PyErr_Format(PyExc_ValueError,
+                             "%s: '%s' has stride %zd in dim %d, not a multiple of its item size "
+                             "%zd",
+                             fn, name, buf_stride(v, d), d, isz);
+                return NULL;
+            }
+        }
+    }
+    return v;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Formats                                                                                     */
+
+/* Canonical one-letter type code: 'f' float32, 'd' float64, '?' bool, 'q' int64, 'Q' uint64,
+ * 'i' int32, 'I' uint32, other single letters as given; 0 for formats we do not understand
+ * (structs, non-native byte order). */
+static char fmt_code(const Py_buffer *v)
+{
+    const char *f = v->format ? v->format : "B";
+    if (*f == '@' || *f == '=')
+        f++;
+#if PY_LITTLE_ENDIAN
+    else if (*f == '<')
+        f++;
+#else
+    else if (*f == '>' || *f == '!')
+        f++;
+#endif
+    if (f[0] == '\0' || f[1] != '\0')
+        return 0;
+    const char c = f[0];
+    const Py_ssize_t isz = v->itemsize;
+    if ((c == 'l' || c == 'q') && isz == 8)
+        return 'q';
+    if ((c == 'L' || c == 'Q') && isz == 8)
+        return 'Q';
+    if ((c == 'l' || c == 'i') && isz == 4)
+        return 'i';
+    if ((c == 'L' || c == 'I') && isz == 4)
+        return 'I';
+    return c;
+}
+
+static const char *fmt_str(const Py_buffer *v)
+{
+    return v->format ? v->format : "B";
+}
+
+/* Expects a float32 / float64 buffer; returns 'f' or 'd', or 0 with TypeError set. */
+static char float_kind(const char *fn, const char *name, const Py_buffer *v)
+{
+    const char c = fmt_code(v);
+    if ((c == 'f' && v->itemsize == 4) || (c == 'd' && v->itemsize == 8))
+        return c;
+    PyErr_Format(PyExc_TypeError,
+                 "%s: '%s' must be float32 (format 'f') or float64 (format 'd'), got format '%s' "
+                 "with item size %zd",
+                 fn, name, fmt_str(v), v->itemsize);
+    return 0;
+}
+
+static const char *kind_name(char k)
+{
+    switch (k) {
+    case 'f': return "float32 ('f')";
+    case 'd': return "float64 ('d')";
+    case '?': return "bool ('?')";
+    case 'q': return "int64 ('q' or 'l', 8 bytes)";
+    case 'I': return "uint32 ('I')";
+    default: return "?";
+    }
+}
+
+static Py_ssize_t kind_size(char k)
+{
+    switch (k) {
+    case 'f': return 4;
+    case 'd': return 8;
+    case '?': return 1;
+    case 'q': return 8;
+    case 'I': return 4;
+    default: return 0;
+    }
+}
+
+/* Expects exactly type code k; TypeError otherwise. */
+static int need_kind(const char *fn, const char *name, const Py_buffer *v, char k)
+{
+    if (fmt_code(v) == k && v->itemsize == kind_size(k))
+        return 0;
+    PyErr_Format(PyExc_TypeError, "%s: '%s' must be %s, got format '%s' with item size %zd", fn,
+                 name, kind_name(k), fmt_str(v), v->itemsize);
+    return -1;
+}
+
+static int need_contig(const char *fn, const char *name, const Py_buffer *v)
+{
+    if (PyBuffer_IsContiguous(v, 'C'))
+        return 0;
+    char s[200];
+    PyErr_Format(PyExc_ValueError,
+                 "%s: '%s' (shape %s) must be C-contiguous; pass a contiguous copy", fn, name,
+                 shape_str(v, s, sizeof s));
+    return -1;
+}
+
+/* v must hold at least need elements. */
+static int need_elems(const char *fn, const char *name, const Py_buffer *v, Py_ssize_t need,
+                      const char *what)
+{
+    const Py_ssize_t have = buf_nelem(v);
+    if (have >= need)
+        return 0;
+    PyErr_Format(PyExc_ValueError, "%s: '%s' holds %zd elements but %zd are needed (%s)", fn, name,
+                 have, need, what);
+    return -1;
+}
+
+/* out must not share memory with in, except exactly (same start) when allow_same. */
+static int need_no_overlap(const char *fn, const char *oname, const Py_buffer *out,
+                           const char *iname, const Py_buffer *in, int allow_same)
+{
+    if (!buf_overlap(out, in))
+        return 0;
+    if (allow_same && out->buf == in->buf)
+        return 0;
+    PyErr_Format(PyExc_ValueError,
+                 allow_same ? "%s: '%s' overlaps '%s' without being the same buffer; pass the "
+                              "same buffer or a disjoint one"
+                            : "%s: '%s' overlaps '%s'; the output must not share memory with "
+                              "that input",
+                 fn, oname, iname);
+    return -1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Scalars                                                                                     */
+
+static int check_nargs(const char *fn, Py_ssize_t nargs, Py_ssize_t want)
+{
+    if (nargs == want)
+        return 0;
+    PyErr_Format(PyExc_TypeError, "%s() takes exactly %zd positional arguments (%zd given)", fn,
+                 want, nargs);
+    return -1;
+}
+
+static int get_ssize(const char *fn, const char *name, PyObject *o, Py_ssize_t *out)
+{
+    PyObject *idx = PyNumber_Index(o);
+    if (!idx) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "%s: '%s' must be an int, got %.100s", fn, name,
+                         Py_TYPE(o)->tp_name);
+        }
+        return -1;
+    }
+    const Py_ssize_t v = PyLong_AsSsize_t(idx);
+    if (v == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s: '%s' = %S does not fit in a Py_ssize_t", fn, name,
+                     idx);
+        Py_DECREF(idx);
+        return -1;
+    }
+    Py_DECREF(idx);
+    *out = v;
+    return 0;
+}
+
+/* An int >= lo. */
+static int get_min(const char *fn, const char *name, PyObject *o, Py_ssize_t lo, Py_ssize_t *out)
+{
+    if (get_ssize(fn, name, o, out) < 0)
+        return -1;
+    if (*out < lo) {
+        PyErr_Format(PyExc_ValueError, "%s: '%s' must be >= %zd, got %zd", fn, name, lo, *out);
+        return -1;
+    }
+    return 0;
+}
+
+static int get_flag(const char *fn, const char *name, PyObject *o, int *out)
+{
+    Py_ssize_t v;
+    if (get_ssize(fn, name, o, &v) < 0)
+        return -1;
+    if (v != 0 && v != 1) {
+        PyErr_Format(PyExc_ValueError, "%s: '%s' must be 0 or 1, got %zd", fn, name, v);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+static int get_op(const char *fn, PyObject *o, int count, const char *prefix, int *out)
+{
+    Py_ssize_t v;
+    if (get_ssize(fn, "op", o, &v) < 0)
+        return -1;
+    if (v < 0 || v >= count) {
+        PyErr_Format(PyExc_ValueError, "%s: unknown op %zd; expected one of the %s* constants (0..%d)",
+                     fn, v, prefix, count - 1);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+static int get_double(const char *fn, const char *name, PyObject *o, double *out)
+{
+    const double v = PyFloat_AsDouble(o);
+    if (v == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s: '%s' must be a real number, got %.100s", fn, name,
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* An int in [0, 2**bits). */
+static int get_unsigned(const char *fn, const char *name, PyObject *o, int bits, uint64_t *out)
+{
+    PyObject *idx = PyNumber_Index(o);
+    if (!idx) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "%s: '%s' must be an int, got %.100s", fn, name,
+                         Py_TYPE(o)->tp_name);
+        }
+        return -1;
+    }
+    const unsigned long long v = PyLong_AsUnsignedLongLong(idx);
+    const int bad = (v == (unsigned long long)-1 && PyErr_Occurred()) ||
+                    (bits < 64 && v >> bits != 0);
+    if (bad) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s: '%s' = %S must be in [0, 2**%d)", fn, name, idx, bits);
+        Py_DECREF(idx);
+        return -1;
+    }
+    Py_DECREF(idx);
+    *out = (uint64_t)v;
+    return 0;
+}
+
+static int get_i64(const char *fn, const char *name, PyObject *o, int64_t *out)
+{
+    PyObject *idx = PyNumber_Index(o);
+    if (!idx) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "%s: '%s' must be an int, got %.100s", fn, name,
+                         Py_TYPE(o)->tp_name);
+        }
+        return -1;
+    }
+    const long long v = PyLong_AsLongLong(idx);
+    if (v == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s: '%s' = %S does not fit in int64", fn, name, idx);
+        Py_DECREF(idx);
+        return -1;
+    }
+    Py_DECREF(idx);
+    *out = (int64_t)v;
+    return 0;
+}
+
+/* Overflow-checked arithmetic on non-negative sizes; *ok is cleared on overflow. */
+static Py_ssize_t smul(Py_ssize_t a, Py_ssize_t b, int *ok)
+{
+    if (a < 0 || b < 0 || (a != 0 && b > PY_SSIZE_T_MAX / a)) {
+        *ok = 0;
+        return 0;
+    }
+    return a * b;
+}
+
+static Py_ssize_t sadd(Py_ssize_t a, Py_ssize_t b, int *ok)
+{
+    if (a < 0 || b < 0 || a > PY_SSIZE_T_MAX - b) {
+        *ok = 0;
+        return 0;
+    }
+    return a + b;
+}
+
+static int overflow_error(const char *fn, const char *what)
+{
+    PyErr_Format(PyExc_ValueError, "%s: sizes overflow (%s)", fn, what);
+    return -1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Broadcast iteration spaces                                                                  */
+
+/* Sets operand o of it (whose shape is out's, ndim nd) from in: shapes right-aligned; a dim of
+ * in equal to out's keeps its stride, a dim of 1 broadcasts (stride 0). */
+static int iter_broadcast(const char *fn, const char *name, const Py_buffer *in,
+                          const Py_buffer *out, gc_iter *it, int o)
+{
+    const int nd = out->ndim, ni = in->ndim;
+    char s1[200], s2[200];
+    if (ni > nd) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: '%s' of shape %s has more dims than out of shape %s; inputs must "
+                     "broadcast to out's shape",
+                     fn, name, shape_str(in, s1, sizeof s1), shape_str(out, s2, sizeof s2));
+        return -1;
+    }
+    for (int d = 0; d < nd; d++) {
+        const int di = d - (nd - ni);
+        Py_ssize_t st = 0;
+        if (di >= 0) {
+            const Py_ssize_t si = in->shape[di], so = out->shape[d];
+            if (si == so) {
+                st = so > 1 ? buf_stride(in, di) / in->itemsize : 0;
+            } else if (si != 1) {
+                PyErr_Format(PyExc_ValueError,
+                             "%s: cannot broadcast '%s' of shape %s to out shape %s (dim %d is "
+                             "%zd, expected %zd or 1)",
+                             fn, name, shape_str(in, s1, sizeof s1),
+                             shape_str(out, s2, sizeof s2), di, si, so);
+                return -1;
+            }
+        }
+        it->stride[o][d] = st;
+    }
+    return 0;
+}
+
+static int iter_init_out(const char *fn, const Py_buffer *out, gc_iter *it, int o)
+{
+    if (out->ndim > GC_MAX_DIMS) {
+        PyErr_Format(PyExc_ValueError, "%s: out has %d dims; at most %d are supported", fn,
+                     out->ndim, GC_MAX_DIMS);
+        return -1;
+    }
+    it->ndim = out->ndim;
+    Py_ssize_t st = 1;
+    for (int d = out->ndim - 1; d >= 0; d--) {
+        it->shape[d] = out->shape[d];
+        it->stride[o][d] = out->shape[d] > 1 ? st : 0;
+        st *= out->shape[d];
+    }
+    return 0;
+}
+
+/* Drops size-1 dims and merges dims that are contiguous for every operand.  Requires every
+ * shape > 0.  The result has ndim >= 1. */
+static void iter_collapse(gc_iter *it, int nops)
+{
+    gc_iter r;
+    memset(&r, 0, sizeof r);
+    int nd = 0;
+    for (int d = 0; d < it->ndim; d++) {
+        if (it->shape[d] == 1)
+            continue;
+        if (nd > 0) {
+            int merge = 1;
+            for (int o = 0; o < nops; o++)
+                merge &= r.stride[o][nd - 1] == it->stride[o][d] * it->shape[d];
+            if (merge) {
+                r.shape[nd - 1] *= it->shape[d];
+                for (int o = 0; o < nops; o++)
+                    r.stride[o][nd - 1] = it->stride[o][d];
+                continue;
+            }
+        }
+        r.shape[nd] = it->shape[d];
+        for (int o = 0; o < nops; o++)
+            r.stride[o][nd] = it->stride[o][d];
+        nd++;
+    }
+    if (nd == 0) {
+        r.shape[0] = 1;
+        nd = 1;
+    }
+    r.ndim = nd;
+    *it = r;
+}
+
+/* An input sharing memory with the (contiguous) output is fine only when it is the very same
+ * elements: same start and, on every non-trivial dim, out's strides. */
+static int iter_alias_ok(const char *fn, const char *iname, const Py_buffer *in,
+                         const Py_buffer *out, const gc_iter *it, int oi, int oo)
+{
+    if (!buf_overlap(in, out))
+        return 0;
+    int same = in->buf == out->buf && in->itemsize == out->itemsize;
+    for (int d = 0; same && d < it->ndim; d++)
+        same = it->shape[d] == 1 || it->stride[oi][d] == it->stride[oo][d];
+    if (same)
+        return 0;
+    PyErr_Format(PyExc_ValueError,
+                 "%s: out overlaps '%s' without being the same elements; out may alias an input "
+                 "only when that input has out's shape and is contiguous",
+                 fn, iname);
+    return -1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* gemm                                                                                        */
+
+PyDoc_STRVAR(gemm_doc,
+             "gemm(a, b, c, batch, m, n, k, trans_a, trans_b, alpha, beta, sa, sb, sc, /)\n--\n\n"
+             "For i in range(batch): C_i = alpha * op(A_i) @ op(B_i) + beta * C_i, A_i starting "
+             "at element i*sa of a (likewise sb, sc; 0 broadcasts; batches run in order).\n"
+             "op(A) is m x k, stored k x m when trans_a; op(B) is k x n, stored n x k when "
+             "trans_b.  beta == 0 never reads C.");
+
+static PyObject *py_gemm(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    const char *fn = "gemm";
+    bufset bs = {.n = 0};
+    Py_ssize_t batch, m, n, k, sa, sb, sc;
+    int ta, tb;
+    double alpha, beta;
+    if (check_nargs(fn, nargs, 14) < 0)
+        return NULL;
+    if (get_min(fn, "batch", args[3], 0, &batch) < 0 || get_min(fn, "m", args[4], 0, &m) < 0 ||
+        get_min(fn, "n", args[5], 0, &n) < 0 || get_min(fn, "k", args[6], 0, &k) < 0 ||
+        get_flag(fn, "trans_a", args[7], &ta) < 0 || get_flag(fn, "trans_b", args[8], &tb) < 0 ||
+        get_double(fn, "alpha", args[9], &alpha) < 0 ||
+        get_double(fn, "beta", args[10], &beta) < 0 || get_min(fn, "sa", args[11], 0, &sa) < 0 ||
+        get_min(fn, "sb", args[12], 0, &sb) < 0 || get_min(fn, "sc", args[13], 0, &sc) < 0)
+        return NULL;
+
+    Py_buffer *a = get_buf(&bs, fn, "a", args[0], 0);
+    Py_buffer *b = a ? get_buf(&bs, fn, "b", args[1], 0) : NULL;
+    Py_buffer *c = b ? get_buf(&bs, fn, "c", args[2], 1) : NULL;
+    if (!c)
+        goto fail;
+    const char kd = float_kind(fn, "a", a);
+    if (!kd || need_kind(fn, "b", b, kd) < 0 || need_kind(fn, "c", c, kd) < 0)
+        goto fail;
+    if (need_contig(fn, "a", a) < 0 || need_contig(fn, "b", b) < 0 || need_contig(fn, "c", c) < 0)
+        goto fail;
+
+    /* elements touched: A_i spans m*k from i*sa, the last one ends at (batch-1)*sa + m*k */
+    int ok = 1;
+    const Py_ssize_t mk = smul(m, k, &ok), kn = smul(k, n, &ok), mn = smul(m, n, &ok);
+    const Py_ssize_t last = batch > 0 ? batch - 1 : 0;
+    const Py_ssize_t need_a = (batch > 0 && mk > 0) ? sadd(smul(last, sa, &ok), mk, &ok) : 0;
+    const Py_ssize_t need_b = (batch > 0 && kn > 0) ? sadd(smul(last, sb, &ok), kn, &ok) : 0;
+    const Py_ssize_t need_c = (batch > 0 && mn > 0) ? sadd(smul(last, sc, &ok), mn, &ok) : 0;
+    if (!ok) {
+        overflow_error(fn, "batch, m, n, k and the batch strides");
+        goto fail;
+    }
+    char what[256];
+    PyOS_snprintf(what, sizeof what,
+                  "batch=%zd, m=%zd, n=%zd, k=%zd, trans_a=%d, trans_b=%d, sa=%zd, sb=%zd, sc=%zd",
+                  batch, m, n, k, ta, tb, sa, sb, sc);
+    if (need_elems(fn, "a", a, need_a, what) < 0 || need_elems(fn, "b", b, need_b, what) < 0 ||
+        need_elems(fn, "c", c, need_c, what) < 0)
+        goto fail;
+    if (need_c > 0 && ((need_a > 0 && need_no_overlap(fn, "c", c, "a", a, 0) < 0) ||
+                       (need_b > 0 && need_no_overlap(fn, "c", c, "b", b, 0) < 0)))
+        goto fail;
+
+    int rc = 0;
+    Py_BEGIN_ALLOW_THREADS
+    if (kd == 'f')
+        rc = gc_gemm_f32((const float *)a->buf, (const float *)b->buf, (float *)c->buf, batch, m,
+                         n, k, ta, tb, (float)alpha, (float)beta, sa, sb, sc);
+    else
+        rc = gc_gemm_f64((const double *)a->buf, (const double *)b->buf, (double *)c->buf, batch,
+                         m, n, k, ta, tb, alpha, beta, sa, sb, sc);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    bufs_release(&bs);
+    Py_RETURN_NONE;
+fail:
+    bufs_release(&bs);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* unary                                                                                       */
+
+PyDoc_STRVAR(unary_doc, "unary(op, x, out, /)\n--\n\n"
+                        "out = f(x) elementwise (op: a UNARY_* constant); x and out C-contiguous, "
+                        "same length and float format; out may be x.");
+
+static PyObject *py_unary(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    const char *fn = "unary";
+    bufset bs = {.n = 0};
+    int op;
+    if (check_nargs(fn, nargs, 3) < 0 || get_op(fn, args[0], GC_UNARY_COUNT, "UNARY_", &op) < 0)
+        return NULL;
+    Py_buffer *x = get_buf(&bs, fn, "x", args[1], 0);
+    Py_buffer *out = x ? get_buf(&bs, fn, "out", args[2], 1) : NULL;
+    if (!out)
+        goto fail;
+    const char kd = float_kind(fn, "x", x);
+    if (!kd || need_kind(fn, "out", out, kd) < 0 || need_contig(fn, "x", x) < 0 ||
+        need_contig(fn, "out", out) < 0)
+        goto fail;
+    const Py_ssize_t nx = buf_nelem(x), no = buf_nelem(out);
+    if (nx != no) {
+        PyErr_Format(PyExc_ValueError,
+                     "unary(%s): x has %zd elements but out has %zd; they must be equal",
+                     unary_names[op], nx, no);
+        goto fail;
+    }
+    if (need_no_overlap(fn, "out", out, "x", x, 1) < 0)
+        goto fail;
+    Py_BEGIN_ALLOW_THREADS
+    if (kd == 'f')
+        gc_unary_f32(op, (const float *)x->buf, (float *)out->buf, nx);
+    else
+        gc_unary_f64(op, (const double *)x->buf, (double *)out->buf, nx);
+    Py_END_ALLOW_THREADS
+    bufs_release(&bs);
+    Py_RETURN_NONE;
+fail:
+    bufs_release(&bs);
+    return NULL;
+}
+
+PyDoc_STRVAR(unary_backward_doc,
+             "unary_backward(op, grad, saved, out, /)\n--\n\n"
+             "out = grad * f'(...): RELU (saved = x), SIGMOID (saved = y), TANH (saved = y), "
+             "GELU and GELU_TANH (saved = x).  All C-contiguous, same length and float format.");
+
+static PyObject *py_unary_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    const char *fn = "unary_backward";
+    bufset bs = {.n = 0};
+    int op;
+    if (check_nargs(fn, nargs, 4) < 0 || get_op(fn, args[0], GC_UNARY_COUNT, "UNARY_", &op) < 0)
+        return NULL;
+    if (op != GC_UNARY_RELU && op != GC_UNARY_SIGMOID && op != GC_UNARY_TANH &&
+        op != GC_UNARY_GELU && op != GC_UNARY_GELU_TANH) {
+        PyErr_Format(PyExc_ValueError,
+                     "unary_backward: op %d (%s) has no backward kernel; supported: RELU, "
+                     "SIGMOID, TANH, GELU, GELU_TANH",
+                     op, unary_names[op]);
+        return NULL;
+    }
+    Py_buffer *g = get_buf(&bs, fn, "grad", args[1], 0);
+    Py_buffer *s = g ? get_buf(&bs, fn, "saved", args[2], 0) : NULL;
+    Py_buffer *out = s ? get_buf(&bs, fn, "out", args[3], 1) : NULL;
+    if (!out)
+        goto fail;
+    const char kd = float_kind(fn, "grad", g);
+    if (!kd || need_kind(fn, "saved", s, kd) < 0 || need_kind(fn, "out", out, kd) < 0 ||
+        need_contig(fn, "grad", g) < 0 || need_contig(fn, "saved", s) < 0 ||
+        need_contig(fn, "out", out) < 0)
+        goto fail;
+    const Py_ssize_t n = buf_nelem(g);
+    if (buf_nelem(s) != n || buf_nelem(out) != n) {
+        PyErr_Format(PyExc_ValueError,
+                     "unary_backward(%s): grad, saved and out must have equal lengths, got %zd, "
+                     "%zd and %zd",
+                     unary_names[op], n, buf_nelem(s), buf_nelem(out));
+        goto fail;
+    }
+    if (need_no_overlap(fn, "out", out, "grad", g, 1) < 0 ||
+        need_no_overlap(fn, "out", out, "saved", s, 1) < 0)
+        goto fail;
+    Py_BEGIN_ALLOW_THREADS
+    if (kd == 'f')
+        gc_unary_backward_f32(op, (const float *)g->buf, (const float *)s->buf, (float *)out->buf,
+                              n);
+    else
+        gc_unary_backward_f64(op, (const double *)g->buf, (const double *)s->buf,
+                              (double *)out->buf, n);
+    Py_END_ALLOW_THREADS
+    bufs_release(&bs);
+    Py_RETURN_NONE;
+fail:
+    bufs_release(&bs);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* binary, where                                                                               */
+
+PyDoc_STRVAR(binary_doc,
+             "binary(op, a, b, out, /)\n--\n\n"
+             "out = a op b with numpy broadcasting (op: a BINARY_* constant).  a, b: same float "
+             "format, any strides, ndim <= out.ndim; out C-contiguous, ndim <= 8, a/b's format "
+             "for arithmetic ops and bool for comparisons.");
+
+static PyObject *py_binary(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    const char *fn = "binary";
+    bufset bs = {.n = 0};
+    int op;
+    if (check_nargs(fn, nargs, 4) < 0 ||
+        get_op(fn, args[0], GC_BINARY_COUNT, "BINARY_", &op) < 0)
+        return NULL;
+    Py_buffer *a = get_buf(&bs, fn, "a", args[1], 0);
+    Py_buffer *b = a ? get_buf(&bs, fn, "b", args[2], 0) : NULL;
+    Py_buffer *out = b ? get_buf(&bs, fn, "out", args[3], 1) : NULL;
+    if (!out)
+        goto fail;
+    const char kd = float_kind(fn, "a", a);
+    if (!kd || need_kind(fn, "b", b, kd) < 0 ||
+        need_kind(fn, "out", out, op >= GC_BINARY_EQ ? '?' : kd) < 0 ||
+        need_contig(fn, "out", out) < 0)
+        goto fail;
+    gc_iter it;
+    memset(&it, 0, sizeof it);
+    if (iter_init_out(fn, out, &it, 2) < 0 || iter_broadcast(fn, "a", a, out, &it, 0) < 0 ||
+        iter_broadcast(fn, "b", b, out, &it, 1) < 0 ||
+        iter_alias_ok(fn, "a", a, out, &it, 0, 2) < 0 ||
+        iter_alias_ok(fn, "b", b, out, &it, 1, 2) < 0)
+        goto fail;
+    if (buf_nelem(out) > 0) {
+        iter_collapse(&it, 3);
+        Py_BEGIN_ALLOW_THREADS
+        if (kd == 'f')
+            gc_binary_f32(op, &it, (const float *)a->buf, (const float *)b->buf, out->buf);
+        else
+            gc_binary_f64(op, &it, (const double *)a->buf, (const double *)b->buf, out->buf);
+        Py_END_ALLOW_THREADS
+    }
+    bufs_release(&bs);
+    Py_RETURN_NONE;
+fail:
+    bufs_release(&bs);
+    return NULL;
+}
+
+PyDoc_STRVAR(where_doc, "where(cond, a, b, out, /)\n--\n\n"
+                        "out = cond ? a : b with broadcasting as binary; cond bool; a, b and out "
+                        "the same format (any item size 1, 2, 4 or 8); out C-contiguous.");
+
+static PyObject *py_where(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    const char *fn = "where";
+    bufset bs = {.n = 0};
+    if (check_nargs(fn, nargs, 4) < 0)
+        return NULL;
+    Py_buffer *c = get_buf(&bs, fn, "cond", args[0], 0);
+    Py_buffer *a = c ? get_buf(&bs, fn, "a", args[1], 0) : NULL;
+    Py_buffer *b = a ? get_buf(&bs, fn, "b", args[2], 0) : NULL;
+    Py_buffer *out = b ? get_buf(&bs, fn, "out", args[3], 1) : NULL;
+    if (!out)
+        goto fail;
+    if (need_kind(fn, "cond", c, '?') < 0)
+        goto fail;
+    const char ka = fmt_code(a);
+    const Py_ssize_t isz = a->itemsize;
+    if (!ka || !(isz == 1 || isz == 2 || isz == 4 || isz == 8)) {
+        PyErr_Format(PyExc_TypeError,
+                     "where: 'a' must be a scalar format of item size 1, 2, 4 or 8, got format "
+                     "'%s' with item size %zd",
+                     fmt_str(a), isz);
+        goto fail;
+    }
+    if (fmt_code(b) != ka || b->itemsize != isz || fmt_code(out) != ka || out->itemsize != isz) {
+        PyErr_Format(PyExc_TypeError,
+                     "where: a, b and out must have the same format, got '%s', '%s' and '%s'",
+                     fmt_str(a), fmt_str(b), fmt_str(out));
+        goto fail;
+    }
+    if (need_contig(fn, "out", out) < 0)
+        goto fail;
+    gc_iter it;
+    memset(&it, 0, sizeof it);
+    if (iter_init_out(fn, out, &it, 3) < 0 || iter_broadcast(fn, "cond", c, out, &it, 0) < 0 ||
+        iter_broadcast(fn, "a", a, out, &it, 1) < 0 ||
+        iter_broadcast(fn, "b", b, out, &it, 2) < 0 ||
+        iter_alias_ok(fn, "cond", c, out, &it, 0, 3) < 0 ||
+        iter_alias_ok(fn, "a", a, out, &it, 1, 3) < 0 ||
+        iter_alias_ok(fn, "b", b, out, &it, 2, 3) < 0)
+        goto fail;
+    if (buf_nelem(out) > 0) {
+        iter_collapse(&it, 4);
+        Py_BEGIN_ALLOW_THREADS
+        gc_where(&it, (const unsigned char *)c->buf, a->buf, b->buf, out->buf, (size_t)isz);
+        Py_END_ALLOW_THREADS
+    }
+    bufs_release(&bs);
+    Py_RETURN_NONE;
+fail:
+    bufs_release(&bs);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* reduce, softmax, cross-entropy                                                              */
+
+/* outer*n*inner and outer*inner, overflow-checked. */
+static int three_axis_sizes(const char *fn, Py_ssize_t outer, Py_ssize_t n, Py_ssize_t inner,
+                            Py_ssize_t *total, Py_ssize_t *rows)
+{
+    int ok = 1;
+    *rows = smul(outer, inner, &ok);
+    *total = smul(*rows, n, &ok);
+    if (!ok)
+        return overflow_error(fn, "outer * n * inner");
+    return 0;
+}
+
+PyDoc_STRVAR(reduce_doc,
+             "reduce(op, x, out, outer, n, inner, /)\n--\n\n"
+             "Reduces the middle axis of C-contiguous x viewed as [outer, n, inner] into out "
+             "[outer, inner] (op: a REDUCE_* constant).  SUM, MEAN, MAX, MIN write x's format; "
+             "ARGMAX, ARGMIN write int64.  n == 0 only for SUM (0) and MEAN (nan).");
+
+static PyObject *py_reduce(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    const char *fn = "reduce";
+    bufset bs = {.n = 0};
+    int op;
+    Py_ssize_t outer, n, inner, total, rows;
+    if (check_nargs(fn, nargs, 6) < 0 ||
+        get_op(fn, args[0], GC_REDUCE_COUNT, "REDUCE_", &op) < 0 ||
+        get_min(fn, "outer", args[3], 0, &outer) < 0 || get_min(fn, "n", args[4], 0, &n) < 0 ||
+        get_min(fn, "inner", args[5], 0, &inner) < 0 ||
+        three_axis_sizes(fn, outer, n, inner, &total, &rows) < 0)
+        return NULL;
+    if (n == 0 && op != GC_REDUCE_SUM && op != GC_REDUCE_MEAN) {
+        PyErr_Format(PyExc_ValueError,
+                     "reduce(%s): n == 0 (outer=%zd, inner=%zd) has no result; only SUM and MEAN "
+                     "accept an empty axis",
+                     reduce_names[op], outer, inner);
+        return NULL;
+    }
+    Py_buffer *x = get_buf(&bs, fn, "x", args[1], 0);
+    Py_buffer *out = x ? get_buf(&bs, fn, "out", args[2], 1) : NULL;
+    if (!out)
+        goto fail;
+    const char kd = float_kind(fn, "x", x);
+    const int is_arg = op == GC_REDUCE_ARGMAX || op == GC_REDUCE_ARGMIN;
+    if (!kd || need_kind(fn, "out", out, is_arg ? 'q' : kd) < 0 || need_contig(fn, "x", x) < 0 ||
+        need_contig(fn, "out", out) < 0)
+        goto fail;
+    char what[160];
+    PyOS_snprintf(what, sizeof what, "outer=%zd, n=%zd, inner=%zd", outer, n, inner);
+    if (need_elems(fn, "x", x, total, what) < 0 || need_elems(fn, "out", out, rows, what) < 0)
+        goto fail;
+    if (rows > 0 && total > 0 && need_no_overlap(fn, "out", out, "x", x, 0) < 0)
+        goto fail;
+    Py_BEGIN_ALLOW_THREADS
+    if (kd == 'f')
+        gc_reduce_f32(op, (const float *)x->buf, out->buf, outer, n, inner);
+    else
+        gc_reduce_f64(op, (const double *)x->buf, out->buf, outer, n, inner);
+    Py_END_ALLOW_THREADS
+    bufs_release(&bs);
+    Py_RETURN_NONE;
+fail:
+    bufs_release(&bs);
+    return NULL;
+}
+
+PyDoc_STRVAR(softmax_doc,
+             "softmax(x, out, outer, n, inner, log, /)\n--\n\n"
+             "Softmax (log=0) or log-softmax (log=1) over the middle axis of [outer, n, inner]; "
+             "x and out C-contiguous, same float format; out may be x.");
+
+static PyObject *py_softmax(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    const char *fn = "softmax";
+    bufset bs = {.n = 0};
+    int lg;
+    Py_ssize_t outer, n, inner, total, rows;
+    if (check_nargs(fn, nargs, 6) < 0 || get_min(fn, "outer", args[2], 0, &outer) < 0 ||
+        get_min(fn, "n", args[3], 0, &n) < 0 || get_min(fn, "inner", args[4], 0, &inner) < 0 ||
+        get_flag(fn, "log", args[5], &lg) < 0 ||
+        three_axis_sizes(fn, outer, n, inner, &total, &rows) < 0)
+        return NULL;
+    Py_buffer *x = get_buf(&bs, fn, "x", args[0], 0);
+    Py_buffer *out = x ? get_buf(&bs, fn, "out", args[1], 1) : NULL;
+    if (!out)
+        goto fail;
+    const char kd = float_kind(fn, "x", x);
+    if (!kd || need_kind(fn, "out", out, kd) < 0 || need_contig(fn, "x", x) < 0 ||
+        need_contig(fn, "out", out) < 0)
+        goto fail;
+    char what[160];
+    PyOS_snprintf(what, sizeof what, "outer=%zd, n=%zd, inner=%zd", outer, n, inner);
+    if (need_elems(fn, "x", x, total, what) < 0 || need_elems(fn, "out", out, total, what) < 0)
+        goto fail;
+    if (total > 0 && need_no_overlap(fn, "out", out, "x", x, 1) < 0)
+        goto fail;
+    Py_BEGIN_ALLOW_THREADS
+    if (kd == 'f')
+        gc_softmax_f32((const float *)x->buf, (float *)out->buf, outer, n, inner, lg);
+    else
+        gc_softmax_f64((const double *)x->buf, (double *)out->buf, outer, n, inner, lg);
+    Py_END_ALLOW_THREADS
+    bufs_release(&bs);
+    Py_RETURN_NONE;
+fail:
+    bufs_release(&bs);
+    return NULL;
+}
+
+PyDoc_STRVAR(softmax_backward_doc,
+             "softmax_backward(grad, y, out, outer, n, inner, log, /)\n--\n\n"
+             "y = the forward output.  softmax: out = y * (g - sum(g*y)); log-softmax: "
+             "out = g - exp(y) * sum(g); sums over the middle axis.  out may be grad or y.");
+
+static PyObject *py_softmax_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    const char *fn = "softmax_backward";
+    bufset bs = {.n = 0};
+    int lg;
+    Py_ssize_t outer, n, inner, total, rows;
+    if (check_nargs(fn, nargs, 7) < 0 || get_min(fn, "outer", args[3], 0, &outer) < 0 ||
+        get_min(fn, "n", args[4], 0, &n) < 0 || get_min(fn, "inner", args[5], 0, &inner) < 0 ||
+        get_flag(fn, "log", args[6], &lg) < 0 ||
+        three_axis_sizes(fn, outer, n, inner, &total, &rows) < 0)
+        return NULL;
+    Py_buffer *g = get_buf(&bs, fn, "grad", args[0], 0);
+    Py_buffer *y = g ? get_buf(&bs, fn, "y", args[1], 0) : NULL;
+    Py_buffer *out = y ? get_buf(&bs, fn, "out", args[2], 1) : NULL;
+    if (!out)
+        goto fail;
+    const char kd = float_kind(fn, "grad", g);
+    if (!kd || need_kind(fn, "y", y, kd) < 0 || need_kind(fn, "out", out, kd) < 0 ||
+        need_contig(fn, "grad", g) < 0 || need_contig(fn, "y", y) < 0 ||
+        need_contig(fn, "out", out) < 0)
+        goto fail;
+    char what[160];
+    PyOS_snprintf(what, sizeof what, "outer=%zd, n=%zd, inner=%zd", outer, n, inner);
+    if (need_elems(fn, "grad", g, total, what) < 0 || need_elems(fn, "y", y, total, what) < 0 ||
+        need_elems(fn, "out", out, total, what) < 0)
+        goto fail;
+    if (total > 0 && (need_no_overlap(fn, "out", out, "grad", g, 1) < 0 ||
+                      need_no_overlap(fn, "out", out, "y", y, 1) < 0))
+        goto fail;
+    Py_BEGIN_ALLOW_THREADS
+    if (kd == 'f')
+        gc_softmax_backward_f32((const float *)g->buf, (const float *)y->buf, (float *)out->buf,
+                                outer, n, inner, lg);
+    else
+        gc_softmax_backward_f64((const double *)g->buf, (const double *)y->buf,
+                                (double *)out->buf, outer, n, inner, lg);
+    Py_END_ALLOW_THREADS
+    bufs_release(&bs);
+    Py_RETURN_NONE;
+fail:
+    bufs_release(&bs);
+    return NULL;
+}
+
+/* Every target is ignore_index or in [0, c); IndexError naming the first bad one otherwise. */
+static int check_targets(const char *fn, const int64_t *t, Py_ssize_t n, Py_ssize_t c,
+                         int64_t ignore_index)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (t[i] != ignore_index && (t[i] < 0 || t[i] >= (int64_t)c)) {
+            PyErr_Format(PyExc_IndexError,
+                         "%s: target[%zd] = %lld is out of range for c = %zd classes (expected "
+                         "0 <= target < %zd or ignore_index = %lld)",
+                         fn, i, (long long)t[i], c, c, (long long)ignore_index);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(ce_forward_doc,
+             "cross_entropy_forward(logits, target, loss, lse, n, c, ignore_index, /)\n--\n\n"
+             "logits [n, c] float, target [n] int64: lse[i] = logsumexp(logits[i]), loss[i] = "
+             "lse[i] - logits[i, target[i]] (0 where target[i] == ignore_index).  A target "
+             "outside [0, c) that is not ignore_index raises IndexError.");
+
+static PyObject *py_ce_forward(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    const char *fn = "cross_entropy_forward";
+    bufset bs = {.n = 0};
+    Py_ssize_t n, c;
+    int64_t ign;
+    if (check_nargs(fn, nargs, 7) < 0 || get_min(fn, "n", args[4], 0, &n) < 0 ||
+        get_min(fn, "c", args[5], 0, &c) < 0 || get_i64(fn, "ignore_index", args[6], &ign) < 0)
+        return NULL;
+    int ok = 1;
+    const Py_ssize_t nc = smul(n, c, &ok);
+    if (!ok) {
+        overflow_error(fn, "n * c");
+        return NULL;
+    }
+    Py_buffer *lg = get_buf(&bs, fn, "logits", args[0], 0);
+    Py_buffer *tg = lg ? get_buf(&bs, fn, "target", args[1], 0) : NULL;
+    Py_buffer *loss = tg ? get_buf(&bs, fn, "loss", args[2], 1) : NULL;
+    Py_buffer *lse = loss ? get_buf(&bs, fn, "lse", args[3], 1) : NULL;
+    if (!lse)
+        goto fail;
+    const char kd = float_kind(fn, "logits", lg);
+    if (!kd || need_kind(fn, "target", tg, 'q') < 0 || need_kind(fn, "loss", loss, kd) < 0 ||
+        need_kind(fn, "lse", lse, kd) < 0 || need_contig(fn, "logits", lg) < 0 ||
+        need_contig(fn, "target", tg) < 0 || need_contig(fn, "loss", loss) < 0 ||
+        need_contig(fn, "lse", lse) < 0)
+        goto fail;
+    char what[160];
+    PyOS_snprintf(what, sizeof what, "n=%zd, c=%zd", n, c);
+    if (need_elems(fn, "logits", lg, nc, what) < 0 || need_elems(fn, "target", tg, n, what) < 0 ||
+        need_elems(fn, "loss", loss, n, what) < 0 || need_elems(fn, "lse", lse, n, what) < 0)
+        goto fail;
+    if (n > 0 && (need_no_overlap(fn, "loss", loss, "logits", lg, 0) < 0 ||
+                  need_no_overlap(fn, "loss", loss, "target", tg, 0) < 0 ||
+                  need_no_overlap(fn, "loss", loss, "lse", lse, 0) < 0 ||
+                  need_no_overlap(fn, "lse", lse, "logits", lg, 0) < 0 ||
+                  need_no_overlap(fn, "lse", lse, "target", tg, 0) < 0))
+        goto fail;
+    if (check_targets(fn, (const int64_t *)tg->buf, n, c, ign) < 0)
+        goto fail;
+    Py_BEGIN_ALLOW_THREADS
+    if (kd == 'f')
+        gc_cross_entropy_forward_f32((const float *)lg->buf, (const int64_t *)tg->buf,
+                                     (float *)loss->buf, (float *)lse->buf, n, c, ign);
+    else
+        gc_cross_entropy_forward_f64((const double *)lg->buf, (const int64_t *)tg->buf,
+                                     (double *)loss->buf, (double *)lse->buf, n, c, ign);
+    Py_END_ALLOW_THREADS
+    bufs_release(&bs);
+    Py_RETURN_NONE;
+fail:
+    bufs_release(&bs);
+    return NULL;
+}
+
+PyDoc_STRVAR(ce_backward_doc,
+             "cross_entropy_backward(logits, target, lse, grad_loss, out, n, c, ignore_index, "
+             "/)\n--\n\n"
+             "out[i, j] = grad_loss[i] * (exp(logits[i, j] - lse[i]) - (j == target[i])); rows "
+             "with ignore_index get 0.  out may be logits.");
+
+static PyObject *py_ce_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    const char *fn = "cross_entropy_backward";
+    bufset bs = {.n = 0};
+    Py_ssize_t n, c;
+    int64_t ign;
+    if (check_nargs(fn, nargs, 8) < 0 || get_min(fn, "n", args[5], 0, &n) < 0 ||
+        get_min(fn, "c", args[6], 0, &c) < 0 || get_i64(fn, "ignore_index", args[7], &ign) < 0)
+        return NULL;
+    int ok = 1;
+    const Py_ssize_t nc = smul(n, c, &ok);
+    if (!ok) {
+        overflow_error(fn, "n * c");
+        return NULL;
+    }
+    Py_buffer *lg = get_buf(&bs, fn, "logits", args[0], 0);
+    Py_buffer *tg = lg ? get_buf(&bs, fn, "target", args[1], 0) : NULL;
+    Py_buffer *lse = tg ? get_buf(&bs, fn, "lse", args[2], 0) : NULL;
+    Py_buffer *gl = lse ? get_buf(&bs, fn, "grad_loss", args[3], 0) : NULL;
+    Py_buffer *out = gl ? get_buf(&bs, fn, "out", args[4], 1) : NULL;
+    if (!out)
+        goto fail;
+    const char kd = float_kind(fn, "logits", lg);
+    if (!kd || need_kind(fn, "target", tg, 'q') < 0 || need_kind(fn, "lse", lse, kd) < 0 ||
+        need_kind(fn, "grad_loss", gl, kd) < 0 || need_kind(fn, "out", out, kd) < 0 ||
+        need_contig(fn, "logits", lg) < 0 || need_contig(fn, "target", tg) < 0 ||
+        need_contig(fn, "lse", lse) < 0 || need_contig(fn, "grad_loss", gl) < 0 ||
+        need_contig(fn, "out", out) < 0)
+        goto fail;
+    char what[160];
+    PyOS_snprintf(what, sizeof what, "n=%zd, c=%zd", n, c);
+    if (need_elems(fn, "logits", lg, nc, what) < 0 || need_elems(fn, "target", tg, n, what) < 0 ||
+        need_elems(fn, "lse", lse, n, what) < 0 || need_elems(fn, "grad_loss", gl, n, what) < 0 ||
+        need_elems(fn, "out", out, nc, what) < 0)
+        goto fail;
+    if (nc > 0 && (need_no_overlap(fn, "out", out, "logits", lg, 1) < 0 ||
+                   need_no_overlap(fn, "out", out, "target", tg, 0) < 0 ||
+                   need_no_overlap(fn, "out", out, "lse", lse, 0) < 0 ||
+                   need_no_overlap(fn, "out", out, "grad_loss", gl, 0) < 0))
+        goto fail;
+    if (check_targets(fn, (const int64_t *)tg->buf, n, c, ign) < 0)
+        goto fail;
+    Py_BEGIN_ALLOW_THREADS
+    if (kd == 'f')
+        gc_cross_entropy_backward_f32((const float *)lg->buf, (const int64_t *)tg->buf,
+                                      (const float *)lse->buf, (const float *)gl->buf,
+                                      (float *)out->buf, n, c, ign);
+    else
+        gc_cross_entropy_backward_f64((const double *)lg->buf, (const int64_t *)tg->buf,
+                                      (const double *)lse->buf, (const double *)gl->buf,
+                                      (double *)out->buf, n, c, ign);
+    Py_END_ALLOW_THREADS
+    bufs_release(&bs);
+    Py_RETURN_NONE;
+fail:
+    bufs_release(&bs);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* copy                                                                                        */
+
+PyDoc_STRVAR(copy_doc, "copy(src, dst, /)\n--\n\n"
+                       "Copies src into dst: same shape (ndim <= 8) and format (item size 1, 2, "
+                       "4 or 8), any strides; dst writable.  Overlapping views are handled.");
+
+static PyObject *py_copy(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    const char *fn = "copy";
+    bufset bs = {.n = 0};
+    void *tmp = NULL;
+    if (check_nargs(fn, nargs, 2) < 0)
+        return NULL;
+    Py_buffer *s = get_buf(&bs, fn, "src", args[0], 0);
+    Py_buffer *d = s ? get_buf(&bs, fn, "dst", args[1], 1) : NULL;
+    if (!d)
+        goto fail;
+    const Py_ssize_t isz = s->itemsize;
+    if (!fmt_code(s) || !(isz == 1 || isz == 2 || isz == 4 || isz == 8)) {
+        PyErr_Format(PyExc_TypeError,
+                     "copy: 'src' must be a scalar format of item size 1, 2, 4 or 8, got format "
+                     "'%s' with item size %zd",
+                     fmt_str(s), isz);
+        goto fail;
+    }
+    if (fmt_code(d) != fmt_code(s) || d->itemsize != isz) {
+        PyErr_Format(PyExc_TypeError,
+                     "copy: src has format '%s' (item size %zd) but dst has '%s' (item size %zd); "
+                     "they must match",
+                     fmt_str(s), isz, fmt_str(d), d->itemsize);
+        goto fail;
+    }
+    int same_shape = s->ndim == d->ndim;
+    for (int i = 0; same_shape && i < s->ndim; i++)
+        same_shape = s->shape[i] == d->shape[i];
+    if (!same_shape) {
+        char s1[200], s2[200];
+        PyErr_Format(PyExc_ValueError, "copy: src shape %s differs from dst shape %s",
+                     shape_str(s, s1, sizeof s1), shape_str(d, s2, sizeof s2));
+        goto fail;
+    }
+    if (d->ndim > GC_MAX_DIMS) {
+        PyErr_Format(PyExc_ValueError, "copy: %d dims; at most %d are supported", d->ndim,
+                     GC_MAX_DIMS);
+        goto fail;
+    }
+    const Py_ssize_t total = buf_nelem(d);
+    if (total == 0)
+        goto done;
+    gc_iter it;
+    memset(&it, 0, sizeof it);
+    it.ndim = d->ndim;
+    for (int i = 0; i < d->ndim; i++) {
+        it.shape[i] = d->shape[i];
+        it.stride[0][i] = d->shape[i] > 1 ? buf_stride(s, i) / isz : 0;
+        it.stride[1][i] = d->shape[i] > 1 ? buf_stride(d, i) / isz : 0;
+    }
+    int same_elems = s->buf == d->buf;
+    for (int i = 0; same_elems && i < d->ndim; i++)
+        same_elems = it.stride[0][i] == it.stride[1][i];
+    if (same_elems)
+        goto done;
+    if (!buf_overlap(s, d)) {
+        iter_collapse(&it, 2);
+        Py_BEGIN_ALLOW_THREADS
+        gc_copy(&it, s->buf, d->buf, (size_t)isz);
+        Py_END_ALLOW_THREADS
+        goto done;
+    }
+    /* overlapping views: go through a contiguous temporary */
+    tmp = malloc((size_t)total * (size_t)isz);
+    if (!tmp) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    gc_iter in = it, outit = it;
+    Py_ssize_t st = 1;
+    for (int i = d->ndim - 1; i >= 0; i--) {
+        in.stride[1][i] = d->shape[i] > 1 ? st : 0;  /* src -> tmp */
+        outit.stride[0][i] = d->shape[i] > 1 ? st : 0; /* tmp -> dst */
+        st *= d->shape[i];
+    }
+    iter_collapse(&in, 2);
+    iter_collapse(&outit, 2);
+    Py_BEGIN_ALLOW_THREADS
+    gc_copy(&in, s->buf, tmp, (size_t)isz);
+    gc_copy(&outit, tmp, d->buf, (size_t)isz);
+    Py_END_ALLOW_THREADS
+done:
+    free(tmp);
+    bufs_release(&bs);
+    Py_RETURN_NONE;
+fail:
+    free(tmp);
+    bufs_release(&bs);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* im2col, col2im                                                                              */
+
+/* Parses the 12 geometry ints args[0..12) (n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw), computes
+ * oh, ow and the element counts of x and col. */
+static int conv_geometry(const char *fn, PyObject *const *g, gc_conv *p, Py_ssize_t *nx,
+                         Py_ssize_t *ncol)
+{
+    if (get_min(fn, "n", g[0], 0, &p->n) < 0 || get_min(fn, "c", g[1], 0, &p->c) < 0 ||
+        get_min(fn, "h", g[2], 0, &p->h) < 0 || get_min(fn, "w", g[3], 0, &p->w) < 0 ||
+        get_min(fn, "kh", g[4], 1, &p->kh) < 0 || get_min(fn, "kw", g[5], 1, &p->kw) < 0 ||
+        get_min(fn, "sh", g[6], 1, &p->sh) < 0 || get_min(fn, "sw", g[7], 1, &p->sw) < 0 ||
+        get_min(fn, "ph", g[8], 0, &p->ph) < 0 || get_min(fn, "pw", g[9], 0, &p->pw) < 0 ||
+        get_min(fn, "dh", g[10], 1, &p->dh) < 0 || get_min(fn, "dw", g[11], 1, &p->dw) < 0)
+        return -1;
+    int ok = 1;
+    /* padded extent and dilated kernel extent: h + 2 ph and dh (kh - 1) + 1 */
+    const Py_ssize_t hp = sadd(p->h, smul(2, p->ph, &ok), &ok);
+    const Py_ssize_t wp = sadd(p->w, smul(2, p->pw, &ok), &ok);
+    const Py_ssize_t ekh = sadd(smul(p->dh, p->kh - 1, &ok), 1, &ok);
+    const Py_ssize_t ekw = sadd(smul(p->dw, p->kw - 1, &ok), 1, &ok);
+    if (!ok)
+        return overflow_error(fn, "padded input or dilated kernel size");
+    if (ekh > hp || ekw > wp) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: the dilated kernel (%zd x %zd) is larger than the padded input "
+                     "(%zd x %zd); output size would be < 1",
+                     fn, ekh, ekw, hp, wp);
+        return -1;
+    }
+    p->oh = (hp - ekh) / p->sh + 1;
+    p->ow = (wp - ekw) / p->sw + 1;
+    *nx = smul(smul(p->n, p->c, &ok), smul(p->h, p->w, &ok), &ok);
+    const Py_ssize_t rows = smul(p->c, smul(p->kh, p->kw, &ok), &ok);
+    *ncol = smul(smul(p->n, rows, &ok), smul(p->oh, p->ow, &ok), &ok);
+    if (!ok)
+        return overflow_error(fn, "n * c * h * w or n * c*kh*kw * oh*ow");
+    return 0;
+}
+
+static PyObject *conv_common(const char *fn, PyObject *const *args, Py_ssize_t nargs, int to_col)
+{
+    bufset bs = {.n = 0};
+    gc_conv p;
+    Py_ssize_t nx, ncol;
+    if (check_nargs(fn, nargs, 14) < 0 || conv_geometry(fn, args + 2, &p, &nx, &ncol) < 0)
+        return NULL;
+    /* im2col(x, col, ...), col2im(col, x, ...) */
+    const char *in_name = to_col ? "x" : "col", *out_name = to_col ? "col" : "x";
+    Py_buffer *in = get_buf(&bs, fn, in_name, args[0], 0);
+    Py_buffer *out = in ? get_buf(&bs, fn, out_name, args[1], 1) : NULL;
+    if (!out)
+        goto fail;
+    const char kd = float_kind(fn, in_name, in);
+    if (!kd || need_kind(fn, out_name, out, kd) < 0 || need_contig(fn, in_name, in) < 0 ||
+        need_contig(fn, out_name, out) < 0)
+        goto fail;
+    char what[300];
+    PyOS_snprintf(what, sizeof what,
+                  "n=%zd, c=%zd, h=%zd, w=%zd, kernel %zdx%zd, stride %zdx%zd, padding %zdx%zd, "
+                  "dilation %zdx%zd -> oh=%zd, ow=%zd",
+                  p.n, p.c, p.h, p.w, p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.dh, p.dw, p.oh, p.ow);
+    const Py_ssize_t nin = to_col ? nx : ncol, nout = to_col ? ncol : nx;
+    if (need_elems(fn, in_name, in, nin, what) < 0 ||
+        need_elems(fn, out_name, out, nout, what) < 0)
+        goto fail;
+    if (nin > 0 && nout > 0 && need_no_overlap(fn, out_name, out, in_name, in, 0) < 0)
+        goto fail;
+    Py_BEGIN_ALLOW_THREADS
+    if (to_col) {
+        if (kd == 'f')
+            gc_im2col_f32((const float *)in->buf, (float *)out->buf, &p);
+        else
+            gc_im2col_f64((const double *)in->buf, (double *)out->buf, &p);
+    } else {
+        if (kd == 'f')
+            gc_col2im_f32((const float *)in->buf, (float *)out->buf, &p);
+        else
+            gc_col2im_f64((const double *)in->buf, (double *)out->buf, &p);
+    }
+    Py_END_ALLOW_THREADS
+    bufs_release(&bs);
+    Py_RETURN_NONE;
+fail:
+    bufs_release(&bs);
+    return NULL;
+}
+
+PyDoc_STRVAR(im2col_doc,
+             "im2col(x, col, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, /)\n--\n\n"
+             "x [n, c, h, w] -> col [n, c*kh*kw, oh*ow], oh = (h + 2*ph - dh*(kh-1) - 1) // sh "
+             "+ 1 (likewise ow); padding reads as 0; row (ci*kh + ki)*kw + kj.");
+
+static PyObject *py_im2col(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return conv_common("im2col", args, nargs, 1);
+}
+
+PyDoc_STRVAR(col2im_doc,
+             "col2im(col, x, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, /)\n--\n\n"
+             "The adjoint of im2col: x is overwritten with the sum of every col entry that "
+             "im2col would have read from it.");
+
+static PyObject *py_col2im(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return conv_common("col2im", args, nargs, 0);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* philox streams                                                                              */
+
+/* seed, offset and out (C-contiguous, writable, kind k) for philox / uniform / normal. */
+static Py_buffer *rng_common(const char *fn, PyObject *const *args, bufset *bs, char k,
+                             uint64_t *seed, uint64_t *offset)
+{
+    if (get_unsigned(fn, "seed", args[0], 64, seed) < 0 ||
+        get_unsigned(fn, "offset", args[1], 64, offset) < 0)
+        return NULL;
+    Py_buffer *out = get_buf(bs, fn, "out", args[2], 1);
+    if (!out || need_kind(fn, "out", out, k) < 0 || need_contig(fn, "out", out) < 0)
+        return NULL;
+    return out;
+}
+
+PyDoc_STRVAR(philox_doc,
+             "philox(seed, offset, out, /)\n--\n\n"
+             "out uint32 [L]: out[i] = word i % 4 of Philox4x32-10 at counter offset + i // 4 "
+             "(c0 = low, c1 = high 32 bits, c2 = c3 = 0), key (seed & 0xffffffff, seed >> 32).");
+
+static PyObject *py_philox(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    const char *fn = "philox";
+    bufset bs = {.n = 0};
+    uint64_t seed, offset;
+    if (check_nargs(fn, nargs, 3) < 0)
+        return NULL;
+    Py_buffer *out = rng_common(fn, args, &bs, 'I', &seed, &offset);
+    if (!out)
+        goto fail;
+    const Py_ssize_t n = buf_nelem(out);
+    Py_BEGIN_ALLOW_THREADS
+    gc_philox_fill(seed, offset, (uint32_t *)out->buf, n);
+    Py_END_ALLOW_THREADS
+    bufs_release(&bs);
+    Py_RETURN_NONE;
+fail:
+    bufs_release(&bs);
+    return NULL;
+}
+
+PyDoc_STRVAR(uniform_doc, "uniform(seed, offset, out, low, high, /)\n--\n\n"
+                          "out float32: low + (high - low) * u, u = (word_i >> 8) * 2**-24 with "
+                          "word_i the i-th word of the philox stream.");
+
+static PyObject *py_uniform(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    const char *fn = "uniform";
+    bufset bs = {.n = 0};
+    uint64_t seed, offset;
+    double low, high;
+    if (check_nargs(fn, nargs, 5) < 0 || get_double(fn, "low", args[3], &low) < 0 ||
+        get_double(fn, "high", args[4], &high) < 0)
+        return NULL;
+    Py_buffer *out = rng_common(fn, args, &bs, 'f', &seed, &offset);
+    if (!out)
+        goto fail;
+    const Py_ssize_t n = buf_nelem(out);
+    Py_BEGIN_ALLOW_THREADS
+    gc_uniform_f32(seed, offset, (float *)out->buf, n, (float)low, (float)high);
+    Py_END_ALLOW_THREADS
+    bufs_release(&bs);
+    Py_RETURN_NONE;
+fail:
+    bufs_release(&bs);
+    return NULL;
+}
+
+PyDoc_STRVAR(normal_doc,
+             "normal(seed, offset, out, mean, std, /)\n--\n\n"
+             "out float32, Box-Muller over word pairs (2p, 2p+1) of the philox stream, in float32 "
+             "arithmetic; consumes 2 * ceil(L / 2) words.");
+
+static PyObject *py_normal(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    const char *fn = "normal";
+    bufset bs = {.n = 0};
+    uint64_t seed, offset;
+    double mean, std;
+    if (check_nargs(fn, nargs, 5) < 0 || get_double(fn, "mean", args[3], &mean) < 0 ||
+        get_double(fn, "std", args[4], &std) < 0)
+        return NULL;
+    Py_buffer *out = rng_common(fn, args, &bs, 'f', &seed, &offset);
+    if (!out)
+        goto fail;
+    const Py_ssize_t n = buf_nelem(out);
+    Py_BEGIN_ALLOW_THREADS
+    gc_normal_f32(seed, offset, (float *)out->buf, n, (float)mean, (float)std);
+    Py_END_ALLOW_THREADS
+    bufs_release(&bs);
+    Py_RETURN_NONE;
+fail:
+    bufs_release(&bs);
+    return NULL;
+}
+
+PyDoc_STRVAR(philox_block_doc,
+             "philox_block(c0, c1, c2, c3, k0, k1, /)\n--\n\n"
+             "One Philox4x32-10 block for counter (c0..c3) and key (k0, k1), each a uint32; "
+             "returns a 4-tuple of ints (for known-answer tests).");
+
+static PyObject *py_philox_block(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    static const char *const names[6] = {"c0", "c1", "c2", "c3", "k0", "k1"};
+    uint64_t v[6];
+    if (check_nargs("philox_block", nargs, 6) < 0)
+        return NULL;
+    for (int i = 0; i < 6; i++)
+        if (get_unsigned("philox_block", names[i], args[i], 32, &v[i]) < 0)
+            return NULL;
+    const uint32_t ctr[4] = {(uint32_t)v[0], (uint32_t)v[1], (uint32_t)v[2], (uint32_t)v[3]};
+    const uint32_t key[2] = {(uint32_t)v[4], (uint32_t)v[5]};
+    uint32_t out[4];
+    gc_philox4x32_10(ctr, key, out);
+    return Py_BuildValue("(kkkk)", (unsigned long)out[0], (unsigned long)out[1],
+                         (unsigned long)out[2], (unsigned long)out[3]);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* module                                                                                      */
+
+#define GC_METHOD(name, func, doc)                                                                \
+    {                                                                                             \
+        name, (PyCFunction)(void (*)(void))func, METH_FASTCALL, doc                               \
+    }
+
+static PyMethodDef cpu_methods[] = {
+    GC_METHOD("gemm", py_gemm, gemm_doc),
+    GC_METHOD("unary", py_unary, unary_doc),
+    GC_METHOD("unary_backward", py_unary_backward, unary_backward_doc),
+    GC_METHOD("binary", py_binary, binary_doc),
+    GC_METHOD("where", py_where, where_doc),
+    GC_METHOD("reduce", py_reduce, reduce_doc),
+    GC_METHOD("softmax", py_softmax, softmax_doc),
+    GC_METHOD("softmax_backward", py_softmax_backward, softmax_backward_doc),
+    GC_METHOD("cross_entropy_forward", py_ce_forward, ce_forward_doc),
+    GC_METHOD("cross_entropy_backward", py_ce_backward, ce_backward_doc),
+    GC_METHOD("copy", py_copy, copy_doc),
+    GC_METHOD("im2col", py_im2col, im2col_doc),
+    GC_METHOD("col2im", py_col2im, col2im_doc),
+    GC_METHOD("philox", py_philox, philox_doc),
+    GC_METHOD("uniform", py_uniform, uniform_doc),
+    GC_METHOD("normal", py_normal, normal_doc),
+    GC_METHOD("philox_block", py_philox_block, philox_block_doc),
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef cpu_module = {
+    PyModuleDef_HEAD_INIT,
+    "gpucore._cpu",
+    "C11 kernels over host buffers for gpucore (see cpu/README.md).  Kernels write into the "
+    "output buffers they are given and release the GIL while they run.",
+    -1,
+    cpu_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL};
+
+static int add_names(PyObject *m, const char *prefix, const char *const *names, int count)
+{
+    char full[64];
+    for (int i = 0; i < count; i++) {
+        PyOS_snprintf(full, sizeof full, "%s%s", prefix, names[i]);
+        if (PyModule_AddIntConstant(m, full, i) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+PyMODINIT_FUNC PyInit__cpu(void)
+{
+    PyObject *m = PyModule_Create(&cpu_module);
+    if (!m)
+        return NULL;
+    if (add_names(m, "UNARY_", unary_names, GC_UNARY_COUNT) < 0 ||
+        add_names(m, "BINARY_", binary_names, GC_BINARY_COUNT) < 0 ||
+        add_names(m, "REDUCE_", reduce_names, GC_REDUCE_COUNT) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_DIMS", GC_MAX_DIMS) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

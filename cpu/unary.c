@@ -1,0 +1,134 @@
+/* Elementwise unary kernels and their backward (out = grad * f'). */
+#ifndef GC_T
+
+#include <math.h>
+
+#include "kernels.h"
+
+#define GC_T float
+#define GC_SFX f32
+#define GC_M(fn) fn##f
+#include "unary.c"
+#undef GC_T
+#undef GC_SFX
+#undef GC_M
+
+#define GC_T double
+#define GC_SFX f64
+#define GC_M(fn) fn
+#include "unary.c"
+#undef GC_T
+#undef GC_SFX
+#undef GC_M
+
+#else /* type-generic body, T = GC_T */
+
+#define GC_C(v) ((GC_T)(v))
+#define GC_SQRT1_2 GC_C(0.70710678118654752440)     /* 1 / sqrt(2) */
+#define GC_INV_SQRT_2PI GC_C(0.39894228040143267794) /* 1 / sqrt(2 pi) */
+#define GC_SQRT_2_PI GC_C(0.79788456080286535588)    /* sqrt(2 / pi) */
+#define GC_GELU_A GC_C(0.044715)
+
+/* sigmoid(x) without overflow: e = exp(-|x|) <= 1, q = 1 / (1 + e); sigmoid = q or e q. */
+static inline GC_T GC_FN(sigmoid)(GC_T x)
+{
+    const GC_T e = GC_M(exp)(-GC_M(fabs)(x));
+    const GC_T q = GC_C(1) / (GC_C(1) + e);
+    return x >= GC_C(0) ? q : e * q;
+}
+
+/* gelu, erf form: 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x erfc(-x / sqrt 2) (no cancellation). */
+static inline GC_T GC_FN(gelu)(GC_T x)
+{
+    return GC_C(0.5) * x * GC_M(erfc)(-x * GC_SQRT1_2);
+}
+
+static inline GC_T GC_FN(gelu_grad)(GC_T x)
+{
+    return GC_C(0.5) * GC_M(erfc)(-x * GC_SQRT1_2) +
+           x * GC_INV_SQRT_2PI * GC_M(exp)(GC_C(-0.5) * x * x);
+}
+
+/* gelu, tanh form: 0.5 x (1 + tanh u), u = sqrt(2/pi) (x + 0.044715 x^3); since
+ * (1 + tanh u) / 2 = sigmoid(2u) this is x sigmoid(2u), stable for any x. */
+static inline GC_T GC_FN(gelu_tanh)(GC_T x)
+{
+    const GC_T u = GC_SQRT_2_PI * (x + GC_GELU_A * x * x * x);
+    return x * GC_FN(sigmoid)(GC_C(2) * u);
+}
+
+/* d/dx: 0.5 (1 + t) + 0.5 x (1 - t^2) u', t = tanh u, u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2).
+ * With s = sigmoid(2u): 0.5 (1 + t) = s and 0.5 (1 - t^2) = 2 s (1 - s) = 2 e q^2 where
+ * e = exp(-|2u|), q = 1 / (1 + e).  Beyond |x| = 10 the value is 1 or 0 to working precision
+ * (and u' x may overflow to inf while e is 0), so it is returned directly. */
+static inline GC_T GC_FN(gelu_tanh_grad)(GC_T x)
+{
+    const GC_T u2 = GC_C(2) * GC_SQRT_2_PI * (x + GC_GELU_A * x * x * x);
+    const GC_T e = GC_M(exp)(-GC_M(fabs)(u2));
+    const GC_T q = GC_C(1) / (GC_C(1) + e);
+    const GC_T s = u2 >= GC_C(0) ? q : e * q;
+    const GC_T du = GC_SQRT_2_PI * (GC_C(1) + GC_C(3) * GC_GELU_A * x * x);
+    const GC_T g = s + GC_C(2) * x * du * (e * q * q);
+    if (GC_M(fabs)(x) > GC_C(10))
+        return x > GC_C(0) ? GC_C(1) : GC_C(0);
+    return g;
+}
+
+#define GC_UNARY_LOOP(EXPR)                                                                       \
+    for (ptrdiff_t i = 0; i < n; i++) {                                                           \
+        const GC_T v = x[i];                                                                      \
+        out[i] = (EXPR);                                                                          \
+    }                                                                                             \
+    break
+
+/* x and out may be the same buffer, so no restrict here. */
+void GC_FN(gc_unary)(int op, const GC_T *x, GC_T *out, ptrdiff_t n)
+{
+    switch (op) {
+    case GC_UNARY_NEG: GC_UNARY_LOOP(-v);
+    case GC_UNARY_ABS: GC_UNARY_LOOP(GC_M(fabs)(v));
+    case GC_UNARY_EXP: GC_UNARY_LOOP(GC_M(exp)(v));
+    case GC_UNARY_LOG: GC_UNARY_LOOP(GC_M(log)(v));
+    case GC_UNARY_SQRT: GC_UNARY_LOOP(GC_M(sqrt)(v));
+    case GC_UNARY_RELU: GC_UNARY_LOOP(v <= GC_C(0) ? GC_C(0) : v); /* NaN stays NaN */
+    case GC_UNARY_SIGMOID: GC_UNARY_LOOP(GC_FN(sigmoid)(v));
+    case GC_UNARY_TANH: GC_UNARY_LOOP(GC_M(tanh)(v));
+    case GC_UNARY_GELU: GC_UNARY_LOOP(GC_FN(gelu)(v));
+    case GC_UNARY_GELU_TANH: GC_UNARY_LOOP(GC_FN(gelu_tanh)(v));
+    case GC_UNARY_SIGN: /* -1, 0 (sign of the zero kept) or 1; NaN stays NaN */
+        GC_UNARY_LOOP(v > GC_C(0) ? GC_C(1) : (v < GC_C(0) ? GC_C(-1) : v));
+    case GC_UNARY_SIN: GC_UNARY_LOOP(GC_M(sin)(v));
+    case GC_UNARY_COS: GC_UNARY_LOOP(GC_M(cos)(v));
+    case GC_UNARY_RECIPROCAL: GC_UNARY_LOOP(GC_C(1) / v);
+    default: break;
+    }
+}
+#undef GC_UNARY_LOOP
+
+#define GC_BACKWARD_LOOP(EXPR)                                                                    \
+    for (ptrdiff_t i = 0; i < n; i++) {                                                           \
+        const GC_T g = grad[i], s = saved[i];                                                     \
+        out[i] = (EXPR);                                                                          \
+    }                                                                                             \
+    break
+
+void GC_FN(gc_unary_backward)(int op, const GC_T *grad, const GC_T *saved, GC_T *out, ptrdiff_t n)
+{
+    switch (op) {
+    case GC_UNARY_RELU: GC_BACKWARD_LOOP(s > GC_C(0) ? g : GC_C(0)); /* saved = x */
+    case GC_UNARY_SIGMOID: GC_BACKWARD_LOOP(g * s * (GC_C(1) - s)); /* saved = y */
+    case GC_UNARY_TANH: GC_BACKWARD_LOOP(g * (GC_C(1) - s * s));    /* saved = y */
+    case GC_UNARY_GELU: GC_BACKWARD_LOOP(g * GC_FN(gelu_grad)(s));  /* saved = x */
+    case GC_UNARY_GELU_TANH: GC_BACKWARD_LOOP(g * GC_FN(gelu_tanh_grad)(s));
+    default: break;
+    }
+}
+#undef GC_BACKWARD_LOOP
+
+#undef GC_C
+#undef GC_SQRT1_2
+#undef GC_INV_SQRT_2PI
+#undef GC_SQRT_2_PI
+#undef GC_GELU_A
+
+#endif

@@ -1,0 +1,138 @@
+"""gpucore: PyTorch-style tensors, autograd and training on any Vulkan GPU, or the CPU.
+
+Ops on tensors of at least GPUCORE_GPU_THRESHOLD elements run as SPIR-V compute shaders on a
+Vulkan device when one is usable; everything else runs in the C extension ``gpucore._cpu``.
+"""
+
+from . import _cpu  # noqa: F401  (fail early and clearly if the extension is missing)
+from . import ops as _ops  # noqa: F401  (fills the op registry, attaches Tensor methods)
+from . import autograd, nn  # noqa: F401
+from .autograd import enable_grad, no_grad, set_grad_enabled
+from .autograd.grad_mode import is_grad_enabled
+from .creation import (
+    arange,
+    as_tensor,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randint_like,
+    randn,
+    randn_like,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from .dtypes import bfloat16, float16, float32, float64, int8, int32, int64, uint8
+from .dtypes import bool_ as bool  # noqa: A001  (PyTorch's name: gpucore.bool)
+from .dtypes import dtype
+from .errors import (
+    AutogradError,
+    DeviceError,
+    DTypeError,
+    GpucoreError,
+    GpucoreIndexError,
+    SerializationError,
+    ShapeError,
+)
+from .ops.elementwise import (
+    abs,
+    add,
+    clamp,
+    clone,
+    cos,
+    div,
+    eq,
+    exp,
+    ge,
+    gelu,
+    gt,
+    le,
+    log,
+    log1p,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    lt,
+    maximum,
+    minimum,
+    mul,
+    ne,
+    neg,
+    pow,
+    reciprocal,
+    relu,
+    rsqrt,
+    sigmoid,
+    sign,
+    sin,
+    sqrt,
+    square,
+    sub,
+    tanh,
+    where,
+)
+from .ops.indexing import (
+    cat,
+    chunk,
+    concat,
+    gather,
+    index_select,
+    masked_fill,
+    narrow,
+    scatter_add,
+    split,
+    stack,
+    unbind,
+)
+from .ops.linalg import addmm, bmm, matmul, mm
+from .ops.nnops import log_softmax, logsumexp, softmax
+from .ops.reduce import all, amax, amin, any, argmax, argmin, max, mean, min, norm, std, sum, var
+from .ops.shape import (
+    broadcast_tensors,
+    broadcast_to,
+    expand,
+    flatten,
+    movedim,
+    permute,
+    reshape,
+    squeeze,
+    t,
+    transpose,
+    unsqueeze,
+)
+from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from .tensor import Size, Tensor, device
+
+float = float32  # noqa: A001
+double = float64
+half = float16
+long = int64
+int = int32  # noqa: A001
+
+clip = clamp
+
+__version__ = "0.1.0"
+
+
+def is_tensor(obj) -> bool:
+    """True for gpucore tensors."""
+    return isinstance(obj, Tensor)
+
+
+def numel(input: Tensor) -> int:
+    return input.numel()
+
+
+def backend_info() -> dict:
+    """What runs the ops on this machine."""
+    return {"cpu": "gpucore._cpu (C11, compiler-vectorized)", "vulkan": None}

@@ -1,0 +1,111 @@
+"""Reverse-mode autograd: backward, grad, grad-mode switches, gradcheck, DOT export."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..errors import AutogradError, ShapeError
+from .dot import export_dot
+from .engine import run_backward
+from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .gradcheck import gradcheck, gradgradcheck
+from .graph import accumulate_node
+
+__all__ = [
+    "backward",
+    "grad",
+    "no_grad",
+    "enable_grad",
+    "set_grad_enabled",
+    "is_grad_enabled",
+    "gradcheck",
+    "gradgradcheck",
+    "export_dot",
+]
+
+
+def _as_list(x):
+    if x is None:
+        return []
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _root_grads(outputs, grad_outputs, fn: str):
+    from ..creation import ones_like
+
+    grads = []
+    for i, out in enumerate(outputs):
+        g = grad_outputs[i] if i < len(grad_outputs) else None
+        if not out.requires_grad:
+            raise AutogradError(
+                f"{fn}: element {i} of the outputs does not require grad and has no grad_fn; "
+                "did you create it under no_grad() or from tensors without requires_grad=True?"
+            )
+        if g is None:
+            if out.numel() != 1:
+                raise AutogradError(
+                    f"{fn}: grad can be implicitly created only for scalar outputs; output {i} "
+                    f"has shape {tuple(out.shape)}; pass gradient= (a tensor of that shape)"
+                )
+            g = ones_like(out)
+        elif g.shape != out.shape:
+            raise ShapeError(
+                f"{fn}: gradient of shape {tuple(g.shape)} does not match output {i} of shape "
+                f"{tuple(out.shape)}"
+            )
+        grads.append(g)
+    return grads
+
+
+def _node_of(t):
+    return t._grad_fn if t._grad_fn is not None else accumulate_node(t)
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False,
+             inputs=None) -> None:
+    """Accumulate gradients of ``tensors`` into the ``.grad`` of the leaves they depend on.
+
+    ``inputs`` limits accumulation to those leaves. Without ``retain_graph`` the graph's saved
+    tensors are freed, and a second backward through it raises.
+    """
+    outputs = _as_list(tensors)
+    grads = _root_grads(outputs, _as_list(grad_tensors), "backward")
+    if retain_graph is None:
+        retain_graph = create_graph
+    if inputs is not None:
+        ins = _as_list(inputs)
+        res = grad(outputs, ins, grads, retain_graph=retain_graph, create_graph=create_graph,
+                   allow_unused=True)
+        for t, g in zip(ins, res):
+            if g is not None:
+                t.grad = (g if create_graph else g.detach()) if t.grad is None else t.grad + g
+        return
+    run_backward([_node_of(o) for o in outputs], grads, retain_graph, create_graph)
+
+
+def grad(outputs, inputs: Sequence, grad_outputs=None, retain_graph=None,
+         create_graph: bool = False, allow_unused: bool = False) -> tuple:
+    """Gradients of ``outputs`` with respect to ``inputs``, returned (not accumulated)."""
+    outs = _as_list(outputs)
+    ins = _as_list(inputs)
+    for i, t in enumerate(ins):
+        if not t.requires_grad:
+            raise AutogradError(f"grad: input {i} does not require grad")
+    grads = _root_grads(outs, _as_list(grad_outputs), "grad")
+    if retain_graph is None:
+        retain_graph = create_graph
+    nodes = [_node_of(t) for t in ins]
+    capture = {n: None for n in nodes}
+    run_backward([_node_of(o) for o in outs], grads, retain_graph, create_graph, capture)
+    result = []
+    for i, n in enumerate(nodes):
+        g = capture[n]
+        if g is None and not allow_unused:
+            raise AutogradError(
+                f"grad: input {i} was not used to compute the outputs; pass allow_unused=True "
+                "to get None for it"
+            )
+        if g is not None and not create_graph:
+            g = g.detach()
+        result.append(g)
+    return tuple(result)

@@ -1,0 +1,80 @@
+"""Global switch for graph recording: no_grad, enable_grad, set_grad_enabled.
+
+Each works as a context manager and as a decorator, like PyTorch's. The flag is per thread, so a
+worker thread under no_grad does not silence recording in another.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+
+class _State(threading.local):
+    enabled = True
+
+
+_state = _State()
+
+
+def is_grad_enabled() -> bool:
+    """True when ops record the graph for autograd."""
+    return _state.enabled
+
+
+class _GradModeContext:
+    _value: bool
+
+    def __enter__(self):
+        self._prev = _state.enabled
+        _state.enabled = self._value
+        return self
+
+    def __exit__(self, *exc):
+        _state.enabled = self._prev
+        return False
+
+    def __call__(self, fn):
+        value = self._value
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            prev = _state.enabled
+            _state.enabled = value
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _state.enabled = prev
+
+        return wrapper
+
+
+class no_grad(_GradModeContext):
+    """Disable graph recording inside the block or decorated function."""
+
+    def __init__(self):
+        self._value = False
+
+
+class enable_grad(_GradModeContext):
+    """Enable graph recording inside the block, e.g. within a no_grad region."""
+
+    def __init__(self):
+        self._value = True
+
+
+class set_grad_enabled(_GradModeContext):
+    """Set recording on or off; takes effect immediately, and undoes itself when used as a context."""
+
+    def __init__(self, mode: bool):
+        self._prev = _state.enabled
+        self._value = bool(mode)
+        _state.enabled = self._value
+
+    def __enter__(self):
+        return self
+
+    def __call__(self, fn):
+        # Used as a decorator, the mode must apply only inside calls, not from decoration on.
+        _state.enabled = self._prev
+        return super().__call__(fn)

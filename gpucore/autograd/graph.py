@@ -1,0 +1,123 @@
+"""Graph nodes: what an op leaves behind for backward.
+
+A node is micrograd's idea made explicit: the op that produced a tensor, the context it saved, and
+one edge per input pointing at the node that produced that input (or at the AccumulateGrad node of
+a leaf). Edges point at nodes, not tensors, so an in-place op that later gives a tensor a new
+grad_fn does not rewrite history.
+"""
+
+from __future__ import annotations
+
+from ..errors import AutogradError
+
+
+class Ctx:
+    """What an op saves for its backward: tensors (version-checked) and plain attributes."""
+
+    __slots__ = ("_saved", "_versions", "attrs", "op_name", "released", "needs_input_grad")
+
+    def __init__(self, op_name: str, saved: tuple, attrs: dict, needs_input_grad: tuple = ()):
+        self.op_name = op_name
+        self.needs_input_grad = needs_input_grad
+        self._saved = saved
+        self._versions = tuple(t._vbox[0] for t in saved)
+        self.attrs = attrs
+        self.released = False
+
+    @property
+    def saved(self) -> tuple:
+        """The saved tensors; raises if the graph was freed or one was modified in place since."""
+        if self.released:
+            raise AutogradError(
+                f"{self.op_name}: trying to backward through the graph a second time (its saved "
+                "tensors were freed after the first backward); pass retain_graph=True to the "
+                "first backward() if you need to call it twice"
+            )
+        for t, v in zip(self._saved, self._versions):
+            if t._vbox[0] != v:
+                raise AutogradError(
+                    f"{self.op_name}: a tensor of shape {tuple(t.shape)} saved for backward was "
+                    f"modified by an in-place operation (version {t._vbox[0]}, expected {v}); "
+                    "use an out-of-place op or .clone() the tensor before modifying it"
+                )
+        return self._saved
+
+
+class Node:
+    """A recorded op application. ``next`` has one edge (Node or None) per op input."""
+
+    __slots__ = ("op", "ctx", "next", "in_meta", "pre_hooks", "__weakref__")
+
+    def __init__(self, op, ctx: Ctx, next_edges: tuple, in_meta: tuple):
+        self.op = op
+        self.ctx = ctx
+        self.next = next_edges
+        self.in_meta = in_meta  # (shape, dtype) per input, to fit incoming gradients
+        self.pre_hooks = None
+
+    def name(self) -> str:
+        return f"{self.op.name.capitalize()}Backward"
+
+    def apply(self, grad):
+        ctx = self.ctx
+        if ctx.released:
+            ctx.saved  # raises the explanatory error
+        return self.op.backward(ctx, grad)
+
+    def release(self):
+        self.ctx.released = True
+        self.ctx._saved = ()
+
+    def add_pre_hook(self, fn):
+        if self.pre_hooks is None:
+            self.pre_hooks = []
+        self.pre_hooks.append(fn)
+        return _HookHandle(self.pre_hooks, fn)
+
+    def __repr__(self) -> str:
+        return f"<{self.name()}>"
+
+
+class AccumulateGrad(Node):
+    """Terminal node of a leaf that requires grad: sums incoming gradients into ``leaf.grad``."""
+
+    __slots__ = ("leaf",)
+
+    def __init__(self, leaf):
+        super().__init__(None, None, (), ())
+        self.leaf = leaf
+
+    def name(self) -> str:
+        return "AccumulateGrad"
+
+
+class _HookHandle:
+    """Returned by register_hook; ``remove()`` unregisters the hook."""
+
+    __slots__ = ("_hooks", "_fn")
+
+    def __init__(self, hooks: list, fn):
+        self._hooks = hooks
+        self._fn = fn
+
+    def remove(self):
+        if self._fn in self._hooks:
+            self._hooks.remove(self._fn)
+
+
+def accumulate_node(leaf) -> AccumulateGrad:
+    """The one AccumulateGrad node of a leaf (cached on it so all uses, and hooks, share it)."""
+    node = leaf._acc
+    if node is None:
+        node = AccumulateGrad(leaf)
+        leaf._acc = node
+    return node
+
+
+def edge_of(t):
+    """The edge an op input contributes: its grad_fn, its AccumulateGrad, or None."""
+    if t._grad_fn is not None:
+        return t._grad_fn
+    if t.requires_grad:
+        return accumulate_node(t)
+    return None

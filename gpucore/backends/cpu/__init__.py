@@ -1,0 +1,81 @@
+"""The CPU backend: host storage as 64-byte-aligned numpy arrays, kernels from gpucore._cpu.
+
+float32 and float64 math runs in the C extension; integer and bool ops use numpy; float16 and
+bfloat16 compute in float32 and are rounded back, as on PyTorch's CPU for most ops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import dtypes as D
+from ...errors import DeviceError
+from .kernels import KERNELS
+
+_LOW = (D.float16, D.bfloat16)
+ALIGN = 64
+
+
+def empty_array(shape: tuple, npdtype) -> np.ndarray:
+    """An uninitialised C-contiguous array whose data starts on a 64-byte boundary."""
+    npdtype = np.dtype(npdtype)
+    n = 1
+    for s in shape:
+        n *= s
+    nbytes = n * npdtype.itemsize
+    buf = np.empty(nbytes + ALIGN, np.uint8)
+    off = (-buf.ctypes.data) % ALIGN
+    return buf[off : off + nbytes].view(npdtype).reshape(shape)
+
+
+def to_compute(arr: np.ndarray, dtype) -> np.ndarray:
+    """Array in the dtype kernels compute in (float32 for the low-precision floats)."""
+    if dtype is D.bfloat16:
+        return D.bf16_to_f32(arr).reshape(arr.shape)
+    if dtype is D.float16:
+        return arr.astype(np.float32)
+    return arr
+
+
+def from_compute(arr: np.ndarray, dtype) -> np.ndarray:
+    """Round a float32 result back to a low-precision dtype's storage."""
+    if dtype is D.bfloat16:
+        return D.f32_to_bf16(arr).reshape(arr.shape)
+    if dtype is D.float16:
+        return arr.astype(np.float16)
+    return arr
+
+
+class CPUBackend:
+    """Runs ops with the kernels of ``kernels.KERNELS`` on host arrays."""
+
+    name = "cpu"
+
+    def __init__(self):
+        self.kernels = KERNELS
+
+    def run(self, op, specs, inputs, attrs):
+        from ...tensor import Tensor
+
+        fn = self.kernels.get(op.name)
+        if fn is None:
+            raise DeviceError(f"{op.name}: no CPU kernel is registered for this op")
+        multi = isinstance(specs, list)
+        if not multi:
+            specs = [specs]
+        ins = [t._data if t._dtype not in _LOW else to_compute(t._data, t._dtype) for t in inputs]
+        outs = []
+        low = False
+        for shape, dt in specs:
+            if dt in _LOW:
+                low = True
+                outs.append(empty_array(shape, np.float32))
+            else:
+                outs.append(empty_array(shape, dt.np))
+        fn(outs if multi else outs[0], *ins, **attrs)
+        if low:
+            outs = [from_compute(o, dt) for o, (_, dt) in zip(outs, specs)]
+        return tuple(Tensor._wrap(o, dt) for o, (_, dt) in zip(outs, specs))
+
+
+BACKEND = CPUBackend()

@@ -1,0 +1,123 @@
+"""dtype objects exported at the top level (``gpucore.float32`` ...).
+
+Host storage uses numpy arrays. bfloat16 has no numpy type: it is stored as uint16 bit patterns and
+converted with round-to-nearest-even, like PyTorch. float16 and bfloat16 tensors compute in float32
+and round the result back.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import DTypeError
+
+
+class dtype:
+    """A tensor element type. Compare with ``is``; ``str()`` gives ``gpucore.float32``."""
+
+    __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_signed", "_rank")
+
+    def __init__(self, name: str, np_dtype, is_floating_point: bool, is_signed: bool, rank: int):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.itemsize = self.np.itemsize
+        self.is_floating_point = is_floating_point
+        self.is_signed = is_signed
+        self._rank = rank  # position in type promotion within its category
+
+    def __repr__(self) -> str:
+        return f"gpucore.{self.name}"
+
+    def __reduce__(self):
+        return self.name
+
+
+bool_ = dtype("bool", np.bool_, False, False, 0)
+uint8 = dtype("uint8", np.uint8, False, False, 1)
+int8 = dtype("int8", np.int8, False, True, 2)
+int32 = dtype("int32", np.int32, False, True, 3)
+int64 = dtype("int64", np.int64, False, True, 4)
+float16 = dtype("float16", np.float16, True, True, 10)
+bfloat16 = dtype("bfloat16", np.uint16, True, True, 11)
+float32 = dtype("float32", np.float32, True, True, 12)
+float64 = dtype("float64", np.float64, True, True, 13)
+
+ALL = (bool_, uint8, int8, int32, int64, float16, bfloat16, float32, float64)
+BY_NAME = {d.name: d for d in ALL}
+BY_NAME.update(
+    {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32}
+)
+_FROM_NP = {d.np: d for d in ALL if d is not bfloat16}
+
+# Dtypes whose math runs natively in the kernels; the others compute through float32.
+NATIVE_FLOAT = (float32, float64)
+
+
+def from_numpy_dtype(npd) -> dtype:
+    """The gpucore dtype of a numpy dtype, or DTypeError if there is none."""
+    d = _FROM_NP.get(np.dtype(npd))
+    if d is None:
+        raise DTypeError(
+            f"numpy dtype {np.dtype(npd)} has no gpucore equivalent; "
+            f"supported: {', '.join(x.name for x in ALL)}"
+        )
+    return d
+
+
+def as_dtype(d) -> dtype:
+    """Accept a gpucore dtype, a name ('float32'), a numpy dtype or a Python type."""
+    if isinstance(d, dtype):
+        return d
+    if d is float:
+        return float32
+    if d is int:
+        return int64
+    if d is bool:
+        return bool_
+    if isinstance(d, str) and d in BY_NAME:
+        return BY_NAME[d]
+    try:
+        return from_numpy_dtype(d)
+    except TypeError:
+        raise DTypeError(f"unknown dtype {d!r}; use e.g. gpucore.float32") from None
+
+
+def promote(a: dtype, b: dtype) -> dtype:
+    """Result dtype of a binary op between two tensors (PyTorch's category-then-size rule)."""
+    if a is b:
+        return a
+    if a.is_floating_point != b.is_floating_point:
+        return a if a.is_floating_point else b
+    if {a, b} == {float16, bfloat16}:
+        return float32
+    if {a, b} == {uint8, int8}:
+        return int32  # PyTorch gives int16, which gpucore lacks; int32 holds every result
+    return a if a._rank > b._rank else b
+
+
+def scalar_result(t: dtype, value) -> dtype:
+    """Result dtype of a tensor op with a Python scalar: the scalar only lifts the category."""
+    if isinstance(value, bool):
+        return t
+    if isinstance(value, int):
+        return int64 if t is bool_ else t
+    if isinstance(value, float):
+        return t if t.is_floating_point else float32
+    return t
+
+
+def f32_to_bf16(a: np.ndarray) -> np.ndarray:
+    """float32 array -> uint16 bfloat16 bit patterns, round to nearest even, NaN kept quiet."""
+    a = np.ascontiguousarray(a, dtype=np.float32)
+    bits = a.view(np.uint32)
+    rounding = ((bits >> 16) & 1) + np.uint32(0x7FFF)
+    out = ((bits + rounding) >> 16).astype(np.uint16)
+    nan = np.isnan(a)
+    if nan.any():
+        out[nan] = ((bits[nan] >> 16) | 0x0040).astype(np.uint16)
+    return out
+
+
+def bf16_to_f32(a: np.ndarray) -> np.ndarray:
+    """uint16 bfloat16 bit patterns -> float32 (exact)."""
+    return (np.ascontiguousarray(a, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)

@@ -1,0 +1,44 @@
+"""The exception hierarchy: every error gpucore raises on purpose is a GpucoreError.
+
+Each subclass also derives from the builtin a Python user would catch (ValueError, TypeError, ...),
+so ``except ValueError`` keeps working for code written against PyTorch or numpy.
+"""
+
+
+class GpucoreError(Exception):
+    """Root of every exception gpucore raises deliberately."""
+
+
+class ShapeError(GpucoreError, ValueError):
+    """Shapes that do not fit the op (not broadcastable, wrong rank, size mismatch)."""
+
+
+class DTypeError(GpucoreError, TypeError):
+    """A dtype the op does not support, or operands whose dtypes cannot be combined."""
+
+
+class DeviceError(GpucoreError, RuntimeError):
+    """A device that is missing, unusable or out of memory."""
+
+
+class SerializationError(GpucoreError, ValueError):
+    """A file that cannot be saved or loaded (corrupt, truncated, hostile header)."""
+
+
+class GpucoreIndexError(GpucoreError, IndexError):
+    """A dim or index out of range."""
+
+
+class AutogradError(GpucoreError, RuntimeError):
+    """Misuse of autograd: backward twice, non-scalar without gradient, stale saved tensors."""
+
+
+__all__ = [
+    "GpucoreError",
+    "ShapeError",
+    "DTypeError",
+    "DeviceError",
+    "SerializationError",
+    "GpucoreIndexError",
+    "AutogradError",
+]

@@ -1,0 +1,118 @@
+"""Helpers shared by the op families: argument normalisation, broadcasting, method attachment."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as D
+from ..errors import GpucoreIndexError, ShapeError
+from ..tensor import Tensor
+
+
+def method(*names):
+    """Attach the decorated function to Tensor under ``names`` (one definition, both forms)."""
+
+    def deco(fn):
+        for n in names:
+            setattr(Tensor, n, fn)
+        return fn
+
+    return deco
+
+
+def scalar_tensor(value, dtype) -> Tensor:
+    """A 0-d tensor holding a Python number, for mixing scalars into tensor ops."""
+    arr = np.empty((), dtype.np)
+    if dtype is D.bfloat16:
+        arr[()] = D.f32_to_bf16(np.array([value], np.float32))[0]
+    else:
+        arr[()] = value
+    return Tensor._wrap(arr, dtype)
+
+
+def as_operands(op: str, a, b):
+    """Two operands as tensors of one common dtype (PyTorch promotion; scalars lift category)."""
+    ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
+    if ta and tb:
+        dt = D.promote(a.dtype, b.dtype)
+        if a.ndim == 0 and b.ndim > 0 and a.dtype.is_floating_point == b.dtype.is_floating_point:
+            dt = b.dtype  # a 0-d tensor acts like a scalar of its category (PyTorch)
+        elif b.ndim == 0 and a.ndim > 0 and a.dtype.is_floating_point == b.dtype.is_floating_point:
+            dt = a.dtype
+        return (a if a.dtype is dt else a.to(dt)), (b if b.dtype is dt else b.to(dt))
+    if ta:
+        _check_scalar(op, b)
+        dt = D.scalar_result(a.dtype, b)
+        return (a if a.dtype is dt else a.to(dt)), scalar_tensor(b, dt)
+    if tb:
+        _check_scalar(op, a)
+        dt = D.scalar_result(b.dtype, a)
+        return scalar_tensor(a, dt), (b if b.dtype is dt else b.to(dt))
+    raise TypeError(f"{op}(): expected at least one Tensor operand, got {type(a)} and {type(b)}")
+
+
+def _check_scalar(op, v):
+    if not isinstance(v, (int, float, bool, np.number)):
+        raise TypeError(
+            f"{op}(): unsupported operand of type {type(v).__name__}; expected a Tensor or a number"
+        )
+
+
+def broadcast_shapes(op: str, *shapes) -> tuple:
+    """numpy/PyTorch broadcasting of shapes, or ShapeError naming the op and the shapes."""
+    nd = max(len(s) for s in shapes)
+    out = []
+    for i in range(nd):
+        size = 1
+        for s in shapes:
+            j = len(s) - nd + i
+            if j < 0:
+                continue
+            d = s[j]
+            if d == 1:
+                continue
+            if size != 1 and d != size:
+                raise ShapeError(
+                    f"{op}: shapes {' and '.join(str(tuple(x)) for x in shapes)} are not "
+                    f"broadcastable (dim {i - nd}: {size} vs {d}); make the sizes equal or 1"
+                )
+            size = d
+        out.append(size)
+    return tuple(out)
+
+
+def wrap_dim(dim, ndim: int, op: str = "") -> int:
+    lim = max(ndim, 1)
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}")
+    if dim < -lim or dim >= lim:
+        raise GpucoreIndexError(
+            f"{op}: dim {dim} is out of range for a tensor of {ndim} dims; "
+            f"expected a value in [{-lim}, {lim - 1}]"
+        )
+    return int(dim) + lim if dim < 0 else int(dim)
+
+
+def norm_dims(dim, ndim: int, op: str = "") -> tuple:
+    """dim (None, int, or tuple) as a sorted tuple of non-negative dims; None means all."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, (list, tuple)):
+        dims = tuple(sorted({wrap_dim(d, ndim, op) for d in dim}))
+        if len(dims) != len(dim):
+            raise ValueError(f"{op}: dim {tuple(dim)} repeats a dimension")
+        return dims
+    return (wrap_dim(dim, ndim, op),)
+
+
+def shape_arg(args) -> tuple:
+    """Shape given as varargs or as one tuple/list."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        return tuple(int(s) for s in args[0])
+    return tuple(int(s) for s in args)
+
+
+def reduced_shape(shape: tuple, dims: tuple, keepdim: bool) -> tuple:
+    if keepdim:
+        return tuple(1 if i in dims else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in dims)

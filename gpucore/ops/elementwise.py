@@ -1,0 +1,488 @@
+"""Elementwise ops: unary math and activations, binary arithmetic, comparisons, where, clamp,
+dtype casts and copies. Each op is one ``defop`` with its shape rule and backward."""
+
+from __future__ import annotations
+
+import math
+
+from .. import dtypes as D
+from ..errors import DTypeError
+from ..tensor import Tensor
+from .common import as_operands, broadcast_shapes, method, scalar_tensor
+from .registry import apply, defop
+
+
+def _same(x, *_, **__):
+    return (x.shape, x.dtype)
+
+
+def _float_result(x, **_):
+    # exp/log/... of an integer tensor give float32, as PyTorch.
+    return (x.shape, x.dtype if x.dtype.is_floating_point else D.float32)
+
+
+# ----------------------------------------------------------------------------- unary ops
+NEG = defop("neg", infer=_same, backward=lambda ctx, g: -g)
+ABS = defop("abs", infer=_same, save_inputs=(0,), backward=lambda ctx, g: g * ctx.saved[0].sign())
+SIGN = defop("sign", infer=_same, backward=lambda ctx, g: g * 0)
+EXP = defop("exp", infer=_float_result, save_outputs=(0,), backward=lambda ctx, g: g * ctx.saved[0])
+LOG = defop("log", infer=_float_result, save_inputs=(0,), backward=lambda ctx, g: g / ctx.saved[0])
+SQRT = defop(
+    "sqrt", infer=_float_result, save_outputs=(0,), backward=lambda ctx, g: g / (2 * ctx.saved[0])
+)
+SIN = defop("sin", infer=_float_result, save_inputs=(0,), backward=lambda ctx, g: g * ctx.saved[0].cos())
+COS = defop(
+    "cos", infer=_float_result, save_inputs=(0,), backward=lambda ctx, g: -g * ctx.saved[0].sin()
+)
+RECIPROCAL = defop(
+    "reciprocal",
+    infer=_float_result,
+    save_outputs=(0,),
+    backward=lambda ctx, g: -g * ctx.saved[0] * ctx.saved[0],
+)
+RELU = defop(
+    "relu",
+    infer=_same,
+    save_inputs=(0,),
+    backward=lambda ctx, g: apply(RELU_BACKWARD, g, ctx.saved[0]),
+)
+SIGMOID = defop(
+    "sigmoid",
+    infer=_float_result,
+    save_outputs=(0,),
+    backward=lambda ctx, g: apply(SIGMOID_BACKWARD, g, ctx.saved[0]),
+)
+TANH = defop(
+    "tanh",
+    infer=_float_result,
+    save_outputs=(0,),
+    backward=lambda ctx, g: apply(TANH_BACKWARD, g, ctx.saved[0]),
+)
+GELU = defop(
+    "gelu",
+    infer=_float_result,
+    save_inputs=(0,),
+    backward=lambda ctx, g: apply(GELU_BACKWARD, g, ctx.saved[0], **ctx.attrs),
+)
+
+# Backward kernels of the activations are ops too, so second derivatives work.
+RELU_BACKWARD = defop(
+    "relu_backward",
+    infer=_same,
+    save_inputs=(1,),
+    backward=lambda ctx, gg: (apply(RELU_BACKWARD, gg, ctx.saved[0]), None),
+)
+
+
+def _sigmoid_bwd_bwd(ctx, gg):
+    g, y = ctx.saved
+    return apply(SIGMOID_BACKWARD, gg, y), gg * g * (1 - 2 * y)
+
+
+def _tanh_bwd_bwd(ctx, gg):
+    g, y = ctx.saved
+    return apply(TANH_BACKWARD, gg, y), gg * g * (-2 * y)
+
+
+_SQRT_2_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _gelu_second(x: Tensor, approximate: str) -> Tensor:
+    """d²/dx² gelu(x), written in ops so third derivatives exist too."""
+    if approximate == "tanh":
+        c = 0.044715
+        u = _SQRT_2_PI * (x + c * x * x * x)
+        du = _SQRT_2_PI * (1 + 3 * c * x * x)
+        d2u = _SQRT_2_PI * 6 * c * x
+        t = u.tanh()
+        sech2 = 1 - t * t
+        return sech2 * (du + 0.5 * x * (d2u - 2 * t * du * du))
+    pdf = (x * x * -0.5).exp() * _INV_SQRT_2PI
+    return pdf * (2 - x * x)
+
+
+def _gelu_bwd_bwd(ctx, gg):
+    g, x = ctx.saved
+    approximate = ctx.attrs["approximate"]
+    return apply(GELU_BACKWARD, gg, x, approximate=approximate), gg * g * _gelu_second(
+        x, approximate
+    )
+
+
+SIGMOID_BACKWARD = defop("sigmoid_backward", infer=_same, save_inputs=(0, 1), backward=_sigmoid_bwd_bwd)
+TANH_BACKWARD = defop("tanh_backward", infer=_same, save_inputs=(0, 1), backward=_tanh_bwd_bwd)
+GELU_BACKWARD = defop("gelu_backward", infer=_same, save_inputs=(0, 1), backward=_gelu_bwd_bwd)
+
+
+def _unary(op):
+    def fn(input: Tensor) -> Tensor:
+        return apply(op, input)
+
+    fn.__name__ = op.name
+    fn.__doc__ = f"Elementwise {op.name}, as torch.{op.name}."
+    return fn
+
+
+neg = method("neg", "negative", "__neg__")(_unary(NEG))
+abs = method("abs", "__abs__")(_unary(ABS))  # noqa: A001 - PyTorch's name
+sign = method("sign")(_unary(SIGN))
+exp = method("exp")(_unary(EXP))
+log = method("log")(_unary(LOG))
+sqrt = method("sqrt")(_unary(SQRT))
+sin = method("sin")(_unary(SIN))
+cos = method("cos")(_unary(COS))
+reciprocal = method("reciprocal")(_unary(RECIPROCAL))
+relu = method("relu")(_unary(RELU))
+sigmoid = method("sigmoid")(_unary(SIGMOID))
+tanh = method("tanh")(_unary(TANH))
+
+
+@method("gelu")
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """GELU: ``x * Phi(x)`` (approximate='none', erf form) or the tanh approximation."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return apply(GELU, input, approximate=approximate)
+
+
+@method("rsqrt")
+def rsqrt(input: Tensor) -> Tensor:
+    """1 / sqrt(x)."""
+    return input.sqrt().reciprocal()
+
+
+@method("square")
+def square(input: Tensor) -> Tensor:
+    return input * input
+
+
+@method("log1p")
+def log1p(input: Tensor) -> Tensor:
+    return (input + 1).log()
+
+
+@method("softplus")
+def softplus(input: Tensor) -> Tensor:
+    """log(1 + exp(x)), computed stably as relu(x) + log(1 + exp(-|x|))."""
+    return input.relu() + ((-input.abs()).exp() + 1).log()
+
+
+# ----------------------------------------------------------------------------- binary ops
+def _binfer(name, result=None):
+    def infer(a, b):
+        shape = broadcast_shapes(name, a.shape, b.shape)
+        return (shape, result if result is not None else a.dtype)
+
+    return infer
+
+
+def _div_infer(a, b):
+    shape = broadcast_shapes("div", a.shape, b.shape)
+    return (shape, a.dtype if a.dtype.is_floating_point else D.float32)
+
+
+def _mul_bwd(ctx, g):
+    a, b = ctx.saved
+    need_a, need_b = ctx.needs_input_grad
+    return (g * b if need_a else None), (g * a if need_b else None)
+
+
+def _div_bwd(ctx, g):
+    a, b = ctx.saved
+    need_a, need_b = ctx.needs_input_grad
+    ga = g / b if need_a else None
+    gb = -g * a / (b * b) if need_b else None
+    return ga, gb
+
+
+def _pow_bwd(ctx, g):
+    a, b, out = ctx.saved
+    need_a, need_b = ctx.needs_input_grad
+    ga = gb = None
+    if need_a:
+        ga = where(b == 0, scalar_tensor(0.0, g.dtype), g * b * a ** (b - 1))
+    if need_b:
+        # d/db a**b = a**b * log(a); PyTorch takes it as 0 where a == 0 and b >= 0.
+        safe = where(a == 0, scalar_tensor(1.0, a.dtype), a)
+        gb = where((a == 0) & (b >= 0), scalar_tensor(0.0, g.dtype), g * out * safe.log())
+    return ga, gb
+
+
+def _minmax_bwd(pick_first):
+    def bwd(ctx, g):
+        a, b = ctx.saved
+        first = pick_first(a, b)
+        tie = a == b
+        half = g * 0.5
+        zero = scalar_tensor(0.0, g.dtype)
+        ga = where(tie, half, where(first, g, zero))
+        gb = where(tie, half, where(first, zero, g))
+        return ga, gb
+
+    return bwd
+
+
+ADD = defop("add", infer=_binfer("add"), backward=lambda ctx, g: (g, g))
+SUB = defop("sub", infer=_binfer("sub"), backward=lambda ctx, g: (g, -g))
+MUL = defop("mul", infer=_binfer("mul"), save_inputs=(0, 1), backward=_mul_bwd)
+DIV = defop("div", infer=_div_infer, save_inputs=(0, 1), backward=_div_bwd)
+POW = defop("pow", infer=_binfer("pow"), save_inputs=(0, 1), save_outputs=(0,), backward=_pow_bwd)
+MAXIMUM = defop(
+    "maximum",
+    infer=_binfer("maximum"),
+    save_inputs=(0, 1),
+    backward=_minmax_bwd(lambda a, b: a > b),
+)
+MINIMUM = defop(
+    "minimum",
+    infer=_binfer("minimum"),
+    save_inputs=(0, 1),
+    backward=_minmax_bwd(lambda a, b: a < b),
+)
+
+_CMP = {}
+for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
+    _CMP[_name] = defop(_name, infer=_binfer(_name, D.bool_))
+
+
+def _binary(op, doc):
+    def fn(input, other) -> Tensor:
+        a, b = as_operands(op.name, input, other)
+        return apply(op, a, b)
+
+    fn.__name__ = op.name
+    fn.__doc__ = doc
+    return fn
+
+
+add_ = _binary(ADD, "")
+sub_ = _binary(SUB, "")
+
+
+@method("add")
+def add(input, other, *, alpha=1) -> Tensor:
+    """input + alpha * other, with broadcasting and type promotion."""
+    if alpha != 1:
+        other = other * alpha
+    a, b = as_operands("add", input, other)
+    return apply(ADD, a, b)
+
+
+@method("sub", "subtract")
+def sub(input, other, *, alpha=1) -> Tensor:
+    """input - alpha * other."""
+    if alpha != 1:
+        other = other * alpha
+    a, b = as_operands("sub", input, other)
+    return apply(SUB, a, b)
+
+
+mul = method("mul", "multiply")(_binary(MUL, "Elementwise product with broadcasting."))
+div = method("div", "divide", "true_divide")(_binary(DIV, "True division (ints give float32)."))
+maximum = method("maximum")(_binary(MAXIMUM, "Elementwise maximum; NaN propagates."))
+minimum = method("minimum")(_binary(MINIMUM, "Elementwise minimum; NaN propagates."))
+
+
+@method("pow")
+def pow(input, exponent) -> Tensor:  # noqa: A001 - PyTorch's name
+    """input ** exponent, elementwise, with broadcasting."""
+    a, b = as_operands("pow", input, exponent)
+    return apply(POW, a, b)
+
+
+eq = method("eq", "__eq__")(_binary(_CMP["eq"], "Elementwise ==, a bool tensor."))
+ne = method("ne", "__ne__")(_binary(_CMP["ne"], "Elementwise !=, a bool tensor."))
+lt = method("lt", "less", "__lt__")(_binary(_CMP["lt"], "Elementwise <, a bool tensor."))
+le = method("le", "less_equal", "__le__")(_binary(_CMP["le"], "Elementwise <=, a bool tensor."))
+gt = method("gt", "greater", "__gt__")(_binary(_CMP["gt"], "Elementwise >, a bool tensor."))
+ge = method("ge", "greater_equal", "__ge__")(
+    _binary(_CMP["ge"], "Elementwise >=, a bool tensor.")
+)
+
+
+def _swap(fn):
+    return lambda self, other: fn(other, self)
+
+
+Tensor.__add__ = add_
+Tensor.__radd__ = _swap(add_)
+Tensor.__sub__ = sub_
+Tensor.__rsub__ = _swap(sub_)
+Tensor.__mul__ = mul
+Tensor.__rmul__ = _swap(mul)
+Tensor.__truediv__ = div
+Tensor.__rtruediv__ = _swap(div)
+Tensor.__pow__ = pow
+Tensor.__rpow__ = _swap(pow)
+
+
+# ----------------------------------------------------------------------------- logical
+def _logical(name, fn_np_name):
+    op = defop(name, infer=lambda a, b: (broadcast_shapes(name, a.shape, b.shape), D.bool_))
+
+    def fn(input, other) -> Tensor:
+        a, b = input, other
+        if not isinstance(b, Tensor):
+            b = scalar_tensor(bool(b), D.bool_)
+        return apply(op, a.to(D.bool_), b.to(D.bool_))
+
+    fn.__name__ = name
+    return op, fn
+
+
+LOGICAL_AND, logical_and = _logical("logical_and", "logical_and")
+LOGICAL_OR, logical_or = _logical("logical_or", "logical_or")
+LOGICAL_XOR, logical_xor = _logical("logical_xor", "logical_xor")
+LOGICAL_NOT = defop("logical_not", infer=lambda x: (x.shape, D.bool_))
+
+
+def logical_not(input: Tensor) -> Tensor:
+    return apply(LOGICAL_NOT, input)
+
+
+for _n, _f in (("logical_and", logical_and), ("logical_or", logical_or),
+               ("logical_xor", logical_xor), ("logical_not", logical_not)):
+    setattr(Tensor, _n, _f)
+
+
+def _bool_only(name, fn):
+    def op(self, other):
+        if self.dtype is not D.bool_:
+            raise DTypeError(f"operator {name} is supported on bool tensors only, got {self.dtype}")
+        return fn(self, other)
+
+    return op
+
+
+Tensor.__and__ = _bool_only("&", logical_and)
+Tensor.__or__ = _bool_only("|", logical_or)
+Tensor.__xor__ = _bool_only("^", logical_xor)
+
+
+def _invert(self: Tensor) -> Tensor:
+    if self.dtype is not D.bool_:
+        raise DTypeError(f"operator ~ is supported on bool tensors only, got {self.dtype}")
+    return logical_not(self)
+
+
+Tensor.__invert__ = _invert
+
+
+# ----------------------------------------------------------------------------- where, clamp
+def _where_bwd(ctx, g):
+    (cond,) = ctx.saved
+    zero = scalar_tensor(0.0, g.dtype)
+    return None, where(cond, g, zero), where(cond, zero, g)
+
+
+WHERE = defop(
+    "where",
+    infer=lambda c, a, b: (broadcast_shapes("where", c.shape, a.shape, b.shape), a.dtype),
+    save_inputs=(0,),
+    backward=_where_bwd,
+)
+
+
+@method("where")
+def where(condition: Tensor, input, other) -> Tensor:
+    """Elements of ``input`` where ``condition`` holds, else of ``other`` (broadcast)."""
+    if not isinstance(condition, Tensor) or condition.dtype is not D.bool_:
+        raise DTypeError(
+            f"where: condition must be a bool tensor, got "
+            f"{condition.dtype if isinstance(condition, Tensor) else type(condition).__name__}"
+        )
+    a, b = as_operands("where", input, other)
+    return apply(WHERE, condition, a, b)
+
+
+def _clamp_bwd(ctx, g):
+    (x,) = ctx.saved
+    lo, hi = ctx.attrs["min"], ctx.attrs["max"]
+    mask = None
+    if lo is not None:
+        mask = x >= lo
+    if hi is not None:
+        m2 = x <= hi
+        mask = m2 if mask is None else mask & m2
+    return where(mask, g, scalar_tensor(0.0, g.dtype))
+
+
+CLAMP = defop("clamp", infer=_same, save_inputs=(0,), backward=_clamp_bwd)
+
+
+@method("clamp", "clip")
+def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002 - PyTorch's names
+    """Limit values to [min, max]; the gradient passes where min <= x <= max. NaN propagates."""
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of min and max must be given")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        out = input
+        if min is not None:
+            out = maximum(out, min)
+        if max is not None:
+            out = minimum(out, max)
+        return out
+    return apply(CLAMP, input, min=min, max=max)
+
+
+# ----------------------------------------------------------------------------- casts, copies
+def _to_bwd(ctx, g):
+    return g  # the engine casts the gradient back to the input's dtype
+
+
+TO_DTYPE = defop("to_dtype", infer=lambda x, dtype: (x.shape, dtype), backward=_to_bwd)
+CLONE = defop("clone", infer=_same, backward=lambda ctx, g: g)
+
+
+@method("clone")
+def clone(input: Tensor) -> Tensor:
+    """A contiguous copy that stays in the graph."""
+    return apply(CLONE, input)
+
+
+@method("contiguous")
+def contiguous(input: Tensor) -> Tensor:
+    """self when already C-contiguous, else a contiguous copy."""
+    return input if input._data.flags.c_contiguous else apply(CLONE, input)
+
+
+def _to(self: Tensor, *args, dtype=None, device=None, copy: bool = False, **_kw) -> Tensor:
+    """Convert dtype and/or device: ``to(float64)``, ``to('cpu')``, ``to('cpu', float16)``."""
+    for a in args:
+        if isinstance(a, (D.dtype, type)) or (isinstance(a, str) and a in D.BY_NAME):
+            dtype = a
+        elif isinstance(a, Tensor):
+            dtype = a.dtype
+        else:
+            device = a
+    if device is not None:
+        from ..tensor import device as _device
+
+        dev = _device(device)
+        if dev.type != "cpu":
+            from ..errors import DeviceError
+
+            raise DeviceError(
+                f"to(): device {dev} is not available in this build (only 'cpu' is)"
+            )
+    if dtype is None:
+        return self.clone() if copy else self
+    dt = D.as_dtype(dtype)
+    if dt is self.dtype:
+        return self.clone() if copy else self
+    return apply(TO_DTYPE, self, dtype=dt)
+
+
+Tensor.to = _to
+Tensor.type = lambda self, dtype=None: (str(self.dtype) if dtype is None else _to(self, dtype))
+Tensor.float = lambda self: _to(self, D.float32)
+Tensor.double = lambda self: _to(self, D.float64)
+Tensor.half = lambda self: _to(self, D.float16)
+Tensor.bfloat16 = lambda self: _to(self, D.bfloat16)
+Tensor.long = lambda self: _to(self, D.int64)
+Tensor.int = lambda self: _to(self, D.int32)
+Tensor.bool = lambda self: _to(self, D.bool_)
+Tensor.byte = lambda self: _to(self, D.uint8)
+Tensor.char = lambda self: _to(self, D.int8)
+Tensor.cpu = lambda self: self

@@ -1,0 +1,196 @@
+"""In-place ops (``x.add_(y)``, ``x += y``, ``x[i] = v``, ``zero_``, ``fill_``, ``copy_``...).
+
+An in-place op computes its result with the out-of-place op, writes it into the tensor's storage
+and bumps the storage's version counter. Under autograd the tensor takes the result's grad_fn;
+when it is a view, its base gets a CopySlices node (base with the view region replaced), so the
+gradient reaches whatever the base came from. A saved tensor that an in-place op later modifies is
+caught by the version check at backward time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.grad_mode import no_grad
+from ..autograd.graph import Ctx, Node, edge_of
+from ..errors import AutogradError, DTypeError, ShapeError
+from ..tensor import Tensor
+from .common import method
+from .indexing import COPY_SLICES, replay_views
+
+
+def _alias(x: Tensor, copy: bool) -> Tensor:
+    """A stand-in for x before modification: same history, and its own data when the op saves it."""
+    a = Tensor._wrap(x._data.copy() if copy else x._data, x._dtype, None if copy else x._vbox)
+    a._grad_fn = x._grad_fn
+    a.requires_grad = x.requires_grad
+    a._acc = x._acc
+    return a
+
+
+def _write(x: Tensor, r: Tensor, op: str) -> None:
+    if r.shape != x.shape:
+        raise ShapeError(
+            f"{op}: the result has shape {tuple(r.shape)} but the in-place target has shape "
+            f"{tuple(x.shape)}; an in-place op cannot change a tensor's shape"
+        )
+    if r.dtype is not x.dtype:
+        if r.dtype.is_floating_point and not x.dtype.is_floating_point:
+            raise DTypeError(
+                f"{op}: result type {r.dtype} can't be cast to the in-place target's type {x.dtype}"
+            )
+        with no_grad():
+            r = r.to(x.dtype)
+    try:
+        np.copyto(x._data, r._data)
+    except ValueError as e:
+        raise ShapeError(
+            f"{op}: cannot write into this tensor ({e}); it is an expanded view whose elements "
+            "share memory; clone() it first"
+        ) from None
+    x._vbox[0] += 1
+
+
+def inplace(x: Tensor, compute, saves_self: bool = True, op: str = "in-place op") -> Tensor:
+    """Run ``compute(x_before)`` and store its result in x, keeping autograd correct."""
+    if not _grad_state.enabled:
+        _write(x, compute(x), op)
+        return x
+    base = x._base
+    if x.requires_grad and x._grad_fn is None:
+        raise AutogradError(
+            f"{op}: a leaf tensor that requires grad is being used in an in-place operation; "
+            "wrap the update in gpucore.no_grad() or use an out-of-place op"
+        )
+    if base is not None and base.requires_grad and base._grad_fn is None:
+        raise AutogradError(
+            f"{op}: a view of a leaf tensor that requires grad is being modified in place; "
+            "wrap the update in gpucore.no_grad() or clone() the view first"
+        )
+    r = compute(_alias(x, copy=saves_self and x.requires_grad) if x.requires_grad else (
+        _alias(x, copy=True) if saves_self else x
+    ))
+    _write(x, r, op)
+    if r.requires_grad:
+        if base is None:
+            x._grad_fn = r._grad_fn
+            x.requires_grad = True
+        else:
+            _rebase_view(x, base, r)
+    return x
+
+
+def _rebase_view(x: Tensor, base: Tensor, r: Tensor) -> None:
+    """Give base a CopySlices node and x a fresh view node on top of it."""
+    base_in = _alias(base, copy=False)
+    attrs = {"view_ops": x._view_ops, "src_shape": tuple(r.shape)}
+    node = Node(
+        COPY_SLICES,
+        Ctx(COPY_SLICES.name, (), attrs, (base_in.requires_grad, True)),
+        (edge_of(base_in), edge_of(r)),
+        ((base.shape, base.dtype), (r.shape, r.dtype)),
+    )
+    base._grad_fn = node
+    base.requires_grad = True
+    v = replay_views(base, x._view_ops)
+    x._grad_fn = v._grad_fn
+    x.requires_grad = True
+
+
+# ----------------------------------------------------------------------------- methods
+def _binary_inplace(name, fn_name, saves_self):
+    def method_(self, other, **kw):
+        from . import elementwise as E
+
+        fn = getattr(E, fn_name)
+        return inplace(self, lambda x: fn(x, other, **kw), saves_self=saves_self, op=name)
+
+    method_.__name__ = name
+    return method_
+
+
+for _name, _fn, _saves in (
+    ("add_", "add", False),
+    ("sub_", "sub", False),
+    ("mul_", "mul", True),
+    ("div_", "div", True),
+    ("pow_", "pow", True),
+):
+    setattr(Tensor, _name, _binary_inplace(_name, _fn, _saves))
+
+Tensor.__iadd__ = lambda self, o: self.add_(o)
+Tensor.__isub__ = lambda self, o: self.sub_(o)
+Tensor.__imul__ = lambda self, o: self.mul_(o)
+Tensor.__itruediv__ = lambda self, o: self.div_(o)
+Tensor.__ipow__ = lambda self, o: self.pow_(o)
+
+
+def _unary_inplace(name):
+    def method_(self, *args, **kw):
+        fn = getattr(Tensor, name)
+        return inplace(self, lambda x: fn(x, *args, **kw), op=name + "_")
+
+    return method_
+
+
+for _name in ("neg", "abs", "exp", "log", "sqrt", "relu", "sigmoid", "tanh", "clamp", "sign",
+              "sin", "cos", "reciprocal"):
+    setattr(Tensor, _name + "_", _unary_inplace(_name))
+Tensor.clip_ = Tensor.clamp_
+
+
+@method("copy_")
+def copy_(self: Tensor, src: Tensor) -> Tensor:
+    """Copy src (broadcast, cast) into self; differentiable with respect to src."""
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): src must be a Tensor, got {type(src).__name__}")
+
+    def compute(x):
+        s = src if src.dtype is x.dtype else src.to(x.dtype)
+        return s.expand(tuple(x.shape)) * 1 if s.shape != x.shape else s.clone()
+
+    return inplace(self, compute, saves_self=False, op="copy_")
+
+
+@method("fill_")
+def fill_(self: Tensor, value) -> Tensor:
+    """Set every element to value."""
+    from .common import scalar_tensor
+
+    def compute(x):
+        v = value if isinstance(value, Tensor) else scalar_tensor(value, x.dtype)
+        return (v.to(x.dtype) if v.dtype is not x.dtype else v).expand(tuple(x.shape)).clone()
+
+    return inplace(self, compute, saves_self=False, op="fill_")
+
+
+@method("zero_")
+def zero_(self: Tensor) -> Tensor:
+    """Set every element to 0."""
+    return fill_(self, 0)
+
+
+@method("masked_fill_")
+def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
+    return inplace(self, lambda x: x.masked_fill(mask, value), saves_self=False, op="masked_fill_")
+
+
+@method("uniform_")
+def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
+    """Fill with uniform samples from [a, b) (Philox stream)."""
+    from ..creation import _uniform_f32, tensor
+
+    with no_grad():
+        _write(self, tensor(_uniform_f32(tuple(self.shape), a, b), dtype=self.dtype), "uniform_")
+    return self
+
+
+@method("normal_")
+def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
+    """Fill with normal samples (Philox stream)."""
+    from ..creation import _normal_f32, tensor
+
+    with no_grad():
+        _write(self, tensor(_normal_f32(tuple(self.shape), mean, std), dtype=self.dtype), "normal_")
+    return self

@@ -1,0 +1,211 @@
+"""Neural-network primitives with fused kernels: softmax, log_softmax, cross-entropy over class
+indices, and im2col/col2im (the lowering of conv2d)."""
+
+from __future__ import annotations
+
+from .. import dtypes as D
+from ..errors import DTypeError, ShapeError
+from ..tensor import Tensor
+from .common import method, wrap_dim
+from .registry import apply, defop
+
+
+def _check_float(op, x):
+    if not x.dtype.is_floating_point:
+        raise DTypeError(f"{op}(): expects a floating point tensor, got {x.dtype}")
+
+
+def _softmax_bwd_bwd(ctx, gg):
+    # out = y * (g - s), s = sum(g * y): differentiate with respect to g and y.
+    g, y = ctx.saved
+    dim = ctx.attrs["dim"]
+    dg = apply(SOFTMAX_BACKWARD, gg, y, dim=dim)
+    s = (g * y).sum(dim, keepdim=True)
+    dy = gg * (g - s) - g * (gg * y).sum(dim, keepdim=True)
+    return dg, dy
+
+
+def _log_softmax_bwd_bwd(ctx, gg):
+    # out = g - exp(y) * sum(g)
+    g, y = ctx.saved
+    dim = ctx.attrs["dim"]
+    e = y.exp()
+    dg = gg - (gg * e).sum(dim, keepdim=True)
+    dy = -gg * e * g.sum(dim, keepdim=True)
+    return dg, dy
+
+
+SOFTMAX_BACKWARD = defop(
+    "softmax_backward",
+    infer=lambda g, y, dim: (g.shape, g.dtype),
+    save_inputs=(0, 1),
+    backward=_softmax_bwd_bwd,
+)
+LOG_SOFTMAX_BACKWARD = defop(
+    "log_softmax_backward",
+    infer=lambda g, y, dim: (g.shape, g.dtype),
+    save_inputs=(0, 1),
+    backward=_log_softmax_bwd_bwd,
+)
+SOFTMAX = defop(
+    "softmax",
+    infer=lambda x, dim: (x.shape, x.dtype),
+    save_outputs=(0,),
+    backward=lambda ctx, g: apply(SOFTMAX_BACKWARD, g, ctx.saved[0], **ctx.attrs),
+)
+LOG_SOFTMAX = defop(
+    "log_softmax",
+    infer=lambda x, dim: (x.shape, x.dtype),
+    save_outputs=(0,),
+    backward=lambda ctx, g: apply(LOG_SOFTMAX_BACKWARD, g, ctx.saved[0], **ctx.attrs),
+)
+
+
+@method("softmax")
+def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
+    """exp(x) / sum(exp(x)) along dim, computed stably."""
+    if dtype is not None:
+        input = input.to(dtype)
+    _check_float("softmax", input)
+    return apply(SOFTMAX, input, dim=wrap_dim(dim, input.ndim, "softmax"))
+
+
+@method("log_softmax")
+def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
+    """x - logsumexp(x) along dim, computed stably."""
+    if dtype is not None:
+        input = input.to(dtype)
+    _check_float("log_softmax", input)
+    return apply(LOG_SOFTMAX, input, dim=wrap_dim(dim, input.ndim, "log_softmax"))
+
+
+@method("logsumexp")
+def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
+    m = input.detach().amax(dim, keepdim=True)
+    m = m.masked_fill(m.abs() == float("inf"), 0.0)
+    out = (input - m).exp().sum(dim, keepdim=True).log() + m
+    return out if keepdim else out.squeeze(dim)
+
+
+# ----------------------------------------------------------------------------- cross-entropy
+def _xent_bwd(ctx, g):
+    logits, target, lse = ctx.saved
+    return apply(XENT_BACKWARD, logits, target, lse, g, **ctx.attrs), None
+
+
+def _xent_bwd_bwd(ctx, gg):
+    # out[i, j] = g[i] * (p[i, j] - onehot[i, j]); p = softmax(logits).
+    logits, target, lse, g = ctx.saved
+    ignore = ctx.attrs["ignore_index"]
+    p = (logits - lse.unsqueeze(1)).exp()
+    from .indexing import one_hot
+
+    valid = (target != ignore).to(logits.dtype).unsqueeze(1)
+    safe_t = target.masked_fill(target == ignore, 0)
+    oh = one_hot(safe_t, logits.shape[1]).to(logits.dtype)
+    gg = gg * valid
+    dg = (gg * (p - oh)).sum(1)
+    h = gg * g.unsqueeze(1)
+    dlogits = p * (h - (h * p).sum(1, keepdim=True))
+    return dlogits, None, None, dg
+
+
+def _xent_infer(logits, target, ignore_index):
+    return [((logits.shape[0],), logits.dtype), ((logits.shape[0],), logits.dtype)]
+
+
+XENT = defop(
+    "cross_entropy",
+    infer=_xent_infer,
+    save_inputs=(0, 1),
+    save_outputs=(1,),
+    backward=_xent_bwd,
+)
+XENT_BACKWARD = defop(
+    "cross_entropy_backward",
+    infer=lambda logits, target, lse, g, ignore_index: (logits.shape, logits.dtype),
+    save_inputs=(0, 1, 2, 3),
+    backward=_xent_bwd_bwd,
+)
+
+
+def cross_entropy_rows(logits: Tensor, target: Tensor, ignore_index: int = -100) -> Tensor:
+    """Per-row loss ``logsumexp(logits[i]) - logits[i, target[i]]`` for 2-D logits (fused)."""
+    _check_float("cross_entropy", logits)
+    if logits.ndim != 2 or target.ndim != 1 or target.shape[0] != logits.shape[0]:
+        raise ShapeError(
+            f"cross_entropy(): expected logits [N, C] and target [N], got {tuple(logits.shape)} "
+            f"and {tuple(target.shape)}"
+        )
+    if target.dtype is not D.int64:
+        raise DTypeError(
+            f"cross_entropy(): target must hold int64 class indices, got {target.dtype}"
+        )
+    loss, _ = apply(XENT, logits.contiguous(), target.contiguous(), ignore_index=ignore_index)
+    return loss
+
+
+# ----------------------------------------------------------------------------- im2col
+def _conv_out(size, k, s, p, d):
+    return (size + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+def _im2col_infer(x, kernel, stride, padding, dilation, src):
+    n, c, h, w = x.shape
+    oh = _conv_out(h, kernel[0], stride[0], padding[0], dilation[0])
+    ow = _conv_out(w, kernel[1], stride[1], padding[1], dilation[1])
+    if oh <= 0 or ow <= 0:
+        raise ShapeError(
+            f"im2col: input of shape {tuple(x.shape)} is too small for kernel {kernel} with "
+            f"padding {padding} and dilation {dilation}"
+        )
+    return ((n, c * kernel[0] * kernel[1], oh * ow), x.dtype)
+
+
+IM2COL = defop(
+    "im2col",
+    infer=_im2col_infer,
+    backward=lambda ctx, g: apply(COL2IM, g, shape=ctx.attrs["src"], **_geom(ctx.attrs)),
+)
+COL2IM = defop(
+    "col2im",
+    infer=lambda col, shape, kernel, stride, padding, dilation: (shape, col.dtype),
+    backward=lambda ctx, g: apply(IM2COL, g, src=ctx.attrs["shape"], **_geom(ctx.attrs)),
+)
+
+
+def _geom(a):
+    return {k: a[k] for k in ("kernel", "stride", "padding", "dilation")}
+
+
+def _pair(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
+
+
+def im2col(input: Tensor, kernel_size, stride=1, padding=0, dilation=1) -> Tensor:
+    """[N, C, H, W] -> [N, C*kh*kw, OH*OW] patches (the unfold that lowers conv2d to GEMM)."""
+    if input.ndim != 4:
+        raise ShapeError(f"im2col: expects a 4-D [N, C, H, W] input, got {tuple(input.shape)}")
+    _check_float("im2col", input)
+    return apply(
+        IM2COL,
+        input.contiguous(),
+        kernel=_pair(kernel_size),
+        stride=_pair(stride),
+        padding=_pair(padding),
+        dilation=_pair(dilation),
+        src=tuple(input.shape),
+    )
+
+
+def col2im(cols: Tensor, output_size, kernel_size, stride=1, padding=0, dilation=1) -> Tensor:
+    """The adjoint of im2col: sums patches back into an [N, C, H, W] tensor."""
+    return apply(
+        COL2IM,
+        cols.contiguous(),
+        shape=tuple(output_size),
+        kernel=_pair(kernel_size),
+        stride=_pair(stride),
+        padding=_pair(padding),
+        dilation=_pair(dilation),
+    )

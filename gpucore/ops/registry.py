@@ -1,0 +1,100 @@
+"""The op registry: one entry per op, the single source of truth.
+
+An entry (OpDef) holds the op's name, its shape/dtype rule (``infer``), which tensors its backward
+needs (``save``), and its backward written in gpucore ops (so it runs on whichever backend the
+forward ran and is itself differentiable). Kernels live in each backend's table keyed by the op
+name (``gpucore/backends/<name>/kernels.py``); view ops have a ``view`` function instead.
+
+Adding an op: one ``defop`` call in the module of its family here, plus a kernel per backend.
+See ``gpucore/ops/README.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .. import dispatch
+from ..autograd.graph import Ctx, Node, edge_of
+from ..autograd.grad_mode import _state as _grad_state
+
+REGISTRY: dict[str, OpDef] = {}
+
+
+class OpDef:
+    """Registry entry of one op."""
+
+    __slots__ = ("name", "infer", "backward", "save_inputs", "save_outputs", "view", "float_only")
+
+    def __init__(self, name, infer, backward, save_inputs, save_outputs, view, float_only):
+        self.name = name
+        self.infer = infer
+        self.backward = backward
+        self.save_inputs = save_inputs
+        self.save_outputs = save_outputs
+        self.view = view
+        self.float_only = float_only
+
+    def __repr__(self) -> str:
+        return f"<op {self.name}>"
+
+
+def defop(
+    name: str,
+    *,
+    infer: Callable | None = None,
+    backward: Callable | None = None,
+    save_inputs: tuple = (),
+    save_outputs: tuple = (),
+    view: Callable | None = None,
+    float_only: bool = False,
+) -> OpDef:
+    """Register an op.
+
+    infer(*inputs, **attrs) -> (shape, dtype), or a list of them for ops with extra outputs (the
+    first output is the differentiable one). backward(ctx, grad) -> one gradient per input (or
+    None); ``ctx.saved`` holds the inputs listed in save_inputs followed by the outputs listed in
+    save_outputs, ``ctx.attrs`` the op's keyword attributes. view(array, **attrs) makes a view op.
+    """
+    if name in REGISTRY:
+        raise ValueError(f"op {name!r} is registered twice")
+    op = OpDef(name, infer, backward, save_inputs, save_outputs, view, float_only)
+    REGISTRY[name] = op
+    return op
+
+
+def apply(op: OpDef, *inputs, **attrs):
+    """Run ``op`` on tensors ``inputs``: pick a backend, run its kernel, record the graph.
+
+    Returns the output tensor, or a tuple when the op has extra outputs.
+    """
+    from ..tensor import Tensor
+
+    if op.view is not None:
+        out = Tensor._make_view(inputs[0], op.view(inputs[0]._data, **attrs), op, attrs)
+        outs = (out,)
+    else:
+        specs = op.infer(*inputs, **attrs)
+        backend = dispatch.backend_for(op, inputs, specs)
+        outs = backend.run(op, specs, inputs, attrs)
+        out = outs[0]
+
+    if op.backward is not None and _grad_state.enabled:
+        needs = False
+        for t in inputs:
+            if t.requires_grad:
+                needs = True
+                break
+        if needs:
+            saved = tuple(inputs[i] for i in op.save_inputs) + tuple(
+                outs[i] for i in op.save_outputs
+            )
+            ctx = Ctx(op.name, saved, attrs, tuple(t.requires_grad for t in inputs))
+            node = Node(
+                op,
+                ctx,
+                tuple(edge_of(t) for t in inputs),
+                tuple((t.shape, t.dtype) for t in inputs),
+            )
+            out._grad_fn = node
+            out.requires_grad = True
+    return outs if len(outs) > 1 else out

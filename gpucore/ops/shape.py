@@ -1,0 +1,250 @@
+"""View ops: reshape/view, permute/transpose/T, expand, squeeze/unsqueeze, flatten.
+
+A view shares its input's storage (and version counter); its backward maps the gradient back
+through the inverse view. ``reshape`` copies only when no view is possible, as PyTorch.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import ShapeError
+from ..tensor import Tensor
+from .common import method, shape_arg, wrap_dim
+from .registry import apply, defop
+
+
+def _view_array(arr: np.ndarray, shape: tuple) -> np.ndarray:
+    v = arr.view()
+    v.shape = shape  # raises AttributeError when a copy would be needed
+    return v
+
+
+def _reshape_bwd(ctx, g):
+    return g.reshape(ctx.attrs["src"])
+
+
+VIEW = defop("view", view=lambda a, shape, src: _view_array(a, shape), backward=_reshape_bwd)
+
+
+def _infer_shape(op: str, x: Tensor, shape: tuple) -> tuple:
+    shape = tuple(shape)
+    n = x.numel()
+    if shape.count(-1) > 1:
+        raise ShapeError(f"{op}: only one dimension can be -1, got {shape}")
+    if -1 in shape:
+        known = math.prod(s for s in shape if s != -1)
+        if known == 0 or n % known:
+            raise ShapeError(
+                f"{op}: shape {shape} is invalid for input of shape {tuple(x.shape)} ({n} elements)"
+            )
+        shape = tuple(n // known if s == -1 else s for s in shape)
+    if any(s < 0 for s in shape) or math.prod(shape) != n:
+        raise ShapeError(
+            f"{op}: shape {shape} is invalid for input of shape {tuple(x.shape)} ({n} elements); "
+            "the number of elements must stay the same"
+        )
+    if len(shape) > 8:
+        raise ShapeError(f"{op}: tensors have at most 8 dims, got {shape}")
+    return shape
+
+
+def _can_view(x: Tensor, shape: tuple) -> bool:
+    try:
+        _view_array(x._data, shape)
+        return True
+    except AttributeError:
+        return False
+
+
+@method("view")
+def view(input: Tensor, *shape) -> Tensor:
+    """A view with a new shape; raises when the strides do not allow one (use reshape)."""
+    if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list)):
+        return input.to(shape[0])  # view(dtype) is not a reinterpretation here; keep it simple
+    shape = _infer_shape("view", input, shape_arg(shape))
+    if not _can_view(input, shape):
+        raise ShapeError(
+            f"view: shape {shape} is not compatible with the strides of input of shape "
+            f"{tuple(input.shape)} (it is not contiguous); use .reshape(...) instead"
+        )
+    if shape == tuple(input.shape):
+        return apply(VIEW, input, shape=shape, src=tuple(input.shape))
+    return apply(VIEW, input, shape=shape, src=tuple(input.shape))
+
+
+@method("reshape")
+def reshape(input: Tensor, *shape) -> Tensor:
+    """A tensor with the same data and a new shape; a view when possible, else a copy."""
+    shape = _infer_shape("reshape", input, shape_arg(shape))
+    if not _can_view(input, shape):
+        input = input.contiguous()
+    return apply(VIEW, input, shape=shape, src=tuple(input.shape))
+
+
+@method("view_as")
+def view_as(input: Tensor, other: Tensor) -> Tensor:
+    return view(input, tuple(other.shape))
+
+
+@method("reshape_as")
+def reshape_as(input: Tensor, other: Tensor) -> Tensor:
+    return reshape(input, tuple(other.shape))
+
+
+@method("flatten")
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merge dims start_dim..end_dim into one."""
+    if input.ndim == 0:
+        return input.reshape(1)
+    s = wrap_dim(start_dim, input.ndim, "flatten")
+    e = wrap_dim(end_dim, input.ndim, "flatten")
+    if s > e:
+        raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+    shp = tuple(input.shape)
+    return input.reshape(shp[:s] + (math.prod(shp[s : e + 1]),) + shp[e + 1 :])
+
+
+def _permute_bwd(ctx, g):
+    dims = ctx.attrs["dims"]
+    inv = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inv[d] = i
+    return g.permute(tuple(inv))
+
+
+PERMUTE = defop("permute", view=lambda a, dims: a.transpose(dims), backward=_permute_bwd)
+
+
+@method("permute")
+def permute(input: Tensor, *dims) -> Tensor:
+    """A view with dims reordered."""
+    dims = shape_arg(dims)
+    nd = input.ndim
+    if len(dims) != nd:
+        raise ShapeError(
+            f"permute: got {len(dims)} dims {dims} for a tensor of {nd} dims "
+            f"(shape {tuple(input.shape)})"
+        )
+    dims = tuple(wrap_dim(d, nd, "permute") for d in dims)
+    if sorted(dims) != list(range(nd)):
+        raise ValueError(f"permute: dims {dims} repeat a dimension")
+    return apply(PERMUTE, input, dims=dims)
+
+
+@method("transpose", "swapaxes")
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """A view with dims dim0 and dim1 swapped."""
+    nd = input.ndim
+    if nd == 0:
+        return input
+    d0, d1 = wrap_dim(dim0, nd, "transpose"), wrap_dim(dim1, nd, "transpose")
+    dims = list(range(nd))
+    dims[d0], dims[d1] = dims[d1], dims[d0]
+    return apply(PERMUTE, input, dims=tuple(dims))
+
+
+@method("t")
+def t(input: Tensor) -> Tensor:
+    """Transpose of a tensor of at most 2 dims."""
+    if input.ndim > 2:
+        raise ShapeError(f"t(): expects a tensor with <= 2 dims, got shape {tuple(input.shape)}")
+    return input if input.ndim < 2 else transpose(input, 0, 1)
+
+
+Tensor.T = property(lambda self: permute(self, tuple(range(self.ndim - 1, -1, -1))))
+Tensor.mT = property(lambda self: transpose(self, -2, -1))
+
+
+def _expand_bwd(ctx, g):
+    return g.sum_to_size(ctx.attrs["src"])
+
+
+EXPAND = defop(
+    "expand", view=lambda a, shape, src: np.broadcast_to(a, shape), backward=_expand_bwd
+)
+
+
+@method("expand")
+def expand(input: Tensor, *sizes) -> Tensor:
+    """A view with size-1 dims repeated to ``sizes`` (-1 keeps a dim); writes are not allowed."""
+    sizes = shape_arg(sizes)
+    shp = tuple(input.shape)
+    if len(sizes) < len(shp):
+        raise ShapeError(
+            f"expand: the number of sizes {len(sizes)} must be >= the tensor's dims "
+            f"(shape {shp}, sizes {sizes})"
+        )
+    lead = len(sizes) - len(shp)
+    out = []
+    for i, s in enumerate(sizes):
+        if i < lead:
+            if s < 0:
+                raise ShapeError(f"expand: -1 is not allowed in a new leading dim ({sizes})")
+            out.append(s)
+            continue
+        cur = shp[i - lead]
+        if s == -1:
+            s = cur
+        if cur != s and cur != 1:
+            raise ShapeError(
+                f"expand: the size {cur} of dim {i - lead} (shape {shp}) must match {s} or be 1"
+            )
+        out.append(s)
+    out = tuple(out)
+    if out == shp:
+        return input
+    return apply(EXPAND, input, shape=out, src=shp)
+
+
+@method("expand_as")
+def expand_as(input: Tensor, other: Tensor) -> Tensor:
+    return expand(input, tuple(other.shape))
+
+
+def broadcast_to(input: Tensor, shape) -> Tensor:
+    """``input.expand(shape)``, numpy's name."""
+    return expand(input, tuple(shape))
+
+
+Tensor.broadcast_to = broadcast_to
+
+
+def broadcast_tensors(*tensors: Tensor) -> tuple:
+    from .common import broadcast_shapes
+
+    shape = broadcast_shapes("broadcast_tensors", *[t.shape for t in tensors])
+    return tuple(t.expand(shape) for t in tensors)
+
+
+@method("squeeze")
+def squeeze(input: Tensor, dim=None) -> Tensor:
+    """Remove size-1 dims (all of them, or those in ``dim``)."""
+    shp = tuple(input.shape)
+    if dim is None:
+        dims = {i for i, s in enumerate(shp) if s == 1}
+    else:
+        dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+        dims = {wrap_dim(d, input.ndim, "squeeze") for d in dims}
+        dims = {d for d in dims if input.ndim and shp[d] == 1}
+    new = tuple(s for i, s in enumerate(shp) if i not in dims)
+    return input if new == shp else input.reshape(new)
+
+
+@method("unsqueeze")
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    """Insert a size-1 dim at ``dim``."""
+    d = wrap_dim(dim, input.ndim + 1, "unsqueeze")
+    shp = tuple(input.shape)
+    return input.reshape(shp[:d] + (1,) + shp[d:])
+
+
+@method("movedim")
+def movedim(input: Tensor, source: int, destination: int) -> Tensor:
+    nd = input.ndim
+    s, d = wrap_dim(source, nd, "movedim"), wrap_dim(destination, nd, "movedim")
+    order = [i for i in range(nd) if i != s]
+    order.insert(d, s)
+    return permute(input, tuple(order))

@@ -1,0 +1,375 @@
+"""The Tensor: an n-dimensional array with a dtype, a device and an autograd history.
+
+The Tensor class holds data and autograd bookkeeping only. Every computation is a registry op
+(``gpucore/ops``); the op modules attach the PyTorch-named methods and operators to this class, so
+each op is defined in exactly one place.
+
+On the CPU, ``_data`` is a numpy array (possibly a strided view) over 64-byte-aligned storage.
+Views share ``_vbox``, the storage's version counter, which autograd uses to detect saved tensors
+modified in place.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import dtypes as D
+from .autograd.grad_mode import _state as _grad_state
+from .errors import AutogradError, DTypeError, GpucoreIndexError, ShapeError
+
+MAX_DIMS = 8
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple of ints, as ``torch.Size``."""
+
+    __slots__ = ()
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __repr__(self) -> str:
+        return f"gpucore.Size({list(self)})"
+
+
+class device:
+    """Where a tensor's data lives: ``device('cpu')`` or ``device('vulkan', index)``."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type: str = "cpu", index: int | None = None):
+        if isinstance(type, device):
+            type, index = type.type, type.index
+        if ":" in type:
+            type, idx = type.split(":", 1)
+            index = int(idx)
+        if type not in ("cpu", "vulkan"):
+            from .errors import DeviceError
+
+            raise DeviceError(f"unknown device {type!r}; expected 'cpu' or 'vulkan'")
+        self.type = type
+        self.index = index
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and self.type == other.type and (
+            self.index == other.index or self.index is None or other.index is None
+        )
+
+    def __hash__(self) -> int:
+        return hash(self.type)
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self) -> str:
+        return f"device(type='{self.type}')" if self.index is None else (
+            f"device(type='{self.type}', index={self.index})"
+        )
+
+
+_CPU = device("cpu")
+
+
+class Tensor:
+    """An n-dimensional array (up to 8 dims) with autograd, PyTorch's semantics."""
+
+    __slots__ = (
+        "_data",
+        "_dtype",
+        "_vbox",
+        "requires_grad",
+        "_grad",
+        "_grad_fn",
+        "_acc",
+        "_base",
+        "_view_ops",
+        "_retain",
+        "__weakref__",
+    )
+
+    # Tensors win over numpy arrays in mixed operators (ndarray + Tensor -> Tensor.__radd__).
+    __array_priority__ = 1000
+
+    def __init__(self, data, dtype=None, requires_grad: bool = False):
+        from .creation import tensor as _tensor
+
+        t = _tensor(data, dtype=dtype)
+        self._init(t._data, t._dtype, [0])
+        if requires_grad:
+            self.requires_grad_(True)
+
+    def _init(self, data: np.ndarray, dtype, vbox):
+        self._data = data
+        self._dtype = dtype
+        self._vbox = vbox
+        self.requires_grad = False
+        self._grad = None
+        self._grad_fn = None
+        self._acc = None
+        self._base = None
+        self._view_ops = None
+        self._retain = False
+
+    @classmethod
+    def _wrap(cls, data: np.ndarray, dtype, vbox=None) -> Tensor:
+        """A tensor over ``data`` (no copy), which has the storage layout of ``dtype``."""
+        if data.ndim > MAX_DIMS:
+            raise ShapeError(f"tensors have at most {MAX_DIMS} dims; got shape {data.shape}")
+        t = cls.__new__(cls)
+        t._init(data, dtype, vbox if vbox is not None else [0])
+        return t
+
+    @classmethod
+    def _make_view(cls, src: Tensor, arr: np.ndarray, op, attrs) -> Tensor:
+        t = cls._wrap(arr, src._dtype, src._vbox)
+        base = src._base if src._base is not None else src
+        t._base = base
+        t._view_ops = (src._view_ops or ()) + ((op, attrs),)
+        return t
+
+    # ----------------------------------------------------------------- metadata
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def device(self) -> device:
+        return _CPU
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return self._data.size
+
+    nelement = numel
+
+    def size(self, dim: int | None = None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[self._wrap_dim(dim)]
+
+    def stride(self, dim: int | None = None):
+        st = tuple(s // self._data.itemsize for s in self._data.strides)
+        return st if dim is None else st[self._wrap_dim(dim)]
+
+    def element_size(self) -> int:
+        return self._dtype.itemsize
+
+    def is_contiguous(self) -> bool:
+        return self._data.flags.c_contiguous
+
+    def is_floating_point(self) -> bool:
+        return self._dtype.is_floating_point
+
+    def _wrap_dim(self, dim: int, ndim: int | None = None) -> int:
+        n = self._data.ndim if ndim is None else ndim
+        lim = max(n, 1)
+        if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+            raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+        if dim < -lim or dim >= lim:
+            raise GpucoreIndexError(
+                f"dim {dim} is out of range for a tensor of {n} dims (shape "
+                f"{tuple(self._data.shape)}); expected a value in [{-lim}, {lim - 1}]"
+            )
+        return dim + lim if dim < 0 else dim
+
+    # ----------------------------------------------------------------- autograd
+    @property
+    def grad(self):
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad must be a Tensor or None, got {type(value)}")
+            if value.shape != self.shape:
+                raise ShapeError(
+                    f"assigned grad has shape {tuple(value.shape)} but the tensor has shape "
+                    f"{tuple(self.shape)}"
+                )
+        self._grad = value
+
+    @property
+    def grad_fn(self):
+        return self._grad_fn
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._grad_fn is None
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set requires_grad in place (leaves only) and return self."""
+        if not requires_grad and self._grad_fn is not None:
+            raise AutogradError(
+                "requires_grad_(False) is only valid on leaf tensors; use detach() for a non-leaf"
+            )
+        if requires_grad and not self._dtype.is_floating_point:
+            raise DTypeError(
+                f"only floating point tensors can require gradients, got {self._dtype}"
+            )
+        self.requires_grad = bool(requires_grad)
+        return self
+
+    def detach(self) -> Tensor:
+        """A tensor sharing this one's storage, cut from the graph."""
+        return Tensor._wrap(self._data, self._dtype, self._vbox)
+
+    def detach_(self) -> Tensor:
+        self._grad_fn = None
+        self.requires_grad = False
+        self._base = None
+        self._view_ops = None
+        return self
+
+    @property
+    def data(self) -> Tensor:
+        return self.detach()
+
+    @data.setter
+    def data(self, value: Tensor):
+        self._data = value._data
+        self._dtype = value._dtype
+        self._vbox = value._vbox
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for this non-leaf tensor after backward."""
+        if self._grad_fn is None:
+            if not self.requires_grad:
+                raise AutogradError("retain_grad() on a tensor that does not require grad")
+            return
+        if self._retain:
+            return
+        self._retain = True
+        import weakref
+
+        ref = weakref.ref(self)
+
+        def hook(g):
+            t = ref()
+            if t is not None:
+                g = g.detach()
+                t._grad = g.clone() if t._grad is None else t._grad + g
+
+        self._grad_fn.add_pre_hook(hook)
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when this tensor's gradient is computed; a return value replaces
+        the gradient. Returns a handle with ``remove()``."""
+        if not self.requires_grad:
+            raise AutogradError(
+                "cannot register a hook on a tensor that doesn't require gradient"
+            )
+        from .autograd.graph import accumulate_node
+
+        node = self._grad_fn if self._grad_fn is not None else accumulate_node(self)
+        return node.add_pre_hook(hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None):
+        """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (see gpucore.autograd)."""
+        from .autograd import backward
+
+        backward(self, gradient, retain_graph, create_graph, inputs)
+
+    # ----------------------------------------------------------------- conversion
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """A numpy array sharing this tensor's memory (copied for bfloat16 only with force)."""
+        if self.requires_grad and not force:
+            raise AutogradError(
+                "can't call numpy() on a tensor that requires grad; use tensor.detach().numpy()"
+            )
+        if self._dtype is D.bfloat16:
+            if not force:
+                raise DTypeError(
+                    "numpy has no bfloat16; use tensor.float().numpy() (or numpy(force=True))"
+                )
+            return D.bf16_to_f32(self._data).reshape(self._data.shape)
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.detach().numpy(force=True)
+        if dtype is not None:
+            a = a.astype(dtype)
+        return a
+
+    def tolist(self):
+        return self.detach().numpy(force=True).tolist()
+
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        if self._data.size != 1:
+            raise ShapeError(
+                f"item(): only one-element tensors can be converted to Python scalars; this one "
+                f"has shape {tuple(self.shape)} ({self._data.size} elements)"
+            )
+        return self.detach().numpy(force=True).reshape(()).item()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._dtype.is_floating_point or self._dtype is D.bool_:
+            raise TypeError("only integer tensors of a single element can be used as an index")
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise ShapeError(
+                f"the truth value of a tensor with {self._data.size} elements is ambiguous; "
+                "use .any() or .all()"
+            )
+        return bool(self.item())
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        arr = self.detach().numpy(force=True)
+        body = np.array2string(arr, separator=", ", precision=4, prefix="tensor(")
+        extra = ""
+        if self._dtype not in (D.float32, D.int64, D.bool_):
+            extra += f", dtype={self._dtype}"
+        if self._grad_fn is not None:
+            extra += f", grad_fn=<{self._grad_fn.name()}>"
+        elif self.requires_grad:
+            extra += ", requires_grad=True"
+        return f"tensor({body}{extra})"
+
+    def __deepcopy__(self, memo):
+        if self._grad_fn is not None:
+            raise AutogradError(
+                "only leaf tensors support deepcopy; detach() or clone() the tensor first"
+            )
+        t = Tensor._wrap(self._data.copy(), self._dtype)
+        t.requires_grad = self.requires_grad
+        if self._grad is not None:
+            t._grad = Tensor._wrap(self._grad._data.copy(), self._grad._dtype)
+        memo[id(self)] = t
+        return t
