@@ -77,6 +77,8 @@ def apply(op: OpDef, *inputs, **attrs):
         backend = dispatch.backend_for(op, inputs, specs)
         outs = backend.run(op, specs, inputs, attrs)
         out = outs[0]
+        if dispatch._trace.records is not None:
+            dispatch.record(op.name, backend.name, out.shape)
 
     if op.backward is not None and _grad_state.enabled:
         needs = False

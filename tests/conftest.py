@@ -1,0 +1,6 @@
+"""Puts tests/ on sys.path so test modules can ``import helpers`` (there are no __init__.py files)."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

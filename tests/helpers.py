@@ -1,0 +1,154 @@
+"""Shared test helpers: one call checks an op's forward against numpy (float64) and its backward
+with gradcheck, in the spirit of tinygrad's ``helper_test_op``.
+
+    check_op(lambda x, y: x * y, None, [(3, 4), (4,)])
+
+runs ``gc_fn`` on float32 tensors (contiguous, then as non-contiguous strided views) and on
+float64 tensors, compares each with ``np_fn`` evaluated in float64 on the same values, then runs
+``gpucore.autograd.gradcheck`` (and optionally ``gradgradcheck``) on float64 inputs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import gpucore
+from gpucore.autograd import gradcheck, gradgradcheck
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def np_gelu(x, approximate="none"):
+    """numpy reference of gelu in float64."""
+    x = np.asarray(x, np.float64)
+    if approximate == "tanh":
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+    return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
+
+
+def np_softmax(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def np_log_softmax(x, axis):
+    m = x.max(axis=axis, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
+
+
+def rand(shape, low=-2.0, high=2.0, seed=0) -> np.ndarray:
+    """float64 values that are exactly representable in float32 (so both paths see the same)."""
+    rng = np.random.default_rng(seed)
+    return rng.uniform(low, high, size=shape).astype(np.float32).astype(np.float64)
+
+
+def to_np(t) -> np.ndarray:
+    """A gpucore tensor's values as a numpy array (bfloat16 widened to float32)."""
+    return t.detach().numpy(force=True)
+
+
+def strided(a: np.ndarray, dtype=gpucore.float32) -> gpucore.Tensor:
+    """A non-contiguous tensor view (every other element of a wider last dim) holding ``a``."""
+    if a.ndim == 0 or a.size == 0:
+        return gpucore.tensor(a, dtype=dtype)
+    big = np.zeros(a.shape[:-1] + (2 * a.shape[-1],), np.float64)
+    big[..., ::2] = a
+    t = gpucore.tensor(big, dtype=dtype)[..., ::2]
+    assert not t.is_contiguous() or a.shape[-1] == 1
+    return t
+
+
+def assert_close(actual, expected, rtol=1e-5, atol=1e-6, what=""):
+    """Compare a gpucore tensor (or a tuple of them) with numpy results, shapes included."""
+    if isinstance(actual, (tuple, list)):
+        assert isinstance(expected, (tuple, list)) and len(actual) == len(expected), what
+        for a, e in zip(actual, expected):
+            assert_close(a, e, rtol, atol, what)
+        return
+    got = to_np(actual) if isinstance(actual, gpucore.Tensor) else np.asarray(actual)
+    exp = np.asarray(expected)
+    assert tuple(got.shape) == tuple(exp.shape), f"{what}: shape {got.shape} != {exp.shape}"
+    if exp.dtype.kind in "biu":
+        np.testing.assert_array_equal(got, exp, err_msg=what)
+    else:
+        np.testing.assert_allclose(
+            got.astype(np.float64), exp, rtol=rtol, atol=atol, equal_nan=True, err_msg=what
+        )
+
+
+def check_op(
+    gc_fn,
+    np_fn,
+    shapes,
+    *,
+    rtol=1e-5,
+    atol=1e-6,
+    grad=True,
+    gradgrad=False,
+    low=-2.0,
+    high=2.0,
+    vals=None,
+    noncontig=True,
+    grad_atol=1e-5,
+    grad_rtol=1e-3,
+    seed=0,
+):
+    """Check ``gc_fn`` (gpucore) against ``np_fn`` (numpy, float64; None: reuse ``gc_fn``).
+
+    shapes: one shape per input; or give ``vals`` (float64 arrays) directly. Forward runs on
+    float32 contiguous inputs, float32 strided views and float64; gradcheck on float64.
+    """
+    np_fn = gc_fn if np_fn is None else np_fn
+    if vals is None:
+        vals = [rand(s, low, high, seed + i) for i, s in enumerate(shapes)]
+    vals = [np.asarray(v, np.float64) for v in vals]
+    expected = np_fn(*[v.copy() for v in vals])
+
+    out = gc_fn(*[gpucore.tensor(v, dtype=gpucore.float32) for v in vals])
+    _check_dtype(out, gpucore.float32)
+    assert_close(out, expected, rtol, atol, "float32 forward")
+    if noncontig:
+        out = gc_fn(*[strided(v) for v in vals])
+        assert_close(out, expected, rtol, atol, "float32 forward on strided views")
+    out = gc_fn(*[gpucore.tensor(v, dtype=gpucore.float64) for v in vals])
+    _check_dtype(out, gpucore.float64)
+    assert_close(out, expected, 1e-9, 1e-12, "float64 forward")
+
+    if grad or gradgrad:
+        xs = [gpucore.tensor(v, dtype=gpucore.float64, requires_grad=True) for v in vals]
+        if grad:
+            assert gradcheck(gc_fn, xs, atol=grad_atol, rtol=grad_rtol)
+        if gradgrad:
+            assert gradgradcheck(gc_fn, xs, atol=grad_atol, rtol=grad_rtol)
+
+
+def _check_dtype(out, dt):
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    for o in outs:
+        if o.dtype.is_floating_point:
+            assert o.dtype is dt, f"float output has dtype {o.dtype}, expected {dt}"
+
+
+def check_grad(gc_fn, *inputs, atol=1e-5, rtol=1e-3, gradgrad=False):
+    """gradcheck (and gradgradcheck) on float64 copies of numpy arrays or tensors."""
+    xs = []
+    for a in inputs:
+        if isinstance(a, gpucore.Tensor):
+            xs.append(a)
+        else:
+            xs.append(gpucore.tensor(np.asarray(a, np.float64), dtype=gpucore.float64,
+                                     requires_grad=True))
+    assert gradcheck(gc_fn, xs, atol=atol, rtol=rtol)
+    if gradgrad:
+        assert gradgradcheck(gc_fn, xs, atol=atol, rtol=rtol)
+
+
+def sum_to(g: np.ndarray, shape) -> np.ndarray:
+    """numpy: sum a broadcast gradient back to ``shape`` (the reference for broadcasting)."""
+    shape = tuple(shape)
+    lead = g.ndim - len(shape)
+    g = g.sum(axis=tuple(range(lead))) if lead else g
+    axes = tuple(i for i, s in enumerate(shape) if s == 1 and g.shape[i] != 1)
+    return g.sum(axis=axes, keepdims=True) if axes else g

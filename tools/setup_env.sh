@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Idempotent set-up shared by tools/demo.sh and tools/test.sh: system packages for the Vulkan
+# path (when root on Debian/Ubuntu), a virtualenv in .venv, and gpucore installed into it in
+# editable mode (rebuilt only when the C sources or the build files change).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${GPUCORE_VENV:-$ROOT/.venv}"
+PY="${PYTHON:-python3}"
+
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    missing=()
+    for pkg in mesa-vulkan-drivers libvulkan1 glslang-tools spirv-tools vulkan-tools; do
+        dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+    done
+    if ! "$PY" -c "import ensurepip, venv" >/dev/null 2>&1; then
+        missing+=(python3-venv)
+    fi
+    if [ "${#missing[@]}" -gt 0 ]; then
+        echo "setup: installing ${missing[*]}" >&2
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+    echo "setup: creating virtualenv $VENV" >&2
+    "$PY" -m venv "$VENV"
+fi
+
+# Reinstall only when what the build depends on changed.
+stamp="$VENV/.gpucore-build-stamp"
+want="$(cat "$ROOT/pyproject.toml" "$ROOT/setup.py" "$ROOT"/cpu/*.c "$ROOT"/cpu/*.h 2>/dev/null \
+        | sha256sum | cut -d' ' -f1)-${GPUCORE_EXTRAS:-test}"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] \
+   || ! "$VENV/bin/python" -c "import gpucore._cpu" >/dev/null 2>&1; then
+    echo "setup: installing gpucore (editable) into $VENV" >&2
+    "$VENV/bin/python" -m pip install -q -e "$ROOT[${GPUCORE_EXTRAS:-test}]"
+    echo "$want" > "$stamp"
+fi
+
+if [ "${GPUCORE_WITH_TORCH:-0}" = 1 ] && ! "$VENV/bin/python" -c "import torch" >/dev/null 2>&1; then
+    # Pinned: this version is a CPU build on the project's machines; an unpinned torch would
+    # download a multi-GB CUDA build.
+    echo "setup: installing torch==2.13.0 (optional reference for tests)" >&2
+    "$VENV/bin/python" -m pip install -q torch==2.13.0 || echo "setup: torch not installed; torch comparisons will be skipped" >&2
+fi
