@@ -61,16 +61,37 @@ static void GC_FN(gemm_one)(const GC_T *restrict a, const GC_T *restrict b, GC_T
                 panel = pack;
                 ldp = nc;
             }
-            for (ptrdiff_t i = 0; i < m; i++) {
+            /* op(A)[i, p] for rows i and panel column p */
+#define GC_OPA(i, p) (alpha * (trans_a ? a[(p0 + (p)) * m + (i)] : a[(i) * k + p0 + (p)]))
+            ptrdiff_t i = 0;
+            for (; i + 4 <= m; i += 4) { /* 4 rows of C share each load of the B panel */
+                GC_T *restrict c0 = c + i * n + j0;
+                GC_T *restrict c1 = c0 + n;
+                GC_T *restrict c2 = c1 + n;
+                GC_T *restrict c3 = c2 + n;
+                for (ptrdiff_t p = 0; p < kc; p++) {
+                    const GC_T a0 = GC_OPA(i, p), a1 = GC_OPA(i + 1, p);
+                    const GC_T a2 = GC_OPA(i + 2, p), a3 = GC_OPA(i + 3, p);
+                    const GC_T *restrict brow = panel + p * ldp;
+                    for (ptrdiff_t j = 0; j < nc; j++) {
+                        const GC_T bv = brow[j];
+                        c0[j] += a0 * bv;
+                        c1[j] += a1 * bv;
+                        c2[j] += a2 * bv;
+                        c3[j] += a3 * bv;
+                    }
+                }
+            }
+            for (; i < m; i++) {
                 GC_T *restrict crow = c + i * n + j0;
                 for (ptrdiff_t p = 0; p < kc; p++) {
-                    const GC_T av =
-                        alpha * (trans_a ? a[(p0 + p) * m + i] : a[i * k + p0 + p]);
+                    const GC_T av = GC_OPA(i, p);
                     const GC_T *restrict brow = panel + p * ldp;
                     for (ptrdiff_t j = 0; j < nc; j++)
                         crow[j] += av * brow[j];
                 }
             }
+#undef GC_OPA
         }
     }
 }

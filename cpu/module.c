@@ -179,21 +179,26 @@ static Py_buffer *get_buf(bufset *bs, const char *fn, const char *name, PyObject
 /* ------------------------------------------------------------------------------------------ */
 /* Formats                                                                                     */
 
+/* The format with a native byte-order prefix ('@', '=', native '<' / '>') stripped. */
+static const char *fmt_body(const Py_buffer *v)
+{
+    const char *f = v->format ? v->format : "B";
+#if PY_LITTLE_ENDIAN
+    if (*f == '@' || *f == '=' || *f == '<')
+        f++;
+#else
+    if (*f == '@' || *f == '=' || *f == '>' || *f == '!')
+        f++;
+#endif
+    return f;
+}
+
 /* Canonical one-letter type code: 'f' float32, 'd' float64, '?' bool, 'q' int64, 'Q' uint64,
  * 'i' int32, 'I' uint32, other single letters as given; 0 for formats we do not understand
  * (structs, non-native byte order). */
 static char fmt_code(const Py_buffer *v)
 {
-    const char *f = v->format ? v->format : "B";
-    if (*f == '@' || *f == '=')
-        f++;
-#if PY_LITTLE_ENDIAN
-    else if (*f == '<')
-        f++;
-#else
-    else if (*f == '>' || *f == '!')
-        f++;
-#endif
+    const char *f = fmt_body(v);
     if (f[0] == '\0' || f[1] != '\0')
         return 0;
     const char c = f[0];
@@ -207,6 +212,24 @@ static char fmt_code(const Py_buffer *v)
     if ((c == 'L' || c == 'I') && isz == 4)
         return 'I';
     return c;
+}
+
+/* Items that may be moved bytewise (copy, where): anything without object pointers ('O' needs
+ * reference counting). */
+static int fmt_is_plain(const Py_buffer *v)
+{
+    return strchr(v->format ? v->format : "B", 'O') == NULL;
+}
+
+/* Same element type for a bytewise move: same canonical code, or the same format string. */
+static int fmt_same(const Py_buffer *a, const Py_buffer *b)
+{
+    if (a->itemsize != b->itemsize)
+        return 0;
+    const char ca = fmt_code(a), cb = fmt_code(b);
+    if (ca || cb)
+        return ca == cb;
+    return strcmp(fmt_body(a), fmt_body(b)) == 0;
 }
 
 static const char *fmt_str(const Py_buffer *v)
@@ -368,8 +391,9 @@ static int get_op(const char *fn, PyObject *o, int count, const char *prefix, in
     if (get_ssize(fn, "op", o, &v) < 0)
         return -1;
     if (v < 0 || v >= count) {
-        PyErr_Format(PyExc_ValueError, "%s: unknown op %zd; expected one of the %s* constants (0..%d)",
-                     fn, v, prefix, count - 1);
+        PyErr_Format(PyExc_ValueError,
+                     "%s: unknown op %zd; expected one of the %s* constants (0..%d)", fn, v,
+                     prefix, count - 1);
         return -1;
     }
     *out = (int)v;
@@ -824,16 +848,15 @@ static PyObject *py_where(PyObject *self, PyObject *const *args, Py_ssize_t narg
         goto fail;
     if (need_kind(fn, "cond", c, '?') < 0)
         goto fail;
-    const char ka = fmt_code(a);
     const Py_ssize_t isz = a->itemsize;
-    if (!ka || !(isz == 1 || isz == 2 || isz == 4 || isz == 8)) {
+    if (!fmt_is_plain(a) || !(isz == 1 || isz == 2 || isz == 4 || isz == 8)) {
         PyErr_Format(PyExc_TypeError,
-                     "where: 'a' must be a scalar format of item size 1, 2, 4 or 8, got format "
-                     "'%s' with item size %zd",
+                     "where: 'a' must be a plain (no objects) format of item size 1, 2, 4 or 8, "
+                     "got format '%s' with item size %zd",
                      fmt_str(a), isz);
         goto fail;
     }
-    if (fmt_code(b) != ka || b->itemsize != isz || fmt_code(out) != ka || out->itemsize != isz) {
+    if (!fmt_same(a, b) || !fmt_same(a, out)) {
         PyErr_Format(PyExc_TypeError,
                      "where: a, b and out must have the same format, got '%s', '%s' and '%s'",
                      fmt_str(a), fmt_str(b), fmt_str(out));
@@ -1190,14 +1213,14 @@ static PyObject *py_copy(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     if (!d)
         goto fail;
     const Py_ssize_t isz = s->itemsize;
-    if (!fmt_code(s) || !(isz == 1 || isz == 2 || isz == 4 || isz == 8)) {
+    if (!fmt_is_plain(s) || !(isz == 1 || isz == 2 || isz == 4 || isz == 8)) {
         PyErr_Format(PyExc_TypeError,
-                     "copy: 'src' must be a scalar format of item size 1, 2, 4 or 8, got format "
-                     "'%s' with item size %zd",
+                     "copy: 'src' must be a plain (no objects) format of item size 1, 2, 4 or 8, "
+                     "got format '%s' with item size %zd",
                      fmt_str(s), isz);
         goto fail;
     }
-    if (fmt_code(d) != fmt_code(s) || d->itemsize != isz) {
+    if (!fmt_same(s, d)) {
         PyErr_Format(PyExc_TypeError,
                      "copy: src has format '%s' (item size %zd) but dst has '%s' (item size %zd); "
                      "they must match",

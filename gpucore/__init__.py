@@ -4,9 +4,10 @@ Ops on tensors of at least GPUCORE_GPU_THRESHOLD elements run as SPIR-V compute 
 Vulkan device when one is usable; everything else runs in the C extension ``gpucore._cpu``.
 """
 
-from . import _cpu  # noqa: F401  (fail early and clearly if the extension is missing)
-from . import ops as _ops  # noqa: F401  (fills the op registry, attaches Tensor methods)
-from . import autograd, nn  # noqa: F401
+# _cpu first: fail early and clearly if the extension is missing. ops fills the op registry and
+# attaches the Tensor methods.
+from . import _cpu, autograd, nn
+from . import ops as _ops
 from .autograd import enable_grad, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_grad_enabled
 from .creation import (
@@ -31,9 +32,8 @@ from .creation import (
     zeros,
     zeros_like,
 )
-from .dtypes import bfloat16, float16, float32, float64, int8, int32, int64, uint8
+from .dtypes import bfloat16, dtype, float16, float32, float64, int8, int32, int64, uint8
 from .dtypes import bool_ as bool  # noqa: A001  (PyTorch's name: gpucore.bool)
-from .dtypes import dtype
 from .errors import (
     AutogradError,
     DeviceError,

@@ -12,11 +12,34 @@ import numpy as np
 from . import _cpu
 from . import dtypes as D
 from .backends.cpu import empty_array
-from .errors import DTypeError, ShapeError
+from .errors import DeviceError, DTypeError, ShapeError
 from .random import default_generator
 from .tensor import MAX_DIMS, Tensor
 
 _MAX_ELEMENTS = 1 << 40
+
+
+def _check_device(device, op: str) -> None:
+    """Creation happens on the host; any other device is refused, never silently ignored."""
+    if device is None:
+        return
+    from .tensor import device as _device
+
+    dev = _device(device)  # DeviceError for unknown names
+    if dev.type != "cpu":
+        raise DeviceError(
+            f"{op}(): device {dev} is not available in this build (only 'cpu' is); "
+            "create on the CPU and use .to(device) once a Vulkan device is present"
+        )
+
+
+def _sizes(args, size, op: str) -> tuple:
+    """Shape from varargs or the ``size=`` keyword (PyTorch accepts both)."""
+    if size is not None:
+        if args:
+            raise TypeError(f"{op}(): give the shape either positionally or as size=, not both")
+        args = (size,)
+    return _shape_arg(args, op)
 
 
 def _shape_arg(args, op: str) -> tuple:
@@ -74,12 +97,15 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
 
     Python floats give float32, ints int64, bools bool; numpy arrays keep their dtype.
     """
+    _check_device(device, "tensor")
     if isinstance(data, Tensor):
         arr = data.detach().numpy(force=True)
         src = data.dtype
     else:
-        if isinstance(data, np.ndarray):
-            arr = data
+        if isinstance(data, (np.ndarray, np.generic)):
+            arr = np.asarray(data)  # numpy arrays and scalars keep their dtype
+            if not arr.dtype.isnative:
+                arr = arr.astype(arr.dtype.newbyteorder("="))
         else:
             try:
                 arr = np.asarray(data)
@@ -117,21 +143,25 @@ def from_numpy(arr: np.ndarray) -> Tensor:
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"from_numpy() expects a numpy.ndarray, got {type(arr).__name__}")
     if not arr.dtype.isnative:
-        raise DTypeError("from_numpy(): non-native byte order; use arr.astype(arr.dtype.newbyteorder('='))")
+        raise DTypeError(
+            "from_numpy(): non-native byte order; use arr.astype(arr.dtype.newbyteorder('='))"
+        )
     dt = D.from_numpy_dtype(arr.dtype)
     if arr.ndim > MAX_DIMS:
         raise ShapeError(f"from_numpy(): at most {MAX_DIMS} dims, got shape {arr.shape}")
     return Tensor._wrap(arr, dt)
 
 
-def empty(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """An uninitialised tensor."""
+    _check_device(device, "empty")
     dt = D.as_dtype(dtype) if dtype is not None else D.float32
-    return _finish(empty_array(_shape_arg(size, "empty"), dt.np), dt, requires_grad)
+    return _finish(empty_array(_sizes(args, size, "empty"), dt.np), dt, requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from the value)."""
+    _check_device(device, "full")
     if dtype is None:
         dt = D.bool_ if isinstance(fill_value, bool) else (
             D.int64 if isinstance(fill_value, int) else D.float32
@@ -143,18 +173,26 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
     if dt is D.bfloat16:
         out.fill(int(D.f32_to_bf16(np.array([fill_value], np.float32))[0]))
     else:
-        out.fill(fill_value)
+        try:
+            with np.errstate(over="ignore"):  # floats overflow to inf, as IEEE
+                out.fill(fill_value)
+        except (OverflowError, ValueError, TypeError):
+            raise DTypeError(
+                f"full(): fill value {fill_value!r} cannot be represented in {dt}"
+            ) from None
     return _finish(out, dt, requires_grad)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def zeros(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros."""
-    return full(_shape_arg(size, "zeros"), 0, dtype=dtype or D.float32, requires_grad=requires_grad)
+    return full(_sizes(args, size, "zeros"), 0, dtype=dtype or D.float32, device=device,
+                requires_grad=requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def ones(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones."""
-    return full(_shape_arg(size, "ones"), 1, dtype=dtype or D.float32, requires_grad=requires_grad)
+    return full(_sizes(args, size, "ones"), 1, dtype=dtype or D.float32, device=device,
+                requires_grad=requires_grad)
 
 
 def _like(t: Tensor, dtype):
@@ -163,43 +201,62 @@ def _like(t: Tensor, dtype):
 
 def empty_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     shape, dt = _like(t, dtype)
-    return empty(shape, dtype=dt, requires_grad=requires_grad)
+    return empty(shape, dtype=dt, device=device, requires_grad=requires_grad)
 
 
 def zeros_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     shape, dt = _like(t, dtype)
-    return zeros(shape, dtype=dt, requires_grad=requires_grad)
+    return zeros(shape, dtype=dt, device=device, requires_grad=requires_grad)
 
 
 def ones_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     shape, dt = _like(t, dtype)
-    return ones(shape, dtype=dt, requires_grad=requires_grad)
+    return ones(shape, dtype=dt, device=device, requires_grad=requires_grad)
 
 
 def full_like(t: Tensor, fill_value, dtype=None, device=None, requires_grad: bool = False):
     shape, dt = _like(t, dtype)
-    return full(shape, fill_value, dtype=dt, requires_grad=requires_grad)
+    return full(shape, fill_value, dtype=dt, device=device, requires_grad=requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool = False):
-    """Values from ``start`` (default 0) up to, not including, ``end`` by ``step``."""
+    """Values from ``start`` (default 0) up to, not including, ``end`` by ``step``.
+
+    ``start + i * step`` for i in [0, ceil((end - start) / step)), computed in int64 when all three
+    are ints and in float64 otherwise, then cast to ``dtype`` (float32 when any bound is a float,
+    else int64), as PyTorch.
+    """
+    _check_device(device, "arange")
     if end is None:
         start, end = 0, start
+    vals = []
+    for v in (start, end, step):
+        if isinstance(v, Tensor):
+            v = v.item()
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number)):
+            raise TypeError(f"arange(): start, end and step must be numbers, got {v!r}")
+        vals.append(v.item() if isinstance(v, np.generic) else v)
+    start, end, step = vals
     if step == 0:
         raise ValueError("arange(): step must be nonzero")
-    vals = (start, end, step)
+    if not all(math.isfinite(v) for v in vals):
+        raise ValueError(f"arange(): start, end and step must be finite, got {tuple(vals)}")
+    all_int = all(isinstance(v, int) for v in vals)
     if dtype is None:
-        dtype = D.float32 if any(isinstance(v, float) for v in vals) else D.int64
+        dtype = D.int64 if all_int else D.float32
     dt = D.as_dtype(dtype)
-    n = max(0, math.ceil((end - start) / step))
-    arr = (np.arange(n, dtype=np.float64) * step + start) if dt.is_floating_point else (
-        np.arange(n, dtype=np.int64) * int(step) + int(start)
-    )
+    n = max(0, -((start - end) // step)) if all_int else max(0, math.ceil((end - start) / step))
+    _shape_arg((n,), "arange")
+    if all_int:
+        arr = np.arange(n, dtype=np.int64) * step + start
+    else:
+        arr = np.arange(n, dtype=np.float64) * step + start
     return _finish(_store(arr, dt), dt, requires_grad)
 
 
 def linspace(start, end, steps: int, dtype=None, device=None, requires_grad: bool = False):
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    _check_device(device, "linspace")
     if steps < 0:
         raise ValueError(f"linspace(): number of steps must be non-negative, got {steps}")
     dt = D.as_dtype(dtype) if dtype is not None else D.float32
@@ -208,6 +265,7 @@ def linspace(start, end, steps: int, dtype=None, device=None, requires_grad: boo
 
 def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bool = False):
     """A 2-D tensor with ones on the diagonal."""
+    _check_device(device, "eye")
     dt = D.as_dtype(dtype) if dtype is not None else D.float32
     _shape_arg((n, n if m is None else m), "eye")
     return _finish(_store(np.eye(n, m), dt), dt, requires_grad)
@@ -230,34 +288,91 @@ def _normal_f32(shape, mean: float, std: float, generator=None) -> np.ndarray:
     return out
 
 
+# Precision (significand bits) of the low-precision floats: rand draws exactly p-bit fractions
+# for them, so values stay exact and below 1 (rounding a 24-bit fraction could give 1.0).
+_RAND_BITS = {D.float16: 11, D.bfloat16: 8}
+
+
 def _random_result(arr32: np.ndarray, dtype, requires_grad: bool) -> Tensor:
-    dt = D.as_dtype(dtype) if dtype is not None else D.float32
-    if not dt.is_floating_point:
-        raise DTypeError(f"random floats need a floating dtype, got {dt}")
+    dt = _random_dtype(dtype)
     data = arr32 if dt is D.float32 else _store(arr32, dt)
     return _finish(data, dt, requires_grad)
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """Uniform samples in [0, 1) from the Philox stream (24-bit resolution)."""
-    shape = _shape_arg(size, "rand")
-    return _random_result(_uniform_f32(shape, 0.0, 1.0, generator), dtype, requires_grad)
+def _random_dtype(dtype):
+    dt = D.as_dtype(dtype) if dtype is not None else D.float32
+    if not dt.is_floating_point:
+        raise DTypeError(
+            f"random floats need a floating dtype, got {dt}; use randint() for integers"
+        )
+    return dt
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """Standard normal samples (Box-Muller over the Philox stream)."""
-    shape = _shape_arg(size, "randn")
-    return _random_result(_normal_f32(shape, 0.0, 1.0, generator), dtype, requires_grad)
+def rand(*args, size=None, generator=None, dtype=None, device=None,
+         requires_grad: bool = False) -> Tensor:
+    """Uniform samples in [0, 1) from the Philox stream.
+
+    float32 (and float64) values are ``(word >> 8) * 2**-24``; float16 and bfloat16 values are
+    ``(word >> (32 - p)) * 2**-p`` with p their precision (11, 8), one word per element.
+    """
+    _check_device(device, "rand")
+    shape = _sizes(args, size, "rand")
+    dt = _random_dtype(dtype)
+    bits = _RAND_BITS.get(dt)
+    if bits is None:
+        return _random_result(_uniform_f32(shape, 0.0, 1.0, generator), dt, requires_grad)
+    gen = generator or default_generator
+    words = np.empty(math.prod(shape), np.uint32)
+    seed, off = gen.take(words.size)
+    _cpu.philox(seed, off, words)
+    vals = (words >> np.uint32(32 - bits)).astype(np.float32) * np.float32(2.0**-bits)
+    return _finish(_store(vals.reshape(shape), dt), dt, requires_grad)
 
 
-def randint(low, high=None, size=None, generator=None, dtype=None, device=None) -> Tensor:
-    """Integers uniform in [low, high) (int64 by default)."""
+def randn(*args, size=None, generator=None, dtype=None, device=None,
+          requires_grad: bool = False) -> Tensor:
+    """Standard normal samples (Box-Muller over the Philox stream, computed in float32)."""
+    _check_device(device, "randn")
+    shape = _sizes(args, size, "randn")
+    dt = _random_dtype(dtype)
+    return _random_result(_normal_f32(shape, 0.0, 1.0, generator), dt, requires_grad)
+
+
+def _int_bound(v, what: str) -> int:
+    if isinstance(v, Tensor):
+        v = v.item()
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"randint(): {what} must be an int, got {v!r}")
+    return int(v)
+
+
+def randint(low, high=None, size=None, generator=None, dtype=None, device=None,
+            requires_grad: bool = False) -> Tensor:
+    """Integers uniform in [low, high) (int64 by default): ``randint(high, size)`` or
+    ``randint(low, high, size)``.
+
+    Element i is ``low + (w[2i] | w[2i+1] << 32) % (high - low)`` over the Philox words w.
+    """
+    _check_device(device, "randint")
+    if size is None and isinstance(high, (tuple, list)):
+        high, size = None, high  # randint(high, size), PyTorch's two-argument form
     if high is None:
         low, high = 0, low
     if size is None:
         raise TypeError("randint(): missing the size argument, e.g. randint(0, 10, (3, 4))")
+    low, high = _int_bound(low, "low"), _int_bound(high, "high")
     if high <= low:
-        raise ValueError(f"randint(): empty range [{low}, {high})")
+        raise ValueError(f"randint(): empty range [{low}, {high}); high must be > low")
+    dt = D.as_dtype(dtype) if dtype is not None else D.int64
+    if not dt.is_floating_point:
+        info = (0, 1) if dt is D.bool_ else (int(np.iinfo(dt.np).min), int(np.iinfo(dt.np).max))
+        if low < info[0] or high - 1 > info[1]:
+            raise ValueError(
+                f"randint(): range [{low}, {high}) does not fit dtype {dt} "
+                f"(values in [{info[0]}, {info[1]}])"
+            )
+    elif low < -(2**63) or high - 1 > 2**63 - 1:
+        raise ValueError(f"randint(): range [{low}, {high}) exceeds int64")
     shape = _shape_arg((size,) if isinstance(size, (tuple, list)) else (size,), "randint")
     gen = generator or default_generator
     n = math.prod(shape)
@@ -265,18 +380,20 @@ def randint(low, high=None, size=None, generator=None, dtype=None, device=None) 
     seed, off = gen.take(2 * n)
     _cpu.philox(seed, off, words)
     w64 = words[0::2].astype(np.uint64) | (words[1::2].astype(np.uint64) << np.uint64(32))
-    vals = (w64 % np.uint64(high - low)).astype(np.int64) + int(low)
-    dt = D.as_dtype(dtype) if dtype is not None else D.int64
-    return _finish(_store(vals.reshape(shape), dt), dt, False)
+    span = high - low
+    r = w64 if span == 2**64 else w64 % np.uint64(span)
+    # low + r lies in int64 range; two's-complement wraparound of the cast makes the sum exact.
+    vals = r.view(np.int64) + np.int64(low)
+    return _finish(_store(vals.reshape(shape), dt), dt, requires_grad)
 
 
-def rand_like(t: Tensor, dtype=None, requires_grad: bool = False) -> Tensor:
-    return rand(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+def rand_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    return rand(t.shape, dtype=dtype or t.dtype, device=device, requires_grad=requires_grad)
 
 
-def randn_like(t: Tensor, dtype=None, requires_grad: bool = False) -> Tensor:
-    return randn(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+def randn_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    return randn(t.shape, dtype=dtype or t.dtype, device=device, requires_grad=requires_grad)
 
 
-def randint_like(t: Tensor, low, high=None, dtype=None) -> Tensor:
-    return randint(low, high, t.shape, dtype=dtype or t.dtype)
+def randint_like(t: Tensor, low, high=None, dtype=None, device=None) -> Tensor:
+    return randint(low, high, t.shape, dtype=dtype or t.dtype, device=device)

@@ -29,7 +29,8 @@ class dtype:
         return f"gpucore.{self.name}"
 
     def __reduce__(self):
-        return self.name
+        # Unpickles to the one shared object (``is`` comparisons keep working).
+        return (_by_name, (self.name,))
 
 
 bool_ = dtype("bool", np.bool_, False, False, 0)
@@ -47,6 +48,12 @@ BY_NAME = {d.name: d for d in ALL}
 BY_NAME.update(
     {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32}
 )
+
+
+def _by_name(name: str) -> dtype:
+    return BY_NAME[name]
+
+
 _FROM_NP = {d.np: d for d in ALL if d is not bfloat16}
 
 # Dtypes whose math runs natively in the kernels; the others compute through float32.
@@ -96,14 +103,18 @@ def promote(a: dtype, b: dtype) -> dtype:
 
 
 def scalar_result(t: dtype, value) -> dtype:
-    """Result dtype of a tensor op with a Python scalar: the scalar only lifts the category."""
-    if isinstance(value, bool):
+    """Result dtype of a tensor op with a Python (or numpy) scalar: the scalar only lifts the
+    category (bool < integer < floating), never the size within one."""
+    if isinstance(value, (bool, np.bool_)):
         return t
-    if isinstance(value, int):
+    if isinstance(value, (int, np.integer)):
         return int64 if t is bool_ else t
-    if isinstance(value, float):
+    if isinstance(value, (float, np.floating)):
         return t if t.is_floating_point else float32
-    return t
+    raise DTypeError(
+        f"scalar {value!r} of type {type(value).__name__} cannot be combined with a {t} tensor; "
+        "gpucore has no complex dtypes"
+    )
 
 
 def f32_to_bf16(a: np.ndarray) -> np.ndarray:

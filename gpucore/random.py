@@ -2,14 +2,26 @@
 
 The stream for a (seed, offset) pair is defined independently of the device: word i of a call is
 word ``i % 4`` of Philox4x32-10 at counter ``offset + i // 4`` with key ``seed``. So a Vulkan kernel
-given the same seed and offset reproduces the CPU stream bit for bit. Each call advances the
-offset by the number of 128-bit counter blocks it consumed.
+given the same seed and offset reproduces the CPU stream bit for bit.
+
+Offset bookkeeping: every call starts at a fresh 128-bit block and advances the offset by the
+number of blocks it touched, ``ceil(words / 4)`` (the block counter wraps modulo 2**64). Words
+per call: ``rand`` one per element, ``randn`` ``2 * ceil(n / 2)`` (Box-Muller pairs), ``randint``
+two per element (a 64-bit draw). So ``rand(5)`` then ``rand(5)`` gives ``rand(13)[:5]`` and
+``rand(13)[8:]`` (words 5..7 of the first call are skipped), not ``rand(10)``.
+
+Values (see cpu/README.md): ``rand`` in float32 is ``(word >> 8) * 2**-24``; for float16 and
+bfloat16 it is ``(word >> (32 - p)) * 2**-p`` with p = 11 and 8 (their precisions), so every value
+is exact and below 1; float64 takes the float32 values. ``randint(low, high)`` is
+``low + (w0 | w1 << 32) % (high - low)`` over consecutive word pairs.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+
+_MASK64 = 2**64 - 1
 
 
 class Generator:
@@ -20,9 +32,8 @@ class Generator:
         self.manual_seed(seed)
 
     def manual_seed(self, seed: int) -> Generator:
-        seed = int(seed)
-        if not 0 <= seed < 2**64:
-            seed &= 2**64 - 1
+        """Set the key (taken modulo 2**64, so -1 is 2**64 - 1) and restart at block 0."""
+        seed = int(seed) & _MASK64
         with self._lock:
             self._seed = seed
             self._offset = 0
@@ -41,14 +52,20 @@ class Generator:
         return (self._seed, self._offset)
 
     def set_state(self, state: tuple[int, int]) -> None:
+        """Restore a (seed, offset) pair from ``get_state()``; both must lie in [0, 2**64)."""
+        seed, offset = int(state[0]), int(state[1])
+        if not (0 <= seed <= _MASK64 and 0 <= offset <= _MASK64):
+            raise ValueError(
+                f"set_state(): seed and offset must be in [0, 2**64), got ({seed}, {offset})"
+            )
         with self._lock:
-            self._seed, self._offset = int(state[0]), int(state[1])
+            self._seed, self._offset = seed, offset
 
     def take(self, nwords: int) -> tuple[int, int]:
         """Reserve ``nwords`` 32-bit words of the stream; returns (seed, starting block)."""
         with self._lock:
             start = self._offset
-            self._offset += (nwords + 3) // 4
+            self._offset = (start + (nwords + 3) // 4) & _MASK64
             return self._seed, start
 
 

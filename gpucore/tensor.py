@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes as D
-from .autograd.grad_mode import _state as _grad_state
 from .errors import AutogradError, DTypeError, GpucoreIndexError, ShapeError
 
 MAX_DIMS = 8
@@ -30,6 +29,16 @@ class Size(tuple):
         for s in self:
             n *= s
         return n
+
+    def __getitem__(self, key):
+        r = tuple.__getitem__(self, key)
+        return Size(r) if isinstance(key, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple.__add__(self, tuple(other)))
+
+    def __radd__(self, other):
+        return Size(tuple(other) + tuple(self))
 
     def __repr__(self) -> str:
         return f"gpucore.Size({list(self)})"
@@ -160,11 +169,20 @@ class Tensor:
     def size(self, dim: int | None = None):
         if dim is None:
             return Size(self._data.shape)
-        return self._data.shape[self._wrap_dim(dim)]
+        return self._data.shape[self._dim_of_shape(dim, "size")]
 
     def stride(self, dim: int | None = None):
         st = tuple(s // self._data.itemsize for s in self._data.strides)
-        return st if dim is None else st[self._wrap_dim(dim)]
+        return st if dim is None else st[self._dim_of_shape(dim, "stride")]
+
+    def _dim_of_shape(self, dim, op: str) -> int:
+        """A dim that must name an existing axis (a 0-d tensor has none), as PyTorch's size()."""
+        is_int = isinstance(dim, (int, np.integer)) and not isinstance(dim, bool)
+        if self._data.ndim == 0 and is_int:
+            raise GpucoreIndexError(
+                f"{op}(): dim {dim} given, but the tensor is 0-d (shape ()) and has no dims"
+            )
+        return self._wrap_dim(dim)
 
     def element_size(self) -> int:
         return self._dtype.itemsize
@@ -265,7 +283,7 @@ class Tensor:
                 g = g.detach()
                 t._grad = g.clone() if t._grad is None else t._grad + g
 
-        self._grad_fn.add_pre_hook(hook)
+        self._grad_fn.add_pre_hook(hook, last=True)
 
     def register_hook(self, hook):
         """Call ``hook(grad)`` when this tensor's gradient is computed; a return value replaces
@@ -301,9 +319,20 @@ class Tensor:
         return self._data
 
     def __array__(self, dtype=None, copy=None):
+        """numpy's protocol: shares memory when it can; ``copy=False`` raises when it cannot."""
+        needs_copy = self._dtype is D.bfloat16 or (
+            dtype is not None and np.dtype(dtype) != self._data.dtype
+        )
+        if copy is False and needs_copy:
+            raise ValueError(
+                f"np.array(tensor, copy=False): a {self._dtype} tensor cannot be viewed as numpy "
+                f"dtype {np.dtype(dtype) if dtype is not None else 'float32'} without a copy"
+            )
         a = self.detach().numpy(force=True)
-        if dtype is not None:
+        if dtype is not None and np.dtype(dtype) != a.dtype:
             a = a.astype(dtype)
+        elif copy and not needs_copy:
+            a = a.copy()
         return a
 
     def tolist(self):

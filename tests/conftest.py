@@ -1,4 +1,4 @@
-"""Puts tests/ on sys.path so test modules can ``import helpers`` (there are no __init__.py files)."""
+"""Puts tests/ on sys.path so test modules can ``import helpers`` (tests have no __init__.py)."""
 
 import os
 import sys

@@ -138,8 +138,9 @@ def check_grad(gc_fn, *inputs, atol=1e-5, rtol=1e-3, gradgrad=False):
         if isinstance(a, gpucore.Tensor):
             xs.append(a)
         else:
-            xs.append(gpucore.tensor(np.asarray(a, np.float64), dtype=gpucore.float64,
-                                     requires_grad=True))
+            xs.append(
+                gpucore.tensor(np.asarray(a, np.float64), dtype=gpucore.float64, requires_grad=True)
+            )
     assert gradcheck(gc_fn, xs, atol=atol, rtol=rtol)
     if gradgrad:
         assert gradgradcheck(gc_fn, xs, atol=atol, rtol=rtol)

@@ -9,7 +9,7 @@ from .dot import export_dot
 from .engine import run_backward
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import gradcheck, gradgradcheck
-from .graph import accumulate_node
+from .graph import accumulate_node, grad_fn_of
 
 __all__ = [
     "backward",
@@ -32,6 +32,7 @@ def _as_list(x):
 
 def _root_grads(outputs, grad_outputs, fn: str):
     from ..creation import ones_like
+    from ..tensor import Tensor
 
     grads = []
     for i, out in enumerate(outputs):
@@ -48,17 +49,24 @@ def _root_grads(outputs, grad_outputs, fn: str):
                     f"has shape {tuple(out.shape)}; pass gradient= (a tensor of that shape)"
                 )
             g = ones_like(out)
-        elif g.shape != out.shape:
-            raise ShapeError(
-                f"{fn}: gradient of shape {tuple(g.shape)} does not match output {i} of shape "
-                f"{tuple(out.shape)}"
-            )
+        else:
+            if not isinstance(g, Tensor):
+                raise TypeError(
+                    f"{fn}: gradient {i} must be a Tensor (or None), got {type(g).__name__}"
+                )
+            if g.shape != out.shape:
+                raise ShapeError(
+                    f"{fn}: gradient of shape {tuple(g.shape)} does not match output {i} of "
+                    f"shape {tuple(out.shape)}"
+                )
+            if g.dtype is not out.dtype:
+                g = g.to(out.dtype)
         grads.append(g)
     return grads
 
 
 def _node_of(t):
-    return t._grad_fn if t._grad_fn is not None else accumulate_node(t)
+    return grad_fn_of(t) if t._grad_fn is not None else accumulate_node(t)
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False,

@@ -34,7 +34,7 @@ def to_dot(tensor) -> str:
         seen.add(n)
         if isinstance(n, AccumulateGrad):
             leaf = n.leaf
-            label = f"leaf {tuple(leaf.shape)} {leaf.dtype.name}"
+            label = f"AccumulateGrad\\nleaf {tuple(leaf.shape)} {leaf.dtype.name}"
             lines.append(f'  {nid(n)} [label="{label}", style=filled, fillcolor=lightgrey];')
             continue
         lines.append(f'  {nid(n)} [label="{n.name()}"];')

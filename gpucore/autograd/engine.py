@@ -8,8 +8,8 @@ so op backward formulas never deal with broadcasting.
 from __future__ import annotations
 
 from ..errors import AutogradError
-from .graph import AccumulateGrad
 from .grad_mode import set_grad_enabled
+from .graph import AccumulateGrad
 
 
 def _fit(g, shape, dtype):
@@ -54,9 +54,16 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
             node = ready.pop()
             g = pending.pop(node, None)
             if g is not None and node.pre_hooks:
-                for hook in list(node.pre_hooks):
+                for hook in node.pre_hooks[0] + node.pre_hooks[1]:
                     r = hook(g)
                     if r is not None:
+                        if not hasattr(r, "shape") or r.shape != g.shape:
+                            raise AutogradError(
+                                f"hook {getattr(hook, '__name__', hook)!r} on {node.name()} "
+                                f"returned {_describe(r)} in place of a gradient of shape "
+                                f"{tuple(g.shape)}; a hook must return None or a tensor of "
+                                "the gradient's shape"
+                            )
                         g = r
             if capture is not None and node in capture:
                 capture[node] = g
@@ -69,6 +76,11 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
                 grads = node.apply(g)
                 if not isinstance(grads, tuple):
                     grads = (grads,)
+                if len(grads) != len(node.next):
+                    raise AutogradError(
+                        f"{node.name()}: backward returned {len(grads)} gradients for an op with "
+                        f"{len(node.next)} inputs; return one gradient (or None) per input"
+                    )
                 if not retain_graph:
                     node.release()
             for i, e in enumerate(node.next):
@@ -85,12 +97,19 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
     return capture
 
 
+def _describe(v) -> str:
+    shape = getattr(v, "shape", None)
+    return f"a tensor of shape {tuple(shape)}" if shape is not None else repr(type(v).__name__)
+
+
 def _accumulate(leaf, g, create_graph: bool):
     if g.shape != leaf.shape:
         raise AutogradError(
             f"gradient of shape {tuple(g.shape)} does not match the leaf's shape "
             f"{tuple(leaf.shape)}"
         )
+    if g.dtype is not leaf.dtype:
+        g = g.to(leaf.dtype)
     if not create_graph:
         g = g.detach()
     if leaf.grad is None:

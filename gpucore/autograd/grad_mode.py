@@ -13,6 +13,11 @@ import threading
 class _State(threading.local):
     enabled = True
 
+    def __init__(self):
+        # Values to restore on exit, one per active context (per thread, so one context object
+        # can be shared by threads and entered re-entrantly).
+        self.stack = []
+
 
 _state = _State()
 
@@ -26,12 +31,12 @@ class _GradModeContext:
     _value: bool
 
     def __enter__(self):
-        self._prev = _state.enabled
+        _state.stack.append(_state.enabled)
         _state.enabled = self._value
         return self
 
     def __exit__(self, *exc):
-        _state.enabled = self._prev
+        _state.enabled = _state.stack.pop()
         return False
 
     def __call__(self, fn):
@@ -64,7 +69,8 @@ class enable_grad(_GradModeContext):
 
 
 class set_grad_enabled(_GradModeContext):
-    """Set recording on or off; takes effect immediately, and undoes itself when used as a context."""
+    """Set recording on or off; takes effect immediately (also as a plain call), and undoes itself
+    at the end of a ``with`` block."""
 
     def __init__(self, mode: bool):
         self._prev = _state.enabled
@@ -72,9 +78,15 @@ class set_grad_enabled(_GradModeContext):
         _state.enabled = self._value
 
     def __enter__(self):
+        # The first ``with`` restores the mode from before construction, which already switched it.
+        prev, self._prev = self._prev, None
+        _state.stack.append(_state.enabled if prev is None else prev)
+        _state.enabled = self._value
         return self
 
     def __call__(self, fn):
         # Used as a decorator, the mode must apply only inside calls, not from decoration on.
-        _state.enabled = self._prev
+        if self._prev is not None:
+            _state.enabled = self._prev
+            self._prev = None
         return super().__call__(fn)

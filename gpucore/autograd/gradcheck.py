@@ -38,7 +38,7 @@ def _analytic_jacobian(fn, inputs, diff_idx):
     outs = _flat_outputs(fn(*inputs))
     sizes = [o.numel() for o in outs]
     rows = []
-    for k, out in enumerate(outs):
+    for k in range(len(outs)):
         for j in range(sizes[k]):
             gouts = []
             for kk, o in enumerate(outs):
@@ -85,8 +85,10 @@ def gradcheck(fn, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1
             o, j = np.unravel_index(flat, err.shape)
             msg = (
                 f"gradcheck: Jacobian mismatch for input {i} (shape {tuple(inputs[i].shape)}): "
-                f"worst at output element {o}, input element {j}: analytic {ana[o, j]!r} vs "
-                f"numerical {num[o, j]!r} (atol={atol}, rtol={rtol})"
+                f"worst at output element {o}, input element {j} (index "
+                f"{tuple(int(k) for k in np.unravel_index(j, tuple(inputs[i].shape)))}): "
+                f"analytic {float(ana[o, j])!r} vs numerical {float(num[o, j])!r} "
+                f"(atol={atol}, rtol={rtol})"
             )
             if raise_exception:
                 raise AutogradError(msg)
@@ -95,18 +97,39 @@ def gradcheck(fn, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1
 
 
 def gradgradcheck(fn, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3) -> bool:
-    """gradcheck of the gradient itself (second derivatives through create_graph=True)."""
+    """gradcheck of the gradient itself (second derivatives through create_graph=True).
+
+    The first gradient is taken of sum(w * out) over fn's outputs, with fixed random weights w
+    (so every second-derivative term counts, unlike with a plain sum).
+    """
     from .. import autograd
+    from ..creation import zeros_like
     from ..tensor import Tensor
 
     inputs = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
-    diff = [x for x in inputs if isinstance(x, Tensor) and x.requires_grad]
+    diff_mask = [isinstance(x, Tensor) and x.requires_grad for x in inputs]
+    rng = np.random.default_rng(0)
+    weights: dict = {}
+
+    def weight(k, o):
+        if k not in weights:
+            w = rng.uniform(0.5, 1.5, size=tuple(o.shape))
+            weights[k] = Tensor._wrap(np.ascontiguousarray(w, dtype=o.dtype.np), o.dtype)
+        return weights[k]
 
     def first_grads(*args):
-        out = fn(*args)
-        ds = [a for a in args if isinstance(a, Tensor) and a.requires_grad]
-        gs = autograd.grad(out.sum(), ds, create_graph=True, allow_unused=True)
-        return tuple(g for g in gs if g is not None)
+        # The numerical pass hands in detached copies: make them differentiable again.
+        args = [a.detach().requires_grad_() if r and not a.requires_grad else a
+                for a, r in zip(args, diff_mask)]
+        outs = _flat_outputs(fn(*args))
+        ds = [a for a, r in zip(args, diff_mask) if r]
+        terms = [(o * weight(k, o)).sum() for k, o in enumerate(outs) if o.requires_grad]
+        if not terms:
+            return tuple(zeros_like(d) for d in ds)
+        loss = terms[0]
+        for t in terms[1:]:
+            loss = loss + t
+        gs = autograd.grad(loss, ds, create_graph=True, allow_unused=True)
+        return tuple(zeros_like(d) if g is None else g for d, g in zip(ds, gs))
 
-    del diff
     return gradcheck(first_grads, inputs, eps=eps, atol=atol, rtol=rtol)

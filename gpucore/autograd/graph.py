@@ -20,7 +20,7 @@ class Ctx:
         self.op_name = op_name
         self.needs_input_grad = needs_input_grad
         self._saved = saved
-        self._versions = tuple(t._vbox[0] for t in saved)
+        self._versions = tuple(None if t is None else t._vbox[0] for t in saved)
         self.attrs = attrs
         self.released = False
 
@@ -34,7 +34,7 @@ class Ctx:
                 "first backward() if you need to call it twice"
             )
         for t, v in zip(self._saved, self._versions):
-            if t._vbox[0] != v:
+            if t is not None and t._vbox[0] != v:
                 raise AutogradError(
                     f"{self.op_name}: a tensor of shape {tuple(t.shape)} saved for backward was "
                     f"modified by an in-place operation (version {t._vbox[0]}, expected {v}); "
@@ -46,7 +46,7 @@ class Ctx:
 class Node:
     """A recorded op application. ``next`` has one edge (Node or None) per op input."""
 
-    __slots__ = ("op", "ctx", "next", "in_meta", "pre_hooks", "__weakref__")
+    __slots__ = ("op", "ctx", "next", "in_meta", "pre_hooks", "version", "__weakref__")
 
     def __init__(self, op, ctx: Ctx, next_edges: tuple, in_meta: tuple):
         self.op = op
@@ -54,6 +54,10 @@ class Node:
         self.next = next_edges
         self.in_meta = in_meta  # (shape, dtype) per input, to fit incoming gradients
         self.pre_hooks = None
+        # For the node of a view op: the storage version its output was made at. When the storage
+        # is later modified in place (through the base or another view), the view's history is
+        # stale and grad_fn_of() rebuilds it from the base.
+        self.version = None
 
     def name(self) -> str:
         return f"{self.op.name.capitalize()}Backward"
@@ -61,18 +65,22 @@ class Node:
     def apply(self, grad):
         ctx = self.ctx
         if ctx.released:
-            ctx.saved  # raises the explanatory error
+            _ = ctx.saved  # raises the explanatory error
         return self.op.backward(ctx, grad)
 
     def release(self):
         self.ctx.released = True
         self.ctx._saved = ()
 
-    def add_pre_hook(self, fn):
+    def add_pre_hook(self, fn, last: bool = False):
+        """Run ``fn(grad)`` on the gradient arriving here before the node uses it; a returned
+        tensor replaces the gradient. ``last`` hooks (retain_grad) run after all others, so they
+        see the final gradient whatever the registration order."""
         if self.pre_hooks is None:
-            self.pre_hooks = []
-        self.pre_hooks.append(fn)
-        return _HookHandle(self.pre_hooks, fn)
+            self.pre_hooks = ([], [])
+        hooks = self.pre_hooks[1 if last else 0]
+        hooks.append(fn)
+        return _HookHandle(hooks, fn)
 
     def __repr__(self) -> str:
         return f"<{self.name()}>"
@@ -114,10 +122,29 @@ def accumulate_node(leaf) -> AccumulateGrad:
     return node
 
 
+def grad_fn_of(t):
+    """t's grad_fn, first rebuilt from its base when t is a view whose storage was modified in
+    place after the view was made (so ``y = x * 2; v = y[0]; y.mul_(3)`` gives v the history of
+    the modified y, as PyTorch)."""
+    fn = t._grad_fn
+    if fn is not None and fn.version is not None and fn.version != t._vbox[0]:
+        base = t._base
+        if base is None or not base.requires_grad:
+            fn.version = t._vbox[0]
+            return fn
+        from ..ops.indexing import replay_views
+        from .grad_mode import set_grad_enabled
+
+        with set_grad_enabled(True):
+            v = replay_views(base, t._view_ops)
+        t._grad_fn = fn = v._grad_fn
+    return fn
+
+
 def edge_of(t):
     """The edge an op input contributes: its grad_fn, its AccumulateGrad, or None."""
     if t._grad_fn is not None:
-        return t._grad_fn
+        return grad_fn_of(t)
     if t.requires_grad:
         return accumulate_node(t)
     return None

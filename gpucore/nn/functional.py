@@ -47,7 +47,9 @@ def cross_entropy(input: Tensor, target: Tensor, reduction: str = "mean",
     reduction: 'mean' (over targets that are not ignore_index), 'sum' or 'none'.
     """
     if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"cross_entropy(): reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+        raise ValueError(
+            f"cross_entropy(): reduction must be 'mean', 'sum' or 'none', got {reduction!r}"
+        )
     if not isinstance(target, Tensor) or target.dtype is not D.int64:
         raise DTypeError(
             "cross_entropy(): target must be an int64 tensor of class indices"

@@ -32,12 +32,13 @@ def scalar_tensor(value, dtype) -> Tensor:
 
 def as_operands(op: str, a, b):
     """Two operands as tensors of one common dtype (PyTorch promotion; scalars lift category)."""
+    a, b = _lift_numpy(a), _lift_numpy(b)
     ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
     if ta and tb:
         dt = D.promote(a.dtype, b.dtype)
-        if a.ndim == 0 and b.ndim > 0 and a.dtype.is_floating_point == b.dtype.is_floating_point:
+        if a.ndim == 0 and b.ndim > 0 and _category(a.dtype) <= _category(b.dtype):
             dt = b.dtype  # a 0-d tensor acts like a scalar of its category (PyTorch)
-        elif b.ndim == 0 and a.ndim > 0 and a.dtype.is_floating_point == b.dtype.is_floating_point:
+        elif b.ndim == 0 and a.ndim > 0 and _category(b.dtype) <= _category(a.dtype):
             dt = a.dtype
         return (a if a.dtype is dt else a.to(dt)), (b if b.dtype is dt else b.to(dt))
     if ta:
@@ -49,6 +50,22 @@ def as_operands(op: str, a, b):
         dt = D.scalar_result(b.dtype, a)
         return scalar_tensor(a, dt), (b if b.dtype is dt else b.to(dt))
     raise TypeError(f"{op}(): expected at least one Tensor operand, got {type(a)} and {type(b)}")
+
+
+def _category(dt) -> int:
+    """PyTorch's promotion categories: bool < integer < floating."""
+    return 2 if dt.is_floating_point else (0 if dt is D.bool_ else 1)
+
+
+def _lift_numpy(v):
+    """numpy scalars become Python numbers, numpy arrays tensors (PyTorch accepts both)."""
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, np.ndarray):
+        from ..creation import tensor
+
+        return tensor(v)
+    return v
 
 
 def _check_scalar(op, v):
@@ -94,15 +111,18 @@ def wrap_dim(dim, ndim: int, op: str = "") -> int:
 
 
 def norm_dims(dim, ndim: int, op: str = "") -> tuple:
-    """dim (None, int, or tuple) as a sorted tuple of non-negative dims; None means all."""
+    """dim (None, int, or tuple) as a sorted tuple of non-negative dims; None means all.
+
+    A 0-d tensor accepts dim 0 and -1 (as PyTorch) and has no dims to reduce."""
     if dim is None:
         return tuple(range(ndim))
     if isinstance(dim, (list, tuple)):
         dims = tuple(sorted({wrap_dim(d, ndim, op) for d in dim}))
         if len(dims) != len(dim):
             raise ValueError(f"{op}: dim {tuple(dim)} repeats a dimension")
-        return dims
-    return (wrap_dim(dim, ndim, op),)
+        return dims if ndim else ()
+    d = wrap_dim(dim, ndim, op)
+    return (d,) if ndim else ()
 
 
 def shape_arg(args) -> tuple:

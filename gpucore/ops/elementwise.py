@@ -22,7 +22,28 @@ def _float_result(x, **_):
 
 
 # ----------------------------------------------------------------------------- unary ops
-NEG = defop("neg", infer=_same, backward=lambda ctx, g: -g)
+def _no_bool(op):
+    def check(*operands):
+        for t in operands:
+            if isinstance(t, Tensor) and t.dtype is D.bool_:
+                raise DTypeError(
+                    f"{op} of a bool tensor is not supported (as in PyTorch); use logical_not() / "
+                    "logical_xor(), or convert with .int() or .float() first"
+                )
+
+    return check
+
+
+_check_neg = _no_bool("neg (unary -)")
+_check_sub = _no_bool("sub (the - operator)")
+
+
+def _neg_infer(x):
+    _check_neg(x)
+    return (x.shape, x.dtype)
+
+
+NEG = defop("neg", infer=_neg_infer, backward=lambda ctx, g: -g)
 ABS = defop("abs", infer=_same, save_inputs=(0,), backward=lambda ctx, g: g * ctx.saved[0].sign())
 SIGN = defop("sign", infer=_same, backward=lambda ctx, g: g * 0)
 EXP = defop("exp", infer=_float_result, save_outputs=(0,), backward=lambda ctx, g: g * ctx.saved[0])
@@ -30,9 +51,14 @@ LOG = defop("log", infer=_float_result, save_inputs=(0,), backward=lambda ctx, g
 SQRT = defop(
     "sqrt", infer=_float_result, save_outputs=(0,), backward=lambda ctx, g: g / (2 * ctx.saved[0])
 )
-SIN = defop("sin", infer=_float_result, save_inputs=(0,), backward=lambda ctx, g: g * ctx.saved[0].cos())
+SIN = defop(
+    "sin", infer=_float_result, save_inputs=(0,), backward=lambda ctx, g: g * ctx.saved[0].cos()
+)
 COS = defop(
     "cos", infer=_float_result, save_inputs=(0,), backward=lambda ctx, g: -g * ctx.saved[0].sin()
+)
+LOG1P = defop(
+    "log1p", infer=_float_result, save_inputs=(0,), backward=lambda ctx, g: g / (ctx.saved[0] + 1)
 )
 RECIPROCAL = defop(
     "reciprocal",
@@ -110,7 +136,9 @@ def _gelu_bwd_bwd(ctx, gg):
     )
 
 
-SIGMOID_BACKWARD = defop("sigmoid_backward", infer=_same, save_inputs=(0, 1), backward=_sigmoid_bwd_bwd)
+SIGMOID_BACKWARD = defop(
+    "sigmoid_backward", infer=_same, save_inputs=(0, 1), backward=_sigmoid_bwd_bwd
+)
 TANH_BACKWARD = defop("tanh_backward", infer=_same, save_inputs=(0, 1), backward=_tanh_bwd_bwd)
 GELU_BACKWARD = defop("gelu_backward", infer=_same, save_inputs=(0, 1), backward=_gelu_bwd_bwd)
 
@@ -159,13 +187,15 @@ def square(input: Tensor) -> Tensor:
 
 @method("log1p")
 def log1p(input: Tensor) -> Tensor:
-    return (input + 1).log()
+    """log(1 + x), accurate for tiny x (where ``(x + 1).log()`` rounds to 0)."""
+    return apply(LOG1P, input)
 
 
 @method("softplus")
 def softplus(input: Tensor) -> Tensor:
-    """log(1 + exp(x)), computed stably as relu(x) + log(1 + exp(-|x|))."""
-    return input.relu() + ((-input.abs()).exp() + 1).log()
+    """log(1 + exp(x)), computed stably as max(x, 0) + log1p(exp(-|x|)); the gradient at 0 is 1/2
+    (maximum splits ties)."""
+    return maximum(input, 0.0) + (-input.abs()).exp().log1p()
 
 
 # ----------------------------------------------------------------------------- binary ops
@@ -225,8 +255,13 @@ def _minmax_bwd(pick_first):
 
 ADD = defop("add", infer=_binfer("add"), backward=lambda ctx, g: (g, g))
 SUB = defop("sub", infer=_binfer("sub"), backward=lambda ctx, g: (g, -g))
-MUL = defop("mul", infer=_binfer("mul"), save_inputs=(0, 1), backward=_mul_bwd)
-DIV = defop("div", infer=_div_infer, save_inputs=(0, 1), backward=_div_bwd)
+MUL = defop(
+    "mul", infer=_binfer("mul"), save_inputs=(0, 1), save_for={0: (1,), 1: (0,)},
+    backward=_mul_bwd,
+)
+DIV = defop(
+    "div", infer=_div_infer, save_inputs=(0, 1), save_for={0: (1,), 1: (0, 1)}, backward=_div_bwd
+)
 POW = defop("pow", infer=_binfer("pow"), save_inputs=(0, 1), save_outputs=(0,), backward=_pow_bwd)
 MAXIMUM = defop(
     "maximum",
@@ -257,7 +292,14 @@ def _binary(op, doc):
 
 
 add_ = _binary(ADD, "")
-sub_ = _binary(SUB, "")
+_sub_plain = _binary(SUB, "")
+
+
+def sub_(input, other) -> Tensor:
+    _check_sub(input, other)
+    return _sub_plain(input, other)
+
+
 
 
 @method("add")
@@ -272,6 +314,7 @@ def add(input, other, *, alpha=1) -> Tensor:
 @method("sub", "subtract")
 def sub(input, other, *, alpha=1) -> Tensor:
     """input - alpha * other."""
+    _check_sub(input, other)
     if alpha != 1:
         other = other * alpha
     a, b = as_operands("sub", input, other)
@@ -384,7 +427,6 @@ WHERE = defop(
 )
 
 
-@method("where")
 def where(condition: Tensor, input, other) -> Tensor:
     """Elements of ``input`` where ``condition`` holds, else of ``other`` (broadcast)."""
     if not isinstance(condition, Tensor) or condition.dtype is not D.bool_:
@@ -394,6 +436,10 @@ def where(condition: Tensor, input, other) -> Tensor:
         )
     a, b = as_operands("where", input, other)
     return apply(WHERE, condition, a, b)
+
+
+# PyTorch's method form: x.where(condition, y) == where(condition, x, y).
+Tensor.where = lambda self, condition, other: where(condition, self, other)
 
 
 def _clamp_bwd(ctx, g):
@@ -423,6 +469,12 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002 - PyTorch'
         if max is not None:
             out = minimum(out, max)
         return out
+    dt = input.dtype
+    for bound in (min, max):
+        if bound is not None:
+            dt = D.scalar_result(dt, bound)  # int tensor, float bound -> float32 (PyTorch)
+    if dt is not input.dtype:
+        input = input.to(dt)
     return apply(CLAMP, input, min=min, max=max)
 
 

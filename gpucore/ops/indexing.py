@@ -69,7 +69,12 @@ def _getitem_bwd(ctx, g):
     return apply(INDEX_BACKWARD, g, shape=ctx.attrs["src"], key=ctx.attrs["key"], basic=True)
 
 
-GETITEM = defop("getitem", view=lambda a, key, src: a[key], backward=_getitem_bwd)
+def _basic_view(a, key, src):
+    # Trailing Ellipsis: an all-int key gives a 0-d view, not a numpy scalar (a copy).
+    return a[key] if any(k is Ellipsis for k in key) else a[key + (Ellipsis,)]
+
+
+GETITEM = defop("getitem", view=_basic_view, backward=_getitem_bwd)
 
 
 def _index_bwd(ctx, g):
@@ -157,7 +162,7 @@ def setitem(input: Tensor, key, value) -> None:
 
 
 # ----------------------------------------------------------------------------- gather / scatter
-def _gather_infer(x, dim, index):
+def _gather_infer(x, index, dim, src):
     if index.dtype is not D.int64:
         raise DTypeError(f"gather(): index must be int64, got {index.dtype}")
     if index.ndim != x.ndim:
@@ -246,7 +251,7 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
 
 
 # ----------------------------------------------------------------------------- joining
-def _cat_infer(*ts, dim):
+def _cat_infer(*ts, dim, sizes):
     ref = ts[0].shape
     total = 0
     for t in ts:

@@ -13,11 +13,12 @@ import numpy as np
 
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.grad_mode import no_grad
-from ..autograd.graph import Ctx, Node, edge_of
+from ..autograd.graph import Ctx, Node, edge_of, grad_fn_of
 from ..errors import AutogradError, DTypeError, ShapeError
 from ..tensor import Tensor
 from .common import method
 from .indexing import COPY_SLICES, replay_views
+from .registry import OpDef
 
 
 def _alias(x: Tensor, copy: bool) -> Tensor:
@@ -68,17 +69,42 @@ def inplace(x: Tensor, compute, saves_self: bool = True, op: str = "in-place op"
             f"{op}: a view of a leaf tensor that requires grad is being modified in place; "
             "wrap the update in gpucore.no_grad() or clone() the view first"
         )
-    r = compute(_alias(x, copy=saves_self and x.requires_grad) if x.requires_grad else (
-        _alias(x, copy=True) if saves_self else x
-    ))
+    old_fn = grad_fn_of(x) if x.requires_grad else None  # a view's history, rebuilt if stale
+    if x.requires_grad:
+        # The op sees x before modification: its own copy when it may save it for backward.
+        r = compute(_alias(x, copy=saves_self))
+    else:
+        r = compute(x)  # no copy in the common case (nothing requires grad)
+        if saves_self and r.requires_grad:
+            r = compute(_alias(x, copy=True))  # e.g. c.mul_(w): mul saved c, which changes next
     _write(x, r, op)
-    if r.requires_grad:
-        if base is None:
-            x._grad_fn = r._grad_fn
-            x.requires_grad = True
-        else:
+    if base is not None:
+        if r.requires_grad or base.requires_grad:
             _rebase_view(x, base, r)
+    elif r.requires_grad:
+        x._grad_fn = r._grad_fn
+        x.requires_grad = True
+    elif x.requires_grad:
+        # The new value does not depend on anything that requires grad (zero_, fill_, copy_ of a
+        # constant): x keeps requires_grad, and its old history receives zero gradient.
+        x._grad_fn = Node(
+            OVERWRITE,
+            Ctx(OVERWRITE.name, (), {"op": op}),
+            (old_fn,),
+            ((x.shape, x.dtype),),
+        )
     return x
+
+
+def _overwrite_bwd(ctx, g):
+    from ..creation import zeros_like
+
+    return zeros_like(g)
+
+
+# The node an in-place op that cuts a tensor's history leaves behind (PyTorch's FillBackward).
+# Graph-only: never applied, so it has no kernel and stays out of REGISTRY.
+OVERWRITE = OpDef("overwrite", None, _overwrite_bwd, (), (), None, False)
 
 
 def _rebase_view(x: Tensor, base: Tensor, r: Tensor) -> None:
@@ -87,7 +113,7 @@ def _rebase_view(x: Tensor, base: Tensor, r: Tensor) -> None:
     attrs = {"view_ops": x._view_ops, "src_shape": tuple(r.shape)}
     node = Node(
         COPY_SLICES,
-        Ctx(COPY_SLICES.name, (), attrs, (base_in.requires_grad, True)),
+        Ctx(COPY_SLICES.name, (), attrs, (base_in.requires_grad, r.requires_grad)),
         (edge_of(base_in), edge_of(r)),
         ((base.shape, base.dtype), (r.shape, r.dtype)),
     )

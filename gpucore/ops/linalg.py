@@ -95,3 +95,6 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
     if alpha != 1:
         prod = prod * alpha
     return prod + (input if beta == 1 else input * beta)
+
+
+Tensor.addmm = addmm

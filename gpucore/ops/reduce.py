@@ -9,7 +9,7 @@ from collections import namedtuple
 from .. import dtypes as D
 from ..errors import GpucoreIndexError, ShapeError
 from ..tensor import Tensor
-from .common import method, norm_dims, reduced_shape, scalar_tensor, wrap_dim
+from .common import method, norm_dims, reduced_shape, wrap_dim
 from .registry import apply, defop
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
@@ -36,14 +36,16 @@ def _mean_bwd(ctx, g):
     n = 1
     for d in a["dims"]:
         n *= a["shape"][d]
-    return _grad_back(g, a["shape"], a["dims"], a["keepdim"]) / max(n, 1)
+    return _grad_back(g, a["shape"], a["dims"], a["keepdim"]) / builtins.max(n, 1)
 
 
 def _mean_infer(x, dims, keepdim, shape):
     return (reduced_shape(x.shape, dims, keepdim), x.dtype)
 
 
-SUM = defop("sum", infer=lambda x, dims, keepdim, shape: _sum_infer(x, dims, keepdim), backward=_sum_bwd)
+SUM = defop(
+    "sum", infer=lambda x, dims, keepdim, shape: _sum_infer(x, dims, keepdim), backward=_sum_bwd
+)
 MEAN = defop("mean", infer=_mean_infer, backward=_mean_bwd)
 
 
@@ -70,8 +72,12 @@ def _extreme_infer(name):
     return infer
 
 
-AMAX = defop("amax", infer=_extreme_infer("amax"), save_inputs=(0,), save_outputs=(0,), backward=_extreme_bwd)
-AMIN = defop("amin", infer=_extreme_infer("amin"), save_inputs=(0,), save_outputs=(0,), backward=_extreme_bwd)
+AMAX = defop(
+    "amax", infer=_extreme_infer("amax"), save_inputs=(0,), save_outputs=(0,), backward=_extreme_bwd
+)
+AMIN = defop(
+    "amin", infer=_extreme_infer("amin"), save_inputs=(0,), save_outputs=(0,), backward=_extreme_bwd
+)
 
 
 def _dim_infer(name):
@@ -100,14 +106,20 @@ def _dim_bwd(ctx, g):
     return scatter_add(zeros(x.shape, dtype=g.dtype), dim, idx, g)
 
 
-MAX_DIM = defop("max_dim", infer=_dim_infer("max"), save_inputs=(0,), save_outputs=(1,), backward=_dim_bwd)
-MIN_DIM = defop("min_dim", infer=_dim_infer("min"), save_inputs=(0,), save_outputs=(1,), backward=_dim_bwd)
+MAX_DIM = defop(
+    "max_dim", infer=_dim_infer("max"), save_inputs=(0,), save_outputs=(1,), backward=_dim_bwd
+)
+MIN_DIM = defop(
+    "min_dim", infer=_dim_infer("min"), save_inputs=(0,), save_outputs=(1,), backward=_dim_bwd
+)
 
 
 def _arg_infer(name):
     def infer(x, dim, keepdim):
         if x.numel() == 0:
-            raise GpucoreIndexError(f"{name}(): cannot take {name} of an empty tensor (shape {tuple(x.shape)})")
+            raise GpucoreIndexError(
+                f"{name}(): cannot take {name} of an empty tensor (shape {tuple(x.shape)})"
+            )
         if dim is None:
             return ((1,) * x.ndim if keepdim else (), D.int64)
         return (reduced_shape(x.shape, (dim,), keepdim), D.int64)

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .. import dispatch
-from ..autograd.graph import Ctx, Node, edge_of
 from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.graph import Ctx, Node, edge_of
 
 REGISTRY: dict[str, OpDef] = {}
 
@@ -23,10 +23,15 @@ REGISTRY: dict[str, OpDef] = {}
 class OpDef:
     """Registry entry of one op."""
 
-    __slots__ = ("name", "infer", "backward", "save_inputs", "save_outputs", "view", "float_only")
+    __slots__ = (
+        "name", "infer", "backward", "save_inputs", "save_outputs", "view", "float_only",
+        "save_for",
+    )
 
-    def __init__(self, name, infer, backward, save_inputs, save_outputs, view, float_only):
+    def __init__(self, name, infer, backward, save_inputs, save_outputs, view, float_only,
+                 save_for=None):
         self.name = name
+        self.save_for = save_for
         self.infer = infer
         self.backward = backward
         self.save_inputs = save_inputs
@@ -47,6 +52,7 @@ def defop(
     save_outputs: tuple = (),
     view: Callable | None = None,
     float_only: bool = False,
+    save_for: dict | None = None,
 ) -> OpDef:
     """Register an op.
 
@@ -54,10 +60,14 @@ def defop(
     first output is the differentiable one). backward(ctx, grad) -> one gradient per input (or
     None); ``ctx.saved`` holds the inputs listed in save_inputs followed by the outputs listed in
     save_outputs, ``ctx.attrs`` the op's keyword attributes. view(array, **attrs) makes a view op.
+
+    save_for maps a saved input's index to the inputs whose gradients need it: the input is saved
+    only when one of those requires grad (else ctx.saved holds None in its place), as PyTorch
+    does, so that ``y[0] = y[1] * 2`` does not keep (and version-check) ``y[1]``.
     """
     if name in REGISTRY:
         raise ValueError(f"op {name!r} is registered twice")
-    op = OpDef(name, infer, backward, save_inputs, save_outputs, view, float_only)
+    op = OpDef(name, infer, backward, save_inputs, save_outputs, view, float_only, save_for)
     REGISTRY[name] = op
     return op
 
@@ -80,23 +90,28 @@ def apply(op: OpDef, *inputs, **attrs):
         if dispatch._trace.records is not None:
             dispatch.record(op.name, backend.name, out.shape)
 
-    if op.backward is not None and _grad_state.enabled:
+    if op.backward is not None and _grad_state.enabled and out._dtype.is_floating_point:
         needs = False
         for t in inputs:
             if t.requires_grad:
                 needs = True
                 break
         if needs:
-            saved = tuple(inputs[i] for i in op.save_inputs) + tuple(
-                outs[i] for i in op.save_outputs
-            )
-            ctx = Ctx(op.name, saved, attrs, tuple(t.requires_grad for t in inputs))
+            needs_in = tuple(t.requires_grad for t in inputs)
+            sf = op.save_for
+            saved = tuple(
+                inputs[i] if sf is None or i not in sf or any(needs_in[j] for j in sf[i]) else None
+                for i in op.save_inputs
+            ) + tuple(outs[i] for i in op.save_outputs)
+            ctx = Ctx(op.name, saved, attrs, needs_in)
             node = Node(
                 op,
                 ctx,
                 tuple(edge_of(t) for t in inputs),
                 tuple((t.shape, t.dtype) for t in inputs),
             )
+            if op.view is not None:
+                node.version = out._vbox[0]
             out._grad_fn = node
             out.requires_grad = True
     return outs if len(outs) > 1 else out

@@ -25,7 +25,8 @@ def empty_array(shape: tuple, npdtype) -> np.ndarray:
     nbytes = n * npdtype.itemsize
     buf = np.empty(nbytes + ALIGN, np.uint8)
     off = (-buf.ctypes.data) % ALIGN
-    return buf[off : off + nbytes].view(npdtype).reshape(shape)
+    # buf[off:][:nbytes], not buf[off:off + nbytes]: numpy drops the offset of an empty slice.
+    return buf[off:][:nbytes].view(npdtype).reshape(shape)
 
 
 def to_compute(arr: np.ndarray, dtype) -> np.ndarray:
@@ -38,11 +39,16 @@ def to_compute(arr: np.ndarray, dtype) -> np.ndarray:
 
 
 def from_compute(arr: np.ndarray, dtype) -> np.ndarray:
-    """Round a float32 result back to a low-precision dtype's storage."""
+    """Round a float32 result back to a low-precision dtype's storage (64-byte aligned)."""
     if dtype is D.bfloat16:
-        return D.f32_to_bf16(arr).reshape(arr.shape)
+        out = empty_array(arr.shape, np.uint16)
+        out[...] = D.f32_to_bf16(arr).reshape(arr.shape)
+        return out
     if dtype is D.float16:
-        return arr.astype(np.float16)
+        out = empty_array(arr.shape, np.float16)
+        with np.errstate(over="ignore"):  # overflow gives inf, as IEEE and PyTorch
+            np.copyto(out, arr, casting="unsafe")
+        return out
     return arr
 
 

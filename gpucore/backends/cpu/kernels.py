@@ -65,6 +65,13 @@ for _name in ("neg", "abs", "exp", "log", "sqrt", "relu", "sigmoid", "tanh", "si
     kernel(_name)(_unary(_name, getattr(_cpu, "UNARY_" + _name.upper())))
 
 
+@kernel("log1p")
+def _log1p(out, x):
+    # No C kernel yet: numpy's log1p writes into out (float16/bfloat16 arrive as float32).
+    with np.errstate(all="ignore"):
+        np.log1p(x, out=out, casting="unsafe")
+
+
 @kernel("gelu")
 def _gelu(out, x, approximate):
     code = _cpu.UNARY_GELU_TANH if approximate == "tanh" else _cpu.UNARY_GELU
@@ -339,7 +346,10 @@ kernel("log_softmax_backward")(_softmax_bwd_kernel(1))
 def _xent(outs, logits, target, ignore_index):
     loss, lse = outs
     n, c = logits.shape
-    _cpu.cross_entropy_forward(_c(logits), _c(target), loss, lse, n, c, ignore_index)
+    try:
+        _cpu.cross_entropy_forward(_c(logits), _c(target), loss, lse, n, c, ignore_index)
+    except IndexError as e:
+        raise GpucoreIndexError(f"cross_entropy(): {e}") from None
 
 
 @kernel("cross_entropy_backward")

@@ -1,4 +1,4 @@
-"""Tests of the C extension gpucore._cpu against float64 numpy references (contract: cpu/README.md)."""
+"""Tests of the C extension gpucore._cpu against float64 numpy references (cpu/README.md)."""
 
 from __future__ import annotations
 
@@ -85,7 +85,16 @@ def gemm_check(dtype, m, n, k, ta, tb, alpha, beta, seed=0):
 @pytest.mark.parametrize("ta,tb", list(itertools.product([0, 1], [0, 1])))
 @pytest.mark.parametrize(
     "m,n,k",
-    [(1, 1, 1), (7, 13, 1), (13, 7, 129), (65, 257, 7), (129, 1, 65), (1, 257, 13), (257, 65, 300)],
+    [
+        (1, 1, 1),
+        (7, 13, 1),
+        (13, 7, 129),
+        (65, 257, 7),
+        (129, 1, 65),
+        (1, 257, 13),
+        (6, 9, 2),
+        (257, 65, 300),
+    ],
 )
 def test_gemm_shapes_and_transposes(dtype, ta, tb, m, n, k):
     gemm_check(dtype, m, n, k, ta, tb, 1.0, 0.0)
@@ -480,6 +489,19 @@ def test_binary_out_aliases_input(dtype):
     close(c, ref, dtype)
 
 
+def test_binary_zero_dim_and_max_dims():
+    out = np.empty((), np.float64)
+    C.binary(C.BINARY_ADD, np.array(1.5), np.array(2.0), out)
+    assert out == 3.5
+    shape8 = (2, 1, 2, 1, 2, 1, 2, 3)
+    a = randn(shape8, np.float64)
+    o8 = np.empty(shape8)
+    C.binary(C.BINARY_MUL, a, a[..., :1], o8)
+    close(o8, a * a[..., :1], np.float64)
+    with pytest.raises(ValueError, match="at most 8"):
+        C.binary(C.BINARY_ADD, np.ones(1), np.ones(1), np.empty((1,) * 9))
+
+
 def test_binary_rejects_partial_alias():
     x = np.arange(20, dtype=np.float64)
     with pytest.raises(ValueError, match="overlaps"):
@@ -835,6 +857,17 @@ def test_copy_errors():
         C.copy(np.ones(3), np.empty(4))
     with pytest.raises(ValueError, match="read-only"):
         C.copy(np.ones(3), np.broadcast_to(np.zeros(1), (3,)))
+    cplx = np.arange(6, dtype=np.complex64)  # format 'Zf': moved bytewise
+    dcplx = np.empty(3, np.complex64)
+    C.copy(cplx[::2], dcplx)
+    np.testing.assert_array_equal(dcplx, cplx[::2])
+    with pytest.raises(TypeError, match="must match"):
+        C.copy(cplx, np.empty(6, np.float64))
+    objs = np.array([object()] * 3)
+    with pytest.raises(TypeError, match="plain"):
+        C.copy(objs, np.empty(3, object))
+    with pytest.raises(TypeError, match="plain"):
+        C.where(np.ones(3, np.bool_), objs, objs, np.empty(3, object))
 
 
 # ------------------------------------------------------------------------------ im2col/col2im

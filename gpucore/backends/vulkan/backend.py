@@ -1,0 +1,174 @@
+"""The Vulkan backend: runs registry ops with the shaders of ``kernels.KERNELS``.
+
+Tensors on the device keep a numpy ``_data`` view over their block's host mapping (see
+memory.py), so view ops work unchanged; ``operand()`` turns such a view into what a shader needs:
+the block, a bound byte range and the element offset and strides inside it. Host access goes
+through ``host_view`` (waits for pending work; downloads on devices without host-visible memory).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import dtypes as D
+from ...errors import DeviceError
+from .kernels import KERNELS
+
+_ELEM = 4  # shaders work on 32-bit words
+
+
+class Operand:
+    """A tensor as a shader sees it: binding (block, byte offset, byte size) + element layout."""
+
+    __slots__ = ("block", "bind_off", "bind_size", "offset", "shape", "strides", "arr")
+
+    def binding(self, writes: bool = False):
+        return (self.block, self.bind_off, self.bind_size, writes)
+
+
+class VulkanBackend:
+    name = "vulkan"
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.kernels = KERNELS
+        self.align = max(16, ctx.limits["minStorageBufferOffsetAlignment"])
+
+    # ----------------------------------------------------------------------------- memory
+    def empty_array(self, shape: tuple, npdtype) -> np.ndarray:
+        npdtype = np.dtype(npdtype)
+        n = 1
+        for s in shape:
+            n *= s
+        owner = self.ctx.memory.alloc(max(n * npdtype.itemsize, 4))
+        return owner[: n * npdtype.itemsize].view(npdtype).reshape(shape)
+
+    def operand(self, arr: np.ndarray) -> Operand:
+        """Binding and element layout of a device array (any strides, incl. 0 and negative)."""
+        blk, byte_off = self.ctx.memory.locate(arr)
+        item = arr.itemsize
+        lo = hi = 0
+        for s, st in zip(arr.shape, arr.strides):
+            if s == 0:
+                lo = hi = 0
+                break
+            if st < 0:
+                lo += (s - 1) * st
+            else:
+                hi += (s - 1) * st
+        start = byte_off + lo
+        end = byte_off + hi + item
+        bind_off = (start // self.align) * self.align
+        size = max(end - bind_off, 4)
+        size = -(-size // 4) * 4
+        if size > self.ctx.limits["maxStorageBufferRange"]:
+            raise DeviceError(
+                f"a tensor of {arr.nbytes / 2**20:.0f} MiB exceeds this device's largest "
+                f"storage binding ({self.ctx.limits['maxStorageBufferRange'] / 2**20:.0f} MiB); "
+                "the op has no chunked variant yet — run it on the CPU "
+                "(gpucore.device_policy('cpu'))"
+            )
+        op = Operand()
+        op.block = blk
+        op.bind_off = bind_off
+        op.bind_size = min(size, blk.size - bind_off)
+        op.offset = (byte_off - bind_off) // item
+        op.shape = arr.shape
+        op.strides = tuple(st // item for st in arr.strides)
+        op.arr = arr
+        return op
+
+    # ----------------------------------------------------------------------------- transfers
+    def upload(self, arr: np.ndarray, dtype) -> np.ndarray:
+        """A device copy of a host array (contiguous)."""
+        out = self.empty_array(arr.shape, arr.dtype)
+        self.ctx.stream.synchronize() if self._needs_sync_for_host_write(out) else None
+        np.copyto(out, arr)
+        if out.size:
+            self._push_staging(out)
+        self.ctx.bytes_uploaded += arr.nbytes
+        return out
+
+    def _needs_sync_for_host_write(self, out) -> bool:
+        # A fresh range is never used by a pending command (frames keep their buffers alive).
+        return False
+
+    def _push_staging(self, arr: np.ndarray):
+        blk, off = self.ctx.memory.locate(arr)
+        if blk.staging is not None:
+            self.ctx.stream.copy(blk.staging.buffer, off, blk.buffer, off, arr.nbytes, blk,
+                                 keep=(arr,))
+
+    def host_view(self, arr: np.ndarray) -> np.ndarray:
+        """arr, readable by the host: pending work finished (and downloaded when staged)."""
+        ctx = self.ctx
+        blk, off = ctx.memory.locate(arr)
+        if blk.staging is not None and arr.size:
+            op = self.operand(arr)
+            ctx.stream.copy(blk.buffer, op.bind_off, blk.staging.buffer, op.bind_off,
+                            op.bind_size, blk.staging)
+        if ctx.stream.pending():
+            ctx.stream.synchronize()
+        ctx.bytes_downloaded += arr.nbytes
+        return arr
+
+    def before_host_write(self, arr: np.ndarray):
+        """Call before the host writes into device memory (in-place ops run on the host)."""
+        if self.ctx.stream.pending():
+            self.ctx.stream.synchronize()
+
+    def after_host_write(self, arr: np.ndarray):
+        blk, _ = self.ctx.memory.locate(arr)
+        if blk.staging is not None:
+            op = self.operand(arr)
+            self.ctx.stream.copy(blk.staging.buffer, op.bind_off, blk.buffer, op.bind_off,
+                                 op.bind_size, blk)
+
+    # ----------------------------------------------------------------------------- ops
+    def supports(self, op, inputs, specs) -> bool:
+        """True when a shader exists for this op and these dtypes (float32 data, bool/int64
+        where the kernel documents it)."""
+        k = self.kernels.get(op.name)
+        if k is None:
+            return False
+        check = getattr(k, "accepts", None)
+        if check is not None:
+            return check(inputs, specs)
+        for t in inputs:
+            if t._dtype is not D.float32:
+                return False
+        for _, dt in specs if isinstance(specs, list) else [specs]:
+            if dt is not D.float32:
+                return False
+        return True
+
+    def run(self, op, specs, inputs, attrs):
+        from ...tensor import Tensor
+
+        fn = self.kernels[op.name]
+        multi = isinstance(specs, list)
+        if not multi:
+            specs = [specs]
+        ins = [self.to_device(t) for t in inputs]
+        outs = [self.empty_array(shape, dt.np) for shape, dt in specs]
+        fn(self, outs if multi else outs[0], *ins, **attrs)
+        return tuple(Tensor._wrap(o, dt, dev=self) for o, (_, dt) in zip(outs, specs))
+
+    def to_device(self, t) -> np.ndarray:
+        if t._dev is self:
+            return t._data
+        data = t._data if t._dev is None else t._dev.host_view(t._data)
+        return self.upload(np.ascontiguousarray(data), t._dtype)
+
+    def stats(self) -> dict:
+        ctx = self.ctx
+        s = dict(ctx.stream.stats)
+        s.update(
+            bytes_uploaded=ctx.bytes_uploaded,
+            bytes_downloaded=ctx.bytes_downloaded,
+            live_bytes=ctx.memory.live_bytes,
+            peak_bytes=ctx.memory.peak_bytes,
+            pipelines_created=ctx.pipelines.created,
+            pipeline_seconds=ctx.pipelines.create_seconds,
+        )
+        return s

@@ -1,0 +1,245 @@
+"""Device memory: a sub-allocator over large blocks.
+
+Drivers cap the number of allocations (~4096) and each vkAllocateMemory is slow, so tensors are
+aligned sub-ranges of blocks of ``BLOCK_SIZE`` bytes (free-list reuse with coalescing); a tensor
+larger than a block gets a dedicated one. Every block is one VkBuffer over one VkDeviceMemory.
+
+The host sees each block through a numpy uint8 array: the persistent mapping of the block when its
+memory is host-visible (lavapipe, integrated GPUs, resizable BAR), or a host mirror when it is
+not (discrete GPUs), which transfers fill with vkCmdCopyBuffer. A tensor's ``_data`` is a numpy
+view over that array, so views, strides and offsets are numpy's; the byte offset of a tensor in its
+block is its data pointer minus the block's. A sub-range is freed when the last numpy view of it
+dies (weakref.finalize on the range's owner array).
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+import weakref
+
+import numpy as np
+
+from ...errors import DeviceError
+
+BLOCK_SIZE = 64 << 20
+ALIGN = 256
+
+
+class Block:
+    """One VkDeviceMemory + VkBuffer, with its host view and free list."""
+
+    def __init__(self, alloc: Allocator, size: int, dedicated: bool):
+        vk, dev = alloc.vk, alloc.device
+        self.size = size
+        self.dedicated = dedicated
+        self.buffer = vk.vkCreateBuffer(
+            dev,
+            vk.VkBufferCreateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+                size=size,
+                usage=vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
+                | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+                | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE,
+            ),
+            None,
+        )
+        req = vk.vkGetBufferMemoryRequirements(dev, self.buffer)
+        try:
+            self.memory = vk.vkAllocateMemory(
+                dev,
+                vk.VkMemoryAllocateInfo(
+                    sType=vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                    allocationSize=req.size,
+                    memoryTypeIndex=alloc.device_type,
+                ),
+                None,
+            )
+        except Exception as e:
+            vk.vkDestroyBuffer(dev, self.buffer, None)
+            raise DeviceError(
+                f"Vulkan device out of memory: could not allocate {size / 2**20:.1f} MiB "
+                f"({type(e).__name__}); gpucore holds {alloc.live_bytes / 2**20:.1f} MiB in live "
+                f"tensors of {alloc.heap_size / 2**20:.0f} MiB on the device heap; free tensors "
+                "or use smaller batches"
+            ) from None
+        vk.vkBindBufferMemory(dev, self.buffer, self.memory, 0)
+        self.staging = None
+        if alloc.host_visible:
+            self.mapping = vk.vkMapMemory(dev, self.memory, 0, size, 0)
+        else:
+            # No host-visible device-local memory (a discrete GPU without resizable BAR): the
+            # host works on a host-visible twin buffer; the stream copies between the two.
+            self.staging = _HostBuffer(alloc, size)
+            self.mapping = self.staging.mapping
+        self.host = np.frombuffer(self.mapping, np.uint8)
+        self.base_ptr = self.host.ctypes.data
+        self.free = [(0, size)]  # sorted (offset, size)
+
+    def take(self, nbytes: int):
+        for i, (off, sz) in enumerate(self.free):
+            if sz >= nbytes:
+                if sz == nbytes:
+                    del self.free[i]
+                else:
+                    self.free[i] = (off + nbytes, sz - nbytes)
+                return off
+        return None
+
+    def give(self, off: int, nbytes: int):
+        fl = self.free
+        i = bisect.bisect_left(fl, (off, 0))
+        # merge with the previous and next free ranges
+        if i > 0 and fl[i - 1][0] + fl[i - 1][1] == off:
+            off, nbytes = fl[i - 1][0], fl[i - 1][1] + nbytes
+            del fl[i - 1]
+            i -= 1
+        if i < len(fl) and off + nbytes == fl[i][0]:
+            nbytes += fl[i][1]
+            del fl[i]
+        fl.insert(i, (off, nbytes))
+
+    def is_empty(self) -> bool:
+        return len(self.free) == 1 and self.free[0] == (0, self.size)
+
+    def destroy(self, vk, dev):
+        if self.staging is None:
+            vk.vkUnmapMemory(dev, self.memory)
+        else:
+            self.staging.destroy(vk, dev)
+        vk.vkDestroyBuffer(dev, self.buffer, None)
+        vk.vkFreeMemory(dev, self.memory, None)
+
+
+class _HostBuffer:
+    """A host-visible, coherent VkBuffer, persistently mapped (the twin of a device block)."""
+
+    def __init__(self, alloc: Allocator, size: int):
+        vk, dev = alloc.vk, alloc.device
+        self.buffer = vk.vkCreateBuffer(
+            dev,
+            vk.VkBufferCreateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+                size=size,
+                usage=vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE,
+            ),
+            None,
+        )
+        req = vk.vkGetBufferMemoryRequirements(dev, self.buffer)
+        self.memory = vk.vkAllocateMemory(
+            dev,
+            vk.VkMemoryAllocateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                allocationSize=req.size,
+                memoryTypeIndex=alloc.staging_type,
+            ),
+            None,
+        )
+        vk.vkBindBufferMemory(dev, self.buffer, self.memory, 0)
+        self.mapping = vk.vkMapMemory(dev, self.memory, 0, size, 0)
+
+    def destroy(self, vk, dev):
+        vk.vkUnmapMemory(dev, self.memory)
+        vk.vkDestroyBuffer(dev, self.buffer, None)
+        vk.vkFreeMemory(dev, self.memory, None)
+
+
+class Allocator:
+    """Sub-allocates tensors from blocks; thread-safe; counts live and peak bytes."""
+
+    def __init__(self, vk, physical, device, limits: dict):
+        self.vk = vk
+        self.device = device
+        self.lock = threading.Lock()
+        self.blocks: list[Block] = []
+        self._starts: list[int] = []  # sorted host base pointers, parallel to _by_start
+        self._by_start: list[Block] = []
+        self.live_bytes = 0
+        self.peak_bytes = 0
+        self.max_range = limits["maxStorageBufferRange"]
+        self.align = max(ALIGN, limits["minStorageBufferOffsetAlignment"])
+        props = vk.vkGetPhysicalDeviceMemoryProperties(physical)
+        want = (
+            vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+            | vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT
+            | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+        )
+        types = [props.memoryTypes[i] for i in range(props.memoryTypeCount)]
+        idx = next((i for i, t in enumerate(types) if (t.propertyFlags & want) == want), None)
+        self.host_visible = idx is not None
+        if idx is None:
+            idx = next(
+                i for i, t in enumerate(types)
+                if t.propertyFlags & vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+            )
+        self.device_type = idx
+        host = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+        self.staging_type = next(
+            (i for i, t in enumerate(types) if (t.propertyFlags & host) == host), idx
+        )
+        self.heap_size = int(props.memoryHeaps[types[idx].heapIndex].size)
+        self.block_size = min(BLOCK_SIZE, self.max_range)
+
+    # ----------------------------------------------------------------------------- alloc
+    def alloc(self, nbytes: int) -> np.ndarray:
+        """A uint8 host view of a fresh device range of ``nbytes`` (freed when views die)."""
+        size = max(self.align, -(-nbytes // self.align) * self.align)
+        with self.lock:
+            blk = off = None
+            if size <= self.block_size:
+                for b in self.blocks:
+                    if not b.dedicated:
+                        off = b.take(size)
+                        if off is not None:
+                            blk = b
+                            break
+            if blk is None:
+                dedicated = size > self.block_size
+                blk = Block(self, size if dedicated else self.block_size, dedicated)
+                self.blocks.append(blk)
+                i = bisect.bisect_left(self._starts, blk.base_ptr)
+                self._starts.insert(i, blk.base_ptr)
+                self._by_start.insert(i, blk)
+                off = blk.take(size)
+            self.live_bytes += size
+            self.peak_bytes = max(self.peak_bytes, self.live_bytes)
+        owner = np.frombuffer(memoryview(blk.host)[off : off + nbytes], np.uint8)
+        weakref.finalize(owner, self._release, blk, off, size)
+        return owner
+
+    def _release(self, blk: Block, off: int, size: int):
+        with self.lock:
+            blk.give(off, size)
+            self.live_bytes -= size
+            if blk.dedicated and blk.is_empty():
+                self._drop(blk)
+
+    def _drop(self, blk: Block):
+        self.blocks.remove(blk)
+        i = self._by_start.index(blk)
+        del self._by_start[i]
+        del self._starts[i]
+        blk.destroy(self.vk, self.device)
+
+    def locate(self, arr: np.ndarray):
+        """(block, byte offset of arr's first element) for an array over device memory."""
+        ptr = arr.__array_interface__["data"][0]
+        i = bisect.bisect_right(self._starts, ptr) - 1
+        if i >= 0:
+            blk = self._by_start[i]
+            if ptr < blk.base_ptr + blk.size or (arr.size == 0 and ptr <= blk.base_ptr + blk.size):
+                return blk, ptr - blk.base_ptr
+        raise DeviceError("internal: array is not in Vulkan device memory")
+
+    def owns(self, arr: np.ndarray) -> bool:
+        ptr = arr.__array_interface__["data"][0]
+        i = bisect.bisect_right(self._starts, ptr) - 1
+        return i >= 0 and ptr <= self._by_start[i].base_ptr + self._by_start[i].size
+
+    def destroy(self):
+        with self.lock:
+            for b in list(self.blocks):
+                b.destroy(self.vk, self.device)
+            self.blocks.clear()

@@ -1,0 +1,341 @@
+"""Lazy command recording: ops append dispatches to a pending command buffer.
+
+A barrier is recorded only when a dispatch touches a byte range written (or, for a write, read)
+since the last barrier. The batch is submitted when the host needs data (``synchronize``), or when
+it reaches ``CAP`` dispatches; then recording continues in the next frame of a ring of two while
+the device runs the first. A frame keeps every buffer its commands use alive until its fence
+signals, so memory freed by Python is never reused under a running command.
+
+All recording and submission happens under one lock, so several Python threads may issue ops.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from ...errors import DeviceError
+
+CAP = 256
+TIMEOUT_NS = int(float(os.environ.get("GPUCORE_VULKAN_TIMEOUT", "120")) * 1e9)
+
+
+class Frame:
+    """A command buffer with its descriptor pool, fence, timestamp queries and keep-alive list."""
+
+    def __init__(self, ctx):
+        vk, dev = ctx.vk, ctx.device
+        self.cmd = vk.vkAllocateCommandBuffers(
+            dev,
+            vk.VkCommandBufferAllocateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                commandPool=ctx.command_pool,
+                level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                commandBufferCount=1,
+            ),
+        )[0]
+        self.desc_pool = vk.vkCreateDescriptorPool(
+            dev,
+            vk.VkDescriptorPoolCreateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                maxSets=CAP,
+                poolSizeCount=1,
+                pPoolSizes=[
+                    vk.VkDescriptorPoolSize(
+                        type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=CAP * 8
+                    )
+                ],
+            ),
+            None,
+        )
+        self.fence = vk.vkCreateFence(
+            dev, vk.VkFenceCreateInfo(sType=vk.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO), None
+        )
+        self.queries = vk.vkCreateQueryPool(
+            dev,
+            vk.VkQueryPoolCreateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+                queryType=vk.VK_QUERY_TYPE_TIMESTAMP,
+                queryCount=2 * CAP,
+            ),
+            None,
+        )
+        self.in_flight = False
+        self.keep: list = []
+        self.labels: list = []  # (name, query index) of timed dispatches
+        self.count = 0
+
+    def destroy(self, vk, dev):
+        vk.vkDestroyQueryPool(dev, self.queries, None)
+        vk.vkDestroyFence(dev, self.fence, None)
+        vk.vkDestroyDescriptorPool(dev, self.desc_pool, None)
+
+
+class Stream:
+    """The recorder. ``dispatch`` and ``copy`` record; ``synchronize`` submits and waits."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.vk = ctx.vk
+        self.lock = threading.RLock()
+        self.frames = [Frame(ctx), Frame(ctx)]
+        self.cur = 0
+        self.recording = False
+        self.reads: list = []  # (buffer id, start, end) since the last barrier
+        self.writes: list = []
+        self.stats = {"dispatches": 0, "submits": 0, "barriers": 0}
+        self.profile = None  # list collecting (label, seconds) when profiling
+
+    # ----------------------------------------------------------------------------- recording
+    def _begin(self):
+        vk = self.vk
+        f = self.frames[self.cur]
+        if f.in_flight:
+            self._wait(f)
+        vk.vkResetDescriptorPool(self.ctx.device, f.desc_pool, 0)
+        vk.vkBeginCommandBuffer(
+            f.cmd,
+            vk.VkCommandBufferBeginInfo(
+                sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+            ),
+        )
+        if self.profile is not None:
+            vk.vkCmdResetQueryPool(f.cmd, f.queries, 0, 2 * CAP)
+        f.count = 0
+        f.labels = []
+        self.reads.clear()
+        self.writes.clear()
+        self.recording = True
+        return f
+
+    def _barrier(self, cmd):
+        vk = self.vk
+        stages = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+        vk.vkCmdPipelineBarrier(
+            cmd,
+            stages,
+            stages,
+            0,
+            1,
+            [
+                vk.VkMemoryBarrier(
+                    sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                    srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                    dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT
+                    | vk.VK_ACCESS_SHADER_WRITE_BIT
+                    | vk.VK_ACCESS_TRANSFER_READ_BIT
+                    | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                )
+            ],
+            0,
+            None,
+            0,
+            None,
+        )
+        self.reads.clear()
+        self.writes.clear()
+        self.stats["barriers"] += 1
+
+    @staticmethod
+    def _overlaps(ranges, key, start, end) -> bool:
+        for k, s, e in ranges:
+            if k == key and s < end and start < e:
+                return True
+        return False
+
+    def _hazard(self, bindings) -> bool:
+        for blk, off, size, writes in bindings:
+            key = id(blk)
+            if self._overlaps(self.writes, key, off, off + size):
+                return True
+            if writes and self._overlaps(self.reads, key, off, off + size):
+                return True
+        return False
+
+    def _track(self, bindings):
+        for blk, off, size, writes in bindings:
+            (self.writes if writes else self.reads).append((id(blk), off, off + size))
+
+    def dispatch(self, pipeline, bindings, push, groups, label: str = "", keep=()):
+        """Record one dispatch. bindings: [(block, byte offset, byte size, writes?)];
+        push: a numpy array of at most 128 bytes; groups: (x, y, z)."""
+        vk = self.vk
+        dev = self.ctx.device
+        with self.lock:
+            f = self.frames[self.cur] if self.recording else self._begin()
+            cmd = f.cmd
+            if self._hazard(bindings):
+                self._barrier(cmd)
+            dset = vk.vkAllocateDescriptorSets(
+                dev,
+                vk.VkDescriptorSetAllocateInfo(
+                    sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                    descriptorPool=f.desc_pool,
+                    descriptorSetCount=1,
+                    pSetLayouts=[pipeline.set_layout],
+                ),
+            )[0]
+            writes = [
+                vk.VkWriteDescriptorSet(
+                    sType=vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                    dstSet=dset,
+                    dstBinding=i,
+                    descriptorCount=1,
+                    descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                    pBufferInfo=[vk.VkDescriptorBufferInfo(buffer=blk.buffer, offset=off, range=size)],
+                )
+                for i, (blk, off, size, _) in enumerate(bindings)
+            ]
+            vk.vkUpdateDescriptorSets(dev, len(writes), writes, 0, None)
+            vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.handle)
+            vk.vkCmdBindDescriptorSets(
+                cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout, 0, 1, [dset], 0, None
+            )
+            if push is not None and push.nbytes:
+                vk.vkCmdPushConstants(
+                    cmd, pipeline.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, push.nbytes,
+                    vk.ffi.from_buffer(push),
+                )
+            timed = self.profile is not None
+            if timed:
+                q = 2 * len(f.labels)
+                vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, f.queries, q)
+            vk.vkCmdDispatch(cmd, *groups)
+            if timed:
+                vk.vkCmdWriteTimestamp(
+                    cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, f.queries, q + 1
+                )
+                f.labels.append(label or pipeline.name)
+            self._track(bindings)
+            f.keep.extend(keep)
+            f.count += 1
+            self.stats["dispatches"] += 1
+            if f.count >= CAP:
+                self._submit(wait=False)
+
+    def copy(self, src_buffer, src_off, dst_buffer, dst_off, size, dst_key, keep=()):
+        """Record a buffer-to-buffer copy (staging transfers); always behind a barrier.
+        ``dst_key`` is the block the destination belongs to, for hazard tracking."""
+        vk = self.vk
+        with self.lock:
+            f = self.frames[self.cur] if self.recording else self._begin()
+            self._barrier(f.cmd)
+            vk.vkCmdCopyBuffer(
+                f.cmd, src_buffer, dst_buffer, 1,
+                [vk.VkBufferCopy(srcOffset=src_off, dstOffset=dst_off, size=size)],
+            )
+            self.writes.append((id(dst_key), dst_off, dst_off + size))
+            f.keep.extend(keep)
+            f.count += 1
+
+    # ----------------------------------------------------------------------------- submission
+    def _submit(self, wait: bool):
+        vk = self.vk
+        f = self.frames[self.cur]
+        # Make device writes visible to the host once the fence signals.
+        vk.vkCmdPipelineBarrier(
+            f.cmd,
+            vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+            vk.VK_PIPELINE_STAGE_HOST_BIT,
+            0,
+            1,
+            [
+                vk.VkMemoryBarrier(
+                    sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                    srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                    dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT,
+                )
+            ],
+            0,
+            None,
+            0,
+            None,
+        )
+        vk.vkEndCommandBuffer(f.cmd)
+        try:
+            vk.vkQueueSubmit(
+                self.ctx.queue,
+                1,
+                [
+                    vk.VkSubmitInfo(
+                        sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                        commandBufferCount=1,
+                        pCommandBuffers=[f.cmd],
+                    )
+                ],
+                f.fence,
+            )
+        except Exception as e:
+            self.recording = False
+            f.keep.clear()
+            raise DeviceError(f"Vulkan queue submission failed ({type(e).__name__}: {e})") from None
+        f.in_flight = True
+        self.recording = False
+        self.stats["submits"] += 1
+        self.cur = (self.cur + 1) % len(self.frames)
+        if wait:
+            for fr in self.frames:
+                if fr.in_flight:
+                    self._wait(fr)
+
+    def _wait(self, f: Frame):
+        vk = self.vk
+        t0 = time.perf_counter()
+        try:
+            vk.vkWaitForFences(self.ctx.device, 1, [f.fence], vk.VK_TRUE, TIMEOUT_NS)
+        except Exception as e:
+            f.in_flight = False
+            f.keep.clear()
+            name = type(e).__name__
+            what = "timed out" if "Timeout" in name else f"failed ({name})"
+            raise DeviceError(
+                f"waiting for the Vulkan device {what} after {time.perf_counter() - t0:.1f} s; "
+                "the device may be lost (VK_ERROR_DEVICE_LOST); GPUCORE_VULKAN_TIMEOUT sets the "
+                "limit in seconds"
+            ) from None
+        vk.vkResetFences(self.ctx.device, 1, [f.fence])
+        f.in_flight = False
+        if self.profile is not None and f.labels:
+            self._collect_times(f)
+        f.keep.clear()
+
+    def _collect_times(self, f: Frame):
+        import numpy as np
+
+        vk = self.vk
+        n = 2 * len(f.labels)
+        data = vk.ffi.new("uint64_t[]", n)
+        vk.lib.vkGetQueryPoolResults(
+            self.ctx.device, f.queries, 0, n, n * 8, data, 8,
+            vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT,
+        )
+        ts = np.frombuffer(vk.ffi.buffer(data, n * 8), np.uint64).astype(np.float64)
+        period = self.ctx.timestamp_period * 1e-9
+        for i, label in enumerate(f.labels):
+            self.profile.append((label, (ts[2 * i + 1] - ts[2 * i]) * period))
+        f.labels = []
+
+    def synchronize(self):
+        """Submit what is recorded and wait for the device to finish everything."""
+        with self.lock:
+            if self.recording and self.frames[self.cur].count:
+                self._submit(wait=True)
+            elif self.recording:
+                # nothing recorded: end the empty command buffer without submitting it
+                self.vk.vkEndCommandBuffer(self.frames[self.cur].cmd)
+                self.recording = False
+            for fr in self.frames:
+                if fr.in_flight:
+                    self._wait(fr)
+
+    def pending(self) -> bool:
+        return self.recording or any(f.in_flight for f in self.frames)
+
+    def destroy(self):
+        try:
+            self.synchronize()
+        finally:
+            for f in self.frames:
+                f.destroy(self.vk, self.ctx.device)

@@ -1,0 +1,206 @@
+"""gpucore.nn.functional: activations, softmax/log_softmax, cross_entropy (reductions, ignore_index,
+extra dims), first and second derivatives, stability, bad input, and PyTorch where installed."""
+
+import numpy as np
+import pytest
+from helpers import (
+    assert_close,
+    check_grad,
+    check_op,
+    np_gelu,
+    np_log_softmax,
+    np_softmax,
+    rand,
+    to_np,
+)
+
+import gpucore
+import gpucore.nn.functional as F
+
+ACT = {
+    "relu": (F.relu, lambda x: np.maximum(x, 0)),
+    "gelu": (F.gelu, np_gelu),
+    "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), lambda x: np_gelu(x, "tanh")),
+    "sigmoid": (F.sigmoid, lambda x: 1 / (1 + np.exp(-x))),
+    "tanh": (F.tanh, np.tanh),
+    "softmax": (lambda x: F.softmax(x, dim=-1), lambda x: np_softmax(x, -1)),
+    "log_softmax": (lambda x: F.log_softmax(x, dim=0), lambda x: np_log_softmax(x, 0)),
+}
+
+
+@pytest.mark.parametrize("name", ACT)
+def test_activation(name):
+    fn, np_fn = ACT[name]
+    check_op(fn, np_fn, [(7, 13, 5)], grad=False, low=-4, high=4)
+    check_op(fn, np_fn, [(3, 4)], low=-4, high=4)
+
+
+@pytest.mark.parametrize("name", ACT)
+def test_activation_gradgrad(name):
+    fn, _ = ACT[name]
+    w = gpucore.tensor(rand((3, 4), seed=9), dtype=gpucore.float64)
+    check_grad(lambda x: fn(x) * w, rand((3, 4), -3, 3), gradgrad=True)
+
+
+def test_relu_inplace():
+    x = gpucore.tensor([-1.0, 2.0])
+    y = F.relu(x, inplace=True)
+    assert y is x and x.tolist() == [0.0, 2.0]
+
+
+def test_softmax_needs_dim():
+    with pytest.raises(TypeError, match="dim"):
+        F.softmax(gpucore.zeros(3))
+    with pytest.raises(TypeError, match="dim"):
+        F.log_softmax(gpucore.zeros(3))
+
+
+# ----------------------------------------------------------------------------- cross-entropy
+def np_cross_entropy(x, t, reduction="mean", ignore_index=-100):
+    """numpy reference: x [N, C, ...], t [N, ...]."""
+    ls = np_log_softmax(x, 1)
+    ls = np.moveaxis(ls, 1, -1).reshape(-1, x.shape[1])
+    tf = t.reshape(-1)
+    valid = tf != ignore_index
+    rows = np.where(valid, -ls[np.arange(len(tf)), np.where(valid, tf, 0)], 0.0)
+    if reduction == "none":
+        return rows.reshape(t.shape)
+    if reduction == "sum":
+        return rows.sum()
+    return rows.sum() / valid.sum()
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy(reduction):
+    t = np.array([0, 3, 3, 1, 2])
+
+    def fn(x):
+        return F.cross_entropy(x, gpucore.tensor(t), reduction=reduction)
+
+    def np_fn(x):
+        return np_cross_entropy(x, t, reduction)
+
+    check_op(fn, np_fn, [(5, 4)], gradgrad=True, low=-3, high=3)
+    tb = np.random.default_rng(0).integers(0, 10, 64)
+    check_op(
+        lambda x: F.cross_entropy(x, gpucore.tensor(tb), reduction=reduction),
+        lambda x: np_cross_entropy(x, tb, reduction),
+        [(64, 10)],
+        grad=False,
+        rtol=1e-4,
+    )
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_ignore_index(reduction):
+    t = np.array([0, -100, 2, -100, 1])
+    check_op(
+        lambda x: F.cross_entropy(x, gpucore.tensor(t), reduction=reduction),
+        lambda x: np_cross_entropy(x, t, reduction),
+        [(5, 3)],
+        gradgrad=True,
+    )
+    t2 = np.array([1, 4, 0])
+    check_op(
+        lambda x: F.cross_entropy(x, gpucore.tensor(t2), reduction=reduction, ignore_index=4),
+        lambda x: np_cross_entropy(x, t2, reduction, 4),
+        [(3, 4)],
+    )
+
+
+def test_cross_entropy_all_ignored_mean_is_nan():
+    x = gpucore.zeros(2, 3, requires_grad=True)
+    loss = F.cross_entropy(x, gpucore.tensor([-100, -100]))
+    assert np.isnan(loss.item())
+
+
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_cross_entropy_extra_dims(reduction):
+    t = np.array([[[0, 2], [1, 1], [2, 0]], [[1, 0], [-100, 2], [0, 0]]])  # [N=2, d1=3, d2=2]
+    check_op(
+        lambda x: F.cross_entropy(x, gpucore.tensor(t), reduction=reduction),
+        lambda x: np_cross_entropy(x, t, reduction),
+        [(2, 3, 3, 2)],
+    )
+
+
+def test_cross_entropy_1d_input():
+    check_op(
+        lambda x: F.cross_entropy(x, gpucore.tensor(2)),
+        lambda x: np_cross_entropy(x[None], np.array([2])),
+        [(4,)],
+    )
+    out = F.cross_entropy(gpucore.zeros(4), gpucore.tensor(1), reduction="none")
+    assert out.shape == ()
+
+
+def test_cross_entropy_stability():
+    x = gpucore.tensor([[1000.0, 1000.0, 1000.0], [1000.0, -1000.0, 0.0]], requires_grad=True)
+    loss = F.cross_entropy(x, gpucore.tensor([1, 1]), reduction="none")
+    assert_close(loss, [np.log(3.0), 2000.0], rtol=1e-5)
+    loss.sum().backward()
+    assert np.isfinite(to_np(x.grad)).all()
+    for dt in (gpucore.float16, gpucore.bfloat16):
+        out = F.cross_entropy(gpucore.tensor([[10.0, 10.0, -10.0]], dtype=dt), gpucore.tensor([0]))
+        assert out.dtype is dt
+        assert_close(out.float(), np.log(2.0), rtol=1e-2)
+
+
+def test_cross_entropy_errors():
+    x = gpucore.zeros(2, 3)
+    with pytest.raises(IndexError, match="3") as e:
+        F.cross_entropy(x, gpucore.tensor([0, 3]))
+    assert isinstance(e.value, gpucore.GpucoreIndexError)
+    with pytest.raises(IndexError, match="-5"):
+        F.cross_entropy(x, gpucore.tensor([-5, 0]))
+    with pytest.raises(gpucore.DTypeError, match="int64"):
+        F.cross_entropy(x, gpucore.tensor([0.0, 1.0]))
+    with pytest.raises(gpucore.DTypeError, match="int64"):
+        F.cross_entropy(x, [0, 1])
+    with pytest.raises(gpucore.ShapeError, match=r"\(2, 3\).*\(3,\)"):
+        F.cross_entropy(x, gpucore.tensor([0, 1, 2]))
+    with pytest.raises(gpucore.ShapeError):
+        F.cross_entropy(gpucore.zeros(2, 3, 4), gpucore.tensor([0, 1]))
+    with pytest.raises(ValueError, match="reduction"):
+        F.cross_entropy(x, gpucore.tensor([0, 1]), reduction="avg")
+    with pytest.raises(gpucore.DTypeError, match="floating"):
+        F.cross_entropy(gpucore.zeros(2, 3, dtype=gpucore.int64), gpucore.tensor([0, 1]))
+
+
+# ----------------------------------------------------------------------------- torch
+def test_cross_entropy_matches_torch():
+    torch = pytest.importorskip("torch")
+    x = rand((6, 5, 2), -3, 3)
+    t = np.array([[0, 4], [-100, 1], [2, 2], [3, -100], [4, 0], [1, 1]])
+    for reduction in ("mean", "sum", "none"):
+        for ignore in (-100, 1):
+            ti = np.where(t == -100, ignore, t)
+            tx = torch.tensor(x, requires_grad=True)
+            ref = torch.nn.functional.cross_entropy(
+                tx, torch.tensor(ti), reduction=reduction, ignore_index=ignore
+            )
+            gx = gpucore.tensor(x, dtype=gpucore.float64, requires_grad=True)
+            out = F.cross_entropy(gx, gpucore.tensor(ti), reduction=reduction, ignore_index=ignore)
+            assert_close(out, ref.detach().numpy(), rtol=1e-10, atol=1e-12)
+            ref.sum().backward()
+            out.sum().backward()
+            assert_close(gx.grad, tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_activations_match_torch():
+    torch = pytest.importorskip("torch")
+    x = rand((4, 6), -5, 5)
+    pairs = [
+        (F.relu, torch.relu),
+        (F.sigmoid, torch.sigmoid),
+        (F.tanh, torch.tanh),
+        (lambda v: F.softmax(v, dim=1), lambda v: torch.softmax(v, 1)),
+        (lambda v: F.log_softmax(v, dim=0), lambda v: torch.log_softmax(v, 0)),
+    ]
+    for ours, theirs in pairs:
+        assert_close(
+            ours(gpucore.tensor(x, dtype=gpucore.float64)),
+            theirs(torch.tensor(x)).numpy(),
+            rtol=1e-12,
+            atol=1e-14,
+        )

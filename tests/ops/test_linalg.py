@@ -1,0 +1,163 @@
+"""matmul/mm/bmm/addmm: odd and large shapes, K=1, transposed and strided operands, 1-D operands,
+batch broadcasting, empty dims, gradients, dtypes and bad input."""
+
+import numpy as np
+import pytest
+from helpers import assert_close, check_grad, check_op, rand, to_np
+
+import gpucore
+
+G = dict(rtol=1e-4, atol=1e-5)  # GEMM: rtol 1e-4 in float32
+
+
+def mm(a, b):
+    return a @ b
+
+
+@pytest.mark.parametrize(
+    "shapes",
+    [
+        [(1, 1), (1, 1)],
+        [(3, 4), (4, 5)],
+        [(7, 1), (1, 5)],  # K = 1
+        [(1, 13), (13, 1)],
+        [(129, 257), (257, 65)],
+        [(64, 64), (64, 64)],
+        [(4,), (4,)],  # 1-D @ 1-D: a scalar
+        [(4,), (4, 3)],
+        [(3, 4), (4,)],
+        [(5,), (2, 5, 3)],
+        [(2, 3, 5), (5,)],
+        [(2, 3, 4), (2, 4, 5)],
+        [(2, 1, 3, 4), (5, 4, 2)],  # batch broadcasting
+        [(1, 3, 4), (6, 4, 2)],
+        [(7, 13, 5), (5, 1)],
+    ],
+)
+def test_matmul_forward(shapes):
+    check_op(mm, np.matmul, shapes, grad=False, **G)
+
+
+@pytest.mark.parametrize(
+    "shapes",
+    [
+        [(0, 3), (3, 4)],
+        [(3, 0), (0, 4)],  # K = 0: zeros
+        [(2, 0, 3), (3, 4)],
+        [(3, 4), (4, 0)],
+    ],
+)
+def test_matmul_empty(shapes):
+    check_op(mm, np.matmul, shapes, grad=False, noncontig=False, **G)
+
+
+@pytest.mark.parametrize(
+    "fn,np_fn",
+    [
+        (lambda a, b: a.T @ b, lambda a, b: a.T @ b),
+        (lambda a, b: a @ b.T, lambda a, b: a @ b.T),
+        (lambda a, b: a.T @ b.T, lambda a, b: a.T @ b.T),
+        (lambda a, b: a[::2] @ b[:, 1::2], lambda a, b: a[::2] @ b[:, 1::2]),
+        (lambda a, b: a.T[1:, ::3] @ b[::-3], lambda a, b: a.T[1:, ::3] @ b[::-3]),
+    ],
+)
+def test_matmul_transposed_and_strided(fn, np_fn):
+    check_op(fn, np_fn, [(9, 9), (9, 9)], **G)
+    check_op(fn, np_fn, [(65, 65), (65, 65)], grad=False, **G)
+
+
+def test_matmul_transposed_batches():
+    check_op(
+        lambda a, b: a.mT @ b, lambda a, b: a.swapaxes(-1, -2) @ b, [(3, 5, 4), (3, 5, 2)], **G
+    )
+    check_op(
+        lambda a, b: a @ b.permute(2, 0, 1),
+        lambda a, b: a @ b.transpose(2, 0, 1),
+        [(3, 4), (4, 2, 3)],
+        **G,
+    )
+    check_op(
+        lambda a, b: a @ b.expand(3, 4, 2),
+        lambda a, b: a @ np.broadcast_to(b, (3, 4, 2)),
+        [(3, 2, 4), (4, 2)],
+        **G,
+    )
+
+
+@pytest.mark.parametrize(
+    "shapes",
+    [
+        [(3, 4), (4, 2)],
+        [(4,), (4,)],
+        [(4,), (4, 2)],
+        [(3, 4), (4,)],
+        [(2, 1, 3, 4), (2, 4, 2)],
+        [(3,), (2, 3, 2)],
+        [(1, 1), (1, 3)],
+    ],
+)
+def test_matmul_grad(shapes):
+    check_op(mm, np.matmul, shapes, **G)
+
+
+def test_matmul_gradgrad():
+    check_grad(lambda a, b: (a @ b) ** 2, rand((2, 3)), rand((3, 2), seed=1), gradgrad=True)
+
+
+def test_mm_bmm_addmm():
+    check_op(gpucore.mm, np.matmul, [(3, 4), (4, 2)], **G)
+    check_op(lambda a, b: a.mm(b), np.matmul, [(3, 4), (4, 2)], **G)
+    check_op(gpucore.bmm, np.matmul, [(2, 3, 4), (2, 4, 2)], **G)
+    check_op(
+        lambda c, a, b: gpucore.addmm(c, a, b, beta=0.5, alpha=2.0),
+        lambda c, a, b: 0.5 * c + 2.0 * (a @ b),
+        [(2,), (3, 4), (4, 2)],
+        **G,
+    )
+    check_op(
+        lambda c, a, b: c.addmm(a, b), lambda c, a, b: c + a @ b, [(3, 2), (3, 4), (4, 2)], **G
+    )
+    with pytest.raises(gpucore.ShapeError, match="2-D"):
+        gpucore.mm(gpucore.zeros(2, 3, 4), gpucore.zeros(4, 2))
+    with pytest.raises(gpucore.ShapeError, match="bmm"):
+        gpucore.bmm(gpucore.zeros(2, 3, 4), gpucore.zeros(3, 4, 2))
+
+
+def test_matmul_errors():
+    with pytest.raises(gpucore.ShapeError) as e:
+        gpucore.zeros(2, 3) @ gpucore.zeros(4, 5)
+    assert "(2, 3)" in str(e.value) and "(4, 5)" in str(e.value) and "matmul" in str(e.value)
+    with pytest.raises(gpucore.ShapeError, match=r"\(3,\).*\(4,\)"):
+        gpucore.zeros(3) @ gpucore.zeros(4)
+    with pytest.raises(gpucore.ShapeError, match="not broadcastable"):
+        gpucore.zeros(2, 3, 4) @ gpucore.zeros(3, 4, 5)
+    with pytest.raises(gpucore.ShapeError, match="at least 1 dim"):
+        gpucore.matmul(gpucore.tensor(1.0), gpucore.zeros(3))
+    with pytest.raises(gpucore.DTypeError, match="floating"):
+        gpucore.tensor([[1, 2]]) @ gpucore.tensor([[1], [2]])
+    with pytest.raises(TypeError):
+        gpucore.zeros(2, 2) @ 2.0
+
+
+def test_matmul_dtypes():
+    a, b = rand((5, 7)), rand((7, 3), seed=1)
+    ref = a @ b
+    assert (gpucore.tensor(a) @ gpucore.tensor(b, dtype=gpucore.float64)).dtype is gpucore.float64
+    for dt, tol in ((gpucore.float16, 1e-2), (gpucore.bfloat16, 5e-2)):
+        out = gpucore.tensor(a, dtype=dt) @ gpucore.tensor(b, dtype=dt)
+        assert out.dtype is dt
+        assert_close(out.float(), ref, rtol=tol, atol=tol)
+
+
+def test_matmul_nan_and_inf():
+    a = gpucore.tensor([[float("nan"), 1.0], [1.0, 1.0]])
+    b = gpucore.ones(2, 2)
+    out = to_np(a @ b)
+    assert np.isnan(out[0]).all() and (out[1] == 2.0).all()
+    out = to_np(gpucore.tensor([[float("inf"), 1.0]]) @ gpucore.ones(2, 1))
+    assert out[0, 0] == float("inf")
+
+
+def test_matmul_large_k_accuracy():
+    a, b = rand((4, 4096), 0, 1), rand((4096, 3), 0, 1, seed=1)
+    assert_close(gpucore.tensor(a) @ gpucore.tensor(b), a @ b, **G)

@@ -1,0 +1,257 @@
+"""Creation functions: tensor/as_tensor/from_numpy, zeros/ones/full/empty, arange, linspace, eye,
+the *_like forms and requires_grad, with values against numpy."""
+
+import numpy as np
+import pytest
+
+import gpucore
+
+
+def vals(t):
+    return t.detach().numpy(force=True)
+
+
+# ----------------------------------------------------------------------------- tensor()
+@pytest.mark.parametrize(
+    "data,dtype,ref",
+    [
+        (1.5, gpucore.float32, np.array(1.5, np.float32)),
+        (3, gpucore.int64, np.array(3)),
+        (True, gpucore.bool, np.array(True)),
+        ([1, 2, 3], gpucore.int64, np.array([1, 2, 3])),
+        ([1.0, 2.0], gpucore.float32, np.array([1.0, 2.0], np.float32)),
+        ([1, 2.5], gpucore.float32, np.array([1.0, 2.5], np.float32)),
+        ([True, False], gpucore.bool, np.array([True, False])),
+        ([[1, 2], [3, 4]], gpucore.int64, np.array([[1, 2], [3, 4]])),
+        ([[[0.5]], [[1.5]]], gpucore.float32, np.array([[[0.5]], [[1.5]]], np.float32)),
+        ([], gpucore.float32, np.zeros(0, np.float32)),
+        ([[], []], gpucore.float32, np.zeros((2, 0), np.float32)),
+        (np.array([1.0, 2.0]), gpucore.float64, np.array([1.0, 2.0])),
+        (np.array([1, 2], np.int32), gpucore.int32, np.array([1, 2], np.int32)),
+        (np.array([1, 2], np.uint8), gpucore.uint8, np.array([1, 2], np.uint8)),
+        (np.array([1, 2], np.int16), gpucore.int64, np.array([1, 2])),  # widened
+        (np.array([1.5], np.float16), gpucore.float16, np.array([1.5], np.float16)),
+        (np.float64(2.5), gpucore.float64, np.array(2.5)),
+        (np.int32(4), gpucore.int32, np.array(4, np.int32)),
+        (np.array([1.0, 2.0], ">f4"), gpucore.float32, np.array([1.0, 2.0], np.float32)),
+    ],
+)
+def test_tensor_infers_dtype(data, dtype, ref):
+    t = gpucore.tensor(data)
+    assert t.dtype is dtype
+    assert tuple(t.shape) == ref.shape
+    np.testing.assert_array_equal(vals(t), ref)
+
+
+def test_tensor_explicit_dtype_and_copies():
+    t = gpucore.tensor([1.7, -2.2], dtype=gpucore.int32)
+    assert t.dtype is gpucore.int32 and t.tolist() == [1, -2]
+    assert gpucore.tensor([1, 2], dtype="float64").dtype is gpucore.float64
+    a = np.ones(3)
+    t = gpucore.tensor(a)
+    t[0] = 5.0
+    assert a[0] == 1.0  # tensor() copies numpy data
+    src = gpucore.ones(2)
+    c = gpucore.tensor(src)
+    c[0] = 9.0
+    assert src.tolist() == [1.0, 1.0]  # and tensors
+    b = gpucore.tensor([1.5, 2.5], dtype=gpucore.bfloat16)
+    assert gpucore.tensor(b).dtype is gpucore.bfloat16 and gpucore.tensor(b).tolist() == [1.5, 2.5]
+    assert gpucore.tensor([gpucore.tensor(1.0), gpucore.tensor(2.0)]).tolist() == [1.0, 2.0]
+    assert gpucore.tensor(a).is_contiguous()
+    nc = np.arange(12.0).reshape(3, 4)[:, ::2]
+    assert gpucore.tensor(nc).tolist() == nc.tolist() and gpucore.tensor(nc).is_contiguous()
+
+
+def test_tensor_bad_data():
+    with pytest.raises(gpucore.ShapeError, match="irregular"):
+        gpucore.tensor([[1, 2], [3]])
+    with pytest.raises(gpucore.DTypeError):
+        gpucore.tensor(["a"])
+    with pytest.raises(gpucore.DTypeError):
+        gpucore.tensor([1 + 2j])
+    with pytest.raises(gpucore.DTypeError):
+        gpucore.tensor([1.0], dtype="nope")
+
+
+def test_as_tensor_shares_when_it_can():
+    a = np.ones(3, np.float32)
+    t = gpucore.as_tensor(a)
+    t[0] = 4.0
+    assert a[0] == 4.0
+    x = gpucore.ones(2)
+    assert gpucore.as_tensor(x) is x
+    assert gpucore.as_tensor(x, gpucore.float64).dtype is gpucore.float64
+    assert gpucore.as_tensor([1, 2]).tolist() == [1, 2]
+
+
+def test_device_argument():
+    for t in (gpucore.zeros(2, device="cpu"), gpucore.tensor([1.0], device=gpucore.device("cpu")),
+              gpucore.arange(3, device="cpu"), gpucore.rand(2, device="cpu")):
+        assert t.device == "cpu"
+    for make in (lambda: gpucore.zeros(2, device="vulkan"), lambda: gpucore.tensor([1.0],
+                 device="vulkan"), lambda: gpucore.randn(2, device="vulkan:0"),
+                 lambda: gpucore.ones(2, device="cuda")):
+        with pytest.raises(gpucore.DeviceError):
+            make()
+
+
+# ----------------------------------------------------------------------------- constant fills
+def test_zeros_ones_full_empty():
+    np.testing.assert_array_equal(vals(gpucore.zeros(2, 3)), np.zeros((2, 3), np.float32))
+    np.testing.assert_array_equal(vals(gpucore.ones((4,))), np.ones(4, np.float32))
+    assert gpucore.zeros(2, 3).dtype is gpucore.float32
+    assert gpucore.ones(2, dtype=gpucore.int64).tolist() == [1, 1]
+    assert gpucore.zeros(()).shape == () and gpucore.zeros(()).item() == 0.0
+    assert gpucore.zeros(0, 3).shape == (0, 3)
+    assert gpucore.empty(2, 5).shape == (2, 5) and gpucore.empty(2, 5).dtype is gpucore.float32
+    f = gpucore.full((2, 2), 3.25)
+    assert f.dtype is gpucore.float32 and f.tolist() == [[3.25, 3.25], [3.25, 3.25]]
+    assert gpucore.full((2,), 3).dtype is gpucore.int64
+    assert gpucore.full((2,), True).dtype is gpucore.bool
+    assert gpucore.full(3, 2.0).shape == (3,)
+    assert gpucore.full([2, 1], 7, dtype=gpucore.float16).tolist() == [[7.0], [7.0]]
+    assert gpucore.full((1,), 1.00390625, dtype=gpucore.bfloat16).float().item() == 1.0
+    assert gpucore.full((2,), float("nan")).numpy().tolist() != [0.0, 0.0]
+    assert np.isnan(gpucore.full((2,), float("nan")).numpy()).all()
+
+
+def test_shape_argument_errors():
+    with pytest.raises(gpucore.ShapeError, match="negative"):
+        gpucore.zeros(2, -1)
+    with pytest.raises(TypeError):
+        gpucore.ones(2.5)
+    with pytest.raises(TypeError):
+        gpucore.zeros(2, size=(3,))
+    with pytest.raises(gpucore.ShapeError):
+        gpucore.empty(2**31, 2**31)
+
+
+def test_like_functions():
+    src = gpucore.ones(2, 3, dtype=gpucore.int32)
+    z = gpucore.zeros_like(src)
+    assert z.dtype is gpucore.int32 and z.shape == (2, 3) and z.tolist() == [[0] * 3] * 2
+    o = gpucore.ones_like(src, dtype=gpucore.float64)
+    assert o.dtype is gpucore.float64 and o.sum().item() == 6.0
+    f = gpucore.full_like(src, 4)
+    assert f.dtype is gpucore.int32 and f.tolist() == [[4] * 3] * 2
+    e = gpucore.empty_like(src)
+    assert e.shape == (2, 3) and e.dtype is gpucore.int32
+    # like-functions follow the shape, not the strides, of a view
+    t = gpucore.zeros(3, 4).T
+    assert gpucore.zeros_like(t).shape == (4, 3) and gpucore.zeros_like(t).is_contiguous()
+
+
+# ----------------------------------------------------------------------------- arange / linspace
+@pytest.mark.parametrize(
+    "args,dtype,ref",
+    [
+        ((5,), gpucore.int64, np.arange(5)),
+        ((1, 4), gpucore.int64, np.arange(1, 4)),
+        ((0, 10, 3), gpucore.int64, np.arange(0, 10, 3)),
+        ((5, 0, -2), gpucore.int64, np.arange(5, 0, -2)),
+        ((-3, 3), gpucore.int64, np.arange(-3, 3)),
+        ((3, 1), gpucore.int64, np.arange(3, 1)),
+        ((0, 1, 0.25), gpucore.float32, np.arange(0, 1, 0.25)),
+        ((1.0, 0.0, -0.3), gpucore.float32, np.array([1.0, 0.7, 0.4, 0.1])),
+        ((0, 1, 0.1), gpucore.float32, np.arange(10) * 0.1),
+        ((2.5,), gpucore.float32, np.array([0.0, 1.0, 2.0])),
+        ((-1, 1.5), gpucore.float32, np.array([-1.0, 0.0, 1.0])),
+    ],
+)
+def test_arange(args, dtype, ref):
+    t = gpucore.arange(*args)
+    assert t.dtype is dtype
+    assert tuple(t.shape) == ref.shape
+    np.testing.assert_allclose(vals(t), ref.astype(vals(t).dtype), rtol=1e-6, atol=1e-7)
+
+
+def test_arange_dtypes_and_errors():
+    assert gpucore.arange(4, dtype=gpucore.float64).tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert gpucore.arange(3, dtype=gpucore.float64).dtype is gpucore.float64
+    # float steps with an integer dtype: values computed in float64, then truncated (PyTorch)
+    assert gpucore.arange(0, 5, 1.5, dtype=gpucore.int64).tolist() == [0, 1, 3, 4]
+    assert gpucore.arange(np.int64(3)).tolist() == [0, 1, 2]
+    assert gpucore.arange(0, 3, requires_grad=True, dtype=gpucore.float32).requires_grad
+    big = gpucore.arange(2**40, 2**40 + 3)
+    assert big.tolist() == [2**40, 2**40 + 1, 2**40 + 2]
+    with pytest.raises(ValueError, match="nonzero"):
+        gpucore.arange(0, 5, 0)
+    with pytest.raises(ValueError, match="finite"):
+        gpucore.arange(0, float("inf"))
+    with pytest.raises(TypeError):
+        gpucore.arange("3")
+
+
+@pytest.mark.parametrize(
+    "start,end,steps",
+    [(0, 1, 5), (-1, 1, 1), (0, 1, 0), (2, -3, 11), (0.5, 0.5, 3), (0, 10, 2)],
+)
+def test_linspace(start, end, steps):
+    t = gpucore.linspace(start, end, steps)
+    assert t.dtype is gpucore.float32 and t.shape == (steps,)
+    np.testing.assert_allclose(vals(t), np.linspace(start, end, steps), rtol=1e-6, atol=1e-7)
+    if steps >= 2:
+        assert vals(t)[0] == np.float32(start) and vals(t)[-1] == np.float32(end)
+
+
+def test_linspace_dtype_and_errors():
+    assert gpucore.linspace(0, 10, steps=3, dtype=gpucore.int64).tolist() == [0, 5, 10]
+    assert gpucore.linspace(0, 1, 3, dtype=gpucore.float64).tolist() == [0.0, 0.5, 1.0]
+    with pytest.raises(ValueError, match="non-negative"):
+        gpucore.linspace(0, 1, -1)
+
+
+def test_eye():
+    np.testing.assert_array_equal(vals(gpucore.eye(3)), np.eye(3, dtype=np.float32))
+    np.testing.assert_array_equal(vals(gpucore.eye(2, 4)), np.eye(2, 4, dtype=np.float32))
+    np.testing.assert_array_equal(vals(gpucore.eye(4, 2)), np.eye(4, 2, dtype=np.float32))
+    assert gpucore.eye(0).shape == (0, 0)
+    assert gpucore.eye(2, dtype=gpucore.int64).tolist() == [[1, 0], [0, 1]]
+    assert gpucore.eye(2, dtype=gpucore.bool).tolist() == [[True, False], [False, True]]
+    with pytest.raises(gpucore.ShapeError):
+        gpucore.eye(-1)
+
+
+# ----------------------------------------------------------------------------- requires_grad
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: gpucore.tensor([1.0, 2.0], requires_grad=True),
+        lambda: gpucore.zeros(2, requires_grad=True),
+        lambda: gpucore.ones(2, requires_grad=True),
+        lambda: gpucore.empty(2, requires_grad=True),
+        lambda: gpucore.full((2,), 3.0, requires_grad=True),
+        lambda: gpucore.arange(0.0, 2.0, requires_grad=True),
+        lambda: gpucore.linspace(0, 1, 2, requires_grad=True),
+        lambda: gpucore.eye(2, requires_grad=True),
+        lambda: gpucore.rand(2, requires_grad=True),
+        lambda: gpucore.randn(2, requires_grad=True),
+        lambda: gpucore.zeros_like(gpucore.ones(2), requires_grad=True),
+        lambda: gpucore.ones_like(gpucore.ones(2), requires_grad=True),
+        lambda: gpucore.full_like(gpucore.ones(2), 2.0, requires_grad=True),
+        lambda: gpucore.rand_like(gpucore.ones(2), requires_grad=True),
+        lambda: gpucore.randn_like(gpucore.ones(2), requires_grad=True),
+    ],
+)
+def test_requires_grad_on_creation(make):
+    t = make()
+    assert t.requires_grad and t.is_leaf and t.grad_fn is None
+    (t * t).sum().backward()
+    np.testing.assert_allclose(vals(t.grad), 2 * vals(t), rtol=1e-6)
+
+
+def test_requires_grad_default_off():
+    assert not gpucore.zeros(2).requires_grad
+    assert not gpucore.tensor([1.0]).requires_grad
+    with pytest.raises(gpucore.DTypeError):
+        gpucore.zeros(2, dtype=gpucore.int64, requires_grad=True)
+
+
+def test_full_value_must_fit_dtype():
+    with pytest.raises(gpucore.DTypeError, match="uint8"):
+        gpucore.full((2,), 300, dtype=gpucore.uint8)
+    with pytest.raises(gpucore.DTypeError, match="int64"):
+        gpucore.full((2,), float("nan"), dtype=gpucore.int64)
+    assert gpucore.full((2,), 1.5, dtype=gpucore.int64).tolist() == [1, 1]
+    assert gpucore.full((1,), 1e40).tolist() == [float("inf")]
