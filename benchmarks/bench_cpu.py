@@ -24,7 +24,6 @@ _BAD_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 _REEXEC_MARK = "GPUCORE_BENCH_REEXECED"
 
 
-
 def _threads_arg(argv: list[str]) -> str | None:
     """The value of --threads, read before numpy loads (OpenBLAS reads its thread count then)."""
     for i, arg in enumerate(argv):
@@ -62,6 +61,10 @@ import numpy as np  # noqa: E402
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if os.path.isdir(os.path.join(_ROOT, "gpucore")) and _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)  # benchmark the checkout this script lives in
+
+# This is the CPU benchmark: keep every gpucore op on the C extension even where a Vulkan device
+# would be picked (the variable is read when gpucore is imported).
+os.environ["GPUCORE_DEVICE"] = "cpu"
 
 import gpucore  # noqa: E402
 
@@ -102,8 +105,9 @@ class Cfg:
         self.quick = quick
         # per-repeat target time and repeat counts: large ops vs tiny (per-op overhead) ops
         self.big = dict(target=0.02, repeat=5 if quick else 9, budget=0.6 if quick else 4.0)
-        self.tiny = dict(target=0.02 if quick else 0.1, repeat=7 if quick else 21,
-                         budget=0.3 if quick else 3.0)
+        self.tiny = dict(
+            target=0.02 if quick else 0.1, repeat=7 if quick else 21, budget=0.3 if quick else 3.0
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -145,8 +149,10 @@ def check(name: str, got, want, rtol: float, atol: float) -> str:
     bad = ~np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
     if bad.any():
         err = float(np.nanmax(np.abs(got - want)))
-        PROBLEMS.append(f"{name}: {int(bad.sum())} of {bad.size} elements differ from numpy "
-                        f"(max abs err {err:.3g}, rtol {rtol}, atol {atol})")
+        PROBLEMS.append(
+            f"{name}: {int(bad.sum())} of {bad.size} elements differ from numpy "
+            f"(max abs err {err:.3g}, rtol {rtol}, atol {atol})"
+        )
         return "MISMATCH"
     return "ok"
 
@@ -183,16 +189,23 @@ def run_libs(jobs: dict[str, list], opts: dict, what: str) -> dict[str, list]:
 def bench_gemm(cfg: Cfg, rng: np.random.Generator) -> None:
     squares = (64, 128, 256, 512) if cfg.quick else (64, 128, 256, 512, 1024, 2048)
     shapes = [(n, n, n) for n in squares] + [(64, 784, 512), (256, 784, 512), (64, 512, 10)]
-    arrays = [(rng.standard_normal((m, k), dtype=np.float32),
-               rng.standard_normal((k, n), dtype=np.float32)) for m, k, n in shapes]
+    arrays = [
+        (
+            rng.standard_normal((m, k), dtype=np.float32),
+            rng.standard_normal((k, n), dtype=np.float32),
+        )
+        for m, k, n in shapes
+    ]
     jobs = {
-        "gpucore": [("a @ b", {"a": gpucore.from_numpy(a), "b": gpucore.from_numpy(b)})
-                    for a, b in arrays],
+        "gpucore": [
+            ("a @ b", {"a": gpucore.from_numpy(a), "b": gpucore.from_numpy(b)}) for a, b in arrays
+        ],
         "numpy": [("a @ b", {"a": a, "b": b}) for a, b in arrays],
     }
     if torch is not None:
-        jobs["torch"] = [("a @ b", {"a": torch.from_numpy(a), "b": torch.from_numpy(b)})
-                         for a, b in arrays]
+        jobs["torch"] = [
+            ("a @ b", {"a": torch.from_numpy(a), "b": torch.from_numpy(b)}) for a, b in arrays
+        ]
     t = run_libs(jobs, cfg.big, "gemm")
 
     heads = ["M x K x N", "gpucore GFLOP/s", "numpy GFLOP/s", "gc/np time"]
@@ -203,18 +216,31 @@ def bench_gemm(cfg: Cfg, rng: np.random.Generator) -> None:
     for i, ((m, k, n), (a, b)) in enumerate(zip(shapes, arrays)):
         flop = 2.0 * m * n * k
         t_gc, t_np = t["gpucore"][i], t["numpy"][i]
-        row = [f"{m} x {k} x {n}", fmt(flop / t_gc / 1e9), fmt(flop / t_np / 1e9),
-               ratio(t_gc, t_np)]
+        row = [
+            f"{m} x {k} x {n}",
+            fmt(flop / t_gc / 1e9),
+            fmt(flop / t_np / 1e9),
+            ratio(t_gc, t_np),
+        ]
         if torch is not None:
             row += [fmt(flop / t["torch"][i] / 1e9), ratio(t_gc, t["torch"][i])]
         # float32 accumulation over k terms: the error grows like sqrt(k)
         got = gpucore.from_numpy(a) @ gpucore.from_numpy(b)
-        row.append(check(f"gemm {m}x{k}x{n}", got, a.astype(np.float64) @ b,
-                         rtol=1e-3, atol=1e-4 * np.sqrt(k)))
+        row.append(
+            check(
+                f"gemm {m}x{k}x{n}",
+                got,
+                a.astype(np.float64) @ b,
+                rtol=1e-3,
+                atol=1e-4 * np.sqrt(k),
+            )
+        )
         rows.append(row)
-    section("SGEMM (float32, C = A @ B, A is M x K, B is K x N, all contiguous)",
-            "GFLOP/s = 2·M·N·K / median time. Ratio columns: **gpucore time ÷ other time** "
-            "(= other GFLOP/s ÷ gpucore GFLOP/s; > 1 means gpucore is slower).")
+    section(
+        "SGEMM (float32, C = A @ B, A is M x K, B is K x N, all contiguous)",
+        "GFLOP/s = 2·M·N·K / median time. Ratio columns: **gpucore time ÷ other time** "
+        "(= other GFLOP/s ÷ gpucore GFLOP/s; > 1 means gpucore is slower).",
+    )
     print(table(heads, rows), flush=True)
 
 
@@ -227,14 +253,42 @@ def _sigmoid64(x):
 ELEMENTWISE = [
     ("add", 12, "a + b", "a + b", "a + b", "np.add(a, b, out=o)", lambda a, b: a + b),
     ("mul", 12, "a * b", "a * b", "a * b", "np.multiply(a, b, out=o)", lambda a, b: a * b),
-    ("relu", 8, "gpucore.relu(a)", "np.maximum(a, 0)", "torch.relu(a)",
-     "np.maximum(a, 0, out=o)", lambda a, b: np.maximum(a, 0)),
-    ("exp", 8, "gpucore.exp(a)", "np.exp(a)", "torch.exp(a)", "np.exp(a, out=o)",
-     lambda a, b: np.exp(a)),
-    ("tanh", 8, "gpucore.tanh(a)", "np.tanh(a)", "torch.tanh(a)", "np.tanh(a, out=o)",
-     lambda a, b: np.tanh(a)),
-    ("sigmoid", 8, "gpucore.sigmoid(a)", "1 / (1 + np.exp(-a))", "torch.sigmoid(a)", None,
-     lambda a, b: _sigmoid64(a)),
+    (
+        "relu",
+        8,
+        "gpucore.relu(a)",
+        "np.maximum(a, 0)",
+        "torch.relu(a)",
+        "np.maximum(a, 0, out=o)",
+        lambda a, b: np.maximum(a, 0),
+    ),
+    (
+        "exp",
+        8,
+        "gpucore.exp(a)",
+        "np.exp(a)",
+        "torch.exp(a)",
+        "np.exp(a, out=o)",
+        lambda a, b: np.exp(a),
+    ),
+    (
+        "tanh",
+        8,
+        "gpucore.tanh(a)",
+        "np.tanh(a)",
+        "torch.tanh(a)",
+        "np.tanh(a, out=o)",
+        lambda a, b: np.tanh(a),
+    ),
+    (
+        "sigmoid",
+        8,
+        "gpucore.sigmoid(a)",
+        "1 / (1 + np.exp(-a))",
+        "torch.sigmoid(a)",
+        None,
+        lambda a, b: _sigmoid64(a),
+    ),
 ]
 
 
@@ -245,8 +299,10 @@ def bench_elementwise(cfg: Cfg, rng: np.random.Generator) -> None:
     o = np.empty_like(a)
     g_ns = {"a": gpucore.from_numpy(a), "b": gpucore.from_numpy(b), "gpucore": gpucore}
     n_ns = {"a": a, "b": b, "o": o, "np": np}
-    jobs = {"gpucore": [(op[2], g_ns) for op in ELEMENTWISE],
-            "numpy": [(op[3], n_ns) for op in ELEMENTWISE]}
+    jobs = {
+        "gpucore": [(op[2], g_ns) for op in ELEMENTWISE],
+        "numpy": [(op[3], n_ns) for op in ELEMENTWISE],
+    }
     if torch is not None:
         t_ns = {"a": torch.from_numpy(a), "b": torch.from_numpy(b), "torch": torch}
         jobs["torch"] = [(op[4], t_ns) for op in ELEMENTWISE]
@@ -269,16 +325,19 @@ def bench_elementwise(cfg: Cfg, rng: np.random.Generator) -> None:
         t_out = t["numpy out="][i]
         row.append("—" if t_out is None else fmt(nbytes / t_out / 1e9))
         got = eval(s_gc, dict(g_ns))  # our own fixed statements
-        row.append(check(f"elementwise {name}", got.numpy()[sub], ref(a64, b64),
-                         rtol=2e-6, atol=1e-7))
+        row.append(
+            check(f"elementwise {name}", got.numpy()[sub], ref(a64, b64), rtol=2e-6, atol=1e-7)
+        )
         rows.append(row)
-    section(f"Elementwise, {n:,} float32 elements ({n * 4 / 2**20:.0f} MiB per tensor)",
-            "GB/s counts bytes read + written (binary ops 12 B/element, unary 8 B/element). "
-            "gpucore, numpy and torch all **allocate a fresh output on every call** (at this size "
-            "fresh pages fault in at a few GB/s, which caps every library); `numpy out=` writes "
-            "into a preallocated buffer and shows the kernel alone (no ratio taken). numpy has "
-            "no sigmoid: `1 / (1 + np.exp(-a))` (four passes, still counted as 8 B/element). "
-            "Ratio columns: **gpucore time ÷ other time** (> 1 means gpucore is slower).")
+    section(
+        f"Elementwise, {n:,} float32 elements ({n * 4 / 2**20:.0f} MiB per tensor)",
+        "GB/s counts bytes read + written (binary ops 12 B/element, unary 8 B/element). "
+        "gpucore, numpy and torch all **allocate a fresh output on every call** (at this size "
+        "fresh pages fault in at a few GB/s, which caps every library); `numpy out=` writes "
+        "into a preallocated buffer and shows the kernel alone (no ratio taken). numpy has "
+        "no sigmoid: `1 / (1 + np.exp(-a))` (four passes, still counted as 8 B/element). "
+        "Ratio columns: **gpucore time ÷ other time** (> 1 means gpucore is slower).",
+    )
     print(table(heads, rows), flush=True)
 
 
@@ -291,26 +350,41 @@ def _np_softmax(x):
 def bench_softmax(cfg: Cfg, rng: np.random.Generator) -> None:
     x = rng.standard_normal((256, 1000), dtype=np.float32) * 3
     gx = gpucore.from_numpy(x)
-    jobs = {"gpucore": [("gpucore.softmax(x, 1)", {"x": gx, "gpucore": gpucore})],
-            "numpy": [("f(x)", {"x": x, "f": _np_softmax})]}
+    jobs = {
+        "gpucore": [("gpucore.softmax(x, 1)", {"x": gx, "gpucore": gpucore})],
+        "numpy": [("f(x)", {"x": x, "f": _np_softmax})],
+    }
     if torch is not None:
         jobs["torch"] = [("torch.softmax(x, 1)", {"x": torch.from_numpy(x), "torch": torch})]
     t = {k: v[0] for k, v in run_libs(jobs, cfg.big, "softmax").items()}
 
     heads = ["shape", "gpucore µs", "numpy µs", "gc/np time"]
-    row = ["256 x 1000, dim=1", fmt(t["gpucore"] * 1e6), fmt(t["numpy"] * 1e6),
-           ratio(t["gpucore"], t["numpy"])]
+    row = [
+        "256 x 1000, dim=1",
+        fmt(t["gpucore"] * 1e6),
+        fmt(t["numpy"] * 1e6),
+        ratio(t["gpucore"], t["numpy"]),
+    ]
     if torch is not None:
         heads += ["torch µs", "gc/torch time"]
         row += [fmt(t["torch"] * 1e6), ratio(t["gpucore"], t["torch"])]
     heads += ["gpucore GB/s", "check"]
     row.append(fmt(8 * x.size / t["gpucore"] / 1e9))
-    row.append(check("softmax", gpucore.softmax(gx, 1), _np_softmax(x.astype(np.float64)),
-                     rtol=1e-5, atol=1e-9))
-    section("Softmax (float32)",
-            "Median µs per call; numpy is the usual stable composition "
-            "`e = exp(x - max); e / sum(e)`. gpucore GB/s counts 8 B/element (read x, write y). "
-            "Ratio columns: **gpucore time ÷ other time** (> 1 means gpucore is slower).")
+    row.append(
+        check(
+            "softmax",
+            gpucore.softmax(gx, 1),
+            _np_softmax(x.astype(np.float64)),
+            rtol=1e-5,
+            atol=1e-9,
+        )
+    )
+    section(
+        "Softmax (float32)",
+        "Median µs per call; numpy is the usual stable composition "
+        "`e = exp(x - max); e / sum(e)`. gpucore GB/s counts 8 B/element (read x, write y). "
+        "Ratio columns: **gpucore time ÷ other time** (> 1 means gpucore is slower).",
+    )
     print(table(heads, [row]), flush=True)
 
 
@@ -323,8 +397,10 @@ def bench_overhead(cfg: Cfg, rng: np.random.Generator) -> None:
         x.requires_grad_(rg)
         return ("a + b", {"a": x, "b": mod.from_numpy(b.copy())})
 
-    jobs = {"gpucore": [pair(gpucore, False), pair(gpucore, True)],
-            "numpy": [("a + b", {"a": a, "b": b}), None]}
+    jobs = {
+        "gpucore": [pair(gpucore, False), pair(gpucore, True)],
+        "numpy": [("a + b", {"a": a, "b": b}), None],
+    }
     if torch is not None:
         jobs["torch"] = [pair(torch, False), pair(torch, True)]
     t = run_libs(jobs, cfg.tiny, "overhead")
@@ -335,16 +411,17 @@ def bench_overhead(cfg: Cfg, rng: np.random.Generator) -> None:
     rows = []
     for i, label in enumerate(["no grad", "requires_grad=True (a only)"]):
         t_gc, t_np = t["gpucore"][i], t["numpy"][i]
-        row = [label, fmt(t_gc * 1e6), "—" if t_np is None else fmt(t_np * 1e6),
-               ratio(t_gc, t_np)]
+        row = [label, fmt(t_gc * 1e6), "—" if t_np is None else fmt(t_np * 1e6), ratio(t_gc, t_np)]
         if torch is not None:
             row += [fmt(t["torch"][i] * 1e6), ratio(t_gc, t["torch"][i])]
         rows.append(row)
-    section("Per-op overhead",
-            "Median µs per `a + b` on two 64-element float32 tensors (timeit loop, gc off, "
-            "result discarded). With requires_grad each call also records a graph node; numpy "
-            "has no autograd. Ratio columns: **gpucore time ÷ other time** (> 1 means gpucore "
-            "is slower).")
+    section(
+        "Per-op overhead",
+        "Median µs per `a + b` on two 64-element float32 tensors (timeit loop, gc off, "
+        "result discarded). With requires_grad each call also records a graph node; numpy "
+        "has no autograd. Ratio columns: **gpucore time ÷ other time** (> 1 means gpucore "
+        "is slower).",
+    )
     print(table(heads, rows), flush=True)
 
 
@@ -406,27 +483,53 @@ def load_note(share: float | None, when: str) -> str:
         return f"- CPU use by other processes {when}: unknown"
     warn = ""
     if share > 0.1:
-        warn = (" — **the machine was not idle: numpy and torch (multi-threaded) numbers are "
-                "noisy; rerun on an idle machine**")
+        warn = (
+            " — **the machine was not idle: numbers are noisy (multi-threaded numpy and "
+            "torch most of all); rerun on an idle machine**"
+        )
     return f"- other processes kept {share:.0%} of the CPUs busy {when}{warn}"
+
+
+def gpucore_backend() -> str:
+    """Which backend ran a 65536-element add (from gpucore.dispatch.trace_ops when present)."""
+    trace = getattr(getattr(gpucore, "dispatch", None), "trace_ops", None)
+    if trace is None:
+        return "unknown"
+    x = gpucore.from_numpy(np.ones(1 << 16, np.float32))
+    with trace() as ops:
+        x + x
+    names = sorted({str(r[1]) for r in ops})
+    if names != ["cpu"]:
+        PROBLEMS.append(f"gpucore ran a 65536-element add on {names}, not only on the CPU")
+    return ", ".join(names) or "unknown"
 
 
 def header(cfg: Cfg) -> None:
     unset = os.environ.get(_REEXEC_MARK)
     blas_threads = os.environ.get("OPENBLAS_NUM_THREADS")
-    blas_threads = (f"OPENBLAS_NUM_THREADS={blas_threads}" if blas_threads
-                    else "OpenBLAS default threads")
-    env_note = (f"re-executed with {unset} unset" if unset
-                else "OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE not set")
+    blas_threads = (
+        f"OPENBLAS_NUM_THREADS={blas_threads}" if blas_threads else "OpenBLAS default threads"
+    )
+    env_note = (
+        f"re-executed with {unset} unset"
+        if unset
+        else "OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE not set"
+    )
     print(f"## gpucore CPU benchmarks{' (--quick)' if cfg.quick else ''}\n")
-    print(f"- machine: {cpu_model()}, {os.cpu_count()} logical CPUs, {platform.system()} "
-          f"{platform.release()}, Python {platform.python_version()}")
-    print(f"- gpucore {gpucore.__version__} ({gpucore.__file__}): "
-          f"{gpucore.backend_info().get('cpu')}")
+    print(
+        f"- machine: {cpu_model()}, {os.cpu_count()} logical CPUs, {platform.system()} "
+        f"{platform.release()}, Python {platform.python_version()}"
+    )
+    print(
+        f"- gpucore {gpucore.__version__} ({gpucore.__file__}): "
+        f"{gpucore.backend_info().get('cpu')}; GPUCORE_DEVICE=cpu, ops ran on: {gpucore_backend()}"
+    )
     print(f"- numpy {np.__version__} ({blas_name()}, {blas_threads}); {env_note}")
     if torch is not None:
-        print(f"- torch {torch.__version__}, torch.set_num_threads({TORCH_THREADS}) "
-              f"-> {torch.get_num_threads()} thread(s)")
+        print(
+            f"- torch {torch.__version__}, torch.set_num_threads({TORCH_THREADS}) "
+            f"-> {torch.get_num_threads()} thread(s)"
+        )
     else:
         print("- torch: not importable, its columns are left out")
     print(f"- {time.strftime('%Y-%m-%d %H:%M:%S')}; medians over repeats after a warm-up")
@@ -436,17 +539,29 @@ def header(cfg: Cfg) -> None:
 
 
 def main(argv=None) -> int:
-    sections = {"gemm": bench_gemm, "elementwise": bench_elementwise, "softmax": bench_softmax,
-                "overhead": bench_overhead}
+    sections = {
+        "gemm": bench_gemm,
+        "elementwise": bench_elementwise,
+        "softmax": bench_softmax,
+        "overhead": bench_overhead,
+    }
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true",
-                   help="smaller sizes and fewer repeats (finishes in under a minute)")
-    p.add_argument("--only", action="append", choices=list(sections),
-                   help="run only this section (repeatable)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="smaller sizes and fewer repeats (finishes in under a minute)",
+    )
+    p.add_argument(
+        "--only", action="append", choices=list(sections), help="run only this section (repeatable)"
+    )
     p.add_argument("--no-torch", action="store_true", help="leave out the PyTorch columns")
-    p.add_argument("--threads", type=int, default=None,
-                   help="threads for numpy/OpenBLAS (OPENBLAS_NUM_THREADS, set by re-executing) "
-                        "and torch (default: OpenBLAS's own default, torch 2)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="threads for numpy/OpenBLAS (OPENBLAS_NUM_THREADS, set by re-executing) "
+        "and torch (default: OpenBLAS's own default, torch 2)",
+    )
     args = p.parse_args(argv)
 
     global torch, TORCH_THREADS

@@ -6,7 +6,7 @@ Vulkan device when one is usable; everything else runs in the C extension ``gpuc
 
 # _cpu first: fail early and clearly if the extension is missing. ops fills the op registry and
 # attaches the Tensor methods.
-from . import _cpu, autograd, nn
+from . import _cpu, autograd, dispatch, nn, vulkan
 from . import ops as _ops
 from .autograd import enable_grad, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_grad_enabled
@@ -110,6 +110,7 @@ from .ops.shape import (
     transpose,
     unsqueeze,
 )
+from .dispatch import device_policy, get_device_policy, set_device_policy
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .tensor import Size, Tensor, device
 

@@ -124,7 +124,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     dt = D.as_dtype(dtype) if dtype is not None else src
     if isinstance(data, Tensor) and src is D.bfloat16 and dt is D.bfloat16:
         out = empty_array(data.shape, np.uint16)
-        out[...] = data._data
+        out[...] = data._host()
         return _finish(out, dt, requires_grad)
     return _finish(_store(arr, dt), dt, requires_grad)
 

@@ -1,23 +1,176 @@
-"""Dispatch policy: which backend runs an op.
+"""Dispatch policy: which backend runs an op. This module is the one place that decides.
 
-Today every op runs on the CPU backend (the C extension). The Vulkan issue adds the policy:
-ops whose largest tensor has at least GPUCORE_GPU_THRESHOLD elements go to the Vulkan device, and
-tensors stay where they were last written. ``backend_for`` is the single place that decision lives.
+- 'auto' (default): an op runs on the Vulkan device when a usable one exists, the device has a
+  kernel for it, and its largest tensor (inputs or outputs) has at least GPUCORE_GPU_THRESHOLD
+  elements (default 4096); otherwise in the C extension. A CPU-type Vulkan device (lavapipe) is
+  usable only when asked for (GPUCORE_VULKAN_ALLOW_CPU=1): the C extension is faster there.
+- 'cpu': everything in the C extension.
+- 'vulkan': every op with a Vulkan kernel on the device, whatever its size (a CPU-type device
+  counts as asked for); raises DeviceError when there is no device.
 
-``trace_ops()`` records which backend ran each op (the demo prints it; tests use it to check
-placement).
+Tensors stay where they were last written; a backend moves an input only when it needs it.
+GPUCORE_DEVICE sets the default policy; ``set_device_policy`` and ``device_policy(...)`` change it.
+``trace_ops()`` records which backend ran each op.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 
 from .backends import cpu as _cpu_backend
+from .errors import DeviceError
+
+CPU = _cpu_backend.BACKEND
+POLICIES = ("auto", "cpu", "vulkan")
+
+
+def _env_policy() -> str:
+    p = os.environ.get("GPUCORE_DEVICE", "auto").strip().lower() or "auto"
+    if p not in POLICIES:
+        raise DeviceError(f"GPUCORE_DEVICE={p!r} is not one of {', '.join(POLICIES)}")
+    return p
+
+
+def _env_threshold() -> int:
+    v = os.environ.get("GPUCORE_GPU_THRESHOLD", "4096")
+    try:
+        return max(0, int(v))
+    except ValueError:
+        raise DeviceError(f"GPUCORE_GPU_THRESHOLD={v!r} is not an integer") from None
+
+
+class _State(threading.local):
+    override = None  # policy set by a device_policy() block in this thread
+
+
+_state = _State()
+_default = {"policy": _env_policy(), "threshold": _env_threshold()}
+_vulkan_cache: dict = {}
+
+
+def get_device_policy() -> str:
+    return _state.override or _default["policy"]
+
+
+def set_device_policy(policy: str) -> None:
+    """Set the process-wide policy: 'auto', 'cpu' or 'vulkan'."""
+    if policy not in POLICIES:
+        raise ValueError(f"set_device_policy: policy must be one of {POLICIES}, got {policy!r}")
+    if policy == "vulkan":
+        vulkan_backend(required=True)
+    _default["policy"] = policy
+
+
+class device_policy:
+    """Context manager (and decorator) running its block under a policy in this thread."""
+
+    def __init__(self, policy: str):
+        if policy not in POLICIES:
+            raise ValueError(f"device_policy: policy must be one of {POLICIES}, got {policy!r}")
+        self.policy = policy
+
+    def __enter__(self):
+        if self.policy == "vulkan":
+            vulkan_backend(required=True)
+        self._prev = _state.override
+        _state.override = self.policy
+        return self
+
+    def __exit__(self, *exc):
+        _state.override = self._prev
+        return False
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*a, **k):
+            with device_policy(self.policy):
+                return fn(*a, **k)
+
+        return wrapper
+
+
+def get_threshold() -> int:
+    return _default["threshold"]
+
+
+def set_threshold(n: int) -> None:
+    """Elements from which an op goes to the Vulkan device under 'auto'."""
+    _default["threshold"] = max(0, int(n))
+
+
+def vulkan_backend(required: bool = False, allow_cpu: bool | None = None):
+    """The Vulkan backend, or None. ``required`` raises DeviceError (with the fix) instead."""
+    if allow_cpu is None:
+        from .backends.vulkan.device import allow_cpu_device
+
+        allow_cpu = required or allow_cpu_device()
+    key = bool(allow_cpu)
+    if key in _vulkan_cache:
+        be = _vulkan_cache[key]
+    else:
+        be = None
+        try:
+            from .backends.vulkan import context
+            from .backends.vulkan.backend import VulkanBackend
+
+            ctx = context.get(allow_cpu=allow_cpu)
+            if ctx is not None:
+                be = _vulkan_cache.get("instance")
+                if be is None or be.ctx is not ctx:
+                    be = VulkanBackend(ctx)
+                    _vulkan_cache["instance"] = be
+        except DeviceError:
+            raise
+        except Exception:  # an import or driver failure means "no device", never a crash
+            be = None
+        _vulkan_cache[key] = be
+    if be is None and required:
+        from .backends.vulkan.device import reason
+
+        why = reason() or "no usable Vulkan device was found"
+        raise DeviceError(
+            f"the 'vulkan' device was requested but {why}. On a machine without a GPU, Mesa's "
+            "CPU driver provides one: apt-get install mesa-vulkan-drivers"
+        )
+    return be
 
 
 def backend_for(op, inputs, specs):
     """The backend that runs ``op`` on ``inputs`` producing outputs described by ``specs``."""
-    return _cpu_backend.BACKEND
+    policy = _state.override or _default["policy"]
+    if policy == "cpu":
+        return CPU
+    if op.name == "to_device":
+        return CPU  # to_device picks its target itself (see ops/elementwise.py)
+    if policy == "vulkan":
+        vb = vulkan_backend(required=True)
+        return vb if vb.supports(op, inputs, specs) else CPU
+    vb = _vulkan_cache.get("auto", 0)
+    if vb == 0:
+        vb = _vulkan_cache["auto"] = vulkan_backend()
+    if vb is None:
+        if not any(t._dev is not None for t in inputs):
+            return CPU
+        vb = inputs[0]._dev if inputs[0]._dev is not None else next(
+            t._dev for t in inputs if t._dev is not None
+        )
+    largest = 0
+    for t in inputs:
+        n = t._data.size
+        if n > largest:
+            largest = n
+    for shape, _ in specs if isinstance(specs, list) else (specs,):
+        n = 1
+        for s in shape:
+            n *= s
+        if n > largest:
+            largest = n
+    if largest >= _default["threshold"] and vb.supports(op, inputs, specs):
+        return vb
+    return CPU
 
 
 class _Trace(threading.local):

@@ -82,6 +82,7 @@ class device:
 
 
 _CPU = device("cpu")
+_VULKAN = device("vulkan")
 
 
 class Tensor:
@@ -98,6 +99,7 @@ class Tensor:
         "_base",
         "_view_ops",
         "_retain",
+        "_dev",
         "__weakref__",
     )
 
@@ -123,19 +125,22 @@ class Tensor:
         self._base = None
         self._view_ops = None
         self._retain = False
+        self._dev = None  # None: host memory; else the backend whose device memory holds _data
 
     @classmethod
-    def _wrap(cls, data: np.ndarray, dtype, vbox=None) -> Tensor:
-        """A tensor over ``data`` (no copy), which has the storage layout of ``dtype``."""
+    def _wrap(cls, data: np.ndarray, dtype, vbox=None, dev=None) -> Tensor:
+        """A tensor over ``data`` (no copy), which has the storage layout of ``dtype``.
+        ``dev`` is the device backend when ``data`` views device memory."""
         if data.ndim > MAX_DIMS:
             raise ShapeError(f"tensors have at most {MAX_DIMS} dims; got shape {data.shape}")
         t = cls.__new__(cls)
         t._init(data, dtype, vbox if vbox is not None else [0])
+        t._dev = dev
         return t
 
     @classmethod
     def _make_view(cls, src: Tensor, arr: np.ndarray, op, attrs) -> Tensor:
-        t = cls._wrap(arr, src._dtype, src._vbox)
+        t = cls._wrap(arr, src._dtype, src._vbox, src._dev)
         base = src._base if src._base is not None else src
         t._base = base
         t._view_ops = (src._view_ops or ()) + ((op, attrs),)
@@ -152,7 +157,15 @@ class Tensor:
 
     @property
     def device(self) -> device:
-        return _CPU
+        return _CPU if self._dev is None else _VULKAN
+
+    @property
+    def is_vulkan(self) -> bool:
+        return self._dev is not None
+
+    def _host(self) -> np.ndarray:
+        """The data as a host-readable numpy array (waits for pending device work)."""
+        return self._data if self._dev is None else self._dev.host_view(self._data)
 
     @property
     def ndim(self) -> int:
@@ -245,7 +258,7 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """A tensor sharing this one's storage, cut from the graph."""
-        return Tensor._wrap(self._data, self._dtype, self._vbox)
+        return Tensor._wrap(self._data, self._dtype, self._vbox, self._dev)
 
     def detach_(self) -> Tensor:
         self._grad_fn = None
@@ -263,6 +276,7 @@ class Tensor:
         self._data = value._data
         self._dtype = value._dtype
         self._vbox = value._vbox
+        self._dev = value._dev
 
     def retain_grad(self) -> None:
         """Keep ``.grad`` for this non-leaf tensor after backward."""
@@ -315,8 +329,8 @@ class Tensor:
                 raise DTypeError(
                     "numpy has no bfloat16; use tensor.float().numpy() (or numpy(force=True))"
                 )
-            return D.bf16_to_f32(self._data).reshape(self._data.shape)
-        return self._data
+            return D.bf16_to_f32(self._host()).reshape(self._data.shape)
+        return self._host()
 
     def __array__(self, dtype=None, copy=None):
         """numpy's protocol: shares memory when it can; ``copy=False`` raises when it cannot."""
@@ -385,6 +399,8 @@ class Tensor:
         extra = ""
         if self._dtype not in (D.float32, D.int64, D.bool_):
             extra += f", dtype={self._dtype}"
+        if self._dev is not None:
+            extra += ", device='vulkan'"
         if self._grad_fn is not None:
             extra += f", grad_fn=<{self._grad_fn.name()}>"
         elif self.requires_grad:
@@ -396,9 +412,11 @@ class Tensor:
             raise AutogradError(
                 "only leaf tensors support deepcopy; detach() or clone() the tensor first"
             )
-        t = Tensor._wrap(self._data.copy(), self._dtype)
+        t = Tensor._wrap(self._host().copy(), self._dtype)
+        if self._dev is not None:
+            t = t.to(self.device)
         t.requires_grad = self.requires_grad
         if self._grad is not None:
-            t._grad = Tensor._wrap(self._grad._data.copy(), self._grad._dtype)
+            t._grad = self._grad.detach().clone()
         memo[id(self)] = t
         return t

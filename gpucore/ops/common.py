@@ -113,8 +113,9 @@ def wrap_dim(dim, ndim: int, op: str = "") -> int:
 def norm_dims(dim, ndim: int, op: str = "") -> tuple:
     """dim (None, int, or tuple) as a sorted tuple of non-negative dims; None means all.
 
-    A 0-d tensor accepts dim 0 and -1 (as PyTorch) and has no dims to reduce."""
-    if dim is None:
+    An empty tuple means all dims too (PyTorch's ``x.sum(())``). A 0-d tensor accepts dim 0 and
+    -1 (as PyTorch) and has no dims to reduce."""
+    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
         return tuple(range(ndim))
     if isinstance(dim, (list, tuple)):
         dims = tuple(sorted({wrap_dim(d, ndim, op) for d in dim}))

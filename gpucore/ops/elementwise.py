@@ -4,8 +4,12 @@ dtype casts and copies. Each op is one ``defop`` with its shape rule and backwar
 from __future__ import annotations
 
 import math
+import numbers
+
+import numpy as np
 
 from .. import dtypes as D
+from ..autograd.grad_mode import _state as _grad_state
 from ..errors import DTypeError
 from ..tensor import Tensor
 from .common import as_operands, broadcast_shapes, method, scalar_tensor
@@ -344,6 +348,23 @@ ge = method("ge", "greater_equal", "__ge__")(
 )
 
 
+def _cmp_operator(fn):
+    # Operators return NotImplemented for foreign operands, so ``t == None`` is False (as in
+    # PyTorch) and ``t < "a"`` raises Python's usual TypeError; the functions stay strict.
+    def op(self, other):
+        if not isinstance(other, (Tensor, numbers.Number, np.ndarray, np.generic)):
+            return NotImplemented
+        return fn(self, other)
+
+    op.__name__ = fn.__name__
+    return op
+
+
+for _n, _f in (("__eq__", eq), ("__ne__", ne), ("__lt__", lt), ("__le__", le), ("__gt__", gt),
+               ("__ge__", ge)):
+    setattr(Tensor, _n, _cmp_operator(_f))
+
+
 def _swap(fn):
     return lambda self, other: fn(other, self)
 
@@ -434,6 +455,10 @@ def where(condition: Tensor, input, other) -> Tensor:
             f"where: condition must be a bool tensor, got "
             f"{condition.dtype if isinstance(condition, Tensor) else type(condition).__name__}"
         )
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        from ..creation import tensor
+
+        input = tensor(input)  # two Python scalars: the first sets the default dtype
     a, b = as_operands("where", input, other)
     return apply(WHERE, condition, a, b)
 
@@ -511,13 +536,10 @@ def _to(self: Tensor, *args, dtype=None, device=None, copy: bool = False, **_kw)
     if device is not None:
         from ..tensor import device as _device
 
-        dev = _device(device)
-        if dev.type != "cpu":
-            from ..errors import DeviceError
-
-            raise DeviceError(
-                f"to(): device {dev} is not available in this build (only 'cpu' is)"
-            )
+        target = _device(device).type
+        if target != self.device.type:
+            self = to_device(self, target)
+            copy = False
     if dtype is None:
         return self.clone() if copy else self
     dt = D.as_dtype(dtype)
@@ -537,4 +559,35 @@ Tensor.int = lambda self: _to(self, D.int32)
 Tensor.bool = lambda self: _to(self, D.bool_)
 Tensor.byte = lambda self: _to(self, D.uint8)
 Tensor.char = lambda self: _to(self, D.int8)
-Tensor.cpu = lambda self: self
+Tensor.cpu = lambda self: _to(self, "cpu")
+Tensor.vulkan = lambda self: _to(self, "vulkan")
+
+
+def _to_device_bwd(ctx, g):
+    return to_device(g, ctx.attrs["source"])
+
+
+TO_DEVICE = defop("to_device", backward=_to_device_bwd)
+
+
+def to_device(input: Tensor, device: str) -> Tensor:
+    """A copy of ``input`` on 'cpu' or 'vulkan' (differentiable: the gradient moves back)."""
+    from .. import dispatch
+    from ..backends.cpu import empty_array
+    from .registry import record
+
+    src = input.device.type
+    if device == "cpu":
+        host = input._host()
+        data = empty_array(host.shape, host.dtype)
+        np.copyto(data, host)
+        out = Tensor._wrap(data, input._dtype)
+    else:
+        vb = dispatch.vulkan_backend(required=True)
+        out = Tensor._wrap(vb.upload(np.ascontiguousarray(input._host()), input._dtype),
+                           input._dtype, dev=vb)
+    if dispatch._trace.records is not None:
+        dispatch.record("to_device", device, out.shape)
+    if _grad_state.enabled and out._dtype.is_floating_point:
+        record(TO_DEVICE, (input,), (out,), {"source": src, "device": device})
+    return out

@@ -17,14 +17,14 @@ from .registry import apply, defop
 def _key_part(k):
     if isinstance(k, Tensor):
         if k.dtype is D.bool_:
-            return k._data
+            return k._host()
         if k.dtype.is_floating_point:
             raise GpucoreIndexError(
                 f"tensors used as indices must be long, int or bool tensors, got {k.dtype}"
             )
         if k.ndim == 0:
             return int(k.item())
-        return k._data.astype(np.int64, copy=False)
+        return k._host().astype(np.int64, copy=False)
     if isinstance(k, (list, np.ndarray)):
         arr = np.asarray(k)
         if arr.dtype.kind not in "biu":
@@ -62,6 +62,15 @@ def _probe(x: Tensor, parts):
         return probe[parts].shape
     except IndexError as e:
         raise _index_error(x, parts, e) from None
+
+
+def _real_dim(dim, x: Tensor, op: str) -> int:
+    """wrap_dim for ops that need an actual dim (a 0-d tensor has none to index or split)."""
+    if x.ndim == 0:
+        raise GpucoreIndexError(
+            f"{op}(): dim {dim} given but the tensor is 0-d (has no dims); reshape it to (1,) first"
+        )
+    return wrap_dim(dim, x.ndim, op)
 
 
 # ----------------------------------------------------------------------------- ops
@@ -207,14 +216,14 @@ SCATTER_ADD = defop(
 @method("gather")
 def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """out[i][j] = input[index[i][j]][j] for dim=0 (and so on), as torch.gather."""
-    d = wrap_dim(dim, input.ndim, "gather")
+    d = _real_dim(dim, input, "gather")
     return apply(GATHER, input, index, dim=d, src=tuple(input.shape))
 
 
 @method("scatter_add")
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of input with src added at the positions index names along dim."""
-    d = wrap_dim(dim, input.ndim, "scatter_add")
+    d = _real_dim(dim, input, "scatter_add")
     if index.dtype is not D.int64:
         raise DTypeError(f"scatter_add(): index must be int64, got {index.dtype}")
     if index.ndim != input.ndim or src.ndim != input.ndim:
@@ -236,7 +245,7 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 @method("index_select")
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Rows (along dim) picked by a 1-D int index tensor."""
-    d = wrap_dim(dim, input.ndim, "index_select")
+    d = _real_dim(dim, input, "index_select")
     if index.ndim > 1:
         raise ShapeError(f"index_select(): index must be 1-D, got shape {tuple(index.shape)}")
     return getitem(input, (slice(None),) * d + (index.reshape(-1),))
@@ -287,6 +296,12 @@ def cat(tensors, dim: int = 0) -> Tensor:
     for t in nonempty[1:]:
         dt = D.promote(dt, t.dtype)
     nonempty = [t if t.dtype is dt else t.to(dt) for t in nonempty]
+    for i, t in enumerate(nonempty):
+        if t.ndim == 0:
+            raise ShapeError(
+                f"cat(): zero-dimensional tensor (at position {i}) cannot be concatenated; "
+                "use stack() or unsqueeze(0) it first"
+            )
     d = wrap_dim(dim, nonempty[0].ndim, "cat")
     sizes = tuple(t.shape[d] if t.ndim > d else 0 for t in nonempty)
     return apply(CAT, *nonempty, dim=d, sizes=sizes)
@@ -314,7 +329,7 @@ def stack(tensors, dim: int = 0) -> Tensor:
 @method("narrow")
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     """A view of ``length`` entries of dim starting at ``start``."""
-    d = wrap_dim(dim, input.ndim, "narrow")
+    d = _real_dim(dim, input, "narrow")
     size = input.shape[d]
     if start < 0:
         start += size
@@ -328,7 +343,7 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
 @method("split")
 def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     """Views of consecutive pieces along dim: equal pieces of a given size, or given sizes."""
-    d = wrap_dim(dim, tensor.ndim, "split")
+    d = _real_dim(dim, tensor, "split")
     n = tensor.shape[d]
     if isinstance(split_size_or_sections, int):
         s = split_size_or_sections
@@ -353,14 +368,14 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     """Split into ``chunks`` pieces of ceil(size / chunks) (the last may be smaller)."""
     if chunks <= 0:
         raise ValueError(f"chunk(): chunks must be positive, got {chunks}")
-    d = wrap_dim(dim, input.ndim, "chunk")
+    d = _real_dim(dim, input, "chunk")
     size = -(-input.shape[d] // chunks) if input.shape[d] else 1
     return split(input, max(size, 1), d)
 
 
 @method("unbind")
 def unbind(input: Tensor, dim: int = 0) -> tuple:
-    d = wrap_dim(dim, input.ndim, "unbind")
+    d = _real_dim(dim, input, "unbind")
     return tuple(getitem(input, (slice(None),) * d + (i,)) for i in range(input.shape[d]))
 
 
@@ -371,7 +386,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 one-hot encoding with a trailing class dim."""
     if tensor.dtype is not D.int64:
         raise DTypeError(f"one_hot(): expects an int64 tensor of class indices, got {tensor.dtype}")
-    data = tensor._data
+    data = tensor._host()
     if num_classes < 0:
         if data.size == 0:
             raise ValueError("one_hot(): cannot infer num_classes from an empty tensor")

@@ -23,7 +23,11 @@ from .registry import OpDef
 
 def _alias(x: Tensor, copy: bool) -> Tensor:
     """A stand-in for x before modification: same history, and its own data when the op saves it."""
-    a = Tensor._wrap(x._data.copy() if copy else x._data, x._dtype, None if copy else x._vbox)
+    if copy:
+        data = x._data.copy() if x._dev is None else x._dev.clone_array(x._data)
+        a = Tensor._wrap(data, x._dtype, None, x._dev)
+    else:
+        a = Tensor._wrap(x._data, x._dtype, x._vbox, x._dev)
     a._grad_fn = x._grad_fn
     a.requires_grad = x.requires_grad
     a._acc = x._acc
@@ -44,7 +48,10 @@ def _write(x: Tensor, r: Tensor, op: str) -> None:
         with no_grad():
             r = r.to(x.dtype)
     try:
-        np.copyto(x._data, r._data)
+        if x._dev is not None:
+            x._dev.copy_into(x._data, r)
+        else:
+            np.copyto(x._data, r._host())
     except ValueError as e:
         raise ShapeError(
             f"{op}: cannot write into this tensor ({e}); it is an expanded view whose elements "

@@ -3,6 +3,8 @@ indices, and im2col/col2im (the lowering of conv2d)."""
 
 from __future__ import annotations
 
+import operator
+
 from .. import dtypes as D
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
@@ -167,9 +169,25 @@ IM2COL = defop(
     infer=_im2col_infer,
     backward=lambda ctx, g: apply(COL2IM, g, shape=ctx.attrs["src"], **_geom(ctx.attrs)),
 )
+def _col2im_infer(col, shape, kernel, stride, padding, dilation):
+    if len(shape) != 4:
+        raise ShapeError(f"col2im: output_size must be [N, C, H, W], got {tuple(shape)}")
+    n, c, h, w = shape
+    oh = _conv_out(h, kernel[0], stride[0], padding[0], dilation[0])
+    ow = _conv_out(w, kernel[1], stride[1], padding[1], dilation[1])
+    want = (n, c * kernel[0] * kernel[1], oh * ow)
+    if oh <= 0 or ow <= 0 or tuple(col.shape) != want:
+        raise ShapeError(
+            f"col2im: columns of shape {tuple(col.shape)} do not match output size {tuple(shape)} "
+            f"with kernel {kernel}, stride {stride}, padding {padding} and dilation {dilation}; "
+            f"expected columns of shape {want}"
+        )
+    return (tuple(shape), col.dtype)
+
+
 COL2IM = defop(
     "col2im",
-    infer=lambda col, shape, kernel, stride, padding, dilation: (shape, col.dtype),
+    infer=_col2im_infer,
     backward=lambda ctx, g: apply(IM2COL, g, src=ctx.attrs["shape"], **_geom(ctx.attrs)),
 )
 
@@ -178,8 +196,19 @@ def _geom(a):
     return {k: a[k] for k in ("kernel", "stride", "padding", "dilation")}
 
 
-def _pair(v):
-    return (v, v) if isinstance(v, int) else tuple(v)
+def _pair(v, name="kernel_size", least=1):
+    try:
+        if isinstance(v, (tuple, list)):
+            p = tuple(map(operator.index, v))
+        else:
+            p = (operator.index(v),) * 2
+    except TypeError:
+        p = ()
+    if len(p) != 2 or any(e < least for e in p):
+        raise ValueError(
+            f"im2col/col2im: {name} must be an int or a pair of ints >= {least}, got {v!r}"
+        )
+    return p
 
 
 def im2col(input: Tensor, kernel_size, stride=1, padding=0, dilation=1) -> Tensor:
@@ -191,21 +220,22 @@ def im2col(input: Tensor, kernel_size, stride=1, padding=0, dilation=1) -> Tenso
         IM2COL,
         input.contiguous(),
         kernel=_pair(kernel_size),
-        stride=_pair(stride),
-        padding=_pair(padding),
-        dilation=_pair(dilation),
+        stride=_pair(stride, "stride"),
+        padding=_pair(padding, "padding", 0),
+        dilation=_pair(dilation, "dilation"),
         src=tuple(input.shape),
     )
 
 
 def col2im(cols: Tensor, output_size, kernel_size, stride=1, padding=0, dilation=1) -> Tensor:
     """The adjoint of im2col: sums patches back into an [N, C, H, W] tensor."""
+    _check_float("col2im", cols)
     return apply(
         COL2IM,
         cols.contiguous(),
         shape=tuple(output_size),
         kernel=_pair(kernel_size),
-        stride=_pair(stride),
-        padding=_pair(padding),
-        dilation=_pair(dilation),
+        stride=_pair(stride, "stride"),
+        padding=_pair(padding, "padding", 0),
+        dilation=_pair(dilation, "dilation"),
     )

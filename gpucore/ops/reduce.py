@@ -245,14 +245,30 @@ def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correc
 
 @method("norm")
 def norm(input: Tensor, p=2, dim=None, keepdim: bool = False) -> Tensor:
-    """Vector p-norm over dim (p = 1, 2, inf or any positive number)."""
+    """Vector p-norm over dim (p = 0, 1, 2, inf, -inf or any positive number), as torch.norm.
+
+    The gradient at an all-zero slice is 0 (as PyTorch), not the 0/0 of the chain rule."""
     if p == 2:
-        return (input * input).sum(dim, keepdim).sqrt()
+        return _safe_root((input * input).sum(dim, keepdim), 0.5)
     if p == 1:
         return input.abs().sum(dim, keepdim)
     if p == float("inf"):
         return input.abs().amax(() if dim is None else dim, keepdim)
-    return (input.abs() ** p).sum(dim, keepdim) ** (1.0 / p)
+    if p == -float("inf"):
+        return input.abs().amin(() if dim is None else dim, keepdim)
+    if p == 0:
+        return (input != 0).to(input.dtype).sum(dim, keepdim)
+    if p < 0:
+        raise ValueError(f"norm(): p must be 0, inf, -inf or positive, got {p}")
+    return _safe_root((input.abs() ** p).sum(dim, keepdim), 1.0 / p)
+
+
+def _safe_root(s: Tensor, e: float) -> Tensor:
+    """s ** e for s >= 0, with gradient 0 (not nan) where s == 0."""
+    from .elementwise import where
+
+    zero = s == 0
+    return where(zero, 0.0, where(zero, 1.0, s) ** e)
 
 
 @method("sum_to_size")

@@ -91,27 +91,34 @@ def apply(op: OpDef, *inputs, **attrs):
             dispatch.record(op.name, backend.name, out.shape)
 
     if op.backward is not None and _grad_state.enabled and out._dtype.is_floating_point:
-        needs = False
-        for t in inputs:
-            if t.requires_grad:
-                needs = True
-                break
-        if needs:
-            needs_in = tuple(t.requires_grad for t in inputs)
-            sf = op.save_for
-            saved = tuple(
-                inputs[i] if sf is None or i not in sf or any(needs_in[j] for j in sf[i]) else None
-                for i in op.save_inputs
-            ) + tuple(outs[i] for i in op.save_outputs)
-            ctx = Ctx(op.name, saved, attrs, needs_in)
-            node = Node(
-                op,
-                ctx,
-                tuple(edge_of(t) for t in inputs),
-                tuple((t.shape, t.dtype) for t in inputs),
-            )
-            if op.view is not None:
-                node.version = out._vbox[0]
-            out._grad_fn = node
-            out.requires_grad = True
+        record(op, inputs, outs, attrs)
     return outs if len(outs) > 1 else out
+
+
+def record(op: OpDef, inputs, outs, attrs) -> None:
+    """Attach a graph node for ``op`` to ``outs[0]`` when an input requires grad (for ops whose
+    forward does not go through ``apply``, such as device moves)."""
+    out = outs[0]
+    needs = False
+    for t in inputs:
+        if t.requires_grad:
+            needs = True
+            break
+    if needs:
+        needs_in = tuple(t.requires_grad for t in inputs)
+        sf = op.save_for
+        saved = tuple(
+            inputs[i] if sf is None or i not in sf or any(needs_in[j] for j in sf[i]) else None
+            for i in op.save_inputs
+        ) + tuple(outs[i] for i in op.save_outputs)
+        ctx = Ctx(op.name, saved, attrs, needs_in)
+        node = Node(
+            op,
+            ctx,
+            tuple(edge_of(t) for t in inputs),
+            tuple((t.shape, t.dtype) for t in inputs),
+        )
+        if op.view is not None:
+            node.version = out._vbox[0]
+        out._grad_fn = node
+        out.requires_grad = True

@@ -69,7 +69,12 @@ class CPUBackend:
         multi = isinstance(specs, list)
         if not multi:
             specs = [specs]
-        ins = [t._data if t._dtype not in _LOW else to_compute(t._data, t._dtype) for t in inputs]
+        ins = [
+            (t._data if t._dev is None else t._host())
+            if t._dtype not in _LOW
+            else to_compute(t._host(), t._dtype)
+            for t in inputs
+        ]
         outs = []
         low = False
         for shape, dt in specs:

@@ -160,6 +160,37 @@ class VulkanBackend:
         data = t._data if t._dev is None else t._dev.host_view(t._data)
         return self.upload(np.ascontiguousarray(data), t._dtype)
 
+    def clone_array(self, arr: np.ndarray) -> np.ndarray:
+        """A contiguous device copy of a device array."""
+        from .kernels import copy_array, word_copy_ok
+
+        out = self.empty_array(arr.shape, arr.dtype)
+        if word_copy_ok(arr):
+            copy_array(self, out, arr)
+        else:
+            self.host_copy(out, self.host_view(arr).copy())
+        return out
+
+    def copy_into(self, dst: np.ndarray, src_tensor) -> None:
+        """dst (a device array, any strides) = the values of ``src_tensor`` (same shape)."""
+        from .kernels import copy_array, word_copy_ok
+
+        if not dst.flags.writeable:
+            raise ValueError("assignment destination is read-only")
+        if dst.size and 0 in dst.strides and dst.ndim:
+            raise ValueError("the destination has overlapping elements")
+        src = self.to_device(src_tensor)
+        if src.dtype == dst.dtype and word_copy_ok(dst) and word_copy_ok(src):
+            copy_array(self, dst, src)
+        else:
+            self.host_copy(dst, self.host_view(src))
+
+    def host_copy(self, dst: np.ndarray, src: np.ndarray) -> None:
+        """dst (device) = src (host array), written by the host after pending work is done."""
+        self.before_host_write(dst)
+        np.copyto(dst, src)
+        self.after_host_write(dst)
+
     def stats(self) -> dict:
         ctx = self.ctx
         s = dict(ctx.stream.stats)

@@ -86,6 +86,7 @@ class Stream:
         self.writes: list = []
         self.stats = {"dispatches": 0, "submits": 0, "barriers": 0}
         self.profile = None  # list collecting (label, seconds) when profiling
+        self._prepare_c_structs()
 
     # ----------------------------------------------------------------------------- recording
     def _begin(self):
@@ -112,27 +113,23 @@ class Stream:
 
     def _barrier(self, cmd):
         vk = self.vk
-        stages = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
-        vk.vkCmdPipelineBarrier(
-            cmd,
-            stages,
-            stages,
-            0,
-            1,
-            [
-                vk.VkMemoryBarrier(
-                    sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                    srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-                    dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT
-                    | vk.VK_ACCESS_SHADER_WRITE_BIT
-                    | vk.VK_ACCESS_TRANSFER_READ_BIT
-                    | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-                )
-            ],
-            0,
-            None,
-            0,
-            None,
+        if not hasattr(self, "_c_barrier"):
+            mb = self._ffi.new("VkMemoryBarrier*")
+            mb.sType = vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER
+            mb.srcAccessMask = vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT
+            mb.dstAccessMask = (
+                vk.VK_ACCESS_SHADER_READ_BIT
+                | vk.VK_ACCESS_SHADER_WRITE_BIT
+                | vk.VK_ACCESS_TRANSFER_READ_BIT
+                | vk.VK_ACCESS_TRANSFER_WRITE_BIT
+            )
+            self._c_barrier = mb
+            self._barrier_stages = (
+                vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+            )
+        st = self._barrier_stages
+        self._lib.vkCmdPipelineBarrier(
+            cmd, st, st, 0, 1, self._c_barrier, 0, self._ffi.NULL, 0, self._ffi.NULL
         )
         self.reads.clear()
         self.writes.clear()
@@ -158,54 +155,75 @@ class Stream:
         for blk, off, size, writes in bindings:
             (self.writes if writes else self.reads).append((id(blk), off, off + size))
 
+    def _prepare_c_structs(self):
+        # Hot path structs built once and mutated per dispatch; calling vk.lib directly is
+        # several times cheaper than the wrappers, which build new structs on every call.
+        vk = self.vk
+        ffi = vk.ffi
+        self._ffi = ffi
+        self._lib = vk.lib
+        self._c_info = ffi.new("VkDescriptorBufferInfo[8]")
+        self._c_writes = ffi.new("VkWriteDescriptorSet[8]")
+        for i in range(8):
+            w = self._c_writes[i]
+            w.sType = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
+            w.dstBinding = i
+            w.descriptorCount = 1
+            w.descriptorType = vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+            w.pBufferInfo = self._c_info + i
+        self._c_layout = ffi.new("VkDescriptorSetLayout[1]")
+        self._c_alloc = ffi.new("VkDescriptorSetAllocateInfo*")
+        self._c_alloc.sType = vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO
+        self._c_alloc.descriptorSetCount = 1
+        self._c_alloc.pSetLayouts = self._c_layout
+        self._c_set = ffi.new("VkDescriptorSet[1]")
+        self._bind_compute = vk.VK_PIPELINE_BIND_POINT_COMPUTE
+        self._stage_compute = vk.VK_SHADER_STAGE_COMPUTE_BIT
+
     def dispatch(self, pipeline, bindings, push, groups, label: str = "", keep=()):
         """Record one dispatch. bindings: [(block, byte offset, byte size, writes?)];
         push: a numpy array of at most 128 bytes; groups: (x, y, z)."""
-        vk = self.vk
+        lib = self._lib
+        ffi = self._ffi
         dev = self.ctx.device
         with self.lock:
             f = self.frames[self.cur] if self.recording else self._begin()
             cmd = f.cmd
             if self._hazard(bindings):
                 self._barrier(cmd)
-            dset = vk.vkAllocateDescriptorSets(
-                dev,
-                vk.VkDescriptorSetAllocateInfo(
-                    sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
-                    descriptorPool=f.desc_pool,
-                    descriptorSetCount=1,
-                    pSetLayouts=[pipeline.set_layout],
-                ),
-            )[0]
-            writes = [
-                vk.VkWriteDescriptorSet(
-                    sType=vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-                    dstSet=dset,
-                    dstBinding=i,
-                    descriptorCount=1,
-                    descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                    pBufferInfo=[vk.VkDescriptorBufferInfo(buffer=blk.buffer, offset=off, range=size)],
-                )
-                for i, (blk, off, size, _) in enumerate(bindings)
-            ]
-            vk.vkUpdateDescriptorSets(dev, len(writes), writes, 0, None)
-            vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.handle)
-            vk.vkCmdBindDescriptorSets(
-                cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout, 0, 1, [dset], 0, None
+            self._c_alloc.descriptorPool = f.desc_pool
+            self._c_layout[0] = pipeline.set_layout
+            res = lib.vkAllocateDescriptorSets(dev, self._c_alloc, self._c_set)
+            if res != 0:
+                raise DeviceError(f"vkAllocateDescriptorSets failed with VkResult {res}")
+            dset = self._c_set[0]
+            n = len(bindings)
+            for i in range(n):
+                blk, off, size, _ = bindings[i]
+                info = self._c_info[i]
+                info.buffer = blk.buffer
+                info.offset = off
+                info.range = size
+                self._c_writes[i].dstSet = dset
+            lib.vkUpdateDescriptorSets(dev, n, self._c_writes, 0, ffi.NULL)
+            lib.vkCmdBindPipeline(cmd, self._bind_compute, pipeline.handle)
+            lib.vkCmdBindDescriptorSets(
+                cmd, self._bind_compute, pipeline.layout, 0, 1, self._c_set, 0, ffi.NULL
             )
             if push is not None and push.nbytes:
-                vk.vkCmdPushConstants(
-                    cmd, pipeline.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, push.nbytes,
-                    vk.ffi.from_buffer(push),
+                lib.vkCmdPushConstants(
+                    cmd, pipeline.layout, self._stage_compute, 0, push.nbytes,
+                    ffi.from_buffer(push),
                 )
             timed = self.profile is not None
             if timed:
                 q = 2 * len(f.labels)
-                vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, f.queries, q)
-            vk.vkCmdDispatch(cmd, *groups)
+                lib.vkCmdWriteTimestamp(cmd, self.vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
+                                        f.queries, q)
+            lib.vkCmdDispatch(cmd, groups[0], groups[1], groups[2])
             if timed:
-                vk.vkCmdWriteTimestamp(
-                    cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, f.queries, q + 1
+                lib.vkCmdWriteTimestamp(
+                    cmd, self.vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, f.queries, q + 1
                 )
                 f.labels.append(label or pipeline.name)
             self._track(bindings)

@@ -1,5 +1,8 @@
 """Vulkan kernels, keyed by registry op name: ``fn(backend, out, *inputs, **attrs)``.
 
+This package holds the table (``KERNELS``) and the launch helpers; each family module
+(elementwise.py, reduce.py, gemm.py, nn.py, ...) registers its kernels with ``@kernel``.
+
 Inputs and outputs are numpy views over device memory (see memory.py); ``backend.operand(arr)``
 gives the binding and element offset/strides a shader needs. A kernel records dispatches on the
 stream and returns at once: nothing waits for the device here.
@@ -58,7 +61,7 @@ def contiguous(be, arr: np.ndarray) -> np.ndarray:
     if arr.flags.c_contiguous:
         return arr
     out = be.empty_array(arr.shape, arr.dtype)
-    KERNELS["clone"](be, out, arr)
+    copy_array(be, out, arr)
     return out
 
 
@@ -81,49 +84,48 @@ def elem_offset(be, arr: np.ndarray) -> int:
     return be.operand(arr).offset
 
 
-# ----------------------------------------------------------------------------- unary
-_UNARY_CODES = {
-    "neg": 0, "abs": 1, "exp": 2, "log": 3, "sqrt": 4, "relu": 5, "sigmoid": 6, "tanh": 7,
-    "gelu": 8, "sign": 10, "sin": 11, "cos": 12, "reciprocal": 13,
-}
+# ----------------------------------------------------------------------------- copies
+def _word_layout(arr: np.ndarray, op):
+    """(shape, strides, offset) of arr in 32-bit words; 8-byte items become 2 words."""
+    if arr.itemsize == 4:
+        return list(arr.shape), list(op.strides), op.offset
+    # 8-byte items: a trailing dim of 2 words
+    return (list(arr.shape) + [2], [2 * s for s in op.strides] + [1], 2 * op.offset)
 
 
-def _unary(code):
-    def run(be, out, x, **attrs):
-        c = code
-        if attrs.get("approximate") == "tanh":
-            c = 9
-        x = contiguous(be, x)
-        n = out.size
-        if n == 0:
-            return
-        ox, oy = be.operand(x), be.operand(out)
-        launch(be, "unary", (c, 0), [(x, False), (x, False), (out, True)],
-               _push(n, ox.offset, ox.offset, oy.offset), groups_1d(n, local_size(be)))
-
-    return run
+def word_copy_ok(arr: np.ndarray) -> bool:
+    return arr.itemsize == 4 or (arr.itemsize == 8 and arr.ndim < 8)
 
 
-for _name, _code in _UNARY_CODES.items():
-    kernel(_name)(_unary(_code))
+def copy_array(be, dst: np.ndarray, src: np.ndarray):
+    """dst[...] = src on the device (same shape, same itemsize of 4 or 8 bytes)."""
+    n = dst.size
+    if n == 0:
+        return
+    od, os_ = be.operand(dst), be.operand(src)
+    shape, sst, soff = _word_layout(src, os_)
+    _, dstr, doff = _word_layout(dst, od)
+    # drop size-1 dims and pad to 8
+    dims = [(sh, a, b) for sh, a, b in zip(shape, sst, dstr) if sh != 1] or [(1, 0, 0)]
+    nd = len(dims)
+    pad = 8 - nd
+    words = 1
+    for sh, _, _ in dims:
+        words *= sh
+    push = _push(
+        words, nd, soff, doff,
+        *([d[0] for d in dims] + [1] * pad),
+        *([d[1] for d in dims] + [0] * pad),
+        *([d[2] for d in dims] + [0] * pad),
+    )
+    launch(be, "copy", (), [(src, False), (dst, True)], push, groups_1d(words, local_size(be)))
 
 
-def _unary_bwd(code):
-    def run(be, out, g, saved, **attrs):
-        c = 9 if (code == 8 and attrs.get("approximate") == "tanh") else code
-        g = contiguous(be, g)
-        saved = contiguous(be, saved)
-        n = out.size
-        if n == 0:
-            return
-        os_, og, oy = be.operand(saved), be.operand(g), be.operand(out)
-        launch(be, "unary", (c, 1), [(saved, False), (g, False), (out, True)],
-               _push(n, os_.offset, og.offset, oy.offset), groups_1d(n, local_size(be)))
-
-    return run
+def _accepts_words(inputs, specs):
+    return all(word_copy_ok(t._data) for t in inputs)
 
 
-kernel("relu_backward")(_unary_bwd(5))
-kernel("sigmoid_backward")(_unary_bwd(6))
-kernel("tanh_backward")(_unary_bwd(7))
-kernel("gelu_backward")(_unary_bwd(8))
+
+
+# Family modules register on import; keep this list in step with the files.
+from . import elementwise, gemm, nn, pool, random, reduce  # noqa: E402,F401

@@ -1,0 +1,144 @@
+/* Runtime ISA dispatch, the GEMM micro-kernel contract, the thread pool and scratch memory.
+ *
+ * One build carries every x86 variant: cpu/isa/<isa>.c is compiled with its own -m flags (see
+ * setup.py) and only ever called after CPUID + XGETBV said the CPU and the OS support it.  At
+ * import, gc_cpu_init() fills the table gc_isa with the portable reference kernels
+ * (cpu/isa/scalar.c) and then overrides entries with the selected ISA's (the BLIS context idea):
+ * every entry always has a working kernel.  Packing, blocking and threading are shared C; only
+ * the micro-kernels and the vector math are per ISA.
+ */
+#ifndef GPUCORE_ISA_H
+#define GPUCORE_ISA_H
+
+#include <stddef.h>
+
+#include "kernels.h"
+
+#if defined(GC_X86_ISA) && (defined(__x86_64__) || defined(_M_X64) || defined(__i386__))
+#define GC_X86 1
+#else
+#define GC_X86 0
+#endif
+
+enum { GC_ISA_SCALAR = 0, GC_ISA_SSE2, GC_ISA_AVX2, GC_ISA_AVX512, GC_ISA_COUNT };
+
+/* The largest MR * NR of any micro-kernel (edge tiles go through a stack tile of this size). */
+#define GC_TILE_MAX 512
+#define GC_NR_MAX 64
+
+/* GEMM micro-kernel contract (one per ISA and float type, named gemm_<isa>_<dtype><MR>x<NR>):
+ *
+ *   computes the full MR x NR tile  AB = sum_p A[i, p] * B[p, j]  over p < k (k >= 1), then
+ *     beta == 0:  C = AB                       (C is not read: NaN/garbage in C is ignored)
+ *     otherwise:  C = beta * C + AB
+ *     bias:       C += bias[j]                 (bias != NULL; NR readable values)
+ *     relu:       C = (C <= 0) ? 0 : C         (NaN stays NaN, like UNARY_RELU)
+ *   a: packed A micro-panel, A[i, p] at a[p * MR + i] (alpha already applied by the packing; rows
+ *      past the matrix edge are zero);
+ *   b: packed B micro-panel, B[p, j] at b[p * NR + j] (columns past the edge are zero);
+ *   c: all MR x NR elements at c[i * ldc + j] are read/written.  The driver runs edge tiles
+ *      (fewer than MR rows or NR columns left) through a padded stack tile, so the kernel only
+ *      ever sees full tiles and the arithmetic of an element never depends on where its tile is.
+ *   a, b and c are 64-byte aligned when ldc * sizeof(T) is (packed panels always are).
+ */
+typedef void (*gc_ukr_f32)(ptrdiff_t k, const float *a, const float *b, float *c, ptrdiff_t ldc,
+                           float beta, const float *bias, int relu);
+typedef void (*gc_ukr_f64)(ptrdiff_t k, const double *a, const double *b, double *c,
+                           ptrdiff_t ldc, double beta, const double *bias, int relu);
+
+/* y[i] = f(x[i]) for i < n; y may equal x. */
+typedef void (*gc_vfun_f32)(const float *x, float *y, ptrdiff_t n);
+
+typedef struct {
+    int isa;
+    const char *name;
+    int mr_f32, nr_f32, mr_f64, nr_f64;
+    gc_ukr_f32 ukr_f32;
+    gc_ukr_f64 ukr_f64;
+    const char *ukr_f32_name, *ukr_f64_name;
+    /* vectorized float32 UNARY_* functions; NULL = the portable libm loop in unary.c */
+    gc_vfun_f32 vunary_f32[GC_UNARY_COUNT];
+} gc_isa_kernels;
+
+/* GEMM cache blocking for one float type: A blocks of mc x kc (shared by the threads, L3),
+ * B blocks of kc x nc (one per thread, L2), A micro-panels of mr x kc (L1). */
+typedef struct {
+    int mr, nr;
+    ptrdiff_t mc, kc, nc;
+} gc_blocking;
+
+typedef struct {
+    long l1d, l2, l3; /* bytes; per core for L1d / L2, the whole cache for L3 */
+    const char *source; /* "cpuid", "sysconf" or "default" */
+} gc_caches;
+
+extern gc_isa_kernels gc_isa;
+extern gc_blocking gc_blk_f32, gc_blk_f64;
+extern gc_caches gc_cache_info;
+
+void gc_isa_fill_scalar(gc_isa_kernels *k);
+#if GC_X86
+void gc_isa_fill_sse2(gc_isa_kernels *k);
+void gc_isa_fill_avx2(gc_isa_kernels *k);
+void gc_isa_fill_avx512(gc_isa_kernels *k);
+#endif
+
+extern const char *const gc_isa_names[GC_ISA_COUNT];
+/* Bit i set: GC_ISA i is compiled in and supported by this CPU and OS. */
+int gc_isa_supported_mask(void);
+/* Selects the ISA (forced: NULL or "" = the best one; else one of gc_isa_names), fills gc_isa,
+ * detects caches and sets the blocking.  Returns 0, or -1 with a message in err. */
+int gc_cpu_init(const char *forced, char *err, size_t errlen);
+
+/* ---- thread pool (pool.c) ---------------------------------------------------------------- */
+
+/* A parallel task: called once for each tid < nthreads, tid 0 on the calling thread. */
+typedef void (*gc_task)(void *ctx, int tid, int nthreads);
+
+/* Threads a parallel region may use (GPUCORE_NUM_THREADS, default: the CPUs this process may
+ * run on); >= 1. */
+int gc_pool_size(void);
+/* Changes the pool size (n >= 1); waits for a running region to finish first. */
+void gc_pool_set_size(int n);
+/* Runs task(ctx, tid, nt) for tid < nt with nt = min(want, pool size), on the pool's workers and
+ * the caller.  When the pool is busy (another Python thread's region, or a nested call) the task
+ * runs with nt = 1 on the caller.  Tasks must partition their work so that results do not depend
+ * on nt.  Returns nt. */
+int gc_parallel(gc_task task, void *ctx, int want);
+
+/* A barrier for the nt threads of one region (used by GEMM between packing and computing). */
+typedef struct {
+    _Alignas(64) volatile int count;
+    volatile int phase;
+    int n;
+} gc_barrier;
+void gc_barrier_init(gc_barrier *b, int n);
+void gc_barrier_wait(gc_barrier *b);
+
+/* Splits [0, n) into nt contiguous ranges whose boundaries are multiples of align; range t is
+ * [*lo, *hi) (possibly empty). */
+static inline void gc_split(ptrdiff_t n, ptrdiff_t align, int t, int nt, ptrdiff_t *lo,
+                            ptrdiff_t *hi)
+{
+    const ptrdiff_t units = (n + align - 1) / align;
+    const ptrdiff_t q = units / nt, r = units % nt;
+    const ptrdiff_t u0 = t * q + (t < r ? t : r), u1 = u0 + q + (t < r ? 1 : 0);
+    *lo = u0 * align < n ? u0 * align : n;
+    *hi = u1 * align < n ? u1 * align : n;
+}
+
+/* Thread count for work of `cost` units where one thread should get at least `grain` units. */
+static inline int gc_threads_for(double cost, double grain)
+{
+    const int p = gc_pool_size();
+    if (p <= 1 || cost < 2.0 * grain)
+        return 1;
+    const double t = cost / grain;
+    return t >= (double)p ? p : (int)t;
+}
+
+/* Per-thread scratch memory: a 64-byte aligned block of at least `bytes`, kept (and reused) by
+ * the calling thread until it exits; NULL if malloc fails.  Not reentrant within one thread. */
+void *gc_scratch(size_t bytes);
+
+#endif /* GPUCORE_ISA_H */

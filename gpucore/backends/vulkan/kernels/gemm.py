@@ -1,0 +1,3 @@
+"""Vulkan kernels: gemm family (see kernels/__init__.py for the helpers)."""
+
+from __future__ import annotations

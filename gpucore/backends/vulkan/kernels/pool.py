@@ -1,0 +1,3 @@
+"""Vulkan kernels: pool family (see kernels/__init__.py for the helpers)."""
+
+from __future__ import annotations

@@ -1,0 +1,73 @@
+"""``gpucore.vulkan``: the Vulkan device as users see it.
+
+    gpucore.vulkan.is_available()   # a usable device (CPU-type ones only when allowed)
+    gpucore.vulkan.devices()        # every device the loader reports: name, type, driver, limits
+    gpucore.vulkan.synchronize()    # submit recorded work and wait for it
+    gpucore.vulkan.stats()          # counters: dispatches, submits, bytes moved, memory
+"""
+
+from __future__ import annotations
+
+from . import dispatch
+from .backends.vulkan import device as _device
+
+
+def is_available() -> bool:
+    """True when ops can run on a Vulkan device under the current settings."""
+    try:
+        return dispatch.vulkan_backend() is not None
+    except Exception:
+        return False
+
+
+def devices() -> list:
+    """All Vulkan devices the loader reports (including CPU-type ones), as dicts."""
+    _, _, infos = _device.probe()
+    return [d.as_dict() for d in infos]
+
+
+def device_count() -> int:
+    return len(devices())
+
+
+def unavailable_reason() -> str:
+    """Why no device is usable ('' when one is)."""
+    return "" if is_available() else (_device.reason() or "only CPU-type Vulkan devices exist; "
+                                      "set GPUCORE_VULKAN_ALLOW_CPU=1 to use them")
+
+
+def current_device() -> dict | None:
+    be = dispatch.vulkan_backend()
+    return None if be is None else be.ctx.info.as_dict()
+
+
+def synchronize() -> None:
+    """Submit the recorded commands and wait until the device has finished them."""
+    be = dispatch._vulkan_cache.get("instance")
+    if be is not None:
+        be.ctx.stream.synchronize()
+
+
+_ZERO = {
+    "dispatches": 0,
+    "submits": 0,
+    "barriers": 0,
+    "bytes_uploaded": 0,
+    "bytes_downloaded": 0,
+    "live_bytes": 0,
+    "peak_bytes": 0,
+    "pipelines_created": 0,
+    "pipeline_seconds": 0.0,
+}
+
+
+def stats() -> dict:
+    """Counters of the Vulkan backend (all zero when it was never used)."""
+    be = dispatch._vulkan_cache.get("instance")
+    return dict(_ZERO) if be is None else be.stats()
+
+
+def reset_peak() -> None:
+    be = dispatch._vulkan_cache.get("instance")
+    if be is not None:
+        be.ctx.memory.peak_bytes = be.ctx.memory.live_bytes
