@@ -38,6 +38,44 @@ def np_log_softmax(x, axis):
     return x - m - np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
 
 
+def np_im2col(x, k, s=(1, 1), p=(0, 0), d=(1, 1)):
+    n, c, h, w = x.shape
+    oh = (h + 2 * p[0] - d[0] * (k[0] - 1) - 1) // s[0] + 1
+    ow = (w + 2 * p[1] - d[1] * (k[1] - 1) - 1) // s[1] + 1
+    xp = np.pad(x, ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])))
+    cols = np.zeros((n, c * k[0] * k[1], oh * ow))
+    for ci in range(c):
+        for ki in range(k[0]):
+            for kj in range(k[1]):
+                r0, c0 = ki * d[0], kj * d[1]
+                patch = xp[
+                    :,
+                    ci,
+                    r0 : r0 + s[0] * (oh - 1) + 1 : s[0],
+                    c0 : c0 + s[1] * (ow - 1) + 1 : s[1],
+                ]
+                cols[:, (ci * k[0] + ki) * k[1] + kj] = patch.reshape(n, -1)
+    return cols
+
+
+def np_col2im(cols, shape, k, s=(1, 1), p=(0, 0), d=(1, 1)):
+    n, c, h, w = shape
+    oh = (h + 2 * p[0] - d[0] * (k[0] - 1) - 1) // s[0] + 1
+    ow = (w + 2 * p[1] - d[1] * (k[1] - 1) - 1) // s[1] + 1
+    xp = np.zeros((n, c, h + 2 * p[0], w + 2 * p[1]))
+    for ci in range(c):
+        for ki in range(k[0]):
+            for kj in range(k[1]):
+                r0, c0 = ki * d[0], kj * d[1]
+                xp[
+                    :,
+                    ci,
+                    r0 : r0 + s[0] * (oh - 1) + 1 : s[0],
+                    c0 : c0 + s[1] * (ow - 1) + 1 : s[1],
+                ] += cols[:, (ci * k[0] + ki) * k[1] + kj].reshape(n, oh, ow)
+    return xp[:, :, p[0] : p[0] + h, p[1] : p[1] + w]
+
+
 def rand(shape, low=-2.0, high=2.0, seed=0) -> np.ndarray:
     """float64 values that are exactly representable in float32 (so both paths see the same)."""
     rng = np.random.default_rng(seed)

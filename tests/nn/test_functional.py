@@ -7,7 +7,9 @@ from helpers import (
     assert_close,
     check_grad,
     check_op,
+    np_col2im,
     np_gelu,
+    np_im2col,
     np_log_softmax,
     np_softmax,
     rand,
@@ -56,18 +58,35 @@ def test_softmax_needs_dim():
 
 
 # ----------------------------------------------------------------------------- cross-entropy
-def np_cross_entropy(x, t, reduction="mean", ignore_index=-100):
-    """numpy reference: x [N, C, ...], t [N, ...]."""
-    ls = np_log_softmax(x, 1)
-    ls = np.moveaxis(ls, 1, -1).reshape(-1, x.shape[1])
+def np_cross_entropy(x, t, reduction="mean", ignore_index=-100, weight=None, smoothing=0.0):
+    """numpy reference (PyTorch's definition): x [N, C, ...], t [N, ...] class indices."""
+    c = x.shape[1]
+    ls = np.moveaxis(np_log_softmax(x, 1), 1, -1).reshape(-1, c)
+    w = np.ones(c) if weight is None else weight
     tf = t.reshape(-1)
     valid = tf != ignore_index
-    rows = np.where(valid, -ls[np.arange(len(tf)), np.where(valid, tf, 0)], 0.0)
+    safe = np.where(valid, tf, 0)
+    wt = np.where(valid, w[safe], 0.0)
+    nll = -ls[np.arange(len(tf)), safe] * wt
+    smooth = np.where(valid, -(ls * w).sum(1), 0.0)
+    rows = (1 - smoothing) * nll + smoothing / c * smooth
     if reduction == "none":
         return rows.reshape(t.shape)
     if reduction == "sum":
         return rows.sum()
-    return rows.sum() / valid.sum()
+    return rows.sum() / wt.sum()
+
+
+def np_cross_entropy_probs(x, p, reduction="mean", weight=None, smoothing=0.0):
+    """numpy reference for class-probability targets shaped like x."""
+    c = x.shape[1]
+    p = p * (1 - smoothing) + smoothing / c
+    w = np.ones(c) if weight is None else weight
+    wshape = (1, c) + (1,) * (x.ndim - 2)
+    rows = -(np_log_softmax(x, 1) * p * w.reshape(wshape)).sum(1)
+    if reduction == "none":
+        return rows
+    return rows.sum() if reduction == "sum" else rows.mean()
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
@@ -104,6 +123,53 @@ def test_cross_entropy_ignore_index(reduction):
     check_op(
         lambda x: F.cross_entropy(x, gpucore.tensor(t2), reduction=reduction, ignore_index=4),
         lambda x: np_cross_entropy(x, t2, reduction, 4),
+        [(3, 4)],
+    )
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("smoothing", [0.0, 0.3])
+def test_cross_entropy_weight_and_label_smoothing(reduction, smoothing):
+    t = np.array([2, -100, 0, 3, 3])
+    w = rand((4,), 0.5, 2, seed=4)
+    wt = gpucore.tensor(w, dtype=gpucore.float64)
+
+    def fn(x):
+        return F.cross_entropy(
+            x, gpucore.tensor(t), weight=wt, reduction=reduction, label_smoothing=smoothing
+        )
+
+    check_op(fn, lambda x: np_cross_entropy(x, t, reduction, -100, w, smoothing), [(5, 4)])
+    check_op(
+        lambda x: F.cross_entropy(
+            x, gpucore.tensor(t), reduction=reduction, label_smoothing=smoothing
+        ),
+        lambda x: np_cross_entropy(x, t, reduction, smoothing=smoothing),
+        [(5, 4)],
+        gradgrad=smoothing > 0,
+    )
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_probability_targets(reduction):
+    p = rand((3, 4, 2), 0, 1, seed=3)
+    p /= p.sum(1, keepdims=True)
+    w = rand((4,), 0.5, 2, seed=4)
+    check_op(
+        lambda x, q: F.cross_entropy(x, q, reduction=reduction),
+        lambda x, q: np_cross_entropy_probs(x, q, reduction),
+        [(3, 4, 2)],
+        vals=[rand((3, 4, 2)), p],
+    )
+    check_op(
+        lambda x: F.cross_entropy(
+            x,
+            gpucore.tensor(p[:, :, 0], dtype=x.dtype),
+            reduction=reduction,
+            weight=gpucore.tensor(w),
+            label_smoothing=0.1,
+        ),
+        lambda x: np_cross_entropy_probs(x, p[:, :, 0], reduction, w, 0.1),
         [(3, 4)],
     )
 
@@ -154,9 +220,17 @@ def test_cross_entropy_errors():
     with pytest.raises(IndexError, match="-5"):
         F.cross_entropy(x, gpucore.tensor([-5, 0]))
     with pytest.raises(gpucore.DTypeError, match="int64"):
-        F.cross_entropy(x, gpucore.tensor([0.0, 1.0]))
+        F.cross_entropy(x, gpucore.tensor([0, 1]).int())
     with pytest.raises(gpucore.DTypeError, match="int64"):
         F.cross_entropy(x, [0, 1])
+    with pytest.raises(gpucore.ShapeError, match=r"\(2, 3\)"):  # probabilities: input's shape
+        F.cross_entropy(x, gpucore.tensor([0.0, 1.0]))
+    with pytest.raises(gpucore.ShapeError, match="weight"):
+        F.cross_entropy(x, gpucore.tensor([0, 1]), weight=gpucore.ones(2))
+    with pytest.raises(ValueError, match="label_smoothing"):
+        F.cross_entropy(x, gpucore.tensor([0, 1]), label_smoothing=1.5)
+    with pytest.raises(TypeError, match="deprecated"):
+        F.cross_entropy(x, gpucore.tensor([0, 1]), size_average=True)
     with pytest.raises(gpucore.ShapeError, match=r"\(2, 3\).*\(3,\)"):
         F.cross_entropy(x, gpucore.tensor([0, 1, 2]))
     with pytest.raises(gpucore.ShapeError):
@@ -172,19 +246,61 @@ def test_cross_entropy_matches_torch():
     torch = pytest.importorskip("torch")
     x = rand((6, 5, 2), -3, 3)
     t = np.array([[0, 4], [-100, 1], [2, 2], [3, -100], [4, 0], [1, 1]])
+    w = rand((5,), 0.5, 2, seed=2)
+    cases = [
+        (r, i, wt, ls)
+        for r in ("mean", "sum", "none")
+        for i in (-100, 1)
+        for wt in (None, w)
+        for ls in (0.0, 0.25)
+    ]
+    for reduction, ignore, weight, smoothing in cases:
+        ti = np.where(t == -100, ignore, t)
+        kw = dict(reduction=reduction, ignore_index=ignore, label_smoothing=smoothing)
+        tx = torch.tensor(x, requires_grad=True)
+        tw = None if weight is None else torch.tensor(weight)
+        ref = torch.nn.functional.cross_entropy(tx, torch.tensor(ti), weight=tw, **kw)
+        gx = gpucore.tensor(x, dtype=gpucore.float64, requires_grad=True)
+        gw = None if weight is None else gpucore.tensor(weight, dtype=gpucore.float64)
+        out = F.cross_entropy(gx, gpucore.tensor(ti), weight=gw, **kw)
+        assert_close(out, ref.detach().numpy(), rtol=1e-10, atol=1e-12)
+        ref.sum().backward()
+        out.sum().backward()
+        assert_close(gx.grad, tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+    # probability targets
+    p = rand((6, 5, 2), 0, 1, seed=5)
     for reduction in ("mean", "sum", "none"):
-        for ignore in (-100, 1):
-            ti = np.where(t == -100, ignore, t)
-            tx = torch.tensor(x, requires_grad=True)
-            ref = torch.nn.functional.cross_entropy(
-                tx, torch.tensor(ti), reduction=reduction, ignore_index=ignore
-            )
-            gx = gpucore.tensor(x, dtype=gpucore.float64, requires_grad=True)
-            out = F.cross_entropy(gx, gpucore.tensor(ti), reduction=reduction, ignore_index=ignore)
-            assert_close(out, ref.detach().numpy(), rtol=1e-10, atol=1e-12)
-            ref.sum().backward()
-            out.sum().backward()
-            assert_close(gx.grad, tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+        ref = torch.nn.functional.cross_entropy(
+            torch.tensor(x), torch.tensor(p), reduction=reduction, label_smoothing=0.1
+        )
+        out = F.cross_entropy(
+            gpucore.tensor(x, dtype=gpucore.float64),
+            gpucore.tensor(p, dtype=gpucore.float64),
+            reduction=reduction,
+            label_smoothing=0.1,
+        )
+        assert_close(out, ref.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_unfold_fold_one_hot():
+    x = rand((2, 3, 7, 6))
+    check_op(
+        lambda t: F.unfold(t, (2, 3), dilation=(1, 2), padding=(1, 0), stride=(2, 1)),
+        lambda t: np_im2col(t, (2, 3), (2, 1), (1, 0), (1, 2)),
+        [x.shape],
+        vals=[x],
+    )
+    cols = np_im2col(x, (3, 3), (1, 1), (1, 1), (1, 1))
+    check_op(
+        lambda c: F.fold(c, (7, 6), 3, padding=1),
+        lambda c: np_col2im(c, x.shape, (3, 3), (1, 1), (1, 1), (1, 1)),
+        [cols.shape],
+        vals=[cols],
+        grad=False,
+    )
+    with pytest.raises(gpucore.ShapeError, match="fold"):
+        F.fold(gpucore.zeros(1, 5, 4), (3, 3), 2)
+    assert F.one_hot(gpucore.tensor([0, 2]), 3).tolist() == [[1, 0, 0], [0, 0, 1]]
 
 
 def test_activations_match_torch():

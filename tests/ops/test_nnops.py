@@ -6,6 +6,8 @@ from helpers import (
     assert_close,
     check_grad,
     check_op,
+    np_col2im,
+    np_im2col,
     np_log_softmax,
     np_softmax,
     rand,
@@ -140,44 +142,6 @@ def test_cross_entropy_rows_errors():
 
 
 # ----------------------------------------------------------------------------- im2col / col2im
-def np_im2col(x, k, s=(1, 1), p=(0, 0), d=(1, 1)):
-    n, c, h, w = x.shape
-    oh = (h + 2 * p[0] - d[0] * (k[0] - 1) - 1) // s[0] + 1
-    ow = (w + 2 * p[1] - d[1] * (k[1] - 1) - 1) // s[1] + 1
-    xp = np.pad(x, ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])))
-    cols = np.zeros((n, c * k[0] * k[1], oh * ow))
-    for ci in range(c):
-        for ki in range(k[0]):
-            for kj in range(k[1]):
-                r0, c0 = ki * d[0], kj * d[1]
-                patch = xp[
-                    :,
-                    ci,
-                    r0 : r0 + s[0] * (oh - 1) + 1 : s[0],
-                    c0 : c0 + s[1] * (ow - 1) + 1 : s[1],
-                ]
-                cols[:, (ci * k[0] + ki) * k[1] + kj] = patch.reshape(n, -1)
-    return cols
-
-
-def np_col2im(cols, shape, k, s=(1, 1), p=(0, 0), d=(1, 1)):
-    n, c, h, w = shape
-    oh = (h + 2 * p[0] - d[0] * (k[0] - 1) - 1) // s[0] + 1
-    ow = (w + 2 * p[1] - d[1] * (k[1] - 1) - 1) // s[1] + 1
-    xp = np.zeros((n, c, h + 2 * p[0], w + 2 * p[1]))
-    for ci in range(c):
-        for ki in range(k[0]):
-            for kj in range(k[1]):
-                r0, c0 = ki * d[0], kj * d[1]
-                xp[
-                    :,
-                    ci,
-                    r0 : r0 + s[0] * (oh - 1) + 1 : s[0],
-                    c0 : c0 + s[1] * (ow - 1) + 1 : s[1],
-                ] += cols[:, (ci * k[0] + ki) * k[1] + kj].reshape(n, oh, ow)
-    return xp[:, :, p[0] : p[0] + h, p[1] : p[1] + w]
-
-
 GEOMS = [
     # shape, kernel, stride, padding, dilation
     ((1, 1, 3, 3), (3, 3), (1, 1), (0, 0), (1, 1)),
