@@ -110,10 +110,10 @@ int gc_parallel(gc_task task, void *ctx, int want);
 typedef struct {
     _Alignas(64) volatile int count;
     volatile int phase;
-    int n;
 } gc_barrier;
-void gc_barrier_init(gc_barrier *b, int n);
-void gc_barrier_wait(gc_barrier *b);
+void gc_barrier_init(gc_barrier *b);
+/* Waits until all nt threads of the region arrived (nt is the region's thread count). */
+void gc_barrier_wait(gc_barrier *b, int nt);
 
 /* Splits [0, n) into nt contiguous ranges whose boundaries are multiples of align; range t is
  * [*lo, *hi) (possibly empty). */

@@ -240,19 +240,18 @@ int gc_parallel(gc_task task, void *ctx, int want)
     return nt;
 }
 
-void gc_barrier_init(gc_barrier *b, int n)
+void gc_barrier_init(gc_barrier *b)
 {
     b->count = 0;
     b->phase = 0;
-    b->n = n;
 }
 
-void gc_barrier_wait(gc_barrier *b)
+void gc_barrier_wait(gc_barrier *b, int nt)
 {
-    if (b->n <= 1)
+    if (nt <= 1)
         return;
     const int phase = __atomic_load_n(&b->phase, __ATOMIC_ACQUIRE);
-    if (__atomic_add_fetch(&b->count, 1, __ATOMIC_ACQ_REL) == b->n) {
+    if (__atomic_add_fetch(&b->count, 1, __ATOMIC_ACQ_REL) == nt) {
         __atomic_store_n(&b->count, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&b->phase, phase + 1, __ATOMIC_RELEASE);
         return;

@@ -276,6 +276,18 @@ def test_where():
     assert_close(gpucore.where(t > 0, 1.0, t), np.where(x > 0, 1.0, x))
 
 
+def test_where_scalars_and_none_comparison():
+    c = gpucore.tensor([True, False])
+    assert gpucore.where(c, 1.0, 0.0).dtype is gpucore.float32
+    assert gpucore.where(c, 1, 0).tolist() == [1, 0]
+    assert gpucore.where(c, 1, 0.5).tolist() == [1.0, 0.5]
+    t = gpucore.tensor([1.0, 2.0])
+    assert (t == None) is False and (t != None) is True  # noqa: E711 - operator fallback
+    with pytest.raises(TypeError):
+        t < "a"  # noqa: B015
+    assert (2 < t).tolist() == [False, False] and (1.5 <= t).tolist() == [False, True]
+
+
 def test_where_int():
     c = gpucore.tensor([True, False, True])
     out = gpucore.where(c, gpucore.tensor([1, 2, 3]), gpucore.tensor([7, 8, 9]))

@@ -256,6 +256,23 @@ def test_split_chunk_narrow_unbind():
         gpucore.zeros(5).narrow(0, 3, 3)
 
 
+def test_zero_dim_inputs_raise():
+    s = gpucore.tensor(1.0)
+    with pytest.raises(gpucore.ShapeError, match="zero-dimensional"):
+        gpucore.cat([s, s])
+    assert gpucore.stack([s, s]).tolist() == [1.0, 1.0]
+    for fn in (
+        lambda: s.split(1),
+        lambda: s.chunk(1),
+        lambda: s.unbind(),
+        lambda: s.narrow(0, 0, 1),
+        lambda: s.gather(0, gpucore.tensor(0)),
+        lambda: s.index_select(0, gpucore.tensor([0])),
+    ):
+        with pytest.raises(gpucore.GpucoreIndexError, match="0-d"):
+            fn()
+
+
 def test_one_hot():
     t = gpucore.tensor([[0, 2], [1, 1]])
     out = one_hot(t, 3)

@@ -185,6 +185,14 @@ def test_im2col_errors():
         im2col(gpucore.zeros(1, 1, 2, 2), 3)
     with pytest.raises(gpucore.DTypeError, match="floating"):
         im2col(gpucore.zeros(1, 1, 3, 3, dtype=gpucore.int64), 2)
+    for kw in ({"stride": 0}, {"padding": -1}, {"dilation": (1, 0)}, {"kernel_size": 2.5}):
+        args = {"kernel_size": 2, **kw}
+        with pytest.raises(ValueError, match=next(iter(kw))):
+            im2col(gpucore.zeros(1, 1, 3, 3), **args)
+    with pytest.raises(gpucore.ShapeError, match=r"\(1, 4, 4\)"):  # columns of the wrong size
+        col2im(gpucore.zeros(1, 4, 5), (1, 1, 3, 3), 2)
+    with pytest.raises(gpucore.ShapeError, match="N, C, H, W"):
+        col2im(gpucore.zeros(1, 4, 4), (1, 3, 3), 2)
 
 
 def test_im2col_low_precision():

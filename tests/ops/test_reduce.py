@@ -110,6 +110,27 @@ def test_sum_to_size():
         gpucore.zeros(2, 3).sum_to_size(4)
 
 
+def test_norm_special_p_and_zero_gradient():
+    x = np.array([[0.0, 0.0, 0.0], [1.0, -2.0, 0.5]])
+    t = gpucore.tensor(x)
+    assert_close(t.norm(0, dim=1), [0.0, 3.0])
+    assert_close(t.norm(-float("inf"), dim=1), [0.0, 0.5])
+    for p in (2, 3):  # an all-zero row gets gradient 0, not nan (as PyTorch)
+        tx = gpucore.tensor(x, dtype=gpucore.float64, requires_grad=True)
+        tx.norm(p, dim=1).sum().backward()
+        assert np.isfinite(to_np(tx.grad)).all() and (to_np(tx.grad)[0] == 0).all()
+    with pytest.raises(ValueError, match="p must be"):
+        t.norm(-1)
+
+
+def test_empty_dim_tuple_reduces_everything():
+    x = rand((2, 3))
+    t = gpucore.tensor(x)
+    assert_close(t.sum(()), x.sum(), **R)
+    assert_close(t.mean([]), x.mean(), **R)
+    assert_close(t.amax(()), x.max())
+
+
 def test_norm_p():
     for p, np_fn in (
         (1, lambda x: np.abs(x).sum(1)),

@@ -1,0 +1,48 @@
+/* Portable reference kernels (plain C, compiled with the baseline flags everywhere): the GEMM
+ * micro-kernels every other ISA is tested against.  The vector-math entries stay NULL: unary.c's
+ * libm loops are the reference for those. */
+#include "isa.h"
+
+#define UKR_UNROLL 1
+#define V_ZERO() 0
+#define V_LOAD(p) (*(p))
+#define V_LOADU(p) (*(p))
+#define V_STOREU(p, x) (*(p) = (x))
+#define V_SET1(x) (x)
+#define V_FMA(a, b, c) ((a) * (b) + (c))
+#define V_ADD(a, b) ((a) + (b))
+#define V_RELU(x) ((x) <= 0 ? 0 : (x))
+#define V_PREFETCH(p) ((void)0)
+#define UKR_VL 1
+#define UKR_MR 4
+#define UKR_NV 4
+
+#define UKR_T float
+#define UKR_VT float
+#define UKR_NAME gemm_scalar_f32_4x4
+#include "isa/ukr.h"
+#undef UKR_T
+#undef UKR_VT
+#undef UKR_NAME
+
+#define UKR_T double
+#define UKR_VT double
+#define UKR_NAME gemm_scalar_f64_4x4
+#include "isa/ukr.h"
+#undef UKR_T
+#undef UKR_VT
+#undef UKR_NAME
+
+void gc_isa_fill_scalar(gc_isa_kernels *k)
+{
+    k->mr_f32 = 4;
+    k->nr_f32 = 4;
+    k->ukr_f32 = gemm_scalar_f32_4x4;
+    k->ukr_f32_name = "gemm_scalar_f32_4x4";
+    k->mr_f64 = 4;
+    k->nr_f64 = 4;
+    k->ukr_f64 = gemm_scalar_f64_4x4;
+    k->ukr_f64_name = "gemm_scalar_f64_4x4";
+    for (int op = 0; op < GC_UNARY_COUNT; op++)
+        k->vunary_f32[op] = NULL;
+}

@@ -1,0 +1,62 @@
+/* SSE2 kernels (x86 baseline; compiled with -msse2): GEMM micro-kernels 4x8 float, 4x4 double.
+ * No FMA: a * b + c is a multiply and an add.  Vector math stays on the libm loops. */
+#include <emmintrin.h>
+
+#include "isa.h"
+
+#define UKR_UNROLL 2
+#define UKR_MR 4
+#define UKR_NV 2
+#define V_PREFETCH(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
+
+#define UKR_T float
+#define UKR_VT __m128
+#define UKR_VL 4
+#define V_ZERO() _mm_setzero_ps()
+#define V_LOAD(p) _mm_load_ps(p)
+#define V_LOADU(p) _mm_loadu_ps(p)
+#define V_STOREU(p, x) _mm_storeu_ps(p, x)
+#define V_SET1(x) _mm_set1_ps(x)
+#define V_FMA(a, b, c) _mm_add_ps(_mm_mul_ps(a, b), c)
+#define V_ADD(a, b) _mm_add_ps(a, b)
+#define V_RELU(x) _mm_andnot_ps(_mm_cmple_ps(x, _mm_setzero_ps()), x)
+#define UKR_NAME gemm_sse2_f32_4x8
+#include "isa/ukr.h"
+#undef UKR_T
+#undef UKR_VT
+#undef UKR_VL
+#undef V_ZERO
+#undef V_LOAD
+#undef V_LOADU
+#undef V_STOREU
+#undef V_SET1
+#undef V_FMA
+#undef V_ADD
+#undef V_RELU
+#undef UKR_NAME
+
+#define UKR_T double
+#define UKR_VT __m128d
+#define UKR_VL 2
+#define V_ZERO() _mm_setzero_pd()
+#define V_LOAD(p) _mm_load_pd(p)
+#define V_LOADU(p) _mm_loadu_pd(p)
+#define V_STOREU(p, x) _mm_storeu_pd(p, x)
+#define V_SET1(x) _mm_set1_pd(x)
+#define V_FMA(a, b, c) _mm_add_pd(_mm_mul_pd(a, b), c)
+#define V_ADD(a, b) _mm_add_pd(a, b)
+#define V_RELU(x) _mm_andnot_pd(_mm_cmple_pd(x, _mm_setzero_pd()), x)
+#define UKR_NAME gemm_sse2_f64_4x4
+#include "isa/ukr.h"
+
+void gc_isa_fill_sse2(gc_isa_kernels *k)
+{
+    k->mr_f32 = 4;
+    k->nr_f32 = 8;
+    k->ukr_f32 = gemm_sse2_f32_4x8;
+    k->ukr_f32_name = "gemm_sse2_f32_4x8";
+    k->mr_f64 = 4;
+    k->nr_f64 = 4;
+    k->ukr_f64 = gemm_sse2_f64_4x4;
+    k->ukr_f64_name = "gemm_sse2_f64_4x4";
+}
