@@ -13,7 +13,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("build_shaders", ROOT / "tools" / "build_shaders.py")
+    spec = importlib.util.spec_from_file_location(
+        "build_shaders", ROOT / "tools" / "build_shaders.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -48,6 +50,7 @@ def test_staleness_follows_the_source(tmp_path, monkeypatch):
 @pytest.mark.skipif(shutil.which("spirv-val") is None, reason="spirv-tools not installed")
 def test_shipped_spirv_validates():
     for spv in sorted((ROOT / "gpucore" / "backends" / "vulkan" / "spirv").glob("*.spv")):
-        res = subprocess.run(["spirv-val", "--target-env", "vulkan1.1", str(spv)],
-                             capture_output=True, text=True)
+        res = subprocess.run(
+            ["spirv-val", "--target-env", "vulkan1.1", str(spv)], capture_output=True, text=True
+        )
         assert res.returncode == 0, f"{spv.name}: {res.stdout}{res.stderr}"
