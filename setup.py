@@ -1,19 +1,80 @@
-"""Build script for the C extension gpucore._cpu (metadata lives in pyproject.toml)."""
+"""Build script for the C extension gpucore._cpu (metadata lives in pyproject.toml).
+
+cpu/*.c and cpu/isa/scalar.c are portable C compiled with the baseline flags.  On x86 the
+ISA-specific files cpu/isa/{sse2,avx2,avx512}.c are compiled as well, each with its own -m flags
+(see ISA_FLAGS), and the extension picks one at import after checking the CPU (cpu/dispatch.c).
+Elsewhere (arm64, ...) only the portable files are built.
+"""
 
 import glob
+import os
+import platform
+import sys
+import sysconfig
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
-sources = sorted(glob.glob("cpu/*.c"))
+BASE_FLAGS = ["-std=c11", "-O3", "-fno-math-errno", "-pthread", "-Wall", "-Wno-unused-function"]
+
+# Flags per ISA file (gcc and clang spell them the same).  Only the micro-kernels and the vector
+# math live in these files; everything else is compiled once with BASE_FLAGS.
+ISA_FLAGS = {
+    "sse2": ["-msse2"],
+    "avx2": ["-mavx2", "-mfma"],
+    "avx512": ["-mavx512f", "-mavx2", "-mfma"],
+}
+
+
+def _target_is_x86() -> bool:
+    """True when the extension is built for x86 / x86-64 (cross builds follow the host tag)."""
+    plat = (os.environ.get("_PYTHON_HOST_PLATFORM") or sysconfig.get_platform()).lower()
+    if any(a in plat for a in ("arm", "aarch64", "ppc", "s390", "riscv", "universal2")):
+        return False
+    machine = platform.machine().lower()
+    return machine in ("x86_64", "amd64", "i386", "i686", "x86") or plat.endswith(
+        ("x86_64", "amd64", "i686", "win32")
+    )
+
+
+X86 = _target_is_x86() and sys.platform != "win32"
+portable = sorted(glob.glob("cpu/*.c")) + ["cpu/isa/scalar.c"]
+isa_sources = {isa: [f"cpu/isa/{isa}.c"] for isa in ISA_FLAGS} if X86 else {}
+
+
+class BuildExt(build_ext):
+    """Compiles each ISA file with its own flags, then links them into the extension."""
+
+    def build_extension(self, ext):
+        if ext.name == "gpucore._cpu" and isa_sources:
+            objects = []
+            macros = list(ext.define_macros)
+            for isa, sources in isa_sources.items():
+                objects += self.compiler.compile(
+                    sources,
+                    output_dir=self.build_temp,
+                    macros=macros,
+                    include_dirs=ext.include_dirs,
+                    debug=self.debug,
+                    extra_postargs=BASE_FLAGS + ISA_FLAGS[isa],
+                    depends=ext.depends,
+                )
+            ext.extra_objects = list(ext.extra_objects or []) + objects
+        super().build_extension(ext)
+
 
 setup(
     ext_modules=[
         Extension(
             "gpucore._cpu",
-            sources=sources,
+            sources=portable,
             include_dirs=["cpu"],
-            extra_compile_args=["-std=c11", "-O3", "-fno-math-errno", "-Wall", "-Wno-unused-function"],
+            define_macros=[("GC_X86_ISA", "1")] if X86 else [],
+            extra_compile_args=BASE_FLAGS,
             libraries=["m"],
+            extra_link_args=["-pthread"],
+            depends=sorted(glob.glob("cpu/*.h") + glob.glob("cpu/isa/*.[ch]")),
         )
-    ]
+    ],
+    cmdclass={"build_ext": BuildExt},
 )

@@ -102,6 +102,12 @@ typedef struct {
     int gc_gemm_##S(const T *a, const T *b, T *c, ptrdiff_t batch, ptrdiff_t m, ptrdiff_t n,       \
                     ptrdiff_t k, int trans_a, int trans_b, T alpha, T beta, ptrdiff_t sa,          \
                     ptrdiff_t sb, ptrdiff_t sc);                                                   \
+    /* gemm with a fused epilogue: C_i = act(alpha op(A_i) op(B_i) + beta C_i + bias) where bias   \
+     * (NULL or n values) adds per column and act is -1 or GC_UNARY_RELU / SIGMOID / TANH / GELU / \
+     * GELU_TANH; returns -1 if scratch malloc fails */                                            \
+    int gc_gemm_ex_##S(const T *a, const T *b, T *c, ptrdiff_t batch, ptrdiff_t m, ptrdiff_t n,    \
+                       ptrdiff_t k, int trans_a, int trans_b, T alpha, T beta, ptrdiff_t sa,       \
+                       ptrdiff_t sb, ptrdiff_t sc, const T *bias, int act);                        \
     /* out may equal x exactly */                                                                  \
     void gc_unary_##S(int op, const T *x, T *out, ptrdiff_t n);                                    \
     void gc_unary_backward_##S(int op, const T *grad, const T *saved, T *out, ptrdiff_t n);        \

@@ -55,6 +55,9 @@ from .ops.elementwise import (
     ge,
     gelu,
     gt,
+    isfinite,
+    isinf,
+    isnan,
     le,
     log,
     log1p,
@@ -111,6 +114,7 @@ from .ops.shape import (
     unsqueeze,
 )
 from .dispatch import device_policy, get_device_policy, set_device_policy
+from .profiler import profiler
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .tensor import Size, Tensor, device
 

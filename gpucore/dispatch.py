@@ -204,3 +204,13 @@ def record(op_name: str, backend: str, shape) -> None:
     recs = _trace.records
     if recs is not None:
         recs.append((op_name, backend, tuple(shape)))
+
+
+# Profiling (gpucore.profiler): a flag checked once per op, and the active profilers.
+profiling = [False]
+_profilers: list = []
+
+
+def profile_event(op_name: str, backend: str, seconds: float) -> None:
+    for p in _profilers:
+        p._cpu_event(op_name, backend, seconds)

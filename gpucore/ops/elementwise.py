@@ -184,6 +184,24 @@ def rsqrt(input: Tensor) -> Tensor:
     return input.sqrt().reciprocal()
 
 
+@method("isnan")
+def isnan(input: Tensor) -> Tensor:
+    """True where the element is NaN (a bool tensor)."""
+    return input != input
+
+
+@method("isinf")
+def isinf(input: Tensor) -> Tensor:
+    """True where the element is +inf or -inf."""
+    return input.abs() == math.inf
+
+
+@method("isfinite")
+def isfinite(input: Tensor) -> Tensor:
+    """True where the element is neither NaN nor infinite."""
+    return logical_not(isnan(input) | isinf(input))
+
+
 @method("square")
 def square(input: Tensor) -> Tensor:
     return input * input

@@ -12,6 +12,7 @@ See ``gpucore/ops/README.md``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from time import perf_counter as _perf_counter
 
 from .. import dispatch
 from ..autograd.grad_mode import _state as _grad_state
@@ -85,7 +86,12 @@ def apply(op: OpDef, *inputs, **attrs):
     else:
         specs = op.infer(*inputs, **attrs)
         backend = dispatch.backend_for(op, inputs, specs)
-        outs = backend.run(op, specs, inputs, attrs)
+        if dispatch.profiling[0]:
+            t0 = _perf_counter()
+            outs = backend.run(op, specs, inputs, attrs)
+            dispatch.profile_event(op.name, backend.name, _perf_counter() - t0)
+        else:
+            outs = backend.run(op, specs, inputs, attrs)
         out = outs[0]
         if dispatch._trace.records is not None:
             dispatch.record(op.name, backend.name, out.shape)

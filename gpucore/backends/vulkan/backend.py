@@ -151,6 +151,7 @@ class VulkanBackend:
             specs = [specs]
         ins = [self.to_device(t) for t in inputs]
         outs = [self.empty_array(shape, dt.np) for shape, dt in specs]
+        self.ctx.stream.label = op.name
         fn(self, outs if multi else outs[0], *ins, **attrs)
         return tuple(Tensor._wrap(o, dt, dev=self) for o, (_, dt) in zip(outs, specs))
 

@@ -86,6 +86,7 @@ class Stream:
         self.writes: list = []
         self.stats = {"dispatches": 0, "submits": 0, "barriers": 0}
         self.profile = None  # list collecting (label, seconds) when profiling
+        self.label = ""  # the op being recorded (set by the backend), names timed dispatches
         self._prepare_c_structs()
 
     # ----------------------------------------------------------------------------- recording
@@ -225,7 +226,7 @@ class Stream:
                 lib.vkCmdWriteTimestamp(
                     cmd, self.vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, f.queries, q + 1
                 )
-                f.labels.append(label or pipeline.name)
+                f.labels.append(self.label or label or pipeline.name)
             self._track(bindings)
             f.keep.extend(keep)
             f.count += 1

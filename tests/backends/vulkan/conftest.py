@@ -1,36 +1,10 @@
-"""Fixtures for Vulkan tests.
-
-Tests that need a device take the ``vulkan`` fixture: it runs the test under the 'vulkan' device
-policy (every op with a shader goes to the device, whatever its size). Without a device the test
-is skipped, unless GPUCORE_TEST_REQUIRE_VULKAN=1 (set by .ci/run), which makes it fail: CI must
-never pass by skipping the GPU path.
-"""
+"""Helpers for Vulkan tests (the ``vulkan`` fixture itself lives in tests/conftest.py)."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
-import pytest
 
 import gpucore
-
-
-def _require() -> bool:
-    return os.environ.get("GPUCORE_TEST_REQUIRE_VULKAN", "") not in ("", "0")
-
-
-@pytest.fixture
-def vulkan():
-    be = gpucore.dispatch.vulkan_backend(allow_cpu=True)
-    if be is None:
-        msg = "no Vulkan device: " + (gpucore.vulkan.unavailable_reason() or "unknown reason")
-        if _require():
-            pytest.fail(msg + " (GPUCORE_TEST_REQUIRE_VULKAN=1)")
-        pytest.skip(msg)
-    with gpucore.device_policy("vulkan"):
-        yield be
-    gpucore.vulkan.synchronize()
 
 
 def on_cpu(fn, *args, **kwargs):
