@@ -1,3 +1,8 @@
-"""Neural-network building blocks. ``gpucore.nn.functional`` holds the functional forms."""
+"""Neural-network building blocks with PyTorch's names: Module, Parameter, layers, losses.
 
-from . import functional  # noqa: F401
+``gpucore.nn.functional`` holds the functional forms; ``gpucore.nn.init`` the initialisers.
+"""
+
+from . import functional
+from .module import Module
+from .parameter import Parameter

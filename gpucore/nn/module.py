@@ -1,0 +1,373 @@
+"""Module: the base class of layers and models, with PyTorch's semantics.
+
+Attributes that are Parameters, Modules or registered buffers are tracked in ordered dicts, so
+``parameters()``, ``state_dict()`` and ``to()`` see the whole tree. ``state_dict`` keys are dotted
+paths (``0.weight``, ``encoder.fc.bias``), as in PyTorch, so checkpoints map one to one.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, namedtuple
+from collections.abc import Callable, Iterator
+
+from ..autograd.grad_mode import no_grad
+from ..errors import ShapeError
+from ..tensor import Tensor
+from .parameter import Parameter
+
+_IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+
+class Module:
+    """Base class for all layers and models. Subclasses define ``forward``."""
+
+    training: bool
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_forward_hooks", OrderedDict())
+        object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
+        object.__setattr__(self, "training", True)
+
+    # ----------------------------------------------------------------------------- attributes
+    def __setattr__(self, name: str, value) -> None:
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(
+                f"cannot assign {name!r} before Module.__init__() was called in "
+                f"{type(self).__name__}.__init__"
+            )
+        params, bufs, mods = self._parameters, self._buffers, self._modules
+        if isinstance(value, Parameter):
+            self._drop(name)
+            params[name] = value
+        elif isinstance(value, Module):
+            self._drop(name)
+            mods[name] = value
+        elif name in params:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign a {type(value).__name__} to parameter {name!r} "
+                    "(expected a gpucore.nn.Parameter or None)"
+                )
+            params[name] = None
+        elif name in mods:
+            if value is not None:
+                raise TypeError(f"cannot assign a {type(value).__name__} to submodule {name!r}")
+            mods[name] = None
+        elif name in bufs:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign a {type(value).__name__} to buffer {name!r}")
+            bufs[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def _drop(self, name: str) -> None:
+        for d in (self.__dict__, self._parameters, self._buffers, self._modules):
+            d.pop(name, None)
+        self._non_persistent.discard(name)
+
+    def __getattr__(self, name: str):
+        d = self.__dict__
+        for table in ("_parameters", "_buffers", "_modules"):
+            t = d.get(table)
+            if t is not None and name in t:
+                return t[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        for table in (self._parameters, self._buffers, self._modules):
+            if name in table:
+                del table[name]
+                self._non_persistent.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"register_parameter({name!r}): expected a Parameter or None")
+        self._drop(name)
+        self._parameters[name] = param
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Track a tensor that is state but not a parameter (e.g. BatchNorm's running_mean)."""
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"register_buffer({name!r}): expected a Tensor or None")
+        self._drop(name)
+        self._buffers[name] = tensor
+        if not persistent:
+            self._non_persistent.add(name)
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"add_module({name!r}): {type(module).__name__} is not a Module")
+        self._drop(name)
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def get_submodule(self, target: str) -> Module:
+        mod = self
+        for part in target.split(".") if target else []:
+            if part not in mod._modules:
+                raise AttributeError(f"{type(mod).__name__} has no submodule {part!r}")
+            mod = mod._modules[part]
+        return mod
+
+    # ----------------------------------------------------------------------------- traversal
+    def named_modules(self, memo=None, prefix: str = "", remove_duplicate: bool = True):
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if self in memo:
+                return
+            memo.add(self)
+        yield prefix, self
+        for name, m in self._modules.items():
+            if m is None:
+                continue
+            yield from m.named_modules(memo, f"{prefix}.{name}" if prefix else name,
+                                       remove_duplicate)
+
+    def modules(self) -> Iterator[Module]:
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self):
+        seen = set()
+        for name, m in self._modules.items():
+            if m is not None and m not in seen:
+                seen.add(m)
+                yield name, m
+
+    def children(self) -> Iterator[Module]:
+        for _, m in self.named_children():
+            yield m
+
+    def _named_members(self, table: str, prefix: str, recurse: bool, remove_duplicate: bool):
+        seen = set()
+        mods = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+        for mp, m in mods:
+            for name, v in getattr(m, table).items():
+                if v is None:
+                    continue
+                if remove_duplicate:
+                    if id(v) in seen:
+                        continue
+                    seen.add(id(v))
+                yield (f"{mp}.{name}" if mp else name), v
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True):
+        """(dotted name, Parameter) pairs; a parameter shared by two modules appears once."""
+        yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True,
+                      remove_duplicate: bool = True):
+        yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    # ----------------------------------------------------------------------------- state
+    def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = False):
+        """Parameters and persistent buffers by dotted name (detached unless keep_vars)."""
+        if destination is None:
+            destination = OrderedDict()
+        for name, p in self._parameters.items():
+            if p is not None:
+                destination[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent:
+                destination[prefix + name] = b if keep_vars else b.detach()
+        for name, m in self._modules.items():
+            if m is not None:
+                m.state_dict(destination, prefix + name + ".", keep_vars)
+        return destination
+
+    def load_state_dict(self, state_dict, strict: bool = True):
+        """Copy values into this module's parameters and buffers (in place, shapes must match).
+
+        Returns (missing_keys, unexpected_keys); with strict=True, any of them, or any shape
+        mismatch, raises an error listing them all.
+        """
+        own = self.state_dict(keep_vars=True)
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        mismatched = []
+        for k, v in state_dict.items():
+            if k in own and isinstance(v, Tensor) and tuple(v.shape) != tuple(own[k].shape):
+                mismatched.append(
+                    f"{k}: checkpoint shape {tuple(v.shape)}, model shape {tuple(own[k].shape)}"
+                )
+            elif k in own and not isinstance(v, Tensor):
+                mismatched.append(f"{k}: expected a Tensor, got {type(v).__name__}")
+        problems = []
+        if mismatched:
+            problems.append("size mismatch for " + "; ".join(mismatched))
+        if strict and missing:
+            problems.append("missing keys: " + ", ".join(missing))
+        if strict and unexpected:
+            problems.append("unexpected keys: " + ", ".join(unexpected))
+        if problems:
+            raise ShapeError(
+                f"error(s) in loading state_dict for {type(self).__name__}: "
+                + " | ".join(problems)
+            )
+        with no_grad():
+            for k, dst in own.items():
+                if k in state_dict:
+                    dst.copy_(state_dict[k])
+        return _IncompatibleKeys(missing, unexpected)
+
+    # ----------------------------------------------------------------------------- modes
+    def train(self, mode: bool = True) -> Module:
+        object.__setattr__(self, "training", bool(mode))
+        for m in self.children():
+            m.train(mode)
+        return self
+
+    def eval(self) -> Module:
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of all parameters (to None by default, as PyTorch 2)."""
+        for p in self.parameters():
+            if p.grad is None:
+                continue
+            if set_to_none:
+                p.grad = None
+            else:
+                with no_grad():
+                    p.grad.zero_()
+
+    def apply(self, fn: Callable[[Module], None]) -> Module:
+        """Call fn on every submodule (children first) and on self."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    def _apply_tensors(self, fn) -> Module:
+        with no_grad():
+            for m in self.modules():
+                for name, p in m._parameters.items():
+                    if p is not None:
+                        new = fn(p)
+                        if new is not p:
+                            p.data = new
+                            if p.grad is not None:
+                                p.grad = fn(p.grad)
+                for name, b in m._buffers.items():
+                    if b is not None:
+                        m._buffers[name] = fn(b)
+        return self
+
+    def to(self, *args, **kwargs) -> Module:
+        """Move and/or cast parameters and buffers in place: ``to('vulkan')``, ``to(float64)``.
+        Only floating tensors change dtype (integer buffers keep theirs), as in PyTorch."""
+
+        def conv(t: Tensor) -> Tensor:
+            out = t.to(*[a for a in args if not _is_dtype(a) or t.is_floating_point()],
+                       **{k: v for k, v in kwargs.items()
+                          if k != "dtype" or t.is_floating_point()})
+            return out
+
+        return self._apply_tensors(conv)
+
+    def cpu(self) -> Module:
+        return self.to("cpu")
+
+    def vulkan(self) -> Module:
+        return self.to("vulkan")
+
+    def float(self) -> Module:
+        from .. import dtypes as D
+
+        return self.to(D.float32)
+
+    def double(self) -> Module:
+        from .. import dtypes as D
+
+        return self.to(D.float64)
+
+    def half(self) -> Module:
+        from .. import dtypes as D
+
+        return self.to(D.float16)
+
+    # ----------------------------------------------------------------------------- calling
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} must define forward()")
+
+    def register_forward_hook(self, hook):
+        """hook(module, inputs, output) runs after forward; a non-None return replaces output."""
+        key = object()
+        self._forward_hooks[key] = hook
+        return _RemovableHandle(self._forward_hooks, key)
+
+    def register_forward_pre_hook(self, hook):
+        """hook(module, inputs) runs before forward; a non-None return replaces the inputs."""
+        key = object()
+        self._forward_pre_hooks[key] = hook
+        return _RemovableHandle(self._forward_pre_hooks, key)
+
+    def __call__(self, *args, **kwargs):
+        if self._forward_pre_hooks:
+            for hook in list(self._forward_pre_hooks.values()):
+                r = hook(self, args)
+                if r is not None:
+                    args = r if isinstance(r, tuple) else (r,)
+        out = self.forward(*args, **kwargs)
+        if self._forward_hooks:
+            for hook in list(self._forward_hooks.values()):
+                r = hook(self, args, out)
+                if r is not None:
+                    out = r
+        return out
+
+    # ----------------------------------------------------------------------------- repr
+    def extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        lines = []
+        for name, m in self._modules.items():
+            sub = repr(m).replace("\n", "\n  ")
+            lines.append(f"({name}): {sub}")
+        extra = self.extra_repr()
+        if not lines:
+            return f"{type(self).__name__}({extra})"
+        body = "\n  ".join(([extra] if extra else []) + lines)
+        return f"{type(self).__name__}(\n  {body}\n)"
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers)
+                      | set(self._modules))
+
+
+def _is_dtype(a) -> bool:
+    from .. import dtypes as D
+
+    return isinstance(a, D.dtype) or (isinstance(a, str) and a in D.BY_NAME)
+
+
+class _RemovableHandle:
+    def __init__(self, table, key):
+        self._table = table
+        self._key = key
+
+    def remove(self) -> None:
+        self._table.pop(self._key, None)
