@@ -150,4 +150,32 @@ void gc_philox_fill(uint64_t seed, uint64_t offset, uint32_t *out, ptrdiff_t n);
 void gc_uniform_f32(uint64_t seed, uint64_t offset, float *out, ptrdiff_t n, float low, float high);
 void gc_normal_f32(uint64_t seed, uint64_t offset, float *out, ptrdiff_t n, float mean, float std);
 
+/* Fused optimizer updates (optim.c): hyper-parameters of one update, as PyTorch names them.
+ * Each kernel updates param and its state buffers in place, element by element; the buffers are
+ * n elements each and must not overlap one another. */
+typedef struct {
+    double lr, weight_decay;
+    double momentum, dampening; /* SGD; momentum also RMSprop */
+    double beta1, beta2;        /* Adam */
+    double alpha;               /* RMSprop */
+    double eps;                 /* Adam, RMSprop */
+    int64_t step;               /* Adam: the step count after this update (>= 1) */
+    int nesterov, first;        /* SGD: first = the momentum buffer starts as the gradient */
+    int decoupled;              /* Adam: AdamW's decoupled weight decay */
+    int maximize;
+} gc_optim_hp;
+
+#define GC_DECLARE_OPTIM_KERNELS(T, S)                                                             \
+    /* buf: NULL when momentum == 0 */                                                             \
+    void gc_sgd_step_##S(T *param, const T *grad, T *buf, ptrdiff_t n, const gc_optim_hp *h);      \
+    /* max_exp_avg_sq: NULL unless amsgrad */                                                      \
+    void gc_adam_step_##S(T *param, const T *grad, T *exp_avg, T *exp_avg_sq,                      \
+                          T *max_exp_avg_sq, ptrdiff_t n, const gc_optim_hp *h);                   \
+    /* grad_avg: NULL unless centered; momentum_buffer: NULL when momentum == 0 */                 \
+    void gc_rmsprop_step_##S(T *param, const T *grad, T *square_avg, T *grad_avg,                  \
+                             T *momentum_buffer, ptrdiff_t n, const gc_optim_hp *h);
+
+GC_DECLARE_OPTIM_KERNELS(float, f32)
+GC_DECLARE_OPTIM_KERNELS(double, f64)
+
 #endif /* GPUCORE_KERNELS_H */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "isa.h"
 #include "kernels.h"
 
 /* ------------------------------------------------------------------------------------------ */
@@ -605,15 +606,21 @@ PyDoc_STRVAR(gemm_doc,
              "op(A) is m x k, stored k x m when trans_a; op(B) is k x n, stored n x k when "
              "trans_b.  beta == 0 never reads C.");
 
-static PyObject *py_gemm(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+PyDoc_STRVAR(gemm_ex_doc,
+             "gemm_ex(a, b, c, batch, m, n, k, trans_a, trans_b, alpha, beta, sa, sb, sc, bias, "
+             "act, /)\n--\n\n"
+             "gemm with a fused epilogue: C_i = act(alpha * op(A_i) @ op(B_i) + beta * C_i + bias)."
+             "  bias is None or n values (same float format) added to every row; act is -1 (none) "
+             "or UNARY_RELU, UNARY_SIGMOID, UNARY_TANH, UNARY_GELU or UNARY_GELU_TANH.");
+
+/* gemm (14 args) and gemm_ex (16 args: + bias, act). */
+static PyObject *gemm_impl(const char *fn, PyObject *const *args, Py_ssize_t nargs, int ex)
 {
-    (void)self;
-    const char *fn = "gemm";
     bufset bs = {.n = 0};
-    Py_ssize_t batch, m, n, k, sa, sb, sc;
+    Py_ssize_t batch, m, n, k, sa, sb, sc, act = -1;
     int ta, tb;
     double alpha, beta;
-    if (check_nargs(fn, nargs, 14) < 0)
+    if (check_nargs(fn, nargs, ex ? 16 : 14) < 0)
         return NULL;
     if (get_min(fn, "batch", args[3], 0, &batch) < 0 || get_min(fn, "m", args[4], 0, &m) < 0 ||
         get_min(fn, "n", args[5], 0, &n) < 0 || get_min(fn, "k", args[6], 0, &k) < 0 ||
@@ -622,16 +629,36 @@ static PyObject *py_gemm(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         get_double(fn, "beta", args[10], &beta) < 0 || get_min(fn, "sa", args[11], 0, &sa) < 0 ||
         get_min(fn, "sb", args[12], 0, &sb) < 0 || get_min(fn, "sc", args[13], 0, &sc) < 0)
         return NULL;
+    if (ex) {
+        if (get_ssize(fn, "act", args[15], &act) < 0)
+            return NULL;
+        if (act != -1 && act != GC_UNARY_RELU && act != GC_UNARY_SIGMOID &&
+            act != GC_UNARY_TANH && act != GC_UNARY_GELU && act != GC_UNARY_GELU_TANH) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s: 'act' must be -1 (none) or one of UNARY_RELU, UNARY_SIGMOID, "
+                         "UNARY_TANH, UNARY_GELU, UNARY_GELU_TANH; got %zd",
+                         fn, act);
+            return NULL;
+        }
+    }
 
     Py_buffer *a = get_buf(&bs, fn, "a", args[0], 0);
     Py_buffer *b = a ? get_buf(&bs, fn, "b", args[1], 0) : NULL;
     Py_buffer *c = b ? get_buf(&bs, fn, "c", args[2], 1) : NULL;
     if (!c)
         goto fail;
+    Py_buffer *bias = NULL;
+    if (ex && args[14] != Py_None) {
+        bias = get_buf(&bs, fn, "bias", args[14], 0);
+        if (!bias)
+            goto fail;
+    }
     const char kd = float_kind(fn, "a", a);
-    if (!kd || need_kind(fn, "b", b, kd) < 0 || need_kind(fn, "c", c, kd) < 0)
+    if (!kd || need_kind(fn, "b", b, kd) < 0 || need_kind(fn, "c", c, kd) < 0 ||
+        (bias && need_kind(fn, "bias", bias, kd) < 0))
         goto fail;
-    if (need_contig(fn, "a", a) < 0 || need_contig(fn, "b", b) < 0 || need_contig(fn, "c", c) < 0)
+    if (need_contig(fn, "a", a) < 0 || need_contig(fn, "b", b) < 0 || need_contig(fn, "c", c) < 0 ||
+        (bias && need_contig(fn, "bias", bias) < 0))
         goto fail;
 
     /* elements touched: A_i spans m*k from i*sa, the last one ends at (batch-1)*sa + m*k */
@@ -650,20 +677,25 @@ static PyObject *py_gemm(PyObject *self, PyObject *const *args, Py_ssize_t nargs
                   "batch=%zd, m=%zd, n=%zd, k=%zd, trans_a=%d, trans_b=%d, sa=%zd, sb=%zd, sc=%zd",
                   batch, m, n, k, ta, tb, sa, sb, sc);
     if (need_elems(fn, "a", a, need_a, what) < 0 || need_elems(fn, "b", b, need_b, what) < 0 ||
-        need_elems(fn, "c", c, need_c, what) < 0)
+        need_elems(fn, "c", c, need_c, what) < 0 ||
+        (bias && need_c > 0 && need_elems(fn, "bias", bias, n, what) < 0))
         goto fail;
     if (need_c > 0 && ((need_a > 0 && need_no_overlap(fn, "c", c, "a", a, 0) < 0) ||
-                       (need_b > 0 && need_no_overlap(fn, "c", c, "b", b, 0) < 0)))
+                       (need_b > 0 && need_no_overlap(fn, "c", c, "b", b, 0) < 0) ||
+                       (bias && need_no_overlap(fn, "c", c, "bias", bias, 0) < 0)))
         goto fail;
 
     int rc = 0;
+    const int iact = (int)act;
     Py_BEGIN_ALLOW_THREADS
     if (kd == 'f')
-        rc = gc_gemm_f32((const float *)a->buf, (const float *)b->buf, (float *)c->buf, batch, m,
-                         n, k, ta, tb, (float)alpha, (float)beta, sa, sb, sc);
+        rc = gc_gemm_ex_f32((const float *)a->buf, (const float *)b->buf, (float *)c->buf, batch,
+                            m, n, k, ta, tb, (float)alpha, (float)beta, sa, sb, sc,
+                            bias ? (const float *)bias->buf : NULL, iact);
     else
-        rc = gc_gemm_f64((const double *)a->buf, (const double *)b->buf, (double *)c->buf, batch,
-                         m, n, k, ta, tb, alpha, beta, sa, sb, sc);
+        rc = gc_gemm_ex_f64((const double *)a->buf, (const double *)b->buf, (double *)c->buf,
+                            batch, m, n, k, ta, tb, alpha, beta, sa, sb, sc,
+                            bias ? (const double *)bias->buf : NULL, iact);
     Py_END_ALLOW_THREADS
     if (rc < 0) {
         PyErr_NoMemory();
@@ -674,6 +706,89 @@ static PyObject *py_gemm(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 fail:
     bufs_release(&bs);
     return NULL;
+}
+
+static PyObject *py_gemm(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return gemm_impl("gemm", args, nargs, 0);
+}
+
+static PyObject *py_gemm_ex(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return gemm_impl("gemm_ex", args, nargs, 1);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* info, threads                                                                               */
+
+PyDoc_STRVAR(info_doc,
+             "info(, /)\n--\n\n"
+             "What the extension runs on: {'isa': selected instruction set, 'available': the "
+             "sets this CPU and build support (best first), 'threads': thread-pool size, "
+             "'caches': {'l1d', 'l2', 'l3' (bytes), 'source'}, 'gemm': {'float32': {'kernel', "
+             "'mr', 'nr', 'mc', 'kc', 'nc'}, 'float64': {...}}}.");
+
+static PyObject *blocking_dict(const gc_blocking *b, const char *kernel)
+{
+    return Py_BuildValue("{s:s,s:i,s:i,s:n,s:n,s:n}", "kernel", kernel, "mr", b->mr, "nr", b->nr,
+                         "mc", (Py_ssize_t)b->mc, "kc", (Py_ssize_t)b->kc, "nc",
+                         (Py_ssize_t)b->nc);
+}
+
+static PyObject *py_info(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    (void)args;
+    if (check_nargs("info", nargs, 0) < 0)
+        return NULL;
+    const int mask = gc_isa_supported_mask();
+    PyObject *avail = PyList_New(0);
+    if (!avail)
+        return NULL;
+    for (int i = GC_ISA_COUNT - 1; i >= 0; i--) {
+        if (!(mask & (1 << i)))
+            continue;
+        PyObject *s = PyUnicode_FromString(gc_isa_names[i]);
+        if (!s || PyList_Append(avail, s) < 0) {
+            Py_XDECREF(s);
+            Py_DECREF(avail);
+            return NULL;
+        }
+        Py_DECREF(s);
+    }
+    PyObject *f32 = blocking_dict(&gc_blk_f32, gc_isa.ukr_f32_name);
+    PyObject *f64 = f32 ? blocking_dict(&gc_blk_f64, gc_isa.ukr_f64_name) : NULL;
+    PyObject *r = NULL;
+    if (f64)
+        r = Py_BuildValue("{s:s,s:O,s:i,s:{s:l,s:l,s:l,s:s},s:{s:O,s:O}}", "isa", gc_isa.name,
+                          "available", avail, "threads", gc_pool_size(), "caches", "l1d",
+                          gc_cache_info.l1d, "l2", gc_cache_info.l2, "l3", gc_cache_info.l3,
+                          "source", gc_cache_info.source, "gemm", "float32", f32, "float64",
+                          f64);
+    Py_DECREF(avail);
+    Py_XDECREF(f32);
+    Py_XDECREF(f64);
+    return r;
+}
+
+PyDoc_STRVAR(set_num_threads_doc,
+             "set_num_threads(n, /)\n--\n\n"
+             "Sets the thread-pool size (n >= 1; the default is GPUCORE_NUM_THREADS or the CPUs "
+             "this process may use).  Results do not depend on it.");
+
+static PyObject *py_set_num_threads(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    Py_ssize_t n;
+    if (check_nargs("set_num_threads", nargs, 1) < 0 ||
+        get_min("set_num_threads", "n", args[0], 1, &n) < 0)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    gc_pool_set_size(n > 4096 ? 4096 : (int)n);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1527,6 +1642,223 @@ static PyObject *py_philox_block(PyObject *self, PyObject *const *args, Py_ssize
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* fused optimizer updates (optim.c)                                                           */
+
+/* The buffers of one update: args[0] = param (written), args[1] = grad (read), args[2..nbuf) =
+ * state buffers (written; None allowed where optional[i]).  All of param's float kind,
+ * C-contiguous and of param's element count; no two may share memory.  ptrs[i] is NULL for a
+ * None.  Returns the kind ('f' / 'd'), or 0 with an exception set. */
+static char optim_bufs(bufset *bs, const char *fn, PyObject *const *args, int nbuf,
+                       const char *const *names, const int *optional, void **ptrs,
+                       Py_ssize_t *n)
+{
+    Py_buffer *v[GC_MAXBUF];
+    char kd = 0;
+    *n = 0;
+    for (int i = 0; i < nbuf; i++) {
+        v[i] = NULL;
+        ptrs[i] = NULL;
+        if (args[i] == Py_None) {
+            if (!optional[i]) {
+                PyErr_Format(PyExc_TypeError, "%s: '%s' must be a float buffer, got None", fn,
+                             names[i]);
+                return 0;
+            }
+            continue;
+        }
+        v[i] = get_buf(bs, fn, names[i], args[i], i != 1);
+        if (!v[i])
+            return 0;
+        if (i == 0) {
+            kd = float_kind(fn, names[0], v[0]);
+            if (!kd)
+                return 0;
+            *n = buf_nelem(v[0]);
+        } else if (need_kind(fn, names[i], v[i], kd) < 0) {
+            return 0;
+        }
+        if (need_contig(fn, names[i], v[i]) < 0)
+            return 0;
+        if (i > 0 && buf_nelem(v[i]) != *n) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s: '%s' holds %zd elements but 'param' holds %zd; every buffer of an "
+                         "update has the parameter's size",
+                         fn, names[i], buf_nelem(v[i]), *n);
+            return 0;
+        }
+        ptrs[i] = v[i]->buf;
+    }
+    for (int i = 0; i < nbuf; i++) {
+        for (int j = i + 1; j < nbuf; j++) {
+            if (v[i] && v[j] && buf_overlap(v[i], v[j])) {
+                PyErr_Format(PyExc_ValueError,
+                             "%s: '%s' and '%s' share memory; the parameter, its gradient and "
+                             "each state buffer must be separate arrays",
+                             fn, names[i], names[j]);
+                return 0;
+            }
+        }
+    }
+    return kd;
+}
+
+/* A real number that must be finite and >= lo (hyper-parameters). */
+static int get_hp(const char *fn, const char *name, PyObject *o, double lo, double *out)
+{
+    if (get_double(fn, name, o, out) < 0)
+        return -1;
+    if (!(*out >= lo && *out - *out == 0.0)) { /* NaN, inf and values below lo */
+        PyErr_Format(PyExc_ValueError, "%s: '%s' must be a finite number >= %g, got %R", fn, name,
+                     lo, o);
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(sgd_step_doc,
+             "sgd_step(param, grad, momentum_buffer, lr, momentum, dampening, weight_decay, "
+             "nesterov, maximize, first, /)\n--\n\n"
+             "One SGD update in place, as torch.optim.SGD: g = (maximize ? -grad : grad) + "
+             "weight_decay * param; with momentum != 0, buf = first ? g : momentum * buf + "
+             "(1 - dampening) * g and g = nesterov ? g + momentum * buf : buf; param -= lr * g.  "
+             "momentum_buffer may be None when momentum == 0.");
+
+static PyObject *py_sgd_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    const char *fn = "sgd_step";
+    static const char *const names[3] = {"param", "grad", "momentum_buffer"};
+    bufset bs = {.n = 0};
+    gc_optim_hp h = {0};
+    if (check_nargs(fn, nargs, 10) < 0 || get_hp(fn, "lr", args[3], 0.0, &h.lr) < 0 ||
+        get_hp(fn, "momentum", args[4], 0.0, &h.momentum) < 0 ||
+        get_double(fn, "dampening", args[5], &h.dampening) < 0 ||
+        get_hp(fn, "weight_decay", args[6], 0.0, &h.weight_decay) < 0 ||
+        get_flag(fn, "nesterov", args[7], &h.nesterov) < 0 ||
+        get_flag(fn, "maximize", args[8], &h.maximize) < 0 ||
+        get_flag(fn, "first", args[9], &h.first) < 0)
+        return NULL;
+    const int optional[3] = {0, 0, h.momentum == 0.0};
+    void *p[3];
+    Py_ssize_t n;
+    const char kd = optim_bufs(&bs, fn, args, 3, names, optional, p, &n);
+    if (!kd)
+        goto fail;
+    if (h.momentum == 0.0)
+        p[2] = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    if (kd == 'f')
+        gc_sgd_step_f32((float *)p[0], (const float *)p[1], (float *)p[2], n, &h);
+    else
+        gc_sgd_step_f64((double *)p[0], (const double *)p[1], (double *)p[2], n, &h);
+    Py_END_ALLOW_THREADS
+    bufs_release(&bs);
+    Py_RETURN_NONE;
+fail:
+    bufs_release(&bs);
+    return NULL;
+}
+
+PyDoc_STRVAR(adam_step_doc,
+             "adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1, beta2, "
+             "eps, weight_decay, decoupled, maximize, /)\n--\n\n"
+             "One Adam (decoupled=0) or AdamW (decoupled=1) update in place, as torch.optim.Adam: "
+             "step is the count after this update (>= 1); max_exp_avg_sq is None unless amsgrad.");
+
+static PyObject *py_adam_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    const char *fn = "adam_step";
+    static const char *const names[5] = {"param", "grad", "exp_avg", "exp_avg_sq",
+                                         "max_exp_avg_sq"};
+    bufset bs = {.n = 0};
+    gc_optim_hp h = {0};
+    if (check_nargs(fn, nargs, 13) < 0 || get_i64(fn, "step", args[5], &h.step) < 0)
+        return NULL;
+    if (h.step < 1) {
+        PyErr_Format(PyExc_ValueError, "%s: 'step' must be >= 1, got %lld", fn,
+                     (long long)h.step);
+        return NULL;
+    }
+    if (get_hp(fn, "lr", args[6], 0.0, &h.lr) < 0 ||
+        get_hp(fn, "beta1", args[7], 0.0, &h.beta1) < 0 ||
+        get_hp(fn, "beta2", args[8], 0.0, &h.beta2) < 0 ||
+        get_hp(fn, "eps", args[9], 0.0, &h.eps) < 0 ||
+        get_hp(fn, "weight_decay", args[10], 0.0, &h.weight_decay) < 0 ||
+        get_flag(fn, "decoupled", args[11], &h.decoupled) < 0 ||
+        get_flag(fn, "maximize", args[12], &h.maximize) < 0)
+        return NULL;
+    if (h.beta1 >= 1.0 || h.beta2 >= 1.0) {
+        PyErr_Format(PyExc_ValueError, "%s: betas must be in [0, 1), got (%g, %g)", fn, h.beta1,
+                     h.beta2);
+        return NULL;
+    }
+    const int optional[5] = {0, 0, 0, 0, 1};
+    void *p[5];
+    Py_ssize_t n;
+    const char kd = optim_bufs(&bs, fn, args, 5, names, optional, p, &n);
+    if (!kd)
+        goto fail;
+    Py_BEGIN_ALLOW_THREADS
+    if (kd == 'f')
+        gc_adam_step_f32((float *)p[0], (const float *)p[1], (float *)p[2], (float *)p[3],
+                         (float *)p[4], n, &h);
+    else
+        gc_adam_step_f64((double *)p[0], (const double *)p[1], (double *)p[2], (double *)p[3],
+                         (double *)p[4], n, &h);
+    Py_END_ALLOW_THREADS
+    bufs_release(&bs);
+    Py_RETURN_NONE;
+fail:
+    bufs_release(&bs);
+    return NULL;
+}
+
+PyDoc_STRVAR(rmsprop_step_doc,
+             "rmsprop_step(param, grad, square_avg, grad_avg, momentum_buffer, lr, alpha, eps, "
+             "weight_decay, momentum, maximize, /)\n--\n\n"
+             "One RMSprop update in place, as torch.optim.RMSprop: grad_avg is None unless "
+             "centered; momentum_buffer may be None when momentum == 0.");
+
+static PyObject *py_rmsprop_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    const char *fn = "rmsprop_step";
+    static const char *const names[5] = {"param", "grad", "square_avg", "grad_avg",
+                                         "momentum_buffer"};
+    bufset bs = {.n = 0};
+    gc_optim_hp h = {0};
+    if (check_nargs(fn, nargs, 11) < 0 || get_hp(fn, "lr", args[5], 0.0, &h.lr) < 0 ||
+        get_hp(fn, "alpha", args[6], 0.0, &h.alpha) < 0 ||
+        get_hp(fn, "eps", args[7], 0.0, &h.eps) < 0 ||
+        get_hp(fn, "weight_decay", args[8], 0.0, &h.weight_decay) < 0 ||
+        get_hp(fn, "momentum", args[9], 0.0, &h.momentum) < 0 ||
+        get_flag(fn, "maximize", args[10], &h.maximize) < 0)
+        return NULL;
+    const int optional[5] = {0, 0, 0, 1, h.momentum == 0.0};
+    void *p[5];
+    Py_ssize_t n;
+    const char kd = optim_bufs(&bs, fn, args, 5, names, optional, p, &n);
+    if (!kd)
+        goto fail;
+    if (h.momentum == 0.0)
+        p[4] = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    if (kd == 'f')
+        gc_rmsprop_step_f32((float *)p[0], (const float *)p[1], (float *)p[2], (float *)p[3],
+                            (float *)p[4], n, &h);
+    else
+        gc_rmsprop_step_f64((double *)p[0], (const double *)p[1], (double *)p[2],
+                            (double *)p[3], (double *)p[4], n, &h);
+    Py_END_ALLOW_THREADS
+    bufs_release(&bs);
+    Py_RETURN_NONE;
+fail:
+    bufs_release(&bs);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* module                                                                                      */
 
 #define GC_METHOD(name, func, doc)                                                                \
@@ -1536,6 +1868,9 @@ static PyObject *py_philox_block(PyObject *self, PyObject *const *args, Py_ssize
 
 static PyMethodDef cpu_methods[] = {
     GC_METHOD("gemm", py_gemm, gemm_doc),
+    GC_METHOD("gemm_ex", py_gemm_ex, gemm_ex_doc),
+    GC_METHOD("info", py_info, info_doc),
+    GC_METHOD("set_num_threads", py_set_num_threads, set_num_threads_doc),
     GC_METHOD("unary", py_unary, unary_doc),
     GC_METHOD("unary_backward", py_unary_backward, unary_backward_doc),
     GC_METHOD("binary", py_binary, binary_doc),
@@ -1552,6 +1887,9 @@ static PyMethodDef cpu_methods[] = {
     GC_METHOD("uniform", py_uniform, uniform_doc),
     GC_METHOD("normal", py_normal, normal_doc),
     GC_METHOD("philox_block", py_philox_block, philox_block_doc),
+    GC_METHOD("sgd_step", py_sgd_step, sgd_step_doc),
+    GC_METHOD("adam_step", py_adam_step, adam_step_doc),
+    GC_METHOD("rmsprop_step", py_rmsprop_step, rmsprop_step_doc),
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef cpu_module = {
@@ -1579,6 +1917,11 @@ static int add_names(PyObject *m, const char *prefix, const char *const *names, 
 
 PyMODINIT_FUNC PyInit__cpu(void)
 {
+    char err[512];
+    if (gc_cpu_init(getenv("GPUCORE_CPU_ISA"), err, sizeof err) < 0) {
+        PyErr_SetString(PyExc_ImportError, err);
+        return NULL;
+    }
     PyObject *m = PyModule_Create(&cpu_module);
     if (!m)
         return NULL;

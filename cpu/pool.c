@@ -41,6 +41,7 @@ static long long now_ns(void)
  * again before they are done, so no worker can lag a region behind. */
 typedef struct {
     _Alignas(64) atomic_uint ticket; /* bumped once per region posted to this worker */
+    unsigned ticket0;                /* the ticket when the thread was created */
     atomic_int sleeping;
     pthread_cond_t wake;
     gc_task task;
@@ -109,7 +110,7 @@ static void *worker_main(void *arg)
 {
     const int me = (int)(intptr_t)arg;
     gc_worker *w = &pool.w[me];
-    unsigned seen = atomic_load(&w->ticket);
+    unsigned seen = w->ticket0; /* not a fresh load: a region may be posted before we run */
     for (;;) {
         /* wait for a new ticket: spin first, then sleep */
         unsigned t = atomic_load_explicit(&w->ticket, memory_order_acquire);
@@ -159,6 +160,7 @@ static void ensure_workers(int n)
         const int tid = pool.started + 1;
         gc_worker *w = &pool.w[tid];
         atomic_store(&w->sleeping, 0);
+        w->ticket0 = atomic_load(&w->ticket);
         pthread_cond_init(&w->wake, NULL);
         pthread_attr_t attr;
         pthread_attr_init(&attr);

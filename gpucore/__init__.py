@@ -6,7 +6,7 @@ Vulkan device when one is usable; everything else runs in the C extension ``gpuc
 
 # _cpu first: fail early and clearly if the extension is missing. ops fills the op registry and
 # attaches the Tensor methods.
-from . import _cpu, autograd, dispatch, nn, vulkan
+from . import _cpu, autograd, dispatch, nn, optim, vulkan
 from . import ops as _ops
 from .autograd import enable_grad, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_grad_enabled
@@ -32,6 +32,7 @@ from .creation import (
     zeros,
     zeros_like,
 )
+from .dispatch import device_policy, get_device_policy, set_device_policy
 from .dtypes import bfloat16, dtype, float16, float32, float64, int8, int32, int64, uint8
 from .dtypes import bool_ as bool  # noqa: A001  (PyTorch's name: gpucore.bool)
 from .errors import (
@@ -43,6 +44,7 @@ from .errors import (
     SerializationError,
     ShapeError,
 )
+from .io import load, save
 from .ops.elementwise import (
     abs,
     add,
@@ -113,7 +115,6 @@ from .ops.shape import (
     transpose,
     unsqueeze,
 )
-from .dispatch import device_policy, get_device_policy, set_device_policy
 from .profiler import profiler
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .tensor import Size, Tensor, device

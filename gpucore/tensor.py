@@ -139,6 +139,23 @@ class Tensor:
         return t
 
     @classmethod
+    def _from_kernel(cls, data: np.ndarray, dtype) -> Tensor:
+        """A fresh host tensor over a kernel's output (shape already validated by the op)."""
+        t = cls.__new__(cls)
+        t._data = data
+        t._dtype = dtype
+        t._vbox = [0]
+        t.requires_grad = False
+        t._grad = None
+        t._grad_fn = None
+        t._acc = None
+        t._base = None
+        t._view_ops = None
+        t._retain = False
+        t._dev = None
+        return t
+
+    @classmethod
     def _make_view(cls, src: Tensor, arr: np.ndarray, op, attrs) -> Tensor:
         t = cls._wrap(arr, src._dtype, src._vbox, src._dev)
         base = src._base if src._base is not None else src

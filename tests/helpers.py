@@ -6,18 +6,44 @@ with gradcheck, in the spirit of tinygrad's ``helper_test_op``.
 runs ``gc_fn`` on float32 tensors (contiguous, then as non-contiguous strided views) and on
 float64 tensors, compares each with ``np_fn`` evaluated in float64 on the same values, then runs
 ``gpucore.autograd.gradcheck`` (and optionally ``gradgradcheck``) on float64 inputs.
+
+Backends: by default the checks run under the current device policy (GPUCORE_DEVICE). Set
+GPUCORE_TEST_BACKENDS=cpu,vulkan to run every check_op once per listed policy against the same
+numpy reference (a policy whose device is missing is skipped).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 
 import numpy as np
 
 import gpucore
 from gpucore.autograd import gradcheck, gradgradcheck
 
-_erf = np.vectorize(math.erf, otypes=[np.float64])
+_erfc = np.vectorize(math.erfc, otypes=[np.float64])
+
+
+def _test_policies() -> list:
+    names = [n.strip() for n in os.environ.get("GPUCORE_TEST_BACKENDS", "").split(",")]
+    names = [n for n in names if n]
+    if not names:
+        return [None]  # the current policy
+    from gpucore import dispatch
+
+    return [n for n in names if n != "vulkan" or dispatch.vulkan_backend(allow_cpu=True)]
+
+
+POLICIES = _test_policies()
+
+
+def on_policy(policy):
+    """A context running ops under ``policy`` ('cpu', 'vulkan'), or unchanged for None."""
+    if policy is None:
+        return contextlib.nullcontext()
+    return gpucore.dispatch.device_policy(policy)
 
 
 def np_gelu(x, approximate="none"):
@@ -25,7 +51,7 @@ def np_gelu(x, approximate="none"):
     x = np.asarray(x, np.float64)
     if approximate == "tanh":
         return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
-    return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
+    return 0.5 * x * _erfc(-x / math.sqrt(2))  # erfc: no cancellation for very negative x
 
 
 def np_softmax(x, axis):
@@ -143,7 +169,16 @@ def check_op(
         vals = [rand(s, low, high, seed + i) for i, s in enumerate(shapes)]
     vals = [np.asarray(v, np.float64) for v in vals]
     expected = np_fn(*[v.copy() for v in vals])
+    for policy in POLICIES:
+        with on_policy(policy):
+            _check_op_once(
+                gc_fn, vals, expected, rtol, atol, grad, gradgrad, noncontig, grad_atol, grad_rtol
+            )
 
+
+def _check_op_once(
+    gc_fn, vals, expected, rtol, atol, grad, gradgrad, noncontig, grad_atol, grad_rtol
+):
     out = gc_fn(*[gpucore.tensor(v, dtype=gpucore.float32) for v in vals])
     _check_dtype(out, gpucore.float32)
     assert_close(out, expected, rtol, atol, "float32 forward")

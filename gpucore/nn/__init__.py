@@ -1,8 +1,13 @@
 """Neural-network building blocks with PyTorch's names: Module, Parameter, layers, losses.
 
-``gpucore.nn.functional`` holds the functional forms; ``gpucore.nn.init`` the initialisers.
+``gpucore.nn.functional`` holds the functional forms, ``gpucore.nn.init`` the initialisers and
+``gpucore.nn.utils`` gradient clipping.
 """
 
-from . import functional
+from . import functional, init, utils
 from .module import Module
+from .modules import *  # noqa: F403
+from .modules import __all__ as _modules_all
 from .parameter import Parameter
+
+__all__ = ["Module", "Parameter", "functional", "init", "utils", *_modules_all]

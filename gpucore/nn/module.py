@@ -15,7 +15,28 @@ from ..errors import ShapeError
 from ..tensor import Tensor
 from .parameter import Parameter
 
-_IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What load_state_dict returns: the keys it did not find, and those it did not use."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+
+class StateDictError(ShapeError, RuntimeError):
+    """load_state_dict found missing, unexpected or mis-shaped keys. A ShapeError, and a
+    RuntimeError as PyTorch raises there, so either ``except`` catches it."""
+
+
+def _check_name(kind: str, name) -> None:
+    if not isinstance(name, str):
+        raise TypeError(f"{kind} name should be a string, got {type(name).__name__}")
+    if name == "" or "." in name:
+        raise KeyError(f"{kind} name can't be empty or contain '.', got {name!r}")
 
 
 class Module:
@@ -85,9 +106,17 @@ class Module:
                 return
         object.__delattr__(self, name)
 
+    def _check_new(self, kind: str, name: str, table: str) -> None:
+        _check_name(kind, name)
+        if name not in getattr(self, table) and hasattr(self, name):
+            raise KeyError(f"attribute {name!r} already exists in {type(self).__name__}")
+
     def register_parameter(self, name: str, param: Parameter | None) -> None:
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"register_parameter({name!r}): expected a Parameter or None")
+        self._check_new("parameter", name, "_parameters")
         self._drop(name)
         self._parameters[name] = param
 
@@ -95,6 +124,7 @@ class Module:
         """Track a tensor that is state but not a parameter (e.g. BatchNorm's running_mean)."""
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"register_buffer({name!r}): expected a Tensor or None")
+        self._check_new("buffer", name, "_buffers")
         self._drop(name)
         self._buffers[name] = tensor
         if not persistent:
@@ -103,6 +133,7 @@ class Module:
     def add_module(self, name: str, module: Module | None) -> None:
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"add_module({name!r}): {type(module).__name__} is not a Module")
+        self._check_new("module", name, "_modules")
         self._drop(name)
         self._modules[name] = module
 
@@ -148,7 +179,8 @@ class Module:
 
     def _named_members(self, table: str, prefix: str, recurse: bool, remove_duplicate: bool):
         seen = set()
-        mods = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+        mods = (self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse
+                else [(prefix, self)])
         for mp, m in mods:
             for name, v in getattr(m, table).items():
                 if v is None:
@@ -192,11 +224,12 @@ class Module:
                 m.state_dict(destination, prefix + name + ".", keep_vars)
         return destination
 
-    def load_state_dict(self, state_dict, strict: bool = True):
-        """Copy values into this module's parameters and buffers (in place, shapes must match).
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        """Copy values into this module's parameters and buffers (in place, shapes must match;
+        with assign=True the checkpoint's tensors replace them instead, as PyTorch).
 
-        Returns (missing_keys, unexpected_keys); with strict=True, any of them, or any shape
-        mismatch, raises an error listing them all.
+        Returns (missing_keys, unexpected_keys). A shape mismatch always raises; with
+        strict=True, so do missing and unexpected keys (StateDictError, listing them all).
         """
         own = self.state_dict(keep_vars=True)
         missing = [k for k in own if k not in state_dict]
@@ -217,18 +250,36 @@ class Module:
         if strict and unexpected:
             problems.append("unexpected keys: " + ", ".join(unexpected))
         if problems:
-            raise ShapeError(
+            raise StateDictError(
                 f"error(s) in loading state_dict for {type(self).__name__}: "
                 + " | ".join(problems)
             )
+        if assign:
+            self._assign_state(state_dict, own)
+            return _IncompatibleKeys(missing, unexpected)
         with no_grad():
             for k, dst in own.items():
                 if k in state_dict:
                     dst.copy_(state_dict[k])
         return _IncompatibleKeys(missing, unexpected)
 
+    def _assign_state(self, state_dict, own) -> None:
+        for k in own:
+            if k not in state_dict:
+                continue
+            path, _, name = k.rpartition(".")
+            mod = self.get_submodule(path)
+            v = state_dict[k]
+            if name in mod._parameters:
+                old = mod._parameters[name]
+                mod._parameters[name] = Parameter(v.detach(), requires_grad=old.requires_grad)
+            else:
+                mod._buffers[name] = v.detach()
+
     # ----------------------------------------------------------------------------- modes
     def train(self, mode: bool = True) -> Module:
+        if not isinstance(mode, bool):
+            raise ValueError(f"train(): mode is expected to be a bool, got {mode!r}")
         object.__setattr__(self, "training", bool(mode))
         for m in self.children():
             m.train(mode)
@@ -250,6 +301,8 @@ class Module:
             if set_to_none:
                 p.grad = None
             else:
+                if p.grad.grad_fn is not None:
+                    p.grad = p.grad.detach()
                 with no_grad():
                     p.grad.zero_()
 
@@ -263,7 +316,7 @@ class Module:
     def _apply_tensors(self, fn) -> Module:
         with no_grad():
             for m in self.modules():
-                for name, p in m._parameters.items():
+                for p in m._parameters.values():
                     if p is not None:
                         new = fn(p)
                         if new is not p:
@@ -278,6 +331,13 @@ class Module:
     def to(self, *args, **kwargs) -> Module:
         """Move and/or cast parameters and buffers in place: ``to('vulkan')``, ``to(float64)``.
         Only floating tensors change dtype (integer buffers keep theirs), as in PyTorch."""
+        from .. import dtypes as D
+
+        for a in (*args, kwargs.get("dtype")):
+            if a is not None and _is_dtype(a) and not D.as_dtype(a).is_floating_point:
+                raise TypeError(
+                    f"Module.to() only accepts floating point dtypes, got {D.as_dtype(a)}"
+                )
 
         def conv(t: Tensor) -> Tensor:
             out = t.to(*[a for a in args if not _is_dtype(a) or t.is_floating_point()],
@@ -343,15 +403,18 @@ class Module:
         return ""
 
     def __repr__(self) -> str:
-        lines = []
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = []
         for name, m in self._modules.items():
             sub = repr(m).replace("\n", "\n  ")
-            lines.append(f"({name}): {sub}")
-        extra = self.extra_repr()
+            child_lines.append(f"({name}): {sub}")
+        lines = extra_lines + child_lines
         if not lines:
-            return f"{type(self).__name__}({extra})"
-        body = "\n  ".join(([extra] if extra else []) + lines)
-        return f"{type(self).__name__}(\n  {body}\n)"
+            return f"{type(self).__name__}()"
+        if len(extra_lines) == 1 and not child_lines:
+            return f"{type(self).__name__}({extra_lines[0]})"
+        return f"{type(self).__name__}(\n  " + "\n  ".join(lines) + "\n)"
 
     def __dir__(self):
         return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers)

@@ -32,6 +32,8 @@ def scalar_tensor(value, dtype) -> Tensor:
 
 def as_operands(op: str, a, b):
     """Two operands as tensors of one common dtype (PyTorch promotion; scalars lift category)."""
+    if type(a) is Tensor and type(b) is Tensor and a._dtype is b._dtype:
+        return a, b  # the common case, decided without the promotion rules
     a, b = _lift_numpy(a), _lift_numpy(b)
     ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
     if ta and tb:

@@ -223,8 +223,9 @@ def softplus(input: Tensor) -> Tensor:
 # ----------------------------------------------------------------------------- binary ops
 def _binfer(name, result=None):
     def infer(a, b):
-        shape = broadcast_shapes(name, a.shape, b.shape)
-        return (shape, result if result is not None else a.dtype)
+        sa = a._data.shape
+        shape = sa if sa == b._data.shape else broadcast_shapes(name, sa, b._data.shape)
+        return (shape, result if result is not None else a._dtype)
 
     return infer
 
@@ -602,7 +603,8 @@ def to_device(input: Tensor, device: str) -> Tensor:
         out = Tensor._wrap(data, input._dtype)
     else:
         vb = dispatch.vulkan_backend(required=True)
-        out = Tensor._wrap(vb.upload(np.ascontiguousarray(input._host()), input._dtype),
+        # np.require keeps 0-d arrays 0-d (np.ascontiguousarray makes them shape (1,))
+        out = Tensor._wrap(vb.upload(np.require(input._host(), requirements="C"), input._dtype),
                            input._dtype, dev=vb)
     if dispatch._trace.records is not None:
         dispatch.record("to_device", device, out.shape)

@@ -17,6 +17,7 @@ from time import perf_counter as _perf_counter
 from .. import dispatch
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.graph import Ctx, Node, edge_of
+from ..tensor import Tensor
 
 REGISTRY: dict[str, OpDef] = {}
 
@@ -78,8 +79,6 @@ def apply(op: OpDef, *inputs, **attrs):
 
     Returns the output tensor, or a tuple when the op has extra outputs.
     """
-    from ..tensor import Tensor
-
     if op.view is not None:
         out = Tensor._make_view(inputs[0], op.view(inputs[0]._data, **attrs), op, attrs)
         outs = (out,)

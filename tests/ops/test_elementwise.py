@@ -77,6 +77,13 @@ def test_unary_function_forms():
         assert_close(fn(x), np_fn(to_np(x).astype(np.float64)))
 
 
+def test_gelu_far_tails():
+    v = np.array([-9.0, -8.25, -6.5, -5.0, 5.0, 9.0])
+    for dt, rtol in ((gpucore.float32, 1e-4), (gpucore.float64, 1e-10)):
+        # erf form: x * Phi(x) must not cancel to 0 or lose digits for very negative x
+        assert_close(gpucore.tensor(v, dtype=dt).gelu(), np_gelu(v), rtol=rtol, atol=0)
+
+
 def test_gelu_bad_approximate():
     with pytest.raises(ValueError, match="approximate"):
         gpucore.tensor([1.0]).gelu(approximate="fast")

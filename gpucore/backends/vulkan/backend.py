@@ -159,7 +159,8 @@ class VulkanBackend:
         if t._dev is self:
             return t._data
         data = t._data if t._dev is None else t._dev.host_view(t._data)
-        return self.upload(np.ascontiguousarray(data), t._dtype)
+        # np.require, not np.ascontiguousarray: the latter turns a 0-d array into shape (1,)
+        return self.upload(np.require(data, requirements="C"), t._dtype)
 
     def clone_array(self, arr: np.ndarray) -> np.ndarray:
         """A contiguous device copy of a device array."""

@@ -153,6 +153,8 @@ class Allocator:
         self.vk = vk
         self.device = device
         self.lock = threading.Lock()
+        self._owner = None  # thread id of the lock holder inside alloc/_release
+        self._deferred: list = []  # releases queued by finalizers run under the lock
         self.blocks: list[Block] = []
         self._starts: list[int] = []  # sorted host base pointers, parallel to _by_start
         self._by_start: list[Block] = []
@@ -187,34 +189,61 @@ class Allocator:
         """A uint8 host view of a fresh device range of ``nbytes`` (freed when views die)."""
         size = max(self.align, -(-nbytes // self.align) * self.align)
         with self.lock:
-            blk = off = None
-            if size <= self.block_size:
-                for b in self.blocks:
-                    if not b.dedicated:
-                        off = b.take(size)
-                        if off is not None:
-                            blk = b
-                            break
-            if blk is None:
-                dedicated = size > self.block_size
-                blk = Block(self, size if dedicated else self.block_size, dedicated)
-                self.blocks.append(blk)
-                i = bisect.bisect_left(self._starts, blk.base_ptr)
-                self._starts.insert(i, blk.base_ptr)
-                self._by_start.insert(i, blk)
-                off = blk.take(size)
-            self.live_bytes += size
-            self.peak_bytes = max(self.peak_bytes, self.live_bytes)
+            self._owner = threading.get_ident()
+            try:
+                blk, off = self._take(size)
+            finally:
+                self._settle()
         owner = np.frombuffer(memoryview(blk.host)[off : off + nbytes], np.uint8)
         weakref.finalize(owner, self._release, blk, off, size)
         return owner
 
+    def _take(self, size: int):
+        blk = off = None
+        if size <= self.block_size:
+            for b in self.blocks:
+                if not b.dedicated:
+                    off = b.take(size)
+                    if off is not None:
+                        blk = b
+                        break
+        if blk is None:
+            dedicated = size > self.block_size
+            blk = Block(self, size if dedicated else self.block_size, dedicated)
+            self.blocks.append(blk)
+            i = bisect.bisect_left(self._starts, blk.base_ptr)
+            self._starts.insert(i, blk.base_ptr)
+            self._by_start.insert(i, blk)
+            off = blk.take(size)
+        self.live_bytes += size
+        self.peak_bytes = max(self.peak_bytes, self.live_bytes)
+        return blk, off
+
     def _release(self, blk: Block, off: int, size: int):
+        # A finalizer: the garbage collector may run it inside alloc() or _release() on this very
+        # thread (any allocation there can start a collection), with self.lock held and a free
+        # list mid-update. Then it is only queued; the lock holder applies it before letting go.
+        if self._owner == threading.get_ident():
+            self._deferred.append((blk, off, size))
+            return
         with self.lock:
-            blk.give(off, size)
-            self.live_bytes -= size
-            if blk.dedicated and blk.is_empty():
-                self._drop(blk)
+            self._owner = threading.get_ident()
+            try:
+                self._give(blk, off, size)
+            finally:
+                self._settle()
+
+    def _settle(self):
+        """Apply queued releases, then give up ownership (called with self.lock held)."""
+        while self._deferred:
+            self._give(*self._deferred.pop())
+        self._owner = None
+
+    def _give(self, blk: Block, off: int, size: int):
+        blk.give(off, size)
+        self.live_bytes -= size
+        if blk.dedicated and blk.is_empty():
+            self._drop(blk)
 
     def _drop(self, blk: Block):
         self.blocks.remove(blk)

@@ -128,4 +128,4 @@ def _accepts_words(inputs, specs):
 
 
 # Family modules register on import; keep this list in step with the files.
-from . import elementwise, gemm, nn, pool, random, reduce  # noqa: E402,F401
+from . import elementwise, gemm, nn, optim, pool, random, reduce  # noqa: E402,F401

@@ -1,7 +1,19 @@
-"""Elementwise kernels: unary math and activations (+ backward), copies."""
+"""Elementwise kernels: unary math and activations (+ backward), binary arithmetic and
+comparisons with broadcasting, logical ops, where, clamp, log1p, dtype casts, copies.
+
+The strided family (binary.comp, where.comp) reads its inputs in place, whatever their strides
+(0 for broadcasting, negative for flips), so no copy precedes it; the host drops size-1 dims and
+merges dims that are contiguous in every operand, so the common cases reach the shader as 1-D.
+Outputs are the fresh contiguous arrays ``VulkanBackend.run`` allocates; a bool output is written
+four elements per 32-bit word (its allocation is rounded up to 256 bytes, so the bytes past the
+last element are scratch).
+"""
 
 from __future__ import annotations
 
+import numpy as np
+
+from .... import dtypes as D
 from . import _accepts_words, _push, contiguous, copy_array, groups_1d, kernel, launch, local_size
 
 # ----------------------------------------------------------------------------- unary
@@ -57,3 +69,206 @@ kernel("gelu_backward")(_unary_bwd(8))
 @kernel("clone", accepts=_accepts_words)
 def _clone(be, out, x):
     copy_array(be, out, x)
+
+
+# ----------------------------------------------------------------------------- strided family
+# binary.comp's op codes and types (specialization constants 1..3).
+_F32, _I32, _BOOL = 0, 1, 2
+_TYPE = {D.float32: _F32, D.int32: _I32, D.bool_: _BOOL}
+_NPTYPE = {d.np: code for d, code in _TYPE.items()}
+_OP = {
+    "add": 0, "sub": 1, "mul": 2, "div": 3, "pow": 4, "maximum": 5, "minimum": 6,
+    "eq": 7, "ne": 8, "lt": 9, "le": 10, "gt": 11, "ge": 12,
+    "logical_and": 13, "logical_or": 14, "logical_xor": 15, "logical_not": 16,
+    "clamp": 17, "to_dtype": 18, "log1p": 19,
+}
+
+
+class _Layout:
+    """A push-constant block: ``head`` words, then arrays of ``dims`` words (shape and one stride
+    array per operand). binary.comp: n, ndim, a_off, b_off, y_off, lo, hi | shape[8],
+    a_stride[8], b_stride[8]; where.comp: n, ndim, c_off, a_off, b_off, y_off | shape[6],
+    c_stride[6], a_stride[6], b_stride[6]."""
+
+    def __init__(self, head: int, dims: int, arrays: int):
+        self.head, self.dims, self.words = head, dims, head + dims * arrays
+        assert 4 * self.words <= 128, "push constants are limited to 128 bytes"
+
+    def pack(self, head, shape, strides) -> np.ndarray:
+        buf = np.zeros(self.words, np.int64)
+        buf[: len(head)] = head
+        nd, d = len(shape), self.dims
+        buf[self.head : self.head + nd] = shape
+        for k, st in enumerate(strides):
+            o = self.head + d * (k + 1)
+            buf[o : o + nd] = st
+        return buf.astype(np.uint32)
+
+
+_BIN_PUSH = _Layout(7, 8, 3)
+_WHERE_PUSH = _Layout(6, 6, 4)
+
+
+def _dispatch(be, shader: str, spec: tuple, operands, push, groups):
+    """launch() for operands already resolved: [(array, Operand, writes?)] (saves re-resolving
+    each binding, a noticeable share of the per-op Python cost)."""
+    ctx = be.ctx
+    local = local_size(be)
+    pipe = ctx.pipelines.get(shader, len(operands), spec, local)
+    ctx.stream.dispatch(pipe, [o.binding(w) for _, o, w in operands], push, groups,
+                        label=shader, keep=[a for a, _, _ in operands])
+
+
+def _strides_in(shape: tuple, op) -> list:
+    """op's element strides broadcast to ``shape`` (0 on broadcast dims)."""
+    pad = len(shape) - len(op.shape)
+    return [0] * pad + [st if sz != 1 else 0 for sz, st in zip(op.shape, op.strides)]
+
+
+def _collapse(shape: tuple, strides: list) -> tuple:
+    """(shape, [strides per operand]) with size-1 dims dropped and dims merged where every
+    operand steps through them as one (stride[k] == stride[k+1] * shape[k+1])."""
+    sh: list = []
+    st: list = [[] for _ in strides]
+    for k, size in enumerate(shape):
+        if size == 1:
+            continue
+        if sh and all(s[-1] == o[k] * size for s, o in zip(st, strides)):
+            sh[-1] *= size
+            for s, o in zip(st, strides):
+                s[-1] = o[k]
+            continue
+        sh.append(size)
+        for s, o in zip(st, strides):
+            s.append(o[k])
+    if not sh:
+        return [1], [[0] for _ in strides]
+    return sh, st
+
+
+def _ndim_after_collapse(shape: tuple, inputs) -> int:
+    strides = []
+    for t in inputs:
+        a = t._data
+        pad = len(shape) - a.ndim
+        strides.append([0] * pad + [s if n != 1 else 0 for n, s in zip(a.shape, a.strides)])
+    return len(_collapse(shape, strides)[0])
+
+
+def _fits(shape: tuple, inputs, limit: int) -> bool:
+    return len(shape) <= limit or _ndim_after_collapse(shape, inputs) <= limit
+
+
+def _run_strided(be, out, code: int, tin: int, a, b=None, lo=0.0, hi=0.0):
+    """out = OP(a, b) through binary.comp (b = a for the unary ops)."""
+    n = out.size
+    if n == 0:
+        return
+    if b is None:
+        b = a
+    oa, ob, oy = be.operand(a), be.operand(b), be.operand(out)
+    shape = out.shape
+    sh, (sa, sb) = _collapse(shape, [_strides_in(shape, oa), _strides_in(shape, ob)])
+    if len(sh) > _BIN_PUSH.dims:  # accepts() keeps these on the CPU
+        raise ValueError(f"internal: {len(sh)} dims after merging exceed the shader's 8")
+    tout = _NPTYPE[out.dtype]
+    if tout == _BOOL:
+        assert oy.offset % 4 == 0, "bool outputs must start on a 32-bit word"
+        y_off, words = oy.offset // 4, -(-n // 4)
+    else:
+        y_off, words = oy.offset, n
+    push = _BIN_PUSH.pack([n, len(sh), oa.offset, ob.offset, y_off, 0, 0], sh, (sa, sb))
+    push[5:7] = np.array([lo, hi], np.float32).view(np.uint32)
+    _dispatch(be, "binary", (code, tin, tout), [(a, oa, False), (b, ob, False), (out, oy, True)],
+              push, groups_1d(words, local_size(be)))
+
+
+def _accepts_binary(types, out_bool=False):
+    def accepts(inputs, specs):
+        a, b = inputs
+        shape, dt = specs
+        if a._dtype is not b._dtype or a._dtype not in types:
+            return False
+        if dt is not (D.bool_ if out_bool else a._dtype):
+            return False
+        return _fits(shape, inputs, 8)
+
+    return accepts
+
+
+def _binary(code):
+    def run(be, out, a, b):
+        _run_strided(be, out, code, _NPTYPE[a.dtype], a, b)
+
+    return run
+
+
+_FLOAT_ONLY = (D.float32,)
+_FLOAT_INT = (D.float32, D.int32)
+for _name in ("add", "sub", "mul", "maximum", "minimum"):
+    kernel(_name, accepts=_accepts_binary(_FLOAT_INT))(_binary(_OP[_name]))
+for _name in ("div", "pow"):
+    kernel(_name, accepts=_accepts_binary(_FLOAT_ONLY))(_binary(_OP[_name]))
+for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
+    kernel(_name, accepts=_accepts_binary(_FLOAT_INT, out_bool=True))(_binary(_OP[_name]))
+for _name in ("logical_and", "logical_or", "logical_xor"):
+    kernel(_name, accepts=_accepts_binary((D.bool_,), out_bool=True))(_binary(_OP[_name]))
+
+
+def _accepts_logical_not(inputs, specs):
+    (x,) = inputs
+    return x._dtype in _TYPE and _fits(specs[0], inputs, 8)
+
+
+@kernel("logical_not", accepts=_accepts_logical_not)
+def _logical_not(be, out, x):
+    _run_strided(be, out, _OP["logical_not"], _NPTYPE[x.dtype], x)
+
+
+def _accepts_float_unary(inputs, specs):
+    return inputs[0]._dtype is D.float32 and specs[1] is D.float32 and _fits(specs[0], inputs, 8)
+
+
+@kernel("log1p", accepts=_accepts_float_unary)
+def _log1p(be, out, x):
+    _run_strided(be, out, _OP["log1p"], _F32, x)
+
+
+@kernel("clamp", accepts=_accepts_float_unary)
+def _clamp(be, out, x, min=None, max=None):  # noqa: A002 - the op's attribute names
+    lo = -np.inf if min is None else float(min)
+    hi = np.inf if max is None else float(max)
+    _run_strided(be, out, _OP["clamp"], _F32, x, lo=lo, hi=hi)
+
+
+def _accepts_cast(inputs, specs):
+    (x,) = inputs
+    return x._dtype in _TYPE and specs[1] in _TYPE and _fits(specs[0], inputs, 8)
+
+
+@kernel("to_dtype", accepts=_accepts_cast)
+def _to_dtype(be, out, x, dtype):
+    _run_strided(be, out, _OP["to_dtype"], _NPTYPE[x.dtype], x)
+
+
+# ----------------------------------------------------------------------------- where
+def _accepts_where(inputs, specs):
+    c, a, b = inputs
+    shape, dt = specs
+    return (c._dtype is D.bool_ and a._dtype is b._dtype and a._dtype in _FLOAT_INT
+            and dt is a._dtype and _fits(shape, inputs, _WHERE_PUSH.dims))
+
+
+@kernel("where", accepts=_accepts_where)
+def _where(be, out, cond, a, b):
+    n = out.size
+    if n == 0:
+        return
+    oc, oa, ob, oy = be.operand(cond), be.operand(a), be.operand(b), be.operand(out)
+    shape = out.shape
+    sh, st = _collapse(shape, [_strides_in(shape, o) for o in (oc, oa, ob)])
+    if len(sh) > _WHERE_PUSH.dims:
+        raise ValueError(f"internal: {len(sh)} dims after merging exceed where's 6")
+    push = _WHERE_PUSH.pack([n, len(sh), oc.offset, oa.offset, ob.offset, oy.offset], sh, st)
+    _dispatch(be, "where", (), [(cond, oc, False), (a, oa, False), (b, ob, False), (out, oy, True)],
+              push, groups_1d(n, local_size(be)))

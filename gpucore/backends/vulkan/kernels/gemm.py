@@ -1,3 +1,331 @@
-"""Vulkan kernels: gemm family (see kernels/__init__.py for the helpers)."""
+"""GEMM: batched matrix products with a fused epilogue (shaders/gemm.comp).
+
+``gemm(be, out, a, b, ...)`` is the entry point for every matrix product on the device: the
+registry's ``matmul`` kernel below and layers that fuse bias + activation into the product. It
+records dispatches and returns at once; it never allocates except for the rare operand that has to
+be made contiguous (negative strides, an ``out`` without unit column stride).
+
+Variants (one shader family, specialization constant VARIANT):
+
+- ``regblock``: register-blocked, no shared memory, no barriers; values of A handed round a
+  subgroup with subgroupShuffle. For CPU-type devices (lavapipe), where barriers and storage loads
+  are expensive and a register permute is cheap.
+- ``tiled``: BM x BN blocks, BK-deep A/B tiles in shared memory, register micro-tiles, vec4 global
+  loads where aligned. For GPUs.
+
+``variant=None`` picks per device (``ctx.is_cpu`` and subgroup shuffles -> regblock) and the tile
+configuration per shape; GPUCORE_VULKAN_GEMM=tiled|regblock forces one (tests and benchmarks).
+"""
 
 from __future__ import annotations
+
+import itertools
+import os
+
+import numpy as np
+
+from ....errors import DeviceError, DTypeError, ShapeError
+from . import contiguous, copy_array, kernel, launch
+
+ACTIVATIONS = {None: 0, "none": 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "sigmoid": 4, "tanh": 5}
+VARIANTS = ("tiled", "regblock")
+_FLAG_BIAS, _FLAG_BETA = 1, 2
+# A / B load modes (shader AMODE / BMODE): scalar with the fast index along k / m (n), or vec4.
+_SCALAR_K, _SCALAR_M, _VEC4_K, _VEC4_M = 0, 1, 2, 3   # A
+_SCALAR_N, _SCALAR_KB, _VEC4_N, _VEC4_KB = 0, 1, 2, 3  # B
+
+# TILED configurations, largest first: (BM, BN, BK, TM, TN) -> (BM/TM)*(BN/TN) invocations.
+TILED_CONFIGS = (
+    (128, 128, 8, 8, 8),   # 256 invocations, 8 KiB shared
+    (64, 64, 16, 4, 4),    # 256 invocations, 8 KiB shared
+    (32, 32, 16, 4, 4),    # 64 invocations, 4 KiB shared
+    (16, 16, 8, 2, 2),     # 64 invocations, 1 KiB shared
+)
+# REGBLOCK: rows per subgroup by M, vec4 columns per lane by N, subgroups per workgroup.
+REGBLOCK_TM = (4, 8, 16, 32)
+REGBLOCK_MAX_SUBGROUPS = 4
+
+
+def _env_variant() -> str | None:
+    v = os.environ.get("GPUCORE_VULKAN_GEMM", "").strip().lower()
+    if v in ("", "auto"):
+        return None
+    if v not in VARIANTS:
+        raise ValueError(
+            f"GPUCORE_VULKAN_GEMM={v!r}: expected one of 'tiled', 'regblock' or 'auto'"
+        )
+    return v
+
+
+_SUBGROUP_CACHE: dict = {}
+
+
+def subgroup_shuffle_size(ctx) -> int:
+    """The subgroup size when compute shaders on this device have subgroup shuffles and the size
+    suits REGBLOCK (a multiple of 4, at most 64); else 0."""
+    key = id(ctx)
+    if key not in _SUBGROUP_CACHE:
+        size = 0
+        vk = ctx.vk
+        try:
+            sub = vk.VkPhysicalDeviceSubgroupProperties(
+                sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES
+            )
+            props = vk.VkPhysicalDeviceProperties2(
+                sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, pNext=sub
+            )
+            vk.vkGetPhysicalDeviceProperties2(ctx.physical, props)
+            ok = (int(sub.supportedOperations) & vk.VK_SUBGROUP_FEATURE_SHUFFLE_BIT) and (
+                int(sub.supportedStages) & vk.VK_SHADER_STAGE_COMPUTE_BIT
+            )
+            sg = int(sub.subgroupSize)
+            if ok and sg % 4 == 0 and 4 <= sg <= 64:
+                size = sg
+        except Exception:  # pragma: no cover - old loaders
+            size = 0
+        _SUBGROUP_CACHE[key] = size
+    return _SUBGROUP_CACHE[key]
+
+
+def choose_variant(ctx, variant: str | None = None) -> str:
+    """The variant a GEMM runs with: ``variant`` if given, else GPUCORE_VULKAN_GEMM, else regblock
+    on CPU-type devices that have subgroup shuffles and tiled everywhere else."""
+    if variant is None:
+        variant = _env_variant()
+    if variant is None:
+        return "regblock" if ctx.is_cpu and subgroup_shuffle_size(ctx) else "tiled"
+    if variant not in VARIANTS:
+        raise ValueError(f"gemm: variant must be 'tiled', 'regblock' or None, got {variant!r}")
+    if variant == "regblock" and not subgroup_shuffle_size(ctx):
+        raise DeviceError(
+            f"gemm: the 'regblock' variant needs subgroup shuffles in compute shaders and a "
+            f"subgroup size that is a multiple of 4 (this device: {ctx.info.name}, subgroup size "
+            f"{ctx.subgroup_size}); use variant 'tiled' (GPUCORE_VULKAN_GEMM=tiled)"
+        )
+    return variant
+
+
+def tiled_config(ctx, m: int, n: int) -> tuple:
+    """(BM, BN, BK, TM, TN): the largest tile that the shape fills and the device allows (shared
+    memory, invocations per workgroup)."""
+    shared = ctx.limits["maxComputeSharedMemorySize"]
+    inv = ctx.limits["maxComputeWorkGroupInvocations"]
+    fits = [
+        c for c in TILED_CONFIGS
+        if (c[0] + c[1]) * c[2] * 4 <= shared and (c[0] // c[3]) * (c[1] // c[4]) <= inv
+    ]
+    if not fits:
+        raise DeviceError(
+            f"gemm: no tile configuration fits this device ({shared} bytes of shared memory, "
+            f"{inv} invocations per workgroup)"
+        )
+    for c in fits:
+        if m >= c[0] and n >= c[1]:
+            return c
+    return fits[-1]
+
+
+def regblock_config(m: int, n: int, sg: int) -> tuple:
+    """(TM, TN, subgroups per workgroup) for REGBLOCK: rows per subgroup cover M with little
+    waste, two vec4 columns per lane once N fills them."""
+    tm = next((t for t in REGBLOCK_TM if m <= t), REGBLOCK_TM[-1])
+    tn = 1 if n <= 4 * sg else 2
+    nsg = max(1, min(REGBLOCK_MAX_SUBGROUPS, -(-m // tm)))
+    return tm, tn, nsg
+
+
+# ----------------------------------------------------------------------------- layout helpers
+def _merge_batch(shape: tuple, strides: list) -> list:
+    """Merge batch dims into groups [(size, stride per operand)], innermost last: dim i folds into
+    i+1 when every operand's stride_i == stride_{i+1} * size_{i+1}; size-1 dims vanish."""
+    groups: list = []
+    for i in range(len(shape) - 1, -1, -1):
+        size = shape[i]
+        if size == 1:
+            continue
+        st = [s[i] for s in strides]
+        if groups:
+            gsize, gst = groups[-1]
+            if all(s == g * gsize for s, g in zip(st, gst)):
+                groups[-1] = (gsize * size, gst)
+                continue
+        groups.append((size, st))
+    groups.reverse()
+    return groups or [(1, [0] * len(strides))]
+
+
+def _vec4_ok(offset: int, *multiples: int) -> bool:
+    return offset % 4 == 0 and all(x % 4 == 0 for x in multiples)
+
+
+def _check(a, b, out, bias):
+    for name, x in (("a", a), ("b", b), ("out", out)):
+        if x.dtype != np.float32:
+            raise DTypeError(f"gemm: {name} must be float32, got {x.dtype}")
+        if x.ndim < 2:
+            raise ShapeError(f"gemm: {name} must have at least 2 dims, got shape {x.shape}")
+    m, k = a.shape[-2:]
+    k2, n = b.shape[-2:]
+    if k != k2 or out.shape[-2:] != (m, n):
+        raise ShapeError(
+            f"gemm: shapes a {a.shape}, b {b.shape}, out {out.shape} do not form "
+            "out[..., M, N] = a[..., M, K] @ b[..., K, N]"
+        )
+    if not (a.shape[:-2] == b.shape[:-2] == out.shape[:-2]):
+        raise ShapeError(
+            f"gemm: batch dims must be equal (expand broadcast operands first), got a {a.shape}, "
+            f"b {b.shape}, out {out.shape}"
+        )
+    if bias is not None and bias.dtype != np.float32:
+        raise DTypeError(f"gemm: bias must be float32, got {bias.dtype}")
+
+
+# ----------------------------------------------------------------------------- entry point
+def gemm(be, out: np.ndarray, a: np.ndarray, b: np.ndarray, *, alpha: float = 1.0,
+         beta: float = 0.0, bias: np.ndarray | None = None, activation: str | None = None,
+         variant: str | None = None) -> None:
+    """Record ``out = act(alpha * (a @ b) + beta * out + bias)`` on the device.
+
+    a: (..., M, K), b: (..., K, N), out: (..., M, N) float32 device arrays with equal batch dims
+    (a and b may be broadcast views with 0 strides, or transposed views: any strides work, unit
+    strides get vec4 loads). out must not overlap a, b or bias; with ``beta == 0`` it is not read.
+    bias: None or a float32 device array broadcastable to out (a Linear bias is (N,)).
+    activation: None, 'relu', 'gelu', 'gelu_tanh', 'sigmoid' or 'tanh', applied last.
+    variant: None (per device and GPUCORE_VULKAN_GEMM), 'tiled' or 'regblock'.
+    """
+    _check(a, b, out, bias)
+    if activation not in ACTIVATIONS:
+        raise ValueError(
+            f"gemm: activation must be one of {sorted(k for k in ACTIVATIONS if k)} or None, "
+            f"got {activation!r}"
+        )
+    if out.size == 0:
+        return
+    ctx = be.ctx
+    var = choose_variant(ctx, variant)
+    if out.strides[-1] != out.itemsize or any(s < 0 for s in out.strides):
+        # The shader writes rows with unit column stride: go through a contiguous temporary.
+        tmp = be.empty_array(out.shape, out.dtype)
+        if beta != 0.0:
+            copy_array(be, tmp, out)
+        gemm(be, tmp, a, b, alpha=alpha, beta=beta, bias=bias, activation=activation,
+             variant=var)
+        copy_array(be, out, tmp)
+        return
+    if any(s < 0 for s in a.strides):
+        a = contiguous(be, a)
+    if any(s < 0 for s in b.strides):
+        b = contiguous(be, b)
+    if bias is not None:
+        try:
+            bias = np.broadcast_to(bias, out.shape)
+        except ValueError:
+            raise ShapeError(
+                f"gemm: bias of shape {bias.shape} does not broadcast to out {out.shape}"
+            ) from None
+        if any(s < 0 for s in bias.strides):
+            bias = np.broadcast_to(contiguous(be, np.ascontiguousarray(bias)), out.shape)
+
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    oa, ob, oc = be.operand(a), be.operand(b), be.operand(out)
+    obias = be.operand(bias) if bias is not None else None
+    sa_m, sa_k = oa.strides[-2:]
+    sb_k, sb_n = ob.strides[-2:]
+    sc_m = oc.strides[-2]
+    sbias_m, sbias_n = obias.strides[-2:] if obias is not None else (0, 0)
+
+    ops = [oa, ob, oc] + ([obias] if obias is not None else [])
+    groups = _merge_batch(out.shape[:-2], [o.strides[:-2] for o in ops])
+    inner_size, inner = groups[-1]
+    sa_b, sb_b, sc_b = inner[0], inner[1], inner[2]
+    sbias_b = inner[3] if obias is not None else 0
+    sa_bs = [s for _, s in groups]
+    if any(st < 0 for g in sa_bs for st in g):
+        raise ShapeError("gemm: negative batch strides (internal: should have been copied)")
+
+    flags = (ACTIVATIONS[activation] << 4) | (_FLAG_BETA if beta != 0.0 else 0)
+    flags |= _FLAG_BIAS if bias is not None else 0
+
+    if var == "regblock":
+        sg = subgroup_shuffle_size(ctx)
+        tm, tn, nsg = regblock_config(m, n, sg)
+        if sb_n == 1 and n >= 4 and _vec4_ok(ob.offset, sb_k, sb_b, n):
+            bmode = _VEC4_N
+        elif sb_k == 1 and k >= 4 and _vec4_ok(ob.offset, sb_n, sb_b, k):
+            bmode = _VEC4_KB
+        else:
+            bmode = _SCALAR_N
+        spec = (0, 4, 4, 4, tm, tn, 0, bmode, sg)
+        local = sg * nsg
+        rows, cols = tm * nsg, 4 * sg * tn
+    else:
+        bm, bn, bk, tm, tn = tiled_config(ctx, m, n)
+        if sa_k == 1 and _vec4_ok(oa.offset, sa_m, sa_b, k):
+            amode = _VEC4_K
+        elif sa_m == 1 and _vec4_ok(oa.offset, sa_k, sa_b, m):
+            amode = _VEC4_M
+        else:
+            amode = _SCALAR_M if sa_m == 1 else _SCALAR_K
+        if sb_n == 1 and _vec4_ok(ob.offset, sb_k, sb_b, n):
+            bmode = _VEC4_N
+        elif sb_k == 1 and _vec4_ok(ob.offset, sb_n, sb_b, k):
+            bmode = _VEC4_KB
+        else:
+            bmode = _SCALAR_KB if sb_k == 1 else _SCALAR_N
+        spec = (1, bm, bn, bk, tm, tn, amode, bmode, 8)
+        local = (bm // tm) * (bn // tn)
+        rows, cols = bm, bn
+
+    operands = [(a, False), (b, False), (out, True), (bias if bias is not None else a, False)]
+    maxg = ctx.limits["maxComputeWorkGroupCount"]
+    # Grid limits: split rows / columns / batches into launches that fit (rarely more than one).
+    row_step = rows * maxg[1]
+    col_step = cols * maxg[0]
+    z_step = maxg[2]
+    outer = groups[:-1]
+    for idx in itertools.product(*(range(s) for s, _ in outer)):
+        base = [0, 0, 0, 0]
+        for i, (_, st) in zip(idx, outer):
+            for j in range(len(ops)):
+                base[j] += i * st[j]
+        for z0 in range(0, inner_size, z_step):
+            nz = min(z_step, inner_size - z0)
+            for m0 in range(0, m, row_step):
+                mm = min(row_step, m - m0)
+                for n0 in range(0, n, col_step):
+                    nn = min(col_step, n - n0)
+                    a_off = oa.offset + base[0] + z0 * sa_b + m0 * sa_m
+                    b_off = ob.offset + base[1] + z0 * sb_b + n0 * sb_n
+                    c_off = oc.offset + base[2] + z0 * sc_b + m0 * sc_m + n0
+                    bias_off = 0
+                    if obias is not None:
+                        bias_off = (obias.offset + base[3] + z0 * sbias_b + m0 * sbias_m
+                                    + n0 * sbias_n)
+                    push = _push_gemm(mm, nn, k, a_off, b_off, c_off, bias_off,
+                                      sa_m, sa_k, sa_b, sb_k, sb_n, sb_b, sc_m, sc_b,
+                                      sbias_m, sbias_n, sbias_b, flags, alpha, beta)
+                    groups3 = (-(-nn // cols), -(-mm // rows), nz)
+                    launch(be, "gemm", spec, operands, push, groups3, local,
+                           label=f"gemm_{var}")
+
+
+def _push_gemm(m, n, k, a_off, b_off, c_off, bias_off, sa_m, sa_k, sa_b, sb_k, sb_n, sb_b,
+               sc_m, sc_b, sbias_m, sbias_n, sbias_b, flags, alpha, beta) -> np.ndarray:
+    """The shader's push-constant block (21 words, see gemm.comp)."""
+    words = np.array(
+        [m, n, k, a_off, b_off, c_off, bias_off, sa_m, sa_k, sa_b, sb_k, sb_n, sb_b, sc_m, sc_b,
+         sbias_m, sbias_n, sbias_b, flags, 0, 0],
+        dtype=np.int64,
+    )
+    if words.min() < 0 or words.max() >= 1 << 32:
+        raise ShapeError("gemm: an offset or stride does not fit in 32 bits")
+    out = words.astype(np.uint32)
+    out[19:21] = np.array([alpha, beta], dtype=np.float32).view(np.uint32)
+    return out
+
+
+# ----------------------------------------------------------------------------- registry kernels
+@kernel("matmul")
+def _matmul(be, out, a, b):
+    gemm(be, out, a, b)

@@ -1,3 +1,147 @@
-"""Vulkan kernels: nn family (see kernels/__init__.py for the helpers)."""
+"""Vulkan kernels: softmax / log_softmax (+ backward) and fused cross-entropy (+ backward).
+
+Softmax (shaders/softmax.glsl) works on the [outer, n, inner] layout of reduce.py: a workgroup
+per row (inner == 1) or an invocation per column, in one fused dispatch; rows too long for the
+parallelism at hand take two (partial stats per chunk into a device scratch array, then combine
+and write). Cross-entropy (shaders/cross_entropy.glsl) reads int64 targets as their low and high
+32-bit words.
+
+Out-of-range targets. The CPU kernel raises IndexError; a shader cannot, and reading a target
+back to the host would force a sync. So:
+- when the target tensor is on the host (the usual case: labels from a data loader), ``accepts``
+  checks it with numpy (no device work involved): a value >= C, or two different negative
+  values (at most one can be ignore_index), sends the op to the CPU, which applies
+  ignore_index and raises for a bad target exactly as without a device;
+- on the device a target outside [0, C) that is not ignore_index never indexes memory: its loss
+  and its gradient row are NaN. This covers targets already resident on the device (never read
+  back) and a single negative value that is not ignore_index.
+"""
 
 from __future__ import annotations
+
+import numpy as np
+
+from .... import dtypes as D
+from . import _push, contiguous, groups_1d, kernel, launch
+from .reduce import oni, shader, split, use_rows, wg_size
+
+SOFTMAX, LOG_SOFTMAX, SOFTMAX_BWD, LOG_SOFTMAX_BWD = 0, 1, 2, 3
+FUSED, STATS, APPLY = 0, 1, 2
+
+
+def _softmax_pass(be, op, mode, x, y, out, st, outer, n, inner, nch, chunk, wg, rows):
+    ox, oy, oo = be.operand(x), be.operand(y), be.operand(out)
+    ost = be.operand(st)
+    push = _push(outer, n, inner, chunk, nch, ox.offset, oy.offset, oo.offset, ost.offset)
+    writes_out = mode != STATS
+    operands = [(x, False), (y, False), (out, writes_out), (st, mode == STATS)]
+    total = outer * nch * (wg if rows else inner)
+    launch(be, shader(be, "softmax"), (op, mode, 0 if rows else 1), operands, push,
+           groups_1d(total, wg), local=wg)
+
+
+def softmax_like(be, op, out, x, y, dim):
+    """out = op(x) along dim (forward), or the backward of op from grad x and output y."""
+    dims = (dim,) if x.ndim else ()
+    xc, outer, n, inner = oni(be, x, dims)
+    if outer * n * inner == 0:
+        return
+    yc = oni(be, y, dims)[0] if y is not None else xc
+    wg = wg_size(be)
+    rows = use_rows(n, inner, wg)
+    nch, chunk = split(outer, n, inner, wg)
+    if nch == 1:
+        _softmax_pass(be, op, FUSED, xc, yc, out, xc, outer, n, inner, 1, n, wg, rows)
+        return
+    st = be.empty_array((outer * nch * inner * 2,), np.float32)
+    _softmax_pass(be, op, STATS, xc, yc, out, st, outer, n, inner, nch, chunk, wg, rows)
+    _softmax_pass(be, op, APPLY, xc, yc, out, st, outer, n, inner, nch, chunk, wg, rows)
+
+
+@kernel("softmax")
+def _softmax(be, out, x, dim):
+    softmax_like(be, SOFTMAX, out, x, None, dim)
+
+
+@kernel("log_softmax")
+def _log_softmax(be, out, x, dim):
+    softmax_like(be, LOG_SOFTMAX, out, x, None, dim)
+
+
+@kernel("softmax_backward")
+def _softmax_backward(be, out, g, y, dim):
+    softmax_like(be, SOFTMAX_BWD, out, g, y, dim)
+
+
+@kernel("log_softmax_backward")
+def _log_softmax_backward(be, out, g, y, dim):
+    softmax_like(be, LOG_SOFTMAX_BWD, out, g, y, dim)
+
+
+# ----------------------------------------------------------------------------- cross-entropy
+def _host_targets_ok(target, c: int) -> bool:
+    """False when a host-resident target holds what can only be decided (or raised) by the CPU
+    kernel: a class >= c, or several distinct negative values. Device targets are never read."""
+    if target._dev is not None or target._data.size == 0:
+        return True
+    t = target._data
+    if int(t.max()) >= c:
+        return False
+    neg = t[t < 0]
+    return neg.size == 0 or bool((neg == neg.flat[0]).all())
+
+
+def _xent_accepts(inputs, specs):
+    logits, target = inputs
+    return (
+        logits._dtype is D.float32
+        and target._dtype is D.int64
+        and all(dt is D.float32 for _, dt in specs)
+        and _host_targets_ok(target, logits.shape[1])
+    )
+
+
+def _xent_bwd_accepts(inputs, specs):
+    logits, target, lse, g = inputs
+    return (
+        target._dtype is D.int64
+        and all(t._dtype is D.float32 for t in (logits, lse, g))
+        and specs[1] is D.float32
+    )
+
+
+def _xent_push(be, n, c, logits, target, lse, g, out, ignore_index):
+    ign = int(ignore_index) & 0xFFFFFFFFFFFFFFFF
+    return _push(
+        n, c, be.operand(logits).offset, 2 * be.operand(target).offset, be.operand(lse).offset,
+        be.operand(g).offset, be.operand(out).offset, ign & 0xFFFFFFFF, ign >> 32,
+    )
+
+
+@kernel("cross_entropy", accepts=_xent_accepts)
+def _xent(be, outs, logits, target, ignore_index):
+    loss, lse = outs
+    n, c = logits.shape
+    if n == 0:
+        return
+    logits, target = contiguous(be, logits), contiguous(be, target)
+    wg = wg_size(be)
+    serial = c < wg
+    push = _xent_push(be, n, c, logits, target, lse, loss, logits, ignore_index)
+    operands = [(logits, False), (target, False), (lse, True), (loss, True), (logits, False)]
+    groups = groups_1d(n, wg) if serial else groups_1d(n * wg, wg)
+    launch(be, shader(be, "cross_entropy"), (0, int(serial)), operands, push, groups, local=wg)
+
+
+@kernel("cross_entropy_backward", accepts=_xent_bwd_accepts)
+def _xent_backward(be, out, logits, target, lse, g, ignore_index):
+    n, c = logits.shape
+    if n * c == 0:
+        return
+    logits, target = contiguous(be, logits), contiguous(be, target)
+    lse, g = contiguous(be, lse), contiguous(be, g)
+    wg = wg_size(be)
+    push = _xent_push(be, n, c, logits, target, lse, g, out, ignore_index)
+    operands = [(logits, False), (target, False), (lse, False), (g, False), (out, True)]
+    launch(be, shader(be, "cross_entropy"), (1, 0), operands, push, groups_1d(n * c, wg),
+           local=wg)

@@ -1,4 +1,4 @@
-"""Helpers for Vulkan tests (the ``vulkan`` fixture itself lives in tests/conftest.py)."""
+"""Helpers for device tests: run a function on the CPU path and compare (import device_helpers)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,121 @@
+"""GEMM kernel benchmark: gpucore._cpu.gemm vs numpy matmul (OpenBLAS), float32 GFLOP/s.
+
+Run from the repository root after ``python setup.py build_ext --inplace``::
+
+    python benchmarks/bench_kernels.py                 # squares 64..2048 and the MLP shapes
+    python benchmarks/bench_kernels.py --quick         # fewer repeats
+    python benchmarks/bench_kernels.py --trans         # also the transposed variants (gpucore)
+    python benchmarks/bench_kernels.py --dtype float64
+
+gpucore uses its thread pool (GPUCORE_NUM_THREADS, default all CPUs; GPUCORE_CPU_ISA forces an
+instruction set); numpy uses OpenBLAS's default threads.  OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
+halve numpy's speed on our machines and are read when OpenBLAS loads, so if either is set the
+script re-executes itself without them before importing numpy.  Each shape is timed in
+alternating rounds (gpucore, numpy, gpucore, ...) and the median of the rounds is reported, so
+background load hits both columns alike.  Ratio = gpucore GFLOP/s / numpy GFLOP/s.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+_BAD_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+if any(k in os.environ for k in _BAD_ENV):
+    if "numpy" in sys.modules:  # pragma: no cover - only when imported as a module
+        sys.exit("bench_kernels: numpy was imported before OPENBLAS_* could be unset")
+    env = {k: v for k, v in os.environ.items() if k not in _BAD_ENV}
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], env)
+
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from gpucore import _cpu  # noqa: E402
+
+SQUARES = [64, 128, 256, 512, 1024, 2048]
+MLP = [(64, 784, 512), (256, 784, 512), (64, 512, 10)]  # M x K x N
+
+
+def _time(fn, min_time):
+    """Seconds per call: the loop count grows until one batch of calls takes >= min_time."""
+    fn()
+    n = 1
+    while True:
+        t = time.perf_counter()
+        for _ in range(n):
+            fn()
+        dt = time.perf_counter() - t
+        if dt >= min_time:
+            return dt / n
+        n = max(2 * n, int(n * min_time / max(dt, 1e-9) * 1.2))
+
+
+def bench_shape(m, k, n, dtype, ta, tb, rounds, min_time):
+    r = np.random.default_rng(0)
+    a = r.standard_normal((k, m) if ta else (m, k)).astype(dtype)
+    b = r.standard_normal((n, k) if tb else (k, n)).astype(dtype)
+    c = np.empty((m, n), dtype)
+    ref = np.empty((m, n), dtype)
+    oa = a.T if ta else a
+    ob = b.T if tb else b
+
+    def ours():
+        _cpu.gemm(a, b, c, 1, m, n, k, ta, tb, 1.0, 0.0, 0, 0, 0)
+
+    def theirs():
+        np.matmul(oa, ob, out=ref)
+
+    ours()
+    theirs()
+    err = float(np.abs(c.astype(np.float64) - ref).max() / max(np.abs(ref).max(), 1e-30))
+    g, t = [], []
+    for _ in range(rounds):
+        g.append(_time(ours, min_time))
+        t.append(_time(theirs, min_time))
+    flop = 2.0 * m * n * k
+    return flop / statistics.median(g) / 1e9, flop / statistics.median(t) / 1e9, err
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="fewer, shorter rounds")
+    p.add_argument("--trans", action="store_true", help="also time the transposed variants")
+    p.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    p.add_argument("--sizes", type=int, nargs="*", help="square sizes (default 64..2048)")
+    p.add_argument("--no-mlp", action="store_true", help="skip the MLP shapes")
+    args = p.parse_args(argv)
+    dtype = np.dtype(args.dtype).type
+    rounds, min_time = (3, 0.02) if args.quick else (7, 0.05)
+
+    info = _cpu.info()
+    g = info["gemm"][args.dtype]
+    print(
+        f"gpucore isa={info['isa']} threads={info['threads']} kernel={g['kernel']} "
+        f"MC={g['mc']} KC={g['kc']} NC={g['nc']}; caches L1d={info['caches']['l1d'] // 1024}K "
+        f"L2={info['caches']['l2'] // 1024}K L3={info['caches']['l3'] // 1024}K; "
+        f"numpy {np.__version__}; {args.dtype}; median of {rounds} alternating rounds"
+    )
+    shapes = [(s, s, s) for s in (args.sizes or SQUARES)]
+    if not args.no_mlp:
+        shapes += MLP
+    trans = [(0, 0)] + ([(0, 1), (1, 0), (1, 1)] if args.trans else [])
+    print()
+    print("| M x K x N | ta tb | gpucore GFLOP/s | numpy GFLOP/s | ratio | max rel err |")
+    print("|---|---|---:|---:|---:|---:|")
+    for m, k, n in shapes:
+        for ta, tb in trans:
+            ours, theirs, err = bench_shape(m, k, n, dtype, ta, tb, rounds, min_time)
+            print(
+                f"| {m}x{k}x{n} | {ta} {tb} | {ours:.1f} | {theirs:.1f} | {ours / theirs:.2f} "
+                f"| {err:.1e} |",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()

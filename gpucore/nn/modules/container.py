@@ -1,0 +1,230 @@
+"""Containers: Sequential, ModuleList, ModuleDict (PyTorch's semantics)."""
+
+from __future__ import annotations
+
+import operator
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+
+from ..module import Module
+
+
+class Sequential(Module):
+    """Modules called in order, each on the previous one's output.
+
+    ``Sequential(a, b, c)`` names them '0', '1', '2'; ``Sequential(OrderedDict(...))`` keeps the
+    given names. Indexing by int gives a module, by slice a new Sequential sharing the modules.
+    """
+
+    def __init__(self, *args):
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], OrderedDict):
+            for name, m in args[0].items():
+                self.add_module(name, m)
+        else:
+            for i, m in enumerate(args):
+                self.add_module(str(i), m)
+
+    def _index(self, idx) -> int:
+        n = len(self)
+        i = operator.index(idx)
+        if not -n <= i < n:
+            raise IndexError(f"index {idx} is out of range for a Sequential of length {n}")
+        return i % n
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return type(self)(OrderedDict(list(self._modules.items())[idx]))
+        return list(self._modules.values())[self._index(idx)]
+
+    def __setitem__(self, idx, module: Module) -> None:
+        key = list(self._modules.keys())[self._index(idx)]
+        self.add_module(key, module)
+
+    def __delitem__(self, idx) -> None:
+        keys = list(self._modules.keys())
+        if isinstance(idx, slice):
+            for k in keys[idx]:
+                del self._modules[k]
+        else:
+            del self._modules[keys[self._index(idx)]]
+        # Keep PyTorch's behaviour: the remaining modules are renumbered 0..n-1.
+        items = list(self._modules.values())
+        self._modules.clear()
+        for i, m in enumerate(items):
+            self._modules[str(i)] = m
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def __add__(self, other: Sequential) -> Sequential:
+        if not isinstance(other, Sequential):
+            raise TypeError(f"cannot add a {type(other).__name__} to a Sequential")
+        return Sequential(*self, *other)
+
+    def append(self, module: Module) -> Sequential:
+        self.add_module(str(len(self)), module)
+        return self
+
+    def insert(self, index: int, module: Module) -> Sequential:
+        n = len(self)
+        if not -n <= index <= n:
+            raise IndexError(f"index {index} is out of range for a Sequential of length {n}")
+        if index < 0:
+            index += n
+        items = list(self._modules.values())
+        items.insert(index, module)
+        self._modules.clear()
+        for i, m in enumerate(items):
+            self.add_module(str(i), m)
+        return self
+
+    def extend(self, modules: Iterable[Module]) -> Sequential:
+        for m in modules:
+            self.append(m)
+        return self
+
+    def forward(self, input):
+        for m in self._modules.values():
+            input = m(input)
+        return input
+
+
+class ModuleList(Module):
+    """A list of modules whose parameters the parent sees (names '0', '1', ...)."""
+
+    def __init__(self, modules: Iterable[Module] | None = None):
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def _index(self, idx) -> int:
+        n = len(self)
+        i = operator.index(idx)
+        if not -n <= i < n:
+            raise IndexError(f"index {idx} is out of range for a ModuleList of length {n}")
+        return i % n
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return type(self)(list(self._modules.values())[idx])
+        return self._modules[str(self._index(idx))]
+
+    def __setitem__(self, idx, module: Module) -> None:
+        self.add_module(str(self._index(idx)), module)
+
+    def __delitem__(self, idx) -> None:
+        if isinstance(idx, slice):
+            for k in range(len(self))[idx]:
+                del self._modules[str(k)]
+        else:
+            del self._modules[str(self._index(idx))]
+        items = list(self._modules.values())
+        self._modules.clear()
+        for i, m in enumerate(items):
+            self._modules[str(i)] = m
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
+        return self.extend(modules)
+
+    def __add__(self, other: Iterable[Module]) -> ModuleList:
+        return ModuleList([*self, *other])
+
+    def append(self, module: Module) -> ModuleList:
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules: Iterable[Module]) -> ModuleList:
+        if isinstance(modules, Module) and not isinstance(modules, (ModuleList, Sequential)):
+            raise TypeError(
+                f"ModuleList.extend() takes an iterable of modules, got {type(modules).__name__}"
+            )
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index: int, module: Module) -> None:
+        items = list(self._modules.values())
+        items.insert(index, module)
+        self._modules.clear()
+        for i, m in enumerate(items):
+            self.add_module(str(i), m)
+
+    def pop(self, index: int = -1) -> Module:
+        m = self[index]
+        del self[index]
+        return m
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(
+            "ModuleList has no forward(); iterate over it and call its modules"
+        )
+
+
+class ModuleDict(Module):
+    """An ordered dict of named modules whose parameters the parent sees."""
+
+    def __init__(self, modules: Mapping[str, Module] | Iterable | None = None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key: str) -> Module:
+        return self._modules[key]
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        self.add_module(key, module)
+
+    def __delitem__(self, key: str) -> None:
+        del self._modules[key]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def __contains__(self, key) -> bool:
+        return key in self._modules
+
+    def keys(self):
+        return self._modules.keys()
+
+    def items(self):
+        return self._modules.items()
+
+    def values(self):
+        return self._modules.values()
+
+    def clear(self) -> None:
+        self._modules.clear()
+
+    def pop(self, key: str) -> Module:
+        m = self[key]
+        del self[key]
+        return m
+
+    def update(self, modules) -> None:
+        if isinstance(modules, (Mapping, ModuleDict)):
+            for k, m in modules.items():
+                self[k] = m
+            return
+        for i, pair in enumerate(modules):
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise TypeError(
+                    f"ModuleDict.update(): element {i} should be a (key, module) pair, got "
+                    f"{pair!r}"
+                )
+            self[pair[0]] = pair[1]
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ModuleDict has no forward(); call its modules by key")

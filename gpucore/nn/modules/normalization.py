@@ -1,0 +1,157 @@
+"""BatchNorm1d, BatchNorm2d and LayerNorm."""
+
+from __future__ import annotations
+
+from ... import dtypes as D
+from ...creation import ones, tensor, zeros
+from ...errors import ShapeError
+from .. import functional as F
+from .. import init
+from ..module import Module
+from ..parameter import Parameter
+from .linear import _new
+
+
+def _buf(t, device):
+    return t if device is None else t.to(device)
+
+
+class _BatchNorm(Module):
+    """Normalizes dim 1 with batch statistics in training and running statistics in eval.
+
+    momentum: the weight of the new batch in the running averages; None gives a cumulative
+    moving average (factor 1 / num_batches_tracked). The running variance uses the unbiased
+    batch variance, the normalization the biased one, as PyTorch. affine adds a weight (ones)
+    and, unless bias=False, a bias (zeros).
+    """
+
+    _dims: tuple = ()
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, device=None,
+                 dtype=None, *, bias: bool = True):
+        super().__init__()
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self.weight = Parameter(_new((num_features,), device, dtype))
+            if bias:
+                self.bias = Parameter(_new((num_features,), device, dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            dt = dtype if dtype is not None else D.float32
+            self.register_buffer("running_mean", _buf(zeros(num_features, dtype=dt), device))
+            self.register_buffer("running_var", _buf(ones(num_features, dtype=dt), device))
+            self.register_buffer("num_batches_tracked", _buf(tensor(0), device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            self.running_mean.zero_()
+            self.running_var.fill_(1)
+            self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def _check_input_dim(self, input) -> None:
+        if input.ndim not in self._dims:
+            want = " or ".join(f"{d}D" for d in self._dims)
+            raise ShapeError(
+                f"{type(self).__name__}: expected {want} input, got {input.ndim}D input of shape "
+                f"{tuple(input.shape)}"
+            )
+        if input.shape[1] != self.num_features:
+            raise ShapeError(
+                f"{type(self).__name__}({self.num_features}): input of shape "
+                f"{tuple(input.shape)} has {input.shape[1]} channels in dim 1"
+            )
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:
+                factor = 1.0 / float(self.num_batches_tracked)
+        use_batch = self.training or (self.running_mean is None and self.running_var is None)
+        track = not self.training or self.track_running_stats
+        return F.batch_norm(
+            input,
+            self.running_mean if track else None,
+            self.running_var if track else None,
+            self.weight,
+            self.bias,
+            use_batch,
+            factor,
+            self.eps,
+        )
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalization of [N, C] or [N, C, L] inputs."""
+
+    _dims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalization of [N, C, H, W] inputs."""
+
+    _dims = (4,)
+
+
+class LayerNorm(Module):
+    """Normalizes the trailing dims given by normalized_shape; elementwise_affine adds a weight
+    (ones) and a bias (zeros, unless bias=False) of that shape."""
+
+    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True, device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(_new(self.normalized_shape, device, dtype))
+            if bias:
+                self.bias = Parameter(_new(self.normalized_shape, device, dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def forward(self, input):
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")

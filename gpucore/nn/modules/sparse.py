@@ -1,0 +1,83 @@
+"""Embedding."""
+
+from __future__ import annotations
+
+from ...autograd.grad_mode import no_grad
+from ...errors import ShapeError
+from .. import functional as F
+from .. import init
+from ..module import Module
+from ..parameter import Parameter
+from .linear import _new
+
+
+class Embedding(Module):
+    """A lookup table [num_embeddings, embedding_dim] initialised N(0, 1); the padding_idx row
+    starts at zero and never receives a gradient."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
+                 max_norm: float | None = None, norm_type: float = 2.0,
+                 scale_grad_by_freq: bool = False, sparse: bool = False, _weight=None,
+                 _freeze: bool = False, device=None, dtype=None):
+        super().__init__()
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ValueError(
+                    f"Embedding: padding_idx {padding_idx} must be within num_embeddings "
+                    f"({num_embeddings})"
+                )
+            padding_idx %= num_embeddings
+        self.padding_idx = padding_idx
+        self.max_norm = max_norm
+        self.norm_type = norm_type
+        if scale_grad_by_freq or sparse:
+            raise NotImplementedError(
+                "Embedding: scale_grad_by_freq and sparse gradients are not supported"
+            )
+        self.scale_grad_by_freq = scale_grad_by_freq
+        self.sparse = sparse
+        if _weight is None:
+            self.weight = Parameter(_new((num_embeddings, embedding_dim), device, dtype),
+                                    requires_grad=not _freeze)
+            self.reset_parameters()
+        else:
+            if tuple(_weight.shape) != (num_embeddings, embedding_dim):
+                raise ShapeError(
+                    f"Embedding: _weight has shape {tuple(_weight.shape)}, expected "
+                    f"{(num_embeddings, embedding_dim)}"
+                )
+            self.weight = Parameter(_weight, requires_grad=not _freeze)
+
+    def reset_parameters(self) -> None:
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            with no_grad():
+                self.weight[self.padding_idx] = 0.0
+
+    def forward(self, input):
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type)
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze: bool = True, padding_idx=None, max_norm=None,
+                        norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                        sparse: bool = False):
+        if embeddings.ndim != 2:
+            raise ShapeError(
+                f"Embedding.from_pretrained(): embeddings must be 2-D, got "
+                f"{tuple(embeddings.shape)}"
+            )
+        rows, cols = embeddings.shape
+        return cls(rows, cols, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
+                   _weight=embeddings, _freeze=freeze)
+
+    def extra_repr(self) -> str:
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        return s

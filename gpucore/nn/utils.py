@@ -1,0 +1,96 @@
+"""Gradient clipping and parameter/vector conversion, as torch.nn.utils.
+
+The norms stay tensors (no host round trip) unless error_if_nonfinite asks for a check.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..autograd.grad_mode import no_grad
+from ..errors import ShapeError
+from ..tensor import Tensor
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
+
+
+def _param_list(parameters) -> list:
+    if isinstance(parameters, Tensor):
+        return [parameters]
+    return list(parameters)
+
+
+def _common_float(tensors):
+    """The widest floating dtype among the tensors (for combining per-tensor norms)."""
+    return max((t.dtype for t in tensors), key=lambda d: d.itemsize)
+
+
+def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False, foreach=None) -> Tensor:
+    """Scale the gradients of ``parameters`` in place so that their joint norm (the norm of
+    all gradients concatenated) is at most max_norm; returns that norm (before clipping) as a
+    tensor. norm_type: any p > 0 (1, 2...) or inf. Gradients are multiplied by
+    ``min(1, max_norm / (total_norm + 1e-6))``, as PyTorch.
+    """
+    from ..creation import tensor
+    from ..ops.indexing import stack
+
+    grads = [p.grad for p in _param_list(parameters) if p.grad is not None]
+    max_norm = float(max_norm)
+    norm_type = float(norm_type)
+    if not grads:
+        return tensor(0.0)
+    if not norm_type > 0:
+        raise ValueError(f"clip_grad_norm_(): norm_type must be positive or inf, got {norm_type}")
+    with no_grad():
+        dt = _common_float(grads)
+        if norm_type == math.inf:
+            norms = [g.abs().amax().to(dt) for g in grads]
+            total = norms[0] if len(norms) == 1 else stack(norms).amax()
+        else:
+            norms = [g.norm(norm_type).to(dt) for g in grads]
+            total = norms[0] if len(norms) == 1 else stack(norms).norm(norm_type)
+        if error_if_nonfinite and not math.isfinite(float(total)):
+            raise RuntimeError(
+                f"clip_grad_norm_(): the total norm of order {norm_type} of the gradients is "
+                f"non-finite ({float(total)}), so it cannot be clipped; set "
+                "error_if_nonfinite=False to scale them anyway"
+            )
+        coef = (max_norm / (total + 1e-6)).clamp(max=1.0)
+        for g in grads:
+            g.mul_(coef if coef.dtype is g.dtype else coef.to(g.dtype))
+    return total
+
+
+def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
+    """Clamp every gradient of ``parameters`` in place to [-clip_value, clip_value]."""
+    v = float(clip_value)
+    with no_grad():
+        for p in _param_list(parameters):
+            if p.grad is not None:
+                p.grad.clamp_(-v, v)
+
+
+def parameters_to_vector(parameters) -> Tensor:
+    """All parameters flattened and concatenated into one 1-D tensor."""
+    from ..ops.indexing import cat
+
+    return cat([p.reshape(-1) for p in _param_list(parameters)])
+
+
+def vector_to_parameters(vec: Tensor, parameters) -> None:
+    """Copy consecutive slices of the 1-D ``vec`` into the parameters (in place)."""
+    if not isinstance(vec, Tensor) or vec.ndim != 1:
+        raise TypeError("vector_to_parameters(): expected a 1-D gpucore Tensor")
+    params = _param_list(parameters)
+    total = sum(p.numel() for p in params)
+    if vec.numel() != total:
+        raise ShapeError(
+            f"vector_to_parameters(): vector has {vec.numel()} elements, parameters need {total}"
+        )
+    i = 0
+    with no_grad():
+        for p in params:
+            n = p.numel()
+            p.copy_(vec[i:i + n].reshape(p.shape))
+            i += n

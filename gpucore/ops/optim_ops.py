@@ -1,0 +1,238 @@
+"""Fused optimizer updates: ``sgd_step``, ``adam_step``, ``rmsprop_step``.
+
+Each is one registry op whose kernel updates a parameter and its state buffers in place, in one
+pass (one C call on the CPU, one dispatch on the Vulkan device), with PyTorch's arithmetic. They
+have no autograd: ``fused_update`` runs them under no_grad and bumps the version counter of every
+tensor it modifies, so a graph that saved one of them reports the modification at backward.
+
+Inputs, in order (all of the parameter's shape and dtype; grad is the only one read-only):
+
+- sgd_step(param, grad[, momentum_buffer]); the buffer is present when momentum != 0.
+  attrs: lr, momentum, dampening, weight_decay, nesterov, maximize, first (the buffer starts as
+  the gradient, as PyTorch's first step with momentum).
+- adam_step(param, grad, exp_avg, exp_avg_sq[, max_exp_avg_sq]); the last when amsgrad.
+  attrs: step (the count after this update), lr, beta1, beta2, eps, weight_decay, amsgrad,
+  decoupled (AdamW), maximize.
+- rmsprop_step(param, grad, square_avg[, grad_avg][, momentum_buffer]); grad_avg when centered,
+  the buffer when momentum > 0. attrs: lr, alpha, eps, weight_decay, momentum, centered, maximize.
+
+Where it runs: the dispatch policy picks the backend as for any op, and the update then runs
+where its tensors live, because it writes them: a parameter on the Vulkan device is updated by
+the device kernel (whatever its size, unless the policy is 'cpu'); a host parameter by the C
+kernel. float16 / bfloat16 parameters, and parameters or buffers that are not contiguous, take a
+composite path written in gpucore ops (computed in float32, rounded back on write).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from .. import dispatch
+from .. import dtypes as D
+from ..autograd.grad_mode import no_grad
+from ..errors import DTypeError, ShapeError
+from ..tensor import Tensor
+from .registry import defop
+
+_FUSED_DTYPES = (D.float32, D.float64)
+# Number of buffers each op takes for given attrs (param and grad included).
+_ARITY = {
+    "sgd_step": lambda a: 3 if a["momentum"] != 0 else 2,
+    "adam_step": lambda a: 5 if a["amsgrad"] else 4,
+    "rmsprop_step": lambda a: 3 + bool(a["centered"]) + (a["momentum"] > 0),
+}
+
+
+def _infer(name):
+    def infer(param, grad, *state, **attrs):
+        want = _ARITY[name](attrs)
+        if 2 + len(state) != want:
+            raise ValueError(
+                f"{name}: expected {want} tensors (param, grad and {want - 2} state buffers) for "
+                f"these options, got {2 + len(state)}"
+            )
+        if not param.dtype.is_floating_point:
+            raise DTypeError(f"{name}: the parameter must be a floating tensor, got {param.dtype}")
+        names = ("grad",) + tuple(f"state buffer {i}" for i in range(len(state)))
+        for nm, t in zip(names, (grad,) + state):
+            if t.shape != param.shape:
+                raise ShapeError(
+                    f"{name}: {nm} has shape {tuple(t.shape)} but the parameter has shape "
+                    f"{tuple(param.shape)}; every tensor of an update has the parameter's shape"
+                )
+            if t.dtype is not param.dtype:
+                raise DTypeError(
+                    f"{name}: {nm} is {t.dtype} but the parameter is {param.dtype}; every tensor "
+                    "of an update has the parameter's dtype"
+                )
+        return (param.shape, param.dtype)
+
+    return infer
+
+
+SGD_STEP = defop("sgd_step", infer=_infer("sgd_step"))
+ADAM_STEP = defop("adam_step", infer=_infer("adam_step"))
+RMSPROP_STEP = defop("rmsprop_step", infer=_infer("rmsprop_step"))
+
+
+# ----------------------------------------------------------------------------- running
+def fused_update(op, *tensors: Tensor, **attrs) -> None:
+    """Run the in-place update ``op`` on (param, grad, *state): modifies param and the state
+    buffers, bumps their version counters. No autograd."""
+    param, grad = tensors[0], tensors[1]
+    if grad.dtype is not param.dtype:
+        with no_grad():
+            grad = grad.to(param.dtype)
+        tensors = (param, grad) + tensors[2:]
+    specs = op.infer(*tensors, **attrs)
+    written = (param,) + tensors[2:]
+    if param.dtype not in _FUSED_DTYPES or not all(t._data.flags.c_contiguous for t in written):
+        with no_grad():
+            _COMPOSITE[op.name](*tensors, **attrs)  # copy_ bumps the versions itself
+        return
+    be = _backend(op, tensors, written, specs)
+    t0 = time.perf_counter() if dispatch.profiling[0] else None
+    if be is dispatch.CPU:
+        _run_cpu(op, tensors, attrs)
+    else:
+        _run_device(be, op, tensors, attrs)
+    if t0 is not None:
+        dispatch.profile_event(op.name, be.name, time.perf_counter() - t0)
+    if dispatch._trace.records is not None:
+        dispatch.record(op.name, be.name, param.shape)
+    for t in written:
+        t._vbox[0] += 1
+
+
+def _backend(op, tensors, written, specs):
+    """The policy's choice, adjusted to where the written tensors live (an in-place update runs
+    where its data is)."""
+    be = dispatch.backend_for(op, tensors, specs)
+    if be is not dispatch.CPU:
+        return be if all(t._dev is be for t in written) else dispatch.CPU
+    home = tensors[0]._dev
+    if (
+        home is not None
+        and dispatch.get_device_policy() != "cpu"
+        and all(t._dev is home for t in written)
+        and home.supports(op, tensors, specs)
+    ):
+        return home
+    return dispatch.CPU
+
+
+def _run_cpu(op, tensors, attrs):
+    """The C kernel on host arrays of ``tensors``; device-resident ones are written through the
+    backend's host-write protocol (wait for pending work, write, push back)."""
+    arrays = []
+    on_dev = []
+    for i, t in enumerate(tensors):
+        if t._dev is None:
+            a = t._data
+        else:
+            if i != 1:
+                t._dev.before_host_write(t._data)
+                on_dev.append(t)
+            a = t._dev.host_view(t._data)
+        if i == 1 and not a.flags.c_contiguous:
+            a = np.ascontiguousarray(a)
+        arrays.append(a)
+    dispatch.CPU.kernels[op.name](None, *arrays, **attrs)
+    for t in on_dev:
+        t._dev.after_host_write(t._data)
+
+
+def _run_device(be, op, tensors, attrs):
+    from ..backends.vulkan.kernels import contiguous
+
+    arrays = [t._data for t in tensors]
+    arrays[1] = contiguous(be, be.to_device(tensors[1]))
+    be.ctx.stream.label = op.name
+    be.kernels[op.name](be, None, *arrays, **attrs)
+
+
+# ----------------------------------------------------------------------------- composites
+# The same arithmetic in gpucore ops, for dtypes and layouts the kernels do not take: computed in
+# float32 (float64 for float64 parameters) and written back with copy_ (which rounds).
+def _work(t: Tensor) -> Tensor:
+    return t.to(D.float64 if t.dtype is D.float64 else D.float32)
+
+
+def _lerp(a, b, w):
+    return a + (b - a) * w if w < 0.5 else b - (b - a) * (1.0 - w)
+
+
+def _sgd_composite(param, grad, *buf, lr, momentum, dampening, weight_decay, nesterov, maximize,
+                   first):
+    p, g = _work(param), _work(grad)
+    if maximize:
+        g = -g
+    if weight_decay != 0:
+        g = g + p * weight_decay
+    if momentum != 0:
+        b = g if first else _work(buf[0]) * momentum + g * (1.0 - dampening)
+        buf[0].copy_(b)
+        g = g + b * momentum if nesterov else b
+    param.copy_(p + g * (-lr))
+
+
+def _adam_composite(param, grad, exp_avg, exp_avg_sq, *vmax, step, lr, beta1, beta2, eps,
+                    weight_decay, amsgrad, decoupled, maximize):
+    p, g = _work(param), _work(grad)
+    if maximize:
+        g = -g
+    if weight_decay != 0:
+        if decoupled:
+            p = p * (1.0 - lr * weight_decay)
+        else:
+            g = g + p * weight_decay
+    m = _lerp(_work(exp_avg), g, 1.0 - beta1)
+    v = _work(exp_avg_sq) * beta2 + g * g * (1.0 - beta2)
+    exp_avg.copy_(m)
+    exp_avg_sq.copy_(v)
+    if amsgrad:
+        from .elementwise import maximum
+
+        v = maximum(_work(vmax[0]), v)
+        vmax[0].copy_(v)
+    bc1 = 1.0 - beta1**step
+    bc2_sqrt = math.sqrt(1.0 - beta2**step)
+    denom = v.sqrt() / bc2_sqrt + eps
+    param.copy_(p + m * (-(lr / bc1)) / denom)
+
+
+def _rmsprop_composite(param, grad, square_avg, *rest, lr, alpha, eps, weight_decay, momentum,
+                       centered, maximize):
+    p, g = _work(param), _work(grad)
+    if maximize:
+        g = -g
+    if weight_decay != 0:
+        g = g + p * weight_decay
+    s = _work(square_avg) * alpha + g * g * (1.0 - alpha)
+    square_avg.copy_(s)
+    rest = list(rest)
+    if centered:
+        gavg = rest.pop(0)
+        ga = _lerp(_work(gavg), g, 1.0 - alpha)
+        gavg.copy_(ga)
+        avg = (s - ga * ga).sqrt()
+    else:
+        avg = s.sqrt()
+    avg = avg + eps
+    if momentum > 0:
+        buf = rest.pop(0)
+        b = _work(buf) * momentum + g / avg
+        buf.copy_(b)
+        param.copy_(p + b * (-lr))
+    else:
+        param.copy_(p + g * (-lr) / avg)
+
+
+_COMPOSITE = {
+    "sgd_step": _sgd_composite,
+    "adam_step": _adam_composite,
+    "rmsprop_step": _rmsprop_composite,
+}

@@ -1,0 +1,78 @@
+"""Adam and AdamW (torch.optim.Adam / torch.optim.AdamW), with amsgrad and maximize."""
+
+from __future__ import annotations
+
+from ..ops.optim_ops import ADAM_STEP, fused_update
+from .optimizer import Optimizer
+
+
+class Adam(Optimizer):
+    """Adam, as ``torch.optim.Adam``; at step t (counted per parameter)::
+
+        g = -grad if maximize else grad
+        g = g + weight_decay * p          (coupled L2 decay; AdamW instead: p = p * (1 - lr * wd))
+        m = beta1 * m + (1 - beta1) * g   (as lerp(m, g, 1 - beta1))
+        v = beta2 * v + (1 - beta2) * g * g
+        v_max = max(v_max, v)             (amsgrad; the denominator uses v_max)
+        p = p - lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)
+
+    State per parameter: ``step`` (int), ``exp_avg``, ``exp_avg_sq`` and, with amsgrad,
+    ``max_exp_avg_sq``. One fused kernel per parameter (``adam_step``).
+    ``decoupled_weight_decay=True`` makes it AdamW.
+    """
+
+    def __init__(self, params, lr: float = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, amsgrad: bool = False, *, maximize: bool = False,
+                 decoupled_weight_decay: bool = False):
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                        amsgrad=amsgrad, maximize=maximize,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        _validate(defaults)
+        super().__init__(params, defaults)
+
+    def _check_group(self, group: dict) -> None:
+        _validate(group)
+
+    def _update(self, p, grad, state, group):
+        amsgrad = bool(group["amsgrad"])
+        step = int(state.setdefault("step", 0)) + 1
+        exp_avg, _ = self._buffer(state, "exp_avg", p)
+        exp_avg_sq, _ = self._buffer(state, "exp_avg_sq", p)
+        tensors = [p, grad, exp_avg, exp_avg_sq]
+        if amsgrad:
+            tensors.append(self._buffer(state, "max_exp_avg_sq", p)[0])
+        beta1, beta2 = group["betas"]
+        fused_update(
+            ADAM_STEP, *tensors, step=step, lr=float(group["lr"]), beta1=float(beta1),
+            beta2=float(beta2), eps=float(group["eps"]),
+            weight_decay=float(group["weight_decay"]), amsgrad=amsgrad,
+            decoupled=bool(group["decoupled_weight_decay"]), maximize=bool(group["maximize"]),
+        )
+        state["step"] = step
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay, as ``torch.optim.AdamW`` (weight_decay defaults to
+    0.01): each step first scales the parameter by ``1 - lr * weight_decay``; the gradient is
+    not decayed."""
+
+    def __init__(self, params, lr: float = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False):
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                         amsgrad=amsgrad, maximize=maximize, decoupled_weight_decay=True)
+
+
+def _validate(o: dict) -> None:
+    if o["lr"] < 0.0:
+        raise ValueError(f"Invalid learning rate: {o['lr']}")
+    if o["eps"] < 0.0:
+        raise ValueError(f"Invalid epsilon value: {o['eps']}")
+    betas = o["betas"]
+    if len(betas) != 2:
+        raise ValueError(f"betas must be a pair (beta1, beta2), got {betas!r}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if o["weight_decay"] < 0.0:
+        raise ValueError(f"Invalid weight_decay value: {o['weight_decay']}")

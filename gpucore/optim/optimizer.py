@@ -1,0 +1,321 @@
+"""Optimizer: the base class of gpucore's optimizers, with PyTorch's interface.
+
+- ``param_groups``: a list of dicts, one per group, each holding ``'params'`` (a list of tensors)
+  and every option of the optimizer (filled from the defaults where the group does not set it).
+  Schedulers and users read and write ``group['lr']`` (and any other option) between steps.
+- ``state``: a dict keyed by parameter tensor (identity), each value a dict of that parameter's
+  state (buffers on the parameter's device and in its dtype, and a ``'step'`` count as an int).
+- ``state_dict()`` / ``load_state_dict()`` in PyTorch's layout: ``{'state': {index: {...}},
+  'param_groups': [{..., 'params': [index, ...]}]}`` where parameters are numbered in group order.
+  It holds only tensors, numbers, strings, bools, None, lists, tuples and dicts, so
+  ``gpucore.save`` can write it. As in PyTorch, the tensors are the live state (not copies):
+  save it, or clone it, before stepping again if you want a snapshot.
+
+A subclass passes its defaults to ``__init__`` and implements ``_update(p, grad, state, group)``
+for one parameter; the base class runs it for every parameter that has a gradient, under no_grad.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import defaultdict
+from copy import deepcopy
+from itertools import chain
+
+from ..autograd.grad_mode import enable_grad, no_grad
+from ..tensor import Tensor
+
+
+class _RequiredParameter:
+    """Marks a default that every parameter group must set (PyTorch's ``required``)."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+class Optimizer:
+    """Base class of all optimizers.
+
+    params: an iterable of tensors, of (name, tensor) pairs, or of dicts (parameter groups) with
+    a ``'params'`` entry and per-group options. defaults: the options' default values.
+    """
+
+    def __init__(self, params, defaults: dict):
+        self.defaults = defaults
+        self.state: defaultdict = defaultdict(dict)
+        self.param_groups: list[dict] = []
+        if isinstance(params, Tensor):
+            raise TypeError(
+                "params argument given to the optimizer should be an iterable of Tensors or "
+                f"dicts, but got {type(params).__name__}; wrap it in a list: [param]"
+            )
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(group)
+
+    def __init_subclass__(cls, **kwargs):
+        # Mark the optimizer as stepped (for the scheduler's order warning, as PyTorch does).
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "_marks_opt_called", False):
+
+            def wrapped(self, *args, **kw):
+                self._opt_called = True
+                return step(self, *args, **kw)
+
+            wrapped.__name__ = step.__name__
+            wrapped.__qualname__ = step.__qualname__
+            wrapped.__doc__ = step.__doc__
+            wrapped._marks_opt_called = True
+            cls.step = wrapped
+
+    # ----------------------------------------------------------------------------- groups
+    def add_param_group(self, param_group: dict) -> None:
+        """Add a group of parameters with its own options (others come from the defaults)."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, (set, frozenset)):
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, but the "
+                "ordering of tensors in sets will change between runs. Please use a list instead."
+            )
+        else:
+            params = list(params)
+        if params and all(isinstance(p, tuple) and len(p) == 2 for p in params):
+            param_group["param_names"] = [name for name, _ in params]
+            params = [p for _, p in params]
+        param_group["params"] = params
+
+        for i, p in enumerate(params):
+            if not isinstance(p, Tensor):
+                raise TypeError(
+                    "optimizer can only optimize Tensors, but one of the params (index "
+                    f"{i}) is {type(p).__name__}"
+                )
+            if not p.is_leaf:
+                raise ValueError(
+                    f"can't optimize a non-leaf Tensor (param {i}, shape {tuple(p.shape)}); "
+                    "optimize the leaf it was computed from, or detach() it"
+                )
+            if not p.dtype.is_floating_point:
+                raise TypeError(
+                    f"optimizer can only optimize floating-point tensors, but param {i} is "
+                    f"{p.dtype}"
+                )
+
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(
+                    "parameter group didn't specify a value of required optimization parameter "
+                    + name
+                )
+            param_group.setdefault(name, default)
+
+        ids = [id(p) for p in params]
+        if len(set(ids)) != len(ids):
+            warnings.warn(
+                "optimizer contains a parameter group with duplicate parameters; in future, this "
+                "will cause an error",
+                stacklevel=3,
+            )
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if not seen.isdisjoint(ids):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    # ----------------------------------------------------------------------------- stepping
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of all optimized parameters (to None by default)."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    g = p.grad
+                    if g.grad_fn is not None:
+                        g.detach_()
+                    else:
+                        g.requires_grad_(False)
+                    with no_grad():
+                        g.zero_()
+
+    def step(self, closure=None):
+        """One update of every parameter that has a gradient; ``closure`` (re-evaluates the
+        model and returns the loss) is called first, with gradients enabled."""
+        self._opt_called = True
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            for group in self.param_groups:
+                self._check_group(group)
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    self._update(p, p.grad, self.state[p], group)
+        return loss
+
+    def _check_group(self, group: dict) -> None:
+        """Validate a group's options before a step (they may have been edited)."""
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict, group: dict) -> None:
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------------------- state
+    def _buffer(self, state: dict, key: str, p: Tensor) -> tuple[Tensor, bool]:
+        """state[key], created as zeros like p when missing (and moved next to p if p moved);
+        returns (buffer, created)."""
+        buf = state.get(key)
+        if buf is None:
+            buf = _zeros_like(p)
+            state[key] = buf
+            return buf, True
+        if buf._dev is not p._dev or buf.dtype is not p.dtype or not buf.is_contiguous():
+            buf = _place_like(buf, p)
+            state[key] = buf
+        return buf, False
+
+    def state_dict(self) -> dict:
+        """The optimizer's state in PyTorch's layout (see the module docstring)."""
+        index: dict[int, int] = {}
+        start = 0
+
+        def pack(group):
+            nonlocal start
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for i, p in enumerate(group["params"], start):
+                index.setdefault(id(p), i)
+            packed["params"] = [index[id(p)] for p in group["params"]]
+            start += len(packed["params"])
+            return packed
+
+        groups = [pack(g) for g in self.param_groups]
+        state = {
+            (index[id(k)] if isinstance(k, Tensor) else k): dict(v) for k, v in self.state.items()
+        }
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Load a state dict made by ``state_dict()`` (possibly saved and loaded, possibly on
+        another device): group options are replaced, state tensors are copied to each
+        parameter's device and floating dtype. The optimizer never aliases the dict's tensors."""
+        if not isinstance(state_dict, dict) or "param_groups" not in state_dict or (
+            "state" not in state_dict
+        ):
+            raise ValueError(
+                "load_state_dict: expected a dict with 'state' and 'param_groups' (as made by "
+                "Optimizer.state_dict())"
+            )
+        groups = self.param_groups
+        saved_groups = deepcopy(list(state_dict["param_groups"]))
+        if len(groups) != len(saved_groups):
+            raise ValueError(
+                f"loaded state dict has {len(saved_groups)} parameter groups but the optimizer "
+                f"has {len(groups)}"
+            )
+        for i, (g, s) in enumerate(zip(groups, saved_groups)):
+            if len(g["params"]) != len(s["params"]):
+                raise ValueError(
+                    f"loaded state dict contains a parameter group ({i}) of {len(s['params'])} "
+                    f"parameters that doesn't match the size of optimizer's group "
+                    f"({len(g['params'])})"
+                )
+        id_map = {
+            _as_index(old): p
+            for old, p in zip(
+                chain.from_iterable(s["params"] for s in saved_groups),
+                chain.from_iterable(g["params"] for g in groups),
+            )
+        }
+        state: defaultdict = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            key = _as_index(k)
+            if key in id_map:
+                p = id_map[key]
+                state[p] = {name: _cast(p, name, val, key) for name, val in dict(v).items()}
+            else:
+                state[k] = v
+        new_groups = []
+        for g, s in zip(groups, saved_groups):
+            s["params"] = g["params"]
+            if "param_names" in g and "param_names" not in s:
+                s["param_names"] = g["param_names"]
+            new_groups.append(s)
+        self.state = state
+        self.param_groups = new_groups
+
+    def __repr__(self) -> str:
+        lines = [self.__class__.__name__ + " ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for key in sorted(group):
+                if key != "params":
+                    lines.append(f"    {key}: {group[key]}")
+        lines.append(")")
+        return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- helpers
+def _as_index(k):
+    """State-dict parameter ids are ints; accept their string form (e.g. from JSON)."""
+    if isinstance(k, str) and k.lstrip("-").isdigit():
+        return int(k)
+    return k
+
+
+def _zeros_like(p: Tensor) -> Tensor:
+    from ..creation import zeros
+
+    z = zeros(tuple(p.shape), dtype=p.dtype)
+    return z if p._dev is None else z.to("vulkan")
+
+
+def _place_like(t: Tensor, p: Tensor) -> Tensor:
+    """A contiguous copy of t in p's dtype and on p's device, sharing no memory with t."""
+    with no_grad():
+        out = t.detach()
+        if out.dtype is not p.dtype:
+            out = out.to(p.dtype)
+        if out.device.type != p.device.type:
+            out = out.to(p.device)
+        if out._data is t._data or not out.is_contiguous():
+            out = out.clone()
+    return out
+
+
+def _cast(p: Tensor, name, value, index):
+    """A loaded state value for parameter p: tensors copied next to p (floating ones in p's
+    dtype; the shape of p for the buffers), 'step' as an int, containers recursively."""
+    if name == "step":
+        if isinstance(value, Tensor):
+            value = value.item()
+        return int(value)
+    if isinstance(value, Tensor):
+        if value.is_floating_point():
+            if value.shape != p.shape:
+                raise ValueError(
+                    f"load_state_dict: state '{name}' of parameter {index} has shape "
+                    f"{tuple(value.shape)} but the parameter has shape {tuple(p.shape)}"
+                )
+            return _place_like(value, p)
+        with no_grad():
+            out = value.detach().to(p.device)
+            return out.clone() if out._data is value._data else out
+    if isinstance(value, dict):
+        return {k: _cast(p, k, v, index) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast(p, None, v, index) for v in value)
+    return value

@@ -1,0 +1,62 @@
+"""RMSprop (torch.optim.RMSprop): centered, momentum, weight decay, maximize."""
+
+from __future__ import annotations
+
+from ..ops.optim_ops import RMSPROP_STEP, fused_update
+from .optimizer import Optimizer
+
+
+class RMSprop(Optimizer):
+    """RMSprop, as ``torch.optim.RMSprop``::
+
+        g = -grad if maximize else grad
+        g = g + weight_decay * p                       (weight_decay != 0)
+        v = alpha * v + (1 - alpha) * g * g
+        avg = sqrt(v - g_avg**2) + eps, g_avg = lerp(g_avg, g, 1 - alpha)  (centered)
+        avg = sqrt(v) + eps                            (otherwise)
+        buf = momentum * buf + g / avg; p = p - lr * buf   (momentum > 0)
+        p = p - lr * g / avg                           (otherwise)
+
+    State per parameter: ``step`` (int), ``square_avg``, ``momentum_buffer`` (momentum > 0) and
+    ``grad_avg`` (centered). One fused kernel per parameter (``rmsprop_step``).
+    """
+
+    def __init__(self, params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
+                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False, *,
+                 maximize: bool = False):
+        defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
+                        momentum=momentum, centered=centered, maximize=maximize)
+        _validate(defaults)
+        super().__init__(params, defaults)
+
+    def _check_group(self, group: dict) -> None:
+        _validate(group)
+
+    def _update(self, p, grad, state, group):
+        momentum = float(group["momentum"])
+        centered = bool(group["centered"])
+        step = int(state.setdefault("step", 0)) + 1
+        tensors = [p, grad, self._buffer(state, "square_avg", p)[0]]
+        if centered:
+            tensors.append(self._buffer(state, "grad_avg", p)[0])
+        if momentum > 0:
+            tensors.append(self._buffer(state, "momentum_buffer", p)[0])
+        fused_update(
+            RMSPROP_STEP, *tensors, lr=float(group["lr"]), alpha=float(group["alpha"]),
+            eps=float(group["eps"]), weight_decay=float(group["weight_decay"]),
+            momentum=momentum, centered=centered, maximize=bool(group["maximize"]),
+        )
+        state["step"] = step
+
+
+def _validate(o: dict) -> None:
+    if o["lr"] < 0.0:
+        raise ValueError(f"Invalid learning rate: {o['lr']}")
+    if o["eps"] < 0.0:
+        raise ValueError(f"Invalid epsilon value: {o['eps']}")
+    if o["momentum"] < 0.0:
+        raise ValueError(f"Invalid momentum value: {o['momentum']}")
+    if o["weight_decay"] < 0.0:
+        raise ValueError(f"Invalid weight_decay value: {o['weight_decay']}")
+    if o["alpha"] < 0.0:
+        raise ValueError(f"Invalid alpha value: {o['alpha']}")

@@ -1,0 +1,54 @@
+"""SGD with momentum, dampening, Nesterov momentum, weight decay and maximize (torch.optim.SGD)."""
+
+from __future__ import annotations
+
+from ..ops.optim_ops import SGD_STEP, fused_update
+from .optimizer import Optimizer
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent, as ``torch.optim.SGD``::
+
+        g = -grad if maximize else grad
+        g = g + weight_decay * p                     (weight_decay != 0)
+        buf = g (first step) or momentum * buf + (1 - dampening) * g   (momentum != 0)
+        g = g + momentum * buf if nesterov else buf  (momentum != 0)
+        p = p - lr * g
+
+    State per parameter: ``momentum_buffer`` (when momentum != 0). One fused kernel per
+    parameter (``sgd_step``).
+    """
+
+    def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
+                 weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False):
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
+                        weight_decay=weight_decay, nesterov=nesterov, maximize=maximize)
+        _validate(defaults)
+        super().__init__(params, defaults)
+
+    def _check_group(self, group: dict) -> None:
+        _validate(group)
+
+    def _update(self, p, grad, state, group):
+        momentum = float(group["momentum"])
+        tensors = [p, grad]
+        first = False
+        if momentum != 0:
+            buf, first = self._buffer(state, "momentum_buffer", p)
+            tensors.append(buf)
+        fused_update(
+            SGD_STEP, *tensors, lr=float(group["lr"]), momentum=momentum,
+            dampening=float(group["dampening"]), weight_decay=float(group["weight_decay"]),
+            nesterov=bool(group["nesterov"]), maximize=bool(group["maximize"]), first=first,
+        )
+
+
+def _validate(o: dict) -> None:
+    if o["lr"] < 0.0:
+        raise ValueError(f"Invalid learning rate: {o['lr']}")
+    if o["momentum"] < 0.0:
+        raise ValueError(f"Invalid momentum value: {o['momentum']}")
+    if o["weight_decay"] < 0.0:
+        raise ValueError(f"Invalid weight_decay value: {o['weight_decay']}")
+    if o["nesterov"] and (o["momentum"] <= 0 or o["dampening"] != 0):
+        raise ValueError("Nesterov momentum requires a momentum and zero dampening")
