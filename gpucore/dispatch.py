@@ -47,6 +47,7 @@ class _State(threading.local):
 _state = _State()
 _default = {"policy": _env_policy(), "threshold": _env_threshold()}
 _vulkan_cache: dict = {}
+_UNSET = object()
 
 
 def get_device_policy() -> str:
@@ -143,20 +144,20 @@ def backend_for(op, inputs, specs):
     policy = _state.override or _default["policy"]
     if policy == "cpu":
         return CPU
-    if op.name == "to_device":
-        return CPU  # to_device picks its target itself (see ops/elementwise.py)
     if policy == "vulkan":
         vb = vulkan_backend(required=True)
         return vb if vb.supports(op, inputs, specs) else CPU
-    vb = _vulkan_cache.get("auto", 0)
-    if vb == 0:
+    vb = _vulkan_cache.get("auto", _UNSET)
+    if vb is _UNSET:
         vb = _vulkan_cache["auto"] = vulkan_backend()
     if vb is None:
-        if not any(t._dev is not None for t in inputs):
+        # No device for 'auto'; tensors moved there explicitly (.to('vulkan')) still run there.
+        for t in inputs:
+            if t._dev is not None:
+                vb = t._dev
+                break
+        else:
             return CPU
-        vb = inputs[0]._dev if inputs[0]._dev is not None else next(
-            t._dev for t in inputs if t._dev is not None
-        )
     largest = 0
     for t in inputs:
         n = t._data.size

@@ -33,7 +33,8 @@ class Adam(Optimizer):
     def _check_group(self, group: dict) -> None:
         _validate(group)
 
-    def _update(self, p, grad, state, group):
+    def _update(self, p, grad, group):
+        state = self.state[p]
         amsgrad = bool(group["amsgrad"])
         step = int(state.setdefault("step", 0)) + 1
         exp_avg, _ = self._buffer(state, "exp_avg", p)

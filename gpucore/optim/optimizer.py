@@ -11,8 +11,8 @@
   ``gpucore.save`` can write it. As in PyTorch, the tensors are the live state (not copies):
   save it, or clone it, before stepping again if you want a snapshot.
 
-A subclass passes its defaults to ``__init__`` and implements ``_update(p, grad, state, group)``
-for one parameter; the base class runs it for every parameter that has a gradient, under no_grad.
+A subclass passes its defaults to ``__init__`` and implements ``_update(p, grad, group)`` for one
+parameter; the base class runs it for every parameter that has a gradient, under no_grad.
 """
 
 from __future__ import annotations
@@ -165,13 +165,14 @@ class Optimizer:
                 for p in group["params"]:
                     if p.grad is None:
                         continue
-                    self._update(p, p.grad, self.state[p], group)
+                    self._update(p, p.grad, group)
         return loss
 
     def _check_group(self, group: dict) -> None:
         """Validate a group's options before a step (they may have been edited)."""
 
-    def _update(self, p: Tensor, grad: Tensor, state: dict, group: dict) -> None:
+    def _update(self, p: Tensor, grad: Tensor, group: dict) -> None:
+        """Update one parameter (its state is ``self.state[p]``, created on first access)."""
         raise NotImplementedError
 
     # ----------------------------------------------------------------------------- state

@@ -32,7 +32,8 @@ class RMSprop(Optimizer):
     def _check_group(self, group: dict) -> None:
         _validate(group)
 
-    def _update(self, p, grad, state, group):
+    def _update(self, p, grad, group):
+        state = self.state[p]
         momentum = float(group["momentum"])
         centered = bool(group["centered"])
         step = int(state.setdefault("step", 0)) + 1

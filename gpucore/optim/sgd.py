@@ -29,12 +29,12 @@ class SGD(Optimizer):
     def _check_group(self, group: dict) -> None:
         _validate(group)
 
-    def _update(self, p, grad, state, group):
+    def _update(self, p, grad, group):
         momentum = float(group["momentum"])
         tensors = [p, grad]
         first = False
         if momentum != 0:
-            buf, first = self._buffer(state, "momentum_buffer", p)
+            buf, first = self._buffer(self.state[p], "momentum_buffer", p)
             tensors.append(buf)
         fused_update(
             SGD_STEP, *tensors, lr=float(group["lr"]), momentum=momentum,

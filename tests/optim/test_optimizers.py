@@ -109,7 +109,8 @@ def test_sgd(kw):
         np.testing.assert_allclose(opt.state[p]["momentum_buffer"].numpy(), st["momentum_buffer"],
                                    rtol=1e-12)
     else:
-        assert p not in opt.state or "momentum_buffer" not in opt.state[p]
+        assert p not in opt.state  # as PyTorch: plain SGD keeps no state
+        assert opt.state_dict()["state"] == {}
 
 
 ADAM_CASES = [
@@ -513,3 +514,27 @@ def test_no_warnings_in_normal_use():
         for make in OPTIMS:
             opt = make(ps)
             _train(opt, ps, 0, 2)
+
+
+# ----------------------------------------------------------------------------- the fused ops
+def test_fused_ops_check_their_tensors():
+    from gpucore.errors import DTypeError, ShapeError
+    from gpucore.ops.optim_ops import ADAM_STEP, SGD_STEP, fused_update
+    from gpucore.ops.registry import apply
+
+    p, g = gpucore.zeros(3), gpucore.ones(3)
+    hp = dict(step=1, lr=0.1, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0,
+              amsgrad=False, decoupled=False, maximize=False)
+    with pytest.raises(ShapeError, match="adam_step: state buffer 0 has shape"):
+        fused_update(ADAM_STEP, p, g, gpucore.zeros(4), gpucore.zeros(3), **hp)
+    with pytest.raises(DTypeError, match="adam_step: state buffer 1 is gpucore.float64"):
+        fused_update(ADAM_STEP, p, g, gpucore.zeros(3), gpucore.zeros(3, dtype=gpucore.float64),
+                     **hp)
+    with pytest.raises(ValueError, match="expected 5 tensors"):
+        fused_update(ADAM_STEP, p, g, gpucore.zeros(3), gpucore.zeros(3), **dict(hp, amsgrad=True))
+    sgd = dict(lr=0.1, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False,
+               maximize=False, first=False)
+    with pytest.raises(TypeError, match="in place"):
+        apply(SGD_STEP, p, g, **sgd)
+    fused_update(SGD_STEP, p, g.double(), **sgd)  # the gradient is cast to the parameter's dtype
+    np.testing.assert_allclose(p.numpy(), -0.1)

@@ -449,9 +449,16 @@ def _copy_slices(out, base, src, view_ops, src_shape):
 # ----------------------------------------------------------------------------- optimizers
 # In-place updates (gpucore/ops/optim_ops.py): ``out`` is None; the kernel updates the parameter
 # (first input) and its state buffers (every input but grad) in place, float32/float64 in C.
+def _inplace_only(out, name):
+    if out is not None:
+        raise TypeError(f"{name} updates its inputs in place and has no output; run it with "
+                        "gpucore.ops.optim_ops.fused_update, not apply()")
+
+
 @kernel("sgd_step")
 def _sgd_step(out, param, grad, *buf, lr, momentum, dampening, weight_decay, nesterov, maximize,
               first):
+    _inplace_only(out, "sgd_step")
     _cpu.sgd_step(param, grad, buf[0] if buf else None, lr, momentum, dampening, weight_decay,
                   int(nesterov), int(maximize), int(first))
 
@@ -459,6 +466,7 @@ def _sgd_step(out, param, grad, *buf, lr, momentum, dampening, weight_decay, nes
 @kernel("adam_step")
 def _adam_step(out, param, grad, exp_avg, exp_avg_sq, *vmax, step, lr, beta1, beta2, eps,
                weight_decay, amsgrad, decoupled, maximize):
+    _inplace_only(out, "adam_step")
     _cpu.adam_step(param, grad, exp_avg, exp_avg_sq, vmax[0] if amsgrad else None, step, lr,
                    beta1, beta2, eps, weight_decay, int(decoupled), int(maximize))
 
@@ -466,6 +474,7 @@ def _adam_step(out, param, grad, exp_avg, exp_avg_sq, *vmax, step, lr, beta1, be
 @kernel("rmsprop_step")
 def _rmsprop_step(out, param, grad, square_avg, *rest, lr, alpha, eps, weight_decay, momentum,
                   centered, maximize):
+    _inplace_only(out, "rmsprop_step")
     grad_avg = rest[0] if centered else None
     buf = rest[-1] if momentum > 0 else None
     _cpu.rmsprop_step(param, grad, square_avg, grad_avg, buf, lr, alpha, eps, weight_decay,

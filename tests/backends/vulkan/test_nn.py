@@ -152,15 +152,35 @@ def test_cross_entropy_ignore_index_and_large_logits(variant):
 
 
 def test_bad_host_targets_raise_as_on_the_cpu(vulkan):
-    logits = gpucore.tensor(RNG.standard_normal((6, 5)).astype(np.float32))
-    for bad in ([0, 1, 5, 2, 3, 4], [0, -1, -100, 1, 2, 3]):
-        with pytest.raises(GpucoreIndexError):
-            gpucore.nn.functional.cross_entropy(logits, gpucore.tensor(bad))
-    # one negative value other than ignore_index on the device: NaN loss for that row only
-    target = gpucore.tensor([0, -3, 4, 1, 2, 3])
-    rows = gpucore.nn.functional.cross_entropy(logits, target, reduction="none")
-    r = rows.detach().cpu().numpy()
-    assert np.isnan(r[1]) and np.isfinite(np.delete(r, 1)).all()
+    logits = dev(RNG.standard_normal((6, 5)).astype(np.float32))
+    F = gpucore.nn.functional
+    for bad, ign in (([0, 1, 5, 2, 3, 4], -100), ([0, -1, -100, 1, 2, 3], -100),
+                     ([0, -3, 4, 1, 2, 3], -100), ([0, -100, 4, 1, 2, 3], -1)):
+        with gpucore.dispatch.trace_ops() as ops:
+            with pytest.raises(GpucoreIndexError, match="out of range") as e:
+                F.cross_entropy(logits, gpucore.tensor(bad), ignore_index=ign)
+        assert "cross_entropy" not in [o[0] for o in ops]  # raised before anything ran
+        with gpucore.device_policy("cpu"), pytest.raises(GpucoreIndexError) as ref:
+            F.cross_entropy(logits.cpu(), gpucore.tensor(bad), ignore_index=ign)
+        assert str(e.value).split(": ")[-1] == str(ref.value).split(": ")[-1]
+    # ignored targets from the host stay on the device
+    for t, ign in (([0, -100, 4, 1, -100, 3], -100), ([0, -1, 4, 1, 2, 3], -1), ([5, 0] * 3, 5)):
+        with gpucore.dispatch.trace_ops() as ops:
+            loss = F.cross_entropy(logits, gpucore.tensor(t), ignore_index=ign)
+        assert ("cross_entropy", "vulkan") in [o[:2] for o in ops]
+        with gpucore.device_policy("cpu"):
+            ref = F.cross_entropy(logits.cpu(), gpucore.tensor(t), ignore_index=ign)
+        np.testing.assert_allclose(loss.item(), ref.item(), rtol=1e-5)
+
+
+def test_a_host_check_from_a_call_that_never_ran_is_inert(vulkan):
+    logits = dev(RNG.standard_normal((6, 5)).astype(np.float32))
+    bad = gpucore.tensor([0, 9, 1, 2, 3, 4])
+    specs = nnops.XENT.infer(logits, bad, ignore_index=-100)
+    assert vulkan.supports(nnops.XENT, (logits, bad), specs)  # leaves a check behind
+    good = dev(np.array([0, 1, 2, 3, 4, 0], np.int64))
+    loss, _ = vulkan.run(nnops.XENT, specs, (logits, good), {"ignore_index": -100})
+    assert np.isfinite(loss.cpu().numpy()).all()
 
 
 def test_device_resident_bad_targets_give_nan_not_a_crash(variant):

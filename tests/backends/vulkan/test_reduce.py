@@ -89,6 +89,15 @@ def test_sum_of_a_million_is_accurate_to_float64(variant):
         np.testing.assert_allclose(cols, x.reshape(-1, 4).astype(np.float64).sum(0), rtol=1e-5)
 
 
+def test_long_sums_are_compensated(variant):
+    # 0.1f added 2**17 times: a plain float32 running sum per invocation is off by ~1e-4
+    x = np.full((32, 2**17), 0.1, np.float32)
+    exact = x[0].astype(np.float64).sum()
+    np.testing.assert_allclose(dev(x).sum(1).cpu().numpy(), exact, rtol=1e-6)
+    np.testing.assert_allclose(dev(x.T).sum(0).cpu().numpy(), exact, rtol=1e-6)
+    np.testing.assert_allclose(dev(x).mean(1).cpu().numpy(), exact / x.shape[1], rtol=1e-6)
+
+
 def test_sum_infinities_are_not_nan(variant):
     x = np.ones(5000, np.float32)
     x[10] = np.inf

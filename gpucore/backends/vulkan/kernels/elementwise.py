@@ -125,6 +125,16 @@ def _strides_in(shape: tuple, op) -> list:
     return [0] * pad + [st if sz != 1 else 0 for sz, st in zip(op.shape, op.strides)]
 
 
+def _flat_step(arr: np.ndarray, shape: tuple):
+    """1 when arr walks like the contiguous output (same shape, C order), 0 when it is one
+    element broadcast everywhere, else None (the general path)."""
+    if arr.size == 1:
+        return 0
+    if arr.shape == shape and arr.flags.c_contiguous:
+        return 1
+    return None
+
+
 def _collapse(shape: tuple, strides: list) -> tuple:
     """(shape, [strides per operand]) with size-1 dims dropped and dims merged where every
     operand steps through them as one (stride[k] == stride[k+1] * shape[k+1])."""
@@ -168,7 +178,11 @@ def _run_strided(be, out, code: int, tin: int, a, b=None, lo=0.0, hi=0.0):
         b = a
     oa, ob, oy = be.operand(a), be.operand(b), be.operand(out)
     shape = out.shape
-    sh, (sa, sb) = _collapse(shape, [_strides_in(shape, oa), _strides_in(shape, ob)])
+    fa, fb = _flat_step(a, shape), _flat_step(b, shape)
+    if fa is not None and fb is not None:  # the common case, without the general merge
+        sh, sa, sb = [n], [fa], [fb]
+    else:
+        sh, (sa, sb) = _collapse(shape, [_strides_in(shape, oa), _strides_in(shape, ob)])
     if len(sh) > _BIN_PUSH.dims:  # accepts() keeps these on the CPU
         raise ValueError(f"internal: {len(sh)} dims after merging exceed the shader's 8")
     tout = _NPTYPE[out.dtype]

@@ -6,22 +6,25 @@ parallelism at hand take two (partial stats per chunk into a device scratch arra
 and write). Cross-entropy (shaders/cross_entropy.glsl) reads int64 targets as their low and high
 32-bit words.
 
-Out-of-range targets. The CPU kernel raises IndexError; a shader cannot, and reading a target
-back to the host would force a sync. So:
-- when the target tensor is on the host (the usual case: labels from a data loader), ``accepts``
-  checks it with numpy (no device work involved): a value >= C, or two different negative
-  values (at most one can be ignore_index), sends the op to the CPU, which applies
-  ignore_index and raises for a bad target exactly as without a device;
-- on the device a target outside [0, C) that is not ignore_index never indexes memory: its loss
-  and its gradient row are NaN. This covers targets already resident on the device (never read
-  back) and a single negative value that is not ignore_index.
+Out-of-range targets. The CPU kernel raises IndexError for a target outside [0, C) that is not
+ignore_index; a shader cannot raise, and reading a device tensor back would force a sync. So:
+- a target tensor on the host (the usual case: labels from a data loader) is checked with numpy
+  where it already is, at no device cost: ``accepts`` (which sees the tensors, not ignore_index)
+  keeps a copy of the targets when some value is outside [0, C), and the kernel (which sees
+  ignore_index) raises the CPU's IndexError before recording anything. The copy is used only
+  when it equals the uploaded targets, so a check left over from a call that never ran is inert;
+- a target already on the device is never read back: in the shader a target outside [0, C)
+  that is not ignore_index indexes no memory, and its loss and its gradient row are NaN.
 """
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from .... import dtypes as D
+from ....errors import GpucoreIndexError
 from . import _push, contiguous, groups_1d, kernel, launch
 from .reduce import oni, shader, split, use_rows, wg_size
 
@@ -79,26 +82,39 @@ def _log_softmax_backward(be, out, g, y, dim):
 
 
 # ----------------------------------------------------------------------------- cross-entropy
-def _host_targets_ok(target, c: int) -> bool:
-    """False when a host-resident target holds what can only be decided (or raised) by the CPU
-    kernel: a class >= c, or several distinct negative values. Device targets are never read."""
-    if target._dev is not None or target._data.size == 0:
-        return True
-    t = target._data
-    if int(t.max()) >= c:
-        return False
-    neg = t[t < 0]
-    return neg.size == 0 or bool((neg == neg.flat[0]).all())
+_host_check = threading.local()  # targets seen by _xent_accepts that need ignore_index
 
 
 def _xent_accepts(inputs, specs):
     logits, target = inputs
-    return (
+    ok = (
         logits._dtype is D.float32
         and target._dtype is D.int64
         and all(dt is D.float32 for _, dt in specs)
-        and _host_targets_ok(target, logits.shape[1])
     )
+    _host_check.values = None
+    if ok and target._dev is None and target._data.size:
+        t = target._data
+        c = logits.shape[1]
+        if int(t.min()) < 0 or int(t.max()) >= c:
+            _host_check.values = np.array(t)  # decided in the kernel, which knows ignore_index
+    return ok
+
+
+def _raise_for_host_targets(target: np.ndarray, c: int, ignore_index: int):
+    """Raise the CPU kernel's IndexError when this call's targets came from the host holding a
+    value outside [0, c) that is not ignore_index (see the module docstring)."""
+    values = getattr(_host_check, "values", None)
+    _host_check.values = None
+    if values is None or values.shape != target.shape or not np.array_equal(values, target):
+        return
+    bad = np.flatnonzero(((values < 0) | (values >= c)) & (values != ignore_index))
+    if bad.size:
+        i = int(bad[0])
+        raise GpucoreIndexError(
+            f"cross_entropy(): target[{i}] = {int(values[i])} is out of range for c = {c} "
+            f"classes (expected 0 <= target < {c} or ignore_index = {ignore_index})"
+        )
 
 
 def _xent_bwd_accepts(inputs, specs):
@@ -124,6 +140,7 @@ def _xent(be, outs, logits, target, ignore_index):
     n, c = logits.shape
     if n == 0:
         return
+    _raise_for_host_targets(target, c, ignore_index)
     logits, target = contiguous(be, logits), contiguous(be, target)
     wg = wg_size(be)
     serial = c < wg

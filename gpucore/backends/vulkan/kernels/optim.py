@@ -33,6 +33,12 @@ def _push_optim(be, arrays, flags, lr, wd, decay, h0=0.0, h1=0.0, h2=0.0, h3=0.0
     return push
 
 
+def _inplace_only(out, name):
+    if out is not None:
+        raise TypeError(f"{name} updates its inputs in place and has no output; run it with "
+                        "gpucore.ops.optim_ops.fused_update, not apply()")
+
+
 def _launch(be, variant, arrays, push):
     n = arrays[0].size
     if n == 0:
@@ -47,6 +53,7 @@ def _launch(be, variant, arrays, push):
 @kernel("sgd_step")
 def _sgd_step(be, out, param, grad, *buf, lr, momentum, dampening, weight_decay, nesterov,
               maximize, first):
+    _inplace_only(out, "sgd_step")
     flags = (
         (MAXIMIZE if maximize else 0)
         | (WEIGHT_DECAY if weight_decay != 0 else 0)
@@ -62,6 +69,7 @@ def _sgd_step(be, out, param, grad, *buf, lr, momentum, dampening, weight_decay,
 @kernel("adam_step")
 def _adam_step(be, out, param, grad, exp_avg, exp_avg_sq, *vmax, step, lr, beta1, beta2, eps,
                weight_decay, amsgrad, decoupled, maximize):
+    _inplace_only(out, "adam_step")
     flags = (
         (MAXIMIZE if maximize else 0)
         | (WEIGHT_DECAY if weight_decay != 0 else 0)
@@ -79,6 +87,7 @@ def _adam_step(be, out, param, grad, exp_avg, exp_avg_sq, *vmax, step, lr, beta1
 @kernel("rmsprop_step")
 def _rmsprop_step(be, out, param, grad, square_avg, *rest, lr, alpha, eps, weight_decay,
                   momentum, centered, maximize):
+    _inplace_only(out, "rmsprop_step")
     flags = (
         (MAXIMIZE if maximize else 0)
         | (WEIGHT_DECAY if weight_decay != 0 else 0)
