@@ -272,20 +272,68 @@ def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bo
 
 
 # ------------------------------------------------------------------------------- random
-def _uniform_f32(shape, low: float, high: float, generator=None) -> np.ndarray:
+def _random_device(device):
+    """None for the host, else the Vulkan backend (random creation runs on both)."""
+    if device is None:
+        return None
+    from .tensor import device as _device
+
+    if _device(device).type == "cpu":  # DeviceError for unknown names
+        return None
+    from . import dispatch
+
+    return dispatch.vulkan_backend(required=True)
+
+
+def _uniform_f32(shape, low: float, high: float, generator=None, be=None) -> np.ndarray:
+    """float32 uniform samples; with ``be`` (the Vulkan backend) a device array, filled there
+    from the same stream (bit for bit the host's values)."""
     gen = generator or default_generator
-    out = empty_array(shape, np.float32)
+    out = empty_array(shape, np.float32) if be is None else be.empty_array(shape, np.float32)
     seed, off = gen.take(out.size)
-    _cpu.uniform(seed, off, out.reshape(-1), float(low), float(high))
+    if be is None:
+        _cpu.uniform(seed, off, out.reshape(-1), float(low), float(high))
+    else:
+        from .backends.vulkan.kernels import random as vk_random
+
+        vk_random.uniform(be, out, seed, off, float(low), float(high))
     return out
 
 
-def _normal_f32(shape, mean: float, std: float, generator=None) -> np.ndarray:
+def _normal_f32(shape, mean: float, std: float, generator=None, be=None) -> np.ndarray:
+    """float32 normal samples; with ``be`` a device array (the host's values up to an ulp or so
+    where the host libm's rounding differs; see backends/vulkan/kernels/random.py)."""
     gen = generator or default_generator
-    out = empty_array(shape, np.float32)
+    out = empty_array(shape, np.float32) if be is None else be.empty_array(shape, np.float32)
     seed, off = gen.take(2 * ((out.size + 1) // 2))
-    _cpu.normal(seed, off, out.reshape(-1), float(mean), float(std))
+    if be is None:
+        _cpu.normal(seed, off, out.reshape(-1), float(mean), float(std))
+    else:
+        from .backends.vulkan.kernels import random as vk_random
+
+        vk_random.normal(be, out, seed, off, float(mean), float(std))
     return out
+
+
+def _dropout_mask(like: Tensor, p: float, generator=None) -> Tensor:
+    """``(rand(like.shape) >= p).to(like.dtype) * (1 / (1 - p))`` (no scaling when p == 1) on
+    like's device, drawing from the generator as that expression does; one fused kernel on the
+    Vulkan device for float32."""
+    from .autograd.grad_mode import no_grad
+
+    be = like._dev
+    if be is None or like.dtype is not D.float32:
+        with no_grad():
+            mask = (rand(tuple(like.shape), generator=generator, device=like.device) >= p)
+            mask = mask.to(like.dtype)
+            return mask * (1.0 / (1.0 - p)) if p < 1.0 else mask
+    from .backends.vulkan.kernels import random as vk_random
+
+    gen = generator or default_generator
+    out = be.empty_array(tuple(like.shape), np.float32)
+    seed, off = gen.take(out.size)
+    vk_random.dropout_mask(be, out, seed, off, float(p))
+    return Tensor._wrap(out, D.float32, dev=be)
 
 
 # Precision (significand bits) of the low-precision floats: rand draws exactly p-bit fractions
@@ -293,10 +341,25 @@ def _normal_f32(shape, mean: float, std: float, generator=None) -> np.ndarray:
 _RAND_BITS = {D.float16: 11, D.bfloat16: 8}
 
 
-def _random_result(arr32: np.ndarray, dtype, requires_grad: bool) -> Tensor:
+def _random_result(arr32: np.ndarray, dtype, requires_grad: bool, be=None) -> Tensor:
     dt = _random_dtype(dtype)
+    if be is not None:
+        if dt is not D.float32:  # converted on the host, as there
+            return _to_backend(_finish(_store(be.host_view(arr32), dt), dt, False), be,
+                               requires_grad)
+        return _to_backend(Tensor._wrap(arr32, dt, dev=be), be, requires_grad)
     data = arr32 if dt is D.float32 else _store(arr32, dt)
     return _finish(data, dt, requires_grad)
+
+
+def _to_backend(t: Tensor, be, requires_grad: bool) -> Tensor:
+    """t (made without requires_grad) on backend ``be`` (None: the host) as a leaf."""
+    if be is not None and t._dev is not be:
+        t = Tensor._wrap(be.upload(np.require(t._data, requirements="C"), t._dtype), t._dtype,
+                         dev=be)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
 
 
 def _random_dtype(dtype):
@@ -315,27 +378,28 @@ def rand(*args, size=None, generator=None, dtype=None, device=None,
     float32 (and float64) values are ``(word >> 8) * 2**-24``; float16 and bfloat16 values are
     ``(word >> (32 - p)) * 2**-p`` with p their precision (11, 8), one word per element.
     """
-    _check_device(device, "rand")
+    be = _random_device(device)
     shape = _sizes(args, size, "rand")
     dt = _random_dtype(dtype)
     bits = _RAND_BITS.get(dt)
     if bits is None:
-        return _random_result(_uniform_f32(shape, 0.0, 1.0, generator), dt, requires_grad)
+        return _random_result(_uniform_f32(shape, 0.0, 1.0, generator, be), dt, requires_grad,
+                              be)
     gen = generator or default_generator
     words = np.empty(math.prod(shape), np.uint32)
     seed, off = gen.take(words.size)
     _cpu.philox(seed, off, words)
     vals = (words >> np.uint32(32 - bits)).astype(np.float32) * np.float32(2.0**-bits)
-    return _finish(_store(vals.reshape(shape), dt), dt, requires_grad)
+    return _to_backend(_finish(_store(vals.reshape(shape), dt), dt, False), be, requires_grad)
 
 
 def randn(*args, size=None, generator=None, dtype=None, device=None,
           requires_grad: bool = False) -> Tensor:
     """Standard normal samples (Box-Muller over the Philox stream, computed in float32)."""
-    _check_device(device, "randn")
+    be = _random_device(device)
     shape = _sizes(args, size, "randn")
     dt = _random_dtype(dtype)
-    return _random_result(_normal_f32(shape, 0.0, 1.0, generator), dt, requires_grad)
+    return _random_result(_normal_f32(shape, 0.0, 1.0, generator, be), dt, requires_grad, be)
 
 
 def _int_bound(v, what: str) -> int:
@@ -388,11 +452,15 @@ def randint(low, high=None, size=None, generator=None, dtype=None, device=None,
 
 
 def rand_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return rand(t.shape, dtype=dtype or t.dtype, device=device, requires_grad=requires_grad)
+    """rand of t's shape, on t's device unless ``device`` says otherwise (as PyTorch)."""
+    return rand(t.shape, dtype=dtype or t.dtype, device=device or t.device,
+                requires_grad=requires_grad)
 
 
 def randn_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return randn(t.shape, dtype=dtype or t.dtype, device=device, requires_grad=requires_grad)
+    """randn of t's shape, on t's device unless ``device`` says otherwise (as PyTorch)."""
+    return randn(t.shape, dtype=dtype or t.dtype, device=device or t.device,
+                 requires_grad=requires_grad)
 
 
 def randint_like(t: Tensor, low, high=None, dtype=None, device=None) -> Tensor:

@@ -4,25 +4,28 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 // Batched GEMM with a fused epilogue, for float32:
-//     C[z] = act(alpha * A[z] @ B[z] + beta * C[z] + bias[z])       z = gl_WorkGroupID.z
-// A is M x K, B is K x N, C is M x N (unit column stride); every other stride (rows, columns,
-// batch, incl. 0 for broadcast batches and transposed views) comes in push constants. bias is any
-// array broadcast to C through its strides (a Linear bias has sbias_m = 0, sbias_n = 1).
+//     C[z] = act(alpha * A[z] @ B[z] + beta * X[z] + bias[z])        z = gl_WorkGroupID.z
+// A is M x K, B is K x N, C is M x N with unit column stride; every other stride (rows, columns,
+// batch; 0 for broadcast batches, transposed views) comes in push constants. X (the previous C,
+// copied by the host when beta != 0) and bias are any arrays broadcast to C through their strides
+// (a Linear bias has sbias_m = 0, sbias_n = 1).
 //
-// One family, two variants chosen by specialization constant VARIANT (see kernels/gemm.py, which
-// picks them per device and shape):
+// One family, two variants chosen by specialization constant VARIANT (kernels/gemm.py picks them
+// per device and shape):
 //   0 REGBLOCK  for CPU-type devices (lavapipe). No shared memory and no barriers (both are slow
 //               when a CPU emulates them). A subgroup of SG lanes computes TM rows x 4*SG*TN
 //               columns; each lane owns 4*TN columns (TN vec4 accumulators per row). Per chunk of
 //               SG k-steps every lane loads ONE A element per row (its own k) and the values are
 //               handed round with subgroupShuffle, which lavapipe lowers to a register permute,
 //               while a storage-buffer load costs ~8 cycles per lane there. B is read as vec4
-//               along n (BMODE 2) or along k (BMODE 3) where aligned, else as scalars.
+//               along n (BMODE 2) or along k (BMODE 3) where aligned, else as scalars. C rows
+//               must be 16-byte aligned and padded to a multiple of 4 floats (raw vec4 stores).
 //   1 TILED     for GPUs. A BM x BN block per workgroup of (BM/TM)*(BN/TN) invocations; BK-deep
 //               tiles of A and B staged in shared memory (vec4 global loads where aligned, AMODE/
 //               BMODE 2-3), TM x TN register micro-tile per invocation, strided over the block so
 //               shared reads are conflict-free and global stores coalesce.
 // Edges: out-of-range rows/columns are clamped on load (computed, never stored); k >= K is zero.
+// The epilogue (alpha, beta, bias, activation) runs after the raw tile is stored, see epilogue().
 #include "common.glsl"
 #include "activation.glsl"
 
@@ -41,45 +44,45 @@ layout(std430, set = 0, binding = 0) readonly buffer A4 { vec4 a4[]; };
 layout(std430, set = 0, binding = 1) readonly buffer B { float b[]; };
 layout(std430, set = 0, binding = 1) readonly buffer B4 { vec4 b4[]; };
 layout(std430, set = 0, binding = 2) buffer C { float c[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer C4 { vec4 c4[]; };
 layout(std430, set = 0, binding = 3) readonly buffer Bias { float bias[]; };
+layout(std430, set = 0, binding = 4) readonly buffer X { float x[]; };
 
-// Mirrored by gemm.py's _push_gemm (21 words).
+// Mirrored by gemm.py's _push_gemm (25 words).
 layout(push_constant) uniform Push {
     uint M, N, K;
-    uint a_off, b_off, c_off, bias_off;
+    uint a_off, b_off, c_off, bias_off, x_off;
     uint sa_m, sa_k, sa_b;
     uint sb_k, sb_n, sb_b;
     uint sc_m, sc_b;
     uint sbias_m, sbias_n, sbias_b;
-    uint flags;          // bit 0: add bias; bit 1: read C (beta != 0); bits 4..7: activation
+    uint sx_m, sx_n, sx_b;
+    uint flags;          // FLAG_* below; bits 4..7: activation (ACT_*)
     float alpha;
     float beta;
 } p;
 
-const uint FLAG_BIAS = 1u, FLAG_BETA = 2u;
+const uint FLAG_BIAS = 1u, FLAG_BETA = 2u, FLAG_EPILOGUE = 4u;
 
-// The epilogue in two passes, so that the unrolled register tile expands to little code (pipeline
-// creation on lavapipe grows with it): store_c is unrolled per element (scale, beta * C, bias);
-// activate_rows then runs one rolled loop over the elements this invocation wrote.
-void store_c(float v, uint m, uint n, uint z) {
-    uint ci = p.c_off + z * p.sc_b + m * p.sc_m + n;
-    v *= p.alpha;
-    if ((p.flags & FLAG_BETA) != 0u) v += p.beta * c[ci];
-    if ((p.flags & FLAG_BIAS) != 0u) v += bias[p.bias_off + z * p.sbias_b + m * p.sbias_m + n * p.sbias_n];
-    c[ci] = v;
-}
-
+// The epilogue runs after the raw tile is stored, as one rolled loop over the elements this
+// invocation wrote: unrolled per element it would multiply the code (and lavapipe's pipeline
+// creation time, which grows with every memory access in the shader) by the tile size.
 // Rows m0 + i * mstep (i < rows), columns n0 + j * nstep + q (j < cols, q < quad).
-void activate_rows(uint z, uint m0, uint mstep, uint rows, uint n0, uint nstep, uint cols, uint quad) {
+void epilogue(uint z, uint m0, uint mstep, uint rows, uint n0, uint nstep, uint cols, uint quad) {
+    if ((p.flags & FLAG_EPILOGUE) == 0u) return;
     uint act = p.flags >> 4;
-    if (act == ACT_NONE) return;
     [[dont_unroll]] for (uint i = 0u; i < rows; ++i) {
         uint m = m0 + i * mstep;
         [[dont_unroll]] for (uint j = 0u; j < cols * quad; ++j) {
             uint n = n0 + (j / quad) * nstep + j % quad;
             if (m < p.M && n < p.N) {
                 uint ci = p.c_off + z * p.sc_b + m * p.sc_m + n;
-                c[ci] = activate(act, c[ci]);
+                float v = p.alpha * c[ci];
+                if ((p.flags & FLAG_BETA) != 0u)
+                    v += p.beta * x[p.x_off + z * p.sx_b + m * p.sx_m + n * p.sx_n];
+                if ((p.flags & FLAG_BIAS) != 0u)
+                    v += bias[p.bias_off + z * p.sbias_b + m * p.sbias_m + n * p.sbias_n];
+                c[ci] = activate(act, v);
             }
         }
     }
@@ -88,7 +91,7 @@ void activate_rows(uint z, uint m0, uint mstep, uint rows, uint n0, uint nstep, 
 // ----------------------------------------------------------------------------- REGBLOCK
 void main_regblock() {
     const uint COLS = 4u * SG * TN;     // columns per subgroup
-    const uint NQ = SG / 4u;            // BMODE 3: k-quads per chunk
+    const uint UN = BMODE == 3u ? 4u : 1u;  // k-steps unrolled per iteration of the rolled loop
     uint lane = gl_SubgroupInvocationID;
     uint z = gl_WorkGroupID.z;
     uint row0 = (gl_WorkGroupID.y * gl_NumSubgroups + gl_SubgroupID) * TM;
@@ -112,55 +115,55 @@ void main_regblock() {
     [[unroll]] for (uint i = 0u; i < TM * TN; ++i) acc[i] = vec4(0.0);
 
     for (uint k0 = 0u; k0 < p.K; k0 += SG) {
-        // this lane's A element of every row: A[row][k0 + lane]
+        // this lane's A element of every row: A[row][k0 + lane], zero past K
         uint kl = min(k0 + lane, K1) * p.sa_k;
         bool kin = k0 + lane < p.K;
         float av[TM];
         [[unroll]] for (uint i = 0u; i < TM; ++i) av[i] = mix(0.0, a[ra[i] + kl], kin);
-        vec4 bt[4u * TN * NQ];          // BMODE 3: the chunk's B column segments, [col][quad]
-        if (BMODE == 3u) {
-            [[unroll]] for (uint cc = 0u; cc < 4u * TN; ++cc) {
-                [[unroll]] for (uint h = 0u; h < NQ; ++h) {
-                    bt[cc * NQ + h] = b4[(cb[cc] + min(k0 + 4u * h, p.K - 4u)) >> 2];
-                }
+        // The k-steps of the chunk stay a rolled loop: unrolling them multiplies lavapipe's
+        // pipeline creation time (seconds) and measured no faster; the shuffle index may vary.
+        [[dont_unroll]] for (uint k1 = 0u; k1 < SG; k1 += UN) {
+            vec4 bq[4u * TN];           // BMODE 3: 4 k-values of each column, as one vec4
+            if (BMODE == 3u) {
+                uint kq = min(k0 + k1, p.K - 4u);
+                [[unroll]] for (uint cc = 0u; cc < 4u * TN; ++cc) bq[cc] = b4[(cb[cc] + kq) >> 2];
             }
-        }
-        [[unroll]] for (uint kk = 0u; kk < SG; ++kk) {
-            uint kc = min(k0 + kk, K1);
-            bool kv = k0 + kk < p.K;
-            vec4 bv[TN];
-            [[unroll]] for (uint j = 0u; j < TN; ++j) {
-                vec4 v;
-                if (BMODE == 2u) {
-                    v = b4[(cb[4u * j] + kc * p.sb_k) >> 2];
-                } else if (BMODE == 3u) {
-                    uint h = kk / 4u, e = kk % 4u;
-                    v = vec4(bt[(4u * j) * NQ + h][e], bt[(4u * j + 1u) * NQ + h][e],
-                             bt[(4u * j + 2u) * NQ + h][e], bt[(4u * j + 3u) * NQ + h][e]);
-                } else {
-                    uint ko = kc * p.sb_k;
-                    v = vec4(b[cb[4u * j] + ko], b[cb[4u * j + 1u] + ko],
-                             b[cb[4u * j + 2u] + ko], b[cb[4u * j + 3u] + ko]);
+            [[unroll]] for (uint u = 0u; u < UN; ++u) {
+                uint kk = k1 + u;
+                uint kc = min(k0 + kk, K1);
+                bool kv = k0 + kk < p.K;
+                vec4 bv[TN];
+                [[unroll]] for (uint j = 0u; j < TN; ++j) {
+                    vec4 v;
+                    if (BMODE == 2u) {
+                        v = b4[(cb[4u * j] + kc * p.sb_k) >> 2];
+                    } else if (BMODE == 3u) {
+                        v = vec4(bq[4u * j][u], bq[4u * j + 1u][u], bq[4u * j + 2u][u],
+                                 bq[4u * j + 3u][u]);
+                    } else {
+                        uint ko = kc * p.sb_k;
+                        v = vec4(b[cb[4u * j] + ko], b[cb[4u * j + 1u] + ko],
+                                 b[cb[4u * j + 2u] + ko], b[cb[4u * j + 3u] + ko]);
+                    }
+                    bv[j] = mix(vec4(0.0), v, bvec4(kv));
                 }
-                bv[j] = mix(vec4(0.0), v, bvec4(kv));
-            }
-            [[unroll]] for (uint i = 0u; i < TM; ++i) {
-                vec4 s = vec4(subgroupShuffle(av[i], kk));
-                [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i * TN + j] = fma(s, bv[j], acc[i * TN + j]);
+                [[unroll]] for (uint i = 0u; i < TM; ++i) {
+                    vec4 s = vec4(subgroupShuffle(av[i], kk));
+                    [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i * TN + j] = fma(s, bv[j], acc[i * TN + j]);
+                }
             }
         }
     }
 
+    // Raw tile out as vec4 rows (C rows are padded to a multiple of 4: the host guarantees it).
     [[unroll]] for (uint i = 0u; i < TM; ++i) {
         uint m = row0 + i;
         [[unroll]] for (uint j = 0u; j < TN; ++j) {
-            [[unroll]] for (uint q = 0u; q < 4u; ++q) {
-                uint n = col0 + 4u * SG * j + q;
-                if (m < p.M && n < p.N) store_c(acc[i * TN + j][q], m, n, z);
-            }
+            uint n = col0 + 4u * SG * j;
+            if (m < p.M && n < p.N) c4[(p.c_off + z * p.sc_b + m * p.sc_m + n) >> 2] = acc[i * TN + j];
         }
     }
-    activate_rows(z, row0, 1u, TM, col0, 4u * SG, TN, 4u);
+    epilogue(z, row0, 1u, TM, col0, 4u * SG, TN, 4u);
 }
 
 // ----------------------------------------------------------------------------- TILED
@@ -251,10 +254,10 @@ void main_tiled() {
         uint m = bm + ty + i * NTY;
         [[unroll]] for (uint j = 0u; j < TN; ++j) {
             uint n = bn + tx + j * NTX;
-            if (m < p.M && n < p.N) store_c(acc[i * TN + j], m, n, z);
+            if (m < p.M && n < p.N) c[p.c_off + z * p.sc_b + m * p.sc_m + n] = acc[i * TN + j];
         }
     }
-    activate_rows(z, bm + ty, NTY, TM, bn + tx, NTX, TN, 1u);
+    epilogue(z, bm + ty, NTY, TM, bn + tx, NTX, TN, 1u);
 }
 
 void main() {

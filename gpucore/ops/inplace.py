@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes as D
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.grad_mode import no_grad
 from ..autograd.graph import Ctx, Node, edge_of, grad_fn_of
@@ -209,21 +210,32 @@ def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
     return inplace(self, lambda x: x.masked_fill(mask, value), saves_self=False, op="masked_fill_")
 
 
+def _random_values(self: Tensor, arr32) -> Tensor:
+    """The float32 samples ``arr32`` (made where self lives) as a tensor to write into self."""
+    from ..creation import tensor
+
+    if self._dev is not None:
+        return Tensor._wrap(arr32, D.float32, dev=self._dev)  # _write casts to self's dtype
+    return tensor(arr32, dtype=self.dtype)
+
+
 @method("uniform_")
 def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
-    """Fill with uniform samples from [a, b) (Philox stream)."""
-    from ..creation import _uniform_f32, tensor
+    """Fill with uniform samples from [a, b) (Philox stream; drawn on self's device)."""
+    from ..creation import _uniform_f32
 
     with no_grad():
-        _write(self, tensor(_uniform_f32(tuple(self.shape), a, b), dtype=self.dtype), "uniform_")
+        arr = _uniform_f32(tuple(self.shape), a, b, be=self._dev)
+        _write(self, _random_values(self, arr), "uniform_")
     return self
 
 
 @method("normal_")
 def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
-    """Fill with normal samples (Philox stream)."""
-    from ..creation import _normal_f32, tensor
+    """Fill with normal samples (Philox stream; drawn on self's device)."""
+    from ..creation import _normal_f32
 
     with no_grad():
-        _write(self, tensor(_normal_f32(tuple(self.shape), mean, std), dtype=self.dtype), "normal_")
+        arr = _normal_f32(tuple(self.shape), mean, std, be=self._dev)
+        _write(self, _random_values(self, arr), "normal_")
     return self

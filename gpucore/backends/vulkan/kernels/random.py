@@ -1,3 +1,68 @@
-"""Vulkan kernels: random family (see kernels/__init__.py for the helpers)."""
+"""Vulkan kernels: Philox random fills (shaders/random.comp), the CPU generator's stream.
+
+These are not registry ops (random creation consumes the generator, see gpucore/creation.py):
+``fill(be, out, mode, seed, offset, a, b)`` writes into a contiguous device array the values the
+C extension's ``philox`` / ``uniform`` / ``normal`` would write for the same seed and block
+offset, and ``DROPOUT`` the CPU's dropout mask ``(rand >= p).to(float32) * scale``.
+
+Exactness: WORDS, UNIFORM and DROPOUT are bit for bit the CPU's. NORMAL evaluates logf, sinf,
+cosf and sqrtf in float-float arithmetic and rounds each to float32 as the CPU's libm does, so
+it matches the CPU on almost every element; where the CPU's libm is not correctly rounded (glibc
+logf is within 0.82 ulp, sincosf 0.56 ulp) an element differs by one ulp of that intermediate,
+a few ulp of the result at most (see the shader's header and tests/backends/vulkan/test_random.py).
+
+Arrays larger than one storage binding are filled by several dispatches; each starts on a block
+boundary (a multiple of 4 elements), so the counter of its first element is offset + start / 4.
+"""
 
 from __future__ import annotations
+
+import numpy as np
+
+from . import _push, groups_1d, launch, local_size
+
+WORDS, UNIFORM, NORMAL, DROPOUT = 0, 1, 2, 3
+_MASK64 = (1 << 64) - 1
+
+
+def _fill_push(n, out_off, seed, ctr, a, b):
+    # Mirrors random.comp's Push block (8 words).
+    lo = 0xFFFFFFFF
+    return _push(n, out_off, seed & lo, seed >> 32, ctr & lo, ctr >> 32, float(a), float(b))
+
+
+def fill(be, out: np.ndarray, mode: int, seed: int, offset: int, a: float = 0.0, b: float = 0.0):
+    """Record the fill of contiguous device array ``out`` (float32, or uint32 for WORDS) from the
+    stream at (seed, block offset). a, b: low/high (UNIFORM), mean/std (NORMAL), p/scale
+    (DROPOUT); they are rounded to float32 first, as the C extension does."""
+    if not out.flags.c_contiguous or out.itemsize != 4:
+        raise ValueError("random fill: out must be a contiguous array of 32-bit elements")
+    flat = out.reshape(-1)
+    n = flat.size
+    if n == 0:
+        return
+    seed &= _MASK64
+    limit = be.ctx.limits["maxStorageBufferRange"] - be.align
+    step = max(4, (limit // 4) // 4 * 4)  # elements per dispatch, whole blocks
+    local = local_size(be)
+    for start in range(0, n, step):
+        part = flat[start : start + step]
+        m = part.size
+        ctr = (offset + start // 4) & _MASK64
+        push = _fill_push(m, be.operand(part).offset, seed, ctr, a, b)
+        launch(be, "random", (mode,), [(part, True)], push, groups_1d(-(-m // 4), local),
+               local=local, label="random")
+
+
+def uniform(be, out, seed, offset, low, high):
+    fill(be, out, UNIFORM, seed, offset, low, high)
+
+
+def normal(be, out, seed, offset, mean, std):
+    fill(be, out, NORMAL, seed, offset, mean, std)
+
+
+def dropout_mask(be, out, seed, offset, p):
+    """out = 1/(1-p) where the stream's uniform u >= p, else 0 (scale 1 when p == 1)."""
+    scale = 1.0 / (1.0 - p) if p < 1.0 else 1.0
+    fill(be, out, DROPOUT, seed, offset, p, scale)
