@@ -32,25 +32,71 @@
 /* Minimum work per thread, in flops (a parallel region costs a few microseconds). */
 #define GC_GEMM_GRAIN 2.0e6
 
+/* 16-byte vectors through the compiler's generic vector extensions (SSE2 on x86, NEON on arm64):
+ * portable code for the register transposes of the packing. */
+typedef float gc_v4f __attribute__((vector_size(16)));
+typedef double gc_v2d __attribute__((vector_size(16)));
+typedef int gc_v4i __attribute__((vector_size(16)));
+typedef long long gc_v2l __attribute__((vector_size(16)));
+#if defined(__clang__)
+#define GC_SHUF4(a, b, i0, i1, i2, i3) __builtin_shufflevector(a, b, i0, i1, i2, i3)
+#define GC_SHUF2(a, b, i0, i1) __builtin_shufflevector(a, b, i0, i1)
+#else
+#define GC_SHUF4(a, b, i0, i1, i2, i3) __builtin_shuffle(a, b, (gc_v4i){i0, i1, i2, i3})
+#define GC_SHUF2(a, b, i0, i1) __builtin_shuffle(a, b, (gc_v2l){i0, i1})
+#endif
+/* In-register transpose of x[0..3] (4 rows of 4 floats) / x[0..1] (2 rows of 2 doubles). */
+#define GC_TRANSPOSE4(x)                                                                          \
+    do {                                                                                          \
+        const gc_v4f t0 = GC_SHUF4(x[0], x[1], 0, 4, 1, 5), t1 = GC_SHUF4(x[2], x[3], 0, 4, 1, 5); \
+        const gc_v4f t2 = GC_SHUF4(x[0], x[1], 2, 6, 3, 7), t3 = GC_SHUF4(x[2], x[3], 2, 6, 3, 7); \
+        x[0] = GC_SHUF4(t0, t1, 0, 1, 4, 5);                                                      \
+        x[1] = GC_SHUF4(t0, t1, 2, 3, 6, 7);                                                      \
+        x[2] = GC_SHUF4(t2, t3, 0, 1, 4, 5);                                                      \
+        x[3] = GC_SHUF4(t2, t3, 2, 3, 6, 7);                                                      \
+    } while (0)
+#define GC_TRANSPOSE2(x)                                                                          \
+    do {                                                                                          \
+        const gc_v2d t0 = GC_SHUF2(x[0], x[1], 0, 2);                                             \
+        x[1] = GC_SHUF2(x[0], x[1], 1, 3);                                                        \
+        x[0] = t0;                                                                                \
+    } while (0)
+
 #define GC_T float
 #define GC_SFX f32
 #define GC_UKR ukr_f32
 #define GC_BLK gc_blk_f32
+#define GC_VT gc_v4f
+#define GC_VN 4
+#define GC_VT_REST , alpha, alpha
+#define GC_TRANSPOSE GC_TRANSPOSE4
 #include "gemm.c"
 #undef GC_T
 #undef GC_SFX
 #undef GC_UKR
 #undef GC_BLK
+#undef GC_VT
+#undef GC_VN
+#undef GC_VT_REST
+#undef GC_TRANSPOSE
 
 #define GC_T double
 #define GC_SFX f64
 #define GC_UKR ukr_f64
 #define GC_BLK gc_blk_f64
+#define GC_VT gc_v2d
+#define GC_VN 2
+#define GC_VT_REST
+#define GC_TRANSPOSE GC_TRANSPOSE2
 #include "gemm.c"
 #undef GC_T
 #undef GC_SFX
 #undef GC_UKR
 #undef GC_BLK
+#undef GC_VT
+#undef GC_VN
+#undef GC_VT_REST
+#undef GC_TRANSPOSE
 
 #else /* type-generic body, T = GC_T */
 
@@ -62,6 +108,7 @@ typedef struct {
     GC_T alpha, beta;
     const GC_T *bias;
     int relu, act_row; /* act_row: UNARY_* applied per tile row after the kernel, or -1 */
+    int ct;            /* C is stored transposed: element (i, j) at c[j*m + i] (swapped mode) */
     int mr, nr;
     ptrdiff_t mc, kc, nc;
     GC_T *apack[2]; /* double-buffered A block, mc x kc each */
@@ -73,6 +120,60 @@ typedef struct {
     ptrdiff_t slot; /* per-thread workspace elements in batch mode */
 } GC_FN(gemm_job);
 
+/* One packed panel of width w (mr for A, nr for B) over kb steps: d[p*w + i] = alpha * X(p, i)
+ * for i < valid, 0 for valid <= i < w, where X(p, i) = src[p*ld + i] (trans == 0: the panel's
+ * rows are contiguous in memory) or src[i*ld + p] (trans == 1: it is stored transposed; moved
+ * with 4x4 (float) / 2x2 (double) register transposes). */
+static void GC_FN(pack_panel)(GC_T *restrict d, const GC_T *restrict src, ptrdiff_t ld, int w,
+                              ptrdiff_t valid, ptrdiff_t kb, GC_T alpha, int trans)
+{
+    const int scale = alpha != (GC_T)1;
+    if (!trans) {
+        for (ptrdiff_t p = 0; p < kb; p++) {
+            const GC_T *restrict s = src + p * ld;
+            GC_T *restrict dp = d + p * w;
+            if (scale) {
+                for (ptrdiff_t i = 0; i < valid; i++)
+                    dp[i] = alpha * s[i];
+            } else {
+                for (ptrdiff_t i = 0; i < valid; i++)
+                    dp[i] = s[i];
+            }
+            for (ptrdiff_t i = valid; i < w; i++)
+                dp[i] = (GC_T)0;
+        }
+        return;
+    }
+    ptrdiff_t i = 0;
+    const GC_VT va = {alpha, alpha GC_VT_REST};
+    for (; i + GC_VN <= valid; i += GC_VN) {
+        const GC_T *restrict r = src + i * ld;
+        ptrdiff_t p = 0;
+        for (; p + GC_VN <= kb; p += GC_VN) {
+            GC_VT x[GC_VN];
+            for (int q = 0; q < GC_VN; q++) {
+                memcpy(&x[q], r + q * ld + p, sizeof x[q]);
+                if (scale)
+                    x[q] *= va;
+            }
+            GC_TRANSPOSE(x);
+            for (int q = 0; q < GC_VN; q++)
+                memcpy(d + (p + q) * w + i, &x[q], sizeof x[q]);
+        }
+        for (; p < kb; p++)
+            for (int q = 0; q < GC_VN; q++)
+                d[p * w + i + q] = alpha * r[q * ld + p];
+    }
+    for (; i < valid; i++) {
+        const GC_T *restrict r = src + i * ld;
+        for (ptrdiff_t p = 0; p < kb; p++)
+            d[p * w + i] = alpha * r[p];
+    }
+    for (; i < w; i++)
+        for (ptrdiff_t p = 0; p < kb; p++)
+            d[p * w + i] = (GC_T)0;
+}
+
 /* Packs panels [p0, p1) of the A block rows [ic, ic + mb) x cols [pc, pc + kb) of op(A), times
  * alpha; panel q holds A[ic + q*mr + i, pc + p] at dst[q*mr*kb + p*mr + i], zero past row mb. */
 static void GC_FN(pack_a)(GC_T *restrict dst, const GC_T *restrict a, ptrdiff_t m, ptrdiff_t k,
@@ -80,38 +181,12 @@ static void GC_FN(pack_a)(GC_T *restrict dst, const GC_T *restrict a, ptrdiff_t 
                           ptrdiff_t kb, int mr, ptrdiff_t p0, ptrdiff_t p1)
 {
     for (ptrdiff_t q = p0; q < p1; q++) {
-        GC_T *restrict d = dst + q * mr * kb;
         const ptrdiff_t r0 = ic + q * mr;
         const ptrdiff_t mv = (mb - q * mr < mr) ? mb - q * mr : mr;
-        if (!ta) { /* A row-major m x k: row i is contiguous */
-            for (ptrdiff_t i = 0; i < mv; i++) {
-                const GC_T *restrict src = a + (r0 + i) * k + pc;
-                if (alpha == (GC_T)1) {
-                    for (ptrdiff_t p = 0; p < kb; p++)
-                        d[p * mr + i] = src[p];
-                } else {
-                    for (ptrdiff_t p = 0; p < kb; p++)
-                        d[p * mr + i] = alpha * src[p];
-                }
-            }
-            for (ptrdiff_t i = mv; i < mr; i++)
-                for (ptrdiff_t p = 0; p < kb; p++)
-                    d[p * mr + i] = (GC_T)0;
-        } else { /* A stored k x m: a column of op(A) is contiguous */
-            for (ptrdiff_t p = 0; p < kb; p++) {
-                const GC_T *restrict src = a + (pc + p) * m + r0;
-                GC_T *restrict dp = d + p * mr;
-                if (alpha == (GC_T)1) {
-                    for (ptrdiff_t i = 0; i < mv; i++)
-                        dp[i] = src[i];
-                } else {
-                    for (ptrdiff_t i = 0; i < mv; i++)
-                        dp[i] = alpha * src[i];
-                }
-                for (ptrdiff_t i = mv; i < mr; i++)
-                    dp[i] = (GC_T)0;
-            }
-        }
+        if (!ta) /* A row-major m x k: A[i, p] = a[i*k + p] */
+            GC_FN(pack_panel)(dst + q * mr * kb, a + r0 * k + pc, k, mr, mv, kb, alpha, 1);
+        else /* A stored k x m: A[i, p] = a[p*m + i] */
+            GC_FN(pack_panel)(dst + q * mr * kb, a + pc * m + r0, m, mr, mv, kb, alpha, 0);
     }
 }
 
@@ -122,37 +197,17 @@ static void GC_FN(pack_b)(GC_T *restrict dst, const GC_T *restrict b, ptrdiff_t 
 {
     const ptrdiff_t np = (nb + nr - 1) / nr;
     for (ptrdiff_t q = 0; q < np; q++) {
-        GC_T *restrict d = dst + q * nr * kb;
         const ptrdiff_t c0 = jc + q * nr;
         const ptrdiff_t nv = (nb - q * nr < nr) ? nb - q * nr : nr;
-        if (!tb) { /* B row-major k x n */
-            if (nv == nr) {
-                for (ptrdiff_t p = 0; p < kb; p++)
-                    memcpy(d + p * nr, b + (pc + p) * n + c0, sizeof(GC_T) * (size_t)nr);
-            } else {
-                for (ptrdiff_t p = 0; p < kb; p++) {
-                    const GC_T *restrict src = b + (pc + p) * n + c0;
-                    GC_T *restrict dp = d + p * nr;
-                    for (ptrdiff_t j = 0; j < nv; j++)
-                        dp[j] = src[j];
-                    for (ptrdiff_t j = nv; j < nr; j++)
-                        dp[j] = (GC_T)0;
-                }
-            }
-        } else { /* B stored n x k: a column of op(B) is contiguous */
-            for (ptrdiff_t j = 0; j < nv; j++) {
-                const GC_T *restrict src = b + (c0 + j) * k + pc;
-                for (ptrdiff_t p = 0; p < kb; p++)
-                    d[p * nr + j] = src[p];
-            }
-            for (ptrdiff_t j = nv; j < nr; j++)
-                for (ptrdiff_t p = 0; p < kb; p++)
-                    d[p * nr + j] = (GC_T)0;
-        }
+        if (!tb) /* B row-major k x n: B[p, j] = b[p*n + j] */
+            GC_FN(pack_panel)(dst + q * nr * kb, b + pc * n + c0, n, nr, nv, kb, (GC_T)1, 0);
+        else /* B stored n x k: B[p, j] = b[j*k + p] */
+            GC_FN(pack_panel)(dst + q * nr * kb, b + c0 * k + pc, k, nr, nv, kb, (GC_T)1, 1);
     }
 }
 
-/* One MR x NR tile at c (mv <= mr rows, nv <= nr columns inside the matrix). */
+/* One MR x NR tile at c (mv <= mr rows, nv <= nr columns inside the matrix).  In swapped mode
+ * (J->ct) the tile is C^T: element (i, j) lives at c[j*ldc + i] and the bias is per row. */
 static inline void GC_FN(gemm_tile)(const GC_FN(gemm_job) * J, const GC_T *ap, const GC_T *bp,
                                     ptrdiff_t kb, GC_T *c, ptrdiff_t ldc, ptrdiff_t mv,
                                     ptrdiff_t nv, GC_T beta, const GC_T *bias, int last)
@@ -160,6 +215,34 @@ static inline void GC_FN(gemm_tile)(const GC_FN(gemm_job) * J, const GC_T *ap, c
     const int mr = J->mr, nr = J->nr;
     const int relu = last && J->relu;
     bias = last ? bias : NULL;
+    if (J->ct) {
+        _Alignas(64) GC_T t[GC_TILE_MAX];
+        if (beta != (GC_T)0) {
+            for (ptrdiff_t i = 0; i < mr * nr; i++)
+                t[i] = (GC_T)0;
+            for (ptrdiff_t j = 0; j < nv; j++)
+                for (ptrdiff_t i = 0; i < mv; i++)
+                    t[i * nr + j] = c[j * ldc + i];
+        }
+        gc_isa.GC_UKR(kb, ap, bp, t, nr, beta, NULL, 0);
+        if (last) {
+            for (ptrdiff_t i = 0; i < mv; i++) {
+                GC_T *row = t + i * nr;
+                if (bias)
+                    for (ptrdiff_t j = 0; j < nv; j++)
+                        row[j] += bias[i];
+                if (relu)
+                    for (ptrdiff_t j = 0; j < nv; j++)
+                        row[j] = row[j] <= (GC_T)0 ? (GC_T)0 : row[j];
+                if (J->act_row >= 0)
+                    GC_FN(gc_unary)(J->act_row, row, row, nv);
+            }
+        }
+        for (ptrdiff_t j = 0; j < nv; j++)
+            for (ptrdiff_t i = 0; i < mv; i++)
+                c[j * ldc + i] = t[i * nr + j];
+        return;
+    }
     if (mv == mr && nv == nr) {
         gc_isa.GC_UKR(kb, ap, bp, c, ldc, beta, bias, relu);
     } else {
@@ -246,8 +329,13 @@ static void GC_FN(gemm_body)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_
                     const GC_T *ap = ablk + q * mr * kb;
                     for (ptrdiff_t j = 0; j < nb; j += nr) {
                         const ptrdiff_t nv = (nb - j < nr) ? nb - j : nr;
-                        GC_FN(gemm_tile)(J, ap, bbuf + j * kb, kb, c + i0 * n + jc + j, n, mv,
-                                         nv, beta, J->bias ? J->bias + jc + j : NULL, last);
+                        if (J->ct)
+                            GC_FN(gemm_tile)(J, ap, bbuf + j * kb, kb, c + (jc + j) * m + i0, m,
+                                             mv, nv, beta, J->bias ? J->bias + i0 : NULL, last);
+                        else
+                            GC_FN(gemm_tile)(J, ap, bbuf + j * kb, kb, c + i0 * n + jc + j, n,
+                                             mv, nv, beta, J->bias ? J->bias + jc + j : NULL,
+                                             last);
                     }
                 }
             }
@@ -301,6 +389,12 @@ static ptrdiff_t GC_FN(round_up)(ptrdiff_t v, ptrdiff_t r)
     return (v + r - 1) / r * r;
 }
 
+/* Fraction of a dimension of v elements that tiles of r use. */
+static double GC_FN(tile_use)(ptrdiff_t v, ptrdiff_t r)
+{
+    return (double)v / (double)GC_FN(round_up)(v, r);
+}
+
 int GC_FN(gc_gemm_ex)(const GC_T *a, const GC_T *b, GC_T *c, ptrdiff_t batch, ptrdiff_t m,
                       ptrdiff_t n, ptrdiff_t k, int trans_a, int trans_b, GC_T alpha, GC_T beta,
                       ptrdiff_t sa, ptrdiff_t sb, ptrdiff_t sc, const GC_T *bias, int act)
@@ -314,6 +408,25 @@ int GC_FN(gc_gemm_ex)(const GC_T *a, const GC_T *b, GC_T *c, ptrdiff_t batch, pt
     }
     GC_FN(gemm_job) J;
     memset(&J, 0, sizeof J);
+    /* Swapped mode computes C^T = op(B)^T op(A)^T when that wastes much less of the register
+     * tile (n small, m large: the long dimension goes along the vectors). */
+    const double use = GC_FN(tile_use)(m, GC_BLK.mr) * GC_FN(tile_use)(n, GC_BLK.nr);
+    const double use_t = GC_FN(tile_use)(n, GC_BLK.mr) * GC_FN(tile_use)(m, GC_BLK.nr);
+    if (use_t > 1.5 * use) {
+        const GC_T *t = a;
+        a = b;
+        b = t;
+        const ptrdiff_t ts = sa;
+        sa = sb;
+        sb = ts;
+        const int tt = trans_a;
+        trans_a = !trans_b;
+        trans_b = !tt;
+        const ptrdiff_t tm = m;
+        m = n;
+        n = tm;
+        J.ct = 1;
+    }
     J.m = m;
     J.n = n;
     J.k = k;

@@ -9,6 +9,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,13 +297,19 @@ static int need_contig(const char *fn, const char *name, const Py_buffer *v)
     return -1;
 }
 
-/* v must hold at least need elements. */
+/* v must hold at least need elements; the context message (printf format + args) is formatted
+ * only on failure. */
 static int need_elems(const char *fn, const char *name, const Py_buffer *v, Py_ssize_t need,
-                      const char *what)
+                      const char *what_fmt, ...)
 {
     const Py_ssize_t have = buf_nelem(v);
     if (have >= need)
         return 0;
+    char what[320];
+    va_list ap;
+    va_start(ap, what_fmt);
+    PyOS_vsnprintf(what, sizeof what, what_fmt, ap);
+    va_end(ap);
     PyErr_Format(PyExc_ValueError, "%s: '%s' holds %zd elements but %zd are needed (%s)", fn, name,
                  have, need, what);
     return -1;
@@ -672,14 +679,14 @@ static PyObject *gemm_impl(const char *fn, PyObject *const *args, Py_ssize_t nar
         overflow_error(fn, "batch, m, n, k and the batch strides");
         goto fail;
     }
-    char what[256];
-    PyOS_snprintf(what, sizeof what,
-                  "batch=%zd, m=%zd, n=%zd, k=%zd, trans_a=%d, trans_b=%d, sa=%zd, sb=%zd, sc=%zd",
-                  batch, m, n, k, ta, tb, sa, sb, sc);
-    if (need_elems(fn, "a", a, need_a, what) < 0 || need_elems(fn, "b", b, need_b, what) < 0 ||
-        need_elems(fn, "c", c, need_c, what) < 0 ||
-        (bias && need_c > 0 && need_elems(fn, "bias", bias, n, what) < 0))
+#define WHAT                                                                                      \
+    "batch=%zd, m=%zd, n=%zd, k=%zd, trans_a=%d, trans_b=%d, sa=%zd, sb=%zd, sc=%zd", batch, m, n, \
+        k, ta, tb, sa, sb, sc
+    if (need_elems(fn, "a", a, need_a, WHAT) < 0 || need_elems(fn, "b", b, need_b, WHAT) < 0 ||
+        need_elems(fn, "c", c, need_c, WHAT) < 0 ||
+        (bias && need_c > 0 && need_elems(fn, "bias", bias, n, WHAT) < 0))
         goto fail;
+#undef WHAT
     if (need_c > 0 && ((need_a > 0 && need_no_overlap(fn, "c", c, "a", a, 0) < 0) ||
                        (need_b > 0 && need_no_overlap(fn, "c", c, "b", b, 0) < 0) ||
                        (bias && need_no_overlap(fn, "c", c, "bias", bias, 0) < 0)))
@@ -1051,10 +1058,10 @@ static PyObject *py_reduce(PyObject *self, PyObject *const *args, Py_ssize_t nar
     if (!kd || need_kind(fn, "out", out, is_arg ? 'q' : kd) < 0 || need_contig(fn, "x", x) < 0 ||
         need_contig(fn, "out", out) < 0)
         goto fail;
-    char what[160];
-    PyOS_snprintf(what, sizeof what, "outer=%zd, n=%zd, inner=%zd", outer, n, inner);
-    if (need_elems(fn, "x", x, total, what) < 0 || need_elems(fn, "out", out, rows, what) < 0)
+#define WHAT "outer=%zd, n=%zd, inner=%zd", outer, n, inner
+    if (need_elems(fn, "x", x, total, WHAT) < 0 || need_elems(fn, "out", out, rows, WHAT) < 0)
         goto fail;
+#undef WHAT
     if (rows > 0 && total > 0 && need_no_overlap(fn, "out", out, "x", x, 0) < 0)
         goto fail;
     Py_BEGIN_ALLOW_THREADS
@@ -1095,10 +1102,10 @@ static PyObject *py_softmax(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (!kd || need_kind(fn, "out", out, kd) < 0 || need_contig(fn, "x", x) < 0 ||
         need_contig(fn, "out", out) < 0)
         goto fail;
-    char what[160];
-    PyOS_snprintf(what, sizeof what, "outer=%zd, n=%zd, inner=%zd", outer, n, inner);
-    if (need_elems(fn, "x", x, total, what) < 0 || need_elems(fn, "out", out, total, what) < 0)
+#define WHAT "outer=%zd, n=%zd, inner=%zd", outer, n, inner
+    if (need_elems(fn, "x", x, total, WHAT) < 0 || need_elems(fn, "out", out, total, WHAT) < 0)
         goto fail;
+#undef WHAT
     if (total > 0 && need_no_overlap(fn, "out", out, "x", x, 1) < 0)
         goto fail;
     Py_BEGIN_ALLOW_THREADS
@@ -1141,11 +1148,11 @@ static PyObject *py_softmax_backward(PyObject *self, PyObject *const *args, Py_s
         need_contig(fn, "grad", g) < 0 || need_contig(fn, "y", y) < 0 ||
         need_contig(fn, "out", out) < 0)
         goto fail;
-    char what[160];
-    PyOS_snprintf(what, sizeof what, "outer=%zd, n=%zd, inner=%zd", outer, n, inner);
-    if (need_elems(fn, "grad", g, total, what) < 0 || need_elems(fn, "y", y, total, what) < 0 ||
-        need_elems(fn, "out", out, total, what) < 0)
+#define WHAT "outer=%zd, n=%zd, inner=%zd", outer, n, inner
+    if (need_elems(fn, "grad", g, total, WHAT) < 0 || need_elems(fn, "y", y, total, WHAT) < 0 ||
+        need_elems(fn, "out", out, total, WHAT) < 0)
         goto fail;
+#undef WHAT
     if (total > 0 && (need_no_overlap(fn, "out", out, "grad", g, 1) < 0 ||
                       need_no_overlap(fn, "out", out, "y", y, 1) < 0))
         goto fail;
@@ -1214,11 +1221,11 @@ static PyObject *py_ce_forward(PyObject *self, PyObject *const *args, Py_ssize_t
         need_contig(fn, "target", tg) < 0 || need_contig(fn, "loss", loss) < 0 ||
         need_contig(fn, "lse", lse) < 0)
         goto fail;
-    char what[160];
-    PyOS_snprintf(what, sizeof what, "n=%zd, c=%zd", n, c);
-    if (need_elems(fn, "logits", lg, nc, what) < 0 || need_elems(fn, "target", tg, n, what) < 0 ||
-        need_elems(fn, "loss", loss, n, what) < 0 || need_elems(fn, "lse", lse, n, what) < 0)
+#define WHAT "n=%zd, c=%zd", n, c
+    if (need_elems(fn, "logits", lg, nc, WHAT) < 0 || need_elems(fn, "target", tg, n, WHAT) < 0 ||
+        need_elems(fn, "loss", loss, n, WHAT) < 0 || need_elems(fn, "lse", lse, n, WHAT) < 0)
         goto fail;
+#undef WHAT
     if (n > 0 && (need_no_overlap(fn, "loss", loss, "logits", lg, 0) < 0 ||
                   need_no_overlap(fn, "loss", loss, "target", tg, 0) < 0 ||
                   need_no_overlap(fn, "loss", loss, "lse", lse, 0) < 0 ||
@@ -1278,12 +1285,12 @@ static PyObject *py_ce_backward(PyObject *self, PyObject *const *args, Py_ssize_
         need_contig(fn, "lse", lse) < 0 || need_contig(fn, "grad_loss", gl) < 0 ||
         need_contig(fn, "out", out) < 0)
         goto fail;
-    char what[160];
-    PyOS_snprintf(what, sizeof what, "n=%zd, c=%zd", n, c);
-    if (need_elems(fn, "logits", lg, nc, what) < 0 || need_elems(fn, "target", tg, n, what) < 0 ||
-        need_elems(fn, "lse", lse, n, what) < 0 || need_elems(fn, "grad_loss", gl, n, what) < 0 ||
-        need_elems(fn, "out", out, nc, what) < 0)
+#define WHAT "n=%zd, c=%zd", n, c
+    if (need_elems(fn, "logits", lg, nc, WHAT) < 0 || need_elems(fn, "target", tg, n, WHAT) < 0 ||
+        need_elems(fn, "lse", lse, n, WHAT) < 0 || need_elems(fn, "grad_loss", gl, n, WHAT) < 0 ||
+        need_elems(fn, "out", out, nc, WHAT) < 0)
         goto fail;
+#undef WHAT
     if (nc > 0 && (need_no_overlap(fn, "out", out, "logits", lg, 1) < 0 ||
                    need_no_overlap(fn, "out", out, "target", tg, 0) < 0 ||
                    need_no_overlap(fn, "out", out, "lse", lse, 0) < 0 ||
@@ -1465,15 +1472,15 @@ static PyObject *conv_common(const char *fn, PyObject *const *args, Py_ssize_t n
     if (!kd || need_kind(fn, out_name, out, kd) < 0 || need_contig(fn, in_name, in) < 0 ||
         need_contig(fn, out_name, out) < 0)
         goto fail;
-    char what[300];
-    PyOS_snprintf(what, sizeof what,
-                  "n=%zd, c=%zd, h=%zd, w=%zd, kernel %zdx%zd, stride %zdx%zd, padding %zdx%zd, "
-                  "dilation %zdx%zd -> oh=%zd, ow=%zd",
-                  p.n, p.c, p.h, p.w, p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.dh, p.dw, p.oh, p.ow);
+#define WHAT                                                                                      \
+    "n=%zd, c=%zd, h=%zd, w=%zd, kernel %zdx%zd, stride %zdx%zd, padding %zdx%zd, dilation "       \
+    "%zdx%zd -> oh=%zd, ow=%zd",                                                                   \
+        p.n, p.c, p.h, p.w, p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.dh, p.dw, p.oh, p.ow
     const Py_ssize_t nin = to_col ? nx : ncol, nout = to_col ? ncol : nx;
-    if (need_elems(fn, in_name, in, nin, what) < 0 ||
-        need_elems(fn, out_name, out, nout, what) < 0)
+    if (need_elems(fn, in_name, in, nin, WHAT) < 0 ||
+        need_elems(fn, out_name, out, nout, WHAT) < 0)
         goto fail;
+#undef WHAT
     if (nin > 0 && nout > 0 && need_no_overlap(fn, out_name, out, in_name, in, 0) < 0)
         goto fail;
     Py_BEGIN_ALLOW_THREADS

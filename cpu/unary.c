@@ -3,23 +3,45 @@
 
 #include <math.h>
 
+#include "isa.h"
 #include "kernels.h"
+
+/* Parallel regions only for work of at least ~50 us: each thread gets >= GC_UNARY_GRAIN ns. */
+#define GC_UNARY_GRAIN 25000.0
+
+/* Estimated ns per element, for the threading decision (memory-bound ops ~0.3 ns). */
+static double gc_unary_cost(int op, int vectorized)
+{
+    switch (op) {
+    case GC_UNARY_NEG:
+    case GC_UNARY_ABS:
+    case GC_UNARY_RELU:
+    case GC_UNARY_SIGN:
+    case GC_UNARY_SQRT:
+    case GC_UNARY_RECIPROCAL: return 0.3;
+    default: return vectorized ? 0.6 : 8.0;
+    }
+}
 
 #define GC_T float
 #define GC_SFX f32
 #define GC_M(fn) fn##f
+#define GC_VUNARY(op) gc_isa.vunary_f32[op]
 #include "unary.c"
 #undef GC_T
 #undef GC_SFX
 #undef GC_M
+#undef GC_VUNARY
 
 #define GC_T double
 #define GC_SFX f64
 #define GC_M(fn) fn
+#define GC_VUNARY(op) ((void (*)(const double *, double *, ptrdiff_t))NULL)
 #include "unary.c"
 #undef GC_T
 #undef GC_SFX
 #undef GC_M
+#undef GC_VUNARY
 
 #else /* type-generic body, T = GC_T */
 
@@ -37,10 +59,15 @@ static inline GC_T GC_FN(sigmoid)(GC_T x)
     return x >= GC_C(0) ? q : e * q;
 }
 
-/* gelu, erf form: 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x erfc(-x / sqrt 2) (no cancellation). */
+/* gelu, erf form: 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x erfc(-x / sqrt 2) (no cancellation),
+ * evaluated in double for both types (erfc's relative error is 2 w^2 times its argument's, so a
+ * float argument would cost ~1e-5 in the tail); the limits at +-inf (inf, -0). */
 static inline GC_T GC_FN(gelu)(GC_T x)
 {
-    return GC_C(0.5) * x * GC_M(erfc)(-x * GC_SQRT1_2);
+    if (isinf(x))
+        return x > GC_C(0) ? x : GC_C(-0.0);
+    const double xd = (double)x;
+    return (GC_T)(0.5 * xd * erfc(-xd * 0.70710678118654752440));
 }
 
 static inline GC_T GC_FN(gelu_grad)(GC_T x)
@@ -50,11 +77,16 @@ static inline GC_T GC_FN(gelu_grad)(GC_T x)
 }
 
 /* gelu, tanh form: 0.5 x (1 + tanh u), u = sqrt(2/pi) (x + 0.044715 x^3); since
- * (1 + tanh u) / 2 = sigmoid(2u) this is x sigmoid(2u), stable for any x. */
+ * (1 + tanh u) / 2 = sigmoid(2u) this is x sigmoid(2u), stable for any x.  Evaluated in double
+ * (sigmoid(2u)'s relative error is |2u| times u's); the limits at +-inf (inf, -0). */
 static inline GC_T GC_FN(gelu_tanh)(GC_T x)
 {
-    const GC_T u = GC_SQRT_2_PI * (x + GC_GELU_A * x * x * x);
-    return x * GC_FN(sigmoid)(GC_C(2) * u);
+    if (isinf(x))
+        return x > GC_C(0) ? x : GC_C(-0.0);
+    const double xd = (double)x;
+    const double v = 2.0 * 0.79788456080286535588 * (xd + 0.044715 * xd * xd * xd);
+    const double e = exp(-fabs(v)), q = 1.0 / (1.0 + e);
+    return (GC_T)(xd * (v >= 0.0 ? q : e * q));
 }
 
 /* d/dx: 0.5 (1 + t) + 0.5 x (1 - t^2) u', t = tanh u, u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2).
@@ -82,8 +114,12 @@ static inline GC_T GC_FN(gelu_tanh_grad)(GC_T x)
     break
 
 /* x and out may be the same buffer, so no restrict here. */
-void GC_FN(gc_unary)(int op, const GC_T *x, GC_T *out, ptrdiff_t n)
+static void GC_FN(unary_range)(int op, const GC_T *x, GC_T *out, ptrdiff_t n)
 {
+    if (GC_VUNARY(op)) {
+        GC_VUNARY(op)(x, out, n);
+        return;
+    }
     switch (op) {
     case GC_UNARY_NEG: GC_UNARY_LOOP(-v);
     case GC_UNARY_ABS: GC_UNARY_LOOP(GC_M(fabs)(v));
@@ -105,6 +141,34 @@ void GC_FN(gc_unary)(int op, const GC_T *x, GC_T *out, ptrdiff_t n)
 }
 #undef GC_UNARY_LOOP
 
+typedef struct {
+    int op;
+    const GC_T *x, *grad, *saved;
+    GC_T *out;
+    ptrdiff_t n;
+} GC_FN(unary_job);
+
+static void GC_FN(unary_task)(void *ctx, int t, int nt)
+{
+    const GC_FN(unary_job) *J = (const GC_FN(unary_job) *)ctx;
+    ptrdiff_t lo, hi;
+    gc_split(J->n, 64, t, nt, &lo, &hi);
+    if (hi > lo)
+        GC_FN(unary_range)(J->op, J->x + lo, J->out + lo, hi - lo);
+}
+
+void GC_FN(gc_unary)(int op, const GC_T *x, GC_T *out, ptrdiff_t n)
+{
+    const int nt = gc_threads_for((double)n * gc_unary_cost(op, GC_VUNARY(op) != NULL),
+                                  GC_UNARY_GRAIN);
+    if (nt <= 1) {
+        GC_FN(unary_range)(op, x, out, n);
+        return;
+    }
+    GC_FN(unary_job) J = {.op = op, .x = x, .out = out, .n = n};
+    gc_parallel(GC_FN(unary_task), &J, nt);
+}
+
 #define GC_BACKWARD_LOOP(EXPR)                                                                    \
     for (ptrdiff_t i = 0; i < n; i++) {                                                           \
         const GC_T g = grad[i], s = saved[i];                                                     \
@@ -112,7 +176,8 @@ void GC_FN(gc_unary)(int op, const GC_T *x, GC_T *out, ptrdiff_t n)
     }                                                                                             \
     break
 
-void GC_FN(gc_unary_backward)(int op, const GC_T *grad, const GC_T *saved, GC_T *out, ptrdiff_t n)
+static void GC_FN(unary_backward_range)(int op, const GC_T *grad, const GC_T *saved, GC_T *out,
+                                        ptrdiff_t n)
 {
     switch (op) {
     case GC_UNARY_RELU: GC_BACKWARD_LOOP(s > GC_C(0) ? g : GC_C(0)); /* saved = x */
@@ -124,6 +189,27 @@ void GC_FN(gc_unary_backward)(int op, const GC_T *grad, const GC_T *saved, GC_T 
     }
 }
 #undef GC_BACKWARD_LOOP
+
+static void GC_FN(unary_backward_task)(void *ctx, int t, int nt)
+{
+    const GC_FN(unary_job) *J = (const GC_FN(unary_job) *)ctx;
+    ptrdiff_t lo, hi;
+    gc_split(J->n, 64, t, nt, &lo, &hi);
+    if (hi > lo)
+        GC_FN(unary_backward_range)(J->op, J->grad + lo, J->saved + lo, J->out + lo, hi - lo);
+}
+
+void GC_FN(gc_unary_backward)(int op, const GC_T *grad, const GC_T *saved, GC_T *out, ptrdiff_t n)
+{
+    const double cost = (op == GC_UNARY_GELU || op == GC_UNARY_GELU_TANH) ? 10.0 : 0.4;
+    const int nt = gc_threads_for((double)n * cost, GC_UNARY_GRAIN);
+    if (nt <= 1) {
+        GC_FN(unary_backward_range)(op, grad, saved, out, n);
+        return;
+    }
+    GC_FN(unary_job) J = {.op = op, .grad = grad, .saved = saved, .out = out, .n = n};
+    gc_parallel(GC_FN(unary_backward_task), &J, nt);
+}
 
 #undef GC_C
 #undef GC_SQRT1_2

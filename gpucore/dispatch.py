@@ -112,21 +112,24 @@ def vulkan_backend(required: bool = False, allow_cpu: bool | None = None):
     if key in _vulkan_cache:
         be = _vulkan_cache[key]
     else:
+        from .backends.vulkan import context  # our own modules: import errors must surface
+        from .backends.vulkan.backend import VulkanBackend
+
         be = None
         try:
-            from .backends.vulkan import context
-            from .backends.vulkan.backend import VulkanBackend
-
             ctx = context.get(allow_cpu=allow_cpu)
-            if ctx is not None:
-                be = _vulkan_cache.get("instance")
-                if be is None or be.ctx is not ctx:
-                    be = VulkanBackend(ctx)
-                    _vulkan_cache["instance"] = be
         except DeviceError:
             raise
-        except Exception:  # an import or driver failure means "no device", never a crash
-            be = None
+        except Exception as e:  # a driver failure means "no device", never a crash
+            import logging
+
+            logging.getLogger("gpucore.vulkan").debug("gpucore: Vulkan unusable: %s", e)
+            ctx = None
+        if ctx is not None:
+            be = _vulkan_cache.get("instance")
+            if be is None or be.ctx is not ctx:
+                be = VulkanBackend(ctx)
+                _vulkan_cache["instance"] = be
         _vulkan_cache[key] = be
     if be is None and required:
         from .backends.vulkan.device import reason

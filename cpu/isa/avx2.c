@@ -49,8 +49,11 @@
 #define UKR_NAME gemm_avx2_f64_6x8
 #include "isa/ukr.h"
 
+static void gc_isa_fill_avx2_vmath(gc_isa_kernels *k);
+
 void gc_isa_fill_avx2(gc_isa_kernels *k)
 {
+    gc_isa_fill_avx2_vmath(k);
     k->mr_f32 = 6;
     k->nr_f32 = 16;
     k->ukr_f32 = gemm_avx2_f32_6x16;
@@ -59,4 +62,83 @@ void gc_isa_fill_avx2(gc_isa_kernels *k)
     k->nr_f64 = 8;
     k->ukr_f64 = gemm_avx2_f64_6x8;
     k->ukr_f64_name = "gemm_avx2_f64_6x8";
+}
+
+/* ---- float32 vector math (isa/vmath.h) ------------------------------------------------------ */
+
+#include <math.h>
+
+static inline __m256i gc_avx2_lanes_below(ptrdiff_t n)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+#define VF __m256
+#define VI __m256i
+#define VM __m256
+#define VD __m256d
+#define VLANES 8
+#define vf_set1(v) _mm256_set1_ps(v)
+#define vf_loadu(p) _mm256_loadu_ps(p)
+#define vf_storeu(p, v) _mm256_storeu_ps(p, v)
+#define vf_loadn(p, n) _mm256_maskload_ps(p, gc_avx2_lanes_below(n))
+#define vf_storen(p, v, n) _mm256_maskstore_ps(p, gc_avx2_lanes_below(n), v)
+#define vf_add _mm256_add_ps
+#define vf_sub _mm256_sub_ps
+#define vf_mul _mm256_mul_ps
+#define vf_div _mm256_div_ps
+#define vf_fma _mm256_fmadd_ps
+#define vf_fnma _mm256_fnmadd_ps
+#define vf_min _mm256_min_ps
+#define vf_max _mm256_max_ps
+#define vf_and _mm256_and_ps
+#define vf_or _mm256_or_ps
+#define vf_xor _mm256_xor_ps
+#define vf_andnot _mm256_andnot_ps
+#define vf_round(x) _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define vf_cvti _mm256_cvtps_epi32
+#define vi_cvtf _mm256_cvtepi32_ps
+#define vi_set1 _mm256_set1_epi32
+#define vi_add _mm256_add_epi32
+#define vi_sub _mm256_sub_epi32
+#define vi_srai _mm256_srai_epi32
+#define vi_slli _mm256_slli_epi32
+#define vi_and _mm256_and_si256
+#define vi_or _mm256_or_si256
+#define vf_asi _mm256_castps_si256
+#define vi_asf _mm256_castsi256_ps
+#define vf_lt(a, b) _mm256_cmp_ps(a, b, _CMP_LT_OQ)
+#define vf_le(a, b) _mm256_cmp_ps(a, b, _CMP_LE_OQ)
+#define vf_gt(a, b) _mm256_cmp_ps(a, b, _CMP_GT_OQ)
+#define vf_ge(a, b) _mm256_cmp_ps(a, b, _CMP_GE_OQ)
+#define vf_eq(a, b) _mm256_cmp_ps(a, b, _CMP_EQ_OQ)
+#define vf_isnan(a) _mm256_cmp_ps(a, a, _CMP_UNORD_Q)
+#define vf_blend(m, a, b) _mm256_blendv_ps(a, b, m)
+#define vd_lo(x) _mm256_cvtps_pd(_mm256_castps256_ps128(x))
+#define vd_hi(x) _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1))
+#define vd_tof2(lo, hi)                                                                           \
+    _mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps(lo)), _mm256_cvtpd_ps(hi), 1)
+#define vd_set1 _mm256_set1_pd
+#define vd_add _mm256_add_pd
+#define vd_sub _mm256_sub_pd
+#define vd_mul _mm256_mul_pd
+#define vd_fma _mm256_fmadd_pd
+
+#include "isa/vmath.h"
+
+VM_ARRAY(vexp_avx2, vm_exp)
+VM_ARRAY(vlog_avx2, vm_log)
+VM_ARRAY(vtanh_avx2, vm_tanh)
+VM_ARRAY(vsigmoid_avx2, vm_sigmoid)
+VM_ARRAY(vgelu_avx2, vm_gelu)
+VM_ARRAY(vgelu_tanh_avx2, vm_gelu_tanh)
+
+static void gc_isa_fill_avx2_vmath(gc_isa_kernels *k)
+{
+    k->vunary_f32[GC_UNARY_EXP] = vexp_avx2;
+    k->vunary_f32[GC_UNARY_LOG] = vlog_avx2;
+    k->vunary_f32[GC_UNARY_TANH] = vtanh_avx2;
+    k->vunary_f32[GC_UNARY_SIGMOID] = vsigmoid_avx2;
+    k->vunary_f32[GC_UNARY_GELU] = vgelu_avx2;
+    k->vunary_f32[GC_UNARY_GELU_TANH] = vgelu_tanh_avx2;
 }

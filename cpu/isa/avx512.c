@@ -61,8 +61,11 @@
 #define GC_STR_(x) #x
 #define GC_STR(x) GC_STR_(x)
 
+static void gc_isa_fill_avx512_vmath(gc_isa_kernels *k);
+
 void gc_isa_fill_avx512(gc_isa_kernels *k)
 {
+    gc_isa_fill_avx512_vmath(k);
     k->mr_f32 = GC_AVX512_MR;
     k->nr_f32 = 32;
     k->ukr_f32 = gemm_avx512_f32;
@@ -71,4 +74,82 @@ void gc_isa_fill_avx512(gc_isa_kernels *k)
     k->nr_f64 = 16;
     k->ukr_f64 = gemm_avx512_f64;
     k->ukr_f64_name = "gemm_avx512_f64_" GC_STR(GC_AVX512_MR) "x16";
+}
+
+/* ---- float32 vector math (isa/vmath.h) ------------------------------------------------------ */
+
+#include <math.h>
+
+#define VF __m512
+#define VI __m512i
+#define VM __mmask16
+#define VD __m512d
+#define VLANES 16
+#define vf_set1(v) _mm512_set1_ps(v)
+#define vf_loadu(p) _mm512_loadu_ps(p)
+#define vf_storeu(p, v) _mm512_storeu_ps(p, v)
+#define vf_loadn(p, n) _mm512_maskz_loadu_ps((__mmask16)((1u << (n)) - 1u), p)
+#define vf_storen(p, v, n) _mm512_mask_storeu_ps(p, (__mmask16)((1u << (n)) - 1u), v)
+#define vf_add _mm512_add_ps
+#define vf_sub _mm512_sub_ps
+#define vf_mul _mm512_mul_ps
+#define vf_div _mm512_div_ps
+#define vf_fma _mm512_fmadd_ps
+#define vf_fnma _mm512_fnmadd_ps
+#define vf_min _mm512_min_ps
+#define vf_max _mm512_max_ps
+#define GC_BITOP(op, a, b)                                                                        \
+    _mm512_castsi512_ps(op(_mm512_castps_si512(a), _mm512_castps_si512(b)))
+#define vf_and(a, b) GC_BITOP(_mm512_and_si512, a, b)
+#define vf_or(a, b) GC_BITOP(_mm512_or_si512, a, b)
+#define vf_xor(a, b) GC_BITOP(_mm512_xor_si512, a, b)
+#define vf_andnot(a, b) GC_BITOP(_mm512_andnot_si512, a, b)
+#define vf_round(x) _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define vf_cvti _mm512_cvtps_epi32
+#define vi_cvtf _mm512_cvtepi32_ps
+#define vi_set1 _mm512_set1_epi32
+#define vi_add _mm512_add_epi32
+#define vi_sub _mm512_sub_epi32
+#define vi_srai _mm512_srai_epi32
+#define vi_slli _mm512_slli_epi32
+#define vi_and _mm512_and_si512
+#define vi_or _mm512_or_si512
+#define vf_asi _mm512_castps_si512
+#define vi_asf _mm512_castsi512_ps
+#define vf_lt(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ)
+#define vf_le(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ)
+#define vf_gt(a, b) _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ)
+#define vf_ge(a, b) _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ)
+#define vf_eq(a, b) _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ)
+#define vf_isnan(a) _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q)
+#define vf_blend(m, a, b) _mm512_mask_blend_ps(m, a, b)
+#define vd_lo(x) _mm512_cvtps_pd(_mm512_castps512_ps256(x))
+#define vd_hi(x) _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)))
+#define vd_tof2(lo, hi)                                                                           \
+    _mm512_castpd_ps(_mm512_insertf64x4(                                                          \
+        _mm512_castps_pd(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo))),                            \
+        _mm256_castps_pd(_mm512_cvtpd_ps(hi)), 1))
+#define vd_set1 _mm512_set1_pd
+#define vd_add _mm512_add_pd
+#define vd_sub _mm512_sub_pd
+#define vd_mul _mm512_mul_pd
+#define vd_fma _mm512_fmadd_pd
+
+#include "isa/vmath.h"
+
+VM_ARRAY(vexp_avx512, vm_exp)
+VM_ARRAY(vlog_avx512, vm_log)
+VM_ARRAY(vtanh_avx512, vm_tanh)
+VM_ARRAY(vsigmoid_avx512, vm_sigmoid)
+VM_ARRAY(vgelu_avx512, vm_gelu)
+VM_ARRAY(vgelu_tanh_avx512, vm_gelu_tanh)
+
+static void gc_isa_fill_avx512_vmath(gc_isa_kernels *k)
+{
+    k->vunary_f32[GC_UNARY_EXP] = vexp_avx512;
+    k->vunary_f32[GC_UNARY_LOG] = vlog_avx512;
+    k->vunary_f32[GC_UNARY_TANH] = vtanh_avx512;
+    k->vunary_f32[GC_UNARY_SIGMOID] = vsigmoid_avx512;
+    k->vunary_f32[GC_UNARY_GELU] = vgelu_avx512;
+    k->vunary_f32[GC_UNARY_GELU_TANH] = vgelu_tanh_avx512;
 }

@@ -32,7 +32,7 @@ import gpucore.nn as nn
 # Per model: default epochs, batch size, learning rate, and the test accuracy it must reach.
 DEFAULTS = {
     "cnn": {"epochs": 8, "batch_size": 32, "lr": 3e-3, "target": 0.97},
-    "mlp": {"epochs": 20, "batch_size": 32, "lr": 3e-3, "target": 0.95},
+    "mlp": {"epochs": 15, "batch_size": 32, "lr": 3e-3, "target": 0.95},
 }
 TEST_FRACTION = 0.2
 
@@ -352,7 +352,7 @@ def main(argv=None) -> int:
     ap.add_argument("--model", choices=("cnn", "mlp"), default="cnn")
     ap.add_argument("--device", choices=("auto", "cpu", "vulkan"), default="auto",
                     help="auto: big ops on a GPU when there is one (default)")
-    ap.add_argument("--epochs", type=int, help="default: 8 (cnn), 20 (mlp)")
+    ap.add_argument("--epochs", type=int, help="default: 8 (cnn), 15 (mlp)")
     ap.add_argument("--batch-size", type=int, help="default: 32")
     ap.add_argument("--lr", type=float, help="Adam learning rate, cosine-annealed (default 3e-3)")
     ap.add_argument("--seed", type=int, default=0, help="data split, init and shuffling")

@@ -11,6 +11,7 @@ All recording and submission happens under one lock, so several Python threads m
 
 from __future__ import annotations
 
+import bisect
 import os
 import threading
 import time
@@ -82,8 +83,9 @@ class Stream:
         self.frames = [Frame(ctx), Frame(ctx)]
         self.cur = 0
         self.recording = False
-        self.reads: list = []  # (buffer id, start, end) since the last barrier
-        self.writes: list = []
+        # byte ranges read / written since the last barrier, per block (id -> _RangeSet)
+        self.reads: dict = {}
+        self.writes: dict = {}
         self.stats = {"dispatches": 0, "submits": 0, "barriers": 0}
         self.profile = None  # list collecting (label, seconds) when profiling
         self.label = ""  # the op being recorded (set by the backend), names timed dispatches
@@ -136,25 +138,26 @@ class Stream:
         self.writes.clear()
         self.stats["barriers"] += 1
 
-    @staticmethod
-    def _overlaps(ranges, key, start, end) -> bool:
-        for k, s, e in ranges:
-            if k == key and s < end and start < e:
-                return True
-        return False
-
     def _hazard(self, bindings) -> bool:
-        for blk, off, size, writes in bindings:
+        reads, writes = self.reads, self.writes
+        for blk, off, size, w in bindings:
             key = id(blk)
-            if self._overlaps(self.writes, key, off, off + size):
+            rs = writes.get(key)
+            if rs is not None and rs.overlaps(off, off + size):
                 return True
-            if writes and self._overlaps(self.reads, key, off, off + size):
-                return True
+            if w:
+                rs = reads.get(key)
+                if rs is not None and rs.overlaps(off, off + size):
+                    return True
         return False
 
     def _track(self, bindings):
-        for blk, off, size, writes in bindings:
-            (self.writes if writes else self.reads).append((id(blk), off, off + size))
+        for blk, off, size, w in bindings:
+            table = self.writes if w else self.reads
+            rs = table.get(id(blk))
+            if rs is None:
+                rs = table[id(blk)] = _RangeSet()
+            rs.add(off, off + size)
 
     def _prepare_c_structs(self):
         # Hot path structs built once and mutated per dispatch; calling vk.lib directly is
@@ -245,7 +248,7 @@ class Stream:
                 f.cmd, src_buffer, dst_buffer, 1,
                 [vk.VkBufferCopy(srcOffset=src_off, dstOffset=dst_off, size=size)],
             )
-            self.writes.append((id(dst_key), dst_off, dst_off + size))
+            self._track([(dst_key, dst_off, size, True)])
             f.keep.extend(keep)
             f.count += 1
 
@@ -358,3 +361,28 @@ class Stream:
         finally:
             for f in self.frames:
                 f.destroy(self.vk, self.ctx.device)
+
+
+class _RangeSet:
+    """Disjoint, sorted byte ranges (merged on insert): overlap queries in O(log n), so a batch
+    of many independent dispatches stays linear."""
+
+    __slots__ = ("starts", "ends")
+
+    def __init__(self):
+        self.starts: list = []
+        self.ends: list = []
+
+    def overlaps(self, s: int, e: int) -> bool:
+        i = bisect.bisect_right(self.ends, s)  # first range ending after s
+        return i < len(self.starts) and self.starts[i] < e
+
+    def add(self, s: int, e: int) -> None:
+        starts, ends = self.starts, self.ends
+        i = bisect.bisect_left(ends, s)  # first range that ends at or after s (touching merges)
+        j = bisect.bisect_right(starts, e)  # ranges [i, j) touch [s, e)
+        if i < j:
+            s = min(s, starts[i])
+            e = max(e, ends[j - 1])
+        starts[i:j] = [s]
+        ends[i:j] = [e]

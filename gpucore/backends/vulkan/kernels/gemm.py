@@ -29,7 +29,7 @@ from . import contiguous, copy_array, kernel, launch
 
 ACTIVATIONS = {None: 0, "none": 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "sigmoid": 4, "tanh": 5}
 VARIANTS = ("tiled", "regblock")
-_FLAG_BIAS, _FLAG_BETA = 1, 2
+_FLAG_BIAS, _FLAG_BETA, _FLAG_EPILOGUE = 1, 2, 4
 # A / B load modes (shader AMODE / BMODE): scalar with the fast index along k / m (n), or vec4.
 _SCALAR_K, _SCALAR_M, _VEC4_K, _VEC4_M = 0, 1, 2, 3   # A
 _SCALAR_N, _SCALAR_KB, _VEC4_N, _VEC4_KB = 0, 1, 2, 3  # B
@@ -188,10 +188,11 @@ def gemm(be, out: np.ndarray, a: np.ndarray, b: np.ndarray, *, alpha: float = 1.
 
     a: (..., M, K), b: (..., K, N), out: (..., M, N) float32 device arrays with equal batch dims
     (a and b may be broadcast views with 0 strides, or transposed views: any strides work, unit
-    strides get vec4 loads). out must not overlap a, b or bias; with ``beta == 0`` it is not read.
+    strides get vec4 loads). out must not overlap a, b or bias; with ``beta == 0`` it is not read
+    (beta != 0 costs one device copy of out).
     bias: None or a float32 device array broadcastable to out (a Linear bias is (N,)).
-    activation: None, 'relu', 'gelu', 'gelu_tanh', 'sigmoid' or 'tanh', applied last.
-    variant: None (per device and GPUCORE_VULKAN_GEMM), 'tiled' or 'regblock'.
+    activation: None, 'relu', 'gelu' (erf form), 'gelu_tanh', 'sigmoid' or 'tanh', applied last.
+    variant: None (per device, or GPUCORE_VULKAN_GEMM), 'tiled' or 'regblock'.
     """
     _check(a, b, out, bias)
     if activation not in ACTIVATIONS:
@@ -201,51 +202,79 @@ def gemm(be, out: np.ndarray, a: np.ndarray, b: np.ndarray, *, alpha: float = 1.
         )
     if out.size == 0:
         return
-    ctx = be.ctx
-    var = choose_variant(ctx, variant)
-    if out.strides[-1] != out.itemsize or any(s < 0 for s in out.strides):
-        # The shader writes rows with unit column stride: go through a contiguous temporary.
-        tmp = be.empty_array(out.shape, out.dtype)
-        if beta != 0.0:
-            copy_array(be, tmp, out)
-        gemm(be, tmp, a, b, alpha=alpha, beta=beta, bias=bias, activation=activation,
-             variant=var)
-        copy_array(be, out, tmp)
-        return
-    if any(s < 0 for s in a.strides):
-        a = contiguous(be, a)
-    if any(s < 0 for s in b.strides):
-        b = contiguous(be, b)
+    var = choose_variant(be.ctx, variant)
+    a = _nonneg(be, a)
+    b = _nonneg(be, b)
     if bias is not None:
         try:
-            bias = np.broadcast_to(bias, out.shape)
+            bias = np.broadcast_to(_nonneg(be, bias), out.shape)
         except ValueError:
             raise ShapeError(
                 f"gemm: bias of shape {bias.shape} does not broadcast to out {out.shape}"
             ) from None
-        if any(s < 0 for s in bias.strides):
-            bias = np.broadcast_to(contiguous(be, np.ascontiguousarray(bias)), out.shape)
+    x = None
+    if _direct_ok(be, out, var):
+        target = out
+        if beta != 0.0:  # C is overwritten by the raw product before the epilogue reads X
+            x = be.empty_array(out.shape, out.dtype)
+            copy_array(be, x, out)
+    else:
+        # REGBLOCK stores vec4 rows: go through a temporary with rows padded to 4 floats.
+        n = out.shape[-1]
+        pad = -(-n // 4) * 4 if var == "regblock" else n
+        target = be.empty_array(out.shape[:-1] + (pad,), out.dtype)[..., :n]
+        if beta != 0.0:
+            x = _nonneg(be, out)
+    _record(be, var, target, a, b, bias, x, float(alpha), float(beta), ACTIVATIONS[activation])
+    if target is not out:
+        copy_array(be, out, target)
 
+
+def _nonneg(be, arr: np.ndarray) -> np.ndarray:
+    return contiguous(be, arr) if any(s < 0 for s in arr.strides) else arr
+
+
+def _direct_ok(be, out: np.ndarray, var: str) -> bool:
+    """Whether the shader can write ``out`` in place (else a temporary is used)."""
+    if any(s < 0 for s in out.strides):
+        return False
+    op = be.operand(out)
+    n = out.shape[-1]
+    if n > 1 and op.strides[-1] != 1:
+        return False
+    if var == "tiled":
+        return True
+    # REGBLOCK: whole vec4s per row -> aligned rows, N a multiple of 4
+    return n % 4 == 0 and op.offset % 4 == 0 and all(
+        s % 4 == 0 for s, size in zip(op.strides[:-1], out.shape[:-1]) if size > 1
+    )
+
+
+def _record(be, var, c, a, b, bias, x, alpha, beta, act):
+    ctx = be.ctx
     m, k = a.shape[-2:]
     n = b.shape[-1]
-    oa, ob, oc = be.operand(a), be.operand(b), be.operand(out)
-    obias = be.operand(bias) if bias is not None else None
+    arrays = [a, b, c] + [t for t in (bias, x) if t is not None]
+    ops = [be.operand(t) for t in arrays]
+    oa, ob, oc = ops[:3]
+    obias = ops[3] if bias is not None else None
+    ox = ops[-1] if x is not None else None
     sa_m, sa_k = oa.strides[-2:]
     sb_k, sb_n = ob.strides[-2:]
     sc_m = oc.strides[-2]
     sbias_m, sbias_n = obias.strides[-2:] if obias is not None else (0, 0)
-
-    ops = [oa, ob, oc] + ([obias] if obias is not None else [])
-    groups = _merge_batch(out.shape[:-2], [o.strides[:-2] for o in ops])
+    sx_m, sx_n = ox.strides[-2:] if ox is not None else (0, 0)
+    groups = _merge_batch(c.shape[:-2], [o.strides[:-2] for o in ops])
     inner_size, inner = groups[-1]
-    sa_b, sb_b, sc_b = inner[0], inner[1], inner[2]
+    sa_b, sb_b, sc_b = inner[:3]
     sbias_b = inner[3] if obias is not None else 0
-    sa_bs = [s for _, s in groups]
-    if any(st < 0 for g in sa_bs for st in g):
-        raise ShapeError("gemm: negative batch strides (internal: should have been copied)")
+    sx_b = inner[-1] if ox is not None else 0
 
-    flags = (ACTIVATIONS[activation] << 4) | (_FLAG_BETA if beta != 0.0 else 0)
+    flags = act << 4
     flags |= _FLAG_BIAS if bias is not None else 0
+    flags |= _FLAG_BETA if x is not None else 0
+    if act or bias is not None or x is not None or alpha != 1.0:
+        flags |= _FLAG_EPILOGUE
 
     if var == "regblock":
         sg = subgroup_shuffle_size(ctx)
@@ -277,51 +306,47 @@ def gemm(be, out: np.ndarray, a: np.ndarray, b: np.ndarray, *, alpha: float = 1.
         local = (bm // tm) * (bn // tn)
         rows, cols = bm, bn
 
-    operands = [(a, False), (b, False), (out, True), (bias if bias is not None else a, False)]
+    operands = [(a, False), (b, False), (c, True), (bias if bias is not None else a, False),
+                (x if x is not None else a, False)]
     maxg = ctx.limits["maxComputeWorkGroupCount"]
     # Grid limits: split rows / columns / batches into launches that fit (rarely more than one).
-    row_step = rows * maxg[1]
-    col_step = cols * maxg[0]
-    z_step = maxg[2]
+    row_step, col_step, z_step = rows * maxg[1], cols * maxg[0], maxg[2]
     outer = groups[:-1]
-    for idx in itertools.product(*(range(s) for s, _ in outer)):
-        base = [0, 0, 0, 0]
+    for idx in itertools.product(*(range(size) for size, _ in outer)):
+        base = [o.offset for o in ops]
         for i, (_, st) in zip(idx, outer):
-            for j in range(len(ops)):
-                base[j] += i * st[j]
+            base = [off + i * s for off, s in zip(base, st)]
+        a0, b0, c0 = base[:3]
+        bias0 = base[3] if obias is not None else 0
+        x0 = base[-1] if ox is not None else 0
         for z0 in range(0, inner_size, z_step):
             nz = min(z_step, inner_size - z0)
             for m0 in range(0, m, row_step):
                 mm = min(row_step, m - m0)
                 for n0 in range(0, n, col_step):
                     nn = min(col_step, n - n0)
-                    a_off = oa.offset + base[0] + z0 * sa_b + m0 * sa_m
-                    b_off = ob.offset + base[1] + z0 * sb_b + n0 * sb_n
-                    c_off = oc.offset + base[2] + z0 * sc_b + m0 * sc_m + n0
-                    bias_off = 0
-                    if obias is not None:
-                        bias_off = (obias.offset + base[3] + z0 * sbias_b + m0 * sbias_m
-                                    + n0 * sbias_n)
-                    push = _push_gemm(mm, nn, k, a_off, b_off, c_off, bias_off,
-                                      sa_m, sa_k, sa_b, sb_k, sb_n, sb_b, sc_m, sc_b,
-                                      sbias_m, sbias_n, sbias_b, flags, alpha, beta)
-                    groups3 = (-(-nn // cols), -(-mm // rows), nz)
-                    launch(be, "gemm", spec, operands, push, groups3, local,
-                           label=f"gemm_{var}")
+                    push = _push_gemm(
+                        mm, nn, k,
+                        a0 + z0 * sa_b + m0 * sa_m,
+                        b0 + z0 * sb_b + n0 * sb_n,
+                        c0 + z0 * sc_b + m0 * sc_m + n0,
+                        bias0 + z0 * sbias_b + m0 * sbias_m + n0 * sbias_n,
+                        x0 + z0 * sx_b + m0 * sx_m + n0 * sx_n,
+                        sa_m, sa_k, sa_b, sb_k, sb_n, sb_b, sc_m, sc_b,
+                        sbias_m, sbias_n, sbias_b, sx_m, sx_n, sx_b, flags, alpha, beta,
+                    )
+                    grid = (-(-nn // cols), -(-mm // rows), nz)
+                    launch(be, "gemm", spec, operands, push, grid, local, label=f"gemm_{var}")
 
 
-def _push_gemm(m, n, k, a_off, b_off, c_off, bias_off, sa_m, sa_k, sa_b, sb_k, sb_n, sb_b,
-               sc_m, sc_b, sbias_m, sbias_n, sbias_b, flags, alpha, beta) -> np.ndarray:
-    """The shader's push-constant block (21 words, see gemm.comp)."""
-    words = np.array(
-        [m, n, k, a_off, b_off, c_off, bias_off, sa_m, sa_k, sa_b, sb_k, sb_n, sb_b, sc_m, sc_b,
-         sbias_m, sbias_n, sbias_b, flags, 0, 0],
-        dtype=np.int64,
-    )
+def _push_gemm(*values) -> np.ndarray:
+    """The shader's push-constant block: 22 uints then alpha, beta as float32 (see gemm.comp)."""
+    words = np.array(values[:-2], dtype=np.int64)
     if words.min() < 0 or words.max() >= 1 << 32:
         raise ShapeError("gemm: an offset or stride does not fit in 32 bits")
-    out = words.astype(np.uint32)
-    out[19:21] = np.array([alpha, beta], dtype=np.float32).view(np.uint32)
+    out = np.empty(len(values), np.uint32)
+    out[:-2] = words
+    out[-2:] = np.array(values[-2:], dtype=np.float32).view(np.uint32)
     return out
 
 

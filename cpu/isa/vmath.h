@@ -1,0 +1,223 @@
+/* Vectorized float32 exp, log, tanh, sigmoid, gelu (erf form), gelu (tanh form), included by
+ * cpu/isa/avx2.c and cpu/isa/avx512.c after they define the operations below.  Written once, so
+ * both ISAs give bitwise-identical results.
+ *
+ * Accuracy against float64 (checked on a dense sweep of the whole float range by
+ * tests/backends/cpu/test_isa.py): relative error <= 2e-7 for exp, tanh and sigmoid, <= 1e-6 for
+ * log and both gelus, for results in the normal range; results that are denormal are within a
+ * few units of the smallest denormal.  inf, -inf, nan, +-0, denormal inputs and large magnitudes
+ * give the exact limits (exp(-inf) = 0, tanh(+-inf) = +-1, sigmoid(-inf) = 0, gelu(-inf) = -0,
+ * log(0) = -inf, log(x < 0) = nan, ...).  Coefficients: cpu/isa/fit_vmath.py.
+ *
+ * The including file defines (VF: float vector, VI: int32 vector, VM: lane mask, VD: double
+ * vector of half the lanes, VLANES: lanes of VF):
+ *   vf_set1 vf_loadu vf_storeu vf_loadn(p, n) vf_storen(p, v, n) (first n lanes)
+ *   vf_add vf_sub vf_mul vf_div vf_fma(a, b, c) = a*b + c   vf_fnma(a, b, c) = c - a*b
+ *   vf_min vf_max (return the second operand when either is NaN, like minps / maxps)
+ *   vf_and vf_or vf_xor vf_andnot(a, b) = ~a & b (bitwise)   vf_round (to nearest even)
+ *   vf_cvti (float -> int32, nearest)  vi_cvtf   vi_set1 vi_add vi_sub vi_srai vi_slli vi_and
+ *   vf_asi vi_asf (reinterpret)   vf_lt vf_le vf_gt vf_ge vf_eq vf_isnan -> VM
+ *   vf_blend(m, a, b) = m ? b : a
+ *   vd_lo vd_hi (VF -> VD of the low / high lanes)  vd_tof2(lo, hi) (-> VF)
+ *   vd_set1 vd_add vd_mul vd_fma(a, b, c) = a*b + c  vd_sub
+ */
+
+#define VM_C(v) vf_set1((float)(v))
+
+/* ---- exp -------------------------------------------------------------------------------------
+ * n = round(x / ln2), r = x - n ln2 (ln2 in two parts, FMA), exp(r) = 1 + r + r^2 P(r), then
+ * times 2^n as 2^(n/2) * 2^(n - n/2): both factors are normal floats for every n in [-150, 128],
+ * the first product is exact and the second rounds once (also into the denormals, or to inf). */
+static inline VF vm_exp_k(VF x, int k)
+{
+    /* exp(x) 2^k for k in [0, 64]: clamp so that n + k stays in [-150, 128] */
+    const VF lo = VM_C(-104.0f - 0.693147181f * (float)k), hi = VM_C(89.0f - 0.693147181f * (float)k);
+    const VF xc = vf_max(lo, vf_min(hi, x)); /* NaN stays NaN */
+    const VF nf = vf_round(vf_mul(xc, VM_C(1.44269504088896341f)));
+    VF r = vf_fnma(nf, VM_C(0.693145751953125f), xc);
+    r = vf_fnma(nf, VM_C(1.42860682030941723212e-6f), r);
+    VF p = VM_C(0.00019826496f);
+    p = vf_fma(p, r, VM_C(0.0013946021f));
+    p = vf_fma(p, r, VM_C(0.00833343f));
+    p = vf_fma(p, r, VM_C(0.04166627f));
+    p = vf_fma(p, r, VM_C(0.16666666f));
+    p = vf_fma(p, r, VM_C(0.5f));
+    p = vf_add(vf_fma(vf_mul(p, r), r, r), VM_C(1.0f));
+    const VI n = vi_add(vf_cvti(nf), vi_set1(k));
+    const VI n1 = vi_srai(n, 1), n2 = vi_sub(n, n1);
+    const VF s1 = vi_asf(vi_slli(vi_add(n1, vi_set1(127)), 23));
+    const VF s2 = vi_asf(vi_slli(vi_add(n2, vi_set1(127)), 23));
+    return vf_mul(vf_mul(p, s1), s2);
+}
+
+static inline VF vm_exp(VF x)
+{
+    return vm_exp_k(x, 0);
+}
+
+#define VM_2P64 1.8446744073709552e19f /* 2^64 */
+#define VM_2M64 5.421010862427522e-20f /* 2^-64 */
+
+/* ---- log -------------------------------------------------------------------------------------
+ * x = m 2^e with m in [sqrt(1/2), sqrt(2)) (denormals scaled by 2^25 first), f = m - 1 exactly,
+ * log(1 + f) = f - f^2/2 + f^3 P(f), plus e ln2 in two parts. */
+static inline VF vm_log(VF x)
+{
+    const VM tiny = vf_lt(x, VM_C(1.17549435e-38f));
+    const VF xs = vf_blend(tiny, x, vf_mul(x, VM_C(33554432.0f))); /* 2^25 */
+    VI bits = vf_asi(xs);
+    VI e = vi_sub(vi_srai(bits, 23), vi_set1(127));
+    VF m = vi_asf(vi_or(vi_and(bits, vi_set1(0x007fffff)), vi_set1(0x3f800000)));
+    const VM big = vf_gt(m, VM_C(1.41421356f));
+    m = vf_blend(big, m, vf_mul(m, VM_C(0.5f)));
+    VF ef = vf_add(vi_cvtf(e), vf_blend(big, VM_C(0.0f), VM_C(1.0f)));
+    ef = vf_blend(tiny, ef, vf_sub(ef, VM_C(25.0f)));
+    const VF f = vf_sub(m, VM_C(1.0f));
+    const VF f2 = vf_mul(f, f);
+    VF p = VM_C(0.06675272f);
+    p = vf_fma(p, f, VM_C(-0.11646435f));
+    p = vf_fma(p, f, VM_C(0.11904712f));
+    p = vf_fma(p, f, VM_C(-0.12411269f));
+    p = vf_fma(p, f, VM_C(0.14217891f));
+    p = vf_fma(p, f, VM_C(-0.16667643f));
+    p = vf_fma(p, f, VM_C(0.20002204f));
+    p = vf_fma(p, f, VM_C(-0.25000015f));
+    p = vf_fma(p, f, VM_C(0.3333331f));
+    VF y = vf_mul(vf_mul(p, f2), f);
+    y = vf_fma(ef, VM_C(-2.12194440e-4f), y);
+    y = vf_fma(f2, VM_C(-0.5f), y);
+    VF r = vf_fma(ef, VM_C(0.693359375f), vf_add(f, y));
+    /* specials: x < 0 or NaN -> NaN, 0 -> -inf, +inf -> +inf */
+    r = vf_blend(vf_eq(x, VM_C(0.0f)), r, VM_C(-INFINITY));
+    r = vf_blend(vf_eq(x, VM_C(INFINITY)), r, x);
+    r = vf_blend(vf_lt(x, VM_C(0.0f)), r, VM_C(NAN));
+    return vf_blend(vf_isnan(x), r, x);
+}
+
+/* ---- tanh ------------------------------------------------------------------------------------
+ * |x| < 0.625: x + x^3 P(x^2); otherwise sign(x) (1 - 2 / (exp(2|x|) + 1)), the quotient with
+ * an exact denominator as in vm_sigmoid. */
+static inline VF vm_tanh(VF x)
+{
+    const VF sign = vf_and(x, vi_asf(vi_set1((int)0x80000000u)));
+    const VF ax = vf_xor(x, sign);
+    const VF z = vf_mul(x, x);
+    VF p = VM_C(0.002148991f);
+    p = vf_fma(p, z, VM_C(-0.00818467f));
+    p = vf_fma(p, z, VM_C(0.021704003f));
+    p = vf_fma(p, z, VM_C(-0.053947456f));
+    p = vf_fma(p, z, VM_C(0.13333212f));
+    p = vf_fma(p, z, VM_C(-0.3333333f));
+    const VF small = vf_fma(vf_mul(p, z), x, x);
+    /* 2 / (e + 1) with e + 1 = dh + dl exactly (e >= 1) and the residual-corrected quotient */
+    const VF e = vm_exp(vf_min(VM_C(20.0f), vf_add(ax, ax))); /* tanh(10) is 1; NaN stays */
+    const VF dh = vf_add(e, VM_C(1.0f));
+    const VF dl = vf_add(vf_sub(e, dh), VM_C(1.0f));
+    const VF q0 = vf_div(VM_C(2.0f), dh);
+    const VF q = vf_add(q0, vf_div(vf_fnma(q0, dl, vf_fnma(q0, dh, VM_C(2.0f))), dh));
+    const VF big = vf_or(vf_sub(VM_C(1.0f), q), sign);
+    return vf_blend(vf_lt(ax, VM_C(0.625f)), big, small); /* NaN: big is NaN */
+}
+
+/* ---- sigmoid ---------------------------------------------------------------------------------
+ * e = exp(-|x|), sigmoid = num / (1 + e) with num = 1 (x >= 0) or e (x < 0): no overflow, no
+ * cancellation.  1 + e is kept exactly as hi + lo and the quotient corrected by its residual, so
+ * the error is exp's plus one rounding. */
+static inline VF vm_sigmoid(VF x)
+{
+    const VF signbit = vi_asf(vi_set1((int)0x80000000u));
+    const VF e = vm_exp(vf_or(x, signbit));
+    const VF num = vf_blend(vf_lt(x, VM_C(0.0f)), VM_C(1.0f), e);
+    const VF dh = vf_add(VM_C(1.0f), e);
+    const VF dl = vf_add(vf_sub(VM_C(1.0f), dh), e);
+    const VF q0 = vf_div(num, dh);
+    const VF res = vf_fnma(q0, dl, vf_fnma(q0, dh, num));
+    const VF r = vf_add(q0, vf_div(res, dh));
+    return vf_blend(vf_isnan(x), r, x);
+}
+
+/* ---- gelu, erf form --------------------------------------------------------------------------
+ * gelu(x) = x (1 - erfc(w) / 2) for x >= 0 and x erfc(w) / 2 for x < 0, w = |x| / sqrt 2 (no
+ * cancellation either way).  erfc(w) = t exp(Q(s)) exp(-w^2), t = 1 / (1 + w/2), Q a polynomial
+ * in s = (t - mid) / half; w^2 = x^2 / 2 is taken exactly as hi + lo (FMA), since erfc's relative
+ * error is 2 w^2 times that of w^2.  |x| is clamped to 16 (beyond, gelu is x or -0). */
+static inline VF vm_gelu(VF x)
+{
+    const VF signbit = vi_asf(vi_set1((int)0x80000000u));
+    const VF ax = vf_min(vf_andnot(signbit, x), VM_C(16.0f)); /* -ax == x for -16 <= x < 0 */
+    const VF x2h = vf_mul(ax, ax);
+    const VF x2l = vf_fma(ax, ax, vf_sub(VM_C(0.0f), x2h)); /* ax*ax - x2h exactly */
+    const VF t = vf_div(VM_C(1.0f), vf_fma(ax, VM_C(0.35355339059327376f), VM_C(1.0f)));
+    const VF sv = vf_fma(t, VM_C(2.353553295135498f), VM_C(-1.3535534143447876f));
+    VF q = VM_C(-7.298795026144944e-06f);
+    q = vf_fma(q, sv, VM_C(-2.5670244212960824e-05f));
+    q = vf_fma(q, sv, VM_C(8.96097844815813e-05f));
+    q = vf_fma(q, sv, VM_C(0.0001354074920527637f));
+    q = vf_fma(q, sv, VM_C(-0.0006529187085106969f));
+    q = vf_fma(q, sv, VM_C(-0.00022232615447137505f));
+    q = vf_fma(q, sv, VM_C(0.004126444924622774f));
+    q = vf_fma(q, sv, VM_C(-0.001528748543933034f));
+    q = vf_fma(q, sv, VM_C(-0.03114810585975647f));
+    q = vf_fma(q, sv, VM_C(0.018184229731559753f));
+    q = vf_fma(q, sv, VM_C(0.5808932185173035f));
+    q = vf_fma(q, sv, VM_C(-0.5698438286781311f));
+    q = vf_fma(x2l, VM_C(-0.5f), q);
+    /* erfc(w) / 2 = h * exp(-x2h / 2): for x < 0 the result is x h exp(-x2h / 2) with
+     * x h ~ -0.4, taken as (x h) (exp(-x2h / 2) 2^64) 2^-64 so that only the last product can
+     * round into the denormals */
+    const VF h = vf_mul(vf_mul(t, VM_C(0.5f)), vm_exp(q));
+    const VF e64 = vm_exp_k(vf_mul(x2h, VM_C(-0.5f)), 64);
+    const VF pos = vf_fnma(x, vf_mul(h, vf_mul(e64, VM_C(VM_2M64))), x);
+    const VF neg = vf_mul(vf_mul(vf_mul(vf_xor(ax, signbit), h), e64), VM_C(VM_2M64));
+    VF r = vf_blend(vf_lt(x, VM_C(0.0f)), pos, neg);
+    r = vf_blend(vf_eq(x, VM_C(INFINITY)), r, x);           /* inf * 0 inside */
+    r = vf_blend(vf_eq(x, VM_C(-INFINITY)), r, VM_C(-0.0f)); /* the limit, -0 */
+    return vf_blend(vf_isnan(x), r, x);
+}
+
+/* ---- gelu, tanh form -------------------------------------------------------------------------
+ * 0.5 x (1 + tanh u) = x sigmoid(2u), 2u = 2 sqrt(2/pi) (x + 0.044715 x^3).  sigmoid(v) has
+ * relative sensitivity |v| to the error of v (|v| reaches ~90 before the result underflows), so v
+ * is computed in double and split into float hi + lo: exp(-|v|) = exp(-|hi|) (1 -+ lo). */
+static inline VD vm_gelu_tanh_v(VD xd)
+{
+    const VD inner = vd_fma(vd_mul(vd_mul(xd, xd), xd), vd_set1(0.044715), xd);
+    return vd_mul(inner, vd_set1(1.5957691216057307)); /* 2 sqrt(2 / pi) */
+}
+
+static inline VF vm_gelu_tanh(VF x)
+{
+    /* past |x| = 20 the sigmoid is 0 or 1 in float; clamping keeps v finite (NaN stays NaN) */
+    const VF xc = vf_max(VM_C(-20.0f), vf_min(VM_C(20.0f), x));
+    const VD vlo = vm_gelu_tanh_v(vd_lo(xc)), vhi = vm_gelu_tanh_v(vd_hi(xc));
+    const VF vh = vd_tof2(vlo, vhi);
+    const VF vl = vd_tof2(vd_sub(vlo, vd_lo(vh)), vd_sub(vhi, vd_hi(vh)));
+    const VF signbit = vi_asf(vi_set1((int)0x80000000u));
+    /* e = exp(-|v|) = exp(-|vh|) (1 - sign(vh) vl), kept scaled by 2^64: for v < 0 the result
+     * x e / (1 + e) is formed as (x e 2^64 / (1 + e)) 2^-64 (one rounding into the denormals) */
+    const VF svl = vf_xor(vl, vf_and(vh, signbit));
+    VF e64 = vm_exp_k(vf_or(vh, signbit), 64);
+    e64 = vf_fnma(e64, svl, e64);
+    const VF d = vf_fma(e64, VM_C(VM_2M64), VM_C(1.0f));
+    const VF rneg = vf_mul(vf_div(vf_mul(x, e64), d), VM_C(VM_2M64));
+    VF r = vf_blend(vf_lt(vh, VM_C(0.0f)), vf_div(x, d), rneg);
+    r = vf_blend(vf_eq(x, VM_C(-INFINITY)), r, VM_C(-0.0f)); /* -inf * 0 */
+    return vf_blend(vf_isnan(x), r, x);
+}
+
+/* ---- array loops ------------------------------------------------------------------------- */
+
+#define VM_ARRAY(NAME, FN)                                                                        \
+    static void NAME(const float *x, float *y, ptrdiff_t n)                                       \
+    {                                                                                             \
+        ptrdiff_t i = 0;                                                                          \
+        for (; i + 2 * VLANES <= n; i += 2 * VLANES) {                                            \
+            const VF a = vf_loadu(x + i), b = vf_loadu(x + i + VLANES);                          \
+            vf_storeu(y + i, FN(a));                                                              \
+            vf_storeu(y + i + VLANES, FN(b));                                                     \
+        }                                                                                         \
+        for (; i < n; i += VLANES) {                                                              \
+            const ptrdiff_t r = n - i < VLANES ? n - i : VLANES;                                 \
+            vf_storen(y + i, FN(vf_loadn(x + i, r)), r);                                          \
+        }                                                                                         \
+    }
