@@ -28,14 +28,17 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PY" -m venv "$VENV"
 fi
 
-# Reinstall only when what the build depends on changed.
-stamp="$VENV/.gpucore-build-stamp"
+# Reinstall only when what the build depends on changed, or for extras not installed yet
+# (GPUCORE_EXTRAS: tools/test.sh uses "test", tools/demo.sh "examples,vulkan"). One stamp per set
+# of extras, so running the demo and the tests in turn does not reinstall every time.
+EXTRAS="${GPUCORE_EXTRAS:-test}"
+stamp="$VENV/.gpucore-build-stamp-$(printf '%s' "$EXTRAS" | tr -c 'A-Za-z0-9_.-' '_')"
 want="$(cat "$ROOT/pyproject.toml" "$ROOT/setup.py" "$ROOT"/cpu/*.c "$ROOT"/cpu/*.h 2>/dev/null \
-        | sha256sum | cut -d' ' -f1)-${GPUCORE_EXTRAS:-test}"
+        | sha256sum | cut -d' ' -f1)-$EXTRAS"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] \
    || ! "$VENV/bin/python" -c "import gpucore._cpu" >/dev/null 2>&1; then
-    echo "setup: installing gpucore (editable) into $VENV" >&2
-    "$VENV/bin/python" -m pip install -q -e "$ROOT[${GPUCORE_EXTRAS:-test}]"
+    echo "setup: installing gpucore[$EXTRAS] (editable) into $VENV" >&2
+    "$VENV/bin/python" -m pip install -q -e "$ROOT[$EXTRAS]"
     echo "$want" > "$stamp"
 fi
 

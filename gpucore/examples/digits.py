@@ -109,6 +109,7 @@ class _TextBar:
         self.start = time.perf_counter()
         self.tty = hasattr(self.file, "isatty") and self.file.isatty()
         self._last = 0.0
+        self._width = 0
 
     def _line(self) -> str:
         done = int(self.width * self.n / max(self.total, 1))
@@ -121,14 +122,23 @@ class _TextBar:
         now = time.perf_counter()
         if self.tty and (now - self._last > 0.1 or self.n >= self.total):
             self._last = now
-            self.file.write("\r" + self._line())
-            self.file.flush()
+            self._draw(self._line())
+
+    def _draw(self, line: str) -> None:
+        # pad over the end of a longer previous line
+        self.file.write("\r" + line.ljust(self._width))
+        self._width = len(line)
+        self.file.flush()
 
     def set_postfix_str(self, s: str, refresh: bool = True) -> None:
         self.postfix = s
 
     def close(self) -> None:
-        self.file.write(("\r" if self.tty else "") + self._line() + "\n")
+        if self.tty:
+            self._draw(self._line())
+        else:
+            self.file.write(self._line())
+        self.file.write("\n")
         self.file.flush()
 
 
@@ -156,7 +166,7 @@ class TrainResult:
     seconds: float  # training time, evaluation included
     steps: int
     history: list = field(default_factory=list)  # per epoch: loss, train_acc, test_acc, lr
-    trace: list = field(default_factory=list)  # trace_ops records of the first training step
+    trace: list = field(default_factory=list)  # trace_ops records of the second training step
     data: tuple = ()  # (x_train, y_train, x_test, y_test)
 
 
@@ -194,6 +204,7 @@ def train(kind: str = "cnn", epochs: int | None = None, batch_size: int | None =
         n = len(x_train)
         per_epoch = math.ceil(n / batch_size)
         history, trace, steps = [], [], 0
+        trace_step = 1 if per_epoch * epochs > 1 else 0  # step 0 also creates the Adam state
         t0 = time.perf_counter()
         for epoch in range(1, epochs + 1):
             model.train()
@@ -204,7 +215,7 @@ def train(kind: str = "cnn", epochs: int | None = None, batch_size: int | None =
                 idx = order[i:i + batch_size]
                 xb = gc.from_numpy(x_train[idx])
                 yb = gc.from_numpy(y_train[idx])
-                if steps == 0:  # record which backend runs each op of one whole step
+                if steps == trace_step:  # which backend runs each op of one whole step
                     with gc.dispatch.trace_ops() as trace:
                         logits, loss = _step(model, opt, loss_fn, xb, yb)
                 else:
@@ -216,9 +227,9 @@ def train(kind: str = "cnn", epochs: int | None = None, batch_size: int | None =
                 correct += hits
                 seen += len(idx)
                 if bar is not None:
-                    bar.update(1)
                     bar.set_postfix_str(f"loss {loss_sum / seen:.4f}  acc {correct / seen:.3f}",
                                         refresh=False)
+                    bar.update(1)
             cur_lr = opt.param_groups[0]["lr"]
             sched.step()
             test_acc = float((predict(model, x_test).argmax(1) == y_test).mean())
@@ -378,8 +389,10 @@ def main(argv=None) -> int:
                 progress=not args.no_progress)
     ms = res.seconds / res.steps * 1e3
     ok = res.test_accuracy >= d["target"]
-    print(f"\ntest accuracy {res.test_accuracy:.2%} after {res.epochs} epochs "
-          f"(target {d['target']:.0%}: {'reached' if ok else 'NOT reached'}); "
+    epochs = f"{res.epochs} epoch" + ("s" if res.epochs > 1 else "")
+    verdict = "reached" if ok else "NOT reached"
+    print(f"\ntest accuracy {res.test_accuracy:.2%} after {epochs} "
+          f"(target {d['target']:.0%}: {verdict}); "
           f"trained in {res.seconds:.1f} s, {res.steps} steps, {ms:.1f} ms per step")
 
     print("\nops of one training step (forward + backward + Adam update):")

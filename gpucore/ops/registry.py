@@ -17,7 +17,7 @@ from time import perf_counter as _perf_counter
 from .. import dispatch
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.graph import Ctx, Node, edge_of
-from ..tensor import Tensor
+from ..tensor import Size, Tensor
 
 REGISTRY: dict[str, OpDef] = {}
 
@@ -103,27 +103,37 @@ def apply(op: OpDef, *inputs, **attrs):
 def record(op: OpDef, inputs, outs, attrs) -> None:
     """Attach a graph node for ``op`` to ``outs[0]`` when an input requires grad (for ops whose
     forward does not go through ``apply``, such as device moves)."""
-    out = outs[0]
-    needs = False
+    # Plain loops, not generator expressions: this runs on every differentiable op.
+    needs_in = []
+    edges = []
+    meta = []
+    any_needs = False
     for t in inputs:
-        if t.requires_grad:
-            needs = True
-            break
-    if needs:
-        needs_in = tuple(t.requires_grad for t in inputs)
+        rg = t.requires_grad
+        needs_in.append(rg)
+        if rg:
+            any_needs = True
+    if not any_needs:
+        return
+    for t in inputs:
+        edges.append(edge_of(t))
+        meta.append((Size(t._data.shape), t._dtype))
+    needs_in = tuple(needs_in)
+    saved = ()
+    if op.save_inputs or op.save_outputs:
         sf = op.save_for
-        saved = tuple(
-            inputs[i] if sf is None or i not in sf or any(needs_in[j] for j in sf[i]) else None
-            for i in op.save_inputs
-        ) + tuple(outs[i] for i in op.save_outputs)
-        ctx = Ctx(op.name, saved, attrs, needs_in)
-        node = Node(
-            op,
-            ctx,
-            tuple(edge_of(t) for t in inputs),
-            tuple((t.shape, t.dtype) for t in inputs),
-        )
-        if op.view is not None:
-            node.version = out._vbox[0]
-        out._grad_fn = node
-        out.requires_grad = True
+        lst = []
+        for i in op.save_inputs:
+            if sf is None or i not in sf or any(needs_in[j] for j in sf[i]):
+                lst.append(inputs[i])
+            else:
+                lst.append(None)
+        for i in op.save_outputs:
+            lst.append(outs[i])
+        saved = tuple(lst)
+    out = outs[0]
+    node = Node(op, Ctx(op.name, saved, attrs, needs_in), tuple(edges), tuple(meta))
+    if op.view is not None:
+        node.version = out._vbox[0]
+    out._grad_fn = node
+    out.requires_grad = True

@@ -86,14 +86,16 @@ def test_normal_ulp_statistics(vulkan):
 
 
 def test_large_fill_split_over_bindings(vulkan, monkeypatch):
-    # A pretend 4 KiB binding limit: 1008 elements per dispatch, each starting on a block.
+    # A pretend 4 KiB binding limit: about 1000 elements per dispatch, each starting on a block.
     limits = dict(vulkan.ctx.limits)
     limits["maxStorageBufferRange"] = 4096
     monkeypatch.setattr(vulkan.ctx, "limits", limits)
     n = 5000
+    before = gpucore.vulkan.stats()["dispatches"]
     uni = _device_fill(vulkan, n, R.UNIFORM, 9, 11, 0.0, 1.0)
     nrm = _device_fill(vulkan, n, R.NORMAL, 9, 11, 0.0, 1.0)
     monkeypatch.undo()
+    assert gpucore.vulkan.stats()["dispatches"] - before >= 10
     ref = np.empty(n, np.float32)
     _cpu.uniform(9, 11, ref, 0.0, 1.0)
     np.testing.assert_array_equal(uni, ref)
