@@ -29,7 +29,7 @@ layout(constant_id = 1) const int MODE = 1;
 layout(std430, set = 0, binding = 0) writeonly buffer Y { float y[]; };
 layout(std430, set = 0, binding = 0) writeonly buffer W { uint words[]; };
 
-// Mirrored by kernels/random.py's _fill (8 words).
+// Mirrored by kernels/random.py's _fill_push (8 words).
 layout(push_constant) uniform Push {
     uint n;                  // elements to write
     uint out_off;            // element offset of out in the binding

@@ -90,10 +90,16 @@ def test_device_argument():
               gpucore.arange(3, device="cpu"), gpucore.rand(2, device="cpu")):
         assert t.device == "cpu"
     for make in (lambda: gpucore.zeros(2, device="vulkan"), lambda: gpucore.tensor([1.0],
-                 device="vulkan"), lambda: gpucore.randn(2, device="vulkan:0"),
-                 lambda: gpucore.ones(2, device="cuda")):
+                 device="vulkan"), lambda: gpucore.ones(2, device="cuda"),
+                 lambda: gpucore.rand(2, device="cuda")):
         with pytest.raises(gpucore.DeviceError):
             make()
+    # random creation runs on the Vulkan device when there is one (DeviceError when not)
+    if gpucore.dispatch.vulkan_backend(allow_cpu=True) is None:
+        with pytest.raises(gpucore.DeviceError):
+            gpucore.randn(2, device="vulkan:0")
+    else:
+        assert gpucore.randn(2, device="vulkan:0").device == "vulkan"
 
 
 # ----------------------------------------------------------------------------- constant fills

@@ -25,7 +25,7 @@ import os
 import numpy as np
 
 from ....errors import DeviceError, DTypeError, ShapeError
-from . import contiguous, copy_array, kernel, launch
+from . import contiguous, copy_array, kernel
 
 ACTIVATIONS = {None: 0, "none": 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "sigmoid": 4, "tanh": 5}
 VARIANTS = ("tiled", "regblock")
@@ -306,8 +306,11 @@ def _record(be, var, c, a, b, bias, x, alpha, beta, act):
         local = (bm // tm) * (bn // tn)
         rows, cols = bm, bn
 
-    operands = [(a, False), (b, False), (c, True), (bias if bias is not None else a, False),
-                (x if x is not None else a, False)]
+    # bindings 0..4: a, b, c, bias, x (absent ones bound to a; the shader does not read them)
+    bindings = [oa.binding(False), ob.binding(False), oc.binding(True),
+                (obias or oa).binding(False), (ox or oa).binding(False)]
+    pipe = ctx.pipelines.get("gemm", 5, spec, local)
+    label = f"gemm_{var}"
     maxg = ctx.limits["maxComputeWorkGroupCount"]
     # Grid limits: split rows / columns / batches into launches that fit (rarely more than one).
     row_step, col_step, z_step = rows * maxg[1], cols * maxg[0], maxg[2]
@@ -336,13 +339,13 @@ def _record(be, var, c, a, b, bias, x, alpha, beta, act):
                         sbias_m, sbias_n, sbias_b, sx_m, sx_n, sx_b, flags, alpha, beta,
                     )
                     grid = (-(-nn // cols), -(-mm // rows), nz)
-                    launch(be, "gemm", spec, operands, push, grid, local, label=f"gemm_{var}")
+                    ctx.stream.dispatch(pipe, bindings, push, grid, label=label, keep=arrays)
 
 
 def _push_gemm(*values) -> np.ndarray:
-    """The shader's push-constant block: 22 uints then alpha, beta as float32 (see gemm.comp)."""
-    words = np.array(values[:-2], dtype=np.int64)
-    if words.min() < 0 or words.max() >= 1 << 32:
+    """The shader's push-constant block: 23 uints then alpha, beta as float32 (see gemm.comp)."""
+    words = values[:-2]
+    if min(words) < 0 or max(words) > 0xFFFFFFFF:
         raise ShapeError("gemm: an offset or stride does not fit in 32 bits")
     out = np.empty(len(values), np.uint32)
     out[:-2] = words

@@ -1,0 +1,348 @@
+"""Shader micro-benchmarks on the Vulkan device, with the CPU path beside them, as markdown tables.
+
+    python benchmarks/shaders.py             # GEMM N = 64..1024, elementwise on 16M floats, ...
+    python benchmarks/shaders.py --quick     # N = 64..256, 1M floats, fewer repeats (~1 minute)
+    python benchmarks/shaders.py --cold      # Mesa's on-disk shader cache off: real compile times
+    python benchmarks/shaders.py --only gemm --png gemm.png
+
+Sections: gemm (GFLOP/s per variant and size, from timestamp queries and from wall time; gpucore
+on the CPU and numpy beside), elementwise (add, relu: GB/s), dispatch (cost per dispatch with one
+submit per op vs a batched chain of 100), pipelines (creation time per shader variant). A
+CPU-type device (Mesa's lavapipe) is allowed here (GPUCORE_VULKAN_ALLOW_CPU=1). Tables go to
+stdout, progress to stderr; the GEMM plot goes to a PNG when matplotlib is installed.
+
+Every number is the median of the repeats. "ts" columns use the device's timestamp queries (the
+shader alone); "wall" columns include recording, submission and the wait. On a CPU device the
+other processes on the machine compete with the driver's threads: the header reports the load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("GPUCORE_VULKAN_ALLOW_CPU", "1")
+if "--cold" in sys.argv:
+    os.environ["MESA_SHADER_CACHE_DISABLE"] = "true"  # read when the driver loads
+
+import numpy as np  # noqa: E402
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if os.path.isdir(os.path.join(_ROOT, "gpucore")) and _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)  # benchmark the checkout this script lives in
+
+import gpucore  # noqa: E402
+from gpucore.backends.vulkan.kernels import KERNELS, local_size  # noqa: E402
+from gpucore.backends.vulkan.kernels import gemm as G  # noqa: E402
+
+SECTIONS = ("gemm", "elementwise", "dispatch", "pipelines")
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def fmt(x, digits: int = 3) -> str:
+    if x is None:
+        return "—"
+    if isinstance(x, str):
+        return x
+    if isinstance(x, (int, np.integer)):
+        return str(x)
+    if x == 0 or not np.isfinite(x):
+        return str(x)
+    mag = int(np.floor(np.log10(abs(x))))
+    return f"{x:,.{max(0, digits - 1 - mag)}f}"
+
+
+def table(headers: list, rows: list) -> str:
+    rows = [[fmt(c) for c in r] for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    out = ["| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |",
+           "|" + "|".join("-" * (w + 1) + ":" for w in widths) + "|"]
+    out += ["| " + " | ".join(c.rjust(w) for c, w in zip(r, widths)) + " |" for r in rows]
+    return "\n".join(out)
+
+
+class Bench:
+    def __init__(self, be, quick: bool):
+        self.be = be
+        self.ctx = be.ctx
+        self.stream = be.ctx.stream
+        self.quick = quick
+
+    def time(self, fn, reps: int):
+        """(median device seconds from timestamps, median wall seconds) of ``fn(); sync``."""
+        fn()
+        self.stream.synchronize()  # warm-up: pipeline creation and first-use compilation
+        dev, wall = [], []
+        for _ in range(reps):
+            self.stream.profile = []
+            t0 = time.perf_counter()
+            fn()
+            self.stream.synchronize()
+            wall.append(time.perf_counter() - t0)
+            dev.append(sum(t for _, t in self.stream.profile))
+        self.stream.profile = None
+        return statistics.median(dev), statistics.median(wall)
+
+    def upload(self, a: np.ndarray) -> np.ndarray:
+        return self.be.upload(np.ascontiguousarray(a, np.float32), None)
+
+
+def host_time(fn, reps: int) -> float:
+    fn()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+# ----------------------------------------------------------------------------- sections
+def bench_gemm(b: Bench, args) -> tuple:
+    sizes = [64, 128, 256] if args.quick else [64, 128, 256, 512, 1024]
+    reps = 3 if args.quick else 5
+    budget = 5.0 if args.quick else 20.0  # seconds one multiply may take before a size is skipped
+    rng = np.random.default_rng(0)
+    auto = G.choose_variant(b.ctx)
+    variants = [auto] + [v for v in G.VARIANTS if v != auto]
+    rate: dict = {v: None for v in variants}
+    mats = {n: (rng.standard_normal((n, n)).astype(np.float32),
+                rng.standard_normal((n, n)).astype(np.float32)) for n in sizes}
+    rows = {n: [n] for n in sizes}
+    curves: dict = {v: [] for v in variants}
+    # Device first, then the CPU libraries: their threads and the driver's would compete.
+    for n in sizes:
+        A, B = mats[n]
+        flops = 2.0 * n ** 3
+        ref = A.astype(np.float64) @ B
+        a, bb = b.upload(A), b.upload(B)
+        out = b.be.empty_array((n, n), np.float32)
+        for v in variants:
+            if rate[v] is not None and flops / rate[v] > budget:
+                rows[n] += ["skip", "skip"]
+                curves[v].append(None)
+                continue
+            log(f"gemm {v} N={n}")
+            ts, wall = b.time(lambda v=v, a=a, bb=bb, out=out: G.gemm(b.be, out, a, bb, variant=v),
+                              reps)
+            err = np.linalg.norm(b.be.host_view(out) - ref) / np.linalg.norm(ref)
+            if err > 1e-4:
+                raise SystemExit(f"gemm {v} N={n}: relative error {err:.2e}")
+            rate[v] = flops / ts
+            rows[n] += [flops / ts / 1e9, flops / wall / 1e9]
+            curves[v].append(flops / ts / 1e9)
+    curves["gpucore CPU"], curves["numpy"] = [], []
+    for n in sizes:
+        A, B = mats[n]
+        flops = 2.0 * n ** 3
+        log(f"gemm CPU N={n}")
+        with gpucore.device_policy("cpu"):
+            ta, tb = gpucore.tensor(A), gpucore.tensor(B)
+            t_cpu = host_time(lambda ta=ta, tb=tb: ta @ tb, reps)
+        t_np = host_time(lambda A=A, B=B: A @ B, reps)
+        rows[n] += [flops / t_cpu / 1e9, flops / t_np / 1e9]
+        curves["gpucore CPU"].append(flops / t_cpu / 1e9)
+        curves["numpy"].append(flops / t_np / 1e9)
+    headers = ["N"]
+    for v in variants:
+        mark = " (auto)" if v == auto else ""
+        headers += [f"{v}{mark} ts", f"{v} wall"]
+    headers += ["gpucore CPU", "numpy"]
+    text = ("### GEMM, float32 N x N x N, GFLOP/s\n\n" + table(headers, list(rows.values()))
+            + f"\n\n'skip': the previous size predicted more than {budget:.0f} s per multiply.")
+    return text, (sizes, curves)
+
+
+def bench_elementwise(b: Bench, args) -> str:
+    n = (1 << 20) if args.quick else (1 << 24)
+    reps = 3 if args.quick else 5
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal(n).astype(np.float32)
+    Y = rng.standard_normal(n).astype(np.float32)
+    rows = []
+    out = np.empty_like(X)
+    numpy_ops = {"add": lambda: np.add(X, Y, out=out), "relu": lambda: np.maximum(X, 0, out=out)}
+    for name, nbytes, expr in (("add", 12, lambda x, y: x + y), ("relu", 8, lambda x, y: x.relu())):
+        if name not in KERNELS:
+            rows.append([name, "no kernel", "—", "—", "—", "—"])
+            continue
+        log(f"elementwise {name}")
+        with gpucore.device_policy("vulkan"):
+            x = gpucore.tensor(X).to("vulkan")
+            y = gpucore.tensor(Y).to("vulkan")
+            ts, wall = b.time(lambda e=expr, x=x, y=y: e(x, y), reps)
+        with gpucore.device_policy("cpu"):
+            xc, yc = gpucore.tensor(X), gpucore.tensor(Y)
+            t_cpu = host_time(lambda e=expr, x=xc, y=yc: e(x, y), reps)
+        t_np = host_time(numpy_ops[name], reps)
+        gb = nbytes * n / 1e9
+        rows.append([name, gb / ts, gb / wall, gb / t_cpu, gb / t_np, ts * 1e3])
+    return (f"### Elementwise, {n / 2**20:.0f}M float32, GB/s (bytes read + written)\n\n"
+            + table(["op", "vulkan ts", "vulkan wall", "gpucore CPU", "numpy out=",
+                     "vulkan ts ms"], rows)
+            + "\n\nThe vulkan and gpucore CPU columns allocate their output per call (reused "
+              "device blocks / malloc); numpy writes into a preallocated array.")
+
+
+def bench_dispatch(b: Bench, args) -> str:
+    if "relu" not in KERNELS:
+        return "### Dispatch cost\n\nno relu kernel: skipped"
+    n, chain = 4096, 100
+    reps = 3 if args.quick else 7
+    be = b.be
+    x = b.upload(np.linspace(-1, 1, n))
+    y = be.empty_array((n,), np.float32)
+    relu = KERNELS["relu"]
+
+    def kernel_chain(k, sync_each):
+        src, dst = x, y
+        for _ in range(k):
+            relu(be, dst, src)  # each reads what the previous wrote: a barrier between each
+            if sync_each:
+                b.stream.synchronize()
+            src, dst = dst, src
+
+    rows = []
+    log("dispatch: kernel level")
+    _, wall_single = b.time(lambda: kernel_chain(chain, True), reps)
+    ts, wall_batch = b.time(lambda: kernel_chain(chain, False), reps)
+    rec = host_time(lambda: (kernel_chain(chain, False), b.stream.synchronize()), reps)
+    rows.append(["kernel (relu launch)", wall_single / chain * 1e6, wall_batch / chain * 1e6,
+                 ts / chain * 1e6])
+    log("dispatch: op level")
+    with gpucore.device_policy("vulkan"):
+        t = gpucore.tensor(np.linspace(-1, 1, n).astype(np.float32)).to("vulkan")
+
+        def op_chain(k, sync_each):
+            v = t
+            for _ in range(k):
+                v = v.relu()
+                if sync_each:
+                    gpucore.vulkan.synchronize()
+            return v
+
+        _, op_single = b.time(lambda: op_chain(chain, True), reps)
+        ts_op, op_batch = b.time(lambda: op_chain(chain, False), reps)
+    rows.append(["op (Tensor.relu)", op_single / chain * 1e6, op_batch / chain * 1e6,
+                 ts_op / chain * 1e6])
+    st = gpucore.vulkan.stats()
+    return (f"### Dispatch cost, relu on {n} floats, chain of {chain} dependent dispatches, "
+            "µs per dispatch\n\n"
+            + table(["level", "submit+wait per op", "batched (1 submit)", "device ts"], rows)
+            + f"\n\nBatched wall time includes recording ({rec / chain * 1e6:.1f} µs per "
+              f"dispatch with the final wait); stream counters so far: {st.get('dispatches')} "
+              f"dispatches, {st.get('submits')} submits, {st.get('barriers')} barriers.")
+
+
+def bench_pipelines(b: Bench, args) -> str:
+    from gpucore.backends.vulkan.pipelines import PipelineCache
+
+    ctx, be = b.ctx, b.be
+    sg = G.subgroup_shuffle_size(ctx) or 8
+    # (label, shader, bindings, specialization constants, workgroup size)
+    cases = [("unary relu", "unary", 3, (5, 0), local_size(be))]
+    if G.subgroup_shuffle_size(ctx):
+        for tm, tn, bmode in ((32, 2, 2), (32, 2, 3), (8, 1, 0)):
+            cases.append((f"gemm regblock TM={tm} TN={tn} BMODE={bmode}", "gemm", 5,
+                          (0, 4, 4, 4, tm, tn, 0, bmode, sg), sg * 4))
+    for bm, bn, bk, tm, tn in G.TILED_CONFIGS[:2]:
+        cases.append((f"gemm tiled {bm}x{bn}x{bk} {tm}x{tn}", "gemm", 5,
+                      (1, bm, bn, bk, tm, tn, 2, 2, 8), (bm // tm) * (bn // tn)))
+    x = b.upload(np.zeros(4096))
+    rows = []
+    for label, shader, nb, spec, local in cases:
+        log(f"pipeline {label}")
+        cache = PipelineCache(ctx.vk, ctx.device)  # a fresh VkPipelineCache: no reuse
+        t0 = time.perf_counter()
+        pipe = cache.get(shader, nb, spec, local)
+        t_create = time.perf_counter() - t0
+        # lavapipe compiles at first use: time the first dispatch against the second
+        push = np.zeros(32, np.uint32)  # M = N = K = 0 for gemm, n = 0 for unary: no work
+        binds = [be.operand(x).binding(i == 2) for i in range(nb)]
+        firsts = []
+        for _ in range(2):
+            t0 = time.perf_counter()
+            b.stream.dispatch(pipe, binds, push[:25] if shader == "gemm" else push[:4],
+                              (1, 1, 1), keep=(x,))
+            b.stream.synchronize()
+            firsts.append(time.perf_counter() - t0)
+        cache.destroy()
+        rows.append([label, t_create * 1e3, (firsts[0] - firsts[1]) * 1e3])
+    cache_state = ("off (--cold)" if os.environ.get("MESA_SHADER_CACHE_DISABLE")
+                   else "on (a warm cache hides compile time; --cold turns it off)")
+    return ("### Pipeline creation, ms\n\n"
+            + table(["pipeline", "vkCreateComputePipelines", "extra on first dispatch"], rows)
+            + f"\n\nMesa on-disk shader cache: {cache_state}. gpucore creates each pipeline "
+              f"once per process (so far: {ctx.pipelines.created} pipelines, "
+              f"{ctx.pipelines.create_seconds * 1e3:.0f} ms).")
+
+
+def plot(path: str, data) -> str:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "(matplotlib not installed: no PNG)"
+    sizes, curves = data
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, ys in curves.items():
+        pts = [(s, y) for s, y in zip(sizes, ys) if y is not None]
+        if pts:
+            ax.plot(*zip(*pts), marker="o", label=name)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("N (N x N x N)")
+    ax.set_ylabel("GFLOP/s")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return f"GEMM plot written to {path}"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes, few repeats")
+    ap.add_argument("--cold", action="store_true", help="turn Mesa's on-disk shader cache off")
+    ap.add_argument("--only", action="append", choices=SECTIONS, help="run only these sections")
+    ap.add_argument("--png", default="shaders_gemm.png", help="where the GEMM plot goes")
+    args = ap.parse_args(argv)
+    be = gpucore.dispatch.vulkan_backend(allow_cpu=True)
+    if be is None:
+        print("no Vulkan device: " + (gpucore.vulkan.unavailable_reason() or "unknown reason"))
+        return 1
+    ctx = be.ctx
+    b = Bench(be, args.quick)
+    load0 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"## gpucore shader benchmarks{' (--quick)' if args.quick else ''}\n")
+    print(f"- device: {ctx.info.name} ({ctx.info.type}, driver {ctx.info.driver}, Vulkan "
+          f"{ctx.info.api_version}); subgroup {ctx.subgroup_size}, shared memory "
+          f"{ctx.limits['maxComputeSharedMemorySize'] // 1024} KiB; GEMM auto variant: "
+          f"{G.choose_variant(ctx)}")
+    print(f"- host: {os.cpu_count()} CPUs, load average {load0:.2f} at start")
+    sections = args.only or list(SECTIONS)
+    plot_data = None
+    for s in sections:
+        print()
+        if s == "gemm":
+            text, plot_data = bench_gemm(b, args)
+        else:
+            text = globals()[f"bench_{s}"](b, args)
+        print(text, flush=True)
+    if plot_data is not None:
+        print("\n" + plot(args.png, plot_data))
+    load1 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"\nload average at the end: {load1:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

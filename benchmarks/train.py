@@ -1,0 +1,377 @@
+"""Training-step benchmark: ms per step, gpucore CPU vs PyTorch CPU side by side in one run.
+
+Run from the repository root (after ``python setup.py build_ext --inplace`` or tools/test.sh)::
+
+    python benchmarks/train.py              # every case, 3 rounds (about a minute)
+    python benchmarks/train.py --quick      # fewer steps and rounds: a smoke run
+    python benchmarks/train.py --only cnn   # cases: mlp64, mlp256, cnn
+    python benchmarks/train.py --no-torch   # gpucore alone
+    python benchmarks/train.py --no-profile # leave out the gpucore per-op profile
+
+Cases (DESIGN.md / issue 5), random data, Adam (lr 1e-3), cross-entropy loss:
+
+- MLP 784-512-256-10 (ReLU), batch 64 and 256;
+- CNN conv(1->16, 3x3, pad 1)-ReLU-maxpool2-conv(16->32, 3x3, pad 1)-ReLU-maxpool2-
+  Linear(32*7*7 -> 10) on 1x28x28 inputs, batch 64.
+
+A step is zero_grad + forward + loss + backward + optimizer step, on one fixed batch. The PyTorch
+models start from gpucore's initial weights (copied), and the first three losses of both are
+compared (``check`` column). PyTorch runs twice: with its default Adam (a per-parameter loop on
+the CPU) and with ``fused=True`` (one kernel for all parameters); the ratio column is gpucore's
+time divided by the faster of the two (1.0 is parity, above 1 gpucore is slower).
+
+Timing: warm-up steps first, then each library runs blocks of steps in turn (rounds), with a
+pause between libraries so one library's spinning worker threads do not slow the next; every
+step is timed on its own and the table shows the median over all timed steps. PyTorch uses
+``torch.set_num_threads(2)`` (``--threads N``); gpucore runs every op in its C extension
+(GPUCORE_DEVICE=cpu). OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE slow numpy on our machines and are
+read when OpenBLAS loads, so the script re-executes itself without them before numpy is imported.
+
+After the table, ``gpucore.profiler()`` shows where one gpucore step of each case spends its
+time, per op; what the ops do not account for is Python, autograd bookkeeping and allocation.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+_BAD_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+_REEXEC_MARK = "GPUCORE_BENCH_REEXECED"
+
+_bad = [k for k in _BAD_ENV if k in os.environ]
+if _bad:
+    if "numpy" in sys.modules:  # too late: OpenBLAS already read the environment
+        sys.exit("train.py: numpy was imported before OPENBLAS_* could be unset")
+    _env = {k: v for k, v in os.environ.items() if k not in _BAD_ENV}
+    _env[_REEXEC_MARK] = ",".join(_bad)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], _env)
+
+import argparse  # noqa: E402
+import gc  # noqa: E402
+import platform  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if os.path.isdir(os.path.join(_ROOT, "gpucore")) and _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)  # benchmark the checkout this script lives in
+
+# The CPU benchmark: every gpucore op in the C extension, even where a Vulkan device exists.
+os.environ["GPUCORE_DEVICE"] = "cpu"
+
+import gpucore  # noqa: E402
+import gpucore.nn as gnn  # noqa: E402
+import gpucore.nn.functional as GF  # noqa: E402
+
+try:
+    import torch
+except ImportError:  # the PyTorch columns are left out
+    torch = None
+
+CASES = {
+    "mlp64": ("MLP 784-512-256-10, batch 64", "mlp", 64),
+    "mlp256": ("MLP 784-512-256-10, batch 256", "mlp", 256),
+    "cnn": ("CNN conv16-pool-conv32-pool-fc, 28x28, batch 64", "cnn", 64),
+}
+# Reference medians from DESIGN.md (PyTorch 2.13 CPU, 2 threads, same machine type).
+DESIGN_TORCH_MS = {"mlp64": "4.3 (1.47 fused)", "mlp256": "7.0", "cnn": "7.3"}
+
+
+# --------------------------------------------------------------------------------------------
+# models
+
+
+def gpucore_model(kind: str):
+    if kind == "mlp":
+        return gnn.Sequential(
+            gnn.Linear(784, 512), gnn.ReLU(), gnn.Linear(512, 256), gnn.ReLU(),
+            gnn.Linear(256, 10),
+        )
+    return gnn.Sequential(
+        gnn.Conv2d(1, 16, 3, padding=1), gnn.ReLU(), gnn.MaxPool2d(2),
+        gnn.Conv2d(16, 32, 3, padding=1), gnn.ReLU(), gnn.MaxPool2d(2),
+        gnn.Flatten(), gnn.Linear(32 * 7 * 7, 10),
+    )
+
+
+def torch_model(kind: str, init: dict):
+    """The same architecture in PyTorch, with gpucore's initial weights (same state-dict keys)."""
+    tnn = torch.nn
+    if kind == "mlp":
+        m = tnn.Sequential(
+            tnn.Linear(784, 512), tnn.ReLU(), tnn.Linear(512, 256), tnn.ReLU(),
+            tnn.Linear(256, 10),
+        )
+    else:
+        m = tnn.Sequential(
+            tnn.Conv2d(1, 16, 3, padding=1), tnn.ReLU(), tnn.MaxPool2d(2),
+            tnn.Conv2d(16, 32, 3, padding=1), tnn.ReLU(), tnn.MaxPool2d(2),
+            tnn.Flatten(), tnn.Linear(32 * 7 * 7, 10),
+        )
+    m.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in init.items()})
+    return m
+
+
+def make_case(kind: str, batch: int, seed: int = 0):
+    """gpucore model, initial weights as numpy, and one random batch (x, labels) as numpy."""
+    gpucore.manual_seed(seed)
+    model = gpucore_model(kind)
+    init = {k: v.numpy().copy() for k, v in model.state_dict().items()}
+    rng = np.random.default_rng(seed)
+    shape = (batch, 784) if kind == "mlp" else (batch, 1, 28, 28)
+    x = rng.standard_normal(shape, dtype=np.float32)
+    y = rng.integers(0, 10, batch).astype(np.int64)
+    return model, init, x, y
+
+
+def gpucore_step_fn(model, x: np.ndarray, y: np.ndarray):
+    opt = gpucore.optim.Adam(model.parameters(), lr=1e-3)
+    xt, yt = gpucore.from_numpy(x), gpucore.from_numpy(y)
+
+    def step():
+        opt.zero_grad()
+        loss = GF.cross_entropy(model(xt), yt)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def torch_step_fn(kind: str, init: dict, x: np.ndarray, y: np.ndarray, fused: bool):
+    model = torch_model(kind, init)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=fused or None)
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    loss_fn = torch.nn.functional.cross_entropy
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(model(xt), yt)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+# --------------------------------------------------------------------------------------------
+# timing and formatting
+
+
+def settle() -> None:
+    """Lets the previous library's worker threads stop spinning before the next one is timed."""
+    gc.collect()
+    time.sleep(0.3)
+
+
+def time_steps(step, n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        step()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def fmt_ms(s: float | None) -> str:
+    if s is None:
+        return "—"
+    ms = s * 1e3
+    return f"{ms:.2f}" if ms < 100 else f"{ms:.0f}"
+
+
+def table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    line = "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |"
+    sep = "|" + "|".join(("-" * (w + 1) + ":") if i else ("-" * (w + 2))
+                         for i, w in enumerate(widths)) + "|"
+    body = ["| " + " | ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                              for i, (c, w) in enumerate(zip(r, widths))) + " |" for r in rows]
+    return "\n".join([line, sep, *body])
+
+
+def progress(msg: str) -> None:
+    print(f"  ... {msg}", file=sys.stderr, flush=True)
+
+
+class CpuShare:
+    """Fraction of all CPUs that other processes kept busy since construction (Linux)."""
+
+    def __init__(self):
+        self.t0, self.busy0, self.self0 = time.perf_counter(), self._busy(), self._self()
+
+    @staticmethod
+    def _busy() -> float | None:
+        try:
+            with open("/proc/stat") as f:
+                v = [int(x) for x in f.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        idle = v[3] + (v[4] if len(v) > 4 else 0)
+        return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+    @staticmethod
+    def _self() -> float:
+        t = os.times()
+        return t.user + t.system
+
+    def others(self) -> float | None:
+        busy = self._busy()
+        if busy is None or self.busy0 is None:
+            return None
+        wall = time.perf_counter() - self.t0
+        used = busy - self.busy0 - (self._self() - self.self0)
+        return min(1.0, max(0.0, used) / (wall * (os.cpu_count() or 1)))
+
+
+def load_note(share: float | None, when: str) -> str:
+    if share is None:
+        return f"- CPU use by other processes {when}: unknown"
+    warn = (" — **the machine was not idle: the numbers are noisy, rerun on an idle machine**"
+            if share > 0.1 else "")
+    return f"- other processes kept {share:.0%} of the CPUs busy {when}{warn}"
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+# --------------------------------------------------------------------------------------------
+# the benchmark
+
+
+def check_losses(g_step, t_step, n: int = 3) -> str:
+    """Runs ``n`` steps of each from the same weights; the largest loss difference."""
+    g = [float(g_step().item()) for _ in range(n)]
+    t = [float(t_step().item()) for _ in range(n)]
+    err = max(abs(a - b) for a, b in zip(g, t))
+    return "ok" if err <= 1e-4 * max(1.0, abs(t[0])) else f"MISMATCH {err:.2g}"
+
+
+def run_case(name: str, args) -> tuple[list[str], object]:
+    title, kind, batch = CASES[name]
+    model, init, x, y = make_case(kind, batch)
+    steps = {"gpucore": gpucore_step_fn(model, x, y)}
+    check = "—"
+    if torch is not None:
+        steps["torch"] = torch_step_fn(kind, init, x, y, fused=False)
+        steps["torch fused"] = torch_step_fn(kind, init, x, y, fused=True)
+        check = check_losses(steps["gpucore"], steps["torch"])
+    for lib, step in steps.items():
+        progress(f"{name}: warm-up {lib}")
+        time_steps(step, args.warmup)
+    times: dict[str, list[float]] = {lib: [] for lib in steps}
+    for r in range(args.rounds):
+        for lib, step in steps.items():
+            settle()
+            progress(f"{name}: round {r + 1}/{args.rounds} {lib}")
+            times[lib] += time_steps(step, args.steps)
+    med = {lib: statistics.median(ts) for lib, ts in times.items()}
+    t_best = min((med[k] for k in ("torch", "torch fused") if k in med), default=None)
+    ratio = "—" if t_best is None else f"{med['gpucore'] / t_best:.2f}"
+    row = [title, fmt_ms(med["gpucore"]), fmt_ms(med.get("torch")),
+           fmt_ms(med.get("torch fused")), ratio, check, DESIGN_TORCH_MS[name]]
+    profile = None
+    if not args.no_profile:
+        settle()
+        step = steps["gpucore"]
+        with gpucore.profiler() as p:
+            t = time.perf_counter()
+            step()
+            wall = time.perf_counter() - t
+        profile = (title, p, wall, med["gpucore"])
+    return row, profile
+
+
+def print_profile(title: str, p, wall: float, median: float) -> None:
+    rows = p.summary()  # (op, backend, calls, cpu_ms, gpu_ms, dispatches), by total time
+    in_ops = sum(r[3] for r in rows)
+    calls = sum(r[2] for r in rows)
+    print(f"\n#### {title}\n")
+    print(f"One profiled step: {wall * 1e3:.2f} ms (timed median {median * 1e3:.2f} ms); "
+          f"{calls} op calls take {in_ops:.2f} ms, the other {max(0.0, wall * 1e3 - in_ops):.2f} ms "
+          "is Python, autograd and allocation outside the kernels.\n")
+    out = []
+    for op, be, n, cpu_ms, _gpu, _nd in rows:
+        share = cpu_ms / (wall * 1e3) if wall > 0 else 0.0
+        out.append([op, be, str(n), f"{cpu_ms:.3f}", f"{share:.0%}"])
+    print(table(["op", "backend", "calls", "ms", "share of step"], out))
+
+
+def main(argv=None) -> int:
+    global torch
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer steps and rounds (a smoke run)")
+    ap.add_argument("--only", action="append", choices=list(CASES), help="run only this case")
+    ap.add_argument("--no-torch", action="store_true", help="leave out the PyTorch columns")
+    ap.add_argument("--no-profile", action="store_true", help="leave out the gpucore profile")
+    ap.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default 2)")
+    ap.add_argument("--warmup", type=int, help="untimed steps per library (default 10, quick 3)")
+    ap.add_argument("--rounds", type=int, help="blocks per library (default 3, quick 2)")
+    ap.add_argument("--steps", type=int, help="timed steps per block (default 30, quick 8)")
+    args = ap.parse_args(argv)
+    args.warmup = args.warmup or (3 if args.quick else 10)
+    args.rounds = args.rounds or (2 if args.quick else 3)
+    args.steps = args.steps or (8 if args.quick else 30)
+    if args.no_torch:
+        torch = None
+    if torch is not None:
+        torch.set_num_threads(args.threads)
+
+    unset = os.environ.get(_REEXEC_MARK)
+    print(f"## gpucore training step vs PyTorch, CPU{' (--quick)' if args.quick else ''}\n")
+    print(f"- machine: {cpu_model()}, {os.cpu_count()} logical CPUs, {platform.system()} "
+          f"{platform.release()}, Python {platform.python_version()}")
+    print(f"- gpucore {gpucore.__version__} ({os.path.dirname(gpucore.__file__)}), "
+          f"GPUCORE_DEVICE=cpu (policy {gpucore.get_device_policy()})")
+    if torch is not None:
+        print(f"- torch {torch.__version__}, torch.set_num_threads({args.threads}) -> "
+              f"{torch.get_num_threads()} thread(s)")
+    else:
+        print("- torch: not importable (or --no-torch), its columns are left out")
+    print(f"- numpy {np.__version__}; "
+          + (f"re-executed with {unset} unset" if unset
+             else "OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE not set"))
+    print(f"- {time.strftime('%Y-%m-%d %H:%M:%S')}; Adam lr 1e-3, cross-entropy, random data; "
+          f"median of {args.rounds} rounds x {args.steps} steps per library after "
+          f"{args.warmup} warm-up steps")
+    probe = CpuShare()
+    time.sleep(0.5)
+    print(load_note(probe.others(), "in the 0.5 s before the run"))
+
+    share = CpuShare()
+    t0 = time.perf_counter()
+    rows, profiles = [], []
+    for name in args.only or list(CASES):
+        row, prof = run_case(name, args)
+        rows.append(row)
+        if prof is not None:
+            profiles.append(prof)
+    print("\n### ms per training step (median; lower is better)\n")
+    print(table(["case", "gpucore", "torch", "torch fused Adam", "gpucore / best torch",
+                 "check", "DESIGN.md torch"], rows))
+    print("\n`check`: the first three losses of gpucore and torch (default Adam) from the same "
+          "weights agree to 1e-4 relative.")
+    print(f"\nTotal {time.perf_counter() - t0:.0f} s.")
+    print(load_note(share.others(), "during the run"))
+    if profiles:
+        print("\n### Where a gpucore step spends its time (gpucore.profiler(), one step)")
+        for prof in profiles:
+            print_profile(*prof)
+    return 1 if any(r[5].startswith("MISMATCH") for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
