@@ -34,7 +34,8 @@ def to_dot(tensor) -> str:
         seen.add(n)
         if isinstance(n, AccumulateGrad):
             leaf = n.leaf
-            label = f"AccumulateGrad\\nleaf {tuple(leaf.shape)} {leaf.dtype.name}"
+            desc = "freed" if leaf is None else f"{tuple(leaf.shape)} {leaf.dtype.name}"
+            label = f"AccumulateGrad\\nleaf {desc}"
             lines.append(f'  {nid(n)} [label="{label}", style=filled, fillcolor=lightgrey];')
             continue
         lines.append(f'  {nid(n)} [label="{n.name()}"];')

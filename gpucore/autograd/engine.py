@@ -69,7 +69,9 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
                 capture[node] = g
             if isinstance(node, AccumulateGrad):
                 if capture is None and g is not None:
-                    _accumulate(node.leaf, g, create_graph)
+                    leaf = node.leaf
+                    if leaf is not None:  # a leaf nobody holds any more gets no gradient
+                        _accumulate(leaf, g, create_graph)
                 continue
             grads = None
             if g is not None:

@@ -8,6 +8,8 @@ grad_fn does not rewrite history.
 
 from __future__ import annotations
 
+import weakref
+
 from ..errors import AutogradError
 
 
@@ -89,11 +91,18 @@ class Node:
 class AccumulateGrad(Node):
     """Terminal node of a leaf that requires grad: sums incoming gradients into ``leaf.grad``."""
 
-    __slots__ = ("leaf",)
+    __slots__ = ("_leaf",)
 
     def __init__(self, leaf):
         super().__init__(None, None, (), ())
-        self.leaf = leaf
+        # Weak: the leaf holds this node (for its hooks), so a strong link back would make a
+        # cycle that keeps a discarded model's memory alive until the cycle collector runs.
+        self._leaf = weakref.ref(leaf)
+
+    @property
+    def leaf(self):
+        """The leaf tensor, or None once it has been freed."""
+        return self._leaf()
 
     def name(self) -> str:
         return "AccumulateGrad"

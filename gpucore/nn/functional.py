@@ -618,12 +618,9 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         raise ValueError(f"dropout(): probability p must be in [0, 1], got {p}")
     if not training or p == 0.0:
         return input
-    from ..creation import rand
+    from ..creation import _dropout_mask
 
-    keep = rand(*input.shape) >= p
-    mask = keep.to(input.dtype)
-    if p < 1.0:
-        mask.mul_(1.0 / (1.0 - p))
+    mask = _dropout_mask(input, p)  # one kernel on the input's device; same stream as rand
     if inplace:
         return input.mul_(mask)
     return input * mask
