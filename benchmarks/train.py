@@ -185,12 +185,13 @@ def fmt_ms(s: float | None) -> str:
     return f"{ms:.2f}" if ms < 100 else f"{ms:.0f}"
 
 
-def table(headers: list[str], rows: list[list[str]]) -> str:
+def table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
+    """A markdown table; the first ``left`` columns are text (left-aligned), the rest numbers."""
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
     line = "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |"
-    sep = "|" + "|".join(("-" * (w + 1) + ":") if i else ("-" * (w + 2))
+    sep = "|" + "|".join(("-" * (w + 2)) if i < left else ("-" * (w + 1) + ":")
                          for i, w in enumerate(widths)) + "|"
-    body = ["| " + " | ".join(c.ljust(w) if i == 0 else c.rjust(w)
+    body = ["| " + " | ".join(c.ljust(w) if i < left else c.rjust(w)
                               for i, (c, w) in enumerate(zip(r, widths))) + " |" for r in rows]
     return "\n".join([line, sep, *body])
 
@@ -300,14 +301,15 @@ def print_profile(title: str, p, wall: float, median: float) -> None:
     in_ops = sum(r[3] for r in rows)
     calls = sum(r[2] for r in rows)
     print(f"\n#### {title}\n")
+    rest = max(0.0, wall * 1e3 - in_ops)
     print(f"One profiled step: {wall * 1e3:.2f} ms (timed median {median * 1e3:.2f} ms); "
-          f"{calls} op calls take {in_ops:.2f} ms, the other {max(0.0, wall * 1e3 - in_ops):.2f} ms "
-          "is Python, autograd and allocation outside the kernels.\n")
+          f"{calls} op calls take {in_ops:.2f} ms, the other {rest:.2f} ms is Python, autograd "
+          "and allocation outside the ops.\n")
     out = []
     for op, be, n, cpu_ms, _gpu, _nd in rows:
         share = cpu_ms / (wall * 1e3) if wall > 0 else 0.0
         out.append([op, be, str(n), f"{cpu_ms:.3f}", f"{share:.0%}"])
-    print(table(["op", "backend", "calls", "ms", "share of step"], out))
+    print(table(["op", "backend", "calls", "ms", "share of step"], out, left=2))
 
 
 def main(argv=None) -> int:

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "isa.h"
 #include "kernels.h"
 
 #define GC_T float
@@ -140,15 +141,48 @@ static void GC_FN(binary_row)(int op, ptrdiff_t n, const GC_T *a, ptrdiff_t sa, 
 }
 #undef GC_BIN_ROW
 
+typedef struct {
+    int op;
+    const gc_iter *it;
+    const GC_T *a, *b;
+    void *out;
+} GC_FN(binary_job);
+
+/* Elements [lo, hi) of the iteration space in C order (rows of it->shape[last] elements). */
+static void GC_FN(binary_span)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
+{
+    const GC_FN(binary_job) *J = (const GC_FN(binary_job) *)ctx;
+    const gc_iter *it = J->it;
+    const int op = J->op, last = it->ndim - 1;
+    const size_t osize = op >= GC_BINARY_EQ ? 1 : sizeof(GC_T);
+    const ptrdiff_t len = it->shape[last], sa = it->stride[0][last], sb = it->stride[1][last];
+    ptrdiff_t idx[GC_MAX_DIMS] = {0}, off[3] = {0, 0, 0};
+    ptrdiff_t r = lo / len, c = lo % len;
+    for (int d = last - 1; d >= 0; d--) { /* the multi-index of row r */
+        idx[d] = r % it->shape[d];
+        r /= it->shape[d];
+        for (int o = 0; o < 3; o++)
+            off[o] += idx[d] * it->stride[o][d];
+    }
+    while (lo < hi) {
+        const ptrdiff_t cnt = (len - c < hi - lo) ? len - c : hi - lo;
+        GC_FN(binary_row)(op, cnt, J->a + off[0] + c * sa, sa, J->b + off[1] + c * sb, sb,
+                          (char *)J->out + (size_t)(off[2] + c) * osize);
+        lo += cnt;
+        c = 0;
+        if (lo < hi && !gc_iter_next(it, idx, off, 3))
+            break;
+    }
+}
+
 void GC_FN(gc_binary)(int op, const gc_iter *it, const GC_T *a, const GC_T *b, void *out)
 {
-    const size_t osize = op >= GC_BINARY_EQ ? 1 : sizeof(GC_T);
-    ptrdiff_t idx[GC_MAX_DIMS] = {0}, off[3] = {0, 0, 0};
-    const int last = it->ndim - 1;
-    do {
-        GC_FN(binary_row)(op, it->shape[last], a + off[0], it->stride[0][last], b + off[1],
-                          it->stride[1][last], (char *)out + (size_t)off[2] * osize);
-    } while (gc_iter_next(it, idx, off, 3));
+    ptrdiff_t total = 1;
+    for (int d = 0; d < it->ndim; d++)
+        total *= it->shape[d];
+    const double per = op == GC_BINARY_POW ? 8.0 : 0.4; /* ns per element */
+    GC_FN(binary_job) J = {.op = op, .it = it, .a = a, .b = b, .out = out};
+    gc_parallel_range(total, 64, (double)total * per, GC_FN(binary_span), &J);
 }
 
 #endif

@@ -137,6 +137,14 @@ static inline int gc_threads_for(double cost, double grain)
     return t >= (double)p ? p : (int)t;
 }
 
+/* Runs fn(ctx, lo, hi) over [0, n) split into contiguous ranges (boundaries multiples of align)
+ * on as many threads as `cost_ns` (the estimated single-thread time) warrants: one thread below
+ * ~50 us of work, then one per ~25 us.  The split never changes a result: fn must compute each
+ * element of [0, n) the same way whatever range it is in. */
+typedef void (*gc_range_fn)(void *ctx, ptrdiff_t lo, ptrdiff_t hi);
+void gc_parallel_range(ptrdiff_t n, ptrdiff_t align, double cost_ns, gc_range_fn fn, void *ctx);
+#define GC_GRAIN_NS 25000.0
+
 /* Per-thread scratch memory: a 64-byte aligned block of at least `bytes`, kept (and reused) by
  * the calling thread until it exits; NULL if malloc fails.  Not reentrant within one thread. */
 void *gc_scratch(size_t bytes);

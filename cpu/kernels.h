@@ -116,8 +116,8 @@ typedef struct {
     void gc_binary_##S(int op, const gc_iter *it, const T *a, const T *b, void *out);              \
     /* out is T [outer, inner] for SUM/MEAN/MAX/MIN, int64_t for ARGMAX/ARGMIN; n >= 1 except      \
      * for SUM and MEAN */                                                                         \
-    void gc_reduce_##S(int op, const T *x, void *out, ptrdiff_t outer, ptrdiff_t n,                \
-                       ptrdiff_t inner);                                                           \
+    int gc_reduce_##S(int op, const T *x, void *out, ptrdiff_t outer, ptrdiff_t n,                 \
+                      ptrdiff_t inner); /* -1 if scratch malloc fails */                           \
     void gc_softmax_##S(const T *x, T *out, ptrdiff_t outer, ptrdiff_t n, ptrdiff_t inner,         \
                         int log_softmax);                                                          \
     void gc_softmax_backward_##S(const T *grad, const T *y, T *out, ptrdiff_t outer, ptrdiff_t n,  \

@@ -1064,12 +1064,17 @@ static PyObject *py_reduce(PyObject *self, PyObject *const *args, Py_ssize_t nar
 #undef WHAT
     if (rows > 0 && total > 0 && need_no_overlap(fn, "out", out, "x", x, 0) < 0)
         goto fail;
+    int rc;
     Py_BEGIN_ALLOW_THREADS
     if (kd == 'f')
-        gc_reduce_f32(op, (const float *)x->buf, out->buf, outer, n, inner);
+        rc = gc_reduce_f32(op, (const float *)x->buf, out->buf, outer, n, inner);
     else
-        gc_reduce_f64(op, (const double *)x->buf, out->buf, outer, n, inner);
+        rc = gc_reduce_f64(op, (const double *)x->buf, out->buf, outer, n, inner);
     Py_END_ALLOW_THREADS
+    if (rc < 0) {
+        PyErr_NoMemory();
+        goto fail;
+    }
     bufs_release(&bs);
     Py_RETURN_NONE;
 fail:
@@ -1873,7 +1878,13 @@ fail:
         name, (PyCFunction)(void (*)(void))func, METH_FASTCALL, doc                               \
     }
 
+/* defined in memory.c */
+PyObject *gc_py_data_ptr(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyDoc_STRVAR(data_ptr_doc, "data_ptr(buffer) -> int\n\nAddress of the buffer's first element "
+                           "(any strides; the buffer is not copied or kept).");
+
 static PyMethodDef cpu_methods[] = {
+    GC_METHOD("data_ptr", gc_py_data_ptr, data_ptr_doc),
     GC_METHOD("gemm", py_gemm, gemm_doc),
     GC_METHOD("gemm_ex", py_gemm_ex, gemm_ex_doc),
     GC_METHOD("info", py_info, info_doc),

@@ -242,6 +242,37 @@ int gc_parallel(gc_task task, void *ctx, int want)
     return nt;
 }
 
+typedef struct {
+    ptrdiff_t n, align;
+    gc_range_fn fn;
+    void *ctx;
+} gc_range_job;
+
+static void range_task(void *ctx, int t, int nt)
+{
+    const gc_range_job *J = (const gc_range_job *)ctx;
+    ptrdiff_t lo, hi;
+    gc_split(J->n, J->align, t, nt, &lo, &hi);
+    if (hi > lo)
+        J->fn(J->ctx, lo, hi);
+}
+
+void gc_parallel_range(ptrdiff_t n, ptrdiff_t align, double cost_ns, gc_range_fn fn, void *ctx)
+{
+    if (n <= 0)
+        return;
+    int nt = gc_threads_for(cost_ns, GC_GRAIN_NS);
+    const ptrdiff_t units = (n + align - 1) / align;
+    if (nt > units)
+        nt = (int)units;
+    if (nt <= 1) {
+        fn(ctx, 0, n);
+        return;
+    }
+    gc_range_job J = {.n = n, .align = align, .fn = fn, .ctx = ctx};
+    gc_parallel(range_task, &J, nt);
+}
+
 void gc_barrier_init(gc_barrier *b)
 {
     b->count = 0;

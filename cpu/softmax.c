@@ -7,27 +7,60 @@
 
 #include <math.h>
 
+#include "isa.h"
 #include "kernels.h"
 
 #define GC_SM_CHUNK 128
+#define GC_SM_NS 1.5 /* estimated ns per element (a few passes and an exp) */
 
 #define GC_T float
 #define GC_SFX f32
 #define GC_M(fn) fn##f
+#define GC_VEXP gc_isa.vunary_f32[GC_UNARY_EXP]
 #include "softmax.c"
 #undef GC_T
 #undef GC_SFX
 #undef GC_M
+#undef GC_VEXP
 
 #define GC_T double
 #define GC_SFX f64
 #define GC_M(fn) fn
+#define GC_VEXP ((void (*)(const double *, double *, ptrdiff_t))NULL)
 #include "softmax.c"
 #undef GC_T
 #undef GC_SFX
 #undef GC_M
+#undef GC_VEXP
 
 #else /* type-generic body, T = GC_T */
+
+/* y = exp(x) (y may be x): the ISA's vector exp for float32, else libm. */
+static inline void GC_FN(exp_array)(const GC_T *x, GC_T *y, ptrdiff_t n)
+{
+    if (GC_VEXP) {
+        GC_VEXP(x, y, n);
+        return;
+    }
+    for (ptrdiff_t j = 0; j < n; j++)
+        y[j] = GC_M(exp)(x[j]);
+}
+
+/* sum over j < n of exp(x[j] - m), in double. */
+static double GC_FN(sum_exp)(const GC_T *x, ptrdiff_t n, GC_T m)
+{
+    GC_T t[GC_SM_CHUNK];
+    double s = 0.0;
+    for (ptrdiff_t j0 = 0; j0 < n; j0 += GC_SM_CHUNK) {
+        const ptrdiff_t w = (n - j0 < GC_SM_CHUNK) ? n - j0 : GC_SM_CHUNK;
+        for (ptrdiff_t j = 0; j < w; j++)
+            t[j] = x[j0 + j] - m;
+        GC_FN(exp_array)(t, t, w);
+        for (ptrdiff_t j = 0; j < w; j++)
+            s += (double)t[j];
+    }
+    return s;
+}
 
 /* Max of a row, NaN-propagating (a NaN max makes the whole row NaN, as it should). */
 static inline GC_T GC_FN(row_max)(const GC_T *x, ptrdiff_t n)
@@ -42,19 +75,17 @@ static inline GC_T GC_FN(row_max)(const GC_T *x, ptrdiff_t n)
 static void GC_FN(softmax_row)(const GC_T *x, GC_T *out, ptrdiff_t n, int log_softmax)
 {
     const GC_T m = GC_FN(row_max)(x, n);
-    double s = 0.0;
     if (log_softmax) {
-        for (ptrdiff_t j = 0; j < n; j++)
-            s += (double)GC_M(exp)(x[j] - m);
-        const GC_T ls = (GC_T)log(s);
+        const GC_T ls = (GC_T)log(GC_FN(sum_exp)(x, n, m));
         for (ptrdiff_t j = 0; j < n; j++)
             out[j] = (x[j] - m) - ls;
     } else {
-        for (ptrdiff_t j = 0; j < n; j++) {
-            const GC_T e = GC_M(exp)(x[j] - m);
-            out[j] = e;
-            s += (double)e;
-        }
+        for (ptrdiff_t j = 0; j < n; j++)
+            out[j] = x[j] - m;
+        GC_FN(exp_array)(out, out, n);
+        double s = 0.0;
+        for (ptrdiff_t j = 0; j < n; j++)
+            s += (double)out[j];
         const GC_T inv = (GC_T)(1.0 / s);
         for (ptrdiff_t j = 0; j < n; j++)
             out[j] *= inv;
@@ -76,10 +107,14 @@ static void GC_FN(softmax_cols)(const GC_T *x, GC_T *out, ptrdiff_t n, ptrdiff_t
             m[t] = (row[t] > m[t] || row[t] != row[t]) ? row[t] : m[t];
     }
     if (log_softmax) {
+        GC_T e[GC_SM_CHUNK];
         for (ptrdiff_t j = 0; j < n; j++) {
             const GC_T *row = x + j * inner;
             for (ptrdiff_t t = 0; t < w; t++)
-                s[t] += (double)GC_M(exp)(row[t] - m[t]);
+                e[t] = row[t] - m[t];
+            GC_FN(exp_array)(e, e, w);
+            for (ptrdiff_t t = 0; t < w; t++)
+                s[t] += (double)e[t];
         }
         GC_T ls[GC_SM_CHUNK];
         for (ptrdiff_t t = 0; t < w; t++)
@@ -94,11 +129,11 @@ static void GC_FN(softmax_cols)(const GC_T *x, GC_T *out, ptrdiff_t n, ptrdiff_t
         for (ptrdiff_t j = 0; j < n; j++) {
             const GC_T *row = x + j * inner;
             GC_T *orow = out + j * inner;
-            for (ptrdiff_t t = 0; t < w; t++) {
-                const GC_T e = GC_M(exp)(row[t] - m[t]);
-                orow[t] = e;
-                s[t] += (double)e;
-            }
+            for (ptrdiff_t t = 0; t < w; t++)
+                orow[t] = row[t] - m[t];
+            GC_FN(exp_array)(orow, orow, w);
+            for (ptrdiff_t t = 0; t < w; t++)
+                s[t] += (double)orow[t];
         }
         GC_T inv[GC_SM_CHUNK];
         for (ptrdiff_t t = 0; t < w; t++)
@@ -111,20 +146,81 @@ static void GC_FN(softmax_cols)(const GC_T *x, GC_T *out, ptrdiff_t n, ptrdiff_t
     }
 }
 
+typedef struct {
+    const GC_T *x, *g, *y, *lse, *gl;
+    const int64_t *target;
+    GC_T *out, *loss, *lse_out;
+    ptrdiff_t n, inner, chunks, c;
+    int log_softmax;
+    int64_t ignore;
+} GC_FN(sm_job);
+
+/* Units [lo, hi): a row (inner == 1) or (row o, column chunk). */
+static void GC_FN(softmax_units)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
+{
+    const GC_FN(sm_job) *J = (const GC_FN(sm_job) *)ctx;
+    const ptrdiff_t n = J->n, inner = J->inner;
+    for (ptrdiff_t u = lo; u < hi; u++) {
+        if (inner == 1) {
+            GC_FN(softmax_row)(J->x + u * n, J->out + u * n, n, J->log_softmax);
+            continue;
+        }
+        const ptrdiff_t o = u / J->chunks, t0 = (u % J->chunks) * GC_SM_CHUNK;
+        const ptrdiff_t w = (inner - t0 < GC_SM_CHUNK) ? inner - t0 : GC_SM_CHUNK;
+        const ptrdiff_t base = o * n * inner + t0;
+        GC_FN(softmax_cols)(J->x + base, J->out + base, n, inner, w, J->log_softmax);
+    }
+}
+
 void GC_FN(gc_softmax)(const GC_T *x, GC_T *out, ptrdiff_t outer, ptrdiff_t n, ptrdiff_t inner,
                        int log_softmax)
 {
-    if (n == 0 || inner == 0)
+    if (n == 0 || inner == 0 || outer == 0)
         return;
-    for (ptrdiff_t o = 0; o < outer; o++) {
-        const ptrdiff_t base = o * n * inner;
-        if (inner == 1) {
-            GC_FN(softmax_row)(x + base, out + base, n, log_softmax);
-            continue;
-        }
-        for (ptrdiff_t t0 = 0; t0 < inner; t0 += GC_SM_CHUNK) {
-            const ptrdiff_t w = (inner - t0 < GC_SM_CHUNK) ? inner - t0 : GC_SM_CHUNK;
-            GC_FN(softmax_cols)(x + base + t0, out + base + t0, n, inner, w, log_softmax);
+    GC_FN(sm_job) J = {.x = x, .out = out, .n = n, .inner = inner, .log_softmax = log_softmax};
+    J.chunks = (inner + GC_SM_CHUNK - 1) / GC_SM_CHUNK;
+    const ptrdiff_t units = inner == 1 ? outer : outer * J.chunks;
+    gc_parallel_range(units, 1, (double)outer * (double)n * (double)inner * GC_SM_NS,
+                      GC_FN(softmax_units), &J);
+}
+
+/* softmax: out = y (g - sum(g y)); log-softmax: out = g - exp(y) sum(g).  out may equal grad or
+ * y exactly: the sums are complete before out is written. */
+static void GC_FN(softmax_backward_units)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
+{
+    const GC_FN(sm_job) *J = (const GC_FN(sm_job) *)ctx;
+    const ptrdiff_t n = J->n, inner = J->inner;
+    for (ptrdiff_t u = lo; u < hi; u++) {
+        const ptrdiff_t o = u / J->chunks, t0 = (u % J->chunks) * GC_SM_CHUNK;
+        const ptrdiff_t w = (inner - t0 < GC_SM_CHUNK) ? inner - t0 : GC_SM_CHUNK;
+        const ptrdiff_t base = o * n * inner + t0;
+        const GC_T *g = J->g + base, *yy = J->y + base;
+        GC_T *ou = J->out + base;
+        double s[GC_SM_CHUNK];
+        GC_T st[GC_SM_CHUNK];
+        for (ptrdiff_t t = 0; t < w; t++)
+            s[t] = 0.0;
+        if (J->log_softmax) {
+            for (ptrdiff_t j = 0; j < n; j++)
+                for (ptrdiff_t t = 0; t < w; t++)
+                    s[t] += (double)g[j * inner + t];
+            for (ptrdiff_t t = 0; t < w; t++)
+                st[t] = (GC_T)s[t];
+            GC_T e[GC_SM_CHUNK];
+            for (ptrdiff_t j = 0; j < n; j++) {
+                GC_FN(exp_array)(yy + j * inner, e, w);
+                for (ptrdiff_t t = 0; t < w; t++)
+                    ou[j * inner + t] = g[j * inner + t] - e[t] * st[t];
+            }
+        } else {
+            for (ptrdiff_t j = 0; j < n; j++)
+                for (ptrdiff_t t = 0; t < w; t++)
+                    s[t] += (double)g[j * inner + t] * (double)yy[j * inner + t];
+            for (ptrdiff_t t = 0; t < w; t++)
+                st[t] = (GC_T)s[t];
+            for (ptrdiff_t j = 0; j < n; j++)
+                for (ptrdiff_t t = 0; t < w; t++)
+                    ou[j * inner + t] = yy[j * inner + t] * (g[j * inner + t] - st[t]);
         }
     }
 }
@@ -134,39 +230,28 @@ void GC_FN(gc_softmax)(const GC_T *x, GC_T *out, ptrdiff_t outer, ptrdiff_t n, p
 void GC_FN(gc_softmax_backward)(const GC_T *grad, const GC_T *y, GC_T *out, ptrdiff_t outer,
                                 ptrdiff_t n, ptrdiff_t inner, int log_softmax)
 {
-    if (n == 0 || inner == 0)
+    if (n == 0 || inner == 0 || outer == 0)
         return;
-    for (ptrdiff_t o = 0; o < outer; o++) {
-        const ptrdiff_t base = o * n * inner;
-        for (ptrdiff_t t0 = 0; t0 < inner; t0 += GC_SM_CHUNK) {
-            const ptrdiff_t w = (inner - t0 < GC_SM_CHUNK) ? inner - t0 : GC_SM_CHUNK;
-            const GC_T *g = grad + base + t0, *yy = y + base + t0;
-            GC_T *ou = out + base + t0;
-            double s[GC_SM_CHUNK];
-            GC_T st[GC_SM_CHUNK];
-            for (ptrdiff_t t = 0; t < w; t++)
-                s[t] = 0.0;
-            if (log_softmax) {
-                for (ptrdiff_t j = 0; j < n; j++)
-                    for (ptrdiff_t t = 0; t < w; t++)
-                        s[t] += (double)g[j * inner + t];
-                for (ptrdiff_t t = 0; t < w; t++)
-                    st[t] = (GC_T)s[t];
-                for (ptrdiff_t j = 0; j < n; j++)
-                    for (ptrdiff_t t = 0; t < w; t++)
-                        ou[j * inner + t] =
-                            g[j * inner + t] - GC_M(exp)(yy[j * inner + t]) * st[t];
-            } else {
-                for (ptrdiff_t j = 0; j < n; j++)
-                    for (ptrdiff_t t = 0; t < w; t++)
-                        s[t] += (double)g[j * inner + t] * (double)yy[j * inner + t];
-                for (ptrdiff_t t = 0; t < w; t++)
-                    st[t] = (GC_T)s[t];
-                for (ptrdiff_t j = 0; j < n; j++)
-                    for (ptrdiff_t t = 0; t < w; t++)
-                        ou[j * inner + t] = yy[j * inner + t] * (g[j * inner + t] - st[t]);
-            }
-        }
+    GC_FN(sm_job) J = {.g = grad, .y = y, .out = out, .n = n, .inner = inner};
+    J.log_softmax = log_softmax;
+    J.chunks = (inner + GC_SM_CHUNK - 1) / GC_SM_CHUNK;
+    gc_parallel_range(outer * J.chunks, 1, (double)outer * (double)n * (double)inner * GC_SM_NS,
+                      GC_FN(softmax_backward_units), &J);
+}
+
+static void GC_FN(ce_forward_rows)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
+{
+    const GC_FN(sm_job) *J = (const GC_FN(sm_job) *)ctx;
+    const ptrdiff_t c = J->c;
+    for (ptrdiff_t i = lo; i < hi; i++) {
+        const GC_T *row = J->x + i * c;
+        const GC_T m = GC_FN(row_max)(row, c);
+        const double s = GC_FN(sum_exp)(row, c, m);
+        /* c == 0: m = -inf, s = 0 -> lse = -inf (only ignored rows can exist then) */
+        const double l = c > 0 ? (double)m + log(s) : -INFINITY;
+        J->lse_out[i] = (GC_T)l;
+        const int64_t t = J->target[i];
+        J->loss[i] = (t == J->ignore) ? (GC_T)0 : (GC_T)(l - (double)row[t]);
     }
 }
 
@@ -175,40 +260,44 @@ void GC_FN(gc_cross_entropy_forward)(const GC_T *restrict logits, const int64_t 
                                      GC_T *restrict loss, GC_T *restrict lse, ptrdiff_t n,
                                      ptrdiff_t c, int64_t ignore_index)
 {
-    for (ptrdiff_t i = 0; i < n; i++) {
-        const GC_T *row = logits + i * c;
-        const GC_T m = GC_FN(row_max)(row, c);
-        double s = 0.0;
-        for (ptrdiff_t j = 0; j < c; j++)
-            s += (double)GC_M(exp)(row[j] - m);
-        /* c == 0: m = -inf, s = 0 -> lse = -inf (only ignored rows can exist then) */
-        const double l = c > 0 ? (double)m + log(s) : -INFINITY;
-        lse[i] = (GC_T)l;
-        const int64_t t = target[i];
-        loss[i] = (t == ignore_index) ? (GC_T)0 : (GC_T)(l - (double)row[t]);
-    }
+    GC_FN(sm_job) J = {.x = logits, .target = target, .loss = loss, .lse_out = lse, .c = c};
+    J.ignore = ignore_index;
+    gc_parallel_range(n, 1, (double)n * (double)c * GC_SM_NS, GC_FN(ce_forward_rows), &J);
 }
 
-/* out[i, j] = grad_loss[i] (exp(logits[i, j] - lse[i]) - (j == target[i])); 0 on ignored rows.
- * out may equal logits exactly. */
-void GC_FN(gc_cross_entropy_backward)(const GC_T *logits, const int64_t *target, const GC_T *lse,
-                                      const GC_T *grad_loss, GC_T *out, ptrdiff_t n, ptrdiff_t c,
-                                      int64_t ignore_index)
+static void GC_FN(ce_backward_rows)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 {
-    for (ptrdiff_t i = 0; i < n; i++) {
-        const GC_T *row = logits + i * c;
-        GC_T *orow = out + i * c;
-        const int64_t t = target[i];
-        if (t == ignore_index) {
+    const GC_FN(sm_job) *J = (const GC_FN(sm_job) *)ctx;
+    const ptrdiff_t c = J->c;
+    for (ptrdiff_t i = lo; i < hi; i++) {
+        const GC_T *row = J->x + i * c;
+        GC_T *orow = J->out + i * c;
+        const int64_t t = J->target[i];
+        if (t == J->ignore) {
             for (ptrdiff_t j = 0; j < c; j++)
                 orow[j] = (GC_T)0;
             continue;
         }
-        const GC_T g = grad_loss[i], l = lse[i];
+        const GC_T g = J->gl[i], l = J->lse[i];
         for (ptrdiff_t j = 0; j < c; j++)
-            orow[j] = g * GC_M(exp)(row[j] - l);
+            orow[j] = row[j] - l;
+        GC_FN(exp_array)(orow, orow, c);
+        for (ptrdiff_t j = 0; j < c; j++)
+            orow[j] *= g;
         orow[t] -= g;
     }
+}
+
+/* out[i, j] = grad_loss[i] (exp(logits[i, j] - lse[i]) - (j == target[i])); 0 on ignored rows.
+ * out may equal logits exactly (each row is read before it is written). */
+void GC_FN(gc_cross_entropy_backward)(const GC_T *logits, const int64_t *target, const GC_T *lse,
+                                      const GC_T *grad_loss, GC_T *out, ptrdiff_t n, ptrdiff_t c,
+                                      int64_t ignore_index)
+{
+    GC_FN(sm_job) J = {.x = logits, .target = target, .lse = lse, .gl = grad_loss, .out = out};
+    J.c = c;
+    J.ignore = ignore_index;
+    gc_parallel_range(n, 1, (double)n * (double)c * GC_SM_NS, GC_FN(ce_backward_rows), &J);
 }
 
 #endif

@@ -6,9 +6,6 @@
 #include "isa.h"
 #include "kernels.h"
 
-/* Parallel regions only for work of at least ~50 us: each thread gets >= GC_UNARY_GRAIN ns. */
-#define GC_UNARY_GRAIN 25000.0
-
 /* Estimated ns per element, for the threading decision (memory-bound ops ~0.3 ns). */
 static double gc_unary_cost(int op, int vectorized)
 {
@@ -145,28 +142,19 @@ typedef struct {
     int op;
     const GC_T *x, *grad, *saved;
     GC_T *out;
-    ptrdiff_t n;
 } GC_FN(unary_job);
 
-static void GC_FN(unary_task)(void *ctx, int t, int nt)
+static void GC_FN(unary_task)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 {
     const GC_FN(unary_job) *J = (const GC_FN(unary_job) *)ctx;
-    ptrdiff_t lo, hi;
-    gc_split(J->n, 64, t, nt, &lo, &hi);
-    if (hi > lo)
-        GC_FN(unary_range)(J->op, J->x + lo, J->out + lo, hi - lo);
+    GC_FN(unary_range)(J->op, J->x + lo, J->out + lo, hi - lo);
 }
 
 void GC_FN(gc_unary)(int op, const GC_T *x, GC_T *out, ptrdiff_t n)
 {
-    const int nt = gc_threads_for((double)n * gc_unary_cost(op, GC_VUNARY(op) != NULL),
-                                  GC_UNARY_GRAIN);
-    if (nt <= 1) {
-        GC_FN(unary_range)(op, x, out, n);
-        return;
-    }
-    GC_FN(unary_job) J = {.op = op, .x = x, .out = out, .n = n};
-    gc_parallel(GC_FN(unary_task), &J, nt);
+    GC_FN(unary_job) J = {.op = op, .x = x, .out = out};
+    gc_parallel_range(n, 64, (double)n * gc_unary_cost(op, GC_VUNARY(op) != NULL),
+                      GC_FN(unary_task), &J);
 }
 
 #define GC_BACKWARD_LOOP(EXPR)                                                                    \
@@ -190,25 +178,17 @@ static void GC_FN(unary_backward_range)(int op, const GC_T *grad, const GC_T *sa
 }
 #undef GC_BACKWARD_LOOP
 
-static void GC_FN(unary_backward_task)(void *ctx, int t, int nt)
+static void GC_FN(unary_backward_task)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 {
     const GC_FN(unary_job) *J = (const GC_FN(unary_job) *)ctx;
-    ptrdiff_t lo, hi;
-    gc_split(J->n, 64, t, nt, &lo, &hi);
-    if (hi > lo)
-        GC_FN(unary_backward_range)(J->op, J->grad + lo, J->saved + lo, J->out + lo, hi - lo);
+    GC_FN(unary_backward_range)(J->op, J->grad + lo, J->saved + lo, J->out + lo, hi - lo);
 }
 
 void GC_FN(gc_unary_backward)(int op, const GC_T *grad, const GC_T *saved, GC_T *out, ptrdiff_t n)
 {
     const double cost = (op == GC_UNARY_GELU || op == GC_UNARY_GELU_TANH) ? 10.0 : 0.4;
-    const int nt = gc_threads_for((double)n * cost, GC_UNARY_GRAIN);
-    if (nt <= 1) {
-        GC_FN(unary_backward_range)(op, grad, saved, out, n);
-        return;
-    }
-    GC_FN(unary_job) J = {.op = op, .grad = grad, .saved = saved, .out = out, .n = n};
-    gc_parallel(GC_FN(unary_backward_task), &J, nt);
+    GC_FN(unary_job) J = {.op = op, .grad = grad, .saved = saved, .out = out};
+    gc_parallel_range(n, 64, (double)n * cost, GC_FN(unary_backward_task), &J);
 }
 
 #undef GC_C

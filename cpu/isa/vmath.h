@@ -116,7 +116,8 @@ static inline VF vm_tanh(VF x)
     const VF q0 = vf_div(VM_C(2.0f), dh);
     const VF q = vf_add(q0, vf_div(vf_fnma(q0, dl, vf_fnma(q0, dh, VM_C(2.0f))), dh));
     const VF big = vf_or(vf_sub(VM_C(1.0f), q), sign);
-    return vf_blend(vf_lt(ax, VM_C(0.625f)), big, small); /* NaN: big is NaN */
+    const VF r = vf_blend(vf_lt(ax, VM_C(0.625f)), big, small); /* NaN: big is NaN */
+    return vf_blend(vf_eq(x, VM_C(0.0f)), r, x);                /* -0 stays -0 */
 }
 
 /* ---- sigmoid ---------------------------------------------------------------------------------
@@ -172,6 +173,7 @@ static inline VF vm_gelu(VF x)
     VF r = vf_blend(vf_lt(x, VM_C(0.0f)), pos, neg);
     r = vf_blend(vf_eq(x, VM_C(INFINITY)), r, x);           /* inf * 0 inside */
     r = vf_blend(vf_eq(x, VM_C(-INFINITY)), r, VM_C(-0.0f)); /* the limit, -0 */
+    r = vf_blend(vf_eq(x, VM_C(0.0f)), r, x);                /* +-0 keep their sign */
     return vf_blend(vf_isnan(x), r, x);
 }
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as D
+from ..._cpu import data_ptr as _data_ptr
 from ...errors import DeviceError
 from .kernels import KERNELS
 
@@ -24,7 +25,7 @@ def empty_array(shape: tuple, npdtype) -> np.ndarray:
         n *= s
     nbytes = n * npdtype.itemsize
     buf = np.empty(nbytes + ALIGN, np.uint8)
-    off = (-buf.ctypes.data) % ALIGN
+    off = (-_data_ptr(buf)) % ALIGN
     # buf[off:][:nbytes], not buf[off:off + nbytes]: numpy drops the offset of an empty slice.
     return buf[off:][:nbytes].view(npdtype).reshape(shape)
 

@@ -33,6 +33,7 @@ class VulkanBackend:
         self.ctx = ctx
         self.kernels = KERNELS
         self.align = max(16, ctx.limits["minStorageBufferOffsetAlignment"])
+        self.max_range = ctx.limits["maxStorageBufferRange"]
 
     # ----------------------------------------------------------------------------- memory
     def empty_array(self, shape: tuple, npdtype) -> np.ndarray:
@@ -48,20 +49,23 @@ class VulkanBackend:
         blk, byte_off = self.ctx.memory.locate(arr)
         item = arr.itemsize
         lo = hi = 0
-        for s, st in zip(arr.shape, arr.strides):
-            if s == 0:
-                lo = hi = 0
-                break
-            if st < 0:
-                lo += (s - 1) * st
-            else:
-                hi += (s - 1) * st
+        if arr.flags.c_contiguous:
+            hi = arr.nbytes - item if arr.size else 0
+        else:
+            for s, st in zip(arr.shape, arr.strides):
+                if s == 0:
+                    lo = hi = 0
+                    break
+                if st < 0:
+                    lo += (s - 1) * st
+                else:
+                    hi += (s - 1) * st
         start = byte_off + lo
         end = byte_off + hi + item
         bind_off = (start // self.align) * self.align
         size = max(end - bind_off, 4)
         size = -(-size // 4) * 4
-        if size > self.ctx.limits["maxStorageBufferRange"]:
+        if size > self.max_range:
             raise DeviceError(
                 f"a tensor of {arr.nbytes / 2**20:.0f} MiB exceeds this device's largest "
                 f"storage binding ({self.ctx.limits['maxStorageBufferRange'] / 2**20:.0f} MiB); "
@@ -74,7 +78,7 @@ class VulkanBackend:
         op.bind_size = min(size, blk.size - bind_off)
         op.offset = (byte_off - bind_off) // item
         op.shape = arr.shape
-        op.strides = tuple(st // item for st in arr.strides)
+        op.strides = tuple([st // item for st in arr.strides])
         op.arr = arr
         return op
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import threading
 
 from ...errors import DeviceError
@@ -36,10 +37,16 @@ class Context:
         if fam is None:
             raise DeviceError(f"Vulkan device {info.name} has no compute queue")
         self.queue_family = fam
+        # Push descriptors let a dispatch bind its buffers with one command instead of
+        # allocating and writing a descriptor set (the largest per-dispatch cost on the host).
+        exts = {e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(phys, None)}
+        enabled = ["VK_KHR_push_descriptor"] if "VK_KHR_push_descriptor" in exts else []
         self.device = vk.vkCreateDevice(
             phys,
             vk.VkDeviceCreateInfo(
                 sType=vk.VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+                enabledExtensionCount=len(enabled),
+                ppEnabledExtensionNames=enabled or None,
                 queueCreateInfoCount=1,
                 pQueueCreateInfos=[
                     vk.VkDeviceQueueCreateInfo(
@@ -53,6 +60,11 @@ class Context:
             None,
         )
         self.queue = vk.vkGetDeviceQueue(self.device, fam, 0)
+        self.push_descriptor = None  # a raw cffi function pointer when the extension is on
+        if enabled and os.environ.get("GPUCORE_VULKAN_PUSH_DESCRIPTORS", "1") != "0":
+            ptr = vk.lib.vkGetDeviceProcAddr(self.device, b"vkCmdPushDescriptorSetKHR")
+            if ptr != vk.ffi.NULL:
+                self.push_descriptor = vk.ffi.cast("PFN_vkCmdPushDescriptorSetKHR", ptr)
         self.command_pool = vk.vkCreateCommandPool(
             self.device,
             vk.VkCommandPoolCreateInfo(
@@ -67,7 +79,7 @@ class Context:
         self.subgroup_size = self._subgroup_size()
         self.is_cpu = info.type == "cpu"
         self.memory = Allocator(vk, phys, self.device, self.limits)
-        self.pipelines = PipelineCache(vk, self.device)
+        self.pipelines = PipelineCache(vk, self.device, push_descriptors=self.push_descriptor is not None)
         self.stream = Stream(self)
         self.bytes_uploaded = 0
         self.bytes_downloaded = 0

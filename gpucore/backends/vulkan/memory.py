@@ -20,6 +20,7 @@ import weakref
 
 import numpy as np
 
+from ..._cpu import data_ptr as _data_ptr
 from ...errors import DeviceError
 
 BLOCK_SIZE = 64 << 20
@@ -254,7 +255,7 @@ class Allocator:
 
     def locate(self, arr: np.ndarray):
         """(block, byte offset of arr's first element) for an array over device memory."""
-        ptr = arr.__array_interface__["data"][0]
+        ptr = _data_ptr(arr)
         i = bisect.bisect_right(self._starts, ptr) - 1
         if i >= 0:
             blk = self._by_start[i]
@@ -263,7 +264,7 @@ class Allocator:
         raise DeviceError("internal: array is not in Vulkan device memory")
 
     def owns(self, arr: np.ndarray) -> bool:
-        ptr = arr.__array_interface__["data"][0]
+        ptr = _data_ptr(arr)
         i = bisect.bisect_right(self._starts, ptr) - 1
         return i >= 0 and ptr <= self._by_start[i].base_ptr + self._by_start[i].size
 

@@ -33,9 +33,10 @@ class Pipeline:
 class PipelineCache:
     """Creates and caches pipelines; counts creations and the time they took."""
 
-    def __init__(self, vk, device):
+    def __init__(self, vk, device, push_descriptors: bool = False):
         self.vk = vk
         self.device = device
+        self.push_descriptors = push_descriptors
         self.lock = threading.Lock()
         self.pipelines: dict = {}
         self.modules: dict = {}
@@ -83,6 +84,9 @@ class PipelineCache:
                 self.device,
                 vk.VkDescriptorSetLayoutCreateInfo(
                     sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+                    flags=vk.VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR
+                    if self.push_descriptors
+                    else 0,
                     bindingCount=nbindings,
                     pBindings=bindings,
                 ),

@@ -195,12 +195,6 @@ class Stream:
             cmd = f.cmd
             if self._hazard(bindings):
                 self._barrier(cmd)
-            self._c_alloc.descriptorPool = f.desc_pool
-            self._c_layout[0] = pipeline.set_layout
-            res = lib.vkAllocateDescriptorSets(dev, self._c_alloc, self._c_set)
-            if res != 0:
-                raise DeviceError(f"vkAllocateDescriptorSets failed with VkResult {res}")
-            dset = self._c_set[0]
             n = len(bindings)
             for i in range(n):
                 blk, off, size, _ = bindings[i]
@@ -208,12 +202,24 @@ class Stream:
                 info.buffer = blk.buffer
                 info.offset = off
                 info.range = size
-                self._c_writes[i].dstSet = dset
-            lib.vkUpdateDescriptorSets(dev, n, self._c_writes, 0, ffi.NULL)
+            push_desc = self.ctx.push_descriptor
+            if push_desc is None:
+                self._c_alloc.descriptorPool = f.desc_pool
+                self._c_layout[0] = pipeline.set_layout
+                res = lib.vkAllocateDescriptorSets(dev, self._c_alloc, self._c_set)
+                if res != 0:
+                    raise DeviceError(f"vkAllocateDescriptorSets failed with VkResult {res}")
+                dset = self._c_set[0]
+                for i in range(n):
+                    self._c_writes[i].dstSet = dset
+                lib.vkUpdateDescriptorSets(dev, n, self._c_writes, 0, ffi.NULL)
             lib.vkCmdBindPipeline(cmd, self._bind_compute, pipeline.handle)
-            lib.vkCmdBindDescriptorSets(
-                cmd, self._bind_compute, pipeline.layout, 0, 1, self._c_set, 0, ffi.NULL
-            )
+            if push_desc is None:
+                lib.vkCmdBindDescriptorSets(
+                    cmd, self._bind_compute, pipeline.layout, 0, 1, self._c_set, 0, ffi.NULL
+                )
+            else:
+                push_desc(cmd, self._bind_compute, pipeline.layout, 0, n, self._c_writes)
             if push is not None and push.nbytes:
                 lib.vkCmdPushConstants(
                     cmd, pipeline.layout, self._stage_compute, 0, push.nbytes,
