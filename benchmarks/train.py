@@ -288,28 +288,33 @@ def run_case(name: str, args) -> tuple[list[str], object]:
     if not args.no_profile:
         settle()
         step = steps["gpucore"]
+        n = args.profile_steps
         with gpucore.profiler() as p:
             t = time.perf_counter()
-            step()
-            wall = time.perf_counter() - t
-        profile = (title, p, wall, med["gpucore"])
+            for _ in range(n):
+                step()
+            wall = (time.perf_counter() - t) / n
+        profile = (title, p, n, wall, med["gpucore"])
     return row, profile
 
 
-def print_profile(title: str, p, wall: float, median: float) -> None:
+def print_profile(title: str, p, steps: int, wall: float, median: float) -> None:
+    """Per-step averages over the ``steps`` profiled steps."""
     rows = p.summary()  # (op, backend, calls, cpu_ms, gpu_ms, dispatches), by total time
-    in_ops = sum(r[3] for r in rows)
-    calls = sum(r[2] for r in rows)
+    in_ops = sum(r[3] for r in rows) / steps
+    calls = sum(r[2] for r in rows) // steps
     print(f"\n#### {title}\n")
     rest = max(0.0, wall * 1e3 - in_ops)
-    print(f"One profiled step: {wall * 1e3:.2f} ms (timed median {median * 1e3:.2f} ms); "
-          f"{calls} op calls take {in_ops:.2f} ms, the other {rest:.2f} ms is Python, autograd "
-          "and allocation outside the ops.\n")
+    print(f"Profiled step (mean of {steps}): {wall * 1e3:.2f} ms (timed median "
+          f"{median * 1e3:.2f} ms); its {calls} op calls take {in_ops:.2f} ms, the other "
+          f"{rest:.2f} ms is Python, autograd and allocation outside the ops.\n")
     out = []
     for op, be, n, cpu_ms, _gpu, _nd in rows:
-        share = cpu_ms / (wall * 1e3) if wall > 0 else 0.0
-        out.append([op, be, str(n), f"{cpu_ms:.3f}", f"{share:.0%}"])
-    print(table(["op", "backend", "calls", "ms", "share of step"], out, left=2))
+        ms = cpu_ms / steps
+        share = ms / (wall * 1e3) if wall > 0 else 0.0
+        out.append([op, be, str(n // steps), f"{ms:.3f}", f"{share:.0%}"])
+    print(table(["op", "backend", "calls per step", "ms per step", "share of step"], out,
+                left=2))
 
 
 def main(argv=None) -> int:
@@ -323,10 +328,12 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, help="untimed steps per library (default 10, quick 3)")
     ap.add_argument("--rounds", type=int, help="blocks per library (default 3, quick 2)")
     ap.add_argument("--steps", type=int, help="timed steps per block (default 30, quick 8)")
+    ap.add_argument("--profile-steps", type=int, help="profiled steps (default 5, quick 2)")
     args = ap.parse_args(argv)
     args.warmup = args.warmup or (3 if args.quick else 10)
     args.rounds = args.rounds or (2 if args.quick else 3)
     args.steps = args.steps or (8 if args.quick else 30)
+    args.profile_steps = args.profile_steps or (2 if args.quick else 5)
     if args.no_torch:
         torch = None
     if torch is not None:
@@ -369,7 +376,7 @@ def main(argv=None) -> int:
     print(f"\nTotal {time.perf_counter() - t0:.0f} s.")
     print(load_note(share.others(), "during the run"))
     if profiles:
-        print("\n### Where a gpucore step spends its time (gpucore.profiler(), one step)")
+        print("\n### Where a gpucore step spends its time (gpucore.profiler())")
         for prof in profiles:
             print_profile(*prof)
     return 1 if any(r[5].startswith("MISMATCH") for r in rows) else 0

@@ -156,8 +156,47 @@ class VulkanBackend:
         ins = [self.to_device(t) for t in inputs]
         outs = [self.empty_array(shape, dt.np) for shape, dt in specs]
         self.ctx.stream.label = op.name
-        fn(self, outs if multi else outs[0], *ins, **attrs)
+        if not multi and getattr(fn, "chunk_rows", False) and self._too_big(outs[0], ins):
+            self._run_in_bands(fn, outs[0], ins, attrs)
+        else:
+            fn(self, outs if multi else outs[0], *ins, **attrs)
         return tuple(Tensor._wrap(o, dt, dev=self) for o, (_, dt) in zip(outs, specs))
+
+    def _too_big(self, out, ins) -> bool:
+        lim = self.max_range - self.align
+        return out.nbytes > lim or any(a.nbytes > lim for a in ins)
+
+    def _run_in_bands(self, fn, out, ins, attrs):
+        """Run a row-wise kernel on bands of rows that each fit one storage binding.
+
+        Band starts are 256-byte aligned in every full-size operand, so kernels that write
+        whole 32-bit words (packed bools) never touch a neighbouring band."""
+        import math
+
+        if out.ndim == 0:
+            fn(self, out, *ins, **attrs)
+            return
+        rows = out.shape[0]
+        full = [a for a in ins if a.ndim == out.ndim and a.shape[0] == rows and rows > 1]
+        row_bytes = max([out.nbytes // max(rows, 1)] + [
+            abs(a.strides[0]) if a.flags.c_contiguous else a.nbytes // rows for a in full
+        ])
+        if row_bytes == 0:
+            fn(self, out, *ins, **attrs)
+            return
+        band = (self.max_range - 2 * self.align) // row_bytes
+        step = 256 // math.gcd(256, max(1, out.nbytes // rows))
+        band = (band // step) * step
+        if band < 1:
+            raise DeviceError(
+                f"one row of {row_bytes} bytes exceeds this device's largest storage binding "
+                f"({self.max_range} bytes); run this op on the CPU (gpucore.device_policy('cpu'))"
+            )
+        for i in range(0, rows, band):
+            j = min(rows, i + band)
+            sub = [a[i:j] if (a.ndim == out.ndim and a.shape[0] == rows and rows > 1) else a
+                   for a in ins]
+            fn(self, out[i:j], *sub, **attrs)
 
     def to_device(self, t) -> np.ndarray:
         if t._dev is self:

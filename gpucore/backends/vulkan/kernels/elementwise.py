@@ -14,7 +14,17 @@ from __future__ import annotations
 import numpy as np
 
 from .... import dtypes as D
-from . import _accepts_words, _push, contiguous, copy_array, groups_1d, kernel, launch, local_size
+from . import (
+    KERNELS,
+    _accepts_words,
+    _push,
+    contiguous,
+    copy_array,
+    groups_1d,
+    kernel,
+    launch,
+    local_size,
+)
 
 # ----------------------------------------------------------------------------- unary
 _UNARY_CODES = {
@@ -286,3 +296,9 @@ def _where(be, out, cond, a, b):
     push = _WHERE_PUSH.pack([n, len(sh), oc.offset, oa.offset, ob.offset, oy.offset], sh, st)
     _dispatch(be, "where", (), [(cond, oc, False), (a, oa, False), (b, ob, False), (out, oy, True)],
               push, groups_1d(n, local_size(be)))
+
+
+# Every kernel here maps row i of its output to row i of its inputs (or to a broadcast input),
+# so the backend may split tensors larger than one storage binding into bands of rows.
+for _fn in {KERNELS[n] for n in list(KERNELS) if KERNELS[n].__module__ == __name__}:
+    _fn.chunk_rows = True

@@ -1,20 +1,26 @@
 """GEMM: batched matrix products with a fused epilogue (shaders/gemm.comp).
 
-``gemm(be, out, a, b, ...)`` is the entry point for every matrix product on the device: the
-registry's ``matmul`` kernel below and layers that fuse bias + activation into the product. It
-records dispatches and returns at once; it never allocates except for the rare operand that has to
-be made contiguous (negative strides, an ``out`` without unit column stride).
+``gemm(be, out, a, b, *, alpha, beta, bias, activation, variant)`` is the entry point for every
+matrix product on the device: the registry's ``matmul`` kernel below, and layers that fuse bias +
+activation into the product (Linear). It records dispatches and returns at once; it allocates only
+for the rare operand that must be copied (negative strides, an ``out`` the shader cannot write in
+place, the previous ``out`` when ``beta != 0``).
 
 Variants (one shader family, specialization constant VARIANT):
 
 - ``regblock``: register-blocked, no shared memory, no barriers; values of A handed round a
   subgroup with subgroupShuffle. For CPU-type devices (lavapipe), where barriers and storage loads
-  are expensive and a register permute is cheap.
+  are expensive and a register permute is cheap. Needs the device's reported subgroup size to be
+  the one shaders run with (true on lavapipe; GPUs that vary it per pipeline would need
+  VK_EXT_subgroup_size_control), so 'auto' only picks it on CPU-type devices.
 - ``tiled``: BM x BN blocks, BK-deep A/B tiles in shared memory, register micro-tiles, vec4 global
-  loads where aligned. For GPUs.
+  loads where aligned. For GPUs; a tile size is enabled only when its shared memory and
+  invocation count fit the device's limits.
 
 ``variant=None`` picks per device (``ctx.is_cpu`` and subgroup shuffles -> regblock) and the tile
 configuration per shape; GPUCORE_VULKAN_GEMM=tiled|regblock forces one (tests and benchmarks).
+Every (variant, tile, load mode) is its own pipeline: lavapipe compiles one in 0.4-3 s on first
+use (Mesa's on-disk shader cache makes later processes fast), so the set is kept small.
 """
 
 from __future__ import annotations
