@@ -10,9 +10,10 @@ Run from the repository root after ``python setup.py build_ext --inplace``::
 gpucore uses its thread pool (GPUCORE_NUM_THREADS, default all CPUs; GPUCORE_CPU_ISA forces an
 instruction set); numpy uses OpenBLAS's default threads.  OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
 halve numpy's speed on our machines and are read when OpenBLAS loads, so if either is set the
-script re-executes itself without them before importing numpy.  Each shape is timed in
-alternating rounds (gpucore, numpy, gpucore, ...) and the median of the rounds is reported, so
-background load hits both columns alike.  Ratio = gpucore GFLOP/s / numpy GFLOP/s.
+script re-executes itself without them before importing numpy.  Every shape is timed in
+alternating blocks (all shapes with gpucore, a 0.3 s pause, all shapes with numpy, a pause, ...:
+a library's spinning worker threads would otherwise slow the other) and the median over the
+rounds is reported.  Ratio = gpucore GFLOP/s / numpy GFLOP/s.
 """
 
 from __future__ import annotations
@@ -55,30 +56,44 @@ def _time(fn, min_time):
         n = max(2 * n, int(n * min_time / max(dt, 1e-9) * 1.2))
 
 
-def bench_shape(m, k, n, dtype, ta, tb, rounds, min_time):
-    r = np.random.default_rng(0)
-    a = r.standard_normal((k, m) if ta else (m, k)).astype(dtype)
-    b = r.standard_normal((n, k) if tb else (k, n)).astype(dtype)
-    c = np.empty((m, n), dtype)
-    ref = np.empty((m, n), dtype)
-    oa = a.T if ta else a
-    ob = b.T if tb else b
+class Case:
+    """One GEMM shape: gpucore and numpy callables over the same operands."""
 
-    def ours():
-        _cpu.gemm(a, b, c, 1, m, n, k, ta, tb, 1.0, 0.0, 0, 0, 0)
+    def __init__(self, m, k, n, dtype, ta, tb):
+        r = np.random.default_rng(0)
+        self.m, self.k, self.n, self.ta, self.tb = m, k, n, ta, tb
+        self.a = r.standard_normal((k, m) if ta else (m, k)).astype(dtype)
+        self.b = r.standard_normal((n, k) if tb else (k, n)).astype(dtype)
+        self.c = np.empty((m, n), dtype)
+        self.ref = np.empty((m, n), dtype)
+        self.oa = self.a.T if ta else self.a
+        self.ob = self.b.T if tb else self.b
+        self.times = {"gpucore": [], "numpy": []}
 
-    def theirs():
-        np.matmul(oa, ob, out=ref)
+    def ours(self):
+        _cpu.gemm(
+            self.a, self.b, self.c, 1, self.m, self.n, self.k, self.ta, self.tb, 1.0, 0.0, 0, 0, 0
+        )
 
-    ours()
-    theirs()
-    err = float(np.abs(c.astype(np.float64) - ref).max() / max(np.abs(ref).max(), 1e-30))
-    g, t = [], []
-    for _ in range(rounds):
-        g.append(_time(ours, min_time))
-        t.append(_time(theirs, min_time))
-    flop = 2.0 * m * n * k
-    return flop / statistics.median(g) / 1e9, flop / statistics.median(t) / 1e9, err
+    def theirs(self):
+        np.matmul(self.oa, self.ob, out=self.ref)
+
+    def error(self):
+        self.ours()
+        self.theirs()
+        d = np.abs(self.c.astype(np.float64) - self.ref)
+        return float(d.max() / max(np.abs(self.ref).max(), 1e-30))
+
+    def gflops(self, lib, stat):
+        t = min(self.times[lib]) if stat == "best" else statistics.median(self.times[lib])
+        return 2.0 * self.m * self.n * self.k / t / 1e9
+
+
+def run_block(cases, lib, min_time):
+    """Times every case with one library, then pauses so its spinning threads go to sleep."""
+    for c in cases:
+        c.times[lib].append(_time(c.ours if lib == "gpucore" else c.theirs, min_time))
+    time.sleep(0.3)
 
 
 def main(argv=None):
@@ -88,9 +103,17 @@ def main(argv=None):
     p.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     p.add_argument("--sizes", type=int, nargs="*", help="square sizes (default 64..2048)")
     p.add_argument("--no-mlp", action="store_true", help="skip the MLP shapes")
+    p.add_argument("--rounds", type=int, help="alternating rounds (default 7, 3 with --quick)")
+    p.add_argument(
+        "--stat",
+        default="median",
+        choices=["median", "best"],
+        help="per-shape statistic over the rounds (best: on a shared, busy machine)",
+    )
     args = p.parse_args(argv)
     dtype = np.dtype(args.dtype).type
     rounds, min_time = (3, 0.02) if args.quick else (7, 0.05)
+    rounds = args.rounds or rounds
 
     info = _cpu.info()
     g = info["gemm"][args.dtype]
@@ -98,23 +121,27 @@ def main(argv=None):
         f"gpucore isa={info['isa']} threads={info['threads']} kernel={g['kernel']} "
         f"MC={g['mc']} KC={g['kc']} NC={g['nc']}; caches L1d={info['caches']['l1d'] // 1024}K "
         f"L2={info['caches']['l2'] // 1024}K L3={info['caches']['l3'] // 1024}K; "
-        f"numpy {np.__version__}; {args.dtype}; median of {rounds} alternating rounds"
+        f"numpy {np.__version__}; {args.dtype}; {args.stat} of {rounds} rounds"
     )
     shapes = [(s, s, s) for s in (args.sizes or SQUARES)]
     if not args.no_mlp:
         shapes += MLP
     trans = [(0, 0)] + ([(0, 1), (1, 0), (1, 1)] if args.trans else [])
+    cases = [Case(m, k, n, dtype, ta, tb) for m, k, n in shapes for ta, tb in trans]
+    errors = [c.error() for c in cases]
+    time.sleep(0.3)
+    for _ in range(rounds):  # alternating blocks: gpucore, pause, numpy, pause
+        run_block(cases, "gpucore", min_time)
+        run_block(cases, "numpy", min_time)
     print()
     print("| M x K x N | ta tb | gpucore GFLOP/s | numpy GFLOP/s | ratio | max rel err |")
     print("|---|---|---:|---:|---:|---:|")
-    for m, k, n in shapes:
-        for ta, tb in trans:
-            ours, theirs, err = bench_shape(m, k, n, dtype, ta, tb, rounds, min_time)
-            print(
-                f"| {m}x{k}x{n} | {ta} {tb} | {ours:.1f} | {theirs:.1f} | {ours / theirs:.2f} "
-                f"| {err:.1e} |",
-                flush=True,
-            )
+    for c, err in zip(cases, errors):
+        ours, theirs = c.gflops("gpucore", args.stat), c.gflops("numpy", args.stat)
+        print(
+            f"| {c.m}x{c.k}x{c.n} | {c.ta} {c.tb} | {ours:.1f} | {theirs:.1f} "
+            f"| {ours / theirs:.2f} | {err:.1e} |"
+        )
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
  * execute an instruction the CPU could lack. */
 #define _GNU_SOURCE
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -224,5 +225,16 @@ int gc_cpu_init(const char *forced, char *err, size_t errlen)
     detect_caches(&gc_cache_info);
     set_blocking(&gc_blk_f32, gc_isa.mr_f32, gc_isa.nr_f32, sizeof(float), &gc_cache_info);
     set_blocking(&gc_blk_f64, gc_isa.mr_f64, gc_isa.nr_f64, sizeof(double), &gc_cache_info);
+    /* tuning knob: GPUCORE_GEMM_BLOCKING="mc,kc,nc" (float32 elements; float64 gets half kc, nc) */
+    const char *ov = getenv("GPUCORE_GEMM_BLOCKING");
+    long mc, kc, nc;
+    if (ov && sscanf(ov, "%ld,%ld,%ld", &mc, &kc, &nc) == 3 && mc > 0 && kc > 0 && nc > 0) {
+        gc_blk_f32.mc = clampz(mc / gc_blk_f32.mr * gc_blk_f32.mr, gc_blk_f32.mr, 1 << 16);
+        gc_blk_f32.kc = clampz(kc & ~7L, 8, 1 << 14);
+        gc_blk_f32.nc = clampz(nc / gc_blk_f32.nr * gc_blk_f32.nr, gc_blk_f32.nr, 1 << 16);
+        gc_blk_f64.mc = clampz(mc / gc_blk_f64.mr * gc_blk_f64.mr, gc_blk_f64.mr, 1 << 16);
+        gc_blk_f64.kc = clampz((kc / 2) & ~7L, 8, 1 << 14);
+        gc_blk_f64.nc = clampz(nc / 2 / gc_blk_f64.nr * gc_blk_f64.nr, gc_blk_f64.nr, 1 << 16);
+    }
     return 0;
 }

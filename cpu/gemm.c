@@ -31,6 +31,8 @@
 
 /* Minimum work per thread, in flops (a parallel region costs a few microseconds). */
 #define GC_GEMM_GRAIN 2.0e6
+/* Row-major B up to this size is read in place by the micro-kernel instead of being packed. */
+#define GC_BDIRECT_BYTES (64.0 * 1024)
 
 /* 16-byte vectors through the compiler's generic vector extensions (SSE2 on x86, NEON on arm64):
  * portable code for the register transposes of the packing. */
@@ -109,6 +111,7 @@ typedef struct {
     const GC_T *bias;
     int relu, act_row; /* act_row: UNARY_* applied per tile row after the kernel, or -1 */
     int ct;            /* C is stored transposed: element (i, j) at c[j*m + i] (swapped mode) */
+    int bdirect;       /* full B panels are read in place (row-major B, small) instead of packed */
     int mr, nr;
     ptrdiff_t mc, kc, nc;
     GC_T *apack[2]; /* double-buffered A block, mc x kc each */
@@ -124,32 +127,47 @@ typedef struct {
  * for i < valid, 0 for valid <= i < w, where X(p, i) = src[p*ld + i] (trans == 0: the panel's
  * rows are contiguous in memory) or src[i*ld + p] (trans == 1: it is stored transposed; moved
  * with 4x4 (float) / 2x2 (double) register transposes). */
+/* rows rows (< GC_VN) of lanes from x[q] to d[(p + q) * w + i] (constant-size moves). */
+static inline void GC_FN(store_lanes)(GC_T *restrict d, const GC_VT *x, int rows)
+{
+    switch (rows) {
+    case 1: memcpy(d, x, sizeof(GC_T)); break;
+    case 2: memcpy(d, x, 2 * sizeof(GC_T)); break;
+    default: memcpy(d, x, 3 * sizeof(GC_T)); break;
+    }
+}
+
 static void GC_FN(pack_panel)(GC_T *restrict d, const GC_T *restrict src, ptrdiff_t ld, int w,
                               ptrdiff_t valid, ptrdiff_t kb, GC_T alpha, int trans)
 {
     const int scale = alpha != (GC_T)1;
+    const GC_VT va = {alpha, alpha GC_VT_REST};
     if (!trans) {
+        /* rows of w: whole vectors, then the tail */
+        const ptrdiff_t vend = valid / GC_VN * GC_VN;
         for (ptrdiff_t p = 0; p < kb; p++) {
             const GC_T *restrict s = src + p * ld;
             GC_T *restrict dp = d + p * w;
-            if (scale) {
-                for (ptrdiff_t i = 0; i < valid; i++)
-                    dp[i] = alpha * s[i];
-            } else {
-                for (ptrdiff_t i = 0; i < valid; i++)
-                    dp[i] = s[i];
+            for (ptrdiff_t i = 0; i < vend; i += GC_VN) {
+                GC_VT x;
+                memcpy(&x, s + i, sizeof x);
+                if (scale)
+                    x *= va;
+                memcpy(dp + i, &x, sizeof x);
             }
+            for (ptrdiff_t i = vend; i < valid; i++)
+                dp[i] = alpha * s[i];
             for (ptrdiff_t i = valid; i < w; i++)
                 dp[i] = (GC_T)0;
         }
         return;
     }
+    /* stored transposed: GC_VN x GC_VN register transposes */
     ptrdiff_t i = 0;
-    const GC_VT va = {alpha, alpha GC_VT_REST};
+    const ptrdiff_t pend = kb / GC_VN * GC_VN;
     for (; i + GC_VN <= valid; i += GC_VN) {
         const GC_T *restrict r = src + i * ld;
-        ptrdiff_t p = 0;
-        for (; p + GC_VN <= kb; p += GC_VN) {
+        for (ptrdiff_t p = 0; p < pend; p += GC_VN) {
             GC_VT x[GC_VN];
             for (int q = 0; q < GC_VN; q++) {
                 memcpy(&x[q], r + q * ld + p, sizeof x[q]);
@@ -160,14 +178,28 @@ static void GC_FN(pack_panel)(GC_T *restrict d, const GC_T *restrict src, ptrdif
             for (int q = 0; q < GC_VN; q++)
                 memcpy(d + (p + q) * w + i, &x[q], sizeof x[q]);
         }
-        for (; p < kb; p++)
+        for (ptrdiff_t p = pend; p < kb; p++)
             for (int q = 0; q < GC_VN; q++)
                 d[p * w + i + q] = alpha * r[q * ld + p];
     }
-    for (; i < valid; i++) {
+    if (i < valid) { /* fewer than GC_VN rows left: zero vectors for the missing ones */
+        const int rows = (int)(valid - i);
         const GC_T *restrict r = src + i * ld;
-        for (ptrdiff_t p = 0; p < kb; p++)
-            d[p * w + i] = alpha * r[p];
+        for (ptrdiff_t p = 0; p < pend; p += GC_VN) {
+            GC_VT x[GC_VN] = {{0}};
+            for (int q = 0; q < rows; q++) {
+                memcpy(&x[q], r + q * ld + p, sizeof x[q]);
+                if (scale)
+                    x[q] *= va;
+            }
+            GC_TRANSPOSE(x);
+            for (int q = 0; q < GC_VN; q++)
+                GC_FN(store_lanes)(d + (p + q) * w + i, &x[q], rows);
+        }
+        for (ptrdiff_t p = pend; p < kb; p++)
+            for (int q = 0; q < rows; q++)
+                d[p * w + i + q] = alpha * r[q * ld + p];
+        i = valid;
     }
     for (; i < w; i++)
         for (ptrdiff_t p = 0; p < kb; p++)
@@ -209,8 +241,9 @@ static void GC_FN(pack_b)(GC_T *restrict dst, const GC_T *restrict b, ptrdiff_t 
 /* One MR x NR tile at c (mv <= mr rows, nv <= nr columns inside the matrix).  In swapped mode
  * (J->ct) the tile is C^T: element (i, j) lives at c[j*ldc + i] and the bias is per row. */
 static inline void GC_FN(gemm_tile)(const GC_FN(gemm_job) * J, const GC_T *ap, const GC_T *bp,
-                                    ptrdiff_t kb, GC_T *c, ptrdiff_t ldc, ptrdiff_t mv,
-                                    ptrdiff_t nv, GC_T beta, const GC_T *bias, int last)
+                                    ptrdiff_t ldb, ptrdiff_t kb, GC_T *c, ptrdiff_t ldc,
+                                    ptrdiff_t mv, ptrdiff_t nv, GC_T beta, const GC_T *bias,
+                                    int last)
 {
     const int mr = J->mr, nr = J->nr;
     const int relu = last && J->relu;
@@ -224,7 +257,7 @@ static inline void GC_FN(gemm_tile)(const GC_FN(gemm_job) * J, const GC_T *ap, c
                 for (ptrdiff_t i = 0; i < mv; i++)
                     t[i * nr + j] = c[j * ldc + i];
         }
-        gc_isa.GC_UKR(kb, ap, bp, t, nr, beta, NULL, 0);
+        gc_isa.GC_UKR(kb, ap, bp, ldb, t, nr, beta, NULL, 0);
         if (last) {
             for (ptrdiff_t i = 0; i < mv; i++) {
                 GC_T *row = t + i * nr;
@@ -244,7 +277,7 @@ static inline void GC_FN(gemm_tile)(const GC_FN(gemm_job) * J, const GC_T *ap, c
         return;
     }
     if (mv == mr && nv == nr) {
-        gc_isa.GC_UKR(kb, ap, bp, c, ldc, beta, bias, relu);
+        gc_isa.GC_UKR(kb, ap, bp, ldb, c, ldc, beta, bias, relu);
     } else {
         _Alignas(64) GC_T t[GC_TILE_MAX];
         _Alignas(64) GC_T tbias[GC_NR_MAX];
@@ -257,7 +290,7 @@ static inline void GC_FN(gemm_tile)(const GC_FN(gemm_job) * J, const GC_T *ap, c
             for (ptrdiff_t j = 0; j < nr; j++)
                 tbias[j] = j < nv ? bias[j] : (GC_T)0;
         }
-        gc_isa.GC_UKR(kb, ap, bp, t, nr, beta, bias ? tbias : NULL, relu);
+        gc_isa.GC_UKR(kb, ap, bp, ldb, t, nr, beta, bias ? tbias : NULL, relu);
         for (ptrdiff_t i = 0; i < mv; i++)
             for (ptrdiff_t j = 0; j < nv; j++)
                 c[i * ldc + j] = t[i * nr + j];
@@ -322,20 +355,24 @@ static void GC_FN(gemm_body)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_
             const GC_T beta = pc == 0 ? J->beta : (GC_T)1;
             for (ptrdiff_t jc = n_lo; jc < n_hi; jc += J->nc) {
                 const ptrdiff_t nb = (n_hi - jc < J->nc) ? n_hi - jc : J->nc;
-                GC_FN(pack_b)(bbuf, b, n, k, J->tb, pc, kb, jc, nb, nr);
+                const ptrdiff_t nfull = J->bdirect ? nb / nr * nr : 0; /* read in place */
+                if (nb > nfull)
+                    GC_FN(pack_b)(bbuf + nfull * kb, b, n, k, J->tb, pc, kb, jc + nfull,
+                                  nb - nfull, nr);
                 for (ptrdiff_t q = q0; q < q1; q++) {
                     const ptrdiff_t i0 = ic + q * mr;
                     const ptrdiff_t mv = (m - i0 < mr) ? m - i0 : mr;
                     const GC_T *ap = ablk + q * mr * kb;
                     for (ptrdiff_t j = 0; j < nb; j += nr) {
                         const ptrdiff_t nv = (nb - j < nr) ? nb - j : nr;
+                        const GC_T *bp = j < nfull ? b + pc * n + jc + j : bbuf + j * kb;
+                        const ptrdiff_t ldb = j < nfull ? n : nr;
                         if (J->ct)
-                            GC_FN(gemm_tile)(J, ap, bbuf + j * kb, kb, c + (jc + j) * m + i0, m,
-                                             mv, nv, beta, J->bias ? J->bias + i0 : NULL, last);
+                            GC_FN(gemm_tile)(J, ap, bp, ldb, kb, c + (jc + j) * m + i0, m, mv,
+                                             nv, beta, J->bias ? J->bias + i0 : NULL, last);
                         else
-                            GC_FN(gemm_tile)(J, ap, bbuf + j * kb, kb, c + i0 * n + jc + j, n,
-                                             mv, nv, beta, J->bias ? J->bias + jc + j : NULL,
-                                             last);
+                            GC_FN(gemm_tile)(J, ap, bp, ldb, kb, c + i0 * n + jc + j, n, mv,
+                                             nv, beta, J->bias ? J->bias + jc + j : NULL, last);
                     }
                 }
             }
@@ -439,6 +476,9 @@ int GC_FN(gc_gemm_ex)(const GC_T *a, const GC_T *b, GC_T *c, ptrdiff_t batch, pt
     J.act_row = (act >= 0 && act != GC_UNARY_RELU) ? act : -1;
     J.mr = GC_BLK.mr;
     J.nr = GC_BLK.nr;
+    /* B read in place when it is row-major and small (cache resident; packing would cost about
+     * as much as using it) */
+    J.bdirect = !trans_b && (double)k * (double)n * sizeof(GC_T) <= GC_BDIRECT_BYTES;
     /* K blocks of near-equal size; M and N blocks no larger than the matrix */
     const ptrdiff_t nkb = (k + GC_BLK.kc - 1) / GC_BLK.kc;
     J.kc = GC_FN(round_up)((k + nkb - 1) / nkb, 8);

@@ -35,16 +35,17 @@ enum { GC_ISA_SCALAR = 0, GC_ISA_SSE2, GC_ISA_AVX2, GC_ISA_AVX512, GC_ISA_COUNT 
  *     relu:       C = (C <= 0) ? 0 : C         (NaN stays NaN, like UNARY_RELU)
  *   a: packed A micro-panel, A[i, p] at a[p * MR + i] (alpha already applied by the packing; rows
  *      past the matrix edge are zero);
- *   b: packed B micro-panel, B[p, j] at b[p * NR + j] (columns past the edge are zero);
+ *   b: B micro-panel, B[p, j] at b[p * ldb + j]: packed (ldb == NR, columns past the edge zero)
+ *      or, for small row-major B, the matrix itself (ldb == n, all NR columns inside it);
  *   c: all MR x NR elements at c[i * ldc + j] are read/written.  The driver runs edge tiles
  *      (fewer than MR rows or NR columns left) through a padded stack tile, so the kernel only
  *      ever sees full tiles and the arithmetic of an element never depends on where its tile is.
- *   a, b and c are 64-byte aligned when ldc * sizeof(T) is (packed panels always are).
+ *   Packed panels are 64-byte aligned; b (when not packed) and c need not be.
  */
-typedef void (*gc_ukr_f32)(ptrdiff_t k, const float *a, const float *b, float *c, ptrdiff_t ldc,
-                           float beta, const float *bias, int relu);
-typedef void (*gc_ukr_f64)(ptrdiff_t k, const double *a, const double *b, double *c,
-                           ptrdiff_t ldc, double beta, const double *bias, int relu);
+typedef void (*gc_ukr_f32)(ptrdiff_t k, const float *a, const float *b, ptrdiff_t ldb, float *c,
+                           ptrdiff_t ldc, float beta, const float *bias, int relu);
+typedef void (*gc_ukr_f64)(ptrdiff_t k, const double *a, const double *b, ptrdiff_t ldb,
+                           double *c, ptrdiff_t ldc, double beta, const double *bias, int relu);
 
 /* y[i] = f(x[i]) for i < n; y may equal x. */
 typedef void (*gc_vfun_f32)(const float *x, float *y, ptrdiff_t n);

@@ -18,7 +18,6 @@
 #define UKR_VT __m512
 #define UKR_VL 16
 #define V_ZERO() _mm512_setzero_ps()
-#define V_LOAD(p) _mm512_load_ps(p)
 #define V_LOADU(p) _mm512_loadu_ps(p)
 #define V_STOREU(p, x) _mm512_storeu_ps(p, x)
 #define V_SET1(x) _mm512_set1_ps(x)
@@ -33,7 +32,6 @@
 #undef UKR_VT
 #undef UKR_VL
 #undef V_ZERO
-#undef V_LOAD
 #undef V_LOADU
 #undef V_STOREU
 #undef V_SET1
@@ -46,7 +44,6 @@
 #define UKR_VT __m512d
 #define UKR_VL 8
 #define V_ZERO() _mm512_setzero_pd()
-#define V_LOAD(p) _mm512_load_pd(p)
 #define V_LOADU(p) _mm512_loadu_pd(p)
 #define V_STOREU(p, x) _mm512_storeu_pd(p, x)
 #define V_SET1(x) _mm512_set1_pd(x)

@@ -5,7 +5,6 @@
 
 #define UKR_UNROLL 1
 #define V_ZERO() 0
-#define V_LOAD(p) (*(p))
 #define V_LOADU(p) (*(p))
 #define V_STOREU(p, x) (*(p) = (x))
 #define V_SET1(x) (x)

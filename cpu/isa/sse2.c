@@ -13,7 +13,6 @@
 #define UKR_VT __m128
 #define UKR_VL 4
 #define V_ZERO() _mm_setzero_ps()
-#define V_LOAD(p) _mm_load_ps(p)
 #define V_LOADU(p) _mm_loadu_ps(p)
 #define V_STOREU(p, x) _mm_storeu_ps(p, x)
 #define V_SET1(x) _mm_set1_ps(x)
@@ -26,7 +25,6 @@
 #undef UKR_VT
 #undef UKR_VL
 #undef V_ZERO
-#undef V_LOAD
 #undef V_LOADU
 #undef V_STOREU
 #undef V_SET1
@@ -39,7 +37,6 @@
 #define UKR_VT __m128d
 #define UKR_VL 2
 #define V_ZERO() _mm_setzero_pd()
-#define V_LOAD(p) _mm_load_pd(p)
 #define V_LOADU(p) _mm_loadu_pd(p)
 #define V_STOREU(p, x) _mm_storeu_pd(p, x)
 #define V_SET1(x) _mm_set1_pd(x)

@@ -2,7 +2,7 @@
  *
  * The including file defines the element type UKR_T, the vector type UKR_VT of UKR_VL lanes, the
  * tile UKR_MR rows x UKR_NV vectors, the name UKR_NAME, and the vector operations:
- *   V_ZERO()  V_LOAD(p) (aligned)  V_LOADU(p)  V_STOREU(p, v)  V_SET1(x)
+ *   V_ZERO()  V_LOADU(p)  V_STOREU(p, v)  V_SET1(x)
  *   V_FMA(a, b, c) = a * b + c     V_ADD(a, b)  V_RELU(x) = (x <= 0) ? 0 : x  V_PREFETCH(p)
  * The accumulators are an array the compiler keeps in registers (loops of constant trip count
  * are fully unrolled at -O2 and above). */
@@ -13,7 +13,7 @@
 #define GC_UKR_UNROLL(n) GC_UKR_UNROLL_(n)
 #endif
 
-static void UKR_NAME(ptrdiff_t k, const UKR_T *restrict a, const UKR_T *restrict b,
+static void UKR_NAME(ptrdiff_t k, const UKR_T *restrict a, const UKR_T *restrict b, ptrdiff_t ldb,
                      UKR_T *restrict c, ptrdiff_t ldc, UKR_T beta, const UKR_T *restrict bias,
                      int relu)
 {
@@ -30,7 +30,7 @@ GC_UKR_UNROLL(UKR_UNROLL)
         UKR_VT bv[UKR_NV];
 #pragma GCC unroll 8
         for (int v = 0; v < UKR_NV; v++)
-            bv[v] = V_LOAD(b + v * UKR_VL);
+            bv[v] = V_LOADU(b + v * UKR_VL);
 #pragma GCC unroll 32
         for (int i = 0; i < UKR_MR; i++) {
             const UKR_VT av = V_SET1(a[i]);
@@ -39,7 +39,7 @@ GC_UKR_UNROLL(UKR_UNROLL)
                 acc[i][v] = V_FMA(av, bv[v], acc[i][v]);
         }
         a += UKR_MR;
-        b += UKR_NV * UKR_VL;
+        b += ldb;
     }
     if (beta == (UKR_T)1) {
 #pragma GCC unroll 32
