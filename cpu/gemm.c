@@ -3,50 +3,73 @@
  *
  * Shared by every ISA (only the register micro-kernel, gc_isa.ukr_*, is ISA-specific):
  *
- *   for ic in M by MC:                        A block  MC x KC  (packed once, shared, ~L3)
- *     for pc in K by KC:                        the threads pack it together, then one barrier
- *       for jc in this thread's columns by NC:  B block  KC x NC  (packed per thread, ~L2)
- *         for ir over this thread's MR-row panels of the A block:
+ *   for ic in M by MC:                      A block  MC x KC  (packed once, shared, ~L3)
+ *     for pc in K by KC:
+ *       for each compute unit (NC-or-less columns x a group of MR-row panels):
+ *         pack its B block  KC x cols  (~L2)
+ *         for ir over the unit's MR-row panels of the A block:
  *           for jr over the NR-column panels of the B block:
  *             micro-kernel: MR x NR tile of C  (the A micro-panel MR x KC stays in L1)
  *
- * Packing folds the transpose flags (and alpha, into A) in and zero-pads the edge panels.  The
- * A block is double-buffered so one barrier per (ic, pc) step suffices.  Threads form a tm x tn
- * grid: tn splits N (aligned to NR), tm splits the MR panels of each A block; a thread's tiles
- * are always on the global MR x NR grid and every C element is summed over k in the same order,
- * so results are bitwise identical for any thread count.  beta applies on the first K block,
- * the bias / activation after the last one, while the tile is in registers (bias, relu) or in L1
- * (the other activations, applied per tile row with the vectorized unary functions).
+ * Packing folds the transpose flags in (and alpha, into A) and zero-pads the edge panels.  The
+ * A block is double-buffered.  Threads claim work through atomic counters, per (ic, pc) step:
+ * first the MR-row panels of the A block to pack, then compute units (a chunk of N columns times
+ * a group of MR panels, each packing its own B block); a thread only waits for work that others
+ * have claimed and are doing (see gemm_item), so a descheduled worker holds nobody up.  Units lie on the global MR x NR
+ * tile grid and every C element is summed over k in the same order, so results are bitwise
+ * identical for any number of threads.  beta applies on the first K block, the bias /
+ * activation after the last one, while the tile is in registers (bias, relu) or in L1 (the
+ * other activations, applied per tile row with the vectorized unary functions).
  *
  * Batch items with a C stride of at least m*n are independent; when one item is too small to
  * split, the items are spread over the threads instead.  Items whose C overlap (sc == 0
  * accumulates) run in order. */
 #ifndef GC_T
 
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "isa.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define GC_SPIN_PAUSE() _mm_pause()
+#else
+#define GC_SPIN_PAUSE() ((void)0)
+#endif
 #include "kernels.h"
+#include "vec.h"
+
+/* Work counters of one (ic, pc) step, on their own cache line. */
+typedef struct {
+    _Alignas(64) atomic_int a_next; /* A panels claimed */
+    atomic_int a_done;              /* A panels packed */
+    atomic_int u_next;              /* compute units claimed */
+    atomic_int u_done;              /* compute units done */
+} gc_gemm_step;
+
+/* Spins until *v >= want (the awaited work is being done by a running thread). */
+static void gc_wait_at_least(atomic_int *v, int want)
+{
+    for (int i = 0; atomic_load_explicit(v, memory_order_acquire) < want; i++) {
+        if (i < 20000)
+            GC_SPIN_PAUSE();
+        else
+            sched_yield();
+    }
+}
 
 /* Minimum work per thread, in flops (a parallel region costs a few microseconds). */
-#define GC_GEMM_GRAIN 2.0e6
+#define GC_GEMM_GRAIN 0.25e6
+/* An A block up to this size stays in L2: compute units may then split N into narrow chunks. */
+#define GC_ABLOCK_SMALL (256.0 * 1024)
+/* Row-major A up to this size is read in place by the micro-kernel instead of being packed. */
+#define GC_ADIRECT_BYTES (256.0 * 1024)
 /* Row-major B up to this size is read in place by the micro-kernel instead of being packed. */
 #define GC_BDIRECT_BYTES (64.0 * 1024)
 
-/* 16-byte vectors through the compiler's generic vector extensions (SSE2 on x86, NEON on arm64):
- * portable code for the register transposes of the packing. */
-typedef float gc_v4f __attribute__((vector_size(16)));
-typedef double gc_v2d __attribute__((vector_size(16)));
-typedef int gc_v4i __attribute__((vector_size(16)));
-typedef long long gc_v2l __attribute__((vector_size(16)));
-#if defined(__clang__)
-#define GC_SHUF4(a, b, i0, i1, i2, i3) __builtin_shufflevector(a, b, i0, i1, i2, i3)
-#define GC_SHUF2(a, b, i0, i1) __builtin_shufflevector(a, b, i0, i1)
-#else
-#define GC_SHUF4(a, b, i0, i1, i2, i3) __builtin_shuffle(a, b, (gc_v4i){i0, i1, i2, i3})
-#define GC_SHUF2(a, b, i0, i1) __builtin_shuffle(a, b, (gc_v2l){i0, i1})
-#endif
 /* In-register transpose of x[0..3] (4 rows of 4 floats) / x[0..1] (2 rows of 2 doubles). */
 #define GC_TRANSPOSE4(x)                                                                          \
     do {                                                                                          \
@@ -67,6 +90,7 @@ typedef long long gc_v2l __attribute__((vector_size(16)));
 #define GC_T float
 #define GC_SFX f32
 #define GC_UKR ukr_f32
+#define GC_UKR_DA ukr_da_f32
 #define GC_BLK gc_blk_f32
 #define GC_VT gc_v4f
 #define GC_VN 4
@@ -76,6 +100,7 @@ typedef long long gc_v2l __attribute__((vector_size(16)));
 #undef GC_T
 #undef GC_SFX
 #undef GC_UKR
+#undef GC_UKR_DA
 #undef GC_BLK
 #undef GC_VT
 #undef GC_VN
@@ -85,6 +110,7 @@ typedef long long gc_v2l __attribute__((vector_size(16)));
 #define GC_T double
 #define GC_SFX f64
 #define GC_UKR ukr_f64
+#define GC_UKR_DA ukr_da_f64
 #define GC_BLK gc_blk_f64
 #define GC_VT gc_v2d
 #define GC_VN 2
@@ -94,6 +120,7 @@ typedef long long gc_v2l __attribute__((vector_size(16)));
 #undef GC_T
 #undef GC_SFX
 #undef GC_UKR
+#undef GC_UKR_DA
 #undef GC_BLK
 #undef GC_VT
 #undef GC_VN
@@ -112,15 +139,21 @@ typedef struct {
     int relu, act_row; /* act_row: UNARY_* applied per tile row after the kernel, or -1 */
     int ct;            /* C is stored transposed: element (i, j) at c[j*m + i] (swapped mode) */
     int bdirect;       /* full B panels are read in place (row-major B, small) instead of packed */
+    int adirect;       /* full A panels are read in place (row-major A, small) instead of packed */
     int mr, nr;
     ptrdiff_t mc, kc, nc;
-    GC_T *apack[2]; /* double-buffered A block, mc x kc each */
-    GC_T *bpack;    /* one kc x nc B block per thread */
-    ptrdiff_t bstride;
-    gc_barrier bar;
-    /* batch mode: items spread over the threads */
+    /* compute units of a step: ncu chunks of wn columns x nmu groups of gm MR-panels */
+    ptrdiff_t wn, gm;
+    int ncu, nmu;
+    /* workspace: the A double buffer, one B block per participant (slot), the step counters;
+     * in batch mode all of it per slot */
+    GC_T *ws;
+    ptrdiff_t asz, bsz, slot_elems;
+    gc_gemm_step *steps;
+    ptrdiff_t nsteps;
+    /* batch mode */
     ptrdiff_t batch, sa, sb, sc;
-    ptrdiff_t slot; /* per-thread workspace elements in batch mode */
+    _Alignas(64) atomic_long next_item;
 } GC_FN(gemm_job);
 
 /* One packed panel of width w (mr for A, nr for B) over kb steps: d[p*w + i] = alpha * X(p, i)
@@ -240,14 +273,22 @@ static void GC_FN(pack_b)(GC_T *restrict dst, const GC_T *restrict b, ptrdiff_t 
 
 /* One MR x NR tile at c (mv <= mr rows, nv <= nr columns inside the matrix).  In swapped mode
  * (J->ct) the tile is C^T: element (i, j) lives at c[j*ldc + i] and the bias is per row. */
-static inline void GC_FN(gemm_tile)(const GC_FN(gemm_job) * J, const GC_T *ap, const GC_T *bp,
-                                    ptrdiff_t ldb, ptrdiff_t kb, GC_T *c, ptrdiff_t ldc,
-                                    ptrdiff_t mv, ptrdiff_t nv, GC_T beta, const GC_T *bias,
-                                    int last)
+static inline void GC_FN(gemm_tile)(const GC_FN(gemm_job) * J, const GC_T *ap, ptrdiff_t lda,
+                                    const GC_T *bp, ptrdiff_t ldb, ptrdiff_t kb, GC_T *c,
+                                    ptrdiff_t ldc, ptrdiff_t mv, ptrdiff_t nv, GC_T beta,
+                                    const GC_T *bias, int last)
 {
     const int mr = J->mr, nr = J->nr;
     const int relu = last && J->relu;
     bias = last ? bias : NULL;
+/* the micro-kernel on packed A (lda == 0) or on A in place */
+#define GC_KERNEL(C, LDC, BETA, BIAS, RELU)                                                       \
+    do {                                                                                          \
+        if (lda)                                                                                  \
+            gc_isa.GC_UKR_DA(kb, ap, lda, bp, ldb, C, LDC, J->alpha, BETA, BIAS, RELU);           \
+        else                                                                                      \
+            gc_isa.GC_UKR(kb, ap, bp, ldb, C, LDC, BETA, BIAS, RELU);                             \
+    } while (0)
     if (J->ct) {
         _Alignas(64) GC_T t[GC_TILE_MAX];
         if (beta != (GC_T)0) {
@@ -257,7 +298,7 @@ static inline void GC_FN(gemm_tile)(const GC_FN(gemm_job) * J, const GC_T *ap, c
                 for (ptrdiff_t i = 0; i < mv; i++)
                     t[i * nr + j] = c[j * ldc + i];
         }
-        gc_isa.GC_UKR(kb, ap, bp, ldb, t, nr, beta, NULL, 0);
+        GC_KERNEL(t, nr, beta, NULL, 0);
         if (last) {
             for (ptrdiff_t i = 0; i < mv; i++) {
                 GC_T *row = t + i * nr;
@@ -277,7 +318,7 @@ static inline void GC_FN(gemm_tile)(const GC_FN(gemm_job) * J, const GC_T *ap, c
         return;
     }
     if (mv == mr && nv == nr) {
-        gc_isa.GC_UKR(kb, ap, bp, ldb, c, ldc, beta, bias, relu);
+        GC_KERNEL(c, ldc, beta, bias, relu);
     } else {
         _Alignas(64) GC_T t[GC_TILE_MAX];
         _Alignas(64) GC_T tbias[GC_NR_MAX];
@@ -290,7 +331,7 @@ static inline void GC_FN(gemm_tile)(const GC_FN(gemm_job) * J, const GC_T *ap, c
             for (ptrdiff_t j = 0; j < nr; j++)
                 tbias[j] = j < nv ? bias[j] : (GC_T)0;
         }
-        gc_isa.GC_UKR(kb, ap, bp, ldb, t, nr, beta, bias ? tbias : NULL, relu);
+        GC_KERNEL(t, nr, beta, bias ? tbias : NULL, relu);
         for (ptrdiff_t i = 0; i < mv; i++)
             for (ptrdiff_t j = 0; j < nv; j++)
                 c[i * ldc + j] = t[i * nr + j];
@@ -299,105 +340,109 @@ static inline void GC_FN(gemm_tile)(const GC_FN(gemm_job) * J, const GC_T *ap, c
         for (ptrdiff_t i = 0; i < mv; i++)
             GC_FN(gc_unary)(J->act_row, c + i * ldc, c + i * ldc, nv);
     }
+#undef GC_KERNEL
 }
 
-/* The thread grid tm x tn for nt threads: the fewest tiles for the busiest thread, preferring
- * to split N (a split of M makes each of the tm threads pack the same B block). */
-static void GC_FN(gemm_grid)(const GC_FN(gemm_job) * J, int nt, int *tm, int *tn)
+/* Compute unit u of the step at (ic, mb): MR panels [q0, q1) x columns [jc, jc + nb). */
+static void GC_FN(gemm_unit)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_T *b, GC_T *c,
+                             const GC_T *ablk, GC_T *bbuf, ptrdiff_t ic, ptrdiff_t mb,
+                             ptrdiff_t pc, ptrdiff_t kb, ptrdiff_t u)
 {
-    const ptrdiff_t pm = (((J->m < J->mc) ? J->m : J->mc) + J->mr - 1) / J->mr;
-    const ptrdiff_t pn = (J->n + J->nr - 1) / J->nr;
-    ptrdiff_t best = -1;
-    *tm = 1;
-    *tn = nt;
-    for (int cn = nt; cn >= 1; cn--) {
-        if (nt % cn)
-            continue;
-        const int cm = nt / cn;
-        /* busiest thread: tiles, plus a little for the duplicated B packing when cm > 1 */
-        const ptrdiff_t w = ((pm + cm - 1) / cm) * ((pn + cn - 1) / cn) * 8 + (cm > 1 ? pn : 0);
-        if (best < 0 || w < best) {
-            best = w;
-            *tm = cm;
-            *tn = cn;
+    const ptrdiff_t m = J->m, n = J->n, k = J->k;
+    const int mr = J->mr, nr = J->nr;
+    const ptrdiff_t npan = (mb + mr - 1) / mr;
+    const ptrdiff_t mg = u / J->ncu, cj = u % J->ncu;
+    const ptrdiff_t q0 = mg * J->gm, q1 = (q0 + J->gm < npan) ? q0 + J->gm : npan;
+    const ptrdiff_t jc = cj * J->wn;
+    if (q0 >= q1 || jc >= n)
+        return;
+    const ptrdiff_t nb = (n - jc < J->wn) ? n - jc : J->wn;
+    const int last = pc + kb >= k;
+    const GC_T beta = pc == 0 ? J->beta : (GC_T)1;
+    const ptrdiff_t nfull = J->bdirect ? nb / nr * nr : 0; /* panels read in place */
+    if (nb > nfull)
+        GC_FN(pack_b)(bbuf + nfull * kb, b, n, k, J->tb, pc, kb, jc + nfull, nb - nfull, nr);
+    for (ptrdiff_t q = q0; q < q1; q++) {
+        const ptrdiff_t i0 = ic + q * mr;
+        const ptrdiff_t mv = (m - i0 < mr) ? m - i0 : mr;
+        const int da = J->adirect && mv == mr; /* A read in place */
+        const GC_T *ap = da ? a + i0 * k + pc : ablk + q * mr * kb;
+        const ptrdiff_t lda = da ? k : 0;
+        for (ptrdiff_t j = 0; j < nb; j += nr) {
+            const ptrdiff_t nv = (nb - j < nr) ? nb - j : nr;
+            const GC_T *bp = j < nfull ? b + pc * n + jc + j : bbuf + j * kb;
+            const ptrdiff_t ldb = j < nfull ? n : nr;
+            if (J->ct)
+                GC_FN(gemm_tile)(J, ap, lda, bp, ldb, kb, c + (jc + j) * m + i0, m, mv, nv,
+                                 beta, J->bias ? J->bias + i0 : NULL, last);
+            else
+                GC_FN(gemm_tile)(J, ap, lda, bp, ldb, kb, c + i0 * n + jc + j, n, mv, nv,
+                                 beta, J->bias ? J->bias + jc + j : NULL, last);
         }
     }
 }
 
-/* One GEMM (one batch item) over nt threads of a region; tid is this thread. */
-static void GC_FN(gemm_body)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_T *b, GC_T *c,
-                             GC_T *apack0, GC_T *apack1, GC_T *bbuf, gc_barrier *bar, int tid,
-                             int nt)
+/* One GEMM (one batch item), run by every participant of a region: A panels and compute units
+ * are claimed from the step counters (zeroed by the caller).  A thread waits (1) for the A block
+ * of its step to be packed, (2) before packing into an A buffer, for the step that last used it,
+ * (3) before computing on a K block after the first, for the previous K block's units (they
+ * update the same C tiles).  Each wait points at earlier work that running threads have claimed
+ * (a thread moves on only when every unit of a step is claimed): no deadlock, whoever joins
+ * late or never. */
+static void GC_FN(gemm_item)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_T *b, GC_T *c,
+                             GC_T *apack0, GC_T *apack1, GC_T *bbuf, gc_gemm_step *steps)
 {
-    const ptrdiff_t m = J->m, n = J->n, k = J->k;
-    const int mr = J->mr, nr = J->nr;
-    int tm = 1, tn = 1;
-    if (nt > 1)
-        GC_FN(gemm_grid)(J, nt, &tm, &tn);
-    const int ti = tid / tn, tj = tid % tn;
-    ptrdiff_t n_lo, n_hi;
-    gc_split(n, nr, tj, tn, &n_lo, &n_hi);
-    int step = 0;
+    const ptrdiff_t m = J->m, k = J->k;
+    const int mr = J->mr;
+    const int units = J->ncu * J->nmu;
+    ptrdiff_t s = 0;
     for (ptrdiff_t ic = 0; ic < m; ic += J->mc) {
         const ptrdiff_t mb = (m - ic < J->mc) ? m - ic : J->mc;
-        const ptrdiff_t npan = (mb + mr - 1) / mr;
-        for (ptrdiff_t pc = 0; pc < k; pc += J->kc, step++) {
+        const int npan = (int)((mb + mr - 1) / mr);
+        for (ptrdiff_t pc = 0; pc < k; pc += J->kc, s++) {
             const ptrdiff_t kb = (k - pc < J->kc) ? k - pc : J->kc;
-            GC_T *ablk = (step & 1) ? apack1 : apack0;
-            ptrdiff_t q0, q1;
-            gc_split(npan, 1, tid, nt, &q0, &q1);
-            GC_FN(pack_a)(ablk, a, m, k, J->ta, J->alpha, ic, mb, pc, kb, mr, q0, q1);
-            gc_barrier_wait(bar, nt);
-            gc_split(npan, 1, ti, tm, &q0, &q1);
-            if (q0 >= q1)
-                continue;
-            const int last = pc + kb >= k;
-            const GC_T beta = pc == 0 ? J->beta : (GC_T)1;
-            for (ptrdiff_t jc = n_lo; jc < n_hi; jc += J->nc) {
-                const ptrdiff_t nb = (n_hi - jc < J->nc) ? n_hi - jc : J->nc;
-                const ptrdiff_t nfull = J->bdirect ? nb / nr * nr : 0; /* read in place */
-                if (nb > nfull)
-                    GC_FN(pack_b)(bbuf + nfull * kb, b, n, k, J->tb, pc, kb, jc + nfull,
-                                  nb - nfull, nr);
-                for (ptrdiff_t q = q0; q < q1; q++) {
-                    const ptrdiff_t i0 = ic + q * mr;
-                    const ptrdiff_t mv = (m - i0 < mr) ? m - i0 : mr;
-                    const GC_T *ap = ablk + q * mr * kb;
-                    for (ptrdiff_t j = 0; j < nb; j += nr) {
-                        const ptrdiff_t nv = (nb - j < nr) ? nb - j : nr;
-                        const GC_T *bp = j < nfull ? b + pc * n + jc + j : bbuf + j * kb;
-                        const ptrdiff_t ldb = j < nfull ? n : nr;
-                        if (J->ct)
-                            GC_FN(gemm_tile)(J, ap, bp, ldb, kb, c + (jc + j) * m + i0, m, mv,
-                                             nv, beta, J->bias ? J->bias + i0 : NULL, last);
-                        else
-                            GC_FN(gemm_tile)(J, ap, bp, ldb, kb, c + i0 * n + jc + j, n, mv,
-                                             nv, beta, J->bias ? J->bias + jc + j : NULL, last);
-                    }
+            GC_T *ablk = (s & 1) ? apack1 : apack0;
+            gc_gemm_step *st = &steps[s];
+            for (int q; (q = atomic_fetch_add_explicit(&st->a_next, 1, memory_order_relaxed)) <
+                        npan;) {
+                if (!J->adirect || (q + 1) * mr > mb) { /* (in place: only the edge panel) */
+                    if (s >= 2) /* step s - 2 used this A buffer */
+                        gc_wait_at_least(&steps[s - 2].u_done, units);
+                    GC_FN(pack_a)(ablk, a, m, k, J->ta, J->alpha, ic, mb, pc, kb, mr, q, q + 1);
                 }
+                atomic_fetch_add_explicit(&st->a_done, 1, memory_order_release);
+            }
+            gc_wait_at_least(&st->a_done, npan);
+            if (pc > 0) /* the same C tiles: the previous K block must be added in first */
+                gc_wait_at_least(&steps[s - 1].u_done, units);
+            for (int u; (u = atomic_fetch_add_explicit(&st->u_next, 1, memory_order_relaxed)) <
+                        units;) {
+                GC_FN(gemm_unit)(J, a, b, c, ablk, bbuf, ic, mb, pc, kb, u);
+                atomic_fetch_add_explicit(&st->u_done, 1, memory_order_release);
             }
         }
     }
 }
 
-static void GC_FN(gemm_task)(void *ctx, int tid, int nt)
+static void GC_FN(gemm_body)(void *ctx, int slot)
 {
     GC_FN(gemm_job) *J = (GC_FN(gemm_job) *)ctx;
-    GC_FN(gemm_body)(J, J->a, J->b, J->c, J->apack[0], J->apack[1],
-                     J->bpack + tid * J->bstride, &J->bar, tid, nt);
+    GC_FN(gemm_item)(J, J->a, J->b, J->c, J->ws, J->ws + J->asz,
+                     J->ws + 2 * J->asz + slot * J->bsz, J->steps);
 }
 
-/* Batch mode: thread tid runs items [lo, hi) alone, with its own slot of the workspace. */
-static void GC_FN(gemm_batch_task)(void *ctx, int tid, int nt)
+/* Batch mode: each participant claims whole items and runs them alone in its own slot. */
+static void GC_FN(gemm_batch_body)(void *ctx, int slot)
 {
     GC_FN(gemm_job) *J = (GC_FN(gemm_job) *)ctx;
-    ptrdiff_t lo, hi;
-    gc_split(J->batch, 1, tid, nt, &lo, &hi);
-    const ptrdiff_t asz = J->mc * J->kc;
-    GC_T *ws = J->apack[0] + tid * J->slot;
-    for (ptrdiff_t i = lo; i < hi; i++)
-        GC_FN(gemm_body)(J, J->a + i * J->sa, J->b + i * J->sb, J->c + i * J->sc, ws, ws + asz,
-                         ws + 2 * asz, NULL, 0, 1);
+    GC_T *ws = J->ws + slot * J->slot_elems;
+    gc_gemm_step *steps = (gc_gemm_step *)(ws + 2 * J->asz + J->bsz);
+    for (long i; (i = atomic_fetch_add_explicit(&J->next_item, 1, memory_order_relaxed)) <
+                 J->batch;) {
+        memset(steps, 0, sizeof(gc_gemm_step) * (size_t)J->nsteps);
+        GC_FN(gemm_item)(J, J->a + i * J->sa, J->b + i * J->sb, J->c + i * J->sc, ws,
+                         ws + J->asz, ws + 2 * J->asz, steps);
+    }
 }
 
 /* C = act(beta * C + bias) for one item (k == 0 or alpha == 0: A and B are not read). */
@@ -424,6 +469,38 @@ static void GC_FN(gemm_scale)(GC_T *c, ptrdiff_t m, ptrdiff_t n, GC_T beta, cons
 static ptrdiff_t GC_FN(round_up)(ptrdiff_t v, ptrdiff_t r)
 {
     return (v + r - 1) / r * r;
+}
+
+/* Compute units for `want` threads, about 3 per thread (claimed dynamically).  The N chunks stay
+ * NC wide while the A block is large (each A micro-panel, reloaded per unit, then serves NC / NR
+ * tiles) and the M panels are split into groups instead (each group packs its own copy of the B
+ * block); when the A block is small (L2-resident) the N chunks narrow instead. */
+static void GC_FN(gemm_units)(GC_FN(gemm_job) * J, int want)
+{
+    const ptrdiff_t nr = J->nr, mr = J->mr;
+    const ptrdiff_t mb = (J->m < J->mc) ? J->m : J->mc;
+    const ptrdiff_t pn = (J->n + nr - 1) / nr, pm = (mb + mr - 1) / mr;
+    const ptrdiff_t per = J->nc / nr; /* panels per chunk at most */
+    const ptrdiff_t target = want > 1 ? 3 * (ptrdiff_t)want : 1;
+    ptrdiff_t ncu = (pn + per - 1) / per, nmu = 1;
+    if (ncu < target) {
+        if ((double)mb * (double)J->kc * sizeof(GC_T) > GC_ABLOCK_SMALL) {
+            nmu = (target + ncu - 1) / ncu;
+            if (nmu > (pm / 4 > 1 ? pm / 4 : 1)) /* groups of at least 4 panels */
+                nmu = pm / 4 > 1 ? pm / 4 : 1;
+        }
+        if (ncu * nmu < target) {
+            ncu = (target + nmu - 1) / nmu;
+            if (ncu > pn)
+                ncu = pn;
+        }
+    }
+    const ptrdiff_t wp = (pn + ncu - 1) / ncu; /* panels per chunk */
+    const ptrdiff_t gm = (pm + nmu - 1) / nmu;
+    J->wn = wp * nr;
+    J->ncu = (int)((pn + wp - 1) / wp);
+    J->gm = gm;
+    J->nmu = (int)((pm + gm - 1) / gm);
 }
 
 /* Fraction of a dimension of v elements that tiles of r use. */
@@ -479,55 +556,57 @@ int GC_FN(gc_gemm_ex)(const GC_T *a, const GC_T *b, GC_T *c, ptrdiff_t batch, pt
     /* B read in place when it is row-major and small (cache resident; packing would cost about
      * as much as using it) */
     J.bdirect = !trans_b && (double)k * (double)n * sizeof(GC_T) <= GC_BDIRECT_BYTES;
+    J.adirect = !trans_a && (double)m * (double)k * sizeof(GC_T) <= GC_ADIRECT_BYTES;
     /* K blocks of near-equal size; M and N blocks no larger than the matrix */
     const ptrdiff_t nkb = (k + GC_BLK.kc - 1) / GC_BLK.kc;
     J.kc = GC_FN(round_up)((k + nkb - 1) / nkb, 8);
     J.mc = GC_FN(round_up)(m, J.mr) < GC_BLK.mc ? GC_FN(round_up)(m, J.mr) : GC_BLK.mc;
     J.nc = GC_FN(round_up)(n, J.nr) < GC_BLK.nc ? GC_FN(round_up)(n, J.nr) : GC_BLK.nc;
-    const ptrdiff_t asz = J.mc * J.kc, bsz = J.nc * J.kc;
     const double flops = 2.0 * (double)m * (double)n * (double)k;
     const int nt_item = gc_threads_for(flops, GC_GEMM_GRAIN);
     const int independent = sc >= m * n;
-
+    int batch_mode = 0, want = nt_item;
     if (batch > 1 && independent && nt_item < gc_pool_size()) {
-        int nt = gc_threads_for(flops * (double)batch, GC_GEMM_GRAIN);
-        if (nt > batch)
-            nt = (int)batch;
-        if (nt > 1) {
-            J.slot = GC_FN(round_up)(2 * asz + bsz, 64);
-            GC_T *ws = (GC_T *)gc_scratch(sizeof(GC_T) * (size_t)(J.slot * nt));
-            if (!ws)
-                return -1;
-            J.a = a;
-            J.b = b;
-            J.c = c;
-            J.batch = batch;
-            J.sa = sa;
-            J.sb = sb;
-            J.sc = sc;
-            J.apack[0] = ws;
-            gc_parallel(GC_FN(gemm_batch_task), &J, nt);
-            return 0;
+        const int nb = gc_threads_for(flops * (double)batch, GC_GEMM_GRAIN);
+        if (nb > 1) {
+            batch_mode = 1;
+            want = nb < batch ? nb : (int)batch;
         }
     }
-    const ptrdiff_t bstride = GC_FN(round_up)(bsz, 64);
-    GC_T *ws = (GC_T *)gc_scratch(sizeof(GC_T) * (size_t)(2 * GC_FN(round_up)(asz, 64) +
-                                                          bstride * nt_item));
+    GC_FN(gemm_units)(&J, batch_mode ? 1 : want);
+    J.asz = GC_FN(round_up)(J.mc * J.kc, 64);
+    J.bsz = GC_FN(round_up)(J.wn * J.kc, 64);
+    J.nsteps = ((m + J.mc - 1) / J.mc) * ((k + J.kc - 1) / J.kc);
+    const ptrdiff_t step_elems = GC_FN(round_up)(
+        (ptrdiff_t)((sizeof(gc_gemm_step) * (size_t)J.nsteps + sizeof(GC_T) - 1) / sizeof(GC_T)),
+        64);
+    /* batch mode: per slot [A, A, B, steps]; else [A, A, B x want, steps] */
+    J.slot_elems = 2 * J.asz + J.bsz + step_elems;
+    const ptrdiff_t total = batch_mode ? J.slot_elems * want
+                                       : 2 * J.asz + J.bsz * want + step_elems;
+    GC_T *ws = (GC_T *)gc_scratch(sizeof(GC_T) * (size_t)total);
     if (!ws)
         return -1;
-    J.apack[0] = ws;
-    J.apack[1] = ws + GC_FN(round_up)(asz, 64);
-    J.bpack = ws + 2 * GC_FN(round_up)(asz, 64);
-    J.bstride = bstride;
-    for (ptrdiff_t i = 0; i < batch; i++) {
+    J.ws = ws;
+    if (batch_mode) {
+        J.a = a;
+        J.b = b;
+        J.c = c;
+        J.batch = batch;
+        J.sa = sa;
+        J.sb = sb;
+        J.sc = sc;
+        atomic_init(&J.next_item, 0);
+        gc_region(GC_FN(gemm_batch_body), &J, want);
+        return 0;
+    }
+    J.steps = (gc_gemm_step *)(ws + 2 * J.asz + J.bsz * want);
+    for (ptrdiff_t i = 0; i < batch; i++) { /* in order (C stride 0 accumulates) */
         J.a = a + i * sa;
         J.b = b + i * sb;
         J.c = c + i * sc;
-        gc_barrier_init(&J.bar);
-        if (nt_item > 1)
-            gc_parallel(GC_FN(gemm_task), &J, nt_item);
-        else
-            GC_FN(gemm_task)(&J, 0, 1);
+        memset(J.steps, 0, sizeof(gc_gemm_step) * (size_t)J.nsteps);
+        gc_region(GC_FN(gemm_body), &J, want);
     }
     return 0;
 }

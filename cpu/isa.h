@@ -47,6 +47,15 @@ typedef void (*gc_ukr_f32)(ptrdiff_t k, const float *a, const float *b, ptrdiff_
 typedef void (*gc_ukr_f64)(ptrdiff_t k, const double *a, const double *b, ptrdiff_t ldb,
                            double *c, ptrdiff_t ldc, double beta, const double *bias, int relu);
 
+/* The same tile with A read in place: A[i, p] at a[i * lda + p] (row-major A, all MR rows inside
+ * the matrix), and alpha applied to the product here (it is not folded into a packing). */
+typedef void (*gc_ukr_da_f32)(ptrdiff_t k, const float *a, ptrdiff_t lda, const float *b,
+                              ptrdiff_t ldb, float *c, ptrdiff_t ldc, float alpha, float beta,
+                              const float *bias, int relu);
+typedef void (*gc_ukr_da_f64)(ptrdiff_t k, const double *a, ptrdiff_t lda, const double *b,
+                              ptrdiff_t ldb, double *c, ptrdiff_t ldc, double alpha, double beta,
+                              const double *bias, int relu);
+
 /* y[i] = f(x[i]) for i < n; y may equal x. */
 typedef void (*gc_vfun_f32)(const float *x, float *y, ptrdiff_t n);
 
@@ -56,6 +65,8 @@ typedef struct {
     int mr_f32, nr_f32, mr_f64, nr_f64;
     gc_ukr_f32 ukr_f32;
     gc_ukr_f64 ukr_f64;
+    gc_ukr_da_f32 ukr_da_f32;
+    gc_ukr_da_f64 ukr_da_f64;
     const char *ukr_f32_name, *ukr_f64_name;
     /* vectorized float32 UNARY_* functions; NULL = the portable libm loop in unary.c */
     gc_vfun_f32 vunary_f32[GC_UNARY_COUNT];
@@ -93,28 +104,27 @@ int gc_cpu_init(const char *forced, char *err, size_t errlen);
 
 /* ---- thread pool (pool.c) ---------------------------------------------------------------- */
 
-/* A parallel task: called once for each tid < nthreads, tid 0 on the calling thread. */
-typedef void (*gc_task)(void *ctx, int tid, int nthreads);
+/* A parallel region: body(ctx, slot) runs on the caller (slot 0) and on each pool worker that
+ * gets to run while the region is open (slots 1, 2, ... < want).  The caller closes the region
+ * when its own body returns and then waits only for the workers that joined, so a worker that is
+ * descheduled never holds anyone up.  Bodies must therefore claim their work dynamically (atomic
+ * counters in ctx); the slot only names per-participant scratch.  When the pool is busy (another
+ * Python thread's region, or a nested call) the caller runs body alone.  Returns the number of
+ * participants. */
+typedef void (*gc_body)(void *ctx, int slot);
+int gc_region(gc_body body, void *ctx, int want);
 
 /* Threads a parallel region may use (GPUCORE_NUM_THREADS, default: the CPUs this process may
  * run on); >= 1. */
 int gc_pool_size(void);
 /* Changes the pool size (n >= 1); waits for a running region to finish first. */
 void gc_pool_set_size(int n);
-/* Runs task(ctx, tid, nt) for tid < nt with nt = min(want, pool size), on the pool's workers and
- * the caller.  When the pool is busy (another Python thread's region, or a nested call) the task
- * runs with nt = 1 on the caller.  Tasks must partition their work so that results do not depend
- * on nt.  Returns nt. */
-int gc_parallel(gc_task task, void *ctx, int want);
 
-/* A barrier for the nt threads of one region (used by GEMM between packing and computing). */
-typedef struct {
-    _Alignas(64) volatile int count;
-    volatile int phase;
-} gc_barrier;
-void gc_barrier_init(gc_barrier *b);
-/* Waits until all nt threads of the region arrived (nt is the region's thread count). */
-void gc_barrier_wait(gc_barrier *b, int nt);
+/* A statically split task: task(ctx, tid, nt) runs exactly once for each tid < nt, on whichever
+ * threads of a region (possibly several tids on one thread).  Tasks must partition their work so
+ * that results do not depend on nt, and must not wait for each other. */
+typedef void (*gc_task)(void *ctx, int tid, int nthreads);
+int gc_parallel(gc_task task, void *ctx, int want);
 
 /* Splits [0, n) into nt contiguous ranges whose boundaries are multiples of align; range t is
  * [*lo, *hi) (possibly empty). */

@@ -2,15 +2,19 @@
  *
  * Workers start lazily on the first region that wants more than one thread.  Between regions
  * they spin for GC_SPIN_NS (so back-to-back kernels pay no wake-up), then sleep on a condition
- * variable.  One region runs at a time: a caller that finds the pool busy (another Python thread
- * in a kernel, or a kernel called from inside a region) runs its task alone, with nt = 1.  After
- * fork() the child starts with no workers (pthread_atfork) and creates new ones when needed.
+ * variable.  Workers join a region when they get to run; the caller does its share and then
+ * waits only for workers that joined, and all work is claimed dynamically, so a descheduled
+ * worker (a busy machine) slows nobody down.  One region runs at a time: a caller that finds the
+ * pool busy (another Python thread in a kernel, or a kernel called from inside a region) runs
+ * the work alone.  After fork() the child starts with no workers (pthread_atfork) and creates
+ * new ones when needed.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -28,7 +32,8 @@
 #endif
 
 #define GC_MAX_THREADS 256
-#define GC_SPIN_NS 200000L /* workers spin this long after a region before sleeping */
+#define GC_SPIN_NS 200000L /* workers stay awake this long after a region before sleeping */
+#define GC_PAUSE_SPINS 200 /* pause-loop iterations (a few us) before waits start to yield */
 
 static long long now_ns(void)
 {
@@ -37,26 +42,32 @@ static long long now_ns(void)
     return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
-/* One mailbox per worker: the caller posts a region to workers 1..nt-1 only, and never posts
- * again before they are done, so no worker can lag a region behind. */
+/* One mailbox per worker: the caller bumps the ticket of each worker it wants in a region. */
 typedef struct {
-    _Alignas(64) atomic_uint ticket; /* bumped once per region posted to this worker */
-    unsigned ticket0;                /* the ticket when the thread was created */
+    _Alignas(64) atomic_uint ticket;
+    unsigned ticket0; /* the ticket when the thread was created */
     atomic_int sleeping;
     pthread_cond_t wake;
-    gc_task task;
-    void *ctx;
-    int nt;
     pthread_t thread;
 } gc_worker;
 
+/* The open region.  state = gen << 32 | closed << 31 | joined: workers join with a CAS while the
+ * region is open and has room; the caller closes it when its own work is done and then waits
+ * only for the workers that joined.  A worker that wakes late finds the region closed (or a newer
+ * generation) and goes back to waiting: nobody ever waits for a thread that is not running. */
+#define GC_CLOSED ((uint64_t)1 << 31)
+#define GC_JOINED(s) ((int)((s) & 0x7fffffff))
 typedef struct {
     pthread_mutex_t lock; /* guards the sleep / wake hand-over */
     atomic_int size;      /* configured threads, including the caller */
     int started;          /* workers running (tids 1..started) */
     atomic_int busy;      /* a region is running (or the pool is being resized) */
-    _Alignas(64) atomic_int pending; /* workers of the current region not yet done */
     atomic_int stop;
+    _Alignas(64) _Atomic uint64_t state;
+    _Alignas(64) atomic_int finished; /* joined workers done */
+    gc_body body;
+    void *ctx;
+    int want;
     gc_worker w[GC_MAX_THREADS];
 } gc_pool_t;
 
@@ -90,13 +101,14 @@ static void pool_atfork_child(void)
     pthread_mutex_init(&pool.lock, NULL);
     pool.started = 0;
     atomic_store(&pool.busy, 0);
-    atomic_store(&pool.pending, 0);
     atomic_store(&pool.stop, 0);
+    atomic_store(&pool.state, atomic_load(&pool.state) | GC_CLOSED);
 }
 
 static void pool_init_once(void)
 {
     atomic_store(&pool.size, default_size());
+    atomic_store(&pool.state, GC_CLOSED);
     pthread_atfork(NULL, NULL, pool_atfork_child);
 }
 
@@ -104,6 +116,22 @@ int gc_pool_size(void)
 {
     pthread_once(&pool_once, pool_init_once);
     return atomic_load_explicit(&pool.size, memory_order_relaxed);
+}
+
+/* Joins the open region if there is room: runs its body and reports back. */
+static void try_join(void)
+{
+    uint64_t s = atomic_load_explicit(&pool.state, memory_order_acquire);
+    for (;;) {
+        if ((s & GC_CLOSED) || GC_JOINED(s) >= pool.want)
+            return;
+        if (atomic_compare_exchange_weak_explicit(&pool.state, &s, s + 1, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            break;
+    }
+    /* joined: the region cannot end before we report, so body and ctx are this region's */
+    pool.body(pool.ctx, GC_JOINED(s));
+    atomic_fetch_add_explicit(&pool.finished, 1, memory_order_release);
 }
 
 static void *worker_main(void *arg)
@@ -115,13 +143,17 @@ static void *worker_main(void *arg)
         /* wait for a new ticket: spin first, then sleep */
         unsigned t = atomic_load_explicit(&w->ticket, memory_order_acquire);
         if (t == seen) {
+            /* a short pause loop, then yield (so a thread that needs this CPU gets it) */
             const long long t0 = now_ns();
             for (int i = 0;; i++) {
-                GC_PAUSE();
+                if (i < GC_PAUSE_SPINS)
+                    GC_PAUSE();
+                else
+                    sched_yield();
                 t = atomic_load_explicit(&w->ticket, memory_order_acquire);
                 if (t != seen)
                     break;
-                if ((i & 63) == 63 && now_ns() - t0 > GC_SPIN_NS)
+                if ((i & 15) == 15 && now_ns() - t0 > GC_SPIN_NS)
                     break;
             }
             if (t == seen) {
@@ -136,12 +168,11 @@ static void *worker_main(void *arg)
         seen = t;
         if (atomic_load(&pool.stop))
             return NULL;
-        w->task(w->ctx, me, w->nt);
-        atomic_fetch_sub_explicit(&pool.pending, 1, memory_order_release);
+        try_join();
     }
 }
 
-/* Posts the current job of worker t (caller holds busy). */
+/* Wakes worker t (caller holds busy). */
 static void post(int t)
 {
     gc_worker *w = &pool.w[t];
@@ -173,7 +204,7 @@ static void ensure_workers(int n)
     }
 }
 
-/* Stops and joins every worker (caller holds busy). */
+/* Stops and joins every worker (caller holds busy, no region open). */
 static void stop_workers(void)
 {
     atomic_store(&pool.stop, 1);
@@ -208,53 +239,82 @@ void gc_pool_set_size(int n)
     atomic_store(&pool.busy, 0);
 }
 
-int gc_parallel(gc_task task, void *ctx, int want)
+int gc_region(gc_body body, void *ctx, int want)
 {
-    int nt = want < gc_pool_size() ? want : gc_pool_size();
+    if (want > gc_pool_size())
+        want = gc_pool_size();
     int expected = 0;
-    if (nt <= 1 || !atomic_compare_exchange_strong(&pool.busy, &expected, 1)) {
-        task(ctx, 0, 1);
+    if (want <= 1 || !atomic_compare_exchange_strong(&pool.busy, &expected, 1)) {
+        body(ctx, 0);
         return 1;
     }
-    ensure_workers(nt);
-    if (nt > pool.started + 1)
-        nt = pool.started + 1;
-    if (nt <= 1) {
-        atomic_store(&pool.busy, 0);
-        task(ctx, 0, 1);
-        return 1;
-    }
-    atomic_store_explicit(&pool.pending, nt - 1, memory_order_relaxed);
-    for (int t = 1; t < nt; t++) {
-        pool.w[t].task = task;
-        pool.w[t].ctx = ctx;
-        pool.w[t].nt = nt;
+    ensure_workers(want);
+    if (want > pool.started + 1)
+        want = pool.started + 1;
+    pool.body = body;
+    pool.ctx = ctx;
+    pool.want = want;
+    atomic_store_explicit(&pool.finished, 0, memory_order_relaxed);
+    const uint64_t gen = (atomic_load(&pool.state) >> 32) + 1;
+    atomic_store_explicit(&pool.state, gen << 32 | 1, memory_order_release); /* open, caller in */
+    for (int t = 1; t < want; t++)
         post(t);
-    }
-    task(ctx, 0, nt);
-    for (int i = 0; atomic_load_explicit(&pool.pending, memory_order_acquire) > 0; i++) {
-        if (i < 20000)
+    body(ctx, 0);
+    /* close: no more joins; wait only for those that joined */
+    const uint64_t s = atomic_fetch_or_explicit(&pool.state, GC_CLOSED, memory_order_acq_rel);
+    const int others = GC_JOINED(s) - 1;
+    for (int i = 0; atomic_load_explicit(&pool.finished, memory_order_acquire) < others; i++) {
+        if (i < 20000) /* the joined workers are running: spin */
             GC_PAUSE();
         else
             sched_yield();
     }
     atomic_store_explicit(&pool.busy, 0, memory_order_release);
-    return nt;
+    return GC_JOINED(s);
 }
 
-typedef struct {
-    ptrdiff_t n, align;
-    gc_range_fn fn;
-    void *ctx;
-} gc_range_job;
+/* ---- static-split tasks and ranges on top of regions ------------------------------------- */
 
-static void range_task(void *ctx, int t, int nt)
+typedef struct {
+    gc_task task;
+    void *ctx;
+    int nt;
+    ptrdiff_t n, chunk;
+    gc_range_fn fn;
+    _Alignas(64) atomic_int next;
+} gc_task_job;
+
+/* Each participant claims task ids until none are left: every tid < nt runs exactly once, on
+ * whichever threads show up. */
+static void task_body(void *ctx, int slot)
 {
-    const gc_range_job *J = (const gc_range_job *)ctx;
-    ptrdiff_t lo, hi;
-    gc_split(J->n, J->align, t, nt, &lo, &hi);
-    if (hi > lo)
+    gc_task_job *J = (gc_task_job *)ctx;
+    (void)slot;
+    for (int t; (t = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) < J->nt;)
+        J->task(J->ctx, t, J->nt);
+}
+
+int gc_parallel(gc_task task, void *ctx, int want)
+{
+    if (want <= 1) {
+        task(ctx, 0, 1);
+        return 1;
+    }
+    gc_task_job J = {.task = task, .ctx = ctx, .nt = want};
+    atomic_init(&J.next, 0);
+    gc_region(task_body, &J, want);
+    return want;
+}
+
+static void range_body(void *ctx, int slot)
+{
+    gc_task_job *J = (gc_task_job *)ctx;
+    (void)slot;
+    for (int c; (c = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) < J->nt;) {
+        const ptrdiff_t lo = (ptrdiff_t)c * J->chunk;
+        const ptrdiff_t hi = lo + J->chunk < J->n ? lo + J->chunk : J->n;
         J->fn(J->ctx, lo, hi);
+    }
 }
 
 void gc_parallel_range(ptrdiff_t n, ptrdiff_t align, double cost_ns, gc_range_fn fn, void *ctx)
@@ -269,32 +329,13 @@ void gc_parallel_range(ptrdiff_t n, ptrdiff_t align, double cost_ns, gc_range_fn
         fn(ctx, 0, n);
         return;
     }
-    gc_range_job J = {.n = n, .align = align, .fn = fn, .ctx = ctx};
-    gc_parallel(range_task, &J, nt);
-}
-
-void gc_barrier_init(gc_barrier *b)
-{
-    b->count = 0;
-    b->phase = 0;
-}
-
-void gc_barrier_wait(gc_barrier *b, int nt)
-{
-    if (nt <= 1)
-        return;
-    const int phase = __atomic_load_n(&b->phase, __ATOMIC_ACQUIRE);
-    if (__atomic_add_fetch(&b->count, 1, __ATOMIC_ACQ_REL) == nt) {
-        __atomic_store_n(&b->count, 0, __ATOMIC_RELAXED);
-        __atomic_store_n(&b->phase, phase + 1, __ATOMIC_RELEASE);
-        return;
-    }
-    for (int i = 0; __atomic_load_n(&b->phase, __ATOMIC_ACQUIRE) == phase; i++) {
-        if (i < 20000)
-            GC_PAUSE();
-        else
-            sched_yield();
-    }
+    /* about 4 chunks per thread, claimed dynamically (a slow thread takes fewer) */
+    const ptrdiff_t nchunks = units < 4 * (ptrdiff_t)nt ? units : 4 * (ptrdiff_t)nt;
+    gc_task_job J = {.ctx = ctx, .fn = fn, .n = n};
+    J.chunk = (units + nchunks - 1) / nchunks * align;
+    J.nt = (int)((n + J.chunk - 1) / J.chunk);
+    atomic_init(&J.next, 0);
+    gc_region(range_body, &J, nt);
 }
 
 /* ---- per-thread scratch ------------------------------------------------------------------- */

@@ -9,6 +9,7 @@
 
 #include "isa.h"
 #include "kernels.h"
+#include "vec.h"
 
 #define GC_SM_CHUNK 128
 #define GC_SM_NS 1.5 /* estimated ns per element (a few passes and an exp) */
@@ -17,21 +18,33 @@
 #define GC_SFX f32
 #define GC_M(fn) fn##f
 #define GC_VEXP gc_isa.vunary_f32[GC_UNARY_EXP]
+#define GC_VT gc_v4f
+#define GC_VN 4
+#define GC_VMAX gc_vmax4
 #include "softmax.c"
 #undef GC_T
 #undef GC_SFX
 #undef GC_M
 #undef GC_VEXP
+#undef GC_VT
+#undef GC_VN
+#undef GC_VMAX
 
 #define GC_T double
 #define GC_SFX f64
 #define GC_M(fn) fn
 #define GC_VEXP ((void (*)(const double *, double *, ptrdiff_t))NULL)
+#define GC_VT gc_v2d
+#define GC_VN 2
+#define GC_VMAX gc_vmax2
 #include "softmax.c"
 #undef GC_T
 #undef GC_SFX
 #undef GC_M
 #undef GC_VEXP
+#undef GC_VT
+#undef GC_VN
+#undef GC_VMAX
 
 #else /* type-generic body, T = GC_T */
 
@@ -46,6 +59,34 @@ static inline void GC_FN(exp_array)(const GC_T *x, GC_T *y, ptrdiff_t n)
         y[j] = GC_M(exp)(x[j]);
 }
 
+/* sum of x[0..n) in double, for x >= 0 (exp values): chunks of GC_SM_CHUNK summed in 4 vectors
+ * of GC_T lanes, the chunk sums added in double.  The order depends on n only. */
+static double GC_FN(sum_d)(const GC_T *x, ptrdiff_t n)
+{
+    double s = 0.0;
+    for (ptrdiff_t j0 = 0; j0 < n; j0 += GC_SM_CHUNK) {
+        const ptrdiff_t w = (n - j0 < GC_SM_CHUNK) ? n - j0 : GC_SM_CHUNK;
+        const GC_T *p = x + j0;
+        GC_VT acc[4] = {{0}, {0}, {0}, {0}};
+        ptrdiff_t j = 0;
+        for (; j + 4 * GC_VN <= w; j += 4 * GC_VN) {
+            for (int u = 0; u < 4; u++) {
+                GC_VT v;
+                memcpy(&v, p + j + u * GC_VN, sizeof v);
+                acc[u] += v;
+            }
+        }
+        const GC_VT t = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+        double cs = 0.0;
+        for (int l = 0; l < GC_VN; l++)
+            cs += (double)t[l];
+        for (; j < w; j++)
+            cs += (double)p[j];
+        s += cs;
+    }
+    return s;
+}
+
 /* sum over j < n of exp(x[j] - m), in double. */
 static double GC_FN(sum_exp)(const GC_T *x, ptrdiff_t n, GC_T m)
 {
@@ -56,19 +97,36 @@ static double GC_FN(sum_exp)(const GC_T *x, ptrdiff_t n, GC_T m)
         for (ptrdiff_t j = 0; j < w; j++)
             t[j] = x[j0 + j] - m;
         GC_FN(exp_array)(t, t, w);
-        for (ptrdiff_t j = 0; j < w; j++)
-            s += (double)t[j];
+        s += GC_FN(sum_d)(t, w);
     }
     return s;
 }
 
-/* Max of a row, NaN-propagating (a NaN max makes the whole row NaN, as it should). */
+/* Max of a row ignoring NaN (vector lanes).  A NaN element still makes the whole row NaN, as it
+ * should: exp(NaN - m) is NaN, so is the row's sum, and every output is divided by (or offset
+ * by the log of) that sum. */
 static inline GC_T GC_FN(row_max)(const GC_T *x, ptrdiff_t n)
 {
-    GC_T m = (GC_T)-INFINITY;
-    for (ptrdiff_t j = 0; j < n; j++)
-        m = (x[j] > m || x[j] != x[j]) ? x[j] : m;
-    return m;
+    GC_T r = (GC_T)-INFINITY;
+    ptrdiff_t j = 0;
+    if (n >= 2 * GC_VN) {
+        GC_VT m0, m1;
+        memcpy(&m0, x, sizeof m0);
+        memcpy(&m1, x + GC_VN, sizeof m1);
+        for (j = 2 * GC_VN; j + 2 * GC_VN <= n; j += 2 * GC_VN) {
+            GC_VT v0, v1;
+            memcpy(&v0, x + j, sizeof v0);
+            memcpy(&v1, x + j + GC_VN, sizeof v1);
+            m0 = GC_VMAX(v0, m0);
+            m1 = GC_VMAX(v1, m1);
+        }
+        m0 = GC_VMAX(m1, m0);
+        for (int l = 0; l < GC_VN; l++)
+            r = m0[l] > r ? m0[l] : r;
+    }
+    for (; j < n; j++)
+        r = x[j] > r ? x[j] : r;
+    return r;
 }
 
 /* out may equal x exactly (each pass reads x[j] before writing out[j]). */
@@ -83,9 +141,7 @@ static void GC_FN(softmax_row)(const GC_T *x, GC_T *out, ptrdiff_t n, int log_so
         for (ptrdiff_t j = 0; j < n; j++)
             out[j] = x[j] - m;
         GC_FN(exp_array)(out, out, n);
-        double s = 0.0;
-        for (ptrdiff_t j = 0; j < n; j++)
-            s += (double)out[j];
+        const double s = GC_FN(sum_d)(out, n);
         const GC_T inv = (GC_T)(1.0 / s);
         for (ptrdiff_t j = 0; j < n; j++)
             out[j] *= inv;

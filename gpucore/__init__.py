@@ -136,9 +136,17 @@ def is_tensor(obj) -> bool:
 
 
 def numel(input: Tensor) -> int:
+    """The number of elements of ``input``."""
     return input.numel()
 
 
 def backend_info() -> dict:
-    """What runs the ops on this machine."""
-    return {"cpu": "gpucore._cpu (C11, compiler-vectorized)", "vulkan": None}
+    """What runs the ops on this machine: the C extension, and the Vulkan device the 'auto'
+    policy would use (its name and type), or None with ``vulkan_unavailable`` saying why."""
+    info: dict = {"cpu": "gpucore._cpu (C11, compiler-vectorized)", "vulkan": None}
+    be = dispatch.vulkan_backend() if vulkan.is_available() else None
+    if be is not None:
+        info["vulkan"] = f"{be.ctx.info.name} ({be.ctx.info.type})"
+    else:
+        info["vulkan_unavailable"] = vulkan.unavailable_reason()
+    return info

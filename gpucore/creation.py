@@ -1,6 +1,9 @@
 """Tensor creation: tensor, from_numpy, zeros, ones, full, empty, arange, linspace, eye, random.
 
 Shapes are accepted as varargs or one tuple (``zeros(2, 3)`` == ``zeros((2, 3))``), as PyTorch.
+``device='vulkan'`` gives a tensor on the Vulkan device (DeviceError when there is none): values
+are made on the host and uploaded, except random floats, which the device draws itself from the
+same Philox stream. ``*_like`` functions default to the device of the tensor they copy.
 """
 
 from __future__ import annotations
@@ -19,18 +22,13 @@ from .tensor import MAX_DIMS, Tensor
 _MAX_ELEMENTS = 1 << 40
 
 
-def _check_device(device, op: str) -> None:
-    """Creation happens on the host; any other device is refused, never silently ignored."""
-    if device is None:
-        return
-    from .tensor import device as _device
-
-    dev = _device(device)  # DeviceError for unknown names
-    if dev.type != "cpu":
-        raise DeviceError(
-            f"{op}(): device {dev} is not available in this build (only 'cpu' is); "
-            "create on the CPU and use .to(device) once a Vulkan device is present"
-        )
+def _check_device(device, op: str):
+    """None for the host, else the Vulkan backend the tensor is made on (DeviceError for unknown
+    names, or naming the fix when no Vulkan device is usable)."""
+    try:
+        return _random_device(device)
+    except DeviceError as e:
+        raise DeviceError(f"{op}(): {e}") from None
 
 
 def _sizes(args, size, op: str) -> tuple:
@@ -61,11 +59,9 @@ def _shape_arg(args, op: str) -> tuple:
     return tuple(shape)
 
 
-def _finish(data: np.ndarray, dtype, requires_grad: bool) -> Tensor:
-    t = Tensor._wrap(data, dtype)
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
+def _finish(data: np.ndarray, dtype, requires_grad: bool, be=None) -> Tensor:
+    """A leaf over host array ``data``, uploaded to backend ``be`` when one is given."""
+    return _to_backend(Tensor._wrap(data, dtype), be, requires_grad)
 
 
 def _store(arr: np.ndarray, dtype) -> np.ndarray:
@@ -97,7 +93,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
 
     Python floats give float32, ints int64, bools bool; numpy arrays keep their dtype.
     """
-    _check_device(device, "tensor")
+    be = _check_device(device, "tensor")
     if isinstance(data, Tensor):
         arr = data.detach().numpy(force=True)
         src = data.dtype
@@ -125,8 +121,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     if isinstance(data, Tensor) and src is D.bfloat16 and dt is D.bfloat16:
         out = empty_array(data.shape, np.uint16)
         out[...] = data._host()
-        return _finish(out, dt, requires_grad)
-    return _finish(_store(arr, dt), dt, requires_grad)
+        return _finish(out, dt, requires_grad, be)
+    return _finish(_store(arr, dt), dt, requires_grad, be)
 
 
 def as_tensor(data, dtype=None) -> Tensor:
@@ -154,14 +150,18 @@ def from_numpy(arr: np.ndarray) -> Tensor:
 
 def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """An uninitialised tensor."""
-    _check_device(device, "empty")
+    be = _check_device(device, "empty")
     dt = D.as_dtype(dtype) if dtype is not None else D.float32
-    return _finish(empty_array(_sizes(args, size, "empty"), dt.np), dt, requires_grad)
+    shape = _sizes(args, size, "empty")
+    if be is not None:  # nothing to upload
+        return _to_backend(Tensor._wrap(be.empty_array(shape, dt.np), dt, dev=be), be,
+                           requires_grad)
+    return _finish(empty_array(shape, dt.np), dt, requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from the value)."""
-    _check_device(device, "full")
+    be = _check_device(device, "full")
     if dtype is None:
         dt = D.bool_ if isinstance(fill_value, bool) else (
             D.int64 if isinstance(fill_value, int) else D.float32
@@ -180,7 +180,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
             raise DTypeError(
                 f"full(): fill value {fill_value!r} cannot be represented in {dt}"
             ) from None
-    return _finish(out, dt, requires_grad)
+    return _finish(out, dt, requires_grad, be)
 
 
 def zeros(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -195,28 +195,34 @@ def ones(*args, size=None, dtype=None, device=None, requires_grad: bool = False)
                 requires_grad=requires_grad)
 
 
-def _like(t: Tensor, dtype):
-    return t.shape, (D.as_dtype(dtype) if dtype is not None else t.dtype)
+def _like(t: Tensor, dtype, device):
+    """(shape, dtype, device) of a ``*_like`` result: t's unless given (as PyTorch)."""
+    return (t.shape, (D.as_dtype(dtype) if dtype is not None else t.dtype),
+            (device if device is not None else t.device))
 
 
 def empty_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    shape, dt = _like(t, dtype)
-    return empty(shape, dtype=dt, device=device, requires_grad=requires_grad)
+    """An uninitialised tensor with t's shape, dtype and device (unless given)."""
+    shape, dt, dev = _like(t, dtype, device)
+    return empty(shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def zeros_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    shape, dt = _like(t, dtype)
-    return zeros(shape, dtype=dt, device=device, requires_grad=requires_grad)
+    """Zeros with t's shape, dtype and device (unless given)."""
+    shape, dt, dev = _like(t, dtype, device)
+    return zeros(shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def ones_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    shape, dt = _like(t, dtype)
-    return ones(shape, dtype=dt, device=device, requires_grad=requires_grad)
+    """Ones with t's shape, dtype and device (unless given)."""
+    shape, dt, dev = _like(t, dtype, device)
+    return ones(shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def full_like(t: Tensor, fill_value, dtype=None, device=None, requires_grad: bool = False):
-    shape, dt = _like(t, dtype)
-    return full(shape, fill_value, dtype=dt, device=device, requires_grad=requires_grad)
+    """``fill_value`` with t's shape, dtype and device (unless given)."""
+    shape, dt, dev = _like(t, dtype, device)
+    return full(shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool = False):
@@ -226,7 +232,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool
     are ints and in float64 otherwise, then cast to ``dtype`` (float32 when any bound is a float,
     else int64), as PyTorch.
     """
-    _check_device(device, "arange")
+    be = _check_device(device, "arange")
     if end is None:
         start, end = 0, start
     vals = []
@@ -251,24 +257,24 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool
         arr = np.arange(n, dtype=np.int64) * step + start
     else:
         arr = np.arange(n, dtype=np.float64) * step + start
-    return _finish(_store(arr, dt), dt, requires_grad)
+    return _finish(_store(arr, dt), dt, requires_grad, be)
 
 
 def linspace(start, end, steps: int, dtype=None, device=None, requires_grad: bool = False):
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
-    _check_device(device, "linspace")
+    be = _check_device(device, "linspace")
     if steps < 0:
         raise ValueError(f"linspace(): number of steps must be non-negative, got {steps}")
     dt = D.as_dtype(dtype) if dtype is not None else D.float32
-    return _finish(_store(np.linspace(start, end, steps), dt), dt, requires_grad)
+    return _finish(_store(np.linspace(start, end, steps), dt), dt, requires_grad, be)
 
 
 def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bool = False):
     """A 2-D tensor with ones on the diagonal."""
-    _check_device(device, "eye")
+    be = _check_device(device, "eye")
     dt = D.as_dtype(dtype) if dtype is not None else D.float32
     _shape_arg((n, n if m is None else m), "eye")
-    return _finish(_store(np.eye(n, m), dt), dt, requires_grad)
+    return _finish(_store(np.eye(n, m), dt), dt, requires_grad, be)
 
 
 # ------------------------------------------------------------------------------- random
@@ -417,7 +423,7 @@ def randint(low, high=None, size=None, generator=None, dtype=None, device=None,
 
     Element i is ``low + (w[2i] | w[2i+1] << 32) % (high - low)`` over the Philox words w.
     """
-    _check_device(device, "randint")
+    be = _check_device(device, "randint")
     if size is None and isinstance(high, (tuple, list)):
         high, size = None, high  # randint(high, size), PyTorch's two-argument form
     if high is None:
@@ -448,7 +454,7 @@ def randint(low, high=None, size=None, generator=None, dtype=None, device=None,
     r = w64 if span == 2**64 else w64 % np.uint64(span)
     # low + r lies in int64 range; two's-complement wraparound of the cast makes the sum exact.
     vals = r.view(np.int64) + np.int64(low)
-    return _finish(_store(vals.reshape(shape), dt), dt, requires_grad)
+    return _finish(_store(vals.reshape(shape), dt), dt, requires_grad, be)
 
 
 def rand_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -464,4 +470,7 @@ def randn_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) 
 
 
 def randint_like(t: Tensor, low, high=None, dtype=None, device=None) -> Tensor:
-    return randint(low, high, t.shape, dtype=dtype or t.dtype, device=device)
+    """randint of t's shape and dtype, on t's device unless ``device`` says otherwise."""
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, t.shape, dtype=dtype or t.dtype, device=device or t.device)

@@ -47,10 +47,12 @@ class _State(threading.local):
 _state = _State()
 _default = {"policy": _env_policy(), "threshold": _env_threshold()}
 _vulkan_cache: dict = {}
+_vulkan_lock = threading.Lock()
 _UNSET = object()
 
 
 def get_device_policy() -> str:
+    """The policy in force in this thread: 'auto', 'cpu' or 'vulkan'."""
     return _state.override or _default["policy"]
 
 
@@ -94,6 +96,7 @@ class device_policy:
 
 
 def get_threshold() -> int:
+    """Elements from which an op goes to the Vulkan device under 'auto'."""
     return _default["threshold"]
 
 
@@ -109,9 +112,26 @@ def vulkan_backend(required: bool = False, allow_cpu: bool | None = None):
 
         allow_cpu = required or allow_cpu_device()
     key = bool(allow_cpu)
-    if key in _vulkan_cache:
-        be = _vulkan_cache[key]
-    else:
+    be = _vulkan_cache.get(key, _UNSET)
+    if be is _UNSET:
+        be = _make_vulkan_backend(key)
+    if be is None and required:
+        from .backends.vulkan.device import reason
+
+        why = reason() or "no usable Vulkan device was found"
+        raise DeviceError(
+            f"the 'vulkan' device was requested but {why}. On a machine without a GPU, Mesa's "
+            "CPU driver provides one: apt-get install mesa-vulkan-drivers"
+        )
+    return be
+
+
+def _make_vulkan_backend(allow_cpu: bool):
+    """Create (once, under a lock: threads racing on the first op must share one backend
+    object, since residency is ``t._dev is backend``) and cache the backend for ``allow_cpu``."""
+    with _vulkan_lock:
+        if allow_cpu in _vulkan_cache:
+            return _vulkan_cache[allow_cpu]
         from .backends.vulkan import context  # our own modules: import errors must surface
         from .backends.vulkan.backend import VulkanBackend
 
@@ -130,16 +150,8 @@ def vulkan_backend(required: bool = False, allow_cpu: bool | None = None):
             if be is None or be.ctx is not ctx:
                 be = VulkanBackend(ctx)
                 _vulkan_cache["instance"] = be
-        _vulkan_cache[key] = be
-    if be is None and required:
-        from .backends.vulkan.device import reason
-
-        why = reason() or "no usable Vulkan device was found"
-        raise DeviceError(
-            f"the 'vulkan' device was requested but {why}. On a machine without a GPU, Mesa's "
-            "CPU driver provides one: apt-get install mesa-vulkan-drivers"
-        )
-    return be
+        _vulkan_cache[allow_cpu] = be
+        return be
 
 
 def backend_for(op, inputs, specs):
@@ -205,6 +217,7 @@ class trace_ops:
 
 
 def record(op_name: str, backend: str, shape) -> None:
+    """Note an op run for an active ``trace_ops()`` block of this thread."""
     recs = _trace.records
     if recs is not None:
         recs.append((op_name, backend, tuple(shape)))

@@ -56,9 +56,6 @@ def _by_name(name: str) -> dtype:
 
 _FROM_NP = {d.np: d for d in ALL if d is not bfloat16}
 
-# Dtypes whose math runs natively in the kernels; the others compute through float32.
-NATIVE_FLOAT = (float32, float64)
-
 
 def from_numpy_dtype(npd) -> dtype:
     """The gpucore dtype of a numpy dtype, or DTypeError if there is none."""

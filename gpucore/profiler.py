@@ -19,6 +19,7 @@ class profiler:
         self.events: list = []  # (op, backend, cpu seconds)
         self.gpu_events: list = []  # (op, gpu seconds)
         self._stream = None
+        self._outer = None  # the enclosing profiler's GPU event list, restored on exit
 
     def _cpu_event(self, op, backend, seconds):
         self.events.append((op, backend, seconds))
@@ -28,6 +29,7 @@ class profiler:
         if be is not None:
             be.ctx.stream.synchronize()
             self._stream = be.ctx.stream
+            self._outer = self._stream.profile
             self._stream.profile = self.gpu_events
         dispatch._profilers.append(self)
         dispatch.profiling[0] = True
@@ -38,7 +40,11 @@ class profiler:
         if be is not None:
             be.ctx.stream.synchronize()
         if self._stream is not None:
-            self._stream.profile = None
+            # a nested profiler hands its dispatches to the enclosing one, which keeps timing
+            if self._outer is not None:
+                self._outer.extend(self.gpu_events)
+            self._stream.profile = self._outer
+            self._stream = self._outer = None
         dispatch._profilers.remove(self)
         dispatch.profiling[0] = bool(dispatch._profilers)
         return False

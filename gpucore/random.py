@@ -78,16 +78,20 @@ def manual_seed(seed: int) -> Generator:
 
 
 def seed() -> int:
+    """Reseed the default generator from the OS entropy pool; returns the new seed."""
     return default_generator.seed()
 
 
 def initial_seed() -> int:
+    """The default generator's seed."""
     return default_generator.initial_seed()
 
 
 def get_rng_state() -> tuple[int, int]:
+    """The default generator's (seed, offset), for ``set_rng_state``."""
     return default_generator.get_state()
 
 
 def set_rng_state(state) -> None:
+    """Restore the default generator's (seed, offset) from ``get_rng_state()``."""
     default_generator.set_state(state)

@@ -64,7 +64,10 @@ class device:
 
     def __eq__(self, other) -> bool:
         if isinstance(other, str):
-            other = device(other)
+            try:
+                other = device(other)
+            except (ValueError, RuntimeError):  # 'cuda', 'vulkan:x': simply not this device
+                return False
         return isinstance(other, device) and self.type == other.type and (
             self.index == other.index or self.index is None or other.index is None
         )
@@ -409,6 +412,12 @@ class Tensor:
 
     def __hash__(self) -> int:
         return id(self)
+
+    def __format__(self, spec: str) -> str:
+        """A 0-d tensor formats as its Python number (``f"{loss:.4f}"``), as in PyTorch."""
+        if self._data.ndim == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
 
     def __repr__(self) -> str:
         arr = self.detach().numpy(force=True)

@@ -27,16 +27,31 @@ def devices() -> list:
 
 
 def device_count() -> int:
+    """The number of Vulkan devices the loader reports (CPU-type ones included)."""
     return len(devices())
 
 
 def unavailable_reason() -> str:
     """Why no device is usable ('' when one is)."""
-    return "" if is_available() else (_device.reason() or "only CPU-type Vulkan devices exist; "
-                                      "set GPUCORE_VULKAN_ALLOW_CPU=1 to use them")
+    try:
+        if dispatch.vulkan_backend() is not None:
+            return ""
+    except Exception as e:  # e.g. GPUCORE_VULKAN_DEVICE naming no device
+        return str(e)
+    why = _device.reason()
+    if why:
+        return why
+    infos = _device.probe()[2]
+    if infos and all(d.type == "cpu" for d in infos) and not _device.allow_cpu_device():
+        return "only CPU-type Vulkan devices exist; set GPUCORE_VULKAN_ALLOW_CPU=1 to use them"
+    return (
+        "a Vulkan device was found but could not be initialised; enable DEBUG logging of "
+        "'gpucore.vulkan' to see the driver's error"
+    )
 
 
 def current_device() -> dict | None:
+    """The device ops run on under the 'auto' policy (as ``devices()`` reports it), or None."""
     be = dispatch.vulkan_backend()
     return None if be is None else be.ctx.info.as_dict()
 
@@ -68,6 +83,7 @@ def stats() -> dict:
 
 
 def reset_peak() -> None:
+    """Restart ``stats()['peak_bytes']`` from the bytes live now."""
     be = dispatch._vulkan_cache.get("instance")
     if be is not None:
         be.ctx.memory.peak_bytes = be.ctx.memory.live_bytes

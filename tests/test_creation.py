@@ -89,17 +89,45 @@ def test_device_argument():
     for t in (gpucore.zeros(2, device="cpu"), gpucore.tensor([1.0], device=gpucore.device("cpu")),
               gpucore.arange(3, device="cpu"), gpucore.rand(2, device="cpu")):
         assert t.device == "cpu"
-    for make in (lambda: gpucore.zeros(2, device="vulkan"), lambda: gpucore.tensor([1.0],
-                 device="vulkan"), lambda: gpucore.ones(2, device="cuda"),
-                 lambda: gpucore.rand(2, device="cuda")):
-        with pytest.raises(gpucore.DeviceError):
+    for make in (lambda: gpucore.ones(2, device="cuda"), lambda: gpucore.rand(2, device="cuda"),
+                 lambda: gpucore.tensor([1.0], device="cuda")):
+        with pytest.raises(gpucore.DeviceError, match="cuda"):
             make()
-    # random creation runs on the Vulkan device when there is one (DeviceError when not)
+    # creation on the Vulkan device when there is one (DeviceError naming the op when not)
+    on_device = [
+        lambda: gpucore.randn(2, device="vulkan:0"),
+        lambda: gpucore.zeros(2, device="vulkan"),
+        lambda: gpucore.tensor([1.0, 2.0], device="vulkan", requires_grad=True),
+        lambda: gpucore.full((2,), 3, device="vulkan"),
+        lambda: gpucore.arange(3, device=gpucore.device("vulkan")),
+        lambda: gpucore.eye(2, device="vulkan"),
+        lambda: gpucore.empty(2, 3, device="vulkan"),
+        lambda: gpucore.randint(0, 5, (4,), device="vulkan"),
+    ]
     if gpucore.dispatch.vulkan_backend(allow_cpu=True) is None:
-        with pytest.raises(gpucore.DeviceError):
-            gpucore.randn(2, device="vulkan:0")
-    else:
-        assert gpucore.randn(2, device="vulkan:0").device == "vulkan"
+        for make in on_device:
+            with pytest.raises(gpucore.DeviceError, match="vulkan"):
+                make()
+        return
+    for make in on_device:
+        t = make()
+        assert t.device == "vulkan"
+    t = gpucore.tensor([1.0, 2.0], device="vulkan", requires_grad=True)
+    assert t.is_leaf and t.requires_grad and t.tolist() == [1.0, 2.0]
+    assert gpucore.full((2,), 3, device="vulkan").tolist() == [3, 3]
+    assert gpucore.arange(3, device="vulkan").tolist() == [0, 1, 2]
+
+
+def test_like_functions_keep_the_device():
+    if gpucore.dispatch.vulkan_backend(allow_cpu=True) is None:
+        pytest.skip("no Vulkan device")
+    x = gpucore.ones(2, 3).to("vulkan")
+    for t in (gpucore.zeros_like(x), gpucore.ones_like(x), gpucore.empty_like(x),
+              gpucore.full_like(x, 7.0), gpucore.rand_like(x), gpucore.randn_like(x),
+              gpucore.randint_like(x, 5)):
+        assert t.device == "vulkan" and t.shape == (2, 3)
+    assert gpucore.full_like(x, 7.0).tolist() == [[7.0] * 3] * 2
+    assert gpucore.zeros_like(x, device="cpu").device == "cpu"
 
 
 # ----------------------------------------------------------------------------- constant fills

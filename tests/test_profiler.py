@@ -30,3 +30,16 @@ def test_profiler_times_dispatches_on_the_device(vulkan):
         _, backend, calls, cpu_ms, gpu_ms, dispatches = rows[op]
         assert backend == "vulkan" and calls == 1 and dispatches >= 1
         assert gpu_ms > 0 and cpu_ms > 0
+
+
+def test_nested_profilers_both_see_the_inner_dispatches(vulkan):
+    x = gpucore.randn(128, 128)
+    with gpucore.profiler() as outer:
+        x.tanh()
+        with gpucore.profiler() as inner:
+            x.exp()
+        x.relu()
+    inner_ops = {r[0] for r in inner.summary() if r[5]}
+    outer_ops = {r[0] for r in outer.summary() if r[5]}  # ops with timed dispatches
+    assert inner_ops == {"exp"}
+    assert {"tanh", "exp", "relu"} <= outer_ops, outer.summary()

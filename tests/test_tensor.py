@@ -46,6 +46,8 @@ def test_metadata():
     assert x.dtype is gpucore.float64
     assert x.device == "cpu" and str(x.device) == "cpu" and x.device.type == "cpu"
     assert x.device == gpucore.device("cpu")
+    # comparing with any other name is simply False (never an error), as PyTorch
+    assert x.device != "cuda" and x.device != "vulkan" and not x.device == "vulkan:x"
     assert x.numel() == 24 and x.nelement() == 24 and gpucore.numel(x) == 24
     assert x.size() == (2, 3, 4) and isinstance(x.size(), Size)
     assert x.size(0) == 2 and x.size(-1) == 4 and x.size(dim=1) == 3
@@ -212,6 +214,14 @@ def test_item():
         gpucore.ones(2).item()
     with pytest.raises(ValueError):
         gpucore.ones(0).item()
+
+
+def test_format_of_a_0d_tensor_is_its_number():
+    loss = gpucore.tensor(1.23456)
+    assert f"{loss:.2f}" == "1.23" and f"{gpucore.tensor(7):>3d}" == "  7"
+    assert f"{gpucore.tensor([1.5])}" == repr(gpucore.tensor([1.5]))
+    with pytest.raises(TypeError):
+        f"{gpucore.ones(2):.2f}"
 
 
 def test_python_scalar_conversions():

@@ -185,6 +185,25 @@ def test_view_shape_errors():
         x.reshape(5)
 
 
+def test_view_dtype_reinterprets_bits_as_pytorch():
+    # view(dtype) is a bit reinterpretation sharing storage, not a value conversion.
+    x = gpucore.tensor([1.0, -2.0, 0.5])
+    v = x.view(gpucore.int32)
+    assert v.dtype is gpucore.int32 and shares(v, x)
+    assert v.tolist() == np.array([1.0, -2.0, 0.5], np.float32).view(np.int32).tolist()
+    v[0] = 0  # writes show through, and bump the shared version counter
+    assert x[0].item() == 0.0 and x._vbox is v._vbox
+    h = gpucore.tensor([1.5], dtype=gpucore.float16)
+    b = h.view(gpucore.bfloat16)
+    assert b._host().tobytes() == np.array([1.5], np.float16).tobytes()
+    assert b.view(gpucore.float16).tolist() == [1.5]
+    assert shares(x.view(gpucore.float32), x)
+    with pytest.raises(gpucore.DTypeError, match=r"\.to\(dtype\)"):
+        x.view(gpucore.float64)  # element sizes differ
+    with pytest.raises(gpucore.DTypeError, match="requires grad"):
+        gpucore.ones(2, requires_grad=True).view(gpucore.int32)
+
+
 def test_expand_shares_and_is_read_only():
     x = gpucore.tensor([[1.0], [2.0], [3.0]])
     e = x.expand(3, 4)
@@ -192,6 +211,8 @@ def test_expand_shares_and_is_read_only():
     assert x.expand(2, 3, -1).shape == (2, 3, 1)
     assert gpucore.arange(3).expand(2, 3).tolist() == [[0, 1, 2], [0, 1, 2]]
     assert gpucore.arange(3).broadcast_to((2, 3)).stride() == (0, 1)
+    with pytest.raises(gpucore.ShapeError, match="negative"):
+        x.expand(3, -2)
     x[1, 0] = 20.0
     assert e[1].tolist() == [20.0] * 4
     with pytest.raises(gpucore.GpucoreError, match="clone"):

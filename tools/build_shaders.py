@@ -45,7 +45,9 @@ def source_digest(comp: Path) -> str:
 def stale(comp: Path) -> bool:
     spv = OUT / (comp.stem + ".spv")
     stamp = OUT / (comp.stem + ".spv.sha256")
-    return not spv.exists() or not stamp.exists() or stamp.read_text().strip() != source_digest(comp)
+    if not spv.exists() or not stamp.exists():
+        return True
+    return stamp.read_text().strip() != source_digest(comp)
 
 
 def compile_one(comp: Path, glslang: str) -> None:
@@ -70,7 +72,9 @@ def main(argv=None) -> int:
         return 1 if bad else 0
     glslang = shutil.which("glslangValidator")
     if bad and not glslang:
-        raise SystemExit("build_shaders: glslangValidator not found (apt-get install glslang-tools)")
+        raise SystemExit(
+            "build_shaders: glslangValidator not found (apt-get install glslang-tools)"
+        )
     OUT.mkdir(parents=True, exist_ok=True)
     for c in bad:
         compile_one(c, glslang)

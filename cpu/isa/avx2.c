@@ -18,8 +18,10 @@
 #define V_SET1(x) _mm256_set1_ps(x)
 #define V_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define V_ADD(a, b) _mm256_add_ps(a, b)
+#define V_MUL(a, b) _mm256_mul_ps(a, b)
 #define V_RELU(x) _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LE_OQ), x)
 #define UKR_NAME gemm_avx2_f32_6x16
+#define UKR_NAME_DA gemm_da_avx2_f32_6x16
 #include "isa/ukr.h"
 #undef UKR_T
 #undef UKR_VT
@@ -32,6 +34,8 @@
 #undef V_ADD
 #undef V_RELU
 #undef UKR_NAME
+#undef UKR_NAME_DA
+#undef V_MUL
 
 #define UKR_T double
 #define UKR_VT __m256d
@@ -42,8 +46,10 @@
 #define V_SET1(x) _mm256_set1_pd(x)
 #define V_FMA(a, b, c) _mm256_fmadd_pd(a, b, c)
 #define V_ADD(a, b) _mm256_add_pd(a, b)
+#define V_MUL(a, b) _mm256_mul_pd(a, b)
 #define V_RELU(x) _mm256_andnot_pd(_mm256_cmp_pd(x, _mm256_setzero_pd(), _CMP_LE_OQ), x)
 #define UKR_NAME gemm_avx2_f64_6x8
+#define UKR_NAME_DA gemm_da_avx2_f64_6x8
 #include "isa/ukr.h"
 
 static void gc_isa_fill_avx2_vmath(gc_isa_kernels *k);
@@ -54,10 +60,12 @@ void gc_isa_fill_avx2(gc_isa_kernels *k)
     k->mr_f32 = 6;
     k->nr_f32 = 16;
     k->ukr_f32 = gemm_avx2_f32_6x16;
+    k->ukr_da_f32 = gemm_da_avx2_f32_6x16;
     k->ukr_f32_name = "gemm_avx2_f32_6x16";
     k->mr_f64 = 6;
     k->nr_f64 = 8;
     k->ukr_f64 = gemm_avx2_f64_6x8;
+    k->ukr_da_f64 = gemm_da_avx2_f64_6x8;
     k->ukr_f64_name = "gemm_avx2_f64_6x8";
 }
 

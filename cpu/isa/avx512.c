@@ -23,10 +23,12 @@
 #define V_SET1(x) _mm512_set1_ps(x)
 #define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define V_ADD(a, b) _mm512_add_ps(a, b)
+#define V_MUL(a, b) _mm512_mul_ps(a, b)
 #define V_RELU(x)                                                                                 \
     _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LE_OQ), x,               \
                          _mm512_setzero_ps())
 #define UKR_NAME gemm_avx512_f32
+#define UKR_NAME_DA gemm_da_avx512_f32
 #include "isa/ukr.h"
 #undef UKR_T
 #undef UKR_VT
@@ -39,6 +41,8 @@
 #undef V_ADD
 #undef V_RELU
 #undef UKR_NAME
+#undef UKR_NAME_DA
+#undef V_MUL
 
 #define UKR_T double
 #define UKR_VT __m512d
@@ -49,10 +53,12 @@
 #define V_SET1(x) _mm512_set1_pd(x)
 #define V_FMA(a, b, c) _mm512_fmadd_pd(a, b, c)
 #define V_ADD(a, b) _mm512_add_pd(a, b)
+#define V_MUL(a, b) _mm512_mul_pd(a, b)
 #define V_RELU(x)                                                                                 \
     _mm512_mask_blend_pd(_mm512_cmp_pd_mask(x, _mm512_setzero_pd(), _CMP_LE_OQ), x,               \
                          _mm512_setzero_pd())
 #define UKR_NAME gemm_avx512_f64
+#define UKR_NAME_DA gemm_da_avx512_f64
 #include "isa/ukr.h"
 
 #define GC_STR_(x) #x
@@ -66,10 +72,12 @@ void gc_isa_fill_avx512(gc_isa_kernels *k)
     k->mr_f32 = GC_AVX512_MR;
     k->nr_f32 = 32;
     k->ukr_f32 = gemm_avx512_f32;
+    k->ukr_da_f32 = gemm_da_avx512_f32;
     k->ukr_f32_name = "gemm_avx512_f32_" GC_STR(GC_AVX512_MR) "x32";
     k->mr_f64 = GC_AVX512_MR;
     k->nr_f64 = 16;
     k->ukr_f64 = gemm_avx512_f64;
+    k->ukr_da_f64 = gemm_da_avx512_f64;
     k->ukr_f64_name = "gemm_avx512_f64_" GC_STR(GC_AVX512_MR) "x16";
 }
 

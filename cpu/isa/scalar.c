@@ -10,6 +10,7 @@
 #define V_SET1(x) (x)
 #define V_FMA(a, b, c) ((a) * (b) + (c))
 #define V_ADD(a, b) ((a) + (b))
+#define V_MUL(a, b) ((a) * (b))
 #define V_RELU(x) ((x) <= 0 ? 0 : (x))
 #define V_PREFETCH(p) ((void)0)
 #define UKR_VL 1
@@ -19,14 +20,17 @@
 #define UKR_T float
 #define UKR_VT float
 #define UKR_NAME gemm_scalar_f32_4x4
+#define UKR_NAME_DA gemm_da_scalar_f32_4x4
 #include "isa/ukr.h"
 #undef UKR_T
 #undef UKR_VT
 #undef UKR_NAME
+#undef UKR_NAME_DA
 
 #define UKR_T double
 #define UKR_VT double
 #define UKR_NAME gemm_scalar_f64_4x4
+#define UKR_NAME_DA gemm_da_scalar_f64_4x4
 #include "isa/ukr.h"
 #undef UKR_T
 #undef UKR_VT
@@ -37,10 +41,12 @@ void gc_isa_fill_scalar(gc_isa_kernels *k)
     k->mr_f32 = 4;
     k->nr_f32 = 4;
     k->ukr_f32 = gemm_scalar_f32_4x4;
+    k->ukr_da_f32 = gemm_da_scalar_f32_4x4;
     k->ukr_f32_name = "gemm_scalar_f32_4x4";
     k->mr_f64 = 4;
     k->nr_f64 = 4;
     k->ukr_f64 = gemm_scalar_f64_4x4;
+    k->ukr_da_f64 = gemm_da_scalar_f64_4x4;
     k->ukr_f64_name = "gemm_scalar_f64_4x4";
     for (int op = 0; op < GC_UNARY_COUNT; op++)
         k->vunary_f32[op] = NULL;

@@ -18,8 +18,10 @@
 #define V_SET1(x) _mm_set1_ps(x)
 #define V_FMA(a, b, c) _mm_add_ps(_mm_mul_ps(a, b), c)
 #define V_ADD(a, b) _mm_add_ps(a, b)
+#define V_MUL(a, b) _mm_mul_ps(a, b)
 #define V_RELU(x) _mm_andnot_ps(_mm_cmple_ps(x, _mm_setzero_ps()), x)
 #define UKR_NAME gemm_sse2_f32_4x8
+#define UKR_NAME_DA gemm_da_sse2_f32_4x8
 #include "isa/ukr.h"
 #undef UKR_T
 #undef UKR_VT
@@ -32,6 +34,8 @@
 #undef V_ADD
 #undef V_RELU
 #undef UKR_NAME
+#undef UKR_NAME_DA
+#undef V_MUL
 
 #define UKR_T double
 #define UKR_VT __m128d
@@ -42,8 +46,10 @@
 #define V_SET1(x) _mm_set1_pd(x)
 #define V_FMA(a, b, c) _mm_add_pd(_mm_mul_pd(a, b), c)
 #define V_ADD(a, b) _mm_add_pd(a, b)
+#define V_MUL(a, b) _mm_mul_pd(a, b)
 #define V_RELU(x) _mm_andnot_pd(_mm_cmple_pd(x, _mm_setzero_pd()), x)
 #define UKR_NAME gemm_sse2_f64_4x4
+#define UKR_NAME_DA gemm_da_sse2_f64_4x4
 #include "isa/ukr.h"
 
 void gc_isa_fill_sse2(gc_isa_kernels *k)
@@ -51,9 +57,11 @@ void gc_isa_fill_sse2(gc_isa_kernels *k)
     k->mr_f32 = 4;
     k->nr_f32 = 8;
     k->ukr_f32 = gemm_sse2_f32_4x8;
+    k->ukr_da_f32 = gemm_da_sse2_f32_4x8;
     k->ukr_f32_name = "gemm_sse2_f32_4x8";
     k->mr_f64 = 4;
     k->nr_f64 = 4;
     k->ukr_f64 = gemm_sse2_f64_4x4;
+    k->ukr_da_f64 = gemm_da_sse2_f64_4x4;
     k->ukr_f64_name = "gemm_sse2_f64_4x4";
 }

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from ..errors import AutogradError, ShapeError
 from .dot import export_dot
-from .engine import run_backward
+from .engine import _accumulate, run_backward
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import gradcheck, gradgradcheck
 from .graph import accumulate_node, grad_fn_of
@@ -86,7 +86,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
                    allow_unused=True)
         for t, g in zip(ins, res):
             if g is not None:
-                t.grad = (g if create_graph else g.detach()) if t.grad is None else t.grad + g
+                # as the engine does for leaves: a fresh copy (never the caller's gradient
+                # tensor itself), kept on the tensor's device
+                _accumulate(t, g, create_graph)
         return
     run_backward([_node_of(o) for o in outputs], grads, retain_graph, create_graph)
 

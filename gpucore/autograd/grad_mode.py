@@ -54,17 +54,28 @@ class _GradModeContext:
         return wrapper
 
 
-class no_grad(_GradModeContext):
+class _NoParamGradModeContext(_GradModeContext):
+    """Also usable as a decorator without parentheses (``@no_grad``), as PyTorch's."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        if not callable(orig_func):
+            raise TypeError(f"{cls.__name__}() takes no arguments, got {orig_func!r}")
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamGradModeContext):
     """Disable graph recording inside the block or decorated function."""
 
-    def __init__(self):
+    def __init__(self, orig_func=None):
         self._value = False
 
 
-class enable_grad(_GradModeContext):
+class enable_grad(_NoParamGradModeContext):
     """Enable graph recording inside the block, e.g. within a no_grad region."""
 
-    def __init__(self):
+    def __init__(self, orig_func=None):
         self._value = True
 
 

@@ -42,7 +42,7 @@ def _analytic_jacobian(fn, inputs, diff_idx):
         for j in range(sizes[k]):
             gouts = []
             for kk, o in enumerate(outs):
-                g = zeros_like(o)
+                g = zeros_like(o, device="cpu")  # written through _data: host memory
                 if kk == k:
                     g._data.reshape(-1)[j] = 1.0
                 gouts.append(g)

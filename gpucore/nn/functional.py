@@ -3,12 +3,13 @@
 Everything here is a composition of registry ops (matmul, im2col, reductions, where...), so it runs
 on whichever backend the dispatch policy picks and autograd differentiates it with no backward of
 its own. Geometry constants (pooling masks and divisors) are built once per shape and cached.
+The exception is max_pool2d: one fused op with its own backward (gpucore/ops/pool.py), because
+the composition (im2col, max, a one-hot mask, where, sum) dominated CNN training steps.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 import operator
 import warnings
 
@@ -19,6 +20,7 @@ from ..autograd.grad_mode import no_grad
 from ..errors import DTypeError, GpucoreIndexError, ShapeError
 from ..ops import elementwise as E
 from ..ops import nnops
+from ..ops import pool as _pool
 from ..ops.inplace import inplace as _inplace
 from ..tensor import Tensor
 
@@ -34,10 +36,12 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 
 def sigmoid(input: Tensor) -> Tensor:
+    """1 / (1 + exp(-x))."""
     return E.sigmoid(input)
 
 
 def tanh(input: Tensor) -> Tensor:
+    """Hyperbolic tangent."""
     return E.tanh(input)
 
 
@@ -49,6 +53,7 @@ def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
 
 
 def log_softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
+    """log(softmax(x)) along dim, computed stably (PyTorch requires dim; so do we)."""
     if dim is None:
         raise TypeError("log_softmax(): pass dim explicitly (e.g. dim=-1)")
     return nnops.log_softmax(input, dim, dtype=dtype)
@@ -344,22 +349,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
 
 
 # ============================================================================= pooling
-def _pool_out(op, size, k, s, p, d, ceil_mode):
-    """(output size, extra rows/cols of padding needed at the end for ceil_mode)."""
-    eff = d * (k - 1) + 1
-    num = size + 2 * p - eff
-    if ceil_mode:
-        o = -(-num // s) + 1
-        if (o - 1) * s >= size + p:  # the last window must start inside the input or left pad
-            o -= 1
-    else:
-        o = num // s + 1
-    if num < 0 or o < 1:
-        raise ShapeError(
-            f"{op}(): input of spatial size {size} is too small for kernel size {k} with "
-            f"padding {p} and dilation {d}"
-        )
-    return o, max(0, (o - 1) * s + eff - (size + 2 * p))
+_pool_out = _pool.pool_out  # (output size, end padding for ceil_mode) of one axis
 
 
 @functools.lru_cache(maxsize=512)
@@ -374,14 +364,6 @@ def _window_mask(h, w, k, s, p, d, oh, ow, lo, hi):
     m = inside[0][:, None, :, None] & inside[1][None, :, None, :]
     m = m.reshape(k[0] * k[1], oh * ow)
     return None if m.all() else m
-
-
-def _flat_positions(h, w, k, s, p, d, oh, ow) -> np.ndarray:
-    """int64 [kh*kw, oh*ow]: row-major index into the H*W input of each window position."""
-    r = np.arange(oh)[None, :] * s[0] - p[0] + np.arange(k[0])[:, None] * d[0]
-    c = np.arange(ow)[None, :] * s[1] - p[1] + np.arange(k[1])[:, None] * d[1]
-    flat = r[:, None, :, None] * w + c[None, :, None, :]
-    return flat.reshape(k[0] * k[1], oh * ow).astype(np.int64)
 
 
 def _pool_cols(op, x, k, s, p, d, ceil_mode):
@@ -414,8 +396,9 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                ceil_mode: bool = False, return_indices: bool = False):
     """Max over sliding windows (torch.nn.functional.max_pool2d); padding counts as -inf.
 
-    The gradient goes to the first maximum of each window (row-major), summed where windows
-    overlap. With return_indices, also the flat index into H*W of each maximum.
+    One fused op (gpucore.ops.pool): the gradient goes to the first maximum of each window
+    (row-major; a NaN wins, the window's last NaN as in PyTorch), summed where windows overlap.
+    With return_indices, also the flat index into H*W of each maximum.
     """
     x, squeeze = _as_4d("max_pool2d", input)
     k, s, p, d = _pool_args("max_pool2d", kernel_size, stride, padding, dilation)
@@ -425,29 +408,10 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                 f"max_pool2d(): padding should be at most half of the effective kernel size, "
                 f"got padding={p}, kernel_size={k} and dilation={d}"
             )
-    n, c, h, w = x.shape
-    cols, (oh, ow) = _pool_cols("max_pool2d", x, k, s, p, d, ceil_mode)
-    mask = _window_mask(h, w, k, s, p, d, oh, ow, (0, 0), (h, w))
-    if mask is not None:
-        cols = E.where(_const(mask), cols, -math.inf)
-    if cols.requires_grad:
-        # Route the gradient with a one-hot of the first maximum: elementwise ops, where the
-        # max_dim backward would scatter.
-        with no_grad():
-            _, idx = cols.max(1)
-        kk = k[0] * k[1]
-        pick = idx.unsqueeze(1) == _const(np.arange(kk).reshape(1, kk, 1))
-        values = E.where(pick, cols, 0.0).sum(1)
-    else:
-        values, idx = cols.max(1)
-    out = values.reshape(n, c, oh, ow)
+    out, ind = _pool.max_pool2d_with_indices(x, k, s, p, d, ceil_mode)
     if squeeze:
-        out = out.squeeze(0)
-    if not return_indices:
-        return out
-    pos = _const(_flat_positions(h, w, k, s, p, d, oh, ow))
-    ind = pos.expand(n * c, k[0] * k[1], oh * ow).gather(1, idx.unsqueeze(1)).reshape(n, c, oh, ow)
-    return out, (ind.squeeze(0) if squeeze else ind)
+        out, ind = out.squeeze(0), ind.squeeze(0)
+    return (out, ind) if return_indices else out
 
 
 def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,

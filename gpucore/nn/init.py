@@ -95,10 +95,12 @@ def constant_(tensor: Tensor, val: float) -> Tensor:
 
 
 def ones_(tensor: Tensor) -> Tensor:
+    """Fill with 1."""
     return constant_(tensor, 1.0)
 
 
 def zeros_(tensor: Tensor) -> Tensor:
+    """Fill with 0."""
     return constant_(tensor, 0.0)
 
 

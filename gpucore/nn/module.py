@@ -112,6 +112,7 @@ class Module:
             raise KeyError(f"attribute {name!r} already exists in {type(self).__name__}")
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Track ``param`` (or None, a declared but absent parameter) under ``name``."""
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         if param is not None and not isinstance(param, Parameter):
@@ -131,6 +132,7 @@ class Module:
             self._non_persistent.add(name)
 
     def add_module(self, name: str, module: Module | None) -> None:
+        """Track ``module`` (or None) as a child under ``name``."""
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"add_module({name!r}): {type(module).__name__} is not a Module")
         self._check_new("module", name, "_modules")
@@ -140,6 +142,7 @@ class Module:
     register_module = add_module
 
     def get_submodule(self, target: str) -> Module:
+        """The submodule at the dotted path ``target`` ('' is self)."""
         mod = self
         for part in target.split(".") if target else []:
             if part not in mod._modules:
@@ -149,6 +152,7 @@ class Module:
 
     # ----------------------------------------------------------------------------- traversal
     def named_modules(self, memo=None, prefix: str = "", remove_duplicate: bool = True):
+        """(dotted name, module) for self and every submodule, depth first; shared ones once."""
         if memo is None:
             memo = set()
         if remove_duplicate:
@@ -163,10 +167,12 @@ class Module:
                                        remove_duplicate)
 
     def modules(self) -> Iterator[Module]:
+        """Self and every submodule (see named_modules)."""
         for _, m in self.named_modules():
             yield m
 
     def named_children(self):
+        """(name, module) of the direct children (each once)."""
         seen = set()
         for name, m in self._modules.items():
             if m is not None and m not in seen:
@@ -174,6 +180,7 @@ class Module:
                 yield name, m
 
     def children(self) -> Iterator[Module]:
+        """The direct children."""
         for _, m in self.named_children():
             yield m
 
@@ -197,14 +204,17 @@ class Module:
         yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        """The parameters of self (and, with recurse, of every submodule), each once."""
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
     def named_buffers(self, prefix: str = "", recurse: bool = True,
                       remove_duplicate: bool = True):
+        """(dotted name, buffer) pairs, as named_parameters."""
         yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        """The registered buffers (see named_buffers)."""
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
@@ -278,6 +288,7 @@ class Module:
 
     # ----------------------------------------------------------------------------- modes
     def train(self, mode: bool = True) -> Module:
+        """Set training mode (dropout, batch statistics) on self and all submodules."""
         if not isinstance(mode, bool):
             raise ValueError(f"train(): mode is expected to be a bool, got {mode!r}")
         object.__setattr__(self, "training", bool(mode))
@@ -286,9 +297,11 @@ class Module:
         return self
 
     def eval(self) -> Module:
+        """``train(False)``."""
         return self.train(False)
 
     def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Set requires_grad on every parameter; returns self."""
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
@@ -348,22 +361,27 @@ class Module:
         return self._apply_tensors(conv)
 
     def cpu(self) -> Module:
+        """Move parameters and buffers to the CPU (``to('cpu')``)."""
         return self.to("cpu")
 
     def vulkan(self) -> Module:
+        """Move parameters and buffers to the Vulkan device (``to('vulkan')``)."""
         return self.to("vulkan")
 
     def float(self) -> Module:
+        """Cast floating parameters and buffers to float32."""
         from .. import dtypes as D
 
         return self.to(D.float32)
 
     def double(self) -> Module:
+        """Cast floating parameters and buffers to float64."""
         from .. import dtypes as D
 
         return self.to(D.float64)
 
     def half(self) -> Module:
+        """Cast floating parameters and buffers to float16."""
         from .. import dtypes as D
 
         return self.to(D.float16)
@@ -400,6 +418,7 @@ class Module:
 
     # ----------------------------------------------------------------------------- repr
     def extra_repr(self) -> str:
+        """Extra text inside ``repr(module)``: override to show a layer's settings."""
         return ""
 
     def __repr__(self) -> str:

@@ -204,6 +204,7 @@ def isfinite(input: Tensor) -> Tensor:
 
 @method("square")
 def square(input: Tensor) -> Tensor:
+    """x * x, elementwise."""
     return input * input
 
 
@@ -314,15 +315,14 @@ def _binary(op, doc):
     return fn
 
 
-add_ = _binary(ADD, "")
-_sub_plain = _binary(SUB, "")
+# The operators (``+``, ``-``): no alpha keyword to check on the hot path.
+_add_operator = _binary(ADD, "input + other")
+_sub_plain = _binary(SUB, "input - other")
 
 
-def sub_(input, other) -> Tensor:
+def _sub_operator(input, other) -> Tensor:
     _check_sub(input, other)
     return _sub_plain(input, other)
-
-
 
 
 @method("add")
@@ -388,10 +388,10 @@ def _swap(fn):
     return lambda self, other: fn(other, self)
 
 
-Tensor.__add__ = add_
-Tensor.__radd__ = _swap(add_)
-Tensor.__sub__ = sub_
-Tensor.__rsub__ = _swap(sub_)
+Tensor.__add__ = _add_operator
+Tensor.__radd__ = _swap(_add_operator)
+Tensor.__sub__ = _sub_operator
+Tensor.__rsub__ = _swap(_sub_operator)
 Tensor.__mul__ = mul
 Tensor.__rmul__ = _swap(mul)
 Tensor.__truediv__ = div
@@ -401,7 +401,7 @@ Tensor.__rpow__ = _swap(pow)
 
 
 # ----------------------------------------------------------------------------- logical
-def _logical(name, fn_np_name):
+def _logical(name):
     op = defop(name, infer=lambda a, b: (broadcast_shapes(name, a.shape, b.shape), D.bool_))
 
     def fn(input, other) -> Tensor:
@@ -411,16 +411,18 @@ def _logical(name, fn_np_name):
         return apply(op, a.to(D.bool_), b.to(D.bool_))
 
     fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name[8:].upper()} of the operands' truth values, a bool tensor."
     return op, fn
 
 
-LOGICAL_AND, logical_and = _logical("logical_and", "logical_and")
-LOGICAL_OR, logical_or = _logical("logical_or", "logical_or")
-LOGICAL_XOR, logical_xor = _logical("logical_xor", "logical_xor")
+LOGICAL_AND, logical_and = _logical("logical_and")
+LOGICAL_OR, logical_or = _logical("logical_or")
+LOGICAL_XOR, logical_xor = _logical("logical_xor")
 LOGICAL_NOT = defop("logical_not", infer=lambda x: (x.shape, D.bool_))
 
 
 def logical_not(input: Tensor) -> Tensor:
+    """Elementwise NOT of the truth values (nonzero is True), a bool tensor."""
     return apply(LOGICAL_NOT, input)
 
 
@@ -507,11 +509,13 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002 - PyTorch'
     if min is None and max is None:
         raise ValueError("clamp: at least one of min and max must be given")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
+        # where, not maximum/minimum: at a tie the gradient goes to the input (maximum would
+        # split it), and a bound gets it only where it is the result, as PyTorch.
         out = input
         if min is not None:
-            out = maximum(out, min)
+            out = where(out < min, min, out)
         if max is not None:
-            out = minimum(out, max)
+            out = where(out > max, max, out)
         return out
     dt = input.dtype
     for bound in (min, max):
@@ -544,27 +548,31 @@ def contiguous(input: Tensor) -> Tensor:
 
 
 def _to(self: Tensor, *args, dtype=None, device=None, copy: bool = False, **_kw) -> Tensor:
-    """Convert dtype and/or device: ``to(float64)``, ``to('cpu')``, ``to('cpu', float16)``."""
+    """Convert dtype and/or device: ``to(float64)``, ``to('cpu')``, ``to('cpu', float16)``;
+    ``to(other)`` takes other's dtype and device, as PyTorch."""
     for a in args:
         if isinstance(a, (D.dtype, type)) or (isinstance(a, str) and a in D.BY_NAME):
             dtype = a
         elif isinstance(a, Tensor):
-            dtype = a.dtype
+            dtype, device = a.dtype, a.device
         else:
             device = a
+    target = None
     if device is not None:
         from ..tensor import device as _device
 
         target = _device(device).type
-        if target != self.device.type:
-            self = to_device(self, target)
+    if dtype is not None:
+        dt = D.as_dtype(dtype)
+        if dt is not self.dtype:
+            # The cast first: it may run on either backend (a Vulkan kernel takes few dtypes),
+            # so an explicit device is honoured by the move after it.
+            self = apply(TO_DTYPE, self, dtype=dt)
             copy = False
-    if dtype is None:
-        return self.clone() if copy else self
-    dt = D.as_dtype(dtype)
-    if dt is self.dtype:
-        return self.clone() if copy else self
-    return apply(TO_DTYPE, self, dtype=dt)
+    if target is not None and target != self.device.type:
+        self = to_device(self, target)
+        copy = False
+    return self.clone() if copy else self
 
 
 Tensor.to = _to

@@ -139,12 +139,8 @@ def getitem(input: Tensor, key) -> Tensor:
     if basic:
         _probe(input, parts)
         return apply(GETITEM, input, key=parts, src=tuple(input.shape))
-    _check_advanced(input, parts)
+    _probe(input, parts)
     return apply(INDEX, input, key=parts, src=tuple(input.shape))
-
-
-def _check_advanced(x: Tensor, parts):
-    _probe(x, parts)
 
 
 @method("__setitem__")
@@ -253,9 +249,16 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
 
 @method("masked_fill")
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
-    """input with value where mask is True."""
+    """input with value where mask is True; the result keeps input's dtype (value is cast to it,
+    so an int tensor filled with 1.5 holds 1, as PyTorch)."""
+    from .common import scalar_tensor
     from .elementwise import where
 
+    if isinstance(value, Tensor):
+        if value.dtype is not input.dtype:
+            value = value.to(input.dtype)
+    else:
+        value = scalar_tensor(value, input.dtype)
     return where(mask, value, input)
 
 
@@ -282,7 +285,7 @@ def _cat_bwd(ctx, g):
     return tuple(out)
 
 
-CAT = defop("cat", infer=_cat_infer, backward=lambda ctx, g: _cat_bwd(ctx, g))
+CAT = defop("cat", infer=_cat_infer, backward=_cat_bwd)
 
 
 def cat(tensors, dim: int = 0) -> Tensor:
@@ -375,6 +378,7 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
 
 @method("unbind")
 def unbind(input: Tensor, dim: int = 0) -> tuple:
+    """Views of each slice along dim, with that dim removed."""
     d = _real_dim(dim, input, "unbind")
     return tuple(getitem(input, (slice(None),) * d + (i,)) for i in range(input.shape[d]))
 

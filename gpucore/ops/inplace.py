@@ -141,6 +141,7 @@ def _binary_inplace(name, fn_name, saves_self):
         return inplace(self, lambda x: fn(x, other, **kw), saves_self=saves_self, op=name)
 
     method_.__name__ = name
+    method_.__doc__ = f"In-place {fn_name}: self = {fn_name}(self, other); returns self."
     return method_
 
 
@@ -165,6 +166,8 @@ def _unary_inplace(name):
         fn = getattr(Tensor, name)
         return inplace(self, lambda x: fn(x, *args, **kw), op=name + "_")
 
+    method_.__name__ = name + "_"
+    method_.__doc__ = f"In-place {name}: self = {name}(self); returns self."
     return method_
 
 
@@ -207,6 +210,7 @@ def zero_(self: Tensor) -> Tensor:
 
 @method("masked_fill_")
 def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
+    """Set the elements where mask is True to value, in place."""
     return inplace(self, lambda x: x.masked_fill(mask, value), saves_self=False, op="masked_fill_")
 
 
@@ -224,10 +228,14 @@ def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
     """Fill with uniform samples from [a, b) (Philox stream; drawn on self's device)."""
     from ..creation import _uniform_f32
 
-    with no_grad():
-        arr = _uniform_f32(tuple(self.shape), a, b, be=self._dev)
-        _write(self, _random_values(self, arr), "uniform_")
-    return self
+    # Through inplace(): the new values depend on nothing, so a tensor with a history gets zero
+    # gradient from here on, and a leaf that requires grad needs no_grad(), as PyTorch.
+    return inplace(
+        self,
+        lambda x: _random_values(x, _uniform_f32(tuple(x.shape), a, b, be=x._dev)),
+        saves_self=False,
+        op="uniform_",
+    )
 
 
 @method("normal_")
@@ -235,7 +243,9 @@ def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
     """Fill with normal samples (Philox stream; drawn on self's device)."""
     from ..creation import _normal_f32
 
-    with no_grad():
-        arr = _normal_f32(tuple(self.shape), mean, std, be=self._dev)
-        _write(self, _random_values(self, arr), "normal_")
-    return self
+    return inplace(
+        self,
+        lambda x: _random_values(x, _normal_f32(tuple(x.shape), mean, std, be=x._dev)),
+        saves_self=False,
+        op="normal_",
+    )

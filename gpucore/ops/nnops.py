@@ -83,6 +83,7 @@ def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
 
 @method("logsumexp")
 def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
+    """log(sum(exp(x))) over dim, computed stably (shifted by the detached maximum)."""
     m = input.detach().amax(dim, keepdim=True)
     m = m.masked_fill(m.abs() == float("inf"), 0.0)
     out = (input - m).exp().sum(dim, keepdim=True).log() + m
@@ -169,6 +170,8 @@ IM2COL = defop(
     infer=_im2col_infer,
     backward=lambda ctx, g: apply(COL2IM, g, shape=ctx.attrs["src"], **_geom(ctx.attrs)),
 )
+
+
 def _col2im_infer(col, shape, kernel, stride, padding, dilation):
     if len(shape) != 4:
         raise ShapeError(f"col2im: output_size must be [N, C, H, W], got {tuple(shape)}")

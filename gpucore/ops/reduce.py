@@ -244,10 +244,18 @@ def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correc
 
 
 @method("norm")
-def norm(input: Tensor, p=2, dim=None, keepdim: bool = False) -> Tensor:
-    """Vector p-norm over dim (p = 0, 1, 2, inf, -inf or any positive number), as torch.norm.
+def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False) -> Tensor:
+    """Vector p-norm over dim (p = 0, 1, 2, inf, -inf or any positive number; 'fro', the
+    default, is the 2-norm of the elements), as torch.norm.
 
     The gradient at an all-zero slice is 0 (as PyTorch), not the 0/0 of the chain rule."""
+    if isinstance(p, str):
+        if p != "fro":
+            raise ValueError(
+                f"norm(): p={p!r} is not supported; use 'fro', 0, 1, 2, inf, -inf or a positive "
+                "number"
+            )
+        p = 2
     if p == 2:
         return _safe_root((input * input).sum(dim, keepdim), 0.5)
     if p == 1:

@@ -62,17 +62,39 @@ def _can_view(x: Tensor, shape: tuple) -> bool:
 @method("view")
 def view(input: Tensor, *shape) -> Tensor:
     """A view with a new shape; raises when the strides do not allow one (use reshape)."""
-    if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list)):
-        return input.to(shape[0])  # view(dtype) is not a reinterpretation here; keep it simple
+    if len(shape) == 1 and not isinstance(shape[0], (int, np.integer, tuple, list)):
+        return _view_dtype(input, shape[0])
     shape = _infer_shape("view", input, shape_arg(shape))
     if not _can_view(input, shape):
         raise ShapeError(
             f"view: shape {shape} is not compatible with the strides of input of shape "
             f"{tuple(input.shape)} (it is not contiguous); use .reshape(...) instead"
         )
-    if shape == tuple(input.shape):
-        return apply(VIEW, input, shape=shape, src=tuple(input.shape))
     return apply(VIEW, input, shape=shape, src=tuple(input.shape))
+
+
+def _view_dtype(input: Tensor, dtype) -> Tensor:
+    """``view(dtype)``: the same bytes read as another dtype of the same size (PyTorch's bit
+    reinterpretation, not a value conversion), sharing storage and version counter."""
+    from .. import dtypes as D
+    from ..errors import DTypeError
+
+    dt = D.as_dtype(dtype)
+    if dt is input.dtype:
+        return apply(VIEW, input, shape=tuple(input.shape), src=tuple(input.shape))
+    if dt.itemsize != input.dtype.itemsize:
+        raise DTypeError(
+            f"view({dt}): reinterpreting a {input.dtype} tensor (shape {tuple(input.shape)}) as "
+            f"{dt} needs equal element sizes ({input.dtype.itemsize} vs {dt.itemsize} bytes) in "
+            "gpucore; to convert the values use .to(dtype)"
+        )
+    if input.requires_grad:
+        raise DTypeError(
+            f"view({dt}): a {input.dtype} tensor that requires grad cannot be reinterpreted as "
+            f"another dtype (the bits are not differentiable); use .detach().view({dt}), or "
+            ".to(dtype) to convert the values"
+        )
+    return Tensor._wrap(input._data.view(dt.np), dt, input._vbox, input._dev)
 
 
 @method("reshape")
@@ -188,6 +210,8 @@ def expand(input: Tensor, *sizes) -> Tensor:
         cur = shp[i - lead]
         if s == -1:
             s = cur
+        elif s < 0:
+            raise ShapeError(f"expand: size {s} in {sizes} is negative (only -1, keep, is allowed)")
         if cur != s and cur != 1:
             raise ShapeError(
                 f"expand: the size {cur} of dim {i - lead} (shape {shp}) must match {s} or be 1"
@@ -213,6 +237,7 @@ Tensor.broadcast_to = broadcast_to
 
 
 def broadcast_tensors(*tensors: Tensor) -> tuple:
+    """Views of the tensors expanded to their common broadcast shape."""
     from .common import broadcast_shapes
 
     shape = broadcast_shapes("broadcast_tensors", *[t.shape for t in tensors])
@@ -243,6 +268,7 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
 
 @method("movedim")
 def movedim(input: Tensor, source: int, destination: int) -> Tensor:
+    """A view with dim ``source`` moved to position ``destination`` (the others keep order)."""
     nd = input.ndim
     s, d = wrap_dim(source, nd, "movedim"), wrap_dim(destination, nd, "movedim")
     order = [i for i in range(nd) if i != s]

@@ -108,6 +108,18 @@ def test_backward_inputs_non_leaf():
     assert x.grad is None
 
 
+def test_backward_inputs_never_aliases_the_callers_gradient():
+    # clone's backward passes the gradient through unchanged: .grad must still be its own copy
+    # (as without inputs=), or an in-place update of .grad (clip_grad_norm_) would change G.
+    x = leaf([1.0, 2.0])
+    g = gc.ones(2)
+    x.clone().backward(g, inputs=[x])
+    x.grad.mul_(5)
+    assert g.tolist() == [1.0, 1.0] and x.grad.tolist() == [5.0, 5.0]
+    x.clone().backward(g, inputs=[x])  # accumulates
+    assert x.grad.tolist() == [6.0, 6.0]
+
+
 # ----------------------------------------------------------------------------- retain/second
 def test_backward_twice_without_retain_graph_raises():
     x = leaf([1.0, 2.0])

@@ -45,6 +45,29 @@ def test_no_grad_decorator():
     assert not f(x).requires_grad  # reusable
 
 
+def test_decorators_without_parentheses():
+    # As PyTorch 2: @no_grad and @enable_grad work bare, not only as @no_grad().
+    x = leaf()
+
+    @gc.no_grad
+    def f(t):
+        """doc"""
+        assert not is_grad_enabled()
+        return t * 2
+
+    @gc.enable_grad
+    def g(t):
+        return t * 2
+
+    assert f.__name__ == "f" and f.__doc__ == "doc"
+    assert not f(x).requires_grad and is_grad_enabled()
+    with gc.no_grad():
+        assert g(x).requires_grad
+        assert not is_grad_enabled()
+    with pytest.raises(TypeError, match="no arguments"):
+        gc.no_grad(3)
+
+
 def test_enable_grad_inside_no_grad_context_and_decorator():
     x = leaf()
 

@@ -291,6 +291,12 @@ def test_module_list_and_dict():
     assert list(dict(layers.named_children())) == ["0", "1", "2", "3", "4"]
     layers.insert(1, nn.Identity())
     assert isinstance(layers[1], nn.Identity)
+    assert list(dict(layers.named_children())) == ["0", "1", "2", "3", "4", "5"]
+    with pytest.raises(TypeError, match="not a Module"):
+        layers.insert(0, 3)
+    with pytest.raises(TypeError, match="not a Module"):
+        nn.Sequential(nn.ReLU()).insert(0, "relu")
+    assert len(layers) == 6
     assert isinstance(layers.pop(), nn.Sigmoid) and len(layers) == 5
     with pytest.raises(NotImplementedError):
         layers(gpucore.zeros(1))

@@ -49,6 +49,13 @@ def test_cast_methods_and_rounding():
     assert gpucore.tensor([70000.0]).half().float().item() == float("inf")
 
 
+def test_to_another_tensor_takes_its_dtype_and_device():
+    x = gpucore.tensor([1.5, 2.5])
+    y = x.to(gpucore.zeros(1, dtype=gpucore.float64))
+    assert y.dtype is gpucore.float64 and y.device == "cpu" and y.tolist() == [1.5, 2.5]
+    assert x.to(x) is x
+
+
 def test_cast_gradients():
     # through float32 and back: finite differences need a step far above float32's rounding
     x64 = gpucore.tensor(rand((2, 3)), dtype=gpucore.float64, requires_grad=True)

@@ -319,6 +319,20 @@ def test_clamp_tensor_bounds_and_boundary_grad():
     assert x.grad.tolist() == [0.0, 1.0, 1.0, 1.0, 0.0]  # PyTorch: boundary passes the gradient
 
 
+def test_clamp_tensor_bounds_ties_give_the_gradient_to_the_input():
+    # As torch.clamp with tensor bounds: at x == bound the input gets the whole gradient, a bound
+    # only where it is the result (min > max gives max).
+    x = gpucore.tensor([0.0, 1.0, 2.0, 2.0, 3.0], requires_grad=True)
+    lo = gpucore.tensor([1.0, 1.0, 1.0, 2.5, 1.0], requires_grad=True)
+    hi = gpucore.tensor([2.0, 2.0, 2.0, 1.0, 2.0], requires_grad=True)
+    out = x.clamp(lo, hi)
+    assert out.tolist() == [1.0, 1.0, 2.0, 1.0, 2.0]
+    out.sum().backward()
+    assert x.grad.tolist() == [0.0, 1.0, 1.0, 0.0, 0.0]
+    assert lo.grad.tolist() == [1.0, 0.0, 0.0, 0.0, 0.0]
+    assert hi.grad.tolist() == [0.0, 0.0, 0.0, 1.0, 1.0]
+
+
 def test_clamp_int_and_nan():
     assert gpucore.tensor([-5, 0, 5]).clamp(-1, 2).tolist() == [-1, 0, 2]
     assert gpucore.tensor([-5, 0, 5]).clamp(-1, 2).dtype is gpucore.int64

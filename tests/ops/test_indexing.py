@@ -197,6 +197,21 @@ def test_index_select_masked_fill():
     )
 
 
+def test_masked_fill_keeps_the_input_dtype():
+    # As PyTorch: the value is cast to the input's dtype (no promotion to float).
+    a = gpucore.arange(4)
+    m = gpucore.tensor([False, True, False, True])
+    out = a.masked_fill(m, 1.5)
+    assert out.dtype is gpucore.int64 and out.tolist() == [0, 1, 2, 1]
+    a.masked_fill_(m, 7.9)  # used to fail: float result into an int tensor
+    assert a.tolist() == [0, 7, 2, 7]
+    x = gpucore.ones(4)
+    y = x.masked_fill(m, gpucore.tensor(2.0, dtype=gpucore.float64))
+    assert y.dtype is gpucore.float32 and y.tolist() == [1.0, 2.0, 1.0, 2.0]
+    h = gpucore.ones(2, dtype=gpucore.float16).masked_fill(gpucore.tensor([True, False]), 3)
+    assert h.dtype is gpucore.float16 and h.tolist() == [3.0, 1.0]
+
+
 # ----------------------------------------------------------------------------- joining
 @pytest.mark.parametrize("dim", [0, 1, -1])
 def test_cat(dim):

@@ -225,6 +225,24 @@ def test_overwritten_tensor_keeps_requires_grad():
     np.testing.assert_allclose(npv(gx), [1.0, 1.0])
 
 
+@pytest.mark.parametrize("fill", [lambda t: t.uniform_(), lambda t: t.normal_(0.0, 2.0)])
+def test_random_fills_cut_the_history_like_other_overwrites(fill):
+    # The new values depend on nothing: y's old history gets zero gradient (as PyTorch), not
+    # the gradient of the values it no longer holds.
+    x = leaf([1.0, 2.0])
+    y = x * 2
+    fill(y)
+    assert y.requires_grad and not y.is_leaf and y._vbox[0] == 1
+    (gx,) = gc.autograd.grad((y + x).sum(), x)
+    np.testing.assert_allclose(npv(gx), [1.0, 1.0])
+    with pytest.raises(AutogradError, match="leaf"):
+        fill(leaf([1.0, 2.0]))
+    w = leaf([1.0, 2.0])
+    with gc.no_grad():
+        fill(w)  # how initialisers fill parameters
+    assert w.requires_grad and w.is_leaf and w.grad_fn is None
+
+
 # ----------------------------------------------------------------------------- errors
 @pytest.mark.parametrize(
     "fn",

@@ -86,16 +86,13 @@ class VulkanBackend:
     def upload(self, arr: np.ndarray, dtype) -> np.ndarray:
         """A device copy of a host array (contiguous)."""
         out = self.empty_array(arr.shape, arr.dtype)
-        self.ctx.stream.synchronize() if self._needs_sync_for_host_write(out) else None
+        # No wait before writing: a fresh range is never used by a pending command (frames keep
+        # the arrays their commands use alive, so their ranges are not reused until done).
         np.copyto(out, arr)
         if out.size:
             self._push_staging(out)
         self.ctx.bytes_uploaded += arr.nbytes
         return out
-
-    def _needs_sync_for_host_write(self, out) -> bool:
-        # A fresh range is never used by a pending command (frames keep their buffers alive).
-        return False
 
     def _push_staging(self, arr: np.ndarray):
         blk, off = self.ctx.memory.locate(arr)

@@ -76,15 +76,22 @@ class Context:
         )
         self.limits = info.limits
         self.timestamp_period = info.limits["timestampPeriod"]
-        self.subgroup_size = self._subgroup_size()
+        # Subgroup properties, queried once: size, VK_SUBGROUP_FEATURE_* bits of the supported
+        # operations, and whether compute shaders have them (0 / False when not reported).
+        self.subgroup_size, self.subgroup_ops, sg_stages = self._subgroup_properties()
+        self.subgroup_compute = bool(sg_stages & vk.VK_SHADER_STAGE_COMPUTE_BIT)
         self.is_cpu = info.type == "cpu"
         self.memory = Allocator(vk, phys, self.device, self.limits)
-        self.pipelines = PipelineCache(vk, self.device, push_descriptors=self.push_descriptor is not None)
+        self.pipelines = PipelineCache(
+            vk, self.device, push_descriptors=self.push_descriptor is not None
+        )
         self.stream = Stream(self)
         self.bytes_uploaded = 0
         self.bytes_downloaded = 0
 
-    def _subgroup_size(self) -> int:
+    def _subgroup_properties(self) -> tuple[int, int, int]:
+        """(subgroupSize, supportedOperations, supportedStages) of VkPhysicalDeviceSubgroup-
+        Properties; (1, 0, 0) where the loader cannot report them."""
         vk = self.vk
         try:
             sub = vk.VkPhysicalDeviceSubgroupProperties(
@@ -94,9 +101,15 @@ class Context:
                 sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, pNext=sub
             )
             vk.vkGetPhysicalDeviceProperties2(self.physical, props)
-            return int(sub.subgroupSize) or 1
+            return (int(sub.subgroupSize) or 1, int(sub.supportedOperations),
+                    int(sub.supportedStages))
         except Exception:  # pragma: no cover - old loaders
-            return 1
+            return 1, 0, 0
+
+    def has_subgroup_ops(self, ops: int) -> bool:
+        """True when compute shaders on this device have every VK_SUBGROUP_FEATURE_* bit in
+        ``ops``."""
+        return self.subgroup_compute and (self.subgroup_ops & ops) == ops
 
     def destroy(self):
         vk = self.vk

@@ -27,6 +27,37 @@ BLOCK_SIZE = 64 << 20
 ALIGN = 256
 
 
+def _buffer_with_memory(vk, dev, size: int, usage: int, memory_type: int):
+    """(VkBuffer, VkDeviceMemory) of ``size`` bytes, bound; nothing is left behind when the
+    allocation fails (the exception propagates)."""
+    buffer = vk.vkCreateBuffer(
+        dev,
+        vk.VkBufferCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+            size=size,
+            usage=usage,
+            sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE,
+        ),
+        None,
+    )
+    try:
+        req = vk.vkGetBufferMemoryRequirements(dev, buffer)
+        memory = vk.vkAllocateMemory(
+            dev,
+            vk.VkMemoryAllocateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                allocationSize=req.size,
+                memoryTypeIndex=memory_type,
+            ),
+            None,
+        )
+    except BaseException:
+        vk.vkDestroyBuffer(dev, buffer, None)
+        raise
+    vk.vkBindBufferMemory(dev, buffer, memory, 0)
+    return buffer, memory
+
+
 class Block:
     """One VkDeviceMemory + VkBuffer, with its host view and free list."""
 
@@ -34,45 +65,33 @@ class Block:
         vk, dev = alloc.vk, alloc.device
         self.size = size
         self.dedicated = dedicated
-        self.buffer = vk.vkCreateBuffer(
-            dev,
-            vk.VkBufferCreateInfo(
-                sType=vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-                size=size,
-                usage=vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
-                | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
-                | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-                sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE,
-            ),
-            None,
-        )
-        req = vk.vkGetBufferMemoryRequirements(dev, self.buffer)
+        self.staging = None
+        usage = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+                 | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
         try:
-            self.memory = vk.vkAllocateMemory(
-                dev,
-                vk.VkMemoryAllocateInfo(
-                    sType=vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-                    allocationSize=req.size,
-                    memoryTypeIndex=alloc.device_type,
-                ),
-                None,
-            )
+            self.buffer, self.memory = _buffer_with_memory(vk, dev, size, usage,
+                                                           alloc.device_type)
+            if not alloc.host_visible:
+                # No host-visible device-local memory (a discrete GPU without resizable BAR):
+                # the host works on a host-visible twin buffer; the stream copies between them.
+                try:
+                    self.staging = _HostBuffer(alloc, size)
+                except BaseException:
+                    vk.vkDestroyBuffer(dev, self.buffer, None)
+                    vk.vkFreeMemory(dev, self.memory, None)
+                    raise
+        except DeviceError:
+            raise
         except Exception as e:
-            vk.vkDestroyBuffer(dev, self.buffer, None)
             raise DeviceError(
                 f"Vulkan device out of memory: could not allocate {size / 2**20:.1f} MiB "
                 f"({type(e).__name__}); gpucore holds {alloc.live_bytes / 2**20:.1f} MiB in live "
                 f"tensors of {alloc.heap_size / 2**20:.0f} MiB on the device heap; free tensors "
                 "or use smaller batches"
             ) from None
-        vk.vkBindBufferMemory(dev, self.buffer, self.memory, 0)
-        self.staging = None
-        if alloc.host_visible:
+        if self.staging is None:
             self.mapping = vk.vkMapMemory(dev, self.memory, 0, size, 0)
         else:
-            # No host-visible device-local memory (a discrete GPU without resizable BAR): the
-            # host works on a host-visible twin buffer; the stream copies between the two.
-            self.staging = _HostBuffer(alloc, size)
             self.mapping = self.staging.mapping
         self.host = np.frombuffer(self.mapping, np.uint8)
         self.base_ptr = self.host.ctypes.data
@@ -118,27 +137,8 @@ class _HostBuffer:
 
     def __init__(self, alloc: Allocator, size: int):
         vk, dev = alloc.vk, alloc.device
-        self.buffer = vk.vkCreateBuffer(
-            dev,
-            vk.VkBufferCreateInfo(
-                sType=vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-                size=size,
-                usage=vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-                sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE,
-            ),
-            None,
-        )
-        req = vk.vkGetBufferMemoryRequirements(dev, self.buffer)
-        self.memory = vk.vkAllocateMemory(
-            dev,
-            vk.VkMemoryAllocateInfo(
-                sType=vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-                allocationSize=req.size,
-                memoryTypeIndex=alloc.staging_type,
-            ),
-            None,
-        )
-        vk.vkBindBufferMemory(dev, self.buffer, self.memory, 0)
+        usage = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
+        self.buffer, self.memory = _buffer_with_memory(vk, dev, size, usage, alloc.staging_type)
         self.mapping = vk.vkMapMemory(dev, self.memory, 0, size, 0)
 
     def destroy(self, vk, dev):
@@ -157,10 +157,12 @@ class Allocator:
         self._owner = None  # thread id of the lock holder inside alloc/_release
         self._deferred: list = []  # releases queued by finalizers run under the lock
         self.blocks: list[Block] = []
-        self._starts: list[int] = []  # sorted host base pointers, parallel to _by_start
-        self._by_start: list[Block] = []
+        # (sorted host base pointers, their blocks): replaced whole, never mutated, so that
+        # locate() (called without the lock, by any thread) never sees the two out of step
+        self._index: tuple[list[int], list[Block]] = ([], [])
         self.live_bytes = 0
         self.peak_bytes = 0
+        self.destroyed = False  # set at shutdown: later releases have nothing to give back
         self.max_range = limits["maxStorageBufferRange"]
         self.align = max(ALIGN, limits["minStorageBufferOffsetAlignment"])
         props = vk.vkGetPhysicalDeviceMemoryProperties(physical)
@@ -212,9 +214,10 @@ class Allocator:
             dedicated = size > self.block_size
             blk = Block(self, size if dedicated else self.block_size, dedicated)
             self.blocks.append(blk)
-            i = bisect.bisect_left(self._starts, blk.base_ptr)
-            self._starts.insert(i, blk.base_ptr)
-            self._by_start.insert(i, blk)
+            starts, blocks = self._index
+            i = bisect.bisect_left(starts, blk.base_ptr)
+            self._index = (starts[:i] + [blk.base_ptr] + starts[i:],
+                           blocks[:i] + [blk] + blocks[i:])
             off = blk.take(size)
         self.live_bytes += size
         self.peak_bytes = max(self.peak_bytes, self.live_bytes)
@@ -224,10 +227,16 @@ class Allocator:
         # A finalizer: the garbage collector may run it inside alloc() or _release() on this very
         # thread (any allocation there can start a collection), with self.lock held and a free
         # list mid-update. Then it is only queued; the lock holder applies it before letting go.
+        # After destroy() (interpreter exit runs the context's shutdown before the finalizers of
+        # tensors still alive) the blocks are gone: there is nothing to release.
+        if self.destroyed:
+            return
         if self._owner == threading.get_ident():
             self._deferred.append((blk, off, size))
             return
         with self.lock:
+            if self.destroyed:  # destroy() ran while this thread waited for the lock
+                return
             self._owner = threading.get_ident()
             try:
                 self._give(blk, off, size)
@@ -248,28 +257,26 @@ class Allocator:
 
     def _drop(self, blk: Block):
         self.blocks.remove(blk)
-        i = self._by_start.index(blk)
-        del self._by_start[i]
-        del self._starts[i]
+        starts, blocks = self._index
+        i = blocks.index(blk)
+        self._index = (starts[:i] + starts[i + 1:], blocks[:i] + blocks[i + 1:])
         blk.destroy(self.vk, self.device)
 
     def locate(self, arr: np.ndarray):
         """(block, byte offset of arr's first element) for an array over device memory."""
         ptr = _data_ptr(arr)
-        i = bisect.bisect_right(self._starts, ptr) - 1
+        starts, blocks = self._index
+        i = bisect.bisect_right(starts, ptr) - 1
         if i >= 0:
-            blk = self._by_start[i]
+            blk = blocks[i]
             if ptr < blk.base_ptr + blk.size or (arr.size == 0 and ptr <= blk.base_ptr + blk.size):
                 return blk, ptr - blk.base_ptr
         raise DeviceError("internal: array is not in Vulkan device memory")
 
-    def owns(self, arr: np.ndarray) -> bool:
-        ptr = _data_ptr(arr)
-        i = bisect.bisect_right(self._starts, ptr) - 1
-        return i >= 0 and ptr <= self._by_start[i].base_ptr + self._by_start[i].size
-
     def destroy(self):
         with self.lock:
+            self.destroyed = True
             for b in list(self.blocks):
                 b.destroy(self.vk, self.device)
             self.blocks.clear()
+            self._index = ([], [])

@@ -54,7 +54,16 @@ class PipelineCache:
         mod = self.modules.get(name)
         if mod is None:
             path = SPIRV_DIR / f"{name}.spv"
-            code = path.read_bytes()
+            try:
+                code = path.read_bytes()
+            except FileNotFoundError:
+                from ...errors import DeviceError
+
+                raise DeviceError(
+                    f"shader {name!r}: {path} is missing from the installed package; rebuild the "
+                    "shaders (python tools/build_shaders.py) and reinstall gpucore, or run on the "
+                    "CPU (gpucore.device_policy('cpu'))"
+                ) from None
             vk = self.vk
             mod = vk.vkCreateShaderModule(
                 self.device,

@@ -9,6 +9,29 @@ from collections.abc import Iterable, Mapping
 from ..module import Module
 
 
+def _wrap_index(container: Module, idx) -> int:
+    """idx (an int, negative from the end) as a position in the container, or IndexError."""
+    n = len(container)
+    i = operator.index(idx)
+    if not -n <= i < n:
+        raise IndexError(
+            f"index {idx} is out of range for a {type(container).__name__} of length {n}"
+        )
+    return i % n
+
+
+def _check_module(op: str, module) -> None:
+    if not isinstance(module, Module):
+        raise TypeError(f"{op}(): {type(module).__name__} is not a Module")
+
+
+def _renumber(container: Module, modules: list) -> None:
+    """Hold ``modules`` under the keys '0'..'n-1' (PyTorch renumbers after a delete/insert)."""
+    container._modules.clear()
+    for i, m in enumerate(modules):
+        container._modules[str(i)] = m
+
+
 class Sequential(Module):
     """Modules called in order, each on the previous one's output.
 
@@ -26,11 +49,7 @@ class Sequential(Module):
                 self.add_module(str(i), m)
 
     def _index(self, idx) -> int:
-        n = len(self)
-        i = operator.index(idx)
-        if not -n <= i < n:
-            raise IndexError(f"index {idx} is out of range for a Sequential of length {n}")
-        return i % n
+        return _wrap_index(self, idx)
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
@@ -48,11 +67,7 @@ class Sequential(Module):
                 del self._modules[k]
         else:
             del self._modules[keys[self._index(idx)]]
-        # Keep PyTorch's behaviour: the remaining modules are renumbered 0..n-1.
-        items = list(self._modules.values())
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self._modules[str(i)] = m
+        _renumber(self, list(self._modules.values()))
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -75,11 +90,10 @@ class Sequential(Module):
             raise IndexError(f"index {index} is out of range for a Sequential of length {n}")
         if index < 0:
             index += n
+        _check_module("Sequential.insert", module)
         items = list(self._modules.values())
         items.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self.add_module(str(i), m)
+        _renumber(self, items)
         return self
 
     def extend(self, modules: Iterable[Module]) -> Sequential:
@@ -102,11 +116,7 @@ class ModuleList(Module):
             self.extend(modules)
 
     def _index(self, idx) -> int:
-        n = len(self)
-        i = operator.index(idx)
-        if not -n <= i < n:
-            raise IndexError(f"index {idx} is out of range for a ModuleList of length {n}")
-        return i % n
+        return _wrap_index(self, idx)
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
@@ -122,10 +132,7 @@ class ModuleList(Module):
                 del self._modules[str(k)]
         else:
             del self._modules[str(self._index(idx))]
-        items = list(self._modules.values())
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self._modules[str(i)] = m
+        _renumber(self, list(self._modules.values()))
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -153,11 +160,11 @@ class ModuleList(Module):
         return self
 
     def insert(self, index: int, module: Module) -> None:
+        """Insert module before position index (Python list semantics)."""
+        _check_module("ModuleList.insert", module)
         items = list(self._modules.values())
         items.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self.add_module(str(i), m)
+        _renumber(self, items)
 
     def pop(self, index: int = -1) -> Module:
         m = self[index]

@@ -529,6 +529,13 @@ def _workload():
             c = np.empty((m, n), dt)
             C.gemm(a, b, c, 1, m, n, k, ta, tb, 1.0, 0.0, 0, 0, 0)
             out.append(c)
+    for dt in (np.float32, np.float64):  # many K blocks, beta != 0: K blocks must run in order
+        a = r.standard_normal((150, 3000)).astype(dt)
+        b = r.standard_normal((3000, 100)).astype(dt)
+        c = r.standard_normal((150, 100)).astype(dt)
+        for _ in range(3):
+            C.gemm(a, b, c, 1, 150, 100, 3000, 0, 0, 0.5, -0.75, 0, 0, 0)
+        out.append(c)
     a = r.standard_normal((16, 40, 30)).astype(np.float32)  # batched, spread over threads
     b = r.standard_normal((16, 30, 20)).astype(np.float32)
     c = np.empty((16, 40, 20), np.float32)
@@ -560,7 +567,7 @@ def _workload():
 def test_results_identical_for_any_thread_count(threads):
     threads(1)
     one = _workload()
-    for n in (2, 3, 5):
+    for n in (2, 3, 5, 8):
         threads(n)
         many = _workload()
         for i, (p, q) in enumerate(zip(one, many)):

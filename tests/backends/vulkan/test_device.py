@@ -41,6 +41,35 @@ print('ok')
     assert "ok" in res.stdout
 
 
+def test_backend_info_reports_the_vulkan_device_or_why_not():
+    code = """
+import gpucore
+info = gpucore.backend_info()
+print('vulkan', info['vulkan'], '|', info.get('vulkan_unavailable', ''))
+"""
+    res = _run(NO_LOADER + code)
+    assert res.returncode == 0, res.stderr
+    assert "vulkan None |" in res.stdout and "libvulkan1" in res.stdout
+    if D.probe()[2]:
+        res = _run(code, GPUCORE_VULKAN_ALLOW_CPU="1")
+        assert res.returncode == 0, res.stderr
+        name = gpucore.dispatch.vulkan_backend(allow_cpu=True).ctx.info.name
+        assert f"vulkan {name} (" in res.stdout, res.stdout
+
+
+def test_unavailable_reason_names_the_real_cause():
+    # A bad GPUCORE_VULKAN_DEVICE must be reported as such, not as "only CPU-type devices".
+    res = _run("""
+import gpucore
+print('available', gpucore.vulkan.is_available())
+print('reason', gpucore.vulkan.unavailable_reason())
+""", GPUCORE_VULKAN_DEVICE="99")
+    assert res.returncode == 0, res.stderr
+    assert "available False" in res.stdout
+    if D.probe()[2]:
+        assert "GPUCORE_VULKAN_DEVICE='99' does not name a device" in res.stdout, res.stdout
+
+
 def test_asking_for_vulkan_without_a_device_names_the_fix():
     res = _run(NO_LOADER + """
 import gpucore
@@ -119,3 +148,29 @@ print('available', gpucore.vulkan.is_available())
 """, GPUCORE_VULKAN_ALLOW_CPU="1")
     if D.probe()[2]:
         assert "available True" in res.stdout, res.stderr
+
+
+def test_subgroup_properties_are_read_once_by_the_context(vulkan):
+    # Kernels choose their variants from the context's subgroup properties (one query there).
+    from gpucore.backends.vulkan.kernels import gemm as G
+    from gpucore.backends.vulkan.kernels import reduce as R
+
+    ctx = vulkan.ctx
+    vk = ctx.vk
+    assert ctx.subgroup_size >= 1
+    assert ctx.has_subgroup_ops(0) is ctx.subgroup_compute
+    shuffle = ctx.has_subgroup_ops(vk.VK_SUBGROUP_FEATURE_SHUFFLE_BIT)
+    assert bool(G.subgroup_shuffle_size(ctx)) == (shuffle and ctx.subgroup_size % 4 == 0
+                                                  and 4 <= ctx.subgroup_size <= 64)
+    if G.subgroup_shuffle_size(ctx):
+        assert G.subgroup_shuffle_size(ctx) == ctx.subgroup_size
+    arith = (vk.VK_SUBGROUP_FEATURE_BASIC_BIT | vk.VK_SUBGROUP_FEATURE_VOTE_BIT
+             | vk.VK_SUBGROUP_FEATURE_ARITHMETIC_BIT)
+    assert R.device_has_subgroups(ctx) == (ctx.subgroup_size > 1 and ctx.has_subgroup_ops(arith))
+    if ctx.is_cpu:  # lavapipe: subgroups of 8 (or more) with every operation gpucore uses
+        assert ctx.subgroup_size >= 4 and R.device_has_subgroups(ctx) and shuffle
+
+
+def test_a_missing_shader_names_the_fix(vulkan):
+    with pytest.raises(gpucore.DeviceError, match="build_shaders"):
+        vulkan.ctx.pipelines.get("no_such_shader", 1)

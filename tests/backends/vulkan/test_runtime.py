@@ -289,6 +289,19 @@ def test_to_and_from_the_device_round_trip(vulkan, arr):
     assert back.numpy().dtype == np.asarray(arr).dtype
 
 
+def test_to_another_tensor_moves_to_its_device(vulkan):
+    d = dev(rand(3))
+    c = gpucore.tensor(rand(2).astype(np.float64))
+    m = c.to(d)  # d's dtype and device, as PyTorch
+    assert m.device == "vulkan" and m.dtype is gpucore.float32
+    np.testing.assert_allclose(m.cpu().numpy(), c.numpy(), rtol=1e-6)
+    assert d.to(c).device == "cpu" and d.to(c).dtype is gpucore.float64
+    # an explicit device wins whichever backend ran the cast
+    for dt in (gpucore.float32, gpucore.float16, gpucore.int32):
+        t = c.to("vulkan", dt)
+        assert t.device == "vulkan" and t.dtype is dt, dt
+
+
 def test_gradients_move_back_across_devices(vulkan):
     a = rand(50, 30)
     x = gpucore.tensor(a, requires_grad=True)  # a CPU leaf
@@ -415,3 +428,51 @@ def test_allocator_survives_finalizers_run_by_gc_inside_alloc(vulkan):
         pytest.fail("the allocator deadlocked in a finalizer run by gc inside alloc()")
     assert res.returncode == 0, res.stderr
     assert "live 0" in res.stdout and "ok True" in res.stdout, res.stdout + res.stderr
+
+
+def test_tensors_alive_at_exit_release_quietly_after_shutdown(vulkan):
+    # At interpreter exit the context's shutdown (atexit) can run before the weakref finalizers of
+    # tensors still alive (weakref registers its own atexit hook when the first finalizer of the
+    # process is made). Their releases must then be no-ops, not tracebacks or double frees.
+    code = """
+        import weakref
+        class A: pass
+        a = A()
+        weakref.finalize(a, lambda: None)  # weakref's atexit hook first, as pytest's would be
+        import gpucore
+        big = gpucore.zeros(20_000_000).to('vulkan')  # 80 MB: a dedicated block
+        small = gpucore.ones(10).to('vulkan')
+        with gpucore.device_policy('vulkan'):
+            print('sum', (big + small.sum()).sum().item())
+    """
+    res = _run(code, timeout=120, GPUCORE_VULKAN_ALLOW_CPU="1")
+    assert res.returncode == 0, res.stderr
+    assert "sum 200000000.0" in res.stdout, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr, res.stderr
+
+
+def test_threads_racing_on_first_use_share_one_backend(vulkan):
+    # Residency is ``t._dev is backend``: two backend objects for one device would make every
+    # tensor of one look foreign to the other (needless copies, optimizer updates on the CPU).
+    code = """
+        import threading, time, gpucore
+        from gpucore import dispatch
+        from gpucore.backends.vulkan.backend import VulkanBackend
+        init = VulkanBackend.__init__
+        def slow_init(self, ctx):  # widen the window in which threads could race
+            time.sleep(0.05)
+            init(self, ctx)
+        VulkanBackend.__init__ = slow_init
+        start = threading.Barrier(8)
+        got = []
+        def first_use():
+            start.wait()
+            got.append(dispatch.vulkan_backend(allow_cpu=True))
+        ts = [threading.Thread(target=first_use) for _ in range(8)]
+        for t in ts: t.start()
+        for t in ts: t.join()
+        print('backends', len({id(b) for b in got}), all(b is not None for b in got))
+    """
+    res = _run(code, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "backends 1 True" in res.stdout, res.stdout + res.stderr

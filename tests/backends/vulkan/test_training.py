@@ -77,7 +77,7 @@ def test_training_steps_match_cpu(vulkan, name):
     ran = {n for n, b, _ in ops if b == "vulkan"}
     assert {"matmul", "cross_entropy", "cross_entropy_backward", "sgd_step"} <= ran, ran
     if name == "cnn":
-        assert {"im2col", "col2im", "max_dim"} <= ran, ran
+        assert {"im2col", "col2im", "max_pool2d", "max_pool2d_backward"} <= ran, ran
     cpu_hist, cpu_params = _train(factory, "cpu", x, y, steps=3)
     for (dl, dg), (cl, cg) in zip(dev_hist, cpu_hist):
         assert dl == pytest.approx(cl, rel=RTOL)
@@ -148,7 +148,7 @@ def test_no_leak_over_100_steps_with_inplace_sgd(vulkan):
 
 
 def test_cnn_forward_chain_makes_no_host_transfers(vulkan):
-    # 14 large ops (im2col, matmul, bias add, relu, pool windows, max; twice; then linear).
+    # Large ops only (im2col, matmul, bias add, relu, max_pool2d; twice; then linear).
     x, _ = _data((16, 1, 28, 28))
     model = _model(cnn, "vulkan")
     xt = gpucore.tensor(x).to("vulkan")

@@ -80,10 +80,6 @@ def launch(be, shader: str, spec: tuple, operands, push: np.ndarray, groups: tup
     ctx.stream.dispatch(pipe, bindings, push, groups, label=label or shader, keep=keep)
 
 
-def elem_offset(be, arr: np.ndarray) -> int:
-    return be.operand(arr).offset
-
-
 # ----------------------------------------------------------------------------- copies
 def _word_layout(arr: np.ndarray, op):
     """(shape, strides, offset) of arr in 32-bit words; 8-byte items become 2 words."""
@@ -123,8 +119,6 @@ def copy_array(be, dst: np.ndarray, src: np.ndarray):
 
 def _accepts_words(inputs, specs):
     return all(word_copy_ok(t._data) for t in inputs)
-
-
 
 
 # Family modules register on import; keep this list in step with the files.

@@ -1,10 +1,11 @@
 """GEMM: batched matrix products with a fused epilogue (shaders/gemm.comp).
 
 ``gemm(be, out, a, b, *, alpha, beta, bias, activation, variant)`` is the entry point for every
-matrix product on the device: the registry's ``matmul`` kernel below, and layers that fuse bias +
-activation into the product (Linear). It records dispatches and returns at once; it allocates only
-for the rare operand that must be copied (negative strides, an ``out`` the shader cannot write in
-place, the previous ``out`` when ``beta != 0``).
+matrix product on the device. Today only the registry's ``matmul`` kernel below calls it (plain
+product, no epilogue); the bias + activation epilogue is there for a fused Linear op, which does
+not exist yet (F.linear is matmul + add). It records dispatches and returns at once; it
+allocates only for the rare operand that must be copied (negative strides, an ``out`` the shader
+cannot write in place, the previous ``out`` when ``beta != 0``).
 
 Variants (one shader family, specialization constant VARIANT):
 
@@ -63,34 +64,12 @@ def _env_variant() -> str | None:
     return v
 
 
-_SUBGROUP_CACHE: dict = {}
-
-
 def subgroup_shuffle_size(ctx) -> int:
     """The subgroup size when compute shaders on this device have subgroup shuffles and the size
     suits REGBLOCK (a multiple of 4, at most 64); else 0."""
-    key = id(ctx)
-    if key not in _SUBGROUP_CACHE:
-        size = 0
-        vk = ctx.vk
-        try:
-            sub = vk.VkPhysicalDeviceSubgroupProperties(
-                sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES
-            )
-            props = vk.VkPhysicalDeviceProperties2(
-                sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, pNext=sub
-            )
-            vk.vkGetPhysicalDeviceProperties2(ctx.physical, props)
-            ok = (int(sub.supportedOperations) & vk.VK_SUBGROUP_FEATURE_SHUFFLE_BIT) and (
-                int(sub.supportedStages) & vk.VK_SHADER_STAGE_COMPUTE_BIT
-            )
-            sg = int(sub.subgroupSize)
-            if ok and sg % 4 == 0 and 4 <= sg <= 64:
-                size = sg
-        except Exception:  # pragma: no cover - old loaders
-            size = 0
-        _SUBGROUP_CACHE[key] = size
-    return _SUBGROUP_CACHE[key]
+    sg = ctx.subgroup_size
+    ok = ctx.has_subgroup_ops(ctx.vk.VK_SUBGROUP_FEATURE_SHUFFLE_BIT)
+    return sg if ok and sg % 4 == 0 and 4 <= sg <= 64 else 0
 
 
 def choose_variant(ctx, variant: str | None = None) -> str:

@@ -31,36 +31,14 @@ TARGET_GROUPS = 128  # workgroups a split pass aims for when there are few rows
 # None: use subgroup operations where the device supports them; False: never (tests set this to
 # exercise the shared-memory variant on a device that has subgroups).
 SUBGROUPS: bool | None = None
-_sg_support: dict = {}
 
 
 def device_has_subgroups(ctx) -> bool:
     """True when compute shaders on this device have subgroup basic, vote and arithmetic."""
-    key = id(ctx)
-    if key not in _sg_support:
-        ok = False
-        if ctx.subgroup_size > 1:
-            vk = ctx.vk
-            try:
-                sub = vk.VkPhysicalDeviceSubgroupProperties(
-                    sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES
-                )
-                props = vk.VkPhysicalDeviceProperties2(
-                    sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, pNext=sub
-                )
-                vk.vkGetPhysicalDeviceProperties2(ctx.physical, props)
-                need = (
-                    vk.VK_SUBGROUP_FEATURE_BASIC_BIT
-                    | vk.VK_SUBGROUP_FEATURE_VOTE_BIT
-                    | vk.VK_SUBGROUP_FEATURE_ARITHMETIC_BIT
-                )
-                ok = (sub.supportedOperations & need) == need and bool(
-                    sub.supportedStages & vk.VK_SHADER_STAGE_COMPUTE_BIT
-                )
-            except Exception:  # pragma: no cover - loaders without Properties2
-                ok = False
-        _sg_support[key] = ok
-    return _sg_support[key]
+    vk = ctx.vk
+    need = (vk.VK_SUBGROUP_FEATURE_BASIC_BIT | vk.VK_SUBGROUP_FEATURE_VOTE_BIT
+            | vk.VK_SUBGROUP_FEATURE_ARITHMETIC_BIT)
+    return ctx.subgroup_size > 1 and ctx.has_subgroup_ops(need)
 
 
 def shader(be, family: str) -> str:

@@ -1,0 +1,35 @@
+/* 16-byte vectors through the compiler's generic vector extensions (GCC / clang): SSE2 on x86,
+ * NEON on arm64 -- portable code for the few loops the compiler does not vectorize by itself
+ * (register transposes in GEMM packing, NaN-ignoring maxima, chunked sums). */
+#ifndef GPUCORE_VEC_H
+#define GPUCORE_VEC_H
+
+#include <string.h>
+
+typedef float gc_v4f __attribute__((vector_size(16)));
+typedef double gc_v2d __attribute__((vector_size(16)));
+typedef int gc_v4i __attribute__((vector_size(16)));
+typedef long long gc_v2l __attribute__((vector_size(16)));
+
+#if defined(__clang__)
+#define GC_SHUF4(a, b, i0, i1, i2, i3) __builtin_shufflevector(a, b, i0, i1, i2, i3)
+#define GC_SHUF2(a, b, i0, i1) __builtin_shufflevector(a, b, i0, i1)
+#else
+#define GC_SHUF4(a, b, i0, i1, i2, i3) __builtin_shuffle(a, b, (gc_v4i){i0, i1, i2, i3})
+#define GC_SHUF2(a, b, i0, i1) __builtin_shuffle(a, b, (gc_v2l){i0, i1})
+#endif
+
+/* a > b ? a : b per lane (NaN in a is ignored, like maxps with a first) */
+static inline gc_v4f gc_vmax4(gc_v4f a, gc_v4f b)
+{
+    const gc_v4i m = a > b;
+    return (gc_v4f)(((gc_v4i)a & m) | ((gc_v4i)b & ~m));
+}
+
+static inline gc_v2d gc_vmax2(gc_v2d a, gc_v2d b)
+{
+    const gc_v2l m = a > b;
+    return (gc_v2d)(((gc_v2l)a & m) | ((gc_v2l)b & ~m));
+}
+
+#endif /* GPUCORE_VEC_H */

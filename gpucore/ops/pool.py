@@ -1,0 +1,125 @@
+"""Pooling ops: max_pool2d (values + int64 indices) and its backward, max_pool2d_backward.
+
+max_pool2d takes [N, C, H, W] and attrs kernel/stride/padding/dilation (pairs), ceil_mode and src
+(the input shape, for the backward); it returns values [N, C, OH, OW] and the flat index
+``h*W + w`` of each window's maximum in its input plane (PyTorch's return_indices). Padding counts
+as -inf; the maximum is the first one in window order (ki, kj); a NaN wins, the last NaN of the
+window when there are several (PyTorch's ``val > max || isnan(val)`` scan).
+
+max_pool2d_backward(grad, indices) scatters grad into zeros [N, C, H, W] at indices, summing where
+windows overlap; its own backward gathers the incoming gradient at the indices, so double
+backward works.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from .. import dtypes as D
+from ..errors import DTypeError, ShapeError
+from ..tensor import Tensor
+from .registry import apply, defop
+
+
+def pool_out(op: str, size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> tuple:
+    """(output size, extra rows/cols of padding needed at the end for ceil_mode) of one spatial
+    axis, PyTorch's rule: with ceil_mode the last window must start inside the input or the left
+    padding."""
+    eff = d * (k - 1) + 1
+    num = size + 2 * p - eff
+    if ceil_mode:
+        o = -(-num // s) + 1
+        if (o - 1) * s >= size + p:
+            o -= 1
+    else:
+        o = num // s + 1
+    if num < 0 or o < 1:
+        raise ShapeError(
+            f"{op}(): input of spatial size {size} is too small for kernel size {k} with "
+            f"padding {p} and dilation {d}"
+        )
+    return o, max(0, (o - 1) * s + eff - (size + 2 * p))
+
+
+@functools.lru_cache(maxsize=512)
+def _has_empty_window(size: int, k: int, s: int, p: int, d: int, o: int) -> bool:
+    """Whether some window of this axis lies entirely in the padding (possible with dilation)."""
+    return any(all(not 0 <= i * s - p + j * d < size for j in range(k)) for i in range(o))
+
+
+def _geom(a: dict) -> dict:
+    return {k: a[k] for k in ("kernel", "stride", "padding", "dilation")}
+
+
+def _max_pool2d_infer(x, kernel, stride, padding, dilation, ceil_mode, src):
+    if x.ndim != 4:
+        raise ShapeError(f"max_pool2d: expects a 4-D [N, C, H, W] input, got {tuple(x.shape)}")
+    if not x.dtype.is_floating_point:
+        raise DTypeError(f"max_pool2d: expects a floating point input, got {x.dtype}")
+    n, c, h, w = x.shape
+    oh = pool_out("max_pool2d", h, kernel[0], stride[0], padding[0], dilation[0], ceil_mode)[0]
+    ow = pool_out("max_pool2d", w, kernel[1], stride[1], padding[1], dilation[1], ceil_mode)[0]
+    for ax, size, o in ((0, h, oh), (1, w, ow)):
+        if _has_empty_window(size, kernel[ax], stride[ax], padding[ax], dilation[ax], o):
+            raise ShapeError(
+                f"max_pool2d: a window lies entirely in the padding (input {tuple(x.shape)}, "
+                f"kernel {kernel}, stride {stride}, padding {padding}, dilation {dilation})"
+            )
+    return [((n, c, oh, ow), x.dtype), ((n, c, oh, ow), D.int64)]
+
+
+def _max_pool2d_bwd(ctx, g):
+    (indices,) = ctx.saved
+    a = ctx.attrs
+    return (apply(MAX_POOL2D_BACKWARD, g, indices, input_shape=a["src"], **_geom(a)),)
+
+
+MAX_POOL2D = defop(
+    "max_pool2d", infer=_max_pool2d_infer, save_outputs=(1,), backward=_max_pool2d_bwd
+)
+
+
+def _max_pool2d_backward_infer(g, indices, input_shape, kernel, stride, padding, dilation):
+    if indices.dtype is not D.int64:
+        raise DTypeError(f"max_pool2d_backward: indices must be int64, got {indices.dtype}")
+    if g.ndim != 4 or tuple(indices.shape) != tuple(g.shape) or len(input_shape) != 4 or tuple(
+        input_shape[:2]
+    ) != tuple(g.shape[:2]):
+        raise ShapeError(
+            f"max_pool2d_backward: grad {tuple(g.shape)} and indices {tuple(indices.shape)} must "
+            f"be [N, C, OH, OW] of the same shape, matching input {tuple(input_shape)}"
+        )
+    return (tuple(input_shape), g.dtype)
+
+
+def _max_pool2d_backward_bwd(ctx, gg):
+    # out[b, c, indices[b, c, o]] += g[b, c, o]: linear in g, so d/dg = gather at the indices.
+    (indices,) = ctx.saved
+    n, c, oh, ow = indices.shape
+    h, w = ctx.attrs["input_shape"][2:]
+    flat = indices.reshape(n, c, oh * ow)
+    return gg.contiguous().reshape(n, c, h * w).gather(2, flat).reshape(n, c, oh, ow), None
+
+
+MAX_POOL2D_BACKWARD = defop(
+    "max_pool2d_backward",
+    infer=_max_pool2d_backward_infer,
+    save_inputs=(1,),
+    backward=_max_pool2d_backward_bwd,
+)
+
+
+def max_pool2d_with_indices(input: Tensor, kernel, stride, padding, dilation,
+                            ceil_mode: bool = False) -> tuple:
+    """(values, indices) of max pooling a 4-D input; geometry as pairs of ints (normalised and
+    validated by gpucore.nn.functional.max_pool2d, the public entry point)."""
+    return apply(
+        MAX_POOL2D,
+        input.contiguous(),
+        kernel=tuple(kernel),
+        stride=tuple(stride),
+        padding=tuple(padding),
+        dilation=tuple(dilation),
+        ceil_mode=bool(ceil_mode),
+        src=tuple(input.shape),
+    )
