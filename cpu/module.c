@@ -1883,8 +1883,27 @@ PyObject *gc_py_data_ptr(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 PyDoc_STRVAR(data_ptr_doc, "data_ptr(buffer) -> int\n\nAddress of the buffer's first element "
                            "(any strides; the buffer is not copied or kept).");
 
+/* defined in host_cache.c */
+extern PyTypeObject gc_HostBufferType;
+PyObject *gc_py_host_empty(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *gc_py_host_cache_info(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *gc_py_host_cache_clear(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyDoc_STRVAR(host_empty_doc,
+             "host_empty(nbytes) -> HostBuffer\n\nUninitialised, 64-byte-aligned, writable host "
+             "memory from the caching allocator (wrap it with numpy.frombuffer); the block returns "
+             "to the cache when the buffer is freed.  GPUCORE_HOST_CACHE_MB caps the cache.");
+PyDoc_STRVAR(host_cache_info_doc,
+             "host_cache_info() -> dict\n\ncached_bytes, limit_bytes, hits, misses of the "
+             "caching host allocator.");
+PyDoc_STRVAR(host_cache_clear_doc,
+             "host_cache_clear() -> int\n\nGive every cached (unused) block back to the OS; "
+             "returns the bytes freed.");
+
 static PyMethodDef cpu_methods[] = {
     GC_METHOD("data_ptr", gc_py_data_ptr, data_ptr_doc),
+    GC_METHOD("host_empty", gc_py_host_empty, host_empty_doc),
+    GC_METHOD("host_cache_info", gc_py_host_cache_info, host_cache_info_doc),
+    GC_METHOD("host_cache_clear", gc_py_host_cache_clear, host_cache_clear_doc),
     GC_METHOD("gemm", py_gemm, gemm_doc),
     GC_METHOD("gemm_ex", py_gemm_ex, gemm_ex_doc),
     GC_METHOD("info", py_info, info_doc),
@@ -1940,13 +1959,16 @@ PyMODINIT_FUNC PyInit__cpu(void)
         PyErr_SetString(PyExc_ImportError, err);
         return NULL;
     }
+    if (PyType_Ready(&gc_HostBufferType) < 0)
+        return NULL;
     PyObject *m = PyModule_Create(&cpu_module);
     if (!m)
         return NULL;
     if (add_names(m, "UNARY_", unary_names, GC_UNARY_COUNT) < 0 ||
         add_names(m, "BINARY_", binary_names, GC_BINARY_COUNT) < 0 ||
         add_names(m, "REDUCE_", reduce_names, GC_REDUCE_COUNT) < 0 ||
-        PyModule_AddIntConstant(m, "MAX_DIMS", GC_MAX_DIMS) < 0) {
+        PyModule_AddIntConstant(m, "MAX_DIMS", GC_MAX_DIMS) < 0 ||
+        PyModule_AddObjectRef(m, "HostBuffer", (PyObject *)&gc_HostBufferType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -6,6 +6,8 @@ Vulkan device when one is usable; everything else runs in the C extension ``gpuc
 
 # _cpu first: fail early and clearly if the extension is missing. ops fills the op registry and
 # attaches the Tensor methods.
+import builtins
+
 from . import _cpu, autograd, dispatch, nn, optim, vulkan
 from . import ops as _ops
 from .autograd import enable_grad, no_grad, set_grad_enabled
@@ -141,12 +143,38 @@ def numel(input: Tensor) -> int:
 
 
 def backend_info() -> dict:
-    """What runs the ops on this machine: the C extension, and the Vulkan device the 'auto'
-    policy would use (its name and type), or None with ``vulkan_unavailable`` saying why."""
-    info: dict = {"cpu": "gpucore._cpu (C11, compiler-vectorized)", "vulkan": None}
+    """What runs the ops on this machine.
+
+    ``cpu``: the C extension's ISA in use and those available, its thread count, the cache sizes
+    and GEMM blocking it chose, and the caching host allocator's counters. ``vulkan``: the device
+    the 'auto' policy would use (its name and type), or None with ``vulkan_unavailable`` saying
+    why."""
+    cpu = dict(_cpu.info())
+    cpu["host_cache"] = _cpu.host_cache_info()
+    info: dict = {"cpu": cpu, "vulkan": None}
     be = dispatch.vulkan_backend() if vulkan.is_available() else None
     if be is not None:
         info["vulkan"] = f"{be.ctx.info.name} ({be.ctx.info.type})"
     else:
         info["vulkan_unavailable"] = vulkan.unavailable_reason()
     return info
+
+
+def set_num_threads(n: int) -> None:
+    """Threads the C extension's pool uses for large kernels (default: GPUCORE_NUM_THREADS or
+    every CPU this process may use). Results do not depend on it."""
+    if isinstance(n, builtins.bool) or not isinstance(n, builtins.int) or n < 1:
+        raise ValueError(f"set_num_threads: n must be an integer >= 1, got {n!r}")
+    _cpu.set_num_threads(n)
+
+
+def get_num_threads() -> int:
+    """Threads the C extension's pool uses for large kernels."""
+    return _cpu.info()["threads"]
+
+
+def empty_cache() -> int:
+    """Give the host memory that the caching allocator keeps for reuse (blocks of freed CPU
+    tensors) back to the OS, as ``torch.cuda.empty_cache()`` does for device memory; returns the
+    bytes freed. GPUCORE_HOST_CACHE_MB caps what is kept (default 1024, 0 disables the cache)."""
+    return _cpu.host_cache_clear()

@@ -386,7 +386,8 @@ def test_every_op_function_is_a_method_where_torch_has_one():
         "is_grad_enabled", "is_tensor", "linspace", "manual_seed", "ones", "ones_like", "rand",
         "rand_like", "randint", "randint_like", "randn", "randn_like", "seed", "set_rng_state",
         "stack", "tensor", "zeros", "zeros_like", "gelu", "get_device_policy",
-        "set_device_policy", "save", "load", "profiler",
+        "set_device_policy", "save", "load", "profiler", "set_num_threads", "get_num_threads",
+        "empty_cache",
     }
     fns = [n for n in dir(gpucore) if not n.startswith("_")
            and inspect.isfunction(getattr(gpucore, n))]

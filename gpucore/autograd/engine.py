@@ -7,6 +7,11 @@ so op backward formulas never deal with broadcasting.
 
 from __future__ import annotations
 
+import sys
+
+from numpy import ndarray as _ndarray
+
+from .._cpu import HostBuffer as _HostBuffer
 from ..errors import AutogradError
 from .grad_mode import set_grad_enabled
 from .graph import AccumulateGrad
@@ -85,18 +90,26 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
                     )
                 if not retain_graph:
                     node.release()
-            for i, e in enumerate(node.next):
-                if e is None:
-                    continue
-                gi = grads[i] if grads is not None else None
-                if gi is not None:
-                    shape, dtype = node.in_meta[i]
-                    gi = _fit(gi, shape, dtype)
-                    pending[e] = pending[e] + gi if e in pending else gi
-                deps[e] -= 1
-                if deps[e] == 0:
-                    ready.append(e)
+            if grads is not None or node.next:
+                _distribute(node, grads, pending, deps, ready)
+                grads = None  # a gradient held here would read as shared to _accumulate
     return capture
+
+
+def _distribute(node, grads, pending: dict, deps: dict, ready: list) -> None:
+    """Hand each input's gradient (fitted to it) to the node it came from; a node whose last
+    gradient arrived becomes ready."""
+    for i, e in enumerate(node.next):
+        if e is None:
+            continue
+        gi = grads[i] if grads is not None else None
+        if gi is not None:
+            shape, dtype = node.in_meta[i]
+            gi = _fit(gi, shape, dtype)
+            pending[e] = pending[e] + gi if e in pending else gi
+        deps[e] -= 1
+        if deps[e] == 0:
+            ready.append(e)
 
 
 def _describe(v) -> str:
@@ -112,14 +125,76 @@ def _accumulate(leaf, g, create_graph: bool):
         )
     if g.dtype is not leaf.dtype:
         g = g.to(leaf.dtype)
-    if not create_graph:
-        g = g.detach()
     if leaf.grad is None:
-        # A fresh contiguous copy: the same tensor may flow to several leaves or be kept by a hook.
-        leaf.grad = g.clone() if not create_graph else g
+        if not create_graph and _owned(g):
+            leaf.grad = g  # nothing else can see this buffer: no copy needed
+        else:
+            # A fresh contiguous copy: the same tensor may flow to several leaves or be kept
+            # by a hook or the caller.
+            g = g.detach() if not create_graph else g
+            leaf.grad = g.clone() if not create_graph else g
     else:
-        leaf.grad = leaf.grad + g
+        leaf.grad = leaf.grad + (g if create_graph else g.detach())
     if leaf.grad._dev is not leaf._dev:
         # .grad lives where its leaf does (the clone or sum above may have run on the other
         # device under the policy, e.g. a CPU leaf used on the Vulkan device)
         leaf.grad = leaf.grad.to(leaf.device.type)
+
+
+# The reference counts _owned sees (of g, its array, its memory block) for a gradient that only
+# the engine holds, measured once with a real backward: they depend on the interpreter, not on
+# the graph. None until measured; -1 while measuring.
+_UNIQUE_REFS = [None]
+
+
+def _owned(g) -> bool:
+    """Whether the gradient tensor ``g`` and its storage are referenced by nothing but the
+    engine, so a leaf may take it as its ``.grad`` instead of a copy (PyTorch's AccumulateGrad
+    does the same with its use count). Conservative: anything unusual copies."""
+    unique = _UNIQUE_REFS[0]
+    if unique is None:
+        unique = _calibrate()
+    if g._grad_fn is not None or g.requires_grad or g._base is not None or g._dev is not None:
+        return False
+    data = g._data
+    if not data.flags.c_contiguous:
+        return False
+    # numpy keeps the flat array that wraps the block as the base of a reshaped one
+    flat = data.base
+    if type(flat) is _ndarray:
+        block = flat.base
+        arrays = (sys.getrefcount(data), sys.getrefcount(flat))
+    else:
+        block = flat
+        arrays = (sys.getrefcount(data),)
+    if type(block) is not _HostBuffer:
+        return False
+    # No other tensor or numpy view shares the arrays or the block, and only the engine holds g
+    counts = (sys.getrefcount(g), max(arrays), sys.getrefcount(block))
+    if unique == -1:
+        _UNIQUE_REFS.append(counts)
+        return False
+    return counts[0] <= unique[0] and counts[1] <= unique[1] and counts[2] <= unique[2]
+
+
+def _calibrate() -> tuple:
+    from .. import dispatch
+    from ..creation import ones
+
+    # On the CPU and out of sight of trace_ops() and the profiler: this is not the user's work.
+    traced, profiled = dispatch._trace.records, dispatch.profiling[0]
+    dispatch._trace.records, dispatch.profiling[0] = None, False
+    _UNIQUE_REFS[0] = -1
+    try:
+        with dispatch.device_policy("cpu"):
+            leaf = ones(2, 3, requires_grad=True)
+            with set_grad_enabled(True):
+                y = (leaf * 2.0).sum()
+            run_backward([y._grad_fn], [ones(())], False, False)
+        seen = _UNIQUE_REFS[1:]
+    finally:
+        del _UNIQUE_REFS[1:]
+        dispatch._trace.records, dispatch.profiling[0] = traced, profiled
+    # One call: the gradient of the product reached the leaf. Anything else: never steal.
+    _UNIQUE_REFS[0] = seen[0] if len(seen) == 1 else (0, 0, 0)
+    return _UNIQUE_REFS[0]

@@ -22,6 +22,8 @@ from ..ops import elementwise as E
 from ..ops import nnops
 from ..ops import pool as _pool
 from ..ops.inplace import inplace as _inplace
+from ..ops.linalg import LINEAR
+from ..ops.registry import apply
 from ..tensor import Tensor
 
 
@@ -254,18 +256,22 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             f"{tuple(weight.shape)}; expected input [..., {weight.shape[-1]}] and weight "
             "[out_features, in_features]"
         )
-    if input.ndim > 2 and input.is_contiguous():
-        lead = tuple(input.shape[:-1])
-        out = input.reshape(-1, input.shape[-1]).matmul(weight.t()).reshape(*lead, -1)
-    else:
-        out = input.matmul(weight.t())
     if bias is not None:
-        if tuple(bias.shape) != (weight.shape[0],):
-            raise ShapeError(
-                f"linear(): bias must have shape ({weight.shape[0]},), got {tuple(bias.shape)}"
-            )
-        out = out + bias
-    return out
+        _check_tensor("linear", bias, "bias")
+    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+        raise ShapeError(
+            f"linear(): bias must have shape ({weight.shape[0]},), got {tuple(bias.shape)}"
+        )
+    lead = tuple(input.shape[:-1])
+    x = input if input.ndim == 2 else input.reshape(-1, input.shape[-1])
+    ins = (x, weight) if bias is None else (x, weight, bias)
+    if not x.dtype.is_floating_point or any(t.dtype is not x.dtype for t in ins):
+        raise DTypeError(
+            "linear(): input, weight and bias must share one floating point dtype, got "
+            f"{', '.join(str(t.dtype) for t in ins)}; convert them with .to(dtype)"
+        )
+    out = apply(LINEAR, *ins)
+    return out if input.ndim == 2 else out.reshape(*lead, weight.shape[0])
 
 
 def _conv_padding(padding, kernel: tuple, stride: tuple, dilation: tuple):

@@ -98,3 +98,25 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
 
 
 Tensor.addmm = addmm
+
+
+# ----------------------------------------------------------------------------- linear
+def _linear_infer(x, w, b=None):
+    return ((x.shape[0], w.shape[0]), x.dtype)
+
+
+def _linear_bwd(ctx, g):
+    x, w = ctx.saved
+    need = ctx.needs_input_grad
+    gx = apply(MATMUL, g, w) if need[0] else None
+    # g.T @ x is (out, in) and contiguous, as the weight: the leaf takes it without a copy.
+    gw = apply(MATMUL, g.mT, x) if need[1] else None
+    if len(need) == 2:
+        return gx, gw
+    return gx, gw, (g.sum(0) if need[2] else None)
+
+
+# x [B, in] @ w[out, in].T (+ b[out]) as one GEMM with the bias added while the tile is in
+# registers; inputs (x, w) or (x, w, b).
+LINEAR = defop("linear", infer=_linear_infer, save_inputs=(0, 1), backward=_linear_bwd,
+               save_for={0: (1,), 1: (0,)})

@@ -121,6 +121,51 @@ def test_backward_inputs_never_aliases_the_callers_gradient():
 
 
 # ----------------------------------------------------------------------------- retain/second
+def _storage(t) -> int:
+    return gc._cpu.data_ptr(t._data)
+
+
+def test_a_fresh_gradient_becomes_the_leafs_grad_without_a_copy():
+    w = gc.tensor(np.ones((3, 4), np.float32), requires_grad=True)
+    x = gc.tensor(np.arange(8, dtype=np.float32).reshape(2, 4))
+    with gc.dispatch.trace_ops() as ops:
+        gc.nn.functional.linear(x, w).sum().backward()
+    assert "clone" not in [name for name, _, _ in ops]
+    np.testing.assert_allclose(w.grad.numpy(), np.tile(x.numpy().sum(0), (3, 1)))
+
+
+def test_one_gradient_sent_to_two_leaves_gives_each_its_own_storage():
+    a = gc.tensor([1.0, 2.0], requires_grad=True)
+    b = gc.tensor([3.0, 4.0], requires_grad=True)
+    ((a + b) * gc.tensor([5.0, 6.0])).sum().backward()  # add's backward returns (g, g)
+    assert _storage(a.grad) != _storage(b.grad)
+    a.grad.add_(1.0)
+    np.testing.assert_array_equal(b.grad.numpy(), [5.0, 6.0])
+
+
+@pytest.mark.parametrize("keep", ["tensor", "detached", "numpy_view"])
+def test_a_gradient_kept_by_a_hook_is_never_the_leafs_grad(keep):
+    x = gc.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    kept = []
+
+    def hook(g):
+        kept.append({"tensor": g, "detached": g.detach(), "numpy_view": g.numpy()[::1]}[keep])
+
+    x.register_hook(hook)
+    (x * gc.tensor([2.0, 3.0, 4.0])).sum().backward()
+    x.grad.mul_(0.0)
+    np.testing.assert_array_equal(np.asarray(kept[0]), [2.0, 3.0, 4.0])
+
+
+def test_the_callers_gradient_is_never_the_leafs_grad():
+    x = gc.tensor([1.0, 2.0], requires_grad=True)
+    g = gc.tensor([3.0, 4.0])
+    (x + 0.0).backward(g)  # add's backward hands the caller's tensor straight to the leaf
+    assert _storage(x.grad) != _storage(g)
+    x.grad.zero_()
+    np.testing.assert_array_equal(g.numpy(), [3.0, 4.0])
+
+
 def test_backward_twice_without_retain_graph_raises():
     x = leaf([1.0, 2.0])
     y = (x.exp() * x).sum()

@@ -128,6 +128,34 @@ def test_linear_functional():
         F.linear(gpucore.zeros(2, 3), gpucore.zeros(3, 4))
     with pytest.raises(gpucore.ShapeError, match="bias"):
         F.linear(gpucore.zeros(2, 4), gpucore.zeros(3, 4), gpucore.zeros(4))
+    with pytest.raises(gpucore.DTypeError, match=r"linear\(\).*float64"):
+        F.linear(gpucore.zeros(2, 4), gpucore.zeros(3, 4, dtype=gpucore.float64))
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (65, 257, 33), (7, 784, 10), (130, 31, 129)])
+def test_linear_is_one_gemm_with_bias_and_contiguous_gradients(m, k, n):
+    x, w, b = rand((m, k), seed=1), rand((n, k), seed=2), rand((n,), seed=3)
+    with gpucore.dispatch.trace_ops() as ops:
+        out = F.linear(f32(x), f32(w), f32(b))
+    assert [name for name, _, _ in ops] == ["linear"]  # bias fused into the GEMM
+    assert_close(out, x @ w.T + b, rtol=1e-4, atol=1e-5)
+    # the weight as a transposed view (e.g. tied embeddings) folds into the packing
+    wt = f32(np.ascontiguousarray(w.T)).t()
+    assert n == k == 1 or not wt.is_contiguous()
+    assert_close(F.linear(f32(x), wt), x @ w.T, rtol=1e-4, atol=1e-5)
+    xs, ws, bs = (gpucore.tensor(a, dtype=gpucore.float32, requires_grad=True) for a in (x, w, b))
+    g = rand((m, n), seed=4)
+    F.linear(xs, ws, bs).backward(f32(g))
+    assert_close(xs.grad, g @ w, rtol=1e-4, atol=1e-5)
+    assert_close(ws.grad, g.T @ x, rtol=1e-4, atol=1e-5)
+    assert_close(bs.grad, g.sum(0), rtol=1e-4, atol=1e-5)
+    assert ws.grad.is_contiguous()  # the optimizer and the leaf get a plain [out, in] buffer
+
+
+def test_linear_gradients_and_second_order():
+    check_grad(F.linear, rand((4, 5), seed=1), rand((3, 5), seed=2), rand((3,), seed=3),
+               gradgrad=True)
+    check_grad(F.linear, rand((2, 3, 5), seed=1), rand((3, 5), seed=2))
 
 
 def test_linear_module():

@@ -313,6 +313,21 @@ def _matmul(out, a, b):
     )
 
 
+@kernel("linear")
+def _linear(out, x, w, b=None):
+    m, k = x.shape
+    n = w.shape[0]
+    xbuf, tx, _ = _gemm_operand(x)
+    wbuf, tw, _ = _gemm_operand(w)
+    if b is not None and not b.flags.c_contiguous:
+        b = np.ascontiguousarray(b)
+    # w is [out, in]: the product uses it transposed, which folds into the packing.
+    _cpu.gemm_ex(
+        xbuf.reshape(-1), wbuf.reshape(-1), out.reshape(-1), 1, m, n, k, tx, 1 - tw, 1.0, 0.0,
+        0, 0, m * n, b, -1,
+    )
+
+
 # ----------------------------------------------------------------------------- softmax, xent
 def _softmax_geom(x: np.ndarray, dim: int):
     if x.ndim == 0:

@@ -237,3 +237,18 @@ def test_mlp_training_gradients_match_cpu(vulkan, variant, monkeypatch):
     assert dev_res[0] == pytest.approx(cpu_res[0], rel=1e-4)
     for g_dev, g_cpu in zip(dev_res[1:], cpu_res[1:]):
         assert_norm_close(g_dev, g_cpu)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("m,k,n", [(1, 3, 1), (65, 70, 33), (64, 784, 10)])
+def test_linear_op_fuses_the_bias(vulkan, variant, monkeypatch, m, k, n):
+    monkeypatch.setenv("GPUCORE_VULKAN_GEMM", variant)
+    F = gpucore.nn.functional
+    X, W, B = rand(m, k), rand(n, k), rand(n)
+    with gpucore.dispatch.trace_ops() as ops:
+        out = F.linear(gpucore.tensor(X), gpucore.tensor(W), gpucore.tensor(B))
+        no_bias = F.linear(gpucore.tensor(X), gpucore.tensor(W))
+    assert [(name, be) for name, be, _ in ops] == [("linear", "vulkan")] * 2
+    ref = X.astype(np.float64) @ W.T.astype(np.float64)
+    assert_norm_close(out.numpy(), ref + B)
+    assert_norm_close(no_bias.numpy(), ref)

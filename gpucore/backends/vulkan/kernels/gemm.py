@@ -342,3 +342,8 @@ def _push_gemm(*values) -> np.ndarray:
 @kernel("matmul")
 def _matmul(be, out, a, b):
     gemm(be, out, a, b)
+
+
+@kernel("linear")
+def _linear(be, out, x, w, b=None):
+    gemm(be, out, x, w.T, bias=b)
