@@ -128,9 +128,12 @@ class VulkanBackend:
     # ----------------------------------------------------------------------------- ops
     def supports(self, op, inputs, specs) -> bool:
         """True when a shader exists for this op and these dtypes (float32 data, bool/int64
-        where the kernel documents it)."""
+        where the kernel documents it), and every tensor fits one storage binding unless the
+        kernel runs in bands of rows. What the device cannot run goes to the C extension."""
         k = self.kernels.get(op.name)
         if k is None:
+            return False
+        if not getattr(k, "chunk_rows", False) and not self._fits_binding(inputs, specs):
             return False
         check = getattr(k, "accepts", None)
         if check is not None:
@@ -158,6 +161,19 @@ class VulkanBackend:
         else:
             fn(self, outs if multi else outs[0], *ins, **attrs)
         return tuple(Tensor._wrap(o, dt, dev=self) for o, (_, dt) in zip(outs, specs))
+
+    def _fits_binding(self, inputs, specs) -> bool:
+        lim = self.max_range - self.align
+        for t in inputs:
+            if t._data.nbytes > lim:
+                return False
+        for shape, dt in specs if isinstance(specs, list) else [specs]:
+            n = dt.itemsize
+            for d in shape:
+                n *= d
+            if n > lim:
+                return False
+        return True
 
     def _too_big(self, out, ins) -> bool:
         lim = self.max_range - self.align
