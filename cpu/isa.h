@@ -59,6 +59,25 @@ typedef void (*gc_ukr_da_f64)(ptrdiff_t k, const double *a, ptrdiff_t lda, const
 /* y[i] = f(x[i]) for i < n; y may equal x. */
 typedef void (*gc_vfun_f32)(const float *x, float *y, ptrdiff_t n);
 
+/* One fused optimizer update (cpu/optim.c; loops in cpu/isa/optim.h): parameter p, gradient g
+ * and up to three state buffers (SGD: momentum; Adam: exp_avg, exp_avg_sq, max_exp_avg_sq;
+ * RMSprop: square_avg, grad_avg, momentum), NULL when unused.  A range function updates
+ * elements [lo, hi). */
+typedef struct {
+    float *p;
+    const float *g;
+    float *s1, *s2, *s3;
+    const gc_optim_hp *h;
+} gc_optim_args_f32;
+typedef struct {
+    double *p;
+    const double *g;
+    double *s1, *s2, *s3;
+    const gc_optim_hp *h;
+} gc_optim_args_f64;
+typedef void (*gc_optim_range_f32)(const gc_optim_args_f32 *a, ptrdiff_t lo, ptrdiff_t hi);
+typedef void (*gc_optim_range_f64)(const gc_optim_args_f64 *a, ptrdiff_t lo, ptrdiff_t hi);
+
 typedef struct {
     int isa;
     const char *name;
@@ -70,6 +89,9 @@ typedef struct {
     const char *ukr_f32_name, *ukr_f64_name;
     /* vectorized float32 UNARY_* functions; NULL = the portable libm loop in unary.c */
     gc_vfun_f32 vunary_f32[GC_UNARY_COUNT];
+    /* fused optimizer updates (cpu/isa/optim.h compiled with the ISA's flags) */
+    gc_optim_range_f32 sgd_f32, adam_f32, rmsprop_f32;
+    gc_optim_range_f64 sgd_f64, adam_f64, rmsprop_f64;
 } gc_isa_kernels;
 
 /* GEMM cache blocking for one float type: A blocks of mc x kc (shared by the threads, L3),

@@ -54,8 +54,11 @@
 
 static void gc_isa_fill_avx2_vmath(gc_isa_kernels *k);
 
+#include "isa/optim.h"
+
 void gc_isa_fill_avx2(gc_isa_kernels *k)
 {
+    gc_optim_fill(k);
     gc_isa_fill_avx2_vmath(k);
     k->mr_f32 = 6;
     k->nr_f32 = 16;

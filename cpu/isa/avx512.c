@@ -66,8 +66,11 @@
 
 static void gc_isa_fill_avx512_vmath(gc_isa_kernels *k);
 
+#include "isa/optim.h"
+
 void gc_isa_fill_avx512(gc_isa_kernels *k)
 {
+    gc_optim_fill(k);
     gc_isa_fill_avx512_vmath(k);
     k->mr_f32 = GC_AVX512_MR;
     k->nr_f32 = 32;

@@ -36,8 +36,11 @@
 #undef UKR_VT
 #undef UKR_NAME
 
+#include "isa/optim.h"
+
 void gc_isa_fill_scalar(gc_isa_kernels *k)
 {
+    gc_optim_fill(k);
     k->mr_f32 = 4;
     k->nr_f32 = 4;
     k->ukr_f32 = gemm_scalar_f32_4x4;

@@ -52,8 +52,11 @@
 #define UKR_NAME_DA gemm_da_sse2_f64_4x4
 #include "isa/ukr.h"
 
+#include "isa/optim.h"
+
 void gc_isa_fill_sse2(gc_isa_kernels *k)
 {
+    gc_optim_fill(k);
     k->mr_f32 = 4;
     k->nr_f32 = 8;
     k->ukr_f32 = gemm_sse2_f32_4x8;

@@ -182,6 +182,22 @@ SCRIPT = textwrap.dedent(
         y = np.empty_like(s)
         C.softmax(s, y, 3, 11, 1000, lg)
         out[f"softmax_cols{lg}"] = y
+    # fused optimizer updates, below and above the threading grain
+    for n in (37, 140001):
+        for dt in (np.float32, np.float64):
+            g0, g1 = (r.standard_normal(n).astype(dt) for _ in range(2))
+            p, buf = r.standard_normal(n).astype(dt), np.zeros(n, dt)
+            for i, g in enumerate((g0, g1)):
+                C.sgd_step(p, g, buf, 0.1, 0.9, 0.0, 0.01, 1, 0, int(i == 0))
+            out[f"sgd{n}_{dt.__name__}"] = np.concatenate([p, buf])
+            p, m, v, vmax = r.standard_normal(n).astype(dt), *(np.zeros(n, dt) for _ in range(3))
+            for t, g in enumerate((g0, g1), 1):
+                C.adam_step(p, g, m, v, vmax, t, 1e-3, 0.9, 0.999, 1e-8, 0.01, 1, 0)
+            out[f"adam{n}_{dt.__name__}"] = np.concatenate([p, m, v, vmax])
+            p, sq, ga, mb = r.standard_normal(n).astype(dt), *(np.zeros(n, dt) for _ in range(3))
+            for g in (g0, g1):
+                C.rmsprop_step(p, g, sq, ga, mb, 0.01, 0.99, 1e-8, 0.05, 0.7, 0)
+            out[f"rmsprop{n}_{dt.__name__}"] = np.concatenate([p, sq, ga, mb])
     np.savez(sys.argv[2], **out)
     """
 )
@@ -648,3 +664,17 @@ def test_set_num_threads_validates():
         C.set_num_threads(0)
     with pytest.raises(TypeError):
         C.set_num_threads("2")
+
+
+# ------------------------------------------------------------------------------ optimizers
+@pytest.mark.parametrize("isa", VECTOR_ISAS + ["sse2"])
+@pytest.mark.parametrize("opt", ["sgd", "adam", "rmsprop"])
+def test_optimizer_updates_are_bitwise_equal_on_every_isa(isa_outputs, isa, opt):
+    # The loops are compiled per ISA (vectorized to its width) without FMA contraction: every
+    # instruction set must give exactly the scalar build's bits.
+    if isa not in isa_outputs:
+        pytest.skip(f"{isa} is not supported by this CPU")
+    for key in isa_outputs["scalar"]:
+        if key.startswith(opt):
+            np.testing.assert_array_equal(isa_outputs[isa][key], isa_outputs["scalar"][key],
+                                          err_msg=f"{key} on {isa}")
