@@ -167,6 +167,7 @@ def _owned(g) -> bool:
     else:
         block = flat
         arrays = (sys.getrefcount(data),)
+    flat = None  # else a 1-D array's block would count this name too
     if type(block) is not _HostBuffer:
         return False
     # No other tensor or numpy view shares the arrays or the block, and only the engine holds g

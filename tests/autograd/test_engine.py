@@ -127,11 +127,13 @@ def _storage(t) -> int:
 
 def test_a_fresh_gradient_becomes_the_leafs_grad_without_a_copy():
     w = gc.tensor(np.ones((3, 4), np.float32), requires_grad=True)
+    b = gc.tensor(np.zeros(3, np.float32), requires_grad=True)  # a 1-D gradient too
     x = gc.tensor(np.arange(8, dtype=np.float32).reshape(2, 4))
     with gc.dispatch.trace_ops() as ops:
-        gc.nn.functional.linear(x, w).sum().backward()
+        gc.nn.functional.linear(x, w, b).sum().backward()
     assert "clone" not in [name for name, _, _ in ops]
     np.testing.assert_allclose(w.grad.numpy(), np.tile(x.numpy().sum(0), (3, 1)))
+    np.testing.assert_allclose(b.grad.numpy(), [2.0, 2.0, 2.0])
 
 
 def test_one_gradient_sent_to_two_leaves_gives_each_its_own_storage():
