@@ -28,6 +28,12 @@ MATMUL = defop("matmul", infer=_matmul_infer, save_inputs=(0, 1), backward=_matm
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """Matrix product with torch.matmul's rules: 1-D operands are promoted and the added dim
     removed; batch dims broadcast."""
+    if type(input) is Tensor and type(other) is Tensor:
+        # the common case (two matrices of one float dtype) without the general checks
+        a, b = input._data.shape, other._data.shape
+        if (len(a) == 2 and len(b) == 2 and a[1] == b[0] and input._dtype is other._dtype
+                and input._dtype.is_floating_point):
+            return apply(MATMUL, input, other)
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
         raise TypeError("matmul(): both operands must be tensors")
     a, b = as_operands("matmul", input, other)
