@@ -162,11 +162,16 @@ def cross_entropy(
         denom = input.shape[0]
     else:
         rows = nnops.cross_entropy_rows(input, target, ignore_index)  # 0 where ignored
-        valid = target != ignore_index
+        valid = None
+        if weight is not None or label_smoothing > 0 or target._dev is not None:
+            valid = target != ignore_index
         if weight is not None:
             wt = weight[target.masked_fill(~valid, 0)] * valid.to(input.dtype)
             rows = rows * wt
             denom = wt.sum()
+        elif valid is None:
+            # host targets: count them on the host (a constant for autograd) instead of 4 ops
+            denom = int(np.count_nonzero(target._data != ignore_index))
         else:
             denom = valid.sum()
         if label_smoothing > 0:
