@@ -49,6 +49,15 @@ _ARITY = {
 def _infer(name):
     def infer(param, grad, *state, **attrs):
         want = _ARITY[name](attrs)
+        # every step of every parameter comes here: the check that passes is kept cheap
+        shape, dt = param._data.shape, param._dtype
+        ok = 2 + len(state) == want and dt.is_floating_point
+        if ok and grad._data.shape == shape and grad._dtype is dt:
+            for t in state:
+                if t._data.shape != shape or t._dtype is not dt:
+                    break
+            else:
+                return (param.shape, dt)
         if 2 + len(state) != want:
             raise ValueError(
                 f"{name}: expected {want} tensors (param, grad and {want - 2} state buffers) for "
@@ -89,7 +98,12 @@ def fused_update(op, *tensors: Tensor, **attrs) -> None:
         tensors = (param, grad) + tensors[2:]
     specs = op.infer(*tensors, **attrs)
     written = (param,) + tensors[2:]
-    if param.dtype not in _FUSED_DTYPES or not all(t._data.flags.c_contiguous for t in written):
+    contiguous = True
+    for t in written:
+        if not t._data.flags.c_contiguous:
+            contiguous = False
+            break
+    if param._dtype not in _FUSED_DTYPES or not contiguous:
         with no_grad():
             _COMPOSITE[op.name](*tensors, **attrs)  # copy_ bumps the versions itself
         return
