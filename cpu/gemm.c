@@ -145,6 +145,7 @@ typedef struct {
     /* compute units of a step: ncu chunks of wn columns x nmu groups of gm MR-panels */
     ptrdiff_t wn, gm;
     int ncu, nmu;
+    ptrdiff_t pn; /* NR panels across n */
     /* workspace: the A double buffer, one B block per participant (slot), the step counters;
      * in batch mode all of it per slot */
     GC_T *ws;
@@ -353,10 +354,12 @@ static void GC_FN(gemm_unit)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_
     const ptrdiff_t npan = (mb + mr - 1) / mr;
     const ptrdiff_t mg = u / J->ncu, cj = u % J->ncu;
     const ptrdiff_t q0 = mg * J->gm, q1 = (q0 + J->gm < npan) ? q0 + J->gm : npan;
-    const ptrdiff_t jc = cj * J->wn;
-    if (q0 >= q1 || jc >= n)
+    /* chunk cj: NR panels [p0, p1), the panels spread evenly over the chunks */
+    const ptrdiff_t p0 = cj * J->pn / J->ncu, p1 = (cj + 1) * J->pn / J->ncu;
+    const ptrdiff_t jc = p0 * nr;
+    if (q0 >= q1 || jc >= n || p1 <= p0)
         return;
-    const ptrdiff_t nb = (n - jc < J->wn) ? n - jc : J->wn;
+    const ptrdiff_t nb = (p1 * nr < n ? p1 * nr : n) - jc;
     const int last = pc + kb >= k;
     const GC_T beta = pc == 0 ? J->beta : (GC_T)1;
     const ptrdiff_t nfull = J->bdirect ? nb / nr * nr : 0; /* panels read in place */
@@ -495,10 +498,19 @@ static void GC_FN(gemm_units)(GC_FN(gemm_job) * J, int want)
                 ncu = pn;
         }
     }
-    const ptrdiff_t wp = (pn + ncu - 1) / ncu; /* panels per chunk */
+    /* a multiple of the threads, of near-equal widths: the units claimed dynamically then
+     * add up to the same work per thread (6 chunks of 6, 6, 6, 6, 6, 2 panels left one of two
+     * threads idle for a tenth of a 512^3 product) */
+    if (want > 1 && ncu >= want && ncu % want) {
+        ncu += want - ncu % want;
+        if (ncu > pn)
+            ncu = pn;
+    }
+    const ptrdiff_t wp = (pn + ncu - 1) / ncu; /* panels per chunk at most */
     const ptrdiff_t gm = (pm + nmu - 1) / nmu;
     J->wn = wp * nr;
-    J->ncu = (int)((pn + wp - 1) / wp);
+    J->pn = pn;
+    J->ncu = (int)ncu;
     J->gm = gm;
     J->nmu = (int)((pm + gm - 1) / gm);
 }
