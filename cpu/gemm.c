@@ -498,15 +498,19 @@ static void GC_FN(gemm_units)(GC_FN(gemm_job) * J, int want)
                 ncu = pn;
         }
     }
-    /* a multiple of the threads, of near-equal widths: the units claimed dynamically then
-     * add up to the same work per thread (6 chunks of 6, 6, 6, 6, 6, 2 panels left one of two
-     * threads idle for a tenth of a 512^3 product) */
-    if (want > 1 && ncu >= want && ncu % want) {
-        ncu += want - ncu % want;
+    ptrdiff_t wp = (pn + ncu - 1) / ncu; /* panels per chunk at most */
+    ncu = (pn + wp - 1) / wp;
+    /* Uneven chunks, or a count the threads do not divide: spread the panels evenly over a
+     * multiple of the threads, so the units claimed dynamically add up to the same work per
+     * thread (6 chunks of 6, 6, 6, 6, 6, 2 panels left one of two threads idle for a tenth of a
+     * 512^3 product). */
+    if (want > 1 && (ncu % want || pn % wp)) {
+        if (ncu % want)
+            ncu += want - ncu % want;
         if (ncu > pn)
             ncu = pn;
+        wp = (pn + ncu - 1) / ncu;
     }
-    const ptrdiff_t wp = (pn + ncu - 1) / ncu; /* panels per chunk at most */
     const ptrdiff_t gm = (pm + nmu - 1) / nmu;
     J->wn = wp * nr;
     J->pn = pn;
