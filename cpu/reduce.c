@@ -1,7 +1,6 @@
 /* Reductions over the middle axis of a C-contiguous [outer, n, inner] array into [outer, inner].
  *
- * Sums add short blocks in the element type (vector lanes) and the block sums in double, so the
- * error stays within a few ulps of sum(|x|) for any length.  For
+ * Sums accumulate in double for both float types (8 partial sums when inner == 1).  For
  * inner > 1 the columns are processed in chunks of GC_RED_CHUNK with the innermost loop running
  * over contiguous columns.  MAX/MIN propagate NaN; ARGMAX/ARGMIN give the first NaN if there is
  * one, else the first extreme. */
@@ -18,7 +17,6 @@
  * count, so results are identical for any number of threads. */
 #define GC_RED_SPLIT 65536
 #define GC_RED_NS 0.3 /* estimated ns per element */
-#define GC_COL_BLOCK 16
 
 #define GC_T float
 #define GC_SFX f32
@@ -34,29 +32,14 @@
 
 #else /* type-generic body, T = GC_T */
 
-/* Sums add GC_SUM_BLOCK elements in GC_T over 16 independent partial sums (a loop the compiler
- * vectorizes; double accumulators would halve the lanes), and the block sums in double: the
- * error is that of a 16-element sum per lane, whatever n is. */
-#define GC_SUM_BLOCK 256
 static double GC_FN(sum_row)(const GC_T *restrict x, ptrdiff_t n)
 {
-    double s = 0.0;
-    ptrdiff_t i = 0;
-    for (; i + GC_SUM_BLOCK <= n; i += GC_SUM_BLOCK) {
-        GC_T acc[16] = {0};
-        for (ptrdiff_t j = i; j < i + GC_SUM_BLOCK; j += 16)
-            for (int u = 0; u < 16; u++)
-                acc[u] += x[j + u];
-        for (int u = 0; u < 8; u++)
-            acc[u] += acc[u + 8];
-        s += ((double)acc[0] + (double)acc[4]) + ((double)acc[1] + (double)acc[5]) +
-             (((double)acc[2] + (double)acc[6]) + ((double)acc[3] + (double)acc[7]));
-    }
     double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    ptrdiff_t i = 0;
     for (; i + 8 <= n; i += 8)
         for (int u = 0; u < 8; u++)
             acc[u] += (double)x[i + u];
-    s += ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    double s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
     for (; i < n; i++)
         s += (double)x[i];
     return s;
@@ -113,23 +96,13 @@ static void GC_FN(reduce_cols)(int op, const GC_T *restrict x, ptrdiff_t n, ptrd
     switch (op) {
     case GC_REDUCE_SUM:
     case GC_REDUCE_MEAN: {
-        /* blocks of GC_COL_BLOCK rows add in GC_T (vector lanes along the row), then in
-         * double, as sum_row does */
         double acc[GC_RED_CHUNK];
-        GC_T part[GC_RED_CHUNK];
         for (ptrdiff_t t = 0; t < w; t++)
             acc[t] = 0.0;
-        for (ptrdiff_t j0 = 0; j0 < n; j0 += GC_COL_BLOCK) {
-            const ptrdiff_t j1 = (n - j0 < GC_COL_BLOCK) ? n : j0 + GC_COL_BLOCK;
+        for (ptrdiff_t j = 0; j < n; j++) {
+            const GC_T *restrict row = x + j * inner;
             for (ptrdiff_t t = 0; t < w; t++)
-                part[t] = 0;
-            for (ptrdiff_t j = j0; j < j1; j++) {
-                const GC_T *restrict row = x + j * inner;
-                for (ptrdiff_t t = 0; t < w; t++)
-                    part[t] += row[t];
-            }
-            for (ptrdiff_t t = 0; t < w; t++)
-                acc[t] += (double)part[t];
+                acc[t] += (double)row[t];
         }
         if (op == GC_REDUCE_SUM) {
             for (ptrdiff_t t = 0; t < w; t++)

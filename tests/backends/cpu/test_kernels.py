@@ -627,15 +627,15 @@ def test_reduce_float32_sum_is_accurate():
 
 @pytest.mark.parametrize("shape", [(1, 1_000_003, 1), (3, 70_001, 1), (1, 100_003, 5), (2, 33, 7)])
 def test_reduce_float32_sum_error_is_bounded_by_the_magnitudes(shape):
-    # float32 partial sums over short blocks, double across blocks: the error stays within a
-    # few ulps of sum(|x|), however long the row, even when the values cancel.
+    # double accumulators: the error stays within the final rounding, however long the row and
+    # even when the values cancel (the Vulkan tests use the CPU sums as their reference)
     outer, n, inner = shape
     x = (rng(3).standard_normal(shape) * 10.0 ** rng(4).integers(-3, 4, shape)).astype(np.float32)
     out = np.empty((outer, inner), np.float32)
     C.reduce(C.REDUCE_SUM, x, out, outer, n, inner)
     x64 = x.astype(np.float64)
     err = np.abs(out - x64.sum(1))
-    assert (err <= 4e-7 * np.abs(x64).sum(1) + 1e-30).all(), err.max()
+    assert (err <= 1e-7 * np.abs(x64).sum(1) + 1e-30).all(), err.max()
 
 
 def test_reduce_arg_accepts_longlong():
