@@ -10,7 +10,9 @@ PY="${PYTHON:-python3}"
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     missing=()
-    for pkg in mesa-vulkan-drivers libvulkan1 glslang-tools spirv-tools vulkan-tools; do
+    # GPUCORE_APT_EXTRA: more packages a caller needs (tools/test.sh: graphviz for the DOT test)
+    for pkg in mesa-vulkan-drivers libvulkan1 glslang-tools spirv-tools vulkan-tools \
+               ${GPUCORE_APT_EXTRA:-}; do
         dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
     done
     if ! "$PY" -c "import ensurepip, venv" >/dev/null 2>&1; then
@@ -33,7 +35,7 @@ fi
 # of extras, so running the demo and the tests in turn does not reinstall every time.
 EXTRAS="${GPUCORE_EXTRAS:-test}"
 stamp="$VENV/.gpucore-build-stamp-$(printf '%s' "$EXTRAS" | tr -c 'A-Za-z0-9_.-' '_')"
-want="$(cat "$ROOT/pyproject.toml" "$ROOT/setup.py" "$ROOT"/cpu/*.c "$ROOT"/cpu/*.h 2>/dev/null \
+want="$(cat "$ROOT/pyproject.toml" "$ROOT/setup.py" "$ROOT"/cpu/*.[ch] "$ROOT"/cpu/isa/*.[ch] 2>/dev/null \
         | sha256sum | cut -d' ' -f1)-$EXTRAS"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] \
    || ! "$VENV/bin/python" -c "import gpucore._cpu" >/dev/null 2>&1; then
