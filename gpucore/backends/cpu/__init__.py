@@ -15,7 +15,7 @@ from .kernels import KERNELS
 
 _LOW = (D.float16, D.bfloat16)
 ALIGN = 64
-_frombuffer = np.frombuffer
+_ndarray = np.ndarray
 
 
 def empty_array(shape: tuple, npdtype) -> np.ndarray:
@@ -25,12 +25,13 @@ def empty_array(shape: tuple, npdtype) -> np.ndarray:
     tensor's block is reused warm by the next tensor of about its size, instead of faulting in
     fresh pages at ~2 us per 4 KiB.
     """
-    npdtype = np.dtype(npdtype)
-    n = 1
+    if not isinstance(npdtype, np.dtype):
+        npdtype = np.dtype(npdtype)
+    n = npdtype.itemsize
     for s in shape:
         n *= s
-    arr = _frombuffer(_host_empty(n * npdtype.itemsize), npdtype)
-    return arr if len(shape) == 1 else arr.reshape(shape)
+    # one numpy call, and the array's base is the block itself (autograd's ownership test)
+    return _ndarray(shape, npdtype, _host_empty(n))
 
 
 def to_compute(arr: np.ndarray, dtype) -> np.ndarray:
