@@ -421,7 +421,13 @@ class Tensor:
 
     def __repr__(self) -> str:
         arr = self.detach().numpy(force=True)
-        body = np.array2string(arr, separator=", ", precision=4, prefix="tensor(")
+        # PyTorch's style: whole numbers print as "1.", others with 4 fixed decimals ("1.0000")
+        fixed = False
+        if arr.dtype.kind == "f" and arr.size:
+            finite = arr[np.isfinite(arr)]
+            fixed = bool(finite.size) and not np.array_equal(finite, np.round(finite))
+        body = np.array2string(arr, separator=", ", precision=4, prefix="tensor(",
+                               floatmode="fixed" if fixed else "maxprec")
         extra = ""
         if self._dtype not in (D.float32, D.int64, D.bool_):
             extra += f", dtype={self._dtype}"

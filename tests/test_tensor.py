@@ -255,6 +255,15 @@ def test_len_and_iter():
         iter(gpucore.tensor(1.0))
 
 
+def test_repr_formats_floats_as_pytorch():
+    # whole numbers as "2.", anything else with four fixed decimals
+    assert repr(gpucore.tensor([1.0, 2.0])) == "tensor([1., 2.])"
+    assert repr(gpucore.tensor([[1.0, 0.3333333], [0.5, -2.0]])) == (
+        "tensor([[ 1.0000,  0.3333],\n        [ 0.5000, -2.0000]])"
+    )
+    assert repr(gpucore.tensor([float("nan"), 1.0])) == "tensor([nan,  1.])"
+
+
 def test_repr():
     r = repr(gpucore.tensor([1.0, 2.5]))
     assert r.startswith("tensor(") and "1." in r and "2.5" in r and "dtype" not in r
