@@ -12,7 +12,8 @@ from ..tensor import Tensor
 from .common import method, norm_dims, reduced_shape, wrap_dim
 from .registry import apply, defop
 
-values_indices = namedtuple("values_indices", ["values", "indices"])
+# what x.max(dim) / x.min(dim) return: named tuples with PyTorch's type names
+_RETURN_TYPES = {n: namedtuple(n, ["values", "indices"]) for n in ("max", "min")}
 
 
 def _grad_back(g: Tensor, shape: tuple, dims: tuple, keepdim: bool) -> Tensor:
@@ -183,7 +184,7 @@ def _max_min(name, op_dim, full, input, dim, keepdim, other):
         return full(input)
     d = wrap_dim(dim, input.ndim, name)
     v, i = apply(op_dim, input, dim=d, keepdim=keepdim)
-    return values_indices(v, i)
+    return _RETURN_TYPES[name](v, i)
 
 
 @method("max")
