@@ -189,6 +189,21 @@ def backend_for(op, inputs, specs):
     return CPU
 
 
+def cpu_fast(n: int) -> bool:
+    """True when an op whose largest tensor has ``n`` elements runs in the C extension under the
+    policy in force and no trace or profiler is watching: the registry's fast lane may then
+    skip backend selection. False whenever the answer would take more than a lookup."""
+    if profiling[0] or _trace.records is not None:
+        return False
+    policy = _state.override or _default["policy"]
+    if policy == "cpu":
+        return True
+    if policy != "auto":
+        return False
+    vb = _vulkan_cache.get("auto", _UNSET)
+    return vb is None or (vb is not _UNSET and n < _default["threshold"])
+
+
 class _Trace(threading.local):
     records = None
 

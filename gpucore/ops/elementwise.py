@@ -300,6 +300,12 @@ MINIMUM = defop(
     backward=_minmax_bwd(lambda a, b: a < b),
 )
 
+# Same shape and float dtype in, same out, kernel(out, *arrays): the registry's fast lane.
+for _op in (NEG, ABS, SIGN, EXP, LOG, SQRT, SIN, COS, LOG1P, RECIPROCAL, RELU, SIGMOID, TANH, GELU,
+            RELU_BACKWARD, SIGMOID_BACKWARD, TANH_BACKWARD, GELU_BACKWARD, ADD, SUB, MUL, DIV, POW,
+            MAXIMUM, MINIMUM):
+    _op.elementwise = True
+
 _CMP = {}
 for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
     _CMP[_name] = defop(_name, infer=_binfer(_name, D.bool_))

@@ -17,7 +17,11 @@ from time import perf_counter as _perf_counter
 from .. import dispatch
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.graph import Ctx, Node, edge_of
-from ..tensor import Size, Tensor
+from ..backends.cpu import empty_array as _empty_array
+from ..backends.cpu.kernels import KERNELS as _CPU_KERNELS
+from ..dtypes import float32 as _F32
+from ..dtypes import float64 as _F64
+from ..tensor import Tensor
 
 REGISTRY: dict[str, OpDef] = {}
 
@@ -27,12 +31,13 @@ class OpDef:
 
     __slots__ = (
         "name", "infer", "backward", "save_inputs", "save_outputs", "view", "float_only",
-        "save_for",
+        "save_for", "elementwise",
     )
 
     def __init__(self, name, infer, backward, save_inputs, save_outputs, view, float_only,
-                 save_for=None):
+                 save_for=None, elementwise=False):
         self.name = name
+        self.elementwise = elementwise
         self.save_for = save_for
         self.infer = infer
         self.backward = backward
@@ -55,6 +60,7 @@ def defop(
     view: Callable | None = None,
     float_only: bool = False,
     save_for: dict | None = None,
+    elementwise: bool = False,
 ) -> OpDef:
     """Register an op.
 
@@ -66,10 +72,15 @@ def defop(
     save_for maps a saved input's index to the inputs whose gradients need it: the input is saved
     only when one of those requires grad (else ctx.saved holds None in its place), as PyTorch
     does, so that ``y[0] = y[1] * 2`` does not keep (and version-check) ``y[1]``.
+
+    elementwise: inputs of one shape and one float dtype give one output of that shape and
+    dtype, computed by the CPU kernel as ``kernel(out, *arrays, **attrs)``. Such calls on small
+    host tensors take the fast lane of ``apply`` (no infer, no backend selection).
     """
     if name in REGISTRY:
         raise ValueError(f"op {name!r} is registered twice")
-    op = OpDef(name, infer, backward, save_inputs, save_outputs, view, float_only, save_for)
+    op = OpDef(name, infer, backward, save_inputs, save_outputs, view, float_only, save_for,
+               elementwise)
     REGISTRY[name] = op
     return op
 
@@ -79,6 +90,10 @@ def apply(op: OpDef, *inputs, **attrs):
 
     Returns the output tensor, or a tuple when the op has extra outputs.
     """
+    if op.elementwise:
+        out = _fast_elementwise(op, inputs, attrs)
+        if out is not None:
+            return out
     if op.view is not None:
         out = Tensor._make_view(inputs[0], op.view(inputs[0]._data, **attrs), op, attrs)
         outs = (out,)
@@ -100,6 +115,36 @@ def apply(op: OpDef, *inputs, **attrs):
     return outs if len(outs) > 1 else out
 
 
+def _fast_elementwise(op: OpDef, inputs, attrs):
+    """The fast lane: host tensors of one shape and one float dtype, on the CPU by the policy,
+    nothing tracing: allocate, run the CPU kernel, record. None when any of that does not hold
+    (then apply takes the general path, which gives the same result)."""
+    first = inputs[0]
+    if type(first) is not Tensor or first._dev is not None:
+        return None
+    dt = first._dtype
+    if dt is not _F32 and dt is not _F64:
+        return None
+    data = first._data
+    shape = data.shape
+    arrays = [data]
+    for t in inputs[1:]:
+        if type(t) is not Tensor or t._dev is not None or t._dtype is not dt:
+            return None
+        d = t._data
+        if d.shape != shape:
+            return None
+        arrays.append(d)
+    if not dispatch.cpu_fast(data.size):
+        return None
+    out = _empty_array(shape, dt.np)
+    _CPU_KERNELS[op.name](out, *arrays, **attrs)
+    t = Tensor._from_kernel(out, dt)
+    if op.backward is not None and _grad_state.enabled:
+        record(op, inputs, (t,), attrs)
+    return t
+
+
 def record(op: OpDef, inputs, outs, attrs) -> None:
     """Attach a graph node for ``op`` to ``outs[0]`` when an input requires grad (for ops whose
     forward does not go through ``apply``, such as device moves)."""
@@ -117,7 +162,7 @@ def record(op: OpDef, inputs, outs, attrs) -> None:
         return
     for t in inputs:
         edges.append(edge_of(t))
-        meta.append((Size(t._data.shape), t._dtype))
+        meta.append((t._data.shape, t._dtype))
     needs_in = tuple(needs_in)
     saved = ()
     if op.save_inputs or op.save_outputs:
