@@ -93,6 +93,11 @@ typedef struct {
     ptrdiff_t n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow;
 } gc_conv;
 
+/* max_pool2d geometry over [planes, h, w] -> [planes, oh, ow]; oh, ow >= 1 from the caller. */
+typedef struct {
+    ptrdiff_t planes, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow;
+} gc_pool2d;
+
 #define GC_CAT_(a, b) a##_##b
 #define GC_CAT(a, b) GC_CAT_(a, b)
 #define GC_FN(name) GC_CAT(name, GC_SFX)
@@ -129,7 +134,16 @@ typedef struct {
                                        const T *grad_loss, T *out, ptrdiff_t n, ptrdiff_t c,       \
                                        int64_t ignore_index);                                      \
     void gc_im2col_##S(const T *x, T *col, const gc_conv *p);                                      \
-    void gc_col2im_##S(const T *col, T *x, const gc_conv *p);
+    void gc_col2im_##S(const T *col, T *x, const gc_conv *p);                                      \
+    /* fused conv2d, groups 1, w [o, c, kh, kw] (conv.c); bias, gx, gw, gb may be NULL; -1 if   \
+     * scratch malloc fails */                                                                     \
+    int gc_conv2d_forward_##S(const T *x, const T *w, const T *bias, T *out, const gc_conv *p,     \
+                              ptrdiff_t o);                                                        \
+    int gc_conv2d_backward_##S(const T *x, const T *w, const T *g, T *gx, T *gw, T *gb,            \
+                               const gc_conv *p, ptrdiff_t o);                                     \
+    /* maxpool.c; the backward returns -1 when an index lies outside its plane */                  \
+    void gc_max_pool2d_##S(const T *x, T *vals, int64_t *idx, const gc_pool2d *p);                 \
+    int gc_max_pool2d_backward_##S(const T *g, const int64_t *idx, T *gx, const gc_pool2d *p);
 
 GC_DECLARE_FLOAT_KERNELS(float, f32)
 GC_DECLARE_FLOAT_KERNELS(double, f64)

@@ -1530,6 +1530,219 @@ static PyObject *py_col2im(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return conv_common("col2im", args, nargs, 0);
 }
 
+/* conv2d_forward(x, w, bias, out, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, o) and
+ * conv2d_backward(x, w, g, gx, gw, gb, <the same 13 ints>): optional buffers may be None. */
+static PyObject *conv2d_common(const char *fn, PyObject *const *args, Py_ssize_t nargs, int fwd)
+{
+    bufset bs = {.n = 0};
+    gc_conv p;
+    Py_ssize_t nx, ncol, o;
+    const int nb = fwd ? 4 : 6;
+    if (check_nargs(fn, nargs, nb + 13) < 0 || conv_geometry(fn, args + nb, &p, &nx, &ncol) < 0 ||
+        get_min(fn, "o", args[nb + 12], 0, &o) < 0)
+        return NULL;
+    static const char *fwd_names[] = {"x", "w", "bias", "out"};
+    static const char *bwd_names[] = {"x", "w", "g", "gx", "gw", "gb"};
+    const char **names = fwd ? fwd_names : bwd_names;
+    /* writable outputs: out (fwd), gx, gw, gb (bwd); optional: bias (fwd), gx, gw, gb (bwd) */
+    Py_buffer *v[6] = {NULL};
+    int ok = 1;
+    const Py_ssize_t ck = smul(p.c, smul(p.kh, p.kw, &ok), &ok);
+    const Py_ssize_t ny = smul(smul(p.n, o, &ok), smul(p.oh, p.ow, &ok), &ok);
+    const Py_ssize_t nw = smul(o, ck, &ok);
+    if (!ok) {
+        overflow_error(fn, "the output or weight size");
+        return NULL;
+    }
+    const Py_ssize_t need[6] = {nx, nw, fwd ? o : ny, fwd ? ny : nx, nw, o};
+    char kd = 0;
+    for (int i = 0; i < nb; i++) {
+        const int writable = fwd ? i == 3 : i >= 3;
+        const int optional = fwd ? i == 2 : i >= 3;
+        if (optional && args[i] == Py_None)
+            continue;
+        v[i] = get_buf(&bs, fn, names[i], args[i], writable);
+        if (!v[i])
+            goto fail;
+        if (!kd) {
+            kd = float_kind(fn, names[i], v[i]);
+            if (!kd)
+                goto fail;
+        }
+        if (need_kind(fn, names[i], v[i], kd) < 0 || need_contig(fn, names[i], v[i]) < 0)
+            goto fail;
+#define WHAT                                                                                      \
+    "n=%zd, c=%zd, h=%zd, w=%zd, o=%zd, kernel %zdx%zd, stride %zdx%zd, padding %zdx%zd, "          \
+    "dilation %zdx%zd -> oh=%zd, ow=%zd",                                                          \
+        p.n, p.c, p.h, p.w, o, p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.dh, p.dw, p.oh, p.ow
+        if (need_elems(fn, names[i], v[i], need[i], WHAT) < 0)
+            goto fail;
+#undef WHAT
+    }
+    for (int i = 0; i < nb; i++) { /* outputs overlap no other buffer */
+        const int writable = fwd ? i == 3 : i >= 3;
+        if (!writable || !v[i] || !need[i])
+            continue;
+        for (int j = 0; j < nb; j++)
+            if (j != i && v[j] && need[j] &&
+                need_no_overlap(fn, names[i], v[i], names[j], v[j], 0) < 0)
+                goto fail;
+    }
+#define PTR(i) (v[i] ? v[i]->buf : NULL)
+    int rc = 0;
+    Py_BEGIN_ALLOW_THREADS
+    if (fwd) {
+        if (kd == 'f')
+            rc = gc_conv2d_forward_f32(PTR(0), PTR(1), PTR(2), PTR(3), &p, o);
+        else
+            rc = gc_conv2d_forward_f64(PTR(0), PTR(1), PTR(2), PTR(3), &p, o);
+    } else {
+        if (kd == 'f')
+            rc = gc_conv2d_backward_f32(PTR(0), PTR(1), PTR(2), PTR(3), PTR(4), PTR(5), &p, o);
+        else
+            rc = gc_conv2d_backward_f64(PTR(0), PTR(1), PTR(2), PTR(3), PTR(4), PTR(5), &p, o);
+    }
+    Py_END_ALLOW_THREADS
+#undef PTR
+    if (rc < 0) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    bufs_release(&bs);
+    Py_RETURN_NONE;
+fail:
+    bufs_release(&bs);
+    return NULL;
+}
+
+PyDoc_STRVAR(conv2d_forward_doc,
+             "conv2d_forward(x, w, bias, out, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, o, /)"
+             "\n--\n\n"
+             "out [n, o, oh, ow] = conv2d(x [n, c, h, w], w [o, c, kh, kw]) + bias [o] (None: no "
+             "bias); groups = 1, zero padding.");
+
+static PyObject *py_conv2d_forward(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return conv2d_common("conv2d_forward", args, nargs, 1);
+}
+
+PyDoc_STRVAR(conv2d_backward_doc,
+             "conv2d_backward(x, w, g, gx, gw, gb, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, o, /)"
+             "\n--\n\n"
+             "Gradients of conv2d_forward given g [n, o, oh, ow]: gx [n, c, h, w], gw [o, c, kh, "
+             "kw], gb [o]; each may be None (not computed).  Sums are bitwise independent of the "
+             "thread count.");
+
+static PyObject *py_conv2d_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return conv2d_common("conv2d_backward", args, nargs, 0);
+}
+
+/* max_pool2d(x, vals, idx, planes, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow) and
+ * max_pool2d_backward(g, idx, gx, <the same 13 ints>). */
+static PyObject *pool2d_common(const char *fn, PyObject *const *args, Py_ssize_t nargs, int fwd)
+{
+    bufset bs = {.n = 0};
+    gc_pool2d p;
+    if (check_nargs(fn, nargs, 16) < 0)
+        return NULL;
+    PyObject *const *g = args + 3;
+    if (get_min(fn, "planes", g[0], 0, &p.planes) < 0 || get_min(fn, "h", g[1], 1, &p.h) < 0 ||
+        get_min(fn, "w", g[2], 1, &p.w) < 0 || get_min(fn, "kh", g[3], 1, &p.kh) < 0 ||
+        get_min(fn, "kw", g[4], 1, &p.kw) < 0 || get_min(fn, "sh", g[5], 1, &p.sh) < 0 ||
+        get_min(fn, "sw", g[6], 1, &p.sw) < 0 || get_min(fn, "ph", g[7], 0, &p.ph) < 0 ||
+        get_min(fn, "pw", g[8], 0, &p.pw) < 0 || get_min(fn, "dh", g[9], 1, &p.dh) < 0 ||
+        get_min(fn, "dw", g[10], 1, &p.dw) < 0 || get_min(fn, "oh", g[11], 1, &p.oh) < 0 ||
+        get_min(fn, "ow", g[12], 1, &p.ow) < 0)
+        return NULL;
+    int ok = 1;
+    const Py_ssize_t nin = smul(p.planes, smul(p.h, p.w, &ok), &ok);
+    const Py_ssize_t nout = smul(p.planes, smul(p.oh, p.ow, &ok), &ok);
+    if (!ok) {
+        overflow_error(fn, "planes * h * w or planes * oh * ow");
+        return NULL;
+    }
+    static const char *fnames[] = {"x", "vals", "idx"}, *bnames[] = {"g", "idx", "gx"};
+    const char **names = fwd ? fnames : bnames;
+    const Py_ssize_t need[3] = {fwd ? nin : nout, nout, fwd ? nout : nin};
+    Py_buffer *v[3];
+    for (int i = 0; i < 3; i++) {
+        v[i] = get_buf(&bs, fn, names[i], args[i], fwd ? i > 0 : i == 2);
+        if (!v[i])
+            goto fail;
+    }
+    const char kd = float_kind(fn, names[0], v[0]);
+    const int fl = fwd ? 1 : 2; /* the other float buffer */
+    if (!kd || need_kind(fn, names[fl], v[fl], kd) < 0 || need_kind(fn, "idx", v[fwd ? 2 : 1],
+                                                                    'q') < 0)
+        goto fail;
+    for (int i = 0; i < 3; i++) {
+        if (need_contig(fn, names[i], v[i]) < 0 ||
+            need_elems(fn, names[i], v[i], need[i],
+                       "planes=%zd, h=%zd, w=%zd, oh=%zd, ow=%zd", p.planes, p.h, p.w, p.oh,
+                       p.ow) < 0)
+            goto fail;
+    }
+    for (int i = 0; i < 3; i++) {
+        if (!(fwd ? i > 0 : i == 2) || !need[i])
+            continue;
+        for (int j = 0; j < 3; j++)
+            if (j != i && need[j] && need_no_overlap(fn, names[i], v[i], names[j], v[j], 0) < 0)
+                goto fail;
+    }
+    int rc = 0;
+    Py_BEGIN_ALLOW_THREADS
+    if (fwd) {
+        if (kd == 'f')
+            gc_max_pool2d_f32(v[0]->buf, v[1]->buf, v[2]->buf, &p);
+        else
+            gc_max_pool2d_f64(v[0]->buf, v[1]->buf, v[2]->buf, &p);
+    } else {
+        if (kd == 'f')
+            rc = gc_max_pool2d_backward_f32(v[0]->buf, v[1]->buf, v[2]->buf, &p);
+        else
+            rc = gc_max_pool2d_backward_f64(v[0]->buf, v[1]->buf, v[2]->buf, &p);
+    }
+    Py_END_ALLOW_THREADS
+    if (rc < 0) {
+        PyErr_Format(PyExc_IndexError, "%s: an index lies outside [0, h*w = %zd)", fn,
+                     p.h * p.w);
+        goto fail;
+    }
+    bufs_release(&bs);
+    Py_RETURN_NONE;
+fail:
+    bufs_release(&bs);
+    return NULL;
+}
+
+PyDoc_STRVAR(max_pool2d_doc,
+             "max_pool2d(x, vals, idx, planes, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, /)"
+             "\n--\n\n"
+             "Max pooling of x [planes, h, w] into vals [planes, oh, ow] and int64 idx (flat "
+             "index into h*w of each maximum), PyTorch's rules (padding -inf, first maximum, NaN "
+             "wins).");
+
+static PyObject *py_max_pool2d(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return pool2d_common("max_pool2d", args, nargs, 1);
+}
+
+PyDoc_STRVAR(max_pool2d_backward_doc,
+             "max_pool2d_backward(g, idx, gx, planes, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, "
+             "ow, /)\n--\n\n"
+             "gx [planes, h, w] = zeros with g [planes, oh, ow] added at idx; IndexError if an "
+             "index lies outside [0, h*w).");
+
+static PyObject *py_max_pool2d_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return pool2d_common("max_pool2d_backward", args, nargs, 0);
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* philox streams                                                                              */
 
@@ -1920,6 +2133,10 @@ static PyMethodDef cpu_methods[] = {
     GC_METHOD("copy", py_copy, copy_doc),
     GC_METHOD("im2col", py_im2col, im2col_doc),
     GC_METHOD("col2im", py_col2im, col2im_doc),
+    GC_METHOD("max_pool2d", py_max_pool2d, max_pool2d_doc),
+    GC_METHOD("max_pool2d_backward", py_max_pool2d_backward, max_pool2d_backward_doc),
+    GC_METHOD("conv2d_forward", py_conv2d_forward, conv2d_forward_doc),
+    GC_METHOD("conv2d_backward", py_conv2d_backward, conv2d_backward_doc),
     GC_METHOD("philox", py_philox, philox_doc),
     GC_METHOD("uniform", py_uniform, uniform_doc),
     GC_METHOD("normal", py_normal, normal_doc),

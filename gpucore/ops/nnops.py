@@ -242,3 +242,77 @@ def col2im(cols: Tensor, output_size, kernel_size, stride=1, padding=0, dilation
         padding=_pair(padding, "padding", 0),
         dilation=_pair(dilation, "dilation"),
     )
+
+
+# ----------------------------------------------------------------------------- fused conv2d
+# conv2d with groups = 1 as one op: the C kernel unfolds and multiplies image by image in cache
+# (no batch-sized column tensor, no separate bias add, bias-grad sum or weight-grad batch sum).
+# Inputs (x, w) or (x, w, b); attrs stride, padding, dilation (pairs; zero padding).
+def _conv2d_infer(x, w, b=None, *, stride, padding, dilation):
+    n, c, h, wd = x.shape
+    o, ci, kh, kw = w.shape
+    oh = _conv_out(h, kh, stride[0], padding[0], dilation[0])
+    ow = _conv_out(wd, kw, stride[1], padding[1], dilation[1])
+    if ci != c or oh <= 0 or ow <= 0 or (b is not None and tuple(b.shape) != (o,)):
+        raise ShapeError(
+            f"conv2d: input {tuple(x.shape)}, weight {tuple(w.shape)} and bias "
+            f"{None if b is None else tuple(b.shape)} do not fit (stride {stride}, padding "
+            f"{padding}, dilation {dilation})"
+        )
+    return ((n, o, oh, ow), x.dtype)
+
+
+def _conv2d_bwd(ctx, g):
+    x, w = ctx.saved
+    need = ctx.needs_input_grad
+    a = ctx.attrs
+    if _grad_enabled():
+        # create_graph: the same gradients from differentiable ops, so they can be differentiated
+        kh, kw = w.shape[2:]
+        geom = {"kernel": (kh, kw), "stride": a["stride"], "padding": a["padding"],
+                "dilation": a["dilation"]}
+        n, o = g.shape[:2]
+        g3 = g.reshape(n, o, -1)
+        w2 = w.reshape(o, -1)
+        gx = gw = None
+        if need[0]:
+            gx = apply(COL2IM, w2.mT.matmul(g3), shape=tuple(x.shape), **geom)
+        if need[1]:
+            cols = apply(IM2COL, x, src=tuple(x.shape), **geom)
+            gw = g3.matmul(cols.mT).sum(0).reshape(w.shape)
+        gb = g3.sum((0, 2)) if len(need) == 3 and need[2] else None
+        return (gx, gw) if len(need) == 2 else (gx, gw, gb)
+    bias = len(need) == 3 and need[2]
+    outs = apply(CONV2D_BACKWARD, x, w, g.contiguous(), need=(need[0], need[1], bias), **a)
+    gx, gw, gb = outs
+    return (gx if need[0] else None, gw if need[1] else None) + ((gb,) if len(need) == 3 else ())
+
+
+def _grad_enabled():
+    from ..autograd.grad_mode import _state
+
+    return _state.enabled
+
+
+# Both inputs always saved: the backward kernel takes its geometry from them.
+CONV2D = defop("conv2d", infer=_conv2d_infer, save_inputs=(0, 1), backward=_conv2d_bwd)
+
+
+def _conv2d_backward_infer(x, w, g, *, need, stride, padding, dilation):
+    # outputs not asked for are empty (the kernel skips them)
+    return [(tuple(x.shape) if need[0] else (0,), x.dtype),
+            (tuple(w.shape) if need[1] else (0,), x.dtype),
+            ((w.shape[0],) if need[2] else (0,), x.dtype)]
+
+
+# (gx, gw, gb) of conv2d in one pass over the images; no backward of its own: conv2d's backward
+# takes the composite path when a graph of the gradients is wanted.
+CONV2D_BACKWARD = defop("conv2d_backward", infer=_conv2d_backward_infer)
+
+
+def conv2d_fused(x: Tensor, w: Tensor, b, stride, padding, dilation) -> Tensor:
+    """conv2d of a 4-D input with groups = 1 as one fused op (gpucore.nn.functional.conv2d
+    validates the arguments and decides when to use it)."""
+    inputs = (x.contiguous(), w.contiguous()) + (() if b is None else (b.contiguous(),))
+    return apply(CONV2D, *inputs, stride=tuple(stride), padding=tuple(padding),
+                 dilation=tuple(dilation))

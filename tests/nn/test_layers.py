@@ -218,6 +218,16 @@ def test_conv2d(case):
     check_op(lambda x, w, b: F.conv2d(x, w, b, **kw), ref, shapes, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("kw", [dict(stride=2, padding=1), dict(dilation=(2, 1), groups=2)],
+                         ids=["fused", "grouped"])
+def test_conv2d_double_backward(kw):
+    # groups=1 runs as one fused op whose backward rebuilds the gradients from differentiable
+    # ops when a graph of them is wanted; grouped convolutions take the im2col lowering.
+    x, w, b = rand((2, 4, 5, 6), seed=0), rand((4, 2 if kw.get("groups") else 4, 3, 2), seed=1), \
+        rand((4,), seed=2)
+    check_grad(lambda x, w, b: F.conv2d(x, w, b, **kw), x, w, b, gradgrad=True)
+
+
 def test_conv2d_unbatched_no_bias_and_module():
     x = rand((3, 5, 5))
     w = rand((2, 3, 3, 3), seed=1)

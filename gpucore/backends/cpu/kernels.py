@@ -6,7 +6,6 @@ which is exact for them. ``out`` is always a fresh C-contiguous array; inputs ma
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -395,118 +394,51 @@ def _col2im(out, col, shape, kernel, stride, padding, dilation):
     _cpu.col2im(_c(col), out, n, c, h, w, *kernel, *stride, *padding, *dilation)
 
 
+@kernel("conv2d")
+def _conv2d(out, x, w, b=None, *, stride, padding, dilation):
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    _cpu.conv2d_forward(_c(x), _c(w), None if b is None else _c(b), out, n, c, h, wd, kh, kw,
+                        *stride, *padding, *dilation, o)
+
+
+@kernel("conv2d_backward")
+def _conv2d_backward(outs, x, w, g, *, need, stride, padding, dilation):
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    gx, gw, gb = (t if nd else None for t, nd in zip(outs, need))
+    _cpu.conv2d_backward(_c(x), _c(w), _c(g), gx, gw, gb, n, c, h, wd, kh, kw, *stride,
+                         *padding, *dilation, o)
+
+
 # ----------------------------------------------------------------------------- max pooling
-class _PoolGeom:
-    """Cached geometry of one max_pool2d configuration (see _pool_geom)."""
-
-    __slots__ = ("hp", "wp", "ph", "pw", "pad", "starts", "step", "valid", "offs", "base",
-                 "overlap", "sel")
-
-
-@functools.lru_cache(maxsize=256)
-def _pool_geom(h, w, kernel, stride, padding, dilation, oh, ow):
-    """Window k = ki*kw + kj of every output is the strided view
-    ``xp[:, ki*dh : ... : sh, kj*dw : ... : sw]`` of the input padded to [hp, wp] (padding and
-    ceil_mode's extension read as -inf); its flat input index is ``base[oy, ox] + offs[k]``;
-    valid[k] is a bool [oh, ow] of where it lies inside the input (None: everywhere)."""
-    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
-    g = _PoolGeom()
-    g.ph, g.pw = ph, pw
-    g.hp = max(ph + h, (oh - 1) * sh + dh * (kh - 1) + 1)
-    g.wp = max(pw + w, (ow - 1) * sw + dw * (kw - 1) + 1)
-    g.pad = (g.hp, g.wp) != (h, w)
-    g.step = (sh, sw)
-    g.starts = [(ki * dh, kj * dw) for ki in range(kh) for kj in range(kw)]
-    g.offs = np.array([ki * dh * w + kj * dw for ki in range(kh) for kj in range(kw)], np.int64)
-    rows = np.arange(oh) * sh - ph
-    cols = np.arange(ow) * sw - pw
-    g.base = rows[:, None] * w + cols[None, :]
-    g.valid = []
-    for ki in range(kh):
-        rin = (rows + ki * dh >= 0) & (rows + ki * dh < h)
-        for kj in range(kw):
-            cin = (cols + kj * dw >= 0) & (cols + kj * dw < w)
-            ok = rin[:, None] & cin[None, :]
-            g.valid.append(None if ok.all() else ok)
-    # Two windows can share an input pixel when consecutive ones overlap along either axis
-    # (conservative with dilation: interleaved windows count as overlapping).
-    g.overlap = (oh > 1 and sh <= dh * (kh - 1)) or (ow > 1 and sw <= dw * (kw - 1))
-    kk = kh * kw
-    g.sel = np.uint8 if kk <= 0xFF else (np.uint16 if kk <= 0xFFFF else np.uint32)
-    return g
-
-
 @kernel("max_pool2d")
 def _max_pool2d(outs, x, kernel, stride, padding, dilation, ceil_mode, src):
-    """Values: a running MAXIMUM (C, NaN propagates) over the kh*kw strided window views, no
-    im2col. Indices: the first window position equal to the maximum (EQ in C, last match kept
-    by walking positions backwards), as a small int, then base + offset; windows holding a NaN
-    take their last NaN (PyTorch)."""
+    """One C pass per window (cpu/maxpool.c): values and flat indices, PyTorch's scan rules;
+    ceil_mode's windows past the input just see fewer positions."""
     vals, idx = outs
     n, c, h, w = x.shape
     oh, ow = vals.shape[2:]
-    planes = n * c
-    if planes == 0:
+    if n * c == 0:
         return
-    g = _pool_geom(h, w, kernel, stride, padding, dilation, oh, ow)
-    x3 = x.reshape(planes, h, w)
-    if g.pad:
-        xp = np.full((planes, g.hp, g.wp), -np.inf, x.dtype)
-        xp[:, g.ph:g.ph + h, g.pw:g.pw + w] = x3
-        x3 = xp
-    sh, sw = g.step
-    views = [x3[:, r:r + sh * (oh - 1) + 1:sh, q:q + sw * (ow - 1) + 1:sw] for r, q in g.starts]
-    v = vals.reshape(planes, oh, ow)
-    kk = len(views)
-    if kk == 1:
-        np.copyto(v, views[0])
-    else:
-        # Ping-pong between v and a scratch array, ending in v: _cpu.binary is several times
-        # slower when its output aliases an input.
-        bufs = (v, np.empty_like(v))
-        acc = views[0]
-        for k in range(1, kk):
-            out = bufs[(kk - 1 - k) % 2]
-            _cpu.binary(_cpu.BINARY_MAXIMUM, acc, views[k], out)
-            acc = out
-    # sel = first k with views[k] == v (inside the input): walk k down, sel -= eq * (sel - k).
-    # Without NaN some position inside the input equals the maximum (padding is -inf), so the
-    # last one is right whenever no earlier one matched.
-    sel = np.full(v.shape, kk - 1, g.sel)
-    eq = np.empty(v.shape, np.bool_)
-    tmp = np.empty(v.shape, g.sel)
-    for k in range(kk - 2, -1, -1):
-        _cpu.binary(_cpu.BINARY_EQ, views[k], v, eq)
-        if g.valid[k] is not None:
-            np.logical_and(eq, g.valid[k], out=eq)
-        np.subtract(sel, g.sel(k), out=tmp)
-        np.multiply(tmp, eq.view(np.uint8), out=tmp, casting="unsafe")
-        np.subtract(sel, tmp, out=sel)
-    nan = np.isnan(v)
-    if nan.any():
-        for k in range(kk):
-            np.copyto(sel, g.sel(k), where=np.isnan(views[k]) & nan)
-    i3 = idx.reshape(planes, oh, ow)
-    np.take(g.offs, sel, out=i3, mode="wrap")  # sel < kk: "wrap" only skips the range check
-    np.add(i3, g.base, out=i3)
+    _cpu.max_pool2d(_c(x), vals, idx, n * c, h, w, *kernel, *stride, *padding, *dilation,
+                    oh, ow)
 
 
 @kernel("max_pool2d_backward")
 def _max_pool2d_backward(out, g, indices, input_shape, kernel, stride, padding, dilation):
-    """Scatter: a direct put when windows cannot overlap (indices unique per plane), else
-    np.bincount over flat indices (sums the overlaps)."""
+    """Scatter-add at the indices, plane by plane in C (overlapping windows sum in output
+    order)."""
     n, c, h, w = input_shape
     oh, ow = g.shape[2:]
-    planes, hw = n * c, h * w
-    _check_index(indices, hw, "max_pool2d_backward")
-    flat = indices.reshape(planes, oh * ow) + (np.arange(planes, dtype=np.int64) * hw)[:, None]
-    geom = _pool_geom(h, w, kernel, stride, padding, dilation, oh, ow)
-    if geom.overlap:
-        s = np.bincount(flat.reshape(-1), weights=g.reshape(-1), minlength=planes * hw)
-        np.copyto(out.reshape(-1), s, casting="same_kind")
-    else:
-        out.fill(0)
-        np.put(out, flat, g)
+    if n * c == 0:
+        return
+    try:
+        _cpu.max_pool2d_backward(_c(g), _c(indices), out, n * c, h, w, *kernel, *stride,
+                                 *padding, *dilation, oh, ow)
+    except IndexError:
+        _check_index(indices, h * w, "max_pool2d_backward")
+        raise
 
 
 # ----------------------------------------------------------------------------- indexing

@@ -1,0 +1,243 @@
+/* Fused conv2d (groups = 1) forward and backward over NCHW, image by image.
+ *
+ * Why not im2col of the whole batch + one batched GEMM: the batch's columns (64 x 144 x 196
+ * floats for a 16 -> 32 channel 3x3 layer on 14x14) are written to memory and read back, and
+ * each per-image GEMM is too small to split over threads (so the batched call spreads images
+ * anyway).  Here each participant of a parallel region claims an image, unfolds it into its own
+ * L2-resident column buffer and runs the single-threaded GEMMs on it (a GEMM called inside a
+ * region runs alone):
+ *
+ *   forward:  out[b] = W [O, CK] @ col(x[b]) [CK, L] + bias
+ *   backward: gW += g[b] @ col(x[b])^T,  gb += rowsum(g[b]),  gx[b] = col2im(W^T @ g[b])
+ *
+ * The weight and bias gradients are summed per chunk of images (images of a chunk in order, each
+ * chunk into its own partial) and the partials are added in chunk order.  The chunking depends
+ * on the batch size alone (GC_CONV_CHUNK images, or more once that would make more than
+ * GC_CONV_MAX_CHUNKS partials, which bounds their memory), so results are bitwise identical for
+ * any thread count. */
+#ifndef GC_T
+
+#define _POSIX_C_SOURCE 200112L
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "isa.h"
+#include "kernels.h"
+
+#define GC_CONV_CHUNK 4
+#define GC_CONV_MAX_CHUNKS 32
+
+/* A per-thread buffer separate from gc_scratch (which the GEMM called on the same thread uses):
+ * kept and grown, never shrunk, so steady-state training touches no fresh pages. */
+static _Thread_local void *conv_buf[3];
+static _Thread_local size_t conv_cap[3];
+
+static void *conv_scratch(int i, size_t bytes)
+{
+    if (conv_cap[i] < bytes) {
+        free(conv_buf[i]);
+        conv_buf[i] = NULL;
+        conv_cap[i] = 0;
+        if (posix_memalign(&conv_buf[i], 64, bytes) != 0) {
+            conv_buf[i] = NULL;
+            return NULL;
+        }
+        conv_cap[i] = bytes;
+    }
+    return conv_buf[i];
+}
+
+#define GC_T float
+#define GC_SFX f32
+#include "conv.c"
+#undef GC_T
+#undef GC_SFX
+
+#define GC_T double
+#define GC_SFX f64
+#include "conv.c"
+#undef GC_T
+#undef GC_SFX
+
+#else /* type-generic body, T = GC_T */
+
+typedef struct {
+    const GC_T *x, *w, *bias, *g;
+    GC_T *out, *gx, *gw, *gb; /* gw, gb: per-chunk partials [nchunks, O*CK] / [nchunks, O] */
+    gc_conv p1;               /* geometry of one image (n = 1) */
+    ptrdiff_t o, ck, l, nimg, nchunks, chunk;
+    _Alignas(64) atomic_long next;
+    atomic_int failed;
+} GC_FN(conv_job);
+
+static void GC_FN(conv_fwd_body)(void *ctx, int slot)
+{
+    (void)slot;
+    GC_FN(conv_job) *J = (GC_FN(conv_job) *)ctx;
+    const ptrdiff_t xs = J->p1.c * J->p1.h * J->p1.w, os = J->o * J->l;
+    GC_T *col = (GC_T *)conv_scratch(0, sizeof(GC_T) * (size_t)(J->ck * J->l));
+    for (long b; (b = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) < J->nimg;) {
+        if (!col) {
+            atomic_store(&J->failed, 1);
+            continue;
+        }
+        GC_FN(gc_im2col)(J->x + b * xs, col, &J->p1);
+        GC_T *o = J->out + b * os;
+        if (GC_FN(gc_gemm_ex)(J->w, col, o, 1, J->o, J->l, J->ck, 0, 0, (GC_T)1, (GC_T)0, 0, 0,
+                              0, NULL, -1) < 0)
+            atomic_store(&J->failed, 1);
+        if (J->bias)
+            for (ptrdiff_t i = 0; i < J->o; i++) {
+                const GC_T bv = J->bias[i];
+                GC_T *r = o + i * J->l;
+                for (ptrdiff_t j = 0; j < J->l; j++)
+                    r[j] += bv;
+            }
+    }
+}
+
+static void GC_FN(conv_bwd_body)(void *ctx, int slot)
+{
+    (void)slot;
+    GC_FN(conv_job) *J = (GC_FN(conv_job) *)ctx;
+    const ptrdiff_t xs = J->p1.c * J->p1.h * J->p1.w, gs = J->o * J->l;
+    const size_t cbytes = sizeof(GC_T) * (size_t)(J->ck * J->l);
+    GC_T *col = J->gw ? (GC_T *)conv_scratch(0, cbytes) : NULL;
+    GC_T *gcol = J->gx ? (GC_T *)conv_scratch(1, cbytes) : NULL;
+    const int bad = (J->gw && !col) || (J->gx && !gcol);
+    for (long ch; (ch = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) <
+                  J->nchunks;) {
+        if (bad) {
+            atomic_store(&J->failed, 1);
+            continue;
+        }
+        const ptrdiff_t b0 = ch * J->chunk;
+        const ptrdiff_t b1 = b0 + J->chunk < J->nimg ? b0 + J->chunk : J->nimg;
+        GC_T *gw = J->gw ? J->gw + ch * J->o * J->ck : NULL;
+        GC_T *gb = J->gb ? J->gb + ch * J->o : NULL;
+        if (gb)
+            for (ptrdiff_t i = 0; i < J->o; i++)
+                gb[i] = (GC_T)0;
+        for (ptrdiff_t b = b0; b < b1; b++) {
+            const GC_T *g = J->g + b * gs;
+            if (gw) {
+                GC_FN(gc_im2col)(J->x + b * xs, col, &J->p1);
+                /* gw (+)= g [O, L] @ col^T (col stored [CK, L]) */
+                if (GC_FN(gc_gemm)(g, col, gw, 1, J->o, J->ck, J->l, 0, 1, (GC_T)1,
+                                   b == b0 ? (GC_T)0 : (GC_T)1, 0, 0, 0) < 0)
+                    atomic_store(&J->failed, 1);
+            }
+            if (gb)
+                for (ptrdiff_t i = 0; i < J->o; i++) {
+                    const GC_T *r = g + i * J->l;
+                    GC_T s = (GC_T)0;
+                    for (ptrdiff_t j = 0; j < J->l; j++)
+                        s += r[j];
+                    gb[i] += s;
+                }
+            if (gcol) {
+                /* gcol [CK, L] = W^T (W stored [O, CK]) @ g [O, L] */
+                if (GC_FN(gc_gemm)(J->w, g, gcol, 1, J->ck, J->l, J->o, 1, 0, (GC_T)1, (GC_T)0, 0,
+                                   0, 0) < 0)
+                    atomic_store(&J->failed, 1);
+                GC_FN(gc_col2im)(gcol, J->gx + b * xs, &J->p1);
+            }
+        }
+    }
+}
+
+/* Images per thread worth a region: below this much work a call stays on one thread. */
+static int GC_FN(conv_threads)(const gc_conv *p, ptrdiff_t o, ptrdiff_t units)
+{
+    const double flops = 2.0 * (double)p->n * (double)o * (double)(p->c * p->kh * p->kw) *
+                         (double)(p->oh * p->ow);
+    int nt = gc_threads_for(flops, 0.25e6);
+    return nt < units ? nt : (int)units;
+}
+
+int GC_FN(gc_conv2d_forward)(const GC_T *x, const GC_T *w, const GC_T *bias, GC_T *out,
+                             const gc_conv *p, ptrdiff_t o)
+{
+    GC_FN(conv_job) J;
+    memset(&J, 0, sizeof J);
+    J.x = x;
+    J.w = w;
+    J.bias = bias;
+    J.out = out;
+    J.p1 = *p;
+    J.p1.n = 1;
+    J.o = o;
+    J.ck = p->c * p->kh * p->kw;
+    J.l = p->oh * p->ow;
+    J.nimg = p->n;
+    if (J.nimg <= 0 || o <= 0)
+        return 0;
+    atomic_init(&J.next, 0);
+    atomic_init(&J.failed, 0);
+    gc_region(GC_FN(conv_fwd_body), &J, GC_FN(conv_threads)(p, o, p->n));
+    return atomic_load(&J.failed) ? -1 : 0;
+}
+
+int GC_FN(gc_conv2d_backward)(const GC_T *x, const GC_T *w, const GC_T *g, GC_T *gx, GC_T *gw,
+                              GC_T *gb, const gc_conv *p, ptrdiff_t o)
+{
+    GC_FN(conv_job) J;
+    memset(&J, 0, sizeof J);
+    J.x = x;
+    J.w = w;
+    J.g = g;
+    J.gx = gx;
+    J.p1 = *p;
+    J.p1.n = 1;
+    J.o = o;
+    J.ck = p->c * p->kh * p->kw;
+    J.l = p->oh * p->ow;
+    J.nimg = p->n;
+    J.chunk = GC_CONV_CHUNK;
+    if (p->n > GC_CONV_CHUNK * GC_CONV_MAX_CHUNKS)
+        J.chunk = (p->n + GC_CONV_MAX_CHUNKS - 1) / GC_CONV_MAX_CHUNKS;
+    J.nchunks = (p->n + J.chunk - 1) / J.chunk;
+    if (J.nimg <= 0 || o <= 0 || J.ck <= 0) {
+        if (gw)
+            memset(gw, 0, sizeof(GC_T) * (size_t)(o * J.ck));
+        if (gb)
+            memset(gb, 0, sizeof(GC_T) * (size_t)o);
+        if (gx)
+            memset(gx, 0, sizeof(GC_T) * (size_t)(p->n * p->c * p->h * p->w));
+        return 0;
+    }
+    /* per-chunk partials on the calling thread's buffer (workers use buffers 0 and 1) */
+    const ptrdiff_t pw = gw ? J.nchunks * o * J.ck : 0, pb = gb ? J.nchunks * o : 0;
+    GC_T *part = NULL;
+    if (pw + pb) {
+        part = (GC_T *)conv_scratch(2, sizeof(GC_T) * (size_t)(pw + pb));
+        if (!part)
+            return -1;
+    }
+    J.gw = gw ? part : NULL;
+    J.gb = gb ? part + pw : NULL;
+    atomic_init(&J.next, 0);
+    atomic_init(&J.failed, 0);
+    gc_region(GC_FN(conv_bwd_body), &J, GC_FN(conv_threads)(p, o, J.nchunks));
+    if (atomic_load(&J.failed))
+        return -1;
+    if (gw) {
+        const ptrdiff_t sz = o * J.ck;
+        memcpy(gw, J.gw, sizeof(GC_T) * (size_t)sz);
+        for (ptrdiff_t ch = 1; ch < J.nchunks; ch++) {
+            const GC_T *s = J.gw + ch * sz;
+            for (ptrdiff_t i = 0; i < sz; i++)
+                gw[i] += s[i];
+        }
+    }
+    if (gb) {
+        memcpy(gb, J.gb, sizeof(GC_T) * (size_t)o);
+        for (ptrdiff_t ch = 1; ch < J.nchunks; ch++)
+            for (ptrdiff_t i = 0; i < o; i++)
+                gb[i] += J.gb[ch * o + i];
+    }
+    return 0;
+}
+
+#endif
