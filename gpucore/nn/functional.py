@@ -302,6 +302,17 @@ def _conv_padding(padding, kernel: tuple, stride: tuple, dilation: tuple):
     return tuple(pad), tuple(crop)
 
 
+def _fused_conv_ok(x, weight, bias, cols_shape) -> bool:
+    """The fused conv2d op has only a C kernel: take it where the lowering's first op (im2col)
+    would run in the C extension too, so device-resident convolutions stay on the device."""
+    from .. import dispatch
+
+    for t in (x, weight, bias):
+        if t is not None and t._dev is not None:
+            return False
+    return dispatch.backend_for(nnops.IM2COL, (x,), (cols_shape, x.dtype)) is dispatch.CPU
+
+
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> Tensor:
     """2-D cross-correlation (torch.nn.functional.conv2d), lowered to im2col + matmul.
@@ -342,6 +353,13 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
             f"conv2d(): input of shape {tuple(input.shape)} (padded by {pad}) is smaller than "
             f"the dilated kernel {(kh, kw)} with dilation {dilation}"
         )
+    if bias is not None and tuple(bias.shape) != (out_c,):
+        raise ShapeError(f"conv2d(): bias must have shape ({out_c},), got {tuple(bias.shape)}")
+    if groups == 1 and _fused_conv_ok(x, weight, bias, (n, c * kh * kw, oh * ow)):
+        out = nnops.conv2d_fused(x, weight, bias, stride, pad, dilation)
+        if crop != (0, 0):
+            out = out[:, :, crop[0]:, crop[1]:]
+        return out.squeeze(0) if squeeze else out
     cols = nnops.im2col(x, (kh, kw), stride, pad, dilation)  # [N, C*kh*kw, OH*OW]
     if groups == 1:
         out = weight.reshape(out_c, -1).matmul(cols)  # [N, O, L]
@@ -496,6 +514,17 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
 
 
 # ============================================================================= normalization
+def _check_per_channel(op: str, input: Tensor, **tensors) -> None:
+    """Each given tensor must be a vector with one value per channel (dim 1) of input."""
+    c = input.shape[1]
+    for name, t in tensors.items():
+        if t is not None and tuple(t.shape) != (c,):
+            raise ShapeError(
+                f"{op}(): {name} must have shape ({c},) for an input with {c} channels "
+                f"(shape {tuple(input.shape)}), got {tuple(t.shape)}"
+            )
+
+
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
                weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
                momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
@@ -512,13 +541,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
             f"{tuple(input.shape)}"
         )
     c = input.shape[1]
-    for name, t in (("running_mean", running_mean), ("running_var", running_var),
-                    ("weight", weight), ("bias", bias)):
-        if t is not None and tuple(t.shape) != (c,):
-            raise ShapeError(
-                f"batch_norm(): {name} must have shape ({c},) for an input with {c} channels "
-                f"(shape {tuple(input.shape)}), got {tuple(t.shape)}"
-            )
+    _check_per_channel("batch_norm", input, running_mean=running_mean, running_var=running_var,
+                       weight=weight, bias=bias)
     shape = (1, c) + (1,) * (input.ndim - 2)
     if training:
         dims = (0,) + tuple(range(2, input.ndim))
@@ -809,3 +833,6 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
+
+
+from .functional_extra import *  # noqa: E402, F401, F403

@@ -1,5 +1,6 @@
 """Loss modules: CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, HuberLoss, BCELoss,
-BCEWithLogitsLoss. Class weights and pos_weight are buffers (they move with ``to()``)."""
+BCEWithLogitsLoss, and KLDivLoss, PoissonNLLLoss, the margin and embedding losses, SoftMarginLoss,
+MultiLabelSoftMarginLoss. Class weights and pos_weight are buffers (they move with ``to()``)."""
 
 from __future__ import annotations
 
@@ -98,3 +99,106 @@ class BCEWithLogitsLoss(_Loss):
         return F.binary_cross_entropy_with_logits(input, target, self.weight,
                                                   pos_weight=self.pos_weight,
                                                   reduction=self.reduction)
+
+
+class KLDivLoss(Module):
+    """F.kl_div: input log-probabilities, target probabilities (or log-probabilities with
+    log_target); reduction 'mean', 'batchmean', 'sum' or 'none'."""
+
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean",
+                 log_target: bool = False):
+        super().__init__()
+        if size_average is not None or reduce is not None or reduction != "batchmean":
+            F._check_reduction("KLDivLoss", "mean" if reduction == "batchmean" else reduction,
+                               size_average, reduce)
+        self.reduction = reduction
+        self.log_target = log_target
+
+    def forward(self, input, target):
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+class PoissonNLLLoss(_Loss):
+    """F.poisson_nll_loss."""
+
+    def __init__(self, log_input: bool = True, full: bool = False, size_average=None,
+                 eps: float = 1e-8, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.log_input = log_input
+        self.full = full
+        self.eps = eps
+
+    def forward(self, log_input, target):
+        return F.poisson_nll_loss(log_input, target, self.log_input, self.full, eps=self.eps,
+                                  reduction=self.reduction)
+
+
+class _MarginLoss(_Loss):
+    def __init__(self, margin: float = 0.0, size_average=None, reduce=None,
+                 reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+
+class CosineEmbeddingLoss(_MarginLoss):
+    """F.cosine_embedding_loss (margin default 0)."""
+
+    def forward(self, input1, input2, target):
+        return F.cosine_embedding_loss(input1, input2, target, self.margin,
+                                       reduction=self.reduction)
+
+
+class MarginRankingLoss(_MarginLoss):
+    """F.margin_ranking_loss (margin default 0)."""
+
+    def forward(self, input1, input2, target):
+        return F.margin_ranking_loss(input1, input2, target, self.margin,
+                                     reduction=self.reduction)
+
+
+class HingeEmbeddingLoss(_MarginLoss):
+    """F.hinge_embedding_loss (margin default 1)."""
+
+    def __init__(self, margin: float = 1.0, size_average=None, reduce=None,
+                 reduction: str = "mean"):
+        super().__init__(margin, size_average, reduce, reduction)
+
+    def forward(self, input, target):
+        return F.hinge_embedding_loss(input, target, self.margin, reduction=self.reduction)
+
+
+class TripletMarginLoss(_Loss):
+    """F.triplet_margin_loss with a p-norm distance."""
+
+    def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
+                 swap: bool = False, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginLoss: margin must be greater than 0, got {margin}")
+        self.margin = margin
+        self.p = p
+        self.eps = eps
+        self.swap = swap
+
+    def forward(self, anchor, positive, negative):
+        return F.triplet_margin_loss(anchor, positive, negative, self.margin, self.p, self.eps,
+                                     self.swap, reduction=self.reduction)
+
+
+class SoftMarginLoss(_Loss):
+    """F.soft_margin_loss: log(1 + exp(-target * input))."""
+
+    def forward(self, input, target):
+        return F.soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class MultiLabelSoftMarginLoss(_Loss):
+    """F.multilabel_soft_margin_loss; weight (per class, a buffer) rescales each class."""
+
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+
+    def forward(self, input, target):
+        return F.multilabel_soft_margin_loss(input, target, self.weight,
+                                             reduction=self.reduction)

@@ -1,6 +1,8 @@
-"""BatchNorm1d, BatchNorm2d and LayerNorm."""
+"""BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm and InstanceNorm2d."""
 
 from __future__ import annotations
+
+import warnings
 
 from ... import dtypes as D
 from ...creation import ones, tensor, zeros
@@ -14,6 +16,21 @@ from .linear import _new
 
 def _buf(t, device):
     return t if device is None else t.to(device)
+
+
+def _affine_parameters(m: Module, shape: tuple, affine: bool, bias: bool, device, dtype) -> None:
+    """weight and bias Parameters of ``shape`` on LayerNorm and GroupNorm (None when absent)."""
+    m.register_parameter("weight", Parameter(_new(shape, device, dtype)) if affine else None)
+    m.register_parameter("bias", Parameter(_new(shape, device, dtype)) if affine and bias
+                         else None)
+
+
+def _reset_affine(m: Module) -> None:
+    """PyTorch's start: weight ones, bias zeros."""
+    if m.weight is not None:
+        init.ones_(m.weight)
+    if m.bias is not None:
+        init.zeros_(m.bias)
 
 
 class _BatchNorm(Module):
@@ -132,22 +149,11 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(_new(self.normalized_shape, device, dtype))
-            if bias:
-                self.bias = Parameter(_new(self.normalized_shape, device, dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, self.normalized_shape, elementwise_affine, bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -155,3 +161,79 @@ class LayerNorm(Module):
     def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
+
+
+class GroupNorm(Module):
+    """Normalizes each group of num_channels / num_groups channels of [N, C, *]; affine adds a
+    per-channel weight (ones) and bias (zeros, unless bias=False)."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
+                 affine: bool = True, device=None, dtype=None, *, bias: bool = True):
+        super().__init__()
+        if num_groups < 1 or num_channels % num_groups:
+            raise ValueError(
+                f"GroupNorm: num_channels ({num_channels}) must be divisible by num_groups "
+                f"({num_groups})"
+            )
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.affine = affine
+        _affine_parameters(self, (num_channels,), affine, bias, device, dtype)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        _reset_affine(self)
+
+    def forward(self, input):
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
+
+
+class InstanceNorm2d(_BatchNorm):
+    """Normalizes each channel of each sample of [N, C, H, W] (or unbatched [C, H, W]) over H, W.
+
+    affine (default False) adds a per-channel weight and bias; track_running_stats (default
+    False) keeps running averages of the statistics, used in eval mode.
+    """
+
+    _dims = (3, 4)
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = False, track_running_stats: bool = False, device=None,
+                 dtype=None, *, bias: bool = True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype,
+                         bias=bias)
+
+    def forward(self, input):
+        if input.ndim not in self._dims:
+            raise ShapeError(
+                f"InstanceNorm2d: expected 3D or 4D input, got {input.ndim}D input of shape "
+                f"{tuple(input.shape)}"
+            )
+        unbatched = input.ndim == 3
+        cdim = 0 if unbatched else 1
+        if input.shape[cdim] != self.num_features:
+            msg = (f"InstanceNorm2d({self.num_features}): expected input's size at dim={cdim} "
+                   f"to match num_features ({self.num_features}), but got "
+                   f"{input.shape[cdim]} (input shape {tuple(input.shape)})")
+            if self.affine:
+                raise ShapeError(msg)
+            warnings.warn(msg + "; normalizing anyway, as the layer has no per-channel state",
+                          UserWarning, stacklevel=2)
+        x = input.unsqueeze(0) if unbatched else input
+        use_input_stats = self.training or not self.track_running_stats
+        out = F.instance_norm(
+            x,
+            self.running_mean,
+            self.running_var,
+            self.weight,
+            self.bias,
+            use_input_stats,
+            0.0 if self.momentum is None else self.momentum,
+            self.eps,
+        )
+        return out.squeeze(0) if unbatched else out
