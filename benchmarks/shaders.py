@@ -12,7 +12,8 @@ CPU-type device (Mesa's lavapipe) is allowed here (GPUCORE_VULKAN_ALLOW_CPU=1). 
 stdout, progress to stderr; the GEMM plot goes to a PNG when matplotlib is installed.
 
 Every number is the median of the repeats. "ts" columns use the device's timestamp queries (the
-shader alone); "wall" columns include recording, submission and the wait. On a CPU device the
+shader alone); "wall" columns include recording, submission and the wait, and are timed in
+separate runs with the timestamp queries off. On a CPU device the
 other processes on the machine compete with the driver's threads: the header reports the load.
 """
 
@@ -75,18 +76,25 @@ class Bench:
         self.quick = quick
 
     def time(self, fn, reps: int):
-        """(median device seconds from timestamps, median wall seconds) of ``fn(); sync``."""
+        """(median device seconds from timestamps, median wall seconds) of ``fn(); sync``.
+
+        Wall time comes from separate runs with profiling off: on lavapipe each timestamp
+        query flushes the driver's pipeline and cost ~35 µs per timed dispatch (a 100-dispatch
+        relu chain went from ~19 to ~52 µs per dispatch), which would be charged to the wall
+        column as if it were the runtime's own overhead."""
         fn()
         self.stream.synchronize()  # warm-up: pipeline creation and first-use compilation
         dev, wall = [], []
         for _ in range(reps):
             self.stream.profile = []
+            fn()
+            self.stream.synchronize()
+            dev.append(sum(t for _, t in self.stream.profile))
+            self.stream.profile = None
             t0 = time.perf_counter()
             fn()
             self.stream.synchronize()
             wall.append(time.perf_counter() - t0)
-            dev.append(sum(t for _, t in self.stream.profile))
-        self.stream.profile = None
         return statistics.median(dev), statistics.median(wall)
 
     def upload(self, a: np.ndarray) -> np.ndarray:

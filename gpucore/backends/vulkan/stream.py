@@ -66,6 +66,7 @@ class Frame:
         self.keep: list = []
         self.labels: list = []  # (name, query index) of timed dispatches
         self.count = 0
+        self.bound = None  # the pipeline last bound in cmd
 
     def destroy(self, vk, dev):
         vk.vkDestroyQueryPool(dev, self.queries, None)
@@ -108,6 +109,7 @@ class Stream:
         if self.profile is not None:
             vk.vkCmdResetQueryPool(f.cmd, f.queries, 0, 2 * CAP)
         f.count = 0
+        f.bound = None
         f.labels = []
         self.reads.clear()
         self.writes.clear()
@@ -152,12 +154,17 @@ class Stream:
         return False
 
     def _track(self, bindings):
+        reads, writes = self.reads, self.writes
         for blk, off, size, w in bindings:
-            table = self.writes if w else self.reads
-            rs = table.get(id(blk))
+            table = writes if w else reads
+            key = id(blk)
+            rs = table.get(key)
             if rs is None:
-                rs = table[id(blk)] = _RangeSet()
-            rs.add(off, off + size)
+                rs = table[key] = _RangeSet()
+                rs.starts.append(off)
+                rs.ends.append(off + size)
+            else:
+                rs.add(off, off + size)
 
     def _prepare_c_structs(self):
         # Hot path structs built once and mutated per dispatch; calling vk.lib directly is
@@ -183,27 +190,29 @@ class Stream:
         self._c_set = ffi.new("VkDescriptorSet[1]")
         self._bind_compute = vk.VK_PIPELINE_BIND_POINT_COMPUTE
         self._stage_compute = vk.VK_SHADER_STAGE_COMPUTE_BIT
+        self._push_desc = self.ctx.push_descriptor
 
     def dispatch(self, pipeline, bindings, push, groups, label: str = "", keep=()):
         """Record one dispatch. bindings: [(block, byte offset, byte size, writes?)];
         push: a numpy array of at most 128 bytes; groups: (x, y, z)."""
         lib = self._lib
         ffi = self._ffi
-        dev = self.ctx.device
         with self.lock:
             f = self.frames[self.cur] if self.recording else self._begin()
             cmd = f.cmd
             if self._hazard(bindings):
                 self._barrier(cmd)
             n = len(bindings)
+            infos = self._c_info
             for i in range(n):
                 blk, off, size, _ = bindings[i]
-                info = self._c_info[i]
+                info = infos[i]
                 info.buffer = blk.buffer
                 info.offset = off
                 info.range = size
-            push_desc = self.ctx.push_descriptor
+            push_desc = self._push_desc
             if push_desc is None:
+                dev = self.ctx.device
                 self._c_alloc.descriptorPool = f.desc_pool
                 self._c_layout[0] = pipeline.set_layout
                 res = lib.vkAllocateDescriptorSets(dev, self._c_alloc, self._c_set)
@@ -213,7 +222,11 @@ class Stream:
                 for i in range(n):
                     self._c_writes[i].dstSet = dset
                 lib.vkUpdateDescriptorSets(dev, n, self._c_writes, 0, ffi.NULL)
-            lib.vkCmdBindPipeline(cmd, self._bind_compute, pipeline.handle)
+            # Rebinding the bound pipeline is not free on a CPU driver (lavapipe re-binds the
+            # shader state), and a chain of one op repeats it every time.
+            if f.bound is not pipeline:
+                lib.vkCmdBindPipeline(cmd, self._bind_compute, pipeline.handle)
+                f.bound = pipeline
             if push_desc is None:
                 lib.vkCmdBindDescriptorSets(
                     cmd, self._bind_compute, pipeline.layout, 0, 1, self._c_set, 0, ffi.NULL

@@ -197,8 +197,33 @@ def test_tiled_config_respects_device_limits():
 
 def test_regblock_config():
     assert G.regblock_config(1, 1, 8) == (4, 1, 1)
-    assert G.regblock_config(1024, 1024, 8) == (32, 2, 4)
+    assert G.regblock_config(255, 1024, 8) == (32, 2, 4)
     assert G.regblock_config(64, 512, 8) == (32, 2, 2)
+    tall = G.REGBLOCK_TALL_TM
+    assert G.regblock_config(1024, 1024, 8) == (tall, 2, 1)
+    assert G.regblock_config(2 * tall, 7, 8) == (tall, 1, 1)
+
+
+# Tall REGBLOCK blocks (M >= 2 * REGBLOCK_TALL_TM): M, N, K off every tile multiple, N narrower
+# and wider than one lane group, every B load mode (NN: vec4 along n, NT: vec4 along k, N odd:
+# scalar), with and without the epilogue.
+@pytest.mark.parametrize("shape", [(257, 37, 70), (300, 7, 13), (257, 65, 1)],
+                         ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("tb", [0, 1], ids=["NN", "NT"])
+def test_gemm_regblock_tall_blocks(vulkan, shape, tb):
+    m, n, k = shape
+    assert G.regblock_config(m, n, 8)[0] == G.REGBLOCK_TALL_TM
+    A, B, bias = rand(m, k), rand(k, n), rand(n)
+    b = dev_t(vulkan, B) if tb else dev(vulkan, B)
+    out = vulkan.empty_array((m, n), np.float32)
+    G.gemm(vulkan, out, dev(vulkan, A), b, variant="regblock")
+    assert_norm_close(host(vulkan, out), A.astype(np.float64) @ B)
+    out2 = vulkan.empty_array((2, m, n), np.float32)
+    a2 = np.broadcast_to(dev(vulkan, A), (2, m, k))
+    G.gemm(vulkan, out2, a2, np.broadcast_to(b, (2, k, n)), alpha=0.5, bias=dev(vulkan, bias),
+           activation="relu", variant="regblock")
+    ref = np.maximum(0.5 * (A.astype(np.float64) @ B) + bias, 0)
+    assert_norm_close(host(vulkan, out2), np.broadcast_to(ref, (2, m, n)))
 
 
 # ----------------------------------------------------------------------------- registry matmul

@@ -20,10 +20,9 @@ from . import (
     _push,
     contiguous,
     copy_array,
+    flat_local_size,
     groups_1d,
     kernel,
-    launch,
-    local_size,
 )
 
 # ----------------------------------------------------------------------------- unary
@@ -43,8 +42,8 @@ def _unary(code):
         if n == 0:
             return
         ox, oy = be.operand(x), be.operand(out)
-        launch(be, "unary", (c, 0), [(x, False), (x, False), (out, True)],
-               _push(n, ox.offset, ox.offset, oy.offset), groups_1d(n, local_size(be)))
+        _dispatch(be, "unary", (c, 0), [(x, ox, False), (x, ox, False), (out, oy, True)],
+                  _push(n, ox.offset, ox.offset, oy.offset), groups_1d(n, flat_local_size(be)))
 
     return run
 
@@ -62,8 +61,8 @@ def _unary_bwd(code):
         if n == 0:
             return
         os_, og, oy = be.operand(saved), be.operand(g), be.operand(out)
-        launch(be, "unary", (c, 1), [(saved, False), (g, False), (out, True)],
-               _push(n, os_.offset, og.offset, oy.offset), groups_1d(n, local_size(be)))
+        _dispatch(be, "unary", (c, 1), [(saved, os_, False), (g, og, False), (out, oy, True)],
+                  _push(n, os_.offset, og.offset, oy.offset), groups_1d(n, flat_local_size(be)))
 
     return run
 
@@ -123,7 +122,7 @@ def _dispatch(be, shader: str, spec: tuple, operands, push, groups):
     """launch() for operands already resolved: [(array, Operand, writes?)] (saves re-resolving
     each binding, a noticeable share of the per-op Python cost)."""
     ctx = be.ctx
-    local = local_size(be)
+    local = flat_local_size(be)
     pipe = ctx.pipelines.get(shader, len(operands), spec, local)
     ctx.stream.dispatch(pipe, [o.binding(w) for _, o, w in operands], push, groups,
                         label=shader, keep=[a for a, _, _ in operands])
@@ -204,7 +203,7 @@ def _run_strided(be, out, code: int, tin: int, a, b=None, lo=0.0, hi=0.0):
     push = _BIN_PUSH.pack([n, len(sh), oa.offset, ob.offset, y_off, 0, 0], sh, (sa, sb))
     push[5:7] = np.array([lo, hi], np.float32).view(np.uint32)
     _dispatch(be, "binary", (code, tin, tout), [(a, oa, False), (b, ob, False), (out, oy, True)],
-              push, groups_1d(words, local_size(be)))
+              push, groups_1d(words, flat_local_size(be)))
 
 
 def _accepts_binary(types, out_bool=False):
@@ -295,7 +294,7 @@ def _where(be, out, cond, a, b):
         raise ValueError(f"internal: {len(sh)} dims after merging exceed where's 6")
     push = _WHERE_PUSH.pack([n, len(sh), oc.offset, oa.offset, ob.offset, oy.offset], sh, st)
     _dispatch(be, "where", (), [(cond, oc, False), (a, oa, False), (b, ob, False), (out, oy, True)],
-              push, groups_1d(n, local_size(be)))
+              push, groups_1d(n, flat_local_size(be)))
 
 
 # Every kernel here maps row i of its output to row i of its inputs (or to a broadcast input),

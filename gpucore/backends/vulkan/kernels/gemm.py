@@ -51,6 +51,11 @@ TILED_CONFIGS = (
 # REGBLOCK: rows per subgroup by M, vec4 columns per lane by N, subgroups per workgroup.
 REGBLOCK_TM = (4, 8, 16, 32)
 REGBLOCK_MAX_SUBGROUPS = 4
+# Tall blocks once M has two of them: each B vec4 a lane loads (a per-lane loop on lavapipe, the
+# cost that bounds this kernel) then feeds 128 rows. N = 1024 on lavapipe, GFLOP/s (medians of 5
+# interleaved runs): TM 32 x 4 subgroups 10.1, TM 64 x 2 12.8, TM 128 x 1 14.1. Taller blocks
+# measured no faster and take seconds more to compile (256 rows: 8 s).
+REGBLOCK_TALL_TM = 128
 
 
 def _env_variant() -> str | None:
@@ -112,9 +117,12 @@ def tiled_config(ctx, m: int, n: int) -> tuple:
 
 def regblock_config(m: int, n: int, sg: int) -> tuple:
     """(TM, TN, subgroups per workgroup) for REGBLOCK: rows per subgroup cover M with little
-    waste, two vec4 columns per lane once N fills them."""
-    tm = next((t for t in REGBLOCK_TM if m <= t), REGBLOCK_TM[-1])
+    waste (tall single-subgroup blocks once M fills two), two vec4 columns per lane once N fills
+    them."""
     tn = 1 if n <= 4 * sg else 2
+    if m >= 2 * REGBLOCK_TALL_TM:
+        return REGBLOCK_TALL_TM, tn, 1
+    tm = next((t for t in REGBLOCK_TM if m <= t), REGBLOCK_TM[-1])
     nsg = max(1, min(REGBLOCK_MAX_SUBGROUPS, -(-m // tm)))
     return tm, tn, nsg
 
