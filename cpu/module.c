@@ -2101,6 +2101,16 @@ extern PyTypeObject gc_HostBufferType;
 PyObject *gc_py_host_empty(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *gc_py_host_cache_info(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *gc_py_host_cache_clear(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* fastpath.c */
+#define GC_FAST(name) PyObject *gc_py_##name(PyObject *, PyObject *const *, Py_ssize_t); \
+    extern const char gc_##name##_doc[]
+GC_FAST(fast_setup);
+GC_FAST(set_fast_limit);
+GC_FAST(fast_unary);
+GC_FAST(fast_binary);
+GC_FAST(fast_unary_backward);
+#undef GC_FAST
+
 PyDoc_STRVAR(host_empty_doc,
              "host_empty(nbytes) -> HostBuffer\n\nUninitialised, 64-byte-aligned, writable host "
              "memory from the caching allocator (wrap it with numpy.frombuffer); the block returns "
@@ -2115,6 +2125,11 @@ PyDoc_STRVAR(host_cache_clear_doc,
 static PyMethodDef cpu_methods[] = {
     GC_METHOD("data_ptr", gc_py_data_ptr, data_ptr_doc),
     GC_METHOD("host_empty", gc_py_host_empty, host_empty_doc),
+    GC_METHOD("fast_setup", gc_py_fast_setup, gc_fast_setup_doc),
+    GC_METHOD("set_fast_limit", gc_py_set_fast_limit, gc_set_fast_limit_doc),
+    GC_METHOD("fast_unary", gc_py_fast_unary, gc_fast_unary_doc),
+    GC_METHOD("fast_binary", gc_py_fast_binary, gc_fast_binary_doc),
+    GC_METHOD("fast_unary_backward", gc_py_fast_unary_backward, gc_fast_unary_backward_doc),
     GC_METHOD("host_cache_info", gc_py_host_cache_info, host_cache_info_doc),
     GC_METHOD("host_cache_clear", gc_py_host_cache_clear, host_cache_clear_doc),
     GC_METHOD("gemm", py_gemm, gemm_doc),

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import threading
 
+from . import _cpu
 from .backends import cpu as _cpu_backend
 from .errors import DeviceError
 
@@ -63,6 +64,7 @@ def set_device_policy(policy: str) -> None:
     if policy == "vulkan":
         vulkan_backend(required=True)
     _default["policy"] = policy
+    _update_fast()
 
 
 class device_policy:
@@ -78,10 +80,12 @@ class device_policy:
             vulkan_backend(required=True)
         self._prev = _state.override
         _state.override = self.policy
+        _block_entered(1)
         return self
 
     def __exit__(self, *exc):
         _state.override = self._prev
+        _block_entered(-1)
         return False
 
     def __call__(self, fn):
@@ -103,6 +107,7 @@ def get_threshold() -> int:
 def set_threshold(n: int) -> None:
     """Elements from which an op goes to the Vulkan device under 'auto'."""
     _default["threshold"] = max(0, int(n))
+    _update_fast()
 
 
 def vulkan_backend(required: bool = False, allow_cpu: bool | None = None):
@@ -151,7 +156,8 @@ def _make_vulkan_backend(allow_cpu: bool):
                 be = VulkanBackend(ctx)
                 _vulkan_cache["instance"] = be
         _vulkan_cache[allow_cpu] = be
-        return be
+    _update_fast()
+    return be
 
 
 def backend_for(op, inputs, specs):
@@ -165,6 +171,7 @@ def backend_for(op, inputs, specs):
     vb = _vulkan_cache.get("auto", _UNSET)
     if vb is _UNSET:
         vb = _vulkan_cache["auto"] = vulkan_backend()
+        _update_fast()
     if vb is None:
         # No device for 'auto'; tensors moved there explicitly (.to('vulkan')) still run there.
         for t in inputs:
@@ -189,19 +196,45 @@ def backend_for(op, inputs, specs):
     return CPU
 
 
+# The small-op fast lane (gpucore.ops.registry and cpu/fastpath.c) skips backend selection for
+# ops whose tensors have fewer than _fast_limit[0] elements. The limit is recomputed whenever
+# something it depends on changes, and is 0 (lane closed) while any thread is inside a
+# device_policy() or trace_ops() block or a profiler runs: those are per-thread or per-op
+# decisions the lane does not make.
+_FAST_ALL = 1 << 62
+_fast_limit = [0]
+_blocks = [0]
+_gate_lock = threading.Lock()
+
+
+def _update_fast() -> None:
+    with _gate_lock:
+        if profiling[0] or _blocks[0]:
+            n = 0
+        else:
+            policy = _default["policy"]
+            vb = _vulkan_cache.get("auto", _UNSET)
+            if policy == "cpu" or (policy == "auto" and vb is None):
+                n = _FAST_ALL
+            elif policy == "auto" and vb is not _UNSET:
+                n = _default["threshold"]
+            else:  # 'vulkan', or 'auto' before its first op has looked for a device
+                n = 0
+        _fast_limit[0] = n
+        _cpu.set_fast_limit(n)
+
+
+def _block_entered(delta: int) -> None:
+    with _gate_lock:
+        _blocks[0] += delta
+    _update_fast()
+
+
 def cpu_fast(n: int) -> bool:
     """True when an op whose largest tensor has ``n`` elements runs in the C extension under the
     policy in force and no trace or profiler is watching: the registry's fast lane may then
-    skip backend selection. False whenever the answer would take more than a lookup."""
-    if profiling[0] or _trace.records is not None:
-        return False
-    policy = _state.override or _default["policy"]
-    if policy == "cpu":
-        return True
-    if policy != "auto":
-        return False
-    vb = _vulkan_cache.get("auto", _UNSET)
-    return vb is None or (vb is not _UNSET and n < _default["threshold"])
+    skip backend selection."""
+    return n < _fast_limit[0]
 
 
 class _Trace(threading.local):
@@ -224,10 +257,12 @@ class trace_ops:
         self._prev = _trace.records
         self.records = []
         _trace.records = self.records
+        _block_entered(1)
         return self.records
 
     def __exit__(self, *exc):
         _trace.records = self._prev
+        _block_entered(-1)
         return False
 
 
@@ -246,3 +281,6 @@ _profilers: list = []
 def profile_event(op_name: str, backend: str, seconds: float) -> None:
     for p in _profilers:
         p._cpu_event(op_name, backend, seconds)
+
+
+_update_fast()

@@ -33,6 +33,7 @@ class profiler:
             self._stream.profile = self.gpu_events
         dispatch._profilers.append(self)
         dispatch.profiling[0] = True
+        dispatch._update_fast()
         return self
 
     def __exit__(self, *exc):
@@ -47,6 +48,7 @@ class profiler:
             self._stream = self._outer = None
         dispatch._profilers.remove(self)
         dispatch.profiling[0] = bool(dispatch._profilers)
+        dispatch._update_fast()
         return False
 
     def summary(self) -> list:

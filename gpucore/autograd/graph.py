@@ -22,7 +22,13 @@ class Ctx:
         self.op_name = op_name
         self.needs_input_grad = needs_input_grad
         self._saved = saved
-        self._versions = tuple(None if t is None else t._vbox[0] for t in saved)
+        if saved:
+            versions = []  # a loop: a generator expression costs ~0.4 us per op
+            for t in saved:
+                versions.append(None if t is None else t._vbox[0])
+            self._versions = tuple(versions)
+        else:
+            self._versions = ()
         self.attrs = attrs
         self.released = False
 

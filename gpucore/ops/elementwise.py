@@ -13,7 +13,7 @@ from ..autograd.grad_mode import _state as _grad_state
 from ..errors import DTypeError
 from ..tensor import Tensor
 from .common import as_operands, broadcast_shapes, method, scalar_tensor
-from .registry import apply, defop
+from .registry import apply, defop, mark_elementwise, record
 
 
 def _same(x, *_, **__):
@@ -301,10 +301,9 @@ MINIMUM = defop(
 )
 
 # Same shape and float dtype in, same out, kernel(out, *arrays): the registry's fast lane.
-for _op in (NEG, ABS, SIGN, EXP, LOG, SQRT, SIN, COS, LOG1P, RECIPROCAL, RELU, SIGMOID, TANH, GELU,
-            RELU_BACKWARD, SIGMOID_BACKWARD, TANH_BACKWARD, GELU_BACKWARD, ADD, SUB, MUL, DIV, POW,
-            MAXIMUM, MINIMUM):
-    _op.elementwise = True
+mark_elementwise(NEG, ABS, SIGN, EXP, LOG, SQRT, SIN, COS, LOG1P, RECIPROCAL, RELU, SIGMOID, TANH,
+                 GELU, RELU_BACKWARD, SIGMOID_BACKWARD, TANH_BACKWARD, GELU_BACKWARD, ADD, SUB, MUL,
+                 DIV, POW, MAXIMUM, MINIMUM)
 
 _CMP = {}
 for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
@@ -312,7 +311,16 @@ for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
 
 
 def _binary(op, doc):
+    fast = op.fast
+
     def fn(input, other) -> Tensor:
+        if fast is not None:
+            # the fast lane straight from the operator: no operand promotion, no registry call
+            out = fast[0](fast[1], input, other)
+            if out is not None:
+                if _grad_state.enabled and (input.requires_grad or other.requires_grad):
+                    record(op, (input, other), (out,), {})
+                return out
         a, b = as_operands(op.name, input, other)
         return apply(op, a, b)
 

@@ -14,16 +14,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from time import perf_counter as _perf_counter
 
-from .. import dispatch
+import numpy as _np
+
+from .. import _cpu, dispatch
 from ..autograd.grad_mode import _state as _grad_state
-from ..autograd.graph import Ctx, Node, edge_of
+from ..autograd.graph import Ctx, Node, accumulate_node, edge_of, grad_fn_of
 from ..backends.cpu import empty_array as _empty_array
+from ..backends.cpu.kernels import FAST as _CPU_FAST
 from ..backends.cpu.kernels import KERNELS as _CPU_KERNELS
 from ..dtypes import float32 as _F32
 from ..dtypes import float64 as _F64
 from ..tensor import Tensor
 
 REGISTRY: dict[str, OpDef] = {}
+_TRUE1 = (True,)
+
+# cpu/fastpath.c builds result Tensors itself: it needs the class (its slots) and the dtypes.
+_cpu.fast_setup(Tensor, _F32, _F64, _np.dtype(_np.float32), _np.dtype(_np.float64), _np.ndarray)
 
 
 class OpDef:
@@ -31,13 +38,15 @@ class OpDef:
 
     __slots__ = (
         "name", "infer", "backward", "save_inputs", "save_outputs", "view", "float_only",
-        "save_for", "elementwise",
+        "save_for", "elementwise", "fast", "plans",
     )
 
     def __init__(self, name, infer, backward, save_inputs, save_outputs, view, float_only,
                  save_for=None, elementwise=False):
         self.name = name
         self.elementwise = elementwise
+        self.fast = _CPU_FAST.get(name) if elementwise else None
+        self.plans = {}  # record(): needs_in pattern -> what to save
         self.save_for = save_for
         self.infer = infer
         self.backward = backward
@@ -85,12 +94,26 @@ def defop(
     return op
 
 
+def mark_elementwise(*ops: OpDef) -> None:
+    """Declare ops elementwise (see defop's ``elementwise``) after registering them."""
+    for op in ops:
+        op.elementwise = True
+        op.fast = _CPU_FAST.get(op.name)
+
+
 def apply(op: OpDef, *inputs, **attrs):
     """Run ``op`` on tensors ``inputs``: pick a backend, run its kernel, record the graph.
 
     Returns the output tensor, or a tuple when the op has extra outputs.
     """
     if op.elementwise:
+        fast = op.fast
+        if fast is not None and not attrs:
+            out = fast[0](fast[1], *inputs)  # the whole op in C, or None
+            if out is not None:
+                if op.backward is not None and _grad_state.enabled:
+                    record(op, inputs, (out,), attrs)
+                return out
         out = _fast_elementwise(op, inputs, attrs)
         if out is not None:
             return out
@@ -145,39 +168,81 @@ def _fast_elementwise(op: OpDef, inputs, attrs):
     return t
 
 
+def _edge(t):
+    """edge_of(t) for an input that requires grad, with its common cases inline."""
+    fn = t._grad_fn
+    if fn is not None:
+        return fn if fn.version is None else grad_fn_of(t)
+    acc = t._acc
+    return acc if acc is not None else accumulate_node(t)
+
+
+def _save_plan(op: OpDef, needs_in: tuple) -> tuple:
+    """Which tensors ``op`` saves when the inputs needing grad are ``needs_in``: ("i", k) for
+    input k, ("o", k) for output k, None for a skipped input (cached per op and pattern)."""
+    sf = op.save_for
+    plan = []
+    for i in op.save_inputs:
+        if sf is None or i not in sf or any(needs_in[j] for j in sf[i]):
+            plan.append(("i", i))
+        else:
+            plan.append(None)
+    plan.extend(("o", i) for i in op.save_outputs)
+    plan = tuple(plan)
+    op.plans[needs_in] = plan
+    return plan
+
+
 def record(op: OpDef, inputs, outs, attrs) -> None:
     """Attach a graph node for ``op`` to ``outs[0]`` when an input requires grad (for ops whose
     forward does not go through ``apply``, such as device moves)."""
-    # Plain loops, not generator expressions: this runs on every differentiable op.
-    needs_in = []
-    edges = []
-    meta = []
-    any_needs = False
-    for t in inputs:
-        rg = t.requires_grad
-        needs_in.append(rg)
-        if rg:
-            any_needs = True
-    if not any_needs:
-        return
-    for t in inputs:
-        edges.append(edge_of(t))
-        meta.append((t._data.shape, t._dtype))
-    needs_in = tuple(needs_in)
+    # Unrolled for the one- and two-input ops, no generator expressions: this runs on every
+    # differentiable op, and small-tensor training is bound by it.
+    n = len(inputs)
+    if n == 2:
+        a, b = inputs
+        ra = a.requires_grad
+        rb = b.requires_grad
+        if not (ra or rb):
+            return
+        needs_in = (ra, rb)
+        edges = (_edge(a) if ra else None, _edge(b) if rb else None)
+        meta = ((a._data.shape, a._dtype), (b._data.shape, b._dtype))
+    elif n == 1:
+        a = inputs[0]
+        if not a.requires_grad:
+            return
+        needs_in = _TRUE1
+        edges = (_edge(a),)
+        meta = ((a._data.shape, a._dtype),)
+    else:
+        lst = []
+        for t in inputs:
+            lst.append(t.requires_grad)
+        if True not in lst:
+            return
+        needs_in = tuple(lst)
+        e = []
+        m = []
+        for t in inputs:
+            e.append(edge_of(t))
+            m.append((t._data.shape, t._dtype))
+        edges = tuple(e)
+        meta = tuple(m)
     saved = ()
     if op.save_inputs or op.save_outputs:
-        sf = op.save_for
+        plan = op.plans.get(needs_in)
+        if plan is None:
+            plan = _save_plan(op, needs_in)
         lst = []
-        for i in op.save_inputs:
-            if sf is None or i not in sf or any(needs_in[j] for j in sf[i]):
-                lst.append(inputs[i])
-            else:
+        for p in plan:
+            if p is None:
                 lst.append(None)
-        for i in op.save_outputs:
-            lst.append(outs[i])
+            else:
+                lst.append(inputs[p[1]] if p[0] == "i" else outs[p[1]])
         saved = tuple(lst)
     out = outs[0]
-    node = Node(op, Ctx(op.name, saved, attrs, needs_in), tuple(edges), tuple(meta))
+    node = Node(op, Ctx(op.name, saved, attrs, needs_in), edges, meta)
     if op.view is not None:
         node.version = out._vbox[0]
     out._grad_fn = node

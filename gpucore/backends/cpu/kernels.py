@@ -547,3 +547,17 @@ def _rmsprop_step(out, param, grad, square_avg, *rest, lr, alpha, eps, weight_de
     buf = rest[-1] if momentum > 0 else None
     _cpu.rmsprop_step(param, grad, square_avg, grad_avg, buf, lr, alpha, eps, weight_decay,
                       momentum, int(maximize))
+
+
+# ----------------------------------------------------------------------------- fast lane
+# Ops that cpu/fastpath.c runs whole (checks, output, kernel, Tensor) when called without
+# attributes: op name -> (C entry, kernel code). Inputs in the op's order.
+FAST = {
+    **{name: (_cpu.fast_unary, getattr(_cpu, "UNARY_" + name.upper()))
+       for name in ("neg", "abs", "exp", "log", "sqrt", "relu", "sigmoid", "tanh", "sign",
+                    "sin", "cos", "reciprocal")},
+    **{name: (_cpu.fast_binary, getattr(_cpu, "BINARY_" + name.upper()))
+       for name in ("add", "sub", "mul", "div", "pow", "maximum", "minimum")},
+    **{name + "_backward": (_cpu.fast_unary_backward, getattr(_cpu, "UNARY_" + name.upper()))
+       for name in ("relu", "sigmoid", "tanh")},
+}
