@@ -580,7 +580,10 @@ def _to(self: Tensor, *args, dtype=None, device=None, copy: bool = False, **_kw)
         dt = D.as_dtype(dtype)
         if dt is not self.dtype:
             # The cast first: it may run on either backend (a Vulkan kernel takes few dtypes),
-            # so an explicit device is honoured by the move after it.
+            # so the move after it puts the result where it belongs: the explicit device, else
+            # where the input was (a dtype change never changes the device, as in PyTorch).
+            if target is None:
+                target = self.device.type
             self = apply(TO_DTYPE, self, dtype=dt)
             copy = False
     if target is not None and target != self.device.type:

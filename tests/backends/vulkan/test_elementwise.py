@@ -413,7 +413,10 @@ def test_casts_the_shaders_do_not_handle_run_on_cpu(vulkan):
     with gpucore.dispatch.trace_ops() as ops:
         y = x.long()
         z = x.double()
-    assert [o[:2] for o in ops] == [("to_dtype", "cpu"), ("to_dtype", "cpu")]
+    # ...and the results go back where the input was: a dtype change keeps the device (PyTorch)
+    assert [o[:2] for o in ops] == [("to_dtype", "cpu"), ("to_device", "vulkan")] * 2
+    assert y.device.type == z.device.type == "vulkan"
+    assert x.to(gpucore.float64, device="cpu").device.type == "cpu"
     np.testing.assert_array_equal(y.numpy(), x.cpu().numpy().astype(np.int64))
     np.testing.assert_array_equal(z.numpy(), x.cpu().numpy().astype(np.float64))
 
