@@ -3,7 +3,8 @@
 cpu/*.c and cpu/isa/scalar.c are portable C compiled with the baseline flags.  On x86 the
 ISA-specific files cpu/isa/{sse2,avx2,avx512}.c are compiled as well, each with its own -m flags
 (see ISA_FLAGS), and the extension picks one at import after checking the CPU (cpu/dispatch.c).
-Elsewhere (arm64, ...) only the portable files are built.
+On arm64 cpu/isa/neon.c is compiled (NEON is baseline there: no extra flags) and always picked
+unless GPUCORE_CPU_ISA says otherwise.  Elsewhere only the portable files are built.
 """
 
 import glob
@@ -24,6 +25,9 @@ ISA_FLAGS = {
     "avx2": ["-mavx2", "-mfma"],
     "avx512": ["-mavx512f", "-mavx2", "-mfma"],
 }
+# arm64: AdvSIMD (NEON) is part of the baseline every arm64 compiler targets, so neon.c needs no
+# flag; an -march here would only narrow what the user's own CFLAGS allow.
+ARM64_ISA_FLAGS = {"neon": []}
 
 
 def _target_is_x86() -> bool:
@@ -37,9 +41,23 @@ def _target_is_x86() -> bool:
     )
 
 
+def _target_is_arm64() -> bool:
+    """True when the extension is built for arm64 / aarch64 alone (universal2 builds compile each
+    file for x86-64 and arm64 at once, so they stay portable-only)."""
+    plat = (os.environ.get("_PYTHON_HOST_PLATFORM") or sysconfig.get_platform()).lower()
+    return "universal2" not in plat and ("aarch64" in plat or "arm64" in plat)
+
+
 X86 = _target_is_x86() and sys.platform != "win32"
+ARM64 = not X86 and _target_is_arm64() and sys.platform != "win32"
+if X86:
+    isa_flags, isa_macros = ISA_FLAGS, [("GC_X86_ISA", "1")]
+elif ARM64:
+    isa_flags, isa_macros = ARM64_ISA_FLAGS, [("GC_NEON_ISA", "1")]
+else:
+    isa_flags, isa_macros = {}, []
 portable = sorted(glob.glob("cpu/*.c")) + ["cpu/isa/scalar.c"]
-isa_sources = {isa: [f"cpu/isa/{isa}.c"] for isa in ISA_FLAGS} if X86 else {}
+isa_sources = {isa: [f"cpu/isa/{isa}.c"] for isa in isa_flags}
 
 
 class BuildExt(build_ext):
@@ -56,7 +74,7 @@ class BuildExt(build_ext):
                     macros=macros,
                     include_dirs=ext.include_dirs,
                     debug=self.debug,
-                    extra_postargs=BASE_FLAGS + ISA_FLAGS[isa],
+                    extra_postargs=BASE_FLAGS + isa_flags[isa],
                     depends=ext.depends,
                 )
             ext.extra_objects = list(ext.extra_objects or []) + objects
@@ -69,7 +87,7 @@ setup(
             "gpucore._cpu",
             sources=portable,
             include_dirs=["cpu"],
-            define_macros=[("GC_X86_ISA", "1")] if X86 else [],
+            define_macros=isa_macros,
             extra_compile_args=BASE_FLAGS,
             libraries=["m"],
             extra_link_args=["-pthread"],

@@ -1,6 +1,6 @@
-/* ISA detection (CPUID + XGETBV), cache detection (CPUID leaf 4 / 0x8000001D, else sysconf) and
- * the GEMM cache blocking derived from them.  Compiled with the baseline flags: nothing here may
- * execute an instruction the CPU could lack. */
+/* ISA detection (CPUID + XGETBV on x86; NEON on arm64), cache detection (CPUID leaf 4 /
+ * 0x8000001D, else sysconf) and the GEMM cache blocking derived from them.  Compiled with the
+ * baseline flags: nothing here may execute an instruction the CPU could lack. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +17,7 @@ gc_isa_kernels gc_isa;
 gc_blocking gc_blk_f32, gc_blk_f64;
 gc_caches gc_cache_info;
 
-const char *const gc_isa_names[GC_ISA_COUNT] = {"scalar", "sse2", "avx2", "avx512"};
+const char *const gc_isa_names[GC_ISA_COUNT] = {"scalar", "sse2", "avx2", "avx512", "neon"};
 
 #if GC_X86
 static void cpuid(unsigned leaf, unsigned sub, unsigned r[4])
@@ -37,6 +37,11 @@ static unsigned long long xgetbv0(void)
 int gc_isa_supported_mask(void)
 {
     int mask = 1 << GC_ISA_SCALAR;
+#if GC_NEON
+    /* AdvSIMD is mandatory in the arm64 Linux / macOS ABIs (the compiler already uses the vector
+     * registers for plain floating point), so there is nothing to probe */
+    mask |= 1 << GC_ISA_NEON;
+#endif
 #if GC_X86
     unsigned r[4];
     cpuid(0, 0, r);
@@ -188,10 +193,15 @@ int gc_cpu_init(const char *forced, char *err, size_t errlen)
             }
         }
         if (want < 0) {
+            char known[128] = "";
+            for (int i = GC_ISA_COUNT - 1; i >= 0; i--) {
+                strncat(known, known[0] ? ", " : "", sizeof known - strlen(known) - 1);
+                strncat(known, gc_isa_names[i], sizeof known - strlen(known) - 1);
+            }
             snprintf(err, errlen,
-                     "GPUCORE_CPU_ISA=%s is not a known instruction set; use one of avx512, "
-                     "avx2, sse2, scalar (this CPU supports: %s), or unset it to pick the best",
-                     forced, avail);
+                     "GPUCORE_CPU_ISA=%s is not a known instruction set; use one of %s (this "
+                     "CPU supports: %s), or unset it to pick the best",
+                     forced, known, avail);
             return -1;
         }
         if (!(mask & (1 << want))) {
@@ -219,6 +229,10 @@ int gc_cpu_init(const char *forced, char *err, size_t errlen)
     case GC_ISA_AVX512: gc_isa_fill_avx512(&gc_isa); break;
     default: break;
     }
+#endif
+#if GC_NEON
+    if (isa == GC_ISA_NEON)
+        gc_isa_fill_neon(&gc_isa);
 #endif
     gc_isa.isa = isa;
     gc_isa.name = gc_isa_names[isa];

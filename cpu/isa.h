@@ -1,7 +1,8 @@
 /* Runtime ISA dispatch, the GEMM micro-kernel contract, the thread pool and scratch memory.
  *
  * One build carries every x86 variant: cpu/isa/<isa>.c is compiled with its own -m flags (see
- * setup.py) and only ever called after CPUID + XGETBV said the CPU and the OS support it.  At
+ * setup.py) and only ever called after CPUID + XGETBV said the CPU and the OS support it.  arm64
+ * builds carry cpu/isa/neon.c instead (AdvSIMD is baseline there, so it is always usable).  At
  * import, gc_cpu_init() fills the table gc_isa with the portable reference kernels
  * (cpu/isa/scalar.c) and then overrides entries with the selected ISA's (the BLIS context idea):
  * every entry always has a working kernel.  Packing, blocking and threading are shared C; only
@@ -20,7 +21,15 @@
 #define GC_X86 0
 #endif
 
-enum { GC_ISA_SCALAR = 0, GC_ISA_SSE2, GC_ISA_AVX2, GC_ISA_AVX512, GC_ISA_COUNT };
+/* setup.py defines GC_NEON_ISA when it compiles cpu/isa/neon.c (arm64 targets) */
+#if defined(GC_NEON_ISA) && defined(__aarch64__)
+#define GC_NEON 1
+#else
+#define GC_NEON 0
+#endif
+
+/* Ordered by preference within an architecture: the best supported one is the highest. */
+enum { GC_ISA_SCALAR = 0, GC_ISA_SSE2, GC_ISA_AVX2, GC_ISA_AVX512, GC_ISA_NEON, GC_ISA_COUNT };
 
 /* The largest MR * NR of any micro-kernel (edge tiles go through a stack tile of this size). */
 #define GC_TILE_MAX 512
@@ -115,6 +124,9 @@ void gc_isa_fill_scalar(gc_isa_kernels *k);
 void gc_isa_fill_sse2(gc_isa_kernels *k);
 void gc_isa_fill_avx2(gc_isa_kernels *k);
 void gc_isa_fill_avx512(gc_isa_kernels *k);
+#endif
+#if GC_NEON
+void gc_isa_fill_neon(gc_isa_kernels *k);
 #endif
 
 extern const char *const gc_isa_names[GC_ISA_COUNT];

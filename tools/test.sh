@@ -2,7 +2,9 @@
 # Run the whole test suite (sets everything up first; safe to run again).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-export GPUCORE_APT_EXTRA="${GPUCORE_APT_EXTRA:-graphviz}"  # the DOT export test renders with dot
+# graphviz: the DOT export test renders with dot; the arm64 cross compiler, its libc and qemu-user:
+# tests/backends/cpu/test_neon.py builds the NEON kernels and runs their checks under emulation
+export GPUCORE_APT_EXTRA="${GPUCORE_APT_EXTRA:-graphviz gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user}"
 source "$ROOT/tools/setup_env.sh"
 cd "$ROOT"
 exec "$VENV/bin/python" -m pytest -q tests "$@"
