@@ -192,4 +192,25 @@ typedef struct {
 GC_DECLARE_OPTIM_KERNELS(float, f32)
 GC_DECLARE_OPTIM_KERNELS(double, f64)
 
+/* Multi-tensor ("foreach") updates: one call updates many parameters of one optimizer.  Each item
+ * is one parameter's update exactly as the single-tensor kernel's arguments: p (written), g
+ * (read), s1..s3 the state buffers in that kernel's order (NULL when absent), n elements, and its
+ * own hyper-parameters (the shared ones copied; Adam's step and SGD's first differ per
+ * parameter).  `off` is scratch for the driver.  The buffers of all items must be pairwise
+ * disjoint, except that gradients may share memory with one another. */
+typedef struct {
+    void *p;
+    const void *g;
+    void *s1, *s2, *s3;
+    ptrdiff_t n, off;
+    gc_optim_hp h;
+} gc_optim_item;
+
+enum { GC_OPTIM_SGD, GC_OPTIM_ADAM, GC_OPTIM_RMSPROP };
+
+/* Runs the update `opt` (GC_OPTIM_*) of items[0..k), float32 when f64 == 0 else float64, as one
+ * parallel region over the concatenated elements; the same bits as one single-tensor kernel call
+ * per item, whatever the thread count. */
+void gc_optim_step_multi(int opt, int f64, gc_optim_item *items, ptrdiff_t k);
+
 #endif /* GPUCORE_KERNELS_H */

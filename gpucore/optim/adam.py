@@ -17,7 +17,8 @@ class Adam(Optimizer):
         p = p - lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)
 
     State per parameter: ``step`` (int), ``exp_avg``, ``exp_avg_sq`` and, with amsgrad,
-    ``max_exp_avg_sq``. One fused kernel per parameter (``adam_step``).
+    ``max_exp_avg_sq``. One fused kernel per parameter (``adam_step``); the host float32 /
+    float64 parameters of a group in one C call (``adam_step_multi``).
     ``decoupled_weight_decay=True`` makes it AdamW.
     """
 
@@ -33,23 +34,36 @@ class Adam(Optimizer):
     def _check_group(self, group: dict) -> None:
         _validate(group)
 
-    def _update(self, p, grad, group):
-        state = self.state[p]
-        amsgrad = bool(group["amsgrad"])
+    def _tensors(self, p, grad, group, state=None):
+        """(param, grad, exp_avg, exp_avg_sq[, max_exp_avg_sq]) and the step count after this
+        update (stored by the caller once the update ran)."""
+        if state is None:
+            state = self.state[p]
         step = int(state.setdefault("step", 0)) + 1
         exp_avg, _ = self._buffer(state, "exp_avg", p)
         exp_avg_sq, _ = self._buffer(state, "exp_avg_sq", p)
         tensors = [p, grad, exp_avg, exp_avg_sq]
-        if amsgrad:
+        if group["amsgrad"]:
             tensors.append(self._buffer(state, "max_exp_avg_sq", p)[0])
+        return tensors, step
+
+    @staticmethod
+    def _attrs(group):
         beta1, beta2 = group["betas"]
-        fused_update(
-            ADAM_STEP, *tensors, step=step, lr=float(group["lr"]), beta1=float(beta1),
-            beta2=float(beta2), eps=float(group["eps"]),
-            weight_decay=float(group["weight_decay"]), amsgrad=amsgrad,
-            decoupled=bool(group["decoupled_weight_decay"]), maximize=bool(group["maximize"]),
+        return dict(
+            lr=float(group["lr"]), beta1=float(beta1), beta2=float(beta2),
+            eps=float(group["eps"]), weight_decay=float(group["weight_decay"]),
+            amsgrad=bool(group["amsgrad"]), decoupled=bool(group["decoupled_weight_decay"]),
+            maximize=bool(group["maximize"]),
         )
-        state["step"] = step
+
+    def _update(self, p, grad, group):
+        tensors, step = self._tensors(p, grad, group)
+        fused_update(ADAM_STEP, *tensors, step=step, **self._attrs(group))
+        self.state[p]["step"] = step
+
+    def _step_group(self, group, params):
+        self._step_counted_group(ADAM_STEP, group, params, pass_steps=True)
 
 
 class AdamW(Adam):

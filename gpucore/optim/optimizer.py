@@ -12,7 +12,10 @@
   save it, or clone it, before stepping again if you want a snapshot.
 
 A subclass passes its defaults to ``__init__`` and implements ``_update(p, grad, group)`` for one
-parameter; the base class runs it for every parameter that has a gradient, under no_grad.
+parameter; the base class runs it for every parameter that has a gradient, under no_grad. A
+subclass may instead update a whole group at once by overriding ``_step_group(group, params)``
+(SGD, Adam and RMSprop do: one multi-tensor C call per group, see
+``gpucore.ops.optim_ops.foreach_update``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from copy import deepcopy
 from itertools import chain
 
 from ..autograd.grad_mode import enable_grad, no_grad
+from ..ops.optim_ops import foreach_update
 from ..tensor import Tensor
 
 
@@ -162,14 +166,43 @@ class Optimizer:
         with no_grad():
             for group in self.param_groups:
                 self._check_group(group)
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    self._update(p, p.grad, group)
+                params = [p for p in group["params"] if p.grad is not None]
+                if params:
+                    self._step_group(group, params)
         return loss
 
     def _check_group(self, group: dict) -> None:
         """Validate a group's options before a step (they may have been edited)."""
+
+    def _step_group(self, group: dict, params: list) -> None:
+        """Update the parameters of one group that have a gradient (``params``, in group order):
+        ``_update`` for each, in turn."""
+        for p in params:
+            self._update(p, p.grad, group)
+
+    def _step_counted_group(self, op, group: dict, params: list, pass_steps: bool) -> None:
+        """The one-call group update of optimizers that count steps per parameter (Adam,
+        RMSprop): ``self._tensors(p, grad, group, state)`` gives each parameter's tensors and
+        its new step count, stored back after the update (and passed to the kernel when
+        ``pass_steps``)."""
+        if not self._distinct(params):
+            return Optimizer._step_group(self, group, params)
+        batch, steps, states = [], [], []
+        for p in params:
+            state = self.state[p]  # once: a Tensor key hashes in Python
+            tensors, step = self._tensors(p, p.grad, group, state)
+            batch.append(tensors)
+            steps.append(step)
+            states.append(state)
+        foreach_update(op, batch, {"step": steps} if pass_steps else {}, **self._attrs(group))
+        for state, step in zip(states, steps):
+            state["step"] = step
+
+    @staticmethod
+    def _distinct(params: list) -> bool:
+        """No parameter listed twice (PyTorch warns but steps a repeated parameter twice, one
+        update after the other, which a one-call group update cannot do)."""
+        return len({id(p) for p in params}) == len(params)
 
     def _update(self, p: Tensor, grad: Tensor, group: dict) -> None:
         """Update one parameter (its state is ``self.state[p]``, created on first access)."""
@@ -184,7 +217,8 @@ class Optimizer:
             buf = _zeros_like(p)
             state[key] = buf
             return buf, True
-        if buf._dev is not p._dev or buf.dtype is not p.dtype or not buf.is_contiguous():
+        # slots, not properties: this runs for every buffer of every parameter at every step
+        if buf._dev is not p._dev or buf._dtype is not p._dtype or not buf._data.flags.c_contiguous:
             buf = _place_like(buf, p)
             state[key] = buf
         return buf, False

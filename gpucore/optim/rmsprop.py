@@ -18,7 +18,8 @@ class RMSprop(Optimizer):
         p = p - lr * g / avg                           (otherwise)
 
     State per parameter: ``step`` (int), ``square_avg``, ``momentum_buffer`` (momentum > 0) and
-    ``grad_avg`` (centered). One fused kernel per parameter (``rmsprop_step``).
+    ``grad_avg`` (centered). One fused kernel per parameter (``rmsprop_step``); the host
+    float32 / float64 parameters of a group in one C call (``rmsprop_step_multi``).
     """
 
     def __init__(self, params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
@@ -32,22 +33,34 @@ class RMSprop(Optimizer):
     def _check_group(self, group: dict) -> None:
         _validate(group)
 
-    def _update(self, p, grad, group):
-        state = self.state[p]
-        momentum = float(group["momentum"])
-        centered = bool(group["centered"])
+    def _tensors(self, p, grad, group, state=None):
+        """(param, grad, square_avg[, grad_avg][, momentum_buffer]) and the step count after this
+        update (stored by the caller once the update ran)."""
+        if state is None:
+            state = self.state[p]
         step = int(state.setdefault("step", 0)) + 1
         tensors = [p, grad, self._buffer(state, "square_avg", p)[0]]
-        if centered:
+        if group["centered"]:
             tensors.append(self._buffer(state, "grad_avg", p)[0])
-        if momentum > 0:
+        if float(group["momentum"]) > 0:
             tensors.append(self._buffer(state, "momentum_buffer", p)[0])
-        fused_update(
-            RMSPROP_STEP, *tensors, lr=float(group["lr"]), alpha=float(group["alpha"]),
-            eps=float(group["eps"]), weight_decay=float(group["weight_decay"]),
-            momentum=momentum, centered=centered, maximize=bool(group["maximize"]),
+        return tensors, step
+
+    @staticmethod
+    def _attrs(group):
+        return dict(
+            lr=float(group["lr"]), alpha=float(group["alpha"]), eps=float(group["eps"]),
+            weight_decay=float(group["weight_decay"]), momentum=float(group["momentum"]),
+            centered=bool(group["centered"]), maximize=bool(group["maximize"]),
         )
-        state["step"] = step
+
+    def _update(self, p, grad, group):
+        tensors, step = self._tensors(p, grad, group)
+        fused_update(RMSPROP_STEP, *tensors, **self._attrs(group))
+        self.state[p]["step"] = step
+
+    def _step_group(self, group, params):
+        self._step_counted_group(RMSPROP_STEP, group, params, pass_steps=False)
 
 
 def _validate(o: dict) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..ops.optim_ops import SGD_STEP, fused_update
+from ..ops.optim_ops import SGD_STEP, foreach_update, fused_update
 from .optimizer import Optimizer
 
 
@@ -16,7 +16,8 @@ class SGD(Optimizer):
         p = p - lr * g
 
     State per parameter: ``momentum_buffer`` (when momentum != 0). One fused kernel per
-    parameter (``sgd_step``).
+    parameter (``sgd_step``); the host float32 / float64 parameters of a group in one C call
+    (``sgd_step_multi``).
     """
 
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
@@ -29,18 +30,36 @@ class SGD(Optimizer):
     def _check_group(self, group: dict) -> None:
         _validate(group)
 
-    def _update(self, p, grad, group):
-        momentum = float(group["momentum"])
+    def _tensors(self, p, grad, group):
+        """(param, grad[, momentum_buffer]) and whether the buffer was created for this step."""
         tensors = [p, grad]
         first = False
-        if momentum != 0:
+        if float(group["momentum"]) != 0:
             buf, first = self._buffer(self.state[p], "momentum_buffer", p)
             tensors.append(buf)
-        fused_update(
-            SGD_STEP, *tensors, lr=float(group["lr"]), momentum=momentum,
+        return tensors, first
+
+    @staticmethod
+    def _attrs(group):
+        return dict(
+            lr=float(group["lr"]), momentum=float(group["momentum"]),
             dampening=float(group["dampening"]), weight_decay=float(group["weight_decay"]),
-            nesterov=bool(group["nesterov"]), maximize=bool(group["maximize"]), first=first,
+            nesterov=bool(group["nesterov"]), maximize=bool(group["maximize"]),
         )
+
+    def _update(self, p, grad, group):
+        tensors, first = self._tensors(p, grad, group)
+        fused_update(SGD_STEP, *tensors, **self._attrs(group), first=first)
+
+    def _step_group(self, group, params):
+        if not self._distinct(params):
+            return super()._step_group(group, params)
+        batch, first = [], []
+        for p in params:
+            tensors, f = self._tensors(p, p.grad, group)
+            batch.append(tensors)
+            first.append(f)
+        foreach_update(SGD_STEP, batch, {"first": first}, **self._attrs(group))
 
 
 def _validate(o: dict) -> None:
