@@ -68,6 +68,20 @@ typedef void (*gc_ukr_da_f64)(ptrdiff_t k, const double *a, ptrdiff_t lda, const
 /* y[i] = f(x[i]) for i < n; y may equal x. */
 typedef void (*gc_vfun_f32)(const float *x, float *y, ptrdiff_t n);
 
+/* Softmax's fused middle pass: e[j] = exp(x[j] - m) for j < n, stored to y[j] unless y is NULL
+ * (y may equal x), and returns the sum of the e[j] in double.  The sum runs per GC_SM_CHUNK
+ * elements (however the ISA likes within a chunk) and the chunk sums are added in order in
+ * double, so the result depends on n and the ISA only: never on how rows are spread over
+ * threads, and it is the same on every call. */
+typedef double (*gc_vexp_sum_f32)(const float *x, float *y, ptrdiff_t n, float m);
+#define GC_SM_CHUNK 128
+/* Softmax's other two passes: the max of x[0..n) ignoring NaN (-inf when n == 0 or all are NaN;
+ * which of +0 / -0 is unspecified), and y[j] = ((x[j] - a) - b) * c (y may equal x): softmax
+ * scales with (0, 0, 1/sum), log-softmax shifts with (max, log(sum), 1), both exact uses. */
+typedef float (*gc_vmax_f32)(const float *x, ptrdiff_t n);
+typedef void (*gc_vsub2_mul_f32)(const float *x, float *y, ptrdiff_t n, float a, float b,
+                                 float c);
+
 /* One fused optimizer update (cpu/optim.c; loops in cpu/isa/optim.h): parameter p, gradient g
  * and up to three state buffers (SGD: momentum; Adam: exp_avg, exp_avg_sq, max_exp_avg_sq;
  * RMSprop: square_avg, grad_avg, momentum), NULL when unused.  A range function updates
@@ -98,6 +112,12 @@ typedef struct {
     const char *ukr_f32_name, *ukr_f64_name;
     /* vectorized float32 UNARY_* functions; NULL = the portable libm loop in unary.c */
     gc_vfun_f32 vunary_f32[GC_UNARY_COUNT];
+    /* float32 exp(x - m) with its sum (softmax, log-softmax, cross-entropy); never NULL: the
+     * scalar entry is expf + a double sum (isa/scalar.c), the vector ones isa/vmath.h's */
+    gc_vexp_sum_f32 vexp_shift_sum_f32;
+    /* NULL = softmax.c's portable loops (16-byte vectors of vec.h) */
+    gc_vmax_f32 vmax_f32;
+    gc_vsub2_mul_f32 vsub2_mul_f32;
     /* fused optimizer updates (cpu/isa/optim.h compiled with the ISA's flags) */
     gc_optim_range_f32 sgd_f32, adam_f32, rmsprop_f32;
     gc_optim_range_f64 sgd_f64, adam_f64, rmsprop_f64;

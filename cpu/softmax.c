@@ -2,7 +2,11 @@
  * fused cross-entropy forward / backward over [n, c] logits.
  *
  * Numerically stable: the row max is subtracted before exp; sums accumulate in double.  For
- * inner > 1 the columns are processed in chunks of GC_SM_CHUNK with contiguous inner loops. */
+ * inner > 1 the columns are processed in chunks of GC_SM_CHUNK (isa.h) with contiguous inner
+ * loops.  float32 rows (inner == 1) take three passes: max, then exp(x - m) and its sum fused in
+ * the ISA's gc_isa.vexp_shift_sum_f32 (the exps never leave the registers before being summed),
+ * then the scale (softmax) or the shift by max + log(sum) (log-softmax, which writes nothing in
+ * the middle pass).  float64 keeps the separate passes with libm exp. */
 #ifndef GC_T
 
 #include <math.h>
@@ -11,7 +15,6 @@
 #include "kernels.h"
 #include "vec.h"
 
-#define GC_SM_CHUNK 128
 #define GC_SM_NS 1.5 /* estimated ns per element (a few passes and an exp) */
 
 #define GC_T float
@@ -21,6 +24,7 @@
 #define GC_VT gc_v4f
 #define GC_VN 4
 #define GC_VMAX gc_vmax4
+#define GC_SHIFT_SUM gc_isa.vexp_shift_sum_f32
 #include "softmax.c"
 #undef GC_T
 #undef GC_SFX
@@ -29,6 +33,7 @@
 #undef GC_VT
 #undef GC_VN
 #undef GC_VMAX
+#undef GC_SHIFT_SUM
 
 #define GC_T double
 #define GC_SFX f64
@@ -59,6 +64,7 @@ static inline void GC_FN(exp_array)(const GC_T *x, GC_T *y, ptrdiff_t n)
         y[j] = GC_M(exp)(x[j]);
 }
 
+#ifndef GC_SHIFT_SUM
 /* sum of x[0..n) in double, for x >= 0 (exp values): chunks of GC_SM_CHUNK summed in 4 vectors
  * of GC_T lanes, the chunk sums added in double.  The order depends on n only. */
 static double GC_FN(sum_d)(const GC_T *x, ptrdiff_t n)
@@ -87,9 +93,22 @@ static double GC_FN(sum_d)(const GC_T *x, ptrdiff_t n)
     return s;
 }
 
-/* sum over j < n of exp(x[j] - m), in double. */
-static double GC_FN(sum_exp)(const GC_T *x, ptrdiff_t n, GC_T m)
+#endif
+
+/* sum over j < n of e[j] = exp(x[j] - m), in double; e is written to y unless y is NULL (y may
+ * equal x).  float32: one fused pass of the ISA (isa.h's contract); float64: exp into y (or a
+ * stack chunk), then sum_d. */
+static double GC_FN(sum_exp)(const GC_T *x, GC_T *y, ptrdiff_t n, GC_T m)
 {
+#ifdef GC_SHIFT_SUM
+    return GC_SHIFT_SUM(x, y, n, m);
+#else
+    if (y) {
+        for (ptrdiff_t j = 0; j < n; j++)
+            y[j] = x[j] - m;
+        GC_FN(exp_array)(y, y, n);
+        return GC_FN(sum_d)(y, n);
+    }
     GC_T t[GC_SM_CHUNK];
     double s = 0.0;
     for (ptrdiff_t j0 = 0; j0 < n; j0 += GC_SM_CHUNK) {
@@ -100,49 +119,70 @@ static double GC_FN(sum_exp)(const GC_T *x, ptrdiff_t n, GC_T m)
         s += GC_FN(sum_d)(t, w);
     }
     return s;
+#endif
 }
 
 /* Max of a row ignoring NaN (vector lanes).  A NaN element still makes the whole row NaN, as it
  * should: exp(NaN - m) is NaN, so is the row's sum, and every output is divided by (or offset
- * by the log of) that sum. */
+ * by the log of) that sum.  8 independent vector maxima: with fewer the loop waits on the max
+ * latency (2 vectors: a quarter of the load rate), and this pass is a third of float32 softmax. */
 static inline GC_T GC_FN(row_max)(const GC_T *x, ptrdiff_t n)
 {
     GC_T r = (GC_T)-INFINITY;
     ptrdiff_t j = 0;
-    if (n >= 2 * GC_VN) {
-        GC_VT m0, m1;
-        memcpy(&m0, x, sizeof m0);
-        memcpy(&m1, x + GC_VN, sizeof m1);
-        for (j = 2 * GC_VN; j + 2 * GC_VN <= n; j += 2 * GC_VN) {
-            GC_VT v0, v1;
-            memcpy(&v0, x + j, sizeof v0);
-            memcpy(&v1, x + j + GC_VN, sizeof v1);
-            m0 = GC_VMAX(v0, m0);
-            m1 = GC_VMAX(v1, m1);
+    if (n >= 8 * GC_VN) {
+        GC_VT mm[8];
+        memcpy(mm, x, sizeof mm);
+        for (j = 8 * GC_VN; j + 8 * GC_VN <= n; j += 8 * GC_VN) {
+            for (int u = 0; u < 8; u++) {
+                GC_VT v;
+                memcpy(&v, x + j + u * GC_VN, sizeof v);
+                mm[u] = GC_VMAX(v, mm[u]);
+            }
         }
-        m0 = GC_VMAX(m1, m0);
+        const GC_VT m0 = GC_VMAX(GC_VMAX(mm[1], mm[0]), GC_VMAX(mm[3], mm[2]));
+        const GC_VT m1 = GC_VMAX(GC_VMAX(mm[5], mm[4]), GC_VMAX(mm[7], mm[6]));
+        const GC_VT mv = GC_VMAX(m1, m0);
         for (int l = 0; l < GC_VN; l++)
-            r = m0[l] > r ? m0[l] : r;
+            r = mv[l] > r ? mv[l] : r;
     }
     for (; j < n; j++)
         r = x[j] > r ? x[j] : r;
     return r;
 }
 
-/* out may equal x exactly (each pass reads x[j] before writing out[j]). */
+/* The row max: the ISA's (float32, where it has one) or row_max. */
+static inline GC_T GC_FN(max_of)(const GC_T *x, ptrdiff_t n)
+{
+#ifdef GC_SHIFT_SUM
+    if (gc_isa.vmax_f32)
+        return gc_isa.vmax_f32(x, n);
+#endif
+    return GC_FN(row_max)(x, n);
+}
+
+/* Three passes (max, exp-shift-sum, output); out may equal x exactly (each pass reads x[j]
+ * before writing out[j]).  Softmax stores the exps in the middle pass and scales them; log-softmax
+ * only sums there and writes (x - m) - log(sum) at the end. */
 static void GC_FN(softmax_row)(const GC_T *x, GC_T *out, ptrdiff_t n, int log_softmax)
 {
-    const GC_T m = GC_FN(row_max)(x, n);
+    const GC_T m = GC_FN(max_of)(x, n);
+    const double s = GC_FN(sum_exp)(x, log_softmax ? NULL : out, n, m);
+    const GC_T ls = log_softmax ? (GC_T)log(s) : (GC_T)0;
+    const GC_T inv = log_softmax ? (GC_T)1 : (GC_T)(1.0 / s);
+#ifdef GC_SHIFT_SUM
+    if (gc_isa.vsub2_mul_f32) {
+        if (log_softmax)
+            gc_isa.vsub2_mul_f32(x, out, n, m, ls, 1.0f);
+        else
+            gc_isa.vsub2_mul_f32(out, out, n, 0.0f, 0.0f, inv);
+        return;
+    }
+#endif
     if (log_softmax) {
-        const GC_T ls = (GC_T)log(GC_FN(sum_exp)(x, n, m));
         for (ptrdiff_t j = 0; j < n; j++)
             out[j] = (x[j] - m) - ls;
     } else {
-        for (ptrdiff_t j = 0; j < n; j++)
-            out[j] = x[j] - m;
-        GC_FN(exp_array)(out, out, n);
-        const double s = GC_FN(sum_d)(out, n);
-        const GC_T inv = (GC_T)(1.0 / s);
         for (ptrdiff_t j = 0; j < n; j++)
             out[j] *= inv;
     }
@@ -301,8 +341,8 @@ static void GC_FN(ce_forward_rows)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
     const ptrdiff_t c = J->c;
     for (ptrdiff_t i = lo; i < hi; i++) {
         const GC_T *row = J->x + i * c;
-        const GC_T m = GC_FN(row_max)(row, c);
-        const double s = GC_FN(sum_exp)(row, c, m);
+        const GC_T m = GC_FN(max_of)(row, c);
+        const double s = GC_FN(sum_exp)(row, NULL, c, m);
         /* c == 0: m = -inf, s = 0 -> lse = -inf (only ignored rows can exist then) */
         const double l = c > 0 ? (double)m + log(s) : -INFINITY;
         J->lse_out[i] = (GC_T)l;

@@ -548,6 +548,42 @@ static void check_vmath(void)
     if (!(smax <= 1e-5))
         FAIL("%s softmax vs scalar relative error %.3g > 1e-5", isa_name, smax);
     printf("softmax / log-softmax vs scalar: max rel err %.2e (limit 1e-5)\n", smax);
+    /* the fused softmax entries against the scalar table's (expf, double sum, portable loops),
+     * every length through two chunks and a long row; y == NULL gives the same sum */
+    gc_isa_kernels ks;
+    gc_isa_fill_scalar(&ks);
+    use_isa(isa_name);
+    if (!gc_isa.vmax_f32 || !gc_isa.vsub2_mul_f32 ||
+        gc_isa.vexp_shift_sum_f32 == ks.vexp_shift_sum_f32)
+        FAIL("%s: softmax entries are not the ISA's own", isa_name);
+    double ey = 0.0, es = 0.0;
+    int fused_ok = 1;
+    for (ptrdiff_t len = 0; len <= 1000; len = len < 300 ? len + 1 : len + 700) {
+        const float *xr = s + 17;
+        float mx = -INFINITY;
+        for (ptrdiff_t j = 0; j < len; j++)
+            mx = xr[j] > mx ? xr[j] : mx;
+        const double s1 = ks.vexp_shift_sum_f32(xr, o1, len, mx);
+        const double s2 = gc_isa.vexp_shift_sum_f32(xr, o2, len, mx);
+        fused_ok &= gc_isa.vexp_shift_sum_f32(xr, NULL, len, mx) == s2;
+        fused_ok &= !gc_isa.vmax_f32 || gc_isa.vmax_f32(xr, len) == mx;
+        for (ptrdiff_t j = 0; j < len; j++) {
+            const double r = fabs((double)o2[j] - (double)o1[j]) / (double)o1[j];
+            ey = r > ey ? r : ey;
+        }
+        const double rs = len ? fabs(s2 - s1) / s1 : fabs(s2);
+        es = rs > es ? rs : es;
+        if (gc_isa.vsub2_mul_f32) {
+            gc_isa.vsub2_mul_f32(xr, o2, len, mx, 0.25f, 0.5f);
+            for (ptrdiff_t j = 0; j < len; j++)
+                fused_ok &= o2[j] == ((xr[j] - mx) - 0.25f) * 0.5f;
+        }
+    }
+    if (!(ey <= 3e-7) || !(es <= 1e-6) || !fused_ok)
+        FAIL("%s fused softmax entries: exp rel err %.3g (limit 3e-7), sum %.3g (limit 1e-6), "
+             "max / NULL-y sum / sub2_mul exact: %s", isa_name, ey, es, fused_ok ? "yes" : "NO");
+    printf("softmax entries vs scalar: exp(x - m) max rel err %.2e, sum %.2e; max, sum without "
+           "y, ((x - a) - b) * c exact: %s\n", ey, es, fused_ok ? "yes" : "NO");
     printf("vmath digest: %016llx\n", (unsigned long long)digest);
     free(s);
     free(o1);

@@ -131,6 +131,7 @@ static inline __m256i gc_avx2_lanes_below(ptrdiff_t n)
 #define vd_sub _mm256_sub_pd
 #define vd_mul _mm256_mul_pd
 #define vd_fma _mm256_fmadd_pd
+#define vd_storeu _mm256_storeu_pd
 
 #include "isa/vmath.h"
 
@@ -140,6 +141,9 @@ VM_ARRAY(vtanh_avx2, vm_tanh)
 VM_ARRAY(vsigmoid_avx2, vm_sigmoid)
 VM_ARRAY(vgelu_avx2, vm_gelu)
 VM_ARRAY(vgelu_tanh_avx2, vm_gelu_tanh)
+VM_EXP_SHIFT_SUM(vexp_shift_sum_avx2)
+VM_MAX(vmax_avx2)
+VM_SUB2_MUL(vsub2_mul_avx2)
 
 static void gc_isa_fill_avx2_vmath(gc_isa_kernels *k)
 {
@@ -149,4 +153,7 @@ static void gc_isa_fill_avx2_vmath(gc_isa_kernels *k)
     k->vunary_f32[GC_UNARY_SIGMOID] = vsigmoid_avx2;
     k->vunary_f32[GC_UNARY_GELU] = vgelu_avx2;
     k->vunary_f32[GC_UNARY_GELU_TANH] = vgelu_tanh_avx2;
+    k->vexp_shift_sum_f32 = vexp_shift_sum_avx2;
+    k->vmax_f32 = vmax_avx2;
+    k->vsub2_mul_f32 = vsub2_mul_avx2;
 }

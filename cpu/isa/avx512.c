@@ -142,6 +142,7 @@ void gc_isa_fill_avx512(gc_isa_kernels *k)
 #define vd_sub _mm512_sub_pd
 #define vd_mul _mm512_mul_pd
 #define vd_fma _mm512_fmadd_pd
+#define vd_storeu _mm512_storeu_pd
 
 #include "isa/vmath.h"
 
@@ -151,6 +152,9 @@ VM_ARRAY(vtanh_avx512, vm_tanh)
 VM_ARRAY(vsigmoid_avx512, vm_sigmoid)
 VM_ARRAY(vgelu_avx512, vm_gelu)
 VM_ARRAY(vgelu_tanh_avx512, vm_gelu_tanh)
+VM_EXP_SHIFT_SUM(vexp_shift_sum_avx512)
+VM_MAX(vmax_avx512)
+VM_SUB2_MUL(vsub2_mul_avx512)
 
 static void gc_isa_fill_avx512_vmath(gc_isa_kernels *k)
 {
@@ -160,4 +164,7 @@ static void gc_isa_fill_avx512_vmath(gc_isa_kernels *k)
     k->vunary_f32[GC_UNARY_SIGMOID] = vsigmoid_avx512;
     k->vunary_f32[GC_UNARY_GELU] = vgelu_avx512;
     k->vunary_f32[GC_UNARY_GELU_TANH] = vgelu_tanh_avx512;
+    k->vexp_shift_sum_f32 = vexp_shift_sum_avx512;
+    k->vmax_f32 = vmax_avx512;
+    k->vsub2_mul_f32 = vsub2_mul_avx512;
 }

@@ -161,6 +161,7 @@ static inline void gc_neon_storen(float *p, float32x4_t v, ptrdiff_t n)
 #define vd_sub vsubq_f64
 #define vd_mul vmulq_f64
 #define vd_fma(a, b, c) vfmaq_f64(c, a, b)
+#define vd_storeu vst1q_f64
 
 #include "isa/vmath.h"
 
@@ -170,6 +171,9 @@ VM_ARRAY(vtanh_neon, vm_tanh)
 VM_ARRAY(vsigmoid_neon, vm_sigmoid)
 VM_ARRAY(vgelu_neon, vm_gelu)
 VM_ARRAY(vgelu_tanh_neon, vm_gelu_tanh)
+VM_EXP_SHIFT_SUM(vexp_shift_sum_neon)
+VM_MAX(vmax_neon)
+VM_SUB2_MUL(vsub2_mul_neon)
 
 static void gc_isa_fill_neon_vmath(gc_isa_kernels *k)
 {
@@ -179,6 +183,9 @@ static void gc_isa_fill_neon_vmath(gc_isa_kernels *k)
     k->vunary_f32[GC_UNARY_SIGMOID] = vsigmoid_neon;
     k->vunary_f32[GC_UNARY_GELU] = vgelu_neon;
     k->vunary_f32[GC_UNARY_GELU_TANH] = vgelu_tanh_neon;
+    k->vexp_shift_sum_f32 = vexp_shift_sum_neon;
+    k->vmax_f32 = vmax_neon;
+    k->vsub2_mul_f32 = vsub2_mul_neon;
 }
 
 #else /* the micro-kernels of one element type (contract in isa.h) */

@@ -1,6 +1,9 @@
 /* Portable reference kernels (plain C, compiled with the baseline flags everywhere): the GEMM
  * micro-kernels every other ISA is tested against.  The vector-math entries stay NULL: unary.c's
- * libm loops are the reference for those. */
+ * libm loops are the reference for those.  vexp_shift_sum_f32 is never NULL, so softmax calls it
+ * without a check: here it is libm's expf and a double sum (also what sse2 runs). */
+#include <math.h>
+
 #include "isa.h"
 
 #define UKR_UNROLL 1
@@ -38,6 +41,19 @@
 
 #include "isa/optim.h"
 
+/* isa.h's contract; every term is added in double, so the chunking it allows is moot here. */
+static double vexp_shift_sum_scalar(const float *x, float *y, ptrdiff_t n, float m)
+{
+    double s = 0.0;
+    for (ptrdiff_t j = 0; j < n; j++) {
+        const float e = expf(x[j] - m);
+        if (y)
+            y[j] = e;
+        s += (double)e;
+    }
+    return s;
+}
+
 void gc_isa_fill_scalar(gc_isa_kernels *k)
 {
     gc_optim_fill(k);
@@ -53,4 +69,7 @@ void gc_isa_fill_scalar(gc_isa_kernels *k)
     k->ukr_f64_name = "gemm_scalar_f64_4x4";
     for (int op = 0; op < GC_UNARY_COUNT; op++)
         k->vunary_f32[op] = NULL;
+    k->vexp_shift_sum_f32 = vexp_shift_sum_scalar;
+    k->vmax_f32 = NULL;
+    k->vsub2_mul_f32 = NULL;
 }

@@ -1,6 +1,7 @@
-/* Vectorized float32 exp, log, tanh, sigmoid, gelu (erf form), gelu (tanh form), included by
- * cpu/isa/avx2.c and cpu/isa/avx512.c after they define the operations below.  Written once, so
- * both ISAs give bitwise-identical results.
+/* Vectorized float32 exp, log, tanh, sigmoid, gelu (erf form), gelu (tanh form), and softmax's
+ * fused exp-shift-sum (VM_EXP_SHIFT_SUM, at the end), included by cpu/isa/avx2.c,
+ * cpu/isa/avx512.c and cpu/isa/neon.c after they define the operations below.  Written once, so
+ * the ISAs give bitwise-identical function values (the sums differ with the lane count).
  *
  * Accuracy against float64 (checked on a dense sweep of the whole float range by
  * tests/backends/cpu/test_isa.py): relative error <= 2e-7 for exp, tanh and sigmoid, <= 1e-6 for
@@ -20,6 +21,7 @@
  *   vf_blend(m, a, b) = m ? b : a
  *   vd_lo vd_hi (VF -> VD of the low / high lanes)  vd_tof2(lo, hi) (-> VF)
  *   vd_set1 vd_add vd_mul vd_fma(a, b, c) = a*b + c  vd_sub
+ *   vd_storeu(p, v) (VLANES / 2 doubles)
  */
 
 #define VM_C(v) vf_set1((float)(v))
@@ -221,5 +223,107 @@ static inline VF vm_gelu_tanh(VF x)
         for (; i < n; i += VLANES) {                                                              \
             const ptrdiff_t r = n - i < VLANES ? n - i : VLANES;                                 \
             vf_storen(y + i, FN(vf_loadn(x + i, r)), r);                                          \
+        }                                                                                         \
+    }
+
+/* isa.h's vexp_shift_sum_f32: y[j] = exp(x[j] - m) (y may be x, or NULL: only the sum) and the
+ * sum, in one pass with the exps in registers (softmax's exp pass and sum pass fused: one read
+ * of the row instead of three reads and two writes).
+ * The sum must be good to ~1e-6 *of sum - 1*: log-softmax's outputs near the max are -log(sum),
+ * as small as 1e-4 when the max dominates.  A float accumulator would round every small term
+ * added to the lane that holds exp(0) = 1 by up to 6e-8 (and widening every exp to double costs
+ * ~40% of the pass on AVX2).  So the elements equal to m (exactly the exps that are 1) are only
+ * counted, and the others, all < 1, summed in one float vector per chunk of GC_SM_CHUNK elements,
+ * whose lanes are then widened into double accumulators: the float sum's error is relative to
+ * the sum of the terms < 1 themselves.  The tail (only in the last chunk: 2 * VLANES divides
+ * GC_SM_CHUNK) goes through the masked load / store, its live lanes added one by one in double
+ * (the others hold exp(0 - m), not 0).  The order of every addition depends on n only. */
+#define VM_EXP_SHIFT_SUM(NAME)                                                                    \
+    static double NAME(const float *x, float *y, ptrdiff_t n, float m)                            \
+    {                                                                                             \
+        const VF vm = vf_set1(m), zero = vf_set1(0.0f), one = vf_set1(1.0f);                      \
+        VD sd = vd_set1(0.0), sc = vd_set1(0.0);                                                  \
+        double tail = 0.0;                                                                        \
+        for (ptrdiff_t j0 = 0; j0 < n; j0 += GC_SM_CHUNK) {                                       \
+            const ptrdiff_t w = n - j0 < GC_SM_CHUNK ? n - j0 : GC_SM_CHUNK;                     \
+            const float *xc = x + j0;                                                             \
+            float *yc = y ? y + j0 : NULL;                                                        \
+            VF acc = zero, cnt = zero;                                                            \
+            ptrdiff_t j = 0;                                                                      \
+            for (; j + 2 * VLANES <= w; j += 2 * VLANES) {                                        \
+                const VF x0 = vf_loadu(xc + j), x1 = vf_loadu(xc + j + VLANES);                  \
+                const VF e0 = vm_exp(vf_sub(x0, vm)), e1 = vm_exp(vf_sub(x1, vm));               \
+                if (yc) {                                                                         \
+                    vf_storeu(yc + j, e0);                                                        \
+                    vf_storeu(yc + j + VLANES, e1);                                               \
+                }                                                                                 \
+                const VM t0 = vf_eq(x0, vm), t1 = vf_eq(x1, vm);                                  \
+                acc = vf_add(acc, vf_add(vf_blend(t0, e0, zero), vf_blend(t1, e1, zero)));        \
+                cnt = vf_add(cnt, vf_add(vf_blend(t0, zero, one), vf_blend(t1, zero, one)));      \
+            }                                                                                     \
+            sd = vd_add(sd, vd_add(vd_lo(acc), vd_hi(acc)));                                      \
+            sc = vd_add(sc, vd_add(vd_lo(cnt), vd_hi(cnt)));                                      \
+            for (; j < w; j += VLANES) {                                                          \
+                const ptrdiff_t r = w - j < VLANES ? w - j : VLANES;                             \
+                const VF e = vm_exp(vf_sub(vf_loadn(xc + j, r), vm));                            \
+                if (yc)                                                                           \
+                    vf_storen(yc + j, e, r);                                                      \
+                float t[VLANES];                                                                  \
+                vf_storeu(t, e);                                                                  \
+                for (ptrdiff_t l = 0; l < r; l++)                                                 \
+                    tail += (double)t[l];                                                         \
+            }                                                                                     \
+        }                                                                                         \
+        double d[VLANES / 2], c[VLANES / 2];                                                      \
+        vd_storeu(d, sd);                                                                         \
+        vd_storeu(c, sc);                                                                         \
+        double s = 0.0, k = 0.0;                                                                  \
+        for (int l = 0; l < VLANES / 2; l++) {                                                    \
+            s += d[l];                                                                            \
+            k += c[l];                                                                            \
+        }                                                                                         \
+        return (k + s) + tail;                                                                    \
+    }
+
+/* isa.h's vmax_f32: 4 vector maxima (the max latency hides behind the loads); vf_max(v, acc)
+ * keeps acc when v is NaN, so NaN is skipped as the contract says. */
+#define VM_MAX(NAME)                                                                              \
+    static float NAME(const float *x, ptrdiff_t n)                                                \
+    {                                                                                             \
+        const VF ninf = vf_set1(-INFINITY);                                                       \
+        VF m0 = ninf, m1 = ninf, m2 = ninf, m3 = ninf;                                            \
+        ptrdiff_t j = 0;                                                                          \
+        for (; j + 4 * VLANES <= n; j += 4 * VLANES) {                                            \
+            m0 = vf_max(vf_loadu(x + j), m0);                                                     \
+            m1 = vf_max(vf_loadu(x + j + VLANES), m1);                                            \
+            m2 = vf_max(vf_loadu(x + j + 2 * VLANES), m2);                                        \
+            m3 = vf_max(vf_loadu(x + j + 3 * VLANES), m3);                                        \
+        }                                                                                         \
+        for (; j + VLANES <= n; j += VLANES)                                                      \
+            m0 = vf_max(vf_loadu(x + j), m0);                                                     \
+        float t[VLANES];                                                                          \
+        vf_storeu(t, vf_max(vf_max(m0, m1), vf_max(m2, m3)));                                     \
+        float r = -INFINITY;                                                                      \
+        for (int l = 0; l < VLANES; l++)                                                          \
+            r = t[l] > r ? t[l] : r;                                                              \
+        for (; j < n; j++)                                                                        \
+            r = x[j] > r ? x[j] : r;                                                              \
+        return r;                                                                                 \
+    }
+
+/* isa.h's vsub2_mul_f32: y = ((x - a) - b) * c, the same operations in every lane and tail. */
+#define VM_SUB2_MUL(NAME)                                                                         \
+    static void NAME(const float *x, float *y, ptrdiff_t n, float a, float b, float c)            \
+    {                                                                                             \
+        const VF va = vf_set1(a), vb = vf_set1(b), vc = vf_set1(c);                               \
+        ptrdiff_t i = 0;                                                                          \
+        for (; i + 2 * VLANES <= n; i += 2 * VLANES) {                                            \
+            const VF u = vf_loadu(x + i), v = vf_loadu(x + i + VLANES);                          \
+            vf_storeu(y + i, vf_mul(vf_sub(vf_sub(u, va), vb), vc));                              \
+            vf_storeu(y + i + VLANES, vf_mul(vf_sub(vf_sub(v, va), vb), vc));                     \
+        }                                                                                         \
+        for (; i < n; i += VLANES) {                                                              \
+            const ptrdiff_t r = n - i < VLANES ? n - i : VLANES;                                 \
+            vf_storen(y + i, vf_mul(vf_sub(vf_sub(vf_loadn(x + i, r), va), vb), vc), r);          \
         }                                                                                         \
     }

@@ -182,6 +182,22 @@ SCRIPT = textwrap.dedent(
         y = np.empty_like(s)
         C.softmax(s, y, 3, 11, 1000, lg)
         out[f"softmax_cols{lg}"] = y
+    # the fused exp-shift-sum over every tail length, chunk edges and long rows; rows where the
+    # max dominates (log-softmax near the max is -log(sum), ~1e-4) and rows of ties
+    for n in list(range(1, 41)) + [127, 128, 129, 255, 256, 1000, 4099]:
+        s = (r.standard_normal((3, n)) * 10).astype(np.float32)
+        s[1] *= 0.2  # ls = log(sum) ~ 1e-5..1e-9: small, yet far above double's 1 + 2e-16
+        s[1, n // 2] += 12.0
+        s[2, : (n + 1) // 2] = 7.0
+        out[f"in_softmax{n}"] = s
+        for lg in (0, 1):
+            y = np.empty_like(s)
+            C.softmax(s, y, 3, n, 1, lg)
+            out[f"softmax_len{n}_{lg}"] = y
+        t = np.arange(3, dtype=np.int64) % n
+        loss, lse = np.empty(3, np.float32), np.empty(3, np.float32)
+        C.cross_entropy_forward(s, t, loss, lse, 3, n, -100)
+        out[f"softmax_ce{n}"] = np.concatenate([loss, lse])
     # fused optimizer updates, below and above the threading grain
     for n in (37, 140001):
         for dt in (np.float32, np.float64):
@@ -333,6 +349,36 @@ def test_isa_unary_and_softmax_match_scalar(isa_outputs, isa):
     for key in [k for k in ref if k.startswith(("u_", "softmax"))]:
         rel, small = _elementwise_rel(got[key], ref[key])
         assert rel <= 1e-5 and small <= 8 * DENORM, (key, rel, small)
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_isa_softmax_rows_match_float64(isa_outputs, isa):
+    """Every ISA's fused exp(x - m) + sum (gc_isa.vexp_shift_sum_f32, through softmax,
+    log-softmax and the cross-entropy logsumexp) against float64 exp + sum, on every tail length
+    and chunk edge.  Log-softmax outputs near a dominating max are -log(sum) ~ 1e-4, so the
+    relative bound there checks that the sum is good to ~1e-6 of sum - 1, not just of sum."""
+    got = isa_outputs[isa]
+    for key in [k for k in got if k.startswith("in_softmax")]:
+        n = int(key[len("in_softmax") :])
+        x32 = got[key]
+        x = x32.astype(np.float64)
+        m = x.max(1, keepdims=True)
+        d = (x32 - x32.max(1, keepdims=True)).astype(np.float64)  # x - m as the kernels round it
+        e = np.exp(d)
+        lse = np.log(e.sum(1, keepdims=True))
+        sm, lsm = e / e.sum(1, keepdims=True), d - lse
+        y0, y1 = got[f"softmax_len{n}_0"], got[f"softmax_len{n}_1"]
+        np.testing.assert_allclose(y0, sm, rtol=1e-6, atol=1e-37, err_msg=f"softmax n={n}")
+        np.testing.assert_allclose(y1, lsm, rtol=2e-6, atol=1e-6, err_msg=f"log-softmax n={n}")
+        # near the max (|out| < 1e-2) the relative error of -log(sum) itself
+        small = np.abs(lsm) < 1e-2
+        rel = np.abs(y1[small] - lsm[small]) / np.maximum(np.abs(lsm[small]), 1e-30)
+        assert rel.max(initial=0.0) <= 1e-4, (n, rel.max())
+        ce = got[f"softmax_ce{n}"]
+        t = np.arange(3) % n
+        want_lse = (m + lse)[:, 0]
+        np.testing.assert_allclose(ce[3:], want_lse, rtol=1e-6, atol=1e-6, err_msg=f"lse n={n}")
+        np.testing.assert_allclose(ce[:3], want_lse - x[np.arange(3), t], rtol=1e-5, atol=1e-5)
 
 
 # --------------------------------------------------------------- vector math vs float64
@@ -588,6 +634,27 @@ def test_results_identical_for_any_thread_count(threads):
         many = _workload()
         for i, (p, q) in enumerate(zip(one, many)):
             assert np.array_equal(p, q, equal_nan=True), (n, i)
+
+
+def test_softmax_bitwise_same_for_one_and_two_threads(threads):
+    """The fused exp-shift-sum sums a row in an order fixed by its length, so softmax,
+    log-softmax and the cross-entropy forward give the same bits on 1 and 2 threads."""
+    r = np.random.default_rng(3)
+    x = (r.standard_normal((2000, 1001)) * 4).astype(np.float32)
+    t = r.integers(0, 1001, 2000)
+    res = []
+    for n in (1, 2):
+        threads(n)
+        outs = []
+        for lg in (0, 1):
+            y = np.empty_like(x)
+            C.softmax(x, y, 2000, 1001, 1, lg)
+            outs.append(y)
+        loss, lse = np.empty(2000, np.float32), np.empty(2000, np.float32)
+        C.cross_entropy_forward(x, t, loss, lse, 2000, 1001, -100)
+        res.append(outs + [loss, lse])
+    for p, q in zip(*res):
+        assert np.array_equal(p, q)
 
 
 def test_long_sum_is_accurate():
