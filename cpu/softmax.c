@@ -101,7 +101,10 @@ static double GC_FN(sum_d)(const GC_T *x, ptrdiff_t n)
 static double GC_FN(sum_exp)(const GC_T *x, GC_T *y, ptrdiff_t n, GC_T m)
 {
 #ifdef GC_SHIFT_SUM
-    return GC_SHIFT_SUM(x, y, n, m);
+    /* A row whose max is +inf: exp(inf - inf) is NaN, so the sum is NaN and so is every output
+     * (PyTorch's answer); the fused pass counts max-equal terms as exactly 1 and would not. */
+    const double s = GC_SHIFT_SUM(x, y, n, m);
+    return m == (GC_T)INFINITY ? (double)NAN : s;
 #else
     if (y) {
         for (ptrdiff_t j = 0; j < n; j++)

@@ -1224,3 +1224,14 @@ def test_kernels_run_concurrently_in_threads():
     for t in threads:
         t.join()
     assert not errors
+
+
+@pytest.mark.parametrize("n", [5, 129, 20000])
+def test_softmax_row_with_positive_infinity_is_all_nan(n):
+    # exp(inf - inf) is NaN, so the row's sum and every output are NaN (PyTorch, numpy's formula)
+    x = np.zeros((1, n), np.float32)
+    x[0, 1] = np.inf
+    for log in (0, 1):
+        out = np.empty_like(x)
+        C.softmax(x, out, 1, n, 1, log)
+        assert np.isnan(out).all(), (n, log)
