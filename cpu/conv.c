@@ -147,6 +147,21 @@ static void GC_FN(conv_bwd_body)(void *ctx, int slot)
     }
 }
 
+/* The fields forward and backward share: inputs, one image's geometry, the GEMM sizes. */
+static void GC_FN(conv_job_init)(GC_FN(conv_job) *J, const GC_T *x, const GC_T *w,
+                                 const gc_conv *p, ptrdiff_t o)
+{
+    memset(J, 0, sizeof *J);
+    J->x = x;
+    J->w = w;
+    J->p1 = *p;
+    J->p1.n = 1;
+    J->o = o;
+    J->ck = p->c * p->kh * p->kw;
+    J->l = p->oh * p->ow;
+    J->nimg = p->n;
+}
+
 /* Images per thread worth a region: below this much work a call stays on one thread. */
 static int GC_FN(conv_threads)(const gc_conv *p, ptrdiff_t o, ptrdiff_t units)
 {
@@ -160,17 +175,9 @@ int GC_FN(gc_conv2d_forward)(const GC_T *x, const GC_T *w, const GC_T *bias, GC_
                              const gc_conv *p, ptrdiff_t o)
 {
     GC_FN(conv_job) J;
-    memset(&J, 0, sizeof J);
-    J.x = x;
-    J.w = w;
+    GC_FN(conv_job_init)(&J, x, w, p, o);
     J.bias = bias;
     J.out = out;
-    J.p1 = *p;
-    J.p1.n = 1;
-    J.o = o;
-    J.ck = p->c * p->kh * p->kw;
-    J.l = p->oh * p->ow;
-    J.nimg = p->n;
     if (J.nimg <= 0 || o <= 0)
         return 0;
     atomic_init(&J.next, 0);
@@ -183,17 +190,9 @@ int GC_FN(gc_conv2d_backward)(const GC_T *x, const GC_T *w, const GC_T *g, GC_T 
                               GC_T *gb, const gc_conv *p, ptrdiff_t o)
 {
     GC_FN(conv_job) J;
-    memset(&J, 0, sizeof J);
-    J.x = x;
-    J.w = w;
+    GC_FN(conv_job_init)(&J, x, w, p, o);
     J.g = g;
     J.gx = gx;
-    J.p1 = *p;
-    J.p1.n = 1;
-    J.o = o;
-    J.ck = p->c * p->kh * p->kw;
-    J.l = p->oh * p->ow;
-    J.nimg = p->n;
     J.chunk = GC_CONV_CHUNK;
     if (p->n > GC_CONV_CHUNK * GC_CONV_MAX_CHUNKS)
         J.chunk = (p->n + GC_CONV_MAX_CHUNKS - 1) / GC_CONV_MAX_CHUNKS;
