@@ -67,6 +67,7 @@ _ZERO = {
     "dispatches": 0,
     "submits": 0,
     "barriers": 0,
+    "syncs": 0,
     "bytes_uploaded": 0,
     "bytes_downloaded": 0,
     "live_bytes": 0,

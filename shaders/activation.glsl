@@ -1,7 +1,8 @@
-// Activation functions shared by fused epilogues (include-only). The formulas are those of
-// unary.comp (same erf fit, same tanh clamp, same two-sided sigmoid), so a fused GEMM epilogue and
-// the standalone unary kernel round alike.
-// Codes: the ACT_* constants below (mirrored by gemm.py's _ACTIVATIONS).
+// Activation functions shared by the GEMM epilogue and unary_ops.glsl (the unary and fused
+// elementwise shaders), so all of them round alike. Include-only.
+// Codes: the ACT_* constants below (mirrored by gemm.py's ACTIVATIONS).
+#ifndef ACTIVATION_GLSL
+#define ACTIVATION_GLSL
 
 const uint ACT_NONE = 0u, ACT_RELU = 1u, ACT_GELU = 2u, ACT_GELU_TANH = 3u, ACT_SIGMOID = 4u,
            ACT_TANH = 5u;
@@ -34,3 +35,5 @@ float activate(uint act, float v) {
     if (act == ACT_TANH) return act_tanh(v);
     return v;
 }
+
+#endif

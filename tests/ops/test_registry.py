@@ -80,6 +80,7 @@ def test_the_fast_lane_leaves_device_policies_and_broadcasting_to_the_general_pa
     before = gpucore.vulkan.stats()["dispatches"]
     x = gpucore.ones(4) + gpucore.ones(4)  # policy 'vulkan' (the fixture): on the device
     assert x.device.type == "vulkan"
+    gpucore.vulkan.synchronize()  # records the pending fused program
     assert gpucore.vulkan.stats()["dispatches"] > before
     with gpucore.device_policy("cpu"):
         y = gpucore.ones(2, 3) * gpucore.ones(3)  # broadcast: the general path

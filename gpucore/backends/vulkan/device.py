@@ -110,6 +110,9 @@ def probe():
                 "minStorageBufferOffsetAlignment": int(lim.minStorageBufferOffsetAlignment),
                 "timestampPeriod": float(lim.timestampPeriod),
                 "maxMemoryAllocationCount": int(lim.maxMemoryAllocationCount),
+                "maxPerStageDescriptorStorageBuffers": int(
+                    lim.maxPerStageDescriptorStorageBuffers
+                ),
             }
             infos.append(
                 DeviceInfo(

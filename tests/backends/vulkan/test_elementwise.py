@@ -1,8 +1,11 @@
-"""Elementwise Vulkan kernels (shaders/binary.comp, where.comp, unary.comp) against the CPU path.
+"""Elementwise Vulkan kernels (shaders/binary.comp, where.comp, unary.comp, fused.comp) against
+the CPU path.
 
 Every test runs the op on the device (the ``vulkan`` fixture) and on the CPU and compares; where
 the CPU kernel and the shader must agree bit for bit (comparisons, casts, where, clamp, the
-special cases of pow, NaN propagation) the tolerance is zero.
+special cases of pow, NaN propagation) the tolerance is zero. Each test runs twice: with
+elementwise fusion (contiguous float32 ops go through fused.comp programs) and without (each op
+its own kernel).
 """
 
 from __future__ import annotations
@@ -16,6 +19,15 @@ from gpucore import dtypes as D
 from gpucore.backends.vulkan.kernels import elementwise as E
 
 RNG = np.random.default_rng(1234)
+
+
+@pytest.fixture(autouse=True, params=["fused", "unfused"])
+def fusion_mode(request, vulkan, monkeypatch):
+    stream = vulkan.ctx.stream
+    stream.flush_program()
+    monkeypatch.setattr(stream, "fuse", request.param == "fused")
+    yield request.param
+    stream.flush_program()
 
 ARITH = ["add", "sub", "mul", "div", "pow", "maximum", "minimum"]
 CMP = ["eq", "ne", "lt", "le", "gt", "ge"]

@@ -23,8 +23,9 @@ def test_rangeset_overlap_equals_the_union_of_added_ranges(added, queries):
     assert all(e < s2 for e, s2 in zip(rs.ends, rs.starts[1:]))  # disjoint, not touching
 
 
-def test_independent_ops_need_no_barrier_and_dependent_ones_do(vulkan):
+def test_independent_ops_need_no_barrier_and_dependent_ones_do(vulkan, monkeypatch):
     stream = vulkan.ctx.stream
+    monkeypatch.setattr(stream, "fuse", False)  # one dispatch per op (fusion has its own tests)
     x = gpucore.randn(64, 64).to("vulkan")
     gpucore.vulkan.synchronize()
     before = dict(stream.stats)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import fusion
+
 KERNELS: dict = {}
 MAX_GROUPS_X = 65535
 
@@ -108,10 +110,35 @@ def word_copy_ok(arr: np.ndarray) -> bool:
     return arr.itemsize == 4 or (arr.itemsize == 8 and arr.ndim < 8)
 
 
+def try_fuse(be, code: int, name: str, out: np.ndarray, *inputs: np.ndarray) -> bool:
+    """Offer ``out = op(*inputs)`` to the stream's pending program; True when it was taken (the
+    caller records nothing). Operands: float32, out contiguous, each input contiguous with out's
+    element count or a single element. False: the caller runs its own kernel."""
+    stream = be.ctx.stream
+    if not stream.fuse:
+        return False
+    n = out.size
+    if not out.flags.c_contiguous or out.dtype != np.float32:
+        return False
+    in_ops = []
+    for x in inputs:
+        if x.dtype != np.float32:
+            return False
+        if x.size == n and x.flags.c_contiguous:
+            in_ops.append((be.operand(x), False))
+        elif x.size == 1:
+            in_ops.append((be.operand(x), True))
+        else:
+            return False
+    return stream.elementwise(code, name, n, be.operand(out), in_ops, (out,) + inputs,
+                              flat_local_size(be))
+
+
 def copy_array(be, dst: np.ndarray, src: np.ndarray):
     """dst[...] = src on the device (same shape, same itemsize of 4 or 8 bytes)."""
     n = dst.size
-    if n == 0:
+    if n == 0 or (dst.dtype == src.dtype == np.float32
+                  and try_fuse(be, fusion.COPY, "copy", dst, src)):
         return
     od, os_ = be.operand(dst), be.operand(src)
     shape, sst, soff = _word_layout(src, os_)

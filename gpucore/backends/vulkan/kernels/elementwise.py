@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .... import dtypes as D
+from .. import fusion
 from . import (
     KERNELS,
     _accepts_words,
@@ -23,6 +24,7 @@ from . import (
     flat_local_size,
     groups_1d,
     kernel,
+    try_fuse,
 )
 
 # ----------------------------------------------------------------------------- unary
@@ -32,14 +34,14 @@ _UNARY_CODES = {
 }
 
 
-def _unary(code):
+def _unary(name, code):
     def run(be, out, x, **attrs):
         c = code
         if attrs.get("approximate") == "tanh":
             c = 9
         x = contiguous(be, x)
         n = out.size
-        if n == 0:
+        if n == 0 or try_fuse(be, c, name, out, x):
             return
         ox, oy = be.operand(x), be.operand(out)
         _dispatch(be, "unary", (c, 0), [(x, ox, False), (x, ox, False), (out, oy, True)],
@@ -49,16 +51,16 @@ def _unary(code):
 
 
 for _name, _code in _UNARY_CODES.items():
-    kernel(_name)(_unary(_code))
+    kernel(_name)(_unary(_name, _code))
 
 
-def _unary_bwd(code):
+def _unary_bwd(name, code):
     def run(be, out, g, saved, **attrs):
         c = 9 if (code == 8 and attrs.get("approximate") == "tanh") else code
         g = contiguous(be, g)
         saved = contiguous(be, saved)
         n = out.size
-        if n == 0:
+        if n == 0 or try_fuse(be, fusion.BACKWARD + c, name, out, saved, g):
             return
         os_, og, oy = be.operand(saved), be.operand(g), be.operand(out)
         _dispatch(be, "unary", (c, 1), [(saved, os_, False), (g, og, False), (out, oy, True)],
@@ -67,10 +69,8 @@ def _unary_bwd(code):
     return run
 
 
-kernel("relu_backward")(_unary_bwd(5))
-kernel("sigmoid_backward")(_unary_bwd(6))
-kernel("tanh_backward")(_unary_bwd(7))
-kernel("gelu_backward")(_unary_bwd(8))
+for _name, _code in (("relu", 5), ("sigmoid", 6), ("tanh", 7), ("gelu", 8)):
+    kernel(f"{_name}_backward")(_unary_bwd(f"{_name}_backward", _code))
 
 
 
@@ -219,8 +219,14 @@ def _accepts_binary(types, out_bool=False):
     return accepts
 
 
-def _binary(code):
+def _binary(name, code):
+    fused = fusion.BINARY_CODES.get(name)
+
     def run(be, out, a, b):
+        if fused is not None and out.size and try_fuse(
+            be, fusion.BINARY + fused, name, out, a, b
+        ):
+            return
         _run_strided(be, out, code, _NPTYPE[a.dtype], a, b)
 
     return run
@@ -229,13 +235,13 @@ def _binary(code):
 _FLOAT_ONLY = (D.float32,)
 _FLOAT_INT = (D.float32, D.int32)
 for _name in ("add", "sub", "mul", "maximum", "minimum"):
-    kernel(_name, accepts=_accepts_binary(_FLOAT_INT))(_binary(_OP[_name]))
+    kernel(_name, accepts=_accepts_binary(_FLOAT_INT))(_binary(_name, _OP[_name]))
 for _name in ("div", "pow"):
-    kernel(_name, accepts=_accepts_binary(_FLOAT_ONLY))(_binary(_OP[_name]))
+    kernel(_name, accepts=_accepts_binary(_FLOAT_ONLY))(_binary(_name, _OP[_name]))
 for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
-    kernel(_name, accepts=_accepts_binary(_FLOAT_INT, out_bool=True))(_binary(_OP[_name]))
+    kernel(_name, accepts=_accepts_binary(_FLOAT_INT, out_bool=True))(_binary(_name, _OP[_name]))
 for _name in ("logical_and", "logical_or", "logical_xor"):
-    kernel(_name, accepts=_accepts_binary((D.bool_,), out_bool=True))(_binary(_OP[_name]))
+    kernel(_name, accepts=_accepts_binary((D.bool_,), out_bool=True))(_binary(_name, _OP[_name]))
 
 
 def _accepts_logical_not(inputs, specs):

@@ -1,0 +1,53 @@
+// Unary math, activations and activation backwards, selected by an op code argument (a
+// specialization constant in unary.comp, a push-constant program word in fused.comp). The
+// activation formulas are activation.glsl's, so the GEMM epilogue, the unary kernel and fused
+// programs round alike. Include-only.
+// Op codes: the same numbering as gpucore._cpu's UNARY_* constants.
+#ifndef UNARY_OPS_GLSL
+#define UNARY_OPS_GLSL
+#include "activation.glsl"
+
+const int NEG = 0, ABS = 1, EXP = 2, LOG = 3, SQRT = 4, RELU = 5, SIGMOID = 6, TANH = 7,
+          GELU = 8, GELU_TANH = 9, SIGN = 10, SIN = 11, COS = 12, RECIPROCAL = 13;
+const float SQRT_2_PI = 0.7978845608028654;
+const float INV_SQRT2 = 0.7071067811865476;
+const float INV_SQRT_2PI = 0.3989422804014327;
+
+float unary_forward(int op, float v) {
+    if (op == NEG) return -v;
+    if (op == ABS) return abs(v);
+    if (op == EXP) return exp(v);
+    if (op == LOG) return log(v);
+    if (op == SQRT) return sqrt(v);
+    if (op == RELU) return activate(ACT_RELU, v);
+    if (op == SIGMOID) return act_sigmoid(v);
+    if (op == TANH) return act_tanh(v);
+    if (op == GELU) return activate(ACT_GELU, v);
+    if (op == GELU_TANH) return activate(ACT_GELU_TANH, v);
+    if (op == SIGN) return isnan(v) ? v : sign(v);
+    if (op == SIN) return sin(v);
+    if (op == COS) return cos(v);
+    if (op == RECIPROCAL) return 1.0 / v;
+    return v;
+}
+
+// grad * f'(s): s is x for RELU/GELU*, y = f(x) for SIGMOID/TANH.
+float unary_backward(int op, float gr, float s) {
+    if (op == RELU) return s > 0.0 ? gr : 0.0;
+    if (op == SIGMOID) return gr * s * (1.0 - s);
+    if (op == TANH) return gr * (1.0 - s * s);
+    if (op == GELU) {
+        float cdf = 0.5 * (1.0 + act_erf(s * INV_SQRT2));
+        float pdf = exp(-0.5 * s * s) * INV_SQRT_2PI;
+        return gr * (cdf + s * pdf);
+    }
+    if (op == GELU_TANH) {
+        float u = SQRT_2_PI * (s + 0.044715 * s * s * s);
+        float t = act_tanh(u);
+        float du = SQRT_2_PI * (1.0 + 3.0 * 0.044715 * s * s);
+        return gr * (0.5 * (1.0 + t) + 0.5 * s * (1.0 - t * t) * du);
+    }
+    return gr;
+}
+
+#endif
