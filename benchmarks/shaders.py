@@ -203,7 +203,7 @@ def bench_dispatch(b: Bench, args) -> str:
         return "### Dispatch cost\n\nno relu kernel: skipped"
     n, chain = 4096, 100
     reps = 3 if args.quick else 7
-    be = b.be
+    be, stream = b.be, b.stream
     x = b.upload(np.linspace(-1, 1, n))
     y = be.empty_array((n,), np.float32)
     relu = KERNELS["relu"]
@@ -213,17 +213,9 @@ def bench_dispatch(b: Bench, args) -> str:
         for _ in range(k):
             relu(be, dst, src)  # each reads what the previous wrote: a barrier between each
             if sync_each:
-                b.stream.synchronize()
+                stream.synchronize()
             src, dst = dst, src
 
-    rows = []
-    log("dispatch: kernel level")
-    _, wall_single = b.time(lambda: kernel_chain(chain, True), reps)
-    ts, wall_batch = b.time(lambda: kernel_chain(chain, False), reps)
-    rec = host_time(lambda: (kernel_chain(chain, False), b.stream.synchronize()), reps)
-    rows.append(["kernel (relu launch)", wall_single / chain * 1e6, wall_batch / chain * 1e6,
-                 ts / chain * 1e6])
-    log("dispatch: op level")
     with gpucore.device_policy("vulkan"):
         t = gpucore.tensor(np.linspace(-1, 1, n).astype(np.float32)).to("vulkan")
 
@@ -235,17 +227,33 @@ def bench_dispatch(b: Bench, args) -> str:
                     gpucore.vulkan.synchronize()
             return v
 
-        _, op_single = b.time(lambda: op_chain(chain, True), reps)
-        ts_op, op_batch = b.time(lambda: op_chain(chain, False), reps)
-    rows.append(["op (Tensor.relu)", op_single / chain * 1e6, op_batch / chain * 1e6,
-                 ts_op / chain * 1e6])
+        rows = []
+        fuse0 = stream.fuse
+        for fuse in (False, True):  # fusion forced on too (off by default on CPU devices)
+            stream.fuse = fuse
+            tag = "fused" if fuse else "one dispatch per op"
+            for level, fn in (("kernel (relu launch)", kernel_chain),
+                              ("op (Tensor.relu)", op_chain)):
+                log(f"dispatch: {level}, {tag}")
+                _, single = b.time(lambda fn=fn: fn(chain, True), reps)
+                ts, batch = b.time(lambda fn=fn: fn(chain, False), reps)
+                d1 = stream.stats["dispatches"]
+                fn(chain, False)
+                stream.synchronize()
+                per_chain = stream.stats["dispatches"] - d1
+                # the profiler times ops one by one, so the device column is unfused
+                rows.append([level, tag, single / chain * 1e6, batch / chain * 1e6,
+                             None if fuse else ts / chain * 1e6, per_chain])
+        stream.fuse = fuse0
     st = gpucore.vulkan.stats()
-    return (f"### Dispatch cost, relu on {n} floats, chain of {chain} dependent dispatches, "
-            "µs per dispatch\n\n"
-            + table(["level", "submit+wait per op", "batched (1 submit)", "device ts"], rows)
-            + f"\n\nBatched wall time includes recording ({rec / chain * 1e6:.1f} µs per "
-              f"dispatch with the final wait); stream counters so far: {st.get('dispatches')} "
-              f"dispatches, {st.get('submits')} submits, {st.get('barriers')} barriers.")
+    return (f"### Dispatch cost, relu on {n} floats, chain of {chain} dependent ops, µs per op\n\n"
+            + table(["level", "fusion", "submit+wait per op", "batched", "device ts",
+                     "dispatches per chain"], rows)
+            + "\n\n'batched': recording, submission (early submits while the device idles) and "
+              "the final wait. 'device ts': the sum of per-dispatch timestamp intervals (unfused; "
+              "the profiler times ops one by one). Stream counters so far: "
+              f"{st.get('dispatches')} dispatches, {st.get('submits')} submits, "
+              f"{st.get('barriers')} barriers.")
 
 
 def bench_pipelines(b: Bench, args) -> str:

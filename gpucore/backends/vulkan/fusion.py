@@ -19,8 +19,11 @@ disjoint from every slot's or identical to one (in-place ops); a broadcast slot 
 anything else flushes the program first and starts a new one, and an op that cannot be a program
 even alone (its output overlaps its input at another offset) takes the unfused kernel.
 
-GPUCORE_VULKAN_FUSION=0 turns fusion off (each op is its own dispatch); so does the profiler,
-which times ops one by one.
+Where it is on: GPUs by default. Not on CPU-type devices (lavapipe): there the interpreter loop
+costs ~25 ns per element and op against ~1.6 ns for the one-op shaders (llvmpipe runs the op and
+slot selection as per-lane code), far more than the ~30 µs per dispatch it saves, except for the
+smallest tensors. GPUCORE_VULKAN_FUSION=1 turns it on everywhere (tests do, to check it on
+lavapipe), =0 off everywhere; the profiler turns it off while it times ops one by one.
 """
 
 from __future__ import annotations
@@ -39,8 +42,23 @@ COPY = 31  # a unary code with no function: the identity
 BINARY_CODES = {"add": 0, "sub": 1, "mul": 2, "div": 3, "pow": 4, "maximum": 5, "minimum": 6}
 
 
-def enabled_by_env() -> bool:
-    return os.environ.get("GPUCORE_VULKAN_FUSION", "1").strip() != "0"
+def enabled_by_env() -> bool | None:
+    """GPUCORE_VULKAN_FUSION: True for "1", False for "0", None (per device) when unset."""
+    v = os.environ.get("GPUCORE_VULKAN_FUSION", "").strip()
+    if v in ("", "auto"):
+        return None
+    if v not in ("0", "1"):
+        raise ValueError(f"GPUCORE_VULKAN_FUSION={v!r}: expected 0, 1 or auto")
+    return v == "1"
+
+
+def enabled_for(ctx) -> bool:
+    """Whether the stream of this device fuses: the environment's choice, else GPUs only; never
+    where a shader cannot bind the program's slots."""
+    if ctx.limits.get("maxPerStageDescriptorStorageBuffers", 0) < MAX_SLOTS:
+        return False
+    env = enabled_by_env()
+    return (not ctx.is_cpu) if env is None else env
 
 
 def encode(op: int, a: int, b: int, out: int) -> int:

@@ -101,10 +101,7 @@ class Stream:
         self.stats = {"dispatches": 0, "submits": 0, "barriers": 0, "syncs": 0}
         self.profile = None  # list collecting (label, seconds) when profiling
         self.label = ""  # the op being recorded (set by the backend), names timed dispatches
-        # elementwise ops join a pending program (fusion.py) where the device binds its 8 slots
-        self.fuse = fusion.enabled_by_env() and (
-            ctx.limits.get("maxPerStageDescriptorStorageBuffers", 0) >= fusion.MAX_SLOTS
-        )
+        self.fuse = fusion.enabled_for(ctx)  # elementwise ops join a pending program
         self.program = fusion.Program()
         self._prepare_c_structs()
 

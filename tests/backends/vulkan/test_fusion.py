@@ -93,6 +93,15 @@ def test_size_count_and_slot_limits():
 
 
 # ----------------------------------------------------------------------------- on the device
+@pytest.fixture
+def fused(vulkan, monkeypatch):
+    """The vulkan fixture with fusion on (CPU-type devices leave it off by default)."""
+    vulkan.ctx.stream.flush_program()
+    monkeypatch.setattr(vulkan.ctx.stream, "fuse", True)
+    yield vulkan
+    vulkan.ctx.stream.flush_program()
+
+
 def stats():
     return gpucore.vulkan.stats()
 
@@ -101,7 +110,7 @@ def dev(a):
     return gpucore.tensor(np.ascontiguousarray(a, np.float32)).to("vulkan")
 
 
-def test_a_chain_is_one_dispatch_and_every_intermediate_holds_its_value(vulkan):
+def test_a_chain_is_one_dispatch_and_every_intermediate_holds_its_value(fused):
     a, b = RNG.standard_normal((2, 3000)).astype(np.float32)
     x, y = dev(a), dev(b)
     gpucore.vulkan.synchronize()
@@ -155,7 +164,7 @@ def test_a_long_chain_splits_into_full_programs(vulkan):
     assert n_fused == -(-200 // (MAX_SLOTS - 2))
 
 
-def test_a_python_scalar_is_a_broadcast_slot(vulkan):
+def test_a_python_scalar_is_a_broadcast_slot(fused):
     a = RNG.standard_normal(5000).astype(np.float32)
     x = dev(a)
     gpucore.vulkan.synchronize()
@@ -186,7 +195,7 @@ def test_in_place_ops_and_their_copies_fuse(vulkan):
     assert n_fused == -(-10 // ((MAX_SLOTS - 1) // 3))
 
 
-def test_other_ops_and_host_reads_see_the_pending_results(vulkan):
+def test_other_ops_and_host_reads_see_the_pending_results(fused):
     a = RNG.standard_normal((64, 50)).astype(np.float32)
     x = dev(a)
     y = x.exp()
@@ -196,7 +205,7 @@ def test_other_ops_and_host_reads_see_the_pending_results(vulkan):
     np.testing.assert_allclose(z.numpy(), 2 * np.exp(a.astype(np.float64)).T, rtol=1e-5)
 
 
-def test_gradients_through_fused_ops_match_the_cpu(vulkan):
+def test_gradients_through_fused_ops_match_the_cpu(fused):
     a, b = RNG.standard_normal((2, 4096)).astype(np.float32)
 
     def f(x, y):
@@ -220,7 +229,7 @@ def test_gradients_through_fused_ops_match_the_cpu(vulkan):
         np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-6)
 
 
-def test_the_profiler_times_ops_one_by_one(vulkan):
+def test_the_profiler_times_ops_one_by_one(fused):
     x = dev(RNG.standard_normal(4096))
     gpucore.vulkan.synchronize()
     with gpucore.profiler() as p:
@@ -229,9 +238,22 @@ def test_the_profiler_times_ops_one_by_one(vulkan):
     assert "fused(" not in p.table()
 
 
-@pytest.mark.parametrize("value", ["0", "1"])
-def test_the_environment_switch(value, monkeypatch):
-    from gpucore.backends.vulkan.fusion import enabled_by_env
+class FakeCtx:
+    def __init__(self, is_cpu, bindings=64):
+        self.is_cpu = is_cpu
+        self.limits = {"maxPerStageDescriptorStorageBuffers": bindings}
 
+
+@pytest.mark.parametrize("value", ["", "auto", "0", "1"])
+def test_gpus_fuse_by_default_and_the_environment_decides_otherwise(value, monkeypatch):
     monkeypatch.setenv("GPUCORE_VULKAN_FUSION", value)
-    assert enabled_by_env() is (value == "1")
+    want = {"0": False, "1": True}.get(value)
+    assert fusion.enabled_for(FakeCtx(is_cpu=False)) is (True if want is None else want)
+    assert fusion.enabled_for(FakeCtx(is_cpu=True)) is (False if want is None else want)
+    assert fusion.enabled_for(FakeCtx(is_cpu=False, bindings=4)) is False
+
+
+def test_a_bad_environment_value_is_named(monkeypatch):
+    monkeypatch.setenv("GPUCORE_VULKAN_FUSION", "yes")
+    with pytest.raises(ValueError, match="GPUCORE_VULKAN_FUSION"):
+        fusion.enabled_by_env()
