@@ -235,13 +235,17 @@ def bench_dispatch(b: Bench, args) -> str:
             for level, fn in (("kernel (relu launch)", kernel_chain),
                               ("op (Tensor.relu)", op_chain)):
                 log(f"dispatch: {level}, {tag}")
-                _, single = b.time(lambda fn=fn: fn(chain, True), reps)
-                ts, batch = b.time(lambda fn=fn: fn(chain, False), reps)
+                # the profiler times ops one by one: device timestamps only for unfused rows
+                if fuse:
+                    single = host_time(lambda fn=fn: fn(chain, True), reps)
+                    batch = host_time(lambda fn=fn: (fn(chain, False), stream.synchronize()), reps)
+                else:
+                    _, single = b.time(lambda fn=fn: fn(chain, True), reps)
+                    ts, batch = b.time(lambda fn=fn: fn(chain, False), reps)
                 d1 = stream.stats["dispatches"]
                 fn(chain, False)
                 stream.synchronize()
                 per_chain = stream.stats["dispatches"] - d1
-                # the profiler times ops one by one, so the device column is unfused
                 rows.append([level, tag, single / chain * 1e6, batch / chain * 1e6,
                              None if fuse else ts / chain * 1e6, per_chain])
         stream.fuse = fuse0

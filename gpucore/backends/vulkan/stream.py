@@ -24,9 +24,10 @@ from .kernels import groups_1d
 
 CAP = 256
 # Early submission: checked every EARLY_CHECK dispatches from MIN_BATCH on (one fence query each).
-# A 100-dispatch relu chain on lavapipe (µs per dispatch, recording included): one submit at the
-# end 40; early submits at 16 / 32 / 64 dispatches 26 / 27 / 30; fixed batches of 8 to 16 are
-# slower again (43-47), each submit costs ~50 µs of host time.
+# A 100-dispatch relu chain on lavapipe with LP_NUM_THREADS=0 (µs per dispatch, recording
+# included; medians of 15 alternating rounds): MIN_BATCH 16 / 32 / 64 gave 16.6 / 17.9 / 20.1,
+# one submit at the end 23.6. With lavapipe's worker threads all four were within noise (41-49):
+# the driver then needs both of the VM's cores, so recording cannot overlap it.
 MIN_BATCH = 16
 EARLY_CHECK = 8
 TIMEOUT_NS = int(float(os.environ.get("GPUCORE_VULKAN_TIMEOUT", "120")) * 1e9)
@@ -130,21 +131,6 @@ class Stream:
         return f
 
     def _barrier(self, cmd):
-        vk = self.vk
-        if not hasattr(self, "_c_barrier"):
-            mb = self._ffi.new("VkMemoryBarrier*")
-            mb.sType = vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER
-            mb.srcAccessMask = vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT
-            mb.dstAccessMask = (
-                vk.VK_ACCESS_SHADER_READ_BIT
-                | vk.VK_ACCESS_SHADER_WRITE_BIT
-                | vk.VK_ACCESS_TRANSFER_READ_BIT
-                | vk.VK_ACCESS_TRANSFER_WRITE_BIT
-            )
-            self._c_barrier = mb
-            self._barrier_stages = (
-                vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
-            )
         st = self._barrier_stages
         self._lib.vkCmdPipelineBarrier(
             cmd, st, st, 0, 1, self._c_barrier, 0, self._ffi.NULL, 0, self._ffi.NULL
@@ -204,6 +190,28 @@ class Stream:
         self._bind_compute = vk.VK_PIPELINE_BIND_POINT_COMPUTE
         self._stage_compute = vk.VK_SHADER_STAGE_COMPUTE_BIT
         self._push_desc = self.ctx.push_descriptor
+        # barriers: between dependent dispatches/copies, and before the host reads (at submit)
+        writes = vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT
+        mb = ffi.new("VkMemoryBarrier*")
+        mb.sType = vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER
+        mb.srcAccessMask = writes
+        mb.dstAccessMask = writes | vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_TRANSFER_READ_BIT
+        self._c_barrier = mb
+        hb = ffi.new("VkMemoryBarrier*")
+        hb.sType = vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER
+        hb.srcAccessMask = writes
+        hb.dstAccessMask = vk.VK_ACCESS_HOST_READ_BIT
+        self._c_host_barrier = hb
+        self._barrier_stages = (
+            vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+        )
+        self._stage_host = vk.VK_PIPELINE_STAGE_HOST_BIT
+        self._c_cmds = ffi.new("VkCommandBuffer[1]")
+        si = ffi.new("VkSubmitInfo*")
+        si.sType = vk.VK_STRUCTURE_TYPE_SUBMIT_INFO
+        si.commandBufferCount = 1
+        si.pCommandBuffers = self._c_cmds
+        self._c_submit = si
 
     def dispatch(self, pipeline, bindings, push, groups, label: str = "", keep=()):
         """Record one dispatch. bindings: [(block, byte offset, byte size, writes?)];
@@ -333,10 +341,8 @@ class Stream:
         """End the current frame's command buffer and queue it; never waits."""
         lib, ffi = self._lib, self._ffi
         f = self.frames[self.cur]
-        if not hasattr(self, "_c_submit"):
-            self._prepare_submit_structs()
         # Make device writes visible to the host once the fence signals.
-        lib.vkCmdPipelineBarrier(f.cmd, self._barrier_src_stages, self._stage_host, 0, 1,
+        lib.vkCmdPipelineBarrier(f.cmd, self._barrier_stages, self._stage_host, 0, 1,
                                  self._c_host_barrier, 0, ffi.NULL, 0, ffi.NULL)
         lib.vkEndCommandBuffer(f.cmd)
         self._c_cmds[0] = f.cmd
@@ -351,24 +357,6 @@ class Stream:
         f.in_flight = True
         self.stats["submits"] += 1
         self.cur = (self.cur + 1) % len(self.frames)
-
-    def _prepare_submit_structs(self):
-        vk, ffi = self.vk, self._ffi
-        hb = ffi.new("VkMemoryBarrier*")
-        hb.sType = vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER
-        hb.srcAccessMask = vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT
-        hb.dstAccessMask = vk.VK_ACCESS_HOST_READ_BIT
-        self._c_host_barrier = hb
-        self._barrier_src_stages = (
-            vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
-        )
-        self._stage_host = vk.VK_PIPELINE_STAGE_HOST_BIT
-        self._c_cmds = ffi.new("VkCommandBuffer[1]")
-        si = ffi.new("VkSubmitInfo*")
-        si.sType = vk.VK_STRUCTURE_TYPE_SUBMIT_INFO
-        si.commandBufferCount = 1
-        si.pCommandBuffers = self._c_cmds
-        self._c_submit = si
 
     def _wait(self, f: Frame):
         vk = self.vk
