@@ -1,6 +1,7 @@
 """Build script for the C extension gpucore._cpu (metadata lives in pyproject.toml).
 
-cpu/*.c and cpu/isa/scalar.c are portable C compiled with the baseline flags.  On x86 the
+cpu/*.c (the kernels), cpu/python/*.c (the Python bindings) and cpu/isa/scalar.c are portable C
+compiled with the baseline flags; cpu/opcodes.def is the op-code table they include.  On x86 the
 ISA-specific files cpu/isa/{sse2,avx2,avx512}.c are compiled as well, each with its own -m flags
 (see ISA_FLAGS), and the extension picks one at import after checking the CPU (cpu/dispatch.c).
 On arm64 cpu/isa/neon.c is compiled (NEON is baseline there: no extra flags) and always picked
@@ -56,7 +57,8 @@ elif ARM64:
     isa_flags, isa_macros = ARM64_ISA_FLAGS, [("GC_NEON_ISA", "1")]
 else:
     isa_flags, isa_macros = {}, []
-portable = sorted(glob.glob("cpu/*.c")) + ["cpu/isa/scalar.c"]
+# cpu/*.c: the kernels (no Python); cpu/python/*.c: the Python bindings and module
+portable = sorted(glob.glob("cpu/*.c")) + sorted(glob.glob("cpu/python/*.c")) + ["cpu/isa/scalar.c"]
 isa_sources = {isa: [f"cpu/isa/{isa}.c"] for isa in isa_flags}
 
 
@@ -91,7 +93,12 @@ setup(
             extra_compile_args=BASE_FLAGS,
             libraries=["m"],
             extra_link_args=["-pthread"],
-            depends=sorted(glob.glob("cpu/*.h") + glob.glob("cpu/isa/*.[ch]")),
+            depends=sorted(
+                glob.glob("cpu/*.h")
+                + glob.glob("cpu/python/*.h")
+                + glob.glob("cpu/isa/*.[ch]")
+                + ["cpu/opcodes.def"]
+            ),
         )
     ],
     cmdclass={"build_ext": BuildExt},

@@ -1,9 +1,9 @@
 /* Broadcasting binary kernels (a op b) and where (cond ? a : b).
  *
- * module.c builds the gc_iter: out's shape, each operand's element strides (0 where it is
- * broadcast), size-1 dimensions dropped and mergeable dimensions collapsed.  The kernels walk the
- * outer dimensions and run a row loop over the innermost one, with fast paths for contiguous
- * operands and for a broadcast (stride 0) operand. */
+ * The bindings (python/binary.c) build the gc_iter: out's shape, each operand's element strides
+ * (0 where it is broadcast), size-1 dimensions dropped and mergeable dimensions collapsed.  The
+ * kernels walk the outer dimensions and run a row loop over the innermost one, with fast paths for
+ * contiguous operands and for a broadcast (stride 0) operand. */
 #ifndef GC_T
 
 #include <math.h>
@@ -154,7 +154,7 @@ static void GC_FN(binary_span)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
     const GC_FN(binary_job) *J = (const GC_FN(binary_job) *)ctx;
     const gc_iter *it = J->it;
     const int op = J->op, last = it->ndim - 1;
-    const size_t osize = op >= GC_BINARY_EQ ? 1 : sizeof(GC_T);
+    const size_t osize = gc_binary_writes_bool(op) ? 1 : sizeof(GC_T);
     const ptrdiff_t len = it->shape[last], sa = it->stride[0][last], sb = it->stride[1][last];
     ptrdiff_t idx[GC_MAX_DIMS] = {0}, off[3] = {0, 0, 0};
     ptrdiff_t r = lo / len, c = lo % len;

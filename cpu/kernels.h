@@ -1,8 +1,8 @@
 /* gpucore._cpu kernels: plain C functions over pointers and sizes.
  *
- * Nothing here knows about Python.  module.c validates every argument (formats, sizes, bounds,
- * aliasing) before calling a kernel, so kernels assume valid input and never fail, except the
- * few that allocate scratch memory and return -1 when malloc fails.
+ * Nothing here knows about Python.  The bindings (cpu/python/) validate every argument (formats,
+ * sizes, bounds, aliasing) before calling a kernel, so kernels assume valid input and never fail,
+ * except the few that allocate scratch memory and return -1 when malloc fails.
  *
  * Float kernels are written once over an element type: each family file (gemm.c, unary.c, ...)
  * includes itself twice with GC_T = float / double, GC_SFX = f32 / f64 and GC_M(fn) naming the
@@ -16,51 +16,96 @@
 
 #define GC_MAX_DIMS 8
 
-/* Op codes, exported to Python as UNARY_*, BINARY_*, REDUCE_*. */
+/* Op codes: cpu/opcodes.def is the only place their numbers are written.  Exported to Python as
+ * UNARY_*, BINARY_*, REDUCE_* and the table OPCODES (cpu/python/module.c). */
 enum {
-    GC_UNARY_NEG = 0,
-    GC_UNARY_ABS,
-    GC_UNARY_EXP,
-    GC_UNARY_LOG,
-    GC_UNARY_SQRT,
-    GC_UNARY_RELU,
-    GC_UNARY_SIGMOID,
-    GC_UNARY_TANH,
-    GC_UNARY_GELU,
-    GC_UNARY_GELU_TANH,
-    GC_UNARY_SIGN,
-    GC_UNARY_SIN,
-    GC_UNARY_COS,
-    GC_UNARY_RECIPROCAL,
-    GC_UNARY_COUNT
+#define GC_UNARY(NAME, name, code) GC_UNARY_##NAME = code,
+#include "opcodes.def"
+#undef GC_UNARY
+    GC_UNARY_NONE = -1, /* no op: gemm_ex's act for "no activation" */
+};
+enum {
+#define GC_BINARY(NAME, name, code, kind) GC_BINARY_##NAME = code,
+#include "opcodes.def"
+#undef GC_BINARY
+};
+enum {
+#define GC_REDUCE(NAME, name, code) GC_REDUCE_##NAME = code,
+#include "opcodes.def"
+#undef GC_REDUCE
 };
 
+/* The number of codes of each family (codes are 0 .. count-1). */
 enum {
-    GC_BINARY_ADD = 0,
-    GC_BINARY_SUB,
-    GC_BINARY_MUL,
-    GC_BINARY_DIV,
-    GC_BINARY_POW,
-    GC_BINARY_MAXIMUM,
-    GC_BINARY_MINIMUM,
-    GC_BINARY_EQ, /* comparisons (EQ..GE) write bool bytes (0 / 1) */
-    GC_BINARY_NE,
-    GC_BINARY_LT,
-    GC_BINARY_LE,
-    GC_BINARY_GT,
-    GC_BINARY_GE,
-    GC_BINARY_COUNT
+    GC_UNARY_COUNT = 0
+#define GC_UNARY(NAME, name, code) +1
+#include "opcodes.def"
+#undef GC_UNARY
+};
+enum {
+    GC_BINARY_COUNT = 0
+#define GC_BINARY(NAME, name, code, kind) +1
+#include "opcodes.def"
+#undef GC_BINARY
+};
+enum {
+    GC_REDUCE_COUNT = 0
+#define GC_REDUCE(NAME, name, code) +1
+#include "opcodes.def"
+#undef GC_REDUCE
 };
 
-enum {
-    GC_REDUCE_SUM = 0,
-    GC_REDUCE_MEAN,
-    GC_REDUCE_MAX,
-    GC_REDUCE_MIN,
-    GC_REDUCE_ARGMAX, /* writes int64 */
-    GC_REDUCE_ARGMIN, /* writes int64 */
-    GC_REDUCE_COUNT
-};
+/* Each family's codes are exactly 0 .. count-1, each once (kernels and name tables are indexed
+ * by them): the set bits of the codes must be the count lowest bits. */
+_Static_assert((0
+#define GC_UNARY(NAME, name, code) | (1ull << (code))
+#include "opcodes.def"
+#undef GC_UNARY
+                ) == (1ull << GC_UNARY_COUNT) - 1,
+               "opcodes.def: the GC_UNARY codes must be 0 .. count-1, each once");
+_Static_assert((0
+#define GC_BINARY(NAME, name, code, kind) | (1ull << (code))
+#include "opcodes.def"
+#undef GC_BINARY
+                ) == (1ull << GC_BINARY_COUNT) - 1,
+               "opcodes.def: the GC_BINARY codes must be 0 .. count-1, each once");
+_Static_assert((0
+#define GC_REDUCE(NAME, name, code) | (1ull << (code))
+#include "opcodes.def"
+#undef GC_REDUCE
+                ) == (1ull << GC_REDUCE_COUNT) - 1,
+               "opcodes.def: the GC_REDUCE codes must be 0 .. count-1, each once");
+
+/* Comparisons (kind CMP) write bool bytes (0 / 1); the arithmetic ops (ARITH) the inputs' type. */
+#define GC_BINARY_KIND_ARITH 0
+#define GC_BINARY_KIND_CMP 1
+static inline int gc_binary_writes_bool(int op)
+{
+    switch (op) {
+#define GC_BINARY(NAME, name, code, kind) case GC_BINARY_##NAME: return GC_BINARY_KIND_##kind;
+#include "opcodes.def"
+#undef GC_BINARY
+    default: return 0;
+    }
+}
+
+/* The activations (opcodes.def's GC_ACT): the unary ops with a backward kernel and a GEMM
+ * epilogue.  gc_unary_is_act is also true for GC_UNARY_NONE (gemm_ex without activation). */
+static inline int gc_unary_is_act(int op)
+{
+    switch (op) {
+#define GC_ACT(NAME, name, code) case GC_UNARY_##NAME:
+#include "opcodes.def"
+#undef GC_ACT
+        return 1;
+    default: return 0;
+    }
+}
+
+static inline int gc_unary_has_backward(int op)
+{
+    return op != GC_UNARY_NONE && gc_unary_is_act(op);
+}
 
 /* An n-d iteration space shared by several operands, already broadcast and collapsed:
  * shape[d] >= 1 for every d < ndim (ndim >= 1), stride[o][d] is operand o's stride in ELEMENTS

@@ -1,11 +1,13 @@
 // Activation functions shared by the GEMM epilogue and unary_ops.glsl (the unary and fused
 // elementwise shaders), so all of them round alike. Include-only.
-// Codes: the ACT_* constants below (mirrored by gemm.py's ACTIVATIONS).
+// Codes: ACT_NONE, ACT_RELU, ... from the activation codes of cpu/opcodes.def (gemm.py's
+// ACTIVATIONS derives from the same table).
 #ifndef ACTIVATION_GLSL
 #define ACTIVATION_GLSL
 
-const uint ACT_NONE = 0u, ACT_RELU = 1u, ACT_GELU = 2u, ACT_GELU_TANH = 3u, ACT_SIGMOID = 4u,
-           ACT_TANH = 5u;
+#define GC_ACT(NAME, name, code) const uint ACT_##NAME = uint(code);
+#include "opcodes.def"
+#undef GC_ACT
 
 // erf with max abs error 1.2e-7 (Numerical Recipes erfc, Chebyshev fit).
 float act_erf(float v) {

@@ -6,9 +6,9 @@
 //
 // One shader for the family: binary arithmetic and comparisons, logical ops, clamp, log1p and dtype
 // casts (the unary ones bind a twice and ignore b). Specialization constants:
-//   1 OP        op code below
-//   2 IN_TYPE   0 float32, 1 int32, 2 bool (bytes, read out of 32-bit words)
-//   3 OUT_TYPE  0 float32, 1 int32, 2 bool: four results packed into each 32-bit word, so one
+//   1 OP        op code: a binary code or a strided-only one (cpu/opcodes.def)
+//   2 IN_TYPE   F32, I32 or BOOL (bytes, read out of 32-bit words); codes from cpu/opcodes.def
+//   3 OUT_TYPE  F32, I32 or BOOL: four results packed into each 32-bit word, so one
 //               invocation writes whole words and no 8-bit storage feature is needed.
 // Element offsets/strides are in elements of IN_TYPE (bytes for bool). Buffers are raw words.
 //
@@ -40,10 +40,14 @@ layout(push_constant) uniform Push {
     int b_stride[8];
 } p;
 
-const int F32 = 0, I32 = 1, BOOL = 2;
-const int ADD = 0, SUB = 1, MUL = 2, DIV = 3, POW = 4, MAXIMUM = 5, MINIMUM = 6,
-          EQ = 7, NE = 8, LT = 9, LE = 10, GT = 11, GE = 12,
-          LAND = 13, LOR = 14, LXOR = 15, LNOT = 16, CLAMP = 17, CAST = 18, LOG1P = 19;
+// F32, I32, BOOL; ADD .. GE; LOGICAL_AND .. LOG1P
+#define GC_TYPE(NAME, name, code) const int NAME = code;
+#define GC_BINARY(NAME, name, code, kind) const int NAME = code;
+#define GC_STRIDED(NAME, name, code) const int NAME = code;
+#include "opcodes.def"
+#undef GC_TYPE
+#undef GC_BINARY
+#undef GC_STRIDED
 
 uint load_a(int i) {
     if (IN_TYPE == BOOL) return (a[i >> 2] >> (8 * (i & 3))) & 0xffu;
@@ -62,7 +66,7 @@ uint f2i(float x) {
 
 // Result as raw bits (float32 / int32) or 0/1 (bool).
 uint compute(uint ra, uint rb) {
-    if (OP == CAST) {
+    if (OP == TO_DTYPE) {
         if (IN_TYPE == F32) {
             float x = uintBitsToFloat(ra);
             if (OUT_TYPE == I32) return f2i(x);
@@ -78,13 +82,13 @@ uint compute(uint ra, uint rb) {
         if (OUT_TYPE == F32) return ra != 0u ? floatBitsToUint(1.0) : 0u;
         return ra != 0u ? 1u : 0u;
     }
-    if (OP == LNOT) {
+    if (OP == LOGICAL_NOT) {
         if (IN_TYPE == F32) return (uintBitsToFloat(ra) == 0.0) ? 1u : 0u;
         return ra == 0u ? 1u : 0u;
     }
-    if (OP == LAND) return (ra != 0u && rb != 0u) ? 1u : 0u;
-    if (OP == LOR) return (ra != 0u || rb != 0u) ? 1u : 0u;
-    if (OP == LXOR) return ((ra != 0u) != (rb != 0u)) ? 1u : 0u;
+    if (OP == LOGICAL_AND) return (ra != 0u && rb != 0u) ? 1u : 0u;
+    if (OP == LOGICAL_OR) return (ra != 0u || rb != 0u) ? 1u : 0u;
+    if (OP == LOGICAL_XOR) return ((ra != 0u) != (rb != 0u)) ? 1u : 0u;
     if (IN_TYPE == I32) {
         int x = int(ra), w = int(rb);
         if (OP == ADD) return uint(x + w);

@@ -1,5 +1,112 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// cross_entropy family, shared-memory workgroup reductions (every device). Body: cross_entropy.glsl.
-#define SUBGROUP 0
-#include "cross_entropy.glsl"
+// Fused softmax + cross-entropy over [n, c] float32 logits and int64 class targets.
+//
+// BACKWARD (constant 1) = 0: lse[i] = logsumexp(logits[i]); loss[i] = lse[i] - logits[i, t[i]],
+//   0 where t[i] == ignore_index. One workgroup per row, or one invocation per row when
+//   SERIAL (constant 2) = 1 (short rows).
+// BACKWARD = 1: out[i, j] = g[i] (exp(logits[i, j] - lse[i]) - (j == t[i])), 0 on ignored rows;
+//   one invocation per element.
+// Targets are int64 read as two uint32 words (low, high). A target outside [0, c) that is not
+// ignore_index never indexes memory: its loss (forward) and its gradient row (backward) are NaN.
+//
+// Two variants (tools/build_shaders.py's VARIANTS): cross_entropy.spv with SUBGROUP=0 (shared-memory
+// workgroup reductions, every device) and cross_entropy_sg.spv with SUBGROUP=1 (subgroup reductions, for
+// devices with subgroup basic + vote + arithmetic in compute shaders).
+#ifndef SUBGROUP
+#error "SUBGROUP must be defined: compile through tools/build_shaders.py (VARIANTS)"
+#endif
+#if SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_vote : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+#include "common.glsl"
+#include "wg_reduce.glsl"
+
+layout(constant_id = 1) const int BACKWARD = 0;
+layout(constant_id = 2) const int SERIAL = 0;
+
+layout(std430, set = 0, binding = 0) readonly buffer L { float logits[]; };
+layout(std430, set = 0, binding = 1) readonly buffer T { uint tgt[]; };
+layout(std430, set = 0, binding = 2) buffer LSE { float lse[]; };      // forward: out
+layout(std430, set = 0, binding = 3) buffer G { float lg[]; };         // forward: loss out; backward: grad in
+layout(std430, set = 0, binding = 4) writeonly buffer O { float o[]; };  // backward: out
+
+// Mirrored by kernels/nn.py (_xent_push).
+layout(push_constant) uniform Push {
+    uint n;
+    uint c;
+    uint l_off;
+    uint t_off;   // in 32-bit words
+    uint lse_off;
+    uint g_off;
+    uint o_off;
+    uint ign_lo;
+    uint ign_hi;
+} p;
+
+// 0: a valid class, 1: ignored, 2: out of range
+int target_kind(uint i, out uint t) {
+    uint lo = tgt[p.t_off + 2u * i];
+    uint hi = tgt[p.t_off + 2u * i + 1u];
+    t = lo;
+    if (lo == p.ign_lo && hi == p.ign_hi) return 1;
+    return (hi == 0u && lo < p.c) ? 0 : 2;
+}
+
+void finish_row(uint i, float m, float s) {
+    uint t;
+    int kind = target_kind(i, t);
+    float ls = log(s);
+    lse[p.lse_off + i] = m + ls;
+    float loss = 0.0;
+    if (kind == 0) loss = (m - logits[p.l_off + i * p.c + t]) + ls;
+    if (kind == 2) loss = f_nan();
+    lg[p.g_off + i] = loss;
+}
+
+void main() {
+    if (BACKWARD == 1) {
+        uint e = global_index();
+        if (e >= p.n * p.c) return;
+        uint i = e / p.c;
+        uint j = e - i * p.c;
+        uint t;
+        int kind = target_kind(i, t);
+        float r = 0.0;
+        if (kind == 0) {
+            float gi = lg[p.g_off + i];
+            r = gi * exp(logits[p.l_off + e] - lse[p.lse_off + i]);
+            if (j == t) r -= gi;
+        } else if (kind == 2) {
+            r = f_nan();
+        }
+        o[p.o_off + e] = r;
+    } else if (SERIAL == 1) {
+        uint i = global_index();
+        if (i >= p.n) return;
+        uint base = p.l_off + i * p.c;
+        float m = -f_inf(), s = 0.0, c = 0.0;
+        for (uint j = 0u; j < p.c; ++j) {
+            float v = logits[base + j];
+            m = (v > m || is_nan(v)) ? v : m;
+        }
+        for (uint j = 0u; j < p.c; ++j) kahan_add(s, c, exp(logits[base + j] - m));
+        finish_row(i, m, s - c);
+    } else {
+        uint i = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+        if (i >= p.n) return;  // whole workgroup
+        uint base = p.l_off + i * p.c;
+        uint t = gl_LocalInvocationID.x;
+        float m = -f_inf(), s = 0.0, c = 0.0;
+        for (uint j = t; j < p.c; j += WG) {
+            float v = logits[base + j];
+            m = (v > m || is_nan(v)) ? v : m;
+        }
+        m = wg_ext(m, true);
+        for (uint j = t; j < p.c; j += WG) kahan_add(s, c, exp(logits[base + j] - m));
+        s = wg_sum(s - c);
+        if (t == 0u) finish_row(i, m, s);
+    }
+}

@@ -1,5 +1,167 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// softmax family, shared-memory workgroup reductions (every device). Body: softmax.glsl.
-#define SUBGROUP 0
-#include "softmax.glsl"
+// Softmax / log-softmax forward and backward over the middle axis of C-contiguous
+// [outer, n, inner] float32 arrays.
+//
+// OP (constant 1): 0 softmax, 1 log_softmax (x -> out);
+//                  2 softmax_backward  out = y (g - sum(g y)),
+//                  3 log_softmax_backward  out = g - exp(y) sum(g)  (x binding = g).
+// MODE (constant 2): 0 fused: stats and output in one dispatch (nchunks == 1);
+//                    1 stats: per chunk, write partial stats to ST[outer, nchunks, inner, 2];
+//                    2 apply: combine a row's partial stats, write the chunk's output.
+//   Forward stats are (m, s) = (NaN-propagating max, sum exp(x - m)); they combine as
+//   M = max m_c, S = sum s_c exp(m_c - M) (chunks with m_c = -inf add 0). Backward stats are sums.
+// COLUMNS (constant 3): 0 = rows (inner == 1), one workgroup per (row, chunk); 1 = one invocation
+//   per (outer, chunk, inner) column with serial loops.
+// The max is subtracted before exp (stable for rows like [1000, 1000, 1000]); sums are Kahan.
+//
+// Two variants (tools/build_shaders.py's VARIANTS): softmax.spv with SUBGROUP=0 (shared-memory
+// workgroup reductions, every device) and softmax_sg.spv with SUBGROUP=1 (subgroup reductions, for
+// devices with subgroup basic + vote + arithmetic in compute shaders).
+#ifndef SUBGROUP
+#error "SUBGROUP must be defined: compile through tools/build_shaders.py (VARIANTS)"
+#endif
+#if SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_vote : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+#include "common.glsl"
+#include "wg_reduce.glsl"
+
+layout(constant_id = 1) const int OP = 0;
+layout(constant_id = 2) const int MODE = 0;
+layout(constant_id = 3) const int COLUMNS = 0;
+
+layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
+layout(std430, set = 0, binding = 1) readonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer O { float o[]; };
+layout(std430, set = 0, binding = 3) buffer ST { float st[]; };
+
+// Mirrored by kernels/nn.py (_softmax_pass).
+layout(push_constant) uniform Push {
+    uint outer;
+    uint n;
+    uint inner;
+    uint chunk;
+    uint nchunks;
+    uint x_off;
+    uint y_off;
+    uint o_off;
+    uint st_off;
+} p;
+
+const int FUSED = 0, STATS = 1, APPLY = 2;
+const bool FORWARD = OP < 2;
+
+float term(uint e) {  // the summand of the backward stats
+    return OP == 2 ? x[p.x_off + e] * y[p.y_off + e] : x[p.x_off + e];
+}
+
+float result(uint e, float m, float s) {
+    if (OP == 0) return exp(x[p.x_off + e] - m) * (1.0 / s);
+    if (OP == 1) return (x[p.x_off + e] - m) - log(s);
+    float yv = y[p.y_off + e];
+    if (OP == 2) return yv * (x[p.x_off + e] - s);
+    return x[p.x_off + e] - exp(yv) * s;
+}
+
+float max_step(float m, float v) { return (v > m || is_nan(v)) ? v : m; }
+
+void rows_main() {
+    uint g = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+    if (g >= p.outer * p.nchunks) return;  // whole workgroup: barriers stay uniform
+    uint t = gl_LocalInvocationID.x;
+    uint r = g / p.nchunks;
+    uint start = (g - r * p.nchunks) * p.chunk;
+    uint end = min(p.n, start + p.chunk);
+    uint base = r * p.n;
+    float m = 0.0, s = 0.0, c = 0.0;
+    if (MODE != APPLY) {
+        if (FORWARD) {
+            m = -f_inf();
+            for (uint j = start + t; j < end; j += WG) m = max_step(m, x[p.x_off + base + j]);
+            m = wg_ext(m, true);
+            for (uint j = start + t; j < end; j += WG) kahan_add(s, c, exp(x[p.x_off + base + j] - m));
+        } else {
+            for (uint j = start + t; j < end; j += WG) kahan_add(s, c, term(base + j));
+        }
+        s = wg_sum(s - c);
+        if (MODE == STATS) {
+            if (t == 0u) {
+                st[p.st_off + 2u * g] = m;
+                st[p.st_off + 2u * g + 1u] = s;
+            }
+            return;
+        }
+    } else {
+        uint sb = p.st_off + 2u * r * p.nchunks;
+        if (FORWARD) {
+            m = -f_inf();
+            for (uint k = t; k < p.nchunks; k += WG) m = comb_ext(m, st[sb + 2u * k], true);
+            m = wg_ext(m, true);
+            for (uint k = t; k < p.nchunks; k += WG) {
+                float mk = st[sb + 2u * k];
+                if (mk != -f_inf()) s += st[sb + 2u * k + 1u] * exp(mk - m);
+            }
+        } else {
+            for (uint k = t; k < p.nchunks; k += WG) s += st[sb + 2u * k + 1u];
+        }
+        s = wg_sum(s);
+    }
+    for (uint j = start + t; j < end; j += WG) o[p.o_off + base + j] = result(base + j, m, s);
+}
+
+void columns_main() {
+    uint gid = global_index();
+    if (gid >= p.outer * p.nchunks * p.inner) return;
+    uint oc = gid / p.inner;
+    uint i = gid - oc * p.inner;
+    uint r = oc / p.nchunks;
+    uint start = (oc - r * p.nchunks) * p.chunk;
+    uint end = min(p.n, start + p.chunk);
+    uint base = r * p.n * p.inner + i;
+    float m = 0.0, s = 0.0, c = 0.0;
+    if (MODE != APPLY) {
+        if (FORWARD) {
+            m = -f_inf();
+            for (uint j = start; j < end; ++j) m = max_step(m, x[p.x_off + base + j * p.inner]);
+            for (uint j = start; j < end; ++j) kahan_add(s, c, exp(x[p.x_off + base + j * p.inner] - m));
+        } else {
+            for (uint j = start; j < end; ++j) kahan_add(s, c, term(base + j * p.inner));
+        }
+        s -= c;
+        if (MODE == STATS) {
+            st[p.st_off + 2u * gid] = m;
+            st[p.st_off + 2u * gid + 1u] = s;
+            return;
+        }
+    } else {
+        uint sb = r * p.nchunks * p.inner + i;  // stats of chunk k: sb + k * inner
+        if (FORWARD) {
+            m = -f_inf();
+            for (uint k = 0u; k < p.nchunks; ++k) m = comb_ext(m, st[p.st_off + 2u * (sb + k * p.inner)], true);
+        }
+        for (uint k = 0u; k < p.nchunks; ++k) {
+            uint q = p.st_off + 2u * (sb + k * p.inner);
+            if (!FORWARD) {
+                kahan_add(s, c, st[q + 1u]);
+            } else if (st[q] != -f_inf()) {
+                kahan_add(s, c, st[q + 1u] * exp(st[q] - m));
+            }
+        }
+        s -= c;
+    }
+    for (uint j = start; j < end; ++j) {
+        uint e = base + j * p.inner;
+        o[p.o_off + e] = result(e, m, s);
+    }
+}
+
+void main() {
+    if (COLUMNS == 0) {
+        rows_main();
+    } else {
+        columns_main();
+    }
+}

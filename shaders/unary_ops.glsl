@@ -2,13 +2,14 @@
 // specialization constant in unary.comp, a push-constant program word in fused.comp). The
 // activation formulas are activation.glsl's, so the GEMM epilogue, the unary kernel and fused
 // programs round alike. Include-only.
-// Op codes: the same numbering as gpucore._cpu's UNARY_* constants.
+// Op codes: the unary codes of cpu/opcodes.def (gpucore._cpu's UNARY_* constants), as NEG, ABS, ...
 #ifndef UNARY_OPS_GLSL
 #define UNARY_OPS_GLSL
 #include "activation.glsl"
 
-const int NEG = 0, ABS = 1, EXP = 2, LOG = 3, SQRT = 4, RELU = 5, SIGMOID = 6, TANH = 7,
-          GELU = 8, GELU_TANH = 9, SIGN = 10, SIN = 11, COS = 12, RECIPROCAL = 13;
+#define GC_UNARY(NAME, name, code) const int NAME = code;
+#include "opcodes.def"
+#undef GC_UNARY
 const float SQRT_2_PI = 0.7978845608028654;
 const float INV_SQRT2 = 0.7071067811865476;
 const float INV_SQRT_2PI = 0.3989422804014327;

@@ -1,4 +1,4 @@
-// Workgroup reductions shared by reduce.glsl, softmax.glsl and cross_entropy.glsl (include-only).
+// Workgroup reductions shared by reduce.comp, softmax.comp and cross_entropy.comp (include-only).
 //
 // The includer defines SUBGROUP (1: use GL_KHR_shader_subgroup_{basic,vote,arithmetic}, enabled
 // by the includer before any code; 0: shared-memory tree only) and includes common.glsl first.

@@ -226,3 +226,20 @@ def sum_to(g: np.ndarray, shape) -> np.ndarray:
     g = g.sum(axis=tuple(range(lead))) if lead else g
     axes = tuple(i for i, s in enumerate(shape) if s == 1 and g.shape[i] != 1)
     return g.sum(axis=axes, keepdims=True) if axes else g
+
+
+def leaf(values, dtype=gpucore.float64):
+    """A tensor of ``values`` (float64 unless ``dtype``) that requires grad: a graph leaf."""
+    return gpucore.tensor(values, dtype=dtype, requires_grad=True)
+
+
+def num_grad(f, x: np.ndarray, eps=1e-6) -> np.ndarray:
+    """Central-difference gradient of a scalar numpy function f at x (float64)."""
+    x = np.asarray(x, np.float64)
+    g = np.zeros_like(x)
+    for i in range(x.size):
+        xp, xm = x.copy(), x.copy()
+        xp.reshape(-1)[i] += eps
+        xm.reshape(-1)[i] -= eps
+        g.reshape(-1)[i] = (f(xp) - f(xm)) / (2 * eps)
+    return g

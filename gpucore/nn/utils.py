@@ -33,7 +33,7 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
     ``min(1, max_norm / (total_norm + 1e-6))``, as PyTorch.
     """
     from ..creation import tensor
-    from ..ops.indexing import stack
+    from ..ops.joining import stack
 
     grads = [p.grad for p in _param_list(parameters) if p.grad is not None]
     max_norm = float(max_norm)
@@ -73,7 +73,7 @@ def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
 
 def parameters_to_vector(parameters) -> Tensor:
     """All parameters flattened and concatenated into one 1-D tensor."""
-    from ..ops.indexing import cat
+    from ..ops.joining import cat
 
     return cat([p.reshape(-1) for p in _param_list(parameters)])
 

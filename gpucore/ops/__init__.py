@@ -1,14 +1,19 @@
-"""All ops: importing this package fills the registry and attaches Tensor methods."""
+"""All ops: importing this package fills the registry and declares the public API (``api``)."""
 
 from . import (  # noqa: F401
     elementwise,
     indexing,
-    inplace,
+    joining,
     linalg,
     nnops,
     optim_ops,
     pool,
     reduce,
     shape,
+    unary,
 )
+
+# inplace attaches the in-place forms every family above declared: it comes last.
+from . import inplace  # noqa: F401, E402  isort: skip
+from .api import FUNCTIONS, METHODS  # noqa: F401
 from .registry import REGISTRY, apply, defop  # noqa: F401

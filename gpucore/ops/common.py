@@ -1,23 +1,37 @@
-"""Helpers shared by the op families: argument normalisation, broadcasting, method attachment."""
+"""Helpers shared by the op families: argument normalisation and broadcasting."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from .. import dtypes as D
-from ..errors import GpucoreIndexError, ShapeError
+from ..errors import DTypeError, GpucoreIndexError, ShapeError
 from ..tensor import Tensor
 
 
-def method(*names):
-    """Attach the decorated function to Tensor under ``names`` (one definition, both forms)."""
+def same_result(x, *_, **__):
+    """infer rule of ops whose output has the input's shape and dtype."""
+    return (x.shape, x.dtype)
 
-    def deco(fn):
-        for n in names:
-            setattr(Tensor, n, fn)
-        return fn
 
-    return deco
+def float_result(x, **_):
+    """infer rule of float math: the input's shape; exp/log/... of an integer tensor give
+    float32, as PyTorch."""
+    return (x.shape, x.dtype if x.dtype.is_floating_point else D.float32)
+
+
+def no_bool(op: str):
+    """A check refusing bool operands of ``op`` (PyTorch refuses ``-`` on bools)."""
+
+    def check(*operands):
+        for t in operands:
+            if isinstance(t, Tensor) and t.dtype is D.bool_:
+                raise DTypeError(
+                    f"{op} of a bool tensor is not supported (as in PyTorch); use logical_not() / "
+                    "logical_xor(), or convert with .int() or .float() first"
+                )
+
+    return check
 
 
 def scalar_tensor(value, dtype) -> Tensor:

@@ -1,9 +1,9 @@
-"""Elementwise ops: unary math and activations, binary arithmetic, comparisons, where, clamp,
-dtype casts and copies. Each op is one ``defop`` with its shape rule and backward."""
+"""Elementwise ops with broadcasting: binary arithmetic, comparisons, logical ops, where, clamp,
+dtype casts, copies and device moves (the unary math and activations are in unary.py). Each op
+is one ``defop`` with its shape rule, backward and samples."""
 
 from __future__ import annotations
 
-import math
 import numbers
 
 import numpy as np
@@ -12,213 +12,13 @@ from .. import dtypes as D
 from ..autograd.grad_mode import _state as _grad_state
 from ..errors import DTypeError
 from ..tensor import Tensor
-from .common import as_operands, broadcast_shapes, method, scalar_tensor
-from .registry import apply, defop, mark_elementwise, record
+from .api import public, tensor_member
+from .common import as_operands, broadcast_shapes, no_bool, scalar_tensor
+from .common import same_result as _same
+from .registry import apply, defop, record
+from .samples import Sample, away_from, binary, uniform
 
-
-def _same(x, *_, **__):
-    return (x.shape, x.dtype)
-
-
-def _float_result(x, **_):
-    # exp/log/... of an integer tensor give float32, as PyTorch.
-    return (x.shape, x.dtype if x.dtype.is_floating_point else D.float32)
-
-
-# ----------------------------------------------------------------------------- unary ops
-def _no_bool(op):
-    def check(*operands):
-        for t in operands:
-            if isinstance(t, Tensor) and t.dtype is D.bool_:
-                raise DTypeError(
-                    f"{op} of a bool tensor is not supported (as in PyTorch); use logical_not() / "
-                    "logical_xor(), or convert with .int() or .float() first"
-                )
-
-    return check
-
-
-_check_neg = _no_bool("neg (unary -)")
-_check_sub = _no_bool("sub (the - operator)")
-
-
-def _neg_infer(x):
-    _check_neg(x)
-    return (x.shape, x.dtype)
-
-
-NEG = defop("neg", infer=_neg_infer, backward=lambda ctx, g: -g)
-ABS = defop("abs", infer=_same, save_inputs=(0,), backward=lambda ctx, g: g * ctx.saved[0].sign())
-SIGN = defop("sign", infer=_same, backward=lambda ctx, g: g * 0)
-EXP = defop("exp", infer=_float_result, save_outputs=(0,), backward=lambda ctx, g: g * ctx.saved[0])
-LOG = defop("log", infer=_float_result, save_inputs=(0,), backward=lambda ctx, g: g / ctx.saved[0])
-SQRT = defop(
-    "sqrt", infer=_float_result, save_outputs=(0,), backward=lambda ctx, g: g / (2 * ctx.saved[0])
-)
-SIN = defop(
-    "sin", infer=_float_result, save_inputs=(0,), backward=lambda ctx, g: g * ctx.saved[0].cos()
-)
-COS = defop(
-    "cos", infer=_float_result, save_inputs=(0,), backward=lambda ctx, g: -g * ctx.saved[0].sin()
-)
-LOG1P = defop(
-    "log1p", infer=_float_result, save_inputs=(0,), backward=lambda ctx, g: g / (ctx.saved[0] + 1)
-)
-RECIPROCAL = defop(
-    "reciprocal",
-    infer=_float_result,
-    save_outputs=(0,),
-    backward=lambda ctx, g: -g * ctx.saved[0] * ctx.saved[0],
-)
-RELU = defop(
-    "relu",
-    infer=_same,
-    save_inputs=(0,),
-    backward=lambda ctx, g: apply(RELU_BACKWARD, g, ctx.saved[0]),
-)
-SIGMOID = defop(
-    "sigmoid",
-    infer=_float_result,
-    save_outputs=(0,),
-    backward=lambda ctx, g: apply(SIGMOID_BACKWARD, g, ctx.saved[0]),
-)
-TANH = defop(
-    "tanh",
-    infer=_float_result,
-    save_outputs=(0,),
-    backward=lambda ctx, g: apply(TANH_BACKWARD, g, ctx.saved[0]),
-)
-GELU = defop(
-    "gelu",
-    infer=_float_result,
-    save_inputs=(0,),
-    backward=lambda ctx, g: apply(GELU_BACKWARD, g, ctx.saved[0], **ctx.attrs),
-)
-
-# Backward kernels of the activations are ops too, so second derivatives work.
-RELU_BACKWARD = defop(
-    "relu_backward",
-    infer=_same,
-    save_inputs=(1,),
-    backward=lambda ctx, gg: (apply(RELU_BACKWARD, gg, ctx.saved[0]), None),
-)
-
-
-def _sigmoid_bwd_bwd(ctx, gg):
-    g, y = ctx.saved
-    return apply(SIGMOID_BACKWARD, gg, y), gg * g * (1 - 2 * y)
-
-
-def _tanh_bwd_bwd(ctx, gg):
-    g, y = ctx.saved
-    return apply(TANH_BACKWARD, gg, y), gg * g * (-2 * y)
-
-
-_SQRT_2_PI = math.sqrt(2.0 / math.pi)
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-
-
-def _gelu_second(x: Tensor, approximate: str) -> Tensor:
-    """d²/dx² gelu(x), written in ops so third derivatives exist too."""
-    if approximate == "tanh":
-        c = 0.044715
-        u = _SQRT_2_PI * (x + c * x * x * x)
-        du = _SQRT_2_PI * (1 + 3 * c * x * x)
-        d2u = _SQRT_2_PI * 6 * c * x
-        t = u.tanh()
-        sech2 = 1 - t * t
-        return sech2 * (du + 0.5 * x * (d2u - 2 * t * du * du))
-    pdf = (x * x * -0.5).exp() * _INV_SQRT_2PI
-    return pdf * (2 - x * x)
-
-
-def _gelu_bwd_bwd(ctx, gg):
-    g, x = ctx.saved
-    approximate = ctx.attrs["approximate"]
-    return apply(GELU_BACKWARD, gg, x, approximate=approximate), gg * g * _gelu_second(
-        x, approximate
-    )
-
-
-SIGMOID_BACKWARD = defop(
-    "sigmoid_backward", infer=_same, save_inputs=(0, 1), backward=_sigmoid_bwd_bwd
-)
-TANH_BACKWARD = defop("tanh_backward", infer=_same, save_inputs=(0, 1), backward=_tanh_bwd_bwd)
-GELU_BACKWARD = defop("gelu_backward", infer=_same, save_inputs=(0, 1), backward=_gelu_bwd_bwd)
-
-
-def _unary(op):
-    def fn(input: Tensor) -> Tensor:
-        return apply(op, input)
-
-    fn.__name__ = op.name
-    fn.__doc__ = f"Elementwise {op.name}, as torch.{op.name}."
-    return fn
-
-
-neg = method("neg", "negative", "__neg__")(_unary(NEG))
-abs = method("abs", "__abs__")(_unary(ABS))  # noqa: A001 - PyTorch's name
-sign = method("sign")(_unary(SIGN))
-exp = method("exp")(_unary(EXP))
-log = method("log")(_unary(LOG))
-sqrt = method("sqrt")(_unary(SQRT))
-sin = method("sin")(_unary(SIN))
-cos = method("cos")(_unary(COS))
-reciprocal = method("reciprocal")(_unary(RECIPROCAL))
-relu = method("relu")(_unary(RELU))
-sigmoid = method("sigmoid")(_unary(SIGMOID))
-tanh = method("tanh")(_unary(TANH))
-
-
-@method("gelu")
-def gelu(input: Tensor, approximate: str = "none") -> Tensor:
-    """GELU: ``x * Phi(x)`` (approximate='none', erf form) or the tanh approximation."""
-    if approximate not in ("none", "tanh"):
-        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    return apply(GELU, input, approximate=approximate)
-
-
-@method("rsqrt")
-def rsqrt(input: Tensor) -> Tensor:
-    """1 / sqrt(x)."""
-    return input.sqrt().reciprocal()
-
-
-@method("isnan")
-def isnan(input: Tensor) -> Tensor:
-    """True where the element is NaN (a bool tensor)."""
-    return input != input
-
-
-@method("isinf")
-def isinf(input: Tensor) -> Tensor:
-    """True where the element is +inf or -inf."""
-    return input.abs() == math.inf
-
-
-@method("isfinite")
-def isfinite(input: Tensor) -> Tensor:
-    """True where the element is neither NaN nor infinite."""
-    return logical_not(isnan(input) | isinf(input))
-
-
-@method("square")
-def square(input: Tensor) -> Tensor:
-    """x * x, elementwise."""
-    return input * input
-
-
-@method("log1p")
-def log1p(input: Tensor) -> Tensor:
-    """log(1 + x), accurate for tiny x (where ``(x + 1).log()`` rounds to 0)."""
-    return apply(LOG1P, input)
-
-
-@method("softplus")
-def softplus(input: Tensor) -> Tensor:
-    """log(1 + exp(x)), computed stably as max(x, 0) + log1p(exp(-|x|)); the gradient at 0 is 1/2
-    (maximum splits ties)."""
-    return maximum(input, 0.0) + (-input.abs()).exp().log1p()
+_check_sub = no_bool("sub (the - operator)")
 
 
 # ----------------------------------------------------------------------------- binary ops
@@ -277,37 +77,103 @@ def _minmax_bwd(pick_first):
     return bwd
 
 
-ADD = defop("add", infer=_binfer("add"), backward=lambda ctx, g: (g, g))
-SUB = defop("sub", infer=_binfer("sub"), backward=lambda ctx, g: (g, -g))
+ADD = defop(
+    "add",
+    samples=binary(np.add),
+    elementwise=True,
+    infer=_binfer("add"),
+    backward=lambda ctx, g: (g, g),
+)
+SUB = defop(
+    "sub",
+    samples=binary(np.subtract),
+    elementwise=True,
+    infer=_binfer("sub"),
+    backward=lambda ctx, g: (g, -g),
+)
 MUL = defop(
-    "mul", infer=_binfer("mul"), save_inputs=(0, 1), save_for={0: (1,), 1: (0,)},
+    "mul",
+    samples=binary(np.multiply),
+    elementwise=True,
+    infer=_binfer("mul"),
+    save_inputs=(0, 1),
+    save_for={0: (1,), 1: (0,)},
     backward=_mul_bwd,
 )
 DIV = defop(
-    "div", infer=_div_infer, save_inputs=(0, 1), save_for={0: (1,), 1: (0, 1)}, backward=_div_bwd
+    "div",
+    samples=binary(np.divide, low_b=0.5, high_b=2.0),
+    elementwise=True,
+    infer=_div_infer,
+    save_inputs=(0, 1),
+    save_for={0: (1,), 1: (0, 1)},
+    backward=_div_bwd,
 )
-POW = defop("pow", infer=_binfer("pow"), save_inputs=(0, 1), save_outputs=(0,), backward=_pow_bwd)
+POW = defop(
+    "pow",
+    samples=binary(np.power, low=0.5, high=2.0),
+    elementwise=True,
+    infer=_binfer("pow"),
+    save_inputs=(0, 1),
+    save_outputs=(0,),
+    backward=_pow_bwd,
+)
 MAXIMUM = defop(
     "maximum",
+    samples=binary(np.maximum),
+    elementwise=True,
     infer=_binfer("maximum"),
     save_inputs=(0, 1),
     backward=_minmax_bwd(lambda a, b: a > b),
 )
 MINIMUM = defop(
     "minimum",
+    samples=binary(np.minimum),
+    elementwise=True,
     infer=_binfer("minimum"),
     save_inputs=(0, 1),
     backward=_minmax_bwd(lambda a, b: a < b),
 )
 
-# Same shape and float dtype in, same out, kernel(out, *arrays): the registry's fast lane.
-mark_elementwise(NEG, ABS, SIGN, EXP, LOG, SQRT, SIN, COS, LOG1P, RECIPROCAL, RELU, SIGMOID, TANH,
-                 GELU, RELU_BACKWARD, SIGMOID_BACKWARD, TANH_BACKWARD, GELU_BACKWARD, ADD, SUB, MUL,
-                 DIV, POW, MAXIMUM, MINIMUM)
+
+_CMP_NP = {
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+}
+
+
+def _bools(*shape, seed=0):
+    return np.random.default_rng(seed).random(shape) < 0.5
+
+
+def _halves(*shape, seed):
+    return np.round(uniform(*shape, seed=seed) * 2) / 2  # equal values occur: ties are checked
+
+
+def _compare_samples(ref):
+    return lambda: [
+        Sample(_halves(3, 5, seed=1), _halves(3, 5, seed=2), ref=ref),
+        Sample(_halves(2, 3, 4, seed=3), _halves(3, 1, seed=4), ref=ref),
+        Sample(_halves(4100, seed=5), _halves(4100, seed=6), ref=ref),
+    ]
+
+
+def _logical_samples(ref):
+    return lambda: [
+        Sample(_bools(3, 5, seed=1), _bools(3, 5, seed=2), ref=ref),
+        Sample(_bools(2, 1, seed=3), _bools(1, 4, seed=4), ref=ref),
+    ]
+
 
 _CMP = {}
 for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
-    _CMP[_name] = defop(_name, infer=_binfer(_name, D.bool_))
+    _CMP[_name] = defop(
+        _name, infer=_binfer(_name, D.bool_), samples=_compare_samples(_CMP_NP[_name])
+    )
 
 
 def _binary(op, doc):
@@ -339,7 +205,7 @@ def _sub_operator(input, other) -> Tensor:
     return _sub_plain(input, other)
 
 
-@method("add")
+@public("add", inplace=True, saves_self=False)
 def add(input, other, *, alpha=1) -> Tensor:
     """input + alpha * other, with broadcasting and type promotion."""
     if alpha != 1:
@@ -348,7 +214,7 @@ def add(input, other, *, alpha=1) -> Tensor:
     return apply(ADD, a, b)
 
 
-@method("sub", "subtract")
+@public("sub", "subtract", inplace=True, saves_self=False)
 def sub(input, other, *, alpha=1) -> Tensor:
     """input - alpha * other."""
     _check_sub(input, other)
@@ -358,27 +224,29 @@ def sub(input, other, *, alpha=1) -> Tensor:
     return apply(SUB, a, b)
 
 
-mul = method("mul", "multiply")(_binary(MUL, "Elementwise product with broadcasting."))
-div = method("div", "divide", "true_divide")(_binary(DIV, "True division (ints give float32)."))
-maximum = method("maximum")(_binary(MAXIMUM, "Elementwise maximum; NaN propagates."))
-minimum = method("minimum")(_binary(MINIMUM, "Elementwise minimum; NaN propagates."))
+mul = public("mul", "multiply", inplace=True)(
+    _binary(MUL, "Elementwise product with broadcasting.")
+)
+div = public("div", "divide", "true_divide", inplace=True)(
+    _binary(DIV, "True division (ints give float32).")
+)
+maximum = public("maximum")(_binary(MAXIMUM, "Elementwise maximum; NaN propagates."))
+minimum = public("minimum")(_binary(MINIMUM, "Elementwise minimum; NaN propagates."))
 
 
-@method("pow")
+@public("pow", inplace=True)
 def pow(input, exponent) -> Tensor:  # noqa: A001 - PyTorch's name
     """input ** exponent, elementwise, with broadcasting."""
     a, b = as_operands("pow", input, exponent)
     return apply(POW, a, b)
 
 
-eq = method("eq", "__eq__")(_binary(_CMP["eq"], "Elementwise ==, a bool tensor."))
-ne = method("ne", "__ne__")(_binary(_CMP["ne"], "Elementwise !=, a bool tensor."))
-lt = method("lt", "less", "__lt__")(_binary(_CMP["lt"], "Elementwise <, a bool tensor."))
-le = method("le", "less_equal", "__le__")(_binary(_CMP["le"], "Elementwise <=, a bool tensor."))
-gt = method("gt", "greater", "__gt__")(_binary(_CMP["gt"], "Elementwise >, a bool tensor."))
-ge = method("ge", "greater_equal", "__ge__")(
-    _binary(_CMP["ge"], "Elementwise >=, a bool tensor.")
-)
+eq = public("eq")(_binary(_CMP["eq"], "Elementwise ==, a bool tensor."))
+ne = public("ne")(_binary(_CMP["ne"], "Elementwise !=, a bool tensor."))
+lt = public("lt", "less")(_binary(_CMP["lt"], "Elementwise <, a bool tensor."))
+le = public("le", "less_equal")(_binary(_CMP["le"], "Elementwise <=, a bool tensor."))
+gt = public("gt", "greater")(_binary(_CMP["gt"], "Elementwise >, a bool tensor."))
+ge = public("ge", "greater_equal")(_binary(_CMP["ge"], "Elementwise >=, a bool tensor."))
 
 
 def _cmp_operator(fn):
@@ -393,30 +261,39 @@ def _cmp_operator(fn):
     return op
 
 
-for _n, _f in (("__eq__", eq), ("__ne__", ne), ("__lt__", lt), ("__le__", le), ("__gt__", gt),
-               ("__ge__", ge)):
-    setattr(Tensor, _n, _cmp_operator(_f))
+for _n, _f in (
+    ("__eq__", eq),
+    ("__ne__", ne),
+    ("__lt__", lt),
+    ("__le__", le),
+    ("__gt__", gt),
+    ("__ge__", ge),
+):
+    tensor_member(_n, _cmp_operator(_f))
 
 
 def _swap(fn):
     return lambda self, other: fn(other, self)
 
 
-Tensor.__add__ = _add_operator
-Tensor.__radd__ = _swap(_add_operator)
-Tensor.__sub__ = _sub_operator
-Tensor.__rsub__ = _swap(_sub_operator)
-Tensor.__mul__ = mul
-Tensor.__rmul__ = _swap(mul)
-Tensor.__truediv__ = div
-Tensor.__rtruediv__ = _swap(div)
-Tensor.__pow__ = pow
-Tensor.__rpow__ = _swap(pow)
+for _n, _f in (
+    ("__add__", _add_operator),
+    ("__sub__", _sub_operator),
+    ("__mul__", mul),
+    ("__truediv__", div),
+    ("__pow__", pow),
+):
+    tensor_member(_n, _f)
+    tensor_member("__r" + _n[2:], _swap(_f))
 
 
 # ----------------------------------------------------------------------------- logical
 def _logical(name):
-    op = defop(name, infer=lambda a, b: (broadcast_shapes(name, a.shape, b.shape), D.bool_))
+    op = defop(
+        name,
+        infer=lambda a, b: (broadcast_shapes(name, a.shape, b.shape), D.bool_),
+        samples=_logical_samples(getattr(np, name)),
+    )
 
     def fn(input, other) -> Tensor:
         a, b = input, other
@@ -426,23 +303,26 @@ def _logical(name):
 
     fn.__name__ = name
     fn.__doc__ = f"Elementwise {name[8:].upper()} of the operands' truth values, a bool tensor."
-    return op, fn
+    return op, public(name)(fn)
 
 
 LOGICAL_AND, logical_and = _logical("logical_and")
 LOGICAL_OR, logical_or = _logical("logical_or")
 LOGICAL_XOR, logical_xor = _logical("logical_xor")
-LOGICAL_NOT = defop("logical_not", infer=lambda x: (x.shape, D.bool_))
+LOGICAL_NOT = defop(
+    "logical_not",
+    infer=lambda x: (x.shape, D.bool_),
+    samples=lambda: [
+        Sample(_bools(3, 5), ref=np.logical_not),
+        Sample(np.array([0.0, -1.5, 0.0, 2.0]), ref=np.logical_not),
+    ],
+)
 
 
+@public("logical_not")
 def logical_not(input: Tensor) -> Tensor:
     """Elementwise NOT of the truth values (nonzero is True), a bool tensor."""
     return apply(LOGICAL_NOT, input)
-
-
-for _n, _f in (("logical_and", logical_and), ("logical_or", logical_or),
-               ("logical_xor", logical_xor), ("logical_not", logical_not)):
-    setattr(Tensor, _n, _f)
 
 
 def _bool_only(name, fn):
@@ -454,9 +334,9 @@ def _bool_only(name, fn):
     return op
 
 
-Tensor.__and__ = _bool_only("&", logical_and)
-Tensor.__or__ = _bool_only("|", logical_or)
-Tensor.__xor__ = _bool_only("^", logical_xor)
+tensor_member("__and__", _bool_only("&", logical_and))
+tensor_member("__or__", _bool_only("|", logical_or))
+tensor_member("__xor__", _bool_only("^", logical_xor))
 
 
 def _invert(self: Tensor) -> Tensor:
@@ -465,7 +345,7 @@ def _invert(self: Tensor) -> Tensor:
     return logical_not(self)
 
 
-Tensor.__invert__ = _invert
+tensor_member("__invert__", _invert)
 
 
 # ----------------------------------------------------------------------------- where, clamp
@@ -480,9 +360,17 @@ WHERE = defop(
     infer=lambda c, a, b: (broadcast_shapes("where", c.shape, a.shape, b.shape), a.dtype),
     save_inputs=(0,),
     backward=_where_bwd,
+    samples=lambda: [
+        Sample(_bools(3, 5), uniform(3, 5, seed=1), uniform(3, 5, seed=2), ref=np.where),
+        Sample(_bools(3, 1), uniform(1, 4, seed=3), uniform(3, 4, seed=4), ref=np.where),
+        Sample(
+            _bools(4100), uniform(4100, seed=5), uniform(4100, seed=6), ref=np.where, grad=False
+        ),
+    ],
 )
 
 
+@public("where", method=False)
 def where(condition: Tensor, input, other) -> Tensor:
     """Elements of ``input`` where ``condition`` holds, else of ``other`` (broadcast)."""
     if not isinstance(condition, Tensor) or condition.dtype is not D.bool_:
@@ -499,7 +387,7 @@ def where(condition: Tensor, input, other) -> Tensor:
 
 
 # PyTorch's method form: x.where(condition, y) == where(condition, x, y).
-Tensor.where = lambda self, condition, other: where(condition, self, other)
+tensor_member("where", lambda self, condition, other: where(condition, self, other))
 
 
 def _clamp_bwd(ctx, g):
@@ -514,10 +402,30 @@ def _clamp_bwd(ctx, g):
     return where(mask, g, scalar_tensor(0.0, g.dtype))
 
 
-CLAMP = defop("clamp", infer=_same, save_inputs=(0,), backward=_clamp_bwd)
+CLAMP = defop(
+    "clamp",
+    infer=_same,
+    save_inputs=(0,),
+    backward=_clamp_bwd,
+    samples=lambda: [
+        Sample(
+            away_from(uniform(3, 5, seed=1), (-0.5, 0.5)),
+            min=-0.5,
+            max=0.5,
+            ref=lambda x, min, max: np.clip(x, min, max),
+        ),  # noqa: A006
+        Sample(
+            away_from(uniform(4100, seed=2), (0.25,)),
+            min=None,
+            max=0.25,
+            grad=False,
+            ref=lambda x, min, max: np.minimum(x, max),
+        ),  # noqa: A006
+    ],
+)
 
 
-@method("clamp", "clip")
+@public("clamp", "clip", inplace=True)
 def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002 - PyTorch's names
     """Limit values to [min, max]; the gradient passes where min <= x <= max. NaN propagates."""
     if min is None and max is None:
@@ -545,17 +453,38 @@ def _to_bwd(ctx, g):
     return g  # the engine casts the gradient back to the input's dtype
 
 
-TO_DTYPE = defop("to_dtype", infer=lambda x, dtype: (x.shape, dtype), backward=_to_bwd)
-CLONE = defop("clone", infer=_same, backward=lambda ctx, g: g)
+TO_DTYPE = defop(
+    "to_dtype",
+    infer=lambda x, dtype: (x.shape, dtype),
+    backward=_to_bwd,
+    samples=lambda: [
+        Sample(uniform(3, 5, seed=1), dtype=D.float64, ref=lambda x, dtype: x, on_vulkan=False),
+        Sample(
+            uniform(4100, low=-50, high=50, seed=2),
+            dtype=D.int32,
+            grad=False,
+            ref=lambda x, dtype: np.trunc(x).astype(np.int32),
+        ),
+    ],
+)
+CLONE = defop(
+    "clone",
+    infer=_same,
+    backward=lambda ctx, g: g,
+    samples=lambda: [
+        Sample(uniform(3, 5, seed=1), ref=np.copy),
+        Sample(uniform(4100, seed=2), ref=np.copy),
+    ],
+)
 
 
-@method("clone")
+@public("clone")
 def clone(input: Tensor) -> Tensor:
     """A contiguous copy that stays in the graph."""
     return apply(CLONE, input)
 
 
-@method("contiguous")
+@public("contiguous", function=False)
 def contiguous(input: Tensor) -> Tensor:
     """self when already C-contiguous, else a contiguous copy."""
     return input if input._data.flags.c_contiguous else apply(CLONE, input)
@@ -592,26 +521,34 @@ def _to(self: Tensor, *args, dtype=None, device=None, copy: bool = False, **_kw)
     return self.clone() if copy else self
 
 
-Tensor.to = _to
-Tensor.type = lambda self, dtype=None: (str(self.dtype) if dtype is None else _to(self, dtype))
-Tensor.float = lambda self: _to(self, D.float32)
-Tensor.double = lambda self: _to(self, D.float64)
-Tensor.half = lambda self: _to(self, D.float16)
-Tensor.bfloat16 = lambda self: _to(self, D.bfloat16)
-Tensor.long = lambda self: _to(self, D.int64)
-Tensor.int = lambda self: _to(self, D.int32)
-Tensor.bool = lambda self: _to(self, D.bool_)
-Tensor.byte = lambda self: _to(self, D.uint8)
-Tensor.char = lambda self: _to(self, D.int8)
-Tensor.cpu = lambda self: _to(self, "cpu")
-Tensor.vulkan = lambda self: _to(self, "vulkan")
+tensor_member("to", _to)
+tensor_member(
+    "type", lambda self, dtype=None: str(self.dtype) if dtype is None else _to(self, dtype)
+)
+tensor_member("float", lambda self: _to(self, D.float32))
+tensor_member("double", lambda self: _to(self, D.float64))
+tensor_member("half", lambda self: _to(self, D.float16))
+tensor_member("bfloat16", lambda self: _to(self, D.bfloat16))
+tensor_member("long", lambda self: _to(self, D.int64))
+tensor_member("int", lambda self: _to(self, D.int32))
+tensor_member("bool", lambda self: _to(self, D.bool_))
+tensor_member("byte", lambda self: _to(self, D.uint8))
+tensor_member("char", lambda self: _to(self, D.int8))
+tensor_member("cpu", lambda self: _to(self, "cpu"))
+tensor_member("vulkan", lambda self: _to(self, "vulkan"))
 
 
 def _to_device_bwd(ctx, g):
     return to_device(g, ctx.attrs["source"])
 
 
-TO_DEVICE = defop("to_device", backward=_to_device_bwd)
+TO_DEVICE = defop(
+    "to_device",
+    backward=_to_device_bwd,
+    samples=lambda: [
+        Sample(uniform(3, 5, seed=1), ref=lambda x: x, call=lambda op, x: to_device(x, "cpu"))
+    ],
+)
 
 
 def to_device(input: Tensor, device: str) -> Tensor:
@@ -629,8 +566,11 @@ def to_device(input: Tensor, device: str) -> Tensor:
     else:
         vb = dispatch.vulkan_backend(required=True)
         # np.require keeps 0-d arrays 0-d (np.ascontiguousarray makes them shape (1,))
-        out = Tensor._wrap(vb.upload(np.require(input._host(), requirements="C"), input._dtype),
-                           input._dtype, dev=vb)
+        out = Tensor._wrap(
+            vb.upload(np.require(input._host(), requirements="C"), input._dtype),
+            input._dtype,
+            dev=vb,
+        )
     if dispatch._trace.records is not None:
         dispatch.record("to_device", device, out.shape)
     if _grad_state.enabled and out._dtype.is_floating_point:

@@ -8,8 +8,10 @@ import numpy as np
 from .. import dtypes as D
 from ..errors import DTypeError, GpucoreIndexError, ShapeError
 from ..tensor import Tensor
-from .common import method, wrap_dim
+from .api import public
+from .common import wrap_dim
 from .registry import apply, defop
+from .samples import Sample, integers, uniform, via
 
 # ----------------------------------------------------------------------------- keys
 
@@ -83,7 +85,43 @@ def _basic_view(a, key, src):
     return a[key] if any(k is Ellipsis for k in key) else a[key + (Ellipsis,)]
 
 
-GETITEM = defop("getitem", view=_basic_view, backward=_getitem_bwd)
+def _np_index(x, key, src):
+    return np.array(x[key])
+
+
+_MASK = np.array(
+    [[True, False, True, True], [False, False, False, False], [True, True, False, True]]
+)
+_S = slice(None)
+# (input shape, normalised key) pairs of basic and advanced indexing
+_BASIC_KEYS = [
+    ((4, 5), (slice(1, 3),)),
+    ((3, 4, 5), (1, slice(None, None, 2), None)),
+    ((3, 4, 5), (Ellipsis, 2)),
+    ((3, 4), (2, 1)),
+    ((2, 3), (slice(5, 7),)),
+    ((3, 4), (slice(-2, None), slice(3, 0, -2))),
+]
+_ADV_KEYS = [
+    ((5, 3), (np.array([0, 2, 2, 4]),)),  # a repeated row: gradients accumulate
+    ((4, 5), (_S, np.array([[1, 0], [3, 3]]))),
+    ((3, 4), (_MASK,)),
+    ((3, 4, 5), (np.array([0, 2]), _S, np.array([1, -1]))),  # split: dims go first
+    ((3, 4, 5), (1, np.array([0, 3]))),
+    ((3, 4), (np.array([-1, 0]),)),
+]
+
+
+def _key_samples(keys, **kw):
+    return lambda: [
+        Sample(uniform(*shape, seed=i), key=key, src=shape, ref=_np_index, **kw)
+        for i, (shape, key) in enumerate(keys)
+    ]
+
+
+GETITEM = defop(
+    "getitem", view=_basic_view, backward=_getitem_bwd, samples=_key_samples(_BASIC_KEYS)
+)
 
 
 def _index_bwd(ctx, g):
@@ -94,6 +132,7 @@ INDEX = defop(
     "index",
     infer=lambda x, key, src: (_probe(x, key), x.dtype),
     backward=_index_bwd,
+    samples=_key_samples(_ADV_KEYS),
 )
 
 
@@ -104,10 +143,34 @@ def _index_backward_bwd(ctx, gg):
     return apply(INDEX, gg, key=key, src=tuple(gg.shape))
 
 
+def _np_index_backward(g, shape, key, basic):
+    out = np.zeros(shape)
+    if basic:
+        out[key] = g
+    else:
+        np.add.at(out, key, g)  # repeated indices sum
+    return out
+
+
+def _index_backward_samples():
+    keys = [(k, True) for k in _BASIC_KEYS] + [(k, False) for k in _ADV_KEYS]
+    return [
+        Sample(
+            uniform(*np.zeros(shape)[key].shape, seed=i),
+            shape=shape,
+            key=key,
+            basic=basic,
+            ref=_np_index_backward,
+        )
+        for i, ((shape, key), basic) in enumerate(keys)
+    ]
+
+
 INDEX_BACKWARD = defop(
     "index_backward",
     infer=lambda g, shape, key, basic: (shape, g.dtype),
     backward=_index_backward_bwd,
+    samples=_index_backward_samples,
 )
 
 
@@ -127,12 +190,44 @@ def _index_put_bwd(ctx, g):
     return gx, gv
 
 
+def _np_index_put(x, v, key, basic):
+    out = x.copy()
+    out[key] = v
+    return out
+
+
+def _index_put_samples():
+    """Basic and advanced keys, values of the region's shape and broadcast to it (no repeated
+    index: which of two writes wins is unspecified, as in PyTorch)."""
+
+    def s(x, v, key, basic, seed):
+        return Sample(
+            uniform(*x, seed=seed),
+            uniform(*v, seed=seed + 1),
+            key=key,
+            basic=basic,
+            ref=_np_index_put,
+        )
+
+    return [
+        s((4, 5), (2, 5), (slice(1, 3),), True, 1),
+        s((3, 4), (), (_S, 1), True, 3),
+        s((3, 4, 5), (4, 1), (0, slice(None, None, -1)), True, 5),
+        s((5, 3), (2, 3), (np.array([4, 0]),), False, 7),
+        s((3, 4), (1,), (_MASK,), False, 9),
+        s((3, 4, 5), (2, 4), (np.array([0, 2]), _S, np.array([1, -1])), False, 11),
+    ]
+
+
 INDEX_PUT = defop(
-    "index_put", infer=lambda x, v, key, basic: (x.shape, x.dtype), backward=_index_put_bwd
+    "index_put",
+    infer=lambda x, v, key, basic: (x.shape, x.dtype),
+    backward=_index_put_bwd,
+    samples=_index_put_samples,
 )
 
 
-@method("__getitem__")
+@public("__getitem__", function=False)
 def getitem(input: Tensor, key) -> Tensor:
     """Basic indexing (ints, slices, None, ...) gives a view; tensor/list/bool indices copy."""
     parts, basic = normalize_key(key)
@@ -143,7 +238,7 @@ def getitem(input: Tensor, key) -> Tensor:
     return apply(INDEX, input, key=parts, src=tuple(input.shape))
 
 
-@method("__setitem__")
+@public("__setitem__", function=False)
 def setitem(input: Tensor, key, value) -> None:
     """``x[key] = value`` in place (value broadcast to the indexed region)."""
     from .inplace import inplace
@@ -191,7 +286,29 @@ def _gather_bwd(ctx, g):
     return scatter_add(zeros(ctx.attrs["src"], dtype=g.dtype), ctx.attrs["dim"], index, g), None
 
 
-GATHER = defop("gather", infer=_gather_infer, save_inputs=(1,), backward=_gather_bwd)
+def _np_gather(x, index, dim, src):
+    pos = list(np.indices(index.shape))
+    pos[dim] = index
+    return x[tuple(pos)]
+
+
+GATHER = defop(
+    "gather",
+    infer=_gather_infer,
+    save_inputs=(1,),
+    backward=_gather_bwd,
+    samples=lambda: [
+        Sample(uniform(3, 4, seed=1), integers(4, 3, 2, seed=2), dim=1, src=(3, 4), ref=_np_gather),
+        Sample(uniform(4, 3, seed=3), integers(4, 2, 3, seed=4), dim=0, src=(4, 3), ref=_np_gather),
+        Sample(
+            uniform(3, 4, 5, seed=5),
+            integers(4, 2, 6, 5, seed=6),
+            dim=1,
+            src=(3, 4, 5),
+            ref=_np_gather,
+        ),  # index smaller than x in dim 0, longer along dim
+    ],
+)
 
 
 def _scatter_add_bwd(ctx, g):
@@ -201,22 +318,56 @@ def _scatter_add_bwd(ctx, g):
     return (g if need_x else None), None, (gather(g, dim, index) if need_src else None)
 
 
+def _np_scatter_add(x, index, src, dim):
+    out = x.copy()
+    for pos in np.ndindex(*index.shape):
+        at = list(pos)
+        at[dim] = index[pos]
+        out[tuple(at)] += src[pos]
+    return out
+
+
 SCATTER_ADD = defop(
     "scatter_add",
     infer=lambda x, index, src, dim: (x.shape, x.dtype),
     save_inputs=(1,),
     backward=_scatter_add_bwd,
+    samples=lambda: [
+        Sample(
+            uniform(3, 5, seed=1),
+            integers(5, 3, 4, seed=2),
+            uniform(3, 4, seed=3),
+            dim=1,
+            ref=_np_scatter_add,
+        ),  # repeated indices in a row sum
+        Sample(
+            uniform(4, 3, seed=4),
+            integers(4, 5, 3, seed=5),
+            uniform(5, 3, seed=6),
+            dim=0,
+            ref=_np_scatter_add,
+        ),
+        # src larger than index: only index's part is added, the rest of src gets no gradient
+        Sample(
+            uniform(4, 3, seed=7),
+            integers(4, 2, 2, seed=8),
+            uniform(3, 3, seed=9),
+            dim=0,
+            ref=_np_scatter_add,
+            call=via(lambda x, i, s, dim: scatter_add(x, dim, i, s)),
+        ),
+    ],
 )
 
 
-@method("gather")
+@public("gather")
 def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """out[i][j] = input[index[i][j]][j] for dim=0 (and so on), as torch.gather."""
     d = _real_dim(dim, input, "gather")
     return apply(GATHER, input, index, dim=d, src=tuple(input.shape))
 
 
-@method("scatter_add")
+@public("scatter_add")
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of input with src added at the positions index names along dim."""
     d = _real_dim(dim, input, "scatter_add")
@@ -235,10 +386,14 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
             )
     if src.dtype is not input.dtype:
         src = src.to(input.dtype)
+    if tuple(src.shape) != tuple(index.shape):
+        # Only index's region of src is added: the op sees that view, so src's gradient is
+        # zero outside it (the op's backward gathers one value per index).
+        src = src[tuple(slice(0, n) for n in index.shape)]
     return apply(SCATTER_ADD, input, index, src, dim=d)
 
 
-@method("index_select")
+@public("index_select")
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Rows (along dim) picked by a 1-D int index tensor."""
     d = _real_dim(dim, input, "index_select")
@@ -247,7 +402,7 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     return getitem(input, (slice(None),) * d + (index.reshape(-1),))
 
 
-@method("masked_fill")
+@public("masked_fill")
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     """input with value where mask is True; the result keeps input's dtype (value is cast to it,
     so an int tensor filled with 1.5 holds 1, as PyTorch)."""
@@ -262,128 +417,20 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     return where(mask, value, input)
 
 
-# ----------------------------------------------------------------------------- joining
-def _cat_infer(*ts, dim, sizes):
-    ref = ts[0].shape
-    total = 0
-    for t in ts:
-        if t.ndim != len(ref) or any(t.shape[i] != ref[i] for i in range(len(ref)) if i != dim):
-            raise ShapeError(
-                f"cat(): tensors must match in every dim but {dim}; got shapes "
-                f"{', '.join(str(tuple(x.shape)) for x in ts)}"
-            )
-        total += t.shape[dim]
-    return (ref[:dim] + (total,) + ref[dim + 1 :], ts[0].dtype)
+# ----------------------------------------------------------------------------- one_hot
+def _np_one_hot(t, num_classes):
+    return (t[..., None] == np.arange(num_classes)).astype(np.int64)
 
 
-def _cat_bwd(ctx, g):
-    dim = ctx.attrs["dim"]
-    out, start = [], 0
-    for n in ctx.attrs["sizes"]:
-        out.append(g.narrow(dim, start, n))
-        start += n
-    return tuple(out)
-
-
-CAT = defop("cat", infer=_cat_infer, backward=_cat_bwd)
-
-
-def cat(tensors, dim: int = 0) -> Tensor:
-    """Concatenate tensors along an existing dim (dtypes promoted)."""
-    tensors = [t for t in tensors]
-    if not tensors:
-        raise ValueError("cat(): expected a non-empty list of tensors")
-    # PyTorch skips legacy empty 1-D tensors of shape (0,).
-    nonempty = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or tensors[:1]
-    dt = nonempty[0].dtype
-    for t in nonempty[1:]:
-        dt = D.promote(dt, t.dtype)
-    nonempty = [t if t.dtype is dt else t.to(dt) for t in nonempty]
-    for i, t in enumerate(nonempty):
-        if t.ndim == 0:
-            raise ShapeError(
-                f"cat(): zero-dimensional tensor (at position {i}) cannot be concatenated; "
-                "use stack() or unsqueeze(0) it first"
-            )
-    d = wrap_dim(dim, nonempty[0].ndim, "cat")
-    sizes = tuple(t.shape[d] if t.ndim > d else 0 for t in nonempty)
-    return apply(CAT, *nonempty, dim=d, sizes=sizes)
-
-
-concat = cat
-
-
-def stack(tensors, dim: int = 0) -> Tensor:
-    """Join tensors of equal shape along a new dim."""
-    tensors = list(tensors)
-    if not tensors:
-        raise ValueError("stack(): expected a non-empty list of tensors")
-    shp = tensors[0].shape
-    for t in tensors:
-        if t.shape != shp:
-            raise ShapeError(
-                f"stack(): all tensors must have the same shape; got "
-                f"{', '.join(str(tuple(x.shape)) for x in tensors)}"
-            )
-    d = wrap_dim(dim, len(shp) + 1, "stack")
-    return cat([t.unsqueeze(d) for t in tensors], d)
-
-
-@method("narrow")
-def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
-    """A view of ``length`` entries of dim starting at ``start``."""
-    d = _real_dim(dim, input, "narrow")
-    size = input.shape[d]
-    if start < 0:
-        start += size
-    if start < 0 or length < 0 or start + length > size:
-        raise GpucoreIndexError(
-            f"narrow(): start {start} + length {length} exceeds dim {d} of size {size}"
-        )
-    return getitem(input, (slice(None),) * d + (slice(start, start + length),))
-
-
-@method("split")
-def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
-    """Views of consecutive pieces along dim: equal pieces of a given size, or given sizes."""
-    d = _real_dim(dim, tensor, "split")
-    n = tensor.shape[d]
-    if isinstance(split_size_or_sections, int):
-        s = split_size_or_sections
-        if s <= 0:
-            raise ValueError(f"split(): split_size must be positive, got {s}")
-        sizes = [min(s, n - i) for i in range(0, n, s)] or [0]
-    else:
-        sizes = list(split_size_or_sections)
-        if sum(sizes) != n:
-            raise ShapeError(
-                f"split(): sections {sizes} sum to {sum(sizes)} but dim {d} has size {n}"
-            )
-    out, start = [], 0
-    for s in sizes:
-        out.append(narrow(tensor, d, start, s))
-        start += s
-    return tuple(out)
-
-
-@method("chunk")
-def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
-    """Split into ``chunks`` pieces of ceil(size / chunks) (the last may be smaller)."""
-    if chunks <= 0:
-        raise ValueError(f"chunk(): chunks must be positive, got {chunks}")
-    d = _real_dim(dim, input, "chunk")
-    size = -(-input.shape[d] // chunks) if input.shape[d] else 1
-    return split(input, max(size, 1), d)
-
-
-@method("unbind")
-def unbind(input: Tensor, dim: int = 0) -> tuple:
-    """Views of each slice along dim, with that dim removed."""
-    d = _real_dim(dim, input, "unbind")
-    return tuple(getitem(input, (slice(None),) * d + (i,)) for i in range(input.shape[d]))
-
-
-ONE_HOT = defop("one_hot", infer=lambda t, num_classes: (tuple(t.shape) + (num_classes,), D.int64))
+ONE_HOT = defop(
+    "one_hot",
+    infer=lambda t, num_classes: (tuple(t.shape) + (num_classes,), D.int64),
+    samples=lambda: [
+        Sample(integers(4, 5, seed=1), num_classes=4, ref=_np_one_hot),
+        Sample(integers(5, 2, 3, seed=2), num_classes=6, ref=_np_one_hot),
+        Sample(np.zeros(0, np.int64), num_classes=3, ref=_np_one_hot),
+    ],
+)
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
@@ -411,17 +458,62 @@ def _copy_slices_bwd(ctx, g):
     need_base, need_src = ctx.needs_input_grad
     gb = gs = None
     if need_base:
-        gb = apply(COPY_SLICES, g, zeros(ctx.attrs["src_shape"], dtype=g.dtype), view_ops=view_ops,
-                   src_shape=ctx.attrs["src_shape"])
+        gb = apply(
+            COPY_SLICES,
+            g,
+            zeros(ctx.attrs["src_shape"], dtype=g.dtype),
+            view_ops=view_ops,
+            src_shape=ctx.attrs["src_shape"],
+        )
     if need_src:
         gs = replay_views(g, view_ops)
     return gb, gs
+
+
+def _copy_slices_samples():
+    """``base[view] = src`` through view chains: a strided slice, a transpose then an int (src
+    broadcast to the region), a reshape then a column."""
+    from .shape import PERMUTE, VIEW
+
+    def put(base, region, src):
+        out = base.copy()
+        region(out)[...] = src
+        return out
+
+    def s(base, src, view_ops, region, seed):
+        return Sample(
+            uniform(*base, seed=seed),
+            uniform(*src, seed=seed + 1),
+            view_ops=view_ops,
+            src_shape=src,
+            ref=lambda b, v, view_ops, src_shape: put(b, region, v),
+        )
+
+    step = (slice(1, 3), slice(None, None, 2))
+    return [
+        s((4, 5), (2, 3), [(GETITEM, {"key": step, "src": (4, 5)})], lambda a: a[step], 1),
+        s(
+            (3, 4),
+            (1,),
+            [(PERMUTE, {"dims": (1, 0)}), (GETITEM, {"key": (2,), "src": (4, 3)})],
+            lambda a: a.T[2],
+            3,
+        ),
+        s(
+            (6,),
+            (2,),
+            [(VIEW, {"shape": (2, 3), "src": (6,)}), (GETITEM, {"key": (_S, 1), "src": (2, 3)})],
+            lambda a: a.reshape(2, 3)[:, 1],
+            5,
+        ),
+    ]
 
 
 COPY_SLICES = defop(
     "copy_slices",
     infer=lambda base, src, view_ops, src_shape: (base.shape, base.dtype),
     backward=_copy_slices_bwd,
+    samples=_copy_slices_samples,
 )
 
 

@@ -17,7 +17,8 @@ from ..autograd.grad_mode import no_grad
 from ..autograd.graph import Ctx, Node, edge_of, grad_fn_of
 from ..errors import AutogradError, DTypeError, ShapeError
 from ..tensor import Tensor
-from .common import method
+from . import api
+from .api import public, tensor_member
 from .indexing import COPY_SLICES, replay_views
 from .registry import OpDef
 
@@ -133,51 +134,35 @@ def _rebase_view(x: Tensor, base: Tensor, r: Tensor) -> None:
 
 
 # ----------------------------------------------------------------------------- methods
-def _binary_inplace(name, fn_name, saves_self):
-    def method_(self, other, **kw):
-        from . import elementwise as E
+def _inplace_form(name: str, saves_self: bool):
+    """Tensor.<name>_: self = self.<name>(...), through ``inplace``."""
+    op = name + "_"
 
-        fn = getattr(E, fn_name)
-        return inplace(self, lambda x: fn(x, other, **kw), saves_self=saves_self, op=name)
-
-    method_.__name__ = name
-    method_.__doc__ = f"In-place {fn_name}: self = {fn_name}(self, other); returns self."
-    return method_
-
-
-for _name, _fn, _saves in (
-    ("add_", "add", False),
-    ("sub_", "sub", False),
-    ("mul_", "mul", True),
-    ("div_", "div", True),
-    ("pow_", "pow", True),
-):
-    setattr(Tensor, _name, _binary_inplace(_name, _fn, _saves))
-
-Tensor.__iadd__ = lambda self, o: self.add_(o)
-Tensor.__isub__ = lambda self, o: self.sub_(o)
-Tensor.__imul__ = lambda self, o: self.mul_(o)
-Tensor.__itruediv__ = lambda self, o: self.div_(o)
-Tensor.__ipow__ = lambda self, o: self.pow_(o)
-
-
-def _unary_inplace(name):
     def method_(self, *args, **kw):
         fn = getattr(Tensor, name)
-        return inplace(self, lambda x: fn(x, *args, **kw), op=name + "_")
+        return inplace(self, lambda x: fn(x, *args, **kw), saves_self=saves_self, op=op)
 
-    method_.__name__ = name + "_"
-    method_.__doc__ = f"In-place {name}: self = {name}(self); returns self."
+    method_.__name__ = method_.__qualname__ = op
+    method_.__doc__ = f"In-place {name}: self = {name}(self, ...); returns self."
     return method_
 
 
-for _name in ("neg", "abs", "exp", "log", "sqrt", "relu", "sigmoid", "tanh", "clamp", "sign",
-              "sin", "cos", "reciprocal"):
-    setattr(Tensor, _name + "_", _unary_inplace(_name))
-Tensor.clip_ = Tensor.clamp_
+# The in-place forms the op modules declared (``public(..., inplace=True)``); ops/__init__
+# imports this module after every family so that the table is complete.
+for _op, (_name, _saves) in api.INPLACE.items():
+    tensor_member(_op, _inplace_form(_name, _saves))
+
+for _dunder, _op in (
+    ("__iadd__", "add_"),
+    ("__isub__", "sub_"),
+    ("__imul__", "mul_"),
+    ("__itruediv__", "div_"),
+    ("__ipow__", "pow_"),
+):
+    tensor_member(_dunder, getattr(Tensor, _op))
 
 
-@method("copy_")
+@public("copy_", function=False)
 def copy_(self: Tensor, src: Tensor) -> Tensor:
     """Copy src (broadcast, cast) into self; differentiable with respect to src."""
     if not isinstance(src, Tensor):
@@ -190,7 +175,7 @@ def copy_(self: Tensor, src: Tensor) -> Tensor:
     return inplace(self, compute, saves_self=False, op="copy_")
 
 
-@method("fill_")
+@public("fill_", function=False)
 def fill_(self: Tensor, value) -> Tensor:
     """Set every element to value."""
     from .common import scalar_tensor
@@ -202,13 +187,13 @@ def fill_(self: Tensor, value) -> Tensor:
     return inplace(self, compute, saves_self=False, op="fill_")
 
 
-@method("zero_")
+@public("zero_", function=False)
 def zero_(self: Tensor) -> Tensor:
     """Set every element to 0."""
     return fill_(self, 0)
 
 
-@method("masked_fill_")
+@public("masked_fill_", function=False)
 def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
     """Set the elements where mask is True to value, in place."""
     return inplace(self, lambda x: x.masked_fill(mask, value), saves_self=False, op="masked_fill_")
@@ -223,7 +208,7 @@ def _random_values(self: Tensor, arr32) -> Tensor:
     return tensor(arr32, dtype=self.dtype)
 
 
-@method("uniform_")
+@public("uniform_", function=False)
 def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
     """Fill with uniform samples from [a, b) (Philox stream; drawn on self's device)."""
     from ..creation import _uniform_f32
@@ -238,7 +223,7 @@ def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
     )
 
 
-@method("normal_")
+@public("normal_", function=False)
 def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
     """Fill with normal samples (Philox stream; drawn on self's device)."""
     from ..creation import _normal_f32

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
-from .common import as_operands, broadcast_shapes, method
+from .api import public, tensor_member
+from .common import as_operands, broadcast_shapes
 from .registry import apply, defop
+from .samples import Sample, uniform, via
 
 
 def _matmul_infer(a, b):
@@ -20,19 +24,63 @@ def _matmul_bwd(ctx, g):
     return ga, gb
 
 
+def _np_matmul(a, b):
+    return np.einsum("...ik,...kj->...ij", a, b)
+
+
+def _matmul_samples():
+    """Plain and batched matrices, transposed operands (the kernels' transposed packing), batch
+    broadcasting and 1-D operands through the public wrapper (zero-stride batch views), a
+    degenerate k = 1, and a product above the GPU threshold."""
+    return [
+        Sample(uniform(3, 4, seed=1), uniform(4, 5, seed=2), ref=_np_matmul),
+        Sample(uniform(2, 3, 4, seed=3), uniform(2, 4, 2, seed=4), ref=_np_matmul),
+        Sample(
+            uniform(4, 3, seed=5),
+            uniform(5, 4, seed=6),
+            ref=lambda a, b: _np_matmul(a.T, b.T),
+            call=via(lambda a, b: apply(MATMUL, a.mT, b.mT)),
+        ),
+        Sample(
+            uniform(2, 1, 3, 4, seed=7), uniform(3, 4, 2, seed=8), ref=_np_matmul, call=via(matmul)
+        ),
+        Sample(
+            uniform(4, seed=9),
+            uniform(2, 4, 3, seed=10),
+            call=via(matmul),
+            ref=lambda a, b: _np_matmul(a[None], b)[:, 0],
+        ),
+        Sample(uniform(3, 1, seed=11), uniform(1, 4, seed=12), ref=_np_matmul),
+        Sample(
+            uniform(64, 80, seed=13),
+            uniform(80, 72, seed=14),
+            ref=_np_matmul,
+            grad=False,
+            atol=1e-4,
+        ),
+    ]
+
+
 # Operands reach the kernel with equal batch dims (the wrapper broadcasts them as views).
-MATMUL = defop("matmul", infer=_matmul_infer, save_inputs=(0, 1), backward=_matmul_bwd)
+MATMUL = defop(
+    "matmul", infer=_matmul_infer, save_inputs=(0, 1), backward=_matmul_bwd, samples=_matmul_samples
+)
 
 
-@method("matmul", "__matmul__")
+@public("matmul", "__matmul__")
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """Matrix product with torch.matmul's rules: 1-D operands are promoted and the added dim
     removed; batch dims broadcast."""
     if type(input) is Tensor and type(other) is Tensor:
         # the common case (two matrices of one float dtype) without the general checks
         a, b = input._data.shape, other._data.shape
-        if (len(a) == 2 and len(b) == 2 and a[1] == b[0] and input._dtype is other._dtype
-                and input._dtype.is_floating_point):
+        if (
+            len(a) == 2
+            and len(b) == 2
+            and a[1] == b[0]
+            and input._dtype is other._dtype
+            and input._dtype.is_floating_point
+        ):
             return apply(MATMUL, input, other)
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
         raise TypeError("matmul(): both operands must be tensors")
@@ -69,9 +117,10 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     return out
 
 
-Tensor.__rmatmul__ = lambda self, other: matmul(other, self)
+tensor_member("__rmatmul__", lambda self, other: matmul(other, self))
 
 
+@public("mm")
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """2-D matrix product."""
     if input.ndim != 2 or mat2.ndim != 2:
@@ -81,6 +130,7 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     return matmul(input, mat2)
 
 
+@public("bmm")
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """Batched 3-D matrix product without broadcasting."""
     if input.ndim != 3 or mat2.ndim != 3 or input.shape[0] != mat2.shape[0]:
@@ -91,19 +141,13 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     return matmul(input, mat2)
 
 
-Tensor.mm = mm
-Tensor.bmm = bmm
-
-
+@public("addmm")
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """beta * input + alpha * (mat1 @ mat2)."""
     prod = mm(mat1, mat2)
     if alpha != 1:
         prod = prod * alpha
     return prod + (input if beta == 1 else input * beta)
-
-
-Tensor.addmm = addmm
 
 
 # ----------------------------------------------------------------------------- linear
@@ -124,5 +168,34 @@ def _linear_bwd(ctx, g):
 
 # x [B, in] @ w[out, in].T (+ b[out]) as one GEMM with the bias added while the tile is in
 # registers; inputs (x, w) or (x, w, b).
-LINEAR = defop("linear", infer=_linear_infer, save_inputs=(0, 1), backward=_linear_bwd,
-               save_for={0: (1,), 1: (0,)})
+def _np_linear(x, w, b=None):
+    y = np.einsum("bi,oi->bo", x, w)
+    return y if b is None else y + b
+
+
+LINEAR = defop(
+    "linear",
+    infer=_linear_infer,
+    save_inputs=(0, 1),
+    backward=_linear_bwd,
+    save_for={0: (1,), 1: (0,)},
+    samples=lambda: [
+        Sample(uniform(3, 4, seed=1), uniform(5, 4, seed=2), uniform(5, seed=3), ref=_np_linear),
+        Sample(uniform(2, 3, seed=4), uniform(4, 3, seed=5), ref=_np_linear),
+        Sample(
+            uniform(4, 3, seed=6),
+            uniform(4, 2, seed=7),
+            uniform(2, seed=8),
+            ref=lambda x, w, b: _np_linear(x.T, w.T, b),
+            call=via(lambda x, w, b: apply(LINEAR, x.mT, w.mT, b)),
+        ),
+        Sample(
+            uniform(64, 48, seed=9),
+            uniform(70, 48, seed=10),
+            uniform(70, seed=11),
+            ref=_np_linear,
+            grad=False,
+            atol=1e-4,
+        ),
+    ],
+)

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import operator
 
+import numpy as np
+
 from .. import dtypes as D
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
-from .common import method, wrap_dim
+from .api import public
+from .common import wrap_dim
 from .registry import apply, defop
+from .samples import Sample, integers, uniform
 
 
 def _check_float(op, x):
@@ -37,33 +41,93 @@ def _log_softmax_bwd_bwd(ctx, gg):
     return dg, dy
 
 
+# ----------------------------------------------------------------------------- samples
+def _np_sum(a, dim):
+    return a.sum(axis=dim, keepdims=True) if a.ndim else a
+
+
+def _np_log_softmax(x, dim):
+    if x.ndim == 0:
+        return np.zeros_like(x)
+    m = x.max(axis=dim, keepdims=True)
+    return x - m - np.log(_np_sum(np.exp(x - m), dim))
+
+
+def _np_softmax(x, dim):
+    return np.exp(_np_log_softmax(x, dim))
+
+
+# (shape, dim, gradient-checked): rows and columns ([outer, n, inner] with inner > 1), 0-d, and
+# large ones: columns and one long row split into chunks (two passes), long rows in one pass.
+_SOFTMAX_SHAPES = [
+    ((3, 5), 1, True),
+    ((2, 3, 4), 1, True),
+    ((4, 3), 0, True),
+    ((), 0, True),
+    ((70, 65), 0, False),
+    ((4100,), 0, False),
+    ((64, 130), 1, False),
+]
+
+
+def _softmax_samples(ref):
+    return lambda: (
+        [
+            Sample(uniform(*shape, seed=i), dim=dim, ref=ref, grad=grad)
+            for i, (shape, dim, grad) in enumerate(_SOFTMAX_SHAPES)
+        ]
+        + [Sample(uniform(3, 5, low=-90, high=90, seed=9), dim=1, ref=ref)]
+    )  # exp would overflow
+
+
+def _softmax_bwd_samples(fwd, ref):
+    """(grad, y) with y the forward's output on random x (any y would do: the op is a polynomial
+    in y, and its backward treats y as an input)."""
+    return lambda: [
+        Sample(
+            uniform(*shape, seed=i),
+            fwd(uniform(*shape, seed=i + 20), dim),
+            dim=dim,
+            ref=ref,
+            grad=grad,
+        )
+        for i, (shape, dim, grad) in enumerate(_SOFTMAX_SHAPES)
+    ]
+
+
 SOFTMAX_BACKWARD = defop(
     "softmax_backward",
     infer=lambda g, y, dim: (g.shape, g.dtype),
     save_inputs=(0, 1),
     backward=_softmax_bwd_bwd,
+    samples=_softmax_bwd_samples(_np_softmax, lambda g, y, dim: y * (g - _np_sum(g * y, dim))),
 )
 LOG_SOFTMAX_BACKWARD = defop(
     "log_softmax_backward",
     infer=lambda g, y, dim: (g.shape, g.dtype),
     save_inputs=(0, 1),
     backward=_log_softmax_bwd_bwd,
+    samples=_softmax_bwd_samples(
+        _np_log_softmax, lambda g, y, dim: g - np.exp(y) * _np_sum(g, dim)
+    ),
 )
 SOFTMAX = defop(
     "softmax",
     infer=lambda x, dim: (x.shape, x.dtype),
     save_outputs=(0,),
     backward=lambda ctx, g: apply(SOFTMAX_BACKWARD, g, ctx.saved[0], **ctx.attrs),
+    samples=_softmax_samples(_np_softmax),
 )
 LOG_SOFTMAX = defop(
     "log_softmax",
     infer=lambda x, dim: (x.shape, x.dtype),
     save_outputs=(0,),
     backward=lambda ctx, g: apply(LOG_SOFTMAX_BACKWARD, g, ctx.saved[0], **ctx.attrs),
+    samples=_softmax_samples(_np_log_softmax),
 )
 
 
-@method("softmax")
+@public("softmax")
 def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     """exp(x) / sum(exp(x)) along dim, computed stably."""
     if dtype is not None:
@@ -72,7 +136,7 @@ def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     return apply(SOFTMAX, input, dim=wrap_dim(dim, input.ndim, "softmax"))
 
 
-@method("log_softmax")
+@public("log_softmax")
 def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     """x - logsumexp(x) along dim, computed stably."""
     if dtype is not None:
@@ -81,7 +145,7 @@ def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     return apply(LOG_SOFTMAX, input, dim=wrap_dim(dim, input.ndim, "log_softmax"))
 
 
-@method("logsumexp")
+@public("logsumexp")
 def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) over dim, computed stably (shifted by the detached maximum)."""
     m = input.detach().amax(dim, keepdim=True)
@@ -117,18 +181,69 @@ def _xent_infer(logits, target, ignore_index):
     return [((logits.shape[0],), logits.dtype), ((logits.shape[0],), logits.dtype)]
 
 
+def _np_xent(logits, target, ignore_index):
+    m = logits.max(axis=1, keepdims=True)
+    lse = (m + np.log(np.exp(logits - m).sum(axis=1, keepdims=True)))[:, 0]
+    valid = target != ignore_index
+    picked = logits[np.arange(len(target)), np.where(valid, target, 0)]
+    return np.where(valid, lse - picked, 0.0), lse
+
+
+def _np_xent_backward(logits, target, g, ignore_index):
+    onehot = target[:, None] == np.arange(logits.shape[1])
+    valid = (target != ignore_index)[:, None]
+    return np.where(valid, g[:, None] * (_np_softmax(logits, 1) - onehot), 0.0)
+
+
+def _xent_samples(backward=False):
+    """Targets with and without ignore_index (-100, a class, -1); a row per invocation (few
+    classes) and a workgroup per row (many) on Vulkan; extreme logits; an empty batch. The
+    backward op takes lse from the forward (detached, so finite differences see the lse of the
+    perturbed logits, which its own backward assumes)."""
+
+    def xent_backward(op, logits, target, g, ignore_index):
+        lse = apply(XENT, logits.detach(), target, ignore_index=ignore_index)[1]
+        return apply(op, logits, target, lse, g, ignore_index=ignore_index)
+
+    def s(n, c, target, ignore_index, grad=True, seed=0, scale=1.0):
+        logits = uniform(n, c, low=-2 * scale, high=2 * scale, seed=seed)
+        if not backward:
+            return Sample(logits, target, ignore_index=ignore_index, ref=_np_xent, grad=grad)
+        return Sample(
+            logits,
+            target,
+            uniform(n, seed=seed + 1),
+            ignore_index=ignore_index,
+            ref=_np_xent_backward,
+            call=xent_backward,
+            grad=grad,
+        )
+
+    return lambda: [
+        s(5, 7, integers(7, 5, seed=1), -100, seed=2),
+        s(6, 4, np.array([2, 0, 2, 3, 1, 2]), 2, seed=3),
+        s(4, 3, np.array([-1, 0, 2, -1]), -1, seed=4),
+        s(3, 6, integers(6, 3, seed=5), -100, seed=6, scale=40.0),
+        s(16, 300, integers(300, 16, seed=7), 5, grad=False, seed=8),
+        s(100, 41, integers(41, 100, seed=9), -100, grad=False, seed=10),
+        s(0, 5, np.zeros(0, np.int64), -100, grad=False),
+    ]
+
+
 XENT = defop(
     "cross_entropy",
     infer=_xent_infer,
     save_inputs=(0, 1),
     save_outputs=(1,),
     backward=_xent_bwd,
+    samples=_xent_samples(),
 )
 XENT_BACKWARD = defop(
     "cross_entropy_backward",
     infer=lambda logits, target, lse, g, ignore_index: (logits.shape, logits.dtype),
     save_inputs=(0, 1, 2, 3),
     backward=_xent_bwd_bwd,
+    samples=_xent_samples(backward=True),
 )
 
 
@@ -165,10 +280,78 @@ def _im2col_infer(x, kernel, stride, padding, dilation, src):
     return ((n, c * kernel[0] * kernel[1], oh * ow), x.dtype)
 
 
+def _np_windows(shape, kernel, stride, padding, dilation):
+    """Output size and, per kernel offset (ki, kj), the padded input's slices it reads."""
+    (h, w), (kh, kw), (sh, sw), (dh, dw) = shape[2:], kernel, stride, dilation
+    oh = (h + 2 * padding[0] - dh * (kh - 1) - 1) // sh + 1
+    ow = (w + 2 * padding[1] - dw * (kw - 1) - 1) // sw + 1
+    return (
+        oh,
+        ow,
+        [
+            (
+                i,
+                j,
+                slice(i * dh, i * dh + sh * (oh - 1) + 1, sh),
+                slice(j * dw, j * dw + sw * (ow - 1) + 1, sw),
+            )
+            for i in range(kh)
+            for j in range(kw)
+        ],
+    )
+
+
+def _np_im2col(x, kernel, stride, padding, dilation, src=None):
+    n, c = x.shape[:2]
+    oh, ow, wins = _np_windows(x.shape, kernel, stride, padding, dilation)
+    xp = np.pad(x, ((0, 0), (0, 0), (padding[0],) * 2, (padding[1],) * 2))
+    col = np.empty((n, c) + tuple(kernel) + (oh, ow))
+    for i, j, rows, cols in wins:
+        col[:, :, i, j] = xp[:, :, rows, cols]
+    return col.reshape(n, c * kernel[0] * kernel[1], oh * ow)
+
+
+def _np_col2im(col, shape, kernel, stride, padding, dilation):
+    n, c, h, w = shape
+    oh, ow, wins = _np_windows(shape, kernel, stride, padding, dilation)
+    col = col.reshape((n, c) + tuple(kernel) + (oh, ow))
+    xp = np.zeros((n, c, h + 2 * padding[0], w + 2 * padding[1]))
+    for i, j, rows, cols in wins:
+        xp[:, :, rows, cols] += col[:, :, i, j]
+    return xp[:, :, padding[0] : padding[0] + h, padding[1] : padding[1] + w]
+
+
+# (input shape, kernel, stride, padding, dilation, gradient-checked): stride, padding and
+# dilation per axis, overlapping windows, and a large one
+_CONV_GEOMS = [
+    ((1, 2, 5, 5), (3, 3), (1, 1), (0, 0), (1, 1), True),
+    ((2, 1, 6, 7), (2, 3), (2, 1), (1, 0), (1, 1), True),
+    ((1, 2, 7, 6), (2, 2), (1, 2), (1, 1), (2, 1), True),
+    ((2, 3, 16, 16), (3, 3), (1, 1), (1, 1), (1, 1), False),
+]
+
+
+def _im2col_samples(inverse=False):
+    out = []
+    for i, (shape, k, s, p, d, grad) in enumerate(_CONV_GEOMS):
+        geom = {"kernel": k, "stride": s, "padding": p, "dilation": d}
+        if inverse:
+            col_shape = _np_im2col(np.zeros(shape), **geom).shape
+            out.append(
+                Sample(uniform(*col_shape, seed=i), shape=shape, ref=_np_col2im, grad=grad, **geom)
+            )
+        else:
+            out.append(
+                Sample(uniform(*shape, seed=i), src=shape, ref=_np_im2col, grad=grad, **geom)
+            )
+    return out
+
+
 IM2COL = defop(
     "im2col",
     infer=_im2col_infer,
     backward=lambda ctx, g: apply(COL2IM, g, shape=ctx.attrs["src"], **_geom(ctx.attrs)),
+    samples=_im2col_samples,
 )
 
 
@@ -192,6 +375,7 @@ COL2IM = defop(
     "col2im",
     infer=_col2im_infer,
     backward=lambda ctx, g: apply(IM2COL, g, src=ctx.attrs["shape"], **_geom(ctx.attrs)),
+    samples=lambda: _im2col_samples(inverse=True),
 )
 
 
@@ -269,8 +453,12 @@ def _conv2d_bwd(ctx, g):
     if _grad_enabled():
         # create_graph: the same gradients from differentiable ops, so they can be differentiated
         kh, kw = w.shape[2:]
-        geom = {"kernel": (kh, kw), "stride": a["stride"], "padding": a["padding"],
-                "dilation": a["dilation"]}
+        geom = {
+            "kernel": (kh, kw),
+            "stride": a["stride"],
+            "padding": a["padding"],
+            "dilation": a["dilation"],
+        }
         n, o = g.shape[:2]
         g3 = g.reshape(n, o, -1)
         w2 = w.reshape(o, -1)
@@ -294,25 +482,89 @@ def _grad_enabled():
     return _state.enabled
 
 
+def _np_conv2d(x, w, b=None, *, stride, padding, dilation):
+    n, o = x.shape[0], w.shape[0]
+    cols = _np_im2col(x, w.shape[2:], stride, padding, dilation)
+    out = np.einsum("ok,nkp->nop", w.reshape(o, -1), cols)
+    if b is not None:
+        out = out + b[:, None]
+    oh, ow, _ = _np_windows(x.shape, w.shape[2:], stride, padding, dilation)
+    return out.reshape(n, o, oh, ow)
+
+
+def _np_conv2d_backward(x, w, g, *, need, stride, padding, dilation):
+    n, o = g.shape[:2]
+    geom = (w.shape[2:], stride, padding, dilation)
+    g3 = g.reshape(n, o, -1)
+    none = np.zeros(0)
+    gx = _np_col2im(np.einsum("ok,nop->nkp", w.reshape(o, -1), g3), x.shape, *geom)
+    gw = np.einsum("nop,nkp->ok", g3, _np_im2col(x, *geom)).reshape(w.shape)
+    return (
+        gx if need[0] else none,
+        gw if need[1] else none,
+        g.sum(axis=(0, 2, 3)) if need[2] else none,
+    )
+
+
+def _conv_samples(backward=False):
+    """conv2d (with and without bias) and conv2d_backward (with each output asked for or not)
+    on _CONV_GEOMS with 2 or 3 output channels."""
+    out = []
+    for i, (shape, k, s, p, d, grad) in enumerate(_CONV_GEOMS):
+        o = 3 - i % 2
+        x, w = uniform(*shape, seed=i), uniform(o, shape[1], *k, seed=i + 10)
+        geom = {"stride": s, "padding": p, "dilation": d}
+        if backward:
+            oh, ow, _ = _np_windows(shape, k, s, p, d)
+            need = [
+                (True, True, True),
+                (True, False, False),
+                (False, True, True),
+                (True, True, False),
+            ][i]
+            out.append(
+                Sample(
+                    x,
+                    w,
+                    uniform(shape[0], o, oh, ow, seed=i + 20),
+                    need=need,
+                    ref=_np_conv2d_backward,
+                    atol=1e-4,
+                    **geom,
+                )
+            )
+        else:
+            bias = (uniform(o, seed=i + 30),) if i % 2 == 0 else ()
+            out.append(Sample(x, w, *bias, ref=_np_conv2d, grad=grad, atol=1e-4, **geom))
+    return out
+
+
 # Both inputs always saved: the backward kernel takes its geometry from them.
-CONV2D = defop("conv2d", infer=_conv2d_infer, save_inputs=(0, 1), backward=_conv2d_bwd)
+CONV2D = defop(
+    "conv2d", infer=_conv2d_infer, save_inputs=(0, 1), backward=_conv2d_bwd, samples=_conv_samples
+)
 
 
 def _conv2d_backward_infer(x, w, g, *, need, stride, padding, dilation):
     # outputs not asked for are empty (the kernel skips them)
-    return [(tuple(x.shape) if need[0] else (0,), x.dtype),
-            (tuple(w.shape) if need[1] else (0,), x.dtype),
-            ((w.shape[0],) if need[2] else (0,), x.dtype)]
+    return [
+        (tuple(x.shape) if need[0] else (0,), x.dtype),
+        (tuple(w.shape) if need[1] else (0,), x.dtype),
+        ((w.shape[0],) if need[2] else (0,), x.dtype),
+    ]
 
 
 # (gx, gw, gb) of conv2d in one pass over the images; no backward of its own: conv2d's backward
 # takes the composite path when a graph of the gradients is wanted.
-CONV2D_BACKWARD = defop("conv2d_backward", infer=_conv2d_backward_infer)
+CONV2D_BACKWARD = defop(
+    "conv2d_backward", infer=_conv2d_backward_infer, samples=lambda: _conv_samples(backward=True)
+)
 
 
 def conv2d_fused(x: Tensor, w: Tensor, b, stride, padding, dilation) -> Tensor:
     """conv2d of a 4-D input with groups = 1 as one fused op (gpucore.nn.functional.conv2d
     validates the arguments and decides when to use it)."""
     inputs = (x.contiguous(), w.contiguous()) + (() if b is None else (b.contiguous(),))
-    return apply(CONV2D, *inputs, stride=tuple(stride), padding=tuple(padding),
-                 dilation=tuple(dilation))
+    return apply(
+        CONV2D, *inputs, stride=tuple(stride), padding=tuple(padding), dilation=tuple(dilation)
+    )

@@ -43,6 +43,7 @@ from ..autograd.grad_mode import no_grad
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .registry import defop
+from .samples import Sample, uniform
 
 _FUSED_DTYPES = (D.float32, D.float64)
 # Number of buffers each op takes for given attrs (param and grad included).
@@ -89,9 +90,12 @@ def _infer(name):
     return infer
 
 
-SGD_STEP = defop("sgd_step", infer=_infer("sgd_step"))
-ADAM_STEP = defop("adam_step", infer=_infer("adam_step"))
-RMSPROP_STEP = defop("rmsprop_step", infer=_infer("rmsprop_step"))
+# samples: see the end of this module
+SGD_STEP = defop("sgd_step", infer=_infer("sgd_step"), samples=lambda: _sgd_samples())
+ADAM_STEP = defop("adam_step", infer=_infer("adam_step"), samples=lambda: _adam_samples())
+RMSPROP_STEP = defop(
+    "rmsprop_step", infer=_infer("rmsprop_step"), samples=lambda: _rmsprop_samples()
+)
 
 
 # ----------------------------------------------------------------------------- running
@@ -214,21 +218,54 @@ def foreach_arrays(tensors) -> list | None:
 def _sgd_multi(cols, n, *, lr, momentum, dampening, weight_decay, nesterov, maximize, first):
     # first: one flag per parameter (a buffer created by this step starts as the gradient)
     flag = first[0] if all(f == first[0] for f in first) else None
-    _cpu.sgd_step_multi(cols[0], cols[1], cols[2] if n > 2 else None, lr, momentum, dampening,
-                        weight_decay, int(nesterov), int(maximize),
-                        int(flag) if flag is not None else [int(f) for f in first])
+    _cpu.sgd_step_multi(
+        cols[0],
+        cols[1],
+        cols[2] if n > 2 else None,
+        lr,
+        momentum,
+        dampening,
+        weight_decay,
+        int(nesterov),
+        int(maximize),
+        int(flag) if flag is not None else [int(f) for f in first],
+    )
 
 
-def _adam_multi(cols, n, *, step, lr, beta1, beta2, eps, weight_decay, amsgrad, decoupled,
-                maximize):
-    _cpu.adam_step_multi(cols[0], cols[1], cols[2], cols[3], cols[4] if amsgrad else None, step,
-                         lr, beta1, beta2, eps, weight_decay, int(decoupled), int(maximize))
+def _adam_multi(
+    cols, n, *, step, lr, beta1, beta2, eps, weight_decay, amsgrad, decoupled, maximize
+):
+    _cpu.adam_step_multi(
+        cols[0],
+        cols[1],
+        cols[2],
+        cols[3],
+        cols[4] if amsgrad else None,
+        step,
+        lr,
+        beta1,
+        beta2,
+        eps,
+        weight_decay,
+        int(decoupled),
+        int(maximize),
+    )
 
 
 def _rmsprop_multi(cols, n, *, lr, alpha, eps, weight_decay, momentum, centered, maximize):
-    _cpu.rmsprop_step_multi(cols[0], cols[1], cols[2], cols[3] if centered else None,
-                            cols[-1] if momentum > 0 else None, lr, alpha, eps, weight_decay,
-                            momentum, int(maximize))
+    _cpu.rmsprop_step_multi(
+        cols[0],
+        cols[1],
+        cols[2],
+        cols[3] if centered else None,
+        cols[-1] if momentum > 0 else None,
+        lr,
+        alpha,
+        eps,
+        weight_decay,
+        momentum,
+        int(maximize),
+    )
 
 
 _MULTI = {"sgd_step": _sgd_multi, "adam_step": _adam_multi, "rmsprop_step": _rmsprop_multi}
@@ -294,8 +331,9 @@ def _lerp(a, b, w):
     return a + (b - a) * w if w < 0.5 else b - (b - a) * (1.0 - w)
 
 
-def _sgd_composite(param, grad, *buf, lr, momentum, dampening, weight_decay, nesterov, maximize,
-                   first):
+def _sgd_composite(
+    param, grad, *buf, lr, momentum, dampening, weight_decay, nesterov, maximize, first
+):
     p, g = _work(param), _work(grad)
     if maximize:
         g = -g
@@ -308,8 +346,22 @@ def _sgd_composite(param, grad, *buf, lr, momentum, dampening, weight_decay, nes
     param.copy_(p + g * (-lr))
 
 
-def _adam_composite(param, grad, exp_avg, exp_avg_sq, *vmax, step, lr, beta1, beta2, eps,
-                    weight_decay, amsgrad, decoupled, maximize):
+def _adam_composite(
+    param,
+    grad,
+    exp_avg,
+    exp_avg_sq,
+    *vmax,
+    step,
+    lr,
+    beta1,
+    beta2,
+    eps,
+    weight_decay,
+    amsgrad,
+    decoupled,
+    maximize,
+):
     p, g = _work(param), _work(grad)
     if maximize:
         g = -g
@@ -333,8 +385,9 @@ def _adam_composite(param, grad, exp_avg, exp_avg_sq, *vmax, step, lr, beta1, be
     param.copy_(p + m * (-(lr / bc1)) / denom)
 
 
-def _rmsprop_composite(param, grad, square_avg, *rest, lr, alpha, eps, weight_decay, momentum,
-                       centered, maximize):
+def _rmsprop_composite(
+    param, grad, square_avg, *rest, lr, alpha, eps, weight_decay, momentum, centered, maximize
+):
     p, g = _work(param), _work(grad)
     if maximize:
         g = -g
@@ -365,3 +418,171 @@ _COMPOSITE = {
     "adam_step": _adam_composite,
     "rmsprop_step": _rmsprop_composite,
 }
+
+
+# ----------------------------------------------------------------------------- samples
+# References: the update rules in PyTorch's documentation of torch.optim.SGD, Adam/AdamW and
+# RMSprop, in float64 numpy. Each returns the parameter and the state buffers after one step.
+def _np_sgd(p, g, *buf, lr, momentum, dampening, weight_decay, nesterov, maximize, first):
+    g = -g if maximize else g
+    if weight_decay:
+        g = g + weight_decay * p
+    if momentum == 0:
+        return p - lr * g
+    b = g if first else momentum * buf[0] + (1 - dampening) * g
+    return p - lr * (g + momentum * b if nesterov else b), b
+
+
+def _np_adam(
+    p, g, m, v, *vmax, step, lr, beta1, beta2, eps, weight_decay, amsgrad, decoupled, maximize
+):
+    g = -g if maximize else g
+    if weight_decay and decoupled:
+        p = p * (1 - lr * weight_decay)
+    elif weight_decay:
+        g = g + weight_decay * p
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g * g
+    vhat = np.maximum(vmax[0], v) if amsgrad else v
+    denom = np.sqrt(vhat) / np.sqrt(1 - beta2**step) + eps
+    p = p - lr / (1 - beta1**step) * m / denom
+    return (p, m, v) + ((vhat,) if amsgrad else ())
+
+
+def _np_rmsprop(p, g, sq, *rest, lr, alpha, eps, weight_decay, momentum, centered, maximize):
+    g = -g if maximize else g
+    if weight_decay:
+        g = g + weight_decay * p
+    sq = alpha * sq + (1 - alpha) * g * g
+    state, var = [sq], sq
+    if centered:
+        ga = alpha * rest[0] + (1 - alpha) * g
+        state.append(ga)
+        var = sq - ga * ga
+    avg = np.sqrt(var) + eps
+    if momentum > 0:
+        b = momentum * rest[-1] + g / avg
+        state.append(b)
+        return (p - lr * b, *state)
+    return (p - lr * g / avg, *state)
+
+
+def _step(transposed=False):
+    """Sample.call of an update: fused_update on copies of the tensors (on the Vulkan device
+    under the 'vulkan' policy: an update runs where its tensors live); (param, *state) after.
+    transposed: non-contiguous views of them, which take the composite path."""
+    from .elementwise import to_device
+
+    def call(op, *tensors, **attrs):
+        dev = "vulkan" if dispatch.get_device_policy() == "vulkan" else "cpu"
+        ts = [to_device(t, dev) for t in tensors]
+        if transposed:
+            ts = [t.mT for t in ts]
+        fused_update(op, *ts, **attrs)
+        out = (ts[0],) + tuple(ts[2:])
+        return tuple(t.mT for t in out) if transposed else out
+
+    return call
+
+
+def _step_samples(ref, cases, buffers):
+    """One sample per (shape, attrs) case: param, grad and buffers(attrs, shape, seed) as
+    inputs; a 5000-element case exceeds the GPU threshold; a (4, 3) case, run on transposed
+    views, takes the composite path (gpucore ops, not the Vulkan kernel: on_vulkan=False)."""
+    out = []
+    for i, (shape, attrs) in enumerate(cases):
+        bufs = buffers(attrs, shape, 10 * i)
+        transposed = shape == (4, 3)
+        out.append(
+            Sample(
+                uniform(*shape, seed=10 * i + 1),
+                uniform(*shape, seed=10 * i + 2),
+                *bufs,
+                ref=ref,
+                call=_step(transposed),
+                on_vulkan=not transposed,
+                **attrs,
+            )
+        )
+    return out
+
+
+def _sgd_samples():
+    base = {
+        "lr": 0.1,
+        "momentum": 0.0,
+        "dampening": 0.0,
+        "weight_decay": 0.0,
+        "nesterov": False,
+        "maximize": False,
+        "first": False,
+    }
+    cases = [
+        ((3, 5), {}),
+        ((3, 5), {"momentum": 0.9, "dampening": 0.1, "weight_decay": 0.01, "first": True}),
+        ((2, 7), {"momentum": 0.9, "nesterov": True, "maximize": True, "weight_decay": 0.1}),
+        ((4, 3), {"momentum": 0.5, "dampening": 0.5}),
+        ((5000,), {"momentum": 0.9}),
+    ]
+    return _step_samples(
+        _np_sgd,
+        [(sh, {**base, **a}) for sh, a in cases],
+        lambda a, sh, seed: [uniform(*sh, seed=seed)] if a["momentum"] else [],
+    )
+
+
+def _adam_samples():
+    base = {
+        "step": 1,
+        "lr": 0.01,
+        "beta1": 0.9,
+        "beta2": 0.999,
+        "eps": 1e-8,
+        "weight_decay": 0.0,
+        "amsgrad": False,
+        "decoupled": False,
+        "maximize": False,
+    }
+    cases = [
+        ((3, 5), {}),
+        ((3, 5), {"step": 5, "weight_decay": 0.1, "amsgrad": True}),
+        ((2, 7), {"step": 3, "weight_decay": 0.01, "decoupled": True, "maximize": True}),
+        ((4, 3), {"step": 2, "amsgrad": True, "beta1": 0.5, "beta2": 0.9}),
+        ((5000,), {"step": 10}),
+    ]
+
+    def buffers(a, sh, seed):  # exp_avg, exp_avg_sq (>= 0)[, max_exp_avg_sq (>= 0)]
+        return [uniform(*sh, seed=seed), uniform(*sh, low=0.0, high=1.0, seed=seed + 3)] + (
+            [uniform(*sh, low=0.0, high=1.0, seed=seed + 4)] if a["amsgrad"] else []
+        )
+
+    return _step_samples(_np_adam, [(sh, {**base, **a}) for sh, a in cases], buffers)
+
+
+def _rmsprop_samples():
+    base = {
+        "lr": 0.01,
+        "alpha": 0.99,
+        "eps": 1e-8,
+        "weight_decay": 0.0,
+        "momentum": 0.0,
+        "centered": False,
+        "maximize": False,
+    }
+    cases = [
+        ((3, 5), {}),
+        ((3, 5), {"centered": True, "momentum": 0.9, "weight_decay": 0.1}),
+        ((2, 7), {"momentum": 0.5, "maximize": True, "alpha": 0.9}),
+        ((2, 7), {"centered": True, "eps": 1e-3}),
+        ((4, 3), {"centered": True, "momentum": 0.9}),
+        ((5000,), {"centered": True, "momentum": 0.9}),
+    ]
+
+    def buffers(a, sh, seed):  # square_avg above grad_avg**2: the centered variance is positive
+        return (
+            [uniform(*sh, low=1.0, high=2.0, seed=seed)]
+            + ([uniform(*sh, low=-0.5, high=0.5, seed=seed + 3)] if a["centered"] else [])
+            + ([uniform(*sh, seed=seed + 4)] if a["momentum"] else [])
+        )
+
+    return _step_samples(_np_rmsprop, [(sh, {**base, **a}) for sh, a in cases], buffers)

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 from .. import dtypes as D
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .registry import apply, defop
+from .samples import Sample, uniform
 
 
 def pool_out(op: str, size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> tuple:
@@ -74,17 +77,108 @@ def _max_pool2d_bwd(ctx, g):
     return (apply(MAX_POOL2D_BACKWARD, g, indices, input_shape=a["src"], **_geom(a)),)
 
 
+# ----------------------------------------------------------------------------- samples
+def _np_pool_size(size, k, s, p, d, ceil_mode):
+    num = size + 2 * p - d * (k - 1) - 1
+    o = (-(-num // s) if ceil_mode else num // s) + 1
+    return o - 1 if ceil_mode and (o - 1) * s >= size + p else o
+
+
+def _np_max_pool2d(x, kernel, stride, padding, dilation, ceil_mode=False, src=None):
+    """PyTorch's scan of each window in (ki, kj) order: ``v > best or isnan(v)``."""
+    n, c, h, w = x.shape
+    oh, ow = (
+        _np_pool_size(sz, *g, ceil_mode)
+        for sz, g in zip((h, w), zip(kernel, stride, padding, dilation))
+    )
+    vals = np.full((n, c, oh, ow), -np.inf)
+    idx = np.full((n, c, oh, ow), -1, np.int64)
+    for i, j, ki, kj in np.ndindex(oh, ow, *kernel):
+        r = i * stride[0] - padding[0] + ki * dilation[0]
+        q = j * stride[1] - padding[1] + kj * dilation[1]
+        if 0 <= r < h and 0 <= q < w:
+            v = x[:, :, r, q]
+            better = (v > vals[:, :, i, j]) | np.isnan(v)
+            vals[:, :, i, j] = np.where(better, v, vals[:, :, i, j])
+            idx[:, :, i, j] = np.where(better, r * w + q, idx[:, :, i, j])
+    return vals, idx
+
+
+def _np_max_pool2d_backward(g, indices, input_shape, kernel, stride, padding, dilation):
+    n, c, h, w = input_shape
+    out = np.zeros((n * c, h * w))
+    planes = np.repeat(np.arange(n * c), indices[0, 0].size)
+    np.add.at(out, (planes, indices.reshape(-1)), g.reshape(-1))  # overlapping windows sum
+    return out.reshape(input_shape)
+
+
+# (input shape, kernel, stride, padding, dilation, ceil_mode, gradient-checked)
+_POOL_GEOMS = [
+    ((1, 2, 5, 5), (2, 2), (2, 2), (0, 0), (1, 1), False, True),
+    ((2, 1, 6, 7), (3, 3), (1, 1), (1, 1), (1, 1), False, True),  # overlapping
+    ((1, 2, 7, 6), (2, 3), (2, 1), (1, 0), (2, 1), False, True),  # dilation
+    ((1, 1, 5, 6), (2, 3), (2, 2), (0, 1), (1, 1), True, True),  # partial windows
+    ((2, 3, 32, 32), (3, 3), (2, 2), (1, 1), (1, 1), False, False),
+]
+
+
+def _pool_samples(backward=False):
+    """Max pooling (values + indices) on _POOL_GEOMS, ties (the first in window order wins) and
+    NaN (the last NaN wins); its backward at the indices of the forward on random inputs."""
+    out = []
+    for i, (shape, k, s, p, d, ceil, grad) in enumerate(_POOL_GEOMS):
+        geom = {"kernel": k, "stride": s, "padding": p, "dilation": d}
+        x = uniform(*shape, seed=i)
+        if backward:
+            vals, idx = _np_max_pool2d(x, ceil_mode=ceil, **geom)
+            out.append(
+                Sample(
+                    uniform(*vals.shape, seed=i + 10),
+                    idx,
+                    input_shape=shape,
+                    ref=_np_max_pool2d_backward,
+                    grad=grad,
+                    **geom,
+                )
+            )
+        else:
+            out.append(Sample(x, ceil_mode=ceil, src=shape, ref=_np_max_pool2d, grad=grad, **geom))
+    if not backward:
+        geom = {
+            "kernel": (3, 3),
+            "stride": (1, 1),
+            "padding": (1, 1),
+            "dilation": (1, 1),
+            "ceil_mode": False,
+        }
+        ties = np.round(uniform(1, 2, 6, 6, seed=20))
+        nan = uniform(1, 1, 5, 5, seed=21)
+        nan[0, 0, [0, 1, 1, 3], [1, 1, 2, 3]] = np.nan
+        out += [
+            Sample(ties, src=ties.shape, ref=_np_max_pool2d, grad=False, **geom),
+            Sample(nan, src=nan.shape, ref=_np_max_pool2d, grad=False, **geom),
+        ]
+    return out
+
+
 MAX_POOL2D = defop(
-    "max_pool2d", infer=_max_pool2d_infer, save_outputs=(1,), backward=_max_pool2d_bwd
+    "max_pool2d",
+    infer=_max_pool2d_infer,
+    save_outputs=(1,),
+    backward=_max_pool2d_bwd,
+    samples=_pool_samples,
 )
 
 
 def _max_pool2d_backward_infer(g, indices, input_shape, kernel, stride, padding, dilation):
     if indices.dtype is not D.int64:
         raise DTypeError(f"max_pool2d_backward: indices must be int64, got {indices.dtype}")
-    if g.ndim != 4 or tuple(indices.shape) != tuple(g.shape) or len(input_shape) != 4 or tuple(
-        input_shape[:2]
-    ) != tuple(g.shape[:2]):
+    if (
+        g.ndim != 4
+        or tuple(indices.shape) != tuple(g.shape)
+        or len(input_shape) != 4
+        or tuple(input_shape[:2]) != tuple(g.shape[:2])
+    ):
         raise ShapeError(
             f"max_pool2d_backward: grad {tuple(g.shape)} and indices {tuple(indices.shape)} must "
             f"be [N, C, OH, OW] of the same shape, matching input {tuple(input_shape)}"
@@ -106,11 +200,13 @@ MAX_POOL2D_BACKWARD = defop(
     infer=_max_pool2d_backward_infer,
     save_inputs=(1,),
     backward=_max_pool2d_backward_bwd,
+    samples=lambda: _pool_samples(backward=True),
 )
 
 
-def max_pool2d_with_indices(input: Tensor, kernel, stride, padding, dilation,
-                            ceil_mode: bool = False) -> tuple:
+def max_pool2d_with_indices(
+    input: Tensor, kernel, stride, padding, dilation, ceil_mode: bool = False
+) -> tuple:
     """(values, indices) of max pooling a 4-D input; geometry as pairs of ints (normalised and
     validated by gpucore.nn.functional.max_pool2d, the public entry point)."""
     return apply(

@@ -6,14 +6,150 @@ from __future__ import annotations
 import builtins
 from collections import namedtuple
 
+import numpy as np
+
 from .. import dtypes as D
 from ..errors import GpucoreIndexError, ShapeError
 from ..tensor import Tensor
-from .common import method, norm_dims, reduced_shape, wrap_dim
+from .api import public
+from .common import norm_dims, reduced_shape, wrap_dim
 from .registry import apply, defop
+from .samples import Sample, integers, uniform, via
 
 # what x.max(dim) / x.min(dim) return: named tuples with PyTorch's type names
 _RETURN_TYPES = {n: namedtuple(n, ["values", "indices"]) for n in ("max", "min")}
+
+
+# ----------------------------------------------------------------------------- samples
+# Built lazily by the test harness; the public functions they call (sum, max...) are this
+# module's, defined below.
+def _halves(*shape, seed):
+    return np.round(uniform(*shape, seed=seed) * 2) / 2  # equal values: ties
+
+
+def _reduce_samples(np_fn, public_fn, ints=False, ties=False, empty=False):
+    """sum/mean/amax/amin: adjacent and non-adjacent dims (a permuted copy), keepdim, all dims,
+    0-d, a strided input with a negative dim through the public function, and two large
+    reductions (long columns and one long row, both split into chunks on Vulkan)."""
+
+    def ref(x, dims, keepdim, shape):
+        return np_fn(x, axis=dims, keepdims=keepdim)
+
+    def s(x, dims, keepdim=False, **kw):
+        return Sample(x, dims=dims, keepdim=keepdim, shape=x.shape, ref=ref, **kw)
+
+    def samples():
+        out = [
+            s(uniform(3, 4, 5, seed=1), (1,), True),
+            s(uniform(3, 4, 5, seed=2), (0, 2)),
+            s(uniform(2, 3, seed=3), (0, 1)),
+            s(uniform(seed=4), ()),
+            s(uniform(70, 65, seed=5), (0,), grad=False),
+            s(uniform(4100, seed=6), (0,), True, grad=False),
+            Sample(
+                uniform(4, 3, seed=7),
+                ref=lambda x: np_fn(x.T, axis=-1, keepdims=True),
+                call=via(lambda x: public_fn()(x.mT, -1, True)),
+            ),
+        ]
+        if ties:  # forward only: ties share the gradient, finite differences do not
+            out.append(s(_halves(4, 6, seed=8), (1,), grad=False))
+        if empty:
+            out.append(s(np.zeros((0, 3)), (0,)))
+        if ints:  # numpy paths of the CPU kernel; the shaders take float32 only
+            out += [
+                s(integers(9, 3, 4, low=-9, seed=9), (1,), on_vulkan=False),
+                s(integers(2, 2, 5, seed=10).astype(bool), (0, 1), on_vulkan=False),
+            ]
+        return out
+
+    return samples
+
+
+def _dim_samples(np_val, np_arg, public_fn):
+    """max_dim/min_dim (values + int64 indices): keepdim, inner and last dims, 1-D, 0-d, ties
+    (the first index wins), large, int64, and a strided input with a negative dim."""
+
+    def ref(x, dim, keepdim):
+        if x.ndim == 0:
+            return x.copy(), np.zeros((), np.int64)
+        return (
+            np_val(x, axis=dim, keepdims=keepdim),
+            np_arg(x, axis=dim, keepdims=keepdim).astype(np.int64),
+        )
+
+    def samples():
+        return [
+            Sample(uniform(3, 4, 5, seed=1), dim=1, keepdim=True, ref=ref),
+            Sample(uniform(3, 4, 5, seed=2), dim=2, keepdim=False, ref=ref),
+            Sample(uniform(5, seed=3), dim=0, keepdim=False, ref=ref),
+            Sample(uniform(seed=4), dim=0, keepdim=False, ref=ref),
+            Sample(_halves(4, 6, seed=5), dim=1, keepdim=False, ref=ref, grad=False),
+            Sample(uniform(70, 65, seed=6), dim=0, keepdim=False, ref=ref, grad=False),
+            Sample(uniform(4100, seed=7), dim=0, keepdim=True, ref=ref, grad=False),
+            Sample(
+                integers(9, 3, 4, low=-9, seed=8), dim=0, keepdim=False, ref=ref, on_vulkan=False
+            ),
+            Sample(
+                uniform(4, 3, seed=9),
+                ref=lambda x: ref(x.T, -1, False),
+                call=via(lambda x: public_fn()(x.mT, -1)),
+            ),
+        ]
+
+    return samples
+
+
+def _arg_samples(np_arg):
+    """argmax/argmin: flattened (dim None, with and without keepdim), along a dim, ties (the
+    first index wins), 0-d, large, int64."""
+
+    def ref(x, dim, keepdim):
+        if dim is None:
+            return np.array(np_arg(x), np.int64).reshape((1,) * x.ndim if keepdim else ())
+        return np_arg(x, axis=dim, keepdims=keepdim).astype(np.int64)
+
+    def samples():
+        return [
+            Sample(uniform(3, 4, 5, seed=1), dim=None, keepdim=False, ref=ref),
+            Sample(uniform(3, 4, 5, seed=2), dim=None, keepdim=True, ref=ref),
+            Sample(uniform(3, 4, seed=3), dim=1, keepdim=True, ref=ref),
+            Sample(_halves(4, 6, seed=4), dim=1, keepdim=False, ref=ref),
+            Sample(_halves(5, 7, seed=5), dim=None, keepdim=False, ref=ref),
+            Sample(uniform(seed=6), dim=None, keepdim=False, ref=ref),
+            Sample(uniform(70, 65, seed=7), dim=0, keepdim=False, ref=ref),
+            Sample(uniform(4100, seed=8), dim=None, keepdim=False, ref=ref),
+            Sample(
+                integers(9, 3, 4, low=-9, seed=9), dim=0, keepdim=False, ref=ref, on_vulkan=False
+            ),
+        ]
+
+    return samples
+
+
+def _logical_samples(np_fn):
+    """all/any over bool and float inputs: rows all true, mixed and all false; keepdim;
+    non-adjacent dims; an empty reduced dim (all -> True, any -> False); 0-d."""
+
+    def ref(x, dims, keepdim):
+        return np_fn(x, axis=dims, keepdims=keepdim)
+
+    def samples():
+        rows = np.array([[1, 1, 1], [1, 0, 1], [0, 0, 0], [0.5, -2, 3]])
+        return [
+            Sample(rows.astype(bool), dims=(1,), keepdim=False, ref=ref),
+            Sample(rows, dims=(0,), keepdim=True, ref=ref),
+            Sample(
+                np.where(uniform(2, 3, 4, seed=1) > 0, uniform(2, 3, 4, seed=2), 0.0),
+                dims=(0, 2),
+                keepdim=False,
+                ref=ref,
+            ),
+            Sample(np.zeros((0, 3), bool), dims=(0,), keepdim=False, ref=ref),
+            Sample(np.array(True), dims=(), keepdim=False, ref=ref),
+        ]
+
+    return samples
 
 
 def _grad_back(g: Tensor, shape: tuple, dims: tuple, keepdim: bool) -> Tensor:
@@ -45,9 +181,14 @@ def _mean_infer(x, dims, keepdim, shape):
 
 
 SUM = defop(
-    "sum", infer=lambda x, dims, keepdim, shape: _sum_infer(x, dims, keepdim), backward=_sum_bwd
+    "sum",
+    infer=lambda x, dims, keepdim, shape: _sum_infer(x, dims, keepdim),
+    backward=_sum_bwd,
+    samples=_reduce_samples(np.sum, lambda: sum, ints=True, empty=True),
 )
-MEAN = defop("mean", infer=_mean_infer, backward=_mean_bwd)
+MEAN = defop(
+    "mean", infer=_mean_infer, backward=_mean_bwd, samples=_reduce_samples(np.mean, lambda: mean)
+)
 
 
 def _extreme_bwd(ctx, g):
@@ -74,10 +215,20 @@ def _extreme_infer(name):
 
 
 AMAX = defop(
-    "amax", infer=_extreme_infer("amax"), save_inputs=(0,), save_outputs=(0,), backward=_extreme_bwd
+    "amax",
+    infer=_extreme_infer("amax"),
+    save_inputs=(0,),
+    save_outputs=(0,),
+    backward=_extreme_bwd,
+    samples=_reduce_samples(np.amax, lambda: amax, ints=True, ties=True),
 )
 AMIN = defop(
-    "amin", infer=_extreme_infer("amin"), save_inputs=(0,), save_outputs=(0,), backward=_extreme_bwd
+    "amin",
+    infer=_extreme_infer("amin"),
+    save_inputs=(0,),
+    save_outputs=(0,),
+    backward=_extreme_bwd,
+    samples=_reduce_samples(np.amin, lambda: amin, ints=True, ties=True),
 )
 
 
@@ -108,10 +259,20 @@ def _dim_bwd(ctx, g):
 
 
 MAX_DIM = defop(
-    "max_dim", infer=_dim_infer("max"), save_inputs=(0,), save_outputs=(1,), backward=_dim_bwd
+    "max_dim",
+    infer=_dim_infer("max"),
+    save_inputs=(0,),
+    save_outputs=(1,),
+    backward=_dim_bwd,
+    samples=_dim_samples(np.max, np.argmax, lambda: max),
 )
 MIN_DIM = defop(
-    "min_dim", infer=_dim_infer("min"), save_inputs=(0,), save_outputs=(1,), backward=_dim_bwd
+    "min_dim",
+    infer=_dim_infer("min"),
+    save_inputs=(0,),
+    save_outputs=(1,),
+    backward=_dim_bwd,
+    samples=_dim_samples(np.min, np.argmin, lambda: min),
 )
 
 
@@ -128,14 +289,22 @@ def _arg_infer(name):
     return infer
 
 
-ARGMAX = defop("argmax", infer=_arg_infer("argmax"))
-ARGMIN = defop("argmin", infer=_arg_infer("argmin"))
-ALL = defop("all", infer=lambda x, dims, keepdim: (reduced_shape(x.shape, dims, keepdim), D.bool_))
-ANY = defop("any", infer=lambda x, dims, keepdim: (reduced_shape(x.shape, dims, keepdim), D.bool_))
+ARGMAX = defop("argmax", infer=_arg_infer("argmax"), samples=_arg_samples(np.argmax))
+ARGMIN = defop("argmin", infer=_arg_infer("argmin"), samples=_arg_samples(np.argmin))
+ALL = defop(
+    "all",
+    infer=lambda x, dims, keepdim: (reduced_shape(x.shape, dims, keepdim), D.bool_),
+    samples=_logical_samples(np.all),
+)
+ANY = defop(
+    "any",
+    infer=lambda x, dims, keepdim: (reduced_shape(x.shape, dims, keepdim), D.bool_),
+    samples=_logical_samples(np.any),
+)
 
 
 # ----------------------------------------------------------------------------- functions
-@method("sum")
+@public("sum")
 def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001
     """Sum over ``dim`` (an int, a tuple, or None for all); ints and bools sum to int64."""
     if dtype is not None:
@@ -144,7 +313,7 @@ def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor
     return apply(SUM, input, dims=dims, keepdim=keepdim, shape=input.shape)
 
 
-@method("mean")
+@public("mean")
 def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Arithmetic mean over ``dim``; floating dtypes only, as PyTorch."""
     if dtype is not None:
@@ -160,14 +329,14 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
     return apply(MEAN, input, dims=dims, keepdim=keepdim, shape=input.shape)
 
 
-@method("amax")
+@public("amax")
 def amax(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
     """Maximum over ``dim`` (all dims when empty); ties share the gradient."""
     dims = norm_dims(None if dim == () else dim, input.ndim, "amax")
     return apply(AMAX, input, dims=dims, keepdim=keepdim, shape=input.shape)
 
 
-@method("amin")
+@public("amin")
 def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
     """Minimum over ``dim`` (all dims when empty); ties share the gradient."""
     dims = norm_dims(None if dim == () else dim, input.ndim, "amin")
@@ -187,45 +356,45 @@ def _max_min(name, op_dim, full, input, dim, keepdim, other):
     return _RETURN_TYPES[name](v, i)
 
 
-@method("max")
+@public("max")
 def max(input: Tensor, dim=None, keepdim: bool = False, other=None):  # noqa: A001
     """``max()`` -> scalar tensor; ``max(dim)`` -> (values, indices); ``max(other)`` -> maximum."""
     return _max_min("max", MAX_DIM, amax, input, dim, keepdim, other)
 
 
-@method("min")
+@public("min")
 def min(input: Tensor, dim=None, keepdim: bool = False, other=None):  # noqa: A001
     """``min()`` -> scalar tensor; ``min(dim)`` -> (values, indices); ``min(other)`` -> minimum."""
     return _max_min("min", MIN_DIM, amin, input, dim, keepdim, other)
 
 
-@method("argmax")
+@public("argmax")
 def argmax(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the maximum (flattened when dim is None); the first one on ties, NaN wins."""
     d = None if dim is None else wrap_dim(dim, input.ndim, "argmax")
     return apply(ARGMAX, input, dim=d, keepdim=keepdim)
 
 
-@method("argmin")
+@public("argmin")
 def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the minimum (flattened when dim is None); the first one on ties, NaN wins."""
     d = None if dim is None else wrap_dim(dim, input.ndim, "argmin")
     return apply(ARGMIN, input, dim=d, keepdim=keepdim)
 
 
-@method("all")
+@public("all")
 def all(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """True where every element (along dim) is nonzero."""
     return apply(ALL, input, dims=norm_dims(dim, input.ndim, "all"), keepdim=keepdim)
 
 
-@method("any")
+@public("any")
 def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """True where some element (along dim) is nonzero."""
     return apply(ANY, input, dims=norm_dims(dim, input.ndim, "any"), keepdim=keepdim)
 
 
-@method("var")
+@public("var")
 def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
     """Variance over dim with Bessel's correction by default (correction=1), as PyTorch."""
     if correction is None:
@@ -238,13 +407,13 @@ def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correc
     return (centered * centered).sum(dims, keepdim=keepdim) / builtins.max(n - correction, 0)
 
 
-@method("std")
+@public("std")
 def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
     """Standard deviation: sqrt of var."""
     return var(input, dim, unbiased, keepdim, correction=correction).sqrt()
 
 
-@method("norm")
+@public("norm")
 def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False) -> Tensor:
     """Vector p-norm over dim (p = 0, 1, 2, inf, -inf or any positive number; 'fro', the
     default, is the 2-norm of the elements), as torch.norm.
@@ -280,7 +449,7 @@ def _safe_root(s: Tensor, e: float) -> Tensor:
     return where(zero, 0.0, where(zero, 1.0, s) ** e)
 
 
-@method("sum_to_size")
+@public("sum_to_size", function=False)
 def sum_to_size(input: Tensor, *size) -> Tensor:
     """Sum broadcast dims away so the result has ``size`` (the inverse of expand)."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):

@@ -25,6 +25,7 @@ from ..backends.cpu.kernels import KERNELS as _CPU_KERNELS
 from ..dtypes import float32 as _F32
 from ..dtypes import float64 as _F64
 from ..tensor import Tensor
+from .api import public
 
 REGISTRY: dict[str, OpDef] = {}
 _TRUE1 = (True,)
@@ -37,12 +38,33 @@ class OpDef:
     """Registry entry of one op."""
 
     __slots__ = (
-        "name", "infer", "backward", "save_inputs", "save_outputs", "view", "float_only",
-        "save_for", "elementwise", "fast", "plans",
+        "name",
+        "infer",
+        "backward",
+        "save_inputs",
+        "save_outputs",
+        "view",
+        "float_only",
+        "save_for",
+        "elementwise",
+        "fast",
+        "plans",
+        "function",
+        "samples",
     )
 
-    def __init__(self, name, infer, backward, save_inputs, save_outputs, view, float_only,
-                 save_for=None, elementwise=False):
+    def __init__(
+        self,
+        name,
+        infer,
+        backward,
+        save_inputs,
+        save_outputs,
+        view,
+        float_only,
+        save_for=None,
+        elementwise=False,
+    ):
         self.name = name
         self.elementwise = elementwise
         self.fast = _CPU_FAST.get(name) if elementwise else None
@@ -54,6 +76,8 @@ class OpDef:
         self.save_outputs = save_outputs
         self.view = view
         self.float_only = float_only
+        self.function = None  # the public function defop's variants made, if any
+        self.samples = None  # callable -> list of ops.samples.Sample (the op's test inputs)
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"
@@ -70,6 +94,8 @@ def defop(
     float_only: bool = False,
     save_for: dict | None = None,
     elementwise: bool = False,
+    variants: tuple = (),
+    samples: Callable | None = None,
 ) -> OpDef:
     """Register an op.
 
@@ -85,13 +111,42 @@ def defop(
     elementwise: inputs of one shape and one float dtype give one output of that shape and
     dtype, computed by the CPU kernel as ``kernel(out, *arrays, **attrs)``. Such calls on small
     host tensors take the fast lane of ``apply`` (no infer, no backend selection).
+
+    variants: the public forms of an op whose public form is just ``apply(op, *inputs)``:
+    "function" (``gpucore.<name>``), "method" (``Tensor.<name>``), "inplace" (``Tensor.<name>_``).
+    Ops that normalise arguments declare their function with ``api.public`` instead.
+
+    samples: ``samples() -> [Sample, ...]`` (see ``ops/samples.py``), the inputs and float64
+    reference with which tests/ops/test_every_op.py checks the op on every backend.
     """
     if name in REGISTRY:
         raise ValueError(f"op {name!r} is registered twice")
-    op = OpDef(name, infer, backward, save_inputs, save_outputs, view, float_only, save_for,
-               elementwise)
+    op = OpDef(
+        name, infer, backward, save_inputs, save_outputs, view, float_only, save_for, elementwise
+    )
+    op.samples = samples
+    if variants:
+        op.function = _op_function(op, variants)
     REGISTRY[name] = op
     return op
+
+
+def _op_function(op: OpDef, variants: tuple) -> Callable:
+    unknown = set(variants) - {"function", "method", "inplace"}
+    if unknown:
+        raise ValueError(f"defop({op.name!r}): unknown variants {sorted(unknown)}")
+
+    def fn(input: Tensor) -> Tensor:
+        return apply(op, input)
+
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = f"Elementwise {op.name}, as torch.{op.name}."
+    return public(
+        op.name,
+        function="function" in variants,
+        method="method" in variants,
+        inplace="inplace" in variants,
+    )(fn)
 
 
 def mark_elementwise(*ops: OpDef) -> None:
@@ -125,10 +180,11 @@ def apply(op: OpDef, *inputs, **attrs):
         backend = dispatch.backend_for(op, inputs, specs)
         if dispatch.profiling[0]:
             t0 = _perf_counter()
-            outs = backend.run(op, specs, inputs, attrs)
+            arrays = backend.run(op, specs, inputs, attrs)
             dispatch.profile_event(op.name, backend.name, _perf_counter() - t0)
         else:
-            outs = backend.run(op, specs, inputs, attrs)
+            arrays = backend.run(op, specs, inputs, attrs)
+        outs = _wrap_results(arrays, specs, backend.owner)
         out = outs[0]
         if dispatch._trace.records is not None:
             dispatch.record(op.name, backend.name, out.shape)
@@ -136,6 +192,18 @@ def apply(op: OpDef, *inputs, **attrs):
     if op.backward is not None and _grad_state.enabled and out._dtype.is_floating_point:
         record(op, inputs, outs, attrs)
     return outs if len(outs) > 1 else out
+
+
+def _wrap_results(arrays: tuple, specs, owner) -> tuple:
+    """The Tensors over a backend's output arrays (``owner``: None for host memory)."""
+    if type(specs) is tuple:
+        dt = specs[1]
+        if owner is None:
+            return (Tensor._from_kernel(arrays[0], dt),)
+        return (Tensor._wrap(arrays[0], dt, dev=owner),)
+    if owner is None:
+        return tuple([Tensor._from_kernel(a, dt) for a, (_, dt) in zip(arrays, specs)])
+    return tuple([Tensor._wrap(a, dt, dev=owner) for a, (_, dt) in zip(arrays, specs)])
 
 
 def _fast_elementwise(op: OpDef, inputs, attrs):

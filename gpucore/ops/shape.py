@@ -12,8 +12,10 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..tensor import Tensor
-from .common import method, shape_arg, wrap_dim
+from .api import public, tensor_member
+from .common import shape_arg, wrap_dim
 from .registry import apply, defop
+from .samples import Sample, uniform
 
 
 def _view_array(arr: np.ndarray, shape: tuple) -> np.ndarray:
@@ -26,7 +28,21 @@ def _reshape_bwd(ctx, g):
     return g.reshape(ctx.attrs["src"])
 
 
-VIEW = defop("view", view=lambda a, shape, src: _view_array(a, shape), backward=_reshape_bwd)
+VIEW = defop(
+    "view",
+    view=lambda a, shape, src: _view_array(a, shape),
+    backward=_reshape_bwd,
+    samples=lambda: [
+        Sample(uniform(2, 3, 4, seed=1), shape=(6, 1, 4), src=(2, 3, 4), ref=_np_reshape),
+        Sample(uniform(seed=2), shape=(1, 1), src=(), ref=_np_reshape),
+        Sample(uniform(4, 3, seed=3), shape=(12,), src=(4, 3), ref=_np_reshape),
+        Sample(np.zeros((0, 3)), shape=(3, 0), src=(0, 3), ref=_np_reshape),
+    ],
+)
+
+
+def _np_reshape(x, shape, src):
+    return np.reshape(x, shape)
 
 
 def _infer_shape(op: str, x: Tensor, shape: tuple) -> tuple:
@@ -59,7 +75,7 @@ def _can_view(x: Tensor, shape: tuple) -> bool:
         return False
 
 
-@method("view")
+@public("view", function=False)
 def view(input: Tensor, *shape) -> Tensor:
     """A view with a new shape; raises when the strides do not allow one (use reshape)."""
     if len(shape) == 1 and not isinstance(shape[0], (int, np.integer, tuple, list)):
@@ -97,7 +113,7 @@ def _view_dtype(input: Tensor, dtype) -> Tensor:
     return Tensor._wrap(input._data.view(dt.np), dt, input._vbox, input._dev)
 
 
-@method("reshape")
+@public("reshape")
 def reshape(input: Tensor, *shape) -> Tensor:
     """A tensor with the same data and a new shape; a view when possible, else a copy."""
     shape = _infer_shape("reshape", input, shape_arg(shape))
@@ -106,17 +122,17 @@ def reshape(input: Tensor, *shape) -> Tensor:
     return apply(VIEW, input, shape=shape, src=tuple(input.shape))
 
 
-@method("view_as")
+@public("view_as", function=False)
 def view_as(input: Tensor, other: Tensor) -> Tensor:
     return view(input, tuple(other.shape))
 
 
-@method("reshape_as")
+@public("reshape_as", function=False)
 def reshape_as(input: Tensor, other: Tensor) -> Tensor:
     return reshape(input, tuple(other.shape))
 
 
-@method("flatten")
+@public("flatten")
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merge dims start_dim..end_dim into one."""
     if input.ndim == 0:
@@ -137,10 +153,24 @@ def _permute_bwd(ctx, g):
     return g.permute(tuple(inv))
 
 
-PERMUTE = defop("permute", view=lambda a, dims: a.transpose(dims), backward=_permute_bwd)
+PERMUTE = defop(
+    "permute",
+    view=lambda a, dims: a.transpose(dims),
+    backward=_permute_bwd,
+    samples=lambda: [
+        Sample(uniform(2, 3, 4, seed=1), dims=(2, 0, 1), ref=_np_permute),
+        Sample(uniform(3, 5, seed=2), dims=(1, 0), ref=_np_permute),
+        Sample(uniform(2, 1, 3, 2, seed=3), dims=(3, 1, 0, 2), ref=_np_permute),
+        Sample(uniform(seed=4), dims=(), ref=_np_permute),
+    ],
+)
 
 
-@method("permute")
+def _np_permute(x, dims):
+    return np.transpose(x, dims)
+
+
+@public("permute")
 def permute(input: Tensor, *dims) -> Tensor:
     """A view with dims reordered."""
     dims = shape_arg(dims)
@@ -156,7 +186,7 @@ def permute(input: Tensor, *dims) -> Tensor:
     return apply(PERMUTE, input, dims=dims)
 
 
-@method("transpose", "swapaxes")
+@public("transpose", "swapaxes")
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """A view with dims dim0 and dim1 swapped."""
     nd = input.ndim
@@ -168,7 +198,7 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     return apply(PERMUTE, input, dims=tuple(dims))
 
 
-@method("t")
+@public("t")
 def t(input: Tensor) -> Tensor:
     """Transpose of a tensor of at most 2 dims."""
     if input.ndim > 2:
@@ -176,20 +206,32 @@ def t(input: Tensor) -> Tensor:
     return input if input.ndim < 2 else transpose(input, 0, 1)
 
 
-Tensor.T = property(lambda self: permute(self, tuple(range(self.ndim - 1, -1, -1))))
-Tensor.mT = property(lambda self: transpose(self, -2, -1))
+tensor_member("T", property(lambda self: permute(self, tuple(range(self.ndim - 1, -1, -1)))))
+tensor_member("mT", property(lambda self: transpose(self, -2, -1)))
 
 
 def _expand_bwd(ctx, g):
     return g.sum_to_size(ctx.attrs["src"])
 
 
+def _np_expand(x, shape, src):
+    return x * np.ones(shape)  # broadcasting by arithmetic
+
+
 EXPAND = defop(
-    "expand", view=lambda a, shape, src: np.broadcast_to(a, shape), backward=_expand_bwd
+    "expand",
+    view=lambda a, shape, src: np.broadcast_to(a, shape),
+    backward=_expand_bwd,
+    samples=lambda: [
+        Sample(uniform(3, 1, seed=1), shape=(2, 3, 4), src=(3, 1), ref=_np_expand),
+        Sample(uniform(1, seed=2), shape=(5,), src=(1,), ref=_np_expand),
+        Sample(uniform(seed=3), shape=(2, 3), src=(), ref=_np_expand),
+        Sample(uniform(1, 4, 1, seed=4), shape=(3, 4, 2), src=(1, 4, 1), ref=_np_expand),
+    ],
 )
 
 
-@method("expand")
+@public("expand")
 def expand(input: Tensor, *sizes) -> Tensor:
     """A view with size-1 dims repeated to ``sizes`` (-1 keeps a dim); writes are not allowed."""
     sizes = shape_arg(sizes)
@@ -223,19 +265,18 @@ def expand(input: Tensor, *sizes) -> Tensor:
     return apply(EXPAND, input, shape=out, src=shp)
 
 
-@method("expand_as")
+@public("expand_as", function=False)
 def expand_as(input: Tensor, other: Tensor) -> Tensor:
     return expand(input, tuple(other.shape))
 
 
+@public("broadcast_to")
 def broadcast_to(input: Tensor, shape) -> Tensor:
     """``input.expand(shape)``, numpy's name."""
     return expand(input, tuple(shape))
 
 
-Tensor.broadcast_to = broadcast_to
-
-
+@public("broadcast_tensors", method=False)
 def broadcast_tensors(*tensors: Tensor) -> tuple:
     """Views of the tensors expanded to their common broadcast shape."""
     from .common import broadcast_shapes
@@ -244,7 +285,7 @@ def broadcast_tensors(*tensors: Tensor) -> tuple:
     return tuple(t.expand(shape) for t in tensors)
 
 
-@method("squeeze")
+@public("squeeze")
 def squeeze(input: Tensor, dim=None) -> Tensor:
     """Remove size-1 dims (all of them, or those in ``dim``)."""
     shp = tuple(input.shape)
@@ -258,7 +299,7 @@ def squeeze(input: Tensor, dim=None) -> Tensor:
     return input if new == shp else input.reshape(new)
 
 
-@method("unsqueeze")
+@public("unsqueeze")
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """Insert a size-1 dim at ``dim``."""
     d = wrap_dim(dim, input.ndim + 1, "unsqueeze")
@@ -266,7 +307,7 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     return input.reshape(shp[:d] + (1,) + shp[d:])
 
 
-@method("movedim")
+@public("movedim")
 def movedim(input: Tensor, source: int, destination: int) -> Tensor:
     """A view with dim ``source`` moved to position ``destination`` (the others keep order)."""
     nd = input.ndim

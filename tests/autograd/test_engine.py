@@ -1,5 +1,7 @@
-"""The backward engine and the autograd API: backward(), autograd.grad(), leaves and .grad,
-accumulation, broadcasting, views, diamonds, dtypes, hooks, higher-order gradients and errors.
+"""The backward engine: leaves and grad_fn, backward() and its gradient/inputs arguments, who
+owns a leaf's .grad storage, retain_graph and accumulation, errors, graph shapes (broadcasting,
+views, diamonds, several roots), gradient dtypes, and its limits (deep chains, an op's backward
+returning the wrong number of gradients).
 
 Expected gradients are derived by hand (noted next to each) or by central differences in float64.
 """
@@ -8,30 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import leaf, num_grad
+from helpers import to_np as npv
 
 import gpucore as gc
 from gpucore import AutogradError
 from gpucore.autograd import grad
-
-
-def leaf(values, dtype=gc.float64):
-    return gc.tensor(values, dtype=dtype, requires_grad=True)
-
-
-def npv(t):
-    return t.detach().numpy(force=True)
-
-
-def num_grad(f, x: np.ndarray, eps=1e-6) -> np.ndarray:
-    """Central-difference gradient of a scalar numpy function f at x (float64)."""
-    x = np.asarray(x, np.float64)
-    g = np.zeros_like(x)
-    for i in range(x.size):
-        xp, xm = x.copy(), x.copy()
-        xp.reshape(-1)[i] += eps
-        xm.reshape(-1)[i] -= eps
-        g.reshape(-1)[i] = (f(xp) - f(xm)) / (2 * eps)
-    return g
 
 
 # ----------------------------------------------------------------------------- leaves, grad_fn
@@ -224,51 +208,6 @@ def test_backward_on_tensor_not_requiring_grad_raises():
         y.sum().backward()
 
 
-# ----------------------------------------------------------------------------- autograd.grad
-def test_grad_returns_without_accumulating():
-    x, y = leaf([1.0, 2.0]), leaf([3.0, 5.0])
-    gx, gy = grad((x * y).sum(), [x, y])
-    np.testing.assert_allclose(npv(gx), [3.0, 5.0])
-    np.testing.assert_allclose(npv(gy), [1.0, 2.0])
-    assert x.grad is None and y.grad is None
-    assert not gx.requires_grad
-
-
-def test_grad_outputs_and_multiple_outputs():
-    x = leaf([1.0, 2.0])
-    a, b = x * 2, x * x
-    (g,) = grad([a, b], [x], grad_outputs=[gc.tensor([1.0, 1.0], dtype=gc.float64),
-                                           gc.tensor([10.0, 100.0], dtype=gc.float64)])
-    # 2*1 + 2x*w
-    np.testing.assert_allclose(npv(g), [2 + 20.0, 2 + 400.0])
-
-
-def test_grad_allow_unused():
-    x, y = leaf([1.0, 2.0]), leaf([3.0])
-    out = (x * 2).sum()
-    with pytest.raises(AutogradError, match="allow_unused"):
-        grad(out, [x, y], retain_graph=True)
-    gx, gy = grad(out, [x, y], allow_unused=True)
-    np.testing.assert_allclose(npv(gx), [2.0, 2.0])
-    assert gy is None
-
-
-def test_grad_input_not_requiring_grad_raises():
-    x = leaf([1.0])
-    c = gc.ones(1, dtype=gc.float64)
-    with pytest.raises(AutogradError, match="does not require grad"):
-        grad((x * c).sum(), [c])
-
-
-def test_grad_with_respect_to_intermediate():
-    x = leaf([1.0, 2.0])
-    h = x * 3
-    out = (h * h).sum()
-    gh, gx = grad(out, [h, x])
-    np.testing.assert_allclose(npv(gh), 2 * np.array([3.0, 6.0]))
-    np.testing.assert_allclose(npv(gx), 18 * np.array([1.0, 2.0]))
-
-
 # ----------------------------------------------------------------------------- graph shapes
 @pytest.mark.parametrize(
     "xs, ys",
@@ -357,214 +296,7 @@ def test_float32_grads_match_float64_reference():
     np.testing.assert_allclose(npv(x.grad), expected, rtol=1e-5, atol=1e-6)
 
 
-# ----------------------------------------------------------------------------- .grad, detach
-def test_assigning_grad_checks_shape():
-    x = leaf([1.0, 2.0, 3.0])
-    x.grad = gc.ones(3, dtype=gc.float64)
-    (x * 2).sum().backward()
-    np.testing.assert_allclose(npv(x.grad), [3.0, 3.0, 3.0])
-    with pytest.raises(ValueError, match=r"\(2,\)"):
-        x.grad = gc.zeros(2)
-    with pytest.raises(TypeError):
-        x.grad = [1.0, 2.0, 3.0]
-    x.grad = None
-    assert x.grad is None
-
-
-def test_numpy_on_requires_grad_raises():
-    x = leaf([1.0])
-    with pytest.raises(RuntimeError, match="detach"):
-        x.numpy()
-    with pytest.raises(RuntimeError, match="detach"):
-        (x * 2).numpy()
-    assert x.detach().numpy().tolist() == [1.0]
-
-
-def test_detach_cuts_graph_and_shares_storage():
-    x = leaf([1.0, 2.0])
-    y = x * 2
-    d = y.detach()
-    assert not d.requires_grad and d.is_leaf and d.grad_fn is None
-    (y * d).sum().backward()  # d is constant: grad = 2 * d = 4x
-    np.testing.assert_allclose(npv(x.grad), [4.0, 8.0])
-    with gc.no_grad():
-        d.add_(1)
-    np.testing.assert_allclose(npv(y), [3.0, 5.0])  # storage shared
-
-
-def test_detach_in_place():
-    x = leaf([1.0, 2.0])
-    y = x * 2
-    assert y.detach_() is y
-    assert not y.requires_grad and y.is_leaf and y.grad_fn is None
-    z = y * x
-    z.sum().backward()
-    np.testing.assert_allclose(npv(x.grad), [2.0, 4.0])
-
-
-def test_requires_grad_in_place():
-    x = gc.tensor([1.0, 2.0], dtype=gc.float64)
-    assert x.requires_grad_() is x and x.requires_grad
-    (x * x).sum().backward()
-    np.testing.assert_allclose(npv(x.grad), [2.0, 4.0])
-    x.requires_grad_(False)
-    assert not x.requires_grad
-    with pytest.raises(AutogradError, match="detach"):
-        (leaf([1.0]) * 2).requires_grad_(False)
-
-
-# ----------------------------------------------------------------------------- hooks
-def test_hook_on_non_leaf_sees_summed_gradient_and_replaces_it():
-    x = leaf([1.0, 2.0, 3.0])
-    y = x * 2
-    seen = []
-
-    def hook(g):
-        seen.append(npv(g).copy())
-        return g * 10
-
-    y.register_hook(hook)
-    (y * y + y).sum().backward()  # dL/dy = 2y + 1, reaching y along two paths
-    assert len(seen) == 1
-    yv = 2 * np.array([1.0, 2.0, 3.0])
-    np.testing.assert_allclose(seen[0], 2 * yv + 1)
-    np.testing.assert_allclose(npv(x.grad), 2 * 10 * (2 * yv + 1))
-
-
-def test_hook_on_leaf_and_remove():
-    x = leaf([1.0, 2.0])
-    seen = []
-    h = x.register_hook(lambda g: seen.append(npv(g).copy()))
-    (x * x).sum().backward()
-    np.testing.assert_allclose(seen[0], [2.0, 4.0])
-    np.testing.assert_allclose(npv(x.grad), [2.0, 4.0])
-    h2 = x.register_hook(lambda g: g * 0)
-    (x * 3).sum().backward()
-    np.testing.assert_allclose(seen[1], [3.0, 3.0])
-    np.testing.assert_allclose(npv(x.grad), [2.0, 4.0])  # second hook zeroed the new part
-    h.remove()
-    h2.remove()
-    h2.remove()  # removing twice is harmless
-    (x * 3).sum().backward()
-    assert len(seen) == 2
-    np.testing.assert_allclose(npv(x.grad), [5.0, 7.0])
-
-
-def test_hook_runs_with_autograd_grad_too():
-    x = leaf([1.0, 2.0])
-    y = x * 2
-    y.register_hook(lambda g: g + 1)
-    (gx,) = grad(y.sum(), x)
-    np.testing.assert_allclose(npv(gx), [4.0, 4.0])  # (1 + 1) * 2
-
-
-def test_retain_grad_sees_gradient_after_hooks():
-    x = leaf([1.0, 2.0])
-    y = x * 2
-    y.retain_grad()
-    y.register_hook(lambda g: g * 10)  # registered after retain_grad, still runs before it
-    y.sum().backward()
-    np.testing.assert_allclose(npv(y.grad), [10.0, 10.0])
-    np.testing.assert_allclose(npv(x.grad), [20.0, 20.0])
-
-
-def test_hook_returning_wrong_shape_raises():
-    x = leaf([1.0, 2.0])
-    y = x * 2
-    y.register_hook(lambda g: g.sum())
-    with pytest.raises(AutogradError, match=r"shape \(2,\)"):
-        y.sum().backward()
-
-
-def test_register_hook_on_tensor_without_grad_raises():
-    with pytest.raises(AutogradError, match="doesn't require gradient"):
-        gc.ones(2).register_hook(lambda g: g)
-
-
-def test_retain_grad():
-    x = leaf([1.0, 2.0])
-    y = x * 3
-    y.retain_grad()
-    z = y * y
-    z.sum().backward()
-    np.testing.assert_allclose(npv(y.grad), 2 * np.array([3.0, 6.0]))
-    np.testing.assert_allclose(npv(x.grad), 18 * np.array([1.0, 2.0]))
-    w = x * 2  # without retain_grad, a non-leaf keeps no .grad
-    w.sum().backward()
-    assert w.grad is None
-
-
-# ----------------------------------------------------------------------------- higher order
-def test_second_and_third_derivative_of_cube():
-    xv = np.array([-1.5, 0.5, 2.0])
-    x = leaf(xv)
-    y = (x**3).sum()
-    (g1,) = grad(y, x, create_graph=True)
-    assert g1.requires_grad
-    np.testing.assert_allclose(npv(g1), 3 * xv**2)
-    (g2,) = grad(g1.sum(), x, create_graph=True)
-    np.testing.assert_allclose(npv(g2), 6 * xv)
-    (g3,) = grad(g2.sum(), x)
-    np.testing.assert_allclose(npv(g3), [6.0, 6.0, 6.0])
-
-
-def test_backward_create_graph_gives_differentiable_grad():
-    xv = np.array([0.5, 1.5])
-    x = leaf(xv)
-    (x**3).sum().backward(create_graph=True)
-    g = x.grad
-    assert g.requires_grad and g.grad_fn is not None
-    np.testing.assert_allclose(npv(g), 3 * xv**2)
-    (gg,) = grad(g.sum(), x)
-    np.testing.assert_allclose(npv(gg), 6 * xv)
-
-
-def test_grad_of_grad_used_in_a_loss():
-    # gradient penalty: L = sum(x * dy/dx) with y = sum(x^2) -> L = sum(2x^2), dL/dx = 4x
-    xv = np.array([1.0, -2.0, 3.0])
-    x = leaf(xv)
-    (g,) = grad((x * x).sum(), x, create_graph=True)
-    (g * x).sum().backward()
-    np.testing.assert_allclose(npv(x.grad), 4 * xv)
-
-
-@pytest.mark.parametrize(
-    "name",
-    ["tanh", "sigmoid", "softmax", "tanh_softmax", "log_softmax_sigmoid"],
-)
-def test_second_derivatives_vs_finite_differences(name):
-    rng = np.random.default_rng(3)
-    xv = rng.uniform(-1.5, 1.5, size=(2, 4))
-    wv = rng.standard_normal((2, 4))
-    w = gc.tensor(wv, dtype=gc.float64)
-    fns = {
-        "tanh": lambda x: x.tanh() * x,
-        "sigmoid": lambda x: x.sigmoid() * x.sigmoid(),
-        "softmax": lambda x: x.softmax(1),
-        "tanh_softmax": lambda x: (x.tanh() * 2).softmax(1) * x,
-        "log_softmax_sigmoid": lambda x: x.sigmoid().log_softmax(0),
-    }
-    f = fns[name]
-
-    def first_grad(v, create_graph):
-        x = leaf(v)
-        (g,) = grad((f(x) * w).sum(), x, create_graph=create_graph)
-        return x, g
-
-    # Hessian-vector product with u: d/dx <grad f, u>, vs finite differences of the gradient.
-    u = rng.standard_normal((2, 4))
-    x, g = first_grad(xv, True)
-    (hvp,) = grad((g * gc.tensor(u, dtype=gc.float64)).sum(), x)
-    expected = num_grad(lambda v: (npv(first_grad(v, False)[1]) * u).sum(), xv)
-    np.testing.assert_allclose(npv(hvp), expected, rtol=1e-5, atol=1e-7)
-
-
-def test_no_graph_is_recorded_during_plain_backward():
-    x = leaf([1.0, 2.0])
-    (x * x).sum().backward()
-    assert not x.grad.requires_grad and x.grad.grad_fn is None
-
-
+# ----------------------------------------------------------------------------- engine limits
 def test_root_gradient_cast_to_output_dtype():
     x = leaf([1.0, 2.0], dtype=gc.float32)
     x.backward(gradient=gc.tensor([3.0, 4.0], dtype=gc.float64))

@@ -1,17 +1,27 @@
 """Module, Parameter and the containers: registration, traversal, state_dict round trips and
 their errors (missing, unexpected, mis-shaped keys), modes, zero_grad, to(), apply, hooks,
-deepcopy and reprs."""
+deepcopy and reprs; and every layer at once: no state where there are no parameters, gradcheck
+with respect to the parameters, a small CNN on Vulkan."""
 
 import copy
 from collections import OrderedDict
 
 import numpy as np
 import pytest
-from helpers import assert_close, to_np
+from helpers import assert_close, rand, to_np
+from nn_cases import CASES, W5, ours
 
 import gpucore
 import gpucore.nn as nn
 import gpucore.nn.functional as F
+
+
+def f32(a):
+    return gpucore.tensor(np.asarray(a), dtype=gpucore.float32)
+
+
+def f64(a, grad=False):
+    return gpucore.tensor(np.asarray(a, np.float64), dtype=gpucore.float64, requires_grad=grad)
 
 
 class Net(nn.Module):
@@ -333,3 +343,74 @@ def test_repr_nested():
 
     assert repr(Multi()) == "Multi(\n  a=1\n  b=2\n)"
     assert repr(nn.Module()) == "Module()"
+
+
+# ============================================================================= every layer
+def test_parameter_free_modules_have_no_state():
+    for case in CASES:
+        if case.name not in ("PReLU", "GroupNorm", "InstanceNorm2d", "MultiLabelSoftMarginLoss"):
+            m = ours(case)
+            assert list(m.state_dict()) == [] and list(m.parameters()) == [], case
+    m = nn.MultiLabelSoftMarginLoss(weight=gpucore.tensor(W5))  # class weights: a buffer
+    assert list(m.state_dict()) == ["weight"] and list(m.parameters()) == []
+
+
+def test_module_gradchecks():
+    """Every layer with parameters, in float64, differentiated w.r.t. input and parameters."""
+    gpucore.manual_seed(0)
+    layers = [
+        (nn.Linear(3, 2), (2, 3)),
+        (nn.Conv2d(4, 2, 3, stride=2, padding=1, dilation=1, groups=2), (1, 4, 5, 5)),
+        (nn.Conv2d(2, 2, (2, 3), padding="same", dilation=2), (1, 2, 4, 5)),
+        (nn.LayerNorm((2, 3)), (2, 2, 3)),
+        (nn.BatchNorm1d(3), (4, 3)),
+        (nn.Sequential(nn.MaxPool2d(2, 1), nn.AvgPool2d(2, padding=1),
+                       nn.AdaptiveAvgPool2d((2, 1))), (1, 2, 5, 4)),
+    ]
+    for m, shape in layers:
+        m.double()
+        params = list(m.parameters())
+        names = [n for n, _ in m.named_parameters()]
+
+        def fn(x, *ps, m=m, names=names):
+            for name, p in zip(names, ps):
+                mod = m.get_submodule(name.rpartition(".")[0])
+                mod._parameters[name.rpartition(".")[2]] = p
+            return m(x)
+
+        x = f64(rand(shape), grad=True)
+        ps = [f64(to_np(p), grad=True) for p in params]
+        assert gpucore.autograd.gradcheck(fn, [x, *ps], atol=1e-5, rtol=1e-3), type(m).__name__
+
+
+def test_layers_on_vulkan(vulkan):
+    """A small CNN: forward and gradients under the 'vulkan' policy equal the CPU's."""
+    gpucore.manual_seed(0)
+    m = nn.Sequential(
+        nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.LeakyReLU(0.1), nn.MaxPool2d(2),
+        nn.Conv2d(4, 4, 3, padding="same", groups=2), nn.AvgPool2d(2), nn.Flatten(),
+        nn.LayerNorm(16), nn.Linear(16, 3),
+    )
+    x = f32(rand((3, 2, 8, 8)))
+    t = gpucore.tensor([0, 2, 1])
+
+    def run(policy):
+        m.zero_grad()
+        with gpucore.device_policy(policy):
+            loss = F.cross_entropy(m(x), t, label_smoothing=0.1)
+            loss.backward()
+        return [to_np(loss)] + [to_np(p.grad) for p in m.parameters()]
+
+    cpu = run("cpu")
+    vk = run("vulkan")
+    for a, b in zip(cpu, vk):
+        np.testing.assert_allclose(b, a, rtol=1e-3, atol=1e-5)
+    # parameters living on the device
+    m.to("vulkan")
+    assert all(p.device.type == "vulkan" for p in m.parameters())
+    assert m[1].running_mean.device.type == "vulkan"
+    out = m(x.to("vulkan"))
+    out.sum().backward()
+    assert m[0].weight.grad.device.type == "vulkan"
+    m.cpu()
+    assert all(p.device.type == "cpu" for p in m.parameters())

@@ -54,3 +54,59 @@ def test_shipped_spirv_validates():
             ["spirv-val", "--target-env", "vulkan1.1", str(spv)], capture_output=True, text=True
         )
         assert res.returncode == 0, f"{spv.name}: {res.stdout}{res.stderr}"
+
+
+def test_an_included_file_from_the_include_dirs_marks_the_shader_stale(tmp_path, monkeypatch):
+    bs = _load()
+    src, inc, out = tmp_path / "shaders", tmp_path / "cpu", tmp_path / "spirv"
+    for d in (src, inc, out):
+        d.mkdir()
+    (inc / "opcodes.def").write_text("#ifdef GC_UNARY\nGC_UNARY(NEG, neg, 0)\n#endif\n")
+    comp = src / "k.comp"
+    comp.write_text('#include "opcodes.def"\nvoid main() {}\n')
+    monkeypatch.setattr(bs, "OUT", out)
+    monkeypatch.setattr(bs, "INCLUDE_DIRS", [inc])
+    assert bs.dependencies(comp) == [comp, inc / "opcodes.def"]
+    (out / "k.spv").write_bytes(b"x")
+    (out / "k.spv.sha256").write_text(bs.source_digest(comp))
+    assert not bs.stale(comp)
+    (inc / "opcodes.def").write_text("#ifdef GC_UNARY\nGC_UNARY(NEG, neg, 1)\n#endif\n")
+    assert bs.stale(comp)  # an op code changed: stale again
+
+
+def test_the_op_code_shaders_depend_on_opcodes_def():
+    bs = _load()
+    table = ROOT / "cpu" / "opcodes.def"
+    for name in ("unary.comp", "binary.comp", "fused.comp", "gemm.comp"):
+        assert table in bs.dependencies(ROOT / "shaders" / name), name
+
+
+def test_every_variant_is_compiled_fresh_and_hashes_its_defines():
+    bs = _load()
+    rows = bs.variants()
+    names = [v.name for v in rows]
+    assert len(names) == len(set(names)), "two variants write the same .spv"
+    for v in rows:
+        assert (ROOT / "shaders" / v.source).is_file(), v
+        assert not bs.stale(v), f"stale SPIR-V, run python tools/build_shaders.py: {v.name}"
+    shipped = {p.stem for p in (ROOT / "gpucore" / "backends" / "vulkan" / "spirv").glob("*.spv")}
+    assert shipped == set(names), "a shipped .spv has no row (or a row no .spv)"
+    reduce = ROOT / "shaders" / "reduce.comp"
+    assert [v.name for v in bs.variants(reduce)] == ["reduce", "reduce_sg"]
+    assert bs.source_digest(reduce, (("SUBGROUP", "0"),)) != bs.source_digest(
+        reduce, (("SUBGROUP", "1"),)
+    )
+
+
+def test_the_opcode_table_matches_the_extension_constants():
+    from gpucore import _cpu
+
+    ops = _cpu.OPCODES
+    for family, prefix in (("unary", "UNARY_"), ("binary", "BINARY_"), ("reduce", "REDUCE_")):
+        assert sorted(ops[family].values()) == list(range(len(ops[family])))
+        for name, code in ops[family].items():
+            assert getattr(_cpu, prefix + name.upper()) == code
+    assert {k: v for k, v in ops["strided"].items() if k in ops["binary"]} == ops["binary"]
+    assert set(ops["act"]) - {"none"} <= set(ops["unary"])
+    arith = {k: v for k, v in ops["binary"].items() if v < ops["binary"]["eq"]}
+    assert ops["fused_binary"] == arith

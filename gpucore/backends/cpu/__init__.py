@@ -58,12 +58,25 @@ def from_compute(arr: np.ndarray, dtype) -> np.ndarray:
 
 
 class CPUBackend:
-    """Runs ops with the kernels of ``kernels.KERNELS`` on host arrays."""
+    """Runs ops with the kernels of ``kernels.KERNELS`` on host arrays (the ``Backend``
+    interface of backends/base.py)."""
 
     name = "cpu"
+    owner = None  # results live in host memory
 
     def __init__(self):
         self.kernels = KERNELS
+
+    def supports(self, op, inputs, specs) -> bool:
+        return op.name in self.kernels
+
+    def upload(self, arr: np.ndarray, dtype) -> np.ndarray:
+        out = empty_array(arr.shape, arr.dtype)
+        np.copyto(out, arr)
+        return out
+
+    def host_view(self, arr: np.ndarray) -> np.ndarray:
+        return arr
 
     def run(self, op, specs, inputs, attrs):
         fn = self.kernels.get(op.name)
@@ -80,7 +93,7 @@ class CPUBackend:
                 shape, dt = specs
                 out = empty_array(shape, dt.np)
                 fn(out, *ins, **attrs)
-                return (_new_tensor(out, dt),)
+                return (out,)
         multi = isinstance(specs, list)
         if not multi:
             specs = [specs]
@@ -101,15 +114,7 @@ class CPUBackend:
         fn(outs if multi else outs[0], *ins, **attrs)
         if low:
             outs = [from_compute(o, dt) for o, (_, dt) in zip(outs, specs)]
-        return tuple(_new_tensor(o, dt) for o, (_, dt) in zip(outs, specs))
-
-
-def _new_tensor(data, dtype):
-    from ...tensor import Tensor
-
-    global _new_tensor
-    _new_tensor = Tensor._from_kernel  # resolved once: tensor.py imports this module's users
-    return _new_tensor(data, dtype)
+        return tuple(outs)
 
 
 BACKEND = CPUBackend()

@@ -27,10 +27,14 @@ class Operand:
 
 
 class VulkanBackend:
+    """Runs ops with the shaders of ``kernels.KERNELS`` on device arrays (the ``Backend``
+    interface of backends/base.py)."""
+
     name = "vulkan"
 
     def __init__(self, ctx):
         self.ctx = ctx
+        self.owner = self  # results live in this device's memory
         self.kernels = KERNELS
         self.align = max(16, ctx.limits["minStorageBufferOffsetAlignment"])
         self.max_range = ctx.limits["maxStorageBufferRange"]
@@ -147,8 +151,6 @@ class VulkanBackend:
         return True
 
     def run(self, op, specs, inputs, attrs):
-        from ...tensor import Tensor
-
         fn = self.kernels[op.name]
         multi = isinstance(specs, list)
         if not multi:
@@ -160,7 +162,7 @@ class VulkanBackend:
             self._run_in_bands(fn, outs[0], ins, attrs)
         else:
             fn(self, outs if multi else outs[0], *ins, **attrs)
-        return tuple(Tensor._wrap(o, dt, dev=self) for o, (_, dt) in zip(outs, specs))
+        return tuple(outs)
 
     def _fits_binding(self, inputs, specs) -> bool:
         lim = self.max_range - self.align

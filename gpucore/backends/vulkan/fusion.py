@@ -32,14 +32,20 @@ import os
 
 import numpy as np
 
-MAX_SLOTS = 8  # storage bindings (every Vulkan device we target has >= 8 per stage)
-MAX_OPS = 22  # what is left of 128 bytes of push constants
+from ... import _cpu
+
+# The program's encoding, from cpu/opcodes.def (shared with fused.comp) through the extension.
+_F = _cpu.OPCODES["fused"]
+MAX_SLOTS = _F["MAX_SLOTS"]  # storage bindings (every Vulkan device we target has >= 8 per stage)
+MAX_OPS = _F["MAX_OPS"]  # what is left of 128 bytes of push constants
 # instruction fields (see fused.comp)
-SRC_NONE, SRC_ACC = 14, 15
-BACKWARD, BINARY = 32, 64
-COPY = 31  # a unary code with no function: the identity
+SRC_NONE, SRC_ACC = _F["SRC_NONE"], _F["SRC_ACC"]
+BACKWARD, BINARY = _F["BACKWARD"], _F["BINARY"]
+COPY = _F["COPY"]  # a unary code with no function: the identity
+_A_SHIFT, _B_SHIFT, _OUT_SHIFT = _F["SRC_A_SHIFT"], _F["SRC_B_SHIFT"], _F["OUT_SHIFT"]
+_COUNT_SHIFT = _F["COUNT_SHIFT"]
 # binary op codes inside the program (fused.comp's binary_op), by registry op name
-BINARY_CODES = {"add": 0, "sub": 1, "mul": 2, "div": 3, "pow": 4, "maximum": 5, "minimum": 6}
+BINARY_CODES = dict(_cpu.OPCODES["fused_binary"])
 
 
 def enabled_by_env() -> bool | None:
@@ -62,8 +68,8 @@ def enabled_for(ctx) -> bool:
 
 
 def encode(op: int, a: int, b: int, out: int) -> int:
-    """One instruction word: op (7 bits), sources a and b (slot, SRC_ACC or SRC_NONE), out slot."""
-    return op | (a << 7) | (b << 11) | (out << 15)
+    """One instruction word: op, sources a and b (slot, SRC_ACC or SRC_NONE), out slot."""
+    return op | (a << _A_SHIFT) | (b << _B_SHIFT) | (out << _OUT_SHIFT)
 
 
 class Program:
@@ -135,10 +141,10 @@ class Program:
         return out
 
     def push(self) -> np.ndarray:
-        """fused.comp's push-constant block: n, off[8], meta, code[22] (32 words)."""
+        """fused.comp's push-constant block: n, off[MAX_SLOTS], meta, code[MAX_OPS] (32 words)."""
         words = np.zeros(2 + MAX_SLOTS + MAX_OPS, np.uint32)
         words[0] = self.n
-        meta = len(self.codes) << 8
+        meta = len(self.codes) << _COUNT_SHIFT
         for k, s in enumerate(self.slots):
             words[1 + k] = s[4].offset
             if s[3]:

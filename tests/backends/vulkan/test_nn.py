@@ -180,7 +180,7 @@ def test_a_host_check_from_a_call_that_never_ran_is_inert(vulkan):
     assert vulkan.supports(nnops.XENT, (logits, bad), specs)  # leaves a check behind
     good = dev(np.array([0, 1, 2, 3, 4, 0], np.int64))
     loss, _ = vulkan.run(nnops.XENT, specs, (logits, good), {"ignore_index": -100})
-    assert np.isfinite(loss.cpu().numpy()).all()
+    assert np.isfinite(vulkan.host_view(loss)).all()  # backends return arrays
 
 
 def test_device_resident_bad_targets_give_nan_not_a_crash(variant):

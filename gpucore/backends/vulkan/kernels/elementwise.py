@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .... import _cpu
 from .... import dtypes as D
 from .. import fusion
-from . import (
+from .common import (
     KERNELS,
     _accepts_words,
     _push,
@@ -28,17 +29,18 @@ from . import (
 )
 
 # ----------------------------------------------------------------------------- unary
-_UNARY_CODES = {
-    "neg": 0, "abs": 1, "exp": 2, "log": 3, "sqrt": 4, "relu": 5, "sigmoid": 6, "tanh": 7,
-    "gelu": 8, "sign": 10, "sin": 11, "cos": 12, "reciprocal": 13,
-}
+# Op codes come from cpu/opcodes.def through the extension (unary.comp / fused.comp use the same).
+_OPCODES = _cpu.OPCODES
+_GELU, _GELU_TANH = _OPCODES["unary"]["gelu"], _OPCODES["unary"]["gelu_tanh"]
+# gelu_tanh is gelu with approximate="tanh", not an op of its own
+_UNARY_CODES = {k: c for k, c in _OPCODES["unary"].items() if k != "gelu_tanh"}
 
 
 def _unary(name, code):
     def run(be, out, x, **attrs):
         c = code
         if attrs.get("approximate") == "tanh":
-            c = 9
+            c = _GELU_TANH
         x = contiguous(be, x)
         n = out.size
         if n == 0 or try_fuse(be, c, name, out, x):
@@ -56,7 +58,7 @@ for _name, _code in _UNARY_CODES.items():
 
 def _unary_bwd(name, code):
     def run(be, out, g, saved, **attrs):
-        c = 9 if (code == 8 and attrs.get("approximate") == "tanh") else code
+        c = _GELU_TANH if (code == _GELU and attrs.get("approximate") == "tanh") else code
         g = contiguous(be, g)
         saved = contiguous(be, saved)
         n = out.size
@@ -69,8 +71,10 @@ def _unary_bwd(name, code):
     return run
 
 
-for _name, _code in (("relu", 5), ("sigmoid", 6), ("tanh", 7), ("gelu", 8)):
-    kernel(f"{_name}_backward")(_unary_bwd(f"{_name}_backward", _code))
+# the activations (opcodes.def's GC_ACT) are the unary ops with a backward kernel
+for _name in _OPCODES["act"]:
+    if _name in _UNARY_CODES:
+        kernel(f"{_name}_backward")(_unary_bwd(f"{_name}_backward", _UNARY_CODES[_name]))
 
 
 
@@ -81,16 +85,11 @@ def _clone(be, out, x):
 
 
 # ----------------------------------------------------------------------------- strided family
-# binary.comp's op codes and types (specialization constants 1..3).
-_F32, _I32, _BOOL = 0, 1, 2
-_TYPE = {D.float32: _F32, D.int32: _I32, D.bool_: _BOOL}
+# binary.comp's op codes and types (specialization constants 1..3), by op / dtype name.
+_TYPE = {d: _OPCODES["type"][d.name] for d in (D.float32, D.int32, D.bool_)}
+_F32, _BOOL = _TYPE[D.float32], _TYPE[D.bool_]
 _NPTYPE = {d.np: code for d, code in _TYPE.items()}
-_OP = {
-    "add": 0, "sub": 1, "mul": 2, "div": 3, "pow": 4, "maximum": 5, "minimum": 6,
-    "eq": 7, "ne": 8, "lt": 9, "le": 10, "gt": 11, "ge": 12,
-    "logical_and": 13, "logical_or": 14, "logical_xor": 15, "logical_not": 16,
-    "clamp": 17, "to_dtype": 18, "log1p": 19,
-}
+_OP = dict(_OPCODES["strided"])
 
 
 class _Layout:

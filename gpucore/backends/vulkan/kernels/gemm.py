@@ -31,10 +31,12 @@ import os
 
 import numpy as np
 
+from .... import _cpu
 from ....errors import DeviceError, DTypeError, ShapeError
-from . import contiguous, copy_array, kernel
+from .common import contiguous, copy_array, kernel
 
-ACTIVATIONS = {None: 0, "none": 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "sigmoid": 4, "tanh": 5}
+# gemm.comp's activation codes (flags bits 4..7; activation.glsl), from cpu/opcodes.def
+ACTIVATIONS = {None: _cpu.OPCODES["act"]["none"], **_cpu.OPCODES["act"]}
 VARIANTS = ("tiled", "regblock")
 _FLAG_BIAS, _FLAG_BETA, _FLAG_EPILOGUE = 1, 2, 4
 # A / B load modes (shader AMODE / BMODE): scalar with the fast index along k / m (n), or vec4.

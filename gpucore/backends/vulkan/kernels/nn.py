@@ -25,7 +25,7 @@ import numpy as np
 
 from .... import dtypes as D
 from ....errors import GpucoreIndexError
-from . import _push, contiguous, groups_1d, kernel, launch
+from .common import _push, contiguous, groups_1d, kernel, launch
 from .reduce import oni, shader, split, use_rows, wg_size
 
 SOFTMAX, LOG_SOFTMAX, SOFTMAX_BWD, LOG_SOFTMAX_BWD = 0, 1, 2, 3

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from . import groups_1d, kernel, launch, local_size
+from .common import groups_1d, kernel, launch, local_size
 
 SGD, ADAM, RMSPROP = 0, 1, 2  # optim.comp's VARIANT (specialization constant 1)
 MAXIMIZE, WEIGHT_DECAY, MOMENTUM, NESTEROV, FIRST, DECOUPLED, AMSGRAD, CENTERED = (

@@ -15,7 +15,7 @@ DeviceError (run that conv on the CPU).
 from __future__ import annotations
 
 from .... import dtypes as D
-from . import _push, contiguous, groups_1d, kernel, launch, local_size
+from .common import _push, contiguous, groups_1d, kernel, launch, local_size
 
 IM2COL, COL2IM = 0, 1
 

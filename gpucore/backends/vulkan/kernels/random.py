@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _push, groups_1d, launch, local_size
+from .common import _push, groups_1d, launch, local_size
 
 WORDS, UNIFORM, NORMAL, DROPOUT = 0, 1, 2, 3
 _MASK64 = (1 << 64) - 1

@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from .... import dtypes as D
-from . import _push, contiguous, copy_array, groups_1d, kernel, launch, local_size
+from .common import _push, contiguous, copy_array, groups_1d, kernel, launch, local_size
 
 SUM, MAX, MIN = 0, 1, 2
 F_IDX_IN, F_VALS, F_IDX, F_IDX64, F_MEAN = 1, 2, 4, 8, 16

@@ -1,0 +1,67 @@
+/* The functions of gpucore._cpu: one list, from which module.c builds the method table.
+ *
+ * GC_FUNCTIONS(X) calls X(name) once per Python function, grouped by the binding file that
+ * defines it (cpu/python/<family>.c binds the kernels of cpu/<family>.c).  Each binding file
+ * defines, for each of its names,
+ *
+ *     GC_DOC(name, "name(args, /)\n--\n\n" "What it does.");
+ *     PyObject *gc_py_name(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { ... }
+ *
+ * (METH_FASTCALL, positional arguments only).  Adding a function: its line here, its
+ * definition in the family's file.
+ */
+#ifndef GPUCORE_PYTHON_BINDINGS_H
+#define GPUCORE_PYTHON_BINDINGS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#define GC_FUNCTIONS(X)                                                                           \
+    /* memory.c, host_cache.c: host memory */                                                     \
+    X(data_ptr) X(host_empty) X(host_cache_info) X(host_cache_clear)                              \
+    /* fastpath.c: the small-op fast lane */                                                      \
+    X(fast_setup) X(set_fast_limit) X(fast_unary) X(fast_binary) X(fast_unary_backward)           \
+    /* dispatch.c: ISA, caches, GEMM blocking, thread pool */                                     \
+    X(info) X(set_num_threads)                                                                    \
+    /* gemm.c */                                                                                  \
+    X(gemm) X(gemm_ex)                                                                            \
+    /* unary.c */                                                                                 \
+    X(unary) X(unary_backward)                                                                    \
+    /* binary.c */                                                                                \
+    X(binary) X(where)                                                                            \
+    /* reduce.c */                                                                                \
+    X(reduce)                                                                                     \
+    /* softmax.c */                                                                               \
+    X(softmax) X(softmax_backward) X(cross_entropy_forward) X(cross_entropy_backward)             \
+    /* copy.c */                                                                                  \
+    X(copy)                                                                                       \
+    /* im2col.c, conv.c, maxpool.c */                                                             \
+    X(im2col) X(col2im) X(conv2d_forward) X(conv2d_backward) X(max_pool2d)                        \
+    X(max_pool2d_backward)                                                                        \
+    /* philox.c */                                                                                \
+    X(philox) X(uniform) X(normal) X(philox_block)                                                \
+    /* optim.c */                                                                                 \
+    X(sgd_step) X(adam_step) X(rmsprop_step) X(sgd_step_multi) X(adam_step_multi)                 \
+    X(rmsprop_step_multi)
+
+/* A docstring in PyDoc form ("sig\n--\n\n" then the text). */
+#define GC_DOC(name, text) const char gc_##name##_doc[] = PyDoc_STR(text)
+
+#if defined(__GNUC__)
+#pragma GCC visibility push(hidden)
+#endif
+
+#define GC_DECLARE_FUNCTION(name)                                                                 \
+    PyObject *gc_py_##name(PyObject *self, PyObject *const *args, Py_ssize_t nargs);              \
+    extern const char gc_##name##_doc[];
+GC_FUNCTIONS(GC_DECLARE_FUNCTION)
+#undef GC_DECLARE_FUNCTION
+
+/* host_cache.c: the type of host_empty's blocks, exported as HostBuffer */
+extern PyTypeObject gc_HostBufferType;
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+
+#endif /* GPUCORE_PYTHON_BINDINGS_H */

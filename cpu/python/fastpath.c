@@ -1,0 +1,336 @@
+/* The small-op fast lane: a whole elementwise op on host tensors in one C call.
+ *
+ * Eager autograd on small tensors is bound by Python bookkeeping, not arithmetic: `a + b` on 64
+ * floats spent ~4 us in Python (operand checks, the registry's lane, the output allocation, the
+ * Tensor's construction) around a ~30 ns kernel.  Here one call checks that the operands are
+ * plain host Tensors of one float dtype and one shape below the lane's size limit, takes the
+ * output block from the host cache (host_cache.c, so autograd's ownership test still applies),
+ * wraps it in an ndarray, runs the kernel and builds the result Tensor, whose slots it writes
+ * directly.  Anything unusual returns None and the caller takes the general path, which gives
+ * the same result; the graph is recorded by the Python caller.
+ *
+ * The limit is set from Python (gpucore/dispatch.py) whenever the device policy, the threshold,
+ * tracing or profiling change: 0 while any of them needs the general path. */
+#include "bindings.h"
+
+#include <structmember.h>
+#include <string.h>
+
+#include "kernels.h"
+
+/* What the lane knows about the Python side, from fast_setup(). */
+static PyTypeObject *tensor_type;
+static PyObject *dt_f32, *dt_f64;   /* gpucore.float32 / float64 */
+static PyObject *np_f32, *np_f64;   /* numpy dtypes */
+static PyObject *np_ndarray;        /* numpy.ndarray */
+static PyObject *zero;              /* the int 0 of a fresh version box */
+static Py_ssize_t fast_limit;       /* elements; 0 = lane closed */
+
+/* Byte offsets of the Tensor's slots, from its member descriptors: by name the slots the lane
+ * reads or sets to something other than None; and every object slot of the class and its bases,
+ * each of which a new Tensor starts as None (so this file names no slot it does not use). */
+enum { F_DATA, F_DTYPE, F_VBOX, F_REQ, F_RETAIN, F_DEV, F_COUNT };
+static const char *const field_names[F_COUNT] = {"_data",         "_dtype",  "_vbox",
+                                                 "requires_grad", "_retain", "_dev"};
+static Py_ssize_t field_off[F_COUNT];
+static Py_ssize_t *slot_off, slot_count;
+
+#define FIELD_AT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+#define FIELD(obj, f) FIELD_AT(obj, field_off[f])
+
+/* A writable object slot (__slots__ entry) of a type. */
+static int is_object_slot(const PyMemberDef *m)
+{
+    return m->type == T_OBJECT_EX && !(m->flags & READONLY);
+}
+
+/* Every object slot of tp and its bases into slot_off / slot_count; -1 with an exception set. */
+static int collect_slots(PyTypeObject *tp)
+{
+    PyObject *mro = tp->tp_mro;
+    if (!mro || !PyTuple_Check(mro)) {
+        PyErr_Format(PyExc_TypeError, "fast_setup: %s has no MRO", tp->tp_name);
+        return -1;
+    }
+    Py_ssize_t count = 0;
+    for (int pass = 0; pass < 2; pass++) { /* count, then fill */
+        Py_ssize_t *off = NULL;
+        if (pass == 1) {
+            off = PyMem_Malloc((size_t)(count > 0 ? count : 1) * sizeof *off);
+            if (!off) {
+                PyErr_NoMemory();
+                return -1;
+            }
+        }
+        Py_ssize_t k = 0;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); i++) {
+            const PyMemberDef *m = ((PyTypeObject *)PyTuple_GET_ITEM(mro, i))->tp_members;
+            for (; m && m->name; m++)
+                if (is_object_slot(m) && pass == 1)
+                    off[k++] = m->offset;
+                else if (is_object_slot(m))
+                    count++;
+        }
+        if (pass == 1) {
+            PyMem_Free(slot_off);
+            slot_off = off;
+            slot_count = k;
+        }
+    }
+    return 0;
+}
+
+GC_DOC(fast_setup,
+       "fast_setup(Tensor, float32, float64, np_float32, np_float64, ndarray, /)\n--\n\n"
+       "Tell the fast lane the Tensor class (its slots), gpucore's two float dtypes and "
+       "numpy's, and numpy.ndarray.  Called once by gpucore.ops.registry.");
+
+PyObject *gc_py_fast_setup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 6 || !PyType_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "fast_setup(Tensor, float32, float64, np_float32, np_float64, ndarray)");
+        return NULL;
+    }
+    PyTypeObject *tp = (PyTypeObject *)args[0];
+    Py_ssize_t off[F_COUNT];
+    for (int i = 0; i < F_COUNT; i++) {
+        PyObject *d = PyObject_GetAttrString((PyObject *)tp, field_names[i]);
+        if (!d)
+            PyErr_Clear();
+        const int ok = d && Py_IS_TYPE(d, &PyMemberDescr_Type) &&
+                       is_object_slot(((PyMemberDescrObject *)d)->d_member);
+        if (ok)
+            off[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+        Py_XDECREF(d);
+        if (!ok) {
+            PyErr_Format(PyExc_TypeError, "fast_setup: %s.%s is not a __slots__ member",
+                         tp->tp_name, field_names[i]);
+            return NULL;
+        }
+    }
+    if (collect_slots(tp) < 0)
+        return NULL;
+    memcpy(field_off, off, sizeof off);
+    PyObject **keep[] = {(PyObject **)&tensor_type, &dt_f32, &dt_f64, &np_f32, &np_f64,
+                         &np_ndarray};
+    for (int i = 0; i < 6; i++)
+        Py_XSETREF(*keep[i], Py_NewRef(args[i]));
+    if (!zero)
+        zero = PyLong_FromLong(0);
+    Py_RETURN_NONE;
+}
+
+GC_DOC(set_fast_limit,
+       "set_fast_limit(n, /)\n--\n\n"
+       "Ops whose tensors have fewer than n elements may take the fast lane; 0 closes it.");
+
+PyObject *gc_py_set_fast_limit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 1) {
+        PyErr_SetString(PyExc_TypeError, "set_fast_limit(n) takes one int");
+        return NULL;
+    }
+    const Py_ssize_t n = PyLong_AsSsize_t(args[0]);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    fast_limit = n < 0 ? 0 : n;
+    Py_RETURN_NONE;
+}
+
+/* 'f' or 'd' when t is a plain host Tensor of float32 / float64, else 0. */
+static char plain_kind(PyObject *t)
+{
+    if (Py_TYPE(t) != tensor_type || FIELD(t, F_DEV) != Py_None)
+        return 0;
+    PyObject *dt = FIELD(t, F_DTYPE);
+    return dt == dt_f32 ? 'f' : (dt == dt_f64 ? 'd' : 0);
+}
+
+/* A C-contiguous buffer of t's data, or 0 (no error set) when it is not one. */
+static int data_buf(PyObject *t, Py_buffer *v)
+{
+    PyObject *d = FIELD(t, F_DATA);
+    if (!d || PyObject_GetBuffer(d, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    return 1;
+}
+
+static int same_shape(const Py_buffer *a, const Py_buffer *b)
+{
+    if (a->ndim != b->ndim || a->len != b->len)
+        return 0;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d])
+            return 0;
+    return 1;
+}
+
+/* A new host Tensor (and its ndarray over a host-cache block) shaped like src's data. */
+static PyObject *new_tensor(PyObject *src, char kind, void **ptr)
+{
+    PyObject *src_data = FIELD(src, F_DATA);
+    PyObject *shape = PyObject_GetAttrString(src_data, "shape");
+    if (!shape)
+        return NULL;
+    const Py_ssize_t itemsize = kind == 'f' ? 4 : 8;
+    Py_ssize_t n = itemsize;
+    for (Py_ssize_t d = 0; d < PyTuple_GET_SIZE(shape); d++)
+        n *= PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d));
+    PyObject *nb = PyLong_FromSsize_t(n);
+    PyObject *block = nb ? gc_py_host_empty(NULL, &nb, 1) : NULL;
+    Py_XDECREF(nb);
+    if (!block) {
+        Py_DECREF(shape);
+        return NULL;
+    }
+    PyObject *argv[3] = {shape, kind == 'f' ? np_f32 : np_f64, block};
+    PyObject *arr = PyObject_Vectorcall(np_ndarray, argv, 3, NULL);
+    Py_DECREF(shape);
+    Py_DECREF(block);
+    if (!arr)
+        return NULL;
+    Py_buffer v;
+    if (PyObject_GetBuffer(arr, &v, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        Py_DECREF(arr);
+        return NULL;
+    }
+    *ptr = v.buf;
+    PyBuffer_Release(&v); /* the array keeps the block alive */
+    PyObject *vbox = PyList_New(1);
+    PyObject *t = vbox ? tensor_type->tp_alloc(tensor_type, 0) : NULL;
+    if (!t) {
+        Py_XDECREF(vbox);
+        Py_DECREF(arr);
+        return NULL;
+    }
+    PyList_SET_ITEM(vbox, 0, Py_NewRef(zero));
+    for (Py_ssize_t i = 0; i < slot_count; i++) /* every slot None (_dev: host memory) ... */
+        FIELD_AT(t, slot_off[i]) = Py_NewRef(Py_None);
+    Py_XSETREF(FIELD(t, F_DATA), arr); /* ... but these */
+    Py_XSETREF(FIELD(t, F_DTYPE), Py_NewRef(kind == 'f' ? dt_f32 : dt_f64));
+    Py_XSETREF(FIELD(t, F_VBOX), vbox);
+    Py_XSETREF(FIELD(t, F_REQ), Py_NewRef(Py_False));
+    Py_XSETREF(FIELD(t, F_RETAIN), Py_NewRef(Py_False));
+    return t;
+}
+
+/* Shared body: n_in operands (1 or 2), kernel picked by kind. */
+enum { K_UNARY, K_BINARY, K_UNARY_BWD };
+
+static PyObject *fast_op(const char *fn, PyObject *const *args, Py_ssize_t nargs, int kind,
+                         int nops, int nmax)
+{
+    if (nargs != nops + 1) {
+        PyErr_Format(PyExc_TypeError, "%s takes %d arguments (%zd given)", fn, nops + 1, nargs);
+        return NULL;
+    }
+    const long op = PyLong_AsLong(args[0]);
+    if (op < 0 || op >= nmax || (kind == K_BINARY && gc_binary_writes_bool((int)op))) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_ValueError, "%s: op %ld is out of range", fn, op);
+        return NULL;
+    }
+    if (fast_limit == 0 || !tensor_type)
+        Py_RETURN_NONE;
+    const char k = plain_kind(args[1]);
+    if (!k || (nops == 2 && plain_kind(args[2]) != k))
+        Py_RETURN_NONE;
+    Py_buffer a, b;
+    if (!data_buf(args[1], &a))
+        Py_RETURN_NONE;
+    int have_b = 0;
+    if (nops == 2) {
+        if (!data_buf(args[2], &b)) {
+            PyBuffer_Release(&a);
+            Py_RETURN_NONE;
+        }
+        have_b = 1;
+    }
+    const Py_ssize_t n = a.len / (k == 'f' ? 4 : 8);
+    PyObject *res = NULL;
+    if (n >= fast_limit || n == 0 || (have_b && !same_shape(&a, &b))) {
+        res = Py_NewRef(Py_None);
+        goto done;
+    }
+    void *out;
+    res = new_tensor(args[1], k, &out);
+    if (!res)
+        goto done;
+    /* tiny and single-threaded: no GIL release */
+    if (kind == K_UNARY) {
+        if (k == 'f')
+            gc_unary_f32((int)op, (const float *)a.buf, (float *)out, n);
+        else
+            gc_unary_f64((int)op, (const double *)a.buf, (double *)out, n);
+    } else if (kind == K_UNARY_BWD) {
+        if (k == 'f')
+            gc_unary_backward_f32((int)op, (const float *)a.buf, (const float *)b.buf,
+                                  (float *)out, n);
+        else
+            gc_unary_backward_f64((int)op, (const double *)a.buf, (const double *)b.buf,
+                                  (double *)out, n);
+    } else {
+        gc_iter it;
+        it.ndim = 1;
+        it.shape[0] = n;
+        it.stride[0][0] = it.stride[1][0] = it.stride[2][0] = 1;
+        if (k == 'f')
+            gc_binary_f32((int)op, &it, (const float *)a.buf, (const float *)b.buf, out);
+        else
+            gc_binary_f64((int)op, &it, (const double *)a.buf, (const double *)b.buf, out);
+    }
+done:
+    PyBuffer_Release(&a);
+    if (have_b)
+        PyBuffer_Release(&b);
+    return res;
+}
+
+GC_DOC(fast_unary,
+       "fast_unary(op, x, /)\n--\n\n"
+       "A new Tensor f(x) (op: a UNARY_* constant) when x is a plain, small, contiguous "
+       "float host Tensor and the lane is open; else None.");
+
+PyObject *gc_py_fast_unary(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return fast_op("fast_unary", args, nargs, K_UNARY, 1, GC_UNARY_COUNT);
+}
+
+GC_DOC(fast_binary,
+       "fast_binary(op, a, b, /)\n--\n\n"
+       "A new Tensor a op b (op: an arithmetic BINARY_* constant) when a and b are plain, "
+       "small, contiguous host Tensors of one float dtype and one shape and the lane is "
+       "open; else None.");
+
+PyObject *gc_py_fast_binary(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return fast_op("fast_binary", args, nargs, K_BINARY, 2, GC_BINARY_COUNT);
+}
+
+GC_DOC(fast_unary_backward,
+       "fast_unary_backward(op, grad, saved, /)\n--\n\n"
+       "unary_backward's gradient as a new Tensor under fast_binary's conditions; else "
+       "None.");
+
+PyObject *gc_py_fast_unary_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs == 3) {
+        const long op = PyLong_AsLong(args[0]);
+        if (op < 0 || op >= GC_UNARY_COUNT || !gc_unary_has_backward((int)op)) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_ValueError,
+                             "fast_unary_backward: op %ld has no backward kernel", op);
+            return NULL;
+        }
+    }
+    return fast_op("fast_unary_backward", args, nargs, K_UNARY_BWD, 2, GC_UNARY_COUNT);
+}
+

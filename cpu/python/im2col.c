@@ -1,0 +1,74 @@
+/* Bindings of im2col.c: im2col, col2im. */
+#include "args.h"
+#include "bindings.h"
+
+static PyObject *conv_common(const char *fn, PyObject *const *args, Py_ssize_t nargs, int to_col)
+{
+    bufset bs = {.n = 0};
+    gc_conv p;
+    Py_ssize_t nx, ncol;
+    if (check_nargs(fn, nargs, 14) < 0 || conv_geometry(fn, args + 2, &p, &nx, &ncol) < 0)
+        return NULL;
+    /* im2col(x, col, ...), col2im(col, x, ...) */
+    static const char *const col_names[2] = {"x", "col"}, *const im_names[2] = {"col", "x"};
+    const char *const *names = to_col ? col_names : im_names;
+    const char *in_name = names[0], *out_name = names[1];
+    Py_buffer *v[2];
+    if (get_bufs(&bs, fn, args, 2, names, "rw", v) < 0)
+        goto fail;
+    Py_buffer *in = v[0], *out = v[1];
+    const char kd = need_float_contig(fn, 2, v, names, "==");
+    if (!kd)
+        goto fail;
+#define WHAT                                                                                      \
+    "n=%zd, c=%zd, h=%zd, w=%zd, kernel %zdx%zd, stride %zdx%zd, padding %zdx%zd, dilation "       \
+    "%zdx%zd -> oh=%zd, ow=%zd",                                                                   \
+        p.n, p.c, p.h, p.w, p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.dh, p.dw, p.oh, p.ow
+    const Py_ssize_t nin = to_col ? nx : ncol, nout = to_col ? ncol : nx;
+    if (need_elems(fn, in_name, in, nin, WHAT) < 0 ||
+        need_elems(fn, out_name, out, nout, WHAT) < 0)
+        goto fail;
+#undef WHAT
+    if (nin > 0 && nout > 0 && need_no_overlap(fn, out_name, out, in_name, in, 0) < 0)
+        goto fail;
+    Py_BEGIN_ALLOW_THREADS
+    if (to_col) {
+        if (kd == 'f')
+            gc_im2col_f32((const float *)in->buf, (float *)out->buf, &p);
+        else
+            gc_im2col_f64((const double *)in->buf, (double *)out->buf, &p);
+    } else {
+        if (kd == 'f')
+            gc_col2im_f32((const float *)in->buf, (float *)out->buf, &p);
+        else
+            gc_col2im_f64((const double *)in->buf, (double *)out->buf, &p);
+    }
+    Py_END_ALLOW_THREADS
+    bufs_release(&bs);
+    Py_RETURN_NONE;
+fail:
+    bufs_release(&bs);
+    return NULL;
+}
+
+GC_DOC(im2col,
+             "im2col(x, col, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, /)\n--\n\n"
+             "x [n, c, h, w] -> col [n, c*kh*kw, oh*ow], oh = (h + 2*ph - dh*(kh-1) - 1) // sh "
+             "+ 1 (likewise ow); padding reads as 0; row (ci*kh + ki)*kw + kj.");
+
+PyObject *gc_py_im2col(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return conv_common("im2col", args, nargs, 1);
+}
+
+GC_DOC(col2im,
+             "col2im(col, x, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, /)\n--\n\n"
+             "The adjoint of im2col: x is overwritten with the sum of every col entry that "
+             "im2col would have read from it.");
+
+PyObject *gc_py_col2im(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return conv_common("col2im", args, nargs, 0);
+}

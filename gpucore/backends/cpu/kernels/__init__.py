@@ -1,0 +1,20 @@
+"""CPU kernels, keyed by registry op name: ``fn(out, *inputs, **attrs)`` on numpy arrays.
+
+float32/float64 math goes to the C extension (gpucore._cpu); integer and bool tensors use numpy,
+which is exact for them. ``out`` is always a fresh C-contiguous array; inputs may be strided views.
+
+common.py holds the tables (``KERNELS``; ``FAST``, the ops the extension's fast lane runs
+whole), the ``kernel`` decorator and the shared helpers. Each family module registers its
+kernels with ``@kernel``, one module per module of gpucore/ops: elementwise.py, reduce.py,
+indexing.py, linalg.py, nn.py (ops/nnops.py), pool.py and optim.py (ops/optim_ops.py).
+
+The C extension's op codes are the one list of its unary and binary ops: elementwise.py
+registers a kernel (and a fast lane) for each code the extension exports, without typing the
+names again.
+"""
+
+# Family modules register on import; keep this list in step with the files.
+from . import elementwise, indexing, linalg, nn, optim, pool, reduce
+from .common import FAST, KERNELS, kernel
+
+__all__ = ["FAST", "KERNELS", "kernel"]

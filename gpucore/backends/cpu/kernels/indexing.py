@@ -1,0 +1,73 @@
+"""Indexing kernels (gpucore/ops/indexing.py): advanced indexing and its backward, index_put,
+gather/scatter_add, cat, one_hot, copy_slices. numpy does the work for every dtype."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ....errors import GpucoreIndexError
+from .common import _check_index, kernel
+
+
+def _index_guard(fn):
+    try:
+        return fn()
+    except IndexError as e:
+        raise GpucoreIndexError(f"index out of range: {e}") from None
+
+
+@kernel("index")
+def _index(out, x, key, src):
+    _index_guard(lambda: np.copyto(out, x[key]))
+
+
+@kernel("index_backward")
+def _index_backward(out, g, shape, key, basic):
+    out.fill(0)
+    if basic:
+        out[key] = g
+    else:
+        np.add.at(out, key, g)
+
+
+@kernel("index_put")
+def _index_put(out, x, v, key, basic):
+    np.copyto(out, x)
+    _index_guard(lambda: out.__setitem__(key, v))
+
+
+@kernel("gather")
+def _gather(out, x, index, dim, src):
+    _check_index(index, x.shape[dim], "gather")
+    sl = tuple(slice(0, s) if d != dim else slice(None) for d, s in enumerate(index.shape))
+    np.copyto(out, np.take_along_axis(x[sl], index, axis=dim))
+
+
+@kernel("scatter_add")
+def _scatter_add(out, x, index, src, dim):
+    _check_index(index, x.shape[dim], "scatter_add")
+    np.copyto(out, x)
+    grids = list(np.indices(index.shape, sparse=True))
+    grids[dim] = index
+    src_part = src[tuple(slice(0, s) for s in index.shape)]
+    np.add.at(out, tuple(grids), src_part)
+
+
+@kernel("cat")
+def _cat(out, *ts, dim, sizes):
+    np.concatenate(ts, axis=dim, out=out)
+
+
+@kernel("one_hot")
+def _one_hot(out, t, num_classes):
+    out.fill(0)
+    np.put_along_axis(out, t[..., None].astype(np.int64), 1, axis=-1)
+
+
+@kernel("copy_slices")
+def _copy_slices(out, base, src, view_ops, src_shape):
+    np.copyto(out, base)
+    v = out
+    for op, attrs in view_ops:
+        v = op.view(v, **attrs)
+    np.copyto(v, src)

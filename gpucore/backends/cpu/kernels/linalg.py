@@ -1,0 +1,61 @@
+"""Matrix-product kernels (gpucore/ops/linalg.py): matmul (batched, broadcast operands) and
+linear (x @ w.T + b in one GEMM call), on the extension's BLIS-style GEMM."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .... import _cpu
+from .common import kernel
+
+
+def _gemm_operand(arr: np.ndarray):
+    """(contiguous buffer, transposed?, batch stride) describing a batch of matrices."""
+    r, c = arr.shape[-2:]
+    batch = math.prod(arr.shape[:-2])
+    if batch > 1 and all(s == 0 for s in arr.strides[:-2]):
+        buf, trans, _ = _gemm_operand(arr[(0,) * (arr.ndim - 2)])
+        return buf, trans, 0
+    v = arr.reshape(batch, r, c)
+    if v.flags.c_contiguous:
+        return v, 0, r * c
+    vt = v.transpose(0, 2, 1)
+    if vt.flags.c_contiguous:
+        return vt, 1, r * c
+    return np.ascontiguousarray(v), 0, r * c
+
+
+@kernel("matmul")
+def _matmul(out, a, b):
+    if a.ndim == 2 and a.flags.c_contiguous and b.flags.c_contiguous:
+        # plain matrices: the buffers go to C as they are (it checks their sizes)
+        m, k = a.shape
+        n = b.shape[1]
+        _cpu.gemm(a, b, out, 1, m, n, k, 0, 0, 1.0, 0.0, 0, 0, 0)
+        return
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    batch = math.prod(out.shape[:-2])
+    abuf, ta, sa = _gemm_operand(a)
+    bbuf, tb, sb = _gemm_operand(b)
+    _cpu.gemm(
+        abuf.reshape(-1), bbuf.reshape(-1), out.reshape(-1), batch, m, n, k, ta, tb, 1.0, 0.0,
+        sa, sb, m * n,
+    )
+
+
+@kernel("linear")
+def _linear(out, x, w, b=None):
+    m, k = x.shape
+    n = w.shape[0]
+    xbuf, tx, _ = _gemm_operand(x)
+    wbuf, tw, _ = _gemm_operand(w)
+    if b is not None and not b.flags.c_contiguous:
+        b = np.ascontiguousarray(b)
+    # w is [out, in]: the product uses it transposed, which folds into the packing.
+    _cpu.gemm_ex(
+        xbuf.reshape(-1), wbuf.reshape(-1), out.reshape(-1), 1, m, n, k, tx, 1 - tw, 1.0, 0.0,
+        0, 0, m * n, b, -1,
+    )

@@ -1,0 +1,86 @@
+"""Neural-network kernels (gpucore/ops/nnops.py): softmax/log_softmax and their backward ops,
+the fused cross-entropy (+ backward), im2col/col2im and the fused conv2d (+ backward)."""
+
+from __future__ import annotations
+
+from .... import _cpu
+from ....errors import GpucoreIndexError
+from .common import _c, _oni, kernel
+
+
+# ----------------------------------------------------------------------------- softmax, xent
+def _softmax_geom(x, dim: int):
+    if x.ndim == 0:
+        return _c(x), 1, 1, 1
+    return _oni(x, (dim,))
+
+
+def _softmax_kernel(log):
+    def run(out, x, dim):
+        xc, outer, n, inner = _softmax_geom(x, dim)
+        _cpu.softmax(xc.reshape(-1), out.reshape(-1), outer, n, inner, log)
+
+    return run
+
+
+def _softmax_bwd_kernel(log):
+    def run(out, g, y, dim):
+        gc, outer, n, inner = _softmax_geom(g, dim)
+        yc, *_ = _softmax_geom(y, dim)
+        _cpu.softmax_backward(gc.reshape(-1), yc.reshape(-1), out.reshape(-1), outer, n, inner, log)
+
+    return run
+
+
+kernel("softmax")(_softmax_kernel(0))
+kernel("log_softmax")(_softmax_kernel(1))
+kernel("softmax_backward")(_softmax_bwd_kernel(0))
+kernel("log_softmax_backward")(_softmax_bwd_kernel(1))
+
+
+@kernel("cross_entropy")
+def _xent(outs, logits, target, ignore_index):
+    loss, lse = outs
+    n, c = logits.shape
+    try:
+        _cpu.cross_entropy_forward(_c(logits), _c(target), loss, lse, n, c, ignore_index)
+    except IndexError as e:
+        raise GpucoreIndexError(f"cross_entropy(): {e}") from None
+
+
+@kernel("cross_entropy_backward")
+def _xent_bwd(out, logits, target, lse, g, ignore_index):
+    n, c = logits.shape
+    _cpu.cross_entropy_backward(
+        _c(logits), _c(target), _c(lse), _c(g), out, n, c, ignore_index
+    )
+
+
+# ----------------------------------------------------------------------------- im2col, conv2d
+@kernel("im2col")
+def _im2col(out, x, kernel, stride, padding, dilation, src):
+    n, c, h, w = x.shape
+    _cpu.im2col(_c(x), out, n, c, h, w, *kernel, *stride, *padding, *dilation)
+
+
+@kernel("col2im")
+def _col2im(out, col, shape, kernel, stride, padding, dilation):
+    n, c, h, w = shape
+    _cpu.col2im(_c(col), out, n, c, h, w, *kernel, *stride, *padding, *dilation)
+
+
+@kernel("conv2d")
+def _conv2d(out, x, w, b=None, *, stride, padding, dilation):
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    _cpu.conv2d_forward(_c(x), _c(w), None if b is None else _c(b), out, n, c, h, wd, kh, kw,
+                        *stride, *padding, *dilation, o)
+
+
+@kernel("conv2d_backward")
+def _conv2d_backward(outs, x, w, g, *, need, stride, padding, dilation):
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    gx, gw, gb = (t if nd else None for t, nd in zip(outs, need))
+    _cpu.conv2d_backward(_c(x), _c(w), _c(g), gx, gw, gb, n, c, h, wd, kh, kw, *stride,
+                         *padding, *dilation, o)

@@ -1,0 +1,135 @@
+"""Functional neural-network ops with PyTorch's names and semantics (``import
+gpucore.nn.functional as F``), one module per topic as in gpucore/nn/modules/: activation,
+linear, conv, pooling, normalization, dropout, sparse, padding, upsampling, distance, loss;
+_utils holds the argument checks they share.
+
+Everything here is a composition of registry ops (matmul, im2col, reductions, where...), so it runs
+on whichever backend the dispatch policy picks and autograd differentiates it with no backward of
+its own. Geometry constants (pooling masks and divisors, padding and interpolation indices) are
+built once per shape and cached. The exceptions are fused ops with their own backward in
+gpucore/ops: max_pool2d (the composition of im2col, max, a one-hot mask, where and sum dominated
+CNN training steps), cross_entropy's rows and conv2d where it runs in the C extension.
+"""
+
+# The private helpers below are part of F's surface: nn.modules.loss calls F._check_reduction and
+# the tests use F._pair and F._pool_args to build their references.
+from ._utils import _check_reduction, _pair
+from .activation import (
+    celu,
+    elu,
+    gelu,
+    glu,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    leaky_relu,
+    log_softmax,
+    logsigmoid,
+    mish,
+    prelu,
+    relu,
+    relu6,
+    selu,
+    sigmoid,
+    silu,
+    softmax,
+    softmin,
+    softplus,
+    softsign,
+    tanh,
+    tanhshrink,
+)
+from .conv import conv2d, fold, unfold
+from .distance import cosine_similarity, pairwise_distance
+from .dropout import dropout, dropout2d
+from .linear import linear
+from .loss import (
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    cosine_embedding_loss,
+    cross_entropy,
+    hinge_embedding_loss,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    margin_ranking_loss,
+    mse_loss,
+    multilabel_soft_margin_loss,
+    nll_loss,
+    poisson_nll_loss,
+    smooth_l1_loss,
+    soft_margin_loss,
+    triplet_margin_loss,
+)
+from .normalization import batch_norm, group_norm, instance_norm, layer_norm, normalize
+from .padding import pad
+from .pooling import _pool_args, adaptive_avg_pool2d, avg_pool2d, max_pool2d
+from .sparse import embedding, one_hot
+from .upsampling import interpolate
+
+__all__ = [
+    # activation
+    "celu",
+    "elu",
+    "gelu",
+    "glu",
+    "hardsigmoid",
+    "hardswish",
+    "hardtanh",
+    "leaky_relu",
+    "log_softmax",
+    "logsigmoid",
+    "mish",
+    "prelu",
+    "relu",
+    "relu6",
+    "selu",
+    "sigmoid",
+    "silu",
+    "softmax",
+    "softmin",
+    "softplus",
+    "softsign",
+    "tanh",
+    "tanhshrink",
+    # linear, conv, pooling
+    "linear",
+    "conv2d",
+    "fold",
+    "unfold",
+    "adaptive_avg_pool2d",
+    "avg_pool2d",
+    "max_pool2d",
+    # normalization, dropout, sparse
+    "batch_norm",
+    "group_norm",
+    "instance_norm",
+    "layer_norm",
+    "normalize",
+    "dropout",
+    "dropout2d",
+    "embedding",
+    "one_hot",
+    # padding, upsampling, distance
+    "pad",
+    "interpolate",
+    "cosine_similarity",
+    "pairwise_distance",
+    # loss
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "cosine_embedding_loss",
+    "cross_entropy",
+    "hinge_embedding_loss",
+    "huber_loss",
+    "kl_div",
+    "l1_loss",
+    "margin_ranking_loss",
+    "mse_loss",
+    "multilabel_soft_margin_loss",
+    "nll_loss",
+    "poisson_nll_loss",
+    "smooth_l1_loss",
+    "soft_margin_loss",
+    "triplet_margin_loss",
+]

@@ -1,0 +1,218 @@
+"""Activations: relu, gelu, sigmoid, tanh, softmax/log_softmax and softmin, leaky_relu, the
+smooth ones (silu, mish, softplus, elu, selu, celu, logsigmoid, softsign, tanhshrink), the
+hard ones (hardtanh, relu6, hardsigmoid, hardswish), glu and prelu.
+
+relu, gelu, sigmoid, tanh and the softmaxes are registry ops with kernels; the rest are
+compositions of tensor ops, differentiated by autograd with no backward of their own.
+"""
+
+from __future__ import annotations
+
+from ...errors import ShapeError
+from ...ops import elementwise as E
+from ...ops import nnops
+from ...ops import unary as U
+from ...ops.inplace import inplace as _inplace
+from ...tensor import Tensor
+from ._utils import _check_tensor
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _activation(op: str, input, compute, inplace: bool) -> Tensor:
+    _check_tensor(op, input)
+    if inplace:
+        return _inplace(input, compute, saves_self=True, op=op + "_")
+    return compute(input)
+
+
+# ============================================================================= registry ops
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    """max(x, 0)."""
+    return input.relu_() if inplace else U.relu(input)
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """GELU, exact (erf) by default or the tanh approximation with approximate='tanh'."""
+    return U.gelu(input, approximate=approximate)
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    """1 / (1 + exp(-x))."""
+    return U.sigmoid(input)
+
+
+def tanh(input: Tensor) -> Tensor:
+    """Hyperbolic tangent."""
+    return U.tanh(input)
+
+
+def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
+    """Softmax along dim (PyTorch requires dim; so do we)."""
+    if dim is None:
+        raise TypeError("softmax(): pass dim explicitly (e.g. dim=-1)")
+    return nnops.softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
+    """log(softmax(x)) along dim, computed stably (PyTorch requires dim; so do we)."""
+    if dim is None:
+        raise TypeError("log_softmax(): pass dim explicitly (e.g. dim=-1)")
+    return nnops.log_softmax(input, dim, dtype=dtype)
+
+
+# ============================================================================= compositions
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """x where x > 0, else negative_slope * x."""
+    return _activation(
+        "leaky_relu", input, lambda x: E.where(x > 0, x, x * negative_slope), inplace
+    )
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * sigmoid(x) (also called swish)."""
+    return _activation("silu", input, lambda x: x * x.sigmoid(), inplace)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * tanh(softplus(x))."""
+    return _activation("mish", input, lambda x: x * U.softplus(x).tanh(), inplace)
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold (as PyTorch)."""
+    _check_tensor("softplus", input)
+    if beta == 0:
+        raise ValueError("softplus(): beta must be non-zero")
+    bx = input if beta == 1 else input * beta
+    sp = U.softplus(bx)
+    if beta != 1:
+        sp = sp / beta
+    return E.where(bx > threshold, input, sp)
+
+
+def _elu(x: Tensor, alpha: float, inv_alpha: float = 1.0) -> Tensor:
+    # exp only sees x <= 0: the unused branch of where must stay finite, or its zero gradient
+    # times an infinite exp would be NaN.
+    neg = x.clamp(max=0.0)
+    if inv_alpha != 1.0:
+        neg = neg * inv_alpha
+    return E.where(x > 0, x, (neg.exp() - 1) * alpha)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """x where x > 0, else alpha * (exp(x) - 1)."""
+    return _activation("elu", input, lambda x: _elu(x, alpha), inplace)
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """scale * elu(x, alpha) with the self-normalizing constants alpha ~ 1.6733, scale ~ 1.0507."""
+    return _activation("selu", input, lambda x: _elu(x, _SELU_ALPHA) * _SELU_SCALE, inplace)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
+    if alpha == 0:
+        raise ValueError("celu(): alpha cannot be 0")
+    return _activation("celu", input, lambda x: _elu(x, alpha, 1.0 / alpha), inplace)
+
+
+def _hardtanh(x: Tensor, lo: float, hi: float) -> Tensor:
+    # PyTorch's gradient is 1 strictly inside (lo, hi) and 0 at the bounds; clamp would pass it
+    # at the bounds too, so the clamped values come in detached.
+    return E.where((x > lo) & (x < hi), x, x.detach().clamp(lo, hi))
+
+
+def hardtanh(
+    input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False
+) -> Tensor:
+    """x clamped to [min_val, max_val]; the gradient is 1 strictly between them."""
+    if min_val > max_val:
+        raise ValueError(
+            f"hardtanh(): min_val ({min_val}) cannot be greater than max_val ({max_val})"
+        )
+    return _activation("hardtanh", input, lambda x: _hardtanh(x, min_val, max_val), inplace)
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """min(max(x, 0), 6) (hardtanh(x, 0, 6))."""
+    return _activation("relu6", input, lambda x: _hardtanh(x, 0.0, 6.0), inplace)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    """relu6(x + 3) / 6: 0 below -3, 1 above 3, linear between."""
+    return _activation("hardsigmoid", input, lambda x: _hardtanh(x + 3.0, 0.0, 6.0) / 6.0, inplace)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * relu6(x + 3) / 6."""
+    # clamp (gradient inclusive at the bounds) reproduces PyTorch's hardswish gradient there:
+    # -0.5 at x = -3 and 1.5 at x = 3.
+    return _activation("hardswish", input, lambda x: x * (x + 3.0).clamp(0.0, 6.0) / 6.0, inplace)
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    """log(sigmoid(x)), computed stably as -softplus(-x)."""
+    _check_tensor("logsigmoid", input)
+    return -U.softplus(-input)
+
+
+def softsign(input: Tensor) -> Tensor:
+    """x / (1 + |x|)."""
+    _check_tensor("softsign", input)
+    return input / (input.abs() + 1.0)
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    """x - tanh(x)."""
+    _check_tensor("tanhshrink", input)
+    return input - input.tanh()
+
+
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    """softmax(-x) along dim (PyTorch requires dim; so do we)."""
+    if dim is None:
+        raise TypeError("softmin(): pass dim explicitly (e.g. dim=-1)")
+    _check_tensor("softmin", input)
+    if dtype is not None:
+        input = input.to(dtype)
+    return softmax(-input, dim)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """Gated linear unit: a * sigmoid(b), where a and b are the two halves of input along dim."""
+    _check_tensor("glu", input)
+    if input.ndim == 0:
+        raise ShapeError("glu(): does not support scalars because the halving size must be even")
+    d = dim + input.ndim if -input.ndim <= dim < 0 else dim
+    if not 0 <= d < input.ndim:
+        raise IndexError(
+            f"glu(): dim {dim} is out of range for a {input.ndim}-D input of shape "
+            f"{tuple(input.shape)}"
+        )
+    size = input.shape[d]
+    if size % 2:
+        raise ShapeError(f"glu(): halving dimension must be even, but dimension {d} is size {size}")
+    half = size // 2
+    return input.narrow(d, 0, half) * input.narrow(d, half, half).sigmoid()
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """x where x > 0, else weight * x; weight has one element or one per channel (dim 1)."""
+    _check_tensor("prelu", input)
+    _check_tensor("prelu", weight, "weight")
+    n = weight.numel()
+    if n != 1:
+        if input.ndim == 0:
+            raise ShapeError("prelu(): a zero-dim input needs a weight with one element")
+        channels = input.shape[1] if input.ndim > 1 else 1
+        if channels != n:
+            raise ShapeError(
+                f"prelu(): mismatch of parameter numbers and input channel size: found "
+                f"parameter numbers = {n} and channel size = {channels}"
+            )
+        weight = weight.reshape((1, n) + (1,) * (input.ndim - 2))
+    elif weight.ndim:
+        weight = weight.reshape(())
+    return E.where(input > 0, input, input * weight)

@@ -1,0 +1,235 @@
+"""Normalization: batch_norm, layer_norm, group_norm and instance_norm (biased variance, with
+PyTorch's in-place updates of running statistics), and normalize (x / ||x||_p along a dim)."""
+
+from __future__ import annotations
+
+import math
+import operator
+
+from ...autograd.grad_mode import no_grad
+from ...errors import ShapeError
+from ...tensor import Tensor
+from ._utils import _check_tensor
+
+
+def _check_per_channel(op: str, input: Tensor, **tensors) -> None:
+    """Each given tensor must be a vector with one value per channel (dim 1) of input."""
+    c = input.shape[1]
+    for name, t in tensors.items():
+        if t is not None and tuple(t.shape) != (c,):
+            raise ShapeError(
+                f"{op}(): {name} must have shape ({c},) for an input with {c} channels "
+                f"(shape {tuple(input.shape)}), got {tuple(t.shape)}"
+            )
+
+
+def batch_norm(
+    input: Tensor,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    training: bool = False,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Batch normalization over dim 1 of [N, C, ...] (torch.nn.functional.batch_norm).
+
+    training: normalize with the batch's mean and biased variance and, when running stats are
+    given, update them in place: ``running = (1 - momentum) * running + momentum * batch`` with
+    the unbiased variance. Otherwise normalize with the running stats.
+    """
+    _check_tensor("batch_norm", input)
+    if input.ndim < 2:
+        raise ShapeError(
+            f"batch_norm(): expected an input of at least 2 dims [N, C, ...], got shape "
+            f"{tuple(input.shape)}"
+        )
+    c = input.shape[1]
+    _check_per_channel(
+        "batch_norm",
+        input,
+        running_mean=running_mean,
+        running_var=running_var,
+        weight=weight,
+        bias=bias,
+    )
+    shape = (1, c) + (1,) * (input.ndim - 2)
+    if training:
+        dims = (0,) + tuple(range(2, input.ndim))
+        count = input.numel() // max(c, 1)
+        if count <= 1:
+            raise ValueError(
+                f"batch_norm(): expected more than 1 value per channel when training, got input "
+                f"of shape {tuple(input.shape)}"
+            )
+        mean = input.mean(dims, keepdim=True)
+        xc = input - mean
+        var = (xc * xc).mean(dims, keepdim=True)
+        if running_mean is not None or running_var is not None:
+            with no_grad():
+                m = float(momentum)
+                if running_mean is not None:
+                    running_mean.copy_(running_mean * (1 - m) + mean.reshape(c) * m)
+                if running_var is not None:
+                    unbiased = var.reshape(c) * (count / (count - 1))
+                    running_var.copy_(running_var * (1 - m) + unbiased * m)
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError(
+                "batch_norm(): running_mean and running_var are needed when training=False"
+            )
+        xc = input - running_mean.to(input.dtype).reshape(shape)
+        var = running_var.to(input.dtype).reshape(shape)
+    scale = (var + eps).rsqrt()
+    if weight is not None:
+        scale = scale * weight.reshape(shape)
+    out = xc * scale
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def layer_norm(
+    input: Tensor,
+    normalized_shape,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalize over the trailing dims named by normalized_shape (biased variance), then scale
+    by weight and shift by bias (both shaped normalized_shape)."""
+    _check_tensor("layer_norm", input)
+    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    k = len(ns)
+    if k == 0 or input.ndim < k or tuple(input.shape[-k:]) != ns:
+        raise ShapeError(
+            f"layer_norm(): normalized_shape {ns} must match the trailing dims of the input "
+            f"(shape {tuple(input.shape)})"
+        )
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != ns:
+            raise ShapeError(f"layer_norm(): {name} must have shape {ns}, got {tuple(t.shape)}")
+    dims = tuple(range(input.ndim - k, input.ndim))
+    mean = input.mean(dims, keepdim=True)
+    xc = input - mean
+    var = (xc * xc).mean(dims, keepdim=True)
+    out = xc * (var + eps).rsqrt()
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def group_norm(
+    input: Tensor,
+    num_groups: int,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalize [N, C, *] over each group of C / num_groups channels (and all of *), with the
+    biased variance, then scale by weight and shift by bias (both [C])."""
+    _check_tensor("group_norm", input)
+    if input.ndim < 2:
+        raise ShapeError(
+            f"group_norm(): expected an input of at least 2 dims [N, C, *], got shape "
+            f"{tuple(input.shape)}"
+        )
+    n, c = input.shape[0], input.shape[1]
+    num_groups = operator.index(num_groups)
+    if num_groups < 1 or c % num_groups:
+        raise ShapeError(
+            f"group_norm(): expected the number of channels in the input to be divisible by "
+            f"num_groups, but got an input of shape {tuple(input.shape)} and "
+            f"num_groups={num_groups}"
+        )
+    _check_per_channel("group_norm", input, weight=weight, bias=bias)
+    x = input.reshape(n, num_groups, -1)
+    mean = x.mean(-1, keepdim=True)
+    xc = x - mean
+    var = (xc * xc).mean(-1, keepdim=True)
+    out = (xc * (var + eps).rsqrt()).reshape(tuple(input.shape))
+    shape = (1, c) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def instance_norm(
+    input: Tensor,
+    running_mean: Tensor | None = None,
+    running_var: Tensor | None = None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    use_input_stats: bool = True,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalize each channel of each sample of [N, C, *] over its spatial dims *.
+
+    use_input_stats: normalize with each instance's mean and biased variance and, when running
+    stats are given, update them in place with the batch average of the instance statistics
+    (unbiased variance), as PyTorch. Otherwise normalize with the running stats.
+    """
+    _check_tensor("instance_norm", input)
+    if input.ndim < 3:
+        raise ShapeError(
+            f"instance_norm(): expected an input of at least 3 dims [N, C, *], got shape "
+            f"{tuple(input.shape)}"
+        )
+    c = input.shape[1]
+    _check_per_channel(
+        "instance_norm",
+        input,
+        running_mean=running_mean,
+        running_var=running_var,
+        weight=weight,
+        bias=bias,
+    )
+    shape = (1, c) + (1,) * (input.ndim - 2)
+    if use_input_stats:
+        count = math.prod(input.shape[2:])
+        if count <= 1:
+            raise ValueError(
+                f"instance_norm(): expected more than 1 spatial element when training, got "
+                f"input of shape {tuple(input.shape)}"
+            )
+        dims = tuple(range(2, input.ndim))
+        mean = input.mean(dims, keepdim=True)
+        xc = input - mean
+        var = (xc * xc).mean(dims, keepdim=True)
+        if running_mean is not None or running_var is not None:
+            with no_grad():
+                m = float(momentum)
+                if running_mean is not None:
+                    batch = mean.reshape(-1, c).mean(0).to(running_mean.dtype)
+                    running_mean.copy_(running_mean * (1 - m) + batch * m)
+                if running_var is not None:
+                    batch = (var.reshape(-1, c) * (count / (count - 1))).mean(0)
+                    running_var.copy_(running_var * (1 - m) + batch.to(running_var.dtype) * m)
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError(
+                "instance_norm(): running_mean and running_var are needed when "
+                "use_input_stats=False"
+            )
+        xc = input - running_mean.to(input.dtype).reshape(shape)
+        var = running_var.to(input.dtype).reshape(shape)
+    out = xc * (var + eps).rsqrt()
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None) -> Tensor:
+    """x / max(||x||_p, eps) along dim."""
+    if out is not None:
+        raise TypeError("normalize(): out= is not supported; use the returned tensor")
+    _check_tensor("normalize", input)
+    return input / input.norm(p, dim, keepdim=True).clamp(min=eps)

@@ -1,0 +1,168 @@
+"""Pooling: max_pool2d (one fused registry op with its own backward, gpucore/ops/pool.py),
+avg_pool2d (im2col + a mean, masked for padding and ceil_mode) and adaptive_avg_pool2d (reshape
++ mean, or two matmuls with PyTorch's bin matrices). Masks and bins are built once per shape.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+
+import numpy as np
+
+from ...creation import zeros
+from ...errors import ShapeError
+from ...ops import nnops
+from ...ops import pool as _pool
+from ...ops.joining import cat
+from ...tensor import Tensor
+from ._utils import _as_4d, _const, _pair
+
+_pool_out = _pool.pool_out  # (output size, end padding for ceil_mode) of one axis
+
+
+@functools.lru_cache(maxsize=512)
+def _window_mask(h, w, k, s, p, d, oh, ow, lo, hi):
+    """bool [kh*kw, oh*ow]: which window positions of each output lie in rows/cols [lo, hi)
+    (lo/hi: pairs, relative to the unpadded input). None when all of them do."""
+    inside = []
+    for ax in range(2):
+        pos = (
+            np.arange([oh, ow][ax])[None, :] * s[ax] - p[ax] + np.arange(k[ax])[:, None] * d[ax]
+        )  # [k, o]
+        inside.append((pos >= lo[ax]) & (pos < hi[ax]))
+    m = inside[0][:, None, :, None] & inside[1][None, :, None, :]
+    m = m.reshape(k[0] * k[1], oh * ow)
+    return None if m.all() else m
+
+
+def _pool_cols(op, x, k, s, p, d, ceil_mode):
+    """Windows of every channel: ([N*C, kh*kw, OH*OW], (OH, OW))."""
+    n, c, h, w = x.shape
+    oh, eh = _pool_out(op, h, k[0], s[0], p[0], d[0], ceil_mode)
+    ow, ew = _pool_out(op, w, k[1], s[1], p[1], d[1], ceil_mode)
+    xi = x.reshape(n * c, 1, h, w)
+    if eh or ew:  # ceil_mode: windows reach past the padding; extend with zeros (masked later)
+        if eh:
+            xi = cat([xi, zeros(n * c, 1, eh, w, dtype=x.dtype)], 2)
+        if ew:
+            xi = cat([xi, zeros(n * c, 1, h + eh, ew, dtype=x.dtype)], 3)
+    return nnops.im2col(xi, k, s, p, d), (oh, ow)
+
+
+def _pool_args(op, kernel_size, stride, padding, dilation=1):
+    k = _pair(kernel_size, op, "kernel_size", 1)
+    empty = stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0)
+    s = k if empty else _pair(stride, op, "stride", 1)
+    p = _pair(padding, op, "padding", 0)
+    d = _pair(dilation, op, "dilation", 1)
+    return k, s, p, d
+
+
+def max_pool2d(
+    input: Tensor,
+    kernel_size,
+    stride=None,
+    padding=0,
+    dilation=1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+):
+    """Max over sliding windows (torch.nn.functional.max_pool2d); padding counts as -inf.
+
+    One fused op (gpucore.ops.pool): the gradient goes to the first maximum of each window
+    (row-major; a NaN wins, the window's last NaN as in PyTorch), summed where windows overlap.
+    With return_indices, also the flat index into H*W of each maximum.
+    """
+    x, squeeze = _as_4d("max_pool2d", input)
+    k, s, p, d = _pool_args("max_pool2d", kernel_size, stride, padding, dilation)
+    for i in range(2):
+        if p[i] > (d[i] * (k[i] - 1) + 1) // 2:
+            raise ValueError(
+                f"max_pool2d(): padding should be at most half of the effective kernel size, "
+                f"got padding={p}, kernel_size={k} and dilation={d}"
+            )
+    out, ind = _pool.max_pool2d_with_indices(x, k, s, p, d, ceil_mode)
+    if squeeze:
+        out, ind = out.squeeze(0), ind.squeeze(0)
+    return (out, ind) if return_indices else out
+
+
+def avg_pool2d(
+    input: Tensor,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: int | None = None,
+) -> Tensor:
+    """Mean over sliding windows (torch.nn.functional.avg_pool2d): zero padding counts in the
+    divisor unless count_include_pad=False; divisor_override replaces the divisor."""
+    x, squeeze = _as_4d("avg_pool2d", input)
+    k, s, p, d = _pool_args("avg_pool2d", kernel_size, stride, padding)
+    if p[0] > k[0] // 2 or p[1] > k[1] // 2:
+        raise ValueError(
+            f"avg_pool2d(): padding should be at most half of the kernel size, got padding={p} "
+            f"and kernel_size={k}"
+        )
+    if divisor_override is not None and divisor_override == 0:
+        raise ValueError("avg_pool2d(): divisor_override must be non-zero")
+    n, c, h, w = x.shape
+    cols, (oh, ow) = _pool_cols("avg_pool2d", x, k, s, p, d, ceil_mode)
+    if divisor_override is not None:
+        out = cols.sum(1) / divisor_override
+    else:
+        lo, hi = (
+            ((0, 0), (h, w)) if not count_include_pad else ((-p[0], -p[1]), (h + p[0], w + p[1]))
+        )
+        mask = _window_mask(h, w, k, s, p, d, oh, ow, lo, hi)
+        if mask is None:
+            out = cols.mean(1)
+        else:
+            out = cols.sum(1) / _const(mask.sum(0), x.dtype)
+    out = out.reshape(n, c, oh, ow)
+    return out.squeeze(0) if squeeze else out
+
+
+@functools.lru_cache(maxsize=256)
+def _adaptive_bins(size: int, out: int):
+    """0/1 matrix [out, size] of PyTorch's adaptive bins (floor(i*size/out) to
+    ceil((i+1)*size/out)) and each bin's length [out, 1]."""
+    m = np.zeros((out, size), np.int64)
+    for i in range(out):
+        m[i, (i * size) // out : -(-((i + 1) * size) // out)] = 1
+    return m, m.sum(1, keepdims=True)
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
+    """Average over PyTorch's adaptive bins to an output of output_size (an int, or a pair whose
+    entries may be None to keep that input size)."""
+    x, squeeze = _as_4d("adaptive_avg_pool2d", input)
+    n, c, h, w = x.shape
+    if isinstance(output_size, (tuple, list)):
+        if len(output_size) != 2:
+            raise ValueError(
+                f"adaptive_avg_pool2d(): output_size must be an int or a pair, got {output_size!r}"
+            )
+        oh, ow = (
+            h if output_size[0] is None else operator.index(output_size[0]),
+            w if output_size[1] is None else operator.index(output_size[1]),
+        )
+    else:
+        oh = ow = operator.index(output_size)
+    if oh < 1 or ow < 1:
+        raise ValueError(f"adaptive_avg_pool2d(): output_size must be positive, got {(oh, ow)}")
+    if h == 0 or w == 0:
+        raise ShapeError(f"adaptive_avg_pool2d(): empty spatial input {tuple(input.shape)}")
+    if (oh, ow) == (1, 1):
+        out = x.mean((2, 3), keepdim=True)
+    elif h % oh == 0 and w % ow == 0:
+        out = x.reshape(n, c, oh, h // oh, ow, w // ow).mean((3, 5))
+    else:
+        mh, ch = _adaptive_bins(h, oh)
+        mw, cw = _adaptive_bins(w, ow)
+        ph = _const(mh, x.dtype) / _const(ch, x.dtype)  # [OH, H]
+        pw = _const(mw, x.dtype) / _const(cw, x.dtype)  # [OW, W]
+        out = ph.matmul(x).matmul(pw.t())
+    return out.squeeze(0) if squeeze else out

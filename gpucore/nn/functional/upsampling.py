@@ -1,0 +1,144 @@
+"""interpolate (torch.nn.functional.interpolate): nearest and nearest-exact (an index_select per
+spatial dim), linear/bilinear/trilinear (a blend of two index_selects per dim, separable) and
+area (adaptive average pooling). Indices and weights are built once per shape."""
+
+from __future__ import annotations
+
+import functools
+import math
+import operator
+
+import numpy as np
+
+from ...errors import ShapeError
+from ...tensor import Tensor
+from ._utils import _check_tensor, _const
+from .pooling import adaptive_avg_pool2d
+
+_LINEAR_MODES = {"linear": 3, "bilinear": 4, "trilinear": 5}
+_INTERP_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "area")
+
+
+@functools.lru_cache(maxsize=256)
+def _nearest_index(in_size: int, out_size: int, scale: float | None, exact: bool):
+    # PyTorch computes the source index in float32 (1/scale_factor, or in/out); doing the same
+    # keeps the picked pixel identical where dst * scale lands on an integer. Its 'nearest'
+    # also maps equal and doubled sizes exactly, whatever the scale_factor.
+    if not exact and out_size in (in_size, 2 * in_size):
+        return np.arange(out_size, dtype=np.int64) * in_size // out_size
+    s = np.float32(1.0 / scale) if scale else np.float32(in_size) / np.float32(out_size)
+    dst = np.arange(out_size, dtype=np.float32)
+    if exact:
+        dst = dst + np.float32(0.5)
+    src = np.floor(dst * s).astype(np.int64)
+    return np.minimum(src, in_size - 1)
+
+
+@functools.lru_cache(maxsize=256)
+def _linear_weights(in_size: int, out_size: int, scale: float | None, align_corners: bool):
+    """(i0, i1, lambda): each output blends input i0 (weight 1 - lambda) and i1 (lambda)."""
+    dst = np.arange(out_size, dtype=np.float64)
+    if align_corners:
+        s = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+        src = dst * s
+    else:
+        s = 1.0 / scale if scale else in_size / out_size
+        src = np.maximum((dst + 0.5) * s - 0.5, 0.0)
+    i0 = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
+    i1 = np.minimum(i0 + 1, in_size - 1)
+    return i0, i1, src - i0
+
+
+def _per_dim(op: str, v, n: int, name: str) -> tuple:
+    if isinstance(v, (tuple, list)):
+        if len(v) != n:
+            raise ValueError(
+                f"{op}(): {name} must be a number or a sequence of {n} numbers for a "
+                f"{n + 2}-D input, got {v!r}"
+            )
+        return tuple(v)
+    return (v,) * n
+
+
+def interpolate(
+    input: Tensor,
+    size=None,
+    scale_factor=None,
+    mode: str = "nearest",
+    align_corners: bool | None = None,
+    recompute_scale_factor: bool | None = None,
+    antialias: bool = False,
+) -> Tensor:
+    """Resize the spatial dims of [N, C, *] as torch.nn.functional.interpolate.
+
+    Give size (an int or one per spatial dim) or scale_factor (output = floor(input * scale)).
+    mode: 'nearest' (PyTorch's floor(dst * scale) pick), 'nearest-exact', 'linear' (3-D),
+    'bilinear' (4-D), 'trilinear' (5-D), with align_corners, or 'area' (4-D; adaptive average
+    pooling).
+    """
+    _check_tensor("interpolate", input)
+    if mode not in _INTERP_MODES:
+        raise NotImplementedError(
+            f"interpolate(): mode {mode!r} is not supported; use one of {', '.join(_INTERP_MODES)}"
+        )
+    if antialias:
+        raise NotImplementedError("interpolate(): antialias=True is not supported")
+    if align_corners is not None and mode not in _LINEAR_MODES:
+        raise ValueError(
+            "interpolate(): align_corners option can only be set with the interpolating modes: "
+            "linear | bilinear | trilinear"
+        )
+    if input.ndim not in (3, 4, 5):
+        raise ShapeError(
+            f"interpolate(): expected a 3-D, 4-D or 5-D input [N, C, *spatial], got shape "
+            f"{tuple(input.shape)}"
+        )
+    if mode in _LINEAR_MODES and input.ndim != _LINEAR_MODES[mode]:
+        raise NotImplementedError(
+            f"interpolate(): got {input.ndim}D input, but {mode} mode needs "
+            f"{_LINEAR_MODES[mode]}D input"
+        )
+    if mode == "area" and input.ndim != 4:
+        raise NotImplementedError(f"interpolate(): got {input.ndim}D input, but area mode needs 4D")
+    if (size is None) == (scale_factor is None):
+        raise ValueError(
+            "interpolate(): only one of size or scale_factor should be defined"
+            if size is not None
+            else "interpolate(): either size or scale_factor should be defined"
+        )
+    spatial = tuple(input.shape[2:])
+    nd = len(spatial)
+    if size is not None:
+        out_size = tuple(operator.index(s) for s in _per_dim("interpolate", size, nd, "size"))
+        scales = (None,) * nd
+    else:
+        scales = tuple(float(s) for s in _per_dim("interpolate", scale_factor, nd, "scale_factor"))
+        if any(not s > 0 for s in scales):
+            raise ValueError(f"interpolate(): scale_factor must be positive, got {scale_factor!r}")
+        out_size = tuple(math.floor(n * s) for n, s in zip(spatial, scales))
+        if recompute_scale_factor:
+            scales = (None,) * nd
+    if any(s <= 0 for s in out_size) or any(s == 0 for s in spatial):
+        raise ShapeError(
+            f"interpolate(): input spatial size {spatial} and output size {out_size} must be "
+            "positive"
+        )
+    if mode == "area":
+        return adaptive_avg_pool2d(input, out_size)
+    out = input
+    for i, (n, o, s) in enumerate(zip(spatial, out_size, scales)):
+        d = 2 + i
+        if mode in ("nearest", "nearest-exact"):
+            idx = _nearest_index(n, o, s, mode == "nearest-exact")
+            if n != o or (idx != np.arange(n)).any():
+                out = out.index_select(d, _const(idx))
+            continue
+        if n == o and not s:
+            continue  # every output pixel lands on its input pixel
+        i0, i1, lam = _linear_weights(n, o, s, bool(align_corners))
+        bshape = (o,) + (1,) * (out.ndim - 1 - d)
+        lam_t = _const(lam.reshape(bshape), out.dtype)
+        a = out.index_select(d, _const(i0))
+        b = out.index_select(d, _const(i1))
+        out = a + (b - a) * lam_t
+    return out

@@ -1,0 +1,43 @@
+"""Fixtures of the CPU backend tests: ``isa_outputs``, every ISA's results computed once per
+session (cpu_isa_harness.SCRIPT, one subprocess per ISA)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from cpu_isa_harness import ACTS, ALPHA_BETA, ISAS, SCRIPT, C, gemm_cases, unary_inputs
+
+
+@pytest.fixture(scope="session")
+def isa_outputs(tmp_path_factory):
+    """{isa: npz of outputs} for every ISA of this CPU, each computed in its own subprocess."""
+    d = tmp_path_factory.mktemp("isa")
+    xpath = str(d / "x.npy")
+    np.save(xpath, unary_inputs())
+    script = d / "run.py"
+    script.write_text(SCRIPT)
+    procs = {}
+    for isa in ISAS:
+        env = dict(os.environ, GPUCORE_CPU_ISA=isa)
+        args = [
+            sys.executable,
+            str(script),
+            C.__file__,
+            str(d / f"{isa}.npz"),
+            repr(gemm_cases()),
+            repr(ACTS),
+            repr(ALPHA_BETA),
+            xpath,
+        ]
+        procs[isa] = subprocess.Popen(args, env=env, stderr=subprocess.PIPE, text=True)
+    out = {}
+    for isa, p in procs.items():
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, f"GPUCORE_CPU_ISA={isa} run failed:\n{err}"
+        out[isa] = dict(np.load(d / f"{isa}.npz"))
+        assert str(out[isa]["isa"]) == isa
+    return out

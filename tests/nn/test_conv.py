@@ -1,0 +1,154 @@
+"""conv2d, functional and module (strides, padding incl. 'same' and 'valid', dilation, groups, the
+fused op and the im2col lowering, double backward, errors, reprs), and unfold/fold (im2col,
+col2im) with one_hot, against numpy float64 references."""
+
+import numpy as np
+import pytest
+from helpers import assert_close, check_grad, check_op, np_col2im, np_im2col, rand, to_np
+
+import gpucore
+import gpucore.nn as nn
+import gpucore.nn.functional as F
+
+
+def f32(a):
+    return gpucore.tensor(np.asarray(a), dtype=gpucore.float32)
+
+
+def np_conv2d(x, w, b=None, stride=(1, 1), pad=((0, 0), (0, 0)), dil=(1, 1), groups=1):
+    """Direct cross-correlation; pad is ((top, bottom), (left, right))."""
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), pad[0], pad[1]))
+    oh = (xp.shape[2] - dil[0] * (kh - 1) - 1) // stride[0] + 1
+    ow = (xp.shape[3] - dil[1] * (kw - 1) - 1) // stride[1] + 1
+    out = np.zeros((n, o, oh, ow))
+    og = o // groups
+    for g in range(groups):
+        xs, ws = xp[:, g * cg:(g + 1) * cg], w[g * og:(g + 1) * og]
+        for i in range(kh):
+            for j in range(kw):
+                r, q = i * dil[0], j * dil[1]
+                patch = xs[:, :, r:r + stride[0] * (oh - 1) + 1:stride[0],
+                           q:q + stride[1] * (ow - 1) + 1:stride[1]]
+                out[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch, ws[:, :, i, j])
+    return out if b is None else out + b[None, :, None, None]
+
+
+CONV_CASES = {
+    "plain": dict(),
+    "stride": dict(stride=2),
+    "stride_pair_padding": dict(stride=(2, 1), padding=(1, 2)),
+    "dilation": dict(dilation=(2, 1), padding=1),
+    "groups": dict(groups=2, padding=1),
+    "depthwise": dict(groups=4),
+    "same_odd": dict(padding="same"),
+    "same_even_dilated": dict(padding="same", dilation=(1, 2)),
+    "valid": dict(padding="valid", stride=(1, 2)),
+}
+
+
+def _conv_ref_args(kw, k):
+    stride = F._pair(kw.get("stride", 1), "", "", 1)
+    dil = F._pair(kw.get("dilation", 1), "", "", 1)
+    p = kw.get("padding", 0)
+    if p == "same":
+        pad = []
+        for kk, d in zip(k, dil):
+            total = d * (kk - 1)
+            pad.append((total // 2, total - total // 2))
+        pad = tuple(pad)
+    elif p == "valid":
+        pad = ((0, 0), (0, 0))
+    else:
+        pp = F._pair(p, "", "", 0)
+        pad = ((pp[0], pp[0]), (pp[1], pp[1]))
+    return stride, pad, dil
+
+
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_conv2d(case):
+    kw = CONV_CASES[case]
+    groups = kw.get("groups", 1)
+    k = (3, 2)
+    stride, pad, dil = _conv_ref_args(kw, k)
+    shapes = [(2, 4, 6, 5), (4, 4 // groups, *k), (4,)]
+
+    def ref(x, w, b):
+        return np_conv2d(x, w, b, stride, pad, dil, groups)
+
+    check_op(lambda x, w, b: F.conv2d(x, w, b, **kw), ref, shapes, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kw", [dict(stride=2, padding=1), dict(dilation=(2, 1), groups=2)],
+                         ids=["fused", "grouped"])
+def test_conv2d_double_backward(kw):
+    # groups=1 runs as one fused op whose backward rebuilds the gradients from differentiable
+    # ops when a graph of them is wanted; grouped convolutions take the im2col lowering.
+    x, w, b = rand((2, 4, 5, 6), seed=0), rand((4, 2 if kw.get("groups") else 4, 3, 2), seed=1), \
+        rand((4,), seed=2)
+    check_grad(lambda x, w, b: F.conv2d(x, w, b, **kw), x, w, b, gradgrad=True)
+
+
+def test_conv2d_unbatched_no_bias_and_module():
+    x = rand((3, 5, 5))
+    w = rand((2, 3, 3, 3), seed=1)
+    assert_close(F.conv2d(f32(x), f32(w), padding=1),
+                 np_conv2d(x[None], w, pad=((1, 1), (1, 1)))[0], rtol=1e-5, atol=1e-5)
+    m = nn.Conv2d(4, 6, 3, stride=2, padding=1, groups=2, bias=False)
+    assert repr(m) == ("Conv2d(4, 6, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1), "
+                       "groups=2, bias=False)")
+    assert m.weight.shape == (6, 2, 3, 3) and m.bias is None
+    x = rand((2, 4, 7, 7))
+    assert_close(m(f32(x)),
+                 np_conv2d(x, to_np(m.weight).astype(np.float64), None, (2, 2), ((1, 1),) * 2,
+                           (1, 1), 2), rtol=1e-4, atol=1e-5)
+    assert repr(nn.Conv2d(1, 16, 3, padding=1)) == (
+        "Conv2d(1, 16, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))")
+    assert "padding=same" in repr(nn.Conv2d(1, 2, 3, padding="same", dilation=2))
+
+
+def test_conv2d_errors():
+    x = gpucore.zeros(1, 4, 5, 5)
+    with pytest.raises(gpucore.ShapeError, match="channels"):
+        F.conv2d(x, gpucore.zeros(2, 3, 3, 3))
+    with pytest.raises(ValueError, match="groups"):
+        F.conv2d(x, gpucore.zeros(3, 2, 3, 3), groups=2)
+    with pytest.raises(ValueError, match="strided"):
+        F.conv2d(x, gpucore.zeros(2, 4, 3, 3), stride=2, padding="same")
+    with pytest.raises(ValueError, match="padding"):
+        F.conv2d(x, gpucore.zeros(2, 4, 3, 3), padding="full")
+    with pytest.raises(gpucore.ShapeError, match="smaller"):
+        F.conv2d(x, gpucore.zeros(2, 4, 7, 7))
+    with pytest.raises(gpucore.ShapeError, match="4-D"):
+        F.conv2d(gpucore.zeros(4, 5), gpucore.zeros(2, 4, 3, 3))
+    with pytest.raises(gpucore.DTypeError, match="dtype"):
+        F.conv2d(x, gpucore.zeros(2, 4, 3, 3, dtype=gpucore.float64))
+    with pytest.raises(ValueError, match="divisible"):
+        nn.Conv2d(3, 4, 3, groups=2)
+    with pytest.raises(ValueError, match="strided"):
+        nn.Conv2d(3, 4, 3, stride=2, padding="same")
+    with pytest.raises(NotImplementedError, match="reflect"):
+        nn.Conv2d(3, 4, 3, padding_mode="reflect")
+
+
+# ============================================================================= unfold, fold
+def test_unfold_fold_one_hot():
+    x = rand((2, 3, 7, 6))
+    check_op(
+        lambda t: F.unfold(t, (2, 3), dilation=(1, 2), padding=(1, 0), stride=(2, 1)),
+        lambda t: np_im2col(t, (2, 3), (2, 1), (1, 0), (1, 2)),
+        [x.shape],
+        vals=[x],
+    )
+    cols = np_im2col(x, (3, 3), (1, 1), (1, 1), (1, 1))
+    check_op(
+        lambda c: F.fold(c, (7, 6), 3, padding=1),
+        lambda c: np_col2im(c, x.shape, (3, 3), (1, 1), (1, 1), (1, 1)),
+        [cols.shape],
+        vals=[cols],
+        grad=False,
+    )
+    with pytest.raises(gpucore.ShapeError, match="fold"):
+        F.fold(gpucore.zeros(1, 5, 4), (3, 3), 2)
+    assert F.one_hot(gpucore.tensor([0, 2]), 3).tolist() == [[1, 0, 0], [0, 0, 1]]
