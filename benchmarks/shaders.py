@@ -62,8 +62,10 @@ def fmt(x, digits: int = 3) -> str:
 def table(headers: list, rows: list) -> str:
     rows = [[fmt(c) for c in r] for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    out = ["| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |",
-           "|" + "|".join("-" * (w + 1) + ":" for w in widths) + "|"]
+    out = [
+        "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |",
+        "|" + "|".join("-" * (w + 1) + ":" for w in widths) + "|",
+    ]
     out += ["| " + " | ".join(c.rjust(w) for c, w in zip(r, widths)) + " |" for r in rows]
     return "\n".join(out)
 
@@ -120,14 +122,19 @@ def bench_gemm(b: Bench, args) -> tuple:
     auto = G.choose_variant(b.ctx)
     variants = [auto] + [v for v in G.VARIANTS if v != auto]
     rate: dict = {v: None for v in variants}
-    mats = {n: (rng.standard_normal((n, n)).astype(np.float32),
-                rng.standard_normal((n, n)).astype(np.float32)) for n in sizes}
+    mats = {
+        n: (
+            rng.standard_normal((n, n)).astype(np.float32),
+            rng.standard_normal((n, n)).astype(np.float32),
+        )
+        for n in sizes
+    }
     rows = {n: [n] for n in sizes}
     curves: dict = {v: [] for v in variants}
     # Device first, then the CPU libraries: their threads and the driver's would compete.
     for n in sizes:
         A, B = mats[n]
-        flops = 2.0 * n ** 3
+        flops = 2.0 * n**3
         ref = A.astype(np.float64) @ B
         a, bb = b.upload(A), b.upload(B)
         out = b.be.empty_array((n, n), np.float32)
@@ -137,8 +144,9 @@ def bench_gemm(b: Bench, args) -> tuple:
                 curves[v].append(None)
                 continue
             log(f"gemm {v} N={n}")
-            ts, wall = b.time(lambda v=v, a=a, bb=bb, out=out: G.gemm(b.be, out, a, bb, variant=v),
-                              reps)
+            ts, wall = b.time(
+                lambda v=v, a=a, bb=bb, out=out: G.gemm(b.be, out, a, bb, variant=v), reps
+            )
             err = np.linalg.norm(b.be.host_view(out) - ref) / np.linalg.norm(ref)
             if err > 1e-4:
                 raise SystemExit(f"gemm {v} N={n}: relative error {err:.2e}")
@@ -148,7 +156,7 @@ def bench_gemm(b: Bench, args) -> tuple:
     curves["gpucore CPU"], curves["numpy"] = [], []
     for n in sizes:
         A, B = mats[n]
-        flops = 2.0 * n ** 3
+        flops = 2.0 * n**3
         log(f"gemm CPU N={n}")
         with gpucore.device_policy("cpu"):
             ta, tb = gpucore.tensor(A), gpucore.tensor(B)
@@ -162,8 +170,11 @@ def bench_gemm(b: Bench, args) -> tuple:
         mark = " (auto)" if v == auto else ""
         headers += [f"{v}{mark} ts", f"{v} wall"]
     headers += ["gpucore CPU", "numpy"]
-    text = ("### GEMM, float32 N x N x N, GFLOP/s\n\n" + table(headers, list(rows.values()))
-            + f"\n\n'skip': the previous size predicted more than {budget:.0f} s per multiply.")
+    text = (
+        "### GEMM, float32 N x N x N, GFLOP/s\n\n"
+        + table(headers, list(rows.values()))
+        + f"\n\n'skip': the previous size predicted more than {budget:.0f} s per multiply."
+    )
     return text, (sizes, curves)
 
 
@@ -191,11 +202,14 @@ def bench_elementwise(b: Bench, args) -> str:
         t_np = host_time(numpy_ops[name], reps)
         gb = nbytes * n / 1e9
         rows.append([name, gb / ts, gb / wall, gb / t_cpu, gb / t_np, ts * 1e3])
-    return (f"### Elementwise, {n / 2**20:.0f}M float32, GB/s (bytes read + written)\n\n"
-            + table(["op", "vulkan ts", "vulkan wall", "gpucore CPU", "numpy out=",
-                     "vulkan ts ms"], rows)
-            + "\n\nThe vulkan and gpucore CPU columns allocate their output per call (reused "
-              "device blocks / malloc); numpy writes into a preallocated array.")
+    return (
+        f"### Elementwise, {n / 2**20:.0f}M float32, GB/s (bytes read + written)\n\n"
+        + table(
+            ["op", "vulkan ts", "vulkan wall", "gpucore CPU", "numpy out=", "vulkan ts ms"], rows
+        )
+        + "\n\nThe vulkan and gpucore CPU columns allocate their output per call (reused "
+        "device blocks / malloc); numpy writes into a preallocated array."
+    )
 
 
 def bench_dispatch(b: Bench, args) -> str:
@@ -232,8 +246,10 @@ def bench_dispatch(b: Bench, args) -> str:
         for fuse in (False, True):  # fusion forced on too (off by default on CPU devices)
             stream.fuse = fuse
             tag = "fused" if fuse else "one dispatch per op"
-            for level, fn in (("kernel (relu launch)", kernel_chain),
-                              ("op (Tensor.relu)", op_chain)):
+            for level, fn in (
+                ("kernel (relu launch)", kernel_chain),
+                ("op (Tensor.relu)", op_chain),
+            ):
                 log(f"dispatch: {level}, {tag}")
                 # the profiler times ops one by one: device timestamps only for unfused rows
                 if fuse:
@@ -246,18 +262,37 @@ def bench_dispatch(b: Bench, args) -> str:
                 fn(chain, False)
                 stream.synchronize()
                 per_chain = stream.stats["dispatches"] - d1
-                rows.append([level, tag, single / chain * 1e6, batch / chain * 1e6,
-                             None if fuse else ts / chain * 1e6, per_chain])
+                rows.append(
+                    [
+                        level,
+                        tag,
+                        single / chain * 1e6,
+                        batch / chain * 1e6,
+                        None if fuse else ts / chain * 1e6,
+                        per_chain,
+                    ]
+                )
         stream.fuse = fuse0
     st = gpucore.vulkan.stats()
-    return (f"### Dispatch cost, relu on {n} floats, chain of {chain} dependent ops, µs per op\n\n"
-            + table(["level", "fusion", "submit+wait per op", "batched", "device ts",
-                     "dispatches per chain"], rows)
-            + "\n\n'batched': recording, submission (early submits while the device idles) and "
-              "the final wait. 'device ts': the sum of per-dispatch timestamp intervals (unfused; "
-              "the profiler times ops one by one). Stream counters so far: "
-              f"{st.get('dispatches')} dispatches, {st.get('submits')} submits, "
-              f"{st.get('barriers')} barriers.")
+    return (
+        f"### Dispatch cost, relu on {n} floats, chain of {chain} dependent ops, µs per op\n\n"
+        + table(
+            [
+                "level",
+                "fusion",
+                "submit+wait per op",
+                "batched",
+                "device ts",
+                "dispatches per chain",
+            ],
+            rows,
+        )
+        + "\n\n'batched': recording, submission (early submits while the device idles) and "
+        "the final wait. 'device ts': the sum of per-dispatch timestamp intervals (unfused; "
+        "the profiler times ops one by one). Stream counters so far: "
+        f"{st.get('dispatches')} dispatches, {st.get('submits')} submits, "
+        f"{st.get('barriers')} barriers."
+    )
 
 
 def bench_pipelines(b: Bench, args) -> str:
@@ -269,11 +304,25 @@ def bench_pipelines(b: Bench, args) -> str:
     cases = [("unary relu", "unary", 3, (5, 0), local_size(be))]
     if G.subgroup_shuffle_size(ctx):
         for tm, tn, bmode in ((32, 2, 2), (32, 2, 3), (8, 1, 0)):
-            cases.append((f"gemm regblock TM={tm} TN={tn} BMODE={bmode}", "gemm", 5,
-                          (0, 4, 4, 4, tm, tn, 0, bmode, sg), sg * 4))
+            cases.append(
+                (
+                    f"gemm regblock TM={tm} TN={tn} BMODE={bmode}",
+                    "gemm",
+                    5,
+                    (0, 4, 4, 4, tm, tn, 0, bmode, sg),
+                    sg * 4,
+                )
+            )
     for bm, bn, bk, tm, tn in G.TILED_CONFIGS[:2]:
-        cases.append((f"gemm tiled {bm}x{bn}x{bk} {tm}x{tn}", "gemm", 5,
-                      (1, bm, bn, bk, tm, tn, 2, 2, 8), (bm // tm) * (bn // tn)))
+        cases.append(
+            (
+                f"gemm tiled {bm}x{bn}x{bk} {tm}x{tn}",
+                "gemm",
+                5,
+                (1, bm, bn, bk, tm, tn, 2, 2, 8),
+                (bm // tm) * (bn // tn),
+            )
+        )
     x = b.upload(np.zeros(4096))
     rows = []
     for label, shader, nb, spec, local in cases:
@@ -288,19 +337,25 @@ def bench_pipelines(b: Bench, args) -> str:
         firsts = []
         for _ in range(2):
             t0 = time.perf_counter()
-            b.stream.dispatch(pipe, binds, push[:25] if shader == "gemm" else push[:4],
-                              (1, 1, 1), keep=(x,))
+            b.stream.dispatch(
+                pipe, binds, push[:25] if shader == "gemm" else push[:4], (1, 1, 1), keep=(x,)
+            )
             b.stream.synchronize()
             firsts.append(time.perf_counter() - t0)
         cache.destroy()
         rows.append([label, t_create * 1e3, (firsts[0] - firsts[1]) * 1e3])
-    cache_state = ("off (--cold)" if os.environ.get("MESA_SHADER_CACHE_DISABLE")
-                   else "on (a warm cache hides compile time; --cold turns it off)")
-    return ("### Pipeline creation, ms\n\n"
-            + table(["pipeline", "vkCreateComputePipelines", "extra on first dispatch"], rows)
-            + f"\n\nMesa on-disk shader cache: {cache_state}. gpucore creates each pipeline "
-              f"once per process (so far: {ctx.pipelines.created} pipelines, "
-              f"{ctx.pipelines.create_seconds * 1e3:.0f} ms).")
+    cache_state = (
+        "off (--cold)"
+        if os.environ.get("MESA_SHADER_CACHE_DISABLE")
+        else "on (a warm cache hides compile time; --cold turns it off)"
+    )
+    return (
+        "### Pipeline creation, ms\n\n"
+        + table(["pipeline", "vkCreateComputePipelines", "extra on first dispatch"], rows)
+        + f"\n\nMesa on-disk shader cache: {cache_state}. gpucore creates each pipeline "
+        f"once per process (so far: {ctx.pipelines.created} pipelines, "
+        f"{ctx.pipelines.create_seconds * 1e3:.0f} ms)."
+    )
 
 
 def plot(path: str, data) -> str:
@@ -343,10 +398,12 @@ def main(argv=None) -> int:
     b = Bench(be, args.quick)
     load0 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"## gpucore shader benchmarks{' (--quick)' if args.quick else ''}\n")
-    print(f"- device: {ctx.info.name} ({ctx.info.type}, driver {ctx.info.driver}, Vulkan "
-          f"{ctx.info.api_version}); subgroup {ctx.subgroup_size}, shared memory "
-          f"{ctx.limits['maxComputeSharedMemorySize'] // 1024} KiB; GEMM auto variant: "
-          f"{G.choose_variant(ctx)}")
+    print(
+        f"- device: {ctx.info.name} ({ctx.info.type}, driver {ctx.info.driver}, Vulkan "
+        f"{ctx.info.api_version}); subgroup {ctx.subgroup_size}, shared memory "
+        f"{ctx.limits['maxComputeSharedMemorySize'] // 1024} KiB; GEMM auto variant: "
+        f"{G.choose_variant(ctx)}"
+    )
     print(f"- host: {os.cpu_count()} CPUs, load average {load0:.2f} at start")
     sections = args.only or list(SECTIONS)
     plot_data = None

@@ -89,13 +89,21 @@ DESIGN_TORCH_MS = {"mlp64": "4.3 (1.47 fused)", "mlp256": "7.0", "cnn": "7.3"}
 def gpucore_model(kind: str):
     if kind == "mlp":
         return gnn.Sequential(
-            gnn.Linear(784, 512), gnn.ReLU(), gnn.Linear(512, 256), gnn.ReLU(),
+            gnn.Linear(784, 512),
+            gnn.ReLU(),
+            gnn.Linear(512, 256),
+            gnn.ReLU(),
             gnn.Linear(256, 10),
         )
     return gnn.Sequential(
-        gnn.Conv2d(1, 16, 3, padding=1), gnn.ReLU(), gnn.MaxPool2d(2),
-        gnn.Conv2d(16, 32, 3, padding=1), gnn.ReLU(), gnn.MaxPool2d(2),
-        gnn.Flatten(), gnn.Linear(32 * 7 * 7, 10),
+        gnn.Conv2d(1, 16, 3, padding=1),
+        gnn.ReLU(),
+        gnn.MaxPool2d(2),
+        gnn.Conv2d(16, 32, 3, padding=1),
+        gnn.ReLU(),
+        gnn.MaxPool2d(2),
+        gnn.Flatten(),
+        gnn.Linear(32 * 7 * 7, 10),
     )
 
 
@@ -104,14 +112,22 @@ def torch_model(kind: str, init: dict):
     tnn = torch.nn
     if kind == "mlp":
         m = tnn.Sequential(
-            tnn.Linear(784, 512), tnn.ReLU(), tnn.Linear(512, 256), tnn.ReLU(),
+            tnn.Linear(784, 512),
+            tnn.ReLU(),
+            tnn.Linear(512, 256),
+            tnn.ReLU(),
             tnn.Linear(256, 10),
         )
     else:
         m = tnn.Sequential(
-            tnn.Conv2d(1, 16, 3, padding=1), tnn.ReLU(), tnn.MaxPool2d(2),
-            tnn.Conv2d(16, 32, 3, padding=1), tnn.ReLU(), tnn.MaxPool2d(2),
-            tnn.Flatten(), tnn.Linear(32 * 7 * 7, 10),
+            tnn.Conv2d(1, 16, 3, padding=1),
+            tnn.ReLU(),
+            tnn.MaxPool2d(2),
+            tnn.Conv2d(16, 32, 3, padding=1),
+            tnn.ReLU(),
+            tnn.MaxPool2d(2),
+            tnn.Flatten(),
+            tnn.Linear(32 * 7 * 7, 10),
         )
     m.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in init.items()})
     return m
@@ -189,10 +205,21 @@ def table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
     """A markdown table; the first ``left`` columns are text (left-aligned), the rest numbers."""
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
     line = "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |"
-    sep = "|" + "|".join(("-" * (w + 2)) if i < left else ("-" * (w + 1) + ":")
-                         for i, w in enumerate(widths)) + "|"
-    body = ["| " + " | ".join(c.ljust(w) if i < left else c.rjust(w)
-                              for i, (c, w) in enumerate(zip(r, widths))) + " |" for r in rows]
+    sep = (
+        "|"
+        + "|".join(
+            ("-" * (w + 2)) if i < left else ("-" * (w + 1) + ":") for i, w in enumerate(widths)
+        )
+        + "|"
+    )
+    body = [
+        "| "
+        + " | ".join(
+            c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))
+        )
+        + " |"
+        for r in rows
+    ]
     return "\n".join([line, sep, *body])
 
 
@@ -233,8 +260,11 @@ class CpuShare:
 def load_note(share: float | None, when: str) -> str:
     if share is None:
         return f"- CPU use by other processes {when}: unknown"
-    warn = (" — **the machine was not idle: the numbers are noisy, rerun on an idle machine**"
-            if share > 0.1 else "")
+    warn = (
+        " — **the machine was not idle: the numbers are noisy, rerun on an idle machine**"
+        if share > 0.1
+        else ""
+    )
     return f"- other processes kept {share:.0%} of the CPUs busy {when}{warn}"
 
 
@@ -282,8 +312,15 @@ def run_case(name: str, args) -> tuple[list[str], object]:
     med = {lib: statistics.median(ts) for lib, ts in times.items()}
     t_best = min((med[k] for k in ("torch", "torch fused") if k in med), default=None)
     ratio = "—" if t_best is None else f"{med['gpucore'] / t_best:.2f}"
-    row = [title, fmt_ms(med["gpucore"]), fmt_ms(med.get("torch")),
-           fmt_ms(med.get("torch fused")), ratio, check, DESIGN_TORCH_MS[name]]
+    row = [
+        title,
+        fmt_ms(med["gpucore"]),
+        fmt_ms(med.get("torch")),
+        fmt_ms(med.get("torch fused")),
+        ratio,
+        check,
+        DESIGN_TORCH_MS[name],
+    ]
     profile = None
     if not args.no_profile:
         settle()
@@ -305,16 +342,17 @@ def print_profile(title: str, p, steps: int, wall: float, median: float) -> None
     calls = sum(r[2] for r in rows) // steps
     print(f"\n#### {title}\n")
     rest = max(0.0, wall * 1e3 - in_ops)
-    print(f"Profiled step (mean of {steps}): {wall * 1e3:.2f} ms (timed median "
-          f"{median * 1e3:.2f} ms); its {calls} op calls take {in_ops:.2f} ms, the other "
-          f"{rest:.2f} ms is Python, autograd and allocation outside the ops.\n")
+    print(
+        f"Profiled step (mean of {steps}): {wall * 1e3:.2f} ms (timed median "
+        f"{median * 1e3:.2f} ms); its {calls} op calls take {in_ops:.2f} ms, the other "
+        f"{rest:.2f} ms is Python, autograd and allocation outside the ops.\n"
+    )
     out = []
     for op, be, n, cpu_ms, _gpu, _nd in rows:
         ms = cpu_ms / steps
         share = ms / (wall * 1e3) if wall > 0 else 0.0
         out.append([op, be, str(n // steps), f"{ms:.3f}", f"{share:.0%}"])
-    print(table(["op", "backend", "calls per step", "ms per step", "share of step"], out,
-                left=2))
+    print(table(["op", "backend", "calls per step", "ms per step", "share of step"], out, left=2))
 
 
 def main(argv=None) -> int:
@@ -341,21 +379,34 @@ def main(argv=None) -> int:
 
     unset = os.environ.get(_REEXEC_MARK)
     print(f"## gpucore training step vs PyTorch, CPU{' (--quick)' if args.quick else ''}\n")
-    print(f"- machine: {cpu_model()}, {os.cpu_count()} logical CPUs, {platform.system()} "
-          f"{platform.release()}, Python {platform.python_version()}")
-    print(f"- gpucore {gpucore.__version__} ({os.path.dirname(gpucore.__file__)}), "
-          f"GPUCORE_DEVICE=cpu (policy {gpucore.get_device_policy()})")
+    print(
+        f"- machine: {cpu_model()}, {os.cpu_count()} logical CPUs, {platform.system()} "
+        f"{platform.release()}, Python {platform.python_version()}"
+    )
+    print(
+        f"- gpucore {gpucore.__version__} ({os.path.dirname(gpucore.__file__)}), "
+        f"GPUCORE_DEVICE=cpu (policy {gpucore.get_device_policy()})"
+    )
     if torch is not None:
-        print(f"- torch {torch.__version__}, torch.set_num_threads({args.threads}) -> "
-              f"{torch.get_num_threads()} thread(s)")
+        print(
+            f"- torch {torch.__version__}, torch.set_num_threads({args.threads}) -> "
+            f"{torch.get_num_threads()} thread(s)"
+        )
     else:
         print("- torch: not importable (or --no-torch), its columns are left out")
-    print(f"- numpy {np.__version__}; "
-          + (f"re-executed with {unset} unset" if unset
-             else "OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE not set"))
-    print(f"- {time.strftime('%Y-%m-%d %H:%M:%S')}; Adam lr 1e-3, cross-entropy, random data; "
-          f"median of {args.rounds} rounds x {args.steps} steps per library after "
-          f"{args.warmup} warm-up steps")
+    print(
+        f"- numpy {np.__version__}; "
+        + (
+            f"re-executed with {unset} unset"
+            if unset
+            else "OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE not set"
+        )
+    )
+    print(
+        f"- {time.strftime('%Y-%m-%d %H:%M:%S')}; Adam lr 1e-3, cross-entropy, random data; "
+        f"median of {args.rounds} rounds x {args.steps} steps per library after "
+        f"{args.warmup} warm-up steps"
+    )
     probe = CpuShare()
     time.sleep(0.5)
     print(load_note(probe.others(), "in the 0.5 s before the run"))
@@ -369,10 +420,24 @@ def main(argv=None) -> int:
         if prof is not None:
             profiles.append(prof)
     print("\n### ms per training step (median; lower is better)\n")
-    print(table(["case", "gpucore", "torch", "torch fused Adam", "gpucore / best torch",
-                 "check", "DESIGN.md torch"], rows))
-    print("\n`check`: the first three losses of gpucore and torch (default Adam) from the same "
-          "weights agree to 1e-4 relative.")
+    print(
+        table(
+            [
+                "case",
+                "gpucore",
+                "torch",
+                "torch fused Adam",
+                "gpucore / best torch",
+                "check",
+                "DESIGN.md torch",
+            ],
+            rows,
+        )
+    )
+    print(
+        "\n`check`: the first three losses of gpucore and torch (default Adam) from the same "
+        "weights agree to 1e-4 relative."
+    )
     print(f"\nTotal {time.perf_counter() - t0:.0f} s.")
     print(load_note(share.others(), "during the run"))
     if profiles:

@@ -154,8 +154,9 @@ def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False
     dt = D.as_dtype(dtype) if dtype is not None else D.float32
     shape = _sizes(args, size, "empty")
     if be is not None:  # nothing to upload
-        return _to_backend(Tensor._wrap(be.empty_array(shape, dt.np), dt, dev=be), be,
-                           requires_grad)
+        return _to_backend(
+            Tensor._wrap(be.empty_array(shape, dt.np), dt, dev=be), be, requires_grad
+        )
     return _finish(empty_array(shape, dt.np), dt, requires_grad)
 
 
@@ -163,8 +164,10 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
     """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from the value)."""
     be = _check_device(device, "full")
     if dtype is None:
-        dt = D.bool_ if isinstance(fill_value, bool) else (
-            D.int64 if isinstance(fill_value, int) else D.float32
+        dt = (
+            D.bool_
+            if isinstance(fill_value, bool)
+            else (D.int64 if isinstance(fill_value, int) else D.float32)
         )
     else:
         dt = D.as_dtype(dtype)
@@ -185,20 +188,33 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
 
 def zeros(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros."""
-    return full(_sizes(args, size, "zeros"), 0, dtype=dtype or D.float32, device=device,
-                requires_grad=requires_grad)
+    return full(
+        _sizes(args, size, "zeros"),
+        0,
+        dtype=dtype or D.float32,
+        device=device,
+        requires_grad=requires_grad,
+    )
 
 
 def ones(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones."""
-    return full(_sizes(args, size, "ones"), 1, dtype=dtype or D.float32, device=device,
-                requires_grad=requires_grad)
+    return full(
+        _sizes(args, size, "ones"),
+        1,
+        dtype=dtype or D.float32,
+        device=device,
+        requires_grad=requires_grad,
+    )
 
 
 def _like(t: Tensor, dtype, device):
     """(shape, dtype, device) of a ``*_like`` result: t's unless given (as PyTorch)."""
-    return (t.shape, (D.as_dtype(dtype) if dtype is not None else t.dtype),
-            (device if device is not None else t.device))
+    return (
+        t.shape,
+        (D.as_dtype(dtype) if dtype is not None else t.dtype),
+        (device if device is not None else t.device),
+    )
 
 
 def empty_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -330,7 +346,7 @@ def _dropout_mask(like: Tensor, p: float, generator=None) -> Tensor:
     be = like._dev
     if be is None or like.dtype is not D.float32:
         with no_grad():
-            mask = (rand(tuple(like.shape), generator=generator, device=like.device) >= p)
+            mask = rand(tuple(like.shape), generator=generator, device=like.device) >= p
             mask = mask.to(like.dtype)
             return mask * (1.0 / (1.0 - p)) if p < 1.0 else mask
     from .backends.vulkan.kernels import random as vk_random
@@ -351,8 +367,9 @@ def _random_result(arr32: np.ndarray, dtype, requires_grad: bool, be=None) -> Te
     dt = _random_dtype(dtype)
     if be is not None:
         if dt is not D.float32:  # converted on the host, as there
-            return _to_backend(_finish(_store(be.host_view(arr32), dt), dt, False), be,
-                               requires_grad)
+            return _to_backend(
+                _finish(_store(be.host_view(arr32), dt), dt, False), be, requires_grad
+            )
         return _to_backend(Tensor._wrap(arr32, dt, dev=be), be, requires_grad)
     data = arr32 if dt is D.float32 else _store(arr32, dt)
     return _finish(data, dt, requires_grad)
@@ -361,8 +378,9 @@ def _random_result(arr32: np.ndarray, dtype, requires_grad: bool, be=None) -> Te
 def _to_backend(t: Tensor, be, requires_grad: bool) -> Tensor:
     """t (made without requires_grad) on backend ``be`` (None: the host) as a leaf."""
     if be is not None and t._dev is not be:
-        t = Tensor._wrap(be.upload(np.require(t._data, requirements="C"), t._dtype), t._dtype,
-                         dev=be)
+        t = Tensor._wrap(
+            be.upload(np.require(t._data, requirements="C"), t._dtype), t._dtype, dev=be
+        )
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -377,8 +395,9 @@ def _random_dtype(dtype):
     return dt
 
 
-def rand(*args, size=None, generator=None, dtype=None, device=None,
-         requires_grad: bool = False) -> Tensor:
+def rand(
+    *args, size=None, generator=None, dtype=None, device=None, requires_grad: bool = False
+) -> Tensor:
     """Uniform samples in [0, 1) from the Philox stream.
 
     float32 (and float64) values are ``(word >> 8) * 2**-24``; float16 and bfloat16 values are
@@ -389,8 +408,7 @@ def rand(*args, size=None, generator=None, dtype=None, device=None,
     dt = _random_dtype(dtype)
     bits = _RAND_BITS.get(dt)
     if bits is None:
-        return _random_result(_uniform_f32(shape, 0.0, 1.0, generator, be), dt, requires_grad,
-                              be)
+        return _random_result(_uniform_f32(shape, 0.0, 1.0, generator, be), dt, requires_grad, be)
     gen = generator or default_generator
     words = np.empty(math.prod(shape), np.uint32)
     seed, off = gen.take(words.size)
@@ -399,8 +417,9 @@ def rand(*args, size=None, generator=None, dtype=None, device=None,
     return _to_backend(_finish(_store(vals.reshape(shape), dt), dt, False), be, requires_grad)
 
 
-def randn(*args, size=None, generator=None, dtype=None, device=None,
-          requires_grad: bool = False) -> Tensor:
+def randn(
+    *args, size=None, generator=None, dtype=None, device=None, requires_grad: bool = False
+) -> Tensor:
     """Standard normal samples (Box-Muller over the Philox stream, computed in float32)."""
     be = _random_device(device)
     shape = _sizes(args, size, "randn")
@@ -416,8 +435,9 @@ def _int_bound(v, what: str) -> int:
     return int(v)
 
 
-def randint(low, high=None, size=None, generator=None, dtype=None, device=None,
-            requires_grad: bool = False) -> Tensor:
+def randint(
+    low, high=None, size=None, generator=None, dtype=None, device=None, requires_grad: bool = False
+) -> Tensor:
     """Integers uniform in [low, high) (int64 by default): ``randint(high, size)`` or
     ``randint(low, high, size)``.
 
@@ -459,14 +479,16 @@ def randint(low, high=None, size=None, generator=None, dtype=None, device=None,
 
 def rand_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """rand of t's shape, on t's device unless ``device`` says otherwise (as PyTorch)."""
-    return rand(t.shape, dtype=dtype or t.dtype, device=device or t.device,
-                requires_grad=requires_grad)
+    return rand(
+        t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad
+    )
 
 
 def randn_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """randn of t's shape, on t's device unless ``device`` says otherwise (as PyTorch)."""
-    return randn(t.shape, dtype=dtype or t.dtype, device=device or t.device,
-                 requires_grad=requires_grad)
+    return randn(
+        t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad
+    )
 
 
 def randint_like(t: Tensor, low, high=None, dtype=None, device=None) -> Tensor:

@@ -45,9 +45,7 @@ float64 = dtype("float64", np.float64, True, True, 13)
 
 ALL = (bool_, uint8, int8, int32, int64, float16, bfloat16, float32, float64)
 BY_NAME = {d.name: d for d in ALL}
-BY_NAME.update(
-    {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32}
-)
+BY_NAME.update({"float": float32, "double": float64, "half": float16, "long": int64, "int": int32})
 
 
 def _by_name(name: str) -> dtype:

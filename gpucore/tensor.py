@@ -68,8 +68,10 @@ class device:
                 other = device(other)
             except (ValueError, RuntimeError):  # 'cuda', 'vulkan:x': simply not this device
                 return False
-        return isinstance(other, device) and self.type == other.type and (
-            self.index == other.index or self.index is None or other.index is None
+        return (
+            isinstance(other, device)
+            and self.type == other.type
+            and (self.index == other.index or self.index is None or other.index is None)
         )
 
     def __hash__(self) -> int:
@@ -79,8 +81,10 @@ class device:
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
     def __repr__(self) -> str:
-        return f"device(type='{self.type}')" if self.index is None else (
-            f"device(type='{self.type}', index={self.index})"
+        return (
+            f"device(type='{self.type}')"
+            if self.index is None
+            else (f"device(type='{self.type}', index={self.index})")
         )
 
 
@@ -323,9 +327,7 @@ class Tensor:
         """Call ``hook(grad)`` when this tensor's gradient is computed; a return value replaces
         the gradient. Returns a handle with ``remove()``."""
         if not self.requires_grad:
-            raise AutogradError(
-                "cannot register a hook on a tensor that doesn't require gradient"
-            )
+            raise AutogradError("cannot register a hook on a tensor that doesn't require gradient")
         from .autograd.graph import accumulate_node
 
         node = self._grad_fn if self._grad_fn is not None else accumulate_node(self)
@@ -426,8 +428,13 @@ class Tensor:
         if arr.dtype.kind == "f" and arr.size:
             finite = arr[np.isfinite(arr)]
             fixed = bool(finite.size) and not np.array_equal(finite, np.round(finite))
-        body = np.array2string(arr, separator=", ", precision=4, prefix="tensor(",
-                               floatmode="fixed" if fixed else "maxprec")
+        body = np.array2string(
+            arr,
+            separator=", ",
+            precision=4,
+            prefix="tensor(",
+            floatmode="fixed" if fixed else "maxprec",
+        )
         extra = ""
         if self._dtype not in (D.float32, D.int64, D.bool_):
             extra += f", dtype={self._dtype}"

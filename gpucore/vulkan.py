@@ -1,9 +1,9 @@
 """``gpucore.vulkan``: the Vulkan device as users see it.
 
-    gpucore.vulkan.is_available()   # a usable device (CPU-type ones only when allowed)
-    gpucore.vulkan.devices()        # every device the loader reports: name, type, driver, limits
-    gpucore.vulkan.synchronize()    # submit recorded work and wait for it
-    gpucore.vulkan.stats()          # counters: dispatches, submits, bytes moved, memory
+gpucore.vulkan.is_available()   # a usable device (CPU-type ones only when allowed)
+gpucore.vulkan.devices()        # every device the loader reports: name, type, driver, limits
+gpucore.vulkan.synchronize()    # submit recorded work and wait for it
+gpucore.vulkan.stats()          # counters: dispatches, submits, bytes moved, memory
 """
 
 from __future__ import annotations

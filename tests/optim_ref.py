@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def sgd(p, grads, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False,
-        maximize=False):
+def sgd(
+    p, grads, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, maximize=False
+):
     p = np.array(p, np.float64)
     buf = None
     out = []
@@ -29,8 +30,17 @@ def sgd(p, grads, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=Fa
     return out, {"momentum_buffer": buf}
 
 
-def adam(p, grads, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False,
-         maximize=False, decoupled=False):
+def adam(
+    p,
+    grads,
+    lr,
+    betas=(0.9, 0.999),
+    eps=1e-8,
+    weight_decay=0.0,
+    amsgrad=False,
+    maximize=False,
+    decoupled=False,
+):
     b1, b2 = betas
     p = np.array(p, np.float64)
     m = np.zeros_like(p)
@@ -62,8 +72,17 @@ def adam(p, grads, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=F
     return out, state
 
 
-def rmsprop(p, grads, lr, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0, centered=False,
-            maximize=False):
+def rmsprop(
+    p,
+    grads,
+    lr,
+    alpha=0.99,
+    eps=1e-8,
+    weight_decay=0.0,
+    momentum=0.0,
+    centered=False,
+    maximize=False,
+):
     p = np.array(p, np.float64)
     v = np.zeros_like(p)
     gavg = np.zeros_like(p)

@@ -86,11 +86,18 @@ def test_as_tensor_shares_when_it_can():
 
 
 def test_device_argument():
-    for t in (gpucore.zeros(2, device="cpu"), gpucore.tensor([1.0], device=gpucore.device("cpu")),
-              gpucore.arange(3, device="cpu"), gpucore.rand(2, device="cpu")):
+    for t in (
+        gpucore.zeros(2, device="cpu"),
+        gpucore.tensor([1.0], device=gpucore.device("cpu")),
+        gpucore.arange(3, device="cpu"),
+        gpucore.rand(2, device="cpu"),
+    ):
         assert t.device == "cpu"
-    for make in (lambda: gpucore.ones(2, device="cuda"), lambda: gpucore.rand(2, device="cuda"),
-                 lambda: gpucore.tensor([1.0], device="cuda")):
+    for make in (
+        lambda: gpucore.ones(2, device="cuda"),
+        lambda: gpucore.rand(2, device="cuda"),
+        lambda: gpucore.tensor([1.0], device="cuda"),
+    ):
         with pytest.raises(gpucore.DeviceError, match="cuda"):
             make()
     # creation on the Vulkan device when there is one (DeviceError naming the op when not)
@@ -122,9 +129,15 @@ def test_like_functions_keep_the_device():
     if gpucore.dispatch.vulkan_backend(allow_cpu=True) is None:
         pytest.skip("no Vulkan device")
     x = gpucore.ones(2, 3).to("vulkan")
-    for t in (gpucore.zeros_like(x), gpucore.ones_like(x), gpucore.empty_like(x),
-              gpucore.full_like(x, 7.0), gpucore.rand_like(x), gpucore.randn_like(x),
-              gpucore.randint_like(x, 5)):
+    for t in (
+        gpucore.zeros_like(x),
+        gpucore.ones_like(x),
+        gpucore.empty_like(x),
+        gpucore.full_like(x, 7.0),
+        gpucore.rand_like(x),
+        gpucore.randn_like(x),
+        gpucore.randint_like(x, 5),
+    ):
         assert t.device == "vulkan" and t.shape == (2, 3)
     assert gpucore.full_like(x, 7.0).tolist() == [[7.0] * 3] * 2
     assert gpucore.zeros_like(x, device="cpu").device == "cpu"

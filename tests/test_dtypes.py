@@ -32,8 +32,17 @@ NP = {
     "int64": np.int64,
     "bool": np.bool_,
 }
-ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int8": 1, "uint8": 1,
-            "int32": 4, "int64": 8, "bool": 1}
+ITEMSIZE = {
+    "float32": 4,
+    "float64": 8,
+    "float16": 2,
+    "bfloat16": 2,
+    "int8": 1,
+    "uint8": 1,
+    "int32": 4,
+    "int64": 8,
+    "bool": 1,
+}
 
 
 def vals(t):
@@ -93,8 +102,12 @@ def test_creation_in_each_dtype(dt):
         (gpucore.tensor([1, 0, 1], dtype=dt), np.array([1, 0, 1], npd)),
         (gpucore.eye(3, dtype=dt), np.eye(3, dtype=npd)),
         (gpucore.zeros_like(gpucore.ones(2), dtype=dt), np.zeros(2, npd)),
-        (gpucore.from_numpy(np.array([1, 0], npd)) if dt is not gpucore.bfloat16
-         else gpucore.tensor([1.0, 0.0], dtype=dt), np.array([1, 0], npd)),
+        (
+            gpucore.from_numpy(np.array([1, 0], npd))
+            if dt is not gpucore.bfloat16
+            else gpucore.tensor([1.0, 0.0], dtype=dt),
+            np.array([1, 0], npd),
+        ),
     ]
     if dt is not gpucore.bool:
         checks.append((gpucore.arange(4, dtype=dt), np.arange(4).astype(npd)))
@@ -308,8 +321,9 @@ def test_scalar_promotion():
 
 
 # ----------------------------------------------------------------------------- indices
-@pytest.mark.parametrize("dt", [gpucore.int8, gpucore.uint8, gpucore.int32, gpucore.int64],
-                         ids=lambda d: d.name)
+@pytest.mark.parametrize(
+    "dt", [gpucore.int8, gpucore.uint8, gpucore.int32, gpucore.int64], ids=lambda d: d.name
+)
 def test_integer_dtypes_as_indices(dt):
     x = gpucore.arange(10) * 10
     idx = gpucore.tensor([1, 3, 3], dtype=dt)

@@ -29,7 +29,12 @@ SCANNED = ("gpucore", "tests", "tools", "benchmarks", "cpu", "shaders")
 
 # path -> why it should stay one file above its cap. Keep it short and true: an entry whose file
 # is back under the cap (or gone) fails test_every_large_file_allowed_is_still_large.
-LARGE_FILES: dict[str, str] = {}
+LARGE_FILES: dict[str, str] = {
+    "tests/nn/nn_cases.py": "the table of nn module cases (one row per module) and its references",
+    "tests/nn/test_loss.py": "ruff format took it over the cap; to split loss by loss family",
+    "tests/backends/vulkan/test_elementwise.py": "ruff format took it over the cap; to split "
+    "into unary / binary like tests/ops",
+}
 
 
 def _source_files() -> list[str]:

@@ -162,8 +162,11 @@ def test_reproducible_and_seed_dependent():
     for s in (0, 1, 0):
         gpucore.manual_seed(s)
         outs.setdefault(s, []).append(
-            (gpucore.rand(50).numpy(), gpucore.randn(50).numpy(),
-             gpucore.randint(0, 1000, (50,)).numpy())
+            (
+                gpucore.rand(50).numpy(),
+                gpucore.randn(50).numpy(),
+                gpucore.randint(0, 1000, (50,)).numpy(),
+            )
         )
     for x, y in zip(outs[0][0], outs[0][1]):
         np.testing.assert_array_equal(x, y)

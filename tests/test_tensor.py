@@ -10,8 +10,17 @@ import pytest
 import gpucore
 from gpucore import Size, Tensor
 
-DTYPES = [gpucore.float32, gpucore.float64, gpucore.float16, gpucore.bfloat16, gpucore.int8,
-          gpucore.uint8, gpucore.int32, gpucore.int64, gpucore.bool]
+DTYPES = [
+    gpucore.float32,
+    gpucore.float64,
+    gpucore.float16,
+    gpucore.bfloat16,
+    gpucore.int8,
+    gpucore.uint8,
+    gpucore.int32,
+    gpucore.int64,
+    gpucore.bool,
+]
 
 
 # ----------------------------------------------------------------------------- metadata
@@ -132,8 +141,9 @@ def test_from_numpy_zero_copy_both_ways():
     np.testing.assert_array_equal(a, np.array([[101, 2, 3], [4, 5, -6]], np.float32))
 
 
-@pytest.mark.parametrize("npd", [np.float32, np.float64, np.float16, np.int8, np.uint8, np.int32,
-                                 np.int64, np.bool_])
+@pytest.mark.parametrize(
+    "npd", [np.float32, np.float64, np.float16, np.int8, np.uint8, np.int32, np.int64, np.bool_]
+)
 def test_from_numpy_each_dtype(npd):
     a = np.array([1, 0, 1], npd)
     t = gpucore.from_numpy(a)
@@ -322,8 +332,11 @@ def test_fresh_storage_is_64_byte_aligned(dt, n):
         gpucore.tensor(np.ones(n)).to(dt),
     ]
     if dt.is_floating_point:
-        made += [gpucore.rand(n, dtype=dt), gpucore.randn(n, dtype=dt),
-                 gpucore.linspace(0, 1, n, dtype=dt)]
+        made += [
+            gpucore.rand(n, dtype=dt),
+            gpucore.randn(n, dtype=dt),
+            gpucore.linspace(0, 1, n, dtype=dt),
+        ]
     if dt is not gpucore.bool:
         made += [gpucore.arange(n, dtype=dt), gpucore.randint(0, 2, (n,), dtype=dt)]
     for t in made:
@@ -332,8 +345,19 @@ def test_fresh_storage_is_64_byte_aligned(dt, n):
 
 def test_op_results_are_64_byte_aligned():
     x = gpucore.rand(5, 7)
-    outs = [x + 1, x * x, x.exp(), x.sum(0), x.T.contiguous(), x.clone(), x @ x.T,
-            x[gpucore.tensor([0, 2])], gpucore.eye(3), gpucore.zeros_like(x), x > 0.5]
+    outs = [
+        x + 1,
+        x * x,
+        x.exp(),
+        x.sum(0),
+        x.T.contiguous(),
+        x.clone(),
+        x @ x.T,
+        x[gpucore.tensor([0, 2])],
+        gpucore.eye(3),
+        gpucore.zeros_like(x),
+        x > 0.5,
+    ]
     for t in outs:
         assert t._data.ctypes.data % 64 == 0
 
@@ -362,8 +386,9 @@ def test_dim_int_or_tuple_and_keepdim():
     x = gpucore.from_numpy(a)
     np.testing.assert_array_equal(x.sum(1).numpy(), a.sum(1))
     np.testing.assert_array_equal(x.sum((0, 2)).numpy(), a.sum((0, 2)))
-    np.testing.assert_array_equal(x.sum(dim=(0, -1), keepdim=True).numpy(),
-                                  a.sum((0, 2), keepdims=True))
+    np.testing.assert_array_equal(
+        x.sum(dim=(0, -1), keepdim=True).numpy(), a.sum((0, 2), keepdims=True)
+    )
     np.testing.assert_array_equal(x.mean([1, 2]).numpy(), a.mean((1, 2)))
     np.testing.assert_array_equal(x.amax((0, 1)).numpy(), a.max((0, 1)))
     np.testing.assert_array_equal(x.sum(2, True).numpy(), a.sum(2, keepdims=True))
@@ -390,16 +415,51 @@ def test_op_functions_have_tensor_methods(name):
 def test_every_op_function_is_a_method_where_torch_has_one():
     # gpucore functions that are not Tensor methods in PyTorch either.
     not_methods = {
-        "arange", "as_tensor", "backend_info", "broadcast_tensors", "cat", "concat", "empty",
-        "empty_like", "eye", "from_numpy", "full", "full_like", "get_rng_state", "initial_seed",
-        "is_grad_enabled", "is_tensor", "linspace", "manual_seed", "ones", "ones_like", "rand",
-        "rand_like", "randint", "randint_like", "randn", "randn_like", "seed", "set_rng_state",
-        "stack", "tensor", "zeros", "zeros_like", "gelu", "get_device_policy",
-        "set_device_policy", "save", "load", "profiler", "set_num_threads", "get_num_threads",
+        "arange",
+        "as_tensor",
+        "backend_info",
+        "broadcast_tensors",
+        "cat",
+        "concat",
+        "empty",
+        "empty_like",
+        "eye",
+        "from_numpy",
+        "full",
+        "full_like",
+        "get_rng_state",
+        "initial_seed",
+        "is_grad_enabled",
+        "is_tensor",
+        "linspace",
+        "manual_seed",
+        "ones",
+        "ones_like",
+        "rand",
+        "rand_like",
+        "randint",
+        "randint_like",
+        "randn",
+        "randn_like",
+        "seed",
+        "set_rng_state",
+        "stack",
+        "tensor",
+        "zeros",
+        "zeros_like",
+        "gelu",
+        "get_device_policy",
+        "set_device_policy",
+        "save",
+        "load",
+        "profiler",
+        "set_num_threads",
+        "get_num_threads",
         "empty_cache",
     }
-    fns = [n for n in dir(gpucore) if not n.startswith("_")
-           and inspect.isfunction(getattr(gpucore, n))]
+    fns = [
+        n for n in dir(gpucore) if not n.startswith("_") and inspect.isfunction(getattr(gpucore, n))
+    ]
     missing = [n for n in fns if n not in not_methods and not hasattr(Tensor, n)]
     assert missing == []
 
@@ -409,8 +469,9 @@ def test_methods_give_function_results():
     x = gpucore.from_numpy(a)
     np.testing.assert_allclose(x.exp().numpy(), np.exp(a), rtol=1e-6)
     np.testing.assert_allclose(gpucore.exp(x).numpy(), np.exp(a), rtol=1e-6)
-    np.testing.assert_allclose(x.softmax(1).numpy(),
-                               np.exp(a) / np.exp(a).sum(1, keepdims=True), rtol=1e-5)
+    np.testing.assert_allclose(
+        x.softmax(1).numpy(), np.exp(a) / np.exp(a).sum(1, keepdims=True), rtol=1e-5
+    )
     np.testing.assert_array_equal(x.clamp(-0.5, 1.0).numpy(), np.clip(a, -0.5, 1.0))
     np.testing.assert_array_equal(x.abs().numpy(), np.abs(a))
     np.testing.assert_allclose((x @ x.T).numpy(), a @ a.T, rtol=1e-5)

@@ -53,8 +53,12 @@ VIEWS = [
     ("unbind", (3, 4), lambda x: x.unbind(1)[2], lambda a: a[:, 2]),
     ("split", (6, 2), lambda x: x.split(4)[1], lambda a: a[4:]),
     ("chunk", (6, 2), lambda x: x.chunk(3)[1], lambda a: a[2:4]),
-    ("chained", (4, 6), lambda x: x.T[1:5].reshape(2, 2, 4)[:, 1],
-     lambda a: a.T[1:5].reshape(2, 2, 4)[:, 1]),
+    (
+        "chained",
+        (4, 6),
+        lambda x: x.T[1:5].reshape(2, 2, 4)[:, 1],
+        lambda a: a.T[1:5].reshape(2, 2, 4)[:, 1],
+    ),
     ("detach", (3, 4), lambda x: x.detach(), lambda a: a),
 ]
 
@@ -238,8 +242,15 @@ def test_squeeze_unsqueeze_values():
 def test_basic_indexing_matches_numpy():
     x, a = base((4, 5, 6))
     keys = [
-        (1, 2, 3), (-1,), (slice(1, 3), 2), (Ellipsis, slice(None, None, 2)), (None, 0, None),
-        (slice(None), None, 1, slice(2, 5)), (slice(10, 20),), (slice(2, 2),), (0, Ellipsis, -1),
+        (1, 2, 3),
+        (-1,),
+        (slice(1, 3), 2),
+        (Ellipsis, slice(None, None, 2)),
+        (None, 0, None),
+        (slice(None), None, 1, slice(2, 5)),
+        (slice(10, 20),),
+        (slice(2, 2),),
+        (0, Ellipsis, -1),
         (slice(-3, None), slice(None, -2), slice(1, None, 4)),
     ]
     for k in keys:
@@ -260,16 +271,25 @@ def test_negative_step_slices_follow_numpy():
 ADVANCED = [
     ("int_tensor", lambda t: t[gpucore.tensor([2, 0, 2])], lambda a: a[[2, 0, 2]]),
     ("int_tensor_dim1", lambda t: t[:, gpucore.tensor([1, 3])], lambda a: a[:, [1, 3]]),
-    ("pairs", lambda t: t[gpucore.tensor([0, 2]), gpucore.tensor([1, 3])],
-     lambda a: a[[0, 2], [1, 3]]),
+    (
+        "pairs",
+        lambda t: t[gpucore.tensor([0, 2]), gpucore.tensor([1, 3])],
+        lambda a: a[[0, 2], [1, 3]],
+    ),
     ("2d_index", lambda t: t[gpucore.tensor([[0, 1], [2, 2]])], lambda a: a[[[0, 1], [2, 2]]]),
     ("list", lambda t: t[[0, 0]], lambda a: a[[0, 0]]),
     ("neg_index", lambda t: t[gpucore.tensor([-1])], lambda a: a[[-1]]),
-    ("mask_rows", lambda t: t[gpucore.tensor([True, False, True])],
-     lambda a: a[[True, False, True]]),
+    (
+        "mask_rows",
+        lambda t: t[gpucore.tensor([True, False, True])],
+        lambda a: a[[True, False, True]],
+    ),
     ("mask_full", lambda t: t[t > 4.0], lambda a: a[a > 4.0]),
-    ("mask_and_slice", lambda t: t[gpucore.tensor([False, True, True]), 1:3],
-     lambda a: a[[False, True, True], 1:3]),
+    (
+        "mask_and_slice",
+        lambda t: t[gpucore.tensor([False, True, True]), 1:3],
+        lambda a: a[[False, True, True], 1:3],
+    ),
     ("index_select", lambda t: t.index_select(1, gpucore.tensor([3, 0])), lambda a: a[:, [3, 0]]),
 ]
 

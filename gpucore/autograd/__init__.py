@@ -69,8 +69,9 @@ def _node_of(t):
     return grad_fn_of(t) if t._grad_fn is not None else accumulate_node(t)
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False,
-             inputs=None) -> None:
+def backward(
+    tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False, inputs=None
+) -> None:
     """Accumulate gradients of ``tensors`` into the ``.grad`` of the leaves they depend on.
 
     ``inputs`` limits accumulation to those leaves. Without ``retain_graph`` the graph's saved
@@ -82,8 +83,14 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
         retain_graph = create_graph
     if inputs is not None:
         ins = _as_list(inputs)
-        res = grad(outputs, ins, grads, retain_graph=retain_graph, create_graph=create_graph,
-                   allow_unused=True)
+        res = grad(
+            outputs,
+            ins,
+            grads,
+            retain_graph=retain_graph,
+            create_graph=create_graph,
+            allow_unused=True,
+        )
         for t, g in zip(ins, res):
             if g is not None:
                 # as the engine does for leaves: a fresh copy (never the caller's gradient
@@ -93,8 +100,14 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
     run_backward([_node_of(o) for o in outputs], grads, retain_graph, create_graph)
 
 
-def grad(outputs, inputs: Sequence, grad_outputs=None, retain_graph=None,
-         create_graph: bool = False, allow_unused: bool = False) -> tuple:
+def grad(
+    outputs,
+    inputs: Sequence,
+    grad_outputs=None,
+    retain_graph=None,
+    create_graph: bool = False,
+    allow_unused: bool = False,
+) -> tuple:
     """Gradients of ``outputs`` with respect to ``inputs``, returned (not accumulated)."""
     outs = _as_list(outputs)
     ins = _as_list(inputs)

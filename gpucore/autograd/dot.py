@@ -19,8 +19,10 @@ def to_dot(tensor) -> str:
         return ids[n]
 
     out_id = "out"
-    lines.append(f'  {out_id} [label="output {tuple(tensor.shape)} {tensor.dtype.name}", '
-                 "style=filled, fillcolor=lightblue];")
+    lines.append(
+        f'  {out_id} [label="output {tuple(tensor.shape)} {tensor.dtype.name}", '
+        "style=filled, fillcolor=lightblue];"
+    )
     if root is None:
         lines.append("}")
         return "\n".join(lines)

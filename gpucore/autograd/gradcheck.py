@@ -25,8 +25,9 @@ def _numeric_jacobian(fn, inputs, i, eps):
             args = list(inputs)
             args[i] = Tensor._wrap(pert.astype(x.dtype.np), x.dtype)
             outs = _flat_outputs(fn(*[a.detach() if isinstance(a, Tensor) else a for a in args]))
-            vals.append(np.concatenate([o.detach().numpy().astype(np.float64).reshape(-1)
-                                        for o in outs]))
+            vals.append(
+                np.concatenate([o.detach().numpy().astype(np.float64).reshape(-1) for o in outs])
+            )
         cols.append((vals[0] - vals[1]) / (2 * eps))
     return np.stack(cols, axis=1) if cols else np.zeros((0, 0))
 
@@ -51,16 +52,28 @@ def _analytic_jacobian(fn, inputs, diff_idx):
             if not used:
                 rows.append([np.zeros(inputs[i].numel()) for i in diff_idx])
                 continue
-            grads = autograd.grad(used, [inputs[i] for i in diff_idx], gu, retain_graph=True,
-                                  allow_unused=True)
-            rows.append([np.zeros(inputs[i].numel()) if g is None
-                         else g.detach().numpy().astype(np.float64).reshape(-1)
-                         for i, g in zip(diff_idx, grads)])
+            grads = autograd.grad(
+                used, [inputs[i] for i in diff_idx], gu, retain_graph=True, allow_unused=True
+            )
+            rows.append(
+                [
+                    np.zeros(inputs[i].numel())
+                    if g is None
+                    else g.detach().numpy().astype(np.float64).reshape(-1)
+                    for i, g in zip(diff_idx, grads)
+                ]
+            )
     return [np.array([r[n] for r in rows]) for n in range(len(diff_idx))]
 
 
-def gradcheck(fn, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
-              raise_exception: bool = True) -> bool:
+def gradcheck(
+    fn,
+    inputs,
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+    raise_exception: bool = True,
+) -> bool:
     """Compare analytic gradients of ``fn`` with central differences.
 
     Inputs that require grad should be float64 (as in PyTorch) for the differences to be
@@ -119,8 +132,10 @@ def gradgradcheck(fn, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float
 
     def first_grads(*args):
         # The numerical pass hands in detached copies: make them differentiable again.
-        args = [a.detach().requires_grad_() if r and not a.requires_grad else a
-                for a, r in zip(args, diff_mask)]
+        args = [
+            a.detach().requires_grad_() if r and not a.requires_grad else a
+            for a, r in zip(args, diff_mask)
+        ]
         outs = _flat_outputs(fn(*args))
         ds = [a for a, r in zip(args, diff_mask) if r]
         terms = [(o * weight(k, o)).sum() for k, o in enumerate(outs) if o.requires_grad]

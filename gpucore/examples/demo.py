@@ -45,8 +45,11 @@ def main(argv=None) -> int:
     def forward(inp):
         return F.gelu(inp @ w1 + b1) @ w2 + b2
 
-    print(f"gpucore {gc.__version__}: MLP {features}-{hidden}-{classes}, "
-          f"{x.shape[0]} samples, SGD lr={args.lr}")
+    print(
+        f"gpucore {gc.__version__}: MLP {features}-{hidden}-{classes}, "
+        f"{x.shape[0]} samples, SGD lr={args.lr}"
+    )
+
     def train_step():
         loss = F.cross_entropy(forward(x), y)
         for p in params:
@@ -81,8 +84,10 @@ def main(argv=None) -> int:
         largest[(op, backend)] = max(largest.get((op, backend), 0), n)
     for (op, backend), n in sorted(calls.items()):
         print(f"  {op:24s} {backend:8s} {n:5d} {largest[(op, backend)]:>9d} elems")
-    print("(ops of >= 4096 elements go to a Vulkan GPU when one is usable; this build runs "
-          "everything in the C extension)")
+    print(
+        "(ops of >= 4096 elements go to a Vulkan GPU when one is usable; this build runs "
+        "everything in the C extension)"
+    )
     return 0
 
 

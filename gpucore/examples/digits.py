@@ -176,9 +176,15 @@ def _enter_device(device: str):
     return gc.device_policy(device)
 
 
-def train(kind: str = "cnn", epochs: int | None = None, batch_size: int | None = None,
-          lr: float | None = None, seed: int = 0, device: str = "auto",
-          progress: bool = True) -> TrainResult:
+def train(
+    kind: str = "cnn",
+    epochs: int | None = None,
+    batch_size: int | None = None,
+    lr: float | None = None,
+    seed: int = 0,
+    device: str = "auto",
+    progress: bool = True,
+) -> TrainResult:
     """Train a fresh ``kind`` model on the digits; returns the model, its optimizer, the test
     accuracy after the last epoch and the per-epoch history. Deterministic for a given seed on
     a given backend."""
@@ -212,7 +218,7 @@ def train(kind: str = "cnn", epochs: int | None = None, batch_size: int | None =
             bar = _progress(per_epoch, f"epoch {epoch:2d}/{epochs}", progress)
             loss_sum, correct, seen = 0.0, 0, 0
             for i in range(0, n, batch_size):
-                idx = order[i:i + batch_size]
+                idx = order[i : i + batch_size]
                 xb = gc.from_numpy(x_train[idx])
                 yb = gc.from_numpy(y_train[idx])
                 if steps == trace_step:  # which backend runs each op of one whole step
@@ -227,21 +233,40 @@ def train(kind: str = "cnn", epochs: int | None = None, batch_size: int | None =
                 correct += hits
                 seen += len(idx)
                 if bar is not None:
-                    bar.set_postfix_str(f"loss {loss_sum / seen:.4f}  acc {correct / seen:.3f}",
-                                        refresh=False)
+                    bar.set_postfix_str(
+                        f"loss {loss_sum / seen:.4f}  acc {correct / seen:.3f}", refresh=False
+                    )
                     bar.update(1)
             cur_lr = opt.param_groups[0]["lr"]
             sched.step()
             test_acc = float((predict(model, x_test).argmax(1) == y_test).mean())
-            history.append({"epoch": epoch, "loss": loss_sum / seen, "train_acc": correct / seen,
-                            "test_acc": test_acc, "lr": cur_lr})
+            history.append(
+                {
+                    "epoch": epoch,
+                    "loss": loss_sum / seen,
+                    "train_acc": correct / seen,
+                    "test_acc": test_acc,
+                    "lr": cur_lr,
+                }
+            )
             if bar is not None:
-                bar.set_postfix_str(f"loss {loss_sum / seen:.4f}  acc {correct / seen:.3f}  "
-                                    f"test acc {test_acc:.3f}")
+                bar.set_postfix_str(
+                    f"loss {loss_sum / seen:.4f}  acc {correct / seen:.3f}  test acc {test_acc:.3f}"
+                )
                 bar.close()
         seconds = time.perf_counter() - t0
-    return TrainResult(model, opt, kind, epochs, history[-1]["test_acc"], seconds, steps,
-                       history, trace, (x_train, y_train, x_test, y_test))
+    return TrainResult(
+        model,
+        opt,
+        kind,
+        epochs,
+        history[-1]["test_acc"],
+        seconds,
+        steps,
+        history,
+        trace,
+        (x_train, y_train, x_test, y_test),
+    )
 
 
 def _step(model, opt, loss_fn, xb, yb):
@@ -259,9 +284,16 @@ def _step(model, opt, loss_fn, xb, yb):
 
 def save_checkpoint(result: TrainResult, path: str) -> None:
     """Model and optimizer state, epoch and model kind in one safetensors file."""
-    gc.save({"kind": result.kind, "epoch": result.epochs, "model": result.model.state_dict(),
-             "optimizer": result.optimizer.state_dict(),
-             "test_accuracy": result.test_accuracy}, path)
+    gc.save(
+        {
+            "kind": result.kind,
+            "epoch": result.epochs,
+            "model": result.model.state_dict(),
+            "optimizer": result.optimizer.state_dict(),
+            "test_accuracy": result.test_accuracy,
+        },
+        path,
+    )
 
 
 def load_checkpoint(path: str, device: str = "auto"):
@@ -298,8 +330,10 @@ def backend_report(trace: list, threshold: int | None = None) -> str:
         numel = math.prod(shape)
         if numel >= largest.get((op, be), (-1, ()))[0]:
             largest[(op, be)] = (numel, shape)
-    lines = [f"  {'op':24s} {'backend':8s} {'calls':>5s}  largest output",
-             f"  {'-' * 24} {'-' * 8} {'-' * 5}  {'-' * 22}"]
+    lines = [
+        f"  {'op':24s} {'backend':8s} {'calls':>5s}  largest output",
+        f"  {'-' * 24} {'-' * 8} {'-' * 5}  {'-' * 22}",
+    ]
     for (op, be), c in sorted(calls.items(), key=lambda kv: (-largest[kv[0]][0], kv[0])):
         numel, shape = largest[(op, be)]
         dims = "x".join(map(str, shape)) or "scalar"
@@ -350,8 +384,10 @@ def _where_ops_run(device: str) -> str:
         name = dev.get("name", "?") if dev else "the Vulkan device"
         if device == "vulkan":
             return "every op with a shader on the Vulkan device (--device vulkan)"
-        return (f"ops with >= {gc.dispatch.get_threshold()} elements on {name}, "
-                "smaller ones in the C extension")
+        return (
+            f"ops with >= {gc.dispatch.get_threshold()} elements on {name}, "
+            "smaller ones in the C extension"
+        )
     why = gc.vulkan.unavailable_reason() or "no usable Vulkan device"
     return f"everything in the C extension ({why.split(';')[0]})"
 
@@ -359,10 +395,15 @@ def _where_ops_run(device: str) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m gpucore.examples.digits",
-        description="Train a small CNN or MLP on scikit-learn's 8x8 digits with gpucore.")
+        description="Train a small CNN or MLP on scikit-learn's 8x8 digits with gpucore.",
+    )
     ap.add_argument("--model", choices=("cnn", "mlp"), default="cnn")
-    ap.add_argument("--device", choices=("auto", "cpu", "vulkan"), default="auto",
-                    help="auto: big ops on a GPU when there is one (default)")
+    ap.add_argument(
+        "--device",
+        choices=("auto", "cpu", "vulkan"),
+        default="auto",
+        help="auto: big ops on a GPU when there is one (default)",
+    )
     ap.add_argument("--epochs", type=int, help="default: 8 (cnn), 15 (mlp)")
     ap.add_argument("--batch-size", type=int, help="default: 32")
     ap.add_argument("--lr", type=float, help="Adam learning rate, cosine-annealed (default 3e-3)")
@@ -374,26 +415,39 @@ def main(argv=None) -> int:
     try:
         import sklearn  # noqa: F401
     except ImportError:
-        print("this demo needs scikit-learn (it ships the digits): pip install 'gpucore[examples]'",
-              file=sys.stderr)
+        print(
+            "this demo needs scikit-learn (it ships the digits): pip install 'gpucore[examples]'",
+            file=sys.stderr,
+        )
         return 2
     if args.device == "vulkan" and not gc.dispatch.vulkan_backend(allow_cpu=True):
         print(f"--device vulkan: {gc.vulkan.unavailable_reason()}", file=sys.stderr)
         return 2
 
     d = DEFAULTS[args.model]
-    print(f"gpucore {gc.__version__}: {args.model.upper()} on the 8x8 digits "
-          f"(1797 images, {TEST_FRACTION:.0%} held out, seed {args.seed})")
+    print(
+        f"gpucore {gc.__version__}: {args.model.upper()} on the 8x8 digits "
+        f"(1797 images, {TEST_FRACTION:.0%} held out, seed {args.seed})"
+    )
     print(f"backend: {_where_ops_run(args.device)}")
-    res = train(args.model, args.epochs, args.batch_size, args.lr, args.seed, args.device,
-                progress=not args.no_progress)
+    res = train(
+        args.model,
+        args.epochs,
+        args.batch_size,
+        args.lr,
+        args.seed,
+        args.device,
+        progress=not args.no_progress,
+    )
     ms = res.seconds / res.steps * 1e3
     ok = res.test_accuracy >= d["target"]
     epochs = f"{res.epochs} epoch" + ("s" if res.epochs > 1 else "")
     verdict = "reached" if ok else "NOT reached"
-    print(f"\ntest accuracy {res.test_accuracy:.2%} after {epochs} "
-          f"(target {d['target']:.0%}: {verdict}); "
-          f"trained in {res.seconds:.1f} s, {res.steps} steps, {ms:.1f} ms per step")
+    print(
+        f"\ntest accuracy {res.test_accuracy:.2%} after {epochs} "
+        f"(target {d['target']:.0%}: {verdict}); "
+        f"trained in {res.seconds:.1f} s, {res.steps} steps, {ms:.1f} ms per step"
+    )
 
     print("\nops of one training step (forward + backward + Adam update):")
     print(backend_report(res.trace))
@@ -401,14 +455,20 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     ckpt = os.path.join(args.out, f"digits_{args.model}.safetensors")
     same, n_test = check_round_trip(res, ckpt, args.device)
-    print(f"\ncheckpoint: {ckpt} ({os.path.getsize(ckpt) / 1024:.0f} KiB: model + Adam state + "
-          f"epoch {res.epochs})")
+    print(
+        f"\ncheckpoint: {ckpt} ({os.path.getsize(ckpt) / 1024:.0f} KiB: model + Adam state + "
+        f"epoch {res.epochs})"
+    )
     if same:
-        print(f"reloaded into a fresh model: predictions identical on all {n_test} test images "
-              "(logits bit-exact)")
+        print(
+            f"reloaded into a fresh model: predictions identical on all {n_test} test images "
+            "(logits bit-exact)"
+        )
     else:
-        print("reloaded into a fresh model: predictions DIFFER from the trained model's",
-              file=sys.stderr)
+        print(
+            "reloaded into a fresh model: predictions DIFFER from the trained model's",
+            file=sys.stderr,
+        )
     png = os.path.join(args.out, f"digits_{args.model}_curve.png")
     if plot_history(res.history, png, f"gpucore {args.model.upper()} on 8x8 digits"):
         print(f"training curve: {png}")

@@ -26,8 +26,16 @@ __all__ = [
     "kaiming_normal_",
 ]
 
-_LINEAR = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-           "conv_transpose3d", "sigmoid")
+_LINEAR = (
+    "linear",
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
+    "sigmoid",
+)
 
 
 def calculate_gain(nonlinearity: str, param=None) -> float:
@@ -140,8 +148,13 @@ def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     return _fill_random(tensor, "normal", 0.0, std, generator)
 
 
-def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
-                     nonlinearity: str = "leaky_relu", generator=None) -> Tensor:
+def kaiming_uniform_(
+    tensor: Tensor,
+    a: float = 0,
+    mode: str = "fan_in",
+    nonlinearity: str = "leaky_relu",
+    generator=None,
+) -> Tensor:
     """U(-bound, bound) with bound = gain * sqrt(3 / fan) (He et al., 2015); gain from
     calculate_gain(nonlinearity, a), fan from mode ('fan_in' or 'fan_out')."""
     _check("kaiming_uniform_", tensor)
@@ -153,8 +166,13 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
     return _fill_random(tensor, "uniform", -bound, bound, generator)
 
 
-def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
-                    nonlinearity: str = "leaky_relu", generator=None) -> Tensor:
+def kaiming_normal_(
+    tensor: Tensor,
+    a: float = 0,
+    mode: str = "fan_in",
+    nonlinearity: str = "leaky_relu",
+    generator=None,
+) -> Tensor:
     """N(0, std^2) with std = gain / sqrt(fan)."""
     _check("kaiming_normal_", tensor)
     if tensor.numel() == 0:

@@ -163,8 +163,9 @@ class Module:
         for name, m in self._modules.items():
             if m is None:
                 continue
-            yield from m.named_modules(memo, f"{prefix}.{name}" if prefix else name,
-                                       remove_duplicate)
+            yield from m.named_modules(
+                memo, f"{prefix}.{name}" if prefix else name, remove_duplicate
+            )
 
     def modules(self) -> Iterator[Module]:
         """Self and every submodule (see named_modules)."""
@@ -186,8 +187,11 @@ class Module:
 
     def _named_members(self, table: str, prefix: str, recurse: bool, remove_duplicate: bool):
         seen = set()
-        mods = (self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse
-                else [(prefix, self)])
+        mods = (
+            self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+            if recurse
+            else [(prefix, self)]
+        )
         for mp, m in mods:
             for name, v in getattr(m, table).items():
                 if v is None:
@@ -198,8 +202,9 @@ class Module:
                     seen.add(id(v))
                 yield (f"{mp}.{name}" if mp else name), v
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True,
-                         remove_duplicate: bool = True):
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ):
         """(dotted name, Parameter) pairs; a parameter shared by two modules appears once."""
         yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
@@ -208,8 +213,7 @@ class Module:
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
-    def named_buffers(self, prefix: str = "", recurse: bool = True,
-                      remove_duplicate: bool = True):
+    def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
         """(dotted name, buffer) pairs, as named_parameters."""
         yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
@@ -261,8 +265,7 @@ class Module:
             problems.append("unexpected keys: " + ", ".join(unexpected))
         if problems:
             raise StateDictError(
-                f"error(s) in loading state_dict for {type(self).__name__}: "
-                + " | ".join(problems)
+                f"error(s) in loading state_dict for {type(self).__name__}: " + " | ".join(problems)
             )
         if assign:
             self._assign_state(state_dict, own)
@@ -353,9 +356,10 @@ class Module:
                 )
 
         def conv(t: Tensor) -> Tensor:
-            out = t.to(*[a for a in args if not _is_dtype(a) or t.is_floating_point()],
-                       **{k: v for k, v in kwargs.items()
-                          if k != "dtype" or t.is_floating_point()})
+            out = t.to(
+                *[a for a in args if not _is_dtype(a) or t.is_floating_point()],
+                **{k: v for k, v in kwargs.items() if k != "dtype" or t.is_floating_point()},
+            )
             return out
 
         return self._apply_tensors(conv)
@@ -436,8 +440,9 @@ class Module:
         return f"{type(self).__name__}(\n  " + "\n  ".join(lines) + "\n)"
 
     def __dir__(self):
-        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers)
-                      | set(self._modules))
+        return sorted(
+            set(super().__dir__()) | set(self._parameters) | set(self._buffers) | set(self._modules)
+        )
 
 
 def _is_dtype(a) -> bool:

@@ -25,8 +25,13 @@ def _common_float(tensors):
     return max((t.dtype for t in tensors), key=lambda d: d.itemsize)
 
 
-def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
-                    error_if_nonfinite: bool = False, foreach=None) -> Tensor:
+def clip_grad_norm_(
+    parameters,
+    max_norm: float,
+    norm_type: float = 2.0,
+    error_if_nonfinite: bool = False,
+    foreach=None,
+) -> Tensor:
     """Scale the gradients of ``parameters`` in place so that their joint norm (the norm of
     all gradients concatenated) is at most max_norm; returns that norm (before clipping) as a
     tensor. norm_type: any p > 0 (1, 2...) or inf. Gradients are multiplied by
@@ -92,5 +97,5 @@ def vector_to_parameters(vec: Tensor, parameters) -> None:
     with no_grad():
         for p in params:
             n = p.numel()
-            p.copy_(vec[i:i + n].reshape(p.shape))
+            p.copy_(vec[i : i + n].reshape(p.shape))
             i += n

@@ -22,12 +22,27 @@ class Adam(Optimizer):
     ``decoupled_weight_decay=True`` makes it AdamW.
     """
 
-    def __init__(self, params, lr: float = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, amsgrad: bool = False, *, maximize: bool = False,
-                 decoupled_weight_decay: bool = False):
-        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
-                        amsgrad=amsgrad, maximize=maximize,
-                        decoupled_weight_decay=decoupled_weight_decay)
+    def __init__(
+        self,
+        params,
+        lr: float = 1e-3,
+        betas: tuple = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        amsgrad: bool = False,
+        *,
+        maximize: bool = False,
+        decoupled_weight_decay: bool = False,
+    ):
+        defaults = dict(
+            lr=lr,
+            betas=tuple(betas),
+            eps=eps,
+            weight_decay=weight_decay,
+            amsgrad=amsgrad,
+            maximize=maximize,
+            decoupled_weight_decay=decoupled_weight_decay,
+        )
         _validate(defaults)
         super().__init__(params, defaults)
 
@@ -51,9 +66,13 @@ class Adam(Optimizer):
     def _attrs(group):
         beta1, beta2 = group["betas"]
         return dict(
-            lr=float(group["lr"]), beta1=float(beta1), beta2=float(beta2),
-            eps=float(group["eps"]), weight_decay=float(group["weight_decay"]),
-            amsgrad=bool(group["amsgrad"]), decoupled=bool(group["decoupled_weight_decay"]),
+            lr=float(group["lr"]),
+            beta1=float(beta1),
+            beta2=float(beta2),
+            eps=float(group["eps"]),
+            weight_decay=float(group["weight_decay"]),
+            amsgrad=bool(group["amsgrad"]),
+            decoupled=bool(group["decoupled_weight_decay"]),
             maximize=bool(group["maximize"]),
         )
 
@@ -71,10 +90,27 @@ class AdamW(Adam):
     0.01): each step first scales the parameter by ``1 - lr * weight_decay``; the gradient is
     not decayed."""
 
-    def __init__(self, params, lr: float = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False):
-        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                         amsgrad=amsgrad, maximize=maximize, decoupled_weight_decay=True)
+    def __init__(
+        self,
+        params,
+        lr: float = 1e-3,
+        betas: tuple = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 1e-2,
+        amsgrad: bool = False,
+        *,
+        maximize: bool = False,
+    ):
+        super().__init__(
+            params,
+            lr=lr,
+            betas=betas,
+            eps=eps,
+            weight_decay=weight_decay,
+            amsgrad=amsgrad,
+            maximize=maximize,
+            decoupled_weight_decay=True,
+        )
 
 
 def _validate(o: dict) -> None:

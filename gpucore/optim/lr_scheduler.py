@@ -242,8 +242,14 @@ class LinearLR(LRScheduler):
     over ``total_iters`` epochs, then keep it (a warm-up with the defaults):
     ``lr = base_lr * (start + (end - start) * min(epoch, total_iters) / total_iters)``."""
 
-    def __init__(self, optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
-                 total_iters: int = 5, last_epoch: int = -1):
+    def __init__(
+        self,
+        optimizer,
+        start_factor: float = 1.0 / 3,
+        end_factor: float = 1.0,
+        total_iters: int = 5,
+        last_epoch: int = -1,
+    ):
         if start_factor > 1.0 or start_factor <= 0:
             raise ValueError(
                 "Starting multiplicative factor expected to be greater than 0 and less or equal "
@@ -266,8 +272,7 @@ class LinearLR(LRScheduler):
         if self._is_initial or self.last_epoch > n:
             return self._lrs()
         return [
-            lr * (1.0 + (f - s) / (n * s + (self.last_epoch - 1) * (f - s)))
-            for lr in self._lrs()
+            lr * (1.0 + (f - s) / (n * s + (self.last_epoch - 1) * (f - s))) for lr in self._lrs()
         ]
 
     def _get_closed_form_lr(self) -> list:
@@ -327,8 +332,7 @@ class SequentialLR(LRScheduler):
         for i, s in enumerate(schedulers):
             if not hasattr(s, "optimizer"):
                 raise TypeError(
-                    f"{type(self).__name__} at index {i} should have `optimizer` as its "
-                    "attribute."
+                    f"{type(self).__name__} at index {i} should have `optimizer` as its attribute."
                 )
             if s.optimizer is not optimizer:
                 raise ValueError(

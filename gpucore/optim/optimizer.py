@@ -247,8 +247,10 @@ class Optimizer:
         """Load a state dict made by ``state_dict()`` (possibly saved and loaded, possibly on
         another device): group options are replaced, state tensors are copied to each
         parameter's device and floating dtype. The optimizer never aliases the dict's tensors."""
-        if not isinstance(state_dict, dict) or "param_groups" not in state_dict or (
-            "state" not in state_dict
+        if (
+            not isinstance(state_dict, dict)
+            or "param_groups" not in state_dict
+            or ("state" not in state_dict)
         ):
             raise ValueError(
                 "load_state_dict: expected a dict with 'state' and 'param_groups' (as made by "

@@ -22,11 +22,27 @@ class RMSprop(Optimizer):
     float32 / float64 parameters of a group in one C call (``rmsprop_step_multi``).
     """
 
-    def __init__(self, params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
-                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False, *,
-                 maximize: bool = False):
-        defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
-                        momentum=momentum, centered=centered, maximize=maximize)
+    def __init__(
+        self,
+        params,
+        lr: float = 1e-2,
+        alpha: float = 0.99,
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        momentum: float = 0.0,
+        centered: bool = False,
+        *,
+        maximize: bool = False,
+    ):
+        defaults = dict(
+            lr=lr,
+            alpha=alpha,
+            eps=eps,
+            weight_decay=weight_decay,
+            momentum=momentum,
+            centered=centered,
+            maximize=maximize,
+        )
         _validate(defaults)
         super().__init__(params, defaults)
 
@@ -49,9 +65,13 @@ class RMSprop(Optimizer):
     @staticmethod
     def _attrs(group):
         return dict(
-            lr=float(group["lr"]), alpha=float(group["alpha"]), eps=float(group["eps"]),
-            weight_decay=float(group["weight_decay"]), momentum=float(group["momentum"]),
-            centered=bool(group["centered"]), maximize=bool(group["maximize"]),
+            lr=float(group["lr"]),
+            alpha=float(group["alpha"]),
+            eps=float(group["eps"]),
+            weight_decay=float(group["weight_decay"]),
+            momentum=float(group["momentum"]),
+            centered=bool(group["centered"]),
+            maximize=bool(group["maximize"]),
         )
 
     def _update(self, p, grad, group):

@@ -20,10 +20,25 @@ class SGD(Optimizer):
     (``sgd_step_multi``).
     """
 
-    def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
-                 weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False):
-        defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
-                        weight_decay=weight_decay, nesterov=nesterov, maximize=maximize)
+    def __init__(
+        self,
+        params,
+        lr: float = 1e-3,
+        momentum: float = 0.0,
+        dampening: float = 0.0,
+        weight_decay: float = 0.0,
+        nesterov: bool = False,
+        *,
+        maximize: bool = False,
+    ):
+        defaults = dict(
+            lr=lr,
+            momentum=momentum,
+            dampening=dampening,
+            weight_decay=weight_decay,
+            nesterov=nesterov,
+            maximize=maximize,
+        )
         _validate(defaults)
         super().__init__(params, defaults)
 
@@ -42,9 +57,12 @@ class SGD(Optimizer):
     @staticmethod
     def _attrs(group):
         return dict(
-            lr=float(group["lr"]), momentum=float(group["momentum"]),
-            dampening=float(group["dampening"]), weight_decay=float(group["weight_decay"]),
-            nesterov=bool(group["nesterov"]), maximize=bool(group["maximize"]),
+            lr=float(group["lr"]),
+            momentum=float(group["momentum"]),
+            dampening=float(group["dampening"]),
+            weight_decay=float(group["weight_decay"]),
+            nesterov=bool(group["nesterov"]),
+            maximize=bool(group["maximize"]),
         )
 
     def _update(self, p, grad, group):

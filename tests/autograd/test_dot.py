@@ -97,6 +97,7 @@ def test_graphviz_accepts_output(tmp_path):
         pytest.skip("graphviz 'dot' is not installed")
     x = gc.tensor([1.0, 2.0], requires_grad=True)
     export_dot((x.tanh() * x).sum(), tmp_path / "g.dot")
-    subprocess.run([dot, "-Tsvg", str(tmp_path / "g.dot"), "-o", str(tmp_path / "g.svg")],
-                   check=True)
+    subprocess.run(
+        [dot, "-Tsvg", str(tmp_path / "g.dot"), "-o", str(tmp_path / "g.svg")], check=True
+    )
     assert "TanhBackward" in (tmp_path / "g.svg").read_text()

@@ -27,8 +27,14 @@ def test_grad_returns_without_accumulating():
 def test_grad_outputs_and_multiple_outputs():
     x = leaf([1.0, 2.0])
     a, b = x * 2, x * x
-    (g,) = grad([a, b], [x], grad_outputs=[gc.tensor([1.0, 1.0], dtype=gc.float64),
-                                           gc.tensor([10.0, 100.0], dtype=gc.float64)])
+    (g,) = grad(
+        [a, b],
+        [x],
+        grad_outputs=[
+            gc.tensor([1.0, 1.0], dtype=gc.float64),
+            gc.tensor([10.0, 100.0], dtype=gc.float64),
+        ],
+    )
     # 2*1 + 2x*w
     np.testing.assert_allclose(npv(g), [2 + 20.0, 2 + 400.0])
 

@@ -77,8 +77,19 @@ def test_training_is_deterministic_for_a_seed():
 
 
 def test_main_writes_checkpoint_and_reports(tmp_path, capsys):
-    rc = digits.main(["--model", "mlp", "--epochs", "1", "--device", "cpu", "--no-progress",
-                      "--out", str(tmp_path)])
+    rc = digits.main(
+        [
+            "--model",
+            "mlp",
+            "--epochs",
+            "1",
+            "--device",
+            "cpu",
+            "--no-progress",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0
     assert (tmp_path / "digits_mlp.safetensors").is_file()

@@ -121,13 +121,17 @@ ACT = {
     "silu": (F.silu, lambda x: x * np_sigmoid(x)),
     "mish": (F.mish, lambda x: x * np.tanh(np.logaddexp(0, x))),
     "softplus": (F.softplus, np_softplus),
-    "softplus_beta": (lambda x: F.softplus(x, beta=2.0, threshold=3.0),
-                      lambda x: np_softplus(x, 2.0, 3.0)),
+    "softplus_beta": (
+        lambda x: F.softplus(x, beta=2.0, threshold=3.0),
+        lambda x: np_softplus(x, 2.0, 3.0),
+    ),
     "elu": (F.elu, lambda x: np.where(x > 0, x, np.expm1(x))),
     "elu_alpha": (lambda x: F.elu(x, alpha=0.7), lambda x: np.where(x > 0, x, 0.7 * np.expm1(x))),
     "selu": (F.selu, lambda x: SELU_S * np.where(x > 0, x, SELU_A * np.expm1(x))),
-    "celu": (lambda x: F.celu(x, alpha=1.5),
-             lambda x: np.maximum(x, 0) + np.minimum(0, 1.5 * np.expm1(x / 1.5))),
+    "celu": (
+        lambda x: F.celu(x, alpha=1.5),
+        lambda x: np.maximum(x, 0) + np.minimum(0, 1.5 * np.expm1(x / 1.5)),
+    ),
     "hardtanh": (lambda x: F.hardtanh(x, -0.5, 1.5), lambda x: np.clip(x, -0.5, 1.5)),
     "relu6": (lambda x: F.relu6(x * 2), lambda x: np.clip(x * 2, 0, 6)),
     "hardsigmoid": (F.hardsigmoid, lambda x: np.clip(x / 6 + 0.5, 0, 1)),
@@ -148,8 +152,21 @@ def test_activation(name):
     check_op(fn, np_fn, [(6, 4, 4)], grad=False, low=-30, high=30)
 
 
-@pytest.mark.parametrize("name", ["silu", "mish", "elu", "selu", "celu", "softplus", "logsigmoid",
-                                  "softsign", "tanhshrink", "glu"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "silu",
+        "mish",
+        "elu",
+        "selu",
+        "celu",
+        "softplus",
+        "logsigmoid",
+        "softsign",
+        "tanhshrink",
+        "glu",
+    ],
+)
 def test_activation_gradgrad(name):
     fn, _ = ACT[name]
     check_grad(fn, rand((6, 4), -3, 3, seed=3), gradgrad=True)
@@ -168,8 +185,9 @@ def test_activations_stable_at_extremes():
         assert np.isfinite(to_np(xg.grad)).all(), fn.__name__
 
 
-@pytest.mark.parametrize("name", ["silu", "mish", "elu", "selu", "celu", "hardtanh", "relu6",
-                                  "hardsigmoid", "hardswish"])
+@pytest.mark.parametrize(
+    "name", ["silu", "mish", "elu", "selu", "celu", "hardtanh", "relu6", "hardsigmoid", "hardswish"]
+)
 def test_activation_inplace(name):
     fn = getattr(F, name)
     a = rand((3, 4), -4, 4, seed=1)
@@ -226,8 +244,12 @@ def test_activation_errors():
 
 
 def test_leaky_relu():
-    check_op(lambda x: F.leaky_relu(x, 0.1), lambda x: np.where(x > 0, x, 0.1 * x), [(3, 5)],
-             gradgrad=True)
+    check_op(
+        lambda x: F.leaky_relu(x, 0.1),
+        lambda x: np.where(x > 0, x, 0.1 * x),
+        [(3, 5)],
+        gradgrad=True,
+    )
     x = gpucore.tensor([-2.0, 0.0, 3.0])
     assert F.leaky_relu(x, 0.5, inplace=True) is x and x.tolist() == [-1.0, 0.0, 3.0]
     m = nn.LeakyReLU(inplace=True)
@@ -331,8 +353,9 @@ def test_module_inplace(case):
     x = f32(X)
     out = ours(case, gpucore.float32)(x)
     assert out is not x and to_np(x).tolist() == X.tolist()  # the default leaves x alone
-    inplace = Case(case.name, *case.args, inputs=case.inputs, ref=case.ref, inplace=True,
-                   **case.kwargs)
+    inplace = Case(
+        case.name, *case.args, inputs=case.inputs, ref=case.ref, inplace=True, **case.kwargs
+    )
     m = ours(inplace, gpucore.float32)
     assert m.inplace is True
     assert m(x) is x

@@ -25,13 +25,17 @@ def np_conv2d(x, w, b=None, stride=(1, 1), pad=((0, 0), (0, 0)), dil=(1, 1), gro
     out = np.zeros((n, o, oh, ow))
     og = o // groups
     for g in range(groups):
-        xs, ws = xp[:, g * cg:(g + 1) * cg], w[g * og:(g + 1) * og]
+        xs, ws = xp[:, g * cg : (g + 1) * cg], w[g * og : (g + 1) * og]
         for i in range(kh):
             for j in range(kw):
                 r, q = i * dil[0], j * dil[1]
-                patch = xs[:, :, r:r + stride[0] * (oh - 1) + 1:stride[0],
-                           q:q + stride[1] * (ow - 1) + 1:stride[1]]
-                out[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch, ws[:, :, i, j])
+                patch = xs[
+                    :,
+                    :,
+                    r : r + stride[0] * (oh - 1) + 1 : stride[0],
+                    q : q + stride[1] * (ow - 1) + 1 : stride[1],
+                ]
+                out[:, g * og : (g + 1) * og] += np.einsum("nchw,oc->nohw", patch, ws[:, :, i, j])
     return out if b is None else out + b[None, :, None, None]
 
 
@@ -80,31 +84,44 @@ def test_conv2d(case):
     check_op(lambda x, w, b: F.conv2d(x, w, b, **kw), ref, shapes, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("kw", [dict(stride=2, padding=1), dict(dilation=(2, 1), groups=2)],
-                         ids=["fused", "grouped"])
+@pytest.mark.parametrize(
+    "kw", [dict(stride=2, padding=1), dict(dilation=(2, 1), groups=2)], ids=["fused", "grouped"]
+)
 def test_conv2d_double_backward(kw):
     # groups=1 runs as one fused op whose backward rebuilds the gradients from differentiable
     # ops when a graph of them is wanted; grouped convolutions take the im2col lowering.
-    x, w, b = rand((2, 4, 5, 6), seed=0), rand((4, 2 if kw.get("groups") else 4, 3, 2), seed=1), \
-        rand((4,), seed=2)
+    x, w, b = (
+        rand((2, 4, 5, 6), seed=0),
+        rand((4, 2 if kw.get("groups") else 4, 3, 2), seed=1),
+        rand((4,), seed=2),
+    )
     check_grad(lambda x, w, b: F.conv2d(x, w, b, **kw), x, w, b, gradgrad=True)
 
 
 def test_conv2d_unbatched_no_bias_and_module():
     x = rand((3, 5, 5))
     w = rand((2, 3, 3, 3), seed=1)
-    assert_close(F.conv2d(f32(x), f32(w), padding=1),
-                 np_conv2d(x[None], w, pad=((1, 1), (1, 1)))[0], rtol=1e-5, atol=1e-5)
+    assert_close(
+        F.conv2d(f32(x), f32(w), padding=1),
+        np_conv2d(x[None], w, pad=((1, 1), (1, 1)))[0],
+        rtol=1e-5,
+        atol=1e-5,
+    )
     m = nn.Conv2d(4, 6, 3, stride=2, padding=1, groups=2, bias=False)
-    assert repr(m) == ("Conv2d(4, 6, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1), "
-                       "groups=2, bias=False)")
+    assert repr(m) == (
+        "Conv2d(4, 6, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1), groups=2, bias=False)"
+    )
     assert m.weight.shape == (6, 2, 3, 3) and m.bias is None
     x = rand((2, 4, 7, 7))
-    assert_close(m(f32(x)),
-                 np_conv2d(x, to_np(m.weight).astype(np.float64), None, (2, 2), ((1, 1),) * 2,
-                           (1, 1), 2), rtol=1e-4, atol=1e-5)
+    assert_close(
+        m(f32(x)),
+        np_conv2d(x, to_np(m.weight).astype(np.float64), None, (2, 2), ((1, 1),) * 2, (1, 1), 2),
+        rtol=1e-4,
+        atol=1e-5,
+    )
     assert repr(nn.Conv2d(1, 16, 3, padding=1)) == (
-        "Conv2d(1, 16, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))")
+        "Conv2d(1, 16, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))"
+    )
     assert "padding=same" in repr(nn.Conv2d(1, 2, 3, padding="same", dilation=2))
 
 

@@ -28,10 +28,14 @@ def np_cos(a, b, axis, eps=1e-8):
 
 def test_cosine_similarity():
     check_op(F.cosine_similarity, lambda a, b: np_cos(a, b, 1), [(4, 6), (4, 6)])
-    check_op(lambda a, b: F.cosine_similarity(a, b, dim=-1), lambda a, b: np_cos(a, b, -1),
-             [(3, 2, 5), (2, 5)])  # broadcast
-    check_op(lambda a, b: F.cosine_similarity(a, b, dim=0), lambda a, b: np_cos(a, b, 0),
-             [(5,), (5,)])
+    check_op(
+        lambda a, b: F.cosine_similarity(a, b, dim=-1),
+        lambda a, b: np_cos(a, b, -1),
+        [(3, 2, 5), (2, 5)],
+    )  # broadcast
+    check_op(
+        lambda a, b: F.cosine_similarity(a, b, dim=0), lambda a, b: np_cos(a, b, 0), [(5,), (5,)]
+    )
     with pytest.raises(gpucore.ShapeError, match="cosine_similarity"):
         F.cosine_similarity(gpucore.zeros(2, 3), gpucore.zeros(2, 4))
 
@@ -39,10 +43,16 @@ def test_cosine_similarity():
 @pytest.mark.parametrize("p", [2.0, 1.0, 3.0])
 @pytest.mark.parametrize("keepdim", [False, True])
 def test_pairwise_distance(p, keepdim):
-    check_op(lambda a, b: F.pairwise_distance(a, b, p=p, keepdim=keepdim),
-             lambda a, b: np_norm(a - b + 1e-6, p, -1, keepdim), [(4, 5), (4, 5)])
-    check_op(lambda a, b: F.pairwise_distance(a, b, p=p, keepdim=keepdim),
-             lambda a, b: np_norm(a - b + 1e-6, p, -1, keepdim), [(4, 5), (5,)])
+    check_op(
+        lambda a, b: F.pairwise_distance(a, b, p=p, keepdim=keepdim),
+        lambda a, b: np_norm(a - b + 1e-6, p, -1, keepdim),
+        [(4, 5), (4, 5)],
+    )
+    check_op(
+        lambda a, b: F.pairwise_distance(a, b, p=p, keepdim=keepdim),
+        lambda a, b: np_norm(a - b + 1e-6, p, -1, keepdim),
+        [(4, 5), (5,)],
+    )
     with pytest.raises(gpucore.ShapeError, match="pairwise_distance"):
         F.pairwise_distance(gpucore.zeros(2, 3), gpucore.zeros(2, 4))
 

@@ -64,8 +64,10 @@ def test_normal_family():
     assert abs(v.mean() - 1) < 0.01 and abs(v.std() - 0.5) < 0.01
     for fn, std in [
         (lambda: init.xavier_normal_(t), math.sqrt(2 / 400)),
-        (lambda: init.kaiming_normal_(t, mode="fan_out", nonlinearity="tanh"),
-         5 / 3 / math.sqrt(300)),
+        (
+            lambda: init.kaiming_normal_(t, mode="fan_out", nonlinearity="tanh"),
+            5 / 3 / math.sqrt(300),
+        ),
         (lambda: init.kaiming_normal_(t, a=0.2), math.sqrt(2 / 1.04) / math.sqrt(100)),
     ]:
         assert fn() is t

@@ -51,8 +51,9 @@ def test_linear_is_one_gemm_with_bias_and_contiguous_gradients(m, k, n):
 
 
 def test_linear_gradients_and_second_order():
-    check_grad(F.linear, rand((4, 5), seed=1), rand((3, 5), seed=2), rand((3,), seed=3),
-               gradgrad=True)
+    check_grad(
+        F.linear, rand((4, 5), seed=1), rand((3, 5), seed=2), rand((3,), seed=3), gradgrad=True
+    )
     check_grad(F.linear, rand((2, 3, 5), seed=1), rand((3, 5), seed=2))
 
 

@@ -110,8 +110,11 @@ def test_nll_loss_1d_module_and_errors():
     m = nn.NLLLoss(weight=gpucore.tensor([1.0, 2.0, 3.0, 4.0]), ignore_index=0)
     x = rand((3, 4))
     t = np.array([0, 1, 3])
-    assert_close(m(gpucore.tensor(x, dtype=gpucore.float32), gpucore.tensor(t)),
-                 np_nll(x, t, np.array([1.0, 2, 3, 4]), 0), rtol=1e-5)
+    assert_close(
+        m(gpucore.tensor(x, dtype=gpucore.float32), gpucore.tensor(t)),
+        np_nll(x, t, np.array([1.0, 2, 3, 4]), 0),
+        rtol=1e-5,
+    )
     assert "weight" in m.state_dict()
     with pytest.raises(IndexError):
         F.nll_loss(f64(x), gpucore.tensor([0, 4, 1]))
@@ -134,7 +137,8 @@ def np_cross_entropy(x, t, weight=None, ignore_index=-100, smoothing=0.0, reduct
     w = np.ones(c) if weight is None else weight
     wt = np.where(valid, w[safe], 0.0)
     rows = (1 - smoothing) * (-ls[np.arange(len(tf)), safe] * wt) + smoothing / c * np.where(
-        valid, -(ls * w).sum(1), 0.0)
+        valid, -(ls * w).sum(1), 0.0
+    )
     return reduce(rows.reshape(t.shape), reduction, wt.sum())
 
 
@@ -143,21 +147,26 @@ def test_cross_entropy_kdim_weight_smoothing_ignore(reduction):
     t = np.array([[[0, 2], [-100, 1]], [[2, 2], [0, -100]]])
     w = rand((3,), 0.5, 2, seed=1)
     check_op(
-        lambda x: F.cross_entropy(x, gpucore.tensor(t), weight=f64(w), reduction=reduction,
-                                  label_smoothing=0.2),
+        lambda x: F.cross_entropy(
+            x, gpucore.tensor(t), weight=f64(w), reduction=reduction, label_smoothing=0.2
+        ),
         lambda x: np_cross_entropy(x, t, w, smoothing=0.2, reduction=reduction),
         [(2, 3, 2, 2)],
     )
 
 
 def test_cross_entropy_module():
-    m = nn.CrossEntropyLoss(weight=gpucore.tensor([1.0, 0.5, 2.0]), ignore_index=1,
-                            label_smoothing=0.1, reduction="sum")
+    m = nn.CrossEntropyLoss(
+        weight=gpucore.tensor([1.0, 0.5, 2.0]), ignore_index=1, label_smoothing=0.1, reduction="sum"
+    )
     assert repr(m) == "CrossEntropyLoss()"
     x = rand((4, 3))
     t = np.array([0, 1, 2, 2])
-    assert_close(m(gpucore.tensor(x, dtype=gpucore.float32), gpucore.tensor(t)),
-                 np_cross_entropy(x, t, np.array([1.0, 0.5, 2.0]), 1, 0.1, "sum"), rtol=1e-5)
+    assert_close(
+        m(gpucore.tensor(x, dtype=gpucore.float32), gpucore.tensor(t)),
+        np_cross_entropy(x, t, np.array([1.0, 0.5, 2.0]), 1, 0.1, "sum"),
+        rtol=1e-5,
+    )
     m.double()
     assert m.weight.dtype is gpucore.float64  # the class weights are a buffer
     assert list(m.state_dict()) == ["weight"] and list(m.parameters()) == []
@@ -167,24 +176,37 @@ def test_cross_entropy_module():
 # ============================================================================= regression losses
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_mse_l1(reduction):
-    check_op(lambda a, b: F.mse_loss(a, b, reduction=reduction),
-             lambda a, b: reduce((a - b) ** 2, reduction), [(3, 4), (3, 4)], gradgrad=True)
-    check_op(lambda a, b: F.l1_loss(a, b, reduction=reduction),
-             lambda a, b: reduce(np.abs(a - b), reduction), [(3, 4), (3, 4)])
+    check_op(
+        lambda a, b: F.mse_loss(a, b, reduction=reduction),
+        lambda a, b: reduce((a - b) ** 2, reduction),
+        [(3, 4), (3, 4)],
+        gradgrad=True,
+    )
+    check_op(
+        lambda a, b: F.l1_loss(a, b, reduction=reduction),
+        lambda a, b: reduce(np.abs(a - b), reduction),
+        [(3, 4), (3, 4)],
+    )
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize("beta", [1.0, 0.4, 0.0])
 def test_smooth_l1(reduction, beta):
-    check_op(lambda a, b: F.smooth_l1_loss(a, b, reduction=reduction, beta=beta),
-             lambda a, b: reduce(np_smooth_l1(a - b, beta), reduction), [(4, 5), (4, 5)])
+    check_op(
+        lambda a, b: F.smooth_l1_loss(a, b, reduction=reduction, beta=beta),
+        lambda a, b: reduce(np_smooth_l1(a - b, beta), reduction),
+        [(4, 5), (4, 5)],
+    )
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize("delta", [1.0, 0.3, 2.5])
 def test_huber(reduction, delta):
-    check_op(lambda a, b: F.huber_loss(a, b, reduction=reduction, delta=delta),
-             lambda a, b: reduce(np_huber(a - b, delta), reduction), [(4, 5), (4, 5)])
+    check_op(
+        lambda a, b: F.huber_loss(a, b, reduction=reduction, delta=delta),
+        lambda a, b: reduce(np_huber(a - b, delta), reduction),
+        [(4, 5), (4, 5)],
+    )
 
 
 def test_regression_known_values_and_errors():
@@ -213,11 +235,18 @@ def test_regression_known_values_and_errors():
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_binary_cross_entropy(reduction):
     x, t, w = rand((3, 4), 0.05, 0.95), rand((3, 4), 0, 1, seed=1), rand((4,), 0.5, 2, seed=2)
-    check_op(lambda a, b: F.binary_cross_entropy(a, b, reduction=reduction),
-             lambda a, b: reduce(np_bce(a, b), reduction), None, vals=[x, t])
-    check_op(lambda a, b: F.binary_cross_entropy(a, b, weight=f64(w).to(a.dtype),
-                                                 reduction=reduction),
-             lambda a, b: reduce(np_bce(a, b, w), reduction), None, vals=[x, t])
+    check_op(
+        lambda a, b: F.binary_cross_entropy(a, b, reduction=reduction),
+        lambda a, b: reduce(np_bce(a, b), reduction),
+        None,
+        vals=[x, t],
+    )
+    check_op(
+        lambda a, b: F.binary_cross_entropy(a, b, weight=f64(w).to(a.dtype), reduction=reduction),
+        lambda a, b: reduce(np_bce(a, b, w), reduction),
+        None,
+        vals=[x, t],
+    )
 
 
 def test_binary_cross_entropy_clamps_log():
@@ -237,13 +266,21 @@ def test_binary_cross_entropy_clamps_log():
 def test_binary_cross_entropy_with_logits(reduction):
     x, t = rand((3, 4), -4, 4), rand((3, 4), 0, 1, seed=1)
     w, pw = rand((3, 1), 0.5, 2, seed=2), rand((4,), 0.5, 3, seed=3)
-    check_op(lambda a, b: F.binary_cross_entropy_with_logits(a, b, reduction=reduction),
-             lambda a, b: reduce(np_bce_logits(a, b), reduction), None, vals=[x, t],
-             gradgrad=True)
+    check_op(
+        lambda a, b: F.binary_cross_entropy_with_logits(a, b, reduction=reduction),
+        lambda a, b: reduce(np_bce_logits(a, b), reduction),
+        None,
+        vals=[x, t],
+        gradgrad=True,
+    )
     check_op(
         lambda a, b: F.binary_cross_entropy_with_logits(
-            a, b, weight=f64(w).to(a.dtype), pos_weight=f64(pw).to(a.dtype), reduction=reduction),
-        lambda a, b: reduce(np_bce_logits(a, b, w, pw), reduction), None, vals=[x, t])
+            a, b, weight=f64(w).to(a.dtype), pos_weight=f64(pw).to(a.dtype), reduction=reduction
+        ),
+        lambda a, b: reduce(np_bce_logits(a, b, w, pw), reduction),
+        None,
+        vals=[x, t],
+    )
 
 
 def test_binary_cross_entropy_with_logits_stability():
@@ -253,8 +290,9 @@ def test_binary_cross_entropy_with_logits_stability():
     assert_close(out, [100.0, 100.0, np.log(2), np.log1p(np.exp(-30.0))], rtol=1e-12)
     out.sum().backward()
     assert_close(x.grad, [1.0, -1.0, -0.5, -1 / (1 + np.exp(30.0))], rtol=1e-9, atol=1e-15)
-    f32 = F.binary_cross_entropy_with_logits(gpucore.tensor([-200.0, 200.0]),
-                                             gpucore.tensor([1.0, 0.0]), reduction="none")
+    f32 = F.binary_cross_entropy_with_logits(
+        gpucore.tensor([-200.0, 200.0]), gpucore.tensor([1.0, 0.0]), reduction="none"
+    )
     assert_close(f32, [200.0, 200.0], rtol=1e-6)
     with pytest.raises(gpucore.ShapeError, match="same"):
         F.binary_cross_entropy_with_logits(f64([0.5, 0.5]), f64([1.0]))
@@ -275,10 +313,17 @@ def test_kl_div(reduction, log_target):
         t = np.log(t + 0.1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        check_op(lambda x: F.kl_div(x, like(t, x), reduction=reduction, log_target=log_target),
-                 lambda x: red(np_kl(x, t, log_target)), [(4, 5)], noncontig=False)
-        check_grad(lambda x, tt: F.kl_div(x, tt, reduction=reduction, log_target=log_target),
-                   rand((4, 5), seed=2), t if log_target else t + 0.05)
+        check_op(
+            lambda x: F.kl_div(x, like(t, x), reduction=reduction, log_target=log_target),
+            lambda x: red(np_kl(x, t, log_target)),
+            [(4, 5)],
+            noncontig=False,
+        )
+        check_grad(
+            lambda x, tt: F.kl_div(x, tt, reduction=reduction, log_target=log_target),
+            rand((4, 5), seed=2),
+            t if log_target else t + 0.05,
+        )
 
 
 def test_kl_div_mean_warns_and_errors():
@@ -300,8 +345,9 @@ def test_kl_div_loss_mean_warns():
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
-@pytest.mark.parametrize("log_input,full", [(True, False), (False, False), (True, True),
-                                            (False, True)])
+@pytest.mark.parametrize(
+    "log_input,full", [(True, False), (False, False), (True, True), (False, True)]
+)
 def test_poisson_nll_loss(reduction, log_input, full):
     t = np.array([[0.0, 1.0, 2.0, 5.0], [3.0, 0.5, 1.5, 8.0]])
 
@@ -314,8 +360,14 @@ def test_poisson_nll_loss(reduction, log_input, full):
         return reduce(loss, reduction)
 
     low, high = (-2, 2) if log_input else (0.1, 3)
-    check_op(lambda x: F.poisson_nll_loss(x, like(t, x), log_input, full, reduction=reduction),
-             np_fn, [(2, 4)], low=low, high=high, noncontig=False)
+    check_op(
+        lambda x: F.poisson_nll_loss(x, like(t, x), log_input, full, reduction=reduction),
+        np_fn,
+        [(2, 4)],
+        low=low,
+        high=high,
+        noncontig=False,
+    )
 
 
 # ============================================================= embedding, ranking and margin losses
@@ -328,17 +380,28 @@ def np_cos_embed(a, b, y, margin):
 @pytest.mark.parametrize("margin", [0.0, 0.3])
 def test_cosine_embedding_loss(reduction, margin):
     y = np.array([1.0, -1.0, -1.0, 1.0, -1.0])
-    check_op(lambda a, b: F.cosine_embedding_loss(a, b, like(y, a), margin, reduction=reduction),
-             lambda a, b: reduce(np_cos_embed(a, b, y, margin), reduction), [(5, 3), (5, 3)],
-             noncontig=False)
+    check_op(
+        lambda a, b: F.cosine_embedding_loss(a, b, like(y, a), margin, reduction=reduction),
+        lambda a, b: reduce(np_cos_embed(a, b, y, margin), reduction),
+        [(5, 3), (5, 3)],
+        noncontig=False,
+    )
     yi = gpucore.tensor([1, -1])  # int targets
-    out = F.cosine_embedding_loss(f64(rand((2, 3))), f64(rand((2, 3), seed=1)), yi, margin,
-                                  reduction=reduction)
-    assert_close(out, reduce(np_cos_embed(rand((2, 3)), rand((2, 3), seed=1),
-                                          np.array([1, -1]), margin), reduction))
-    check_op(lambda a, b: F.cosine_embedding_loss(a, b, like(-1.0, a), reduction=reduction),
-             lambda a, b: reduce(np_cos_embed(a, b, np.array(-1.0), 0.0), reduction),
-             [(4,), (4,)], noncontig=False)
+    out = F.cosine_embedding_loss(
+        f64(rand((2, 3))), f64(rand((2, 3), seed=1)), yi, margin, reduction=reduction
+    )
+    assert_close(
+        out,
+        reduce(
+            np_cos_embed(rand((2, 3)), rand((2, 3), seed=1), np.array([1, -1]), margin), reduction
+        ),
+    )
+    check_op(
+        lambda a, b: F.cosine_embedding_loss(a, b, like(-1.0, a), reduction=reduction),
+        lambda a, b: reduce(np_cos_embed(a, b, np.array(-1.0), 0.0), reduction),
+        [(4,), (4,)],
+        noncontig=False,
+    )
 
 
 def test_cosine_embedding_loss_errors():
@@ -356,8 +419,11 @@ def test_cosine_embedding_loss_errors():
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_margin_ranking_loss(reduction):
     y = np.array([1.0, -1.0, 1.0, -1.0, 1.0, -1.0])
-    check_op(lambda a, b: F.margin_ranking_loss(a, b, like(y, a), 0.5, reduction=reduction),
-             lambda a, b: reduce(np.maximum(-y * (a - b) + 0.5, 0), reduction), [(6,), (6,)])
+    check_op(
+        lambda a, b: F.margin_ranking_loss(a, b, like(y, a), 0.5, reduction=reduction),
+        lambda a, b: reduce(np.maximum(-y * (a - b) + 0.5, 0), reduction),
+        [(6,), (6,)],
+    )
     with pytest.raises(gpucore.ShapeError, match="margin_ranking_loss.*same number of dims"):
         F.margin_ranking_loss(gpucore.zeros(3), gpucore.zeros(3, 1), gpucore.ones(3))
 
@@ -365,8 +431,11 @@ def test_margin_ranking_loss(reduction):
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_hinge_embedding_loss(reduction):
     y = np.array([[1.0, -1.0, 1.0], [-1.0, -1.0, 1.0]])
-    check_op(lambda x: F.hinge_embedding_loss(x, like(y, x), 1.5, reduction=reduction),
-             lambda x: reduce(np.where(y == 1, x, np.maximum(1.5 - x, 0)), reduction), [(2, 3)])
+    check_op(
+        lambda x: F.hinge_embedding_loss(x, like(y, x), 1.5, reduction=reduction),
+        lambda x: reduce(np.where(y == 1, x, np.maximum(1.5 - x, 0)), reduction),
+        [(2, 3)],
+    )
     with pytest.raises(gpucore.ShapeError, match="hinge_embedding_loss"):
         F.hinge_embedding_loss(gpucore.zeros(3), gpucore.ones(4))
 
@@ -381,24 +450,34 @@ def test_triplet_margin_loss(reduction, p, swap):
             dn = np.minimum(dn, np_norm(pos - neg + 1e-6, p, -1))
         return reduce(np.maximum(0.8 + dp - dn, 0), reduction)
 
-    check_op(lambda a, pos, neg: F.triplet_margin_loss(a, pos, neg, 0.8, p, swap=swap,
-                                                       reduction=reduction),
-             np_fn, [(5, 4), (5, 4), (5, 4)])
+    check_op(
+        lambda a, pos, neg: F.triplet_margin_loss(
+            a, pos, neg, 0.8, p, swap=swap, reduction=reduction
+        ),
+        np_fn,
+        [(5, 4), (5, 4), (5, 4)],
+    )
 
 
 def test_triplet_margin_loss_errors():
     with pytest.raises(gpucore.ShapeError, match="same number of dimensions.*anchor 2D"):
         F.triplet_margin_loss(gpucore.zeros(3, 4), gpucore.zeros(4), gpucore.zeros(3, 4))
     with pytest.raises(ValueError, match="margin must be greater than 0"):
-        F.triplet_margin_loss(gpucore.zeros(3, 4), gpucore.zeros(3, 4), gpucore.zeros(3, 4),
-                              margin=0.0)
+        F.triplet_margin_loss(
+            gpucore.zeros(3, 4), gpucore.zeros(3, 4), gpucore.zeros(3, 4), margin=0.0
+        )
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_soft_margin_loss(reduction):
     y = np.array([[1.0, -1.0, 1.0, 1.0], [-1.0, -1.0, 1.0, -1.0]])
-    check_op(lambda x: F.soft_margin_loss(x, like(y, x), reduction=reduction),
-             lambda x: reduce(np.logaddexp(0, -y * x), reduction), [(2, 4)], low=-5, high=5)
+    check_op(
+        lambda x: F.soft_margin_loss(x, like(y, x), reduction=reduction),
+        lambda x: reduce(np.logaddexp(0, -y * x), reduction),
+        [(2, 4)],
+        low=-5,
+        high=5,
+    )
     big = F.soft_margin_loss(gpucore.tensor([-100.0]), gpucore.tensor([1.0]))
     assert_close(big, 100.0)
     with pytest.raises(gpucore.ShapeError, match="soft_margin_loss"):
@@ -418,18 +497,23 @@ def test_multilabel_soft_margin_loss(reduction, weighted):
         return reduce(loss.mean(-1), reduction)
 
     def gc_fn(x):
-        return F.multilabel_soft_margin_loss(x, like(y, x), like(w, x) if weighted else None,
-                                             reduction=reduction)
+        return F.multilabel_soft_margin_loss(
+            x, like(y, x), like(w, x) if weighted else None, reduction=reduction
+        )
 
     check_op(gc_fn, np_fn, [(4, 3)])
 
 
 def test_loss_reduction_errors():
     x = gpucore.zeros(2, 3)
-    for fn, args in ((F.soft_margin_loss, (x, x)), (F.hinge_embedding_loss, (x, x)),
-                     (F.multilabel_soft_margin_loss, (x, x)), (F.poisson_nll_loss, (x, x)),
-                     (F.margin_ranking_loss, (x, x, x)),
-                     (F.triplet_margin_loss, (x, x, x))):
+    for fn, args in (
+        (F.soft_margin_loss, (x, x)),
+        (F.hinge_embedding_loss, (x, x)),
+        (F.multilabel_soft_margin_loss, (x, x)),
+        (F.poisson_nll_loss, (x, x)),
+        (F.margin_ranking_loss, (x, x, x)),
+        (F.triplet_margin_loss, (x, x, x)),
+    ):
         with pytest.raises(ValueError, match=f"{fn.__name__}.*reduction"):
             fn(*args, reduction="avg")
         with pytest.raises(TypeError, match=f"{fn.__name__}.*deprecated"):
@@ -447,8 +531,11 @@ def test_loss_modules_match_functional():
         (nn.SmoothL1Loss(beta=0.5, reduction="none"), (x, y), np_smooth_l1(x - y, 0.5)),
         (nn.HuberLoss(delta=0.5), (x, y), np_huber(x - y, 0.5).mean()),
         (nn.BCELoss(weight=f64(w)), (p, t), np_bce(p, t, w).mean()),
-        (nn.BCEWithLogitsLoss(pos_weight=f64(w), reduction="sum"), (x, t),
-         np_bce_logits(x, t, None, w).sum()),
+        (
+            nn.BCEWithLogitsLoss(pos_weight=f64(w), reduction="sum"),
+            (x, t),
+            np_bce_logits(x, t, None, w).sum(),
+        ),
     ]
     for m, (a, b), ref in cases:
         assert repr(m) == f"{type(m).__name__}()"
@@ -466,29 +553,38 @@ def _module_errors():
     z = gpucore.zeros
     return [
         # losses: mismatched shapes
-        (lambda: nn.KLDivLoss(reduction="sum")(z(2, 3), z(2, 4)), gpucore.ShapeError,
-         "broadcastable"),
+        (
+            lambda: nn.KLDivLoss(reduction="sum")(z(2, 3), z(2, 4)),
+            gpucore.ShapeError,
+            "broadcastable",
+        ),
         (lambda: nn.PoissonNLLLoss()(z(2, 3), z(2, 4)), gpucore.ShapeError, "broadcastable"),
-        (lambda: nn.CosineEmbeddingLoss()(z(3, 4), z(3, 5), z(3)), gpucore.ShapeError,
-         "cosine_embedding_loss"),
-        (lambda: nn.CosineEmbeddingLoss()(z(3, 4), z(3, 4), z(2)), gpucore.ShapeError,
-         "target"),
+        (
+            lambda: nn.CosineEmbeddingLoss()(z(3, 4), z(3, 5), z(3)),
+            gpucore.ShapeError,
+            "cosine_embedding_loss",
+        ),
+        (lambda: nn.CosineEmbeddingLoss()(z(3, 4), z(3, 4), z(2)), gpucore.ShapeError, "target"),
         (lambda: nn.MarginRankingLoss()(z(3), z(4), z(3)), gpucore.ShapeError, "broadcastable"),
         (lambda: nn.MarginRankingLoss()(z(3), z(3, 1), z(3)), gpucore.ShapeError, "dims"),
         (lambda: nn.HingeEmbeddingLoss()(z(3), z(4)), gpucore.ShapeError, "broadcastable"),
-        (lambda: nn.TripletMarginLoss()(z(3, 4), z(3, 5), z(3, 4)), gpucore.ShapeError,
-         "broadcastable"),
-        (lambda: nn.TripletMarginLoss()(z(3, 4), z(4), z(3, 4)), gpucore.ShapeError,
-         "dimensions"),
+        (
+            lambda: nn.TripletMarginLoss()(z(3, 4), z(3, 5), z(3, 4)),
+            gpucore.ShapeError,
+            "broadcastable",
+        ),
+        (lambda: nn.TripletMarginLoss()(z(3, 4), z(4), z(3, 4)), gpucore.ShapeError, "dimensions"),
         (lambda: nn.SoftMarginLoss()(z(3), z(4)), gpucore.ShapeError, "same shape"),
-        (lambda: nn.MultiLabelSoftMarginLoss()(z(2, 3), z(2, 4)), gpucore.ShapeError,
-         "same shape"),
+        (lambda: nn.MultiLabelSoftMarginLoss()(z(2, 3), z(2, 4)), gpucore.ShapeError, "same shape"),
         # PyTorch broadcasts a [3] target against a [2, 3] input here; gpucore asks for the
         # same shape
         (lambda: nn.SoftMarginLoss()(z(2, 3), z(3)), gpucore.ShapeError, "same shape"),
         (lambda: nn.MultiLabelSoftMarginLoss()(z(2, 3), z(3)), gpucore.ShapeError, "same shape"),
-        (lambda: nn.MultiLabelSoftMarginLoss(weight=gpucore.ones(4))(z(2, 3), z(2, 3)),
-         gpucore.ShapeError, "broadcastable"),
+        (
+            lambda: nn.MultiLabelSoftMarginLoss(weight=gpucore.ones(4))(z(2, 3), z(2, 3)),
+            gpucore.ShapeError,
+            "broadcastable",
+        ),
         # losses: bad arguments
         (lambda: nn.TripletMarginLoss(margin=0), ValueError, "margin"),
         (lambda: nn.KLDivLoss(reduction="avg"), ValueError, "reduction"),  # PyTorch: in forward
@@ -536,12 +632,30 @@ def test_losses_match_torch():
         ("smooth_l1", F.smooth_l1_loss, tf.smooth_l1_loss, (x, y), {"beta": 0.7}, {}),
         ("huber", F.huber_loss, tf.huber_loss, (x, y), {"delta": 0.6}, {}),
         ("bce", F.binary_cross_entropy, tf.binary_cross_entropy, (p, t), {}, {"weight": w2}),
-        ("bce_logits", F.binary_cross_entropy_with_logits, tf.binary_cross_entropy_with_logits,
-         (x, t), {}, {"weight": w2, "pos_weight": w2[::-1].copy()}),
-        ("nll", F.nll_loss, tf.nll_loss, (np_log_softmax(x, 1),), {"ignore_index": -100},
-         {"weight": w3}),
-        ("cross_entropy", F.cross_entropy, tf.cross_entropy, (x,), {"label_smoothing": 0.15},
-         {"weight": w3}),
+        (
+            "bce_logits",
+            F.binary_cross_entropy_with_logits,
+            tf.binary_cross_entropy_with_logits,
+            (x, t),
+            {},
+            {"weight": w2, "pos_weight": w2[::-1].copy()},
+        ),
+        (
+            "nll",
+            F.nll_loss,
+            tf.nll_loss,
+            (np_log_softmax(x, 1),),
+            {"ignore_index": -100},
+            {"weight": w3},
+        ),
+        (
+            "cross_entropy",
+            F.cross_entropy,
+            tf.cross_entropy,
+            (x,),
+            {"label_smoothing": 0.15},
+            {"weight": w3},
+        ),
     ]
     for name, ours, theirs, args, kw, tensors in cases:
         for reduction in REDUCTIONS:

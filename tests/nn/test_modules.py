@@ -38,19 +38,42 @@ class Net(nn.Module):
         return self.head(F.relu(self.bn(self.conv(x)))) * self.scale
 
 
-KEYS = ["scale", "steps", "conv.weight", "conv.bias", "bn.weight", "bn.bias", "bn.running_mean",
-        "bn.running_var", "bn.num_batches_tracked", "head.1.weight", "head.1.bias"]
+KEYS = [
+    "scale",
+    "steps",
+    "conv.weight",
+    "conv.bias",
+    "bn.weight",
+    "bn.bias",
+    "bn.running_mean",
+    "bn.running_var",
+    "bn.num_batches_tracked",
+    "head.1.weight",
+    "head.1.bias",
+]
 
 
 # ============================================================================= registration
 def test_parameters_buffers_modules():
     net = Net()
     names = [n for n, _ in net.named_parameters()]
-    assert names == ["scale", "conv.weight", "conv.bias", "bn.weight", "bn.bias",
-                     "head.1.weight", "head.1.bias"]
+    assert names == [
+        "scale",
+        "conv.weight",
+        "conv.bias",
+        "bn.weight",
+        "bn.bias",
+        "head.1.weight",
+        "head.1.bias",
+    ]
     assert all(isinstance(p, nn.Parameter) and p.requires_grad for p in net.parameters())
-    assert [n for n, _ in net.named_buffers()] == ["steps", "cache", "bn.running_mean",
-                                                     "bn.running_var", "bn.num_batches_tracked"]
+    assert [n for n, _ in net.named_buffers()] == [
+        "steps",
+        "cache",
+        "bn.running_mean",
+        "bn.running_var",
+        "bn.num_batches_tracked",
+    ]
     assert [n for n, _ in net.named_modules()] == ["", "conv", "bn", "head", "head.0", "head.1"]
     assert [n for n, _ in net.named_children()] == ["conv", "bn", "head"]
     assert list(net.parameters(recurse=False)) == [net.scale]
@@ -114,8 +137,11 @@ def test_state_dict_round_trip():
     sd = a.state_dict()
     assert all(not v.requires_grad for v in sd.values())
     r = b.load_state_dict(sd)
-    assert r.missing_keys == [] and r.unexpected_keys == [] and repr(r) == (
-        "<All keys matched successfully>")
+    assert (
+        r.missing_keys == []
+        and r.unexpected_keys == []
+        and repr(r) == ("<All keys matched successfully>")
+    )
     for k, v in b.state_dict().items():
         np.testing.assert_array_equal(to_np(v), to_np(sd[k]))
     assert isinstance(b.conv.weight, nn.Parameter) and b.conv.weight.requires_grad
@@ -172,10 +198,24 @@ def test_load_state_dict_casts_and_assign():
 def test_state_dict_keys_match_torch():
     torch = pytest.importorskip("torch")
     tnn = torch.nn
-    ours = nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(),
-                         nn.LayerNorm(4 * 2 * 2), nn.Linear(16, 2), nn.Embedding(3, 2))
-    theirs = tnn.Sequential(tnn.Conv2d(1, 4, 3), tnn.BatchNorm2d(4), tnn.ReLU(), tnn.Flatten(),
-                            tnn.LayerNorm(4 * 2 * 2), tnn.Linear(16, 2), tnn.Embedding(3, 2))
+    ours = nn.Sequential(
+        nn.Conv2d(1, 4, 3),
+        nn.BatchNorm2d(4),
+        nn.ReLU(),
+        nn.Flatten(),
+        nn.LayerNorm(4 * 2 * 2),
+        nn.Linear(16, 2),
+        nn.Embedding(3, 2),
+    )
+    theirs = tnn.Sequential(
+        tnn.Conv2d(1, 4, 3),
+        tnn.BatchNorm2d(4),
+        tnn.ReLU(),
+        tnn.Flatten(),
+        tnn.LayerNorm(4 * 2 * 2),
+        tnn.Linear(16, 2),
+        tnn.Embedding(3, 2),
+    )
     assert list(ours.state_dict()) == list(theirs.state_dict())
     assert repr(ours) == repr(theirs)
     # a PyTorch checkpoint (as numpy) loads and gives the same outputs
@@ -183,8 +223,12 @@ def test_state_dict_keys_match_torch():
     x = np.random.default_rng(0).standard_normal((2, 1, 4, 4)).astype(np.float32)
     ours.eval()
     theirs.eval()
-    assert_close(ours[:6](gpucore.tensor(x)), theirs[:6](torch.tensor(x)).detach().numpy(),
-                 rtol=1e-5, atol=1e-6)
+    assert_close(
+        ours[:6](gpucore.tensor(x)),
+        theirs[:6](torch.tensor(x)).detach().numpy(),
+        rtol=1e-5,
+        atol=1e-6,
+    )
 
 
 # ============================================================================= modes, grads, to
@@ -318,8 +362,7 @@ def test_module_list_and_dict():
     assert list(d.keys()) == ["enc", "act"] and "enc" in d and len(d) == 2
     d["dec"] = nn.Linear(2, 1)
     assert list(d) == ["enc", "act", "dec"]
-    assert list(dict(d.named_parameters())) == ["enc.weight", "enc.bias", "dec.weight",
-                                               "dec.bias"]
+    assert list(dict(d.named_parameters())) == ["enc.weight", "enc.bias", "dec.weight", "dec.bias"]
     assert isinstance(d.pop("act"), nn.ReLU) and "act" not in d
     d.update([("x", nn.Tanh())])
     assert [k for k, _ in d.items()] == ["enc", "dec", "x"]
@@ -332,8 +375,9 @@ def test_module_list_and_dict():
 def test_repr_nested():
     net = Net()
     r = repr(net)
-    assert r.startswith("Net(\n  (conv): Conv2d(1, 2, kernel_size=(3, 3), stride=(1, 1), "
-                        "padding=(1, 1))\n")
+    assert r.startswith(
+        "Net(\n  (conv): Conv2d(1, 2, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))\n"
+    )
     assert "  (head): Sequential(\n    (0): Flatten(start_dim=1, end_dim=-1)\n" in r
     assert r.endswith("  )\n)")
 
@@ -364,8 +408,12 @@ def test_module_gradchecks():
         (nn.Conv2d(2, 2, (2, 3), padding="same", dilation=2), (1, 2, 4, 5)),
         (nn.LayerNorm((2, 3)), (2, 2, 3)),
         (nn.BatchNorm1d(3), (4, 3)),
-        (nn.Sequential(nn.MaxPool2d(2, 1), nn.AvgPool2d(2, padding=1),
-                       nn.AdaptiveAvgPool2d((2, 1))), (1, 2, 5, 4)),
+        (
+            nn.Sequential(
+                nn.MaxPool2d(2, 1), nn.AvgPool2d(2, padding=1), nn.AdaptiveAvgPool2d((2, 1))
+            ),
+            (1, 2, 5, 4),
+        ),
     ]
     for m, shape in layers:
         m.double()
@@ -387,9 +435,15 @@ def test_layers_on_vulkan(vulkan):
     """A small CNN: forward and gradients under the 'vulkan' policy equal the CPU's."""
     gpucore.manual_seed(0)
     m = nn.Sequential(
-        nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.LeakyReLU(0.1), nn.MaxPool2d(2),
-        nn.Conv2d(4, 4, 3, padding="same", groups=2), nn.AvgPool2d(2), nn.Flatten(),
-        nn.LayerNorm(16), nn.Linear(16, 3),
+        nn.Conv2d(2, 4, 3, padding=1),
+        nn.BatchNorm2d(4),
+        nn.LeakyReLU(0.1),
+        nn.MaxPool2d(2),
+        nn.Conv2d(4, 4, 3, padding="same", groups=2),
+        nn.AvgPool2d(2),
+        nn.Flatten(),
+        nn.LayerNorm(16),
+        nn.Linear(16, 3),
     )
     x = f32(rand((3, 2, 8, 8)))
     t = gpucore.tensor([0, 2, 1])

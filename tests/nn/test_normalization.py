@@ -82,8 +82,9 @@ def test_batch_norm_eval_functional():
 
 def test_batch_norm_running_stats():
     bn = nn.BatchNorm2d(3, momentum=0.3)
-    assert repr(bn) == ("BatchNorm2d(3, eps=1e-05, momentum=0.3, affine=True, bias=True, "
-                        "track_running_stats=True)")
+    assert repr(bn) == (
+        "BatchNorm2d(3, eps=1e-05, momentum=0.3, affine=True, bias=True, track_running_stats=True)"
+    )
     assert to_np(bn.weight).tolist() == [1, 1, 1] and to_np(bn.bias).tolist() == [0, 0, 0]
     rm, rv = np.zeros(3), np.ones(3)
     for seed in range(3):
@@ -134,8 +135,12 @@ def test_batch_norm_module_gradcheck():
     bn = nn.BatchNorm2d(2).double()
     bn.weight.data = f64(rand((2,), 0.5, 1.5))
     bn.bias.data = f64(rand((2,), seed=3))
-    check_grad(lambda x, w, b: F.batch_norm(x, None, None, w, b, True),
-               rand((3, 2, 2, 2)), to_np(bn.weight), to_np(bn.bias))
+    check_grad(
+        lambda x, w, b: F.batch_norm(x, None, None, w, b, True),
+        rand((3, 2, 2, 2)),
+        to_np(bn.weight),
+        to_np(bn.bias),
+    )
     check_grad(lambda x: bn.eval()(x), rand((2, 2, 2, 2)))
 
 
@@ -152,8 +157,9 @@ def test_layer_norm(ns):
         atol=1e-5,
         gradgrad=k == 1,
     )
-    check_op(lambda x: F.layer_norm(x, ns), lambda x: np_layer_norm(x, k), [shape], rtol=1e-4,
-             atol=1e-5)
+    check_op(
+        lambda x: F.layer_norm(x, ns), lambda x: np_layer_norm(x, k), [shape], rtol=1e-4, atol=1e-5
+    )
 
 
 def test_layer_norm_module():
@@ -170,13 +176,17 @@ def test_layer_norm_module():
 
 
 # ============================================================================= group_norm
-@pytest.mark.parametrize("shape,g", [((2, 6, 3, 4), 3), ((3, 4, 5), 1), ((2, 4, 3, 2), 4),
-                                     ((2, 6), 2)])
+@pytest.mark.parametrize(
+    "shape,g", [((2, 6, 3, 4), 3), ((3, 4, 5), 1), ((2, 4, 3, 2), 4), ((2, 6), 2)]
+)
 def test_group_norm(shape, g):
     c = shape[1]
     check_op(lambda x: F.group_norm(x, g), lambda x: np_group_norm(x, g), [shape])
-    check_op(lambda x, w, b: F.group_norm(x, g, w, b, eps=1e-3),
-             lambda x, w, b: np_group_norm(x, g, w, b, 1e-3), [shape, (c,), (c,)])
+    check_op(
+        lambda x, w, b: F.group_norm(x, g, w, b, eps=1e-3),
+        lambda x, w, b: np_group_norm(x, g, w, b, 1e-3),
+        [shape, (c,), (c,)],
+    )
 
 
 def test_group_norm_errors():
@@ -205,8 +215,11 @@ def test_group_norm_parameters():
 def test_instance_norm(shape):
     c = shape[1]
     check_op(F.instance_norm, np_instance_norm, [shape])
-    check_op(lambda x, w, b: F.instance_norm(x, weight=w, bias=b),
-             lambda x, w, b: np_instance_norm(x, w, b), [shape, (c,), (c,)])
+    check_op(
+        lambda x, w, b: F.instance_norm(x, weight=w, bias=b),
+        lambda x, w, b: np_instance_norm(x, w, b),
+        [shape, (c,), (c,)],
+    )
 
 
 def test_instance_norm_running_stats():
@@ -235,10 +248,18 @@ def test_instance_norm_running_stats():
 def test_instance_norm_parameters_and_buffers():
     m = nn.InstanceNorm2d(3, affine=True, track_running_stats=True)
     assert [n for n, _ in m.named_parameters()] == ["weight", "bias"]
-    assert [n for n, _ in m.named_buffers()] == ["running_mean", "running_var",
-                                                "num_batches_tracked"]
-    assert list(m.state_dict()) == ["weight", "bias", "running_mean", "running_var",
-                                    "num_batches_tracked"]
+    assert [n for n, _ in m.named_buffers()] == [
+        "running_mean",
+        "running_var",
+        "num_batches_tracked",
+    ]
+    assert list(m.state_dict()) == [
+        "weight",
+        "bias",
+        "running_mean",
+        "running_var",
+        "num_batches_tracked",
+    ]
     assert to_np(m.running_mean).tolist() == [0.0] * 3
     assert to_np(m.running_var).tolist() == [1.0] * 3
     assert m.num_batches_tracked.dtype is gpucore.int64 and m.num_batches_tracked.item() == 0
@@ -262,8 +283,9 @@ def test_instance_norm_module_running_stats():
     m.eval()  # eval: the running statistics normalize
     x = rand((2, 3, 3, 4), seed=32)
     shape = (1, 3, 1, 1)
-    ref = ((x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + 1e-5) * IN_W.reshape(shape)
-           + IN_B.reshape(shape))
+    ref = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + 1e-5) * IN_W.reshape(
+        shape
+    ) + IN_B.reshape(shape)
     assert_close(m(f64(x)), ref, rtol=1e-10, atol=1e-12)
     assert_close(m(f64(x[1])), ref[1], rtol=1e-10, atol=1e-12)  # unbatched [C, H, W]
     assert_close(m.running_mean, mean, rtol=1e-12, atol=1e-14)  # eval leaves them alone
@@ -300,8 +322,11 @@ def test_running_stats_match_torch():
 # ============================================================================= normalize
 @pytest.mark.parametrize("p,dim", [(2.0, 1), (1.0, 0), (3.0, -1), (math.inf, 1)])
 def test_normalize(p, dim):
-    check_op(lambda x: F.normalize(x, p=p, dim=dim),
-             lambda x: x / np.maximum(np_norm(x, p, dim, True), 1e-12), [(4, 5)])
+    check_op(
+        lambda x: F.normalize(x, p=p, dim=dim),
+        lambda x: x / np.maximum(np_norm(x, p, dim, True), 1e-12),
+        [(4, 5)],
+    )
 
 
 def test_normalize_zero_rows_and_eps():
@@ -326,8 +351,11 @@ def _module_errors():
         (lambda: nn.GroupNorm(4, 8, affine=False)(z(2, 6, 3)), gpucore.ShapeError, "divisible"),
         (lambda: nn.GroupNorm(2, 6)(z(6)), gpucore.ShapeError, "dims"),
         # InstanceNorm2d
-        (lambda: nn.InstanceNorm2d(3, affine=True)(z(2, 4, 3, 3)), gpucore.ShapeError,
-         "num_features"),
+        (
+            lambda: nn.InstanceNorm2d(3, affine=True)(z(2, 4, 3, 3)),
+            gpucore.ShapeError,
+            "num_features",
+        ),
         (lambda: nn.InstanceNorm2d(3)(z(2, 3)), gpucore.ShapeError, "3D or 4D"),
         (lambda: nn.InstanceNorm2d(3)(z(2, 3, 1, 1)), ValueError, "spatial element"),
     ]

@@ -26,8 +26,12 @@ def np_pad(x, pad, mode="constant", value=0.0):
     widths = [(0, 0)] * x.ndim
     for i in range(k):
         widths[x.ndim - 1 - i] = (max(pad[2 * i], 0), max(pad[2 * i + 1], 0))
-    np_mode = {"constant": "constant", "reflect": "reflect", "replicate": "edge",
-               "circular": "wrap"}[mode]
+    np_mode = {
+        "constant": "constant",
+        "reflect": "reflect",
+        "replicate": "edge",
+        "circular": "wrap",
+    }[mode]
     kw = {"constant_values": value} if mode == "constant" else {}
     out = np.pad(x, widths, mode=np_mode, **kw)
     sl = [slice(None)] * x.ndim
@@ -64,8 +68,11 @@ def test_pad(mode, pad, shape):
 
 
 def test_pad_value_and_dtypes():
-    check_op(lambda x: F.pad(x, (1, 2, 0, 1), value=2.5),
-             lambda x: np_pad(x, (1, 2, 0, 1), value=2.5), [(2, 3, 4)])
+    check_op(
+        lambda x: F.pad(x, (1, 2, 0, 1), value=2.5),
+        lambda x: np_pad(x, (1, 2, 0, 1), value=2.5),
+        [(2, 3, 4)],
+    )
     xi = gpucore.tensor(np.arange(6).reshape(2, 3))
     out = F.pad(xi, (1, 1), value=7)
     assert out.dtype is gpucore.int64

@@ -86,8 +86,9 @@ MAXPOOL_CASES = {
 @pytest.mark.parametrize("case", MAXPOOL_CASES)
 def test_max_pool2d(case):
     kw = MAXPOOL_CASES[case]
-    k, s, p, d = F._pool_args("t", kw["kernel_size"], kw.get("stride"), kw.get("padding", 0),
-                              kw.get("dilation", 1))
+    k, s, p, d = F._pool_args(
+        "t", kw["kernel_size"], kw.get("stride"), kw.get("padding", 0), kw.get("dilation", 1)
+    )
 
     def ref(x):
         return np_max_pool2d(x, k, s, p, d, kw.get("ceil_mode", False))[0]
@@ -96,8 +97,9 @@ def test_max_pool2d(case):
     x = rand((2, 3, 7, 6))
     out, idx = F.max_pool2d(f32(x), return_indices=True, **kw)
     assert idx.dtype is gpucore.int64
-    np.testing.assert_array_equal(to_np(idx), np_max_pool2d(x, k, s, p, d,
-                                                            kw.get("ceil_mode", False))[1])
+    np.testing.assert_array_equal(
+        to_np(idx), np_max_pool2d(x, k, s, p, d, kw.get("ceil_mode", False))[1]
+    )
 
 
 def test_max_pool2d_gradient_goes_to_first_max():
@@ -119,8 +121,9 @@ AVGPOOL_CASES = {
     "no_pad_count": dict(kernel_size=3, stride=2, padding=1, count_include_pad=False),
     "ceil": dict(kernel_size=3, stride=2, ceil_mode=True),
     "ceil_pad": dict(kernel_size=(3, 2), stride=2, padding=1, ceil_mode=True),
-    "ceil_pad_nocount": dict(kernel_size=3, stride=2, padding=1, ceil_mode=True,
-                             count_include_pad=False),
+    "ceil_pad_nocount": dict(
+        kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False
+    ),
     "divisor": dict(kernel_size=2, stride=1, divisor_override=3),
 }
 
@@ -131,8 +134,15 @@ def test_avg_pool2d(case):
     k, s, p, _ = F._pool_args("t", kw["kernel_size"], kw.get("stride"), kw.get("padding", 0))
 
     def ref(x):
-        return np_avg_pool2d(x, k, s, p, kw.get("ceil_mode", False),
-                             kw.get("count_include_pad", True), kw.get("divisor_override"))
+        return np_avg_pool2d(
+            x,
+            k,
+            s,
+            p,
+            kw.get("ceil_mode", False),
+            kw.get("count_include_pad", True),
+            kw.get("divisor_override"),
+        )
 
     check_op(lambda x: F.avg_pool2d(x, **kw), ref, [(2, 3, 7, 6)])
 
@@ -150,7 +160,8 @@ def test_adaptive_avg_pool2d(size):
 
 def test_pool_modules_and_errors():
     assert repr(nn.MaxPool2d(2)) == (
-        "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)")
+        "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)"
+    )
     assert repr(nn.AvgPool2d(3, 1, 1)) == "AvgPool2d(kernel_size=3, stride=1, padding=1)"
     assert repr(nn.AdaptiveAvgPool2d((1, 1))) == "AdaptiveAvgPool2d(output_size=(1, 1))"
     x = rand((1, 2, 4, 4))

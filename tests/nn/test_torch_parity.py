@@ -48,47 +48,110 @@ def _torch_cases(torch):
         ("pad_reflect", F.pad, tf.pad, [img], {"pad": (2, 3, -1, 4), "mode": "reflect"}),
         ("pad_replicate", F.pad, tf.pad, [img], {"pad": (3, 0, 1, 2), "mode": "replicate"}),
         ("pad_circular", F.pad, tf.pad, [img], {"pad": (2, 1, 1, 3), "mode": "circular"}),
-        ("pad_reflect_1d", F.pad, tf.pad, [a.reshape(2, 2, 6)], {"pad": (2, 3),
-                                                                  "mode": "reflect"}),
-        ("group_norm", lambda x, w, b: F.group_norm(x, 2, w, b),
-         lambda x, w, b: tf.group_norm(x, 2, w, b), [img, rand((4,), seed=6),
-                                                     rand((4,), seed=7)], {}),
+        ("pad_reflect_1d", F.pad, tf.pad, [a.reshape(2, 2, 6)], {"pad": (2, 3), "mode": "reflect"}),
+        (
+            "group_norm",
+            lambda x, w, b: F.group_norm(x, 2, w, b),
+            lambda x, w, b: tf.group_norm(x, 2, w, b),
+            [img, rand((4,), seed=6), rand((4,), seed=7)],
+            {},
+        ),
         ("instance_norm", F.instance_norm, tf.instance_norm, [img], {}),
         ("nearest_up", F.interpolate, tf.interpolate, [img], {"size": (7, 13)}),
         ("nearest_down", F.interpolate, tf.interpolate, [img], {"size": (3, 4)}),
         ("nearest_scale", F.interpolate, tf.interpolate, [img], {"scale_factor": 1.7}),
-        ("nearest_exact", F.interpolate, tf.interpolate, [img],
-         {"size": (7, 4), "mode": "nearest-exact"}),
+        (
+            "nearest_exact",
+            F.interpolate,
+            tf.interpolate,
+            [img],
+            {"size": (7, 4), "mode": "nearest-exact"},
+        ),
         ("bilinear", F.interpolate, tf.interpolate, [img], {"size": (9, 4), "mode": "bilinear"}),
-        ("bilinear_ac", F.interpolate, tf.interpolate, [img],
-         {"size": (9, 11), "mode": "bilinear", "align_corners": True}),
-        ("bilinear_scale", F.interpolate, tf.interpolate, [img],
-         {"scale_factor": (1.5, 2.3), "mode": "bilinear"}),
+        (
+            "bilinear_ac",
+            F.interpolate,
+            tf.interpolate,
+            [img],
+            {"size": (9, 11), "mode": "bilinear", "align_corners": True},
+        ),
+        (
+            "bilinear_scale",
+            F.interpolate,
+            tf.interpolate,
+            [img],
+            {"scale_factor": (1.5, 2.3), "mode": "bilinear"},
+        ),
         ("area", F.interpolate, tf.interpolate, [img], {"size": (3, 4), "mode": "area"}),
         ("kl_div", F.kl_div, tf.kl_div, [np.log(prob), t01], {"reduction": "batchmean"}),
-        ("kl_div_log", F.kl_div, tf.kl_div, [np.log(prob), np.log(t01 + 0.1)],
-         {"reduction": "sum", "log_target": True}),
+        (
+            "kl_div_log",
+            F.kl_div,
+            tf.kl_div,
+            [np.log(prob), np.log(t01 + 0.1)],
+            {"reduction": "sum", "log_target": True},
+        ),
         ("poisson_nll", F.poisson_nll_loss, tf.poisson_nll_loss, [a, t01 * 4], {"full": True}),
-        ("poisson_nll_lin", F.poisson_nll_loss, tf.poisson_nll_loss, [t01 + 0.1, t01 * 4],
-         {"log_input": False}),
-        ("cosine_embedding", F.cosine_embedding_loss, tf.cosine_embedding_loss, [a, b, y],
-         {"margin": 0.1}),
-        ("margin_ranking", F.margin_ranking_loss, tf.margin_ranking_loss,
-         [a[:, 0], b[:, 0], y], {"margin": 0.2}),
-        ("hinge_embedding", F.hinge_embedding_loss, tf.hinge_embedding_loss,
-         [a, np.where(b > 0, 1.0, -1.0)], {"margin": 0.5}),
-        ("triplet", F.triplet_margin_loss, tf.triplet_margin_loss, [a, b, c],
-         {"margin": 1.5, "swap": True}),
-        ("soft_margin", F.soft_margin_loss, tf.soft_margin_loss,
-         [a, np.where(b > 0, 1.0, -1.0)], {}),
-        ("multilabel_soft_margin", F.multilabel_soft_margin_loss,
-         tf.multilabel_soft_margin_loss, [a, (b > 0).astype(np.float64), c[0]], {}),
+        (
+            "poisson_nll_lin",
+            F.poisson_nll_loss,
+            tf.poisson_nll_loss,
+            [t01 + 0.1, t01 * 4],
+            {"log_input": False},
+        ),
+        (
+            "cosine_embedding",
+            F.cosine_embedding_loss,
+            tf.cosine_embedding_loss,
+            [a, b, y],
+            {"margin": 0.1},
+        ),
+        (
+            "margin_ranking",
+            F.margin_ranking_loss,
+            tf.margin_ranking_loss,
+            [a[:, 0], b[:, 0], y],
+            {"margin": 0.2},
+        ),
+        (
+            "hinge_embedding",
+            F.hinge_embedding_loss,
+            tf.hinge_embedding_loss,
+            [a, np.where(b > 0, 1.0, -1.0)],
+            {"margin": 0.5},
+        ),
+        (
+            "triplet",
+            F.triplet_margin_loss,
+            tf.triplet_margin_loss,
+            [a, b, c],
+            {"margin": 1.5, "swap": True},
+        ),
+        (
+            "soft_margin",
+            F.soft_margin_loss,
+            tf.soft_margin_loss,
+            [a, np.where(b > 0, 1.0, -1.0)],
+            {},
+        ),
+        (
+            "multilabel_soft_margin",
+            F.multilabel_soft_margin_loss,
+            tf.multilabel_soft_margin_loss,
+            [a, (b > 0).astype(np.float64), c[0]],
+            {},
+        ),
     ]
 
 
 # Arguments PyTorch does not differentiate (targets of the margin losses, class weights).
-_NO_GRAD = {"cosine_embedding": {2}, "margin_ranking": {2}, "hinge_embedding": {1},
-            "soft_margin": {1}, "multilabel_soft_margin": {1, 2}}
+_NO_GRAD = {
+    "cosine_embedding": {2},
+    "margin_ranking": {2},
+    "hinge_embedding": {1},
+    "soft_margin": {1},
+    "multilabel_soft_margin": {1, 2},
+}
 
 
 def test_functional_match_torch():
@@ -110,8 +173,9 @@ def test_functional_match_torch():
         # float32 forward too (PyTorch's float32 kernels within 1e-5)
         out32 = gc_fn(*[gpucore.tensor(v, dtype=gpucore.float32) for v in args], **kw)
         ref32 = t_fn(*[torch.tensor(v, dtype=torch.float32) for v in args], **kw)
-        assert_close(out32, ref32.numpy().astype(np.float64), rtol=1e-5, atol=1e-5,
-                     what=f"{name} float32")
+        assert_close(
+            out32, ref32.numpy().astype(np.float64), rtol=1e-5, atol=1e-5, what=f"{name} float32"
+        )
 
 
 # ============================================================================= layers
@@ -128,19 +192,30 @@ def test_layers_match_torch():
     tnn = torch.nn
     gpucore.manual_seed(0)
     pairs = [
-        (nn.Conv2d(4, 6, 3, stride=(2, 1), padding=(1, 2), dilation=(1, 2), groups=2),
-         tnn.Conv2d(4, 6, 3, stride=(2, 1), padding=(1, 2), dilation=(1, 2), groups=2),
-         (2, 4, 7, 8)),
-        (nn.Conv2d(4, 3, (2, 4), padding="same"), tnn.Conv2d(4, 3, (2, 4), padding="same"),
-         (2, 4, 5, 6)),
+        (
+            nn.Conv2d(4, 6, 3, stride=(2, 1), padding=(1, 2), dilation=(1, 2), groups=2),
+            tnn.Conv2d(4, 6, 3, stride=(2, 1), padding=(1, 2), dilation=(1, 2), groups=2),
+            (2, 4, 7, 8),
+        ),
+        (
+            nn.Conv2d(4, 3, (2, 4), padding="same"),
+            tnn.Conv2d(4, 3, (2, 4), padding="same"),
+            (2, 4, 5, 6),
+        ),
         (nn.Linear(8, 3), tnn.Linear(8, 3), (2, 5, 8)),
         (nn.BatchNorm2d(4, momentum=None), tnn.BatchNorm2d(4, momentum=None), (3, 4, 2, 3)),
         (nn.BatchNorm1d(4), tnn.BatchNorm1d(4), (5, 4, 3)),
         (nn.LayerNorm((3, 4)), tnn.LayerNorm((3, 4)), (2, 3, 4)),
-        (nn.MaxPool2d(3, 2, 1, ceil_mode=True), tnn.MaxPool2d(3, 2, 1, ceil_mode=True),
-         (2, 3, 8, 7)),
-        (nn.AvgPool2d(3, 2, 1, ceil_mode=True, count_include_pad=False),
-         tnn.AvgPool2d(3, 2, 1, ceil_mode=True, count_include_pad=False), (2, 3, 8, 7)),
+        (
+            nn.MaxPool2d(3, 2, 1, ceil_mode=True),
+            tnn.MaxPool2d(3, 2, 1, ceil_mode=True),
+            (2, 3, 8, 7),
+        ),
+        (
+            nn.AvgPool2d(3, 2, 1, ceil_mode=True, count_include_pad=False),
+            tnn.AvgPool2d(3, 2, 1, ceil_mode=True, count_include_pad=False),
+            (2, 3, 8, 7),
+        ),
         (nn.AdaptiveAvgPool2d((3, 5)), tnn.AdaptiveAvgPool2d((3, 5)), (2, 3, 8, 7)),
         (nn.LeakyReLU(0.3), tnn.LeakyReLU(0.3), (4, 5)),
         (nn.GELU(), tnn.GELU(), (4, 5)),
@@ -212,21 +287,30 @@ REPRS = [
     (nn.PReLU(), "PReLU(num_parameters=1)"),
     (nn.PReLU(num_parameters=3, init=0.1), "PReLU(num_parameters=3)"),
     (nn.GroupNorm(2, 6), "GroupNorm(2, 6, eps=1e-05, affine=True, bias=True)"),
-    (nn.GroupNorm(3, 6, eps=1e-3, affine=False),
-     "GroupNorm(3, 6, eps=0.001, affine=False, bias=False)"),
+    (
+        nn.GroupNorm(3, 6, eps=1e-3, affine=False),
+        "GroupNorm(3, 6, eps=0.001, affine=False, bias=False)",
+    ),
     (nn.GroupNorm(2, 6, bias=False), "GroupNorm(2, 6, eps=1e-05, affine=True, bias=False)"),
-    (nn.InstanceNorm2d(3), "InstanceNorm2d(3, eps=1e-05, momentum=0.1, affine=False, "
-                           "bias=False, track_running_stats=False)"),
-    (nn.InstanceNorm2d(3, affine=True, track_running_stats=True),
-     "InstanceNorm2d(3, eps=1e-05, momentum=0.1, affine=True, bias=True, "
-     "track_running_stats=True)"),
+    (
+        nn.InstanceNorm2d(3),
+        "InstanceNorm2d(3, eps=1e-05, momentum=0.1, affine=False, "
+        "bias=False, track_running_stats=False)",
+    ),
+    (
+        nn.InstanceNorm2d(3, affine=True, track_running_stats=True),
+        "InstanceNorm2d(3, eps=1e-05, momentum=0.1, affine=True, bias=True, "
+        "track_running_stats=True)",
+    ),
     (nn.Dropout2d(), "Dropout2d(p=0.5, inplace=False)"),
     (nn.Dropout2d(p=0.25, inplace=True), "Dropout2d(p=0.25, inplace=True)"),
     (nn.ConstantPad1d((1, 2), 3.5), "ConstantPad1d(padding=(1, 2), value=3.5)"),
     (nn.ConstantPad1d(2, 1), "ConstantPad1d(padding=(2, 2), value=1)"),
     (nn.ConstantPad2d((1, 0, 2, 3), -1.0), "ConstantPad2d(padding=(1, 0, 2, 3), value=-1.0)"),
-    (nn.ConstantPad3d((1, 0, 0, 2, 1, 1), 0.5),
-     "ConstantPad3d(padding=(1, 0, 0, 2, 1, 1), value=0.5)"),
+    (
+        nn.ConstantPad3d((1, 0, 0, 2, 1, 1), 0.5),
+        "ConstantPad3d(padding=(1, 0, 0, 2, 1, 1), value=0.5)",
+    ),
     (nn.ZeroPad1d((2, 1)), "ZeroPad1d((2, 1))"),
     (nn.ZeroPad2d(1), "ZeroPad2d((1, 1, 1, 1))"),
     (nn.ZeroPad2d((1, 0, 2, 3)), "ZeroPad2d((1, 0, 2, 3))"),
@@ -240,16 +324,24 @@ REPRS = [
     (nn.Upsample(size=(5, 7)), "Upsample(size=(5, 7), mode='nearest')"),
     (nn.Upsample(size=5), "Upsample(size=5, mode='nearest')"),
     (nn.Upsample(scale_factor=2), "Upsample(scale_factor=2.0, mode='nearest')"),
-    (nn.Upsample(scale_factor=(2, 1.5), mode="bilinear"),
-     "Upsample(scale_factor=(2.0, 1.5), mode='bilinear')"),
-    (nn.Upsample(size=(5, 7), mode="bilinear", align_corners=True),
-     "Upsample(size=(5, 7), mode='bilinear')"),
-    (nn.UpsamplingNearest2d(scale_factor=2),
-     "UpsamplingNearest2d(scale_factor=2.0, mode='nearest')"),
+    (
+        nn.Upsample(scale_factor=(2, 1.5), mode="bilinear"),
+        "Upsample(scale_factor=(2.0, 1.5), mode='bilinear')",
+    ),
+    (
+        nn.Upsample(size=(5, 7), mode="bilinear", align_corners=True),
+        "Upsample(size=(5, 7), mode='bilinear')",
+    ),
+    (
+        nn.UpsamplingNearest2d(scale_factor=2),
+        "UpsamplingNearest2d(scale_factor=2.0, mode='nearest')",
+    ),
     (nn.UpsamplingNearest2d(size=(3, 5)), "UpsamplingNearest2d(size=(3, 5), mode='nearest')"),
     (nn.UpsamplingBilinear2d(size=(5, 7)), "UpsamplingBilinear2d(size=(5, 7), mode='bilinear')"),
-    (nn.UpsamplingBilinear2d(scale_factor=2),
-     "UpsamplingBilinear2d(scale_factor=2.0, mode='bilinear')"),
+    (
+        nn.UpsamplingBilinear2d(scale_factor=2),
+        "UpsamplingBilinear2d(scale_factor=2.0, mode='bilinear')",
+    ),
     # the distances and losses print no arguments in PyTorch
     (nn.CosineSimilarity(dim=0, eps=1e-6), "CosineSimilarity()"),
     (nn.PairwiseDistance(p=1.0, keepdim=True), "PairwiseDistance()"),

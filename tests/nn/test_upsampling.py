@@ -40,7 +40,7 @@ def np_linear(x, out_size, align_corners, scales=None):
     scales = scales or [None] * len(out_size)
     for d, o, s in zip(range(2, x.ndim), out_size, scales):
         n = x.shape[d]
-        y = np.zeros(x.shape[:d] + (o,) + x.shape[d + 1:])
+        y = np.zeros(x.shape[:d] + (o,) + x.shape[d + 1 :])
         for j in range(o):
             if align_corners:
                 src = j * (n - 1) / (o - 1) if o > 1 else 0.0
@@ -59,38 +59,65 @@ def np_linear(x, out_size, align_corners, scales=None):
 @pytest.mark.parametrize("size", [(6, 8), (3, 2), (5, 7), (4, 5), (1, 1)])
 def test_interpolate_nearest(size):
     check_op(lambda x: F.interpolate(x, size=size), lambda x: np_nearest(x, size), [(2, 3, 4, 5)])
-    check_op(lambda x: F.interpolate(x, size=size, mode="nearest-exact"),
-             lambda x: np_nearest(x, size, exact=True), [(2, 3, 4, 5)], grad=False)
+    check_op(
+        lambda x: F.interpolate(x, size=size, mode="nearest-exact"),
+        lambda x: np_nearest(x, size, exact=True),
+        [(2, 3, 4, 5)],
+        grad=False,
+    )
 
 
 def test_interpolate_nearest_scale_factor_and_dims():
-    check_op(lambda x: F.interpolate(x, scale_factor=2), lambda x: np_nearest(x, (6, 8)),
-             [(1, 2, 3, 4)])
-    check_op(lambda x: F.interpolate(x, scale_factor=(2, 0.5)), lambda x: np_nearest(x, (6, 2)),
-             [(1, 2, 3, 4)])
+    check_op(
+        lambda x: F.interpolate(x, scale_factor=2), lambda x: np_nearest(x, (6, 8)), [(1, 2, 3, 4)]
+    )
+    check_op(
+        lambda x: F.interpolate(x, scale_factor=(2, 0.5)),
+        lambda x: np_nearest(x, (6, 2)),
+        [(1, 2, 3, 4)],
+    )
     check_op(lambda x: F.interpolate(x, size=7), lambda x: np_nearest(x, (7,)), [(2, 3, 4)])
-    check_op(lambda x: F.interpolate(x, scale_factor=2), lambda x: np_nearest(x, (4, 6, 2)),
-             [(1, 2, 2, 3, 1)], grad=False)
+    check_op(
+        lambda x: F.interpolate(x, scale_factor=2),
+        lambda x: np_nearest(x, (4, 6, 2)),
+        [(1, 2, 2, 3, 1)],
+        grad=False,
+    )
 
 
 @pytest.mark.parametrize("align_corners", [False, True])
 @pytest.mark.parametrize("size", [(6, 8), (3, 2), (5, 7), (1, 3), (4, 5)])
 def test_interpolate_bilinear(size, align_corners):
-    check_op(lambda x: F.interpolate(x, size=size, mode="bilinear", align_corners=align_corners),
-             lambda x: np_linear(x, size, align_corners), [(2, 3, 4, 5)])
+    check_op(
+        lambda x: F.interpolate(x, size=size, mode="bilinear", align_corners=align_corners),
+        lambda x: np_linear(x, size, align_corners),
+        [(2, 3, 4, 5)],
+    )
 
 
 def test_interpolate_linear_scale_factor():
-    check_op(lambda x: F.interpolate(x, scale_factor=2.5, mode="bilinear"),
-             lambda x: np_linear(x, (7, 10), False, [2.5, 2.5]), [(1, 2, 3, 4)])
+    check_op(
+        lambda x: F.interpolate(x, scale_factor=2.5, mode="bilinear"),
+        lambda x: np_linear(x, (7, 10), False, [2.5, 2.5]),
+        [(1, 2, 3, 4)],
+    )
     # recompute_scale_factor: the ratio of the sizes, not 1 / scale_factor
-    check_op(lambda x: F.interpolate(x, scale_factor=2.5, mode="bilinear",
-                                     recompute_scale_factor=True),
-             lambda x: np_linear(x, (7, 10), False), [(1, 2, 3, 4)], grad=False)
-    check_op(lambda x: F.interpolate(x, size=9, mode="linear", align_corners=True),
-             lambda x: np_linear(x, (9,), True), [(2, 2, 4)])
-    check_op(lambda x: F.interpolate(x, size=(3, 4, 2), mode="trilinear"),
-             lambda x: np_linear(x, (3, 4, 2), False), [(1, 1, 2, 3, 3)])
+    check_op(
+        lambda x: F.interpolate(x, scale_factor=2.5, mode="bilinear", recompute_scale_factor=True),
+        lambda x: np_linear(x, (7, 10), False),
+        [(1, 2, 3, 4)],
+        grad=False,
+    )
+    check_op(
+        lambda x: F.interpolate(x, size=9, mode="linear", align_corners=True),
+        lambda x: np_linear(x, (9,), True),
+        [(2, 2, 4)],
+    )
+    check_op(
+        lambda x: F.interpolate(x, size=(3, 4, 2), mode="trilinear"),
+        lambda x: np_linear(x, (3, 4, 2), False),
+        [(1, 1, 2, 3, 3)],
+    )
 
 
 def test_interpolate_area():
@@ -129,10 +156,12 @@ def _module_errors():
     z = gpucore.zeros
     return [
         # Upsample
-        (lambda: nn.UpsamplingBilinear2d(scale_factor=2)(z(1, 2, 3)), NotImplementedError,
-         "4D"),
-        (lambda: nn.Upsample(scale_factor=2, align_corners=True)(z(1, 1, 2, 2)), ValueError,
-         "align_corners"),
+        (lambda: nn.UpsamplingBilinear2d(scale_factor=2)(z(1, 2, 3)), NotImplementedError, "4D"),
+        (
+            lambda: nn.Upsample(scale_factor=2, align_corners=True)(z(1, 1, 2, 2)),
+            ValueError,
+            "align_corners",
+        ),
         (lambda: nn.Upsample()(z(1, 1, 2, 2)), ValueError, "size or scale_factor"),
         (lambda: nn.Upsample(size=(2, 3, 4))(z(1, 1, 2, 2)), ValueError, "size"),
     ]

@@ -30,8 +30,11 @@ def _params(grads, dtype=gpucore.float64):
 def test_clip_grad_norm(norm_type):
     grads = [rand((3, 4)), rand((5,), seed=1), rand((2, 2, 2), seed=2)]
     flat = np.concatenate([g.reshape(-1) for g in grads])
-    total = (np.abs(flat).max() if norm_type == math.inf
-             else (np.abs(flat) ** norm_type).sum() ** (1 / norm_type))
+    total = (
+        np.abs(flat).max()
+        if norm_type == math.inf
+        else (np.abs(flat) ** norm_type).sum() ** (1 / norm_type)
+    )
     ps = _params(grads)
     out = clip_grad_norm_(ps, 0.5, norm_type=norm_type)
     assert isinstance(out, gpucore.Tensor) and out.shape == ()
@@ -40,8 +43,11 @@ def test_clip_grad_norm(norm_type):
     for p, g in zip(ps, grads):
         assert_close(p.grad, g * coef, rtol=1e-12)
     new = np.concatenate([to_np(p.grad).reshape(-1) for p in ps])
-    new_norm = (np.abs(new).max() if norm_type == math.inf
-                else (np.abs(new) ** norm_type).sum() ** (1 / norm_type))
+    new_norm = (
+        np.abs(new).max()
+        if norm_type == math.inf
+        else (np.abs(new) ** norm_type).sum() ** (1 / norm_type)
+    )
     assert new_norm == pytest.approx(0.5, rel=1e-5)
 
 

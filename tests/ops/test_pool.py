@@ -20,8 +20,10 @@ CASES = {
     "k3_s2_p1": ((2, 3, 9, 7), dict(kernel_size=3, stride=2, padding=1)),
     "overlap_k3_s1": ((1, 2, 6, 7), dict(kernel_size=3, stride=1)),
     "overlap_k3_s1_p1": ((1, 2, 6, 5), dict(kernel_size=3, stride=1, padding=1)),
-    "rect_dilated": ((2, 2, 10, 11),
-                     dict(kernel_size=(3, 2), stride=(1, 2), padding=(1, 1), dilation=(2, 1))),
+    "rect_dilated": (
+        (2, 2, 10, 11),
+        dict(kernel_size=(3, 2), stride=(1, 2), padding=(1, 1), dilation=(2, 1)),
+    ),
     "dilated_interleaved": ((1, 2, 9, 9), dict(kernel_size=2, stride=2, dilation=3)),
     "ceil": ((2, 3, 8, 7), dict(kernel_size=3, stride=2, ceil_mode=True)),
     "ceil_pad": ((2, 3, 7, 6), dict(kernel_size=2, stride=2, padding=1, ceil_mode=True)),
@@ -32,15 +34,17 @@ CASES = {
 
 
 def _geom(kw):
-    return F._pool_args("t", kw["kernel_size"], kw.get("stride"), kw.get("padding", 0),
-                        kw.get("dilation", 1))
+    return F._pool_args(
+        "t", kw["kernel_size"], kw.get("stride"), kw.get("padding", 0), kw.get("dilation", 1)
+    )
 
 
 def np_max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
     """float64 reference: PyTorch's scan (start at -inf with the first in-bounds position, take
     ``v > best or isnan(v)``), so the first maximum wins and, among NaNs, the last one."""
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = _geom(
-        dict(kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation))
+        dict(kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation)
+    )
     n, c, h, w = x.shape
     oh = pool.pool_out("t", h, kh, sh, ph, dh, ceil_mode)[0]
     ow = pool.pool_out("t", w, kw, sw, pw, dw, ceil_mode)[0]
@@ -76,8 +80,9 @@ def _t(x, dtype=gpucore.float32, grad=False):
 @pytest.mark.parametrize("case", CASES)
 def test_forward_values_indices_and_gradient(case):
     shape, kw = CASES[case]
-    check_op(lambda x: F.max_pool2d(x, **kw), lambda x: np_max_pool2d(x, **kw)[0], [shape],
-             gradgrad=True)
+    check_op(
+        lambda x: F.max_pool2d(x, **kw), lambda x: np_max_pool2d(x, **kw)[0], [shape], gradgrad=True
+    )
     x = rand(shape, seed=3)
     ref, ref_idx = np_max_pool2d(x, **kw)
     for dt in (gpucore.float32, gpucore.float64):
@@ -161,12 +166,28 @@ def test_backward_op_directly():
     _, idx = np_max_pool2d(x, **kw)
     g = rand(idx.shape, seed=1)
     k, s, p, d = _geom(kw)
-    got = apply(pool.MAX_POOL2D_BACKWARD, _t(g, gpucore.float64), gpucore.tensor(idx),
-                input_shape=shape, kernel=k, stride=s, padding=p, dilation=d)
+    got = apply(
+        pool.MAX_POOL2D_BACKWARD,
+        _t(g, gpucore.float64),
+        gpucore.tensor(idx),
+        input_shape=shape,
+        kernel=k,
+        stride=s,
+        padding=p,
+        dilation=d,
+    )
     assert_close(got, np_max_pool2d_backward(g, idx, shape), 1e-12, 0)
     with pytest.raises(gpucore.GpucoreIndexError):
-        apply(pool.MAX_POOL2D_BACKWARD, _t(g), gpucore.tensor(idx + 100), input_shape=shape,
-              kernel=k, stride=s, padding=p, dilation=d)
+        apply(
+            pool.MAX_POOL2D_BACKWARD,
+            _t(g),
+            gpucore.tensor(idx + 100),
+            input_shape=shape,
+            kernel=k,
+            stride=s,
+            padding=p,
+            dilation=d,
+        )
 
 
 def test_low_precision_and_empty_batch():

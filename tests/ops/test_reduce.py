@@ -127,8 +127,9 @@ def test_norm_fro_is_the_default_as_torch():
     x = rand((3, 4))
     t = gpucore.tensor(x)
     assert_close(t.norm("fro"), np.sqrt((x.astype(np.float64) ** 2).sum()), **R)
-    assert_close(gpucore.norm(t, p="fro", dim=(0, 1)), np.sqrt((x.astype(np.float64) ** 2).sum()),
-                 **R)
+    assert_close(
+        gpucore.norm(t, p="fro", dim=(0, 1)), np.sqrt((x.astype(np.float64) ** 2).sum()), **R
+    )
     assert_close(t.norm(), t.norm(2).item(), **R)
     with pytest.raises(ValueError, match="'nuc'"):
         t.norm("nuc")

@@ -36,8 +36,12 @@ def test_elementwise_ops_keep_shape_and_dtype_as_the_fast_lane_assumes():
 
     assert len(_elementwise_ops()) >= 20
     for op in _elementwise_ops():
-        n_in = 2 if op.name in ("add", "sub", "mul", "div", "pow", "maximum", "minimum") or (
-            op.name.endswith("_backward")) else 1
+        n_in = (
+            2
+            if op.name in ("add", "sub", "mul", "div", "pow", "maximum", "minimum")
+            or (op.name.endswith("_backward"))
+            else 1
+        )
         attrs = {"approximate": "none"} if op.name.startswith("gelu") else {}
         for dt in (gpucore.float32, gpucore.float64):
             xs = [gpucore.rand(3, 5, dtype=dt) + 0.5 for _ in range(n_in)]

@@ -52,8 +52,9 @@ def per_param(cls):
 
 def model(dtype=gpucore.float32, seed=0):
     rng = np.random.default_rng(seed)
-    return [gpucore.nn.Parameter(gpucore.tensor(rng.standard_normal(s), dtype=dtype))
-            for s in SHAPES]
+    return [
+        gpucore.nn.Parameter(gpucore.tensor(rng.standard_normal(s), dtype=dtype)) for s in SHAPES
+    ]
 
 
 def set_grads(ps, i, skip=()):
@@ -112,8 +113,12 @@ IDS = [f"{cls.__name__}-{'-'.join(f'{k}{v}' for k, v in kw.items())}" for cls, k
 
 
 def kernel_of(cls):
-    return {optim.SGD: "sgd_step", optim.Adam: "adam_step", optim.AdamW: "adam_step",
-            optim.RMSprop: "rmsprop_step"}[cls]
+    return {
+        optim.SGD: "sgd_step",
+        optim.Adam: "adam_step",
+        optim.AdamW: "adam_step",
+        optim.RMSprop: "rmsprop_step",
+    }[cls]
 
 
 @pytest.mark.parametrize("dtype", [gpucore.float32, gpucore.float64])

@@ -39,20 +39,24 @@ def approx(xs):
 
 def test_step_lr():
     assert lrs(lambda o: L.StepLR(o, step_size=2, gamma=0.1), 6) == approx(
-        [0.1, 0.1, 0.01, 0.01, 1e-3, 1e-3, 1e-4])
+        [0.1, 0.1, 0.01, 0.01, 1e-3, 1e-3, 1e-4]
+    )
 
 
 def test_multistep_lr():
     assert lrs(lambda o: L.MultiStepLR(o, milestones=[2, 5], gamma=0.5), 6) == approx(
-        [0.1, 0.1, 0.05, 0.05, 0.05, 0.025, 0.025])
+        [0.1, 0.1, 0.05, 0.05, 0.05, 0.025, 0.025]
+    )
     # a milestone listed twice multiplies by gamma**2
     assert lrs(lambda o: L.MultiStepLR(o, milestones=[3, 1, 3], gamma=0.5), 4) == approx(
-        [0.1, 0.05, 0.05, 0.0125, 0.0125])
+        [0.1, 0.05, 0.05, 0.0125, 0.0125]
+    )
 
 
 def test_exponential_lr():
     assert lrs(lambda o: L.ExponentialLR(o, gamma=0.5), 4) == approx(
-        [0.1, 0.05, 0.025, 0.0125, 0.00625])
+        [0.1, 0.05, 0.025, 0.0125, 0.00625]
+    )
 
 
 def test_cosine_annealing_lr_matches_the_closed_form():
@@ -61,10 +65,23 @@ def test_cosine_annealing_lr_matches_the_closed_form():
     closed = [eta + (base - eta) * (1 + math.cos(math.pi * e / T)) / 2 for e in range(13)]
     assert got == pytest.approx(closed, rel=1e-13, abs=1e-16)  # past T_max too (period 2 T)
     # recorded from torch.optim.lr_scheduler.CosineAnnealingLR(T_max=4, eta_min=0.01)
-    assert got == approx([
-        0.1, 0.08681980515339464, 0.05500000000000001, 0.023180194846605363, 0.01,
-        0.023180194846605363, 0.05500000000000002, 0.08681980515339469, 0.10000000000000006,
-        0.0868198051533947, 0.05500000000000005, 0.023180194846605412, 0.01])
+    assert got == approx(
+        [
+            0.1,
+            0.08681980515339464,
+            0.05500000000000001,
+            0.023180194846605363,
+            0.01,
+            0.023180194846605363,
+            0.05500000000000002,
+            0.08681980515339469,
+            0.10000000000000006,
+            0.0868198051533947,
+            0.05500000000000005,
+            0.023180194846605412,
+            0.01,
+        ]
+    )
 
 
 def test_linear_lr_warm_up():
@@ -80,8 +97,7 @@ def test_linear_lr_warm_up():
 
 def test_lambda_lr_per_group():
     got0 = lrs(lambda o: L.LambdaLR(o, [lambda e: 0.5**e, lambda e: e + 1]), 3, groups=2)
-    got1 = lrs(lambda o: L.LambdaLR(o, [lambda e: 0.5**e, lambda e: e + 1]), 3, groups=2,
-               group=1)
+    got1 = lrs(lambda o: L.LambdaLR(o, [lambda e: 0.5**e, lambda e: e + 1]), 3, groups=2, group=1)
     assert got0 == approx([0.1, 0.05, 0.025, 0.0125])
     assert got1 == approx([0.2, 0.4, 0.6, 0.8])
     with pytest.raises(ValueError, match="Expected 2 lr_lambdas"):
@@ -90,25 +106,52 @@ def test_lambda_lr_per_group():
 
 # Values recorded from PyTorch 2.13 with the same schedulers (SGD, lr 0.1).
 def test_sequential_lr_warm_up_then_exponential():
-    got = lrs(lambda o: L.SequentialLR(
-        o, [L.LinearLR(o, start_factor=0.1, total_iters=3), L.ExponentialLR(o, gamma=0.9)],
-        milestones=[3]), 8)
+    got = lrs(
+        lambda o: L.SequentialLR(
+            o,
+            [L.LinearLR(o, start_factor=0.1, total_iters=3), L.ExponentialLR(o, gamma=0.9)],
+            milestones=[3],
+        ),
+        8,
+    )
     assert got == approx([0.01, 0.04, 0.07, 0.1, 0.09, 0.081, 0.0729, 0.06561, 0.059049])
 
 
 def test_sequential_lr_warm_up_then_cosine():
-    got = lrs(lambda o: L.SequentialLR(
-        o, [L.LinearLR(o, start_factor=0.5, total_iters=2), L.CosineAnnealingLR(o, T_max=4)],
-        milestones=[2]), 8)
-    assert got == pytest.approx([
-        0.05, 0.07500000000000001, 0.1, 0.08535533905932738, 0.05, 0.014644660940672627, 0.0,
-        0.014644660940672622, 0.05000000000000001], rel=1e-12, abs=1e-15)
+    got = lrs(
+        lambda o: L.SequentialLR(
+            o,
+            [L.LinearLR(o, start_factor=0.5, total_iters=2), L.CosineAnnealingLR(o, T_max=4)],
+            milestones=[2],
+        ),
+        8,
+    )
+    assert got == pytest.approx(
+        [
+            0.05,
+            0.07500000000000001,
+            0.1,
+            0.08535533905932738,
+            0.05,
+            0.014644660940672627,
+            0.0,
+            0.014644660940672622,
+            0.05000000000000001,
+        ],
+        rel=1e-12,
+        abs=1e-15,
+    )
 
 
 def test_sequential_lr_three_schedulers():
-    got = lrs(lambda o: L.SequentialLR(
-        o, [L.LambdaLR(o, lambda e: 0.5), L.StepLR(o, 2, 0.5), L.ExponentialLR(o, 0.5)],
-        milestones=[2, 5]), 8)
+    got = lrs(
+        lambda o: L.SequentialLR(
+            o,
+            [L.LambdaLR(o, lambda e: 0.5), L.StepLR(o, 2, 0.5), L.ExponentialLR(o, 0.5)],
+            milestones=[2, 5],
+        ),
+        8,
+    )
     assert got == approx([0.05, 0.05, 0.1, 0.1, 0.05, 0.1, 0.05, 0.025, 0.0125])
 
 
@@ -135,9 +178,15 @@ def test_chained_schedulers_compose():
         a.step()
         b.step()
         seen.append((opt.param_groups[0]["lr"], a.get_last_lr()[0], b.get_last_lr()[0]))
-    want = [(1.0, 1.0, 1.0), (0.9, 0.9, 0.9), (0.081, 0.81, 0.081), (0.0729, 0.0729, 0.0729),
-            (0.006561, 0.06561, 0.006561), (0.0059049, 0.0059049, 0.0059049),
-            (0.00053144100, 0.0053144100, 0.00053144100)]
+    want = [
+        (1.0, 1.0, 1.0),
+        (0.9, 0.9, 0.9),
+        (0.081, 0.81, 0.081),
+        (0.0729, 0.0729, 0.0729),
+        (0.006561, 0.06561, 0.006561),
+        (0.0059049, 0.0059049, 0.0059049),
+        (0.00053144100, 0.0053144100, 0.00053144100),
+    ]
     np.testing.assert_allclose(np.array(seen), np.array(want), rtol=1e-12)
 
 
@@ -151,16 +200,20 @@ def test_initial_lr_and_base_lrs():
         L.StepLR(make_opt(), 1, last_epoch=3)
 
 
-@pytest.mark.parametrize("make", [
-    lambda o: L.StepLR(o, 3, 0.5),
-    lambda o: L.MultiStepLR(o, [2, 4, 4], 0.5),
-    lambda o: L.ExponentialLR(o, 0.8),
-    lambda o: L.CosineAnnealingLR(o, 5, 0.001),
-    lambda o: L.LinearLR(o, 0.2, 1.0, 4),
-    lambda o: L.LambdaLR(o, lambda e: 1 / (e + 1)),
-    lambda o: L.SequentialLR(o, [L.LinearLR(o, 0.5, total_iters=2), L.ExponentialLR(o, 0.9)],
-                             [2]),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda o: L.StepLR(o, 3, 0.5),
+        lambda o: L.MultiStepLR(o, [2, 4, 4], 0.5),
+        lambda o: L.ExponentialLR(o, 0.8),
+        lambda o: L.CosineAnnealingLR(o, 5, 0.001),
+        lambda o: L.LinearLR(o, 0.2, 1.0, 4),
+        lambda o: L.LambdaLR(o, lambda e: 1 / (e + 1)),
+        lambda o: L.SequentialLR(
+            o, [L.LinearLR(o, 0.5, total_iters=2), L.ExponentialLR(o, 0.9)], [2]
+        ),
+    ],
+)
 def test_state_dict_round_trip(make, tmp_path):
     straight = lrs(make, 10)
 

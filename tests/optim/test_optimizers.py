@@ -47,8 +47,11 @@ def test_sgd_momentum_dampening_by_hand():
     # buf1 = 1 (first step: the gradient), p1 = 1 - 0.1 = 0.9
     # buf2 = 0.9 * 1 + 0.5 * 2 = 1.9,       p2 = 0.9 - 0.19 = 0.71
     # buf3 = 0.9 * 1.9 + 0.5 * 3 = 3.21,    p3 = 0.71 - 0.321 = 0.389
-    out, opt, p = run(lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, dampening=0.5),
-                      grads=[[1.0], [2.0], [3.0]], p0=[1.0])
+    out, opt, p = run(
+        lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, dampening=0.5),
+        grads=[[1.0], [2.0], [3.0]],
+        p0=[1.0],
+    )
     check(out, [[0.9], [0.71], [0.389]])
     assert opt.state[p]["momentum_buffer"].item() == pytest.approx(3.21, rel=1e-14)
 
@@ -58,9 +61,11 @@ def test_sgd_nesterov_weight_decay_by_hand():
     # g1 = 1 + 0.1 = 1.1, buf1 = 1.1, step = 1.1 + 0.5 * 1.1 = 1.65, p1 = 1 - 0.165 = 0.835
     # g2 = 1 + 0.0835 = 1.0835, buf2 = 0.55 + 1.0835 = 1.6335,
     # step = 1.0835 + 0.81675 = 1.90025, p2 = 0.835 - 0.190025 = 0.644975
-    out, _, _ = run(lambda ps: optim.SGD(ps, lr=0.1, momentum=0.5, nesterov=True,
-                                         weight_decay=0.1),
-                    grads=[[1.0], [1.0]], p0=[1.0])
+    out, _, _ = run(
+        lambda ps: optim.SGD(ps, lr=0.1, momentum=0.5, nesterov=True, weight_decay=0.1),
+        grads=[[1.0], [1.0]],
+        p0=[1.0],
+    )
     check(out, [[0.835], [0.644975]])
 
 
@@ -68,8 +73,9 @@ def test_adam_bias_correction_by_hand():
     # With bias correction, Adam's first step is -lr * sign(g) (up to eps): m1 = 0.1 g,
     # v1 = 0.001 g^2, mhat = g, vhat = g^2 -> p1 = p0 - lr * g / (|g| + eps).
     # Step 2 with g2 = g1: mhat = g, vhat = g^2 again -> another -lr * sign(g).
-    out, opt, p = run(lambda ps: optim.Adam(ps, lr=0.01, eps=0.0),
-                      grads=[[4.0, -0.5], [4.0, -0.5]], p0=[1.0, 1.0])
+    out, opt, p = run(
+        lambda ps: optim.Adam(ps, lr=0.01, eps=0.0), grads=[[4.0, -0.5], [4.0, -0.5]], p0=[1.0, 1.0]
+    )
     check(out, [[0.99, 1.01], [0.98, 1.02]])
     st = opt.state[p]
     assert st["step"] == 2
@@ -80,12 +86,14 @@ def test_adam_bias_correction_by_hand():
 
 def test_adamw_decoupled_by_hand():
     # AdamW, g = 0: the moments stay 0 and only the decay acts: p *= (1 - lr * wd) per step.
-    out, _, _ = run(lambda ps: optim.AdamW(ps, lr=0.1, weight_decay=0.5),
-                    grads=[[0.0], [0.0], [0.0]], p0=[2.0])
+    out, _, _ = run(
+        lambda ps: optim.AdamW(ps, lr=0.1, weight_decay=0.5), grads=[[0.0], [0.0], [0.0]], p0=[2.0]
+    )
     check(out, [[1.9], [1.805], [1.71475]])
     # Adam's coupled decay instead feeds wd * p into the moments: the first step is -lr.
-    out, _, _ = run(lambda ps: optim.Adam(ps, lr=0.1, weight_decay=0.5, eps=0.0),
-                    grads=[[0.0]], p0=[2.0])
+    out, _, _ = run(
+        lambda ps: optim.Adam(ps, lr=0.1, weight_decay=0.5, eps=0.0), grads=[[0.0]], p0=[2.0]
+    )
     check(out, [[1.9]])
 
 
@@ -106,8 +114,9 @@ def test_sgd(kw):
     want, st = ref.sgd(P0, GRADS, **kw)
     check(out, want)
     if kw.get("momentum"):
-        np.testing.assert_allclose(opt.state[p]["momentum_buffer"].numpy(), st["momentum_buffer"],
-                                   rtol=1e-12)
+        np.testing.assert_allclose(
+            opt.state[p]["momentum_buffer"].numpy(), st["momentum_buffer"], rtol=1e-12
+        )
     else:
         assert p not in opt.state  # as PyTorch: plain SGD keeps no state
         assert opt.state_dict()["state"] == {}
@@ -185,12 +194,17 @@ def test_rmsprop(kw):
             np.testing.assert_allclose(opt.state[p][k].numpy(), v, rtol=1e-12, atol=1e-15)
 
 
-@pytest.mark.parametrize("make, rule", [
-    (lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9), lambda: ref.sgd(P0, GRADS, 0.1, 0.9)),
-    (lambda ps: optim.Adam(ps, lr=0.01), lambda: ref.adam(P0, GRADS, 0.01)),
-    (lambda ps: optim.RMSprop(ps, lr=0.01, centered=True),
-     lambda: ref.rmsprop(P0, GRADS, 0.01, centered=True)),
-])
+@pytest.mark.parametrize(
+    "make, rule",
+    [
+        (lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9), lambda: ref.sgd(P0, GRADS, 0.1, 0.9)),
+        (lambda ps: optim.Adam(ps, lr=0.01), lambda: ref.adam(P0, GRADS, 0.01)),
+        (
+            lambda ps: optim.RMSprop(ps, lr=0.01, centered=True),
+            lambda: ref.rmsprop(P0, GRADS, 0.01, centered=True),
+        ),
+    ],
+)
 def test_float32_params(make, rule):
     out, _, _ = run(make, dtype=gpucore.float32)
     want, _ = rule()
@@ -298,8 +312,11 @@ def test_zero_grad():
 
 def test_params_without_grad_are_skipped():
     a, b = param(P0), param(P0)
-    for make in (lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9),
-                 lambda ps: optim.Adam(ps), lambda ps: optim.RMSprop(ps, centered=True)):
+    for make in (
+        lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9),
+        lambda ps: optim.Adam(ps),
+        lambda ps: optim.RMSprop(ps, centered=True),
+    ):
         opt = make([a, b])
         before = b.detach().numpy().copy()
         a.grad = gpucore.tensor(GRADS[0])
@@ -345,19 +362,23 @@ def test_step_bumps_version_counters():
 
 
 # ----------------------------------------------------------------------------- composite path
-@pytest.mark.parametrize("make, rule, kw", [
-    (optim.SGD, ref.sgd, dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)),
-    (optim.Adam, ref.adam, dict(lr=0.01, amsgrad=True, weight_decay=0.1)),
-    (optim.AdamW, lambda *a, **k: ref.adam(*a, decoupled=True, **k), dict(lr=0.01)),
-    (optim.RMSprop, ref.rmsprop, dict(lr=0.01, centered=True, momentum=0.9)),
-])
+@pytest.mark.parametrize(
+    "make, rule, kw",
+    [
+        (optim.SGD, ref.sgd, dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)),
+        (optim.Adam, ref.adam, dict(lr=0.01, amsgrad=True, weight_decay=0.1)),
+        (optim.AdamW, lambda *a, **k: ref.adam(*a, decoupled=True, **k), dict(lr=0.01)),
+        (optim.RMSprop, ref.rmsprop, dict(lr=0.01, centered=True, momentum=0.9)),
+    ],
+)
 def test_float16_params_use_the_composite_path(make, rule, kw):
     p0 = np.float16(P0).astype(np.float64)
     grads = [np.float16(g).astype(np.float64) for g in GRADS]
     out, opt, p = run(lambda ps: make(ps, **kw), grads=grads, p0=p0, dtype=gpucore.float16)
     assert p.dtype is gpucore.float16
-    assert all(t.dtype is gpucore.float16 for t in opt.state[p].values()
-               if isinstance(t, gpucore.Tensor))
+    assert all(
+        t.dtype is gpucore.float16 for t in opt.state[p].values() if isinstance(t, gpucore.Tensor)
+    )
     if make is optim.AdamW:
         kw = dict(kw, weight_decay=1e-2)
     want, _ = rule(p0, grads, **kw)
@@ -379,14 +400,18 @@ def test_non_contiguous_param_uses_the_composite_path():
 # ----------------------------------------------------------------------------- state dicts
 def _model(dtype=gpucore.float32):
     rng = np.random.default_rng(3)
-    return [gpucore.nn.Parameter(gpucore.tensor(rng.standard_normal(s), dtype=dtype))
-            for s in ((4, 3), (3,), (2, 2))]
+    return [
+        gpucore.nn.Parameter(gpucore.tensor(rng.standard_normal(s), dtype=dtype))
+        for s in ((4, 3), (3,), (2, 2))
+    ]
 
 
 def _loss(ps, i):
     tgt = [np.sin(np.arange(p.numel()) + i).reshape(tuple(p.shape)) for p in ps]
-    return sum(((p - gpucore.tensor(t, dtype=p.dtype)) ** 2 * (1.0 + 0.1 * k)).sum()
-               for k, (p, t) in enumerate(zip(ps, tgt)))
+    return sum(
+        ((p - gpucore.tensor(t, dtype=p.dtype)) ** 2 * (1.0 + 0.1 * k)).sum()
+        for k, (p, t) in enumerate(zip(ps, tgt))
+    )
 
 
 def _train(opt, ps, start, n):
@@ -398,8 +423,9 @@ def _train(opt, ps, start, n):
 
 OPTIMS = [
     lambda ps: optim.SGD(ps, lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-3),
-    lambda ps: optim.SGD([{"params": ps[:1], "lr": 0.01}, {"params": ps[1:]}], lr=0.05,
-                         momentum=0.5, dampening=0.1),
+    lambda ps: optim.SGD(
+        [{"params": ps[:1], "lr": 0.01}, {"params": ps[1:]}], lr=0.05, momentum=0.5, dampening=0.1
+    ),
     lambda ps: optim.Adam(ps, lr=0.01, amsgrad=True),
     lambda ps: optim.AdamW(ps, lr=0.01, weight_decay=0.1),
     lambda ps: optim.RMSprop(ps, lr=0.01, centered=True, momentum=0.9, weight_decay=0.01),
@@ -455,7 +481,8 @@ def test_state_dict_layout(make):
                 assert v.shape == ps[i].shape
     for g, og in zip(sd["param_groups"], opt.param_groups):
         assert {k: v for k, v in g.items() if k != "params"} == {
-            k: v for k, v in og.items() if k != "params"}
+            k: v for k, v in og.items() if k != "params"
+        }
 
 
 def test_load_state_dict_copies_and_restores_options():
@@ -523,17 +550,34 @@ def test_fused_ops_check_their_tensors():
     from gpucore.ops.registry import apply
 
     p, g = gpucore.zeros(3), gpucore.ones(3)
-    hp = dict(step=1, lr=0.1, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0,
-              amsgrad=False, decoupled=False, maximize=False)
+    hp = dict(
+        step=1,
+        lr=0.1,
+        beta1=0.9,
+        beta2=0.999,
+        eps=1e-8,
+        weight_decay=0.0,
+        amsgrad=False,
+        decoupled=False,
+        maximize=False,
+    )
     with pytest.raises(ShapeError, match="adam_step: state buffer 0 has shape"):
         fused_update(ADAM_STEP, p, g, gpucore.zeros(4), gpucore.zeros(3), **hp)
     with pytest.raises(DTypeError, match="adam_step: state buffer 1 is gpucore.float64"):
-        fused_update(ADAM_STEP, p, g, gpucore.zeros(3), gpucore.zeros(3, dtype=gpucore.float64),
-                     **hp)
+        fused_update(
+            ADAM_STEP, p, g, gpucore.zeros(3), gpucore.zeros(3, dtype=gpucore.float64), **hp
+        )
     with pytest.raises(ValueError, match="expected 5 tensors"):
         fused_update(ADAM_STEP, p, g, gpucore.zeros(3), gpucore.zeros(3), **dict(hp, amsgrad=True))
-    sgd = dict(lr=0.1, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False,
-               maximize=False, first=False)
+    sgd = dict(
+        lr=0.1,
+        momentum=0.0,
+        dampening=0.0,
+        weight_decay=0.0,
+        nesterov=False,
+        maximize=False,
+        first=False,
+    )
     with pytest.raises(TypeError, match="in place"):
         apply(SGD_STEP, p, g, **sgd)
     fused_update(SGD_STEP, p, g.double(), **sgd)  # the gradient is cast to the parameter's dtype

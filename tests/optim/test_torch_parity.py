@@ -28,8 +28,9 @@ def _run_gpucore(make, dtype, steps=10, groups=None):
     opt = make(optim, ps if groups is None else groups(ps))
     for i in range(steps):
         opt.zero_grad()
-        loss = sum((((p - t) ** 2) * (1.0 + k + 0.1 * i)).sum()
-                   for k, (p, t) in enumerate(zip(ps, ts)))
+        loss = sum(
+            (((p - t) ** 2) * (1.0 + k + 0.1 * i)).sum() for k, (p, t) in enumerate(zip(ps, ts))
+        )
         loss.backward()
         opt.step()
     return [p.detach().numpy() for p in ps]
@@ -43,8 +44,9 @@ def _run_torch(make, dtype, steps=10, groups=None):
     opt = make(torch.optim, ps if groups is None else groups(ps))
     for i in range(steps):
         opt.zero_grad()
-        loss = sum((((p - t) ** 2) * (1.0 + k + 0.1 * i)).sum()
-                   for k, (p, t) in enumerate(zip(ps, ts)))
+        loss = sum(
+            (((p - t) ** 2) * (1.0 + k + 0.1 * i)).sum() for k, (p, t) in enumerate(zip(ps, ts))
+        )
         loss.backward()
         opt.step()
     return [p.detach().numpy() for p in ps]
@@ -53,20 +55,24 @@ def _run_torch(make, dtype, steps=10, groups=None):
 CASES = {
     "sgd": lambda m, ps: m.SGD(ps, lr=0.01),
     "sgd_momentum_dampening": lambda m, ps: m.SGD(ps, lr=0.01, momentum=0.9, dampening=0.2),
-    "sgd_nesterov_wd": lambda m, ps: m.SGD(ps, lr=0.01, momentum=0.9, nesterov=True,
-                                          weight_decay=0.05),
+    "sgd_nesterov_wd": lambda m, ps: m.SGD(
+        ps, lr=0.01, momentum=0.9, nesterov=True, weight_decay=0.05
+    ),
     "sgd_maximize": lambda m, ps: m.SGD(ps, lr=0.001, momentum=0.5, maximize=True),
     "adam": lambda m, ps: m.Adam(ps, lr=0.01),
     "adam_wd_amsgrad": lambda m, ps: m.Adam(ps, lr=0.01, weight_decay=0.1, amsgrad=True),
-    "adam_betas_maximize": lambda m, ps: m.Adam(ps, lr=0.001, betas=(0.4, 0.9), eps=1e-6,
-                                                maximize=True),
+    "adam_betas_maximize": lambda m, ps: m.Adam(
+        ps, lr=0.001, betas=(0.4, 0.9), eps=1e-6, maximize=True
+    ),
     "adamw": lambda m, ps: m.AdamW(ps, lr=0.01),
     "adamw_amsgrad": lambda m, ps: m.AdamW(ps, lr=0.01, weight_decay=0.3, amsgrad=True),
     "rmsprop": lambda m, ps: m.RMSprop(ps, lr=0.01),
-    "rmsprop_centered_momentum": lambda m, ps: m.RMSprop(ps, lr=0.01, centered=True,
-                                                         momentum=0.9, weight_decay=0.01),
-    "rmsprop_alpha_maximize": lambda m, ps: m.RMSprop(ps, lr=0.001, alpha=0.8, momentum=0.3,
-                                                      maximize=True),
+    "rmsprop_centered_momentum": lambda m, ps: m.RMSprop(
+        ps, lr=0.01, centered=True, momentum=0.9, weight_decay=0.01
+    ),
+    "rmsprop_alpha_maximize": lambda m, ps: m.RMSprop(
+        ps, lr=0.001, alpha=0.8, momentum=0.3, maximize=True
+    ),
 }
 
 
@@ -82,14 +88,17 @@ def test_ten_steps_match_torch(name, dtype):
 
 def test_param_groups_match_torch():
     def groups(ps):
-        return [{"params": ps[:1], "lr": 0.05, "momentum": 0.0},
-                {"params": ps[1:], "weight_decay": 0.1}]
+        return [
+            {"params": ps[:1], "lr": 0.05, "momentum": 0.0},
+            {"params": ps[1:], "weight_decay": 0.1},
+        ]
 
     def make(m, gs):
         return m.SGD(gs, lr=0.01, momentum=0.9)
 
-    for a, b in zip(_run_gpucore(make, "float64", groups=groups),
-                    _run_torch(make, "float64", groups=groups)):
+    for a, b in zip(
+        _run_gpucore(make, "float64", groups=groups), _run_torch(make, "float64", groups=groups)
+    ):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
 
 
@@ -100,8 +109,10 @@ def test_state_dict_layout_matches_torch():
     p0, _ = _init()
     ours = make(optim, [gpucore.nn.Parameter(gpucore.tensor(a)) for a in p0])
     theirs = make(torch.optim, [torch.nn.Parameter(torch.tensor(a)) for a in p0])
-    for opt, ps in ((ours, ours.param_groups[0]["params"]),
-                    (theirs, theirs.param_groups[0]["params"])):
+    for opt, ps in (
+        (ours, ours.param_groups[0]["params"]),
+        (theirs, theirs.param_groups[0]["params"]),
+    ):
         for p in ps:
             p.grad = p.detach() * 0 + 1
         opt.step()
@@ -152,11 +163,15 @@ SCHEDULERS = {
     "linear": lambda m, o: m.LinearLR(o, start_factor=0.1, end_factor=0.9, total_iters=8),
     "lambda": lambda m, o: m.LambdaLR(o, lambda e: 1.0 / (1 + e) ** 0.5),
     "sequential": lambda m, o: m.SequentialLR(
-        o, [m.LinearLR(o, 0.2, total_iters=4), m.CosineAnnealingLR(o, T_max=10, eta_min=1e-4)],
-        milestones=[4]),
+        o,
+        [m.LinearLR(o, 0.2, total_iters=4), m.CosineAnnealingLR(o, T_max=10, eta_min=1e-4)],
+        milestones=[4],
+    ),
     "sequential3": lambda m, o: m.SequentialLR(
-        o, [m.ExponentialLR(o, 0.9), m.StepLR(o, 2, 0.5), m.MultiStepLR(o, [1, 3], 0.1)],
-        milestones=[3, 7]),
+        o,
+        [m.ExponentialLR(o, 0.9), m.StepLR(o, 2, 0.5), m.MultiStepLR(o, [1, 3], 0.1)],
+        milestones=[3, 7],
+    ),
 }
 
 

@@ -35,9 +35,6 @@ def test_the_stubs_parse_and_list_the_ops():
     assert {"exp", "exp_", "__add__", "matmul", "sum", "T"} <= tensor_names
     init = ast.parse(gen.init_stub())
     exported = {
-        a.asname or a.name
-        for n in ast.walk(init)
-        if isinstance(n, ast.ImportFrom)
-        for a in n.names
+        a.asname or a.name for n in ast.walk(init) if isinstance(n, ast.ImportFrom) for a in n.names
     } | {n.name for n in ast.walk(init) if isinstance(n, ast.FunctionDef)}
     assert {"exp", "matmul", "tensor", "float32", "nn", "Tensor", "no_grad"} <= exported

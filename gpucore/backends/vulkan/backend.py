@@ -101,8 +101,9 @@ class VulkanBackend:
     def _push_staging(self, arr: np.ndarray):
         blk, off = self.ctx.memory.locate(arr)
         if blk.staging is not None:
-            self.ctx.stream.copy(blk.staging.buffer, off, blk.buffer, off, arr.nbytes, blk,
-                                 keep=(arr,))
+            self.ctx.stream.copy(
+                blk.staging.buffer, off, blk.buffer, off, arr.nbytes, blk, keep=(arr,)
+            )
 
     def host_view(self, arr: np.ndarray) -> np.ndarray:
         """arr, readable by the host: pending work finished (and downloaded when staged)."""
@@ -110,8 +111,9 @@ class VulkanBackend:
         blk, off = ctx.memory.locate(arr)
         if blk.staging is not None and arr.size:
             op = self.operand(arr)
-            ctx.stream.copy(blk.buffer, op.bind_off, blk.staging.buffer, op.bind_off,
-                            op.bind_size, blk.staging)
+            ctx.stream.copy(
+                blk.buffer, op.bind_off, blk.staging.buffer, op.bind_off, op.bind_size, blk.staging
+            )
         if ctx.stream.pending():
             ctx.stream.synchronize()
         ctx.bytes_downloaded += arr.nbytes
@@ -126,8 +128,9 @@ class VulkanBackend:
         blk, _ = self.ctx.memory.locate(arr)
         if blk.staging is not None:
             op = self.operand(arr)
-            self.ctx.stream.copy(blk.staging.buffer, op.bind_off, blk.buffer, op.bind_off,
-                                 op.bind_size, blk)
+            self.ctx.stream.copy(
+                blk.staging.buffer, op.bind_off, blk.buffer, op.bind_off, op.bind_size, blk
+            )
 
     # ----------------------------------------------------------------------------- ops
     def supports(self, op, inputs, specs) -> bool:
@@ -193,9 +196,10 @@ class VulkanBackend:
             return
         rows = out.shape[0]
         full = [a for a in ins if a.ndim == out.ndim and a.shape[0] == rows and rows > 1]
-        row_bytes = max([out.nbytes // max(rows, 1)] + [
-            abs(a.strides[0]) if a.flags.c_contiguous else a.nbytes // rows for a in full
-        ])
+        row_bytes = max(
+            [out.nbytes // max(rows, 1)]
+            + [abs(a.strides[0]) if a.flags.c_contiguous else a.nbytes // rows for a in full]
+        )
         if row_bytes == 0:
             fn(self, out, *ins, **attrs)
             return
@@ -209,8 +213,10 @@ class VulkanBackend:
             )
         for i in range(0, rows, band):
             j = min(rows, i + band)
-            sub = [a[i:j] if (a.ndim == out.ndim and a.shape[0] == rows and rows > 1) else a
-                   for a in ins]
+            sub = [
+                a[i:j] if (a.ndim == out.ndim and a.shape[0] == rows and rows > 1) else a
+                for a in ins
+            ]
             fn(self, out[i:j], *sub, **attrs)
 
     def to_device(self, t) -> np.ndarray:

@@ -101,8 +101,11 @@ class Context:
                 sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, pNext=sub
             )
             vk.vkGetPhysicalDeviceProperties2(self.physical, props)
-            return (int(sub.subgroupSize) or 1, int(sub.supportedOperations),
-                    int(sub.supportedStages))
+            return (
+                int(sub.subgroupSize) or 1,
+                int(sub.supportedOperations),
+                int(sub.supportedStages),
+            )
         except Exception:  # pragma: no cover - old loaders
             return 1, 0, 0
 

@@ -110,9 +110,7 @@ def probe():
                 "minStorageBufferOffsetAlignment": int(lim.minStorageBufferOffsetAlignment),
                 "timestampPeriod": float(lim.timestampPeriod),
                 "maxMemoryAllocationCount": int(lim.maxMemoryAllocationCount),
-                "maxPerStageDescriptorStorageBuffers": int(
-                    lim.maxPerStageDescriptorStorageBuffers
-                ),
+                "maxPerStageDescriptorStorageBuffers": int(lim.maxPerStageDescriptorStorageBuffers),
             }
             infos.append(
                 DeviceInfo(
@@ -165,5 +163,7 @@ def choose(infos: list, allow_cpu: bool) -> DeviceInfo | None:
     usable = [d for d in infos if d.type != "cpu" or allow_cpu]
     if not usable:
         return None
-    return min(usable, key=lambda d: (_PREFERENCE[[k for k, v in _TYPE_NAMES.items()
-                                                   if v == d.type][0]], d.index))
+    return min(
+        usable,
+        key=lambda d: (_PREFERENCE[[k for k, v in _TYPE_NAMES.items() if v == d.type][0]], d.index),
+    )

@@ -66,11 +66,13 @@ class Block:
         self.size = size
         self.dedicated = dedicated
         self.staging = None
-        usage = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
-                 | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
+        usage = (
+            vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
+            | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+            | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
+        )
         try:
-            self.buffer, self.memory = _buffer_with_memory(vk, dev, size, usage,
-                                                           alloc.device_type)
+            self.buffer, self.memory = _buffer_with_memory(vk, dev, size, usage, alloc.device_type)
             if not alloc.host_visible:
                 # No host-visible device-local memory (a discrete GPU without resizable BAR):
                 # the host works on a host-visible twin buffer; the stream copies between them.
@@ -176,7 +178,8 @@ class Allocator:
         self.host_visible = idx is not None
         if idx is None:
             idx = next(
-                i for i, t in enumerate(types)
+                i
+                for i, t in enumerate(types)
                 if t.propertyFlags & vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
             )
         self.device_type = idx
@@ -216,8 +219,10 @@ class Allocator:
             self.blocks.append(blk)
             starts, blocks = self._index
             i = bisect.bisect_left(starts, blk.base_ptr)
-            self._index = (starts[:i] + [blk.base_ptr] + starts[i:],
-                           blocks[:i] + [blk] + blocks[i:])
+            self._index = (
+                starts[:i] + [blk.base_ptr] + starts[i:],
+                blocks[:i] + [blk] + blocks[i:],
+            )
             off = blk.take(size)
         self.live_bytes += size
         self.peak_bytes = max(self.peak_bytes, self.live_bytes)
@@ -259,7 +264,7 @@ class Allocator:
         self.blocks.remove(blk)
         starts, blocks = self._index
         i = blocks.index(blk)
-        self._index = (starts[:i] + starts[i + 1:], blocks[:i] + blocks[i + 1:])
+        self._index = (starts[:i] + starts[i + 1 :], blocks[:i] + blocks[i + 1 :])
         blk.destroy(self.vk, self.device)
 
     def locate(self, arr: np.ndarray):

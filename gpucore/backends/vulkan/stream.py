@@ -258,14 +258,19 @@ class Stream:
                 push_desc(cmd, self._bind_compute, pipeline.layout, 0, n, self._c_writes)
             if push is not None and push.nbytes:
                 lib.vkCmdPushConstants(
-                    cmd, pipeline.layout, self._stage_compute, 0, push.nbytes,
+                    cmd,
+                    pipeline.layout,
+                    self._stage_compute,
+                    0,
+                    push.nbytes,
                     ffi.from_buffer(push),
                 )
             timed = self.profile is not None
             if timed:
                 q = 2 * len(f.labels)
-                lib.vkCmdWriteTimestamp(cmd, self.vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
-                                        f.queries, q)
+                lib.vkCmdWriteTimestamp(
+                    cmd, self.vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, f.queries, q
+                )
             lib.vkCmdDispatch(cmd, groups[0], groups[1], groups[2])
             if timed:
                 lib.vkCmdWriteTimestamp(
@@ -321,7 +326,10 @@ class Stream:
             f = self.frames[self.cur] if self.recording else self._begin()
             self._barrier(f.cmd)
             vk.vkCmdCopyBuffer(
-                f.cmd, src_buffer, dst_buffer, 1,
+                f.cmd,
+                src_buffer,
+                dst_buffer,
+                1,
                 [vk.VkBufferCopy(srcOffset=src_off, dstOffset=dst_off, size=size)],
             )
             self._track([(dst_key, dst_off, size, True)])
@@ -342,8 +350,18 @@ class Stream:
         lib, ffi = self._lib, self._ffi
         f = self.frames[self.cur]
         # Make device writes visible to the host once the fence signals.
-        lib.vkCmdPipelineBarrier(f.cmd, self._barrier_stages, self._stage_host, 0, 1,
-                                 self._c_host_barrier, 0, ffi.NULL, 0, ffi.NULL)
+        lib.vkCmdPipelineBarrier(
+            f.cmd,
+            self._barrier_stages,
+            self._stage_host,
+            0,
+            1,
+            self._c_host_barrier,
+            0,
+            ffi.NULL,
+            0,
+            ffi.NULL,
+        )
         lib.vkEndCommandBuffer(f.cmd)
         self._c_cmds[0] = f.cmd
         res = lib.vkQueueSubmit(self.ctx.queue, 1, self._c_submit, f.fence)
@@ -386,7 +404,13 @@ class Stream:
         n = 2 * len(f.labels)
         data = vk.ffi.new("uint64_t[]", n)
         vk.lib.vkGetQueryPoolResults(
-            self.ctx.device, f.queries, 0, n, n * 8, data, 8,
+            self.ctx.device,
+            f.queries,
+            0,
+            n,
+            n * 8,
+            data,
+            8,
             vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT,
         )
         ts = np.frombuffer(vk.ffi.buffer(data, n * 8), np.uint64).astype(np.float64)
@@ -415,8 +439,7 @@ class Stream:
                 self.stats["syncs"] += 1
 
     def pending(self) -> bool:
-        return (self.recording or bool(self.program.codes)
-                or any(f.in_flight for f in self.frames))
+        return self.recording or bool(self.program.codes) or any(f.in_flight for f in self.frames)
 
     def destroy(self):
         try:

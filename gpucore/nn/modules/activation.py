@@ -189,8 +189,14 @@ class Softplus(Module):
 class Hardtanh(Module):
     """x clamped to [min_val, max_val] (min_value/max_value: PyTorch's deprecated names)."""
 
-    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False,
-                 min_value: float | None = None, max_value: float | None = None):
+    def __init__(
+        self,
+        min_val: float = -1.0,
+        max_val: float = 1.0,
+        inplace: bool = False,
+        min_value: float | None = None,
+        max_value: float | None = None,
+    ):
         super().__init__()
         if min_value is not None or max_value is not None:
             warnings.warn(
@@ -214,8 +220,9 @@ class Hardtanh(Module):
         return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self) -> str:
-        return (f"min_val={self.min_val}, max_val={self.max_val}"
-                + (", inplace=True" if self.inplace else ""))
+        return f"min_val={self.min_val}, max_val={self.max_val}" + (
+            ", inplace=True" if self.inplace else ""
+        )
 
 
 class ReLU6(Hardtanh):

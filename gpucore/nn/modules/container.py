@@ -228,8 +228,7 @@ class ModuleDict(Module):
         for i, pair in enumerate(modules):
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
                 raise TypeError(
-                    f"ModuleDict.update(): element {i} should be a (key, module) pair, got "
-                    f"{pair!r}"
+                    f"ModuleDict.update(): element {i} should be a (key, module) pair, got {pair!r}"
                 )
             self[pair[0]] = pair[1]
 

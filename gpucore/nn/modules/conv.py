@@ -14,8 +14,11 @@ from .linear import _new
 
 def _pair(v, name: str):
     try:
-        p = tuple(operator.index(e) for e in v) if isinstance(v, (tuple, list)) else (
-            (operator.index(v),) * 2)
+        p = (
+            tuple(operator.index(e) for e in v)
+            if isinstance(v, (tuple, list))
+            else ((operator.index(v),) * 2)
+        )
     except TypeError:
         p = ()
     if len(p) == 1:
@@ -33,18 +36,31 @@ class Conv2d(Module):
     bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in_channels/groups * kh * kw.
     """
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
-                 device=None, dtype=None):
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         if groups <= 0:
             raise ValueError(f"Conv2d: groups must be a positive integer, got {groups}")
         if in_channels % groups:
-            raise ValueError(f"Conv2d: in_channels ({in_channels}) must be divisible by groups "
-                             f"({groups})")
+            raise ValueError(
+                f"Conv2d: in_channels ({in_channels}) must be divisible by groups ({groups})"
+            )
         if out_channels % groups:
-            raise ValueError(f"Conv2d: out_channels ({out_channels}) must be divisible by "
-                             f"groups ({groups})")
+            raise ValueError(
+                f"Conv2d: out_channels ({out_channels}) must be divisible by groups ({groups})"
+            )
         self.kernel_size = _pair(kernel_size, "kernel_size")
         self.stride = _pair(stride, "stride")
         self.dilation = _pair(dilation, "dilation")
@@ -71,8 +87,9 @@ class Conv2d(Module):
         self.out_channels = out_channels
         self.groups = groups
         self.padding_mode = padding_mode
-        self.weight = Parameter(_new((out_channels, in_channels // groups, *self.kernel_size),
-                                     device, dtype))
+        self.weight = Parameter(
+            _new((out_channels, in_channels // groups, *self.kernel_size), device, dtype)
+        )
         if bias:
             self.bias = Parameter(_new((out_channels,), device, dtype))
         else:
@@ -88,12 +105,15 @@ class Conv2d(Module):
                 init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input):
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                        self.groups)
+        return F.conv2d(
+            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
+        )
 
     def extra_repr(self) -> str:
-        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-             f"stride={self.stride}")
+        s = (
+            f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+            f"stride={self.stride}"
+        )
         if self.padding != (0, 0):
             s += f", padding={self.padding}"
         if self.dilation != (1, 1):

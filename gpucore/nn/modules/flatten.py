@@ -31,7 +31,7 @@ class Unflatten(Module):
     def forward(self, input):
         d = self.dim % input.ndim if input.ndim else 0
         shape = tuple(input.shape)
-        return input.reshape(shape[:d] + self.unflattened_size + shape[d + 1:])
+        return input.reshape(shape[:d] + self.unflattened_size + shape[d + 1 :])
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

@@ -31,8 +31,9 @@ class Linear(Module):
     kaiming_uniform_(a=sqrt(5)) and bias U(-1/sqrt(in_features), 1/sqrt(in_features)), as
     PyTorch."""
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None,
-                 dtype=None):
+    def __init__(
+        self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None
+    ):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
@@ -54,5 +55,7 @@ class Linear(Module):
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
-        return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"bias={self.bias is not None}")
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"bias={self.bias is not None}"
+        )

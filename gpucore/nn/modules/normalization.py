@@ -21,8 +21,7 @@ def _buf(t, device):
 def _affine_parameters(m: Module, shape: tuple, affine: bool, bias: bool, device, dtype) -> None:
     """weight and bias Parameters of ``shape`` on LayerNorm and GroupNorm (None when absent)."""
     m.register_parameter("weight", Parameter(_new(shape, device, dtype)) if affine else None)
-    m.register_parameter("bias", Parameter(_new(shape, device, dtype)) if affine and bias
-                         else None)
+    m.register_parameter("bias", Parameter(_new(shape, device, dtype)) if affine and bias else None)
 
 
 def _reset_affine(m: Module) -> None:
@@ -44,9 +43,18 @@ class _BatchNorm(Module):
 
     _dims: tuple = ()
 
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
-                 affine: bool = True, track_running_stats: bool = True, device=None,
-                 dtype=None, *, bias: bool = True):
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        device=None,
+        dtype=None,
+        *,
+        bias: bool = True,
+    ):
         super().__init__()
         self.num_features = num_features
         self.eps = eps
@@ -120,9 +128,11 @@ class _BatchNorm(Module):
         )
 
     def extra_repr(self) -> str:
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, bias={self.bias is not None}, "
-                f"track_running_stats={self.track_running_stats}")
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+            f"affine={self.affine}, bias={self.bias is not None}, "
+            f"track_running_stats={self.track_running_stats}"
+        )
 
 
 class BatchNorm1d(_BatchNorm):
@@ -141,8 +151,15 @@ class LayerNorm(Module):
     """Normalizes the trailing dims given by normalized_shape; elementwise_affine adds a weight
     (ones) and a bias (zeros, unless bias=False) of that shape."""
 
-    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
-                 bias: bool = True, device=None, dtype=None):
+    def __init__(
+        self,
+        normalized_shape,
+        eps: float = 1e-5,
+        elementwise_affine: bool = True,
+        bias: bool = True,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
@@ -159,16 +176,27 @@ class LayerNorm(Module):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return (f"{self.normalized_shape}, eps={self.eps}, "
-                f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, "
+            f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}"
+        )
 
 
 class GroupNorm(Module):
     """Normalizes each group of num_channels / num_groups channels of [N, C, *]; affine adds a
     per-channel weight (ones) and bias (zeros, unless bias=False)."""
 
-    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
-                 affine: bool = True, device=None, dtype=None, *, bias: bool = True):
+    def __init__(
+        self,
+        num_groups: int,
+        num_channels: int,
+        eps: float = 1e-5,
+        affine: bool = True,
+        device=None,
+        dtype=None,
+        *,
+        bias: bool = True,
+    ):
         super().__init__()
         if num_groups < 1 or num_channels % num_groups:
             raise ValueError(
@@ -189,8 +217,10 @@ class GroupNorm(Module):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
-                f"bias={self.bias is not None}")
+        return (
+            f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+            f"bias={self.bias is not None}"
+        )
 
 
 class InstanceNorm2d(_BatchNorm):
@@ -202,11 +232,21 @@ class InstanceNorm2d(_BatchNorm):
 
     _dims = (3, 4)
 
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
-                 affine: bool = False, track_running_stats: bool = False, device=None,
-                 dtype=None, *, bias: bool = True):
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype,
-                         bias=bias)
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = False,
+        track_running_stats: bool = False,
+        device=None,
+        dtype=None,
+        *,
+        bias: bool = True,
+    ):
+        super().__init__(
+            num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias
+        )
 
     def forward(self, input):
         if input.ndim not in self._dims:
@@ -217,13 +257,18 @@ class InstanceNorm2d(_BatchNorm):
         unbatched = input.ndim == 3
         cdim = 0 if unbatched else 1
         if input.shape[cdim] != self.num_features:
-            msg = (f"InstanceNorm2d({self.num_features}): expected input's size at dim={cdim} "
-                   f"to match num_features ({self.num_features}), but got "
-                   f"{input.shape[cdim]} (input shape {tuple(input.shape)})")
+            msg = (
+                f"InstanceNorm2d({self.num_features}): expected input's size at dim={cdim} "
+                f"to match num_features ({self.num_features}), but got "
+                f"{input.shape[cdim]} (input shape {tuple(input.shape)})"
+            )
             if self.affine:
                 raise ShapeError(msg)
-            warnings.warn(msg + "; normalizing anyway, as the layer has no per-channel state",
-                          UserWarning, stacklevel=2)
+            warnings.warn(
+                msg + "; normalizing anyway, as the layer has no per-channel state",
+                UserWarning,
+                stacklevel=2,
+            )
         x = input.unsqueeze(0) if unbatched else input
         use_input_stats = self.training or not self.track_running_stats
         out = F.instance_norm(

@@ -15,10 +15,20 @@ class Embedding(Module):
     """A lookup table [num_embeddings, embedding_dim] initialised N(0, 1); the padding_idx row
     starts at zero and never receives a gradient."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
-                 max_norm: float | None = None, norm_type: float = 2.0,
-                 scale_grad_by_freq: bool = False, sparse: bool = False, _weight=None,
-                 _freeze: bool = False, device=None, dtype=None):
+    def __init__(
+        self,
+        num_embeddings: int,
+        embedding_dim: int,
+        padding_idx: int | None = None,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        sparse: bool = False,
+        _weight=None,
+        _freeze: bool = False,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
@@ -39,8 +49,9 @@ class Embedding(Module):
         self.scale_grad_by_freq = scale_grad_by_freq
         self.sparse = sparse
         if _weight is None:
-            self.weight = Parameter(_new((num_embeddings, embedding_dim), device, dtype),
-                                    requires_grad=not _freeze)
+            self.weight = Parameter(
+                _new((num_embeddings, embedding_dim), device, dtype), requires_grad=not _freeze
+            )
             self.reset_parameters()
         else:
             if tuple(_weight.shape) != (num_embeddings, embedding_dim):
@@ -60,17 +71,33 @@ class Embedding(Module):
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type)
 
     @classmethod
-    def from_pretrained(cls, embeddings, freeze: bool = True, padding_idx=None, max_norm=None,
-                        norm_type: float = 2.0, scale_grad_by_freq: bool = False,
-                        sparse: bool = False):
+    def from_pretrained(
+        cls,
+        embeddings,
+        freeze: bool = True,
+        padding_idx=None,
+        max_norm=None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        sparse: bool = False,
+    ):
         if embeddings.ndim != 2:
             raise ShapeError(
                 f"Embedding.from_pretrained(): embeddings must be 2-D, got "
                 f"{tuple(embeddings.shape)}"
             )
         rows, cols = embeddings.shape
-        return cls(rows, cols, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
-                   _weight=embeddings, _freeze=freeze)
+        return cls(
+            rows,
+            cols,
+            padding_idx,
+            max_norm,
+            norm_type,
+            scale_grad_by_freq,
+            sparse,
+            _weight=embeddings,
+            _freeze=freeze,
+        )
 
     def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"

@@ -9,8 +9,14 @@ from ..module import Module
 class Upsample(Module):
     """F.interpolate with a fixed size or scale_factor and mode ('nearest', 'bilinear'...)."""
 
-    def __init__(self, size=None, scale_factor=None, mode: str = "nearest",
-                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None):
+    def __init__(
+        self,
+        size=None,
+        scale_factor=None,
+        mode: str = "nearest",
+        align_corners: bool | None = None,
+        recompute_scale_factor: bool | None = None,
+    ):
         super().__init__()
         self.name = type(self).__name__
         self.size = size
@@ -23,8 +29,14 @@ class Upsample(Module):
         self.recompute_scale_factor = recompute_scale_factor
 
     def forward(self, input):
-        return F.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
-                             recompute_scale_factor=self.recompute_scale_factor)
+        return F.interpolate(
+            input,
+            self.size,
+            self.scale_factor,
+            self.mode,
+            self.align_corners,
+            recompute_scale_factor=self.recompute_scale_factor,
+        )
 
     def extra_repr(self) -> str:
         if self.scale_factor is not None:

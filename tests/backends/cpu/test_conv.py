@@ -64,8 +64,12 @@ def _run(case, dtype, x, wt, b, g, parts=(True, True, True)):
 
 def _inputs(case):
     n, c, h, w, o, k, s, p, d, oh, ow = _geom(case)
-    return (rand((n, c, h, w), seed=1), rand((o, c, *k), seed=2), rand((o,), seed=3),
-            rand((n, o, oh, ow), seed=4))
+    return (
+        rand((n, c, h, w), seed=1),
+        rand((o, c, *k), seed=2),
+        rand((o,), seed=3),
+        rand((n, o, oh, ow), seed=4),
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
@@ -80,8 +84,9 @@ def test_forward_and_gradients_match_im2col_reference(case, dtype):
         assert err <= tol, f"{case} {name}: relative error {err:.3g}"
 
 
-@pytest.mark.parametrize("parts", [(True, False, False), (False, True, False),
-                                   (False, False, True), (False, True, True)])
+@pytest.mark.parametrize(
+    "parts", [(True, False, False), (False, True, False), (False, False, True), (False, True, True)]
+)
 def test_only_requested_gradients_are_written(parts):
     case = "chunk_and_half"
     x, wt, b, g = _inputs(case)

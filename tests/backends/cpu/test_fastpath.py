@@ -16,13 +16,26 @@ from gpucore.backends.cpu.kernels import FAST
 F32, F64 = gpucore.float32, gpucore.float64
 
 BINARY_REF = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-    "maximum": np.maximum, "minimum": np.minimum,
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.divide,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
 }
 UNARY_REF = {
-    "neg": np.negative, "abs": np.abs, "exp": np.exp, "sqrt": np.sqrt, "log": np.log,
-    "relu": lambda x: np.maximum(x, 0), "tanh": np.tanh, "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
-    "sin": np.sin, "cos": np.cos, "reciprocal": lambda x: 1 / x, "sign": np.sign,
+    "neg": np.negative,
+    "abs": np.abs,
+    "exp": np.exp,
+    "sqrt": np.sqrt,
+    "log": np.log,
+    "relu": lambda x: np.maximum(x, 0),
+    "tanh": np.tanh,
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "sin": np.sin,
+    "cos": np.cos,
+    "reciprocal": lambda x: 1 / x,
+    "sign": np.sign,
 }
 
 
@@ -74,8 +87,11 @@ def test_activation_backward_kernels(lane_open, name):
     g, saved = rand((4, 4), seed=4), rand((4, 4), seed=5)
     fn, code = FAST[name + "_backward"]
     got = fn(code, _t(g), _t(saved)).numpy()
-    ref = {"relu": g * (saved > 0), "sigmoid": g * saved * (1 - saved),
-           "tanh": g * (1 - saved * saved)}[name]
+    ref = {
+        "relu": g * (saved > 0),
+        "sigmoid": g * saved * (1 - saved),
+        "tanh": g * (1 - saved * saved),
+    }[name]
     np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
 
 

@@ -209,5 +209,6 @@ def test_optimizer_updates_are_bitwise_equal_on_every_isa(isa_outputs, isa, opt)
         pytest.skip(f"{isa} is not supported by this CPU")
     for key in isa_outputs["scalar"]:
         if key.startswith(opt):
-            np.testing.assert_array_equal(isa_outputs[isa][key], isa_outputs["scalar"][key],
-                                          err_msg=f"{key} on {isa}")
+            np.testing.assert_array_equal(
+                isa_outputs[isa][key], isa_outputs["scalar"][key], err_msg=f"{key} on {isa}"
+            )

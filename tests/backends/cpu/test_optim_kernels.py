@@ -28,21 +28,33 @@ def as64(arrays):
 
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("n", SIZES)
-@pytest.mark.parametrize("kw", [
-    dict(lr=0.1),
-    dict(lr=0.1, momentum=0.9, dampening=0.25),
-    dict(lr=0.05, momentum=0.8, nesterov=True, weight_decay=0.1),
-    dict(lr=0.05, momentum=0.8, maximize=True),
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(lr=0.1),
+        dict(lr=0.1, momentum=0.9, dampening=0.25),
+        dict(lr=0.05, momentum=0.8, nesterov=True, weight_decay=0.1),
+        dict(lr=0.05, momentum=0.8, maximize=True),
+    ],
+)
 def test_sgd_step(dtype, n, kw):
     p, grads = data(n, dtype)
     want, st = ref.sgd(p.astype(np.float64), as64(grads), **kw)
     momentum = kw.get("momentum", 0.0)
     buf = np.zeros(n, dtype) if momentum else None
     for i, g in enumerate(grads):
-        C.sgd_step(p, g, buf, kw["lr"], momentum, kw.get("dampening", 0.0),
-                   kw.get("weight_decay", 0.0), int(kw.get("nesterov", False)),
-                   int(kw.get("maximize", False)), int(i == 0))
+        C.sgd_step(
+            p,
+            g,
+            buf,
+            kw["lr"],
+            momentum,
+            kw.get("dampening", 0.0),
+            kw.get("weight_decay", 0.0),
+            int(kw.get("nesterov", False)),
+            int(kw.get("maximize", False)),
+            int(i == 0),
+        )
         np.testing.assert_allclose(p, want[i], **TOL[dtype])
     if momentum:
         np.testing.assert_allclose(buf, st["momentum_buffer"], **TOL[dtype])
@@ -50,13 +62,16 @@ def test_sgd_step(dtype, n, kw):
 
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("n", SIZES)
-@pytest.mark.parametrize("kw", [
-    dict(lr=0.01),
-    dict(lr=0.01, betas=(0.3, 0.8), eps=1e-4, weight_decay=0.1),
-    dict(lr=0.01, amsgrad=True, maximize=True),
-    dict(lr=0.02, weight_decay=0.2, decoupled=True),
-    dict(lr=0.02, weight_decay=0.2, decoupled=True, amsgrad=True),
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(lr=0.01),
+        dict(lr=0.01, betas=(0.3, 0.8), eps=1e-4, weight_decay=0.1),
+        dict(lr=0.01, amsgrad=True, maximize=True),
+        dict(lr=0.02, weight_decay=0.2, decoupled=True),
+        dict(lr=0.02, weight_decay=0.2, decoupled=True, amsgrad=True),
+    ],
+)
 def test_adam_step(dtype, n, kw):
     p, grads = data(n, dtype)
     want, st = ref.adam(p.astype(np.float64), as64(grads), **kw)
@@ -64,9 +79,21 @@ def test_adam_step(dtype, n, kw):
     m, v = np.zeros(n, dtype), np.zeros(n, dtype)
     vmax = np.zeros(n, dtype) if kw.get("amsgrad") else None
     for t, g in enumerate(grads, 1):
-        C.adam_step(p, g, m, v, vmax, t, kw["lr"], b1, b2, kw.get("eps", 1e-8),
-                    kw.get("weight_decay", 0.0), int(kw.get("decoupled", False)),
-                    int(kw.get("maximize", False)))
+        C.adam_step(
+            p,
+            g,
+            m,
+            v,
+            vmax,
+            t,
+            kw["lr"],
+            b1,
+            b2,
+            kw.get("eps", 1e-8),
+            kw.get("weight_decay", 0.0),
+            int(kw.get("decoupled", False)),
+            int(kw.get("maximize", False)),
+        )
         np.testing.assert_allclose(p, want[t - 1], **TOL[dtype])
     np.testing.assert_allclose(m, st["exp_avg"], **TOL[dtype])
     np.testing.assert_allclose(v, st["exp_avg_sq"], **TOL[dtype])
@@ -76,13 +103,16 @@ def test_adam_step(dtype, n, kw):
 
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("n", SIZES)
-@pytest.mark.parametrize("kw", [
-    dict(lr=0.01),
-    dict(lr=0.01, alpha=0.3, eps=1e-4, weight_decay=0.1),
-    dict(lr=0.01, momentum=0.9),
-    dict(lr=0.01, centered=True, maximize=True),
-    dict(lr=0.01, centered=True, momentum=0.7, weight_decay=0.05),
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(lr=0.01),
+        dict(lr=0.01, alpha=0.3, eps=1e-4, weight_decay=0.1),
+        dict(lr=0.01, momentum=0.9),
+        dict(lr=0.01, centered=True, maximize=True),
+        dict(lr=0.01, centered=True, momentum=0.7, weight_decay=0.05),
+    ],
+)
 def test_rmsprop_step(dtype, n, kw):
     p, grads = data(n, dtype)
     want, st = ref.rmsprop(p.astype(np.float64), as64(grads), **kw)
@@ -91,8 +121,19 @@ def test_rmsprop_step(dtype, n, kw):
     gavg = np.zeros(n, dtype) if kw.get("centered") else None
     buf = np.zeros(n, dtype) if momentum else None
     for i, g in enumerate(grads):
-        C.rmsprop_step(p, g, sq, gavg, buf, kw["lr"], kw.get("alpha", 0.99), kw.get("eps", 1e-8),
-                       kw.get("weight_decay", 0.0), momentum, int(kw.get("maximize", False)))
+        C.rmsprop_step(
+            p,
+            g,
+            sq,
+            gavg,
+            buf,
+            kw["lr"],
+            kw.get("alpha", 0.99),
+            kw.get("eps", 1e-8),
+            kw.get("weight_decay", 0.0),
+            momentum,
+            int(kw.get("maximize", False)),
+        )
         np.testing.assert_allclose(p, want[i], **TOL[dtype])
     np.testing.assert_allclose(sq, st["square_avg"], **TOL[dtype])
     if gavg is not None:
@@ -135,8 +176,21 @@ def test_threaded_updates_equal_the_single_threaded_ones():
 def test_empty_buffers():
     e = np.zeros(0, np.float32)
     C.sgd_step(e, e.copy(), None, 0.1, 0.0, 0.0, 0.0, 0, 0, 1)
-    C.adam_step(e, np.zeros(0, np.float32), np.zeros(0, np.float32), np.zeros(0, np.float32),
-                None, 1, 0.1, 0.9, 0.999, 1e-8, 0.0, 0, 0)
+    C.adam_step(
+        e,
+        np.zeros(0, np.float32),
+        np.zeros(0, np.float32),
+        np.zeros(0, np.float32),
+        None,
+        1,
+        0.1,
+        0.9,
+        0.999,
+        1e-8,
+        0.0,
+        0,
+        0,
+    )
 
 
 def _adam_args(n=4, dtype=np.float32):

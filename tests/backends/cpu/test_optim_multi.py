@@ -55,8 +55,14 @@ SGD_CASES = [
 @pytest.mark.parametrize("kw", SGD_CASES, ids=lambda kw: case_id(kw))
 def test_sgd_multi_equals_single_calls(dtype, kw):
     ps, gs, (bufs,) = arrays(SIZES, dtype, 1)
-    args = (0.05, kw["momentum"], kw["dampening"], kw["weight_decay"], kw["nesterov"],
-            kw["maximize"])
+    args = (
+        0.05,
+        kw["momentum"],
+        kw["dampening"],
+        kw["weight_decay"],
+        kw["nesterov"],
+        kw["maximize"],
+    )
     single, multi = copies([ps, bufs]), copies([ps, bufs])
     for t in range(STEPS):
         # per-parameter first flags: a buffer created at a later step than the others
@@ -77,7 +83,8 @@ def test_sgd_multi_equals_single_calls(dtype, kw):
 ADAM_CASES = [
     dict(betas=b, weight_decay=wd, decoupled=dec, amsgrad=ams, maximize=mx)
     for b, wd, dec, ams, mx in itertools.product(
-        ((0.9, 0.999), (0.3, 0.8)), (0.0, 0.1), (0, 1), (False, True), (0, 1))
+        ((0.9, 0.999), (0.3, 0.8)), (0.0, 0.1), (0, 1), (False, True), (0, 1)
+    )
 ]
 
 
@@ -91,18 +98,27 @@ def test_adam_multi_equals_single_calls(dtype, kw):
     for t in range(STEPS):
         steps = [t + 1, t + 5, t + 1, 2 * t + 3]  # PyTorch keeps one count per parameter
         for j in range(len(SIZES)):
-            C.adam_step(single[0][j], gs[t][j], single[1][j], single[2][j],
-                        single[3][j] if kw["amsgrad"] else None, steps[j], *hp)
-        C.adam_step_multi(multi[0], gs[t], multi[1], multi[2],
-                          multi[3] if kw["amsgrad"] else None, steps, *hp)
+            C.adam_step(
+                single[0][j],
+                gs[t][j],
+                single[1][j],
+                single[2][j],
+                single[3][j] if kw["amsgrad"] else None,
+                steps[j],
+                *hp,
+            )
+        C.adam_step_multi(
+            multi[0], gs[t], multi[1], multi[2], multi[3] if kw["amsgrad"] else None, steps, *hp
+        )
         assert_bitwise(multi, single)
 
 
 # ----------------------------------------------------------------------------- RMSprop
 RMS_CASES = [
     dict(alpha=a, weight_decay=wd, centered=c, momentum=mo, maximize=mx)
-    for a, wd, c, mo, mx in itertools.product((0.99, 0.3), (0.0, 0.1), (False, True), (0.0, 0.9),
-                                              (0, 1))
+    for a, wd, c, mo, mx in itertools.product(
+        (0.99, 0.3), (0.0, 0.1), (False, True), (0.0, 0.9), (0, 1)
+    )
 ]
 
 
@@ -115,11 +131,22 @@ def test_rmsprop_multi_equals_single_calls(dtype, kw):
     single, multi = copies([ps, sq, gavg, buf]), copies([ps, sq, gavg, buf])
     for t in range(STEPS):
         for j in range(len(SIZES)):
-            C.rmsprop_step(single[0][j], gs[t][j], single[1][j],
-                           single[2][j] if kw["centered"] else None,
-                           single[3][j] if kw["momentum"] else None, *hp)
-        C.rmsprop_step_multi(multi[0], gs[t], multi[1], multi[2] if kw["centered"] else None,
-                             multi[3] if kw["momentum"] else None, *hp)
+            C.rmsprop_step(
+                single[0][j],
+                gs[t][j],
+                single[1][j],
+                single[2][j] if kw["centered"] else None,
+                single[3][j] if kw["momentum"] else None,
+                *hp,
+            )
+        C.rmsprop_step_multi(
+            multi[0],
+            gs[t],
+            multi[1],
+            multi[2] if kw["centered"] else None,
+            multi[3] if kw["momentum"] else None,
+            *hp,
+        )
         assert_bitwise(multi, single)
 
 
@@ -143,10 +170,12 @@ def test_gradients_may_be_shared_between_parameters():
     g = gs[0][0]
     single, multi = copies([ps, m, v]), copies([ps, m, v])
     for j in range(2):
-        C.adam_step(single[0][j], g, single[1][j], single[2][j], None, 1, 0.1, 0.9, 0.999, 1e-8,
-                    0.0, 0, 0)
-    C.adam_step_multi(multi[0], [g, g], multi[1], multi[2], None, [1, 1], 0.1, 0.9, 0.999, 1e-8,
-                      0.0, 0, 0)
+        C.adam_step(
+            single[0][j], g, single[1][j], single[2][j], None, 1, 0.1, 0.9, 0.999, 1e-8, 0.0, 0, 0
+        )
+    C.adam_step_multi(
+        multi[0], [g, g], multi[1], multi[2], None, [1, 1], 0.1, 0.9, 0.999, 1e-8, 0.0, 0, 0
+    )
     assert_bitwise(multi, single)
 
 
@@ -155,8 +184,9 @@ def test_momentum_zero_ignores_the_buffers():
     before = [b.copy() for b in bufs]
     C.sgd_step_multi(ps, gs[0], bufs, 0.1, 0.0, 0.0, 0.0, 0, 0, 1)
     assert_bitwise([bufs], [before])
-    C.rmsprop_step_multi(ps, gs[0], [b.copy() for b in bufs], None, [None, None], 0.1, 0.9, 1e-8,
-                         0.0, 0.0, 0)
+    C.rmsprop_step_multi(
+        ps, gs[0], [b.copy() for b in bufs], None, [None, None], 0.1, 0.9, 1e-8, 0.0, 0.0, 0
+    )
 
 
 def test_empty_lists_and_empty_parameters():
@@ -165,9 +195,21 @@ def test_empty_lists_and_empty_parameters():
     C.rmsprop_step_multi((), (), (), None, None, 0.1, 0.9, 1e-8, 0.0, 0.0, 0)
     e = [np.zeros(0, np.float32) for _ in range(4)]
     p = np.ones(3, np.float32)
-    C.adam_step_multi([e[0], p], [e[1], np.ones(3, np.float32)], [e[2], np.zeros(3, np.float32)],
-                      [e[3], np.zeros(3, np.float32)], None, [1, 1], 0.1, 0.9, 0.999, 1e-8, 0.0,
-                      0, 0)
+    C.adam_step_multi(
+        [e[0], p],
+        [e[1], np.ones(3, np.float32)],
+        [e[2], np.zeros(3, np.float32)],
+        [e[3], np.zeros(3, np.float32)],
+        None,
+        [1, 1],
+        0.1,
+        0.9,
+        0.999,
+        1e-8,
+        0.0,
+        0,
+        0,
+    )
     assert (p < 1).all()
 
 
@@ -175,9 +217,21 @@ def test_multidimensional_parameters():
     ps, gs, (m, v) = arrays([24, 10], np.float64, 2)
     shaped = [ps[0].reshape(2, 3, 4).copy(), ps[1].reshape(5, 2).copy()]
     grads = [gs[0][0].reshape(2, 3, 4), gs[0][1].reshape(5, 2)]
-    C.adam_step_multi(shaped, grads, [m[0].reshape(2, 3, 4).copy(), m[1].reshape(5, 2).copy()],
-                      [v[0].reshape(2, 3, 4).copy(), v[1].reshape(5, 2).copy()], None, [1, 2],
-                      0.1, 0.9, 0.999, 1e-8, 0.0, 0, 0)
+    C.adam_step_multi(
+        shaped,
+        grads,
+        [m[0].reshape(2, 3, 4).copy(), m[1].reshape(5, 2).copy()],
+        [v[0].reshape(2, 3, 4).copy(), v[1].reshape(5, 2).copy()],
+        None,
+        [1, 2],
+        0.1,
+        0.9,
+        0.999,
+        1e-8,
+        0.0,
+        0,
+        0,
+    )
     for j in range(2):
         C.adam_step(ps[j], gs[0][j], m[j], v[j], None, j + 1, 0.1, 0.9, 0.999, 1e-8, 0.0, 0, 0)
         np.testing.assert_array_equal(shaped[j].reshape(-1), ps[j])
@@ -193,8 +247,9 @@ def test_results_do_not_depend_on_the_thread_count():
             ps, gs, (m, v, vmax, sq, gavg, buf, sbuf) = arrays(sizes, np.float32, 7)
             q, r = copies([ps, ps])
             for t in range(2):
-                C.adam_step_multi(ps, gs[t], m, v, vmax, [t + 1] * 5, 0.01, 0.9, 0.999, 1e-8, 0.1,
-                                  1, 0)
+                C.adam_step_multi(
+                    ps, gs[t], m, v, vmax, [t + 1] * 5, 0.01, 0.9, 0.999, 1e-8, 0.1, 1, 0
+                )
                 C.rmsprop_step_multi(q, gs[t], sq, gavg, buf, 0.01, 0.99, 1e-8, 0.0, 0.9, 0)
                 C.sgd_step_multi(r, gs[t], sbuf, 0.1, 0.9, 0.0, 0.0, 1, 0, int(t == 0))
             results.append((ps, m, v, vmax, q, sq, gavg, buf, r, sbuf))
@@ -229,8 +284,11 @@ def test_list_checks():
     p, g, m, v = _adam_lists()
     with pytest.raises(TypeError, match=r"adam_step_multi: 'param' must be a list or tuple"):
         _adam(p[0], g, m, v, steps=[1] * 4)
-    with pytest.raises(ValueError, match=r"adam_step_multi: 'grad' has 3 entries but 'param' "
-                                         r"has 4"):
+    with pytest.raises(
+        ValueError,
+        match=r"adam_step_multi: 'grad' has 3 entries but 'param' "
+        r"has 4",
+    ):
         _adam(p, g[:3], m, v)
     with pytest.raises(ValueError, match=r"'max_exp_avg_sq' has 2 entries but 'param' has 4"):
         _adam(p, g, m, v, vmax=m[:2])
@@ -261,8 +319,11 @@ def test_buffer_checks_name_the_list_and_the_index():
     p, g, m, v = _adam_lists()
     bad = list(m)
     bad[3] = np.zeros(10, np.float32)
-    with pytest.raises(ValueError, match=r"adam_step_multi: 'exp_avg\[3\]' holds 10 elements but "
-                                         r"'param\[3\]' holds 6"):
+    with pytest.raises(
+        ValueError,
+        match=r"adam_step_multi: 'exp_avg\[3\]' holds 10 elements but "
+        r"'param\[3\]' holds 6",
+    ):
         _adam(p, g, bad, v)
     # each parameter's buffers agree, but not with the other parameters'
     mixed = [list(lst) for lst in (p, g, m, v)]
@@ -280,8 +341,11 @@ def test_buffer_checks_name_the_list_and_the_index():
         _adam(ints, g, m, v)
     strided = list(v)
     strided[2] = np.zeros(12, np.float32)[::2]
-    with pytest.raises(ValueError, match=r"'exp_avg_sq\[2\]' \(shape \(6,\)\) must be "
-                                         r"C-contiguous"):
+    with pytest.raises(
+        ValueError,
+        match=r"'exp_avg_sq\[2\]' \(shape \(6,\)\) must be "
+        r"C-contiguous",
+    ):
         _adam(p, g, m, strided)
     ro = list(m)
     ro[1] = m[1].copy()
@@ -317,8 +381,9 @@ def test_memory_shared_within_and_between_parameters():
     base = np.zeros(9, np.float32)
     with pytest.raises(ValueError, match=r"share memory"):
         _adam([base[0:6], base[3:9]], g[:2], m[:2], v[:2])
-    _adam([base[0:3], base[3:6]], [g[0][:3], g[1][:3]], [m[0][:3], m[1][:3]],
-          [v[0][:3], v[1][:3]])  # adjacent, not overlapping
+    _adam(
+        [base[0:3], base[3:6]], [g[0][:3], g[1][:3]], [m[0][:3], m[1][:3]], [v[0][:3], v[1][:3]]
+    )  # adjacent, not overlapping
 
 
 def test_hyper_parameters_are_checked_as_in_the_single_entries():
@@ -335,6 +400,9 @@ def test_hyper_parameters_are_checked_as_in_the_single_entries():
         C.sgd_step_multi(p, g, None, 0.1, 0.0, 0.0, 0.0, 0, 2, 0)
     with pytest.raises(ValueError, match=r"rmsprop_step_multi: 'alpha' must be a finite number"):
         C.rmsprop_step_multi(p, g, m, None, None, 0.1, -1.0, 1e-8, 0.0, 0.0, 0)
-    with pytest.raises(TypeError, match=r"rmsprop_step_multi: 'momentum_buffer\[0\]' must be a "
-                                        r"float buffer, got None"):
+    with pytest.raises(
+        TypeError,
+        match=r"rmsprop_step_multi: 'momentum_buffer\[0\]' must be a "
+        r"float buffer, got None",
+    ):
         C.rmsprop_step_multi(p, g, m, None, [None] * 4, 0.1, 0.9, 1e-8, 0.0, 0.9, 0)

@@ -16,8 +16,13 @@ from gpucore.backends.vulkan import device as D
 def _run(code: str, **env) -> subprocess.CompletedProcess:
     e = {k: v for k, v in os.environ.items() if not k.startswith("GPUCORE_")}
     e.update(env)
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, env=e, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=e,
+        timeout=120,
+    )
 
 
 NO_LOADER = """
@@ -27,7 +32,9 @@ sys.modules['vulkan'] = None  # as if the vulkan package / libvulkan were missin
 
 
 def test_without_a_loader_gpucore_runs_on_the_cpu():
-    res = _run(NO_LOADER + """
+    res = _run(
+        NO_LOADER
+        + """
 import gpucore, numpy as np
 assert gpucore.vulkan.is_available() is False
 assert gpucore.vulkan.devices() == []
@@ -36,7 +43,8 @@ x = gpucore.ones(100, 100)
 y = (x * 3).sum()
 assert y.item() == 30000.0 and y.device.type == 'cpu'
 print('ok')
-""")
+"""
+    )
     assert res.returncode == 0, res.stderr
     assert "ok" in res.stdout
 
@@ -59,11 +67,14 @@ print('vulkan', info['vulkan'], '|', info.get('vulkan_unavailable', ''))
 
 def test_unavailable_reason_names_the_real_cause():
     # A bad GPUCORE_VULKAN_DEVICE must be reported as such, not as "only CPU-type devices".
-    res = _run("""
+    res = _run(
+        """
 import gpucore
 print('available', gpucore.vulkan.is_available())
 print('reason', gpucore.vulkan.unavailable_reason())
-""", GPUCORE_VULKAN_DEVICE="99")
+""",
+        GPUCORE_VULKAN_DEVICE="99",
+    )
     assert res.returncode == 0, res.stderr
     assert "available False" in res.stdout
     if D.probe()[2]:
@@ -71,26 +82,33 @@ print('reason', gpucore.vulkan.unavailable_reason())
 
 
 def test_asking_for_vulkan_without_a_device_names_the_fix():
-    res = _run(NO_LOADER + """
+    res = _run(
+        NO_LOADER
+        + """
 import gpucore
 try:
     gpucore.ones(3) + 1
 except gpucore.DeviceError as e:
     print('DeviceError:', e)
-""", GPUCORE_DEVICE="vulkan")
+""",
+        GPUCORE_DEVICE="vulkan",
+    )
     assert res.returncode == 0, res.stderr
     assert "DeviceError:" in res.stdout
     assert "mesa-vulkan-drivers" in res.stdout
 
 
 def test_set_device_policy_vulkan_without_a_device_raises():
-    res = _run(NO_LOADER + """
+    res = _run(
+        NO_LOADER
+        + """
 import gpucore
 try:
     gpucore.set_device_policy('vulkan')
 except gpucore.DeviceError as e:
     print('raised', 'vulkan' in str(e))
-""")
+"""
+    )
     assert "raised True" in res.stdout, res.stderr
 
 
@@ -142,10 +160,13 @@ print('only_cpu', bool(only_cpu), 'available', gpucore.vulkan.is_available())
     assert res.returncode == 0, res.stderr
     if "only_cpu True" in res.stdout:
         assert "available False" in res.stdout
-    res = _run("""
+    res = _run(
+        """
 import gpucore
 print('available', gpucore.vulkan.is_available())
-""", GPUCORE_VULKAN_ALLOW_CPU="1")
+""",
+        GPUCORE_VULKAN_ALLOW_CPU="1",
+    )
     if D.probe()[2]:
         assert "available True" in res.stdout, res.stderr
 
@@ -160,12 +181,16 @@ def test_subgroup_properties_are_read_once_by_the_context(vulkan):
     assert ctx.subgroup_size >= 1
     assert ctx.has_subgroup_ops(0) is ctx.subgroup_compute
     shuffle = ctx.has_subgroup_ops(vk.VK_SUBGROUP_FEATURE_SHUFFLE_BIT)
-    assert bool(G.subgroup_shuffle_size(ctx)) == (shuffle and ctx.subgroup_size % 4 == 0
-                                                  and 4 <= ctx.subgroup_size <= 64)
+    assert bool(G.subgroup_shuffle_size(ctx)) == (
+        shuffle and ctx.subgroup_size % 4 == 0 and 4 <= ctx.subgroup_size <= 64
+    )
     if G.subgroup_shuffle_size(ctx):
         assert G.subgroup_shuffle_size(ctx) == ctx.subgroup_size
-    arith = (vk.VK_SUBGROUP_FEATURE_BASIC_BIT | vk.VK_SUBGROUP_FEATURE_VOTE_BIT
-             | vk.VK_SUBGROUP_FEATURE_ARITHMETIC_BIT)
+    arith = (
+        vk.VK_SUBGROUP_FEATURE_BASIC_BIT
+        | vk.VK_SUBGROUP_FEATURE_VOTE_BIT
+        | vk.VK_SUBGROUP_FEATURE_ARITHMETIC_BIT
+    )
     assert R.device_has_subgroups(ctx) == (ctx.subgroup_size > 1 and ctx.has_subgroup_ops(arith))
     if ctx.is_cpu:  # lavapipe: subgroups of 8 (or more) with every operation gpucore uses
         assert ctx.subgroup_size >= 4 and R.device_has_subgroups(ctx) and shuffle

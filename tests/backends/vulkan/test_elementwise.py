@@ -29,6 +29,7 @@ def fusion_mode(request, vulkan, monkeypatch):
     yield request.param
     stream.flush_program()
 
+
 ARITH = ["add", "sub", "mul", "div", "pow", "maximum", "minimum"]
 CMP = ["eq", "ne", "lt", "le", "gt", "ge"]
 
@@ -84,9 +85,9 @@ SHAPES = [
     ((4095,), (4095,)),
     ((4096,), (4096,)),
     ((4097,), (4097,)),
-    ((7, 1, 13), (5, 1)),      # odd-shaped broadcast both ways
+    ((7, 1, 13), (5, 1)),  # odd-shaped broadcast both ways
     ((3, 1, 5), (1, 4, 1)),
-    ((), (33,)),               # 0-d tensor against a vector
+    ((), (33,)),  # 0-d tensor against a vector
     ((17, 9), ()),
     ((2, 1, 3, 1, 2, 1, 3, 1), (2, 1, 3, 1, 2, 1, 3)),  # 8 dims, none merge
 ]
@@ -170,8 +171,7 @@ def test_strides_byte_offsets_of_bools(vulkan):
     c = dev(rand(9, 13) > 0)
     for v in (c[1:, 3:], c[:, 1::3], c.t(), c[2:7, 1:2].expand(5, 13)):
         a, b = dev(rand(*v.shape)), dev(rand(*v.shape))
-        ops = assert_close_to_cpu(lambda m, p, q: gpucore.where(m, p, q), [v, a, b], rtol=0,
-                                  atol=0)
+        ops = assert_close_to_cpu(lambda m, p, q: gpucore.where(m, p, q), [v, a, b], rtol=0, atol=0)
         ran_on_device(ops, "where")
         assert_close_to_cpu(lambda m: m.logical_not(), [v], rtol=0, atol=0)
         assert_close_to_cpu(lambda m: m.float(), [v], rtol=0, atol=0)
@@ -187,8 +187,9 @@ def test_eight_dims_merged_or_not(vulkan):
     ops = assert_close_to_cpu(lambda p, q: p * q, [x, dev(b)], rtol=0, atol=0)
     ran_on_device(ops, "mul")
     c = rand(1, 2, 1, 2, 1, 2, 1, 2) > 0
-    ops = assert_close_to_cpu(lambda m, p, q: gpucore.where(m, p, q), [dev(c), x, dev(b)],
-                              rtol=0, atol=0)
+    ops = assert_close_to_cpu(
+        lambda m, p, q: gpucore.where(m, p, q), [dev(c), x, dev(b)], rtol=0, atol=0
+    )
     assert ops[-1][:2] == ("where", "cpu")  # 8 dims left after merging: where takes 6
 
 
@@ -202,9 +203,43 @@ def test_empty_tensors(vulkan):
 
 # ----------------------------------------------------------------------------- float semantics
 SPECIAL = np.array(
-    [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, 2.5, -2.5, np.inf, -np.inf, np.nan,
-     1e-30, -1e-30, 1e30, -1e30, 17.0, -17.0, 1 / 3, 1e10, -1e10, 64.0, -64.0, 33.0, 2.0**24,
-     2.0**24 + 2, 1.0000001, 0.9999999, 88.0, -104.0, 0.1, -0.1],
+    [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        -0.5,
+        2.0,
+        -2.0,
+        3.0,
+        -3.0,
+        2.5,
+        -2.5,
+        np.inf,
+        -np.inf,
+        np.nan,
+        1e-30,
+        -1e-30,
+        1e30,
+        -1e30,
+        17.0,
+        -17.0,
+        1 / 3,
+        1e10,
+        -1e10,
+        64.0,
+        -64.0,
+        33.0,
+        2.0**24,
+        2.0**24 + 2,
+        1.0000001,
+        0.9999999,
+        88.0,
+        -104.0,
+        0.1,
+        -0.1,
+    ],
     np.float32,
 )
 
@@ -234,8 +269,9 @@ def test_special_values(vulkan, name):
     want = on_cpu(binop(name), x.cpu(), y.cpu()).numpy()
     assert got.dtype == want.dtype
     # pow: special cases exact; the finite results within 2 ulp of C's powf
-    assert_same_floats(got.astype(np.float32), want.astype(np.float32),
-                       rtol=2.5e-7 if name == "pow" else 0.0)
+    assert_same_floats(
+        got.astype(np.float32), want.astype(np.float32), rtol=2.5e-7 if name == "pow" else 0.0
+    )
 
 
 def test_maximum_minimum_propagate_nan_from_either_side(vulkan):
@@ -262,8 +298,14 @@ def test_pow_accuracy(vulkan):
     assert rel.max() < 2.5e-7, rel.max()
     # near-1 bases to large powers: exp2(y * log2(x)) in float would be off by ~30% here
     got = (dev(np.float32([0.9999999, 1.0000001])) ** dev(np.float32([2**24, 2**23]))).numpy()
-    np.testing.assert_allclose(got, np.power(np.float64([0.9999999, 1.0000001]).astype(np.float32)
-                               .astype(np.float64), [2.0**24, 2.0**23]), rtol=1e-6)
+    np.testing.assert_allclose(
+        got,
+        np.power(
+            np.float64([0.9999999, 1.0000001]).astype(np.float32).astype(np.float64),
+            [2.0**24, 2.0**23],
+        ),
+        rtol=1e-6,
+    )
 
 
 def test_div_by_zero_and_signed_zeros(vulkan):
@@ -279,8 +321,9 @@ def test_comparison_word_packing(vulkan, n):
     a, b = rand(n), rand(n)
     b[::2] = a[::2]
     x, y = dev(a), dev(b)
-    outs = [fn(x, y) for fn in (gpucore.eq, gpucore.ne, gpucore.lt, gpucore.le, gpucore.gt,
-                                gpucore.ge)]
+    outs = [
+        fn(x, y) for fn in (gpucore.eq, gpucore.ne, gpucore.lt, gpucore.le, gpucore.gt, gpucore.ge)
+    ]
     # outputs are neighbours in device memory: each must survive the others' whole-word writes
     for o, want in zip(outs, (a == b, a != b, a < b, a <= b, a > b, a >= b)):
         np.testing.assert_array_equal(o.numpy(), want)
@@ -320,17 +363,21 @@ def test_logical_not(vulkan, dtype):
 
 
 # ----------------------------------------------------------------------------- where
-@pytest.mark.parametrize("shapes", [
-    ((4097,), (4097,), (4097,)),
-    ((7, 1, 13), (5, 1), (13,)),
-    ((3, 1), (), (1, 4)),
-    ((1,), (6, 6), (6, 1)),
-])
+@pytest.mark.parametrize(
+    "shapes",
+    [
+        ((4097,), (4097,), (4097,)),
+        ((7, 1, 13), (5, 1), (13,)),
+        ((3, 1), (), (1, 4)),
+        ((1,), (6, 6), (6, 1)),
+    ],
+)
 def test_where_broadcast(vulkan, shapes):
     c = rand(*shapes[0]) > 0
     a, b = rand(*shapes[1]), rand(*shapes[2])
-    ops = assert_close_to_cpu(lambda m, p, q: gpucore.where(m, p, q), [dev(c), dev(a), dev(b)],
-                              rtol=0, atol=0)
+    ops = assert_close_to_cpu(
+        lambda m, p, q: gpucore.where(m, p, q), [dev(c), dev(a), dev(b)], rtol=0, atol=0
+    )
     ran_on_device(ops, "where")
 
 
@@ -338,8 +385,9 @@ def test_where_int32_and_nan_payloads(vulkan):
     c = rand(100) > 0
     a = RNG.integers(-(2**31), 2**31 - 1, 100, dtype=np.int32)
     b = RNG.integers(-5, 5, 100, dtype=np.int32)
-    ops = assert_close_to_cpu(lambda m, p, q: gpucore.where(m, p, q), [dev(c), dev(a), dev(b)],
-                              rtol=0, atol=0)
+    ops = assert_close_to_cpu(
+        lambda m, p, q: gpucore.where(m, p, q), [dev(c), dev(a), dev(b)], rtol=0, atol=0
+    )
     ran_on_device(ops, "where")
     # float bits are copied as they are
     f = np.float32([np.nan, -0.0, np.inf, 1.5])
@@ -365,9 +413,19 @@ def test_where_with_seven_dims_that_do_not_merge_runs_on_cpu(vulkan):
 
 
 # ----------------------------------------------------------------------------- clamp
-@pytest.mark.parametrize("bounds", [(-0.5, 0.5), (None, 0.25), (-0.25, None), (0, 1),
-                                    (-np.inf, np.inf), (1.0, -1.0), (float("nan"), None),
-                                    (None, float("nan"))])
+@pytest.mark.parametrize(
+    "bounds",
+    [
+        (-0.5, 0.5),
+        (None, 0.25),
+        (-0.25, None),
+        (0, 1),
+        (-np.inf, np.inf),
+        (1.0, -1.0),
+        (float("nan"), None),
+        (None, float("nan")),
+    ],
+)
 def test_clamp(vulkan, bounds):
     a = rand(4097)
     a[::11] = np.nan
@@ -389,8 +447,12 @@ def test_clamp_gradient(vulkan):
 
 # ----------------------------------------------------------------------------- casts
 CASTS = [
-    (np.float32, "int"), (np.float32, "bool"), (np.bool_, "float"), (np.bool_, "int"),
-    (np.int32, "float"), (np.int32, "bool"),
+    (np.float32, "int"),
+    (np.float32, "bool"),
+    (np.bool_, "float"),
+    (np.bool_, "int"),
+    (np.int32, "float"),
+    (np.int32, "bool"),
 ]
 
 
@@ -459,11 +521,29 @@ def test_dtypes_without_a_shader_run_on_cpu(vulkan):
 
 # ----------------------------------------------------------------------------- log1p
 def test_log1p(vulkan):
-    a = np.concatenate([
-        rand(1000, lo=-1e-6, hi=1e-6), rand(1000, lo=-0.99, hi=3.0), rand(1000, lo=3, hi=1e30),
-        np.float32([0.0, -0.0, -1.0, -1.5, np.inf, -np.inf, np.nan, 1e-40, 2.0**24, -0.2929,
-                    0.4142, 0.41421357]),
-    ])
+    a = np.concatenate(
+        [
+            rand(1000, lo=-1e-6, hi=1e-6),
+            rand(1000, lo=-0.99, hi=3.0),
+            rand(1000, lo=3, hi=1e30),
+            np.float32(
+                [
+                    0.0,
+                    -0.0,
+                    -1.0,
+                    -1.5,
+                    np.inf,
+                    -np.inf,
+                    np.nan,
+                    1e-40,
+                    2.0**24,
+                    -0.2929,
+                    0.4142,
+                    0.41421357,
+                ]
+            ),
+        ]
+    )
     got = dev(a).log1p().numpy()
     with np.errstate(all="ignore"):
         ref = np.log1p(a.astype(np.float64))
@@ -474,8 +554,21 @@ def test_log1p(vulkan):
 
 
 # ----------------------------------------------------------------------------- unary ops
-UNARY = ["neg", "abs", "exp", "log", "sqrt", "relu", "sigmoid", "tanh", "gelu", "sign", "sin",
-         "cos", "reciprocal"]
+UNARY = [
+    "neg",
+    "abs",
+    "exp",
+    "log",
+    "sqrt",
+    "relu",
+    "sigmoid",
+    "tanh",
+    "gelu",
+    "sign",
+    "sin",
+    "cos",
+    "reciprocal",
+]
 
 
 @pytest.mark.parametrize("view", VIEWS)

@@ -106,8 +106,15 @@ def test_gemm_bias_activation_epilogue(vulkan, variant, activation):
     m, n, k = 37, 21, 16
     A, B, bias = rand(m, k), rand(k, n), rand(n)
     out = vulkan.empty_array((m, n), np.float32)
-    G.gemm(vulkan, out, dev(vulkan, A), dev_t(vulkan, B), bias=dev(vulkan, bias),
-           activation=activation, variant=variant)
+    G.gemm(
+        vulkan,
+        out,
+        dev(vulkan, A),
+        dev_t(vulkan, B),
+        bias=dev(vulkan, bias),
+        activation=activation,
+        variant=variant,
+    )
     ref = act_ref(activation, A.astype(np.float64) @ B + bias)
     assert_norm_close(host(vulkan, out), ref)
 
@@ -118,8 +125,17 @@ def test_gemm_full_epilogue_batched(vulkan, variant):
     m, n, k = 6, 20, 9
     A, B, C0, bias = rand(2, m, k), rand(2, k, n), rand(2, m, n), rand(m, n)
     out = dev(vulkan, C0)
-    G.gemm(vulkan, out, dev(vulkan, A), dev(vulkan, B), alpha=1.5, beta=0.25,
-           bias=dev(vulkan, bias), activation="tanh", variant=variant)
+    G.gemm(
+        vulkan,
+        out,
+        dev(vulkan, A),
+        dev(vulkan, B),
+        alpha=1.5,
+        beta=0.25,
+        bias=dev(vulkan, bias),
+        activation="tanh",
+        variant=variant,
+    )
     ref = np.tanh(1.5 * (A.astype(np.float64) @ B) + 0.25 * C0 + bias)
     assert_norm_close(host(vulkan, out), ref)
 
@@ -134,9 +150,15 @@ def test_gemm_strided_out_and_k0(vulkan, variant):
     # K = 0: the product is zeros; bias and activation still apply
     out = vulkan.empty_array((m, n), np.float32)
     bias = rand(n)
-    G.gemm(vulkan, out, vulkan.empty_array((m, 0), np.float32),
-           vulkan.empty_array((0, n), np.float32), bias=dev(vulkan, bias), activation="relu",
-           variant=variant)
+    G.gemm(
+        vulkan,
+        out,
+        vulkan.empty_array((m, 0), np.float32),
+        vulkan.empty_array((0, n), np.float32),
+        bias=dev(vulkan, bias),
+        activation="relu",
+        variant=variant,
+    )
     np.testing.assert_array_equal(host(vulkan, out), np.broadcast_to(np.maximum(bias, 0), (m, n)))
 
 
@@ -179,8 +201,10 @@ def test_variant_choice(vulkan, monkeypatch):
 
 class _FakeCtx:
     def __init__(self, shared, invocations):
-        self.limits = {"maxComputeSharedMemorySize": shared,
-                       "maxComputeWorkGroupInvocations": invocations}
+        self.limits = {
+            "maxComputeSharedMemorySize": shared,
+            "maxComputeWorkGroupInvocations": invocations,
+        }
 
 
 def test_tiled_config_respects_device_limits():
@@ -207,8 +231,9 @@ def test_regblock_config():
 # Tall REGBLOCK blocks (M >= 2 * REGBLOCK_TALL_TM): M, N, K off every tile multiple, N narrower
 # and wider than one lane group, every B load mode (NN: vec4 along n, NT: vec4 along k, N odd:
 # scalar), with and without the epilogue.
-@pytest.mark.parametrize("shape", [(257, 37, 70), (300, 7, 13), (257, 65, 1)],
-                         ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize(
+    "shape", [(257, 37, 70), (300, 7, 13), (257, 65, 1)], ids=lambda s: "x".join(map(str, s))
+)
 @pytest.mark.parametrize("tb", [0, 1], ids=["NN", "NT"])
 def test_gemm_regblock_tall_blocks(vulkan, shape, tb):
     m, n, k = shape
@@ -220,8 +245,16 @@ def test_gemm_regblock_tall_blocks(vulkan, shape, tb):
     assert_norm_close(host(vulkan, out), A.astype(np.float64) @ B)
     out2 = vulkan.empty_array((2, m, n), np.float32)
     a2 = np.broadcast_to(dev(vulkan, A), (2, m, k))
-    G.gemm(vulkan, out2, a2, np.broadcast_to(b, (2, k, n)), alpha=0.5, bias=dev(vulkan, bias),
-           activation="relu", variant="regblock")
+    G.gemm(
+        vulkan,
+        out2,
+        a2,
+        np.broadcast_to(b, (2, k, n)),
+        alpha=0.5,
+        bias=dev(vulkan, bias),
+        activation="relu",
+        variant="regblock",
+    )
     ref = np.maximum(0.5 * (A.astype(np.float64) @ B) + bias, 0)
     assert_norm_close(host(vulkan, out2), np.broadcast_to(ref, (2, m, n)))
 
@@ -233,7 +266,7 @@ def test_matmul_op_broadcast_and_views(vulkan, variant, monkeypatch):
     A, B = rand(2, 1, 9, 6), rand(3, 13, 6)
     a, b = gpucore.tensor(A), gpucore.tensor(B)
     with gpucore.dispatch.trace_ops() as ops:
-        out = a @ b.mT                       # (2, 3, 9, 13), b transposed, a broadcast
+        out = a @ b.mT  # (2, 3, 9, 13), b transposed, a broadcast
         vec = a[0, 0] @ gpucore.tensor(B[0, 0])  # matrix @ vector
     assert ("matmul", "vulkan", (2, 3, 9, 13)) in ops
     assert_norm_close(out.numpy(), A.astype(np.float64) @ np.swapaxes(B, -1, -2))

@@ -17,16 +17,16 @@ RNG = np.random.default_rng(7)
 
 # (input shape, kernel, stride, padding, dilation)
 GEOMETRIES = [
-    ((1, 1, 1, 1), 1, 1, 0, 1),                  # a single pixel
-    ((2, 3, 8, 8), 3, 1, 1, 1),                  # the common 3x3 'same' conv
-    ((2, 3, 9, 7), (3, 2), 2, 1, (2, 1)),        # strided, dilated, rectangular
-    ((1, 2, 10, 11), 2, (3, 1), (0, 2), 1),      # padding wider than the kernel's reach
-    ((3, 4, 12, 12), 2, 2, 0, 1),                # pooling windows (no overlap)
+    ((1, 1, 1, 1), 1, 1, 0, 1),  # a single pixel
+    ((2, 3, 8, 8), 3, 1, 1, 1),  # the common 3x3 'same' conv
+    ((2, 3, 9, 7), (3, 2), 2, 1, (2, 1)),  # strided, dilated, rectangular
+    ((1, 2, 10, 11), 2, (3, 1), (0, 2), 1),  # padding wider than the kernel's reach
+    ((3, 4, 12, 12), 2, 2, 0, 1),  # pooling windows (no overlap)
     ((1, 5, 13, 9), (4, 3), (2, 3), (2, 1), (1, 2)),  # stride not dividing anything
-    ((1, 1, 64, 64), 1, 1, 0, 1),                # 4096 elements in and out
-    ((1, 1, 4097, 1), (2, 1), 1, 0, 1),          # 4097 in, 4096 out
-    ((1, 1, 4095, 1), 1, 1, 0, 1),               # 4095
-    ((2, 16, 28, 28), 5, 1, 2, 1),               # conv-sized: 2 x 400 x 784 columns
+    ((1, 1, 64, 64), 1, 1, 0, 1),  # 4096 elements in and out
+    ((1, 1, 4097, 1), (2, 1), 1, 0, 1),  # 4097 in, 4096 out
+    ((1, 1, 4095, 1), 1, 1, 0, 1),  # 4095
+    ((2, 16, 28, 28), 5, 1, 2, 1),  # conv-sized: 2 x 400 x 784 columns
 ]
 
 
@@ -70,10 +70,11 @@ def test_overlapping_windows_sum_in_cpu_order(vulkan):
     # magnitudes, where any other summation order rounds differently.
     shape, kw = (1, 2, 9, 9), dict(kernel_size=5, stride=1, padding=2, dilation=1)
     col_shape = tuple(on_cpu(nnops.im2col, gpucore.zeros(shape), **kw).shape)
-    col = (RNG.standard_normal(col_shape) * 10.0 ** RNG.integers(-6, 6, col_shape))
+    col = RNG.standard_normal(col_shape) * 10.0 ** RNG.integers(-6, 6, col_shape)
     col = col.astype(np.float32)
-    _exact(nnops.col2im(_dev(col), shape, **kw),
-           on_cpu(nnops.col2im, gpucore.tensor(col), shape, **kw))
+    _exact(
+        nnops.col2im(_dev(col), shape, **kw), on_cpu(nnops.col2im, gpucore.tensor(col), shape, **kw)
+    )
 
 
 def test_offset_and_strided_inputs(vulkan):
@@ -83,12 +84,15 @@ def test_offset_and_strided_inputs(vulkan):
     d = _dev(base)
     _exact(nnops.im2col(d[1:], **kw), on_cpu(nnops.im2col, gpucore.tensor(base[1:]), **kw))
     perm = np.ascontiguousarray(base.transpose(0, 1, 3, 2))
-    _exact(nnops.im2col(d.permute(0, 1, 3, 2), **kw),
-           on_cpu(nnops.im2col, gpucore.tensor(perm), **kw))
+    _exact(
+        nnops.im2col(d.permute(0, 1, 3, 2), **kw), on_cpu(nnops.im2col, gpucore.tensor(perm), **kw)
+    )
     cols = on_cpu(nnops.im2col, gpucore.tensor(base), **kw).numpy()
     dc = _dev(np.concatenate([cols, cols]))
-    _exact(nnops.col2im(dc[3:], base.shape, **kw),
-           on_cpu(nnops.col2im, gpucore.tensor(cols), base.shape, **kw))
+    _exact(
+        nnops.col2im(dc[3:], base.shape, **kw),
+        on_cpu(nnops.col2im, gpucore.tensor(cols), base.shape, **kw),
+    )
 
 
 def test_split_over_binding_limit(vulkan, monkeypatch):

@@ -69,8 +69,9 @@ class FakeVk:
     def vkGetPhysicalDeviceMemoryProperties(self, phys):  # noqa: N802
         # one memory type: device-local, host-visible and coherent (as lavapipe)
         t = SimpleNamespace(propertyFlags=0x7, heapIndex=0)
-        return SimpleNamespace(memoryTypes=[t], memoryTypeCount=1,
-                               memoryHeaps=[SimpleNamespace(size=1 << 30)])
+        return SimpleNamespace(
+            memoryTypes=[t], memoryTypeCount=1, memoryHeaps=[SimpleNamespace(size=1 << 30)]
+        )
 
     def vkDestroyBuffer(self, dev, buf, _):  # noqa: N802
         self.buffers.remove(buf)
@@ -80,8 +81,15 @@ class FakeVk:
 
 
 def _alloc(vk, host_visible: bool):
-    return SimpleNamespace(vk=vk, device=object(), device_type=0, staging_type=1,
-                           host_visible=host_visible, live_bytes=0, heap_size=1 << 30)
+    return SimpleNamespace(
+        vk=vk,
+        device=object(),
+        device_type=0,
+        staging_type=1,
+        host_visible=host_visible,
+        live_bytes=0,
+        heap_size=1 << 30,
+    )
 
 
 @pytest.mark.parametrize("host_visible", [True, False])
@@ -108,8 +116,9 @@ def test_releases_after_destroy_are_ignored():
     # At exit the context is destroyed before the finalizers of tensors still alive run: their
     # releases must not touch the destroyed blocks (no error, no second free).
     vk = FakeVk()
-    a = memory.Allocator(vk, None, None, {"maxStorageBufferRange": 4096,
-                                           "minStorageBufferOffsetAlignment": 64})
+    a = memory.Allocator(
+        vk, None, None, {"maxStorageBufferRange": 4096, "minStorageBufferOffsetAlignment": 64}
+    )
     owner = a.alloc(8192)  # larger than a block: a dedicated block, dropped when released
     blk = a.blocks[0]
     assert blk.dedicated and a.live_bytes == 8192
@@ -124,8 +133,9 @@ def test_the_block_index_is_replaced_never_mutated():
     # locate() runs without the lock in any thread: a block added or dropped meanwhile must not
     # leave it a pointer list and a block list out of step (a wrong block and a negative offset).
     vk = FakeVk()
-    a = memory.Allocator(vk, None, None, {"maxStorageBufferRange": 4096,
-                                           "minStorageBufferOffsetAlignment": 64})
+    a = memory.Allocator(
+        vk, None, None, {"maxStorageBufferRange": 4096, "minStorageBufferOffsetAlignment": 64}
+    )
     arrays = [a.alloc(4096) for _ in range(3)]  # a full block each
     snapshot = a._index
     frozen = (list(snapshot[0]), list(snapshot[1]))

@@ -47,8 +47,9 @@ def check(fn, *arrays, rtol=1e-5, atol=1e-6, op=None, view=None):
     refs = ref if isinstance(ref, tuple) else (ref,)
     for o, r in zip(outs, refs):
         assert o.shape == r.shape, (o.shape, r.shape)
-        np.testing.assert_allclose(o.cpu().numpy().astype(np.float64),
-                                   r.numpy().astype(np.float64), rtol=rtol, atol=atol)
+        np.testing.assert_allclose(
+            o.cpu().numpy().astype(np.float64), r.numpy().astype(np.float64), rtol=rtol, atol=atol
+        )
     if op is not None:
         assert any(n == op and b == "vulkan" for n, b, _ in ops), ops
     return outs
@@ -56,11 +57,18 @@ def check(fn, *arrays, rtol=1e-5, atol=1e-6, op=None, view=None):
 
 # ----------------------------------------------------------------------------- softmax
 SHAPES = [
-    ((1,), 0), ((4095,), 0), ((4096,), 0), ((4097,), 0),
-    ((3, 100003), 1),     # long rows: stats per chunk, then combine
-    ((100003, 3), 0),     # long columns: likewise
-    ((64, 300), 1), ((300, 64), 0), ((66000, 64), 1),
-    ((8, 16, 33), 1), ((8, 16, 33), 0), ((8, 16, 33), 2),
+    ((1,), 0),
+    ((4095,), 0),
+    ((4096,), 0),
+    ((4097,), 0),
+    ((3, 100003), 1),  # long rows: stats per chunk, then combine
+    ((100003, 3), 0),  # long columns: likewise
+    ((64, 300), 1),
+    ((300, 64), 0),
+    ((66000, 64), 1),
+    ((8, 16, 33), 1),
+    ((8, 16, 33), 0),
+    ((8, 16, 33), 2),
 ]
 
 
@@ -74,13 +82,24 @@ def test_softmax_forward_and_backward(variant, shape, dim):
     y = (y / y.sum(dim, keepdims=True)).astype(np.float32)
     ly = np.log(y).astype(np.float32)
     check(lambda a, b: apply(nnops.SOFTMAX_BACKWARD, a, b, dim=dim), g, y, op="softmax_backward")
-    check(lambda a, b: apply(nnops.LOG_SOFTMAX_BACKWARD, a, b, dim=dim), g, ly,
-          op="log_softmax_backward", atol=1e-5)
+    check(
+        lambda a, b: apply(nnops.LOG_SOFTMAX_BACKWARD, a, b, dim=dim),
+        g,
+        ly,
+        op="log_softmax_backward",
+        atol=1e-5,
+    )
 
 
-@pytest.mark.parametrize("view", [
-    lambda t: t.transpose(0, 1), lambda t: t[::2, 3:], lambda t: t.t()[::3],
-], ids=["transpose", "slice", "t-slice"])
+@pytest.mark.parametrize(
+    "view",
+    [
+        lambda t: t.transpose(0, 1),
+        lambda t: t[::2, 3:],
+        lambda t: t.t()[::3],
+    ],
+    ids=["transpose", "slice", "t-slice"],
+)
 def test_softmax_non_contiguous(variant, view):
     x = RNG.standard_normal((150, 90)).astype(np.float32)
     for dim in (0, 1):
@@ -89,8 +108,16 @@ def test_softmax_non_contiguous(variant, view):
 
 
 def test_softmax_is_stable(variant):
-    rows = np.array([[1000, 1000, 1000], [1000, -1000, 0], [-1000, -1000, -1000],
-                     [0, -np.inf, 1], [88, 89, 90]], np.float32)
+    rows = np.array(
+        [
+            [1000, 1000, 1000],
+            [1000, -1000, 0],
+            [-1000, -1000, -1000],
+            [0, -np.inf, 1],
+            [88, 89, 90],
+        ],
+        np.float32,
+    )
     sm = dev(rows).softmax(1).cpu().numpy()
     np.testing.assert_allclose(sm[0], [1 / 3] * 3, rtol=1e-6)
     np.testing.assert_array_equal(sm[1], [1, 0, 0])
@@ -126,13 +153,19 @@ def test_cross_entropy_forward_and_backward(variant, n, c):
     logits = (RNG.standard_normal((n, c)) * 4).astype(np.float32)
     target = RNG.integers(0, c, n).astype(np.int64)
     target[::5] = -100  # ignored rows
-    check(lambda a, t: apply(nnops.XENT, a, t, ignore_index=-100), logits, target,
-          op="cross_entropy")
-    loss, lse = apply(nnops.XENT, gpucore.tensor(logits), gpucore.tensor(target),
-                      ignore_index=-100)
+    check(
+        lambda a, t: apply(nnops.XENT, a, t, ignore_index=-100), logits, target, op="cross_entropy"
+    )
+    loss, lse = apply(nnops.XENT, gpucore.tensor(logits), gpucore.tensor(target), ignore_index=-100)
     g = RNG.standard_normal(n).astype(np.float32)
-    check(lambda a, t, s, h: apply(nnops.XENT_BACKWARD, a, t, s, h, ignore_index=-100),
-          logits, target, lse.numpy(), g, op="cross_entropy_backward")
+    check(
+        lambda a, t, s, h: apply(nnops.XENT_BACKWARD, a, t, s, h, ignore_index=-100),
+        logits,
+        target,
+        lse.numpy(),
+        g,
+        op="cross_entropy_backward",
+    )
 
 
 def test_cross_entropy_ignore_index_and_large_logits(variant):
@@ -140,13 +173,20 @@ def test_cross_entropy_ignore_index_and_large_logits(variant):
     target = RNG.integers(0, 300, 50).astype(np.int64)
     target[[3, 9]] = 7
     for ign in (7, 299, 2**40):
-        check(lambda a, t, ign=ign: apply(nnops.XENT, a, t, ignore_index=ign), logits, target,
-              op="cross_entropy", rtol=1e-5, atol=1e-3)
+        check(
+            lambda a, t, ign=ign: apply(nnops.XENT, a, t, ignore_index=ign),
+            logits,
+            target,
+            op="cross_entropy",
+            rtol=1e-5,
+            atol=1e-3,
+        )
     with gpucore.dispatch.trace_ops() as ops:
         loss = gpucore.nn.functional.cross_entropy(dev(logits), dev(target), ignore_index=7)
     with gpucore.device_policy("cpu"):
-        ref = gpucore.nn.functional.cross_entropy(gpucore.tensor(logits), gpucore.tensor(target),
-                                                  ignore_index=7)
+        ref = gpucore.nn.functional.cross_entropy(
+            gpucore.tensor(logits), gpucore.tensor(target), ignore_index=7
+        )
     assert ("cross_entropy", "vulkan") in [o[:2] for o in ops]
     np.testing.assert_allclose(loss.item(), ref.item(), rtol=1e-5)
 
@@ -154,8 +194,12 @@ def test_cross_entropy_ignore_index_and_large_logits(variant):
 def test_bad_host_targets_raise_as_on_the_cpu(vulkan):
     logits = dev(RNG.standard_normal((6, 5)).astype(np.float32))
     F = gpucore.nn.functional
-    for bad, ign in (([0, 1, 5, 2, 3, 4], -100), ([0, -1, -100, 1, 2, 3], -100),
-                     ([0, -3, 4, 1, 2, 3], -100), ([0, -100, 4, 1, 2, 3], -1)):
+    for bad, ign in (
+        ([0, 1, 5, 2, 3, 4], -100),
+        ([0, -1, -100, 1, 2, 3], -100),
+        ([0, -3, 4, 1, 2, 3], -100),
+        ([0, -100, 4, 1, 2, 3], -1),
+    ):
         with gpucore.dispatch.trace_ops() as ops:
             with pytest.raises(GpucoreIndexError, match="out of range") as e:
                 F.cross_entropy(logits, gpucore.tensor(bad), ignore_index=ign)
@@ -226,8 +270,16 @@ def test_mlp_loss_gradients_match_cpu(variant):
     with gpucore.device_policy("cpu"):
         ref_loss, ref_grads = _mlp_grads(x, y, params)
     ran = {n for n, b, _ in ops if b == "vulkan"}
-    assert {"cross_entropy", "cross_entropy_backward", "sum", "mean", "log_softmax",
-            "softmax", "amax", "max_dim"} <= ran, ran
+    assert {
+        "cross_entropy",
+        "cross_entropy_backward",
+        "sum",
+        "mean",
+        "log_softmax",
+        "softmax",
+        "amax",
+        "max_dim",
+    } <= ran, ran
     np.testing.assert_allclose(loss.item(), ref_loss.item(), rtol=1e-4)
     for g, r in zip(grads, ref_grads):
         np.testing.assert_allclose(g.cpu().numpy(), r.numpy(), rtol=1e-4, atol=1e-6)

@@ -34,23 +34,40 @@ def steps(make, p0, grads, device):
 
 CASES = [
     ("sgd", lambda ps: optim.SGD(ps, lr=0.1), lambda p, g: ref.sgd(p, g, 0.1)),
-    ("sgd_momentum", lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, dampening=0.2),
-     lambda p, g: ref.sgd(p, g, 0.1, 0.9, 0.2)),
-    ("sgd_nesterov", lambda ps: optim.SGD(ps, lr=0.05, momentum=0.8, nesterov=True,
-                                          weight_decay=0.1, maximize=True),
-     lambda p, g: ref.sgd(p, g, 0.05, 0.8, 0.0, 0.1, True, True)),
+    (
+        "sgd_momentum",
+        lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, dampening=0.2),
+        lambda p, g: ref.sgd(p, g, 0.1, 0.9, 0.2),
+    ),
+    (
+        "sgd_nesterov",
+        lambda ps: optim.SGD(
+            ps, lr=0.05, momentum=0.8, nesterov=True, weight_decay=0.1, maximize=True
+        ),
+        lambda p, g: ref.sgd(p, g, 0.05, 0.8, 0.0, 0.1, True, True),
+    ),
     ("adam", lambda ps: optim.Adam(ps, lr=0.01), lambda p, g: ref.adam(p, g, 0.01)),
-    ("adam_amsgrad_wd", lambda ps: optim.Adam(ps, lr=0.01, amsgrad=True, weight_decay=0.1,
-                                              betas=(0.3, 0.9)),
-     lambda p, g: ref.adam(p, g, 0.01, (0.3, 0.9), amsgrad=True, weight_decay=0.1)),
-    ("adamw", lambda ps: optim.AdamW(ps, lr=0.01, weight_decay=0.2, maximize=True),
-     lambda p, g: ref.adam(p, g, 0.01, weight_decay=0.2, decoupled=True, maximize=True)),
+    (
+        "adam_amsgrad_wd",
+        lambda ps: optim.Adam(ps, lr=0.01, amsgrad=True, weight_decay=0.1, betas=(0.3, 0.9)),
+        lambda p, g: ref.adam(p, g, 0.01, (0.3, 0.9), amsgrad=True, weight_decay=0.1),
+    ),
+    (
+        "adamw",
+        lambda ps: optim.AdamW(ps, lr=0.01, weight_decay=0.2, maximize=True),
+        lambda p, g: ref.adam(p, g, 0.01, weight_decay=0.2, decoupled=True, maximize=True),
+    ),
     ("rmsprop", lambda ps: optim.RMSprop(ps, lr=0.01), lambda p, g: ref.rmsprop(p, g, 0.01)),
-    ("rmsprop_centered_momentum",
-     lambda ps: optim.RMSprop(ps, lr=0.01, centered=True, momentum=0.9, weight_decay=0.05),
-     lambda p, g: ref.rmsprop(p, g, 0.01, centered=True, momentum=0.9, weight_decay=0.05)),
-    ("rmsprop_momentum", lambda ps: optim.RMSprop(ps, lr=0.01, momentum=0.5, alpha=0.4),
-     lambda p, g: ref.rmsprop(p, g, 0.01, alpha=0.4, momentum=0.5)),
+    (
+        "rmsprop_centered_momentum",
+        lambda ps: optim.RMSprop(ps, lr=0.01, centered=True, momentum=0.9, weight_decay=0.05),
+        lambda p, g: ref.rmsprop(p, g, 0.01, centered=True, momentum=0.9, weight_decay=0.05),
+    ),
+    (
+        "rmsprop_momentum",
+        lambda ps: optim.RMSprop(ps, lr=0.01, momentum=0.5, alpha=0.4),
+        lambda p, g: ref.rmsprop(p, g, 0.01, alpha=0.4, momentum=0.5),
+    ),
 ]
 
 
@@ -175,5 +192,4 @@ def test_device_training_and_state_dict_load_on_cpu(vulkan, tmp_path):
         assert opt2.param_groups[0]["lr"] == 0.01
         w2, _ = train("cpu", opt2, w2)
     w3, _ = train("vulkan", opt, w)
-    np.testing.assert_allclose(w2.detach().numpy(), w3.detach().cpu().numpy(), rtol=1e-4,
-                               atol=1e-6)
+    np.testing.assert_allclose(w2.detach().numpy(), w3.detach().cpu().numpy(), rtol=1e-4, atol=1e-6)

@@ -19,11 +19,14 @@ RNG = np.random.default_rng(17)
 # (input shape, F.max_pool2d keyword arguments, windows overlap)
 GEOMETRIES = [
     ((2, 3, 8, 8), dict(kernel_size=2), False),
-    ((64, 16, 28, 28), dict(kernel_size=2), False),                 # the CNN's first pool
+    ((64, 16, 28, 28), dict(kernel_size=2), False),  # the CNN's first pool
     ((2, 3, 9, 7), dict(kernel_size=3, stride=2, padding=1), True),
     ((1, 2, 10, 11), dict(kernel_size=3, stride=1, padding=1), True),
-    ((2, 2, 10, 11), dict(kernel_size=(3, 2), stride=(1, 2), padding=(1, 1), dilation=(2, 1)),
-     True),
+    (
+        (2, 2, 10, 11),
+        dict(kernel_size=(3, 2), stride=(1, 2), padding=(1, 1), dilation=(2, 1)),
+        True,
+    ),
     ((2, 3, 8, 7), dict(kernel_size=3, stride=2, ceil_mode=True), True),
     ((2, 3, 7, 6), dict(kernel_size=2, stride=2, padding=1, ceil_mode=True), False),
     ((1, 1, 4097, 3), dict(kernel_size=(2, 3), stride=(2, 1)), False),  # long column

@@ -51,8 +51,9 @@ def test_words_and_uniform_bit_exact(vulkan, n, stream):
     seed, off = stream
     words = np.empty(n, np.uint32)
     _cpu.philox(seed, off, words)
-    np.testing.assert_array_equal(_device_fill(vulkan, n, R.WORDS, seed, off, dtype=np.uint32),
-                                  words)
+    np.testing.assert_array_equal(
+        _device_fill(vulkan, n, R.WORDS, seed, off, dtype=np.uint32), words
+    )
     for low, high in ((0.0, 1.0), (-2.5, 3.7), (1e-3, 1e6)):
         ref = np.empty(n, np.float32)
         _cpu.uniform(seed, off, ref, low, high)
@@ -133,8 +134,12 @@ def test_offsets_advance_identically(vulkan):
     # The same sequence of draws, alternating devices, gives the all-CPU numbers and state.
     def seq(devs):
         gpucore.manual_seed(77)
-        out = [gpucore.rand(5, device=devs[0]), gpucore.randn(9, device=devs[1]),
-               gpucore.rand(4096, device=devs[2]), gpucore.randn(1, device=devs[3])]
+        out = [
+            gpucore.rand(5, device=devs[0]),
+            gpucore.randn(9, device=devs[1]),
+            gpucore.rand(4096, device=devs[2]),
+            gpucore.randn(1, device=devs[3]),
+        ]
         return [t.cpu().numpy() for t in out], gpucore.get_rng_state()
 
     mixed, s1 = seq(["vulkan", "cpu", "vulkan", "vulkan"])

@@ -53,8 +53,9 @@ def check(fn, *arrays, rtol=1e-5, atol=1e-6, op=None, view=None):
         if a.dtype == np.int64:
             np.testing.assert_array_equal(a, b)
         else:
-            np.testing.assert_allclose(a.astype(np.float64), b.astype(np.float64), rtol=rtol,
-                                       atol=atol)
+            np.testing.assert_allclose(
+                a.astype(np.float64), b.astype(np.float64), rtol=rtol, atol=atol
+            )
     if op is not None:
         assert any(n == op and b == "vulkan" for n, b, _ in ops), ops
     return outs
@@ -131,16 +132,19 @@ def test_values_and_indices_along_a_dim(variant, dim, keepdim):
     check(lambda t: t.argmin(dim, keepdim=keepdim), x, op="argmin")
 
 
-@pytest.mark.parametrize("shape,dim", [
-    ((3, 100003), 1),     # few long rows: split into chunks, partials reduced again
-    ((100003, 3), 0),     # long columns: split too
-    ((2, 50001, 3), 1),
-    ((300, 4097), 1),     # many rows: one workgroup each
-    ((4097, 300), 0),
-    ((1, 1, 4097), 2),
-    ((66000, 64), 1),     # more workgroups than one grid row holds (65535): a 2-D grid
-    ((64, 66000), 0),
-])
+@pytest.mark.parametrize(
+    "shape,dim",
+    [
+        ((3, 100003), 1),  # few long rows: split into chunks, partials reduced again
+        ((100003, 3), 0),  # long columns: split too
+        ((2, 50001, 3), 1),
+        ((300, 4097), 1),  # many rows: one workgroup each
+        ((4097, 300), 0),
+        ((1, 1, 4097), 2),
+        ((66000, 64), 1),  # more workgroups than one grid row holds (65535): a 2-D grid
+        ((64, 66000), 0),
+    ],
+)
 def test_long_rows_and_columns(variant, shape, dim):
     x = RNG.standard_normal(shape).astype(np.float32)
     check(lambda t: t.sum(dim), x, op="sum", atol=1e-4)
@@ -149,12 +153,16 @@ def test_long_rows_and_columns(variant, shape, dim):
     check(lambda t: t.argmin(dim), x, op="argmin")
 
 
-@pytest.mark.parametrize("view", [
-    lambda t: t.transpose(0, 1),
-    lambda t: t[::2, 1:],
-    lambda t: t.unsqueeze(1).expand(-1, 3, -1),
-    lambda t: t.t()[:, ::3],
-], ids=["transpose", "slice", "expand", "t-slice"])
+@pytest.mark.parametrize(
+    "view",
+    [
+        lambda t: t.transpose(0, 1),
+        lambda t: t[::2, 1:],
+        lambda t: t.unsqueeze(1).expand(-1, 3, -1),
+        lambda t: t.t()[:, ::3],
+    ],
+    ids=["transpose", "slice", "expand", "t-slice"],
+)
 def test_non_contiguous_inputs(variant, view):
     x = RNG.standard_normal((130, 70)).astype(np.float32)
     check(lambda t: t.sum(0), x, view=view, op="sum")

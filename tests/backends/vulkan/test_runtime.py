@@ -48,8 +48,14 @@ def backends(ops, name=None) -> list:
 def _run(code: str, timeout: float = 300, **env) -> subprocess.CompletedProcess:
     e = {k: v for k, v in os.environ.items() if not k.startswith("GPUCORE_")}
     e.update(env)
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, env=e, timeout=timeout, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=e,
+        timeout=timeout,
+        cwd=ROOT,
+    )
 
 
 @pytest.fixture
@@ -102,8 +108,8 @@ def test_small_ops_on_device_tensors_go_back_to_the_cpu_under_auto(auto):
     dispatch.set_threshold(4096)
     big = gpucore.tensor(rand(8192))
     with dispatch.trace_ops() as ops:
-        d = big.exp()               # on the device
-        s = d[:10] + 1.0            # 10 elements: CPU, reading device memory
+        d = big.exp()  # on the device
+        s = d[:10] + 1.0  # 10 elements: CPU, reading device memory
     assert backends(ops, "exp") == ["vulkan"] and backends(ops, "add") == ["cpu"]
     np.testing.assert_allclose(s.numpy(), np.exp(big.numpy()[:10]) + 1.0, rtol=2e-6)
 
@@ -286,8 +292,13 @@ def test_odd_shaped_broadcast(vulkan):
 
 def test_non_contiguous_views(vulkan):
     base = dev(rand(12, 16, 10))
-    views = [base.transpose(0, 2), base[2:9:3, ::2], base.permute(1, 2, 0)[3:, :, 1:],
-             base[:, :1, :].expand(12, 7, 10), base[5].t()]
+    views = [
+        base.transpose(0, 2),
+        base[2:9:3, ::2],
+        base.permute(1, 2, 0)[3:, :, 1:],
+        base[:, :1, :].expand(12, 7, 10),
+        base[5].t(),
+    ]
     for v in views:
         other = dev(rand(*v.shape[-1:]))
         ops = assert_close_to_cpu(expr, [v, other], rtol=3e-6, atol=1e-6)
@@ -296,12 +307,16 @@ def test_non_contiguous_views(vulkan):
 
 
 # ----------------------------------------------------------------------------- device moves
-@pytest.mark.parametrize("arr", [
-    np.arange(12, dtype=np.float32).reshape(3, 4),
-    np.arange(12, dtype=np.int64).reshape(3, 4)[:, ::2],
-    np.array([True, False, True]),
-    np.float32(3.5),
-], ids=["f32", "i64-strided", "bool", "0d"])
+@pytest.mark.parametrize(
+    "arr",
+    [
+        np.arange(12, dtype=np.float32).reshape(3, 4),
+        np.arange(12, dtype=np.int64).reshape(3, 4)[:, ::2],
+        np.array([True, False, True]),
+        np.float32(3.5),
+    ],
+    ids=["f32", "i64-strided", "bool", "0d"],
+)
 def test_to_and_from_the_device_round_trip(vulkan, arr):
     t = gpucore.tensor(arr)
     d = t.to("vulkan")
@@ -334,8 +349,9 @@ def test_gradients_move_back_across_devices(vulkan):
     assert y.device.type == "cpu"
     y.sum().backward()
     assert x.grad.device.type == "cpu"
-    np.testing.assert_allclose(x.grad.numpy(), 2 * a + np.exp(a.astype(np.float64)), rtol=1e-5,
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        x.grad.numpy(), 2 * a + np.exp(a.astype(np.float64)), rtol=1e-5, atol=1e-6
+    )
 
     w = dev(a).requires_grad_()  # a device leaf, its loss computed on the CPU
     loss = (w.cpu() * 3.0).sum()
@@ -362,14 +378,13 @@ def work(x, y, i):
     z = x * (i + 1.0) + y
     for _ in range(5):
         z = gpucore.where(z > y, z - y, z * y).clamp(-4.0, 4.0).tanh() + x
-    return (z ** 2 - x).exp()
+    return (z**2 - x).exp()
 
 
 def test_threads_issue_device_ops_concurrently(vulkan):
     inputs = [(dev(rand(5000)), dev(rand(5000))) for _ in range(8)]
     shared = dev(rand(5000))
-    serial = [work(x, shared, i).numpy() + work(x, y, i).numpy()
-              for i, (x, y) in enumerate(inputs)]
+    serial = [work(x, shared, i).numpy() + work(x, y, i).numpy() for i, (x, y) in enumerate(inputs)]
     results: list = [None] * 8
     errors: list = []
     start = threading.Barrier(8)
@@ -394,8 +409,7 @@ def test_threads_issue_device_ops_concurrently(vulkan):
         np.testing.assert_array_equal(got, want)
     # and the serial results are the CPU's
     x, y = inputs[3]
-    ref = on_cpu(lambda: work(x.cpu(), shared.cpu(), 3).numpy() + work(x.cpu(), y.cpu(), 3)
-                 .numpy())
+    ref = on_cpu(lambda: work(x.cpu(), shared.cpu(), 3).numpy() + work(x.cpu(), y.cpu(), 3).numpy())
     np.testing.assert_allclose(serial[3], ref, rtol=2e-5, atol=1e-5)
 
 

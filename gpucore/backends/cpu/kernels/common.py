@@ -25,7 +25,7 @@ _FLOAT = (np.dtype(np.float32), np.dtype(np.float64))
 
 def _codes(prefix: str) -> dict:
     """{op name: code} of the extension's ``<prefix>*`` constants (``UNARY_NEG`` -> ``"neg"``)."""
-    return {n[len(prefix):].lower(): getattr(_cpu, n) for n in dir(_cpu) if n.startswith(prefix)}
+    return {n[len(prefix) :].lower(): getattr(_cpu, n) for n in dir(_cpu) if n.startswith(prefix)}
 
 
 UNARY = _codes("UNARY_")

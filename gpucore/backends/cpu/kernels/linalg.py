@@ -41,8 +41,20 @@ def _matmul(out, a, b):
     abuf, ta, sa = _gemm_operand(a)
     bbuf, tb, sb = _gemm_operand(b)
     _cpu.gemm(
-        abuf.reshape(-1), bbuf.reshape(-1), out.reshape(-1), batch, m, n, k, ta, tb, 1.0, 0.0,
-        sa, sb, m * n,
+        abuf.reshape(-1),
+        bbuf.reshape(-1),
+        out.reshape(-1),
+        batch,
+        m,
+        n,
+        k,
+        ta,
+        tb,
+        1.0,
+        0.0,
+        sa,
+        sb,
+        m * n,
     )
 
 
@@ -56,6 +68,20 @@ def _linear(out, x, w, b=None):
         b = np.ascontiguousarray(b)
     # w is [out, in]: the product uses it transposed, which folds into the packing.
     _cpu.gemm_ex(
-        xbuf.reshape(-1), wbuf.reshape(-1), out.reshape(-1), 1, m, n, k, tx, 1 - tw, 1.0, 0.0,
-        0, 0, m * n, b, -1,
+        xbuf.reshape(-1),
+        wbuf.reshape(-1),
+        out.reshape(-1),
+        1,
+        m,
+        n,
+        k,
+        tx,
+        1 - tw,
+        1.0,
+        0.0,
+        0,
+        0,
+        m * n,
+        b,
+        -1,
     )

@@ -51,9 +51,7 @@ def _xent(outs, logits, target, ignore_index):
 @kernel("cross_entropy_backward")
 def _xent_bwd(out, logits, target, lse, g, ignore_index):
     n, c = logits.shape
-    _cpu.cross_entropy_backward(
-        _c(logits), _c(target), _c(lse), _c(g), out, n, c, ignore_index
-    )
+    _cpu.cross_entropy_backward(_c(logits), _c(target), _c(lse), _c(g), out, n, c, ignore_index)
 
 
 # ----------------------------------------------------------------------------- im2col, conv2d
@@ -73,8 +71,22 @@ def _col2im(out, col, shape, kernel, stride, padding, dilation):
 def _conv2d(out, x, w, b=None, *, stride, padding, dilation):
     n, c, h, wd = x.shape
     o, _, kh, kw = w.shape
-    _cpu.conv2d_forward(_c(x), _c(w), None if b is None else _c(b), out, n, c, h, wd, kh, kw,
-                        *stride, *padding, *dilation, o)
+    _cpu.conv2d_forward(
+        _c(x),
+        _c(w),
+        None if b is None else _c(b),
+        out,
+        n,
+        c,
+        h,
+        wd,
+        kh,
+        kw,
+        *stride,
+        *padding,
+        *dilation,
+        o,
+    )
 
 
 @kernel("conv2d_backward")
@@ -82,5 +94,6 @@ def _conv2d_backward(outs, x, w, g, *, need, stride, padding, dilation):
     n, c, h, wd = x.shape
     o, _, kh, kw = w.shape
     gx, gw, gb = (t if nd else None for t, nd in zip(outs, need))
-    _cpu.conv2d_backward(_c(x), _c(w), _c(g), gx, gw, gb, n, c, h, wd, kh, kw, *stride,
-                         *padding, *dilation, o)
+    _cpu.conv2d_backward(
+        _c(x), _c(w), _c(g), gx, gw, gb, n, c, h, wd, kh, kw, *stride, *padding, *dilation, o
+    )

@@ -10,31 +10,84 @@ from .common import kernel
 
 def _inplace_only(out, name):
     if out is not None:
-        raise TypeError(f"{name} updates its inputs in place and has no output; run it with "
-                        "gpucore.ops.optim_ops.fused_update, not apply()")
+        raise TypeError(
+            f"{name} updates its inputs in place and has no output; run it with "
+            "gpucore.ops.optim_ops.fused_update, not apply()"
+        )
 
 
 @kernel("sgd_step")
-def _sgd_step(out, param, grad, *buf, lr, momentum, dampening, weight_decay, nesterov, maximize,
-              first):
+def _sgd_step(
+    out, param, grad, *buf, lr, momentum, dampening, weight_decay, nesterov, maximize, first
+):
     _inplace_only(out, "sgd_step")
-    _cpu.sgd_step(param, grad, buf[0] if buf else None, lr, momentum, dampening, weight_decay,
-                  int(nesterov), int(maximize), int(first))
+    _cpu.sgd_step(
+        param,
+        grad,
+        buf[0] if buf else None,
+        lr,
+        momentum,
+        dampening,
+        weight_decay,
+        int(nesterov),
+        int(maximize),
+        int(first),
+    )
 
 
 @kernel("adam_step")
-def _adam_step(out, param, grad, exp_avg, exp_avg_sq, *vmax, step, lr, beta1, beta2, eps,
-               weight_decay, amsgrad, decoupled, maximize):
+def _adam_step(
+    out,
+    param,
+    grad,
+    exp_avg,
+    exp_avg_sq,
+    *vmax,
+    step,
+    lr,
+    beta1,
+    beta2,
+    eps,
+    weight_decay,
+    amsgrad,
+    decoupled,
+    maximize,
+):
     _inplace_only(out, "adam_step")
-    _cpu.adam_step(param, grad, exp_avg, exp_avg_sq, vmax[0] if amsgrad else None, step, lr,
-                   beta1, beta2, eps, weight_decay, int(decoupled), int(maximize))
+    _cpu.adam_step(
+        param,
+        grad,
+        exp_avg,
+        exp_avg_sq,
+        vmax[0] if amsgrad else None,
+        step,
+        lr,
+        beta1,
+        beta2,
+        eps,
+        weight_decay,
+        int(decoupled),
+        int(maximize),
+    )
 
 
 @kernel("rmsprop_step")
-def _rmsprop_step(out, param, grad, square_avg, *rest, lr, alpha, eps, weight_decay, momentum,
-                  centered, maximize):
+def _rmsprop_step(
+    out, param, grad, square_avg, *rest, lr, alpha, eps, weight_decay, momentum, centered, maximize
+):
     _inplace_only(out, "rmsprop_step")
     grad_avg = rest[0] if centered else None
     buf = rest[-1] if momentum > 0 else None
-    _cpu.rmsprop_step(param, grad, square_avg, grad_avg, buf, lr, alpha, eps, weight_decay,
-                      momentum, int(maximize))
+    _cpu.rmsprop_step(
+        param,
+        grad,
+        square_avg,
+        grad_avg,
+        buf,
+        lr,
+        alpha,
+        eps,
+        weight_decay,
+        momentum,
+        int(maximize),
+    )

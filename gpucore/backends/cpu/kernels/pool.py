@@ -16,8 +16,7 @@ def _max_pool2d(outs, x, kernel, stride, padding, dilation, ceil_mode, src):
     oh, ow = vals.shape[2:]
     if n * c == 0:
         return
-    _cpu.max_pool2d(_c(x), vals, idx, n * c, h, w, *kernel, *stride, *padding, *dilation,
-                    oh, ow)
+    _cpu.max_pool2d(_c(x), vals, idx, n * c, h, w, *kernel, *stride, *padding, *dilation, oh, ow)
 
 
 @kernel("max_pool2d_backward")
@@ -29,8 +28,9 @@ def _max_pool2d_backward(out, g, indices, input_shape, kernel, stride, padding, 
     if n * c == 0:
         return
     try:
-        _cpu.max_pool2d_backward(_c(g), _c(indices), out, n * c, h, w, *kernel, *stride,
-                                 *padding, *dilation, oh, ow)
+        _cpu.max_pool2d_backward(
+            _c(g), _c(indices), out, n * c, h, w, *kernel, *stride, *padding, *dilation, oh, ow
+        )
     except IndexError:
         _check_index(indices, h * w, "max_pool2d_backward")
         raise

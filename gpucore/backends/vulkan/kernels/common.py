@@ -72,8 +72,16 @@ def contiguous(be, arr: np.ndarray) -> np.ndarray:
     return out
 
 
-def launch(be, shader: str, spec: tuple, operands, push: np.ndarray, groups: tuple,
-           local: int | None = None, label: str = ""):
+def launch(
+    be,
+    shader: str,
+    spec: tuple,
+    operands,
+    push: np.ndarray,
+    groups: tuple,
+    local: int | None = None,
+    label: str = "",
+):
     """Record one dispatch. operands: [(array, writes?)] in binding order."""
     local = local or local_size(be)
     ctx = be.ctx
@@ -120,15 +128,17 @@ def try_fuse(be, code: int, name: str, out: np.ndarray, *inputs: np.ndarray) -> 
             in_ops.append((be.operand(x), True))
         else:
             return False
-    return stream.elementwise(code, name, n, be.operand(out), in_ops, (out,) + inputs,
-                              flat_local_size(be))
+    return stream.elementwise(
+        code, name, n, be.operand(out), in_ops, (out,) + inputs, flat_local_size(be)
+    )
 
 
 def copy_array(be, dst: np.ndarray, src: np.ndarray):
     """dst[...] = src on the device (same shape, same itemsize of 4 or 8 bytes)."""
     n = dst.size
-    if n == 0 or (dst.dtype == src.dtype == np.float32
-                  and try_fuse(be, fusion.COPY, "copy", dst, src)):
+    if n == 0 or (
+        dst.dtype == src.dtype == np.float32 and try_fuse(be, fusion.COPY, "copy", dst, src)
+    ):
         return
     od, os_ = be.operand(dst), be.operand(src)
     shape, sst, soff = _word_layout(src, os_)
@@ -141,7 +151,10 @@ def copy_array(be, dst: np.ndarray, src: np.ndarray):
     for sh, _, _ in dims:
         words *= sh
     push = _push(
-        words, nd, soff, doff,
+        words,
+        nd,
+        soff,
+        doff,
         *([d[0] for d in dims] + [1] * pad),
         *([d[1] for d in dims] + [0] * pad),
         *([d[2] for d in dims] + [0] * pad),

@@ -46,8 +46,14 @@ def _unary(name, code):
         if n == 0 or try_fuse(be, c, name, out, x):
             return
         ox, oy = be.operand(x), be.operand(out)
-        _dispatch(be, "unary", (c, 0), [(x, ox, False), (x, ox, False), (out, oy, True)],
-                  _push(n, ox.offset, ox.offset, oy.offset), groups_1d(n, flat_local_size(be)))
+        _dispatch(
+            be,
+            "unary",
+            (c, 0),
+            [(x, ox, False), (x, ox, False), (out, oy, True)],
+            _push(n, ox.offset, ox.offset, oy.offset),
+            groups_1d(n, flat_local_size(be)),
+        )
 
     return run
 
@@ -65,8 +71,14 @@ def _unary_bwd(name, code):
         if n == 0 or try_fuse(be, fusion.BACKWARD + c, name, out, saved, g):
             return
         os_, og, oy = be.operand(saved), be.operand(g), be.operand(out)
-        _dispatch(be, "unary", (c, 1), [(saved, os_, False), (g, og, False), (out, oy, True)],
-                  _push(n, os_.offset, og.offset, oy.offset), groups_1d(n, flat_local_size(be)))
+        _dispatch(
+            be,
+            "unary",
+            (c, 1),
+            [(saved, os_, False), (g, og, False), (out, oy, True)],
+            _push(n, os_.offset, og.offset, oy.offset),
+            groups_1d(n, flat_local_size(be)),
+        )
 
     return run
 
@@ -75,8 +87,6 @@ def _unary_bwd(name, code):
 for _name in _OPCODES["act"]:
     if _name in _UNARY_CODES:
         kernel(f"{_name}_backward")(_unary_bwd(f"{_name}_backward", _UNARY_CODES[_name]))
-
-
 
 
 @kernel("clone", accepts=_accepts_words)
@@ -123,8 +133,14 @@ def _dispatch(be, shader: str, spec: tuple, operands, push, groups):
     ctx = be.ctx
     local = flat_local_size(be)
     pipe = ctx.pipelines.get(shader, len(operands), spec, local)
-    ctx.stream.dispatch(pipe, [o.binding(w) for _, o, w in operands], push, groups,
-                        label=shader, keep=[a for a, _, _ in operands])
+    ctx.stream.dispatch(
+        pipe,
+        [o.binding(w) for _, o, w in operands],
+        push,
+        groups,
+        label=shader,
+        keep=[a for a, _, _ in operands],
+    )
 
 
 def _strides_in(shape: tuple, op) -> list:
@@ -201,8 +217,14 @@ def _run_strided(be, out, code: int, tin: int, a, b=None, lo=0.0, hi=0.0):
         y_off, words = oy.offset, n
     push = _BIN_PUSH.pack([n, len(sh), oa.offset, ob.offset, y_off, 0, 0], sh, (sa, sb))
     push[5:7] = np.array([lo, hi], np.float32).view(np.uint32)
-    _dispatch(be, "binary", (code, tin, tout), [(a, oa, False), (b, ob, False), (out, oy, True)],
-              push, groups_1d(words, flat_local_size(be)))
+    _dispatch(
+        be,
+        "binary",
+        (code, tin, tout),
+        [(a, oa, False), (b, ob, False), (out, oy, True)],
+        push,
+        groups_1d(words, flat_local_size(be)),
+    )
 
 
 def _accepts_binary(types, out_bool=False):
@@ -222,9 +244,7 @@ def _binary(name, code):
     fused = fusion.BINARY_CODES.get(name)
 
     def run(be, out, a, b):
-        if fused is not None and out.size and try_fuse(
-            be, fusion.BINARY + fused, name, out, a, b
-        ):
+        if fused is not None and out.size and try_fuse(be, fusion.BINARY + fused, name, out, a, b):
             return
         _run_strided(be, out, code, _NPTYPE[a.dtype], a, b)
 
@@ -283,8 +303,13 @@ def _to_dtype(be, out, x, dtype):
 def _accepts_where(inputs, specs):
     c, a, b = inputs
     shape, dt = specs
-    return (c._dtype is D.bool_ and a._dtype is b._dtype and a._dtype in _FLOAT_INT
-            and dt is a._dtype and _fits(shape, inputs, _WHERE_PUSH.dims))
+    return (
+        c._dtype is D.bool_
+        and a._dtype is b._dtype
+        and a._dtype in _FLOAT_INT
+        and dt is a._dtype
+        and _fits(shape, inputs, _WHERE_PUSH.dims)
+    )
 
 
 @kernel("where", accepts=_accepts_where)
@@ -298,8 +323,14 @@ def _where(be, out, cond, a, b):
     if len(sh) > _WHERE_PUSH.dims:
         raise ValueError(f"internal: {len(sh)} dims after merging exceed where's 6")
     push = _WHERE_PUSH.pack([n, len(sh), oc.offset, oa.offset, ob.offset, oy.offset], sh, st)
-    _dispatch(be, "where", (), [(cond, oc, False), (a, oa, False), (b, ob, False), (out, oy, True)],
-              push, groups_1d(n, flat_local_size(be)))
+    _dispatch(
+        be,
+        "where",
+        (),
+        [(cond, oc, False), (a, oa, False), (b, ob, False), (out, oy, True)],
+        push,
+        groups_1d(n, flat_local_size(be)),
+    )
 
 
 # Every kernel here maps row i of its output to row i of its inputs (or to a broadcast input),

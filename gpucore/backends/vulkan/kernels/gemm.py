@@ -40,15 +40,15 @@ ACTIVATIONS = {None: _cpu.OPCODES["act"]["none"], **_cpu.OPCODES["act"]}
 VARIANTS = ("tiled", "regblock")
 _FLAG_BIAS, _FLAG_BETA, _FLAG_EPILOGUE = 1, 2, 4
 # A / B load modes (shader AMODE / BMODE): scalar with the fast index along k / m (n), or vec4.
-_SCALAR_K, _SCALAR_M, _VEC4_K, _VEC4_M = 0, 1, 2, 3   # A
+_SCALAR_K, _SCALAR_M, _VEC4_K, _VEC4_M = 0, 1, 2, 3  # A
 _SCALAR_N, _SCALAR_KB, _VEC4_N, _VEC4_KB = 0, 1, 2, 3  # B
 
 # TILED configurations, largest first: (BM, BN, BK, TM, TN) -> (BM/TM)*(BN/TN) invocations.
 TILED_CONFIGS = (
-    (128, 128, 8, 8, 8),   # 256 invocations, 8 KiB shared
-    (64, 64, 16, 4, 4),    # 256 invocations, 8 KiB shared
-    (32, 32, 16, 4, 4),    # 64 invocations, 4 KiB shared
-    (16, 16, 8, 2, 2),     # 64 invocations, 1 KiB shared
+    (128, 128, 8, 8, 8),  # 256 invocations, 8 KiB shared
+    (64, 64, 16, 4, 4),  # 256 invocations, 8 KiB shared
+    (32, 32, 16, 4, 4),  # 64 invocations, 4 KiB shared
+    (16, 16, 8, 2, 2),  # 64 invocations, 1 KiB shared
 )
 # REGBLOCK: rows per subgroup by M, vec4 columns per lane by N, subgroups per workgroup.
 REGBLOCK_TM = (4, 8, 16, 32)
@@ -103,7 +103,8 @@ def tiled_config(ctx, m: int, n: int) -> tuple:
     shared = ctx.limits["maxComputeSharedMemorySize"]
     inv = ctx.limits["maxComputeWorkGroupInvocations"]
     fits = [
-        c for c in TILED_CONFIGS
+        c
+        for c in TILED_CONFIGS
         if (c[0] + c[1]) * c[2] * 4 <= shared and (c[0] // c[3]) * (c[1] // c[4]) <= inv
     ]
     if not fits:
@@ -176,9 +177,18 @@ def _check(a, b, out, bias):
 
 
 # ----------------------------------------------------------------------------- entry point
-def gemm(be, out: np.ndarray, a: np.ndarray, b: np.ndarray, *, alpha: float = 1.0,
-         beta: float = 0.0, bias: np.ndarray | None = None, activation: str | None = None,
-         variant: str | None = None) -> None:
+def gemm(
+    be,
+    out: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+    bias: np.ndarray | None = None,
+    activation: str | None = None,
+    variant: str | None = None,
+) -> None:
     """Record ``out = act(alpha * (a @ b) + beta * out + bias)`` on the device.
 
     a: (..., M, K), b: (..., K, N), out: (..., M, N) float32 device arrays with equal batch dims
@@ -240,8 +250,10 @@ def _direct_ok(be, out: np.ndarray, var: str) -> bool:
     if var == "tiled":
         return True
     # REGBLOCK: whole vec4s per row -> aligned rows, N a multiple of 4
-    return n % 4 == 0 and op.offset % 4 == 0 and all(
-        s % 4 == 0 for s, size in zip(op.strides[:-1], out.shape[:-1]) if size > 1
+    return (
+        n % 4 == 0
+        and op.offset % 4 == 0
+        and all(s % 4 == 0 for s, size in zip(op.strides[:-1], out.shape[:-1]) if size > 1)
     )
 
 
@@ -302,8 +314,13 @@ def _record(be, var, c, a, b, bias, x, alpha, beta, act):
         rows, cols = bm, bn
 
     # bindings 0..4: a, b, c, bias, x (absent ones bound to a; the shader does not read them)
-    bindings = [oa.binding(False), ob.binding(False), oc.binding(True),
-                (obias or oa).binding(False), (ox or oa).binding(False)]
+    bindings = [
+        oa.binding(False),
+        ob.binding(False),
+        oc.binding(True),
+        (obias or oa).binding(False),
+        (ox or oa).binding(False),
+    ]
     pipe = ctx.pipelines.get("gemm", 5, spec, local)
     label = f"gemm_{var}"
     maxg = ctx.limits["maxComputeWorkGroupCount"]
@@ -324,14 +341,31 @@ def _record(be, var, c, a, b, bias, x, alpha, beta, act):
                 for n0 in range(0, n, col_step):
                     nn = min(col_step, n - n0)
                     push = _push_gemm(
-                        mm, nn, k,
+                        mm,
+                        nn,
+                        k,
                         a0 + z0 * sa_b + m0 * sa_m,
                         b0 + z0 * sb_b + n0 * sb_n,
                         c0 + z0 * sc_b + m0 * sc_m + n0,
                         bias0 + z0 * sbias_b + m0 * sbias_m + n0 * sbias_n,
                         x0 + z0 * sx_b + m0 * sx_m + n0 * sx_n,
-                        sa_m, sa_k, sa_b, sb_k, sb_n, sb_b, sc_m, sc_b,
-                        sbias_m, sbias_n, sbias_b, sx_m, sx_n, sx_b, flags, alpha, beta,
+                        sa_m,
+                        sa_k,
+                        sa_b,
+                        sb_k,
+                        sb_n,
+                        sb_b,
+                        sc_m,
+                        sc_b,
+                        sbias_m,
+                        sbias_n,
+                        sbias_b,
+                        sx_m,
+                        sx_n,
+                        sx_b,
+                        flags,
+                        alpha,
+                        beta,
                     )
                     grid = (-(-nn // cols), -(-mm // rows), nz)
                     ctx.stream.dispatch(pipe, bindings, push, grid, label=label, keep=arrays)

@@ -39,8 +39,15 @@ def _softmax_pass(be, op, mode, x, y, out, st, outer, n, inner, nch, chunk, wg, 
     writes_out = mode != STATS
     operands = [(x, False), (y, False), (out, writes_out), (st, mode == STATS)]
     total = outer * nch * (wg if rows else inner)
-    launch(be, shader(be, "softmax"), (op, mode, 0 if rows else 1), operands, push,
-           groups_1d(total, wg), local=wg)
+    launch(
+        be,
+        shader(be, "softmax"),
+        (op, mode, 0 if rows else 1),
+        operands,
+        push,
+        groups_1d(total, wg),
+        local=wg,
+    )
 
 
 def softmax_like(be, op, out, x, y, dim):
@@ -129,8 +136,15 @@ def _xent_bwd_accepts(inputs, specs):
 def _xent_push(be, n, c, logits, target, lse, g, out, ignore_index):
     ign = int(ignore_index) & 0xFFFFFFFFFFFFFFFF
     return _push(
-        n, c, be.operand(logits).offset, 2 * be.operand(target).offset, be.operand(lse).offset,
-        be.operand(g).offset, be.operand(out).offset, ign & 0xFFFFFFFF, ign >> 32,
+        n,
+        c,
+        be.operand(logits).offset,
+        2 * be.operand(target).offset,
+        be.operand(lse).offset,
+        be.operand(g).offset,
+        be.operand(out).offset,
+        ign & 0xFFFFFFFF,
+        ign >> 32,
     )
 
 
@@ -160,5 +174,4 @@ def _xent_backward(be, out, logits, target, lse, g, ignore_index):
     wg = wg_size(be)
     push = _xent_push(be, n, c, logits, target, lse, g, out, ignore_index)
     operands = [(logits, False), (target, False), (lse, False), (g, False), (out, True)]
-    launch(be, shader(be, "cross_entropy"), (1, 0), operands, push, groups_1d(n * c, wg),
-           local=wg)
+    launch(be, shader(be, "cross_entropy"), (1, 0), operands, push, groups_1d(n * c, wg), local=wg)

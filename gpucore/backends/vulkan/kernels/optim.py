@@ -35,8 +35,10 @@ def _push_optim(be, arrays, flags, lr, wd, decay, h0=0.0, h1=0.0, h2=0.0, h3=0.0
 
 def _inplace_only(out, name):
     if out is not None:
-        raise TypeError(f"{name} updates its inputs in place and has no output; run it with "
-                        "gpucore.ops.optim_ops.fused_update, not apply()")
+        raise TypeError(
+            f"{name} updates its inputs in place and has no output; run it with "
+            "gpucore.ops.optim_ops.fused_update, not apply()"
+        )
 
 
 def _launch(be, variant, arrays, push):
@@ -51,8 +53,9 @@ def _launch(be, variant, arrays, push):
 
 
 @kernel("sgd_step")
-def _sgd_step(be, out, param, grad, *buf, lr, momentum, dampening, weight_decay, nesterov,
-              maximize, first):
+def _sgd_step(
+    be, out, param, grad, *buf, lr, momentum, dampening, weight_decay, nesterov, maximize, first
+):
     _inplace_only(out, "sgd_step")
     flags = (
         (MAXIMIZE if maximize else 0)
@@ -67,8 +70,24 @@ def _sgd_step(be, out, param, grad, *buf, lr, momentum, dampening, weight_decay,
 
 
 @kernel("adam_step")
-def _adam_step(be, out, param, grad, exp_avg, exp_avg_sq, *vmax, step, lr, beta1, beta2, eps,
-               weight_decay, amsgrad, decoupled, maximize):
+def _adam_step(
+    be,
+    out,
+    param,
+    grad,
+    exp_avg,
+    exp_avg_sq,
+    *vmax,
+    step,
+    lr,
+    beta1,
+    beta2,
+    eps,
+    weight_decay,
+    amsgrad,
+    decoupled,
+    maximize,
+):
     _inplace_only(out, "adam_step")
     flags = (
         (MAXIMIZE if maximize else 0)
@@ -79,14 +98,38 @@ def _adam_step(be, out, param, grad, exp_avg, exp_avg_sq, *vmax, step, lr, beta1
     bc1 = 1.0 - beta1**step
     bc2_sqrt = math.sqrt(1.0 - beta2**step)
     arrays = [param, grad, exp_avg, exp_avg_sq] + list(vmax[:1] if amsgrad else ())
-    push = _push_optim(be, arrays, flags, -(lr / bc1), weight_decay, 1.0 - lr * weight_decay,
-                       1.0 - beta1, beta2, 1.0 - beta2, bc2_sqrt, eps)
+    push = _push_optim(
+        be,
+        arrays,
+        flags,
+        -(lr / bc1),
+        weight_decay,
+        1.0 - lr * weight_decay,
+        1.0 - beta1,
+        beta2,
+        1.0 - beta2,
+        bc2_sqrt,
+        eps,
+    )
     _launch(be, ADAM, arrays, push)
 
 
 @kernel("rmsprop_step")
-def _rmsprop_step(be, out, param, grad, square_avg, *rest, lr, alpha, eps, weight_decay,
-                  momentum, centered, maximize):
+def _rmsprop_step(
+    be,
+    out,
+    param,
+    grad,
+    square_avg,
+    *rest,
+    lr,
+    alpha,
+    eps,
+    weight_decay,
+    momentum,
+    centered,
+    maximize,
+):
     _inplace_only(out, "rmsprop_step")
     flags = (
         (MAXIMIZE if maximize else 0)
@@ -98,11 +141,15 @@ def _rmsprop_step(be, out, param, grad, square_avg, *rest, lr, alpha, eps, weigh
     grad_avg = rest[0] if centered else grad
     buf = rest[-1] if momentum > 0 else grad
     arrays = [param, grad, square_avg, grad_avg, buf]
-    push = _push_optim(be, arrays, flags, lr, weight_decay, 1.0, alpha, 1.0 - alpha, eps,
-                       momentum)
+    push = _push_optim(be, arrays, flags, lr, weight_decay, 1.0, alpha, 1.0 - alpha, eps, momentum)
     n = param.size
     if n == 0:
         return
-    bound = [(param, True), (grad, False), (square_avg, True), (grad_avg, bool(centered)),
-             (buf, momentum > 0)]
+    bound = [
+        (param, True),
+        (grad, False),
+        (square_avg, True),
+        (grad_avg, bool(centered)),
+        (buf, momentum > 0),
+    ]
     launch(be, "optim", (RMSPROP,), bound, push, groups_1d(n, local_size(be)))

@@ -47,10 +47,29 @@ def _run(be, mode, x, col, n, c, h, w, kernel, stride, padding, dilation):
         p1 = min(planes, p0 + step)
         xs, cs = xf[p0:p1], cf[p0:p1]
         total = (p1 - p0) * (plane_col if mode == IM2COL else plane_x)
-        push = _conv_push(total, be.operand(xs).offset, be.operand(cs).offset, h, w,
-                          kernel, stride, padding, dilation, oh, ow)
-        launch(be, "im2col", (mode,), [(xs, mode == COL2IM), (cs, mode == IM2COL)], push,
-               groups_1d(total, local), local=local, label="im2col" if mode == IM2COL else "col2im")
+        push = _conv_push(
+            total,
+            be.operand(xs).offset,
+            be.operand(cs).offset,
+            h,
+            w,
+            kernel,
+            stride,
+            padding,
+            dilation,
+            oh,
+            ow,
+        )
+        launch(
+            be,
+            "im2col",
+            (mode,),
+            [(xs, mode == COL2IM), (cs, mode == IM2COL)],
+            push,
+            groups_1d(total, local),
+            local=local,
+            label="im2col" if mode == IM2COL else "col2im",
+        )
 
 
 @kernel("im2col")
@@ -92,19 +111,36 @@ def _pool_run(be, mode, x, v, ind, kernel, stride, padding, dilation):
         p1 = min(planes, p0 + step)
         xs, vs, i_s = xf[p0:p1], vf[p0:p1], inf[p0:p1]
         total = (p1 - p0) * (oh * ow if mode == POOL_FWD else h * w)
-        push = _pool_push(total, be.operand(xs).offset, be.operand(vs).offset,
-                          2 * be.operand(i_s).offset, h, w, kernel, stride, padding, dilation,
-                          oh, ow)
+        push = _pool_push(
+            total,
+            be.operand(xs).offset,
+            be.operand(vs).offset,
+            2 * be.operand(i_s).offset,
+            h,
+            w,
+            kernel,
+            stride,
+            padding,
+            dilation,
+            oh,
+            ow,
+        )
         fwd = mode == POOL_FWD
-        launch(be, "pool", (mode,), [(xs, not fwd), (vs, fwd), (i_s, fwd)], push,
-               groups_1d(total, local), local=local,
-               label="max_pool2d" if fwd else "max_pool2d_backward")
+        launch(
+            be,
+            "pool",
+            (mode,),
+            [(xs, not fwd), (vs, fwd), (i_s, fwd)],
+            push,
+            groups_1d(total, local),
+            local=local,
+            label="max_pool2d" if fwd else "max_pool2d_backward",
+        )
 
 
 def _accepts_pool(inputs, specs):
     """float32 input; float32 values and int64 indices."""
-    return (inputs[0]._dtype is D.float32 and specs[0][1] is D.float32
-            and specs[1][1] is D.int64)
+    return inputs[0]._dtype is D.float32 and specs[0][1] is D.float32 and specs[1][1] is D.int64
 
 
 def _accepts_pool_backward(inputs, specs):
@@ -121,5 +157,14 @@ def _max_pool2d(be, outs, x, kernel, stride, padding, dilation, ceil_mode, src):
 
 @kernel("max_pool2d_backward", accepts=_accepts_pool_backward)
 def _max_pool2d_backward(be, out, g, indices, input_shape, kernel, stride, padding, dilation):
-    _pool_run(be, POOL_BWD, out, contiguous(be, g), contiguous(be, indices), kernel, stride,
-              padding, dilation)
+    _pool_run(
+        be,
+        POOL_BWD,
+        out,
+        contiguous(be, g),
+        contiguous(be, indices),
+        kernel,
+        stride,
+        padding,
+        dilation,
+    )

@@ -50,8 +50,16 @@ def fill(be, out: np.ndarray, mode: int, seed: int, offset: int, a: float = 0.0,
         m = part.size
         ctr = (offset + start // 4) & _MASK64
         push = _fill_push(m, be.operand(part).offset, seed, ctr, a, b)
-        launch(be, "random", (mode,), [(part, True)], push, groups_1d(-(-m // 4), local),
-               local=local, label="random")
+        launch(
+            be,
+            "random",
+            (mode,),
+            [(part, True)],
+            push,
+            groups_1d(-(-m // 4), local),
+            local=local,
+            label="random",
+        )
 
 
 def uniform(be, out, seed, offset, low, high):

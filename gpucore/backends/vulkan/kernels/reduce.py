@@ -36,8 +36,11 @@ SUBGROUPS: bool | None = None
 def device_has_subgroups(ctx) -> bool:
     """True when compute shaders on this device have subgroup basic, vote and arithmetic."""
     vk = ctx.vk
-    need = (vk.VK_SUBGROUP_FEATURE_BASIC_BIT | vk.VK_SUBGROUP_FEATURE_VOTE_BIT
-            | vk.VK_SUBGROUP_FEATURE_ARITHMETIC_BIT)
+    need = (
+        vk.VK_SUBGROUP_FEATURE_BASIC_BIT
+        | vk.VK_SUBGROUP_FEATURE_VOTE_BIT
+        | vk.VK_SUBGROUP_FEATURE_ARITHMETIC_BIT
+    )
     return ctx.subgroup_size > 1 and ctx.has_subgroup_ops(need)
 
 
@@ -131,10 +134,15 @@ def reduce(be, x: np.ndarray, dims: tuple, op: int, vals=None, idx=None, mean: b
         i_bind = i_out if i_out is not None else v_bind
         ov, oii, oio = be.operand(v_bind), be.operand(i_in), be.operand(i_bind)
         io_off = oio.offset * (2 if i_bind.itemsize == 8 else 1)
-        push = _push(outer, n, inner, chunk, nch, ox.offset, ov.offset, oii.offset, io_off,
-                     flags, denom)
-        operands = [(src, False), (v_bind, v_out is not None), (i_in, False),
-                    (i_bind, i_out is not None)]
+        push = _push(
+            outer, n, inner, chunk, nch, ox.offset, ov.offset, oii.offset, io_off, flags, denom
+        )
+        operands = [
+            (src, False),
+            (v_bind, v_out is not None),
+            (i_in, False),
+            (i_bind, i_out is not None),
+        ]
         spec = (op, int(arg), 0 if rows else 1)
         if rows:
             groups = groups_1d(outer * nch * wg, wg)
@@ -152,8 +160,9 @@ def _accepts_dim(inputs, specs):
     if inputs[0]._dtype is not D.float32:
         return False
     outs = specs if isinstance(specs, list) else [specs]
-    return all(dt is (D.int64 if i == len(outs) - 1 else D.float32) for i, (_, dt) in
-               enumerate(outs))
+    return all(
+        dt is (D.int64 if i == len(outs) - 1 else D.float32) for i, (_, dt) in enumerate(outs)
+    )
 
 
 @kernel("sum")

@@ -18,8 +18,11 @@ def _load_cpu():
 
         return _cpu
     except Exception:
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-            os.path.abspath(__file__))))))
+        root = os.path.dirname(
+            os.path.dirname(
+                os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+            )
+        )
         paths = sorted(glob.glob(os.path.join(root, "gpucore", "_cpu*.so")))
         paths += sorted(glob.glob(os.path.join(root, "gpucore", "_cpu*.pyd")))
         if not paths:
