@@ -1,9 +1,10 @@
-"""Tensor creation: tensor, from_numpy, zeros, ones, full, empty, arange, linspace, eye, random.
+"""Tensor creation: tensor, from_numpy, zeros, ones, full, empty, arange, linspace, eye (random
+sampling is in gpucore/ops/random.py: it is registry ops).
 
 Shapes are accepted as varargs or one tuple (``zeros(2, 3)`` == ``zeros((2, 3))``), as PyTorch.
 ``device='vulkan'`` gives a tensor on the Vulkan device (DeviceError when there is none): values
-are made on the host and uploaded, except random floats, which the device draws itself from the
-same Philox stream. ``*_like`` functions default to the device of the tensor they copy.
+are made on the host and uploaded. ``*_like`` functions default to the device of the tensor they
+copy.
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ import math
 
 import numpy as np
 
-from . import _cpu
+from . import dispatch
 from . import dtypes as D
 from .backends.cpu import empty_array
 from .errors import DeviceError, DTypeError, ShapeError
-from .random import default_generator
 from .tensor import MAX_DIMS, Tensor
+from .tensor import device as _device
 
 _MAX_ELEMENTS = 1 << 40
 
@@ -26,7 +27,7 @@ def _check_device(device, op: str):
     """None for the host, else the Vulkan backend the tensor is made on (DeviceError for unknown
     names, or naming the fix when no Vulkan device is usable)."""
     try:
-        return _random_device(device)
+        return _device_backend(device)
     except DeviceError as e:
         raise DeviceError(f"{op}(): {e}") from None
 
@@ -293,86 +294,14 @@ def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bo
     return _finish(_store(np.eye(n, m), dt), dt, requires_grad, be)
 
 
-# ------------------------------------------------------------------------------- random
-def _random_device(device):
-    """None for the host, else the Vulkan backend (random creation runs on both)."""
+# ------------------------------------------------------------------------------- devices
+def _device_backend(device):
+    """None for the host, else the Vulkan backend (DeviceError for unknown names)."""
     if device is None:
         return None
-    from .tensor import device as _device
-
     if _device(device).type == "cpu":  # DeviceError for unknown names
         return None
-    from . import dispatch
-
     return dispatch.vulkan_backend(required=True)
-
-
-def _uniform_f32(shape, low: float, high: float, generator=None, be=None) -> np.ndarray:
-    """float32 uniform samples; with ``be`` (the Vulkan backend) a device array, filled there
-    from the same stream (bit for bit the host's values)."""
-    gen = generator or default_generator
-    out = empty_array(shape, np.float32) if be is None else be.empty_array(shape, np.float32)
-    seed, off = gen.take(out.size)
-    if be is None:
-        _cpu.uniform(seed, off, out.reshape(-1), float(low), float(high))
-    else:
-        from .backends.vulkan.kernels import random as vk_random
-
-        vk_random.uniform(be, out, seed, off, float(low), float(high))
-    return out
-
-
-def _normal_f32(shape, mean: float, std: float, generator=None, be=None) -> np.ndarray:
-    """float32 normal samples; with ``be`` a device array (the host's values up to an ulp or so
-    where the host libm's rounding differs; see backends/vulkan/kernels/random.py)."""
-    gen = generator or default_generator
-    out = empty_array(shape, np.float32) if be is None else be.empty_array(shape, np.float32)
-    seed, off = gen.take(2 * ((out.size + 1) // 2))
-    if be is None:
-        _cpu.normal(seed, off, out.reshape(-1), float(mean), float(std))
-    else:
-        from .backends.vulkan.kernels import random as vk_random
-
-        vk_random.normal(be, out, seed, off, float(mean), float(std))
-    return out
-
-
-def _dropout_mask(like: Tensor, p: float, generator=None) -> Tensor:
-    """``(rand(like.shape) >= p).to(like.dtype) * (1 / (1 - p))`` (no scaling when p == 1) on
-    like's device, drawing from the generator as that expression does; one fused kernel on the
-    Vulkan device for float32."""
-    from .autograd.grad_mode import no_grad
-
-    be = like._dev
-    if be is None or like.dtype is not D.float32:
-        with no_grad():
-            mask = rand(tuple(like.shape), generator=generator, device=like.device) >= p
-            mask = mask.to(like.dtype)
-            return mask * (1.0 / (1.0 - p)) if p < 1.0 else mask
-    from .backends.vulkan.kernels import random as vk_random
-
-    gen = generator or default_generator
-    out = be.empty_array(tuple(like.shape), np.float32)
-    seed, off = gen.take(out.size)
-    vk_random.dropout_mask(be, out, seed, off, float(p))
-    return Tensor._wrap(out, D.float32, dev=be)
-
-
-# Precision (significand bits) of the low-precision floats: rand draws exactly p-bit fractions
-# for them, so values stay exact and below 1 (rounding a 24-bit fraction could give 1.0).
-_RAND_BITS = {D.float16: 11, D.bfloat16: 8}
-
-
-def _random_result(arr32: np.ndarray, dtype, requires_grad: bool, be=None) -> Tensor:
-    dt = _random_dtype(dtype)
-    if be is not None:
-        if dt is not D.float32:  # converted on the host, as there
-            return _to_backend(
-                _finish(_store(be.host_view(arr32), dt), dt, False), be, requires_grad
-            )
-        return _to_backend(Tensor._wrap(arr32, dt, dev=be), be, requires_grad)
-    data = arr32 if dt is D.float32 else _store(arr32, dt)
-    return _finish(data, dt, requires_grad)
 
 
 def _to_backend(t: Tensor, be, requires_grad: bool) -> Tensor:
@@ -384,115 +313,3 @@ def _to_backend(t: Tensor, be, requires_grad: bool) -> Tensor:
     if requires_grad:
         t.requires_grad_(True)
     return t
-
-
-def _random_dtype(dtype):
-    dt = D.as_dtype(dtype) if dtype is not None else D.float32
-    if not dt.is_floating_point:
-        raise DTypeError(
-            f"random floats need a floating dtype, got {dt}; use randint() for integers"
-        )
-    return dt
-
-
-def rand(
-    *args, size=None, generator=None, dtype=None, device=None, requires_grad: bool = False
-) -> Tensor:
-    """Uniform samples in [0, 1) from the Philox stream.
-
-    float32 (and float64) values are ``(word >> 8) * 2**-24``; float16 and bfloat16 values are
-    ``(word >> (32 - p)) * 2**-p`` with p their precision (11, 8), one word per element.
-    """
-    be = _random_device(device)
-    shape = _sizes(args, size, "rand")
-    dt = _random_dtype(dtype)
-    bits = _RAND_BITS.get(dt)
-    if bits is None:
-        return _random_result(_uniform_f32(shape, 0.0, 1.0, generator, be), dt, requires_grad, be)
-    gen = generator or default_generator
-    words = np.empty(math.prod(shape), np.uint32)
-    seed, off = gen.take(words.size)
-    _cpu.philox(seed, off, words)
-    vals = (words >> np.uint32(32 - bits)).astype(np.float32) * np.float32(2.0**-bits)
-    return _to_backend(_finish(_store(vals.reshape(shape), dt), dt, False), be, requires_grad)
-
-
-def randn(
-    *args, size=None, generator=None, dtype=None, device=None, requires_grad: bool = False
-) -> Tensor:
-    """Standard normal samples (Box-Muller over the Philox stream, computed in float32)."""
-    be = _random_device(device)
-    shape = _sizes(args, size, "randn")
-    dt = _random_dtype(dtype)
-    return _random_result(_normal_f32(shape, 0.0, 1.0, generator, be), dt, requires_grad, be)
-
-
-def _int_bound(v, what: str) -> int:
-    if isinstance(v, Tensor):
-        v = v.item()
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-        raise TypeError(f"randint(): {what} must be an int, got {v!r}")
-    return int(v)
-
-
-def randint(
-    low, high=None, size=None, generator=None, dtype=None, device=None, requires_grad: bool = False
-) -> Tensor:
-    """Integers uniform in [low, high) (int64 by default): ``randint(high, size)`` or
-    ``randint(low, high, size)``.
-
-    Element i is ``low + (w[2i] | w[2i+1] << 32) % (high - low)`` over the Philox words w.
-    """
-    be = _check_device(device, "randint")
-    if size is None and isinstance(high, (tuple, list)):
-        high, size = None, high  # randint(high, size), PyTorch's two-argument form
-    if high is None:
-        low, high = 0, low
-    if size is None:
-        raise TypeError("randint(): missing the size argument, e.g. randint(0, 10, (3, 4))")
-    low, high = _int_bound(low, "low"), _int_bound(high, "high")
-    if high <= low:
-        raise ValueError(f"randint(): empty range [{low}, {high}); high must be > low")
-    dt = D.as_dtype(dtype) if dtype is not None else D.int64
-    if not dt.is_floating_point:
-        info = (0, 1) if dt is D.bool_ else (int(np.iinfo(dt.np).min), int(np.iinfo(dt.np).max))
-        if low < info[0] or high - 1 > info[1]:
-            raise ValueError(
-                f"randint(): range [{low}, {high}) does not fit dtype {dt} "
-                f"(values in [{info[0]}, {info[1]}])"
-            )
-    elif low < -(2**63) or high - 1 > 2**63 - 1:
-        raise ValueError(f"randint(): range [{low}, {high}) exceeds int64")
-    shape = _shape_arg((size,) if isinstance(size, (tuple, list)) else (size,), "randint")
-    gen = generator or default_generator
-    n = math.prod(shape)
-    words = np.empty(2 * n, np.uint32)
-    seed, off = gen.take(2 * n)
-    _cpu.philox(seed, off, words)
-    w64 = words[0::2].astype(np.uint64) | (words[1::2].astype(np.uint64) << np.uint64(32))
-    span = high - low
-    r = w64 if span == 2**64 else w64 % np.uint64(span)
-    # low + r lies in int64 range; two's-complement wraparound of the cast makes the sum exact.
-    vals = r.view(np.int64) + np.int64(low)
-    return _finish(_store(vals.reshape(shape), dt), dt, requires_grad, be)
-
-
-def rand_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """rand of t's shape, on t's device unless ``device`` says otherwise (as PyTorch)."""
-    return rand(
-        t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad
-    )
-
-
-def randn_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """randn of t's shape, on t's device unless ``device`` says otherwise (as PyTorch)."""
-    return randn(
-        t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad
-    )
-
-
-def randint_like(t: Tensor, low, high=None, dtype=None, device=None) -> Tensor:
-    """randint of t's shape and dtype, on t's device unless ``device`` says otherwise."""
-    if high is None:
-        low, high = 0, low
-    return randint(low, high, t.shape, dtype=dtype or t.dtype, device=device or t.device)

@@ -20,6 +20,7 @@ import threading
 
 from . import _cpu
 from .backends import cpu as _cpu_backend
+from .backends.vulkan import device as _vk_device
 from .errors import DeviceError
 
 CPU = _cpu_backend.BACKEND
@@ -113,17 +114,13 @@ def set_threshold(n: int) -> None:
 def vulkan_backend(required: bool = False, allow_cpu: bool | None = None):
     """The Vulkan backend, or None. ``required`` raises DeviceError (with the fix) instead."""
     if allow_cpu is None:
-        from .backends.vulkan.device import allow_cpu_device
-
-        allow_cpu = required or allow_cpu_device()
+        allow_cpu = required or _vk_device.allow_cpu_device()
     key = bool(allow_cpu)
     be = _vulkan_cache.get(key, _UNSET)
     if be is _UNSET:
         be = _make_vulkan_backend(key)
     if be is None and required:
-        from .backends.vulkan.device import reason
-
-        why = reason() or "no usable Vulkan device was found"
+        why = _vk_device.reason() or "no usable Vulkan device was found"
         raise DeviceError(
             f"the 'vulkan' device was requested but {why}. On a machine without a GPU, Mesa's "
             "CPU driver provides one: apt-get install mesa-vulkan-drivers"

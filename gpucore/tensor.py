@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes as D
-from .errors import AutogradError, DTypeError, GpucoreIndexError, ShapeError
+from .errors import AutogradError, DeviceError, DTypeError, GpucoreIndexError, ShapeError
 
 MAX_DIMS = 8
 
@@ -56,8 +56,6 @@ class device:
             type, idx = type.split(":", 1)
             index = int(idx)
         if type not in ("cpu", "vulkan"):
-            from .errors import DeviceError
-
             raise DeviceError(f"unknown device {type!r}; expected 'cpu' or 'vulkan'")
         self.type = type
         self.index = index
@@ -114,6 +112,7 @@ class Tensor:
     __array_priority__ = 1000
 
     def __init__(self, data, dtype=None, requires_grad: bool = False):
+        # creation imports this module (for Tensor): a module-level import would be a cycle
         from .creation import tensor as _tensor
 
         t = _tensor(data, dtype=dtype)
@@ -328,6 +327,7 @@ class Tensor:
         the gradient. Returns a handle with ``remove()``."""
         if not self.requires_grad:
             raise AutogradError("cannot register a hook on a tensor that doesn't require gradient")
+        # gpucore.autograd imports this module (for Tensor): a module-level import is a cycle
         from .autograd.graph import accumulate_node
 
         node = self._grad_fn if self._grad_fn is not None else accumulate_node(self)
@@ -335,6 +335,7 @@ class Tensor:
 
     def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None):
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (see gpucore.autograd)."""
+        # gpucore.autograd imports this module (for Tensor): a module-level import is a cycle
         from .autograd import backward
 
         backward(self, gradient, retain_graph, create_graph, inputs)

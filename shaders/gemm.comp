@@ -57,12 +57,14 @@ layout(push_constant) uniform Push {
     uint sc_m, sc_b;
     uint sbias_m, sbias_n, sbias_b;
     uint sx_m, sx_n, sx_b;
-    uint flags;          // FLAG_* below; bits 4..7: activation (ACT_*)
+    uint flags;          // FLAG_* (cpu/opcodes.def); from bit ACT_SHIFT: activation (ACT_*)
     float alpha;
     float beta;
 } p;
 
-const uint FLAG_BIAS = 1u, FLAG_BETA = 2u, FLAG_EPILOGUE = 4u;
+#define GC_GEMM_FLAGS(NAME, value) const uint NAME = uint(value);  // FLAG_*, ACT_SHIFT
+#include "opcodes.def"
+#undef GC_GEMM_FLAGS
 
 // The epilogue runs after the raw tile is stored, as one rolled loop over the elements this
 // invocation wrote: unrolled per element it would multiply the code (and lavapipe's pipeline
@@ -70,7 +72,7 @@ const uint FLAG_BIAS = 1u, FLAG_BETA = 2u, FLAG_EPILOGUE = 4u;
 // Rows m0 + i * mstep (i < rows), columns n0 + j * nstep + q (j < cols, q < quad).
 void epilogue(uint z, uint m0, uint mstep, uint rows, uint n0, uint nstep, uint cols, uint quad) {
     if ((p.flags & FLAG_EPILOGUE) == 0u) return;
-    uint act = p.flags >> 4;
+    uint act = p.flags >> int(ACT_SHIFT);  // int: the same SPIR-V as the literal 4 it replaced
     [[dont_unroll]] for (uint i = 0u; i < rows; ++i) {
         uint m = m0 + i * mstep;
         [[dont_unroll]] for (uint j = 0u; j < cols * quad; ++j) {

@@ -3,8 +3,8 @@
 // im2col and col2im for NCHW float32 (the lowering of conv2d), the layout of cpu/im2col.c:
 //   col [n, c*kh*kw, oh*ow]; row (ci*kh + ki)*kw + kj, column oy*ow + ox reads
 //   x[b, ci, oy*sh - ph + ki*dh, ox*sw - pw + kj*dw] (0 outside the image).
-// MODE (constant 1) 0 = im2col: one invocation per col element (a copy or a 0).
-//                   1 = col2im: one invocation per x element, gathering the col entries that
+// MODE (constant 1) IM2COL: one invocation per col element (a copy or a 0).
+//                   COL2IM: one invocation per x element, gathering the col entries that
 //                       im2col would read from it. No atomics; each x element is written once.
 // col2im sums in the CPU kernel's order (ki, then kj, ascending, starting from 0.0), and each
 // (ki, kj) reaches an x element from at most one output pixel, so the sums are bit-identical.
@@ -14,13 +14,16 @@
 #include "common.glsl"
 
 layout(constant_id = 1) const int MODE = 0;
+#define GC_IM2COL_MODE(NAME, value) const int NAME = value;  // IM2COL, COL2IM (cpu/opcodes.def)
+#include "opcodes.def"
+#undef GC_IM2COL_MODE
 
 layout(std430, set = 0, binding = 0) buffer X { float x[]; };
 layout(std430, set = 0, binding = 1) buffer Col { float col[]; };
 
 // Mirrored by kernels/pool.py's _conv_push (15 words).
 layout(push_constant) uniform Push {
-    uint total;              // elements written: col size (MODE 0) or x size (MODE 1)
+    uint total;              // elements written: col size (IM2COL) or x size (COL2IM)
     uint x_off, col_off;
     uint h, w;
     uint kh, kw;
@@ -76,7 +79,7 @@ void col2im(uint i) {
 void main() {
     uint i = global_index();
     if (i >= p.total) return;
-    if (MODE == 0) {
+    if (MODE == IM2COL) {
         im2col(i);
     } else {
         col2im(i);

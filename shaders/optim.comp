@@ -2,7 +2,7 @@
 #extension GL_GOOGLE_include_directive : require
 // Fused optimizer updates: one dispatch updates a parameter and its state buffers in place, with
 // PyTorch's arithmetic (see cpu/optim.c, the same operations in the same order).
-// VARIANT (constant 1): 0 = SGD, 1 = Adam / AdamW, 2 = RMSprop.  Hyper-parameters and flags are
+// VARIANT (constant 1): SGD, ADAM (Adam / AdamW) or RMSPROP.  Hyper-parameters and flags are
 // push constants, mirrored by _push_optim in gpucore/backends/vulkan/kernels/optim.py.
 // Bindings 2..4 are the state buffers of the variant; unused ones are bound to a dummy range.
 #include "common.glsl"
@@ -32,8 +32,12 @@ layout(push_constant) uniform Push {
     float h4;    //                       Adam: eps
 } pc;
 
-const uint MAXIMIZE = 1u, WEIGHT_DECAY = 2u, MOMENTUM = 4u, NESTEROV = 8u, FIRST = 16u,
-           DECOUPLED = 32u, AMSGRAD = 64u, CENTERED = 128u;
+// VARIANT's codes and the flags (cpu/opcodes.def; kernels/optim.py reads the same).
+#define GC_OPTIM_VARIANT(NAME, value) const int NAME = value;
+#define GC_OPTIM_FLAG(NAME, value) const uint NAME = uint(value);
+#include "opcodes.def"
+#undef GC_OPTIM_VARIANT
+#undef GC_OPTIM_FLAG
 
 bool has(uint f) { return (pc.flags & f) != 0u; }
 
@@ -105,7 +109,7 @@ void rmsprop(uint i) {
 void main() {
     uint i = global_index();
     if (i >= pc.n) return;
-    if (VARIANT == 0) sgd(i);
-    else if (VARIANT == 1) adam(i);
+    if (VARIANT == SGD) sgd(i);
+    else if (VARIANT == ADAM) adam(i);
     else rmsprop(i);
 }

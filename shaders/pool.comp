@@ -4,11 +4,11 @@
 // Output pixel (oy, ox) of plane bc = b*c + ci reads x[bc, oy*sh - ph + ki*dh, ox*sw - pw + kj*dw]
 // for (ki, kj) in row-major order; positions outside the image (padding, ceil_mode's extension)
 // are skipped, which is -inf padding without reading it.
-// MODE (constant 1) 0 = forward: one invocation per output element; writes the maximum and its
+// MODE (constant 1) FORWARD: one invocation per output element; writes the maximum and its
 //                       flat index iy*w + ix in the input plane as an int64 (low word, 0). The
 //                       first maximum in window order wins; a NaN wins, the last NaN of the
 //                       window (PyTorch's `val > max || isnan(val)` scan).
-//                   1 = backward: one invocation per input element: sums the gradient of every
+//                   BACKWARD: one invocation per input element: sums the gradient of every
 //                       output whose window can hold this pixel and whose stored index names it
 //                       (ki, then kj, ascending). A gather: no atomics, each element written once.
 // All arrays are contiguous; *_off are offsets in 32-bit words into the bindings. Only the plane
@@ -16,6 +16,9 @@
 #include "common.glsl"
 
 layout(constant_id = 1) const int MODE = 0;
+#define GC_POOL_MODE(NAME, value) const int NAME = value;  // FORWARD, BACKWARD (cpu/opcodes.def)
+#include "opcodes.def"
+#undef GC_POOL_MODE
 
 layout(std430, set = 0, binding = 0) buffer X { float x[]; };   // input / its gradient
 layout(std430, set = 0, binding = 1) buffer V { float v[]; };   // values / their gradient
@@ -23,7 +26,7 @@ layout(std430, set = 0, binding = 2) buffer I { uint ind[]; };  // int64 indices
 
 // Mirrored by kernels/pool.py's _pool_push (16 words).
 layout(push_constant) uniform Push {
-    uint total;              // elements written: output size (MODE 0) or input size (MODE 1)
+    uint total;              // elements written: output size (FORWARD) or input size (BACKWARD)
     uint x_off, v_off, i_off;
     uint h, w;
     uint kh, kw;
@@ -93,7 +96,7 @@ void backward(uint i) {
 void main() {
     uint i = global_index();
     if (i >= p.total) return;
-    if (MODE == 0) {
+    if (MODE == FORWARD) {
         forward(i);
     } else {
         backward(i);

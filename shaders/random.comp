@@ -38,7 +38,9 @@ layout(push_constant) uniform Push {
     float a, b;              // low/high, mean/std, p/scale
 } p;
 
-const int WORDS = 0, UNIFORM = 1, NORMAL = 2, DROPOUT = 3;
+#define GC_RANDOM_MODE(NAME, value) const int NAME = value;  // WORDS ... DROPOUT (cpu/opcodes.def)
+#include "opcodes.def"
+#undef GC_RANDOM_MODE
 
 // ------------------------------------------------------------------------------- Philox4x32-10
 uvec4 philox(uvec4 c, uvec2 k) {

@@ -2,7 +2,7 @@
 #extension GL_GOOGLE_include_directive : require
 // Reductions over the middle axis of a C-contiguous [outer, n, inner] float32 array.
 //
-// OP (constant 1): 0 sum (mean: flag F_MEAN divides by p.denom), 1 max, 2 min.
+// OP (constant 1): SUM (mean: flag F_MEAN divides by p.denom), MAX, MIN (cpu/opcodes.def).
 // ARG (constant 2): 1 also tracks the index of the extreme (first NaN, else first extreme).
 // COLUMNS (constant 3): 0 = rows (inner == 1): one workgroup per (row, chunk), strided loads and
 //   a workgroup reduction; 1 = one invocation per (outer, chunk, inner) column, serial loop.
@@ -50,8 +50,12 @@ layout(push_constant) uniform Push {
     float denom;
 } p;
 
-const uint F_IDX_IN = 1u, F_VALS = 2u, F_IDX = 4u, F_IDX64 = 8u, F_MEAN = 16u;
-const int SUM = 0, MAX = 1, MIN = 2;
+// OP's codes SUM, MAX, MIN and the flags F_* (cpu/opcodes.def; kernels/reduce.py reads the same).
+#define GC_REDUCE_OP(NAME, value) const int NAME = value;
+#define GC_REDUCE_FLAG(NAME, value) const uint NAME = uint(value);
+#include "opcodes.def"
+#undef GC_REDUCE_OP
+#undef GC_REDUCE_FLAG
 
 void acc_add(inout float s, inout float c, inout uint bi, float v, uint id) {
     if (OP == SUM) {

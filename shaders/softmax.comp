@@ -3,12 +3,12 @@
 // Softmax / log-softmax forward and backward over the middle axis of C-contiguous
 // [outer, n, inner] float32 arrays.
 //
-// OP (constant 1): 0 softmax, 1 log_softmax (x -> out);
-//                  2 softmax_backward  out = y (g - sum(g y)),
-//                  3 log_softmax_backward  out = g - exp(y) sum(g)  (x binding = g).
-// MODE (constant 2): 0 fused: stats and output in one dispatch (nchunks == 1);
-//                    1 stats: per chunk, write partial stats to ST[outer, nchunks, inner, 2];
-//                    2 apply: combine a row's partial stats, write the chunk's output.
+// OP (constant 1; codes from cpu/opcodes.def): SOFTMAX, LOG_SOFTMAX (x -> out);
+//                  SOFTMAX_BACKWARD  out = y (g - sum(g y)),
+//                  LOG_SOFTMAX_BACKWARD  out = g - exp(y) sum(g)  (x binding = g).
+// MODE (constant 2): FUSED: stats and output in one dispatch (nchunks == 1);
+//                    STATS: per chunk, write partial stats to ST[outer, nchunks, inner, 2];
+//                    APPLY: combine a row's partial stats, write the chunk's output.
 //   Forward stats are (m, s) = (NaN-propagating max, sum exp(x - m)); they combine as
 //   M = max m_c, S = sum s_c exp(m_c - M) (chunks with m_c = -inf add 0). Backward stats are sums.
 // COLUMNS (constant 3): 0 = rows (inner == 1), one workgroup per (row, chunk); 1 = one invocation
@@ -51,18 +51,22 @@ layout(push_constant) uniform Push {
     uint st_off;
 } p;
 
-const int FUSED = 0, STATS = 1, APPLY = 2;
-const bool FORWARD = OP < 2;
+#define GC_SOFTMAX_OP(NAME, value) const int NAME = value;
+#define GC_SOFTMAX_MODE(NAME, value) const int NAME = value;
+#include "opcodes.def"
+#undef GC_SOFTMAX_OP
+#undef GC_SOFTMAX_MODE
+const bool FORWARD = OP < SOFTMAX_BACKWARD;  // the forward codes come first
 
 float term(uint e) {  // the summand of the backward stats
-    return OP == 2 ? x[p.x_off + e] * y[p.y_off + e] : x[p.x_off + e];
+    return OP == SOFTMAX_BACKWARD ? x[p.x_off + e] * y[p.y_off + e] : x[p.x_off + e];
 }
 
 float result(uint e, float m, float s) {
-    if (OP == 0) return exp(x[p.x_off + e] - m) * (1.0 / s);
-    if (OP == 1) return (x[p.x_off + e] - m) - log(s);
+    if (OP == SOFTMAX) return exp(x[p.x_off + e] - m) * (1.0 / s);
+    if (OP == LOG_SOFTMAX) return (x[p.x_off + e] - m) - log(s);
     float yv = y[p.y_off + e];
-    if (OP == 2) return yv * (x[p.x_off + e] - s);
+    if (OP == SOFTMAX_BACKWARD) return yv * (x[p.x_off + e] - s);
     return x[p.x_off + e] - exp(yv) * s;
 }
 

@@ -2,7 +2,8 @@
  *
  * The method table (from bindings.h's list; the functions live in one binding file per kernel
  * family, cpu/python/<family>.c, over the shared argument checks of args.c) and the constants:
- * UNARY_*, BINARY_*, REDUCE_* and the table OPCODES, all from cpu/opcodes.def.
+ * UNARY_*, BINARY_*, REDUCE_* and the table OPCODES, all from cpu/opcodes.def (OPCODES holds
+ * every section of it, the shader-private constants included).
  */
 #include "args.h"
 #include "bindings.h"
@@ -128,6 +129,57 @@ static PyObject *opcodes_table(void)
 #define GC_BINARY(NAME, name, code, kind) ADD_IF(!GC_BINARY_KIND_##kind, #name, code)
 #include "opcodes.def"
 #undef GC_BINARY
+
+    /* The shader-private constants, keyed by the shader's constant name. */
+    TABLE("reduce_op")
+#define GC_REDUCE_OP(NAME, value) ADD(#NAME, value)
+#include "opcodes.def"
+#undef GC_REDUCE_OP
+
+    TABLE("reduce_flag")
+#define GC_REDUCE_FLAG(NAME, value) ADD(#NAME, value)
+#include "opcodes.def"
+#undef GC_REDUCE_FLAG
+
+    TABLE("softmax_op")
+#define GC_SOFTMAX_OP(NAME, value) ADD(#NAME, value)
+#include "opcodes.def"
+#undef GC_SOFTMAX_OP
+
+    TABLE("softmax_mode")
+#define GC_SOFTMAX_MODE(NAME, value) ADD(#NAME, value)
+#include "opcodes.def"
+#undef GC_SOFTMAX_MODE
+
+    TABLE("optim_variant")
+#define GC_OPTIM_VARIANT(NAME, value) ADD(#NAME, value)
+#include "opcodes.def"
+#undef GC_OPTIM_VARIANT
+
+    TABLE("optim_flag")
+#define GC_OPTIM_FLAG(NAME, value) ADD(#NAME, value)
+#include "opcodes.def"
+#undef GC_OPTIM_FLAG
+
+    TABLE("pool_mode")
+#define GC_POOL_MODE(NAME, value) ADD(#NAME, value)
+#include "opcodes.def"
+#undef GC_POOL_MODE
+
+    TABLE("im2col_mode")
+#define GC_IM2COL_MODE(NAME, value) ADD(#NAME, value)
+#include "opcodes.def"
+#undef GC_IM2COL_MODE
+
+    TABLE("random_mode")
+#define GC_RANDOM_MODE(NAME, value) ADD(#NAME, value)
+#include "opcodes.def"
+#undef GC_RANDOM_MODE
+
+    TABLE("gemm_flags")
+#define GC_GEMM_FLAGS(NAME, value) ADD(#NAME, value)
+#include "opcodes.def"
+#undef GC_GEMM_FLAGS
 
 #undef TABLE
 #undef ADD

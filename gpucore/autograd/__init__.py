@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..creation import ones_like
 from ..errors import AutogradError, ShapeError
+from ..tensor import Tensor
 from .dot import export_dot
 from .engine import _accumulate, run_backward
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
@@ -31,9 +33,6 @@ def _as_list(x):
 
 
 def _root_grads(outputs, grad_outputs, fn: str):
-    from ..creation import ones_like
-    from ..tensor import Tensor
-
     grads = []
     for i, out in enumerate(outputs):
         g = grad_outputs[i] if i < len(grad_outputs) else None

@@ -11,7 +11,9 @@ import sys
 
 from numpy import ndarray as _ndarray
 
+from .. import dispatch
 from .._cpu import HostBuffer as _HostBuffer
+from ..creation import ones
 from ..errors import AutogradError
 from .grad_mode import set_grad_enabled
 from .graph import AccumulateGrad
@@ -179,9 +181,6 @@ def _owned(g) -> bool:
 
 
 def _calibrate() -> tuple:
-    from .. import dispatch
-    from ..creation import ones
-
     # On the CPU and out of sight of trace_ops() and the profiler: this is not the user's work.
     traced, profiled = dispatch._trace.records, dispatch.profiling[0]
     dispatch._trace.records, dispatch.profiling[0] = None, False

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import autograd
+from ..creation import zeros_like
 from ..errors import AutogradError
+from ..tensor import Tensor
 
 
 def _flat_outputs(out):
@@ -12,8 +15,6 @@ def _flat_outputs(out):
 
 
 def _numeric_jacobian(fn, inputs, i, eps):
-    from ..tensor import Tensor
-
     x = inputs[i]
     base = x.detach().numpy().astype(np.float64)
     cols = []
@@ -33,9 +34,6 @@ def _numeric_jacobian(fn, inputs, i, eps):
 
 
 def _analytic_jacobian(fn, inputs, diff_idx):
-    from .. import autograd
-    from ..creation import zeros_like
-
     outs = _flat_outputs(fn(*inputs))
     sizes = [o.numel() for o in outs]
     rows = []
@@ -80,8 +78,6 @@ def gradcheck(
     meaningful. Returns True, or raises AutogradError naming the input, the worst element and
     both values (returns False with raise_exception=False).
     """
-    from ..tensor import Tensor
-
     inputs = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
     diff_idx = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     if not diff_idx:
@@ -115,10 +111,6 @@ def gradgradcheck(fn, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float
     The first gradient is taken of sum(w * out) over fn's outputs, with fixed random weights w
     (so every second-derivative term counts, unlike with a plain sum).
     """
-    from .. import autograd
-    from ..creation import zeros_like
-    from ..tensor import Tensor
-
     inputs = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
     diff_mask = [isinstance(x, Tensor) and x.requires_grad for x in inputs]
     rng = np.random.default_rng(0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import weakref
 
 from ..errors import AutogradError
+from .grad_mode import set_grad_enabled
 
 
 class Ctx:
@@ -147,8 +148,8 @@ def grad_fn_of(t):
         if base is None or not base.requires_grad:
             fn.version = t._vbox[0]
             return fn
+        # gpucore.ops imports ops.inplace, which imports this module: a module-level cycle
         from ..ops.indexing import replay_views
-        from .grad_mode import set_grad_enabled
 
         with set_grad_enabled(True):
             v = replay_views(base, t._view_ops)

@@ -31,6 +31,9 @@ class Backend(Protocol):
     def run(self, op, specs, inputs, attrs: dict) -> tuple:
         """Run ``op``: one fresh C-contiguous array per output spec, in order."""
 
+    def run_inplace(self, op, arrays: list, attrs: dict) -> None:
+        """Run an in-place op (no outputs: the kernel writes into ``arrays``, this backend's)."""
+
     def upload(self, arr: np.ndarray, dtype) -> np.ndarray:
         """A copy of host array ``arr`` in this backend's memory."""
 

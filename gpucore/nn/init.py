@@ -11,6 +11,8 @@ import math
 import warnings
 
 from ..autograd.grad_mode import no_grad
+from ..creation import from_numpy
+from ..ops.random import _normal_f32, _uniform_f32
 from ..tensor import Tensor
 
 __all__ = [
@@ -69,8 +71,6 @@ def _check(op: str, tensor) -> None:
 
 
 def _fill_random(tensor: Tensor, kind: str, a: float, b: float, generator) -> Tensor:
-    from ..creation import _normal_f32, _uniform_f32, from_numpy
-
     shape = tuple(tensor.shape)
     if kind == "uniform":
         arr = _uniform_f32(shape, a, b, generator)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator
 
+from .. import dtypes as D
 from ..autograd.grad_mode import no_grad
 from ..errors import ShapeError
 from ..tensor import Tensor
@@ -347,8 +348,6 @@ class Module:
     def to(self, *args, **kwargs) -> Module:
         """Move and/or cast parameters and buffers in place: ``to('vulkan')``, ``to(float64)``.
         Only floating tensors change dtype (integer buffers keep theirs), as in PyTorch."""
-        from .. import dtypes as D
-
         for a in (*args, kwargs.get("dtype")):
             if a is not None and _is_dtype(a) and not D.as_dtype(a).is_floating_point:
                 raise TypeError(
@@ -374,20 +373,14 @@ class Module:
 
     def float(self) -> Module:
         """Cast floating parameters and buffers to float32."""
-        from .. import dtypes as D
-
         return self.to(D.float32)
 
     def double(self) -> Module:
         """Cast floating parameters and buffers to float64."""
-        from .. import dtypes as D
-
         return self.to(D.float64)
 
     def half(self) -> Module:
         """Cast floating parameters and buffers to float16."""
-        from .. import dtypes as D
-
         return self.to(D.float16)
 
     # ----------------------------------------------------------------------------- calling
@@ -446,8 +439,6 @@ class Module:
 
 
 def _is_dtype(a) -> bool:
-    from .. import dtypes as D
-
     return isinstance(a, D.dtype) or (isinstance(a, str) and a in D.BY_NAME)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..creation import empty, tensor
 from ..tensor import Tensor
 
 
@@ -15,12 +16,8 @@ class Parameter(Tensor):
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
         if data is None:
-            from ..creation import empty
-
             data = empty(0)
         if not isinstance(data, Tensor):
-            from ..creation import tensor
-
             data = tensor(data)
         p = Tensor.__new__(cls)
         p._init(data._data, data._dtype, data._vbox)

@@ -8,7 +8,9 @@ from __future__ import annotations
 import math
 
 from ..autograd.grad_mode import no_grad
+from ..creation import tensor
 from ..errors import ShapeError
+from ..ops.joining import cat, stack
 from ..tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
@@ -37,9 +39,6 @@ def clip_grad_norm_(
     tensor. norm_type: any p > 0 (1, 2...) or inf. Gradients are multiplied by
     ``min(1, max_norm / (total_norm + 1e-6))``, as PyTorch.
     """
-    from ..creation import tensor
-    from ..ops.joining import stack
-
     grads = [p.grad for p in _param_list(parameters) if p.grad is not None]
     max_norm = float(max_norm)
     norm_type = float(norm_type)
@@ -78,8 +77,6 @@ def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
 
 def parameters_to_vector(parameters) -> Tensor:
     """All parameters flattened and concatenated into one 1-D tensor."""
-    from ..ops.joining import cat
-
     return cat([p.reshape(-1) for p in _param_list(parameters)])
 
 

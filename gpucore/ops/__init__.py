@@ -8,6 +8,7 @@ from . import (  # noqa: F401
     nnops,
     optim_ops,
     pool,
+    random,
     reduce,
     shape,
     unary,

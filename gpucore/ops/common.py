@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as D
+from ..creation import tensor
 from ..errors import DTypeError, GpucoreIndexError, ShapeError
 from ..tensor import Tensor
 
@@ -78,8 +79,6 @@ def _lift_numpy(v):
     if isinstance(v, np.generic):
         return v.item()
     if isinstance(v, np.ndarray):
-        from ..creation import tensor
-
         return tensor(v)
     return v
 

@@ -8,10 +8,14 @@ import numbers
 
 import numpy as np
 
+from .. import dispatch
 from .. import dtypes as D
 from ..autograd.grad_mode import _state as _grad_state
+from ..backends.cpu import empty_array
+from ..creation import tensor
 from ..errors import DTypeError
 from ..tensor import Tensor
+from ..tensor import device as _device
 from .api import public, tensor_member
 from .common import as_operands, broadcast_shapes, no_bool, scalar_tensor
 from .common import same_result as _same
@@ -379,8 +383,6 @@ def where(condition: Tensor, input, other) -> Tensor:
             f"{condition.dtype if isinstance(condition, Tensor) else type(condition).__name__}"
         )
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
-        from ..creation import tensor
-
         input = tensor(input)  # two Python scalars: the first sets the default dtype
     a, b = as_operands("where", input, other)
     return apply(WHERE, condition, a, b)
@@ -502,8 +504,6 @@ def _to(self: Tensor, *args, dtype=None, device=None, copy: bool = False, **_kw)
             device = a
     target = None
     if device is not None:
-        from ..tensor import device as _device
-
         target = _device(device).type
     if dtype is not None:
         dt = D.as_dtype(dtype)
@@ -553,10 +553,6 @@ TO_DEVICE = defop(
 
 def to_device(input: Tensor, device: str) -> Tensor:
     """A copy of ``input`` on 'cpu' or 'vulkan' (differentiable: the gradient moves back)."""
-    from .. import dispatch
-    from ..backends.cpu import empty_array
-    from .registry import record
-
     src = input.device.type
     if device == "cpu":
         host = input._host()

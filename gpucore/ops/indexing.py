@@ -6,12 +6,16 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as D
+from ..creation import tensor as _tensor
+from ..creation import zeros
 from ..errors import DTypeError, GpucoreIndexError, ShapeError
 from ..tensor import Tensor
 from .api import public
-from .common import wrap_dim
+from .common import scalar_tensor, wrap_dim
+from .elementwise import where
 from .registry import apply, defop
 from .samples import Sample, integers, uniform, via
+from .shape import PERMUTE, VIEW
 
 # ----------------------------------------------------------------------------- keys
 
@@ -241,14 +245,13 @@ def getitem(input: Tensor, key) -> Tensor:
 @public("__setitem__", function=False)
 def setitem(input: Tensor, key, value) -> None:
     """``x[key] = value`` in place (value broadcast to the indexed region)."""
+    # ops.inplace imports this module (COPY_SLICES, replay_views): a module-level cycle
     from .inplace import inplace
 
     parts, basic = normalize_key(key)
     region = _probe(input, parts)
     if not isinstance(value, Tensor):
-        from ..creation import tensor
-
-        value = tensor(value, dtype=input.dtype)
+        value = _tensor(value, dtype=input.dtype)
     if value.dtype is not input.dtype:
         value = value.to(input.dtype)
     try:
@@ -280,8 +283,6 @@ def _gather_infer(x, index, dim, src):
 
 
 def _gather_bwd(ctx, g):
-    from ..creation import zeros
-
     (index,) = ctx.saved
     return scatter_add(zeros(ctx.attrs["src"], dtype=g.dtype), ctx.attrs["dim"], index, g), None
 
@@ -406,9 +407,6 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     """input with value where mask is True; the result keeps input's dtype (value is cast to it,
     so an int tensor filled with 1.5 holds 1, as PyTorch)."""
-    from .common import scalar_tensor
-    from .elementwise import where
-
     if isinstance(value, Tensor):
         if value.dtype is not input.dtype:
             value = value.to(input.dtype)
@@ -452,8 +450,6 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
 
 # ----------------------------------------------------------------------------- in-place views
 def _copy_slices_bwd(ctx, g):
-    from ..creation import zeros
-
     view_ops = ctx.attrs["view_ops"]
     need_base, need_src = ctx.needs_input_grad
     gb = gs = None
@@ -473,7 +469,6 @@ def _copy_slices_bwd(ctx, g):
 def _copy_slices_samples():
     """``base[view] = src`` through view chains: a strided slice, a transpose then an int (src
     broadcast to the region), a reshape then a column."""
-    from .shape import PERMUTE, VIEW
 
     def put(base, region, src):
         out = base.copy()

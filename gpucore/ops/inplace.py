@@ -15,11 +15,14 @@ from .. import dtypes as D
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.grad_mode import no_grad
 from ..autograd.graph import Ctx, Node, edge_of, grad_fn_of
+from ..creation import tensor, zeros_like
 from ..errors import AutogradError, DTypeError, ShapeError
 from ..tensor import Tensor
 from . import api
 from .api import public, tensor_member
+from .common import scalar_tensor
 from .indexing import COPY_SLICES, replay_views
+from .random import _normal_f32, _uniform_f32
 from .registry import OpDef
 
 
@@ -106,8 +109,6 @@ def inplace(x: Tensor, compute, saves_self: bool = True, op: str = "in-place op"
 
 
 def _overwrite_bwd(ctx, g):
-    from ..creation import zeros_like
-
     return zeros_like(g)
 
 
@@ -178,7 +179,6 @@ def copy_(self: Tensor, src: Tensor) -> Tensor:
 @public("fill_", function=False)
 def fill_(self: Tensor, value) -> Tensor:
     """Set every element to value."""
-    from .common import scalar_tensor
 
     def compute(x):
         v = value if isinstance(value, Tensor) else scalar_tensor(value, x.dtype)
@@ -201,8 +201,6 @@ def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
 
 def _random_values(self: Tensor, arr32) -> Tensor:
     """The float32 samples ``arr32`` (made where self lives) as a tensor to write into self."""
-    from ..creation import tensor
-
     if self._dev is not None:
         return Tensor._wrap(arr32, D.float32, dev=self._dev)  # _write casts to self's dtype
     return tensor(arr32, dtype=self.dtype)
@@ -211,8 +209,6 @@ def _random_values(self: Tensor, arr32) -> Tensor:
 @public("uniform_", function=False)
 def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
     """Fill with uniform samples from [a, b) (Philox stream; drawn on self's device)."""
-    from ..creation import _uniform_f32
-
     # Through inplace(): the new values depend on nothing, so a tensor with a history gets zero
     # gradient from here on, and a leaf that requires grad needs no_grad(), as PyTorch.
     return inplace(
@@ -226,8 +222,6 @@ def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
 @public("normal_", function=False)
 def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
     """Fill with normal samples (Philox stream; drawn on self's device)."""
-    from ..creation import _normal_f32
-
     return inplace(
         self,
         lambda x: _random_values(x, _normal_f32(tuple(x.shape), mean, std, be=x._dev)),

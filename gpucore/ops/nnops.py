@@ -8,10 +8,12 @@ import operator
 import numpy as np
 
 from .. import dtypes as D
+from ..autograd.grad_mode import _state as _grad_state
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .api import public
 from .common import wrap_dim
+from .indexing import one_hot
 from .registry import apply, defop
 from .samples import Sample, integers, uniform
 
@@ -165,8 +167,6 @@ def _xent_bwd_bwd(ctx, gg):
     logits, target, lse, g = ctx.saved
     ignore = ctx.attrs["ignore_index"]
     p = (logits - lse.unsqueeze(1)).exp()
-    from .indexing import one_hot
-
     valid = (target != ignore).to(logits.dtype).unsqueeze(1)
     safe_t = target.masked_fill(target == ignore, 0)
     oh = one_hot(safe_t, logits.shape[1]).to(logits.dtype)
@@ -477,9 +477,7 @@ def _conv2d_bwd(ctx, g):
 
 
 def _grad_enabled():
-    from ..autograd.grad_mode import _state
-
-    return _state.enabled
+    return _grad_state.enabled
 
 
 def _np_conv2d(x, w, b=None, *, stride, padding, dilation):

@@ -42,6 +42,7 @@ from .. import dtypes as D
 from ..autograd.grad_mode import no_grad
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
+from .elementwise import maximum, to_device
 from .registry import defop
 from .samples import Sample, uniform
 
@@ -165,18 +166,16 @@ def _run_cpu(op, tensors, attrs):
         if i == 1 and not a.flags.c_contiguous:
             a = np.ascontiguousarray(a)
         arrays.append(a)
-    dispatch.CPU.kernels[op.name](None, *arrays, **attrs)
+    dispatch.CPU.run_inplace(op, arrays, attrs)
     for t in on_dev:
         t._dev.after_host_write(t._data)
 
 
 def _run_device(be, op, tensors, attrs):
-    from ..backends.vulkan.kernels import contiguous
-
     arrays = [t._data for t in tensors]
-    arrays[1] = contiguous(be, be.to_device(tensors[1]))
-    be.ctx.stream.label = op.name
-    be.kernels[op.name](be, None, *arrays, **attrs)
+    grad = be.to_device(tensors[1])  # the gradient may still be on the host, or strided
+    arrays[1] = grad if grad.flags.c_contiguous else be.clone_array(grad)
+    be.run_inplace(op, arrays, attrs)
 
 
 # ----------------------------------------------------------------------------- many parameters
@@ -375,8 +374,6 @@ def _adam_composite(
     exp_avg.copy_(m)
     exp_avg_sq.copy_(v)
     if amsgrad:
-        from .elementwise import maximum
-
         v = maximum(_work(vmax[0]), v)
         vmax[0].copy_(v)
     bc1 = 1.0 - beta1**step
@@ -471,7 +468,6 @@ def _step(transposed=False):
     """Sample.call of an update: fused_update on copies of the tensors (on the Vulkan device
     under the 'vulkan' policy: an update runs where its tensors live); (param, *state) after.
     transposed: non-contiguous views of them, which take the composite path."""
-    from .elementwise import to_device
 
     def call(op, *tensors, **attrs):
         dev = "vulkan" if dispatch.get_device_policy() == "vulkan" else "cpu"

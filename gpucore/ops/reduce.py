@@ -9,10 +9,13 @@ from collections import namedtuple
 import numpy as np
 
 from .. import dtypes as D
-from ..errors import GpucoreIndexError, ShapeError
+from ..creation import zeros
+from ..errors import DTypeError, GpucoreIndexError, ShapeError
 from ..tensor import Tensor
 from .api import public
 from .common import norm_dims, reduced_shape, wrap_dim
+from .elementwise import maximum, minimum, where
+from .indexing import scatter_add
 from .registry import apply, defop
 from .samples import Sample, integers, uniform, via
 
@@ -245,9 +248,6 @@ def _dim_infer(name):
 
 
 def _dim_bwd(ctx, g):
-    from ..creation import zeros
-    from .indexing import scatter_add
-
     (x, idx) = ctx.saved
     dim, keepdim = ctx.attrs["dim"], ctx.attrs["keepdim"]
     if x.ndim == 0:
@@ -319,8 +319,6 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
     if dtype is not None:
         input = input.to(dtype)
     if not input.dtype.is_floating_point:
-        from ..errors import DTypeError
-
         raise DTypeError(
             f"mean(): could not infer output dtype from {input.dtype}; use x.float().mean() "
             "or pass dtype=gpucore.float32"
@@ -345,10 +343,8 @@ def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
 
 def _max_min(name, op_dim, full, input, dim, keepdim, other):
     if isinstance(dim, Tensor) or other is not None:
-        from . import elementwise as E
-
         o = other if other is not None else dim
-        return (E.maximum if name == "max" else E.minimum)(input, o)
+        return (maximum if name == "max" else minimum)(input, o)
     if dim is None:
         return full(input)
     d = wrap_dim(dim, input.ndim, name)
@@ -443,8 +439,6 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False) -> Tensor:
 
 def _safe_root(s: Tensor, e: float) -> Tensor:
     """s ** e for s >= 0, with gradient 0 (not nan) where s == 0."""
-    from .elementwise import where
-
     zero = s == 0
     return where(zero, 0.0, where(zero, 1.0, s) ** e)
 

@@ -3,7 +3,7 @@
 An entry (OpDef) holds the op's name, its shape/dtype rule (``infer``), which tensors its backward
 needs (``save``), and its backward written in gpucore ops (so it runs on whichever backend the
 forward ran and is itself differentiable). Kernels live in each backend's table keyed by the op
-name (``gpucore/backends/<name>/kernels.py``); view ops have a ``view`` function instead.
+name (``gpucore/backends/<name>/kernels/<family>.py``); view ops have a ``view`` function instead.
 
 Adding an op: one ``defop`` call in the module of its family here, plus a kernel per backend.
 See ``gpucore/ops/README.md``.
@@ -24,6 +24,7 @@ from ..backends.cpu.kernels import FAST as _CPU_FAST
 from ..backends.cpu.kernels import KERNELS as _CPU_KERNELS
 from ..dtypes import float32 as _F32
 from ..dtypes import float64 as _F64
+from ..errors import DeviceError
 from ..tensor import Tensor
 from .api import public
 
@@ -177,21 +178,37 @@ def apply(op: OpDef, *inputs, **attrs):
         outs = (out,)
     else:
         specs = op.infer(*inputs, **attrs)
-        backend = dispatch.backend_for(op, inputs, specs)
-        if dispatch.profiling[0]:
-            t0 = _perf_counter()
-            arrays = backend.run(op, specs, inputs, attrs)
-            dispatch.profile_event(op.name, backend.name, _perf_counter() - t0)
-        else:
-            arrays = backend.run(op, specs, inputs, attrs)
-        outs = _wrap_results(arrays, specs, backend.owner)
+        outs = _run(dispatch.backend_for(op, inputs, specs), op, specs, inputs, attrs)
         out = outs[0]
-        if dispatch._trace.records is not None:
-            dispatch.record(op.name, backend.name, out.shape)
 
     if op.backward is not None and _grad_state.enabled and out._dtype.is_floating_point:
         record(op, inputs, outs, attrs)
     return outs if len(outs) > 1 else out
+
+
+def apply_on(backend, op: OpDef, *inputs, **attrs):
+    """``apply`` on the backend the caller chose instead of the dispatch policy's: for ops whose
+    result must be made where the caller asks (random sampling into ``device=``). No autograd:
+    such ops have no backward."""
+    specs = op.infer(*inputs, **attrs)
+    if backend.name != "cpu" and not backend.supports(op, inputs, specs):
+        raise DeviceError(f"{op.name}: the {backend.name} backend has no kernel for these inputs")
+    outs = _run(backend, op, specs, inputs, attrs)
+    return outs if len(outs) > 1 else outs[0]
+
+
+def _run(backend, op: OpDef, specs, inputs, attrs) -> tuple:
+    """Run ``op`` on ``backend`` (profiled and traced when asked), outputs as Tensors."""
+    if dispatch.profiling[0]:
+        t0 = _perf_counter()
+        arrays = backend.run(op, specs, inputs, attrs)
+        dispatch.profile_event(op.name, backend.name, _perf_counter() - t0)
+    else:
+        arrays = backend.run(op, specs, inputs, attrs)
+    outs = _wrap_results(arrays, specs, backend.owner)
+    if dispatch._trace.records is not None:
+        dispatch.record(op.name, backend.name, outs[0].shape)
+    return outs
 
 
 def _wrap_results(arrays: tuple, specs, owner) -> tuple:

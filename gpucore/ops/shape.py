@@ -10,10 +10,11 @@ import math
 
 import numpy as np
 
-from ..errors import ShapeError
+from .. import dtypes as D
+from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .api import public, tensor_member
-from .common import shape_arg, wrap_dim
+from .common import broadcast_shapes, shape_arg, wrap_dim
 from .registry import apply, defop
 from .samples import Sample, uniform
 
@@ -92,9 +93,6 @@ def view(input: Tensor, *shape) -> Tensor:
 def _view_dtype(input: Tensor, dtype) -> Tensor:
     """``view(dtype)``: the same bytes read as another dtype of the same size (PyTorch's bit
     reinterpretation, not a value conversion), sharing storage and version counter."""
-    from .. import dtypes as D
-    from ..errors import DTypeError
-
     dt = D.as_dtype(dtype)
     if dt is input.dtype:
         return apply(VIEW, input, shape=tuple(input.shape), src=tuple(input.shape))
@@ -279,8 +277,6 @@ def broadcast_to(input: Tensor, shape) -> Tensor:
 @public("broadcast_tensors", method=False)
 def broadcast_tensors(*tensors: Tensor) -> tuple:
     """Views of the tensors expanded to their common broadcast shape."""
-    from .common import broadcast_shapes
-
     shape = broadcast_shapes("broadcast_tensors", *[t.shape for t in tensors])
     return tuple(t.expand(shape) for t in tensors)
 

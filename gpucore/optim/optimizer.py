@@ -26,6 +26,7 @@ from copy import deepcopy
 from itertools import chain
 
 from ..autograd.grad_mode import enable_grad, no_grad
+from ..creation import zeros
 from ..ops.optim_ops import foreach_update
 from ..tensor import Tensor
 
@@ -314,8 +315,6 @@ def _as_index(k):
 
 
 def _zeros_like(p: Tensor) -> Tensor:
-    from ..creation import zeros
-
     z = zeros(tuple(p.shape), dtype=p.dtype)
     return z if p._dev is None else z.to("vulkan")
 

@@ -1,13 +1,13 @@
-"""Shared by the topic files of tests/nn (``from nn_cases import ...``; tests/nn/conftest.py
-puts this folder on sys.path): the module table (``Case``: one gpucore.nn module with its
+"""The table of gpucore.nn modules shared by the topic files of tests/nn (``from nn_cases import
+...``; tests/nn/conftest.py puts this folder on sys.path): ``Case``, one module with its
 arguments, inputs and numpy float64 reference, in ACTIVATION_CASES ... LOSS_CASES, all of them in
-CASES), the check each topic file runs on its part of the table (``check_forward``,
-``check_input_gradients``, ``check_parameter_gradients``, ``check_error``,
-``check_match_torch``), and the inputs and numpy references the functional tests share.
+CASES. The inputs and references are in nn_refs.py; the checks each topic file runs on its part of
+the table (``check_forward``, ``check_input_gradients``, ``check_parameter_gradients``,
+``check_error``, ``check_match_torch``) in nn_checks.py.
 
 Each module is specified by:
-- its forward against a numpy float64 formula written here (not gpucore's functional), with
-  non-default constructor arguments, in float32 and float64 (check_forward);
+- its forward against a numpy float64 formula (here or in nn_refs.py, not gpucore's
+  functional), with non-default constructor arguments, in float32 and float64 (check_forward);
 - its plumbing: parameters, buffers and state_dict keys as PyTorch names them, gradients reaching
   the input (gradcheck) and the parameters (finite differences), in-place variants;
 - PyTorch's exact repr, hard-coded (test_torch_parity.py);
@@ -15,41 +15,54 @@ Each module is specified by:
 - where torch is installed, PyTorch's module on the same input and parameters
   (check_match_torch)."""
 
-import math
-
 import numpy as np
-import pytest
-from helpers import assert_close, check_grad, np_softmax, rand, to_np
+from helpers import np_softmax
+from nn_refs import (
+    COUNTS,
+    GN_B,
+    GN_W,
+    IMG,
+    IN_B,
+    IN_W,
+    INST,
+    LOGP,
+    LOGT,
+    PRELU_W,
+    PROB,
+    REDUCTIONS,
+    SELU_ALPHA,
+    SELU_SCALE,
+    T3,
+    T4,
+    T5,
+    W5,
+    Y01,
+    Y4,
+    YPM,
+    A,
+    B,
+    C,
+    P,
+    U,
+    X,
+    exact,
+    np_cosine,
+    np_cosine_embedding,
+    np_group_norm,
+    np_instance_norm,
+    np_kl,
+    np_multilabel_soft_margin,
+    np_pnorm,
+    np_poisson,
+    np_prelu,
+    np_resize,
+    np_triplet,
+    reduce,
+    sigmoid,
+)
 
 import gpucore
 import gpucore.nn as nn
-
-SELU_ALPHA = 1.6732632423543772848170429916717
-SELU_SCALE = 1.0507009873554804934193349852946
-REDUCTIONS = ["none", "mean", "sum"]
-
-
-def f32(a):
-    return gpucore.tensor(np.asarray(a, np.float64), dtype=gpucore.float32)
-
-
-def f64(a, grad=False):
-    return gpucore.tensor(np.asarray(a, np.float64), dtype=gpucore.float64, requires_grad=grad)
-
-
-def exact(a):
-    """``a`` rounded to float32, so float32 and float64 runs see the same values."""
-    return np.asarray(a, np.float64).astype(np.float32).astype(np.float64)
-
-
-def sigmoid(x):
-    return 1 / (1 + np.exp(-x))
-
-
-def reduce(loss, reduction):
-    if reduction == "none":
-        return loss
-    return loss.sum() if reduction == "sum" else loss.mean()
 
 
 class Case:
@@ -81,143 +94,6 @@ class Case:
 
 def ours(case, dtype=gpucore.float64):
     return case.build(nn, gpucore.tensor).to(dtype)
-
-
-# ============================================================================= inputs
-X = rand((2, 4, 3), -8, 8)  # activations: past every kink, clamp and softplus threshold
-P = rand((2, 3, 4), -4, 4, seed=1)  # PReLU: channels in dim 1
-IMG = rand((2, 6, 2, 3), seed=2)  # GroupNorm
-INST = rand((2, 3, 3, 4), seed=3)  # InstanceNorm2d
-T3, T4, T5 = rand((2, 3, 4), seed=4), rand((1, 2, 3, 4), seed=5), rand((1, 2, 2, 3, 4), seed=6)
-U = rand((1, 2, 3, 4), seed=7)  # Upsample
-A, B, C = rand((4, 5), seed=8), rand((4, 5), seed=9), rand((4, 5), seed=10)
-Y4 = np.array([1.0, -1.0, -1.0, 1.0])
-YPM = np.where(rand((4, 5), seed=11) > 0, 1.0, -1.0)  # +-1 targets
-Y01 = (rand((4, 5), seed=12) > 0).astype(np.float64)  # multi-label targets
-LOGP = exact(np.log(np_softmax(rand((4, 5), seed=13), 1)))  # log-probabilities
-PROB = exact(np_softmax(rand((4, 5), seed=14), 1))
-PROB[1, 2] = 0.0  # KL: 0 * log 0 is 0
-LOGT = LOGP[::-1].copy()  # log-probability targets
-COUNTS = np.array(
-    [
-        [0.0, 1.0, 2.0, 5.0, 3.0],
-        [0.5, 1.5, 8.0, 0.0, 2.5],
-        [4.0, 1.0, 0.0, 2.0, 6.0],
-        [1.0, 3.0, 2.0, 0.5, 7.0],
-    ]
-)  # Poisson targets
-W5 = np.array([0.5, 1.0, 2.0, 0.25, 1.5])  # class weights
-
-# parameter values exact in float32: the modules hold float32 parameters until .double()
-PRELU_W = np.array([0.25, -0.5, 1.5])
-GN_W = np.array([0.5, -1.0, 2.0, 1.5, 0.25, -0.75])
-GN_B = np.array([0.125, -0.25, 0.375, 0.0, 1.0, -1.0])
-IN_W, IN_B = np.array([1.5, -0.5, 2.0]), np.array([0.25, 0.0, -1.0])
-
-
-# ============================================================================= references
-def np_prelu(x, a):
-    return np.where(x > 0, x, x * np.reshape(a, (1, -1) + (1,) * (x.ndim - 2)))
-
-
-def np_group_norm(x, g, w=None, b=None, eps=1e-5):
-    n, c = x.shape[:2]
-    xg = x.reshape(n, g, -1)
-    out = (xg - xg.mean(-1, keepdims=True)) / np.sqrt(xg.var(-1, keepdims=True) + eps)
-    out = out.reshape(x.shape)
-    shape = (1, c) + (1,) * (x.ndim - 2)
-    if w is not None:
-        out = out * w.reshape(shape)
-    if b is not None:
-        out = out + b.reshape(shape)
-    return out
-
-
-def np_instance_norm(x, w=None, b=None, eps=1e-5):
-    axes = tuple(range(2, x.ndim))
-    out = (x - x.mean(axes, keepdims=True)) / np.sqrt(x.var(axes, keepdims=True) + eps)
-    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
-    if w is not None:
-        out = out * w.reshape(shape)
-    if b is not None:
-        out = out + b.reshape(shape)
-    return out
-
-
-def np_norm(x, p, axis, keepdims=False):
-    if p == math.inf:
-        return np.abs(x).max(axis=axis, keepdims=keepdims)
-    return (np.abs(x) ** p).sum(axis=axis, keepdims=keepdims) ** (1 / p)
-
-
-def interp_matrix(n_in, n_out, mode, align_corners=False, scale_factor=None):
-    """(n_out, n_in) weights of 1-D resampling, PyTorch's source index: nearest takes
-    floor(j * ratio); linear blends floor(src) and the next with src = (j + 0.5) * ratio - 0.5
-    (clamped at 0), or j * (n_in - 1) / (n_out - 1) with align_corners. ratio is
-    1 / scale_factor when given, else n_in / n_out."""
-    ratio = 1 / scale_factor if scale_factor else n_in / n_out
-    m = np.zeros((n_out, n_in))
-    for j in range(n_out):
-        if mode == "nearest":
-            m[j, min(math.floor(j * ratio), n_in - 1)] = 1.0
-            continue
-        if align_corners:
-            src = j * (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
-        else:
-            src = max((j + 0.5) * ratio - 0.5, 0.0)
-        i0 = min(math.floor(src), n_in - 1)
-        lam = src - i0
-        m[j, i0] += 1 - lam
-        m[j, min(i0 + 1, n_in - 1)] += lam
-    return m
-
-
-def np_resize(x, size, mode, align_corners=False, scale_factor=(None, None)):
-    """Resample the last two dims of [N, C, H, W] (separable)."""
-    mh = interp_matrix(x.shape[2], size[0], mode, align_corners, scale_factor[0])
-    mw = interp_matrix(x.shape[3], size[1], mode, align_corners, scale_factor[1])
-    return np.einsum("ih,nchw,jw->ncij", mh, x, mw)
-
-
-def np_cosine(a, b, dim, eps):
-    na = np.maximum(np.sqrt((a * a).sum(dim, keepdims=True)), eps)
-    nb = np.maximum(np.sqrt((b * b).sum(dim, keepdims=True)), eps)
-    return ((a / na) * (b / nb)).sum(dim)
-
-
-def np_pnorm(d, p, keepdims=False):
-    return (np.abs(d) ** p).sum(-1, keepdims=keepdims) ** (1 / p)
-
-
-def np_kl(x, t, log_target=False):
-    if log_target:
-        return np.exp(t) * (t - x)
-    return np.where(t > 0, t * np.log(np.where(t > 0, t, 1.0)), 0.0) - t * x
-
-
-def np_poisson(x, t, log_input=True, full=False, eps=1e-8):
-    loss = np.exp(x) - t * x if log_input else x - t * np.log(x + eps)
-    if full:  # Stirling's approximation of log(t!), for t > 1
-        ts = np.where(t > 1, t, 2.0)
-        loss = loss + np.where(t > 1, ts * np.log(ts) - ts + 0.5 * np.log(2 * np.pi * ts), 0.0)
-    return loss
-
-
-def np_cosine_embedding(a, b, y, margin):
-    cos = (a * b).sum(1) / np.sqrt(((a * a).sum(1) + 1e-12) * ((b * b).sum(1) + 1e-12))
-    return np.where(y == 1, 1 - cos, np.maximum(cos - margin, 0.0))
-
-
-def np_triplet(a, pos, neg, margin, p, eps, swap):
-    d_pos, d_neg = np_pnorm(a - pos + eps, p), np_pnorm(a - neg + eps, p)
-    if swap:
-        d_neg = np.minimum(d_neg, np_pnorm(pos - neg + eps, p))
-    return np.maximum(margin + d_pos - d_neg, 0.0)
-
-
-def np_multilabel_soft_margin(x, y, w=None):
-    loss = -(y * -np.logaddexp(0, -x) + (1 - y) * -np.logaddexp(0, x))
-    return (loss if w is None else loss * w).mean(-1)
 
 
 # ============================================================================= the cases
@@ -618,94 +494,3 @@ def _loss_cases():
 
 LOSS_CASES = _loss_cases()
 CASES = ACTIVATION_CASES + NORM_CASES + PAD_CASES + UPSAMPLE_CASES + DISTANCE_CASES + LOSS_CASES
-
-
-# ============================================================================= the checks
-def check_forward(case):
-    expected = case.ref(*[v.copy() for v in case.inputs])
-    out = ours(case, gpucore.float32)(*[f32(v) for v in case.inputs])
-    assert out.dtype is gpucore.float32
-    assert_close(out, expected, rtol=1e-5, atol=1e-6, what="float32")
-    out = ours(case)(*[f64(v) for v in case.inputs])
-    assert out.dtype is gpucore.float64
-    assert_close(out, expected, rtol=1e-10, atol=1e-12, what="float64")
-
-
-# a loss's 'mean' and 'sum' share the backward of its 'none' (and of its default) case
-def grad_cases(cases):
-    return [c for c in cases if c.kwargs.get("reduction") not in ("mean", "sum")]
-
-
-def check_input_gradients(case):
-    m = ours(case)
-    xs = [f64(v, grad=i not in case.fixed) for i, v in enumerate(case.inputs)]
-    check_grad(m, *xs)
-
-
-def finite_difference_grads(m, loss, eps=1e-6):
-    """Central differences of ``loss()`` with respect to each parameter of ``m``."""
-    grads = {}
-    for name, p in m.named_parameters():
-        base = to_np(p).copy()
-        g = np.zeros_like(base)
-        for i in np.ndindex(base.shape):
-            values = []
-            for step in (eps, -eps):
-                moved = base.copy()
-                moved[i] += step
-                with gpucore.no_grad():
-                    p.copy_(f64(moved))
-                    values.append(loss().item())
-            g[i] = (values[0] - values[1]) / (2 * eps)
-        with gpucore.no_grad():
-            p.copy_(f64(base))
-        grads[name] = g
-    return grads
-
-
-def check_parameter_gradients(case):
-    m = ours(case)
-    xs = [f64(v) for v in case.inputs]
-    upstream = f64(rand(case.ref(*case.inputs).shape, seed=20))
-
-    def loss():
-        return (m(*xs) * upstream).sum()
-
-    loss().backward()
-    numeric = finite_difference_grads(m, loss)
-    assert set(numeric) == set(case.params)
-    for name, p in m.named_parameters():
-        assert p.grad is not None, name
-        assert_close(p.grad, numeric[name], rtol=1e-6, atol=1e-8, what=name)
-
-
-def error_ids(errors):
-    return [f"{e.__name__}-{m}" for _, e, m in errors]
-
-
-def check_error(fn, exc, match):
-    assert issubclass(gpucore.ShapeError, ValueError)
-    with pytest.raises(exc, match=match):
-        fn()
-
-
-def check_match_torch(case):
-    torch = pytest.importorskip("torch")
-    m = ours(case)
-    tm = case.build(torch.nn, torch.tensor).double()
-    assert repr(m) == repr(tm)
-    assert list(m.state_dict()) == list(tm.state_dict())
-    xs = [f64(v, grad=i not in case.fixed) for i, v in enumerate(case.inputs)]
-    txs = [torch.tensor(v, requires_grad=i not in case.fixed) for i, v in enumerate(case.inputs)]
-    out, tout = m(*xs), tm(*txs)
-    assert_close(out, tout.detach().numpy(), rtol=1e-5, atol=1e-6, what="forward")
-    if not case.torch_grad:
-        return
-    upstream = rand(tuple(tout.shape), seed=40)
-    (out * f64(upstream)).sum().backward()
-    (tout * torch.tensor(upstream)).sum().backward()
-    for i, (x, tx) in enumerate(zip(xs, txs)):
-        if i not in case.fixed:
-            assert_close(x.grad, tx.grad.numpy(), rtol=1e-5, atol=1e-6, what=f"input {i}")
-    for (name, p), tp in zip(m.named_parameters(), tm.parameters()):
-        assert_close(p.grad, tp.grad.numpy(), rtol=1e-5, atol=1e-6, what=name)

@@ -17,12 +17,8 @@ from helpers import (
     rand,
     to_np,
 )
-from nn_cases import (
-    ACTIVATION_CASES,
-    PRELU_W,
-    Case,
-    P,
-    X,
+from nn_cases import ACTIVATION_CASES, Case, ours
+from nn_checks import (
     check_error,
     check_forward,
     check_input_gradients,
@@ -30,9 +26,8 @@ from nn_cases import (
     check_parameter_gradients,
     error_ids,
     grad_cases,
-    np_prelu,
-    ours,
 )
+from nn_refs import PRELU_W, P, X, np_prelu
 
 import gpucore
 import gpucore.nn as nn

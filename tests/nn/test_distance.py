@@ -4,16 +4,16 @@ keepdim, broadcasting) against numpy float64, errors, and PyTorch's modules wher
 import numpy as np
 import pytest
 from helpers import check_op
-from nn_cases import (
-    DISTANCE_CASES,
+from nn_cases import DISTANCE_CASES
+from nn_checks import (
     check_error,
     check_forward,
     check_input_gradients,
     check_match_torch,
     error_ids,
     grad_cases,
-    np_norm,
 )
+from nn_refs import np_norm
 
 import gpucore
 import gpucore.nn as nn

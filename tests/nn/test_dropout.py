@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 from helpers import assert_close, rand, to_np
-from nn_cases import T4, check_error, error_ids
+from nn_checks import check_error, error_ids
+from nn_refs import T4
 
 import gpucore
 import gpucore.nn as nn

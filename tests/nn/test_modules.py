@@ -9,7 +9,8 @@ from collections import OrderedDict
 import numpy as np
 import pytest
 from helpers import assert_close, rand, to_np
-from nn_cases import CASES, W5, ours
+from nn_cases import CASES, ours
+from nn_refs import W5
 
 import gpucore
 import gpucore.nn as nn

@@ -8,10 +8,8 @@ import math
 import numpy as np
 import pytest
 from helpers import assert_close, check_grad, check_op, rand, to_np
-from nn_cases import (
-    IN_B,
-    IN_W,
-    NORM_CASES,
+from nn_cases import NORM_CASES
+from nn_checks import (
     check_error,
     check_forward,
     check_input_gradients,
@@ -19,10 +17,8 @@ from nn_cases import (
     check_parameter_gradients,
     error_ids,
     grad_cases,
-    np_group_norm,
-    np_instance_norm,
-    np_norm,
 )
+from nn_refs import IN_B, IN_W, np_group_norm, np_instance_norm, np_norm
 
 import gpucore
 import gpucore.nn as nn

@@ -5,8 +5,8 @@ dtypes, errors, and PyTorch's modules where installed."""
 import numpy as np
 import pytest
 from helpers import check_op, to_np
-from nn_cases import (
-    PAD_CASES,
+from nn_cases import PAD_CASES
+from nn_checks import (
     check_error,
     check_forward,
     check_input_gradients,

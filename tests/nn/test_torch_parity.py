@@ -5,7 +5,7 @@ exact module reprs and attribute names (hard-coded), and its warnings."""
 import numpy as np
 import pytest
 from helpers import assert_close, np_softmax, rand, to_np
-from nn_cases import INST, np_instance_norm
+from nn_refs import INST, np_instance_norm
 
 import gpucore
 import gpucore.nn as nn

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 from helpers import assert_close, check_op, rand
-from nn_cases import (
-    UPSAMPLE_CASES,
+from nn_cases import UPSAMPLE_CASES
+from nn_checks import (
     check_error,
     check_forward,
     check_input_gradients,

@@ -11,6 +11,18 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# Shader-private sections of cpu/opcodes.def: shader -> {OPCODES key: the Vulkan kernel module
+# that reads it}; the section's macro is GC_<KEY>.
+_PRIVATE = {
+    "reduce.comp": {"reduce_op": "reduce", "reduce_flag": "reduce"},
+    "softmax.comp": {"softmax_op": "nn", "softmax_mode": "nn"},
+    "optim.comp": {"optim_variant": "optim", "optim_flag": "optim"},
+    "pool.comp": {"pool_mode": "pool"},
+    "im2col.comp": {"im2col_mode": "pool"},
+    "gemm.comp": {"gemm_flags": "gemm"},
+    "random.comp": {"random_mode": "random"},
+}
+
 
 def _load():
     spec = importlib.util.spec_from_file_location(
@@ -77,7 +89,7 @@ def test_an_included_file_from_the_include_dirs_marks_the_shader_stale(tmp_path,
 def test_the_op_code_shaders_depend_on_opcodes_def():
     bs = _load()
     table = ROOT / "cpu" / "opcodes.def"
-    for name in ("unary.comp", "binary.comp", "fused.comp", "gemm.comp"):
+    for name in ("unary.comp", "binary.comp", "fused.comp", "gemm.comp", *_PRIVATE):
         assert table in bs.dependencies(ROOT / "shaders" / name), name
 
 
@@ -110,3 +122,30 @@ def test_the_opcode_table_matches_the_extension_constants():
     assert set(ops["act"]) - {"none"} <= set(ops["unary"])
     arith = {k: v for k, v in ops["binary"].items() if v < ops["binary"]["eq"]}
     assert ops["fused_binary"] == arith
+
+
+def test_the_shader_private_constants_come_from_opcodes_def():
+    from gpucore import _cpu
+
+    ops = _cpu.OPCODES
+    kernels = ROOT / "gpucore" / "backends" / "vulkan" / "kernels"
+    for shader, sections in _PRIVATE.items():
+        text = (ROOT / "shaders" / shader).read_text()
+        for key, module in sections.items():
+            table = ops[key]
+            assert table and all(type(v) is int for v in table.values()), key
+            if key.endswith(("_op", "_mode", "_variant")):  # codes: 0 .. count-1, each once
+                assert sorted(table.values()) == list(range(len(table))), key
+            else:  # flag bits: distinct powers of two
+                bits = [v for k, v in table.items() if k != "ACT_SHIFT"]
+                assert all(b > 0 and b & (b - 1) == 0 for b in bits), key
+                assert len(set(bits)) == len(bits), key
+            # the shader declares them from the table, the kernel module reads OPCODES
+            assert f"#define GC_{key.upper()}(NAME, value)" in text, (shader, key)
+            assert f'OPCODES["{key}"]' in (kernels / f"{module}.py").read_text(), (module, key)
+    softmax = ops["softmax_op"]  # softmax.comp: FORWARD = OP < SOFTMAX_BACKWARD
+    assert max(softmax["SOFTMAX"], softmax["LOG_SOFTMAX"]) < softmax["SOFTMAX_BACKWARD"]
+    assert softmax["SOFTMAX_BACKWARD"] < softmax["LOG_SOFTMAX_BACKWARD"]
+    gemm = ops["gemm_flags"]  # the FLAG_* bits lie below the activation field
+    assert all(v < 1 << gemm["ACT_SHIFT"] for k, v in gemm.items() if k.startswith("FLAG_"))
+    assert max(ops["act"].values()) < 1 << (32 - gemm["ACT_SHIFT"])

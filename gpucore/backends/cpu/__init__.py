@@ -70,6 +70,10 @@ class CPUBackend:
     def supports(self, op, inputs, specs) -> bool:
         return op.name in self.kernels
 
+    def run_inplace(self, op, arrays: list, attrs: dict) -> None:
+        """Run in-place op ``op`` (an optimizer update) on host arrays it writes into."""
+        self.kernels[op.name](None, *arrays, **attrs)
+
     def upload(self, arr: np.ndarray, dtype) -> np.ndarray:
         out = empty_array(arr.shape, arr.dtype)
         np.copyto(out, arr)

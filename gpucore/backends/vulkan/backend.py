@@ -12,7 +12,7 @@ import numpy as np
 
 from ... import dtypes as D
 from ...errors import DeviceError
-from .kernels import KERNELS
+from .kernels import KERNELS, copy_array, word_copy_ok
 
 _ELEM = 4  # shaders work on 32-bit words
 
@@ -140,7 +140,11 @@ class VulkanBackend:
         k = self.kernels.get(op.name)
         if k is None:
             return False
-        if not getattr(k, "chunk_rows", False) and not self._fits_binding(inputs, specs):
+        if (
+            not getattr(k, "chunk_rows", False)
+            and not getattr(k, "any_size", False)  # the kernel splits its own dispatches
+            and not self._fits_binding(inputs, specs)
+        ):
             return False
         check = getattr(k, "accepts", None)
         if check is not None:
@@ -166,6 +170,11 @@ class VulkanBackend:
         else:
             fn(self, outs if multi else outs[0], *ins, **attrs)
         return tuple(outs)
+
+    def run_inplace(self, op, arrays: list, attrs: dict) -> None:
+        """Record in-place op ``op`` (an optimizer update) on device arrays it writes into."""
+        self.ctx.stream.label = op.name
+        self.kernels[op.name](self, None, *arrays, **attrs)
 
     def _fits_binding(self, inputs, specs) -> bool:
         lim = self.max_range - self.align
@@ -228,8 +237,6 @@ class VulkanBackend:
 
     def clone_array(self, arr: np.ndarray) -> np.ndarray:
         """A contiguous device copy of a device array."""
-        from .kernels import copy_array, word_copy_ok
-
         out = self.empty_array(arr.shape, arr.dtype)
         if word_copy_ok(arr):
             copy_array(self, out, arr)
@@ -239,8 +246,6 @@ class VulkanBackend:
 
     def copy_into(self, dst: np.ndarray, src_tensor) -> None:
         """dst (a device array, any strides) = the values of ``src_tensor`` (same shape)."""
-        from .kernels import copy_array, word_copy_ok
-
         if not dst.flags.writeable:
             raise ValueError("assignment destination is read-only")
         if dst.size and 0 in dst.strides and dst.ndim:

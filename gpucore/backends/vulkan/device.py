@@ -16,6 +16,8 @@ import os
 import threading
 from dataclasses import dataclass, field
 
+from ...errors import DeviceError
+
 log = logging.getLogger("gpucore.vulkan")
 
 _TYPE_NAMES = {0: "other", 1: "integrated", 2: "discrete", 3: "virtual", 4: "cpu"}
@@ -153,8 +155,6 @@ def choose(infos: list, allow_cpu: bool) -> DeviceInfo | None:
         except ValueError:
             idx = -1
         if not 0 <= idx < len(infos):
-            from ...errors import DeviceError
-
             raise DeviceError(
                 f"GPUCORE_VULKAN_DEVICE={forced!r} does not name a device; there are "
                 f"{len(infos)}: " + ", ".join(f"{d.index}: {d.name} ({d.type})" for d in infos)

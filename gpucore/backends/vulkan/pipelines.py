@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ...errors import DeviceError
+
 SPIRV_DIR = Path(__file__).resolve().parent / "spirv"
 PUSH_BYTES = 128
 
@@ -57,8 +59,6 @@ class PipelineCache:
             try:
                 code = path.read_bytes()
             except FileNotFoundError:
-                from ...errors import DeviceError
-
                 raise DeviceError(
                     f"shader {name!r}: {path} is missing from the installed package; rebuild the "
                     "shaders (python tools/build_shaders.py) and reinstall gpucore, or run on the "

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import warnings
 
-from ...creation import _dropout_mask
 from ...errors import ShapeError
+from ...ops.random import _dropout_mask
 from ...tensor import Tensor
 from ._utils import _check_tensor
 

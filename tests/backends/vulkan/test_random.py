@@ -15,7 +15,7 @@ import pytest
 import gpucore
 from gpucore import _cpu
 from gpucore.backends.vulkan.kernels import random as R
-from gpucore.creation import _dropout_mask
+from gpucore.ops.random import _dropout_mask
 
 SIZES = [1, 2, 3, 4, 5, 7, 8, 4095, 4096, 4097, 12345]
 # (seed, block offset): zero, large, the 32-bit counter carry, the 64-bit wrap

@@ -14,7 +14,7 @@ names again.
 """
 
 # Family modules register on import; keep this list in step with the files.
-from . import elementwise, indexing, linalg, nn, optim, pool, reduce
+from . import elementwise, indexing, linalg, nn, optim, pool, random, reduce
 from .common import FAST, KERNELS, kernel
 
 __all__ = ["FAST", "KERNELS", "kernel"]

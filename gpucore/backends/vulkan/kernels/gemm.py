@@ -35,10 +35,15 @@ from .... import _cpu
 from ....errors import DeviceError, DTypeError, ShapeError
 from .common import contiguous, copy_array, kernel
 
-# gemm.comp's activation codes (flags bits 4..7; activation.glsl), from cpu/opcodes.def
+# gemm.comp's activation codes (the flags word from bit _ACT_SHIFT; activation.glsl) and its
+# FLAG_* bits, from cpu/opcodes.def
 ACTIVATIONS = {None: _cpu.OPCODES["act"]["none"], **_cpu.OPCODES["act"]}
 VARIANTS = ("tiled", "regblock")
-_FLAG_BIAS, _FLAG_BETA, _FLAG_EPILOGUE = 1, 2, 4
+_FLAGS = _cpu.OPCODES["gemm_flags"]
+_FLAG_BIAS, _FLAG_BETA, _FLAG_EPILOGUE = (
+    _FLAGS[k] for k in ("FLAG_BIAS", "FLAG_BETA", "FLAG_EPILOGUE")
+)
+_ACT_SHIFT = _FLAGS["ACT_SHIFT"]
 # A / B load modes (shader AMODE / BMODE): scalar with the fast index along k / m (n), or vec4.
 _SCALAR_K, _SCALAR_M, _VEC4_K, _VEC4_M = 0, 1, 2, 3  # A
 _SCALAR_N, _SCALAR_KB, _VEC4_N, _VEC4_KB = 0, 1, 2, 3  # B
@@ -277,7 +282,7 @@ def _record(be, var, c, a, b, bias, x, alpha, beta, act):
     sbias_b = inner[3] if obias is not None else 0
     sx_b = inner[-1] if ox is not None else 0
 
-    flags = act << 4
+    flags = act << _ACT_SHIFT
     flags |= _FLAG_BIAS if bias is not None else 0
     flags |= _FLAG_BETA if x is not None else 0
     if act or bias is not None or x is not None or alpha != 1.0:

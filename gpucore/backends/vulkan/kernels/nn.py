@@ -23,13 +23,17 @@ import threading
 
 import numpy as np
 
+from .... import _cpu
 from .... import dtypes as D
 from ....errors import GpucoreIndexError
 from .common import _push, contiguous, groups_1d, kernel, launch
 from .reduce import oni, shader, split, use_rows, wg_size
 
-SOFTMAX, LOG_SOFTMAX, SOFTMAX_BWD, LOG_SOFTMAX_BWD = 0, 1, 2, 3
-FUSED, STATS, APPLY = 0, 1, 2
+# softmax.comp's OP and MODE codes, from cpu/opcodes.def
+_OP, _MODE = _cpu.OPCODES["softmax_op"], _cpu.OPCODES["softmax_mode"]
+SOFTMAX, LOG_SOFTMAX = _OP["SOFTMAX"], _OP["LOG_SOFTMAX"]
+SOFTMAX_BWD, LOG_SOFTMAX_BWD = _OP["SOFTMAX_BACKWARD"], _OP["LOG_SOFTMAX_BACKWARD"]
+FUSED, STATS, APPLY = _MODE["FUSED"], _MODE["STATS"], _MODE["APPLY"]
 
 
 def _softmax_pass(be, op, mode, x, y, out, st, outer, n, inner, nch, chunk, wg, rows):

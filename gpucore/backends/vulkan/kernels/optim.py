@@ -12,11 +12,17 @@ import math
 
 import numpy as np
 
+from .... import _cpu
 from .common import groups_1d, kernel, launch, local_size
 
-SGD, ADAM, RMSPROP = 0, 1, 2  # optim.comp's VARIANT (specialization constant 1)
-MAXIMIZE, WEIGHT_DECAY, MOMENTUM, NESTEROV, FIRST, DECOUPLED, AMSGRAD, CENTERED = (
-    1 << i for i in range(8)
+# optim.comp's VARIANT (specialization constant 1) and push flags, from cpu/opcodes.def
+_VARIANT, _FLAG = _cpu.OPCODES["optim_variant"], _cpu.OPCODES["optim_flag"]
+SGD, ADAM, RMSPROP = _VARIANT["SGD"], _VARIANT["ADAM"], _VARIANT["RMSPROP"]
+MAXIMIZE, WEIGHT_DECAY, MOMENTUM, NESTEROV = (
+    _FLAG[k] for k in ("MAXIMIZE", "WEIGHT_DECAY", "MOMENTUM", "NESTEROV")
+)
+FIRST, DECOUPLED, AMSGRAD, CENTERED = (
+    _FLAG[k] for k in ("FIRST", "DECOUPLED", "AMSGRAD", "CENTERED")
 )
 _WORDS = 15  # optim.comp's push-constant block: 7 uints, then 8 floats
 

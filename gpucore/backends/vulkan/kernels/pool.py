@@ -14,10 +14,12 @@ DeviceError (run that conv on the CPU).
 
 from __future__ import annotations
 
+from .... import _cpu
 from .... import dtypes as D
 from .common import _push, contiguous, groups_1d, kernel, launch, local_size
 
-IM2COL, COL2IM = 0, 1
+# im2col.comp's MODE, from cpu/opcodes.def
+IM2COL, COL2IM = _cpu.OPCODES["im2col_mode"]["IM2COL"], _cpu.OPCODES["im2col_mode"]["COL2IM"]
 
 
 def _conv_push(total, x_off, col_off, h, w, kernel, stride, padding, dilation, oh, ow):
@@ -85,9 +87,9 @@ def _col2im(be, out, col, shape, kernel, stride, padding, dilation):
 
 
 # ----------------------------------------------------------------------------- max pooling
-# shaders/pool.comp: MODE 0 = max_pool2d (values + int64 indices), 1 = max_pool2d_backward (a
-# gather over input pixels comparing the stored indices; no atomics).
-POOL_FWD, POOL_BWD = 0, 1
+# shaders/pool.comp: MODE FORWARD = max_pool2d (values + int64 indices), BACKWARD =
+# max_pool2d_backward (a gather over input pixels comparing the stored indices; no atomics).
+POOL_FWD, POOL_BWD = _cpu.OPCODES["pool_mode"]["FORWARD"], _cpu.OPCODES["pool_mode"]["BACKWARD"]
 
 
 def _pool_push(total, x_off, v_off, i_off, h, w, kernel, stride, padding, dilation, oh, ow):

@@ -1,9 +1,9 @@
 """Vulkan kernels: Philox random fills (shaders/random.comp), the CPU generator's stream.
 
-These are not registry ops (random creation consumes the generator, see gpucore/creation.py):
-``fill(be, out, mode, seed, offset, a, b)`` writes into a contiguous device array the values the
-C extension's ``philox`` / ``uniform`` / ``normal`` would write for the same seed and block
-offset, and ``DROPOUT`` the CPU's dropout mask ``(rand >= p).to(float32) * scale``.
+The kernels of the sampling ops uniform, normal and dropout_mask (gpucore/ops/random.py) call
+``fill(be, out, mode, seed, offset, a, b)``, which writes into a contiguous device array the
+values the C extension's ``philox`` / ``uniform`` / ``normal`` would write for the same seed and
+block offset, and ``DROPOUT`` the CPU's dropout mask ``(rand >= p).to(float32) * scale``.
 
 Exactness: WORDS, UNIFORM and DROPOUT are bit for bit the CPU's. NORMAL evaluates logf, sinf,
 cosf and sqrtf in float-float arithmetic and rounds each to float32 as the CPU's libm does, so
@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import _push, groups_1d, launch, local_size
+from .... import _cpu
+from .common import _push, groups_1d, kernel, launch, local_size
 
-WORDS, UNIFORM, NORMAL, DROPOUT = 0, 1, 2, 3
+_MODE = _cpu.OPCODES["random_mode"]  # random.comp's MODE (cpu/opcodes.def)
+WORDS, UNIFORM, NORMAL, DROPOUT = (_MODE[k] for k in ("WORDS", "UNIFORM", "NORMAL", "DROPOUT"))
 _MASK64 = (1 << 64) - 1
 
 
@@ -62,15 +64,28 @@ def fill(be, out: np.ndarray, mode: int, seed: int, offset: int, a: float = 0.0,
         )
 
 
-def uniform(be, out, seed, offset, low, high):
+# The registry's sampling ops (gpucore/ops/random.py). They fill outputs of any size themselves
+# (several dispatches, each starting on a block boundary), so the backend need not split them.
+def _any_size(fn):
+    fn.any_size = True
+    return fn
+
+
+@kernel("uniform")
+@_any_size
+def _uniform(be, out, *, shape, seed, offset, low, high):
     fill(be, out, UNIFORM, seed, offset, low, high)
 
 
-def normal(be, out, seed, offset, mean, std):
+@kernel("normal")
+@_any_size
+def _normal(be, out, *, shape, seed, offset, mean, std):
     fill(be, out, NORMAL, seed, offset, mean, std)
 
 
-def dropout_mask(be, out, seed, offset, p):
+@kernel("dropout_mask")
+@_any_size
+def _dropout_mask(be, out, *, shape, seed, offset, p):
     """out = 1/(1-p) where the stream's uniform u >= p, else 0 (scale 1 when p == 1)."""
     scale = 1.0 / (1.0 - p) if p < 1.0 else 1.0
     fill(be, out, DROPOUT, seed, offset, p, scale)

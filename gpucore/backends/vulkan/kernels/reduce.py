@@ -21,11 +21,16 @@ import math
 
 import numpy as np
 
+from .... import _cpu
 from .... import dtypes as D
 from .common import _push, contiguous, copy_array, groups_1d, kernel, launch, local_size
 
-SUM, MAX, MIN = 0, 1, 2
-F_IDX_IN, F_VALS, F_IDX, F_IDX64, F_MEAN = 1, 2, 4, 8, 16
+# reduce.comp's OP codes and push flags, from cpu/opcodes.def
+_OP, _FLAG = _cpu.OPCODES["reduce_op"], _cpu.OPCODES["reduce_flag"]
+SUM, MAX, MIN = _OP["SUM"], _OP["MAX"], _OP["MIN"]
+F_IDX_IN, F_VALS, F_IDX, F_IDX64, F_MEAN = (
+    _FLAG[k] for k in ("F_IDX_IN", "F_VALS", "F_IDX", "F_IDX64", "F_MEAN")
+)
 TARGET_GROUPS = 128  # workgroups a split pass aims for when there are few rows
 
 # None: use subgroup operations where the device supports them; False: never (tests set this to

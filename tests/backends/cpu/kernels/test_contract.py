@@ -14,10 +14,24 @@ from cpu_ext import C, randn
 
 # --------------------------------------------------------------------------------- constants
 def test_op_constants_are_distinct_ints():
-    for prefix, count in (("UNARY_", 14), ("BINARY_", 13), ("REDUCE_", 6)):
-        names = [n for n in dir(C) if n.startswith(prefix)]
-        assert len(names) == count
-        assert sorted(getattr(C, n) for n in names) == list(range(count))
+    # The counts come from OPCODES (cpu/opcodes.def), so adding an op needs no edit here.
+    x, out = np.ones(3), np.empty(3)
+    for prefix, family, fn in (
+        ("UNARY_", "unary", lambda op: C.unary(op, x, out)),
+        ("BINARY_", "binary", lambda op: C.binary(op, x, x, np.empty(3, np.float64))),
+        ("REDUCE_", "reduce", lambda op: C.reduce(op, x, np.empty(1), 1, 3, 1)),
+    ):
+        table = C.OPCODES[family]
+        consts = {n[len(prefix) :].lower(): getattr(C, n) for n in dir(C) if n.startswith(prefix)}
+        assert consts == table, family  # same names, same codes, none missing on either side
+        assert all(type(code) is int for code in consts.values())
+        count = len(table)
+        assert count > 0 and sorted(consts.values()) == list(range(count)), family
+        for bad in (-1, count):  # the extension's range check follows the table
+            with pytest.raises(
+                ValueError, match=rf"unknown op {bad}; .*{prefix}\* .*0\.\.{count - 1}"
+            ):
+                fn(bad)
     assert C.MAX_DIMS == 8
 
 

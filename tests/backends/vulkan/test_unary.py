@@ -1,0 +1,239 @@
+"""Unary elementwise Vulkan kernels against the CPU path: the strided ones binary.comp runs
+(logical_not, clamp, dtype casts, log1p) and unary.comp's math functions and activations, with
+their backward, on non-contiguous inputs. The binary family (binary.comp, where.comp) is in
+test_elementwise.py.
+
+Every test runs the op on the device (the ``vulkan`` fixture) and on the CPU and compares; where
+the CPU kernel and the shader must agree bit for bit (logical_not, clamp, casts, log1p's special
+values) the tolerance is zero. Each test runs twice: with elementwise fusion (contiguous float32
+ops go through fused.comp programs) and without (each op its own kernel).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from device_helpers import assert_close_to_cpu, on_cpu
+
+import gpucore
+
+RNG = np.random.default_rng(1234)
+
+
+@pytest.fixture(autouse=True, params=["fused", "unfused"])
+def fusion_mode(request, vulkan, monkeypatch):
+    stream = vulkan.ctx.stream
+    stream.flush_program()
+    monkeypatch.setattr(stream, "fuse", request.param == "fused")
+    yield request.param
+    stream.flush_program()
+
+
+def rand(*shape, lo=-2.0, hi=2.0, dtype=np.float32):
+    return RNG.uniform(lo, hi, shape).astype(dtype)
+
+
+def dev(a) -> gpucore.Tensor:
+    """A device tensor holding numpy array ``a``."""
+    return gpucore.tensor(np.ascontiguousarray(a)).to("vulkan")
+
+
+def dev_view(a: np.ndarray, view) -> gpucore.Tensor:
+    """A device tensor that is ``view`` (a function of a numpy array) of a device copy of ``a``:
+    strides the API cannot make (negative ones) reach the kernels this way."""
+    base = dev(a)
+    return gpucore.Tensor._wrap(view(base._data), base.dtype, dev=base._dev)
+
+
+def ran_on_device(ops, name):
+    assert any(n == name and b == "vulkan" for n, b, _ in ops), ops
+
+
+# strided views (as in test_elementwise.py): the kernels see every kind of stride
+VIEWS = {
+    "transpose": lambda a: a.T,
+    "slice_step": lambda a: a[1::2, ::3],
+    "offset": lambda a: a[3:, 5:],
+    "negative": lambda a: a[::-1, ::-2],
+    "expand": lambda a: np.broadcast_to(a[:1], a.shape),
+    "expand_col": lambda a: np.broadcast_to(a[:, :1], a.shape),
+}
+
+
+def assert_same_floats(got: np.ndarray, want: np.ndarray, rtol: float = 0.0):
+    """Equal values (NaN matches NaN, signed zeros and infinities must match exactly)."""
+    gn, wn = np.isnan(got), np.isnan(want)
+    np.testing.assert_array_equal(gn, wn)
+    g, w = got[~gn], want[~wn]
+    exact = (g == w) & (np.signbit(g) == np.signbit(w))
+    with np.errstate(all="ignore"):
+        close = np.isfinite(w) & np.isfinite(g) & (np.abs(g - w) <= rtol * np.abs(w))
+    bad = ~(exact | close)
+    assert not bad.any(), list(zip(g[bad][:10], w[bad][:10]))
+
+
+# ----------------------------------------------------------------------------- logical_not
+@pytest.mark.parametrize("dtype", [np.bool_, np.float32, np.int32])
+def test_logical_not(vulkan, dtype):
+    a = np.array([0, 1, 2, -1, 0, 5, 0], dtype)
+    if dtype == np.float32:
+        a = np.float32([0.0, -0.0, np.nan, np.inf, 1e-30, -2.0, 0.0])
+    ops = assert_close_to_cpu(lambda t: t.logical_not(), [dev(a)], rtol=0, atol=0)
+    ran_on_device(ops, "logical_not")
+
+
+# ----------------------------------------------------------------------------- clamp
+@pytest.mark.parametrize(
+    "bounds",
+    [
+        (-0.5, 0.5),
+        (None, 0.25),
+        (-0.25, None),
+        (0, 1),
+        (-np.inf, np.inf),
+        (1.0, -1.0),
+        (float("nan"), None),
+        (None, float("nan")),
+    ],
+)
+def test_clamp(vulkan, bounds):
+    a = rand(4097)
+    a[::11] = np.nan
+    a[5], a[6] = np.inf, -np.inf
+    lo, hi = bounds
+    x = dev(a)
+    ops = assert_close_to_cpu(lambda t: t.clamp(lo, hi), [x], rtol=0, atol=0)
+    ran_on_device(ops, "clamp")
+    assert_close_to_cpu(lambda t: t.t().clamp(lo, hi), [dev(rand(30, 20))], rtol=0, atol=0)
+
+
+def test_clamp_gradient(vulkan):
+    a = rand(300)
+    x = dev(a).requires_grad_()
+    x.clamp(-0.5, 0.7).sum().backward()
+    want = ((a >= -0.5) & (a <= 0.7)).astype(np.float32)
+    np.testing.assert_array_equal(x.grad.numpy(), want)
+
+
+# ----------------------------------------------------------------------------- casts
+CASTS = [
+    (np.float32, "int"),
+    (np.float32, "bool"),
+    (np.bool_, "float"),
+    (np.bool_, "int"),
+    (np.int32, "float"),
+    (np.int32, "bool"),
+]
+
+
+def cast_input(src):
+    if src == np.float32:
+        a = rand(4097, lo=-1e6, hi=1e6)
+        a[:8] = [0.0, -0.0, 0.5, -0.5, 1.99, -1.99, 2.0**30, -(2.0**31)]
+        return a
+    if src == np.bool_:
+        return rand(4097) > 0
+    a = RNG.integers(-(2**31), 2**31 - 1, 4097, dtype=np.int32)
+    a[:4] = [0, 1, -1, 2**24 + 1]
+    return a
+
+
+@pytest.mark.parametrize("src,dst", CASTS)
+def test_to_dtype(vulkan, src, dst):
+    x = dev(cast_input(src))
+    fn = lambda t: getattr(t, dst)()  # noqa: E731
+    ops = assert_close_to_cpu(fn, [x], rtol=0, atol=0)
+    ran_on_device(ops, "to_dtype")
+    assert_close_to_cpu(lambda t: fn(t[1::3]), [x], rtol=0, atol=0)  # strided input
+
+
+def test_float_to_bool_nan_is_true(vulkan):
+    a = np.float32([np.nan, 0.0, -0.0, np.inf, 1e-38])
+    np.testing.assert_array_equal(dev(a).bool().numpy(), [True, False, False, True, True])
+
+
+def test_casts_the_shaders_do_not_handle_run_on_cpu(vulkan):
+    x = dev(rand(100))
+    with gpucore.dispatch.trace_ops() as ops:
+        y = x.long()
+        z = x.double()
+    # ...and the results go back where the input was: a dtype change keeps the device (PyTorch)
+    assert [o[:2] for o in ops] == [("to_dtype", "cpu"), ("to_device", "vulkan")] * 2
+    assert y.device.type == z.device.type == "vulkan"
+    assert x.to(gpucore.float64, device="cpu").device.type == "cpu"
+    np.testing.assert_array_equal(y.numpy(), x.cpu().numpy().astype(np.int64))
+    np.testing.assert_array_equal(z.numpy(), x.cpu().numpy().astype(np.float64))
+
+
+# ----------------------------------------------------------------------------- log1p
+def test_log1p(vulkan):
+    a = np.concatenate(
+        [
+            rand(1000, lo=-1e-6, hi=1e-6),
+            rand(1000, lo=-0.99, hi=3.0),
+            rand(1000, lo=3, hi=1e30),
+            np.float32(
+                [
+                    0.0,
+                    -0.0,
+                    -1.0,
+                    -1.5,
+                    np.inf,
+                    -np.inf,
+                    np.nan,
+                    1e-40,
+                    2.0**24,
+                    -0.2929,
+                    0.4142,
+                    0.41421357,
+                ]
+            ),
+        ]
+    )
+    got = dev(a).log1p().numpy()
+    with np.errstate(all="ignore"):
+        ref = np.log1p(a.astype(np.float64))
+    fin = np.isfinite(ref) & (ref != 0)
+    rel = np.abs(got[fin] - ref[fin]) / np.abs(ref[fin])
+    assert rel.max() < 2.5e-7, rel.max()
+    assert_same_floats(got[~fin], on_cpu(lambda t: t.log1p(), gpucore.tensor(a)).numpy()[~fin])
+
+
+# ----------------------------------------------------------------------------- unary ops
+UNARY = [
+    "neg",
+    "abs",
+    "exp",
+    "log",
+    "sqrt",
+    "relu",
+    "sigmoid",
+    "tanh",
+    "gelu",
+    "sign",
+    "sin",
+    "cos",
+    "reciprocal",
+]
+
+
+@pytest.mark.parametrize("view", VIEWS)
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_non_contiguous(vulkan, name, view):
+    lo = 0.1 if name in ("log", "sqrt") else -3.0
+    x = dev_view(rand(24, 30, lo=lo, hi=3.0), VIEWS[view])
+    ops = assert_close_to_cpu(lambda t: getattr(t, name)(), [x], rtol=2e-6, atol=1e-6)
+    ran_on_device(ops, name)
+
+
+@pytest.mark.parametrize("name", ["relu", "sigmoid", "tanh", "gelu"])
+def test_activation_backward_non_contiguous(vulkan, name):
+    a = rand(20, 30)
+
+    def f(t):
+        t = t.detach().requires_grad_()
+        y = getattr(t.t(), name)()
+        y.backward(gpucore.ones(30, 20).to(t.device.type) * 0.5)
+        return t.grad
+
+    assert_close_to_cpu(f, [dev(a)], rtol=2e-6, atol=1e-6)
