@@ -97,12 +97,12 @@ from .creation import linspace as linspace
 from .io import load as load
 def log(input: Tensor) -> Tensor: ...
 from .ops.unary import log1p as log1p
-from .ops.nnops import log_softmax as log_softmax
+from .ops.nn import log_softmax as log_softmax
 from .ops.elementwise import logical_and as logical_and
 from .ops.elementwise import logical_not as logical_not
 from .ops.elementwise import logical_or as logical_or
 from .ops.elementwise import logical_xor as logical_xor
-from .ops.nnops import logsumexp as logsumexp
+from .ops.nn import logsumexp as logsumexp
 from .dtypes import int64 as long
 from .ops.elementwise import lt as lt
 from .random import manual_seed as manual_seed
@@ -153,7 +153,7 @@ from .random import set_rng_state as set_rng_state
 def sigmoid(input: Tensor) -> Tensor: ...
 def sign(input: Tensor) -> Tensor: ...
 def sin(input: Tensor) -> Tensor: ...
-from .ops.nnops import softmax as softmax
+from .ops.nn import softmax as softmax
 from .ops.joining import split as split
 def sqrt(input: Tensor) -> Tensor: ...
 from .ops.unary import square as square

@@ -66,7 +66,14 @@ vec2 log1p_kernel(float f) {
 // ax = 2^e * (1 + f) with 1 + f in [sqrt(1/2), sqrt(2)); ax > 0, finite.
 int reduce_log(float ax, out float f) {
     int e;
-    float m = frexp(ax, e);   // m in [0.5, 1)
+    float m;
+    uint b = floatBitsToUint(ax);
+    if (b < 0x00800000u) {     // subnormal: ax = b * 2^-149 (decoded: drivers may flush it)
+        m = frexp(float(b), e);
+        e -= 149;
+    } else {
+        m = frexp(ax, e);      // m in [0.5, 1)
+    }
     if (m < 0.70710678118654752) {
         m *= 2.0;
         e -= 1;

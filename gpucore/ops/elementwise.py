@@ -1,6 +1,9 @@
 """Elementwise ops with broadcasting: binary arithmetic, comparisons, logical ops, where, clamp,
 dtype casts, copies and device moves (the unary math and activations are in unary.py). Each op
-is one ``defop`` with its shape rule, backward and samples."""
+is one ``defop`` with its shape rule, backward and samples.
+
+kernels: backends/cpu/kernels/elementwise.py (cpu/binary.c, cpu/copy.c),
+backends/vulkan/kernels/elementwise.py (shaders/binary.comp, where.comp, copy.comp)."""
 
 from __future__ import annotations
 

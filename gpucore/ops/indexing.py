@@ -1,5 +1,7 @@
-"""Indexing and joining: basic indexing (views), advanced indexing (copies), gather/scatter_add,
-index_select, cat/stack/split/chunk/narrow/unbind, one_hot, masked_fill."""
+"""Indexing: basic indexing (views), advanced indexing (copies), index_put, gather/scatter_add,
+index_select, one_hot, masked_fill, copy_slices (cat and friends are in joining.py).
+
+kernels: backends/cpu/kernels/indexing.py (numpy); none on Vulkan (these ops run on the CPU)."""
 
 from __future__ import annotations
 

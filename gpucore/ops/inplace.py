@@ -5,6 +5,8 @@ and bumps the storage's version counter. Under autograd the tensor takes the res
 when it is a view, its base gets a CopySlices node (base with the view region replaced), so the
 gradient reaches whatever the base came from. A saved tensor that an in-place op later modifies is
 caught by the version check at backward time.
+
+kernels: none of its own (the out-of-place ops'; copy_slices is in indexing.py).
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
 """Joining and splitting: cat (an op), stack, split, chunk, narrow and unbind as compositions of
-cat and views."""
+cat and views.
+
+kernels: backends/cpu/kernels/joining.py (numpy); none on Vulkan (cat runs on the CPU)."""
 
 from __future__ import annotations
 

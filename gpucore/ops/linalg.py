@@ -1,4 +1,7 @@
-"""Matrix products: matmul (with PyTorch's 1-D and batch-broadcasting rules), mm, bmm, addmm."""
+"""Matrix products: matmul (with PyTorch's 1-D and batch-broadcasting rules), mm, bmm, addmm.
+
+kernels: backends/cpu/kernels/linalg.py (cpu/gemm.c), backends/vulkan/kernels/gemm.py
+(shaders/gemm.comp)."""
 
 from __future__ import annotations
 

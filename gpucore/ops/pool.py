@@ -9,6 +9,9 @@ window when there are several (PyTorch's ``val > max || isnan(val)`` scan).
 max_pool2d_backward(grad, indices) scatters grad into zeros [N, C, H, W] at indices, summing where
 windows overlap; its own backward gathers the incoming gradient at the indices, so double
 backward works.
+
+kernels: backends/cpu/kernels/pool.py (cpu/maxpool.c), backends/vulkan/kernels/pool.py
+(shaders/pool.comp).
 """
 
 from __future__ import annotations

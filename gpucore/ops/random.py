@@ -13,6 +13,9 @@ the dispatch policy would pick. Values (cpu/philox.c, shaders/random.comp):
 - ``rand_bits``: ``(word >> (32 - bits)) * 2**-bits``, the exact p-bit fractions rand draws for
   float16 / bfloat16;
 - ``randint``: ``low + (w[2i] | w[2i+1] << 32) % (high - low)`` as int64.
+
+kernels: backends/cpu/kernels/random.py (cpu/philox.c), backends/vulkan/kernels/random.py
+(shaders/random.comp).
 """
 
 from __future__ import annotations

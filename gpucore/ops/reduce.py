@@ -1,5 +1,8 @@
 """Reductions: sum, mean, max/min (values, or values and indices along a dim), argmax/argmin,
-all/any, and the compositions built on them (var, std, sum_to_size, norm)."""
+all/any, and the compositions built on them (var, std, sum_to_size, norm).
+
+kernels: backends/cpu/kernels/reduce.py (cpu/reduce.c), backends/vulkan/kernels/reduce.py
+(shaders/reduce.comp)."""
 
 from __future__ import annotations
 

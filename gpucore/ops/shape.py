@@ -2,6 +2,8 @@
 
 A view shares its input's storage (and version counter); its backward maps the gradient back
 through the inverse view. ``reshape`` copies only when no view is possible, as PyTorch.
+
+kernels: none (each op's ``view`` function; a reshape that must copy runs ``clone``).
 """
 
 from __future__ import annotations

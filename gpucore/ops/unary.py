@@ -1,7 +1,10 @@
 """Unary elementwise ops: math (neg, abs, exp, log, sqrt, sin, cos, ...) and activations
 (relu, sigmoid, tanh, gelu) with their backward ops; rsqrt, isnan/isinf/isfinite, square and
 softplus as compositions. Each op is one ``defop`` with its shape rule, backward and samples;
-its kernel code comes from cpu/opcodes.def (gpucore._cpu.OPCODES["unary"])."""
+its kernel code comes from cpu/opcodes.def (gpucore._cpu.OPCODES["unary"]).
+
+kernels: backends/cpu/kernels/unary.py (cpu/unary.c), backends/vulkan/kernels/unary.py
+(shaders/unary.comp; log1p on binary.comp)."""
 
 from __future__ import annotations
 

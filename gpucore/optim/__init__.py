@@ -2,7 +2,7 @@
 schedulers in ``gpucore.optim.lr_scheduler``.
 
 Each optimizer updates a parameter and its state with one fused kernel (registry ops
-``sgd_step``, ``adam_step``, ``rmsprop_step`` in gpucore/ops/optim_ops.py): the C extension on the
+``sgd_step``, ``adam_step``, ``rmsprop_step`` in gpucore/ops/optim.py): the C extension on the
 CPU, one compute-shader dispatch on the Vulkan device, wherever the parameter lives. The host
 float32 / float64 parameters of a param group are updated together, in one multi-tensor C call
 per step (``foreach_update``), bitwise as one kernel each.

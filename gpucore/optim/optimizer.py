@@ -15,7 +15,7 @@ A subclass passes its defaults to ``__init__`` and implements ``_update(p, grad,
 parameter; the base class runs it for every parameter that has a gradient, under no_grad. A
 subclass may instead update a whole group at once by overriding ``_step_group(group, params)``
 (SGD, Adam and RMSprop do: one multi-tensor C call per group, see
-``gpucore.ops.optim_ops.foreach_update``).
+``gpucore.ops.optim.foreach_update``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from itertools import chain
 
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..creation import zeros
-from ..ops.optim_ops import foreach_update
+from ..ops.optim import foreach_update
 from ..tensor import Tensor
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..ops.optim_ops import RMSPROP_STEP, fused_update
+from ..ops.optim import RMSPROP_STEP, fused_update
 from .optimizer import Optimizer
 
 

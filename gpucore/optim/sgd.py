@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..ops.optim_ops import SGD_STEP, foreach_update, fused_update
+from ..ops.optim import SGD_STEP, foreach_update, fused_update
 from .optimizer import Optimizer
 
 

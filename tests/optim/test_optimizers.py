@@ -546,7 +546,7 @@ def test_no_warnings_in_normal_use():
 # ----------------------------------------------------------------------------- the fused ops
 def test_fused_ops_check_their_tensors():
     from gpucore.errors import DTypeError, ShapeError
-    from gpucore.ops.optim_ops import ADAM_STEP, SGD_STEP, fused_update
+    from gpucore.ops.optim import ADAM_STEP, SGD_STEP, fused_update
     from gpucore.ops.registry import apply
 
     p, g = gpucore.zeros(3), gpucore.ones(3)

@@ -149,3 +149,29 @@ def test_the_shader_private_constants_come_from_opcodes_def():
     gemm = ops["gemm_flags"]  # the FLAG_* bits lie below the activation field
     assert all(v < 1 << gemm["ACT_SHIFT"] for k, v in gemm.items() if k.startswith("FLAG_"))
     assert max(ops["act"].values()) < 1 << (32 - gemm["ACT_SHIFT"])
+
+
+def test_trig_glsl_holds_the_bits_of_2_over_pi():
+    """shaders/trig.glsl's Payne-Hanek table: a zero word, then 2/pi's fraction bits, checked
+    against 2/pi computed with Python integers (Machin's formula for pi)."""
+    import re
+
+    def arctan_inv(x: int, bits: int) -> int:
+        one = 1 << bits
+        total = term = one // x
+        n, sign = 1, -1
+        while term:
+            term //= x * x
+            total += sign * (term // (2 * n + 1))
+            sign, n = -sign, n + 1
+        return total
+
+    bits = 420
+    pi = 4 * (4 * arctan_inv(5, bits) - arctan_inv(239, bits))
+    two_over_pi = (2 << (2 * bits)) // pi
+    text = (ROOT / "shaders" / "trig.glsl").read_text()
+    table = re.search(r"TWO_OVER_PI\[\d+\] = uint\[\d+\]\(([^)]*)\)", text).group(1)
+    words = [int(w.strip().rstrip("u"), 16) for w in table.split(",")]
+    assert words[0] == 0
+    want = [(two_over_pi >> (bits - 32 * (k + 1))) & 0xFFFFFFFF for k in range(len(words) - 1)]
+    assert words[1:] == want

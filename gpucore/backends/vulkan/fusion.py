@@ -1,13 +1,13 @@
 """Elementwise fusion: consecutive contiguous float32 elementwise ops become one dispatch.
 
-The stream keeps one pending ``Program`` (shaders/fused.comp). An elementwise kernel offers its
-op with ``kernels.elementwise.try_fuse``; the op joins the program when it has the program's
-element count and its operands fit the program's 8 slots, and the stream records the program as
-a single dispatch (``Stream.flush_program``) before anything else it records, before a submit,
-and when the program is full. A chain of k elementwise ops thus costs one dispatch and no
-barriers instead of k dispatches with k - 1 barriers; on a CPU driver, where each dispatch costs
-~25-40 µs of thread hand-off, and on GPUs, where each barrier drains the pipe, that is most of
-their cost.
+The stream keeps one pending ``Program`` (shaders/fused.comp). An elementwise kernel
+(kernels/unary.py, kernels/elementwise.py) offers its op with ``kernels.common.try_fuse``; the op
+joins the program when it has the program's element count and its operands fit the program's 8
+slots, and the stream records the program as a single dispatch (``Stream.flush_program``) before
+anything else it records, before a submit, and when the program is full. A chain of k elementwise
+ops thus costs one dispatch and no barriers instead of k dispatches with k - 1 barriers; on a CPU
+driver, where each dispatch costs ~25-40 µs of thread hand-off, and on GPUs, where each barrier
+drains the pipe, that is most of their cost.
 
 Every op still stores its result (the output tensor exists in Python and may be read later), so
 fusion saves dispatches and barriers, not memory traffic; an op that reads the previous op's

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ...errors import ShapeError
 from ...ops import elementwise as E
-from ...ops import nnops
+from ...ops import nn as nn_ops
 from ...ops import unary as U
 from ...ops.inplace import inplace as _inplace
 from ...tensor import Tensor
@@ -52,14 +52,14 @@ def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
     """Softmax along dim (PyTorch requires dim; so do we)."""
     if dim is None:
         raise TypeError("softmax(): pass dim explicitly (e.g. dim=-1)")
-    return nnops.softmax(input, dim, dtype=dtype)
+    return nn_ops.softmax(input, dim, dtype=dtype)
 
 
 def log_softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
     """log(softmax(x)) along dim, computed stably (PyTorch requires dim; so do we)."""
     if dim is None:
         raise TypeError("log_softmax(): pass dim explicitly (e.g. dim=-1)")
-    return nnops.log_softmax(input, dim, dtype=dtype)
+    return nn_ops.log_softmax(input, dim, dtype=dtype)
 
 
 # ============================================================================= compositions

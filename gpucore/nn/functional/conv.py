@@ -11,7 +11,7 @@ import operator
 
 from ... import dispatch
 from ...errors import DTypeError, ShapeError
-from ...ops import nnops
+from ...ops import nn as nn_ops
 from ...tensor import Tensor
 from ._utils import _as_4d, _check_tensor, _pair
 
@@ -45,7 +45,7 @@ def _fused_conv_ok(x, weight, bias, cols_shape) -> bool:
     for t in (x, weight, bias):
         if t is not None and t._dev is not None:
             return False
-    return dispatch.backend_for(nnops.IM2COL, (x,), (cols_shape, x.dtype)) is dispatch.CPU
+    return dispatch.backend_for(nn_ops.IM2COL, (x,), (cols_shape, x.dtype)) is dispatch.CPU
 
 
 def conv2d(
@@ -98,11 +98,11 @@ def conv2d(
     if bias is not None and tuple(bias.shape) != (out_c,):
         raise ShapeError(f"conv2d(): bias must have shape ({out_c},), got {tuple(bias.shape)}")
     if groups == 1 and _fused_conv_ok(x, weight, bias, (n, c * kh * kw, oh * ow)):
-        out = nnops.conv2d_fused(x, weight, bias, stride, pad, dilation)
+        out = nn_ops.conv2d_fused(x, weight, bias, stride, pad, dilation)
         if crop != (0, 0):
             out = out[:, :, crop[0] :, crop[1] :]
         return out.squeeze(0) if squeeze else out
-    cols = nnops.im2col(x, (kh, kw), stride, pad, dilation)  # [N, C*kh*kw, OH*OW]
+    cols = nn_ops.im2col(x, (kh, kw), stride, pad, dilation)  # [N, C*kh*kw, OH*OW]
     if groups == 1:
         out = weight.reshape(out_c, -1).matmul(cols)  # [N, O, L]
     else:
@@ -121,7 +121,7 @@ def conv2d(
 
 def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
     """Sliding patches [N, C, H, W] -> [N, C*kh*kw, L] (torch.nn.functional.unfold; im2col)."""
-    return nnops.im2col(input, kernel_size, stride=stride, padding=padding, dilation=dilation)
+    return nn_ops.im2col(input, kernel_size, stride=stride, padding=padding, dilation=dilation)
 
 
 def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
@@ -133,4 +133,4 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
             f"fold(): expected input [N, C*{kh}*{kw}, L], got shape {tuple(input.shape)}"
         )
     shape = (input.shape[0], input.shape[1] // (kh * kw), oh, ow)
-    return nnops.col2im(input, shape, (kh, kw), stride=stride, padding=padding, dilation=dilation)
+    return nn_ops.col2im(input, shape, (kh, kw), stride=stride, padding=padding, dilation=dilation)

@@ -15,7 +15,7 @@ from ... import dtypes as D
 from ...autograd.grad_mode import no_grad
 from ...errors import DTypeError, ShapeError
 from ...ops import elementwise as E
-from ...ops import nnops
+from ...ops import nn as nn_ops
 from ...ops import unary as U
 from ...ops.common import broadcast_shapes
 from ...tensor import Tensor
@@ -96,13 +96,13 @@ def cross_entropy(
     if probs:
         if label_smoothing > 0:
             target = target * (1 - label_smoothing) + label_smoothing / c
-        logp = nnops.log_softmax(input, 1)
+        logp = nn_ops.log_softmax(input, 1)
         if weight is not None:
             logp = logp * weight
         rows = -(logp * target).sum(1)
         denom = input.shape[0]
     else:
-        rows = nnops.cross_entropy_rows(input, target, ignore_index)  # 0 where ignored
+        rows = nn_ops.cross_entropy_rows(input, target, ignore_index)  # 0 where ignored
         valid = None
         if weight is not None or label_smoothing > 0 or target._dev is not None:
             valid = target != ignore_index
@@ -116,7 +116,7 @@ def cross_entropy(
         else:
             denom = valid.sum()
         if label_smoothing > 0:
-            logp = nnops.log_softmax(input, 1)
+            logp = nn_ops.log_softmax(input, 1)
             if weight is not None:
                 logp = logp * weight
             smooth = (-logp.sum(1)).masked_fill(~valid, 0.0)

@@ -12,7 +12,7 @@ import numpy as np
 
 from ...creation import zeros
 from ...errors import ShapeError
-from ...ops import nnops
+from ...ops import nn as nn_ops
 from ...ops import pool as _pool
 from ...ops.joining import cat
 from ...tensor import Tensor
@@ -47,7 +47,7 @@ def _pool_cols(op, x, k, s, p, d, ceil_mode):
             xi = cat([xi, zeros(n * c, 1, eh, w, dtype=x.dtype)], 2)
         if ew:
             xi = cat([xi, zeros(n * c, 1, h + eh, ew, dtype=x.dtype)], 3)
-    return nnops.im2col(xi, k, s, p, d), (oh, ow)
+    return nn_ops.im2col(xi, k, s, p, d), (oh, ow)
 
 
 def _pool_args(op, kernel_size, stride, padding, dilation=1):

@@ -11,7 +11,7 @@ import pytest
 from device_helpers import on_cpu
 
 import gpucore
-from gpucore.ops import nnops
+from gpucore.ops import nn as nn_ops
 
 RNG = np.random.default_rng(7)
 
@@ -49,31 +49,32 @@ def test_im2col_matches_cpu(vulkan, g):
     shape, kw = _args(g)
     x = RNG.standard_normal(shape).astype(np.float32)
     with gpucore.dispatch.trace_ops() as ops:
-        got = nnops.im2col(_dev(x), **kw)
+        got = nn_ops.im2col(_dev(x), **kw)
     assert ("im2col", "vulkan") in [(n, b) for n, b, _ in ops]
-    _exact(got, on_cpu(nnops.im2col, gpucore.tensor(x), **kw))
+    _exact(got, on_cpu(nn_ops.im2col, gpucore.tensor(x), **kw))
 
 
 @pytest.mark.parametrize("g", GEOMETRIES, ids=lambda g: "x".join(map(str, g[0])) + f"-k{g[1]}")
 def test_col2im_matches_cpu(vulkan, g):
     shape, kw = _args(g)
-    col_shape = tuple(on_cpu(nnops.im2col, gpucore.zeros(shape), **kw).shape)
+    col_shape = tuple(on_cpu(nn_ops.im2col, gpucore.zeros(shape), **kw).shape)
     col = RNG.standard_normal(col_shape).astype(np.float32)
     with gpucore.dispatch.trace_ops() as ops:
-        got = nnops.col2im(_dev(col), shape, **kw)
+        got = nn_ops.col2im(_dev(col), shape, **kw)
     assert ("col2im", "vulkan") in [(n, b) for n, b, _ in ops]
-    _exact(got, on_cpu(nnops.col2im, gpucore.tensor(col), shape, **kw))
+    _exact(got, on_cpu(nn_ops.col2im, gpucore.tensor(col), shape, **kw))
 
 
 def test_overlapping_windows_sum_in_cpu_order(vulkan):
     # Large overlapping windows (every pixel gathers up to 25 terms) with values spanning many
     # magnitudes, where any other summation order rounds differently.
     shape, kw = (1, 2, 9, 9), dict(kernel_size=5, stride=1, padding=2, dilation=1)
-    col_shape = tuple(on_cpu(nnops.im2col, gpucore.zeros(shape), **kw).shape)
+    col_shape = tuple(on_cpu(nn_ops.im2col, gpucore.zeros(shape), **kw).shape)
     col = RNG.standard_normal(col_shape) * 10.0 ** RNG.integers(-6, 6, col_shape)
     col = col.astype(np.float32)
     _exact(
-        nnops.col2im(_dev(col), shape, **kw), on_cpu(nnops.col2im, gpucore.tensor(col), shape, **kw)
+        nn_ops.col2im(_dev(col), shape, **kw),
+        on_cpu(nn_ops.col2im, gpucore.tensor(col), shape, **kw),
     )
 
 
@@ -82,16 +83,17 @@ def test_offset_and_strided_inputs(vulkan):
     base = RNG.standard_normal((3, 2, 6, 7)).astype(np.float32)
     kw = dict(kernel_size=3, stride=2, padding=1)
     d = _dev(base)
-    _exact(nnops.im2col(d[1:], **kw), on_cpu(nnops.im2col, gpucore.tensor(base[1:]), **kw))
+    _exact(nn_ops.im2col(d[1:], **kw), on_cpu(nn_ops.im2col, gpucore.tensor(base[1:]), **kw))
     perm = np.ascontiguousarray(base.transpose(0, 1, 3, 2))
     _exact(
-        nnops.im2col(d.permute(0, 1, 3, 2), **kw), on_cpu(nnops.im2col, gpucore.tensor(perm), **kw)
+        nn_ops.im2col(d.permute(0, 1, 3, 2), **kw),
+        on_cpu(nn_ops.im2col, gpucore.tensor(perm), **kw),
     )
-    cols = on_cpu(nnops.im2col, gpucore.tensor(base), **kw).numpy()
+    cols = on_cpu(nn_ops.im2col, gpucore.tensor(base), **kw).numpy()
     dc = _dev(np.concatenate([cols, cols]))
     _exact(
-        nnops.col2im(dc[3:], base.shape, **kw),
-        on_cpu(nnops.col2im, gpucore.tensor(cols), base.shape, **kw),
+        nn_ops.col2im(dc[3:], base.shape, **kw),
+        on_cpu(nn_ops.col2im, gpucore.tensor(cols), base.shape, **kw),
     )
 
 
@@ -102,15 +104,15 @@ def test_split_over_binding_limit(vulkan, monkeypatch):
     limits["maxStorageBufferRange"] = 16 << 10  # 16 KiB: 4096 floats per binding
     shape, kw = (3, 5, 16, 16), dict(kernel_size=3, stride=1, padding=1)
     x = RNG.standard_normal(shape).astype(np.float32)
-    ref = on_cpu(nnops.im2col, gpucore.tensor(x), **kw)
+    ref = on_cpu(nn_ops.im2col, gpucore.tensor(x), **kw)
     col = RNG.standard_normal(tuple(ref.shape)).astype(np.float32)
-    ref_back = on_cpu(nnops.col2im, gpucore.tensor(col), shape, **kw)
+    ref_back = on_cpu(nn_ops.col2im, gpucore.tensor(col), shape, **kw)
     dx, dcol = _dev(x), _dev(col)
     gpucore.vulkan.synchronize()
     before = gpucore.vulkan.stats()["dispatches"]
     monkeypatch.setattr(vulkan.ctx, "limits", limits)
-    got = nnops.im2col(dx, **kw)
-    back = nnops.col2im(dcol, shape, **kw)
+    got = nn_ops.im2col(dx, **kw)
+    back = nn_ops.col2im(dcol, shape, **kw)
     gpucore.vulkan.synchronize()
     monkeypatch.undo()
     # im2col: 2304 floats per plane -> 1 plane per dispatch, 15 planes; col2im the same
@@ -126,8 +128,8 @@ def test_conv_gradients_through_im2col(vulkan):
 
     def run(t):
         t.requires_grad_(True)
-        cols = nnops.im2col(t, **kw)
-        back = nnops.col2im(cols * cols, (2, 3, 7, 7), **kw)
+        cols = nn_ops.im2col(t, **kw)
+        back = nn_ops.col2im(cols * cols, (2, 3, 7, 7), **kw)
         back.sum().backward()
         return back.detach(), t.grad
 
@@ -142,6 +144,6 @@ def test_float64_stays_on_cpu(vulkan):
     # the shader is float32; other dtypes run in the C extension
     x = gpucore.tensor(RNG.standard_normal((1, 1, 5, 5)))  # float64
     with gpucore.dispatch.trace_ops() as ops:
-        out = nnops.im2col(x, kernel_size=2)
+        out = nn_ops.im2col(x, kernel_size=2)
     assert ("im2col", "cpu") in [(n, b) for n, b, _ in ops]
     assert out.dtype is gpucore.float64

@@ -1,5 +1,5 @@
 """Softmax / log-softmax (+ backward) and fused cross-entropy (+ backward) Vulkan kernels
-(shaders/softmax.glsl, cross_entropy.glsl via kernels/nn.py) against the CPU path, on both
+(shaders/softmax.comp, cross_entropy.comp via kernels/nn.py) against the CPU path, on both
 shader variants (subgroup operations and the shared-memory fallback); and the gradient of a
 small MLP's loss, equal on the device and on the CPU.
 """
@@ -12,7 +12,7 @@ import pytest
 import gpucore
 from gpucore.backends.vulkan.kernels import reduce as R
 from gpucore.errors import GpucoreIndexError
-from gpucore.ops import nnops
+from gpucore.ops import nn as nn_ops
 from gpucore.ops.registry import apply
 
 RNG = np.random.default_rng(11)
@@ -81,9 +81,9 @@ def test_softmax_forward_and_backward(variant, shape, dim):
     y = np.exp(x - x.max(dim, keepdims=True))
     y = (y / y.sum(dim, keepdims=True)).astype(np.float32)
     ly = np.log(y).astype(np.float32)
-    check(lambda a, b: apply(nnops.SOFTMAX_BACKWARD, a, b, dim=dim), g, y, op="softmax_backward")
+    check(lambda a, b: apply(nn_ops.SOFTMAX_BACKWARD, a, b, dim=dim), g, y, op="softmax_backward")
     check(
-        lambda a, b: apply(nnops.LOG_SOFTMAX_BACKWARD, a, b, dim=dim),
+        lambda a, b: apply(nn_ops.LOG_SOFTMAX_BACKWARD, a, b, dim=dim),
         g,
         ly,
         op="log_softmax_backward",
@@ -154,12 +154,14 @@ def test_cross_entropy_forward_and_backward(variant, n, c):
     target = RNG.integers(0, c, n).astype(np.int64)
     target[::5] = -100  # ignored rows
     check(
-        lambda a, t: apply(nnops.XENT, a, t, ignore_index=-100), logits, target, op="cross_entropy"
+        lambda a, t: apply(nn_ops.XENT, a, t, ignore_index=-100), logits, target, op="cross_entropy"
     )
-    loss, lse = apply(nnops.XENT, gpucore.tensor(logits), gpucore.tensor(target), ignore_index=-100)
+    loss, lse = apply(
+        nn_ops.XENT, gpucore.tensor(logits), gpucore.tensor(target), ignore_index=-100
+    )
     g = RNG.standard_normal(n).astype(np.float32)
     check(
-        lambda a, t, s, h: apply(nnops.XENT_BACKWARD, a, t, s, h, ignore_index=-100),
+        lambda a, t, s, h: apply(nn_ops.XENT_BACKWARD, a, t, s, h, ignore_index=-100),
         logits,
         target,
         lse.numpy(),
@@ -174,7 +176,7 @@ def test_cross_entropy_ignore_index_and_large_logits(variant):
     target[[3, 9]] = 7
     for ign in (7, 299, 2**40):
         check(
-            lambda a, t, ign=ign: apply(nnops.XENT, a, t, ignore_index=ign),
+            lambda a, t, ign=ign: apply(nn_ops.XENT, a, t, ignore_index=ign),
             logits,
             target,
             op="cross_entropy",
@@ -220,10 +222,10 @@ def test_bad_host_targets_raise_as_on_the_cpu(vulkan):
 def test_a_host_check_from_a_call_that_never_ran_is_inert(vulkan):
     logits = dev(RNG.standard_normal((6, 5)).astype(np.float32))
     bad = gpucore.tensor([0, 9, 1, 2, 3, 4])
-    specs = nnops.XENT.infer(logits, bad, ignore_index=-100)
-    assert vulkan.supports(nnops.XENT, (logits, bad), specs)  # leaves a check behind
+    specs = nn_ops.XENT.infer(logits, bad, ignore_index=-100)
+    assert vulkan.supports(nn_ops.XENT, (logits, bad), specs)  # leaves a check behind
     good = dev(np.array([0, 1, 2, 3, 4, 0], np.int64))
-    loss, _ = vulkan.run(nnops.XENT, specs, (logits, good), {"ignore_index": -100})
+    loss, _ = vulkan.run(nn_ops.XENT, specs, (logits, good), {"ignore_index": -100})
     assert np.isfinite(vulkan.host_view(loss)).all()  # backends return arrays
 
 

@@ -1,4 +1,4 @@
-"""Reduction Vulkan kernels (shaders/reduce.glsl via kernels/reduce.py) against the CPU path.
+"""Reduction Vulkan kernels (shaders/reduce.comp via kernels/reduce.py) against the CPU path.
 
 sum, mean, amax, amin, max/min along a dim (values + int64 indices), argmax/argmin: random
 inputs of sizes around the 4096 threshold, rows longer than a workgroup (split into chunks and

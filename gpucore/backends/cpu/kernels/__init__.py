@@ -5,16 +5,18 @@ which is exact for them. ``out`` is always a fresh C-contiguous array; inputs ma
 
 common.py holds the tables (``KERNELS``; ``FAST``, the ops the extension's fast lane runs
 whole), the ``kernel`` decorator and the shared helpers. Each family module registers its
-kernels with ``@kernel``, one module per module of gpucore/ops: elementwise.py, reduce.py,
-indexing.py, linalg.py, nn.py (ops/nnops.py), pool.py and optim.py (ops/optim_ops.py).
+kernels with ``@kernel``, one module per module of gpucore/ops, of the same name: unary.py,
+elementwise.py, reduce.py, indexing.py, joining.py, linalg.py (its C kernel is cpu/gemm.c), nn.py,
+pool.py, random.py and optim.py. ops/shape.py has no kernels (views); ops/inplace.py reuses the
+others'.
 
-The C extension's op codes are the one list of its unary and binary ops: elementwise.py
-registers a kernel (and a fast lane) for each code the extension exports, without typing the
-names again.
+The C extension's op codes are the one list of its unary and binary ops: unary.py and
+elementwise.py register a kernel (and a fast lane) for each code the extension exports, without
+typing the names again.
 """
 
 # Family modules register on import; keep this list in step with the files.
-from . import elementwise, indexing, linalg, nn, optim, pool, random, reduce
+from . import elementwise, indexing, joining, linalg, nn, optim, pool, random, reduce, unary
 from .common import FAST, KERNELS, kernel
 
 __all__ = ["FAST", "KERNELS", "kernel"]

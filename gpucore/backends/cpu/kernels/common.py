@@ -18,7 +18,7 @@ from ....errors import GpucoreIndexError
 KERNELS: dict = {}
 # Ops that the extension's fast lane (fast_unary, fast_binary, fast_unary_backward) runs whole
 # (checks, output, kernel, Tensor) when called without attributes: op name -> (C entry, kernel
-# code), inputs in the op's order. Filled by elementwise.py next to each op's kernel.
+# code), inputs in the op's order. Filled by unary.py and elementwise.py next to each op's kernel.
 FAST: dict = {}
 _FLOAT = (np.dtype(np.float32), np.dtype(np.float64))
 

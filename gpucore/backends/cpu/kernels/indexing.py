@@ -1,5 +1,5 @@
 """Indexing kernels (gpucore/ops/indexing.py): advanced indexing and its backward, index_put,
-gather/scatter_add, cat, one_hot, copy_slices. numpy does the work for every dtype."""
+gather/scatter_add, one_hot, copy_slices. numpy does the work for every dtype."""
 
 from __future__ import annotations
 
@@ -51,11 +51,6 @@ def _scatter_add(out, x, index, src, dim):
     grids[dim] = index
     src_part = src[tuple(slice(0, s) for s in index.shape)]
     np.add.at(out, tuple(grids), src_part)
-
-
-@kernel("cat")
-def _cat(out, *ts, dim, sizes):
-    np.concatenate(ts, axis=dim, out=out)
 
 
 @kernel("one_hot")

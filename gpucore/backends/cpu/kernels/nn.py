@@ -1,4 +1,4 @@
-"""Neural-network kernels (gpucore/ops/nnops.py): softmax/log_softmax and their backward ops,
+"""Neural-network kernels (gpucore/ops/nn.py): softmax/log_softmax and their backward ops,
 the fused cross-entropy (+ backward), im2col/col2im and the fused conv2d (+ backward)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Optimizer kernels (gpucore/ops/optim_ops.py): in-place updates. ``out`` is None; the kernel
+"""Optimizer kernels (gpucore/ops/optim.py): in-place updates. ``out`` is None; the kernel
 updates the parameter (first input) and its state buffers (every input but grad) in place,
 float32/float64 in C (cpu/optim.c)."""
 
@@ -12,7 +12,7 @@ def _inplace_only(out, name):
     if out is not None:
         raise TypeError(
             f"{name} updates its inputs in place and has no output; run it with "
-            "gpucore.ops.optim_ops.fused_update, not apply()"
+            "gpucore.ops.optim.fused_update, not apply()"
         )
 
 

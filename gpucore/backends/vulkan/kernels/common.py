@@ -95,6 +95,22 @@ def launch(
     ctx.stream.dispatch(pipe, bindings, push, groups, label=label or shader, keep=keep)
 
 
+def _dispatch(be, shader: str, spec: tuple, operands, push, groups):
+    """launch() for operands already resolved: [(array, Operand, writes?)] (saves re-resolving
+    each binding, a noticeable share of the per-op Python cost)."""
+    ctx = be.ctx
+    local = flat_local_size(be)
+    pipe = ctx.pipelines.get(shader, len(operands), spec, local)
+    ctx.stream.dispatch(
+        pipe,
+        [o.binding(w) for _, o, w in operands],
+        push,
+        groups,
+        label=shader,
+        keep=[a for a, _, _ in operands],
+    )
+
+
 # ----------------------------------------------------------------------------- copies
 def _word_layout(arr: np.ndarray, op):
     """(shape, strides, offset) of arr in 32-bit words; 8-byte items become 2 words."""

@@ -1,5 +1,6 @@
-"""Elementwise kernels: unary math and activations (+ backward), binary arithmetic and
-comparisons with broadcasting, logical ops, where, clamp, log1p, dtype casts, copies.
+"""Elementwise kernels (gpucore/ops/elementwise.py): binary arithmetic and comparisons with
+broadcasting, logical ops, where, clamp, dtype casts, copies. The unary ops' kernels are in
+unary.py (log1p among them, on the strided family below).
 
 The strided family (binary.comp, where.comp) reads its inputs in place, whatever their strides
 (0 for broadcasting, negative for flips), so no copy precedes it; the host drops size-1 dims and
@@ -19,8 +20,7 @@ from .. import fusion
 from .common import (
     KERNELS,
     _accepts_words,
-    _push,
-    contiguous,
+    _dispatch,
     copy_array,
     flat_local_size,
     groups_1d,
@@ -28,73 +28,16 @@ from .common import (
     try_fuse,
 )
 
-# ----------------------------------------------------------------------------- unary
-# Op codes come from cpu/opcodes.def through the extension (unary.comp / fused.comp use the same).
-_OPCODES = _cpu.OPCODES
-_GELU, _GELU_TANH = _OPCODES["unary"]["gelu"], _OPCODES["unary"]["gelu_tanh"]
-# gelu_tanh is gelu with approximate="tanh", not an op of its own
-_UNARY_CODES = {k: c for k, c in _OPCODES["unary"].items() if k != "gelu_tanh"}
 
-
-def _unary(name, code):
-    def run(be, out, x, **attrs):
-        c = code
-        if attrs.get("approximate") == "tanh":
-            c = _GELU_TANH
-        x = contiguous(be, x)
-        n = out.size
-        if n == 0 or try_fuse(be, c, name, out, x):
-            return
-        ox, oy = be.operand(x), be.operand(out)
-        _dispatch(
-            be,
-            "unary",
-            (c, 0),
-            [(x, ox, False), (x, ox, False), (out, oy, True)],
-            _push(n, ox.offset, ox.offset, oy.offset),
-            groups_1d(n, flat_local_size(be)),
-        )
-
-    return run
-
-
-for _name, _code in _UNARY_CODES.items():
-    kernel(_name)(_unary(_name, _code))
-
-
-def _unary_bwd(name, code):
-    def run(be, out, g, saved, **attrs):
-        c = _GELU_TANH if (code == _GELU and attrs.get("approximate") == "tanh") else code
-        g = contiguous(be, g)
-        saved = contiguous(be, saved)
-        n = out.size
-        if n == 0 or try_fuse(be, fusion.BACKWARD + c, name, out, saved, g):
-            return
-        os_, og, oy = be.operand(saved), be.operand(g), be.operand(out)
-        _dispatch(
-            be,
-            "unary",
-            (c, 1),
-            [(saved, os_, False), (g, og, False), (out, oy, True)],
-            _push(n, os_.offset, og.offset, oy.offset),
-            groups_1d(n, flat_local_size(be)),
-        )
-
-    return run
-
-
-# the activations (opcodes.def's GC_ACT) are the unary ops with a backward kernel
-for _name in _OPCODES["act"]:
-    if _name in _UNARY_CODES:
-        kernel(f"{_name}_backward")(_unary_bwd(f"{_name}_backward", _UNARY_CODES[_name]))
-
-
+# ----------------------------------------------------------------------------- copies
 @kernel("clone", accepts=_accepts_words)
 def _clone(be, out, x):
     copy_array(be, out, x)
 
 
 # ----------------------------------------------------------------------------- strided family
+# Op codes come from cpu/opcodes.def through the extension (binary.comp / where.comp use the same).
+_OPCODES = _cpu.OPCODES
 # binary.comp's op codes and types (specialization constants 1..3), by op / dtype name.
 _TYPE = {d: _OPCODES["type"][d.name] for d in (D.float32, D.int32, D.bool_)}
 _F32, _BOOL = _TYPE[D.float32], _TYPE[D.bool_]
@@ -125,22 +68,6 @@ class _Layout:
 
 _BIN_PUSH = _Layout(7, 8, 3)
 _WHERE_PUSH = _Layout(6, 6, 4)
-
-
-def _dispatch(be, shader: str, spec: tuple, operands, push, groups):
-    """launch() for operands already resolved: [(array, Operand, writes?)] (saves re-resolving
-    each binding, a noticeable share of the per-op Python cost)."""
-    ctx = be.ctx
-    local = flat_local_size(be)
-    pipe = ctx.pipelines.get(shader, len(operands), spec, local)
-    ctx.stream.dispatch(
-        pipe,
-        [o.binding(w) for _, o, w in operands],
-        push,
-        groups,
-        label=shader,
-        keep=[a for a, _, _ in operands],
-    )
 
 
 def _strides_in(shape: tuple, op) -> list:
@@ -275,11 +202,6 @@ def _logical_not(be, out, x):
 
 def _accepts_float_unary(inputs, specs):
     return inputs[0]._dtype is D.float32 and specs[1] is D.float32 and _fits(specs[0], inputs, 8)
-
-
-@kernel("log1p", accepts=_accepts_float_unary)
-def _log1p(be, out, x):
-    _run_strided(be, out, _OP["log1p"], _F32, x)
 
 
 @kernel("clamp", accepts=_accepts_float_unary)

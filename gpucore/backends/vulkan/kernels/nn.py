@@ -1,9 +1,9 @@
 """Vulkan kernels: softmax / log_softmax (+ backward) and fused cross-entropy (+ backward).
 
-Softmax (shaders/softmax.glsl) works on the [outer, n, inner] layout of reduce.py: a workgroup
+Softmax (shaders/softmax.comp) works on the [outer, n, inner] layout of reduce.py: a workgroup
 per row (inner == 1) or an invocation per column, in one fused dispatch; rows too long for the
 parallelism at hand take two (partial stats per chunk into a device scratch array, then combine
-and write). Cross-entropy (shaders/cross_entropy.glsl) reads int64 targets as their low and high
+and write). Cross-entropy (shaders/cross_entropy.comp) reads int64 targets as their low and high
 32-bit words.
 
 Out-of-range targets. The CPU kernel raises IndexError for a target outside [0, C) that is not

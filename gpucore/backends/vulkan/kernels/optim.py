@@ -1,6 +1,6 @@
 """Vulkan kernels: fused optimizer updates (shaders/optim.comp), one dispatch per parameter.
 
-In-place ops (gpucore/ops/optim_ops.py): ``out`` is None; the parameter (first input) and its
+In-place ops (gpucore/ops/optim.py): ``out`` is None; the parameter (first input) and its
 state buffers (every input but grad) are updated in place. They arrive contiguous and resident on
 this device (``fused_update`` sees to it); grad is contiguous. float32 only (the default
 ``accepts`` rule): float64 parameters run in the C kernel.
@@ -43,7 +43,7 @@ def _inplace_only(out, name):
     if out is not None:
         raise TypeError(
             f"{name} updates its inputs in place and has no output; run it with "
-            "gpucore.ops.optim_ops.fused_update, not apply()"
+            "gpucore.ops.optim.fused_update, not apply()"
         )
 
 

@@ -2,7 +2,7 @@
 
 Every reduction runs over a C-contiguous [outer, n, inner] array, the CPU kernel's layout
 (``oni``): the input as is when the reduced dims are adjacent, else a device copy permuted so
-that they are trailing (made by the strided-copy shader). Shader: shaders/reduce.glsl, built as
+that they are trailing (made by the strided-copy shader). Shader: shaders/reduce.comp, built as
 ``reduce_sg`` (subgroup operations, where the device has them in compute shaders) and ``reduce``
 (shared-memory tree, everywhere).
 

@@ -1,5 +1,9 @@
 """Neural-network primitives with fused kernels: softmax, log_softmax, cross-entropy over class
-indices, and im2col/col2im (the lowering of conv2d)."""
+indices, and im2col/col2im (the lowering of conv2d).
+
+kernels: backends/cpu/kernels/nn.py (cpu/softmax.c, conv.c, im2col.c),
+backends/vulkan/kernels/nn.py (shaders/softmax.comp, cross_entropy.comp); im2col/col2im on Vulkan
+in backends/vulkan/kernels/pool.py (shaders/im2col.comp)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from helpers import (
 )
 
 import gpucore
-from gpucore.ops.nnops import col2im, cross_entropy_rows, im2col
+from gpucore.ops.nn import col2im, cross_entropy_rows, im2col
 
 R = dict(rtol=1e-5, atol=1e-6)
 

@@ -28,6 +28,9 @@ float64 tensors, contiguous, the gradient in the parameter's dtype) go through O
 call (``sgd_step_multi``, ``adam_step_multi``, ``rmsprop_step_multi``), bitwise the same as one
 ``fused_update`` each but without the per-parameter Python path (tens of microseconds each); the
 others take ``fused_update``.
+
+kernels: backends/cpu/kernels/optim.py (cpu/optim.c), backends/vulkan/kernels/optim.py
+(shaders/optim.comp).
 """
 
 from __future__ import annotations
