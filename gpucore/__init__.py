@@ -4,11 +4,14 @@ Ops on tensors of at least GPUCORE_GPU_THRESHOLD elements run as SPIR-V compute 
 Vulkan device when one is usable; everything else runs in the C extension ``gpucore._cpu``.
 """
 
-# _cpu first: fail early and clearly if the extension is missing. ops fills the op registry and
-# attaches the Tensor methods.
+# _cpu first: fail early and clearly if the extension is missing (it also refuses a bad
+# GPUCORE_CPU_ISA itself); config next: importing it checks every GPUCORE_* variable before
+# anything reads one. ops fills the op registry and declares the public API.
 import builtins
 
-from . import _cpu, autograd, dispatch, nn, optim, vulkan
+from . import _cpu  # isort: skip
+from . import config  # isort: skip
+from . import autograd, dispatch, nn, optim, vulkan
 from . import ops as _ops
 from .autograd import enable_grad, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_grad_enabled
@@ -32,6 +35,7 @@ from .dispatch import device_policy, get_device_policy, set_device_policy
 from .dtypes import bfloat16, dtype, float16, float32, float64, int8, int32, int64, uint8
 from .dtypes import bool_ as bool  # noqa: A001  (PyTorch's name: gpucore.bool)
 from .errors import (
+    ArgumentTypeError,
     AutogradError,
     DeviceError,
     DTypeError,

@@ -9,6 +9,10 @@
   counts as asked for); raises DeviceError when there is no device.
 
 Tensors stay where they were last written; a backend moves an input only when it needs it.
+
+Once the device refuses work (lost, or inherited by a forked child: see backends/vulkan/
+context.py), 'auto' runs new tensors on the CPU, 'vulkan' raises the fault's DeviceError, and ops
+on tensors still on the device raise it too.
 GPUCORE_DEVICE sets the default policy; ``set_device_policy`` and ``device_policy(...)`` change it.
 ``trace_ops()`` records which backend ran each op.
 """
@@ -51,6 +55,8 @@ _default = {"policy": _env_policy(), "threshold": _env_threshold()}
 _vulkan_cache: dict = {}
 _vulkan_lock = threading.Lock()
 _UNSET = object()
+_unusable = [""]  # why the Vulkan device may no longer be used ('' while it may)
+_fault: list = [None]  # the context's Fault behind it, when there is one
 
 
 def get_device_policy() -> str:
@@ -120,6 +126,10 @@ def vulkan_backend(required: bool = False, allow_cpu: bool | None = None):
     if be is _UNSET:
         be = _make_vulkan_backend(key)
     if be is None and required:
+        if _fault[0] is not None:
+            _fault[0].refuse()  # raises (at exit, blocks threads other than the closing one)
+        if _unusable[0]:
+            raise DeviceError(_unusable[0])
         why = _vk_device.reason() or "no usable Vulkan device was found"
         raise DeviceError(
             f"the 'vulkan' device was requested but {why}. On a machine without a GPU, Mesa's "
@@ -152,9 +162,42 @@ def _make_vulkan_backend(allow_cpu: bool):
             if be is None or be.ctx is not ctx:
                 be = VulkanBackend(ctx)
                 _vulkan_cache["instance"] = be
+                ctx.on_fault.append(_on_device_fault)
+        elif context.unusable_reason():
+            _unusable[0] = context.unusable_reason()
         _vulkan_cache[allow_cpu] = be
     _update_fast()
     return be
+
+
+def unusable_reason() -> str:
+    """Why the Vulkan device may no longer be used in this process ('' while it may)."""
+    return _unusable[0]
+
+
+def _on_device_fault(ctx, fault) -> None:
+    """The context refuses device work: new tensors go to the CPU from now on. Takes no lock
+    but the fast-lane gate (re-created in a forked child before this runs)."""
+    _unusable[0] = fault.message
+    _fault[0] = fault
+    for key in (True, False, "auto"):
+        _vulkan_cache[key] = None
+    if fault.kind == "forked":  # the child never used it: gpucore.vulkan.stats() starts at 0
+        _vulkan_cache.pop("instance", None)
+    _update_fast()
+
+
+def _after_fork_in_child() -> None:
+    # Locks a parent thread held at fork() stay held in the child for good: replace them.
+    global _vulkan_lock, _gate_lock
+    _vulkan_lock = threading.Lock()
+    _gate_lock = threading.Lock()
+    be = _vulkan_cache.get("instance")
+    if be is not None:
+        be.ctx.mark_forked()  # calls _on_device_fault
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def backend_for(op, inputs, specs):

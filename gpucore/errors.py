@@ -17,6 +17,11 @@ class DTypeError(GpucoreError, TypeError):
     """A dtype the op does not support, or operands whose dtypes cannot be combined."""
 
 
+class ArgumentTypeError(GpucoreError, TypeError):
+    """An argument of the wrong Python type: None, a str or a numpy array where a Tensor is
+    expected (``exp(): argument 'input' (position 1) must be Tensor, not str``, as PyTorch)."""
+
+
 class DeviceError(GpucoreError, RuntimeError):
     """A device that is missing, unusable or out of memory."""
 
@@ -37,6 +42,7 @@ __all__ = [
     "GpucoreError",
     "ShapeError",
     "DTypeError",
+    "ArgumentTypeError",
     "DeviceError",
     "SerializationError",
     "GpucoreIndexError",

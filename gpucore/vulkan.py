@@ -4,12 +4,16 @@ gpucore.vulkan.is_available()   # a usable device (CPU-type ones only when allow
 gpucore.vulkan.devices()        # every device the loader reports: name, type, driver, limits
 gpucore.vulkan.synchronize()    # submit recorded work and wait for it
 gpucore.vulkan.stats()          # counters: dispatches, submits, bytes moved, memory
+gpucore.vulkan.set_memory_limit(n)  # cap gpucore's device memory at n bytes (None: no cap)
 """
 
 from __future__ import annotations
 
+from threading import get_ident as _thread_id
+
 from . import dispatch
 from .backends.vulkan import device as _device
+from .backends.vulkan import memory as _memory
 
 
 def is_available() -> bool:
@@ -33,6 +37,8 @@ def device_count() -> int:
 
 def unavailable_reason() -> str:
     """Why no device is usable ('' when one is)."""
+    if dispatch.unusable_reason():  # lost, or inherited by a forked child
+        return dispatch.unusable_reason()
     try:
         if dispatch.vulkan_backend() is not None:
             return ""
@@ -60,7 +66,24 @@ def synchronize() -> None:
     """Submit the recorded commands and wait until the device has finished them."""
     be = dispatch._vulkan_cache.get("instance")
     if be is not None:
+        fault = be.ctx.fault
+        if fault is not None and fault.kind == "closed" and fault.thread == _thread_id():
+            return  # at exit: what was submitted has been waited for
         be.ctx.stream.synchronize()
+
+
+def set_memory_limit(nbytes: int | None) -> None:
+    """Cap the device memory gpucore allocates at ``nbytes`` (``None``: as much as the driver
+    gives). An allocation that would pass it first waits for pending work to free memory, then
+    raises DeviceError."""
+    if nbytes is not None:
+        nbytes = int(nbytes)
+        if nbytes <= 0:
+            raise ValueError(f"set_memory_limit: nbytes must be positive or None, got {nbytes}")
+    _memory.default_limit = nbytes
+    be = dispatch._vulkan_cache.get("instance")
+    if be is not None:
+        be.ctx.memory.limit = nbytes
 
 
 _ZERO = {
@@ -74,6 +97,9 @@ _ZERO = {
     "peak_bytes": 0,
     "pipelines_created": 0,
     "pipeline_seconds": 0.0,
+    "timeouts": 0,
+    "reclaims": 0,
+    "block_bytes": 0,
 }
 
 

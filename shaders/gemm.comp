@@ -65,6 +65,13 @@ layout(push_constant) uniform Push {
 #define GC_GEMM_FLAGS(NAME, value) const uint NAME = uint(value);  // FLAG_*, ACT_SHIFT
 #include "opcodes.def"
 #undef GC_GEMM_FLAGS
+#define GC_GEMM_VARIANT(NAME, value) const uint NAME = uint(value);  // REGBLOCK, TILED
+#define GC_GEMM_A_MODE(NAME, value) const uint NAME = uint(value);    // A_SCALAR_K ... A_VEC4_M
+#define GC_GEMM_B_MODE(NAME, value) const uint NAME = uint(value);    // B_SCALAR_N ... B_VEC4_K
+#include "opcodes.def"
+#undef GC_GEMM_VARIANT
+#undef GC_GEMM_A_MODE
+#undef GC_GEMM_B_MODE
 
 // The epilogue runs after the raw tile is stored, as one rolled loop over the elements this
 // invocation wrote: unrolled per element it would multiply the code (and lavapipe's pipeline
@@ -93,7 +100,7 @@ void epilogue(uint z, uint m0, uint mstep, uint rows, uint n0, uint nstep, uint 
 // ----------------------------------------------------------------------------- REGBLOCK
 void main_regblock() {
     const uint COLS = 4u * SG * TN;     // columns per subgroup
-    const uint UN = BMODE == 3u ? 4u : 1u;  // k-steps unrolled per iteration of the rolled loop
+    const uint UN = BMODE == B_VEC4_K ? 4u : 1u;  // k-steps unrolled per iteration of the rolled loop
     uint lane = gl_SubgroupInvocationID;
     uint z = gl_WorkGroupID.z;
     uint row0 = (gl_WorkGroupID.y * gl_NumSubgroups + gl_SubgroupID) * TM;
@@ -109,7 +116,7 @@ void main_regblock() {
         [[unroll]] for (uint q = 0u; q < 4u; ++q) {
             uint n = col0 + 4u * SG * j + q;
             // vec4-along-n loads start at a clamped quad (N % 4 == 0 there)
-            cb[4u * j + q] = BMODE == 2u ? boff + min(n, p.N - 4u)
+            cb[4u * j + q] = BMODE == B_VEC4_N ? boff + min(n, p.N - 4u)
                                          : boff + min(n, p.N - 1u) * p.sb_n;
         }
     }
@@ -126,7 +133,7 @@ void main_regblock() {
         // pipeline creation time (seconds) and measured no faster; the shuffle index may vary.
         [[dont_unroll]] for (uint k1 = 0u; k1 < SG; k1 += UN) {
             vec4 bq[4u * TN];           // BMODE 3: 4 k-values of each column, as one vec4
-            if (BMODE == 3u) {
+            if (BMODE == B_VEC4_K) {
                 uint kq = min(k0 + k1, p.K - 4u);
                 [[unroll]] for (uint cc = 0u; cc < 4u * TN; ++cc) bq[cc] = b4[(cb[cc] + kq) >> 2];
             }
@@ -137,9 +144,9 @@ void main_regblock() {
                 vec4 bv[TN];
                 [[unroll]] for (uint j = 0u; j < TN; ++j) {
                     vec4 v;
-                    if (BMODE == 2u) {
+                    if (BMODE == B_VEC4_N) {
                         v = b4[(cb[4u * j] + kc * p.sb_k) >> 2];
-                    } else if (BMODE == 3u) {
+                    } else if (BMODE == B_VEC4_K) {
                         v = vec4(bq[4u * j][u], bq[4u * j + 1u][u], bq[4u * j + 2u][u],
                                  bq[4u * j + 3u][u]);
                     } else {
@@ -175,7 +182,7 @@ shared float Bs[BK * BN];   // Bs[k * BN + n]
 void load_tiles(uint aoff, uint boff, uint bm, uint bn, uint k0) {
     const uint WG = (BM / TM) * (BN / TN);
     uint tid = gl_LocalInvocationIndex;
-    if (AMODE == 2u) {              // vec4 along k (A row-major, K % 4 == 0)
+    if (AMODE == A_VEC4_K) {              // vec4 along k (A row-major, K % 4 == 0)
         for (uint e = tid; e < BM * (BK / 4u); e += WG) {
             uint mm = e / (BK / 4u), kq = 4u * (e % (BK / 4u));
             uint m = bm + mm, k = k0 + kq;
@@ -184,7 +191,7 @@ void load_tiles(uint aoff, uint boff, uint bm, uint bn, uint k0) {
             As[kq * BM + mm] = v.x; As[(kq + 1u) * BM + mm] = v.y;
             As[(kq + 2u) * BM + mm] = v.z; As[(kq + 3u) * BM + mm] = v.w;
         }
-    } else if (AMODE == 3u) {       // vec4 along m (A transposed, M % 4 == 0)
+    } else if (AMODE == A_VEC4_M) {       // vec4 along m (A transposed, M % 4 == 0)
         for (uint e = tid; e < (BM / 4u) * BK; e += WG) {
             uint kk = e / (BM / 4u), mq = 4u * (e % (BM / 4u));
             uint m = bm + mq, k = k0 + kk;
@@ -195,13 +202,13 @@ void load_tiles(uint aoff, uint boff, uint bm, uint bn, uint k0) {
         }
     } else {
         for (uint e = tid; e < BM * BK; e += WG) {
-            uint mm = AMODE == 1u ? e % BM : e / BK;
-            uint kk = AMODE == 1u ? e / BM : e % BK;
+            uint mm = AMODE == A_SCALAR_M ? e % BM : e / BK;
+            uint kk = AMODE == A_SCALAR_M ? e / BM : e % BK;
             uint m = bm + mm, k = k0 + kk;
             As[kk * BM + mm] = (m < p.M && k < p.K) ? a[aoff + m * p.sa_m + k * p.sa_k] : 0.0;
         }
     }
-    if (BMODE == 2u) {              // vec4 along n (B row-major, N % 4 == 0)
+    if (BMODE == B_VEC4_N) {              // vec4 along n (B row-major, N % 4 == 0)
         for (uint e = tid; e < BK * (BN / 4u); e += WG) {
             uint kk = e / (BN / 4u), nq = 4u * (e % (BN / 4u));
             uint n = bn + nq, k = k0 + kk;
@@ -210,7 +217,7 @@ void load_tiles(uint aoff, uint boff, uint bm, uint bn, uint k0) {
             Bs[kk * BN + nq] = v.x; Bs[kk * BN + nq + 1u] = v.y;
             Bs[kk * BN + nq + 2u] = v.z; Bs[kk * BN + nq + 3u] = v.w;
         }
-    } else if (BMODE == 3u) {       // vec4 along k (B transposed, K % 4 == 0)
+    } else if (BMODE == B_VEC4_K) {       // vec4 along k (B transposed, K % 4 == 0)
         for (uint e = tid; e < BN * (BK / 4u); e += WG) {
             uint nn = e / (BK / 4u), kq = 4u * (e % (BK / 4u));
             uint n = bn + nn, k = k0 + kq;
@@ -221,8 +228,8 @@ void load_tiles(uint aoff, uint boff, uint bm, uint bn, uint k0) {
         }
     } else {
         for (uint e = tid; e < BK * BN; e += WG) {
-            uint nn = BMODE == 1u ? e / BK : e % BN;
-            uint kk = BMODE == 1u ? e % BK : e / BN;
+            uint nn = BMODE == B_SCALAR_K ? e / BK : e % BN;
+            uint kk = BMODE == B_SCALAR_K ? e % BK : e / BN;
             uint n = bn + nn, k = k0 + kk;
             Bs[kk * BN + nn] = (n < p.N && k < p.K) ? b[boff + k * p.sb_k + n * p.sb_n] : 0.0;
         }
@@ -263,7 +270,7 @@ void main_tiled() {
 }
 
 void main() {
-    if (VARIANT == 0u) {
+    if (VARIANT == REGBLOCK) {
         main_regblock();
     } else {
         main_tiled();

@@ -15,6 +15,7 @@ numpy reference (a policy whose device is missing is skipped).
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 
@@ -243,3 +244,33 @@ def num_grad(f, x: np.ndarray, eps=1e-6) -> np.ndarray:
         xm.reshape(-1)[i] -= eps
         g.reshape(-1)[i] = (f(xp) - f(xm)) / (2 * eps)
     return g
+
+
+# ----------------------------------------------------------------------------- op references
+def op_reference(name: str, **attrs):
+    """(ref, low, high) of registry op ``name`` from the samples declared next to it: its float64
+    numpy reference (taking the inputs, with ``attrs`` bound) and the range its first sample
+    input spans (so log gets positive inputs). Tests that list ops derive their references here,
+    so a new op needs no edit in them."""
+    from gpucore.ops.registry import REGISTRY
+
+    for s in REGISTRY[name].samples():
+        if all(s.attrs.get(k) == v for k, v in attrs.items()) and s.inputs and s.inputs[0].size > 1:
+            x = s.inputs[0]
+            return functools.partial(s.ref, **s.attrs), float(x.min()), float(x.max())
+    raise LookupError(f"op {name!r} declares no sample with attributes {attrs}")
+
+
+def unary_code_ops() -> dict:
+    """Each unary code of cpu/opcodes.def -> (registry op, attrs): gelu_tanh is gelu's tanh form."""
+    from gpucore import _cpu
+
+    out = {}
+    for code in _cpu.OPCODES["unary"]:
+        if code == "gelu_tanh":
+            out[code] = ("gelu", {"approximate": "tanh"})
+        elif code == "gelu":
+            out[code] = ("gelu", {"approximate": "none"})
+        else:
+            out[code] = (code, {})
+    return out

@@ -9,6 +9,7 @@ from gpucore import errors
 HIERARCHY = [
     ("ShapeError", ValueError),
     ("DTypeError", TypeError),
+    ("ArgumentTypeError", TypeError),
     ("DeviceError", RuntimeError),
     ("SerializationError", ValueError),
     ("GpucoreIndexError", IndexError),

@@ -181,6 +181,21 @@ static PyObject *opcodes_table(void)
 #include "opcodes.def"
 #undef GC_GEMM_FLAGS
 
+    TABLE("gemm_variant")
+#define GC_GEMM_VARIANT(NAME, value) ADD(#NAME, value)
+#include "opcodes.def"
+#undef GC_GEMM_VARIANT
+
+    TABLE("gemm_a_mode")
+#define GC_GEMM_A_MODE(NAME, value) ADD(#NAME, value)
+#include "opcodes.def"
+#undef GC_GEMM_A_MODE
+
+    TABLE("gemm_b_mode")
+#define GC_GEMM_B_MODE(NAME, value) ADD(#NAME, value)
+#include "opcodes.def"
+#undef GC_GEMM_B_MODE
+
 #undef TABLE
 #undef ADD
 #undef ADD_IF

@@ -11,10 +11,15 @@ allocates anything: the tensors must tile the data section exactly (sorted by of
 where the previous one ended, the last ending at the end of the file), and each tensor's byte count
 must equal prod(shape) * itemsize. Any violation raises SerializationError naming the source.
 
-Files written here also carry ``gpucore.header_sha256`` in the metadata: a SHA-256 over the other
-metadata entries and the tensor table. It makes any change to the header's meaning (a flipped
-digit in a shape, a dtype or a value in the metadata) an error instead of a silent misread. It is
-an integrity check, not a signature. Files from other writers have no digest and are not checked.
+Files written here also carry two checksums in the metadata. ``gpucore.tensor_sha256`` maps each
+tensor's name to the SHA-256 of its bytes (see ``checksum``): any change to tensor data is an
+error naming the tensor. ``gpucore.header_sha256`` is a SHA-256 over the other metadata entries
+(the tensor checksums included) and the tensor table: any change to the header's meaning (a
+flipped digit in a shape, a dtype or a value in the metadata) is an error instead of a silent
+misread. They are integrity checks, not signatures. Files from other writers (and gpucore files
+older than the tensor checksums) lack them and are checked for what they carry.
+
+The header is parsed within limits on its size, its tensor count and its nesting (see ``header``).
 """
 
 from __future__ import annotations
@@ -23,7 +28,6 @@ import hashlib
 import json
 import math
 import os
-import reprlib
 import stat
 import sys
 from dataclasses import dataclass
@@ -34,11 +38,21 @@ from .. import dtypes as D
 from ..backends.cpu import empty_array
 from ..errors import SerializationError
 from ..tensor import MAX_DIMS, Tensor
+from . import checksum, header
+from .header import (
+    METADATA_KEY,
+    check_limit,
+    error,
+    header_too_large,
+    parse_header,
+    parse_json,
+    short,
+)
 
-MAX_HEADER_BYTES = 100_000_000  # the safetensors package's own cap
 MAX_ELEMENTS = 1 << 40  # per tensor, counting zero-sized dims as 1 (numpy's own limit is 2**63)
 DIGEST_KEY = "gpucore.header_sha256"
-METADATA_KEY = "__metadata__"
+CHECKSUM_KEY = "gpucore.tensor_sha256"
+_PLACEHOLDER = "0" * checksum.HEX_DIGITS
 
 TO_ST = {
     D.float64: "F64",
@@ -72,10 +86,6 @@ OTHER_ST = frozenset(
 _ENTRY_KEYS = frozenset({"dtype", "shape", "data_offsets"})
 
 
-def error(source: str, msg: str) -> SerializationError:
-    return SerializationError(f"{source}: {msg}")
-
-
 @dataclass(frozen=True)
 class Entry:
     """One tensor of the header, already validated."""
@@ -104,7 +114,40 @@ def _payload(t: Tensor) -> np.ndarray:
     return a.reshape(-1).view(np.uint8)
 
 
-def prepare(tensors: dict, metadata: dict):
+@dataclass
+class Plan:
+    """What ``write`` puts in a file: the metadata, the tensor table, the tensors in data order,
+    and the header's length (the same with placeholder and with real checksums)."""
+
+    metadata: dict
+    entries: list
+    tensors: list
+    header_len: int
+
+
+def _header(metadata: dict, entries, sums: dict) -> bytes:
+    """The padded header bytes for ``metadata`` plus the tensor checksums and the digest."""
+    metadata = dict(metadata)
+    metadata[CHECKSUM_KEY] = json.dumps(sums, ensure_ascii=False, separators=(",", ":"))
+    metadata[DIGEST_KEY] = digest(metadata, entries)
+    table = {METADATA_KEY: metadata}
+    for e in entries:
+        table[e.name] = {
+            "dtype": TO_ST[e.dtype],
+            "shape": list(e.shape),
+            "data_offsets": [e.begin, e.end],
+        }
+    hb = json.dumps(table, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        hb = hb.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise SerializationError(
+            f"a tensor name or metadata string is not valid UTF-8 ({err})"
+        ) from None
+    return hb + b" " * (-len(hb) % 8)
+
+
+def prepare(tensors: dict, metadata: dict) -> Plan:
     """Lay out ``tensors`` (name -> Tensor) and ``metadata`` (str -> str): returns the plan that
     ``write`` puts in a file. Nothing is written yet, so any error here leaves no file behind.
 
@@ -117,36 +160,35 @@ def prepare(tensors: dict, metadata: dict):
         n = t.numel() * t.dtype.itemsize
         entries.append(Entry(name, t.dtype, tuple(t.shape), off, off + n))
         off += n
-    metadata = dict(metadata)
-    metadata[DIGEST_KEY] = digest(metadata, entries)
-    header = {METADATA_KEY: metadata}
-    for e in entries:
-        header[e.name] = {
-            "dtype": TO_ST[e.dtype],
-            "shape": list(e.shape),
-            "data_offsets": [e.begin, e.end],
-        }
-    hb = json.dumps(header, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    try:
-        hb = hb.encode("utf-8")
-    except UnicodeEncodeError as err:
-        raise SerializationError(
-            f"a tensor name or metadata string is not valid UTF-8 ({err})"
-        ) from None
-    hb += b" " * (-len(hb) % 8)
-    return hb, [(e, t) for e, (_, t) in zip(entries, order)]
+    hb = _header(metadata, entries, dict.fromkeys((e.name for e in entries), _PLACEHOLDER))
+    return Plan(dict(metadata), entries, [t for _, t in order], len(hb))
 
 
-def write(f, plan) -> None:
-    """Write a plan from ``prepare`` to the binary file ``f``."""
-    hb, items = plan
-    f.write(len(hb).to_bytes(8, "little"))
+def write(f, plan: Plan) -> None:
+    """Write a plan from ``prepare`` to the binary file ``f``, which must be seekable.
+
+    One pass over the tensors: the header goes first with placeholder checksums (hex digits of
+    the same length), the tensors follow while they are hashed, and the header is rewritten in
+    place with the real checksums and digest.
+    """
+    sums = dict.fromkeys((e.name for e in plan.entries), _PLACEHOLDER)
+    start = f.tell()
+    f.write(plan.header_len.to_bytes(8, "little"))
+    f.write(_header(plan.metadata, plan.entries, sums))
+    with checksum.Hasher() as hasher:
+        for e, t in zip(plan.entries, plan.tensors):
+            data = _payload(t)
+            if data.nbytes != e.end - e.begin:  # a tensor resized behind our back
+                raise SerializationError(f"tensor {short(e.name)} changed size while being saved")
+            hasher.add(e.name, data)
+            f.write(memoryview(data))
+        sums.update(hasher.finish())
+    hb = _header(plan.metadata, plan.entries, sums)
+    assert len(hb) == plan.header_len, "checksums changed the header length"
+    end = f.tell()
+    f.seek(start + 8)
     f.write(hb)
-    for e, t in items:
-        data = _payload(t)
-        if data.nbytes != e.end - e.begin:  # a tensor resized behind our back
-            raise SerializationError(f"tensor {short(e.name)} changed size while being saved")
-        f.write(memoryview(data))
+    f.seek(end)
 
 
 # --------------------------------------------------------------------------------------- reading
@@ -170,47 +212,44 @@ def _read_exact(f, n: int, source: str, what: str) -> bytes:
     return b
 
 
-def _no_duplicates(source: str):
-    def hook(pairs):
-        d = dict(pairs)
-        if len(d) != len(pairs):
-            seen = set()
-            dup = next(k for k, _ in pairs if k in seen or seen.add(k))
-            raise error(source, f"header JSON has the key {short(dup)} more than once")
-        return d
-
-    return hook
-
-
-def _reject_constant(name):
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def parse_json(text: str, source: str, what: str):
-    """json.loads that refuses duplicate keys and NaN/Infinity, and never raises anything but
-    SerializationError (deep nesting, over-long integers included)."""
-    try:
-        return json.loads(
-            text, object_pairs_hook=_no_duplicates(source), parse_constant=_reject_constant
-        )
-    except SerializationError:
-        raise
-    except (ValueError, RecursionError) as e:
-        raise error(source, f"{what} is not valid JSON ({type(e).__name__}: {e})") from None
-
-
 def _is_int(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
+_ST_SIZES = {st: dt.itemsize for st, dt in FROM_ST.items()}
+
+
 def _entry(name: str, info, source: str) -> Entry:
+    """Validate one header entry. The usual well-formed entry passes a few cheap checks; any
+    doubt goes to ``_bad_entry``, which finds and reports the problem."""
+    if type(info) is dict and len(info) == 3:
+        st, shape, offs = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+        if (
+            type(st) is str
+            and st in _ST_SIZES
+            and type(shape) is list
+            and len(shape) <= MAX_DIMS
+            and all(type(s) is int and s >= 0 for s in shape)
+            and type(offs) is list
+            and len(offs) == 2
+            and type(offs[0]) is int
+            and type(offs[1]) is int
+            and 0 <= offs[0]
+            and math.prod(max(s, 1) for s in shape) <= MAX_ELEMENTS
+            and offs[1] - offs[0] == math.prod(shape) * _ST_SIZES[st]
+        ):
+            return Entry(name, FROM_ST[st], tuple(shape), offs[0], offs[1])
+    raise _bad_entry(name, info, source)
+
+
+def _bad_entry(name: str, info, source: str) -> SerializationError:
     where = f"tensor {short(name)}"
     if not isinstance(info, dict):
-        raise error(source, f"{where}: header entry is {type(info).__name__}, not an object")
+        return error(source, f"{where}: header entry is {type(info).__name__}, not an object")
     if set(info) != _ENTRY_KEYS:
         missing = sorted(_ENTRY_KEYS - set(info))
         extra = sorted(set(info) - _ENTRY_KEYS)
-        raise error(
+        return error(
             source,
             f"{where}: header entry must have exactly dtype, shape and data_offsets"
             + (f"; missing {missing}" if missing else "")
@@ -218,63 +257,54 @@ def _entry(name: str, info, source: str) -> Entry:
         )
     st = info["dtype"]
     if not isinstance(st, str):
-        raise error(source, f"{where}: dtype must be a string, got {st!r}")
+        return error(source, f"{where}: dtype must be a string, got {short(st)}")
     if st not in FROM_ST:
         if st in OTHER_ST:
-            raise error(source, f"{where}: safetensors dtype {st} has no gpucore equivalent")
-        raise error(
+            return error(source, f"{where}: safetensors dtype {st} has no gpucore equivalent")
+        return error(
             source, f"{where}: unknown dtype {st[:40]!r}; expected one of {sorted(FROM_ST)}"
         )
-    dt = FROM_ST[st]
     shape = info["shape"]
     if not isinstance(shape, list) or not all(_is_int(s) and s >= 0 for s in shape):
-        raise error(
+        return error(
             source, f"{where}: shape must be a list of non-negative ints, got {short(shape)}"
         )
     if len(shape) > MAX_DIMS:
-        raise error(source, f"{where}: {len(shape)} dims; gpucore tensors have at most {MAX_DIMS}")
+        return error(source, f"{where}: {len(shape)} dims; gpucore tensors have at most {MAX_DIMS}")
     if math.prod(max(s, 1) for s in shape) > MAX_ELEMENTS:
-        raise error(source, f"{where}: shape {short(shape)} is too large")
+        return error(source, f"{where}: shape {short(shape)} is too large")
     offs = info["data_offsets"]
     if not (isinstance(offs, list) and len(offs) == 2 and all(_is_int(o) for o in offs)):
-        raise error(source, f"{where}: data_offsets must be a pair of ints, got {short(offs)}")
+        return error(source, f"{where}: data_offsets must be a pair of ints, got {short(offs)}")
     begin, end = offs
     if not 0 <= begin <= end:
-        raise error(source, f"{where}: data_offsets [{begin}, {end}] are not 0 <= begin <= end")
-    nbytes = math.prod(shape) * dt.itemsize
-    if end - begin != nbytes:
-        raise error(
-            source,
-            f"{where}: data_offsets [{begin}, {end}] span {end - begin} bytes but shape "
-            f"{tuple(shape)} of {st} needs {nbytes}",
-        )
-    return Entry(name, dt, tuple(shape), begin, end)
+        return error(source, f"{where}: data_offsets [{begin}, {end}] are not 0 <= begin <= end")
+    nbytes = math.prod(shape) * FROM_ST[st].itemsize
+    return error(
+        source,
+        f"{where}: data_offsets [{begin}, {end}] span {end - begin} bytes but shape "
+        f"{tuple(shape)} of {st} needs {nbytes}",
+    )
 
 
-_REPR = reprlib.Repr()
-_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 3, 40, 40
-
-
-def short(x) -> str:
-    """A bounded repr (depth, length) of a value from a file."""
-    return _REPR.repr(x)
-
-
-def read_header(f, size: int, source: str):
-    """Read and validate the header of a file of ``size`` bytes positioned at its start.
+def read_header(f, size: int, source: str, max_header_bytes=None, max_tensors=None):
+    """Read and validate the header of a file of ``size`` bytes positioned at its start, within
+    ``max_header_bytes`` and ``max_tensors`` (None: the defaults of ``header``).
 
     Returns (metadata dict, entries in header order, data start offset). Allocates nothing larger
-    than the file.
+    than the file, and for the header no more than its text and the entries kept.
     """
+    if max_header_bytes is None:  # the module defaults, read now: they may have been raised
+        max_header_bytes = header.MAX_HEADER_BYTES
+    if max_tensors is None:
+        max_tensors = header.MAX_TENSORS
+    check_limit(max_header_bytes, "max_header_bytes")
+    check_limit(max_tensors, "max_tensors")
     if size < 8:
         raise error(source, f"truncated: {size} bytes, less than the 8-byte header length")
     n = int.from_bytes(_read_exact(f, 8, source, "the header length"), "little")
-    if n > MAX_HEADER_BYTES:
-        raise error(
-            source,
-            f"header length {n} exceeds the {MAX_HEADER_BYTES}-byte limit "
-            "(corrupt, or not a safetensors file)",
-        )
+    if n > max_header_bytes:
+        raise header_too_large(source, n, max_header_bytes)
     if 8 + n > size:
         raise error(
             source,
@@ -283,21 +313,18 @@ def read_header(f, size: int, source: str):
     raw = _read_exact(f, n, source, "the header")
     if not raw.startswith(b"{"):
         raise error(source, "header does not start with '{' (not a safetensors file?)")
+    header.precheck(raw, source, max_tensors)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise error(source, f"header is not valid UTF-8 ({e})") from None
-    header = parse_json(text, source, "header")
-    if not isinstance(header, dict):
-        raise error(source, f"header is a JSON {type(header).__name__}, not an object")
-    metadata = header.pop(METADATA_KEY, None)
+    del raw
+    metadata, items = parse_header(text, source, max_tensors)
+    del text
     if metadata is None:  # absent, or null (which the safetensors package accepts too)
         metadata = {}
-    if not isinstance(metadata, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
-    ):
-        raise error(source, "__metadata__ must be an object mapping strings to strings")
-    entries = [_entry(name, info, source) for name, info in header.items()]
+    entries = [_entry(name, info, source) for name, info in items]
+    del items
 
     data_len = size - 8 - n
     for e in entries:
@@ -333,18 +360,42 @@ def read_header(f, size: int, source: str):
     return metadata, entries, 8 + n
 
 
-def read_tensors(f, entries, data_start: int, source: str) -> dict:
-    """Read the (validated) tensors into fresh aligned CPU storage: name -> Tensor."""
-    out = {}
+_HEX = frozenset("0123456789abcdef")
+
+
+def tensor_checksums(metadata: dict, entries, source: str):
+    """The tensor checksums of the metadata (name -> hex), validated against the tensor table;
+    None when the file has none (another writer's, or an older gpucore's)."""
+    text = metadata.get(CHECKSUM_KEY)
+    if text is None:
+        return None
+    sums = parse_json(text, source, f"metadata {CHECKSUM_KEY}", 1, "checksum table")
+    if not isinstance(sums, dict) or not all(
+        isinstance(v, str) and len(v) == checksum.HEX_DIGITS and _HEX.issuperset(v)
+        for v in sums.values()
+    ):
+        raise error(source, f"metadata {CHECKSUM_KEY} is not an object of SHA-256 hex digests")
+    names = {e.name for e in entries}
+    if sums.keys() != names:
+        odd = sorted(names.symmetric_difference(sums))[0]
+        raise error(
+            source, f"metadata {CHECKSUM_KEY} and the tensor table disagree about {short(odd)}"
+        )
+    return sums
+
+
+def read_tensors(f, entries, data_start: int, source: str, sums=None) -> dict:
+    """Read the (validated) tensors into fresh aligned CPU storage: name -> Tensor. With
+    ``sums`` (from ``tensor_checksums``), each tensor's bytes must have its checksum."""
+    arrays = {}
     f.seek(data_start)
-    for e in sorted(entries, key=lambda e: (e.begin, e.end)):
-        arr = empty_array(e.shape, e.dtype.np)
-        nbytes = e.end - e.begin
-        if nbytes:
-            view = memoryview(arr.reshape(-1).view(np.uint8))
-            got = 0
+    with checksum.Hasher() as hasher:
+        for e in sorted(entries, key=lambda e: (e.begin, e.end)):
+            arr = empty_array(e.shape, e.dtype.np)
+            raw = memoryview(arr.reshape(-1).view(np.uint8))
+            got, nbytes = 0, e.end - e.begin
             while got < nbytes:
-                k = f.readinto(view[got:])
+                k = f.readinto(raw[got:])
                 if not k:
                     raise error(
                         source,
@@ -352,9 +403,24 @@ def read_tensors(f, entries, data_start: int, source: str) -> dict:
                         "(changed on disk while loading?)",
                     )
                 got += k
-            if sys.byteorder == "big" and e.dtype.itemsize > 1:
-                arr.byteswap(inplace=True)
-            if e.dtype is D.bool_:  # any nonzero byte is True; kernels may assume 0/1
-                np.not_equal(arr.view(np.uint8), 0, out=arr)
+            if sums is not None:
+                hasher.add(e.name, raw)
+            arrays[e.name] = arr
+        found = hasher.finish()
+    if sums is not None:
+        for e in sorted(entries, key=lambda e: (e.begin, e.end)):
+            if found[e.name] != sums[e.name]:
+                raise error(
+                    source,
+                    f"tensor {short(e.name)}: its bytes do not match their checksum "
+                    f"({CHECKSUM_KEY}): the tensor data is corrupt",
+                )
+    out = {}
+    for e in entries:
+        arr = arrays[e.name]
+        if sys.byteorder == "big" and e.dtype.itemsize > 1:
+            arr.byteswap(inplace=True)
+        if e.dtype is D.bool_:  # any nonzero byte is True; kernels may assume 0/1
+            np.not_equal(arr.view(np.uint8), 0, out=arr)
         out[e.name] = Tensor._wrap(arr, e.dtype)
-    return {e.name: out[e.name] for e in entries}
+    return out

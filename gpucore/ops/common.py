@@ -6,8 +6,9 @@ import numpy as np
 
 from .. import dtypes as D
 from ..creation import tensor
-from ..errors import DTypeError, GpucoreIndexError, ShapeError
+from ..errors import ArgumentTypeError, DTypeError, GpucoreIndexError, ShapeError
 from ..tensor import Tensor
+from .api import type_name
 
 
 def same_result(x, *_, **__):
@@ -19,6 +20,29 @@ def float_result(x, **_):
     """infer rule of float math: the input's shape; exp/log/... of an integer tensor give
     float32, as PyTorch."""
     return (x.shape, x.dtype if x.dtype.is_floating_point else D.float32)
+
+
+def float_input(x: Tensor) -> Tensor:
+    """x for a composition of float math: integer and bool tensors as float32 (PyTorch's default
+    float dtype), so that ``logsumexp`` of an int8 tensor neither overflows nor truncates."""
+    return x if x.dtype.is_floating_point else x.to(D.float32)
+
+
+def tensor_list(op: str, tensors) -> list:
+    """cat's and stack's ``tensors``: a sequence of Tensors, else ArgumentTypeError."""
+    if isinstance(tensors, (Tensor, str)) or not hasattr(tensors, "__iter__"):
+        raise ArgumentTypeError(
+            f"{op}(): argument 'tensors' (position 1) must be a sequence of Tensors, not "
+            f"{type_name(tensors)}"
+        )
+    out = list(tensors)
+    for i, t in enumerate(out):
+        if not isinstance(t, Tensor):
+            raise ArgumentTypeError(
+                f"{op}(): expected a Tensor as element {i} of argument 'tensors', got "
+                f"{type_name(t)}"
+            )
+    return out
 
 
 def no_bool(op: str):
@@ -45,8 +69,11 @@ def scalar_tensor(value, dtype) -> Tensor:
     return Tensor._wrap(arr, dtype)
 
 
-def as_operands(op: str, a, b):
-    """Two operands as tensors of one common dtype (PyTorch promotion; scalars lift category)."""
+def as_operands(op: str, a, b, names: tuple = ("input", "other"), position: int = 1):
+    """Two operands as tensors of one common dtype (PyTorch promotion; scalars lift category).
+
+    Each is a Tensor, a number or a numpy array/scalar; anything else raises ArgumentTypeError
+    naming the op and the argument (``names``, the first at ``position``)."""
     if type(a) is Tensor and type(b) is Tensor and a._dtype is b._dtype:
         return a, b  # the common case, decided without the promotion rules
     a, b = _lift_numpy(a), _lift_numpy(b)
@@ -58,15 +85,20 @@ def as_operands(op: str, a, b):
         elif b.ndim == 0 and a.ndim > 0 and _category(b.dtype) <= _category(a.dtype):
             dt = a.dtype
         return (a if a.dtype is dt else a.to(dt)), (b if b.dtype is dt else b.to(dt))
+    if not ta:
+        _check_scalar(op, a, names[0], position)
+    if not tb:
+        _check_scalar(op, b, names[1], position + 1)
     if ta:
-        _check_scalar(op, b)
         dt = D.scalar_result(a.dtype, b)
         return (a if a.dtype is dt else a.to(dt)), scalar_tensor(b, dt)
     if tb:
-        _check_scalar(op, a)
         dt = D.scalar_result(b.dtype, a)
         return scalar_tensor(a, dt), (b if b.dtype is dt else b.to(dt))
-    raise TypeError(f"{op}(): expected at least one Tensor operand, got {type(a)} and {type(b)}")
+    raise ArgumentTypeError(
+        f"{op}(): argument '{names[0]}' (position {position}) must be Tensor, not "
+        f"{type_name(a)} (one of '{names[0]}' and '{names[1]}' must be a Tensor)"
+    )
 
 
 def _category(dt) -> int:
@@ -83,10 +115,26 @@ def _lift_numpy(v):
     return v
 
 
-def _check_scalar(op, v):
+def _check_scalar(op, v, name, position):
     if not isinstance(v, (int, float, bool, np.number)):
-        raise TypeError(
-            f"{op}(): unsupported operand of type {type(v).__name__}; expected a Tensor or a number"
+        raise ArgumentTypeError(
+            f"{op}(): argument '{name}' (position {position}) must be Tensor or a number, not "
+            f"{type_name(v)}"
+        )
+
+
+def check_indices(op: str, index, size: int, what: str) -> None:
+    """Raise GpucoreIndexError unless every value of ``index`` (a Tensor or an array) lies in
+    [0, size): the index-taking ops (index_select, embedding, nll_loss...) refuse negative
+    indices, as PyTorch; only indexing itself (``x[idx]``) counts them from the end."""
+    arr = index._host() if isinstance(index, Tensor) else np.asarray(index)
+    if arr.size == 0:
+        return
+    lo, hi = int(arr.min()), int(arr.max())
+    if lo < 0 or hi >= size:
+        raise GpucoreIndexError(
+            f"{op}(): index {lo if lo < 0 else hi} is out of range for {what} of size {size} "
+            f"(expected 0 <= index < {size})"
         )
 
 
@@ -116,7 +164,7 @@ def broadcast_shapes(op: str, *shapes) -> tuple:
 def wrap_dim(dim, ndim: int, op: str = "") -> int:
     lim = max(ndim, 1)
     if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
-        raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}")
+        raise ArgumentTypeError(f"{op}: dim must be an int, got {type_name(dim)}")
     if dim < -lim or dim >= lim:
         raise GpucoreIndexError(
             f"{op}: dim {dim} is out of range for a tensor of {ndim} dims; "

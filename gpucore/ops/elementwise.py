@@ -244,7 +244,7 @@ minimum = public("minimum")(_binary(MINIMUM, "Elementwise minimum; NaN propagate
 @public("pow", inplace=True)
 def pow(input, exponent) -> Tensor:  # noqa: A001 - PyTorch's name
     """input ** exponent, elementwise, with broadcasting."""
-    a, b = as_operands("pow", input, exponent)
+    a, b = as_operands("pow", input, exponent, ("input", "exponent"))
     return apply(POW, a, b)
 
 
@@ -304,8 +304,8 @@ def _logical(name):
 
     def fn(input, other) -> Tensor:
         a, b = input, other
-        if not isinstance(b, Tensor):
-            b = scalar_tensor(bool(b), D.bool_)
+        if type(a) is not Tensor or type(b) is not Tensor:
+            a, b = as_operands(name, a, b)  # numbers and arrays become tensors; others raise
         return apply(op, a.to(D.bool_), b.to(D.bool_))
 
     fn.__name__ = name
@@ -387,7 +387,7 @@ def where(condition: Tensor, input, other) -> Tensor:
         )
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         input = tensor(input)  # two Python scalars: the first sets the default dtype
-    a, b = as_operands("where", input, other)
+    a, b = as_operands("where", input, other, position=2)
     return apply(WHERE, condition, a, b)
 
 

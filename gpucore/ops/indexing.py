@@ -13,7 +13,7 @@ from ..creation import zeros
 from ..errors import DTypeError, GpucoreIndexError, ShapeError
 from ..tensor import Tensor
 from .api import public
-from .common import scalar_tensor, wrap_dim
+from .common import check_indices, scalar_tensor, wrap_dim
 from .elementwise import where
 from .registry import apply, defop
 from .samples import Sample, integers, uniform, via
@@ -400,8 +400,13 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Rows (along dim) picked by a 1-D int index tensor."""
     d = _real_dim(dim, input, "index_select")
+    if index.dtype not in (D.int64, D.int32):
+        raise DTypeError(
+            f"index_select(): index must be an int64 or int32 tensor, got {index.dtype}"
+        )
     if index.ndim > 1:
         raise ShapeError(f"index_select(): index must be 1-D, got shape {tuple(index.shape)}")
+    check_indices("index_select", index, input.shape[d], f"dim {d}")
     return getitem(input, (slice(None),) * d + (index.reshape(-1),))
 
 

@@ -11,7 +11,7 @@ from .. import dtypes as D
 from ..errors import GpucoreIndexError, ShapeError
 from ..tensor import Tensor
 from .api import public
-from .common import wrap_dim
+from .common import tensor_list, wrap_dim
 from .indexing import _real_dim, getitem
 from .registry import apply, defop
 from .samples import Sample, uniform
@@ -68,7 +68,7 @@ CAT = defop(
 @public("cat", "concat", method=False)
 def cat(tensors, dim: int = 0) -> Tensor:
     """Concatenate tensors along an existing dim (dtypes promoted)."""
-    tensors = [t for t in tensors]
+    tensors = tensor_list("cat", tensors)
     if not tensors:
         raise ValueError("cat(): expected a non-empty list of tensors")
     # PyTorch skips legacy empty 1-D tensors of shape (0,).
@@ -91,7 +91,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
 @public("stack", method=False)
 def stack(tensors, dim: int = 0) -> Tensor:
     """Join tensors of equal shape along a new dim."""
-    tensors = list(tensors)
+    tensors = tensor_list("stack", tensors)
     if not tensors:
         raise ValueError("stack(): expected a non-empty list of tensors")
     shp = tensors[0].shape
@@ -148,8 +148,9 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     if chunks <= 0:
         raise ValueError(f"chunk(): chunks must be positive, got {chunks}")
     d = _real_dim(dim, input, "chunk")
-    size = -(-input.shape[d] // chunks) if input.shape[d] else 1
-    return split(input, max(size, 1), d)
+    if input.shape[d] == 0:
+        return tuple(narrow(input, d, 0, 0) for _ in range(chunks))  # as PyTorch: all empty
+    return split(input, -(-input.shape[d] // chunks), d)
 
 
 @public("unbind")

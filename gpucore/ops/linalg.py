@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
-from .api import public, tensor_member
+from .api import not_tensor, public, tensor_member
 from .common import as_operands, broadcast_shapes
 from .registry import apply, defop
 from .samples import Sample, uniform, via
@@ -85,8 +85,9 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
             and input._dtype.is_floating_point
         ):
             return apply(MATMUL, input, other)
-    if not isinstance(input, Tensor) or not isinstance(other, Tensor):
-        raise TypeError("matmul(): both operands must be tensors")
+    for i, v in enumerate((input, other)):
+        if not isinstance(v, Tensor):
+            raise not_tensor("matmul", ("input", "other")[i], i + 1, v)
     a, b = as_operands("matmul", input, other)
     if not a.dtype.is_floating_point:
         raise DTypeError(f"matmul(): expects floating point tensors, got {a.dtype}")

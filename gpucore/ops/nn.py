@@ -16,7 +16,7 @@ from ..autograd.grad_mode import _state as _grad_state
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .api import public
-from .common import wrap_dim
+from .common import float_input, norm_dims, reduced_shape, wrap_dim
 from .indexing import one_hot
 from .registry import apply, defop
 from .samples import Sample, integers, uniform
@@ -153,11 +153,18 @@ def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
 
 @public("logsumexp")
 def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
-    """log(sum(exp(x))) over dim, computed stably (shifted by the detached maximum)."""
-    m = input.detach().amax(dim, keepdim=True)
-    m = m.masked_fill(m.abs() == float("inf"), 0.0)
-    out = (input - m).exp().sum(dim, keepdim=True).log() + m
-    return out if keepdim else out.squeeze(dim)
+    """log(sum(exp(x))) over dim (an int or a tuple; () is every dim), computed stably (shifted
+    by the detached maximum); -inf over an empty dim. Integer and bool inputs give float32, as
+    PyTorch (computed in float: an int8 input must not overflow)."""
+    x = float_input(input)
+    dims = norm_dims(dim, x.ndim, "logsumexp")
+    if x.numel():
+        m = x.detach().amax(dims, keepdim=True)
+        m = m.masked_fill(m.abs() == float("inf"), 0.0)
+        out = (x - m).exp().sum(dims, keepdim=True).log() + m
+    else:  # an empty sum: log(0) = -inf, no shift (amax has no identity)
+        out = x.exp().sum(dims, keepdim=True).log()
+    return out if keepdim else out.reshape(reduced_shape(tuple(x.shape), dims, False))
 
 
 # ----------------------------------------------------------------------------- cross-entropy

@@ -381,16 +381,27 @@ def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     return apply(ARGMIN, input, dim=d, keepdim=keepdim)
 
 
+def _truth(op, name: str, input: Tensor, dim, keepdim: bool) -> Tensor:
+    """all/any over dim; an empty dim tuple reduces no dim (each element's truth value, as
+    torch.all(x, dim=()) in PyTorch 2.13; sum and the others reduce every dim for ()). bool
+    results, uint8 for a uint8 input (as PyTorch)."""
+    if isinstance(dim, (tuple, list)) and len(dim) == 0:
+        out = input.to(D.bool_, copy=True)
+    else:
+        out = apply(op, input, dims=norm_dims(dim, input.ndim, name), keepdim=keepdim)
+    return out.to(D.uint8) if input.dtype is D.uint8 else out  # PyTorch keeps uint8
+
+
 @public("all")
 def all(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """True where every element (along dim) is nonzero."""
-    return apply(ALL, input, dims=norm_dims(dim, input.ndim, "all"), keepdim=keepdim)
+    return _truth(ALL, "all", input, dim, keepdim)
 
 
 @public("any")
 def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """True where some element (along dim) is nonzero."""
-    return apply(ANY, input, dims=norm_dims(dim, input.ndim, "any"), keepdim=keepdim)
+    return _truth(ANY, "any", input, dim, keepdim)
 
 
 @public("var")

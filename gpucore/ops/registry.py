@@ -26,7 +26,7 @@ from ..dtypes import float32 as _F32
 from ..dtypes import float64 as _F64
 from ..errors import DeviceError
 from ..tensor import Tensor
-from .api import public
+from .api import not_tensor, public
 
 REGISTRY: dict[str, OpDef] = {}
 _TRUE1 = (True,)
@@ -52,6 +52,7 @@ class OpDef:
         "plans",
         "function",
         "samples",
+        "arg_names",
     )
 
     def __init__(
@@ -79,6 +80,7 @@ class OpDef:
         self.float_only = float_only
         self.function = None  # the public function defop's variants made, if any
         self.samples = None  # callable -> list of ops.samples.Sample (the op's test inputs)
+        self.arg_names = None  # the inputs' names where known, for apply's argument errors
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"
@@ -142,11 +144,13 @@ def _op_function(op: OpDef, variants: tuple) -> Callable:
 
     fn.__name__ = fn.__qualname__ = op.name
     fn.__doc__ = f"Elementwise {op.name}, as torch.{op.name}."
+    op.arg_names = ("input",)
     return public(
         op.name,
         function="function" in variants,
         method="method" in variants,
         inplace="inplace" in variants,
+        check_args=False,  # apply checks the input: no wrapper around the fast lane
     )(fn)
 
 
@@ -173,6 +177,9 @@ def apply(op: OpDef, *inputs, **attrs):
         out = _fast_elementwise(op, inputs, attrs)
         if out is not None:
             return out
+    for t in inputs:
+        if type(t) is not Tensor and not isinstance(t, Tensor):
+            raise _not_tensor(op, inputs)
     if op.view is not None:
         out = Tensor._make_view(inputs[0], op.view(inputs[0]._data, **attrs), op, attrs)
         outs = (out,)
@@ -190,11 +197,22 @@ def apply_on(backend, op: OpDef, *inputs, **attrs):
     """``apply`` on the backend the caller chose instead of the dispatch policy's: for ops whose
     result must be made where the caller asks (random sampling into ``device=``). No autograd:
     such ops have no backward."""
+    for t in inputs:
+        if not isinstance(t, Tensor):
+            raise _not_tensor(op, inputs)
     specs = op.infer(*inputs, **attrs)
     if backend.name != "cpu" and not backend.supports(op, inputs, specs):
         raise DeviceError(f"{op.name}: the {backend.name} backend has no kernel for these inputs")
     outs = _run(backend, op, specs, inputs, attrs)
     return outs if len(outs) > 1 else outs[0]
+
+
+def _not_tensor(op: OpDef, inputs) -> TypeError:
+    """The ArgumentTypeError for the first input of ``op`` that is not a Tensor (an op's inputs
+    are Tensors: a public function that takes numbers or arrays converts them first)."""
+    i = next(i for i, t in enumerate(inputs) if not isinstance(t, Tensor))
+    names = op.arg_names
+    return not_tensor(op.name, names[i] if names and i < len(names) else None, i + 1, inputs[i])
 
 
 def _run(backend, op: OpDef, specs, inputs, attrs) -> tuple:

@@ -190,9 +190,9 @@ def permute(input: Tensor, *dims) -> Tensor:
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """A view with dims dim0 and dim1 swapped."""
     nd = input.ndim
-    if nd == 0:
-        return input
     d0, d1 = wrap_dim(dim0, nd, "transpose"), wrap_dim(dim1, nd, "transpose")
+    if nd == 0:
+        return input  # dims 0 and -1 only, as PyTorch
     dims = list(range(nd))
     dims[d0], dims[d1] = dims[d1], dims[d0]
     return apply(PERMUTE, input, dims=tuple(dims))

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from .. import dtypes as D
 from ..tensor import Tensor
 from .api import public, tensor_member
 from .common import float_result as _float_result
@@ -301,7 +302,9 @@ def isfinite(input: Tensor) -> Tensor:
 
 @public("square")
 def square(input: Tensor) -> Tensor:
-    """x * x, elementwise."""
+    """x * x, elementwise (bool gives int64, as PyTorch's square, a power)."""
+    if input.dtype is D.bool_:
+        input = input.to(D.int64)
     return input * input
 
 

@@ -2,6 +2,9 @@
 fused op and the im2col lowering, double backward, errors, reprs), and unfold/fold (im2col,
 col2im) with one_hot, against numpy float64 references."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from helpers import assert_close, check_grad, check_op, np_col2im, np_im2col, rand, to_np
@@ -9,6 +12,8 @@ from helpers import assert_close, check_grad, check_op, np_col2im, np_im2col, ra
 import gpucore
 import gpucore.nn as nn
 import gpucore.nn.functional as F
+from gpucore.ops import nn as nn_ops
+from gpucore.ops.registry import apply
 
 
 def f32(a):
@@ -169,3 +174,54 @@ def test_unfold_fold_one_hot():
     with pytest.raises(gpucore.ShapeError, match="fold"):
         F.fold(gpucore.zeros(1, 5, 4), (3, 3), 2)
     assert F.one_hot(gpucore.tensor([0, 2]), 3).tolist() == [[1, 0, 0], [0, 0, 1]]
+
+
+# Issue 20, item 13: zero input channels raised MemoryError in a fresh process (the C kernel's
+# column buffer of size 0) and gave zeros after another conv2d ran. Now as PyTorch's eager
+# conv2d: no output channels either, zero gradients, the same in any process.
+_ZERO_CHANNELS = [
+    ((1, 0, 4, 4), (2, 0, 3, 3), {}, (1, 0, 2, 2)),
+    ((2, 0, 4, 4), (3, 0, 1, 1), {"stride": 2}, (2, 0, 2, 2)),
+    ((1, 0, 4, 4), (4, 0, 3, 3), {"padding": "same"}, (1, 0, 4, 4)),
+    ((1, 0, 4, 4), (4, 0, 3, 3), {"groups": 2}, (1, 0, 2, 2)),
+    ((0, 4, 4), (2, 0, 3, 3), {}, (0, 2, 2)),
+]
+
+
+@pytest.mark.parametrize("xs, ws, kw, out", _ZERO_CHANNELS)
+def test_conv2d_of_zero_input_channels_as_pytorch(xs, ws, kw, out):
+    x = gpucore.zeros(*xs, requires_grad=True)
+    w = gpucore.zeros(*ws, requires_grad=True)
+    b = gpucore.ones(ws[0], requires_grad=True)
+    y = F.conv2d(x, w, b, **kw)
+    assert y.shape == out
+    y.sum().backward()
+    assert x.grad.shape == xs and w.grad.shape == ws
+    assert b.grad.tolist() == [0.0] * ws[0]
+
+
+def test_conv2d_of_zero_input_channels_in_a_fresh_process():
+    code = (
+        "import gpucore, gpucore.nn.functional as F\n"
+        "y = F.conv2d(gpucore.zeros(1, 0, 4, 4), gpucore.zeros(2, 0, 3, 3), gpucore.ones(2))\n"
+        "print(tuple(y.shape))\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "(1, 0, 2, 2)"
+
+
+def test_fused_conv2d_op_with_empty_sums_is_the_bias():
+    """The op itself (reached by F.conv2d only with channels): empty sums, whatever ran before."""
+    geom = {"stride": (1, 1), "padding": (0, 0), "dilation": (1, 1)}
+    x, w, b = gpucore.zeros(1, 0, 4, 4), gpucore.zeros(2, 0, 3, 3), gpucore.tensor([1.0, -2.0])
+    y = apply(nn_ops.CONV2D, x, w, b, **geom)
+    assert y.shape == (1, 2, 2, 2) and y.numpy()[0, :, 0, 0].tolist() == [1.0, -2.0]
+    g = gpucore.ones(1, 2, 2, 2)
+    gx, gw, gb = apply(nn_ops.CONV2D_BACKWARD, x, w, g, need=(True, True, True), **geom)
+    assert gx.shape == (1, 0, 4, 4) and gw.shape == (2, 0, 3, 3) and gb.tolist() == [4.0, 4.0]
+
+
+def test_conv2d_refuses_a_kernel_of_size_zero():
+    with pytest.raises(ValueError, match="kernel size"):
+        F.conv2d(gpucore.zeros(1, 1, 4, 4), gpucore.zeros(2, 1, 0, 3))

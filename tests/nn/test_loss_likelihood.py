@@ -253,3 +253,12 @@ def test_poisson_nll_loss(reduction, log_input, full):
         high=high,
         noncontig=False,
     )
+
+
+@pytest.mark.parametrize("target", [[-1, 0, 0], [0, 3, 0]])
+def test_nll_loss_names_itself_for_a_target_out_of_range(target):
+    """Issue 20, item 10: the error came from the gather inside, naming gather()."""
+    logp = F.log_softmax(gpucore.tensor(rand((3, 3))), 1)
+    with pytest.raises(gpucore.GpucoreIndexError, match=r"nll_loss\(\): index (-1|3) .* 0 <="):
+        F.nll_loss(logp, gpucore.tensor(target))
+    assert F.nll_loss(logp, gpucore.tensor([-100, 0, 2])).shape == ()  # ignore_index is fine

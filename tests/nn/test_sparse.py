@@ -57,3 +57,14 @@ def test_embedding_module():
         m.weight.copy_(gpucore.tensor([[3.0, 4.0], [0.3, 0.4], [6.0, 8.0]]))
     m(gpucore.tensor([0, 1]))
     assert_close(m.weight, [[0.6, 0.8], [0.3, 0.4], [6.0, 8.0]], rtol=1e-5)
+
+
+def test_embedding_refuses_negative_and_too_large_indices():
+    """Issue 20, item 10: F.embedding(tensor([-1]), w) returned the last row; PyTorch raises."""
+    w = gpucore.tensor(rand((4, 3)))
+    for bad, fragment in (([-1], "index -1"), ([0, 4], "index 4")):
+        with pytest.raises(gpucore.GpucoreIndexError, match=r"embedding\(\): " + fragment) as e:
+            F.embedding(gpucore.tensor(bad), w)
+        assert "0 <= index < 4" in str(e.value)
+    with pytest.raises(IndexError, match="embedding"):
+        nn.Embedding(4, 3)(gpucore.tensor([[1, -2]]))

@@ -5,6 +5,7 @@ import ast
 import importlib
 import inspect
 
+import numpy as np
 import pytest
 
 import gpucore
@@ -85,3 +86,74 @@ def test_variants_give_function_method_and_inplace_form():
     assert op.function is gpucore.exp is api.FUNCTIONS["exp"]
     assert Tensor.exp is op.function
     assert "exp_" in api.INPLACE
+
+
+# Issue 20, item 12: non-Tensor arguments get PyTorch's TypeError naming the function and the
+# argument, from one mechanism: the public forms check the parameters annotated ``Tensor``,
+# registry.apply checks op inputs, the operand normalisation checks numbers.
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (
+            lambda: gpucore.exp(3.0),
+            "exp(): argument 'input' (position 1) must be Tensor, not float",
+        ),
+        (
+            lambda: gpucore.exp(None),
+            "exp(): argument 'input' (position 1) must be Tensor, not NoneType",
+        ),
+        (
+            lambda: gpucore.isnan(None),
+            "isnan(): argument 'input' (position 1) must be Tensor, not NoneType",
+        ),
+        (
+            lambda: gpucore.isnan("abc"),
+            "isnan(): argument 'input' (position 1) must be Tensor, not str",
+        ),
+        (
+            lambda: gpucore.exp(np.ones(3, np.float32)),
+            "exp(): argument 'input' (position 1) must be Tensor, not numpy.ndarray",
+        ),
+        (
+            lambda: gpucore.logical_and(gpucore.ones(2), "s"),
+            "logical_and(): argument 'other' (position 2)",
+        ),
+        (lambda: gpucore.add(gpucore.ones(2), None), "add(): argument 'other' (position 2)"),
+        (lambda: gpucore.ones(3).gather(0, None), "gather(): argument 'index' (position 2)"),
+        (
+            lambda: gpucore.gather(gpucore.ones(3), 0, index="i"),
+            "'index' (position 3) must be Tensor, not str",
+        ),
+        (lambda: gpucore.broadcast_tensors(gpucore.ones(2), 3), "broadcast_tensors(): argument"),
+        (lambda: gpucore.cat([gpucore.ones(2), None]), "cat(): expected a Tensor as element 1"),
+        (lambda: gpucore.stack(gpucore.ones(2)), "stack(): argument 'tensors' (position 1)"),
+        (lambda: gpucore.nn.functional.relu("x"), "relu(): argument 'input' (position 1)"),
+        (lambda: gpucore.ones(2) @ None, "matmul(): argument 'other' (position 2)"),
+    ],
+)
+def test_non_tensor_arguments_raise_type_errors_naming_function_and_argument(call, message):
+    with pytest.raises(gpucore.ArgumentTypeError) as e:
+        call()
+    assert message in str(e.value)
+    assert isinstance(e.value, TypeError) and isinstance(e.value, gpucore.GpucoreError)
+
+
+def test_numbers_still_convert_where_pytorch_converts():
+    t = gpucore.tensor([1.0, 2.0])
+    assert gpucore.add(2.0, t).tolist() == [3.0, 4.0]
+    assert gpucore.logical_and(t, 0).tolist() == [False, False]
+    assert gpucore.where(t > 1, t, 0.0).tolist() == [0.0, 2.0]
+
+
+def test_a_composition_names_the_public_function_in_inner_errors():
+    with pytest.raises(gpucore.ShapeError, match=r"^addmm\(\): add: shapes"):
+        gpucore.addmm(gpucore.ones(3, 5), gpucore.ones(3, 4), gpucore.ones(4, 2))
+    with pytest.raises(IndexError, match=r"^norm\(\): sum: dim 7"):
+        gpucore.norm(gpucore.ones(3, 4), dim=7)
+
+
+def test_checked_forms_keep_the_signature_and_identity_rules():
+    assert list(inspect.signature(gpucore.gather).parameters) == ["input", "dim", "index"]
+    assert gpucore.gather.__doc__ and gpucore.gather.__name__ == "gather"
+    # unary ops hand their input to apply, which checks it: no wrapper around the fast lane
+    assert gpucore.exp is Tensor.exp

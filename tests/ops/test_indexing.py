@@ -298,3 +298,49 @@ def test_one_hot():
         one_hot(gpucore.tensor([3]), 3)
     with pytest.raises(gpucore.DTypeError, match="int64"):
         one_hot(gpucore.tensor([1.0]), 3)
+
+
+# ----------------------------------------------------------------------------- negative indices
+# Issue 20, item 10: the index-taking ops refuse negative indices, as PyTorch (IndexError naming
+# the op, the bad index and the valid range); only indexing itself, x[idx], counts from the end.
+@pytest.mark.parametrize(
+    "call, fragment",
+    [
+        (lambda w: gpucore.index_select(w, 1, gpucore.tensor([-1])), "index -1"),
+        (lambda w: gpucore.index_select(w, 0, gpucore.tensor([0, 4])), "index 4"),
+        (lambda w: w.index_select(-1, gpucore.tensor([3])), "index 3"),
+        (lambda w: gpucore.gather(w, 1, gpucore.tensor([[-1]] * 4)), "[-1, -1]"),
+        (lambda w: gpucore.scatter_add(w, 1, gpucore.tensor([[-1]] * 4), w[:, :1]), "[-1, -1]"),
+        (lambda w: one_hot(gpucore.tensor([-1]), 3), "[-1, -1]"),
+    ],
+)
+def test_index_taking_ops_refuse_negative_and_too_large_indices(call, fragment):
+    w = gpucore.tensor(rand((4, 3)))
+    with pytest.raises(gpucore.GpucoreIndexError) as e:
+        call(w)
+    msg = str(e.value)
+    assert fragment in msg and ("[0, " in msg or "0 <= index <" in msg), msg
+
+
+def test_index_select_names_the_range_and_the_dim():
+    with pytest.raises(IndexError, match=r"index_select\(\): index -1 .*dim 1 of size 3"):
+        gpucore.index_select(gpucore.tensor(rand((4, 3))), 1, gpucore.tensor([-1]))
+
+
+def test_index_select_wants_an_integer_index():
+    with pytest.raises(gpucore.DTypeError, match="index_select"):
+        gpucore.index_select(gpucore.tensor(rand((4, 3))), 0, gpucore.tensor([0.0]))
+    assert to_np(
+        gpucore.index_select(
+            gpucore.tensor(rand((4, 3))), 0, gpucore.tensor([2], dtype=gpucore.int32)
+        )
+    ).shape == (
+        1,
+        3,
+    )
+
+
+def test_advanced_indexing_keeps_negative_indices():
+    w = gpucore.tensor(rand((4, 3)))
+    assert_close(w[gpucore.tensor([-1, 0])], to_np(w)[[-1, 0]])
+    assert_close(w[:, gpucore.tensor([-1])], to_np(w)[:, [-1]])

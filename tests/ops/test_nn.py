@@ -108,6 +108,30 @@ def np_xent_rows(x, t, ignore=-100):
     return np.array([0.0 if ti == ignore else -ls[i, ti] for i, ti in enumerate(t)])
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int32", "int64", "bool"])
+def test_logsumexp_of_integer_inputs(dtype):
+    """Issue 20, item 11: uint8/int8 overflowed (inf) in an integer intermediate; PyTorch gives
+    float32."""
+    values = {"uint8": [200, 100, 255], "int8": [127, -128, 100], "bool": [True, False, True]}
+    v = values.get(dtype, [100000, -3, 7])
+    got = gpucore.logsumexp(gpucore.tensor(v, dtype=getattr(gpucore, dtype)), 0)
+    assert got.dtype is gpucore.float32
+    want = np.logaddexp.reduce(np.array(v, np.float64))
+    np.testing.assert_allclose(to_np(got), want, rtol=1e-6)
+
+
+def test_logsumexp_over_every_dim_and_empty_dims():
+    x = rand((3, 4))
+    t = gpucore.tensor(x)
+    all_dims = np.log(np.exp(x).sum())
+    for dim in ((), (0, 1), [1, 0]):
+        assert_close(gpucore.logsumexp(t, dim), all_dims)
+    assert gpucore.logsumexp(t, (), keepdim=True).shape == (1, 1)
+    assert gpucore.logsumexp(t, (0, 1), keepdim=True).shape == (1, 1)
+    empty = gpucore.logsumexp(gpucore.zeros(0, 3), 0)
+    assert empty.shape == (3,) and np.isneginf(to_np(empty)).all()  # log(0), as PyTorch
+
+
 def test_cross_entropy_rows():
     t = np.array([0, 3, 3, 1, 2])
     check_op(

@@ -247,6 +247,30 @@ def test_all_any():
     assert gpucore.zeros(0).all().item() is True and gpucore.zeros(0).any().item() is False
 
 
+@pytest.mark.parametrize("fn", ["all", "any"])
+def test_all_any_with_an_empty_dim_tuple_reduce_no_dim(fn):
+    """Issue 20, item 13: dim=() reduced every dim; torch 2.13's all/any reduce none (each
+    element's truth value, shape kept), unlike sum/amax/logsumexp, whose () means every dim."""
+    x = np.array([[0.0, 1.5, np.nan], [-2.0, 0.0, 3.0]])
+    t = gpucore.tensor(x)
+    for dim in ((), []):
+        for keepdim in (False, True):
+            got = getattr(gpucore, fn)(t, dim=dim, keepdim=keepdim)
+            assert got.dtype is gpucore.bool and got.shape == (2, 3)
+            assert got.tolist() == (x != 0).tolist()
+    assert getattr(t, fn)(()).shape == (2, 3)
+    assert getattr(gpucore, fn)(gpucore.tensor(2.0), dim=()).item() is True
+    assert getattr(gpucore, fn)(gpucore.zeros(0, 3), dim=()).shape == (0, 3)
+    assert t.sum(()).shape == () and t.amax(()).shape == ()  # () is every dim there
+
+
+def test_all_any_of_uint8_keep_uint8():
+    u = gpucore.tensor([[0, 3], [1, 2]], dtype=gpucore.uint8)
+    assert u.all().dtype is gpucore.uint8 and u.all().item() == 0
+    assert u.any(1).dtype is gpucore.uint8 and u.any(1).tolist() == [1, 1]
+    assert u.all(()).tolist() == [[0, 1], [1, 1]]
+
+
 def test_int_and_bool_reductions():
     x = np.array([[3, -1, 7], [2, 2, -5]], np.int32)
     t = gpucore.tensor(x)

@@ -106,3 +106,52 @@ def test_relu_gradient_at_zero_is_zero():
     x = gpucore.tensor([-1.0, 0.0, 1.0], requires_grad=True)
     x.relu().sum().backward()
     assert x.grad.tolist() == [0.0, 0.0, 1.0]
+
+
+# Issue 20, item 11: integer and bool inputs of float math give float32 computed in float (log1p
+# of a uint8 tensor went through a float16 intermediate: log1p(200) was 5.3047, not 5.3033).
+_INT_INPUTS = {
+    "uint8": [0, 1, 7, 200, 255],
+    "int8": [-128, -3, 0, 5, 127],
+    "int32": [-100000, -5, 0, 9, 100000],
+    "int64": [-(2**40), -5, 0, 9, 2**40],
+    "bool": [True, False, True, True, False],
+}
+_FLOAT_MATH = {
+    "exp": np.exp,
+    "log": np.log,
+    "log1p": np.log1p,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1 / np.sqrt(x),
+    "sin": np.sin,
+    "cos": np.cos,
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "tanh": np.tanh,
+    "reciprocal": np.reciprocal,
+}
+
+
+@pytest.mark.parametrize("dtype", sorted(_INT_INPUTS))
+@pytest.mark.parametrize("name", sorted(_FLOAT_MATH))
+def test_float_math_of_integer_inputs_is_float32_and_exact(name, dtype):
+    values = _INT_INPUTS[dtype]
+    x = gpucore.tensor(values, dtype=getattr(gpucore, dtype))
+    got = getattr(gpucore, name)(x)
+    assert got.dtype is gpucore.float32
+    with np.errstate(all="ignore"):
+        # float32 in, float64 math: what PyTorch gives (the int converted to float32 first)
+        want = _FLOAT_MATH[name](np.array(values).astype(np.float32).astype(np.float64))
+        want = want.astype(np.float32)  # rounded once, overflowing to inf as PyTorch's
+    np.testing.assert_allclose(to_np(got), want, rtol=2e-6, atol=1e-30, equal_nan=True)
+
+
+def test_log1p_of_uint8_has_float32_precision():
+    got = gpucore.log1p(gpucore.tensor([200, 255], dtype=gpucore.uint8))
+    np.testing.assert_allclose(to_np(got), np.log1p([200.0, 255.0]), rtol=1e-7)
+
+
+def test_sign_and_square_of_bool_as_pytorch():
+    b = gpucore.tensor([True, False])
+    assert gpucore.sign(b).dtype is gpucore.bool and gpucore.sign(b).tolist() == [True, False]
+    sq = gpucore.square(b)
+    assert sq.dtype is gpucore.int64 and sq.tolist() == [1, 0]

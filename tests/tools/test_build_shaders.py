@@ -19,7 +19,12 @@ _PRIVATE = {
     "optim.comp": {"optim_variant": "optim", "optim_flag": "optim"},
     "pool.comp": {"pool_mode": "pool"},
     "im2col.comp": {"im2col_mode": "pool"},
-    "gemm.comp": {"gemm_flags": "gemm"},
+    "gemm.comp": {
+        "gemm_flags": "gemm",
+        "gemm_variant": "gemm",
+        "gemm_a_mode": "gemm",
+        "gemm_b_mode": "gemm",
+    },
     "random.comp": {"random_mode": "random"},
 }
 

@@ -106,8 +106,11 @@ class VulkanBackend:
             )
 
     def host_view(self, arr: np.ndarray) -> np.ndarray:
-        """arr, readable by the host: pending work finished (and downloaded when staged)."""
+        """arr, readable by the host: pending work finished (and downloaded when staged).
+        Raises DeviceError once the context refuses device work (device lost, forked child)."""
         ctx = self.ctx
+        if ctx.fault is not None:
+            ctx.fault.refuse()
         blk, off = ctx.memory.locate(arr)
         if blk.staging is not None and arr.size:
             op = self.operand(arr)
@@ -121,6 +124,8 @@ class VulkanBackend:
 
     def before_host_write(self, arr: np.ndarray):
         """Call before the host writes into device memory (in-place ops run on the host)."""
+        if self.ctx.fault is not None:
+            self.ctx.fault.refuse()
         if self.ctx.stream.pending():
             self.ctx.stream.synchronize()
 
@@ -270,6 +275,9 @@ class VulkanBackend:
             bytes_downloaded=ctx.bytes_downloaded,
             live_bytes=ctx.memory.live_bytes,
             peak_bytes=ctx.memory.peak_bytes,
+            block_bytes=ctx.memory.block_bytes,
+            reclaims=ctx.memory.reclaims,
+            timeouts=ctx.stream.timeouts,
             pipelines_created=ctx.pipelines.created,
             pipeline_seconds=ctx.pipelines.create_seconds,
         )

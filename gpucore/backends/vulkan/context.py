@@ -3,6 +3,23 @@
 Created lazily on first use by ``get()``; ``None`` when no usable device exists (then gpucore runs
 on the CPU). Properties read once here (subgroup size, limits, memory model) let kernels choose
 their variants.
+
+Faults. Once the device is lost, the process forked, or the interpreter is exiting, the context
+holds a ``Fault`` and every later device call (recording, host access, allocation) raises its
+DeviceError instead of touching a fence, command buffer or memory the device may still use:
+
+- lost: a wait or a submission returned an error (VK_ERROR_DEVICE_LOST, or a batch that never
+  ran); device tensors are invalid. A wait that merely times out is no fault: the frame stays
+  busy and the next use waits for it again (stream.py).
+- forked: a child of ``fork()`` inherits the parent's device handles but none of the driver's
+  threads, and possibly locks held by threads that do not exist in it; it must never wait on
+  them. The ``after_in_child`` hook marks the context before any lock is taken.
+- closed: interpreter exit (``_shutdown``). The thread running the shutdown gets the error;
+  other threads (daemon threads still issuing ops) block for good on their next device call.
+  The device and its memory are destroyed only when every submission has finished and no other
+  thread is alive; otherwise they are left to the OS, never freed under a running thread.
+
+Listeners (``on_fault``; dispatch.py registers one) let the 'auto' policy fall back to the CPU.
 """
 
 from __future__ import annotations
@@ -11,6 +28,7 @@ import atexit
 import logging
 import os
 import threading
+import time
 
 from ...errors import DeviceError
 from . import device as _device
@@ -19,6 +37,39 @@ from .pipelines import PipelineCache
 from .stream import Stream
 
 log = logging.getLogger("gpucore.vulkan")
+
+# At exit, how long to wait for the stream lock and for submitted work before leaving the device
+# to the OS (seconds; never longer than GPUCORE_VULKAN_TIMEOUT).
+EXIT_WAIT_S = 2.0
+
+FORK_MESSAGE = (
+    "the Vulkan device was initialised in the parent process (pid {parent}) and cannot be used "
+    "in this forked child (pid {child}); re-initialise gpucore in the child (a fresh "
+    "interpreter) or use the 'spawn' start method (multiprocessing.get_context('spawn')); "
+    "tensors created in the child run on the CPU, device tensors inherited from the parent "
+    "cannot be read here"
+)
+CLOSED_MESSAGE = (
+    "gpucore's Vulkan context was shut down at interpreter exit; device work is refused from "
+    "then on: finish it (and join the threads that run it) before the program exits"
+)
+
+
+class Fault:
+    """Why the context refuses device work: ``kind`` is 'lost', 'forked' or 'closed'."""
+
+    def __init__(self, kind: str, message: str):
+        self.kind = kind
+        self.message = message
+        self.thread = threading.get_ident()  # the thread that noticed it (ran the shutdown)
+        self._never = threading.Event()
+
+    def refuse(self):
+        """Raise the fault's DeviceError; at exit, block threads other than the closing one for
+        good instead (daemon threads: the process ends without them)."""
+        if self.kind == "closed" and threading.get_ident() != self.thread:
+            self._never.wait()
+        raise DeviceError(self.message)
 
 
 class Context:
@@ -86,8 +137,12 @@ class Context:
             vk, self.device, push_descriptors=self.push_descriptor is not None
         )
         self.stream = Stream(self)
+        self.memory.reclaim = self.stream.reclaim
         self.bytes_uploaded = 0
         self.bytes_downloaded = 0
+        self.fault: Fault | None = None
+        self.on_fault: list = []  # callables (ctx, fault), called once per new fault
+        self.pid = os.getpid()
 
     def _subgroup_properties(self) -> tuple[int, int, int]:
         """(subgroupSize, supportedOperations, supportedStages) of VkPhysicalDeviceSubgroup-
@@ -114,7 +169,58 @@ class Context:
         ``ops``."""
         return self.subgroup_compute and (self.subgroup_ops & ops) == ops
 
+    # ----------------------------------------------------------------------------- faults
+    def check(self):
+        """Raise (or, at exit, block) when the context refuses device work."""
+        if self.fault is not None:
+            self.fault.refuse()
+
+    def fail(self, kind: str, message: str) -> Fault:
+        """Refuse device work from now on. Takes no lock (a forked child may inherit held ones);
+        the first fault stays, except that 'forked' replaces any other."""
+        cur = self.fault
+        if cur is not None and (cur.kind == kind or kind != "forked"):
+            return cur
+        fault = Fault(kind, message)
+        self.fault = self.stream.fault = self.memory.fault = self.pipelines.fault = fault
+        if kind == "lost":
+            log.error("gpucore: %s", message)
+        for fn in list(self.on_fault):
+            try:
+                fn(self, fault)
+            except Exception:  # pragma: no cover - a listener must not hide the fault
+                log.exception("gpucore: device fault listener failed")
+        return fault
+
+    def mark_forked(self):
+        """Called in a child of fork(): the inherited device is unusable there."""
+        if os.getpid() != self.pid:
+            self.fail("forked", FORK_MESSAGE.format(parent=self.pid, child=os.getpid()))
+
+    def close(self) -> bool:
+        """Refuse further device work (interpreter exit) and wait, bounded, for what was
+        submitted; True when the device may be destroyed: its work finished and no other thread
+        is alive that could hold its memory."""
+        if self.fault is not None and self.fault.kind == "forked":
+            return False
+        stream = self.stream
+        wait_s = min(EXIT_WAIT_S, stream.timeout_ns / 1e9)
+        t0 = time.monotonic()
+        locked = stream.lock.acquire(timeout=wait_s)
+        try:
+            lost = self.fault is not None and self.fault.kind == "lost"
+            self.fail("closed", CLOSED_MESSAGE)
+            left = max(0.0, wait_s - (time.monotonic() - t0))
+            finished = locked and not lost and stream.drain(int(left * 1e9))
+        finally:
+            if locked:
+                stream.lock.release()
+        return finished and threading.active_count() <= 1
+
     def destroy(self):
+        """Free everything; only when no submitted work is left (else leave it to the OS)."""
+        if any(f.in_flight for f in self.stream.frames):
+            return
         vk = self.vk
         try:
             self.stream.destroy()
@@ -128,6 +234,12 @@ class Context:
 _lock = threading.Lock()
 _ctx: Context | None = None
 _tried_cpu: bool | None = None
+_unusable = ""  # why this process may not use Vulkan (set in a forked child)
+
+
+def unusable_reason() -> str:
+    """Why no context may be used in this process ('' when one may)."""
+    return _unusable
 
 
 def get(allow_cpu: bool | None = None) -> Context | None:
@@ -139,6 +251,8 @@ def get(allow_cpu: bool | None = None) -> Context | None:
     global _ctx, _tried_cpu
     if allow_cpu is None:
         allow_cpu = _device.allow_cpu_device()
+    if _unusable:
+        return None  # a forked child of a process that used the device
     if _ctx is not None:
         if _ctx.is_cpu and not allow_cpu:
             return None
@@ -168,10 +282,25 @@ def get(allow_cpu: bool | None = None) -> Context | None:
 
 
 def _shutdown():
-    global _ctx
+    """atexit: close the context; destroy it only when nothing can still use it (a leak at
+    exit is harmless, a free under a running thread or command is a crash)."""
+    ctx = _ctx
+    if ctx is None:
+        return
+    try:
+        if ctx.close():
+            ctx.destroy()
+    except Exception:  # pragma: no cover - best effort at exit
+        log.debug("gpucore: Vulkan shutdown failed", exc_info=True)
+
+
+def _after_fork_in_child():
+    # No lock may be taken here or later in the child: a thread of the parent may have held it.
+    global _lock, _unusable
+    _lock = threading.Lock()
     if _ctx is not None:
-        try:
-            _ctx.destroy()
-        except Exception:  # pragma: no cover - best effort at exit
-            pass
-        _ctx = None
+        _ctx.mark_forked()
+        _unusable = _ctx.fault.message
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

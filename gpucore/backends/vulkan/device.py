@@ -56,6 +56,13 @@ class _Probe:
     reason = ""
 
 
+def _after_fork_in_child():
+    _Probe.lock = threading.Lock()  # a parent thread may have held it at fork()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def _version_str(v: int) -> str:
     return f"{v >> 22}.{(v >> 12) & 0x3FF}.{v & 0xFFF}"
 

@@ -9,12 +9,19 @@ memory is host-visible (lavapipe, integrated GPUs, resizable BAR), or a host mir
 not (discrete GPUs), which transfers fill with vkCmdCopyBuffer. A tensor's ``_data`` is a numpy
 view over that array, so views, strides and offsets are numpy's; the byte offset of a tensor in its
 block is its data pointer minus the block's. A sub-range is freed when the last numpy view of it
-dies (weakref.finalize on the range's owner array).
+dies (weakref.finalize on the range's owner array; not run at interpreter exit, when the device
+may be left to the OS with threads still using it).
+
+Memory a pending command uses stays allocated until its frame finishes (stream.py), so freed
+ranges come back only then. Before an allocation fails (the driver refuses a block, or the blocks
+would exceed ``limit``), and before the blocks grow past the device heap, the allocator asks the
+stream to finish pending work (``reclaim``) and retries; only then does it raise.
 """
 
 from __future__ import annotations
 
 import bisect
+import gc
 import threading
 import weakref
 
@@ -25,6 +32,8 @@ from ...errors import DeviceError
 
 BLOCK_SIZE = 64 << 20
 ALIGN = 256
+# The cap on device memory for allocators created from now on (gpucore.vulkan.set_memory_limit).
+default_limit: int | None = None
 
 
 def _buffer_with_memory(vk, dev, size: int, usage: int, memory_type: int):
@@ -165,6 +174,11 @@ class Allocator:
         self.live_bytes = 0
         self.peak_bytes = 0
         self.destroyed = False  # set at shutdown: later releases have nothing to give back
+        self.fault = None  # the context's Fault once device work is refused (see context.py)
+        self.reclaim = None  # callable finishing pending work; True when there was any
+        self.limit = default_limit  # cap on block bytes (None: what the driver gives)
+        self.block_bytes = 0  # bytes in blocks (live, free, and kept alive by pending work)
+        self.reclaims = 0  # allocations that had to wait for pending work first
         self.max_range = limits["maxStorageBufferRange"]
         self.align = max(ALIGN, limits["minStorageBufferOffsetAlignment"])
         props = vk.vkGetPhysicalDeviceMemoryProperties(physical)
@@ -193,18 +207,35 @@ class Allocator:
     # ----------------------------------------------------------------------------- alloc
     def alloc(self, nbytes: int) -> np.ndarray:
         """A uint8 host view of a fresh device range of ``nbytes`` (freed when views die)."""
+        if self.fault is not None:
+            self.fault.refuse()
         size = max(self.align, -(-nbytes // self.align) * self.align)
-        with self.lock:
-            self._owner = threading.get_ident()
-            try:
-                blk, off = self._take(size)
-            finally:
-                self._settle()
+        final = self.reclaim is None
+        while True:
+            with self.lock:
+                self._owner = threading.get_ident()
+                try:
+                    got = self._take(size, final)
+                finally:
+                    self._settle()
+            if type(got) is tuple:
+                break
+            # Out of room (or past the heap): finish pending work, outside the lock (the stream
+            # frees kept ranges through _release), and try once more.
+            self.reclaims += 1
+            self.reclaim()
+            if got == "full":
+                gc.collect()  # tensors in reference cycles hold memory until collected
+            final = True
+        blk, off = got
         owner = np.frombuffer(memoryview(blk.host)[off : off + nbytes], np.uint8)
-        weakref.finalize(owner, self._release, blk, off, size)
+        weakref.finalize(owner, self._release, blk, off, size).atexit = False
         return owner
 
-    def _take(self, size: int):
+    def _take(self, size: int, final: bool = True):
+        """(block, offset) of a free range. Unless ``final``: 'full' (no room) or 'heap' (the
+        blocks would outgrow the device heap) when pending work should be reclaimed first.
+        Raises DeviceError when there is no room."""
         blk = off = None
         if size <= self.block_size:
             for b in self.blocks:
@@ -215,8 +246,31 @@ class Allocator:
                         break
         if blk is None:
             dedicated = size > self.block_size
-            blk = Block(self, size if dedicated else self.block_size, dedicated)
+            new = size if dedicated else self.block_size
+            if self.limit is not None and self.block_bytes + new > self.limit:
+                if not final:
+                    return "full"
+                self._drop_empty_blocks()
+                if self.block_bytes + new > self.limit:
+                    raise self._oom(
+                        size,
+                        f"the limit of {self.limit / 2**20:.1f} MiB set by "
+                        "gpucore.vulkan.set_memory_limit",
+                    )
+            elif self.block_bytes + new > self.heap_size and not final:
+                return "heap"  # reuse what finished work freed before growing past the heap
+            try:
+                blk = Block(self, new, dedicated)
+            except DeviceError:
+                if not final:
+                    return "full"
+                self._drop_empty_blocks()
+                try:
+                    blk = Block(self, new, dedicated)
+                except DeviceError:
+                    raise self._oom(size, "the driver refused a new block") from None
             self.blocks.append(blk)
+            self.block_bytes += blk.size
             starts, blocks = self._index
             i = bisect.bisect_left(starts, blk.base_ptr)
             self._index = (
@@ -228,13 +282,28 @@ class Allocator:
         self.peak_bytes = max(self.peak_bytes, self.live_bytes)
         return blk, off
 
+    def _oom(self, size: int, why: str) -> DeviceError:
+        return DeviceError(
+            f"Vulkan device out of memory: could not allocate {size / 2**20:.1f} MiB ({why}); "
+            f"gpucore holds {self.live_bytes / 2**20:.1f} MiB in live tensors and "
+            f"{self.block_bytes / 2**20:.1f} MiB in blocks, of {self.heap_size / 2**20:.0f} MiB "
+            "on the device heap, after finishing pending work to reclaim freed memory; free "
+            "tensors (del, and drop references such as autograd graphs), use smaller batches, "
+            "or run on the CPU (gpucore.device_policy('cpu'))"
+        )
+
+    def _drop_empty_blocks(self):
+        for b in [b for b in self.blocks if b.is_empty()]:
+            self._drop(b)
+
     def _release(self, blk: Block, off: int, size: int):
         # A finalizer: the garbage collector may run it inside alloc() or _release() on this very
         # thread (any allocation there can start a collection), with self.lock held and a free
         # list mid-update. Then it is only queued; the lock holder applies it before letting go.
-        # After destroy() (interpreter exit runs the context's shutdown before the finalizers of
-        # tensors still alive) the blocks are gone: there is nothing to release.
-        if self.destroyed:
+        # After destroy() or a fault (device lost, forked child, interpreter exit) nothing is
+        # given back: the blocks are gone, or the device may still use them, or (in a forked
+        # child) the lock may be held by a thread that does not exist.
+        if self.destroyed or self.fault is not None:
             return
         if self._owner == threading.get_ident():
             self._deferred.append((blk, off, size))
@@ -262,6 +331,7 @@ class Allocator:
 
     def _drop(self, blk: Block):
         self.blocks.remove(blk)
+        self.block_bytes -= blk.size
         starts, blocks = self._index
         i = blocks.index(blk)
         self._index = (starts[:i] + starts[i + 1 :], blocks[:i] + blocks[i + 1 :])

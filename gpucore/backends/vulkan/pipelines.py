@@ -46,6 +46,7 @@ class PipelineCache:
         self.layouts: dict = {}
         self.created = 0
         self.create_seconds = 0.0
+        self.fault = None  # the context's Fault once device work is refused (see context.py)
         self.cache = vk.vkCreatePipelineCache(
             device,
             vk.VkPipelineCacheCreateInfo(sType=vk.VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO),
@@ -127,6 +128,8 @@ class PipelineCache:
         p = self.pipelines.get(key)
         if p is not None:
             return p
+        if self.fault is not None:  # before the lock: a forked child may inherit it held
+            self.fault.refuse()
         with self.lock:
             p = self.pipelines.get(key)
             if p is not None:

@@ -9,6 +9,12 @@ never makes the host wait. A frame keeps every buffer its commands use alive unt
 signals, so memory freed by Python is never reused under a running command.
 
 All recording and submission happens under one lock, so several Python threads may issue ops.
+
+A wait that exceeds GPUCORE_VULKAN_TIMEOUT raises, but its frame stays busy: its fence is neither
+reset nor reused and its keep-alive list is kept until a later wait (the next use of the frame,
+or any synchronize) sees it finish, so later calls give correct results or the same clear error.
+A failed wait or submission (device lost) is a fault of the context (context.py): every later
+call refuses device work.
 """
 
 from __future__ import annotations
@@ -31,6 +37,13 @@ CAP = 256
 MIN_BATCH = 16
 EARLY_CHECK = 8
 TIMEOUT_NS = int(float(os.environ.get("GPUCORE_VULKAN_TIMEOUT", "120")) * 1e9)
+VK_TIMEOUT = 2
+LOST_MESSAGE = (
+    "the Vulkan device failed: {what} (VkResult {res}); the work recorded since the last "
+    "synchronize is lost, device tensors are invalid and gpucore refuses further device work in "
+    "this process; new tensors run on the CPU under the 'auto' policy, restart the process to use "
+    "the device again"
+)
 
 
 class Frame:
@@ -73,6 +86,7 @@ class Frame:
             ),
             None,
         )
+        self.c_fence = ctx.vk.ffi.new("VkFence[1]", [self.fence])
         self.in_flight = False
         self.keep: list = []
         self.labels: list = []  # (name, query index) of timed dispatches
@@ -104,7 +118,13 @@ class Stream:
         self.label = ""  # the op being recorded (set by the backend), names timed dispatches
         self.fuse = fusion.enabled_for(ctx)  # elementwise ops join a pending program
         self.program = fusion.Program()
+        self.fault = None  # the context's Fault once device work is refused
+        self.timeout_ns = TIMEOUT_NS
+        self.timeouts = 0  # waits that timed out (their frames were waited for again later)
         self._prepare_c_structs()
+
+    def _refused(self):
+        self.fault.refuse()
 
     # ----------------------------------------------------------------------------- recording
     def _begin(self):
@@ -218,7 +238,11 @@ class Stream:
         push: a numpy array of at most 128 bytes; groups: (x, y, z)."""
         lib = self._lib
         ffi = self._ffi
+        if self.fault is not None:  # before the lock: a forked child may inherit it held
+            self._refused()
         with self.lock:
+            if self.fault is not None:
+                self._refused()
             if self.program.codes:
                 self.flush_program()
             f = self.frames[self.cur] if self.recording else self._begin()
@@ -288,7 +312,11 @@ class Stream:
     def elementwise(self, code, name, n, out_op, in_ops, keep, local) -> bool:
         """Append one elementwise op to the pending fused program (see fusion.py); False when
         it cannot join one even alone (the caller then dispatches its own kernel)."""
+        if self.fault is not None:
+            self._refused()
         with self.lock:
+            if self.fault is not None:
+                self._refused()
             prog = self.program
             if not prog.add(code, name, n, out_op, in_ops):
                 if not prog.codes:
@@ -311,6 +339,10 @@ class Stream:
                 return
             ctx = self.ctx
             pipe = ctx.pipelines.get("fused", fusion.MAX_SLOTS, (), prog.local)
+            if not self.recording:
+                # Get a free frame first: if waiting for it times out, the program stays
+                # pending (its outputs are computed later) instead of being dropped.
+                self._begin()
             bindings, push, label, keep = prog.bindings(), prog.push(), prog.label(), prog.keep
             groups = groups_1d(prog.n, prog.local)
             prog.clear()
@@ -320,7 +352,11 @@ class Stream:
         """Record a buffer-to-buffer copy (staging transfers); always behind a barrier.
         ``dst_key`` is the block the destination belongs to, for hazard tracking."""
         vk = self.vk
+        if self.fault is not None:
+            self._refused()
         with self.lock:
+            if self.fault is not None:
+                self._refused()
             if self.program.codes:
                 self.flush_program()
             f = self.frames[self.cur] if self.recording else self._begin()
@@ -367,31 +403,37 @@ class Stream:
         res = lib.vkQueueSubmit(self.ctx.queue, 1, self._c_submit, f.fence)
         self.recording = False
         if res != 0:
-            f.keep.clear()
-            raise DeviceError(
-                f"Vulkan queue submission failed with VkResult {res}; the device may be lost "
-                "(VK_ERROR_DEVICE_LOST) or out of memory"
-            )
+            # The batch never ran: tensors it should have written hold garbage, so nothing may
+            # read them; the device may also be lost. Refuse all further work (f.keep stays:
+            # nothing is freed that a lost device might still touch).
+            what = "a queue submission failed (out of memory or VK_ERROR_DEVICE_LOST)"
+            self.ctx.fail("lost", LOST_MESSAGE.format(what=what, res=res))
+            self._refused()
         f.in_flight = True
         self.stats["submits"] += 1
         self.cur = (self.cur + 1) % len(self.frames)
 
-    def _wait(self, f: Frame):
-        vk = self.vk
+    def _wait(self, f: Frame, timeout_ns: int | None = None):
+        """Wait for a submitted frame, then make it free. On a timeout the frame stays busy
+        (fence, command buffer and keep-alive list untouched) and the next wait retries."""
         t0 = time.perf_counter()
-        try:
-            vk.vkWaitForFences(self.ctx.device, 1, [f.fence], vk.VK_TRUE, TIMEOUT_NS)
-        except Exception as e:
-            f.in_flight = False
-            f.keep.clear()
-            name = type(e).__name__
-            what = "timed out" if "Timeout" in name else f"failed ({name})"
+        dev = self.ctx.device
+        timeout = self.timeout_ns if timeout_ns is None else timeout_ns
+        res = self._lib.vkWaitForFences(dev, 1, f.c_fence, 1, timeout)
+        if res == VK_TIMEOUT:
+            self.timeouts += 1
             raise DeviceError(
-                f"waiting for the Vulkan device {what} after {time.perf_counter() - t0:.1f} s; "
-                "the device may be lost (VK_ERROR_DEVICE_LOST); GPUCORE_VULKAN_TIMEOUT sets the "
-                "limit in seconds"
-            ) from None
-        vk.vkResetFences(self.ctx.device, 1, [f.fence])
+                f"the Vulkan device did not finish its work within GPUCORE_VULKAN_TIMEOUT="
+                f"{self.timeout_ns / 1e9:g} s (waited {time.perf_counter() - t0:.1f} s); the work "
+                "is still queued and later calls wait for it again (their results are correct "
+                "once it completes); raise GPUCORE_VULKAN_TIMEOUT for long kernels, or split the "
+                "work into smaller ops"
+            )
+        if res != 0:
+            what = "waiting for submitted work failed (VK_ERROR_DEVICE_LOST)"
+            self.ctx.fail("lost", LOST_MESSAGE.format(what=what, res=res))
+            self._refused()
+        self._lib.vkResetFences(dev, 1, f.c_fence)
         f.in_flight = False
         if self.profile is not None and f.labels:
             self._collect_times(f)
@@ -421,7 +463,11 @@ class Stream:
 
     def synchronize(self):
         """Submit what is recorded and wait for the device to finish everything."""
+        if self.fault is not None:
+            self._refused()
         with self.lock:
+            if self.fault is not None:
+                self._refused()
             if self.program.codes:
                 self.flush_program()
             if self.recording and self.frames[self.cur].count:
@@ -441,12 +487,37 @@ class Stream:
     def pending(self) -> bool:
         return self.recording or bool(self.program.codes) or any(f.in_flight for f in self.frames)
 
+    def reclaim(self) -> bool:
+        """Finish pending work so that the memory its frames keep alive can be reused (the
+        allocator calls this before it reports out of memory); True when there was any."""
+        if not self.pending():
+            return False
+        self.synchronize()
+        return True
+
+    def drain(self, timeout_ns: int) -> bool:
+        """Wait (at most ``timeout_ns`` in all) for every submitted frame, without submitting
+        what is being recorded; True when all finished. The caller holds the lock."""
+        deadline = time.monotonic_ns() + timeout_ns
+        for f in self.frames:
+            if f.in_flight:
+                left = max(0, deadline - time.monotonic_ns())
+                res = self._lib.vkWaitForFences(self.ctx.device, 1, f.c_fence, 1, left)
+                if res != 0:
+                    return False
+                f.in_flight = False
+                f.keep.clear()
+        return True
+
     def destroy(self):
-        try:
-            self.synchronize()
-        finally:
-            for f in self.frames:
-                f.destroy(self.vk, self.ctx.device)
+        """Destroy the frames; only once nothing is in flight (context.close drained it)."""
+        if any(f.in_flight for f in self.frames):
+            return  # the device may still use them: leave them to the OS
+        if self.recording:
+            self.vk.vkEndCommandBuffer(self.frames[self.cur].cmd)
+            self.recording = False
+        for f in self.frames:
+            f.destroy(self.vk, self.ctx.device)
 
 
 class _RangeSet:

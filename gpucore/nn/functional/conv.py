@@ -48,6 +48,15 @@ def _fused_conv_ok(x, weight, bias, cols_shape) -> bool:
     return dispatch.backend_for(nn_ops.IM2COL, (x,), (cols_shape, x.dtype)) is dispatch.CPU
 
 
+def _no_channels(x: Tensor, weight: Tensor, bias, nhw: tuple) -> Tensor:
+    """conv2d of an input with no channels, as PyTorch's eager conv2d (its "empty" convolution
+    in aten/src/ATen/native/Convolution.cpp): no output channels either, [N, 0, OH, OW], with
+    zero gradients for input, weight and bias (they stay in the graph)."""
+    n, oh, ow = nhw
+    out = x.reshape(n, 0, oh, ow) + weight.sum()  # an empty sum: 0
+    return out if bias is None else out + bias.sum() * 0
+
+
 def conv2d(
     input: Tensor,
     weight: Tensor,
@@ -75,6 +84,11 @@ def conv2d(
         )
     groups = operator.index(groups)
     out_c, cin_g, kh, kw = weight.shape
+    if kh == 0 or kw == 0:
+        raise ValueError(
+            f"conv2d(): kernel size must be greater than zero, got weight of shape "
+            f"{tuple(weight.shape)}"
+        )
     n, c, h, w = x.shape
     if groups < 1 or out_c % groups:
         raise ValueError(
@@ -97,6 +111,9 @@ def conv2d(
         )
     if bias is not None and tuple(bias.shape) != (out_c,):
         raise ShapeError(f"conv2d(): bias must have shape ({out_c},), got {tuple(bias.shape)}")
+    if c == 0:
+        out = _no_channels(x, weight, bias, (n, oh - crop[0], ow - crop[1]))
+        return out.squeeze(0) if squeeze else out
     if groups == 1 and _fused_conv_ok(x, weight, bias, (n, c * kh * kw, oh * ow)):
         out = nn_ops.conv2d_fused(x, weight, bias, stride, pad, dilation)
         if crop != (0, 0):

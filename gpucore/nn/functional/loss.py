@@ -17,7 +17,7 @@ from ...errors import DTypeError, ShapeError
 from ...ops import elementwise as E
 from ...ops import nn as nn_ops
 from ...ops import unary as U
-from ...ops.common import broadcast_shapes
+from ...ops.common import broadcast_shapes, check_indices
 from ...tensor import Tensor
 from ._utils import _check_reduction, _check_tensor, _reduce
 from .activation import logsigmoid
@@ -184,6 +184,7 @@ def nll_loss(
         target = target.reshape(-1)
     valid = target != ignore_index
     safe = target.masked_fill(~valid, 0)
+    check_indices("nll_loss", safe, c, "the class dim")
     picked = input.gather(1, safe.unsqueeze(1)).squeeze(1)
     if weight is not None:
         if not isinstance(weight, Tensor) or tuple(weight.shape) != (c,):

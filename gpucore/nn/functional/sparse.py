@@ -7,6 +7,7 @@ from ... import dtypes as D
 from ...autograd.grad_mode import no_grad
 from ...errors import DTypeError, GpucoreIndexError, ShapeError
 from ...ops import elementwise as E
+from ...ops.common import check_indices
 from ...ops.indexing import one_hot as _one_hot
 from ...tensor import Tensor
 from ._utils import _check_tensor
@@ -42,6 +43,7 @@ def embedding(
             "embedding(): scale_grad_by_freq and sparse gradients are not supported"
         )
     num = weight.shape[0]
+    check_indices("embedding", input, num, "the embedding table (dim 0)")
     if input.dtype is not D.int64:
         input = input.to(D.int64)
     if padding_idx is not None:

@@ -16,6 +16,7 @@ import pytest
 from device_helpers import assert_close_to_cpu, on_cpu
 
 import gpucore
+from gpucore import _cpu
 from gpucore import dtypes as D
 from gpucore.backends.vulkan.kernels import elementwise as E
 
@@ -31,8 +32,9 @@ def fusion_mode(request, vulkan, monkeypatch):
     stream.flush_program()
 
 
-ARITH = ["add", "sub", "mul", "div", "pow", "maximum", "minimum"]
-CMP = ["eq", "ne", "lt", "le", "gt", "ge"]
+# the binary codes of cpu/opcodes.def: arithmetic (the fused programs' set) and comparisons
+ARITH = list(_cpu.OPCODES["fused_binary"])
+CMP = [n for n in _cpu.OPCODES["binary"] if n not in ARITH]
 
 
 def rand(*shape, lo=-2.0, hi=2.0, dtype=np.float32):

@@ -17,7 +17,7 @@ from .common import FAST, UNARY, _c, _isf, kernel
 _UNARY_NP = {
     "neg": np.negative,
     "abs": np.abs,
-    "sign": np.sign,
+    "sign": lambda x: x if x.dtype == np.bool_ else np.sign(x),  # numpy has no bool sign
     "relu": lambda x: np.maximum(x, 0),
 }
 # The two gelu codes are one op, gelu(approximate=...), with its own kernel below.
@@ -47,9 +47,10 @@ if "log1p" not in UNARY:  # until the extension has a code for it (then the loop
 
     @kernel("log1p")
     def _log1p(out, x):
-        # numpy's log1p writes into out (float16/bfloat16 arrive as float32).
+        # In out's dtype: numpy's own loop for an integer or bool x is float16 (log1p(200) would
+        # be 5.305, not 5.303). float16/bfloat16 arrive as float32.
         with np.errstate(all="ignore"):
-            np.log1p(x, out=out, casting="unsafe")
+            np.log1p(x, out=out, dtype=out.dtype, casting="unsafe")
 
 
 @kernel("gelu")

@@ -44,9 +44,16 @@ _FLAG_BIAS, _FLAG_BETA, _FLAG_EPILOGUE = (
     _FLAGS[k] for k in ("FLAG_BIAS", "FLAG_BETA", "FLAG_EPILOGUE")
 )
 _ACT_SHIFT = _FLAGS["ACT_SHIFT"]
-# A / B load modes (shader AMODE / BMODE): scalar with the fast index along k / m (n), or vec4.
-_SCALAR_K, _SCALAR_M, _VEC4_K, _VEC4_M = 0, 1, 2, 3  # A
-_SCALAR_N, _SCALAR_KB, _VEC4_N, _VEC4_KB = 0, 1, 2, 3  # B
+# The shader's VARIANT and A / B load modes (AMODE / BMODE: scalar with the fast index along
+# k / m (n), or vec4), from cpu/opcodes.def.
+_REGBLOCK, _TILED = (_cpu.OPCODES["gemm_variant"][k] for k in ("REGBLOCK", "TILED"))
+_AMODE, _BMODE = _cpu.OPCODES["gemm_a_mode"], _cpu.OPCODES["gemm_b_mode"]
+_SCALAR_K, _SCALAR_M, _VEC4_K, _VEC4_M = (
+    _AMODE[k] for k in ("A_SCALAR_K", "A_SCALAR_M", "A_VEC4_K", "A_VEC4_M")
+)
+_SCALAR_N, _SCALAR_KB, _VEC4_N, _VEC4_KB = (
+    _BMODE[k] for k in ("B_SCALAR_N", "B_SCALAR_K", "B_VEC4_N", "B_VEC4_K")
+)
 
 # TILED configurations, largest first: (BM, BN, BK, TM, TN) -> (BM/TM)*(BN/TN) invocations.
 TILED_CONFIGS = (
@@ -297,7 +304,7 @@ def _record(be, var, c, a, b, bias, x, alpha, beta, act):
             bmode = _VEC4_KB
         else:
             bmode = _SCALAR_N
-        spec = (0, 4, 4, 4, tm, tn, 0, bmode, sg)
+        spec = (_REGBLOCK, 4, 4, 4, tm, tn, _SCALAR_K, bmode, sg)
         local = sg * nsg
         rows, cols = tm * nsg, 4 * sg * tn
     else:
@@ -314,7 +321,7 @@ def _record(be, var, c, a, b, bias, x, alpha, beta, act):
             bmode = _VEC4_KB
         else:
             bmode = _SCALAR_KB if sb_k == 1 else _SCALAR_N
-        spec = (1, bm, bn, bk, tm, tn, amode, bmode, 8)
+        spec = (_TILED, bm, bn, bk, tm, tn, amode, bmode, 8)
         local = (bm // tm) * (bn // tn)
         rows, cols = bm, bn
 

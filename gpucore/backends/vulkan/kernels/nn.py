@@ -13,8 +13,11 @@ ignore_index; a shader cannot raise, and reading a device tensor back would forc
   keeps a copy of the targets when some value is outside [0, C), and the kernel (which sees
   ignore_index) raises the CPU's IndexError before recording anything. The copy is used only
   when it equals the uploaded targets, so a check left over from a call that never ran is inert;
-- a target already on the device is never read back: in the shader a target outside [0, C)
-  that is not ignore_index indexes no memory, and its loss and its gradient row are NaN.
+- a target already on the device is read back and checked the same way before anything is
+  recorded: that waits for the work producing it (a sync), the price of the CPU's IndexError
+  instead of a silently NaN loss (labels usually come from the host, where the check is free).
+  The shader still indexes no memory for such a target (its loss and gradient row are NaN), so
+  nothing is read out of bounds should a check ever be bypassed.
 """
 
 from __future__ import annotations
@@ -94,6 +97,7 @@ def _log_softmax_backward(be, out, g, y, dim):
 
 # ----------------------------------------------------------------------------- cross-entropy
 _host_check = threading.local()  # targets seen by _xent_accepts that need ignore_index
+_ON_DEVICE = object()  # _host_check.values for targets that live on the device
 
 
 def _xent_accepts(inputs, specs):
@@ -104,7 +108,9 @@ def _xent_accepts(inputs, specs):
         and all(dt is D.float32 for _, dt in specs)
     )
     _host_check.values = None
-    if ok and target._dev is None and target._data.size:
+    if ok and target._dev is not None and target._data.size:
+        _host_check.values = _ON_DEVICE  # read back and checked in the kernel
+    elif ok and target._dev is None and target._data.size:
         t = target._data
         c = logits.shape[1]
         if int(t.min()) < 0 or int(t.max()) >= c:
@@ -112,12 +118,14 @@ def _xent_accepts(inputs, specs):
     return ok
 
 
-def _raise_for_host_targets(target: np.ndarray, c: int, ignore_index: int):
+def _raise_for_bad_targets(be, target: np.ndarray, c: int, ignore_index: int):
     """Raise the CPU kernel's IndexError when this call's targets came from the host holding a
     value outside [0, c) that is not ignore_index (see the module docstring)."""
     values = getattr(_host_check, "values", None)
     _host_check.values = None
-    if values is None or values.shape != target.shape or not np.array_equal(values, target):
+    if values is _ON_DEVICE:
+        values = be.host_view(target)  # the targets were on the device: wait and read them
+    elif values is None or values.shape != target.shape or not np.array_equal(values, target):
         return
     bad = np.flatnonzero(((values < 0) | (values >= c)) & (values != ignore_index))
     if bad.size:
@@ -158,7 +166,7 @@ def _xent(be, outs, logits, target, ignore_index):
     n, c = logits.shape
     if n == 0:
         return
-    _raise_for_host_targets(target, c, ignore_index)
+    _raise_for_bad_targets(be, target, c, ignore_index)
     logits, target = contiguous(be, logits), contiguous(be, target)
     wg = wg_size(be)
     serial = c < wg

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 from cpu_ext import FLOATS, SIZES, C, close, randn, rng
+from helpers import op_reference, unary_code_ops
 
 
 # -------------------------------------------------------------------------------------- unary
@@ -29,22 +30,18 @@ def np_sigmoid(x):
         return 1.0 / (1.0 + np.exp(-x))
 
 
-UNARY_REF = {
-    "NEG": (np.negative, None),
-    "ABS": (np.abs, None),
-    "EXP": (np.exp, None),
-    "LOG": (np.log, "pos"),
-    "SQRT": (np.sqrt, "pos"),
-    "RELU": (lambda x: np.maximum(x, 0.0), None),
-    "SIGMOID": (np_sigmoid, None),
-    "TANH": (np.tanh, None),
-    "GELU": (np_gelu, None),
-    "GELU_TANH": (np_gelu_tanh, None),
-    "SIGN": (np.sign, None),
-    "SIN": (np.sin, None),
-    "COS": (np.cos, None),
-    "RECIPROCAL": (np.reciprocal, "nonzero"),
-}
+def _unary_ref(code: str):
+    """(float64 reference, input domain) of a unary code, from its op's samples
+    (tests/helpers.py op_reference): log's samples are positive, reciprocal's avoid 0."""
+    op, attrs = unary_code_ops()[code]
+    ref, lo, _ = op_reference(op, **attrs)
+    with np.errstate(all="ignore"):
+        at_zero = ref(np.zeros(1))
+    domain = "pos" if lo > 0 else (None if np.isfinite(at_zero).all() else "nonzero")
+    return ref, domain
+
+
+UNARY_REF = {code.upper(): _unary_ref(code) for code in unary_code_ops()}
 
 
 def unary_input(domain, n, dtype, seed=0):
@@ -183,21 +180,8 @@ def test_unary_backward_rejects_ops_without_backward():
 
 
 # ------------------------------------------------------------------------------------- binary
-BINARY_REF = {
-    "ADD": np.add,
-    "SUB": np.subtract,
-    "MUL": np.multiply,
-    "DIV": np.divide,
-    "POW": np.power,
-    "MAXIMUM": np.maximum,
-    "MINIMUM": np.minimum,
-    "EQ": np.equal,
-    "NE": np.not_equal,
-    "LT": np.less,
-    "LE": np.less_equal,
-    "GT": np.greater,
-    "GE": np.greater_equal,
-}
+# every binary code of cpu/opcodes.def, with its op's reference (comparisons: numpy's, exact)
+BINARY_REF = {code.upper(): op_reference(code)[0] for code in C.OPCODES["binary"]}
 COMPARISONS = {"EQ", "NE", "LT", "LE", "GT", "GE"}
 
 

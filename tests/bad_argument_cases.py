@@ -1,0 +1,205 @@
+"""The calls tests/test_bad_arguments.py makes: a valid call per public function (generic, or from
+TEMPLATES where the signature cannot say), and the bad variants derived from it.
+
+A valid call's Tensor arguments are its *slots* (a Tensor argument, or a Tensor in a list
+argument such as cat's). Every variant changes slots or dims of the valid call:
+
+- ``type``: one slot replaced by None, a str, a float or a numpy array;
+- ``shape``: one slot replaced by a 0-d tensor or one of shape (2, 5, 6);
+- ``dim``: a dim-like argument out of range (7, -9) or of the wrong type ("x", 1.5);
+- ``dtype``: one slot as bool, uint8, int64 or float64;
+- ``empty``: every slot with its first (then its last) dim of size 0;
+- ``noncontig``: every slot as a non-contiguous view of the same values.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import NamedTuple
+
+import numpy as np
+
+import gpucore as gc
+
+# Parameters that hold a dim (an int checked against the input's rank).
+DIM_PARAMS = ("dim", "dim0", "dim1", "start_dim", "end_dim", "source", "destination")
+
+
+def make(shape, kind: str = "float", seed: int = 0) -> gc.Tensor:
+    """A tensor of a template: float32 in (-2, 2), int64 class indices ``index:<high>``, or bool."""
+    rng = np.random.default_rng(seed + 7 * len(shape))
+    if kind == "bool":
+        return gc.tensor(rng.random(shape) < 0.5)
+    if kind.startswith("index:"):
+        return gc.tensor(rng.integers(0, int(kind[6:]), size=shape, dtype=np.int64))
+    return gc.tensor(rng.uniform(-2, 2, size=shape).astype(np.float32))
+
+
+def t(*shape, kind: str = "float", seed: int = 0) -> gc.Tensor:
+    return make(shape, kind, seed)
+
+
+# Valid calls where the generic one (every required positional parameter a float32 tensor of
+# shape (3, 4)) is wrong: a shape that must fit, an index, a size, a list of tensors. name ->
+# () -> (args, kwargs). A function that needs one and has none fails test_valid_call.
+TEMPLATES = {
+    "addmm": lambda: ((t(3, 5), t(3, 4, seed=1), t(4, 5, seed=2)), {}),
+    "bmm": lambda: ((t(2, 3, 4), t(2, 4, 5, seed=1)), {}),
+    "mm": lambda: ((t(3, 4), t(4, 5, seed=1)), {}),
+    "matmul": lambda: ((t(3, 4), t(4, 5, seed=1)), {}),
+    "broadcast_to": lambda: ((t(1, 4), (3, 4)), {}),
+    "broadcast_tensors": lambda: ((t(3, 1), t(1, 4, seed=1)), {}),
+    "cat": lambda: (([t(3, 4), t(2, 4, seed=1)],), {}),
+    "concat": lambda: (([t(3, 4), t(2, 4, seed=1)],), {}),
+    "stack": lambda: (([t(3, 4), t(3, 4, seed=1)], 1), {}),
+    "chunk": lambda: ((t(3, 4), 2, 1), {}),
+    "split": lambda: ((t(3, 4), 2, 1), {}),
+    "narrow": lambda: ((t(3, 4), 1, 1, 2), {}),
+    "expand": lambda: ((t(1, 4), 3, 4), {}),
+    "reshape": lambda: ((t(3, 4), (4, 3)), {}),
+    "permute": lambda: ((t(3, 4), (1, 0)), {}),
+    "movedim": lambda: ((t(2, 3, 4), 0, 2), {}),
+    "swapaxes": lambda: ((t(3, 4), 0, 1), {}),
+    "transpose": lambda: ((t(3, 4), 0, 1), {}),
+    "unsqueeze": lambda: ((t(3, 4), 1), {}),
+    "gather": lambda: ((t(3, 4), 1, t(3, 2, kind="index:4")), {}),
+    "index_select": lambda: ((t(3, 4), 1, t(3, kind="index:4")), {}),
+    "scatter_add": lambda: ((t(3, 4), 1, t(3, 2, kind="index:4"), t(3, 2, seed=1)), {}),
+    "masked_fill": lambda: ((t(3, 4), t(3, 4, kind="bool"), 0.5), {}),
+    "where": lambda: ((t(3, 4, kind="bool"), t(3, 4, seed=1), t(3, 4, seed=2)), {}),
+    "softmax": lambda: ((t(3, 4), 1), {}),
+    "log_softmax": lambda: ((t(3, 4), 1), {}),
+    "logsumexp": lambda: ((t(3, 4), 1), {}),
+    "clamp": lambda: ((t(3, 4), -0.5, 0.5), {}),
+    "clip": lambda: ((t(3, 4), -0.5, 0.5), {}),
+    "pow": lambda: ((t(3, 4).abs(), t(3, 4, seed=1)), {}),
+    "max": lambda: ((t(3, 4), 1), {}),
+    "min": lambda: ((t(3, 4), 1), {}),
+    "rand": lambda: ((3, 4), {}),
+    "randn": lambda: ((3, 4), {}),
+    "randint": lambda: ((0, 5, (3, 4)), {}),
+    "randint_like": lambda: ((t(3, 4), 0, 5), {}),
+}
+
+
+def generic_call(fn):
+    """Every required positional parameter a float32 tensor of shape (3, 4), distinct values."""
+    args = []
+    for p in inspect.signature(fn).parameters.values():
+        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            args.append(t(3, 4, seed=len(args)))
+    return tuple(args), {}
+
+
+def valid_call(name, fn):
+    return TEMPLATES[name]() if name in TEMPLATES else generic_call(fn)
+
+
+# ----------------------------------------------------------------------------- slots
+def slots(args, kwargs) -> list:
+    """Where the Tensors of a call are: ("a", i) for args[i], ("a", i, j) for args[i][j],
+    ("k", name) for a keyword."""
+    out = []
+    for i, a in enumerate(args):
+        if isinstance(a, gc.Tensor):
+            out.append(("a", i))
+        elif isinstance(a, (list, tuple)):
+            out += [("a", i, j) for j, e in enumerate(a) if isinstance(e, gc.Tensor)]
+    out += [("k", k) for k, v in kwargs.items() if isinstance(v, gc.Tensor)]
+    return out
+
+
+def get(args, kwargs, slot):
+    if slot[0] == "k":
+        return kwargs[slot[1]]
+    return args[slot[1]] if len(slot) == 2 else args[slot[1]][slot[2]]
+
+
+def put(args, kwargs, slot, value):
+    """A copy of (args, kwargs) with ``value`` at ``slot``."""
+    args, kwargs = list(args), dict(kwargs)
+    if slot[0] == "k":
+        kwargs[slot[1]] = value
+    elif len(slot) == 2:
+        args[slot[1]] = value
+    else:
+        seq = list(args[slot[1]])
+        seq[slot[2]] = value
+        args[slot[1]] = type(args[slot[1]])(seq)
+    return tuple(args), kwargs
+
+
+def map_slots(args, kwargs, f):
+    for s in slots(args, kwargs):
+        args, kwargs = put(args, kwargs, s, f(get(args, kwargs, s)))
+    return args, kwargs
+
+
+def noncontiguous(x: gc.Tensor) -> gc.Tensor:
+    """The same values as a non-contiguous view (transposed, or every other element)."""
+    a = x.numpy()
+    if a.ndim >= 2:
+        return gc.tensor(np.ascontiguousarray(np.swapaxes(a, -1, -2))).transpose(-1, -2)
+    if a.ndim == 1 and a.size:
+        return gc.tensor(np.repeat(a, 2))[::2]
+    return x
+
+
+def with_dim_zero(x: gc.Tensor, last: bool) -> gc.Tensor:
+    if x.ndim == 0:
+        return x
+    shape = list(x.shape)
+    shape[-1 if last else 0] = 0
+    return gc.tensor(np.zeros(shape, x.numpy().dtype))
+
+
+_DTYPES = (gc.bool, gc.uint8, gc.int64, gc.float64)
+
+
+class Case(NamedTuple):
+    label: str
+    kind: str  # valid, type, shape, dtype, empty, noncontig, dim
+    args: tuple
+    kwargs: dict
+    strict: bool = False  # a type variant that must raise whatever PyTorch does
+
+
+def tensor_param(fn, slot) -> bool:
+    """Whether the parameter at ``slot`` is annotated ``Tensor`` (gpucore/ops/api.py checks
+    those: no number or array may stand in for it)."""
+    params = inspect.signature(fn).parameters
+    if slot[0] == "k":
+        p = params[slot[1]]
+    elif len(slot) == 3:
+        return False  # an element of a list argument (cat's tensors)
+    else:  # past the last one: the *args it belongs to
+        p = list(params.values())[min(slot[1], len(params) - 1)]
+    return p.annotation in ("Tensor", gc.Tensor)
+
+
+def variants(fn, args, kwargs):
+    """Every bad variant (a Case) of a valid call."""
+    sl = slots(args, kwargs)
+    for s in sl:
+        x = get(args, kwargs, s)
+        for bad in (None, "abc", 3.0, x.numpy()):
+            strict = bad is None or isinstance(bad, str) or tensor_param(fn, s)
+            label = f"type {s} {type(bad).__name__}"
+            yield Case(label, "type", *put(args, kwargs, s, bad), strict)
+        for shape in ((), (2, 5, 6)):
+            yield Case(f"shape {s} {shape}", "shape", *put(args, kwargs, s, make(shape, seed=3)))
+        for dt in _DTYPES:
+            if dt is not x.dtype:
+                yield Case(f"dtype {s} {dt}", "dtype", *put(args, kwargs, s, x.to(dt)))
+    if sl:
+        for last in (False, True):
+            empty = map_slots(args, kwargs, lambda x, last=last: with_dim_zero(x, last))
+            yield Case(f"empty {'last' if last else 'first'} dim", "empty", *empty)
+        yield Case("noncontig", "noncontig", *map_slots(args, kwargs, noncontiguous))
+    sig = inspect.signature(fn)
+    for name in DIM_PARAMS:
+        if name in sig.parameters:
+            for bad in (7, -9, "x", 1.5):
+                ba = sig.bind_partial(*args, **kwargs)
+                ba.arguments[name] = bad
+                yield Case(f"dim {name}={bad!r}", "dim", ba.args, ba.kwargs)

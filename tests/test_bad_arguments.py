@@ -1,0 +1,181 @@
+"""Bad arguments to every public function (``api.FUNCTIONS``, so a new function is covered the
+day it is declared), on the CPU and on Vulkan: wrong types (None, str, float, numpy array where a
+Tensor is expected), wrong shapes, out-of-range and non-int dims, other dtypes (bool, uint8,
+int64, float64), empty and non-contiguous tensors (the variants: tests/bad_argument_cases.py).
+
+Each call must either raise a GpucoreError, TypeError, ValueError or IndexError whose message
+names the function (never AttributeError, KeyError, a numpy error or a crash), or succeed:
+
+- None or a str for a Tensor, and anything but a Tensor for a parameter annotated ``Tensor``,
+  must raise (a number or array may stand in only where the function takes numbers: ``add``);
+- a call PyTorch accepts must succeed with PyTorch's result (values, shape, dtype), unless
+  LIMITATIONS says why not;
+- a call PyTorch refuses may succeed (gpucore promotes where PyTorch insists on equal dtypes).
+
+Without PyTorch the exception checks still run.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from bad_argument_cases import TEMPLATES, Case, valid_call, variants
+
+import gpucore as gc
+from gpucore import dispatch
+from gpucore.ops import api
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+FUNCS = sorted(api.FUNCTIONS)
+ALLOWED = (gc.GpucoreError, TypeError, ValueError, IndexError)
+# Random results: compared with PyTorch by shape and dtype only.
+RANDOM = {"rand", "randn", "randint", "rand_like", "randn_like", "randint_like"}
+# Functions PyTorch has under another name than torch.<name>.
+TORCH_NAMES = {
+    "expand": lambda x, *sizes: x.expand(*sizes),
+    "gelu": lambda *a, **k: torch.nn.functional.gelu(*a, **k),
+}
+# What gpucore refuses although PyTorch accepts: function -> prefixes of the case labels, each
+# with the reason in a comment.
+LIMITATIONS = {
+    # PyTorch takes a uint8 condition with a deprecation warning; gpucore wants bool
+    "where": ("dtype ('a', 0) gpucore.uint8",),
+}
+
+
+def _to_torch(v):
+    if isinstance(v, gc.Tensor):
+        return torch.from_numpy(np.array(v.numpy(), copy=True))
+    if isinstance(v, (list, tuple)) and any(isinstance(e, gc.Tensor) for e in v):
+        return type(v)(_to_torch(e) for e in v)
+    return v
+
+
+def _torch_call(name, case):
+    """(result, None) or (None, exception) of the same call in PyTorch."""
+    fn = TORCH_NAMES.get(name) or getattr(torch, name)
+    try:
+        args = [_to_torch(a) for a in case.args]
+        with warnings.catch_warnings():  # deprecations and zero degrees of freedom: not ours
+            warnings.simplefilter("ignore")
+            return fn(*args, **{k: _to_torch(v) for k, v in case.kwargs.items()}), None
+    except Exception as e:  # noqa: BLE001 - any refusal counts
+        return None, e
+
+
+def _flat(r):
+    return [x for e in r for x in _flat(e)] if isinstance(r, (tuple, list)) else [r]
+
+
+def _dt(x) -> str:
+    return str(x.dtype).split(".")[-1]
+
+
+def _mismatch(name, got, want, atol, rtol) -> str | None:
+    """Why gpucore's result differs from PyTorch's, or None."""
+    got, want = _flat(got), _flat(want)
+    if len(got) != len(want):
+        return f"{len(got)} outputs, torch {len(want)}"
+    for k, (g, w) in enumerate(zip(got, want)):
+        if not isinstance(g, gc.Tensor):
+            return f"output {k} is a {type(g).__name__}, not a Tensor"
+        if tuple(g.shape) != tuple(w.shape) or _dt(g) != _dt(w):
+            return f"output {k}: {tuple(g.shape)} {_dt(g)}, torch {tuple(w.shape)} {_dt(w)}"
+        if name in RANDOM:
+            continue
+        a, b = g.numpy().astype(np.float64), w.double().numpy()
+        if not np.allclose(a, b, atol=atol, rtol=rtol, equal_nan=True):
+            return f"output {k}: values differ (max |diff| {np.nanmax(np.abs(a - b))})"
+    return None
+
+
+def _check(name, fn, case: Case, tol) -> str | None:
+    """None when the call behaves (see the module docstring), else what went wrong."""
+    try:
+        got, err = fn(*case.args, **case.kwargs), None
+    except ALLOWED as e:
+        got, err = None, e
+    except Exception as e:  # noqa: BLE001 - the point: no other kind may escape
+        return f"raised {type(e).__module__}.{type(e).__name__}: {e}"
+    if err is not None:
+        kind = f"{type(err).__module__}.{type(err).__name__}"
+        if kind.startswith("numpy") or isinstance(err, (AttributeError, KeyError)):
+            return f"raised {kind}: {err}"
+        if name not in str(err) and getattr(fn, "__name__", name) not in str(err):
+            return f"{type(err).__name__} does not name the function: {err}"
+    elif case.strict:
+        return "accepted a non-Tensor where a Tensor is required"
+    if torch is None:
+        return None
+    want, terr = _torch_call(name, case)
+    if err is not None:
+        if terr is None and not case.label.startswith(LIMITATIONS.get(name, ())):
+            return f"raised {type(err).__name__} ({err}) where torch succeeds"
+        return None
+    return None if terr is not None else _mismatch(name, got, want, *tol)
+
+
+@pytest.fixture(params=["cpu", "vulkan"])
+def tolerance(request):
+    """The backend (the 'vulkan' policy sends every op with a shader to the device) and the
+    (atol, rtol) of its float32 results against PyTorch's."""
+    if request.param == "vulkan":
+        request.getfixturevalue("vulkan")
+        return (1e-4, 1e-3)  # lavapipe's transcendental functions are less exact
+    return (1e-5, 1e-4)
+
+
+@pytest.mark.parametrize("name", FUNCS)
+def test_valid_call(name):
+    """The call the variants start from works: a function whose signature the generic call
+    (every required parameter a float32 tensor of shape (3, 4)) cannot satisfy needs a
+    TEMPLATES entry in tests/bad_argument_cases.py."""
+    fn = api.FUNCTIONS[name]
+    args, kwargs = valid_call(name, fn)
+    try:
+        fn(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001
+        where = "its TEMPLATES entry" if name in TEMPLATES else "the generic call"
+        pytest.fail(f"{name}: {where} fails ({type(e).__name__}: {e}); add or fix a template")
+
+
+@pytest.mark.parametrize("name", FUNCS)
+def test_bad_arguments(name, tolerance):
+    fn = api.FUNCTIONS[name]
+    args, kwargs = valid_call(name, fn)
+    problems = []
+    for case in [Case("valid", "valid", args, kwargs), *variants(fn, args, kwargs)]:
+        why = _check(name, fn, case, tolerance)
+        if why is not None:
+            problems.append(f"{case.label}: {why}")
+    assert not problems, f"{name}:\n  " + "\n  ".join(problems)
+
+
+def test_every_function_gets_every_kind_of_variant():
+    """The harness reaches what it claims: each kind of variant occurs for most functions."""
+    kinds: dict = {}
+    for name in FUNCS:
+        fn = api.FUNCTIONS[name]
+        for case in variants(fn, *valid_call(name, fn)):
+            kinds.setdefault(case.kind, set()).add(name)
+    for kind in ("type", "shape", "dtype", "empty", "noncontig"):
+        assert len(kinds.get(kind, ())) >= len(FUNCS) - 5, kind
+    assert len(kinds["dim"]) >= 20
+
+
+def test_the_vulkan_variants_run_on_the_device(vulkan):
+    """Under the 'vulkan' policy the valid calls reach the device (else the Vulkan half of
+    test_bad_arguments would only test the CPU again)."""
+    with dispatch.trace_ops() as ops:
+        for name in FUNCS:
+            if name not in RANDOM:
+                args, kwargs = valid_call(name, api.FUNCTIONS[name])
+                api.FUNCTIONS[name](*args, **kwargs)
+    on_device = {op for op, backend, _ in ops if backend == "vulkan"}
+    assert len(on_device) >= 20, sorted(on_device)
