@@ -35,6 +35,8 @@ static _Thread_local size_t conv_cap[3];
 
 static void *conv_scratch(int i, size_t bytes)
 {
+    if (bytes == 0)
+        bytes = 64; /* zero input channels: empty columns, but NULL means a failed allocation */
     if (conv_cap[i] < bytes) {
         free(conv_buf[i]);
         conv_buf[i] = NULL;
@@ -197,7 +199,9 @@ int GC_FN(gc_conv2d_backward)(const GC_T *x, const GC_T *w, const GC_T *g, GC_T 
     if (p->n > GC_CONV_CHUNK * GC_CONV_MAX_CHUNKS)
         J.chunk = (p->n + GC_CONV_MAX_CHUNKS - 1) / GC_CONV_MAX_CHUNKS;
     J.nchunks = (p->n + J.chunk - 1) / J.chunk;
-    if (J.nimg <= 0 || o <= 0 || J.ck <= 0) {
+    /* no images or no outputs: zero gradients. No input channels (ck == 0) runs on: the bias
+     * gradient still sums g (the column buffers are empty, conv_scratch gives them room). */
+    if (J.nimg <= 0 || o <= 0) {
         if (gw)
             memset(gw, 0, sizeof(GC_T) * (size_t)(o * J.ck));
         if (gb)
