@@ -1,10 +1,68 @@
-"""Helpers for device tests: run a function on the CPU path and compare (import device_helpers)."""
+"""Helpers for device tests (import device_helpers): run a function on the CPU path and compare,
+make device tensors and strided device views, compare special floats exactly, and run a test
+module both with and without elementwise fusion (``fusion_mode``)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import gpucore
+
+RNG = np.random.default_rng(1234)
+
+# strided views: the kernels see every kind of stride (0, negative, offsets, steps)
+VIEWS = {
+    "transpose": lambda a: a.T,
+    "slice_step": lambda a: a[1::2, ::3],
+    "offset": lambda a: a[3:, 5:],
+    "negative": lambda a: a[::-1, ::-2],
+    "expand": lambda a: np.broadcast_to(a[:1], a.shape),
+    "expand_col": lambda a: np.broadcast_to(a[:, :1], a.shape),
+}
+
+
+@pytest.fixture(params=["fused", "unfused"])
+def fusion_mode(request, vulkan, monkeypatch):
+    """Run a test with the stream fusing elementwise ops and without (import it into a test
+    module, wrapped in an autouse fixture, to run the whole module both ways)."""
+    stream = vulkan.ctx.stream
+    stream.flush_program()
+    monkeypatch.setattr(stream, "fuse", request.param == "fused")
+    yield request.param
+    stream.flush_program()
+
+
+def rand(*shape, lo=-2.0, hi=2.0, dtype=np.float32):
+    return RNG.uniform(lo, hi, shape).astype(dtype)
+
+
+def dev(a) -> gpucore.Tensor:
+    """A device tensor holding numpy array ``a``."""
+    return gpucore.tensor(np.ascontiguousarray(a)).to("vulkan")
+
+
+def dev_view(a: np.ndarray, view) -> gpucore.Tensor:
+    """A device tensor that is ``view`` (a function of a numpy array) of a device copy of ``a``:
+    strides the API cannot make (negative ones) reach the kernels this way."""
+    base = dev(a)
+    return gpucore.Tensor._wrap(view(base._data), base.dtype, dev=base._dev)
+
+
+def ran_on_device(ops, name):
+    assert any(n == name and b == "vulkan" for n, b, _ in ops), ops
+
+
+def assert_same_floats(got: np.ndarray, want: np.ndarray, rtol: float = 0.0):
+    """Equal values (NaN matches NaN, signed zeros and infinities must match exactly)."""
+    gn, wn = np.isnan(got), np.isnan(want)
+    np.testing.assert_array_equal(gn, wn)
+    g, w = got[~gn], want[~wn]
+    exact = (g == w) & (np.signbit(g) == np.signbit(w))
+    with np.errstate(all="ignore"):
+        close = np.isfinite(w) & np.isfinite(g) & (np.abs(g - w) <= rtol * np.abs(w))
+    bad = ~(exact | close)
+    assert not bad.any(), list(zip(g[bad][:10], w[bad][:10]))
 
 
 def on_cpu(fn, *args, **kwargs):

@@ -13,23 +13,29 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from device_helpers import assert_close_to_cpu, on_cpu
+from device_helpers import (
+    VIEWS,
+    assert_close_to_cpu,
+    assert_same_floats,
+    dev,
+    dev_view,
+    fusion_mode,  # noqa: F401  (a fixture, used by name)
+    on_cpu,
+    ran_on_device,
+)
 
 import gpucore
 from gpucore import _cpu
 from gpucore import dtypes as D
 from gpucore.backends.vulkan.kernels import elementwise as E
 
-RNG = np.random.default_rng(1234)
+# every test here runs with elementwise fusion on and off (device_helpers.fusion_mode)
+pytestmark = pytest.mark.usefixtures("fusion_mode")
+RNG = np.random.default_rng(1234)  # this module's own stream: its tolerances were set on it
 
 
-@pytest.fixture(autouse=True, params=["fused", "unfused"])
-def fusion_mode(request, vulkan, monkeypatch):
-    stream = vulkan.ctx.stream
-    stream.flush_program()
-    monkeypatch.setattr(stream, "fuse", request.param == "fused")
-    yield request.param
-    stream.flush_program()
+def rand(*shape, lo=-2.0, hi=2.0, dtype=np.float32):
+    return RNG.uniform(lo, hi, shape).astype(dtype)
 
 
 # the binary codes of cpu/opcodes.def: arithmetic (the fused programs' set) and comparisons
@@ -37,30 +43,10 @@ ARITH = list(_cpu.OPCODES["fused_binary"])
 CMP = [n for n in _cpu.OPCODES["binary"] if n not in ARITH]
 
 
-def rand(*shape, lo=-2.0, hi=2.0, dtype=np.float32):
-    return RNG.uniform(lo, hi, shape).astype(dtype)
-
-
-def dev(a) -> gpucore.Tensor:
-    """A device tensor holding numpy array ``a``."""
-    return gpucore.tensor(np.ascontiguousarray(a)).to("vulkan")
-
-
-def dev_view(a: np.ndarray, view) -> gpucore.Tensor:
-    """A device tensor that is ``view`` (a function of a numpy array) of a device copy of ``a``:
-    strides the API cannot make (negative ones) reach the kernels this way."""
-    base = dev(a)
-    return gpucore.Tensor._wrap(view(base._data), base.dtype, dev=base._dev)
-
-
 def binop(name):
     """The op as a function of two tensors (gpucore.add, or the method where there is none)."""
     fn = getattr(gpucore, name, None)
     return fn if fn is not None else (lambda a, b: getattr(a, name)(b))
-
-
-def ran_on_device(ops, name):
-    assert any(n == name and b == "vulkan" for n, b, _ in ops), ops
 
 
 def pow_inputs(shape_a, shape_b):
@@ -128,17 +114,6 @@ def test_result_dtypes_and_devices(vulkan):
     c = x > y
     assert s.dtype is D.float32 and s.device.type == "vulkan"
     assert c.dtype is D.bool_ and c.device.type == "vulkan" and c.shape == (10, 10)
-
-
-# ----------------------------------------------------------------------------- strided inputs
-VIEWS = {
-    "transpose": lambda a: a.T,
-    "slice_step": lambda a: a[1::2, ::3],
-    "offset": lambda a: a[3:, 5:],
-    "negative": lambda a: a[::-1, ::-2],
-    "expand": lambda a: np.broadcast_to(a[:1], a.shape),
-    "expand_col": lambda a: np.broadcast_to(a[:, :1], a.shape),
-}
 
 
 @pytest.mark.parametrize("view", VIEWS)
@@ -250,18 +225,6 @@ SPECIAL = np.array(
 def grid():
     x, y = np.meshgrid(SPECIAL, SPECIAL, indexing="ij")
     return x.reshape(-1).copy(), y.reshape(-1).copy()
-
-
-def assert_same_floats(got: np.ndarray, want: np.ndarray, rtol: float = 0.0):
-    """Equal values (NaN matches NaN, signed zeros and infinities must match exactly)."""
-    gn, wn = np.isnan(got), np.isnan(want)
-    np.testing.assert_array_equal(gn, wn)
-    g, w = got[~gn], want[~wn]
-    exact = (g == w) & (np.signbit(g) == np.signbit(w))
-    with np.errstate(all="ignore"):
-        close = np.isfinite(w) & np.isfinite(g) & (np.abs(g - w) <= rtol * np.abs(w))
-    bad = ~(exact | close)
-    assert not bad.any(), list(zip(g[bad][:10], w[bad][:10]))
 
 
 @pytest.mark.parametrize("name", ARITH + CMP)

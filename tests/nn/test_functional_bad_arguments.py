@@ -1,0 +1,480 @@
+"""Bad arguments to every public function of ``gpucore.nn.functional`` (its ``__all__``, so a new
+function is covered the day it is exported), on the CPU and on Vulkan: the variants of
+tests/bad_argument_cases.py (wrong types, shapes, out-of-range and non-int dims, bool / uint8 /
+int64 / float64 tensors, empty and non-contiguous tensors) of the valid calls in
+tests/nn/functional_bad_argument_cases.py.
+
+Each call must either raise a GpucoreError, TypeError, ValueError or IndexError whose message
+names the function (never AttributeError, KeyError, a numpy error or a crash), or succeed:
+
+- None or a str for a Tensor, and anything but a Tensor for a parameter annotated ``Tensor``,
+  must raise (None is fine for a ``Tensor | None`` parameter: a bias);
+- a call PyTorch (``torch.nn.functional.<name>``) accepts must succeed with PyTorch's result
+  (values, shape, dtype), unless LIMITATIONS says why not;
+- a call PyTorch refuses may succeed.
+
+Without PyTorch the exception checks still run.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from functional_bad_argument_cases import TEMPLATES, Case, f_variants, valid_call
+
+import gpucore as gc
+import gpucore.nn.functional as F
+from gpucore import dispatch
+
+try:
+    import torch
+    import torch.nn.functional as TF
+except ImportError:
+    torch = TF = None
+
+FUNCS = sorted(F.__all__)
+ALLOWED = (gc.GpucoreError, TypeError, ValueError, IndexError)
+# Random results (dropout masks): compared with PyTorch by shape and dtype only.
+RANDOM = {"dropout", "dropout2d"}
+# What gpucore refuses although PyTorch accepts: function -> prefixes of the case labels, each
+# with the reason in a comment.
+LIMITATIONS = {
+    # gpucore checks target.shape == input.shape (gpucore/nn/functional/loss.py); PyTorch
+    # broadcasts a 0-d target silently
+    "multilabel_soft_margin_loss": ("shape ('a', 1) ()",),
+    "soft_margin_loss": ("shape ('a', 1) ()",),
+    # gpucore checks bias.shape == (out_features,); PyTorch broadcasts a 0-d bias
+    "linear": ("shape ('a', 2) ()",),
+}
+# Also a limitation, for every function: gpucore.nn.functional takes floating point inputs only
+# (its _check_tensor, and int64 class indices where PyTorch wants them), where PyTorch also runs
+# some of them on bool / uint8 / int64 tensors (relu6, l1_loss, avg_pool2d on int64...). A dtype
+# variant refused that way, with a DTypeError that names the function, is not a problem.
+_FLOAT_ONLY = ("must be a floating point tensor", "must be an int64 tensor of class indices")
+
+
+def _limitation(name, case, err) -> bool:
+    if case.label.startswith(LIMITATIONS.get(name, ())):
+        return True
+    msg = str(err)
+    return (
+        case.kind == "dtype"
+        and isinstance(err, gc.DTypeError)
+        and msg.startswith(f"{name}(): ")
+        and any(m in msg for m in _FLOAT_ONLY)
+    )
+
+
+# Known gpucore bugs: function -> {the bug: case labels}; a label ending in " [vulkan]" fails on
+# Vulkan only. Those cases are run by test_known_bugs, marked xfail(strict=True), and skipped by
+# test_bad_arguments.
+BUGS = {
+    "batch_norm": {
+        "a non-Tensor argument escapes as AttributeError (no check that it is a Tensor)": (
+            "type ('a', 1) str",
+            "type ('a', 1) float",
+            "type ('a', 1) ndarray",
+            "type ('a', 2) str",
+            "type ('a', 2) float",
+            "type ('a', 2) ndarray",
+            "type ('a', 3) str",
+            "type ('a', 3) float",
+            "type ('a', 4) str",
+            "type ('a', 4) float",
+        ),
+    },
+    "binary_cross_entropy_with_logits": {
+        "a float64 operand gives a float64 result; PyTorch's is float32": (
+            "dtype ('a', 0) gpucore.float64",
+        ),
+    },
+    "conv2d": {
+        "a non-Tensor argument escapes as AttributeError (no check that it is a Tensor)": (
+            "type ('a', 2) str",
+            "type ('a', 2) float",
+            "type ('a', 2) ndarray",
+        ),
+        "Vulkan only: batch 0 fails in reshape() (not naming conv2d); CPU gives the empty result": (
+            "empty first dim [vulkan]",
+        ),
+    },
+    "cosine_similarity": {
+        "GpucoreIndexError from the inner op sum() does not name cosine_similarity()": (
+            "dim dim=7",
+            "dim dim=-9",
+        ),
+        "ArgumentTypeError from the inner op sum() does not name cosine_similarity()": (
+            "dim dim='x'",
+            "dim dim=1.5",
+        ),
+    },
+    "fold": {
+        "a non-Tensor argument escapes as AttributeError (no check that it is a Tensor)": (
+            "type ('a', 0) NoneType",
+            "type ('a', 0) str",
+            "type ('a', 0) float",
+            "type ('a', 0) ndarray",
+        ),
+        "DTypeError from the inner op col2im() does not name fold()": (
+            "dtype ('a', 0) gpucore.bool",
+            "dtype ('a', 0) gpucore.uint8",
+            "dtype ('a', 0) gpucore.int64",
+        ),
+        "ShapeError from the inner op col2im() does not name fold()": ("empty last dim",),
+    },
+    "glu": {
+        "a str dim escapes as a bare TypeError ('<=' between int and str)": ("dim dim='x'",),
+        "a float dim escapes as a bare TypeError (tuple indices...)": ("dim dim=1.5",),
+    },
+    "group_norm": {
+        "a non-Tensor argument escapes as AttributeError (no check that it is a Tensor)": (
+            "type ('a', 2) str",
+            "type ('a', 2) float",
+            "type ('a', 3) str",
+            "type ('a', 3) float",
+        ),
+    },
+    "hinge_embedding_loss": {
+        "escapes as OverflowError: Python integer -1 out of bounds for uint8": (
+            "dtype ('a', 1) gpucore.uint8",
+        ),
+    },
+    "huber_loss": {
+        "ShapeError from the inner op sub() does not name huber_loss()": (
+            "shape ('a', 0) (2, 5, 6)",
+            "shape ('a', 1) (2, 5, 6)",
+        ),
+        "a float64 operand gives a float64 result; PyTorch's is float32": (
+            "dtype ('a', 1) gpucore.float64",
+        ),
+    },
+    "instance_norm": {
+        "refuses 0 spatial elements like 1; PyTorch refuses only 1 (0: empty result)": (
+            "empty last dim",
+        ),
+    },
+    "kl_div": {
+        "ShapeError from the inner op mul() does not name kl_div()": (
+            "shape ('a', 0) (2, 5, 6)",
+            "shape ('a', 1) (2, 5, 6)",
+        ),
+    },
+    "l1_loss": {
+        "ShapeError from the inner op sub() does not name l1_loss()": (
+            "shape ('a', 0) (2, 5, 6)",
+            "shape ('a', 1) (2, 5, 6)",
+        ),
+    },
+    "layer_norm": {
+        "a non-Tensor argument escapes as AttributeError (no check that it is a Tensor)": (
+            "type ('a', 2) str",
+            "type ('a', 2) float",
+            "type ('a', 3) str",
+            "type ('a', 3) float",
+        ),
+    },
+    "linear": {
+        "a 0-d weight escapes as a bare IndexError (tuple index out of range)": (
+            "shape ('a', 1) ()",
+        ),
+    },
+    "log_softmax": {
+        "a non-Tensor argument escapes as AttributeError (no check that it is a Tensor)": (
+            "type ('a', 0) NoneType",
+            "type ('a', 0) str",
+            "type ('a', 0) float",
+            "type ('a', 0) ndarray",
+        ),
+    },
+    "margin_ranking_loss": {
+        "DTypeError from the inner op neg() does not name margin_ranking_loss()": (
+            "dtype ('a', 2) gpucore.bool",
+        ),
+    },
+    "mse_loss": {
+        "ShapeError from the inner op sub() does not name mse_loss()": (
+            "shape ('a', 0) (2, 5, 6)",
+            "shape ('a', 1) (2, 5, 6)",
+        ),
+    },
+    "multilabel_soft_margin_loss": {
+        "DTypeError from the inner op sub() does not name multilabel_soft_margin_loss()": (
+            "dtype ('a', 1) gpucore.bool",
+        ),
+    },
+    "normalize": {
+        "GpucoreIndexError from the inner op sum() does not name normalize()": (
+            "shape ('a', 0) ()",
+            "dim dim=7",
+            "dim dim=-9",
+        ),
+        "ArgumentTypeError from the inner op sum() does not name normalize()": (
+            "dim dim='x'",
+            "dim dim=1.5",
+        ),
+    },
+    "one_hot": {
+        "a non-Tensor argument escapes as AttributeError (no check that it is a Tensor)": (
+            "type ('a', 0) NoneType",
+            "type ('a', 0) str",
+            "type ('a', 0) float",
+        ),
+    },
+    "poisson_nll_loss": {
+        "ShapeError from the inner op mul() does not name poisson_nll_loss()": (
+            "shape ('a', 0) (2, 5, 6)",
+            "shape ('a', 1) (2, 5, 6)",
+        ),
+    },
+    "smooth_l1_loss": {
+        "ShapeError from the inner op sub() does not name smooth_l1_loss()": (
+            "shape ('a', 0) (2, 5, 6)",
+            "shape ('a', 1) (2, 5, 6)",
+        ),
+    },
+    "soft_margin_loss": {
+        "DTypeError from the inner op neg() does not name soft_margin_loss()": (
+            "dtype ('a', 1) gpucore.bool",
+        ),
+        "wrong values: uint8 target negated in uint8 (wraps): x=.5, y=1 gives 127.5, not .474": (
+            "dtype ('a', 1) gpucore.uint8",
+        ),
+        "a float64 operand gives a float64 result; PyTorch's is float32": (
+            "dtype ('a', 1) gpucore.float64",
+        ),
+    },
+    "softmax": {
+        "a non-Tensor argument escapes as AttributeError (no check that it is a Tensor)": (
+            "type ('a', 0) NoneType",
+            "type ('a', 0) str",
+            "type ('a', 0) float",
+            "type ('a', 0) ndarray",
+        ),
+    },
+    "softmin": {
+        "GpucoreIndexError from the inner op softmax() does not name softmin()": (
+            "shape ('a', 0) ()",
+            "dim dim=7",
+            "dim dim=-9",
+        ),
+        "ArgumentTypeError from the inner op softmax() does not name softmin()": (
+            "dim dim='x'",
+            "dim dim=1.5",
+        ),
+    },
+    "unfold": {
+        "a non-Tensor argument escapes as AttributeError (no check that it is a Tensor)": (
+            "type ('a', 0) NoneType",
+            "type ('a', 0) str",
+            "type ('a', 0) float",
+            "type ('a', 0) ndarray",
+        ),
+        "ShapeError from the inner op im2col() does not name unfold()": (
+            "shape ('a', 0) ()",
+            "shape ('a', 0) (2, 5, 6)",
+            "empty last dim",
+        ),
+        "DTypeError from the inner op im2col() does not name unfold()": (
+            "dtype ('a', 0) gpucore.bool",
+            "dtype ('a', 0) gpucore.uint8",
+            "dtype ('a', 0) gpucore.int64",
+        ),
+    },
+}
+
+
+def _to_torch(v):
+    if isinstance(v, gc.Tensor):
+        return torch.from_numpy(np.array(v.numpy(), copy=True))
+    if isinstance(v, (list, tuple)) and any(isinstance(e, gc.Tensor) for e in v):
+        return type(v)(_to_torch(e) for e in v)
+    return v
+
+
+def _torch_call(name, case):
+    """(result, None) or (None, exception) of the same call in PyTorch."""
+    try:
+        args = [_to_torch(a) for a in case.args]
+        kwargs = {k: _to_torch(v) for k, v in case.kwargs.items()}
+        with warnings.catch_warnings():  # deprecations, 2-D dropout2d: not ours
+            warnings.simplefilter("ignore")
+            return getattr(TF, name)(*args, **kwargs), None
+    except Exception as e:  # noqa: BLE001 - any refusal counts
+        return None, e
+
+
+def _flat(r):
+    return [x for e in r for x in _flat(e)] if isinstance(r, (tuple, list)) else [r]
+
+
+def _dt(x) -> str:
+    return str(x.dtype).split(".")[-1]
+
+
+def _mismatch(name, got, want, atol, rtol) -> str | None:
+    """Why gpucore's result differs from PyTorch's, or None."""
+    got, want = _flat(got), _flat(want)
+    if len(got) != len(want):
+        return f"{len(got)} outputs, torch {len(want)}"
+    for k, (g, w) in enumerate(zip(got, want)):
+        if not isinstance(g, gc.Tensor):
+            return f"output {k} is a {type(g).__name__}, not a Tensor"
+        if tuple(g.shape) != tuple(w.shape) or _dt(g) != _dt(w):
+            return f"output {k}: {tuple(g.shape)} {_dt(g)}, torch {tuple(w.shape)} {_dt(w)}"
+        if name in RANDOM:
+            continue
+        a, b = g.numpy().astype(np.float64), w.double().numpy()
+        if not np.allclose(a, b, atol=atol, rtol=rtol, equal_nan=True):
+            return f"output {k}: values differ (max |diff| {np.nanmax(np.abs(a - b))})"
+    return None
+
+
+def _check(name, case: Case, tol) -> str | None:
+    """None when the call behaves (see the module docstring), else what went wrong."""
+    fn = getattr(F, name)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got, err = fn(*case.args, **case.kwargs), None
+    except ALLOWED as e:
+        got, err = None, e
+    except Exception as e:  # noqa: BLE001 - the point: no other kind may escape
+        return f"raised {type(e).__module__}.{type(e).__name__}: {e}"
+    if err is not None:
+        kind = f"{type(err).__module__}.{type(err).__name__}"
+        if kind.startswith("numpy") or isinstance(err, (AttributeError, KeyError)):
+            return f"raised {kind}: {err}"
+        if name not in str(err):
+            return f"{type(err).__name__} does not name the function: {err}"
+    elif case.strict:
+        return "accepted a non-Tensor where a Tensor is required"
+    if torch is None or (err is not None and case.strict):  # a strict variant must raise
+        return None
+    want, terr = _torch_call(name, case)
+    if err is not None:
+        if terr is None and not _limitation(name, case, err):
+            return f"raised {type(err).__name__} ({err}) where torch succeeds"
+        return None
+    return None if terr is not None else _mismatch(name, got, want, *tol)
+
+
+def _cases(name):
+    fn = getattr(F, name)
+    args, kwargs = valid_call(name, fn)
+    return [Case("valid", "valid", args, kwargs), *f_variants(fn, args, kwargs)]
+
+
+@pytest.fixture(params=["cpu", "vulkan"])
+def tolerance(request):
+    """The backend (the 'vulkan' policy sends every op with a shader to the device) and the
+    (atol, rtol) of its float32 results against PyTorch's."""
+    if request.param == "vulkan":
+        request.getfixturevalue("vulkan")
+        return (1e-4, 1e-3)  # lavapipe's transcendental functions are less exact
+    return (1e-5, 1e-4)
+
+
+@pytest.mark.parametrize("name", FUNCS)
+def test_valid_call(name):
+    """The call the variants start from works: a function whose signature the generic call
+    (every required parameter a float32 tensor of shape (3, 4)) cannot satisfy needs a
+    TEMPLATES entry in tests/nn/functional_bad_argument_cases.py."""
+    fn = getattr(F, name)
+    args, kwargs = valid_call(name, fn)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fn(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001
+        where = "its TEMPLATES entry" if name in TEMPLATES else "the generic call"
+        pytest.fail(f"{name}: {where} fails ({type(e).__name__}: {e}); add or fix a template")
+
+
+def _bug_labels(name, backend) -> dict:
+    """{case label: the bug} of BUGS for a function on a backend."""
+    out = {}
+    for bug, labels in BUGS.get(name, {}).items():
+        for label in labels:
+            if not label.endswith(" [vulkan]"):
+                out[label] = bug
+            elif backend == "vulkan":
+                out[label.removesuffix(" [vulkan]")] = bug
+    return out
+
+
+@pytest.mark.parametrize("name", FUNCS)
+def test_bad_arguments(name, tolerance, request):
+    known = _bug_labels(name, request.node.callspec.params["tolerance"])
+    problems = []
+    for case in _cases(name):
+        if case.label in known:
+            continue
+        why = _check(name, case, tolerance)
+        if why is not None:
+            problems.append(f"{case.label}: {why}")
+    assert not problems, f"{name}:\n  " + "\n  ".join(problems)
+
+
+_BUG_PARAMS = [
+    pytest.param(
+        name,
+        label,
+        backend,
+        marks=pytest.mark.xfail(strict=True, reason=f"{name}: {bug}"),
+        id=f"{backend}-{name}-{label}",
+    )
+    for name in sorted(BUGS)
+    for backend in ("cpu", "vulkan")
+    for label, bug in sorted(_bug_labels(name, backend).items())
+]
+
+
+@pytest.mark.parametrize(("name", "label", "backend"), _BUG_PARAMS)
+def test_known_bugs(name, label, backend, request):
+    """Each BUGS entry still fails (strict xfail: a fix turns it into an XPASS failure, to be
+    moved out of BUGS)."""
+    tol = (1e-5, 1e-4)
+    if backend == "vulkan":
+        request.getfixturevalue("vulkan")
+        tol = (1e-4, 1e-3)
+    case = next(c for c in _cases(name) if c.label == label)
+    why = _check(name, case, tol)
+    if why is None and torch is None:
+        pytest.skip("shown only by the comparison with PyTorch, which is not installed")
+    assert why is None, why
+
+
+def test_bugs_and_limitations_name_real_cases():
+    """Every BUGS / LIMITATIONS entry names an exported function and an existing case."""
+    for name, labels in LIMITATIONS.items():
+        have = [c.label for c in _cases(name)]
+        assert all(any(h.startswith(x) for h in have) for x in labels), (name, labels)
+    for name in BUGS:
+        have = {c.label for c in _cases(name)}
+        assert set(_bug_labels(name, "vulkan")) <= have, name
+
+
+def test_every_function_gets_every_kind_of_variant():
+    """The harness reaches what it claims: each kind of variant occurs for most functions."""
+    kinds: dict = {}
+    for name in FUNCS:
+        for case in _cases(name):
+            kinds.setdefault(case.kind, set()).add(name)
+    for kind in ("type", "shape", "dtype", "empty", "noncontig"):
+        assert len(kinds.get(kind, ())) >= len(FUNCS) - 2, kind
+    assert len(kinds["dim"]) >= 5
+
+
+def test_the_vulkan_variants_run_on_the_device(vulkan):
+    """Under the 'vulkan' policy the valid calls reach the device (else the Vulkan half of
+    test_bad_arguments would only test the CPU again)."""
+    with dispatch.trace_ops() as ops, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in FUNCS:
+            fn = getattr(F, name)
+            args, kwargs = valid_call(name, fn)
+            fn(*args, **kwargs)
+    on_device = {op for op, backend, _ in ops if backend == "vulkan"}
+    assert len(on_device) >= 20, sorted(on_device)
