@@ -76,9 +76,19 @@ def _relabel(e: BaseException, name: str, names: tuple) -> None:
         e.args = (f"{name}(): {a[0]}",)
 
 
+_OPTIONAL_TENSOR = ("Tensor | None", "Optional[Tensor]", "None | Tensor")
+
+
+def checked(name: str, fn: Callable) -> Callable:
+    """The public form of a function declared elsewhere (``gpucore.nn.functional``): the same
+    argument checks and error naming as ``public``'s functions."""
+    return _checked(name, fn, 0, 1)
+
+
 def _checked(name: str, fn: Callable, first: int, offset: int) -> Callable:
-    """fn as a public form: it checks first that fn's parameters annotated ``Tensor`` (from
-    index ``first`` on: 1 for a method, whose self is a Tensor) got Tensors, and puts the public
+    """fn as a public form: it checks first that fn's parameters annotated ``Tensor`` (or
+    ``Tensor | None``: a Tensor or None; from index ``first`` on: 1 for a method, whose self is a
+    Tensor) got Tensors, and puts the public
     name in front of the message of an error from inside (``_NAMED``) that does not name it.
     ``offset`` turns an index into PyTorch's position (1 for a function, 0 for a method).
 
@@ -109,10 +119,16 @@ def _checked(name: str, fn: Callable, first: int, offset: int) -> Callable:
             call.append(p.name)
             if p.kind is p.POSITIONAL_ONLY:
                 slash = len(params)
-        if i < first or p.annotation not in ("Tensor", Tensor):
+        optional = p.annotation in _OPTIONAL_TENSOR
+        if i < first or (p.annotation not in ("Tensor", Tensor) and not optional):
             continue
         pos = "None" if p.kind is p.KEYWORD_ONLY else str(i + offset)
-        if p.kind is p.VAR_POSITIONAL:
+        if optional:  # Tensor | None: a bias, a weight
+            checks.append(
+                f"    if {p.name} is not None and not isinstance({p.name}, _gc_T):\n"
+                f"        raise _gc_bad({name!r}, {p.name!r}, {pos}, {p.name})\n"
+            )
+        elif p.kind is p.VAR_POSITIONAL:
             checks.append(
                 f"    for _gc_j, _gc_v in enumerate({p.name}):\n"
                 f"        if not isinstance(_gc_v, _gc_T):\n"

@@ -13,6 +13,7 @@ CNN training steps), cross_entropy's rows and conv2d where it runs in the C exte
 
 # The private helpers below are part of F's surface: nn.modules.loss calls F._check_reduction and
 # the tests use F._pair and F._pool_args to build their references.
+from ...ops.api import checked
 from ._utils import _check_reduction, _pair
 from .activation import (
     celu,
@@ -133,3 +134,15 @@ __all__ = [
     "soft_margin_loss",
     "triplet_margin_loss",
 ]
+
+
+def _public_forms() -> None:
+    """F.<name> is the checked public form of each function (gpucore/ops/api.py): a non-Tensor
+    where a Tensor belongs raises TypeError naming the function and the argument, and an error
+    from inside names the function; the modules calling each other use the plain functions."""
+    namespace = globals()
+    for name in __all__:
+        namespace[name] = checked(name, namespace[name])
+
+
+_public_forms()
