@@ -465,6 +465,8 @@ def hinge_embedding_loss(
     _check_tensor(op, input)
     _check_tensor(op, target, "target", floating=False)
     broadcast_shapes(op, input.shape, target.shape)
+    if not target.dtype.is_floating_point:
+        target = target.to(input.dtype)  # -1 compared in the target's dtype would not fit uint8
     margin_term = E.where(target != 1, (margin - input).clamp(min=0.0), 0.0)
     self_term = E.where(target != -1, input, 0.0)
     return _reduce(margin_term + self_term, reduction)
@@ -511,6 +513,8 @@ def soft_margin_loss(
     _check_tensor("soft_margin_loss", input)
     _check_tensor("soft_margin_loss", target, "target", floating=False)
     _check_same_shape("soft_margin_loss", ("input", input), ("target", target))
+    if not target.dtype.is_floating_point:
+        target = target.to(input.dtype)  # negated as a float: a uint8 -1 would wrap, a bool fail
     return _reduce(U.softplus(-target * input), reduction)
 
 
