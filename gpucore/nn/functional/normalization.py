@@ -193,7 +193,9 @@ def instance_norm(
     shape = (1, c) + (1,) * (input.ndim - 2)
     if use_input_stats:
         count = math.prod(input.shape[2:])
-        if count <= 1:
+        if count == 0:
+            return input.clone()  # nothing to normalise (PyTorch: an empty result)
+        if count == 1:
             raise ValueError(
                 f"instance_norm(): expected more than 1 spatial element when training, got "
                 f"input of shape {tuple(input.shape)}"
