@@ -15,6 +15,7 @@ argument such as cat's). Every variant changes slots or dims of the valid call:
 from __future__ import annotations
 
 import inspect
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -203,3 +204,54 @@ def variants(fn, args, kwargs):
                 ba = sig.bind_partial(*args, **kwargs)
                 ba.arguments[name] = bad
                 yield Case(f"dim {name}={bad!r}", "dim", ba.args, ba.kwargs)
+
+
+# ----------------------------------------------------------------------------- PyTorch reference
+def to_torch(v):
+    """A call argument as PyTorch takes it: Tensors (also inside lists) become torch tensors."""
+    import torch  # optional: only the comparisons with PyTorch need it
+
+    if isinstance(v, gc.Tensor):
+        return torch.from_numpy(np.array(v.numpy(), copy=True))
+    if isinstance(v, (list, tuple)) and any(isinstance(e, gc.Tensor) for e in v):
+        return type(v)(to_torch(e) for e in v)
+    return v
+
+
+def torch_call(fn, case: Case):
+    """(result, None) or (None, exception) of ``case`` called on the PyTorch function ``fn``."""
+    try:
+        args = [to_torch(a) for a in case.args]
+        kwargs = {k: to_torch(v) for k, v in case.kwargs.items()}
+        with warnings.catch_warnings():  # deprecations, zero degrees of freedom: not ours
+            warnings.simplefilter("ignore")
+            return fn(*args, **kwargs), None
+    except Exception as e:  # noqa: BLE001 - any refusal counts
+        return None, e
+
+
+def _flat(r):
+    return [x for e in r for x in _flat(e)] if isinstance(r, (tuple, list)) else [r]
+
+
+def _dt(x) -> str:
+    return str(x.dtype).split(".")[-1]
+
+
+def mismatch(got, want, atol, rtol, values: bool = True) -> str | None:
+    """Why gpucore's result differs from PyTorch's (outputs, shapes, dtypes and, with
+    ``values``, the values), or None."""
+    got, want = _flat(got), _flat(want)
+    if len(got) != len(want):
+        return f"{len(got)} outputs, torch {len(want)}"
+    for k, (g, w) in enumerate(zip(got, want)):
+        if not isinstance(g, gc.Tensor):
+            return f"output {k} is a {type(g).__name__}, not a Tensor"
+        if tuple(g.shape) != tuple(w.shape) or _dt(g) != _dt(w):
+            return f"output {k}: {tuple(g.shape)} {_dt(g)}, torch {tuple(w.shape)} {_dt(w)}"
+        if not values:
+            continue
+        a, b = g.numpy().astype(np.float64), w.double().numpy()
+        if not np.allclose(a, b, atol=atol, rtol=rtol, equal_nan=True):
+            return f"output {k}: values differ (max |diff| {np.nanmax(np.abs(a - b))})"
+    return None

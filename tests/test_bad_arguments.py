@@ -17,11 +17,8 @@ Without PyTorch the exception checks still run.
 
 from __future__ import annotations
 
-import warnings
-
-import numpy as np
 import pytest
-from bad_argument_cases import TEMPLATES, Case, valid_call, variants
+from bad_argument_cases import TEMPLATES, Case, mismatch, torch_call, valid_call, variants
 
 import gpucore as gc
 from gpucore import dispatch
@@ -49,50 +46,13 @@ LIMITATIONS = {
 }
 
 
-def _to_torch(v):
-    if isinstance(v, gc.Tensor):
-        return torch.from_numpy(np.array(v.numpy(), copy=True))
-    if isinstance(v, (list, tuple)) and any(isinstance(e, gc.Tensor) for e in v):
-        return type(v)(_to_torch(e) for e in v)
-    return v
-
-
 def _torch_call(name, case):
     """(result, None) or (None, exception) of the same call in PyTorch."""
-    fn = TORCH_NAMES.get(name) or getattr(torch, name)
-    try:
-        args = [_to_torch(a) for a in case.args]
-        with warnings.catch_warnings():  # deprecations and zero degrees of freedom: not ours
-            warnings.simplefilter("ignore")
-            return fn(*args, **{k: _to_torch(v) for k, v in case.kwargs.items()}), None
-    except Exception as e:  # noqa: BLE001 - any refusal counts
-        return None, e
-
-
-def _flat(r):
-    return [x for e in r for x in _flat(e)] if isinstance(r, (tuple, list)) else [r]
-
-
-def _dt(x) -> str:
-    return str(x.dtype).split(".")[-1]
+    return torch_call(TORCH_NAMES.get(name) or getattr(torch, name), case)
 
 
 def _mismatch(name, got, want, atol, rtol) -> str | None:
-    """Why gpucore's result differs from PyTorch's, or None."""
-    got, want = _flat(got), _flat(want)
-    if len(got) != len(want):
-        return f"{len(got)} outputs, torch {len(want)}"
-    for k, (g, w) in enumerate(zip(got, want)):
-        if not isinstance(g, gc.Tensor):
-            return f"output {k} is a {type(g).__name__}, not a Tensor"
-        if tuple(g.shape) != tuple(w.shape) or _dt(g) != _dt(w):
-            return f"output {k}: {tuple(g.shape)} {_dt(g)}, torch {tuple(w.shape)} {_dt(w)}"
-        if name in RANDOM:
-            continue
-        a, b = g.numpy().astype(np.float64), w.double().numpy()
-        if not np.allclose(a, b, atol=atol, rtol=rtol, equal_nan=True):
-            return f"output {k}: values differ (max |diff| {np.nanmax(np.abs(a - b))})"
-    return None
+    return mismatch(got, want, atol, rtol, values=name not in RANDOM)
 
 
 def _check(name, fn, case: Case, tol) -> str | None:

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
 import pytest
+from bad_argument_cases import mismatch, torch_call
 from functional_bad_argument_cases import TEMPLATES, Case, f_variants, valid_call
 
 import gpucore as gc
@@ -107,50 +107,14 @@ BUGS = {
 }
 
 
-def _to_torch(v):
-    if isinstance(v, gc.Tensor):
-        return torch.from_numpy(np.array(v.numpy(), copy=True))
-    if isinstance(v, (list, tuple)) and any(isinstance(e, gc.Tensor) for e in v):
-        return type(v)(_to_torch(e) for e in v)
-    return v
-
-
 def _torch_call(name, case):
     """(result, None) or (None, exception) of the same call in PyTorch."""
-    try:
-        args = [_to_torch(a) for a in case.args]
-        kwargs = {k: _to_torch(v) for k, v in case.kwargs.items()}
-        with warnings.catch_warnings():  # deprecations, 2-D dropout2d: not ours
-            warnings.simplefilter("ignore")
-            return getattr(TF, name)(*args, **kwargs), None
-    except Exception as e:  # noqa: BLE001 - any refusal counts
-        return None, e
-
-
-def _flat(r):
-    return [x for e in r for x in _flat(e)] if isinstance(r, (tuple, list)) else [r]
-
-
-def _dt(x) -> str:
-    return str(x.dtype).split(".")[-1]
+    # the lookup inside the call: a function PyTorch lacks counts as a refusal
+    return torch_call(lambda *a, **k: getattr(TF, name)(*a, **k), case)
 
 
 def _mismatch(name, got, want, atol, rtol) -> str | None:
-    """Why gpucore's result differs from PyTorch's, or None."""
-    got, want = _flat(got), _flat(want)
-    if len(got) != len(want):
-        return f"{len(got)} outputs, torch {len(want)}"
-    for k, (g, w) in enumerate(zip(got, want)):
-        if not isinstance(g, gc.Tensor):
-            return f"output {k} is a {type(g).__name__}, not a Tensor"
-        if tuple(g.shape) != tuple(w.shape) or _dt(g) != _dt(w):
-            return f"output {k}: {tuple(g.shape)} {_dt(g)}, torch {tuple(w.shape)} {_dt(w)}"
-        if name in RANDOM:
-            continue
-        a, b = g.numpy().astype(np.float64), w.double().numpy()
-        if not np.allclose(a, b, atol=atol, rtol=rtol, equal_nan=True):
-            return f"output {k}: values differ (max |diff| {np.nanmax(np.abs(a - b))})"
-    return None
+    return mismatch(got, want, atol, rtol, values=name not in RANDOM)
 
 
 def _check(name, case: Case, tol) -> str | None:
