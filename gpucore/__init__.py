@@ -108,3 +108,20 @@ def empty_cache() -> int:
     tensors) back to the OS, as ``torch.cuda.empty_cache()`` does for device memory; returns the
     bytes freed. GPUCORE_HOST_CACHE_MB caps what is kept (default 1024, 0 disables the cache)."""
     return _cpu.host_cache_clear()
+
+
+def compile(model, example_inputs, **options):  # noqa: A001 - PyTorch's name (torch.compile)
+    """Capture ``model`` on ``example_inputs`` and compile it for inference: a
+    ``gpucore.runtime.CompiledModel`` (options and details: ``gpucore.runtime.compile``)."""
+    from .runtime import compile as compile_model  # lazy: the runtime is not needed to train
+
+    return compile_model(model, example_inputs, **options)
+
+
+def __getattr__(name: str):
+    # gpucore.runtime is imported on first use (the inference runtime is not needed to train).
+    if name == "runtime":
+        import importlib  # noqa: PLC0415
+
+        return importlib.import_module(".runtime", __name__)
+    raise AttributeError(f"module 'gpucore' has no attribute {name!r}")

@@ -60,6 +60,10 @@ GC_FUNCTIONS(GC_DECLARE_FUNCTION)
 /* host_cache.c: the type of host_empty's blocks, exported as HostBuffer */
 extern PyTypeObject gc_HostBufferType;
 
+/* program.c: the compiled executor's program, exported as Program; its node kinds (the
+ * bindings it can run, split into parse + exec) are listed in nodes.h */
+extern PyTypeObject gc_ProgramType;
+
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif

@@ -1,18 +1,28 @@
-/* Bindings of conv.c: conv2d_forward, conv2d_backward (groups 1). */
+/* Bindings of conv.c: conv2d_forward, conv2d_backward (groups 1; node kinds, see nodes.h). */
 #include "args.h"
 #include "bindings.h"
+#include "nodes.h"
+
+/* ptr: forward x, w, bias, out; backward x, w, g, gx, gw, gb (NULL: None). */
+typedef struct {
+    gc_conv p;
+    void *ptr[6];
+    Py_ssize_t o;
+    int fwd;
+    char kd;
+} conv_node;
 
 /* conv2d_forward(x, w, bias, out, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, o) and
  * conv2d_backward(x, w, g, gx, gw, gb, <the same 13 ints>): optional buffers may be None. */
-static PyObject *conv2d_common(const char *fn, PyObject *const *args, Py_ssize_t nargs, int fwd)
+static int conv2d_parse_common(const char *fn, PyObject *const *args, Py_ssize_t nargs,
+                               conv_node *node, bufset *bs, int fwd)
 {
-    bufset bs = {.n = 0};
     gc_conv p;
     Py_ssize_t nx, ncol, o;
     const int nb = fwd ? 4 : 6;
     if (check_nargs(fn, nargs, nb + 13) < 0 || conv_geometry(fn, args + nb, &p, &nx, &ncol) < 0 ||
         get_min(fn, "o", args[nb + 12], 0, &o) < 0)
-        return NULL;
+        return -1;
     static const char *fwd_names[] = {"x", "w", "bias", "out"};
     static const char *bwd_names[] = {"x", "w", "g", "gx", "gw", "gb"};
     const char **names = fwd ? fwd_names : bwd_names;
@@ -22,10 +32,8 @@ static PyObject *conv2d_common(const char *fn, PyObject *const *args, Py_ssize_t
     const Py_ssize_t ck = smul(p.c, smul(p.kh, p.kw, &ok), &ok);
     const Py_ssize_t ny = smul(smul(p.n, o, &ok), smul(p.oh, p.ow, &ok), &ok);
     const Py_ssize_t nw = smul(o, ck, &ok);
-    if (!ok) {
-        overflow_error(fn, "the output or weight size");
-        return NULL;
-    }
+    if (!ok)
+        return overflow_error(fn, "the output or weight size");
     const Py_ssize_t need[6] = {nx, nw, fwd ? o : ny, fwd ? ny : nx, nw, o};
     char kd = 0;
     for (int i = 0; i < nb; i++) {
@@ -33,53 +41,60 @@ static PyObject *conv2d_common(const char *fn, PyObject *const *args, Py_ssize_t
         const int optional = fwd ? i == 2 : i >= 3;
         if (optional && args[i] == Py_None)
             continue;
-        v[i] = get_buf(&bs, fn, names[i], args[i], writable);
+        v[i] = get_buf(bs, fn, names[i], args[i], writable);
         if (!v[i])
-            goto fail;
+            return -1;
         if (!kd) {
             kd = float_kind(fn, names[i], v[i]);
             if (!kd)
-                goto fail;
+                return -1;
         }
         if (need_kind(fn, names[i], v[i], kd) < 0 || need_contig(fn, names[i], v[i]) < 0)
-            goto fail;
+            return -1;
 #define WHAT                                                                                      \
     "n=%zd, c=%zd, h=%zd, w=%zd, o=%zd, kernel %zdx%zd, stride %zdx%zd, padding %zdx%zd, "          \
     "dilation %zdx%zd -> oh=%zd, ow=%zd",                                                          \
         p.n, p.c, p.h, p.w, o, p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.dh, p.dw, p.oh, p.ow
         if (need_elems(fn, names[i], v[i], need[i], WHAT) < 0)
-            goto fail;
+            return -1;
 #undef WHAT
     }
     static const int fwd_out[4] = {0, 0, 0, 1}, bwd_out[6] = {0, 0, 0, 1, 1, 1};
     if (need_outputs_apart(fn, nb, v, names, need, fwd ? fwd_out : bwd_out) < 0)
-        goto fail;
-#define PTR(i) (v[i] ? v[i]->buf : NULL)
-    int rc = 0;
-    Py_BEGIN_ALLOW_THREADS
-    if (fwd) {
-        if (kd == 'f')
-            rc = gc_conv2d_forward_f32(PTR(0), PTR(1), PTR(2), PTR(3), &p, o);
-        else
-            rc = gc_conv2d_forward_f64(PTR(0), PTR(1), PTR(2), PTR(3), &p, o);
-    } else {
-        if (kd == 'f')
-            rc = gc_conv2d_backward_f32(PTR(0), PTR(1), PTR(2), PTR(3), PTR(4), PTR(5), &p, o);
-        else
-            rc = gc_conv2d_backward_f64(PTR(0), PTR(1), PTR(2), PTR(3), PTR(4), PTR(5), &p, o);
-    }
-    Py_END_ALLOW_THREADS
-#undef PTR
-    if (rc < 0) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    bufs_release(&bs);
-    Py_RETURN_NONE;
-fail:
-    bufs_release(&bs);
-    return NULL;
+        return -1;
+    *node = (conv_node){.p = p, .o = o, .fwd = fwd, .kd = kd};
+    for (int i = 0; i < nb; i++)
+        node->ptr[i] = v[i] ? v[i]->buf : NULL;
+    return 0;
 }
+
+static int conv2d_forward_parse(PyObject *const *args, Py_ssize_t nargs, void *node, bufset *bs)
+{
+    return conv2d_parse_common("conv2d_forward", args, nargs, node, bs, 1);
+}
+
+static int conv2d_backward_parse(PyObject *const *args, Py_ssize_t nargs, void *node, bufset *bs)
+{
+    return conv2d_parse_common("conv2d_backward", args, nargs, node, bs, 0);
+}
+
+/* -1 when the per-thread column buffers could not be allocated. */
+static int conv2d_exec(const void *node)
+{
+    const conv_node *q = node;
+    void *const *v = q->ptr;
+    if (q->fwd) {
+        if (q->kd == 'f')
+            return gc_conv2d_forward_f32(v[0], v[1], v[2], v[3], &q->p, q->o);
+        return gc_conv2d_forward_f64(v[0], v[1], v[2], v[3], &q->p, q->o);
+    }
+    if (q->kd == 'f')
+        return gc_conv2d_backward_f32(v[0], v[1], v[2], v[3], v[4], v[5], &q->p, q->o);
+    return gc_conv2d_backward_f64(v[0], v[1], v[2], v[3], v[4], v[5], &q->p, q->o);
+}
+
+GC_NODE_KIND(conv2d_forward, conv2d_forward_parse, conv2d_exec, conv_node, NULL);
+GC_NODE_KIND(conv2d_backward, conv2d_backward_parse, conv2d_exec, conv_node, NULL);
 
 GC_DOC(conv2d_forward,
              "conv2d_forward(x, w, bias, out, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, o, /)"
@@ -87,11 +102,7 @@ GC_DOC(conv2d_forward,
              "out [n, o, oh, ow] = conv2d(x [n, c, h, w], w [o, c, kh, kw]) + bias [o] (None: no "
              "bias); groups = 1, zero padding.");
 
-PyObject *gc_py_conv2d_forward(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    return conv2d_common("conv2d_forward", args, nargs, 1);
-}
+GC_NODE_BINDING(conv2d_forward)
 
 GC_DOC(conv2d_backward,
              "conv2d_backward(x, w, g, gx, gw, gb, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, o, /)"
@@ -100,8 +111,4 @@ GC_DOC(conv2d_backward,
              "kw], gb [o]; each may be None (not computed).  Sums are bitwise independent of the "
              "thread count.");
 
-PyObject *gc_py_conv2d_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    return conv2d_common("conv2d_backward", args, nargs, 0);
-}
+GC_NODE_BINDING(conv2d_backward)

@@ -1,6 +1,7 @@
-/* Bindings of gemm.c: gemm, gemm_ex. */
+/* Bindings of gemm.c: gemm, gemm_ex (node kinds, see nodes.h). */
 #include "args.h"
 #include "bindings.h"
+#include "nodes.h"
 
 #include <limits.h>
 
@@ -18,43 +19,52 @@ GC_DOC(gemm_ex,
        "  bias is None or n values (same float format) added to every row; act is -1 (none) "
        "or UNARY_RELU, UNARY_SIGMOID, UNARY_TANH, UNARY_GELU or UNARY_GELU_TANH.");
 
+typedef struct {
+    const void *a, *b, *bias; /* bias NULL: none */
+    void *c;
+    Py_ssize_t batch, m, n, k, sa, sb, sc;
+    double alpha, beta;
+    int ta, tb, act;
+    char kd; /* 'f' or 'd' */
+} gemm_node;
+
 /* gemm (14 args) and gemm_ex (16 args: + bias, act). */
-static PyObject *gemm_impl(const char *fn, PyObject *const *args, Py_ssize_t nargs, int ex)
+static int gemm_parse_common(const char *fn, PyObject *const *args, Py_ssize_t nargs,
+                             gemm_node *g, bufset *bs, int ex)
 {
     static const char *const names[4] = {"a", "b", "c", "bias"};
-    bufset bs = {.n = 0};
     Py_ssize_t batch, m, n, k, sa, sb, sc, act = -1;
     int ta, tb;
     double alpha, beta;
     if (check_nargs(fn, nargs, ex ? 16 : 14) < 0)
-        return NULL;
+        return -1;
     if (get_min(fn, "batch", args[3], 0, &batch) < 0 || get_min(fn, "m", args[4], 0, &m) < 0 ||
         get_min(fn, "n", args[5], 0, &n) < 0 || get_min(fn, "k", args[6], 0, &k) < 0 ||
         get_flag(fn, "trans_a", args[7], &ta) < 0 || get_flag(fn, "trans_b", args[8], &tb) < 0 ||
         get_double(fn, "alpha", args[9], &alpha) < 0 ||
         get_double(fn, "beta", args[10], &beta) < 0 || get_min(fn, "sa", args[11], 0, &sa) < 0 ||
         get_min(fn, "sb", args[12], 0, &sb) < 0 || get_min(fn, "sc", args[13], 0, &sc) < 0)
-        return NULL;
+        return -1;
     if (ex) {
         if (get_ssize(fn, "act", args[15], &act) < 0)
-            return NULL;
+            return -1;
         if (act < INT_MIN || act > INT_MAX || !gc_unary_is_act((int)act)) {
             char acts[200];
             PyErr_Format(PyExc_ValueError, "%s: 'act' must be -1 (none) or one of %s; got %zd",
                          fn, act_names(acts, sizeof acts, "UNARY_"), act);
-            return NULL;
+            return -1;
         }
     }
 
     Py_buffer *v[4] = {NULL};
-    if (get_bufs(&bs, fn, args, 3, names, "rrw", v) < 0)
-        goto fail;
-    if (ex && args[14] != Py_None && !(v[3] = get_buf(&bs, fn, "bias", args[14], 0)))
-        goto fail;
+    if (get_bufs(bs, fn, args, 3, names, "rrw", v) < 0)
+        return -1;
+    if (ex && args[14] != Py_None && !(v[3] = get_buf(bs, fn, "bias", args[14], 0)))
+        return -1;
     Py_buffer *a = v[0], *b = v[1], *c = v[2], *bias = v[3];
     const char kd = need_float_contig(fn, 4, v, names, "====");
     if (!kd)
-        goto fail;
+        return -1;
 
     /* elements touched: A_i spans m*k from i*sa, the last one ends at (batch-1)*sa + m*k */
     int ok = 1;
@@ -63,54 +73,49 @@ static PyObject *gemm_impl(const char *fn, PyObject *const *args, Py_ssize_t nar
     const Py_ssize_t need_a = (batch > 0 && mk > 0) ? sadd(smul(last, sa, &ok), mk, &ok) : 0;
     const Py_ssize_t need_b = (batch > 0 && kn > 0) ? sadd(smul(last, sb, &ok), kn, &ok) : 0;
     const Py_ssize_t need_c = (batch > 0 && mn > 0) ? sadd(smul(last, sc, &ok), mn, &ok) : 0;
-    if (!ok) {
-        overflow_error(fn, "batch, m, n, k and the batch strides");
-        goto fail;
-    }
+    if (!ok)
+        return overflow_error(fn, "batch, m, n, k and the batch strides");
 #define WHAT                                                                                      \
     "batch=%zd, m=%zd, n=%zd, k=%zd, trans_a=%d, trans_b=%d, sa=%zd, sb=%zd, sc=%zd", batch, m, n, \
         k, ta, tb, sa, sb, sc
     if (need_elems(fn, "a", a, need_a, WHAT) < 0 || need_elems(fn, "b", b, need_b, WHAT) < 0 ||
         need_elems(fn, "c", c, need_c, WHAT) < 0 ||
         (bias && need_c > 0 && need_elems(fn, "bias", bias, n, WHAT) < 0))
-        goto fail;
+        return -1;
 #undef WHAT
     if (need_c > 0 && ((need_a > 0 && need_no_overlap(fn, "c", c, "a", a, 0) < 0) ||
                        (need_b > 0 && need_no_overlap(fn, "c", c, "b", b, 0) < 0) ||
                        (bias && need_no_overlap(fn, "c", c, "bias", bias, 0) < 0)))
-        goto fail;
-
-    int rc = 0;
-    const int iact = (int)act;
-    Py_BEGIN_ALLOW_THREADS
-    if (kd == 'f')
-        rc = gc_gemm_ex_f32((const float *)a->buf, (const float *)b->buf, (float *)c->buf, batch,
-                            m, n, k, ta, tb, (float)alpha, (float)beta, sa, sb, sc,
-                            bias ? (const float *)bias->buf : NULL, iact);
-    else
-        rc = gc_gemm_ex_f64((const double *)a->buf, (const double *)b->buf, (double *)c->buf,
-                            batch, m, n, k, ta, tb, alpha, beta, sa, sb, sc,
-                            bias ? (const double *)bias->buf : NULL, iact);
-    Py_END_ALLOW_THREADS
-    if (rc < 0) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    bufs_release(&bs);
-    Py_RETURN_NONE;
-fail:
-    bufs_release(&bs);
-    return NULL;
+        return -1;
+    *g = (gemm_node){.a = a->buf, .b = b->buf, .bias = bias ? bias->buf : NULL, .c = c->buf,
+                     .batch = batch, .m = m, .n = n, .k = k, .sa = sa, .sb = sb, .sc = sc,
+                     .alpha = alpha, .beta = beta, .ta = ta, .tb = tb, .act = (int)act, .kd = kd};
+    return 0;
 }
 
-PyObject *gc_py_gemm(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static int gemm_parse(PyObject *const *args, Py_ssize_t nargs, void *node, bufset *bs)
 {
-    (void)self;
-    return gemm_impl("gemm", args, nargs, 0);
+    return gemm_parse_common("gemm", args, nargs, node, bs, 0);
 }
 
-PyObject *gc_py_gemm_ex(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static int gemm_ex_parse(PyObject *const *args, Py_ssize_t nargs, void *node, bufset *bs)
 {
-    (void)self;
-    return gemm_impl("gemm_ex", args, nargs, 1);
+    return gemm_parse_common("gemm_ex", args, nargs, node, bs, 1);
 }
+
+/* -1 when the packing buffers could not be allocated. */
+static int gemm_exec(const void *node)
+{
+    const gemm_node *g = node;
+    if (g->kd == 'f')
+        return gc_gemm_ex_f32(g->a, g->b, g->c, g->batch, g->m, g->n, g->k, g->ta, g->tb,
+                              (float)g->alpha, (float)g->beta, g->sa, g->sb, g->sc, g->bias,
+                              g->act);
+    return gc_gemm_ex_f64(g->a, g->b, g->c, g->batch, g->m, g->n, g->k, g->ta, g->tb, g->alpha,
+                          g->beta, g->sa, g->sb, g->sc, g->bias, g->act);
+}
+
+GC_NODE_KIND(gemm, gemm_parse, gemm_exec, gemm_node, NULL);
+GC_NODE_KIND(gemm_ex, gemm_ex_parse, gemm_exec, gemm_node, NULL);
+GC_NODE_BINDING(gemm)
+GC_NODE_BINDING(gemm_ex)

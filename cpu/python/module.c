@@ -3,7 +3,8 @@
  * The method table (from bindings.h's list; the functions live in one binding file per kernel
  * family, cpu/python/<family>.c, over the shared argument checks of args.c) and the constants:
  * UNARY_*, BINARY_*, REDUCE_* and the table OPCODES, all from cpu/opcodes.def (OPCODES holds
- * every section of it, the shader-private constants included).
+ * every section of it, the shader-private constants included); the types HostBuffer
+ * (host_cache.c) and Program (program.c).
  */
 #include "args.h"
 #include "bindings.h"
@@ -244,7 +245,7 @@ PyMODINIT_FUNC PyInit__cpu(void)
         PyErr_SetString(PyExc_ImportError, err);
         return NULL;
     }
-    if (PyType_Ready(&gc_HostBufferType) < 0)
+    if (PyType_Ready(&gc_HostBufferType) < 0 || PyType_Ready(&gc_ProgramType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&cpu_module);
     if (!m)
@@ -255,7 +256,8 @@ PyMODINIT_FUNC PyInit__cpu(void)
         add_names(m, "BINARY_", gc_binary_names, GC_BINARY_COUNT) < 0 ||
         add_names(m, "REDUCE_", gc_reduce_names, GC_REDUCE_COUNT) < 0 ||
         PyModule_AddIntConstant(m, "MAX_DIMS", GC_MAX_DIMS) < 0 ||
-        PyModule_AddObjectRef(m, "HostBuffer", (PyObject *)&gc_HostBufferType) < 0) {
+        PyModule_AddObjectRef(m, "HostBuffer", (PyObject *)&gc_HostBufferType) < 0 ||
+        PyModule_AddObjectRef(m, "Program", (PyObject *)&gc_ProgramType) < 0) {
         Py_XDECREF(opcodes);
         Py_DECREF(m);
         return NULL;

@@ -1,6 +1,8 @@
-/* Bindings of softmax.c: softmax, softmax_backward, cross_entropy_forward / _backward. */
+/* Bindings of softmax.c: softmax, softmax_backward (node kinds, see nodes.h),
+ * cross_entropy_forward / _backward (plain bindings: their target check reads the data). */
 #include "args.h"
 #include "bindings.h"
+#include "nodes.h"
 
 /* The arguments after the buffers: outer, n, inner, log; sizes as three_axis_sizes. */
 static int softmax_dims(const char *fn, PyObject *const *a, Py_ssize_t *outer, Py_ssize_t *n,
@@ -19,88 +21,103 @@ GC_DOC(softmax,
        "Softmax (log=0) or log-softmax (log=1) over the middle axis of [outer, n, inner]; "
        "x and out C-contiguous, same float format; out may be x.");
 
-PyObject *gc_py_softmax(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* softmax: x, out (g unused); softmax_backward: g = grad, x = y, out. */
+typedef struct {
+    const void *x, *g;
+    void *out;
+    Py_ssize_t outer, n, inner;
+    int lg;
+    char kd;
+} softmax_node;
+
+static int softmax_parse(PyObject *const *args, Py_ssize_t nargs, void *node, bufset *bs)
 {
-    (void)self;
     const char *fn = "softmax";
     static const char *const names[2] = {"x", "out"};
-    bufset bs = {.n = 0};
     Py_buffer *v[2];
     int lg;
     Py_ssize_t outer, n, inner, total;
     if (check_nargs(fn, nargs, 6) < 0 ||
         softmax_dims(fn, args + 2, &outer, &n, &inner, &lg, &total) < 0)
-        return NULL;
-    if (get_bufs(&bs, fn, args, 2, names, "rw", v) < 0)
-        goto fail;
+        return -1;
+    if (get_bufs(bs, fn, args, 2, names, "rw", v) < 0)
+        return -1;
     Py_buffer *x = v[0], *out = v[1];
     const char kd = need_float_contig(fn, 2, v, names, "==");
     if (!kd)
-        goto fail;
+        return -1;
 #define WHAT "outer=%zd, n=%zd, inner=%zd", outer, n, inner
     if (need_elems(fn, "x", x, total, WHAT) < 0 || need_elems(fn, "out", out, total, WHAT) < 0)
-        goto fail;
+        return -1;
 #undef WHAT
     if (total > 0 && need_no_overlap(fn, "out", out, "x", x, 1) < 0)
-        goto fail;
-    Py_BEGIN_ALLOW_THREADS
-    if (kd == 'f')
-        gc_softmax_f32((const float *)x->buf, (float *)out->buf, outer, n, inner, lg);
-    else
-        gc_softmax_f64((const double *)x->buf, (double *)out->buf, outer, n, inner, lg);
-    Py_END_ALLOW_THREADS
-    bufs_release(&bs);
-    Py_RETURN_NONE;
-fail:
-    bufs_release(&bs);
-    return NULL;
+        return -1;
+    *(softmax_node *)node = (softmax_node){.x = x->buf, .out = out->buf, .outer = outer, .n = n,
+                                           .inner = inner, .lg = lg, .kd = kd};
+    return 0;
 }
+
+static int softmax_exec(const void *node)
+{
+    const softmax_node *s = node;
+    if (s->kd == 'f')
+        gc_softmax_f32(s->x, s->out, s->outer, s->n, s->inner, s->lg);
+    else
+        gc_softmax_f64(s->x, s->out, s->outer, s->n, s->inner, s->lg);
+    return 0;
+}
+
+GC_NODE_KIND(softmax, softmax_parse, softmax_exec, softmax_node, NULL);
+GC_NODE_BINDING(softmax)
 
 GC_DOC(softmax_backward,
        "softmax_backward(grad, y, out, outer, n, inner, log, /)\n--\n\n"
        "y = the forward output.  softmax: out = y * (g - sum(g*y)); log-softmax: "
        "out = g - exp(y) * sum(g); sums over the middle axis.  out may be grad or y.");
 
-PyObject *gc_py_softmax_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static int softmax_backward_parse(PyObject *const *args, Py_ssize_t nargs, void *node,
+                                  bufset *bs)
 {
-    (void)self;
     const char *fn = "softmax_backward";
     static const char *const names[3] = {"grad", "y", "out"};
-    bufset bs = {.n = 0};
     Py_buffer *v[3];
     int lg;
     Py_ssize_t outer, n, inner, total;
     if (check_nargs(fn, nargs, 7) < 0 ||
         softmax_dims(fn, args + 3, &outer, &n, &inner, &lg, &total) < 0)
-        return NULL;
-    if (get_bufs(&bs, fn, args, 3, names, "rrw", v) < 0)
-        goto fail;
+        return -1;
+    if (get_bufs(bs, fn, args, 3, names, "rrw", v) < 0)
+        return -1;
     Py_buffer *g = v[0], *y = v[1], *out = v[2];
     const char kd = need_float_contig(fn, 3, v, names, "===");
     if (!kd)
-        goto fail;
+        return -1;
 #define WHAT "outer=%zd, n=%zd, inner=%zd", outer, n, inner
     if (need_elems(fn, "grad", g, total, WHAT) < 0 || need_elems(fn, "y", y, total, WHAT) < 0 ||
         need_elems(fn, "out", out, total, WHAT) < 0)
-        goto fail;
+        return -1;
 #undef WHAT
     if (total > 0 && (need_no_overlap(fn, "out", out, "grad", g, 1) < 0 ||
                       need_no_overlap(fn, "out", out, "y", y, 1) < 0))
-        goto fail;
-    Py_BEGIN_ALLOW_THREADS
-    if (kd == 'f')
-        gc_softmax_backward_f32((const float *)g->buf, (const float *)y->buf, (float *)out->buf,
-                                outer, n, inner, lg);
-    else
-        gc_softmax_backward_f64((const double *)g->buf, (const double *)y->buf,
-                                (double *)out->buf, outer, n, inner, lg);
-    Py_END_ALLOW_THREADS
-    bufs_release(&bs);
-    Py_RETURN_NONE;
-fail:
-    bufs_release(&bs);
-    return NULL;
+        return -1;
+    *(softmax_node *)node = (softmax_node){.x = y->buf, .g = g->buf, .out = out->buf,
+                                           .outer = outer, .n = n, .inner = inner, .lg = lg,
+                                           .kd = kd};
+    return 0;
 }
+
+static int softmax_backward_exec(const void *node)
+{
+    const softmax_node *s = node;
+    if (s->kd == 'f')
+        gc_softmax_backward_f32(s->g, s->x, s->out, s->outer, s->n, s->inner, s->lg);
+    else
+        gc_softmax_backward_f64(s->g, s->x, s->out, s->outer, s->n, s->inner, s->lg);
+    return 0;
+}
+
+GC_NODE_KIND(softmax_backward, softmax_backward_parse, softmax_backward_exec, softmax_node, NULL);
+GC_NODE_BINDING(softmax_backward)
 
 /* n, c, ignore_index (args a[0..3)) and n * c. */
 static int ce_dims(const char *fn, PyObject *const *a, Py_ssize_t *n, Py_ssize_t *c,

@@ -22,7 +22,7 @@ from ..tensor import device as _device
 from .api import public, tensor_member
 from .common import as_operands, broadcast_shapes, no_bool, scalar_tensor
 from .common import same_result as _same
-from .registry import apply, defop, record
+from .registry import CAPTURE, apply, defop, record
 from .samples import Sample, away_from, binary, uniform
 
 _check_sub = no_bool("sub (the - operator)")
@@ -187,7 +187,7 @@ def _binary(op, doc):
     fast = op.fast
 
     def fn(input, other) -> Tensor:
-        if fast is not None:
+        if fast is not None and CAPTURE[0] is None:
             # the fast lane straight from the operator: no operand promotion, no registry call
             out = fast[0](fast[1], input, other)
             if out is not None:
@@ -572,6 +572,8 @@ def to_device(input: Tensor, device: str) -> Tensor:
         )
     if dispatch._trace.records is not None:
         dispatch.record("to_device", device, out.shape)
+    if CAPTURE[0] is not None:
+        CAPTURE[0].rebind(out, input)  # a captured graph has no devices: the same value
     if _grad_state.enabled and out._dtype.is_floating_point:
         record(TO_DEVICE, (input,), (out,), {"source": src, "device": device})
     return out

@@ -29,6 +29,9 @@ from ..tensor import Tensor
 from .api import not_tensor, public
 
 REGISTRY: dict[str, OpDef] = {}
+# The graph capture hook (gpucore/runtime/capture/trace.py): while a model is traced, every
+# ``apply`` goes to CAPTURE[0](op, inputs, attrs) instead.
+CAPTURE: list = [None]
 _TRUE1 = (True,)
 
 # cpu/fastpath.c builds result Tensors itself: it needs the class (its slots) and the dtypes.
@@ -166,6 +169,8 @@ def apply(op: OpDef, *inputs, **attrs):
 
     Returns the output tensor, or a tuple when the op has extra outputs.
     """
+    if CAPTURE[0] is not None:
+        return CAPTURE[0](op, inputs, attrs)
     if op.elementwise:
         fast = op.fast
         if fast is not None and not attrs:
@@ -177,6 +182,12 @@ def apply(op: OpDef, *inputs, **attrs):
         out = _fast_elementwise(op, inputs, attrs)
         if out is not None:
             return out
+    return apply_general(op, inputs, attrs)
+
+
+def apply_general(op: OpDef, inputs: tuple, attrs: dict):
+    """``apply`` without its fast lanes and capture hook (same results): what graph capture
+    runs for each op it records."""
     for t in inputs:
         if type(t) is not Tensor and not isinstance(t, Tensor):
             raise _not_tensor(op, inputs)
@@ -197,6 +208,13 @@ def apply_on(backend, op: OpDef, *inputs, **attrs):
     """``apply`` on the backend the caller chose instead of the dispatch policy's: for ops whose
     result must be made where the caller asks (random sampling into ``device=``). No autograd:
     such ops have no backward."""
+    if CAPTURE[0] is not None:
+        return CAPTURE[0](op, inputs, attrs, backend)
+    return apply_on_general(backend, op, inputs, attrs)
+
+
+def apply_on_general(backend, op: OpDef, inputs: tuple, attrs: dict):
+    """``apply_on`` without the capture hook."""
     for t in inputs:
         if not isinstance(t, Tensor):
             raise _not_tensor(op, inputs)

@@ -1,0 +1,97 @@
+/* Node kinds: the eager bindings that a compiled Program (program.c) can run, split in two.
+ *
+ * Each kind is one eager binding of gpucore._cpu cut into
+ *
+ *   parse(args, nargs, node, bs): every check of the binding, in its order and with its
+ *       exceptions and messages; acquires the buffers into bs (the caller releases them, on
+ *       success too) and resolves pointers and parameters into node, a small per-kind struct
+ *       that holds no Python object (raw data pointers, sizes, op codes);
+ *   exec(node): runs the kernel from the struct alone (no Python: called with the GIL released);
+ *       0, or -1 when the kernel failed (a malloc, or a data-dependent check such as
+ *       max_pool2d_backward's indices);
+ *   fail(fn, node, rc): optional; sets the exception for exec's rc < 0 (NULL: MemoryError).
+ *
+ * The eager binding is gc_node_call(kind, args, nargs): parse into a stack struct, exec with the
+ * GIL released, release the buffers.  A Program parses every node once at construction, keeps
+ * its buffers acquired (so the memory stays alive) and only runs exec, so a node runs exactly
+ * the kernel call of the eager binding with the same arguments: results are bitwise identical.
+ *
+ * Adding a node kind (say `layer_norm`, whose binding lives in cpu/python/norm.c):
+ *   1. in norm.c, write the struct, parse and exec (and the binding as gc_node_call):
+ *          typedef struct { ... } layer_norm_node;
+ *          static int layer_norm_parse(PyObject *const *args, Py_ssize_t nargs, void *node,
+ *                                      bufset *bs) { ... }
+ *          static int layer_norm_exec(const void *node) { ... }
+ *          GC_NODE_KIND(layer_norm, layer_norm_parse, layer_norm_exec, layer_norm_node, NULL);
+ *          GC_NODE_BINDING(layer_norm)    (defines gc_py_layer_norm)
+ *   2. its line here: X(layer_norm) in GC_NODES;
+ *   3. its case in tests/backends/cpu/test_program.py (case_layer_norm: a program of it equals
+ *      the eager calls bitwise; a test fails while a kind has no case) and its name in
+ *      cpu/README.md's Programs table.
+ * Program(("layer_norm", args), ...) then accepts it.  A binding whose checks read the data
+ * (cross_entropy's targets) must move them into exec (a Program's buffers change between runs);
+ * random streams (philox, ...) and the optimizer steps are not node kinds.
+ */
+#ifndef GPUCORE_PYTHON_NODES_H
+#define GPUCORE_PYTHON_NODES_H
+
+#include "args.h"
+
+#include <stddef.h>
+
+#if defined(__GNUC__)
+#pragma GCC visibility push(hidden)
+#endif
+
+/* Every node kind, by the eager binding's name (= the Python function and the node's name). */
+#define GC_NODES(X)                                                                               \
+    /* gemm.c */ X(gemm) X(gemm_ex)                                                               \
+    /* unary.c */ X(unary) X(unary_backward)                                                      \
+    /* binary.c */ X(binary) X(where)                                                             \
+    /* reduce.c */ X(reduce)                                                                      \
+    /* softmax.c */ X(softmax) X(softmax_backward)                                                \
+    /* copy.c */ X(copy)                                                                          \
+    /* im2col.c, conv.c, maxpool.c */ X(im2col) X(col2im) X(conv2d_forward)                      \
+    X(conv2d_backward) X(max_pool2d) X(max_pool2d_backward)
+
+typedef int (*gc_node_parse_fn)(PyObject *const *args, Py_ssize_t nargs, void *node, bufset *bs);
+typedef int (*gc_node_exec_fn)(const void *node);
+typedef void (*gc_node_fail_fn)(const char *fn, const void *node, int rc);
+
+typedef struct {
+    const char *name;
+    gc_node_parse_fn parse;
+    gc_node_exec_fn exec;
+    gc_node_fail_fn fail; /* NULL: exec's rc < 0 means MemoryError */
+    size_t size;          /* of the struct parse fills */
+} gc_node_kind;
+
+/* The largest node struct (the eager call keeps one on its stack). */
+#define GC_NODE_MAX 512
+
+/* Defines the kind gc_node_<name> in the family's file. */
+#define GC_NODE_KIND(nm, parse, exec, type, fail)                                                 \
+    _Static_assert(sizeof(type) <= GC_NODE_MAX, #type " exceeds GC_NODE_MAX (nodes.h)");          \
+    const gc_node_kind gc_node_##nm = {#nm, parse, exec, fail, sizeof(type)}
+
+/* Defines the eager binding gc_py_<name> as parse + exec + release. */
+#define GC_NODE_BINDING(nm)                                                                       \
+    PyObject *gc_py_##nm(PyObject *self, PyObject *const *args, Py_ssize_t nargs)                 \
+    {                                                                                             \
+        (void)self;                                                                               \
+        return gc_node_call(&gc_node_##nm, args, nargs);                                          \
+    }
+
+#define GC_DECLARE_NODE(nm) extern const gc_node_kind gc_node_##nm;
+GC_NODES(GC_DECLARE_NODE)
+#undef GC_DECLARE_NODE
+
+/* program.c: the eager call (None, or NULL with the exception set) and exec's failure. */
+PyObject *gc_node_call(const gc_node_kind *k, PyObject *const *args, Py_ssize_t nargs);
+void gc_node_fail(const gc_node_kind *k, const void *node, int rc);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+
+#endif /* GPUCORE_PYTHON_NODES_H */

@@ -1,0 +1,196 @@
+"""Trace a gpucore Module or function into the runtime's graph IR.
+
+The model runs once, eagerly, on the example inputs while ``registry.CAPTURE`` routes every op
+application through a ``Tracer``: each registry op becomes a node (so every op gpucore has is
+capturable with no extra work), tensors that no recorded op produced become constants (the
+model's parameters and buffers keep their names), and in-place writes rebind the written tensor
+to the node that computed its new value. Python control flow is baked in as it ran, as with
+``torch.jit.trace``: a model whose ops depend on input *values* is captured for these values.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+
+import numpy as np
+
+from ...autograd.grad_mode import no_grad
+from ...dtypes import from_numpy_dtype
+from ...errors import GpucoreError
+from ...ops import registry
+from ...tensor import Tensor
+from ..ir.graph import Graph
+
+# Ops a deployed graph must not replay: they draw random numbers (their stream position would
+# be baked into the graph) or update state.
+_REFUSED = {
+    "uniform": "random sampling",
+    "normal": "random sampling",
+    "dropout_mask": "dropout in training mode",
+    "rand_bits": "random sampling",
+    "randint": "random sampling",
+}
+
+
+class CaptureError(GpucoreError, RuntimeError):
+    """The model cannot be captured as it is (the message says why and what to change)."""
+
+
+class Tracer:
+    """The CAPTURE hook: records each op the tracing thread applies into ``graph``."""
+
+    def __init__(self, graph: Graph, constant_names: dict):
+        self.graph = graph
+        self.names: dict[int, str] = {}  # id(tensor) -> tensor name in the graph
+        self.keep: list = []  # every tensor seen stays alive, so that ids are never reused
+        self.constant_names = constant_names  # id(parameter or buffer) -> its qualified name
+        self.thread = threading.get_ident()
+
+    def __call__(self, op, inputs: tuple, attrs: dict, backend=None):
+        if threading.get_ident() != self.thread:  # other threads' ops are not the model's
+            if backend is None:
+                return registry.apply_general(op, inputs, attrs)
+            return registry.apply_on_general(backend, op, inputs, attrs)
+        if op.name in _REFUSED:
+            raise CaptureError(
+                f"capture: the model calls {op.name} ({_REFUSED[op.name]}); a deployed graph "
+                "must be deterministic: call model.eval() (compile does) and move random "
+                "sampling out of forward()"
+            )
+        names = [self.name_of(t) for t in inputs]
+        if backend is None:
+            result = registry.apply_general(op, inputs, attrs)
+        else:
+            result = registry.apply_on_general(backend, op, inputs, attrs)
+        outs = result if isinstance(result, tuple) else (result,)
+        for i, t in enumerate(outs):
+            a = dict(attrs)
+            if len(outs) > 1:
+                a["output_index"] = i
+            node = self.graph.add_node(op.name, names, tuple(t.shape), t.dtype, a)
+            self._bind(t, node.output)
+        return result
+
+    def _bind(self, t: Tensor, name: str) -> None:
+        self.names[id(t)] = name
+        self.keep.append(t)
+
+    def rebind(self, x: Tensor, value: Tensor) -> None:
+        """``x`` now holds ``value``'s data (an in-place write, a device move)."""
+        if x._base is not None and self.names.get(id(x._base)) is not None:
+            raise CaptureError(
+                "capture: the model writes in place into a view of a tensor it computed "
+                f"(shape {tuple(x.shape)}); write the result with an out-of-place op (cat, "
+                "where, masked_fill) instead"
+            )
+        self._bind(x, self.name_of(value))
+
+    def name_of(self, t: Tensor) -> str:
+        """The graph name of ``t``; a tensor no recorded op produced becomes a constant."""
+        name = self.names.get(id(t))
+        if name is not None:
+            return name
+        data = np.array(t._host(), copy=True)
+        hint = self.constant_names.get(id(t))
+        if hint is not None and hint in self.graph.tensors:
+            hint = None
+        name = self.graph.add_constant(data, name=hint, dtype=t.dtype)
+        self._bind(t, name)
+        return name
+
+
+def trace(fn, example_inputs: tuple, input_names: list | None = None) -> Graph:
+    """The graph of ``fn(*example_inputs)`` (see the module docstring).
+
+    ``fn``: a gpucore ``nn.Module`` (traced in eval mode, its mode restored afterwards) or a
+    function of tensors. ``example_inputs``: tensors (or numpy arrays), one per graph input.
+    Returns a validated Graph whose outputs are the tensors ``fn`` returns (a Tensor, or a
+    tuple/list of them), named ``output`` (one) or ``output_<i>``.
+    """
+    module = fn if hasattr(fn, "named_parameters") and hasattr(fn, "training") else None
+    inputs = [_as_tensor(x, i) for i, x in enumerate(example_inputs)]
+    names = input_names or default_input_names(fn, len(inputs))
+    graph = Graph()
+    constant_names = {}
+    if module is not None:
+        for qual, p in module.named_parameters():
+            constant_names[id(p)] = qual
+        for qual, b in module.named_buffers():
+            constant_names[id(b)] = qual
+    tracer = Tracer(graph, constant_names)
+    for name, t in zip(names, inputs):
+        if name in graph.tensors:
+            raise CaptureError(f"capture: input name {name!r} is given twice")
+        graph.add_input(name, tuple(t.shape), t.dtype)
+        tracer._bind(t, name)
+    was_training = module.training if module is not None else None
+    if registry.CAPTURE[0] is not None:
+        raise CaptureError("capture: another capture is running (captures do not nest)")
+    try:
+        if module is not None:
+            module.eval()
+        registry.CAPTURE[0] = tracer
+        with no_grad():
+            result = fn(*inputs)
+    finally:
+        registry.CAPTURE[0] = None
+        if module is not None and was_training:
+            module.train()
+    outs = _flatten_outputs(result)
+    _name_outputs(graph, tracer, outs)
+    graph.validate()
+    return graph
+
+
+def default_input_names(fn, n: int) -> list:
+    """The parameter names of ``fn`` (or of a Module's forward), else input_<i>."""
+    target = getattr(fn, "forward", fn)
+    try:
+        params = [
+            p.name
+            for p in inspect.signature(target).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+    except (TypeError, ValueError):
+        params = []
+    if len(params) >= n and len(set(params[:n])) == n:
+        return params[:n]
+    return [f"input_{i}" for i in range(n)]
+
+
+def _as_tensor(x, i: int) -> Tensor:
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, np.ndarray):
+        return Tensor._wrap(np.ascontiguousarray(x), from_numpy_dtype(x.dtype))
+    raise CaptureError(
+        f"capture: example input {i} is a {type(x).__name__}; give tensors or numpy arrays "
+        "(other arguments: wrap the model in a function that fixes them)"
+    )
+
+
+def _flatten_outputs(result) -> list:
+    if isinstance(result, Tensor):
+        return [result]
+    if isinstance(result, (tuple, list)) and result and all(isinstance(t, Tensor) for t in result):
+        return list(result)
+    raise CaptureError(
+        f"capture: the model returned {type(result).__name__}; a captured model returns a "
+        "Tensor or a tuple/list of Tensors"
+    )
+
+
+def _name_outputs(graph: Graph, tracer: Tracer, outs: list) -> None:
+    """Graph outputs named output / output_<i>: each one a node's output of its own (an input or
+    constant returned as it is, or one tensor returned twice, gets a clone node)."""
+    wanted = ["output"] if len(outs) == 1 else [f"output_{i}" for i in range(len(outs))]
+    for want, t in zip(wanted, outs):
+        name = tracer.name_of(t)
+        node = graph.producer.get(name)
+        if node is None or name in graph.outputs or want in graph.tensors:
+            info = graph.tensors[name]
+            node = graph.add_node("clone", [name], info.shape, info.dtype, {}, output=want)
+        else:
+            graph.rename(name, want)
+        graph.outputs.append(want)

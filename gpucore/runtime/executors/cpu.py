@@ -1,0 +1,230 @@
+"""The CPU executors: run a planned graph over one arena.
+
+Both bind a plan to an arena once (every tensor an array at its planned offset, every view made,
+every kernel's arguments fixed) and keep the bound runner for the next call:
+
+- ``InterpretedExecutor``: a Python loop over the nodes' kernels (the same kernels eager
+  gpucore runs), for debugging and ablations; the profiler times each node;
+- ``CompiledExecutor``: the nodes' lowered binding calls recorded into one
+  ``gpucore._cpu.Program``: a run copies the inputs in, runs every node and copies the outputs
+  out in one C call with the GIL released. A node without a lowering runs its kernel from
+  Python between two C calls (``Program.run`` stops at it).
+
+Runs from several threads at once each get their own runner (arena and program); the only lock
+guards the pool of idle runners, never a kernel.
+"""
+
+from __future__ import annotations
+
+import threading
+from time import perf_counter
+
+import numpy as np
+
+from ... import _cpu
+from ..ir.ops import op_info
+from ..planner.plan import ALIGN, Plan
+
+
+def _arena(nbytes: int) -> np.ndarray:
+    """A zeroed, 64-byte-aligned byte array (zeroed: a bug reading unwritten memory then reads
+    zeros, not stale data of another run)."""
+    raw = np.zeros(nbytes + ALIGN, np.uint8)
+    start = (-raw.ctypes.data) % ALIGN
+    return raw[start : start + nbytes]
+
+
+def bind_arrays(plan: Plan, arena: np.ndarray) -> tuple[dict, list]:
+    """Every tensor of the plan as an array over ``arena`` (constants as the graph holds them),
+    and each step's scratch arrays."""
+    graph = plan.graph
+    arrays: dict = {n: t.data for n, t in graph.tensors.items() if t.data is not None}
+
+    def at(name: str, shape, npdtype) -> np.ndarray:
+        return np.ndarray(shape, npdtype, buffer=arena, offset=plan.offset[plan.root[name]])
+
+    for name in graph.inputs:
+        info = graph.tensors[name]
+        arrays[name] = at(name, info.shape, info.dtype.np)
+    scratch = []
+    for step in plan.steps:
+        node = step.node
+        info = graph.tensors[node.output]
+        if step.kind == "view":
+            arrays[node.output] = op_info(node.op).view(arrays[node.inputs[0]], node.attrs)
+        else:
+            arrays[node.output] = at(node.output, info.shape, info.dtype.np)
+        scratch.append([at(name, shape, dt) for name, shape, dt in step.scratch])
+    return arrays, scratch
+
+
+class _Pool:
+    """Idle runners of one executor; ``take`` makes a new one when all are busy."""
+
+    def __init__(self, make):
+        self.make = make
+        self.idle: list = []
+        self.lock = threading.Lock()
+        self.created = 0
+
+    def take(self):
+        with self.lock:
+            if self.idle:
+                return self.idle.pop()
+            self.created += 1
+        return self.make()
+
+    def give(self, runner) -> None:
+        with self.lock:
+            self.idle.append(runner)
+
+
+class _Executor:
+    """What both CPU executors share: the plan, the pool, the run protocol."""
+
+    name = "?"
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.graph = plan.graph
+        self.pool = _Pool(self._bind)
+        self.profile: dict | None = None  # node output -> [calls, seconds] when profiling
+
+    def run(self, inputs: list) -> list:
+        """Outputs (fresh arrays) for ``inputs`` (C-contiguous arrays of the graph's inputs'
+        shapes and dtypes, already checked by the caller)."""
+        runner = self.pool.take()
+        try:
+            return runner(inputs)
+        finally:
+            self.pool.give(runner)
+
+    def _out_arrays(self) -> list:
+        graph = self.graph
+        return [np.empty(graph.tensors[n].shape, graph.tensors[n].dtype.np) for n in graph.outputs]
+
+
+def _thunk(step, arrays: dict, scratch: list, graph):
+    """A no-argument callable running ``step`` on bound arrays (None for a view step)."""
+    node = step.node
+    if step.kind == "view":
+        return None
+    out = arrays[node.output]
+    ins = [arrays[n] for n in node.inputs]
+    if step.kind == "copy":
+        src = op_info(node.op).view(ins[0], node.attrs)
+        return lambda: np.copyto(out, src)
+    info = op_info(node.op)
+    dtypes = [graph.tensors[n].dtype for n in node.inputs]
+    run = info.run
+    attrs = node.attrs
+
+    def call():
+        run(out, ins, attrs, scratch, dtypes)
+
+    return call
+
+
+class InterpretedExecutor(_Executor):
+    """A Python loop over the nodes' kernels (see the module docstring)."""
+
+    name = "interpreted"
+
+    def _bind(self):
+        arena = _arena(self.plan.arena_bytes)
+        arrays, scratch = bind_arrays(self.plan, arena)
+        graph = self.graph
+        thunks = []
+        for step, sc in zip(self.plan.steps, scratch):
+            t = _thunk(step, arrays, sc, graph)
+            if t is not None:
+                thunks.append((step.node.output, t))
+        ins = [arrays[n] for n in graph.inputs]
+        outs = [arrays[n] for n in graph.outputs]
+
+        def runner(inputs):
+            for dst, src in zip(ins, inputs):
+                np.copyto(dst, src)
+            prof = self.profile
+            if prof is None:
+                for _, t in thunks:
+                    t()
+            else:
+                for name, t in thunks:
+                    t0 = perf_counter()
+                    t()
+                    rec = prof.setdefault(name, [0, 0.0])
+                    rec[0] += 1
+                    rec[1] += perf_counter() - t0
+            return [np.array(o) for o in outs]
+
+        runner.arena = arena
+        return runner
+
+
+def lower_step(step, arrays: dict, scratch: list):
+    """The binding calls of one step, or None when it must run from Python."""
+    node = step.node
+    ins = [arrays[n] for n in node.inputs]
+    out = arrays[node.output]
+    if step.kind == "copy":
+        src = op_info(node.op).view(ins[0], node.attrs)
+        if src.dtype.itemsize in (1, 2, 4, 8):
+            return [("copy", (src, out))]
+        return None
+    lower = op_info(node.op).lower
+    return None if lower is None else lower(out, ins, node.attrs, scratch)
+
+
+class CompiledExecutor(_Executor):
+    """The whole graph as one ``gpucore._cpu.Program`` (see the module docstring)."""
+
+    name = "compiled"
+
+    def __init__(self, plan: Plan):
+        super().__init__(plan)
+        self.python_steps = 0  # nodes without a lowering (reported by stats)
+        self.pool.give(self.pool.take())  # bind one runner now: errors show here
+
+    def _bind(self):
+        arena = _arena(self.plan.arena_bytes)
+        arrays, scratch = bind_arrays(self.plan, arena)
+        graph = self.graph
+        nodes: list = []
+        python: dict = {}
+        for k, name in enumerate(graph.inputs):
+            nodes.append(("input", (k, arrays[name])))
+        for step, sc in zip(self.plan.steps, scratch):
+            if step.kind == "view":
+                continue
+            calls = lower_step(step, arrays, sc)
+            if calls is None:
+                python[len(nodes)] = _thunk(step, arrays, sc, graph)
+                nodes.append(("python", ()))
+            else:
+                nodes.extend(calls)
+        out_views = []
+        for k, name in enumerate(graph.outputs):
+            src = arrays[name]
+            if not src.flags.c_contiguous:
+                out_views.append((k, src))  # copied from Python (a strided output view)
+            else:
+                nodes.append(("output", (k, src)))
+        self.python_steps = len(python)
+        program = _cpu.Program(nodes)
+
+        def runner(inputs):
+            outs = self._out_arrays()
+            ins = tuple(inputs)
+            o = tuple(outs)
+            start = program.run(ins, o, 0)
+            while start >= 0:
+                python[start]()
+                start = program.run(ins, o, start + 1)
+            for k, src in out_views:
+                np.copyto(outs[k], src)
+            return outs
+
+        runner.arena = arena
+        runner.program = program
+        return runner

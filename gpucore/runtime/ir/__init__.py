@@ -1,0 +1,6 @@
+"""The runtime's IR: the graph (graph.py), symbolic sizes (symbolic.py) and the op table
+(ops.py, with the registry ops' lowerings in lowering.py and the fused ops in fused.py)."""
+
+from . import fused, lowering  # noqa: F401 - they fill the op table
+from .graph import Graph, GraphError, Node, TensorInfo
+from .ops import OPS, RuntimeOp, defruntime, op_info

@@ -1,0 +1,254 @@
+"""The runtime's own ops: what the passes fuse primitive subgraphs into.
+
+Each is declared once (``defruntime``) with a float64 numpy reference (``evaluate``: constant
+folding and the tests), its lowering to the C extension's bindings (the compiled executor runs
+the calls; the interpreted executor runs the same calls from Python, so both give the same
+bits), and its memory properties.
+
+- ``gemm(a, b[, bias]; trans_a, trans_b, alpha, act)``: ``act(alpha * op(a) @ op(b) + bias)``
+  with batch dims broadcast as matmul's; ``op`` transposes the last two dims when its flag is
+  set; ``act`` is None or relu, sigmoid, tanh, gelu, gelu_tanh (the GEMM epilogues);
+- ``layer_norm(x[, weight][, bias]; n, eps, has_weight, has_bias)``: over the last n elements;
+- ``attention(q, k, v[, mask]; scale, causal)``: softmax(q k^T * scale + mask) v on
+  [B, H, S, D] operands of any strides (a bool mask: True may attend);
+- ``silu(x)``: x * sigmoid(x);
+- ``strided(x; shape, strides, offset)``: a view of a contiguous x (strides and offset in
+  elements): what a chain of view ops composes into.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ... import _cpu
+from ...backends.cpu.kernels.linalg import _gemm_operand
+from .ops import defruntime, run_calls
+
+ACTIVATIONS = {
+    None: -1,
+    "relu": _cpu.UNARY_RELU,
+    "sigmoid": _cpu.UNARY_SIGMOID,
+    "tanh": _cpu.UNARY_TANH,
+    "gelu": _cpu.UNARY_GELU,
+    "gelu_tanh": _cpu.UNARY_GELU_TANH,
+}
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+def np_activation(name, y: np.ndarray) -> np.ndarray:
+    """The epilogue activations in float64 numpy (the references)."""
+    if name is None:
+        return y
+    if name == "relu":
+        return np.maximum(y, 0)
+    if name == "sigmoid":
+        return 1 / (1 + np.exp(-y))
+    if name == "tanh":
+        return np.tanh(y)
+    if name == "gelu":
+        return 0.5 * y * (1 + _erf(y / math.sqrt(2)))
+    if name == "gelu_tanh":
+        return 0.5 * y * (1 + np.tanh(math.sqrt(2 / math.pi) * (y + 0.044715 * y**3)))
+    raise ValueError(f"gemm: unknown activation {name!r}")
+
+
+def _run_lowered(lower, fallback):
+    def run(out, arrays, attrs, scratch, dtypes):
+        calls = lower(out, arrays, attrs, scratch)
+        if calls is None:
+            calls = lower(out, [np.ascontiguousarray(a) for a in arrays], attrs, scratch)
+        if calls is None:
+            np.copyto(out, fallback(arrays, attrs, dtypes), casting="unsafe")
+        else:
+            run_calls(calls)
+
+    return run
+
+
+# ------------------------------------------------------------------------------------ gemm
+def _gemm_eval(arrays, attrs, dtypes=None):
+    a, b = (x.astype(np.float64) for x in arrays[:2])
+    if attrs["trans_a"]:
+        a = np.swapaxes(a, -1, -2)
+    if attrs["trans_b"]:
+        b = np.swapaxes(b, -1, -2)
+    y = attrs["alpha"] * np.matmul(a, b)
+    if len(arrays) > 2:
+        y = y + arrays[2]
+    return np_activation(attrs["act"], y).astype(arrays[0].dtype)
+
+
+def _operand(x: np.ndarray, batch: tuple, trans: bool):
+    """(flat buffer, transposed?, batch stride) of x broadcast to ``batch``, or None when the
+    kernel could not read it in place."""
+    full = np.broadcast_to(x, batch + x.shape[-2:])
+    buf, t, stride = _gemm_operand(full)
+    if not np.shares_memory(buf, x) and buf.size:
+        return None
+    return buf.reshape(-1), int(t) ^ int(trans), stride
+
+
+def _gemm_lower(out, arrays, attrs, scratch):
+    a, b = arrays[:2]
+    bias = arrays[2] if len(arrays) > 2 else None
+    if a.dtype not in _FLOATS or b.dtype != a.dtype or out.dtype != a.dtype:
+        return None
+    if bias is not None and (bias.dtype != a.dtype or not bias.flags.c_contiguous):
+        return None
+    ta, tb = attrs["trans_a"], attrs["trans_b"]
+    m, n = out.shape[-2:]
+    k = a.shape[-1] if not ta else a.shape[-2]
+    batch = out.shape[:-2]
+    if b.ndim == 2 and not ta and a.flags.c_contiguous and batch:
+        # [*, M, K] @ [K, N]: one GEMM of M * prod(batch) rows
+        a, m, batch = a.reshape(-1, k), math.prod(batch) * m, ()
+    pa = _operand(a, batch, ta)
+    pb = _operand(b, batch, tb)
+    if pa is None or pb is None:
+        return None
+    nb = math.prod(batch)
+    args = (pa[0], pb[0], out.reshape(-1), nb, m, n, k, pa[1], pb[1], float(attrs["alpha"]), 0.0)
+    args += (pa[2], pb[2], m * n, bias, ACTIVATIONS[attrs["act"]])
+    return [("gemm_ex", args)]
+
+
+def _gemm_strided(attrs, index, arr) -> bool:
+    return index < 2 and arr.ndim >= 2
+
+
+GEMM = defruntime(
+    "gemm",
+    evaluate=_gemm_eval,
+    run=_run_lowered(_gemm_lower, _gemm_eval),
+    lower=_gemm_lower,
+    strided_inputs=_gemm_strided,
+)
+
+
+# ------------------------------------------------------------------------------ layer norm
+def _ln_eval(arrays, attrs, dtypes=None):
+    x = arrays[0].astype(np.float64)
+    n = attrs["n"]
+    rows = x.reshape(-1, n) if n else x.reshape(0, 0)
+    mean = rows.mean(axis=1, keepdims=True)
+    var = ((rows - mean) ** 2).mean(axis=1, keepdims=True)
+    y = (rows - mean) / np.sqrt(var + attrs["eps"])
+    i = 1
+    if attrs["has_weight"]:
+        y = y * arrays[i].reshape(-1)
+        i += 1
+    if attrs["has_bias"]:
+        y = y + arrays[i].reshape(-1)
+    return y.reshape(x.shape).astype(arrays[0].dtype)
+
+
+def _ln_lower(out, arrays, attrs, scratch):
+    x = arrays[0]
+    if x.dtype not in _FLOATS or not x.flags.c_contiguous or not hasattr(_cpu, "layer_norm"):
+        return None
+    i = 1
+    w = b = None
+    if attrs["has_weight"]:
+        w, i = arrays[1].reshape(-1), 2
+    if attrs["has_bias"]:
+        b = arrays[i].reshape(-1)
+    n = attrs["n"]
+    rows = x.size // n if n else 0
+    return [("layer_norm", (x.reshape(-1), w, b, out.reshape(-1), rows, n, float(attrs["eps"])))]
+
+
+LAYER_NORM = defruntime(
+    "layer_norm",
+    evaluate=_ln_eval,
+    run=_run_lowered(_ln_lower, _ln_eval),
+    lower=_ln_lower,
+    inplace=True,
+)
+
+
+# ------------------------------------------------------------------------------- attention
+def _att_eval(arrays, attrs, dtypes=None):
+    q, k, v = (x.astype(np.float64) for x in arrays[:3])
+    s = np.matmul(q, np.swapaxes(k, -1, -2)) * attrs["scale"]
+    if len(arrays) > 3:
+        mask = arrays[3]
+        s = np.where(mask, s, -np.inf) if mask.dtype == np.bool_ else s + mask
+    if attrs["causal"]:
+        sq, skv = s.shape[-2:]
+        s = np.where(np.tril(np.ones((sq, skv), bool)), s, -np.inf)
+    with np.errstate(invalid="ignore"):
+        s = s - s.max(axis=-1, keepdims=True)
+        p = np.exp(s)
+        p = p / p.sum(axis=-1, keepdims=True)
+    return np.matmul(p, v).astype(arrays[0].dtype)
+
+
+def _att_lower(out, arrays, attrs, scratch):
+    q, k, v = arrays[:3]
+    mask = arrays[3] if len(arrays) > 3 else None
+    if q.dtype not in _FLOATS or not hasattr(_cpu, "attention"):
+        return None
+    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4 or out.ndim != 4:
+        return None
+    if mask is not None:
+        mask = np.broadcast_to(mask, out.shape[:-1] + (k.shape[-2],))
+    return [("attention", (q, k, v, mask, out, float(attrs["scale"]), int(attrs["causal"]), 0))]
+
+
+ATTENTION = defruntime(
+    "attention",
+    evaluate=_att_eval,
+    run=_run_lowered(_att_lower, _att_eval),
+    lower=_att_lower,
+    strided_inputs=lambda attrs, index, arr: arr.ndim == 4,
+)
+
+
+# ------------------------------------------------------------------------------------ silu
+def _silu_eval(arrays, attrs, dtypes=None):
+    x = arrays[0].astype(np.float64)
+    return (x / (1 + np.exp(-x))).astype(arrays[0].dtype)
+
+
+def _silu_lower(out, arrays, attrs, scratch):
+    (x,) = arrays
+    if x.dtype not in _FLOATS or out.dtype != x.dtype:
+        return None
+    flat_x, flat_o = x.reshape(-1), out.reshape(-1)
+    return [
+        ("unary", (_cpu.UNARY_SIGMOID, flat_x, flat_o)),
+        ("binary", (_cpu.BINARY_MUL, flat_x, flat_o, flat_o)),
+    ]
+
+
+SILU = defruntime(
+    "silu",
+    evaluate=_silu_eval,
+    run=_run_lowered(_silu_lower, _silu_eval),
+    lower=_silu_lower,
+    inplace=False,  # reads x after writing out: never in place
+)
+
+
+# --------------------------------------------------------------------------------- strided
+def strided_view(x: np.ndarray, attrs: dict) -> np.ndarray:
+    """The ``strided`` op's view of contiguous ``x`` (element strides and offset)."""
+    item = x.dtype.itemsize
+    flat = x.reshape(-1)
+    base = flat[attrs["offset"] :] if flat.size else flat
+    return np.lib.stride_tricks.as_strided(
+        base, attrs["shape"], tuple(s * item for s in attrs["strides"]), writeable=False
+    )
+
+
+STRIDED = defruntime(
+    "strided",
+    evaluate=lambda arrays, attrs, dtypes=None: np.array(strided_view(arrays[0], attrs)),
+    view=strided_view,
+)

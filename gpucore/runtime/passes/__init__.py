@@ -1,0 +1,52 @@
+"""Graph optimisation passes: each a ``(Graph) -> bool`` function (True when it changed the
+graph), tested alone in tests/runtime/passes/. ``optimize`` runs the default pipeline to a
+fixed point.
+
+Order matters in one place: the GEMM absorptions run before constant folding, which would
+otherwise materialise a transposed weight and hide the pattern (the runtime seed's lesson).
+"""
+
+from __future__ import annotations
+
+from ..ir.graph import Graph
+from .cleanup import constant_fold, eliminate_common_subexpressions, eliminate_dead_code
+from .fuse import (
+    fuse_attention,
+    fuse_conv_affine,
+    fuse_gelu_tanh,
+    fuse_gemm_epilogue,
+    fuse_layer_norm,
+    fuse_silu,
+)
+from .matmul import absorb_transposes, fold_scalars, matmul_to_gemm
+from .views import compose_views, sink_views
+
+PIPELINE = (
+    eliminate_dead_code,
+    compose_views,
+    sink_views,
+    matmul_to_gemm,
+    absorb_transposes,
+    fold_scalars,
+    constant_fold,
+    eliminate_common_subexpressions,
+    fuse_conv_affine,
+    fuse_layer_norm,
+    fuse_gelu_tanh,
+    fuse_silu,
+    fuse_attention,
+    fuse_gemm_epilogue,
+    eliminate_dead_code,
+)
+
+
+def optimize(graph: Graph, passes=PIPELINE, max_rounds: int = 8) -> Graph:
+    """Run ``passes`` in order, repeatedly, until none changes the graph; returns the graph."""
+    for _ in range(max_rounds):
+        changed = False
+        for p in passes:
+            changed |= bool(p(graph))
+        if not changed:
+            break
+    graph.validate()
+    return graph

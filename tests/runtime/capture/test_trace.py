@@ -1,0 +1,134 @@
+"""gpucore.runtime.capture.trace: any Module or function into the IR through the op registry."""
+
+import numpy as np
+import pytest
+from runtime_models import block, eager, mlp, rand, run_graph
+
+import gpucore
+from gpucore import nn
+from gpucore.runtime.capture.trace import CaptureError, trace
+
+
+def test_mlp_graph_names_weights_and_inputs():
+    m = mlp(8)
+    g = trace(m, [gpucore.randn(2, 8)])
+    assert g.inputs == ["input"] and g.outputs == ["output"]
+    assert [n.op for n in g.order()] == ["linear", "relu", "linear", "relu", "linear"]
+    assert {"0.weight", "0.bias", "4.weight"} <= set(g.tensors)
+    np.testing.assert_array_equal(g.tensors["0.weight"].data, m[0].weight.detach().numpy())
+
+
+def test_captured_graph_computes_the_model():
+    m = block(16)
+    x = rand(2, 5, 16)
+    g = trace(m, [gpucore.tensor(x)])
+    np.testing.assert_allclose(run_graph(g, [x])[0], eager(m, x), rtol=1e-5, atol=1e-6)
+
+
+def test_function_inputs_named_after_its_parameters():
+    def fn(a, bias):
+        return (a * 2 + bias).relu(), a.sum()
+
+    g = trace(fn, [gpucore.randn(3, 4), np.ones(4, np.float32)])
+    assert g.inputs == ["a", "bias"] and g.outputs == ["output_0", "output_1"]
+
+
+def test_inplace_ops_rebind_the_written_tensor():
+    m = nn.Sequential(nn.Linear(4, 4), nn.ReLU(inplace=True), nn.Linear(4, 4))
+    x = rand(3, 4)
+    g = trace(m, [gpucore.tensor(x)])
+    np.testing.assert_allclose(run_graph(g, [x])[0], eager(m, x), rtol=1e-6)
+
+    def fn(a):
+        b = a * 1.0
+        b += 1
+        b.mul_(3)
+        return b
+
+    g = trace(fn, [gpucore.tensor(x)])
+    np.testing.assert_allclose(run_graph(g, [x])[0], (x + 1) * 3, rtol=1e-6)
+
+
+def test_outputs_that_are_inputs_or_repeated_get_their_own_node():
+    g = trace(lambda a: (a, a * 2, a), [gpucore.ones(2)])
+    assert g.outputs == ["output_0", "output_1", "output_2"]
+    out = run_graph(g, [np.array([1.0, 2.0], np.float32)])
+    np.testing.assert_array_equal(out[0], [1, 2])
+    np.testing.assert_array_equal(out[2], [1, 2])
+
+
+def test_eval_mode_during_capture_and_restored():
+    m = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+    m.train()
+    g = trace(m, [gpucore.randn(2, 4)])
+    assert m.training and "dropout_mask" not in g.op_counts()
+
+
+def test_random_ops_are_refused():
+    with pytest.raises(CaptureError, match="random"):
+        trace(lambda a: a + gpucore.rand(3), [gpucore.ones(3)])
+
+
+def test_bad_model_results_and_inputs():
+    with pytest.raises(CaptureError, match="returned dict"):
+        trace(lambda a: {"y": a}, [gpucore.ones(2)])
+    with pytest.raises(CaptureError, match="example input 0"):
+        trace(lambda a: a, [[1.0, 2.0]])
+
+
+def test_other_threads_are_not_captured():
+    import threading
+
+    seen = []
+
+    def fn(a):
+        t = threading.Thread(target=lambda: seen.append((gpucore.ones(3) * 2).sum().item()))
+        t.start()
+        t.join()
+        return a + 1
+
+    g = trace(fn, [gpucore.ones(3)])
+    assert seen == [6.0] and [n.op for n in g.order()] == ["add"]
+
+
+def test_setitem_is_captured_and_writes_into_views_are_refused():
+    def fn(a):
+        b = a * 2
+        b[0] = 5.0
+        return b
+
+    g = trace(fn, [gpucore.ones(3)])
+    np.testing.assert_array_equal(run_graph(g, [np.ones(3, np.float32)])[0], [5, 2, 2])
+
+    def through_view(a):
+        b = a * 2
+        b[1:].fill_(7.0)  # changes b behind the tracer's back: refused, not mis-captured
+        return b
+
+    with pytest.raises(CaptureError, match="view"):
+        trace(through_view, [gpucore.ones(3)])
+
+
+@pytest.mark.parametrize("name", ["NORM", "ACTIVATION", "PAD", "UPSAMPLE", "DISTANCE"])
+def test_every_nn_module_captures(name):
+    """Every module of the nn table (tests/nn/nn_cases.py) captured and run equals eager."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "nn"))
+    import nn_cases
+
+    for case in getattr(nn_cases, f"{name}_CASES"):
+        m = nn_cases.ours(case, gpucore.float64).eval()  # capture is in eval mode
+        ins = [np.asarray(x, np.float64) for x in case.inputs]
+        try:
+            g = trace(m, [gpucore.tensor(x) for x in ins])
+        except CaptureError as e:
+            assert "random" in str(e), case
+            continue
+        got = run_graph(g, ins)
+        with gpucore.no_grad():
+            want = m(*[gpucore.tensor(x) for x in ins])
+        want = want if isinstance(want, tuple) else (want,)
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b.numpy(), rtol=1e-10, atol=1e-12, err_msg=repr(case))

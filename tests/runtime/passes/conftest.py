@@ -1,0 +1,6 @@
+"""tests/runtime/passes set-up: ``import pass_checks`` from the test files."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -1,0 +1,121 @@
+"""gpucore.runtime.passes.fuse: each pattern into its fused op, semantics unchanged, and the
+sole-consumer rule respected."""
+
+import math
+
+import numpy as np
+from pass_checks import check_same
+from runtime_models import block, cnn, rand
+
+import gpucore
+import gpucore.nn.functional as F
+from gpucore.runtime.passes import PIPELINE, optimize
+from gpucore.runtime.passes.cleanup import constant_fold, eliminate_dead_code
+from gpucore.runtime.passes.cleanup import eliminate_common_subexpressions as cse
+from gpucore.runtime.passes.fuse import (
+    fuse_attention,
+    fuse_conv_affine,
+    fuse_gelu_tanh,
+    fuse_gemm_epilogue,
+    fuse_layer_norm,
+    fuse_silu,
+)
+from gpucore.runtime.passes.matmul import absorb_transposes, fold_scalars, matmul_to_gemm
+from gpucore.runtime.passes.views import compose_views, sink_views
+
+GEMM = [compose_views, sink_views, matmul_to_gemm, absorb_transposes, fold_scalars]
+
+
+def test_bias_and_activation_into_gemm():
+    w, b = gpucore.tensor(rand(6, 4)), gpucore.tensor(rand(6))
+    g = check_same(
+        lambda x: F.gelu(x @ w.transpose(0, 1) + b),
+        [rand(3, 4)],
+        [*GEMM, constant_fold, fuse_gemm_epilogue, eliminate_dead_code],
+    )
+    assert g.op_counts() == {"gemm": 1}
+    (gemm,) = g.order()
+    assert gemm.attrs["act"] == "gelu" and len(gemm.inputs) == 3
+
+
+def test_epilogue_needs_a_vector_bias_and_sole_consumer():
+    w = gpucore.tensor(rand(4, 4))
+    full = gpucore.tensor(rand(3, 4))
+
+    def fn(x):
+        y = x @ w
+        return (y + full).relu(), y  # y is an output too: nothing fuses into its gemm
+
+    g = check_same(fn, [rand(3, 4)], [*GEMM, fuse_gemm_epilogue, eliminate_dead_code])
+    assert g.op_counts() == {"gemm": 1, "add": 1, "relu": 1}
+
+
+def test_attention():
+    g = check_same(block(16), [rand(2, 5, 16)], PIPELINE, rtol=1e-4, atol=1e-5)
+    ops = g.op_counts()
+    assert ops.get("attention") == 1 and "softmax" not in ops
+    att = next(n for n in g.order() if n.op == "attention")
+    assert att.attrs["scale"] == 0.5 and not att.attrs["causal"]
+
+
+def test_causal_mask_becomes_a_flag_and_other_masks_an_input():
+    g = check_same(block(16, causal=True), [rand(2, 5, 16)], PIPELINE, rtol=1e-4, atol=1e-5)
+    att = next(n for n in g.order() if n.op == "attention")
+    assert att.attrs["causal"] and len(att.inputs) == 3
+    mask = gpucore.tensor(rand(5, 5))
+
+    def masked(q, k, v):
+        s = (q @ k.transpose(-2, -1)) * 0.25 + mask
+        return F.softmax(s, dim=-1) @ v
+
+    qkv = [rand(1, 2, 5, 4, seed=i) for i in range(3)]
+    g = check_same(masked, qkv, [*GEMM, fuse_attention, eliminate_dead_code])
+    (att,) = g.order()
+    assert att.op == "attention" and len(att.inputs) == 4 and not att.attrs["causal"]
+
+
+def test_layer_norm_forms():
+    w, b = gpucore.tensor(rand(8)), gpucore.tensor(rand(8))
+
+    def written_out(x):
+        mu = x.mean(-1, keepdim=True)
+        var = ((x - mu) ** 2).mean(-1, keepdim=True)
+        return (x - mu) / (var + 1e-6).sqrt() * w + b
+
+    for fn in (lambda x: F.layer_norm(x, (8,), w, b), written_out, lambda x: F.layer_norm(x, (8,))):
+        g = check_same(fn, [rand(3, 8)], [cse, fuse_layer_norm, eliminate_dead_code])
+        assert g.op_counts() == {"layer_norm": 1}, g
+
+
+def test_gelu_tanh_and_silu_subgraphs():
+    def new_gelu(x):  # GPT-2's NewGELU, as written there
+        return (
+            0.5 * x * (1.0 + gpucore.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x.pow(3.0))))
+        )
+
+    g = check_same(new_gelu, [rand(4, 6)], [fuse_gelu_tanh, eliminate_dead_code])
+    assert g.op_counts() == {"gelu": 1} and g.order()[0].attrs["approximate"] == "tanh"
+    g = check_same(lambda x: x * gpucore.sigmoid(x), [rand(5)], [fuse_silu, eliminate_dead_code])
+    assert g.op_counts() == {"silu": 1}
+
+    def shared(x):
+        s = gpucore.sigmoid(x)
+        return x * s, s  # the sigmoid is an output: not fused away
+
+    g = check_same(shared, [rand(5)], [fuse_silu, eliminate_dead_code])
+    assert "silu" not in g.op_counts()
+
+
+def test_batch_norm_folds_into_the_convolution():
+    m = cnn()
+    x = rand(2, 3, 8, 8)
+    g = check_same(m, [x], [constant_fold, fuse_conv_affine, eliminate_dead_code], rtol=1e-4)
+    ops = g.op_counts()
+    assert ops["conv2d"] == 2 and not {"sub", "mul", "div"} & set(ops)
+
+
+def test_pipeline_reaches_a_fixed_point():
+    g = optimize(check_same(block(16), [rand(2, 5, 16)], []))
+    assert not any(p(g) for p in PIPELINE)
+    assert set(g.op_counts()) <= {"layer_norm", "gemm", "attention", "strided", "clone", "add"}
+    np.testing.assert_equal(len(g.outputs), 1)
