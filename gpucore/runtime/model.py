@@ -14,9 +14,11 @@ import numpy as np
 from ..errors import GpucoreError
 from ..tensor import Tensor
 from .capture.dynamic import capture, specialize
+from .executors.cpu import CompiledExecutor, InterpretedExecutor
 from .format import save_model
 from .ir.graph import Graph
 from .ir.symbolic import SymInt
+from .passes import VULKAN_PIPELINE
 from .passes import optimize as run_passes
 from .planner.plan import plan as make_plan
 
@@ -175,15 +177,15 @@ class CompiledModel:
 
     def _build(self, sizes: dict):
         graph = specialize(self.symbolic, sizes) if self.symbols else self.symbolic.copy()
+        if self.device == "vulkan":
+            from .executors.vulkan import VulkanExecutor  # lazy: imports the Vulkan backend
+
+            if self.optimize:
+                run_passes(graph, VULKAN_PIPELINE)
+            return VulkanExecutor(make_plan(graph, inplace=False))
         if self.optimize:
             run_passes(graph)
         plan = make_plan(graph)
-        if self.device == "vulkan":
-            from .executors.vulkan import VulkanExecutor  # noqa: PLC0415 - optional backend
-
-            return VulkanExecutor(plan)
-        from .executors.cpu import CompiledExecutor, InterpretedExecutor  # noqa: PLC0415
-
         cls = CompiledExecutor if self.executor_kind == "compiled" else InterpretedExecutor
         return cls(plan)
 

@@ -121,6 +121,9 @@ class Stream:
         self.fault = None  # the context's Fault once device work is refused
         self.timeout_ns = TIMEOUT_NS
         self.timeouts = 0  # waits that timed out (their frames were waited for again later)
+        # A graph being captured once for replay (capture.py): while set, dispatches and copies
+        # are recorded into its command buffer, never submitted, and nothing may synchronize.
+        self.capture = None
         self._prepare_c_structs()
 
     def _refused(self):
@@ -245,7 +248,9 @@ class Stream:
                 self._refused()
             if self.program.codes:
                 self.flush_program()
-            f = self.frames[self.cur] if self.recording else self._begin()
+            f = self.capture
+            if f is None:
+                f = self.frames[self.cur] if self.recording else self._begin()
             cmd = f.cmd
             if self._hazard(bindings):
                 self._barrier(cmd)
@@ -263,6 +268,9 @@ class Stream:
                 self._c_alloc.descriptorPool = f.desc_pool
                 self._c_layout[0] = pipeline.set_layout
                 res = lib.vkAllocateDescriptorSets(dev, self._c_alloc, self._c_set)
+                if res != 0 and f is self.capture:  # a captured graph has no set limit
+                    self._c_alloc.descriptorPool = f.grow()
+                    res = lib.vkAllocateDescriptorSets(dev, self._c_alloc, self._c_set)
                 if res != 0:
                     raise DeviceError(f"vkAllocateDescriptorSets failed with VkResult {res}")
                 dset = self._c_set[0]
@@ -289,7 +297,7 @@ class Stream:
                     push.nbytes,
                     ffi.from_buffer(push),
                 )
-            timed = self.profile is not None
+            timed = self.profile is not None and f is not self.capture
             if timed:
                 q = 2 * len(f.labels)
                 lib.vkCmdWriteTimestamp(
@@ -306,6 +314,8 @@ class Stream:
             f.count += 1
             self.stats["dispatches"] += 1
             c = f.count
+            if f is self.capture:
+                return
             if c >= CAP or (c >= MIN_BATCH and c % EARLY_CHECK == 0 and self._device_idle()):
                 self._submit()
 
@@ -339,7 +349,7 @@ class Stream:
                 return
             ctx = self.ctx
             pipe = ctx.pipelines.get("fused", fusion.MAX_SLOTS, (), prog.local)
-            if not self.recording:
+            if not self.recording and self.capture is None:
                 # Get a free frame first: if waiting for it times out, the program stays
                 # pending (its outputs are computed later) instead of being dropped.
                 self._begin()
@@ -359,7 +369,9 @@ class Stream:
                 self._refused()
             if self.program.codes:
                 self.flush_program()
-            f = self.frames[self.cur] if self.recording else self._begin()
+            f = self.capture
+            if f is None:
+                f = self.frames[self.cur] if self.recording else self._begin()
             self._barrier(f.cmd)
             vk.vkCmdCopyBuffer(
                 f.cmd,
@@ -468,6 +480,12 @@ class Stream:
         with self.lock:
             if self.fault is not None:
                 self._refused()
+            if self.capture is not None:
+                raise DeviceError(
+                    "an op needed the host in the middle of a graph being captured for replay "
+                    "(it reads device data back); such an op cannot be captured on Vulkan: "
+                    "compile the model for the CPU"
+                )
             if self.program.codes:
                 self.flush_program()
             if self.recording and self.frames[self.cur].count:

@@ -132,7 +132,7 @@ def _registry_entry(rop) -> RuntimeOp:
         if "output_index" not in attrs:
             return []
         a, index = _attrs(attrs)
-        fake = [_FakeTensor(s, d) for s, d in in_specs]
+        fake = [TensorSpec(s, d) for s, d in in_specs]
         specs = rop.infer(*fake, **a)
         return [(tuple(s), d.np) for i, (s, d) in enumerate(specs) if i != index]
 
@@ -164,14 +164,17 @@ def _any_layout(attrs, index, arr) -> bool:
 STRIDED_OK = frozenset(BINARY) | {"where", "clone"}
 
 
-class _FakeTensor:
-    """What an op's infer rule reads of an input (shape, dtype, ndim, numel) without data."""
+class TensorSpec:
+    """A tensor without data: what infer rules and ``Backend.supports`` read of an operand
+    (shape, dtype, ndim, numel, and ``_data``: a data-less array of the right shape)."""
 
     def __init__(self, shape, dtype):
         self.shape = tuple(shape)
-        self.dtype = dtype
-        self._dtype = dtype
+        self.dtype = self._dtype = dtype
         self.ndim = len(self.shape)
+        self._data = np.lib.stride_tricks.as_strided(
+            np.zeros(1, dtype.np), self.shape, (0,) * self.ndim
+        )
 
     def numel(self) -> int:
         n = 1

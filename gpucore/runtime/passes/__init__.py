@@ -40,6 +40,13 @@ PIPELINE = (
 )
 
 
+# The Vulkan executor's pipeline: the fusions whose fused ops have C kernels but no shaders yet
+# are left out (their primitive ops run as shaders).
+VULKAN_PIPELINE = tuple(
+    p for p in PIPELINE if p not in (fuse_layer_norm, fuse_attention, fuse_silu)
+)
+
+
 def optimize(graph: Graph, passes=PIPELINE, max_rounds: int = 8) -> Graph:
     """Run ``passes`` in order, repeatedly, until none changes the graph; returns the graph."""
     for _ in range(max_rounds):

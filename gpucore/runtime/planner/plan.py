@@ -127,8 +127,9 @@ def _view_kinds(graph: Graph, order: list) -> tuple[dict, set]:
     return kinds, exact
 
 
-def plan(graph: Graph) -> Plan:
-    """Plan ``graph`` (see the module docstring)."""
+def plan(graph: Graph, inplace: bool = True) -> Plan:
+    """Plan ``graph`` (see the module docstring); ``inplace=False`` gives every computed tensor
+    memory of its own (the Vulkan executor: its shaders are not written for aliased outputs)."""
     p = Plan(graph)
     order = memory_order(graph)
     kinds, exact = _view_kinds(graph, order)
@@ -159,7 +160,9 @@ def plan(graph: Graph) -> Plan:
             members[root].append(node.output)
             continue
         victim = (
-            _inplace_victim(graph, p, node, i, last_read, members, exact) if info.inplace else None
+            _inplace_victim(graph, p, node, i, last_read, members, exact)
+            if info.inplace and inplace
+            else None
         )
         if victim is not None:
             root = p.root[victim]

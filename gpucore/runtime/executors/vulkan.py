@@ -1,0 +1,200 @@
+"""The Vulkan executor: the whole graph recorded once into a command buffer, replayed per run.
+
+Constants are uploaded once and stay resident. A runner owns an arena in device memory (the
+plan's offsets, as on the CPU) and a ``Capture`` (gpucore/backends/vulkan/capture.py) holding
+every dispatch and barrier of the graph, recorded by the same Vulkan kernels eager gpucore runs.
+A run writes the inputs into their arena slots, replays the command buffer (one submit, one
+wait: the host cost does not grow with the number of ops) and reads the outputs back.
+
+The graph goes through the passes without the CPU-only fusions (layer norm, attention, SiLU
+have C kernels but no shaders yet: their primitive ops run as they are); a ``gemm`` node runs
+the GEMM shader with its alpha, bias and activation epilogue. A node without a shader for its
+dtypes is refused when the model is compiled (DeviceError naming it): compile for the CPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import dispatch
+from ...backends.vulkan.capture import record
+from ...backends.vulkan.kernels import KERNELS as VK_KERNELS
+from ...backends.vulkan.kernels import copy_array
+from ...backends.vulkan.kernels.gemm import gemm as vk_gemm
+from ...dtypes import float32
+from ...errors import DeviceError
+from ...ops.registry import REGISTRY
+from ..ir.ops import TensorSpec, op_info
+from ..planner.plan import Plan
+from .cpu import _Pool, bind_arrays
+
+
+def _record_gemm(be, out, ins, attrs):
+    a, b = ins[0], ins[1]
+    if attrs["trans_a"]:
+        a = np.swapaxes(a, -1, -2)
+    if attrs["trans_b"]:
+        b = np.swapaxes(b, -1, -2)
+    batch = out.shape[:-2]
+    a = np.broadcast_to(a, batch + a.shape[-2:])
+    b = np.broadcast_to(b, batch + b.shape[-2:])
+    bias = ins[2] if len(ins) > 2 else None
+    vk_gemm(be, out, a, b, alpha=float(attrs["alpha"]), bias=bias, activation=attrs["act"])
+
+
+def _record_conv2d(be, out, ins, attrs) -> np.ndarray:
+    """conv2d as im2col (shaders/im2col.comp) into a workspace, then one batched GEMM with the
+    bias in its epilogue; returns the workspace (the capture keeps it)."""
+    x, w = ins[0], ins[1]
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    oh, ow = out.shape[2:]
+    k = c * kh * kw
+    col = be.empty_array((n, k, oh * ow), np.float32)
+    VK_KERNELS["im2col"](
+        be,
+        col,
+        x,
+        kernel=(kh, kw),
+        stride=attrs["stride"],
+        padding=attrs["padding"],
+        dilation=attrs["dilation"],
+        src=(n, c, h, wd),
+    )
+    a = np.broadcast_to(w.reshape(o, k), (n, o, k))
+    bias = ins[2].reshape(o, 1) if len(ins) > 2 else None
+    vk_gemm(be, out.reshape(n, o, oh * ow), a, col, bias=bias)
+    return col
+
+
+class VulkanExecutor:
+    """Replays the graph's recorded command buffer (see the module docstring)."""
+
+    name = "vulkan"
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.graph = plan.graph
+        self.be = dispatch.vulkan_backend(required=True, allow_cpu=True)
+        self.profile = None
+        self._check_supported()
+        g = self.graph
+        self.constants = {
+            name: self.be.upload(np.require(t.data, requirements="C"), t.dtype)
+            for name, t in g.tensors.items()
+            if t.data is not None
+        }
+        self.pool = _Pool(self._bind)
+        self.pool.give(self.pool.take())  # record one capture now: errors show at compile
+
+    def _check_supported(self) -> None:
+        g = self.graph
+        for step in self.plan.steps:
+            node = step.node
+            if step.kind == "view":
+                continue
+            out = g.tensors[node.output]
+            dts = [out.dtype] + [g.tensors[n].dtype for n in node.inputs]
+            if step.kind == "copy":
+                supported = out.dtype.itemsize in (4, 8)
+            elif node.op in ("gemm", "conv2d"):
+                supported = all(d is float32 for d in dts)
+            else:
+                rop = REGISTRY.get(node.op)
+                supported = False
+                if rop is not None and rop.infer is not None and node.op in VK_KERNELS:
+                    ins = [TensorSpec(g.tensors[n].shape, g.tensors[n].dtype) for n in node.inputs]
+                    attrs = {k: v for k, v in node.attrs.items() if k != "output_index"}
+                    supported = self.be.supports(rop, ins, rop.infer(*ins, **attrs))
+            if not supported:
+                operands = ", ".join(
+                    f"{g.tensors[n].dtype.name}{list(g.tensors[n].shape)}" for n in node.inputs
+                )
+                raise DeviceError(
+                    f"device='vulkan': node {node.output} ({node.op} of {operands}) has no "
+                    "Vulkan shader for these inputs; compile the model with device='cpu'"
+                )
+
+    def _bind(self):
+        be = self.be
+        arena = be.empty_array((max(self.plan.arena_bytes, 4),), np.uint8)
+        arrays, scratch = bind_arrays(self.plan, arena)
+        arrays.update(self.constants)
+        # views of constants and of arena tensors, rebuilt over the device arrays
+        for step in self.plan.steps:
+            if step.kind == "view":
+                node = step.node
+                arrays[node.output] = op_info(node.op).view(arrays[node.inputs[0]], node.attrs)
+        g = self.graph
+
+        ins = [arrays[n] for n in g.inputs]
+        outs = [arrays[n] for n in g.outputs]
+
+        temps: list = []  # the kernels' workspace, alive as long as the capture
+
+        def record_all():
+            for a in ins:
+                _staging_copy(be, a, upload=True)
+            for step, sc in zip(self.plan.steps, scratch):
+                node = step.node
+                if step.kind == "view":
+                    continue
+                out = arrays[node.output]
+                args = [arrays[n] for n in node.inputs]
+                be.ctx.stream.label = node.op
+                if step.kind == "copy":
+                    copy_array(be, out, op_info(node.op).view(args[0], node.attrs))
+                elif node.op == "gemm":
+                    _record_gemm(be, out, args, node.attrs)
+                elif node.op == "conv2d":
+                    temps.append(_record_conv2d(be, out, args, node.attrs))
+                else:
+                    attrs = dict(node.attrs)
+                    index = attrs.pop("output_index", None)
+                    fn = VK_KERNELS[node.op]
+                    if index is None:
+                        fn(be, out, *args, **attrs)
+                    else:
+                        fn(be, list(sc[:index]) + [out] + list(sc[index:]), *args, **attrs)
+            for o in outs:
+                _staging_copy(be, o, upload=False)
+
+        cap = record(be.ctx, record_all)
+        cap.keep.extend([arena, arrays, scratch, temps])
+
+        def runner(inputs):
+            for dst, src in zip(ins, inputs):
+                np.copyto(dst, src)  # host-mapped memory: the replay's staging copies move it
+            cap.replay()
+            return [np.array(o) for o in outs]
+
+        runner.capture = cap
+        runner.arena = arena
+        return runner
+
+    def run(self, inputs: list) -> list:
+        runner = self.pool.take()
+        try:
+            return runner(inputs)
+        finally:
+            self.pool.give(runner)
+
+    def dispatches(self) -> int:
+        """Dispatches and copies one replay submits."""
+        runner = self.pool.take()
+        try:
+            return runner.capture.count
+        finally:
+            self.pool.give(runner)
+
+
+def _staging_copy(be, arr: np.ndarray, upload: bool) -> None:
+    """On a device whose memory the host cannot map, record the copy between an input's or
+    output's host-visible staging range and device memory (no-op where memory is mapped)."""
+    blk, off = be.ctx.memory.locate(arr)
+    if blk.staging is None or not arr.size:
+        return
+    if upload:
+        be.ctx.stream.copy(blk.staging.buffer, off, blk.buffer, off, arr.nbytes, blk)
+    else:
+        be.ctx.stream.copy(blk.buffer, off, blk.staging.buffer, off, arr.nbytes, blk.staging)

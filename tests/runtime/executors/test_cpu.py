@@ -1,0 +1,94 @@
+"""gpucore.runtime.executors.cpu: interpreted and compiled executors give the same bits, equal
+eager gpucore, and serve many threads at once."""
+
+import threading
+
+import numpy as np
+import pytest
+from runtime_models import block, cnn, eager, mlp, rand
+
+import gpucore
+from gpucore import runtime
+
+MODELS = {
+    "mlp": (lambda: mlp(32), (4, 32)),
+    "mlp_batch1": (lambda: mlp(64), (1, 64)),
+    "block": (lambda: block(16), (2, 5, 16)),
+    "causal_block": (lambda: block(32, causal=True, approximate="tanh"), (3, 7, 32)),
+    "cnn": (cnn, (2, 3, 8, 8)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_compiled_equals_interpreted_equals_eager(name):
+    build, shape = MODELS[name]
+    model = build()
+    x = rand(*shape, seed=1)
+    interpreted = runtime.compile(model, [x], device="cpu", executor="interpreted")
+    compiled = runtime.compile(model, [x], device="cpu")
+    for seed in (2, 3):
+        x = rand(*shape, seed=seed)
+        a = interpreted.run_arrays([x])[0]
+        b = compiled.run_arrays([x])[0]
+        np.testing.assert_array_equal(a, b)  # the same kernels, the same bits
+        np.testing.assert_allclose(b, eager(model, x), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_unoptimized_graphs_run_too(name):
+    build, shape = MODELS[name]
+    model = build()
+    x = rand(*shape, seed=4)
+    cm = runtime.compile(model, [x], device="cpu", optimize=False)
+    np.testing.assert_allclose(cm.run_arrays([x])[0], eager(model, x), rtol=1e-5, atol=1e-5)
+
+
+def test_the_benchmark_models_run_as_one_c_call():
+    for build, shape in (MODELS["mlp"], MODELS["cnn"]):
+        cm = runtime.compile(build(), [rand(*shape)], device="cpu")
+        (ex,) = cm.executors()
+        assert ex.python_steps == 0, cm.graph
+
+
+def test_python_steps_between_c_calls():
+    def fn(x):  # cat has no lowering: it runs from Python between two C calls
+        return (gpucore.cat([x.exp(), x], 1) * 2).relu()
+
+    x = rand(3, 5)
+    cm = runtime.compile(fn, [x], device="cpu")
+    (ex,) = cm.executors()
+    assert ex.python_steps >= 1
+    with gpucore.no_grad():
+        want = fn(gpucore.tensor(x)).numpy()
+    np.testing.assert_allclose(cm.run_arrays([x])[0], want, rtol=1e-6)
+
+
+def test_eight_threads_equal_serial_runs():
+    model = block(32)
+    cm = runtime.compile(model, [rand(2, 9, 32)], device="cpu")
+    xs = [rand(2, 9, 32, seed=s) for s in range(8)]
+    serial = [cm.run_arrays([x])[0] for x in xs]
+    results = [None] * 8
+    barrier = threading.Barrier(8)
+
+    def work(i):
+        barrier.wait()
+        for _ in range(20):
+            results[i] = cm.run_arrays([xs[i]])[0]
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for got, want in zip(results, serial):
+        np.testing.assert_array_equal(got, want)
+    (ex,) = cm.executors()
+    assert 1 <= ex.pool.created <= 9  # one runner (arena + program) per concurrent run
+
+
+def test_outputs_are_fresh_arrays():
+    cm = runtime.compile(mlp(8), [rand(2, 8)], device="cpu")
+    a = cm.run_arrays([rand(2, 8, seed=1)])[0]
+    b = cm.run_arrays([rand(2, 8, seed=2)])[0]
+    assert not np.shares_memory(a, b) and not np.array_equal(a, b)

@@ -1,0 +1,103 @@
+"""gpucore.runtime.format: a saved model round-trips, and hostile files raise
+SerializationError (never a crash)."""
+
+import json
+
+import numpy as np
+import pytest
+from runtime_models import block, cnn, eager, rand
+
+import gpucore
+from gpucore import SerializationError, runtime
+
+
+@pytest.fixture
+def saved(tmp_path):
+    model = block(16, causal=True)
+    cm = gpucore.compile(model, (rand(2, 5, 16),), device="cpu", dynamic_axes={"x": {0: "b"}})
+    path = tmp_path / "block.gcm"
+    cm.save(path)
+    return model, cm, path
+
+
+def test_round_trip(saved):
+    model, cm, path = saved
+    loaded = runtime.load(path, device="cpu")
+    assert loaded.symbols == ["b"] and loaded.input_names == ["x"]
+    for batch in (1, 4):
+        x = rand(batch, 5, 16, seed=batch)
+        np.testing.assert_array_equal(loaded.run_arrays([x])[0], cm.run_arrays([x])[0])
+    sess = runtime.InferenceSession(str(path), providers=["cpu"])
+    np.testing.assert_allclose(sess.run(None, {"x": x})[0], eager(model, x), rtol=1e-5, atol=1e-5)
+
+
+def test_cnn_round_trip(tmp_path):
+    cm = gpucore.compile(cnn(), (rand(1, 3, 8, 8),), device="cpu")
+    cm.save(tmp_path / "cnn.gcm")
+    x = rand(1, 3, 8, 8, seed=3)
+    loaded = runtime.load(tmp_path / "cnn.gcm", device="cpu")
+    np.testing.assert_array_equal(loaded.run_arrays([x])[0], cm.run_arrays([x])[0])
+
+
+def test_truncated_and_flipped_files(saved):
+    _, _, path = saved
+    data = path.read_bytes()
+    rng = np.random.default_rng(0)
+    bad = path.with_name("bad.gcm")
+    for cut in (0, 7, 100, len(data) // 2, len(data) - 1):
+        bad.write_bytes(data[:cut])
+        with pytest.raises(SerializationError):
+            runtime.load(bad)
+    for _ in range(40):
+        mutated = bytearray(data)
+        i = int(rng.integers(0, len(data)))
+        mutated[i] ^= 1 << int(rng.integers(0, 8))
+        bad.write_bytes(bytes(mutated))
+        with pytest.raises(SerializationError):
+            runtime.load(bad)
+
+
+def _rewrite(path, out, edit):
+    """A well-formed gpucore file whose graph JSON was edited (the checksums recomputed, as an
+    attacker would): only the graph validation stands between it and the runtime."""
+    obj = gpucore.load(path)
+    doc = json.loads(obj["graph"])
+    edit(doc)
+    obj["graph"] = json.dumps(doc)
+    gpucore.save(obj, out)
+
+
+NESTED: list = [1]
+for _ in range(20):
+    NESTED = [NESTED]
+
+HOSTILE = {
+    "unknown op": lambda d: d["nodes"][0].update(op="os.system"),
+    "dangling input": lambda d: d["nodes"][1]["inputs"].__setitem__(0, "nowhere"),
+    "negative size": lambda d: d["tensors"]["x"].update(shape={"$tuple": [-1, 5, 16]}),
+    "too many dims": lambda d: d["tensors"]["x"].update(shape={"$tuple": [1] * 9}),
+    "bad tag": lambda d: d["nodes"][0].update(attrs={"$pickle": "x"}),
+    "deep nesting": lambda d: d["nodes"][0].update(attrs={"$dict": [["k", NESTED]]}),
+    "output not produced": lambda d: d.update(outputs=["x"]),
+    "missing weight": lambda d: d["tensors"].update(
+        ghost={"shape": {"$tuple": []}, "dtype": "float32", "const": True}
+    ),
+    "bad dtype": lambda d: d["tensors"]["x"].update(dtype="complex128"),
+    "cycle": lambda d: d["nodes"][0]["inputs"].__setitem__(0, d["nodes"][-1]["output"]),
+    "not a dict": lambda d: d.update(nodes={"a": 1}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_graphs(saved, tmp_path, name):
+    _, _, path = saved
+    out = tmp_path / "hostile.gcm"
+    _rewrite(path, out, HOSTILE[name])
+    with pytest.raises(SerializationError, match="hostile.gcm"):
+        runtime.load(out)
+
+
+def test_other_files_are_refused(tmp_path):
+    gpucore.save({"w": gpucore.ones(2)}, tmp_path / "weights.pt")
+    with pytest.raises(SerializationError, match="not a gpucore.runtime model"):
+        runtime.load(tmp_path / "weights.pt")

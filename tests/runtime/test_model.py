@@ -1,0 +1,69 @@
+"""gpucore.runtime.model: gpucore.compile and CompiledModel (inputs checked, dynamic sizes,
+one executor per set of sizes)."""
+
+import numpy as np
+import pytest
+from runtime_models import block, eager, mlp, rand
+
+import gpucore
+from gpucore import runtime
+from gpucore.runtime import InputError
+
+
+def test_compile_is_gpucore_compile_and_calls_like_the_model():
+    model = mlp(8)
+    x = gpucore.randn(3, 8)
+    cm = gpucore.compile(model, (x,), device="cpu")
+    assert isinstance(cm, runtime.CompiledModel) and cm.device == "cpu"
+    y = cm(x)
+    assert isinstance(y, gpucore.Tensor) and y.dtype is gpucore.float32
+    np.testing.assert_allclose(y.numpy(), eager(model, x.numpy()), rtol=1e-6)
+    assert "gemm" in str(cm.graph) and "steps" in cm.plan_summary()
+
+
+def test_functions_with_several_outputs():
+    cm = gpucore.compile(lambda a, b: (a + b, a * b), (rand(4), rand(4)), device="cpu")
+    s, p = cm(rand(4, seed=1), rand(4, seed=2))
+    np.testing.assert_allclose(p.numpy(), rand(4, seed=1) * rand(4, seed=2), rtol=1e-6)
+    assert cm.input_names == ["a", "b"] and cm.output_names == ["output_0", "output_1"]
+
+
+def test_dynamic_batch_serves_every_size():
+    model = block(16)
+    cm = gpucore.compile(model, (rand(2, 5, 16),), device="cpu", dynamic_axes={"x": {0: "batch"}})
+    assert cm.input_spec("x") == (("batch", 5, 16), gpucore.float32)
+    for batch in (1, 2, 6):
+        x = rand(batch, 5, 16, seed=batch)
+        np.testing.assert_allclose(cm.run_arrays([x])[0], eager(model, x), rtol=1e-5, atol=1e-5)
+    assert len(cm.executors()) == 3  # one plan per size, built once
+
+
+def test_bad_inputs_name_the_input_and_the_expectation():
+    cm = gpucore.compile(mlp(8), (rand(2, 8),), device="cpu", dynamic_axes={"input": [0]})
+    with pytest.raises(InputError, match=r"input 'input': expected dtype float32, got float64"):
+        cm.run_arrays([np.zeros((2, 8))])
+    with pytest.raises(InputError, match=r"expected shape \('input_0', 8\).*dim 1 is fixed at 8"):
+        cm.run_arrays([np.zeros((2, 9), np.float32)])
+    with pytest.raises(InputError, match="expected 2 dims"):
+        cm.run_arrays([np.zeros(8, np.float32)])
+    with pytest.raises(InputError, match="takes 1 inputs"):
+        cm.run_arrays([])
+    with pytest.raises(InputError, match="Tensor or a numpy array"):
+        cm.run_arrays([[1.0] * 8])
+
+
+def test_check_nan_rejects_nan_inputs():
+    cm = gpucore.compile(mlp(4), (rand(1, 4),), device="cpu", check_nan=True)
+    x = rand(1, 4)
+    x[0, 2] = np.nan
+    with pytest.raises(InputError, match="NaN"):
+        cm.run_arrays([x])
+    plain = gpucore.compile(mlp(4), (rand(1, 4),), device="cpu")
+    assert np.isnan(plain.run_arrays([x])[0]).all()  # NaN flows through, as eager
+
+
+def test_bad_options():
+    with pytest.raises(ValueError, match="device must be one of"):
+        gpucore.compile(mlp(4), (rand(1, 4),), device="gpu")
+    with pytest.raises(ValueError, match="executor must be one of"):
+        gpucore.compile(mlp(4), (rand(1, 4),), device="cpu", executor="jit")
