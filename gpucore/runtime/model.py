@@ -62,7 +62,7 @@ class CompiledModel:
         self.device = device
         self.optimize = optimize
         self.executor_kind = executor
-        self.check_nan = check_nan
+        self._check_nan = check_nan
         self.input_names = list(graph.inputs)
         self.output_names = list(graph.outputs)
         self._executors: dict = {}
@@ -77,6 +77,23 @@ class CompiledModel:
             }
         )
         self._example_sizes = None
+        self._fast_specs = None
+        self.check_nan = check_nan
+
+    @property
+    def check_nan(self) -> bool:
+        """Whether inputs holding NaN are refused (InputError)."""
+        return self._check_nan
+
+    @check_nan.setter
+    def check_nan(self, value: bool) -> None:
+        self._check_nan = bool(value)
+        graph = self.symbolic
+        self._fast_specs = None
+        if not self.symbols and not self._check_nan:
+            self._fast_specs = [
+                (graph.tensors[n].dtype.np, tuple(graph.tensors[n].shape)) for n in graph.inputs
+            ]
 
     # ----------------------------------------------------------------------- inspection
     @property
@@ -115,6 +132,20 @@ class CompiledModel:
         return self._executor(sizes).run(arrays)
 
     def _check(self, inputs: list) -> tuple[list, dict]:
+        """The inputs as C-contiguous arrays, and the dynamic sizes they give (InputError
+        naming the input for anything unexpected)."""
+        fast = self._fast_specs
+        if fast is not None:  # no dynamic axes, no NaN check: one comparison per input
+            arrays = []
+            for x, (npdt, shape) in zip(inputs, fast):
+                if type(x) is not np.ndarray or x.dtype != npdt or x.shape != shape:
+                    break
+                arrays.append(x if x.flags.c_contiguous else np.ascontiguousarray(x))
+            else:
+                return arrays, {}
+        return self._check_slow(inputs)
+
+    def _check_slow(self, inputs: list) -> tuple[list, dict]:
         arrays = []
         sizes: dict = {}
         for name, x in zip(self.input_names, inputs):

@@ -17,6 +17,7 @@ from time import perf_counter
 import numpy as np
 
 from ..dispatch import vulkan_backend
+from ..errors import SerializationError
 from .format import load_model
 from .model import CompiledModel, InputError, _pick_device
 
@@ -63,7 +64,11 @@ def load(path, *, device: str = "auto", executor: str | None = None) -> Compiled
     if executor is not None:
         opts["executor"] = executor
     model = CompiledModel(graph, **opts)
-    model._executor(_default_sizes(model))
+    try:
+        model._executor(_default_sizes(model))
+    except (ValueError, TypeError, KeyError, IndexError) as e:
+        # a graph that passed the file checks but cannot be planned: corrupt or hostile
+        raise SerializationError(f"{path}: the saved graph is invalid: {e}") from None
     return model
 
 

@@ -88,12 +88,32 @@ HOSTILE = {
 }
 
 
+def _strided_out_of_bounds(d):
+    node = next(n for n in d["nodes"] if n["op"] == "view")
+    node["op"] = "strided"
+    node["attrs"] = {
+        "$dict": [
+            ["shape", {"$tuple": [4, 4]}],
+            ["strides", {"$tuple": [1 << 40, 1]}],
+            ["offset", 0],
+        ]
+    }
+
+
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_graphs(saved, tmp_path, name):
     _, _, path = saved
     out = tmp_path / "hostile.gcm"
     _rewrite(path, out, HOSTILE[name])
     with pytest.raises(SerializationError, match="hostile.gcm"):
+        runtime.load(out)
+
+
+def test_views_reaching_outside_their_source_are_refused(saved, tmp_path):
+    _, _, path = saved
+    out = tmp_path / "strided.gcm"
+    _rewrite(path, out, _strided_out_of_bounds)
+    with pytest.raises(SerializationError, match="reaches outside its source"):
         runtime.load(out)
 
 

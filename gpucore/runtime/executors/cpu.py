@@ -89,6 +89,7 @@ class _Executor:
         self.graph = plan.graph
         self.pool = _Pool(self._bind)
         self.profile: dict | None = None  # node output -> [calls, seconds] when profiling
+        self._out_specs = None
 
     def run(self, inputs: list) -> list:
         """Outputs (fresh arrays) for ``inputs`` (C-contiguous arrays of the graph's inputs'
@@ -100,8 +101,13 @@ class _Executor:
             self.pool.give(runner)
 
     def _out_arrays(self) -> list:
-        graph = self.graph
-        return [np.empty(graph.tensors[n].shape, graph.tensors[n].dtype.np) for n in graph.outputs]
+        specs = self._out_specs
+        if specs is None:
+            graph = self.graph
+            specs = self._out_specs = [
+                (graph.tensors[n].shape, graph.tensors[n].dtype.np) for n in graph.outputs
+            ]
+        return [np.empty(shape, dt) for shape, dt in specs]
 
 
 def _thunk(step, arrays: dict, scratch: list, graph):

@@ -9,8 +9,9 @@ bits), and its memory properties.
   with batch dims broadcast as matmul's; ``op`` transposes the last two dims when its flag is
   set; ``act`` is None or relu, sigmoid, tanh, gelu, gelu_tanh (the GEMM epilogues);
 - ``layer_norm(x[, weight][, bias]; n, eps, has_weight, has_bias)``: over the last n elements;
-- ``attention(q, k, v[, mask]; scale, causal)``: softmax(q k^T * scale + mask) v on
-  [B, H, S, D] operands of any strides (a bool mask: True may attend);
+- ``attention(q, k, v[, mask]; scale, causal, heads_last)``: softmax(q k^T * scale + mask) v on
+  [B, H, S, D] operands of any strides (a bool mask: True may attend); heads_last: the output
+  is written as [B, S, H, D] (the heads merged back without a copy);
 - ``silu(x)``: x * sigmoid(x);
 - ``strided(x; shape, strides, offset)``: a view of a contiguous x (strides and offset in
   elements): what a chain of view ops composes into.
@@ -186,7 +187,8 @@ def _att_eval(arrays, attrs, dtypes=None):
         s = s - s.max(axis=-1, keepdims=True)
         p = np.exp(s)
         p = p / p.sum(axis=-1, keepdims=True)
-    return np.matmul(p, v).astype(arrays[0].dtype)
+    out = np.matmul(p, v).astype(arrays[0].dtype)
+    return np.ascontiguousarray(out.transpose(0, 2, 1, 3)) if attrs.get("heads_last") else out
 
 
 def _att_lower(out, arrays, attrs, scratch):
@@ -196,6 +198,8 @@ def _att_lower(out, arrays, attrs, scratch):
         return None
     if q.ndim != 4 or k.ndim != 4 or v.ndim != 4 or out.ndim != 4:
         return None
+    if attrs.get("heads_last"):
+        out = out.transpose(0, 2, 1, 3)  # written as [B, S, H, D] through the view's strides
     if mask is not None:
         mask = np.broadcast_to(mask, out.shape[:-1] + (k.shape[-2],))
     return [("attention", (q, k, v, mask, out, float(attrs["scale"]), int(attrs["causal"]), 0))]
@@ -238,7 +242,19 @@ SILU = defruntime(
 
 # --------------------------------------------------------------------------------- strided
 def strided_view(x: np.ndarray, attrs: dict) -> np.ndarray:
-    """The ``strided`` op's view of contiguous ``x`` (element strides and offset)."""
+    """The ``strided`` op's view of contiguous ``x`` (element strides and offset); ValueError
+    when the layout would reach outside x (a corrupt or hostile graph), never a stray read."""
+    shape, strides, offset = attrs["shape"], attrs["strides"], attrs["offset"]
+    if len(shape) != len(strides) or any(s < 0 for s in shape) or offset < 0:
+        raise ValueError(f"strided: bad layout {shape} / {strides} at {offset}")
+    if math.prod(shape):
+        lo = offset + sum((s - 1) * st for s, st in zip(shape, strides) if st < 0)
+        hi = offset + sum((s - 1) * st for s, st in zip(shape, strides) if st > 0)
+        if lo < 0 or hi >= x.size:
+            raise ValueError(
+                f"strided: the view {shape} / {strides} at {offset} reaches outside its source "
+                f"of {x.size} elements"
+            )
     item = x.dtype.itemsize
     flat = x.reshape(-1)
     base = flat[attrs["offset"] :] if flat.size else flat

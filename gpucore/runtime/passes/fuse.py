@@ -150,11 +150,31 @@ def fuse_attention(graph: Graph) -> bool:
             continue
         out = graph.tensors[second.output]
         inputs = [q, k, v] + ([mask] if mask else [])
-        attrs = {"scale": float(at["alpha"]), "causal": causal}
+        attrs = {"scale": float(at["alpha"]), "causal": causal, "heads_last": False}
         fused = graph.add_node("attention", inputs, out.shape, out.dtype, attrs)
         graph.bypass(second, fused.output)
+        _write_heads_last(graph, fused)
         changed = True
     return changed
+
+
+def _write_heads_last(graph: Graph, att) -> None:
+    """attention -> permute(0, 2, 1, 3) -> contiguous copy (how models merge the heads back)
+    becomes attention writing [B, S, H, D] itself (``heads_last``): the copy disappears."""
+    view = graph.sole_consumer(att.output)
+    if view is None or view.op != "strided":
+        return
+    b, h, s, d = graph.tensors[att.output].shape
+    want = {"shape": (b, s, h, d), "strides": (h * s * d, d, s * d, 1), "offset": 0}
+    if view.attrs != want:
+        return
+    copy = graph.sole_consumer(view.output)
+    if copy is None or copy.op != "clone":
+        return
+    info = graph.tensors[copy.output]
+    attrs = dict(att.attrs, heads_last=True)
+    fused = graph.add_node("attention", list(att.inputs), info.shape, info.dtype, attrs)
+    graph.bypass(copy, fused.output)
 
 
 # ---------------------------------------------------------------------------- layer norm

@@ -56,6 +56,7 @@ def test_attention():
     assert ops.get("attention") == 1 and "softmax" not in ops
     att = next(n for n in g.order() if n.op == "attention")
     assert att.attrs["scale"] == 0.5 and not att.attrs["causal"]
+    assert att.attrs["heads_last"] and "clone" not in ops  # the heads merge without a copy
 
 
 def test_causal_mask_becomes_a_flag_and_other_masks_an_input():
