@@ -1,11 +1,22 @@
-"""GEMM kernel benchmark: gpucore._cpu.gemm vs numpy matmul (OpenBLAS), float32 GFLOP/s.
+"""GEMM kernel benchmark: gpucore._cpu.gemm vs numpy matmul (OpenBLAS), float32 GFLOP/s; then
+the inference kernels (layer_norm, attention, GEMV) vs PyTorch / numpy, float32 microseconds.
 
 Run from the repository root after ``python setup.py build_ext --inplace``::
 
-    python benchmarks/bench_kernels.py                 # squares 64..2048 and the MLP shapes
+    python benchmarks/bench_kernels.py                 # squares 64..2048, the MLP shapes, and
+                                                       # the inference kernels
     python benchmarks/bench_kernels.py --quick         # fewer repeats
     python benchmarks/bench_kernels.py --trans         # also the transposed variants (gpucore)
     python benchmarks/bench_kernels.py --dtype float64
+    python benchmarks/bench_kernels.py --only-infer    # just the inference kernels (--no-infer:
+                                                       # just GEMM)
+
+The inference table: layer_norm (``_cpu.layer_norm``, weight and bias) vs
+``torch.nn.functional.layer_norm``; attention (``_cpu.attention``, algo 0 = auto) vs
+``torch.nn.functional.scaled_dot_product_attention`` (numpy's float32 matmul / softmax /
+matmul when PyTorch is missing); GEMV, ``linear`` at batch 1 (``_cpu.gemm`` with m = 1 and the
+weight [n, k] as nn.Linear stores it, trans_b = 1) vs numpy's ``x @ W.T``.  Same alternating
+rounds as the GEMM table; ratio = reference time / gpucore time (> 1: gpucore is faster).
 
 gpucore uses its thread pool (GPUCORE_NUM_THREADS, default all CPUs; GPUCORE_CPU_ISA forces an
 instruction set); numpy uses OpenBLAS's default threads.  OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
@@ -40,6 +51,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from gpucore import _cpu  # noqa: E402
 
 SQUARES = [64, 128, 256, 512, 1024, 2048]
+LAYER_NORM = [(64, 64), (512, 1024)]  # rows x n: a [4, 16, 64] activation, a [512, 1024] one
+ATTENTION = [(4, 4, 16, 16), (4, 4, 128, 64), (1, 8, 1024, 64)]  # B, H, S, D (self-attention)
+GEMV = [(2048, 2048), (512, 512)]  # n x k weights, m = 1
 MLP = [(64, 784, 512), (256, 784, 512), (64, 512, 10)]  # M x K x N
 
 
@@ -90,6 +104,110 @@ class Case:
         return 2.0 * self.m * self.n * self.k / t / 1e9
 
 
+class InferCase:
+    """One inference-kernel call: gpucore and a reference callable (PyTorch, else numpy) over the
+    same float32 operands; ``ours`` writes self.out, ``theirs`` returns its result."""
+
+    def __init__(self, kind, shape, torch):
+        r = np.random.default_rng(0)
+        f32 = np.float32
+        self.kind, self.shape = kind, shape
+        self.times = {"gpucore": [], "numpy": []}
+        if kind == "layer_norm":
+            rows, n = shape
+            self.label = f"{rows // 16}x16x{n}" if rows == 64 else f"{rows}x{n}"
+            x, w, b = (r.standard_normal(s).astype(f32) for s in ((rows, n), n, n))
+            self.out = np.empty_like(x)
+            self.ours = lambda: _cpu.layer_norm(x, w, b, self.out, rows, n, 1e-5)
+            if torch is not None:
+                tx, tw, tb = (torch.from_numpy(a) for a in (x, w, b))
+                F = torch.nn.functional
+                self.theirs = lambda: F.layer_norm(tx, (n,), tw, tb, 1e-5).numpy()
+                self.ref = "torch"
+            else:
+
+                def np_ln():
+                    m = x.mean(1, keepdims=True)
+                    d = x - m
+                    return d / np.sqrt((d * d).mean(1, keepdims=True) + 1e-5) * w + b
+
+                self.theirs, self.ref = np_ln, "numpy"
+        elif kind == "attention":
+            bb, h, s, d = shape
+            self.label = f"B{bb} H{h} S{s} D{d}"
+            q, k, v = (r.standard_normal((bb, h, s, d)).astype(f32) for _ in range(3))
+            self.out = np.empty_like(q)
+            scale = 1.0 / np.sqrt(d)
+            self.ours = lambda: _cpu.attention(q, k, v, None, self.out, scale, 0, 0)
+            if torch is not None:
+                tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
+                sdpa = torch.nn.functional.scaled_dot_product_attention
+                self.theirs = lambda: sdpa(tq, tk, tv).numpy()
+                self.ref = "torch SDPA"
+            else:
+
+                def np_att():
+                    sc = np.matmul(q, np.swapaxes(k, -1, -2)) * f32(scale)
+                    e = np.exp(sc - sc.max(-1, keepdims=True))
+                    return np.matmul(e / e.sum(-1, keepdims=True), v)
+
+                self.theirs, self.ref = np_att, "numpy"
+        else:  # gemv
+            n, k = shape
+            self.label = f"{n}x{k}, m=1"
+            x = r.standard_normal((1, k)).astype(f32)
+            w = r.standard_normal((n, k)).astype(f32)
+            self.out = np.empty((1, n), f32)
+            ref = np.empty((1, n), f32)
+            self.ours = lambda: _cpu.gemm(x, w, self.out, 1, 1, n, k, 0, 1, 1.0, 0.0, 0, 0, 0)
+            self.theirs = lambda: np.matmul(x, w.T, out=ref)
+            self.ref = "numpy x @ W.T"
+
+    def error(self):
+        self.ours()
+        want = np.asarray(self.theirs(), np.float64)
+        d = np.abs(self.out.astype(np.float64) - want)
+        return float(d.max() / max(np.abs(want).max(), 1e-30))
+
+    def us(self, lib, stat):
+        t = min(self.times[lib]) if stat == "best" else statistics.median(self.times[lib])
+        return t * 1e6
+
+
+def infer_table(rounds, min_time):
+    """Times the inference kernels in alternating blocks and prints their table."""
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    cases = [InferCase("layer_norm", s, torch) for s in LAYER_NORM]
+    cases += [InferCase("attention", s, torch) for s in ATTENTION]
+    cases += [InferCase("gemv", s, torch) for s in GEMV]
+    errors = [c.error() for c in cases]
+    time.sleep(0.3)
+    for _ in range(rounds):
+        for lib in ("gpucore", "numpy"):
+            for c in cases:
+                c.times[lib].append(_time(c.ours if lib == "gpucore" else c.theirs, min_time))
+            time.sleep(0.3)
+    tv = f"torch {torch.__version__} ({torch.get_num_threads()} threads)" if torch else "no torch"
+    print()
+    print(f"Inference kernels, float32; references: {tv}, numpy {np.__version__}")
+    print()
+    print(
+        "| kernel | shape | gpucore us median / best | reference | reference us median / best "
+        "| ratio median / best | max rel err |"
+    )
+    print("|---|---|---:|---|---:|---:|---:|")
+    for c, err in zip(cases, errors):
+        g = [c.us("gpucore", st) for st in ("median", "best")]
+        t = [c.us("numpy", st) for st in ("median", "best")]
+        print(
+            f"| {c.kind} | {c.label} | {g[0]:.1f} / {g[1]:.1f} | {c.ref} | {t[0]:.1f} / {t[1]:.1f} "
+            f"| {t[0] / g[0]:.2f} / {t[1] / g[1]:.2f} | {err:.1e} |"
+        )
+
+
 def run_block(cases, lib, min_time):
     """Times every case with one library, then pauses so its spinning threads go to sleep."""
     for c in cases:
@@ -105,6 +223,8 @@ def main(argv=None):
     p.add_argument("--sizes", type=int, nargs="*", help="square sizes (default 64..2048)")
     p.add_argument("--no-mlp", action="store_true", help="skip the MLP shapes")
     p.add_argument("--rounds", type=int, help="alternating rounds (default 7, 3 with --quick)")
+    p.add_argument("--no-infer", action="store_true", help="skip the inference kernels")
+    p.add_argument("--only-infer", action="store_true", help="only the inference kernels")
     args = p.parse_args(argv)
     dtype = np.dtype(args.dtype).type
     rounds, min_time = (3, 0.02) if args.quick else (7, 0.05)
@@ -118,6 +238,9 @@ def main(argv=None):
         f"L2={info['caches']['l2'] // 1024}K L3={info['caches']['l3'] // 1024}K; "
         f"numpy {np.__version__}; {args.dtype}; {rounds} rounds"
     )
+    if args.only_infer:
+        infer_table(rounds, min_time)
+        return
     shapes = [(s, s, s) for s in (args.sizes or SQUARES)]
     if not args.no_mlp:
         shapes += MLP
@@ -141,6 +264,8 @@ def main(argv=None):
             f"| {c.m}x{c.k}x{c.n} | {c.ta} {c.tb} | {g[0]:.0f} / {g[1]:.0f} "
             f"| {t[0]:.0f} / {t[1]:.0f} | {g[0] / t[0]:.2f} / {g[1] / t[1]:.2f} | {err:.1e} |"
         )
+    if not args.no_infer:
+        infer_table(rounds, min_time)
 
 
 if __name__ == "__main__":

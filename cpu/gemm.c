@@ -23,7 +23,10 @@
  *
  * Batch items with a C stride of at least m*n are independent; when one item is too small to
  * split, the items are spread over the threads instead.  Items whose C overlap (sc == 0
- * accumulates) run in order. */
+ * accumulates) run in order.
+ *
+ * Few rows of A (m <= GC_GEMV_MAX_M_*: a Linear layer at batch 1) take gemm_small_m instead: B is
+ * read where it lies by the ISA's gemv kernels, no packing (see there). */
 #ifndef GC_T
 
 #include <sched.h>
@@ -69,6 +72,29 @@ static void gc_wait_at_least(atomic_int *v, int want)
 #define GC_ADIRECT_BYTES (256.0 * 1024)
 /* Row-major B up to this size is read in place by the micro-kernel instead of being packed. */
 #define GC_BDIRECT_BYTES (64.0 * 1024)
+/* Small m (the rows of A): up to this many rows the product reads B where it lies (gemm_small_m:
+ * gemv_t when B is stored n x k, gemv_n when k x n) instead of packing it.  Measured on AVX-512
+ * (Zen 4, 2 threads; n x k = 2048 x 2048, 512 x 512, 4096 x 256, 256 x 4096, 128 x 128), both
+ * paths timed for m = 4 .. 32: the streaming path is faster at every m <= 16 for both layouts
+ * (m = 1: 2048 x 2048 ~120 us against ~1060 us; m = 16: 1030 / 1200 us against 1920 / 2170),
+ * ties at 128 x 128 from m ~ 16 (trans_b) / ~24, and loses from m ~ 28 at 2048 x 2048 with
+ * trans_b (the blocked path packs B once for all rows; here B is read once per 8 rows). */
+#define GC_GEMV_MAX_M_T 16
+#define GC_GEMV_MAX_M_N 24
+/* columns per work chunk (multiples of every ISA's widest step: 8 rows / 8 vectors of 16) */
+#define GC_GEMV_CW_T 64
+#define GC_GEMV_CW_N 128
+/* gemv_n (B stored k x n) sweeps blocks of this many rows of B across a chunk's columns (C
+ * accumulates between them), rather than a narrow strip of columns down all k rows (2048 x 2048,
+ * m = 1, one thread: ~480 -> ~340 us; 32 .. 256 rows measure alike) */
+#define GC_GEMV_KB_N 64
+/* cost model for the thread count (gc_parallel_range: one thread below ~50 us): ns per byte of B
+ * and per multiply-add.  It overstates the streaming time (one AVX-512 thread reads ~65 GB/s, ~55
+ * G multiply-adds/s) so that a 512 x 512 weight at m = 1, ~10 us on one thread, still splits:
+ * ~6.4 us on two (the region costs a few us, the second core's share of L2 / L3 bandwidth is
+ * worth more) */
+#define GC_GEMV_NS_BYTE 0.05
+#define GC_GEMV_NS_FMA 0.02
 
 /* In-register transpose of x[0..3] (4 rows of 4 floats) / x[0..1] (2 rows of 2 doubles). */
 #define GC_TRANSPOSE4(x)                                                                          \
@@ -89,6 +115,8 @@ static void gc_wait_at_least(atomic_int *v, int want)
 
 #define GC_T float
 #define GC_SFX f32
+#define GC_GEMV_T gemv_t_f32
+#define GC_GEMV_N gemv_n_f32
 #define GC_UKR ukr_f32
 #define GC_UKR_DA ukr_da_f32
 #define GC_BLK gc_blk_f32
@@ -99,6 +127,8 @@ static void gc_wait_at_least(atomic_int *v, int want)
 #include "gemm.c"
 #undef GC_T
 #undef GC_SFX
+#undef GC_GEMV_T
+#undef GC_GEMV_N
 #undef GC_UKR
 #undef GC_UKR_DA
 #undef GC_BLK
@@ -109,6 +139,8 @@ static void gc_wait_at_least(atomic_int *v, int want)
 
 #define GC_T double
 #define GC_SFX f64
+#define GC_GEMV_T gemv_t_f64
+#define GC_GEMV_N gemv_n_f64
 #define GC_UKR ukr_f64
 #define GC_UKR_DA ukr_da_f64
 #define GC_BLK gc_blk_f64
@@ -119,6 +151,8 @@ static void gc_wait_at_least(atomic_int *v, int want)
 #include "gemm.c"
 #undef GC_T
 #undef GC_SFX
+#undef GC_GEMV_T
+#undef GC_GEMV_N
 #undef GC_UKR
 #undef GC_UKR_DA
 #undef GC_BLK
@@ -448,6 +482,97 @@ static void GC_FN(gemm_batch_body)(void *ctx, int slot)
     }
 }
 
+/* ---- small m: the weight-streaming path --------------------------------------------------- */
+
+/* With a few rows of A, C = A op(B) is bound by reading B once: packing B (the blocked path)
+ * costs as much as the product.  These calls read B where it lies through the ISA's gemv
+ * kernels (isa.h: gemv_t for B stored n x k, a dot product of contiguous rows per output; gemv_n
+ * for B stored k x n, axpy over its rows), split over the threads by chunks of GC_GEMV_CW_*
+ * columns (of every item of a batch at once when the items are independent).  A stored
+ * transposed (k x m, m > 1) is copied row-major first (m*k elements).  Every element is computed
+ * the same way in any chunk, so results do not depend on the thread count. */
+typedef struct {
+    const GC_T *a, *b;
+    GC_T *c;
+    ptrdiff_t m, n, k, lda, sa, sb, sc;
+    ptrdiff_t cw, nch; /* columns per chunk, chunks per item */
+    int tb, act;
+    GC_T alpha, beta;
+    const GC_T *bias;
+} GC_FN(gemv_job);
+
+/* chunks [lo, hi) of the flattened (item, column chunk) space */
+static void GC_FN(gemv_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
+{
+    const GC_FN(gemv_job) *J = (const GC_FN(gemv_job) *)ctx;
+    const ptrdiff_t m = J->m, n = J->n, k = J->k;
+    for (ptrdiff_t u = lo; u < hi;) {
+        const ptrdiff_t it = u / J->nch, ch0 = u % J->nch;
+        /* the chunks of this item inside [lo, hi) in one call */
+        const ptrdiff_t ch1 = (hi - u < J->nch - ch0) ? ch0 + (hi - u) : J->nch;
+        const ptrdiff_t j0 = ch0 * J->cw, j1 = ch1 * J->cw < n ? ch1 * J->cw : n;
+        const GC_T *a = J->a + it * J->sa, *b = J->b + it * J->sb;
+        GC_T *c = J->c + it * J->sc + j0;
+        if (J->tb)
+            gc_isa.GC_GEMV_T(m, j1 - j0, k, a, J->lda, b + j0 * k, k, c, n, J->alpha, J->beta);
+        else /* by blocks of rows of B, each swept across the chunk's columns */
+            for (ptrdiff_t p0 = 0; p0 < k; p0 += GC_GEMV_KB_N)
+                gc_isa.GC_GEMV_N(m, j1 - j0, k - p0 < GC_GEMV_KB_N ? k - p0 : GC_GEMV_KB_N,
+                                 a + p0, J->lda, b + p0 * n + j0, n, c, n, J->alpha,
+                                 p0 == 0 ? J->beta : (GC_T)1);
+        if (J->bias || J->act >= 0) {
+            for (ptrdiff_t i = 0; i < m; i++) {
+                GC_T *row = c + i * n;
+                if (J->bias)
+                    for (ptrdiff_t j = 0; j < j1 - j0; j++)
+                        row[j] += J->bias[j0 + j];
+                if (J->act >= 0)
+                    GC_FN(gc_unary)(J->act, row, row, j1 - j0);
+            }
+        }
+        u += ch1 - ch0;
+    }
+}
+
+static int GC_FN(gemm_small_m)(const GC_T *a, const GC_T *b, GC_T *c, ptrdiff_t batch,
+                               ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int trans_a, int trans_b,
+                               GC_T alpha, GC_T beta, ptrdiff_t sa, ptrdiff_t sb, ptrdiff_t sc,
+                               const GC_T *bias, int act)
+{
+    GC_FN(gemv_job) J = {.a = a, .b = b, .c = c, .m = m, .n = n, .k = k, .lda = k, .sa = sa,
+                         .sb = sb, .sc = sc, .tb = trans_b, .act = act, .alpha = alpha,
+                         .beta = beta, .bias = bias};
+    J.cw = trans_b ? GC_GEMV_CW_T : GC_GEMV_CW_N;
+    J.nch = (n + J.cw - 1) / J.cw;
+    /* single-thread time: B streamed from cache or memory, plus the multiply-adds */
+    const double item_ns = (double)n * (double)k * (sizeof(GC_T) * GC_GEMV_NS_BYTE +
+                                                    (double)m * GC_GEMV_NS_FMA);
+    const int packed = trans_a && m > 1;
+    if (!packed && (batch == 1 || sc >= m * n)) { /* one range over every item's chunks */
+        gc_parallel_range(batch * J.nch, 1, item_ns * (double)batch, GC_FN(gemv_range), &J);
+        return 0;
+    }
+    GC_T *ap = NULL;
+    if (packed) {
+        ap = (GC_T *)gc_scratch(sizeof(GC_T) * (size_t)(m * k));
+        if (!ap)
+            return -1;
+    }
+    for (ptrdiff_t i = 0; i < batch; i++) { /* in order (C stride 0 accumulates) */
+        J.a = a + i * sa;
+        if (packed) { /* A stored k x m: A[r, p] = a[p*m + r] */
+            for (ptrdiff_t r = 0; r < m; r++)
+                for (ptrdiff_t p = 0; p < k; p++)
+                    ap[r * k + p] = J.a[p * m + r];
+            J.a = ap;
+        }
+        J.b = b + i * sb;
+        J.c = c + i * sc;
+        gc_parallel_range(J.nch, 1, item_ns, GC_FN(gemv_range), &J);
+    }
+    return 0;
+}
+
 /* C = act(beta * C + bias) for one item (k == 0 or alpha == 0: A and B are not read). */
 static void GC_FN(gemm_scale)(GC_T *c, ptrdiff_t m, ptrdiff_t n, GC_T beta, const GC_T *bias,
                               int act)
@@ -536,6 +661,9 @@ int GC_FN(gc_gemm_ex)(const GC_T *a, const GC_T *b, GC_T *c, ptrdiff_t batch, pt
             GC_FN(gemm_scale)(c + i * sc, m, n, beta, bias, act);
         return 0;
     }
+    if (m <= (trans_b ? GC_GEMV_MAX_M_T : GC_GEMV_MAX_M_N))
+        return GC_FN(gemm_small_m)(a, b, c, batch, m, n, k, trans_a, trans_b, alpha, beta, sa,
+                                   sb, sc, bias, act);
     GC_FN(gemm_job) J;
     memset(&J, 0, sizeof J);
     /* Swapped mode computes C^T = op(B)^T op(A)^T when that wastes much less of the register

@@ -101,6 +101,30 @@ typedef struct {
 typedef void (*gc_optim_range_f32)(const gc_optim_args_f32 *a, ptrdiff_t lo, ptrdiff_t hi);
 typedef void (*gc_optim_range_f64)(const gc_optim_args_f64 *a, ptrdiff_t lo, ptrdiff_t hi);
 
+/* Small-M GEMM with B read where it lies (isa/stream.h; gemm.c's path for m <= GC_GEMV_MAX_M_*
+ * and attention.c's products):
+ *   C[i, j] = alpha * sum_{p < k} A[i, p] * B(p, j)             (beta == 0: C is not read)
+ *   C[i, j] = alpha * sum_{p < k} A[i, p] * B(p, j) + beta * C[i, j]   (otherwise)
+ * for i < m, j < n (any m >= 0, run as steps of up to 8 rows, k >= 0); A[i, p] at a[i*lda + p],
+ * C[i, j] at c[i*ldc + j];
+ *   gemv_t: B(p, j) at b[j*ldb + p] (B stored n x k: one dot product of contiguous rows per
+ *           element, the lanes reduced at the end, then the k % lanes tail);
+ *   gemv_n: B(p, j) at b[p*ldb + j] (B stored k x n: axpy over B's rows).
+ * Each element's arithmetic depends only on k, m and the ISA, never on n or where its column
+ * lies: the same bits whatever split of the columns the caller makes. */
+typedef void (*gc_gemv_f32)(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, const float *a, ptrdiff_t lda,
+                            const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc, float alpha,
+                            float beta);
+typedef void (*gc_gemv_f64)(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, const double *a,
+                            ptrdiff_t lda, const double *b, ptrdiff_t ldb, double *c,
+                            ptrdiff_t ldc, double alpha, double beta);
+/* One row of layer_norm (n >= 1; w, b may be NULL; y may equal x): y = (x - mean) / sqrt(var +
+ * eps) * w + b, biased variance (isa/stream.h: corrected two-pass). */
+typedef void (*gc_ln_row_f32)(const float *x, const float *w, const float *b, float *y,
+                              ptrdiff_t n, double eps);
+typedef void (*gc_ln_row_f64)(const double *x, const double *w, const double *b, double *y,
+                              ptrdiff_t n, double eps);
+
 typedef struct {
     int isa;
     const char *name;
@@ -121,6 +145,11 @@ typedef struct {
     /* fused optimizer updates (cpu/isa/optim.h compiled with the ISA's flags) */
     gc_optim_range_f32 sgd_f32, adam_f32, rmsprop_f32;
     gc_optim_range_f64 sgd_f64, adam_f64, rmsprop_f64;
+    /* isa/stream.h: small-M GEMM in both B layouts, layer_norm rows */
+    gc_gemv_f32 gemv_n_f32, gemv_t_f32;
+    gc_gemv_f64 gemv_n_f64, gemv_t_f64;
+    gc_ln_row_f32 ln_row_f32;
+    gc_ln_row_f64 ln_row_f64;
 } gc_isa_kernels;
 
 /* GEMM cache blocking for one float type: A blocks of mc x kc (shared by the threads, L3),

@@ -143,6 +143,27 @@ typedef struct {
     ptrdiff_t planes, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow;
 } gc_pool2d;
 
+/* Scaled dot-product attention (attention.c) over 4-d views of any element strides (0 for a
+ * broadcast dimension, negative allowed): q [B, H, Sq, D], k [B, H, Skv, D], v [B, H, Skv, Dv],
+ * out [B, H, Sq, Dv] (its elements distinct and apart from the inputs'), and the mask broadcast
+ * to [B, H, Sq, Skv] by its strides:
+ *   out[b, h, i] = sum_j softmax_j(scale * q[b, h, i] . k[b, h, j] + mask(b, h, i, j)) v[b, h, j]
+ * mask_kind GC_ATTN_MASK_NONE, _FLOAT (T values added to the scores) or _BOOL (bytes: 0 = masked
+ * out, -inf; else kept; PyTorch SDPA's bool mask); causal: query i attends keys j <= i only (top
+ * left aligned, PyTorch's is_causal), combined with the mask when both are given.  A row whose
+ * scores are all -inf (every key masked, or Skv == 0) gives 0, as PyTorch's SDPA; a NaN or +inf
+ * score gives NaN.  algo: GC_ATTN_AUTO, _STANDARD (a block of query rows against every key, the
+ * score rows in per-thread scratch) or _TILED (online softmax over key blocks). */
+enum { GC_ATTN_MASK_NONE = 0, GC_ATTN_MASK_FLOAT = 1, GC_ATTN_MASK_BOOL = 2 };
+enum { GC_ATTN_AUTO = 0, GC_ATTN_STANDARD = 1, GC_ATTN_TILED = 2 };
+typedef struct {
+    ptrdiff_t b, h, sq, skv, d, dv;
+    /* element strides, dimension order [B, H, S, D] (mask: [B, H, Sq, Skv]) */
+    ptrdiff_t qs[4], ks[4], vs[4], os[4], ms[4];
+    int mask_kind, causal, algo;
+    double scale;
+} gc_attn;
+
 #define GC_CAT_(a, b) a##_##b
 #define GC_CAT(a, b) GC_CAT_(a, b)
 #define GC_FN(name) GC_CAT(name, GC_SFX)
@@ -188,7 +209,16 @@ typedef struct {
                                const gc_conv *p, ptrdiff_t o);                                     \
     /* maxpool.c; the backward returns -1 when an index lies outside its plane */                  \
     void gc_max_pool2d_##S(const T *x, T *vals, int64_t *idx, const gc_pool2d *p);                 \
-    int gc_max_pool2d_backward_##S(const T *g, const int64_t *idx, T *gx, const gc_pool2d *p);
+    int gc_max_pool2d_backward_##S(const T *g, const int64_t *idx, T *gx, const gc_pool2d *p);   \
+    /* norm.c: layer_norm over the rows of contiguous [rows, n]: out = (x - mean) /             \
+     * sqrt(var + eps) * weight + bias (biased variance); weight, bias NULL or n values; out may \
+     * equal x exactly */                                                                          \
+    void gc_layer_norm_##S(const T *x, const T *weight, const T *bias, T *out, ptrdiff_t rows,    \
+                           ptrdiff_t n, double eps);                                               \
+    /* attention.c: out = softmax(q k^T * scale + mask [causal]) v over strided 4-d views (see     \
+     * gc_attn); -1 if scratch malloc fails */                                                     \
+    int gc_attention_##S(const T *q, const T *k, const T *v, const void *mask, T *out,             \
+                         const gc_attn *p);
 
 GC_DECLARE_FLOAT_KERNELS(float, f32)
 GC_DECLARE_FLOAT_KERNELS(double, f64)

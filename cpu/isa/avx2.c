@@ -4,6 +4,19 @@
 
 #include "isa.h"
 
+/* lane sums for isa/stream.h */
+static inline float gc_avx2_hsum_ps(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1)));
+}
+static inline double gc_avx2_hsum_pd(__m256d v)
+{
+    __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+
 #define UKR_UNROLL 4
 #define UKR_MR 6
 #define UKR_NV 2
@@ -23,6 +36,17 @@
 #define UKR_NAME gemm_avx2_f32_6x16
 #define UKR_NAME_DA gemm_da_avx2_f32_6x16
 #include "isa/ukr.h"
+#define V_SUB(a, b) _mm256_sub_ps(a, b)
+#define V_HSUM(v) gc_avx2_hsum_ps(v)
+#define S_FMA(a, b, c) __builtin_fmaf(a, b, c)
+#define STREAM_ACC 8
+#define STREAM_SFX f32
+#include "isa/stream.h"
+#undef V_SUB
+#undef V_HSUM
+#undef S_FMA
+#undef STREAM_ACC
+#undef STREAM_SFX
 #undef UKR_T
 #undef UKR_VT
 #undef UKR_VL
@@ -51,6 +75,17 @@
 #define UKR_NAME gemm_avx2_f64_6x8
 #define UKR_NAME_DA gemm_da_avx2_f64_6x8
 #include "isa/ukr.h"
+#define V_SUB(a, b) _mm256_sub_pd(a, b)
+#define V_HSUM(v) gc_avx2_hsum_pd(v)
+#define S_FMA(a, b, c) __builtin_fma(a, b, c)
+#define STREAM_ACC 8
+#define STREAM_SFX f64
+#include "isa/stream.h"
+#undef V_SUB
+#undef V_HSUM
+#undef S_FMA
+#undef STREAM_ACC
+#undef STREAM_SFX
 
 static void gc_isa_fill_avx2_vmath(gc_isa_kernels *k);
 
@@ -70,6 +105,12 @@ void gc_isa_fill_avx2(gc_isa_kernels *k)
     k->ukr_f64 = gemm_avx2_f64_6x8;
     k->ukr_da_f64 = gemm_da_avx2_f64_6x8;
     k->ukr_f64_name = "gemm_avx2_f64_6x8";
+    k->gemv_n_f32 = gemv_n_f32;
+    k->gemv_t_f32 = gemv_t_f32;
+    k->gemv_n_f64 = gemv_n_f64;
+    k->gemv_t_f64 = gemv_t_f64;
+    k->ln_row_f32 = ln_row_f32;
+    k->ln_row_f64 = ln_row_f64;
 }
 
 /* ---- float32 vector math (isa/vmath.h) ------------------------------------------------------ */

@@ -30,6 +30,17 @@
 #define UKR_NAME gemm_avx512_f32
 #define UKR_NAME_DA gemm_da_avx512_f32
 #include "isa/ukr.h"
+#define V_SUB(a, b) _mm512_sub_ps(a, b)
+#define V_HSUM(v) _mm512_reduce_add_ps(v)
+#define S_FMA(a, b, c) __builtin_fmaf(a, b, c)
+#define STREAM_ACC 16
+#define STREAM_SFX f32
+#include "isa/stream.h"
+#undef V_SUB
+#undef V_HSUM
+#undef S_FMA
+#undef STREAM_ACC
+#undef STREAM_SFX
 #undef UKR_T
 #undef UKR_VT
 #undef UKR_VL
@@ -60,6 +71,17 @@
 #define UKR_NAME gemm_avx512_f64
 #define UKR_NAME_DA gemm_da_avx512_f64
 #include "isa/ukr.h"
+#define V_SUB(a, b) _mm512_sub_pd(a, b)
+#define V_HSUM(v) _mm512_reduce_add_pd(v)
+#define S_FMA(a, b, c) __builtin_fma(a, b, c)
+#define STREAM_ACC 16
+#define STREAM_SFX f64
+#include "isa/stream.h"
+#undef V_SUB
+#undef V_HSUM
+#undef S_FMA
+#undef STREAM_ACC
+#undef STREAM_SFX
 
 #define GC_STR_(x) #x
 #define GC_STR(x) GC_STR_(x)
@@ -82,6 +104,12 @@ void gc_isa_fill_avx512(gc_isa_kernels *k)
     k->ukr_f64 = gemm_avx512_f64;
     k->ukr_da_f64 = gemm_da_avx512_f64;
     k->ukr_f64_name = "gemm_avx512_f64_" GC_STR(GC_AVX512_MR) "x16";
+    k->gemv_n_f32 = gemv_n_f32;
+    k->gemv_t_f32 = gemv_t_f32;
+    k->gemv_n_f64 = gemv_n_f64;
+    k->gemv_t_f64 = gemv_t_f64;
+    k->ln_row_f32 = ln_row_f32;
+    k->ln_row_f64 = ln_row_f64;
 }
 
 /* ---- float32 vector math (isa/vmath.h) ------------------------------------------------------ */

@@ -38,6 +38,23 @@
 #define NEON_NAME gemm_neon_f32_8x12
 #define NEON_NAME_DA gemm_da_neon_f32_8x12
 #include "isa/neon.c"
+#define UKR_T NEON_T
+#define UKR_VT NEON_VT
+#define UKR_VL NEON_VL
+#define V_SUB(a, b) vsubq_f32(a, b)
+#define V_HSUM(v) vaddvq_f32(v)
+#define S_FMA(a, b, c) __builtin_fmaf(a, b, c)
+#define STREAM_ACC 16
+#define STREAM_SFX f32
+#include "isa/stream.h"
+#undef UKR_T
+#undef UKR_VT
+#undef UKR_VL
+#undef V_SUB
+#undef V_HSUM
+#undef S_FMA
+#undef STREAM_ACC
+#undef STREAM_SFX
 #undef NEON_T
 #undef NEON_VT
 #undef NEON_VL
@@ -69,6 +86,23 @@
 #define NEON_NAME gemm_neon_f64_8x6
 #define NEON_NAME_DA gemm_da_neon_f64_8x6
 #include "isa/neon.c"
+#define UKR_T NEON_T
+#define UKR_VT NEON_VT
+#define UKR_VL NEON_VL
+#define V_SUB(a, b) vsubq_f64(a, b)
+#define V_HSUM(v) vaddvq_f64(v)
+#define S_FMA(a, b, c) __builtin_fma(a, b, c)
+#define STREAM_ACC 16
+#define STREAM_SFX f64
+#include "isa/stream.h"
+#undef UKR_T
+#undef UKR_VT
+#undef UKR_VL
+#undef V_SUB
+#undef V_HSUM
+#undef S_FMA
+#undef STREAM_ACC
+#undef STREAM_SFX
 
 static void gc_isa_fill_neon_vmath(gc_isa_kernels *k);
 
@@ -88,6 +122,12 @@ void gc_isa_fill_neon(gc_isa_kernels *k)
     k->ukr_f64 = gemm_neon_f64_8x6;
     k->ukr_da_f64 = gemm_da_neon_f64_8x6;
     k->ukr_f64_name = "gemm_neon_f64_8x6";
+    k->gemv_n_f32 = gemv_n_f32;
+    k->gemv_t_f32 = gemv_t_f32;
+    k->gemv_n_f64 = gemv_n_f64;
+    k->gemv_t_f64 = gemv_t_f64;
+    k->ln_row_f32 = ln_row_f32;
+    k->ln_row_f64 = ln_row_f64;
 }
 
 /* ---- float32 vector math (isa/vmath.h) ------------------------------------------------------ */

@@ -25,6 +25,17 @@
 #define UKR_NAME gemm_scalar_f32_4x4
 #define UKR_NAME_DA gemm_da_scalar_f32_4x4
 #include "isa/ukr.h"
+#define V_SUB(a, b) ((a) - (b))
+#define V_HSUM(v) (v)
+#define S_FMA(a, b, c) ((a) * (b) + (c))
+#define STREAM_ACC 8
+#define STREAM_SFX f32
+#include "isa/stream.h"
+#undef V_SUB
+#undef V_HSUM
+#undef S_FMA
+#undef STREAM_ACC
+#undef STREAM_SFX
 #undef UKR_T
 #undef UKR_VT
 #undef UKR_NAME
@@ -35,6 +46,17 @@
 #define UKR_NAME gemm_scalar_f64_4x4
 #define UKR_NAME_DA gemm_da_scalar_f64_4x4
 #include "isa/ukr.h"
+#define V_SUB(a, b) ((a) - (b))
+#define V_HSUM(v) (v)
+#define S_FMA(a, b, c) ((a) * (b) + (c))
+#define STREAM_ACC 8
+#define STREAM_SFX f64
+#include "isa/stream.h"
+#undef V_SUB
+#undef V_HSUM
+#undef S_FMA
+#undef STREAM_ACC
+#undef STREAM_SFX
 #undef UKR_T
 #undef UKR_VT
 #undef UKR_NAME
@@ -67,6 +89,12 @@ void gc_isa_fill_scalar(gc_isa_kernels *k)
     k->ukr_f64 = gemm_scalar_f64_4x4;
     k->ukr_da_f64 = gemm_da_scalar_f64_4x4;
     k->ukr_f64_name = "gemm_scalar_f64_4x4";
+    k->gemv_n_f32 = gemv_n_f32;
+    k->gemv_t_f32 = gemv_t_f32;
+    k->gemv_n_f64 = gemv_n_f64;
+    k->gemv_t_f64 = gemv_t_f64;
+    k->ln_row_f32 = ln_row_f32;
+    k->ln_row_f64 = ln_row_f64;
     for (int op = 0; op < GC_UNARY_COUNT; op++)
         k->vunary_f32[op] = NULL;
     k->vexp_shift_sum_f32 = vexp_shift_sum_scalar;

@@ -4,6 +4,17 @@
 
 #include "isa.h"
 
+/* lane sums for isa/stream.h */
+static inline float gc_sse2_hsum_ps(__m128 s)
+{
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1)));
+}
+static inline double gc_sse2_hsum_pd(__m128d s)
+{
+    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+
 #define UKR_UNROLL 2
 #define UKR_MR 4
 #define UKR_NV 2
@@ -23,6 +34,17 @@
 #define UKR_NAME gemm_sse2_f32_4x8
 #define UKR_NAME_DA gemm_da_sse2_f32_4x8
 #include "isa/ukr.h"
+#define V_SUB(a, b) _mm_sub_ps(a, b)
+#define V_HSUM(v) gc_sse2_hsum_ps(v)
+#define S_FMA(a, b, c) ((a) * (b) + (c))
+#define STREAM_ACC 8
+#define STREAM_SFX f32
+#include "isa/stream.h"
+#undef V_SUB
+#undef V_HSUM
+#undef S_FMA
+#undef STREAM_ACC
+#undef STREAM_SFX
 #undef UKR_T
 #undef UKR_VT
 #undef UKR_VL
@@ -51,6 +73,17 @@
 #define UKR_NAME gemm_sse2_f64_4x4
 #define UKR_NAME_DA gemm_da_sse2_f64_4x4
 #include "isa/ukr.h"
+#define V_SUB(a, b) _mm_sub_pd(a, b)
+#define V_HSUM(v) gc_sse2_hsum_pd(v)
+#define S_FMA(a, b, c) ((a) * (b) + (c))
+#define STREAM_ACC 8
+#define STREAM_SFX f64
+#include "isa/stream.h"
+#undef V_SUB
+#undef V_HSUM
+#undef S_FMA
+#undef STREAM_ACC
+#undef STREAM_SFX
 
 #include "isa/optim.h"
 
@@ -67,4 +100,10 @@ void gc_isa_fill_sse2(gc_isa_kernels *k)
     k->ukr_f64 = gemm_sse2_f64_4x4;
     k->ukr_da_f64 = gemm_da_sse2_f64_4x4;
     k->ukr_f64_name = "gemm_sse2_f64_4x4";
+    k->gemv_n_f32 = gemv_n_f32;
+    k->gemv_t_f32 = gemv_t_f32;
+    k->gemv_n_f64 = gemv_n_f64;
+    k->gemv_t_f64 = gemv_t_f64;
+    k->ln_row_f32 = ln_row_f32;
+    k->ln_row_f64 = ln_row_f64;
 }

@@ -52,7 +52,8 @@
     /* softmax.c */ X(softmax) X(softmax_backward)                                                \
     /* copy.c */ X(copy)                                                                          \
     /* im2col.c, conv.c, maxpool.c */ X(im2col) X(col2im) X(conv2d_forward)                      \
-    X(conv2d_backward) X(max_pool2d) X(max_pool2d_backward)
+    X(conv2d_backward) X(max_pool2d) X(max_pool2d_backward)                                       \
+    /* norm.c, attention.c */ X(layer_norm) X(attention)
 
 typedef int (*gc_node_parse_fn)(PyObject *const *args, Py_ssize_t nargs, void *node, bufset *bs);
 typedef int (*gc_node_exec_fn)(const void *node);

@@ -6,10 +6,13 @@ every dispatch and barrier of the graph, recorded by the same Vulkan kernels eag
 A run writes the inputs into their arena slots, replays the command buffer (one submit, one
 wait: the host cost does not grow with the number of ops) and reads the outputs back.
 
-The graph goes through the passes without the CPU-only fusions (layer norm, attention, SiLU
-have C kernels but no shaders yet: their primitive ops run as they are); a ``gemm`` node runs
-the GEMM shader with its alpha, bias and activation epilogue. A node without a shader for its
-dtypes is refused when the model is compiled (DeviceError naming it): compile for the CPU.
+The graph goes through the passes without the CPU-only SiLU fusion (a C kernel but no shader
+yet: its primitive ops run as they are); a ``gemm`` node runs the GEMM shader with its alpha,
+bias and activation epilogue, ``layer_norm`` and ``attention`` nodes their own shaders (one
+dispatch each, kernels/fused.py; attention reads the permuted q / k / v views in place and, with
+``heads_last``, writes the merged [B, S, H, D] heads through a permuted view of its output).
+A node without a shader for its dtypes is refused when the model is compiled (DeviceError naming
+it): compile for the CPU.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from ... import dispatch
 from ...backends.vulkan.capture import record
 from ...backends.vulkan.kernels import KERNELS as VK_KERNELS
 from ...backends.vulkan.kernels import copy_array
+from ...backends.vulkan.kernels import fused as vk_fused
 from ...backends.vulkan.kernels.gemm import gemm as vk_gemm
 from ...dtypes import float32
 from ...errors import DeviceError
@@ -40,6 +44,29 @@ def _record_gemm(be, out, ins, attrs):
     b = np.broadcast_to(b, batch + b.shape[-2:])
     bias = ins[2] if len(ins) > 2 else None
     vk_gemm(be, out, a, b, alpha=float(attrs["alpha"]), bias=bias, activation=attrs["act"])
+
+
+def _record_layer_norm(be, out, ins, attrs):
+    it = iter(ins[1:])  # inputs: [x, weight?, bias?]
+    w = next(it) if attrs["has_weight"] else None
+    b = next(it) if attrs["has_bias"] else None
+    vk_fused.layer_norm(be, out, ins[0], w, b, attrs["n"], float(attrs["eps"]))
+
+
+def _record_attention(be, out, ins, attrs):
+    if attrs.get("heads_last"):
+        out = out.transpose(0, 2, 1, 3)  # out is [B, S, H, D]: write it through the view
+    mask = ins[3] if len(ins) > 3 else None
+    q, k, v = ins[:3]
+    vk_fused.attention(be, out, q, k, v, mask, float(attrs["scale"]), bool(attrs["causal"]))
+
+
+# The runtime's own ops recorded by a function here (every other op runs its registry kernel).
+_RECORDERS = {
+    "gemm": _record_gemm,
+    "layer_norm": _record_layer_norm,
+    "attention": _record_attention,
+}
 
 
 def _record_conv2d(be, out, ins, attrs) -> np.ndarray:
@@ -97,7 +124,7 @@ class VulkanExecutor:
             dts = [out.dtype] + [g.tensors[n].dtype for n in node.inputs]
             if step.kind == "copy":
                 supported = out.dtype.itemsize in (4, 8)
-            elif node.op in ("gemm", "conv2d"):
+            elif node.op in ("gemm", "conv2d", "layer_norm", "attention"):
                 supported = all(d is float32 for d in dts)
             else:
                 rop = REGISTRY.get(node.op)
@@ -144,8 +171,8 @@ class VulkanExecutor:
                 be.ctx.stream.label = node.op
                 if step.kind == "copy":
                     copy_array(be, out, op_info(node.op).view(args[0], node.attrs))
-                elif node.op == "gemm":
-                    _record_gemm(be, out, args, node.attrs)
+                elif node.op in _RECORDERS:
+                    _RECORDERS[node.op](be, out, args, node.attrs)
                 elif node.op == "conv2d":
                     temps.append(_record_conv2d(be, out, args, node.attrs))
                 else:

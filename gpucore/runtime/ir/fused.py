@@ -184,9 +184,11 @@ def _att_eval(arrays, attrs, dtypes=None):
         sq, skv = s.shape[-2:]
         s = np.where(np.tril(np.ones((sq, skv), bool)), s, -np.inf)
     with np.errstate(invalid="ignore"):
-        s = s - s.max(axis=-1, keepdims=True)
-        p = np.exp(s)
+        top = s.max(axis=-1, keepdims=True)
+        p = np.exp(s - top)
         p = p / p.sum(axis=-1, keepdims=True)
+        # a row with every score -inf (fully masked) is 0, as PyTorch's SDPA
+        p = np.where(np.isneginf(top), 0.0, p)
     out = np.matmul(p, v).astype(arrays[0].dtype)
     return np.ascontiguousarray(out.transpose(0, 2, 1, 3)) if attrs.get("heads_last") else out
 

@@ -92,3 +92,30 @@ def test_outputs_are_fresh_arrays():
     a = cm.run_arrays([rand(2, 8, seed=1)])[0]
     b = cm.run_arrays([rand(2, 8, seed=2)])[0]
     assert not np.shares_memory(a, b) and not np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("group", ["NORM", "ACTIVATION", "PAD", "UPSAMPLE", "DISTANCE"])
+def test_every_nn_module_compiled_equals_interpreted_and_eager(group):
+    """Every module of the nn table (tests/nn/nn_cases.py), optimised and compiled, in float64."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "nn"))
+    import nn_cases
+
+    for case in getattr(nn_cases, f"{group}_CASES"):
+        m = nn_cases.ours(case, gpucore.float64).eval()
+        ins = [np.asarray(x, np.float64) for x in case.inputs]
+        try:
+            compiled = runtime.compile(m, ins, device="cpu")
+        except runtime.CaptureError as e:
+            assert "random" in str(e), case
+            continue
+        interpreted = runtime.compile(m, ins, device="cpu", executor="interpreted")
+        got = compiled.run_arrays(ins)
+        np.testing.assert_array_equal(got[0], interpreted.run_arrays(ins)[0], err_msg=repr(case))
+        with gpucore.no_grad():
+            want = m(*[gpucore.tensor(x) for x in ins])
+        want = want if isinstance(want, tuple) else (want,)
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b.numpy(), rtol=1e-9, atol=1e-12, err_msg=repr(case))
