@@ -216,7 +216,7 @@ class InferenceSession:
         return out
 
     def reset_stats(self) -> None:
-        with self._lock if hasattr(self, "_lock") else threading.Lock():
+        with self._lock:
             self._calls = 0
             self._times: list = []
         for ex in self.model.executors():

@@ -151,7 +151,7 @@ def _ln_eval(arrays, attrs, dtypes=None):
 
 def _ln_lower(out, arrays, attrs, scratch):
     x = arrays[0]
-    if x.dtype not in _FLOATS or not x.flags.c_contiguous or not hasattr(_cpu, "layer_norm"):
+    if x.dtype not in _FLOATS or not x.flags.c_contiguous:
         return None
     i = 1
     w = b = None
@@ -196,7 +196,7 @@ def _att_eval(arrays, attrs, dtypes=None):
 def _att_lower(out, arrays, attrs, scratch):
     q, k, v = arrays[:3]
     mask = arrays[3] if len(arrays) > 3 else None
-    if q.dtype not in _FLOATS or not hasattr(_cpu, "attention"):
+    if q.dtype not in _FLOATS:
         return None
     if q.ndim != 4 or k.ndim != 4 or v.ndim != 4 or out.ndim != 4:
         return None
