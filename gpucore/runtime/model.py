@@ -17,6 +17,7 @@ from .capture.dynamic import capture, specialize
 from .executors.cpu import CompiledExecutor, InterpretedExecutor
 from .format import save_model
 from .ir.graph import Graph
+from .ir.shapes import check_shapes
 from .ir.symbolic import SymInt
 from .passes import VULKAN_PIPELINE
 from .passes import optimize as run_passes
@@ -208,6 +209,7 @@ class CompiledModel:
 
     def _build(self, sizes: dict):
         graph = specialize(self.symbolic, sizes) if self.symbols else self.symbolic.copy()
+        check_shapes(graph)  # before anything is sized from the declared shapes
         if self.device == "vulkan":
             from .executors.vulkan import VulkanExecutor  # lazy: imports the Vulkan backend
 

@@ -85,6 +85,10 @@ HOSTILE = {
     "bad dtype": lambda d: d["tensors"]["x"].update(dtype="complex128"),
     "cycle": lambda d: d["nodes"][0]["inputs"].__setitem__(0, d["nodes"][-1]["output"]),
     "not a dict": lambda d: d.update(nodes={"a": 1}),
+    "huge claimed output": lambda d: d["tensors"][d["nodes"][0]["output"]].update(
+        shape={"$tuple": [1 << 20, 1 << 20, 1 << 10]}
+    ),
+    "wrong claimed dtype": lambda d: d["tensors"][d["nodes"][0]["output"]].update(dtype="int8"),
 }
 
 

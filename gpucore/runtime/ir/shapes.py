@@ -1,0 +1,98 @@
+"""Shape checking: every node's declared output shape and dtype re-derived from its inputs.
+
+A captured graph is consistent by construction; a loaded one is only what its file claims. The
+planner sizes the arena from the declared shapes, so before anything is allocated or run,
+``check_shapes`` recomputes each node's output from the op's own rule (a registry op's
+``infer``, a view's data-less result, a fused op's shape rule) and raises GraphError naming the
+node when the file's claim differs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ops.registry import REGISTRY
+from .graph import Graph, GraphError
+from .ops import TensorSpec, op_info
+
+
+def _proto(shape: tuple, dtype) -> np.ndarray:
+    """A data-less C-contiguous array of ``shape`` (views of it cost nothing)."""
+    item = dtype.itemsize
+    strides = []
+    acc = item
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= max(s, 1)
+    base = np.zeros(1, np.dtype(f"V{item}"))
+    return np.lib.stride_tricks.as_strided(base, shape, tuple(reversed(strides)), writeable=False)
+
+
+def _gemm_shape(shapes: list, attrs: dict) -> tuple:
+    a, b = shapes[0], shapes[1]
+    if len(a) < 2 or len(b) < 2:
+        raise ValueError("gemm operands need at least 2 dims")
+    m, ka = (a[-1], a[-2]) if attrs["trans_a"] else (a[-2], a[-1])
+    kb, n = (b[-1], b[-2]) if attrs["trans_b"] else (b[-2], b[-1])
+    if ka != kb:
+        raise ValueError(f"gemm: inner sizes {ka} and {kb} differ")
+    batch = np.broadcast_shapes(a[:-2], b[:-2])
+    if len(shapes) > 2 and shapes[2] not in ((n,), ()):
+        raise ValueError(f"gemm: bias of shape {shapes[2]} for {n} columns")
+    return tuple(batch) + (m, n)
+
+
+def _attention_shape(shapes: list, attrs: dict) -> tuple:
+    q, k, v = shapes[:3]
+    if len(q) != 4 or len(k) != 4 or len(v) != 4 or q[-1] != k[-1] or k[-2] != v[-2]:
+        raise ValueError(f"attention: q {q}, k {k}, v {v} do not fit")
+    b, h, s = q[:3]
+    return (b, s, h, v[-1]) if attrs.get("heads_last") else (b, h, s, v[-1])
+
+
+def _same_as_input(shapes: list, attrs: dict) -> tuple:
+    n = attrs.get("n")
+    if n is not None and (n < 1 or int(np.prod(shapes[0], dtype=np.int64)) % n):
+        raise ValueError(f"layer_norm: n={n} does not divide the input {shapes[0]}")
+    return shapes[0]
+
+
+FUSED_SHAPES = {
+    "gemm": _gemm_shape,
+    "attention": _attention_shape,
+    "layer_norm": _same_as_input,
+    "silu": _same_as_input,
+}
+
+
+def expected(graph: Graph, node) -> tuple:
+    """(shape, dtype) the node's op gives for its inputs."""
+    ins = [graph.tensors[n] for n in node.inputs]
+    info = op_info(node.op)
+    if info.view is not None:
+        arr = info.view(_proto(ins[0].shape, ins[0].dtype), node.attrs)
+        return tuple(arr.shape), ins[0].dtype
+    rule = FUSED_SHAPES.get(node.op)
+    if rule is not None:
+        return rule([t.shape for t in ins], node.attrs), ins[0].dtype
+    rop = REGISTRY[node.op]
+    attrs = {k: v for k, v in node.attrs.items() if k != "output_index"}
+    specs = rop.infer(*[TensorSpec(t.shape, t.dtype) for t in ins], **attrs)
+    if isinstance(specs, list):
+        specs = specs[node.attrs.get("output_index", 0)]
+    return tuple(specs[0]), specs[1]
+
+
+def check_shapes(graph: Graph) -> None:
+    """GraphError naming the first node whose declared output is not what its op gives."""
+    for node in graph.order():
+        declared = graph.tensors[node.output]
+        try:
+            shape, dtype = expected(graph, node)
+        except Exception as e:  # noqa: BLE001 - any failure of the op's own rule: a bad graph
+            raise GraphError(f"node {node.output} ({node.op}): {e}") from None
+        if tuple(shape) != tuple(declared.shape) or dtype is not declared.dtype:
+            raise GraphError(
+                f"node {node.output} ({node.op}) declares {declared.dtype.name}"
+                f"{list(declared.shape)} but its inputs give {dtype.name}{list(shape)}"
+            )
