@@ -11,6 +11,7 @@ import threading
 
 import numpy as np
 
+from ..dispatch import vulkan_backend
 from ..errors import GpucoreError
 from ..tensor import Tensor
 from .capture.dynamic import capture, specialize
@@ -37,8 +38,6 @@ def _pick_device(device: str) -> str:
     if device not in DEVICES:
         raise ValueError(f"compile(): device must be one of {DEVICES}, got {device!r}")
     if device == "auto":
-        from ..dispatch import vulkan_backend  # noqa: PLC0415 - optional backend, probed lazily
-
         # The dispatch policy's rule: a CPU-type Vulkan device (lavapipe) is not used unless
         # GPUCORE_VULKAN_ALLOW_CPU says so (the C path is 20-30x faster there, DESIGN.md).
         return "vulkan" if vulkan_backend(required=False) is not None else "cpu"
@@ -108,10 +107,12 @@ class CompiledModel:
         return tuple(str(d) if isinstance(d, SymInt) else d for d in info.shape), info.dtype
 
     def output_spec(self, name: str) -> tuple:
+        """(shape with symbolic entries as str, dtype) of output ``name``."""
         info = self.symbolic.tensors[name]
         return tuple(str(d) if isinstance(d, SymInt) else d for d in info.shape), info.dtype
 
     def plan_summary(self) -> str:
+        """The memory plan of ``graph`` in one line (steps, arena bytes, in-place nodes)."""
         return self._executor(self._sizes_default()).plan.summary()
 
     # ----------------------------------------------------------------------------- runs

@@ -97,17 +97,23 @@ class InferenceSession:
         executor: str | None = None,
     ):
         device = self._device(providers)
+        if enable_profiling:
+            executor = "interpreted"  # per-node times: the kernels one by one
         if isinstance(model_or_path, CompiledModel):
             model = model_or_path
-            if enable_profiling:
-                executor = "interpreted"  # per-node times: the kernels one by one
-            if device not in ("auto", model.device) or executor not in (None, model.executor_kind):
+            want = (
+                model.device if device == "auto" else _pick_device(device),
+                executor or model.executor_kind,
+                model.check_nan if check_nan is None else bool(check_nan),
+            )
+            if want != (model.device, model.executor_kind, model.check_nan):
+                # a model of its own: the caller's CompiledModel is not changed
                 model = CompiledModel(
                     model.symbolic,
-                    device=_pick_device(device) if device != "auto" else model.device,
+                    device=want[0],
                     optimize=model.optimize,
-                    executor=executor or model.executor_kind,
-                    check_nan=model.check_nan,
+                    executor=want[1],
+                    check_nan=want[2],
                 )
         elif hasattr(model_or_path, "named_parameters"):
             raise TypeError(
@@ -115,11 +121,9 @@ class InferenceSession:
                 "module first: gpucore.compile(model, example_inputs)"
             )
         else:
-            if enable_profiling:
-                executor = "interpreted"
             model = load(model_or_path, device=device, executor=executor)
-        if check_nan is not None:
-            model.check_nan = check_nan
+            if check_nan is not None:
+                model.check_nan = check_nan
         self.model = model
         self._lock = threading.Lock()
         self._profiling = enable_profiling

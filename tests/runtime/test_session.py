@@ -83,3 +83,14 @@ def test_many_threads_on_one_session(session):
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
     assert sess.stats()["calls"] == 8 + 80
+
+
+def test_session_options_leave_the_callers_model_unchanged():
+    cm = gpucore.compile(mlp(4), (rand(1, 4),), device="cpu")
+    sess = InferenceSession(cm, check_nan=True)
+    x = rand(1, 4)
+    x[0, 0] = np.nan
+    with pytest.raises(InputError, match="NaN"):
+        sess.run(None, {"input": x})
+    assert not cm.check_nan and np.isnan(cm.run_arrays([x])[0]).all()
+    assert InferenceSession(cm).model is cm  # nothing to change: the model itself
