@@ -15,7 +15,7 @@ from ..tensor import Tensor
 from .api import public
 from .common import check_indices, scalar_tensor, wrap_dim
 from .elementwise import where
-from .registry import apply, defop
+from .registry import CAPTURE, apply, defop
 from .samples import Sample, integers, uniform, via
 from .shape import PERMUTE, VIEW
 
@@ -240,6 +240,8 @@ def getitem(input: Tensor, key) -> Tensor:
     if basic:
         _probe(input, parts)
         return apply(GETITEM, input, key=parts, src=tuple(input.shape))
+    if CAPTURE[0] is not None:
+        CAPTURE[0].check_constant_key("x[index]", key)  # the key's values become attributes
     _probe(input, parts)
     return apply(INDEX, input, key=parts, src=tuple(input.shape))
 
@@ -251,6 +253,8 @@ def setitem(input: Tensor, key, value) -> None:
     from .inplace import inplace
 
     parts, basic = normalize_key(key)
+    if CAPTURE[0] is not None and not basic:
+        CAPTURE[0].check_constant_key("x[index] = value", key)
     region = _probe(input, parts)
     if not isinstance(value, Tensor):
         value = _tensor(value, dtype=input.dtype)
@@ -407,6 +411,14 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     if index.ndim > 1:
         raise ShapeError(f"index_select(): index must be 1-D, got shape {tuple(index.shape)}")
     check_indices("index_select", index, input.shape[d], f"dim {d}")
+    if CAPTURE[0] is not None:
+        # A captured graph must read the index as a tensor (getitem's key is an attribute):
+        # the same rows through gather, whose index is an input.
+        shape = [1] * input.ndim
+        shape[d] = -1
+        size = list(input.shape)
+        size[d] = index.numel()
+        return gather(input, d, index.reshape(-1).to(D.int64).reshape(shape).expand(*size))
     return getitem(input, (slice(None),) * d + (index.reshape(-1),))
 
 

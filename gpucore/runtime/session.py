@@ -58,7 +58,13 @@ class NodeArg:
 def load(path, *, device: str = "auto", executor: str | None = None) -> CompiledModel:
     """The CompiledModel that ``CompiledModel.save`` wrote to ``path``.
 
-    Raises SerializationError naming the file for anything corrupt or hostile in it."""
+    Raises SerializationError naming the file for anything corrupt or hostile in it. An ONNX
+    model (a path ending in .onnx, or the bytes of one) goes to ``gpucore.onnx.load``."""
+    if isinstance(path, (bytes, bytearray, memoryview)) or str(path).lower().endswith(".onnx"):
+        from ..onnx import load as load_onnx  # lazy: it imports onnx, an optional dependency
+
+        device = "auto" if device == "saved" else device
+        return load_onnx(path, device=device, **({"executor": executor} if executor else {}))
     graph, opts = load_model(path)
     opts["device"] = _pick_device(device) if device != "saved" else opts["device"]
     if executor is not None:

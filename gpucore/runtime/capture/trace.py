@@ -86,6 +86,21 @@ class Tracer:
             )
         self._bind(x, self.name_of(value))
 
+    def check_constant_key(self, what: str, key) -> None:
+        """Refuse an index key holding a tensor computed from the graph's inputs: its values
+        would be baked into the graph as an attribute (CaptureError says what to use)."""
+        parts = key if isinstance(key, tuple) else (key,)
+        for part in parts:
+            if not isinstance(part, Tensor) or threading.get_ident() != self.thread:
+                continue
+            name = self.names.get(id(part))
+            if name is not None and not self.graph.is_constant(name):
+                raise CaptureError(
+                    f"capture: {what} with an index tensor computed from the model's inputs "
+                    "cannot be captured (its values would be fixed at capture time); use "
+                    "torch-style gather / index_select / masked_fill / where instead"
+                )
+
     def name_of(self, t: Tensor) -> str:
         """The graph name of ``t``; a tensor no recorded op produced becomes a constant."""
         name = self.names.get(id(t))
@@ -163,7 +178,7 @@ def _as_tensor(x, i: int) -> Tensor:
     if isinstance(x, Tensor):
         return x
     if isinstance(x, np.ndarray):
-        return Tensor._wrap(np.ascontiguousarray(x), from_numpy_dtype(x.dtype))
+        return Tensor._wrap(np.require(x, requirements="C"), from_numpy_dtype(x.dtype))
     raise CaptureError(
         f"capture: example input {i} is a {type(x).__name__}; give tensors or numpy arrays "
         "(other arguments: wrap the model in a function that fixes them)"

@@ -27,12 +27,12 @@ PIPELINE = (
     sink_views,
     matmul_to_gemm,
     absorb_transposes,
+    fuse_gelu_tanh,  # before fold_scalars, which would take its 0.5 into the next gemm
     fold_scalars,
     constant_fold,
     eliminate_common_subexpressions,
     fuse_conv_affine,
     fuse_layer_norm,
-    fuse_gelu_tanh,
     fuse_silu,
     fuse_attention,
     fuse_gemm_epilogue,

@@ -6,8 +6,9 @@ input. Patterns:
 
 - GEMM epilogues: ``gemm -> add(bias)`` (a vector along the last dim) and ``-> relu / sigmoid /
   tanh / gelu`` become the gemm's bias and activation;
-- attention: ``gemm(q, k, trans_b, alpha=scale) -> [add(mask)] -> softmax(-1) -> gemm(., v)``,
-  a constant mask that is exactly the causal one becoming ``causal=True``;
+- attention: ``gemm(q, k, trans_b, alpha=scale) -> [add(mask) | where(mask, ., -inf)] ->
+  softmax(-1) -> gemm(., v)``, a constant mask that is exactly the causal one becoming
+  ``causal=True``;
 - layer norm: ``mean -> sub -> square -> mean -> add eps -> sqrt -> reciprocal -> mul
   [-> mul weight] [-> add bias]`` (also with ``pow(., 2)``, ``rsqrt`` and ``div`` by the sqrt);
 - GELU's tanh form ``0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`` in any order of
@@ -122,7 +123,15 @@ def fuse_attention(graph: Graph) -> bool:
         mask = None
         causal = False
         nxt = graph.sole_consumer(scores)
-        if (
+        if nxt is not None and nxt.op == "where":
+            mask = _where_mask(graph, nxt, scores)
+            if mask is None:
+                continue
+            if _causal_mask(_const(graph, mask)):
+                mask, causal = None, True
+            scores = nxt.output
+            nxt = graph.sole_consumer(scores)
+        elif (
             nxt is not None
             and nxt.op == "add"
             and _shape(graph, nxt.output) == _shape(graph, scores)
@@ -156,6 +165,27 @@ def fuse_attention(graph: Graph) -> bool:
         _write_heads_last(graph, fused)
         changed = True
     return changed
+
+
+def _where_mask(graph: Graph, node, scores: str):
+    """For ``where(cond, scores, -inf)`` (True may attend) or torch's masked_fill form
+    ``where(cond, -inf, scores)`` with a constant cond: an additive float mask constant (0 or
+    -inf, what every attention kernel takes), else None."""
+    cond, a, b = node.inputs
+    data = _const(graph, cond)
+    if data is None or data.dtype != np.bool_:
+        return None
+    if _shape(graph, node.output) != _shape(graph, scores):
+        return None
+    if a == scores and _scalar(graph, b) == -np.inf:
+        keep = data
+    elif b == scores and _scalar(graph, a) == -np.inf:
+        keep = ~data
+    else:
+        return None
+    dtype = graph.tensors[scores].dtype
+    additive = np.where(keep, 0.0, -np.inf).astype(dtype.np)
+    return graph.add_constant(additive, dtype=dtype)
 
 
 def _write_heads_last(graph: Graph, att) -> None:
@@ -317,11 +347,11 @@ def fuse_gelu_tanh(graph: Graph) -> bool:
                 _factors(graph, term, tl, True)
                 c = [n for n in tl if _scalar(graph, n) is not None]
                 rest = [n for n in tl if n not in c]
-                if len(c) == 1 and _close(_scalar(graph, c[0]), 0.044715) and len(rest) == 1:
-                    if _is_cube(graph, rest[0], a):
-                        x, cubic = a, term
-                    elif rest == [a, a, a]:
-                        x, cubic = a, term
+                if len(c) != 1 or not _close(_scalar(graph, c[0]), 0.044715):
+                    continue
+                # x**3 as one factor (pow, or a product read only there), or x*x*x*c flat
+                if (len(rest) == 1 and _is_cube(graph, rest[0], a)) or rest == [a, a, a]:
+                    x, cubic = a, term
         if x is None or cubic is None:
             continue
         one_plus = graph.sole_consumer(t.output)

@@ -132,3 +132,15 @@ def test_every_nn_module_captures(name):
         want = want if isinstance(want, tuple) else (want,)
         for a, b in zip(got, want):
             np.testing.assert_allclose(a, b.numpy(), rtol=1e-10, atol=1e-12, err_msg=repr(case))
+
+
+def test_index_tensors_from_inputs_are_read_as_inputs_or_refused():
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    g = trace(lambda x, i: x.index_select(0, i), [gpucore.tensor(x), np.zeros(2, np.int64)])
+    got = run_graph(g, [x, np.array([1, 2])])[0]
+    np.testing.assert_array_equal(got, x[[1, 2]])  # the index is an input, not an attribute
+    with pytest.raises(CaptureError, match="index tensor computed from the model's inputs"):
+        trace(lambda x, i: x[i], [gpucore.tensor(x), np.zeros(2, np.int64)])
+    fixed = gpucore.tensor(np.array([3, 0]))
+    g = trace(lambda x: x[fixed], [gpucore.tensor(x)])  # a constant key is fine
+    np.testing.assert_array_equal(run_graph(g, [x])[0], x[[3, 0]])

@@ -120,3 +120,30 @@ def test_pipeline_reaches_a_fixed_point():
     assert not any(p(g) for p in PIPELINE)
     assert set(g.op_counts()) <= {"layer_norm", "gemm", "attention", "strided", "clone", "add"}
     np.testing.assert_equal(len(g.outputs), 1)
+
+
+def test_gelu_tanh_written_as_flat_products_and_feeding_a_gemm():
+    w = gpucore.tensor(rand(6, 6))
+
+    def gpt2_mlp(x):  # the cube as x*x*x*c, the 0.5 last, the result into a matmul
+        inner = (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)
+        return ((x * (inner.tanh() + 1.0)) * 0.5) @ w
+
+    g = check_same(gpt2_mlp, [rand(3, 6)], PIPELINE)
+    assert "gelu" in g.op_counts() or any(n.attrs.get("act") == "gelu_tanh" for n in g.order())
+    assert "tanh" not in g.op_counts()
+
+
+def test_masked_fill_form_of_the_causal_mask():
+    t = 5
+    keep = gpucore.tensor(np.tril(np.ones((t, t), bool)))
+
+    def masked_fill(q, k, v):
+        s = (q @ k.transpose(-2, -1)) * 0.5
+        s = gpucore.where(keep, s, gpucore.tensor(-np.inf))
+        return F.softmax(s, dim=-1) @ v
+
+    qkv = [rand(1, 2, t, 4, seed=i) for i in range(3)]
+    g = check_same(masked_fill, qkv, PIPELINE)
+    (att,) = [n for n in g.order() if n.op == "attention"]
+    assert att.attrs["causal"] and len(att.inputs) == 3

@@ -1,0 +1,285 @@
+"""The interpreter of an ONNX graph: ``Program.forward`` walks the nodes in order and calls one
+handler per op type (``gpucore/onnx/ops``), with a ``Context`` that reads attributes (defaults
+from the op's schema at the model's opset) and converts values.
+
+A value is either a gpucore Tensor (traced: it depends on the model's inputs) or a numpy array
+known at load time (a *static* value: an initializer, a Constant, a Shape, and whatever is
+computed from those alone). Handlers compute static values in numpy, so that the shape, axes
+and index operands of Reshape / Expand / Slice / ... arrive as Python ints, which the runtime's
+multi-size tracing turns into symbolic sizes. A static value a tensor op needs becomes a
+constant; initializers keep their names (``Program.named_parameters`` gives them to the tracer).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..dtypes import from_numpy_dtype
+from ..errors import DTypeError, SerializationError
+from ..tensor import Tensor
+from .errors import UnsupportedOperator
+from .proto import DEFAULT_DOMAINS, ModelInfo, NodeInfo, bad, elements, require_onnx
+
+INTERNAL_DOMAIN = "gpucore"  # nodes the importer's own rewrites create (rewrite.py)
+_REQUIRED = object()
+_MISSING = object()
+
+
+@functools.lru_cache(maxsize=1024)
+def schema_defaults(op_type: str, opset: int):
+    """{attribute: default value} of ``op_type`` at ``opset``, or None when the opset has no
+    such operator."""
+    onnx = require_onnx()
+    try:
+        schema = onnx.defs.get_schema(op_type, opset, "")
+    except Exception:  # noqa: BLE001 - SchemaError: no such operator at this opset
+        return None
+    out = {}
+    for name, a in schema.attributes.items():
+        if a.default_value.type:
+            out[name] = onnx.helper.get_attribute_value(a.default_value)
+            if isinstance(out[name], bytes):
+                out[name] = out[name].decode("utf-8", "replace")
+    return out
+
+
+def _same(a, b) -> bool:
+    try:
+        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+    except Exception:  # noqa: BLE001 - incomparable: different
+        return False
+
+
+class Context:
+    """What a handler sees of the node it runs and of the model (see the module docstring)."""
+
+    def __init__(self, info: ModelInfo, weights: dict, dynamic: bool = False):
+        self.source = info.source
+        self.dynamic = dynamic  # the model has dynamic axes
+        self._sized: dict = {}  # id -> static value computed from tensor sizes (kept alive)
+        self.opset = info.opset
+        self.node: NodeInfo | None = None
+        self._weights = weights  # id(initializer array) -> its Tensor
+        self._read: set = set()
+        self._defaults: dict = {}
+
+    # ---------------------------------------------------------------------- running nodes
+    def run(self, handlers: dict, node: NodeInfo, inputs: list) -> list:
+        """The node's output values (a list, one per output name)."""
+        self.node = node
+        self._read = set()
+        internal = node.domain == INTERNAL_DOMAIN
+        if not internal and node.domain not in DEFAULT_DOMAINS:
+            raise self.unsupported(f"operators of domain {node.domain!r} are not supported")
+        handler = handlers.get(node.op_type)
+        defaults = {} if internal else schema_defaults(node.op_type, self.opset)
+        if defaults is None:
+            raise self.unsupported(f"{node.op_type} is not an operator of opset {self.opset}")
+        if handler is None:
+            raise self.unsupported(f"operator {node.op_type} is not supported by gpucore.onnx")
+        self._defaults = defaults
+        outs = handler(self, node, inputs)
+        if not isinstance(outs, (list, tuple)):
+            outs = [outs]
+        for name, value in node.attrs.items():
+            # an attribute no handler read must hold its default: any other value would be
+            # silently ignored
+            if name not in self._read and not _same(value, defaults.get(name, _MISSING)):
+                raise self.unsupported(
+                    f"attribute {name}={_show(value)} is not supported", attribute=name
+                )
+        for i, name in enumerate(node.outputs):
+            if name and (i >= len(outs) or outs[i] is None):
+                raise self.unsupported(f"output {i} ({name!r}) is not supported")
+        outs = [_value(v) for v in outs]
+        if self.dynamic and (
+            node.op_type in ("Shape", "Size") or any(self.size_dependent(v) for v in inputs)
+        ):
+            for v in outs:  # (an input passed through keeps what it was)
+                if isinstance(v, np.ndarray) and not any(v is i for i in inputs):
+                    self._sized[id(v)] = v
+        return outs
+
+    def unsupported(self, message: str, attribute: str | None = None) -> UnsupportedOperator:
+        """An UnsupportedOperator naming the current node, its op and the opset."""
+        node = self.node
+        label = node.label() if node is not None else "?"
+        op = node.op_type if node is not None else None
+        return UnsupportedOperator(
+            f"{self.source}: node {label} ({op}, opset {self.opset}): {message}",
+            node=label,
+            op=op,
+            opset=self.opset,
+            attribute=attribute,
+        )
+
+    def invalid(self, message: str) -> SerializationError:
+        """A SerializationError naming the file, the node and its op."""
+        return bad(self.source, f"node {self.node.label()} ({self.node.op_type}): {message}")
+
+    # ---------------------------------------------------------------------- attributes
+    def attr(self, name: str, default=_REQUIRED):
+        """The node's attribute ``name``, else the schema's default at this opset, else
+        ``default`` (SerializationError when a required attribute is missing)."""
+        self._read.add(name)
+        node = self.node
+        if name in node.attrs:
+            return node.attrs[name]
+        if name in self._defaults:
+            return self._defaults[name]
+        if default is _REQUIRED:
+            raise self.invalid(f"the required attribute {name!r} is missing")
+        return default
+
+    # ---------------------------------------------------------------------- values
+    @staticmethod
+    def is_static(v) -> bool:
+        """Whether ``v`` is known at load time (a numpy value)."""
+        return isinstance(v, np.ndarray)
+
+    def tensor(self, v) -> Tensor:
+        """``v`` as a gpucore Tensor (an initializer's own, so that it keeps its name)."""
+        if isinstance(v, Tensor):
+            return v
+        t = self._weights.get(id(v))
+        if t is not None:
+            return t
+        arr = np.require(v, requirements="C")
+        try:
+            dt = from_numpy_dtype(arr.dtype)
+        except DTypeError:
+            raise self.unsupported(
+                f"a tensor of dtype {arr.dtype} (gpucore has no such dtype)"
+            ) from None
+        return Tensor._wrap(arr, dt)
+
+    def size_dependent(self, v) -> bool:
+        """Whether static ``v`` was computed from tensor sizes (Shape, Size) in a model with
+        dynamic axes: it may differ between the traces at different sizes."""
+        return isinstance(v, np.ndarray) and id(v) in self._sized
+
+    def materialize(self, data, *params):
+        """``data`` as a Tensor when it is a fixed static value that size-dependent ``params``
+        select from or shape (a causal mask sliced to the sequence length): the op then becomes
+        a graph node whose attributes follow the sizes, instead of a constant that changes with
+        them, which one graph cannot hold. 1-D integer data (a table of sizes, whose result
+        may be needed as a shape) stays static."""
+        if (
+            isinstance(data, np.ndarray)
+            and (data.ndim >= 2 or data.dtype.kind in "fb")
+            and not self.size_dependent(data)
+            and any(self.size_dependent(p) for p in params)
+        ):
+            return self.tensor(data)
+        return data
+
+    def static(self, v, what: str) -> np.ndarray:
+        """``v``, which must be known at load time (input ``what`` of the node)."""
+        if isinstance(v, np.ndarray):
+            return v
+        raise self.unsupported(
+            f"input {what!r} must be computable at load time (from initializers, constants and "
+            "shapes); here it depends on the model's input values"
+        )
+
+    def ints(self, v, what: str) -> list:
+        """A static integer input as a list of Python ints."""
+        arr = self.static(v, what)
+        if arr.dtype.kind not in "iub":
+            raise self.invalid(f"input {what!r} must hold integers, got {arr.dtype}")
+        return [int(x) for x in arr.reshape(-1)]
+
+    def check_size(self, shape) -> tuple:
+        """``shape`` as ints, refused (SerializationError) when it claims too many elements."""
+        shape = tuple(int(s) for s in shape)
+        elements(shape, self.source, f"node {self.node.label()} ({self.node.op_type}) output")
+        return shape
+
+    def broadcast(self, *shapes) -> tuple:
+        """The broadcast of ``shapes`` (numpy rules, which ONNX follows), size-checked."""
+        try:
+            out = np.broadcast_shapes(*[tuple(s) for s in shapes])
+        except ValueError:
+            raise self.invalid(f"shapes {[tuple(s) for s in shapes]} do not broadcast") from None
+        return self.check_size(out)
+
+    def axis(self, axis: int, rank: int, what: str = "axis") -> int:
+        """``axis`` in [-rank, rank) made non-negative."""
+        if not -rank <= axis < rank:
+            raise self.invalid(f"{what} {axis} is out of range for rank {rank}")
+        return axis % rank
+
+
+def _value(v):
+    if isinstance(v, (Tensor, np.ndarray)):
+        return v
+    if v is None:
+        return None
+    return np.asarray(v)
+
+
+def _show(value) -> str:
+    text = repr(value.tolist() if isinstance(value, np.ndarray) else value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+class Program:
+    """The ONNX graph as a gpucore module: ``forward(*inputs)`` interprets the nodes.
+
+    ``named_parameters`` lists the initializers as Tensors, so the runtime's tracer names the
+    constants they become after them; ``training`` is False (the tracer evaluates modules).
+    """
+
+    training = False
+
+    def __init__(self, info: ModelInfo, handlers: dict, dynamic: bool = False):
+        self.info = info
+        self.dynamic = dynamic
+        self.handlers = handlers
+        self._params = {}
+        self._weights = {}
+        for name, arr in info.initializers.items():
+            try:
+                t = Tensor._wrap(arr, from_numpy_dtype(arr.dtype))
+            except DTypeError:
+                continue  # a dtype only static computations may use (int16, uint32, ...)
+            self._params[name] = t
+            self._weights[id(arr)] = t
+
+    def named_parameters(self):
+        return iter(self._params.items())
+
+    def named_buffers(self):
+        return iter(())
+
+    def eval(self):
+        return self
+
+    def train(self, mode: bool = True):
+        return self
+
+    def __call__(self, *inputs):
+        return self.forward(*inputs)
+
+    def forward(self, *inputs):
+        """The graph outputs (Tensors) for the graph inputs, node by node."""
+        info = self.info
+        env = dict(info.initializers)
+        for vi, x in zip(info.inputs, inputs):
+            env[vi.name] = x
+        ctx = Context(info, self._weights, self.dynamic)
+        for node in info.nodes:
+            args = [env[n] if n else None for n in node.inputs]
+            try:
+                outs = ctx.run(self.handlers, node, args)
+            except (UnsupportedOperator, SerializationError):
+                raise
+            except Exception as e:  # noqa: BLE001 - a bad model makes handlers fail anyhow
+                raise ctx.invalid(f"{type(e).__name__}: {e}") from e
+            for name, v in zip(node.outputs, outs):
+                if name and v is not None:
+                    ctx.check_size(v.shape)
+                    env[name] = v
+        return tuple(ctx.tensor(env[o.name]) for o in info.outputs)

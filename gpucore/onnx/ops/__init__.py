@@ -1,0 +1,11 @@
+"""The handler table: ``HANDLERS[op_type] = handler(ctx, node, inputs) -> outputs``, one file
+per family, mirroring gpucore/ops (a handler's docstring says what it supports)."""
+
+from . import creation, elementwise, indexing, joining, linalg, nn, pool, reduce, shape, unary
+
+HANDLERS: dict = {}
+for _family in (creation, elementwise, indexing, joining, linalg, nn, pool, reduce, shape, unary):
+    for _op, _fn in _family.HANDLERS.items():
+        if _op in HANDLERS:
+            raise RuntimeError(f"gpucore.onnx: {_op} is handled twice")
+        HANDLERS[_op] = _fn

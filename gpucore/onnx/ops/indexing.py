@@ -1,0 +1,149 @@
+"""Gather, GatherElements, Slice, Trilu.
+
+Static indices become views where they can (a scalar index selects, a progression slices: no
+copy, and a view runs on every executor); other static indices a constant ``index_select``
+reads; tensor indices (token ids into an embedding table) go through ``gather``, negative
+indices wrapped first, as ONNX allows them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...dtypes import int64
+from .common import gc, table
+
+HANDLERS, handles = table()
+
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+def _progression(idx: np.ndarray):
+    """(start, stop, step) when the 1-D non-negative ``idx`` is start, start+step, ..."""
+    if idx.ndim != 1 or idx.size == 0 or (idx < 0).any():
+        return None
+    if idx.size == 1:
+        return int(idx[0]), int(idx[0]) + 1, 1
+    step = int(idx[1] - idx[0])
+    if step <= 0 or not (np.diff(idx) == step).all():
+        return None
+    return int(idx[0]), int(idx[-1]) + 1, step
+
+
+def _wrap_negative(t, n: int):
+    """Tensor indices with negative entries wrapped by ``n`` (int64)."""
+    t = t.to(int64) if t.dtype is not int64 else t
+    return gc.where(t < 0, t + n, t)
+
+
+@handles("Gather")
+def gather(ctx, node, ins):
+    """Gather(data, indices, axis): data[..., indices, ...] along ``axis``."""
+    data, idx = ctx.materialize(ins[0], ins[1]), ins[1]
+    dims = [int(s) for s in data.shape]
+    axis = ctx.axis(int(ctx.attr("axis", 0)), len(dims))
+    n = dims[axis]
+    out_shape = dims[:axis] + [int(s) for s in idx.shape] + dims[axis + 1 :]
+    ctx.check_size(out_shape)
+    if ctx.is_static(idx):
+        if idx.dtype.kind not in "iu":
+            raise ctx.invalid(f"indices must be integers, got {idx.dtype}")
+        if idx.size and (idx.min() < -n or idx.max() >= n):
+            raise ctx.invalid(f"indices out of range for axis {axis} of size {n}")
+        if ctx.is_static(data):
+            return np.take(data, idx, axis=axis)
+        lead = (slice(None),) * axis
+        if idx.ndim == 0:
+            return data[lead + (int(idx),)]  # a select view (negative indices kept as such)
+        wrapped = np.where(idx < 0, idx + n, idx).astype(np.int64)
+        prog = _progression(wrapped.reshape(-1)) if idx.ndim == 1 else None
+        if prog is not None:
+            return data[lead + (slice(*prog),)]
+        flat = data.index_select(axis, ctx.tensor(wrapped.reshape(-1)))
+        return flat.reshape(*out_shape)
+    # tensor indices: gather over a [P, n, Q] view with the indices broadcast to [P, m, Q].
+    # Not index_select, whose capture bakes the traced index values into the graph.
+    t = ctx.tensor(data)
+    pre, post = math.prod(dims[:axis]), math.prod(dims[axis + 1 :])
+    m = math.prod(int(s) for s in idx.shape)
+    index = _wrap_negative(idx, n).reshape(1, m, 1).expand(pre, m, post)
+    return gc.gather(t.reshape(pre, n, post), 1, index).reshape(*out_shape)
+
+
+@handles("GatherElements")
+def gather_elements(ctx, node, ins):
+    """GatherElements(data, indices, axis): torch.gather."""
+    data, idx = ins
+    rank = len(data.shape)
+    axis = ctx.axis(int(ctx.attr("axis", 0)), rank)
+    n = int(data.shape[axis])
+    if ctx.is_static(data) and ctx.is_static(idx):
+        return np.take_along_axis(data, np.where(idx < 0, idx + n, idx), axis=axis)
+    if ctx.is_static(idx):
+        index = ctx.tensor(np.where(idx < 0, idx + n, idx).astype(np.int64))
+    else:
+        index = _wrap_negative(idx, n)
+    return gc.gather(ctx.tensor(data), axis, index)
+
+
+def _clamp(v: int, lo: int, hi: int) -> int:
+    return max(lo, min(hi, v))
+
+
+@handles("Slice")
+def slice_(ctx, node, ins):
+    """Slice(data, starts, ends, axes, steps) (attributes before opset 10), ONNX's clamping:
+    a view of the tensor."""
+    x = ctx.materialize(ins[0], *ins[1:])
+    dims = [int(s) for s in x.shape]
+    if ctx.opset < 10:
+        starts, ends = ctx.attr("starts"), ctx.attr("ends")
+        axes, steps = ctx.attr("axes", None), None
+    else:
+        starts, ends = ctx.ints(ins[1], "starts"), ctx.ints(ins[2], "ends")
+        axes = ctx.ints(ins[3], "axes") if len(ins) > 3 and ins[3] is not None else None
+        steps = ctx.ints(ins[4], "steps") if len(ins) > 4 and ins[4] is not None else None
+    axes = list(range(len(starts))) if axes is None else [ctx.axis(a, len(dims)) for a in axes]
+    steps = [1] * len(starts) if steps is None else steps
+    if not len(starts) == len(ends) == len(axes) == len(steps) or len(set(axes)) != len(axes):
+        raise ctx.invalid(f"starts {starts}, ends {ends}, axes {axes}, steps {steps} differ")
+    key = [slice(None)] * len(dims)
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        n = dims[a]
+        if st == 0:
+            raise ctx.invalid("a step is 0")
+        s = s + n if s < 0 else s
+        e = e + n if e < 0 else e
+        if st > 0:
+            s, e = _clamp(s, 0, n), _clamp(e, 0, n)
+            # an end at or past the size is open: the view then does not depend on the size
+            key[a] = slice(s or None, None if e >= n else e, None if st == 1 else st)
+        elif n == 0:
+            key[a] = slice(0, 0)
+        else:  # a negative step: the start clamps to [0, n-1], the end to [-1, n-1]
+            s, e = _clamp(s, 0, n - 1), _clamp(e, -1, n - 1)
+            key[a] = slice(s, None if e < 0 else e, st)
+    if all(k == slice(None) for k in key):
+        return x
+    return x[tuple(key)]
+
+
+@handles("Trilu")
+def trilu(ctx, node, ins):
+    """Trilu(input, k; upper): the upper (or lower) triangle of the last two dims, from
+    diagonal k."""
+    x = ins[0]
+    k = ctx.ints(ins[1], "k")[0] if len(ins) > 1 and ins[1] is not None else 0
+    upper = bool(ctx.attr("upper", 1))
+    rows, cols = (int(s) for s in x.shape[-2:])
+    keep = (
+        np.triu(np.ones((rows, cols), np.bool_), k)
+        if upper
+        else np.tril(np.ones((rows, cols), np.bool_), k)
+    )
+    if ctx.is_static(x):
+        return np.where(keep, x, np.zeros((), x.dtype))
+    zero = ctx.tensor(np.zeros((), x.dtype.np))
+    return gc.where(ctx.tensor(keep), x, zero)

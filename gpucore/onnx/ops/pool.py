@@ -1,0 +1,147 @@
+"""Sliding windows: MaxPool AveragePool GlobalAveragePool GlobalMaxPool, and the window
+arguments (kernel, strides, dilations, pads with auto_pad) Conv shares.
+
+gpucore's pools and conv2d are 2-D with the same padding on both sides; 1-D inputs run as
+[N, C, 1, L], and pads that differ between the sides are applied by an explicit Pad first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...nn import functional as F
+from .common import table
+from .joining import pad
+
+HANDLERS, handles = table()
+
+
+def window(ctx, x_spatial: list, kernel: list) -> tuple:
+    """(strides, dilations, [(pad before, pad after)] per spatial dim) from the node's
+    strides / dilations / pads / auto_pad attributes."""
+    nd = len(kernel)
+    strides = [int(s) for s in (ctx.attr("strides", None) or [1] * nd)]
+    dilations = [int(d) for d in (ctx.attr("dilations", None) or [1] * nd)]
+    pads = [int(p) for p in (ctx.attr("pads", None) or [0] * (2 * nd))]
+    auto = ctx.attr("auto_pad", "NOTSET")
+    if len(strides) != nd or len(dilations) != nd or len(pads) != 2 * nd:
+        raise ctx.invalid(f"strides {strides}, dilations {dilations}, pads {pads} for {nd} dims")
+    if any(s < 1 for s in strides) or any(d < 1 for d in dilations) or any(p < 0 for p in pads):
+        raise ctx.invalid(f"strides {strides}, dilations {dilations}, pads {pads}")
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        amounts = []
+        for n, k, s, d in zip(x_spatial, kernel, strides, dilations):
+            out = -(-n // s)
+            total = max((out - 1) * s + (k - 1) * d + 1 - n, 0)
+            small = total // 2
+            amounts.append(
+                (small, total - small) if auto == "SAME_UPPER" else (total - small, small)
+            )
+    elif auto == "VALID":
+        amounts = [(0, 0)] * nd
+    elif auto == "NOTSET":
+        amounts = list(zip(pads[:nd], pads[nd:]))
+    else:
+        raise ctx.unsupported(f"auto_pad={auto!r}", attribute="auto_pad")
+    return strides, dilations, amounts
+
+
+def as_2d(ctx, x, what: str):
+    """x as [N, C, H, W] (a 1-D input gets H = 1); None for other ranks."""
+    if x.ndim == 4:
+        return x
+    if x.ndim == 3:
+        return x.reshape(int(x.shape[0]), int(x.shape[1]), 1, int(x.shape[2]))
+    raise ctx.unsupported(f"{what} of a {x.ndim}-D input (gpucore supports 1-D and 2-D)")
+
+
+def _2d(v: list, fill: int) -> list:
+    return [fill] + v if len(v) == 1 else v
+
+
+def symmetric(ctx, x, amounts: list, fill: float, limit=None):
+    """(x, per-dim padding) for a gpucore op that pads both sides alike: pads that differ, or
+    exceed ``limit[i]``, are applied here with ``fill`` first."""
+    same = all(lo == hi for lo, hi in amounts)
+    if same and (limit is None or all(lo <= m for (lo, _), m in zip(amounts, limit))):
+        return x, [lo for lo, _ in amounts]
+    full = [(0, 0), (0, 0)] + [(0, 0)] * (4 - 2 - len(amounts)) + list(amounts)
+    return pad(ctx, x, full, "constant", fill), [0] * len(amounts)
+
+
+def _kernel(ctx, nd: int) -> list:
+    kernel = ctx.attr("kernel_shape")
+    if len(kernel) != nd or any(int(k) < 1 for k in kernel):
+        raise ctx.invalid(f"kernel_shape {kernel} for {nd} spatial dims")
+    return [int(k) for k in kernel]
+
+
+def _pool(ctx, node, ins, kind: str):
+    x = ctx.tensor(ins[0])
+    nd = x.ndim - 2
+    x4 = as_2d(ctx, x, kind)
+    kernel = _kernel(ctx, nd)
+    strides, dilations, amounts = window(ctx, [int(s) for s in x.shape[2:]], kernel)
+    ceil = bool(ctx.attr("ceil_mode", 0))
+    k2, s2, d2 = _2d(kernel, 1), _2d(strides, 1), _2d(dilations, 1)
+    am2 = [(0, 0)] + amounts if nd == 1 else amounts
+    if kind == "MaxPool":
+        ctx.attr("storage_order", 0)  # only the Indices output depends on it
+        limit = [(d * (k - 1) + 1) // 2 for k, d in zip(k2, d2)]
+        fill = -np.inf if x.dtype.is_floating_point else np.iinfo(x.dtype.np).min
+        xp, p = symmetric(ctx, x4, am2, fill, limit)
+        y = F.max_pool2d(xp, k2, s2, p, d2, ceil_mode=ceil)
+    else:
+        if any(d != 1 for d in dilations):
+            raise ctx.unsupported("AveragePool with dilations", attribute="dilations")
+        include = bool(ctx.attr("count_include_pad", 0))
+        limit = [k // 2 for k in k2]
+        same = all(lo == hi for lo, hi in am2)
+        xp, p = symmetric(ctx, x4, am2, 0.0, limit)
+        y = F.avg_pool2d(xp, k2, s2, p, ceil_mode=ceil, count_include_pad=include)
+        if not include and not (same and all(lo <= m for (lo, _), m in zip(am2, limit))):
+            if ceil:
+                raise ctx.unsupported(
+                    "AveragePool with count_include_pad=0, ceil_mode=1 and pads that differ "
+                    "between the sides or exceed half the kernel",
+                    attribute="pads",
+                )
+            # the pads were applied above and counted: rescale by the real window sizes
+            sizes = [int(n) for n in x4.shape[2:]]
+            outs = [int(o) for o in y.shape[2:]]
+            counts = [_counts(*args) for args in zip(sizes, k2, s2, [lo for lo, _ in am2], outs)]
+            scale = (k2[0] * k2[1]) / np.outer(counts[0], counts[1])
+            y = y * ctx.tensor(scale.astype(y.dtype.np))
+    if nd == 1:
+        y = y.reshape(int(y.shape[0]), int(y.shape[1]), int(y.shape[3]))
+    return [y, None]
+
+
+def _counts(n: int, k: int, stride: int, lo: int, out: int) -> np.ndarray:
+    """How many of each output window's k positions lie inside the n input positions."""
+    start = np.arange(out) * stride - lo
+    return np.minimum(start + k, n) - np.maximum(start, 0)
+
+
+@handles("MaxPool")
+def max_pool(ctx, node, ins):
+    """MaxPool (1-D, 2-D; the Indices output is not supported)."""
+    return _pool(ctx, node, ins, "MaxPool")
+
+
+@handles("AveragePool")
+def average_pool(ctx, node, ins):
+    """AveragePool (1-D, 2-D; count_include_pad)."""
+    return _pool(ctx, node, ins, "AveragePool")[:1]
+
+
+@handles("GlobalAveragePool", "GlobalMaxPool")
+def global_pool(ctx, node, ins):
+    """GlobalAveragePool / GlobalMaxPool: over every spatial dim, kept as size 1."""
+    x = ctx.tensor(ins[0])
+    dims = tuple(range(2, x.ndim))
+    if not dims:
+        return x
+    if node.op_type == "GlobalAveragePool":
+        return x.mean(dim=dims, keepdim=True)
+    return x.amax(dim=dims, keepdim=True)

@@ -1,0 +1,118 @@
+"""Reductions: ReduceSum ReduceMean ReduceMax ReduceMin ReduceProd (static only) ReduceL1 ReduceL2
+ReduceSumSquare ReduceLogSum ReduceLogSumExp, ArgMax / ArgMin, CumSum.
+
+Axes come as an input (ReduceSum since opset 13, the others since 18) or an attribute (before);
+no axes reduce everything unless ``noop_with_empty_axes``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...dtypes import float64
+from .common import axes_input, gc, normalize_axes, table
+
+HANDLERS, handles = table()
+
+_NUMPY = {
+    "ReduceSum": lambda x, a, k: np.sum(x, axis=a, keepdims=k),
+    "ReduceMean": lambda x, a, k: np.mean(x, axis=a, keepdims=k),
+    "ReduceMax": lambda x, a, k: np.max(x, axis=a, keepdims=k),
+    "ReduceMin": lambda x, a, k: np.min(x, axis=a, keepdims=k),
+    "ReduceProd": lambda x, a, k: np.prod(x, axis=a, keepdims=k),
+    "ReduceL1": lambda x, a, k: np.sum(np.abs(x), axis=a, keepdims=k),
+    "ReduceL2": lambda x, a, k: np.sqrt(np.sum(x * x, axis=a, keepdims=k)),
+    "ReduceSumSquare": lambda x, a, k: np.sum(x * x, axis=a, keepdims=k),
+    "ReduceLogSum": lambda x, a, k: np.log(np.sum(x, axis=a, keepdims=k)),
+    "ReduceLogSumExp": lambda x, a, k: np.log(np.sum(np.exp(x), axis=a, keepdims=k)),
+}
+
+_GPUCORE = {
+    "ReduceSum": lambda x, a, k: x.sum(dim=a, keepdim=k),
+    "ReduceMean": lambda x, a, k: x.mean(dim=a, keepdim=k),
+    "ReduceMax": lambda x, a, k: x.amax(dim=a, keepdim=k),
+    "ReduceMin": lambda x, a, k: x.amin(dim=a, keepdim=k),
+    "ReduceL1": lambda x, a, k: x.abs().sum(dim=a, keepdim=k),
+    "ReduceL2": lambda x, a, k: (x * x).sum(dim=a, keepdim=k).sqrt(),
+    "ReduceSumSquare": lambda x, a, k: (x * x).sum(dim=a, keepdim=k),
+    "ReduceLogSum": lambda x, a, k: x.sum(dim=a, keepdim=k).log(),
+    "ReduceLogSumExp": lambda x, a, k: gc.logsumexp(x, a, k),
+}
+
+
+@handles(*_NUMPY)
+def reduce(ctx, node, ins):
+    """The Reduce* ops."""
+    x = ins[0]
+    rank = len(x.shape)
+    keep = bool(ctx.attr("keepdims", 1))
+    noop = bool(ctx.attr("noop_with_empty_axes", 0))
+    axes = axes_input(ctx, ins, 1)
+    if not axes:
+        if noop:
+            return x
+        axes = list(range(rank))
+    axes = tuple(normalize_axes(ctx, axes, rank))
+    if ctx.is_static(x):
+        out = np.asarray(_NUMPY[node.op_type](x, axes, keep))
+        return out.astype(x.dtype)
+    fn = _GPUCORE.get(node.op_type)
+    if fn is None:
+        raise ctx.unsupported(f"{node.op_type} of a tensor (gpucore has no such reduction)")
+    if not axes:  # a 0-d input: nothing to reduce
+        return x
+    return fn(x, axes, keep)
+
+
+@handles("ArgMax", "ArgMin")
+def argmax(ctx, node, ins):
+    """ArgMax / ArgMin(axis, keepdims): the first extreme index (int64)."""
+    x = ins[0]
+    rank = len(x.shape)
+    axis = ctx.axis(int(ctx.attr("axis", 0)), rank)
+    keep = bool(ctx.attr("keepdims", 1))
+    last = bool(ctx.attr("select_last_index", 0))
+    arg = np.argmax if node.op_type == "ArgMax" else np.argmin
+    if ctx.is_static(x):
+        if last:
+            flipped = np.flip(x, axis)
+            out = x.shape[axis] - 1 - arg(flipped, axis=axis)
+        else:
+            out = arg(x, axis=axis)
+        out = out.astype(np.int64)
+        return np.expand_dims(out, axis) if keep else out
+    if last:
+        raise ctx.unsupported("select_last_index=1 for a tensor", attribute="select_last_index")
+    t = ctx.tensor(x)
+    return (
+        t.argmax(dim=axis, keepdim=keep)
+        if node.op_type == "ArgMax"
+        else t.argmin(dim=axis, keepdim=keep)
+    )
+
+
+@handles("CumSum")
+def cumsum(ctx, node, ins):
+    """CumSum(x, axis; exclusive, reverse): a product with a 0/1 triangular matrix (gpucore has
+    no scan op), in float64 for integers (exact below 2**53)."""
+    x = ins[0]
+    rank = len(x.shape)
+    axis = ctx.axis(ctx.ints(ins[1], "axis")[0], rank)
+    exclusive, reverse = bool(ctx.attr("exclusive", 0)), bool(ctx.attr("reverse", 0))
+    if ctx.is_static(x):
+        y = np.flip(x, axis) if reverse else x
+        out = np.cumsum(y, axis=axis, dtype=x.dtype)
+        if exclusive:
+            out = out - y
+        return np.flip(out, axis) if reverse else out
+    n = int(x.shape[axis])
+    i, j = np.indices((n, n))  # m[i, j]: whether input i adds into output j
+    m = (i >= j) if reverse else (i <= j)
+    if exclusive:
+        m &= i != j
+    t = ctx.tensor(x)
+    work = t if t.dtype.is_floating_point else t.to(float64)
+    moved = work.movedim(axis, -1) if axis != rank - 1 else work
+    out = moved.matmul(ctx.tensor(m.astype(work.dtype.np)))
+    out = out.movedim(-1, axis) if axis != rank - 1 else out
+    return out if out.dtype is t.dtype else out.to(t.dtype)

@@ -1,0 +1,94 @@
+"""gpucore.onnx.ops.nn: Conv (1-D, 2-D, groups, strides, dilations, pads, auto_pad),
+BatchNormalization, LayerNormalization, InstanceNormalization, Softmax / LogSoftmax (axis
+semantics before and since opset 13), at opset 13 and the newest."""
+
+import pytest
+from onnx_cases import NEWEST, OPSETS, check_op, rand
+
+CONV = [
+    {},
+    {"pads": [1, 1, 1, 1]},
+    {"strides": [2, 2], "pads": [1, 1, 1, 1]},
+    {"dilations": [2, 2]},
+    {"pads": [0, 1, 2, 1]},  # not the same on both sides
+    {"auto_pad": "SAME_UPPER", "strides": [2, 2]},
+    {"auto_pad": "SAME_LOWER"},
+    {"auto_pad": "VALID"},
+    {"group": 2, "pads": [1, 1, 1, 1]},
+]
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("attrs", CONV)
+@pytest.mark.parametrize("bias", [False, True])
+def test_conv2d(attrs, bias, opset):
+    x, w = rand(2, 4, 7, 8, seed=1), rand(6, 4 // attrs.get("group", 1), 3, 3, seed=2)
+    args = [x, w] + ([rand(6, seed=3)] if bias else [])
+    check_op("Conv", args, {**attrs, "kernel_shape": [3, 3]}, opset=opset, static=(1, 2))
+
+
+@pytest.mark.parametrize("attrs", [{}, {"pads": [1, 2], "strides": [2]}, {"group": 3}])
+def test_conv1d(attrs):
+    x, w = rand(2, 3, 10, seed=1), rand(6, 3 // attrs.get("group", 1), 3, seed=2)
+    check_op("Conv", [x, w, rand(6, seed=3)], attrs, opset=17, static=(1, 2))
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+def test_batch_norm_inference(opset):
+    x = rand(2, 3, 4, 4)
+    params = [rand(3, seed=1), rand(3, seed=2), rand(3, seed=3), rand(3, seed=4, low=0.5)]
+    check_op(
+        "BatchNormalization", [x, *params], {"epsilon": 1e-3}, opset=opset, static=(1, 2, 3, 4)
+    )
+    check_op("BatchNormalization", [x, *params], opset=opset)  # statistics at run time
+    check_op("BatchNormalization", [rand(5, 3), *params], opset=opset, static=(1, 2, 3, 4))
+
+
+@pytest.mark.parametrize("opset", [17, NEWEST])
+@pytest.mark.parametrize("axis", [-1, -2, 1])
+def test_layer_norm(axis, opset):
+    x = rand(2, 3, 4, 5)
+    shape = x.shape[axis:]
+    args = [x, rand(*shape, seed=1), rand(*shape, seed=2)]
+    check_op("LayerNormalization", args, {"axis": axis}, opset=opset, static=(1, 2))
+    check_op("LayerNormalization", args[:2], {"epsilon": 1e-3, "axis": axis}, opset=opset)
+
+
+def test_layer_norm_scale_broadcasts():
+    x = rand(2, 3, 4)
+    check_op("LayerNormalization", [x, rand(1, 4, seed=1)], {"axis": 1}, opset=17, static=(1,))
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+def test_instance_norm(opset):
+    x = rand(2, 3, 4, 5)
+    args = [x, rand(3, seed=1), rand(3, seed=2)]
+    check_op("InstanceNormalization", args, {"epsilon": 1e-3}, opset=opset, static=(1, 2))
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+@pytest.mark.parametrize("opset", [11, 13, NEWEST])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_softmax_axis_semantics(op, axis, opset):
+    attrs = {} if axis is None else {"axis": axis}
+    check_op(op, [rand(2, 3, 4, low=-5.0, high=5.0)], attrs, opset=opset)
+
+
+def test_rms_norm():
+    if NEWEST < 23:
+        pytest.skip("onnxruntime has no opset 23")
+    x = rand(2, 3, 4)
+    check_op("RMSNormalization", [x, rand(4, seed=1)], opset=23, static=(1,))
+
+
+def test_nn_ops_on_vulkan(vulkan):
+    x = rand(2, 4, 7, 8, seed=1)
+    w, b = rand(6, 4, 3, 3, seed=2), rand(6, seed=3)
+    conv = {"pads": [1, 1, 1, 1], "strides": [2, 2]}
+    check_op("Conv", [x, w, b], conv, opset=17, static=(1, 2), device="vulkan")
+    params = [rand(4, seed=i, low=0.5) for i in range(4)]
+    check_op("BatchNormalization", [x, *params], opset=17, static=(1, 2, 3, 4), device="vulkan")
+    ln = [x, rand(8, seed=5), rand(8, seed=6)]
+    check_op("LayerNormalization", ln, opset=17, static=(1, 2), device="vulkan")
+    check_op("Softmax", [x], opset=17, device="vulkan")
+    check_op("LogSoftmax", [x], {"axis": 1}, opset=17, device="vulkan")

@@ -1,0 +1,74 @@
+"""gpucore.onnx.ops.shape: Reshape Flatten Transpose Squeeze Unsqueeze Expand Identity Dropout,
+on traced tensors and on load-time values, at opset 13 and the newest (axes as inputs) and
+before 13 (axes as attributes)."""
+
+import numpy as np
+import pytest
+from onnx_cases import OPSETS, check_op, rand
+
+I64 = np.int64
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize(
+    "shape_in, target",
+    [((2, 3, 4), (6, 4)), ((2, 3, 4), (0, -1)), ((2, 3, 4), (-1,)), ((2, 12), (2, 0, 3, 4))],
+)
+def test_reshape(shape_in, target, opset):
+    if 0 in target and len(target) > len(shape_in):
+        target = (2, 3, 4)
+    x = rand(*shape_in)
+    check_op("Reshape", [x, np.array(target, I64)], opset=opset, static=(1,))
+    check_op("Reshape", [x, np.array(target, I64)], opset=opset, all_static=True)
+
+
+def test_reshape_allowzero():
+    x = np.zeros((0, 3), np.float32)
+    check_op("Reshape", [x, np.array([3, 0], I64)], {"allowzero": 1}, opset=14, static=(1,))
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("axis", [None, 0, 2, -1])
+def test_flatten(axis, opset):
+    attrs = {} if axis is None else {"axis": axis}
+    check_op("Flatten", [rand(2, 3, 4, 5)], attrs, opset=opset)
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+def test_transpose_default_and_perm(opset):
+    x = rand(2, 3, 4)
+    check_op("Transpose", [x], opset=opset)
+    check_op("Transpose", [x], {"perm": [1, 0, 2]}, opset=opset)
+    check_op("Transpose", [x], {"perm": [2, 0, 1]}, opset=opset, all_static=True)
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+def test_squeeze_unsqueeze(opset):
+    x = rand(1, 3, 1, 4)
+    check_op("Squeeze", [x], opset=opset)
+    check_op("Squeeze", [x, np.array([0], I64)], opset=opset, static=(1,))
+    check_op("Squeeze", [x, np.array([-2], I64)], opset=opset, all_static=True)
+    check_op("Unsqueeze", [rand(3, 4), np.array([0, 3], I64)], opset=opset, static=(1,))
+    check_op("Unsqueeze", [rand(3, 4), np.array([-1, 1], I64)], opset=opset, static=(1,))
+    check_op("Unsqueeze", [np.array(5, I64), np.array([0], I64)], opset=opset, all_static=True)
+
+
+def test_squeeze_unsqueeze_axes_attribute_before_opset_13():
+    check_op("Squeeze", [rand(1, 3, 1)], {"axes": [2]}, opset=11)
+    check_op("Unsqueeze", [rand(3, 4)], {"axes": [0, 2]}, opset=11)
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+def test_expand_broadcasts_both_ways(opset):
+    check_op("Expand", [rand(3, 1), np.array([2, 1, 4], I64)], opset=opset, static=(1,))
+    check_op("Expand", [rand(1, 4), np.array([3, 1], I64)], opset=opset, static=(1,))
+    check_op("Expand", [rand(3, 1), np.array([3, 4], I64)], opset=opset, all_static=True)
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+def test_identity_and_dropout_at_inference(opset):
+    x = rand(2, 3)
+    check_op("Identity", [x], opset=opset)
+    check_op("Dropout", [x], opset=opset)
+    check_op("Dropout", [x, np.float32(0.5)], opset=opset, static=(1,))
+    check_op("Dropout", [x], opset=opset, n_out=2, out=[np.float32, np.bool_])
