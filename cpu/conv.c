@@ -68,6 +68,7 @@ typedef struct {
     const GC_T *x, *w, *bias, *g;
     GC_T *out, *gx, *gw, *gb; /* gw, gb: per-chunk partials [nchunks, O*CK] / [nchunks, O] */
     gc_conv p1;               /* geometry of one image (n = 1) */
+    const gc_packed *pw;      /* forward: the weight pre-packed (side A), or NULL */
     ptrdiff_t o, ck, l, nimg, nchunks, chunk;
     _Alignas(64) atomic_long next;
     atomic_int failed;
@@ -78,16 +79,36 @@ static void GC_FN(conv_fwd_body)(void *ctx, int slot)
     (void)slot;
     GC_FN(conv_job) *J = (GC_FN(conv_job) *)ctx;
     const ptrdiff_t xs = J->p1.c * J->p1.h * J->p1.w, os = J->o * J->l;
-    GC_T *col = (GC_T *)conv_scratch(0, sizeof(GC_T) * (size_t)(J->ck * J->l));
+    /* A pre-packed weight: the columns go straight into the panels of the GEMM's other
+     * operand (the layout gemm would pack col into), no col buffer. */
+    gc_packed cp;
+    gc_im2col_src src = {.p = &J->p1};
+    GC_T *col = NULL;
+    if (J->pw) { /* a virtual operand: its panels made where the GEMM packs them (in L2) */
+        gc_gemm_pack_init(&cp, sizeof(GC_T) == 4 ? 'f' : 'd', 1, J->ck, J->l, 0, J->pw->swap);
+        cp.fill = GC_FN(gc_im2col_fill);
+        cp.fill_ctx = &src;
+        src.w = cp.w;
+    } else {
+        col = (GC_T *)conv_scratch(0, sizeof(GC_T) * (size_t)(J->ck * J->l));
+    }
     for (long b; (b = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) < J->nimg;) {
-        if (!col) {
+        if (!J->pw && !col) {
             atomic_store(&J->failed, 1);
             continue;
         }
-        GC_FN(gc_im2col)(J->x + b * xs, col, &J->p1);
         GC_T *o = J->out + b * os;
-        if (GC_FN(gc_gemm_ex)(J->w, col, o, 1, J->o, J->l, J->ck, 0, 0, (GC_T)1, (GC_T)0, 0, 0,
-                              0, NULL, -1) < 0)
+        int rc;
+        if (J->pw) {
+            src.x = J->x + b * xs;
+            rc = GC_FN(gc_gemm_px)(NULL, J->pw, NULL, &cp, o, 1, J->o, J->l, J->ck, 0, 0, (GC_T)1,
+                                   (GC_T)0, 0, 0, 0, NULL, -1);
+        } else {
+            GC_FN(gc_im2col)(J->x + b * xs, col, &J->p1);
+            rc = GC_FN(gc_gemm_ex)(J->w, col, o, 1, J->o, J->l, J->ck, 0, 0, (GC_T)1, (GC_T)0, 0,
+                                   0, 0, NULL, -1);
+        }
+        if (rc < 0)
             atomic_store(&J->failed, 1);
         if (J->bias)
             for (ptrdiff_t i = 0; i < J->o; i++) {
@@ -173,11 +194,12 @@ static int GC_FN(conv_threads)(const gc_conv *p, ptrdiff_t o, ptrdiff_t units)
     return nt < units ? nt : (int)units;
 }
 
-int GC_FN(gc_conv2d_forward)(const GC_T *x, const GC_T *w, const GC_T *bias, GC_T *out,
-                             const gc_conv *p, ptrdiff_t o)
+int GC_FN(gc_conv2d_forward_px)(const GC_T *x, const GC_T *w, const gc_packed *pw,
+                                const GC_T *bias, GC_T *out, const gc_conv *p, ptrdiff_t o)
 {
     GC_FN(conv_job) J;
     GC_FN(conv_job_init)(&J, x, w, p, o);
+    J.pw = pw;
     J.bias = bias;
     J.out = out;
     if (J.nimg <= 0 || o <= 0)
@@ -186,6 +208,12 @@ int GC_FN(gc_conv2d_forward)(const GC_T *x, const GC_T *w, const GC_T *bias, GC_
     atomic_init(&J.failed, 0);
     gc_region(GC_FN(conv_fwd_body), &J, GC_FN(conv_threads)(p, o, p->n));
     return atomic_load(&J.failed) ? -1 : 0;
+}
+
+int GC_FN(gc_conv2d_forward)(const GC_T *x, const GC_T *w, const GC_T *bias, GC_T *out,
+                             const gc_conv *p, ptrdiff_t o)
+{
+    return GC_FN(gc_conv2d_forward_px)(x, w, NULL, bias, out, p, o);
 }
 
 int GC_FN(gc_conv2d_backward)(const GC_T *x, const GC_T *w, const GC_T *g, GC_T *gx, GC_T *gw,

@@ -26,7 +26,11 @@
  * accumulates) run in order.
  *
  * Few rows of A (m <= GC_GEMV_MAX_M_*: a Linear layer at batch 1) take gemm_small_m instead: B is
- * read where it lies by the ISA's gemv kernels, no packing (see there). */
+ * read where it lies by the ISA's gemv kernels, no packing (see there).
+ *
+ * A constant operand may come pre-packed (gc_packed, pack.c: every panel of every K block, as
+ * packing would cut them): its panels are then read where they lie instead of being packed on
+ * every call (gc_gemm_px). */
 #ifndef GC_T
 
 #include <sched.h>
@@ -35,6 +39,9 @@
 #include <string.h>
 
 #include "isa.h"
+#define GC_PACK_PANELS_ONLY /* pack_panel_*, gemm_unpack_* as static functions */
+#include "pack.c"
+#undef GC_PACK_PANELS_ONLY
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -43,7 +50,6 @@
 #define GC_SPIN_PAUSE() ((void)0)
 #endif
 #include "kernels.h"
-#include "vec.h"
 
 /* Work counters of one (ic, pc) step, on their own cache line. */
 typedef struct {
@@ -95,23 +101,14 @@ static void gc_wait_at_least(atomic_int *v, int want)
  * worth more) */
 #define GC_GEMV_NS_BYTE 0.05
 #define GC_GEMV_NS_FMA 0.02
+/* Swapped mode writes C^T row-major into the workspace up to this size (then transposes it into
+ * C with the bias and activation, once) rather than moving each tile through a transposed stack
+ * tile on every K block: 32 x 2048 x 2048 with the weight packed as A, one AVX-512 thread,
+ * ~3.3 -> ~2.7 ms (the tile path's transposes cost ~1/8 of the kernel time). */
+#define GC_CT_BUF_BYTES (4.0 * 1024 * 1024)
+/* MR panels of a virtual A (gc_packed's fill: conv.c's columns) made per call */
+#define GC_VA_PANELS 8
 
-/* In-register transpose of x[0..3] (4 rows of 4 floats) / x[0..1] (2 rows of 2 doubles). */
-#define GC_TRANSPOSE4(x)                                                                          \
-    do {                                                                                          \
-        const gc_v4f t0 = GC_SHUF4(x[0], x[1], 0, 4, 1, 5), t1 = GC_SHUF4(x[2], x[3], 0, 4, 1, 5); \
-        const gc_v4f t2 = GC_SHUF4(x[0], x[1], 2, 6, 3, 7), t3 = GC_SHUF4(x[2], x[3], 2, 6, 3, 7); \
-        x[0] = GC_SHUF4(t0, t1, 0, 1, 4, 5);                                                      \
-        x[1] = GC_SHUF4(t0, t1, 2, 3, 6, 7);                                                      \
-        x[2] = GC_SHUF4(t2, t3, 0, 1, 4, 5);                                                      \
-        x[3] = GC_SHUF4(t2, t3, 2, 3, 6, 7);                                                      \
-    } while (0)
-#define GC_TRANSPOSE2(x)                                                                          \
-    do {                                                                                          \
-        const gc_v2d t0 = GC_SHUF2(x[0], x[1], 0, 2);                                             \
-        x[1] = GC_SHUF2(x[0], x[1], 1, 3);                                                        \
-        x[0] = t0;                                                                                \
-    } while (0)
 
 #define GC_T float
 #define GC_SFX f32
@@ -120,10 +117,6 @@ static void gc_wait_at_least(atomic_int *v, int want)
 #define GC_UKR ukr_f32
 #define GC_UKR_DA ukr_da_f32
 #define GC_BLK gc_blk_f32
-#define GC_VT gc_v4f
-#define GC_VN 4
-#define GC_VT_REST , alpha, alpha
-#define GC_TRANSPOSE GC_TRANSPOSE4
 #include "gemm.c"
 #undef GC_T
 #undef GC_SFX
@@ -132,10 +125,6 @@ static void gc_wait_at_least(atomic_int *v, int want)
 #undef GC_UKR
 #undef GC_UKR_DA
 #undef GC_BLK
-#undef GC_VT
-#undef GC_VN
-#undef GC_VT_REST
-#undef GC_TRANSPOSE
 
 #define GC_T double
 #define GC_SFX f64
@@ -144,10 +133,6 @@ static void gc_wait_at_least(atomic_int *v, int want)
 #define GC_UKR ukr_f64
 #define GC_UKR_DA ukr_da_f64
 #define GC_BLK gc_blk_f64
-#define GC_VT gc_v2d
-#define GC_VN 2
-#define GC_VT_REST
-#define GC_TRANSPOSE GC_TRANSPOSE2
 #include "gemm.c"
 #undef GC_T
 #undef GC_SFX
@@ -156,10 +141,6 @@ static void gc_wait_at_least(atomic_int *v, int want)
 #undef GC_UKR
 #undef GC_UKR_DA
 #undef GC_BLK
-#undef GC_VT
-#undef GC_VN
-#undef GC_VT_REST
-#undef GC_TRANSPOSE
 
 #else /* type-generic body, T = GC_T */
 
@@ -180,6 +161,13 @@ typedef struct {
     ptrdiff_t wn, gm;
     int ncu, nmu;
     ptrdiff_t pn; /* NR panels across n */
+    /* pre-packed operands (gc_packed): the panels of the tile's A (rows) / B (columns) side, or
+     * NULL; npa / npb panels across m / n per K block.  pa_scale: packed A panels are copied
+     * times alpha into the A buffers (the unpacked call folds alpha into its packing). */
+    const GC_T *pka, *pkb;
+    ptrdiff_t npa, npb;
+    int pa_scale;
+    const gc_packed *vka, *vkb; /* virtual packed operands (gc_packed's fill), or NULL */
     /* workspace: the A double buffer, one B block per participant (slot), the step counters;
      * in batch mode all of it per slot */
     GC_T *ws;
@@ -190,89 +178,6 @@ typedef struct {
     ptrdiff_t batch, sa, sb, sc;
     _Alignas(64) atomic_long next_item;
 } GC_FN(gemm_job);
-
-/* One packed panel of width w (mr for A, nr for B) over kb steps: d[p*w + i] = alpha * X(p, i)
- * for i < valid, 0 for valid <= i < w, where X(p, i) = src[p*ld + i] (trans == 0: the panel's
- * rows are contiguous in memory) or src[i*ld + p] (trans == 1: it is stored transposed; moved
- * with 4x4 (float) / 2x2 (double) register transposes). */
-/* rows rows (< GC_VN) of lanes from x[q] to d[(p + q) * w + i] (constant-size moves). */
-static inline void GC_FN(store_lanes)(GC_T *restrict d, const GC_VT *x, int rows)
-{
-    switch (rows) {
-    case 1: memcpy(d, x, sizeof(GC_T)); break;
-    case 2: memcpy(d, x, 2 * sizeof(GC_T)); break;
-    default: memcpy(d, x, 3 * sizeof(GC_T)); break;
-    }
-}
-
-static void GC_FN(pack_panel)(GC_T *restrict d, const GC_T *restrict src, ptrdiff_t ld, int w,
-                              ptrdiff_t valid, ptrdiff_t kb, GC_T alpha, int trans)
-{
-    const int scale = alpha != (GC_T)1;
-    const GC_VT va = {alpha, alpha GC_VT_REST};
-    if (!trans) {
-        /* rows of w: whole vectors, then the tail */
-        const ptrdiff_t vend = valid / GC_VN * GC_VN;
-        for (ptrdiff_t p = 0; p < kb; p++) {
-            const GC_T *restrict s = src + p * ld;
-            GC_T *restrict dp = d + p * w;
-            for (ptrdiff_t i = 0; i < vend; i += GC_VN) {
-                GC_VT x;
-                memcpy(&x, s + i, sizeof x);
-                if (scale)
-                    x *= va;
-                memcpy(dp + i, &x, sizeof x);
-            }
-            for (ptrdiff_t i = vend; i < valid; i++)
-                dp[i] = alpha * s[i];
-            for (ptrdiff_t i = valid; i < w; i++)
-                dp[i] = (GC_T)0;
-        }
-        return;
-    }
-    /* stored transposed: GC_VN x GC_VN register transposes */
-    ptrdiff_t i = 0;
-    const ptrdiff_t pend = kb / GC_VN * GC_VN;
-    for (; i + GC_VN <= valid; i += GC_VN) {
-        const GC_T *restrict r = src + i * ld;
-        for (ptrdiff_t p = 0; p < pend; p += GC_VN) {
-            GC_VT x[GC_VN];
-            for (int q = 0; q < GC_VN; q++) {
-                memcpy(&x[q], r + q * ld + p, sizeof x[q]);
-                if (scale)
-                    x[q] *= va;
-            }
-            GC_TRANSPOSE(x);
-            for (int q = 0; q < GC_VN; q++)
-                memcpy(d + (p + q) * w + i, &x[q], sizeof x[q]);
-        }
-        for (ptrdiff_t p = pend; p < kb; p++)
-            for (int q = 0; q < GC_VN; q++)
-                d[p * w + i + q] = alpha * r[q * ld + p];
-    }
-    if (i < valid) { /* fewer than GC_VN rows left: zero vectors for the missing ones */
-        const int rows = (int)(valid - i);
-        const GC_T *restrict r = src + i * ld;
-        for (ptrdiff_t p = 0; p < pend; p += GC_VN) {
-            GC_VT x[GC_VN] = {{0}};
-            for (int q = 0; q < rows; q++) {
-                memcpy(&x[q], r + q * ld + p, sizeof x[q]);
-                if (scale)
-                    x[q] *= va;
-            }
-            GC_TRANSPOSE(x);
-            for (int q = 0; q < GC_VN; q++)
-                GC_FN(store_lanes)(d + (p + q) * w + i, &x[q], rows);
-        }
-        for (ptrdiff_t p = pend; p < kb; p++)
-            for (int q = 0; q < rows; q++)
-                d[p * w + i + q] = alpha * r[q * ld + p];
-        i = valid;
-    }
-    for (; i < w; i++)
-        for (ptrdiff_t p = 0; p < kb; p++)
-            d[p * w + i] = (GC_T)0;
-}
 
 /* Packs panels [p0, p1) of the A block rows [ic, ic + mb) x cols [pc, pc + kb) of op(A), times
  * alpha; panel q holds A[ic + q*mr + i, pc + p] at dst[q*mr*kb + p*mr + i], zero past row mb. */
@@ -397,7 +302,11 @@ static void GC_FN(gemm_unit)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_
     const int last = pc + kb >= k;
     const GC_T beta = pc == 0 ? J->beta : (GC_T)1;
     const ptrdiff_t nfull = J->bdirect ? nb / nr * nr : 0; /* panels read in place */
-    if (nb > nfull)
+    /* pre-packed: this chunk's panels of the K block (virtual: made here) */
+    const GC_T *bblk = J->pkb ? J->pkb + pc * J->npb * nr + p0 * nr * kb : bbuf;
+    if (J->vkb)
+        J->vkb->fill(J->vkb->fill_ctx, bbuf, pc, kb, jc, nb);
+    else if (!J->pkb && nb > nfull)
         GC_FN(pack_b)(bbuf + nfull * kb, b, n, k, J->tb, pc, kb, jc + nfull, nb - nfull, nr);
     for (ptrdiff_t q = q0; q < q1; q++) {
         const ptrdiff_t i0 = ic + q * mr;
@@ -407,7 +316,7 @@ static void GC_FN(gemm_unit)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_
         const ptrdiff_t lda = da ? k : 0;
         for (ptrdiff_t j = 0; j < nb; j += nr) {
             const ptrdiff_t nv = (nb - j < nr) ? nb - j : nr;
-            const GC_T *bp = j < nfull ? b + pc * n + jc + j : bbuf + j * kb;
+            const GC_T *bp = j < nfull ? b + pc * n + jc + j : bblk + j * kb;
             const ptrdiff_t ldb = j < nfull ? n : nr;
             if (J->ct)
                 GC_FN(gemm_tile)(J, ap, lda, bp, ldb, kb, c + (jc + j) * m + i0, m, mv, nv,
@@ -440,21 +349,42 @@ static void GC_FN(gemm_item)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_
             const ptrdiff_t kb = (k - pc < J->kc) ? k - pc : J->kc;
             GC_T *ablk = (s & 1) ? apack1 : apack0;
             gc_gemm_step *st = &steps[s];
-            for (int q; (q = atomic_fetch_add_explicit(&st->a_next, 1, memory_order_relaxed)) <
-                        npan;) {
-                if (!J->adirect || (q + 1) * mr > mb) { /* (in place: only the edge panel) */
-                    if (s >= 2) /* step s - 2 used this A buffer */
-                        gc_wait_at_least(&steps[s - 2].u_done, units);
-                    GC_FN(pack_a)(ablk, a, m, k, J->ta, J->alpha, ic, mb, pc, kb, mr, q, q + 1);
+            /* pre-packed A: the block's panels of this K block, used where they lie (alpha 1)
+             * or copied times alpha */
+            const GC_T *pblk = J->pka ? J->pka + pc * J->npa * mr + ic * kb : NULL;
+            if (!pblk || J->pa_scale) {
+                /* claims of one panel, or GC_VA_PANELS of a virtual A (made in one call) */
+                const int g = J->vka ? GC_VA_PANELS : 1, ng = (npan + g - 1) / g;
+                for (int q; (q = atomic_fetch_add_explicit(&st->a_next, 1, memory_order_relaxed)) <
+                            ng;) {
+                    const int q0 = q * g, q1 = q0 + g < npan ? q0 + g : npan;
+                    if (!J->adirect || (q + 1) * mr > mb) { /* (in place: only the edge panel) */
+                        if (s >= 2) /* step s - 2 used this A buffer */
+                            gc_wait_at_least(&steps[s - 2].u_done, units);
+                        if (pblk)
+                            for (ptrdiff_t i = q * mr * kb; i < (q + 1) * mr * kb; i++)
+                                ablk[i] = J->alpha * pblk[i];
+                        else if (J->vka) {
+                            GC_T *d = ablk + q0 * mr * kb;
+                            J->vka->fill(J->vka->fill_ctx, d, pc, kb, ic + q0 * mr,
+                                         mb - q1 * mr < 0 ? mb - q0 * mr : (q1 - q0) * mr);
+                            if (J->alpha != (GC_T)1)
+                                for (ptrdiff_t i = 0; i < (q1 - q0) * mr * kb; i++)
+                                    d[i] = J->alpha * d[i];
+                        } else
+                            GC_FN(pack_a)(ablk, a, m, k, J->ta, J->alpha, ic, mb, pc, kb, mr, q,
+                                          q + 1);
+                    }
+                    atomic_fetch_add_explicit(&st->a_done, q1 - q0, memory_order_release);
                 }
-                atomic_fetch_add_explicit(&st->a_done, 1, memory_order_release);
+                gc_wait_at_least(&st->a_done, npan);
+                pblk = ablk;
             }
-            gc_wait_at_least(&st->a_done, npan);
             if (pc > 0) /* the same C tiles: the previous K block must be added in first */
                 gc_wait_at_least(&steps[s - 1].u_done, units);
             for (int u; (u = atomic_fetch_add_explicit(&st->u_next, 1, memory_order_relaxed)) <
                         units;) {
-                GC_FN(gemm_unit)(J, a, b, c, ablk, bbuf, ic, mb, pc, kb, u);
+                GC_FN(gemm_unit)(J, a, b, c, pblk, bbuf, ic, mb, pc, kb, u);
                 atomic_fetch_add_explicit(&st->u_done, 1, memory_order_release);
             }
         }
@@ -650,9 +580,107 @@ static double GC_FN(tile_use)(ptrdiff_t v, ptrdiff_t r)
     return (double)v / (double)GC_FN(round_up)(v, r);
 }
 
-int GC_FN(gc_gemm_ex)(const GC_T *a, const GC_T *b, GC_T *c, ptrdiff_t batch, ptrdiff_t m,
-                      ptrdiff_t n, ptrdiff_t k, int trans_a, int trans_b, GC_T alpha, GC_T beta,
-                      ptrdiff_t sa, ptrdiff_t sb, ptrdiff_t sc, const GC_T *bias, int act)
+/* d [c, r] = act(s^T + bias) for s [r, c] (bias: r values, one per row of s): the tile
+ * epilogue's operations in its order (bias, relu in place of the micro-kernel's; other
+ * activations per row of d afterwards).  Rows of d split over the pool, by blocks of 8 x 8. */
+typedef struct {
+    const GC_T *s;
+    GC_T *d;
+    ptrdiff_t r, c;
+    const GC_T *bias;
+    int relu, act;
+} GC_FN(tr_job);
+
+static void GC_FN(transpose_range)(void *ctx, ptrdiff_t j0, ptrdiff_t j1)
+{
+    const GC_FN(tr_job) *J = (const GC_FN(tr_job) *)ctx;
+    const ptrdiff_t r = J->r, c = J->c;
+    for (ptrdiff_t jb = j0; jb < j1; jb += 8) {
+        const ptrdiff_t je = jb + 8 < j1 ? jb + 8 : j1;
+        for (ptrdiff_t i0 = 0; i0 < r; i0 += 8) {
+            const ptrdiff_t i1 = i0 + 8 < r ? i0 + 8 : r;
+            for (ptrdiff_t j = jb; j < je; j++) {
+                GC_T *dr = J->d + j * r;
+                for (ptrdiff_t i = i0; i < i1; i++) {
+                    GC_T v = J->s[i * c + j];
+                    if (J->bias)
+                        v += J->bias[i];
+                    dr[i] = J->relu && v <= (GC_T)0 ? (GC_T)0 : v;
+                }
+            }
+        }
+        if (J->act >= 0)
+            for (ptrdiff_t j = jb; j < je; j++)
+                GC_FN(gc_unary)(J->act, J->d + j * r, J->d + j * r, r);
+    }
+}
+
+static void GC_FN(transpose_act)(const GC_T *s, GC_T *d, ptrdiff_t r, ptrdiff_t c,
+                                 const GC_T *bias, int relu, int act)
+{
+    GC_FN(tr_job) J = {.s = s, .d = d, .r = r, .c = c, .bias = bias, .relu = relu, .act = act};
+    gc_parallel_range(c, 8, (double)r * (double)c * (act >= 0 ? 5.0 : 0.5), GC_FN(transpose_range),
+                      &J);
+}
+
+/* Swapped mode: the unpacked call computes C^T = op(B)^T op(A)^T when that wastes much less of
+ * the register tile (n small, m large: the long dimension goes along the vectors), or when n is
+ * narrower than one tile: every tile would then go through the padded edge path (64x512x10: 38
+ * -> 53 GFLOP/s swapped). */
+static int GC_FN(swap_mode)(ptrdiff_t m, ptrdiff_t n)
+{
+    const double use = GC_FN(tile_use)(m, GC_BLK.mr) * GC_FN(tile_use)(n, GC_BLK.nr);
+    const double use_t = GC_FN(tile_use)(n, GC_BLK.mr) * GC_FN(tile_use)(m, GC_BLK.nr);
+    return use_t > 1.5 * use || (n < GC_BLK.nr && m >= GC_BLK.nr && use_t > 1.2 * use);
+}
+
+/* Whether packed operand P can stand in for its matrix in a call that multiplies in mode swap
+ * (the ISA and blocking it was packed for are the ones in use). */
+static int GC_FN(packed_usable)(const gc_packed *P, int swap)
+{
+    const int w = (P->side == 0) != (swap != 0) ? GC_BLK.mr : GC_BLK.nr;
+    return P->swap == swap && P->isa == gc_isa.isa && P->w == w &&
+           P->kc == gc_gemm_kc(sizeof(GC_T) == 4 ? 'f' : 'd', P->k);
+}
+
+/* The call on unpacked copies of the packed operands flagged in ua / ub (where the packed panels
+ * cannot give the unpacked call's bits, see gc_gemm_px). */
+static int GC_FN(gemm_unpacking)(const GC_T *a, const gc_packed *pa, int ua, const GC_T *b,
+                                 const gc_packed *pb, int ub, GC_T *c, ptrdiff_t batch,
+                                 ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int trans_a, int trans_b,
+                                 GC_T alpha, GC_T beta, ptrdiff_t sa, ptrdiff_t sb, ptrdiff_t sc,
+                                 const GC_T *bias, int act)
+{
+    GC_T *ta = NULL, *tb = NULL;
+    if (ua && !(ta = (GC_T *)malloc(sizeof(GC_T) * (size_t)(m * k))))
+        return -1;
+    if (ub && !(tb = (GC_T *)malloc(sizeof(GC_T) * (size_t)(k * n)))) {
+        free(ta);
+        return -1;
+    }
+    if ((ua && GC_FN(gemm_unpack)(pa, ta) < 0) || (ub && GC_FN(gemm_unpack)(pb, tb) < 0)) {
+        free(ta);
+        free(tb);
+        return -1;
+    }
+    const int rc = GC_FN(gc_gemm_px)(ua ? ta : a, ua ? NULL : pa, ub ? tb : b, ub ? NULL : pb, c,
+                                     batch, m, n, k, trans_a, trans_b, alpha, beta, ua ? 0 : sa,
+                                     ub ? 0 : sb, sc, bias, act);
+    free(ta);
+    free(tb);
+    return rc;
+}
+
+/* A packed operand fixes the mode (its panels feed one side of the register tile).  Every mode
+ * sums each element in the same order with the same operations, so with alpha == 1 a packed
+ * call gives the unpacked call's bits in any mode; alpha lands where the unpacked call puts it
+ * (the A panels' packing, or the in-place A kernel) only when the modes agree and the packed
+ * operand is not an A that the unpacked call reads in place.  The small-m path (gemv) reads B
+ * in its stored layout.  Elsewhere the packed operand is unpacked into a copy first. */
+int GC_FN(gc_gemm_px)(const GC_T *a, const gc_packed *pa, const GC_T *b, const gc_packed *pb,
+                      GC_T *c, ptrdiff_t batch, ptrdiff_t m, ptrdiff_t n, ptrdiff_t k,
+                      int trans_a, int trans_b, GC_T alpha, GC_T beta, ptrdiff_t sa, ptrdiff_t sb,
+                      ptrdiff_t sc, const GC_T *bias, int act)
 {
     if (batch <= 0 || m <= 0 || n <= 0)
         return 0;
@@ -661,21 +689,44 @@ int GC_FN(gc_gemm_ex)(const GC_T *a, const GC_T *b, GC_T *c, ptrdiff_t batch, pt
             GC_FN(gemm_scale)(c + i * sc, m, n, beta, bias, act);
         return 0;
     }
-    if (m <= (trans_b ? GC_GEMV_MAX_M_T : GC_GEMV_MAX_M_N))
+    const int small = m <= (trans_b ? GC_GEMV_MAX_M_T : GC_GEMV_MAX_M_N);
+    const int auto_swap = GC_FN(swap_mode)(m, n);
+    const int swap = pa ? pa->swap : pb ? pb->swap : auto_swap;
+    if (pa || pb) {
+        int ua = pa && (small || !GC_FN(packed_usable)(pa, swap));
+        int ub = pb && (small || !GC_FN(packed_usable)(pb, swap));
+        if (alpha != (GC_T)1 && swap != auto_swap) {
+            ua = pa != NULL;
+            ub = pb != NULL;
+        }
+        else if (alpha != (GC_T)1 && !swap) /* A read in place by the unpacked call? */
+            ua |= pa && !trans_a && (double)m * (double)k * sizeof(GC_T) <= GC_ADIRECT_BYTES;
+        else if (alpha != (GC_T)1) /* (swapped: B^T is the tile's A) */
+            ub |= pb && trans_b && (double)n * (double)k * sizeof(GC_T) <= GC_ADIRECT_BYTES;
+        if (ua || ub)
+            return GC_FN(gemm_unpacking)(a, pa, ua, b, pb, ub, c, batch, m, n, k, trans_a,
+                                         trans_b, alpha, beta, sa, sb, sc, bias, act);
+    } else if (small) {
         return GC_FN(gemm_small_m)(a, b, c, batch, m, n, k, trans_a, trans_b, alpha, beta, sa,
                                    sb, sc, bias, act);
+    }
+    if (pa) { /* (a and b are only ever offset by their stride, 0 here) */
+        a = pa->data ? (const GC_T *)pa->data : c;
+        sa = 0;
+    }
+    if (pb) {
+        b = pb->data ? (const GC_T *)pb->data : c;
+        sb = 0;
+    }
     GC_FN(gemm_job) J;
     memset(&J, 0, sizeof J);
-    /* Swapped mode computes C^T = op(B)^T op(A)^T when that wastes much less of the register
-     * tile (n small, m large: the long dimension goes along the vectors), or when n is narrower
-     * than one tile: every tile would then go through the padded edge path (64x512x10: 38 ->
-     * 53 GFLOP/s swapped). */
-    const double use = GC_FN(tile_use)(m, GC_BLK.mr) * GC_FN(tile_use)(n, GC_BLK.nr);
-    const double use_t = GC_FN(tile_use)(n, GC_BLK.mr) * GC_FN(tile_use)(m, GC_BLK.nr);
-    if (use_t > 1.5 * use || (n < GC_BLK.nr && m >= GC_BLK.nr && use_t > 1.2 * use)) {
+    if (swap) {
         const GC_T *t = a;
         a = b;
         b = t;
+        const gc_packed *tp = pa;
+        pa = pb;
+        pb = tp;
         const ptrdiff_t ts = sa;
         sa = sb;
         sb = ts;
@@ -699,14 +750,25 @@ int GC_FN(gc_gemm_ex)(const GC_T *a, const GC_T *b, GC_T *c, ptrdiff_t batch, pt
     J.act_row = (act >= 0 && act != GC_UNARY_RELU) ? act : -1;
     J.mr = GC_BLK.mr;
     J.nr = GC_BLK.nr;
+    J.pka = pa ? (const GC_T *)pa->data : NULL;
+    J.pkb = pb ? (const GC_T *)pb->data : NULL;
+    J.vka = pa && !pa->data ? pa : NULL;
+    J.vkb = pb && !pb->data ? pb : NULL;
+    J.npa = (m + J.mr - 1) / J.mr;
+    J.npb = (n + J.nr - 1) / J.nr;
+    J.pa_scale = J.pka && alpha != (GC_T)1;
     /* B read in place when it is row-major and small (cache resident; packing would cost about
      * as much as using it) */
-    J.bdirect = !trans_b && (double)k * (double)n * sizeof(GC_T) <= GC_BDIRECT_BYTES;
-    J.adirect = !trans_a && (double)m * (double)k * sizeof(GC_T) <= GC_ADIRECT_BYTES;
+    J.bdirect = !pb && !trans_b && (double)k * (double)n * sizeof(GC_T) <= GC_BDIRECT_BYTES;
+    J.adirect = !pa && !trans_a && (double)m * (double)k * sizeof(GC_T) <= GC_ADIRECT_BYTES;
     /* K blocks of near-equal size; M and N blocks no larger than the matrix */
-    const ptrdiff_t nkb = (k + GC_BLK.kc - 1) / GC_BLK.kc;
-    J.kc = GC_FN(round_up)((k + nkb - 1) / nkb, 8);
+    J.kc = gc_gemm_kc(sizeof(GC_T) == 4 ? 'f' : 'd', k);
     J.mc = GC_FN(round_up)(m, J.mr) < GC_BLK.mc ? GC_FN(round_up)(m, J.mr) : GC_BLK.mc;
+    if (J.vka) { /* its A blocks are made per step: small enough to stay in L2 */
+        const ptrdiff_t mc = (ptrdiff_t)(gc_cache_info.l2 / 2 / (J.kc * (ptrdiff_t)sizeof(GC_T)));
+        J.mc = mc / J.mr * J.mr > J.mr ? (mc / J.mr * J.mr < J.mc ? mc / J.mr * J.mr : J.mc)
+                                        : J.mr;
+    }
     J.nc = GC_FN(round_up)(n, J.nr) < GC_BLK.nc ? GC_FN(round_up)(n, J.nr) : GC_BLK.nc;
     const double flops = 2.0 * (double)m * (double)n * (double)k;
     const int nt_item = gc_threads_for(flops, GC_GEMM_GRAIN);
@@ -720,16 +782,20 @@ int GC_FN(gc_gemm_ex)(const GC_T *a, const GC_T *b, GC_T *c, ptrdiff_t batch, pt
         }
     }
     GC_FN(gemm_units)(&J, batch_mode ? 1 : want);
-    J.asz = GC_FN(round_up)(J.mc * J.kc, 64);
-    J.bsz = GC_FN(round_up)(J.wn * J.kc, 64);
+    /* (no A buffers for packed A panels used in place, no B blocks for packed B) */
+    J.asz = J.pka && !J.pa_scale ? 0 : GC_FN(round_up)(J.mc * J.kc, 64);
+    J.bsz = J.pkb ? 0 : GC_FN(round_up)(J.wn * J.kc, 64);
     J.nsteps = ((m + J.mc - 1) / J.mc) * ((k + J.kc - 1) / J.kc);
     const ptrdiff_t step_elems = GC_FN(round_up)(
         (ptrdiff_t)((sizeof(gc_gemm_step) * (size_t)J.nsteps + sizeof(GC_T) - 1) / sizeof(GC_T)),
         64);
-    /* batch mode: per slot [A, A, B, steps]; else [A, A, B x want, steps] */
+    /* swapped: C^T (m x n here) through a row-major buffer when it fits (not in batch mode) */
+    const int ctbuf = J.ct && !batch_mode && (double)m * n * sizeof(GC_T) <= GC_CT_BUF_BYTES;
+    /* batch mode: per slot [A, A, B, steps]; else [A, A, B x want, steps, C^T] */
     J.slot_elems = 2 * J.asz + J.bsz + step_elems;
     const ptrdiff_t total = batch_mode ? J.slot_elems * want
-                                       : 2 * J.asz + J.bsz * want + step_elems;
+                                       : 2 * J.asz + J.bsz * want + step_elems +
+                                             (ctbuf ? GC_FN(round_up)(m * n, 64) : 0);
     GC_T *ws = (GC_T *)gc_scratch(sizeof(GC_T) * (size_t)total);
     if (!ws)
         return -1;
@@ -747,14 +813,35 @@ int GC_FN(gc_gemm_ex)(const GC_T *a, const GC_T *b, GC_T *c, ptrdiff_t batch, pt
         return 0;
     }
     J.steps = (gc_gemm_step *)(ws + 2 * J.asz + J.bsz * want);
+    GC_T *tt = NULL;
+    if (ctbuf) {
+        tt = ws + 2 * J.asz + J.bsz * want + step_elems;
+        J.ct = 0;
+        J.bias = NULL;
+        J.relu = 0;
+        J.act_row = -1;
+    }
     for (ptrdiff_t i = 0; i < batch; i++) { /* in order (C stride 0 accumulates) */
         J.a = a + i * sa;
         J.b = b + i * sb;
-        J.c = c + i * sc;
+        J.c = tt ? tt : c + i * sc;
+        if (tt && beta != (GC_T)0) /* C is n x m: tt[r*n + q] = C[q, r] */
+            GC_FN(transpose_act)(c + i * sc, tt, n, m, NULL, 0, -1);
         memset(J.steps, 0, sizeof(gc_gemm_step) * (size_t)J.nsteps);
         gc_region(GC_FN(gemm_body), &J, want);
+        if (tt)
+            GC_FN(transpose_act)(tt, c + i * sc, m, n, bias, act == GC_UNARY_RELU,
+                                 act == GC_UNARY_RELU ? -1 : act);
     }
     return 0;
+}
+
+int GC_FN(gc_gemm_ex)(const GC_T *a, const GC_T *b, GC_T *c, ptrdiff_t batch, ptrdiff_t m,
+                      ptrdiff_t n, ptrdiff_t k, int trans_a, int trans_b, GC_T alpha, GC_T beta,
+                      ptrdiff_t sa, ptrdiff_t sb, ptrdiff_t sc, const GC_T *bias, int act)
+{
+    return GC_FN(gc_gemm_px)(a, NULL, b, NULL, c, batch, m, n, k, trans_a, trans_b, alpha, beta,
+                             sa, sb, sc, bias, act);
 }
 
 int GC_FN(gc_gemm)(const GC_T *a, const GC_T *b, GC_T *c, ptrdiff_t batch, ptrdiff_t m,

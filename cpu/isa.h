@@ -168,6 +168,18 @@ extern gc_isa_kernels gc_isa;
 extern gc_blocking gc_blk_f32, gc_blk_f64;
 extern gc_caches gc_cache_info;
 
+/* The K block of the blocked GEMM for k (kind 'f' or 'd'; 0 when k == 0): K cut into blocks of
+ * near-equal size, multiples of 8, at most the blocking's kc (gemm.c, and the panels of a
+ * pre-packed operand, pack.c). */
+static inline ptrdiff_t gc_gemm_kc(char kind, ptrdiff_t k)
+{
+    const ptrdiff_t blk = kind == 'f' ? gc_blk_f32.kc : gc_blk_f64.kc;
+    if (k <= 0)
+        return 0;
+    const ptrdiff_t nkb = (k + blk - 1) / blk;
+    return ((k + nkb - 1) / nkb + 7) / 8 * 8;
+}
+
 void gc_isa_fill_scalar(gc_isa_kernels *k);
 #if GC_X86
 void gc_isa_fill_sse2(gc_isa_kernels *k);

@@ -164,6 +164,50 @@ typedef struct {
     double scale;
 } gc_attn;
 
+/* A GEMM operand packed once (pack.c) in the layout the blocked GEMM's micro-kernel reads, so
+ * that gemm and conv2d_forward skip packing it on every call.  Side A packs op(A) (m x k), side
+ * B op(B) (k x n); f is the free dimension (m or n).  The panels cut f into strips of w (the
+ * micro-kernel's MR when the operand feeds its rows, NR when it feeds its columns) and K into
+ * the blocks gc_gemm_kc gives: element (f, p) lies at
+ *     data[pc * npan * w + (f / w) * w * kb + (p - pc) * w + f % w]
+ * for the K block [pc, pc + kb) holding p (npan = ceil(f / w); zero past f).  swap = 0 feeds the
+ * operand to its own side of the register tile (A: rows, B: columns); swap = 1 to the other one,
+ * the product then running as C^T = op(B)^T op(A)^T (what gemm does on its own when that wastes
+ * less of the tile).  Packing applies no alpha. */
+typedef struct {
+    void *data; /* 64-byte aligned, elems elements of the kind */
+    ptrdiff_t rows, cols, f, k, kc, npan, elems;
+    int side;  /* 0: A, 1: B */
+    int trans; /* the source's layout: trans_a / trans_b of the calls */
+    int swap;
+    int w;     /* panel width (mr or nr) */
+    int isa;   /* gc_isa.isa at packing */
+    char kind; /* 'f' or 'd' */
+    /* A virtual operand (data NULL, never from gemm_pack): fill(fill_ctx, dst, pc, kb, f0, nf)
+     * writes the panels of the K rows [pc, pc + kb) and free indices [f0, f0 + nf) (f0 a
+     * multiple of w) to dst, panel f0/w + q at dst + q*w*kb, as packing lays them out (zero
+     * past f); called by any thread, concurrently.  conv.c's columns are one. */
+    void (*fill)(const void *fill_ctx, void *dst, ptrdiff_t pc, ptrdiff_t kb, ptrdiff_t f0,
+                 ptrdiff_t nf);
+    const void *fill_ctx;
+} gc_packed;
+
+/* Fills every field of p but data (dims, panel width and K block for the ISA in use); -1 when
+ * the element count overflows.  rows, cols >= 0. */
+int gc_gemm_pack_init(gc_packed *p, char kind, int side, ptrdiff_t rows, ptrdiff_t cols,
+                      int trans, int swap);
+/* rows of col gathered per step of gc_im2col_pack (im2col.c) */
+#define GC_PACK_ROWS 16
+
+
+/* The source of a virtual packed col (gc_im2col_fill_*): one image x (its type's), its geometry
+ * (n ignored) and the panel width. */
+typedef struct {
+    const void *x;
+    const gc_conv *p;
+    int w;
+} gc_im2col_src;
+
 #define GC_CAT_(a, b) a##_##b
 #define GC_CAT(a, b) GC_CAT_(a, b)
 #define GC_FN(name) GC_CAT(name, GC_SFX)
@@ -179,6 +223,15 @@ typedef struct {
     int gc_gemm_ex_##S(const T *a, const T *b, T *c, ptrdiff_t batch, ptrdiff_t m, ptrdiff_t n,    \
                        ptrdiff_t k, int trans_a, int trans_b, T alpha, T beta, ptrdiff_t sa,       \
                        ptrdiff_t sb, ptrdiff_t sc, const T *bias, int act);                        \
+    /* gemm_ex with pre-packed operands: pa / pb NULL (a / b read as in gemm_ex) or packed for  \
+     * side A / B of this call (dims, trans and ISA checked by the caller; a / b are then unused  \
+     * and their batch stride is 0).  Bitwise the result of gemm_ex on the unpacked operands. */ \
+    int gc_gemm_px_##S(const T *a, const gc_packed *pa, const T *b, const gc_packed *pb, T *c,    \
+                       ptrdiff_t batch, ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int trans_a,       \
+                       int trans_b, T alpha, T beta, ptrdiff_t sa, ptrdiff_t sb, ptrdiff_t sc,    \
+                       const T *bias, int act);                                                   \
+    /* pack.c: p->data := x (stored as p->trans says) packed */                                 \
+    void gc_gemm_pack_##S(const T *x, const gc_packed *p);                                        \
     /* out may equal x exactly */                                                                  \
     void gc_unary_##S(int op, const T *x, T *out, ptrdiff_t n);                                    \
     void gc_unary_backward_##S(int op, const T *grad, const T *saved, T *out, ptrdiff_t n);        \
@@ -201,10 +254,19 @@ typedef struct {
                                        int64_t ignore_index);                                      \
     void gc_im2col_##S(const T *x, T *col, const gc_conv *p);                                      \
     void gc_col2im_##S(const T *col, T *x, const gc_conv *p);                                      \
+    /* one image's (p->n ignored) col as the panels of P (side B of c*kh*kw x oh*ow, trans 0,    \
+     * any swap; P->data written); rows: GC_PACK_ROWS * oh*ow elements of scratch */              \
+    void gc_im2col_pack_##S(const T *x, const gc_packed *P, T *rows, const gc_conv *p);            \
+    /* gc_packed's fill for one image's col: ctx is a gc_im2col_src (T = this type) */            \
+    void gc_im2col_fill_##S(const void *ctx, void *dst, ptrdiff_t pc, ptrdiff_t kb, ptrdiff_t f0, \
+                            ptrdiff_t nf);                                                        \
     /* fused conv2d, groups 1, w [o, c, kh, kw] (conv.c); bias, gx, gw, gb may be NULL; -1 if   \
      * scratch malloc fails */                                                                     \
     int gc_conv2d_forward_##S(const T *x, const T *w, const T *bias, T *out, const gc_conv *p,     \
                               ptrdiff_t o);                                                        \
+    /* the same with the weight packed (side A, rows o, cols c*kh*kw, trans 0) when pw != NULL */ \
+    int gc_conv2d_forward_px_##S(const T *x, const T *w, const gc_packed *pw, const T *bias,      \
+                                 T *out, const gc_conv *p, ptrdiff_t o);                          \
     int gc_conv2d_backward_##S(const T *x, const T *w, const T *g, T *gx, T *gw, T *gb,            \
                                const gc_conv *p, ptrdiff_t o);                                     \
     /* maxpool.c; the backward returns -1 when an index lies outside its plane */                  \

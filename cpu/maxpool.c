@@ -16,6 +16,10 @@
 
 #include "isa.h"
 #include "kernels.h"
+#include "vec.h"
+
+/* columns of an output row per step of the vector path (its buffers live on the stack) */
+#define MP_CHUNK 512
 
 /* [lo, hi): the o for which 0 <= o*s + off < size, clamped to [0, n) */
 static inline void mp_range(ptrdiff_t off, ptrdiff_t s, ptrdiff_t size, ptrdiff_t n,
@@ -39,18 +43,34 @@ static inline void mp_range(ptrdiff_t off, ptrdiff_t s, ptrdiff_t size, ptrdiff_
 #define GC_T float
 #define GC_UT uint32_t
 #define GC_SFX f32
+#define MP_IT int32_t /* in-plane positions: the lanes' width */
+#define MP_VT gc_v4f
+#define MP_VI gc_v4i
+#define MP_VN 4
 #include "maxpool.c"
 #undef GC_T
 #undef GC_UT
 #undef GC_SFX
+#undef MP_IT
+#undef MP_VT
+#undef MP_VI
+#undef MP_VN
 
 #define GC_T double
 #define GC_UT uint64_t
 #define GC_SFX f64
+#define MP_IT int64_t
+#define MP_VT gc_v2d
+#define MP_VI gc_v2l
+#define MP_VN 2
 #include "maxpool.c"
 #undef GC_T
 #undef GC_UT
 #undef GC_SFX
+#undef MP_IT
+#undef MP_VT
+#undef MP_VI
+#undef MP_VN
 
 #else /* type-generic body, T = GC_T */
 
@@ -65,11 +85,111 @@ typedef struct {
     atomic_int bad;
 } GC_FN(mp_job);
 
+/* One step of the vector path: lanes [i, i + MP_VN) of the running maxima cur and the offsets
+ * ct of their positions take v (offset tv) by the scalar loop's rule (below), with lane masks. */
+#define MP_TAKE(v, tv)                                                                            \
+    do {                                                                                          \
+        MP_VT c_;                                                                                 \
+        MP_VI q_;                                                                                 \
+        memcpy(&c_, cur + i, sizeof c_);                                                          \
+        memcpy(&q_, ct + i, sizeof q_);                                                           \
+        const MP_VI take_ = (v > c_) | (v != v) | (q_ < 0);                                       \
+        c_ = (MP_VT)(((MP_VI)v & take_) | ((MP_VI)c_ & ~take_));                                  \
+        q_ = (tv & take_) | (q_ & ~take_);                                                        \
+        memcpy(cur + i, &c_, sizeof c_);                                                          \
+        memcpy(ct + i, &q_, sizeof q_);                                                           \
+    } while (0)
+
+/* Output row oy, columns [c0, c1) (at most MP_CHUNK) of one plane, in 16-byte vectors: for each
+ * window position (ki, kj) in order, the running maxima take the inputs of the columns inside
+ * the image (MP_TAKE), keeping the position's offset from the window's corner t = ki*dh*w +
+ * kj*dw (as wide as the values' lanes), made a position once at the end.  Inputs at column
+ * stride 2 are two loads and a shuffle; other strides are gathered. */
+static void GC_FN(mp_row_vec)(const gc_pool2d *p, const GC_T *x, GC_T *vr, int64_t *ir,
+                              ptrdiff_t oy, ptrdiff_t c0, ptrdiff_t c1)
+{
+    _Alignas(16) GC_T cur[MP_CHUNK];
+    _Alignas(16) MP_IT ct[MP_CHUNK];
+    const ptrdiff_t nc = c1 - c0, sw = p->sw;
+    for (ptrdiff_t i = 0; i < nc; i++) {
+        cur[i] = (GC_T)-INFINITY;
+        ct[i] = -1;
+    }
+    for (ptrdiff_t ki = 0; ki < p->kh; ki++) {
+        const ptrdiff_t iy = oy * p->sh - p->ph + ki * p->dh;
+        if (iy < 0 || iy >= p->h)
+            continue;
+        for (ptrdiff_t kj = 0; kj < p->kw; kj++) {
+            const ptrdiff_t off = kj * p->dw - p->pw;
+            ptrdiff_t a, b;
+            mp_range(off, sw, p->w, p->ow, &a, &b);
+            a = a > c0 ? a - c0 : 0;
+            b = b < c1 ? b - c0 : nc;
+            const GC_T *xr = x + iy * p->w + off + c0 * sw; /* xr[i * sw]: column c0 + i */
+            const MP_IT t = (MP_IT)(ki * p->dh * p->w + kj * p->dw); /* >= 0, < h*w */
+            const MP_VI tv = t - (MP_VI){0};
+            ptrdiff_t i = a;
+            if (sw == 1) {
+                for (; i + MP_VN <= b; i += MP_VN) {
+                    MP_VT v;
+                    memcpy(&v, xr + i, sizeof v);
+                    MP_TAKE(v, tv);
+                }
+            } else if (sw == 2) {
+                /* pairs in the row: 2 * (c0 + i + MP_VN - 1) + off + 1 < w, i.e.
+                 * i < floor((w - off) / 2) - MP_VN - c0 + 1 */
+                const ptrdiff_t d = p->w - off;
+                ptrdiff_t e = (d >= 0 ? d / 2 : -((1 - d) / 2)) - MP_VN - c0 + 1;
+                e = e < b - MP_VN + 1 ? e : b - MP_VN + 1;
+                for (; i < e; i += MP_VN) {
+                    MP_VT v0, v1;
+                    memcpy(&v0, xr + 2 * i, sizeof v0);
+                    memcpy(&v1, xr + 2 * i + MP_VN, sizeof v1);
+#if MP_VN == 4
+                    const MP_VT v = GC_SHUF4(v0, v1, 0, 2, 4, 6);
+#else
+                    const MP_VT v = GC_SHUF2(v0, v1, 0, 2);
+#endif
+                    MP_TAKE(v, tv);
+                }
+            }
+            for (; i + MP_VN <= b; i += MP_VN) { /* (gathered) */
+                MP_VT v;
+                for (int l = 0; l < MP_VN; l++)
+                    v[l] = xr[(i + l) * sw];
+                MP_TAKE(v, tv);
+            }
+            for (; i < b; i++) {
+                const GC_T v = xr[i * sw];
+                if (v > cur[i] || v != v || ct[i] < 0) {
+                    cur[i] = v;
+                    ct[i] = t;
+                }
+            }
+        }
+    }
+    const int64_t o0 = (int64_t)((oy * p->sh - p->ph) * p->w + c0 * sw - p->pw);
+    for (ptrdiff_t i = 0; i < nc; i++) {
+        vr[c0 + i] = cur[i];
+        ir[c0 + i] = ct[i] < 0 ? -1 : o0 + (int64_t)(i * sw) + (int64_t)ct[i];
+    }
+}
+#undef MP_TAKE
+
 static void GC_FN(mp_fwd_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 {
     GC_FN(mp_job) *J = (GC_FN(mp_job) *)ctx;
     const gc_pool2d *p = J->p;
     const ptrdiff_t hw = p->h * p->w, ohw = p->oh * p->ow;
+    if (sizeof(MP_IT) == 8 || hw <= INT32_MAX) { /* the vector path */
+        for (ptrdiff_t pl = lo; pl < hi; pl++)
+            for (ptrdiff_t oy = 0; oy < p->oh; oy++)
+                for (ptrdiff_t c0 = 0; c0 < p->ow; c0 += MP_CHUNK)
+                    GC_FN(mp_row_vec)(p, J->x + pl * hw, J->vals + pl * ohw + oy * p->ow,
+                                      J->idx + pl * ohw + oy * p->ow, oy, c0,
+                                      c0 + MP_CHUNK < p->ow ? c0 + MP_CHUNK : p->ow);
+        return;
+    }
     for (ptrdiff_t pl = lo; pl < hi; pl++) {
         const GC_T *x = J->x + pl * hw;
         GC_T *v = J->vals + pl * ohw;

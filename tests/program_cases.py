@@ -86,9 +86,18 @@ def case_gemm(ar, dt):
 def case_gemm_ex(ar, dt):
     a, b, c = ar.alloc((2, 5, 7), dt), ar.const((7, 6), dt), ar.alloc((2, 5, 6), dt)
     bias = ar.const((6,), dt)
+    # pre-packed constants (gemm_pack): a Linear weight in both layouts, an A shared by a batch
+    x, w, y = ar.alloc((35, 40), dt), ar.const((30, 40), dt), ar.alloc((35, 30), dt)
+    bias30 = ar.const((30,), dt)
+    pw0, pw1 = C.gemm_pack(w, "b", 40, 30, 1, 0), C.gemm_pack(w, "b", 40, 30, 1, 1)
+    wa, xb, yb = ar.const((26, 9), dt), ar.alloc((3, 9, 20), dt), ar.alloc((3, 26, 20), dt)
+    pa = C.gemm_pack(wa, "a", 26, 9, 0, 1)
     return [
         ("gemm_ex", (a, b, c, 2, 5, 6, 7, 0, 0, 1.5, 0.5, 35, 0, 30, bias, C.UNARY_GELU)),
         ("gemm_ex", (a, b, c, 2, 5, 6, 7, 0, 0, 1.0, 0.0, 35, 0, 30, None, -1)),
+        ("gemm_ex", (x, pw0, y, 1, 35, 30, 40, 0, 1, 1.0, 0.0, 0, 0, 0, bias30, C.UNARY_RELU)),
+        ("gemm_ex", (x, pw1, y, 1, 35, 30, 40, 0, 1, 1.0, 1.0, 0, 0, 0, None, -1)),
+        ("gemm_ex", (pa, xb, yb, 3, 26, 20, 9, 0, 0, 0.5, 0.0, 0, 180, 520, None, -1)),
     ]
 
 
@@ -167,9 +176,14 @@ def case_conv2d_forward(ar, dt):
     o = 4
     x, wt, bias = ar.alloc((n, c, h, w), dt), ar.const((o, c, kh, kw), dt), ar.const((o,), dt)
     out, out2 = ar.alloc((n, o, OH, OW), dt), ar.alloc((n, o, OH, OW), dt)
+    w30 = ar.const((30, c, kh, kw), dt)  # a pre-packed weight (gemm_pack), both layouts
+    out3 = ar.alloc((n, 30, OH, OW), dt)
+    pw = [C.gemm_pack(w30, "a", 30, c * kh * kw, 0, s) for s in (0, 1)]
     return [
         ("conv2d_forward", (x, wt, bias, out, *CONV, o)),
         ("conv2d_forward", (x, wt, None, out2, *CONV, o)),
+        ("conv2d_forward", (x, pw[0], None, out3, *CONV, 30)),
+        ("conv2d_forward", (x, pw[1], None, out3, *CONV, 30)),
     ]
 
 

@@ -16,6 +16,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "args.h" /* bufset */
+
 #define GC_FUNCTIONS(X)                                                                           \
     /* memory.c, host_cache.c: host memory */                                                     \
     X(data_ptr) X(host_empty) X(host_cache_info) X(host_cache_clear)                              \
@@ -23,8 +25,8 @@
     X(fast_setup) X(set_fast_limit) X(fast_unary) X(fast_binary) X(fast_unary_backward)           \
     /* dispatch.c: ISA, caches, GEMM blocking, thread pool */                                     \
     X(info) X(set_num_threads)                                                                    \
-    /* gemm.c */                                                                                  \
-    X(gemm) X(gemm_ex)                                                                            \
+    /* gemm.c, pack.c */                                                                          \
+    X(gemm) X(gemm_ex) X(gemm_pack)                                                               \
     /* unary.c */                                                                                 \
     X(unary) X(unary_backward)                                                                    \
     /* binary.c */                                                                                \
@@ -61,6 +63,16 @@ GC_FUNCTIONS(GC_DECLARE_FUNCTION)
 
 /* host_cache.c: the type of host_empty's blocks, exported as HostBuffer */
 extern PyTypeObject gc_HostBufferType;
+
+/* pack.c: gemm_pack's result, exported as PackedMatrix, and the arguments that take one:
+ * gc_is_packed(obj) says whether obj is one; gc_packed_arg checks it against the call (side 0 /
+ * 1 = 'a' / 'b' as the argument name says, op(X)'s rows x cols, trans, the call's float kind:
+ * ValueError / TypeError naming the argument) and keeps a reference to it in bs (released with
+ * the call's buffers; a Program's for its life).  NULL with an exception set on failure. */
+extern PyTypeObject gc_PackedMatrixType;
+int gc_is_packed(PyObject *obj);
+const gc_packed *gc_packed_arg(bufset *bs, const char *fn, const char *name, PyObject *obj,
+                               int side, Py_ssize_t rows, Py_ssize_t cols, int trans, char kind);
 
 /* program.c: the compiled executor's program, exported as Program; its node kinds (the
  * bindings it can run, split into parse + exec) are listed in nodes.h */

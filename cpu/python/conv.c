@@ -7,6 +7,7 @@
 typedef struct {
     gc_conv p;
     void *ptr[6];
+    const gc_packed *pw; /* forward: w packed (gemm_pack), or NULL */
     Py_ssize_t o;
     int fwd;
     char kd;
@@ -36,10 +37,11 @@ static int conv2d_parse_common(const char *fn, PyObject *const *args, Py_ssize_t
         return overflow_error(fn, "the output or weight size");
     const Py_ssize_t need[6] = {nx, nw, fwd ? o : ny, fwd ? ny : nx, nw, o};
     char kd = 0;
+    const int packed = fwd && gc_is_packed(args[1]); /* checked once x gave the format */
     for (int i = 0; i < nb; i++) {
         const int writable = fwd ? i == 3 : i >= 3;
         const int optional = fwd ? i == 2 : i >= 3;
-        if (optional && args[i] == Py_None)
+        if ((optional && args[i] == Py_None) || (packed && i == 1))
             continue;
         v[i] = get_buf(bs, fn, names[i], args[i], writable);
         if (!v[i])
@@ -59,10 +61,13 @@ static int conv2d_parse_common(const char *fn, PyObject *const *args, Py_ssize_t
             return -1;
 #undef WHAT
     }
+    const gc_packed *pw = NULL;
+    if (packed && !(pw = gc_packed_arg(bs, fn, "w", args[1], 0, o, ck, 0, kd)))
+        return -1;
     static const int fwd_out[4] = {0, 0, 0, 1}, bwd_out[6] = {0, 0, 0, 1, 1, 1};
     if (need_outputs_apart(fn, nb, v, names, need, fwd ? fwd_out : bwd_out) < 0)
         return -1;
-    *node = (conv_node){.p = p, .o = o, .fwd = fwd, .kd = kd};
+    *node = (conv_node){.p = p, .pw = pw, .o = o, .fwd = fwd, .kd = kd};
     for (int i = 0; i < nb; i++)
         node->ptr[i] = v[i] ? v[i]->buf : NULL;
     return 0;
@@ -85,8 +90,8 @@ static int conv2d_exec(const void *node)
     void *const *v = q->ptr;
     if (q->fwd) {
         if (q->kd == 'f')
-            return gc_conv2d_forward_f32(v[0], v[1], v[2], v[3], &q->p, q->o);
-        return gc_conv2d_forward_f64(v[0], v[1], v[2], v[3], &q->p, q->o);
+            return gc_conv2d_forward_px_f32(v[0], v[1], q->pw, v[2], v[3], &q->p, q->o);
+        return gc_conv2d_forward_px_f64(v[0], v[1], q->pw, v[2], v[3], &q->p, q->o);
     }
     if (q->kd == 'f')
         return gc_conv2d_backward_f32(v[0], v[1], v[2], v[3], v[4], v[5], &q->p, q->o);
@@ -100,7 +105,8 @@ GC_DOC(conv2d_forward,
              "conv2d_forward(x, w, bias, out, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, o, /)"
              "\n--\n\n"
              "out [n, o, oh, ow] = conv2d(x [n, c, h, w], w [o, c, kh, kw]) + bias [o] (None: no "
-             "bias); groups = 1, zero padding.");
+             "bias); groups = 1, zero padding.  w may be a PackedMatrix of gemm_pack (side 'a', "
+             "rows o, cols c*kh*kw, trans 0): the same bits.");
 
 GC_NODE_BINDING(conv2d_forward)
 

@@ -10,7 +10,8 @@ GC_DOC(gemm,
        "For i in range(batch): C_i = alpha * op(A_i) @ op(B_i) + beta * C_i, A_i starting "
        "at element i*sa of a (likewise sb, sc; 0 broadcasts; batches run in order).\n"
        "op(A) is m x k, stored k x m when trans_a; op(B) is k x n, stored n x k when "
-       "trans_b.  beta == 0 never reads C.");
+       "trans_b.  beta == 0 never reads C.  a (b) may be a PackedMatrix of gemm_pack for side "
+       "'a' ('b') with these dims and trans, and batch stride 0.");
 
 GC_DOC(gemm_ex,
        "gemm_ex(a, b, c, batch, m, n, k, trans_a, trans_b, alpha, beta, sa, sb, sc, bias, "
@@ -21,6 +22,7 @@ GC_DOC(gemm_ex,
 
 typedef struct {
     const void *a, *b, *bias; /* bias NULL: none */
+    const gc_packed *pa, *pb; /* a / b packed (gemm_pack), or NULL */
     void *c;
     Py_ssize_t batch, m, n, k, sa, sb, sc;
     double alpha, beta;
@@ -57,14 +59,39 @@ static int gemm_parse_common(const char *fn, PyObject *const *args, Py_ssize_t n
     }
 
     Py_buffer *v[4] = {NULL};
-    if (get_bufs(bs, fn, args, 3, names, "rrw", v) < 0)
-        return -1;
+    const int packed[2] = {gc_is_packed(args[0]), gc_is_packed(args[1])};
+    for (int i = 0; i < 3; i++) /* a PackedMatrix is checked once the call's format is known */
+        if (!(i < 2 && packed[i]) && !(v[i] = get_buf(bs, fn, names[i], args[i], i == 2)))
+            return -1;
     if (ex && args[14] != Py_None && !(v[3] = get_buf(bs, fn, "bias", args[14], 0)))
         return -1;
     Py_buffer *a = v[0], *b = v[1], *c = v[2], *bias = v[3];
-    const char kd = need_float_contig(fn, 4, v, names, "====");
+    Py_buffer *vv[4] = {NULL}; /* the buffers given (a PackedMatrix is none), in order */
+    const char *nn[4] = {NULL};
+    int nv = 0;
+    for (int i = 0; i < 4; i++)
+        if (v[i]) {
+            vv[nv] = v[i];
+            nn[nv++] = names[i];
+        }
+    const char kd = need_float_contig(fn, nv, vv, nn, "====");
     if (!kd)
         return -1;
+    const gc_packed *pk[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++) {
+        if (!packed[i])
+            continue;
+        pk[i] = gc_packed_arg(bs, fn, names[i], args[i], i, i ? k : m, i ? n : k, i ? tb : ta, kd);
+        if (!pk[i])
+            return -1;
+        if (batch > 1 && (i ? sb : sa) != 0) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s: '%s' is packed (one matrix): its batch stride '%s' must be 0, got "
+                         "%zd",
+                         fn, names[i], i ? "sb" : "sa", i ? sb : sa);
+            return -1;
+        }
+    }
 
     /* elements touched: A_i spans m*k from i*sa, the last one ends at (batch-1)*sa + m*k */
     int ok = 1;
@@ -78,16 +105,18 @@ static int gemm_parse_common(const char *fn, PyObject *const *args, Py_ssize_t n
 #define WHAT                                                                                      \
     "batch=%zd, m=%zd, n=%zd, k=%zd, trans_a=%d, trans_b=%d, sa=%zd, sb=%zd, sc=%zd", batch, m, n, \
         k, ta, tb, sa, sb, sc
-    if (need_elems(fn, "a", a, need_a, WHAT) < 0 || need_elems(fn, "b", b, need_b, WHAT) < 0 ||
+    if ((a && need_elems(fn, "a", a, need_a, WHAT) < 0) ||
+        (b && need_elems(fn, "b", b, need_b, WHAT) < 0) ||
         need_elems(fn, "c", c, need_c, WHAT) < 0 ||
         (bias && need_c > 0 && need_elems(fn, "bias", bias, n, WHAT) < 0))
         return -1;
 #undef WHAT
-    if (need_c > 0 && ((need_a > 0 && need_no_overlap(fn, "c", c, "a", a, 0) < 0) ||
-                       (need_b > 0 && need_no_overlap(fn, "c", c, "b", b, 0) < 0) ||
+    if (need_c > 0 && ((a && need_a > 0 && need_no_overlap(fn, "c", c, "a", a, 0) < 0) ||
+                       (b && need_b > 0 && need_no_overlap(fn, "c", c, "b", b, 0) < 0) ||
                        (bias && need_no_overlap(fn, "c", c, "bias", bias, 0) < 0)))
         return -1;
-    *g = (gemm_node){.a = a->buf, .b = b->buf, .bias = bias ? bias->buf : NULL, .c = c->buf,
+    *g = (gemm_node){.a = a ? a->buf : NULL, .b = b ? b->buf : NULL, .pa = pk[0], .pb = pk[1],
+                     .bias = bias ? bias->buf : NULL, .c = c->buf,
                      .batch = batch, .m = m, .n = n, .k = k, .sa = sa, .sb = sb, .sc = sc,
                      .alpha = alpha, .beta = beta, .ta = ta, .tb = tb, .act = (int)act, .kd = kd};
     return 0;
@@ -108,11 +137,11 @@ static int gemm_exec(const void *node)
 {
     const gemm_node *g = node;
     if (g->kd == 'f')
-        return gc_gemm_ex_f32(g->a, g->b, g->c, g->batch, g->m, g->n, g->k, g->ta, g->tb,
-                              (float)g->alpha, (float)g->beta, g->sa, g->sb, g->sc, g->bias,
-                              g->act);
-    return gc_gemm_ex_f64(g->a, g->b, g->c, g->batch, g->m, g->n, g->k, g->ta, g->tb, g->alpha,
-                          g->beta, g->sa, g->sb, g->sc, g->bias, g->act);
+        return gc_gemm_px_f32(g->a, g->pa, g->b, g->pb, g->c, g->batch, g->m, g->n, g->k, g->ta,
+                              g->tb, (float)g->alpha, (float)g->beta, g->sa, g->sb, g->sc,
+                              g->bias, g->act);
+    return gc_gemm_px_f64(g->a, g->pa, g->b, g->pb, g->c, g->batch, g->m, g->n, g->k, g->ta,
+                          g->tb, g->alpha, g->beta, g->sa, g->sb, g->sc, g->bias, g->act);
 }
 
 GC_NODE_KIND(gemm, gemm_parse, gemm_exec, gemm_node, NULL);

@@ -245,7 +245,8 @@ PyMODINIT_FUNC PyInit__cpu(void)
         PyErr_SetString(PyExc_ImportError, err);
         return NULL;
     }
-    if (PyType_Ready(&gc_HostBufferType) < 0 || PyType_Ready(&gc_ProgramType) < 0)
+    if (PyType_Ready(&gc_HostBufferType) < 0 || PyType_Ready(&gc_ProgramType) < 0 ||
+        PyType_Ready(&gc_PackedMatrixType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&cpu_module);
     if (!m)
@@ -257,7 +258,8 @@ PyMODINIT_FUNC PyInit__cpu(void)
         add_names(m, "REDUCE_", gc_reduce_names, GC_REDUCE_COUNT) < 0 ||
         PyModule_AddIntConstant(m, "MAX_DIMS", GC_MAX_DIMS) < 0 ||
         PyModule_AddObjectRef(m, "HostBuffer", (PyObject *)&gc_HostBufferType) < 0 ||
-        PyModule_AddObjectRef(m, "Program", (PyObject *)&gc_ProgramType) < 0) {
+        PyModule_AddObjectRef(m, "Program", (PyObject *)&gc_ProgramType) < 0 ||
+        PyModule_AddObjectRef(m, "PackedMatrix", (PyObject *)&gc_PackedMatrixType) < 0) {
         Py_XDECREF(opcodes);
         Py_DECREF(m);
         return NULL;

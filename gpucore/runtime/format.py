@@ -190,7 +190,8 @@ def graph_from_json(text: str, weights: dict) -> Graph:
             w = weights.get(name)
             if not isinstance(w, Tensor) or tuple(w.shape) != shape or w.dtype is not dtype:
                 raise ValueError(f"constant {name!r}: no weight of shape {shape} and {dtype.name}")
-            g.add_tensor(name, shape, dtype, np.asarray(w._host()))
+            # a copy the graph owns, read-only: the compiled executor packs such weights once
+            g.add_constant(np.array(w._host()), name=name, dtype=dtype)
         else:
             g.add_tensor(name, shape, dtype)
     for name in doc["inputs"]:

@@ -125,3 +125,10 @@ def test_other_files_are_refused(tmp_path):
     gpucore.save({"w": gpucore.ones(2)}, tmp_path / "weights.pt")
     with pytest.raises(SerializationError, match="not a gpucore.runtime model"):
         runtime.load(tmp_path / "weights.pt")
+
+
+def test_loaded_weights_are_read_only_constants(saved):
+    _, _, path = saved
+    loaded = runtime.load(path, device="cpu")
+    weights = [t.data for t in loaded.symbolic.tensors.values() if t.data is not None]
+    assert weights and not any(w.flags.writeable for w in weights)

@@ -25,6 +25,7 @@ import numpy as np
 
 from ... import _cpu
 from ...backends.cpu.kernels.linalg import _gemm_operand
+from . import packing
 from .ops import defruntime, run_calls
 
 ACTIVATIONS = {
@@ -95,7 +96,9 @@ def _operand(x: np.ndarray, batch: tuple, trans: bool):
     return buf.reshape(-1), int(t) ^ int(trans), stride
 
 
-def _gemm_lower(out, arrays, attrs, scratch):
+def _gemm_calls(out, arrays, attrs, scratch, pack=False):
+    """gemm_ex's call; ``pack``: constant operands pre-packed (the compiled executor's lowering;
+    the interpreted executor runs the unpacked call, which gives the same bits)."""
     a, b = arrays[:2]
     bias = arrays[2] if len(arrays) > 2 else None
     if a.dtype not in _FLOATS or b.dtype != a.dtype or out.dtype != a.dtype:
@@ -114,9 +117,18 @@ def _gemm_lower(out, arrays, attrs, scratch):
     if pa is None or pb is None:
         return None
     nb = math.prod(batch)
-    args = (pa[0], pb[0], out.reshape(-1), nb, m, n, k, pa[1], pb[1], float(attrs["alpha"]), 0.0)
+    opa, opb = pa[0], pb[0]
+    if pack:
+        sa, sb = (pa[2], pb[2]) if nb > 1 else (0, 0)
+        opa = packing.gemm_operand(arrays[0], opa, "a", m, n, k, pa[1], sa, pb[1])
+        opb = packing.gemm_operand(arrays[1], opb, "b", m, n, k, pb[1], sb, pb[1])
+    args = (opa, opb, out.reshape(-1), nb, m, n, k, pa[1], pb[1], float(attrs["alpha"]), 0.0)
     args += (pa[2], pb[2], m * n, bias, ACTIVATIONS[attrs["act"]])
     return [("gemm_ex", args)]
+
+
+def _gemm_lower(out, arrays, attrs, scratch):
+    return _gemm_calls(out, arrays, attrs, scratch, pack=True)
 
 
 def _gemm_strided(attrs, index, arr) -> bool:
@@ -126,7 +138,7 @@ def _gemm_strided(attrs, index, arr) -> bool:
 GEMM = defruntime(
     "gemm",
     evaluate=_gemm_eval,
-    run=_run_lowered(_gemm_lower, _gemm_eval),
+    run=_run_lowered(_gemm_calls, _gemm_eval),
     lower=_gemm_lower,
     strided_inputs=_gemm_strided,
 )

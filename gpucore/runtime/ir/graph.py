@@ -103,8 +103,10 @@ class Graph:
         return name
 
     def add_constant(self, data: np.ndarray, name: str | None = None, dtype=None) -> str:
-        """A constant tensor holding ``data`` (kept as a C-contiguous array)."""
+        """A constant tensor holding ``data`` (kept as a C-contiguous array, marked read-only:
+        the compiled executor packs constant GEMM operands once, ir/packing.py)."""
         data = np.require(data, requirements="C")  # (0-d stays 0-d)
+        data.flags.writeable = False
         dt = dtype if dtype is not None else from_numpy_dtype(data.dtype)
         name = name or self.fresh_name("const")
         self.add_tensor(name, data.shape, dt, data)

@@ -15,6 +15,7 @@ import numpy as np
 
 from ... import _cpu
 from ...backends.cpu.kernels.common import BINARY, UNARY, _oni
+from . import packing
 from .ops import LOWERINGS
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -130,7 +131,8 @@ def _linear(out, arrays, attrs, scratch):
         return None
     m, k = x.shape
     n = w.shape[0]
-    args = (x.reshape(-1), w.reshape(-1), out.reshape(-1), 1, m, n, k, 0, 1, 1.0, 0.0, 0, 0)
+    wp = packing.gemm_operand(w, w.reshape(-1), "b", m, n, k, 1, 0, 1)  # constant: pre-packed
+    args = (x.reshape(-1), wp, out.reshape(-1), 1, m, n, k, 0, 1, 1.0, 0.0, 0, 0)
     return [("gemm_ex", args + (m * n, b, -1))]
 
 
@@ -143,6 +145,7 @@ def _conv2d(out, arrays, attrs, scratch):
     n, c, h, wd = x.shape
     o, _, kh, kw = w.shape
     geometry = (n, c, h, wd, kh, kw, *attrs["stride"], *attrs["padding"], *attrs["dilation"], o)
+    w = packing.conv_weight(w, out.shape[2] * out.shape[3])  # constant: pre-packed
     return [("conv2d_forward", (x, w, b, out) + geometry)]
 
 

@@ -1,0 +1,250 @@
+/* GEMM operand packing: the panel packer the blocked GEMM (gemm.c) runs on every call, and the
+ * whole-operand packing done once for a constant operand (gc_packed, kernels.h; bound as
+ * gemm_pack / PackedMatrix).  gemm.c includes this file with GC_PACK_PANELS_ONLY defined for
+ * its own static copy of the panel packer and of the unpacking (its fallback), so that it links
+ * without this file (tools/check_neon.sh builds it alone).
+ *
+ * A pre-packed operand holds exactly the panels that gemm.c would pack from the same matrix on
+ * every call (the same gc_pack_panel with alpha = 1, the same K blocks and panel width), laid out
+ * one after the other: K block by K block, each holding every panel across the free dimension.
+ * A compute unit then finds its panels at a computed offset instead of packing them, so the
+ * products are bitwise those of the unpacked call. */
+#ifndef GC_T
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "isa.h"
+#include "kernels.h"
+#include "vec.h"
+
+/* In-register transpose of x[0..3] (4 rows of 4 floats) / x[0..1] (2 rows of 2 doubles). */
+#define GC_TRANSPOSE4(x)                                                                          \
+    do {                                                                                          \
+        const gc_v4f t0 = GC_SHUF4(x[0], x[1], 0, 4, 1, 5), t1 = GC_SHUF4(x[2], x[3], 0, 4, 1, 5); \
+        const gc_v4f t2 = GC_SHUF4(x[0], x[1], 2, 6, 3, 7), t3 = GC_SHUF4(x[2], x[3], 2, 6, 3, 7); \
+        x[0] = GC_SHUF4(t0, t1, 0, 1, 4, 5);                                                      \
+        x[1] = GC_SHUF4(t0, t1, 2, 3, 6, 7);                                                      \
+        x[2] = GC_SHUF4(t2, t3, 0, 1, 4, 5);                                                      \
+        x[3] = GC_SHUF4(t2, t3, 2, 3, 6, 7);                                                      \
+    } while (0)
+#define GC_TRANSPOSE2(x)                                                                          \
+    do {                                                                                          \
+        const gc_v2d t0 = GC_SHUF2(x[0], x[1], 0, 2);                                             \
+        x[1] = GC_SHUF2(x[0], x[1], 1, 3);                                                        \
+        x[0] = t0;                                                                                \
+    } while (0)
+
+#ifndef GC_PACK_PANELS_ONLY
+int gc_gemm_pack_init(gc_packed *p, char kind, int side, ptrdiff_t rows, ptrdiff_t cols,
+                      int trans, int swap)
+{
+    const gc_blocking *b = kind == 'f' ? &gc_blk_f32 : &gc_blk_f64;
+    memset(p, 0, sizeof *p);
+    p->kind = kind;
+    p->side = side;
+    p->rows = rows;
+    p->cols = cols;
+    p->trans = trans;
+    p->swap = swap;
+    p->isa = gc_isa.isa;
+    p->f = side == 0 ? rows : cols;
+    p->k = side == 0 ? cols : rows;
+    /* rows of the register tile (A side, or B swapped), else its columns */
+    p->w = (side == 0) != (swap != 0) ? b->mr : b->nr;
+    p->kc = gc_gemm_kc(kind, p->k);
+    p->npan = (p->f + p->w - 1) / p->w;
+    if (p->npan > PTRDIFF_MAX / p->w || (p->k && p->npan * p->w > PTRDIFF_MAX / 8 / p->k))
+        return -1;
+    p->elems = p->k * p->npan * p->w;
+    return 0;
+}
+#endif
+
+#define GC_T float
+#define GC_SFX f32
+#define GC_VT gc_v4f
+#define GC_VN 4
+#define GC_VT_REST , alpha, alpha
+#define GC_TRANSPOSE GC_TRANSPOSE4
+#include "pack.c"
+#undef GC_T
+#undef GC_SFX
+#undef GC_VT
+#undef GC_VN
+#undef GC_VT_REST
+#undef GC_TRANSPOSE
+
+#define GC_T double
+#define GC_SFX f64
+#define GC_VT gc_v2d
+#define GC_VN 2
+#define GC_VT_REST
+#define GC_TRANSPOSE GC_TRANSPOSE2
+#include "pack.c"
+#undef GC_T
+#undef GC_SFX
+#undef GC_VT
+#undef GC_VN
+#undef GC_VT_REST
+#undef GC_TRANSPOSE
+
+#else /* type-generic body, T = GC_T */
+
+/* rows rows (< GC_VN) of lanes from x to d (constant-size moves). */
+static inline void GC_FN(store_lanes)(GC_T *restrict d, const GC_VT *x, int rows)
+{
+    switch (rows) {
+    case 1: memcpy(d, x, sizeof(GC_T)); break;
+    case 2: memcpy(d, x, 2 * sizeof(GC_T)); break;
+    default: memcpy(d, x, 3 * sizeof(GC_T)); break;
+    }
+}
+
+/* One packed panel of width w (mr for A, nr for B) over kb steps: d[p*w + i] = alpha * X(p, i)
+ * for i < valid, 0 for valid <= i < w, where X(p, i) = src[p*ld + i] (trans == 0: the panel's
+ * rows are contiguous in memory) or src[i*ld + p] (trans == 1: it is stored transposed; moved
+ * with 4x4 (float) / 2x2 (double) register transposes). */
+static void GC_FN(pack_panel)(GC_T *restrict d, const GC_T *restrict src, ptrdiff_t ld, int w,
+                              ptrdiff_t valid, ptrdiff_t kb, GC_T alpha, int trans)
+{
+    const int scale = alpha != (GC_T)1;
+    const GC_VT va = {alpha, alpha GC_VT_REST};
+    if (!trans) {
+        /* rows of w: whole vectors, then the tail */
+        const ptrdiff_t vend = valid / GC_VN * GC_VN;
+        for (ptrdiff_t p = 0; p < kb; p++) {
+            const GC_T *restrict s = src + p * ld;
+            GC_T *restrict dp = d + p * w;
+            for (ptrdiff_t i = 0; i < vend; i += GC_VN) {
+                GC_VT x;
+                memcpy(&x, s + i, sizeof x);
+                if (scale)
+                    x *= va;
+                memcpy(dp + i, &x, sizeof x);
+            }
+            for (ptrdiff_t i = vend; i < valid; i++)
+                dp[i] = alpha * s[i];
+            for (ptrdiff_t i = valid; i < w; i++)
+                dp[i] = (GC_T)0;
+        }
+        return;
+    }
+    /* stored transposed: GC_VN x GC_VN register transposes */
+    ptrdiff_t i = 0;
+    const ptrdiff_t pend = kb / GC_VN * GC_VN;
+    for (; i + GC_VN <= valid; i += GC_VN) {
+        const GC_T *restrict r = src + i * ld;
+        for (ptrdiff_t p = 0; p < pend; p += GC_VN) {
+            GC_VT x[GC_VN];
+            for (int q = 0; q < GC_VN; q++) {
+                memcpy(&x[q], r + q * ld + p, sizeof x[q]);
+                if (scale)
+                    x[q] *= va;
+            }
+            GC_TRANSPOSE(x);
+            for (int q = 0; q < GC_VN; q++)
+                memcpy(d + (p + q) * w + i, &x[q], sizeof x[q]);
+        }
+        for (ptrdiff_t p = pend; p < kb; p++)
+            for (int q = 0; q < GC_VN; q++)
+                d[p * w + i + q] = alpha * r[q * ld + p];
+    }
+    if (i < valid) { /* fewer than GC_VN rows left: zero vectors for the missing ones */
+        const int rows = (int)(valid - i);
+        const GC_T *restrict r = src + i * ld;
+        for (ptrdiff_t p = 0; p < pend; p += GC_VN) {
+            GC_VT x[GC_VN] = {{0}};
+            for (int q = 0; q < rows; q++) {
+                memcpy(&x[q], r + q * ld + p, sizeof x[q]);
+                if (scale)
+                    x[q] *= va;
+            }
+            GC_TRANSPOSE(x);
+            for (int q = 0; q < GC_VN; q++)
+                GC_FN(store_lanes)(d + (p + q) * w + i, &x[q], rows);
+        }
+        for (ptrdiff_t p = pend; p < kb; p++)
+            for (int q = 0; q < rows; q++)
+                d[p * w + i + q] = alpha * r[q * ld + p];
+        i = valid;
+    }
+    for (; i < w; i++)
+        for (ptrdiff_t p = 0; p < kb; p++)
+            d[p * w + i] = (GC_T)0;
+}
+
+/* Element (f, p) of the source sits at x[f*sf + p*sp]. */
+static void GC_FN(pack_strides)(const gc_packed *P, ptrdiff_t *sf, ptrdiff_t *sp)
+{
+    const int fcontig = P->side == 0 ? P->trans : !P->trans;
+    /* side A: trans 0 stores m x k (x[f*k + p]), trans 1 k x m (x[p*m + f]);
+     * side B: trans 0 stores k x n (x[p*n + f]), trans 1 n x k (x[f*k + p]) */
+    const ptrdiff_t ld = P->trans ? P->rows : P->cols;
+    *sf = fcontig ? 1 : ld;
+    *sp = fcontig ? ld : 1;
+}
+
+typedef struct {
+    const gc_packed *P;
+    const GC_T *x;
+    GC_T *out; /* unpack */
+} GC_FN(pack_job);
+
+/* Panels [lo, hi) of the (K block, panel) grid, K block major. */
+static void GC_FN(pack_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
+{
+    const GC_FN(pack_job) *J = (const GC_FN(pack_job) *)ctx;
+    const gc_packed *P = J->P;
+    ptrdiff_t sf, sp;
+    GC_FN(pack_strides)(P, &sf, &sp);
+    for (ptrdiff_t u = lo; u < hi; u++) {
+        const ptrdiff_t pc = (u / P->npan) * P->kc, q = u % P->npan;
+        const ptrdiff_t kb = P->k - pc < P->kc ? P->k - pc : P->kc;
+        const ptrdiff_t f0 = q * P->w, fv = P->f - f0 < P->w ? P->f - f0 : P->w;
+        GC_T *d = (GC_T *)P->data + pc * P->npan * P->w + q * P->w * kb;
+        const GC_T *s = J->x + f0 * sf + pc * sp;
+        if (!J->out) {
+            if (sf == 1) /* the panel's rows (fixed p) are contiguous */
+                GC_FN(pack_panel)(d, s, sp, P->w, fv, kb, (GC_T)1, 0);
+            else
+                GC_FN(pack_panel)(d, s, sf, P->w, fv, kb, (GC_T)1, 1);
+        } else {
+            GC_T *o = J->out + f0 * sf + pc * sp;
+            for (ptrdiff_t p = 0; p < kb; p++)
+                for (ptrdiff_t i = 0; i < fv; i++)
+                    o[i * sf + p * sp] = d[p * P->w + i];
+        }
+    }
+}
+
+/* x := the matrix of P in its stored layout (a virtual P's panels made first); -1 if malloc
+ * fails. */
+static int GC_FN(gemm_unpack)(const gc_packed *P, GC_T *x)
+{
+    gc_packed V = *P;
+    if (!P->data) {
+        if (!(V.data = malloc(sizeof(GC_T) * (size_t)(P->elems > 0 ? P->elems : 1))))
+            return -1;
+        for (ptrdiff_t pc = 0; pc < P->k; pc += P->kc)
+            P->fill(P->fill_ctx, (GC_T *)V.data + pc * P->npan * P->w, pc,
+                    P->k - pc < P->kc ? P->k - pc : P->kc, 0, P->f);
+    }
+    GC_FN(pack_job) J = {.P = &V, .x = x, .out = x};
+    const ptrdiff_t units = P->kc ? (P->k + P->kc - 1) / P->kc * P->npan : 0;
+    gc_parallel_range(units, 1, 1.0 * (double)P->elems, GC_FN(pack_range), &J);
+    if (!P->data)
+        free(V.data);
+    return 0;
+}
+
+#ifndef GC_PACK_PANELS_ONLY
+void GC_FN(gc_gemm_pack)(const GC_T *x, const gc_packed *P)
+{
+    GC_FN(pack_job) J = {.P = P, .x = x, .out = NULL};
+    const ptrdiff_t units = P->kc ? (P->k + P->kc - 1) / P->kc * P->npan : 0;
+    gc_parallel_range(units, 1, 0.5 * (double)P->elems, GC_FN(pack_range), &J);
+}
+#endif
+
+#endif

@@ -1,0 +1,131 @@
+"""Pre-packed constant GEMM operands for the compiled executor's lowerings.
+
+``gpucore._cpu.gemm_pack`` packs a GEMM operand once into the panels the blocked GEMM's
+micro-kernel reads (cpu/README.md, *Pre-packed operands*); ``gemm_ex`` and ``conv2d_forward``
+take the resulting ``PackedMatrix`` in place of the array and give the same bits without packing
+it on every call. The lowerings of ``gemm`` (fused.py), ``linear`` and ``conv2d`` (lowering.py)
+ask ``gemm_operand`` / ``conv_weight`` here for a packed operand when it is a graph constant
+(``Graph.add_constant`` marks those read-only) and packing pays; the interpreted executor keeps
+the unpacked calls.
+
+Packed copies are cached per constant array (keyed by ``id``, with a weak reference that drops
+the entry when the array dies), so that the runners of one executor (one per concurrent run)
+share one copy. ``ENABLED`` (environment ``GPUCORE_PACK=0`` turns it off) only serves
+benchmarks: packed and unpacked calls give the same results.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+
+import numpy as np
+
+from ... import _cpu
+
+ENABLED = os.environ.get("GPUCORE_PACK", "1") != "0"
+
+# Packing saves the per-call packing of the operand (and where gemm reads a small row-major
+# operand in place, the strided reads: ResNet-18's first convolution, a 37 KiB weight, ~9 %
+# faster packed); below this size there is little to save.
+MIN_BYTES = 16 * 1024
+# gemm.c's small-m path (m <= 16 with trans_b, 24 without) streams B where it lies: a packed
+# operand would be unpacked there on every call.
+SMALL_M = {True: 16, False: 24}
+# The transposed layout (swap) when it uses the register tile this much better and K is long
+# enough to pay for writing C^T through a buffer (measured on AVX-512, 14 x 32 tiles, one thread:
+# ResNet-18's 3x3 convolutions with 49, 196 and 784 output pixels gain 14 %, 15 % and 5 %, 3136
+# pixels lose 2 %, 1x1 ones with k <= 256 lose up to 10 %; a 32 x 2048 x 2048 Linear gains 40 %,
+# 64 rows lose 9 %).
+SWAP_GAIN = 1.10
+SWAP_MIN_K = 257
+CT_BUF_BYTES = 4 * 1024 * 1024  # gemm.c's GC_CT_BUF_BYTES
+
+_lock = threading.Lock()
+_cache: dict = {}  # id(array) -> (weakref to it, {layout key: PackedMatrix})
+_blocking: dict = {}
+
+
+def is_constant(arr) -> bool:
+    """Whether ``arr``'s memory cannot change: read-only down to an array owning its memory."""
+    while isinstance(arr, np.ndarray):
+        if arr.flags.writeable:
+            return False
+        if arr.base is None:
+            return bool(arr.flags.owndata)
+        arr = arr.base
+    return False  # a view of some other buffer object (the arena, a HostBuffer, ...)
+
+
+def _tile(dtype) -> tuple:
+    key = np.dtype(dtype).name
+    if key not in _blocking:
+        g = _cpu.info()["gemm"][key]
+        _blocking[key] = (g["mr"], g["nr"])
+    return _blocking[key]
+
+
+def _use(v: int, r: int) -> float:
+    return v / (-(-v // r) * r)
+
+
+def _swap(m: int, n: int, k: int, dtype) -> int:
+    """1 when the product tiles much better transposed (rows of the register tile along n) and
+    C^T fits gemm's row-major buffer for that mode (4 MiB; beyond, tiles go through a
+    transposed stack tile)."""
+    mr, nr = _tile(dtype)
+    if m * n * np.dtype(dtype).itemsize > CT_BUF_BYTES or k < SWAP_MIN_K:
+        return 0
+    return int(_use(n, mr) * _use(m, nr) > SWAP_GAIN * _use(m, mr) * _use(n, nr))
+
+
+def _drop(key: int, ref) -> None:
+    with _lock:
+        entry = _cache.get(key)
+        if entry is not None and entry[0] is ref:
+            del _cache[key]
+
+
+def packed(
+    owner: np.ndarray, flat: np.ndarray, side: str, rows: int, cols: int, trans: int, swap: int
+):
+    """The PackedMatrix of ``flat`` (a view of the constant ``owner``), cached per owner."""
+    layout = (flat.__array_interface__["data"][0] - owner.__array_interface__["data"][0],
+              flat.dtype.str, side, rows, cols, trans, swap)  # fmt: skip
+    key = id(owner)
+    with _lock:
+        entry = _cache.get(key)
+        if entry is None or entry[0]() is not owner:
+            entry = _cache[key] = (weakref.ref(owner, lambda r, k=key: _drop(k, r)), {})
+        pm = entry[1].get(layout)
+        if pm is None:
+            pm = entry[1][layout] = _cpu.gemm_pack(flat, side, rows, cols, trans, swap)
+    return pm
+
+
+def gemm_operand(
+    owner, flat, side: str, m: int, n: int, k: int, trans: int, stride: int, trans_b: int
+):
+    """``flat`` packed for ``side`` of gemm_ex(m, n, k) when that pays, else ``flat``."""
+    if not ENABLED or stride != 0 or flat.dtype not in _FLOATS or not is_constant(owner):
+        return flat
+    if m <= SMALL_M[bool(trans_b)] or n <= 0 or k <= 0:
+        return flat
+    rows, cols = (m, k) if side == "a" else (k, n)
+    if rows * cols * flat.dtype.itemsize < MIN_BYTES:
+        return flat
+    return packed(owner, flat, side, rows, cols, trans, _swap(m, n, k, flat.dtype))
+
+
+def conv_weight(w: np.ndarray, pixels: int):
+    """conv2d_forward's weight w [o, c, kh, kw] packed (side a: o x c*kh*kw, trans 0) for
+    ``pixels`` output pixels per image when that pays, else ``w``."""
+    if w.ndim != 4 or not w.flags.c_contiguous or w.size == 0:
+        return w
+    o = w.shape[0]
+    got = gemm_operand(w, w.reshape(-1), "a", o, pixels, w.size // o, 0, 0, 0)
+    return got if isinstance(got, _cpu.PackedMatrix) else w
+
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
