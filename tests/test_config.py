@@ -27,6 +27,7 @@ GOOD = {
     "GPUCORE_NUM_THREADS": ["1", "16"],
     "GPUCORE_GEMM_BLOCKING": ["96,256,4096"],
     "GPUCORE_HOST_CACHE_MB": ["0", "1024"],
+    "GPUCORE_PACK": ["0", "1"],
 }
 BAD = {
     "GPUCORE_DEVICE": ["gpu", "cuda"],
@@ -41,6 +42,7 @@ BAD = {
     "GPUCORE_NUM_THREADS": ["0", "two"],
     "GPUCORE_GEMM_BLOCKING": ["1,2", "0,1,2", "a,b,c"],
     "GPUCORE_HOST_CACHE_MB": ["-5", "lots"],
+    "GPUCORE_PACK": ["2", "no"],
 }
 
 

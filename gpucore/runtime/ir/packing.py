@@ -24,7 +24,7 @@ import numpy as np
 
 from ... import _cpu
 
-ENABLED = os.environ.get("GPUCORE_PACK", "1") != "0"
+ENABLED = os.environ.get("GPUCORE_PACK", "1").strip() != "0"  # gpucore.config checked the value
 
 # Packing saves the per-call packing of the operand (and where gemm reads a small row-major
 # operand in place, the strided reads: ResNet-18's first convolution, a 37 KiB weight, ~9 %
