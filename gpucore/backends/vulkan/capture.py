@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 
-from .stream import CAP, LOST_MESSAGE, VK_TIMEOUT
+from .stream import LOST_MESSAGE, VK_TIMEOUT, descriptor_pool
 
 
 class Capture:
@@ -55,21 +55,7 @@ class Capture:
 
     def grow(self):
         """A new descriptor pool (the stream asks for one when the current pool is full)."""
-        vk = self.ctx.vk
-        pool = vk.vkCreateDescriptorPool(
-            self.ctx.device,
-            vk.VkDescriptorPoolCreateInfo(
-                sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-                maxSets=CAP,
-                poolSizeCount=1,
-                pPoolSizes=[
-                    vk.VkDescriptorPoolSize(
-                        type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=CAP * 8
-                    )
-                ],
-            ),
-            None,
-        )
+        pool = descriptor_pool(self.ctx.vk, self.ctx.device)
         self.pools.append(pool)
         self.desc_pool = pool
         return pool

@@ -46,6 +46,24 @@ LOST_MESSAGE = (
 )
 
 
+def descriptor_pool(vk, dev):
+    """A descriptor pool for CAP dispatches of up to 8 storage buffers each."""
+    return vk.vkCreateDescriptorPool(
+        dev,
+        vk.VkDescriptorPoolCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+            maxSets=CAP,
+            poolSizeCount=1,
+            pPoolSizes=[
+                vk.VkDescriptorPoolSize(
+                    type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=CAP * 8
+                )
+            ],
+        ),
+        None,
+    )
+
+
 class Frame:
     """A command buffer with its descriptor pool, fence, timestamp queries and keep-alive list."""
 
@@ -60,20 +78,7 @@ class Frame:
                 commandBufferCount=1,
             ),
         )[0]
-        self.desc_pool = vk.vkCreateDescriptorPool(
-            dev,
-            vk.VkDescriptorPoolCreateInfo(
-                sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-                maxSets=CAP,
-                poolSizeCount=1,
-                pPoolSizes=[
-                    vk.VkDescriptorPoolSize(
-                        type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=CAP * 8
-                    )
-                ],
-            ),
-            None,
-        )
+        self.desc_pool = descriptor_pool(vk, dev)
         self.fence = vk.vkCreateFence(
             dev, vk.VkFenceCreateInfo(sType=vk.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO), None
         )
