@@ -70,41 +70,7 @@ def _limitation(name, case, err) -> bool:
 # Known gpucore bugs: function -> {the bug: case labels}; a label ending in " [vulkan]" fails on
 # Vulkan only. Those cases are run by test_known_bugs, marked xfail(strict=True), and skipped by
 # test_bad_arguments.
-BUGS = {
-    "binary_cross_entropy_with_logits": {
-        "a float64 operand gives a float64 result; PyTorch's is float32": (
-            "dtype ('a', 0) gpucore.float64",
-        ),
-    },
-    "fold": {
-        "DTypeError from the inner op col2im() does not name fold()": (
-            "dtype ('a', 0) gpucore.bool",
-        ),
-    },
-    "hinge_embedding_loss": {
-        "escapes as OverflowError: Python integer -1 out of bounds for uint8": (
-            "dtype ('a', 1) gpucore.uint8",
-        ),
-    },
-    "huber_loss": {
-        "a float64 operand gives a float64 result; PyTorch's is float32": (
-            "dtype ('a', 1) gpucore.float64",
-        ),
-    },
-    "soft_margin_loss": {
-        "a float64 operand gives a float64 result; PyTorch's is float32": (
-            "dtype ('a', 1) gpucore.float64",
-        ),
-    },
-    "unfold": {
-        "ShapeError from the inner op im2col() does not name unfold()": (
-            "shape ('a', 0) (2, 5, 6)",
-        ),
-        "DTypeError from the inner op im2col() does not name unfold()": (
-            "dtype ('a', 0) gpucore.bool",
-        ),
-    },
-}
+BUGS = {}
 
 
 def _torch_call(name, case):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import operator
 
 from ... import dispatch
+from ... import dtypes as D
 from ...errors import DTypeError, ShapeError
 from ...ops import nn as nn_ops
 from ...tensor import Tensor
@@ -137,7 +138,12 @@ def conv2d(
 
 
 def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
-    """Sliding patches [N, C, H, W] -> [N, C*kh*kw, L] (torch.nn.functional.unfold; im2col)."""
+    """Sliding patches [N, C, H, W] -> [N, C*kh*kw, L] (torch.nn.functional.unfold; im2col);
+    an unbatched [C, H, W] input gives [C*kh*kw, L]; bool patches stay bool."""
+    if isinstance(input, Tensor) and input.ndim == 3:
+        return unfold(input.unsqueeze(0), kernel_size, dilation, padding, stride).squeeze(0)
+    if isinstance(input, Tensor) and input.dtype is D.bool_:  # copies: exact through float32
+        return unfold(input.to(D.float32), kernel_size, dilation, padding, stride).to(D.bool_)
     return nn_ops.im2col(input, kernel_size, stride=stride, padding=padding, dilation=dilation)
 
 
@@ -149,5 +155,8 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
         raise ShapeError(
             f"fold(): expected input [N, C*{kh}*{kw}, L], got shape {tuple(input.shape)}"
         )
+    if input.dtype is D.bool_:  # overlapping patches add as logical or, as PyTorch's bool sum
+        out = fold(input.to(D.float32), output_size, kernel_size, dilation, padding, stride)
+        return out != 0
     shape = (input.shape[0], input.shape[1] // (kh * kw), oh, ow)
     return nn_ops.col2im(input, shape, (kh, kw), stride=stride, padding=padding, dilation=dilation)

@@ -253,7 +253,8 @@ def huber_loss(
         raise ValueError(f"huber_loss(): delta must be positive, got {delta}")
     d = input - target
     ad = d.abs()
-    return _reduce(E.where(ad < delta, d * d * 0.5, (ad - 0.5 * delta) * delta), reduction)
+    out = _reduce(E.where(ad < delta, d * d * 0.5, (ad - 0.5 * delta) * delta), reduction)
+    return _as_dtype_of(out, input)
 
 
 def _log_clamped(x: Tensor) -> Tensor:
@@ -304,7 +305,15 @@ def binary_cross_entropy_with_logits(
     loss = (1 - target) * input + sp
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, reduction)
+    return _as_dtype_of(_reduce(loss, reduction), target)
+
+
+def _as_dtype_of(out: Tensor, ref: Tensor) -> Tensor:
+    """``out`` in ``ref``'s float dtype: PyTorch's result type for losses whose kernel writes
+    in one operand's dtype (huber_loss and soft_margin_loss: the input's;
+    binary_cross_entropy_with_logits: the target's), whatever the other operand's is."""
+    dt = ref.dtype
+    return out if out.dtype is dt or not dt.is_floating_point else out.to(dt)
 
 
 def _check_same_shape(op: str, *named) -> None:
@@ -465,10 +474,12 @@ def hinge_embedding_loss(
     _check_tensor(op, input)
     _check_tensor(op, target, "target", floating=False)
     broadcast_shapes(op, input.shape, target.shape)
-    if not target.dtype.is_floating_point:
-        target = target.to(input.dtype)  # -1 compared in the target's dtype would not fit uint8
+    # PyTorch compares in the target's dtype, where -1 wraps: 255 counts as -1 in uint8
+    neg_one = 255 if target.dtype is D.uint8 else -1
+    if not target.dtype.is_floating_point and neg_one == -1:
+        target = target.to(input.dtype)  # (bool and signed ints: compared as floats)
     margin_term = E.where(target != 1, (margin - input).clamp(min=0.0), 0.0)
-    self_term = E.where(target != -1, input, 0.0)
+    self_term = E.where(target != neg_one, input, 0.0)
     return _reduce(margin_term + self_term, reduction)
 
 
@@ -515,7 +526,7 @@ def soft_margin_loss(
     _check_same_shape("soft_margin_loss", ("input", input), ("target", target))
     if not target.dtype.is_floating_point:
         target = target.to(input.dtype)  # negated as a float: a uint8 -1 would wrap, a bool fail
-    return _reduce(U.softplus(-target * input), reduction)
+    return _as_dtype_of(_reduce(U.softplus(-target * input), reduction), input)
 
 
 def multilabel_soft_margin_loss(
