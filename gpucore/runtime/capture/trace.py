@@ -78,6 +78,8 @@ class Tracer:
 
     def rebind(self, x: Tensor, value: Tensor) -> None:
         """``x`` now holds ``value``'s data (an in-place write, a device move)."""
+        if threading.get_ident() != self.thread:
+            return  # another thread's tensors are not the model's
         if x._base is not None and self.names.get(id(x._base)) is not None:
             raise CaptureError(
                 "capture: the model writes in place into a view of a tensor it computed "

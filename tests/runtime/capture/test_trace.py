@@ -81,14 +81,19 @@ def test_other_threads_are_not_captured():
 
     seen = []
 
+    def other():
+        y = gpucore.ones(3) * 2
+        y += 1  # an in-place write in another thread: not the model's
+        seen.append(y.sum().item())
+
     def fn(a):
-        t = threading.Thread(target=lambda: seen.append((gpucore.ones(3) * 2).sum().item()))
+        t = threading.Thread(target=other)
         t.start()
         t.join()
         return a + 1
 
     g = trace(fn, [gpucore.ones(3)])
-    assert seen == [6.0] and [n.op for n in g.order()] == ["add"]
+    assert seen == [9.0] and [n.op for n in g.order()] == ["add"]
 
 
 def test_setitem_is_captured_and_writes_into_views_are_refused():
