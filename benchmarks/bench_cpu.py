@@ -49,6 +49,7 @@ if _bad or _set_threads:
     # orig_argv keeps "-m benchmarks.bench_cpu" and interpreter flags intact.
     os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], _env)
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_env, also under -m
 import argparse  # noqa: E402
 import gc  # noqa: E402
 import platform  # noqa: E402
@@ -57,6 +58,7 @@ import time  # noqa: E402
 import timeit  # noqa: E402
 
 import numpy as np  # noqa: E402
+from bench_env import CpuShare, load_note  # noqa: E402
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if os.path.isdir(os.path.join(_ROOT, "gpucore")) and _ROOT not in sys.path:
@@ -447,47 +449,8 @@ def blas_name() -> str:
         return "unknown BLAS"
 
 
-class CpuShare:
-    """Fraction of all CPUs that *other* processes kept busy since construction (Linux
-    /proc/stat busy time minus this process's own CPU time); None where unavailable."""
-
-    def __init__(self):
-        self.t0, self.busy0, self.self0 = time.perf_counter(), self._busy(), self._self()
-
-    @staticmethod
-    def _busy() -> float | None:
-        try:
-            with open("/proc/stat") as f:
-                v = [int(x) for x in f.readline().split()[1:]]
-        except (OSError, ValueError):
-            return None
-        idle = v[3] + (v[4] if len(v) > 4 else 0)  # idle + iowait
-        return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
-    @staticmethod
-    def _self() -> float:
-        t = os.times()
-        return t.user + t.system
-
-    def others(self) -> float | None:
-        busy = self._busy()
-        if busy is None or self.busy0 is None:
-            return None
-        wall = time.perf_counter() - self.t0
-        used = busy - self.busy0 - (self._self() - self.self0)
-        return min(1.0, max(0.0, used) / (wall * (os.cpu_count() or 1)))
-
-
-def load_note(share: float | None, when: str) -> str:
-    if share is None:
-        return f"- CPU use by other processes {when}: unknown"
-    warn = ""
-    if share > 0.1:
-        warn = (
-            " — **the machine was not idle: numbers are noisy (multi-threaded numpy and "
-            "torch most of all); rerun on an idle machine**"
-        )
-    return f"- other processes kept {share:.0%} of the CPUs busy {when}{warn}"
+def _load_note(share: float | None, when: str) -> str:
+    return load_note(share, when, " (multi-threaded numpy and torch most of all)")
 
 
 def gpucore_backend() -> str:
@@ -535,7 +498,7 @@ def header(cfg: Cfg) -> None:
     print(f"- {time.strftime('%Y-%m-%d %H:%M:%S')}; medians over repeats after a warm-up")
     probe = CpuShare()
     time.sleep(0.5)
-    print(load_note(probe.others(), "in the 0.5 s before the run"))
+    print(_load_note(probe.others(), "in the 0.5 s before the run"))
 
 
 def main(argv=None) -> int:
@@ -580,7 +543,7 @@ def main(argv=None) -> int:
     for name in args.only or list(sections):
         sections[name](cfg, rng)
     print(f"\nTotal benchmark time {time.perf_counter() - t0:.0f} s.")
-    print(load_note(share.others(), "during the run"))
+    print(_load_note(share.others(), "during the run"))
     if PROBLEMS:
         print("\n**Correctness problems (gpucore vs numpy):**\n")
         for msg in PROBLEMS:

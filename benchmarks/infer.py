@@ -33,18 +33,10 @@ from __future__ import annotations
 import os
 import sys
 
-_BAD_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
-_REEXEC_MARK = "GPUCORE_BENCH_REEXECED"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_env, also under -m
+from bench_env import REEXEC_MARK, CpuShare, clean_openblas_env, load_note  # noqa: E402
 
-_bad = [k for k in _BAD_ENV if k in os.environ]
-if _bad:
-    if "numpy" in sys.modules:  # too late: OpenBLAS already read the environment
-        sys.exit("infer.py: numpy was imported before OPENBLAS_* could be unset")
-    _env = {k: v for k, v in os.environ.items() if k not in _BAD_ENV}
-    _env[_REEXEC_MARK] = ",".join(_bad)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], _env)
+clean_openblas_env("infer.py")
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -145,46 +137,6 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
-
-
-class CpuShare:
-    """Fraction of all CPUs that *other* processes kept busy since construction (Linux
-    /proc/stat busy time minus the CPU time of this process and its finished workers)."""
-
-    def __init__(self):
-        self.t0, self.busy0, self.self0 = time.perf_counter(), self._busy(), self._self()
-
-    @staticmethod
-    def _busy() -> float | None:
-        try:
-            with open("/proc/stat") as f:
-                v = [int(x) for x in f.readline().split()[1:]]
-        except (OSError, ValueError):
-            return None
-        idle = v[3] + (v[4] if len(v) > 4 else 0)  # idle + iowait
-        return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
-    @staticmethod
-    def _self() -> float:
-        t = os.times()
-        return t.user + t.system + t.children_user + t.children_system
-
-    def others(self) -> float | None:
-        busy = self._busy()
-        if busy is None or self.busy0 is None:
-            return None
-        wall = time.perf_counter() - self.t0
-        used = busy - self.busy0 - (self._self() - self.self0)
-        return min(1.0, max(0.0, used) / (wall * (os.cpu_count() or 1)))
-
-
-def load_note(share: float | None, when: str) -> str:
-    if share is None:
-        return f"- CPU use by other processes {when}: unknown"
-    warn = ""
-    if share > 0.1:
-        warn = " — **the machine was not idle: numbers are noisy; rerun on an idle machine**"
-    return f"- other processes kept {share:.0%} of the CPUs busy {when}{warn}"
 
 
 # Output check: max |compiled - torch| <= TOL_REL * max |torch| (see README: float32 results of
@@ -432,15 +384,15 @@ def main(argv=None) -> int:
             f"in its own process, {args.rounds} rounds x {args.repeats} repeats, libraries "
             f"alternating"
         )
-        unset = os.environ.get(_REEXEC_MARK)
+        unset = os.environ.get(REEXEC_MARK)
         print(f"- {'re-executed with ' + unset + ' unset' if unset else 'OPENBLAS_* not set'}")
         print(f"- {time.strftime('%Y-%m-%d %H:%M:%S')}; medians over repeats after a warm-up")
         for n, e in info.get("export_errors", {}).items():
             PROBLEMS.append(f"{n}: ONNX export failed: {e}")
-        probe = CpuShare()
+        probe = CpuShare(children=True)
         time.sleep(0.5)
         print(load_note(probe.others(), "in the 0.5 s before the run"), flush=True)
-        share = CpuShare()
+        share = CpuShare(children=True)
         if names:
             cpu_sections(names, args, tmp, have)
         if "vulkan-replay" in sections:

@@ -164,6 +164,24 @@ def _any_layout(attrs, index, arr) -> bool:
 STRIDED_OK = frozenset(BINARY) | {"where", "clone"}
 
 
+def proto_array(shape: tuple, itemsize: int) -> np.ndarray:
+    """A data-less C-contiguous array of ``shape`` with ``itemsize``-byte items over a one-item
+    buffer: view functions applied to it give a view's layout (shape, strides, and the offset
+    from its data pointer, which is the buffer's start) for free, whatever the size."""
+    strides = []
+    acc = itemsize
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= max(s, 1)
+    base = np.zeros(1, np.dtype(f"V{itemsize}"))
+    return np.lib.stride_tricks.as_strided(base, shape, tuple(reversed(strides)), writeable=False)
+
+
+def data_start(arr: np.ndarray) -> int:
+    """The address of ``arr``'s first element (prototypes compare these for offsets)."""
+    return arr.__array_interface__["data"][0]
+
+
 class TensorSpec:
     """A tensor without data: what infer rules and ``Backend.supports`` read of an operand
     (shape, dtype, ndim, numel, and ``_data``: a data-less array of the right shape)."""

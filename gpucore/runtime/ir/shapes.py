@@ -13,19 +13,7 @@ import numpy as np
 
 from ...ops.registry import REGISTRY
 from .graph import Graph, GraphError
-from .ops import TensorSpec, op_info
-
-
-def _proto(shape: tuple, dtype) -> np.ndarray:
-    """A data-less C-contiguous array of ``shape`` (views of it cost nothing)."""
-    item = dtype.itemsize
-    strides = []
-    acc = item
-    for s in reversed(shape):
-        strides.append(acc)
-        acc *= max(s, 1)
-    base = np.zeros(1, np.dtype(f"V{item}"))
-    return np.lib.stride_tricks.as_strided(base, shape, tuple(reversed(strides)), writeable=False)
+from .ops import TensorSpec, op_info, proto_array
 
 
 def _gemm_shape(shapes: list, attrs: dict) -> tuple:
@@ -70,7 +58,7 @@ def expected(graph: Graph, node) -> tuple:
     ins = [graph.tensors[n] for n in node.inputs]
     info = op_info(node.op)
     if info.view is not None:
-        arr = info.view(_proto(ins[0].shape, ins[0].dtype), node.attrs)
+        arr = info.view(proto_array(ins[0].shape, ins[0].dtype.itemsize), node.attrs)
         return tuple(arr.shape), ins[0].dtype
     rule = FUSED_SHAPES.get(node.op)
     if rule is not None:

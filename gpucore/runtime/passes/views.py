@@ -9,10 +9,8 @@ copied. Views of constants are left to constant folding.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..ir.graph import Graph
-from ..ir.ops import op_info
+from ..ir.ops import data_start, op_info, proto_array
 
 
 def _is_view(graph: Graph, name: str) -> bool:
@@ -23,18 +21,11 @@ def _is_view(graph: Graph, name: str) -> bool:
 def layout_of(shape: tuple, itemsize: int, chain: list) -> tuple:
     """(shape, element strides, element offset) of the views ``chain`` [(op, attrs), ...]
     applied in order to a C-contiguous array of ``shape``."""
-    dt = np.dtype(f"V{itemsize}")
-    base = np.zeros(1, dt)
-    strides = []
-    acc = itemsize
-    for s in reversed(shape):
-        strides.append(acc)
-        acc *= max(s, 1)
-    arr = np.lib.stride_tricks.as_strided(base, shape, tuple(reversed(strides)), writeable=False)
+    arr = proto_array(shape, itemsize)
+    start = data_start(arr)
     for op, attrs in chain:
         arr = op_info(op).view(arr, attrs)
-    start = base.__array_interface__["data"][0]
-    offset = (arr.__array_interface__["data"][0] - start) // itemsize
+    offset = (data_start(arr) - start) // itemsize
     return arr.shape, tuple(s // itemsize for s in arr.strides), offset
 
 

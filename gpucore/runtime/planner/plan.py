@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from ..ir.graph import Graph
-from ..ir.ops import op_info
+from ..ir.ops import data_start, op_info, proto_array
 from .order import memory_order
 
 ALIGN = 64
@@ -69,16 +69,6 @@ def _nbytes(graph: Graph, name: str) -> int:
     return info.dtype.itemsize * math.prod(info.shape)
 
 
-def _proto(shape: tuple, itemsize: int, base: np.ndarray) -> np.ndarray:
-    """A data-less array with the C-contiguous layout of ``shape`` starting at ``base``."""
-    strides = []
-    acc = itemsize
-    for s in reversed(shape):
-        strides.append(acc)
-        acc *= max(s, 1)
-    return np.lib.stride_tricks.as_strided(base, shape, tuple(reversed(strides)), writeable=False)
-
-
 def _view_kinds(graph: Graph, order: list) -> tuple[dict, set]:
     """node output -> "view" or "copy" for the view nodes, and the views that cover their whole
     source exactly (contiguous, offset 0: in-place writes through them are safe); data-less
@@ -94,9 +84,8 @@ def _view_kinds(graph: Graph, order: list) -> tuple[dict, set]:
             continue
         src = node.inputs[0]
         if src not in protos:
-            base = np.zeros(1, np.dtype(f"V{graph.tensors[src].dtype.itemsize}"))
-            protos[src] = _proto(graph.tensors[src].shape, graph.tensors[src].dtype.itemsize, base)
-            starts[src] = base.__array_interface__["data"][0]
+            protos[src] = proto_array(graph.tensors[src].shape, graph.tensors[src].dtype.itemsize)
+            starts[src] = data_start(protos[src])
         arr = info.view(protos[src], node.attrs)
         if graph.tensors[src].data is not None:
             kinds[node.output] = "copy"  # a view of a constant: copied once per run
@@ -116,13 +105,12 @@ def _view_kinds(graph: Graph, order: list) -> tuple[dict, set]:
         if ok:
             protos[node.output] = arr
             starts[node.output] = starts[src]
-            whole = arr.__array_interface__["data"][0] == starts[src]
+            whole = data_start(arr) == starts[src]
             if arr.flags.c_contiguous and whole and (src in exact or src not in kinds):
                 exact.add(node.output)
         else:
-            base = np.zeros(1, np.dtype(f"V{out.dtype.itemsize}"))
-            protos[node.output] = _proto(out.shape, out.dtype.itemsize, base)
-            starts[node.output] = base.__array_interface__["data"][0]
+            protos[node.output] = proto_array(out.shape, out.dtype.itemsize)
+            starts[node.output] = data_start(protos[node.output])
             exact.add(node.output)  # copied into an allocation of its own
     return kinds, exact
 
