@@ -6,9 +6,12 @@ ISA-specific files cpu/isa/{sse2,avx2,avx512}.c are compiled as well, each with 
 (see ISA_FLAGS), and the extension picks one at import after checking the CPU (cpu/dispatch.c).
 On arm64 cpu/isa/neon.c is compiled (NEON is baseline there: no extra flags) and always picked
 unless GPUCORE_CPU_ISA says otherwise.  Elsewhere only the portable files are built.
+On Linux the same kernel objects are then linked with cpu/capi/*.c into gpucore/lib/libgpucore.so,
+the C API (cpu/capi/build_lib.py; gpucore/include/gpucore.h, examples/c/README.md).
 """
 
 import glob
+import importlib.util
 import os
 import platform
 import sys
@@ -60,14 +63,18 @@ else:
 # cpu/*.c: the kernels (no Python); cpu/python/*.c: the Python bindings and module
 portable = sorted(glob.glob("cpu/*.c")) + sorted(glob.glob("cpu/python/*.c")) + ["cpu/isa/scalar.c"]
 isa_sources = {isa: [f"cpu/isa/{isa}.c"] for isa in isa_flags}
+# libgpucore, the C API (cpu/capi/, gpucore/include/gpucore.h): linked from the same kernel objects
+_spec = importlib.util.spec_from_file_location("capi_build", "cpu/capi/build_lib.py")
+capi = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(capi)
 
 
 class BuildExt(build_ext):
     """Compiles each ISA file with its own flags, then links them into the extension."""
 
     def build_extension(self, ext):
+        objects = []
         if ext.name == "gpucore._cpu" and isa_sources:
-            objects = []
             macros = list(ext.define_macros)
             for isa, sources in isa_sources.items():
                 objects += self.compiler.compile(
@@ -81,6 +88,8 @@ class BuildExt(build_ext):
                 )
             ext.extra_objects = list(ext.extra_objects or []) + objects
         super().build_extension(ext)
+        if ext.name == "gpucore._cpu" and sys.platform.startswith("linux"):
+            capi.build_library(self, ext, objects, BASE_FLAGS, ext.define_macros)
 
 
 setup(
@@ -98,6 +107,8 @@ setup(
                 + glob.glob("cpu/python/*.h")
                 + glob.glob("cpu/isa/*.[ch]")
                 + ["cpu/opcodes.def"]
+                + capi.SOURCES
+                + capi.DEPENDS
             ),
         )
     ],

@@ -18,6 +18,7 @@
 #ifndef GC_T
 
 #define _POSIX_C_SOURCE 200112L
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,15 +30,37 @@
 #define GC_CONV_MAX_CHUNKS 32
 
 /* A per-thread buffer separate from gc_scratch (which the GEMM called on the same thread uses):
- * kept and grown, never shrunk, so steady-state training touches no fresh pages. */
+ * kept and grown, never shrunk, so steady-state training touches no fresh pages.  A thread that
+ * exits (a Python or C-API caller's thread) frees its buffers through a pthread key's destructor,
+ * which runs in that thread while its thread-locals still exist. */
 static _Thread_local void *conv_buf[3];
 static _Thread_local size_t conv_cap[3];
+static pthread_key_t conv_key;
+static pthread_once_t conv_once = PTHREAD_ONCE_INIT;
+
+static void conv_release(void *unused)
+{
+    (void)unused;
+    for (int i = 0; i < 3; i++) {
+        free(conv_buf[i]);
+        conv_buf[i] = NULL;
+        conv_cap[i] = 0;
+    }
+}
+
+static void conv_key_init(void)
+{
+    pthread_key_create(&conv_key, conv_release);
+}
 
 static void *conv_scratch(int i, size_t bytes)
 {
     if (bytes == 0)
         bytes = 64; /* zero input channels: empty columns, but NULL means a failed allocation */
     if (conv_cap[i] < bytes) {
+        pthread_once(&conv_once, conv_key_init);
+        if (!pthread_getspecific(conv_key))
+            pthread_setspecific(conv_key, (void *)1); /* non-NULL: the destructor runs at exit */
         free(conv_buf[i]);
         conv_buf[i] = NULL;
         conv_cap[i] = 0;

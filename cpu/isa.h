@@ -125,6 +125,25 @@ typedef void (*gc_ln_row_f32)(const float *x, const float *w, const float *b, fl
 typedef void (*gc_ln_row_f64)(const double *x, const double *w, const double *b, double *y,
                               ptrdiff_t n, double eps);
 
+/* int8 GEMM micro-kernel (qgemm.c; one per ISA, named qgemm_<isa>_u8s8_<MR>x<NR>):
+ *
+ *   C[i, j] (+)= sum_{p < kb} v(A[i, p]) * B[p, j]   for i < rows (1..q_mr), j < q_nr
+ *   a: A read in place, A[i, p] at a[i * lda + p] (bytes; the driver guarantees that all kb bytes
+ *      of every row are readable, copying rows near the buffer's end when K % 8 != 0);
+ *   v(x) = (a_signed ? x ^ 0x80 : x) - q_shift[a_signed], x read as uint8 and q_shift the ISA's
+ *      (0 or 128: how its instruction sees the activations), so the kernel's sum is exact in
+ *      int32 and the driver subtracts (a_zp_u8 - q_shift) * colsum[j] to get sum (a - a_zp) * b;
+ *   b: one packed K block of one panel: kb (a multiple of 8) steps of q_nr columns, B[p, j] at
+ *      b[(p / q_ku) * q_nr * q_ku + j * q_ku + p % q_ku] (q_ku = 4: VNNI quads; 1: plain rows);
+ *   c: int32, C[i, j] at c[i * ldc + j]; accumulate = 0 writes the sums, 1 adds them. */
+typedef void (*gc_qukr)(int rows, ptrdiff_t kb, const uint8_t *a, ptrdiff_t lda, const int8_t *b,
+                        int32_t *c, ptrdiff_t ldc, int accumulate, int a_signed);
+/* One output row of the int8 GEMM from its int32 sums (kernels.h's gc_qepi; isa/qgemm.h, written
+ * once and compiled in each ISA file): columns [j0, j0 + n) of acc[0..n) to out (the row's
+ * element j0). */
+typedef void (*gc_qepi_row)(const int32_t *acc, ptrdiff_t n, const gc_qepi *e, ptrdiff_t j0,
+                            void *out);
+
 typedef struct {
     int isa;
     const char *name;
@@ -150,6 +169,14 @@ typedef struct {
     gc_gemv_f64 gemv_n_f64, gemv_t_f64;
     gc_ln_row_f32 ln_row_f32;
     gc_ln_row_f64 ln_row_f64;
+    /* int8 GEMM (qgemm.c): the tile q_mr x q_nr, the packed B's K interleave q_ku, the
+     * activation shift per a_signed (0 / 1), the micro-kernel and the epilogue.  q_ukr_full is
+     * NULL when q_ukr takes every int8 weight, else the kernel for weights holding -128 (AVX2's
+     * vpsignb cannot negate it). */
+    int q_mr, q_nr, q_ku, q_shift[2];
+    gc_qukr q_ukr, q_ukr_full;
+    gc_qepi_row q_epi;
+    const char *q_name;
 } gc_isa_kernels;
 
 /* GEMM cache blocking for one float type: A blocks of mc x kc (shared by the threads, L3),
@@ -185,6 +212,8 @@ void gc_isa_fill_scalar(gc_isa_kernels *k);
 void gc_isa_fill_sse2(gc_isa_kernels *k);
 void gc_isa_fill_avx2(gc_isa_kernels *k);
 void gc_isa_fill_avx512(gc_isa_kernels *k);
+/* the int8 GEMM entries alone (avx512 takes AVX2's where the CPU lacks AVX512-VNNI) */
+void gc_qgemm_fill_avx2(gc_isa_kernels *k);
 #endif
 #if GC_NEON
 void gc_isa_fill_neon(gc_isa_kernels *k);

@@ -350,4 +350,59 @@ enum { GC_OPTIM_SGD, GC_OPTIM_ADAM, GC_OPTIM_RMSPROP };
  * per item, whatever the thread count. */
 void gc_optim_step_multi(int opt, int f64, gc_optim_item *items, ptrdiff_t k);
 
+/* ---- int8 GEMM (qgemm.c) ------------------------------------------------------------------ */
+
+/* Output forms of gc_qgemm, with c = sum_k (a[i, k] - a_zp) * b[k, j] (exact, int32):
+ *   I32: c;  F32: v = (float)c * scale[j] (+ bias[j]), relu: v < 0 ? 0 : v;
+ *   U8 / S8: q = clamp(rint((float)c * scale[j] (+ bias[j])) + out_zp, lo, hi) in float, then
+ *   converted (rint: round half to even); relu raises lo to out_zp.  Each float operation is
+ *   rounded on its own (no fused multiply-add), so every ISA gives the same bits. */
+enum { GC_QOUT_I32 = 0, GC_QOUT_F32 = 1, GC_QOUT_U8 = 2, GC_QOUT_S8 = 3 };
+
+/* The epilogue of one call: zp = a_zp - the kernel's shift (what its sums must lose per unit of
+ * colsum), the per-column scale and bias (NULL: none) already combined by the driver. */
+typedef struct {
+    int mode, relu;
+    int32_t zp;
+    const int32_t *colsum;
+    const float *scale, *bias;
+    float out_zp, lo, hi;
+} gc_qepi;
+
+/* Int8 weights B (k x n, int8) packed once for the ISA in use: K padded to a multiple of 8 (kp)
+ * and cut into blocks of kc (a multiple of 8; the last block may be shorter), N into panels of
+ * nr columns (zero past n); block [pc, pc + kb) holds its npan panels one after the other, nr *
+ * kb bytes each, B[p, j] of panel q at data[pc * npan * nr + q * nr * kb + ((p - pc) / ku) * nr *
+ * ku + (j % nr) * ku + (p - pc) % ku].  colsum[j] = sum_p B[p, j] follows the panels (at data +
+ * panel_bytes, 64-byte aligned).  full: some weight is -128. */
+typedef struct {
+    int8_t *data;
+    int32_t *colsum;
+    ptrdiff_t k, n, kp, kc, npan, panel_bytes, bytes;
+    int nr, ku, isa, trans, full;
+} gc_qpacked;
+
+/* The activation and output arguments of one call (see GC_QOUT_*): a_scale, w_scale[n] and
+ * out_scale are finite and > 0 (w_scale unused for I32), bias NULL or n finite values; out_zp and
+ * a_zp inside their types' ranges. */
+typedef struct {
+    int mode, relu, a_signed;
+    int32_t a_zp, out_zp;
+    float a_scale, out_scale;
+    const float *w_scale, *bias;
+} gc_qargs;
+
+/* Fills the fields of p but data / colsum for B of k x n (trans: B stored n x k, nn.Linear's
+ * weight; else k x n); -1 when the size overflows. */
+int gc_qgemm_pack_init(gc_qpacked *p, ptrdiff_t k, ptrdiff_t n, int trans);
+/* p->data (p->bytes, 64-byte aligned) := the panels and column sums of w; sets p->full. */
+void gc_qgemm_pack(const int8_t *w, gc_qpacked *p);
+/* out[i, j] (row stride ldo elements of the mode's type) for i < m, j < B->n from A (m x k bytes,
+ * uint8 or int8 as q->a_signed says, row stride lda >= k; m * lda bytes readable, the last row
+ * k) and B packed for the ISA in use; k <= GC_QGEMM_MAX_K keeps the int32 sums exact.  -1 when
+ * scratch allocation fails. */
+#define GC_QGEMM_MAX_K 65536
+int gc_qgemm(const uint8_t *a, ptrdiff_t m, ptrdiff_t lda, const gc_qpacked *B, void *out,
+             ptrdiff_t ldo, const gc_qargs *q);
+
 #endif /* GPUCORE_KERNELS_H */

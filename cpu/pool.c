@@ -383,6 +383,9 @@ void *gc_scratch(size_t bytes)
         void *p = NULL;
         if (posix_memalign(&p, 4096, want) != 0)
             return NULL;
+        /* kernels keep a tag in the first bytes (attention: whose packed K^T the scratch holds):
+         * fresh memory must read as "nothing cached", never as whatever was there */
+        memset(p, 0, 64);
         s->p = p;
         s->size = want;
     }

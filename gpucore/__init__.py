@@ -11,10 +11,22 @@ import builtins
 
 from . import _cpu  # isort: skip
 from . import config  # isort: skip
-from . import autograd, dispatch, nn, optim, vulkan
+from . import (
+    accelerator,
+    autograd,
+    backends,
+    cuda,
+    dispatch,
+    nn,
+    optim,
+    serialization,
+    utils,
+    vulkan,
+)
 from . import ops as _ops
-from .autograd import enable_grad, no_grad, set_grad_enabled
-from .autograd.grad_mode import is_grad_enabled
+from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
+from .autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled
+from .capi import get_include, get_libraries, get_library_dir, get_pkg_config_dir
 from .creation import (
     arange,
     as_tensor,
@@ -32,7 +44,20 @@ from .creation import (
     zeros_like,
 )
 from .dispatch import device_policy, get_device_policy, set_device_policy
-from .dtypes import bfloat16, dtype, float16, float32, float64, int8, int32, int64, uint8
+from .dtypes import (
+    bfloat16,
+    dtype,
+    float16,
+    float32,
+    float64,
+    int8,
+    int32,
+    int64,
+    qint8,
+    qint32,
+    quint8,
+    uint8,
+)
 from .dtypes import bool_ as bool  # noqa: A001  (PyTorch's name: gpucore.bool)
 from .errors import (
     ArgumentTypeError,
@@ -45,6 +70,19 @@ from .errors import (
     ShapeError,
 )
 from .io import load, save
+from .legacy import (
+    BFloat16Tensor,
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    get_default_dtype,
+    set_default_dtype,
+)
 from .profiler import profiler
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .tensor import Size, Tensor, device
@@ -118,10 +156,40 @@ def compile(model, example_inputs, **options):  # noqa: A001 - PyTorch's name (t
     return compile_model(model, example_inputs, **options)
 
 
+# gpucore.quantization is imported on first use, through these names too (PyTorch's top-level
+# ones) and through gpucore.ao.quantization (PyTorch's path to it).
+_QUANTIZATION = (
+    "quantize_per_tensor",
+    "quantize_per_channel",
+    "dequantize",
+    "fake_quantize_per_tensor_affine",
+    "fake_quantize_per_channel_affine",
+    "qscheme",
+    "per_tensor_affine",
+    "per_channel_affine",
+    "per_tensor_symmetric",
+    "per_channel_symmetric",
+)
+
+
+def __dir__():
+    return sorted(set(globals()) | {"quantization", *_QUANTIZATION})
+
+
 def __getattr__(name: str):
-    # gpucore.runtime is imported on first use (the inference runtime is not needed to train).
-    if name == "runtime":
+    if name == "quantization" or name in _QUANTIZATION:
         import importlib  # noqa: PLC0415
 
-        return importlib.import_module(".runtime", __name__)
+        q = importlib.import_module(".quantization", __name__)
+        return q if name == "quantization" else getattr(q, name)
+    if name == "ao":
+        import importlib  # noqa: PLC0415
+
+        return importlib.import_module(".quantization", __name__).ao_module()
+    # gpucore.runtime is imported on first use (the inference runtime is not needed to train).
+    # gpucore.distributed too (it reads MPI launchers' variables when imported).
+    if name in ("runtime", "distributed"):
+        import importlib  # noqa: PLC0415
+
+        return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'gpucore' has no attribute {name!r}")

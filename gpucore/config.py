@@ -82,6 +82,7 @@ TOOL_VARIABLES = frozenset(
     {
         "GPUCORE_WITH_TORCH",
         "GPUCORE_TEST_REQUIRE_VULKAN",
+        "GPUCORE_TEST_REQUIRE_MPI",
         "GPUCORE_TEST_BACKENDS",
         "GPUCORE_VENV",
         "GPUCORE_EXTRAS",

@@ -108,8 +108,10 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
                 arr = np.asarray(data)
             except ValueError as e:
                 raise ShapeError(f"tensor(): data has an irregular shape ({e})") from None
-            if arr.dtype == np.float64:
-                arr = arr.astype(np.float32)  # Python floats default to float32, as PyTorch
+            if arr.dtype == np.float64 and dtype is None:
+                # Python floats default to float32, as PyTorch; with a dtype given they are
+                # converted once, straight from their float64 values (no float32 rounding first)
+                arr = arr.astype(np.float32)
         if arr.dtype.kind not in "biuf":
             raise DTypeError(
                 f"tensor(): cannot make a tensor from {type(data).__name__} holding "

@@ -47,9 +47,16 @@ ALL = (bool_, uint8, int8, int32, int64, float16, bfloat16, float32, float64)
 BY_NAME = {d.name: d for d in ALL}
 BY_NAME.update({"float": float32, "double": float64, "half": float16, "long": int64, "int": int32})
 
+# The element types of quantized tensors (gpucore.quantization), stored as their integer type.
+# Not in ALL: no plain tensor has them, and as_dtype refuses them.
+qint8 = dtype("qint8", np.int8, False, True, 20)
+quint8 = dtype("quint8", np.uint8, False, False, 21)
+qint32 = dtype("qint32", np.int32, False, True, 22)
+QUANTIZED = (qint8, quint8, qint32)
+
 
 def _by_name(name: str) -> dtype:
-    return BY_NAME[name]
+    return BY_NAME.get(name) or next(d for d in QUANTIZED if d.name == name)
 
 
 _FROM_NP = {d.np: d for d in ALL if d is not bfloat16}
@@ -69,6 +76,12 @@ def from_numpy_dtype(npd) -> dtype:
 def as_dtype(d) -> dtype:
     """Accept a gpucore dtype, a name ('float32'), a numpy dtype or a Python type."""
     if isinstance(d, dtype):
+        if d in QUANTIZED:
+            raise DTypeError(
+                f"{d} is the dtype of quantized tensors, which only gpucore.quantize_per_tensor "
+                "and gpucore.quantize_per_channel make; use gpucore.int8/uint8/int32 for plain "
+                "integer tensors"
+            )
         return d
     if d is float:
         return float32

@@ -38,6 +38,15 @@ class AutogradError(GpucoreError, RuntimeError):
     """Misuse of autograd: backward twice, non-scalar without gradient, stale saved tensors."""
 
 
+class DistError(GpucoreError, RuntimeError):
+    """A distributed call that cannot run: no process group, MPI missing, mismatched tensors
+    between ranks (PyTorch's ``torch.distributed.DistError``)."""
+
+
+class DistBackendError(DistError):
+    """A collective that did not complete: another rank failed, died or timed out."""
+
+
 __all__ = [
     "GpucoreError",
     "ShapeError",
@@ -47,4 +56,6 @@ __all__ = [
     "SerializationError",
     "GpucoreIndexError",
     "AutogradError",
+    "DistError",
+    "DistBackendError",
 ]

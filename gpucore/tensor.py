@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes as D
+from .backends.cpu import empty_array
 from .errors import AutogradError, DeviceError, DTypeError, GpucoreIndexError, ShapeError
 
 MAX_DIMS = 8
@@ -56,6 +57,12 @@ class device:
             type, idx = type.split(":", 1)
             index = int(idx)
         if type not in ("cpu", "vulkan"):
+            if type in ("cuda", "mps", "xpu", "hip", "xla", "mtia", "meta"):  # PyTorch's names
+                raise DeviceError(
+                    f"device {type!r} is not available: gpucore runs on Vulkan GPUs and the CPU "
+                    "without CUDA; use 'vulkan' (gpucore.accelerator.current_accelerator()), "
+                    "'cpu', or the 'auto' policy (gpucore.set_device_policy('auto'), the default)"
+                )
             raise DeviceError(f"unknown device {type!r}; expected 'cpu' or 'vulkan'")
         self.type = type
         self.index = index
@@ -110,6 +117,8 @@ class Tensor:
 
     # Tensors win over numpy arrays in mixed operators (ndarray + Tensor -> Tensor.__radd__).
     __array_priority__ = 1000
+    # PyTorch's flag; gpucore.quantization.QuantizedTensor (not a Tensor) has it True
+    is_quantized = False
 
     def __init__(self, data, dtype=None, requires_grad: bool = False):
         # creation imports this module (for Tensor): a module-level import would be a cycle
@@ -186,6 +195,28 @@ class Tensor:
     def is_vulkan(self) -> bool:
         return self._dev is not None
 
+    @property
+    def is_cpu(self) -> bool:
+        return self._dev is None
+
+    @property
+    def is_cuda(self) -> bool:
+        """False: gpucore has no CUDA tensors (``is_vulkan`` says whether it is on the GPU)."""
+        return False
+
+    @property
+    def is_mps(self) -> bool:
+        """False: gpucore has no MPS tensors."""
+        return False
+
+    def cuda(self, device=None, non_blocking: bool = False, **kwargs) -> Tensor:
+        """Raises DeviceError naming the fix: gpucore has no CUDA device (``to('vulkan')``)."""
+        raise DeviceError(
+            "Tensor.cuda(): gpucore runs on Vulkan GPUs and the CPU without CUDA; use "
+            ".to('vulkan') (gpucore.accelerator.current_accelerator()) or .to('cpu'), or let "
+            "the 'auto' policy place ops (gpucore.set_device_policy('auto'), the default)"
+        )
+
     def _host(self) -> np.ndarray:
         """The data as a host-readable numpy array (waits for pending device work)."""
         return self._data if self._dev is None else self._dev.host_view(self._data)
@@ -222,6 +253,15 @@ class Tensor:
 
     def element_size(self) -> int:
         return self._dtype.itemsize
+
+    def dequantize(self) -> Tensor:
+        """Itself: a float tensor is not quantized (``gpucore.quantization.QuantizedTensor``'s
+        dequantize gives its float values), as PyTorch."""
+        if not self._dtype.is_floating_point:
+            raise DTypeError(
+                f"dequantize(): expected a quantized or float tensor, got {self._dtype}"
+            )
+        return self
 
     def is_contiguous(self) -> bool:
         return self._data.flags.c_contiguous
@@ -332,6 +372,19 @@ class Tensor:
 
         node = self._grad_fn if self._grad_fn is not None else accumulate_node(self)
         return node.add_pre_hook(hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(self)`` after a gradient has been accumulated into this leaf's ``.grad``.
+        Returns a handle with ``remove()``."""
+        if not self.requires_grad or self._grad_fn is not None:
+            raise AutogradError(
+                "post accumulate grad hooks can only be registered on leaf tensors that require "
+                "grad"
+            )
+        # gpucore.autograd imports this module (for Tensor): a module-level import is a cycle
+        from .autograd.graph import accumulate_node
+
+        return accumulate_node(self).add_post_hook(hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None):
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (see gpucore.autograd)."""
@@ -460,3 +513,38 @@ class Tensor:
             t._grad = self._grad.detach().clone()
         memo[id(self)] = t
         return t
+
+    def __reduce_ex__(self, protocol):
+        """Pickling (``pickle``, ``copy``, ``multiprocessing``): the values, dtype, device and
+        requires_grad, rebuilt as a fresh leaf in its own storage, as PyTorch. A view pickles as
+        its own data; ``.grad``, hooks and the autograd graph are not pickled."""
+        state = getattr(self, "__dict__", None) or None  # a subclass's own attributes
+        data = self._host()
+        if not data.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
+            data = data.copy(order="C")
+        args = (type(self), data, self._dtype, self.device.type, bool(self.requires_grad))
+        return (_rebuild_tensor, args, state)
+
+
+def as_leaf(cls, t: Tensor, requires_grad: bool) -> Tensor:
+    """``t``'s storage as a fresh leaf of class ``cls`` (Tensor, Parameter, a user's subclass)."""
+    if type(t) is not cls:
+        out = Tensor.__new__(cls)
+        out._init(t._data, t._dtype, t._vbox)
+        out._dev = t._dev
+        t = out
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _rebuild_tensor(cls, data: np.ndarray, dtype, device: str, requires_grad: bool) -> Tensor:
+    """The inverse of ``Tensor.__reduce_ex__``: a copy of ``data`` in fresh aligned storage."""
+    if not isinstance(data, np.ndarray) or data.dtype != dtype.np or data.ndim > MAX_DIMS:
+        raise TypeError(f"cannot unpickle a {cls.__name__} from {type(data).__name__} data")
+    arr = empty_array(data.shape, data.dtype)
+    arr[...] = data
+    t = Tensor._wrap(arr, dtype)
+    if device != "cpu":
+        t = t.to(device)
+    return as_leaf(cls, t, requires_grad)

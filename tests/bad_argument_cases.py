@@ -81,6 +81,50 @@ TEMPLATES = {
     "randint": lambda: ((0, 5, (3, 4)), {}),
     "randint_like": lambda: ((t(3, 4), 0, 5), {}),
 }
+# the tensor functions of issue 14 (sorting, scans, scatter, rearranging, einsum, sampling)
+TEMPLATES.update(
+    {
+        "addbmm": lambda: ((t(3, 5), t(2, 3, 4, seed=1), t(2, 4, 5, seed=2)), {}),
+        "baddbmm": lambda: ((t(2, 3, 5), t(2, 3, 4, seed=1), t(2, 4, 5, seed=2)), {}),
+        "bucketize": lambda: ((t(3, 4), gc.tensor([-1.0, 0.0, 1.0])), {}),
+        "searchsorted": lambda: ((gc.tensor([-1.0, 0.0, 1.0]), t(3, 4)), {}),
+        "cummax": lambda: ((t(3, 4), 1), {}),
+        "cummin": lambda: ((t(3, 4), 1), {}),
+        "cumprod": lambda: ((t(3, 4), 1), {}),
+        "cumsum": lambda: ((t(3, 4), 1), {}),
+        "logcumsumexp": lambda: ((t(3, 4), 1), {}),
+        "einsum": lambda: (("ij,kj->ik", t(3, 4), t(5, 4, seed=1)), {}),
+        "flip": lambda: ((t(3, 4), (0,)), {}),
+        "roll": lambda: ((t(3, 4), 1, 1), {}),
+        "repeat_interleave": lambda: ((t(3, 4), 2, 1), {}),
+        "meshgrid": lambda: ((t(3), t(4, seed=1)), {"indexing": "ij"}),
+        "index_add": lambda: ((t(3, 4), 1, gc.tensor([0, 2]), t(3, 2, seed=1)), {}),
+        "index_copy": lambda: ((t(3, 4), 1, gc.tensor([3, 1]), t(3, 2, seed=1)), {}),
+        "index_fill": lambda: ((t(3, 4), 1, gc.tensor([0, 2]), 0.5), {}),
+        "scatter": lambda: ((t(3, 4), 1, t(3, 2, kind="index:4"), t(3, 2, seed=1)), {}),
+        "scatter_reduce": lambda: (
+            (t(3, 4), 1, t(3, 2, kind="index:4"), t(3, 2, seed=1), "amax"),
+            {},
+        ),
+        # distinct values in every dtype: which of tied elements PyTorch's topk picks is unspecified
+        "topk": lambda: (
+            (gc.tensor(np.random.default_rng(0).permutation(12).reshape(3, 4) - 6.0), 2),
+            {},
+        ),
+        "multinomial": lambda: ((t(3, 4).abs(), 2), {}),
+        "randperm": lambda: ((5,), {}),
+        "tril_indices": lambda: ((3, 4), {}),
+        "triu_indices": lambda: ((3, 4, 1), {}),
+        "bincount": lambda: ((t(6, kind="index:4"),), {}),
+        "ger": lambda: ((t(3), t(4, seed=1)), {}),
+        "outer": lambda: ((t(3), t(4, seed=1)), {}),
+        "kthvalue": lambda: (
+            (gc.tensor(np.random.default_rng(1).permutation(12).reshape(3, 4) - 6.0), 2, 1),
+            {},
+        ),
+        "take_along_dim": lambda: ((t(3, 4), t(3, 2, kind="index:4"), 1), {}),
+    }
+)
 
 
 def generic_call(fn):

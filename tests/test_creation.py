@@ -302,3 +302,11 @@ def test_full_value_must_fit_dtype():
         gpucore.full((2,), float("nan"), dtype=gpucore.int64)
     assert gpucore.full((2,), 1.5, dtype=gpucore.int64).tolist() == [1, 1]
     assert gpucore.full((1,), 1e40).tolist() == [float("inf")]
+
+
+def test_python_floats_with_a_dtype_are_not_rounded_through_float32():
+    x = 0.027756556490226125
+    assert gpucore.tensor([x], dtype=gpucore.float64).tolist() == [x]
+    assert gpucore.tensor(0.1, dtype=gpucore.float64).item() == 0.1
+    assert gpucore.tensor([x]).dtype is gpucore.float32  # without a dtype: float32, as PyTorch
+    assert gpucore.tensor([x], dtype=gpucore.float16).numpy()[0] == np.float16(x)

@@ -403,7 +403,10 @@ clone cos div eq exp expand flatten gather ge gt index_select le log log1p log_s
 logical_not logical_or logical_xor logsumexp lt masked_fill matmul max maximum mean min minimum mm
 movedim mul narrow ne neg norm numel permute pow reciprocal relu reshape rsqrt scatter_add sigmoid
 sign sin softmax split sqrt square squeeze std sub sum t tanh transpose unbind unsqueeze var
-where""".split()
+where tril triu multinomial topk sort argsort msort cumsum cumprod cummax cummin logcumsumexp
+scatter scatter_reduce baddbmm addbmm lerp nan_to_num roll flip fliplr flipud rot90
+repeat_interleave index_add index_copy index_fill kthvalue median nanmedian diagonal diag outer
+ger trace diff take_along_dim nonzero argwhere count_nonzero bincount unique""".split()
 
 
 @pytest.mark.parametrize("name", TORCH_METHODS)
@@ -457,6 +460,28 @@ def test_every_op_function_is_a_method_where_torch_has_one():
         "get_num_threads",
         "empty_cache",
         "compile",
+        # PyTorch's module-level switches (gpucore.legacy, gpucore.autograd.grad_mode)
+        "get_default_dtype",
+        "set_default_dtype",
+        "is_inference_mode_enabled",
+        # gpucore.quantization's (torch has no Tensor methods for them either)
+        "quantize_per_tensor",
+        "quantize_per_channel",
+        "fake_quantize_per_tensor_affine",
+        "fake_quantize_per_channel_affine",
+        # where the C API lives (gpucore.capi), as numpy.get_include
+        "get_include",
+        "get_library_dir",
+        "get_libraries",
+        "get_pkg_config_dir",
+        # tensor functions torch offers only as functions
+        "bucketize",
+        "einsum",
+        "meshgrid",
+        "randperm",
+        "searchsorted",
+        "tril_indices",
+        "triu_indices",
     }
     fns = [
         n for n in dir(gpucore) if not n.startswith("_") and inspect.isfunction(getattr(gpucore, n))

@@ -35,7 +35,7 @@ fi
 # of extras, so running the demo and the tests in turn does not reinstall every time.
 EXTRAS="${GPUCORE_EXTRAS:-test}"
 stamp="$VENV/.gpucore-build-stamp-$(printf '%s' "$EXTRAS" | tr -c 'A-Za-z0-9_.-' '_')"
-want="$(cat "$ROOT/pyproject.toml" "$ROOT/setup.py" "$ROOT"/cpu/*.[ch] "$ROOT"/cpu/*.def "$ROOT"/cpu/python/*.[ch] "$ROOT"/cpu/isa/*.[ch] 2>/dev/null \
+want="$(cat "$ROOT/pyproject.toml" "$ROOT/setup.py" "$ROOT"/cpu/*.[ch] "$ROOT"/cpu/*.def "$ROOT"/cpu/python/*.[ch] "$ROOT"/cpu/isa/*.[ch] "$ROOT"/cpu/capi/*.[ch] "$ROOT"/cpu/capi/*.py "$ROOT"/gpucore/include/*.h 2>/dev/null \
         | sha256sum | cut -d' ' -f1)-$EXTRAS"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] \
    || ! "$VENV/bin/python" -c "import gpucore._cpu" >/dev/null 2>&1; then

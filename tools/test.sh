@@ -3,8 +3,9 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # graphviz: the DOT export test renders with dot; the arm64 cross compiler, its libc and qemu-user:
-# tests/backends/cpu/test_neon.py builds the NEON kernels and runs their checks under emulation
-export GPUCORE_APT_EXTRA="${GPUCORE_APT_EXTRA:-graphviz gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user}"
+# tests/backends/cpu/test_neon.py builds the NEON kernels and runs their checks under emulation;
+# valgrind and pkg-config: tests/capi runs the C API programs under valgrind and builds with pkg-config
+export GPUCORE_APT_EXTRA="${GPUCORE_APT_EXTRA:-graphviz gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user valgrind pkg-config}"
 source "$ROOT/tools/setup_env.sh"
 cd "$ROOT"
 exec "$VENV/bin/python" -m pytest -q tests "$@"

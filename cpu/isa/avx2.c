@@ -95,6 +95,7 @@ void gc_isa_fill_avx2(gc_isa_kernels *k)
 {
     gc_optim_fill(k);
     gc_isa_fill_avx2_vmath(k);
+    gc_qgemm_fill_avx2(k);
     k->mr_f32 = 6;
     k->nr_f32 = 16;
     k->ukr_f32 = gemm_avx2_f32_6x16;
@@ -197,4 +198,92 @@ static void gc_isa_fill_avx2_vmath(gc_isa_kernels *k)
     k->vexp_shift_sum_f32 = vexp_shift_sum_avx2;
     k->vmax_f32 = vmax_avx2;
     k->vsub2_mul_f32 = vsub2_mul_avx2;
+}
+
+/* ---- int8 GEMM (qgemm.c; contract in isa.h) ------------------------------------------------ */
+
+/* vpmaddubsw multiplies unsigned by signed bytes and adds pairs into int16 with saturation: with
+ * activations up to 255 and weights down to -128 a pair reaches 65280.  So the activations are
+ * taken signed, x = a - 128 (q_shift 128), as |x| (<= 128, unsigned) times sign(b, x): a pair is
+ * then at most 2 * 128 * 127 = 32512 and never saturates.  vpsignb cannot negate -128, so weights
+ * holding -128 take the reference kernel (q_ukr_full; the quantization layer's symmetric weights
+ * are in [-127, 127]).  Tile 4 x 16: 8 accumulators, 2 B vectors and the temporaries in 16 YMM. */
+#include "isa/qgemm.h"
+
+#define Q_AVX2_MR 4
+#define Q_AVX2_NV 2
+#define Q_AVX2_NR (8 * Q_AVX2_NV)
+
+static inline __attribute__((always_inline)) void
+q_avx2_tile(const int R, const int SX, ptrdiff_t kb, const uint8_t *restrict a, ptrdiff_t lda,
+            const int8_t *restrict b, int32_t *restrict c, ptrdiff_t ldc, int accumulate)
+{
+    __m256i acc[Q_AVX2_MR][Q_AVX2_NV];
+#pragma GCC unroll 8
+    for (int i = 0; i < R; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < Q_AVX2_NV; v++)
+            acc[i][v] = accumulate ? _mm256_loadu_si256((const __m256i *)(c + i * ldc + 8 * v))
+                                   : _mm256_setzero_si256();
+    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80);
+    for (ptrdiff_t p = 0; p < kb; p += 4) {
+        __m256i bv[Q_AVX2_NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < Q_AVX2_NV; v++)
+            bv[v] = _mm256_load_si256((const __m256i *)(b + 32 * v));
+#pragma GCC unroll 8
+        for (int i = 0; i < R; i++) {
+            int32_t q;
+            __builtin_memcpy(&q, a + i * lda + p, 4);
+            __m256i x = _mm256_set1_epi32(q);
+            if (!SX)
+                x = _mm256_xor_si256(x, flip);
+            const __m256i ax = _mm256_abs_epi8(x);
+#pragma GCC unroll 4
+            for (int v = 0; v < Q_AVX2_NV; v++) {
+                const __m256i t = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(bv[v], x));
+                acc[i][v] = _mm256_add_epi32(acc[i][v], _mm256_madd_epi16(t, ones));
+            }
+        }
+        b += 4 * Q_AVX2_NR;
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < R; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < Q_AVX2_NV; v++)
+            _mm256_storeu_si256((__m256i *)(c + i * ldc + 8 * v), acc[i][v]);
+}
+
+#define Q_AVX2_CASE(R)                                                                            \
+    case R:                                                                                       \
+        if (a_signed)                                                                             \
+            q_avx2_tile(R, 1, kb, a, lda, b, c, ldc, accumulate);                                 \
+        else                                                                                      \
+            q_avx2_tile(R, 0, kb, a, lda, b, c, ldc, accumulate);                                 \
+        break;
+
+static void qgemm_avx2_u8s8_4x16(int rows, ptrdiff_t kb, const uint8_t *a, ptrdiff_t lda,
+                                 const int8_t *b, int32_t *c, ptrdiff_t ldc, int accumulate,
+                                 int a_signed)
+{
+    switch (rows) {
+        Q_AVX2_CASE(1)
+        Q_AVX2_CASE(2)
+        Q_AVX2_CASE(3)
+    default: Q_AVX2_CASE(4)
+    }
+}
+
+GC_QUKR_REF(qgemm_avx2_ref_4x16, Q_AVX2_NR, 4, 128)
+
+void gc_qgemm_fill_avx2(gc_isa_kernels *k)
+{
+    k->q_mr = Q_AVX2_MR;
+    k->q_nr = Q_AVX2_NR;
+    k->q_ku = 4;
+    k->q_shift[0] = k->q_shift[1] = 128;
+    k->q_ukr = qgemm_avx2_u8s8_4x16;
+    k->q_ukr_full = qgemm_avx2_ref_4x16;
+    k->q_epi = qepi_row;
+    k->q_name = "qgemm_avx2_u8s8_4x16";
 }

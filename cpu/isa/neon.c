@@ -108,8 +108,95 @@ static void gc_isa_fill_neon_vmath(gc_isa_kernels *k);
 
 #include "isa/optim.h"
 
+/* ---- int8 GEMM (qgemm.c; contract in isa.h) ------------------------------------------------ */
+
+/* Widening multiplies (no dot-product extension needed): 8 activation bytes of a row widened to
+ * int16 once, each weight row of 16 columns widened to int16, then SMLAL by element into int32:
+ * exact for every uint8 / int8 input (uint8 activations widen unsigned, q_shift 0; int8 ones
+ * signed, q_shift 128).  Plain rows of B (q_ku 1).  Tile 4 x 16: 16 accumulators, 4 A vectors. */
+#include "isa/qgemm.h"
+
+#define Q_NEON_MR 4
+#define Q_NEON_NR 16
+
+#define Q_NEON_STEP(kk)                                                                           \
+    do {                                                                                          \
+        const int8x16_t bb = vld1q_s8(b + (kk) * Q_NEON_NR);                                      \
+        const int16x8_t b0 = vmovl_s8(vget_low_s8(bb)), b1 = vmovl_high_s8(bb);                   \
+        _Pragma("GCC unroll 4")                                                                   \
+        for (int i = 0; i < R; i++) {                                                             \
+            acc[i][0] = vmlal_laneq_s16(acc[i][0], vget_low_s16(b0), av[i], kk);                  \
+            acc[i][1] = vmlal_high_laneq_s16(acc[i][1], b0, av[i], kk);                           \
+            acc[i][2] = vmlal_laneq_s16(acc[i][2], vget_low_s16(b1), av[i], kk);                  \
+            acc[i][3] = vmlal_high_laneq_s16(acc[i][3], b1, av[i], kk);                           \
+        }                                                                                         \
+    } while (0)
+
+static inline __attribute__((always_inline)) void
+q_neon_tile(const int R, const int SX, ptrdiff_t kb, const uint8_t *restrict a, ptrdiff_t lda,
+            const int8_t *restrict b, int32_t *restrict c, ptrdiff_t ldc, int accumulate)
+{
+    int32x4_t acc[Q_NEON_MR][4];
+#pragma GCC unroll 4
+    for (int i = 0; i < R; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++)
+            acc[i][v] = accumulate ? vld1q_s32(c + i * ldc + 4 * v) : vdupq_n_s32(0);
+    for (ptrdiff_t p = 0; p < kb; p += 8) {
+        int16x8_t av[Q_NEON_MR];
+#pragma GCC unroll 4
+        for (int i = 0; i < R; i++) {
+            const uint8x8_t raw = vld1_u8(a + i * lda + p);
+            av[i] = SX ? vmovl_s8(vreinterpret_s8_u8(raw)) : vreinterpretq_s16_u16(vmovl_u8(raw));
+        }
+        Q_NEON_STEP(0);
+        Q_NEON_STEP(1);
+        Q_NEON_STEP(2);
+        Q_NEON_STEP(3);
+        Q_NEON_STEP(4);
+        Q_NEON_STEP(5);
+        Q_NEON_STEP(6);
+        Q_NEON_STEP(7);
+        b += 8 * Q_NEON_NR;
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < R; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++)
+            vst1q_s32(c + i * ldc + 4 * v, acc[i][v]);
+}
+
+#define Q_NEON_CASE(R)                                                                            \
+    case R:                                                                                       \
+        if (a_signed)                                                                             \
+            q_neon_tile(R, 1, kb, a, lda, b, c, ldc, accumulate);                                 \
+        else                                                                                      \
+            q_neon_tile(R, 0, kb, a, lda, b, c, ldc, accumulate);                                 \
+        break;
+
+static void qgemm_neon_u8s8_4x16(int rows, ptrdiff_t kb, const uint8_t *a, ptrdiff_t lda,
+                                 const int8_t *b, int32_t *c, ptrdiff_t ldc, int accumulate,
+                                 int a_signed)
+{
+    switch (rows) {
+        Q_NEON_CASE(1)
+        Q_NEON_CASE(2)
+        Q_NEON_CASE(3)
+    default: Q_NEON_CASE(4)
+    }
+}
+
 void gc_isa_fill_neon(gc_isa_kernels *k)
 {
+    k->q_mr = Q_NEON_MR;
+    k->q_nr = Q_NEON_NR;
+    k->q_ku = 1;
+    k->q_shift[0] = 0;
+    k->q_shift[1] = 128;
+    k->q_ukr = qgemm_neon_u8s8_4x16;
+    k->q_ukr_full = NULL;
+    k->q_epi = qepi_row;
+    k->q_name = "qgemm_neon_u8s8_4x16";
     gc_optim_fill(k);
     gc_isa_fill_neon_vmath(k);
     k->mr_f32 = 8;

@@ -76,8 +76,19 @@ static double vexp_shift_sum_scalar(const float *x, float *y, ptrdiff_t n, float
     return s;
 }
 
+#include "isa/qgemm.h"
+GC_QUKR_REF(qgemm_scalar_u8s8_4x16, 16, 4, 0)
+
 void gc_isa_fill_scalar(gc_isa_kernels *k)
 {
+    k->q_mr = 4;
+    k->q_nr = 16;
+    k->q_ku = 4;
+    k->q_shift[0] = k->q_shift[1] = 0;
+    k->q_ukr = qgemm_scalar_u8s8_4x16;
+    k->q_ukr_full = NULL;
+    k->q_epi = qepi_row;
+    k->q_name = "qgemm_scalar_u8s8_4x16";
     gc_optim_fill(k);
     k->mr_f32 = 4;
     k->nr_f32 = 4;

@@ -27,6 +27,8 @@
     X(info) X(set_num_threads)                                                                    \
     /* gemm.c, pack.c */                                                                          \
     X(gemm) X(gemm_ex) X(gemm_pack)                                                               \
+    /* qgemm.c: the int8 GEMM */                                                                  \
+    X(qgemm_pack) X(qgemm)                                                                        \
     /* unary.c */                                                                                 \
     X(unary) X(unary_backward)                                                                    \
     /* binary.c */                                                                                \

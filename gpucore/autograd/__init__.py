@@ -1,4 +1,5 @@
-"""Reverse-mode autograd: backward, grad, grad-mode switches, gradcheck, DOT export."""
+"""Reverse-mode autograd: backward, grad, grad-mode switches (inference_mode too), gradcheck, DOT
+export, and PyTorch's legacy ``Variable``."""
 
 from __future__ import annotations
 
@@ -9,9 +10,17 @@ from ..errors import AutogradError, ShapeError
 from ..tensor import Tensor
 from .dot import export_dot
 from .engine import _accumulate, run_backward
-from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .gradcheck import gradcheck, gradgradcheck
 from .graph import accumulate_node, grad_fn_of
+from .variable import Variable
 
 __all__ = [
     "backward",
@@ -20,6 +29,9 @@ __all__ = [
     "enable_grad",
     "set_grad_enabled",
     "is_grad_enabled",
+    "inference_mode",
+    "is_inference_mode_enabled",
+    "Variable",
     "gradcheck",
     "gradgradcheck",
     "export_dot",

@@ -8,6 +8,7 @@ so op backward formulas never deal with broadcasting.
 from __future__ import annotations
 
 import sys
+import threading
 
 from numpy import ndarray as _ndarray
 
@@ -28,12 +29,41 @@ def _fit(g, shape, dtype):
     return g
 
 
+class _Tasks(threading.local):
+    def __init__(self):
+        self.callbacks = []  # one list per backward running on this thread, innermost last
+
+
+_TASKS = _Tasks()
+
+
+def queue_callback(fn) -> None:
+    """Run ``fn()`` once the backward pass now running on this thread has finished (PyTorch's
+    ``Variable._execution_engine.queue_callback``; DDP waits for its reductions there)."""
+    if not _TASKS.callbacks:
+        raise AutogradError("queue_callback: callbacks can only be queued during a backward pass")
+    _TASKS.callbacks[-1].append(fn)
+
+
 def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capture=None):
-    """Propagate ``root_grads`` from ``roots`` (nodes) to the leaves.
+    """Propagate ``root_grads`` from ``roots`` (nodes) to the leaves, then run the callbacks
+    queued meanwhile (``queue_callback``).
 
     With ``capture`` (a dict node -> None), the gradients arriving at those nodes are recorded and
     returned instead of being accumulated into leaves' ``.grad`` (autograd.grad semantics).
     """
+    callbacks: list = []
+    _TASKS.callbacks.append(callbacks)
+    try:
+        result = _run(roots, root_grads, retain_graph, create_graph, capture)
+    finally:
+        _TASKS.callbacks.pop()
+    while callbacks:  # a callback may queue more
+        callbacks.pop(0)()
+    return result
+
+
+def _run(roots, root_grads, retain_graph: bool, create_graph: bool, capture):
     deps: dict = {}
     seen = set()
     stack = [r for r in roots if r is not None]
@@ -79,6 +109,9 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
                     leaf = node.leaf
                     if leaf is not None:  # a leaf nobody holds any more gets no gradient
                         _accumulate(leaf, g, create_graph)
+                        if node.post_hooks:
+                            for hook in tuple(node.post_hooks):
+                                hook(leaf)
                 continue
             grads = None
             if g is not None:

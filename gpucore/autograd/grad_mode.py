@@ -1,4 +1,4 @@
-"""Global switch for graph recording: no_grad, enable_grad, set_grad_enabled.
+"""Global switch for graph recording: no_grad, enable_grad, set_grad_enabled, inference_mode.
 
 Each works as a context manager and as a decorator, like PyTorch's. The flag is per thread, so a
 worker thread under no_grad does not silence recording in another.
@@ -12,6 +12,7 @@ import threading
 
 class _State(threading.local):
     enabled = True
+    inference = False  # inside inference_mode()
 
     def __init__(self):
         # Values to restore on exit, one per active context (per thread, so one context object
@@ -101,3 +102,46 @@ class set_grad_enabled(_GradModeContext):
             _state.enabled = self._prev
             self._prev = None
         return super().__call__(fn)
+
+
+def is_inference_mode_enabled() -> bool:
+    """True inside ``inference_mode()``."""
+    return _state.inference
+
+
+class inference_mode:  # noqa: N801 - PyTorch's name
+    """PyTorch's ``inference_mode``: ``no_grad`` for inference code (a context manager, and a
+    decorator with or without parentheses); ``is_inference_mode_enabled()`` is True inside.
+    ``inference_mode(False)`` changes nothing. gpucore has no separate inference tensors: tensors
+    made inside are ordinary tensors without history, as under ``no_grad``."""
+
+    def __new__(cls, mode=True):
+        if callable(mode) and not isinstance(mode, bool):  # @inference_mode without parentheses
+            return cls()(mode)
+        return super().__new__(cls)
+
+    def __init__(self, mode: bool = True):
+        self.mode = bool(mode)
+
+    def __enter__(self):
+        _state.stack.append((_state.enabled, _state.inference))
+        if self.mode:
+            _state.enabled, _state.inference = False, True
+        return self
+
+    def __exit__(self, *exc):
+        _state.enabled, _state.inference = _state.stack.pop()
+        return False
+
+    def __call__(self, fn):
+        mode = self.mode
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with inference_mode(mode):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+    def clone(self) -> inference_mode:
+        return inference_mode(self.mode)

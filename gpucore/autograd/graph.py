@@ -98,10 +98,11 @@ class Node:
 class AccumulateGrad(Node):
     """Terminal node of a leaf that requires grad: sums incoming gradients into ``leaf.grad``."""
 
-    __slots__ = ("_leaf",)
+    __slots__ = ("_leaf", "post_hooks")
 
     def __init__(self, leaf):
         super().__init__(None, None, (), ())
+        self.post_hooks = None  # fn(leaf) after .grad is updated (DDP starts reductions here)
         # Weak: the leaf holds this node (for its hooks), so a strong link back would make a
         # cycle that keeps a discarded model's memory alive until the cycle collector runs.
         self._leaf = weakref.ref(leaf)
@@ -113,6 +114,13 @@ class AccumulateGrad(Node):
 
     def name(self) -> str:
         return "AccumulateGrad"
+
+    def add_post_hook(self, fn):
+        """Run ``fn(leaf)`` each time a gradient has been accumulated into ``leaf.grad``."""
+        if self.post_hooks is None:
+            self.post_hooks = []
+        self.post_hooks.append(fn)
+        return _HookHandle(self.post_hooks, fn)
 
 
 class _HookHandle:

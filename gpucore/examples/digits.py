@@ -184,10 +184,15 @@ def train(
     seed: int = 0,
     device: str = "auto",
     progress: bool = True,
+    distributed: bool = False,
 ) -> TrainResult:
     """Train a fresh ``kind`` model on the digits; returns the model, its optimizer, the test
     accuracy after the last epoch and the per-epoch history. Deterministic for a given seed on
-    a given backend."""
+    a given backend.
+
+    ``distributed``: data-parallel over the ranks of the initialized process group (launched
+    with ``mpirun``): every rank takes its share of each batch of ``batch_size`` and
+    DistributedDataParallel averages the gradients, so the model trains as one process would."""
     d = DEFAULTS[kind] if kind in DEFAULTS else None
     if d is None:
         raise ValueError(f"train: kind must be 'cnn' or 'mlp', got {kind!r}")
@@ -203,6 +208,15 @@ def train(
         model = build_model(kind)
         if device == "vulkan":
             model.to("vulkan")
+        rank, world, net = 0, 1, model
+        if distributed:
+            # gpucore.distributed is only needed for --distributed
+            from .. import distributed as dist  # noqa: PLC0415
+            from ..nn.parallel import DistributedDataParallel  # noqa: PLC0415
+
+            rank, world = dist.get_rank(), dist.get_world_size()
+            net = DistributedDataParallel(model)
+            progress = progress and rank == 0
         opt = gc.optim.Adam(model.parameters(), lr=lr)
         sched = gc.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
         loss_fn = nn.CrossEntropyLoss()
@@ -219,13 +233,17 @@ def train(
             loss_sum, correct, seen = 0.0, 0, 0
             for i in range(0, n, batch_size):
                 idx = order[i : i + batch_size]
+                if world > 1:
+                    if len(idx) < world:  # a last batch too small to share: every rank skips it
+                        continue
+                    idx = np.array_split(idx, world)[rank]
                 xb = gc.from_numpy(x_train[idx])
                 yb = gc.from_numpy(y_train[idx])
                 if steps == trace_step:  # which backend runs each op of one whole step
                     with gc.dispatch.trace_ops() as trace:
-                        logits, loss = _step(model, opt, loss_fn, xb, yb)
+                        logits, loss = _step(net, opt, loss_fn, xb, yb)
                 else:
-                    logits, loss = _step(model, opt, loss_fn, xb, yb)
+                    logits, loss = _step(net, opt, loss_fn, xb, yb)
                 steps += 1
                 with gc.no_grad():
                     hits = (logits.argmax(1) == yb).sum().item()
@@ -237,6 +255,10 @@ def train(
                         f"loss {loss_sum / seen:.4f}  acc {correct / seen:.3f}", refresh=False
                     )
                     bar.update(1)
+            if world > 1:  # the epoch's loss and accuracy over every rank's share
+                totals = gc.tensor([loss_sum, float(correct), float(seen)], dtype=gc.float64)
+                dist.all_reduce(totals)
+                loss_sum, correct, seen = totals.tolist()
             cur_lr = opt.param_groups[0]["lr"]
             sched.step()
             test_acc = float((predict(model, x_test).argmax(1) == y_test).mean())
@@ -410,8 +432,19 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="data split, init and shuffling")
     ap.add_argument("--out", default="digits_out", help="folder for checkpoint and curve")
     ap.add_argument("--no-progress", action="store_true", help="no progress bars")
+    ap.add_argument(
+        "--distributed",
+        action="store_true",
+        help="data-parallel over MPI: mpirun -np N python -m gpucore.examples.digits "
+        "--distributed (rank 0 prints, checkpoints and draws)",
+    )
     args = ap.parse_args(argv)
+    if args.distributed:
+        return _main_distributed(args)
+    return _run(args)
 
+
+def _run(args) -> int:
     try:
         import sklearn  # noqa: F401
     except ImportError:
@@ -438,6 +471,7 @@ def main(argv=None) -> int:
         args.seed,
         args.device,
         progress=not args.no_progress,
+        distributed=getattr(args, "rank", None) is not None,
     )
     ms = res.seconds / res.steps * 1e3
     ok = res.test_accuracy >= d["target"]
@@ -451,6 +485,8 @@ def main(argv=None) -> int:
 
     print("\nops of one training step (forward + backward + Adam update):")
     print(backend_report(res.trace))
+    if getattr(args, "rank", 0) != 0:
+        return 0
 
     os.makedirs(args.out, exist_ok=True)
     ckpt = os.path.join(args.out, f"digits_{args.model}.safetensors")
@@ -473,6 +509,28 @@ def main(argv=None) -> int:
     if plot_history(res.history, png, f"gpucore {args.model.upper()} on 8x8 digits"):
         print(f"training curve: {png}")
     return 0 if same else 1
+
+
+def _main_distributed(args) -> int:
+    # gpucore.distributed is only needed for --distributed
+    from .. import distributed as dist  # noqa: PLC0415
+
+    dist.init_process_group()
+    args.rank = dist.get_rank()
+    if args.rank == 0:
+        print(f"data-parallel on {dist.get_world_size()} ranks (MPI); rank 0 reports")
+    # rank 0 alone prints, checkpoints and draws: the others train silently
+    out = sys.stdout
+    if args.rank != 0:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - restored below
+    try:
+        code = _run(args)
+    finally:
+        if sys.stdout is not out:
+            sys.stdout.close()
+            sys.stdout = out
+    dist.destroy_process_group()
+    return code
 
 
 if __name__ == "__main__":

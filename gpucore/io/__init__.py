@@ -1,4 +1,13 @@
-"""Saving and loading: ``gpucore.save(obj, path)`` and ``gpucore.load(path, map_location=None)``.
+"""Saving and loading: ``gpucore.save(obj, f)`` and ``gpucore.load(f, map_location=None,
+weights_only=True)``, as PyTorch's; ``f`` is a path or an open binary file object (``files``).
+
+Two formats. The safe format (below) holds data only and is what ``load`` reads by default
+(``weights_only=True``). Objects it cannot hold (a whole ``nn.Module``, an optimizer object, numpy
+arrays, sets) are saved in gpucore's pickle format instead (``pickle_format``), which ``load``
+reads only with an explicit ``weights_only=False``, for trusted files: unpickling can run
+arbitrary code. ``save(..., weights_only=True)`` refuses such objects instead of pickling them.
+``gpucore.serialization.add_safe_globals`` lists classes whose objects the safe format may hold
+(``safe_globals``).
 
 What can be saved: tensors, and dicts (str, int, float, bool or None keys; insertion order kept),
 OrderedDicts, lists and tuples nested up to 100 levels deep, holding tensors and the
@@ -27,25 +36,32 @@ file unnoticed, and a file stripped of every ``gpucore.*`` metadata entry is ind
 from another writer's (it loads as a flat dict of its tensors).
 
 Device independence: tensors are saved from host memory (Vulkan tensors are read back first) and
-load on the CPU; ``map_location='vulkan'`` moves them to the Vulkan device.
+load on the CPU: every tensor's saved location is ``'cpu'``. ``map_location`` as PyTorch's: a
+device (``'vulkan'`` moves them to the Vulkan device), a dict of locations (``{'cpu':
+'vulkan'}``; other keys, such as ``'cuda:0'``, never match), or a callable ``fn(tensor, 'cpu')``
+returning the tensor to use (None: keep it).
 
 Saving is atomic (``atomic.atomic_write``). Loading validates the whole header before reading any
 tensor data, within limits on the header's size, its tensor count and its nesting (``header``:
 ``max_header_bytes`` and ``max_tensors`` raise them), checks every tensor's checksum, and raises
 SerializationError (a ValueError) naming the file and the problem for any corrupt, truncated or
-hostile file; a missing or unreadable path raises the usual OSError.
+hostile file (in the pickle format, the tensor section is checked the same way; the pickle itself
+is trusted); a missing or unreadable path raises the usual OSError.
 """
 
 from __future__ import annotations
 
 import io as _stdio
 import json
-import os
+import pickle
 
 from ..errors import SerializationError
+from ..tensor import Tensor
 from ..tensor import device as _device
+from . import pickle_format
+from . import safe_globals as sg
 from . import safetensors_format as fmt
-from .atomic import atomic_write
+from .files import Window, open_source, write_to
 from .header import check_limit
 from .structure import MAX_DEPTH, Decoder, Encoder
 
@@ -55,35 +71,72 @@ STRUCTURE_KEY = "gpucore.structure"
 _OUR_KEYS = (VERSION_KEY, STRUCTURE_KEY, fmt.DIGEST_KEY)  # fmt.CHECKSUM_KEY: since 2026-11
 # JSON levels of a structure: a dict node is three ({"dict": [[key, node]]}), a key one more
 STRUCTURE_JSON_DEPTH = 3 * MAX_DEPTH + 2
+DEFAULT_PROTOCOL = 4  # of the pickle format
 
 __all__ = ["save", "load", "to_bytes", "from_bytes"]
 
 
 def _plan(obj):
     """Encode ``obj`` and lay out the file; raises before any file is touched."""
-    enc = Encoder()
+    enc = Encoder(sg.allowed())
     try:
         node = enc(obj)
         structure = json.dumps(node, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
     except (ValueError, RecursionError) as e:  # e.g. an int too long for str()
+        if isinstance(e, SerializationError):
+            raise
         raise SerializationError(f"cannot save the object: {e}") from None
     metadata = {"format": "pt", VERSION_KEY: FORMAT_VERSION, STRUCTURE_KEY: structure}
     return fmt.prepare(enc.tensors, metadata)
 
 
-def _path(path, fn: str):
-    if not isinstance(path, (str, bytes, os.PathLike)):
-        raise TypeError(
-            f"{fn}() needs a file path (str or os.PathLike), got {type(path).__name__}; for "
-            "in-memory data use gpucore.io.to_bytes / gpucore.io.from_bytes"
+def _writer(obj, weights_only, pickle_module, pickle_protocol):
+    """The function that writes ``obj`` to a binary file, in the safe format when it can hold
+    ``obj`` (and ``weights_only`` is not False), else in the pickle format."""
+    if weights_only is not None and not isinstance(weights_only, bool):
+        raise TypeError(f"weights_only must be None, True or False, got {weights_only!r}")
+    if weights_only is not False:
+        try:
+            plan = _plan(obj)
+            return lambda f: fmt.write(f, plan)
+        except SerializationError as e:
+            if weights_only:
+                raise
+            reason = str(e).removeprefix("cannot save ")
+    else:
+        reason = "save() was called with weights_only=False"
+    pm = pickle if pickle_module is None else pickle_module
+
+    def write(f):
+        pickle_format.write(
+            f, obj, reason, lambda g, ts: fmt.write(g, _plan(ts)), pm, pickle_protocol
         )
-    return os.fsdecode(os.fspath(path))
+
+    return write
 
 
-def save(obj, path) -> None:
-    """Save ``obj`` (tensors in nested dicts/lists/tuples with plain values) to ``path``.
+def save(
+    obj,
+    f,
+    pickle_module=None,
+    pickle_protocol: int = DEFAULT_PROTOCOL,
+    _use_new_zipfile_serialization: bool = True,
+    _disable_byteorder_record: bool = False,
+    *,
+    weights_only: bool | None = None,
+) -> None:
+    """Save ``obj`` to ``f``: a path, or a binary file object open for writing (written from
+    its position on), as ``torch.save``.
 
-    The file is replaced atomically: the data goes to a temporary file next to ``path``
+    Tensors in nested dicts/lists/tuples with plain values (state dicts, checkpoints) go in the
+    safe format. Anything else (a whole model, an optimizer object) goes in the pickle format,
+    which ``load`` reads only with ``weights_only=False``; ``weights_only=True`` here raises
+    SerializationError for such objects instead, ``weights_only=False`` always pickles.
+    ``pickle_module`` and ``pickle_protocol`` apply to the pickle format; PyTorch's
+    ``_use_new_zipfile_serialization`` and ``_disable_byteorder_record`` are accepted and
+    ignored.
+
+    A path is replaced atomically: the data goes to a temporary file next to it
     (``.<name>.<pid>.<random>.tmp``, the name shortened and hashed where a long one would pass the
     file system's name limit) that is renamed over ``path`` once complete. After an exception or
     a crash mid-save, ``path`` still holds its previous content. A crash (kill -9, power loss) can
@@ -93,33 +146,70 @@ def save(obj, path) -> None:
     modified for 15 minutes (``gpucore.io.atomic.STALE_SECONDS``).
 
     Each tensor's SHA-256 goes into the file (``load`` checks it). Tensors are saved from host
-    memory, without requires_grad or grad.
+    memory, without ``.grad`` (the pickle format keeps ``requires_grad``).
     """
-    path = _path(path, "save")
-    plan = _plan(obj)
-    atomic_write(path, lambda f: fmt.write(f, plan))
+    write_to(f, _writer(obj, weights_only, pickle_module, pickle_protocol), "save")
 
 
-def to_bytes(obj) -> bytes:
-    """The file ``save`` would write, as bytes."""
+def to_bytes(obj, *, weights_only: bool | None = True) -> bytes:
+    """The file ``save`` would write, as bytes; by default the safe format only (an object it
+    cannot hold raises SerializationError; ``weights_only=None`` pickles it as ``save`` does)."""
     buf = _stdio.BytesIO()
-    fmt.write(buf, _plan(obj))
+    _writer(obj, weights_only, None, DEFAULT_PROTOCOL)(buf)
     return buf.getvalue()
 
 
-def _target(map_location):
+# ------------------------------------------------------------------------------ map_location
+def _to_device(target: str):
+    return None if target == "cpu" else (lambda t: t.to(target))
+
+
+def _mapper(map_location):
+    """map_location as a function tensor -> tensor (None: keep them on the CPU); argument errors
+    are raised here, before any I/O."""
     if map_location is None:
-        return "cpu"
-    if not isinstance(map_location, (str, _device)):
-        raise TypeError(
-            "map_location must be None, 'cpu', 'vulkan' or a gpucore.device, got "
-            f"{type(map_location).__name__}"
-        )
-    return _device(map_location).type  # DeviceError for unknown names
+        return None
+    if isinstance(map_location, (str, _device)):
+        return _to_device(_device(map_location).type)  # DeviceError for 'cuda' and unknowns
+    if isinstance(map_location, dict):
+        for k in map_location:
+            if not isinstance(k, (str, _device)):
+                raise TypeError(f"map_location keys must be device names, got {k!r}")
+        hits = [v for k, v in map_location.items() if str(k) == "cpu"]
+        if not hits:  # every tensor's location is 'cpu'
+            return None
+        if not isinstance(hits[0], (str, _device)):
+            raise TypeError(f"map_location values must be device names, got {hits[0]!r}")
+        return _to_device(_device(hits[0]).type)
+    if callable(map_location):
+
+        def call(t):
+            out = map_location(t, "cpu")
+            if out is None:
+                return t
+            if not isinstance(out, Tensor):
+                raise TypeError(
+                    f"map_location(tensor, location) must return a Tensor or None, got "
+                    f"{type(out).__name__}"
+                )
+            return out
+
+        return call
+    raise TypeError(
+        "map_location must be None, a device ('cpu', 'vulkan', a gpucore.device), a dict of "
+        f"locations or a callable, got {type(map_location).__name__}"
+    )
 
 
-def _load(f, size: int, source: str, map_location, limits: dict):
-    target = _target(map_location)
+# ------------------------------------------------------------------------------ reading
+def _find_class(weights_only: bool):
+    allowed = sg.allowed()
+    if weights_only:
+        return allowed.get
+    return lambda name: allowed.get(name) or sg.import_class(name)  # a trusted file
+
+
+def _load(f, size: int, source: str, mapper, limits: dict, find_class=None):
     metadata, entries, data_start = fmt.read_header(f, size, source, **limits)
     names = {e.name for e in entries}
     present = [k for k in _OUR_KEYS if k in metadata]
@@ -143,7 +233,7 @@ def _load(f, size: int, source: str, map_location, limits: dict):
             STRUCTURE_JSON_DEPTH,
             f"gpucore structure ({MAX_DEPTH} containers deep at most)",
         )
-        check = Decoder(source, names)
+        check = Decoder(source, names, find_class=find_class)
         _guard(check, structure, source)  # validate everything before reading tensor data
         unused = names - check.used
         if unused:
@@ -154,11 +244,11 @@ def _load(f, size: int, source: str, map_location, limits: dict):
             )
     sums = fmt.tensor_checksums(metadata, entries, source)
     tensors = fmt.read_tensors(f, entries, data_start, source, sums)
-    if target != "cpu":
-        tensors = {k: t.to(target) for k, t in tensors.items()}
+    if mapper is not None:
+        tensors = {k: mapper(t) for k, t in tensors.items()}
     if foreign:
         return tensors
-    return _guard(Decoder(source, names, tensors.__getitem__), structure, source)
+    return _guard(Decoder(source, names, tensors.__getitem__, find_class), structure, source)
 
 
 def _guard(decoder, structure, source: str):
@@ -179,10 +269,71 @@ def _limits(max_header_bytes, max_tensors) -> dict:
     return {"max_header_bytes": max_header_bytes, "max_tensors": max_tensors}
 
 
-def load(path, map_location=None, *, max_header_bytes=None, max_tensors=None):
-    """Load what ``save`` wrote (or any safetensors file) from ``path``.
+def _not_ours(source: str, head: bytes) -> SerializationError | None:
+    """A clear error for PyTorch's own formats, which gpucore does not read (a safetensors
+    header, whose length's first byte may be 0x80 too, starts with '{' at byte 8)."""
+    if head[8:9] in (b"{", b" ", b"\t", b"\n", b"\r"):
+        return None
+    if head.startswith(b"PK\x03\x04"):
+        what = "a PyTorch checkpoint (torch.save's zip format)"
+    elif head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        what = "a raw pickle (PyTorch's legacy torch.save format, or pickle.dump)"
+    else:
+        return None
+    return SerializationError(
+        f"{source}: {what}, which gpucore does not read; in PyTorch, convert it with "
+        "safetensors.torch.save_file(torch.load(path), 'model.safetensors') (a state dict) and "
+        "load that"
+    )
 
-    ``map_location``: None or 'cpu' (the default) gives CPU tensors, 'vulkan' Vulkan tensors.
+
+def _read(
+    f, size: int, source: str, mapper, limits: dict, weights_only: bool, pickle_module, load_args
+):
+    """Load from ``f`` (at the data's start, ``size`` bytes on): the pickle format (refused with
+    ``weights_only``), a clear error for PyTorch's formats, else the safe format."""
+    start = f.tell()
+    head = f.read(len(pickle_format.MAGIC))
+    f.seek(start)
+    if pickle_format.is_pickle_file(head):
+        if weights_only:
+            info, _ = pickle_format.read_info(f, size, source)
+            raise pickle_format.refusal(source, info)
+
+        def tensors(g, n):  # the tensor section: a safe-format file of its own from here
+            return _load(Window(g, g.tell()), n, source, mapper, limits)
+
+        pm = pickle if pickle_module is None else pickle_module
+        return pickle_format.read(f, size, source, tensors, pm, **load_args)
+    err = _not_ours(source, head)
+    if err is not None:
+        raise err
+    return _load(f, size, source, mapper, limits, _find_class(weights_only))
+
+
+def load(
+    f,
+    map_location=None,
+    pickle_module=None,
+    *,
+    weights_only: bool | None = True,
+    mmap: bool | None = None,
+    max_header_bytes=None,
+    max_tensors=None,
+    **pickle_load_args,
+):
+    """Load what ``save`` wrote (or any safetensors file) from ``f``: a path, or a binary file
+    object open for reading (read from its position to its end), as ``torch.load``.
+
+    ``weights_only=True`` (the default; None means the same) reads only the safe format: a
+    pickle-format file raises ``WeightsOnlyError`` (a SerializationError and a
+    ``pickle.UnpicklingError``) saying why it was pickled. ``weights_only=False`` also unpickles
+    it, running whatever code the file names: only for files you trust. ``pickle_module`` and
+    ``pickle_load_args`` (``encoding=...``) apply to that unpickling. ``mmap`` is accepted; the
+    data is read into memory either way.
+
+    ``map_location``: None or 'cpu' (the default) gives CPU tensors; 'vulkan', a
+    ``gpucore.device``, a dict of locations or a callable as described in the module docstring.
     Raises SerializationError naming the file for any corrupt, truncated or hostile content,
     including a tensor whose bytes do not match the checksum ``save`` stored.
 
@@ -191,17 +342,32 @@ def load(path, map_location=None, *, max_header_bytes=None, max_tensors=None):
     hostile file costs no more time and memory than a legitimate one at the limits; raise them
     for a legitimate file beyond them.
     """
-    source = path = _path(path, "load")
-    _target(map_location)  # argument errors before any I/O
+    if weights_only is None:
+        weights_only = True
+    if not isinstance(weights_only, bool):
+        raise TypeError(f"weights_only must be True or False, got {weights_only!r}")
+    if weights_only and pickle_module is not None:
+        raise TypeError(
+            "load(): cannot load weights safely with an explicit pickle_module; pass "
+            "weights_only=False with it (for trusted files only)"
+        )
+    mapper = _mapper(map_location)  # argument errors before any I/O
     limits = _limits(max_header_bytes, max_tensors)
-    with fmt.open_regular(path, source) as f:
-        return _load(f, os.fstat(f.fileno()).st_size, source, map_location, limits)
+    with open_source(f, "load") as (fh, size, source):
+        return _read(
+            fh, size, source, mapper, limits, weights_only, pickle_module, pickle_load_args
+        )
 
 
-def from_bytes(data, map_location=None, *, max_header_bytes=None, max_tensors=None):
+def from_bytes(
+    data, map_location=None, *, weights_only: bool = True, max_header_bytes=None, max_tensors=None
+):
     """Load from the bytes of a file (``to_bytes``, or a safetensors file read into memory);
     the arguments are ``load``'s."""
+    if not isinstance(weights_only, bool):
+        raise TypeError(f"weights_only must be True or False, got {weights_only!r}")
+    mapper = _mapper(map_location)
     limits = _limits(max_header_bytes, max_tensors)
     mv = memoryview(data)
     buf = _stdio.BytesIO(data if type(data) is bytes else mv)  # bytes are shared, not copied
-    return _load(buf, mv.nbytes, "<bytes>", map_location, limits)
+    return _read(buf, mv.nbytes, "<bytes>", mapper, limits, weights_only, None, {})

@@ -9,11 +9,20 @@ A node is one of:
                                                                          are plain-value nodes, in
                                                                          insertion order
     {"tensor": "<name>"}                                                 a tensor of the file
+    {"qtensor": {"dtype": "qint8", "qscheme": "per_tensor_affine",        a quantized tensor
+                 "scale": x, "zero_point": n, "int_repr": {"tensor":..}}} (per channel: "axis",
+                                                                         and "scales" and
+                                                                         "zero_points" tensors)
     {"float": "inf" | "-inf" | "nan" | "0x<16 hex digits>"}             a non-finite float (the
                                                                          hex form: a NaN's bits)
+    {"object": {"class": "module.Name", "new" | "call": [node, ...],     an object of a class in
+                "state": node}}                                          the safe globals
+                                                                         (``safe_globals``)
 
-Decoding builds only dicts, OrderedDicts, lists, tuples and plain values: nothing in a file names
-a type to construct or code to run.
+Decoding builds only dicts, OrderedDicts, lists, tuples, plain values and quantized tensors
+(``gpucore.quantization.QuantizedTensor``, from checked integers and parameters), and objects of
+the classes the caller allows (``gpucore.serialization.add_safe_globals``, looked up by name):
+nothing else a file names is constructed or run.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import numpy as np
 
 from ..errors import SerializationError
 from ..tensor import Tensor
+from . import safe_globals as sg
 
 MAX_DEPTH = 100  # nesting levels; far deeper than any state dict, well below the recursion limit
 _NAN_BITS = struct.unpack("<Q", struct.pack("<d", float("nan")))[0]
@@ -56,10 +66,12 @@ class Encoder:
     loads as one object referenced twice.
     """
 
-    def __init__(self):
+    def __init__(self, classes: dict | None = None):
         self.tensors: dict[str, Tensor] = {}
         self._names: dict[int, str] = {}
         self._active: set[int] = set()
+        # class -> name: objects of these classes are stored as {"object": ...} nodes
+        self._classes = {c: n for n, c in (classes or {}).items()}
 
     def __call__(self, obj):
         return self._node(obj, ())
@@ -82,8 +94,21 @@ class Encoder:
             return node
         if isinstance(obj, Tensor):
             return {"tensor": self._tensor_name(obj, path)}
-        if not isinstance(obj, (dict, list, tuple)):
+        parts = getattr(obj, "_checkpoint_parts", None)
+        if parts is not None:  # a gpucore.quantization.QuantizedTensor
+            meta, tensors = parts()
+            node = dict(meta)
+            for role, t in tensors.items():
+                where = path if role == "int_repr" else (*path, role)
+                node[role] = {"tensor": self._tensor_name(t, where)}
+            return {"qtensor": node}
+        parts = None
+        if type(obj) in self._classes:
+            parts = sg.reduce_parts(obj)
+        if parts is None and not isinstance(obj, (dict, list, tuple)):
             hint = " (convert it with gpucore.from_numpy)" if isinstance(obj, np.ndarray) else ""
+            if type(obj) in self._classes:
+                hint = " (its reduction is not plain data)"
             raise SerializationError(
                 f"cannot save {_path_str(path)} of type {type(obj).__name__}{hint}: only tensors, "
                 "dicts, lists, tuples, int, float, str, bool and None can be saved"
@@ -96,6 +121,12 @@ class Encoder:
             raise SerializationError(f"cannot save {_path_str(path)}: it contains itself")
         self._active.add(id(obj))
         try:
+            if parts is not None:
+                kind, args, state = parts
+                node = {"class": self._classes[type(obj)], kind: self._node(args, (*path, kind))}
+                if state is not None:
+                    node["state"] = self._node(state, (*path, "state"))
+                return {"object": node}
             if isinstance(obj, dict):
                 items = []
                 for k, v in obj.items():
@@ -135,13 +166,16 @@ class Decoder:
 
     ``tensor(name)`` supplies the tensor for a reference; ``used`` collects the names referenced,
     so the caller can refuse a file whose tensors the structure does not account for.
+    ``find_class(name)`` gives the class of an object node, or None when it is not allowed.
     """
 
-    def __init__(self, source: str, names, tensor=None):
+    def __init__(self, source: str, names, tensor=None, find_class=None):
         self.source = source
         self.names = names
         self.tensor = tensor
+        self.find_class = find_class or (lambda name: None)
         self.used: set[str] = set()
+        self._quantized: dict = {}  # node text -> QuantizedTensor: one object per saved one
 
     def _bad(self, path: tuple, msg: str) -> SerializationError:
         return SerializationError(f"{self.source}: metadata structure at {_path_str(path)}: {msg}")
@@ -191,6 +225,10 @@ class Decoder:
                 raise self._bad(path, f"references tensor {_short(v)}, which the file lacks")
             self.used.add(v)
             return self.tensor(v) if self.tensor is not None else None
+        if tag == "qtensor":
+            return self._qtensor(v, path)
+        if tag == "object":
+            return self._object(v, path)
         if tag == "tuple":
             if not isinstance(v, list):
                 raise self._bad(path, "tuple node must hold a list")
@@ -210,6 +248,68 @@ class Decoder:
                 out[key] = self._node(item[1], (*path, key))
             return out
         raise self._bad(path, f"unknown node type {_short(tag)}")
+
+    def _qtensor(self, v, path: tuple):
+        """A quantized tensor: its fields are checked before any data is read, the parts'
+        agreement (dtypes, shapes, ranges) once the tensors are loaded."""
+        # local: gpucore imports io at start-up, gpucore.quantization only on first use (here:
+        # a file holding quantized tensors)
+        from ..quantization.checkpoint import CHECKPOINT_FIELDS, from_checkpoint
+
+        scheme = v.get("qscheme") if isinstance(v, dict) else None
+        if not isinstance(scheme, str) or scheme not in CHECKPOINT_FIELDS:
+            raise self._bad(path, f"quantized tensor node {_short(v)} has no known qscheme")
+        fields, roles = CHECKPOINT_FIELDS[scheme]
+        if set(v) != fields | roles:
+            raise self._bad(path, f"quantized tensor node has fields {_short(sorted(v))}")
+        meta = {k: v[k] for k in fields}
+        for k in ("scale", "zero_point", "axis"):
+            if k in meta and (isinstance(meta[k], bool) or not isinstance(meta[k], (int, float))):
+                raise self._bad(path, f"quantized tensor {k} {_short(meta[k])} is not a number")
+        tensors = {}
+        for role in roles:
+            node = v[role]
+            if not (isinstance(node, dict) and set(node) == {"tensor"}):
+                raise self._bad(path, f"quantized tensor {role} must reference a tensor")
+            tensors[role] = self._node(node, (*path, role))
+        if self.tensor is None:
+            return None
+        key = repr(sorted((k, repr(x)) for k, x in v.items()))
+        if key not in self._quantized:
+            try:
+                self._quantized[key] = from_checkpoint(meta, tensors)
+            except (ValueError, TypeError, IndexError) as e:
+                raise self._bad(path, f"inconsistent quantized tensor: {e}") from None
+        return self._quantized[key]
+
+    def _object(self, v, path: tuple):
+        """An object of an allowed class (``safe_globals``): checked, then rebuilt."""
+        name = v.get("class") if isinstance(v, dict) else None
+        kinds = [k for k in ("new", "call") if isinstance(v, dict) and k in v]
+        if not isinstance(name, str) or len(kinds) != 1 or not set(v) <= {"class", "state", *kinds}:
+            raise self._bad(path, f"malformed object node {_short(v)}")
+        cls = self.find_class(name)
+        if cls is None:
+            raise SerializationError(
+                f"{self.source}: metadata structure at {_path_str(path)}: an object of class "
+                f"{_short(name)}, which is not allowed: weights_only=True rebuilds only classes "
+                "listed with gpucore.serialization.add_safe_globals([cls]) (or inside "
+                "gpucore.serialization.safe_globals([cls])), weights_only=False only classes it "
+                "can import"
+            )
+        (kind,) = kinds
+        args = self._node(v[kind], (*path, kind))
+        if not isinstance(args, list):
+            raise self._bad(path, "object arguments must be a list")
+        state = self._node(v["state"], (*path, "state")) if "state" in v else None
+        if self.tensor is None:
+            return None
+        try:
+            return sg.rebuild(cls, kind, args, state)
+        except Exception as e:  # whatever the class raises for bad arguments
+            raise self._bad(
+                path, f"cannot rebuild {_short(name)}: {type(e).__name__}: {e}"
+            ) from None
 
 
 _REPR = reprlib.Repr()

@@ -11,3 +11,13 @@ from .modules import __all__ as _modules_all
 from .parameter import Parameter
 
 __all__ = ["Module", "Parameter", "functional", "init", "utils", *_modules_all]
+
+
+def __getattr__(name: str):
+    # gpucore.nn.parallel (DistributedDataParallel) imports gpucore.distributed: loaded on first
+    # use, so training in one process never reads MPI launchers' variables.
+    if name == "parallel":
+        import importlib  # noqa: PLC0415
+
+        return importlib.import_module(".parallel", __name__)
+    raise AttributeError(f"module 'gpucore.nn' has no attribute {name!r}")

@@ -20,6 +20,14 @@ def load(model, *, device: str = "auto", dynamic: bool = True, **options):
     return load_model(model, device=device, dynamic=dynamic, **options)
 
 
+def export(model, args, f=None, **options):
+    """Write a gpucore model as an ONNX model (``torch.onnx.export``'s form); see
+    ``gpucore.onnx.exporter.export``."""
+    from .exporter import export as export_model  # lazy: imports onnx and the runtime
+
+    return export_model(model, args, f, **options)
+
+
 def supported_ops() -> list:
     """The ONNX op types the importer has a handler for."""
     from .ops import HANDLERS  # lazy: the handlers import the runtime
@@ -27,4 +35,4 @@ def supported_ops() -> list:
     return sorted(HANDLERS)
 
 
-__all__ = ["UnsupportedOperator", "load", "supported_ops"]
+__all__ = ["UnsupportedOperator", "export", "load", "supported_ops"]

@@ -1,16 +1,24 @@
 """All ops: importing this package fills the registry and declares the public API (``api``)."""
 
 from . import (  # noqa: F401
+    einsum,
     elementwise,
+    factories,
     indexing,
     joining,
     linalg,
     nn,
     optim,
+    pointwise,
     pool,
     random,
+    rearrange,
     reduce,
+    scan,
+    scatter,
+    selection,
     shape,
+    sorting,
     unary,
 )
 

@@ -524,10 +524,27 @@ def _to(self: Tensor, *args, dtype=None, device=None, copy: bool = False, **_kw)
     return self.clone() if copy else self
 
 
+def _type(self: Tensor, dtype=None, non_blocking: bool = False):
+    """PyTorch's ``Tensor.type``: no argument gives the legacy name ("gpucore.FloatTensor"); a
+    dtype, legacy class (``imgs.type(Tensor)``) or name ("torch.LongTensor") converts."""
+    # gpucore.legacy builds on creation, which imports the ops: a module-level import is a cycle
+    from ..legacy import LEGACY_TYPES
+
+    if dtype is None:
+        names = {cls.dtype: name for name, cls in LEGACY_TYPES.items()}
+        return f"gpucore.{names[self.dtype]}" if self.dtype in names else str(self.dtype)
+    if isinstance(dtype, str):
+        cls = LEGACY_TYPES.get(dtype.rsplit(".", 1)[-1])
+        if cls is None or ".cuda." in dtype:
+            raise TypeError(f"type(): invalid type {dtype!r}; use a dtype, a gpucore legacy "
+                            "class such as gpucore.FloatTensor, or its name (CUDA types do not "
+                            "exist: use .to('vulkan'))")  # fmt: skip
+        dtype = cls
+    return _to(self, getattr(dtype, "dtype", dtype) if isinstance(dtype, type) else dtype)
+
+
 tensor_member("to", _to)
-tensor_member(
-    "type", lambda self, dtype=None: str(self.dtype) if dtype is None else _to(self, dtype)
-)
+tensor_member("type", _type)
 tensor_member("float", lambda self: _to(self, D.float32))
 tensor_member("double", lambda self: _to(self, D.float64))
 tensor_member("half", lambda self: _to(self, D.float16))

@@ -374,7 +374,7 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     return apply(GATHER, input, index, dim=d, src=tuple(input.shape))
 
 
-@public("scatter_add")
+@public("scatter_add", inplace=True, saves_self=False)
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of input with src added at the positions index names along dim."""
     d = _real_dim(dim, input, "scatter_add")

@@ -1,4 +1,5 @@
-"""Matrix products: matmul (with PyTorch's 1-D and batch-broadcasting rules), mm, bmm, addmm.
+"""Matrix products: matmul (with PyTorch's 1-D and batch-broadcasting rules), mm, bmm, addmm,
+baddbmm, addbmm, outer, trace (einsum is in einsum.py).
 
 kernels: backends/cpu/kernels/linalg.py (cpu/gemm.c), backends/vulkan/kernels/gemm.py
 (shaders/gemm.comp)."""
@@ -152,6 +153,59 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
     if alpha != 1:
         prod = prod * alpha
     return prod + (input if beta == 1 else input * beta)
+
+
+def _scaled_sum(input, prod: Tensor, beta, alpha) -> Tensor:
+    """``beta * input + alpha * prod``; beta == 0 ignores input (NaN in it does not spread),
+    as PyTorch's addmm family."""
+    if alpha != 1:
+        prod = prod * alpha
+    if beta == 0:
+        return prod
+    return prod + (input if beta == 1 else input * beta)
+
+
+@public("baddbmm", inplace=True, saves_self=False)
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * bmm(batch1, batch2)`` (input broadcast to the result), as
+    torch.baddbmm."""
+    prod = bmm(batch1, batch2)
+    if broadcast_shapes("baddbmm", tuple(input.shape), tuple(prod.shape)) != tuple(prod.shape):
+        raise ShapeError(
+            f"baddbmm(): input of shape {tuple(input.shape)} does not broadcast to the product's "
+            f"shape {tuple(prod.shape)}"
+        )
+    return _scaled_sum(input, prod, beta, alpha)
+
+
+@public("addbmm", inplace=True, saves_self=False)
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``, as torch.addbmm."""
+    prod = bmm(batch1, batch2).sum(0)
+    if broadcast_shapes("addbmm", tuple(input.shape), tuple(prod.shape)) != tuple(prod.shape):
+        raise ShapeError(
+            f"addbmm(): input of shape {tuple(input.shape)} does not broadcast to the product's "
+            f"shape {tuple(prod.shape)}"
+        )
+    return _scaled_sum(input, prod, beta, alpha)
+
+
+@public("outer", "ger")
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    """The outer product of two 1-D tensors, ``input[i] * vec2[j]``, as torch.outer."""
+    if input.ndim != 1 or vec2.ndim != 1:
+        raise ShapeError(
+            f"outer(): expects 1-D tensors, got shapes {tuple(input.shape)} and {tuple(vec2.shape)}"
+        )
+    return input.unsqueeze(1) * vec2.unsqueeze(0)
+
+
+@public("trace")
+def trace(input: Tensor) -> Tensor:
+    """The sum of the main diagonal of a 2-D tensor, as torch.trace."""
+    if input.ndim != 2:
+        raise ShapeError(f"trace(): expects a 2-D tensor, got shape {tuple(input.shape)}")
+    return input.diagonal().sum()
 
 
 # ----------------------------------------------------------------------------- linear

@@ -1,4 +1,5 @@
-"""Random sampling: rand, randn, randint (+ ``_like``), the in-place fills and dropout's mask.
+"""Random sampling: rand, randn, randint (+ ``_like``), multinomial, randperm, the in-place fills
+and dropout's mask.
 
 Sampling is registry ops like any other: each op is a pure function of its attributes (shape,
 the Philox stream position ``seed``/``offset``, the distribution's parameters), so the kernels
@@ -12,7 +13,12 @@ the dispatch policy would pick. Values (cpu/philox.c, shaders/random.comp):
 - ``dropout_mask``: ``1 / (1 - p)`` where the uniform sample is ``>= p``, else 0 (1 when p == 1);
 - ``rand_bits``: ``(word >> (32 - bits)) * 2**-bits``, the exact p-bit fractions rand draws for
   float16 / bfloat16;
-- ``randint``: ``low + (w[2i] | w[2i+1] << 32) % (high - low)`` as int64.
+- ``randint``: ``low + (w[2i] | w[2i+1] << 32) % (high - low)`` as int64;
+- ``multinomial``: row r draws uniform ``u`` (as ``uniform``, one word per sample with
+  replacement, one per category without); with replacement sample j is the first category whose
+  normalised cumulative probability exceeds ``u[j]``; without, the ``num_samples`` smallest
+  ``-log(u[c]) / p[c]`` (exponential races: the Gumbel-top-k draw of sequential sampling);
+- ``randperm``: the stable argsort of n 64-bit keys ``w[2i] | w[2i+1] << 32``.
 
 kernels: backends/cpu/kernels/random.py (cpu/philox.c), backends/vulkan/kernels/random.py
 (shaders/random.comp).
@@ -28,7 +34,7 @@ from .. import dispatch
 from .. import dtypes as D
 from ..autograd.grad_mode import no_grad
 from ..creation import _check_device, _finish, _shape_arg, _sizes, _store, _to_backend
-from ..errors import DTypeError
+from ..errors import DTypeError, ShapeError
 from ..random import default_generator
 from ..tensor import Tensor
 from .api import public
@@ -140,6 +146,73 @@ RANDINT = defop(
     samples=lambda: [
         Sample(shape=(3, 5), seed=7, offset=0, low=-3, high=10, ref=_np_randint),
         Sample(shape=(4100,), seed=9, offset=2**32 - 1, low=0, high=2**40, ref=_np_randint),
+    ],
+)
+
+
+def _np_multinomial(p, seed, offset, num_samples, replacement):
+    """The samples' reference, in float64 over the float32 uniforms."""
+    p2 = p.reshape(-1, p.shape[-1]).astype(np.float64)
+    rows, k = p2.shape
+    per = num_samples if replacement else k
+    u = _np_uniform((rows, per), seed, offset, 0.0, 1.0).astype(np.float64)
+    out = np.empty((rows, num_samples), np.int64)
+    for r in range(rows):
+        if replacement:
+            cdf = np.cumsum(p2[r]) / p2[r].sum()
+            out[r] = np.minimum(np.searchsorted(cdf, u[r], side="right"), k - 1)
+        else:
+            with np.errstate(divide="ignore"):
+                keys = -np.log(u[r]) / p2[r]
+            out[r] = np.argsort(keys, kind="stable")[:num_samples]
+    return out.reshape(p.shape[:-1] + (num_samples,))
+
+
+MULTINOMIAL = defop(
+    "multinomial",
+    infer=lambda p, num_samples, **_: (tuple(p.shape[:-1]) + (num_samples,), D.int64),
+    samples=lambda: [
+        Sample(
+            np.array([0.1, 0.0, 0.5, 0.4]),
+            seed=3,
+            offset=0,
+            num_samples=6,
+            replacement=True,
+            ref=_np_multinomial,
+        ),
+        Sample(
+            np.random.default_rng(1).uniform(0, 1, (3, 7)),
+            seed=2**40,
+            offset=2**32 - 1,
+            num_samples=4,
+            replacement=False,
+            ref=_np_multinomial,
+        ),
+        Sample(
+            np.array([[0.0, 2.0, 1.0, 0.0, 1.0]]),
+            seed=5,
+            offset=7,
+            num_samples=3,
+            replacement=False,
+            ref=_np_multinomial,
+        ),
+    ],
+)
+
+
+def _np_randperm(shape, seed, offset):
+    n = shape[0]
+    w = np_philox(seed, offset, 2 * n).astype(np.uint64)
+    return np.argsort(w[0::2] | (w[1::2] << np.uint64(32)), kind="stable").astype(np.int64)
+
+
+RANDPERM = defop(
+    "randperm",
+    infer=lambda shape, **_: (tuple(shape), D.int64),
+    samples=lambda: [
+        Sample(shape=(10,), seed=7, offset=0, ref=_np_randperm),
+        Sample(shape=(1000,), seed=2**40 + 3, offset=2**32 - 1, ref=_np_randperm),
+        Sample(shape=(0,), seed=1, offset=0, ref=_np_randperm),
     ],
 )
 
@@ -306,3 +379,72 @@ def randint_like(t: Tensor, low, high=None, dtype=None, device=None) -> Tensor:
     if high is None:
         low, high = 0, low
     return randint(low, high, t.shape, dtype=dtype or t.dtype, device=device or t.device)
+
+
+@public("multinomial")
+def multinomial(
+    input: Tensor, num_samples: int, replacement: bool = False, *, generator=None
+) -> Tensor:
+    """int64 category indices drawn from the rows of ``input`` (non-negative weights, not
+    necessarily summing to 1), as torch.multinomial: ``num_samples`` per row, each category at
+    most once unless ``replacement``. Draws come from the Philox stream (``manual_seed`` makes
+    them reproducible)."""
+    if input.ndim not in (1, 2):
+        raise ShapeError(f"multinomial(): input must be 1-D or 2-D, got shape {tuple(input.shape)}")
+    if not input.dtype.is_floating_point:
+        raise DTypeError(f"multinomial(): input must be a float tensor, got {input.dtype}")
+    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)):
+        raise TypeError(f"multinomial(): num_samples must be an int, got {num_samples!r}")
+    k = input.shape[-1]
+    if num_samples <= 0:
+        raise ValueError(f"multinomial(): num_samples must be positive, got {num_samples}")
+    if k == 0:
+        raise ShapeError("multinomial(): input has no categories (its last dim has size 0)")
+    if not replacement and num_samples > k:
+        raise ValueError(
+            f"multinomial(): cannot sample {num_samples} > {k} categories without replacement"
+        )
+    p = input._host()
+    if input.dtype is D.bfloat16:  # stored as uint16 bit patterns
+        p = D.bf16_to_f32(p)
+    p = np.asarray(p, np.float64).reshape(-1, k)
+    if not np.isfinite(p).all() or (p < 0).any():
+        raise ValueError(
+            "multinomial(): probability tensor contains either inf, nan or element < 0"
+        )
+    if (p.sum(axis=1) <= 0).any():
+        raise ValueError("multinomial(): invalid distribution (sum of probabilities <= 0)")
+    if not replacement and ((p > 0).sum(axis=1) < num_samples).any():
+        raise ValueError(
+            f"multinomial(): cannot draw {num_samples} samples without replacement from a row "
+            "with fewer non-zero probabilities"
+        )
+    rows = p.shape[0]
+    seed, offset = (generator or default_generator).take(rows * (num_samples if replacement else k))
+    out = apply_on(
+        dispatch.CPU,
+        MULTINOMIAL,
+        input,
+        seed=seed,
+        offset=offset,
+        num_samples=int(num_samples),
+        replacement=bool(replacement),
+    )
+    return _to_backend(out, input._dev, False)
+
+
+@public("randperm", method=False)
+def randperm(
+    n: int, *, generator=None, dtype=None, device=None, requires_grad: bool = False, **_ignored
+) -> Tensor:
+    """A random permutation of ``0 .. n-1`` (int64 by default), as torch.randperm: the stable
+    argsort of n 64-bit Philox draws (``manual_seed`` makes it reproducible)."""
+    be = _check_device(device, "randperm")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"randperm(): n must be a non-negative int, got {n!r}")
+    dt = D.as_dtype(dtype) if dtype is not None else D.int64
+    if not dt.is_floating_point and dt is not D.bool_ and n > 0:
+        if n - 1 > np.iinfo(dt.np).max:
+            raise ValueError(f"randperm(): n {n} does not fit dtype {dt}")
+    t = _sample(RANDPERM, (int(n),), None, generator, 2 * int(n))
+    return _finish(_store(t._data, dt), dt, requires_grad, be)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..ops.optim import ADAM_STEP, fused_update
+from ._options import check_options
 from .optimizer import Optimizer
 
 
@@ -19,7 +20,8 @@ class Adam(Optimizer):
     State per parameter: ``step`` (int), ``exp_avg``, ``exp_avg_sq`` and, with amsgrad,
     ``max_exp_avg_sq``. One fused kernel per parameter (``adam_step``); the host float32 /
     float64 parameters of a group in one C call (``adam_step_multi``).
-    ``decoupled_weight_decay=True`` makes it AdamW.
+    ``decoupled_weight_decay=True`` makes it AdamW. ``foreach``, ``fused``, ``capturable`` and
+    ``differentiable`` are accepted as in PyTorch (see ``gpucore.optim._options``).
     """
 
     def __init__(
@@ -31,7 +33,11 @@ class Adam(Optimizer):
         weight_decay: float = 0.0,
         amsgrad: bool = False,
         *,
+        foreach: bool | None = None,
         maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
         decoupled_weight_decay: bool = False,
     ):
         defaults = dict(
@@ -41,6 +47,10 @@ class Adam(Optimizer):
             weight_decay=weight_decay,
             amsgrad=amsgrad,
             maximize=maximize,
+            foreach=foreach,
+            capturable=capturable,
+            differentiable=differentiable,
+            fused=fused,
             decoupled_weight_decay=decoupled_weight_decay,
         )
         _validate(defaults)
@@ -100,6 +110,10 @@ class AdamW(Adam):
         amsgrad: bool = False,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ):
         super().__init__(
             params,
@@ -109,21 +123,13 @@ class AdamW(Adam):
             weight_decay=weight_decay,
             amsgrad=amsgrad,
             maximize=maximize,
+            foreach=foreach,
+            capturable=capturable,
+            differentiable=differentiable,
+            fused=fused,
             decoupled_weight_decay=True,
         )
 
 
 def _validate(o: dict) -> None:
-    if o["lr"] < 0.0:
-        raise ValueError(f"Invalid learning rate: {o['lr']}")
-    if o["eps"] < 0.0:
-        raise ValueError(f"Invalid epsilon value: {o['eps']}")
-    betas = o["betas"]
-    if len(betas) != 2:
-        raise ValueError(f"betas must be a pair (beta1, beta2), got {betas!r}")
-    if not 0.0 <= betas[0] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-    if not 0.0 <= betas[1] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-    if o["weight_decay"] < 0.0:
-        raise ValueError(f"Invalid weight_decay value: {o['weight_decay']}")
+    check_options(o)

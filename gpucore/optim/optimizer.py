@@ -20,6 +20,7 @@ subclass may instead update a whole group at once by overriding ``_step_group(gr
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections import defaultdict
 from copy import deepcopy
@@ -27,6 +28,7 @@ from itertools import chain
 
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..creation import zeros
+from ..errors import DeviceError
 from ..ops.optim import foreach_update
 from ..tensor import Tensor
 
@@ -39,6 +41,31 @@ class _RequiredParameter:
 
 
 required = _RequiredParameter()
+
+
+@contextlib.contextmanager
+def all_or_poisoned(name: str, tensors):
+    """An update of many device tensors (an optimizer step: one dispatch per parameter) either
+    completes or leaves them unusable: when a DeviceError (a wait that timed out, a lost
+    device) interrupts it part-way, some tensors hold new values and some old ones, so every
+    device tensor of ``tensors()`` is poisoned (each later use raises DeviceError saying why)
+    before the error propagates. Overwriting a poisoned tensor whole (``copy_``,
+    ``load_state_dict``) makes it usable again."""
+    try:
+        yield
+    except DeviceError as e:
+        reason = (
+            f"this tensor was being updated by {name} when the Vulkan device failed ({e}); the "
+            "update may be partly applied, so its values are undefined: load them again (for "
+            "example with load_state_dict from a checkpoint) before using it"
+        )
+        for t in tensors():
+            if t._dev is not None:
+                try:
+                    t._dev.poison(t._data, reason)
+                except DeviceError:  # the device refuses all work already: nothing to mark
+                    pass
+        raise
 
 
 class Optimizer:
@@ -164,13 +191,22 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
-        with no_grad():
+        with no_grad(), all_or_poisoned(f"{type(self).__name__}.step", self._written):
             for group in self.param_groups:
                 self._check_group(group)
                 params = [p for p in group["params"] if p.grad is not None]
                 if params:
                     self._step_group(group, params)
         return loss
+
+    def _written(self):
+        """Every tensor a step may write: the parameters and their state tensors."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                yield p
+                for v in self.state.get(p, {}).values():
+                    if isinstance(v, Tensor):
+                        yield v
 
     def _check_group(self, group: dict) -> None:
         """Validate a group's options before a step (they may have been edited)."""
@@ -283,7 +319,9 @@ class Optimizer:
             key = _as_index(k)
             if key in id_map:
                 p = id_map[key]
-                state[p] = {name: _cast(p, name, val, key) for name, val in dict(v).items()}
+                state[p] = {
+                    name: self._load_state_value(p, name, val, key) for name, val in dict(v).items()
+                }
             else:
                 state[k] = v
         new_groups = []
@@ -294,6 +332,18 @@ class Optimizer:
             new_groups.append(s)
         self.state = state
         self.param_groups = new_groups
+
+    # State entries that are plain numbers in gpucore (PyTorch keeps some as 0-d tensors):
+    # name -> the Python type a loaded value is converted to. Subclasses extend it.
+    _scalar_state: dict = {"step": int}
+
+    def _load_state_value(self, p: Tensor, name, value, index):
+        """A loaded state value for parameter p (see ``_cast``); LBFGS, whose state is not shaped
+        like its parameters, overrides it."""
+        kind = self._scalar_state.get(name)
+        if kind is not None:
+            return kind(value.item() if isinstance(value, Tensor) else value)
+        return _cast(p, name, value, index)
 
     def __repr__(self) -> str:
         lines = [self.__class__.__name__ + " ("]
@@ -334,11 +384,7 @@ def _place_like(t: Tensor, p: Tensor) -> Tensor:
 
 def _cast(p: Tensor, name, value, index):
     """A loaded state value for parameter p: tensors copied next to p (floating ones in p's
-    dtype; the shape of p for the buffers), 'step' as an int, containers recursively."""
-    if name == "step":
-        if isinstance(value, Tensor):
-            value = value.item()
-        return int(value)
+    dtype; the shape of p for the buffers), containers recursively."""
     if isinstance(value, Tensor):
         if value.is_floating_point():
             if value.shape != p.shape:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..ops.optim import RMSPROP_STEP, fused_update
+from ._options import check_options
 from .optimizer import Optimizer
 
 
@@ -17,9 +18,11 @@ class RMSprop(Optimizer):
         buf = momentum * buf + g / avg; p = p - lr * buf   (momentum > 0)
         p = p - lr * g / avg                           (otherwise)
 
-    State per parameter: ``step`` (int), ``square_avg``, ``momentum_buffer`` (momentum > 0) and
-    ``grad_avg`` (centered). One fused kernel per parameter (``rmsprop_step``); the host
-    float32 / float64 parameters of a group in one C call (``rmsprop_step_multi``).
+    ``capturable``, ``foreach`` and ``differentiable`` are accepted as in PyTorch (see
+    ``gpucore.optim._options``). State per parameter: ``step`` (int), ``square_avg``,
+    ``momentum_buffer`` (momentum > 0) and ``grad_avg`` (centered). One fused kernel per
+    parameter (``rmsprop_step``); the host float32 / float64 parameters of a group in one C call
+    (``rmsprop_step_multi``).
     """
 
     def __init__(
@@ -31,8 +34,10 @@ class RMSprop(Optimizer):
         weight_decay: float = 0.0,
         momentum: float = 0.0,
         centered: bool = False,
-        *,
+        capturable: bool = False,
+        foreach: bool | None = None,
         maximize: bool = False,
+        differentiable: bool = False,
     ):
         defaults = dict(
             lr=lr,
@@ -41,7 +46,10 @@ class RMSprop(Optimizer):
             weight_decay=weight_decay,
             momentum=momentum,
             centered=centered,
+            capturable=capturable,
+            foreach=foreach,
             maximize=maximize,
+            differentiable=differentiable,
         )
         _validate(defaults)
         super().__init__(params, defaults)
@@ -84,13 +92,4 @@ class RMSprop(Optimizer):
 
 
 def _validate(o: dict) -> None:
-    if o["lr"] < 0.0:
-        raise ValueError(f"Invalid learning rate: {o['lr']}")
-    if o["eps"] < 0.0:
-        raise ValueError(f"Invalid epsilon value: {o['eps']}")
-    if o["momentum"] < 0.0:
-        raise ValueError(f"Invalid momentum value: {o['momentum']}")
-    if o["weight_decay"] < 0.0:
-        raise ValueError(f"Invalid weight_decay value: {o['weight_decay']}")
-    if o["alpha"] < 0.0:
-        raise ValueError(f"Invalid alpha value: {o['alpha']}")
+    check_options(o)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..ops.optim import SGD_STEP, foreach_update, fused_update
+from ._options import check_options
 from .optimizer import Optimizer
 
 
@@ -15,9 +16,10 @@ class SGD(Optimizer):
         g = g + momentum * buf if nesterov else buf  (momentum != 0)
         p = p - lr * g
 
-    State per parameter: ``momentum_buffer`` (when momentum != 0). One fused kernel per
-    parameter (``sgd_step``); the host float32 / float64 parameters of a group in one C call
-    (``sgd_step_multi``).
+    ``foreach``, ``fused`` and ``differentiable`` are accepted as in PyTorch (see
+    ``gpucore.optim._options``). State per parameter: ``momentum_buffer`` (when momentum != 0).
+    One fused kernel per parameter (``sgd_step``); the host float32 / float64 parameters of a
+    group in one C call (``sgd_step_multi``).
     """
 
     def __init__(
@@ -30,6 +32,9 @@ class SGD(Optimizer):
         nesterov: bool = False,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ):
         defaults = dict(
             lr=lr,
@@ -38,6 +43,9 @@ class SGD(Optimizer):
             weight_decay=weight_decay,
             nesterov=nesterov,
             maximize=maximize,
+            foreach=foreach,
+            differentiable=differentiable,
+            fused=fused,
         )
         _validate(defaults)
         super().__init__(params, defaults)
@@ -81,11 +89,6 @@ class SGD(Optimizer):
 
 
 def _validate(o: dict) -> None:
-    if o["lr"] < 0.0:
-        raise ValueError(f"Invalid learning rate: {o['lr']}")
-    if o["momentum"] < 0.0:
-        raise ValueError(f"Invalid momentum value: {o['momentum']}")
-    if o["weight_decay"] < 0.0:
-        raise ValueError(f"Invalid weight_decay value: {o['weight_decay']}")
+    check_options(o)
     if o["nesterov"] and (o["momentum"] <= 0 or o["dampening"] != 0):
         raise ValueError("Nesterov momentum requires a momentum and zero dampening")

@@ -3,7 +3,8 @@
     {"format": "gpucore.runtime", "version": 1,
      "graph": "<JSON: inputs, outputs, tensors (shape, dtype), nodes (op, inputs, output, attrs)>",
      "options": "<JSON: device, optimize, executor, check_nan>",
-     "weights": {constant name: Tensor, ...}}
+     "weights": {constant name: Tensor, ...},
+     "capi": {...}}   (optional: the compiled CPU program for the C API, see c_program.py)
 
 The graph is the captured one (symbolic sizes included); loading re-runs passes and planning,
 which are deterministic and fast, so the file stays valid when they improve. Reading goes
@@ -25,6 +26,7 @@ from ..io import load as _load
 from ..io import save as _save
 from ..ops.registry import REGISTRY
 from ..tensor import Tensor
+from . import c_program
 from .ir.graph import Graph, GraphError
 from .ir.ops import OPS
 from .ir.symbolic import SymInt
@@ -132,11 +134,10 @@ def graph_to_json(graph: Graph) -> str:
 def save_model(model, path) -> None:
     """Write ``model`` (a CompiledModel) to ``path`` atomically (see the module docstring)."""
     g = model.symbolic
-    weights = {
-        name: Tensor._wrap(np.require(t.data, requirements="C"), t.dtype)
-        for name, t in g.tensors.items()
-        if t.data is not None
+    arrays = {
+        n: np.require(t.data, requirements="C") for n, t in g.tensors.items() if t.data is not None
     }
+    weights = {name: Tensor._wrap(a, g.tensors[name].dtype) for name, a in arrays.items()}
     options = {
         "device": model.device,
         "optimize": model.optimize,
@@ -150,9 +151,20 @@ def save_model(model, path) -> None:
             "graph": graph_to_json(g),
             "options": json.dumps(options),
             "weights": weights,
+            **_c_section(model, arrays),
         },
         path,
     )
+
+
+def _c_section(model, arrays: dict) -> dict:
+    """{"capi": the compiled program for the C API (c_program.py)}, or {} when the model cannot
+    run from C; never fails the save (the Python loader ignores the section)."""
+    try:
+        sec = c_program.section(model, arrays)
+    except Exception:  # noqa: BLE001 - an optional section: the file stays valid without it
+        sec = None
+    return {"capi": sec} if sec else {}
 
 
 # ---------------------------------------------------------------------------- decoding

@@ -12,6 +12,7 @@ from helpers import to_np as npv
 import gpucore as gc
 from gpucore import AutogradError
 from gpucore.autograd import grad
+from gpucore.autograd.engine import queue_callback
 
 
 # ----------------------------------------------------------------------------- .grad, detach
@@ -149,3 +150,33 @@ def test_retain_grad():
     w = x * 2  # without retain_grad, a non-leaf keeps no .grad
     w.sum().backward()
     assert w.grad is None
+
+
+def test_post_accumulate_grad_hook_sees_the_accumulated_grad():
+    w = gc.tensor([1.0, 2.0], requires_grad=True)
+    seen = []
+    handle = w.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.numpy().copy()))
+    (w * 3).sum().backward()
+    (w * w).sum().backward()  # accumulates: 3 + 2w
+    assert [s.tolist() for s in seen] == [[3.0, 3.0], [5.0, 7.0]]
+    handle.remove()
+    (w * 3).sum().backward()
+    assert len(seen) == 2
+    with pytest.raises(AutogradError, match="leaf"):
+        (w * 2).register_post_accumulate_grad_hook(lambda p: None)
+
+
+def test_queue_callback_runs_once_after_the_whole_backward():
+    a = gc.tensor([1.0], requires_grad=True)
+    b = gc.tensor([2.0], requires_grad=True)
+    order = []
+
+    def hook(p):
+        order.append("a")
+        queue_callback(lambda: order.append(("done", b.grad.tolist())))
+
+    a.register_post_accumulate_grad_hook(hook)
+    (a * b).sum().backward()
+    assert order == ["a", ("done", [1.0])]  # b's gradient was there when the callback ran
+    with pytest.raises(AutogradError, match="during a backward pass"):
+        queue_callback(lambda: None)

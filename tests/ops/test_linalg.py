@@ -161,3 +161,54 @@ def test_matmul_nan_and_inf():
 def test_matmul_large_k_accuracy():
     a, b = rand((4, 4096), 0, 1), rand((4096, 3), 0, 1, seed=1)
     assert_close(gpucore.tensor(a) @ gpucore.tensor(b), a @ b, **G)
+
+
+@pytest.mark.parametrize("beta,alpha", [(1, 1), (0.5, 2.0), (0, 1)])
+def test_baddbmm_addbmm_match_torch(beta, alpha):
+    from torch_compare import same_as_torch
+
+    rng = np.random.default_rng(3)
+    b1, b2 = rng.uniform(-1, 1, (2, 3, 4)), rng.uniform(-1, 1, (2, 4, 5))
+    for inp in (rng.uniform(-1, 1, (2, 3, 5)), rng.uniform(-1, 1, (5,))):
+        same_as_torch(lambda m, i, x, y: m.baddbmm(i, x, y, beta=beta, alpha=alpha), inp, b1, b2)
+    same_as_torch(
+        lambda m, i, x, y: i.addbmm(x, y, beta=beta, alpha=alpha),
+        rng.uniform(-1, 1, (3, 5)),
+        b1,
+        b2,
+    )
+
+
+def test_baddbmm_in_place_and_errors():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(4)
+    a, b1, b2 = (
+        rng.uniform(size=(2, 3, 5)),
+        rng.uniform(size=(2, 3, 4)),
+        rng.uniform(size=(2, 4, 5)),
+    )
+    g, t = gpucore.tensor(a), torch.tensor(a)
+    g.baddbmm_(gpucore.tensor(b1), gpucore.tensor(b2), alpha=0.5)
+    t.baddbmm_(torch.tensor(b1), torch.tensor(b2), alpha=0.5)
+    np.testing.assert_allclose(g.numpy(), t.numpy())
+    nan = gpucore.full((2, 3, 5), float("nan"))
+    out = gpucore.baddbmm(nan, gpucore.ones(2, 3, 4), gpucore.ones(2, 4, 5), beta=0)
+    assert out.tolist() == [[[4.0] * 5] * 3] * 2  # beta=0 ignores input, NaN included
+    with pytest.raises(ValueError, match="baddbmm"):
+        gpucore.baddbmm(gpucore.zeros(2, 4, 5), gpucore.zeros(2, 3, 4), gpucore.zeros(2, 4, 5))
+    with pytest.raises(ValueError, match="bmm"):
+        gpucore.baddbmm(gpucore.zeros(3, 5), gpucore.zeros(2, 3, 4), gpucore.zeros(3, 4, 5))
+
+
+def test_outer_and_trace_match_torch():
+    from torch_compare import same_as_torch
+
+    rng = np.random.default_rng(5)
+    a, b = rng.uniform(-1, 1, 3), rng.uniform(-1, 1, 4)
+    same_as_torch(lambda m, a, b: m.outer(a, b), a, b)
+    same_as_torch(lambda m, a, b: a.ger(b), a, b)
+    same_as_torch(lambda m, x: m.trace(x), rng.uniform(-1, 1, (3, 5)))
+    with pytest.raises(ValueError, match="outer"):
+        gpucore.outer(gpucore.zeros(2, 2), gpucore.zeros(2))
+    with pytest.raises(ValueError, match="trace"):
+        gpucore.trace(gpucore.zeros(2))

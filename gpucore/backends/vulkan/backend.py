@@ -50,7 +50,10 @@ class VulkanBackend:
 
     def operand(self, arr: np.ndarray) -> Operand:
         """Binding and element layout of a device array (any strides, incl. 0 and negative)."""
-        blk, byte_off = self.ctx.memory.locate(arr)
+        mem = self.ctx.memory
+        if mem.poisoned:
+            mem.check(arr)
+        blk, byte_off = mem.locate(arr)
         item = arr.itemsize
         lo = hi = 0
         if arr.flags.c_contiguous:
@@ -111,6 +114,8 @@ class VulkanBackend:
         ctx = self.ctx
         if ctx.fault is not None:
             ctx.fault.refuse()
+        if ctx.memory.poisoned:
+            ctx.memory.check(arr)
         blk, off = ctx.memory.locate(arr)
         if blk.staging is not None and arr.size:
             op = self.operand(arr)
@@ -126,6 +131,8 @@ class VulkanBackend:
         """Call before the host writes into device memory (in-place ops run on the host)."""
         if self.ctx.fault is not None:
             self.ctx.fault.refuse()
+        if self.ctx.memory.poisoned:
+            self.ctx.memory.check(arr)
         if self.ctx.stream.pending():
             self.ctx.stream.synchronize()
 
@@ -255,11 +262,16 @@ class VulkanBackend:
             raise ValueError("assignment destination is read-only")
         if dst.size and 0 in dst.strides and dst.ndim:
             raise ValueError("the destination has overlapping elements")
+        self.ctx.memory.cure(dst)  # overwritten whole: whatever undefined values it held go
         src = self.to_device(src_tensor)
         if src.dtype == dst.dtype and word_copy_ok(dst) and word_copy_ok(src):
             copy_array(self, dst, src)
         else:
             self.host_copy(dst, self.host_view(src))
+
+    def poison(self, arr: np.ndarray, reason: str) -> None:
+        """Refuse every later use of ``arr``'s memory with DeviceError(reason) (see memory.py)."""
+        self.ctx.memory.poison(arr, reason)
 
     def host_copy(self, dst: np.ndarray, src: np.ndarray) -> None:
         """dst (device) = src (host array), written by the host after pending work is done."""

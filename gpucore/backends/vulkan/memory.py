@@ -67,6 +67,13 @@ def _buffer_with_memory(vk, dev, size: int, usage: int, memory_type: int):
     return buffer, memory
 
 
+def _allocation_of(arr: np.ndarray) -> np.ndarray:
+    """The uint8 array ``alloc`` returned that ``arr`` views (a tensor's array is a view of it)."""
+    while isinstance(arr.base, np.ndarray):
+        arr = arr.base
+    return arr
+
+
 class Block:
     """One VkDeviceMemory + VkBuffer, with its host view and free list."""
 
@@ -203,6 +210,9 @@ class Allocator:
         )
         self.heap_size = int(props.memoryHeaps[types[idx].heapIndex].size)
         self.block_size = min(BLOCK_SIZE, self.max_range)
+        # id(allocation) -> why its contents are undefined (an in-place update of several
+        # tensors that failed part-way, see poison); entries go when the allocation dies
+        self.poisoned: dict[int, str] = {}
 
     # ----------------------------------------------------------------------------- alloc
     def alloc(self, nbytes: int) -> np.ndarray:
@@ -336,6 +346,29 @@ class Allocator:
         i = blocks.index(blk)
         self._index = (starts[:i] + starts[i + 1 :], blocks[:i] + blocks[i + 1 :])
         blk.destroy(self.vk, self.device)
+
+    def poison(self, arr: np.ndarray, reason: str) -> None:
+        """Mark the allocation under ``arr`` as holding undefined values: every later use of it
+        raises DeviceError(reason), until it is overwritten whole (``cure``) or freed."""
+        own = _allocation_of(arr)
+        key = id(own)
+        if key not in self.poisoned:
+            weakref.finalize(own, self.poisoned.pop, key, None).atexit = False
+        self.poisoned[key] = reason
+
+    def check(self, arr: np.ndarray) -> None:
+        """Raise the DeviceError of a poisoned allocation under ``arr``."""
+        if self.poisoned:
+            reason = self.poisoned.get(id(_allocation_of(arr)))
+            if reason is not None:
+                raise DeviceError(reason)
+
+    def cure(self, arr: np.ndarray) -> None:
+        """``arr`` is about to be overwritten whole: its allocation is defined again."""
+        if self.poisoned:
+            own = _allocation_of(arr)
+            if arr.nbytes >= own.nbytes and arr.flags.c_contiguous:
+                self.poisoned.pop(id(own), None)
 
     def locate(self, arr: np.ndarray):
         """(block, byte offset of arr's first element) for an array over device memory."""

@@ -8,6 +8,7 @@ from ...autograd.grad_mode import no_grad
 from ...errors import DTypeError, GpucoreIndexError, ShapeError
 from ...ops import elementwise as E
 from ...ops.common import check_indices
+from ...ops.indexing import index_select
 from ...ops.indexing import one_hot as _one_hot
 from ...tensor import Tensor
 from ._utils import _check_tensor
@@ -59,7 +60,11 @@ def embedding(
             norms = rows.norm(norm_type, dim=1, keepdim=True)
             scale = E.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
             weight[idx] = rows * scale
-    out = weight[input]
+    # index_select rather than weight[input]: the same rows and gradient, and it captures into
+    # a compiled model with the indices as a runtime input (an index key cannot be captured)
+    out = index_select(weight, 0, input.reshape(-1)).reshape(
+        tuple(input.shape) + (weight.shape[1],)
+    )
     if padding_idx is not None and out.requires_grad:
         pad = (input == padding_idx).unsqueeze(-1)
         out = E.where(pad, out.detach(), out)

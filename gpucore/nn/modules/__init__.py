@@ -66,6 +66,7 @@ from .padding import (
 )
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .sparse import Embedding
+from .sync_batchnorm import SyncBatchNorm
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
@@ -73,6 +74,7 @@ __all__ = [
     "AvgPool2d",
     "BatchNorm1d",
     "BatchNorm2d",
+    "SyncBatchNorm",
     "BCELoss",
     "BCEWithLogitsLoss",
     "CELU",

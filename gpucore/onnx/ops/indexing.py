@@ -147,3 +147,93 @@ def trilu(ctx, node, ins):
         return np.where(keep, x, np.zeros((), x.dtype))
     zero = ctx.tensor(np.zeros((), x.dtype.np))
     return gc.where(ctx.tensor(keep), x, zero)
+
+
+def _index(ctx, idx, n: int):
+    """Indices (static or a tensor) as an int64 tensor, negative ones wrapped by ``n``."""
+    if ctx.is_static(idx):
+        return ctx.tensor(np.where(idx < 0, idx + n, idx).astype(np.int64))
+    return _wrap_negative(idx, n)
+
+
+_REDUCTIONS = {"add": "sum", "mul": "prod", "max": "amax", "min": "amin"}
+
+
+@handles("ScatterElements", "Scatter")
+def scatter_elements(ctx, node, ins):
+    """ScatterElements(data, indices, updates; axis, reduction): torch.scatter(_reduce)."""
+    data, idx, updates = ctx.tensor(ins[0]), ins[1], ctx.tensor(ins[2])
+    axis = ctx.axis(int(ctx.attr("axis", 0)), data.ndim)
+    reduction = ctx.attr("reduction", "none")
+    index = _index(ctx, idx, int(data.shape[axis]))
+    if reduction == "none":
+        return gc.scatter(data, axis, index, updates)
+    if reduction not in _REDUCTIONS:
+        raise ctx.unsupported(f"reduction={reduction!r}", attribute="reduction")
+    return gc.scatter_reduce(data, axis, index, updates, _REDUCTIONS[reduction])
+
+
+def _flat_index(ctx, idx, dims: list):
+    """ND indices [..., K] into ``dims`` as flat int64 indices [...] into prod(dims[:K])."""
+    k = int(idx.shape[-1])
+    strides = np.array([math.prod(dims[i + 1 : k]) for i in range(k)], np.int64)
+    if ctx.is_static(idx):
+        wrapped = np.where(idx < 0, idx + np.array(dims[:k]), idx).astype(np.int64)
+        return ctx.tensor((wrapped * strides).sum(-1))
+    t = idx.to(int64) if idx.dtype is not int64 else idx
+    t = gc.where(t < 0, t + ctx.tensor(np.array(dims[:k], np.int64)), t)
+    return (t * ctx.tensor(strides)).sum(-1)
+
+
+@handles("GatherND")
+def gather_nd(ctx, node, ins):
+    """GatherND(data, indices; batch_dims=0): data[tuple(indices[..., :])]."""
+    if int(ctx.attr("batch_dims", 0)):
+        raise ctx.unsupported("batch_dims != 0", attribute="batch_dims")
+    data, idx = ctx.tensor(ins[0]), ins[1]
+    dims = [int(s) for s in data.shape]
+    k = int(idx.shape[-1])
+    flat = data.reshape(math.prod(dims[:k]), *dims[k:])
+    lin = _flat_index(ctx, idx, dims)
+    out = gc.index_select(flat, 0, lin.reshape(-1))
+    return out.reshape(*[int(s) for s in idx.shape[:-1]], *dims[k:])
+
+
+@handles("ScatterND")
+def scatter_nd(ctx, node, ins):
+    """ScatterND(data, indices, updates; reduction): data[indices[..., :]] = updates."""
+    data, idx, updates = ctx.tensor(ins[0]), ins[1], ctx.tensor(ins[2])
+    reduction = ctx.attr("reduction", "none")
+    dims = [int(s) for s in data.shape]
+    k = int(idx.shape[-1])
+    rest = dims[k:]
+    flat = data.reshape(math.prod(dims[:k]), *rest)
+    lin = _flat_index(ctx, idx, dims).reshape(-1)
+    src = updates.reshape(-1, *rest)
+    if reduction == "none":
+        out = gc.index_copy(flat, 0, lin, src)
+    elif reduction == "add":
+        out = gc.index_add(flat, 0, lin, src)
+    elif reduction in _REDUCTIONS:
+        index = lin.reshape(-1, *([1] * len(rest))).expand(*src.shape)
+        out = gc.scatter_reduce(flat, 0, index, src, _REDUCTIONS[reduction])
+    else:
+        raise ctx.unsupported(f"reduction={reduction!r}", attribute="reduction")
+    return out.reshape(*dims)
+
+
+@handles("OneHot")
+def one_hot(ctx, node, ins):
+    """OneHot(indices, depth, values[off, on]; axis): negative indices count from depth."""
+    idx = ins[0]
+    depth = int(ctx.static(ins[1], "depth").reshape(-1)[0])
+    values = ctx.tensor(ins[2])
+    rank = len(idx.shape) + 1
+    axis = ctx.axis(int(ctx.attr("axis", -1)), rank)
+    t = ctx.tensor(idx)
+    t = t.to(int64) if t.dtype is not int64 else t  # (float indices truncate)
+    t = gc.where(t < 0, t + depth, t).unsqueeze(axis)
+    where = [1] * rank
+    where[axis] = depth
+    hot = t == ctx.tensor(np.arange(depth, dtype=np.int64).reshape(where))
+    return gc.where(hot, values[1], values[0])

@@ -56,12 +56,42 @@ def reduce(ctx, node, ins):
     if ctx.is_static(x):
         out = np.asarray(_NUMPY[node.op_type](x, axes, keep))
         return out.astype(x.dtype)
-    fn = _GPUCORE.get(node.op_type)
-    if fn is None:
-        raise ctx.unsupported(f"{node.op_type} of a tensor (gpucore has no such reduction)")
     if not axes:  # a 0-d input: nothing to reduce
         return x
-    return fn(x, axes, keep)
+    dims = [int(s) for s in x.shape]
+    if any(dims[a] == 0 for a in axes):  # an empty set: the reduction's identity
+        shape = [1 if i in axes else d for i, d in enumerate(dims) if keep or i not in axes]
+        return np.full(shape, _identity(node.op_type, x.dtype.np), x.dtype.np)
+    if node.op_type == "ReduceProd":
+        return _prod(x, axes, keep)
+    return _GPUCORE[node.op_type](x, axes, keep)
+
+
+_EMPTY = {"ReduceMax": -np.inf, "ReduceMin": np.inf, "ReduceProd": 1.0}
+_EMPTY.update(ReduceLogSum=-np.inf, ReduceLogSumExp=-np.inf)
+
+
+def _identity(op: str, dtype):
+    """What ``op`` gives for an empty set, in ``dtype`` (integers: their extremes)."""
+    v = _EMPTY.get(op, 0.0)
+    if np.dtype(dtype).kind in "iub" and np.isinf(v):
+        info = np.iinfo(dtype) if np.dtype(dtype).kind != "b" else None
+        return (info.min if v < 0 else info.max) if info else v > 0
+    return v
+
+
+def _prod(x, axes: tuple, keep: bool):
+    """The product over ``axes``: the last entry of a cumulative product over them flattened
+    into one trailing dim."""
+    rank = x.ndim
+    rest = [d for d in range(rank) if d not in axes]
+    moved = x.permute(*rest, *axes) if list(rest) + list(axes) != list(range(rank)) else x
+    kept = [int(x.shape[d]) for d in rest]
+    flat = moved.reshape(*kept, -1)
+    out = gc.cumprod(flat, -1)[..., -1]
+    if keep:
+        out = out.reshape(*[1 if d in axes else int(x.shape[d]) for d in range(rank)])
+    return out
 
 
 @handles("ArgMax", "ArgMin")
@@ -81,14 +111,15 @@ def argmax(ctx, node, ins):
             out = arg(x, axis=axis)
         out = out.astype(np.int64)
         return np.expand_dims(out, axis) if keep else out
-    if last:
-        raise ctx.unsupported("select_last_index=1 for a tensor", attribute="select_last_index")
     t = ctx.tensor(x)
-    return (
+    if last:  # the first extreme of the flipped input, counted from the end
+        t = gc.flip(t, (axis,))
+    out = (
         t.argmax(dim=axis, keepdim=keep)
         if node.op_type == "ArgMax"
         else t.argmin(dim=axis, keepdim=keep)
     )
+    return (int(x.shape[axis]) - 1) - out if last else out
 
 
 @handles("CumSum")
@@ -116,3 +147,33 @@ def cumsum(ctx, node, ins):
     out = moved.matmul(ctx.tensor(m.astype(work.dtype.np)))
     out = out.movedim(-1, axis) if axis != rank - 1 else out
     return out if out.dtype is t.dtype else out.to(t.dtype)
+
+
+@handles("CumProd")
+def cumprod(ctx, node, ins):
+    """CumProd(x, axis; exclusive, reverse) (opset 26)."""
+    x = ctx.tensor(ins[0])
+    axis = ctx.axis(ctx.ints(ins[1], "axis")[0], x.ndim)
+    exclusive, reverse = bool(ctx.attr("exclusive", 0)), bool(ctx.attr("reverse", 0))
+    y = gc.flip(x, (axis,)) if reverse else x
+    out = gc.cumprod(y, axis, dtype=x.dtype)  # (integers would widen to int64)
+    n = int(x.shape[axis])
+    if exclusive and n:  # a 1 first, the products shifted along
+        ones = [1 if d == axis else int(s) for d, s in enumerate(x.shape)]
+        one = ctx.tensor(np.ones(ones, x.dtype.np))
+        out = gc.cat([one, out.narrow(axis, 0, n - 1)], axis)
+    return gc.flip(out, (axis,)) if reverse else out
+
+
+@handles("TopK")
+def topk(ctx, node, ins):
+    """TopK(X, K; axis, largest, sorted) -> Values, Indices (int64)."""
+    x = ctx.tensor(ins[0])
+    k = ctx.ints(ins[1], "K")[0] if len(ins) > 1 else int(ctx.attr("k"))
+    axis = ctx.axis(int(ctx.attr("axis", -1)), x.ndim)
+    largest = bool(ctx.attr("largest", 1))
+    ctx.attr("sorted", 1)  # sorted output is one valid order for sorted=0 too
+    if not 0 <= k <= int(x.shape[axis]):
+        raise ctx.invalid(f"K={k} for axis {axis} of size {int(x.shape[axis])}")
+    values, indices = gc.topk(x, k, dim=axis, largest=largest, sorted=True)
+    return [values, indices]

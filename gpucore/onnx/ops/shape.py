@@ -143,3 +143,43 @@ def dropout(ctx, node, ins):
     if len(node.outputs) > 1 and node.outputs[1]:
         return [x, np.ones([int(s) for s in x.shape], np.bool_)]
     return [x]
+
+
+def _permuted(ctx, x, shape: list, perm: list, out: list):
+    """``x`` reshaped to ``shape``, permuted by ``perm``, reshaped to ``out``."""
+    if ctx.is_static(x):
+        return np.require(x.reshape(shape).transpose(perm), requirements="C").reshape(out)
+    return x.reshape(*shape).permute(*perm).reshape(*out)
+
+
+@handles("DepthToSpace")
+def depth_to_space(ctx, node, ins):
+    """DepthToSpace(blocksize, mode DCR | CRD) of an [N, C, H, W] input."""
+    x = ins[0]
+    b = int(ctx.attr("blocksize"))
+    mode = ctx.attr("mode", "DCR")
+    n, c, h, w = (int(s) for s in x.shape)
+    if c % (b * b):
+        raise ctx.invalid(f"blocksize {b} does not divide {c} channels")
+    out = [n, c // (b * b), h * b, w * b]
+    if mode == "DCR":
+        return _permuted(ctx, x, [n, b, b, c // (b * b), h, w], [0, 3, 4, 1, 5, 2], out)
+    if mode == "CRD":
+        return _permuted(ctx, x, [n, c // (b * b), b, b, h, w], [0, 1, 4, 2, 5, 3], out)
+    raise ctx.unsupported(f"mode={mode!r}", attribute="mode")
+
+
+@handles("SpaceToDepth")
+def space_to_depth(ctx, node, ins):
+    """SpaceToDepth(blocksize, mode DCR | CRD (opset 28)) of an [N, C, H, W] input."""
+    x = ins[0]
+    b = int(ctx.attr("blocksize"))
+    mode = ctx.attr("mode", "DCR")
+    if mode not in ("DCR", "CRD"):
+        raise ctx.unsupported(f"mode={mode!r}", attribute="mode")
+    n, c, h, w = (int(s) for s in x.shape)
+    if h % b or w % b:
+        raise ctx.invalid(f"blocksize {b} does not divide {h}x{w}")
+    shape = [n, c, h // b, b, w // b, b]
+    perm = [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4]
+    return _permuted(ctx, x, shape, perm, [n, c * b * b, h // b, w // b])

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from ...dtypes import int64
 from ...nn import functional as F
 from ...tensor import Tensor
 from .common import gc, table
@@ -31,6 +32,31 @@ def erf(x: Tensor) -> Tensor:
     return x.sign() * (1.0 - poly * (-(ax * ax)).exp())
 
 
+# from this magnitude on, every value of the dtype is an integer (2 ** mantissa bits)
+_INTEGRAL = {"float16": 2.0**10, "float32": 2.0**23, "float64": 2.0**52}
+
+
+def floor(x: Tensor) -> Tensor:
+    """floor(x) from gpucore ops: truncation through int64, one less where it rounded up;
+    values already integral (large, infinite, NaN) as they are."""
+    if not x.dtype.is_floating_point:
+        return x
+    t = x.to(int64).to(x.dtype)
+    fl = t - gc.gt(t, x).to(x.dtype)
+    return gc.where(x.abs() < _INTEGRAL.get(x.dtype.name, 2.0**52), fl, x)
+
+
+def round_half_even(x: Tensor) -> Tensor:
+    """Rounding to the nearest integer, halves to the even one (ONNX's Round, numpy's)."""
+    if not x.dtype.is_floating_point:
+        return x
+    r = floor(x)
+    d = x - r  # exact: r and x share their exponent's integer part
+    odd = gc.ne(r - floor(r * 0.5) * 2.0, 0.0)
+    up = gc.logical_or(gc.gt(d, 0.5), gc.logical_and(gc.eq(d, 0.5), odd))
+    return gc.where(x.isfinite(), r + up.to(x.dtype), x)
+
+
 _UNARY = {
     "Abs": (np.abs, Tensor.abs),
     "Neg": (np.negative, Tensor.neg),
@@ -46,9 +72,9 @@ _UNARY = {
     "Sign": (np.sign, Tensor.sign),
     "Erf": (_np_erf, erf),
     "IsNaN": (np.isnan, Tensor.isnan),
-    "Floor": (np.floor, None),
-    "Ceil": (np.ceil, None),
-    "Round": (np.round, None),  # numpy rounds half to even, as ONNX
+    "Floor": (np.floor, lambda x: floor(x)),
+    "Ceil": (np.ceil, lambda x: -floor(-x)),
+    "Round": (np.round, lambda x: round_half_even(x)),  # numpy rounds half to even, as ONNX
 }
 
 
@@ -158,3 +184,78 @@ def gelu(ctx, node, ins):
     if approximate not in ("none", "tanh"):
         raise ctx.unsupported(f"approximate={approximate!r}", attribute="approximate")
     return F.gelu(_tensor_input(ctx, ins), approximate=approximate)
+
+
+# arctan on [0, 1] as z * (1 + sum a_k z^2k), |error| <= 2e-8 (Abramowitz and Stegun 4.4.49)
+_ATAN = (-0.3333314528, 0.1999355085, -0.1420889944, 0.1065626393, -0.0752896400, 0.0429096138,
+         -0.0161657367, 0.0028662257)  # fmt: skip
+
+
+def atan(x: Tensor) -> Tensor:
+    """arctan(x) from gpucore ops: the polynomial on [0, 1], pi/2 - atan(1/|x|) above."""
+    ax = x.abs()
+    big = ax > 1.0
+    z = gc.where(big, ax.reciprocal(), ax)
+    z2 = z * z
+    poly = z2 * _ATAN[-1]
+    for a in reversed(_ATAN[:-1]):
+        poly = (poly + a) * z2
+    p = z * (poly + 1.0)
+    return x.sign() * gc.where(big, math.pi / 2 - p, p)
+
+
+def asin(x: Tensor) -> Tensor:
+    """arcsin(x) = atan(x / sqrt(1 - x^2)) (+-1 give +-inf, whose atan is +-pi/2)."""
+    return atan(x / (1.0 - x * x).sqrt())
+
+
+_TRIG = {
+    "Tan": lambda x: x.sin() / x.cos(),
+    "Atan": atan,
+    "Asin": asin,
+    "Acos": lambda x: math.pi / 2 - asin(x),
+    "Sinh": lambda x: (x.exp() - (-x).exp()) * 0.5,
+    "Cosh": lambda x: (x.exp() + (-x).exp()) * 0.5,
+    # log1p forms keep small arguments' relative precision
+    "Asinh": lambda x: x.sign() * gc.log1p(x.abs() + x * x / ((x * x + 1.0).sqrt() + 1.0)),
+    "Acosh": lambda x: (x + (x * x - 1.0).sqrt()).log(),
+    "Atanh": lambda x: gc.log1p(x * 2.0 / (1.0 - x)) * 0.5,
+}
+_NP_TRIG = {"Tan": np.tan, "Atan": np.arctan, "Asin": np.arcsin, "Acos": np.arccos}
+_NP_TRIG.update(Sinh=np.sinh, Cosh=np.cosh, Asinh=np.arcsinh, Acosh=np.arccosh, Atanh=np.arctanh)
+
+
+@handles(*_TRIG)
+def trig(ctx, node, ins):
+    """Tan, the inverse and hyperbolic functions: compositions of gpucore ops."""
+    (x,) = ins
+    if ctx.is_static(x):
+        with np.errstate(all="ignore"):
+            return np.asarray(_NP_TRIG[node.op_type](x)).astype(x.dtype)
+    return _TRIG[node.op_type](x)
+
+
+@handles("ThresholdedRelu")
+def thresholded_relu(ctx, node, ins):
+    """ThresholdedRelu(alpha): x where x > alpha, else 0."""
+    x = _tensor_input(ctx, ins)
+    return gc.where(x > float(ctx.attr("alpha", 1.0)), x, x * 0)
+
+
+@handles("Shrink")
+def shrink(ctx, node, ins):
+    """Shrink(bias, lambd): x + bias below -lambd, x - bias above lambd, 0 between."""
+    x = _tensor_input(ctx, ins)
+    bias, lambd = float(ctx.attr("bias", 0.0)), float(ctx.attr("lambd", 0.5))
+    if not x.dtype.is_floating_point:
+        bias = int(bias)  # integer inputs stay integers
+    zero = x * 0
+    return gc.where(x < -lambd, x + bias, gc.where(x > lambd, x - bias, zero))
+
+
+@handles("Swish")
+def swish(ctx, node, ins):
+    """Swish(alpha): x * sigmoid(alpha * x) (opset 24)."""
+    x = _tensor_input(ctx, ins)
+    alpha = float(ctx.attr("alpha", 1.0))
+    return x * (x * alpha).sigmoid() if alpha != 1.0 else x * x.sigmoid()

@@ -149,3 +149,12 @@ def test_index_tensors_from_inputs_are_read_as_inputs_or_refused():
     fixed = gpucore.tensor(np.array([3, 0]))
     g = trace(lambda x: x[fixed], [gpucore.tensor(x)])  # a constant key is fine
     np.testing.assert_array_equal(run_graph(g, [x])[0], x[[3, 0]])
+
+
+def test_embedding_lookups_capture_with_the_indices_as_an_input():
+    gpucore.manual_seed(0)
+    emb = nn.Embedding(10, 4)
+    g = trace(emb, [gpucore.tensor(np.array([[1, 2, 3]]))])
+    idx = np.array([[9, 0, 4]])
+    want = emb.weight.detach().numpy()[idx]
+    np.testing.assert_array_equal(run_graph(g, [idx])[0], want)

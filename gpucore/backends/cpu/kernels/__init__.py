@@ -7,8 +7,9 @@ common.py holds the tables (``KERNELS``; ``FAST``, the ops the extension's fast 
 whole), the ``kernel`` decorator and the shared helpers. Each family module registers its
 kernels with ``@kernel``, one module per module of gpucore/ops, of the same name: unary.py,
 elementwise.py, reduce.py, indexing.py, joining.py, linalg.py (its C kernel is cpu/gemm.c), nn.py,
-pool.py, random.py and optim.py. ops/shape.py has no kernels (views); ops/inplace.py reuses the
-others'.
+pool.py, random.py, optim.py, scan.py, scatter.py, selection.py and sorting.py (numpy).
+ops/shape.py has no kernels (views), nor have the composition modules (rearrange, pointwise,
+einsum); ops/inplace.py reuses the others'.
 
 The C extension's op codes are the one list of its unary and binary ops: unary.py and
 elementwise.py register a kernel (and a fast lane) for each code the extension exports, without
@@ -16,7 +17,22 @@ typing the names again.
 """
 
 # Family modules register on import; keep this list in step with the files.
-from . import elementwise, indexing, joining, linalg, nn, optim, pool, random, reduce, unary
+from . import (  # noqa: F401
+    elementwise,
+    indexing,
+    joining,
+    linalg,
+    nn,
+    optim,
+    pool,
+    random,
+    reduce,
+    scan,
+    scatter,
+    selection,
+    sorting,
+    unary,
+)
 from .common import FAST, KERNELS, kernel
 
 __all__ = ["FAST", "KERNELS", "kernel"]

@@ -50,3 +50,40 @@ def _randint(out, *, shape, seed, offset, low, high):
     r = w64 if span == 2**64 else w64 % np.uint64(span)
     # low + r lies in int64 range; two's-complement wraparound of the cast makes the sum exact.
     np.copyto(out.reshape(-1), r.view(np.int64) + np.int64(low))
+
+
+@kernel("multinomial")
+def _multinomial(out, p, *, seed, offset, num_samples, replacement):
+    k = p.shape[-1]
+    p2 = p.reshape(-1, k).astype(np.float64)
+    rows = p2.shape[0]
+    per = num_samples if replacement else k
+    u = np.empty(rows * per, np.float32)
+    _cpu.uniform(seed, offset, u, 0.0, 1.0)
+    u = u.reshape(rows, per).astype(np.float64)
+    o2 = out.reshape(rows, num_samples)
+    if replacement:
+        # one searchsorted for all rows: row r's normalised cdf (in [0, 1]) shifted by r
+        cdf = np.cumsum(p2, axis=1)
+        cdf /= cdf[:, -1:]
+        shift = np.arange(rows, dtype=np.float64)[:, None]
+        at = np.searchsorted((cdf + shift).ravel(), (u + shift).ravel(), side="right")
+        at = at.reshape(rows, num_samples) - np.arange(rows)[:, None] * k
+        np.copyto(o2, np.minimum(at, k - 1))
+        return
+    with np.errstate(divide="ignore"):
+        keys = -np.log(u) / p2  # exponential races; zero weights never win (inf keys)
+    if num_samples < k:  # the num_samples smallest keys, then in order
+        keys_part = np.argpartition(keys, num_samples - 1, axis=1)[:, :num_samples]
+        order = np.argsort(np.take_along_axis(keys, keys_part, 1), axis=1, kind="stable")
+        np.copyto(o2, np.take_along_axis(keys_part, order, 1))
+    else:
+        np.copyto(o2, np.argsort(keys, axis=1, kind="stable"))
+
+
+@kernel("randperm")
+def _randperm(out, *, shape, seed, offset):
+    n = out.size
+    words = _words(seed, offset, 2 * n)
+    keys = words[0::2].astype(np.uint64) | (words[1::2].astype(np.uint64) << np.uint64(32))
+    np.copyto(out, np.argsort(keys, kind="stable"))

@@ -1,0 +1,104 @@
+/* libgpucore: deployed models (model.c: loading and checking the program of a saved file;
+ * run.c: running it, accessors, statistics).  The program's encoding is written by
+ * gpucore/runtime/c_program.py (its docstring is the format's definition). */
+#ifndef GPUCORE_CAPI_MODEL_H
+#define GPUCORE_CAPI_MODEL_H
+
+#include <pthread.h>
+
+#include "capi.h"
+
+#if defined(__GNUC__)
+#pragma GCC visibility push(hidden)
+#endif
+
+/* Node kinds: c_program.py's KINDS (never renumbered). */
+enum {
+    GC_NK_INPUT = 1,
+    GC_NK_OUTPUT = 2,
+    GC_NK_GEMM = 3,
+    GC_NK_GEMM_EX = 4,
+    GC_NK_UNARY = 5,
+    GC_NK_BINARY = 6,
+    GC_NK_REDUCE = 7,
+    GC_NK_SOFTMAX = 8,
+    GC_NK_COPY = 9,
+    GC_NK_CONV2D = 10,
+    GC_NK_MAX_POOL2D = 11,
+    GC_NK_LAYER_NORM = 12,
+    GC_NK_ATTENTION = 13,
+    GC_NK_WHERE = 14,
+    GC_NK_END
+};
+enum { GC_ARG_NONE = 0, GC_ARG_INT = 1, GC_ARG_FLOAT = 2, GC_ARG_BUF = 3, GC_ARG_PACKED = 4 };
+
+#define GC_NODE_MAX_ARGS 20
+
+/* One checked argument: a buffer is (region, byte offset) with region -1 the run's arena and
+ * k >= 0 constant k; every element its shape and strides reach lies inside the region. */
+typedef struct {
+    int tag;
+    int region, dtype, ndim;
+    int64_t off;
+    int64_t shape[GC_MAX_NDIM], strides[GC_MAX_NDIM]; /* strides in bytes */
+    int64_t numel;
+    int contig;
+    int64_t i; /* GC_ARG_INT */
+    double f;  /* GC_ARG_FLOAT */
+    /* GC_ARG_PACKED: a constant GEMM operand (a buffer of rows * cols elements) that the loader
+     * packs as gemm_pack(x, side, rows, cols, trans, swap) would */
+    int side, trans, swap;
+    int64_t rows, cols;
+} gc_marg;
+
+typedef struct {
+    int kind, nargs;
+    int f64;    /* float kernels: float64 */
+    gc_iter it; /* binary, copy */
+    int empty;  /* nothing to run */
+    gc_conv cv; /* conv2d */
+    gc_pool2d pl; /* max_pool2d */
+    gc_attn at;   /* attention */
+    gc_packed *pk[2]; /* gemm: a / b packed (NULL: not); conv2d: pk[0] the weight */
+    gc_marg a[GC_NODE_MAX_ARGS];
+} gc_mnode;
+
+typedef struct {
+    char *name;
+    int dtype, ndim;
+    int64_t shape[GC_MAX_NDIM];
+    size_t nbytes;
+} gc_mio;
+
+#define GC_STATS_RING 4096
+
+struct gc_model {
+    uint32_t magic;
+    int64_t arena_bytes;
+    int n_consts, n_in, n_out, n_nodes;
+    void **consts; /* 64-byte aligned copies */
+    int64_t *const_bytes;
+    gc_mio *in, *out;
+    gc_mnode *nodes;
+    char *names; /* the names blob (io names point into it) */
+    /* idle arenas (one per concurrent run, kept) */
+    pthread_mutex_t lock;
+    void **idle;
+    int n_idle, cap_idle;
+    /* statistics */
+    pthread_mutex_t stats_lock;
+    int64_t count;
+    double sum_us, min_us, max_us;
+    float ring[GC_STATS_RING];
+};
+
+/* model.c: parses and checks the program of the file's C section into m (consts, io, nodes). */
+int gc_model_decode(gc_model *m, const char *path, gc_error *err);
+/* run.c: releases everything m holds (any state of a partly decoded model). */
+void gc_model_release(gc_model *m);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+
+#endif /* GPUCORE_CAPI_MODEL_H */

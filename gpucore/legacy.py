@@ -1,0 +1,116 @@
+"""PyTorch's legacy typed constructors (``gpucore.FloatTensor``, ``LongTensor``, ...) and the
+default floating dtype names (``get_default_dtype`` / ``set_default_dtype``).
+
+A typed constructor takes sizes or data, as PyTorch's: ``FloatTensor(2, 3)`` and
+``FloatTensor(gpucore.Size([2, 3]))`` are uninitialised 2x3 tensors, ``FloatTensor([1, 2])`` holds
+the data, ``FloatTensor()`` is empty, ``FloatTensor(t)`` shares a tensor of that dtype (another
+dtype raises). ``isinstance(t, gpucore.FloatTensor)`` is True for float32 tensors, on any device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from . import dtypes as D
+from .creation import empty
+from .creation import tensor as _tensor
+from .errors import DTypeError
+from .tensor import Size, Tensor
+
+__all__ = [
+    "FloatTensor",
+    "DoubleTensor",
+    "HalfTensor",
+    "BFloat16Tensor",
+    "LongTensor",
+    "IntTensor",
+    "CharTensor",
+    "ByteTensor",
+    "BoolTensor",
+    "get_default_dtype",
+    "set_default_dtype",
+]
+
+
+def _is_size(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+class _TensorType(type):
+    """The metaclass of the typed constructors (PyTorch's ``torch.tensortype``)."""
+
+    dtype: D.dtype
+
+    def __instancecheck__(cls, other) -> bool:
+        return isinstance(other, Tensor) and other.dtype is cls.dtype
+
+    def __call__(cls, *args, device=None):
+        dt = cls.dtype
+        if not args:
+            return empty(0, dtype=dt, device=device)
+        if all(_is_size(a) for a in args):
+            return empty(*(int(a) for a in args), dtype=dt, device=device)
+        if len(args) == 1:
+            (a,) = args
+            if isinstance(a, Size):
+                return empty(*a, dtype=dt, device=device)
+            if isinstance(a, Tensor):
+                if a.dtype is not dt:
+                    raise DTypeError(
+                        f"{cls.__name__}(tensor): expected a {dt} tensor, got {a.dtype}; use "
+                        f"tensor.to({dt}) to convert"
+                    )
+                t = a.detach()
+                return t if device is None else t.to(device)
+            if isinstance(a, (Sequence, np.ndarray)) and not isinstance(a, (str, bytes)):
+                return _tensor(a, dtype=dt, device=device)
+        raise TypeError(
+            f"{cls.__name__}() takes sizes (ints or a gpucore.Size), data (a list or array) or a "
+            f"{dt} tensor, got ({', '.join(type(a).__name__ for a in args)})"
+        )
+
+    def __repr__(cls) -> str:
+        return f"gpucore.{cls.__name__}"
+
+
+def _typed(name: str, dtype: D.dtype) -> type:
+    doc = f"Legacy constructor of {dtype} tensors (see gpucore.legacy); isinstance checks dtype."
+    return _TensorType(name, (), {"dtype": dtype, "__doc__": doc, "__module__": __name__})
+
+
+FloatTensor = _typed("FloatTensor", D.float32)
+DoubleTensor = _typed("DoubleTensor", D.float64)
+HalfTensor = _typed("HalfTensor", D.float16)
+BFloat16Tensor = _typed("BFloat16Tensor", D.bfloat16)
+LongTensor = _typed("LongTensor", D.int64)
+IntTensor = _typed("IntTensor", D.int32)
+CharTensor = _typed("CharTensor", D.int8)
+ByteTensor = _typed("ByteTensor", D.uint8)
+BoolTensor = _typed("BoolTensor", D.bool_)
+# by name, for Tensor.type("torch.FloatTensor") (gpucore/ops/elementwise.py)
+LEGACY_TYPES = {
+    t.__name__: t
+    for t in (FloatTensor, DoubleTensor, HalfTensor, BFloat16Tensor, LongTensor, IntTensor,
+              CharTensor, ByteTensor, BoolTensor)
+}  # fmt: skip
+
+
+def get_default_dtype():
+    """The dtype of tensors made from Python floats: ``gpucore.float32``."""
+    return D.float32
+
+
+def set_default_dtype(d) -> None:
+    """PyTorch's switch of the default floating dtype. gpucore's creation functions always make
+    float32 from Python floats, so only float32 is accepted; other dtypes raise (ask for them
+    explicitly: ``dtype=gpucore.float64``, ``model.double()``)."""
+    dt = D.as_dtype(d)
+    if not dt.is_floating_point:
+        raise TypeError(f"set_default_dtype: only floating-point types are supported, got {dt}")
+    if dt is not D.float32:
+        raise NotImplementedError(
+            f"set_default_dtype({dt}): gpucore's default floating dtype is fixed at float32; pass "
+            f"dtype={dt} to the creation functions, or convert models with .to({dt})"
+        )

@@ -1,0 +1,198 @@
+"""The saved model's C section: the compiled CPU program as plain integers, for ``gc_model_load``
+(the C API, gpucore/include/gpucore.h) which runs a saved model without Python.
+
+``section(model, tensor_of)`` plans the model for the CPU exactly as the compiled executor does
+(passes, planner, lowering: the same node calls a ``gpucore._cpu.Program`` runs), then writes
+each node as integers into one int64 tensor, ``program``::
+
+    header   MAGIC, VERSION, arena_bytes, n_consts, n_inputs, n_outputs, n_nodes
+    consts   per constant: dtype, byte size
+    inputs   per input:  dtype, ndim, sizes...        (names: section["names"])
+    outputs  per output: dtype, ndim, sizes...
+    nodes    per node: KIND, nargs, then each argument:
+               NONE 0 | INT 1, value | FLOAT 2, IEEE bits of the double |
+               BUF 3, region (-1: the arena, k >= 0: constant k), byte offset, dtype, ndim,
+                      sizes..., byte strides... |
+               PACKED 4, region (a constant), byte offset, dtype, side (0: a, 1: b), rows,
+                      cols, trans, swap: a pre-packed GEMM operand (gemm_ex a / b,
+                      conv2d_forward w), which gc_model_load packs the same way
+
+``names`` is a uint8 tensor: the constants' tensor names in the file, the input names, then the
+output names, each ending in a zero byte. The constants are the planned graph's: one that is a
+saved weight (the same memory) is named ``weights.<name>`` (stored once in the file); others
+(folded by the passes) are added to the section as ``c<k>`` (named ``capi.c<k>`` in the file).
+Dtypes are gc_dtype codes (the order of gpucore.dtypes.ALL). Node kinds are ``KINDS``, fixed
+numbers shared with cpu/capi/model.c (never renumbered).
+
+None when the model cannot run from C: dynamic sizes without example sizes, a step without a
+lowering (it runs in Python), a node kind C does not run, or a strided output.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+from .. import dtypes as D
+from ..tensor import Tensor
+from .capture.dynamic import specialize
+from .executors.cpu import _arena, bind_arrays, lower_step
+from .ir import packing
+from .ir.shapes import check_shapes
+from .passes import optimize as run_passes
+from .planner.plan import plan as make_plan
+
+MAGIC = 0x67637072  # "gcpr"
+VERSION = 1
+KINDS = {
+    "input": 1,
+    "output": 2,
+    "gemm": 3,
+    "gemm_ex": 4,
+    "unary": 5,
+    "binary": 6,
+    "reduce": 7,
+    "softmax": 8,
+    "copy": 9,
+    "conv2d_forward": 10,
+    "max_pool2d": 11,
+    "layer_norm": 12,
+    "attention": 13,
+    "where": 14,
+}
+NONE, INT, FLOAT, BUF, PACKED = 0, 1, 2, 3, 4
+DTYPE_CODE = {d.np: i for i, d in enumerate(D.ALL) if d is not D.bfloat16}
+
+
+def _plan(model):
+    if model.symbols:
+        sizes = model._example_sizes
+        if sizes is None:
+            return None
+        graph = specialize(model.symbolic, sizes)
+    else:
+        graph = model.symbolic.copy()
+    check_shapes(graph)
+    if model.optimize:
+        run_passes(graph)
+    return make_plan(graph)
+
+
+def _unpacked() -> dict:
+    """id(PackedMatrix) -> (owner array, byte offset of the packed view in it)."""
+    out = {}
+    with packing._lock:
+        for ref, layouts in packing._cache.values():
+            owner = ref()
+            if owner is not None:
+                for layout, pm in layouts.items():
+                    out[id(pm)] = (owner, layout[0])
+    return out
+
+
+class _Encoder:
+    def __init__(self, arena: np.ndarray, consts: list):
+        self.arena = arena
+        self.a0 = arena.__array_interface__["data"][0]
+        self.consts = consts  # [(array, start address)]
+        self.words: list = []
+        self.packed = None
+
+    def region(self, addr: int, nbytes: int) -> tuple:
+        if self.a0 <= addr and addr + nbytes <= self.a0 + self.arena.nbytes:
+            return -1, addr - self.a0
+        for k, (arr, start) in enumerate(self.consts):
+            if start <= addr and addr + nbytes <= start + arr.nbytes:
+                return k, addr - start
+        raise LookupError("a buffer outside the arena and the constants")
+
+    def buf(self, a: np.ndarray) -> None:
+        code = DTYPE_CODE.get(a.dtype)
+        if code is None:
+            raise LookupError(f"dtype {a.dtype}")
+        addr = a.__array_interface__["data"][0]
+        lo = sum(min(0, (n - 1) * s) for n, s in zip(a.shape, a.strides) if n > 0)
+        hi = sum(max(0, (n - 1) * s) for n, s in zip(a.shape, a.strides) if n > 0)
+        region, off = self.region(addr + lo, hi - lo + a.itemsize if a.size else 0)
+        self.words += [BUF, region, off - lo, code, a.ndim, *a.shape, *a.strides]
+
+    def arg(self, v) -> None:
+        if v is None:
+            self.words.append(NONE)
+        elif isinstance(v, np.ndarray):
+            self.buf(v)
+        elif isinstance(v, (bool, int, np.integer)):
+            self.words += [INT, int(v)]
+        elif isinstance(v, (float, np.floating)):
+            self.words += [FLOAT, struct.unpack("<q", struct.pack("<d", float(v)))[0]]
+        else:
+            if self.packed is None:
+                self.packed = _unpacked()
+            owner, off = self.packed[id(v)]  # a PackedMatrix: its constant, packed at load
+            region, base = self.region(owner.__array_interface__["data"][0], owner.nbytes)
+            side = {"a": 0, "b": 1}[v.side]
+            self.words += [PACKED, region, base + off, DTYPE_CODE[owner.dtype], side]
+            self.words += [v.rows, v.cols, v.trans, v.swap]
+
+
+def _key(a: np.ndarray) -> tuple:
+    return a.__array_interface__["data"][0], a.nbytes, a.dtype.str
+
+
+def section(model, weights: dict, prefix: str = "capi") -> dict | None:
+    """The C section of ``model``'s saved file (see the module docstring), or None; ``weights``
+    maps each saved weight's name (the file's ``weights.<name>``) to its array."""
+    plan = _plan(model)
+    if plan is None:
+        return None
+    graph = plan.graph
+    arena = _arena(plan.arena_bytes)
+    arrays, scratch = bind_arrays(plan, arena)
+    calls = [("input", (k, arrays[n])) for k, n in enumerate(graph.inputs)]
+    for step, sc in zip(plan.steps, scratch):
+        if step.kind != "view":
+            lowered = lower_step(step, arrays, sc)
+            if lowered is None:
+                return None
+            calls += lowered
+    for k, name in enumerate(graph.outputs):
+        if not arrays[name].flags.c_contiguous:
+            return None
+        calls.append(("output", (k, arrays[name])))
+    consts = []
+    for t in graph.tensors.values():
+        if t.data is not None:
+            c = np.require(t.data, requirements="C")
+            consts.append((c, c.__array_interface__["data"][0]))
+    enc = _Encoder(arena, consts)
+    try:
+        for name, args in calls:
+            if name not in KINDS:
+                return None
+            enc.words += [KINDS[name], len(args)]
+            for v in args:
+                enc.arg(v)
+    except (LookupError, KeyError):
+        return None
+    head = [MAGIC, VERSION, plan.arena_bytes, len(consts), len(graph.inputs), len(graph.outputs)]
+    head.append(len(calls))
+    for c, _ in consts:
+        head += [DTYPE_CODE[c.dtype], c.nbytes]
+    specs = []
+    for name in graph.inputs + graph.outputs:
+        info = graph.tensors[name]
+        specs += [DTYPE_CODE[info.dtype.np], len(info.shape), *map(int, info.shape)]
+    words = np.array(head + specs + enc.words, np.int64)
+    saved = {_key(a): f"weights.{n}" for n, a in weights.items()}
+    out = {"program": Tensor._wrap(words, D.int64)}
+    const_names = []
+    for k, (c, _) in enumerate(consts):
+        name = saved.get(_key(c))
+        if name is None:
+            name = f"{prefix}.c{k}"
+            out[f"c{k}"] = Tensor._wrap(c, D.from_numpy_dtype(c.dtype))
+        const_names.append(name)
+    names = b"".join(n.encode("utf-8") + b"\0" for n in const_names + graph.inputs + graph.outputs)
+    out["names"] = Tensor._wrap(np.frombuffer(names, np.uint8).copy(), D.uint8)
+    return out

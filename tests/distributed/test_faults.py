@@ -1,0 +1,34 @@
+"""A rank that fails makes the others fail with an error naming it, within the timeout."""
+
+import time
+
+import pytest
+from mpi_harness import mpirun
+
+
+@pytest.mark.parametrize("np", [2, 4])
+def test_a_rank_that_raises_is_named_on_the_others(np):
+    res = mpirun("faults.py", np, "raise", "60", timeout=90)
+    out = res.stdout
+    assert res.returncode != 0
+    assert "ValueError: rank one broke on purpose" in out  # rank 1's own traceback
+    # every other rank reports rank 1 by name, long before the 60 s timeout
+    assert out.count("DistBackendError: all_reduce: rank 1 failed (ValueError") == np - 1, out
+    assert "finished" not in out
+
+
+def test_a_killed_rank_stops_the_job():
+    t0 = time.monotonic()
+    res = mpirun("faults.py", 2, "kill", "60", timeout=90)
+    assert res.returncode != 0
+    assert "rank 1" in res.stdout and "signal 9" in res.stdout, res.stdout
+    assert time.monotonic() - t0 < 30
+
+
+@pytest.mark.parametrize("mode", ["hang", "skip"])
+def test_a_rank_that_stops_answering_times_out(mode):
+    t0 = time.monotonic()
+    res = mpirun("faults.py", 2, mode, "3", timeout=60)
+    assert res.returncode != 0
+    assert "DistBackendError: all_reduce: timed out after 3 s on rank 0" in res.stdout, res.stdout
+    assert time.monotonic() - t0 < 45  # the timeout, the grace period and start-up, not a hang
