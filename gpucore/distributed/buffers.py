@@ -71,9 +71,9 @@ def stage(t: Tensor, reduce: bool) -> Staged:
 
 def signature(what: str, tensors, **extra) -> str:
     """What every rank must agree on for a collective: the tensors' shapes and dtypes."""
-    parts = [f"{tuple(t.shape)}:{t.dtype}" for t in tensors]
+    parts = ", ".join(f"{t._data.shape}:{t._dtype.name}" for t in tensors)
     more = " ".join(f"{k}={v}" for k, v in extra.items())
-    return f"{what} [{', '.join(parts)}] {more}".strip()
+    return f"{what} [{parts}] {more}"
 
 
 def check_reducible(t: Tensor, op_name: str, what: str) -> None:

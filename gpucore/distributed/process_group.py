@@ -16,6 +16,9 @@ import importlib.util
 import os
 import time
 import warnings
+import zlib
+
+import numpy as np
 
 from ..errors import DistBackendError, DistError
 from . import faults
@@ -28,7 +31,7 @@ _INSTALL_HINT = (
     "module) and `pip install 'gpucore[distributed]'` (mpi4py), then launch with "
     "`mpirun -np N python script.py`"
 )
-_SPIN_POLLS = 4096  # polls before a waiting rank starts yielding its core (oversubscribed jobs)
+_SPIN_POLLS = 4096  # polls before a waiting rank yields its core, when ranks outnumber cores
 _CHECK_EVERY = 256  # polls between looks at the clock and at failure notices
 
 
@@ -69,6 +72,10 @@ class _World:
     mpi = None  # the mpi4py.MPI module, once MPI is started
     world: ProcessGroup | None = None
     groups: list = []
+    # More ranks on this machine than CPUs for them (mpirun --oversubscribe): a waiting rank
+    # yields its core after a while, or the rank it waits for cannot run. Otherwise it spins,
+    # as MPI's own blocking calls do: yielding to an unrelated process delays the collective.
+    oversubscribed = False
 
 
 class GroupMember:
@@ -171,9 +178,20 @@ def init_process_group(
             "out (MPI assigns ranks)"
         )
     world = ProcessGroup(comm.Dup(), tuple(range(size)), seconds, "WORLD")
+    # (os.cpu_count, not the affinity mask: mpirun binds each rank to one core)
+    _World.oversubscribed = _local_ranks(comm) > (os.cpu_count() or 1)
     faults.start(comm.Dup(), me, size, seconds)
     _World.world = world
     _World.groups = [world]
+
+
+def _local_ranks(comm) -> int:
+    """How many ranks of the job run on this machine."""
+    local = comm.Split_type(_World.mpi.COMM_TYPE_SHARED)
+    try:
+        return local.Get_size()
+    finally:
+        local.Free()
 
 
 def is_initialized() -> bool:
@@ -292,20 +310,17 @@ def wait(requests: list, pg: ProcessGroup, what: str, timeout: float | None = No
                     f"{pg.name} (ranks {list(pg.ranks)}); one of them failed, hung, or did not "
                     "make the same call"
                 )
-        if polls > _SPIN_POLLS:
+        if polls > _SPIN_POLLS and _World.oversubscribed:
             os.sched_yield()
 
 
 def check_same(pg: ProcessGroup, what: str, signature: str) -> None:
     """Raise DistError on every rank when the ranks of ``pg`` disagree on ``signature`` (a
-    collective's tensor shapes and dtypes): MPI would otherwise read past a buffer or hang."""
-    import zlib  # noqa: PLC0415 - only here
-
-    import numpy as np  # noqa: PLC0415 - only here
-
-    MPI = _World.mpi
+    collective's tensor shapes and dtypes): MPI would otherwise read past a buffer or hang. One
+    all-reduce (max) of (hash, -hash): equal on every rank only if every rank's hash is equal."""
     h = zlib.crc32(signature.encode())
-    buf = np.array([h, -h], dtype=np.int64)
+    buf = np.array((h, -h), dtype=np.int64)
+    MPI = _World.mpi
     wait([pg.comm.Iallreduce(MPI.IN_PLACE, buf, op=MPI.MAX)], pg, what)
     if buf[0] == h and -buf[1] == h:
         return

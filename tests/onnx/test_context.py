@@ -22,11 +22,11 @@ def _load(m):
 
 
 def test_an_unsupported_op_names_node_op_and_opset():
-    m = _one(helper.make_node("Resize", ["x"], ["y"], name="resize_1"), opset=17)
+    m = _one(helper.make_node("Det", ["x"], ["y"], name="det_1"), opset=17)
     with pytest.raises(UnsupportedOperator) as e:
         _load(m)
-    assert "resize_1" in str(e.value) and "Resize" in str(e.value) and "opset 17" in str(e.value)
-    assert (e.value.node, e.value.op, e.value.opset) == ("resize_1", "Resize", 17)
+    assert "det_1" in str(e.value) and "Det" in str(e.value) and "opset 17" in str(e.value)
+    assert (e.value.node, e.value.op, e.value.opset) == ("det_1", "Det", 17)
 
 
 def test_an_op_the_opset_does_not_have():
@@ -43,10 +43,10 @@ def test_another_domain():
 
 
 def test_an_attribute_value_no_handler_supports():
-    node = helper.make_node("ArgMax", ["x"], ["y"], select_last_index=1, name="am")
+    node = helper.make_node("LpNormalization", ["x"], ["y"], p=3, name="lp")
     with pytest.raises(UnsupportedOperator) as e:
-        _load(_one(node, out=np.int64))
-    assert e.value.attribute == "select_last_index" and "am" in str(e.value)
+        _load(_one(node))
+    assert e.value.attribute == "p" and "lp" in str(e.value)
 
 
 def test_an_attribute_no_handler_reads_must_hold_its_default():

@@ -1,10 +1,28 @@
 """The handler table: ``HANDLERS[op_type] = handler(ctx, node, inputs) -> outputs``, one file
 per family, mirroring gpucore/ops (a handler's docstring says what it supports)."""
 
-from . import creation, elementwise, indexing, joining, linalg, nn, pool, reduce, shape, unary
+from . import (
+    attention,
+    creation,
+    elementwise,
+    indexing,
+    joining,
+    linalg,
+    nn,
+    pool,
+    quantize,
+    reduce,
+    resize,
+    shape,
+    unary,
+)
 
 HANDLERS: dict = {}
-for _family in (creation, elementwise, indexing, joining, linalg, nn, pool, reduce, shape, unary):
+_FAMILIES = (
+    attention, creation, elementwise, indexing, joining, linalg, nn, pool, quantize, reduce,
+    resize, shape, unary,
+)  # fmt: skip
+for _family in _FAMILIES:
     for _op, _fn in _family.HANDLERS.items():
         if _op in HANDLERS:
             raise RuntimeError(f"gpucore.onnx: {_op} is handled twice")

@@ -95,3 +95,32 @@ def eye_like(ctx, node, ins):
     else:
         raise ctx.unsupported(f"dtype {to}", attribute="dtype")
     return np.eye(rows, cols, k, dtype=dt)
+
+
+def _hann(n: np.ndarray, d: int) -> np.ndarray:
+    return np.sin(n * np.pi / d) ** 2
+
+
+def _hamming(n: np.ndarray, d: int) -> np.ndarray:
+    return 25.0 / 46.0 - np.cos(n * np.pi * 2 / d) * (1 - 25.0 / 46.0)
+
+
+def _blackman(n: np.ndarray, d: int) -> np.ndarray:
+    return 0.42 - 0.5 * np.cos(n * np.pi * 2 / d) + 0.08 * np.cos(n * np.pi * 4 / d)
+
+
+_WINDOWS = {"HannWindow": _hann, "HammingWindow": _hamming, "BlackmanWindow": _blackman}
+
+
+@handles(*_WINDOWS)
+def window(ctx, node, ins):
+    """HannWindow / HammingWindow / BlackmanWindow(size; periodic, output_datatype): computed
+    at load time (the size must be static)."""
+    size = ctx.ints(ins[0], "size")[0]
+    ctx.check_size((size,))
+    to = int(ctx.attr("output_datatype", 1))
+    if to not in NUMPY_TYPES:
+        raise ctx.unsupported(f"output_datatype {to}", attribute="output_datatype")
+    dt = NUMPY_TYPES[to]
+    d = size if int(ctx.attr("periodic", 1)) else size - 1
+    return _WINDOWS[node.op_type](np.arange(size, dtype=dt), d).astype(dt)

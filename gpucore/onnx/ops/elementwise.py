@@ -81,12 +81,28 @@ def mod(ctx, node, ins):
         with np.errstate(all="ignore"):
             return np.asarray((np.fmod if fmod else np.mod)(a, b))
     ta, tb = ctx.tensor(a), ctx.tensor(b)
+    if ta.dtype.is_floating_point:
+        return _float_mod(ta, tb, bool(fmod))
     q = gc.div(ta.to(gc_float(ta)), tb.to(gc_float(ta)))
     t = q.to(GPUCORE_TYPES[7]).to(q.dtype)  # trunc(q)
     if not fmod:  # floor(q): one less where the truncation rounded up
         t = t - gc.gt(t, q).to(q.dtype)
     r = ta.to(q.dtype) - tb.to(q.dtype) * t
     return r.to(ta.dtype) if r.dtype is not ta.dtype else r
+
+
+def _float_mod(a, b, fmod: bool):
+    """C's fmod (the dividend's sign), or with fmod False numpy's mod: the fmod moved into the
+    divisor's sign, a zero signed as the divisor (np.mod(-3, inf) is inf, np.mod(0, -2) -0)."""
+    q = gc.div(a, b)
+    r = a - b * q.to(GPUCORE_TYPES[7]).to(q.dtype)  # a - b * trunc(a / b)
+    r = gc.where(gc.logical_and(b.isinf(), a.isfinite()), a, r)  # fmod(a, +-inf) = a
+    r = gc.where(gc.logical_or(a.isinf(), gc.eq(b, 0.0)), r * float("nan"), r)  # no remainder
+    if fmod:
+        return r
+    other_side = gc.logical_and(gc.ne(r, 0.0), gc.ne(gc.lt(r, 0.0), gc.lt(b, 0.0)))
+    r = gc.where(other_side, r + b, r)
+    return gc.where(gc.eq(r, 0.0), b.sign() * 0.0, r)
 
 
 def gc_float(t):

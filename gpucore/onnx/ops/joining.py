@@ -148,3 +148,21 @@ def pad_op(ctx, node, ins):
     for i, a in enumerate(axes):
         amounts[a] = (pads[i], pads[i + len(axes)])
     return pad(ctx, x, amounts, mode, value)
+
+
+@handles("CenterCropPad")
+def center_crop_pad(ctx, node, ins):
+    """CenterCropPad(input, shape; axes): each axis cropped or zero-padded to its size about
+    the centre (an odd difference: one more after)."""
+    x = ins[0]
+    dims = [int(s) for s in x.shape]
+    shape = ctx.ints(ins[1], "shape")
+    axes = [ctx.axis(int(a), len(dims)) for a in (ctx.attr("axes", None) or range(len(dims)))]
+    if len(shape) != len(axes):
+        raise ctx.invalid(f"shape {shape} for axes {axes}")
+    amounts = [(0, 0)] * len(dims)
+    for a, size in zip(axes, shape):
+        d = size - dims[a]  # > 0: pad, < 0: crop
+        half = abs(d) // 2
+        amounts[a] = (half, d - half) if d >= 0 else (-half, d + half)
+    return pad(ctx, x, amounts)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...dtypes import float32
 from ...nn import functional as F
 from .common import table
 from .joining import pad
@@ -89,8 +90,10 @@ def _pool(ctx, node, ins, kind: str):
         ctx.attr("storage_order", 0)  # only the Indices output depends on it
         limit = [(d * (k - 1) + 1) // 2 for k, d in zip(k2, d2)]
         fill = -np.inf if x.dtype.is_floating_point else np.iinfo(x.dtype.np).min
-        xp, p = symmetric(ctx, x4, am2, fill, limit)
+        small = x.dtype.name in ("int8", "uint8")  # pooled in float32: exact
+        xp, p = symmetric(ctx, x4.to(float32) if small else x4, am2, fill, limit)
         y = F.max_pool2d(xp, k2, s2, p, d2, ceil_mode=ceil)
+        y = y.to(x.dtype) if small else y
     else:
         if any(d != 1 for d in dilations):
             raise ctx.unsupported("AveragePool with dilations", attribute="dilations")
@@ -125,7 +128,7 @@ def _counts(n: int, k: int, stride: int, lo: int, out: int) -> np.ndarray:
 
 @handles("MaxPool")
 def max_pool(ctx, node, ins):
-    """MaxPool (1-D, 2-D; the Indices output is not supported)."""
+    """MaxPool (1-D, 2-D; int8 / uint8 through float32; the Indices output is not supported)."""
     return _pool(ctx, node, ins, "MaxPool")
 
 
@@ -145,3 +148,25 @@ def global_pool(ctx, node, ins):
     if node.op_type == "GlobalAveragePool":
         return x.mean(dim=dims, keepdim=True)
     return x.amax(dim=dims, keepdim=True)
+
+
+@handles("LpPool")
+def lp_pool(ctx, node, ins):
+    """LpPool(p; 1-D, 2-D; no dilations): (sum of |x|^p over each window) ^ (1/p), the pads
+    counting as zeros: a window-sized multiple of an average pool counting the pads."""
+    x = ctx.tensor(ins[0])
+    p = float(ctx.attr("p", 2))
+    nd = x.ndim - 2
+    x4 = as_2d(ctx, x, "LpPool")
+    kernel = _kernel(ctx, nd)
+    strides, dilations, amounts = window(ctx, [int(s) for s in x.shape[2:]], kernel)
+    if any(d != 1 for d in dilations):
+        raise ctx.unsupported("LpPool with dilations", attribute="dilations")
+    k2, s2 = _2d(kernel, 1), _2d(strides, 1)
+    am2 = [(0, 0)] + amounts if nd == 1 else amounts
+    powered = x4.abs() ** p if p != 1.0 else x4.abs()
+    xp, pads = symmetric(ctx, powered, am2, 0.0, [k // 2 for k in k2])
+    ceil = bool(ctx.attr("ceil_mode", 0))
+    y = F.avg_pool2d(xp, k2, s2, pads, ceil_mode=ceil, count_include_pad=True)
+    y = (y * float(k2[0] * k2[1])) ** (1.0 / p)
+    return y.reshape(int(y.shape[0]), int(y.shape[1]), int(y.shape[3])) if nd == 1 else y

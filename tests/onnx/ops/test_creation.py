@@ -59,3 +59,10 @@ def test_eye_like():
 def test_a_shape_that_depends_on_input_values_is_refused_at_load():
     with pytest.raises(gpucore.onnx.UnsupportedOperator, match="ConstantOfShape.*load time"):
         check_op("ConstantOfShape", [np.array([2, 3], np.int64)], opset=17, out=np.float32)
+
+
+@pytest.mark.parametrize("op", ["HannWindow", "HammingWindow", "BlackmanWindow"])
+@pytest.mark.parametrize("periodic", [0, 1])
+def test_windows(op, periodic):
+    check_op(op, [np.array(10, np.int64)], {"periodic": periodic}, opset=17, all_static=True,
+             out=np.float32, rtol=1e-6, atol=1e-6)  # fmt: skip

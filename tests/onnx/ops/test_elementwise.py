@@ -3,7 +3,7 @@ Min/Max/Sum/Mean, Clip, Cast, against onnxruntime at opset 13 and the newest."""
 
 import numpy as np
 import pytest
-from onnx_cases import OPSETS, check_op, rand
+from onnx_cases import OPSETS, check_op, helper, model, rand, run_gpucore
 
 ARITH = ["Add", "Sub", "Mul", "Div"]
 SHAPES = [((2, 3), (2, 3)), ((2, 3, 4), (4,)), ((3, 1), (1, 5)), ((), (2, 2)), ((2, 1, 4), (3, 1))]
@@ -103,3 +103,18 @@ def test_float_ops_on_vulkan(vulkan, op):
     a, b = rand(2, 3, 4, seed=1, low=0.5), rand(4, seed=2, low=0.5)
     check_op(op, [a, b], opset=17, device="vulkan")
     check_op("Where", [a > 1, a, b], opset=17, device="vulkan", out=np.float32)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_float_mod_edge_cases_follow_numpy(dtype):
+    # signed zeros, infinite divisors, infinite dividends and zero divisors (NaN)
+    x = np.array([0, -0.0, 3, -1, 1, np.inf, 1, np.nan, 5.5, -5.5], dtype)
+    y = np.array([-2, 2, np.inf, -np.inf, -np.inf, 2, 0, 2, -2, 2], dtype)
+    m = model([helper.make_node("Mod", ["x", "y"], ["z"], fmod=0)], {"x": x, "y": y},
+              {"z": dtype}, opset=17)  # fmt: skip
+    (got,) = run_gpucore(m, {"x": x, "y": y})
+    with np.errstate(all="ignore"):
+        want = np.mod(x, y)
+    np.testing.assert_array_equal(got, want)
+    real = ~np.isnan(want)
+    np.testing.assert_array_equal(np.signbit(got[real]), np.signbit(want[real]))

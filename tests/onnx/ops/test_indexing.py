@@ -70,3 +70,32 @@ def test_trilu(upper, k, opset):
     args = [x] if k is None else [x, np.array(k, I64)]
     check_op("Trilu", args, {"upper": upper}, opset=opset, static=(1,))
     check_op("Trilu", args, {"upper": upper}, opset=opset, all_static=True)
+
+
+I64 = np.int64
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+def test_scatter_elements(reduction):
+    data = rand(3, 4)
+    idx = np.array([[1, -1], [0, 2], [3, 0]], I64)  # no repeats along the axis
+    check_op("ScatterElements", [data, idx, rand(3, 2, seed=1)],
+             {"axis": 1, "reduction": reduction}, opset=18)  # fmt: skip
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "max"])
+def test_scatter_nd_and_gather_nd(reduction):
+    data = rand(4, 3, 2)
+    idx = np.array([[0, 1], [3, -1]], I64)
+    check_op("ScatterND", [data, idx, rand(2, 2, seed=1)], {"reduction": reduction}, opset=18)
+    check_op("ScatterND", [data, np.array([[2], [0]], I64), rand(2, 3, 2, seed=1)], opset=18)
+    check_op("GatherND", [data, idx], opset=13)
+    check_op("GatherND", [data, np.array([[[1]], [[-2]]], I64)], opset=13, static=(1,))
+
+
+def test_one_hot():
+    idx = np.array([[0, 2], [-1, 1]], I64)
+    values = np.array([-1.0, 5.0], np.float32)
+    for axis in (-1, 0, 1):
+        check_op("OneHot", [idx, np.array(4, I64), values], {"axis": axis}, opset=11,
+                 static=(1,), out=np.float32)  # fmt: skip

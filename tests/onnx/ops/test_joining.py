@@ -64,3 +64,10 @@ def test_pad_wrap_axes_and_attributes_before_11():
         args = [x, np.array([1, 2], I64), np.float32(0), np.array([1], I64)]
         check_op("Pad", args, opset=18, static=(1, 2, 3))
     check_op("Pad", [x], {"pads": [0, 1, 0, 1], "value": 2.0}, opset=10)
+
+
+@pytest.mark.parametrize("shape, axes", [([3, 6], None), ([5, 2], [0, 1]), ([4], [-1])])
+def test_center_crop_pad(shape, axes):
+    x = rand(4, 5)
+    attrs = {} if axes is None else {"axes": axes}
+    check_op("CenterCropPad", [x, np.array(shape, np.int64)], attrs, opset=18, static=(1,))

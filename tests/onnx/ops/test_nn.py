@@ -2,6 +2,7 @@
 BatchNormalization, LayerNormalization, InstanceNormalization, Softmax / LogSoftmax (axis
 semantics before and since opset 13), at opset 13 and the newest."""
 
+import numpy as np
 import pytest
 from onnx_cases import NEWEST, OPSETS, check_op, rand
 
@@ -92,3 +93,54 @@ def test_nn_ops_on_vulkan(vulkan):
     check_op("LayerNormalization", ln, opset=17, static=(1, 2), device="vulkan")
     check_op("Softmax", [x], opset=17, device="vulkan")
     check_op("LogSoftmax", [x], {"axis": 1}, opset=17, device="vulkan")
+
+
+@pytest.mark.parametrize("axis", [1, -1])
+def test_layer_norm_mean_and_inv_std_dev_outputs(axis):
+    x = rand(2, 3, 4)
+    scale, bias = rand(*x.shape[axis:], seed=1), rand(*x.shape[axis:], seed=2)
+    check_op("LayerNormalization", [x, scale, bias], {"axis": axis}, opset=17, static=(1, 2),
+             n_out=3)  # fmt: skip
+
+
+@pytest.mark.parametrize("opset", [11, 13])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_hardmax(axis, opset):
+    x = np.array([[[1, 3, 3], [0, 2, 1]], [[4, 4, 0], [1, 1, 1]]], np.float32)
+    check_op("Hardmax", [x], {"axis": axis}, opset=opset)
+
+
+def test_normalizations():
+    x = rand(2, 4, 3, 5)
+    for p in (1, 2):
+        check_op("LpNormalization", [x], {"axis": 1, "p": p}, opset=17)
+    check_op("MeanVarianceNormalization", [x], opset=13)
+    check_op("MeanVarianceNormalization", [x], {"axes": [1, 2]}, opset=13)
+    params = [rand(4, seed=1), rand(4, seed=2)]
+    check_op("GroupNormalization", [x, *params], {"num_groups": 2}, opset=21, static=(1, 2))
+    check_op("LRN", [x], {"size": 3, "alpha": 0.01, "beta": 0.6, "bias": 2.0}, opset=13)
+    check_op("LRN", [x], {"size": 5}, opset=13)
+
+
+CONV_T = [
+    {},
+    {"strides": [2, 2]},
+    {"strides": [3, 2], "pads": [1, 0, 2, 1], "output_padding": [1, 1]},
+    {"dilations": [2, 1], "strides": [2, 2]},
+    {"strides": [2, 2], "output_shape": [8, 5]},
+    {"strides": [2, 2], "auto_pad": "SAME_UPPER"},
+    {"strides": [2, 2], "auto_pad": "SAME_LOWER"},
+]
+
+
+@pytest.mark.parametrize("attrs", CONV_T)
+@pytest.mark.parametrize("group", [1, 2])
+def test_conv_transpose(attrs, group):
+    x, w = rand(2, 4, 4, 3), rand(4, 6 // group, 3, 2, seed=1)
+    check_op("ConvTranspose", [x, w, rand(6, seed=2)], {**attrs, "group": group}, opset=17,
+             static=(1, 2))  # fmt: skip
+
+
+def test_conv_transpose_1d():
+    x, w = rand(2, 3, 5), rand(3, 2, 3, seed=1)
+    check_op("ConvTranspose", [x, w], {"strides": [2], "pads": [1, 0]}, opset=17, static=(1,))

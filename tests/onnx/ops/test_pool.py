@@ -1,6 +1,7 @@
 """gpucore.onnx.ops.pool: MaxPool, AveragePool (count_include_pad, ceil_mode, pads, auto_pad,
 1-D and 2-D), GlobalAveragePool, GlobalMaxPool, at opset 13 and the newest."""
 
+import numpy as np
 import pytest
 from onnx_cases import OPSETS, check_op, rand
 
@@ -51,3 +52,25 @@ def test_pools_on_vulkan(vulkan, op):
     attrs = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
     check_op(op, [rand(2, 3, 7, 8)], attrs, opset=17, device="vulkan")
     check_op("GlobalAveragePool", [rand(2, 3, 7, 8)], opset=17, device="vulkan")
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+@pytest.mark.parametrize(
+    "attrs",
+    [{"kernel_shape": [3, 2]}, {"kernel_shape": [3, 3], "pads": [1, 0, 2, 1], "strides": [2, 1]}],
+)
+def test_lp_pool(p, attrs):
+    check_op("LpPool", [rand(2, 3, 7, 6)], {**attrs, "p": p}, opset=18)
+    check_op("LpPool", [rand(2, 3, 7)], {"kernel_shape": [2], "p": p}, opset=18)
+
+
+def test_upsample_nearest_by_integer_scales():
+    scales = np.array([1, 1, 2, 3], np.float32)
+    check_op("Upsample", [rand(1, 2, 3, 2), scales], {"mode": "nearest"}, opset=9, static=(1,))
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+def test_max_pool_of_8_bit_integers(dtype):
+    x = np.random.default_rng(0).integers(-128 if dtype == np.int8 else 0, 100, (1, 2, 5, 5))
+    attrs = {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [2, 2]}
+    check_op("MaxPool", [x.astype(dtype)], attrs, opset=12)

@@ -70,3 +70,37 @@ def test_cumsum(exclusive, reverse, opset):
     ints = np.arange(12, dtype=I64).reshape(3, 4)
     check_op("CumSum", [ints, np.array(1, I64)], attrs, opset=opset, static=(1,))
     check_op("CumSum", [ints, np.array(1, I64)], attrs, opset=opset, all_static=True)
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+def test_select_last_index_of_a_tensor(op):
+    x = np.array([[1, 3, 3, 0], [2, 2, 0, 0]], np.float32)
+    for axis in (0, 1, -1):
+        check_op(op, [x], {"axis": axis, "select_last_index": 1}, opset=13, out=I64)
+        check_op(op, [x], {"axis": axis, "keepdims": 0, "select_last_index": 1}, opset=13,
+                 out=I64)  # fmt: skip
+
+
+@pytest.mark.parametrize("axes", [[1], [0, 2], [-1]])
+def test_reduce_prod_of_a_tensor(axes):
+    x = rand(2, 3, 4, low=0.5, high=1.5)
+    check_op("ReduceProd", [x, np.array(axes, I64)], {"keepdims": 1}, opset=18, static=(1,))
+    check_op("ReduceProd", [x, np.array(axes, I64)], {"keepdims": 0}, opset=18, static=(1,))
+
+
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin", "ReduceSum", "ReduceLogSumExp"])
+def test_reducing_an_empty_set_gives_the_identity(op):
+    x = np.zeros((2, 0, 4), np.float32)
+    check_op(op, [x, np.array([1], I64)], {"keepdims": 1}, opset=18, static=(1,))
+
+
+def test_cumprod_and_topk():
+    x = rand(3, 5, low=0.5, high=1.5)
+    for attrs in ({}, {"exclusive": 1}, {"reverse": 1}, {"exclusive": 1, "reverse": 1}):
+        check_op("CumProd", [x, np.array(1, I64)], attrs, opset=26, static=(1,))
+    ties = np.array([[3, 1, 3, 2, 1]], np.float32)
+    for largest in (0, 1):
+        check_op("TopK", [ties, np.array([3], I64)], {"largest": largest}, opset=13,
+                 static=(1,), out=[np.float32, I64])  # fmt: skip
+    check_op("TopK", [x, np.array([2], I64)], {"axis": 0}, opset=13, static=(1,),
+             out=[np.float32, I64])  # fmt: skip

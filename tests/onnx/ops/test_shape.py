@@ -72,3 +72,11 @@ def test_identity_and_dropout_at_inference(opset):
     check_op("Dropout", [x], opset=opset)
     check_op("Dropout", [x, np.float32(0.5)], opset=opset, static=(1,))
     check_op("Dropout", [x], opset=opset, n_out=2, out=[np.float32, np.bool_])
+
+
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_depth_to_space_and_back(mode):
+    x = rand(2, 8, 3, 2)
+    check_op("DepthToSpace", [x], {"blocksize": 2, "mode": mode}, opset=13)
+    check_op("DepthToSpace", [x], {"blocksize": 2, "mode": mode}, opset=13, all_static=True)
+    check_op("SpaceToDepth", [rand(1, 2, 4, 6)], {"blocksize": 2}, opset=13)

@@ -75,3 +75,35 @@ def test_prelu_slope_broadcasts_per_channel():
 def test_math_on_vulkan(vulkan, op):
     x = rand(3, 5, low=0.1, high=3.0) if op in POSITIVE else rand(3, 5, low=-3.0, high=3.0)
     check_op(op, [x], opset=17, device="vulkan")
+
+
+@pytest.mark.parametrize("op", ["Floor", "Ceil", "Round"])
+def test_rounding_of_a_tensor(op):
+    halves = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.49999997, -0.0, 1e9, np.inf, np.nan])
+    check_op(op, [halves.astype(np.float32)], opset=17)
+    check_op(op, [rand(4, 6, low=-9.0, high=9.0, dtype=np.float64)], opset=17)
+
+
+TRIG = ["Tan", "Atan", "Sinh", "Cosh", "Asinh"]
+UNIT = ["Asin", "Acos", "Atanh"]  # defined on (-1, 1)
+
+
+@pytest.mark.parametrize("op", TRIG + UNIT + ["Acosh"])
+def test_trig_compositions(op):
+    if op in UNIT:
+        x = rand(4, 6, low=-0.99, high=0.99)
+    elif op == "Acosh":
+        x = rand(4, 6, low=1.0, high=9.0)
+    else:
+        x = rand(4, 6, low=-1.5, high=1.5)
+    check_op(op, [x], opset=17, rtol=1e-5, atol=1e-6)
+    check_op(op, [x], opset=17, all_static=True)
+
+
+def test_threshold_shrink_swish():
+    x = rand(4, 6, low=-3.0, high=3.0)
+    check_op("ThresholdedRelu", [x], {"alpha": 0.5}, opset=17)
+    check_op("Shrink", [x], {"bias": 0.5, "lambd": 1.0}, opset=17)
+    check_op("Shrink", [np.arange(-4, 5, dtype=np.int8)], {"bias": 1.0, "lambd": 2.0}, opset=17)
+    if NEWEST >= 24:
+        check_op("Swish", [x], {"alpha": 0.7}, opset=24)

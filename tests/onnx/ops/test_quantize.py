@@ -1,0 +1,47 @@
+"""gpucore.onnx.ops.quantize: QuantizeLinear, DequantizeLinear (per tensor, per axis,
+blocked), DynamicQuantizeLinear, MatMulInteger, QLinearMatMul against onnxruntime."""
+
+import numpy as np
+import pytest
+from onnx_cases import check_op, rand
+
+F32 = np.float32
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+def test_quantize_dequantize_per_tensor_and_per_axis(dtype):
+    x = rand(2, 3, 4, low=-30.0, high=30.0)
+    x[0, 0, :2] = [0.5, 1.5]  # halves round to even
+    zp = np.array(3, dtype)
+    check_op("QuantizeLinear", [x, np.array(0.5, F32), zp], opset=13, static=(1, 2), out=dtype)
+    scales, zps = np.array([0.5, 0.25, 1.0], F32), np.array([1, 2, 3], dtype)
+    check_op("QuantizeLinear", [x, scales, zps], {"axis": 1}, opset=13, static=(1, 2), out=dtype)
+    q = np.arange(24, dtype=dtype).reshape(2, 3, 4)
+    check_op("DequantizeLinear", [q, np.array(0.5, F32), zp], opset=13, static=(1, 2), out=F32)
+    check_op("DequantizeLinear", [q, scales, zps], {"axis": 1}, opset=13, static=(1, 2),
+             out=F32)  # fmt: skip
+
+
+def test_blocked_quantization():
+    x = rand(2, 6, low=-10.0, high=10.0)
+    scale = np.array([[0.5, 0.25], [1.0, 2.0]], F32)  # one per block of 3 along axis 1
+    zp = np.array([[1, 2], [3, 4]], np.uint8)
+    attrs = {"axis": 1, "block_size": 3}
+    check_op("QuantizeLinear", [x, scale, zp], attrs, opset=21, static=(1, 2), out=np.uint8)
+    q = np.arange(12, dtype=np.uint8).reshape(2, 6)
+    check_op("DequantizeLinear", [q, scale, zp], attrs, opset=21, static=(1, 2), out=F32)
+
+
+def test_dynamic_quantize_linear():
+    for x in (rand(3, 4, low=-2.0, high=5.0), rand(3, 4, low=1.0, high=5.0)):
+        check_op("DynamicQuantizeLinear", [x], opset=11, out=[np.uint8, F32, np.uint8])
+
+
+def test_integer_matmuls():
+    a = np.arange(12, dtype=np.uint8).reshape(3, 4)
+    b = (np.arange(8, dtype=np.int32).reshape(4, 2) * 7 % 256).astype(np.uint8)
+    zps = [np.array(3, np.uint8), np.array(5, np.uint8)]
+    check_op("MatMulInteger", [a, b, *zps], opset=10, static=(2, 3), out=np.int32)
+    args = [a, np.array(0.1, F32), zps[0], b, np.array(0.2, F32), zps[1], np.array(0.3, F32),
+            np.array(7, np.uint8)]  # fmt: skip
+    check_op("QLinearMatMul", args, opset=10, static=(1, 2, 4, 5, 6, 7), out=np.uint8)
