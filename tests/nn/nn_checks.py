@@ -100,3 +100,60 @@ def check_match_torch(case):
             assert_close(x.grad, tx.grad.numpy(), rtol=1e-5, atol=1e-6, what=f"input {i}")
     for (name, p), tp in zip(m.named_parameters(), tm.parameters()):
         assert_close(p.grad, tp.grad.numpy(), rtol=1e-5, atol=1e-6, what=name)
+
+
+def _float_inputs(inputs, fixed, make):
+    """Differentiable float64 tensors for the float arrays of ``inputs`` (not those at the
+    indices in ``fixed``); integer arrays (indices, offsets) and non-arrays as they are."""
+    out = []
+    for i, v in enumerate(inputs):
+        if isinstance(v, np.ndarray):
+            grad = v.dtype.kind == "f" and i not in fixed
+            out.append(make(v, grad))
+        else:
+            out.append(v)
+    return out
+
+
+def _compare_outputs_and_grads(torch, out, tout, xs, txs, params=()):
+    """Forward (and the indices of a (values, indices) pair) equal, then the gradients of the
+    inputs and of the (ours, theirs) parameter pairs under one random upstream gradient."""
+    if isinstance(tout, tuple):
+        np.testing.assert_array_equal(to_np(out[1]), tout[1].numpy())
+        out, tout = out[0], tout[0]
+    assert tuple(out.shape) == tuple(tout.shape)
+    assert_close(out, tout.detach().numpy(), rtol=1e-5, atol=1e-6, what="forward")
+    upstream = rand(tuple(tout.shape), seed=41)
+    (out * f64(upstream)).sum().backward()
+    (tout * torch.tensor(upstream)).sum().backward()
+    pairs = [(x, tx) for x, tx in zip(xs, txs) if isinstance(x, gpucore.Tensor)]
+    for i, (x, tx) in enumerate(pairs + list(params)):
+        if tx.grad is None:
+            assert x.grad is None or not np.any(to_np(x.grad)), f"gradient {i}"
+        else:
+            assert_close(x.grad, tx.grad.numpy(), rtol=1e-5, atol=1e-6, what=f"gradient {i}")
+
+
+def check_function_vs_torch(ours_fn, torch_fn, inputs, fixed=()):
+    """``ours_fn`` and PyTorch's ``torch_fn`` on the same float64 inputs (numpy arrays become
+    tensors; integer arrays stay undifferentiated): outputs and input gradients."""
+    torch = pytest.importorskip("torch")
+    xs = _float_inputs(inputs, fixed, lambda v, g: f64(v, grad=g) if g else gpucore.tensor(v))
+    txs = _float_inputs(inputs, fixed, lambda v, g: torch.tensor(v, requires_grad=g))
+    _compare_outputs_and_grads(torch, ours_fn(*xs), torch_fn(*txs), xs, txs)
+
+
+def check_module_vs_torch(m, tm, inputs, fixed=(), **kwargs):
+    """Module ``m`` (gpucore) and ``tm`` (torch) with the same float64 parameters: repr, parameter
+    names and shapes, outputs, input and parameter gradients. kwargs go to both forwards."""
+    torch = pytest.importorskip("torch")
+    assert repr(m) == repr(tm)
+    tm = tm.double()
+    names = [n for n, _ in m.named_parameters()]
+    assert names == [n for n, _ in tm.named_parameters()]
+    m.load_state_dict({k: f64(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    m = m.to(gpucore.float64)
+    xs = _float_inputs(inputs, fixed, lambda v, g: f64(v, grad=g) if g else gpucore.tensor(v))
+    txs = _float_inputs(inputs, fixed, lambda v, g: torch.tensor(v, requires_grad=g))
+    params = list(zip(m.parameters(), tm.parameters()))
+    _compare_outputs_and_grads(torch, m(*xs, **kwargs), tm(*txs, **kwargs), xs, txs, params)

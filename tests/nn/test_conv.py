@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 from helpers import assert_close, check_grad, check_op, np_col2im, np_im2col, rand, to_np
+from nn_checks import check_function_vs_torch, check_module_vs_torch
 
 import gpucore
 import gpucore.nn as nn
@@ -225,3 +226,70 @@ def test_fused_conv2d_op_with_empty_sums_is_the_bias():
 def test_conv2d_refuses_a_kernel_of_size_zero():
     with pytest.raises(ValueError, match="kernel size"):
         F.conv2d(gpucore.zeros(1, 1, 4, 4), gpucore.zeros(2, 1, 0, 3))
+
+
+# ============================================================================= conv1d
+CONV1D_CASES = {
+    "plain": dict(),
+    "stride_padding": dict(stride=2, padding=2),
+    "dilation_groups": dict(dilation=2, groups=2, padding=1),
+    "same": dict(padding="same", dilation=2),
+}
+
+
+@pytest.mark.parametrize("kw", CONV1D_CASES.values(), ids=CONV1D_CASES)
+def test_conv1d_against_a_float64_reference(kw):
+    x, w, b = rand((2, 4, 11)), rand((6, 4 // kw.get("groups", 1), 3), seed=1), rand((6,), seed=2)
+    s, d, g = kw.get("stride", 1), kw.get("dilation", 1), kw.get("groups", 1)
+    p = kw.get("padding", 0)
+    pads = ((0, 0), (d, d)) if p == "same" else ((0, 0), (p, p))
+    expected = np_conv2d(x[:, :, None], w[:, :, None], b, (1, s), pads, (1, d), g)[:, :, 0]
+    out = F.conv1d(gpucore.tensor(x), gpucore.tensor(w), gpucore.tensor(b), **kw)
+    assert_close(out, expected, rtol=1e-10, atol=1e-12)
+    check_grad(lambda x, w, b: F.conv1d(x, w, b, **kw), x, w, b)
+
+
+@pytest.mark.parametrize("kw", CONV1D_CASES.values(), ids=CONV1D_CASES)
+def test_conv1d_matches_torch(kw):
+    torch = pytest.importorskip("torch")
+    w = rand((6, 4 // kw.get("groups", 1), 4), seed=1)
+    check_function_vs_torch(
+        lambda x, w, b: F.conv1d(x, w, b, **kw),
+        lambda x, w, b: torch.nn.functional.conv1d(x, w, b, **kw),
+        [rand((2, 4, 11)), w, rand((6,), seed=2)],
+    )
+
+
+def test_conv1d_module_unbatched_and_errors():
+    torch = pytest.importorskip("torch")
+    for args, kw in [
+        ((4, 6, 3), dict(stride=2, padding=1, groups=2)),
+        ((4, 2, 2), dict(bias=False)),
+    ]:
+        check_module_vs_torch(
+            nn.Conv1d(*args, **kw), torch.nn.Conv1d(*args, **kw), [rand((2, 4, 9))]
+        )
+    m = nn.Conv1d(4, 6, 3)
+    assert tuple(m.weight.shape) == (6, 4, 3) and m(gpucore.zeros(4, 9)).shape == (6, 7)
+    with pytest.raises(gpucore.ShapeError, match=r"conv1d\(\)"):
+        F.conv1d(gpucore.zeros(2, 3, 4, 5), gpucore.zeros(2, 3, 3))
+    with pytest.raises(ValueError, match="stride"):
+        F.conv1d(gpucore.zeros(1, 3, 8), gpucore.zeros(2, 3, 3), stride=(1, 2))
+    with pytest.raises(ValueError, match="divisible"):
+        nn.Conv1d(3, 4, 3, groups=2)
+
+
+def test_fold_unfold_modules():
+    x = rand((2, 3, 5, 4))
+    unfold = nn.Unfold(kernel_size=(2, 3), dilation=1, padding=1, stride=2)
+    assert repr(unfold) == "Unfold(kernel_size=(2, 3), dilation=1, padding=1, stride=2)"
+    cols = unfold(gpucore.tensor(x))
+    assert_close(cols, np_im2col(x, (2, 3), (2, 2), (1, 1)), rtol=1e-12, atol=1e-12)
+    fold = nn.Fold(output_size=(5, 4), kernel_size=(2, 3), padding=1, stride=2)
+    assert (
+        repr(fold)
+        == "Fold(output_size=(5, 4), kernel_size=(2, 3), dilation=1, padding=1, stride=2)"
+    )
+    expected = np_col2im(to_np(cols), x.shape, (2, 3), (2, 2), (1, 1))
+    assert_close(fold(cols), expected, rtol=1e-12, atol=1e-12)
+    check_grad(lambda c: fold(c), to_np(cols))

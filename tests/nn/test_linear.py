@@ -1,9 +1,11 @@
-"""linear, functional and module: forward against numpy float64, one GEMM with the bias fused,
-transposed weights, gradients (first and second order), errors and the module's repr."""
+"""linear and bilinear, functional and module: forward against numpy float64, one GEMM with the
+bias fused, transposed weights, gradients (first and second order), errors and the module's repr;
+PyTorch where installed."""
 
 import numpy as np
 import pytest
 from helpers import assert_close, check_grad, check_op, rand, to_np
+from nn_checks import check_function_vs_torch, check_module_vs_torch
 
 import gpucore
 import gpucore.nn as nn
@@ -69,3 +71,47 @@ def test_linear_module():
     assert repr(m).endswith("bias=False)")
     assert m(f64(x)).dtype is gpucore.float64
     assert nn.Identity(3, foo=1)(m.weight) is m.weight
+
+
+# ============================================================================= bilinear
+def test_bilinear_against_einsum():
+    def ref(x1, x2, w, b):
+        return np.einsum("...i,kij,...j->...k", x1, w, x2) + b
+
+    check_op(F.bilinear, ref, [(2, 3, 4), (2, 3, 5), (6, 4, 5), (6,)])
+    check_op(
+        lambda x1, x2, w: F.bilinear(x1, x2, w),
+        lambda x1, x2, w: ref(x1, x2, w, 0),
+        [(4,), (5,), (2, 4, 5)],
+    )
+    with pytest.raises(gpucore.ShapeError, match=r"bilinear\(\)"):
+        F.bilinear(gpucore.zeros(2, 4), gpucore.zeros(3, 5), gpucore.zeros(6, 4, 5))
+    with pytest.raises(gpucore.ShapeError, match="bias"):
+        F.bilinear(
+            gpucore.zeros(2, 4), gpucore.zeros(2, 5), gpucore.zeros(6, 4, 5), gpucore.zeros(5)
+        )
+
+
+def test_bilinear_matches_torch():
+    torch = pytest.importorskip("torch")
+    check_function_vs_torch(
+        F.bilinear,
+        torch.nn.functional.bilinear,
+        [rand((2, 3, 4)), rand((2, 3, 5), seed=1), rand((6, 4, 5), seed=2), rand((6,), seed=3)],
+    )
+    for bias in (True, False):
+        check_module_vs_torch(
+            nn.Bilinear(4, 5, 3, bias=bias),
+            torch.nn.Bilinear(4, 5, 3, bias=bias),
+            [rand((7, 4)), rand((7, 5), seed=1)],
+        )
+
+
+def test_bilinear_module_init_and_repr():
+    gpucore.manual_seed(0)
+    m = nn.Bilinear(16, 3, 200)
+    assert repr(m) == "Bilinear(in1_features=16, in2_features=3, out_features=200, bias=True)"
+    assert tuple(m.weight.shape) == (200, 16, 3) and tuple(m.bias.shape) == (200,)
+    w = to_np(m.weight)
+    assert np.abs(w).max() <= 0.25 and np.abs(w).max() > 0.24  # U(-1/sqrt(16), 1/sqrt(16))
+    assert nn.Bilinear(2, 3, 4, bias=False).bias is None

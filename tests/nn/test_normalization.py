@@ -1,7 +1,7 @@
 """Normalization, functional and modules: batch_norm (training, eval, running statistics,
-cumulative averages), layer_norm, group_norm, instance_norm (running statistics) and normalize,
-against numpy float64 references, with gradcheck, parameters and buffers as PyTorch names them,
-errors, and PyTorch where installed."""
+cumulative averages), layer_norm, group_norm, instance_norm (running statistics), rms_norm and
+normalize, against numpy float64 references, with gradcheck, parameters and buffers as PyTorch
+names them, errors, and PyTorch where installed."""
 
 import math
 
@@ -12,8 +12,10 @@ from nn_cases import NORM_CASES
 from nn_checks import (
     check_error,
     check_forward,
+    check_function_vs_torch,
     check_input_gradients,
     check_match_torch,
+    check_module_vs_torch,
     check_parameter_gradients,
     error_ids,
     grad_cases,
@@ -383,3 +385,51 @@ def test_module_errors(fn, exc, match):
 @pytest.mark.parametrize("case", NORM_CASES, ids=repr)
 def test_module_match_torch(case):
     check_match_torch(case)
+
+
+# ============================================================================= rms_norm
+def np_rms_norm(x, dims, w=None, eps=None):
+    eps = np.finfo(x.dtype).eps if eps is None else eps
+    out = x / np.sqrt((x * x).mean(axis=dims, keepdims=True) + eps)
+    return out if w is None else out * w
+
+
+def test_rms_norm_against_a_reference():
+    x, w = rand((2, 3, 5)), rand((3, 5), seed=1)
+    check_op(
+        lambda x, w: F.rms_norm(x, (3, 5), w, 1e-4),
+        lambda x, w: np_rms_norm(x, (1, 2), w, 1e-4),
+        [(2, 3, 5), (3, 5)],
+    )
+    out = F.rms_norm(gpucore.tensor(x), 5)
+    assert_close(out, np_rms_norm(x, (2,)), rtol=1e-12, atol=1e-12)
+    f32_out = F.rms_norm(gpucore.tensor(x, dtype=gpucore.float32), [5])
+    expected = np_rms_norm(x.astype(np.float32), (2,)).astype(np.float64)
+    assert_close(f32_out, expected, rtol=1e-5, atol=1e-6)
+    check_grad(lambda x, w: F.rms_norm(x, (5,), w[0]), x, w)
+    with pytest.raises(gpucore.ShapeError, match=r"rms_norm\(\)"):
+        F.rms_norm(gpucore.tensor(x), (4,))
+    with pytest.raises(gpucore.ShapeError, match="weight"):
+        F.rms_norm(gpucore.tensor(x), (5,), gpucore.ones(4))
+
+
+@pytest.mark.parametrize(
+    ("args", "kw"), [((5,), {}), ((5,), dict(eps=1e-3)), ((3, 5), dict(elementwise_affine=False))]
+)
+def test_rms_norm_module_matches_torch(args, kw):
+    torch = pytest.importorskip("torch")
+    shape = args[0] if len(args) == 1 else args
+    check_module_vs_torch(nn.RMSNorm(shape, **kw), torch.nn.RMSNorm(shape, **kw), [rand((2, 3, 5))])
+    tf = torch.nn.functional
+    check_function_vs_torch(
+        lambda x, w: F.rms_norm(x, (5,), w, kw.get("eps")),
+        lambda x, w: tf.rms_norm(x, (5,), w, kw.get("eps")),
+        [rand((4, 5)), rand((5,), seed=3)],
+    )
+
+
+def test_rms_norm_module_defaults():
+    m = nn.RMSNorm([3, 4])
+    assert repr(m) == "RMSNorm((3, 4), eps=None, elementwise_affine=True)"
+    assert list(m.state_dict()) == ["weight"] and np.all(to_np(m.weight) == 1)
+    assert nn.RMSNorm(4, elementwise_affine=False).weight is None

@@ -1,10 +1,12 @@
 """Embedding, functional and module: rows picked by int64 and int32 indices, padding_idx (no
-gradient), max_norm (renormalized in place), from_pretrained and the default initialisation.
-one_hot is tested with unfold and fold in test_conv.py."""
+gradient), max_norm (renormalized in place), from_pretrained and the default initialisation;
+EmbeddingBag (sum, mean, max, offsets, per_sample_weights, padding_idx) against a loop and
+PyTorch. one_hot is tested with unfold and fold in test_conv.py."""
 
 import numpy as np
 import pytest
-from helpers import assert_close, check_op, rand, to_np
+from helpers import assert_close, check_grad, check_op, rand, to_np
+from nn_checks import check_function_vs_torch, check_module_vs_torch
 
 import gpucore
 import gpucore.nn as nn
@@ -68,3 +70,111 @@ def test_embedding_refuses_negative_and_too_large_indices():
         assert "0 <= index < 4" in str(e.value)
     with pytest.raises(IndexError, match="embedding"):
         nn.Embedding(4, 3)(gpucore.tensor([[1, -2]]))
+
+
+# ============================================================================= embedding_bag
+def np_embedding_bag(idx, w, offsets, mode, psw=None, padding_idx=None, last=False):
+    """Bags of rows summed, averaged or maxed in a loop (padding entries left out, empty bags
+    zero)."""
+    if idx.ndim == 2:
+        offsets, idx = np.arange(idx.shape[0]) * idx.shape[1], idx.reshape(-1)
+        psw = None if psw is None else psw.reshape(-1)
+    ends = list(offsets[1:]) + ([] if last else [len(idx)])
+    starts = offsets[:-1] if last else offsets
+    out = np.zeros((len(starts), w.shape[1]))
+    for b, (s, e) in enumerate(zip(starts, ends)):
+        keep = [i for i in range(s, e) if idx[i] != padding_idx]
+        if not keep:
+            continue
+        rows = w[idx[keep]] * (1.0 if psw is None else psw[keep][:, None])
+        out[b] = {"sum": rows.sum, "mean": rows.mean, "max": rows.max}[mode](0)
+    return out
+
+
+IDX = np.array([3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8])
+BAGS = {
+    "offsets": dict(offsets=np.array([0, 3, 3, 7])),
+    "last_offset": dict(offsets=np.array([0, 2, 2, 12]), include_last_offset=True),
+    "fixed_2d": dict(shape=(3, 4)),
+    "padding_2d": dict(shape=(4, 3), padding_idx=5),
+}
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("bag", BAGS.values(), ids=BAGS)
+def test_embedding_bag_against_a_loop(bag, mode):
+    w = rand((10, 4))
+    idx = IDX.reshape(bag["shape"]) if "shape" in bag else IDX
+    off, last, pad = (
+        bag.get("offsets"),
+        bag.get("include_last_offset", False),
+        bag.get("padding_idx"),
+    )
+    expected = np_embedding_bag(idx, w, off, mode, padding_idx=pad, last=last)
+    off_t = None if off is None else gpucore.tensor(off)
+
+    def fn(w):
+        return F.embedding_bag(
+            gpucore.tensor(idx), w, off_t, mode=mode, include_last_offset=last, padding_idx=pad
+        )
+
+    assert_close(fn(gpucore.tensor(w)), expected, rtol=1e-12, atol=1e-12)
+    check_grad(fn, w)
+
+
+def test_embedding_bag_per_sample_weights():
+    w, psw, off = rand((10, 4)), rand((12,), seed=1), np.array([0, 5, 5])
+    expected = np_embedding_bag(IDX, w, off, "sum", psw)
+    out = F.embedding_bag(
+        gpucore.tensor(IDX), gpucore.tensor(w), gpucore.tensor(off), mode="sum",
+        per_sample_weights=gpucore.tensor(psw),
+    )  # fmt: skip
+    assert_close(out, expected, rtol=1e-12, atol=1e-12)
+    check_grad(
+        lambda w, p: F.embedding_bag(
+            gpucore.tensor(IDX), w, gpucore.tensor(off), mode="sum", per_sample_weights=p
+        ),
+        w,
+        psw,
+    )
+    with pytest.raises(NotImplementedError, match="per_sample_weights"):
+        F.embedding_bag(
+            gpucore.tensor(IDX), gpucore.tensor(w), gpucore.tensor(off), per_sample_weights=out
+        )
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_matches_torch(mode):
+    torch = pytest.importorskip("torch")
+    off = np.array([0, 3, 3, 7])
+    check_function_vs_torch(
+        lambda i, w, o: F.embedding_bag(i, w, o, mode=mode, padding_idx=1),
+        lambda i, w, o: torch.nn.functional.embedding_bag(i, w, o, mode=mode, padding_idx=1),
+        [IDX, rand((10, 4)), off],
+    )
+    kw = dict(mode=mode, padding_idx=5)
+    check_module_vs_torch(
+        nn.EmbeddingBag(10, 4, **kw), torch.nn.EmbeddingBag(10, 4, **kw), [IDX.reshape(3, 4)]
+    )
+    if mode == "sum":
+        check_module_vs_torch(
+            nn.EmbeddingBag(10, 4, mode="sum"),
+            torch.nn.EmbeddingBag(10, 4, mode="sum"),
+            [IDX, off, rand((12,), seed=1)],
+        )
+
+
+def test_embedding_bag_module_defaults_and_errors():
+    m = nn.EmbeddingBag(10, 3, padding_idx=-1)
+    assert repr(m) == "EmbeddingBag(10, 3, mode='mean', padding_idx=9)"
+    assert list(m.state_dict()) == ["weight"] and np.all(to_np(m.weight)[9] == 0)
+    pre = nn.EmbeddingBag.from_pretrained(gpucore.ones(4, 2), mode="max")
+    assert not pre.weight.requires_grad and pre.mode == "max"
+    with pytest.raises(ValueError, match="mode"):
+        nn.EmbeddingBag(10, 3, mode="median")
+    with pytest.raises(ValueError, match="offsets"):
+        F.embedding_bag(gpucore.tensor(IDX), m.weight)
+    with pytest.raises(ValueError, match="offsets"):
+        F.embedding_bag(gpucore.tensor(IDX.reshape(3, 4)), m.weight, gpucore.tensor([0, 1]))
+    with pytest.raises(ValueError, match="offsets"):
+        F.embedding_bag(gpucore.tensor(IDX), m.weight, gpucore.tensor([1, 3]))

@@ -1,6 +1,7 @@
 """Functional neural-network ops with PyTorch's names and semantics (``import
 gpucore.nn.functional as F``), one module per topic as in gpucore/nn/modules/: activation,
-linear, conv, pooling, normalization, dropout, sparse, padding, upsampling, distance, loss;
+linear, attention, conv, pooling, pixelshuffle, normalization, dropout, sparse, padding, upsampling,
+distance, loss;
 _utils holds the argument checks they share.
 
 Everything here is a composition of registry ops (matmul, im2col, reductions, where...), so it runs
@@ -40,10 +41,11 @@ from .activation import (
     tanh,
     tanhshrink,
 )
-from .conv import conv2d, fold, unfold
+from .attention import scaled_dot_product_attention
+from .conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d, fold, unfold
 from .distance import cosine_similarity, pairwise_distance
 from .dropout import dropout, dropout2d
-from .linear import linear
+from .linear import bilinear, linear
 from .loss import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -62,10 +64,21 @@ from .loss import (
     soft_margin_loss,
     triplet_margin_loss,
 )
-from .normalization import batch_norm, group_norm, instance_norm, layer_norm, normalize
+from .normalization import batch_norm, group_norm, instance_norm, layer_norm, normalize, rms_norm
 from .padding import pad
-from .pooling import _pool_args, adaptive_avg_pool2d, avg_pool2d, max_pool2d
-from .sparse import embedding, one_hot
+from .pixelshuffle import pixel_shuffle, pixel_unshuffle
+from .pooling import (
+    _pool_args,
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    max_pool1d,
+    max_pool2d,
+)
+from .sparse import embedding, embedding_bag, one_hot
 from .upsampling import interpolate
 
 __all__ = [
@@ -93,23 +106,37 @@ __all__ = [
     "softsign",
     "tanh",
     "tanhshrink",
-    # linear, conv, pooling
+    # linear, attention, conv, pooling
     "linear",
+    "scaled_dot_product_attention",
+    "bilinear",
+    "conv1d",
     "conv2d",
+    "conv_transpose1d",
+    "conv_transpose2d",
     "fold",
     "unfold",
+    "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool2d",
+    "avg_pool1d",
     "avg_pool2d",
+    "max_pool1d",
     "max_pool2d",
+    "pixel_shuffle",
+    "pixel_unshuffle",
     # normalization, dropout, sparse
     "batch_norm",
     "group_norm",
     "instance_norm",
     "layer_norm",
     "normalize",
+    "rms_norm",
     "dropout",
     "dropout2d",
     "embedding",
+    "embedding_bag",
     "one_hot",
     # padding, upsampling, distance
     "pad",

@@ -15,6 +15,7 @@ from ...errors import DTypeError, ShapeError
 from ...ops import nn as nn_ops
 from ...tensor import Tensor
 from ._utils import _as_4d, _check_tensor, _pair
+from .padding import pad as _pad
 
 
 def _conv_padding(padding, kernel: tuple, stride: tuple, dilation: tuple):
@@ -160,3 +161,153 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
         return out != 0
     shape = (input.shape[0], input.shape[1] // (kh * kw), oh, ow)
     return nn_ops.col2im(input, shape, (kh, kw), stride=stride, padding=padding, dilation=dilation)
+
+
+def _single(v, op: str, name: str, least: int) -> int:
+    """An int or a 1-tuple (PyTorch's _single) as an int >= least."""
+    try:
+        p = tuple(operator.index(e) for e in v) if isinstance(v, (tuple, list)) else (v,)
+        p = tuple(operator.index(e) for e in p)
+    except TypeError:
+        p = ()
+    if len(p) != 1 or p[0] < least:
+        raise ValueError(
+            f"{op}(): {name} must be an int or a 1-tuple of ints >= {least}, got {v!r}"
+        )
+    return p[0]
+
+
+def _as_3d(op: str, x) -> tuple:
+    """[N, C, L] (or an unbatched [C, L], given a batch dim of 1), and whether it was."""
+    _check_tensor(op, x)
+    if x.ndim == 2:
+        return x.unsqueeze(0), True
+    if x.ndim != 3:
+        raise ShapeError(
+            f"{op}(): expected a 2-D [C, L] or 3-D [N, C, L] input, got shape {tuple(x.shape)}"
+        )
+    return x, False
+
+
+def conv1d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride=1,
+    padding=0,
+    dilation=1,
+    groups: int = 1,
+) -> Tensor:
+    """1-D cross-correlation (torch.nn.functional.conv1d): conv2d over a height of one.
+
+    input [N, C, L] (or [C, L]); weight [O, C/groups, k]; padding an int, 'valid' or 'same'.
+    """
+    x, squeeze = _as_3d("conv1d", input)
+    _check_tensor("conv1d", weight, "weight")
+    if weight.ndim != 3:
+        raise ShapeError(
+            f"conv1d(): weight must be 3-D [out_channels, in_channels/groups, k], got shape "
+            f"{tuple(weight.shape)}"
+        )
+    s = _single(stride, "conv1d", "stride", 1)
+    d = _single(dilation, "conv1d", "dilation", 1)
+    p = padding if isinstance(padding, str) else (0, _single(padding, "conv1d", "padding", 0))
+    out = conv2d(x.unsqueeze(2), weight.unsqueeze(2), bias, (1, s), p, (1, d), groups)
+    out = out.squeeze(2)
+    return out.squeeze(0) if squeeze else out
+
+
+def conv_transpose2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride=1,
+    padding=0,
+    output_padding=0,
+    groups: int = 1,
+    dilation=1,
+) -> Tensor:
+    """2-D transposed convolution (torch.nn.functional.conv_transpose2d), the adjoint of
+    conv2d: one matmul per group to patches, summed into the output by fold (col2im).
+
+    input [N, C, H, W] (or [C, H, W]); weight [C, O/groups, kh, kw]; output height
+    (H - 1)*stride - 2*padding + dilation*(kh - 1) + output_padding + 1 (likewise width).
+    """
+    x, squeeze = _as_4d("conv_transpose2d", input)
+    _check_tensor("conv_transpose2d", weight, "weight")
+    if weight.ndim != 4:
+        raise ShapeError(
+            f"conv_transpose2d(): weight must be 4-D [in_channels, out_channels/groups, kh, kw], "
+            f"got shape {tuple(weight.shape)}"
+        )
+    groups = operator.index(groups)
+    n, c, h, w = x.shape
+    cin, out_g, kh, kw = weight.shape
+    if groups < 1 or cin % groups or c != cin:
+        raise ShapeError(
+            f"conv_transpose2d(): input of shape {tuple(input.shape)} does not fit weight of "
+            f"shape {tuple(weight.shape)} with groups={groups}"
+        )
+    s = _pair(stride, "conv_transpose2d", "stride", 1)
+    p = _pair(padding, "conv_transpose2d", "padding", 0)
+    op = _pair(output_padding, "conv_transpose2d", "output_padding", 0)
+    d = _pair(dilation, "conv_transpose2d", "dilation", 1)
+    for i in range(2):
+        if op[i] >= max(s[i], d[i]):
+            raise ValueError(
+                f"conv_transpose2d(): output_padding must be smaller than either stride or "
+                f"dilation, got output_padding={op}, stride={s} and dilation={d}"
+            )
+    oh = (h - 1) * s[0] - 2 * p[0] + d[0] * (kh - 1) + op[0] + 1
+    ow = (w - 1) * s[1] - 2 * p[1] + d[1] * (kw - 1) + op[1] + 1
+    if oh <= 0 or ow <= 0:
+        raise ShapeError(f"conv_transpose2d(): output size {(oh, ow)} is not positive")
+    cg = c // groups
+    xg = x.reshape(n, groups, cg, h * w)
+    wg = weight.reshape(groups, cg, out_g * kh * kw).transpose(1, 2)  # [G, O/G*kh*kw, C/G]
+    cols = wg.matmul(xg).reshape(n, groups * out_g * kh * kw, h * w)
+    # fold (unpadded) to the full extent of the blocks, append the output_padding rows/cols
+    # (nothing lands there) and crop the padding
+    full = fold(cols, (oh + 2 * p[0] - op[0], ow + 2 * p[1] - op[1]), (kh, kw), d, 0, s)
+    if op != (0, 0):
+        full = _pad(full, (0, op[1], 0, op[0]))
+    out = full[:, :, p[0] : p[0] + oh, p[1] : p[1] + ow] if p != (0, 0) else full
+    if bias is not None:
+        out = out + bias.reshape(groups * out_g, 1, 1)
+    return out.squeeze(0) if squeeze else out
+
+
+def conv_transpose1d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride=1,
+    padding=0,
+    output_padding=0,
+    groups: int = 1,
+    dilation=1,
+) -> Tensor:
+    """1-D transposed convolution (torch.nn.functional.conv_transpose1d): conv_transpose2d
+    over a height of one; weight [C, O/groups, k]."""
+    x, squeeze = _as_3d("conv_transpose1d", input)
+    _check_tensor("conv_transpose1d", weight, "weight")
+    if weight.ndim != 3:
+        raise ShapeError(
+            f"conv_transpose1d(): weight must be 3-D [in_channels, out_channels/groups, k], got "
+            f"shape {tuple(weight.shape)}"
+        )
+    args = [
+        (0, _single(v, "conv_transpose1d", name, least))
+        for v, name, least in (
+            (stride, "stride", 1),
+            (padding, "padding", 0),
+            (output_padding, "output_padding", 0),
+            (dilation, "dilation", 1),
+        )
+    ]
+    args[0] = (1, args[0][1])
+    args[3] = (1, args[3][1])
+    out = conv_transpose2d(
+        x.unsqueeze(2), weight.unsqueeze(2), bias, args[0], args[1], args[2], groups, args[3]
+    ).squeeze(2)
+    return out.squeeze(0) if squeeze else out

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 import operator
 
+import numpy as np
+
 from ...autograd.grad_mode import no_grad
 from ...errors import ShapeError
 from ...tensor import Tensor
@@ -235,3 +237,32 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
         raise TypeError("normalize(): out= is not supported; use the returned tensor")
     _check_tensor("normalize", input)
     return input / input.norm(p, dim, keepdim=True).clamp(min=eps)
+
+
+def rms_norm(
+    input: Tensor,
+    normalized_shape,
+    weight: Tensor | None = None,
+    eps: float | None = None,
+) -> Tensor:
+    """Root-mean-square normalization over the trailing dims named by normalized_shape
+    (torch.nn.functional.rms_norm): ``x / sqrt(mean(x**2) + eps) * weight``; eps None is the
+    machine epsilon of the input's dtype, as PyTorch."""
+    _check_tensor("rms_norm", input)
+    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    k = len(ns)
+    if k == 0 or input.ndim < k or tuple(input.shape[-k:]) != ns:
+        raise ShapeError(
+            f"rms_norm(): normalized_shape {ns} must match the trailing dims of the input "
+            f"(shape {tuple(input.shape)})"
+        )
+    if weight is not None and tuple(weight.shape) != ns:
+        raise ShapeError(f"rms_norm(): weight must have shape {ns}, got {tuple(weight.shape)}")
+    if eps is None:
+        eps = float(np.finfo(input.dtype.np).eps)
+    dims = tuple(range(input.ndim - k, input.ndim))
+    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
+    if weight is None:
+        return out
+    # the output keeps the input's dtype, as PyTorch
+    return out * (weight if weight.dtype is input.dtype else weight.to(input.dtype))

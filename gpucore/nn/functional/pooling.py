@@ -16,7 +16,7 @@ from ...ops import nn as nn_ops
 from ...ops import pool as _pool
 from ...ops.joining import cat
 from ...tensor import Tensor
-from ._utils import _as_4d, _const, _pair
+from ._utils import _as_4d, _check_tensor, _const, _pair
 
 _pool_out = _pool.pool_out  # (output size, end padding for ceil_mode) of one axis
 
@@ -166,3 +166,144 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
         pw = _const(mw, x.dtype) / _const(cw, x.dtype)  # [OW, W]
         out = ph.matmul(x).matmul(pw.t())
     return out.squeeze(0) if squeeze else out
+
+
+def _single(v, op: str, name: str, least: int) -> int:
+    """An int or a 1-tuple as an int >= least (a stride of None or () is the kernel size)."""
+    try:
+        p = tuple(operator.index(e) for e in v) if isinstance(v, (tuple, list)) else (v,)
+        p = tuple(operator.index(e) for e in p)
+    except TypeError:
+        p = ()
+    if len(p) != 1 or p[0] < least:
+        raise ValueError(
+            f"{op}(): {name} must be an int or a 1-tuple of ints >= {least}, got {v!r}"
+        )
+    return p[0]
+
+
+def _as_3d(op: str, x) -> tuple:
+    """[N, C, L] as [N, C, 1, L] (an unbatched [C, L] as [C, 1, L]), and the dim to drop."""
+    _check_tensor(op, x)
+    if x.ndim not in (2, 3):
+        raise ShapeError(
+            f"{op}(): expected a 2-D [C, L] or 3-D [N, C, L] input, got shape {tuple(x.shape)}"
+        )
+    return x.unsqueeze(-2), x.ndim - 1
+
+
+def _pool1d_args(op, kernel_size, stride, padding, dilation=1):
+    k = _single(kernel_size, op, "kernel_size", 1)
+    empty = stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0)
+    s = k if empty else _single(stride, op, "stride", 1)
+    return (
+        (1, k),
+        (1, s),
+        (0, _single(padding, op, "padding", 0)),
+        (1, _single(dilation, op, "dilation", 1)),
+    )
+
+
+def max_pool1d(
+    input: Tensor,
+    kernel_size,
+    stride=None,
+    padding=0,
+    dilation=1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+):
+    """Max over sliding windows of [N, C, L] (torch.nn.functional.max_pool1d): max_pool2d over
+    a height of one; indices index L."""
+    x, dim = _as_3d("max_pool1d", input)
+    k, s, p, d = _pool1d_args("max_pool1d", kernel_size, stride, padding, dilation)
+    out, ind = max_pool2d(x, k, s, p, d, ceil_mode, return_indices=True)
+    out, ind = out.squeeze(dim), ind.squeeze(dim)
+    return (out, ind) if return_indices else out
+
+
+def avg_pool1d(
+    input: Tensor,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+) -> Tensor:
+    """Mean over sliding windows of [N, C, L] (torch.nn.functional.avg_pool1d)."""
+    x, dim = _as_3d("avg_pool1d", input)
+    k, s, p, _ = _pool1d_args("avg_pool1d", kernel_size, stride, padding)
+    return avg_pool2d(x, k, s, p, ceil_mode, count_include_pad).squeeze(dim)
+
+
+def _out1(op, output_size) -> int:
+    if isinstance(output_size, (tuple, list)):
+        if len(output_size) != 1:
+            raise ValueError(
+                f"{op}(): output_size must be an int or a 1-tuple, got {output_size!r}"
+            )
+        output_size = output_size[0]
+    return operator.index(output_size)
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
+    """Average over PyTorch's adaptive bins of [N, C, L] to output_size."""
+    x, dim = _as_3d("adaptive_avg_pool1d", input)
+    out = adaptive_avg_pool2d(x, (1, _out1("adaptive_avg_pool1d", output_size)))
+    return out.squeeze(dim)
+
+
+@functools.lru_cache(maxsize=256)
+def _bin_windows(size: int, out: int):
+    """Each adaptive bin's input positions [out, K] (K the longest bin; shorter bins repeat
+    their last position, which leaves a max unchanged) and each bin's start [out]."""
+    start = (np.arange(out) * size) // out
+    end = -(-((np.arange(out) + 1) * size) // out)
+    k = int((end - start).max())
+    pos = np.minimum(start[:, None] + np.arange(k)[None, :], end[:, None] - 1)
+    return pos, start
+
+
+def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
+    """Max over PyTorch's adaptive bins to output_size (torch.nn.functional.adaptive_max_pool2d;
+    entries may be None to keep that input size): the max over each bin's columns, then over its
+    rows, so the gradient and the flat H*W index go to the first maximum in row-major order."""
+    x, squeeze = _as_4d("adaptive_max_pool2d", input)
+    n, c, h, w = x.shape
+    if isinstance(output_size, (tuple, list)):
+        if len(output_size) != 2:
+            raise ValueError(
+                f"adaptive_max_pool2d(): output_size must be an int or a pair, got {output_size!r}"
+            )
+        oh = h if output_size[0] is None else operator.index(output_size[0])
+        ow = w if output_size[1] is None else operator.index(output_size[1])
+    else:
+        oh = ow = operator.index(output_size)
+    if oh < 1 or ow < 1:
+        raise ValueError(f"adaptive_max_pool2d(): output_size must be positive, got {(oh, ow)}")
+    if h == 0 or w == 0:
+        raise ShapeError(f"adaptive_max_pool2d(): empty spatial input {tuple(input.shape)}")
+    pw, sw = _bin_windows(w, ow)
+    ph, sh = _bin_windows(h, oh)
+    cols = x.index_select(3, _const(pw.reshape(-1))).reshape(n, c, h, ow, pw.shape[1])
+    vw, iw = cols.max(4)  # [N, C, H, OW]
+    rows = vw.index_select(2, _const(ph.reshape(-1))).reshape(n, c, oh, ph.shape[1], ow)
+    out, ih = rows.max(3)  # [N, C, OH, OW]
+    if squeeze:
+        out = out.squeeze(0)
+    if not return_indices:
+        return out
+    hpos = ih + _const(sh.reshape(oh, 1))
+    wpos = (iw + _const(sw)).gather(2, hpos)
+    ind = hpos * w + wpos
+    return out, (ind.squeeze(0) if squeeze else ind)
+
+
+def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False):
+    """Max over PyTorch's adaptive bins of [N, C, L] (torch.nn.functional.adaptive_max_pool1d)."""
+    x, dim = _as_3d("adaptive_max_pool1d", input)
+    out, ind = adaptive_max_pool2d(
+        x, (1, _out1("adaptive_max_pool1d", output_size)), return_indices=True
+    )
+    out, ind = out.squeeze(dim), ind.squeeze(dim)
+    return (out, ind) if return_indices else out

@@ -13,6 +13,7 @@ from .activation import (
     LogSigmoid,
     LogSoftmax,
     Mish,
+    MultiheadAttention,
     PReLU,
     ReLU,
     ReLU6,
@@ -26,11 +27,11 @@ from .activation import (
     Tanhshrink,
 )
 from .container import ModuleDict, ModuleList, Sequential
-from .conv import Conv2d
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Fold, Unfold
 from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import Dropout, Dropout2d
 from .flatten import Flatten, Unflatten
-from .linear import Identity, Linear
+from .linear import Bilinear, Identity, Linear
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -49,7 +50,14 @@ from .loss import (
     SoftMarginLoss,
     TripletMarginLoss,
 )
-from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm2d, LayerNorm
+from .normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    GroupNorm,
+    InstanceNorm2d,
+    LayerNorm,
+    RMSNorm,
+)
 from .padding import (
     ConstantPad1d,
     ConstantPad2d,
@@ -64,14 +72,46 @@ from .padding import (
     ZeroPad2d,
     ZeroPad3d,
 )
-from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
-from .sparse import Embedding
+from .pixelshuffle import PixelShuffle, PixelUnshuffle
+from .pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
+from .sparse import Embedding, EmbeddingBag
 from .sync_batchnorm import SyncBatchNorm
+from .transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
+    "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
+    "AvgPool1d",
     "AvgPool2d",
+    "Bilinear",
+    "Conv1d",
+    "ConvTranspose1d",
+    "ConvTranspose2d",
+    "EmbeddingBag",
+    "Fold",
+    "MaxPool1d",
+    "PixelShuffle",
+    "PixelUnshuffle",
+    "RMSNorm",
+    "Unfold",
     "BatchNorm1d",
     "BatchNorm2d",
     "SyncBatchNorm",
@@ -113,6 +153,7 @@ __all__ = [
     "ModuleDict",
     "ModuleList",
     "MSELoss",
+    "MultiheadAttention",
     "MultiLabelSoftMarginLoss",
     "NLLLoss",
     "PairwiseDistance",
@@ -138,6 +179,11 @@ __all__ = [
     "Softsign",
     "Tanh",
     "Tanhshrink",
+    "Transformer",
+    "TransformerDecoder",
+    "TransformerDecoderLayer",
+    "TransformerEncoder",
+    "TransformerEncoderLayer",
     "TripletMarginLoss",
     "Unflatten",
     "Upsample",

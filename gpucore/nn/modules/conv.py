@@ -1,4 +1,4 @@
-"""Conv2d."""
+"""Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, and Fold/Unfold (im2col and col2im)."""
 
 from __future__ import annotations
 
@@ -12,23 +12,160 @@ from ..parameter import Parameter
 from .linear import _new
 
 
-def _pair(v, name: str):
+def _tuple(v, n: int, name: str, cls: str = "Conv2d"):
+    """v (an int or a sequence of 1 or n ints) as an n-tuple (PyTorch's _single/_pair)."""
     try:
         p = (
             tuple(operator.index(e) for e in v)
             if isinstance(v, (tuple, list))
-            else ((operator.index(v),) * 2)
+            else ((operator.index(v),) * n)
         )
     except TypeError:
         p = ()
     if len(p) == 1:
-        p = p * 2
-    if len(p) != 2:
-        raise ValueError(f"Conv2d: {name} must be an int or a pair of ints, got {v!r}")
+        p = p * n
+    if len(p) != n:
+        what = "an int" if n == 1 else "a pair of ints"
+        raise ValueError(f"{cls}: {name} must be an int or {what}, got {v!r}")
     return p
 
 
-class Conv2d(Module):
+class _ConvNd(Module):
+    """The constructor, parameters and repr Conv1d/2d and ConvTranspose1d/2d share (PyTorch's
+    _ConvNd): weight [out, in/groups, *k] ([in, out/groups, *k] when transposed) initialised
+    kaiming_uniform_(a=sqrt(5)), bias U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
+
+    _n = 2
+    _transposed = False
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
+        output_padding=0,
+    ):
+        super().__init__()
+        cls, n = type(self).__name__, self._n
+        if groups <= 0:
+            raise ValueError(f"{cls}: groups must be a positive integer, got {groups}")
+        if in_channels % groups:
+            raise ValueError(
+                f"{cls}: in_channels ({in_channels}) must be divisible by groups ({groups})"
+            )
+        if out_channels % groups:
+            raise ValueError(
+                f"{cls}: out_channels ({out_channels}) must be divisible by groups ({groups})"
+            )
+        self.kernel_size = _tuple(kernel_size, n, "kernel_size", cls)
+        self.stride = _tuple(stride, n, "stride", cls)
+        self.dilation = _tuple(dilation, n, "dilation", cls)
+        self.output_padding = _tuple(output_padding, n, "output_padding", cls)
+        if isinstance(padding, str) and not self._transposed:
+            if padding not in ("same", "valid"):
+                raise ValueError(
+                    f"{cls}: padding must be an int, a pair, 'valid' or 'same', got {padding!r}"
+                )
+            if padding == "same" and self.stride != (1,) * n:
+                raise ValueError(f"{cls}: padding='same' is not supported for strided convolutions")
+            self.padding = padding
+        else:
+            self.padding = _tuple(padding, n, "padding", cls)
+        if padding_mode != "zeros":
+            if padding_mode in ("reflect", "replicate", "circular"):
+                raise NotImplementedError(
+                    f"{cls}: padding_mode={padding_mode!r} is not supported yet; only 'zeros'"
+                )
+            raise ValueError(
+                f"{cls}: padding_mode must be 'zeros', 'reflect', 'replicate' or 'circular', got "
+                f"{padding_mode!r}"
+            )
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.transposed = self._transposed
+        self.groups = groups
+        self.padding_mode = padding_mode
+        shape = (
+            (in_channels, out_channels // groups)
+            if self._transposed
+            else (out_channels, in_channels // groups)
+        )
+        self.weight = Parameter(_new((*shape, *self.kernel_size), device, dtype))
+        if bias:
+            self.bias = Parameter(_new((out_channels,), device, dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def extra_repr(self) -> str:
+        n = self._n
+        s = (
+            f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+            f"stride={self.stride}"
+        )
+        if self.padding != (0,) * n:
+            s += f", padding={self.padding}"
+        if self.dilation != (1,) * n:
+            s += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * n:
+            s += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
+        return s
+
+
+class Conv1d(_ConvNd):
+    """1-D convolution over [N, C, L] (torch.nn.Conv1d), computed as conv2d over a height of
+    one. padding: an int, 'valid' or 'same' (stride 1); padding_mode 'zeros' only."""
+
+    _n = 1
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
+    ):
+        super().__init__(
+            in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+            padding_mode, device, dtype,
+        )  # fmt: skip
+
+    def forward(self, input):
+        return F.conv1d(
+            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
+        )
+
+
+class Conv2d(_ConvNd):
     """2-D convolution over [N, C, H, W] (torch.nn.Conv2d), computed as im2col + matmul.
 
     padding: an int, a pair, 'valid' or 'same' (stride 1); padding_mode 'zeros' only. Weight
@@ -50,78 +187,140 @@ class Conv2d(Module):
         device=None,
         dtype=None,
     ):
-        super().__init__()
-        if groups <= 0:
-            raise ValueError(f"Conv2d: groups must be a positive integer, got {groups}")
-        if in_channels % groups:
-            raise ValueError(
-                f"Conv2d: in_channels ({in_channels}) must be divisible by groups ({groups})"
-            )
-        if out_channels % groups:
-            raise ValueError(
-                f"Conv2d: out_channels ({out_channels}) must be divisible by groups ({groups})"
-            )
-        self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.stride = _pair(stride, "stride")
-        self.dilation = _pair(dilation, "dilation")
-        if isinstance(padding, str):
-            if padding not in ("same", "valid"):
-                raise ValueError(
-                    f"Conv2d: padding must be an int, a pair, 'valid' or 'same', got {padding!r}"
-                )
-            if padding == "same" and self.stride != (1, 1):
-                raise ValueError("Conv2d: padding='same' is not supported for strided convolutions")
-            self.padding = padding
-        else:
-            self.padding = _pair(padding, "padding")
-        if padding_mode != "zeros":
-            if padding_mode in ("reflect", "replicate", "circular"):
-                raise NotImplementedError(
-                    f"Conv2d: padding_mode={padding_mode!r} is not supported yet; only 'zeros'"
-                )
-            raise ValueError(
-                "Conv2d: padding_mode must be 'zeros', 'reflect', 'replicate' or 'circular', got "
-                f"{padding_mode!r}"
-            )
-        self.in_channels = in_channels
-        self.out_channels = out_channels
-        self.groups = groups
-        self.padding_mode = padding_mode
-        self.weight = Parameter(
-            _new((out_channels, in_channels // groups, *self.kernel_size), device, dtype)
-        )
-        if bias:
-            self.bias = Parameter(_new((out_channels,), device, dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        super().__init__(
+            in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+            padding_mode, device, dtype,
+        )  # fmt: skip
 
     def forward(self, input):
         return F.conv2d(
             input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
         )
 
+
+class _ConvTransposeNd(_ConvNd):
+    """ConvTranspose1d/2d: the constructor in PyTorch's argument order, and forward's
+    output_size (which picks output_padding)."""
+
+    _transposed = True
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size,
+        stride=1,
+        padding=0,
+        output_padding=0,
+        groups: int = 1,
+        bias: bool = True,
+        dilation=1,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
+    ):
+        super().__init__(
+            in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+            padding_mode, device, dtype, output_padding,
+        )  # fmt: skip
+
+    def _output_padding(self, input, output_size) -> tuple:
+        """output_padding, or the one that gives output_size (its trailing spatial dims)."""
+        if output_size is None:
+            return self.output_padding
+        n = self._n
+        size = tuple(output_size)[-n:]
+        pads = []
+        for i in range(n):
+            least = (
+                (input.shape[input.ndim - n + i] - 1) * self.stride[i]
+                - 2 * self.padding[i]
+                + self.dilation[i] * (self.kernel_size[i] - 1)
+                + 1
+            )
+            if not least <= size[i] < least + max(self.stride[i], self.dilation[i]):
+                raise ValueError(
+                    f"{type(self).__name__}: requested output size {tuple(output_size)} is not "
+                    f"reachable from input of shape {tuple(input.shape)}"
+                )
+            pads.append(size[i] - least)
+        return tuple(pads)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """1-D transposed convolution over [N, C, L] (torch.nn.ConvTranspose1d); weight
+    [in_channels, out_channels/groups, k]."""
+
+    _n = 1
+
+    def forward(self, input, output_size=None):
+        return F.conv_transpose1d(
+            input,
+            self.weight,
+            self.bias,
+            self.stride,
+            self.padding,
+            self._output_padding(input, output_size),
+            self.groups,
+            self.dilation,
+        )
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """2-D transposed convolution over [N, C, H, W] (torch.nn.ConvTranspose2d), the adjoint of
+    Conv2d; weight [in_channels, out_channels/groups, kh, kw]."""
+
+    def forward(self, input, output_size=None):
+        return F.conv_transpose2d(
+            input,
+            self.weight,
+            self.bias,
+            self.stride,
+            self.padding,
+            self._output_padding(input, output_size),
+            self.groups,
+            self.dilation,
+        )
+
+
+class Fold(Module):
+    """Sums sliding patches [N, C*kh*kw, L] into [N, C, H, W] (torch.nn.Fold; F.fold)."""
+
+    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.output_size = output_size
+        self.kernel_size = kernel_size
+        self.dilation = dilation
+        self.padding = padding
+        self.stride = stride
+
+    def forward(self, input):
+        return F.fold(
+            input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride
+        )
+
     def extra_repr(self) -> str:
-        s = (
-            f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+        return (
+            f"output_size={self.output_size}, kernel_size={self.kernel_size}, "
+            f"dilation={self.dilation}, padding={self.padding}, stride={self.stride}"
+        )
+
+
+class Unfold(Module):
+    """Extracts sliding patches [N, C, H, W] -> [N, C*kh*kw, L] (torch.nn.Unfold; F.unfold)."""
+
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.dilation = dilation
+        self.padding = padding
+        self.stride = stride
+
+    def forward(self, input):
+        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self) -> str:
+        return (
+            f"kernel_size={self.kernel_size}, dilation={self.dilation}, padding={self.padding}, "
             f"stride={self.stride}"
         )
-        if self.padding != (0, 0):
-            s += f", padding={self.padding}"
-        if self.dilation != (1, 1):
-            s += f", dilation={self.dilation}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
-        if self.bias is None:
-            s += ", bias=False"
-        if self.padding_mode != "zeros":
-            s += f", padding_mode={self.padding_mode}"
-        return s

@@ -182,6 +182,43 @@ class LayerNorm(Module):
         )
 
 
+class RMSNorm(Module):
+    """Root-mean-square normalization of the trailing dims given by normalized_shape
+    (torch.nn.RMSNorm); elementwise_affine adds a weight (ones) of that shape. eps None is the
+    input dtype's machine epsilon."""
+
+    def __init__(
+        self,
+        normalized_shape,
+        eps: float | None = None,
+        elementwise_affine: bool = True,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        shape = self.normalized_shape
+        weight = Parameter(_new(shape, device, dtype)) if elementwise_affine else None
+        self.register_parameter("weight", weight)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.weight is not None:
+            init.ones_(self.weight)
+
+    def forward(self, input):
+        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        )
+
+
 class GroupNorm(Module):
     """Normalizes each group of num_channels / num_groups channels of [N, C, *]; affine adds a
     per-channel weight (ones) and bias (zeros, unless bias=False)."""
