@@ -12,8 +12,11 @@ def test_a_rank_that_raises_is_named_on_the_others(np):
     out = res.stdout
     assert res.returncode != 0
     assert "ValueError: rank one broke on purpose" in out  # rank 1's own traceback
-    # every other rank reports rank 1 by name, long before the 60 s timeout
-    assert out.count("DistBackendError: all_reduce: rank 1 failed (ValueError") == np - 1, out
+    # every other rank reports rank 1 by name, long before the 60 s timeout (each message is
+    # checked on its own: the ranks' tracebacks may interleave in the merged output)
+    for r in (0, *range(2, np)):
+        want = f"rank 1 failed (ValueError: rank one broke on purpose); this rank ({r}) cannot"
+        assert want in out, out
     assert "finished" not in out
 
 
@@ -30,5 +33,5 @@ def test_a_rank_that_stops_answering_times_out(mode):
     t0 = time.monotonic()
     res = mpirun("faults.py", 2, mode, "3", timeout=60)
     assert res.returncode != 0
-    assert "DistBackendError: all_reduce: timed out after 3 s on rank 0" in res.stdout, res.stdout
+    assert "all_reduce: timed out after 3 s on rank 0" in res.stdout, res.stdout
     assert time.monotonic() - t0 < 45  # the timeout, the grace period and start-up, not a hang
