@@ -120,8 +120,7 @@ def _scatter_reduce_bwd(ctx, g):
         gx = g if inc else _masked(g, dim, index)
         gs = gather(g, dim, index)
     elif reduce == "prod":
-        gx = g * out / x if inc else _masked(g, dim, index)
-        gs = gather(g * out, dim, index) / part
+        gx, gs = _prod_grads(g, x, index, part, dim, inc)
     else:  # amax / amin: ties share the gradient evenly
         with no_grad():
             at_src = (part == gather(out, dim, index)).to(g.dtype)
@@ -133,6 +132,41 @@ def _scatter_reduce_bwd(ctx, g):
         gx = gc * at_self
         gs = gather(gc, dim, index) * at_src
     return (gx if need_x else None), None, (gs if need_src else None)
+
+
+def _prod_grads(g, x, index, part, dim: int, inc: bool):
+    """The gradients of a scatter product, exact where factors are zero (``out / v`` is not): a
+    factor's gradient is the product of the other factors of its position, i.e. the product of
+    the position's non-zero factors when it holds no zero, divided by the factor itself; that
+    product for the one zero factor of a position with exactly one; 0 otherwise."""
+    with no_grad():
+        zx = (
+            (x == 0).to(g.dtype)
+            if inc
+            else full(tuple(x.shape), 0.0, dtype=g.dtype, device=x.device.type)
+        )
+        zeros = scatter_add(zx, dim, index, (part == 0).to(g.dtype))  # zero factors per position
+    one = scalar_tensor(1.0, x.dtype)
+    # with the graph (when backward records one): second derivatives go through it
+    nonzero_prod = apply(
+        SCATTER_REDUCE,
+        where(x == 0, one, x),
+        index,
+        where(part == 0, one, part),
+        dim=dim,
+        reduce="prod",
+        include_self=inc,
+    )
+
+    def factor(v, z, p):
+        zero = scalar_tensor(0.0, v.dtype)
+        return where(v == 0, where(z == 1, p, zero), where(z == 0, p / where(v == 0, one, v), zero))
+
+    gx = g * factor(x, zeros, nonzero_prod) if inc else _masked(g, dim, index)
+    gs = gather(g, dim, index) * factor(
+        part, gather(zeros, dim, index), gather(nonzero_prod, dim, index)
+    )
+    return gx, gs
 
 
 def _scatter_reduce_samples():
@@ -156,6 +190,13 @@ def _scatter_reduce_samples():
                     inc,
                 )
             )
+        if reduce == "prod":  # exact zeros: one per position, two in a position, in x and src
+            x0 = uniform(3, 5, seed=70, low=0.5)
+            x0[0, 1] = x0[2, 3] = 0.0
+            src0 = uniform(3, 4, seed=71, low=0.5)
+            src0[0, 0] = src0[1, 2] = src0[2, 1] = 0.0
+            for inc in (True, False):
+                out.append(s(x0, integers(5, 3, 4, seed=72), src0, 1, reduce, inc))
         out.append(
             s(
                 uniform(4, 3, seed=60 + k),

@@ -164,3 +164,17 @@ def test_take_along_dim_matches_torch():
     same_as_torch(lambda m, x, i: m.take_along_dim(x, i), _rand(3, 4, seed=27), np.array([11, 0]))
     sorted_idx = np.argsort(_rand(3, 4, seed=28), axis=1)
     same_as_torch(lambda m, x, i: m.take_along_dim(x, i, dim=1), _rand(3, 4, seed=28), sorted_idx)
+
+
+def test_prod_gradients_are_exact_where_factors_are_zero():
+    # one zero in a position: it gets the product of the others, the others 0; two zeros: all 0
+    x = np.array([[2.0, 0.0, 3.0], [1.0, 4.0, 0.0]])
+    src = np.array([[0.0, 5.0], [2.0, 0.0]])
+    idx = np.array([[0, 0], [1, 2]])
+    for inc in (True, False):
+        same_as_torch(
+            lambda m, x, i, s, inc=inc: m.scatter_reduce(x, 1, i, s, "prod", include_self=inc),
+            x,
+            idx,
+            src,
+        )
