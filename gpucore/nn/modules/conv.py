@@ -134,11 +134,11 @@ class _ConvNd(Module):
         return s
 
 
-class Conv1d(_ConvNd):
-    """1-D convolution over [N, C, L] (torch.nn.Conv1d), computed as conv2d over a height of
-    one. padding: an int, 'valid' or 'same' (stride 1); padding_mode 'zeros' only."""
+class _Conv(_ConvNd):
+    """Conv1d/2d: the constructor in PyTorch's argument order (no output_padding) and a forward
+    through the class's functional form ``_conv``."""
 
-    _n = 1
+    _conv = None
 
     def __init__(
         self,
@@ -160,12 +160,20 @@ class Conv1d(_ConvNd):
         )  # fmt: skip
 
     def forward(self, input):
-        return F.conv1d(
+        return self._conv(
             input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
         )
 
 
-class Conv2d(_ConvNd):
+class Conv1d(_Conv):
+    """1-D convolution over [N, C, L] (torch.nn.Conv1d), computed as conv2d over a height of
+    one. padding: an int, 'valid' or 'same' (stride 1); padding_mode 'zeros' only."""
+
+    _n = 1
+    _conv = staticmethod(F.conv1d)
+
+
+class Conv2d(_Conv):
     """2-D convolution over [N, C, H, W] (torch.nn.Conv2d), computed as im2col + matmul.
 
     padding: an int, a pair, 'valid' or 'same' (stride 1); padding_mode 'zeros' only. Weight
@@ -173,29 +181,7 @@ class Conv2d(_ConvNd):
     bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in_channels/groups * kh * kw.
     """
 
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        kernel_size,
-        stride=1,
-        padding=0,
-        dilation=1,
-        groups: int = 1,
-        bias: bool = True,
-        padding_mode: str = "zeros",
-        device=None,
-        dtype=None,
-    ):
-        super().__init__(
-            in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-            padding_mode, device, dtype,
-        )  # fmt: skip
-
-    def forward(self, input):
-        return F.conv2d(
-            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
-        )
+    _conv = staticmethod(F.conv2d)
 
 
 class _ConvTransposeNd(_ConvNd):
