@@ -13,6 +13,7 @@ from . import _cpu  # isort: skip
 from . import config  # isort: skip
 from . import (
     accelerator,
+    amp,
     autograd,
     backends,
     cuda,
@@ -148,12 +149,49 @@ def empty_cache() -> int:
     return _cpu.host_cache_clear()
 
 
-def compile(model, example_inputs, **options):  # noqa: A001 - PyTorch's name (torch.compile)
-    """Capture ``model`` on ``example_inputs`` and compile it for inference: a
-    ``gpucore.runtime.CompiledModel`` (options and details: ``gpucore.runtime.compile``)."""
+def compile(  # noqa: A001 - PyTorch's name (torch.compile)
+    model=None,
+    example_inputs=None,
+    *,
+    fullgraph: bool = False,
+    dynamic=None,
+    backend="inductor",
+    mode=None,
+    options=None,
+    disable: bool = False,
+    **runtime_options,
+):
+    """Compile ``model`` (an ``nn.Module`` or a function of tensors) for inference.
+
+    With ``example_inputs``: capture it on them now and return a
+    ``gpucore.runtime.CompiledModel`` (runtime options such as ``device=``,
+    ``dynamic_axes=``: ``gpucore.runtime.compile``). Without: PyTorch's ``torch.compile(model)``
+    form, an ``OptimizedModule`` (or a compiled function) that trains eagerly and runs calls
+    without gradients as a compiled graph per input signature, recompiled when weights change
+    (``gpucore.runtime.lazy``). ``fullgraph=True`` raises when the model cannot be captured
+    instead of running it eagerly; ``dynamic``, ``backend`` (a name), ``mode`` and ``options``
+    are accepted for PyTorch's sake; ``disable=True`` returns ``model`` itself. Called with no
+    model, returns a decorator.
+    """
+    if model is None:
+        return lambda m: compile(
+            m, example_inputs, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
+            mode=mode, options=options, disable=disable, **runtime_options,
+        )  # fmt: skip
+    if disable:
+        return model
+    if example_inputs is None:
+        if runtime_options:
+            raise TypeError(
+                f"compile(): {sorted(runtime_options)} need example_inputs (the runtime's "
+                "compile); without them, compile(model) follows torch.compile"
+            )
+        from .runtime.lazy import compile_lazily  # lazy: the runtime is not needed to train
+
+        return compile_lazily(model, fullgraph=fullgraph, backend=backend)
     from .runtime import compile as compile_model  # lazy: the runtime is not needed to train
 
-    return compile_model(model, example_inputs, **options)
+    return compile_model(model, example_inputs, **runtime_options)
 
 
 # gpucore.quantization is imported on first use, through these names too (PyTorch's top-level

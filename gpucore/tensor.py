@@ -17,6 +17,11 @@ from . import dtypes as D
 from .backends.cpu import empty_array
 from .errors import AutogradError, DeviceError, DTypeError, GpucoreIndexError, ShapeError
 
+# Set by the runtime's capture while it traces a model: called with every tensor whose values
+# are read on the host (item(), numpy(), bool(x), data-dependent sizes all go through _host), so
+# that a trace can tell a model whose control flow depends on its inputs' values.
+HOST_READ_HOOK: list = [None]
+
 MAX_DIMS = 8
 
 
@@ -219,6 +224,8 @@ class Tensor:
 
     def _host(self) -> np.ndarray:
         """The data as a host-readable numpy array (waits for pending device work)."""
+        if HOST_READ_HOOK[0] is not None:
+            HOST_READ_HOOK[0](self)
         return self._data if self._dev is None else self._dev.host_view(self._data)
 
     @property

@@ -273,6 +273,22 @@ def compile(  # noqa: A001 - PyTorch's name (torch.compile)
         list(example_inputs) if isinstance(example_inputs, (tuple, list)) else [example_inputs]
     )
     graph = capture(model, examples, dynamic_axes, input_names)
+    return compile_graph(
+        graph, examples, device=device, optimize=optimize, executor=executor, check_nan=check_nan
+    )
+
+
+def compile_graph(
+    graph: Graph,
+    examples: list,
+    *,
+    device: str = "auto",
+    optimize: bool = True,
+    executor: str = "compiled",
+    check_nan: bool = False,
+) -> CompiledModel:
+    """The CompiledModel of a captured ``graph`` (``examples``: the inputs it was captured on),
+    built now so that errors surface here, not at the first call."""
     cm = CompiledModel(
         graph,
         device=_pick_device(device),

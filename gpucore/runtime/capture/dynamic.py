@@ -55,14 +55,16 @@ def _resized(x: np.ndarray, axis: int, size: int) -> np.ndarray:
     return np.take(x, np.arange(size) % x.shape[axis], axis=axis)
 
 
-def capture(fn, example_inputs, dynamic_axes=None, input_names=None) -> Graph:
+def capture(
+    fn, example_inputs, dynamic_axes=None, input_names=None, *, strict=False, sources=None
+) -> Graph:
     """The graph of ``fn`` with symbolic sizes for ``dynamic_axes`` (see the module
-    docstring); without dynamic axes, the plain trace."""
+    docstring); without dynamic axes, the plain trace. strict, sources: as ``trace``'s."""
     examples = (
         list(example_inputs) if isinstance(example_inputs, (tuple, list)) else [example_inputs]
     )
     names = input_names or default_input_names(fn, len(examples))
-    base = trace(fn, examples, names)
+    base = trace(fn, examples, names, strict=strict, sources=sources)
     axes = normalize_axes(dynamic_axes, names)
     if not axes:
         return base
@@ -83,7 +85,7 @@ def capture(fn, example_inputs, dynamic_axes=None, input_names=None) -> Graph:
         for (i, axis), sym in axes.items():
             if sym in bump:
                 xs[i] = _resized(xs[i], axis, values[sym] + bump[sym])
-        return trace(fn, xs, names)
+        return trace(fn, xs, names, strict=strict)
 
     syms = sorted(values)
     monos = [()] + [(s,) for s in syms] + list(itertools.combinations(syms, 2))

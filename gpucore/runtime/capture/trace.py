@@ -19,7 +19,7 @@ from ...autograd.grad_mode import no_grad
 from ...dtypes import from_numpy_dtype
 from ...errors import GpucoreError
 from ...ops import registry
-from ...tensor import Tensor
+from ...tensor import HOST_READ_HOOK, Tensor
 from ..ir.graph import Graph
 
 # Ops a deployed graph must not replay: they draw random numbers (their stream position would
@@ -40,12 +40,17 @@ class CaptureError(GpucoreError, RuntimeError):
 class Tracer:
     """The CAPTURE hook: records each op the tracing thread applies into ``graph``."""
 
-    def __init__(self, graph: Graph, constant_names: dict):
+    def __init__(self, graph: Graph, constant_names: dict, sources: list | None = None):
         self.graph = graph
         self.names: dict[int, str] = {}  # id(tensor) -> tensor name in the graph
+        # id(data array) -> name: detach() and .data give new Tensors over the same array
+        self.data_names: dict[int, str] = {}
         self.keep: list = []  # every tensor seen stays alive, so that ids are never reused
         self.constant_names = constant_names  # id(parameter or buffer) -> its qualified name
         self.thread = threading.get_ident()
+        self.sources = sources  # (tensor, version) of every tensor that became a constant
+        self.value_reads: list[str] = []  # graph values the model read on the host
+        self.dynamic: set[str] = set()  # names whose values depend on the graph's inputs
 
     def __call__(self, op, inputs: tuple, attrs: dict, backend=None):
         if threading.get_ident() != self.thread:  # other threads' ops are not the model's
@@ -64,17 +69,30 @@ class Tracer:
         else:
             result = registry.apply_on_general(backend, op, inputs, attrs)
         outs = result if isinstance(result, tuple) else (result,)
+        dynamic = not self.dynamic.isdisjoint(names)
         for i, t in enumerate(outs):
             a = dict(attrs)
             if len(outs) > 1:
                 a["output_index"] = i
             node = self.graph.add_node(op.name, names, tuple(t.shape), t.dtype, a)
             self._bind(t, node.output)
+            if dynamic:
+                self.dynamic.add(node.output)
         return result
 
     def _bind(self, t: Tensor, name: str) -> None:
         self.names[id(t)] = name
+        self.data_names[id(t._data)] = name
         self.keep.append(t)
+
+    def host_read(self, t: Tensor) -> None:
+        """HOST_READ_HOOK: the model read ``t``'s values on the host; a value computed in the
+        graph would be baked into the trace (a branch taken, a size, a Python number)."""
+        if threading.get_ident() != self.thread:
+            return
+        name = self.names.get(id(t)) or self.data_names.get(id(t._data))
+        if name in self.dynamic:
+            self.value_reads.append(name)
 
     def rebind(self, x: Tensor, value: Tensor) -> None:
         """``x`` now holds ``value``'s data (an in-place write, a device move)."""
@@ -114,16 +132,28 @@ class Tracer:
             hint = None
         name = self.graph.add_constant(data, name=hint, dtype=t.dtype)
         self._bind(t, name)
+        if self.sources is not None:
+            self.sources.append((t, t._vbox[0]))
         return name
 
 
-def trace(fn, example_inputs: tuple, input_names: list | None = None) -> Graph:
+def trace(
+    fn,
+    example_inputs: tuple,
+    input_names: list | None = None,
+    *,
+    strict: bool = False,
+    sources: list | None = None,
+) -> Graph:
     """The graph of ``fn(*example_inputs)`` (see the module docstring).
 
     ``fn``: a gpucore ``nn.Module`` (traced in eval mode, its mode restored afterwards) or a
     function of tensors. ``example_inputs``: tensors (or numpy arrays), one per graph input.
     Returns a validated Graph whose outputs are the tensors ``fn`` returns (a Tensor, or a
-    tuple/list of them), named ``output`` (one) or ``output_<i>``.
+    tuple/list of them), named ``output`` (one) or ``output_<i>``. strict: refuse (CaptureError)
+    a model that reads a value it computed on the host (``if x.sum() > 0``, ``x.item()``,
+    data-dependent sizes), which a trace would bake in. sources: a list that receives
+    ``(tensor, version)`` for every tensor that became a constant.
     """
     module = fn if hasattr(fn, "named_parameters") and hasattr(fn, "training") else None
     inputs = [_as_tensor(x, i) for i, x in enumerate(example_inputs)]
@@ -135,12 +165,13 @@ def trace(fn, example_inputs: tuple, input_names: list | None = None) -> Graph:
             constant_names[id(p)] = qual
         for qual, b in module.named_buffers():
             constant_names[id(b)] = qual
-    tracer = Tracer(graph, constant_names)
+    tracer = Tracer(graph, constant_names, sources)
     for name, t in zip(names, inputs):
         if name in graph.tensors:
             raise CaptureError(f"capture: input name {name!r} is given twice")
         graph.add_input(name, tuple(t.shape), t.dtype)
         tracer._bind(t, name)
+        tracer.dynamic.add(name)
     was_training = module.training if module is not None else None
     if registry.CAPTURE[0] is not None:
         raise CaptureError("capture: another capture is running (captures do not nest)")
@@ -148,12 +179,19 @@ def trace(fn, example_inputs: tuple, input_names: list | None = None) -> Graph:
         if module is not None:
             module.eval()
         registry.CAPTURE[0] = tracer
+        HOST_READ_HOOK[0] = tracer.host_read
         with no_grad():
             result = fn(*inputs)
     finally:
         registry.CAPTURE[0] = None
+        HOST_READ_HOOK[0] = None
         if module is not None and was_training:
             module.train()
+    if strict and tracer.value_reads:
+        raise CaptureError(
+            f"capture: the model reads the values of {sorted(set(tracer.value_reads))} on the "
+            "host (item(), bool(), numpy() or a data-dependent size); a trace would fix them"
+        )
     outs = _flatten_outputs(result)
     _name_outputs(graph, tracer, outs)
     graph.validate()

@@ -158,3 +158,29 @@ def test_embedding_lookups_capture_with_the_indices_as_an_input():
     idx = np.array([[9, 0, 4]])
     want = emb.weight.detach().numpy()[idx]
     np.testing.assert_array_equal(run_graph(g, [idx])[0], want)
+
+
+def test_strict_trace_refuses_host_reads_of_values_computed_from_inputs():
+    w = gpucore.randn(3)
+
+    def branch(x):
+        return x * 2 if x.sum() > 0 else x - 1  # bool() of a computed value
+
+    def item(x):
+        return x * (x.max().item() + 1)
+
+    def size(x):
+        return gpucore.nonzero(x > 0)  # a data-dependent size
+
+    def weights_only(x):
+        return x * float(w.abs().max())  # computed from a constant: stays fixed
+
+    x = gpucore.randn(3)
+    for fn in (branch, item, size):
+        trace(fn, (x,))  # jit.trace semantics by default: the values are baked in
+        with pytest.raises(CaptureError, match="reads the values"):
+            trace(fn, (x,), strict=True)
+    sources = []
+    graph = trace(weights_only, (x,), strict=True, sources=sources)
+    assert [v for t, v in sources if t is w] == [w._vbox[0]]  # and the scale, a 0-d constant
+    assert len(sources) == sum(graph.is_constant(n) for n in graph.tensors) == 2

@@ -11,10 +11,12 @@ raises DeviceError naming the fix.
 
 from __future__ import annotations
 
-from . import random as _random
-from .errors import DeviceError
+from .. import random as _random
+from ..errors import DeviceError
+from . import amp
 
 __all__ = [
+    "amp",
     "current_device",
     "device_count",
     "empty_cache",

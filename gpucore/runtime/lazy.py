@@ -1,0 +1,226 @@
+"""``gpucore.compile(model)`` without example inputs: PyTorch's ``torch.compile`` form.
+
+Scripts written for PyTorch call ``model = torch.compile(model)`` and then train and evaluate
+the result as if it were the model. gpucore's compiler is an inference compiler, so the wrapper
+decides per call:
+
+- a call that autograd needs (gradients enabled and a parameter or an input requiring grad), a
+  Module in training mode, keyword or non-tensor arguments, or tensors on a Vulkan device run
+  the model eagerly, exactly as without ``compile``;
+- a call without gradients (eval mode for a Module) runs a ``CompiledModel`` (one C call for the
+  whole graph) for the inputs' shapes and dtypes. It is built the second time a signature is
+  seen with the same weights, so a one-off call never pays for a compile, and rebuilt after a
+  weight changes: every tensor the compiled graph holds as a constant is checked against its
+  version counter (an optimizer step, ``load_state_dict``, an in-place write) and a Module's
+  parameters and buffers against their identity (an assigned new Parameter).
+
+A model that cannot be captured (random ops in eval mode, control flow on tensor values such as
+``if x.sum() > 0``, outputs other than tensors) runs eagerly for that signature; the reason is
+kept in ``stats()["fallbacks"]``. ``fullgraph=True`` raises the capture error instead, as
+PyTorch does for graph breaks. Compiled outputs equal eager ones up to float rounding (fused
+kernels sum in other orders).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections import OrderedDict
+
+from ..autograd.grad_mode import is_grad_enabled
+from ..errors import GpucoreError
+from ..nn.module import Module
+from ..tensor import Tensor
+from .capture.dynamic import capture
+from .capture.trace import CaptureError
+
+CACHE_SIZE = 8  # compiled signatures kept per wrapper (least recently used dropped)
+
+
+class _Entry:
+    """What the wrapper knows about one input signature."""
+
+    __slots__ = ("seen", "model", "sources", "ids", "kind", "failed")
+
+    def __init__(self):
+        self.seen = 0  # calls with the current weights
+        self.model = None  # the CompiledModel, once built
+        self.sources: list = []  # (tensor, version) of the graph's constants
+        self.ids: tuple = ()  # identities of the Module's parameters and buffers
+        self.kind = None  # the eager output's container: Tensor, tuple or list
+        self.failed: str | None = None  # why this signature runs eagerly
+
+
+class _Compiled:
+    """The per-call policy shared by compiled Modules and compiled functions."""
+
+    def _init_policy(self, fn, module: Module | None, fullgraph: bool) -> None:
+        # object.__setattr__: on a Module, assigning the wrapped module would register it again
+        for name, value in (
+            ("_fn", fn),
+            ("_module", module),
+            ("_fullgraph", fullgraph),
+            ("_entries", OrderedDict()),
+            ("_lock", threading.Lock()),
+            ("_counts", {"eager": 0, "compiled": 0, "compiles": 0}),
+        ):
+            object.__setattr__(self, name, value)
+
+    def stats(self) -> dict:
+        """Calls run eagerly and compiled, compiles done, and the signatures that run eagerly
+        with the reason (capture error) for each."""
+        with self._lock:
+            fallbacks = {k: e.failed for k, e in self._entries.items() if e.failed}
+            return dict(self._counts, fallbacks=fallbacks)
+
+    def _run(self, args, kwargs):
+        key = self._signature(args, kwargs)
+        if key is None:
+            return self._eager(args, kwargs)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                entry = self._entries[key] = _Entry()
+                while len(self._entries) > CACHE_SIZE:
+                    self._entries.popitem(last=False)
+            self._entries.move_to_end(key)
+            if entry.model is not None and not self._still_valid(entry):
+                entry.model, entry.seen = None, 0
+            entry.seen += 1
+            model, build = entry.model, entry.model is None and entry.seen >= 2
+        if entry.failed:
+            return self._eager(args, kwargs)
+        if model is None and not build:
+            out = self._eager(args, kwargs)
+            entry.kind = _kind(out)
+            if entry.kind is None:
+                entry.failed = f"the model returns {type(out).__name__}, not tensors"
+            return out
+        if model is None:
+            model = self._build(entry, args)
+            if model is None:
+                return self._eager(args, kwargs)
+        with self._lock:
+            self._counts["compiled"] += 1
+        out = model(*args)
+        if entry.kind is list:
+            return list(out) if isinstance(out, tuple) else [out]
+        return out
+
+    def _eager(self, args, kwargs):
+        with self._lock:
+            self._counts["eager"] += 1
+        return self._fn(*args, **kwargs)
+
+    def _signature(self, args, kwargs):
+        """The cache key of a call that may run compiled, or None for an eager call."""
+        if kwargs or not args:
+            return None
+        module = self._module
+        if module is not None and module.training:
+            return None
+        grad = is_grad_enabled()
+        key = []
+        for x in args:
+            if not isinstance(x, Tensor) or x._dev is not None or (grad and x.requires_grad):
+                return None
+            key.append((tuple(x.shape), x.dtype))
+        if module is not None:
+            for t in module.parameters():
+                if t._dev is not None or (grad and t.requires_grad):
+                    return None
+        return tuple(key)
+
+    def _identities(self) -> tuple:
+        if self._module is None:
+            return ()
+        m = self._module
+        return tuple(id(t) for t in m.parameters()) + tuple(id(t) for t in m.buffers())
+
+    def _still_valid(self, entry: _Entry) -> bool:
+        if any(t._vbox[0] != v for t, v in entry.sources):
+            return False
+        return entry.ids == self._identities()
+
+    def _build(self, entry: _Entry, args):
+        from .model import compile_graph  # lazy: model imports this package's executors
+
+        sources: list = []
+        try:
+            graph = capture(self._fn, list(args), strict=True, sources=sources)
+            model = compile_graph(graph, list(args), device="cpu")
+        except (CaptureError, GpucoreError, NotImplementedError) as e:
+            if self._fullgraph:
+                raise
+            entry.failed = f"{type(e).__name__}: {e}"
+            return None
+        with self._lock:
+            entry.model, entry.sources, entry.ids = model, sources, self._identities()
+            self._counts["compiles"] += 1
+        return model
+
+
+def _kind(out):
+    if isinstance(out, Tensor):
+        return Tensor
+    if isinstance(out, (tuple, list)) and out and all(isinstance(t, Tensor) for t in out):
+        return type(out) if type(out) in (tuple, list) else None
+    return None
+
+
+class OptimizedModule(_Compiled, Module):
+    """What ``gpucore.compile(module)`` returns: the module, run eagerly or compiled per call
+    (see the module docstring). Its state_dict keys carry PyTorch's ``_orig_mod.`` prefix, and
+    attributes it does not have are the original module's."""
+
+    def __init__(self, mod: Module, *, fullgraph: bool = False):
+        Module.__init__(self)
+        self._orig_mod = mod
+        object.__setattr__(self, "training", mod.training)
+        self._init_policy(mod, mod, fullgraph)
+
+    def forward(self, *args, **kwargs):
+        return self._run(args, kwargs)
+
+    def __getattr__(self, name: str):
+        try:
+            return Module.__getattr__(self, name)
+        except AttributeError:
+            return getattr(self.__dict__["_modules"]["_orig_mod"], name)
+
+    def __getstate__(self):  # compiled models and the lock stay behind: rebuilt on use
+        state = dict(self.__dict__)
+        for k in ("_fn", "_module", "_entries", "_lock", "_counts"):
+            state.pop(k, None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        mod = self._modules["_orig_mod"]
+        self._init_policy(mod, mod, state.get("_fullgraph", False))
+
+
+class CompiledFunction(_Compiled):
+    """What ``gpucore.compile(function)`` returns: the function, run eagerly or compiled per
+    call (see the module docstring)."""
+
+    def __init__(self, fn, *, fullgraph: bool = False):
+        self._init_policy(fn, None, fullgraph)
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args, **kwargs):
+        return self._run(args, kwargs)
+
+
+def compile_lazily(model, *, fullgraph: bool = False, backend="inductor"):
+    """``torch.compile(model)``'s behaviour on gpucore (see the module docstring)."""
+    if callable(backend) and not isinstance(backend, str):
+        raise NotImplementedError(
+            "compile(): custom backends (a callable given as backend=) receive torch.fx graphs "
+            "in PyTorch; gpucore has its own compiler: leave backend at its default"
+        )
+    if isinstance(model, Module):
+        return OptimizedModule(model, fullgraph=fullgraph)
+    if callable(model):
+        return CompiledFunction(model, fullgraph=fullgraph)
+    raise TypeError(f"compile(): expected a Module or a function, got {type(model).__name__}")

@@ -1,0 +1,222 @@
+"""gpucore.compile(model) without example inputs (gpucore/runtime/lazy.py): torch.compile's form.
+
+The wrapper trains eagerly, runs calls without gradients as a compiled graph per input
+signature from the second call on, recompiles when weights change, and falls back to eager
+for what a trace cannot capture."""
+
+import copy
+import pickle
+
+import numpy as np
+import pytest
+
+import gpucore as gc
+import gpucore.nn as nn
+from gpucore.runtime import CaptureError, CompiledModel
+from gpucore.runtime.lazy import CACHE_SIZE, CompiledFunction, OptimizedModule
+
+
+def mlp(seed=0):
+    gc.manual_seed(seed)
+    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+
+
+def close(a, b):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6)
+
+
+def test_training_through_the_wrapper_is_eager_training():
+    ref, model = mlp(), mlp()
+    wrapped = gc.compile(model)
+    assert isinstance(wrapped, OptimizedModule)
+    x, y = gc.randn(6, 8), gc.randn(6, 4)
+    opts = [gc.optim.Adam(m.parameters(), lr=0.01) for m in (ref, wrapped)]
+    for _ in range(3):
+        for m, opt in zip((ref, wrapped), opts):
+            loss = (m(x) - y).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    for a, b in zip(ref.parameters(), model.parameters()):
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+    assert wrapped.stats()["compiled"] == 0
+
+
+def test_inference_compiles_on_the_second_call_and_matches_eager():
+    model = mlp()
+    wrapped = gc.compile(model).eval()
+    x = gc.randn(5, 8)
+    with gc.no_grad():
+        outs = [wrapped(x) for _ in range(3)]
+        expected = model(x)
+    for out in outs:
+        close(out, expected)
+    s = wrapped.stats()
+    assert (s["eager"], s["compiled"], s["compiles"]) == (1, 2, 1)
+
+
+def test_a_module_without_trainable_parameters_compiles_with_grad_enabled():
+    model = mlp().eval().requires_grad_(False)
+    wrapped = gc.compile(model)
+    x = gc.randn(3, 8)
+    for _ in range(3):
+        close(wrapped(x), model(x))
+    assert wrapped.stats()["compiles"] == 1
+
+
+@pytest.mark.parametrize("change", ["optimizer", "in_place", "load_state_dict", "new_parameter"])
+def test_weight_changes_recompile(change):
+    model = mlp()
+    wrapped = gc.compile(model).eval()
+    x = gc.randn(4, 8)
+    with gc.no_grad():
+        wrapped(x), wrapped(x)
+    assert wrapped.stats()["compiles"] == 1
+    if change == "optimizer":
+        opt = gc.optim.SGD(model.parameters(), lr=0.5)
+        model(x).sum().backward()
+        opt.step()
+    elif change == "in_place":
+        with gc.no_grad():
+            model[0].bias.add_(1.0)
+    elif change == "load_state_dict":
+        model.load_state_dict(mlp(seed=1).state_dict())
+    else:
+        model[2].weight = nn.Parameter(gc.randn(4, 16))
+    with gc.no_grad():
+        outs = [wrapped(x) for _ in range(2)]
+        expected = model(x)
+    for out in outs:
+        close(out, expected)
+    assert wrapped.stats()["compiles"] == 2
+
+
+def test_value_dependent_control_flow_runs_eagerly_with_the_reason():
+    def f(a, b):
+        if a.sum() > 0:
+            return a * b
+        return a - b
+
+    cf = gc.compile(f)
+    assert isinstance(cf, CompiledFunction) and cf.__name__ == "f"
+    pos, neg = gc.ones(3), -gc.ones(3)
+    b = gc.full((3,), 2.0)
+    for _ in range(3):
+        close(cf(pos, b), pos * b)
+        close(cf(neg, b), neg - b)
+    s = cf.stats()
+    assert s["compiled"] == 0 and "reads the values" in next(iter(s["fallbacks"].values()))
+    strict = gc.compile(f, fullgraph=True)
+    strict(pos, b)
+    with pytest.raises(CaptureError, match="reads the values"):
+        strict(pos, b)
+
+
+def test_reading_weights_on_the_host_is_allowed():
+    model = mlp().eval()
+
+    def f(x):
+        scale = float(model[0].weight.abs().max())  # a constant: fine to bake in
+        return model(x) * scale
+
+    cf = gc.compile(f)
+    x = gc.randn(2, 8)
+    with gc.no_grad():
+        for _ in range(3):
+            close(cf(x), f(x))
+    assert cf.stats()["compiles"] == 1
+
+
+def test_training_mode_kwargs_and_grad_inputs_run_eagerly():
+    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+    wrapped = gc.compile(model)
+    x = gc.randn(2, 4)
+    for _ in range(3):
+        wrapped(x)  # training mode: dropout draws
+    wrapped.eval()
+    xg = gc.randn(2, 4, requires_grad=True)
+    for _ in range(3):
+        out = wrapped(xg)
+    out.sum().backward()
+    assert xg.grad is not None
+    assert wrapped.stats()["compiled"] == 0
+
+    def g(a, *, k=2.0):
+        return a * k
+
+    cg = gc.compile(g)
+    for _ in range(3):
+        close(cg(x, k=3.0), x * 3.0)
+    assert cg.stats()["compiled"] == 0
+
+
+def test_output_containers():
+    def as_list(a):
+        return [a + 1, a * 2]
+
+    def as_dict(a):
+        return {"y": a + 1}
+
+    cl, cd = gc.compile(as_list), gc.compile(as_dict)
+    x = gc.randn(3)
+    for _ in range(3):
+        out = cl(x)
+        assert isinstance(out, list) and len(out) == 2
+        close(out[1], x * 2)
+        assert isinstance(cd(x), dict)
+    assert cl.stats()["compiled"] == 2
+    assert cd.stats()["compiled"] == 0 and cd.stats()["fallbacks"]
+
+
+def test_each_signature_compiles_once_and_the_cache_is_bounded():
+    model = mlp().eval()
+    wrapped = gc.compile(model)
+    with gc.no_grad():
+        for n in (1, 2, 1, 2, 1):
+            close(wrapped(gc.ones(n, 8)), model(gc.ones(n, 8)))
+        assert wrapped.stats()["compiles"] == 2
+        for n in range(3, 3 + 2 * CACHE_SIZE):
+            wrapped(gc.ones(n, 8))
+    assert len(wrapped._entries) == CACHE_SIZE
+
+
+def test_state_dict_attributes_copies_and_pickles_like_torch():
+    model = mlp()
+    model.label = "digits"
+    wrapped = gc.compile(model)
+    assert list(wrapped.state_dict()) == [f"_orig_mod.{k}" for k in model.state_dict()]
+    assert wrapped._orig_mod is model and wrapped.label == "digits"
+    x = gc.randn(2, 8)
+    for clone in (copy.deepcopy(wrapped), pickle.loads(pickle.dumps(wrapped))):
+        clone.eval()
+        with gc.no_grad():
+            for _ in range(3):
+                close(clone(x), model(x))
+        assert clone.stats()["compiles"] == 1
+
+
+def test_torch_compile_arguments():
+    model = mlp()
+    assert gc.compile(model, disable=True) is model
+    wrapped = gc.compile(model, mode="max-autotune", dynamic=True, backend="inductor")
+    assert isinstance(wrapped, OptimizedModule)
+
+    @gc.compile
+    def f(a):
+        return a.relu()
+
+    @gc.compile(fullgraph=True)
+    def g(a):
+        return a.relu()
+
+    x = gc.randn(4)
+    for _ in range(3):
+        close(f(x), x.relu())
+        close(g(x), x.relu())
+    with pytest.raises(NotImplementedError, match="backend"):
+        gc.compile(model, backend=lambda gm, inputs: gm)
+    with pytest.raises(TypeError, match="example_inputs"):
+        gc.compile(model, device="cpu")
+    with pytest.raises(TypeError, match="Module or a function"):
+        gc.compile(3)
+    assert isinstance(gc.compile(model.eval(), (gc.randn(2, 8),)), CompiledModel)
