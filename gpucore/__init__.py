@@ -25,6 +25,7 @@ from . import (
     vulkan,
 )
 from . import ops as _ops
+from .amp import autocast, get_autocast_dtype, is_autocast_enabled
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled
 from .capi import get_include, get_libraries, get_library_dir, get_pkg_config_dir

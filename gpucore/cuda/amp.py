@@ -1,14 +1,24 @@
 """``gpucore.cuda.amp``: PyTorch's older path to the AMP helpers (``torch.cuda.amp``).
 
-``GradScaler(...)`` here is ``gpucore.amp.GradScaler("cuda", ...)``: with no CUDA behind it, an
-enabled scaler disables itself with a warning, as PyTorch's does on a machine without CUDA, so
-scripts that create one unconditionally run unchanged."""
+``autocast(...)`` here is ``gpucore.autocast("cuda", ...)`` and ``GradScaler(...)`` is
+``gpucore.amp.GradScaler("cuda", ...)``: with no CUDA behind them, enabled ones disable
+themselves with a warning, as PyTorch's do on a machine without CUDA, so scripts that create
+them unconditionally run unchanged."""
 
 from __future__ import annotations
 
 from ..amp import GradScaler as _GradScaler
+from ..amp import autocast as _autocast
 
-__all__ = ["GradScaler"]
+__all__ = ["GradScaler", "autocast"]
+
+
+class autocast(_autocast):  # noqa: N801 - PyTorch's name
+    """``torch.cuda.amp.autocast``: ``gpucore.autocast("cuda", ...)``, which warns and does
+    nothing when enabled (there is no CUDA)."""
+
+    def __init__(self, enabled: bool = True, dtype=None, cache_enabled: bool = True):
+        super().__init__("cuda", dtype, enabled, cache_enabled)
 
 
 class GradScaler(_GradScaler):

@@ -32,6 +32,9 @@ REGISTRY: dict[str, OpDef] = {}
 # The graph capture hook (gpucore/runtime/capture/trace.py): while a model is traced, every
 # ``apply`` goes to CAPTURE[0](op, inputs, attrs) instead.
 CAPTURE: list = [None]
+# ``apply`` passes inputs through AUTOCAST[0](op name, inputs) while an autocast region is open
+# in some thread (gpucore/amp/autocast_mode.py: it casts for the ops on its lists).
+AUTOCAST: list = [None]
 _TRUE1 = (True,)
 
 # cpu/fastpath.c builds result Tensors itself: it needs the class (its slots) and the dtypes.
@@ -171,6 +174,8 @@ def apply(op: OpDef, *inputs, **attrs):
     """
     if CAPTURE[0] is not None:
         return CAPTURE[0](op, inputs, attrs)
+    if AUTOCAST[0] is not None:
+        inputs = AUTOCAST[0](op.name, inputs)
     if op.elementwise:
         fast = op.fast
         if fast is not None and not attrs:

@@ -14,6 +14,7 @@ CNN training steps), cross_entropy's rows and conv2d where it runs in the C exte
 
 # The private helpers below are part of F's surface: nn.modules.loss calls F._check_reduction and
 # the tests use F._pair and F._pool_args to build their references.
+from ...amp import autocast_mode
 from ...ops.api import checked
 from ._utils import _check_reduction, _pair
 from .activation import (
@@ -169,7 +170,10 @@ def _public_forms() -> None:
     from inside names the function; the modules calling each other use the plain functions."""
     namespace = globals()
     for name in __all__:
-        namespace[name] = checked(name, namespace[name])
+        fn = namespace[name]
+        if name in autocast_mode.FP32 or name in autocast_mode.LOWER_PRECISION:
+            fn = autocast_mode.listed_function(name, fn)  # autocast's casts (losses: float32)
+        namespace[name] = checked(name, fn)
 
 
 _public_forms()
