@@ -40,6 +40,12 @@ def _check_name(kind: str, name) -> None:
         raise KeyError(f"{kind} name can't be empty or contain '.', got {name!r}")
 
 
+# Bumped whenever any module's parameters, buffers or submodules are assigned, registered,
+# deleted or moved (``to``): caches keyed on a module's tensors (gpucore.compile(model)'s
+# compiled graphs) check it instead of walking the module on every call.
+STRUCTURE_VERSION: list = [0]
+
+
 class Module:
     """Base class for all layers and models. Subclasses define ``forward``."""
 
@@ -69,6 +75,7 @@ class Module:
             self._drop(name)
             mods[name] = value
         elif name in params:
+            STRUCTURE_VERSION[0] += 1
             if value is not None:
                 raise TypeError(
                     f"cannot assign a {type(value).__name__} to parameter {name!r} "
@@ -76,10 +83,12 @@ class Module:
                 )
             params[name] = None
         elif name in mods:
+            STRUCTURE_VERSION[0] += 1
             if value is not None:
                 raise TypeError(f"cannot assign a {type(value).__name__} to submodule {name!r}")
             mods[name] = None
         elif name in bufs:
+            STRUCTURE_VERSION[0] += 1
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign a {type(value).__name__} to buffer {name!r}")
             bufs[name] = value
@@ -87,6 +96,7 @@ class Module:
             object.__setattr__(self, name, value)
 
     def _drop(self, name: str) -> None:
+        STRUCTURE_VERSION[0] += 1
         for d in (self.__dict__, self._parameters, self._buffers, self._modules):
             d.pop(name, None)
         self._non_persistent.discard(name)
@@ -102,6 +112,7 @@ class Module:
     def __delattr__(self, name: str) -> None:
         for table in (self._parameters, self._buffers, self._modules):
             if name in table:
+                STRUCTURE_VERSION[0] += 1
                 del table[name]
                 self._non_persistent.discard(name)
                 return
@@ -331,6 +342,7 @@ class Module:
         return self
 
     def _apply_tensors(self, fn) -> Module:
+        STRUCTURE_VERSION[0] += 1  # parameters get new data, buffers new tensors
         with no_grad():
             for m in self.modules():
                 for p in m._parameters.values():

@@ -11,8 +11,9 @@ decides per call:
   whole graph) for the inputs' shapes and dtypes. It is built the second time a signature is
   seen with the same weights, so a one-off call never pays for a compile, and rebuilt after a
   weight changes: every tensor the compiled graph holds as a constant is checked against its
-  version counter (an optimizer step, ``load_state_dict``, an in-place write) and a Module's
-  parameters and buffers against their identity (an assigned new Parameter).
+  version counter (an optimizer step, ``load_state_dict``, an in-place write) and its data
+  (``.data =``, ``Module.to``), and any assignment of a parameter, buffer or submodule to any
+  module (``nn.module.STRUCTURE_VERSION``) rebuilds too.
 
 A model that cannot be captured (random ops in eval mode, control flow on tensor values such as
 ``if x.sum() > 0``, outputs other than tensors) runs eagerly for that signature; the reason is
@@ -29,7 +30,7 @@ from collections import OrderedDict
 
 from ..autograd.grad_mode import is_grad_enabled
 from ..errors import GpucoreError
-from ..nn.module import Module
+from ..nn.module import STRUCTURE_VERSION, Module
 from ..tensor import Tensor
 from .capture.dynamic import capture
 from .capture.trace import CaptureError
@@ -40,13 +41,13 @@ CACHE_SIZE = 8  # compiled signatures kept per wrapper (least recently used drop
 class _Entry:
     """What the wrapper knows about one input signature."""
 
-    __slots__ = ("seen", "model", "sources", "ids", "kind", "failed")
+    __slots__ = ("seen", "model", "sources", "structure", "kind", "failed")
 
     def __init__(self):
         self.seen = 0  # calls with the current weights
         self.model = None  # the CompiledModel, once built
-        self.sources: list = []  # (tensor, version) of the graph's constants
-        self.ids: tuple = ()  # identities of the Module's parameters and buffers
+        self.sources: list = []  # (tensor, its version box, version) of the graph's constants
+        self.structure = -1  # nn.module.STRUCTURE_VERSION when built
         self.kind = None  # the eager output's container: Tensor, tuple or list
         self.failed: str | None = None  # why this signature runs eagerly
 
@@ -63,6 +64,7 @@ class _Compiled:
             ("_entries", OrderedDict()),
             ("_lock", threading.Lock()),
             ("_counts", {"eager": 0, "compiled": 0, "compiles": 0}),
+            ("_params", (-1, ())),  # (STRUCTURE_VERSION, the module's parameters) cache
         ):
             object.__setattr__(self, name, value)
 
@@ -126,36 +128,43 @@ class _Compiled:
                 return None
             key.append((tuple(x.shape), x.dtype))
         if module is not None:
-            for t in module.parameters():
+            for t in self._module_parameters():
                 if t._dev is not None or (grad and t.requires_grad):
                     return None
         return tuple(key)
 
-    def _identities(self) -> tuple:
-        if self._module is None:
-            return ()
-        m = self._module
-        return tuple(id(t) for t in m.parameters()) + tuple(id(t) for t in m.buffers())
+    def _module_parameters(self) -> tuple:
+        """The module's parameters, walked again only after a module changed structure."""
+        version, params = self._params
+        if version != STRUCTURE_VERSION[0]:
+            version, params = STRUCTURE_VERSION[0], tuple(self._module.parameters())
+            object.__setattr__(self, "_params", (version, params))
+        return params
 
     def _still_valid(self, entry: _Entry) -> bool:
-        if any(t._vbox[0] != v for t, v in entry.sources):
+        """The graph's constants are what the model reads now: no tensor written since (its
+        version), none given new data (``.data =``, ``to()``: its version box), no parameter,
+        buffer or submodule assigned anywhere (STRUCTURE_VERSION)."""
+        if entry.structure != STRUCTURE_VERSION[0]:
             return False
-        return entry.ids == self._identities()
+        return all(t._vbox is box and box[0] == v for t, box, v in entry.sources)
 
     def _build(self, entry: _Entry, args):
         from .model import compile_graph  # lazy: model imports this package's executors
 
-        sources: list = []
+        found: list = []
+        structure = STRUCTURE_VERSION[0]
         try:
-            graph = capture(self._fn, list(args), strict=True, sources=sources)
+            graph = capture(self._fn, list(args), strict=True, sources=found)
             model = compile_graph(graph, list(args), device="cpu")
         except (CaptureError, GpucoreError, NotImplementedError) as e:
             if self._fullgraph:
                 raise
             entry.failed = f"{type(e).__name__}: {e}"
             return None
+        sources = [(t, t._vbox, v) for t, v in found]
         with self._lock:
-            entry.model, entry.sources, entry.ids = model, sources, self._identities()
+            entry.model, entry.sources, entry.structure = model, sources, structure
             self._counts["compiles"] += 1
         return model
 
@@ -190,7 +199,7 @@ class OptimizedModule(_Compiled, Module):
 
     def __getstate__(self):  # compiled models and the lock stay behind: rebuilt on use
         state = dict(self.__dict__)
-        for k in ("_fn", "_module", "_entries", "_lock", "_counts"):
+        for k in ("_fn", "_module", "_entries", "_lock", "_counts", "_params"):
             state.pop(k, None)
         return state
 

@@ -18,7 +18,7 @@ from gpucore.runtime.lazy import CACHE_SIZE, CompiledFunction, OptimizedModule
 
 def mlp(seed=0):
     gc.manual_seed(seed)
-    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4), nn.BatchNorm1d(4))
 
 
 def close(a, b):
@@ -64,7 +64,10 @@ def test_a_module_without_trainable_parameters_compiles_with_grad_enabled():
     assert wrapped.stats()["compiles"] == 1
 
 
-@pytest.mark.parametrize("change", ["optimizer", "in_place", "load_state_dict", "new_parameter"])
+CHANGES = ["optimizer", "in_place", "load_state_dict", "new_parameter", "data", "buffer"]
+
+
+@pytest.mark.parametrize("change", CHANGES)
 def test_weight_changes_recompile(change):
     model = mlp()
     wrapped = gc.compile(model).eval()
@@ -81,8 +84,12 @@ def test_weight_changes_recompile(change):
             model[0].bias.add_(1.0)
     elif change == "load_state_dict":
         model.load_state_dict(mlp(seed=1).state_dict())
-    else:
+    elif change == "new_parameter":
         model[2].weight = nn.Parameter(gc.randn(4, 16))
+    elif change == "data":
+        model[0].weight.data = gc.randn(16, 8)  # a fresh tensor: its version counter is 0 too
+    else:
+        model[3].running_mean = gc.full((4,), 3.0)
     with gc.no_grad():
         outs = [wrapped(x) for _ in range(2)]
         expected = model(x)
@@ -191,7 +198,7 @@ def test_state_dict_attributes_copies_and_pickles_like_torch():
         clone.eval()
         with gc.no_grad():
             for _ in range(3):
-                close(clone(x), model(x))
+                close(clone(x), model.eval()(x))
         assert clone.stats()["compiles"] == 1
 
 
