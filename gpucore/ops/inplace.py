@@ -203,6 +203,29 @@ def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
     return inplace(self, lambda x: x.masked_fill(mask, value), saves_self=False, op="masked_fill_")
 
 
+@public("fill_diagonal_", function=False)
+def fill_diagonal_(self: Tensor, fill_value, wrap: bool = False) -> Tensor:
+    """Set the main diagonal (every index equal) to fill_value, in place, as PyTorch: at least
+    2 dims, all of one length beyond 2; ``wrap`` restarts a tall matrix's diagonal every
+    ``columns + 1`` rows."""
+    shape = tuple(self.shape)
+    if len(shape) < 2:
+        raise ShapeError(f"fill_diagonal_(): dimensions must be larger than 1, got shape {shape}")
+    if len(shape) > 2 and len(set(shape)) != 1:
+        raise ShapeError(
+            f"fill_diagonal_(): all dimensions of input must be of equal length, got {shape}"
+        )
+    mask = np.zeros(shape, dtype=bool)
+    if len(shape) > 2:
+        mask[(np.arange(shape[0]),) * len(shape)] = True
+    else:
+        rows, cols = shape
+        flat = mask.reshape(-1)
+        end = flat.size if wrap else min(rows, cols) * cols
+        flat[0 : end : cols + 1] = True
+    return masked_fill_(self, tensor(mask, device=self.device), fill_value)
+
+
 def _random_values(self: Tensor, arr32) -> Tensor:
     """The float32 samples ``arr32`` (made where self lives) as a tensor to write into self."""
     if self._dev is not None:

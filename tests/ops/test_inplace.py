@@ -398,3 +398,32 @@ def test_plain_inplace_under_grad_mode_records_nothing():
     c.mul_(2).add_(1)
     assert not c.requires_grad and c.grad_fn is None
     np.testing.assert_allclose(c.numpy(), [5.0, 7.0])
+
+
+@pytest.mark.parametrize(
+    "shape, wrap",
+    [((3, 3), False), ((5, 3), False), ((7, 3), True), ((3, 5), True), ((2, 2, 2), False)],
+)
+def test_fill_diagonal_matches_numpy_and_torch(shape, wrap):
+    x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    ref = x.copy()
+    np.fill_diagonal(ref, -1.0, wrap=wrap)  # numpy's rule is PyTorch's
+    t = gc.tensor(x)
+    assert t.fill_diagonal_(-1.0, wrap=wrap) is t
+    np.testing.assert_array_equal(t.numpy(), ref)
+    torch = pytest.importorskip("torch")
+    tt = torch.tensor(x)
+    tt.fill_diagonal_(-1.0, wrap=wrap)
+    np.testing.assert_array_equal(tt.numpy(), ref)
+
+
+def test_fill_diagonal_gradient_and_errors():
+    w = gc.ones(3, 3, requires_grad=True)
+    y = w * 2
+    y.fill_diagonal_(0.0)
+    y.sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), 2 * (1 - np.eye(3)))
+    with pytest.raises(gc.errors.ShapeError, match="larger than 1"):
+        gc.ones(3).fill_diagonal_(0)
+    with pytest.raises(gc.errors.ShapeError, match="equal length"):
+        gc.ones(2, 3, 3).fill_diagonal_(0)
