@@ -53,7 +53,14 @@ def test_mlp_is_quantized_and_close(mlp):
     want, got = fm(x).numpy(), qm(x).numpy()
     assert got.dtype == np.float32 and got.shape == want.shape
     assert _cos(got, want) > 0.999
-    assert _weight_bytes(fm) / _weight_bytes(qm) > 3.8
+    assert _weight_bytes(fm) / _weight_bytes(qm) > 3.7  # int8 weights; float32 scales and biases
+
+
+def test_saved_file_is_about_4x_smaller(mlp, tmp_path):
+    fm, qm, _ = mlp
+    fm.save(tmp_path / "f.gcm")
+    qm.save(tmp_path / "q.gcm")
+    assert (tmp_path / "f.gcm").stat().st_size > 3.5 * (tmp_path / "q.gcm").stat().st_size
 
 
 def test_compiled_equals_interpreted_bitwise(mlp):
@@ -104,7 +111,8 @@ def test_digits_cnn_accuracy_and_size(digits, tmp_path):
     assert _weight_bytes(fm) / _weight_bytes(qm) > 3.7
     fm.save(tmp_path / "f.gcm")
     qm.save(tmp_path / "q.gcm")
-    assert (tmp_path / "f.gcm").stat().st_size > 3 * (tmp_path / "q.gcm").stat().st_size
+    # the file: ~6 KB of graph and header on top of 40 KB -> 10 KB of weights
+    assert (tmp_path / "f.gcm").stat().st_size > 2.5 * (tmp_path / "q.gcm").stat().st_size
 
 
 def test_save_load_round_trip(digits, tmp_path):

@@ -262,7 +262,7 @@ def _qlinear_lower(out, arrays, attrs, scratch):
     bias = arrays[3] if len(arrays) > 3 else None
     if not a.flags.c_contiguous:
         return None
-    k, n = w.shape[1], w.shape[0]
+    k = w.shape[1]
     m = a.size // k if k else math.prod(a.shape[:-1])
     out_scale, out_zp = _mode(attrs)
     args = (a.reshape(-1), packed_weight(w), out.reshape(-1), m, attrs["a_scale"])
@@ -301,7 +301,12 @@ def _qconv_eval(arrays, attrs, dtypes=None):
     cols = np.empty((n, oh, ow, c, kh, kw))
     for i in range(kh):
         for j in range(kw):
-            win = xp[:, :, i * dh : i * dh + sh * (oh - 1) + 1 : sh, j * dw : j * dw + sw * (ow - 1) + 1 : sw]
+            win = xp[
+                :,
+                :,
+                i * dh : i * dh + sh * (oh - 1) + 1 : sh,
+                j * dw : j * dw + sw * (ow - 1) + 1 : sw,
+            ]
             cols[:, :, :, :, i, j] = win.transpose(0, 2, 3, 1)
     acc = (cols.reshape(n, oh, ow, -1) - zp) @ w.reshape(w.shape[0], -1).astype(np.float64).T
     y = requantize_ref(acc, attrs, s, bias)  # [n, oh, ow, o]
@@ -372,7 +377,12 @@ def _pool_eval(arrays, attrs, dtypes=None):
     best = np.full((n, c, oh, ow), -1, np.int32)
     for i in range(kh):
         for j in range(kw):
-            win = xp[:, :, i * dh : i * dh + sh * (oh - 1) + 1 : sh, j * dw : j * dw + sw * (ow - 1) + 1 : sw]
+            win = xp[
+                :,
+                :,
+                i * dh : i * dh + sh * (oh - 1) + 1 : sh,
+                j * dw : j * dw + sw * (ow - 1) + 1 : sw,
+            ]
             best = np.maximum(best, win)
     return np.maximum(best, 0).astype(np.uint8)
 
@@ -384,8 +394,6 @@ def _pool_lower(out, arrays, attrs, scratch):
     return [("max_pool2d_u8", (x, out, *_pool_geometry(x.shape, attrs)))]
 
 
-defruntime(
-    "qmax_pool2d", evaluate=_pool_eval, run=_run(_pool_lower, _pool_eval), lower=_pool_lower
-)
+defruntime("qmax_pool2d", evaluate=_pool_eval, run=_run(_pool_lower, _pool_eval), lower=_pool_lower)
 FUSED_SHAPES["qmax_pool2d"] = _pool_shape
 FUSED_DTYPES["qmax_pool2d"] = lambda dtypes, attrs: _need(dtypes, D.uint8, D.uint8)

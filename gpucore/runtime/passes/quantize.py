@@ -107,8 +107,9 @@ def insert_qdq(qparams: dict, per_channel: bool = True):
             if node.op == "gemm" and not node.attrs["trans_b"]:
                 w = w.T  # [K, N] -> [N, K]: the int8 weight is always [out, in]
             wq, scales = quantize_weight(w, per_channel)
-            wq_name = graph.add_constant(wq)
-            s_name = graph.add_constant(scales)
+            base = node.inputs[1]
+            wq_name = graph.add_constant(wq, name=_free(graph, f"{base}.int8"))
+            s_name = graph.add_constant(scales, name=_free(graph, f"{base}.scale"))
             dqw = graph.add_node(
                 "dequantize_linear", [wq_name, s_name], wq.shape, BY_NAME["float32"], {"axis": 0}
             )
@@ -119,6 +120,10 @@ def insert_qdq(qparams: dict, per_channel: bool = True):
         return changed
 
     return insert_qdq_pass
+
+
+def _free(graph: Graph, name: str) -> str:
+    return name if name not in graph.tensors else graph.fresh_name(name)
 
 
 def sink_dequantize(graph: Graph) -> bool:
@@ -138,7 +143,9 @@ def sink_dequantize(graph: Graph) -> bool:
         elif reader.op == "max_pool2d" and _plain_pool(reader.attrs):
             a = reader.attrs
             attrs = {k: tuple(a[k]) for k in ("kernel", "stride", "padding", "dilation")}
-            moved = graph.add_node("qmax_pool2d", [dq.inputs[0]], info.shape, BY_NAME["uint8"], attrs)
+            moved = graph.add_node(
+                "qmax_pool2d", [dq.inputs[0]], info.shape, BY_NAME["uint8"], attrs
+            )
         else:
             continue
         new = graph.add_node("dequantize_linear", [moved.output], info.shape, info.dtype)
@@ -199,9 +206,15 @@ def fuse_quantized(graph: Graph) -> bool:
             continue
         if node.op == "gemm":
             a = node.attrs
-            if a["trans_a"] or not a["trans_b"] or a["alpha"] != 1.0 or a["act"] not in (
-                None,
-                "relu",
+            if (
+                a["trans_a"]
+                or not a["trans_b"]
+                or a["alpha"] != 1.0
+                or a["act"]
+                not in (
+                    None,
+                    "relu",
+                )
             ):
                 continue
             relu = a["act"] == "relu"
