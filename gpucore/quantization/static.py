@@ -15,10 +15,10 @@ PyTorch's prepare / calibrate / convert, on gpucore's runtime graph).
    parameters of the quantized tensor it comes from (max and reshapes commute with the
    quantization), so the chain stays in uint8.
 3. ``insert_qdq`` writes the QDQ form (uint8 activations, affine per tensor; int8 weights,
-   symmetric, per output channel unless ``per_channel=False``), then ``QUANT_PIPELINE``
-   (gpucore/runtime/passes/quantize.py) moves dequantizes below views and pooling, drops
-   quantize(dequantize) pairs and fuses ``DQ -> gemm / conv2d [-> ReLU] -> Q`` into ``qlinear`` /
-   ``qconv2d`` nodes (the int8 GEMM with its requantizing epilogue; float32 out where no quantize
+   symmetric over [-127, 127], per output channel unless ``per_channel=False``), then
+   ``QUANT_PIPELINE`` (gpucore/runtime/passes/quantize.py) moves dequantizes below views and
+   pooling, drops quantize(dequantize) pairs and fuses ``DQ -> gemm / conv2d [-> ReLU] -> Q`` into
+   ``qlinear`` / ``qconv2d`` nodes (the int8 GEMM with its requantizing epilogue; float32 out where no quantize
    follows, e.g. the logits).
 
 The result is a ``CompiledModel`` whose graph holds the int8 weights (about 4x smaller saved),

@@ -4,8 +4,8 @@
    activation tensor named in ``qparams`` ({name: (scale, zero_point)}, uint8) is read through
    ``dequantize_linear(quantize_linear(t))``; the constant weight of every float32 ``gemm``
    (2-D weight, activation None or relu) and ``conv2d`` (groups 1) whose input is such a tensor
-   becomes an int8 constant (symmetric; one scale per output channel, or one for all with
-   ``per_channel=False``) read through ``dequantize_linear``;
+   becomes an int8 constant (symmetric over [-127, 127]; one scale per output channel, or one
+   for all with ``per_channel=False``) read through ``dequantize_linear``;
 2. ``sink_dequantize``: a view (reshape, flatten, ...) or ``max_pool2d`` of a dequantized tensor
    runs on the uint8 values instead (``qmax_pool2d``), the dequantize moving below it (max
    commutes with the monotone quantization);
@@ -33,18 +33,18 @@ _QMAX = 127
 
 def quantize_weight(w: np.ndarray, per_channel: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(int8 weight, float32 scales [out channels]) of float ``w`` (dim 0 = output channels):
-    symmetric, ``scale = max|w| / 127.5`` (PerChannelMinMaxObserver with qint8 and
-    per_channel_symmetric, as PyTorch's default weight observer), values rounded half to even
-    and clipped to [-128, 127]."""
+    symmetric over [-127, 127] (ONNX Runtime's symmetric int8 range), ``scale = max|w| / 127``,
+    values rounded half to even. -128 never occurs, so the AVX2 int8 kernel keeps its fast path
+    (a weight of -128 sends it to the exact reference kernel, cpu/README.md *Int8 GEMM*)."""
     w32 = np.asarray(w, np.float32)
     rows = w32.reshape(w32.shape[0], -1)
     amax = np.abs(rows).max(axis=1) if rows.size else np.zeros(w32.shape[0], np.float32)
     if not per_channel:
         amax = np.full_like(amax, amax.max() if amax.size else 0)
     eps = np.float32(np.finfo(np.float32).eps)
-    scale = np.maximum(amax.astype(np.float32) / np.float32(127.5), eps).astype(np.float32)
+    scale = np.maximum(amax.astype(np.float32) / np.float32(_QMAX), eps).astype(np.float32)
     inv = np.float32(1) / scale
-    q = np.clip(np.rint(rows * inv[:, None]), -128, _QMAX).astype(np.int8)
+    q = np.clip(np.rint(rows * inv[:, None]), -_QMAX, _QMAX).astype(np.int8)
     return q.reshape(w32.shape), scale
 
 
