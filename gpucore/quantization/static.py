@@ -18,8 +18,8 @@ PyTorch's prepare / calibrate / convert, on gpucore's runtime graph).
    symmetric over [-127, 127], per output channel unless ``per_channel=False``), then
    ``QUANT_PIPELINE`` (gpucore/runtime/passes/quantize.py) moves dequantizes below views and
    pooling, drops quantize(dequantize) pairs and fuses ``DQ -> gemm / conv2d [-> ReLU] -> Q`` into
-   ``qlinear`` / ``qconv2d`` nodes (the int8 GEMM with its requantizing epilogue; float32 out where no quantize
-   follows, e.g. the logits).
+   ``qlinear`` / ``qconv2d`` nodes (the int8 GEMM with its requantizing epilogue; float32 out
+   where no quantize follows, e.g. the logits).
 
 The result is a ``CompiledModel`` whose graph holds the int8 weights (about 4x smaller saved),
 run by the compiled executor as one C program (or the interpreted one, with the same bits). It
