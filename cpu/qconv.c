@@ -10,8 +10,10 @@
  * The convolution's im2col writes one row per output pixel (rows = n*oh*ow, each k = c*kh*kw
  * bytes, element (ci*kh + ki)*kw + kj as the weight [o, c, kh, kw] flattens): the row layout the
  * int8 GEMM reads as its activations.  Pixels outside the image read as the activation's zero
- * point (the quantized value of 0.0), never as 0.  Every index is bounds-checked against the
- * image, so no read leaves x. */
+ * point (the quantized value of 0.0), never as 0: the image is first copied into planes with a
+ * border of zero points (the work buffer's last part), from which the rows are read without
+ * bounds tests (every window of the geometry lies inside the padded planes, conv_geometry's
+ * check), so no read leaves x or the copy. */
 #include <math.h>
 #include <string.h>
 
@@ -39,29 +41,71 @@ void gc_dequantize_u8(const uint8_t *q, float *out, ptrdiff_t n, float scale, in
     }
 }
 
-void gc_qim2col_u8(const uint8_t *x, uint8_t *rows, const gc_conv *p, uint8_t zp)
+#if defined(__GNUC__) && !defined(__clang__)
+#define Q_NO_MEMCPY_IDIOM __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define Q_NO_MEMCPY_IDIOM
+#endif
+
+/* Rows from an image already padded (hp x wp planes, followed by >= 8 readable bytes; rows
+ * followed by >= 8 writable bytes): no bounds tests in the loops.  A kernel row of kw <= 8
+ * contiguous bytes moves as one 4- or 8-byte word (its extra bytes are overwritten by the next
+ * copy, or land in the slack after the last row): a few instructions where a byte loop or a
+ * memcpy call cost several times more. */
+Q_NO_MEMCPY_IDIOM static void q_rows_padded(const uint8_t *xp, uint8_t *rows, const gc_conv *p,
+                                            ptrdiff_t hp, ptrdiff_t wp)
 {
-    const ptrdiff_t k = p->c * p->kh * p->kw;
+    const ptrdiff_t k = p->c * p->kh * p->kw, kw = p->kw, dw = p->dw;
+    const int word = dw != 1 ? 0 : kw <= 4 ? 4 : kw <= 8 ? 8 : 0;
     for (ptrdiff_t img = 0; img < p->n; img++)
         for (ptrdiff_t oy = 0; oy < p->oh; oy++)
             for (ptrdiff_t ox = 0; ox < p->ow; ox++) {
                 uint8_t *r = rows + ((img * p->oh + oy) * p->ow + ox) * k;
-                for (ptrdiff_t ci = 0; ci < p->c; ci++) {
-                    const uint8_t *plane = x + (img * p->c + ci) * p->h * p->w;
-                    for (ptrdiff_t ki = 0; ki < p->kh; ki++, r += p->kw) {
-                        const ptrdiff_t iy = oy * p->sh - p->ph + ki * p->dh;
-                        if (iy < 0 || iy >= p->h) {
-                            memset(r, zp, (size_t)p->kw);
-                            continue;
-                        }
-                        const uint8_t *line = plane + iy * p->w;
-                        for (ptrdiff_t kj = 0; kj < p->kw; kj++) {
-                            const ptrdiff_t ix = ox * p->sw - p->pw + kj * p->dw;
-                            r[kj] = ix >= 0 && ix < p->w ? line[ix] : zp;
+                const uint8_t *base = xp + img * p->c * hp * wp + oy * p->sh * wp + ox * p->sw;
+                for (ptrdiff_t ci = 0; ci < p->c; ci++)
+                    for (ptrdiff_t ki = 0; ki < p->kh; ki++, r += kw) {
+                        const uint8_t *s = base + (ci * hp + ki * p->dh) * wp;
+                        if (word == 4) {
+                            uint32_t v;
+                            memcpy(&v, s, 4);
+                            memcpy(r, &v, 4);
+                        } else if (word == 8) {
+                            uint64_t v;
+                            memcpy(&v, s, 8);
+                            memcpy(r, &v, 8);
+                        } else {
+                            for (ptrdiff_t kj = 0; kj < kw; kj++)
+                                r[kj] = s[kj * dw];
                         }
                     }
-                }
             }
+}
+
+/* x copied into planes of hp x wp with a border of zp (ph rows / pw columns), then 8 bytes of
+ * zp (the slack q_rows_padded's words may read). */
+static void q_pad(const uint8_t *x, uint8_t *xp, const gc_conv *p, ptrdiff_t hp, ptrdiff_t wp,
+                  uint8_t zp)
+{
+    for (ptrdiff_t pl = 0; pl < p->n * p->c; pl++) {
+        uint8_t *d = xp + pl * hp * wp;
+        const uint8_t *s = x + pl * p->h * p->w;
+        memset(d, zp, (size_t)(p->ph * wp));
+        for (ptrdiff_t y = 0; y < p->h; y++) {
+            uint8_t *line = d + (p->ph + y) * wp;
+            memset(line, zp, (size_t)p->pw);
+            memcpy(line + p->pw, s + y * p->w, (size_t)p->w);
+            memset(line + p->pw + p->w, zp, (size_t)p->pw);
+        }
+        memset(d + (p->ph + p->h) * wp, zp, (size_t)(p->ph * wp));
+    }
+    memset(xp + p->n * p->c * hp * wp, zp, 8);
+}
+
+void gc_qim2col_u8(const uint8_t *x, uint8_t *rows, uint8_t *pad, const gc_conv *p, uint8_t zp)
+{
+    const ptrdiff_t hp = p->h + 2 * p->ph, wp = p->w + 2 * p->pw;
+    q_pad(x, pad, p, hp, wp, zp); /* also without padding: the words need the slack after it */
+    q_rows_padded(pad, rows, p, hp, wp);
 }
 
 /* out[img, j, pix] = t[img, pix, j] for items of esz bytes (1 or 4). */
@@ -71,8 +115,8 @@ static void q_to_nchw(const char *t, char *out, ptrdiff_t n, ptrdiff_t pix, ptrd
         const char *src = t + img * pix * o * esz;
         char *dst = out + img * pix * o * esz;
         if (esz == 1) {
-            for (ptrdiff_t q = 0; q < pix; q++)
-                for (ptrdiff_t j = 0; j < o; j++)
+            for (ptrdiff_t j = 0; j < o; j++)
+                for (ptrdiff_t q = 0; q < pix; q++)
                     dst[j * pix + q] = src[q * o + j];
         } else {
             for (ptrdiff_t q = 0; q < pix; q++)
@@ -85,7 +129,8 @@ static void q_to_nchw(const char *t, char *out, ptrdiff_t n, ptrdiff_t pix, ptrd
 ptrdiff_t gc_qconv2d_work_bytes(const gc_conv *p, ptrdiff_t o, int esz)
 {
     const ptrdiff_t m = p->n * p->oh * p->ow, k = p->c * p->kh * p->kw;
-    return (m * k + 63) / 64 * 64 + m * o * esz;
+    const ptrdiff_t pad = p->n * p->c * (p->h + 2 * p->ph) * (p->w + 2 * p->pw);
+    return (m * k + 8 + 63) / 64 * 64 + (m * o * esz + 63) / 64 * 64 + pad + 8;
 }
 
 int gc_qconv2d(const uint8_t *x, const gc_qpacked *B, void *out, uint8_t *work, const gc_conv *p,
@@ -96,8 +141,9 @@ int gc_qconv2d(const uint8_t *x, const gc_qpacked *B, void *out, uint8_t *work, 
     if (m == 0 || o == 0)
         return 0;
     uint8_t *rows = work;
-    char *t = (char *)work + (m * k + 63) / 64 * 64;
-    gc_qim2col_u8(x, rows, p, (uint8_t)q->a_zp);
+    char *t = (char *)work + (m * k + 8 + 63) / 64 * 64;
+    uint8_t *pad = (uint8_t *)t + (m * o * esz + 63) / 64 * 64;
+    gc_qim2col_u8(x, rows, pad, p, (uint8_t)q->a_zp);
     if (gc_qgemm(rows, m, k, B, t, o, q) < 0)
         return -1;
     q_to_nchw(t, (char *)out, p->n, p->oh * p->ow, o, esz);

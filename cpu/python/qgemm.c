@@ -355,15 +355,19 @@ typedef struct {
     gc_qargs q;
 } qconv2d_node;
 
-/* bytes of work for geometry p, o output channels and output mode (int: needs no overflow check
- * beyond the caller's smul of the parts) */
+/* bytes of work for geometry p, o output channels and output items of esz bytes, overflow-checked
+ * (gc_qconv2d_work_bytes's sum) */
 static int q_work_need(const char *fn, const gc_conv *p, Py_ssize_t o, int esz, Py_ssize_t *need)
 {
     int ok = 1;
     const Py_ssize_t m = smul(smul(p->n, p->oh, &ok), p->ow, &ok);
     const Py_ssize_t k = smul(p->c, smul(p->kh, p->kw, &ok), &ok);
-    const Py_ssize_t rows = sadd(smul(m, k, &ok), 63, &ok) / 64 * 64;
-    *need = sadd(rows, smul(smul(m, o, &ok), esz, &ok), &ok);
+    const Py_ssize_t rows = sadd(smul(m, k, &ok), 8 + 63, &ok) / 64 * 64;
+    const Py_ssize_t t = sadd(smul(smul(m, o, &ok), esz, &ok), 63, &ok) / 64 * 64;
+    const Py_ssize_t hp = sadd(p->h, smul(2, p->ph, &ok), &ok);
+    const Py_ssize_t wp = sadd(p->w, smul(2, p->pw, &ok), &ok);
+    const Py_ssize_t pad = smul(smul(p->n, p->c, &ok), smul(hp, wp, &ok), &ok);
+    *need = sadd(sadd(rows, t, &ok), sadd(pad, 8, &ok), &ok); /* = gc_qconv2d_work_bytes */
     if (!ok)
         return overflow_error(fn, "the work buffer's size");
     return 0;

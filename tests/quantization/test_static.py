@@ -178,3 +178,32 @@ def test_bad_arguments(mlp):
     dyn = gc.compile(nn.Linear(64, 3), gc.tensor(x), dynamic_axes={"input": {0: "batch"}})
     with pytest.raises(ValueError, match="dynamic axes"):
         quantize_static(dyn, [x])
+
+
+def test_conv_geometries_and_shared_tensors():
+    """Strided / dilated convolutions with a folded batch norm, a float average pooling between
+    quantized layers, and a quantized tensor that a float op reads too."""
+    gc.manual_seed(1)
+    body = nn.Sequential(
+        nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+        nn.Conv2d(8, 8, 3, padding=2, dilation=2), nn.ReLU(), nn.AvgPool2d(2), nn.Flatten(),
+        nn.Linear(8 * 2 * 2, 16), nn.ReLU(),
+    ).eval()  # fmt: skip
+    head = nn.Linear(16, 5).eval()
+
+    def fn(x):
+        h = body(x)
+        return head(h), h.sum(dim=1)
+
+    rng = np.random.default_rng(2)
+    xs = [rng.standard_normal((4, 3, 9, 9)).astype(np.float32) for _ in range(3)]
+    fm = gc.compile(fn, (gc.tensor(xs[0]),), device="cpu")
+    qm = quantize_static(fm, xs)
+    counts = qm.graph.op_counts()
+    assert counts.get("qconv2d") == 2 and counts.get("qlinear") == 2, counts
+    for x in xs:
+        for got, want in zip(qm(x), fm(x)):
+            assert _cos(got.numpy(), want.numpy()) > 0.995
+    qi = quantize_static(fm, xs, executor="interpreted")
+    for a, b in zip(qi(xs[0]), qm(xs[0])):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())

@@ -60,8 +60,16 @@ def packed_weight(w: np.ndarray):
             return entry[1]
     pm = _cpu.qgemm_pack(flat, flat.shape[1], n, 1)
     with _lock:
-        _cache[key] = (weakref.ref(w, lambda r, k=key: _cache.pop(k, None)), pm)
+        _cache[key] = (weakref.ref(w, lambda r, k=key: _drop(k, r)), pm)
     return pm
+
+
+def _drop(key: int, ref) -> None:
+    """The weight died: forget its packed copy (unless the id was reused meanwhile)."""
+    with _lock:
+        entry = _cache.get(key)
+        if entry is not None and entry[0] is ref:
+            del _cache[key]
 
 
 # ------------------------------------------------------------------------------- checks
