@@ -5,6 +5,8 @@ refusal, bad arguments."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -139,17 +141,29 @@ def test_tampered_files_are_refused(digits, tmp_path):
     bad.write_bytes(bytes(data))
     with pytest.raises(SerializationError):
         load(bad, device="cpu")
-    # a consistent file (valid checksums) whose graph claims impossible quantization parameters
+    # consistent files (valid checksums) whose graphs claim impossible quantization parameters
     obj = io_load(path)
-    for old, new in (('"a_zero_point": 0', '"a_zero_point": 300'),
-                     ('"out_scale": null', '"out_scale": -1.0')):  # fmt: skip
-        text = obj["graph"]
-        if old not in text:
-            continue
-        hostile = dict(obj, graph=text.replace(old, new, 1))
-        io_save(hostile, tmp_path / "hostile.gcm")
+    bad_attrs = [("a_zero_point", 300), ("a_scale", -1.0), ("a_scale", float("nan")),
+                 ("out_zero_point", -1), ("padding", (9, 9)), ("relu", 2)]  # fmt: skip
+    for key, value in bad_attrs:
+        doc = json.loads(obj["graph"])
+        node = next(n for n in doc["nodes"] if n["op"] == "qconv2d")
+        pairs = node["attrs"]["$dict"]
+        for pair in pairs:
+            if pair[0] == key:
+                pair[1] = {"$tuple": list(value)} if isinstance(value, tuple) else value
+        io_save(dict(obj, graph=json.dumps(doc)), tmp_path / "hostile.gcm")
         with pytest.raises(SerializationError):
-            load(tmp_path / "hostile.gcm", device="cpu")
+            load(tmp_path / "hostile.gcm", device="cpu", executor="interpreted")
+    # an int8 weight swapped for a float one of the same shape
+    doc = json.loads(obj["graph"])
+    node = next(n for n in doc["nodes"] if n["op"] == "qlinear")
+    doc["tensors"][node["inputs"][1]]["dtype"] = "float32"
+    weights = dict(obj["weights"])
+    weights[node["inputs"][1]] = gc.tensor(weights[node["inputs"][1]].numpy().astype(np.float32))
+    io_save(dict(obj, graph=json.dumps(doc), weights=weights), tmp_path / "hostile.gcm")
+    with pytest.raises(SerializationError):
+        load(tmp_path / "hostile.gcm", device="cpu")
 
 
 def test_vulkan_refuses_quantized_nodes(mlp, tmp_path):
@@ -207,3 +221,27 @@ def test_conv_geometries_and_shared_tensors():
     qi = quantize_static(fm, xs, executor="interpreted")
     for a, b in zip(qi(xs[0]), qm(xs[0])):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_concurrent_runs_share_the_packed_weights(mlp):
+    """Runs from several threads at once (a runner each, the packed int8 weights shared) give
+    the sequential results."""
+    import threading
+
+    _, qm, x = mlp
+    rng = np.random.default_rng(3)
+    xs = [rng.standard_normal(x.shape).astype(np.float32) for _ in range(8)]
+    want = [qm(v).numpy() for v in xs]
+    got: dict = {}
+
+    def work(i):
+        for _ in range(5):
+            got[i] = qm(xs[i]).numpy()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(8):
+        np.testing.assert_array_equal(got[i], want[i])
