@@ -24,12 +24,14 @@ PyTorch's prepare / calibrate / convert, on gpucore's runtime graph).
 The result is a ``CompiledModel`` whose graph holds the int8 weights (about 4x smaller saved),
 run by the compiled executor as one C program (or the interpreted one, with the same bits). It
 runs on the CPU: the Vulkan executor refuses the quantized nodes (DeviceError naming the node).
-Models with dynamic axes are not supported yet (compile with fixed sizes; the calibration
-batches must have those sizes).
+With dynamic axes, the calibration batches may have any sizes; the quantized graph is built at
+the example sizes and at neighbouring ones and merged into one symbolic graph, as ``capture``
+merges traces (a model whose quantized graph changes structure with the sizes is refused).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 
 import numpy as np
@@ -124,31 +126,59 @@ def _make_observer(factory) -> ObserverBase:
     return obs
 
 
-def calibrate(model, calibration_data, activation_observer=MinMaxObserver) -> tuple:
-    """Run ``model``'s optimized float graph on the calibration batches with an observer on
-    every tensor that static quantization quantizes; returns (graph, {tensor: (scale,
-    zero_point)}, number of batches)."""
-    from ..runtime.executors.cpu import CompiledExecutor  # noqa: PLC0415
+def _float_graph(model, sizes: dict):
+    """The model's graph for ``sizes``, through the float passes."""
+    from ..runtime.capture.dynamic import specialize  # noqa: PLC0415
     from ..runtime.ir.shapes import check_shapes  # noqa: PLC0415
     from ..runtime.passes import optimize  # noqa: PLC0415
-    from ..runtime.planner.plan import plan  # noqa: PLC0415
 
-    graph = model.symbolic.copy()
+    graph = specialize(model.symbolic, sizes) if model.symbols else model.symbolic.copy()
+    # fresh names from 0 (a copy would continue the source's counter): every build of the same
+    # sizes, and of other sizes, names its tensors alike, so calibration's names hold
+    graph._names = itertools.count()
     check_shapes(graph)
-    optimize(graph)
-    targets = _targets(graph)
-    names, shared = _observed(graph, targets)
-    probe = graph.copy()
-    extra = [n for n in names if n not in probe.outputs]
-    probe.outputs = list(probe.outputs) + extra
-    executor = CompiledExecutor(plan(probe))
-    observers = {n: _make_observer(activation_observer) for n in names}
+    return optimize(graph)
+
+
+class _Probe:
+    """The float graph for one set of sizes, run with the observed tensors as extra outputs."""
+
+    def __init__(self, model, sizes: dict):
+        from ..runtime.executors.cpu import CompiledExecutor  # noqa: PLC0415
+        from ..runtime.planner.plan import plan  # noqa: PLC0415
+
+        graph = _float_graph(model, sizes)
+        self.names, self.shared = _observed(graph, _targets(graph))
+        graph.outputs = list(graph.outputs) + [n for n in self.names if n not in graph.outputs]
+        self.outputs = graph.outputs
+        self.executor = CompiledExecutor(plan(graph))
+
+    def run(self, arrays: list) -> dict:
+        return dict(zip(self.outputs, self.executor.run(arrays)))
+
+
+def calibrate(model, calibration_data, activation_observer=MinMaxObserver) -> tuple:
+    """Run ``model``'s optimized float graph on the calibration batches with an observer on
+    every tensor that static quantization quantizes; returns ({tensor: (scale, zero_point)},
+    the dynamic sizes of the first batch, number of batches)."""
+    probes: dict = {}
+    observers: dict = {}
+    shared: dict = {}
+    first = None
     count = 0
     for batch in _batches(calibration_data, len(model.input_names)):
-        arrays, _ = model._check(batch)
-        outs = dict(zip(probe.outputs, executor.run(arrays)))
-        for name, obs in observers.items():
-            obs(from_numpy(np.ascontiguousarray(outs[name])))
+        arrays, sizes = model._check(batch)
+        key = tuple(sorted(sizes.items()))
+        if key not in probes:
+            probes[key] = _Probe(model, sizes)
+        probe = probes[key]
+        first = sizes if first is None else first
+        shared.update(probe.shared)
+        outs = probe.run(arrays)
+        for name in probe.names:
+            if name not in observers:
+                observers[name] = _make_observer(activation_observer)
+            observers[name](from_numpy(np.ascontiguousarray(outs[name])))
         count += 1
     if count == 0:
         raise ValueError(f"{_FN}(): calibration_data gave no batch")
@@ -158,7 +188,40 @@ def calibrate(model, calibration_data, activation_observer=MinMaxObserver) -> tu
         qparams[name] = (float(scale.numpy().reshape(-1)[0]), int(zp.numpy().reshape(-1)[0]))
     for name, src in shared.items():
         qparams[name] = qparams[src]
-    return graph, qparams, count
+    return qparams, first, count
+
+
+def _quantized_graph(model, sizes: dict, qparams: dict, per_channel: bool):
+    """The quantized graph for ``sizes`` (float passes, QDQ insertion, the quantized passes)."""
+    from ..runtime.ir.shapes import check_shapes  # noqa: PLC0415
+    from ..runtime.passes import optimize  # noqa: PLC0415
+    from ..runtime.passes.quantize import QUANT_PIPELINE, insert_qdq  # noqa: PLC0415
+
+    graph = _float_graph(model, sizes)
+    insert_qdq(qparams, per_channel=per_channel)(graph)
+    optimize(graph, QUANT_PIPELINE)
+    check_shapes(graph)
+    return graph
+
+
+def _symbolic(model, sizes: dict, qparams: dict, per_channel: bool):
+    """One quantized graph for every size of the dynamic axes: built at ``sizes``, at each
+    symbol (and pair of symbols) one larger and at every symbol two larger, and merged as
+    capture merges traces (sizes and integer attributes solved as SymInts; a graph whose
+    structure changes with the sizes is refused)."""
+    from ..runtime.capture.dynamic import _merge  # noqa: PLC0415 - the capture's own merge
+
+    syms = sorted(sizes)
+    monos = [()] + [(s,) for s in syms] + list(itertools.combinations(syms, 2))
+
+    def at(bump: dict):
+        return _quantized_graph(
+            model, {s: v + bump.get(s, 0) for s, v in sizes.items()}, qparams, per_channel
+        )
+
+    base = at({})
+    others = [at({s: 1 for s in mono}) for mono in monos[1:]]
+    return _merge(base, others, at({s: 2 for s in syms}), dict(sizes), monos)
 
 
 def quantize_static(
@@ -175,16 +238,13 @@ def quantize_static(
     Conv2d layers quantized statically (module docstring).
 
     calibration_data: an iterable of batches, each a tensor (one-input models) or a tuple of
-    the model's inputs (extra elements such as labels are ignored); their shapes must be the
-    compiled ones. per_channel: one weight scale per output channel (else one per tensor).
-    activation_observer: an observer class or factory for the activations (MinMaxObserver,
-    HistogramObserver, ``MinMaxObserver.with_args(...)``), observing quint8. weight_dtype:
-    gpucore.qint8; activation_dtype: gpucore.quint8 (the kernels' types). executor: "compiled"
-    (default: the model's) or "interpreted"."""
-    from ..runtime.ir.shapes import check_shapes  # noqa: PLC0415
+    the model's inputs (extra elements such as labels are ignored); their shapes must fit the
+    model (any size of its dynamic axes). per_channel: one weight scale per output channel
+    (else one per tensor). activation_observer: an observer class or factory for the
+    activations (MinMaxObserver, HistogramObserver, ``MinMaxObserver.with_args(...)``),
+    observing quint8. weight_dtype: gpucore.qint8; activation_dtype: gpucore.quint8 (the
+    kernels' types). executor: "compiled" (default: the model's) or "interpreted"."""
     from ..runtime.model import CompiledModel  # noqa: PLC0415
-    from ..runtime.passes import optimize  # noqa: PLC0415
-    from ..runtime.passes.quantize import QUANT_PIPELINE, insert_qdq  # noqa: PLC0415
 
     if not isinstance(model, CompiledModel):
         raise ArgumentTypeError(
@@ -197,15 +257,12 @@ def quantize_static(
         raise DTypeError(
             f"{_FN}(): activation_dtype must be gpucore.quint8, got {activation_dtype!r}"
         )
+    qparams, sizes, _ = calibrate(model, calibration_data, activation_observer)
     if model.symbols:
-        raise ValueError(
-            f"{_FN}(): the model has dynamic axes {model.symbols}; static quantization needs "
-            "fixed sizes: compile it without dynamic_axes"
-        )
-    graph, qparams, _ = calibrate(model, calibration_data, activation_observer)
-    insert_qdq(qparams, per_channel=bool(per_channel))(graph)
-    optimize(graph, QUANT_PIPELINE)
-    check_shapes(graph)
+        sizes = model._example_sizes or sizes
+        graph = _symbolic(model, sizes, qparams, bool(per_channel))
+    else:
+        graph = _quantized_graph(model, {}, qparams, bool(per_channel))
     out = CompiledModel(
         graph,
         device="cpu",
@@ -213,5 +270,7 @@ def quantize_static(
         executor=executor or model.executor_kind,
         check_nan=model.check_nan,
     )
-    out._executor({})  # build now: errors surface here
+    if model.symbols:
+        out._example_sizes = dict(sizes)
+    out._executor(out._sizes_default())  # build now: errors surface here
     return out

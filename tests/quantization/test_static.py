@@ -189,9 +189,6 @@ def test_bad_arguments(mlp):
         quantize_static(fm, [x], activation_observer=3)
     with pytest.raises(ValueError, match="shape"):
         quantize_static(fm, [x[:3]])
-    dyn = gc.compile(nn.Linear(64, 3), gc.tensor(x), dynamic_axes={"input": {0: "batch"}})
-    with pytest.raises(ValueError, match="dynamic axes"):
-        quantize_static(dyn, [x])
 
 
 def test_conv_geometries_and_shared_tensors():
@@ -245,3 +242,21 @@ def test_concurrent_runs_share_the_packed_weights(mlp):
         t.join()
     for i in range(8):
         np.testing.assert_array_equal(got[i], want[i])
+
+
+def test_dynamic_axes(mlp, tmp_path):
+    """A model with a dynamic batch: calibrated on batches of several sizes, one quantized graph
+    for every size (equal to the model quantized at a fixed size with the same parameters)."""
+    fm, _, x = mlp
+    gc.manual_seed(0)
+    m = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10)).eval()
+    dyn = gc.compile(m, gc.tensor(x[:4]), device="cpu", dynamic_axes={"input": {0: "batch"}})
+    qd = quantize_static(dyn, [x[:4], x[4:20], x[20:23]])
+    assert qd.symbols == ["batch"] and qd.graph.op_counts().get("qlinear") == 2
+    for n in (1, 5, 32):
+        want = dyn(x[:n]).numpy()
+        got = qd(x[:n]).numpy()
+        assert got.shape == (n, 10) and _cos(got, want) > 0.999
+    qd.save(tmp_path / "d.gcm")
+    loaded = load(tmp_path / "d.gcm", device="cpu")
+    np.testing.assert_array_equal(loaded(x[:7]).numpy(), qd(x[:7]).numpy())
