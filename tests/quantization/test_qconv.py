@@ -152,3 +152,42 @@ def test_bad_calls_raise():
         C.dequantize_u8(np.zeros(3, np.uint8), np.zeros(2, np.float32), 3, 1.0, 0)
     with pytest.raises(ValueError, match="padding"):
         C.max_pool2d_u8(x, np.empty((1, 2, 5, 5), np.uint8), 1, 2, 4, 4, 2, 2, 1, 1, 2, 2, 1, 1)
+
+
+def test_runtime_ops_references_equal_their_kernels():
+    """ir/quantized.py: each op's numpy reference (constant folding, fallbacks) gives the bits
+    of its lowering to the kernels above."""
+    from gpucore import dtypes as D
+    from gpucore.runtime.executors.cpu import CompiledExecutor
+    from gpucore.runtime.ir.graph import Graph
+    from gpucore.runtime.ir.ops import op_info
+    from gpucore.runtime.planner.plan import plan
+
+    rng = np.random.default_rng(4)
+    x8 = rng.integers(0, 256, (2, 3, 7, 7), dtype=np.uint8)
+    w = rng.integers(-127, 128, (5, 3, 3, 3), dtype=np.int8)
+    s = rng.uniform(0.001, 0.01, 5).astype(np.float32)
+    b = rng.standard_normal(5).astype(np.float32)
+    conv = {"stride": (2, 1), "padding": (1, 2), "dilation": (1, 2), "a_scale": 0.03,
+            "a_zero_point": 7, "relu": True, "out_scale": 0.2, "out_zero_point": 3}  # fmt: skip
+    lin = {"a_scale": 0.03, "a_zero_point": 7, "relu": False, "out_scale": None}
+    pool = {"kernel": (3, 2), "stride": (2, 2), "padding": (1, 1), "dilation": (1, 1)}
+    xf = (rng.standard_normal((4, 21)) * 2).astype(np.float32)
+    cases = [
+        ("qconv2d", [x8, w, s, b], conv, (2, 5, 4, 7), D.uint8),
+        ("qconv2d", [x8, w, s], dict(conv, out_scale=None), (2, 5, 4, 7), D.float32),
+        ("qlinear", [x8.reshape(6, -1)[:, :21], w.reshape(5, -1)[:, :21], s, b], lin, (6, 5),
+         D.float32),
+        ("qmax_pool2d", [x8], pool, (2, 3, 4, 4), D.uint8),
+        ("quantize_linear", [xf], {"scale": 0.05, "zero_point": 100}, (4, 21), D.uint8),
+        ("dequantize_linear", [x8], {"scale": 0.05, "zero_point": 100}, x8.shape, D.float32),
+    ]  # fmt: skip
+    for op, arrays, attrs, shape, dt in cases:
+        g = Graph()
+        names = [g.add_input("x", arrays[0].shape, D.from_numpy_dtype(arrays[0].dtype))]
+        names += [g.add_constant(np.ascontiguousarray(a)) for a in arrays[1:]]
+        node = g.add_node(op, names, shape, dt, attrs)
+        g.outputs = [node.output]
+        (got,) = CompiledExecutor(plan(g)).run([np.ascontiguousarray(arrays[0])])
+        want = op_info(op).evaluate([np.ascontiguousarray(a) for a in arrays], attrs)
+        np.testing.assert_array_equal(got, want, err_msg=op)

@@ -37,7 +37,6 @@ from ... import dtypes as D
 from .ops import defruntime, run_calls
 from .shapes import FUSED_DTYPES, FUSED_SHAPES
 
-Q_OPS = ("quantize_linear", "dequantize_linear", "qlinear", "qconv2d", "qmax_pool2d")
 _F32 = np.float32
 
 
@@ -302,7 +301,7 @@ def _qconv_eval(arrays, attrs, dtypes=None):
     x, w, s = arrays[:3]
     bias = arrays[3] if len(arrays) > 3 else None
     n, c, h, wd, kh, kw, sh, sw, ph, pw, dh, dw = _geometry(x.shape, w.shape, attrs)
-    oh, ow = _qconv_shape([x.shape, w.shape], attrs)[2:]
+    oh, ow = _qconv_shape([x.shape, w.shape, s.shape], attrs)[2:]
     zp = attrs["a_zero_point"]
     xp = np.full((n, c, h + 2 * ph, wd + 2 * pw), zp, np.float64)  # padding = the zero point
     xp[:, :, ph : ph + h, pw : pw + wd] = x
