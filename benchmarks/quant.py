@@ -9,6 +9,7 @@ Run from the repository root after building the extension::
     python benchmarks/quant.py --quick     # fewer rounds
     python benchmarks/quant.py --threads 1 # one thread only
     python benchmarks/quant.py --threads 1 --cpu-time   # a shared machine: see below
+    python benchmarks/quant.py --models    # models: FP32 vs INT8 static (quant_models.py)
 
 Columns: QGEMM with the float32 epilogue (dynamic quantization's Linear: zero point, per-channel
 scales, bias) and with the requantized uint8 output (static quantization); SGEMM is
@@ -93,7 +94,18 @@ def main():
     ap.add_argument("--quick", action="store_true", help="1 round of 0.1 s per shape")
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts (1,2)")
     ap.add_argument("--cpu-time", action="store_true", help="one-thread rows by CPU time")
+    ap.add_argument(
+        "--models", action="store_true", help="the model table instead (quant_models.py)"
+    )
     args = ap.parse_args()
+    if args.models:
+        from quant_models import table  # noqa: PLC0415
+
+        share = CpuShare()
+        table(rounds=2 if args.quick else 5, min_time=0.1 if args.quick else 0.2)
+        print()
+        print(load_note(share.others(), "during the run"))
+        return
     rounds, min_time = (1, 0.1) if args.quick else (3, 0.2)
     threads = [int(t) for t in args.threads.split(",")]
     info = _cpu.info()

@@ -405,4 +405,23 @@ void gc_qgemm_pack(const int8_t *w, gc_qpacked *p);
 int gc_qgemm(const uint8_t *a, ptrdiff_t m, ptrdiff_t lda, const gc_qpacked *B, void *out,
              ptrdiff_t ldo, const gc_qargs *q);
 
+/* ---- quantized inference around the int8 GEMM (qconv.c) ----------------------------------- */
+
+/* Per-tensor uint8 quantize / dequantize of n values (PyTorch's roundings; scale finite > 0). */
+void gc_quantize_u8(const float *x, uint8_t *out, ptrdiff_t n, float scale, int32_t zp);
+void gc_dequantize_u8(const uint8_t *q, float *out, ptrdiff_t n, float scale, int32_t zp);
+/* rows [n*oh*ow, c*kh*kw] (+ 8 bytes of slack) of uint8 x [n, c, h, w]; outside the image reads
+ * zp (pad: n*c*(h + 2ph)*(w + 2pw) + 8 bytes for the padded copy). */
+void gc_qim2col_u8(const uint8_t *x, uint8_t *rows, uint8_t *pad, const gc_conv *p, uint8_t zp);
+/* Bytes of gc_qconv2d's work buffer: the rows, the [n, oh*ow, o] GEMM result (esz bytes per
+ * item: 1 for uint8 / int8 out, 4 for float32 / int32), the padded copy of x, with slack. */
+ptrdiff_t gc_qconv2d_work_bytes(const gc_conv *p, ptrdiff_t o, int esz);
+/* out [n, o, oh, ow] (q->mode's type) = the int8 convolution of uint8 x [n, c, h, w] (zero point
+ * q->a_zp, also the padding's value) with the weights B (k = c*kh*kw x o, packed from [o, k]);
+ * work: gc_qconv2d_work_bytes bytes.  -1 when the GEMM's scratch allocation fails. */
+int gc_qconv2d(const uint8_t *x, const gc_qpacked *B, void *out, uint8_t *work, const gc_conv *p,
+               const gc_qargs *q);
+/* Max pooling of uint8 planes (n*c of h x w) into [n*c, oh, ow]; the padding never wins. */
+void gc_max_pool2d_u8(const uint8_t *x, uint8_t *out, const gc_conv *p);
+
 #endif /* GPUCORE_KERNELS_H */

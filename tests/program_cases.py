@@ -241,4 +241,48 @@ def case_attention(ar, dt):
     ]
 
 
+def _u8(rng, shape):
+    return rng.integers(0, 256, shape)
+
+
+def case_qgemm(ar, dt):
+    # int8 kinds: the same nodes for both float dtypes (dt unused)
+    a = ar.alloc((5, 40), np.uint8, _u8)
+    w = ar.rng.integers(-128, 128, (7, 40)).astype(np.int8)
+    pw = C.qgemm_pack(w, 40, 7, 1)
+    s, b = np.full(7, 0.01, np.float32), ar.const((7,), np.float32)
+    o8, o32 = ar.alloc((5, 7), np.uint8, None), ar.alloc((5, 7), np.float32, None)
+    return [
+        ("qgemm", (a, pw, o8, 5, 0.05, 3, s, b, 1, 0.5, 7)),
+        ("qgemm", (a, pw, o32, 5, 0.05, 3, s, None, 0, 1.0, 0)),
+    ]
+
+
+def case_qconv2d(ar, dt):
+    n, c, h, w, kh, kw = CONV[:6]
+    x = ar.alloc((n, c, h, w), np.uint8, _u8)
+    wt = ar.rng.integers(-128, 128, (4, c * kh * kw)).astype(np.int8)
+    pw = C.qgemm_pack(wt, c * kh * kw, 4, 1)
+    s, b = np.full(4, 0.02, np.float32), ar.const((4,), np.float32)
+    out = ar.alloc((n, 4, OH, OW), np.uint8, None)
+    work = ar.alloc((C.qconv2d_work_bytes(*CONV, 4, 1),), np.uint8, None)
+    return [("qconv2d", (x, pw, out, work, *CONV, 0.05, 11, s, b, 1, 0.3, 5))]
+
+
+def case_quantize_u8(ar, dt):
+    x, q = ar.alloc((50,), np.float32), ar.alloc((50,), np.uint8, None)
+    return [("quantize_u8", (x, q, 50, 0.02, 128))]
+
+
+def case_dequantize_u8(ar, dt):
+    q, x = ar.alloc((50,), np.uint8, _u8), ar.alloc((50,), np.float32, None)
+    return [("dequantize_u8", (q, x, 50, 0.02, 128))]
+
+
+def case_max_pool2d_u8(ar, dt):
+    x = ar.alloc((2, 3, 6, 5), np.uint8, _u8)
+    out = ar.alloc((2, 3, 4, 3), np.uint8, None)
+    return [("max_pool2d_u8", (x, out, 2, 3, 6, 5, 2, 2, 2, 2, 1, 1, 1, 1))]
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}

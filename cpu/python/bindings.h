@@ -27,8 +27,9 @@
     X(info) X(set_num_threads)                                                                    \
     /* gemm.c, pack.c */                                                                          \
     X(gemm) X(gemm_ex) X(gemm_pack)                                                               \
-    /* qgemm.c: the int8 GEMM */                                                                  \
-    X(qgemm_pack) X(qgemm)                                                                        \
+    /* qgemm.c: the int8 GEMM, quantized inference (qconv.c) */                                   \
+    X(qgemm_pack) X(qgemm) X(qconv2d) X(qconv2d_work_bytes) X(quantize_u8) X(dequantize_u8)       \
+    X(max_pool2d_u8)                                                                              \
     /* unary.c */                                                                                 \
     X(unary) X(unary_backward)                                                                    \
     /* binary.c */                                                                                \

@@ -1,7 +1,9 @@
-/* Bindings of qgemm.c: qgemm_pack and its result type QPackedMatrix, and qgemm. */
+/* Bindings of qgemm.c and qconv.c: qgemm_pack and its result type QPackedMatrix; the node kinds
+ * (nodes.h) qgemm, qconv2d, quantize_u8, dequantize_u8 and max_pool2d_u8. */
 #include "args.h"
 #include "bindings.h"
 #include "isa.h"
+#include "nodes.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -195,7 +197,7 @@ static int q_int_in(const char *fn, const char *name, PyObject *o, int lo, int h
     return 0;
 }
 
-/* float32 buffer of exactly... at least n values, C-contiguous, apart from out. */
+/* float32 buffer of at least n values, C-contiguous, apart from out. */
 static const float *q_vec(bufset *bs, const char *fn, const char *name, PyObject *o,
                           Py_ssize_t n, const Py_buffer *out)
 {
@@ -206,97 +208,376 @@ static const float *q_vec(bufset *bs, const char *fn, const char *name, PyObject
     return (const float *)v->buf;
 }
 
-PyObject *gc_py_qgemm(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* The QPackedMatrix argument, packed for the ISA in use; a reference to it is held in bs (with
+ * the call's buffers: a Program keeps it for its life). */
+static const gc_qpacked *q_packed_arg(bufset *bs, const char *fn, PyObject *obj)
 {
-    (void)self;
-    static const char fn[] = "qgemm";
-    if (check_nargs(fn, nargs, 11) < 0)
-        return NULL;
     if (!(QPackedMatrixType.tp_flags & Py_TPFLAGS_READY) ||
-        !PyObject_TypeCheck(args[1], &QPackedMatrixType)) {
+        !PyObject_TypeCheck(obj, &QPackedMatrixType)) {
         PyErr_Format(PyExc_TypeError, "%s: 'packed' must be a QPackedMatrix (qgemm_pack), got "
-                     "%.100s", fn, Py_TYPE(args[1])->tp_name);
+                     "%.100s", fn, Py_TYPE(obj)->tp_name);
         return NULL;
     }
-    const gc_qpacked *B = &((QPackedMatrix *)args[1])->p;
+    const gc_qpacked *B = &((QPackedMatrix *)obj)->p;
     if (B->isa != gc_isa.isa || B->nr != gc_isa.q_nr || B->ku != gc_isa.q_ku) {
         PyErr_Format(PyExc_ValueError, "%s: 'packed' was packed for ISA %s (panels of %d), this "
                      "process runs %s (%d)", fn, gc_isa_names[B->isa], B->nr, gc_isa.name,
                      gc_isa.q_nr);
         return NULL;
     }
-    Py_ssize_t m;
-    int relu;
-    if (get_min(fn, "m", args[3], 0, &m) < 0 || get_flag(fn, "relu", args[8], &relu) < 0)
+    if (bs->n >= GC_MAXBUF) {
+        PyErr_Format(PyExc_SystemError, "%s: too many buffers", fn);
         return NULL;
-    bufset bs = {.n = 0};
-    PyObject *res = NULL;
-    gc_qargs q = {.relu = relu};
-    Py_buffer *va = get_buf(&bs, fn, "a", args[0], 0);
-    Py_buffer *vo = va ? get_buf(&bs, fn, "out", args[2], 1) : NULL;
-    char ka, ko;
+    }
+    if (PyBuffer_FillInfo(&bs->v[bs->n], obj, B->data, 0, 1, PyBUF_SIMPLE) < 0)
+        return NULL;
+    bs->n++;
+    return B;
+}
+
+/* The output format of out ('i', 'f', 'B', 'b') as a GC_QOUT_* mode, or -1. */
+static int q_out_mode(const char *fn, const Py_buffer *vo)
+{
+    const char ko =
+        q_kind(fn, "out", vo, "ifBb", "int32 ('i'), float32 ('f'), uint8 ('B') or int8 ('b')");
+    if (!ko)
+        return -1;
+    return ko == 'i' ? GC_QOUT_I32 : ko == 'f' ? GC_QOUT_F32 : ko == 'B' ? GC_QOUT_U8 : GC_QOUT_S8;
+}
+
+/* The epilogue arguments e[0..7) = a_scale, a_zero_point, w_scales, bias, relu, out_scale,
+ * out_zero_point into q (whose mode and a_signed are set), for n output columns. */
+static int q_epilogue(const char *fn, bufset *bs, PyObject *const *e, Py_ssize_t n,
+                      const Py_buffer *vo, gc_qargs *q)
+{
+    if (get_flag(fn, "relu", e[4], &q->relu) < 0 ||
+        q_int_in(fn, "a_zero_point", e[1], q->a_signed ? -128 : 0, q->a_signed ? 127 : 255,
+                 &q->a_zp) < 0)
+        return -1;
+    if (q->mode == GC_QOUT_I32) {
+        if (q->relu || e[3] != Py_None) {
+            PyErr_Format(PyExc_ValueError, "%s: an int32 'out' takes no bias and relu=0", fn);
+            return -1;
+        }
+        return 0;
+    }
+    const int requant = q->mode != GC_QOUT_F32;
+    if (q_scale(fn, "a_scale", e[0], &q->a_scale) < 0 ||
+        !(q->w_scale = q_vec(bs, fn, "w_scales", e[2], n, vo)) ||
+        (e[3] != Py_None && !(q->bias = q_vec(bs, fn, "bias", e[3], n, vo))))
+        return -1;
+    if (requant && (q_scale(fn, "out_scale", e[5], &q->out_scale) < 0 ||
+                    q_int_in(fn, "out_zero_point", e[6], q->mode == GC_QOUT_U8 ? 0 : -128,
+                             q->mode == GC_QOUT_U8 ? 255 : 127, &q->out_zp) < 0))
+        return -1;
+    /* the kernel's per-column factors must be finite and > 0, the bias terms finite: then no
+     * output can be NaN and every ISA's min / max agree */
+    for (Py_ssize_t j = 0; j < n; j++) {
+        const float s = q->a_scale * q->w_scale[j], f = requant ? s / q->out_scale : s;
+        const float b = q->bias ? (requant ? q->bias[j] / q->out_scale : q->bias[j]) : 0.0f;
+        if (!(isfinite(f) && f > 0.0f && isfinite(b))) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s: column %zd: w_scales[j] (%g) times a_scale%s must be finite and "
+                         "> 0 and bias[j]%s finite in float32", fn, j, (double)q->w_scale[j],
+                         requant ? " / out_scale" : "", requant ? " / out_scale" : "");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+typedef struct {
+    const uint8_t *a;
+    const gc_qpacked *B;
+    void *out;
+    Py_ssize_t m;
+    gc_qargs q;
+} qgemm_node;
+
+static int qgemm_parse(PyObject *const *args, Py_ssize_t nargs, void *node, bufset *bs)
+{
+    static const char fn[] = "qgemm";
+    if (check_nargs(fn, nargs, 11) < 0)
+        return -1;
+    const gc_qpacked *B = q_packed_arg(bs, fn, args[1]);
+    Py_ssize_t m;
+    if (!B || get_min(fn, "m", args[3], 0, &m) < 0)
+        return -1;
+    gc_qargs q = {.relu = 0};
+    Py_buffer *va = get_buf(bs, fn, "a", args[0], 0);
+    Py_buffer *vo = va ? get_buf(bs, fn, "out", args[2], 1) : NULL;
+    char ka;
     if (!vo || !(ka = q_kind(fn, "a", va, "Bb", "uint8 ('B') or int8 ('b')")) ||
-        !(ko = q_kind(fn, "out", vo, "ifBb",
-                      "int32 ('i'), float32 ('f'), uint8 ('B') or int8 ('b')")))
-        goto done;
+        (q.mode = q_out_mode(fn, vo)) < 0)
+        return -1;
     q.a_signed = ka == 'b';
-    q.mode = ko == 'i' ? GC_QOUT_I32 : ko == 'f' ? GC_QOUT_F32 : ko == 'B' ? GC_QOUT_U8
-                                                                           : GC_QOUT_S8;
     int ok = 1;
     const Py_ssize_t na = smul(m, B->k, &ok), no = smul(m, B->n, &ok);
-    if (!ok) {
-        overflow_error(fn, "m * k or m * n");
-        goto done;
-    }
+    if (!ok)
+        return overflow_error(fn, "m * k or m * n");
     if (need_elems(fn, "a", va, na, "m=%zd, k=%zd", m, B->k) < 0 ||
         need_elems(fn, "out", vo, no, "m=%zd, n=%zd", m, B->n) < 0 ||
         need_no_overlap(fn, "out", vo, "a", va, 0) < 0 ||
-        q_int_in(fn, "a_zero_point", args[5], q.a_signed ? -128 : 0, q.a_signed ? 127 : 255,
-                 &q.a_zp) < 0)
-        goto done;
-    if (q.mode == GC_QOUT_I32) {
-        if (relu || args[7] != Py_None) {
-            PyErr_Format(PyExc_ValueError, "%s: an int32 'out' takes no bias and relu=0", fn);
-            goto done;
-        }
-    } else {
-        const int requant = q.mode != GC_QOUT_F32;
-        if (q_scale(fn, "a_scale", args[4], &q.a_scale) < 0 ||
-            !(q.w_scale = q_vec(&bs, fn, "w_scales", args[6], B->n, vo)) ||
-            (args[7] != Py_None && !(q.bias = q_vec(&bs, fn, "bias", args[7], B->n, vo))))
-            goto done;
-        if (requant && (q_scale(fn, "out_scale", args[9], &q.out_scale) < 0 ||
-                        q_int_in(fn, "out_zero_point", args[10], q.mode == GC_QOUT_U8 ? 0 : -128,
-                                 q.mode == GC_QOUT_U8 ? 255 : 127, &q.out_zp) < 0))
-            goto done;
-        /* the kernel's per-column factors must be finite and > 0, the bias terms finite: then no
-         * output can be NaN and every ISA's min / max agree */
-        for (Py_ssize_t j = 0; j < B->n; j++) {
-            const float s = q.a_scale * q.w_scale[j], f = requant ? s / q.out_scale : s;
-            const float b = q.bias ? (requant ? q.bias[j] / q.out_scale : q.bias[j]) : 0.0f;
-            if (!(isfinite(f) && f > 0.0f && isfinite(b))) {
-                PyErr_Format(PyExc_ValueError,
-                             "%s: column %zd: w_scales[j] (%g) times a_scale%s must be finite and "
-                             "> 0 and bias[j]%s finite in float32", fn, j, (double)q.w_scale[j],
-                             requant ? " / out_scale" : "", requant ? " / out_scale" : "");
-                goto done;
-            }
-        }
-    }
-    const uint8_t *a = (const uint8_t *)va->buf;
-    void *out = vo->buf;
-    int rc;
-    Py_INCREF(args[1]);
-    Py_BEGIN_ALLOW_THREADS
-    rc = gc_qgemm(a, m, B->k, B, out, B->n, &q);
-    Py_END_ALLOW_THREADS
-    Py_DECREF(args[1]);
-    if (rc < 0) {
-        PyErr_Format(PyExc_MemoryError, "%s: cannot allocate scratch memory", fn);
-        goto done;
-    }
-    res = Py_NewRef(Py_None);
-done:
-    bufs_release(&bs);
-    return res;
+        q_epilogue(fn, bs, args + 4, B->n, vo, &q) < 0)
+        return -1;
+    *(qgemm_node *)node = (qgemm_node){.a = va->buf, .B = B, .out = vo->buf, .m = m, .q = q};
+    return 0;
 }
+
+static int qgemm_exec(const void *node)
+{
+    const qgemm_node *s = node;
+    return gc_qgemm(s->a, s->m, s->B->k, s->B, s->out, s->B->n, &s->q);
+}
+
+GC_NODE_KIND(qgemm, qgemm_parse, qgemm_exec, qgemm_node, NULL);
+GC_NODE_BINDING(qgemm)
+
+/* ------------------------------------------------------------------------------------------ */
+/* qconv2d                                                                                     */
+
+GC_DOC(qconv2d,
+       "qconv2d(x, packed, out, work, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, a_scale, "
+       "a_zero_point, w_scales, bias, relu, out_scale, out_zero_point, /)\n--\n\n"
+       "Int8 convolution (groups = 1): x [n, c, h, w] uint8 (C-contiguous) with the weights "
+       "[o, c, kh, kw] packed by qgemm_pack(w, c*kh*kw, o, 1), into out [n, o, oh, ow] (its "
+       "format picks the output form, as qgemm's).  The padding reads as a_zero_point (the "
+       "quantized 0.0).  Computed as im2col rows of uint8 in work (a uint8 buffer of at least "
+       "qconv2d_work_bytes(...) bytes) + qgemm + a transpose to NCHW, so the values are qgemm's "
+       "bit for bit.");
+
+typedef struct {
+    const uint8_t *x;
+    const gc_qpacked *B;
+    void *out;
+    uint8_t *work;
+    gc_conv p;
+    gc_qargs q;
+} qconv2d_node;
+
+/* bytes of work for geometry p, o output channels and output items of esz bytes, overflow-checked
+ * (gc_qconv2d_work_bytes's sum) */
+static int q_work_need(const char *fn, const gc_conv *p, Py_ssize_t o, int esz, Py_ssize_t *need)
+{
+    int ok = 1;
+    const Py_ssize_t m = smul(smul(p->n, p->oh, &ok), p->ow, &ok);
+    const Py_ssize_t k = smul(p->c, smul(p->kh, p->kw, &ok), &ok);
+    const Py_ssize_t rows = sadd(smul(m, k, &ok), 8 + 63, &ok) / 64 * 64;
+    const Py_ssize_t t = sadd(smul(smul(m, o, &ok), esz, &ok), 63, &ok) / 64 * 64;
+    const Py_ssize_t hp = sadd(p->h, smul(2, p->ph, &ok), &ok);
+    const Py_ssize_t wp = sadd(p->w, smul(2, p->pw, &ok), &ok);
+    const Py_ssize_t pad = smul(smul(p->n, p->c, &ok), smul(hp, wp, &ok), &ok);
+    *need = sadd(sadd(rows, t, &ok), sadd(pad, 8, &ok), &ok); /* = gc_qconv2d_work_bytes */
+    if (!ok)
+        return overflow_error(fn, "the work buffer's size");
+    return 0;
+}
+
+static int qconv2d_parse(PyObject *const *args, Py_ssize_t nargs, void *node, bufset *bs)
+{
+    static const char fn[] = "qconv2d";
+    gc_conv p;
+    Py_ssize_t nx, ncol;
+    if (check_nargs(fn, nargs, 23) < 0 || conv_geometry(fn, args + 4, &p, &nx, &ncol) < 0)
+        return -1;
+    const gc_qpacked *B = q_packed_arg(bs, fn, args[1]);
+    if (!B)
+        return -1;
+    const Py_ssize_t k = p.c * p.kh * p.kw; /* <= ncol: no overflow */
+    if (B->k != k || !B->trans) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: 'packed' holds %zd x %zd weights (trans=%d); c*kh*kw = %zd needs "
+                     "qgemm_pack(w, %zd, o, 1) of the weight [o, c, kh, kw]", fn, B->k, B->n,
+                     B->trans, k, k);
+        return -1;
+    }
+    static const char *const names[3] = {"x", "out", "work"};
+    Py_buffer *v[3];
+    if (get_bufs(bs, fn, args, 1, names, "r", v) < 0 ||
+        get_bufs(bs, fn, args + 2, 2, names + 1, "ww", v + 1) < 0)
+        return -1;
+    Py_buffer *vx = v[0], *vo = v[1], *vw = v[2];
+    gc_qargs q = {.relu = 0};
+    if (!q_kind(fn, "x", vx, "B", "uint8 ('B')") || (q.mode = q_out_mode(fn, vo)) < 0 ||
+        !q_kind(fn, "work", vw, "B", "uint8 ('B')"))
+        return -1;
+    const int esz = q.mode == GC_QOUT_I32 || q.mode == GC_QOUT_F32 ? 4 : 1;
+    int ok = 1;
+    const Py_ssize_t no = smul(smul(smul(p.n, B->n, &ok), p.oh, &ok), p.ow, &ok);
+    Py_ssize_t nw;
+    if (!ok)
+        return overflow_error(fn, "n * o * oh * ow");
+    if (q_work_need(fn, &p, B->n, esz, &nw) < 0)
+        return -1;
+#define WHAT "n=%zd, c=%zd, h=%zd, w=%zd, o=%zd -> oh=%zd, ow=%zd", p.n, p.c, p.h, p.w, B->n, p.oh, p.ow
+    if (need_elems(fn, "x", vx, nx, WHAT) < 0 || need_elems(fn, "out", vo, no, WHAT) < 0 ||
+        need_elems(fn, "work", vw, nw, WHAT) < 0)
+        return -1;
+#undef WHAT
+    if (need_no_overlap(fn, "out", vo, "x", vx, 0) < 0 ||
+        need_no_overlap(fn, "work", vw, "x", vx, 0) < 0 ||
+        need_no_overlap(fn, "work", vw, "out", vo, 0) < 0 ||
+        q_epilogue(fn, bs, args + 16, B->n, vo, &q) < 0)
+        return -1;
+    *(qconv2d_node *)node =
+        (qconv2d_node){.x = vx->buf, .B = B, .out = vo->buf, .work = vw->buf, .p = p, .q = q};
+    return 0;
+}
+
+static int qconv2d_exec(const void *node)
+{
+    const qconv2d_node *s = node;
+    return gc_qconv2d(s->x, s->B, s->out, s->work, &s->p, &s->q);
+}
+
+GC_NODE_KIND(qconv2d, qconv2d_parse, qconv2d_exec, qconv2d_node, NULL);
+GC_NODE_BINDING(qconv2d)
+
+GC_DOC(qconv2d_work_bytes,
+       "qconv2d_work_bytes(n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, o, out_itemsize, /)\n"
+       "--\n\nBytes of qconv2d's work buffer for this geometry, o output channels and an output "
+       "of out_itemsize (1 or 4) bytes per element.");
+
+PyObject *gc_py_qconv2d_work_bytes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    static const char fn[] = "qconv2d_work_bytes";
+    gc_conv p;
+    Py_ssize_t nx, ncol, o, esz, need;
+    if (check_nargs(fn, nargs, 14) < 0 || conv_geometry(fn, args, &p, &nx, &ncol) < 0 ||
+        get_min(fn, "o", args[12], 0, &o) < 0 || get_min(fn, "out_itemsize", args[13], 1, &esz) < 0)
+        return NULL;
+    if (esz != 1 && esz != 4) {
+        PyErr_Format(PyExc_ValueError, "%s: 'out_itemsize' must be 1 or 4, got %zd", fn, esz);
+        return NULL;
+    }
+    if (q_work_need(fn, &p, o, (int)esz, &need) < 0)
+        return NULL;
+    return PyLong_FromSsize_t(need);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* quantize_u8, dequantize_u8                                                                  */
+
+GC_DOC(quantize_u8,
+       "quantize_u8(x, out, n, scale, zero_point, /)\n--\n\n"
+       "out[i] = clamp(rint(x[i] * (1 / scale) + zero_point), 0, 255) for n float32 values "
+       "(each operation rounded to float32, as quantize_per_tensor; NaN -> 255).  x float32, "
+       "out uint8, both C-contiguous; scale finite > 0, zero_point in [0, 255].");
+
+GC_DOC(dequantize_u8,
+       "dequantize_u8(q, out, n, scale, zero_point, /)\n--\n\n"
+       "out[i] = (q[i] - zero_point) * scale in float32 for n uint8 values (as dequantize).");
+
+typedef struct {
+    const void *in;
+    void *out;
+    Py_ssize_t n;
+    float scale;
+    int32_t zp;
+    int to_q;
+} qcast_node;
+
+static int qcast_parse_common(const char *fn, PyObject *const *args, Py_ssize_t nargs,
+                              qcast_node *node, bufset *bs, int to_q)
+{
+    Py_ssize_t n;
+    float scale;
+    int32_t zp;
+    static const char *const qn[2] = {"x", "out"}, *const dn[2] = {"q", "out"};
+    const char *const *names = to_q ? qn : dn;
+    Py_buffer *v[2];
+    if (check_nargs(fn, nargs, 5) < 0 || get_min(fn, "n", args[2], 0, &n) < 0 ||
+        q_scale(fn, "scale", args[3], &scale) < 0 ||
+        q_int_in(fn, "zero_point", args[4], 0, 255, &zp) < 0 ||
+        get_bufs(bs, fn, args, 2, names, "rw", v) < 0)
+        return -1;
+    if (!q_kind(fn, names[0], v[0], to_q ? "f" : "B", to_q ? "float32 ('f')" : "uint8 ('B')") ||
+        !q_kind(fn, "out", v[1], to_q ? "B" : "f", to_q ? "uint8 ('B')" : "float32 ('f')") ||
+        need_elems(fn, names[0], v[0], n, "n=%zd", n) < 0 ||
+        need_elems(fn, "out", v[1], n, "n=%zd", n) < 0 ||
+        (n > 0 && need_no_overlap(fn, "out", v[1], names[0], v[0], 0) < 0))
+        return -1;
+    *node = (qcast_node){.in = v[0]->buf, .out = v[1]->buf, .n = n, .scale = scale, .zp = zp,
+                         .to_q = to_q};
+    return 0;
+}
+
+static int quantize_u8_parse(PyObject *const *args, Py_ssize_t nargs, void *node, bufset *bs)
+{
+    return qcast_parse_common("quantize_u8", args, nargs, node, bs, 1);
+}
+
+static int dequantize_u8_parse(PyObject *const *args, Py_ssize_t nargs, void *node, bufset *bs)
+{
+    return qcast_parse_common("dequantize_u8", args, nargs, node, bs, 0);
+}
+
+static int qcast_exec(const void *node)
+{
+    const qcast_node *s = node;
+    if (s->to_q)
+        gc_quantize_u8(s->in, s->out, s->n, s->scale, s->zp);
+    else
+        gc_dequantize_u8(s->in, s->out, s->n, s->scale, s->zp);
+    return 0;
+}
+
+GC_NODE_KIND(quantize_u8, quantize_u8_parse, qcast_exec, qcast_node, NULL);
+GC_NODE_KIND(dequantize_u8, dequantize_u8_parse, qcast_exec, qcast_node, NULL);
+GC_NODE_BINDING(quantize_u8)
+GC_NODE_BINDING(dequantize_u8)
+
+/* ------------------------------------------------------------------------------------------ */
+/* max_pool2d_u8                                                                               */
+
+GC_DOC(max_pool2d_u8,
+       "max_pool2d_u8(x, out, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, /)\n--\n\n"
+       "Max pooling of uint8 x [n, c, h, w] into out [n, c, oh, ow] (C-contiguous; the padding "
+       "never wins: max commutes with quantization, so this is max_pool2d of the dequantized "
+       "values, quantized again with the same parameters).  pad <= kernel / 2, as PyTorch.");
+
+typedef struct {
+    const uint8_t *x;
+    uint8_t *out;
+    gc_conv p;
+} qpool_node;
+
+static int max_pool2d_u8_parse(PyObject *const *args, Py_ssize_t nargs, void *node, bufset *bs)
+{
+    static const char fn[] = "max_pool2d_u8";
+    static const char *const names[2] = {"x", "out"};
+    gc_conv p;
+    Py_ssize_t nx, ncol;
+    Py_buffer *v[2];
+    if (check_nargs(fn, nargs, 14) < 0 || conv_geometry(fn, args + 2, &p, &nx, &ncol) < 0)
+        return -1;
+    if (2 * p.ph > p.kh || 2 * p.pw > p.kw) {
+        PyErr_Format(PyExc_ValueError, "%s: padding %zdx%zd must be at most half the kernel "
+                     "%zdx%zd", fn, p.ph, p.pw, p.kh, p.kw);
+        return -1;
+    }
+    if (get_bufs(bs, fn, args, 2, names, "rw", v) < 0 ||
+        !q_kind(fn, "x", v[0], "B", "uint8 ('B')") || !q_kind(fn, "out", v[1], "B", "uint8 ('B')"))
+        return -1;
+    int ok = 1;
+    const Py_ssize_t no = smul(smul(p.n, p.c, &ok), smul(p.oh, p.ow, &ok), &ok);
+    if (!ok)
+        return overflow_error(fn, "n * c * oh * ow");
+    if (need_elems(fn, "x", v[0], nx, "n=%zd, c=%zd, h=%zd, w=%zd", p.n, p.c, p.h, p.w) < 0 ||
+        need_elems(fn, "out", v[1], no, "oh=%zd, ow=%zd", p.oh, p.ow) < 0 ||
+        (no > 0 && need_no_overlap(fn, "out", v[1], "x", v[0], 0) < 0))
+        return -1;
+    *(qpool_node *)node = (qpool_node){.x = v[0]->buf, .out = v[1]->buf, .p = p};
+    return 0;
+}
+
+static int max_pool2d_u8_exec(const void *node)
+{
+    const qpool_node *s = node;
+    gc_max_pool2d_u8(s->x, s->out, &s->p);
+    return 0;
+}
+
+GC_NODE_KIND(max_pool2d_u8, max_pool2d_u8_parse, max_pool2d_u8_exec, qpool_node, NULL);
+GC_NODE_BINDING(max_pool2d_u8)

@@ -10,7 +10,10 @@
   for quantization-aware training;
 - dynamic quantization (``dynamic``): ``quantize_dynamic(model, {nn.Linear})`` replaces Linear
   layers with ``dynamic.Linear`` (int8 weights per output channel, activations quantized per call,
-  int32 accumulation through ``kernels.linear_int8``).
+  int32 accumulation through ``kernels.linear_int8``);
+- static quantization (``static``): ``quantize_static(compiled_model, calibration_batches)``
+  calibrates a ``gpucore.compile`` result with observers and returns an int8 CompiledModel
+  (QDQ insertion and QGEMM / QConv fusion in gpucore/runtime/passes/quantize.py).
 
 ``gpucore.ao.quantization`` is this package under PyTorch's path.
 """
@@ -50,6 +53,7 @@ from .qtensor import (
     quantize_per_tensor,
 )
 from .quantize import DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS, quantize_dynamic
+from .static import calibrate, quantize_static
 
 __all__ = [
     "qint8",
@@ -80,6 +84,8 @@ __all__ = [
     "default_per_channel_weight_fake_quant",
     "quantize_dynamic",
     "DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS",
+    "quantize_static",
+    "calibrate",
     "dynamic",
     "kernels",
     "ao_module",

@@ -51,6 +51,9 @@ FUSED_SHAPES = {
     "layer_norm": _same_as_input,
     "silu": _same_as_input,
 }
+# fused ops whose output dtype is not their first input's: (input dtypes, attrs) -> dtype
+# (the quantized ops, ir/quantized.py, fill it)
+FUSED_DTYPES: dict = {}
 
 
 def expected(graph: Graph, node) -> tuple:
@@ -62,7 +65,9 @@ def expected(graph: Graph, node) -> tuple:
         return tuple(arr.shape), ins[0].dtype
     rule = FUSED_SHAPES.get(node.op)
     if rule is not None:
-        return rule([t.shape for t in ins], node.attrs), ins[0].dtype
+        typed = FUSED_DTYPES.get(node.op)
+        dtype = typed([t.dtype for t in ins], node.attrs) if typed else ins[0].dtype
+        return rule([t.shape for t in ins], node.attrs), dtype
     rop = REGISTRY[node.op]
     attrs = {k: v for k, v in node.attrs.items() if k != "output_index"}
     specs = rop.infer(*[TensorSpec(t.shape, t.dtype) for t in ins], **attrs)

@@ -1,0 +1,186 @@
+/* The quantized inference kernels around the int8 GEMM (qgemm.c): per-tensor uint8
+ * quantize / dequantize, the uint8 im2col, the int8 convolution (im2col + qgemm + a transpose
+ * back to NCHW) and uint8 max pooling.
+ *
+ * Quantize (PyTorch's rounding, gpucore/quantization/qtensor.py's quantize_array):
+ *     q = clamp(rint(fl32(fl32(x * fl32(1 / scale)) + zp)), 0, 255), NaN -> 255
+ * Dequantize: fl32(fl32(q - zp) * scale).  Each float operation is rounded on its own (the file
+ * is compiled without contraction: -std=c11), so numpy's float32 formulas give the same bits.
+ *
+ * The convolution's im2col writes one row per output pixel (rows = n*oh*ow, each k = c*kh*kw
+ * bytes, element (ci*kh + ki)*kw + kj as the weight [o, c, kh, kw] flattens): the row layout the
+ * int8 GEMM reads as its activations.  Pixels outside the image read as the activation's zero
+ * point (the quantized value of 0.0), never as 0: the image is first copied into planes with a
+ * border of zero points (the work buffer's last part), from which the rows are read without
+ * bounds tests (every window of the geometry lies inside the padded planes, conv_geometry's
+ * check), so no read leaves x or the copy. */
+#include <math.h>
+#include <string.h>
+
+#include "kernels.h"
+
+/* rint for |v| <= 2^22 without a libm call (the baseline ISA has no rounding instruction, and a
+ * call per element kept the loop scalar): adding and subtracting 1.5 * 2^23 rounds to an integer
+ * in the current mode (to nearest, ties to even), as rintf does.  Volatile-free: the file is
+ * compiled without -ffast-math, so the compiler keeps the two operations. */
+#define Q_RINT_MAGIC 12582912.0f
+
+void gc_quantize_u8(const float *x, uint8_t *out, ptrdiff_t n, float scale, int32_t zp)
+{
+    const float inv = 1.0f / scale, z = (float)zp;
+    for (ptrdiff_t i = 0; i < n; i++) {
+        float y = x[i] * inv;
+        y = y + z;
+        /* clamp first (to [-1, 256]: the rounding then stays exact and the result saturates as
+         * the rounded value would), NaN kept: comparisons with NaN are false */
+        float c = y < -1.0f ? -1.0f : y;
+        c = c > 256.0f ? 256.0f : c;
+        float r = (c + Q_RINT_MAGIC) - Q_RINT_MAGIC;
+        r = r < 0.0f ? 0.0f : r;
+        r = r > 255.0f ? 255.0f : r;
+        out[i] = r == r ? (uint8_t)(int)r : 255;
+    }
+}
+
+void gc_dequantize_u8(const uint8_t *q, float *out, ptrdiff_t n, float scale, int32_t zp)
+{
+    const float z = (float)zp;
+    for (ptrdiff_t i = 0; i < n; i++) {
+        const float d = (float)q[i] - z;
+        out[i] = d * scale;
+    }
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define Q_NO_MEMCPY_IDIOM __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define Q_NO_MEMCPY_IDIOM
+#endif
+
+/* Rows from an image already padded (hp x wp planes, followed by >= 8 readable bytes; rows
+ * followed by >= 8 writable bytes): no bounds tests in the loops.  A kernel row of kw <= 8
+ * contiguous bytes moves as one 4- or 8-byte word (its extra bytes are overwritten by the next
+ * copy, or land in the slack after the last row): a few instructions where a byte loop or a
+ * memcpy call cost several times more. */
+Q_NO_MEMCPY_IDIOM static void q_rows_padded(const uint8_t *xp, uint8_t *rows, const gc_conv *p,
+                                            ptrdiff_t hp, ptrdiff_t wp)
+{
+    const ptrdiff_t k = p->c * p->kh * p->kw, kw = p->kw, dw = p->dw;
+    const int word = dw != 1 ? 0 : kw <= 4 ? 4 : kw <= 8 ? 8 : 0;
+    for (ptrdiff_t img = 0; img < p->n; img++)
+        for (ptrdiff_t oy = 0; oy < p->oh; oy++)
+            for (ptrdiff_t ox = 0; ox < p->ow; ox++) {
+                uint8_t *r = rows + ((img * p->oh + oy) * p->ow + ox) * k;
+                const uint8_t *base = xp + img * p->c * hp * wp + oy * p->sh * wp + ox * p->sw;
+                for (ptrdiff_t ci = 0; ci < p->c; ci++)
+                    for (ptrdiff_t ki = 0; ki < p->kh; ki++, r += kw) {
+                        const uint8_t *s = base + (ci * hp + ki * p->dh) * wp;
+                        if (word == 4) {
+                            uint32_t v;
+                            memcpy(&v, s, 4);
+                            memcpy(r, &v, 4);
+                        } else if (word == 8) {
+                            uint64_t v;
+                            memcpy(&v, s, 8);
+                            memcpy(r, &v, 8);
+                        } else {
+                            for (ptrdiff_t kj = 0; kj < kw; kj++)
+                                r[kj] = s[kj * dw];
+                        }
+                    }
+            }
+}
+
+/* x copied into planes of hp x wp with a border of zp (ph rows / pw columns), then 8 bytes of
+ * zp (the slack q_rows_padded's words may read). */
+static void q_pad(const uint8_t *x, uint8_t *xp, const gc_conv *p, ptrdiff_t hp, ptrdiff_t wp,
+                  uint8_t zp)
+{
+    for (ptrdiff_t pl = 0; pl < p->n * p->c; pl++) {
+        uint8_t *d = xp + pl * hp * wp;
+        const uint8_t *s = x + pl * p->h * p->w;
+        memset(d, zp, (size_t)(p->ph * wp));
+        for (ptrdiff_t y = 0; y < p->h; y++) {
+            uint8_t *line = d + (p->ph + y) * wp;
+            memset(line, zp, (size_t)p->pw);
+            memcpy(line + p->pw, s + y * p->w, (size_t)p->w);
+            memset(line + p->pw + p->w, zp, (size_t)p->pw);
+        }
+        memset(d + (p->ph + p->h) * wp, zp, (size_t)(p->ph * wp));
+    }
+    memset(xp + p->n * p->c * hp * wp, zp, 8);
+}
+
+void gc_qim2col_u8(const uint8_t *x, uint8_t *rows, uint8_t *pad, const gc_conv *p, uint8_t zp)
+{
+    const ptrdiff_t hp = p->h + 2 * p->ph, wp = p->w + 2 * p->pw;
+    q_pad(x, pad, p, hp, wp, zp); /* also without padding: the words need the slack after it */
+    q_rows_padded(pad, rows, p, hp, wp);
+}
+
+/* out[img, j, pix] = t[img, pix, j] for items of esz bytes (1 or 4). */
+static void q_to_nchw(const char *t, char *out, ptrdiff_t n, ptrdiff_t pix, ptrdiff_t o, int esz)
+{
+    for (ptrdiff_t img = 0; img < n; img++) {
+        const char *src = t + img * pix * o * esz;
+        char *dst = out + img * pix * o * esz;
+        if (esz == 1) {
+            for (ptrdiff_t j = 0; j < o; j++)
+                for (ptrdiff_t q = 0; q < pix; q++)
+                    dst[j * pix + q] = src[q * o + j];
+        } else {
+            for (ptrdiff_t q = 0; q < pix; q++)
+                for (ptrdiff_t j = 0; j < o; j++)
+                    memcpy(dst + (j * pix + q) * 4, src + (q * o + j) * 4, 4);
+        }
+    }
+}
+
+ptrdiff_t gc_qconv2d_work_bytes(const gc_conv *p, ptrdiff_t o, int esz)
+{
+    const ptrdiff_t m = p->n * p->oh * p->ow, k = p->c * p->kh * p->kw;
+    const ptrdiff_t pad = p->n * p->c * (p->h + 2 * p->ph) * (p->w + 2 * p->pw);
+    return (m * k + 8 + 63) / 64 * 64 + (m * o * esz + 63) / 64 * 64 + pad + 8;
+}
+
+int gc_qconv2d(const uint8_t *x, const gc_qpacked *B, void *out, uint8_t *work, const gc_conv *p,
+               const gc_qargs *q)
+{
+    const ptrdiff_t m = p->n * p->oh * p->ow, k = p->c * p->kh * p->kw, o = B->n;
+    const int esz = q->mode == GC_QOUT_I32 || q->mode == GC_QOUT_F32 ? 4 : 1;
+    if (m == 0 || o == 0)
+        return 0;
+    uint8_t *rows = work;
+    char *t = (char *)work + (m * k + 8 + 63) / 64 * 64;
+    uint8_t *pad = (uint8_t *)t + (m * o * esz + 63) / 64 * 64;
+    gc_qim2col_u8(x, rows, pad, p, (uint8_t)q->a_zp);
+    if (gc_qgemm(rows, m, k, B, t, o, q) < 0)
+        return -1;
+    q_to_nchw(t, (char *)out, p->n, p->oh * p->ow, o, esz);
+    return 0;
+}
+
+void gc_max_pool2d_u8(const uint8_t *x, uint8_t *out, const gc_conv *p)
+{
+    for (ptrdiff_t pl = 0; pl < p->n * p->c; pl++) {
+        const uint8_t *plane = x + pl * p->h * p->w;
+        uint8_t *o = out + pl * p->oh * p->ow;
+        for (ptrdiff_t oy = 0; oy < p->oh; oy++)
+            for (ptrdiff_t ox = 0; ox < p->ow; ox++) {
+                int best = -1;
+                for (ptrdiff_t ki = 0; ki < p->kh; ki++) {
+                    const ptrdiff_t iy = oy * p->sh - p->ph + ki * p->dh;
+                    if (iy < 0 || iy >= p->h)
+                        continue;
+                    for (ptrdiff_t kj = 0; kj < p->kw; kj++) {
+                        const ptrdiff_t ix = ox * p->sw - p->pw + kj * p->dw;
+                        if (ix >= 0 && ix < p->w && plane[iy * p->w + ix] > best)
+                            best = plane[iy * p->w + ix];
+                    }
+                }
+                /* a window entirely in the padding has no element (the geometry checks forbid
+                 * it, as PyTorch's pad <= kernel / 2); 0 keeps the output defined */
+                o[oy * p->ow + ox] = (uint8_t)(best < 0 ? 0 : best);
+            }
+    }
+}

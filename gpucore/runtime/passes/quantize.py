@@ -1,0 +1,252 @@
+"""The passes of static quantization (gpucore/quantization/static.py), each ``(Graph) -> bool``:
+
+1. ``insert_qdq(qparams, per_channel)`` makes the pass that writes the QDQ form (ONNX's): every
+   activation tensor named in ``qparams`` ({name: (scale, zero_point)}, uint8) is read through
+   ``dequantize_linear(quantize_linear(t))``; the constant weight of every float32 ``gemm``
+   (2-D weight, activation None or relu) and ``conv2d`` (groups 1) whose input is such a tensor
+   becomes an int8 constant (symmetric over [-127, 127]; one scale per output channel, or one
+   for all with ``per_channel=False``) read through ``dequantize_linear``;
+2. ``sink_dequantize``: a view (reshape, flatten, ...) or ``max_pool2d`` of a dequantized tensor
+   runs on the uint8 values instead (``qmax_pool2d``), the dequantize moving below it (max
+   commutes with the monotone quantization);
+3. ``remove_qdq_pairs``: ``quantize_linear(dequantize_linear(q))`` with the same parameters is
+   ``q``;
+4. ``fuse_quantized``: ``dequantize(x) -> gemm / conv2d(dequantized weight, bias) [-> relu]
+   [-> quantize]`` becomes one ``qlinear`` / ``qconv2d`` with the requantizing epilogue (uint8 out
+   when a quantize follows, else float32 out), so chains of quantized layers pass uint8 between
+   them.
+
+``QUANT_PIPELINE`` runs 2-4 (and dead-code elimination) after ``insert_qdq``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...dtypes import BY_NAME
+from ..ir.graph import Graph
+from ..ir.ops import op_info
+from .cleanup import eliminate_dead_code
+
+_QMAX = 127
+
+
+def quantize_weight(w: np.ndarray, per_channel: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(int8 weight, float32 scales [out channels]) of float ``w`` (dim 0 = output channels):
+    symmetric over [-127, 127] (ONNX Runtime's symmetric int8 range), ``scale = max|w| / 127``,
+    values rounded half to even. -128 never occurs, so the AVX2 int8 kernel keeps its fast path
+    (a weight of -128 sends it to the exact reference kernel, cpu/README.md *Int8 GEMM*)."""
+    w32 = np.asarray(w, np.float32)
+    rows = w32.reshape(w32.shape[0], -1)
+    amax = np.abs(rows).max(axis=1) if rows.size else np.zeros(w32.shape[0], np.float32)
+    if not per_channel:
+        amax = np.full_like(amax, amax.max() if amax.size else 0)
+    eps = np.float32(np.finfo(np.float32).eps)
+    scale = np.maximum(amax.astype(np.float32) / np.float32(_QMAX), eps).astype(np.float32)
+    inv = np.float32(1) / scale
+    q = np.clip(np.rint(rows * inv[:, None]), -_QMAX, _QMAX).astype(np.int8)
+    return q.reshape(w32.shape), scale
+
+
+def _params(attrs: dict) -> tuple:
+    return float(attrs["scale"]), int(attrs["zero_point"])
+
+
+def _quantizable(graph: Graph, node, qparams: dict) -> bool:
+    """Whether ``node`` is a float32 gemm / conv2d with a constant weight (and bias) whose input
+    has parameters."""
+    t = graph.tensors
+    if node.inputs[0] not in qparams or t[node.output].dtype.name != "float32":
+        return False
+    w = t[node.inputs[1]]
+    if w.data is None or w.dtype.name != "float32":
+        return False
+    if len(node.inputs) > 2 and t[node.inputs[2]].data is None:
+        return False
+    if node.op == "gemm":
+        a = node.attrs
+        return (
+            len(w.shape) == 2
+            and not a["trans_a"]
+            and a["alpha"] == 1.0
+            and a["act"] in (None, "relu")
+            and (len(node.inputs) == 2 or t[node.inputs[2]].shape == (t[node.output].shape[-1],))
+        )
+    if node.op == "conv2d":
+        return node.attrs.get("groups", 1) == 1 and len(w.shape) == 4
+    return False
+
+
+def insert_qdq(qparams: dict, per_channel: bool = True):
+    """The pass writing the QDQ form for ``qparams`` (see the module docstring)."""
+
+    def insert_qdq_pass(graph: Graph) -> bool:
+        changed = False
+        done: dict = {}  # float tensor -> its dequantized replacement
+        for name, (scale, zp) in qparams.items():
+            if name not in graph.tensors or name in graph.outputs or not graph.readers(name):
+                continue
+            info = graph.tensors[name]
+            if info.dtype.name != "float32" or info.data is not None:
+                continue
+            attrs = {"scale": float(scale), "zero_point": int(zp)}
+            q = graph.add_node("quantize_linear", [name], info.shape, BY_NAME["uint8"], attrs)
+            readers = [r for r in graph.readers(name) if r is not q]
+            dq = graph.add_node("dequantize_linear", [q.output], info.shape, info.dtype, attrs)
+            for r in readers:
+                graph.set_inputs(r, [dq.output if n == name else n for n in r.inputs])
+            done[name] = dq.output
+            changed = True
+        inverse = {v: k for k, v in done.items()}
+        for node in list(graph.order()):
+            if node.op not in ("gemm", "conv2d") or node.inputs[0] not in inverse:
+                continue
+            if not _quantizable(graph, node, {node.inputs[0]: None}):
+                continue
+            w = graph.tensors[node.inputs[1]].data
+            if node.op == "gemm" and not node.attrs["trans_b"]:
+                w = w.T  # [K, N] -> [N, K]: the int8 weight is always [out, in]
+            wq, scales = quantize_weight(w, per_channel)
+            base = node.inputs[1]
+            wq_name = graph.add_constant(wq, name=_free(graph, f"{base}.int8"))
+            s_name = graph.add_constant(scales, name=_free(graph, f"{base}.scale"))
+            dqw = graph.add_node(
+                "dequantize_linear", [wq_name, s_name], wq.shape, BY_NAME["float32"], {"axis": 0}
+            )
+            graph.set_input(node, 1, dqw.output)
+            if node.op == "gemm":
+                node.attrs["trans_b"] = True
+            changed = True
+        return changed
+
+    return insert_qdq_pass
+
+
+def _free(graph: Graph, name: str) -> str:
+    return name if name not in graph.tensors else graph.fresh_name(name)
+
+
+def sink_dequantize(graph: Graph) -> bool:
+    """view(dequantize(q)) -> dequantize(view(q)); max_pool2d(dequantize(q)) ->
+    dequantize(qmax_pool2d(q))."""
+    changed = False
+    for dq in list(graph.order()):
+        if dq.op != "dequantize_linear" or dq not in graph.nodes or len(dq.inputs) != 1:
+            continue
+        reader = graph.sole_consumer(dq.output)
+        if reader is None or reader.inputs[0] != dq.output or len(reader.inputs) != 1:
+            continue
+        info = graph.tensors[reader.output]
+        if op_info(reader.op).view is not None:
+            moved = graph.add_node(reader.op, [dq.inputs[0]], info.shape, BY_NAME["uint8"])
+            moved.attrs = dict(reader.attrs)
+        elif reader.op == "max_pool2d" and _plain_pool(reader.attrs):
+            a = reader.attrs
+            attrs = {k: tuple(a[k]) for k in ("kernel", "stride", "padding", "dilation")}
+            moved = graph.add_node(
+                "qmax_pool2d", [dq.inputs[0]], info.shape, BY_NAME["uint8"], attrs
+            )
+        else:
+            continue
+        new = graph.add_node("dequantize_linear", [moved.output], info.shape, info.dtype)
+        new.attrs = dict(dq.attrs)
+        graph.bypass(reader, new.output)
+        graph.remove_node(dq)  # its one reader is gone
+        changed = True
+    return changed
+
+
+def _plain_pool(attrs: dict) -> bool:
+    """max_pool2d's values only (no indices), every window holding an element."""
+    if attrs.get("output_index", 0) != 0:
+        return False
+    k, p = attrs.get("kernel"), attrs.get("padding")
+    return k is not None and p is not None and all(2 * pp <= kk for kk, pp in zip(k, p))
+
+
+def remove_qdq_pairs(graph: Graph) -> bool:
+    """quantize_linear(dequantize_linear(q)) with the same scale and zero point -> q."""
+    changed = False
+    for q in list(graph.order()):
+        if q.op != "quantize_linear" or q not in graph.nodes:
+            continue
+        dq = graph.producer.get(q.inputs[0])
+        if dq is None or dq.op != "dequantize_linear" or len(dq.inputs) != 1:
+            continue
+        if _params(dq.attrs) != _params(q.attrs):
+            continue
+        if graph.tensors[dq.inputs[0]].shape != graph.tensors[q.output].shape:
+            continue
+        graph.bypass(q, dq.inputs[0])
+        changed = True
+    return changed
+
+
+def _weight_dq(graph: Graph, name: str):
+    """(int8 weight, scales) names when ``name`` is a per-channel dequantized constant."""
+    node = graph.producer.get(name)
+    if node is None or node.op != "dequantize_linear" or len(node.inputs) != 2:
+        return None
+    if node.attrs.get("axis") != 0 or not all(graph.is_constant(n) for n in node.inputs):
+        return None
+    return node.inputs
+
+
+def fuse_quantized(graph: Graph) -> bool:
+    """dequantize -> gemm / conv2d [-> relu] [-> quantize] into qlinear / qconv2d."""
+    changed = False
+    for node in list(graph.order()):
+        if node.op not in ("gemm", "conv2d") or node not in graph.nodes:
+            continue
+        xdq = graph.producer.get(node.inputs[0])
+        if xdq is None or xdq.op != "dequantize_linear" or len(xdq.inputs) != 1:
+            continue
+        wq = _weight_dq(graph, node.inputs[1])
+        if wq is None:
+            continue
+        if node.op == "gemm":
+            a = node.attrs
+            if (
+                a["trans_a"]
+                or not a["trans_b"]
+                or a["alpha"] != 1.0
+                or a["act"]
+                not in (
+                    None,
+                    "relu",
+                )
+            ):
+                continue
+            relu = a["act"] == "relu"
+        elif node.attrs.get("groups", 1) != 1:
+            continue
+        else:
+            relu = False
+        bias = node.inputs[2:]
+        n_out = graph.tensors[wq[0]].shape[0]
+        if bias and (not graph.is_constant(bias[0]) or graph.tensors[bias[0]].shape != (n_out,)):
+            continue
+        last = node
+        nxt = graph.sole_consumer(last.output)
+        if not relu and nxt is not None and nxt.op == "relu":
+            relu, last = True, nxt
+            nxt = graph.sole_consumer(last.output)
+        a_scale, a_zp = _params(xdq.attrs)
+        attrs = {"a_scale": a_scale, "a_zero_point": a_zp, "relu": relu, "out_scale": None}
+        if nxt is not None and nxt.op == "quantize_linear":
+            out_scale, out_zp = _params(nxt.attrs)
+            attrs.update(out_scale=out_scale, out_zero_point=out_zp)
+            last = nxt
+        if node.op == "conv2d":
+            attrs.update({k: tuple(node.attrs[k]) for k in ("stride", "padding", "dilation")})
+        info = graph.tensors[last.output]
+        op = "qlinear" if node.op == "gemm" else "qconv2d"
+        fused = graph.add_node(op, [xdq.inputs[0], *wq, *bias], info.shape, info.dtype, attrs)
+        graph.bypass(last, fused.output)
+        changed = True
+    if changed:
+        eliminate_dead_code(graph)
+    return changed
+
+
+QUANT_PIPELINE = (sink_dequantize, remove_qdq_pairs, fuse_quantized, eliminate_dead_code)

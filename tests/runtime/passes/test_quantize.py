@@ -1,0 +1,174 @@
+"""gpucore.runtime.passes.quantize: each static-quantization pass alone on small graphs built
+by hand, checked against numpy (the dequantize / quantize formulas written here) and against
+the graph before the pass."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from runtime_models import rand, run_graph
+
+from gpucore import dtypes as D
+from gpucore.runtime.ir.graph import Graph
+from gpucore.runtime.passes.quantize import (
+    fuse_quantized,
+    insert_qdq,
+    quantize_weight,
+    remove_qdq_pairs,
+    sink_dequantize,
+)
+
+F = np.float32
+
+
+def _q(x, s, z):
+    return np.clip(np.rint(x.astype(F) * (F(1) / F(s)) + F(z)), 0, 255).astype(np.uint8)
+
+
+def _dq(q, s, z):
+    return (q.astype(F) - F(z)) * F(s)
+
+
+def _gemm_graph(act="relu", bias=True):
+    """y = act(x @ w.T + b): x [4, 6] float, w [5, 6], b [5]."""
+    g = Graph()
+    x = g.add_input("x", (4, 6), D.float32)
+    w = g.add_constant(rand(5, 6, seed=1))
+    ins = [x, w] + ([g.add_constant(rand(5, seed=2))] if bias else [])
+    attrs = {"trans_a": False, "trans_b": True, "alpha": 1.0, "act": act}
+    y = g.add_node("gemm", ins, (4, 5), D.float32, attrs)
+    g.outputs = [y.output]
+    return g
+
+
+def test_quantize_weight_is_symmetric_per_channel():
+    w = rand(3, 7, seed=3)
+    w[1] *= 10
+    q, s = quantize_weight(w)
+    want_s = np.abs(w).max(axis=1) / F(127)
+    np.testing.assert_allclose(s, want_s, rtol=1e-7)
+    np.testing.assert_allclose(q, np.rint(w.astype(np.float64) / want_s[:, None]), atol=1)
+    assert q.min() >= -127 and q.max() <= 127 and (np.abs(q).max(axis=1) == 127).all()
+    assert q.dtype == np.int8 and s.dtype == np.float32
+    q1, s1 = quantize_weight(w, per_channel=False)
+    assert len(set(s1.tolist())) == 1 and s1[0] == s.max()
+
+
+def test_insert_qdq_writes_the_qdq_form():
+    g = _gemm_graph()
+    before = g.copy()
+    assert insert_qdq({"x": (0.02, 128)})(g)
+    g.validate()
+    assert g.op_counts() == {"gemm": 1, "quantize_linear": 1, "dequantize_linear": 2}
+    gemm = next(n for n in g.nodes if n.op == "gemm")
+    wdq = g.producer[gemm.inputs[1]]
+    assert g.tensors[wdq.inputs[0]].dtype is D.int8 and wdq.attrs == {"axis": 0}
+    x = rand(4, 6, seed=4)
+    xq = _dq(_q(x, 0.02, 128), 0.02, 128)
+    wq, s = quantize_weight(before.tensors[before.nodes[0].inputs[1]].data)
+    b = before.tensors[before.nodes[0].inputs[2]].data
+    want = np.maximum(xq.astype(np.float64) @ (wq * s[:, None]).T.astype(np.float64) + b, 0)
+    (got,) = run_graph(g, [x])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    # close to the float graph: the quantization error only
+    np.testing.assert_allclose(got, run_graph(before, [x])[0], atol=0.1)
+
+
+def test_insert_qdq_leaves_unobserved_layers_float():
+    g = _gemm_graph()
+    assert not insert_qdq({})(g)
+    assert g.op_counts() == {"gemm": 1}
+
+
+def _dq_graph(shape, s=0.1, z=3):
+    g = Graph()
+    q = g.add_input("q", shape, D.uint8)
+    dq = g.add_node("dequantize_linear", [q], shape, D.float32, {"scale": s, "zero_point": z})
+    return g, dq.output
+
+
+def test_sink_dequantize_moves_views_and_max_pool_below():
+    g, d = _dq_graph((2, 3, 4, 4))
+    pool_attrs = {"kernel": (2, 2), "stride": (2, 2), "padding": (0, 0), "dilation": (1, 1)}
+    pool_attrs.update(ceil_mode=False, src=(2, 3, 4, 4), output_index=0)
+    p = g.add_node("max_pool2d", [d], (2, 3, 2, 2), D.float32, pool_attrs)
+    r = g.add_node("view", [p.output], (2, 12), D.float32, {"shape": (2, 12), "src": (2, 3, 2, 2)})
+    g.outputs = [r.output]
+    q = np.random.default_rng(0).integers(0, 256, (2, 3, 4, 4)).astype(np.uint8)
+    (want,) = run_graph(g, [q])
+    assert sink_dequantize(g)
+    sink_dequantize(g)
+    g.validate()
+    order = [n.op for n in g.order()]
+    assert order == ["qmax_pool2d", "view", "dequantize_linear"], order
+    (got,) = run_graph(g, [q])
+    np.testing.assert_array_equal(got, want)
+    pooled = q.reshape(2, 3, 2, 2, 2, 2).max(axis=(3, 5)).reshape(2, 12)
+    np.testing.assert_array_equal(got, _dq(pooled, 0.1, 3))
+
+
+def test_remove_qdq_pairs_only_with_equal_parameters():
+    for s2, z2, removed in ((0.1, 3, True), (0.1, 4, False), (0.2, 3, False)):
+        g, d = _dq_graph((5,))
+        attrs = {"scale": s2, "zero_point": z2}
+        q2 = g.add_node("quantize_linear", [d], (5,), D.uint8, attrs)
+        out = g.add_node("dequantize_linear", [q2.output], (5,), D.float32, attrs)
+        g.outputs = [out.output]
+        x = np.arange(250, 255, dtype=np.uint8)
+        (want,) = run_graph(g, [x])
+        assert remove_qdq_pairs(g) is removed
+        assert ("quantize_linear" in g.op_counts()) is not removed
+        (got,) = run_graph(g, [x])
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("act", [None, "relu"])
+@pytest.mark.parametrize("requant", [True, False])
+def test_fuse_quantized_gemm(act, requant):
+    g = _gemm_graph(act=act)
+    insert_qdq({"x": (0.02, 128)})(g)
+    if requant:
+        out = g.outputs[0]
+        info = g.tensors[out]
+        attrs = {"scale": 0.05, "zero_point": 0 if act else 100}
+        q = g.add_node("quantize_linear", [out], info.shape, D.uint8, attrs)
+        dq = g.add_node("dequantize_linear", [q.output], info.shape, D.float32, attrs)
+        g.outputs = [dq.output]
+    x = rand(4, 6, seed=5)
+    (unfused,) = run_graph(g, [x])
+    assert fuse_quantized(g)
+    g.validate()
+    counts = g.op_counts()
+    assert counts.pop("qlinear") == 1 and "gemm" not in counts
+    assert counts == ({"quantize_linear": 1, "dequantize_linear": 1} if requant else
+                      {"quantize_linear": 1})  # fmt: skip
+    node = next(n for n in g.nodes if n.op == "qlinear")
+    assert node.attrs["relu"] is (act == "relu")
+    assert (node.attrs["out_scale"] is None) is not requant
+    for executor in ("interpreted", "compiled"):
+        (got,) = run_graph(g, [x], executor)
+        # the fused epilogue rounds once where the QDQ graph rounds twice: one step at most
+        step = 0.05 if requant else 1e-5
+        np.testing.assert_allclose(got, unfused, atol=step * 1.01, rtol=1e-5)
+
+
+def test_fuse_quantized_conv_relu_requant():
+    g = Graph()
+    x = g.add_input("x", (2, 3, 6, 6), D.float32)
+    w = g.add_constant(rand(4, 3, 3, 3, seed=6))
+    b = g.add_constant(rand(4, seed=7))
+    attrs = {"stride": (1, 1), "padding": (1, 1), "dilation": (1, 1)}
+    c = g.add_node("conv2d", [x, w, b], (2, 4, 6, 6), D.float32, attrs)
+    r = g.add_node("relu", [c.output], (2, 4, 6, 6), D.float32)
+    sum_attrs = {"dims": (0, 1, 2, 3), "keepdim": False, "shape": (2, 4, 6, 6)}
+    p = g.add_node("sum", [r.output], (), D.float32, sum_attrs)
+    g.outputs = [p.output]
+    insert_qdq({"x": (0.03, 120), r.output: (0.06, 0)})(g)
+    xs = rand(2, 3, 6, 6, seed=8)
+    (unfused,) = run_graph(g, [xs])
+    assert fuse_quantized(g)
+    assert g.op_counts() == {"quantize_linear": 1, "qconv2d": 1, "dequantize_linear": 1, "sum": 1}
+    conv = next(n for n in g.nodes if n.op == "qconv2d")
+    assert conv.attrs["relu"] and conv.attrs["out_scale"] == 0.06
+    (got,) = run_graph(g, [xs])
+    np.testing.assert_allclose(got, unfused, atol=0.06 * 2 * 6, rtol=1e-3)
