@@ -70,6 +70,7 @@ VARIABLES: dict[str, Var] = {
     "GPUCORE_VULKAN_TIMEOUT": Var("a finite number of seconds > 0", _positive_seconds),
     "GPUCORE_VULKAN_FUSION": _choice("auto", "0", "1"),
     "GPUCORE_VULKAN_PUSH_DESCRIPTORS": _choice("0", "1"),
+    "GPUCORE_VULKAN_RESIDENCY": _choice("0", "1"),
     "GPUCORE_CPU_ISA": _choice("avx512", "avx2", "sse2", "neon", "scalar"),
     "GPUCORE_NUM_THREADS": _int(1),
     "GPUCORE_GEMM_BLOCKING": Var('three positive integers "mc,kc,nc"', _blocking),

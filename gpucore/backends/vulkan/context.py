@@ -140,6 +140,8 @@ class Context:
         self.memory.reclaim = self.stream.reclaim
         self.bytes_uploaded = 0
         self.bytes_downloaded = 0
+        self.bytes_reused = 0  # device copies of host tensors read again instead of uploaded
+        self.tensors_migrated = 0  # host tensors moved onto the device in place (residency.py)
         self.fault: Fault | None = None
         self.on_fault: list = []  # callables (ctx, fault), called once per new fault
         self.pid = os.getpid()
