@@ -102,7 +102,7 @@ _COUNTERS = {
     "timeouts": 0,
     "reclaims": 0,
 }
-_ZERO = dict(_COUNTERS, live_bytes=0, peak_bytes=0, block_bytes=0)
+_ZERO = dict(_COUNTERS, live_bytes=0, peak_bytes=0, block_bytes=0, pipeline_cache_bytes=0)
 
 
 def stats(since: dict | None = None) -> dict:
@@ -112,7 +112,8 @@ def stats(since: dict | None = None) -> dict:
     bytes_downloaded (host <-> device copies made for ops and host reads); bytes_reused (device
     copies of unchanged host tensors read again instead of uploaded) and tensors_migrated (host
     parameters and optimizer state moved onto the device); pipelines_created, pipeline_seconds,
-    timeouts, reclaims; and the levels live_bytes, peak_bytes, block_bytes (device memory).
+    timeouts, reclaims; and the levels live_bytes, peak_bytes, block_bytes (device memory) and
+    pipeline_cache_bytes (driver data the on-disk pipeline cache gave at start).
 
     ``since``: a snapshot from ``mark()``; the counters then give what happened since it (the
     bytes one training step moves, say), the levels stay current::

@@ -308,5 +308,6 @@ class VulkanBackend:
             timeouts=ctx.stream.timeouts,
             pipelines_created=ctx.pipelines.created,
             pipeline_seconds=ctx.pipelines.create_seconds,
+            pipeline_cache_bytes=ctx.pipelines.loaded_bytes,
         )
         return s
