@@ -94,26 +94,46 @@ def drop_all() -> int:
 def sole_owner(t) -> bool:
     """True when host tensor ``t`` is a whole storage of gpucore's that nothing else can see: no
     other tensor shares its version box, no other array its memory, no exported array is alive.
-    (Reference counts, as the autograd engine's ``_owned``: a test fails if they drift.)"""
-    if t._base is not None or t._dev is not None:
+    Reference counts, compared with those of a tensor known to be alone (measured once, as the
+    autograd engine's ``_owned`` does: what the interpreter itself holds cancels out)."""
+    if t._base is not None or t._dev is not None or _storage.exported(t._vbox):
         return False
-    if sys.getrefcount(t._vbox) > 2:  # t's slot and the argument
+    counts = _counts(t)
+    if counts is None:
         return False
+    alone = _ALONE.get(counts[0])
+    if alone is None:
+        alone = _ALONE[counts[0]] = _calibrate(counts[0])
+    return all(c <= a for c, a in zip(counts[1:], alone[1:]))
+
+
+def _counts(t):
+    """(whether t's array is its storage's root, reference counts of t's version box, array,
+    root array and host buffer), or None when t is not a whole gpucore host storage."""
     data = t._data
     root = _storage.host_root(data)
     if root is None or not data.flags.c_contiguous or data.nbytes != root.nbytes:
-        return False
-    if _storage.exported(t._vbox):
-        return False
-    if root is data:
-        # t's slot, the two locals and the argument; root.base and the argument
-        return sys.getrefcount(data) <= 4 and sys.getrefcount(data.base) <= 2
-    # data (a reshape of root): t's slot, data, the argument; root: data.base, root, argument
+        return None
     return (
-        sys.getrefcount(data) <= 3
-        and sys.getrefcount(root) <= 3
-        and sys.getrefcount(root.base) <= 2
+        root is data,
+        sys.getrefcount(t._vbox),
+        sys.getrefcount(data),
+        sys.getrefcount(root),
+        sys.getrefcount(root.base),
     )
+
+
+_ALONE: dict = {}  # whether the array is the root -> the counts of a tensor alone
+
+
+def _calibrate(is_root: bool) -> tuple:
+    from ...backends.cpu import empty_array  # (the CPU backend: loaded long before this runs)
+    from ...tensor import Tensor  # (gpucore.tensor imports nothing of the device's)
+
+    arr = empty_array((4,), np.float32) if is_root else empty_array((4,), np.float32).reshape(2, 2)
+    t = Tensor._wrap(arr, None)
+    del arr
+    return _counts(t)
 
 
 def migrate(be, tensors) -> bool:

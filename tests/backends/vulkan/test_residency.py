@@ -14,6 +14,7 @@ import pytest
 import gpucore
 import gpucore.nn.functional as F
 from gpucore import dispatch, nn
+from gpucore.backends.cpu import empty_array
 from gpucore.backends.vulkan import residency
 
 RNG = np.random.default_rng(7)
@@ -284,6 +285,13 @@ def test_sole_owner_sees_every_alias(auto):
     del raw
     assert residency.sole_owner(t)
     assert not residency.sole_owner(gpucore.from_numpy(np.ones(4, np.float32)))
+    # a tensor over a reshape of its storage's array: the array under it counts too
+    r = gpucore.Tensor._wrap(empty_array((16,), np.float32).reshape(4, 4), gpucore.float32)
+    assert residency.sole_owner(r)
+    root = r._data.base
+    assert not residency.sole_owner(r)
+    del root
+    assert residency.sole_owner(r)
 
 
 def test_stats_since_a_mark():
