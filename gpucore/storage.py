@@ -39,10 +39,9 @@ class StorageState:
         self.version = -1  # the version the copies were made at
         self.copies: dict = {}  # view layout -> a copy of that view's values (owner's memory)
         self.owner = None  # the backend holding the copies
-        self.exports = 0  # exported numpy arrays still alive
-
-    def _released(self) -> None:
-        self.exports -= 1
+        # id -> weak reference of each exported array still alive (its callback removes it;
+        # it holds the dict, not this object, so the copies die with the storage)
+        self.exports: dict = {}
 
 
 def state(vbox: list, create: bool = False) -> StorageState | None:
@@ -69,7 +68,7 @@ def host_root(arr: np.ndarray) -> np.ndarray | None:
 
 def exported(vbox: list) -> bool:
     """True while a numpy array exported from the storage of ``vbox`` is alive."""
-    return len(vbox) > 1 and vbox[1].exports > 0
+    return len(vbox) > 1 and bool(vbox[1].exports)
 
 
 def export(t) -> np.ndarray:
@@ -79,17 +78,22 @@ def export(t) -> np.ndarray:
     root = host_root(arr) if arr.size else None
     if root is None:
         return arr
-    buf = root.base
     st = state(t._vbox, create=True)
     st.copies.clear()
-    start = _data_ptr(np.frombuffer(buf, np.uint8))
-    # A view over the HostBuffer (not over an ndarray): numpy views derived from it keep it as
-    # their base, so it lives exactly as long as some user array can write through it.
-    view = _ndarray(
-        arr.shape, arr.dtype, buffer=buf, offset=_data_ptr(arr) - start, strides=arr.strides
-    )
+    # The anchor is an array straight over the HostBuffer: numpy makes a view's base the first
+    # array up the chain whose own base is of another type, so every view of the array returned
+    # here (and every view of those) keeps the anchor alive, however the user derives it. (The
+    # allocator's arrays start at their buffer's start: backends/cpu.empty_array.)
+    off = _data_ptr(arr) - _data_ptr(root)
+    if arr.flags.c_contiguous:
+        anchor = np.frombuffer(root.base, arr.dtype, arr.size, off)
+        out = anchor.reshape(arr.shape)
+    else:
+        anchor = np.frombuffer(root.base, np.uint8)
+        out = _ndarray(arr.shape, arr.dtype, buffer=anchor, offset=off, strides=arr.strides)
     if not arr.flags.writeable:
-        view.flags.writeable = False
-    st.exports += 1
-    weakref.finalize(view, st._released).atexit = False
-    return view
+        out.flags.writeable = False
+    refs = st.exports
+    ref = weakref.ref(anchor, lambda r, refs=refs: refs.pop(id(r), None))
+    refs[id(ref)] = ref
+    return out

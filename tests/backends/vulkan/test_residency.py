@@ -301,3 +301,33 @@ def test_stats_since_a_mark():
     assert set(s) == set(gpucore.vulkan.stats())
     with pytest.raises(TypeError, match="mark"):
         gpucore.vulkan.stats(since=3)
+
+
+def test_a_dataloader_batch_is_uploaded_once(auto):
+    from gpucore.utils.data import DataLoader, Dataset
+
+    x = host(RNG.standard_normal((128, 256)))
+    y = host(RNG.standard_normal((128, 256)))
+
+    class Samples(Dataset):  # one sample at a time: DataLoader collates each batch
+        def __len__(self):
+            return 128
+
+        def __getitem__(self, i):
+            return x[i], y[i]
+
+    gpucore.manual_seed(5)
+    model = mlp()
+    opt = gpucore.optim.SGD(model.parameters(), lr=0.01)
+    ups = []
+    for xb, yb in DataLoader(Samples(), batch_size=64):
+
+        def step(xb=xb, yb=yb):
+            opt.zero_grad()
+            F.mse_loss(model(xb), yb).backward()
+            opt.step()
+
+        ups.append(moved(step)[0])
+    # the second step: the weights live on the device; the batch (collated into gpucore's
+    # memory) is uploaded once although the backward reads the input again
+    assert ups[1] <= 2 * 64 * 256 * 4 + 1024, ups
