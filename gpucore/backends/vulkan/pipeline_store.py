@@ -23,6 +23,7 @@ import logging
 import os
 import struct
 import tempfile
+import time
 from pathlib import Path
 
 log = logging.getLogger("gpucore.vulkan")
@@ -152,6 +153,7 @@ def write(key: Key, data: bytes) -> bool:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+        _remove_stale_temporaries(path)
         return True
     except OSError as e:
         log.debug("gpucore: pipeline cache not saved to %s: %s", path, e)
@@ -161,3 +163,16 @@ def write(key: Key, data: bytes) -> bool:
             except OSError:
                 pass
         return False
+
+
+STALE_S = 3600.0  # a temporary file this old was left by a process that died while saving
+
+
+def _remove_stale_temporaries(path: Path) -> None:
+    now = time.time()
+    for tmp in path.parent.glob(path.name + ".*.tmp"):
+        try:
+            if now - tmp.stat().st_mtime > STALE_S:
+                tmp.unlink()
+        except OSError:
+            pass  # another process removed or replaced it first

@@ -65,6 +65,23 @@ def test_write_is_atomic_and_read_checks(monkeypatch, tmp_path):
     assert PS.read(KEY) is None  # larger than any cache of ours: not read whole
 
 
+def test_an_unwritable_place_or_a_dead_writer_is_no_error(monkeypatch, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_bytes(b"")
+    monkeypatch.setenv(PS.ENV, str(blocker / "sub"))  # a directory under a file: cannot exist
+    assert not PS.write(KEY, DRIVER_DATA)
+    assert PS.read(KEY) is None
+    monkeypatch.setenv(PS.ENV, str(tmp_path))
+    stale = tmp_path / (PS.path_for(KEY).name + ".abc.tmp")  # a writer died before renaming
+    stale.write_bytes(b"partial")
+    fresh = tmp_path / (PS.path_for(KEY).name + ".def.tmp")  # one still writing
+    fresh.write_bytes(b"partial")
+    os.utime(stale, (0, 0))
+    assert PS.write(KEY, DRIVER_DATA)
+    assert not stale.exists() and fresh.exists()
+    assert PS.read(KEY) == DRIVER_DATA
+
+
 def _cache(vulkan) -> PipelineCache:
     ctx = vulkan.ctx
     key = PS.Key.of(ctx.vk, ctx.physical)
