@@ -331,3 +331,15 @@ def test_a_dataloader_batch_is_uploaded_once(auto):
     # the second step: the weights live on the device; the batch (collated into gpucore's
     # memory) is uploaded once although the backward reads the input again
     assert ups[1] <= 2 * 64 * 256 * 4 + 1024, ups
+
+
+def test_copies_dropped_when_memory_is_short_are_made_again(auto):
+    w = host(RNG.standard_normal((64, 128)))
+    a = host(RNG.standard_normal((32, 64)))
+    first = (a @ w).numpy().copy()
+    assert residency.current_copy(auto, w)
+    auto._reclaim()  # what the allocator calls before it reports out of memory
+    assert not residency.current_copy(auto, w)
+    up, _, again = moved(lambda: (a @ w).numpy().copy())
+    assert up == (a.numel() + w.numel()) * 4
+    np.testing.assert_array_equal(again, first)
