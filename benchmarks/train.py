@@ -7,6 +7,8 @@ Run from the repository root (after ``python setup.py build_ext --inplace`` or t
     python benchmarks/train.py --only cnn   # cases: mlp64, mlp256, cnn
     python benchmarks/train.py --no-torch   # gpucore alone
     python benchmarks/train.py --no-profile # leave out the gpucore per-op profile
+    python benchmarks/train.py --transfers  # also: bytes per step on the Vulkan device under
+                                            # 'auto', residency off vs on (transfers.py)
 
 Cases (DESIGN.md / issue 5), random data, Adam (lr 1e-3), cross-entropy loss:
 
@@ -318,6 +320,9 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, help="blocks per library (default 3, quick 2)")
     ap.add_argument("--steps", type=int, help="timed steps per block (default 30, quick 8)")
     ap.add_argument("--profile-steps", type=int, help="profiled steps (default 5, quick 2)")
+    ap.add_argument(
+        "--transfers", action="store_true", help="also bytes per step under 'auto' (transfers.py)"
+    )
     args = ap.parse_args(argv)
     args.warmup = args.warmup or (3 if args.quick else 10)
     args.rounds = args.rounds or (2 if args.quick else 3)
@@ -395,6 +400,12 @@ def main(argv=None) -> int:
         print("\n### Where a gpucore step spends its time (gpucore.profiler())")
         for prof in profiles:
             print_profile(*prof)
+    if args.transfers:  # device rows: each residency setting in its own process
+        import transfers
+
+        print()
+        sys.stdout.flush()
+        transfers.main([a for n in (args.only or []) for a in ("--only", n)])
     return 1 if any(r[5].startswith("MISMATCH") for r in rows) else 0
 
 

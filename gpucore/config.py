@@ -60,6 +60,11 @@ def _blocking(v: str) -> bool:
     return len(parts) == 3 and all(p.strip().isdigit() and int(p) > 0 for p in parts)
 
 
+def _cache_dir(v: str) -> bool:
+    v = v.strip()
+    return v == "0" or os.path.isabs(os.path.expanduser(v))
+
+
 # The variables the library reads (README.md's configuration table).
 VARIABLES: dict[str, Var] = {
     "GPUCORE_DEVICE": _choice("auto", "cpu", "vulkan"),
@@ -70,6 +75,10 @@ VARIABLES: dict[str, Var] = {
     "GPUCORE_VULKAN_TIMEOUT": Var("a finite number of seconds > 0", _positive_seconds),
     "GPUCORE_VULKAN_FUSION": _choice("auto", "0", "1"),
     "GPUCORE_VULKAN_PUSH_DESCRIPTORS": _choice("0", "1"),
+    "GPUCORE_VULKAN_RESIDENCY": _choice("0", "1"),
+    "GPUCORE_VULKAN_PIPELINE_CACHE": Var(
+        "an absolute directory path, or 0 (no disk cache)", _cache_dir
+    ),
     "GPUCORE_CPU_ISA": _choice("avx512", "avx2", "sse2", "neon", "scalar"),
     "GPUCORE_NUM_THREADS": _int(1),
     "GPUCORE_GEMM_BLOCKING": Var('three positive integers "mc,kc,nc"', _blocking),

@@ -96,7 +96,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     """
     be = _check_device(device, "tensor")
     if isinstance(data, Tensor):
-        arr = data.detach().numpy(force=True)
+        arr = data._readable()  # read at once: no exported array to watch
         src = data.dtype
     else:
         if isinstance(data, (np.ndarray, np.generic)):

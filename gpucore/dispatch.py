@@ -8,7 +8,10 @@
 - 'vulkan': every op with a Vulkan kernel on the device, whatever its size (a CPU-type device
   counts as asked for); raises DeviceError when there is no device.
 
-Tensors stay where they were last written; a backend moves an input only when it needs it.
+Tensors stay where they were last written; a backend moves an input only when it needs it. A
+host tensor that device ops keep reading is uploaded once per version, and under 'auto' the
+parameters and optimizer state such ops read move to the device at their next update
+(``place_update``; see backends/vulkan/residency.py).
 
 Once the device refuses work (lost, or inherited by a forked child: see backends/vulkan/
 context.py), 'auto' runs new tensors on the CPU, 'vulkan' raises the fault's DeviceError, and ops
@@ -231,9 +234,31 @@ def backend_for(op, inputs, specs):
             n *= s
         if n > largest:
             largest = n
-    if largest >= _default["threshold"] and vb.supports(op, inputs, specs):
-        return vb
+    if largest >= _default["threshold"]:
+        if vb.supports(op, inputs, specs):
+            return vb
+    elif op.name == "clone" and inputs[0]._dev is vb and vb.supports(op, inputs, specs):
+        return vb  # a copy of device data stays there: the same bits, no download and upload
     return CPU
+
+
+def place_update(op, tensors, attrs: dict) -> None:
+    """Before an in-place optimizer update ``op`` of ``tensors`` (param, grad, *state): under
+    'auto', when device ops have read the host parameter since its last write and the device
+    runs this update, move the parameter and its state onto the device (all or none, see
+    residency.migrate) so that the update runs there and later reads upload nothing."""
+    param = tensors[0]
+    if param._dev is not None or (_state.override or _default["policy"]) != "auto":
+        return
+    vb = _vulkan_cache.get("auto")
+    if vb is None or vb is _UNSET:
+        return
+    from .backends.vulkan import residency  # the device's modules load with the device
+
+    if not residency.enabled or not residency.current_copy(vb, param):
+        return
+    if vb.supports(op, tensors, op.infer(*tensors, **attrs)):
+        residency.migrate(vb, (param,) + tuple(tensors[2:]))
 
 
 # The small-op fast lane (gpucore.ops.registry and cpu/fastpath.c) skips backend selection for

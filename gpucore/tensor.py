@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes as D
+from . import storage as _storage
 from .backends.cpu import empty_array
 from .errors import AutogradError, DeviceError, DTypeError, GpucoreIndexError, ShapeError
 
@@ -228,6 +229,12 @@ class Tensor:
             HOST_READ_HOOK[0](self)
         return self._data if self._dev is None else self._dev.host_view(self._data)
 
+    def _readable(self) -> np.ndarray:
+        """The values for gpucore's own reads (bfloat16 as float32): not exported to a user."""
+        if self._dtype is D.bfloat16:
+            return D.bf16_to_f32(self._host()).reshape(self._data.shape)
+        return self._host()
+
     @property
     def ndim(self) -> int:
         return self._data.ndim
@@ -402,7 +409,9 @@ class Tensor:
 
     # ----------------------------------------------------------------- conversion
     def numpy(self, *, force: bool = False) -> np.ndarray:
-        """A numpy array sharing this tensor's memory (copied for bfloat16 only with force)."""
+        """A numpy array sharing this tensor's memory (copied for bfloat16 only with force).
+        Writes through it change the tensor; caches of its values (device copies) are not
+        used while it or a view of it is alive (gpucore/storage.py)."""
         if self.requires_grad and not force:
             raise AutogradError(
                 "can't call numpy() on a tensor that requires grad; use tensor.detach().numpy()"
@@ -413,7 +422,7 @@ class Tensor:
                     "numpy has no bfloat16; use tensor.float().numpy() (or numpy(force=True))"
                 )
             return D.bf16_to_f32(self._host()).reshape(self._data.shape)
-        return self._host()
+        return self._host() if self._dev is not None else _storage.export(self)
 
     def __array__(self, dtype=None, copy=None):
         """numpy's protocol: shares memory when it can; ``copy=False`` raises when it cannot."""
@@ -425,15 +434,13 @@ class Tensor:
                 f"np.array(tensor, copy=False): a {self._dtype} tensor cannot be viewed as numpy "
                 f"dtype {np.dtype(dtype) if dtype is not None else 'float32'} without a copy"
             )
-        a = self.detach().numpy(force=True)
-        if dtype is not None and np.dtype(dtype) != a.dtype:
-            a = a.astype(dtype)
-        elif copy and not needs_copy:
-            a = a.copy()
-        return a
+        if needs_copy or copy:  # the caller gets a copy: nothing to watch
+            a = self._readable()
+            return a.astype(a.dtype if dtype is None else dtype, copy=True)
+        return self.detach().numpy(force=True)
 
     def tolist(self):
-        return self.detach().numpy(force=True).tolist()
+        return self._readable().tolist()
 
     def item(self):
         """The value of a one-element tensor as a Python number."""
@@ -442,7 +449,7 @@ class Tensor:
                 f"item(): only one-element tensors can be converted to Python scalars; this one "
                 f"has shape {tuple(self.shape)} ({self._data.size} elements)"
             )
-        return self.detach().numpy(force=True).reshape(()).item()
+        return self._readable().reshape(()).item()
 
     def __float__(self) -> float:
         return float(self.item())
@@ -483,7 +490,7 @@ class Tensor:
         return object.__format__(self, spec)
 
     def __repr__(self) -> str:
-        arr = self.detach().numpy(force=True)
+        arr = self._readable()
         # PyTorch's style: whole numbers print as "1.", others with 4 fixed decimals ("1.0000")
         fixed = False
         if arr.dtype.kind == "f" and arr.size:

@@ -4,6 +4,7 @@ gpucore.vulkan.is_available()   # a usable device (CPU-type ones only when allow
 gpucore.vulkan.devices()        # every device the loader reports: name, type, driver, limits
 gpucore.vulkan.synchronize()    # submit recorded work and wait for it
 gpucore.vulkan.stats()          # counters: dispatches, submits, bytes moved, memory
+gpucore.vulkan.stats(since=m)   # the counters' growth since m = gpucore.vulkan.mark()
 gpucore.vulkan.set_memory_limit(n)  # cap gpucore's device memory at n bytes (None: no cap)
 """
 
@@ -86,27 +87,57 @@ def set_memory_limit(nbytes: int | None) -> None:
         be.ctx.memory.limit = nbytes
 
 
-_ZERO = {
+# Counters only grow; stats(since=...) reports their growth. The other entries are levels.
+_COUNTERS = {
     "dispatches": 0,
     "submits": 0,
     "barriers": 0,
     "syncs": 0,
     "bytes_uploaded": 0,
     "bytes_downloaded": 0,
-    "live_bytes": 0,
-    "peak_bytes": 0,
+    "bytes_reused": 0,
+    "tensors_migrated": 0,
     "pipelines_created": 0,
     "pipeline_seconds": 0.0,
     "timeouts": 0,
     "reclaims": 0,
-    "block_bytes": 0,
 }
+_ZERO = dict(_COUNTERS, live_bytes=0, peak_bytes=0, block_bytes=0, pipeline_cache_bytes=0)
 
 
-def stats() -> dict:
-    """Counters of the Vulkan backend (all zero when it was never used)."""
+def stats(since: dict | None = None) -> dict:
+    """Counters of the Vulkan backend (all zero when it was never used).
+
+    dispatches, submits, barriers, syncs (host waits for results); bytes_uploaded and
+    bytes_downloaded (host <-> device copies made for ops and host reads); bytes_reused (device
+    copies of unchanged host tensors read again instead of uploaded) and tensors_migrated (host
+    parameters and optimizer state moved onto the device); pipelines_created, pipeline_seconds,
+    timeouts, reclaims; and the levels live_bytes, peak_bytes, block_bytes (device memory) and
+    pipeline_cache_bytes (driver data the on-disk pipeline cache gave at start).
+
+    ``since``: a snapshot from ``mark()``; the counters then give what happened since it (the
+    bytes one training step moves, say), the levels stay current::
+
+        m = gpucore.vulkan.mark()
+        train_step()
+        moved = gpucore.vulkan.stats(since=m)["bytes_uploaded"]
+    """
     be = dispatch._vulkan_cache.get("instance")
-    return dict(_ZERO) if be is None else be.stats()
+    s = dict(_ZERO) if be is None else be.stats()
+    if since is not None:
+        if not isinstance(since, dict):
+            raise TypeError(
+                f"stats(since=...): expected a snapshot from gpucore.vulkan.mark(), got "
+                f"{type(since).__name__}"
+            )
+        for k in _COUNTERS:
+            s[k] -= since.get(k, 0)
+    return s
+
+
+def mark() -> dict:
+    """A snapshot of the counters, for ``stats(since=mark)``."""
+    return stats()
 
 
 def reset_peak() -> None:

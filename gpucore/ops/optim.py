@@ -112,6 +112,7 @@ def fused_update(op, *tensors: Tensor, **attrs) -> None:
             grad = grad.to(param.dtype)
         tensors = (param, grad) + tensors[2:]
     specs = op.infer(*tensors, **attrs)
+    dispatch.place_update(op, tensors, attrs)  # under 'auto', may move them onto the device
     written = (param,) + tensors[2:]
     contiguous = True
     for t in written:
@@ -287,6 +288,8 @@ def foreach_update(op, batch, per: dict | None = None, **attrs) -> None:
     want = _ARITY[op.name](attrs)
     fast, rows = [], []
     for i, tensors in enumerate(batch):
+        if len(tensors) == want:
+            dispatch.place_update(op, tensors, attrs)  # then fused_update runs it on the device
         arrays = foreach_arrays(tensors) if len(tensors) == want else None
         if arrays is None:  # (a wrong number of buffers: fused_update raises its error)
             fused_update(op, *tensors, **attrs, **{k: v[i] for k, v in per.items()})

@@ -12,6 +12,7 @@ import numpy as np
 
 from ... import dtypes as D
 from ...errors import DeviceError
+from . import residency
 from .kernels import KERNELS, copy_array, word_copy_ok
 
 _ELEM = 4  # shaders work on 32-bit words
@@ -38,6 +39,12 @@ class VulkanBackend:
         self.kernels = KERNELS
         self.align = max(16, ctx.limits["minStorageBufferOffsetAlignment"])
         self.max_range = ctx.limits["maxStorageBufferRange"]
+        # Device memory short: cached copies of host tensors go before pending work is waited for
+        ctx.memory.reclaim = self._reclaim
+
+    def _reclaim(self) -> bool:
+        dropped = residency.drop_all()
+        return self.ctx.stream.reclaim() or bool(dropped)
 
     # ----------------------------------------------------------------------------- memory
     def empty_array(self, shape: tuple, npdtype) -> np.ndarray:
@@ -241,8 +248,15 @@ class VulkanBackend:
             fn(self, out[i:j], *sub, **attrs)
 
     def to_device(self, t) -> np.ndarray:
+        """``t``'s data as an array of this device, to be read (never written) by a kernel: its
+        own for a device tensor, else a copy (reused while a host storage is unchanged, see
+        residency.py)."""
         if t._dev is self:
             return t._data
+        if t._dev is None and residency.enabled:
+            arr = residency.device_copy(self, t)
+            if arr is not None:
+                return arr
         data = t._data if t._dev is None else t._dev.host_view(t._data)
         # np.require, not np.ascontiguousarray: the latter turns a 0-d array into shape (1,)
         return self.upload(np.require(data, requirements="C"), t._dtype)
@@ -285,6 +299,8 @@ class VulkanBackend:
         s.update(
             bytes_uploaded=ctx.bytes_uploaded,
             bytes_downloaded=ctx.bytes_downloaded,
+            bytes_reused=ctx.bytes_reused,
+            tensors_migrated=ctx.tensors_migrated,
             live_bytes=ctx.memory.live_bytes,
             peak_bytes=ctx.memory.peak_bytes,
             block_bytes=ctx.memory.block_bytes,
@@ -292,5 +308,6 @@ class VulkanBackend:
             timeouts=ctx.stream.timeouts,
             pipelines_created=ctx.pipelines.created,
             pipeline_seconds=ctx.pipelines.create_seconds,
+            pipeline_cache_bytes=ctx.pipelines.loaded_bytes,
         )
         return s

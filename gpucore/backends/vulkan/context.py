@@ -32,6 +32,7 @@ import time
 
 from ...errors import DeviceError
 from . import device as _device
+from . import pipeline_store
 from .memory import Allocator
 from .pipelines import PipelineCache
 from .stream import Stream
@@ -134,12 +135,17 @@ class Context:
         self.is_cpu = info.type == "cpu"
         self.memory = Allocator(vk, phys, self.device, self.limits)
         self.pipelines = PipelineCache(
-            vk, self.device, push_descriptors=self.push_descriptor is not None
+            vk,
+            self.device,
+            push_descriptors=self.push_descriptor is not None,
+            key=pipeline_store.Key.of(vk, phys),
         )
         self.stream = Stream(self)
         self.memory.reclaim = self.stream.reclaim
         self.bytes_uploaded = 0
         self.bytes_downloaded = 0
+        self.bytes_reused = 0  # device copies of host tensors read again instead of uploaded
+        self.tensors_migrated = 0  # host tensors moved onto the device in place (residency.py)
         self.fault: Fault | None = None
         self.on_fault: list = []  # callables (ctx, fault), called once per new fault
         self.pid = os.getpid()
@@ -287,6 +293,11 @@ def _shutdown():
     ctx = _ctx
     if ctx is None:
         return
+    if ctx.fault is None:
+        try:
+            ctx.pipelines.save()  # before close(): the cache is destroyed with the device
+        except Exception:  # pragma: no cover - best effort at exit
+            log.debug("gpucore: pipeline cache not saved", exc_info=True)
     try:
         if ctx.close():
             ctx.destroy()

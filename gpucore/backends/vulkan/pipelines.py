@@ -3,11 +3,13 @@
 A pipeline is keyed by (shader name, specialization constants). Every shader declares its storage
 buffers at set 0, bindings 0..n-1, and one push-constant block of at most 128 bytes; the
 workgroup size is specialization constant 0 (``local_size_x_id = 0``). A VkPipelineCache makes
-re-creating a variant cheap.
+re-creating a variant cheap; it starts from the file pipeline_store.py keeps on disk for this
+device and driver, and ``save`` (called at exit) writes it back when the driver's data changed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from pathlib import Path
@@ -15,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import DeviceError
+from . import pipeline_store
 
 SPIRV_DIR = Path(__file__).resolve().parent / "spirv"
 PUSH_BYTES = 128
@@ -35,9 +38,10 @@ class Pipeline:
 class PipelineCache:
     """Creates and caches pipelines; counts creations and the time they took."""
 
-    def __init__(self, vk, device, push_descriptors: bool = False):
+    def __init__(self, vk, device, push_descriptors: bool = False, key=None):
         self.vk = vk
         self.device = device
+        self.key = key  # pipeline_store.Key of the device and driver; None: no disk cache
         self.push_descriptors = push_descriptors
         self.lock = threading.Lock()
         self.pipelines: dict = {}
@@ -47,11 +51,85 @@ class PipelineCache:
         self.created = 0
         self.create_seconds = 0.0
         self.fault = None  # the context's Fault once device work is refused (see context.py)
-        self.cache = vk.vkCreatePipelineCache(
-            device,
-            vk.VkPipelineCacheCreateInfo(sType=vk.VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO),
-            None,
+        self.loaded_bytes = 0  # driver data read from the disk cache at start
+        self.saved = None  # SHA-256 of the driver data the disk file holds, when known
+        initial = pipeline_store.read(key) if key is not None else None
+        self.cache = self._create_cache(initial)
+        if self.cache is None:  # the driver refused the file's data: start empty
+            self.cache = self._create_cache(None)
+        elif initial:
+            self.loaded_bytes = len(initial)
+            self.saved = hashlib.sha256(initial).digest()
+
+    def _create_cache(self, data: bytes | None):
+        vk = self.vk
+        kw = {}
+        if data:
+            buf = vk.ffi.new("char[]", data)  # alive during the call
+            kw = {"initialDataSize": len(data), "pInitialData": buf}
+        info = vk.VkPipelineCacheCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO, **kw
         )
+        try:
+            return vk.vkCreatePipelineCache(self.device, info, None)
+        except Exception:
+            if not data:
+                raise
+            return None
+
+    def _data(self) -> bytes | None:
+        """The driver's serialized cache (vkGetPipelineCacheData, which the ``vulkan`` package
+        does not wrap: cffi out-pointers), or None when the driver fails."""
+        vk = self.vk
+        ffi, lib = vk.ffi, vk.lib
+        n = ffi.new("size_t*")
+        for _ in range(4):  # the cache may grow between the size query and the copy
+            if lib.vkGetPipelineCacheData(self.device, self.cache, n, ffi.NULL) != 0:
+                return None
+            buf = ffi.new("char[]", n[0])
+            res = lib.vkGetPipelineCacheData(self.device, self.cache, n, buf)
+            if res == 0:
+                return ffi.buffer(buf, n[0])[:]
+            if res != vk.VK_INCOMPLETE:
+                return None
+        return None
+
+    def save(self) -> bool:
+        """Write the driver's cache to the disk file when it differs from what the file holds;
+        pipelines another process saved meanwhile are merged in first. True when written."""
+        if self.key is None or self.fault is not None:
+            return False
+        with self.lock:
+            data = self._data()
+            if data is None:
+                return False
+            digest = hashlib.sha256(data).digest()
+            if digest == self.saved:
+                return False
+            other = pipeline_store.read(self.key)
+            if other and hashlib.sha256(other).digest() not in (self.saved, digest):
+                merged = self._merge(other)
+                if merged is not None:
+                    data, digest = merged, hashlib.sha256(merged).digest()
+            if not pipeline_store.write(self.key, data):
+                return False
+            self.saved = digest
+            return True
+
+    def _merge(self, other: bytes) -> bytes | None:
+        """Our data with the pipelines of ``other`` (another process's file) merged in."""
+        vk = self.vk
+        src = self._create_cache(other)
+        if src is None:
+            return None
+        try:
+            ffi = vk.ffi
+            srcs = ffi.new("VkPipelineCache[1]", [src])
+            if vk.lib.vkMergePipelineCaches(self.device, self.cache, 1, srcs) != 0:
+                return None
+            return self._data()
+        finally:
+            vk.vkDestroyPipelineCache(self.device, src, None)
 
     def _module(self, name: str):
         mod = self.modules.get(name)

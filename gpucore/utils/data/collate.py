@@ -23,7 +23,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...creation import as_tensor, from_numpy
+from ...backends.cpu import empty_array
+from ...creation import as_tensor
 from ...creation import tensor as _tensor
 from ...dtypes import bfloat16
 from ...ops.joining import stack
@@ -132,8 +133,12 @@ def collate_tensor_fn(batch: list, *, collate_fn_map: CollateMap | None = None) 
         t.is_cpu and not t.requires_grad and t.dtype == elem.dtype and t.shape == elem.shape
         for t in batch
     ):
-        # The common case, host tensors outside autograd: one numpy copy, not an op per sample.
-        return from_numpy(np.stack([t.numpy() for t in batch]))
+        # The common case, host tensors outside autograd: one numpy copy, not an op per sample,
+        # into gpucore's own memory (a device copy of it can be reused: see gpucore/storage.py)
+        arrays = [t._host() for t in batch]
+        out = empty_array((len(arrays),) + arrays[0].shape, arrays[0].dtype)
+        np.stack(arrays, out=out)
+        return Tensor._wrap(out, elem.dtype)
     return stack(list(batch), 0)
 
 
