@@ -71,14 +71,30 @@ def exported(vbox: list) -> bool:
     return len(vbox) > 1 and bool(vbox[1].exports)
 
 
+# Until a cache of storage contents exists (residency.device_copy sets WATCHING on its first
+# call: a Vulkan device under the auto policy), ``export`` hands out the tensor's own array, as
+# numpy() always did (watching costs ~7 us a call; the CPU path never needs it), and marks the
+# storage with UNWATCHED: a state whose export never dies, so that storage is never cached.
+WATCHING: list = [False]
+UNWATCHED = StorageState()
+UNWATCHED.exports[0] = "exported before caches of storages existed"
+
+
 def export(t) -> np.ndarray:
     """``t``'s host data as a numpy array the caller may keep and write: for gpucore-allocated
     memory a view whose life is watched (see the module docstring), else ``t._data`` itself."""
     arr = t._data
+    vbox = t._vbox
+    if not WATCHING[0]:
+        if len(vbox) == 1:
+            vbox.append(UNWATCHED)
+        return arr
     root = host_root(arr) if arr.size else None
     if root is None:
         return arr
-    st = state(t._vbox, create=True)
+    st = state(vbox, create=True)
+    if st is UNWATCHED:
+        return arr
     st.copies.clear()
     # The anchor is an array straight over the HostBuffer: numpy makes a view's base the first
     # array up the chain whose own base is of another type, so every view of the array returned

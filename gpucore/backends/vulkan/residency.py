@@ -43,6 +43,7 @@ _with_copies: weakref.WeakSet = weakref.WeakSet()  # storage states holding devi
 def device_copy(be, t) -> np.ndarray | None:
     """A contiguous device array holding host tensor ``t``'s values, reused while its storage is
     unchanged; None when the storage cannot be cached (the caller uploads, as without a cache)."""
+    _storage.WATCHING[0] = True  # numpy() exports are watched from now on
     data = t._data
     root = _storage.host_root(data)
     if root is None:

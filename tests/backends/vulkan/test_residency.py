@@ -216,6 +216,25 @@ def test_writes_through_numpy_views_are_seen(auto):
     np.testing.assert_allclose(got, a.numpy() @ rows, rtol=1e-4, atol=1e-4)
 
 
+def test_arrays_exported_before_watching_began_keep_their_storage_uncached(auto, monkeypatch):
+    """numpy() is a plain view until the first device copy exists (the CPU path pays nothing);
+    a storage exported then can be written at any time, so it is never cached."""
+    from gpucore import storage
+
+    monkeypatch.setattr(storage, "WATCHING", [False])
+    w = host(RNG.standard_normal((64, 128)))
+    a = host(RNG.standard_normal((32, 64)))
+    view = w.numpy()
+    assert view is w._data  # no watching yet: the tensor's own array
+    (a @ w).numpy()
+    assert storage.WATCHING[0]  # the device copy of a began it
+    view[:] = 0.5
+    np.testing.assert_allclose((a @ w).numpy(), a.numpy() @ view, rtol=1e-5)
+    moved(lambda: (a @ w).numpy())  # a, exported by the check above, is cached again
+    up, _, _ = moved(lambda: (a @ w).numpy())
+    assert up == w.numel() * 4  # w uploaded again every time, a reused
+
+
 def test_memory_shared_with_a_user_array_is_never_cached(auto):
     arr = RNG.standard_normal((64, 128)).astype(np.float32)
     w = gpucore.from_numpy(arr)
