@@ -189,7 +189,8 @@ def pad_sequence(
     on the ``padding_side`` ("right" or "left") with padding_value."""
     if padding_side not in ("right", "left"):
         raise ValueError(
-            f"pad_sequence: Expected padding_side to be one of left or right, but got {padding_side}."
+            "pad_sequence: Expected padding_side to be one of left or right, but got "
+            f"{padding_side}."
         )
     if isinstance(sequences, Tensor):
         sequences = list(sequences.unbind(0))
@@ -201,7 +202,7 @@ def pad_sequence(
         if s.ndim < 1 or tuple(s.shape[1:]) != trail:
             raise ShapeError(
                 f"pad_sequence: sequence {i} has shape {tuple(s.shape)}, sequence 0 "
-                f"{tuple(seqs[0].shape)}; every sequence must be [L_i, {', '.join(map(str, trail))}]"
+                f"{tuple(seqs[0].shape)}; every sequence must be [L_i, *{list(trail)}]"
             )
     t_max = max(s.shape[0] for s in seqs)
     rows = []
