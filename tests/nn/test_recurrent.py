@@ -352,3 +352,33 @@ def test_bad_arguments_name_the_layer_and_shapes():
         nn.GRUCell(I, H)(gpucore.zeros(B, 5))
     with pytest.raises(ValueError, match="Input batch size 3 doesn't match hidden0 batch size 2"):
         nn.LSTMCell(I, H)(gpucore.zeros(B, I), (gpucore.zeros(2, H), gpucore.zeros(2, H)))
+
+
+# ----------------------------------------------------------------------------- Vulkan
+@pytest.mark.parametrize("cls", ["LSTM", "GRU", "RNN"])
+def test_vulkan_tensors_match_the_cpu(cls, vulkan):
+    """Parameters and input on the device run the composition (matmul, sigmoid, tanh, mul,
+    add): outputs, final states and gradients equal the fused CPU op's."""
+    gpucore.manual_seed(0)
+    m = getattr(nn, cls)(3, 4, num_layers=2, bidirectional=True)
+    x = np.random.default_rng(0).uniform(-1, 1, (4, 2, 3)).astype(np.float32)
+
+    def run():
+        m.zero_grad()
+        dev = m.weight_ih_l0.device
+        out, hn = m(gpucore.tensor(x).to(dev))
+        finals = list(hn) if cls == "LSTM" else [hn]
+        loss = (out * out).sum() + sum((f * (k + 2)).sum() for k, f in enumerate(finals))
+        loss.backward()
+        vals = [out, *finals] + [p.grad for p in m.parameters()]
+        return [v.detach().cpu().numpy() for v in vals]
+
+    with gpucore.device_policy("cpu"):
+        cpu = run()
+    m.to("vulkan")
+    assert m.weight_hh_l1_reverse.device.type == "vulkan"
+    vk = run()
+    assert m.weight_hh_l0.grad.device.type == "vulkan"
+    m.cpu()
+    for k, (a, b) in enumerate(zip(cpu, vk)):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5, err_msg=k)
