@@ -4,17 +4,21 @@ Run from the repository root (after ``python setup.py build_ext --inplace`` or t
 
     python benchmarks/train.py              # every case, 3 rounds (about a minute)
     python benchmarks/train.py --quick      # fewer steps and rounds: a smoke run
-    python benchmarks/train.py --only cnn   # cases: mlp64, mlp256, cnn
+    python benchmarks/train.py --only cnn   # cases: mlp64, mlp256, cnn, lstm_lm, bigru
     python benchmarks/train.py --no-torch   # gpucore alone
     python benchmarks/train.py --no-profile # leave out the gpucore per-op profile
     python benchmarks/train.py --transfers  # also: bytes per step on the Vulkan device under
                                             # 'auto', residency off vs on (transfers.py)
 
-Cases (DESIGN.md / issue 5), random data, Adam (lr 1e-3), cross-entropy loss:
+Cases (DESIGN.md / issue 5, issue 14), random data, Adam (lr 1e-3), cross-entropy loss:
 
 - MLP 784-512-256-10 (ReLU), batch 64 and 256;
 - CNN conv(1->16, 3x3, pad 1)-ReLU-maxpool2-conv(16->32, 3x3, pad 1)-ReLU-maxpool2-
-  Linear(32*7*7 -> 10) on 1x28x28 inputs, batch 64.
+  Linear(32*7*7 -> 10) on 1x28x28 inputs, batch 64;
+- LSTM language model (issue 14): Embedding(10000, 256)-LSTM(256, 256, 2 layers)-
+  Linear(256 -> 10000) on 35 steps x batch 20 of token ids, a next-token loss per position;
+- bidirectional GRU classifier: GRU(128, 256, 2 layers, bidirectional) on 35 steps x batch 20,
+  Linear(512 -> 10) on the last step's output.
 
 A step is zero_grad + forward + loss + backward + optimizer step, on one fixed batch. The PyTorch
 models start from gpucore's initial weights (copied), and the first three losses of both are
@@ -71,9 +75,37 @@ CASES = {
     "mlp64": ("MLP 784-512-256-10, batch 64", "mlp", 64),
     "mlp256": ("MLP 784-512-256-10, batch 256", "mlp", 256),
     "cnn": ("CNN conv16-pool-conv32-pool-fc, 28x28, batch 64", "cnn", 64),
+    "lstm_lm": ("LSTM LM emb256-LSTM256x2-fc10000, seq 35, batch 20", "lstm_lm", 20),
+    "bigru": ("BiGRU 128-256x2-fc10, seq 35, batch 20", "bigru", 20),
 }
 # Reference medians from DESIGN.md (PyTorch 2.13 CPU, 2 threads, same machine type).
 DESIGN_TORCH_MS = {"mlp64": "4.3 (1.47 fused)", "mlp256": "7.0", "cnn": "7.3"}
+SEQ, VOCAB = 35, 10000
+
+
+def rnn_model(lib, kind: str):
+    """The recurrent cases' models in gpucore.nn or torch.nn (``lib``): same state-dict keys."""
+
+    class LanguageModel(lib.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = lib.Embedding(VOCAB, 256)
+            self.rnn = lib.LSTM(256, 256, num_layers=2)
+            self.head = lib.Linear(256, VOCAB)
+
+        def forward(self, x):
+            return self.head(self.rnn(self.emb(x))[0]).reshape(-1, VOCAB)
+
+    class BiGRU(lib.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = lib.GRU(128, 256, num_layers=2, bidirectional=True)
+            self.head = lib.Linear(512, 10)
+
+        def forward(self, x):
+            return self.head(self.rnn(x)[0][-1])
+
+    return LanguageModel() if kind == "lstm_lm" else BiGRU()
 
 
 # --------------------------------------------------------------------------------------------
@@ -81,6 +113,8 @@ DESIGN_TORCH_MS = {"mlp64": "4.3 (1.47 fused)", "mlp256": "7.0", "cnn": "7.3"}
 
 
 def gpucore_model(kind: str):
+    if kind in ("lstm_lm", "bigru"):
+        return rnn_model(gnn, kind)
     if kind == "mlp":
         return gnn.Sequential(
             gnn.Linear(784, 512),
@@ -104,7 +138,9 @@ def gpucore_model(kind: str):
 def torch_model(kind: str, init: dict):
     """The same architecture in PyTorch, with gpucore's initial weights (same state-dict keys)."""
     tnn = torch.nn
-    if kind == "mlp":
+    if kind in ("lstm_lm", "bigru"):
+        m = rnn_model(tnn, kind)
+    elif kind == "mlp":
         m = tnn.Sequential(
             tnn.Linear(784, 512),
             tnn.ReLU(),
@@ -133,7 +169,10 @@ def make_case(kind: str, batch: int, seed: int = 0):
     model = gpucore_model(kind)
     init = {k: v.numpy().copy() for k, v in model.state_dict().items()}
     rng = np.random.default_rng(seed)
-    shape = (batch, 784) if kind == "mlp" else (batch, 1, 28, 28)
+    if kind == "lstm_lm":  # token ids [seq, batch]; the next token at every position
+        x = rng.integers(0, VOCAB, (SEQ, batch)).astype(np.int64)
+        return model, init, x, rng.integers(0, VOCAB, SEQ * batch).astype(np.int64)
+    shape = {"mlp": (batch, 784), "bigru": (SEQ, batch, 128)}.get(kind, (batch, 1, 28, 28))
     x = rng.standard_normal(shape, dtype=np.float32)
     y = rng.integers(0, 10, batch).astype(np.int64)
     return model, init, x, y
@@ -272,7 +311,7 @@ def run_case(name: str, args) -> tuple[list[str], object]:
         fmt_ms(med.get("torch fused")),
         ratio,
         check,
-        DESIGN_TORCH_MS[name],
+        DESIGN_TORCH_MS.get(name, "—"),
     ]
     profile = None
     if not args.no_profile:

@@ -208,6 +208,24 @@ typedef struct {
     int w;
 } gc_im2col_src;
 
+/* Recurrent layers (recurrent.c): one layer, one direction, the whole sequence in one call.
+ * mode: GC_RNN_TANH / GC_RNN_RELU (1 gate), GC_RNN_LSTM (4 gates i, f, g, o), GC_RNN_GRU (3
+ * gates r, z, n), PyTorch's gate order.  xg [T, B, G*H] is the input projection of every step
+ * (x W_ih^T + b_ih, one GEMM by the caller); the kernel adds h W_hh^T (+ b_hh) per step.  bs
+ * (NULL = B every step) gives the rows active at each step (a packed sequence: non-increasing
+ * in t, each in [0, B]); inactive rows keep their state and output 0.  reverse runs t from
+ * T - 1 down to 0. */
+enum { GC_RNN_TANH = 0, GC_RNN_RELU = 1, GC_RNN_LSTM = 2, GC_RNN_GRU = 3 };
+typedef struct {
+    int mode, reverse;
+    ptrdiff_t t, b, h;
+    const int64_t *bs;
+} gc_rnn;
+/* gates per mode (1, 1, 4, 3) and the width per row of the kernel's extra record (LSTM: c_prev
+ * and tanh(c_t), 2H; GRU: h W_hn^T + b_hn, H; RNN: none) */
+int gc_rnn_gates(int mode);
+ptrdiff_t gc_rnn_extra(int mode, ptrdiff_t h);
+
 #define GC_CAT_(a, b) a##_##b
 #define GC_CAT(a, b) GC_CAT_(a, b)
 #define GC_FN(name) GC_CAT(name, GC_SFX)
@@ -280,7 +298,16 @@ typedef struct {
     /* attention.c: out = softmax(q k^T * scale + mask [causal]) v over strided 4-d views (see     \
      * gc_attn); -1 if scratch malloc fails */                                                     \
     int gc_attention_##S(const T *q, const T *k, const T *v, const void *mask, T *out,             \
-                         const gc_attn *p);
+                         const gc_attn *p);                                                        \
+    /* recurrent.c: y [T + 1 (+ 1 for LSTM), B, H] = the outputs, then h_n (then c_n); gates     \
+     * [T, B, G*H] (activated), hprev [T, B, H] (the state each step read), extra [T, B, E] saved \
+     * for the backward; bhh, c0 may be NULL (c0 LSTM only); -1 if scratch malloc fails */        \
+    int gc_rnn_forward_##S(const T *xg, const T *whh, const T *bhh, const T *h0, const T *c0,      \
+                           T *y, T *gates, T *hprev, T *extra, const gc_rnn *p);                  \
+    /* gy like y; dxg like xg; dwhh [G*H, H]; dbhh [G*H] or NULL; dh0, dc0 [B, H] (dc0 LSTM) */   \
+    int gc_rnn_backward_##S(const T *gy, const T *gates, const T *hprev, const T *extra,           \
+                            const T *whh, T *dxg, T *dwhh, T *dbhh, T *dh0, T *dc0,                \
+                            const gc_rnn *p);
 
 GC_DECLARE_FLOAT_KERNELS(float, f32)
 GC_DECLARE_FLOAT_KERNELS(double, f64)

@@ -42,6 +42,8 @@
     X(copy)                                                                                       \
     /* norm.c, attention.c */                                                                     \
     X(layer_norm) X(attention)                                                                    \
+    /* recurrent.c */                                                                             \
+    X(rnn_forward) X(rnn_backward)                                                                \
     /* im2col.c, conv.c, maxpool.c */                                                             \
     X(im2col) X(col2im) X(conv2d_forward) X(conv2d_backward) X(max_pool2d)                        \
     X(max_pool2d_backward)                                                                        \

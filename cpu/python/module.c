@@ -257,6 +257,10 @@ PyMODINIT_FUNC PyInit__cpu(void)
         add_names(m, "BINARY_", gc_binary_names, GC_BINARY_COUNT) < 0 ||
         add_names(m, "REDUCE_", gc_reduce_names, GC_REDUCE_COUNT) < 0 ||
         PyModule_AddIntConstant(m, "MAX_DIMS", GC_MAX_DIMS) < 0 ||
+        PyModule_AddIntConstant(m, "RNN_TANH", GC_RNN_TANH) < 0 ||
+        PyModule_AddIntConstant(m, "RNN_RELU", GC_RNN_RELU) < 0 ||
+        PyModule_AddIntConstant(m, "RNN_LSTM", GC_RNN_LSTM) < 0 ||
+        PyModule_AddIntConstant(m, "RNN_GRU", GC_RNN_GRU) < 0 ||
         PyModule_AddObjectRef(m, "HostBuffer", (PyObject *)&gc_HostBufferType) < 0 ||
         PyModule_AddObjectRef(m, "Program", (PyObject *)&gc_ProgramType) < 0 ||
         PyModule_AddObjectRef(m, "PackedMatrix", (PyObject *)&gc_PackedMatrixType) < 0) {

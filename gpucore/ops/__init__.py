@@ -13,6 +13,7 @@ from . import (  # noqa: F401
     pool,
     random,
     rearrange,
+    recurrent,
     reduce,
     scan,
     scatter,

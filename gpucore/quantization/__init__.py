@@ -10,7 +10,8 @@
   for quantization-aware training;
 - dynamic quantization (``dynamic``): ``quantize_dynamic(model, {nn.Linear})`` replaces Linear
   layers with ``dynamic.Linear`` (int8 weights per output channel, activations quantized per call,
-  int32 accumulation through ``kernels.linear_int8``);
+  int32 accumulation through ``kernels.linear_int8``); ``nn.LSTM`` / ``nn.GRU`` become
+  ``dynamic_rnn.LSTM`` / ``GRU`` (int8 W_ih and W_hh, float32 gates);
 - static quantization (``static``): ``quantize_static(compiled_model, calibration_batches)``
   calibrates a ``gpucore.compile`` result with observers and returns an int8 CompiledModel
   (QDQ insertion and QGEMM / QConv fusion in gpucore/runtime/passes/quantize.py).
@@ -22,7 +23,7 @@ import sys
 import types
 
 from ..dtypes import qint8, qint32, quint8
-from . import dynamic, kernels
+from . import dynamic, dynamic_rnn, kernels
 from .fake_quantize import (
     FakeQuantize,
     FakeQuantizeBase,
@@ -87,6 +88,7 @@ __all__ = [
     "quantize_static",
     "calibrate",
     "dynamic",
+    "dynamic_rnn",
     "kernels",
     "ao_module",
 ]

@@ -3,8 +3,8 @@
 
 Every submodule whose type is in ``qconfig_spec`` (or whose qualified name is) and which has a
 dynamically quantized version in ``mapping`` is replaced by it, made with ``from_float``:
-``nn.Linear`` -> ``gpucore.quantization.dynamic.Linear``. gpucore has no ``nn.LSTM`` / ``nn.GRU``
-yet, so Linear is the only layer with a dynamic version. The model is switched to eval mode; with
+``nn.Linear`` -> ``gpucore.quantization.dynamic.Linear``, ``nn.LSTM`` / ``nn.GRU`` ->
+``dynamic_rnn.LSTM`` / ``GRU`` (int8 W_ih and W_hh). The model is switched to eval mode; with
 ``inplace=False`` (the default) it is deep-copied first and left untouched.
 """
 
@@ -16,11 +16,17 @@ from .. import dtypes as D
 from ..errors import ArgumentTypeError, DTypeError
 from ..nn.module import Module
 from ..nn.modules.linear import Linear as FloatLinear
-from . import dynamic
+from ..nn.modules.rnn import GRU as FloatGRU
+from ..nn.modules.rnn import LSTM as FloatLSTM
+from . import dynamic, dynamic_rnn
 
 __all__ = ["quantize_dynamic", "DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS"]
 
-DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS = {FloatLinear: dynamic.Linear}
+DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS = {
+    FloatLinear: dynamic.Linear,
+    FloatLSTM: dynamic_rnn.LSTM,
+    FloatGRU: dynamic_rnn.GRU,
+}
 
 
 def _spec(qconfig_spec, mapping) -> tuple[set, set]:
@@ -46,7 +52,7 @@ def _spec(qconfig_spec, mapping) -> tuple[set, set]:
                 supported = ", ".join(f"gpucore.nn.{t.__name__}" for t in mapping)
                 raise ValueError(
                     f"{fn}(): {item.__name__} has no dynamically quantized version; supported: "
-                    f"{supported} (LSTM and GRU are not in gpucore.nn yet)"
+                    f"{supported}"
                 )
             types.add(item)
         else:
@@ -79,8 +85,9 @@ def quantize_dynamic(
     mapping: dict | None = None,
     inplace: bool = False,
 ) -> Module:
-    """The model with its ``nn.Linear`` layers (or those ``qconfig_spec`` names: a set of
-    types and/or qualified submodule names) replaced by dynamically quantized ones: int8
+    """The model with its ``nn.Linear``, ``nn.LSTM`` and ``nn.GRU`` layers (or those
+    ``qconfig_spec`` names: a set of types and/or qualified submodule names) replaced by
+    dynamically quantized ones: int8
     weights per output channel, activations quantized per call (see
     ``gpucore.quantization.dynamic``). ``dtype``: gpucore.qint8 (the only one supported).
     ``mapping``: float type -> quantized type (default ``DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS``).

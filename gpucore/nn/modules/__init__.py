@@ -83,6 +83,8 @@ from .pooling import (
     MaxPool1d,
     MaxPool2d,
 )
+from .rnn import GRU, LSTM, RNN, RNNBase
+from .rnn_cell import GRUCell, LSTMCell, RNNCell, RNNCellBase
 from .sparse import Embedding, EmbeddingBag
 from .sync_batchnorm import SyncBatchNorm
 from .transformer import (
@@ -111,6 +113,14 @@ __all__ = [
     "PixelShuffle",
     "PixelUnshuffle",
     "RMSNorm",
+    "RNN",
+    "RNNBase",
+    "RNNCell",
+    "RNNCellBase",
+    "LSTM",
+    "LSTMCell",
+    "GRU",
+    "GRUCell",
     "Unfold",
     "BatchNorm1d",
     "BatchNorm2d",

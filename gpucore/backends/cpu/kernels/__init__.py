@@ -26,6 +26,7 @@ from . import (  # noqa: F401
     optim,
     pool,
     random,
+    recurrent,
     reduce,
     scan,
     scatter,

@@ -1,4 +1,5 @@
-"""Gradient clipping and parameter/vector conversion, as torch.nn.utils.
+"""Gradient clipping and parameter/vector conversion, as torch.nn.utils; variable-length
+sequences (PackedSequence, ...) in its submodule rnn.
 
 The norms stay tensors (no host round trip) unless error_if_nonfinite asks for a check.
 """
@@ -7,13 +8,20 @@ from __future__ import annotations
 
 import math
 
-from ..autograd.grad_mode import no_grad
-from ..creation import tensor
-from ..errors import ShapeError
-from ..ops.joining import cat, stack
-from ..tensor import Tensor
+from ...autograd.grad_mode import no_grad
+from ...creation import tensor
+from ...errors import ShapeError
+from ...ops.joining import cat, stack
+from ...tensor import Tensor
+from . import rnn
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
+__all__ = [
+    "rnn",
+    "clip_grad_norm_",
+    "clip_grad_value_",
+    "parameters_to_vector",
+    "vector_to_parameters",
+]
 
 
 def _param_list(parameters) -> list:

@@ -1,0 +1,173 @@
+"""Dynamically quantized LSTM and GRU (PyTorch's ``torch.ao.nn.quantized.dynamic.LSTM`` /
+``GRU``), made by ``quantize_dynamic`` or ``from_float``.
+
+Every W_ih and W_hh becomes an int8 ``dynamic.Linear`` (one scale per output channel, symmetric;
+the float biases kept): the input projection of all steps is one int8 GEMM per layer and
+direction, and each step's ``h W_hh^T`` one more, on h quantized per call (uint8, affine), both
+through ``_cpu.qgemm``. The gate nonlinearities and state updates run in float32. Inference only
+(no autograd history); padded input (no PackedSequence), no ``proj_size``. State dict: the
+int8 layers ``ih_l{k}[_reverse]`` and ``hh_l…`` (each ``weight``, ``weight_scale``,
+``weight_zero_point``, ``bias``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd.grad_mode import no_grad
+from ..creation import from_numpy
+from ..errors import ArgumentTypeError, ShapeError
+from ..nn.module import Module
+from ..nn.modules.linear import Linear as FloatLinear
+from ..nn.modules.rnn import GRU as FloatGRU
+from ..nn.modules.rnn import LSTM as FloatLSTM
+from ..tensor import Tensor
+from .dynamic import Linear
+
+__all__ = ["LSTM", "GRU"]
+
+
+def _sig(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _qlinear(w: Tensor, b: Tensor | None) -> Linear:
+    lin = FloatLinear(w.shape[1], w.shape[0], bias=b is not None)
+    with no_grad():
+        lin.weight.copy_(w.detach().float().cpu())
+        if b is not None:
+            lin.bias.copy_(b.detach().float().cpu())
+    return Linear.from_float(lin)
+
+
+class _DynamicRNN(Module):
+    _FLOAT_MODULE = None
+    _MODE = ""
+
+    @classmethod
+    def from_float(cls, mod: Module):
+        """Quantize a float ``nn.LSTM`` / ``nn.GRU``: each weight per output channel to int8."""
+        name = cls.__name__
+        if not isinstance(mod, cls._FLOAT_MODULE):
+            raise ArgumentTypeError(
+                f"dynamic {name}.from_float(): expects a gpucore.nn.{name}, got "
+                f"{type(mod).__name__}"
+            )
+        if mod.proj_size:
+            raise ValueError(f"dynamic {name}.from_float(): proj_size is not supported")
+        out = cls.__new__(cls)
+        Module.__init__(out)
+        for k in ("input_size", "hidden_size", "num_layers", "bias", "batch_first"):
+            object.__setattr__(out, k, getattr(mod, k))
+        object.__setattr__(out, "bidirectional", mod.bidirectional)
+        cells = []
+        for names in mod._all_weights:
+            w = [getattr(mod, n) for n in names]
+            b_ih, b_hh = (w[2], w[3]) if mod.bias else (None, None)
+            sfx = names[0][len("weight_ih") :]  # _l{k}[_reverse]
+            setattr(out, "ih" + sfx, _qlinear(w[0], b_ih))  # child modules: in the state dict
+            setattr(out, "hh" + sfx, _qlinear(w[1], b_hh))
+            cells.append(("ih" + sfx, "hh" + sfx))
+        object.__setattr__(out, "_cells", cells)
+        return out
+
+    def _direction(self, x, ih, hh, h, c, reverse):
+        """One layer and direction in float32 numpy: (outputs [T, B, H], h_n, c_n)."""
+        t_len = x.shape[0]
+        hs = self.hidden_size
+        xg = ih(from_numpy(x)).numpy()
+        out = np.empty((t_len, x.shape[1], hs), np.float32)
+        for t in range(t_len - 1, -1, -1) if reverse else range(t_len):
+            a = hh(from_numpy(h)).numpy()
+            g = xg[t]
+            if self._MODE == "LSTM":
+                s = g + a
+                i, f = _sig(s[:, :hs]), _sig(s[:, hs : 2 * hs])
+                gg, o = np.tanh(s[:, 2 * hs : 3 * hs]), _sig(s[:, 3 * hs :])
+                c = f * c + i * gg
+                h = (o * np.tanh(c)).astype(np.float32)
+            else:
+                r = _sig(g[:, :hs] + a[:, :hs])
+                z = _sig(g[:, hs : 2 * hs] + a[:, hs : 2 * hs])
+                n = np.tanh(g[:, 2 * hs :] + r * a[:, 2 * hs :])
+                h = (n + z * (h - n)).astype(np.float32)
+            out[t] = h
+        return out, h, c
+
+    def forward(self, input: Tensor, hx=None):
+        """As the float layer's forward (padded input; states optional), in float32."""
+        name = f"dynamic quantized {type(self).__name__}"
+        if not isinstance(input, Tensor) or input.ndim not in (2, 3):
+            raise ShapeError(f"{name}: expects a 2-D or 3-D float Tensor input")
+        if input.shape[-1] != self.input_size:
+            raise ShapeError(
+                f"{name}: input.size(-1) must be equal to input_size. Expected "
+                f"{self.input_size}, got {input.shape[-1]}"
+            )
+        lstm = self._MODE == "LSTM"
+        x = input.detach().float().cpu().numpy()
+        unbatched = x.ndim == 2
+        x = x[:, None] if unbatched else (x.transpose(1, 0, 2) if self.batch_first else x)
+        dirs = 2 if self.bidirectional else 1
+        n, b, hs = self.num_layers * dirs, x.shape[1], self.hidden_size
+        if hx is None:
+            h0 = np.zeros((n, b, hs), np.float32)
+            c0 = h0.copy()
+        else:
+            hs_in = hx if lstm else (hx,)
+            arrs = [s.detach().float().cpu().numpy() for s in hs_in]
+            arrs = [a[:, None] if unbatched else a for a in arrs]
+            for a in arrs:
+                if a.shape != (n, b, hs):
+                    raise ShapeError(
+                        f"{name}: Expected hidden size {(n, b, hs)}, got {list(a.shape)}"
+                    )
+            h0, c0 = (arrs[0], arrs[1]) if lstm else (arrs[0], None)
+        hn, cn = [], []
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(dirs):
+                k = layer * dirs + d
+                ih, hh = (getattr(self, nm) for nm in self._cells[k])
+                o, h, c = self._direction(x, ih, hh, h0[k], None if c0 is None else c0[k], d == 1)
+                outs.append(o)
+                hn.append(h)
+                cn.append(c)
+            x = np.concatenate(outs, axis=2)
+        out = x[:, 0] if unbatched else (x.transpose(1, 0, 2) if self.batch_first else x)
+        hn_a = np.stack(hn)
+        hn_a = hn_a[:, 0] if unbatched else hn_a
+        res_h = from_numpy(np.ascontiguousarray(hn_a))
+        if lstm:
+            cn_a = np.stack(cn)
+            cn_a = cn_a[:, 0] if unbatched else cn_a
+            res_h = (res_h, from_numpy(np.ascontiguousarray(cn_a)))
+        return from_numpy(np.ascontiguousarray(out)), res_h
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if self.bidirectional:
+            s += ", bidirectional=True"
+        return s + ", dtype=qint8"
+
+
+class LSTM(_DynamicRNN):
+    """An LSTM with int8 weights (PyTorch's ``torch.ao.nn.quantized.dynamic.LSTM``)."""
+
+    _FLOAT_MODULE = FloatLSTM
+    _MODE = "LSTM"
+
+    def __repr__(self) -> str:
+        return f"DynamicQuantizedLSTM({self.extra_repr()})"
+
+
+class GRU(_DynamicRNN):
+    """A GRU with int8 weights (PyTorch's ``torch.ao.nn.quantized.dynamic.GRU``)."""
+
+    _FLOAT_MODULE = FloatGRU
+    _MODE = "GRU"
+
+    def __repr__(self) -> str:
+        return f"DynamicQuantizedGRU({self.extra_repr()})"

@@ -1,0 +1,67 @@
+"""quantize_dynamic for nn.LSTM / nn.GRU (gpucore/quantization/dynamic_rnn.py): outputs and final
+states close to the float layer's and to torch's quantize_dynamic from the same weights; the
+layer's state dict; what it refuses."""
+
+import numpy as np
+import pytest
+
+import gpucore
+import gpucore.nn as nn
+from gpucore.quantization import dynamic_rnn, quantize_dynamic
+
+
+def _cos(a, b):
+    a, b = np.ravel(a), np.ravel(b)
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def _model(cls):
+    gpucore.manual_seed(0)
+    return getattr(nn, cls)(16, 32, num_layers=2, bidirectional=True)
+
+
+@pytest.mark.parametrize("cls", ["LSTM", "GRU"])
+def test_close_to_the_float_layer(cls):
+    m = _model(cls)
+    q = quantize_dynamic(m, {getattr(nn, cls)})
+    assert isinstance(q, getattr(dynamic_rnn, cls)) and q is not m
+    x = gpucore.tensor(np.random.default_rng(0).uniform(-1, 1, (7, 3, 16)).astype(np.float32))
+    fo, fh = m(x)
+    qo, qh = q(x)
+    fo, qo = fo.detach().numpy(), qo.numpy()
+    assert qo.shape == fo.shape
+    assert _cos(qo, fo) > 0.999
+    assert np.abs(qo - fo).max() < 0.05
+    fh = fh[0] if cls == "LSTM" else fh
+    qh = qh[0] if cls == "LSTM" else qh
+    assert _cos(qh.numpy(), fh.detach().numpy()) > 0.999
+    # unbatched input and given states (activation scales are per call: close, not equal)
+    h = gpucore.zeros(4, 32)
+    hx = (h, h) if cls == "LSTM" else h
+    np.testing.assert_allclose(q(x[:, 0], hx)[0].numpy(), qo[:, 0], atol=5e-3)
+    assert "ih_l1_reverse.weight" in q.state_dict()
+
+
+@pytest.mark.parametrize("cls", ["LSTM", "GRU"])
+def test_close_to_torch_quantize_dynamic(cls):
+    torch = pytest.importorskip("torch")
+    m = _model(cls)
+    t = getattr(torch.nn, cls)(16, 32, num_layers=2, bidirectional=True)
+    t.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in m.state_dict().items()})
+    tq = torch.ao.quantization.quantize_dynamic(t, {getattr(torch.nn, cls)}, dtype=torch.qint8)
+    q = quantize_dynamic(m, {getattr(nn, cls)})
+    x = np.random.default_rng(1).uniform(-1, 1, (7, 3, 16)).astype(np.float32)
+    want = tq(torch.from_numpy(x))[0].detach().numpy()
+    got = q(gpucore.tensor(x))[0].numpy()
+    assert _cos(got, want) > 0.999
+    assert np.abs(got - want).max() < 0.05
+
+
+def test_refusals():
+    with pytest.raises(ValueError, match="proj_size is not supported"):
+        dynamic_rnn.LSTM.from_float(nn.LSTM(4, 6, proj_size=2))
+    with pytest.raises(TypeError, match="expects a gpucore.nn.GRU"):
+        dynamic_rnn.GRU.from_float(nn.LSTM(4, 6))
+    q = dynamic_rnn.GRU.from_float(nn.GRU(4, 6))
+    with pytest.raises(ValueError, match="Expected 4, got 5"):
+        q(gpucore.zeros(3, 2, 5))
