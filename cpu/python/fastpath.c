@@ -170,13 +170,19 @@ static int same_shape(const Py_buffer *a, const Py_buffer *b)
     return 1;
 }
 
+/* A new host Tensor (and its ndarray over a host-cache block) of the given shape (a tuple,
+ * stolen). */
+static PyObject *new_tensor_shaped(PyObject *shape, char kind, void **ptr);
+
 /* A new host Tensor (and its ndarray over a host-cache block) shaped like src's data. */
 static PyObject *new_tensor(PyObject *src, char kind, void **ptr)
 {
-    PyObject *src_data = FIELD(src, F_DATA);
-    PyObject *shape = PyObject_GetAttrString(src_data, "shape");
-    if (!shape)
-        return NULL;
+    PyObject *shape = PyObject_GetAttrString(FIELD(src, F_DATA), "shape");
+    return shape ? new_tensor_shaped(shape, kind, ptr) : NULL;
+}
+
+static PyObject *new_tensor_shaped(PyObject *shape, char kind, void **ptr)
+{
     const Py_ssize_t itemsize = kind == 'f' ? 4 : 8;
     Py_ssize_t n = itemsize;
     for (Py_ssize_t d = 0; d < PyTuple_GET_SIZE(shape); d++)
@@ -334,3 +340,123 @@ PyObject *gc_py_fast_unary_backward(PyObject *self, PyObject *const *args, Py_ss
     return fast_op("fast_unary_backward", args, nargs, K_UNARY_BWD, 2, GC_UNARY_COUNT);
 }
 
+
+/* ---- matmul ------------------------------------------------------------------------------ */
+
+/* How a matmul operand of ndim dims lies: row-major matrices (trans 0) or each matrix stored
+ * transposed (trans 1: a transpose(-2, -1) view of contiguous data), the matrices one after
+ * another (batch stride rows * cols).  0 (no error set) for any other layout. */
+static int mm_layout(const Py_buffer *v, int *trans)
+{
+    const int nd = v->ndim;
+    const Py_ssize_t it = v->itemsize, r = v->shape[nd - 2], c = v->shape[nd - 1];
+    Py_ssize_t want = it * r * c; /* batch dims: C order over whole matrices */
+    for (int d = nd - 3; d >= 0; d--) {
+        if (v->shape[d] > 1 && v->strides[d] != want)
+            return 0;
+        want *= v->shape[d];
+    }
+    if ((c <= 1 || v->strides[nd - 1] == it) && (r <= 1 || v->strides[nd - 2] == it * c)) {
+        *trans = 0;
+        return 1;
+    }
+    if ((r <= 1 || v->strides[nd - 2] == it) && (c <= 1 || v->strides[nd - 1] == it * r)) {
+        *trans = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* Products below this many multiply-adds run with the GIL held (the call is shorter than a
+ * release and re-take of the GIL would make worthwhile). */
+#define MM_GIL_FMA 65536.0
+
+GC_DOC(fast_matmul,
+       "fast_matmul(a, b, /)\n--\n\n"
+       "A new Tensor a @ b when a and b are plain host Tensors of one float dtype with the same "
+       "number of dims (2 to 4), equal batch dims and a[-1] == b[-2], each matrix stored "
+       "row-major or transposed (a transpose(-2, -1) view), and the lane is open; else None "
+       "(the caller's general path gives the same result).  One GEMM call: no packing where "
+       "the operands are small (gemm.c), the thread count by the work.");
+
+PyObject *gc_py_fast_matmul(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "fast_matmul takes 2 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if (fast_limit == 0 || !tensor_type)
+        Py_RETURN_NONE;
+    const char k = plain_kind(args[0]);
+    if (!k || plain_kind(args[1]) != k)
+        Py_RETURN_NONE;
+    PyObject *da = FIELD(args[0], F_DATA), *db = FIELD(args[1], F_DATA);
+    Py_buffer a, b;
+    if (!da || PyObject_GetBuffer(da, &a, PyBUF_RECORDS_RO) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if (!db || PyObject_GetBuffer(db, &b, PyBUF_RECORDS_RO) < 0) {
+        PyErr_Clear();
+        PyBuffer_Release(&a);
+        Py_RETURN_NONE;
+    }
+    PyObject *res = Py_None;
+    const Py_ssize_t it = k == 'f' ? 4 : 8;
+    const int nd = a.ndim;
+    int ta = 0, tb = 0;
+    if (nd < 2 || nd > 4 || b.ndim != nd || a.itemsize != it || b.itemsize != it ||
+        a.shape[nd - 1] != b.shape[nd - 2] || !mm_layout(&a, &ta) || !mm_layout(&b, &tb))
+        goto done;
+    Py_ssize_t batch = 1;
+    for (int d = 0; d < nd - 2; d++) {
+        if (a.shape[d] != b.shape[d])
+            goto done;
+        batch *= a.shape[d];
+    }
+    const Py_ssize_t m = a.shape[nd - 2], kk = a.shape[nd - 1], n = b.shape[nd - 1];
+    const Py_ssize_t na = a.len / it, nb = b.len / it, nc = batch * m * n;
+    if (nc == 0 || kk == 0 || na >= fast_limit || nb >= fast_limit || nc >= fast_limit)
+        goto done;
+    PyObject *shape = PyTuple_New(nd);
+    if (!shape) {
+        res = NULL;
+        goto done;
+    }
+    for (int d = 0; d < nd; d++) {
+        const Py_ssize_t v = d < nd - 2 ? a.shape[d] : (d == nd - 2 ? m : n);
+        PyObject *o = PyLong_FromSsize_t(v);
+        if (!o) {
+            Py_DECREF(shape);
+            res = NULL;
+            goto done;
+        }
+        PyTuple_SET_ITEM(shape, d, o);
+    }
+    void *out;
+    res = new_tensor_shaped(shape, k, &out);
+    if (!res)
+        goto done;
+    /* a view's buffer starts at its first element: with the layouts above that is element
+     * (0, 0) of the first matrix, and the matrices follow at stride m*k (k*n) */
+    const int big = (double)nc * (double)kk >= MM_GIL_FMA;
+    int rc;
+    PyThreadState *ts = big ? PyEval_SaveThread() : NULL;
+    if (k == 'f')
+        rc = gc_gemm_f32((const float *)a.buf, (const float *)b.buf, (float *)out, batch, m, n,
+                         kk, ta, tb, 1.0f, 0.0f, m * kk, kk * n, m * n);
+    else
+        rc = gc_gemm_f64((const double *)a.buf, (const double *)b.buf, (double *)out, batch, m,
+                         n, kk, ta, tb, 1.0, 0.0, m * kk, kk * n, m * n);
+    if (ts)
+        PyEval_RestoreThread(ts);
+    if (rc < 0) {
+        Py_DECREF(res);
+        res = PyErr_NoMemory();
+    }
+done:
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&b);
+    return res == Py_None ? Py_NewRef(Py_None) : res;
+}

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _cpu
+from ..autograd.grad_mode import _state as _grad_state
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .api import not_tensor, public, tensor_member
 from .common import as_operands, broadcast_shapes
-from .registry import apply, defop
+from .registry import CAPTURE, apply, defop, record
 from .samples import Sample, uniform, via
 
 
@@ -71,10 +73,21 @@ MATMUL = defop(
 )
 
 
+_fast_matmul = _cpu.fast_matmul
+
+
 @public("matmul", "__matmul__")
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """Matrix product with torch.matmul's rules: 1-D operands are promoted and the added dim
     removed; batch dims broadcast."""
+    if CAPTURE[0] is None:
+        # the fast lane: host matrices (or equal batches of them) of one float dtype, row-major
+        # or transposed views, in one C call (cpu/python/fastpath.c), or None
+        out = _fast_matmul(input, other)
+        if out is not None:
+            if _grad_state.enabled:
+                record(MATMUL, (input, other), (out,), {})
+            return out
     if type(input) is Tensor and type(other) is Tensor:
         # the common case (two matrices of one float dtype) without the general checks
         a, b = input._data.shape, other._data.shape
