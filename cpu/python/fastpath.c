@@ -311,12 +311,84 @@ PyObject *gc_py_fast_unary(PyObject *self, PyObject *const *args, Py_ssize_t nar
 GC_DOC(fast_binary,
        "fast_binary(op, a, b, /)\n--\n\n"
        "A new Tensor a op b (op: an arithmetic BINARY_* constant) when a and b are plain, "
-       "small, contiguous host Tensors of one float dtype and one shape and the lane is "
-       "open; else None.");
+       "small, contiguous host Tensors of one float dtype and one shape, or one of them is "
+       "such a Tensor and the other a Python float, int (|v| <= 2**53) or bool (the result "
+       "in the Tensor's dtype, as PyTorch promotes), and the lane is open; else None.");
+
+/* A Python float, int or bool operand (exact types; ints up to 2^53, which a double holds
+ * exactly, so the one rounding to float32 is PyTorch's) as a double: 1, else 0 (no error). */
+static int scalar_value(PyObject *o, double *v)
+{
+    if (PyFloat_CheckExact(o)) {
+        *v = PyFloat_AS_DOUBLE(o);
+        return 1;
+    }
+    if (!PyLong_CheckExact(o) && !PyBool_Check(o))
+        return 0;
+    int overflow;
+    const long long i = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow || (i == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (i > (1LL << 53) || i < -(1LL << 53))
+        return 0;
+    *v = (double)i;
+    return 1;
+}
+
+/* a op s or s op a (scalar_first) for a plain float host Tensor a and a Python number s, as
+ * PyTorch promotes them: the tensor's float dtype, s rounded to it once; the number is a
+ * stride-0 operand of the broadcasting kernel (the general path's 0-d tensor gives the same
+ * iteration, so the same bits).  None when the lane does not take it. */
+static PyObject *fast_scalar_binary(int op, PyObject *t, double sv, int scalar_first)
+{
+    const char k = plain_kind(t);
+    Py_buffer a;
+    if (!k || !data_buf(t, &a))
+        Py_RETURN_NONE;
+    const Py_ssize_t n = a.len / (k == 'f' ? 4 : 8);
+    PyObject *res;
+    void *out;
+    if (n >= fast_limit || n == 0) {
+        res = Py_NewRef(Py_None);
+    } else if ((res = new_tensor(t, k, &out)) != NULL) {
+        gc_iter it;
+        it.ndim = 1;
+        it.shape[0] = n;
+        it.stride[0][0] = scalar_first ? 0 : 1;
+        it.stride[1][0] = scalar_first ? 1 : 0;
+        it.stride[2][0] = 1;
+        if (k == 'f') {
+            const float f = (float)sv;
+            const float *x = (const float *)a.buf;
+            gc_binary_f32(op, &it, scalar_first ? &f : x, scalar_first ? x : &f, out);
+        } else {
+            const double *x = (const double *)a.buf;
+            gc_binary_f64(op, &it, scalar_first ? &sv : x, scalar_first ? x : &sv, out);
+        }
+    }
+    PyBuffer_Release(&a);
+    return res;
+}
 
 PyObject *gc_py_fast_binary(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
+    double sv;
+    if (nargs == 3 && fast_limit != 0 && tensor_type) {
+        const int s1 = Py_TYPE(args[1]) != tensor_type && scalar_value(args[1], &sv);
+        const int s2 = !s1 && Py_TYPE(args[2]) != tensor_type && scalar_value(args[2], &sv);
+        if (s1 || s2) {
+            const long op = PyLong_AsLong(args[0]);
+            if (op < 0 || op >= GC_BINARY_COUNT || gc_binary_writes_bool((int)op)) {
+                if (!PyErr_Occurred())
+                    PyErr_Format(PyExc_ValueError, "fast_binary: op %ld is out of range", op);
+                return NULL;
+            }
+            return fast_scalar_binary((int)op, s1 ? args[2] : args[1], sv, s1);
+        }
+    }
     return fast_op("fast_binary", args, nargs, K_BINARY, 2, GC_BINARY_COUNT);
 }
 

@@ -85,7 +85,9 @@ def test_declines_what_it_does_not_handle(lane_open):
         "integers": (gpucore.ones(4, 6, dtype=gpucore.int32),) * 2,
         "strided view": (a.T, a.T),
         "subclass": (gpucore.nn.Parameter(a), a),
-        "python scalar": (a, 2.0),
+        "numpy scalar": (a, np.float32(2.0)),  # (Python numbers: tests/ops/test_scalar_operands)
+        "number and an int tensor": (gpucore.ones(4, 6, dtype=gpucore.int32), 2.0),
+        "number and a subclass": (gpucore.nn.Parameter(a), 2.0),
         "empty": (gpucore.zeros(0, 3),) * 2,
     }
     for why, (x, y) in declined.items():
