@@ -277,6 +277,14 @@ typedef struct {
      * equal x exactly */                                                                          \
     void gc_layer_norm_##S(const T *x, const T *weight, const T *bias, T *out, ptrdiff_t rows,    \
                            ptrdiff_t n, double eps);                                               \
+    /* norm.c, eager: the same with the row statistics mean / rstd (rows values each, or both   \
+     * NULL), and its backward: gx (or NULL), gw / gb (n values each, or NULL: then part unused)   \
+     * with part >= ceil(rows / chunk) * 2 * n doubles of scratch for the per-block sums */        \
+    void gc_layer_norm_fwd_##S(const T *x, const T *w, const T *b, T *y, T *mean, T *rstd,        \
+                               ptrdiff_t rows, ptrdiff_t n, double eps);                           \
+    void gc_layer_norm_bwd_##S(const T *x, const T *w, const T *mean, const T *rstd, const T *g,  \
+                               T *gx, T *gw, T *gb, double *part, ptrdiff_t rows, ptrdiff_t n,     \
+                               ptrdiff_t chunk);                                                   \
     /* attention.c: out = softmax(q k^T * scale + mask [causal]) v over strided 4-d views (see     \
      * gc_attn); -1 if scratch malloc fails */                                                     \
     int gc_attention_##S(const T *q, const T *k, const T *v, const void *mask, T *out,             \

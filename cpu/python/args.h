@@ -25,7 +25,7 @@
 /* ------------------------------------------------------------------------------------------ */
 /* Buffers                                                                                     */
 
-#define GC_MAXBUF 6
+#define GC_MAXBUF 10
 
 typedef struct {
     Py_buffer v[GC_MAXBUF];

@@ -41,7 +41,7 @@
     /* copy.c */                                                                                  \
     X(copy)                                                                                       \
     /* norm.c, attention.c */                                                                     \
-    X(layer_norm) X(attention)                                                                    \
+    X(layer_norm) X(layer_norm_forward) X(layer_norm_backward) X(attention)                       \
     /* im2col.c, conv.c, maxpool.c */                                                             \
     X(im2col) X(col2im) X(conv2d_forward) X(conv2d_backward) X(max_pool2d)                        \
     X(max_pool2d_backward)                                                                        \
