@@ -23,7 +23,7 @@
     X(data_ptr) X(host_empty) X(host_cache_info) X(host_cache_clear)                              \
     /* fastpath.c: the small-op fast lane */                                                      \
     X(fast_setup) X(set_fast_limit) X(fast_unary) X(fast_binary) X(fast_unary_backward)           \
-    X(fast_matmul)                                                                                \
+    X(fast_matmul) X(fast_softmax)                                                                \
     /* dispatch.c: ISA, caches, GEMM blocking, thread pool */                                     \
     X(info) X(set_num_threads)                                                                    \
     /* gemm.c, pack.c */                                                                          \

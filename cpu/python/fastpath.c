@@ -532,3 +532,55 @@ done:
     PyBuffer_Release(&b);
     return res == Py_None ? Py_NewRef(Py_None) : res;
 }
+
+/* ---- softmax / log_softmax ---------------------------------------------------------------- */
+
+GC_DOC(fast_softmax,
+       "fast_softmax(x, dim, log, /)\n--\n\n"
+       "A new Tensor softmax(x, dim) (log_softmax when log) when x is a plain, contiguous float "
+       "host Tensor with at least one dim, -ndim <= dim < ndim, and the lane is open; else "
+       "None.  One call of the kernel (cpu/softmax.c), which stays on this thread below ~50 us "
+       "of work.");
+
+PyObject *gc_py_fast_softmax(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "fast_softmax takes 3 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    const long dim = PyLong_AsLong(args[1]);
+    const int log = PyObject_IsTrue(args[2]);
+    if ((dim == -1 && PyErr_Occurred()) || log < 0)
+        return NULL;
+    if (fast_limit == 0 || !tensor_type)
+        Py_RETURN_NONE;
+    const char k = plain_kind(args[0]);
+    Py_buffer a;
+    if (!k || !data_buf(args[0], &a))
+        Py_RETURN_NONE;
+    const int nd = a.ndim;
+    const Py_ssize_t total = a.len / (k == 'f' ? 4 : 8);
+    PyObject *res;
+    void *out;
+    if (nd == 0 || dim < -nd || dim >= nd || total == 0 || total >= fast_limit) {
+        res = Py_NewRef(Py_None);
+    } else if ((res = new_tensor(args[0], k, &out)) != NULL) {
+        const int d = (int)(dim < 0 ? dim + nd : dim);
+        Py_ssize_t outer = 1, inner = 1;
+        for (int i = 0; i < d; i++)
+            outer *= a.shape[i];
+        for (int i = d + 1; i < nd; i++)
+            inner *= a.shape[i];
+        const Py_ssize_t n = a.shape[d];
+        PyThreadState *ts = total >= 65536 ? PyEval_SaveThread() : NULL;
+        if (k == 'f')
+            gc_softmax_f32((const float *)a.buf, (float *)out, outer, n, inner, log);
+        else
+            gc_softmax_f64((const double *)a.buf, (double *)out, outer, n, inner, log);
+        if (ts)
+            PyEval_RestoreThread(ts);
+    }
+    PyBuffer_Release(&a);
+    return res;
+}
