@@ -272,6 +272,13 @@ typedef struct {
     /* maxpool.c; the backward returns -1 when an index lies outside its plane */                  \
     void gc_max_pool2d_##S(const T *x, T *vals, int64_t *idx, const gc_pool2d *p);                 \
     int gc_max_pool2d_backward_##S(const T *g, const int64_t *idx, T *gx, const gc_pool2d *p);   \
+    /* avgpool.c: avg_pool2d of x [planes, h, w] into y [planes, oh, ow] (dilation 1; divisor > 0 \
+     * overrides PyTorch's window count, include_pad = count_include_pad), and its backward      \
+     * gx [planes, h, w] from g [planes, oh, ow] */                                              \
+    void gc_avg_pool2d_##S(const T *x, T *y, const gc_pool2d *p, int include_pad,                \
+                           ptrdiff_t divisor);                                                    \
+    void gc_avg_pool2d_backward_##S(const T *g, T *gx, const gc_pool2d *p, int include_pad,      \
+                                    ptrdiff_t divisor);                                           \
     /* norm.c: layer_norm over the rows of contiguous [rows, n]: out = (x - mean) /             \
      * sqrt(var + eps) * weight + bias (biased variance); weight, bias NULL or n values; out may \
      * equal x exactly */                                                                          \

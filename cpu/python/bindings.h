@@ -45,6 +45,8 @@
     /* im2col.c, conv.c, maxpool.c */                                                             \
     X(im2col) X(col2im) X(conv2d_forward) X(conv2d_backward) X(max_pool2d)                        \
     X(max_pool2d_backward)                                                                        \
+    /* avgpool.c */                                                                               \
+    X(avg_pool2d) X(avg_pool2d_backward)                                                          \
     /* philox.c */                                                                                \
     X(philox) X(uniform) X(normal) X(philox_block)                                                \
     /* optim.c */                                                                                 \

@@ -189,17 +189,14 @@ def _binary(op, doc):
     def fn(input, other) -> Tensor:
         if fast is not None and CAPTURE[0] is None:
             # the fast lane straight from the operator: no operand promotion, no registry call
-            # (a Python number operand too: an immediate, no 1-element tensor made)
+            # (a Python number operand too: an immediate; the graph, which saves Tensors, gets
+            # the number as one only when an input requires grad)
             out = fast[0](fast[1], input, other)
             if out is not None:
-                if _grad_state.enabled:
-                    ta, tb = type(input) is Tensor, type(other) is Tensor
-                    if ta and tb:
-                        if input.requires_grad or other.requires_grad:
-                            record(op, (input, other), (out,), {})
-                    elif (input if ta else other).requires_grad:
-                        # the graph saves Tensors: the number as one, only when it is needed
-                        record(op, as_operands(op.name, input, other), (out,), {})
+                if _grad_state.enabled and (
+                    getattr(input, "requires_grad", False) or getattr(other, "requires_grad", False)
+                ):
+                    record(op, as_operands(op.name, input, other), (out,), {})
                 return out
         a, b = as_operands(op.name, input, other)
         return apply(op, a, b)

@@ -18,7 +18,9 @@ import math
 
 import numpy as np
 
+from ..autograd import grad
 from ..autograd.grad_mode import _state as _grad_state
+from ..creation import zeros
 from ..errors import DTypeError, ShapeError
 from .registry import apply, defop
 from .samples import Sample, uniform
@@ -66,8 +68,6 @@ def _ln_bwd(ctx, g):
     k, affine = ctx.attrs["k"], ctx.attrs["affine"]
     need = ctx.needs_input_grad
     if _grad_state.enabled:  # create_graph: the composition's gradient, differentiable again
-        from ..autograd import grad
-
         out = layer_norm_composed(x, w if affine[0] else None, None, k, ctx.attrs["eps"])
         wrt = [t for t, n in ((x, need[0]), (w, need[1] and affine[0])) if n]
         gs = list(grad(out, wrt, g, create_graph=True)) if wrt else []
@@ -199,8 +199,6 @@ def _standin(n: int, like):
     key = (n, like.dtype)
     t = _STANDINS.get(key)
     if t is None:
-        from ..creation import zeros
-
         t = _STANDINS[key] = zeros(n, dtype=like.dtype)
     return t
 

@@ -1,0 +1,147 @@
+/* avg_pool2d forward and backward over [planes, H, W] planes split across the thread pool
+ * (gc_pool2d geometry; dilation 1).  PyTorch's divisor: with divisor > 0 that value; else the
+ * window clipped to the padded input [-ph, h + ph) (ceil_mode's windows may pass it) when
+ * count_include_pad, or to the input itself when not.  Padding adds zeros.
+ *
+ * Forward: each output sums its window's in-image inputs row by row (ki, then kj) and divides.
+ * Backward: each input gathers g / divisor of the outputs whose windows hold it (a sum in output
+ * order), so every plane writes its own gradient once, with no scatter and no zero-fill: any
+ * split of the planes gives the same bits.  The output ranges [oy0, oy1) x [ox0, ox1) covering
+ * an input come from one division per row and column. */
+#ifndef GC_T
+
+#include <stddef.h>
+
+#include "isa.h"
+#include "kernels.h"
+
+/* divisor of output (oy, ox) */
+static inline double ap_div(const gc_pool2d *p, ptrdiff_t oy, ptrdiff_t ox, int include_pad,
+                            ptrdiff_t divisor)
+{
+    if (divisor > 0)
+        return (double)divisor;
+    ptrdiff_t h0 = oy * p->sh - p->ph, w0 = ox * p->sw - p->pw;
+    ptrdiff_t h1 = h0 + p->kh, w1 = w0 + p->kw;
+    if (h1 > p->h + p->ph)
+        h1 = p->h + p->ph;
+    if (w1 > p->w + p->pw)
+        w1 = p->w + p->pw;
+    if (include_pad) {
+        const ptrdiff_t n = (h1 - h0) * (w1 - w0);
+        return n > 0 ? (double)n : 1.0;
+    }
+    h0 = h0 < 0 ? 0 : h0;
+    w0 = w0 < 0 ? 0 : w0;
+    h1 = h1 > p->h ? p->h : h1;
+    w1 = w1 > p->w ? p->w : w1;
+    const ptrdiff_t n = (h1 - h0) * (w1 - w0);
+    return n > 0 ? (double)n : 1.0;
+}
+
+/* first and one-past-last outputs o with o*s - pad <= i < o*s - pad + k, clamped to [0, on) */
+static inline void ap_cover(ptrdiff_t i, ptrdiff_t s, ptrdiff_t pad, ptrdiff_t k, ptrdiff_t on,
+                            ptrdiff_t *lo, ptrdiff_t *hi)
+{
+    const ptrdiff_t a = i + pad - k + 1; /* o*s >= a */
+    ptrdiff_t l = a <= 0 ? 0 : (a + s - 1) / s;
+    ptrdiff_t h = (i + pad) / s + 1; /* o*s <= i + pad */
+    if (h > on)
+        h = on;
+    *lo = l;
+    *hi = h < l ? l : h;
+}
+
+#define GC_T float
+#define GC_SFX f32
+#include "avgpool.c"
+#undef GC_T
+#undef GC_SFX
+
+#define GC_T double
+#define GC_SFX f64
+#include "avgpool.c"
+#undef GC_T
+#undef GC_SFX
+
+#else /* type-generic body, T = GC_T */
+
+typedef struct {
+    const GC_T *x;
+    GC_T *y;
+    const gc_pool2d *p;
+    int include_pad;
+    ptrdiff_t divisor;
+} GC_FN(ap_job);
+
+static void GC_FN(ap_fwd_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
+{
+    const GC_FN(ap_job) *J = (const GC_FN(ap_job) *)ctx;
+    const gc_pool2d *p = J->p;
+    const ptrdiff_t hw = p->h * p->w, ohw = p->oh * p->ow;
+    for (ptrdiff_t pl = lo; pl < hi; pl++) {
+        const GC_T *x = J->x + pl * hw;
+        GC_T *y = J->y + pl * ohw;
+        for (ptrdiff_t oy = 0; oy < p->oh; oy++) {
+            ptrdiff_t h0 = oy * p->sh - p->ph, h1 = h0 + p->kh;
+            h0 = h0 < 0 ? 0 : h0;
+            h1 = h1 > p->h ? p->h : h1;
+            for (ptrdiff_t ox = 0; ox < p->ow; ox++) {
+                ptrdiff_t w0 = ox * p->sw - p->pw, w1 = w0 + p->kw;
+                w0 = w0 < 0 ? 0 : w0;
+                w1 = w1 > p->w ? p->w : w1;
+                GC_T s = (GC_T)0;
+                for (ptrdiff_t iy = h0; iy < h1; iy++)
+                    for (ptrdiff_t ix = w0; ix < w1; ix++)
+                        s += x[iy * p->w + ix];
+                y[oy * p->ow + ox] = s / (GC_T)ap_div(p, oy, ox, J->include_pad, J->divisor);
+            }
+        }
+    }
+}
+
+static void GC_FN(ap_bwd_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
+{
+    const GC_FN(ap_job) *J = (const GC_FN(ap_job) *)ctx;
+    const gc_pool2d *p = J->p;
+    const ptrdiff_t hw = p->h * p->w, ohw = p->oh * p->ow;
+    for (ptrdiff_t pl = lo; pl < hi; pl++) {
+        const GC_T *g = J->x + pl * ohw; /* the incoming gradient [oh, ow] */
+        GC_T *gx = J->y + pl * hw;
+        for (ptrdiff_t iy = 0; iy < p->h; iy++) {
+            ptrdiff_t y0, y1;
+            ap_cover(iy, p->sh, p->ph, p->kh, p->oh, &y0, &y1);
+            for (ptrdiff_t ix = 0; ix < p->w; ix++) {
+                ptrdiff_t x0, x1;
+                ap_cover(ix, p->sw, p->pw, p->kw, p->ow, &x0, &x1);
+                GC_T s = (GC_T)0;
+                for (ptrdiff_t oy = y0; oy < y1; oy++)
+                    for (ptrdiff_t ox = x0; ox < x1; ox++)
+                        s += g[oy * p->ow + ox] /
+                             (GC_T)ap_div(p, oy, ox, J->include_pad, J->divisor);
+                gx[iy * p->w + ix] = s;
+            }
+        }
+    }
+}
+
+void GC_FN(gc_avg_pool2d)(const GC_T *x, GC_T *y, const gc_pool2d *p, int include_pad,
+                          ptrdiff_t divisor)
+{
+    GC_FN(ap_job) J = {.x = x, .y = y, .p = p, .include_pad = include_pad, .divisor = divisor};
+    const double cost = (double)p->planes * (double)(p->oh * p->ow) * (double)(p->kh * p->kw);
+    gc_parallel_range(p->planes, 1, cost * 0.5 + (double)p->planes * 20.0, GC_FN(ap_fwd_range),
+                      &J);
+}
+
+void GC_FN(gc_avg_pool2d_backward)(const GC_T *g, GC_T *gx, const gc_pool2d *p, int include_pad,
+                                   ptrdiff_t divisor)
+{
+    GC_FN(ap_job) J = {.x = g, .y = gx, .p = p, .include_pad = include_pad, .divisor = divisor};
+    const double cost = (double)p->planes * (double)(p->h * p->w) *
+                        (double)((p->kh + p->sh - 1) / p->sh * ((p->kw + p->sw - 1) / p->sw));
+    gc_parallel_range(p->planes, 1, cost * 1.5 + (double)p->planes * 20.0, GC_FN(ap_bwd_range),
+                      &J);
+}
+
+#endif
