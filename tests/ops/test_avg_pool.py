@@ -95,8 +95,8 @@ def test_gradcheck_and_gradgradcheck():
         dict(kernel_size=3, stride=2, padding=1, count_include_pad=False),
         dict(kernel_size=2, ceil_mode=True, divisor_override=3),
     ):
-        assert gradcheck(lambda t: F.avg_pool2d(t, **kw), (x,))
-        assert gradgradcheck(lambda t: F.avg_pool2d(t, **kw), (x,))
+        assert gradcheck(lambda t, kw=kw: F.avg_pool2d(t, **kw), (x,))
+        assert gradgradcheck(lambda t, kw=kw: F.avg_pool2d(t, **kw), (x,))
 
 
 def test_threads_bitwise_and_bad_calls():
