@@ -22,11 +22,23 @@ def _matmul_infer(a, b):
     return (tuple(a.shape[:-1]) + (b.shape[-1],), a.dtype)
 
 
+def _mm(a: Tensor, b: Tensor) -> Tensor:
+    """apply(MATMUL, a, b) through the fast lane (cpu/python/fastpath.c) when it takes the
+    operands: matmul and the backward formulas of matmul and linear."""
+    if CAPTURE[0] is None:
+        out = _cpu.fast_matmul(a, b)
+        if out is not None:
+            if _grad_state.enabled:
+                record(MATMUL, (a, b), (out,), {})
+            return out
+    return apply(MATMUL, a, b)
+
+
 def _matmul_bwd(ctx, g):
     a, b = ctx.saved
     need_a, need_b = ctx.needs_input_grad
-    ga = apply(MATMUL, g, b.mT) if need_a else None
-    gb = apply(MATMUL, a.mT, g) if need_b else None
+    ga = _mm(g, b.mT) if need_a else None
+    gb = _mm(a.mT, g) if need_b else None
     return ga, gb
 
 
@@ -229,9 +241,9 @@ def _linear_infer(x, w, b=None):
 def _linear_bwd(ctx, g):
     x, w = ctx.saved
     need = ctx.needs_input_grad
-    gx = apply(MATMUL, g, w) if need[0] else None
+    gx = _mm(g, w) if need[0] else None
     # g.T @ x is (out, in) and contiguous, as the weight: the leaf takes it without a copy.
-    gw = apply(MATMUL, g.mT, x) if need[1] else None
+    gw = _mm(g.mT, x) if need[1] else None
     if len(need) == 2:
         return gx, gw
     return gx, gw, (g.sum(0) if need[2] else None)
