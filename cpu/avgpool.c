@@ -15,27 +15,29 @@
 #include "isa.h"
 #include "kernels.h"
 
-/* divisor of output (oy, ox) */
+/* One axis's share of output o's divisor: the window [o*s - pad, o*s - pad + k) clipped to the
+ * padded input [-pad, size + pad) when include_pad, else to the input [0, size).  PyTorch's
+ * divisor is the product of the two axes' shares (or divisor when > 0). */
+static inline ptrdiff_t ap_len(ptrdiff_t o, ptrdiff_t s, ptrdiff_t pad, ptrdiff_t k,
+                               ptrdiff_t size, int include_pad)
+{
+    ptrdiff_t a = o * s - pad, b = a + k;
+    if (b > size + pad)
+        b = size + pad;
+    if (!include_pad) {
+        a = a < 0 ? 0 : a;
+        b = b > size ? size : b;
+    }
+    return b > a ? b - a : 0;
+}
+
 static inline double ap_div(const gc_pool2d *p, ptrdiff_t oy, ptrdiff_t ox, int include_pad,
                             ptrdiff_t divisor)
 {
     if (divisor > 0)
         return (double)divisor;
-    ptrdiff_t h0 = oy * p->sh - p->ph, w0 = ox * p->sw - p->pw;
-    ptrdiff_t h1 = h0 + p->kh, w1 = w0 + p->kw;
-    if (h1 > p->h + p->ph)
-        h1 = p->h + p->ph;
-    if (w1 > p->w + p->pw)
-        w1 = p->w + p->pw;
-    if (include_pad) {
-        const ptrdiff_t n = (h1 - h0) * (w1 - w0);
-        return n > 0 ? (double)n : 1.0;
-    }
-    h0 = h0 < 0 ? 0 : h0;
-    w0 = w0 < 0 ? 0 : w0;
-    h1 = h1 > p->h ? p->h : h1;
-    w1 = w1 > p->w ? p->w : w1;
-    const ptrdiff_t n = (h1 - h0) * (w1 - w0);
+    const ptrdiff_t n = ap_len(oy, p->sh, p->ph, p->kh, p->h, include_pad) *
+                        ap_len(ox, p->sw, p->pw, p->kw, p->w, include_pad);
     return n > 0 ? (double)n : 1.0;
 }
 

@@ -332,15 +332,53 @@ static void GC_FN(mp_fwd_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
     }
 }
 
+/* The backward of the 2-wide path when the windows tile the plane without overlap (kh = sh,
+ * dh = 1, ph = 0; rows and columns past the last window get zeros): each input is written once,
+ * g where the window's index points at it, else 0 (0 + g, the scatter's sum: -0 becomes +0), in
+ * one streaming pass instead of a zero-fill and a scatter.  Returns 0 when some index does not
+ * point into its own window (then the caller scatters the plane, which checks the indices). */
+static int GC_FN(mp_bwd_tiled)(const gc_pool2d *p, const GC_T *g, const int64_t *id, GC_T *gx)
+{
+    const ptrdiff_t w = p->w;
+    for (ptrdiff_t oy = 0; oy < p->oh; oy++) {
+        const GC_T *gr = g + oy * p->ow;
+        const int64_t *ir = id + oy * p->ow;
+        ptrdiff_t hits = 0;
+        for (ptrdiff_t r = 0; r < p->kh; r++) {
+            const ptrdiff_t row = oy * p->kh + r;
+            GC_T *xr = gx + row * w;
+            const int64_t base = (int64_t)(row * w);
+            for (ptrdiff_t ox = 0; ox < p->ow; ox++) {
+                const int64_t k = ir[ox] - base - 2 * (int64_t)ox; /* 0 or 1 inside the pair */
+                const GC_T v = (GC_T)0 + gr[ox];
+                xr[2 * ox] = k == 0 ? v : (GC_T)0;
+                xr[2 * ox + 1] = k == 1 ? v : (GC_T)0;
+                hits += (k == 0) | (k == 1);
+            }
+            for (ptrdiff_t c = 2 * p->ow; c < w; c++)
+                xr[c] = (GC_T)0;
+        }
+        if (hits != p->ow)
+            return 0;
+    }
+    for (ptrdiff_t i = p->oh * p->kh * w; i < p->h * w; i++)
+        gx[i] = (GC_T)0;
+    return 1;
+}
+
 static void GC_FN(mp_bwd_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 {
     GC_FN(mp_job) *J = (GC_FN(mp_job) *)ctx;
     const gc_pool2d *p = J->p;
     const ptrdiff_t hw = p->h * p->w, ohw = p->oh * p->ow;
+    const int tiled = GC_FN(mp_is_w2)(p) && p->kh == p->sh && p->dh == 1 && p->ph == 0 &&
+                      p->oh * p->kh <= p->h;
     for (ptrdiff_t pl = lo; pl < hi; pl++) {
         GC_T *gx = J->gx + pl * hw;
         const GC_T *g = J->g + pl * ohw;
         const int64_t *id = J->bidx + pl * ohw;
+        if (tiled && GC_FN(mp_bwd_tiled)(p, g, id, gx))
+            continue;
         for (ptrdiff_t i = 0; i < hw; i++)
             gx[i] = (GC_T)0;
         for (ptrdiff_t i = 0; i < ohw; i++) {

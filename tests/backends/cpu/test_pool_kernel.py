@@ -106,3 +106,35 @@ def test_threads_bitwise():
     np.testing.assert_array_equal(many[1], one[1])
     rv, ri = ref_max_pool2d(x[:8], k, s, (0, 0), (1, 1), 14, 14)
     np.testing.assert_array_equal(many[1][:8], ri)
+
+
+def ref_backward(g, idx, h, w):
+    planes = g.shape[0]
+    out = np.zeros((planes, h * w))
+    np.add.at(out, (np.repeat(np.arange(planes), idx[0].size), idx.reshape(-1)), g.reshape(-1))
+    return out.reshape(planes, h, w)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_backward_tiled_and_scattered(dtype):
+    """Windows tiling the plane (kh = sh, 2-wide) are written in one pass; leftover rows and
+    columns get zeros; indices that leave their window (but not the plane) are scattered as
+    before; -0 gradients sum to +0 as the scatter gives."""
+    for kh, w, h in [(2, 8, 8), (2, 9, 7), (3, 13, 10), (1, 6, 3), (2, 3, 2)]:
+        x = data((3, h, w), dtype, seed=w + h)
+        k, s = (kh, 2), (kh, 2)
+        vals, idx, (oh, ow) = run(x, k, s, (0, 0), (1, 1))
+        g = data((3, oh, ow), dtype, seed=1)
+        g[0, 0, 0] = -0.0
+        gx = np.full((3, h, w), 5, dtype)
+        C.max_pool2d_backward(g, idx, gx, 3, h, w, *k, *s, 0, 0, 1, 1, oh, ow)
+        want = ref_backward(g, idx, h, w).astype(dtype)
+        np.testing.assert_array_equal(gx, want)
+        assert not np.signbit(gx).any() or np.signbit(want).any()
+        moved = idx.copy()
+        moved[1, 0, 0] = h * w - 1  # inside the plane, outside its window: scattered
+        C.max_pool2d_backward(g, moved, gx, 3, h, w, *k, *s, 0, 0, 1, 1, oh, ow)
+        np.testing.assert_array_equal(gx, ref_backward(g, moved, h, w).astype(dtype))
+        moved[2, 0, 0] = h * w  # outside the plane
+        with pytest.raises(IndexError):
+            C.max_pool2d_backward(g, moved, gx, 3, h, w, *k, *s, 0, 0, 1, 1, oh, ow)
