@@ -4,10 +4,10 @@
  * count_include_pad, or to the input itself when not.  Padding adds zeros.
  *
  * Forward: each output sums its window's in-image inputs row by row (ki, then kj) and divides.
- * Backward: each input gathers g / divisor of the outputs whose windows hold it (a sum in output
- * order), so every plane writes its own gradient once, with no scatter and no zero-fill: any
- * split of the planes gives the same bits.  The output ranges [oy0, oy1) x [ox0, ox1) covering
- * an input come from one division per row and column. */
+ * Backward: per plane, zeros, then each output adds g / divisor to its window's inputs in output
+ * order (one division per output; a gather per input, recomputing its cover ranges and divisors,
+ * measured ~2x slower); 2x2 windows are unrolled both ways.  Planes are split over the pool, each
+ * summed on one thread in the same order: any split gives the same bits. */
 #ifndef GC_T
 
 #include <stddef.h>
@@ -39,19 +39,6 @@ static inline double ap_div(const gc_pool2d *p, ptrdiff_t oy, ptrdiff_t ox, int 
     const ptrdiff_t n = ap_len(oy, p->sh, p->ph, p->kh, p->h, include_pad) *
                         ap_len(ox, p->sw, p->pw, p->kw, p->w, include_pad);
     return n > 0 ? (double)n : 1.0;
-}
-
-/* first and one-past-last outputs o with o*s - pad <= i < o*s - pad + k, clamped to [0, on) */
-static inline void ap_cover(ptrdiff_t i, ptrdiff_t s, ptrdiff_t pad, ptrdiff_t k, ptrdiff_t on,
-                            ptrdiff_t *lo, ptrdiff_t *hi)
-{
-    const ptrdiff_t a = i + pad - k + 1; /* o*s >= a */
-    ptrdiff_t l = a <= 0 ? 0 : (a + s - 1) / s;
-    ptrdiff_t h = (i + pad) / s + 1; /* o*s <= i + pad */
-    if (h > on)
-        h = on;
-    *lo = l;
-    *hi = h < l ? l : h;
 }
 
 #define GC_T float
@@ -93,9 +80,15 @@ static void GC_FN(ap_fwd_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
                 w0 = w0 < 0 ? 0 : w0;
                 w1 = w1 > p->w ? p->w : w1;
                 GC_T s = (GC_T)0;
-                for (ptrdiff_t iy = h0; iy < h1; iy++)
-                    for (ptrdiff_t ix = w0; ix < w1; ix++)
-                        s += x[iy * p->w + ix];
+                if (h1 - h0 == 2 && w1 - w0 == 2) { /* the common 2x2 window, unrolled */
+                    const GC_T *r = x + h0 * p->w + w0;
+                    s = ((s + r[0]) + r[1]) + r[p->w];
+                    s += r[p->w + 1];
+                } else {
+                    for (ptrdiff_t iy = h0; iy < h1; iy++)
+                        for (ptrdiff_t ix = w0; ix < w1; ix++)
+                            s += x[iy * p->w + ix];
+                }
                 y[oy * p->ow + ox] = s / (GC_T)ap_div(p, oy, ox, J->include_pad, J->divisor);
             }
         }
@@ -110,18 +103,29 @@ static void GC_FN(ap_bwd_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
     for (ptrdiff_t pl = lo; pl < hi; pl++) {
         const GC_T *g = J->x + pl * ohw; /* the incoming gradient [oh, ow] */
         GC_T *gx = J->y + pl * hw;
-        for (ptrdiff_t iy = 0; iy < p->h; iy++) {
-            ptrdiff_t y0, y1;
-            ap_cover(iy, p->sh, p->ph, p->kh, p->oh, &y0, &y1);
-            for (ptrdiff_t ix = 0; ix < p->w; ix++) {
-                ptrdiff_t x0, x1;
-                ap_cover(ix, p->sw, p->pw, p->kw, p->ow, &x0, &x1);
-                GC_T s = (GC_T)0;
-                for (ptrdiff_t oy = y0; oy < y1; oy++)
-                    for (ptrdiff_t ox = x0; ox < x1; ox++)
-                        s += g[oy * p->ow + ox] /
-                             (GC_T)ap_div(p, oy, ox, J->include_pad, J->divisor);
-                gx[iy * p->w + ix] = s;
+        for (ptrdiff_t i = 0; i < hw; i++)
+            gx[i] = (GC_T)0;
+        for (ptrdiff_t oy = 0; oy < p->oh; oy++) {
+            ptrdiff_t h0 = oy * p->sh - p->ph, h1 = h0 + p->kh;
+            h0 = h0 < 0 ? 0 : h0;
+            h1 = h1 > p->h ? p->h : h1;
+            for (ptrdiff_t ox = 0; ox < p->ow; ox++) {
+                ptrdiff_t w0 = ox * p->sw - p->pw, w1 = w0 + p->kw;
+                w0 = w0 < 0 ? 0 : w0;
+                w1 = w1 > p->w ? p->w : w1;
+                const GC_T v =
+                    g[oy * p->ow + ox] / (GC_T)ap_div(p, oy, ox, J->include_pad, J->divisor);
+                if (h1 - h0 == 2 && w1 - w0 == 2) { /* the common 2x2 window, unrolled */
+                    GC_T *r = gx + h0 * p->w + w0;
+                    r[0] += v;
+                    r[1] += v;
+                    r[p->w] += v;
+                    r[p->w + 1] += v;
+                    continue;
+                }
+                for (ptrdiff_t iy = h0; iy < h1; iy++)
+                    for (ptrdiff_t ix = w0; ix < w1; ix++)
+                        gx[iy * p->w + ix] += v;
             }
         }
     }

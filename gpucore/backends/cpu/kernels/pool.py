@@ -54,7 +54,7 @@ def _avg_pool2d(out, x, kernel, stride, padding, ceil_mode, count_include_pad, d
 def _avg_pool2d_backward(
     out, g, input_shape, kernel, stride, padding, ceil_mode, count_include_pad, divisor
 ):
-    """Each input gathers its windows' gradients (cpu/avgpool.c): no scatter, no zero-fill."""
+    """Each output adds g / divisor over its window, plane by plane (cpu/avgpool.c)."""
     if out.size == 0:
         return
     geom = _avg_geom(input_shape, g.shape, kernel, stride, padding)
