@@ -5,6 +5,7 @@ Run from the repository root (after ``python setup.py build_ext --inplace``)::
     python benchmarks/bench_cpu.py            # everything (minutes while the kernels are plain C)
     python benchmarks/bench_cpu.py --quick    # smaller sizes, fewer repeats (< 1 minute)
     python benchmarks/bench_cpu.py --only gemm --only overhead
+    python benchmarks/bench_cpu.py --only block --only pool   # bench_cpu_ops.py: vs PyTorch
 
 Every number is the median over repeats of a timeit-style loop (warm-up first). Ratio columns are
 ``gpucore time / other time`` everywhere (for throughput tables this equals other throughput /
@@ -508,6 +509,9 @@ def main(argv=None) -> int:
         "softmax": bench_softmax,
         "overhead": bench_overhead,
     }
+    from bench_cpu_ops import sections as op_sections  # block, pool: bench_cpu_ops.py
+
+    sections.update(op_sections(sys.modules[__name__]))
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument(
         "--quick",

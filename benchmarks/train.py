@@ -9,6 +9,8 @@ Run from the repository root (after ``python setup.py build_ext --inplace`` or t
     python benchmarks/train.py --no-profile # leave out the gpucore per-op profile
     python benchmarks/train.py --transfers  # also: bytes per step on the Vulkan device under
                                             # 'auto', residency off vs on (transfers.py)
+    GPUCORE_NUM_THREADS=1 python benchmarks/train.py --threads 1 --cpu-time  # one thread each,
+                                            # CPU time per step (a shared machine)
 
 Cases (DESIGN.md / issue 5, issue 14), random data, Adam (lr 1e-3), cross-entropy loss:
 
@@ -218,12 +220,18 @@ def settle() -> None:
     time.sleep(0.3)
 
 
+# The step clock: wall time, or with --cpu-time the calling thread's CPU time (for one-thread
+# runs on a shared machine, where other processes' load would otherwise land in the numbers).
+CLOCK = [time.perf_counter]
+
+
 def time_steps(step, n: int) -> list[float]:
+    clock = CLOCK[0]
     out = []
     for _ in range(n):
-        t = time.perf_counter()
+        t = clock()
         step()
-        out.append(time.perf_counter() - t)
+        out.append(clock() - t)
     return out
 
 
@@ -355,6 +363,12 @@ def main(argv=None) -> int:
     ap.add_argument("--no-torch", action="store_true", help="leave out the PyTorch columns")
     ap.add_argument("--no-profile", action="store_true", help="leave out the gpucore profile")
     ap.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default 2)")
+    ap.add_argument(
+        "--cpu-time",
+        action="store_true",
+        help="time each step by this thread's CPU time (with --threads 1 and "
+        "GPUCORE_NUM_THREADS=1: both libraries on one thread, robust to a shared machine)",
+    )
     ap.add_argument("--warmup", type=int, help="untimed steps per library (default 10, quick 3)")
     ap.add_argument("--rounds", type=int, help="blocks per library (default 3, quick 2)")
     ap.add_argument("--steps", type=int, help="timed steps per block (default 30, quick 8)")
@@ -371,6 +385,8 @@ def main(argv=None) -> int:
         torch = None
     if torch is not None:
         torch.set_num_threads(args.threads)
+    if args.cpu_time:
+        CLOCK[0] = time.thread_time
 
     unset = os.environ.get(REEXEC_MARK)
     print(f"## gpucore training step vs PyTorch, CPU{' (--quick)' if args.quick else ''}\n")
@@ -386,6 +402,11 @@ def main(argv=None) -> int:
         print(
             f"- torch {torch.__version__}, torch.set_num_threads({args.threads}) -> "
             f"{torch.get_num_threads()} thread(s)"
+        )
+    if args.cpu_time:
+        print(
+            "- steps timed by the calling thread's CPU time (--cpu-time; gpucore threads: "
+            f"{gpucore._cpu.info()['threads']}): work on other threads is not counted"
         )
     else:
         print("- torch: not importable (or --no-torch), its columns are left out")

@@ -290,11 +290,26 @@ ptrdiff_t gc_rnn_extra(int mode, ptrdiff_t h);
     /* maxpool.c; the backward returns -1 when an index lies outside its plane */                  \
     void gc_max_pool2d_##S(const T *x, T *vals, int64_t *idx, const gc_pool2d *p);                 \
     int gc_max_pool2d_backward_##S(const T *g, const int64_t *idx, T *gx, const gc_pool2d *p);   \
+    /* avgpool.c: avg_pool2d of x [planes, h, w] into y [planes, oh, ow] (dilation 1; divisor > 0 \
+     * overrides PyTorch's window count, include_pad = count_include_pad), and its backward      \
+     * gx [planes, h, w] from g [planes, oh, ow] */                                              \
+    void gc_avg_pool2d_##S(const T *x, T *y, const gc_pool2d *p, int include_pad,                \
+                           ptrdiff_t divisor);                                                    \
+    void gc_avg_pool2d_backward_##S(const T *g, T *gx, const gc_pool2d *p, int include_pad,      \
+                                    ptrdiff_t divisor);                                           \
     /* norm.c: layer_norm over the rows of contiguous [rows, n]: out = (x - mean) /             \
      * sqrt(var + eps) * weight + bias (biased variance); weight, bias NULL or n values; out may \
      * equal x exactly */                                                                          \
     void gc_layer_norm_##S(const T *x, const T *weight, const T *bias, T *out, ptrdiff_t rows,    \
                            ptrdiff_t n, double eps);                                               \
+    /* norm.c, eager: the same with the row statistics mean / rstd (rows values each, or both   \
+     * NULL), and its backward: gx (or NULL), gw / gb (n values each, or NULL: then part unused)   \
+     * with part >= ceil(rows / chunk) * 2 * n doubles of scratch for the per-block sums */        \
+    void gc_layer_norm_fwd_##S(const T *x, const T *w, const T *b, T *y, T *mean, T *rstd,        \
+                               ptrdiff_t rows, ptrdiff_t n, double eps);                           \
+    void gc_layer_norm_bwd_##S(const T *x, const T *w, const T *mean, const T *rstd, const T *g,  \
+                               T *gx, T *gw, T *gb, double *part, ptrdiff_t rows, ptrdiff_t n,     \
+                               ptrdiff_t chunk);                                                   \
     /* attention.c: out = softmax(q k^T * scale + mask [causal]) v over strided 4-d views (see     \
      * gc_attn); -1 if scratch malloc fails */                                                     \
     int gc_attention_##S(const T *q, const T *k, const T *v, const void *mask, T *out,             \

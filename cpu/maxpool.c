@@ -176,11 +176,106 @@ static void GC_FN(mp_row_vec)(const gc_pool2d *p, const GC_T *x, GC_T *vr, int64
 }
 #undef MP_TAKE
 
+/* The common 2-wide window (kw = sw = 2, dw = 1, pw = 0, every column of a window inside the
+ * row: 2*ow <= w), any rows: each row of a window is one pair of adjacent inputs, so a vector of
+ * MP_VN outputs takes two contiguous loads and an even/odd shuffle per window row, and the
+ * scan keeps the offset (0 or 1 plus the row's) in an integer lane.  Same rule and order as the
+ * general path (first in-image position taken, then `v > max || isnan(v)`), so the results are
+ * the same bits.  The general path's per-row set-up (ranges, stack buffers) costs more than the
+ * work on rows of 7-14 outputs, which is what a CNN's pools have. */
+static void GC_FN(mp_row_w2)(const gc_pool2d *p, const GC_T *x, GC_T *vr, int64_t *ir,
+                             ptrdiff_t oy)
+{
+    const GC_T *rows[8];
+    MP_IT toff[8];
+    int nr = 0;
+    for (ptrdiff_t ki = 0; ki < p->kh && nr < 8; ki++) {
+        const ptrdiff_t iy = oy * p->sh - p->ph + ki * p->dh;
+        if (iy < 0 || iy >= p->h)
+            continue;
+        rows[nr] = x + iy * p->w;
+        toff[nr] = (MP_IT)(ki * p->dh * p->w);
+        nr++;
+    }
+    if (nr == 0) { /* every window of the row in the padding: the general path's -inf, -1 */
+        for (ptrdiff_t ox = 0; ox < p->ow; ox++) {
+            vr[ox] = (GC_T)-INFINITY;
+            ir[ox] = -1;
+        }
+        return;
+    }
+    const int64_t o0 = (int64_t)((oy * p->sh - p->ph) * p->w);
+    /* a last partial vector is redone overlapping the one before (ow >= MP_VN): same bits, no
+     * scalar tail (its compare branches mispredict on random data) */
+    const ptrdiff_t vend = p->ow >= MP_VN ? p->ow : 0;
+    ptrdiff_t ox = 0;
+    for (; ox < vend; ox += MP_VN) {
+        if (ox + MP_VN > vend)
+            ox = vend - MP_VN;
+        MP_VT cur = {0};
+        MP_VI ct = {0};
+        for (int r = 0; r < nr; r++) {
+            MP_VT v0, v1;
+            memcpy(&v0, rows[r] + 2 * ox, sizeof v0);
+            memcpy(&v1, rows[r] + 2 * ox + MP_VN, sizeof v1);
+#if MP_VN == 4
+            const MP_VT ev = GC_SHUF4(v0, v1, 0, 2, 4, 6), od = GC_SHUF4(v0, v1, 1, 3, 5, 7);
+#else
+            const MP_VT ev = GC_SHUF2(v0, v1, 0, 2), od = GC_SHUF2(v0, v1, 1, 3);
+#endif
+            const MP_VI te = toff[r] - (MP_VI){0}, to = te + 1;
+            if (r == 0) {
+                cur = ev;
+                ct = te;
+            } else {
+                const MP_VI k = (ev > cur) | (ev != ev);
+                cur = (MP_VT)(((MP_VI)ev & k) | ((MP_VI)cur & ~k));
+                ct = (te & k) | (ct & ~k);
+            }
+            const MP_VI k = (od > cur) | (od != od);
+            cur = (MP_VT)(((MP_VI)od & k) | ((MP_VI)cur & ~k));
+            ct = (to & k) | (ct & ~k);
+        }
+        memcpy(vr + ox, &cur, sizeof cur);
+        for (int l = 0; l < MP_VN; l++)
+            ir[ox + l] = o0 + 2 * (ox + l) + (int64_t)ct[l];
+    }
+    for (; ox < p->ow; ox++) { /* ow < MP_VN */
+        GC_T cur = (GC_T)0;
+        int64_t ct = 0;
+        for (int r = 0; r < nr; r++)
+            for (int j = 0; j < 2; j++) {
+                const GC_T v = rows[r][2 * ox + j];
+                if ((r == 0 && j == 0) || v > cur || v != v) {
+                    cur = v;
+                    ct = (int64_t)toff[r] + j;
+                }
+            }
+        vr[ox] = cur;
+        ir[ox] = o0 + 2 * ox + ct;
+    }
+}
+
+/* Whether mp_row_w2 serves the geometry (a row of some window inside the image: pooling
+ * arguments guarantee that, padding at most half the window). */
+static int GC_FN(mp_is_w2)(const gc_pool2d *p)
+{
+    return p->kw == 2 && p->sw == 2 && p->dw == 1 && p->pw == 0 && 2 * p->ow <= p->w &&
+           p->kh <= 8 && p->h * p->w <= INT32_MAX;
+}
+
 static void GC_FN(mp_fwd_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 {
     GC_FN(mp_job) *J = (GC_FN(mp_job) *)ctx;
     const gc_pool2d *p = J->p;
     const ptrdiff_t hw = p->h * p->w, ohw = p->oh * p->ow;
+    if (GC_FN(mp_is_w2)(p)) {
+        for (ptrdiff_t pl = lo; pl < hi; pl++)
+            for (ptrdiff_t oy = 0; oy < p->oh; oy++)
+                GC_FN(mp_row_w2)(p, J->x + pl * hw, J->vals + pl * ohw + oy * p->ow,
+                                 J->idx + pl * ohw + oy * p->ow, oy);
+        return;
+    }
     if (sizeof(MP_IT) == 8 || hw <= INT32_MAX) { /* the vector path */
         for (ptrdiff_t pl = lo; pl < hi; pl++)
             for (ptrdiff_t oy = 0; oy < p->oh; oy++)
@@ -237,15 +332,53 @@ static void GC_FN(mp_fwd_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
     }
 }
 
+/* The backward of the 2-wide path when the windows tile the plane without overlap (kh = sh,
+ * dh = 1, ph = 0; rows and columns past the last window get zeros): each input is written once,
+ * g where the window's index points at it, else 0 (0 + g, the scatter's sum: -0 becomes +0), in
+ * one streaming pass instead of a zero-fill and a scatter.  Returns 0 when some index does not
+ * point into its own window (then the caller scatters the plane, which checks the indices). */
+static int GC_FN(mp_bwd_tiled)(const gc_pool2d *p, const GC_T *g, const int64_t *id, GC_T *gx)
+{
+    const ptrdiff_t w = p->w;
+    for (ptrdiff_t oy = 0; oy < p->oh; oy++) {
+        const GC_T *gr = g + oy * p->ow;
+        const int64_t *ir = id + oy * p->ow;
+        ptrdiff_t hits = 0;
+        for (ptrdiff_t r = 0; r < p->kh; r++) {
+            const ptrdiff_t row = oy * p->kh + r;
+            GC_T *xr = gx + row * w;
+            const int64_t base = (int64_t)(row * w);
+            for (ptrdiff_t ox = 0; ox < p->ow; ox++) {
+                const int64_t k = ir[ox] - base - 2 * (int64_t)ox; /* 0 or 1 inside the pair */
+                const GC_T v = (GC_T)0 + gr[ox];
+                xr[2 * ox] = k == 0 ? v : (GC_T)0;
+                xr[2 * ox + 1] = k == 1 ? v : (GC_T)0;
+                hits += (k == 0) | (k == 1);
+            }
+            for (ptrdiff_t c = 2 * p->ow; c < w; c++)
+                xr[c] = (GC_T)0;
+        }
+        if (hits != p->ow)
+            return 0;
+    }
+    for (ptrdiff_t i = p->oh * p->kh * w; i < p->h * w; i++)
+        gx[i] = (GC_T)0;
+    return 1;
+}
+
 static void GC_FN(mp_bwd_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 {
     GC_FN(mp_job) *J = (GC_FN(mp_job) *)ctx;
     const gc_pool2d *p = J->p;
     const ptrdiff_t hw = p->h * p->w, ohw = p->oh * p->ow;
+    const int tiled = GC_FN(mp_is_w2)(p) && p->kh == p->sh && p->dh == 1 && p->ph == 0 &&
+                      p->oh * p->kh <= p->h;
     for (ptrdiff_t pl = lo; pl < hi; pl++) {
         GC_T *gx = J->gx + pl * hw;
         const GC_T *g = J->g + pl * ohw;
         const int64_t *id = J->bidx + pl * ohw;
+        if (tiled && GC_FN(mp_bwd_tiled)(p, g, id, gx))
+            continue;
         for (ptrdiff_t i = 0; i < hw; i++)
             gx[i] = (GC_T)0;
         for (ptrdiff_t i = 0; i < ohw; i++) {

@@ -6,6 +6,8 @@
  * whose mean is large next to their spread), a third writes the result.  The row stays in cache
  * between the passes; nothing is allocated.  Rows are split over the thread pool when the call
  * has enough work (gc_parallel_range: ~50 us); each row is computed the same way in any split. */
+#include <math.h>
+
 #include "isa.h"
 #include "kernels.h"
 
@@ -57,3 +59,161 @@ void gc_layer_norm_f64(const double *x, const double *weight, const double *bias
     gc_ln_job J = {.x = x, .w = weight, .b = bias, .y = out, .n = n, .eps = eps};
     gc_parallel_range(rows, 1, (double)rows * (double)n * 2.0 * GC_LN_NS, ln_range_f64, &J);
 }
+
+/* ---- eager layer_norm: forward with the row statistics, and its backward ------------------ */
+
+/* Portable C (no ISA kernels: the same bits under every ISA), accumulating in double over 8
+ * independent lanes that the compiler vectorizes; each row is computed the same way whichever
+ * thread runs it.  Forward, per row: mean, then the biased variance of the deviations (two
+ * passes over the cached row), rstd = 1 / sqrt(var + eps), y = (x - mean) * rstd * w + b.
+ * Backward, per row with xh = (x - mean) * rstd and gh = g * w:
+ *   gx = rstd * (gh - mean(gh) - xh * mean(gh * xh)),
+ * and the weight / bias gradients sum g * xh / g over the rows: per block of `chunk` rows into
+ * its own double partial (the blocks depend on the row count alone), added in block order. */
+#define LN_LANES 8
+
+#define LN_DEFINE(T, S)                                                                           \
+    /* sum of x (m = NaN: not subtracted) or of (x - m)^2, over LN_LANES lanes */               \
+    static double ln_sum_##S(const T *x, ptrdiff_t n, double m)                                   \
+    {                                                                                             \
+        double acc[LN_LANES] = {0};                                                               \
+        const int sq = m == m;                                                                    \
+        ptrdiff_t j = 0;                                                                          \
+        for (; j + LN_LANES <= n; j += LN_LANES)                                                  \
+            for (int l = 0; l < LN_LANES; l++) {                                                  \
+                const double d = sq ? (double)x[j + l] - m : (double)x[j + l];                    \
+                acc[l] += sq ? d * d : d;                                                         \
+            }                                                                                     \
+        for (int l = 0; j < n; j++, l++) {                                                        \
+            const double d = sq ? (double)x[j] - m : (double)x[j];                                \
+            acc[l] += sq ? d * d : d;                                                             \
+        }                                                                                         \
+        double s = 0.0;                                                                           \
+        for (int l = 0; l < LN_LANES; l++)                                                        \
+            s += acc[l];                                                                          \
+        return s;                                                                                 \
+    }                                                                                             \
+                                                                                                  \
+    typedef struct {                                                                              \
+        const T *x, *w, *b, *g;                                                                   \
+        T *y, *mean, *rstd, *gx;                                                                  \
+        double *part;                                                                             \
+        ptrdiff_t rows, n, chunk;                                                                 \
+        double eps;                                                                               \
+    } ln_job_##S;                                                                                 \
+                                                                                                  \
+    static void ln_fwd_range_##S(void *ctx, ptrdiff_t lo, ptrdiff_t hi)                           \
+    {                                                                                             \
+        const ln_job_##S *J = (const ln_job_##S *)ctx;                                            \
+        const ptrdiff_t n = J->n;                                                                 \
+        for (ptrdiff_t r = lo; r < hi; r++) {                                                     \
+            const T *x = J->x + r * n;                                                            \
+            T *y = J->y + r * n;                                                                  \
+            const double mean = ln_sum_##S(x, n, (double)NAN) / (double)n;                        \
+            const double q = ln_sum_##S(x, n, mean);                                              \
+            const double rstd = 1.0 / sqrt(q / (double)n + J->eps);                               \
+            const T m = (T)mean, s = (T)rstd;                                                     \
+            if (J->mean) {                                                                        \
+                J->mean[r] = m;                                                                   \
+                J->rstd[r] = s;                                                                   \
+            }                                                                                     \
+            for (ptrdiff_t j = 0; j < n; j++) {                                                   \
+                T v = (x[j] - m) * s;                                                             \
+                if (J->w)                                                                         \
+                    v *= J->w[j];                                                                 \
+                if (J->b)                                                                         \
+                    v += J->b[j];                                                                 \
+                y[j] = v;                                                                         \
+            }                                                                                     \
+        }                                                                                         \
+    }                                                                                             \
+                                                                                                  \
+    void gc_layer_norm_fwd_##S(const T *x, const T *w, const T *b, T *y, T *mean, T *rstd,        \
+                               ptrdiff_t rows, ptrdiff_t n, double eps)                           \
+    {                                                                                             \
+        if (rows <= 0 || n <= 0)                                                                  \
+            return;                                                                               \
+        ln_job_##S J = {.x = x, .w = w, .b = b, .y = y, .mean = mean, .rstd = rstd, .n = n,       \
+                        .eps = eps};                                                              \
+        gc_parallel_range(rows, 1, (double)rows * (double)n * 1.0, ln_fwd_range_##S, &J);          \
+    }                                                                                             \
+                                                                                                  \
+    /* blocks [lo, hi) of J->chunk rows: gx rows and the block's partial sums */                  \
+    static void ln_bwd_range_##S(void *ctx, ptrdiff_t lo, ptrdiff_t hi)                           \
+    {                                                                                             \
+        const ln_job_##S *J = (const ln_job_##S *)ctx;                                            \
+        const ptrdiff_t n = J->n;                                                                 \
+        for (ptrdiff_t c = lo; c < hi; c++) {                                                     \
+            double *pw = J->part ? J->part + c * 2 * n : NULL, *pb = pw ? pw + n : NULL;          \
+            if (pw)                                                                               \
+                for (ptrdiff_t j = 0; j < 2 * n; j++)                                             \
+                    pw[j] = 0.0;                                                                  \
+            const ptrdiff_t r1 = (c + 1) * J->chunk < J->rows ? (c + 1) * J->chunk : J->rows;     \
+            for (ptrdiff_t r = c * J->chunk; r < r1; r++) {                                       \
+                const T *x = J->x + r * n, *g = J->g + r * n;                                     \
+                const double m = (double)J->mean[r], s = (double)J->rstd[r];                      \
+                double sa[LN_LANES] = {0}, sb[LN_LANES] = {0};                                    \
+                for (ptrdiff_t j = 0; j < n; j++) {                                               \
+                    const double xh = ((double)x[j] - m) * s;                                     \
+                    const double gh = J->w ? (double)g[j] * (double)J->w[j] : (double)g[j];       \
+                    sa[j % LN_LANES] += gh;                                                       \
+                    sb[j % LN_LANES] += gh * xh;                                                  \
+                    if (pw) {                                                                     \
+                        pw[j] += (double)g[j] * xh;                                               \
+                        pb[j] += (double)g[j];                                                    \
+                    }                                                                             \
+                }                                                                                 \
+                double a = 0.0, bb = 0.0;                                                         \
+                for (int l = 0; l < LN_LANES; l++) {                                              \
+                    a += sa[l];                                                                   \
+                    bb += sb[l];                                                                  \
+                }                                                                                 \
+                a /= (double)n;                                                                   \
+                bb /= (double)n;                                                                  \
+                if (J->gx) {                                                                      \
+                    T *gx = J->gx + r * n;                                                        \
+                    for (ptrdiff_t j = 0; j < n; j++) {                                           \
+                        const double xh = ((double)x[j] - m) * s;                                 \
+                        const double gh = J->w ? (double)g[j] * (double)J->w[j] : (double)g[j];   \
+                        gx[j] = (T)(s * (gh - a - xh * bb));                                      \
+                    }                                                                             \
+                }                                                                                 \
+            }                                                                                     \
+        }                                                                                         \
+    }                                                                                             \
+                                                                                                  \
+    void gc_layer_norm_bwd_##S(const T *x, const T *w, const T *mean, const T *rstd, const T *g,  \
+                               T *gx, T *gw, T *gb, double *part, ptrdiff_t rows, ptrdiff_t n,    \
+                               ptrdiff_t chunk)                                                   \
+    {                                                                                             \
+        if (rows <= 0 || n <= 0) {                                                                \
+            for (ptrdiff_t j = 0; j < n; j++) {                                                   \
+                if (gw)                                                                           \
+                    gw[j] = (T)0;                                                                 \
+                if (gb)                                                                           \
+                    gb[j] = (T)0;                                                                 \
+            }                                                                                     \
+            return;                                                                               \
+        }                                                                                         \
+        const ptrdiff_t nch = (rows + chunk - 1) / chunk;                                         \
+        ln_job_##S J = {.x = x, .w = w, .g = g, .gx = gx, .mean = (T *)mean,                      \
+                        .rstd = (T *)rstd, .part = (gw || gb) ? part : NULL, .rows = rows,         \
+                        .n = n, .chunk = chunk};                                                  \
+        gc_parallel_range(nch, 1, (double)rows * (double)n * 2.0, ln_bwd_range_##S, &J);           \
+        if (!J.part)                                                                              \
+            return;                                                                               \
+        for (ptrdiff_t j = 0; j < n; j++) {                                                       \
+            double sw = 0.0, sb = 0.0;                                                            \
+            for (ptrdiff_t c = 0; c < nch; c++) {                                                 \
+                sw += part[c * 2 * n + j];                                                        \
+                sb += part[c * 2 * n + n + j];                                                    \
+            }                                                                                     \
+            if (gw)                                                                               \
+                gw[j] = (T)sw;                                                                    \
+            if (gb)                                                                               \
+                gb[j] = (T)sb;                                                                    \
+        }                                                                                         \
+    }
+
+LN_DEFINE(float, f32)
+LN_DEFINE(double, f64)

@@ -89,6 +89,10 @@ int buf_overlap(const Py_buffer *a, const Py_buffer *b)
 Py_buffer *get_buf(bufset *bs, const char *fn, const char *name, PyObject *obj,
                           int writable)
 {
+    if (bs->n >= GC_MAXBUF) { /* a binding taking more buffers than a set holds */
+        PyErr_Format(PyExc_SystemError, "%s: more than %d buffers in one call", fn, GC_MAXBUF);
+        return NULL;
+    }
     Py_buffer *v = &bs->v[bs->n];
     if (!PyObject_CheckBuffer(obj)) {
         PyErr_Format(PyExc_TypeError,

@@ -23,6 +23,7 @@
     X(data_ptr) X(host_empty) X(host_cache_info) X(host_cache_clear)                              \
     /* fastpath.c: the small-op fast lane */                                                      \
     X(fast_setup) X(set_fast_limit) X(fast_unary) X(fast_binary) X(fast_unary_backward)           \
+    X(fast_matmul) X(fast_softmax)                                                                \
     /* dispatch.c: ISA, caches, GEMM blocking, thread pool */                                     \
     X(info) X(set_num_threads)                                                                    \
     /* gemm.c, pack.c */                                                                          \
@@ -41,12 +42,14 @@
     /* copy.c */                                                                                  \
     X(copy)                                                                                       \
     /* norm.c, attention.c */                                                                     \
-    X(layer_norm) X(attention)                                                                    \
+    X(layer_norm) X(layer_norm_forward) X(layer_norm_backward) X(attention)                       \
     /* recurrent.c */                                                                             \
     X(rnn_forward) X(rnn_backward)                                                                \
     /* im2col.c, conv.c, maxpool.c */                                                             \
     X(im2col) X(col2im) X(conv2d_forward) X(conv2d_backward) X(max_pool2d)                        \
     X(max_pool2d_backward)                                                                        \
+    /* avgpool.c */                                                                               \
+    X(avg_pool2d) X(avg_pool2d_backward)                                                          \
     /* philox.c */                                                                                \
     X(philox) X(uniform) X(normal) X(philox_block)                                                \
     /* optim.c */                                                                                 \

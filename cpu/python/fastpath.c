@@ -170,13 +170,19 @@ static int same_shape(const Py_buffer *a, const Py_buffer *b)
     return 1;
 }
 
+/* A new host Tensor (and its ndarray over a host-cache block) of the given shape (a tuple,
+ * stolen). */
+static PyObject *new_tensor_shaped(PyObject *shape, char kind, void **ptr);
+
 /* A new host Tensor (and its ndarray over a host-cache block) shaped like src's data. */
 static PyObject *new_tensor(PyObject *src, char kind, void **ptr)
 {
-    PyObject *src_data = FIELD(src, F_DATA);
-    PyObject *shape = PyObject_GetAttrString(src_data, "shape");
-    if (!shape)
-        return NULL;
+    PyObject *shape = PyObject_GetAttrString(FIELD(src, F_DATA), "shape");
+    return shape ? new_tensor_shaped(shape, kind, ptr) : NULL;
+}
+
+static PyObject *new_tensor_shaped(PyObject *shape, char kind, void **ptr)
+{
     const Py_ssize_t itemsize = kind == 'f' ? 4 : 8;
     Py_ssize_t n = itemsize;
     for (Py_ssize_t d = 0; d < PyTuple_GET_SIZE(shape); d++)
@@ -305,12 +311,84 @@ PyObject *gc_py_fast_unary(PyObject *self, PyObject *const *args, Py_ssize_t nar
 GC_DOC(fast_binary,
        "fast_binary(op, a, b, /)\n--\n\n"
        "A new Tensor a op b (op: an arithmetic BINARY_* constant) when a and b are plain, "
-       "small, contiguous host Tensors of one float dtype and one shape and the lane is "
-       "open; else None.");
+       "small, contiguous host Tensors of one float dtype and one shape, or one of them is "
+       "such a Tensor and the other a Python float, int (|v| <= 2**53) or bool (the result "
+       "in the Tensor's dtype, as PyTorch promotes), and the lane is open; else None.");
+
+/* A Python float, int or bool operand (exact types; ints up to 2^53, which a double holds
+ * exactly, so the one rounding to float32 is PyTorch's) as a double: 1, else 0 (no error). */
+static int scalar_value(PyObject *o, double *v)
+{
+    if (PyFloat_CheckExact(o)) {
+        *v = PyFloat_AS_DOUBLE(o);
+        return 1;
+    }
+    if (!PyLong_CheckExact(o) && !PyBool_Check(o))
+        return 0;
+    int overflow;
+    const long long i = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow || (i == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (i > (1LL << 53) || i < -(1LL << 53))
+        return 0;
+    *v = (double)i;
+    return 1;
+}
+
+/* a op s or s op a (scalar_first) for a plain float host Tensor a and a Python number s, as
+ * PyTorch promotes them: the tensor's float dtype, s rounded to it once; the number is a
+ * stride-0 operand of the broadcasting kernel (the general path's 0-d tensor gives the same
+ * iteration, so the same bits).  None when the lane does not take it. */
+static PyObject *fast_scalar_binary(int op, PyObject *t, double sv, int scalar_first)
+{
+    const char k = plain_kind(t);
+    Py_buffer a;
+    if (!k || !data_buf(t, &a))
+        Py_RETURN_NONE;
+    const Py_ssize_t n = a.len / (k == 'f' ? 4 : 8);
+    PyObject *res;
+    void *out;
+    if (n >= fast_limit || n == 0) {
+        res = Py_NewRef(Py_None);
+    } else if ((res = new_tensor(t, k, &out)) != NULL) {
+        gc_iter it;
+        it.ndim = 1;
+        it.shape[0] = n;
+        it.stride[0][0] = scalar_first ? 0 : 1;
+        it.stride[1][0] = scalar_first ? 1 : 0;
+        it.stride[2][0] = 1;
+        if (k == 'f') {
+            const float f = (float)sv;
+            const float *x = (const float *)a.buf;
+            gc_binary_f32(op, &it, scalar_first ? &f : x, scalar_first ? x : &f, out);
+        } else {
+            const double *x = (const double *)a.buf;
+            gc_binary_f64(op, &it, scalar_first ? &sv : x, scalar_first ? x : &sv, out);
+        }
+    }
+    PyBuffer_Release(&a);
+    return res;
+}
 
 PyObject *gc_py_fast_binary(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
+    double sv;
+    if (nargs == 3 && fast_limit != 0 && tensor_type) {
+        const int s1 = Py_TYPE(args[1]) != tensor_type && scalar_value(args[1], &sv);
+        const int s2 = !s1 && Py_TYPE(args[2]) != tensor_type && scalar_value(args[2], &sv);
+        if (s1 || s2) {
+            const long op = PyLong_AsLong(args[0]);
+            if (op < 0 || op >= GC_BINARY_COUNT || gc_binary_writes_bool((int)op)) {
+                if (!PyErr_Occurred())
+                    PyErr_Format(PyExc_ValueError, "fast_binary: op %ld is out of range", op);
+                return NULL;
+            }
+            return fast_scalar_binary((int)op, s1 ? args[2] : args[1], sv, s1);
+        }
+    }
     return fast_op("fast_binary", args, nargs, K_BINARY, 2, GC_BINARY_COUNT);
 }
 
@@ -334,3 +412,175 @@ PyObject *gc_py_fast_unary_backward(PyObject *self, PyObject *const *args, Py_ss
     return fast_op("fast_unary_backward", args, nargs, K_UNARY_BWD, 2, GC_UNARY_COUNT);
 }
 
+
+/* ---- matmul ------------------------------------------------------------------------------ */
+
+/* How a matmul operand of ndim dims lies: row-major matrices (trans 0) or each matrix stored
+ * transposed (trans 1: a transpose(-2, -1) view of contiguous data), the matrices one after
+ * another (batch stride rows * cols).  0 (no error set) for any other layout. */
+static int mm_layout(const Py_buffer *v, int *trans)
+{
+    const int nd = v->ndim;
+    const Py_ssize_t it = v->itemsize, r = v->shape[nd - 2], c = v->shape[nd - 1];
+    Py_ssize_t want = it * r * c; /* batch dims: C order over whole matrices */
+    for (int d = nd - 3; d >= 0; d--) {
+        if (v->shape[d] > 1 && v->strides[d] != want)
+            return 0;
+        want *= v->shape[d];
+    }
+    if ((c <= 1 || v->strides[nd - 1] == it) && (r <= 1 || v->strides[nd - 2] == it * c)) {
+        *trans = 0;
+        return 1;
+    }
+    if ((r <= 1 || v->strides[nd - 2] == it) && (c <= 1 || v->strides[nd - 1] == it * r)) {
+        *trans = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* Products below this many multiply-adds run with the GIL held (the call is shorter than a
+ * release and re-take of the GIL would make worthwhile). */
+#define MM_GIL_FMA 65536.0
+
+GC_DOC(fast_matmul,
+       "fast_matmul(a, b, /)\n--\n\n"
+       "A new Tensor a @ b when a and b are plain host Tensors of one float dtype with the same "
+       "number of dims (2 to 4), equal batch dims and a[-1] == b[-2], each matrix stored "
+       "row-major or transposed (a transpose(-2, -1) view), and the lane is open; else None "
+       "(the caller's general path gives the same result).  One GEMM call: no packing where "
+       "the operands are small (gemm.c), the thread count by the work.");
+
+PyObject *gc_py_fast_matmul(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "fast_matmul takes 2 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if (fast_limit == 0 || !tensor_type)
+        Py_RETURN_NONE;
+    const char k = plain_kind(args[0]);
+    if (!k || plain_kind(args[1]) != k)
+        Py_RETURN_NONE;
+    PyObject *da = FIELD(args[0], F_DATA), *db = FIELD(args[1], F_DATA);
+    Py_buffer a, b;
+    if (!da || PyObject_GetBuffer(da, &a, PyBUF_RECORDS_RO) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if (!db || PyObject_GetBuffer(db, &b, PyBUF_RECORDS_RO) < 0) {
+        PyErr_Clear();
+        PyBuffer_Release(&a);
+        Py_RETURN_NONE;
+    }
+    PyObject *res = Py_None;
+    const Py_ssize_t it = k == 'f' ? 4 : 8;
+    const int nd = a.ndim;
+    int ta = 0, tb = 0;
+    if (nd < 2 || nd > 4 || b.ndim != nd || a.itemsize != it || b.itemsize != it ||
+        a.shape[nd - 1] != b.shape[nd - 2] || !mm_layout(&a, &ta) || !mm_layout(&b, &tb))
+        goto done;
+    Py_ssize_t batch = 1;
+    for (int d = 0; d < nd - 2; d++) {
+        if (a.shape[d] != b.shape[d])
+            goto done;
+        batch *= a.shape[d];
+    }
+    const Py_ssize_t m = a.shape[nd - 2], kk = a.shape[nd - 1], n = b.shape[nd - 1];
+    const Py_ssize_t na = a.len / it, nb = b.len / it, nc = batch * m * n;
+    if (nc == 0 || kk == 0 || na >= fast_limit || nb >= fast_limit || nc >= fast_limit)
+        goto done;
+    PyObject *shape = PyTuple_New(nd);
+    if (!shape) {
+        res = NULL;
+        goto done;
+    }
+    for (int d = 0; d < nd; d++) {
+        const Py_ssize_t v = d < nd - 2 ? a.shape[d] : (d == nd - 2 ? m : n);
+        PyObject *o = PyLong_FromSsize_t(v);
+        if (!o) {
+            Py_DECREF(shape);
+            res = NULL;
+            goto done;
+        }
+        PyTuple_SET_ITEM(shape, d, o);
+    }
+    void *out;
+    res = new_tensor_shaped(shape, k, &out);
+    if (!res)
+        goto done;
+    /* a view's buffer starts at its first element: with the layouts above that is element
+     * (0, 0) of the first matrix, and the matrices follow at stride m*k (k*n) */
+    const int big = (double)nc * (double)kk >= MM_GIL_FMA;
+    int rc;
+    PyThreadState *ts = big ? PyEval_SaveThread() : NULL;
+    if (k == 'f')
+        rc = gc_gemm_f32((const float *)a.buf, (const float *)b.buf, (float *)out, batch, m, n,
+                         kk, ta, tb, 1.0f, 0.0f, m * kk, kk * n, m * n);
+    else
+        rc = gc_gemm_f64((const double *)a.buf, (const double *)b.buf, (double *)out, batch, m,
+                         n, kk, ta, tb, 1.0, 0.0, m * kk, kk * n, m * n);
+    if (ts)
+        PyEval_RestoreThread(ts);
+    if (rc < 0) {
+        Py_DECREF(res);
+        res = PyErr_NoMemory();
+    }
+done:
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&b);
+    return res == Py_None ? Py_NewRef(Py_None) : res;
+}
+
+/* ---- softmax / log_softmax ---------------------------------------------------------------- */
+
+GC_DOC(fast_softmax,
+       "fast_softmax(x, dim, log, /)\n--\n\n"
+       "A new Tensor softmax(x, dim) (log_softmax when log) when x is a plain, contiguous float "
+       "host Tensor with at least one dim, -ndim <= dim < ndim, and the lane is open; else "
+       "None.  One call of the kernel (cpu/softmax.c), which stays on this thread below ~50 us "
+       "of work.");
+
+PyObject *gc_py_fast_softmax(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "fast_softmax takes 3 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    const long dim = PyLong_AsLong(args[1]);
+    const int log = PyObject_IsTrue(args[2]);
+    if ((dim == -1 && PyErr_Occurred()) || log < 0)
+        return NULL;
+    if (fast_limit == 0 || !tensor_type)
+        Py_RETURN_NONE;
+    const char k = plain_kind(args[0]);
+    Py_buffer a;
+    if (!k || !data_buf(args[0], &a))
+        Py_RETURN_NONE;
+    const int nd = a.ndim;
+    const Py_ssize_t total = a.len / (k == 'f' ? 4 : 8);
+    PyObject *res;
+    void *out;
+    if (nd == 0 || dim < -nd || dim >= nd || total == 0 || total >= fast_limit) {
+        res = Py_NewRef(Py_None);
+    } else if ((res = new_tensor(args[0], k, &out)) != NULL) {
+        const int d = (int)(dim < 0 ? dim + nd : dim);
+        Py_ssize_t outer = 1, inner = 1;
+        for (int i = 0; i < d; i++)
+            outer *= a.shape[i];
+        for (int i = d + 1; i < nd; i++)
+            inner *= a.shape[i];
+        const Py_ssize_t n = a.shape[d];
+        PyThreadState *ts = total >= 65536 ? PyEval_SaveThread() : NULL;
+        if (k == 'f')
+            gc_softmax_f32((const float *)a.buf, (float *)out, outer, n, inner, log);
+        else
+            gc_softmax_f64((const double *)a.buf, (double *)out, outer, n, inner, log);
+        if (ts)
+            PyEval_RestoreThread(ts);
+    }
+    PyBuffer_Release(&a);
+    return res;
+}

@@ -72,3 +72,143 @@ static int layer_norm_exec(const void *node)
 
 GC_NODE_KIND(layer_norm, layer_norm_parse, layer_norm_exec, layer_norm_node, NULL);
 GC_NODE_BINDING(layer_norm)
+
+/* ---- eager layer_norm (gpucore/ops/norm.py): forward with statistics, backward ------------ */
+
+GC_DOC(layer_norm_forward,
+       "layer_norm_forward(x, weight, bias, out, mean, rstd, rows, n, eps, /)\n--\n\n"
+       "layer_norm of x viewed as [rows, n] into out, and each row's mean and 1 / sqrt(var + "
+       "eps) into mean and rstd (rows values each, or both None).  weight, bias: None or n "
+       "values.  Portable C: the same bits under every ISA and thread count.");
+
+PyObject *gc_py_layer_norm_forward(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    const char *fn = "layer_norm_forward";
+    static const char *const names[6] = {"x", "weight", "bias", "out", "mean", "rstd"};
+    bufset bs = {.n = 0};
+    Py_buffer *v[6];
+    Py_ssize_t rows, n;
+    double eps;
+    if (check_nargs(fn, nargs, 9) < 0 || get_min(fn, "rows", args[6], 0, &rows) < 0 ||
+        get_min(fn, "n", args[7], 0, &n) < 0 || get_double(fn, "eps", args[8], &eps) < 0)
+        return NULL;
+    if (!isfinite(eps) || eps < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: 'eps' must be finite and >= 0, got %R", fn, args[8]);
+        return NULL;
+    }
+    int ok = 1;
+    const Py_ssize_t total = smul(rows, n, &ok);
+    if (!ok) {
+        overflow_error(fn, "rows * n");
+        return NULL;
+    }
+    if (get_bufs(&bs, fn, args, 6, names, "rRRwWW", v) < 0)
+        goto fail;
+    if (!v[4] != !v[5]) {
+        PyErr_Format(PyExc_ValueError, "%s: give both mean and rstd, or neither", fn);
+        goto fail;
+    }
+    const char kd = need_float_contig(fn, 6, v, names, "======");
+    if (!kd)
+        goto fail;
+#define WHAT "rows=%zd, n=%zd", rows, n
+    const Py_ssize_t need[6] = {total, n, n, total, rows, rows};
+    for (int i = 0; i < 6; i++)
+        if (v[i] && total > 0 && need_elems(fn, names[i], v[i], need[i], WHAT) < 0)
+            goto fail;
+#undef WHAT
+    static const int outs[6] = {0, 0, 0, 1, 1, 1};
+    Py_ssize_t apart[6];
+    for (int i = 0; i < 6; i++)
+        apart[i] = total > 0 ? need[i] : 0;
+    if (need_outputs_apart(fn, 6, v, names, apart, outs) < 0)
+        goto fail;
+    void *p[6];
+    for (int i = 0; i < 6; i++)
+        p[i] = v[i] ? v[i]->buf : NULL;
+    Py_BEGIN_ALLOW_THREADS
+    if (kd == 'f')
+        gc_layer_norm_fwd_f32(p[0], p[1], p[2], p[3], p[4], p[5], rows, n, eps);
+    else
+        gc_layer_norm_fwd_f64(p[0], p[1], p[2], p[3], p[4], p[5], rows, n, eps);
+    Py_END_ALLOW_THREADS
+    bufs_release(&bs);
+    Py_RETURN_NONE;
+fail:
+    bufs_release(&bs);
+    return NULL;
+}
+
+GC_DOC(layer_norm_backward,
+       "layer_norm_backward(x, weight, mean, rstd, g, gx, gw, gb, part, rows, n, chunk, /)\n"
+       "--\n\n"
+       "Gradients of layer_norm_forward for the incoming gradient g [rows, n]: gx (or None), "
+       "and the weight / bias gradients gw / gb (n values each, or None), summed over blocks "
+       "of chunk rows into part (float64, >= ceil(rows / chunk) * 2 * n values; None when gw "
+       "and gb are) and the blocks added in order: the same bits for any thread count.");
+
+PyObject *gc_py_layer_norm_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    const char *fn = "layer_norm_backward";
+    static const char *const names[9] = {"x",  "weight", "mean", "rstd", "g",
+                                         "gx", "gw",     "gb",   "part"};
+    bufset bs = {.n = 0};
+    Py_buffer *v[9];
+    Py_ssize_t rows, n, chunk;
+    if (check_nargs(fn, nargs, 12) < 0 || get_min(fn, "rows", args[9], 0, &rows) < 0 ||
+        get_min(fn, "n", args[10], 0, &n) < 0 || get_min(fn, "chunk", args[11], 1, &chunk) < 0)
+        return NULL;
+    int ok = 1;
+    const Py_ssize_t total = smul(rows, n, &ok);
+    const Py_ssize_t nch = (rows + chunk - 1) / chunk;
+    const Py_ssize_t npart = smul(smul(nch, 2, &ok), n, &ok);
+    if (!ok) {
+        overflow_error(fn, "rows * n");
+        return NULL;
+    }
+    if (get_bufs(&bs, fn, args, 9, names, "rRrrrWWWW", v) < 0)
+        goto fail;
+    const char kd = need_float_contig(fn, 8, v, names, "========");
+    if (!kd)
+        goto fail;
+    if ((v[6] || v[7]) && total > 0) {
+        if (!v[8]) {
+            PyErr_Format(PyExc_ValueError, "%s: gw / gb need the scratch 'part'", fn);
+            goto fail;
+        }
+        if (need_kind(fn, "part", v[8], 'd') < 0 || need_contig(fn, "part", v[8]) < 0)
+            goto fail;
+    }
+#define WHAT "rows=%zd, n=%zd, chunk=%zd", rows, n, chunk
+    const Py_ssize_t need[9] = {total, n, rows, rows, total, total, n, n, npart};
+    for (int i = 0; i < 9; i++) {
+        const int used = i == 8 ? (v[6] || v[7]) && total > 0 : (i >= 6 || total > 0);
+        if (v[i] && used && need_elems(fn, names[i], v[i], need[i], WHAT) < 0)
+            goto fail;
+    }
+#undef WHAT
+    static const int outs[9] = {0, 0, 0, 0, 0, 1, 1, 1, 1};
+    Py_ssize_t apart[9];
+    for (int i = 0; i < 9; i++)
+        apart[i] = (i == 6 || i == 7) ? n : (total > 0 ? need[i] : 0);
+    if (need_outputs_apart(fn, 9, v, names, apart, outs) < 0)
+        goto fail;
+    void *p[9];
+    for (int i = 0; i < 9; i++)
+        p[i] = v[i] ? v[i]->buf : NULL;
+    Py_BEGIN_ALLOW_THREADS
+    if (kd == 'f')
+        gc_layer_norm_bwd_f32(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], rows, n,
+                              chunk);
+    else
+        gc_layer_norm_bwd_f64(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], rows, n,
+                              chunk);
+    Py_END_ALLOW_THREADS
+    bufs_release(&bs);
+    Py_RETURN_NONE;
+fail:
+    bufs_release(&bs);
+    return NULL;
+}

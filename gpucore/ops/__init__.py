@@ -8,6 +8,7 @@ from . import (  # noqa: F401
     joining,
     linalg,
     nn,
+    norm,
     optim,
     pointwise,
     pool,

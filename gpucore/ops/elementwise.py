@@ -22,7 +22,7 @@ from ..tensor import device as _device
 from .api import public, tensor_member
 from .common import as_operands, broadcast_shapes, no_bool, scalar_tensor
 from .common import same_result as _same
-from .registry import CAPTURE, apply, defop, record
+from .registry import CAPTURE, _fast_elementwise, apply, defop, record
 from .samples import Sample, away_from, binary, uniform
 
 _check_sub = no_bool("sub (the - operator)")
@@ -189,10 +189,13 @@ def _binary(op, doc):
     def fn(input, other) -> Tensor:
         if fast is not None and CAPTURE[0] is None:
             # the fast lane straight from the operator: no operand promotion, no registry call
+            # (a number operand too: an immediate, made a Tensor only for a graph that saves it)
             out = fast[0](fast[1], input, other)
             if out is not None:
-                if _grad_state.enabled and (input.requires_grad or other.requires_grad):
-                    record(op, (input, other), (out,), {})
+                if _grad_state.enabled and (
+                    getattr(input, "requires_grad", False) or getattr(other, "requires_grad", False)
+                ):
+                    record(op, as_operands(op.name, input, other), (out,), {})
                 return out
         a, b = as_operands(op.name, input, other)
         return apply(op, a, b)
@@ -279,17 +282,12 @@ for _n, _f in (
     tensor_member(_n, _cmp_operator(_f))
 
 
-def _swap(fn):
+def _swap(fn):  # the reflected operator (``2 - t``)
     return lambda self, other: fn(other, self)
 
 
-for _n, _f in (
-    ("__add__", _add_operator),
-    ("__sub__", _sub_operator),
-    ("__mul__", mul),
-    ("__truediv__", div),
-    ("__pow__", pow),
-):
+_OPERATORS = [("__add__", _add_operator), ("__sub__", _sub_operator), ("__mul__", mul)]
+for _n, _f in _OPERATORS + [("__truediv__", div), ("__pow__", pow)]:
     tensor_member(_n, _f)
     tensor_member("__r" + _n[2:], _swap(_f))
 
@@ -491,8 +489,11 @@ def clone(input: Tensor) -> Tensor:
 
 @public("contiguous", function=False)
 def contiguous(input: Tensor) -> Tensor:
-    """self when already C-contiguous, else a contiguous copy."""
-    return input if input._data.flags.c_contiguous else apply(CLONE, input)
+    """self when C-contiguous, else a contiguous copy (host floats: the registry's fast lane)."""
+    if input._data.flags.c_contiguous:
+        return input
+    out = _fast_elementwise(CLONE, (input,), {}) if CAPTURE[0] is None else None
+    return apply(CLONE, input) if out is None else out
 
 
 def _to(self: Tensor, *args, dtype=None, device=None, copy: bool = False, **_kw) -> Tensor:

@@ -12,7 +12,7 @@ from ..errors import GpucoreIndexError, ShapeError
 from ..tensor import Tensor
 from .api import public
 from .common import tensor_list, wrap_dim
-from .indexing import _real_dim, getitem
+from .indexing import GETITEM, _real_dim
 from .registry import apply, defop
 from .samples import Sample, uniform
 
@@ -116,7 +116,13 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
         raise GpucoreIndexError(
             f"narrow(): start {start} + length {length} exceeds dim {d} of size {size}"
         )
-    return getitem(input, (slice(None),) * d + (slice(start, start + length),))
+    return _view(input, (slice(None),) * d + (slice(start, start + length),))
+
+
+def _view(t: Tensor, key: tuple) -> Tensor:
+    """The basic-indexing view t[key] for a key of ints and slices the caller has checked
+    (inside t's bounds): getitem without normalising or probing the key."""
+    return apply(GETITEM, t, key=key, src=tuple(t._data.shape))
 
 
 @public("split")
@@ -135,9 +141,9 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
             raise ShapeError(
                 f"split(): sections {sizes} sum to {sum(sizes)} but dim {d} has size {n}"
             )
-    out, start = [], 0
+    out, start, pre = [], 0, (slice(None),) * d
     for s in sizes:
-        out.append(narrow(tensor, d, start, s))
+        out.append(_view(tensor, pre + (slice(start, start + s),)))
         start += s
     return tuple(out)
 
@@ -157,4 +163,5 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
 def unbind(input: Tensor, dim: int = 0) -> tuple:
     """Views of each slice along dim, with that dim removed."""
     d = _real_dim(dim, input, "unbind")
-    return tuple(getitem(input, (slice(None),) * d + (i,)) for i in range(input.shape[d]))
+    pre = (slice(None),) * d
+    return tuple(_view(input, pre + (i,)) for i in range(input.shape[d]))

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _cpu
+from ..autograd.grad_mode import _state as _grad_state
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .api import not_tensor, public, tensor_member
 from .common import as_operands, broadcast_shapes
-from .registry import apply, defop
+from .registry import CAPTURE, apply, defop, record
 from .samples import Sample, uniform, via
 
 
@@ -20,11 +22,23 @@ def _matmul_infer(a, b):
     return (tuple(a.shape[:-1]) + (b.shape[-1],), a.dtype)
 
 
+def _mm(a: Tensor, b: Tensor) -> Tensor:
+    """apply(MATMUL, a, b) through the fast lane (cpu/python/fastpath.c) when it takes the
+    operands: matmul and the backward formulas of matmul and linear."""
+    if CAPTURE[0] is None:
+        out = _cpu.fast_matmul(a, b)
+        if out is not None:
+            if _grad_state.enabled:
+                record(MATMUL, (a, b), (out,), {})
+            return out
+    return apply(MATMUL, a, b)
+
+
 def _matmul_bwd(ctx, g):
     a, b = ctx.saved
     need_a, need_b = ctx.needs_input_grad
-    ga = apply(MATMUL, g, b.mT) if need_a else None
-    gb = apply(MATMUL, a.mT, g) if need_b else None
+    ga = _mm(g, b.mT) if need_a else None
+    gb = _mm(a.mT, g) if need_b else None
     return ga, gb
 
 
@@ -71,10 +85,21 @@ MATMUL = defop(
 )
 
 
+_fast_matmul = _cpu.fast_matmul
+
+
 @public("matmul", "__matmul__")
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """Matrix product with torch.matmul's rules: 1-D operands are promoted and the added dim
     removed; batch dims broadcast."""
+    if CAPTURE[0] is None:
+        # the fast lane: host matrices (or equal batches of them) of one float dtype, row-major
+        # or transposed views, in one C call (cpu/python/fastpath.c), or None
+        out = _fast_matmul(input, other)
+        if out is not None:
+            if _grad_state.enabled:
+                record(MATMUL, (input, other), (out,), {})
+            return out
     if type(input) is Tensor and type(other) is Tensor:
         # the common case (two matrices of one float dtype) without the general checks
         a, b = input._data.shape, other._data.shape
@@ -216,9 +241,9 @@ def _linear_infer(x, w, b=None):
 def _linear_bwd(ctx, g):
     x, w = ctx.saved
     need = ctx.needs_input_grad
-    gx = apply(MATMUL, g, w) if need[0] else None
+    gx = _mm(g, w) if need[0] else None
     # g.T @ x is (out, in) and contiguous, as the weight: the leaf takes it without a copy.
-    gw = apply(MATMUL, g.mT, x) if need[1] else None
+    gw = _mm(g.mT, x) if need[1] else None
     if len(need) == 2:
         return gx, gw
     return gx, gw, (g.sum(0) if need[2] else None)

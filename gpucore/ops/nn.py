@@ -11,6 +11,7 @@ import operator
 
 import numpy as np
 
+from .. import _cpu
 from .. import dtypes as D
 from ..autograd.grad_mode import _state as _grad_state
 from ..errors import DTypeError, ShapeError
@@ -18,8 +19,10 @@ from ..tensor import Tensor
 from .api import public
 from .common import float_input, norm_dims, reduced_shape, wrap_dim
 from .indexing import one_hot
-from .registry import apply, defop
+from .registry import CAPTURE, apply, defop, record
 from .samples import Sample, integers, uniform
+
+_fast_softmax = _cpu.fast_softmax
 
 
 def _check_float(op, x):
@@ -136,19 +139,27 @@ LOG_SOFTMAX = defop(
 @public("softmax")
 def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     """exp(x) / sum(exp(x)) along dim, computed stably."""
+    return _softmax_any(SOFTMAX, "softmax", input, dim, dtype, 0)
+
+
+def _softmax_any(op, name, input, dim, dtype, log):
+    if dtype is None and CAPTURE[0] is None and type(dim) is int:
+        # the fast lane: a contiguous float host tensor in one C call (cpu/python/fastpath.c)
+        out = _fast_softmax(input, dim, log)
+        if out is not None:
+            if _grad_state.enabled and input.requires_grad:
+                record(op, (input,), (out,), {"dim": dim % input.ndim})
+            return out
     if dtype is not None:
         input = input.to(dtype)
-    _check_float("softmax", input)
-    return apply(SOFTMAX, input, dim=wrap_dim(dim, input.ndim, "softmax"))
+    _check_float(name, input)
+    return apply(op, input, dim=wrap_dim(dim, input.ndim, name))
 
 
 @public("log_softmax")
 def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     """x - logsumexp(x) along dim, computed stably."""
-    if dtype is not None:
-        input = input.to(dtype)
-    _check_float("log_softmax", input)
-    return apply(LOG_SOFTMAX, input, dim=wrap_dim(dim, input.ndim, "log_softmax"))
+    return _softmax_any(LOG_SOFTMAX, "log_softmax", input, dim, dtype, 1)
 
 
 @public("logsumexp")

@@ -222,3 +222,134 @@ def max_pool2d_with_indices(
         ceil_mode=bool(ceil_mode),
         src=tuple(input.shape),
     )
+
+
+# ----------------------------------------------------------------------------- avg_pool2d
+# avg_pool2d over [N, C, H, W]: attrs kernel/stride/padding (pairs), ceil_mode,
+# count_include_pad and divisor (0: PyTorch's window count; else divisor_override). Its backward
+# avg_pool2d_backward(grad, input_shape=...) is linear in grad; its own backward is avg_pool2d
+# of the incoming gradient with the same attrs (the adjoint of an adjoint).
+def _avg_out(x_shape, kernel, stride, padding, ceil_mode):
+    h, w = x_shape[2:]
+    oh = pool_out("avg_pool2d", h, kernel[0], stride[0], padding[0], 1, ceil_mode)[0]
+    ow = pool_out("avg_pool2d", w, kernel[1], stride[1], padding[1], 1, ceil_mode)[0]
+    return oh, ow
+
+
+def _avg_pool2d_infer(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor, src):
+    if x.ndim != 4:
+        raise ShapeError(f"avg_pool2d: expects a 4-D [N, C, H, W] input, got {tuple(x.shape)}")
+    if not x.dtype.is_floating_point:
+        raise DTypeError(f"avg_pool2d: expects a floating point input, got {x.dtype}")
+    n, c = x.shape[:2]
+    return ((n, c) + _avg_out(x.shape, kernel, stride, padding, ceil_mode), x.dtype)
+
+
+def _avg_attrs(a: dict) -> dict:
+    return {
+        k: a[k]
+        for k in ("kernel", "stride", "padding", "ceil_mode", "count_include_pad", "divisor")
+    }
+
+
+def _avg_pool2d_bwd(ctx, g):
+    return (apply(AVG_POOL2D_BACKWARD, g, input_shape=ctx.attrs["src"], **_avg_attrs(ctx.attrs)),)
+
+
+def _np_avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor, src=None):
+    """float64 reference: PyTorch's divisor rule, window by window."""
+    n, c, h, w = x.shape
+    oh = _np_pool_size(h, kernel[0], stride[0], padding[0], 1, ceil_mode)
+    ow = _np_pool_size(w, kernel[1], stride[1], padding[1], 1, ceil_mode)
+    out = np.zeros((n, c, oh, ow))
+    for i, j in np.ndindex(oh, ow):
+        h0, w0 = i * stride[0] - padding[0], j * stride[1] - padding[1]
+        h1, w1 = min(h0 + kernel[0], h + padding[0]), min(w0 + kernel[1], w + padding[1])
+        size = (h1 - h0) * (w1 - w0)
+        a, b, e, f = max(h0, 0), max(w0, 0), min(h1, h), min(w1, w)
+        s = x[:, :, a:e, b:f].sum((2, 3))
+        div = divisor or (size if count_include_pad else (e - a) * (f - b))
+        out[:, :, i, j] = s / div
+    return out
+
+
+# (input shape, kernel, stride, padding, ceil_mode, count_include_pad, divisor)
+_AVG_GEOMS = [
+    ((1, 2, 6, 6), (2, 2), (2, 2), (0, 0), False, True, 0),
+    ((2, 1, 7, 5), (3, 3), (2, 1), (1, 1), False, True, 0),
+    ((2, 1, 7, 5), (3, 3), (2, 1), (1, 1), False, False, 0),
+    ((1, 2, 5, 6), (2, 3), (2, 2), (1, 1), True, False, 0),
+    ((1, 2, 5, 6), (3, 2), (2, 2), (1, 0), True, True, 3),
+]
+
+
+def _avg_samples(backward=False):
+    out = []
+    for i, (shape, k, s, p, ceil, cip, div) in enumerate(_AVG_GEOMS):
+        attrs = dict(
+            kernel=k, stride=s, padding=p, ceil_mode=ceil, count_include_pad=cip, divisor=div
+        )
+        x = uniform(*shape, seed=i)
+        if not backward:
+            out.append(Sample(x, src=shape, ref=_np_avg_pool2d, **attrs))
+            continue
+        gshape = shape[:2] + _avg_out(shape, k, s, p, ceil)
+
+        def ref(g, input_shape, _a=attrs, **_):
+            # the adjoint of the forward: d/dx <g, avg_pool2d(x)> by the forward's linearity
+            cols = np.eye(int(np.prod(input_shape[2:])))
+            one = cols.reshape(-1, 1, *input_shape[2:])
+            m = _np_avg_pool2d(one, **_a).reshape(len(cols), -1)  # [h*w, oh*ow]
+            gg = g.reshape(g.shape[0], g.shape[1], -1) @ m.T
+            return gg.reshape(input_shape)
+
+        out.append(Sample(uniform(*gshape, seed=i + 10), input_shape=shape, ref=ref, **attrs))
+    return out
+
+
+AVG_POOL2D = defop(
+    "avg_pool2d",
+    infer=_avg_pool2d_infer,
+    backward=_avg_pool2d_bwd,
+    samples=_avg_samples,
+)
+
+
+def _avg_pool2d_backward_infer(g, input_shape, **attrs):
+    want = tuple(input_shape[:2]) + _avg_out(
+        input_shape, attrs["kernel"], attrs["stride"], attrs["padding"], attrs["ceil_mode"]
+    )
+    if len(input_shape) != 4 or tuple(g.shape) != want:
+        raise ShapeError(
+            f"avg_pool2d_backward: grad {tuple(g.shape)} must be {want} for input "
+            f"{tuple(input_shape)}"
+        )
+    return (tuple(input_shape), g.dtype)
+
+
+AVG_POOL2D_BACKWARD = defop(
+    "avg_pool2d_backward",
+    infer=_avg_pool2d_backward_infer,
+    backward=lambda ctx, gg: (
+        apply(AVG_POOL2D, gg.contiguous(), src=ctx.attrs["input_shape"], **_avg_attrs(ctx.attrs)),
+    ),
+    samples=lambda: _avg_samples(backward=True),
+)
+
+
+def avg_pool2d(
+    input: Tensor, kernel, stride, padding, ceil_mode, count_include_pad, divisor
+) -> Tensor:
+    """Average pooling of a 4-D host tensor in one C pass (validated by
+    gpucore.nn.functional.avg_pool2d, the public entry point); divisor 0 is PyTorch's count."""
+    return apply(
+        AVG_POOL2D,
+        input.contiguous(),
+        kernel=tuple(kernel),
+        stride=tuple(stride),
+        padding=tuple(padding),
+        ceil_mode=bool(ceil_mode),
+        count_include_pad=bool(count_include_pad),
+        divisor=int(divisor),
+        src=tuple(input.shape),
+    )

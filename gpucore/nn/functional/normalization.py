@@ -10,6 +10,8 @@ import numpy as np
 
 from ...autograd.grad_mode import no_grad
 from ...errors import ShapeError
+from ...ops import norm as _norm
+from ...ops.registry import CAPTURE
 from ...tensor import Tensor
 from ._utils import _check_tensor
 
@@ -112,16 +114,16 @@ def layer_norm(
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and tuple(t.shape) != ns:
             raise ShapeError(f"layer_norm(): {name} must have shape {ns}, got {tuple(t.shape)}")
-    dims = tuple(range(input.ndim - k, input.ndim))
-    mean = input.mean(dims, keepdim=True)
-    xc = input - mean
-    var = (xc * xc).mean(dims, keepdim=True)
-    out = xc * (var + eps).rsqrt()
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
+    if (
+        CAPTURE[0] is None
+        and input._dev is None
+        and input.dtype.is_floating_point
+        and all(t is None or (t._dev is None and t.dtype is input.dtype) for t in (weight, bias))
+    ):
+        # host tensors: one C pass per row forward and backward (gpucore/ops/norm.py); a
+        # captured graph keeps the composition, which the runtime fuses itself
+        return _norm.native_layer_norm(input, weight, bias, k, eps)[0]
+    return _norm.layer_norm_composed(input, weight, bias, k, eps)
 
 
 def group_norm(

@@ -15,6 +15,7 @@ from ...errors import ShapeError
 from ...ops import nn as nn_ops
 from ...ops import pool as _pool
 from ...ops.joining import cat
+from ...ops.registry import CAPTURE
 from ...tensor import Tensor
 from ._utils import _as_4d, _check_tensor, _const, _pair
 
@@ -108,6 +109,16 @@ def avg_pool2d(
         )
     if divisor_override is not None and divisor_override == 0:
         raise ValueError("avg_pool2d(): divisor_override must be non-zero")
+    if (
+        CAPTURE[0] is None  # a captured graph keeps the composition (the runtime lowers it)
+        and x._dev is None
+        and x.dtype.is_floating_point
+        and x.dtype.itemsize >= 4
+        and (divisor_override is None or divisor_override > 0)
+    ):
+        # host float32 / float64: one C pass per plane each way (gpucore/ops/pool.py)
+        out = _pool.avg_pool2d(x, k, s, p, ceil_mode, count_include_pad, divisor_override or 0)
+        return out.squeeze(0) if squeeze else out
     n, c, h, w = x.shape
     cols, (oh, ow) = _pool_cols("avg_pool2d", x, k, s, p, d, ceil_mode)
     if divisor_override is not None:

@@ -85,7 +85,9 @@ def test_declines_what_it_does_not_handle(lane_open):
         "integers": (gpucore.ones(4, 6, dtype=gpucore.int32),) * 2,
         "strided view": (a.T, a.T),
         "subclass": (gpucore.nn.Parameter(a), a),
-        "python scalar": (a, 2.0),
+        "numpy scalar": (a, np.float32(2.0)),  # (Python numbers: tests/ops/test_scalar_operands)
+        "number and an int tensor": (gpucore.ones(4, 6, dtype=gpucore.int32), 2.0),
+        "number and a subclass": (gpucore.nn.Parameter(a), 2.0),
         "empty": (gpucore.zeros(0, 3),) * 2,
     }
     for why, (x, y) in declined.items():
@@ -162,3 +164,28 @@ def test_bad_calls_raise():
         _cpu.fast_unary_backward(_cpu.UNARY_EXP, a, a)
     with pytest.raises(TypeError, match="slots"):
         _cpu.fast_setup(int, F32, F64, np.dtype("f4"), np.dtype("f8"), np.ndarray)
+
+
+@pytest.mark.parametrize("log", [0, 1])
+@pytest.mark.parametrize("dt", [F32, F64], ids=["f32", "f64"])
+def test_softmax_lane_equals_the_general_path(lane_open, dt, log):
+    from gpucore.ops import nn as nn_ops
+    from gpucore.ops.registry import apply_general
+
+    op = nn_ops.LOG_SOFTMAX if log else nn_ops.SOFTMAX
+    for shape in [(7,), (4, 16, 64), (3, 5, 2), (1, 1000)]:
+        x = _t(rand(shape, low=-3, high=3, seed=len(shape)), dt)
+        for dim in range(-len(shape), len(shape)):
+            got = _cpu.fast_softmax(x, dim, log)
+            assert type(got) is gpucore.Tensor and got.dtype is dt
+            want = apply_general(op, (x,), {"dim": dim % len(shape)})
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+    assert _cpu.fast_softmax(_t(2.0), 0, log) is None  # 0-d: the general path
+    assert _cpu.fast_softmax(x, 3, log) is None  # out of range: the general path raises
+    assert _cpu.fast_softmax(_t(rand((3, 4))).t(), 0, log) is None  # not contiguous
+    xg = _t(rand((3, 4), seed=9), F64)
+    xg.requires_grad_()
+    fn = gpucore.log_softmax if log else gpucore.softmax
+    assert fn(xg, -1).grad_fn is not None
+    assert gpucore.autograd.gradcheck(lambda x: fn(x, -1), (xg,))
+    assert gpucore.autograd.gradgradcheck(lambda x: fn(x, 0), (xg,))

@@ -7,7 +7,7 @@ common.py holds the tables (``KERNELS``; ``FAST``, the ops the extension's fast 
 whole), the ``kernel`` decorator and the shared helpers. Each family module registers its
 kernels with ``@kernel``, one module per module of gpucore/ops, of the same name: unary.py,
 elementwise.py, reduce.py, indexing.py, joining.py, linalg.py (its C kernel is cpu/gemm.c), nn.py,
-pool.py, random.py, optim.py, scan.py, scatter.py, selection.py and sorting.py (numpy).
+norm.py, pool.py, random.py, optim.py, scan.py, scatter.py, selection.py and sorting.py (numpy).
 ops/shape.py has no kernels (views), nor have the composition modules (rearrange, pointwise,
 einsum); ops/inplace.py reuses the others'.
 
@@ -23,6 +23,7 @@ from . import (  # noqa: F401
     joining,
     linalg,
     nn,
+    norm,
     optim,
     pool,
     random,

@@ -34,3 +34,28 @@ def _max_pool2d_backward(out, g, indices, input_shape, kernel, stride, padding, 
     except IndexError:
         _check_index(indices, h * w, "max_pool2d_backward")
         raise
+
+
+def _avg_geom(x_shape, out_shape, kernel, stride, padding):
+    n, c, h, w = x_shape
+    return (n * c, h, w, *kernel, *stride, *padding, *out_shape[2:])
+
+
+@kernel("avg_pool2d")
+def _avg_pool2d(out, x, kernel, stride, padding, ceil_mode, count_include_pad, divisor, src):
+    """One C pass per plane (cpu/avgpool.c), PyTorch's divisor rules."""
+    if x.size == 0:
+        return
+    geom = _avg_geom(x.shape, out.shape, kernel, stride, padding)
+    _cpu.avg_pool2d(_c(x), out, *geom, count_include_pad, divisor)
+
+
+@kernel("avg_pool2d_backward")
+def _avg_pool2d_backward(
+    out, g, input_shape, kernel, stride, padding, ceil_mode, count_include_pad, divisor
+):
+    """Each output adds g / divisor over its window, plane by plane (cpu/avgpool.c)."""
+    if out.size == 0:
+        return
+    geom = _avg_geom(input_shape, g.shape, kernel, stride, padding)
+    _cpu.avg_pool2d_backward(_c(g), out, *geom, count_include_pad, divisor)

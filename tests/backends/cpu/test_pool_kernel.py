@@ -1,0 +1,140 @@
+"""cpu/maxpool.c's kernels called directly: the 2-wide window path (kw = sw = 2, every output row
+in vectors plus an overlapping last vector, or scalar when ow < the vector width) and the general
+path, against a float64 scan with PyTorch's rule, on widths around the vector edges, odd rows,
+row padding and dilation, ties, NaN and infinities; the same bits with one thread and with the
+pool."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from cpu_isa_harness import C
+
+
+def ref_max_pool2d(x, k, s, p, d, oh, ow):
+    """float64 scan: first in-image position taken, then ``v > best or isnan(v)``."""
+    n, h, w = x.shape
+    vals = np.full((n, oh, ow), -np.inf)
+    idx = np.full((n, oh, ow), -1, np.int64)
+    for i, j, a, b in itertools.product(range(oh), range(ow), range(k[0]), range(k[1])):
+        r, q = i * s[0] - p[0] + a * d[0], j * s[1] - p[1] + b * d[1]
+        if not (0 <= r < h and 0 <= q < w):
+            continue
+        v = x[:, r, q].astype(np.float64)
+        take = (v > vals[:, i, j]) | np.isnan(v) | (idx[:, i, j] < 0)
+        vals[:, i, j] = np.where(take, v, vals[:, i, j])
+        idx[:, i, j] = np.where(take, r * w + q, idx[:, i, j])
+    return vals, idx
+
+
+def out_size(size, k, s, p, d):
+    return (size + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+def run(x, k, s, p, d):
+    planes, h, w = x.shape
+    oh, ow = out_size(h, k[0], s[0], p[0], d[0]), out_size(w, k[1], s[1], p[1], d[1])
+    vals = np.full((planes, oh, ow), 7, x.dtype)
+    idx = np.full((planes, oh, ow), 7, np.int64)
+    C.max_pool2d(x, vals, idx, planes, h, w, *k, *s, *p, *d, oh, ow)
+    return vals, idx, (oh, ow)
+
+
+def data(shape, dtype, seed, special=False):
+    r = np.random.default_rng(seed)
+    if not special:
+        return r.standard_normal(shape).astype(dtype)
+    x = r.integers(-2, 3, size=shape).astype(dtype)  # many ties
+    x[r.random(shape) < 0.1] = np.nan
+    x[r.random(shape) < 0.1] = -np.inf
+    x[r.random(shape) < 0.05] = np.inf
+    return x
+
+
+# (kh, sh, ph, dh) of the rows; the columns are the 2-wide window (kw = sw = 2)
+ROWS = [(2, 2, 0, 1), (1, 1, 0, 1), (3, 2, 1, 1), (3, 1, 1, 1), (2, 1, 0, 2), (3, 2, 1, 2)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rows", ROWS)
+def test_two_wide_path_around_vector_edges(dtype, rows):
+    kh, sh, ph, dh = rows
+    for w in range(2, 21):
+        h = 5 + w % 3
+        for special in (False, True):
+            x = data((3, h, w), dtype, seed=w, special=special)
+            k, s, p, d = (kh, 2), (sh, 2), (ph, 0), (dh, 1)
+            vals, idx, (oh, ow) = run(x, k, s, p, d)
+            rv, ri = ref_max_pool2d(x, k, s, p, d, oh, ow)
+            np.testing.assert_array_equal(idx, ri, err_msg=f"w={w} rows={rows}")
+            np.testing.assert_array_equal(vals, rv.astype(dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_general_path_shapes(dtype):
+    """Geometries the 2-wide path does not take: column padding, stride 1, dilated or 3-wide
+    windows."""
+    geoms = [
+        ((2, 2), (2, 2), (0, 1), (1, 1)),
+        ((3, 3), (1, 1), (1, 1), (1, 1)),
+        ((2, 2), (2, 2), (0, 0), (1, 2)),
+        ((3, 3), (2, 2), (1, 1), (1, 1)),
+        ((2, 3), (1, 2), (1, 1), (2, 1)),
+    ]
+    for (k, s, p, d), w in itertools.product(geoms, (5, 8, 13)):
+        x = data((2, 9, w), dtype, seed=w, special=True)
+        vals, idx, (oh, ow) = run(x, k, s, p, d)
+        rv, ri = ref_max_pool2d(x, k, s, p, d, oh, ow)
+        np.testing.assert_array_equal(idx, ri)
+        np.testing.assert_array_equal(vals, rv.astype(dtype))
+
+
+def test_threads_bitwise():
+    """A CNN's pools, large enough for the pool: the same values and indices on one thread."""
+    x = data((64 * 16, 28, 28), np.float32, seed=1)
+    k = s = (2, 2)
+    many = run(x, k, s, (0, 0), (1, 1))
+    threads = C.info()["threads"]
+    try:
+        C.set_num_threads(1)
+        one = run(x, k, s, (0, 0), (1, 1))
+    finally:
+        C.set_num_threads(threads)
+    np.testing.assert_array_equal(many[0], one[0])
+    np.testing.assert_array_equal(many[1], one[1])
+    rv, ri = ref_max_pool2d(x[:8], k, s, (0, 0), (1, 1), 14, 14)
+    np.testing.assert_array_equal(many[1][:8], ri)
+
+
+def ref_backward(g, idx, h, w):
+    planes = g.shape[0]
+    out = np.zeros((planes, h * w))
+    np.add.at(out, (np.repeat(np.arange(planes), idx[0].size), idx.reshape(-1)), g.reshape(-1))
+    return out.reshape(planes, h, w)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_backward_tiled_and_scattered(dtype):
+    """Windows tiling the plane (kh = sh, 2-wide) are written in one pass; leftover rows and
+    columns get zeros; indices that leave their window (but not the plane) are scattered as
+    before; -0 gradients sum to +0 as the scatter gives."""
+    for kh, w, h in [(2, 8, 8), (2, 9, 7), (3, 13, 10), (1, 6, 3), (2, 3, 2)]:
+        x = data((3, h, w), dtype, seed=w + h)
+        k, s = (kh, 2), (kh, 2)
+        vals, idx, (oh, ow) = run(x, k, s, (0, 0), (1, 1))
+        g = data((3, oh, ow), dtype, seed=1)
+        g[0, 0, 0] = -0.0
+        gx = np.full((3, h, w), 5, dtype)
+        C.max_pool2d_backward(g, idx, gx, 3, h, w, *k, *s, 0, 0, 1, 1, oh, ow)
+        want = ref_backward(g, idx, h, w).astype(dtype)
+        np.testing.assert_array_equal(gx, want)
+        assert not np.signbit(gx).any() or np.signbit(want).any()
+        moved = idx.copy()
+        moved[1, 0, 0] = h * w - 1  # inside the plane, outside its window: scattered
+        C.max_pool2d_backward(g, moved, gx, 3, h, w, *k, *s, 0, 0, 1, 1, oh, ow)
+        np.testing.assert_array_equal(gx, ref_backward(g, moved, h, w).astype(dtype))
+        moved[2, 0, 0] = h * w  # outside the plane
+        with pytest.raises(IndexError):
+            C.max_pool2d_backward(g, moved, gx, 3, h, w, *k, *s, 0, 0, 1, 1, oh, ow)
