@@ -23,6 +23,7 @@ import threading
 import warnings
 
 from .. import dtypes as D
+from ..autograd.engine import _TASKS
 from ..tensor import Tensor
 
 # Registry op names (gpucore/ops) autocast runs in the region's dtype; names of ops that other
@@ -186,8 +187,8 @@ def cast_inputs(name: str, inputs: tuple) -> tuple:
     """``inputs`` of op ``name`` cast as the thread's autocast regions say (unchanged outside
     one, or for ops on neither list)."""
     lower = name in LOWER_PRECISION
-    if not lower and name not in FP32:
-        return inputs
+    if (not lower and name not in FP32) or _TASKS.callbacks:
+        return inputs  # backward formulas run in their forward's dtypes, as PyTorch's
     s = _state()
     out = []
     for t in inputs:

@@ -162,3 +162,17 @@ def test_cuda_regions_are_disabled_and_bad_arguments_raise():
         gc.autocast(0)
     with pytest.raises(RuntimeError, match="float32 only"):
         gc.autocast("vulkan")
+
+
+def test_backward_inside_the_region_runs_in_the_forward_dtypes():
+    grads = []
+    for inside in (False, True):
+        w = gc.tensor(B.T.copy(), requires_grad=True)
+        with gc.autocast("cpu"):
+            loss = G.cross_entropy(G.linear(gc.tensor(A), w), gc.tensor(T))
+            if inside:
+                loss.backward()
+        if not inside:
+            loss.backward()
+        grads.append(w.grad.numpy())
+    np.testing.assert_array_equal(grads[0], grads[1])
