@@ -39,8 +39,8 @@
     X(softmax) X(softmax_backward) X(cross_entropy_forward) X(cross_entropy_backward)             \
     /* copy.c */                                                                                  \
     X(copy)                                                                                       \
-    /* norm.c, attention.c */                                                                     \
-    X(layer_norm) X(attention)                                                                    \
+    /* norm.c, attention.c, attention_backward.c */                                              \
+    X(layer_norm) X(attention) X(attention_forward) X(attention_backward)                         \
     /* im2col.c, conv.c, maxpool.c */                                                             \
     X(im2col) X(col2im) X(conv2d_forward) X(conv2d_backward) X(max_pool2d)                        \
     X(max_pool2d_backward)                                                                        \
