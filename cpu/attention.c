@@ -112,6 +112,8 @@ typedef struct {
     atomic_int fail;
 } GC_FN(attn_job);
 
+#include "attention_gemv.h"
+
 /* the max of x[0..n) ignoring NaN (-inf when none) */
 static GC_T GC_FN(att_max)(const GC_T *x, ptrdiff_t n)
 {
@@ -222,7 +224,7 @@ static void GC_FN(att_scores)(const GC_FN(attn_job) * J, const GC_T *qa, ptrdiff
     const gc_attn *p = J->p;
     const GC_T scale = (GC_T)p->scale;
     if (kt)
-        GC_GEMV_N(rows, gc_att_round(n, GC_ATT_PAD), p->d, qa, lda, kt + kt_col, J->ldk, s, lds,
+        GC_FN(att_gemv)(rows, gc_att_round(n, GC_ATT_PAD), p->d, qa, lda, kt + kt_col, J->ldk, s, lds,
                   scale, (GC_T)0);
     else
         GC_GEMV_T(rows, n, p->d, qa, lda, kh + j0 * p->ks[2], p->ks[2], s, lds, scale, (GC_T)0);
@@ -349,7 +351,7 @@ static void GC_FN(att_item)(GC_FN(attn_job) * J, char *ws, ptrdiff_t bh, ptrdiff
                     lsum[r] = sum;
             }
         }
-        GC_GEMV_N(rows, dv, kv_end, s, lds, va, ldv, o, dv, (GC_T)1, (GC_T)0);
+        GC_FN(att_gemv)(rows, dv, kv_end, s, lds, va, ldv, o, dv, (GC_T)1, (GC_T)0);
         for (ptrdiff_t r = 0; r < rows; r++)
             GC_FN(att_store)(J, oh, lh, i0 + r, o + r * dv, 1.0 / lsum[r], mrow[r], state[r]);
         return;
@@ -406,7 +408,7 @@ static void GC_FN(att_item)(GC_FN(attn_job) * J, char *ws, ptrdiff_t bh, ptrdiff
             for (ptrdiff_t j = len; j < nk; j++)
                 sr[j] = (GC_T)0;
         }
-        GC_GEMV_N(rows, dv, nk, s, lds, vb, ldv, o, dv, (GC_T)1, (GC_T)1);
+        GC_FN(att_gemv)(rows, dv, nk, s, lds, vb, ldv, o, dv, (GC_T)1, (GC_T)1);
     }
     for (ptrdiff_t r = 0; r < rows; r++) {
         int st = state[r];

@@ -72,6 +72,8 @@ typedef struct {
     atomic_int fail;
 } GC_FN(atb_job);
 
+#include "attention_gemv.h"
+
 /* P = exp(x - m) for x[0..n) (in place) */
 static void GC_FN(atb_exp)(GC_T *x, ptrdiff_t n, GC_T m)
 {
@@ -173,8 +175,8 @@ static void GC_FN(atb_item)(GC_FN(atb_job) * J, char *ws, ptrdiff_t b, ptrdiff_t
                 const ptrdiff_t rows = sq - i0 < GC_ATB_QB ? sq - i0 : GC_ATB_QB;
                 const GC_T *qa = qh + i0 * p->qs[2], *ga = gh + i0 * p->gs[2];
                 /* S = scale Q K^T, then P = exp(S + mask - lse) in place */
-                GC_GEMV_N(rows, nkp, d, qa, p->qs[2], kt, ldk, s, lds, scale, (GC_T)0);
-                GC_GEMV_N(rows, nkp, dv, ga, p->gs[2], vt, ldk, dp, lds, (GC_T)1, (GC_T)0);
+                GC_FN(att_gemv)(rows, nkp, d, qa, p->qs[2], kt, ldk, s, lds, scale, (GC_T)0);
+                GC_FN(att_gemv)(rows, nkp, dv, ga, p->gs[2], vt, ldk, dp, lds, (GC_T)1, (GC_T)0);
                 for (ptrdiff_t r = 0; r < rows; r++) {
                     const ptrdiff_t i = i0 + r;
                     GC_T *sr = s + r * lds, *dpr = dp + r * lds;
@@ -193,14 +195,14 @@ static void GC_FN(atb_item)(GC_FN(atb_job) * J, char *ws, ptrdiff_t b, ptrdiff_t
                 }
                 /* dv += P^T G */
                 GC_FN(atb_transpose)(s, lds, rows, nk, t, GC_ATB_QB);
-                GC_GEMV_N(nk, dv, rows, t, GC_ATB_QB, ga, p->gs[2], dvh + j0 * dv, dv, (GC_T)1,
+                GC_FN(att_gemv)(nk, dv, rows, t, GC_ATB_QB, ga, p->gs[2], dvh + j0 * dv, dv, (GC_T)1,
                           (GC_T)1);
                 /* dq += scale dS K (K's rows where they lie) */
-                GC_GEMV_N(rows, d, nk, dp, lds, kh + j0 * p->ks[2], p->ks[2], dqh + i0 * d, d,
+                GC_FN(att_gemv)(rows, d, nk, dp, lds, kh + j0 * p->ks[2], p->ks[2], dqh + i0 * d, d,
                           scale, (GC_T)1);
                 /* dk += scale dS^T Q */
                 GC_FN(atb_transpose)(dp, lds, rows, nk, t, GC_ATB_QB);
-                GC_GEMV_N(nk, d, rows, t, GC_ATB_QB, qa, p->qs[2], dkh + j0 * d, d, scale,
+                GC_FN(att_gemv)(nk, d, rows, t, GC_ATB_QB, qa, p->qs[2], dkh + j0 * d, d, scale,
                           (GC_T)1);
             }
         }
