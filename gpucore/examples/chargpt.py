@@ -18,7 +18,8 @@ token embedding. AdamW with warm-up and cosine decay, gradient clipping at 1. Th
 progress bar (tqdm when installed), estimates the validation loss every --eval-every steps,
 checks it reaches TARGET_VAL_LOSS, saves a checkpoint (config, vocabulary, model and optimizer
 state) with ``gpucore.save``, reloads it into a fresh model and checks the logits are identical,
-writes the loss curve as a PNG (matplotlib), and samples text (multinomial over the softmax at a
+writes the loss curve as a PNG (matplotlib's plot when installed, else a plain drawing of the
+curves), and samples text (multinomial over the softmax at a
 temperature, restricted to the top-k characters).
 
 ``train()`` is the reusable part (tests call it with a tiny configuration).
@@ -383,15 +384,68 @@ def check_round_trip(result: TrainResult, path: str, device: str = "auto") -> bo
     return bool(np.array_equal(before, after))
 
 
+def _png(path: str, rgb: np.ndarray) -> None:
+    """rgb (H, W, 3) uint8 written as a PNG (zlib and the PNG chunk layout, no dependencies)."""
+    import struct  # noqa: PLC0415
+    import zlib  # noqa: PLC0415
+
+    h, w, _ = rgb.shape
+    raw = np.concatenate([np.zeros((h, 1), np.uint8), rgb.reshape(h, w * 3)], axis=1)
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
+
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n")
+        f.write(chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)))
+        f.write(chunk(b"IDAT", zlib.compress(raw.tobytes(), 9)))
+        f.write(chunk(b"IEND", b""))
+
+
+def _plot_plain(history: list, path: str, target: float | None) -> None:
+    """The loss curves without matplotlib: train (blue) and validation (orange) polylines over
+    the steps, the target as a grey line, in a plain frame (no text)."""
+    w, h, m = 480, 320, 20
+    img = np.full((h, w, 3), 255, np.uint8)
+    img[m, m : w - m] = img[h - m, m : w - m] = img[m : h - m, m] = img[m : h - m, w - m] = 0
+    curves = [
+        ([(s, t) for s, t, _ in history if not math.isnan(t)], (31, 119, 180)),
+        ([(s, v) for s, _, v in history], (255, 127, 14)),
+    ]
+    ys = [y for pts, _ in curves for _, y in pts] + ([target] if target is not None else [])
+    lo, hi = min(ys) - 0.05, max(ys) + 0.05
+    x_hi = max(1, max(s for s, _, _ in history))
+
+    def px(step, y):
+        return m + (w - 2 * m) * step / x_hi, h - m - (h - 2 * m) * (y - lo) / (hi - lo)
+
+    if target is not None:
+        ty = int(round(px(0, target)[1]))
+        img[ty, m : w - m : 6] = img[ty, m + 1 : w - m : 6] = (128, 128, 128)
+    for pts, color in curves:
+        for (s0, y0), (s1, y1) in zip(pts, pts[1:]):
+            (x0, v0), (x1, v1) = px(s0, y0), px(s1, y1)
+            for t in np.linspace(0.0, 1.0, 200):
+                x, y = int(round(x0 + t * (x1 - x0))), int(round(v0 + t * (v1 - v0)))
+                img[max(0, y - 1) : y + 2, max(0, x - 1) : x + 2] = color
+    _png(path, img)
+
+
 def plot_history(history: list, path: str, title: str, target: float | None = None) -> bool:
-    """Training and validation loss per step as a PNG; False when matplotlib is missing."""
+    """Training and validation loss per step as a PNG (matplotlib's, with axes and labels, when
+    it is installed; else a plain drawing of the curves). False when there is nothing to draw."""
+    if len(history) < 2:
+        return False
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return False
+        _plot_plain(history, path, target)
+        return True
     fig, ax = plt.subplots(figsize=(6, 3.8))
     tr = [(s, t) for s, t, _ in history if not math.isnan(t)]
     ax.plot([s for s, _ in tr], [t for _, t in tr], "o-", label="train (mean since last)")

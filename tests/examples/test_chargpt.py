@@ -91,3 +91,4 @@ def test_main_writes_checkpoint(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "validation loss" in text and "identical" in text
     assert (out / "chargpt.safetensors").exists()
+    assert (out / "chargpt_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
