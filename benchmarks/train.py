@@ -4,7 +4,7 @@ Run from the repository root (after ``python setup.py build_ext --inplace`` or t
 
     python benchmarks/train.py              # every case, 3 rounds (about a minute)
     python benchmarks/train.py --quick      # fewer steps and rounds: a smoke run
-    python benchmarks/train.py --only cnn   # cases: mlp64, mlp256, cnn, lstm_lm, bigru
+    python benchmarks/train.py --only cnn   # cases: mlp64, mlp256, cnn, lstm_lm, bigru, gpt
     python benchmarks/train.py --no-torch   # gpucore alone
     python benchmarks/train.py --no-profile # leave out the gpucore per-op profile
     python benchmarks/train.py --transfers  # also: bytes per step on the Vulkan device under
@@ -12,7 +12,7 @@ Run from the repository root (after ``python setup.py build_ext --inplace`` or t
     GPUCORE_NUM_THREADS=1 python benchmarks/train.py --threads 1 --cpu-time  # one thread each,
                                             # CPU time per step (a shared machine)
 
-Cases (DESIGN.md / issue 5, issue 14), random data, Adam (lr 1e-3), cross-entropy loss:
+Cases (DESIGN.md / issues 5 and 14), random data, Adam (lr 1e-3), cross-entropy loss:
 
 - MLP 784-512-256-10 (ReLU), batch 64 and 256;
 - CNN conv(1->16, 3x3, pad 1)-ReLU-maxpool2-conv(16->32, 3x3, pad 1)-ReLU-maxpool2-
@@ -21,6 +21,9 @@ Cases (DESIGN.md / issue 5, issue 14), random data, Adam (lr 1e-3), cross-entrop
   Linear(256 -> 10000) on 35 steps x batch 20 of token ids, a next-token loss per position;
 - bidirectional GRU classifier: GRU(128, 256, 2 layers, bidirectional) on 35 steps x batch 20,
   Linear(512 -> 10) on the last step's output.
+- GPT: gpucore.examples.chargpt's model (4 pre-norm blocks, d 128, 4 heads, causal
+  scaled_dot_product_attention, tied output layer, vocabulary 96), context 64, batch 32, AdamW
+  (lr 1e-3); PyTorch runs the same architecture (TorchGPT) from the same weights.
 
 A step is zero_grad + forward + loss + backward + optimizer step, on one fixed batch. The PyTorch
 models start from gpucore's initial weights (copied), and the first three losses of both are
@@ -79,10 +82,12 @@ CASES = {
     "cnn": ("CNN conv16-pool-conv32-pool-fc, 28x28, batch 64", "cnn", 64),
     "lstm_lm": ("LSTM LM emb256-LSTM256x2-fc10000, seq 35, batch 20", "lstm_lm", 20),
     "bigru": ("BiGRU 128-256x2-fc10, seq 35, batch 20", "bigru", 20),
+    "gpt": ("GPT 4 blocks d128 4 heads, context 64, batch 32, AdamW", "gpt", 32),
 }
 # Reference medians from DESIGN.md (PyTorch 2.13 CPU, 2 threads, same machine type).
-DESIGN_TORCH_MS = {"mlp64": "4.3 (1.47 fused)", "mlp256": "7.0", "cnn": "7.3"}
+DESIGN_TORCH_MS = {"mlp64": "4.3 (1.47 fused)", "mlp256": "7.0", "cnn": "7.3", "gpt": "—"}
 SEQ, VOCAB = 35, 10000
+GPT_SHAPE = {"vocab": 96, "context": 64, "layers": 4, "d": 128, "heads": 4}
 
 
 def rnn_model(lib, kind: str):
@@ -114,9 +119,25 @@ def rnn_model(lib, kind: str):
 # models
 
 
+class FlatGPT(gnn.Module):
+    """chargpt's GPT with its logits flattened to [batch * context, vocab] for the loss."""
+
+    def __init__(self):
+        super().__init__()
+        from gpucore.examples.chargpt import GPT  # noqa: PLC0415
+
+        self.gpt = GPT(**GPT_SHAPE)
+
+    def forward(self, idx):
+        out = self.gpt(idx)
+        return out.reshape(-1, out.shape[-1])
+
+
 def gpucore_model(kind: str):
     if kind in ("lstm_lm", "bigru"):
         return rnn_model(gnn, kind)
+    if kind == "gpt":
+        return FlatGPT()
     if kind == "mlp":
         return gnn.Sequential(
             gnn.Linear(784, 512),
@@ -137,11 +158,63 @@ def gpucore_model(kind: str):
     )
 
 
+def torch_gpt():
+    """chargpt's GPT in PyTorch, with the same parameter names."""
+    tnn, tf = torch.nn, torch.nn.functional
+    v, t, n, d, h = (GPT_SHAPE[k] for k in ("vocab", "context", "layers", "d", "heads"))
+
+    class Attn(tnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv, self.proj = tnn.Linear(d, 3 * d), tnn.Linear(d, d)
+
+        def forward(self, x):
+            b, s, _ = x.shape
+            qkv = self.qkv(x).reshape(b, s, 3, h, d // h).permute(2, 0, 3, 1, 4)
+            y = tf.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], is_causal=True)
+            return self.proj(y.transpose(1, 2).reshape(b, s, d))
+
+    class Block(tnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.attn, self.ln2 = tnn.LayerNorm(d), Attn(), tnn.LayerNorm(d)
+            self.fc, self.act, self.out = tnn.Linear(d, 4 * d), tnn.GELU(), tnn.Linear(4 * d, d)
+
+        def forward(self, x):
+            x = x + self.attn(self.ln1(x))
+            return x + self.out(self.act(self.fc(self.ln2(x))))
+
+    class GPT(tnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok, self.pos = tnn.Embedding(v, d), tnn.Embedding(t, d)
+            self.blocks = tnn.ModuleList([Block() for _ in range(n)])
+            self.ln_f = tnn.LayerNorm(d)
+
+        def forward(self, idx):
+            x = self.tok(idx) + self.pos(torch.arange(idx.shape[1]))
+            for blk in self.blocks:
+                x = blk(x)
+            return tf.linear(self.ln_f(x), self.tok.weight).reshape(-1, v)
+
+    class Flat(tnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gpt = GPT()
+
+        def forward(self, idx):
+            return self.gpt(idx)
+
+    return Flat()
+
+
 def torch_model(kind: str, init: dict):
     """The same architecture in PyTorch, with gpucore's initial weights (same state-dict keys)."""
     tnn = torch.nn
     if kind in ("lstm_lm", "bigru"):
         m = rnn_model(tnn, kind)
+    elif kind == "gpt":
+        m = torch_gpt()
     elif kind == "mlp":
         m = tnn.Sequential(
             tnn.Linear(784, 512),
@@ -174,14 +247,18 @@ def make_case(kind: str, batch: int, seed: int = 0):
     if kind == "lstm_lm":  # token ids [seq, batch]; the next token at every position
         x = rng.integers(0, VOCAB, (SEQ, batch)).astype(np.int64)
         return model, init, x, rng.integers(0, VOCAB, SEQ * batch).astype(np.int64)
+    if kind == "gpt":  # characters and the next ones
+        ids = rng.integers(0, GPT_SHAPE["vocab"], (batch, GPT_SHAPE["context"] + 1))
+        return model, init, ids[:, :-1].copy(), ids[:, 1:].reshape(-1).copy()
     shape = {"mlp": (batch, 784), "bigru": (SEQ, batch, 128)}.get(kind, (batch, 1, 28, 28))
     x = rng.standard_normal(shape, dtype=np.float32)
     y = rng.integers(0, 10, batch).astype(np.int64)
     return model, init, x, y
 
 
-def gpucore_step_fn(model, x: np.ndarray, y: np.ndarray):
-    opt = gpucore.optim.Adam(model.parameters(), lr=1e-3)
+def gpucore_step_fn(model, x: np.ndarray, y: np.ndarray, kind: str = "mlp"):
+    adam = gpucore.optim.AdamW if kind == "gpt" else gpucore.optim.Adam
+    opt = adam(model.parameters(), lr=1e-3)
     xt, yt = gpucore.from_numpy(x), gpucore.from_numpy(y)
 
     def step():
@@ -196,7 +273,8 @@ def gpucore_step_fn(model, x: np.ndarray, y: np.ndarray):
 
 def torch_step_fn(kind: str, init: dict, x: np.ndarray, y: np.ndarray, fused: bool):
     model = torch_model(kind, init)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=fused or None)
+    adam = torch.optim.AdamW if kind == "gpt" else torch.optim.Adam
+    opt = adam(model.parameters(), lr=1e-3, fused=fused or None)
     xt, yt = torch.from_numpy(x), torch.from_numpy(y)
     loss_fn = torch.nn.functional.cross_entropy
 
@@ -294,7 +372,7 @@ def check_losses(g_step, t_step, n: int = 3) -> str:
 def run_case(name: str, args) -> tuple[list[str], object]:
     title, kind, batch = CASES[name]
     model, init, x, y = make_case(kind, batch)
-    steps = {"gpucore": gpucore_step_fn(model, x, y)}
+    steps = {"gpucore": gpucore_step_fn(model, x, y, kind)}
     check = "—"
     if torch is not None:
         steps["torch"] = torch_step_fn(kind, init, x, y, fused=False)

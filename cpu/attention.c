@@ -23,7 +23,13 @@
  *
  * Masked scores are -inf; a row whose scores are all -inf (every key masked) gives 0, as
  * PyTorch's SDPA (its safe softmax) does; a NaN or +inf score makes the row NaN.  Results do not
- * depend on the thread count (each item is computed alone, the same way). */
+ * depend on the thread count (each item is computed alone, the same way).
+ *
+ * gc_attention_lse also writes each row's logsumexp (m + log l), from which the backward
+ * (attention_backward.c) recomputes the probabilities; +inf for a fully masked row, so that
+ * exp(s - lse) is 0 there.  Grouped-query attention (hg > 1): query head h reads key / value
+ * head h / hg; the per-thread packed K^T / V are tagged by that head, so the hg query heads of
+ * a group (adjacent work items) pack them once. */
 #ifndef GC_T
 
 #include <math.h>
@@ -92,8 +98,9 @@ static ptrdiff_t gc_att_round(ptrdiff_t v, ptrdiff_t r)
 typedef struct {
     const GC_T *q, *k, *v;
     const void *mask;
-    GC_T *out;
+    GC_T *out, *lse;
     const gc_attn *p;
+    ptrdiff_t hg;               /* query heads per key / value head (>= 1) */
     ptrdiff_t qb, nqb;          /* rows per item, items per head */
     ptrdiff_t kcols, lds;       /* keys per pass (Skv, or GC_ATT_KB tiled), score row stride */
     ptrdiff_t ldk;              /* packed K^T row stride */
@@ -104,6 +111,8 @@ typedef struct {
     size_t off_kt, off_vp, off_qp, off_s, off_o, off_st, bytes;
     atomic_int fail;
 } GC_FN(attn_job);
+
+#include "attention_gemv.h"
 
 /* the max of x[0..n) ignoring NaN (-inf when none) */
 static GC_T GC_FN(att_max)(const GC_T *x, ptrdiff_t n)
@@ -215,17 +224,22 @@ static void GC_FN(att_scores)(const GC_FN(attn_job) * J, const GC_T *qa, ptrdiff
     const gc_attn *p = J->p;
     const GC_T scale = (GC_T)p->scale;
     if (kt)
-        GC_GEMV_N(rows, gc_att_round(n, GC_ATT_PAD), p->d, qa, lda, kt + kt_col, J->ldk, s, lds,
+        GC_FN(att_gemv)(rows, gc_att_round(n, GC_ATT_PAD), p->d, qa, lda, kt + kt_col, J->ldk, s, lds,
                   scale, (GC_T)0);
     else
         GC_GEMV_T(rows, n, p->d, qa, lda, kh + j0 * p->ks[2], p->ks[2], s, lds, scale, (GC_T)0);
 }
 
-/* Writes out row i from o (scaled by inv) or the special value of its state. */
-static void GC_FN(att_store)(const GC_FN(attn_job) * J, GC_T *oh, ptrdiff_t i, const GC_T *o,
-                             double inv, int state)
+/* Writes out row i from o (scaled by inv) or the special value of its state, and the row's
+ * logsumexp m + log(l) (inv = 1 / l) when lse is kept: lh is the head's lse row. */
+static void GC_FN(att_store)(const GC_FN(attn_job) * J, GC_T *oh, GC_T *lh, ptrdiff_t i,
+                             const GC_T *o, double inv, GC_T m, int state)
 {
     const gc_attn *p = J->p;
+    if (lh)
+        lh[i] = state == GC_ATT_ROW_NAN    ? (GC_T)NAN
+                : state == GC_ATT_ROW_ZERO ? (GC_T)INFINITY
+                                           : (GC_T)((double)m - log(inv));
     GC_T *dst = oh + i * p->os[2];
     const ptrdiff_t s3 = p->os[3];
     const GC_T val = state == GC_ATT_ROW_NAN ? (GC_T)NAN : (GC_T)0;
@@ -241,9 +255,12 @@ static void GC_FN(att_item)(GC_FN(attn_job) * J, char *ws, ptrdiff_t bh, ptrdiff
     const ptrdiff_t b = bh / p->h, h = bh % p->h;
     const ptrdiff_t i0 = blk * J->qb, rows = (p->sq - i0 < J->qb) ? p->sq - i0 : J->qb;
     const GC_T *qh = J->q + b * p->qs[0] + h * p->qs[1];
-    const GC_T *kh = J->k + b * p->ks[0] + h * p->ks[1];
-    const GC_T *vh = J->v + b * p->vs[0] + h * p->vs[1];
+    const ptrdiff_t hk = h / J->hg; /* the key / value head */
+    const GC_T *kh = J->k + b * p->ks[0] + hk * p->ks[1];
+    const GC_T *vh = J->v + b * p->vs[0] + hk * p->vs[1];
     GC_T *oh = J->out + b * p->os[0] + h * p->os[1];
+    GC_T *lh = J->lse ? J->lse + bh * p->sq : NULL;
+    const ptrdiff_t kvtag = b * p->h + hk; /* names the packed K^T / V of this kv head */
     const ptrdiff_t dv = p->dv, lds = J->lds;
     /* keys the block may attend: [0, kv_end) */
     ptrdiff_t kv_end = p->skv;
@@ -257,7 +274,7 @@ static void GC_FN(att_item)(GC_FN(attn_job) * J, char *ws, ptrdiff_t bh, ptrdiff
     int *state = (int *)(mrow + J->qb);
     if (kv_end <= 0) { /* no key at all: every row is fully masked */
         for (ptrdiff_t r = 0; r < rows; r++)
-            GC_FN(att_store)(J, oh, i0 + r, o, 0.0, GC_ATT_ROW_ZERO);
+            GC_FN(att_store)(J, oh, lh, i0 + r, o, 0.0, (GC_T)0, GC_ATT_ROW_ZERO);
         return;
     }
     /* the block's query rows, contiguous along D */
@@ -275,13 +292,13 @@ static void GC_FN(att_item)(GC_FN(attn_job) * J, char *ws, ptrdiff_t bh, ptrdiff
     ptrdiff_t ldv = p->vs[2];
     if (J->cache && (kt || vp)) { /* the whole head's K^T / V, unless this thread has them */
         gc_attn_tag *tag = (gc_attn_tag *)ws;
-        if (!(tag->call == J->call && tag->bh == bh)) {
+        if (!(tag->call == J->call && tag->bh == kvtag)) {
             if (kt)
                 GC_FN(att_pack_kt)(J, kh, 0, p->skv, kt);
             if (vp)
                 GC_FN(att_pack_v)(J, vh, 0, p->skv, vp);
             tag->call = J->call;
-            tag->bh = bh;
+            tag->bh = kvtag;
         }
         if (vp) {
             va = vp;
@@ -300,6 +317,7 @@ static void GC_FN(att_item)(GC_FN(attn_job) * J, char *ws, ptrdiff_t bh, ptrdiff
             const ptrdiff_t len = (p->causal && i + 1 < kv_end) ? i + 1 : kv_end;
             GC_FN(att_mask_row)(J, b, h, i, 0, sr, len);
             const GC_T mx = GC_FN(att_max)(sr, len);
+            mrow[r] = mx;
             state[r] = GC_ATT_ROW_OK;
             if (mx == (GC_T)-INFINITY)
                 state[r] = GC_FN(att_has_nan)(sr, len) ? GC_ATT_ROW_NAN : GC_ATT_ROW_ZERO;
@@ -333,9 +351,9 @@ static void GC_FN(att_item)(GC_FN(attn_job) * J, char *ws, ptrdiff_t bh, ptrdiff
                     lsum[r] = sum;
             }
         }
-        GC_GEMV_N(rows, dv, kv_end, s, lds, va, ldv, o, dv, (GC_T)1, (GC_T)0);
+        GC_FN(att_gemv)(rows, dv, kv_end, s, lds, va, ldv, o, dv, (GC_T)1, (GC_T)0);
         for (ptrdiff_t r = 0; r < rows; r++)
-            GC_FN(att_store)(J, oh, i0 + r, o + r * dv, 1.0 / lsum[r], state[r]);
+            GC_FN(att_store)(J, oh, lh, i0 + r, o + r * dv, 1.0 / lsum[r], mrow[r], state[r]);
         return;
     }
 
@@ -390,13 +408,13 @@ static void GC_FN(att_item)(GC_FN(attn_job) * J, char *ws, ptrdiff_t bh, ptrdiff
             for (ptrdiff_t j = len; j < nk; j++)
                 sr[j] = (GC_T)0;
         }
-        GC_GEMV_N(rows, dv, nk, s, lds, vb, ldv, o, dv, (GC_T)1, (GC_T)1);
+        GC_FN(att_gemv)(rows, dv, nk, s, lds, vb, ldv, o, dv, (GC_T)1, (GC_T)1);
     }
     for (ptrdiff_t r = 0; r < rows; r++) {
         int st = state[r];
         if (st == GC_ATT_ROW_OK && lsum[r] == 0.0)
             st = GC_ATT_ROW_ZERO;
-        GC_FN(att_store)(J, oh, i0 + r, o + r * dv, st ? 0.0 : 1.0 / lsum[r], st);
+        GC_FN(att_store)(J, oh, lh, i0 + r, o + r * dv, st ? 0.0 : 1.0 / lsum[r], mrow[r], st);
     }
 }
 
@@ -415,7 +433,13 @@ static void GC_FN(att_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 int GC_FN(gc_attention)(const GC_T *q, const GC_T *k, const GC_T *v, const void *mask, GC_T *out,
                         const gc_attn *p)
 {
-    if (p->b <= 0 || p->h <= 0 || p->sq <= 0 || p->dv <= 0)
+    return GC_FN(gc_attention_lse)(q, k, v, mask, out, NULL, p);
+}
+
+int GC_FN(gc_attention_lse)(const GC_T *q, const GC_T *k, const GC_T *v, const void *mask,
+                            GC_T *out, GC_T *lse, const gc_attn *p)
+{
+    if (p->b <= 0 || p->h <= 0 || p->sq <= 0 || (p->dv <= 0 && !lse))
         return 0;
     GC_FN(attn_job) J;
     memset(&J, 0, sizeof J);
@@ -424,7 +448,9 @@ int GC_FN(gc_attention)(const GC_T *q, const GC_T *k, const GC_T *v, const void 
     J.v = v;
     J.mask = p->mask_kind ? mask : NULL;
     J.out = out;
+    J.lse = lse;
     J.p = p;
+    J.hg = p->hg > 1 ? p->hg : 1;
     J.call = atomic_fetch_add(&gc_attn_calls, 1);
     const ptrdiff_t heads = p->b * p->h;
     /* query rows per item: GC_ATT_QB, fewer while that leaves under ~4 items per thread */

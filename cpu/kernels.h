@@ -153,7 +153,9 @@ typedef struct {
  * left aligned, PyTorch's is_causal), combined with the mask when both are given.  A row whose
  * scores are all -inf (every key masked, or Skv == 0) gives 0, as PyTorch's SDPA; a NaN or +inf
  * score gives NaN.  algo: GC_ATTN_AUTO, _STANDARD (a block of query rows against every key, the
- * score rows in per-thread scratch) or _TILED (online softmax over key blocks). */
+ * score rows in per-thread scratch) or _TILED (online softmax over key blocks).  hg: query heads
+ * per key/value head (grouped-query attention: head h reads k and v of head h / hg, whose
+ * H / hg heads k and v then hold; 0 or 1 = one each). */
 enum { GC_ATTN_MASK_NONE = 0, GC_ATTN_MASK_FLOAT = 1, GC_ATTN_MASK_BOOL = 2 };
 enum { GC_ATTN_AUTO = 0, GC_ATTN_STANDARD = 1, GC_ATTN_TILED = 2 };
 typedef struct {
@@ -162,6 +164,8 @@ typedef struct {
     ptrdiff_t qs[4], ks[4], vs[4], os[4], ms[4];
     int mask_kind, causal, algo;
     double scale;
+    ptrdiff_t hg;
+    ptrdiff_t gs[4]; /* the backward's gradient of out: element strides, like os */
 } gc_attn;
 
 /* A GEMM operand packed once (pack.c) in the layout the blocked GEMM's micro-kernel reads, so
@@ -314,6 +318,19 @@ ptrdiff_t gc_rnn_extra(int mode, ptrdiff_t h);
      * gc_attn); -1 if scratch malloc fails */                                                     \
     int gc_attention_##S(const T *q, const T *k, const T *v, const void *mask, T *out,             \
                          const gc_attn *p);                                                        \
+    /* the same, also writing each row's logsumexp of its scaled, masked scores to lse            \
+     * (contiguous [B, H, Sq]; +inf for a row with every score -inf, NaN for a NaN row): what the \
+     * backward recomputes the probabilities from */                                               \
+    int gc_attention_lse_##S(const T *q, const T *k, const T *v, const void *mask, T *out,         \
+                             T *lse, const gc_attn *p);                                            \
+    /* attention_backward.c: dq, dk, dv (contiguous [B, H, Sq, D], [B, H / hg, Skv, D],           \
+     * [B, H / hg, Skv, Dv], overwritten) of out = attention(q, k, v) for the gradient g of out   \
+     * (any element strides, unit stride along D / Dv for q, k, v, out and g) from the forward's  \
+     * out and lse (FlashAttention-2: the probabilities recomputed per tile); -1 if scratch       \
+     * malloc fails */                                                                             \
+    int gc_attention_backward_##S(const T *q, const T *k, const T *v, const void *mask,          \
+                                  const T *out, const T *g, const T *lse, T *dq, T *dk, T *dv,    \
+                                  const gc_attn *p);
     /* recurrent.c: y [T + 1 (+ 1 for LSTM), B, H] = the outputs, then h_n (then c_n); gates     \
      * [T, B, G*H] (activated), hprev [T, B, H] (the state each step read), extra [T, B, E] saved \
      * for the backward; bhh, c0 may be NULL (c0 LSTM only); -1 if scratch malloc fails */        \

@@ -41,8 +41,9 @@
     X(softmax) X(softmax_backward) X(cross_entropy_forward) X(cross_entropy_backward)             \
     /* copy.c */                                                                                  \
     X(copy)                                                                                       \
-    /* norm.c, attention.c */                                                                     \
-    X(layer_norm) X(layer_norm_forward) X(layer_norm_backward) X(attention)                       \
+    /* norm.c, attention.c, attention_backward.c */                                              \
+    X(layer_norm) X(layer_norm_forward) X(layer_norm_backward)                                    \
+    X(attention) X(attention_forward) X(attention_backward)                                       \
     /* recurrent.c */                                                                             \
     X(rnn_forward) X(rnn_backward)                                                                \
     /* im2col.c, conv.c, maxpool.c */                                                             \

@@ -1,6 +1,7 @@
 """All ops: importing this package fills the registry and declares the public API (``api``)."""
 
 from . import (  # noqa: F401
+    attention,
     einsum,
     elementwise,
     factories,

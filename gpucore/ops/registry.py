@@ -113,6 +113,7 @@ def defop(
     None); ``ctx.saved`` holds the inputs listed in save_inputs followed by the outputs listed in
     save_outputs, ``ctx.attrs`` the op's keyword attributes. view(array, **attrs) makes a view op.
 
+    save_inputs may name optional trailing inputs: a call without one saves None in its place.
     save_for maps a saved input's index to the inputs whose gradients need it: the input is saved
     only when one of those requires grad (else ctx.saved holds None in its place), as PyTorch
     does, so that ``y[0] = y[1] * 2`` does not keep (and version-check) ``y[1]``.
@@ -309,7 +310,9 @@ def _save_plan(op: OpDef, needs_in: tuple) -> tuple:
     sf = op.save_for
     plan = []
     for i in op.save_inputs:
-        if sf is None or i not in sf or any(needs_in[j] for j in sf[i]):
+        if i >= len(needs_in):  # an optional trailing input this call did not pass
+            plan.append(None)
+        elif sf is None or i not in sf or any(needs_in[j] for j in sf[i]):
             plan.append(("i", i))
         else:
             plan.append(None)

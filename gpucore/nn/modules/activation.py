@@ -14,7 +14,7 @@ from ...ops.elementwise import where
 from ...ops.joining import cat
 from .. import functional as F
 from .. import init
-from ..functional.attention import _attention
+from ..functional.attention import _attention, scaled_dot_product_attention
 from ..module import Module
 from ..parameter import Parameter
 from .linear import Linear, _new
@@ -487,7 +487,12 @@ class MultiheadAttention(Module):
             mask = kpm if mask is None else mask + kpm
         causal = is_causal and mask is None
         p = self.dropout if self.training else 0.0
-        out, weights = _attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal)
+        if need_weights:
+            out, weights = _attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal)
+        else:  # the fused kernels where they apply
+            out = scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal
+            )
         out = out.permute(2, 0, 1, 3).reshape(tgt, bsz, e)  # [L, N, E]
         out = self.out_proj(out)
         if self.batch_first and not unbatched:

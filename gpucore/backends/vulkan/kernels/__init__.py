@@ -2,7 +2,8 @@
 
 common.py holds the table (``KERNELS``) and the launch helpers; each family module registers its
 kernels with ``@kernel``, named after the module of gpucore/ops it serves: unary.py,
-elementwise.py, reduce.py, nn.py, pool.py, random.py and optim.py; gemm.py serves ops/linalg.py
+elementwise.py, reduce.py, nn.py, pool.py, random.py, optim.py and attention.py (the registry
+op's forward on the runtime's attention shader, fused.py's); gemm.py serves ops/linalg.py
 (named for its kernel, shaders/gemm.comp), and pool.py also holds ops/nn.py's im2col/col2im
 (shaders/im2col.comp, the lowering of conv2d and average pooling). fused.py holds the kernels of
 the runtime's fused ops (layer_norm, attention: called by its Vulkan executor, not registry ops).
@@ -31,4 +32,4 @@ from .common import (  # noqa: F401  (the table and the helpers other modules us
 )
 
 # Family modules register on import; keep this list in step with the files.
-from . import elementwise, fused, gemm, nn, optim, pool, random, reduce, unary  # noqa: E402,F401  isort: skip
+from . import attention, elementwise, fused, gemm, nn, optim, pool, random, reduce, unary  # noqa: E402,F401  isort: skip
