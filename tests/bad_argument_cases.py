@@ -125,6 +125,26 @@ TEMPLATES.update(
         "take_along_dim": lambda: ((t(3, 4), t(3, 2, kind="index:4"), 1), {}),
     }
 )
+# the missing tensor functions of issue 14 (stacking, products, statistics, masks)
+TEMPLATES.update(
+    {
+        "cartesian_prod": lambda: ((t(3), t(4, seed=1)), {}),
+        "combinations": lambda: ((t(4),), {}),
+        "dot": lambda: ((t(4), t(4, seed=1)), {}),
+        "mv": lambda: ((t(3, 4), t(4, seed=1)), {}),
+        "masked_select": lambda: ((t(3, 4), t(3, 4, kind="bool")), {}),
+        "masked_scatter": lambda: ((t(3, 4), t(3, 4, kind="bool"), t(3, 4, seed=1)), {}),
+        "quantile": lambda: ((t(3, 4), 0.3, 1), {}),
+        "nanquantile": lambda: ((t(3, 4), 0.3, 1), {}),
+        "split_with_sizes": lambda: ((t(3, 4), [1, 3], 1), {}),
+        "tile": lambda: ((t(3, 4), (2, 1)), {}),
+        "unflatten": lambda: ((t(3, 4), 1, (2, 2)), {}),
+        "cross": lambda: ((t(4, 3), t(4, 3, seed=1), 1), {}),
+        "tensordot": lambda: ((t(3, 4), t(4, 5, seed=1), 1), {}),
+    }
+)
+for _name in ("vstack", "row_stack", "hstack", "column_stack", "dstack"):
+    TEMPLATES[_name] = lambda: (([t(3, 4), t(3, 4, seed=1)],), {})
 
 
 def generic_call(fn):
@@ -289,6 +309,10 @@ def mismatch(got, want, atol, rtol, values: bool = True) -> str | None:
     if len(got) != len(want):
         return f"{len(got)} outputs, torch {len(want)}"
     for k, (g, w) in enumerate(zip(got, want)):
+        if isinstance(w, (bool, int, float)):  # equal, allclose, is_nonzero: Python values
+            if type(g) is not type(w) or (values and g != w):
+                return f"output {k}: {g!r}, torch {w!r}"
+            continue
         if not isinstance(g, gc.Tensor):
             return f"output {k} is a {type(g).__name__}, not a Tensor"
         if tuple(g.shape) != tuple(w.shape) or _dt(g) != _dt(w):

@@ -1,6 +1,7 @@
 """All ops: importing this package fills the registry and declares the public API (``api``)."""
 
 from . import (  # noqa: F401
+    comparison,
     einsum,
     elementwise,
     factories,
@@ -11,6 +12,7 @@ from . import (  # noqa: F401
     optim,
     pointwise,
     pool,
+    products,
     random,
     rearrange,
     reduce,
@@ -19,6 +21,9 @@ from . import (  # noqa: F401
     selection,
     shape,
     sorting,
+    special,
+    stacking,
+    statistics,
     unary,
 )
 

@@ -31,6 +31,7 @@ from . import (  # noqa: F401
     scatter,
     selection,
     sorting,
+    special,
     unary,
 )
 from .common import FAST, KERNELS, kernel
