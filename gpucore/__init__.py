@@ -17,6 +17,7 @@ from . import (
     backends,
     cuda,
     dispatch,
+    linalg,
     nn,
     optim,
     serialization,

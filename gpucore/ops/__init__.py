@@ -2,12 +2,14 @@
 
 from . import (  # noqa: F401
     comparison,
+    decompositions,
     einsum,
     elementwise,
     factories,
     indexing,
     joining,
     linalg,
+    matrix,
     nn,
     optim,
     pointwise,

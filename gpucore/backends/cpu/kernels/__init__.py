@@ -18,6 +18,7 @@ typing the names again.
 
 # Family modules register on import; keep this list in step with the files.
 from . import (  # noqa: F401
+    decompositions,
     elementwise,
     indexing,
     joining,
