@@ -143,6 +143,8 @@ TEMPLATES.update(
         "tensordot": lambda: ((t(3, 4), t(4, 5, seed=1), 1), {}),
     }
 )
+TEMPLATES["bernoulli"] = lambda: ((t(3, 4).abs() / 2,), {})
+TEMPLATES["is_nonzero"] = lambda: ((t(1),), {})
 for _name in ("det", "slogdet", "logdet", "inverse", "matrix_exp"):
     TEMPLATES[_name] = lambda: ((t(4, 4) + 3 * gc.eye(4),), {})
 TEMPLATES["cholesky"] = lambda: ((t(4, 4) @ t(4, 4).mT + 4 * gc.eye(4),), {})

@@ -482,6 +482,27 @@ def test_every_op_function_is_a_method_where_torch_has_one():
         "searchsorted",
         "tril_indices",
         "triu_indices",
+        "atleast_1d",
+        "atleast_2d",
+        "atleast_3d",
+        "block_diag",
+        "cartesian_prod",
+        "column_stack",
+        "dstack",
+        "hstack",
+        "row_stack",
+        "vstack",
+        "tensordot",
+        "normal",
+        # dtype helpers and switches (gpucore/typeinfo.py)
+        "are_deterministic_algorithms_enabled",
+        "is_deterministic_algorithms_warn_only_enabled",
+        "use_deterministic_algorithms",
+        "can_cast",
+        "promote_types",
+        "result_type",
+        "get_printoptions",
+        "set_printoptions",
     }
     fns = [
         n for n in dir(gpucore) if not n.startswith("_") and inspect.isfunction(getattr(gpucore, n))

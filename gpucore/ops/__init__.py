@@ -31,5 +31,6 @@ from . import (  # noqa: F401
 
 # inplace attaches the in-place forms every family above declared: it comes last.
 from . import inplace  # noqa: F401, E402  isort: skip
+from . import attributes, sampling  # noqa: F401, E402  isort: skip  (they use inplace)
 from .api import FUNCTIONS, METHODS  # noqa: F401
 from .registry import REGISTRY, apply, defop  # noqa: F401
