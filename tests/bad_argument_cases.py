@@ -143,6 +143,33 @@ TEMPLATES.update(
         "tensordot": lambda: ((t(3, 4), t(4, 5, seed=1), 1), {}),
     }
 )
+# the top-level functional forms (gpucore/nn/functional/toplevel.py), torch's signatures
+TEMPLATES.update(
+    {
+        # optional tensors (bias, weight) left out: a None there is valid, not a bad type
+        "conv1d": lambda: ((t(2, 3, 5), t(4, 3, 3, seed=1)), {}),
+        "conv2d": lambda: ((t(2, 3, 5, 5), t(4, 3, 3, 3, seed=1)), {}),
+        "conv_transpose2d": lambda: ((t(2, 3, 4, 4), t(3, 4, 3, 3, seed=1)), {}),
+        "adaptive_avg_pool1d": lambda: ((t(1, 3, 4), 2), {}),
+        "avg_pool1d": lambda: ((t(1, 3, 4), 2), {}),
+        "max_pool2d": lambda: ((t(1, 3, 4, 4), 2), {}),
+        "pixel_shuffle": lambda: ((t(1, 8, 2, 3), 2), {}),
+        "group_norm": lambda: ((t(2, 4, 3), 2), {}),
+        "layer_norm": lambda: ((t(3, 4), (4,)), {}),
+        "batch_norm": lambda: (
+            (t(3, 4), None, None, t(4, seed=3), t(4, seed=4).abs() + 0.5, False, 0.1, 1e-5, False),
+            {},
+        ),
+        "instance_norm": lambda: (
+            (t(2, 3, 4), None, None, None, None, True, 0.1, 1e-5, False),
+            {},
+        ),
+        "embedding": lambda: ((t(5, 4), t(3, kind="index:5")), {}),
+        "dropout": lambda: ((t(3, 4), 0.5, True), {}),
+        "threshold": lambda: ((t(3, 4), 0.1, 2.0), {}),
+        "rrelu": lambda: ((t(3, 4),), {}),
+    }
+)
 TEMPLATES["bernoulli"] = lambda: ((t(3, 4).abs() / 2,), {})
 TEMPLATES["is_nonzero"] = lambda: ((t(1),), {})
 for _name in ("det", "slogdet", "logdet", "inverse", "matrix_exp"):
