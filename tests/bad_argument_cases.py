@@ -141,6 +141,7 @@ TEMPLATES.update(
         "unflatten": lambda: ((t(3, 4), 1, (2, 2)), {}),
         "cross": lambda: ((t(4, 3), t(4, 3, seed=1), 1), {}),
         "tensordot": lambda: ((t(3, 4), t(4, 5, seed=1), 1), {}),
+        "cdist": lambda: ((t(3, 4), t(5, 4, seed=1)), {}),
     }
 )
 # the top-level functional forms (gpucore/nn/functional/toplevel.py), torch's signatures

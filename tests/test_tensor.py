@@ -493,6 +493,8 @@ def test_every_op_function_is_a_method_where_torch_has_one():
         "row_stack",
         "vstack",
         "tensordot",
+        "cdist",
+        "pdist",
         "normal",
         # the top-level functional forms (torch has no Tensor methods for them either)
         "adaptive_avg_pool1d",

@@ -3,6 +3,7 @@
 from . import (  # noqa: F401
     comparison,
     decompositions,
+    distances,
     einsum,
     elementwise,
     factories,

@@ -1,6 +1,8 @@
 """prod, aminmax, var_mean/std_mean, nansum/nanmean, quantile/nanquantile, histc
 (gpucore/ops/statistics.py) against PyTorch (values, dtypes, gradients) and numpy float64."""
 
+import math
+
 import numpy as np
 import pytest
 from torch_compare import same_as_torch
@@ -96,3 +98,33 @@ def test_histc_as_torch():
     np.testing.assert_array_equal(
         gpucore.histc(gpucore.tensor(x), 4, 0, 4).numpy(), np.histogram(x, 4, (0, 4))[0]
     )
+
+
+@pytest.mark.parametrize("p", [2.0, 1.0, 0.0, 3.0, math.inf])
+def test_cdist_dist_pdist_as_torch(p):
+    a, b = _rand(2, 4, 3, seed=7), _rand(5, 3, seed=8)
+    g = p != 0  # PyTorch gives no gradient for p = 0
+    same_as_torch(lambda m, a, b: m.cdist(a, b, p), a, b, grad=g)
+    same_as_torch(lambda m, a, b: m.dist(a, b, p), a, b[:4], grad=g)
+    same_as_torch(lambda m, a: m.pdist(a, p), b, grad=g)
+    got = gpucore.cdist(gpucore.tensor(a), gpucore.tensor(b), p).numpy()
+    diff = np.abs(a[:, :, None, :] - b[None, None, :, :])
+    want = (
+        (diff != 0).sum(-1) if p == 0 else diff.max(-1) if p == math.inf
+        else (diff**p).sum(-1) ** (1 / p)
+    )  # fmt: skip
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_cdist_through_matmul_and_zero_distance_gradient():
+    a = _rand(30, 4, seed=9)
+    # rows in common: zero distances, where finite differences are meaningless
+    same_as_torch(lambda m, a, b: m.cdist(a, b), a, a[:27].copy(), atol=1e-7, check_fd=False)
+    same_as_torch(lambda m, a, b: m.cdist(a, b), a, _rand(26, 4, seed=11), atol=1e-7)
+    same_as_torch(
+        lambda m, a, b: m.cdist(a, b, compute_mode="use_mm_for_euclid_dist"), a[:3], a[:2].copy(),
+        atol=1e-7, check_fd=False,
+    )  # fmt: skip
+    x = gpucore.tensor(_rand(3, 2, seed=10), requires_grad=True)
+    gpucore.cdist(x, x.detach()).sum().backward()  # zero distances on the diagonal: no NaN
+    assert np.isfinite(x.grad.numpy()).all()
