@@ -142,6 +142,10 @@ TEMPLATES.update(
         "cross": lambda: ((t(4, 3), t(4, 3, seed=1), 1), {}),
         "tensordot": lambda: ((t(3, 4), t(4, 5, seed=1), 1), {}),
         "cdist": lambda: ((t(3, 4), t(5, 4, seed=1)), {}),
+        "atleast_1d": lambda: ((t(3, 4),), {}),
+        "atleast_2d": lambda: ((t(4),), {}),
+        "atleast_3d": lambda: ((t(3, 4),), {}),
+        "block_diag": lambda: ((t(2, 3), t(3, seed=1)), {}),
     }
 )
 # the top-level functional forms (gpucore/nn/functional/toplevel.py), torch's signatures
