@@ -268,35 +268,44 @@ def _zero_grad(ctx, g):
     return zeros_like(g)
 
 
-def _np_erfinv(y):
-    """float64 erfinv by Newton's method on math.erf (the samples' reference)."""
-    x = np.zeros_like(y)
-    for _ in range(60):
-        x = x - (_np_erf(x) - y) / (2 / math.sqrt(math.pi) * np.exp(-x * x))
-    return x
+def _erfinv_one(y: float) -> float:
+    """float64 erfinv of one value by bisection on math.erf (|y| < 0.5) or math.erfc (the tails,
+    where 1 - |y| is exact): the samples' reference, NaN outside [-1, 1]."""
+    a = abs(y)
+    if not a <= 1.0:
+        return math.nan
+    if a == 1.0:
+        return math.copysign(math.inf, y)
+    lo, hi = 0.0, 6.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        above = math.erf(mid) > a if a < 0.5 else math.erfc(mid) < 1.0 - a
+        lo, hi = (lo, mid) if above else (mid, hi)
+    return math.copysign(0.5 * (lo + hi), y)
+
+
+_np_erfinv = np.vectorize(_erfinv_one, otypes=[np.float64])
+
+
+def _lgamma_one(x: float) -> float:
+    """math.lgamma with +inf at the poles (0, -1, ...) instead of an error, as PyTorch."""
+    if x <= 0 and x == math.floor(x):
+        return math.inf
+    return math.lgamma(x)
 
 
 def _np_digamma(x):
-    """float64 digamma: recurrence to x >= 20, then the asymptotic series (x > 0 here)."""
+    """digamma for x > 0 in numpy's long double (the recurrence to x >= 20 cancels near the
+    root 1.4616..., which double would leave ~1e-14 off), then the asymptotic series."""
+    x = np.asarray(x, np.longdouble)
     r = np.zeros_like(x)
-    x = x.copy()
-    while (x < 20).any():
-        r = r - np.where(x < 20, 1 / x, 0)
-        x = np.where(x < 20, x + 1, x)
-    f = 1 / (x * x)
-    t = f * (-1 / 12 + f * (1 / 120 + f * (-1 / 252 + f * (1 / 240 + f * (-1 / 132)))))
-    return r + np.log(x) - 0.5 / x + t
-
-
-def _np_trigamma(x):
-    """float64 trigamma (digamma's derivative), as _np_digamma."""
-    r = np.zeros_like(x)
-    x = x.copy()
-    while (x < 20).any():
-        r = r + np.where(x < 20, 1 / (x * x), 0)
-        x = np.where(x < 20, x + 1, x)
-    f = 1 / (x * x)
-    return r + 1 / x + f / 2 + f / x * (1 / 6 + f * (-1 / 30 + f * (1 / 42 + f * (-1 / 30))))
+    with np.errstate(all="ignore"):
+        while (x < 20).any():
+            r = r - np.where(x < 20, 1 / x, 0)
+            x = np.where(x < 20, x + 1, x)
+        f = 1 / (x * x)
+        t = f * (-1 / 12 + f * (1 / 120 + f * (-1 / 252 + f * (1 / 240 + f * (-1 / 132)))))
+        return (r + np.log(x) - 0.5 / x + t).astype(np.float64)
 
 
 FLOOR, CEIL, TRUNC, ROUND = (
@@ -380,7 +389,7 @@ LOG10 = defop(
 )
 LGAMMA = defop(
     "lgamma",
-    samples=unary(np.vectorize(math.lgamma, otypes=[np.float64]), low=0.2, high=5.0),
+    samples=unary(np.vectorize(_lgamma_one, otypes=[np.float64]), low=0.2, high=5.0),
     elementwise=True,
     variants=_UNARY_VARIANTS,
     infer=_float_result,
