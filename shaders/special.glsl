@@ -93,8 +93,22 @@ float log2_(float x) { return log_scaled(x, 1.44269502162933349609375, 1.9259630
 
 float log10_(float x) { return log_scaled(x, 0.4342944920063018798828125, -1.010305e-8); }
 
-// lgamma for x >= 0.5: shift to x >= 10 (dividing by the product), then Stirling's series.
+// lgamma(2 + z) for |z| <= 0.5: (1 - gamma) z + sum_k (-1)^k (zeta(k) - 1) / k z^k, k = 2..13
+// (no cancellation at the roots 1 and 2, where the shift-and-Stirling form below loses ~1e-6).
+float lgamma2_series(float z) {
+    return z * (0.42278433509846713 + z * (0.32246703341161753 + z * (-0.06735230105320945
+           + z * (0.02058080842777586 + z * (-0.007385551028673584 + z * (0.0028905103307414783
+           + z * (-0.0011927539117032558 + z * (0.0005096695247430413
+           + z * (-0.00022315475845357898 + z * (9.945751278180853e-05
+           + z * (-4.492623673813314e-05 + z * (2.0507212775670674e-05
+           + z * -9.439488275268395e-06))))))))))));
+}
+
+// lgamma for x >= 0.5: the series around 2 (x < 2.5; below 1.5 through lgamma(x) =
+// lgamma(x + 1) - log1p(x - 1)), else shift to x >= 10 (dividing by the product) and Stirling.
 float lgamma_pos(float x) {
+    if (x < 1.5) return lgamma2_series(x - 1.0) - log1p_(x - 1.0);
+    if (x < 2.5) return lgamma2_series(x - 2.0);
     float p = 1.0;
     while (x < 10.0) {
         p *= x;
@@ -106,11 +120,15 @@ float lgamma_pos(float x) {
     return ((x - 0.5) * lx.x - x) + (0.91893853320467274 + s + (x - 0.5) * lx.y) - log(p);
 }
 
-// lgamma = log|gamma|: +inf at the poles (0, -1, ...) and at +-inf; the reflection
+// lgamma = log|gamma|: +inf at the poles (0, -1, ...) and at +-inf; -log|x| for subnormal x
+// (decoded from the bits: drivers may flush them); the reflection
 // lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x) below 0.5.
 float lgamma_(float x) {
     if (isnan(x)) return x;
     if (isinf(x)) return INF;
+    uint b = floatBitsToUint(x) & 0x7fffffffu;
+    if (b == 0u) return INF;
+    if (b < 0x00800000u) return 149.0 * 0.69314718055994531 - log(float(b));
     if (x < 0.5) {
         if (x == floor(x)) return INF;
         float s = abs(sin_(PI_F * (x - round(x))));  // |sin(pi x)| has period 1; x - round(x) exact
