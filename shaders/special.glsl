@@ -104,20 +104,23 @@ float lgamma2_series(float z) {
            + z * -9.439488275268395e-06))))))))))));
 }
 
-// lgamma for x >= 0.5: the series around 2 (x < 2.5; below 1.5 through lgamma(x) =
-// lgamma(x + 1) - log1p(x - 1)), else shift to x >= 10 (dividing by the product) and Stirling.
+// lgamma for x >= 0.5: the series around 2 (below 1.5 through lgamma(x) = lgamma(x + 1) -
+// log1p(x - 1); up to 10 through lgamma(x) = lgamma(x - k) + log((x - 1) ... (x - k))), else
+// Stirling's series.
 float lgamma_pos(float x) {
     if (x < 1.5) return lgamma2_series(x - 1.0) - log1p_(x - 1.0);
-    if (x < 2.5) return lgamma2_series(x - 2.0);
-    float p = 1.0;
-    while (x < 10.0) {
-        p *= x;
-        x += 1.0;
+    if (x < 10.0) {
+        float p = 1.0;
+        while (x >= 2.5) {
+            x -= 1.0;  // exact below 2^23
+            p *= x;
+        }
+        return lgamma2_series(x - 2.0) + log_ff(p).x;
     }
     float z = 1.0 / (x * x);
     float s = (1.0 / 12.0 + z * (-1.0 / 360.0 + z * (1.0 / 1260.0 + z * (-1.0 / 1680.0)))) / x;
     vec2 lx = log_ff(x);
-    return ((x - 0.5) * lx.x - x) + (0.91893853320467274 + s + (x - 0.5) * lx.y) - log(p);
+    return ((x - 0.5) * lx.x - x) + (0.91893853320467274 + s + (x - 0.5) * lx.y);
 }
 
 // lgamma = log|gamma|: +inf at the poles (0, -1, ...) and at +-inf; -log|x| for subnormal x
