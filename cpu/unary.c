@@ -15,7 +15,11 @@ static double gc_unary_cost(int op, int vectorized)
     case GC_UNARY_RELU:
     case GC_UNARY_SIGN:
     case GC_UNARY_SQRT:
-    case GC_UNARY_RECIPROCAL: return 0.3;
+    case GC_UNARY_RECIPROCAL:
+    case GC_UNARY_FLOOR:
+    case GC_UNARY_CEIL:
+    case GC_UNARY_TRUNC:
+    case GC_UNARY_ROUND: return 0.3;
     default: return vectorized ? 0.6 : 8.0;
     }
 }
@@ -103,6 +107,81 @@ static inline GC_T GC_FN(gelu_tanh_grad)(GC_T x)
     return g;
 }
 
+/* erfinv, evaluated in double for both types: Giles' single-precision approximation ("Approximating
+ * the erfinv function", GPU Computing Gems, 2011), then two Newton steps on erf (|y| < 0.5) or on
+ * erfc (|y| >= 0.5, where 1 - |y| is exact), which carry it to double precision. */
+static inline GC_T GC_FN(erfinv)(GC_T y)
+{
+    const double yd = (double)y, a = fabs(yd);
+    if (isnan(yd) || a > 1.0)
+        return (GC_T)NAN;
+    if (a == 1.0)
+        return (GC_T)(yd > 0.0 ? INFINITY : -INFINITY);
+    double w = -log((1.0 - yd) * (1.0 + yd)), p;
+    if (w < 5.0) {
+        w -= 2.5;
+        p = 2.81022636e-08;
+        p = 3.43273939e-07 + p * w;
+        p = -3.5233877e-06 + p * w;
+        p = -4.39150654e-06 + p * w;
+        p = 0.00021858087 + p * w;
+        p = -0.00125372503 + p * w;
+        p = -0.00417768164 + p * w;
+        p = 0.246640727 + p * w;
+        p = 1.50140941 + p * w;
+    } else {
+        w = sqrt(w) - 3.0;
+        p = -0.000200214257;
+        p = 0.000100950558 + p * w;
+        p = 0.00134934322 + p * w;
+        p = -0.00367342844 + p * w;
+        p = 0.00573950773 + p * w;
+        p = -0.0076224613 + p * w;
+        p = 0.00943887047 + p * w;
+        p = 1.00167406 + p * w;
+        p = 2.83297682 + p * w;
+    }
+    double x = p * a; /* solve erf(x) = a for a >= 0, then restore the sign */
+    for (int it = 0; it < 2; it++) {
+        const double d = 1.1283791670955126 * exp(-x * x); /* erf'(x) = 2 / sqrt(pi) e^(-x^2) */
+        if (d == 0.0)
+            break;
+        x -= a < 0.5 ? (erf(x) - a) / d : ((1.0 - a) - erfc(x)) / d;
+    }
+    return (GC_T)copysign(x, yd);
+}
+
+/* digamma, in long double for both types (PyTorch's calc_digamma; the recurrence cancels near
+ * the root 1.4616..., where double would keep only ~1e-14 absolute): +-inf at +-0 (-inf at +0),
+ * NaN at the negative integers and -inf, reflection psi(x) = psi(1 - x) - pi / tan(pi x) for
+ * x < 0, the recurrence psi(x) = psi(x + 1) - 1 / x up to x >= 10, then the asymptotic series. */
+static inline GC_T GC_FN(digamma)(GC_T v)
+{
+    long double x = (long double)v, r = 0.0L;
+    if (x == 0.0L)
+        return (GC_T)(signbit(v) ? INFINITY : -INFINITY);
+    if (x < 0.0L) {
+        if (x == floorl(x))
+            return (GC_T)NAN;
+        const long double pi = 3.14159265358979323846264338327950288L;
+        r = -pi / tanl(pi * (x - roundl(x))); /* period 1: the reduction is exact */
+        x = 1.0L - x;
+    }
+    while (x < 10.0L) {
+        r -= 1.0L / x;
+        x += 1.0L;
+    }
+    if (isinf(x))
+        return (GC_T)(r + x);
+    const long double f = 1.0L / (x * x);
+    const long double t =
+        f * (-1.0L / 12 +
+             f * (1.0L / 120 +
+                  f * (-1.0L / 252 +
+                       f * (1.0L / 240 + f * (-1.0L / 132 + f * (691.0L / 32760 + f * (-1.0L / 12)))))));
+    return (GC_T)(r + logl(x) - 0.5L / x + t);
+}
+
 #define GC_UNARY_LOOP(EXPR)                                                                       \
     for (ptrdiff_t i = 0; i < n; i++) {                                                           \
         const GC_T v = x[i];                                                                      \
@@ -133,6 +212,19 @@ static void GC_FN(unary_range)(int op, const GC_T *x, GC_T *out, ptrdiff_t n)
     case GC_UNARY_SIN: GC_UNARY_LOOP(GC_M(sin)(v));
     case GC_UNARY_COS: GC_UNARY_LOOP(GC_M(cos)(v));
     case GC_UNARY_RECIPROCAL: GC_UNARY_LOOP(GC_C(1) / v);
+    case GC_UNARY_FLOOR: GC_UNARY_LOOP(GC_M(floor)(v));
+    case GC_UNARY_CEIL: GC_UNARY_LOOP(GC_M(ceil)(v));
+    case GC_UNARY_TRUNC: GC_UNARY_LOOP(GC_M(trunc)(v));
+    case GC_UNARY_ROUND: GC_UNARY_LOOP(GC_M(nearbyint)(v)); /* half to even, as PyTorch */
+    case GC_UNARY_ERF: GC_UNARY_LOOP(GC_M(erf)(v));
+    case GC_UNARY_ERFC: GC_UNARY_LOOP(GC_M(erfc)(v));
+    case GC_UNARY_ERFINV: GC_UNARY_LOOP(GC_FN(erfinv)(v));
+    case GC_UNARY_EXPM1: GC_UNARY_LOOP(GC_M(expm1)(v));
+    case GC_UNARY_EXP2: GC_UNARY_LOOP(GC_M(exp2)(v));
+    case GC_UNARY_LOG2: GC_UNARY_LOOP(GC_M(log2)(v));
+    case GC_UNARY_LOG10: GC_UNARY_LOOP(GC_M(log10)(v));
+    case GC_UNARY_LGAMMA: GC_UNARY_LOOP(GC_M(lgamma)(v));
+    case GC_UNARY_DIGAMMA: GC_UNARY_LOOP(GC_FN(digamma)(v));
     default: break;
     }
 }

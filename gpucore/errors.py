@@ -47,6 +47,11 @@ class DistBackendError(DistError):
     """A collective that did not complete: another rank failed, died or timed out."""
 
 
+class LinAlgError(GpucoreError, RuntimeError):
+    """A linear-algebra routine failed on its input: a singular matrix given to inv or solve, a
+    matrix that is not positive-definite given to cholesky (PyTorch's torch.linalg.LinAlgError)."""
+
+
 __all__ = [
     "GpucoreError",
     "ShapeError",
@@ -58,4 +63,5 @@ __all__ = [
     "AutogradError",
     "DistError",
     "DistBackendError",
+    "LinAlgError",
 ]

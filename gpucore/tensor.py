@@ -496,12 +496,19 @@ class Tensor:
         if arr.dtype.kind == "f" and arr.size:
             finite = arr[np.isfinite(arr)]
             fixed = bool(finite.size) and not np.array_equal(finite, np.round(finite))
+        opts = _print_options()
+        sci = opts["sci_mode"]
         body = np.array2string(
             arr,
             separator=", ",
-            precision=4,
+            precision=opts["precision"],
             prefix="tensor(",
             floatmode="fixed" if fixed else "maxprec",
+            threshold=opts["threshold"],
+            edgeitems=opts["edgeitems"],
+            max_line_width=opts["linewidth"],
+            suppress_small=sci is False,
+            formatter={"float_kind": f"{{:.{opts['precision']}e}}".format} if sci else None,
         )
         extra = ""
         if self._dtype not in (D.float32, D.int64, D.bool_):
@@ -562,3 +569,10 @@ def _rebuild_tensor(cls, data: np.ndarray, dtype, device: str, requires_grad: bo
     if device != "cpu":
         t = t.to(device)
     return as_leaf(cls, t, requires_grad)
+
+
+def _print_options() -> dict:
+    """gpucore.set_printoptions' settings (gpucore/typeinfo.py; imported late: it imports us)."""
+    from .typeinfo import PRINT_OPTIONS  # noqa: PLC0415
+
+    return PRINT_OPTIONS

@@ -8,6 +8,7 @@
 #include "activation.glsl"
 #include "float_math.glsl"
 #include "trig.glsl"
+#include "special.glsl"
 
 #define GC_UNARY(NAME, name, code) const int NAME = code;
 #include "opcodes.def"
@@ -40,6 +41,19 @@ float unary_forward(int op, float v) {
     if (op == SIN) return sin_(v);
     if (op == COS) return cos_(v);
     if (op == RECIPROCAL) return 1.0 / v;
+    if (op == FLOOR) return floor(v);
+    if (op == CEIL) return ceil(v);
+    if (op == TRUNC) return trunc(v);
+    if (op == ROUND) return roundEven(v);
+    if (op == ERF) return erf_(v);
+    if (op == ERFC) return act_erfc(v);
+    if (op == ERFINV) return erfinv_(v);
+    if (op == EXPM1) return expm1_(v);
+    if (op == EXP2) return exp2_(v);
+    if (op == LOG2) return log2_(v);
+    if (op == LOG10) return log10_(v);
+    if (op == LGAMMA) return lgamma_(v);
+    if (op == DIGAMMA) return digamma_(v);
     return v;
 }
 

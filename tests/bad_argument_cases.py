@@ -125,6 +125,63 @@ TEMPLATES.update(
         "take_along_dim": lambda: ((t(3, 4), t(3, 2, kind="index:4"), 1), {}),
     }
 )
+# the missing tensor functions of issue 14 (stacking, products, statistics, masks)
+TEMPLATES.update(
+    {
+        "cartesian_prod": lambda: ((t(3), t(4, seed=1)), {}),
+        "combinations": lambda: ((t(4),), {}),
+        "dot": lambda: ((t(4), t(4, seed=1)), {}),
+        "mv": lambda: ((t(3, 4), t(4, seed=1)), {}),
+        "masked_select": lambda: ((t(3, 4), t(3, 4, kind="bool")), {}),
+        "masked_scatter": lambda: ((t(3, 4), t(3, 4, kind="bool"), t(3, 4, seed=1)), {}),
+        "quantile": lambda: ((t(3, 4), 0.3, 1), {}),
+        "nanquantile": lambda: ((t(3, 4), 0.3, 1), {}),
+        "split_with_sizes": lambda: ((t(3, 4), [1, 3], 1), {}),
+        "tile": lambda: ((t(3, 4), (2, 1)), {}),
+        "unflatten": lambda: ((t(3, 4), 1, (2, 2)), {}),
+        "cross": lambda: ((t(4, 3), t(4, 3, seed=1), 1), {}),
+        "tensordot": lambda: ((t(3, 4), t(4, 5, seed=1), 1), {}),
+        "cdist": lambda: ((t(3, 4), t(5, 4, seed=1)), {}),
+        "atleast_1d": lambda: ((t(3, 4),), {}),
+        "atleast_2d": lambda: ((t(4),), {}),
+        "atleast_3d": lambda: ((t(3, 4),), {}),
+        "block_diag": lambda: ((t(2, 3), t(3, seed=1)), {}),
+    }
+)
+# the top-level functional forms (gpucore/nn/functional/toplevel.py), torch's signatures
+TEMPLATES.update(
+    {
+        # optional tensors (bias, weight) left out: a None there is valid, not a bad type
+        "conv1d": lambda: ((t(2, 3, 5), t(4, 3, 3, seed=1)), {}),
+        "conv2d": lambda: ((t(2, 3, 5, 5), t(4, 3, 3, 3, seed=1)), {}),
+        "conv_transpose2d": lambda: ((t(2, 3, 4, 4), t(3, 4, 3, 3, seed=1)), {}),
+        "adaptive_avg_pool1d": lambda: ((t(1, 3, 4), 2), {}),
+        "avg_pool1d": lambda: ((t(1, 3, 4), 2), {}),
+        "max_pool2d": lambda: ((t(1, 3, 4, 4), 2), {}),
+        "pixel_shuffle": lambda: ((t(1, 8, 2, 3), 2), {}),
+        "group_norm": lambda: ((t(2, 4, 3), 2), {}),
+        "layer_norm": lambda: ((t(3, 4), (4,)), {}),
+        "batch_norm": lambda: (
+            (t(3, 4), None, None, t(4, seed=3), t(4, seed=4).abs() + 0.5, False, 0.1, 1e-5, False),
+            {},
+        ),
+        "instance_norm": lambda: (
+            (t(2, 3, 4), None, None, None, None, True, 0.1, 1e-5, False),
+            {},
+        ),
+        "embedding": lambda: ((t(5, 4), t(3, kind="index:5")), {}),
+        "dropout": lambda: ((t(3, 4), 0.5, True), {}),
+        "threshold": lambda: ((t(3, 4), 0.1, 2.0), {}),
+        "rrelu": lambda: ((t(3, 4),), {}),
+    }
+)
+TEMPLATES["bernoulli"] = lambda: ((t(3, 4).abs() / 2,), {})
+TEMPLATES["is_nonzero"] = lambda: ((t(1),), {})
+for _name in ("det", "slogdet", "logdet", "inverse", "matrix_exp"):
+    TEMPLATES[_name] = lambda: ((t(4, 4) + 3 * gc.eye(4),), {})
+TEMPLATES["cholesky"] = lambda: ((t(4, 4) @ t(4, 4).mT + 4 * gc.eye(4),), {})
+for _name in ("vstack", "row_stack", "hstack", "column_stack", "dstack"):
+    TEMPLATES[_name] = lambda: (([t(3, 4), t(3, 4, seed=1)],), {})
 
 
 def generic_call(fn):
@@ -289,6 +346,10 @@ def mismatch(got, want, atol, rtol, values: bool = True) -> str | None:
     if len(got) != len(want):
         return f"{len(got)} outputs, torch {len(want)}"
     for k, (g, w) in enumerate(zip(got, want)):
+        if isinstance(w, (bool, int, float)):  # equal, allclose, is_nonzero: Python values
+            if type(g) is not type(w) or (values and g != w):
+                return f"output {k}: {g!r}, torch {w!r}"
+            continue
         if not isinstance(g, gc.Tensor):
             return f"output {k} is a {type(g).__name__}, not a Tensor"
         if tuple(g.shape) != tuple(w.shape) or _dt(g) != _dt(w):

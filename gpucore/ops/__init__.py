@@ -2,17 +2,22 @@
 
 from . import (  # noqa: F401
     attention,
+    comparison,
+    decompositions,
+    distances,
     einsum,
     elementwise,
     factories,
     indexing,
     joining,
     linalg,
+    matrix,
     nn,
     norm,
     optim,
     pointwise,
     pool,
+    products,
     random,
     rearrange,
     recurrent,
@@ -22,10 +27,14 @@ from . import (  # noqa: F401
     selection,
     shape,
     sorting,
+    special,
+    stacking,
+    statistics,
     unary,
 )
 
 # inplace attaches the in-place forms every family above declared: it comes last.
 from . import inplace  # noqa: F401, E402  isort: skip
+from . import attributes, sampling  # noqa: F401, E402  isort: skip  (they use inplace)
 from .api import FUNCTIONS, METHODS  # noqa: F401
 from .registry import REGISTRY, apply, defop  # noqa: F401

@@ -143,15 +143,16 @@ def _checked(name: str, fn: Callable, first: int, offset: int) -> Callable:
         return fn  # a method with no Tensor to check besides self
     if slash:
         params.insert(slash, "/")
+    ident = name.replace(".", "_")  # linalg.inv's form is the function linalg_inv
     src = (
-        f"def {name}({', '.join(params)}):\n{''.join(checks)}    try:\n"
+        f"def {ident}({', '.join(params)}):\n{''.join(checks)}    try:\n"
         f"        return _gc_fn({', '.join(call)})\n"
         "    except _gc_named as _gc_e:\n"
         "        _gc_relabel(_gc_e, _gc_names[0], _gc_names)\n"
         "        raise\n"
     )
     exec(compile(src, f"<public form {name}>", "exec"), ns)  # noqa: S102 - our own source
-    return functools.update_wrapper(ns[name], fn)
+    return functools.update_wrapper(ns[ident], fn)
 
 
 def public(

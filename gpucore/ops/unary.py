@@ -13,12 +13,13 @@ import math
 import numpy as np
 
 from .. import dtypes as D
+from ..creation import zeros_like
 from ..tensor import Tensor
 from .api import public, tensor_member
 from .common import float_result as _float_result
 from .common import no_bool
 from .common import same_result as _same
-from .elementwise import logical_not, maximum
+from .elementwise import logical_not, maximum, where
 from .registry import apply, defop
 from .samples import binary, unary
 
@@ -257,6 +258,173 @@ GELU_BACKWARD = defop(
     backward=_gelu_bwd_bwd,
 )
 
+
+# ---- rounding (zero gradient) and special functions (floor .. digamma in cpu/opcodes.def)
+_ROUND_KINKS = tuple(k / 2 for k in range(-4, 5))  # the jumps of floor/ceil/trunc/round
+
+
+def _zero_grad(ctx, g):
+    """The gradient of a step function: zeros (also where g is inf or NaN, as PyTorch)."""
+    return zeros_like(g)
+
+
+def _erfinv_one(y: float) -> float:
+    """float64 erfinv of one value by bisection on math.erf (|y| < 0.5) or math.erfc (the tails,
+    where 1 - |y| is exact): the samples' reference, NaN outside [-1, 1]."""
+    a = abs(y)
+    if not a <= 1.0:
+        return math.nan
+    if a == 1.0:
+        return math.copysign(math.inf, y)
+    lo, hi = 0.0, 6.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        above = math.erf(mid) > a if a < 0.5 else math.erfc(mid) < 1.0 - a
+        lo, hi = (lo, mid) if above else (mid, hi)
+    return math.copysign(0.5 * (lo + hi), y)
+
+
+_np_erfinv = np.vectorize(_erfinv_one, otypes=[np.float64])
+
+
+def _lgamma_one(x: float) -> float:
+    """math.lgamma with +inf at the poles (0, -1, ...) instead of an error, as PyTorch."""
+    if x <= 0 and x == math.floor(x):
+        return math.inf
+    return math.lgamma(x)
+
+
+def _np_digamma(x):
+    """digamma for x > 0 in numpy's long double (the recurrence to x >= 20 cancels near the
+    root 1.4616..., which double would leave ~1e-14 off), then the asymptotic series."""
+    x = np.asarray(x, np.longdouble)
+    r = np.zeros_like(x)
+    with np.errstate(all="ignore"):
+        while (x < 20).any():
+            r = r - np.where(x < 20, 1 / x, 0)
+            x = np.where(x < 20, x + 1, x)
+        f = 1 / (x * x)
+        t = f * (-1 / 12 + f * (1 / 120 + f * (-1 / 252 + f * (1 / 240 + f * (-1 / 132)))))
+        return (r + np.log(x) - 0.5 / x + t).astype(np.float64)
+
+
+FLOOR, CEIL, TRUNC, ROUND = (
+    defop(
+        name,
+        samples=unary(ref, kinks=_ROUND_KINKS),
+        elementwise=True,
+        variants=_UNARY_VARIANTS if name != "round" else (),
+        infer=_same,
+        backward=_zero_grad,
+    )
+    for name, ref in (
+        ("floor", np.floor),
+        ("ceil", np.ceil),
+        ("trunc", np.trunc),
+        ("round", np.round),
+    )
+)
+ERF = defop(
+    "erf",
+    samples=unary(_np_erf, low=-3.0, high=3.0),
+    elementwise=True,
+    variants=_UNARY_VARIANTS,
+    infer=_float_result,
+    save_inputs=(0,),
+    backward=lambda ctx, g: g * (-ctx.saved[0] * ctx.saved[0]).exp() * (2 / math.sqrt(math.pi)),
+)
+ERFC = defop(
+    "erfc",
+    samples=unary(np.vectorize(math.erfc, otypes=[np.float64]), low=-3.0, high=3.0),
+    elementwise=True,
+    variants=_UNARY_VARIANTS,
+    infer=_float_result,
+    save_inputs=(0,),
+    backward=lambda ctx, g: g * (-ctx.saved[0] * ctx.saved[0]).exp() * (-2 / math.sqrt(math.pi)),
+)
+ERFINV = defop(
+    "erfinv",
+    samples=unary(_np_erfinv, low=-0.95, high=0.95),
+    elementwise=True,
+    variants=_UNARY_VARIANTS,
+    infer=_float_result,
+    save_outputs=(0,),
+    backward=lambda ctx, g: g * (ctx.saved[0] * ctx.saved[0]).exp() * (math.sqrt(math.pi) / 2),
+)
+EXPM1 = defop(
+    "expm1",
+    samples=unary(np.expm1),
+    elementwise=True,
+    variants=_UNARY_VARIANTS,
+    infer=_float_result,
+    save_outputs=(0,),
+    backward=lambda ctx, g: g * (ctx.saved[0] + 1),
+)
+EXP2 = defop(
+    "exp2",
+    samples=unary(np.exp2, low=-4.0, high=4.0),
+    elementwise=True,
+    variants=_UNARY_VARIANTS,
+    infer=_float_result,
+    save_outputs=(0,),
+    backward=lambda ctx, g: g * ctx.saved[0] * math.log(2.0),
+)
+LOG2 = defop(
+    "log2",
+    samples=unary(np.log2, low=0.1, high=4.0),
+    elementwise=True,
+    variants=_UNARY_VARIANTS,
+    infer=_float_result,
+    save_inputs=(0,),
+    backward=lambda ctx, g: g / (ctx.saved[0] * math.log(2.0)),
+)
+LOG10 = defop(
+    "log10",
+    samples=unary(np.log10, low=0.1, high=4.0),
+    elementwise=True,
+    variants=_UNARY_VARIANTS,
+    infer=_float_result,
+    save_inputs=(0,),
+    backward=lambda ctx, g: g / (ctx.saved[0] * math.log(10.0)),
+)
+LGAMMA = defop(
+    "lgamma",
+    samples=unary(np.vectorize(_lgamma_one, otypes=[np.float64]), low=0.2, high=5.0),
+    elementwise=True,
+    variants=_UNARY_VARIANTS,
+    infer=_float_result,
+    save_inputs=(0,),
+    backward=lambda ctx, g: g * apply(DIGAMMA, ctx.saved[0]),
+)
+
+
+def _digamma_backward(ctx, g):
+    """g * trigamma(x): the derivative of the series behind digamma, in gpucore ops (x shifted
+    up to 20 by the recurrence; below 0 by the reflection, trigamma(1 - x) + pi^2 / sin^2(pi x))."""
+    x = ctx.saved[0]
+    neg = x < 0
+    y = where(neg, 1 - x, x)
+    r = zeros_like(y)
+    for _ in range(20):
+        small = y < 20
+        r = r + where(small, 1 / (y * y), zeros_like(y))
+        y = where(small, y + 1, y)
+    f = 1 / (y * y)
+    r = r + 1 / y + f / 2 + f / y * (1 / 6 + f * (-1 / 30 + f * (1 / 42 + f * (-1 / 30))))
+    s = (x * math.pi).sin()
+    r = where(neg, -r + (math.pi * math.pi) / (s * s), r)
+    return g * r
+
+
+DIGAMMA = defop(
+    "digamma",
+    samples=unary(_np_digamma, low=0.2, high=5.0),
+    elementwise=True,
+    variants=_UNARY_VARIANTS,
+    infer=_float_result,
+    save_inputs=(0,),
+    backward=_digamma_backward,
+)
 
 tensor_member("__abs__", ABS.function)
 relu, sigmoid, tanh = RELU.function, SIGMOID.function, TANH.function  # nn.functional's

@@ -22,6 +22,7 @@ from .activation import (
     elu,
     gelu,
     glu,
+    hardshrink,
     hardsigmoid,
     hardswish,
     hardtanh,
@@ -32,15 +33,18 @@ from .activation import (
     prelu,
     relu,
     relu6,
+    rrelu,
     selu,
     sigmoid,
     silu,
     softmax,
     softmin,
     softplus,
+    softshrink,
     softsign,
     tanh,
     tanhshrink,
+    threshold,
 )
 from .attention import scaled_dot_product_attention
 from .conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d, fold, unfold
@@ -82,6 +86,8 @@ from .pooling import (
 from .sparse import embedding, embedding_bag, one_hot
 from .upsampling import interpolate
 
+from . import toplevel  # noqa: E402, F401  isort: skip  (gpucore.dropout, gpucore.conv2d, ...)
+
 __all__ = [
     # activation
     "celu",
@@ -89,6 +95,7 @@ __all__ = [
     "gelu",
     "glu",
     "hardsigmoid",
+    "hardshrink",
     "hardswish",
     "hardtanh",
     "leaky_relu",
@@ -98,15 +105,18 @@ __all__ = [
     "prelu",
     "relu",
     "relu6",
+    "rrelu",
     "selu",
     "sigmoid",
     "silu",
     "softmax",
     "softmin",
     "softplus",
+    "softshrink",
     "softsign",
     "tanh",
     "tanhshrink",
+    "threshold",
     # linear, attention, conv, pooling
     "linear",
     "scaled_dot_product_attention",

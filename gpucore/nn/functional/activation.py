@@ -216,3 +216,46 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     elif weight.ndim:
         weight = weight.reshape(())
     return E.where(input > 0, input, input * weight)
+
+
+# ============================================================= shrinkage, thresholds
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """x where x > threshold, else value (the gradient passes where x > threshold)."""
+    return _activation("threshold", input, lambda x: E.where(x > threshold, x, value), inplace)
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x where |x| > lambd, else 0."""
+    _check_tensor("hardshrink", input)
+    return E.where((input > lambd) | (input < -lambd), input, 0.0)
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x - lambd above lambd, x + lambd below -lambd, else 0."""
+    _check_tensor("softshrink", input)
+    if lambd < 0:
+        raise ValueError(f"softshrink(): lambd must be >= 0, got {lambd}")
+    x = input
+    return E.where(x > lambd, x - lambd, E.where(x < -lambd, x + lambd, 0.0))
+
+
+def rrelu(
+    input: Tensor,
+    lower: float = 1.0 / 8,
+    upper: float = 1.0 / 3,
+    training: bool = False,
+    inplace: bool = False,
+) -> Tensor:
+    """Randomized leaky ReLU: negative inputs times a slope drawn uniformly from [lower, upper]
+    per element while training (gpucore's Philox stream), times (lower + upper) / 2 otherwise."""
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+
+    def compute(x):
+        from ...ops.random import rand  # noqa: PLC0415 - random imports activation's users
+
+        dt = x.dtype if x.dtype.is_floating_point else None
+        a = rand(tuple(x.shape), dtype=dt, device=x.device) * (upper - lower) + lower
+        return E.where(x >= 0, x, x * a)
+
+    return _activation("rrelu", input, compute, inplace)

@@ -150,7 +150,7 @@ def group_norm(
             f"num_groups={num_groups}"
         )
     _check_per_channel("group_norm", input, weight=weight, bias=bias)
-    x = input.reshape(n, num_groups, -1)
+    x = input.reshape(n, num_groups, input.numel() // max(n * num_groups, 1))  # n may be 0
     mean = x.mean(-1, keepdim=True)
     xc = x - mean
     var = (xc * xc).mean(-1, keepdim=True)

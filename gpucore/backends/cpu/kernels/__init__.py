@@ -20,6 +20,7 @@ typing the names again.
 # Family modules register on import; keep this list in step with the files.
 from . import (  # noqa: F401
     attention,
+    decompositions,
     elementwise,
     indexing,
     joining,
@@ -35,6 +36,7 @@ from . import (  # noqa: F401
     scatter,
     selection,
     sorting,
+    special,
     unary,
 )
 from .common import FAST, KERNELS, kernel

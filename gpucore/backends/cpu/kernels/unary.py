@@ -19,6 +19,11 @@ _UNARY_NP = {
     "abs": np.abs,
     "sign": lambda x: x if x.dtype == np.bool_ else np.sign(x),  # numpy has no bool sign
     "relu": lambda x: np.maximum(x, 0),
+    # rounding an integer tensor is the identity (PyTorch keeps its dtype)
+    "floor": np.copy,
+    "ceil": np.copy,
+    "trunc": np.copy,
+    "round": np.copy,
 }
 # The two gelu codes are one op, gelu(approximate=...), with its own kernel below.
 _GELU = ("gelu", "gelu_tanh")

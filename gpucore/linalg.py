@@ -1,0 +1,57 @@
+"""gpucore.linalg: PyTorch's torch.linalg names.
+
+Decompositions and inverses (inv, solve, det, slogdet, cholesky, qr, svd, svdvals, eigh,
+eigvalsh) run numpy's LAPACK on the CPU in float32/float64 with batches; a tensor on the Vulkan
+device goes through host memory for them and the result is a CPU tensor (as for the other ops
+with host kernels only, such as sort). Their
+gradients are PyTorch's formulas written in gpucore ops (gpucore/ops/decompositions.py). Norms,
+pinv, matrix_rank, matrix_exp, multi_dot and cross are compositions (gpucore/ops/matrix.py).
+A singular or non-positive-definite input raises ``LinAlgError``.
+"""
+
+from __future__ import annotations
+
+from .errors import LinAlgError
+from .ops import matrix as _m
+from .ops.api import checked
+
+inv = checked("linalg.inv", _m.inv)
+solve = checked("linalg.solve", _m.solve)
+det = checked("linalg.det", _m.det)
+slogdet = checked("linalg.slogdet", _m.slogdet)
+cholesky = checked("linalg.cholesky", _m.cholesky_ex)
+qr = checked("linalg.qr", _m.linalg_qr)
+svd = checked("linalg.svd", _m.linalg_svd)
+svdvals = checked("linalg.svdvals", _m.svdvals)
+eigh = checked("linalg.eigh", _m.eigh)
+eigvalsh = checked("linalg.eigvalsh", _m.eigvalsh)
+pinv = checked("linalg.pinv", _m.pinv)
+matrix_rank = checked("linalg.matrix_rank", _m.matrix_rank)
+matrix_exp = checked("linalg.matrix_exp", _m.matrix_exp)
+vector_norm = checked("linalg.vector_norm", _m.vector_norm)
+matrix_norm = checked("linalg.matrix_norm", _m.matrix_norm)
+norm = checked("linalg.norm", _m.norm)
+multi_dot = checked("linalg.multi_dot", _m.multi_dot)
+cross = checked("linalg.cross", _m.linalg_cross)
+
+__all__ = [
+    "LinAlgError",
+    "cholesky",
+    "cross",
+    "det",
+    "eigh",
+    "eigvalsh",
+    "inv",
+    "matrix_exp",
+    "matrix_norm",
+    "matrix_rank",
+    "multi_dot",
+    "norm",
+    "pinv",
+    "qr",
+    "slogdet",
+    "solve",
+    "svd",
+    "svdvals",
+    "vector_norm",
+]
