@@ -330,7 +330,7 @@ ptrdiff_t gc_rnn_extra(int mode, ptrdiff_t h);
      * malloc fails */                                                                             \
     int gc_attention_backward_##S(const T *q, const T *k, const T *v, const void *mask,          \
                                   const T *out, const T *g, const T *lse, T *dq, T *dk, T *dv,    \
-                                  const gc_attn *p);
+                                  const gc_attn *p);                                        \
     /* recurrent.c: y [T + 1 (+ 1 for LSTM), B, H] = the outputs, then h_n (then c_n); gates     \
      * [T, B, G*H] (activated), hprev [T, B, H] (the state each step read), extra [T, B, E] saved \
      * for the backward; bhh, c0 may be NULL (c0 LSTM only); -1 if scratch malloc fails */        \
