@@ -525,6 +525,9 @@ def test_every_op_function_is_a_method_where_torch_has_one():
         "result_type",
         "get_printoptions",
         "set_printoptions",
+        # autocast state (gpucore/amp/autocast_mode.py)
+        "get_autocast_dtype",
+        "is_autocast_enabled",
     }
     fns = [
         n for n in dir(gpucore) if not n.startswith("_") and inspect.isfunction(getattr(gpucore, n))

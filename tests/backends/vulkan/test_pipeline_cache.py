@@ -5,6 +5,7 @@ once, and a later process starting from the saved data."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -174,7 +175,8 @@ def test_processes_starting_at_once_share_the_file(vulkan, tmp_path):
     path = tmp_path / f"vulkan-pipelines-{key.digest()}.bin"
     procs = [_start(tmp_path) for _ in range(2)]
     outs = [_finish(p) for p in procs]
-    assert all("loaded 0" in o for o in outs)
+    # each finds no file, or the one the other wrote first if it finished before this one began
+    assert all(re.search(r"loaded \d+", o) for o in outs), outs
     assert sorted(os.listdir(tmp_path)) == [path.name]  # one whole file, no temporary left
     data = PS.unpack(key, path.read_bytes())
     assert data is not None
