@@ -67,6 +67,7 @@ typedef void (*gc_ukr_da_f64)(ptrdiff_t k, const double *a, ptrdiff_t lda, const
 
 /* y[i] = f(x[i]) for i < n; y may equal x. */
 typedef void (*gc_vfun_f32)(const float *x, float *y, ptrdiff_t n);
+typedef void (*gc_vbackward_f32)(const float *g, const float *s, float *y, ptrdiff_t n);
 
 /* Softmax's fused middle pass: e[j] = exp(x[j] - m) for j < n, stored to y[j] unless y is NULL
  * (y may equal x), and returns the sum of the e[j] in double.  The sum runs per GC_SM_CHUNK
@@ -155,6 +156,8 @@ typedef struct {
     const char *ukr_f32_name, *ukr_f64_name;
     /* vectorized float32 UNARY_* functions; NULL = the portable libm loop in unary.c */
     gc_vfun_f32 vunary_f32[GC_UNARY_COUNT];
+    /* gelu's backward g * gelu'(x) (erf form); NULL = the libm loop in unary.c */
+    gc_vbackward_f32 vgelu_backward_f32;
     /* float32 exp(x - m) with its sum (softmax, log-softmax, cross-entropy); never NULL: the
      * scalar entry is expf + a double sum (isa/scalar.c), the vector ones isa/vmath.h's */
     gc_vexp_sum_f32 vexp_shift_sum_f32;

@@ -28,21 +28,25 @@ static double gc_unary_cost(int op, int vectorized)
 #define GC_SFX f32
 #define GC_M(fn) fn##f
 #define GC_VUNARY(op) gc_isa.vunary_f32[op]
+#define GC_VGELU_BWD gc_isa.vgelu_backward_f32
 #include "unary.c"
 #undef GC_T
 #undef GC_SFX
 #undef GC_M
 #undef GC_VUNARY
+#undef GC_VGELU_BWD
 
 #define GC_T double
 #define GC_SFX f64
 #define GC_M(fn) fn
 #define GC_VUNARY(op) ((void (*)(const double *, double *, ptrdiff_t))NULL)
+#define GC_VGELU_BWD ((void (*)(const double *, const double *, double *, ptrdiff_t))NULL)
 #include "unary.c"
 #undef GC_T
 #undef GC_SFX
 #undef GC_M
 #undef GC_VUNARY
+#undef GC_VGELU_BWD
 
 #else /* type-generic body, T = GC_T */
 
@@ -263,7 +267,12 @@ static void GC_FN(unary_backward_range)(int op, const GC_T *grad, const GC_T *sa
     case GC_UNARY_RELU: GC_BACKWARD_LOOP(s > GC_C(0) ? g : GC_C(0)); /* saved = x */
     case GC_UNARY_SIGMOID: GC_BACKWARD_LOOP(g * s * (GC_C(1) - s)); /* saved = y */
     case GC_UNARY_TANH: GC_BACKWARD_LOOP(g * (GC_C(1) - s * s));    /* saved = y */
-    case GC_UNARY_GELU: GC_BACKWARD_LOOP(g * GC_FN(gelu_grad)(s));  /* saved = x */
+    case GC_UNARY_GELU: /* saved = x */
+        if (GC_VGELU_BWD) {
+            GC_VGELU_BWD(grad, saved, out, n);
+            break;
+        }
+        GC_BACKWARD_LOOP(g * GC_FN(gelu_grad)(s));
     case GC_UNARY_GELU_TANH: GC_BACKWARD_LOOP(g * GC_FN(gelu_tanh_grad)(s));
     default: break;
     }

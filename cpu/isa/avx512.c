@@ -290,6 +290,7 @@ VM_ARRAY(vtanh_avx512, vm_tanh)
 VM_ARRAY(vsigmoid_avx512, vm_sigmoid)
 VM_ARRAY(vgelu_avx512, vm_gelu)
 VM_ARRAY(vgelu_tanh_avx512, vm_gelu_tanh)
+VM_BACKWARD_ARRAY(vgelu_backward_avx512, vm_gelu_grad)
 VM_EXP_SHIFT_SUM(vexp_shift_sum_avx512)
 VM_MAX(vmax_avx512)
 VM_SUB2_MUL(vsub2_mul_avx512)
@@ -301,6 +302,7 @@ static void gc_isa_fill_avx512_vmath(gc_isa_kernels *k)
     k->vunary_f32[GC_UNARY_TANH] = vtanh_avx512;
     k->vunary_f32[GC_UNARY_SIGMOID] = vsigmoid_avx512;
     k->vunary_f32[GC_UNARY_GELU] = vgelu_avx512;
+    k->vgelu_backward_f32 = vgelu_backward_avx512;
     k->vunary_f32[GC_UNARY_GELU_TANH] = vgelu_tanh_avx512;
     k->vexp_shift_sum_f32 = vexp_shift_sum_avx512;
     k->vmax_f32 = vmax_avx512;

@@ -179,6 +179,53 @@ static inline VF vm_gelu(VF x)
     return vf_blend(vf_isnan(x), r, x);
 }
 
+/* ---- gelu's derivative, erf form ------------------------------------------------------------
+ * gelu'(x) = Phi(x) + x phi(x): Phi from erfc as in vm_gelu (H = erfc(|x| / sqrt 2) / 2 = Phi(-|x|),
+ * Phi(x) = 1 - H for x >= 0), phi(x) = exp(-x^2 / 2) / sqrt(2 pi) with x^2 = hi + lo as there.
+ * Past |x| ~ 13 both terms are below float's normal range; +-inf give NaN (inf * 0), as the
+ * scalar loop does. */
+static inline VF vm_gelu_grad(VF x)
+{
+    const VF signbit = vi_asf(vi_set1((int)0x80000000u));
+    const VF ax = vf_min(vf_andnot(signbit, x), VM_C(16.0f));
+    const VF x2h = vf_mul(ax, ax);
+    const VF x2l = vf_fma(ax, ax, vf_sub(VM_C(0.0f), x2h));
+    const VF t = vf_div(VM_C(1.0f), vf_fma(ax, VM_C(0.35355339059327376f), VM_C(1.0f)));
+    const VF sv = vf_fma(t, VM_C(2.353553295135498f), VM_C(-1.3535534143447876f));
+    VF q = VM_C(-7.298795026144944e-06f);
+    q = vf_fma(q, sv, VM_C(-2.5670244212960824e-05f));
+    q = vf_fma(q, sv, VM_C(8.96097844815813e-05f));
+    q = vf_fma(q, sv, VM_C(0.0001354074920527637f));
+    q = vf_fma(q, sv, VM_C(-0.0006529187085106969f));
+    q = vf_fma(q, sv, VM_C(-0.00022232615447137505f));
+    q = vf_fma(q, sv, VM_C(0.004126444924622774f));
+    q = vf_fma(q, sv, VM_C(-0.001528748543933034f));
+    q = vf_fma(q, sv, VM_C(-0.03114810585975647f));
+    q = vf_fma(q, sv, VM_C(0.018184229731559753f));
+    q = vf_fma(q, sv, VM_C(0.5808932185173035f));
+    q = vf_fma(q, sv, VM_C(-0.5698438286781311f));
+    q = vf_fma(x2l, VM_C(-0.5f), q);
+    const VF e = vm_exp(vf_mul(x2h, VM_C(-0.5f)));                 /* exp(-hi / 2) */
+    const VF big_h = vf_mul(vf_mul(vf_mul(t, VM_C(0.5f)), vm_exp(q)), e); /* Phi(-|x|) */
+    const VF phi = vf_fnma(e, vf_mul(x2l, VM_C(0.5f)), e);         /* exp(-x^2 / 2) */
+    const VF cdf = vf_blend(vf_lt(x, VM_C(0.0f)), vf_sub(VM_C(1.0f), big_h), big_h);
+    const VF r = vf_fma(vf_mul(x, phi), VM_C(0.3989422804014327f), cdf);
+    return vf_blend(vf_isnan(x), r, x);
+}
+
+/* out[i] = g[i] * FN(s[i]): a unary op's backward from its saved input */
+#define VM_BACKWARD_ARRAY(NAME, FN)                                                               \
+    static void NAME(const float *g, const float *s, float *y, ptrdiff_t n)                       \
+    {                                                                                             \
+        ptrdiff_t i = 0;                                                                          \
+        for (; i + VLANES <= n; i += VLANES)                                                      \
+            vf_storeu(y + i, vf_mul(vf_loadu(g + i), FN(vf_loadu(s + i))));                       \
+        if (i < n) {                                                                              \
+            const ptrdiff_t r = n - i;                                                            \
+            vf_storen(y + i, vf_mul(vf_loadn(g + i, r), FN(vf_loadn(s + i, r))), r);              \
+        }                                                                                         \
+    }
+
 /* ---- gelu, tanh form -------------------------------------------------------------------------
  * 0.5 x (1 + tanh u) = x sigmoid(2u), 2u = 2 sqrt(2/pi) (x + 0.044715 x^3).  sigmoid(v) has
  * relative sensitivity |v| to the error of v (|v| reaches ~90 before the result underflows), so v
