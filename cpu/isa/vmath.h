@@ -139,17 +139,11 @@ static inline VF vm_sigmoid(VF x)
     return vf_blend(vf_isnan(x), r, x);
 }
 
-/* ---- gelu, erf form --------------------------------------------------------------------------
- * gelu(x) = x (1 - erfc(w) / 2) for x >= 0 and x erfc(w) / 2 for x < 0, w = |x| / sqrt 2 (no
- * cancellation either way).  erfc(w) = t exp(Q(s)) exp(-w^2), t = 1 / (1 + w/2), Q a polynomial
- * in s = (t - mid) / half; w^2 = x^2 / 2 is taken exactly as hi + lo (FMA), since erfc's relative
- * error is 2 w^2 times that of w^2.  |x| is clamped to 16 (beyond, gelu is x or -0). */
-static inline VF vm_gelu(VF x)
+/* erfc(w) / 2 = h exp(-x2h / 2) for w = ax / sqrt 2 (ax = |x| <= 16): returns h = t / 2 exp(Q(s)
+ * - x2l / 2), t = 1 / (1 + w/2), Q a polynomial in s = (t - mid) / half, with x^2 = x2h + x2l
+ * exactly (FMA), since erfc's relative error is 2 w^2 times that of w^2 (vm_gelu, vm_gelu_grad). */
+static inline VF vm_erfc_half(VF ax, VF x2l)
 {
-    const VF signbit = vi_asf(vi_set1((int)0x80000000u));
-    const VF ax = vf_min(vf_andnot(signbit, x), VM_C(16.0f)); /* -ax == x for -16 <= x < 0 */
-    const VF x2h = vf_mul(ax, ax);
-    const VF x2l = vf_fma(ax, ax, vf_sub(VM_C(0.0f), x2h)); /* ax*ax - x2h exactly */
     const VF t = vf_div(VM_C(1.0f), vf_fma(ax, VM_C(0.35355339059327376f), VM_C(1.0f)));
     const VF sv = vf_fma(t, VM_C(2.353553295135498f), VM_C(-1.3535534143447876f));
     VF q = VM_C(-7.298795026144944e-06f);
@@ -165,10 +159,24 @@ static inline VF vm_gelu(VF x)
     q = vf_fma(q, sv, VM_C(0.5808932185173035f));
     q = vf_fma(q, sv, VM_C(-0.5698438286781311f));
     q = vf_fma(x2l, VM_C(-0.5f), q);
+    return vf_mul(vf_mul(t, VM_C(0.5f)), vm_exp(q));
+}
+
+/* ---- gelu, erf form --------------------------------------------------------------------------
+ * gelu(x) = x (1 - erfc(w) / 2) for x >= 0 and x erfc(w) / 2 for x < 0, w = |x| / sqrt 2 (no
+ * cancellation either way).  erfc(w) = t exp(Q(s)) exp(-w^2), t = 1 / (1 + w/2), Q a polynomial
+ * in s = (t - mid) / half; w^2 = x^2 / 2 is taken exactly as hi + lo (FMA), since erfc's relative
+ * error is 2 w^2 times that of w^2.  |x| is clamped to 16 (beyond, gelu is x or -0). */
+static inline VF vm_gelu(VF x)
+{
+    const VF signbit = vi_asf(vi_set1((int)0x80000000u));
+    const VF ax = vf_min(vf_andnot(signbit, x), VM_C(16.0f)); /* -ax == x for -16 <= x < 0 */
+    const VF x2h = vf_mul(ax, ax);
+    const VF x2l = vf_fma(ax, ax, vf_sub(VM_C(0.0f), x2h)); /* ax*ax - x2h exactly */
     /* erfc(w) / 2 = h * exp(-x2h / 2): for x < 0 the result is x h exp(-x2h / 2) with
      * x h ~ -0.4, taken as (x h) (exp(-x2h / 2) 2^64) 2^-64 so that only the last product can
      * round into the denormals */
-    const VF h = vf_mul(vf_mul(t, VM_C(0.5f)), vm_exp(q));
+    const VF h = vm_erfc_half(ax, x2l);
     const VF e64 = vm_exp_k(vf_mul(x2h, VM_C(-0.5f)), 64);
     const VF pos = vf_fnma(x, vf_mul(h, vf_mul(e64, VM_C(VM_2M64))), x);
     const VF neg = vf_mul(vf_mul(vf_mul(vf_xor(ax, signbit), h), e64), VM_C(VM_2M64));
@@ -190,24 +198,9 @@ static inline VF vm_gelu_grad(VF x)
     const VF ax = vf_min(vf_andnot(signbit, x), VM_C(16.0f));
     const VF x2h = vf_mul(ax, ax);
     const VF x2l = vf_fma(ax, ax, vf_sub(VM_C(0.0f), x2h));
-    const VF t = vf_div(VM_C(1.0f), vf_fma(ax, VM_C(0.35355339059327376f), VM_C(1.0f)));
-    const VF sv = vf_fma(t, VM_C(2.353553295135498f), VM_C(-1.3535534143447876f));
-    VF q = VM_C(-7.298795026144944e-06f);
-    q = vf_fma(q, sv, VM_C(-2.5670244212960824e-05f));
-    q = vf_fma(q, sv, VM_C(8.96097844815813e-05f));
-    q = vf_fma(q, sv, VM_C(0.0001354074920527637f));
-    q = vf_fma(q, sv, VM_C(-0.0006529187085106969f));
-    q = vf_fma(q, sv, VM_C(-0.00022232615447137505f));
-    q = vf_fma(q, sv, VM_C(0.004126444924622774f));
-    q = vf_fma(q, sv, VM_C(-0.001528748543933034f));
-    q = vf_fma(q, sv, VM_C(-0.03114810585975647f));
-    q = vf_fma(q, sv, VM_C(0.018184229731559753f));
-    q = vf_fma(q, sv, VM_C(0.5808932185173035f));
-    q = vf_fma(q, sv, VM_C(-0.5698438286781311f));
-    q = vf_fma(x2l, VM_C(-0.5f), q);
-    const VF e = vm_exp(vf_mul(x2h, VM_C(-0.5f)));                 /* exp(-hi / 2) */
-    const VF big_h = vf_mul(vf_mul(vf_mul(t, VM_C(0.5f)), vm_exp(q)), e); /* Phi(-|x|) */
-    const VF phi = vf_fnma(e, vf_mul(x2l, VM_C(0.5f)), e);         /* exp(-x^2 / 2) */
+    const VF e = vm_exp(vf_mul(x2h, VM_C(-0.5f)));      /* exp(-hi / 2) */
+    const VF big_h = vf_mul(vm_erfc_half(ax, x2l), e); /* Phi(-|x|) */
+    const VF phi = vf_fnma(e, vf_mul(x2l, VM_C(0.5f)), e); /* exp(-x^2 / 2) */
     const VF cdf = vf_blend(vf_lt(x, VM_C(0.0f)), vf_sub(VM_C(1.0f), big_h), big_h);
     const VF r = vf_fma(vf_mul(x, phi), VM_C(0.3989422804014327f), cdf);
     return vf_blend(vf_isnan(x), r, x);
