@@ -14,6 +14,7 @@ import glob
 import importlib.util
 import os
 import platform
+import shutil
 import sys
 import sysconfig
 
@@ -90,6 +91,13 @@ class BuildExt(build_ext):
         super().build_extension(ext)
         if ext.name == "gpucore._cpu" and sys.platform.startswith("linux"):
             capi.build_library(self, ext, objects, BASE_FLAGS, ext.define_macros)
+
+    def copy_extensions_to_source(self):
+        """build_ext --inplace: the C API's library, header and pkg-config file too."""
+        super().copy_extensions_to_source()
+        built = os.path.join(self.build_lib, "gpucore", "lib")
+        if os.path.isdir(built):
+            shutil.copytree(built, os.path.join("gpucore", "lib"), dirs_exist_ok=True)
 
 
 setup(

@@ -353,6 +353,12 @@ void gc_where(const gc_iter *it, const unsigned char *cond, const void *a, const
  * unless they are the same elements. */
 void gc_copy(const gc_iter *it, const void *src, void *dst, size_t itemsize);
 
+/* gather (torch.gather): operands of it (index's shape): 0 = x with stride 0 along the gathered
+ * dim, 1 = index (int64), 2 = out; x's element at index k along that dim is k * xd further, for
+ * k in [0, nx).  0, or -1 with *bad the first index outside [0, nx) (out partly written). */
+int gc_gather(const gc_iter *it, const void *x, ptrdiff_t xd, ptrdiff_t nx, const int64_t *index,
+              void *out, size_t itemsize, int64_t *bad);
+
 /* Philox4x32-10 (Random123): one block. */
 void gc_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
 /* out[i] = word i % 4 of the block at 64-bit counter offset + i / 4, key = seed. */

@@ -229,6 +229,7 @@ static void GC_FN(unary_range)(int op, const GC_T *x, GC_T *out, ptrdiff_t n)
     case GC_UNARY_LOG10: GC_UNARY_LOOP(GC_M(log10)(v));
     case GC_UNARY_LGAMMA: GC_UNARY_LOOP(GC_M(lgamma)(v));
     case GC_UNARY_DIGAMMA: GC_UNARY_LOOP(GC_FN(digamma)(v));
+    case GC_UNARY_LOG1P: GC_UNARY_LOOP(GC_M(log1p)(v));
     default: break;
     }
 }

@@ -159,6 +159,18 @@ def case_copy(ar, dt):
     ]
 
 
+def case_gather(ar, dt):
+    x = ar.alloc((5, 7), dt)
+    idx = ar.alloc((4, 6), np.int64, fill=lambda rng, shape: rng.integers(0, 5, shape))
+    rows = ar.alloc((3,), np.int64, fill=lambda rng, shape: rng.integers(0, 7, shape))
+    return [
+        ("gather", (x, idx, ar.alloc((4, 6), dt), 0)),  # index smaller than x off the dim
+        ("gather", (x[:, ::-2], idx[:, :4] % 4, ar.alloc((4, 4), dt), 1)),  # strided x
+        # an embedding's index: one row of ids expanded along the columns (stride 0)
+        ("gather", (x.T, np.broadcast_to(rows[:, None], (3, 5)), ar.alloc((3, 5), dt), 0)),
+    ]
+
+
 def case_im2col(ar, dt):
     n, c, h, w, kh, kw = CONV[:6]
     x, col = ar.alloc((n, c, h, w), dt), ar.alloc((n, c * kh * kw, OH * OW), dt)

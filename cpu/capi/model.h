@@ -28,6 +28,8 @@ enum {
     GC_NK_LAYER_NORM = 12,
     GC_NK_ATTENTION = 13,
     GC_NK_WHERE = 14,
+    GC_NK_GATHER = 15,
+    GC_NK_IM2COL = 16,
     GC_NK_END
 };
 enum { GC_ARG_NONE = 0, GC_ARG_INT = 1, GC_ARG_FLOAT = 2, GC_ARG_BUF = 3, GC_ARG_PACKED = 4 };
@@ -59,6 +61,7 @@ typedef struct {
     gc_conv cv; /* conv2d */
     gc_pool2d pl; /* max_pool2d */
     gc_attn at;   /* attention */
+    int64_t gx[2]; /* gather: x's stride along the dim (elements), its size there */
     gc_packed *pk[2]; /* gemm: a / b packed (NULL: not); conv2d: pk[0] the weight */
     gc_marg a[GC_NODE_MAX_ARGS];
 } gc_mnode;
@@ -91,6 +94,33 @@ struct gc_model {
     double sum_us, min_us, max_us;
     float ring[GC_STATS_RING];
 };
+
+#define GC_LIM ((int64_t)1 << 40) /* any size, stride or byte count of a program */
+
+/* A program being read: its words, the next one, the file (for messages), the node being
+ * checked (-1: none) and the caller's error. */
+typedef struct {
+    const int64_t *w;
+    int64_t n, i;
+    const char *path;
+    int node;
+    gc_error *err;
+} gc_rd;
+
+/* model.c: GC_ERR_FORMAT "corrupt program" at r's word or node, saying what. */
+int gc_rd_corrupt(gc_rd *r, const char *what);
+/* nodes.c: checks node nd (its arguments read) as its binding would, sets what a run needs
+ * (iterators, geometry, f64) and packs its packed constants; 0, or < 0 with r->err set. */
+int gc_mnode_check(gc_rd *r, const gc_model *m, gc_mnode *nd);
+
+/* a * b into *out, or -1 when it exceeds GC_LIM (a, b >= 0). */
+static inline int gc_mulok(int64_t a, int64_t b, int64_t *out)
+{
+    if (a > 0 && b > GC_LIM / a)
+        return -1;
+    *out = a * b;
+    return 0;
+}
 
 /* model.c: parses and checks the program of the file's C section into m (consts, io, nodes). */
 int gc_model_decode(gc_model *m, const char *path, gc_error *err);

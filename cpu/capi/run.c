@@ -23,9 +23,10 @@ static void *ptr(const gc_marg *a, char *arena, void *const *consts)
 #define P(k) ptr(&nd->a[k], arena, m->consts)
 #define I(k) ((ptrdiff_t)nd->a[k].i)
 
-/* Runs node nd; 0, or -1 when a kernel's scratch allocation failed. */
+/* Runs node nd; 0, -1 when a kernel's scratch allocation failed, or -2 with *bad the index
+ * value a gather found outside its dim. */
 static int exec_node(const gc_model *m, const gc_mnode *nd, char *arena, const void *const *in,
-                     void *const *out)
+                     void *const *out, int64_t *bad)
 {
     if (nd->empty)
         return 0;
@@ -99,6 +100,17 @@ static int exec_node(const gc_model *m, const gc_mnode *nd, char *arena, const v
                  : gc_attention_f32(P(0), P(1), P(2), P(3), P(4), &nd->at);
     case GC_NK_WHERE:
         gc_where(&nd->it, P(0), P(1), P(2), P(3), (size_t)gc_dtype_size(nd->a[1].dtype));
+        return 0;
+    case GC_NK_GATHER:
+        return gc_gather(&nd->it, P(0), (ptrdiff_t)nd->gx[0], (ptrdiff_t)nd->gx[1], P(1), P(2),
+                         (size_t)gc_dtype_size(nd->a[0].dtype), bad) < 0
+                   ? -2
+                   : 0;
+    case GC_NK_IM2COL:
+        if (d)
+            gc_im2col_f64(P(0), P(1), &nd->cv);
+        else
+            gc_im2col_f32(P(0), P(1), &nd->cv);
         return 0;
     default: return -1; /* never: the loader checked every kind */
     }
@@ -299,8 +311,9 @@ static int run(gc_model *m, const void *const *in, void *const *out, double t0, 
         arena = p;
     }
     int rc = 0, j = 0;
+    int64_t bad = 0;
     for (; j < m->n_nodes; j++)
-        if ((rc = exec_node(m, &m->nodes[j], arena, in, out)) < 0)
+        if ((rc = exec_node(m, &m->nodes[j], arena, in, out, &bad)) < 0)
             break;
     pthread_mutex_lock(&m->lock);
     int kept = 0;
@@ -319,6 +332,11 @@ static int run(gc_model *m, const void *const *in, void *const *out, double t0, 
     pthread_mutex_unlock(&m->lock);
     if (!kept)
         free(arena);
+    if (rc == -2)
+        return gc_fail(err, GC_ERR_INVALID_ARGUMENT,
+                       "%s: node %d (gather): index %lld lies outside [0, %lld): check the "
+                       "model's integer inputs",
+                       fn, j, (long long)bad, (long long)m->nodes[j].gx[1]);
     if (rc < 0)
         return gc_fail(err, GC_ERR_OUT_OF_MEMORY, "%s: node %d: out of memory for the kernel's "
                        "scratch", fn, j);

@@ -60,6 +60,8 @@ KINDS = {
     "layer_norm": 12,
     "attention": 13,
     "where": 14,
+    "gather": 15,
+    "im2col": 16,
 }
 NONE, INT, FLOAT, BUF, PACKED = 0, 1, 2, 3, 4
 DTYPE_CODE = {d.np: i for i, d in enumerate(D.ALL) if d is not D.bfloat16}

@@ -99,7 +99,9 @@ def programs(tmp_path_factory):
     return build
 
 
-def run(exe: Path, *args, valgrind: bool = False, env=None, timeout=600) -> str:
+def run(exe: Path, *args, valgrind: bool = False, env=None, timeout=600, check=True) -> str:
+    """exe's stdout; with ``check`` it must exit 0 without a FAIL line. Never a word on stderr
+    (the library does not print; sanitizers and valgrind would)."""
     cmd = [str(exe), *map(str, args)]
     if valgrind:
         cmd = [
@@ -122,8 +124,9 @@ def run(exe: Path, *args, valgrind: bool = False, env=None, timeout=600) -> str:
     )
     r = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=timeout)
     tail = f"{exe.name} exited {r.returncode}:\n{r.stdout[-3000:]}\n{r.stderr[-5000:]}"
-    assert r.returncode == 0, tail
-    assert "FAIL" not in r.stdout, tail
+    if check:
+        assert r.returncode == 0, tail
+        assert "FAIL" not in r.stdout, tail
     # the library never prints; sanitizers and valgrind report here (errors.c's impossible
     # allocation makes ASan warn that it returned NULL: that one is expected)
     noise = re.compile(r"==\d+==WARNING: AddressSanitizer failed to allocate 0x[0-9a-f]+ bytes")

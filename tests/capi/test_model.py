@@ -23,7 +23,7 @@ from .conftest import NEEDS, run
 pytestmark = NEEDS
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
-from runtime_models import block, cnn, mlp, rand  # noqa: E402
+from runtime_models import block, cnn, lm, mlp, rand, token_ids, unet  # noqa: E402
 
 
 def wide_cnn():
@@ -48,6 +48,17 @@ class Misc(gpucore.nn.Module):
         return gpucore.matmul(z, z.transpose(0, 1)) + F.log_softmax(z, dim=0).sum()
 
 
+class Classify(gpucore.nn.Module):
+    """The predicted class of an MLP: argmax writes int64."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = mlp()
+
+    def forward(self, x):
+        return self.net(x).argmax(-1)
+
+
 MODELS = {
     "mlp": (lambda: mlp(), (4, 16)),
     "cnn": (lambda: cnn(), (2, 3, 16, 16)),
@@ -56,7 +67,15 @@ MODELS = {
     "block": (lambda: block(), (2, 8, 16)),  # layer_norm, attention, GELU epilogues
     "causal_block": (lambda: block(causal=True), (2, 8, 16)),  # + a float mask
     "misc": (Misc, (6, 5)),
+    "unet": (unet, (2, 3, 8, 8)),  # cat, gather (upsampling, padding), im2col, clamp, log1p
+    "lm": (lm, (2, 8)),  # int64 token ids: embedding lookups through gather
+    "classify": (Classify, (5, 16)),  # an int64 output: argmax
 }
+
+
+def _input(name, seed):
+    shape = MODELS[name][1]
+    return token_ids(*shape, seed=seed) if name == "lm" else rand(*shape, seed=seed)
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +83,8 @@ def saved(tmp_path_factory):
     """name -> (model file, input file, the compiled executor's output)."""
     d = tmp_path_factory.mktemp("models")
     out = {}
-    for name, (make, shape) in MODELS.items():
-        x = rand(*shape, seed=3)
+    for name, (make, _) in MODELS.items():
+        x = _input(name, 3)
         cm = runtime.compile(make().eval(), gpucore.from_numpy(x))
         path = d / f"{name}.gcm"
         cm.save(path)
@@ -80,12 +99,13 @@ def test_the_c_run_gives_the_compiled_executors_bits(programs, saved, name, tmp_
     res = tmp_path / "out.bin"
     out = run(programs("model"), "run", path, inp, res)
     assert out.splitlines()[-1] == "ok"
-    assert f" float32 {' '.join(map(str, MODELS[name][1]))}\n" in out  # the input's spec
-    got = np.fromfile(res, np.float32).reshape(want.shape)
+    dtype = "int64" if name == "lm" else "float32"
+    assert f" {dtype} {' '.join(map(str, MODELS[name][1]))}\n" in out  # the input's spec
+    got = np.fromfile(res, want.dtype).reshape(want.shape)
     np.testing.assert_array_equal(got, want)
     # the Python side still reads the file (it ignores the C section)
     back = runtime.load(path)
-    x = np.fromfile(inp, np.float32).reshape(MODELS[name][1])
+    x = np.fromfile(inp, dtype).reshape(MODELS[name][1])
     np.testing.assert_array_equal(back(gpucore.from_numpy(x)).numpy(), want)
 
 
@@ -96,22 +116,33 @@ def test_eight_threads_run_one_model(programs, saved, name):
     assert out.splitlines()[-1] == "ok", out
 
 
+def test_a_token_outside_the_vocabulary_is_an_error(programs, saved, tmp_path):
+    path = saved["lm"][0]
+    ids = token_ids(2, 8)
+    ids[0, 5] = 99
+    ids.tofile(tmp_path / "bad.in")
+    out = run(
+        programs("model"), "run", path, tmp_path / "bad.in", tmp_path / "out.bin", check=False
+    )
+    assert "(gather): index 99 lies outside [0, 20)" in out, out
+
+
 def test_model_error_paths(programs, saved):
     assert run(programs("model"), "errors", saved["mlp"][0]).splitlines()[-1] == "ok"
 
 
 def test_a_model_c_cannot_run_has_no_section(programs, tmp_path):
     x = rand(2, 5)
-    cm = runtime.compile(lambda t: gpucore.argmax(t, 1), gpucore.from_numpy(x))
+    cm = runtime.compile(lambda t: gpucore.cumsum(t, 1), gpucore.from_numpy(x))
     cm(gpucore.from_numpy(x))
-    assert cm.executors()[0].python_steps == 1  # argmax runs from Python: no C section
-    cm.save(tmp_path / "argmax.gcm")
+    assert cm.executors()[0].python_steps == 1  # cumsum runs from Python: no C section
+    cm.save(tmp_path / "cumsum.gcm")
     gpucore.save({"a": gpucore.ones(3)}, tmp_path / "plain.safetensors")
-    out = run(programs("model"), "fuzz", tmp_path / "argmax.gcm", tmp_path / "plain.safetensors")
+    out = run(programs("model"), "fuzz", tmp_path / "cumsum.gcm", tmp_path / "plain.safetensors")
     lines = out.splitlines()
     assert all(ln.startswith("GC_ERR_FORMAT") and "no C program" in ln for ln in lines), out
-    np.testing.assert_array_equal(  # and Python still runs it
-        runtime.load(tmp_path / "argmax.gcm")(gpucore.from_numpy(x)).numpy(), x.argmax(1)
+    np.testing.assert_allclose(  # and Python still runs it
+        runtime.load(tmp_path / "cumsum.gcm")(gpucore.from_numpy(x)).numpy(), x.cumsum(1), rtol=1e-6
     )
 
 

@@ -1,5 +1,7 @@
 """Models and helpers shared by the runtime tests: the benchmark models (MLP, transformer
-block, a small CNN with batch norm), and ``run_graph`` (a graph through the interpreted or
+block, a small CNN with batch norm), a U-Net-like CNN and a token language model (the ops
+deployed vision and text models add: cat, upsampling, padding, average pooling, clamp-based and
+log1p-based activations, embedding lookups), and ``run_graph`` (a graph through the interpreted or
 compiled executor without the CompiledModel layer)."""
 
 import math
@@ -80,6 +82,50 @@ def cnn(seed: int = 0):
                 mod.weight.copy_(gpucore.tensor(rng.normal(size=8).astype(np.float32)))
                 mod.bias.copy_(gpucore.tensor(rng.normal(size=8).astype(np.float32)))
     return m.eval()
+
+
+class TinyUNet(nn.Module):
+    """A skip connection joined by cat after nearest upsampling, reflection padding, average
+    pooling, and the activations that clamp (ReLU6, Hardswish) or use log1p (Softplus)."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU6())
+        self.mid = nn.Sequential(nn.AvgPool2d(2), nn.Conv2d(8, 8, 3, padding=1), nn.Hardswish())
+        self.up = nn.Upsample(scale_factor=2, mode="nearest")
+        self.head = nn.Sequential(nn.ReflectionPad2d(1), nn.Conv2d(16, 4, 3), nn.Softplus())
+
+    def forward(self, x):
+        a = self.down(x)
+        return F.elu(self.head(gpucore.cat([a, self.up(self.mid(a))], 1)))
+
+
+def unet(seed: int = 0):
+    gpucore.manual_seed(seed)
+    return TinyUNet().eval()
+
+
+class TinyLM(nn.Module):
+    """Token and position embeddings, one causal block, a tied output head: int64 ids in."""
+
+    def __init__(self, vocab: int = 20, d: int = 16, context: int = 8):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(context, d)
+        self.block, self.ln = Block(d, 4, causal=True), nn.LayerNorm(d)
+
+    def forward(self, ids):
+        pos = gpucore.arange(ids.shape[1])
+        h = self.ln(self.block(self.tok(ids) + self.pos(pos)))
+        return h @ self.tok.weight.transpose(0, 1)
+
+
+def lm(seed: int = 0):
+    gpucore.manual_seed(seed)
+    return TinyLM().eval()
+
+
+def token_ids(batch: int, length: int, vocab: int = 20, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, vocab, (batch, length))
 
 
 def eager(model, *inputs) -> np.ndarray:

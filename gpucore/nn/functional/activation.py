@@ -8,6 +8,7 @@ compositions of tensor ops, differentiated by autograd with no backward of their
 
 from __future__ import annotations
 
+from ...autograd.grad_mode import is_grad_enabled
 from ...errors import ShapeError
 from ...ops import elementwise as E
 from ...ops import nn as nn_ops
@@ -120,7 +121,11 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 
 def _hardtanh(x: Tensor, lo: float, hi: float) -> Tensor:
     # PyTorch's gradient is 1 strictly inside (lo, hi) and 0 at the bounds; clamp would pass it
-    # at the bounds too, so the clamped values come in detached.
+    # at the bounds too, so the clamped values come in detached. Without a gradient to take,
+    # clamp alone gives the same values (x itself strictly inside, the clamp elsewhere, NaN
+    # included) in one kernel, and a captured graph that the C program runs.
+    if not (x.requires_grad and is_grad_enabled()):
+        return x.clamp(lo, hi)
     return E.where((x > lo) & (x < hi), x, x.detach().clamp(lo, hi))
 
 

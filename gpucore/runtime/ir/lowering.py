@@ -105,6 +105,25 @@ LOWERINGS["amax"] = _reduce(_cpu.REDUCE_MAX)
 LOWERINGS["amin"] = _reduce(_cpu.REDUCE_MIN)
 
 
+def _arg_reduce(code):
+    reduce = _reduce(code)
+
+    def lower(out, arrays, attrs, scratch):
+        (x,) = arrays
+        dim = attrs["dim"]
+        if dim is None or x.ndim == 0:  # over every element, as the kernel does
+            if not x.flags.c_contiguous:
+                return None
+            x, dim = x.reshape(-1), 0
+        return reduce(out, [x], {"dims": (dim,)}, scratch)
+
+    return lower
+
+
+LOWERINGS["argmax"] = _arg_reduce(_cpu.REDUCE_ARGMAX)
+LOWERINGS["argmin"] = _arg_reduce(_cpu.REDUCE_ARGMIN)
+
+
 def _softmax(log):
     def lower(out, arrays, attrs, scratch):
         (x,) = arrays
@@ -161,3 +180,35 @@ def _max_pool2d(out, arrays, attrs, scratch):
     (idx,) = scratch
     geometry = (n * c, h, w, *attrs["kernel"], *attrs["stride"], *attrs["padding"])
     return [("max_pool2d", (x, out, idx) + geometry + (*attrs["dilation"], oh, ow))]
+
+
+@lowering("cat")
+def _cat(out, arrays, attrs, scratch):
+    # one strided copy of each input into its slice of out: the bytes np.concatenate writes
+    dim, start, calls = attrs["dim"], 0, []
+    for a in arrays:
+        if a.dtype != out.dtype or a.dtype.itemsize not in (1, 2, 4, 8):
+            return None
+        n = a.shape[dim]
+        if n:
+            calls.append(("copy", (a, out[(slice(None),) * dim + (slice(start, start + n),)])))
+        start += n
+    return calls
+
+
+@lowering("im2col")
+def _im2col(out, arrays, attrs, scratch):
+    (x,) = arrays
+    if not _float(x) or not x.flags.c_contiguous or x.dtype != out.dtype:
+        return None
+    n, c, h, w = x.shape
+    geometry = (*attrs["kernel"], *attrs["stride"], *attrs["padding"], *attrs["dilation"])
+    return [("im2col", (x, out, n, c, h, w) + geometry)]
+
+
+@lowering("gather")
+def _gather(out, arrays, attrs, scratch):
+    x, index = arrays
+    if index.dtype != np.int64 or x.dtype != out.dtype or x.dtype.itemsize not in (1, 2, 4, 8):
+        return None
+    return [("gather", (x, index, out, attrs["dim"]))]

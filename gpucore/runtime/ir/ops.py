@@ -160,8 +160,9 @@ def _any_layout(attrs, index, arr) -> bool:
 
 
 # Registry ops whose kernels (and lowerings) read operands of any strides as they are: the
-# broadcasting binary kernel, where, and copies.
-STRIDED_OK = frozenset(BINARY) | {"where", "clone"}
+# broadcasting binary kernel, where, copies, cat (copies into slices) and gather (an embedding's
+# index arrives expanded: a stride-0 view, read as it is).
+STRIDED_OK = frozenset(BINARY) | {"where", "clone", "cat", "gather"}
 
 
 def proto_array(shape: tuple, itemsize: int) -> np.ndarray:

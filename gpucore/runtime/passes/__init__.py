@@ -19,6 +19,7 @@ from .fuse import (
     fuse_silu,
 )
 from .matmul import absorb_transposes, fold_scalars, matmul_to_gemm
+from .primitives import split_clamp
 from .views import compose_views, sink_views
 
 PIPELINE = (
@@ -36,6 +37,7 @@ PIPELINE = (
     fuse_silu,
     fuse_attention,
     fuse_gemm_epilogue,
+    split_clamp,
     eliminate_dead_code,
 )
 

@@ -214,6 +214,11 @@ def _bad_cases():
         ),
         "overlap": ("gemm", (f32, f32, f32, 1, 4, 4, 4, 0, 0, 1.0, 0.0, 0, 0, 0), ValueError),
         "not_a_buffer": ("copy", ([1.0], np.zeros(1)), TypeError),
+        "gather_shapes": (
+            "gather",
+            (f32, np.zeros((4, 5), np.int64), np.zeros((4, 5), np.float32), 0),
+            ValueError,
+        ),
         "shape_mismatch": ("copy", (np.ones(3), np.zeros(4)), ValueError),
         "bad_geometry": (
             "im2col",
@@ -305,6 +310,21 @@ def test_run_time_kernel_error_names_the_node():
         prog.run((), (), 1)
     assert str(ei.value) == f"Program node 1 (max_pool2d_backward): {e}"
     assert not prog.running
+
+
+def test_gather_index_checked_at_each_run():
+    """gather's index is data (a model's token ids): a run with one out of range raises the
+    eager binding's IndexError, and the next good run works."""
+    x, idx, out = np.arange(10.0).reshape(5, 2), np.zeros((3, 2), np.int64), np.zeros((3, 2))
+    prog = C.Program([("gather", (x, idx, out, 0))])
+    idx[:] = [[4, 0], [1, 2], [3, 3]]
+    assert prog.run((), ()) == -1
+    np.testing.assert_array_equal(out, [[8, 1], [2, 5], [6, 7]])
+    idx[1, 1] = 5
+    with pytest.raises(IndexError, match=r"Program node 0 \(gather\): gather\(\): index values"):
+        prog.run((), ())
+    idx[1, 1] = 0
+    assert prog.run((), ()) == -1
 
 
 # ------------------------------------------------------------------------------------------

@@ -124,7 +124,8 @@ static void *worker(void *arg)
     void *y = malloc(J->ny);
     int64_t shape[GC_MAX_NDIM];
     const int nd = gc_model_input_shape(J->m, 0, shape, GC_MAX_NDIM, &err);
-    gc_tensor *in = gc_tensor_from_buffer((void *)J->x, J->nx, shape, nd, GC_DTYPE_FLOAT32,
+    gc_tensor *in = gc_tensor_from_buffer((void *)J->x, J->nx, shape, nd,
+                                          gc_model_input_dtype(J->m, 0, &err),
                                           GC_BUFFER_ZERO_COPY, NULL, NULL, &err);
     for (int i = 0; i < J->iters; i++) {
         if (i % 2) {

@@ -5,7 +5,7 @@ import threading
 
 import numpy as np
 import pytest
-from runtime_models import block, cnn, eager, mlp, rand
+from runtime_models import block, cnn, eager, lm, mlp, rand, token_ids, unet
 
 import gpucore
 from gpucore import runtime
@@ -16,6 +16,7 @@ MODELS = {
     "block": (lambda: block(16), (2, 5, 16)),
     "causal_block": (lambda: block(32, causal=True, approximate="tanh"), (3, 7, 32)),
     "cnn": (cnn, (2, 3, 8, 8)),
+    "unet": (unet, (2, 3, 8, 8)),
 }
 
 
@@ -43,16 +44,36 @@ def test_unoptimized_graphs_run_too(name):
     np.testing.assert_allclose(cm.run_arrays([x])[0], eager(model, x), rtol=1e-5, atol=1e-5)
 
 
-def test_the_benchmark_models_run_as_one_c_call():
-    for build, shape in (MODELS["mlp"], MODELS["cnn"]):
-        cm = runtime.compile(build(), [rand(*shape)], device="cpu")
-        (ex,) = cm.executors()
-        assert ex.python_steps == 0, cm.graph
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_the_models_run_as_one_c_call(name):
+    """Every op of these models (cat, upsampling and padding through gather, average pooling
+    through im2col, clamp, log1p among them) has a C lowering: no step runs in Python."""
+    build, shape = MODELS[name]
+    cm = runtime.compile(build(), [rand(*shape)], device="cpu")
+    (ex,) = cm.executors()
+    assert ex.python_steps == 0, cm.graph
+
+
+def test_a_token_model_runs_as_one_c_call():
+    """Embedding lookups (gather with an expanded index, read in place) on int64 ids."""
+    model, ids = lm(), token_ids(2, 8)
+    compiled = runtime.compile(model, [ids], device="cpu")
+    interpreted = runtime.compile(model, [ids], device="cpu", executor="interpreted")
+    assert compiled.executors()[0].python_steps == 0, compiled.graph
+    for seed in (1, 2):
+        ids = token_ids(2, 8, seed=seed)
+        got = compiled.run_arrays([ids])[0]
+        np.testing.assert_array_equal(got, interpreted.run_arrays([ids])[0])
+        np.testing.assert_allclose(got, eager(model, ids), rtol=1e-5, atol=1e-5)
+    bad = token_ids(2, 8)
+    bad[1, 3] = 20
+    with pytest.raises(IndexError, match=r"index values must be in \[0, 20\)"):
+        compiled.run_arrays([bad])
 
 
 def test_python_steps_between_c_calls():
-    def fn(x):  # cat has no lowering: it runs from Python between two C calls
-        return (gpucore.cat([x.exp(), x], 1) * 2).relu()
+    def fn(x):  # cumsum has no lowering: it runs from Python between two C calls
+        return (gpucore.cumsum(x.exp(), 1) * 2).relu()
 
     x = rand(3, 5)
     cm = runtime.compile(fn, [x], device="cpu")

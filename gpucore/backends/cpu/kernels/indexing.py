@@ -1,10 +1,11 @@
 """Indexing kernels (gpucore/ops/indexing.py): advanced indexing and its backward, index_put,
-gather/scatter_add, one_hot, copy_slices. numpy does the work for every dtype."""
+gather/scatter_add, one_hot, copy_slices. numpy does the work, except gather (cpu/gather.c)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from .... import _cpu
 from ....errors import GpucoreIndexError
 from .common import _check_index, kernel
 
@@ -39,6 +40,9 @@ def _index_put(out, x, v, key, basic):
 @kernel("gather")
 def _gather(out, x, index, dim, src):
     _check_index(index, x.shape[dim], "gather")
+    if x.ndim and x.dtype.itemsize in (1, 2, 4, 8):
+        _cpu.gather(x, np.asarray(index, np.int64), out, dim)  # any strides: no copies
+        return
     sl = tuple(slice(0, s) if d != dim else slice(None) for d, s in enumerate(index.shape))
     np.copyto(out, np.take_along_axis(x[sl], index, axis=dim))
 

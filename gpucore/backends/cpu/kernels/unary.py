@@ -48,16 +48,6 @@ for _name, _code in UNARY.items():
         FAST[_name] = (_cpu.fast_unary, _code)
 
 
-if "log1p" not in UNARY:  # until the extension has a code for it (then the loop above)
-
-    @kernel("log1p")
-    def _log1p(out, x):
-        # In out's dtype: numpy's own loop for an integer or bool x is float16 (log1p(200) would
-        # be 5.305, not 5.303). float16/bfloat16 arrive as float32.
-        with np.errstate(all="ignore"):
-            np.log1p(x, out=out, dtype=out.dtype, casting="unsafe")
-
-
 @kernel("gelu")
 def _gelu(out, x, approximate):
     code = _cpu.UNARY_GELU_TANH if approximate == "tanh" else _cpu.UNARY_GELU

@@ -26,8 +26,9 @@ from .elementwise import _F32, _OP, _accepts_float_unary, _run_strided
 # Op codes come from cpu/opcodes.def through the extension (unary.comp / fused.comp use the same).
 _OPCODES = _cpu.OPCODES
 _GELU, _GELU_TANH = _OPCODES["unary"]["gelu"], _OPCODES["unary"]["gelu_tanh"]
-# gelu_tanh is gelu with approximate="tanh", not an op of its own
-_UNARY_CODES = {k: c for k, c in _OPCODES["unary"].items() if k != "gelu_tanh"}
+# gelu_tanh is gelu with approximate="tanh", not an op of its own; log1p runs on binary.comp's
+# strided path (below), whose accurate log1p unary.comp does not have
+_UNARY_CODES = {k: c for k, c in _OPCODES["unary"].items() if k not in ("gelu_tanh", "log1p")}
 
 
 def _unary(name, code):
