@@ -55,6 +55,27 @@ qint32 = dtype("qint32", np.int32, False, True, 22)
 QUANTIZED = (qint8, quint8, qint32)
 
 
+# The default floating dtype (torch.get_default_dtype): the dtype of tensors made from Python
+# floats, of the float creation functions called without dtype= (and so of new nn parameters), and
+# of the float results of integer inputs (``int_tensor / 2``, ``int_tensor.exp()``).
+# Process-global, as PyTorch's; gpucore.set_default_dtype changes it.
+_DEFAULT_FLOAT = [float32]
+
+
+def default_float() -> dtype:
+    """The current default floating dtype (float32 unless ``gpucore.set_default_dtype`` changed
+    it). Every "float unless told otherwise" in gpucore reads this one value."""
+    return _DEFAULT_FLOAT[0]
+
+
+def set_default_float(d: dtype) -> None:
+    """Make ``d`` (one of float16, bfloat16, float32, float64) the default floating dtype; the
+    public, checking entry point is ``gpucore.set_default_dtype``."""
+    if d not in (float16, bfloat16, float32, float64):
+        raise DTypeError(f"the default floating dtype must be a floating dtype, got {d}")
+    _DEFAULT_FLOAT[0] = d
+
+
 def _by_name(name: str) -> dtype:
     return BY_NAME.get(name) or next(d for d in QUANTIZED if d.name == name)
 
@@ -112,13 +133,14 @@ def promote(a: dtype, b: dtype) -> dtype:
 
 def scalar_result(t: dtype, value) -> dtype:
     """Result dtype of a tensor op with a Python (or numpy) scalar: the scalar only lifts the
-    category (bool < integer < floating), never the size within one."""
+    category (bool < integer < floating), never the size within one; a float lifts an integer or
+    bool tensor to the default floating dtype (``default_float()``), as PyTorch."""
     if isinstance(value, (bool, np.bool_)):
         return t
     if isinstance(value, (int, np.integer)):
         return int64 if t is bool_ else t
     if isinstance(value, (float, np.floating)):
-        return t if t.is_floating_point else float32
+        return t if t.is_floating_point else _DEFAULT_FLOAT[0]
     raise DTypeError(
         f"scalar {value!r} of type {type(value).__name__} cannot be combined with a {t} tensor; "
         "gpucore has no complex dtypes"

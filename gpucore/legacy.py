@@ -1,5 +1,6 @@
 """PyTorch's legacy typed constructors (``gpucore.FloatTensor``, ``LongTensor``, ...) and the
-default floating dtype names (``get_default_dtype`` / ``set_default_dtype``).
+default floating dtype's public names (``get_default_dtype`` / ``set_default_dtype``; the value
+itself is ``dtypes.default_float()``).
 
 A typed constructor takes sizes or data, as PyTorch's: ``FloatTensor(2, 3)`` and
 ``FloatTensor(gpucore.Size([2, 3]))`` are uninitialised 2x3 tensors, ``FloatTensor([1, 2])`` holds
@@ -97,20 +98,27 @@ LEGACY_TYPES = {
 }  # fmt: skip
 
 
-def get_default_dtype():
-    """The dtype of tensors made from Python floats: ``gpucore.float32``."""
-    return D.float32
+def get_default_dtype() -> D.dtype:
+    """The default floating dtype: of tensors made from Python floats, of the float creation
+    functions without ``dtype=``, of new nn parameters and of float results of integer inputs.
+    ``gpucore.float32`` unless ``set_default_dtype`` changed it (as torch.get_default_dtype)."""
+    return D.default_float()
 
 
 def set_default_dtype(d) -> None:
-    """PyTorch's switch of the default floating dtype. gpucore's creation functions always make
-    float32 from Python floats, so only float32 is accepted; other dtypes raise (ask for them
-    explicitly: ``dtype=gpucore.float64``, ``model.double()``)."""
-    dt = D.as_dtype(d)
-    if not dt.is_floating_point:
-        raise TypeError(f"set_default_dtype: only floating-point types are supported, got {dt}")
-    if dt is not D.float32:
-        raise NotImplementedError(
-            f"set_default_dtype({dt}): gpucore's default floating dtype is fixed at float32; pass "
-            f"dtype={dt} to the creation functions, or convert models with .to({dt})"
+    """Set the default floating dtype to ``d`` (float16, bfloat16, float32 or float64), as
+    torch.set_default_dtype: later ``tensor(1.5)``, ``zeros(2)``, ``rand(2)``, ``arange(0.5)``,
+    ``nn.Linear(...)`` parameters, ``int_tensor / 2`` and ``int_tensor * 1.5`` get it; existing
+    tensors and explicit ``dtype=`` are unaffected, and ``FloatTensor`` stays float32. The setting
+    is process-global (every thread sees it), as PyTorch's; restore it with
+    ``set_default_dtype(gpucore.float32)``. Non-floating dtypes raise TypeError."""
+    try:
+        dt = D.as_dtype(d)
+    except DTypeError:
+        dt = None
+    if dt is None or not dt.is_floating_point:
+        raise DTypeError(  # a TypeError, as PyTorch's
+            f"set_default_dtype({d!r}): only floating-point types are supported as the default "
+            "type (gpucore.float16, bfloat16, float32 or float64)"
         )
+    D.set_default_float(dt)

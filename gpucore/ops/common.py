@@ -17,15 +17,15 @@ def same_result(x, *_, **__):
 
 
 def float_result(x, **_):
-    """infer rule of float math: the input's shape; exp/log/... of an integer tensor give
-    float32, as PyTorch."""
-    return (x.shape, x.dtype if x.dtype.is_floating_point else D.float32)
+    """infer rule of float math: the input's shape; exp/log/... of an integer tensor give the
+    default floating dtype, as PyTorch."""
+    return (x.shape, x.dtype if x.dtype.is_floating_point else D.default_float())
 
 
 def float_input(x: Tensor) -> Tensor:
-    """x for a composition of float math: integer and bool tensors as float32 (PyTorch's default
-    float dtype), so that ``logsumexp`` of an int8 tensor neither overflows nor truncates."""
-    return x if x.dtype.is_floating_point else x.to(D.float32)
+    """x for a composition of float math: integer and bool tensors in the default floating dtype
+    (as PyTorch), so that ``logsumexp`` of an int8 tensor neither overflows nor truncates."""
+    return x if x.dtype.is_floating_point else x.to(D.default_float())
 
 
 def tensor_list(op: str, tensors) -> list:

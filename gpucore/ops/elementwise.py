@@ -40,7 +40,7 @@ def _binfer(name, result=None):
 
 def _div_infer(a, b):
     shape = broadcast_shapes("div", a.shape, b.shape)
-    return (shape, a.dtype if a.dtype.is_floating_point else D.float32)
+    return (shape, a.dtype if a.dtype.is_floating_point else D.default_float())
 
 
 def _mul_bwd(ctx, g):
@@ -238,7 +238,7 @@ mul = public("mul", "multiply", inplace=True)(
     _binary(MUL, "Elementwise product with broadcasting.")
 )
 div = public("div", "divide", "true_divide", inplace=True)(
-    _binary(DIV, "True division (ints give float32).")
+    _binary(DIV, "True division (ints give the default floating dtype).")
 )
 maximum = public("maximum")(_binary(MAXIMUM, "Elementwise maximum; NaN propagates."))
 minimum = public("minimum")(_binary(MINIMUM, "Elementwise minimum; NaN propagates."))
@@ -445,7 +445,7 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002 - PyTorch'
     dt = input.dtype
     for bound in (min, max):
         if bound is not None:
-            dt = D.scalar_result(dt, bound)  # int tensor, float bound -> float32 (PyTorch)
+            dt = D.scalar_result(dt, bound)  # int tensor, float bound -> default float
     if dt is not input.dtype:
         input = input.to(dt)
     return apply(CLAMP, input, min=min, max=max)

@@ -24,7 +24,7 @@ def _binfer(name, float_out=False):
     def infer(a, b):
         dt = a.dtype
         if float_out and not dt.is_floating_point:
-            dt = D.float32
+            dt = D.default_float()
         return (broadcast_shapes(name, a.shape, b.shape), dt)
 
     return infer
@@ -146,7 +146,7 @@ def remainder(input, other) -> Tensor:
 @public("atan2", "arctan2", inplace=True)
 def atan2(input: Tensor, other: Tensor) -> Tensor:
     """The angle of the point (other, input) in (-pi, pi], as torch.atan2 (integers give
-    float32)."""
+    the default floating dtype)."""
     a, b = as_operands("atan2", float_input(input), float_input(other))
     return apply(ATAN2, a, b)
 
