@@ -105,7 +105,7 @@ def as_dtype(d) -> dtype:
             )
         return d
     if d is float:
-        return float32
+        return float64  # PyTorch's: dtype=float is float64, whatever the default dtype
     if d is int:
         return int64
     if d is bool:
