@@ -75,6 +75,10 @@ def _store(arr: np.ndarray, dtype) -> np.ndarray:
     return out
 
 
+def _is_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
 def _infer_dtype(arr: np.ndarray):
     k = arr.dtype.kind
     if k == "b":
@@ -182,6 +186,8 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
         out.fill(int(D.f32_to_bf16(np.array([fill_value], np.float32))[0]))
     else:
         try:
+            if _is_int(fill_value) and not dt.is_floating_point and dt is not D.bool_:
+                fill_value = D.int_scalar(fill_value, dt, checked=True)  # uint8: -1 is 255
             with np.errstate(over="ignore"):  # floats overflow to inf, as IEEE
                 out.fill(fill_value)
         except (OverflowError, ValueError, TypeError):

@@ -147,6 +147,24 @@ def scalar_result(t: dtype, value) -> dtype:
     )
 
 
+def int_scalar(value, d: dtype, checked: bool = False) -> int:
+    """Python int ``value`` as integer dtype ``d`` stores it, as PyTorch: two's complement modulo
+    2**bits (uint8: -2 -> 254, 300 -> 44), the rule for a number operand (``u8 - 2``, ``u8 == -1``).
+    ``checked`` is PyTorch's rule for fill values (``full``, ``fill_``, ``masked_fill``): a value
+    outside d's range raises OverflowError, except that unsigned dtypes take negatives down to
+    -max (uint8: -1 -> 255). Values outside [-2**63, 2**64) always raise, as in PyTorch."""
+    v = int(value)
+    bits = 8 * d.itemsize
+    if checked:
+        top = (1 << (bits - 1)) - 1 if d.is_signed else (1 << bits) - 1
+        if not (-top - 1 if d.is_signed else -top) <= v <= top:
+            raise OverflowError(f"value {v} cannot be converted to {d} without overflow")
+    elif not -(1 << 63) <= v < 1 << 64:
+        raise OverflowError(f"Python int {v} is too big to convert to {d} (beyond 64 bits)")
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if d.is_signed and v >> (bits - 1) else v
+
+
 def f32_to_bf16(a: np.ndarray) -> np.ndarray:
     """float32 array -> uint16 bfloat16 bit patterns, round to nearest even, NaN kept quiet."""
     a = np.ascontiguousarray(a, dtype=np.float32)

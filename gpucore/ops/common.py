@@ -28,6 +28,22 @@ def float_input(x: Tensor) -> Tensor:
     return x if x.dtype.is_floating_point else x.to(D.default_float())
 
 
+def float_operands(input, other) -> tuple:
+    """(input, other) of an op that computes in float (true division): an integer tensor with an
+    int number is converted to the default floating dtype first, as PyTorch computes it, so the
+    number converts exactly (uint8 / -2 is -0.5) instead of wrapping to the tensor's dtype."""
+    t, n = (input, other) if isinstance(input, Tensor) else (other, input)
+    if (
+        isinstance(t, Tensor)
+        and not t.dtype.is_floating_point
+        and isinstance(n, (int, np.integer))
+        and not isinstance(n, (bool, np.bool_))
+    ):
+        t = t.to(D.default_float())
+        return (t, n) if isinstance(input, Tensor) else (n, t)
+    return input, other
+
+
 def tensor_list(op: str, tensors) -> list:
     """cat's and stack's ``tensors``: a sequence of Tensors, else ArgumentTypeError."""
     if isinstance(tensors, (Tensor, str)) or not hasattr(tensors, "__iter__"):
@@ -59,10 +75,19 @@ def no_bool(op: str):
     return check
 
 
-def scalar_tensor(value, dtype) -> Tensor:
-    """A 0-d tensor holding a Python number, for mixing scalars into tensor ops."""
+def scalar_tensor(value, dtype, checked: bool = False) -> Tensor:
+    """A 0-d tensor holding a Python number, for mixing scalars into tensor ops. An int for an
+    integer dtype wraps as PyTorch's number operands do (uint8: -2 is 254); ``checked`` (fill
+    values) refuses what does not fit instead (``dtypes.int_scalar``)."""
     arr = np.empty((), dtype.np)
-    if dtype is D.bfloat16:
+    if (
+        isinstance(value, (int, np.integer))
+        and not isinstance(value, (bool, np.bool_))
+        and not dtype.is_floating_point
+        and dtype is not D.bool_
+    ):
+        arr[()] = D.int_scalar(value, dtype, checked)
+    elif dtype is D.bfloat16:
         arr[()] = D.f32_to_bf16(np.array([value], np.float32))[0]
     else:
         arr[()] = value
