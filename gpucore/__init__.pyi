@@ -329,6 +329,7 @@ from .random import seed as seed
 def selu(input: Tensor) -> Tensor: ...
 from . import serialization as serialization
 from .legacy import set_default_dtype as set_default_dtype
+from .legacy import set_default_tensor_type as set_default_tensor_type
 from .dispatch import set_device_policy as set_device_policy
 from .autograd.grad_mode import set_grad_enabled as set_grad_enabled
 from . import set_num_threads as set_num_threads

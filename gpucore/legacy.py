@@ -10,6 +10,7 @@ dtype raises). ``isinstance(t, gpucore.FloatTensor)`` is True for float32 tensor
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -32,6 +33,7 @@ __all__ = [
     "BoolTensor",
     "get_default_dtype",
     "set_default_dtype",
+    "set_default_tensor_type",
 ]
 
 
@@ -122,3 +124,29 @@ def set_default_dtype(d) -> None:
             "type (gpucore.float16, bfloat16, float32 or float64)"
         )
     D.set_default_float(dt)
+
+
+def set_default_tensor_type(t) -> None:
+    """PyTorch's deprecated form of ``set_default_dtype``: ``t`` is a floating legacy class
+    (``gpucore.DoubleTensor``) or its name (``"torch.DoubleTensor"``); warns, as PyTorch 2.x does.
+    CUDA types do not exist in gpucore (tensors go to the GPU with ``.to('vulkan')``)."""
+    warnings.warn(
+        "set_default_tensor_type() is deprecated (as in PyTorch since 2.1); use "
+        "gpucore.set_default_dtype()",
+        UserWarning,
+        stacklevel=2,
+    )
+    if isinstance(t, str):
+        cls = LEGACY_TYPES.get(t.rsplit(".", 1)[-1])
+        if cls is None or ".cuda." in t:
+            raise DTypeError(
+                f"set_default_tensor_type({t!r}): invalid type; give a floating legacy class such "
+                "as gpucore.DoubleTensor or its name (CUDA types do not exist: use .to('vulkan'))"
+            )
+        t = cls
+    if not isinstance(t, _TensorType):
+        raise DTypeError(
+            f"set_default_tensor_type({t!r}): invalid type object: only floating-point types are "
+            "supported as the default type (e.g. gpucore.DoubleTensor)"
+        )
+    set_default_dtype(t.dtype)

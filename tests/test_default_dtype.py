@@ -278,3 +278,26 @@ def test_vulkan_tensors_follow_the_default(vulkan):
     # float64 results (computed wherever dispatch runs float64) with the host's values
     for ours, host in ((i / 4, gc.tensor([1, 2, 3]) / 4), (i * 0.1, gc.tensor([1, 2, 3]) * 0.1)):
         assert ours.dtype is gc.float64 and ours.cpu().tolist() == host.tolist()
+
+
+def test_set_default_tensor_type_as_torchs_deprecated_form():
+    for t in (gc.DoubleTensor, "torch.HalfTensor", "gpucore.BFloat16Tensor", gc.FloatTensor):
+        with pytest.warns(UserWarning, match="deprecated"):
+            gc.set_default_tensor_type(t)
+        want = t.dtype if not isinstance(t, str) else getattr(gc, t.split(".")[1]).dtype
+        assert gc.get_default_dtype() is want and gc.zeros(1).dtype is want
+    for bad in (gc.LongTensor, "torch.IntTensor", "torch.cuda.FloatTensor", gc.float64, "x"):
+        with pytest.warns(UserWarning), pytest.raises(TypeError, match="floating|invalid type"):
+            gc.set_default_tensor_type(bad)
+    assert gc.get_default_dtype() is gc.float32
+    if torch is not None:
+        with pytest.warns(UserWarning):
+            torch.set_default_tensor_type("torch.DoubleTensor")
+        with pytest.warns(UserWarning):
+            gc.set_default_tensor_type("torch.DoubleTensor")
+        assert str(torch.tensor(0.5).dtype).split(".")[1] == str(gc.tensor(0.5).dtype).split(".")[1]
+        for bad in ("LongTensor", "IntTensor"):  # refused by both, as TypeError
+            with pytest.raises(TypeError):
+                torch.set_default_tensor_type(getattr(torch, bad))
+            with pytest.warns(UserWarning), pytest.raises(TypeError):
+                gc.set_default_tensor_type(getattr(gc, bad))

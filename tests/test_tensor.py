@@ -463,6 +463,7 @@ def test_every_op_function_is_a_method_where_torch_has_one():
         # PyTorch's module-level switches (gpucore.legacy, gpucore.autograd.grad_mode)
         "get_default_dtype",
         "set_default_dtype",
+        "set_default_tensor_type",
         "is_inference_mode_enabled",
         # gpucore.quantization's (torch has no Tensor methods for them either)
         "quantize_per_tensor",
