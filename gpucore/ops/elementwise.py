@@ -24,6 +24,7 @@ from .common import as_operands, broadcast_shapes, float_operands, no_bool, scal
 from .common import same_result as _same
 from .registry import CAPTURE, _fast_elementwise, apply, defop, record
 from .samples import Sample, away_from, binary, bools, halves, uniform
+from .special import div_rounded
 
 _check_sub = no_bool("sub (the - operator)")
 
@@ -233,8 +234,11 @@ _div_plain = _binary(DIV, "")
 
 
 @public("div", "divide", "true_divide", inplace=True)
-def div(input, other) -> Tensor:
-    """True division (ints give the default floating dtype)."""
+def div(input, other, *, rounding_mode=None) -> Tensor:
+    """True division (ints give the default floating dtype); ``rounding_mode`` "trunc" or "floor"
+    rounds the quotient (integers then stay integers), as torch.div."""
+    if rounding_mode is not None:
+        return div_rounded(input, other, rounding_mode)
     return _div_plain(*float_operands(input, other))
 
 

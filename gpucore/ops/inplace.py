@@ -163,6 +163,8 @@ for _dunder, _op in (
     ("__imul__", "mul_"),
     ("__itruediv__", "div_"),
     ("__ipow__", "pow_"),
+    ("__ifloordiv__", "floor_divide_"),
+    ("__imod__", "remainder_"),
 ):
     tensor_member(_dunder, getattr(Tensor, _op))
 
