@@ -85,6 +85,7 @@ from .legacy import (
     LongTensor,
     get_default_dtype,
     set_default_dtype,
+    set_default_tensor_type,
 )
 from .profiler import profiler
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state

@@ -75,6 +75,10 @@ def _store(arr: np.ndarray, dtype) -> np.ndarray:
     return out
 
 
+def _is_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
 def _infer_dtype(arr: np.ndarray):
     k = arr.dtype.kind
     if k == "b":
@@ -92,7 +96,8 @@ def _infer_dtype(arr: np.ndarray):
 def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A new tensor holding a copy of ``data`` (nested lists, numbers, numpy arrays, tensors).
 
-    Python floats give float32, ints int64, bools bool; numpy arrays keep their dtype.
+    Python floats give the default floating dtype (``get_default_dtype()``, float32 unless
+    changed), ints int64, bools bool; numpy arrays keep their dtype.
     """
     be = _check_device(device, "tensor")
     if isinstance(data, Tensor):
@@ -109,9 +114,9 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
             except ValueError as e:
                 raise ShapeError(f"tensor(): data has an irregular shape ({e})") from None
             if arr.dtype == np.float64 and dtype is None:
-                # Python floats default to float32, as PyTorch; with a dtype given they are
-                # converted once, straight from their float64 values (no float32 rounding first)
-                arr = arr.astype(np.float32)
+                # Python floats get the default floating dtype, as PyTorch: converted once,
+                # straight from their float64 values (no float32 rounding first)
+                dtype = D.default_float()
         if arr.dtype.kind not in "biuf":
             raise DTypeError(
                 f"tensor(): cannot make a tensor from {type(data).__name__} holding "
@@ -152,9 +157,9 @@ def from_numpy(arr: np.ndarray) -> Tensor:
 
 
 def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """An uninitialised tensor."""
+    """An uninitialised tensor (of the default floating dtype unless ``dtype`` is given)."""
     be = _check_device(device, "empty")
-    dt = D.as_dtype(dtype) if dtype is not None else D.float32
+    dt = D.as_dtype(dtype) if dtype is not None else D.default_float()
     shape = _sizes(args, size, "empty")
     if be is not None:  # nothing to upload
         return _to_backend(
@@ -164,13 +169,14 @@ def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from the value)."""
+    """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from the value: bool,
+    int64, or the default floating dtype for a float)."""
     be = _check_device(device, "full")
     if dtype is None:
         dt = (
             D.bool_
             if isinstance(fill_value, bool)
-            else (D.int64 if isinstance(fill_value, int) else D.float32)
+            else (D.int64 if isinstance(fill_value, int) else D.default_float())
         )
     else:
         dt = D.as_dtype(dtype)
@@ -180,6 +186,8 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
         out.fill(int(D.f32_to_bf16(np.array([fill_value], np.float32))[0]))
     else:
         try:
+            if _is_int(fill_value) and not dt.is_floating_point and dt is not D.bool_:
+                fill_value = D.int_scalar(fill_value, dt, checked=True)  # uint8: -1 is 255
             with np.errstate(over="ignore"):  # floats overflow to inf, as IEEE
                 out.fill(fill_value)
         except (OverflowError, ValueError, TypeError):
@@ -190,22 +198,22 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
 
 
 def zeros(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """A tensor of zeros."""
+    """A tensor of zeros (of the default floating dtype unless ``dtype`` is given)."""
     return full(
         _sizes(args, size, "zeros"),
         0,
-        dtype=dtype or D.float32,
+        dtype=dtype or D.default_float(),
         device=device,
         requires_grad=requires_grad,
     )
 
 
 def ones(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """A tensor of ones."""
+    """A tensor of ones (of the default floating dtype unless ``dtype`` is given)."""
     return full(
         _sizes(args, size, "ones"),
         1,
-        dtype=dtype or D.float32,
+        dtype=dtype or D.default_float(),
         device=device,
         requires_grad=requires_grad,
     )
@@ -248,8 +256,8 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool
     """Values from ``start`` (default 0) up to, not including, ``end`` by ``step``.
 
     ``start + i * step`` for i in [0, ceil((end - start) / step)), computed in int64 when all three
-    are ints and in float64 otherwise, then cast to ``dtype`` (float32 when any bound is a float,
-    else int64), as PyTorch.
+    are ints and in float64 otherwise, then cast to ``dtype`` (the default floating dtype when any
+    bound is a float, else int64), as PyTorch.
     """
     be = _check_device(device, "arange")
     if end is None:
@@ -268,7 +276,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool
         raise ValueError(f"arange(): start, end and step must be finite, got {tuple(vals)}")
     all_int = all(isinstance(v, int) for v in vals)
     if dtype is None:
-        dtype = D.int64 if all_int else D.float32
+        dtype = D.int64 if all_int else D.default_float()
     dt = D.as_dtype(dtype)
     n = max(0, -((start - end) // step)) if all_int else max(0, math.ceil((end - start) / step))
     _shape_arg((n,), "arange")
@@ -280,18 +288,20 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool
 
 
 def linspace(start, end, steps: int, dtype=None, device=None, requires_grad: bool = False):
-    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive (of the default floating
+    dtype unless ``dtype`` is given)."""
     be = _check_device(device, "linspace")
     if steps < 0:
         raise ValueError(f"linspace(): number of steps must be non-negative, got {steps}")
-    dt = D.as_dtype(dtype) if dtype is not None else D.float32
+    dt = D.as_dtype(dtype) if dtype is not None else D.default_float()
     return _finish(_store(np.linspace(start, end, steps), dt), dt, requires_grad, be)
 
 
 def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bool = False):
-    """A 2-D tensor with ones on the diagonal."""
+    """A 2-D tensor with ones on the diagonal (of the default floating dtype unless ``dtype`` is
+    given)."""
     be = _check_device(device, "eye")
-    dt = D.as_dtype(dtype) if dtype is not None else D.float32
+    dt = D.as_dtype(dtype) if dtype is not None else D.default_float()
     _shape_arg((n, n if m is None else m), "eye")
     return _finish(_store(np.eye(n, m), dt), dt, requires_grad, be)
 

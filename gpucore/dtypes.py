@@ -55,6 +55,27 @@ qint32 = dtype("qint32", np.int32, False, True, 22)
 QUANTIZED = (qint8, quint8, qint32)
 
 
+# The default floating dtype (torch.get_default_dtype): the dtype of tensors made from Python
+# floats, of the float creation functions called without dtype= (and so of new nn parameters), and
+# of the float results of integer inputs (``int_tensor / 2``, ``int_tensor.exp()``).
+# Process-global, as PyTorch's; gpucore.set_default_dtype changes it.
+_DEFAULT_FLOAT = [float32]
+
+
+def default_float() -> dtype:
+    """The current default floating dtype (float32 unless ``gpucore.set_default_dtype`` changed
+    it). Every "float unless told otherwise" in gpucore reads this one value."""
+    return _DEFAULT_FLOAT[0]
+
+
+def set_default_float(d: dtype) -> None:
+    """Make ``d`` (one of float16, bfloat16, float32, float64) the default floating dtype; the
+    public, checking entry point is ``gpucore.set_default_dtype``."""
+    if d not in (float16, bfloat16, float32, float64):
+        raise DTypeError(f"the default floating dtype must be a floating dtype, got {d}")
+    _DEFAULT_FLOAT[0] = d
+
+
 def _by_name(name: str) -> dtype:
     return BY_NAME.get(name) or next(d for d in QUANTIZED if d.name == name)
 
@@ -84,7 +105,7 @@ def as_dtype(d) -> dtype:
             )
         return d
     if d is float:
-        return float32
+        return float64  # PyTorch's: dtype=float is float64, whatever the default dtype
     if d is int:
         return int64
     if d is bool:
@@ -112,17 +133,36 @@ def promote(a: dtype, b: dtype) -> dtype:
 
 def scalar_result(t: dtype, value) -> dtype:
     """Result dtype of a tensor op with a Python (or numpy) scalar: the scalar only lifts the
-    category (bool < integer < floating), never the size within one."""
+    category (bool < integer < floating), never the size within one; a float lifts an integer or
+    bool tensor to the default floating dtype (``default_float()``), as PyTorch."""
     if isinstance(value, (bool, np.bool_)):
         return t
     if isinstance(value, (int, np.integer)):
         return int64 if t is bool_ else t
     if isinstance(value, (float, np.floating)):
-        return t if t.is_floating_point else float32
+        return t if t.is_floating_point else _DEFAULT_FLOAT[0]
     raise DTypeError(
         f"scalar {value!r} of type {type(value).__name__} cannot be combined with a {t} tensor; "
         "gpucore has no complex dtypes"
     )
+
+
+def int_scalar(value, d: dtype, checked: bool = False) -> int:
+    """Python int ``value`` as integer dtype ``d`` stores it, as PyTorch: two's complement modulo
+    2**bits (uint8: -2 -> 254, 300 -> 44), the rule for a number operand (``u8 - 2``, ``u8 == -1``).
+    ``checked`` is PyTorch's rule for fill values (``full``, ``fill_``, ``masked_fill``): a value
+    outside d's range raises OverflowError, except that unsigned dtypes take negatives down to
+    -max (uint8: -1 -> 255). Values outside [-2**63, 2**64) always raise, as in PyTorch."""
+    v = int(value)
+    bits = 8 * d.itemsize
+    if checked:
+        top = (1 << (bits - 1)) - 1 if d.is_signed else (1 << bits) - 1
+        if not (-top - 1 if d.is_signed else -top) <= v <= top:
+            raise OverflowError(f"value {v} cannot be converted to {d} without overflow")
+    elif not -(1 << 63) <= v < 1 << 64:
+        raise OverflowError(f"Python int {v} is too big to convert to {d} (beyond 64 bits)")
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if d.is_signed and v >> (bits - 1) else v
 
 
 def f32_to_bf16(a: np.ndarray) -> np.ndarray:

@@ -1,5 +1,6 @@
 """PyTorch's legacy typed constructors (``gpucore.FloatTensor``, ``LongTensor``, ...) and the
-default floating dtype names (``get_default_dtype`` / ``set_default_dtype``).
+default floating dtype's public names (``get_default_dtype`` / ``set_default_dtype``; the value
+itself is ``dtypes.default_float()``).
 
 A typed constructor takes sizes or data, as PyTorch's: ``FloatTensor(2, 3)`` and
 ``FloatTensor(gpucore.Size([2, 3]))`` are uninitialised 2x3 tensors, ``FloatTensor([1, 2])`` holds
@@ -9,6 +10,7 @@ dtype raises). ``isinstance(t, gpucore.FloatTensor)`` is True for float32 tensor
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -31,6 +33,7 @@ __all__ = [
     "BoolTensor",
     "get_default_dtype",
     "set_default_dtype",
+    "set_default_tensor_type",
 ]
 
 
@@ -97,20 +100,53 @@ LEGACY_TYPES = {
 }  # fmt: skip
 
 
-def get_default_dtype():
-    """The dtype of tensors made from Python floats: ``gpucore.float32``."""
-    return D.float32
+def get_default_dtype() -> D.dtype:
+    """The default floating dtype: of tensors made from Python floats, of the float creation
+    functions without ``dtype=``, of new nn parameters and of float results of integer inputs.
+    ``gpucore.float32`` unless ``set_default_dtype`` changed it (as torch.get_default_dtype)."""
+    return D.default_float()
 
 
 def set_default_dtype(d) -> None:
-    """PyTorch's switch of the default floating dtype. gpucore's creation functions always make
-    float32 from Python floats, so only float32 is accepted; other dtypes raise (ask for them
-    explicitly: ``dtype=gpucore.float64``, ``model.double()``)."""
-    dt = D.as_dtype(d)
-    if not dt.is_floating_point:
-        raise TypeError(f"set_default_dtype: only floating-point types are supported, got {dt}")
-    if dt is not D.float32:
-        raise NotImplementedError(
-            f"set_default_dtype({dt}): gpucore's default floating dtype is fixed at float32; pass "
-            f"dtype={dt} to the creation functions, or convert models with .to({dt})"
+    """Set the default floating dtype to ``d`` (float16, bfloat16, float32 or float64), as
+    torch.set_default_dtype: later ``tensor(1.5)``, ``zeros(2)``, ``rand(2)``, ``arange(0.5)``,
+    ``nn.Linear(...)`` parameters, ``int_tensor / 2`` and ``int_tensor * 1.5`` get it; existing
+    tensors and explicit ``dtype=`` are unaffected, and ``FloatTensor`` stays float32. The setting
+    is process-global (every thread sees it), as PyTorch's; restore it with
+    ``set_default_dtype(gpucore.float32)``. Non-floating dtypes raise TypeError."""
+    try:
+        dt = D.as_dtype(d)
+    except DTypeError:
+        dt = None
+    if dt is None or not dt.is_floating_point:
+        raise DTypeError(  # a TypeError, as PyTorch's
+            f"set_default_dtype({d!r}): only floating-point types are supported as the default "
+            "type (gpucore.float16, bfloat16, float32 or float64)"
         )
+    D.set_default_float(dt)
+
+
+def set_default_tensor_type(t) -> None:
+    """PyTorch's deprecated form of ``set_default_dtype``: ``t`` is a floating legacy class
+    (``gpucore.DoubleTensor``) or its name (``"torch.DoubleTensor"``); warns, as PyTorch 2.x does.
+    CUDA types do not exist in gpucore (tensors go to the GPU with ``.to('vulkan')``)."""
+    warnings.warn(
+        "set_default_tensor_type() is deprecated (as in PyTorch since 2.1); use "
+        "gpucore.set_default_dtype()",
+        UserWarning,
+        stacklevel=2,
+    )
+    if isinstance(t, str):
+        cls = LEGACY_TYPES.get(t.rsplit(".", 1)[-1])
+        if cls is None or ".cuda." in t:
+            raise DTypeError(
+                f"set_default_tensor_type({t!r}): invalid type; give a floating legacy class such "
+                "as gpucore.DoubleTensor or its name (CUDA types do not exist: use .to('vulkan'))"
+            )
+        t = cls
+    if not isinstance(t, _TensorType):
+        raise DTypeError(
+            f"set_default_tensor_type({t!r}): invalid type object: only floating-point types are "
+            "supported as the default type (e.g. gpucore.DoubleTensor)"
+        )
+    set_default_dtype(t.dtype)

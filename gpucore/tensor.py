@@ -126,11 +126,28 @@ class Tensor:
     # PyTorch's flag; gpucore.quantization.QuantizedTensor (not a Tensor) has it True
     is_quantized = False
 
-    def __init__(self, data, dtype=None, requires_grad: bool = False):
+    def __init__(self, *args, dtype=None, requires_grad: bool = False):
+        """PyTorch's ``torch.Tensor(...)`` constructor: ``Tensor(2, 3)`` or ``Tensor(Size)`` is
+        uninitialised, ``Tensor([1, 2])`` copies the data, both in the default floating dtype
+        (``get_default_dtype()``) unless ``dtype`` is given; ``Tensor(t)`` copies tensor t with its
+        dtype. Most code wants ``gpucore.tensor(data)``, which infers the dtype from the data."""
         # creation imports this module (for Tensor): a module-level import would be a cycle
-        from .creation import tensor as _tensor
+        from . import creation
 
-        t = _tensor(data, dtype=dtype)
+        dt = D.as_dtype(dtype) if dtype is not None else None
+        sizes = args[0] if len(args) == 1 and isinstance(args[0], Size) else args
+        if all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in sizes):
+            t = creation.empty(*(sizes or (0,)), dtype=dt)  # Tensor() has shape (0,), as PyTorch
+        elif len(args) == 1:
+            (data,) = args
+            if dt is None and not isinstance(data, Tensor):
+                dt = D.default_float()
+            t = creation.tensor(data, dtype=dt)
+        else:
+            raise TypeError(
+                "Tensor() takes sizes (ints or a gpucore.Size) or one data argument, got "
+                f"({', '.join(type(a).__name__ for a in args)})"
+            )
         self._init(t._data, t._dtype, [0])
         if requires_grad:
             self.requires_grad_(True)
@@ -511,7 +528,7 @@ class Tensor:
             formatter={"float_kind": f"{{:.{opts['precision']}e}}".format} if sci else None,
         )
         extra = ""
-        if self._dtype not in (D.float32, D.int64, D.bool_):
+        if self._dtype not in (D.default_float(), D.int64, D.bool_):  # as PyTorch's repr
             extra += f", dtype={self._dtype}"
         if self._dev is not None:
             extra += ", device='vulkan'"

@@ -16,11 +16,11 @@ _BF16 = dict(bits=16, eps=0.0078125, max=3.3895313892515355e38, tiny=1.175494350
 
 
 class finfo:  # noqa: N801 - PyTorch's name
-    """Machine limits of a float dtype (default float32), as torch.finfo: bits, eps, max, min,
-    tiny (= smallest_normal), resolution, dtype."""
+    """Machine limits of a float dtype (by default of ``get_default_dtype()``), as torch.finfo:
+    bits, eps, max, min, tiny (= smallest_normal), resolution, dtype."""
 
     def __init__(self, type=None):  # noqa: A002 - PyTorch's name
-        dt = D.float32 if type is None else D.as_dtype(type)
+        dt = D.default_float() if type is None else D.as_dtype(type)
         if not dt.is_floating_point:
             raise DTypeError(f"finfo(): expected a floating dtype, got {dt}; use iinfo()")
         self.dtype = str(dt).split(".")[-1]

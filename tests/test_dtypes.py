@@ -83,7 +83,7 @@ def test_as_dtype_accepts_names_numpy_and_python_types():
     assert D.as_dtype("double") is gpucore.float64
     assert D.as_dtype(np.int32) is gpucore.int32
     assert D.as_dtype(np.dtype("uint8")) is gpucore.uint8
-    assert D.as_dtype(float) is gpucore.float32
+    assert D.as_dtype(float) is gpucore.float64  # as torch: dtype=float is torch.float64
     assert D.as_dtype(int) is gpucore.int64
     assert D.as_dtype(bool) is gpucore.bool
     for bad in ("floaty", np.int16, np.complex64, "float128"):
@@ -351,3 +351,11 @@ def test_numpy_scalars_promote_like_python_scalars():
         gpucore.ones(2) + np.complex64(1j)
     with pytest.raises(gpucore.DTypeError, match="complex"):
         D.scalar_result(gpucore.float32, 1j)
+
+
+def test_python_types_as_dtypes_match_torch():
+    torch = pytest.importorskip("torch")
+    for py in (float, int, bool):
+        ours, theirs = gpucore.zeros(1, dtype=py), torch.zeros(1, dtype=py)
+        assert str(ours.dtype).split(".")[1] == str(theirs.dtype).split(".")[1], py
+        assert str(gpucore.ones(1).to(py).dtype).split(".")[1] == str(theirs.dtype).split(".")[1]

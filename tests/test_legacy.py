@@ -58,13 +58,22 @@ def test_a_shared_tensor_of_the_right_dtype():
 
 
 def test_default_dtype():
+    # the float32 start; what follows set_default_dtype is in tests/test_default_dtype.py
     assert gc.get_default_dtype() is gc.float32
     gc.set_default_dtype(gc.float32)
-    with pytest.raises(NotImplementedError, match="dtype=gpucore.float64"):
-        gc.set_default_dtype(gc.float64)
     with pytest.raises(TypeError, match="floating"):
         gc.set_default_dtype(gc.int64)
     assert gc.get_default_dtype() is gc.float32
+
+
+def test_float_tensor_stays_float32_under_another_default():
+    gc.set_default_dtype(gc.float64)
+    try:
+        assert gc.FloatTensor([1.5]).dtype is gc.float32 and gc.FloatTensor(2).dtype is gc.float32
+        assert isinstance(gc.zeros(1, dtype=gc.float32), gc.FloatTensor)
+        assert not isinstance(gc.zeros(1), gc.FloatTensor)  # float64 now
+    finally:
+        gc.set_default_dtype(gc.float32)
 
 
 def test_same_results_as_torch():

@@ -288,6 +288,25 @@ def test_repr():
     assert "1.5" in repr(gpucore.tensor([1.5], dtype=gpucore.bfloat16))
 
 
+def test_tensor_constructor_is_torchs():
+    """gpucore.Tensor(...) as torch.Tensor(...): sizes or data, in the default floating dtype."""
+    torch = pytest.importorskip("torch")
+    for args in [(), (2, 3), ([1, 2],), ([[1.5, 2]],), (np.array([1, 2]),), (np.arange(3.0),)]:
+        ours, theirs = Tensor(*args), torch.Tensor(*args)
+        assert tuple(ours.shape) == tuple(theirs.shape) and ours.dtype is gpucore.float32
+        assert str(theirs.dtype) == "torch.float32"
+        if args and not isinstance(args[0], int):
+            assert ours.tolist() == theirs.tolist()
+    assert Tensor(gpucore.Size([2, 1])).shape == (2, 1) and Tensor(4).shape == (4,)
+    assert Tensor([1, 2], dtype=gpucore.int32).dtype is gpucore.int32
+    assert Tensor(gpucore.tensor([1, 2])).dtype is gpucore.int64  # a tensor keeps its dtype
+    for bad in (("x",), (2, 3.5)):
+        with pytest.raises(TypeError):
+            torch.Tensor(*bad)
+        with pytest.raises(TypeError):
+            Tensor(*bad)
+
+
 def test_tensor_constructor_and_deepcopy():
     t = Tensor([1.0, 2.0], requires_grad=True)
     assert t.dtype is gpucore.float32 and t.requires_grad and t.is_leaf
@@ -463,6 +482,7 @@ def test_every_op_function_is_a_method_where_torch_has_one():
         # PyTorch's module-level switches (gpucore.legacy, gpucore.autograd.grad_mode)
         "get_default_dtype",
         "set_default_dtype",
+        "set_default_tensor_type",
         "is_inference_mode_enabled",
         # gpucore.quantization's (torch has no Tensor methods for them either)
         "quantize_per_tensor",

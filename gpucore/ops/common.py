@@ -17,15 +17,31 @@ def same_result(x, *_, **__):
 
 
 def float_result(x, **_):
-    """infer rule of float math: the input's shape; exp/log/... of an integer tensor give
-    float32, as PyTorch."""
-    return (x.shape, x.dtype if x.dtype.is_floating_point else D.float32)
+    """infer rule of float math: the input's shape; exp/log/... of an integer tensor give the
+    default floating dtype, as PyTorch."""
+    return (x.shape, x.dtype if x.dtype.is_floating_point else D.default_float())
 
 
 def float_input(x: Tensor) -> Tensor:
-    """x for a composition of float math: integer and bool tensors as float32 (PyTorch's default
-    float dtype), so that ``logsumexp`` of an int8 tensor neither overflows nor truncates."""
-    return x if x.dtype.is_floating_point else x.to(D.float32)
+    """x for a composition of float math: integer and bool tensors in the default floating dtype
+    (as PyTorch), so that ``logsumexp`` of an int8 tensor neither overflows nor truncates."""
+    return x if x.dtype.is_floating_point else x.to(D.default_float())
+
+
+def float_operands(input, other) -> tuple:
+    """(input, other) of an op that computes in float (true division): an integer tensor with an
+    int number is converted to the default floating dtype first, as PyTorch computes it, so the
+    number converts exactly (uint8 / -2 is -0.5) instead of wrapping to the tensor's dtype."""
+    t, n = (input, other) if isinstance(input, Tensor) else (other, input)
+    if (
+        isinstance(t, Tensor)
+        and not t.dtype.is_floating_point
+        and isinstance(n, (int, np.integer))
+        and not isinstance(n, (bool, np.bool_))
+    ):
+        t = t.to(D.default_float())
+        return (t, n) if isinstance(input, Tensor) else (n, t)
+    return input, other
 
 
 def tensor_list(op: str, tensors) -> list:
@@ -59,10 +75,19 @@ def no_bool(op: str):
     return check
 
 
-def scalar_tensor(value, dtype) -> Tensor:
-    """A 0-d tensor holding a Python number, for mixing scalars into tensor ops."""
+def scalar_tensor(value, dtype, checked: bool = False) -> Tensor:
+    """A 0-d tensor holding a Python number, for mixing scalars into tensor ops. An int for an
+    integer dtype wraps as PyTorch's number operands do (uint8: -2 is 254); ``checked`` (fill
+    values) refuses what does not fit instead (``dtypes.int_scalar``)."""
     arr = np.empty((), dtype.np)
-    if dtype is D.bfloat16:
+    if (
+        isinstance(value, (int, np.integer))
+        and not isinstance(value, (bool, np.bool_))
+        and not dtype.is_floating_point
+        and dtype is not D.bool_
+    ):
+        arr[()] = D.int_scalar(value, dtype, checked)
+    elif dtype is D.bfloat16:
         arr[()] = D.f32_to_bf16(np.array([value], np.float32))[0]
     else:
         arr[()] = value

@@ -20,10 +20,11 @@ from ..errors import DTypeError
 from ..tensor import Tensor
 from ..tensor import device as _device
 from .api import public, tensor_member
-from .common import as_operands, broadcast_shapes, no_bool, scalar_tensor
+from .common import as_operands, broadcast_shapes, float_operands, no_bool, scalar_tensor
 from .common import same_result as _same
 from .registry import CAPTURE, _fast_elementwise, apply, defop, record
-from .samples import Sample, away_from, binary, uniform
+from .samples import Sample, away_from, binary, bools, halves, uniform
+from .special import div_rounded
 
 _check_sub = no_bool("sub (the - operator)")
 
@@ -40,7 +41,7 @@ def _binfer(name, result=None):
 
 def _div_infer(a, b):
     shape = broadcast_shapes("div", a.shape, b.shape)
-    return (shape, a.dtype if a.dtype.is_floating_point else D.float32)
+    return (shape, a.dtype if a.dtype.is_floating_point else D.default_float())
 
 
 def _mul_bwd(ctx, g):
@@ -153,26 +154,18 @@ _CMP_NP = {
 }
 
 
-def _bools(*shape, seed=0):
-    return np.random.default_rng(seed).random(shape) < 0.5
-
-
-def _halves(*shape, seed):
-    return np.round(uniform(*shape, seed=seed) * 2) / 2  # equal values occur: ties are checked
-
-
 def _compare_samples(ref):
     return lambda: [
-        Sample(_halves(3, 5, seed=1), _halves(3, 5, seed=2), ref=ref),
-        Sample(_halves(2, 3, 4, seed=3), _halves(3, 1, seed=4), ref=ref),
-        Sample(_halves(4100, seed=5), _halves(4100, seed=6), ref=ref),
+        Sample(halves(3, 5, seed=1), halves(3, 5, seed=2), ref=ref),
+        Sample(halves(2, 3, 4, seed=3), halves(3, 1, seed=4), ref=ref),
+        Sample(halves(4100, seed=5), halves(4100, seed=6), ref=ref),
     ]
 
 
 def _logical_samples(ref):
     return lambda: [
-        Sample(_bools(3, 5, seed=1), _bools(3, 5, seed=2), ref=ref),
-        Sample(_bools(2, 1, seed=3), _bools(1, 4, seed=4), ref=ref),
+        Sample(bools(3, 5, seed=1), bools(3, 5, seed=2), ref=ref),
+        Sample(bools(2, 1, seed=3), bools(1, 4, seed=4), ref=ref),
     ]
 
 
@@ -237,9 +230,18 @@ def sub(input, other, *, alpha=1) -> Tensor:
 mul = public("mul", "multiply", inplace=True)(
     _binary(MUL, "Elementwise product with broadcasting.")
 )
-div = public("div", "divide", "true_divide", inplace=True)(
-    _binary(DIV, "True division (ints give float32).")
-)
+_div_plain = _binary(DIV, "")
+
+
+@public("div", "divide", "true_divide", inplace=True)
+def div(input, other, *, rounding_mode=None) -> Tensor:
+    """True division (ints give the default floating dtype); ``rounding_mode`` "trunc" or "floor"
+    rounds the quotient (integers then stay integers), as torch.div."""
+    if rounding_mode is not None:
+        return div_rounded(input, other, rounding_mode)
+    return _div_plain(*float_operands(input, other))
+
+
 maximum = public("maximum")(_binary(MAXIMUM, "Elementwise maximum; NaN propagates."))
 minimum = public("minimum")(_binary(MINIMUM, "Elementwise minimum; NaN propagates."))
 
@@ -318,7 +320,7 @@ LOGICAL_NOT = defop(
     "logical_not",
     infer=lambda x: (x.shape, D.bool_),
     samples=lambda: [
-        Sample(_bools(3, 5), ref=np.logical_not),
+        Sample(bools(3, 5), ref=np.logical_not),
         Sample(np.array([0.0, -1.5, 0.0, 2.0]), ref=np.logical_not),
     ],
 )
@@ -366,11 +368,9 @@ WHERE = defop(
     save_inputs=(0,),
     backward=_where_bwd,
     samples=lambda: [
-        Sample(_bools(3, 5), uniform(3, 5, seed=1), uniform(3, 5, seed=2), ref=np.where),
-        Sample(_bools(3, 1), uniform(1, 4, seed=3), uniform(3, 4, seed=4), ref=np.where),
-        Sample(
-            _bools(4100), uniform(4100, seed=5), uniform(4100, seed=6), ref=np.where, grad=False
-        ),
+        Sample(bools(3, 5), uniform(3, 5, seed=1), uniform(3, 5, seed=2), ref=np.where),
+        Sample(bools(3, 1), uniform(1, 4, seed=3), uniform(3, 4, seed=4), ref=np.where),
+        Sample(bools(4100), uniform(4100, seed=5), uniform(4100, seed=6), ref=np.where, grad=False),
     ],
 )
 
@@ -445,7 +445,7 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002 - PyTorch'
     dt = input.dtype
     for bound in (min, max):
         if bound is not None:
-            dt = D.scalar_result(dt, bound)  # int tensor, float bound -> float32 (PyTorch)
+            dt = D.scalar_result(dt, bound)  # int tensor, float bound -> default float
     if dt is not input.dtype:
         input = input.to(dt)
     return apply(CLAMP, input, min=min, max=max)

@@ -430,7 +430,7 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
         if value.dtype is not input.dtype:
             value = value.to(input.dtype)
     else:
-        value = scalar_tensor(value, input.dtype)
+        value = scalar_tensor(value, input.dtype, checked=True)
     return where(mask, value, input)
 
 

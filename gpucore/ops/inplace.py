@@ -163,6 +163,8 @@ for _dunder, _op in (
     ("__imul__", "mul_"),
     ("__itruediv__", "div_"),
     ("__ipow__", "pow_"),
+    ("__ifloordiv__", "floor_divide_"),
+    ("__imod__", "remainder_"),
 ):
     tensor_member(_dunder, getattr(Tensor, _op))
 
@@ -185,7 +187,7 @@ def fill_(self: Tensor, value) -> Tensor:
     """Set every element to value."""
 
     def compute(x):
-        v = value if isinstance(value, Tensor) else scalar_tensor(value, x.dtype)
+        v = value if isinstance(value, Tensor) else scalar_tensor(value, x.dtype, checked=True)
         return (v.to(x.dtype) if v.dtype is not x.dtype else v).expand(tuple(x.shape)).clone()
 
     return inplace(self, compute, saves_self=False, op="fill_")

@@ -165,8 +165,8 @@ def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
 @public("logsumexp")
 def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) over dim (an int or a tuple; () is every dim), computed stably (shifted
-    by the detached maximum); -inf over an empty dim. Integer and bool inputs give float32, as
-    PyTorch (computed in float: an int8 input must not overflow)."""
+    by the detached maximum); -inf over an empty dim. Integer and bool inputs give the default
+    floating dtype, as PyTorch (computed in float: an int8 input must not overflow)."""
     x = float_input(input)
     dims = norm_dims(dim, x.ndim, "logsumexp")
     if x.numel():

@@ -127,13 +127,13 @@ def float_power(input, exponent) -> Tensor:
 
 @public("deg2rad", inplace=True, saves_self=False)
 def deg2rad(input: Tensor) -> Tensor:
-    """Degrees to radians (integers give float32)."""
+    """Degrees to radians (integers give the default floating dtype)."""
     return float_input(input) * (math.pi / 180.0)
 
 
 @public("rad2deg", inplace=True, saves_self=False)
 def rad2deg(input: Tensor) -> Tensor:
-    """Radians to degrees (integers give float32)."""
+    """Radians to degrees (integers give the default floating dtype)."""
     return float_input(input) * (180.0 / math.pi)
 
 
@@ -161,7 +161,7 @@ def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
 @public("xlogy", inplace=True)
 def xlogy(input, other) -> Tensor:
     """``input * log(other)``, 0 where input is 0 (unless other is NaN), as torch.xlogy; the
-    gradients are 0 there too (integers give float32)."""
+    gradients are 0 there too (integers give the default floating dtype)."""
     a, b = as_operands("xlogy", input, other, ("self", "other"))
     a, b = float_input(a), float_input(b)
     zero = (a == 0) & (b <= 0)  # 0 * log(y) is 0 without help where y > 0
@@ -181,7 +181,8 @@ def sinc(input: Tensor) -> Tensor:
 @public("copysign", inplace=True)
 def copysign(input, other) -> Tensor:
     """|input| with the sign of other (-0.0 counts as negative), as torch.copysign (integers give
-    float32); the gradient is ``±1`` for input (0 where input is 0) and 0 for other."""
+    the default floating dtype); the gradient is ``±1`` for input (0 where input is 0) and 0 for
+    other."""
     a, b = as_operands("copysign", input, other)
     a, b = float_input(a), float_input(b)
     neg = signbit(b)

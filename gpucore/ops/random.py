@@ -273,7 +273,7 @@ def _random_result(t: Tensor, dtype, requires_grad: bool, be=None) -> Tensor:
 
 
 def _random_dtype(dtype):
-    dt = D.as_dtype(dtype) if dtype is not None else D.float32
+    dt = D.as_dtype(dtype) if dtype is not None else D.default_float()
     if not dt.is_floating_point:
         raise DTypeError(
             f"random floats need a floating dtype, got {dt}; use randint() for integers"

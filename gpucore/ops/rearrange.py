@@ -1,8 +1,9 @@
 """Rearranging elements: flip/fliplr/flipud, roll, rot90, repeat, repeat_interleave, meshgrid,
-tril/triu and tril_indices/triu_indices, diagonal and diag, all compositions of views, cat,
-indexing and where (no kernels, gradients for free on every backend).
+tril/triu and tril_indices/triu_indices, diag, all compositions of views, cat, indexing and where
+(no kernels, gradients for free on every backend); and the view op ``diagonal`` (a strided view of
+its input, as PyTorch's; its backward writes the gradient into a zero tensor's diagonal).
 
-kernels: none (the composed ops').
+kernels: none (the composed ops'; diagonal's ``view`` function).
 """
 
 from __future__ import annotations
@@ -10,15 +11,17 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as D
-from ..creation import _check_device, _finish, _store
+from ..creation import _check_device, _finish, _store, zeros
 from ..creation import tensor as _tensor
 from ..errors import ArgumentTypeError, DTypeError, ShapeError
 from ..tensor import Tensor
 from .api import public, type_name
 from .common import scalar_tensor, wrap_dim
 from .elementwise import where
-from .indexing import getitem, index_select
+from .indexing import COPY_SLICES, getitem, index_select
 from .joining import cat
+from .registry import apply, defop
+from .samples import Sample, uniform
 
 
 def _int_list(value, op: str, what: str) -> list:
@@ -289,23 +292,54 @@ def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None
 
 
 # ----------------------------------------------------------------------------- diagonals
+def _diagonal_view(a: np.ndarray, offset: int, dim1: int, dim2: int) -> np.ndarray:
+    """The diagonal as a writable strided view of ``a`` (numpy's np.diagonal is read-only): the
+    other dims in order, then the diagonal, whose stride is the sum of the two dims' strides."""
+    start = [slice(None)] * a.ndim
+    start[dim2 if offset >= 0 else dim1] = slice(abs(offset), None)
+    x = a[tuple(start)]
+    rest = [d for d in range(a.ndim) if d not in (dim1, dim2)]
+    shape = tuple(x.shape[d] for d in rest) + (min(x.shape[dim1], x.shape[dim2]),)
+    strides = tuple(x.strides[d] for d in rest) + (x.strides[dim1] + x.strides[dim2],)
+    return np.lib.stride_tricks.as_strided(x, shape, strides)
+
+
+def _diagonal_bwd(ctx, g):
+    # zeros of the input's shape with g written into its diagonal view (differentiable in g)
+    z = zeros(ctx.attrs["src"], dtype=g.dtype)
+    view_ops = ((DIAGONAL, ctx.attrs),)
+    return apply(COPY_SLICES, z, g, view_ops=view_ops, src_shape=tuple(g.shape))
+
+
+def _np_diagonal(x, offset, dim1, dim2, src):
+    return np.diagonal(x, offset, dim1, dim2)
+
+
+DIAGONAL = defop(
+    "diagonal",
+    view=lambda a, offset, dim1, dim2, src: _diagonal_view(a, offset, dim1, dim2),
+    backward=_diagonal_bwd,
+    samples=lambda: [
+        Sample(uniform(3, 4, seed=1), offset=0, dim1=0, dim2=1, src=(3, 4), ref=_np_diagonal),
+        Sample(uniform(3, 4, seed=2), offset=2, dim1=0, dim2=1, src=(3, 4), ref=_np_diagonal),
+        Sample(uniform(4, 3, seed=3), offset=-1, dim1=1, dim2=0, src=(4, 3), ref=_np_diagonal),
+        Sample(uniform(2, 3, 4, seed=4), offset=1, dim1=2, dim2=0, src=(2, 3, 4), ref=_np_diagonal),
+        Sample(uniform(2, 3, seed=5), offset=5, dim1=0, dim2=1, src=(2, 3), ref=_np_diagonal),
+    ],
+)
+
+
 @public("diagonal")
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The diagonal of the (dim1, dim2) planes, ``offset`` above (> 0) or below (< 0) the main
-    one, as a new last dim, as torch.diagonal (a copy here, not a view)."""
+    one, as a new last dim, as torch.diagonal: a view (writes through it change ``input``)."""
     if input.ndim < 2:
         raise ShapeError(f"diagonal(): input must have at least 2 dims, got shape {input.shape}")
     a, b = wrap_dim(dim1, input.ndim, "diagonal()"), wrap_dim(dim2, input.ndim, "diagonal()")
     if a == b:
         raise ShapeError(f"diagonal(): dim1 and dim2 are both {a}; they must differ")
     offset = _int_list(offset, "diagonal", "offset")[0]
-    rest = [d for d in range(input.ndim) if d not in (a, b)]
-    x = input.permute(*rest, a, b)
-    n, m = x.shape[-2], x.shape[-1]
-    rows = np.arange(max(0, -offset), n)
-    rows = rows[rows + offset < m]
-    key = (Ellipsis, _tensor(rows), _tensor(rows + offset))
-    return getitem(x, key)
+    return apply(DIAGONAL, input, offset=offset, dim1=a, dim2=b, src=tuple(input.shape))
 
 
 _diagonal = diagonal  # diag's parameter of that name hides the function

@@ -20,7 +20,7 @@ from .common import norm_dims, reduced_shape, wrap_dim
 from .elementwise import maximum, minimum, where
 from .indexing import scatter_add
 from .registry import apply, defop
-from .samples import Sample, integers, uniform, via
+from .samples import Sample, halves, integers, uniform, via
 
 # what x.max(dim) / x.min(dim) return: named tuples with PyTorch's type names
 _RETURN_TYPES = {n: namedtuple(n, ["values", "indices"]) for n in ("max", "min")}
@@ -29,10 +29,6 @@ _RETURN_TYPES = {n: namedtuple(n, ["values", "indices"]) for n in ("max", "min")
 # ----------------------------------------------------------------------------- samples
 # Built lazily by the test harness; the public functions they call (sum, max...) are this
 # module's, defined below.
-def _halves(*shape, seed):
-    return np.round(uniform(*shape, seed=seed) * 2) / 2  # equal values: ties
-
-
 def _reduce_samples(np_fn, public_fn, ints=False, ties=False, empty=False):
     """sum/mean/amax/amin: adjacent and non-adjacent dims (a permuted copy), keepdim, all dims,
     0-d, a strided input with a negative dim through the public function, and two large
@@ -59,7 +55,7 @@ def _reduce_samples(np_fn, public_fn, ints=False, ties=False, empty=False):
             ),
         ]
         if ties:  # forward only: ties share the gradient, finite differences do not
-            out.append(s(_halves(4, 6, seed=8), (1,), grad=False))
+            out.append(s(halves(4, 6, seed=8), (1,), grad=False))
         if empty:
             out.append(s(np.zeros((0, 3)), (0,)))
         if ints:  # numpy paths of the CPU kernel; the shaders take float32 only
@@ -90,7 +86,7 @@ def _dim_samples(np_val, np_arg, public_fn):
             Sample(uniform(3, 4, 5, seed=2), dim=2, keepdim=False, ref=ref),
             Sample(uniform(5, seed=3), dim=0, keepdim=False, ref=ref),
             Sample(uniform(seed=4), dim=0, keepdim=False, ref=ref),
-            Sample(_halves(4, 6, seed=5), dim=1, keepdim=False, ref=ref, grad=False),
+            Sample(halves(4, 6, seed=5), dim=1, keepdim=False, ref=ref, grad=False),
             Sample(uniform(70, 65, seed=6), dim=0, keepdim=False, ref=ref, grad=False),
             Sample(uniform(4100, seed=7), dim=0, keepdim=True, ref=ref, grad=False),
             Sample(
@@ -120,8 +116,8 @@ def _arg_samples(np_arg):
             Sample(uniform(3, 4, 5, seed=1), dim=None, keepdim=False, ref=ref),
             Sample(uniform(3, 4, 5, seed=2), dim=None, keepdim=True, ref=ref),
             Sample(uniform(3, 4, seed=3), dim=1, keepdim=True, ref=ref),
-            Sample(_halves(4, 6, seed=4), dim=1, keepdim=False, ref=ref),
-            Sample(_halves(5, 7, seed=5), dim=None, keepdim=False, ref=ref),
+            Sample(halves(4, 6, seed=4), dim=1, keepdim=False, ref=ref),
+            Sample(halves(5, 7, seed=5), dim=None, keepdim=False, ref=ref),
             Sample(uniform(seed=6), dim=None, keepdim=False, ref=ref),
             Sample(uniform(70, 65, seed=7), dim=0, keepdim=False, ref=ref),
             Sample(uniform(4100, seed=8), dim=None, keepdim=False, ref=ref),

@@ -129,6 +129,17 @@ def binary(
     return samples
 
 
+def halves(*shape, seed: int) -> np.ndarray:
+    """uniform values rounded to multiples of 0.5: equal values occur, so ties are checked
+    (comparisons, max/min and their indices)."""
+    return np.round(uniform(*shape, seed=seed) * 2) / 2
+
+
+def bools(*shape, seed: int = 0) -> np.ndarray:
+    """bool values, about half True (masks, logical ops)."""
+    return np.random.default_rng(seed).random(shape) < 0.5
+
+
 def integers(high: int, *shape, low: int = 0, seed: int = 0) -> np.ndarray:
     """int64 values drawn uniformly from [low, high) (indices, class targets)."""
     return np.random.default_rng(seed).integers(low, high, shape, dtype=np.int64)

@@ -157,7 +157,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None)
         if size is None:
             raise TypeError("normal(): with a number mean and std, give size=")
         shape = shape_arg((size,))
-        dt = D.as_dtype(dtype) if dtype is not None else D.float32
+        dt = D.as_dtype(dtype) if dtype is not None else D.default_float()
         with no_grad():
             return randn(shape, generator=generator, dtype=dt, device=device) * std + mean
     ref = mean if tm else std

@@ -252,10 +252,10 @@ def cummin(input: Tensor, dim: int) -> tuple:
 @public("logcumsumexp")
 def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     """``log(cumsum(exp(input)))`` along ``dim`` without overflow (running log-add-exp), as
-    torch.logcumsumexp; integer inputs give float32."""
+    torch.logcumsumexp; integer inputs give the default floating dtype."""
     d = wrap_dim(dim, input.ndim, "logcumsumexp()")
     if not input.dtype.is_floating_point:
-        input = input.to(D.float32)
+        input = input.to(D.default_float())
     return apply(LOGCUMSUMEXP, input, dim=d)
 
 

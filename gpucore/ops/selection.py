@@ -154,7 +154,8 @@ def unique(
 ):
     """The sorted distinct values of input (of its slices along ``dim``), as torch.unique; with
     ``return_inverse`` where each element went, with ``return_counts`` how often each occurs.
-    NaNs are distinct from each other, as PyTorch's."""
+    NaNs are distinct from each other, as PyTorch's. ``sorted=False`` gives sorted values too, as
+    PyTorch's CPU unique does."""
     if dim is not None:
         dim = wrap_dim(dim, input.ndim, "unique()")
         if input.ndim == 0:

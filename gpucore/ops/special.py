@@ -1,8 +1,9 @@
 """Elementwise ops whose composition of other ops would be wrong at the edges, run by numpy on
 the CPU (Vulkan tensors go through the host): fmod and remainder (exact, as C's fmod; a
 composition ``a - trunc(a / b) * b`` is off by a whole ``b`` where ``a / b`` rounds to an
-integer), atan2, hypot (no overflow of ``a * a``) and signbit (the sign of -0.0 and of NaN).
-Their gradients are written in gpucore ops.
+integer), rounded division ``div_rounded`` (floor_divide, ``//``, ``div(rounding_mode=)``: exact
+for int64 and Python's floor for floats, 1 // 0.1 is 9), atan2, hypot (no overflow of ``a * a``)
+and signbit (the sign of -0.0 and of NaN). Their gradients are written in gpucore ops.
 
 kernels: backends/cpu/kernels/special.py (numpy) · none on Vulkan.
 """
@@ -12,25 +13,26 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as D
+from ..creation import zeros_like
 from ..errors import DTypeError
 from ..tensor import Tensor
-from .api import public
+from .api import public, tensor_member
 from .common import as_operands, broadcast_shapes, float_input
 from .registry import apply, defop
 from .samples import Sample, binary, integers, unary, uniform
 
 
 def _binfer(name, float_out=False):
-    def infer(a, b):
+    def infer(a, b, **_attrs):
         dt = a.dtype
         if float_out and not dt.is_floating_point:
-            dt = D.float32
+            dt = D.default_float()
         return (broadcast_shapes(name, a.shape, b.shape), dt)
 
     return infer
 
 
-def _quotient_samples(ref):
+def _quotient_samples(ref, **attrs):
     """a = (q + f) * b with f in [0.2, 0.8]: a / b stays away from the integers, where fmod and
     remainder jump (finite differences would cross the jump)."""
 
@@ -42,10 +44,9 @@ def _quotient_samples(ref):
             )
             q = integers(4, *sa, low=-3, seed=20 + i).astype(np.float64)
             a = (q + uniform(*sa, low=0.2, high=0.8, seed=30 + i)) * b
-            out.append(Sample(a, b, ref=ref))
-        out.append(
-            Sample(uniform(4100, seed=5), uniform(4100, low=0.5, seed=6), ref=ref, grad=False)
-        )
+            out.append(Sample(a, b, ref=ref, **attrs))
+        big = uniform(4100, seed=5), uniform(4100, low=0.5, seed=6)
+        out.append(Sample(*big, ref=ref, grad=False, **attrs))
         return out
 
     return samples
@@ -81,6 +82,28 @@ REMAINDER = defop(
     save_inputs=(0, 1),
     backward=_mod_bwd(_floor_div),
     samples=_quotient_samples(np.remainder),
+)
+
+
+def _zero_grads(ctx, g):
+    """Rounded quotients are step functions: zero gradients, as PyTorch's div(rounding_mode=)."""
+    zero = zeros_like(g)  # also where g is inf or NaN
+    return zero, zero
+
+
+def _np_div_rounded(a, b, rounding_mode):
+    return np.floor_divide(a, b) if rounding_mode == "floor" else np.trunc(a / b)
+
+
+DIV_ROUNDED = defop(
+    "div_rounded",
+    infer=_binfer("div_rounded"),
+    backward=_zero_grads,
+    samples=lambda: [
+        s
+        for mode in ("floor", "trunc")
+        for s in _quotient_samples(_np_div_rounded, rounding_mode=mode)()
+    ],
 )
 
 
@@ -143,10 +166,39 @@ def remainder(input, other) -> Tensor:
     return apply(REMAINDER, a, b)
 
 
+def div_rounded(input, other, rounding_mode: str) -> Tensor:
+    """torch.div with ``rounding_mode`` "trunc" (toward zero) or "floor" (toward -inf): the
+    operands' promoted dtype (integers stay integers), zero gradient."""
+    if rounding_mode not in ("trunc", "floor"):
+        raise ValueError(
+            f"div(): rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}"
+        )
+    a, b = as_operands("div", input, other)
+    if rounding_mode == "trunc" and a.dtype.is_floating_point:
+        # PyTorch's trunc(a / b) with the quotient rounded to the dtype first (bfloat16's
+        # 1 / 0.1 is 10, not 9.99 truncated)
+        return (a / b).trunc()
+    return apply(DIV_ROUNDED, a, b, rounding_mode=rounding_mode)
+
+
+@public("floor_divide", inplace=True)
+def floor_divide(input, other) -> Tensor:
+    """``input // other`` rounded toward -inf (Python's ``//``), as torch.floor_divide: integers
+    stay integers (division by zero raises), floats as Python's float ``//``."""
+    return div_rounded(input, other, "floor")
+
+
+# Python's operators: ``//`` and ``%`` (and reflected: ``7 // t``, ``7 % t``), as PyTorch's.
+tensor_member("__floordiv__", floor_divide)
+tensor_member("__rfloordiv__", lambda self, other: floor_divide(other, self))
+tensor_member("__mod__", remainder)
+tensor_member("__rmod__", lambda self, other: remainder(other, self))
+
+
 @public("atan2", "arctan2", inplace=True)
 def atan2(input: Tensor, other: Tensor) -> Tensor:
     """The angle of the point (other, input) in (-pi, pi], as torch.atan2 (integers give
-    float32)."""
+    the default floating dtype)."""
     a, b = as_operands("atan2", float_input(input), float_input(other))
     return apply(ATAN2, a, b)
 

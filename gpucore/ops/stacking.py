@@ -152,7 +152,7 @@ def block_diag(*tensors) -> Tensor:
             )
         blocks.append(t.reshape(1, -1) if t.ndim < 2 else t)
     if not blocks:
-        return _tensor(np.zeros((1, 0), np.float32))
+        return _tensor(np.zeros((1, 0)), dtype=D.default_float())  # as PyTorch
     dt = blocks[0].dtype
     for b in blocks[1:]:
         dt = D.promote(dt, b.dtype)

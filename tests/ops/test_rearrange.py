@@ -1,5 +1,6 @@
 """flip/fliplr/flipud, roll, rot90, repeat, repeat_interleave, meshgrid, tril/triu and
-tril_indices/triu_indices against PyTorch: values, shapes, gradients, in-place forms, errors."""
+tril_indices/triu_indices, diagonal (a view) and diag against PyTorch: values, shapes, gradients,
+in-place forms, errors."""
 
 import numpy as np
 import pytest
@@ -121,6 +122,42 @@ def test_diagonal(offset):
     same_as_torch(lambda m, x: m.diagonal(x, offset), _rand(3, 4, seed=18))
     same_as_torch(lambda m, x: x.diagonal(offset, 2, 0), _rand(2, 3, 4, seed=19))
     same_as_torch(lambda m, x: x.diagonal(offset=offset, dim1=-1, dim2=1), _rand(2, 3, 4, seed=20))
+
+
+@pytest.mark.parametrize("offset,dims", [(0, (0, 1)), (1, (0, 1)), (-2, (1, 0)), (1, (2, 0))])
+def test_diagonal_is_a_view_as_in_torch(offset, dims):
+    """Writes through the diagonal show in its base and the other way round, with torch's
+    strides and storage offset; in-place writes through it on a graph are differentiated."""
+    torch = pytest.importorskip("torch")
+    shape = (3, 4) if dims != (2, 0) else (2, 3, 4)
+    a = _rand(*shape, seed=23)
+    g, t = gpucore.tensor(a), torch.tensor(a)
+    gd, td = g.diagonal(offset, *dims), t.diagonal(offset, *dims)
+    assert gd._base is g and td._base is t
+    assert gd.stride() == td.stride() and gd.storage_offset() == td.storage_offset()
+    gd.mul_(-3.0)
+    td.mul_(-3.0)
+    np.testing.assert_array_equal(g.numpy(), t.numpy())
+    g.add_(1.0)  # the base's writes show in the view
+    t.add_(1.0)
+    np.testing.assert_array_equal(gd.numpy(), td.numpy())
+    gx, tx = gpucore.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    outs = []
+    for m, x in ((gpucore, gx), (torch, tx)):
+        y = x * 2.0
+        y.diagonal(offset, *dims).mul_(y.diagonal(offset, *dims).exp())  # through the view
+        (y * m.tensor(np.linspace(-1, 1, y.numel()).reshape(shape))).sum().backward()
+        outs.append(y.detach().numpy())
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-12)
+    np.testing.assert_allclose(gx.grad.numpy(), tx.grad.numpy(), rtol=1e-12)
+
+
+def test_diagonal_view_on_vulkan(vulkan):
+    x = gpucore.zeros(3, 4, device="vulkan")
+    x.diagonal(1).fill_(2.0)
+    ref = np.zeros((3, 4))
+    np.fill_diagonal(ref[:, 1:], 2.0)
+    assert x.device.type == "vulkan" and x.cpu().tolist() == ref.tolist()
 
 
 @pytest.mark.parametrize("k", [0, 1, -2])

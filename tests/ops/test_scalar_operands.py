@@ -65,8 +65,6 @@ def test_dtype_and_values_as_torch(dtype, name, scalar_first):
     t = torch.tensor(x, dtype=getattr(torch, dtype))
     fn = OPS[name][0]
     for s in SCALARS:
-        if dtype == "uint8" and s == -2:
-            continue  # out of uint8's range: gpucore raises OverflowError where torch wraps
         try:
             want = _torch_ref(name, t, s, scalar_first)
         except (RuntimeError, NotImplementedError):  # torch refuses it (bool - bool, ...)
@@ -78,6 +76,44 @@ def test_dtype_and_values_as_torch(dtype, name, scalar_first):
         gv = gv if isinstance(gv, np.ndarray) else gv.numpy()
         tol = 1e-2 if dtype in ("float16", "bfloat16") else 1e-6
         np.testing.assert_allclose(gv.astype(np.float64), w.astype(np.float64), rtol=tol)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int32", "int64"])
+def test_ints_out_of_the_dtypes_range_wrap_as_in_torch(dtype):
+    """A number operand is stored as the tensor's dtype stores it (two's complement wrap:
+    uint8 - 2 gives 255) unless the op computes in float (uint8 / -2 is -0.5); fill values are
+    checked (uint8 takes -1 as 255, refuses 300)."""
+    x = np.array([0, 1, 5, 100, 127])
+    g = gpucore.tensor(x, dtype=getattr(gpucore, dtype))
+    t = torch.tensor(x, dtype=getattr(torch, dtype))
+    ops = [operator.add, operator.sub, operator.mul, operator.truediv, operator.eq, operator.lt]
+    for s in (-2, -200, 255, 256, 300, 2**31 + 5, -(2**40), 2**63 - 1, 2**63, -(2**63)):
+        for op in ops:
+            for ours, theirs in ((op(g, s), op(t, s)), (op(s, g), op(s, t))):
+                assert str(ours.dtype).split(".")[1] == str(theirs.dtype).split(".")[1]
+                np.testing.assert_array_equal(ours.numpy(), theirs.numpy(), err_msg=f"{op} {s}")
+        np.testing.assert_array_equal(g.add(g, alpha=-1).numpy(), t.add(t, alpha=-1).numpy())
+        ga, ta = g.clone(), t.clone()
+        ga -= s
+        ta -= s
+        assert ga.tolist() == ta.tolist()
+    for v in (-1, -100, 2**7 - 1):  # in range for torch's checked fills on every dtype here
+        assert g.clone().fill_(v).tolist() == t.clone().fill_(v).tolist()
+        assert g.masked_fill(g > 1, v).tolist() == t.masked_fill(t > 1, v).tolist()
+        got = gpucore.full((2,), v, dtype=g.dtype).tolist()
+        assert got == torch.full((2,), v, dtype=t.dtype).tolist()
+    top = int(torch.iinfo(t.dtype).max)
+    for bad in (top + 1, -(2**64)):  # torch: "value cannot be converted ... without overflow"
+        with pytest.raises((RuntimeError, OverflowError)):
+            t.clone().fill_(bad)
+        with pytest.raises(OverflowError, match="cannot be converted|too big"):
+            g.clone().fill_(bad)
+        with pytest.raises(gpucore.DTypeError, match="full"):
+            gpucore.full((1,), bad, dtype=g.dtype)
+    with pytest.raises(OverflowError):
+        g + 2**64  # beyond 64 bits: refused by both
+    with pytest.raises((OverflowError, RuntimeError)):
+        t + 2**64
 
 
 @pytest.fixture

@@ -53,6 +53,18 @@ def test_unique(inverse, counts):
     same_as_torch(lambda m, x: m.unique(x, **kw), np.array([3, 1, 3, 2]), grad=False)
 
 
+@pytest.mark.parametrize("counts", [False, True])
+def test_unique_sorted_false_is_sorted_as_torchs(counts):
+    """torch 2.x's CPU unique(sorted=False) returns its values sorted too (checked here on
+    unsorted ints, floats, bools and rows), and gpucore does the same."""
+    kw = {"sorted": False, "return_inverse": True, "return_counts": counts}
+    ints = np.random.default_rng(5).integers(0, 50, 200)
+    for x in (ints, ints[::-1] * 0.5, ints % 2 == 0, np.array([5, 4, 3, 2, 1, 5])):
+        same_as_torch(lambda m, x: m.unique(x, **kw), x, grad=False)
+    rows = np.array([[3, 1], [1, 2], [3, 1], [0, 9]])
+    same_as_torch(lambda m, x: x.unique(dim=0, **kw), rows, grad=False)
+
+
 def test_unique_nans_are_distinct():
     same_as_torch(lambda m, x: m.unique(x), np.array([2.0, np.nan, 1.0, np.nan]), grad=False)
 

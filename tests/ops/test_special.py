@@ -1,7 +1,7 @@
 """The rounding, special-function and elementwise-math additions (ops/unary.py's floor ..
-digamma, ops/special.py, ops/pointwise.py's compositions) against PyTorch: values at the edges
-(NaN, +-inf, -0.0, halves, poles), dtypes, gradients (and gradcheck), in-place forms, errors;
-and the unary primitives on Vulkan against the CPU."""
+digamma, ops/special.py with ``//`` and ``%``, ops/pointwise.py's compositions) against
+PyTorch: values at the edges (NaN, +-inf, -0.0, halves, poles), dtypes, gradients (and
+gradcheck), in-place forms, errors; and the unary primitives on Vulkan against the CPU."""
 
 import math
 
@@ -138,6 +138,81 @@ def test_fmod_remainder_as_torch(name):
     p = (np.random.default_rng(9).integers(-3, 4, (3, 4)) + 0.5) * q
     same_as_torch(lambda m, a, b: getattr(m, name)(a, b), p, q)
     same_as_torch(lambda m, a, b: getattr(a, name)(b), p, q[0])
+
+
+ROUNDED = [
+    ("floor_divide", lambda m, a, b: m.floor_divide(a, b)),
+    ("//", lambda m, a, b: a // b),
+    ("div floor", lambda m, a, b: m.div(a, b, rounding_mode="floor")),
+    ("div trunc", lambda m, a, b: a.div(b, rounding_mode="trunc")),
+    ("%", lambda m, a, b: a % b),
+]
+
+
+@pytest.mark.parametrize("name,fn", ROUNDED, ids=[r[0] for r in ROUNDED])
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int32", "int64", "float16", "bfloat16",
+                                   "float32", "float64"])  # fmt: skip
+def test_rounded_division_and_mod_as_torch(name, fn, dtype):
+    """``//``, ``%``, floor_divide and div(rounding_mode=) with tensors and numbers on either side
+    (signs mixed, exact quotients, 1 // 0.1, float division by zero): values and dtypes."""
+    torch = pytest.importorskip("torch")
+    a = np.array([7, -7, 7, -7, 0, 6, -6, 1, 100, 5])
+    b = np.array([2, 2, -2, -2, 3, 3, -3, 7, 9, 1])
+    if dtype == "uint8":
+        a, b = np.abs(a), np.abs(b)
+    if dtype.startswith(("float", "bfloat")):
+        a, b = np.append(a * 0.5, [1.0, -1.0, 1.0, 0.0]), np.append(b, [0.1, 0.1, 0.0, 0.0])
+    g = [
+        gpucore.tensor(a, dtype=getattr(gpucore, dtype)),
+        gpucore.tensor(b, dtype=getattr(gpucore, dtype)),
+    ]
+    t = [torch.tensor(a, dtype=getattr(torch, dtype)), torch.tensor(b, dtype=getattr(torch, dtype))]
+    pairs = [(fn(gpucore, *g), fn(torch, *t)), (fn(gpucore, g[0], 3), fn(torch, t[0], 3))]
+    pairs.append((fn(gpucore, g[0], 2.5), fn(torch, t[0], 2.5)))  # ints: float results
+    if name in ("//", "%"):  # the reflected operators
+        pairs.append((fn(gpucore, 13, g[1]), fn(torch, 13, t[1])))
+    for ours, theirs in pairs:
+        assert str(ours.dtype).split(".")[1] == str(theirs.dtype).split(".")[1], name
+        _same_values(ours.float().numpy(), theirs.float().numpy(), 1e-6, 0)
+
+
+def test_rounded_division_exact_in_int64_gradients_inplace_and_errors():
+    big = gpucore.tensor([2**62 + 1, -(2**62) - 1, 2**53 + 1])
+    d = gpucore.tensor([3, 3, -2])
+    # int64 quotients beyond float64's 53 bits are exact
+    assert (big // d).tolist() == [(2**62 + 1) // 3, (-(2**62) - 1) // 3, (2**53 + 1) // -2]
+    assert big.div(d, rounding_mode="trunc").tolist() == [
+        (2**62 + 1) // 3,
+        -((2**62 + 1) // 3),
+        -((2**53 + 1) // 2),
+    ]
+    x = gpucore.tensor([1.5, -2.5, 7.0], requires_grad=True)
+    (gpucore.div(x, 2.0, rounding_mode="floor") * 3).sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0]  # a step function, as PyTorch's
+    y = gpucore.tensor([7, -7])
+    y //= 2
+    assert y.tolist() == [3, -4] and y.dtype is gpucore.int64
+    y %= 3
+    assert y.tolist() == [0, 2]
+    assert gpucore.tensor([7.0]).floor_divide_(2).tolist() == [3.0]
+    with pytest.raises(ZeroDivisionError, match="div"):
+        gpucore.tensor([1, 2]) // 0
+    with pytest.raises(ZeroDivisionError, match="remainder"):
+        gpucore.tensor([1, 2]) % gpucore.tensor([1, 0])
+    with pytest.raises(ValueError, match="rounding_mode"):
+        gpucore.div(gpucore.ones(2), 2, rounding_mode="round")
+
+
+def test_rounded_division_on_vulkan_as_cpu(vulkan):
+    a, b = _rand(4, 5, seed=12, low=-9, high=9), _rand(5, seed=13, low=0.5, high=3)
+    for fn in (
+        lambda x, y: x // y,
+        lambda x, y: x % y,
+        lambda x, y: x.div(y, rounding_mode="trunc"),
+    ):
+        want = fn(gpucore.tensor(a), gpucore.tensor(b)).numpy()
+        got = fn(gpucore.tensor(a, device="vulkan"), gpucore.tensor(b, device="vulkan"))
+        np.testing.assert_array_equal(got.cpu().numpy(), want)
 
 
 def test_binary_math_as_torch():

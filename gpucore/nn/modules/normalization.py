@@ -71,7 +71,7 @@ class _BatchNorm(Module):
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
         if track_running_stats:
-            dt = dtype if dtype is not None else D.float32
+            dt = dtype if dtype is not None else D.default_float()
             self.register_buffer("running_mean", _buf(zeros(num_features, dtype=dt), device))
             self.register_buffer("running_var", _buf(ones(num_features, dtype=dt), device))
             self.register_buffer("num_batches_tracked", _buf(tensor(0), device))

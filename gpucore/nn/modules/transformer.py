@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 
-from ... import dtypes as D
 from ...creation import full
 from ...tensor import Tensor
 from .. import init
@@ -365,6 +364,6 @@ class Transformer(Module):
     @staticmethod
     def generate_square_subsequent_mask(sz: int, device=None, dtype=None) -> Tensor:
         """[sz, sz] float mask: -inf above the diagonal, 0 on and below it (causal)."""
-        mask = full((sz, sz), float("-inf"), dtype=dtype if dtype is not None else D.float32)
+        mask = full((sz, sz), float("-inf"), dtype=dtype)
         mask = mask.triu(diagonal=1)
         return mask if device is None else mask.to(device)

@@ -160,7 +160,7 @@ def collate_numpy_scalar_fn(batch: list, *, collate_fn_map: CollateMap | None = 
 
 def collate_float_fn(batch: list, *, collate_fn_map: CollateMap | None = None) -> Tensor:
     """Python floats into a float64 tensor (PyTorch's rule)."""
-    # through numpy: gpucore.tensor(list, dtype=float64) rounds the values through float32
+    # float64 whatever the default floating dtype (gpucore.tensor(batch) would follow it)
     return as_tensor(np.asarray(batch, dtype=np.float64))
 
 

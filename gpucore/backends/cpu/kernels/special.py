@@ -1,5 +1,5 @@
-"""Kernels of gpucore/ops/special.py: fmod, remainder, atan2, hypot and signbit by numpy (exact as
-C's libm; numpy broadcasts the inputs into ``out``)."""
+"""Kernels of gpucore/ops/special.py: fmod, remainder, div_rounded, atan2, hypot and signbit by
+numpy (exact as C's libm; numpy broadcasts the inputs into ``out``)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,20 @@ def _remainder(out, a, b):
         # PyTorch's: fmod, then + b where the signs differ (so -0.0 % 3 stays -0.0)
         m = np.fmod(a, b, dtype=out.dtype)
         np.copyto(out, np.where((m != 0) & ((b < 0) != (m < 0)), m + b, m), casting="unsafe")
+
+
+@kernel("div_rounded")
+def _div_rounded(out, a, b, rounding_mode):
+    _no_int_zero("div", out, b)
+    with np.errstate(all="ignore"):
+        if rounding_mode == "floor":  # Python's floor for floats (1 // 0.1 is 9), as PyTorch
+            np.floor_divide(a, b, out=out, dtype=out.dtype, casting="unsafe")
+        elif out.dtype.kind == "f":
+            np.trunc(np.divide(a, b, dtype=out.dtype), out=out)
+        else:  # integers toward zero, exactly: the floor quotient + 1 where it rounded down
+            q = np.floor_divide(a, b, dtype=out.dtype)
+            up = (a - q * b != 0) & ((np.asarray(a) < 0) != (np.asarray(b) < 0))
+            np.add(q, up, out=out, casting="unsafe")
 
 
 @kernel("atan2")
