@@ -301,6 +301,7 @@ def test_state_dict_both_ways_and_init(cls):
     kw = {"num_layers": 2, "bidirectional": True}
     if cls == "LSTM":
         kw["proj_size"] = 3
+    gpucore.manual_seed(0)  # the bound check below reads a few draws: not the run order's
     g = getattr(nn, cls)(I, H, **kw)
     t = getattr(torch.nn, cls)(I, H, **kw)
     assert list(g.state_dict()) == list(t.state_dict())
