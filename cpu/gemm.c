@@ -185,13 +185,14 @@ static void GC_FN(pack_a)(GC_T *restrict dst, const GC_T *restrict a, ptrdiff_t 
                           int ta, GC_T alpha, ptrdiff_t ic, ptrdiff_t mb, ptrdiff_t pc,
                           ptrdiff_t kb, int mr, ptrdiff_t p0, ptrdiff_t p1)
 {
-    for (ptrdiff_t q = p0; q < p1; q++) {
-        const ptrdiff_t r0 = ic + q * mr;
+    if (ta) { /* A stored k x m (A[i, p] = a[p*m + i]): row by row across the panels */
+        GC_FN(pack_across)(dst + p0 * mr * kb, a + pc * m + ic + p0 * mr, m, mr, mb - p0 * mr,
+                           p1 - p0, kb, alpha);
+        return;
+    }
+    for (ptrdiff_t q = p0; q < p1; q++) { /* A row-major m x k: A[i, p] = a[i*k + p] */
         const ptrdiff_t mv = (mb - q * mr < mr) ? mb - q * mr : mr;
-        if (!ta) /* A row-major m x k: A[i, p] = a[i*k + p] */
-            GC_FN(pack_panel)(dst + q * mr * kb, a + r0 * k + pc, k, mr, mv, kb, alpha, 1);
-        else /* A stored k x m: A[i, p] = a[p*m + i] */
-            GC_FN(pack_panel)(dst + q * mr * kb, a + pc * m + r0, m, mr, mv, kb, alpha, 0);
+        GC_FN(pack_panel)(dst + q * mr * kb, a + (ic + q * mr) * k + pc, k, mr, mv, kb, alpha, 1);
     }
 }
 
@@ -201,21 +202,8 @@ static void GC_FN(pack_b)(GC_T *restrict dst, const GC_T *restrict b, ptrdiff_t 
                           int tb, ptrdiff_t pc, ptrdiff_t kb, ptrdiff_t jc, ptrdiff_t nb, int nr)
 {
     const ptrdiff_t np = (nb + nr - 1) / nr;
-    if (!tb) {
-        /* B row-major k x n (B[p, j] = b[p*n + j]): row by row across the panels, so each row
-         * piece is read once, in order.  Panel by panel, the nr-wide pieces of one panel lie a
-         * row apart (n elements: a page or more for wide B), and the next panel came back to the
-         * same rows: 23 -> 43 GFLOP/s for 64 x 3136 x 576 on AVX2. */
-        for (ptrdiff_t p = 0; p < kb; p++) {
-            const GC_T *restrict s = b + (pc + p) * n + jc;
-            GC_T *restrict d = dst + p * nr;
-            for (ptrdiff_t q = 0; q < np; q++, s += nr, d += nr * kb) {
-                const ptrdiff_t nv = (nb - q * nr < nr) ? nb - q * nr : nr;
-                memcpy(d, s, (size_t)nv * sizeof(GC_T));
-                for (ptrdiff_t j = nv; j < nr; j++)
-                    d[j] = (GC_T)0;
-            }
-        }
+    if (!tb) { /* B row-major k x n (B[p, j] = b[p*n + j]): row by row across the panels */
+        GC_FN(pack_across)(dst, b + pc * n + jc, n, nr, nb, np, kb, (GC_T)1);
         return;
     }
     for (ptrdiff_t q = 0; q < np; q++) { /* B stored n x k: B[p, j] = b[j*k + p] */
@@ -367,8 +355,10 @@ static void GC_FN(gemm_item)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_
              * or copied times alpha */
             const GC_T *pblk = J->pka ? J->pka + pc * J->npa * mr + ic * kb : NULL;
             if (!pblk || J->pa_scale) {
-                /* claims of one panel, or GC_VA_PANELS of a virtual A (made in one call) */
-                const int g = J->vka ? GC_VA_PANELS : 1, ng = (npan + g - 1) / g;
+                /* claims of one panel, or GC_VA_PANELS of a virtual A (made in one call) or of
+                 * a transposed A (packed row by row across them) */
+                const int g = J->vka || (J->ta && !pblk) ? GC_VA_PANELS : 1;
+                const int ng = (npan + g - 1) / g;
                 for (int q; (q = atomic_fetch_add_explicit(&st->a_next, 1, memory_order_relaxed)) <
                             ng;) {
                     const int q0 = q * g, q1 = q0 + g < npan ? q0 + g : npan;
@@ -386,8 +376,8 @@ static void GC_FN(gemm_item)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_
                                 for (ptrdiff_t i = 0; i < (q1 - q0) * mr * kb; i++)
                                     d[i] = J->alpha * d[i];
                         } else
-                            GC_FN(pack_a)(ablk, a, m, k, J->ta, J->alpha, ic, mb, pc, kb, mr, q,
-                                          q + 1);
+                            GC_FN(pack_a)(ablk, a, m, k, J->ta, J->alpha, ic, mb, pc, kb, mr, q0,
+                                          q1);
                     }
                     atomic_fetch_add_explicit(&st->a_done, q1 - q0, memory_order_release);
                 }

@@ -16,12 +16,6 @@
 /* pixels gathered per step of gc_im2col_fill (a stack row; at least the widest panel, 32) */
 #define GC_FILL_CHUNK 512
 
-#if defined(__GNUC__) && !defined(__clang__)
-#define GC_NO_MEMCPY_IDIOM __attribute__((optimize("no-tree-loop-distribute-patterns")))
-#else
-#define GC_NO_MEMCPY_IDIOM
-#endif
-
 /* ceil(a / b) for b > 0 and any a */
 static inline ptrdiff_t gc_ceil_div(ptrdiff_t a, ptrdiff_t b)
 {

@@ -101,6 +101,42 @@ static inline void GC_FN(store_lanes)(GC_T *restrict d, const GC_VT *x, int rows
     }
 }
 
+/* np panels of width w from a row-major source, row by row: panel q gets src[p*ld + q*w + i]
+ * (times alpha) at d[q*w*kb + p*w + i] for p < kb and i < min(w, valid - q*w), zeros up to w.
+ * Each source row piece is read once, in order, and rows go in groups of 8 so that each panel
+ * receives a contiguous run of 8 rows: packed panel by panel instead, the w-wide pieces of one
+ * panel lie a row apart (a TLB miss each for wide rows) and the next panel comes back to the
+ * same rows (B of 64 x 3136 x 576 on AVX2: 23 -> 50 GFLOP/s). */
+GC_NO_MEMCPY_IDIOM static void GC_FN(pack_across)(GC_T *restrict d, const GC_T *restrict src,
+                                                   ptrdiff_t ld, int w, ptrdiff_t valid,
+                                                   ptrdiff_t np, ptrdiff_t kb, GC_T alpha)
+{
+    const int scale = alpha != (GC_T)1;
+    const GC_VT va = {alpha, alpha GC_VT_REST};
+    for (ptrdiff_t p0 = 0; p0 < kb; p0 += 8) {
+        const ptrdiff_t p1 = p0 + 8 < kb ? p0 + 8 : kb;
+        for (ptrdiff_t q = 0; q < np; q++) {
+            const ptrdiff_t n = valid - q * w < w ? valid - q * w : w;
+            GC_T *restrict dq = d + q * w * kb + p0 * w;
+            const GC_T *restrict sq = src + p0 * ld + q * w;
+            for (ptrdiff_t p = p0; p < p1; p++, dq += w, sq += ld) {
+                ptrdiff_t i = 0;
+                for (; i + GC_VN <= n; i += GC_VN) {
+                    GC_VT x;
+                    memcpy(&x, sq + i, sizeof x);
+                    if (scale)
+                        x *= va;
+                    memcpy(dq + i, &x, sizeof x);
+                }
+                for (; i < n; i++)
+                    dq[i] = scale ? alpha * sq[i] : sq[i];
+                for (; i < w; i++)
+                    dq[i] = (GC_T)0;
+            }
+        }
+    }
+}
+
 /* One packed panel of width w (mr for A, nr for B) over kb steps: d[p*w + i] = alpha * X(p, i)
  * for i < valid, 0 for valid <= i < w, where X(p, i) = src[p*ld + i] (trans == 0: the panel's
  * rows are contiguous in memory) or src[i*ld + p] (trans == 1: it is stored transposed; moved
@@ -111,23 +147,7 @@ static void GC_FN(pack_panel)(GC_T *restrict d, const GC_T *restrict src, ptrdif
     const int scale = alpha != (GC_T)1;
     const GC_VT va = {alpha, alpha GC_VT_REST};
     if (!trans) {
-        /* rows of w: whole vectors, then the tail */
-        const ptrdiff_t vend = valid / GC_VN * GC_VN;
-        for (ptrdiff_t p = 0; p < kb; p++) {
-            const GC_T *restrict s = src + p * ld;
-            GC_T *restrict dp = d + p * w;
-            for (ptrdiff_t i = 0; i < vend; i += GC_VN) {
-                GC_VT x;
-                memcpy(&x, s + i, sizeof x);
-                if (scale)
-                    x *= va;
-                memcpy(dp + i, &x, sizeof x);
-            }
-            for (ptrdiff_t i = vend; i < valid; i++)
-                dp[i] = alpha * s[i];
-            for (ptrdiff_t i = valid; i < w; i++)
-                dp[i] = (GC_T)0;
-        }
+        GC_FN(pack_across)(d, src, ld, w, valid, 1, kb, alpha);
         return;
     }
     /* stored transposed: GC_VN x GC_VN register transposes */

@@ -6,6 +6,14 @@
 
 #include <string.h>
 
+/* On a function whose plain copy loops must stay loops: GCC turns them into memcpy / memset calls,
+ * which cost more than the copy for the few elements of a panel row (packing, im2col). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define GC_NO_MEMCPY_IDIOM __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define GC_NO_MEMCPY_IDIOM
+#endif
+
 typedef float gc_v4f __attribute__((vector_size(16)));
 typedef double gc_v2d __attribute__((vector_size(16)));
 typedef int gc_v4i __attribute__((vector_size(16)));
