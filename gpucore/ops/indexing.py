@@ -1,7 +1,8 @@
 """Indexing: basic indexing (views), advanced indexing (copies), index_put, gather/scatter_add,
 index_select, one_hot, masked_fill, copy_slices (cat and friends are in joining.py).
 
-kernels: backends/cpu/kernels/indexing.py (numpy); none on Vulkan (these ops run on the CPU)."""
+kernels: backends/cpu/kernels/indexing.py (numpy); on Vulkan only gather
+(backends/vulkan/kernels/indexing.py; index_select lowers to it in captured graphs)."""
 
 from __future__ import annotations
 

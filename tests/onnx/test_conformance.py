@@ -146,13 +146,10 @@ VULKAN_EXCLUDED = {
     "TopK": (NO_SHADER, "topk of float32 or int64"),  # 6
     "Trilu": (NO_SHADER, "where of bool, int64"),  # 18
     "pytorch-converted/test_Embedding*": (NO_SHADER, "lt of int64"),  # 2
-    "pytorch-converted/test_ReflectionPad2d": (NO_SHADER, "gather of float32, int64"),
-    "pytorch-converted/test_ReplicationPad2d": (NO_SHADER, "gather of float32, int64"),
     "pytorch-operator/test_operator_add_broadcast": (NO_SHADER, "add of float64"),
     "pytorch-operator/test_operator_add_size1*": (NO_SHADER, "add of float64"),  # 3
     "pytorch-operator/test_operator_addconstant": (NO_SHADER, "add of float64"),
     "pytorch-operator/test_operator_non_float_params": (NO_SHADER, "add of int64"),
-    "pytorch-operator/test_operator_pad": (NO_SHADER, "gather of float32, int64"),
     "real/test_bvlc_alexnet": (DEVICE_LIMIT, "a 144 MiB weight for one GEMM"),
     "real/test_zfnet512": (DEVICE_LIMIT, "a 288 MiB weight for one GEMM"),
     "test_add_int8": (NO_SHADER, "add of int8"),
@@ -194,7 +191,6 @@ VULKAN_EXCLUDED = {
     "test_clip_default_int8_min_expanded": (NO_SHADER, "lt of int8"),
     "test_div_int32_trunc": (NO_SHADER, "div of int32"),
     "test_div_int8": (NO_SHADER, "div of int8"),
-    "test_edge_pad": (NO_SHADER, "gather of int32, int64"),
     "test_einsum_batch_matmul": (NO_SHADER, "gemm of float64"),
     "test_einsum_inner_prod": (NO_SHADER, "gemm of float64"),
     "test_einsum_sum": (NO_SHADER, "sum of float64"),
@@ -261,20 +257,13 @@ VULKAN_EXCLUDED = {
     "test_reduce_prod_do*": (NO_SHADER, "cumprod of float32"),  # 2
     "test_reduce_prod_keepdims*": (NO_SHADER, "cumprod of float32"),  # 2
     "test_reduce_prod_negative*": (NO_SHADER, "cumprod of float32"),  # 2
-    "test_reflect_pad": (NO_SHADER, "gather of int32, int64"),
-    "test_rotary_embedding": (NO_SHADER, "gather of float32, int64"),
-    "test_rotary_embedding_3d_input": (NO_SHADER, "gather of float32, int64"),
     "test_rotary_embedding_3d_input_expanded": (NO_SHADER, "lt of int64"),
     "test_rotary_embedding_expanded": (NO_SHADER, "lt of int64"),
-    "test_rotary_embedding_interleaved": (NO_SHADER, "gather of float32, int64"),
     "test_rotary_embedding_interleaved_expanded": (NO_SHADER, "lt of int64"),
-    "test_rotary_embedding_with_interleaved_rotary_dim": (NO_SHADER, "gather of float32, int64"),
     "test_rotary_embedding_with_interleaved_rotary_dim_expanded": (NO_SHADER, "lt of int64"),
-    "test_rotary_embedding_with_rotary_dim": (NO_SHADER, "gather of float32, int64"),
     "test_rotary_embedding_with_rotary_dim_expanded": (NO_SHADER, "lt of int64"),
     "test_sub_int8": (NO_SHADER, "sub of int8"),
     "test_where_long_example": (NO_SHADER, "where of bool, int64"),
-    "test_wrap_pad": (NO_SHADER, "gather of int32, int64"),
 }
 
 CASES = all_cases()

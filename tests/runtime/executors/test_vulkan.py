@@ -81,3 +81,32 @@ def test_ops_without_shaders_are_refused_at_compile(vulkan):
     # the stream works as before after the refusal
     y = gpucore.ones(8).to("vulkan") * 3
     np.testing.assert_array_equal(y.cpu().numpy(), np.full(8, 3.0, np.float32))
+
+
+class EmbedCat(gpucore.nn.Module):
+    """An embedding (a gather in the captured graph) joined with a float input (cat)."""
+
+    def __init__(self):
+        super().__init__()
+        gpucore.manual_seed(3)
+        self.emb = gpucore.nn.Embedding(50, 16)
+        self.lin = gpucore.nn.Linear(32, 8)
+
+    def forward(self, ids, x):
+        return self.lin(gpucore.cat([self.emb(ids), x], -1)).relu()
+
+
+def test_embedding_and_cat_replay_equal_to_the_cpu(vulkan):
+    model = EmbedCat()
+    rng = np.random.default_rng(5)
+    ids = rng.integers(0, 50, (3, 7))
+    cm = runtime.compile(model, [ids, rand(3, 7, 16)], device="vulkan")
+    assert cm.device == "vulkan"
+    (ex,) = cm.executors()
+    ops = {s.node.op for s in ex.plan.steps}
+    assert {"gather", "cat"} <= ops, ops
+    for seed in (1, 2):
+        ids, x = rng.integers(0, 50, (3, 7)), rand(3, 7, 16, seed=seed)
+        with gpucore.device_policy("cpu"), gpucore.no_grad():
+            want = model(gpucore.tensor(ids), gpucore.tensor(x)).numpy()
+        np.testing.assert_allclose(cm.run_arrays([ids, x])[0], want, rtol=1e-5, atol=1e-6)
