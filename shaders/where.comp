@@ -3,8 +3,11 @@
 // where: y[i] = cond(i) ? a(i) : b(i) over the row-major index i of `shape`, each operand read at
 // offset + sum(coord_k * stride_k) (strides 0 for broadcasting, or negative). cond is a bool
 // tensor (1 byte per element, read out of 32-bit words; offsets/strides in bytes); a, b and y
-// hold 32-bit items of any type (float32, int32), copied as bits. y is contiguous.
+// hold items of WORDS (constant 1) 32-bit words of any type (1: float32, int32; 2: int64),
+// copied as bits; their offsets/strides are in items. y is contiguous.
 #include "common.glsl"
+
+layout(constant_id = 1) const int WORDS = 1;
 
 layout(std430, set = 0, binding = 0) readonly buffer C { uint c[]; };
 layout(std430, set = 0, binding = 1) readonly buffer A { uint a[]; };
@@ -40,5 +43,10 @@ void main() {
         ib += int(q) * p.b_stride[k];
     }
     bool cond = ((c[ic >> 2] >> (8 * (ic & 3))) & 0xffu) != 0u;
-    y[p.y_off + i] = cond ? a[ia] : b[ib];
+    if (WORDS == 2) {
+        y[2u * (p.y_off + i)] = cond ? a[2 * ia] : b[2 * ib];
+        y[2u * (p.y_off + i) + 1u] = cond ? a[2 * ia + 1] : b[2 * ib + 1];
+    } else {
+        y[p.y_off + i] = cond ? a[ia] : b[ib];
+    }
 }

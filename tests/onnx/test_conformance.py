@@ -131,54 +131,19 @@ EXCLUDED = {
 VULKAN_EXCLUDED = {
     "dtype:FLOAT16": (DTYPE, ""),  # 37
     "dtype:UINT8": (DTYPE, ""),  # 32
-    "Ceil": (NO_SHADER, "to_dtype of float32"),  # 2
     "CumProd": (NO_SHADER, "cumprod of float64 or int32"),  # 9
     "CumSum": (NO_SHADER, "gemm of float64; to_dtype of int32"),  # 9
-    "Floor": (NO_SHADER, "to_dtype of float32"),  # 2
-    "GatherElements": (NO_SHADER, "lt of int64; eq of int64"),  # 21
-    "GatherND": (NO_SHADER, "lt of int64"),  # 2
-    "Hardmax": (NO_SHADER, "eq of int64"),  # 7
-    "OneHot": (NO_SHADER, "lt of int64; to_dtype of float32"),  # 5
-    "Round": (NO_SHADER, "to_dtype of float32"),
-    "Scatter": (NO_SHADER, "lt of int64"),  # 2
-    "ScatterElements": (NO_SHADER, "lt of int64"),  # 7
-    "ScatterND": (NO_SHADER, "lt of int64"),  # 7
+    "GatherND": (NO_SHADER, "sum of int64"),  # 2
+    "Scatter": (NO_SHADER, "scatter of float32, int64"),  # 2
+    "ScatterElements": (NO_SHADER, "scatter_reduce or scatter of float32, int64"),  # 7
+    "ScatterND": (NO_SHADER, "sum of int64"),  # 7
     "TopK": (NO_SHADER, "topk of float32 or int64"),  # 6
-    "Trilu": (NO_SHADER, "where of bool, int64"),  # 18
-    "pytorch-converted/test_Embedding*": (NO_SHADER, "lt of int64"),  # 2
     "pytorch-operator/test_operator_add_broadcast": (NO_SHADER, "add of float64"),
     "pytorch-operator/test_operator_add_size1*": (NO_SHADER, "add of float64"),  # 3
     "pytorch-operator/test_operator_addconstant": (NO_SHADER, "add of float64"),
-    "pytorch-operator/test_operator_non_float_params": (NO_SHADER, "add of int64"),
     "real/test_bvlc_alexnet": (DEVICE_LIMIT, "a 144 MiB weight for one GEMM"),
     "real/test_zfnet512": (DEVICE_LIMIT, "a 288 MiB weight for one GEMM"),
     "test_add_int8": (NO_SHADER, "add of int8"),
-    "test_argmax_default_axis_example_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmax_default_axis_random_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmax_keepdims_example_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmax_keepdims_random_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmax_negative_axis_keepdims_example_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmax_negative_axis_keepdims_random_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmax_no_keepdims_example_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmax_no_keepdims_random_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmin_default_axis_example_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmin_default_axis_random_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmin_keepdims_example_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmin_keepdims_random_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmin_negative_axis_keepdims_example_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmin_negative_axis_keepdims_random_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmin_no_keepdims_example_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmin_no_keepdims_random_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_attention_4d_causal_nonpad*": (NO_SHADER, "lt of int64"),  # 8
-    "test_attention_4d_diff_heads_mask4d*": (NO_SHADER, "lt of int64"),  # 2
-    "test_attention_4d_gqa_causal_nonpad_decode": (NO_SHADER, "sub of int64"),
-    "test_attention_4d_gqa_causal_nonpad_decode_expanded": (NO_SHADER, "sub of int64"),
-    "test_attention_local_window_ext_cache_rank2_mask": (NO_SHADER, "sub of int64"),
-    "test_attention_local_window_ext_cache_rank2_mask_expanded": (NO_SHADER, "lt of int64"),
-    "test_attention_local_window_ext_cache_rank3_head_mask": (NO_SHADER, "sub of int64"),
-    "test_attention_local_window_ext_cache_rank3_head_mask_expanded": (NO_SHADER, "lt of int64"),
-    "test_attention_local_window_ext_cache_rank4_batch_mask": (NO_SHADER, "sub of int64"),
-    "test_attention_local_window_ext_cache_rank4_batch_mask_expanded": (NO_SHADER, "lt of int64"),
     "test_attention_local_window_gqa*": (NO_SHADER, "to_dtype of float32"),  # 2
     "test_cast_DOUBLE_to_FLOAT": (NO_SHADER, "to_dtype of float64"),
     "test_cast_FLOAT_to_DOUBLE": (NO_SHADER, "to_dtype of float32"),
@@ -196,10 +161,6 @@ VULKAN_EXCLUDED = {
     "test_einsum_sum": (NO_SHADER, "sum of float64"),
     "test_equal_int8": (NO_SHADER, "eq of int8"),
     "test_flexattention_double_expanded_ver26": (NO_SHADER, "mul of float64"),
-    "test_gather_0": (NO_SHADER, "lt of int64"),
-    "test_gather_1": (NO_SHADER, "lt of int64"),
-    "test_gather_2d_indices": (NO_SHADER, "lt of int64"),
-    "test_gather_negative_indices": (NO_SHADER, "lt of int64"),
     "test_greater_equal_int8": (NO_SHADER, "ge of int8"),
     "test_greater_equal_int8_expanded": (NO_SHADER, "gt of int8"),
     "test_greater_int8": (NO_SHADER, "gt of int8"),
@@ -207,26 +168,21 @@ VULKAN_EXCLUDED = {
     "test_less_equal_int8_expanded": (NO_SHADER, "lt of int8"),
     "test_less_int8": (NO_SHADER, "lt of int8"),
     "test_max_float64": (NO_SHADER, "maximum of float64"),
-    "test_max_int64": (NO_SHADER, "maximum of int64"),
     "test_max_int8": (NO_SHADER, "maximum of int8"),
     "test_min_float64": (NO_SHADER, "minimum of float64"),
-    "test_min_int64": (NO_SHADER, "minimum of int64"),
     "test_min_int8": (NO_SHADER, "minimum of int8"),
     "test_mod_broadcast": (NO_SHADER, "to_dtype of int32"),
-    "test_mod_float32_mixed_sign_fmod_0": (NO_SHADER, "to_dtype of float32"),
+    "test_mod_float32_mixed_sign_fmod_0": (NO_SHADER, "ne of bool"),
     "test_mod_float64_mixed_sign_fmod_0": (NO_SHADER, "ne of float64"),
-    "test_mod_float_edge_cases_fmod_0_float32": (NO_SHADER, "to_dtype of float32"),
+    "test_mod_float_edge_cases_fmod_0_float32": (NO_SHADER, "ne of bool"),
     "test_mod_float_edge_cases_fmod_0_float64": (NO_SHADER, "ne of float64"),
     "test_mod_int64_fmod": (NO_SHADER, "to_dtype of int64"),
-    "test_mod_mixed_sign_float32": (NO_SHADER, "to_dtype of float32"),
     "test_mod_mixed_sign_float64": (NO_SHADER, "ne of float64"),
     "test_mod_mixed_sign_int32": (NO_SHADER, "to_dtype of int32"),
     "test_mod_mixed_sign_int64": (NO_SHADER, "to_dtype of int64"),
     "test_mod_mixed_sign_int8": (NO_SHADER, "to_dtype of int8"),
     "test_mul_int8": (NO_SHADER, "mul of int8"),
-    "test_pow_types_float32_int64": (NO_SHADER, "to_dtype of int64"),
     "test_pow_types_int32_int32": (NO_SHADER, "pow of int32"),
-    "test_pow_types_int64_float32": (NO_SHADER, "to_dtype of int64"),
     "test_pow_types_int64_int64": (NO_SHADER, "pow of int64"),
     "test_qlinearmatmul_2D_int8_float16": (NO_SHADER, "to_dtype of float16"),
     "test_qlinearmatmul_2D_int8_float32": (NO_SHADER, "to_dtype of float32"),
@@ -257,13 +213,7 @@ VULKAN_EXCLUDED = {
     "test_reduce_prod_do*": (NO_SHADER, "cumprod of float32"),  # 2
     "test_reduce_prod_keepdims*": (NO_SHADER, "cumprod of float32"),  # 2
     "test_reduce_prod_negative*": (NO_SHADER, "cumprod of float32"),  # 2
-    "test_rotary_embedding_3d_input_expanded": (NO_SHADER, "lt of int64"),
-    "test_rotary_embedding_expanded": (NO_SHADER, "lt of int64"),
-    "test_rotary_embedding_interleaved_expanded": (NO_SHADER, "lt of int64"),
-    "test_rotary_embedding_with_interleaved_rotary_dim_expanded": (NO_SHADER, "lt of int64"),
-    "test_rotary_embedding_with_rotary_dim_expanded": (NO_SHADER, "lt of int64"),
     "test_sub_int8": (NO_SHADER, "sub of int8"),
-    "test_where_long_example": (NO_SHADER, "where of bool, int64"),
 }
 
 CASES = all_cases()

@@ -1,6 +1,7 @@
 """Elementwise kernels (gpucore/ops/elementwise.py): binary arithmetic and comparisons with
 broadcasting, logical ops, where, clamp, dtype casts, copies. The unary ops' kernels are in
-unary.py (log1p among them, on the strided family below).
+unary.py (log1p among them, on the strided family below). int64 operands or results run on
+binary64.comp (int64 as two 32-bit words, no shaderInt64 needed); where copies 1 or 2 words.
 
 The strided family (binary.comp, where.comp) reads its inputs in place, whatever their strides
 (0 for broadcasting, negative for flips), so no copy precedes it; the host drops size-1 dims and
@@ -42,6 +43,9 @@ _OPCODES = _cpu.OPCODES
 _TYPE = {d: _OPCODES["type"][d.name] for d in (D.float32, D.int32, D.bool_)}
 _F32, _BOOL = _TYPE[D.float32], _TYPE[D.bool_]
 _NPTYPE = {d.np: code for d, code in _TYPE.items()}
+# binary64.comp's int64 type code (after opcodes.def's three; binary.comp has no int64)
+_I64 = 3
+_NPTYPE[np.dtype(np.int64)] = _I64
 _OP = dict(_OPCODES["strided"])
 
 
@@ -141,12 +145,12 @@ def _run_strided(be, out, code: int, tin: int, a, b=None, lo=0.0, hi=0.0):
         assert oy.offset % 4 == 0, "bool outputs must start on a 32-bit word"
         y_off, words = oy.offset // 4, -(-n // 4)
     else:
-        y_off, words = oy.offset, n
+        y_off, words = oy.offset * (2 if tout == _I64 else 1), n
     push = _BIN_PUSH.pack([n, len(sh), oa.offset, ob.offset, y_off, 0, 0], sh, (sa, sb))
     push[5:7] = np.array([lo, hi], np.float32).view(np.uint32)
     _dispatch(
         be,
-        "binary",
+        "binary64" if _I64 in (tin, tout) else "binary",
         (code, tin, tout),
         [(a, oa, False), (b, ob, False), (out, oy, True)],
         push,
@@ -180,19 +184,20 @@ def _binary(name, code):
 
 _FLOAT_ONLY = (D.float32,)
 _FLOAT_INT = (D.float32, D.int32)
+_NUMERIC = (D.float32, D.int32, D.int64)  # int64 through binary64.comp
 for _name in ("add", "sub", "mul", "maximum", "minimum"):
-    kernel(_name, accepts=_accepts_binary(_FLOAT_INT))(_binary(_name, _OP[_name]))
+    kernel(_name, accepts=_accepts_binary(_NUMERIC))(_binary(_name, _OP[_name]))
 for _name in ("div", "pow"):
     kernel(_name, accepts=_accepts_binary(_FLOAT_ONLY))(_binary(_name, _OP[_name]))
 for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
-    kernel(_name, accepts=_accepts_binary(_FLOAT_INT, out_bool=True))(_binary(_name, _OP[_name]))
+    kernel(_name, accepts=_accepts_binary(_NUMERIC, out_bool=True))(_binary(_name, _OP[_name]))
 for _name in ("logical_and", "logical_or", "logical_xor"):
     kernel(_name, accepts=_accepts_binary((D.bool_,), out_bool=True))(_binary(_name, _OP[_name]))
 
 
 def _accepts_logical_not(inputs, specs):
     (x,) = inputs
-    return x._dtype in _TYPE and _fits(specs[0], inputs, 8)
+    return (x._dtype in _TYPE or x._dtype is D.int64) and _fits(specs[0], inputs, 8)
 
 
 @kernel("logical_not", accepts=_accepts_logical_not)
@@ -212,8 +217,10 @@ def _clamp(be, out, x, min=None, max=None):  # noqa: A002 - the op's attribute n
 
 
 def _accepts_cast(inputs, specs):
+    """float32, int32, bool and int64 (binary64.comp) to one another."""
     (x,) = inputs
-    return x._dtype in _TYPE and specs[1] in _TYPE and _fits(specs[0], inputs, 8)
+    types = (*_TYPE, D.int64)
+    return x._dtype in types and specs[1] in types and _fits(specs[0], inputs, 8)
 
 
 @kernel("to_dtype", accepts=_accepts_cast)
@@ -228,7 +235,7 @@ def _accepts_where(inputs, specs):
     return (
         c._dtype is D.bool_
         and a._dtype is b._dtype
-        and a._dtype in _FLOAT_INT
+        and a._dtype in _NUMERIC
         and dt is a._dtype
         and _fits(shape, inputs, _WHERE_PUSH.dims)
     )
@@ -248,7 +255,7 @@ def _where(be, out, cond, a, b):
     _dispatch(
         be,
         "where",
-        (),
+        (out.itemsize // 4,),
         [(cond, oc, False), (a, oa, False), (b, ob, False), (out, oy, True)],
         push,
         groups_1d(n, flat_local_size(be)),
