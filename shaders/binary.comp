@@ -89,7 +89,7 @@ uint compute(uint ra, uint rb) {
     if (OP == LOGICAL_AND) return (ra != 0u && rb != 0u) ? 1u : 0u;
     if (OP == LOGICAL_OR) return (ra != 0u || rb != 0u) ? 1u : 0u;
     if (OP == LOGICAL_XOR) return ((ra != 0u) != (rb != 0u)) ? 1u : 0u;
-    if (IN_TYPE == I32) {
+    if (IN_TYPE == I32 || IN_TYPE == BOOL) {  // bool: comparisons of the bytes 0 / 1
         int x = int(ra), w = int(rb);
         if (OP == ADD) return uint(x + w);
         if (OP == SUB) return uint(x - w);

@@ -2,7 +2,8 @@
 shaderInt64): add, sub and mul wrapping modulo 2^64, maximum/minimum, comparisons, logical_not,
 casts between int64 and float32 / int32 / bool (float32 specials, rounding ties of int64 ->
 float32), where over int64 (where.comp's two-word items) and clone of bool (copy.comp's byte
-mode), against numpy and the CPU path, bit for bit, on broadcast and strided operands."""
+mode), and comparisons of bool (binary.comp), against numpy and the CPU path, bit for bit, on
+broadcast and strided operands."""
 
 from __future__ import annotations
 
@@ -149,3 +150,13 @@ def test_clone_of_bool_stays_on_the_device(vulkan):
     np.testing.assert_array_equal(got, m)
     t = dev_view(m, VIEWS["negative"])
     np.testing.assert_array_equal(t.clone().cpu().numpy(), VIEWS["negative"](m))
+
+
+@pytest.mark.parametrize("name", ["eq", "ne", "lt", "le", "gt", "ge"])
+def test_comparisons_of_bool(vulkan, name):
+    # binary.comp compares bool bytes as integers (False < True, as numpy and PyTorch)
+    a, b = RNG.random(4103) > 0.5, RNG.random(4103) > 0.5
+    got = run(getattr(gpucore, name), a, b, name=name)
+    np.testing.assert_array_equal(got, ARITH[name](a, b))
+    got = run(getattr(gpucore, name), a[:7].reshape(7, 1), b[:9], name=name)
+    np.testing.assert_array_equal(got, ARITH[name](a[:7].reshape(7, 1), b[:9]))

@@ -189,8 +189,9 @@ for _name in ("add", "sub", "mul", "maximum", "minimum"):
     kernel(_name, accepts=_accepts_binary(_NUMERIC))(_binary(_name, _OP[_name]))
 for _name in ("div", "pow"):
     kernel(_name, accepts=_accepts_binary(_FLOAT_ONLY))(_binary(_name, _OP[_name]))
-for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
-    kernel(_name, accepts=_accepts_binary(_NUMERIC, out_bool=True))(_binary(_name, _OP[_name]))
+for _name in ("eq", "ne", "lt", "le", "gt", "ge"):  # bool too: binary.comp compares the bytes
+    _accepts = _accepts_binary((*_NUMERIC, D.bool_), out_bool=True)
+    kernel(_name, accepts=_accepts)(_binary(_name, _OP[_name]))
 for _name in ("logical_and", "logical_or", "logical_xor"):
     kernel(_name, accepts=_accepts_binary((D.bool_,), out_bool=True))(_binary(_name, _OP[_name]))
 
