@@ -110,3 +110,20 @@ def test_embedding_and_cat_replay_equal_to_the_cpu(vulkan):
         with gpucore.device_policy("cpu"), gpucore.no_grad():
             want = model(gpucore.tensor(ids), gpucore.tensor(x)).numpy()
         np.testing.assert_allclose(cm.run_arrays([ids, x])[0], want, rtol=1e-5, atol=1e-6)
+
+
+def test_bool_view_copies_and_cat_replay(vulkan):
+    # a transposed bool output is a copy step (copy.comp's byte mode), joined by a bool cat
+    def f(t):
+        return (t > 0).T, gpucore.cat([t > 0.25, t < -0.25, t == 0], 1)
+
+    x = rand(33, 70) - 0.5
+    cm = runtime.compile(f, [x], device="vulkan")
+    (ex,) = cm.executors()
+    assert "copy" in {s.kind for s in ex.plan.steps}
+    for seed in (1, 2):
+        x = rand(33, 70, seed=seed) - 0.5
+        x[0, :5] = 0
+        got = cm.run_arrays([x])
+        np.testing.assert_array_equal(got[0], (x > 0).T)
+        np.testing.assert_array_equal(got[1], np.concatenate([x > 0.25, x < -0.25, x == 0], 1))
