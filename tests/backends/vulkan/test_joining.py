@@ -2,15 +2,27 @@
 output, shaders/copy.comp) against numpy and the CPU path: every dim, float32 bits (NaN, inf,
 signed zeros) copied exactly, int32/int64/bool (bool through copy.comp's byte mode, whose inputs
 share 32-bit words of the output), strided and broadcast inputs, empty inputs, and the
-gradient."""
+gradient; each test with elementwise fusion on and off."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from device_helpers import RNG, VIEWS, dev, dev_view, on_cpu, ran_on_device, rand
+from device_helpers import (
+    RNG,
+    VIEWS,
+    dev,
+    dev_view,
+    fusion_mode,  # noqa: F401  (a fixture, used by name)
+    on_cpu,
+    ran_on_device,
+    rand,
+)
 
 import gpucore
+
+# with fusion on, contiguous float32 slices join the stream's fused.comp program as copies
+pytestmark = pytest.mark.usefixtures("fusion_mode")
 
 
 def specials(n: int) -> np.ndarray:
