@@ -128,11 +128,10 @@ EXCLUDED = {
 }
 
 # ------------------------------------------------- Vulkan's, for the cases the CPU passes
-# (int8 has no arithmetic shader: the test_*_int8 entries are dtype:INT8's cases but for the two
-# Clip ones that run as a byte copy)
+# (int8 and uint8 run on binary.comp; their cases left here need float64, float16 or integer
+# division)
 VULKAN_EXCLUDED = {
     "dtype:FLOAT16": (DTYPE, ""),  # 37
-    "dtype:UINT8": (DTYPE, ""),  # 32
     "CumProd": (NO_SHADER, "cumprod of float64 or int32"),  # 9
     "CumSum": (NO_SHADER, "gemm of float64; to_dtype of int32"),  # 9
     "GatherND": (NO_SHADER, "sum of int64"),  # 2
@@ -145,34 +144,22 @@ VULKAN_EXCLUDED = {
     "pytorch-operator/test_operator_addconstant": (NO_SHADER, "add of float64"),
     "real/test_bvlc_alexnet": (DEVICE_LIMIT, "a 144 MiB weight for one GEMM"),
     "real/test_zfnet512": (DEVICE_LIMIT, "a 288 MiB weight for one GEMM"),
-    "test_add_int8": (NO_SHADER, "add of int8"),
     "test_attention_local_window_gqa*": (NO_SHADER, "to_dtype of float32"),  # 2
     "test_cast_DOUBLE_to_FLOAT": (NO_SHADER, "to_dtype of float64"),
     "test_cast_FLOAT_to_DOUBLE": (NO_SHADER, "to_dtype of float32"),
     "test_castlike_DOUBLE_to_FLOAT": (NO_SHADER, "to_dtype of float64"),
     "test_castlike_DOUBLE_to_FLOAT_expanded": (NO_SHADER, "to_dtype of float64"),
     "test_castlike_FLOAT_to_DOUBLE*": (NO_SHADER, "to_dtype of float32"),  # 2
-    "test_clip_default_int8_max": (NO_SHADER, "minimum of int8"),
-    "test_clip_default_int8_max_expanded": (NO_SHADER, "lt of int8"),
-    "test_clip_default_int8_min": (NO_SHADER, "maximum of int8"),
-    "test_clip_default_int8_min_expanded": (NO_SHADER, "lt of int8"),
     "test_div_int32_trunc": (NO_SHADER, "div of int32"),
     "test_div_int8": (NO_SHADER, "div of int8"),
+    "test_div_uint8": (NO_SHADER, "div of uint8"),
     "test_einsum_batch_matmul": (NO_SHADER, "gemm of float64"),
     "test_einsum_inner_prod": (NO_SHADER, "gemm of float64"),
     "test_einsum_sum": (NO_SHADER, "sum of float64"),
-    "test_equal_int8": (NO_SHADER, "eq of int8"),
     "test_flexattention_double_expanded_ver26": (NO_SHADER, "mul of float64"),
-    "test_greater_equal_int8": (NO_SHADER, "ge of int8"),
-    "test_greater_equal_int8_expanded": (NO_SHADER, "gt of int8"),
-    "test_greater_int8": (NO_SHADER, "gt of int8"),
-    "test_less_equal_int8": (NO_SHADER, "le of int8"),
-    "test_less_equal_int8_expanded": (NO_SHADER, "lt of int8"),
-    "test_less_int8": (NO_SHADER, "lt of int8"),
+    "test_matmulinteger": (NO_SHADER, "to_dtype of uint8"),
     "test_max_float64": (NO_SHADER, "maximum of float64"),
-    "test_max_int8": (NO_SHADER, "maximum of int8"),
     "test_min_float64": (NO_SHADER, "minimum of float64"),
-    "test_min_int8": (NO_SHADER, "minimum of int8"),
     "test_mod_broadcast": (NO_SHADER, "to_dtype of int32"),
     "test_mod_float64_mixed_sign_fmod_0": (NO_SHADER, "ne of float64"),
     "test_mod_float_edge_cases_fmod_0_float64": (NO_SHADER, "ne of float64"),
@@ -181,13 +168,17 @@ VULKAN_EXCLUDED = {
     "test_mod_mixed_sign_int32": (NO_SHADER, "to_dtype of int32"),
     "test_mod_mixed_sign_int64": (NO_SHADER, "to_dtype of int64"),
     "test_mod_mixed_sign_int8": (NO_SHADER, "to_dtype of int8"),
-    "test_mul_int8": (NO_SHADER, "mul of int8"),
+    "test_mod_uint8": (NO_SHADER, "to_dtype of uint8"),
     "test_pow_types_int32_int32": (NO_SHADER, "pow of int32"),
     "test_pow_types_int64_int64": (NO_SHADER, "pow of int64"),
     "test_qlinearmatmul_2D_int8_float16": (NO_SHADER, "to_dtype of float16"),
     "test_qlinearmatmul_2D_int8_float32": (NO_SHADER, "to_dtype of float32"),
+    "test_qlinearmatmul_2D_uint8_float16": (NO_SHADER, "to_dtype of float16"),
+    "test_qlinearmatmul_2D_uint8_float32": (NO_SHADER, "to_dtype of float32"),
     "test_qlinearmatmul_3D_int8_float16": (NO_SHADER, "to_dtype of float16"),
     "test_qlinearmatmul_3D_int8_float32": (NO_SHADER, "to_dtype of float32"),
+    "test_qlinearmatmul_3D_uint8_float16": (NO_SHADER, "to_dtype of float16"),
+    "test_qlinearmatmul_3D_uint8_float32": (NO_SHADER, "to_dtype of float32"),
     "test_reduce_log_sum_exp_default_axes_keepdims_example": (NO_SHADER, "sub of float64"),
     "test_reduce_log_sum_exp_default_axes_keepdims_example_expanded": (NO_SHADER, "exp of float64"),
     "test_reduce_log_sum_exp_default_axes_keepdims_random": (NO_SHADER, "sub of float64"),
@@ -213,7 +204,6 @@ VULKAN_EXCLUDED = {
     "test_reduce_prod_do*": (NO_SHADER, "cumprod of float32"),  # 2
     "test_reduce_prod_keepdims*": (NO_SHADER, "cumprod of float32"),  # 2
     "test_reduce_prod_negative*": (NO_SHADER, "cumprod of float32"),  # 2
-    "test_sub_int8": (NO_SHADER, "sub of int8"),
 }
 
 CASES = all_cases()
