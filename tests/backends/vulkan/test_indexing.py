@@ -1,8 +1,8 @@
 """gather on the Vulkan device (kernels/indexing.py, shaders/gather.comp) against numpy's
 take_along_axis and the CPU path: every dim, an index smaller than the input in the other dims,
-float32 bits (NaN, inf, signed zeros) copied exactly, int32/int64/bool data, strided inputs and
-broadcast (stride-0) indices, empty indices, the gradient, and out-of-range indices: the CPU's
-IndexError for a host index, NaN / 0 (never a read out of bounds) for one on the device."""
+float32 bits (NaN, inf, signed zeros) copied exactly, int32/int64/int8/bool data, strided inputs
+and broadcast (stride-0) indices, empty indices, the gradient, and out-of-range indices: the
+CPU's IndexError for a host index, NaN / 0 (never a read out of bounds) for one on the device."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def gather_on_device(x_t, dim, index_t):
     return out.cpu().numpy()
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int64, np.bool_])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int64, np.int8, np.bool_])
 @pytest.mark.parametrize("dim", [0, 1, 2])
 def test_gather_every_dim_and_dtype(vulkan, dtype, dim):
     x = data(dtype, 6, 7, 9)

@@ -1,7 +1,7 @@
 """cat on the Vulkan device (kernels/joining.py: one strided copy per input into its slice of the
 output, shaders/copy.comp) against numpy and the CPU path: every dim, float32 bits (NaN, inf,
-signed zeros) copied exactly, int32/int64/bool (bool through copy.comp's byte mode, whose inputs
-share 32-bit words of the output), strided and broadcast inputs, empty inputs, and the
+signed zeros) copied exactly, int32/int64/int8/bool (bytes through copy.comp's byte mode, whose
+inputs share 32-bit words of the output), strided and broadcast inputs, empty inputs, and the
 gradient; each test with elementwise fusion on and off."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def assert_same_bits(got: np.ndarray, want: np.ndarray):
     )
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int64, np.bool_])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int64, np.int8, np.bool_])
 @pytest.mark.parametrize("dim", [0, 1, 2, -1])
 def test_cat_every_dim_and_dtype(vulkan, dtype, dim):
     shapes = [(3, 5, 7), (3, 5, 7), (3, 5, 7)]
