@@ -7,9 +7,10 @@
 // One shader for the family: binary arithmetic and comparisons, logical ops, clamp, log1p and dtype
 // casts (the unary ones bind a twice and ignore b). Specialization constants:
 //   1 OP        op code: a binary code or a strided-only one (cpu/opcodes.def)
-//   2 IN_TYPE   F32, I32 or BOOL (bytes, read out of 32-bit words); codes from cpu/opcodes.def
-//   3 OUT_TYPE  F32, I32 or BOOL: four results packed into each 32-bit word, so one
-//               invocation writes whole words and no 8-bit storage feature is needed.
+//   2 IN_TYPE   F32, I32 or BOOL (bytes, read out of 32-bit words); codes from cpu/opcodes.def;
+//               I8 and U8 (bytes too) below
+//   3 OUT_TYPE  F32, I32, or a byte type (BOOL, I8, U8): four results packed into each 32-bit
+//               word, so one invocation writes whole words and no 8-bit storage feature is needed.
 // Element offsets/strides are in elements of IN_TYPE (bytes for bool). Buffers are raw words.
 //
 // Float semantics follow the C kernels (gpucore._cpu): maximum/minimum propagate NaN, pow is C's
@@ -49,13 +50,26 @@ layout(push_constant) uniform Push {
 #undef GC_BINARY
 #undef GC_STRIDED
 
+// int8 / uint8 (after binary64.comp's I64 = 3; mirrored as _I8 / _U8 in kernels/elementwise.py):
+// bytes like BOOL, int8 sign-extended on load; arithmetic in 32 bits, the result's low byte kept
+// (wrapping, as the CPU).
+const int I8 = 4;
+const int U8 = 5;
+const bool BYTE_IN = IN_TYPE == BOOL || IN_TYPE == I8 || IN_TYPE == U8;
+const bool BYTE_OUT = OUT_TYPE == BOOL || OUT_TYPE == I8 || OUT_TYPE == U8;
+
+uint byte_value(uint word, int i) {
+    uint v = (word >> (8 * (i & 3))) & 0xffu;
+    return IN_TYPE == I8 ? uint(int(v << 24) >> 24) : v;
+}
+
 uint load_a(int i) {
-    if (IN_TYPE == BOOL) return (a[i >> 2] >> (8 * (i & 3))) & 0xffu;
+    if (BYTE_IN) return byte_value(a[i >> 2], i);
     return a[i];
 }
 
 uint load_b(int i) {
-    if (IN_TYPE == BOOL) return (b[i >> 2] >> (8 * (i & 3))) & 0xffu;
+    if (BYTE_IN) return byte_value(b[i >> 2], i);
     return b[i];
 }
 
@@ -69,14 +83,14 @@ uint compute(uint ra, uint rb) {
     if (OP == TO_DTYPE) {
         if (IN_TYPE == F32) {
             float x = uintBitsToFloat(ra);
-            if (OUT_TYPE == I32) return f2i(x);
+            if (OUT_TYPE != F32 && OUT_TYPE != BOOL) return f2i(x);  // int8 / uint8: its low byte
             if (OUT_TYPE == BOOL) return (x == 0.0) ? 0u : 1u;   // NaN is true
             return ra;
         }
-        if (IN_TYPE == I32) {
+        if (IN_TYPE == I32 || IN_TYPE == I8 || IN_TYPE == U8) {  // bytes: loaded as int32
             if (OUT_TYPE == F32) return floatBitsToUint(float(int(ra)));
             if (OUT_TYPE == BOOL) return ra != 0u ? 1u : 0u;
-            return ra;
+            return ra;  // int32, or the low byte for int8 / uint8 (wraps)
         }
         // bool
         if (OUT_TYPE == F32) return ra != 0u ? floatBitsToUint(1.0) : 0u;
@@ -89,7 +103,7 @@ uint compute(uint ra, uint rb) {
     if (OP == LOGICAL_AND) return (ra != 0u && rb != 0u) ? 1u : 0u;
     if (OP == LOGICAL_OR) return (ra != 0u || rb != 0u) ? 1u : 0u;
     if (OP == LOGICAL_XOR) return ((ra != 0u) != (rb != 0u)) ? 1u : 0u;
-    if (IN_TYPE == I32) {
+    if (IN_TYPE != F32) {  // int32, int8, uint8; bool: comparisons of the bytes 0 / 1
         int x = int(ra), w = int(rb);
         if (OP == ADD) return uint(x + w);
         if (OP == SUB) return uint(x - w);
@@ -138,13 +152,13 @@ uint element(uint i) {
 
 void main() {
     uint w = global_index();
-    if (OUT_TYPE == BOOL) {
+    if (BYTE_OUT) {
         // word w holds elements 4w .. 4w+3; past n the bytes are scratch of the allocation
         uint first = 4u * w;
         if (first >= p.n) return;
         uint bits = 0u;
         uint m = min(4u, p.n - first);
-        for (uint j = 0u; j < m; ++j) bits |= element(first + j) << (8u * j);
+        for (uint j = 0u; j < m; ++j) bits |= (element(first + j) & 0xffu) << (8u * j);
         y[p.y_off + w] = bits;
     } else {
         if (w >= p.n) return;

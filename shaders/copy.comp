@@ -1,13 +1,23 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// Strided copy of 32-bit words: dst[layout_d(i)] = src[layout_s(i)] for i in [0, n), where
-// layout maps the row-major index i over `shape` to offset + sum(coord * stride). Strides may be
-// zero or negative. Used for contiguous(), clone, in-place writes and 64-bit data (2 words).
+// Strided copy: dst[layout_d(i)] = src[layout_s(i)] for i in [0, n), where layout maps the
+// row-major index i over `shape` to offset + sum(coord * stride). Strides may be zero or
+// negative. Used for contiguous(), clone, in-place writes, cat (one dispatch per input into its
+// slice of the output) and 64-bit data (2 words).
+//
+// BYTES (constant 1) = 0: items are 32-bit words (offsets and strides in words).
+// BYTES = 1: items are bytes (bool), read out of and written into 32-bit words; offsets and
+//   strides in bytes. Neighbouring bytes of one word may belong to other invocations (or to
+//   other dispatches writing the rest of a cat's output), so each invocation clears and sets
+//   only its own byte lane with atomics: no 8-bit storage feature, no lost writes.
 #include "common.glsl"
 
-layout(std430, set = 0, binding = 0) readonly buffer S { uint src[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer D { uint dst[]; };
+layout(constant_id = 1) const int BYTES = 0;
 
+layout(std430, set = 0, binding = 0) readonly buffer S { uint src[]; };
+layout(std430, set = 0, binding = 1) buffer D { uint dst[]; };
+
+// 28 words (mirrored by copy_array in gpucore/backends/vulkan/kernels/common.py).
 layout(push_constant) uniform Push {
     uint n;
     uint ndim;
@@ -30,5 +40,12 @@ void main() {
         s += int(c) * p.src_stride[k];
         d += int(c) * p.dst_stride[k];
     }
-    dst[d] = src[s];
+    if (BYTES == 1) {
+        uint v = (src[s >> 2] >> (8 * (s & 3))) & 0xffu;
+        uint sh = 8u * uint(d & 3);
+        atomicAnd(dst[d >> 2], ~(0xffu << sh));
+        atomicOr(dst[d >> 2], v << sh);
+    } else {
+        dst[d] = src[s];
+    }
 }

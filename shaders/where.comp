@@ -3,8 +3,12 @@
 // where: y[i] = cond(i) ? a(i) : b(i) over the row-major index i of `shape`, each operand read at
 // offset + sum(coord_k * stride_k) (strides 0 for broadcasting, or negative). cond is a bool
 // tensor (1 byte per element, read out of 32-bit words; offsets/strides in bytes); a, b and y
-// hold 32-bit items of any type (float32, int32), copied as bits. y is contiguous.
+// hold items of WORDS (constant 1) 32-bit words of any type (1: float32, int32; 2: int64), or
+// bytes (WORDS = 0: bool, int8, uint8; four to each word of y, one invocation per word), copied
+// as bits; their offsets/strides are in items. y is contiguous.
 #include "common.glsl"
+
+layout(constant_id = 1) const int WORDS = 1;
 
 layout(std430, set = 0, binding = 0) readonly buffer C { uint c[]; };
 layout(std430, set = 0, binding = 1) readonly buffer A { uint a[]; };
@@ -25,9 +29,8 @@ layout(push_constant) uniform Push {
     int b_stride[6];
 } p;
 
-void main() {
-    uint i = global_index();
-    if (i >= p.n) return;
+// Element i's chosen item: its item index in a (when cond holds) or b, and which.
+ivec2 pick(uint i) {
     uint rem = i;
     int ic = p.c_off;
     int ia = p.a_off;
@@ -40,5 +43,32 @@ void main() {
         ib += int(q) * p.b_stride[k];
     }
     bool cond = ((c[ic >> 2] >> (8 * (ic & 3))) & 0xffu) != 0u;
-    y[p.y_off + i] = cond ? a[ia] : b[ib];
+    return cond ? ivec2(ia, 1) : ivec2(ib, 0);
+}
+
+void main() {
+    uint i = global_index();
+    if (WORDS == 0) {
+        // bytes: word i of y holds elements 4i .. 4i+3 (p.y_off is in words); past n the bytes
+        // are scratch of the allocation
+        uint first = 4u * i;
+        if (first >= p.n) return;
+        uint bits = 0u;
+        uint m = min(4u, p.n - first);
+        for (uint j = 0u; j < m; ++j) {
+            ivec2 s = pick(first + j);
+            uint w = s.y == 1 ? a[s.x >> 2] : b[s.x >> 2];
+            bits |= ((w >> (8 * (s.x & 3))) & 0xffu) << (8u * j);
+        }
+        y[p.y_off + i] = bits;
+        return;
+    }
+    if (i >= p.n) return;
+    ivec2 s = pick(i);
+    if (WORDS == 2) {
+        y[2u * (p.y_off + i)] = s.y == 1 ? a[2 * s.x] : b[2 * s.x];
+        y[2u * (p.y_off + i) + 1u] = s.y == 1 ? a[2 * s.x + 1] : b[2 * s.x + 1];
+    } else {
+        y[p.y_off + i] = s.y == 1 ? a[s.x] : b[s.x];
+    }
 }

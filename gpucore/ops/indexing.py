@@ -1,7 +1,8 @@
 """Indexing: basic indexing (views), advanced indexing (copies), index_put, gather/scatter_add,
 index_select, one_hot, masked_fill, copy_slices (cat and friends are in joining.py).
 
-kernels: backends/cpu/kernels/indexing.py (numpy); none on Vulkan (these ops run on the CPU)."""
+kernels: backends/cpu/kernels/indexing.py (numpy); on Vulkan only gather
+(backends/vulkan/kernels/indexing.py; index_select lowers to it in captured graphs)."""
 
 from __future__ import annotations
 
@@ -369,7 +370,12 @@ SCATTER_ADD = defop(
 
 @public("gather")
 def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
-    """out[i][j] = input[index[i][j]][j] for dim=0 (and so on), as torch.gather."""
+    """out[i][j] = input[index[i][j]][j] for dim=0 (and so on), as torch.gather.
+
+    Index values outside [0, input.size(dim)) raise IndexError, except for an index that already
+    lives on a Vulkan device: that one is not read back (no wait for the device), and its
+    out-of-range entries give NaN (float data) or 0 (other dtypes), never a read out of bounds.
+    """
     d = _real_dim(dim, input, "gather")
     return apply(GATHER, input, index, dim=d, src=tuple(input.shape))
 

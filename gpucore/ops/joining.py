@@ -1,7 +1,8 @@
 """Joining and splitting: cat (an op), stack, split, chunk, narrow and unbind as compositions of
 cat and views.
 
-kernels: backends/cpu/kernels/joining.py (numpy); none on Vulkan (cat runs on the CPU)."""
+kernels: backends/cpu/kernels/joining.py (numpy); backends/vulkan/kernels/joining.py (cat: one
+strided copy per input into its slice of the output)."""
 
 from __future__ import annotations
 

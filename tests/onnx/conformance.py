@@ -43,6 +43,7 @@ FEATURE = "unsupported feature"
 LOAD_TIME = "value needed at load time"
 PRECISION = "precision"
 NO_SHADER = "no Vulkan shader"
+DEVICE_LIMIT = "device limit"
 CATEGORIES = {
     TYPES: "sequence / optional values: gpucore runs tensors only",
     STRINGS: "string tensors: gpucore has no string dtype",
@@ -57,6 +58,8 @@ CATEGORIES = {
     LOAD_TIME: "a shape operand computed from input values, which gpucore needs at load time",
     PRECISION: "the result is close, but outside the case's tolerance",
     NO_SHADER: "the runtime has no Vulkan shader for an op of the lowered graph (DeviceError)",
+    DEVICE_LIMIT: "a tensor larger than the device's largest storage binding (lavapipe: 128 MiB) "
+    "in an op without a chunked variant (DeviceError)",
 }
 SPATIAL_3D = "3-D convolution / pooling: gpucore supports 1-D and 2-D"
 

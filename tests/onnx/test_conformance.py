@@ -17,6 +17,7 @@ pytest.importorskip("onnx")
 from conformance import (  # noqa: E402
     CATEGORIES,
     CONTROL,
+    DEVICE_LIMIT,
     DOMAIN,
     DTYPE,
     DYNAMIC,
@@ -127,132 +128,57 @@ EXCLUDED = {
 }
 
 # ------------------------------------------------- Vulkan's, for the cases the CPU passes
+# (int8 and uint8 run on binary.comp; their cases left here need float64, float16 or integer
+# division)
 VULKAN_EXCLUDED = {
     "dtype:FLOAT16": (DTYPE, ""),  # 37
-    "dtype:INT8": (DTYPE, ""),  # 24
-    "dtype:UINT8": (DTYPE, ""),  # 32
-    "Ceil": (NO_SHADER, "to_dtype of float32"),  # 2
-    "ConvTranspose": (NO_SHADER, "cat of float32"),  # 13
-    "CumProd": (NO_SHADER, "cumprod of float64"),  # 9
-    "CumSum": (NO_SHADER, "gemm of float64"),  # 9
-    "Floor": (NO_SHADER, "to_dtype of float32"),  # 2
-    "GatherElements": (NO_SHADER, "lt of int64"),  # 21
-    "GatherND": (NO_SHADER, "lt of int64"),  # 2
-    "Hardmax": (NO_SHADER, "eq of int64"),  # 7
-    "LRN": (NO_SHADER, "cat of float32"),  # 5
-    "OneHot": (NO_SHADER, "lt of int64"),  # 5
-    "RotaryEmbedding": (NO_SHADER, "gather of float32, int64"),  # 8
-    "Round": (NO_SHADER, "to_dtype of float32"),
-    "Scatter": (NO_SHADER, "lt of int64"),  # 2
-    "ScatterElements": (NO_SHADER, "lt of int64"),  # 7
-    "ScatterND": (NO_SHADER, "lt of int64"),  # 7
-    "TopK": (NO_SHADER, "topk of float32"),  # 6
-    "Trilu": (NO_SHADER, "where of bool, int64"),  # 18
-    "pytorch-converted/test_ConstantPad2d": (NO_SHADER, "cat of float32"),
-    "pytorch-converted/test_Embedding*": (NO_SHADER, "lt of int64"),  # 2
-    "pytorch-converted/test_ReflectionPad2d": (NO_SHADER, "gather of float32, int64"),
-    "pytorch-converted/test_ReplicationPad2d": (NO_SHADER, "gather of float32, int64"),
-    "pytorch-converted/test_ZeroPad2d": (NO_SHADER, "cat of float32"),
+    "CumProd": (NO_SHADER, "cumprod of float64 or int32"),  # 9
+    "CumSum": (NO_SHADER, "gemm of float64; to_dtype of int32"),  # 9
+    "GatherND": (NO_SHADER, "sum of int64"),  # 2
+    "Scatter": (NO_SHADER, "scatter of float32, int64"),  # 2
+    "ScatterElements": (NO_SHADER, "scatter_reduce or scatter of float32, int64"),  # 7
+    "ScatterND": (NO_SHADER, "sum of int64"),  # 7
+    "TopK": (NO_SHADER, "topk of float32 or int64"),  # 6
     "pytorch-operator/test_operator_add_broadcast": (NO_SHADER, "add of float64"),
     "pytorch-operator/test_operator_add_size1*": (NO_SHADER, "add of float64"),  # 3
     "pytorch-operator/test_operator_addconstant": (NO_SHADER, "add of float64"),
-    "pytorch-operator/test_operator_concat2": (NO_SHADER, "cat of float32"),
-    "pytorch-operator/test_operator_non_float_params": (NO_SHADER, "add of int64"),
-    "pytorch-operator/test_operator_pad": (NO_SHADER, "gather of float32, int64"),
-    "real/test_inception_v2": (NO_SHADER, "cat of float32"),
-    "real/test_shufflenet": (NO_SHADER, "cat of float32"),
-    "real/test_squeezenet": (NO_SHADER, "cat of float32"),
-    "test_argmax_default_axis_example_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmax_default_axis_random_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmax_keepdims_example_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmax_keepdims_random_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmax_negative_axis_keepdims_example_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmax_negative_axis_keepdims_random_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmax_no_keepdims_example_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmax_no_keepdims_random_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmin_default_axis_example_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmin_default_axis_random_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmin_keepdims_example_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmin_keepdims_random_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmin_negative_axis_keepdims_example_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmin_negative_axis_keepdims_random_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmin_no_keepdims_example_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_argmin_no_keepdims_random_select_last_index": (NO_SHADER, "sub of int64"),
-    "test_attention_3d_diff_heads_with*": (NO_SHADER, "cat of float32"),  # 2
-    "test_attention_3d_gqa_with*": (NO_SHADER, "cat of float32"),  # 2
-    "test_attention_3d_with*": (NO_SHADER, "cat of float32"),  # 10
-    "test_attention_4d_causal_nonpad*": (NO_SHADER, "lt of int64"),  # 8
-    "test_attention_4d_causal_with*": (NO_SHADER, "cat of float32"),  # 2
-    "test_attention_4d_diff_heads_mask4d*": (NO_SHADER, "lt of int64"),  # 2
-    "test_attention_4d_diff_heads_with*": (NO_SHADER, "cat of float32"),  # 6
-    "test_attention_4d_gqa_causal_nonpad_decode": (NO_SHADER, "sub of int64"),
-    "test_attention_4d_gqa_causal_nonpad_decode_expanded": (NO_SHADER, "sub of int64"),
-    "test_attention_4d_gqa_with_past_and_present": (NO_SHADER, "cat of float32"),
-    "test_attention_4d_gqa_with_past_and_present_expanded": (NO_SHADER, "cat of float32"),
-    "test_attention_4d_with_past*": (NO_SHADER, "cat of float32"),  # 14
-    "test_attention_local_window_ext_cache_rank2_mask": (NO_SHADER, "sub of int64"),
-    "test_attention_local_window_ext_cache_rank2_mask_expanded": (NO_SHADER, "lt of int64"),
-    "test_attention_local_window_ext_cache_rank3_head_mask": (NO_SHADER, "sub of int64"),
-    "test_attention_local_window_ext_cache_rank3_head_mask_expanded": (NO_SHADER, "lt of int64"),
-    "test_attention_local_window_ext_cache_rank4_batch_mask": (NO_SHADER, "sub of int64"),
-    "test_attention_local_window_ext_cache_rank4_batch_mask_expanded": (NO_SHADER, "lt of int64"),
+    "real/test_bvlc_alexnet": (DEVICE_LIMIT, "a 144 MiB weight for one GEMM"),
+    "real/test_zfnet512": (DEVICE_LIMIT, "a 288 MiB weight for one GEMM"),
     "test_attention_local_window_gqa*": (NO_SHADER, "to_dtype of float32"),  # 2
-    "test_attention_local_window_with*": (NO_SHADER, "cat of float32"),  # 2
-    "test_averagepool_2d_ceil": (NO_SHADER, "cat of float32"),
-    "test_averagepool_2d_pads*": (NO_SHADER, "cat of float32"),  # 2
-    "test_averagepool_2d_same*": (NO_SHADER, "cat of float32"),  # 2
     "test_cast_DOUBLE_to_FLOAT": (NO_SHADER, "to_dtype of float64"),
     "test_cast_FLOAT_to_DOUBLE": (NO_SHADER, "to_dtype of float32"),
     "test_castlike_DOUBLE_to_FLOAT": (NO_SHADER, "to_dtype of float64"),
     "test_castlike_DOUBLE_to_FLOAT_expanded": (NO_SHADER, "to_dtype of float64"),
     "test_castlike_FLOAT_to_DOUBLE*": (NO_SHADER, "to_dtype of float32"),  # 2
-    "test_causal_conv_with_state_b1_c1_degenerate_expanded": (NO_SHADER, "cat of float32"),
-    "test_causal_conv_with_state_basic_expanded": (NO_SHADER, "cat of float32"),
-    "test_causal_conv_with_state_decode_step_expanded": (NO_SHADER, "cat of float32"),
-    "test_causal_conv_with_state_short_input_no_past_state_expanded": (NO_SHADER, "cat of float32"),
-    "test_causal_conv_with_state_silu_expanded": (NO_SHADER, "cat of float32"),
-    "test_causal_conv_with_state_silu_with_past_state_expanded": (NO_SHADER, "cat of float32"),
-    "test_causal_conv_with_state_swish_alias_expanded": (NO_SHADER, "cat of float32"),
-    "test_causal_conv_with_state_with*": (NO_SHADER, "cat of float32"),  # 3
-    "test_center_crop_pad_crop_and*": (NO_SHADER, "cat of float32"),  # 2
-    "test_center_crop_pad_crop_axes*": (NO_SHADER, "cat of float32"),  # 4
-    "test_center_crop_pad_crop_negative*": (NO_SHADER, "cat of float32"),  # 2
-    "test_center_crop_pad_pad*": (NO_SHADER, "cat of float32"),  # 2
-    "test_concat*": (NO_SHADER, "cat of float32"),  # 12
-    "test_constant_pad*": (NO_SHADER, "cat of float32"),  # 3
     "test_div_int32_trunc": (NO_SHADER, "div of int32"),
-    "test_dropout_default_mask*": (NO_SHADER, "clone of bool"),  # 2
-    "test_edge_pad": (NO_SHADER, "gather of int32, int64"),
+    "test_div_int8": (NO_SHADER, "div of int8"),
+    "test_div_uint8": (NO_SHADER, "div of uint8"),
     "test_einsum_batch_matmul": (NO_SHADER, "gemm of float64"),
     "test_einsum_inner_prod": (NO_SHADER, "gemm of float64"),
     "test_einsum_sum": (NO_SHADER, "sum of float64"),
     "test_flexattention_double_expanded_ver26": (NO_SHADER, "mul of float64"),
-    "test_gather_0": (NO_SHADER, "lt of int64"),
-    "test_gather_1": (NO_SHADER, "lt of int64"),
-    "test_gather_2d_indices": (NO_SHADER, "lt of int64"),
-    "test_gather_negative_indices": (NO_SHADER, "lt of int64"),
-    "test_lppool_2d_pads": (NO_SHADER, "cat of float32"),
-    "test_lppool_2d_same*": (NO_SHADER, "cat of float32"),  # 2
+    "test_matmulinteger": (NO_SHADER, "to_dtype of uint8"),
     "test_max_float64": (NO_SHADER, "maximum of float64"),
-    "test_max_int64": (NO_SHADER, "maximum of int64"),
-    "test_maxpool_2d_pads": (NO_SHADER, "cat of float32"),
-    "test_maxpool_2d_same*": (NO_SHADER, "cat of float32"),  # 2
     "test_min_float64": (NO_SHADER, "minimum of float64"),
-    "test_min_int64": (NO_SHADER, "minimum of int64"),
     "test_mod_broadcast": (NO_SHADER, "to_dtype of int32"),
-    "test_mod_float32_mixed_sign_fmod_0": (NO_SHADER, "to_dtype of float32"),
     "test_mod_float64_mixed_sign_fmod_0": (NO_SHADER, "ne of float64"),
-    "test_mod_float_edge_cases_fmod_0_float32": (NO_SHADER, "to_dtype of float32"),
     "test_mod_float_edge_cases_fmod_0_float64": (NO_SHADER, "ne of float64"),
     "test_mod_int64_fmod": (NO_SHADER, "to_dtype of int64"),
-    "test_mod_mixed_sign_float32": (NO_SHADER, "to_dtype of float32"),
     "test_mod_mixed_sign_float64": (NO_SHADER, "ne of float64"),
     "test_mod_mixed_sign_int32": (NO_SHADER, "to_dtype of int32"),
     "test_mod_mixed_sign_int64": (NO_SHADER, "to_dtype of int64"),
-    "test_pow_types_float32_int64": (NO_SHADER, "to_dtype of int64"),
+    "test_mod_mixed_sign_int8": (NO_SHADER, "to_dtype of int8"),
+    "test_mod_uint8": (NO_SHADER, "to_dtype of uint8"),
     "test_pow_types_int32_int32": (NO_SHADER, "pow of int32"),
-    "test_pow_types_int64_float32": (NO_SHADER, "to_dtype of int64"),
     "test_pow_types_int64_int64": (NO_SHADER, "pow of int64"),
+    "test_qlinearmatmul_2D_int8_float16": (NO_SHADER, "to_dtype of float16"),
+    "test_qlinearmatmul_2D_int8_float32": (NO_SHADER, "to_dtype of float32"),
+    "test_qlinearmatmul_2D_uint8_float16": (NO_SHADER, "to_dtype of float16"),
+    "test_qlinearmatmul_2D_uint8_float32": (NO_SHADER, "to_dtype of float32"),
+    "test_qlinearmatmul_3D_int8_float16": (NO_SHADER, "to_dtype of float16"),
+    "test_qlinearmatmul_3D_int8_float32": (NO_SHADER, "to_dtype of float32"),
+    "test_qlinearmatmul_3D_uint8_float16": (NO_SHADER, "to_dtype of float16"),
+    "test_qlinearmatmul_3D_uint8_float32": (NO_SHADER, "to_dtype of float32"),
     "test_reduce_log_sum_exp_default_axes_keepdims_example": (NO_SHADER, "sub of float64"),
     "test_reduce_log_sum_exp_default_axes_keepdims_example_expanded": (NO_SHADER, "exp of float64"),
     "test_reduce_log_sum_exp_default_axes_keepdims_random": (NO_SHADER, "sub of float64"),
@@ -273,29 +199,18 @@ VULKAN_EXCLUDED = {
     "test_reduce_log_sum_exp_negative_axes_keepdims_random": (NO_SHADER, "sub of float64"),
     "test_reduce_log_sum_exp_negative_axes_keepdims_random_expanded": (NO_SHADER, "exp of float64"),
     "test_reduce_max_bool_inputs": (NO_SHADER, "amax of bool"),
-    "test_reduce_max_empty_set_bool": (NO_SHADER, "clone of bool"),
     "test_reduce_min_bool_inputs": (NO_SHADER, "amin of bool"),
     "test_reduce_prod_default*": (NO_SHADER, "cumprod of float32"),  # 2
     "test_reduce_prod_do*": (NO_SHADER, "cumprod of float32"),  # 2
     "test_reduce_prod_keepdims*": (NO_SHADER, "cumprod of float32"),  # 2
     "test_reduce_prod_negative*": (NO_SHADER, "cumprod of float32"),  # 2
-    "test_reflect_pad": (NO_SHADER, "gather of int32, int64"),
-    "test_rotary_embedding_3d_input_expanded": (NO_SHADER, "lt of int64"),
-    "test_rotary_embedding_expanded": (NO_SHADER, "lt of int64"),
-    "test_rotary_embedding_interleaved_expanded": (NO_SHADER, "lt of int64"),
-    "test_rotary_embedding_no_position_ids_expanded": (NO_SHADER, "cat of float32"),
-    "test_rotary_embedding_no_position_ids_interleaved_expanded": (NO_SHADER, "cat of float32"),
-    "test_rotary_embedding_no_position_ids_rotary_dim_expanded": (NO_SHADER, "cat of float32"),
-    "test_rotary_embedding_with_interleaved_rotary_dim_expanded": (NO_SHADER, "lt of int64"),
-    "test_rotary_embedding_with_rotary_dim_expanded": (NO_SHADER, "lt of int64"),
-    "test_where_long_example": (NO_SHADER, "where of bool, int64"),
-    "test_wrap_pad": (NO_SHADER, "gather of int32, int64"),
 }
 
 CASES = all_cases()
 CPU_RUN = [c for c in CASES if excluded(c, EXCLUDED) is None]
-# Vulkan runs what the CPU passes, but for the two largest real models (CI time: 4 s and 2 s
-# on lavapipe, where both are refused anyway: VGG-19's 392 MiB weight, DenseNet's concat)
+# Vulkan runs what the CPU passes, but for the two largest real models (CI time: VGG-19 takes
+# 4 s on lavapipe to be refused for its 392 MiB weight; DenseNet-121 passes there, in 5.3 s
+# against 0.7 s on the CPU, 2026-11-28)
 CPU_ONLY = ("real/test_vgg19", "real/test_densenet121")
 VULKAN_CASES = [c for c in CPU_RUN if c.name not in CPU_ONLY]
 VULKAN_RUN = [c for c in VULKAN_CASES if excluded(c, VULKAN_EXCLUDED) is None]

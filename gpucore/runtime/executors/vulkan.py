@@ -122,8 +122,8 @@ class VulkanExecutor:
                 continue
             out = g.tensors[node.output]
             dts = [out.dtype] + [g.tensors[n].dtype for n in node.inputs]
-            if step.kind == "copy":
-                supported = out.dtype.itemsize in (4, 8)
+            if step.kind == "copy":  # copy.comp: 32-bit words, pairs of them, or bytes (bool)
+                supported = out.dtype.itemsize in (1, 4, 8)
             elif node.op in ("gemm", "conv2d", "layer_norm", "attention"):
                 supported = all(d is float32 for d in dts)
             else:

@@ -382,7 +382,7 @@ def test_int32_ops(vulkan, name):
 def test_dtypes_without_a_shader_run_on_cpu(vulkan):
     a = rand(10)
     x64 = gpucore.tensor(a.astype(np.float64))
-    i64 = gpucore.tensor(np.arange(10))
+    i64 = gpucore.tensor(np.arange(10, dtype=np.float64))  # int64 runs on binary64.comp
     with gpucore.dispatch.trace_ops() as ops:
         r1 = x64 + x64
         r2 = i64 * i64

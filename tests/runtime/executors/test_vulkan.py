@@ -77,7 +77,53 @@ def test_dynamic_batch_and_threads(vulkan):
 
 def test_ops_without_shaders_are_refused_at_compile(vulkan):
     with pytest.raises(DeviceError, match="no Vulkan shader.*device='cpu'"):
-        runtime.compile(lambda x: gpucore.cat([x * 2, x]), [rand(4)], device="vulkan")
+        runtime.compile(lambda x: gpucore.cumprod(x * 2, 0), [rand(4)], device="vulkan")
     # the stream works as before after the refusal
     y = gpucore.ones(8).to("vulkan") * 3
     np.testing.assert_array_equal(y.cpu().numpy(), np.full(8, 3.0, np.float32))
+
+
+class EmbedCat(gpucore.nn.Module):
+    """An embedding (a gather in the captured graph) joined with a float input (cat)."""
+
+    def __init__(self):
+        super().__init__()
+        gpucore.manual_seed(3)
+        self.emb = gpucore.nn.Embedding(50, 16)
+        self.lin = gpucore.nn.Linear(32, 8)
+
+    def forward(self, ids, x):
+        return self.lin(gpucore.cat([self.emb(ids), x], -1)).relu()
+
+
+def test_embedding_and_cat_replay_equal_to_the_cpu(vulkan):
+    model = EmbedCat()
+    rng = np.random.default_rng(5)
+    ids = rng.integers(0, 50, (3, 7))
+    cm = runtime.compile(model, [ids, rand(3, 7, 16)], device="vulkan")
+    assert cm.device == "vulkan"
+    (ex,) = cm.executors()
+    ops = {s.node.op for s in ex.plan.steps}
+    assert {"gather", "cat"} <= ops, ops
+    for seed in (1, 2):
+        ids, x = rng.integers(0, 50, (3, 7)), rand(3, 7, 16, seed=seed)
+        with gpucore.device_policy("cpu"), gpucore.no_grad():
+            want = model(gpucore.tensor(ids), gpucore.tensor(x)).numpy()
+        np.testing.assert_allclose(cm.run_arrays([ids, x])[0], want, rtol=1e-5, atol=1e-6)
+
+
+def test_bool_view_copies_and_cat_replay(vulkan):
+    # a transposed bool output is a copy step (copy.comp's byte mode), joined by a bool cat
+    def f(t):
+        return (t > 0).T, gpucore.cat([t > 0.25, t < -0.25, t == 0], 1)
+
+    x = rand(33, 70) - 0.5
+    cm = runtime.compile(f, [x], device="vulkan")
+    (ex,) = cm.executors()
+    assert "copy" in {s.kind for s in ex.plan.steps}
+    for seed in (1, 2):
+        x = rand(33, 70, seed=seed) - 0.5
+        x[0, :5] = 0
+        got = cm.run_arrays([x])
+        np.testing.assert_array_equal(got[0], (x > 0).T)
+        np.testing.assert_array_equal(got[1], np.concatenate([x > 0.25, x < -0.25, x == 0], 1))

@@ -1,13 +1,13 @@
 """Vulkan kernels, keyed by registry op name: ``fn(backend, out, *inputs, **attrs)``.
 
 common.py holds the table (``KERNELS``) and the launch helpers; each family module registers its
-kernels with ``@kernel``, named after the module of gpucore/ops it serves: unary.py,
-elementwise.py, reduce.py, nn.py, pool.py, random.py, optim.py and attention.py (the registry
-op's forward on the runtime's attention shader, fused.py's); gemm.py serves ops/linalg.py
-(named for its kernel, shaders/gemm.comp), and pool.py also holds ops/nn.py's im2col/col2im
-(shaders/im2col.comp, the lowering of conv2d and average pooling). fused.py holds the kernels of
-the runtime's fused ops (layer_norm, attention: called by its Vulkan executor, not registry ops).
-Ops without a kernel here (indexing, joining, ...) run on the CPU.
+kernels with ``@kernel``, named after the module of gpucore/ops it serves: unary.py, elementwise.py,
+indexing.py (gather), joining.py (cat), reduce.py, nn.py, pool.py, random.py, optim.py and
+attention.py (the registry op's forward on the runtime's attention shader, fused.py's); gemm.py
+serves ops/linalg.py (named for its kernel, shaders/gemm.comp), and pool.py also holds ops/nn.py's
+im2col/col2im (shaders/im2col.comp, the lowering of conv2d and average pooling). fused.py holds the
+kernels of the runtime's fused ops (layer_norm, attention: called by its Vulkan executor, not
+registry ops). Ops without a kernel here (sorting, scans, scatter, ...) run on the CPU.
 
 Inputs and outputs are numpy views over device memory (see memory.py); ``backend.operand(arr)``
 gives the binding and element offset/strides a shader needs. A kernel records dispatches on the
@@ -22,6 +22,7 @@ from .common import (  # noqa: F401  (the table and the helpers other modules us
     MAX_GROUPS_X,
     contiguous,
     copy_array,
+    copy_ok,
     flat_local_size,
     groups_1d,
     kernel,
@@ -32,4 +33,5 @@ from .common import (  # noqa: F401  (the table and the helpers other modules us
 )
 
 # Family modules register on import; keep this list in step with the files.
-from . import attention, elementwise, fused, gemm, nn, optim, pool, random, reduce, unary  # noqa: E402,F401  isort: skip
+from . import attention, elementwise, fused, gemm, indexing, joining, nn  # noqa: E402,F401  isort: skip
+from . import optim, pool, random, reduce, unary  # noqa: E402,F401  isort: skip

@@ -113,8 +113,9 @@ def _dispatch(be, shader: str, spec: tuple, operands, push, groups):
 
 # ----------------------------------------------------------------------------- copies
 def _word_layout(arr: np.ndarray, op):
-    """(shape, strides, offset) of arr in 32-bit words; 8-byte items become 2 words."""
-    if arr.itemsize == 4:
+    """(shape, strides, offset) of arr in shader items: 32-bit words, or bytes for 1-byte items
+    (copy.comp's BYTES mode); 8-byte items become 2 words."""
+    if arr.itemsize in (1, 4):
         return list(arr.shape), list(op.strides), op.offset
     # 8-byte items: a trailing dim of 2 words
     return (list(arr.shape) + [2], [2 * s for s in op.strides] + [1], 2 * op.offset)
@@ -122,6 +123,28 @@ def _word_layout(arr: np.ndarray, op):
 
 def word_copy_ok(arr: np.ndarray) -> bool:
     return arr.itemsize == 4 or (arr.itemsize == 8 and arr.ndim < 8)
+
+
+def copy_ok(arr: np.ndarray) -> bool:
+    """copy_array can copy arr: 32-bit or 64-bit items, or bytes (bool) through copy.comp's
+    byte mode, with at most 8 dims (counting an 8-byte item's 2 words) once size-1 dims go."""
+    if arr.itemsize not in (1, 4, 8):
+        return False
+    return sum(n != 1 for n in arr.shape) + (arr.itemsize == 8) <= 8
+
+
+def _merge_dims(shape, sst, dstr) -> list:
+    """[(size, src stride, dst stride)] with size-1 dims dropped and neighbouring dims merged
+    where both operands step through them as one."""
+    dims: list = []
+    for sh, a, b in zip(shape, sst, dstr):
+        if sh == 1:
+            continue
+        if dims and dims[-1][1] == a * sh and dims[-1][2] == b * sh:
+            dims[-1] = (dims[-1][0] * sh, a, b)
+            continue
+        dims.append((sh, a, b))
+    return dims or [(1, 0, 0)]
 
 
 def try_fuse(be, code: int, name: str, out: np.ndarray, *inputs: np.ndarray) -> bool:
@@ -150,7 +173,9 @@ def try_fuse(be, code: int, name: str, out: np.ndarray, *inputs: np.ndarray) -> 
 
 
 def copy_array(be, dst: np.ndarray, src: np.ndarray):
-    """dst[...] = src on the device (same shape, same itemsize of 4 or 8 bytes)."""
+    """dst[...] = src on the device (same shape, same itemsize of 1, 4 or 8 bytes; any strides).
+    1-byte items (bool) go through copy.comp's byte mode, which writes only its own bytes, so
+    dst may share words with data other dispatches write (a slice of cat's output)."""
     n = dst.size
     if n == 0 or (
         dst.dtype == src.dtype == np.float32 and try_fuse(be, fusion.COPY, "copy", dst, src)
@@ -159,9 +184,10 @@ def copy_array(be, dst: np.ndarray, src: np.ndarray):
     od, os_ = be.operand(dst), be.operand(src)
     shape, sst, soff = _word_layout(src, os_)
     _, dstr, doff = _word_layout(dst, od)
-    # drop size-1 dims and pad to 8
-    dims = [(sh, a, b) for sh, a, b in zip(shape, sst, dstr) if sh != 1] or [(1, 0, 0)]
+    dims = _merge_dims(shape, sst, dstr)
     nd = len(dims)
+    if nd > 8:
+        raise ValueError(f"internal: copy of {nd} dims after merging exceeds copy.comp's 8")
     pad = 8 - nd
     words = 1
     for sh, _, _ in dims:
@@ -176,8 +202,11 @@ def copy_array(be, dst: np.ndarray, src: np.ndarray):
         *([d[2] for d in dims] + [0] * pad),
     )
     local = flat_local_size(be)
-    launch(be, "copy", (), [(src, False), (dst, True)], push, groups_1d(words, local), local=local)
+    spec = (1,) if dst.itemsize == 1 else ()
+    launch(
+        be, "copy", spec, [(src, False), (dst, True)], push, groups_1d(words, local), local=local
+    )
 
 
 def _accepts_words(inputs, specs):
-    return all(word_copy_ok(t._data) for t in inputs)
+    return all(copy_ok(t._data) for t in inputs)

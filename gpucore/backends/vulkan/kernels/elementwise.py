@@ -1,6 +1,8 @@
 """Elementwise kernels (gpucore/ops/elementwise.py): binary arithmetic and comparisons with
 broadcasting, logical ops, where, clamp, dtype casts, copies. The unary ops' kernels are in
-unary.py (log1p among them, on the strided family below).
+unary.py (log1p among them, on the strided family below). int64 operands or results run on
+binary64.comp (int64 as two 32-bit words, no shaderInt64 needed); int8 / uint8 are bytes on
+binary.comp (packed like bool); where copies bytes, words or pairs of words.
 
 The strided family (binary.comp, where.comp) reads its inputs in place, whatever their strides
 (0 for broadcasting, negative for flips), so no copy precedes it; the host drops size-1 dims and
@@ -42,6 +44,10 @@ _OPCODES = _cpu.OPCODES
 _TYPE = {d: _OPCODES["type"][d.name] for d in (D.float32, D.int32, D.bool_)}
 _F32, _BOOL = _TYPE[D.float32], _TYPE[D.bool_]
 _NPTYPE = {d.np: code for d, code in _TYPE.items()}
+# Type codes after opcodes.def's three: binary64.comp's int64, binary.comp's int8 / uint8 (bytes)
+_I64, _I8, _U8 = 3, 4, 5
+_NPTYPE.update({np.dtype(np.int64): _I64, np.dtype(np.int8): _I8, np.dtype(np.uint8): _U8})
+_BYTES = (_BOOL, _I8, _U8)  # packed four to a 32-bit word
 _OP = dict(_OPCODES["strided"])
 
 
@@ -137,16 +143,16 @@ def _run_strided(be, out, code: int, tin: int, a, b=None, lo=0.0, hi=0.0):
     if len(sh) > _BIN_PUSH.dims:  # accepts() keeps these on the CPU
         raise ValueError(f"internal: {len(sh)} dims after merging exceed the shader's 8")
     tout = _NPTYPE[out.dtype]
-    if tout == _BOOL:
-        assert oy.offset % 4 == 0, "bool outputs must start on a 32-bit word"
+    if tout in _BYTES:
+        assert oy.offset % 4 == 0, "byte outputs must start on a 32-bit word"
         y_off, words = oy.offset // 4, -(-n // 4)
     else:
-        y_off, words = oy.offset, n
+        y_off, words = oy.offset * (2 if tout == _I64 else 1), n
     push = _BIN_PUSH.pack([n, len(sh), oa.offset, ob.offset, y_off, 0, 0], sh, (sa, sb))
     push[5:7] = np.array([lo, hi], np.float32).view(np.uint32)
     _dispatch(
         be,
-        "binary",
+        "binary64" if _I64 in (tin, tout) else "binary",
         (code, tin, tout),
         [(a, oa, False), (b, ob, False), (out, oy, True)],
         push,
@@ -180,19 +186,22 @@ def _binary(name, code):
 
 _FLOAT_ONLY = (D.float32,)
 _FLOAT_INT = (D.float32, D.int32)
+_NUMERIC = (D.float32, D.int32, D.int64)  # int64 through binary64.comp
+_INT8 = (D.int8, D.uint8)  # binary.comp's byte types: results wrap to 8 bits, as on the CPU
 for _name in ("add", "sub", "mul", "maximum", "minimum"):
-    kernel(_name, accepts=_accepts_binary(_FLOAT_INT))(_binary(_name, _OP[_name]))
+    kernel(_name, accepts=_accepts_binary((*_NUMERIC, *_INT8)))(_binary(_name, _OP[_name]))
 for _name in ("div", "pow"):
     kernel(_name, accepts=_accepts_binary(_FLOAT_ONLY))(_binary(_name, _OP[_name]))
-for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
-    kernel(_name, accepts=_accepts_binary(_FLOAT_INT, out_bool=True))(_binary(_name, _OP[_name]))
+for _name in ("eq", "ne", "lt", "le", "gt", "ge"):  # bool too: binary.comp compares the bytes
+    _accepts = _accepts_binary((*_NUMERIC, *_INT8, D.bool_), out_bool=True)
+    kernel(_name, accepts=_accepts)(_binary(_name, _OP[_name]))
 for _name in ("logical_and", "logical_or", "logical_xor"):
     kernel(_name, accepts=_accepts_binary((D.bool_,), out_bool=True))(_binary(_name, _OP[_name]))
 
 
 def _accepts_logical_not(inputs, specs):
     (x,) = inputs
-    return x._dtype in _TYPE and _fits(specs[0], inputs, 8)
+    return x._dtype.np in _NPTYPE and _fits(specs[0], inputs, 8)
 
 
 @kernel("logical_not", accepts=_accepts_logical_not)
@@ -212,8 +221,21 @@ def _clamp(be, out, x, min=None, max=None):  # noqa: A002 - the op's attribute n
 
 
 def _accepts_cast(inputs, specs):
+    """float32, int32, bool and int64 (binary64.comp) to one another; int8 / uint8 to and from
+    float32, int32 and bool (float32 -> int8 / uint8: the low byte of the int32 truncation, as
+    the CPU on x86)."""
     (x,) = inputs
-    return x._dtype in _TYPE and specs[1] in _TYPE and _fits(specs[0], inputs, 8)
+    src, dst = x._dtype, specs[1]
+    if src not in _SIMPLE and src not in _INT8:
+        return False
+    if dst not in _SIMPLE and dst not in _INT8:
+        return False
+    if (src in _INT8 or dst in _INT8) and D.int64 in (src, dst):
+        return False
+    return _fits(specs[0], inputs, 8)
+
+
+_SIMPLE = (*_TYPE, D.int64)
 
 
 @kernel("to_dtype", accepts=_accepts_cast)
@@ -228,7 +250,7 @@ def _accepts_where(inputs, specs):
     return (
         c._dtype is D.bool_
         and a._dtype is b._dtype
-        and a._dtype in _FLOAT_INT
+        and a._dtype in (*_NUMERIC, *_INT8, D.bool_)
         and dt is a._dtype
         and _fits(shape, inputs, _WHERE_PUSH.dims)
     )
@@ -244,14 +266,19 @@ def _where(be, out, cond, a, b):
     sh, st = _collapse(shape, [_strides_in(shape, o) for o in (oc, oa, ob)])
     if len(sh) > _WHERE_PUSH.dims:
         raise ValueError(f"internal: {len(sh)} dims after merging exceed where's 6")
-    push = _WHERE_PUSH.pack([n, len(sh), oc.offset, oa.offset, ob.offset, oy.offset], sh, st)
+    item = out.itemsize
+    y_off, invocations = oy.offset, n  # in items: words, or pairs of words for 8-byte items
+    if item == 1:  # bytes: y_off in words, one invocation per 32-bit word of y
+        assert oy.offset % 4 == 0, "byte outputs must start on a 32-bit word"
+        y_off, invocations = oy.offset // 4, -(-n // 4)
+    push = _WHERE_PUSH.pack([n, len(sh), oc.offset, oa.offset, ob.offset, y_off], sh, st)
     _dispatch(
         be,
         "where",
-        (),
+        (item // 4,),
         [(cond, oc, False), (a, oa, False), (b, ob, False), (out, oy, True)],
         push,
-        groups_1d(n, flat_local_size(be)),
+        groups_1d(invocations, flat_local_size(be)),
     )
 
 
