@@ -16,6 +16,8 @@ import gpucore
 import gpucore.nn.functional as F
 from gpucore import dispatch, nn
 from gpucore.autograd import gradcheck
+from gpucore.backends.vulkan.kernels import attention as VA
+from gpucore.backends.vulkan.kernels import fused as VF
 from gpucore.ops.attention import SDPA, SDPA_BACKWARD, attention_grads
 from gpucore.ops.registry import apply
 
@@ -32,6 +34,15 @@ CASES = [
     (2, 2, 1, 11, 8, 20, 64, "dead", (2, 1, 11, 8), True),  # fully masked rows, GQA
     (1, 1, 1, 3, 130, 64, 64, "float", (3, 130), True),
 ]
+
+
+@pytest.fixture(params=["shuffle", "plain"])
+def way(request, monkeypatch):
+    """The shaders' two ways of reading the walked rows (subgroup shuffles where the device
+    has them, else every invocation loads them)."""
+    monkeypatch.setattr(VF, "SHUFFLE", request.param == "shuffle")
+    monkeypatch.setattr(VA, "SHUFFLE", request.param == "shuffle")
+    return request.param
 
 
 def _case(case, seed):
@@ -64,7 +75,7 @@ def _forward(device, q, k, v, mask, scale, causal):
 
 
 @pytest.mark.parametrize("case", CASES, ids=[str(i) for i in range(len(CASES))])
-def test_forward_with_lse_matches_cpu(vulkan, case):
+def test_forward_with_lse_matches_cpu(vulkan, way, case):
     q, k, v, mask, scale, causal = _case(case, 1)
     with gpucore.device_policy("cpu"):
         want_out, want_lse, _ = _forward("cpu", q, k, v, mask, scale, causal)
@@ -78,7 +89,7 @@ def test_forward_with_lse_matches_cpu(vulkan, case):
 
 
 @pytest.mark.parametrize("case", CASES, ids=[str(i) for i in range(len(CASES))])
-def test_backward_matches_cpu(vulkan, case):
+def test_backward_matches_cpu(vulkan, way, case):
     q, k, v, mask, scale, causal = _case(case, 2)
     with gpucore.device_policy("cpu"):
         out, lse, _ = _forward("cpu", q, k, v, mask, scale, causal)

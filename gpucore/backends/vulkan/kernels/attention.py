@@ -13,9 +13,15 @@ import numpy as np
 from .... import dtypes as D
 from .common import _push, contiguous, groups_1d, kernel, launch, local_size
 from .fused import attention as _attention
+from .gemm import subgroup_shuffle_size
 
 # attention_backward.comp's register row lengths (DMAX): each its own pipeline.
 _DMAX = (16, 64, 128)
+# attention_backward.comp's way of reading the walked rows: None picks per device (SHUFFLE on
+# CPU devices with subgroup shuffles, as attention.comp); True / False force it (tests).
+SHUFFLE: bool | None = None
+# Rows per workgroup of its passes 1 and 2: the smaller one for short sequences.
+_WG = (16, 64)
 
 
 def _float32_or_bool_mask(inputs, mask_at: int) -> bool:
@@ -57,21 +63,32 @@ def _sdpa_backward(be, outs, q, k, v, out, g, lse, mask=None, *, scale, causal):
     else:
         lm = (0,) * 5
     dmax = next(m for m in _DMAX if max(d, dvn) <= m)
+    sg = 0
+    if SHUFFLE or (SHUFFLE is None and be.ctx.is_cpu):
+        sg = subgroup_shuffle_size(be.ctx)
+    vec4 = d % 4 == 0 and dvn % 4 == 0
+    vec4 = vec4 and all(be.operand(a).offset % 4 == 0 for a in (q, k, v, g))
     spec = (dmax, int(bool(causal)), int(mask is not None))
     spec += (int(mask is not None and mask.dtype == bool), nh // hk)
-    wg = local_size(be)
     head = [(q, False), (k, False), (v, False), (g, False), (t, True), (mask, False)]
     if mask is None:
         head[5] = (q, False)
-    passes = (  # (rows, bindings 6 and 7)
-        (nb * nh * sq, (out, False), (lse, False)),
-        (nb * nh * sq, (dq, True), (t, False)),
-        (nb * hk * skv, (dk, True), (dv, True)),
+    passes = (  # (rows, groups, bindings 6 and 7)
+        (nb * nh * sq, None, (out, False), (lse, False)),
+        (sq, nb * nh, (dq, True), (t, False)),
+        (skv, nb * hk, (dk, True), (dv, True)),
     )
-    for i, (rows, a6, a7) in enumerate(passes):
+    for i, (rows, heads, a6, a7) in enumerate(passes):
         if not rows:
             continue
         ops = head[:4] + [(t, i == 0), head[5], a6, a7]
         offs = [be.operand(a).offset for a, _ in ops[:5] + ops[6:]]
         push = _push(nb * nh, nh, sq, skv, d, dvn, float(scale), *offs, *lm)
-        launch(be, "attention_backward", spec + (i,), ops, push, groups_1d(rows, wg))
+        if heads is None:  # row statistics: one invocation per row
+            wg = local_size(be)
+            groups = groups_1d(rows, wg)
+        else:  # a workgroup per (head, tile of rows)
+            wg = max(_WG[0] if rows <= _WG[0] else _WG[1], sg)
+            groups = groups_1d(heads * -(-rows // wg), 1)
+        full = spec + (i, int(sg > 0), sg or 8, int(vec4))
+        launch(be, "attention_backward", full, ops, push, groups, local=wg)
