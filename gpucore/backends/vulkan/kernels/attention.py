@@ -32,7 +32,9 @@ def _float32_or_bool_mask(inputs, mask_at: int) -> bool:
 
 
 def _accepts(inputs, specs) -> bool:
-    return _float32_or_bool_mask(inputs, 3) and specs[0][1] is D.float32
+    # D and Dv share one push-constant word (16 bits each)
+    small = inputs[0].shape[3] <= 0xFFFF and inputs[2].shape[3] <= 0xFFFF
+    return small and _float32_or_bool_mask(inputs, 3) and specs[0][1] is D.float32
 
 
 @kernel("scaled_dot_product_attention", accepts=_accepts)

@@ -1,8 +1,10 @@
 """Vulkan kernels of the runtime's fused ops (gpucore/runtime/ir/fused.py): layer norm
 (shaders/layer_norm.comp) and attention (shaders/attention.comp), one dispatch each.
 
-Not registry ops (eager gpucore has neither): the Vulkan executor of gpucore.runtime calls
-``layer_norm`` and ``attention`` directly, with device arrays, as it calls ``gemm``.
+Not registry ops: the Vulkan executor of gpucore.runtime calls ``layer_norm`` and ``attention``
+directly, with device arrays, as it calls ``gemm``; ``attention`` also serves eager gpucore's
+fused scaled_dot_product_attention op (kernels/attention.py: grouped-query heads, bool masks
+and each row's logsumexp for the backward).
 
 Attention reads q, k, v, the mask and writes out through their own element strides: the
 shader's push constants hold a full 4-D layout (offset and b, h, row, column strides) for all
