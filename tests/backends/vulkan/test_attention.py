@@ -107,6 +107,24 @@ def test_backward_matches_cpu(vulkan, way, case):
         assert (results["vulkan"][0][:, :, 1] == 0).all()
 
 
+def test_backward_past_128_columns_runs_the_c_kernel(vulkan):
+    """D > 128 exceeds the backward shader's register rows: the op runs the C kernel on the
+    tensors' host copies and still gives its gradients."""
+    q, k, v, mask, scale, causal = _case((1, 2, 1, 4, 5, 130, 8, "bool", (4, 5), False), 7)
+    out, lse, ran = _forward("vulkan", q, k, v, mask, scale, causal)
+    assert (FWD, "vulkan") in ran
+    g = np.ones(out.shape, np.float32)
+    results = {}
+    for device in ("cpu", "vulkan"):
+        ins = [t for t in _on(device, (q, k, v, out, g, lse, mask)) if t is not None]
+        with gpucore.device_policy(device), dispatch.trace_ops() as ran:
+            grads = apply(SDPA_BACKWARD, *ins, scale=scale, causal=causal)
+        assert {be for op, be, _ in ran if op == BWD} == {"cpu"}
+        results[device] = [t.cpu().numpy() for t in grads]
+    for got, want in zip(results["vulkan"], results["cpu"]):
+        np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("case", [CASES[2], CASES[3], CASES[5]], ids=["gqa", "float", "dead"])
 def test_training_gradients_match_the_composition(vulkan, case):
     """F.scaled_dot_product_attention on Vulkan tensors with gradients runs both fused ops on
