@@ -1,10 +1,11 @@
 """Attention kernels (gpucore/ops/attention.py): the forward of scaled_dot_product_attention
 through shaders/attention.comp (fused.attention, the runtime's shader: one dispatch, online
 softmax, any strides, grouped-query heads, bool or float masks, each row's logsumexp when
-with_lse) and its FlashAttention-2 backward through shaders/attention_backward.comp (two
-dispatches: dq per query row, then dk, dv per key row; no atomics, no Sq x Skv matrix).
-float32 only; the backward takes D, Dv <= 128 (its register rows), the rest goes to the C
-extension."""
+with_lse) and its FlashAttention-2 backward through shaders/attention_backward.comp (three
+dispatches: each query row's (lse, D = dO . O), dq per query row, then dk, dv per key row; no
+atomics, no Sq x Skv matrix). float32 only; the backward takes D, Dv <= 128 (its register
+rows), the rest goes to the C extension. On lavapipe, B 2, H 4, S 256, D 64, causal: backward
+206 ms (subgroup shuffles; 1364 ms without), the composition of matmuls and softmax 448 ms."""
 
 from __future__ import annotations
 
