@@ -30,6 +30,11 @@
 // from memory per key; SHUFFLE needs D <= DMAX); Dv > DMAX takes several workgroups per query
 // tile, each recomputing the scores. CAUSAL (constant 2): query i sees keys j <= i (top-left
 // aligned, PyTorch's is_causal). HAS_MASK (constant 3): whether the mask is bound (else q is).
+// LSE (constant 7): also write each row's logsumexp of its scaled, masked scores to lse
+// [B, H, Sq] (contiguous from element lse_off; +inf for a fully masked row), which the backward
+// (attention_backward.comp) recomputes the probabilities from. HG (constant 8): query heads per
+// key/value head (grouped-query attention: head h reads k / v head h / HG). MASK_BOOL
+// (constant 9): the mask is bool (bytes, read from 32-bit words; False drops the score).
 // NaN semantics follow the C kernel (cpu/attention.c) and PyTorch 2.13's SDPA: a NaN or +inf
 // score makes its row NaN, and a row whose every score is -inf (fully masked, or no keys) is 0.
 #include "common.glsl"
@@ -41,6 +46,9 @@ layout(constant_id = 3) const bool HAS_MASK = false;
 layout(constant_id = 4) const bool SHUFFLE = false;
 layout(constant_id = 5) const uint SG = 8;  // SHUFFLE: the subgroup size, dividing WG
 layout(constant_id = 6) const bool VEC4 = false;
+layout(constant_id = 7) const bool LSE = false;
+layout(constant_id = 8) const uint HG = 1;
+layout(constant_id = 9) const bool MASK_BOOL = false;
 const uint KB = 16;
 const uint D4 = DMAX / 4u;
 
@@ -50,7 +58,9 @@ layout(std430, set = 0, binding = 1) readonly buffer K4 { vec4 km4[]; };
 layout(std430, set = 0, binding = 2) readonly buffer V { float vm[]; };
 layout(std430, set = 0, binding = 2) readonly buffer V4 { vec4 vm4[]; };
 layout(std430, set = 0, binding = 3) readonly buffer M { float mm[]; };
+layout(std430, set = 0, binding = 3) readonly buffer MU { uint mu[]; };
 layout(std430, set = 0, binding = 4) writeonly buffer O { float om[]; };
+layout(std430, set = 0, binding = 5) writeonly buffer L { float lm[]; };
 
 // Element offset (within the binding) and strides along b, h, row, column.
 struct Layout {
@@ -61,15 +71,15 @@ struct Layout {
     int sc;
 };
 
-// Mirrored by kernels/fused.py (attention): 7 + 5 * 5 words, the whole 128 bytes Vulkan
-// guarantees, so every layout fits and no operand needs a contiguous copy.
+// Mirrored by kernels/fused.py (attention): 7 + 5 * 5 words (D and Dv share one, so lse_off
+// fits), the whole 128 bytes Vulkan guarantees: every layout fits, no operand needs a copy.
 layout(push_constant) uniform Push {
     uint nbh;  // B * H
     uint h;
     uint sq;
     uint skv;
-    uint d;
-    uint dv;
+    uint ddv;  // D | Dv << 16
+    uint lse_off;
     float scale;
     Layout q;
     Layout k;
@@ -94,6 +104,7 @@ uint ir;       // this invocation's query row (clamped to Sq - 1)
 uint row_end;  // keys [0, row_end) are this row's
 int qb, kb, vb, mb;
 uint dn;       // output columns of this chunk
+uint nd, ndv;  // D, Dv
 float m_run, l_run;
 
 // The block's scores: SG (SHUFFLE) or KB keys from j0, in registers.
@@ -108,7 +119,14 @@ float softmax_block(uint j0) {
     [[unroll]] for (uint jj = 0u; jj < SMAX; ++jj) {
         uint j = j0 + jj;
         float sc = s[jj] * p.scale;
-        if (HAS_MASK) sc += mm[mb + int(min(j, p.skv - 1u)) * p.m.sc];
+        if (HAS_MASK) {
+            uint mi = uint(mb + int(min(j, p.skv - 1u)) * p.m.sc);
+            if (MASK_BOOL) {
+                sc = ((mu[mi >> 2] >> (8u * (mi & 3u))) & 0xffu) != 0u ? sc : NEG_INF;
+            } else {
+                sc += mm[mi];
+            }
+        }
         s[jj] = j < row_end ? sc : NEG_INF;
         bm = max_nan(bm, s[jj]);
     }
@@ -147,9 +165,11 @@ vec4 load4(bool is_k, int row, uint d4, uint len) {
 }
 
 void main() {
+    nd = p.ddv & 0xffffu;
+    ndv = p.ddv >> 16;
     uint g = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
     uint tiles = (p.sq + WG - 1u) / WG;
-    uint nch = (p.dv + DMAX - 1u) / DMAX;
+    uint nch = (ndv + DMAX - 1u) / DMAX;
     if (g >= p.nbh * nch * tiles) return;  // the 2-D grid's spare groups: whole workgroups
     uint tile = g % tiles;
     uint rest = g / tiles;
@@ -157,7 +177,7 @@ void main() {
     uint bh = rest / nch;
     uint b = bh / p.h, h = bh % p.h;
     uint d0 = c * DMAX;
-    dn = min(DMAX, p.dv - d0);
+    dn = min(DMAX, ndv - d0);
     uint i = tile * WG + gl_LocalInvocationID.x;
     ir = min(i, p.sq - 1u);
     m_run = NEG_INF;
@@ -167,12 +187,12 @@ void main() {
     uint end = CAUSAL ? min(p.skv, min(tile * WG + WG, p.sq)) : p.skv;
 
     qb = base(p.q, b, h, ir);
-    kb = base(p.k, b, h, 0u);
-    vb = base(p.v, b, h, 0u) + int(d0) * p.v.sc;
+    kb = base(p.k, b, h / HG, 0u);
+    vb = base(p.v, b, h / HG, 0u) + int(d0) * p.v.sc;
     mb = base(p.m, b, h, ir);
     // Loops run to the constant DMAX / KB / SG and break at the size: unrolled once
     // specialised, so the register rows are indexed statically (no private-memory arrays).
-    bool qreg = p.d <= DMAX;
+    bool qreg = nd <= DMAX;
     vec4 qr[D4], acc[D4];
     [[unroll]] for (uint d4 = 0u; d4 < D4; ++d4) {
         acc[d4] = vec4(0.0);
@@ -180,7 +200,7 @@ void main() {
         if (qreg) {
             [[unroll]] for (uint e = 0u; e < 4u; ++e) {
                 uint d = 4u * d4 + e;
-                if (d < p.d) qr[d4][e] = qm[qb + int(d) * p.q.sc];
+                if (d < nd) qr[d4][e] = qm[qb + int(d) * p.q.sc];
             }
         }
     }
@@ -192,8 +212,8 @@ void main() {
             int kr = kb + int(jl) * p.k.sr;
             [[unroll]] for (uint jj = 0u; jj < SG; ++jj) s[jj] = 0.0;
             [[unroll]] for (uint d4 = 0u; d4 < D4; ++d4) {
-                if (4u * d4 >= p.d) break;
-                vec4 kv = load4(true, kr, d4, p.d);
+                if (4u * d4 >= nd) break;
+                vec4 kv = load4(true, kr, d4, nd);
                 [[unroll]] for (uint jj = 0u; jj < SG; ++jj)
                     s[jj] += dot(qr[d4], subgroupShuffle(kv, jj));
             }
@@ -217,11 +237,11 @@ void main() {
                 float dot_ = 0.0;
                 if (qreg) {
                     [[unroll]] for (uint d4 = 0u; d4 < D4; ++d4) {
-                        if (4u * d4 >= p.d) break;
-                        dot_ += dot(qr[d4], load4(true, kr, d4, p.d));
+                        if (4u * d4 >= nd) break;
+                        dot_ += dot(qr[d4], load4(true, kr, d4, nd));
                     }
                 } else {
-                    for (uint d = 0u; d < p.d; ++d)
+                    for (uint d = 0u; d < nd; ++d)
                         dot_ += qm[qb + int(d) * p.q.sc] * km[kr + int(d) * p.k.sc];
                 }
                 s[jj] = dot_;
@@ -238,6 +258,10 @@ void main() {
         }
     }
     if (i >= p.sq) return;
+    if (LSE && c == 0u) {
+        float inf = uintBitsToFloat(0x7f800000u);
+        lm[p.lse_off + bh * p.sq + i] = m_run == NEG_INF ? inf : m_run + log(l_run);
+    }
     int ob = base(p.o, b, h, i) + int(d0) * p.o.sc;
     [[unroll]] for (uint d4 = 0u; d4 < D4; ++d4) {
         [[unroll]] for (uint e = 0u; e < 4u; ++e) {

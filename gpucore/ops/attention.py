@@ -10,15 +10,16 @@ softmax(q k^T * scale + mask) v [B, H, Sq, Dv], and, with with_lse, lse [B, H, S
 logsumexp of its scaled, masked scores (+inf for a row whose every score is masked, whose output
 is 0 as PyTorch 2.13's safe softmax gives; empty without with_lse).
 
-Its backward is scaled_dot_product_attention_backward (FlashAttention-2 in C: the probabilities
-recomputed per tile from q, k and lse, no Sq x Skv matrix) when the gradients are wanted as
-values; when they must themselves be differentiable (create_graph), when the float mask needs a
-gradient, when no lse was kept or on a device, the gradients are the composition
-``attention_grads`` of differentiable ops, so double backward is exact.
+Its backward is scaled_dot_product_attention_backward (FlashAttention-2: the probabilities
+recomputed from q, k and lse, no Sq x Skv matrix; in C per tile, on Vulkan per query row then
+per key row) when the gradients are wanted as values; when they must themselves be
+differentiable (create_graph), when the float mask needs a gradient or when no lse was kept,
+the gradients are the composition ``attention_grads`` of differentiable ops, so double backward
+is exact.
 
 gpucore.nn.functional.scaled_dot_product_attention decides when to use this op (see there).
 kernels: backends/cpu/kernels/attention.py (cpu/attention.c, cpu/attention_backward.c),
-backends/vulkan/kernels/attention.py (shaders/attention.comp: the forward without lse).
+backends/vulkan/kernels/attention.py (shaders/attention.comp, shaders/attention_backward.comp).
 """
 
 from __future__ import annotations
@@ -125,7 +126,6 @@ def _sdpa_bwd(ctx, g):
         _grad_state.enabled  # create_graph: gradients that are themselves differentiable
         or mask_grad
         or not a["with_lse"]
-        or q._dev is not None
     ):
         grads = attention_grads(q, k, v, mask, g, a["scale"], a["causal"], need)
         return grads[: len(need)]
@@ -210,19 +210,7 @@ def _sdpa_samples(backward=False):
         attrs = {"scale": float(scale), "causal": causal}
         if not backward:
             for with_lse in (True, False):
-                on_vulkan = not with_lse and hk == h and mkind not in ("bool", "dead")
-                out.append(
-                    Sample(
-                        q,
-                        k,
-                        v,
-                        *mask,
-                        ref=_np_sdpa,
-                        with_lse=with_lse,
-                        on_vulkan=on_vulkan,
-                        **attrs,
-                    )
-                )
+                out.append(Sample(q, k, v, *mask, ref=_np_sdpa, with_lse=with_lse, **attrs))
             continue
         o, lse = _np_sdpa(q, k, v, *mask, with_lse=True, **attrs)
         g = uniform(*o.shape, seed=i + 40)

@@ -178,8 +178,8 @@ def test_threads_bitwise():
 
 
 def test_vulkan_agrees_with_cpu(vulkan):
-    """Inference on Vulkan tensors runs the attention shader; with gradients the composition
-    runs on the device. Both agree with the CPU's fused op."""
+    """On Vulkan tensors the fused forward and backward ops run on the device (the attention
+    shaders), with and without gradients, and agree with the CPU's fused ops."""
     rng = np.random.default_rng(9)
     arrays = [
         rng.standard_normal(s).astype(np.float32)
@@ -196,7 +196,9 @@ def test_vulkan_agrees_with_cpu(vulkan):
     assert (FWD, "vulkan") in {(op, be) for op, be, _ in ran}
     np.testing.assert_allclose(out.cpu().numpy(), want[0], rtol=1e-4, atol=1e-5)
     q, k, v = (gpucore.tensor(a).to("vulkan").requires_grad_() for a in arrays[:3])
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True)
-    out.backward(gpucore.tensor(arrays[3]).to("vulkan"))
+    with dispatch.trace_ops() as ran:
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True)
+        out.backward(gpucore.tensor(arrays[3]).to("vulkan"))
+    assert {(FWD, "vulkan"), (BWD, "vulkan")} <= {(op, be) for op, be, _ in ran}
     for a, w in zip((out, q.grad, k.grad, v.grad), want):
         np.testing.assert_allclose(a.detach().cpu().numpy(), w, rtol=1e-4, atol=1e-5)

@@ -11,8 +11,9 @@ gradients), as PyTorch's safe softmax.
 The composition runs for dropout_p > 0, dtypes other than float32/float64, empty tensors, a
 non-finite scale, masks with more dims than the query, and while a model is traced
 (gpucore.runtime's capture: its passes fuse the composition into their own attention node). On
-Vulkan tensors the fused op runs when no gradient is wanted (the shader keeps no logsumexp);
-with gradients the composition keeps the work on the device.
+Vulkan tensors the fused op runs as on the CPU (the attention shaders: forward with the
+logsumexp, FlashAttention-2 backward), float32 only: other dtypes there take the composition
+when gradients are wanted.
 """
 
 from __future__ import annotations
@@ -175,13 +176,8 @@ def _fused(query, key, value, attn_mask, is_causal, scale, enable_gqa):
         or value.requires_grad
         or (mask is not None and mask.requires_grad)
     )
-    if q._dev is not None or k._dev is not None or v._dev is not None:
-        if grads:  # the shader keeps no logsumexp: the composition, on the device
-            return None
-        if mask is not None and mask.dtype is D.bool_:
-            mask = E.where(mask, 0.0, float("-inf")).to(dt)
-        if hk != h:
-            k, v = _repeat_heads(k, h), _repeat_heads(v, h)
+    if grads and dt is not D.float32 and any(t._dev is not None for t in (q, k, v)):
+        return None  # the shaders are float32: keep the composition's work on the device
     out = fused_attention(q, k, v, mask, sf, is_causal, grads)
     return out.reshape(*batch, h, sq, ev) if n > 2 else out.reshape(sq, ev)
 

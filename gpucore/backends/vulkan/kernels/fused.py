@@ -1,8 +1,10 @@
 """Vulkan kernels of the runtime's fused ops (gpucore/runtime/ir/fused.py): layer norm
 (shaders/layer_norm.comp) and attention (shaders/attention.comp), one dispatch each.
 
-Not registry ops (eager gpucore has neither): the Vulkan executor of gpucore.runtime calls
-``layer_norm`` and ``attention`` directly, with device arrays, as it calls ``gemm``.
+Not registry ops: the Vulkan executor of gpucore.runtime calls ``layer_norm`` and ``attention``
+directly, with device arrays, as it calls ``gemm``; ``attention`` also serves eager gpucore's
+fused scaled_dot_product_attention op (kernels/attention.py: grouped-query heads, bool masks
+and each row's logsumexp for the backward).
 
 Attention reads q, k, v, the mask and writes out through their own element strides: the
 shader's push constants hold a full 4-D layout (offset and b, h, row, column strides) for all
@@ -94,19 +96,31 @@ def _layout(op) -> tuple:
     return (op.offset, *op.strides)
 
 
-def attention(be, out, q, k, v, mask, scale: float, causal: bool):
-    """out = softmax(q k^T * scale + mask) v for q [B, H, Sq, D], k [B, H, Skv, D],
-    v [B, H, Skv, Dv] and out [B, H, Sq, Dv], any strides; mask None or additive float32
-    broadcastable to [B, H, Sq, Skv]; causal: query i sees keys j <= i. One dispatch."""
-    _float32("attention", out, q, k, v, mask)
+def attention(be, out, q, k, v, mask, scale: float, causal: bool, lse=None):
+    """out = softmax(q k^T * scale + mask) v for q [B, H, Sq, D], k [B, H / g, Skv, D],
+    v [B, H / g, Skv, Dv] and out [B, H, Sq, Dv], any strides (g query heads per key/value
+    head); mask None, additive float32 or bool (True keeps), broadcastable to [B, H, Sq, Skv];
+    causal: query i sees keys j <= i; lse: None or a contiguous [B, H, Sq] that receives each
+    row's logsumexp (+inf for a fully masked row). One dispatch."""
+    _float32("attention", out, q, k, v, lse, None if mask is None or mask.dtype == bool else mask)
     if q.ndim != 4 or k.ndim != 4 or v.ndim != 4 or out.ndim != 4:
         raise ShapeError("attention: q, k, v and out must be 4-D [B, H, S, D]")
     nb, nh, sq, d = q.shape
-    skv, dv = k.shape[2], v.shape[3]
-    if k.shape != (nb, nh, skv, d) or v.shape != (nb, nh, skv, dv) or out.shape != (nb, nh, sq, dv):
+    hk, skv, dv = k.shape[1], k.shape[2], v.shape[3]
+    if (
+        hk < 1
+        or nh % hk
+        or k.shape != (nb, hk, skv, d)
+        or v.shape != (nb, hk, skv, dv)
+        or out.shape != (nb, nh, sq, dv)
+    ):
         raise ShapeError(
             f"attention: q {q.shape}, k {k.shape}, v {v.shape} -> out {out.shape} do not match"
         )
+    if lse is not None and (lse.shape != (nb, nh, sq) or not lse.flags.c_contiguous):
+        raise ShapeError(f"attention: lse {lse.shape} must be a contiguous {(nb, nh, sq)}")
+    if d > 0xFFFF or dv > 0xFFFF:
+        raise ShapeError(f"attention: D {d} and Dv {dv} must be below 65536 (one push word)")
     if out.size == 0:
         return
     if mask is not None:
@@ -120,9 +134,10 @@ def attention(be, out, q, k, v, mask, scale: float, causal: bool):
     ops = [be.operand(a) for a in (q, k, v, out)]
     lq, lk, lv, lo = (_layout(o) for o in ops)
     lm = _layout(be.operand(mask)) if mask is not None else (0,) * 5
-    push = _push(nb * nh, nh, sq, skv, d, dv, float(scale), *lq, *lk, *lv, *lo, *lm)
+    loff = be.operand(lse).offset if lse is not None else 0
+    push = _push(nb * nh, nh, sq, skv, d | dv << 16, loff, float(scale), *lq, *lk, *lv, *lo, *lm)
     operands = [(q, False), (k, False), (v, False), (mask if mask is not None else q, False)]
-    operands.append((out, True))
+    operands += [(out, True), (lse if lse is not None else out, True)]
     wg = _ATT_WG[0] if sq <= _ATT_WG[0] else _ATT_WG[1]
     sg = _shuffle_size(be, d, dmax)
     wg = max(wg, sg)
@@ -130,6 +145,7 @@ def attention(be, out, q, k, v, mask, scale: float, causal: bool):
     vec4 = d % 4 == 0 and dv % 4 == 0 and lk[4] == lv[4] == 1
     vec4 = vec4 and all(x % 4 == 0 for x in lk[:4] + lv[:4])
     spec = (dmax, int(bool(causal)), int(mask is not None), int(sg > 0), sg or 8, int(vec4))
+    spec += (int(lse is not None), nh // hk, int(mask is not None and mask.dtype == bool))
     groups = nb * nh * -(-sq // wg) * -(-dv // dmax)
     launch(be, "attention", spec, operands, push, groups_1d(groups, 1), local=wg)
 
