@@ -361,8 +361,9 @@ class QuantizedTensor:
         return self._axis
 
     def int_repr(self) -> Tensor:
-        """The integers, a new int8 (qint8), uint8 (quint8) or int32 (qint32) tensor."""
-        return self._int.clone()
+        """The integers, a new int8 (qint8), uint8 (quint8) or int32 (qint32) tensor, in host
+        memory as the quantized tensor (a copy made on the host, whatever the device policy)."""
+        return from_numpy(self._int.numpy().copy())
 
     def _params(self):
         """(scale, zero_point) as numbers or arrays broadcasting against the integers."""
