@@ -8,4 +8,6 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export GPUCORE_APT_EXTRA="${GPUCORE_APT_EXTRA:-graphviz gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user valgrind pkg-config}"
 source "$ROOT/tools/setup_env.sh"
 cd "$ROOT"
-exec "$VENV/bin/python" -m pytest -q tests "$@"
+# one worker per CPU (GPUCORE_TEST_WORKERS=0: one process), each test module on one worker so
+# its module-scoped fixtures (compiled C programs, loaded models) are built once
+exec "$VENV/bin/python" -m pytest -q -n "${GPUCORE_TEST_WORKERS:-auto}" --dist loadscope tests "$@"
