@@ -71,6 +71,18 @@ def on_cpu(fn, *args, **kwargs):
         return fn(*args, **kwargs)
 
 
+def run_exact(fn, *arrays, name):
+    """fn of the arrays as device tensors: it ran op ``name`` on the device, and its result equals
+    the CPU path's bit for bit (same dtype and shape). Returns the result as numpy."""
+    with gpucore.dispatch.trace_ops() as ops:
+        got = fn(*[dev(a) for a in arrays]).cpu().numpy()
+    ran_on_device(ops, name)
+    want = on_cpu(fn, *[gpucore.tensor(a) for a in arrays]).numpy()
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    return got
+
+
 def assert_close_to_cpu(fn, inputs, rtol=1e-5, atol=1e-6):
     """fn(*inputs) on the device equals fn on the CPU; also checks it actually ran there."""
     with gpucore.dispatch.trace_ops() as ops:
