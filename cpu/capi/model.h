@@ -1,6 +1,7 @@
-/* libgpucore: deployed models (model.c: loading and checking the program of a saved file;
- * run.c: running it, accessors, statistics).  The program's encoding is written by
- * gpucore/runtime/c_program.py (its docstring is the format's definition). */
+/* libgpucore: deployed models (model.c: reading the program of a saved file; nodes.c: checking
+ * each node as its binding would; run.c: running it, accessors, statistics).  The program's
+ * encoding is written by gpucore/runtime/c_program.py (its docstring is the format's
+ * definition). */
 #ifndef GPUCORE_CAPI_MODEL_H
 #define GPUCORE_CAPI_MODEL_H
 
