@@ -243,7 +243,8 @@ static int check_simple(gc_rd *r, gc_mnode *nd)
         BUF_OR_FAIL(b, 2, 1);
         BUF_OR_FAIL(out, 3, 0);
         gc_marg *v[4] = {x, w, b, out};
-        if (floats(r, nd, v, 4) < 0 || written(r, out) < 0 || ival(r, nd, 4, 0, GC_LIM, &rows) < 0 ||
+        if (floats(r, nd, v, 4) < 0 || written(r, out) < 0 ||
+            ival(r, nd, 4, 0, GC_LIM, &rows) < 0 ||
             ival(r, nd, 5, 0, GC_LIM, &n) < 0 || gc_mulok(rows, n, &total) < 0)
             return -1;
         if (nd->a[6].tag != GC_ARG_FLOAT || !(nd->a[6].f >= 0) || !isfinite(nd->a[6].f))
