@@ -143,6 +143,8 @@ static int read_arg(gc_rd *r, const gc_model *m, gc_marg *a)
     }
     if (a->numel > 0 && (a->off + lo < 0 || a->off + hi + isz > size || a->off % isz))
         return gc_rd_corrupt(r, "buffer outside its region, or misaligned");
+    a->lo = a->numel > 0 ? a->off + lo : a->off;
+    a->hi = a->numel > 0 ? a->off + hi + isz : a->off;
     return 0;
 }
 

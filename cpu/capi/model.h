@@ -45,6 +45,7 @@ typedef struct {
     int64_t off;
     int64_t shape[GC_MAX_NDIM], strides[GC_MAX_NDIM]; /* strides in bytes */
     int64_t numel;
+    int64_t lo, hi; /* the bytes its elements reach in the region: [lo, hi) (empty: lo == hi) */
     int contig;
     int64_t i; /* GC_ARG_INT */
     double f;  /* GC_ARG_FLOAT */

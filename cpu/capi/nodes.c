@@ -142,6 +142,28 @@ static int iter_operand(gc_rd *r, gc_iter *it, int o, const gc_marg *a, const gc
     return 0;
 }
 
+/* nd->it over out's shape with out as operand o (element strides); the other operands are set
+ * by the caller (iter_operand).  iter_done then marks an empty node or collapses the nops
+ * operands. */
+static void iter_out(gc_mnode *nd, const gc_marg *out, int o)
+{
+    memset(&nd->it, 0, sizeof nd->it);
+    nd->it.ndim = out->ndim ? out->ndim : 1;
+    nd->it.shape[0] = 1;
+    for (int d = 0; d < out->ndim; d++) {
+        nd->it.shape[d] = out->shape[d];
+        nd->it.stride[o][d] = out->strides[d] / gc_dtype_size(out->dtype);
+    }
+}
+
+static int iter_done(gc_mnode *nd, const gc_marg *out, int nops)
+{
+    nd->empty = out->numel == 0;
+    if (!nd->empty)
+        gc_iter_collapse(&nd->it, nops);
+    return 0;
+}
+
 static int check_binary(gc_rd *r, gc_mnode *nd)
 {
     int64_t op;
@@ -155,19 +177,10 @@ static int check_binary(gc_rd *r, gc_mnode *nd)
         !out->contig || written(r, out) < 0)
         return gc_rd_corrupt(r, "bad binary operands");
     nd->f64 = a->dtype == GC_DTYPE_FLOAT64;
-    memset(&nd->it, 0, sizeof nd->it);
-    nd->it.ndim = out->ndim ? out->ndim : 1;
-    nd->it.shape[0] = 1;
-    for (int d = 0; d < out->ndim; d++) {
-        nd->it.shape[d] = out->shape[d];
-        nd->it.stride[2][d] = out->strides[d] / gc_dtype_size(out->dtype);
-    }
+    iter_out(nd, out, 2);
     if (iter_operand(r, &nd->it, 0, a, out) < 0 || iter_operand(r, &nd->it, 1, b, out) < 0)
         return -1;
-    nd->empty = out->numel == 0;
-    if (!nd->empty)
-        gc_iter_collapse(&nd->it, 3);
-    return 0;
+    return iter_done(nd, out, 3);
 }
 
 static int check_copy(gc_rd *r, gc_mnode *nd)
@@ -182,18 +195,10 @@ static int check_copy(gc_rd *r, gc_mnode *nd)
         ok = s->shape[i] == d->shape[i];
     if (!ok)
         return gc_rd_corrupt(r, "copy between different shapes or item sizes");
-    memset(&nd->it, 0, sizeof nd->it);
-    nd->it.ndim = s->ndim ? s->ndim : 1;
-    nd->it.shape[0] = 1;
-    for (int i = 0; i < s->ndim; i++) {
-        nd->it.shape[i] = s->shape[i];
+    iter_out(nd, d, 1);
+    for (int i = 0; i < s->ndim; i++)
         nd->it.stride[0][i] = s->strides[i] / isz;
-        nd->it.stride[1][i] = d->strides[i] / isz;
-    }
-    nd->empty = s->numel == 0;
-    if (!nd->empty)
-        gc_iter_collapse(&nd->it, 2);
-    return 0;
+    return iter_done(nd, d, 2);
 }
 
 static int check_simple(gc_rd *r, gc_mnode *nd)
@@ -333,20 +338,11 @@ static int check_where(gc_rd *r, gc_mnode *nd)
         (a->dtype != GC_DTYPE_FLOAT32 && a->dtype != GC_DTYPE_FLOAT64) || b->dtype != a->dtype ||
         out->dtype != a->dtype || !out->contig || written(r, out) < 0)
         return gc_rd_corrupt(r, "bad where operands");
-    memset(&nd->it, 0, sizeof nd->it);
-    nd->it.ndim = out->ndim ? out->ndim : 1;
-    nd->it.shape[0] = 1;
-    for (int d = 0; d < out->ndim; d++) {
-        nd->it.shape[d] = out->shape[d];
-        nd->it.stride[3][d] = out->strides[d] / gc_dtype_size(out->dtype);
-    }
+    iter_out(nd, out, 3);
     if (iter_operand(r, &nd->it, 0, c, out) < 0 || iter_operand(r, &nd->it, 1, a, out) < 0 ||
         iter_operand(r, &nd->it, 2, b, out) < 0)
         return -1;
-    nd->empty = out->numel == 0;
-    if (!nd->empty)
-        gc_iter_collapse(&nd->it, 4);
-    return 0;
+    return iter_done(nd, out, 4);
 }
 
 /* attention's rules (cpu/python/attention.c): 4-d q [B|1, H|1, Sq, D], k [.., Skv, D],
@@ -512,41 +508,20 @@ static int check_gather(gc_rd *r, gc_mnode *nd)
         ok = ix->shape[d] == out->shape[d] && (d == dim || ix->shape[d] <= x->shape[d]);
     if (!ok)
         return gc_rd_corrupt(r, "gather: operands do not fit together");
-    if (out->region == x->region || out->region == ix->region) {
-        /* the arena: out must not share bytes with an input the planner placed there */
-        const gc_marg *in[2] = {x, ix};
-        for (int i = 0; i < 2; i++) {
-            int64_t lo[2], hi[2];
-            const gc_marg *v[2] = {out, in[i]};
-            if (in[i]->region != out->region || in[i]->numel == 0 || out->numel == 0)
-                continue;
-            for (int k = 0; k < 2; k++) {
-                lo[k] = hi[k] = v[k]->off;
-                for (int d = 0; d < v[k]->ndim; d++) {
-                    const int64_t reach = (v[k]->shape[d] - 1) * v[k]->strides[d];
-                    *(reach < 0 ? &lo[k] : &hi[k]) += reach;
-                }
-                hi[k] += gc_dtype_size(v[k]->dtype);
-            }
-            if (lo[0] < hi[1] && lo[1] < hi[0])
-                return gc_rd_corrupt(r, "gather: out overlaps an input");
-        }
-    }
-    memset(&nd->it, 0, sizeof nd->it);
-    nd->it.ndim = out->ndim;
+    /* out must not share bytes with an input the planner placed in the same region */
+    const gc_marg *in[2] = {x, ix};
+    for (int i = 0; i < 2; i++)
+        if (in[i]->region == out->region && in[i]->lo < out->hi && out->lo < in[i]->hi)
+            return gc_rd_corrupt(r, "gather: out overlaps an input");
+    iter_out(nd, out, 2);
     for (int d = 0; d < out->ndim; d++) {
         const int live = out->shape[d] > 1;
-        nd->it.shape[d] = out->shape[d];
         nd->it.stride[0][d] = live && d != dim ? x->strides[d] / isz : 0;
         nd->it.stride[1][d] = live ? ix->strides[d] / 8 : 0;
-        nd->it.stride[2][d] = live ? out->strides[d] / isz : 0;
     }
     nd->gx[0] = x->strides[dim] / isz;
     nd->gx[1] = x->shape[dim];
-    nd->empty = out->numel == 0;
-    if (!nd->empty)
-        gc_iter_collapse(&nd->it, 3);
-    return 0;
+    return iter_done(nd, out, 3);
 }
 
 /* im2col's rules (cpu/python/im2col.c): x [n, c, h, w] and col [n, c*kh*kw, oh*ow] contiguous

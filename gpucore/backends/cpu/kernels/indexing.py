@@ -39,10 +39,14 @@ def _index_put(out, x, v, key, basic):
 
 @kernel("gather")
 def _gather(out, x, index, dim, src):
-    _check_index(index, x.shape[dim], "gather")
     if x.ndim and x.dtype.itemsize in (1, 2, 4, 8):
-        _cpu.gather(x, np.asarray(index, np.int64), out, dim)  # any strides: no copies
+        try:  # any strides, no copies; the kernel checks every index as it reads it
+            _cpu.gather(x, np.asarray(index, np.int64), out, dim)
+        except IndexError:
+            _check_index(index, x.shape[dim], "gather")  # the message with the values' range
+            raise
         return
+    _check_index(index, x.shape[dim], "gather")
     sl = tuple(slice(0, s) if d != dim else slice(None) for d, s in enumerate(index.shape))
     np.copyto(out, np.take_along_axis(x[sl], index, axis=dim))
 
