@@ -9,5 +9,8 @@ export GPUCORE_APT_EXTRA="${GPUCORE_APT_EXTRA:-graphviz gcc-aarch64-linux-gnu li
 source "$ROOT/tools/setup_env.sh"
 cd "$ROOT"
 # one worker per CPU (GPUCORE_TEST_WORKERS=0: one process), each test module on one worker so
-# its module-scoped fixtures (compiled C programs, loaded models) are built once
-exec "$VENV/bin/python" -m pytest -q -n "${GPUCORE_TEST_WORKERS:-auto}" --dist loadscope tests "$@"
+# its module-scoped fixtures (compiled C programs, loaded models) are built once.  A worker that
+# dies (a crash, or pytest-timeout ending a hung test) ends the run: xdist 3.8's loadscope
+# scheduler can deadlock at the end of a run after replacing a crashed worker (its issue #1378).
+exec "$VENV/bin/python" -m pytest -q -n "${GPUCORE_TEST_WORKERS:-auto}" --dist loadscope \
+    --max-worker-restart=0 tests "$@"
