@@ -23,7 +23,7 @@
  * check is set whenever it returns 0). */
 static int bad(gc_rd *r, const char *kind, const char *what)
 {
-    char msg[160];
+    char msg[256];
     snprintf(msg, sizeof msg, "%s: %s", kind, what);
     gc_rd_corrupt(r, msg);
     return -1;
@@ -212,9 +212,14 @@ static int check_epilogue(gc_rd *r, const gc_model *m, gc_mnode *nd, int i, int6
     for (int64_t j = 0; j < n; j++) {
         const float s = q->a_scale * q->w_scale[j], f = requant ? s / q->out_scale : s;
         const float b = q->bias ? (requant ? q->bias[j] / q->out_scale : q->bias[j]) : 0.0f;
-        if (!(isfinite(f) && f > 0.0f && isfinite(b)))
-            return bad(r, kind, "a column's w_scales[j] * a_scale (/ out_scale) is not finite "
-                                "and > 0, or its bias (/ out_scale) not finite, in float32");
+        if (!(isfinite(f) && f > 0.0f && isfinite(b))) {
+            char what[160];
+            snprintf(what, sizeof what, "column %lld: w_scales[j] (%g) * a_scale%s must be "
+                     "finite and > 0 and bias[j]%s finite in float32", (long long)j,
+                     (double)q->w_scale[j], requant ? " / out_scale" : "",
+                     requant ? " / out_scale" : "");
+            return bad(r, kind, what);
+        }
     }
     return 0;
 }

@@ -154,7 +154,6 @@ class _Encoder:
             self.words += [PACKED, region, base + off, DTYPE_CODE[owner.dtype], side]
             self.words += [v.rows, v.cols, v.trans, v.swap]
 
-
     def qpacked(self, v, w: np.ndarray) -> None:
         """int8 weights ``w`` (its k * n bytes, C-contiguous) that ``v`` was packed from."""
         if w.dtype != np.int8 or not w.flags.c_contiguous or w.size != v.k * v.n:
