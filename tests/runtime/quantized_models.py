@@ -61,6 +61,8 @@ QMODELS = {
     "qmlp": (qmlp, (7, 50), {"quantize_u8", "qgemm"}),
     "qcnn": (qcnn, (2, 3, 12, 12), {"quantize_u8", "qconv2d", "max_pool2d_u8", "qgemm"}),
     "qres": (QRes, (2, 3, 8, 8), {"quantize_u8", "qconv2d", "dequantize_u8", "qgemm"}),
+    # a dynamic batch, calibrated on batches of other sizes: C runs it at the example's size
+    "qmlp_dynamic": (qmlp, (7, 50), {"quantize_u8", "qgemm"}),
 }
 
 
@@ -69,7 +71,11 @@ def quantized(name: str, seed: int = 0):
     make, shape, _ = QMODELS[name]
     rng = np.random.default_rng(seed)
     batches = [rng.standard_normal(shape).astype(np.float32) for _ in range(4)]
-    fm = gpucore.compile(make().eval(), gpucore.tensor(batches[0]), device="cpu")
+    axes = None
+    if name.endswith("_dynamic"):
+        axes = {"input": {0: "batch"}}
+        batches[1:] = [rng.standard_normal((b, *shape[1:])).astype(np.float32) for b in (3, 9)]
+    fm = gpucore.compile(make().eval(), gpucore.tensor(batches[0]), device="cpu", dynamic_axes=axes)
     qm = quantize_static(fm, batches)
     return fm, qm, rng.standard_normal(shape).astype(np.float32)
 
