@@ -40,8 +40,10 @@ static int qbuf(gc_rd *r, gc_mnode *nd, int i, const char *kind, const char *nam
     for (int k = 0; ok && k < ndt; k++)
         dt_ok |= a->dtype == dtypes[k];
     if (!ok || !dt_ok) {
-        snprintf(what, sizeof what, "'%s' must be a contiguous buffer of %s", name,
-                 ndt == 1 ? gc_dtype_name(dtypes[0]) : "another dtype");
+        int len = snprintf(what, sizeof what, "'%s' must be a contiguous buffer of ", name);
+        for (int k = 0; k < ndt && len > 0 && (size_t)len < sizeof what; k++)
+            len += snprintf(what + len, sizeof what - (size_t)len, "%s%s", k ? " or " : "",
+                            gc_dtype_name(dtypes[k]));
         return bad(r, kind, what);
     }
     *out = a;
@@ -128,8 +130,8 @@ static int check_qcast(gc_rd *r, gc_mnode *nd)
     const int to_q = nd->kind == GC_NK_QUANTIZE_U8;
     const char *kind = to_q ? "quantize_u8" : "dequantize_u8", *in_name = to_q ? "x" : "q";
     const int f32 = GC_DTYPE_FLOAT32, u8 = GC_DTYPE_UINT8;
-    gc_marg *x, *out;
-    int64_t n, zp;
+    gc_marg *x = NULL, *out = NULL;
+    int64_t n = 0, zp = 0;
     if (nd->nargs != 5)
         return bad(r, kind, "wrong argument count");
     if (qbuf(r, nd, 0, kind, in_name, to_q ? &f32 : &u8, 1, &x) < 0 ||
@@ -151,8 +153,8 @@ static int check_qpool(gc_rd *r, gc_mnode *nd)
 {
     const char *kind = "max_pool2d_u8";
     const int u8 = GC_DTYPE_UINT8;
-    gc_marg *x, *out;
-    int64_t nx, no, t;
+    gc_marg *x = NULL, *out = NULL;
+    int64_t nx = 0, no = 0, t = 0;
     gc_conv c;
     if (nd->nargs != 14)
         return bad(r, kind, "wrong argument count");
@@ -177,7 +179,7 @@ static int check_epilogue(gc_rd *r, const gc_model *m, gc_mnode *nd, int i, int6
                           const char *kind)
 {
     gc_qargs *q = &nd->q;
-    int64_t relu, zp;
+    int64_t relu = 0, zp = 0;
     if (qint(r, nd, i + 4, kind, "relu", 0, 1, &relu) < 0 ||
         qint(r, nd, i + 1, kind, "a_zero_point", q->a_signed ? -128 : 0, q->a_signed ? 127 : 255,
              &zp) < 0)
@@ -190,7 +192,7 @@ static int check_epilogue(gc_rd *r, const gc_model *m, gc_mnode *nd, int i, int6
         return 0;
     }
     const int requant = q->mode != GC_QOUT_F32, f32 = GC_DTYPE_FLOAT32;
-    gc_marg *ws, *bias = NULL;
+    gc_marg *ws = NULL, *bias = NULL;
     if (qscale(r, nd, i, kind, "a_scale", &q->a_scale) < 0 ||
         qbuf(r, nd, i + 2, kind, "w_scales", &f32, 1, &ws) < 0 ||
         need(r, kind, "w_scales", ws, n) < 0 ||
@@ -251,8 +253,8 @@ static int check_qgemm(gc_rd *r, const gc_model *m, gc_mnode *nd)
 {
     const char *kind = "qgemm";
     static const int a_dts[2] = {GC_DTYPE_UINT8, GC_DTYPE_INT8};
-    gc_marg *a, *out;
-    int64_t rows, na, no;
+    gc_marg *a = NULL, *out = NULL;
+    int64_t rows = 0, na, no;
     memset(&nd->q, 0, sizeof nd->q);
     if (nd->nargs != 11)
         return bad(r, kind, "wrong argument count");
@@ -277,9 +279,9 @@ static int check_qconv(gc_rd *r, const gc_model *m, gc_mnode *nd)
 {
     const char *kind = "qconv2d";
     const int u8 = GC_DTYPE_UINT8;
-    gc_marg *x, *out, *work;
+    gc_marg *x = NULL, *out = NULL, *work = NULL;
     gc_conv c;
-    int64_t nx, k, mm, no, rows_b, t_b, pad, nw, t;
+    int64_t nx = 0, k = 0, mm = 0, no = 0, rows_b = 0, t_b = 0, pad = 0, nw = 0, t = 0;
     memset(&nd->q, 0, sizeof nd->q);
     if (nd->nargs != 23)
         return bad(r, kind, "wrong argument count");

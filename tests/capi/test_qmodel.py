@@ -173,6 +173,8 @@ def tampered(saved, d: Path) -> list:
     edit("overlap", cnn, [(out + 2, words[_arg(nodes, "qgemm", 0) + 2])], "'out' overlaps 'a'")
     gemm_w = _arg(nodes, "qgemm", 1) + 1  # the region of its int8 weights
     edit("out_const", cnn, [(out + 1, words[gemm_w]), (out + 2, 0)], "'out' writes a constant")
+    edit("out_dtype", cnn, [(out + 3, 0)], "'out' must be a contiguous buffer of int32 or float32")
+    edit("a_dtype", cnn, [(_arg(nodes, "qgemm", 0) + 3, 0)], "buffer of uint8 or int8")
     edit("m", cnn, [(_arg(nodes, "qgemm", 3) + 1, 1000)], "'a' holds")
     geo = _arg(nodes, "qconv2d", 6)  # h
     edit("conv_h", cnn, [(geo + 1, 1000)], "'x' holds")
