@@ -14,6 +14,10 @@ through its Python binding: the issue's comparison), and gpucore imports it
   (the kernels plus one Python call);
 - ``Session.run``: ``gpucore.runtime.InferenceSession(path).run`` (Python, the public API).
 
+The ``int8`` rows are the model above them statically quantized
+(``gpucore.quantization.quantize_static``, calibrated on the input): the saved file's int8
+program run by the same four callers (ONNX Runtime: n/a, its float row is the one above).
+
 The ``tiny`` model (relu of one float) has kernels of a few nanoseconds: its C times are the C
 API's own per-call overhead. Times are µs per call, the median of repeats, one thread for every
 library (GPUCORE_NUM_THREADS=1, ORT intra_op_num_threads=1) so that pool wake-ups do not blur
@@ -166,11 +170,10 @@ def _median_us(fn, iters: int, reps: int) -> float:
 
 
 def bench(quick: bool) -> list:
-    import onnxruntime as ort
-
     import gpucore
     import gpucore.onnx
     from gpucore import runtime
+    from gpucore.quantization import quantize_static
 
     reps = 3 if quick else 7
     rows = []
@@ -193,49 +196,61 @@ def bench(quick: bool) -> list:
         blk = transformer_block(namespace(gpucore.nn), 64).eval()  # no ONNX file: ORT n/a
         models["transformer block d64, 2x16"] = (blk, _rand(np.random.default_rng(1), 2, 16, 64))
         for name, (proto, x) in models.items():
-            small = x.size * 4 < 1e5 and "784" not in name
-            iters = (20000 if small else 500) // (4 if quick else 1)
-            path = os.path.join(tmp, "m.gcm")
             if isinstance(proto, gpucore.nn.Module):
                 cm, proto = runtime.compile(proto, gpucore.from_numpy(x), device="cpu"), None
             else:
                 cm = gpucore.onnx.load(proto, device="cpu", dynamic=False)
-            cm.save(path)
-            out = subprocess.run([exe, path, str(iters), str(reps)], capture_output=True, text=True)
-            assert out.returncode == 0, out.stderr
-            c = {
-                ln.split()[0]: statistics.median(map(float, ln.split()[1:]))
-                for ln in out.stdout.splitlines()
-            }
-            sess = runtime.InferenceSession(path)
-            feed = {sess.get_inputs()[0].name: x}
-            runner = cm.executors()[0].pool.take() if cm.executors() else None
-            if runner is None:
-                cm.run_arrays([x])
-                runner = cm.executors()[0].pool.take()
-            y = np.empty_like(cm.run_arrays([x])[0])
-            prog = runner.program
-            osess = None
-            if proto is not None:
-                opts = ort.SessionOptions()
-                opts.intra_op_num_threads = opts.inter_op_num_threads = 1
-                osess = ort.InferenceSession(
-                    proto.SerializeToString(), opts, providers=["CPUExecutionProvider"]
-                )
-
-            rows.append(
-                (
-                    name,
-                    c["buffers"],
-                    c["tensors"],
-                    _median_us(lambda p=prog, y=y, x=x: p.run((x,), (y,), 0), iters, reps),
-                    _median_us(lambda s=sess, f=feed: s.run(None, f), iters, reps),
-                    _median_us(lambda s=osess, x=x: s.run(None, {"x": x}), iters, reps)
-                    if osess is not None
-                    else float("nan"),
-                )
-            )
+            rows.append(_row(name, cm, proto, x, exe, tmp, quick, reps))
+            if name in INT8:  # the same model statically quantized (calibrated on x)
+                qm = quantize_static(cm, [x])
+                rows.append(_row(f"int8 {name}", qm, None, x, exe, tmp, quick, reps))
     return rows
+
+
+INT8 = ("mlp 784-512-256-10, batch 1", "mlp 784-512-256-10, batch 32", "cnn (digits size), batch 1")
+
+
+def _row(name, cm, proto, x, exe, tmp, quick, reps) -> tuple:
+    """(name, C buffers, C tensors, Program.run, Session.run, ORT) µs for compiled model cm."""
+    import onnxruntime as ort
+
+    from gpucore import runtime
+
+    small = x.size * 4 < 1e5 and "784" not in name
+    iters = (20000 if small else 500) // (4 if quick else 1)
+    path = os.path.join(tmp, "m.gcm")
+    cm.save(path)
+    out = subprocess.run([exe, path, str(iters), str(reps)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    c = {
+        ln.split()[0]: statistics.median(map(float, ln.split()[1:]))
+        for ln in out.stdout.splitlines()
+    }
+    sess = runtime.InferenceSession(path)
+    feed = {sess.get_inputs()[0].name: x}
+    runner = cm.executors()[0].pool.take() if cm.executors() else None
+    if runner is None:
+        cm.run_arrays([x])
+        runner = cm.executors()[0].pool.take()
+    y = np.empty_like(cm.run_arrays([x])[0])
+    prog = runner.program
+    osess = None
+    if proto is not None:
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = opts.inter_op_num_threads = 1
+        osess = ort.InferenceSession(
+            proto.SerializeToString(), opts, providers=["CPUExecutionProvider"]
+        )
+    return (
+        name,
+        c["buffers"],
+        c["tensors"],
+        _median_us(lambda p=prog, y=y, x=x: p.run((x,), (y,), 0), iters, reps),
+        _median_us(lambda s=sess, f=feed: s.run(None, f), iters, reps),
+        _median_us(lambda s=osess, x=x: s.run(None, {"x": x}), iters, reps)
+        if osess is not None
+        else float("nan"),
+    )
 
 
 def main(argv=None) -> int:
@@ -244,9 +259,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     rows = bench(args.quick)
     head = ("model", "C buffers", "C tensors", "Program.run", "Session.run", "ORT (Python)")
-    print(f"{head[0]:<30}" + "".join(f"{h:>14}" for h in head[1:]) + "   (µs per call, median)")
+    print(f"{head[0]:<36}" + "".join(f"{h:>14}" for h in head[1:]) + "   (µs per call, median)")
     for r in rows:
-        print(f"{r[0]:<30}" + "".join(f"{v:>14.2f}" for v in r[1:]))
+        print(f"{r[0]:<36}" + "".join(f"{v:>14.2f}" for v in r[1:]))
     tiny = rows[0]
     print(
         f"C API overhead per call (the tiny model): {tiny[1]:.2f} µs with buffers, {tiny[2]:.2f} "

@@ -5,7 +5,8 @@
  * (creation from values and buffers, copies, reshape, transpose), ops.c (elementwise, matmul,
  * reductions, softmax), nn.c (conv2d, pooling, layer_norm); deployed models: stfile.c (the
  * safetensors file), sha256.c (its checksums), model.c (reading the saved program), nodes.c
- * (checking its nodes), run.c (runs, stats); build_lib.py (the build step setup.py calls).
+ * (checking its nodes; qnodes.c the int8 ones), run.c (runs, stats); build_lib.py (the build step
+ * setup.py calls).
  * The kernels are the cpu/ .c files: the same object files the Python extension links.
  *
  * Only the functions gpucore.h declares are exported (a linker version script); everything

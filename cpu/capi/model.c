@@ -22,7 +22,8 @@ static const char *kind_name(int k)
                                         "gemm_ex", "unary",  "binary",  "reduce",
                                         "softmax", "copy",   "conv2d_forward",
                                         "max_pool2d", "layer_norm", "attention", "where",
-                                        "gather",  "im2col"};
+                                        "gather",  "im2col", "quantize_u8", "dequantize_u8",
+                                        "qgemm", "qconv2d", "max_pool2d_u8"};
     return k > 0 && k < GC_NK_END ? names[k] : "?";
 }
 
@@ -80,11 +81,40 @@ static int read_packed(gc_rd *r, const gc_model *m, gc_marg *a)
     return 0;
 }
 
+/* Int8 weights to pack: region (an int8 constant), byte offset, k, n, trans; the k * n bytes
+ * from the offset lie inside the constant, k <= GC_QGEMM_MAX_K (qgemm_pack's limit). */
+static int read_qpacked(gc_rd *r, const gc_model *m, gc_marg *a)
+{
+    int64_t region, trans;
+    if (next(r, 0, m->n_consts - 1, &region, "bad int8 weight region") < 0 ||
+        next(r, 0, GC_LIM, &a->off, "bad int8 weight offset") < 0 ||
+        next(r, 0, GC_QGEMM_MAX_K, &a->rows, "bad int8 weight k (at most 65536)") < 0 ||
+        next(r, 0, GC_LIM, &a->cols, "bad int8 weight n") < 0 ||
+        next(r, 0, 1, &trans, "bad int8 weight trans") < 0)
+        return -1;
+    a->region = (int)region;
+    a->dtype = GC_DTYPE_INT8;
+    a->trans = (int)trans;
+    if (gc_mulok(a->rows, a->cols, &a->numel) < 0)
+        return gc_rd_corrupt(r, "int8 weights too large");
+    a->ndim = 1;
+    a->shape[0] = a->numel;
+    a->strides[0] = 1;
+    a->contig = 1;
+    if (m->const_dtype[a->region] != GC_DTYPE_INT8)
+        return gc_rd_corrupt(r, "int8 weights in a constant that is not int8");
+    if (a->off + a->numel > m->const_bytes[a->region])
+        return gc_rd_corrupt(r, "int8 weights outside their constant");
+    a->lo = a->off;
+    a->hi = a->off + a->numel;
+    return 0;
+}
+
 static int read_arg(gc_rd *r, const gc_model *m, gc_marg *a)
 {
     int64_t v;
     memset(a, 0, sizeof *a);
-    if (next(r, GC_ARG_NONE, GC_ARG_PACKED, &v, "unknown argument tag") < 0)
+    if (next(r, GC_ARG_NONE, GC_ARG_QPACKED, &v, "unknown argument tag") < 0)
         return -1;
     a->tag = (int)v;
     if (a->tag == GC_ARG_INT)
@@ -97,6 +127,8 @@ static int read_arg(gc_rd *r, const gc_model *m, gc_marg *a)
     }
     if (a->tag == GC_ARG_PACKED)
         return read_packed(r, m, a);
+    if (a->tag == GC_ARG_QPACKED)
+        return read_qpacked(r, m, a);
     if (a->tag != GC_ARG_BUF)
         return 0;
     int64_t region, dt, nd;
@@ -236,12 +268,13 @@ int gc_model_decode(gc_model *m, const char *path, gc_error *err)
     }
     m->consts = calloc((size_t)v[3] + 1, sizeof *m->consts);
     m->const_bytes = calloc((size_t)v[3] + 1, sizeof *m->const_bytes);
+    m->const_dtype = calloc((size_t)v[3] + 1, sizeof *m->const_dtype);
     m->in = calloc((size_t)v[4] + 1, sizeof *m->in);
     m->out = calloc((size_t)v[5] + 1, sizeof *m->out);
     m->nodes = calloc((size_t)v[6] + 1, sizeof *m->nodes);
     m->names = names;
     names = NULL;
-    if (!m->consts || !m->const_bytes || !m->in || !m->out || !m->nodes) {
+    if (!m->consts || !m->const_bytes || !m->const_dtype || !m->in || !m->out || !m->nodes) {
         rc = gc_fail(err, GC_ERR_OUT_OF_MEMORY, "gc_model_load: out of memory");
         goto done;
     }
@@ -266,6 +299,7 @@ int gc_model_decode(gc_model *m, const char *path, gc_error *err)
         }
         memcpy(m->consts[k], f.data + f.data_start + e->begin, (size_t)nb);
         m->const_bytes[k] = nb;
+        m->const_dtype[k] = (int)dt;
     }
     for (int k = 0; k < v[4]; k++, m->n_in++)
         if (read_io(&r, &m->in[k], &nm) < 0)

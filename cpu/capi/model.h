@@ -1,5 +1,6 @@
 /* libgpucore: deployed models (model.c: reading the program of a saved file; nodes.c: checking
- * each node as its binding would; run.c: running it, accessors, statistics).  The program's
+ * each node as its binding would, qnodes.c the int8 ones; run.c: running it, accessors,
+ * statistics).  The program's
  * encoding is written by gpucore/runtime/c_program.py (its docstring is the format's
  * definition). */
 #ifndef GPUCORE_CAPI_MODEL_H
@@ -31,11 +32,23 @@ enum {
     GC_NK_WHERE = 14,
     GC_NK_GATHER = 15,
     GC_NK_IM2COL = 16,
+    GC_NK_QUANTIZE_U8 = 17,
+    GC_NK_DEQUANTIZE_U8 = 18,
+    GC_NK_QGEMM = 19,
+    GC_NK_QCONV2D = 20,
+    GC_NK_MAX_POOL2D_U8 = 21,
     GC_NK_END
 };
-enum { GC_ARG_NONE = 0, GC_ARG_INT = 1, GC_ARG_FLOAT = 2, GC_ARG_BUF = 3, GC_ARG_PACKED = 4 };
+enum {
+    GC_ARG_NONE = 0,
+    GC_ARG_INT = 1,
+    GC_ARG_FLOAT = 2,
+    GC_ARG_BUF = 3,
+    GC_ARG_PACKED = 4,
+    GC_ARG_QPACKED = 5
+};
 
-#define GC_NODE_MAX_ARGS 20
+#define GC_NODE_MAX_ARGS 24 /* qconv2d: 23 */
 
 /* One checked argument: a buffer is (region, byte offset) with region -1 the run's arena and
  * k >= 0 constant k; every element its shape and strides reach lies inside the region. */
@@ -53,6 +66,8 @@ typedef struct {
      * packs as gemm_pack(x, side, rows, cols, trans, swap) would */
     int side, trans, swap;
     int64_t rows, cols;
+    /* GC_ARG_QPACKED: int8 weights B (rows = k x cols = n; trans: stored n x k) in a constant,
+     * which the loader packs as qgemm_pack(w, k, n, trans) would (trans and the reach as above) */
 } gc_marg;
 
 typedef struct {
@@ -65,6 +80,9 @@ typedef struct {
     gc_attn at;   /* attention */
     int64_t gx[2]; /* gather: x's stride along the dim (elements), its size there */
     gc_packed *pk[2]; /* gemm: a / b packed (NULL: not); conv2d: pk[0] the weight */
+    gc_qargs q;       /* int8 kinds: qgemm / qconv2d's epilogue (w_scale, bias point into the
+                         constants); quantize / dequantize: a_scale, a_zp */
+    gc_qpacked *qp;   /* qgemm, qconv2d: the packed weights */
     gc_marg a[GC_NODE_MAX_ARGS];
 } gc_mnode;
 
@@ -83,6 +101,7 @@ struct gc_model {
     int n_consts, n_in, n_out, n_nodes;
     void **consts; /* 64-byte aligned copies */
     int64_t *const_bytes;
+    int *const_dtype;
     gc_mio *in, *out;
     gc_mnode *nodes;
     char *names; /* the names blob (io names point into it) */
@@ -114,6 +133,9 @@ int gc_rd_corrupt(gc_rd *r, const char *what);
 /* nodes.c: checks node nd (its arguments read) as its binding would, sets what a run needs
  * (iterators, geometry, f64) and packs its packed constants; 0, or < 0 with r->err set. */
 int gc_mnode_check(gc_rd *r, const gc_model *m, gc_mnode *nd);
+/* qnodes.c: the same for the int8 kinds (GC_NK_QUANTIZE_U8 .. GC_NK_MAX_POOL2D_U8); packs
+ * their weights into nd->qp. */
+int gc_qnode_check(gc_rd *r, const gc_model *m, gc_mnode *nd);
 
 /* a * b into *out, or -1 when it exceeds GC_LIM (a, b >= 0). */
 static inline int gc_mulok(int64_t a, int64_t b, int64_t *out)

@@ -571,6 +571,11 @@ int gc_mnode_check(gc_rd *r, const gc_model *m, gc_mnode *nd)
     case GC_NK_WHERE: ok = check_where(r, nd); break;
     case GC_NK_GATHER: ok = check_gather(r, nd); break;
     case GC_NK_IM2COL: ok = check_im2col(r, nd); break;
+    case GC_NK_QUANTIZE_U8:
+    case GC_NK_DEQUANTIZE_U8:
+    case GC_NK_QGEMM:
+    case GC_NK_QCONV2D:
+    case GC_NK_MAX_POOL2D_U8: return gc_qnode_check(r, m, nd);
     default: ok = check_simple(r, nd); break;
     }
     return ok == 0 ? pack_node(r, m, nd) : ok;

@@ -15,7 +15,7 @@
 
 static void *ptr(const gc_marg *a, char *arena, void *const *consts)
 {
-    if (a->tag != GC_ARG_BUF && a->tag != GC_ARG_PACKED)
+    if (a->tag != GC_ARG_BUF && a->tag != GC_ARG_PACKED && a->tag != GC_ARG_QPACKED)
         return NULL;
     return (a->region < 0 ? arena : (char *)consts[a->region]) + a->off;
 }
@@ -112,6 +112,19 @@ static int exec_node(const gc_model *m, const gc_mnode *nd, char *arena, const v
         else
             gc_im2col_f32(P(0), P(1), &nd->cv);
         return 0;
+    case GC_NK_QUANTIZE_U8:
+        gc_quantize_u8(P(0), P(1), I(2), nd->q.a_scale, nd->q.a_zp);
+        return 0;
+    case GC_NK_DEQUANTIZE_U8:
+        gc_dequantize_u8(P(0), P(1), I(2), nd->q.a_scale, nd->q.a_zp);
+        return 0;
+    case GC_NK_QGEMM:
+        return gc_qgemm(P(0), I(3), nd->qp->k, nd->qp, P(2), nd->qp->n, &nd->q);
+    case GC_NK_QCONV2D:
+        return gc_qconv2d(P(0), nd->qp, P(2), P(3), &nd->cv, &nd->q);
+    case GC_NK_MAX_POOL2D_U8:
+        gc_max_pool2d_u8(P(0), P(1), &nd->cv);
+        return 0;
     default: return -1; /* never: the loader checked every kind */
     }
 }
@@ -125,14 +138,20 @@ void gc_model_release(gc_model *m)
         free(m->consts[k]);
     free(m->consts);
     free(m->const_bytes);
+    free(m->const_dtype);
     free(m->in);
     free(m->out);
-    for (int j = 0; m->nodes && j <= m->n_nodes; j++) /* (one more: a node that failed late) */
+    for (int j = 0; m->nodes && j <= m->n_nodes; j++) { /* (one more: a node that failed late) */
         for (int i = 0; i < 2; i++)
             if (m->nodes[j].pk[i]) {
                 free(m->nodes[j].pk[i]->data);
                 free(m->nodes[j].pk[i]);
             }
+        if (m->nodes[j].qp) {
+            free(m->nodes[j].qp->data);
+            free(m->nodes[j].qp);
+        }
+    }
     free(m->nodes);
     free(m->names);
     for (int i = 0; i < m->n_idle; i++)

@@ -15,7 +15,10 @@ each node as integers into one int64 tensor, ``program``::
                       sizes..., byte strides... |
                PACKED 4, region (a constant), byte offset, dtype, side (0: a, 1: b), rows,
                       cols, trans, swap: a pre-packed GEMM operand (gemm_ex a / b,
-                      conv2d_forward w), which gc_model_load packs the same way
+                      conv2d_forward w), which gc_model_load packs the same way |
+               QPACKED 5, region (a constant), byte offset, k, n, trans: int8 weights packed
+                      by ``_cpu.qgemm_pack(w, k, n, trans)`` (qgemm, qconv2d), stored as the
+                      plain int8 constant and packed at load for the ISA in use
 
 ``names`` is a uint8 tensor: the constants' tensor names in the file, the input names, then the
 output names, each ending in a zero byte. The constants are the planned graph's: one that is a
@@ -38,7 +41,7 @@ from .. import dtypes as D
 from ..tensor import Tensor
 from .capture.dynamic import specialize
 from .executors.cpu import _arena, bind_arrays, lower_step
-from .ir import packing
+from .ir import packing, quantized
 from .ir.shapes import check_shapes
 from .passes import optimize as run_passes
 from .planner.plan import plan as make_plan
@@ -62,8 +65,13 @@ KINDS = {
     "where": 14,
     "gather": 15,
     "im2col": 16,
+    "quantize_u8": 17,
+    "dequantize_u8": 18,
+    "qgemm": 19,
+    "qconv2d": 20,
+    "max_pool2d_u8": 21,
 }
-NONE, INT, FLOAT, BUF, PACKED = 0, 1, 2, 3, 4
+NONE, INT, FLOAT, BUF, PACKED, QPACKED = 0, 1, 2, 3, 4, 5
 DTYPE_CODE = {d.np: i for i, d in enumerate(D.ALL) if d is not D.bfloat16}
 
 
@@ -82,7 +90,8 @@ def _plan(model):
 
 
 def _unpacked() -> dict:
-    """id(PackedMatrix) -> (owner array, byte offset of the packed view in it)."""
+    """id(PackedMatrix) -> (owner array, byte offset of the packed view in it); id(QPackedMatrix)
+    -> (the int8 weight constant it was packed from, 0)."""
     out = {}
     with packing._lock:
         for ref, layouts in packing._cache.values():
@@ -90,6 +99,11 @@ def _unpacked() -> dict:
             if owner is not None:
                 for layout, pm in layouts.items():
                     out[id(pm)] = (owner, layout[0])
+    with quantized._lock:
+        for ref, pm in quantized._cache.values():
+            w = ref()
+            if w is not None:
+                out[id(pm)] = (w, 0)
     return out
 
 
@@ -131,11 +145,23 @@ class _Encoder:
         else:
             if self.packed is None:
                 self.packed = _unpacked()
-            owner, off = self.packed[id(v)]  # a PackedMatrix: its constant, packed at load
+            owner, off = self.packed[id(v)]  # a (Q)PackedMatrix: its constant, packed at load
+            if type(v).__name__ == "QPackedMatrix":  # (_cpu does not export the type)
+                self.qpacked(v, owner)
+                return
             region, base = self.region(owner.__array_interface__["data"][0], owner.nbytes)
             side = {"a": 0, "b": 1}[v.side]
             self.words += [PACKED, region, base + off, DTYPE_CODE[owner.dtype], side]
             self.words += [v.rows, v.cols, v.trans, v.swap]
+
+    def qpacked(self, v, w: np.ndarray) -> None:
+        """int8 weights ``w`` (its k * n bytes, C-contiguous) that ``v`` was packed from."""
+        if w.dtype != np.int8 or not w.flags.c_contiguous or w.size != v.k * v.n:
+            raise LookupError("a packed int8 weight without its int8 constant")
+        region, off = self.region(w.__array_interface__["data"][0], w.nbytes)
+        if region < 0:
+            raise LookupError("a packed int8 weight in the arena")
+        self.words += [QPACKED, region, off, v.k, v.n, v.trans]
 
 
 def _key(a: np.ndarray) -> tuple:
