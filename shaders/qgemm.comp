@@ -47,7 +47,7 @@ const uint F_BIAS = 1u;  // flags
 const uint F_RELU = 2u;
 
 layout(std430, set = 0, binding = 0) readonly buffer A { uint a[]; };     // QUANTIZE: x floats
-layout(std430, set = 0, binding = 1) readonly buffer W { uint w[]; };     // QUANTIZE: unused
+layout(std430, set = 0, binding = 1) readonly buffer W { uvec4 w4[]; };   // QUANTIZE: unused
 layout(std430, set = 0, binding = 2) buffer C { uint c[]; };              // QUANTIZE: a's words
 layout(std430, set = 0, binding = 3) readonly buffer Colsum { int colsum[]; };
 layout(std430, set = 0, binding = 4) readonly buffer Factors { float fac[]; };  // scale, bias
@@ -99,8 +99,8 @@ void gemm() {
     if (col0 >= p.N) return;
     uint ra[TM];
     [[unroll]] for (uint i = 0u; i < TM; ++i) ra[i] = p.a_off + min(row0 + i, p.M - 1u) * p.lda;
-    uint rw[TN];
-    [[unroll]] for (uint j = 0u; j < TN; ++j) rw[j] = p.w_off + min(col0 + j, p.N - 1u) * p.ldw;
+    uint rw = (p.w_off + col0) >> 2;  // this invocation's uvec4 of w's word row 0
+    uint ldw4 = p.ldw >> 2;
     int acc[TM * TN];
     [[unroll]] for (uint i = 0u; i < TM * TN; ++i) acc[i] = 0;
 
@@ -108,7 +108,10 @@ void gemm() {
         uint av[TM];
         [[unroll]] for (uint i = 0u; i < TM; ++i) av[i] = a[ra[i] + kw] ^ p.flip;
         uint wv[TN];
-        [[unroll]] for (uint j = 0u; j < TN; ++j) wv[j] = w[rw[j] + kw];
+        [[unroll]] for (uint j = 0u; j < TN; j += 4u) {
+            uvec4 v = w4[rw + kw * ldw4 + j / 4u];
+            wv[j] = v.x; wv[j + 1u] = v.y; wv[j + 2u] = v.z; wv[j + 3u] = v.w;
+        }
 #if DOT
         [[unroll]] for (uint i = 0u; i < TM; ++i) {
             [[unroll]] for (uint j = 0u; j < TN; ++j)
