@@ -7,10 +7,12 @@
 // Int8 GEMM with cpu/qgemm.c's requantization epilogue, bit for bit (kernels/qgemm.py):
 //     c[i, j] = sum_k (a[i, k] - a_zp) * w[j, k]                       exact int32
 //     out[i, j] = the epilogue of c (OUT, below; cpu/kernels.h's GC_QOUT_* forms)
-// a: uint8 or int8 activations [M, K] and w: int8 weights [N, K] (nn.Linear's layout), bytes
-// packed four to a 32-bit word (the device's int8 storage, as binary.comp's byte types), each
-// row starting on a word with K padded to KW words. The host pads w's rows with zero bytes, so
-// whatever a's padding bytes hold adds 0.
+// a: uint8 or int8 activations [M, K], bytes packed four to a 32-bit word (the device's int8
+// storage, as binary.comp's byte types), each row starting on a word. w: int8 weights B [N, K]
+// (nn.Linear's layout) packed once by the host as word columns: word kw of column j at
+// w_off + kw * ldw + j, K padded with zero bytes to KW words and N with zero columns to a
+// multiple of 4, so an invocation loads its four columns' words as one uvec4 and whatever a's
+// bytes past K hold adds 0.
 //
 // Two SPIR-V modules from this source (tools/build_shaders.py's VARIANTS):
 //   qgemm_dot (DOT=1): OpSUDot, VK_KHR_shader_integer_dot_product's packed 4x8 mixed-signedness
@@ -52,12 +54,12 @@ layout(std430, set = 0, binding = 2) buffer C { uint c[]; };              // QUA
 layout(std430, set = 0, binding = 3) readonly buffer Colsum { int colsum[]; };
 layout(std430, set = 0, binding = 4) readonly buffer Factors { float fac[]; };  // scale, bias
 
-// Mirrored by qgemm.py's _push (21 words). QUANTIZE uses M, K (floats per row), KW, a_off /
+// Mirrored by kernels/qgemm.py's two _push calls (19 words). QUANTIZE uses M, K (floats per row), KW, a_off /
 // lda (x, in floats), c_off / ldc (in words), inv (in lo) and the zero point (in out_zp).
 layout(push_constant) uniform Push {
     uint M, N, K, KW;
     uint a_off, lda;      // words
-    uint w_off, ldw;      // words
+    uint w_off, ldw;      // words (ldw: N padded to 4)
     uint c_off, ldc;      // elements (words for O_I32 / O_F32, bytes for O_U8 / O_S8)
     uint cs_off;          // colsum
     uint s_off, b_off;    // factors: scale[j] at s_off + j, bias[j] at b_off + j
