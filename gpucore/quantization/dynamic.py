@@ -6,7 +6,8 @@ qscheme=per_channel_symmetric)``, as PyTorch's ``per_channel_dynamic_qconfig``).
 quantized on every call, uint8, affine, one scale and zero point per call from the input's own
 min and max; the product accumulates in int32 and the output is float32
 (``kernels.linear_int8``; on the Vulkan device ``kernels.device_linear_int8``, where a float
-Linear of the same shapes would run there, with the same bits). Inference only: the output has no autograd history.
+Linear of the same shapes would run there, with the same bits). Inference only: the output has
+no autograd history.
 
 State dict (plain tensors, so ``gpucore.save`` and ``load_state_dict`` work as for float
 layers, at a quarter of the size): ``weight`` (int8 [out, in]), ``weight_scale`` (float64 [out]),

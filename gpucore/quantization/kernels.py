@@ -30,6 +30,7 @@ import numpy as np
 from .. import _cpu, dispatch
 from .. import dtypes as D
 from ..ops.linalg import LINEAR
+from ..tensor import Tensor
 from .qtensor import quantize_array
 
 __all__ = [
@@ -91,7 +92,7 @@ class PackedWeight:
     def on_device(self, be):
         """The weight packed on Vulkan backend ``be`` (kernels/qgemm.py's QWeight, made once)."""
         if self._device is None or self._device[0] is not be:
-            from ..backends.vulkan.kernels import qgemm
+            from ..backends.vulkan.kernels import qgemm  # the device's modules load with it
 
             self._device = (be, qgemm.pack_weight(be, self.w))
         return self._device[1]
@@ -162,8 +163,7 @@ def device_linear_int8(x, packed: PackedWeight, w_scale: np.ndarray, bias=None, 
     b = None if bias is None else np.ascontiguousarray(bias, dtype=np.float32)
     if be is dispatch.CPU or k > MAX_K or not _usable(w_scale, b):
         return None
-    from ..backends.vulkan.kernels import qgemm
-    from ..tensor import Tensor
+    from ..backends.vulkan.kernels import qgemm  # the device's modules load with the device
 
     if x.numel():
         # the min and max from the device's reductions (the same values as numpy's)

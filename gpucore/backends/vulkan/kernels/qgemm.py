@@ -217,7 +217,7 @@ def qgemm(
     bindings = [oa.binding(False), ow.binding(False), oc.binding(True), ocs.binding(False),
                 of.binding(False)]  # fmt: skip
     keep = [t for t in (a, weight.data, target, weight.colsum, f_arr) if t is not None]
-    gx = -(-(-(-n // TN)) // local)
+    gx = -(-n // (TN * local))  # workgroups along N
     maxg = ctx.limits["maxComputeWorkGroupCount"]
     step = tm * maxg[1]  # rows per launch (the grid's y limit)
     for m0 in range(0, m, step):
