@@ -260,14 +260,24 @@ def test_quantize_dynamic_linear_on_vulkan_equals_the_cpu(vulkan, dot, monkeypat
     assert_bits(y.cpu().numpy(), want)
 
 
-def test_auto_policy_keeps_small_products_on_the_cpu(vulkan):
+def test_auto_policy_follows_the_threshold(vulkan):
+    # under 'auto' a device input runs where the float Linear of its shapes would: 8 x 24 on the
+    # host kernel (under the threshold), 64 x 96 -> 80 on the device
+    for rows, k, m, where in [(8, 24, 10, []), (64, 96, 80, ["vulkan"])]:
+        lin = dynamic.Linear.from_float(nn.Linear(k, m))
+        x = gpucore.randn(rows, k)
+        with gpucore.device_policy("cpu"):
+            want = lin(x).numpy()
+        with gpucore.device_policy("auto"), gpucore.dispatch.trace_ops() as ops:
+            y = lin(x.to("vulkan"))
+        assert y.is_vulkan and [o[1] for o in ops if o[0] == "quantized_linear"] == where
+        assert_bits(y.cpu().numpy(), want)
+
+
+def test_empty_batches_on_the_device(vulkan):
     lin = dynamic.Linear.from_float(nn.Linear(24, 10))
-    x = gpucore.randn(8, 24)
-    want = lin(x).numpy()
-    with gpucore.device_policy("auto"), gpucore.dispatch.trace_ops() as ops:
-        y = lin(x.to("vulkan"))  # 240 elements: under the threshold, the host kernel runs
-    assert y.is_vulkan and not [o for o in ops if o[0] == "quantized_linear"]
-    assert_bits(y.cpu().numpy(), want)
+    y = lin(gpucore.randn(0, 24).to("vulkan"))
+    assert y.is_vulkan and tuple(y.shape) == (0, 10)
 
 
 def test_non_finite_inputs_raise_on_the_device_too(vulkan):
