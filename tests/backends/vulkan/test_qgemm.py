@@ -161,6 +161,14 @@ def test_unaligned_and_strided_operands(vulkan, dot):
         got = dev_qgemm(vulkan, a, w, odt, *args, dot=dot, a_dev=base[:, 1 : k + 1],
                         out=outer[:, 2 : n + 2])  # fmt: skip
         assert_bits(got, want)
+    # rows in reverse order (a negative row stride) into a reversed output
+    a4, w4 = operands(6, 8, 12, True)
+    args = epilogue_args(8, np.int8, relu=True)
+    want = cpu_qgemm(np.ascontiguousarray(a4[::-1]), w4, np.int8, *args)
+    out = vulkan.empty_array((6, 8), np.int8)
+    got = dev_qgemm(vulkan, a4, w4, np.int8, *args, dot=dot,
+                    a_dev=vulkan.upload(a4, None)[::-1], out=out[::-1])  # fmt: skip
+    assert_bits(got, want)
 
 
 def test_quantize_rows_matches_quantize_array(vulkan):
@@ -230,6 +238,8 @@ def test_bad_arguments_raise(vulkan):
                 np.array([1, 1, 0, 1], np.float32))  # fmt: skip
     with pytest.raises(ValueError, match="int32 'out' takes no bias"):
         Q.qgemm(vulkan, ad, qw, vulkan.empty_array((3, 4), np.int32), relu=True)
+    with pytest.raises(ValueError, match="overlaps"):
+        Q.qgemm(vulkan, ad, qw, ad[:, :4].view(np.int8), relu=True)
     with pytest.raises(ShapeError, match="exceeds"):
         Q.pack_weight(vulkan, np.zeros((1, Q.MAX_K + 1), np.int8))
 

@@ -133,7 +133,7 @@ def _words(be, arr: np.ndarray):
     """(word offset, row stride in words) of a byte array [R, C] whose rows start on words, or
     None."""
     op = be.operand(arr)
-    if arr.shape[0] > 1 and op.strides[0] % 4:
+    if arr.shape[0] > 1 and (op.strides[0] % 4 or op.strides[0] < 0):
         return None
     if (arr.shape[1] > 1 and op.strides[1] != 1) or op.offset % 4:
         return None
@@ -170,6 +170,8 @@ def qgemm(
             f"qgemm: a {a.shape} and weights [N={weight.n}, K={weight.k}] do not make out "
             f"{out.shape} ([M, N])"
         )
+    if np.may_share_memory(a, out):
+        raise ValueError("qgemm: out overlaps a; write the result to a fresh array")
     signed = a.dtype == np.int8
     lo_zp, hi_zp = (-128, 127) if signed else (0, 255)
     if not lo_zp <= int(a_zero_point) <= hi_zp:
