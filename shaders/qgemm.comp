@@ -4,6 +4,10 @@
 #if DOT
 #extension GL_EXT_spirv_intrinsics : require
 #endif
+#if SHUFFLE
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#endif
 // Int8 GEMM with cpu/qgemm.c's requantization epilogue, bit for bit (kernels/qgemm.py):
 //     c[i, j] = sum_k (a[i, k] - a_zp) * w[j, k]                       exact int32
 //     out[i, j] = the epilogue of c (OUT, below; cpu/kernels.h's GC_QOUT_* forms)
@@ -14,7 +18,8 @@
 // multiple of 4, so an invocation loads its four columns' words as one uvec4 and whatever a's
 // bytes past K hold adds 0.
 //
-// Two SPIR-V modules from this source (tools/build_shaders.py's VARIANTS):
+// SPIR-V modules from this source (tools/build_shaders.py's VARIANTS; each also as *_sg with
+// SHUFFLE=1, the activation words passed round the subgroup, for CPU-type devices):
 //   qgemm_dot (DOT=1): OpSUDot, VK_KHR_shader_integer_dot_product's packed 4x8 mixed-signedness
 //       dot product (GL_EXT_integer_dot_product's dotPacked4x8EXT(int, uint); written here
 //       through GL_EXT_spirv_intrinsics because glslang before 14 lacks that extension, the same
@@ -37,6 +42,7 @@ layout(constant_id = 1) const uint MODE = 0u;  // GEMM or QUANTIZE
 layout(constant_id = 2) const uint TM = 4u;    // rows per invocation
 layout(constant_id = 3) const uint TN = 4u;    // columns per invocation (a multiple of 4)
 layout(constant_id = 4) const uint OUT = 1u;   // O_I32, O_F32, O_U8, O_S8
+layout(constant_id = 5) const uint SG = 8u;    // SHUFFLE: the subgroup size
 
 // mirrored by kernels/qgemm.py (_GEMM, _QUANTIZE; OUT_MODES = GC_QOUT_* of cpu/kernels.h)
 const uint GEMM = 0u;
@@ -95,45 +101,73 @@ uint epilogue_word(int acc, uint j) {
 }
 
 // ------------------------------------------------------------------------------- GEMM
+// One k-word step: acc[i][j] += dot4(av[i], wv[j]) for the TM activation words av (flipped to
+// unsigned) and the TN weight words of word kw.
+#if DOT
+#define ACC_STEP()                                                                         \
+    [[unroll]] for (uint i = 0u; i < TM; ++i) {                                            \
+        [[unroll]] for (uint j = 0u; j < TN; ++j)                                          \
+            acc[i * TN + j] += sudot(int(wv[j]), av[i], 0);                                \
+    }
+#else
+#define ACC_STEP()                                                                         \
+    ivec4 ab[TM]; /* the activation bytes, unsigned */                                     \
+    [[unroll]] for (uint i = 0u; i < TM; ++i)                                              \
+        ab[i] = ivec4(uvec4(av[i], av[i] >> 8, av[i] >> 16, av[i] >> 24) & 0xffu);         \
+    [[unroll]] for (uint j = 0u; j < TN; ++j) {                                            \
+        int x = int(wv[j]); /* the weight bytes, sign-extended */                          \
+        ivec4 wb = ivec4(bitfieldExtract(x, 0, 8), bitfieldExtract(x, 8, 8),               \
+                         bitfieldExtract(x, 16, 8), bitfieldExtract(x, 24, 8));            \
+        [[unroll]] for (uint i = 0u; i < TM; ++i) {                                        \
+            ivec4 pr = ab[i] * wb;                                                         \
+            acc[i * TN + j] += (pr.x + pr.y) + (pr.z + pr.w);                              \
+        }                                                                                  \
+    }
+#endif
+#define LOAD_W(kw)                                                                         \
+    uint wv[TN];                                                                           \
+    [[unroll]] for (uint j = 0u; j < TN; j += 4u) {                                        \
+        uvec4 v = w4[rw + (kw) * ldw4 + j / 4u];                                           \
+        wv[j] = v.x; wv[j + 1u] = v.y; wv[j + 2u] = v.z; wv[j + 3u] = v.w;                 \
+    }
+
 void gemm() {
     uint col0 = (gl_WorkGroupID.x * gl_WorkGroupSize.x + gl_LocalInvocationID.x) * TN;
     uint row0 = gl_WorkGroupID.y * TM;
-    if (col0 >= p.N) return;
     uint ra[TM];
     [[unroll]] for (uint i = 0u; i < TM; ++i) ra[i] = p.a_off + min(row0 + i, p.M - 1u) * p.lda;
-    uint rw = (p.w_off + col0) >> 2;  // this invocation's uvec4 of w's word row 0
+    // this invocation's uvec4s of w's word row 0 (columns past N4 clamped: computed, not stored;
+    // no invocation leaves early, the shuffles need every lane)
+    uint rw = (p.w_off + min(col0, p.ldw - TN)) >> 2;
     uint ldw4 = p.ldw >> 2;
     int acc[TM * TN];
     [[unroll]] for (uint i = 0u; i < TM * TN; ++i) acc[i] = 0;
 
+#if SHUFFLE
+    // CPU-type devices: a load costs ~8 cycles per lane there, a shuffle is a register permute.
+    // Each lane loads one word of every row per chunk of SG words and the subgroup passes them
+    // round, instead of every lane loading every word.
+    uint lane = gl_SubgroupInvocationID;
+    [[dont_unroll]] for (uint k0 = 0u; k0 < p.KW; k0 += SG) {
+        uint kl = min(k0 + lane, p.KW - 1u);
+        uint am[TM];
+        [[unroll]] for (uint i = 0u; i < TM; ++i) am[i] = a[ra[i] + kl] ^ p.flip;
+        uint kn = min(SG, p.KW - k0);
+        [[dont_unroll]] for (uint kk = 0u; kk < kn; ++kk) {
+            uint av[TM];
+            [[unroll]] for (uint i = 0u; i < TM; ++i) av[i] = subgroupShuffle(am[i], kk);
+            LOAD_W(k0 + kk)
+            ACC_STEP()
+        }
+    }
+#else
     [[dont_unroll]] for (uint kw = 0u; kw < p.KW; ++kw) {
         uint av[TM];
         [[unroll]] for (uint i = 0u; i < TM; ++i) av[i] = a[ra[i] + kw] ^ p.flip;
-        uint wv[TN];
-        [[unroll]] for (uint j = 0u; j < TN; j += 4u) {
-            uvec4 v = w4[rw + kw * ldw4 + j / 4u];
-            wv[j] = v.x; wv[j + 1u] = v.y; wv[j + 2u] = v.z; wv[j + 3u] = v.w;
-        }
-#if DOT
-        [[unroll]] for (uint i = 0u; i < TM; ++i) {
-            [[unroll]] for (uint j = 0u; j < TN; ++j)
-                acc[i * TN + j] += sudot(int(wv[j]), av[i], 0);
-        }
-#else
-        ivec4 ab[TM];  // the activation bytes, unsigned
-        [[unroll]] for (uint i = 0u; i < TM; ++i)
-            ab[i] = ivec4(uvec4(av[i], av[i] >> 8, av[i] >> 16, av[i] >> 24) & 0xffu);
-        [[unroll]] for (uint j = 0u; j < TN; ++j) {
-            int x = int(wv[j]);  // the weight bytes, sign-extended
-            ivec4 wb = ivec4(bitfieldExtract(x, 0, 8), bitfieldExtract(x, 8, 8),
-                             bitfieldExtract(x, 16, 8), bitfieldExtract(x, 24, 8));
-            [[unroll]] for (uint i = 0u; i < TM; ++i) {
-                ivec4 pr = ab[i] * wb;
-                acc[i * TN + j] += (pr.x + pr.y) + (pr.z + pr.w);
-            }
-        }
-#endif
+        LOAD_W(kw)
+        ACC_STEP()
     }
+#endif
 
     [[unroll]] for (uint i = 0u; i < TM; ++i) {
         uint m = row0 + i;

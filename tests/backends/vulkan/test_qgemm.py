@@ -18,7 +18,10 @@ from gpucore.quantization.qtensor import quantize_array
 
 pytestmark = pytest.mark.skipif(not kernels.has_qgemm(), reason="no C int8 GEMM in this build")
 RNG = np.random.default_rng(15)
-SHAPES = [(1, 1, 1), (1, 9, 5), (3, 5, 7), (17, 33, 13), (37, 70, 130), (16, 64, 256)]
+# M, N, K: GEMV rows, tiles of 1..32 rows with a remainder, N and K off every multiple of 4 and
+# of the subgroup's chunk of words
+SHAPES = [(1, 1, 1), (1, 9, 5), (3, 5, 7), (17, 33, 13), (37, 70, 130), (16, 64, 256),
+          (65, 259, 37)]  # fmt: skip
 OUTS = [np.int32, np.float32, np.uint8, np.int8]
 
 
@@ -30,16 +33,24 @@ def dot(request, vulkan):
     return request.param == "dot"
 
 
+@pytest.fixture(params=["shuffle", "loads"])
+def shuffle(request, vulkan):
+    """Each form: activation words passed round the subgroup, or loaded by every invocation."""
+    if request.param == "shuffle" and not Q.gemm.subgroup_shuffle_size(vulkan.ctx):
+        pytest.skip(f"{vulkan.ctx.info.name} has no subgroup shuffles")
+    return request.param == "shuffle"
+
+
 def cpu_qgemm(a, w, odt, *args):
     out = np.empty((a.shape[0], w.shape[0]), odt)
     _cpu.qgemm(a, _cpu.qgemm_pack(w, w.shape[1], w.shape[0], 1), out, a.shape[0], *args)
     return out
 
 
-def dev_qgemm(be, a, w, odt, *args, dot=None, a_dev=None, out=None):
+def dev_qgemm(be, a, w, odt, *args, dot=None, shuffle=None, a_dev=None, out=None):
     out = be.empty_array((a.shape[0], w.shape[0]), odt) if out is None else out
     a_dev = be.upload(a, None) if a_dev is None else a_dev
-    Q.qgemm(be, a_dev, Q.pack_weight(be, w), out, *args, dot=dot)
+    Q.qgemm(be, a_dev, Q.pack_weight(be, w), out, *args, dot=dot, shuffle=shuffle)
     return be.host_view(out).copy()
 
 
@@ -70,12 +81,12 @@ def epilogue_args(n, odt, relu):
 @pytest.mark.parametrize("odt", OUTS)
 @pytest.mark.parametrize("signed", [False, True])
 @pytest.mark.parametrize("m,n,k", SHAPES)
-def test_equals_the_c_kernel_bit_for_bit(vulkan, dot, m, n, k, signed, odt):
+def test_equals_the_c_kernel_bit_for_bit(vulkan, dot, shuffle, m, n, k, signed, odt):
     a, w = operands(m, n, k, signed)
     args = list(epilogue_args(n, odt, relu=odt != np.int32 and m % 2 == 1))
     args[1] = -7 if signed else 131  # the activation's zero point
     want = cpu_qgemm(a, w, odt, *args)
-    assert_bits(dev_qgemm(vulkan, a, w, odt, *args, dot=dot), want)
+    assert_bits(dev_qgemm(vulkan, a, w, odt, *args, dot=dot, shuffle=shuffle), want)
     if odt == np.int32:  # the sums themselves, against numpy
         ref = (a.astype(np.int64) - args[1]) @ w.astype(np.int64).T
         np.testing.assert_array_equal(want, ref)
@@ -113,7 +124,7 @@ def test_requantization_ties_and_saturation(vulkan, dot, odt):
 
 
 @pytest.mark.parametrize("signed", [False, True])
-def test_extreme_sums_at_the_largest_k(vulkan, dot, signed):
+def test_extreme_sums_at_the_largest_k(vulkan, dot, shuffle, signed):
     # K = 65536 with the largest products: the sums reach ~2.1e9, zero point corrections wrap in
     # uint32, and float32(c) rounds (c far above 2**24)
     k = Q.MAX_K
@@ -129,7 +140,7 @@ def test_extreme_sums_at_the_largest_k(vulkan, dot, signed):
         if odt == np.int32:
             args = (1.0, zp, None, None, False, 1.0, 0)
         want = cpu_qgemm(a, w, odt, *args)
-        assert_bits(dev_qgemm(vulkan, a, w, odt, *args, dot=dot), want)
+        assert_bits(dev_qgemm(vulkan, a, w, odt, *args, dot=dot, shuffle=shuffle), want)
     assert abs(int(want[0, 0] * 1000)) > 2**30
 
 
@@ -146,7 +157,7 @@ def test_subnormal_products_on_lavapipe(vulkan, dot):
     assert_bits(dev_qgemm(vulkan, a, w, np.float32, *args, dot=dot), want)
 
 
-def test_unaligned_and_strided_operands(vulkan, dot):
+def test_unaligned_and_strided_operands(vulkan, dot, shuffle):
     # a starting mid-word with rows not a multiple of 4 bytes (padded copy), byte outputs with
     # N % 4 != 0 and a float output that is a column slice (both through a temporary)
     m, n, k = 11, 10, 21
@@ -158,15 +169,15 @@ def test_unaligned_and_strided_operands(vulkan, dot):
         args = epilogue_args(n, odt, relu=False)
         want = cpu_qgemm(a, w, odt, *args)
         outer = vulkan.empty_array((m, n + 5), odt)
-        got = dev_qgemm(vulkan, a, w, odt, *args, dot=dot, a_dev=base[:, 1 : k + 1],
-                        out=outer[:, 2 : n + 2])  # fmt: skip
+        got = dev_qgemm(vulkan, a, w, odt, *args, dot=dot, shuffle=shuffle,
+                        a_dev=base[:, 1 : k + 1], out=outer[:, 2 : n + 2])  # fmt: skip
         assert_bits(got, want)
     # rows in reverse order (a negative row stride) into a reversed output
     a4, w4 = operands(6, 8, 12, True)
     args = epilogue_args(8, np.int8, relu=True)
     want = cpu_qgemm(np.ascontiguousarray(a4[::-1]), w4, np.int8, *args)
     out = vulkan.empty_array((6, 8), np.int8)
-    got = dev_qgemm(vulkan, a4, w4, np.int8, *args, dot=dot,
+    got = dev_qgemm(vulkan, a4, w4, np.int8, *args, dot=dot, shuffle=shuffle,
                     a_dev=vulkan.upload(a4, None)[::-1], out=out[::-1])  # fmt: skip
     assert_bits(got, want)
 
@@ -185,13 +196,14 @@ def test_quantize_rows_matches_quantize_array(vulkan):
 
 
 def shaders_used(ctx, monkeypatch) -> list:
-    """The shader names of the pipelines asked for from now on."""
+    """The shader names of the GEMM pipelines (not the quantizer's) asked for from now on."""
     names: list = []
     get = ctx.pipelines.get
 
-    def spy(name, *args, **kw):
-        names.append(name)
-        return get(name, *args, **kw)
+    def spy(name, nbindings, spec=(), *args, **kw):
+        if not (name == "qgemm" and spec[:1] == (1,)):  # MODE QUANTIZE
+            names.append(name)
+        return get(name, nbindings, spec, *args, **kw)
 
     monkeypatch.setattr(ctx.pipelines, "get", spy)
     return names
@@ -208,7 +220,7 @@ def test_the_module_follows_the_device_and_can_be_forced(vulkan, monkeypatch):
     args = epilogue_args(6, np.float32, relu=True)
     names = shaders_used(ctx, monkeypatch)
     assert_bits(dev_qgemm(vulkan, a, w, np.float32, *args), cpu_qgemm(a, w, np.float32, *args))
-    assert "qgemm" in names and "qgemm_dot" not in names
+    assert names == ["copy", "qgemm_sg" if Q.shuffle_size(ctx) else "qgemm"]  # copy: K = 9
     monkeypatch.setattr(ctx, "integer_dot", False)  # a device without the instruction
     monkeypatch.setenv("GPUCORE_VULKAN_QGEMM", "auto")
     assert Q.choose_dot(ctx) is False
@@ -262,7 +274,10 @@ def test_quantize_dynamic_linear_on_vulkan_equals_the_cpu(vulkan, dot, monkeypat
     names = shaders_used(vulkan.ctx, monkeypatch)
     with gpucore.dispatch.trace_ops() as ops:
         y = q(xd)
-    assert names.count("qgemm_dot" if dot else "qgemm") >= 2
+    sg = "_sg" if Q.shuffle_size(vulkan.ctx) else ""
+    assert [n for n in names if n.startswith("qgemm")] == [
+        ("qgemm_dot" if dot else "qgemm") + sg
+    ] * 2
     assert y.is_vulkan and tuple(y.shape) == shape[:-1] + (33,)
     assert [o[:2] for o in ops if o[0] == "quantized_linear"] == [
         ("quantized_linear", "vulkan")

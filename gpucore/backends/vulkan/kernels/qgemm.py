@@ -12,10 +12,13 @@ epilogue's operations in the same order, each rounded on its own.
 ``quantize_rows(be, x, inv, zero_point)`` quantizes float32 rows to uint8 on the device (the
 per-tensor rounding of qtensor.quantize_array), into the padded word rows ``qgemm`` reads.
 
-Two modules (tools/build_shaders.py's VARIANTS): ``qgemm_dot`` uses the packed 4x8 integer dot
+Modules (tools/build_shaders.py's VARIANTS): ``qgemm_dot`` uses the packed 4x8 integer dot
 product (VK_KHR_shader_integer_dot_product, enabled by context.py when the device has
 shaderIntegerDotProduct) and ``qgemm`` plain int32 multiply-adds. ``dot=None`` picks the first
-where the device has it; GPUCORE_VULKAN_QGEMM=dot|plain forces one (tests, benchmarks).
+where the device has it; GPUCORE_VULKAN_QGEMM=dot|plain forces one (tests, benchmarks). Each
+has an ``_sg`` form for CPU-type devices (lavapipe), where a storage load costs a loop over the
+lanes: a subgroup's lanes each load one activation word and pass them round with
+subgroupShuffle (2-4x there); ``shuffle=None`` picks it on CPU-type devices only.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import os
 import numpy as np
 
 from ....errors import DeviceError, DTypeError, ShapeError
+from . import gemm
 from .common import _push, contiguous, copy_array, flat_local_size, groups_1d
 
 MAX_K = 65536  # int32 sums stay exact (cpu/kernels.h's GC_QGEMM_MAX_K)
@@ -35,7 +39,7 @@ OUT_MODES = {np.dtype(np.int32): 0, np.dtype(np.float32): 1, np.dtype(np.uint8):
 _I32, _F32, _U8, _S8 = 0, 1, 2, 3
 _F_BIAS, _F_RELU = 1, 2
 _FLIP = 0x80808080
-TILE_ROWS = (1, 2, 4, 8, 16)
+TILE_ROWS = (1, 2, 4, 8, 16, 32)
 TN = 4  # columns per invocation (a multiple of 4: byte outputs store whole words)
 
 
@@ -61,11 +65,27 @@ def choose_dot(ctx, dot: bool | None = None) -> bool:
     return bool(dot)
 
 
-def tile_rows(m: int) -> int:
-    """Rows per invocation: the power of two up to 16 that covers ``m`` (a GEMV computes no
-    clamped rows). 16 rows: the W words an invocation loads (a per-lane gather on lavapipe) feed
-    16 rows; on lavapipe at 256-512 it measured ~2x over 4 rows, 32 no faster."""
-    return next(t for t in TILE_ROWS if m <= t or t == TILE_ROWS[-1])
+def shuffle_size(ctx, shuffle: bool | None = None) -> int:
+    """The subgroup size when the ``_sg`` modules run (``shuffle``; None: on CPU-type devices
+    with subgroup shuffles, as gemm.py's REGBLOCK), else 0."""
+    sg = gemm.subgroup_shuffle_size(ctx)
+    if shuffle is None:
+        return sg if ctx.is_cpu else 0
+    if shuffle and not sg:
+        raise DeviceError(
+            f"qgemm: the subgroup modules need subgroup shuffles in compute shaders and a "
+            f"subgroup size that is a multiple of 4 ({ctx.info.name}: {ctx.subgroup_size})"
+        )
+    return sg if shuffle else 0
+
+
+def tile_rows(m: int, shuffle: bool) -> int:
+    """Rows per invocation: the power of two that covers ``m`` (a GEMV computes no clamped
+    rows), at most 32 with the subgroup modules and 16 without. Each word of W an invocation
+    loads (a per-lane gather on lavapipe) feeds that many rows; on lavapipe 16 rows measured ~2x
+    over 4 without shuffles, and 32 about 1.3x over 16 with them (a noisy shared machine)."""
+    rows = TILE_ROWS if shuffle else TILE_ROWS[:-1]
+    return next(t for t in rows if m <= t or t == rows[-1])
 
 
 class QWeight:
@@ -154,11 +174,14 @@ def qgemm(
     out_zero_point: int = 0,
     *,
     dot: bool | None = None,
+    shuffle: bool | None = None,
 ) -> None:
     """Record ``out = epilogue(sum_k (a[i, k] - a_zero_point) * B[k, j])`` (module docstring;
-    ``_cpu.qgemm``'s arguments and results). ``dot``: the integer-dot module (None: per device)."""
+    ``_cpu.qgemm``'s arguments and results). ``dot``: the integer-dot module, ``shuffle``: the
+    subgroup one (None: per device)."""
     ctx = be.ctx
     use_dot = choose_dot(ctx, dot)
+    sg = shuffle_size(ctx, shuffle)
     if a.dtype not in (np.uint8, np.int8) or a.ndim != 2:
         raise DTypeError(f"qgemm: a must be uint8 or int8 [M, K], got {a.dtype} {a.shape}")
     mode = OUT_MODES.get(out.dtype)
@@ -213,9 +236,10 @@ def qgemm(
     oa, a_off, lda = wa
     ow, ocs = be.operand(weight.data), be.operand(weight.colsum)
     of = be.operand(f_arr) if f_arr is not None else ocs
-    tm = tile_rows(m)
+    tm = tile_rows(m, bool(sg))
     local = min(64, ctx.limits["maxComputeWorkGroupInvocations"])
-    pipe = ctx.pipelines.get("qgemm_dot" if use_dot else "qgemm", 5, (_GEMM, tm, TN, mode), local)
+    name = ("qgemm_dot" if use_dot else "qgemm") + ("_sg" if sg else "")
+    pipe = ctx.pipelines.get(name, 5, (_GEMM, tm, TN, mode, sg or 8), local)
     bindings = [oa.binding(False), ow.binding(False), oc.binding(True), ocs.binding(False),
                 of.binding(False)]  # fmt: skip
     keep = [t for t in (a, weight.data, target, weight.colsum, f_arr) if t is not None]
