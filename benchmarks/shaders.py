@@ -193,10 +193,9 @@ def bench_qgemm(b: Bench, args) -> str:
     headers = ["m x n x k", "int8 dot ts", "int8 dot wall", "int8 plain ts", "int8 plain wall",
                "float ts", "float wall", "int8 / float (ts)", "C int8 (CPU)"]  # fmt: skip
     note = (
-        "A CPU-type device (lavapipe): not GPU numbers. The driver lowers the dot product "
-        "instruction to ordinary vector integer code on the host's cores (the two modules "
-        "measure alike), where float FMA is the faster path; the C extension runs on the same "
-        "cores."
+        "A CPU-type device (lavapipe): not GPU numbers. The driver runs the shaders as vector "
+        "code on the host's cores and has no int8 dot product unit to map the instruction to "
+        "(the two modules measure alike); the C extension runs on the same cores."
         if b.ctx.is_cpu
         else "GOP/s of the int8 shader, GFLOP/s of the float one."
     )

@@ -21,7 +21,7 @@ RNG = np.random.default_rng(15)
 # M, N, K: GEMV rows, tiles of 1..32 rows with a remainder, N and K off every multiple of 4 and
 # of the subgroup's chunk of words
 SHAPES = [(1, 1, 1), (1, 9, 5), (3, 5, 7), (17, 33, 13), (37, 70, 130), (16, 64, 256),
-          (65, 259, 37)]  # fmt: skip
+          (65, 259, 37), (4, 6, 0)]  # fmt: skip
 OUTS = [np.int32, np.float32, np.uint8, np.int8]
 
 

@@ -2,8 +2,8 @@
 
 ``qgemm(be, a, weight, out, a_scale, a_zero_point, w_scales, bias, relu, out_scale,
 out_zero_point)`` takes the arguments of ``_cpu.qgemm`` (cpu/python/qgemm.c) with device arrays:
-``a`` uint8 or int8 activations [M, K], ``weight`` a ``QWeight`` (``pack_weight``: int8 [N, K]
-rows padded to whole 32-bit words, with their column sums), ``out`` [M, N] whose dtype picks the
+``a`` uint8 or int8 activations [M, K], ``weight`` a ``QWeight`` (``pack_weight``: int8 B
+[N, K] as columns of 32-bit words, with its column sums), ``out`` [M, N] whose dtype picks the
 epilogue (int32: the sums; float32: dequantized, + bias, relu; uint8 / int8: requantized). The
 per-column factors are combined on the host in float32 exactly as gc_qgemm does (the division by
 out_scale included: a shader division is not correctly rounded), the shader then runs the C
@@ -216,7 +216,7 @@ def qgemm(
     if m == 0 or n == 0:
         return
     # a: rows starting on words (else a padded copy; its pad bytes meet zero weights)
-    wa = _words(be, a)
+    wa = _words(be, a) if k else (be.operand(weight.colsum), 0, 0)  # K = 0: a is not read
     if wa is None:
         pad = be.empty_array((m, 4 * weight.kw), a.dtype)
         copy_array(be, pad[:, :k], a)
