@@ -60,8 +60,9 @@ layout(std430, set = 0, binding = 2) buffer C { uint c[]; };              // QUA
 layout(std430, set = 0, binding = 3) readonly buffer Colsum { int colsum[]; };
 layout(std430, set = 0, binding = 4) readonly buffer Factors { float fac[]; };  // scale, bias
 
-// Mirrored by kernels/qgemm.py's two _push calls (19 words). QUANTIZE uses M, K (floats per row), KW, a_off /
-// lda (x, in floats), c_off / ldc (in words), inv (in lo) and the zero point (in out_zp).
+// Mirrored by kernels/qgemm.py's two _push calls (19 words). QUANTIZE uses M, K (floats per
+// row), KW, a_off / lda (x, in floats), c_off / ldc (in words), inv (in lo) and the zero point
+// (in out_zp).
 layout(push_constant) uniform Push {
     uint M, N, K, KW;
     uint a_off, lda;      // words
@@ -183,8 +184,10 @@ void gemm() {
             [[unroll]] for (uint j = 0u; j < TN; j += 4u) {
                 if (col0 + j >= p.N) break;
                 uint word = 0u;
-                [[unroll]] for (uint q = 0u; q < 4u; ++q)
-                    word |= epilogue_word(acc[i * TN + j + q], min(col0 + j + q, p.N - 1u)) << (8u * q);
+                [[unroll]] for (uint q = 0u; q < 4u; ++q) {
+                    uint jq = min(col0 + j + q, p.N - 1u);
+                    word |= epilogue_word(acc[i * TN + j + q], jq) << (8u * q);
+                }
                 c[(base + col0 + j) >> 2] = word;
             }
         }
