@@ -149,7 +149,13 @@ def reference_linear_int8(a, a_zero_point, w64t, mult, bias, relu: bool) -> np.n
     return np.asarray(out, dtype=np.float32)
 
 
-def device_linear_int8(x, packed: PackedWeight, w_scale: np.ndarray, bias=None, relu=False):
+def device_linear_int8(
+    x: Tensor,
+    packed: PackedWeight,
+    w_scale: np.ndarray,
+    bias: np.ndarray | None = None,
+    relu: bool = False,
+) -> Tensor | None:
     """``linear_int8`` of float32 Tensor ``x`` [N, K] (quantized per call as
     ``quantize_activation``) on the Vulkan device, as a float32 device Tensor [N, M] with the
     same bits; None where it runs on the host instead: the float Linear of these shapes would

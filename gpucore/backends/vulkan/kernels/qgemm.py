@@ -117,7 +117,7 @@ def pack_weight(be, w: np.ndarray) -> QWeight:
     return QWeight(n, k, be.upload(words, None), be.upload(colsum, None))
 
 
-def epilogue_factors(mode: int, n: int, a_scale, w_scales, bias, out_scale):
+def epilogue_factors(mode: int, n: int, a_scale, w_scales, bias, out_scale) -> np.ndarray | None:
     """float32 [2, N]: gc_qgemm's per-column scale and bias (s = a_scale * w_scales[j], divided
     by out_scale when requantizing), with its checks; None for int32 out."""
     if mode == _I32:
