@@ -94,7 +94,7 @@ class QWeight:
     zero columns to a multiple of 4: an invocation loads its four columns' words as one uvec4)
     and ``colsum`` int32 [N] (each column's sum)."""
 
-    __slots__ = ("n", "k", "kw", "data", "colsum", "__weakref__")
+    __slots__ = ("n", "k", "kw", "data", "colsum")
 
     def __init__(self, n: int, k: int, data: np.ndarray, colsum: np.ndarray):
         self.n, self.k, self.kw = n, k, -(-k // 4)
@@ -235,6 +235,8 @@ def qgemm(
     zp_u8 = int(a_zero_point) + (128 if signed else 0)
     oa, a_off, lda = wa
     ow, ocs = be.operand(weight.data), be.operand(weight.colsum)
+    if ow.offset % 4:  # the shader reads it as uvec4s (fresh allocations are 16-byte aligned)
+        raise DeviceError("qgemm: internal: the packed weights are not 16-byte aligned")
     of = be.operand(f_arr) if f_arr is not None else ocs
     tm = tile_rows(m, bool(sg))
     local = min(64, ctx.limits["maxComputeWorkGroupInvocations"])
