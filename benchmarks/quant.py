@@ -10,6 +10,7 @@ Run from the repository root after building the extension::
     python benchmarks/quant.py --threads 1 # one thread only
     python benchmarks/quant.py --threads 1 --cpu-time   # a shared machine: see below
     python benchmarks/quant.py --models    # models: FP32 vs INT8 static (quant_models.py)
+    python benchmarks/shaders.py --only qgemm  # the Vulkan int8 GEMM shader vs the float one
 
 Columns: QGEMM with the float32 epilogue (dynamic quantization's Linear: zero point, per-channel
 scales, bias) and with the requantized uint8 output (static quantization); SGEMM is

@@ -6,7 +6,9 @@
     python benchmarks/shaders.py --only gemm --png gemm.png
 
 Sections: gemm (GFLOP/s per variant and size, from timestamp queries and from wall time; gpucore
-on the CPU and numpy beside), elementwise (add, relu: GB/s), dispatch (cost per dispatch with one
+on the CPU and numpy beside), qgemm (the int8 GEMM shader's GOP/s, integer-dot and plain
+modules, beside the float GEMM shader on the same shapes and the C extension's int8 GEMM),
+elementwise (add, relu: GB/s), dispatch (cost per dispatch with one
 submit per op vs a batched chain of 100), pipelines (creation time per shader variant). A
 CPU-type device (Mesa's lavapipe) is allowed here (GPUCORE_VULKAN_ALLOW_CPU=1). Tables go to
 stdout, progress to stderr; the GEMM plot goes to a PNG when matplotlib is installed.
@@ -38,8 +40,9 @@ if os.path.isdir(os.path.join(_ROOT, "gpucore")) and _ROOT not in sys.path:
 import gpucore  # noqa: E402
 from gpucore.backends.vulkan.kernels import KERNELS, local_size  # noqa: E402
 from gpucore.backends.vulkan.kernels import gemm as G  # noqa: E402
+from gpucore.backends.vulkan.kernels import qgemm as Q  # noqa: E402
 
-SECTIONS = ("gemm", "elementwise", "dispatch", "pipelines")
+SECTIONS = ("gemm", "qgemm", "elementwise", "dispatch", "pipelines")
 
 
 def log(msg: str) -> None:
@@ -176,6 +179,71 @@ def bench_gemm(b: Bench, args) -> tuple:
         + f"\n\n'skip': the previous size predicted more than {budget:.0f} s per multiply."
     )
     return text, (sizes, curves)
+
+
+def bench_qgemm(b: Bench, args) -> str:
+    """The int8 GEMM shader (float32 epilogue: zero point, per-channel scales, bias, as the
+    dynamically quantized Linear) per module against the float GEMM shader (auto variant) on
+    the same m x n x k, timed in alternating rounds, checked against ``_cpu.qgemm`` bit for bit;
+    the C extension's int8 GEMM beside them. GOP/s and GFLOP/s both count 2 * m * n * k."""
+    shapes = [(s, s, s) for s in ((64, 128, 256) if args.quick else (64, 128, 256, 512))]
+    shapes += [(1, 1024, 1024), (128, 768, 768)]
+    reps = 3 if args.quick else 5
+    rows = [_qgemm_row(b, m, n, k, reps) for m, n, k in shapes]
+    headers = ["m x n x k", "int8 dot ts", "int8 dot wall", "int8 plain ts", "int8 plain wall",
+               "float ts", "float wall", "int8 / float (ts)", "C int8 (CPU)"]  # fmt: skip
+    note = (
+        "A CPU-type device (lavapipe): not GPU numbers. The driver runs the shaders as vector "
+        "code on the host's cores and has no int8 dot product unit to map the instruction to "
+        "(the two modules measure alike); the C extension runs on the same cores."
+        if b.ctx.is_cpu
+        else "GOP/s of the int8 shader, GFLOP/s of the float one."
+    )
+    return (
+        "### Int8 GEMM shader (float32 epilogue) vs float GEMM shader, GOP/s | GFLOP/s\n\n"
+        + table(headers, rows)
+        + "\n\n"
+        + note
+    )
+
+
+def _qgemm_row(b: Bench, m: int, n: int, k: int, reps: int) -> list:
+    from gpucore import _cpu
+
+    mods = (["dot"] if Q.has_integer_dot(b.ctx) else []) + ["plain"]
+    rng = np.random.default_rng(2)
+    a8 = rng.integers(0, 256, (m, k), dtype=np.uint8)
+    w8 = rng.integers(-127, 128, (n, k), dtype=np.int8)
+    ws = (rng.random(n) * 0.01 + 0.001).astype(np.float32)
+    qargs = (0.02, 128, ws, rng.standard_normal(n).astype(np.float32), False, 1.0, 0)
+    pq = _cpu.qgemm_pack(w8, k, n, 1)
+    want = np.empty((m, n), np.float32)
+    _cpu.qgemm(a8, pq, want, m, *qargs)
+    a, qw = b.be.upload(a8, None), Q.pack_weight(b.be, w8)
+    out = b.be.empty_array((m, n), np.float32)
+    fa, fw = b.upload(rng.standard_normal((m, k))), b.upload(rng.standard_normal((n, k)))
+    fout = b.be.empty_array((m, n), np.float32)
+    fns = {f"q_{d}": (lambda d=d: Q.qgemm(b.be, a, qw, out, *qargs, dot=d == "dot"))
+           for d in mods}  # fmt: skip
+    fns["float"] = lambda: G.gemm(b.be, fout, fa, fw.T)
+    got: dict = {name: ([], []) for name in fns}
+    log(f"qgemm {m}x{n}x{k}")
+    for _ in range(reps):
+        for name, fn in fns.items():
+            ts, wall = b.time(fn, 1)
+            got[name][0].append(ts)
+            got[name][1].append(wall)
+            if name.startswith("q_") and not np.array_equal(b.be.host_view(out), want):
+                raise SystemExit(f"qgemm {name} {m}x{n}x{k}: differs from _cpu.qgemm")
+    ops = 2.0 * m * n * k
+    med = {name: (ops / statistics.median(t) / 1e9, ops / statistics.median(wt) / 1e9)
+           for name, (t, wt) in got.items()}  # fmt: skip
+    t_cpu = host_time(lambda: _cpu.qgemm(a8, pq, want, m, *qargs), reps)
+    row = [f"{m}x{n}x{k}"]
+    for d in ("dot", "plain"):
+        row += list(med[f"q_{d}"]) if f"q_{d}" in med else ["—", "—"]
+    best = max(med[f"q_{d}"][0] for d in mods)
+    return row + [*med["float"], f"{best / med['float'][0]:.2f}x", ops / t_cpu / 1e9]
 
 
 def bench_elementwise(b: Bench, args) -> str:

@@ -72,6 +72,7 @@ VARIABLES: dict[str, Var] = {
     "GPUCORE_VULKAN_ALLOW_CPU": _choice("0", "1"),
     "GPUCORE_VULKAN_DEVICE": _int(0),
     "GPUCORE_VULKAN_GEMM": _choice("auto", "tiled", "regblock"),
+    "GPUCORE_VULKAN_QGEMM": _choice("auto", "dot", "plain"),
     "GPUCORE_VULKAN_TIMEOUT": Var("a finite number of seconds > 0", _positive_seconds),
     "GPUCORE_VULKAN_FUSION": _choice("auto", "0", "1"),
     "GPUCORE_VULKAN_PUSH_DESCRIPTORS": _choice("0", "1"),

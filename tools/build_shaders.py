@@ -42,7 +42,10 @@ class Variant(NamedTuple):
 
 # Sources compiled more than once (every other shaders/*.comp compiles once, under its own name).
 # SUBGROUP: 0 = shared-memory workgroup reductions (every device); 1 = subgroup operations (devices
-# with subgroup basic + vote + arithmetic in compute shaders; see kernels/reduce.py).
+# with subgroup basic + vote + arithmetic in compute shaders; see kernels/reduce.py). DOT: 1 = the
+# integer dot product instruction (devices with shaderIntegerDotProduct; kernels/qgemm.py), 0 =
+# plain int32 multiply-adds; SHUFFLE: 1 = activation words passed round the subgroup (CPU-type
+# devices with subgroup shuffles), 0 = loaded by every invocation.
 VARIANTS = [
     Variant("reduce", "reduce.comp", (("SUBGROUP", "0"),)),
     Variant("reduce_sg", "reduce.comp", (("SUBGROUP", "1"),)),
@@ -50,6 +53,10 @@ VARIANTS = [
     Variant("softmax_sg", "softmax.comp", (("SUBGROUP", "1"),)),
     Variant("cross_entropy", "cross_entropy.comp", (("SUBGROUP", "0"),)),
     Variant("cross_entropy_sg", "cross_entropy.comp", (("SUBGROUP", "1"),)),
+    Variant("qgemm", "qgemm.comp", (("DOT", "0"), ("SHUFFLE", "0"))),
+    Variant("qgemm_dot", "qgemm.comp", (("DOT", "1"), ("SHUFFLE", "0"))),
+    Variant("qgemm_sg", "qgemm.comp", (("DOT", "0"), ("SHUFFLE", "1"))),
+    Variant("qgemm_dot_sg", "qgemm.comp", (("DOT", "1"), ("SHUFFLE", "1"))),
 ]
 
 

@@ -5,7 +5,9 @@ symmetric, one scale per output channel (``PerChannelMinMaxObserver(dtype=qint8,
 qscheme=per_channel_symmetric)``, as PyTorch's ``per_channel_dynamic_qconfig``). Activations are
 quantized on every call, uint8, affine, one scale and zero point per call from the input's own
 min and max; the product accumulates in int32 and the output is float32
-(``kernels.linear_int8``). Inference only: the output has no autograd history.
+(``kernels.linear_int8``; on the Vulkan device ``kernels.device_linear_int8``, where a float
+Linear of the same shapes would run there, with the same bits). Inference only: the output has
+no autograd history.
 
 State dict (plain tensors, so ``gpucore.save`` and ``load_state_dict`` work as for float
 layers, at a quarter of the size): ``weight`` (int8 [out, in]), ``weight_scale`` (float64 [out]),
@@ -147,13 +149,17 @@ class Linear(Module):
                 f"dynamic quantized Linear: input of shape {tuple(input.shape)} does not match "
                 f"in_features={self.in_features} (its last dim must be {self.in_features})"
             )
-        x = np.asarray(input.detach().float().numpy(), dtype=np.float32)
-        lead = x.shape[:-1]
-        a = x.reshape(-1, self.in_features)
+        lead = tuple(input.shape[:-1])
         packed = self._packed_weight()
-        q, scale, zero_point = kernels.quantize_activation(a)
         bias = None if self._bias is None else self._bias.numpy()
         scales = self._scale.numpy().astype(np.float32)
+        x = input.detach().float().reshape(-1, self.in_features)
+        with no_grad():
+            y = kernels.device_linear_int8(x, packed, scales, bias)
+        if y is not None:  # on the Vulkan device (its shader gives the host path's bits)
+            return y.reshape(*lead, self.out_features)
+        a = np.asarray(x.numpy(), dtype=np.float32)
+        q, scale, zero_point = kernels.quantize_activation(a)
         out = kernels.linear_int8(q, scale, zero_point, packed, scales, bias)
         y = from_numpy(out.reshape(*lead, self.out_features))
         return y.to(input.device) if input.is_vulkan else y

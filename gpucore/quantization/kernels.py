@@ -12,6 +12,11 @@ channel; no fused multiply-add in the epilogue), then ``max(out, 0)`` with ``rel
 reference runs the integer product as a float64 GEMM, exact because every partial sum is an
 integer far below 2**53.
 
+On the Vulkan device, ``device_linear_int8`` runs the same computation with the shaders of
+backends/vulkan/kernels/qgemm.py (the activation quantized there too, its min and max from the
+device's reductions), giving the same bits; it takes the place of the host path where the float
+Linear of the same shapes would run on the device (dispatch.py's policy).
+
 ``quantize_activation`` picks the dynamic per-call parameters of an activation (uint8, affine,
 per tensor, from its min and max: MinMaxObserver's formula, ONNX's DynamicQuantizeLinear) and
 quantizes it (the product and the sum rounded to float32 each, the faster of PyTorch's two
@@ -22,11 +27,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _cpu
+from .. import _cpu, dispatch
 from .. import dtypes as D
+from ..ops.linalg import LINEAR
+from ..tensor import Tensor
 from .qtensor import quantize_array
 
-__all__ = ["has_qgemm", "PackedWeight", "pack_weight", "linear_int8", "quantize_activation"]
+__all__ = [
+    "has_qgemm",
+    "PackedWeight",
+    "pack_weight",
+    "linear_int8",
+    "device_linear_int8",
+    "quantize_activation",
+    "activation_qparams",
+]
 
 _EPS = np.float32(np.finfo(np.float32).eps)
 MAX_K = 65536  # the C kernel's limit on the reduction length (int32 sums); longer: the reference
@@ -41,11 +56,15 @@ def quantize_activation(x: np.ndarray) -> tuple[np.ndarray, float, int]:
     """(uint8 values, scale, zero_point) of float32 ``x`` quantized per tensor over [0, 255]
     with ``scale = (max(x, 0) - min(x, 0)) / 255`` (at least float32 eps) and
     ``zero_point = clamp(-round(min(x, 0) / scale), 0, 255)``."""
-    if x.size:
-        lo = np.minimum(x.min(), np.float32(0))
-        hi = np.maximum(x.max(), np.float32(0))
-    else:
-        lo = hi = np.float32(0)
+    scale, zero_point = activation_qparams(x.min(), x.max()) if x.size else (float(_EPS), 0)
+    q = quantize_array(x, scale, zero_point, D.quint8)  # rounded as quantize_per_channel
+    return q, scale, zero_point
+
+
+def activation_qparams(x_min, x_max) -> tuple[float, int]:
+    """(scale, zero_point) of ``quantize_activation`` from the activation's min and max."""
+    lo = np.minimum(np.float32(x_min), np.float32(0))
+    hi = np.maximum(np.float32(x_max), np.float32(0))
     if not (np.isfinite(lo) and np.isfinite(hi)):
         raise ValueError(
             "quantized linear: the input holds inf or NaN, which dynamic quantization cannot "
@@ -53,15 +72,14 @@ def quantize_activation(x: np.ndarray) -> tuple[np.ndarray, float, int]:
         )
     scale = np.maximum((hi - lo) / np.float32(255), _EPS)
     zero_point = int(np.clip(-np.rint(lo / scale), 0, 255))
-    q = quantize_array(x, float(scale), zero_point, D.quint8)  # rounded as quantize_per_channel
-    return q, float(scale), zero_point
+    return float(scale), zero_point
 
 
 class PackedWeight:
     """An int8 weight [M, K] ready for ``linear_int8``: the C kernel's panels (``native``, when
     this build has the kernel) and, once the reference path has run, a float64 copy [K, M]."""
 
-    __slots__ = ("w", "native", "_w64t")
+    __slots__ = ("w", "native", "_w64t", "_device")
 
     def __init__(self, w: np.ndarray, native: bool = True):
         self.w = np.ascontiguousarray(w, dtype=np.int8)
@@ -69,6 +87,15 @@ class PackedWeight:
         # w is [n, k] (nn.Linear's layout): trans=1
         self.native = _cpu.qgemm_pack(self.w, self.w.shape[1], self.w.shape[0], 1) if use else None
         self._w64t = None
+        self._device = None  # (backend, its QWeight) once a device call ran
+
+    def on_device(self, be):
+        """The weight packed on Vulkan backend ``be`` (kernels/qgemm.py's QWeight, made once)."""
+        if self._device is None or self._device[0] is not be:
+            from ..backends.vulkan.kernels import qgemm  # the device's modules load with it
+
+            self._device = (be, qgemm.pack_weight(be, self.w))
+        return self._device[1]
 
     def reference(self) -> np.ndarray:
         """The weight as float64 [K, M] (made once)."""
@@ -100,7 +127,7 @@ def linear_int8(
     b = None if bias is None else np.ascontiguousarray(bias, dtype=np.float32)
     # the C kernel refuses multipliers that underflow or overflow float32 and non-finite biases;
     # the reference computes those cases the same way
-    usable = bool(np.all(np.isfinite(mult) & (mult > 0))) and (b is None or np.isfinite(b).all())
+    usable = _usable(mult, b)
     if packed.native is not None and usable:
         out = np.empty((n, m), np.float32)
         a = np.ascontiguousarray(a, dtype=np.uint8)
@@ -120,3 +147,44 @@ def reference_linear_int8(a, a_zero_point, w64t, mult, bias, relu: bool) -> np.n
     if relu:
         out = np.maximum(out, np.float32(0))
     return np.asarray(out, dtype=np.float32)
+
+
+def device_linear_int8(
+    x: Tensor,
+    packed: PackedWeight,
+    w_scale: np.ndarray,
+    bias: np.ndarray | None = None,
+    relu: bool = False,
+) -> Tensor | None:
+    """``linear_int8`` of float32 Tensor ``x`` [N, K] (quantized per call as
+    ``quantize_activation``) on the Vulkan device, as a float32 device Tensor [N, M] with the
+    same bits; None where it runs on the host instead: the float Linear of these shapes would
+    (dispatch policy: the device, a small op, no device), the multipliers are unusable (the
+    reference handles them) or K exceeds the kernel's limit."""
+    n, k = x.shape
+    m = packed.w.shape[0]
+    specs = [((n, m), D.float32), ((m, k), D.float32)]
+    be = dispatch.backend_for(LINEAR, (x,), specs)
+    w_scale = np.ascontiguousarray(w_scale, dtype=np.float32)
+    b = None if bias is None else np.ascontiguousarray(bias, dtype=np.float32)
+    if be is dispatch.CPU or k > MAX_K or not _usable(w_scale, b):
+        return None
+    from ..backends.vulkan.kernels import qgemm  # the device's modules load with the device
+
+    if x.numel():
+        # the min and max from the device's reductions (the same values as numpy's)
+        scale, zero_point = activation_qparams(x.min().item(), x.max().item())
+    else:
+        scale, zero_point = float(_EPS), 0
+    if not _usable(np.float32(scale) * w_scale, b):
+        return None
+    dispatch.record("quantized_linear", be.name, (n, m))
+    inv = np.float32(1) / np.float32(scale)
+    a = qgemm.quantize_rows(be, be.to_device(x), float(inv), zero_point)[:, :k]
+    out = be.empty_array((n, m), np.float32)
+    qgemm.qgemm(be, a, packed.on_device(be), out, scale, zero_point, w_scale, b, bool(relu))
+    return Tensor._wrap(out, D.float32, dev=be)
+
+
+def _usable(mult: np.ndarray, b) -> bool:
+    return bool(np.all(np.isfinite(mult) & (mult > 0))) and (b is None or np.isfinite(b).all())

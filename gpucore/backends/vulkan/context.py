@@ -42,6 +42,7 @@ log = logging.getLogger("gpucore.vulkan")
 # At exit, how long to wait for the stream lock and for submitted work before leaving the device
 # to the OS (seconds; never longer than GPUCORE_VULKAN_TIMEOUT).
 EXIT_WAIT_S = 2.0
+_DOT_EXT = "VK_KHR_shader_integer_dot_product"
 
 FORK_MESSAGE = (
     "the Vulkan device was initialised in the parent process (pid {parent}) and cannot be used "
@@ -93,10 +94,23 @@ class Context:
         # allocating and writing a descriptor set (the largest per-dispatch cost on the host).
         exts = {e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(phys, None)}
         enabled = ["VK_KHR_push_descriptor"] if "VK_KHR_push_descriptor" in exts else []
+        # The int8 dot product instructions (qgemm_dot.spv, kernels/qgemm.py): the extension and
+        # its feature are enabled when the device has them (core in 1.3, but the instance asks
+        # for 1.1, so through the extension).
+        dot = _DOT_EXT in exts and self._integer_dot_feature(vk, phys)
+        dot_features = None
+        if dot:
+            enabled.append(_DOT_EXT)
+            dot_features = vk.VkPhysicalDeviceShaderIntegerDotProductFeatures(
+                sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
+                shaderIntegerDotProduct=vk.VK_TRUE,
+            )
+        self.integer_dot = dot
         self.device = vk.vkCreateDevice(
             phys,
             vk.VkDeviceCreateInfo(
                 sType=vk.VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+                pNext=dot_features,
                 enabledExtensionCount=len(enabled),
                 ppEnabledExtensionNames=enabled or None,
                 queueCreateInfoCount=1,
@@ -169,6 +183,22 @@ class Context:
             )
         except Exception:  # pragma: no cover - old loaders
             return 1, 0, 0
+
+    @staticmethod
+    def _integer_dot_feature(vk, phys) -> bool:
+        """VkPhysicalDeviceShaderIntegerDotProductFeatures.shaderIntegerDotProduct (False where
+        the loader cannot report it)."""
+        try:
+            feat = vk.VkPhysicalDeviceShaderIntegerDotProductFeatures(
+                sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES
+            )
+            f2 = vk.VkPhysicalDeviceFeatures2(
+                sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, pNext=feat
+            )
+            vk.vkGetPhysicalDeviceFeatures2(phys, f2)
+            return bool(feat.shaderIntegerDotProduct)
+        except Exception:  # pragma: no cover - old loaders
+            return False
 
     def has_subgroup_ops(self, ops: int) -> bool:
         """True when compute shaders on this device have every VK_SUBGROUP_FEATURE_* bit in

@@ -7,7 +7,8 @@ attention.py (the registry op's forward on the runtime's attention shader, fused
 serves ops/linalg.py (named for its kernel, shaders/gemm.comp), and pool.py also holds ops/nn.py's
 im2col/col2im (shaders/im2col.comp, the lowering of conv2d and average pooling). fused.py holds the
 kernels of the runtime's fused ops (layer_norm, attention: called by its Vulkan executor, not
-registry ops). Ops without a kernel here (sorting, scans, scatter, ...) run on the CPU.
+registry ops); qgemm.py the int8 GEMM (shaders/qgemm.comp) that gpucore.quantization calls.
+Ops without a kernel here (sorting, scans, scatter, ...) run on the CPU.
 
 Inputs and outputs are numpy views over device memory (see memory.py); ``backend.operand(arr)``
 gives the binding and element offset/strides a shader needs. A kernel records dispatches on the
