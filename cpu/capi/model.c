@@ -18,13 +18,12 @@
 #define VERSION 1
 static const char *kind_name(int k)
 {
-    static const char *const names[] = {"?",       "input",  "output",  "gemm",
-                                        "gemm_ex", "unary",  "binary",  "reduce",
-                                        "softmax", "copy",   "conv2d_forward",
-                                        "max_pool2d", "layer_norm", "attention", "where",
-                                        "gather",  "im2col", "quantize_u8", "dequantize_u8",
-                                        "qgemm", "qconv2d", "max_pool2d_u8"};
-    return k > 0 && k < GC_NK_END ? names[k] : "?";
+    static const char *const names[GC_NK_END] = {
+#define GC_NODE_KIND(NAME, name, code) [code] = #name,
+#include "opcodes.def"
+#undef GC_NODE_KIND
+    };
+    return k > 0 && k < GC_NK_END && names[k] ? names[k] : "?";
 }
 
 int gc_rd_corrupt(gc_rd *r, const char *what)

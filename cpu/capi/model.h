@@ -14,38 +14,18 @@
 #pragma GCC visibility push(hidden)
 #endif
 
-/* Node kinds: c_program.py's KINDS (never renumbered). */
+/* Node kinds and argument tags: opcodes.def's GC_NODE_KIND / GC_NODE_ARG (c_program.py reads the
+ * same table as gpucore._cpu.OPCODES["node_kind"] / ["node_arg"]). */
 enum {
-    GC_NK_INPUT = 1,
-    GC_NK_OUTPUT = 2,
-    GC_NK_GEMM = 3,
-    GC_NK_GEMM_EX = 4,
-    GC_NK_UNARY = 5,
-    GC_NK_BINARY = 6,
-    GC_NK_REDUCE = 7,
-    GC_NK_SOFTMAX = 8,
-    GC_NK_COPY = 9,
-    GC_NK_CONV2D = 10,
-    GC_NK_MAX_POOL2D = 11,
-    GC_NK_LAYER_NORM = 12,
-    GC_NK_ATTENTION = 13,
-    GC_NK_WHERE = 14,
-    GC_NK_GATHER = 15,
-    GC_NK_IM2COL = 16,
-    GC_NK_QUANTIZE_U8 = 17,
-    GC_NK_DEQUANTIZE_U8 = 18,
-    GC_NK_QGEMM = 19,
-    GC_NK_QCONV2D = 20,
-    GC_NK_MAX_POOL2D_U8 = 21,
-    GC_NK_END
+#define GC_NODE_KIND(NAME, name, code) GC_NK_##NAME = code,
+#include "opcodes.def"
+#undef GC_NODE_KIND
+    GC_NK_END /* one past the last kind */
 };
 enum {
-    GC_ARG_NONE = 0,
-    GC_ARG_INT = 1,
-    GC_ARG_FLOAT = 2,
-    GC_ARG_BUF = 3,
-    GC_ARG_PACKED = 4,
-    GC_ARG_QPACKED = 5
+#define GC_NODE_ARG(NAME, code) GC_ARG_##NAME = code,
+#include "opcodes.def"
+#undef GC_NODE_ARG
 };
 
 #define GC_NODE_MAX_ARGS 24 /* qconv2d: 23 */

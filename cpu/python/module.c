@@ -197,6 +197,16 @@ static PyObject *opcodes_table(void)
 #include "opcodes.def"
 #undef GC_GEMM_B_MODE
 
+    TABLE("node_kind")
+#define GC_NODE_KIND(NAME, name, code) ADD(#name, code)
+#include "opcodes.def"
+#undef GC_NODE_KIND
+
+    TABLE("node_arg")
+#define GC_NODE_ARG(NAME, code) ADD(#NAME, code)
+#include "opcodes.def"
+#undef GC_NODE_ARG
+
 #undef TABLE
 #undef ADD
 #undef ADD_IF

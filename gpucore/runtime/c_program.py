@@ -25,7 +25,7 @@ output names, each ending in a zero byte. The constants are the planned graph's:
 saved weight (the same memory) is named ``weights.<name>`` (stored once in the file); others
 (folded by the passes) are added to the section as ``c<k>`` (named ``capi.c<k>`` in the file).
 Dtypes are gc_dtype codes (the order of gpucore.dtypes.ALL). Node kinds are ``KINDS``, fixed
-numbers shared with cpu/capi/model.c (never renumbered).
+numbers written once in cpu/opcodes.def (GC_NODE_KIND) and never renumbered.
 
 None when the model cannot run from C: dynamic sizes without example sizes, a step without a
 lowering (it runs in Python), a node kind C does not run, or a strided output.
@@ -37,6 +37,7 @@ import struct
 
 import numpy as np
 
+from .. import _cpu as _C
 from .. import dtypes as D
 from ..tensor import Tensor
 from .capture.dynamic import specialize
@@ -48,30 +49,11 @@ from .planner.plan import plan as make_plan
 
 MAGIC = 0x67637072  # "gcpr"
 VERSION = 1
-KINDS = {
-    "input": 1,
-    "output": 2,
-    "gemm": 3,
-    "gemm_ex": 4,
-    "unary": 5,
-    "binary": 6,
-    "reduce": 7,
-    "softmax": 8,
-    "copy": 9,
-    "conv2d_forward": 10,
-    "max_pool2d": 11,
-    "layer_norm": 12,
-    "attention": 13,
-    "where": 14,
-    "gather": 15,
-    "im2col": 16,
-    "quantize_u8": 17,
-    "dequantize_u8": 18,
-    "qgemm": 19,
-    "qconv2d": 20,
-    "max_pool2d_u8": 21,
-}
-NONE, INT, FLOAT, BUF, PACKED, QPACKED = 0, 1, 2, 3, 4, 5
+# node kinds and argument tags: cpu/opcodes.def's GC_NODE_KIND / GC_NODE_ARG (never renumbered)
+KINDS = dict(_C.OPCODES["node_kind"])
+_ARG = _C.OPCODES["node_arg"]
+NONE, INT, FLOAT, BUF = _ARG["NONE"], _ARG["INT"], _ARG["FLOAT"], _ARG["BUF"]
+PACKED, QPACKED = _ARG["PACKED"], _ARG["QPACKED"]
 DTYPE_CODE = {d.np: i for i, d in enumerate(D.ALL) if d is not D.bfloat16}
 
 

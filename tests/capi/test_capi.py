@@ -319,17 +319,12 @@ def test_the_header_compiles_as_cpp(tmp_path):
 
 
 def test_enums_match_python():
-    """gc_dtype follows gpucore.dtypes.ALL; the program's node kinds are c_program.KINDS."""
+    """gc_dtype follows gpucore.dtypes.ALL.  (The program's node kinds need no check: model.h
+    and c_program.KINDS both read cpu/opcodes.def's GC_NODE_KIND table.)"""
     import ctypes
-
-    from gpucore.runtime import c_program
 
     lib = ctypes.CDLL(capi.get_library_path())
     lib.gc_dtype_name.restype = ctypes.c_char_p
     names = [lib.gc_dtype_name(i).decode() for i in range(len(gpucore.dtypes.ALL))]
     assert names == [d.name for d in gpucore.dtypes.ALL]
     assert lib.gc_dtype_name(len(names)) is None
-    model_h = (C_DIR.parents[2] / "cpu" / "capi" / "model.h").read_text()
-    kinds = {m[0].lower(): int(m[1]) for m in re.findall(r"GC_NK_(\w+) = (\d+)", model_h)}
-    renamed = {"conv2d": "conv2d_forward"}
-    assert {renamed.get(k, k): v for k, v in kinds.items()} == c_program.KINDS
