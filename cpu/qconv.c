@@ -42,6 +42,20 @@ void gc_quantize_u8(const float *x, uint8_t *out, ptrdiff_t n, float scale, int3
     }
 }
 
+/* ONNX's formula, as ONNX Runtime computes it (MlasQuantizeLinear): the quotient clamped to
+ * [-zp, 255 - zp] (NaN to the low end), rounded half to even, plus zp. */
+void gc_quantize_linear_u8(const float *x, uint8_t *out, ptrdiff_t n, float scale, int32_t zp)
+{
+    const float lo = (float)-zp, hi = (float)(255 - zp);
+    for (ptrdiff_t i = 0; i < n; i++) {
+        const float y = x[i] / scale;
+        float c = y > lo ? y : lo; /* NaN -> lo */
+        c = c < hi ? c : hi;
+        const float r = (c + Q_RINT_MAGIC) - Q_RINT_MAGIC;
+        out[i] = (uint8_t)((int)r + zp);
+    }
+}
+
 void gc_dequantize_u8(const uint8_t *q, float *out, ptrdiff_t n, float scale, int32_t zp)
 {
     const float z = (float)zp;

@@ -3,7 +3,9 @@ graph), tested alone in tests/runtime/passes/. ``optimize`` runs the default pip
 fixed point.
 
 Order matters in one place: the GEMM absorptions run before constant folding, which would
-otherwise materialise a transposed weight and hide the pattern (the runtime seed's lesson).
+otherwise materialise a transposed weight and hide the pattern (the runtime seed's lesson);
+for the same reason constant folding leaves the dequantized int8 weights of gemm / conv2d nodes
+with a dequantized input to ``fuse_quantized`` (passes/quantize.py).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from .fuse import (
 )
 from .matmul import absorb_transposes, fold_scalars, matmul_to_gemm
 from .primitives import split_clamp
+from .quantize import fuse_quantized, remove_qdq_pairs, sink_dequantize
 from .views import compose_views, sink_views
 
 PIPELINE = (
@@ -38,6 +41,11 @@ PIPELINE = (
     fuse_attention,
     fuse_gemm_epilogue,
     split_clamp,
+    # the QDQ form an ONNX model brings (gpucore.onnx: QuantizeLinear / DequantizeLinear / QLinear*)
+    # onto the int8 ops: no-ops on graphs without quantize nodes
+    sink_dequantize,
+    remove_qdq_pairs,
+    fuse_quantized,
     eliminate_dead_code,
 )
 

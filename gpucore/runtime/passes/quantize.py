@@ -182,14 +182,48 @@ def remove_qdq_pairs(graph: Graph) -> bool:
     return changed
 
 
-def _weight_dq(graph: Graph, name: str):
-    """(int8 weight, scales) names when ``name`` is a per-channel dequantized constant."""
+def _channel_dq(graph: Graph, name: str, dtype: str):
+    """The per-channel dequantize node of a ``dtype`` constant producing ``name``, or None."""
     node = graph.producer.get(name)
     if node is None or node.op != "dequantize_linear" or len(node.inputs) != 2:
         return None
-    if node.attrs.get("axis") != 0 or not all(graph.is_constant(n) for n in node.inputs):
+    if not all(graph.is_constant(n) for n in node.inputs):
         return None
-    return node.inputs
+    return node if graph.tensors[node.inputs[0]].dtype.name == dtype else None
+
+
+def _weight_dq(graph: Graph, name: str, trans_b: bool = True):
+    """(int8 weight [out, in], scales) when ``name`` is a per-channel dequantized constant:
+    along axis 0 of [out, in] (conv2d, gemm with trans_b), or along axis 1 of a 2-D [in, out]
+    (gemm without trans_b: ONNX MatMul's weight), transposed here."""
+    node = _channel_dq(graph, name, "int8")
+    if node is None:
+        return None
+    axis = node.attrs.get("axis")
+    if axis == 0 and trans_b:
+        return list(node.inputs)
+    w = graph.tensors[node.inputs[0]]
+    if axis == 1 and not trans_b and len(w.shape) == 2:
+        wt = np.ascontiguousarray(w.data.T)
+        return [graph.add_constant(wt, name=_free(graph, f"{node.inputs[0]}.t")), node.inputs[1]]
+    return None
+
+
+def _bias(graph: Graph, name: str, a_scale: float, scales: str, n_out: int):
+    """The fused op's bias for ``name``: a float32 constant [n_out] as it is; an int32 constant
+    dequantized with scales a_scale * w_scales (ONNX's quantized bias) as those integers, which
+    the kernel adds to its sums; other dequantized int32 constants as float32; else None."""
+    info = graph.tensors[name]
+    if graph.is_constant(name):
+        return name if info.shape == (n_out,) and info.dtype.name == "float32" else None
+    node = _channel_dq(graph, name, "int32")
+    if node is None or node.attrs.get("axis") != 0 or info.shape != (n_out,):
+        return None
+    q, s = (graph.tensors[n].data for n in node.inputs)
+    want = np.float32(a_scale) * graph.tensors[scales].data.astype(np.float32)
+    if np.array_equal(s.astype(np.float32), want):
+        return node.inputs[0]
+    return graph.add_constant((q.astype(np.float32) * s.astype(np.float32)).astype(np.float32))
 
 
 def fuse_quantized(graph: Graph) -> bool:
@@ -201,31 +235,27 @@ def fuse_quantized(graph: Graph) -> bool:
         xdq = graph.producer.get(node.inputs[0])
         if xdq is None or xdq.op != "dequantize_linear" or len(xdq.inputs) != 1:
             continue
-        wq = _weight_dq(graph, node.inputs[1])
-        if wq is None:
-            continue
+        a = node.attrs
         if node.op == "gemm":
-            a = node.attrs
-            if (
-                a["trans_a"]
-                or not a["trans_b"]
-                or a["alpha"] != 1.0
-                or a["act"]
-                not in (
-                    None,
-                    "relu",
-                )
-            ):
+            if a["trans_a"] or a["alpha"] != 1.0 or a["act"] not in (None, "relu"):
                 continue
             relu = a["act"] == "relu"
-        elif node.attrs.get("groups", 1) != 1:
+        elif a.get("groups", 1) != 1:
             continue
         else:
             relu = False
-        bias = node.inputs[2:]
-        n_out = graph.tensors[wq[0]].shape[0]
-        if bias and (not graph.is_constant(bias[0]) or graph.tensors[bias[0]].shape != (n_out,)):
+        trans_b = node.op == "conv2d" or a["trans_b"]
+        w_dq = _channel_dq(graph, node.inputs[1], "int8")
+        if w_dq is None or (w_dq.attrs.get("axis"), trans_b) not in ((0, True), (1, False)):
             continue
+        n_out = graph.tensors[node.output].shape[1 if node.op == "conv2d" else -1]
+        bias = node.inputs[2:]
+        if bias:
+            b = _bias(graph, bias[0], xdq.attrs["scale"], w_dq.inputs[1], n_out)
+            if b is None:
+                continue
+            bias = [b]
+        wq = _weight_dq(graph, node.inputs[1], trans_b)
         last = node
         nxt = graph.sole_consumer(last.output)
         if not relu and nxt is not None and nxt.op == "relu":
