@@ -105,7 +105,6 @@ EXCLUDED = {
     "TensorScatter": (OP, ""),  # 3
     "test_melweightmatrix": (OP, ""),
     "test_nonzero_example": (OP, ""),
-    "test_qlinearconv": (OP, ""),
     "pytorch-converted/test_AvgPool3d*": (FEATURE, SPATIAL_3D),  # 3
     "pytorch-converted/test_Conv3d*": (FEATURE, SPATIAL_3D),  # 7
     "pytorch-converted/test_MaxPool3d*": (FEATURE, SPATIAL_3D),  # 3

@@ -22,7 +22,7 @@ from .fuse import (
 )
 from .matmul import absorb_transposes, fold_scalars, matmul_to_gemm
 from .primitives import split_clamp
-from .quantize import fuse_quantized, remove_qdq_pairs, sink_dequantize
+from .quantize import fuse_quantized, pool_uint8, remove_qdq_pairs, sink_dequantize
 from .views import compose_views, sink_views
 
 PIPELINE = (
@@ -44,6 +44,7 @@ PIPELINE = (
     # the QDQ form an ONNX model brings (gpucore.onnx: QuantizeLinear / DequantizeLinear / QLinear*)
     # onto the int8 ops: no-ops on graphs without quantize nodes
     sink_dequantize,
+    pool_uint8,
     remove_qdq_pairs,
     fuse_quantized,
     eliminate_dead_code,

@@ -9,6 +9,8 @@
 2. ``sink_dequantize``: a view (reshape, flatten, ...) or ``max_pool2d`` of a dequantized tensor
    runs on the uint8 values instead (``qmax_pool2d``), the dequantize moving below it (max
    commutes with the monotone quantization);
+   ``pool_uint8``: max pooling of uint8 values converted to float32 and back (an ONNX MaxPool
+   on a quantized tensor) is ``qmax_pool2d`` too;
 3. ``remove_qdq_pairs``: ``quantize_linear(dequantize_linear(q))`` with the same parameters is
    ``q``;
 4. ``fuse_quantized``: ``dequantize(x) -> gemm / conv2d(dequantized weight, bias) [-> relu]
@@ -16,7 +18,8 @@
    when a quantize follows, else float32 out), so chains of quantized layers pass uint8 between
    them.
 
-``QUANT_PIPELINE`` runs 2-4 (and dead-code elimination) after ``insert_qdq``.
+``QUANT_PIPELINE`` runs 2-4 (and dead-code elimination) after ``insert_qdq``; the runtime's
+``PIPELINE`` runs them too, for the QDQ form an ONNX model brings (gpucore.onnx).
 """
 
 from __future__ import annotations
@@ -164,6 +167,33 @@ def _plain_pool(attrs: dict) -> bool:
     return k is not None and p is not None and all(2 * pp <= kk for kk, pp in zip(k, p))
 
 
+def pool_uint8(graph: Graph) -> bool:
+    """to_dtype(uint8 -> float32) -> max_pool2d -> to_dtype(uint8) -> qmax_pool2d: max pooling
+    of 8-bit values as an ONNX model's MaxPool on a quantized tensor computes it (exact: every
+    uint8 is a float32, and max commutes with the conversion)."""
+    changed = False
+    for pool in list(graph.order()):
+        if pool.op != "max_pool2d" or pool not in graph.nodes or not _plain_pool(pool.attrs):
+            continue
+        up = graph.producer.get(pool.inputs[0])
+        down = graph.sole_consumer(pool.output)
+        if up is None or down is None or up.op != "to_dtype" or down.op != "to_dtype":
+            continue
+        t = graph.tensors
+        if t[up.inputs[0]].dtype.name != "uint8" or t[down.output].dtype.name != "uint8":
+            continue
+        if graph.sole_consumer(up.output) is not pool:
+            continue
+        attrs = {k: tuple(pool.attrs[k]) for k in ("kernel", "stride", "padding", "dilation")}
+        info = t[down.output]
+        q = graph.add_node("qmax_pool2d", [up.inputs[0]], info.shape, info.dtype, attrs)
+        graph.bypass(down, q.output)
+        changed = True
+    if changed:
+        eliminate_dead_code(graph)
+    return changed
+
+
 def remove_qdq_pairs(graph: Graph) -> bool:
     """quantize_linear(dequantize_linear(q)) with the same scale and zero point -> q."""
     changed = False
@@ -279,4 +309,10 @@ def fuse_quantized(graph: Graph) -> bool:
     return changed
 
 
-QUANT_PIPELINE = (sink_dequantize, remove_qdq_pairs, fuse_quantized, eliminate_dead_code)
+QUANT_PIPELINE = (
+    sink_dequantize,
+    pool_uint8,
+    remove_qdq_pairs,
+    fuse_quantized,
+    eliminate_dead_code,
+)
