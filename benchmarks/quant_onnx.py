@@ -1,16 +1,16 @@
-"""INT8 ONNX models imported by gpucore.onnx against ONNX Runtime running the same file
-(``python benchmarks/quant.py --onnx``).
+"""INT8 ONNX models imported by gpucore.onnx against ONNX Runtime running the same file (``python
+benchmarks/quant.py --onnx``).
 
 A CNN on 1x28x28 (conv16-relu-pool-conv32-relu-pool-fc10) and an MLP 784-512-256-10 with random
 weights are written with onnx.helper, quantized by ONNX Runtime's ``quantize_static`` (its
 default int8 activations, and uint8 ones; int8 weights per channel; four random calibration
 batches) in the QDQ and the QOperator format, then run by ``gpucore.onnx.load`` (the compiled C
-program of int8 ``qconv2d`` / ``qlinear`` nodes) and by an ``onnxruntime.InferenceSession``
-(CPU provider, all graph optimizations, ``intra_op_num_threads`` = the row's threads). The two calls alternate
-in rounds and the median round is reported, µs per call. "steps" is the largest difference of
-the outputs in units of the output's quantization scale (0: the same bits; ONNX Runtime's
-uint8 x int8 kernel on AVX2 without VNNI saturates pairs of products at int16, which can move
-its result by a few steps where gpucore computes the exact integer sums).
+program of int8 ``qconv2d`` / ``qlinear`` nodes) and by an ``onnxruntime.InferenceSession`` (CPU
+provider, all graph optimizations, ``intra_op_num_threads`` = the row's threads). The two calls
+alternate in rounds and the median round is reported, µs per call. "steps" is the largest
+difference of the outputs in units of the output's quantization scale (0: the same bits; ONNX
+Runtime's uint8 x int8 kernel on AVX2 without VNNI saturates pairs of products at int16, which
+can move its result by a few steps where gpucore computes the exact integer sums).
 """
 
 from __future__ import annotations
