@@ -22,11 +22,12 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 quant = pytest.importorskip("onnxruntime.quantization")
 
-import gpucore  # noqa: E402
-import gpucore.onnx as gx  # noqa: E402
 from onnx import TensorProto as TP  # noqa: E402
 from onnx import helper as h  # noqa: E402
 from onnx import numpy_helper as nh  # noqa: E402
+
+import gpucore  # noqa: E402
+import gpucore.onnx as gx  # noqa: E402
 
 F32 = np.float32
 FLOAT_OPS = {"conv2d", "gemm", "matmul", "linear"}
@@ -223,9 +224,7 @@ def test_full_range_qdq_within_one_step_of_float_semantics(tmp_path, name):
     x = _input(name, 6)
     y = gx.load(path)(gpucore.from_numpy(x)).numpy()
     m = onnx.load(path)
-    step = max(
-        float(nh.to_array(i)) for i in m.graph.initializer if i.name.startswith("y_scale")
-    )
+    step = max(float(nh.to_array(i)) for i in m.graph.initializer if i.name.startswith("y_scale"))
     np.testing.assert_allclose(y, run_ort(path, x, optimize=False), rtol=0, atol=step * 1.001)
 
 
