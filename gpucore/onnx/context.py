@@ -106,7 +106,10 @@ class Context:
 
             handler, defaults = MS_HANDLERS.get(node.op_type, (None, {}))
             if handler is None:
-                raise self.unsupported(f"{node.domain} operator {node.op_type} is not supported")
+                raise self.unsupported(
+                    f"operators of domain {node.domain!r} are not supported but "
+                    f"{', '.join(sorted(MS_HANDLERS))}"
+                )
         elif not internal and node.domain not in DEFAULT_DOMAINS:
             raise self.unsupported(f"operators of domain {node.domain!r} are not supported")
         else:

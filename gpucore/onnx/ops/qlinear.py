@@ -7,12 +7,14 @@ fuse them into one ``qconv2d`` / ``qlinear`` node whose integer sums and requant
 Runtime's: ``clamp(round_half_even(float32(sum + bias) * (x_scale * w_scale / y_scale)) + y_zp)``.
 Other QLinearMatMul operands take the exact composition of ops/quantize.py; other QLinearConv /
 QGemm operands run dequantized in float32 (within one quantization step of the integer result).
+ConvInteger is an exact float64 composition, as MatMulInteger (ops/quantize.py).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ...dtypes import float64, int32
 from ...nn import functional as F
 from .common import table
 from .nn import conv
@@ -80,6 +82,20 @@ def qlinear_matmul(ctx, node, ins):
         return qlinear_matmul_exact(ctx, node, ins)
     out = _q(ctx, af.matmul(bf), y_s, y_z)
     return out
+
+
+@handles("ConvInteger")
+def conv_integer(ctx, node, ins):
+    """ConvInteger(x, w, x_zero_point, w_zero_point) -> int32: Conv's attributes, the operands
+    minus their zero points (w's per output channel) convolved in float64 (exact below 2**53;
+    the padding is the zero point, 0 once centered)."""
+    x, w = ctx.tensor(ins[0]).to(float64), ctx.tensor(ins[1]).to(float64)
+    if len(ins) > 2 and ins[2] is not None:
+        x = x - ctx.tensor(ins[2]).to(float64).reshape(())
+    if len(ins) > 3 and ins[3] is not None:
+        wz = ctx.tensor(ins[3]).to(float64)
+        w = w - (wz.reshape(-1, *([1] * (w.ndim - 1))) if wz.numel() > 1 else wz.reshape(()))
+    return conv(ctx, node, [x, w, None]).to(int32)
 
 
 def qgemm(ctx, node, ins):
