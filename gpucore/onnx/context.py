@@ -85,9 +85,12 @@ def _same(a, b) -> bool:
 class Context:
     """What a handler sees of the node it runs and of the model (see the module docstring)."""
 
-    def __init__(self, info: ModelInfo, weights: dict, dynamic: bool = False):
+    def __init__(self, info: ModelInfo, weights: dict, dynamic: bool = False, int8: bool = True):
         self.source = info.source
         self.dynamic = dynamic  # the model has dynamic axes
+        # quantize / dequantize as the runtime's int8 nodes (ops/quantize.py): the CPU's; the
+        # Vulkan executor has no int8 shaders, so there they stay float compositions
+        self.int8 = int8
         self._sized: dict = {}  # id -> static value computed from tensor sizes (kept alive)
         self.opset = info.opset
         self.node: NodeInfo | None = None
@@ -283,9 +286,10 @@ class Program:
 
     training = False
 
-    def __init__(self, info: ModelInfo, handlers: dict, dynamic: bool = False):
+    def __init__(self, info: ModelInfo, handlers: dict, dynamic: bool = False, int8: bool = True):
         self.info = info
         self.dynamic = dynamic
+        self.int8 = int8
         self.handlers = handlers
         self._params = {}
         self._weights = {}
@@ -318,7 +322,7 @@ class Program:
         env = dict(info.initializers)
         for vi, x in zip(info.inputs, inputs):
             env[vi.name] = x
-        ctx = Context(info, self._weights, self.dynamic)
+        ctx = Context(info, self._weights, self.dynamic, self.int8)
         for node in info.nodes:
             args = [env[n] if n else None for n in node.inputs]
             try:

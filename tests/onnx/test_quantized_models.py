@@ -273,3 +273,16 @@ def test_unfusable_layers_stay_correct(tmp_path):
     y = cm(gpucore.from_numpy(x)).numpy()
     np.testing.assert_allclose(y, run_ort(path, x), rtol=0, atol=0.1 * 1.001)
     assert not INT8_OPS & graph_ops(cm)  # the float path, as documented
+
+
+def test_vulkan_runs_the_model_as_float_compositions(tmp_path, vulkan):
+    """The Vulkan executor has no int8 shaders: there the quantize / dequantize nodes stay
+    compositions of float ops, within one output step of the CPU's int8 nodes."""
+    path = quantized(tmp_path, "mlp", "QDQ", "QInt8")
+    x = _input("mlp", 3)
+    on_cpu = gx.load(path, device="cpu")(gpucore.from_numpy(x)).numpy()
+    cm = gx.load(path, device="vulkan")
+    on_vulkan = cm(gpucore.from_numpy(x)).numpy()
+    step = max(float(nh.to_array(i)) for i in onnx.load(path).graph.initializer
+               if i.name.startswith("y_scale"))  # fmt: skip
+    np.testing.assert_allclose(on_vulkan, on_cpu, rtol=0, atol=step * 1.001)

@@ -9,7 +9,8 @@ weight) or of an int32 one (a bias) the per-channel ``dequantize_linear`` of the
 runtime's passes (passes/quantize.py) fuse ``DQ -> Conv / Gemm / MatMul -> Q`` into the int8
 ``qconv2d`` / ``qlinear`` nodes, as for ``gpucore.quantization.quantize_static``. int8
 activations travel as their uint8 bit pattern plus 128 (``context.Shifted``: zero point z + 128),
-which the uint8 kernels run as they are.
+which the uint8 kernels run as they are. (On the CPU: for device="vulkan", which has no int8
+shaders, everything stays a composition.)
 
 Everything else is a composition of gpucore ops: quantizing rounds half to even
 (``unary.round_half_even``) and saturates to the integer type; integer products are computed in
@@ -92,7 +93,7 @@ def quantize_value(ctx, x, scale, zp, dt):
     point) (a Shifted value for int8), or None when the int8 path does not apply."""
     s = _scale_of(ctx, scale)
     z = 0 if zp is None else _one(ctx, zp, "iu")
-    if ctx.is_static(x) or x.dtype is not float32 or s is None or z is None:
+    if not ctx.int8 or ctx.is_static(x) or x.dtype is not float32 or s is None or z is None:
         return None
     shift = 128 if dt.name == "int8" else 0
     attrs = {"scale": s, "zero_point": int(z) + shift, "onnx": True}
@@ -105,6 +106,8 @@ def dequantize_value(ctx, x, scale, zp, axis: int):
     traced 8-bit activation with one static (scale, zero point); of a static int8 (weight) or
     int32 (bias) value with zero points 0 and float32 scales, one or one per index of ``axis``
     (the per-channel form the fusion pass reads)."""
+    if not ctx.int8:
+        return None
     src = activation(x)
     if src is not None:
         s, z = _scale_of(ctx, scale), 0 if zp is None else _one(ctx, zp, "iu")
