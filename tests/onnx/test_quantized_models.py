@@ -104,8 +104,8 @@ class Batches(quant.CalibrationDataReader):
         return next(self.it, None)
 
 
-def quantized(tmp_path, name, fmt, act, reduce_range=True):
-    """The path of ``name`` quantized by ONNX Runtime (per-channel int8 weights)."""
+def quantized(tmp_path, name, fmt, act, reduce_range=True, per_channel=True):
+    """The path of ``name`` quantized by ONNX Runtime (int8 weights, per channel or not)."""
     build, shape = MODELS[name]
     src, dst = tmp_path / f"{name}.onnx", tmp_path / f"{name}_{fmt}_{act}.onnx"
     onnx.save(build(np.random.default_rng(1)), str(src))
@@ -114,7 +114,7 @@ def quantized(tmp_path, name, fmt, act, reduce_range=True):
         str(dst),
         Batches(shape),
         quant_format=getattr(quant.QuantFormat, fmt),
-        per_channel=True,
+        per_channel=per_channel,
         reduce_range=reduce_range,
         activation_type=getattr(quant.QuantType, act),
         weight_type=quant.QuantType.QInt8,
@@ -155,6 +155,18 @@ def test_bit_exact_with_onnxruntime_on_int8_nodes(tmp_path, name, fmt, act):
         assert "qconv2d" in ops and "qlinear" in ops
     for ex in cm.executors():
         assert ex.python_steps == 0  # every node runs in the one C program
+
+
+@pytest.mark.parametrize("fmt", ["QDQ", "QOperator"])
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_per_tensor_weights(tmp_path, name, fmt):
+    """ONNX Runtime's default per_channel=False: one weight scale, repeated per channel."""
+    path = quantized(tmp_path, name, fmt, "QUInt8", per_channel=False)
+    cm = gx.load(path)
+    x = _input(name, 3)
+    np.testing.assert_array_equal(cm(gpucore.from_numpy(x)).numpy(), run_ort(path, x))
+    ops = graph_ops(cm)
+    assert INT8_OPS & ops and not FLOAT_OPS & ops, sorted(ops)
 
 
 def _spec(path, x):

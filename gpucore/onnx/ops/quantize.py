@@ -121,7 +121,7 @@ def dequantize_value(ctx, x, scale, zp, axis: int):
         return None
     if zp is not None and (not ctx.is_static(zp) or np.any(zp != 0)):
         return None
-    axis = axis % x.ndim if scale.size > 1 else 0
+    axis = ctx.axis(axis, x.ndim) if scale.size > 1 else 0  # (one scale: any axis serves)
     n = int(x.shape[axis])
     if scale.size not in (1, n) or not (np.all(np.isfinite(scale)) and np.all(scale > 0)):
         return None

@@ -222,24 +222,31 @@ def _channel_dq(graph: Graph, name: str, dtype: str):
     return node if graph.tensors[node.inputs[0]].dtype.name == dtype else None
 
 
-def _weight_dq(graph: Graph, name: str, trans_b: bool = True):
-    """(int8 weight [out, in], scales) when ``name`` is a per-channel dequantized constant:
-    along axis 0 of [out, in] (conv2d, gemm with trans_b), or along axis 1 of a 2-D [in, out]
-    (gemm without trans_b: ONNX MatMul's weight), transposed here."""
-    node = _channel_dq(graph, name, "int8")
-    if node is None:
+def _weight_dq(graph: Graph, w_dq, trans_b: bool, n_out: int):
+    """(int8 weight [out, in], scales [out]) of per-channel dequantize node ``w_dq``, each a
+    constant's name or a new array, or None: the scales along axis 0 of [out, in] (conv2d, gemm
+    with trans_b) or along axis 1 of a 2-D [in, out] (gemm without: ONNX MatMul's weight, then
+    transposed), or along any axis when they are all equal (a per-tensor weight)."""
+    w = graph.tensors[w_dq.inputs[0]]
+    s = graph.tensors[w_dq.inputs[1]].data
+    scales = w_dq.inputs[1]
+    if w_dq.attrs.get("axis") != (0 if trans_b else 1):
+        if not (s.size and np.all(s == s.reshape(-1)[0])):
+            return None
+        scales = np.full(n_out, s.reshape(-1)[0], np.float32)
+    if trans_b:
+        return (w_dq.inputs[0], scales) if w.shape[0] == n_out else None
+    if len(w.shape) != 2 or w.shape[1] != n_out:
         return None
-    axis = node.attrs.get("axis")
-    if axis == 0 and trans_b:
-        return list(node.inputs)
-    w = graph.tensors[node.inputs[0]]
-    if axis == 1 and not trans_b and len(w.shape) == 2:
-        wt = np.ascontiguousarray(w.data.T)
-        return [graph.add_constant(wt, name=_free(graph, f"{node.inputs[0]}.t")), node.inputs[1]]
-    return None
+    return np.ascontiguousarray(w.data.T), scales
 
 
-def _bias(graph: Graph, name: str, a_scale: float, scales: str, n_out: int):
+def _named(graph: Graph, v, hint: str) -> str:
+    """``v`` (a constant's name, or an array to become one)."""
+    return v if isinstance(v, str) else graph.add_constant(v, name=_free(graph, hint))
+
+
+def _bias(graph: Graph, name: str, a_scale: float, scales: np.ndarray, n_out: int):
     """The fused op's bias for ``name``: a float32 constant [n_out] as it is; an int32 constant
     dequantized with scales a_scale * w_scales (ONNX's quantized bias) as those integers, which
     the kernel adds to its sums; other dequantized int32 constants as float32; else None."""
@@ -250,7 +257,7 @@ def _bias(graph: Graph, name: str, a_scale: float, scales: str, n_out: int):
     if node is None or node.attrs.get("axis") != 0 or info.shape != (n_out,):
         return None
     q, s = (graph.tensors[n].data for n in node.inputs)
-    want = np.float32(a_scale) * graph.tensors[scales].data.astype(np.float32)
+    want = np.float32(a_scale) * scales.astype(np.float32)
     if np.array_equal(s.astype(np.float32), want):
         return node.inputs[0]
     return graph.add_constant((q.astype(np.float32) * s.astype(np.float32)).astype(np.float32))
@@ -276,16 +283,19 @@ def fuse_quantized(graph: Graph) -> bool:
             relu = False
         trans_b = node.op == "conv2d" or a["trans_b"]
         w_dq = _channel_dq(graph, node.inputs[1], "int8")
-        if w_dq is None or (w_dq.attrs.get("axis"), trans_b) not in ((0, True), (1, False)):
-            continue
         n_out = graph.tensors[node.output].shape[1 if node.op == "conv2d" else -1]
+        weight = None if w_dq is None else _weight_dq(graph, w_dq, trans_b, n_out)
+        if weight is None:
+            continue
+        s = weight[1] if not isinstance(weight[1], str) else graph.tensors[weight[1]].data
         bias = node.inputs[2:]
         if bias:
-            b = _bias(graph, bias[0], xdq.attrs["scale"], w_dq.inputs[1], n_out)
+            b = _bias(graph, bias[0], xdq.attrs["scale"], s, n_out)
             if b is None:
                 continue
             bias = [b]
-        wq = _weight_dq(graph, node.inputs[1], trans_b)
+        base = w_dq.inputs[0]
+        wq = [_named(graph, weight[0], f"{base}.t"), _named(graph, weight[1], f"{base}.scales")]
         last = node
         nxt = graph.sole_consumer(last.output)
         if not relu and nxt is not None and nxt.op == "relu":
