@@ -298,3 +298,16 @@ def test_vulkan_runs_the_model_as_float_compositions(tmp_path, vulkan):
     step = max(float(nh.to_array(i)) for i in onnx.load(path).graph.initializer
                if i.name.startswith("y_scale"))  # fmt: skip
     np.testing.assert_allclose(on_vulkan, on_cpu, rtol=0, atol=step * 1.001)
+
+
+def test_saved_and_loaded_with_the_runtime(tmp_path):
+    """The imported int8 model saves like any CompiledModel (int8 weights, int32 biases, the
+    ONNX rounding attribute) and loads back to the same bits."""
+    from gpucore.runtime import load  # noqa: PLC0415
+
+    path = quantized(tmp_path, "cnn", "QOperator", "QInt8")
+    cm = gx.load(path)
+    x = _input("cnn", 2)
+    cm.save(str(tmp_path / "cnn.gcm"))
+    again = load(str(tmp_path / "cnn.gcm"))
+    np.testing.assert_array_equal(again(gpucore.from_numpy(x)).numpy(), run_ort(path, x))
