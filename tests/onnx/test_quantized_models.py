@@ -285,6 +285,7 @@ def test_unfusable_layers_stay_correct(tmp_path):
     y = cm(gpucore.from_numpy(x)).numpy()
     np.testing.assert_allclose(y, run_ort(path, x), rtol=0, atol=0.1 * 1.001)
     assert not INT8_OPS & graph_ops(cm)  # the float path, as documented
+    assert all(ex.python_steps == 0 for ex in cm.executors())  # the weights folded to float
 
 
 def test_vulkan_runs_the_model_as_float_compositions(tmp_path, vulkan):

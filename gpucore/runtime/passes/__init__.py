@@ -22,7 +22,13 @@ from .fuse import (
 )
 from .matmul import absorb_transposes, fold_scalars, matmul_to_gemm
 from .primitives import split_clamp
-from .quantize import fuse_quantized, pool_uint8, remove_qdq_pairs, sink_dequantize
+from .quantize import (
+    fold_dequantized_constants,
+    fuse_quantized,
+    pool_uint8,
+    remove_qdq_pairs,
+    sink_dequantize,
+)
 from .views import compose_views, sink_views
 
 PIPELINE = (
@@ -47,6 +53,7 @@ PIPELINE = (
     pool_uint8,
     remove_qdq_pairs,
     fuse_quantized,
+    fold_dequantized_constants,
     eliminate_dead_code,
 )
 

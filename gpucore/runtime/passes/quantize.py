@@ -18,7 +18,10 @@
    when a quantize follows, else float32 out), so chains of quantized layers pass uint8 between
    them.
 
-``QUANT_PIPELINE`` runs 2-4 (and dead-code elimination) after ``insert_qdq``; the runtime's
+5. ``fold_dequantized_constants``: a per-channel dequantized constant no fusion took becomes
+   a float32 constant.
+
+``QUANT_PIPELINE`` runs 2-5 (and dead-code elimination) after ``insert_qdq``; the runtime's
 ``PIPELINE`` runs them too, for the QDQ form an ONNX model brings (gpucore.onnx).
 """
 
@@ -319,10 +322,31 @@ def fuse_quantized(graph: Graph) -> bool:
     return changed
 
 
+def fold_dequantized_constants(graph: Graph) -> bool:
+    """Per-channel dequantized constants no ``fuse_quantized`` took (a grouped convolution's
+    weight, a MatMul weight quantized along its rows, ...) become float32 constants, as constant
+    folding would have made them: the float op reads them as it would read any weight."""
+    changed = False
+    for node in list(graph.order()):
+        if node.op != "dequantize_linear" or len(node.inputs) != 2 or node not in graph.nodes:
+            continue
+        if not all(graph.is_constant(n) for n in node.inputs) or node.output in graph.outputs:
+            continue
+        value = op_info(node.op).evaluate(
+            [graph.tensors[n].data for n in node.inputs], node.attrs, None
+        )
+        name = graph.add_constant(np.ascontiguousarray(value, np.float32))
+        graph.replace_uses(node.output, name)
+        graph.remove_node(node)
+        changed = True
+    return changed
+
+
 QUANT_PIPELINE = (
     sink_dequantize,
     pool_uint8,
     remove_qdq_pairs,
     fuse_quantized,
+    fold_dequantized_constants,
     eliminate_dead_code,
 )
