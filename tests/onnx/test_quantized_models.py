@@ -312,3 +312,23 @@ def test_saved_and_loaded_with_the_runtime(tmp_path):
     cm.save(str(tmp_path / "cnn.gcm"))
     again = load(str(tmp_path / "cnn.gcm"))
     np.testing.assert_array_equal(again(gpucore.from_numpy(x)).numpy(), run_ort(path, x))
+
+
+@pytest.mark.parametrize("name", ["mlp", "matmuls"])
+def test_dynamic_quantization_matmul_integer_on_the_int8_gemm(tmp_path, name):
+    """ONNX Runtime's quantize_dynamic (DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul):
+    MatMulInteger runs as the int8 GEMM's exact int32 sums (the traced zero point subtracted as
+    zp * colsum(B)); equal bit for bit to ONNX's reference evaluator (ONNX Runtime's AVX2
+    uint8 x int8 kernel saturates with full-range weights, as above)."""
+    from onnx.reference import ReferenceEvaluator  # noqa: PLC0415
+
+    build, shape = MODELS[name]
+    src, dst = str(tmp_path / "f.onnx"), str(tmp_path / "dyn.onnx")
+    onnx.save(build(np.random.default_rng(1)), src)
+    quant.quantize_dynamic(src, dst, weight_type=quant.QuantType.QInt8, per_channel=True)
+    cm = gx.load(dst)
+    x = _input(name, 5)
+    want = ReferenceEvaluator(dst).run(None, {"x": x})[0]
+    np.testing.assert_array_equal(cm(gpucore.from_numpy(x)).numpy(), want)
+    ops = graph_ops(cm)
+    assert "qmatmul_integer" in ops and not FLOAT_OPS & ops, sorted(ops)

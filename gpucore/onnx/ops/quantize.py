@@ -195,11 +195,37 @@ def _centered(ctx, v, zp, rank_axis: int):
     return t - z
 
 
+def _matmul_integer_int8(ctx, a, b, a_zp, b_zp):
+    """MatMulInteger on the int8 GEMM (the runtime's ``qmatmul_integer``) for a traced 8-bit A
+    and a static 2-D int8 B with zero points 0; A's zero point static, or one traced value (what
+    DynamicQuantizeLinear gives: the sums are then taken at zero point 0 and ``zp * colsum(B)``
+    subtracted in int32); else None."""
+    src = activation(a) if ctx.int8 else None
+    if src is None or not ctx.is_static(b) or b.dtype != np.int8 or b.ndim != 2:
+        return None
+    if b_zp is not None and (not ctx.is_static(b_zp) or np.any(b_zp != 0)):
+        return None
+    z = 0 if a_zp is None else _one(ctx, a_zp, "iu")
+    traced = z is None and isinstance(a_zp, Tensor) and a_zp.numel() == 1
+    if z is None and not traced:
+        return None
+    w = ctx.tensor(np.ascontiguousarray(b.T))  # [N, K], as the kernel's weights
+    attrs = {"a_zero_point": src[1] + (0 if traced else int(z))}
+    acc = apply_runtime_op("qmatmul_integer", [src[0], w], attrs)
+    if not traced:
+        return acc
+    colsum = ctx.tensor(b.astype(np.int32).sum(axis=0, dtype=np.int32))
+    return acc - a_zp.reshape(()).to(int32) * colsum
+
+
 @handles("MatMulInteger")
 def matmul_integer(ctx, node, ins):
     """MatMulInteger(A, B, a_zero_point, b_zero_point) -> int32."""
     a_zp = ins[2] if len(ins) > 2 else None
     b_zp = ins[3] if len(ins) > 3 else None
+    fast = _matmul_integer_int8(ctx, ins[0], ins[1], a_zp, b_zp)
+    if fast is not None:
+        return fast
     a = _centered(ctx, ins[0], a_zp, -2)
     b = _centered(ctx, ins[1], b_zp, -1)
     return a.matmul(b).to(int32)

@@ -20,6 +20,8 @@ same bits.
   (``out_scale`` None);
 - ``qconv2d(x, w, w_scales[, bias]; stride, padding, dilation, ...the same)``: groups = 1, the
   padding read as the activation's zero point;
+- ``qmatmul_integer(a, w; a_zero_point)``: ONNX MatMulInteger's exact int32 sums of uint8 ``a``
+  [..., K] and int8 ``w`` [N, K] (``_cpu.qgemm``'s int32 output);
 - ``qmax_pool2d(q; kernel, stride, padding, dilation)``: max pooling of uint8 values (max commutes
   with the monotone quantization, so the parameters pass through unchanged).
 
@@ -377,6 +379,45 @@ FUSED_SHAPES["qlinear"] = _qlinear_shape
 FUSED_SHAPES["qconv2d"] = _qconv_shape
 FUSED_DTYPES["qlinear"] = _qlinear_dtype
 FUSED_DTYPES["qconv2d"] = _qlinear_dtype
+
+
+# ----------------------------------------------------------------------- integer matmul
+def _qmm_shape(shapes, attrs):
+    _zp(attrs, "a_zero_point")
+    a, w = shapes
+    if len(a) < 1 or len(w) != 2 or a[-1] != w[1]:
+        raise ValueError(f"input {a} and weight {w} do not fit")
+    return tuple(a[:-1]) + (w[0],)
+
+
+def _qmm_dtype(dtypes, attrs):
+    if list(dtypes) != [D.uint8, D.int8]:
+        raise ValueError("expects uint8 input and int8 weight")
+    return D.int32
+
+
+def _qmm_eval(arrays, attrs, dtypes=None):
+    a, w = arrays
+    acc = (a.astype(np.int64) - attrs["a_zero_point"]) @ w.astype(np.int64).T
+    return acc.astype(np.int32)
+
+
+def _qmm_lower(out, arrays, attrs, scratch):
+    a, w = arrays
+    if not a.flags.c_contiguous:
+        return None
+    k = w.shape[1]
+    m = a.size // k if k else math.prod(a.shape[:-1])
+    args = (a.reshape(-1), packed_weight(w), out.reshape(-1), m, 1.0, attrs["a_zero_point"])
+    return [("qgemm", args + (None, None, False, 1.0, 0))]
+
+
+# ``qmatmul_integer(a, w; a_zero_point)``: ONNX's MatMulInteger on the int8 GEMM: uint8 ``a``
+# [..., K] minus its zero point times int8 ``w`` [N, K], the exact int32 sums (``_cpu.qgemm``'s
+# int32 output)
+defruntime("qmatmul_integer", evaluate=_qmm_eval, run=_run(_qmm_lower, _qmm_eval), lower=_qmm_lower)
+FUSED_SHAPES["qmatmul_integer"] = _qmm_shape
+FUSED_DTYPES["qmatmul_integer"] = _qmm_dtype
 
 
 # ----------------------------------------------------------------------------- max pool
