@@ -332,3 +332,20 @@ def test_dynamic_quantization_matmul_integer_on_the_int8_gemm(tmp_path, name):
     np.testing.assert_array_equal(cm(gpucore.from_numpy(x)).numpy(), want)
     ops = graph_ops(cm)
     assert "qmatmul_integer" in ops and not FLOAT_OPS & ops, sorted(ops)
+
+
+def test_qgemm_with_float_output(tmp_path):
+    """QGemm without y_scale (com.microsoft: float32 out) is qlinear's float32 epilogue."""
+    m = onnx.load(quantized(tmp_path, "mlp", "QOperator", "QInt8"))
+    last = [n for n in m.graph.node if n.op_type == "QGemm"][-1]
+    dq = m.graph.node[len(m.graph.node) - 1]
+    assert dq.op_type == "DequantizeLinear"
+    del last.input[7:]
+    last.output[0] = "y"
+    m.graph.node.remove(dq)
+    path = str(tmp_path / "float_out.onnx")
+    onnx.save(m, path)
+    cm = gx.load(path)
+    x = _input("mlp", 4)
+    np.testing.assert_array_equal(cm(gpucore.from_numpy(x)).numpy(), run_ort(path, x))
+    assert graph_ops(cm) == {"quantize_linear", "qlinear"}
