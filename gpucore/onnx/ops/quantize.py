@@ -54,10 +54,10 @@ def _per_axis(ctx, v, x):
     return t.reshape(*shape)
 
 
-def quantize(x, scale, zero_point, dtype):
+def quantize(x, scale, zero_point, dtype, rounding=round_half_even):
     """saturate(round_half_even(x / scale) + zero_point) as ``dtype`` (int8 or uint8)."""
     lo, hi = _RANGES[dtype.name]
-    q = round_half_even(x.to(float32) / scale.to(float32))
+    q = rounding(x.to(float32) / scale.to(float32))
     if zero_point is not None:
         q = q + zero_point.to(float32)
     return q.clamp(float(lo), float(hi)).to(dtype)
@@ -180,8 +180,11 @@ def dynamic_quantize_linear(ctx, node, ins):
     lo = x.amin(dims).clamp(None, 0.0) if x.ndim else x.clamp(None, 0.0)
     hi = x.amax(dims).clamp(0.0, None) if x.ndim else x.clamp(0.0, None)
     scale = (hi - lo) / 255.0
-    zp = round_half_even((0.0 - lo) / scale).clamp(0.0, 255.0).to(uint8)
-    return [quantize(x, scale, zp, uint8), scale, zp]
+    # on the CPU gpucore's round (half to even, one C kernel) instead of the composition, which
+    # runs as Python steps of the compiled executor (its comparisons have no C lowering)
+    rounding = gc.round if ctx.int8 and x.dtype is float32 else round_half_even
+    zp = rounding((0.0 - lo) / scale).clamp(0.0, 255.0).to(uint8)
+    return [quantize(x, scale, zp, uint8, rounding), scale, zp]
 
 
 def _centered(ctx, v, zp, rank_axis: int):
