@@ -11,6 +11,7 @@ Run from the repository root after building the extension::
     python benchmarks/quant.py --threads 1 --cpu-time   # a shared machine: see below
     python benchmarks/quant.py --models    # models: FP32 vs INT8 static (quant_models.py)
     python benchmarks/shaders.py --only qgemm  # the Vulkan int8 GEMM shader vs the float one
+    python benchmarks/quant.py --onnx      # ONNX INT8 models: gpucore.onnx vs ONNX Runtime
 
 Columns: QGEMM with the float32 epilogue (dynamic quantization's Linear: zero point, per-channel
 scales, bias) and with the requantized uint8 output (static quantization); SGEMM is
@@ -98,7 +99,20 @@ def main():
     ap.add_argument(
         "--models", action="store_true", help="the model table instead (quant_models.py)"
     )
+    ap.add_argument(
+        "--onnx", action="store_true", help="ONNX INT8 models vs ONNX Runtime (quant_onnx.py)"
+    )
     args = ap.parse_args()
+    if args.onnx:
+        from quant_onnx import table as onnx_table  # noqa: PLC0415
+
+        share = CpuShare()
+        threads = [int(t) for t in args.threads.split(",")]
+        rounds, min_time = (2, 0.1) if args.quick else (5, 0.2)
+        onnx_table(rounds=rounds, min_time=min_time, threads=threads)
+        print()
+        print(load_note(share.others(), "during the run"))
+        return
     if args.models:
         from quant_models import table  # noqa: PLC0415
 

@@ -449,12 +449,15 @@ typedef struct {
 
 /* The activation and output arguments of one call (see GC_QOUT_*): a_scale, w_scale[n] and
  * out_scale are finite and > 0 (w_scale unused for I32), bias NULL or n finite values; out_zp and
- * a_zp inside their types' ranges. */
+ * a_zp inside their types' ranges.  ibias (NULL or n values, ONNX's int32 bias of QLinearConv /
+ * QGemm): added to the exact int32 sums before anything else (wrapping as int32, as ONNX
+ * Runtime's requantization does), so float32(c + ibias[j]) is what the epilogue scales. */
 typedef struct {
     int mode, relu, a_signed;
     int32_t a_zp, out_zp;
     float a_scale, out_scale;
     const float *w_scale, *bias;
+    const int32_t *ibias;
 } gc_qargs;
 
 /* Fills the fields of p but data / colsum for B of k x n (trans: B stored n x k, nn.Linear's
@@ -475,6 +478,9 @@ int gc_qgemm(const uint8_t *a, ptrdiff_t m, ptrdiff_t lda, const gc_qpacked *B, 
 /* Per-tensor uint8 quantize / dequantize of n values (PyTorch's roundings; scale finite > 0). */
 void gc_quantize_u8(const float *x, uint8_t *out, ptrdiff_t n, float scale, int32_t zp);
 void gc_dequantize_u8(const uint8_t *q, float *out, ptrdiff_t n, float scale, int32_t zp);
+/* ONNX QuantizeLinear to uint8: clamp(round_half_even(x / scale) + zp, 0, 255) (a float32
+ * division, as ONNX Runtime; NaN -> 0, as its clamp-then-convert). */
+void gc_quantize_linear_u8(const float *x, uint8_t *out, ptrdiff_t n, float scale, int32_t zp);
 /* rows [n*oh*ow, c*kh*kw] (+ 8 bytes of slack) of uint8 x [n, c, h, w]; outside the image reads
  * zp (pad: n*c*(h + 2ph)*(w + 2pw) + 8 bytes for the padded copy). */
 void gc_qim2col_u8(const uint8_t *x, uint8_t *rows, uint8_t *pad, const gc_conv *p, uint8_t zp);

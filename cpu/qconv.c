@@ -42,6 +42,20 @@ void gc_quantize_u8(const float *x, uint8_t *out, ptrdiff_t n, float scale, int3
     }
 }
 
+/* ONNX's formula, as ONNX Runtime computes it (MlasQuantizeLinear): the quotient clamped to
+ * [-zp, 255 - zp] (NaN to the low end), rounded half to even, plus zp. */
+void gc_quantize_linear_u8(const float *x, uint8_t *out, ptrdiff_t n, float scale, int32_t zp)
+{
+    const float lo = (float)-zp, hi = (float)(255 - zp);
+    for (ptrdiff_t i = 0; i < n; i++) {
+        const float y = x[i] / scale;
+        float c = y > lo ? y : lo; /* NaN -> lo */
+        c = c < hi ? c : hi;
+        const float r = (c + Q_RINT_MAGIC) - Q_RINT_MAGIC;
+        out[i] = (uint8_t)((int)r + zp);
+    }
+}
+
 void gc_dequantize_u8(const uint8_t *q, float *out, ptrdiff_t n, float scale, int32_t zp)
 {
     const float z = (float)zp;
@@ -160,8 +174,33 @@ int gc_qconv2d(const uint8_t *x, const gc_qpacked *B, void *out, uint8_t *work, 
     return 0;
 }
 
+/* 2x2 windows, stride 2, no padding or dilation (the CNNs' pooling): two rows at a time, no
+ * bounds tests (a loop the compiler vectorizes) */
+static void q_pool2x2(const uint8_t *x, uint8_t *out, const gc_conv *p)
+{
+    const ptrdiff_t w = p->w, oh = p->oh, ow = p->ow;
+    for (ptrdiff_t pl = 0; pl < p->n * p->c; pl++) {
+        const uint8_t *plane = x + pl * p->h * w;
+        uint8_t *o = out + pl * oh * ow;
+        for (ptrdiff_t oy = 0; oy < oh; oy++) {
+            const uint8_t *r0 = plane + 2 * oy * w, *r1 = r0 + w;
+            uint8_t *orow = o + oy * ow;
+            for (ptrdiff_t ox = 0; ox < ow; ox++) {
+                const uint8_t a = r0[2 * ox] > r0[2 * ox + 1] ? r0[2 * ox] : r0[2 * ox + 1];
+                const uint8_t b = r1[2 * ox] > r1[2 * ox + 1] ? r1[2 * ox] : r1[2 * ox + 1];
+                orow[ox] = a > b ? a : b;
+            }
+        }
+    }
+}
+
 void gc_max_pool2d_u8(const uint8_t *x, uint8_t *out, const gc_conv *p)
 {
+    if (p->kh == 2 && p->kw == 2 && p->sh == 2 && p->sw == 2 && p->ph == 0 && p->pw == 0 &&
+        p->dh == 1 && p->dw == 1) {
+        q_pool2x2(x, out, p);
+        return;
+    }
     for (ptrdiff_t pl = 0; pl < p->n * p->c; pl++) {
         const uint8_t *plane = x + pl * p->h * p->w;
         uint8_t *o = out + pl * p->oh * p->ow;

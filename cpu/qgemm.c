@@ -200,6 +200,19 @@ int gc_qgemm(const uint8_t *a, ptrdiff_t m, ptrdiff_t lda, const gc_qpacked *B, 
         if (q->relu && e.lo < e.out_zp)
             e.lo = e.out_zp;
     }
+    /* an int32 bias joins the zero point's correction: colsum'[j] = zp * colsum[j] - ibias[j]
+     * with zp 1, so the epilogue's acc - zp * colsum' is c + ibias (uint32 arithmetic: wraps) */
+    int32_t *cz = NULL;
+    if (q->ibias) {
+        if (!(cz = (int32_t *)malloc(sizeof(int32_t) * (size_t)n))) {
+            free(sb);
+            return -1;
+        }
+        for (ptrdiff_t j = 0; j < n; j++)
+            cz[j] = (int32_t)((uint32_t)e.zp * (uint32_t)B->colsum[j] - (uint32_t)q->ibias[j]);
+        e.colsum = cz;
+        e.zp = 1;
+    }
     q_job J = {.a = a, .m = m, .lda = lda, .B = B, .out = (char *)out, .ldo = ldo,
                .esz = q->mode == GC_QOUT_I32 || q->mode == GC_QOUT_F32 ? 4 : 1,
                .a_signed = q->a_signed, .e = e};
@@ -224,5 +237,6 @@ int gc_qgemm(const uint8_t *a, ptrdiff_t m, ptrdiff_t lda, const gc_qpacked *B, 
         nt = (int)J.units;
     gc_region(q_body, &J, nt);
     free(sb);
+    free(cz);
     return atomic_load(&J.failed) ? -1 : 0;
 }

@@ -286,6 +286,11 @@ def case_quantize_u8(ar, dt):
     return [("quantize_u8", (x, q, 50, 0.02, 128))]
 
 
+def case_quantize_linear_u8(ar, dt):
+    x, q = ar.alloc((50,), np.float32), ar.alloc((50,), np.uint8, None)
+    return [("quantize_linear_u8", (x, q, 50, 0.02, 128))]
+
+
 def case_dequantize_u8(ar, dt):
     q, x = ar.alloc((50,), np.uint8, _u8), ar.alloc((50,), np.float32, None)
     return [("dequantize_u8", (q, x, 50, 0.02, 128))]

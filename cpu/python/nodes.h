@@ -54,7 +54,8 @@
     /* im2col.c, conv.c, maxpool.c */ X(im2col) X(col2im) X(conv2d_forward)                      \
     X(conv2d_backward) X(max_pool2d) X(max_pool2d_backward)                                       \
     /* norm.c, attention.c */ X(layer_norm) X(attention)                                         \
-    /* qgemm.c (int8) */ X(qgemm) X(qconv2d) X(quantize_u8) X(dequantize_u8) X(max_pool2d_u8)
+    /* qgemm.c (int8) */ X(qgemm) X(qconv2d) X(quantize_u8) X(dequantize_u8) X(max_pool2d_u8)                    \
+    X(quantize_linear_u8)
 
 typedef int (*gc_node_parse_fn)(PyObject *const *args, Py_ssize_t nargs, void *node, bufset *bs);
 typedef int (*gc_node_exec_fn)(const void *node);

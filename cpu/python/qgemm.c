@@ -166,7 +166,8 @@ GC_DOC(qgemm,
        "out_zero_point) (round half to even; relu clips at out_zero_point).\n"
        "Every float operation is rounded on its own (no FMA): the same bits on every ISA.  "
        "w_scales: float32, n values > 0 (None for int32 out); bias: None or n finite float32 "
-       "values; scales finite and > 0; zero points in their types' ranges.");
+       "values, or n int32 values added to c first (ONNX's quantized bias: v = float32(c + "
+       "bias[j]) * ...); scales finite and > 0; zero points in their types' ranges.");
 
 /* A float argument that must be finite and > 0 (as float32 too). */
 static int q_scale(const char *fn, const char *name, PyObject *o, float *out)
@@ -206,6 +207,24 @@ static const float *q_vec(bufset *bs, const char *fn, const char *name, PyObject
         need_elems(fn, name, v, n, "n=%zd", n) < 0 || need_no_overlap(fn, "out", out, name, v, 0))
         return NULL;
     return (const float *)v->buf;
+}
+
+/* The bias: float32 (q->bias) or int32 (q->ibias, ONNX's quantized bias), n values,
+ * C-contiguous, apart from out. */
+static int q_bias(bufset *bs, const char *fn, PyObject *o, Py_ssize_t n, const Py_buffer *out,
+                  gc_qargs *q)
+{
+    Py_buffer *v = get_buf(bs, fn, "bias", o, 0);
+    char k;
+    if (!v || !(k = q_kind(fn, "bias", v, "fi", "float32 ('f') or int32 ('i')")) ||
+        need_elems(fn, "bias", v, n, "n=%zd", n) < 0 ||
+        need_no_overlap(fn, "out", out, "bias", v, 0))
+        return -1;
+    if (k == 'f')
+        q->bias = (const float *)v->buf;
+    else
+        q->ibias = (const int32_t *)v->buf;
+    return 0;
 }
 
 /* The QPackedMatrix argument, packed for the ISA in use; a reference to it is held in bs (with
@@ -264,7 +283,7 @@ static int q_epilogue(const char *fn, bufset *bs, PyObject *const *e, Py_ssize_t
     const int requant = q->mode != GC_QOUT_F32;
     if (q_scale(fn, "a_scale", e[0], &q->a_scale) < 0 ||
         !(q->w_scale = q_vec(bs, fn, "w_scales", e[2], n, vo)) ||
-        (e[3] != Py_None && !(q->bias = q_vec(bs, fn, "bias", e[3], n, vo))))
+        (e[3] != Py_None && q_bias(bs, fn, e[3], n, vo, q) < 0))
         return -1;
     if (requant && (q_scale(fn, "out_scale", e[5], &q->out_scale) < 0 ||
                     q_int_in(fn, "out_zero_point", e[6], q->mode == GC_QOUT_U8 ? 0 : -128,
@@ -465,6 +484,12 @@ GC_DOC(quantize_u8,
        "(each operation rounded to float32, as quantize_per_tensor; NaN -> 255).  x float32, "
        "out uint8, both C-contiguous; scale finite > 0, zero_point in [0, 255].");
 
+GC_DOC(quantize_linear_u8,
+       "quantize_linear_u8(x, out, n, scale, zero_point, /)\n--\n\n"
+       "ONNX QuantizeLinear to uint8: out[i] = clamp(round_half_even(x[i] / scale) + "
+       "zero_point, 0, 255) for n float32 values (a float32 division, as ONNX Runtime; NaN -> "
+       "0).  x float32, out uint8, both C-contiguous; scale finite > 0, zero_point in [0, 255].");
+
 GC_DOC(dequantize_u8,
        "dequantize_u8(q, out, n, scale, zero_point, /)\n--\n\n"
        "out[i] = (q[i] - zero_point) * scale in float32 for n uint8 values (as dequantize).");
@@ -508,6 +533,14 @@ static int quantize_u8_parse(PyObject *const *args, Py_ssize_t nargs, void *node
     return qcast_parse_common("quantize_u8", args, nargs, node, bs, 1);
 }
 
+static int quantize_linear_u8_parse(PyObject *const *args, Py_ssize_t nargs, void *node,
+                                    bufset *bs)
+{
+    int rc = qcast_parse_common("quantize_linear_u8", args, nargs, node, bs, 1);
+    ((qcast_node *)node)->to_q = 2;
+    return rc;
+}
+
 static int dequantize_u8_parse(PyObject *const *args, Py_ssize_t nargs, void *node, bufset *bs)
 {
     return qcast_parse_common("dequantize_u8", args, nargs, node, bs, 0);
@@ -516,7 +549,9 @@ static int dequantize_u8_parse(PyObject *const *args, Py_ssize_t nargs, void *no
 static int qcast_exec(const void *node)
 {
     const qcast_node *s = node;
-    if (s->to_q)
+    if (s->to_q == 2)
+        gc_quantize_linear_u8(s->in, s->out, s->n, s->scale, s->zp);
+    else if (s->to_q)
         gc_quantize_u8(s->in, s->out, s->n, s->scale, s->zp);
     else
         gc_dequantize_u8(s->in, s->out, s->n, s->scale, s->zp);
@@ -525,7 +560,9 @@ static int qcast_exec(const void *node)
 
 GC_NODE_KIND(quantize_u8, quantize_u8_parse, qcast_exec, qcast_node, NULL);
 GC_NODE_KIND(dequantize_u8, dequantize_u8_parse, qcast_exec, qcast_node, NULL);
+GC_NODE_KIND(quantize_linear_u8, quantize_linear_u8_parse, qcast_exec, qcast_node, NULL);
 GC_NODE_BINDING(quantize_u8)
+GC_NODE_BINDING(quantize_linear_u8)
 GC_NODE_BINDING(dequantize_u8)
 
 /* ------------------------------------------------------------------------------------------ */

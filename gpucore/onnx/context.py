@@ -23,6 +23,12 @@ from .errors import UnsupportedOperator
 from .proto import DEFAULT_DOMAINS, ModelInfo, NodeInfo, bad, elements, require_onnx
 
 INTERNAL_DOMAIN = "gpucore"  # nodes the importer's own rewrites create (rewrite.py)
+MS_DOMAIN = "com.microsoft"  # ONNX Runtime's contrib ops: those in MS_HANDLERS (ops/qlinear.py)
+# ops that move or compare 8-bit values without reading them as numbers: they run on a
+# Shifted int8 tensor's uint8 bit pattern as they are (max and order survive the +128)
+SHIFT_TRANSPARENT = frozenset(
+    ("Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "MaxPool")
+)
 _REQUIRED = object()
 _MISSING = object()
 
@@ -45,6 +51,30 @@ def schema_defaults(op_type: str, opset: int):
     return out
 
 
+class Shifted:
+    """An int8 activation held as its uint8 bit pattern ``q + 128`` (what QuantizeLinear to int8
+    gives on the int8 path, ops/quantize.py): int8 with zero point z and uint8 with z + 128 are
+    the same affine values, so the uint8 kernels run ONNX Runtime's int8 models unchanged.
+    ``Context.tensor`` turns it into the int8 tensor for ops that read the numbers."""
+
+    __slots__ = ("u8", "_i8")
+
+    def __init__(self, u8: Tensor):
+        self.u8 = u8
+        self._i8 = None
+
+    @property
+    def shape(self):
+        return self.u8.shape
+
+    def int8(self) -> Tensor:
+        if self._i8 is None:
+            from ..dtypes import int8, int32  # noqa: PLC0415
+
+            self._i8 = (self.u8.to(int32) - 128).to(int8)
+        return self._i8
+
+
 def _same(a, b) -> bool:
     try:
         return bool(np.array_equal(np.asarray(a), np.asarray(b)))
@@ -55,9 +85,12 @@ def _same(a, b) -> bool:
 class Context:
     """What a handler sees of the node it runs and of the model (see the module docstring)."""
 
-    def __init__(self, info: ModelInfo, weights: dict, dynamic: bool = False):
+    def __init__(self, info: ModelInfo, weights: dict, dynamic: bool = False, int8: bool = True):
         self.source = info.source
         self.dynamic = dynamic  # the model has dynamic axes
+        # quantize / dequantize as the runtime's int8 nodes (ops/quantize.py): the CPU's; the
+        # Vulkan executor has no int8 shaders, so there they stay float compositions
+        self.int8 = int8
         self._sized: dict = {}  # id -> static value computed from tensor sizes (kept alive)
         self.opset = info.opset
         self.node: NodeInfo | None = None
@@ -71,18 +104,34 @@ class Context:
         self.node = node
         self._read = set()
         internal = node.domain == INTERNAL_DOMAIN
-        if not internal and node.domain not in DEFAULT_DOMAINS:
+        if node.domain == MS_DOMAIN:
+            from .ops.qlinear import MS_HANDLERS  # noqa: PLC0415 - ops import this module
+
+            handler, defaults = MS_HANDLERS.get(node.op_type, (None, {}))
+            if handler is None:
+                raise self.unsupported(
+                    f"operators of domain {node.domain!r} are not supported but "
+                    f"{', '.join(sorted(MS_HANDLERS))}"
+                )
+        elif not internal and node.domain not in DEFAULT_DOMAINS:
             raise self.unsupported(f"operators of domain {node.domain!r} are not supported")
-        handler = handlers.get(node.op_type)
-        defaults = {} if internal else schema_defaults(node.op_type, self.opset)
+        else:
+            handler = handlers.get(node.op_type)
+            defaults = {} if internal else schema_defaults(node.op_type, self.opset)
         if defaults is None:
             raise self.unsupported(f"{node.op_type} is not an operator of opset {self.opset}")
         if handler is None:
             raise self.unsupported(f"operator {node.op_type} is not supported by gpucore.onnx")
         self._defaults = defaults
+        shifted = node.op_type in SHIFT_TRANSPARENT and inputs and isinstance(inputs[0], Shifted)
+        if shifted:
+            inputs = [inputs[0].u8, *inputs[1:]]
         outs = handler(self, node, inputs)
         if not isinstance(outs, (list, tuple)):
             outs = [outs]
+        if shifted:
+            u8 = inputs[0].dtype
+            outs = [Shifted(v) if isinstance(v, Tensor) and v.dtype is u8 else v for v in outs]
         for name, value in node.attrs.items():
             # an attribute no handler read must hold its default: any other value would be
             # silently ignored
@@ -140,9 +189,12 @@ class Context:
         return isinstance(v, np.ndarray)
 
     def tensor(self, v) -> Tensor:
-        """``v`` as a gpucore Tensor (an initializer's own, so that it keeps its name)."""
+        """``v`` as a gpucore Tensor (an initializer's own, so that it keeps its name; a Shifted
+        int8 value as its int8 tensor)."""
         if isinstance(v, Tensor):
             return v
+        if isinstance(v, Shifted):
+            return v.int8()
         t = self._weights.get(id(v))
         if t is not None:
             return t
@@ -213,7 +265,7 @@ class Context:
 
 
 def _value(v):
-    if isinstance(v, (Tensor, np.ndarray)):
+    if isinstance(v, (Tensor, np.ndarray, Shifted)):
         return v
     if v is None:
         return None
@@ -234,9 +286,10 @@ class Program:
 
     training = False
 
-    def __init__(self, info: ModelInfo, handlers: dict, dynamic: bool = False):
+    def __init__(self, info: ModelInfo, handlers: dict, dynamic: bool = False, int8: bool = True):
         self.info = info
         self.dynamic = dynamic
+        self.int8 = int8
         self.handlers = handlers
         self._params = {}
         self._weights = {}
@@ -269,7 +322,7 @@ class Program:
         env = dict(info.initializers)
         for vi, x in zip(info.inputs, inputs):
             env[vi.name] = x
-        ctx = Context(info, self._weights, self.dynamic)
+        ctx = Context(info, self._weights, self.dynamic, self.int8)
         for node in info.nodes:
             args = [env[n] if n else None for n in node.inputs]
             try:

@@ -47,7 +47,7 @@ def load(
     del proto  # the checked copy holds what is needed
     fuse_gelu(info)
     examples, axes = example_inputs(info, dynamic)
-    program = Program(info, HANDLERS, dynamic=bool(axes))
+    program = Program(info, HANDLERS, dynamic=bool(axes), int8=dev == "cpu")
     names = [v.name for v in info.inputs]
     try:
         graph = capture(program, examples, axes or None, names)

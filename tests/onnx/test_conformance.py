@@ -89,7 +89,6 @@ EXCLUDED = {
     "BitwiseXor": (OP, ""),  # 2
     "CausalConvWithState": (OP, ""),  # 13
     "Col2Im": (OP, ""),  # 5
-    "ConvInteger": (OP, ""),  # 2
     "DFT": (OP, ""),  # 10
     "DeformConv": (OP, ""),  # 4
     "Det": (OP, ""),  # 2
@@ -105,7 +104,6 @@ EXCLUDED = {
     "TensorScatter": (OP, ""),  # 3
     "test_melweightmatrix": (OP, ""),
     "test_nonzero_example": (OP, ""),
-    "test_qlinearconv": (OP, ""),
     "pytorch-converted/test_AvgPool3d*": (FEATURE, SPATIAL_3D),  # 3
     "pytorch-converted/test_Conv3d*": (FEATURE, SPATIAL_3D),  # 7
     "pytorch-converted/test_MaxPool3d*": (FEATURE, SPATIAL_3D),  # 3
@@ -133,6 +131,7 @@ EXCLUDED = {
 VULKAN_EXCLUDED = {
     "dtype:FLOAT16": (DTYPE, ""),  # 37
     "CumProd": (NO_SHADER, "cumprod of float64 or int32"),  # 9
+    "ConvInteger": (NO_SHADER, "to_dtype of uint8 to float64; conv2d of float64"),  # 2
     "CumSum": (NO_SHADER, "gemm of float64; to_dtype of int32"),  # 9
     "GatherND": (NO_SHADER, "sum of int64"),  # 2
     "Scatter": (NO_SHADER, "scatter of float32, int64"),  # 2

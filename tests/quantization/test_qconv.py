@@ -116,6 +116,25 @@ def test_quantize_dequantize_match_quantize_per_tensor():
         np.testing.assert_array_equal(d, want.dequantize().numpy())
 
 
+def test_quantize_linear_u8_is_onnx_quantize_linear():
+    """ONNX's formula (ONNX Runtime's bits): x / scale (a float32 division, not a product with
+    the reciprocal), rounded half to even, zero point added, saturated; NaN -> 0. Against
+    numpy float64 on the float32 quotient, with exact ties and values next to them."""
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(2000) * 4).astype(np.float32)
+    ties = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 127.5, -128.5], np.float32)
+    for scale, zp in ((0.02, 128), (0.1, 0), (1e-3, 255), (0.037, 17), (1.0, 3), (0.3, 0)):
+        xs = np.concatenate([x, ties * np.float32(scale), np.float32([np.nan, np.inf, -np.inf])])
+        xs = np.concatenate([xs, np.nextafter(xs[-11:-3], np.float32(np.inf))])
+        q = np.empty(xs.shape, np.uint8)
+        C.quantize_linear_u8(xs, q, xs.size, scale, zp)
+        y = (xs / np.float32(scale)).astype(np.float64)  # the float32 quotient
+        want = np.clip(np.rint(np.nan_to_num(y, nan=-1e9)) + zp, 0, 255).astype(np.uint8)
+        np.testing.assert_array_equal(q, want)
+    with pytest.raises(ValueError, match="zero_point"):
+        C.quantize_linear_u8(x, np.empty(x.shape, np.uint8), x.size, 0.1, 256)
+
+
 def test_max_pool2d_u8_is_max_pool_of_dequantized():
     rng = np.random.default_rng(1)
     x = rng.integers(0, 256, (2, 3, 7, 6), dtype=np.uint8)

@@ -10,6 +10,7 @@ from . import (
     linalg,
     nn,
     pool,
+    qlinear,
     quantize,
     reduce,
     resize,
@@ -19,8 +20,8 @@ from . import (
 
 HANDLERS: dict = {}
 _FAMILIES = (
-    attention, creation, elementwise, indexing, joining, linalg, nn, pool, quantize, reduce,
-    resize, shape, unary,
+    attention, creation, elementwise, indexing, joining, linalg, nn, pool, qlinear, quantize,
+    reduce, resize, shape, unary,
 )  # fmt: skip
 for _family in _FAMILIES:
     for _op, _fn in _family.HANDLERS.items():

@@ -80,6 +80,15 @@ class Tracer:
                 self.dynamic.add(node.output)
         return result
 
+    def record(self, op: str, inputs: list, attrs: dict, result: Tensor) -> None:
+        """``result`` = runtime op ``op`` (ir/fused.py, ir/quantized.py) of ``inputs``: one node
+        (``apply_runtime_op``)."""
+        names = [self.name_of(t) for t in inputs]
+        node = self.graph.add_node(op, names, tuple(result.shape), result.dtype, dict(attrs))
+        self._bind(result, node.output)
+        if not self.dynamic.isdisjoint(names):
+            self.dynamic.add(node.output)
+
     def _bind(self, t: Tensor, name: str) -> None:
         self.names[id(t)] = name
         self.data_names[id(t._data)] = name
@@ -135,6 +144,27 @@ class Tracer:
         if self.sources is not None:
             self.sources.append((t, t._vbox[0]))
         return name
+
+
+def apply_runtime_op(op: str, inputs: list, attrs: dict) -> Tensor:
+    """Op ``op`` of the runtime's own table (a fused or quantized op, which has no registry
+    entry) applied to the Tensors ``inputs``: computed by its reference evaluator and, under a
+    capture on this thread, recorded as one node. How a frontend that already knows the
+    runtime's form (the ONNX importer's QuantizeLinear -> ``quantize_linear``) emits it."""
+    from ..ir.ops import op_info  # noqa: PLC0415 - the op table fills on first use
+    from ..ir.shapes import FUSED_DTYPES, FUSED_SHAPES  # noqa: PLC0415
+
+    arrays = [np.ascontiguousarray(t._host()) for t in inputs]
+    dtypes = [t.dtype for t in inputs]
+    shape = FUSED_SHAPES[op]([tuple(a.shape) for a in arrays], attrs)
+    typed = FUSED_DTYPES.get(op)
+    dtype = typed(dtypes, attrs) if typed else dtypes[0]
+    value = np.asarray(op_info(op).evaluate(arrays, attrs, dtypes), dtype=dtype.np)
+    result = Tensor._wrap(np.require(value.reshape(shape), requirements="C"), dtype)
+    tracer = registry.CAPTURE[0]
+    if isinstance(tracer, Tracer) and threading.get_ident() == tracer.thread:
+        tracer.record(op, inputs, attrs, result)
+    return result
 
 
 def trace(

@@ -7,17 +7,21 @@ arithmetic of its kernel) and a lowering to ``gpucore._cpu`` node kinds (cpu/qco
 cpu/qgemm.c); the interpreted executor runs the same binding calls, so both executors give the
 same bits.
 
-- ``quantize_linear(x; scale, zero_point)``: float32 -> uint8, ``clamp(rint(x * (1/scale) +
-  zp), 0, 255)`` (quantize_per_tensor's rounding);
+- ``quantize_linear(x; scale, zero_point[, onnx])``: float32 -> uint8, ``clamp(rint(x * (1/scale)
+  + zp), 0, 255)`` (quantize_per_tensor's rounding), or with ``onnx=True`` ONNX QuantizeLinear's
+  ``clamp(round_half_even(x / scale) + zp, 0, 255)`` (a division, as ONNX Runtime; gpucore.onnx);
 - ``dequantize_linear(q[, scales]; scale, zero_point, axis)``: uint8 -> float32 ``(q - zp) *
-  scale``; with a scales input, an int8 weight dequantized per channel along ``axis`` (what the
-  QDQ form holds before fusion);
-- ``qlinear(a, w, w_scales[, bias]; a_scale, a_zero_point, relu, out_scale, out_zero_point)``:
+  scale``; with a scales input, an int8 weight (or an int32 bias, ONNX's quantized bias)
+  dequantized per channel along ``axis`` (what the QDQ form holds before fusion);
+- ``qlinear(a, w, w_scales[, bias]; a_scale, a_zero_point, relu, out_scale, out_zero_point)``
+  (bias float32, or int32: added to the int32 sums first, as ONNX's QLinearConv / QGemm):
   ``a`` uint8 [..., K] times int8 ``w`` [N, K] (int32 sums), then the requantizing epilogue of
   ``_cpu.qgemm``: uint8 out (``out_scale`` given; relu clips at the zero point) or float32 out
   (``out_scale`` None);
 - ``qconv2d(x, w, w_scales[, bias]; stride, padding, dilation, ...the same)``: groups = 1, the
   padding read as the activation's zero point;
+- ``qmatmul_integer(a, w; a_zero_point)``: ONNX MatMulInteger's exact int32 sums of uint8 ``a``
+  [..., K] and int8 ``w`` [N, K] (``_cpu.qgemm``'s int32 output);
 - ``qmax_pool2d(q; kernel, stride, padding, dilation)``: max pooling of uint8 values (max commutes
   with the monotone quantization, so the parameters pass through unchanged).
 
@@ -141,8 +145,19 @@ def dequantize_ref(q: np.ndarray, scale, zp) -> np.ndarray:
     return ((q.astype(_F32) - _F32(zp)) * np.asarray(scale, _F32)).astype(_F32)
 
 
+def quantize_onnx_ref(x: np.ndarray, scale: float, zp: int) -> np.ndarray:
+    """float32 -> uint8 as ``_cpu.quantize_linear_u8``: ONNX's formula with a float32 division,
+    clamped before rounding (NaN -> 0, as ONNX Runtime)."""
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        y = np.divide(x.astype(_F32), _F32(scale), dtype=_F32)
+    y = np.where(np.isnan(y), _F32(-zp), y)
+    return (np.rint(np.clip(y, _F32(-zp), _F32(255 - zp))) + zp).astype(np.uint8)
+
+
 def _q_shape(shapes, attrs):
     _scale(attrs, "scale"), _zp(attrs, "zero_point")
+    if not isinstance(attrs.get("onnx", False), bool):
+        raise ValueError(f"onnx must be a bool, got {attrs['onnx']!r}")
     return shapes[0]
 
 
@@ -158,7 +173,8 @@ def _dq_shape(shapes, attrs):
 
 
 def _q_eval(arrays, attrs, dtypes=None):
-    return quantize_ref(arrays[0], attrs["scale"], attrs["zero_point"])
+    ref = quantize_onnx_ref if attrs.get("onnx") else quantize_ref
+    return ref(arrays[0], attrs["scale"], attrs["zero_point"])
 
 
 def _dq_eval(arrays, attrs, dtypes=None):
@@ -175,7 +191,7 @@ def _q_lower(out, arrays, attrs, scratch):
     if x.dtype != _F32 or not x.flags.c_contiguous:
         return None
     args = (x.reshape(-1), out.reshape(-1), x.size, attrs["scale"], attrs["zero_point"])
-    return [("quantize_u8", args)]
+    return [("quantize_linear_u8" if attrs.get("onnx") else "quantize_u8", args)]
 
 
 def _dq_lower(out, arrays, attrs, scratch):
@@ -203,8 +219,10 @@ defruntime("dequantize_linear", evaluate=_dq_eval, run=_run(_dq_lower, _dq_eval)
 FUSED_SHAPES["quantize_linear"] = _q_shape
 FUSED_SHAPES["dequantize_linear"] = _dq_shape
 FUSED_DTYPES["quantize_linear"] = lambda dtypes, attrs: _need(dtypes, D.float32, D.uint8)
-FUSED_DTYPES["dequantize_linear"] = lambda dtypes, attrs: _need(
-    dtypes, D.int8 if len(dtypes) == 2 else D.uint8, D.float32
+FUSED_DTYPES["dequantize_linear"] = lambda dtypes, attrs: (
+    _need(dtypes, D.int32 if dtypes[0] is D.int32 else D.int8, D.float32)
+    if len(dtypes) == 2
+    else _need(dtypes, D.uint8, D.float32)
 )
 
 
@@ -220,6 +238,9 @@ def requantize_ref(acc: np.ndarray, attrs: dict, w_scales: np.ndarray, bias) -> 
     operation rounded on its own, as the kernel)."""
     a_scale, _, out_scale, out_zp, relu = _epilogue(attrs)
     s = _F32(a_scale) * w_scales.astype(_F32)
+    if bias is not None and bias.dtype == np.int32:  # ONNX's int32 bias: into the sums
+        acc = (acc.astype(np.int64) + bias).astype(np.int32)  # (wrapping, as the kernel)
+        bias = None
     c = acc.astype(_F32)
     if out_scale is None:
         v = c * s
@@ -252,8 +273,10 @@ def _qlinear_shape(shapes, attrs):
 def _qlinear_dtype(dtypes, attrs):
     if dtypes[0] is not D.uint8 or dtypes[1] is not D.int8:
         raise ValueError("expects uint8 input and int8 weight")
-    if any(d is not D.float32 for d in dtypes[2:]) or len(dtypes) not in (3, 4):
+    if list(dtypes[2:3]) != [D.float32] or len(dtypes) not in (3, 4):
         raise ValueError("expects float32 scales[, bias]")
+    if len(dtypes) == 4 and dtypes[3] not in (D.float32, D.int32):
+        raise ValueError(f"expects a float32 or int32 bias, got {dtypes[3].name}")
     return D.float32 if attrs.get("out_scale") is None else D.uint8
 
 
@@ -356,6 +379,45 @@ FUSED_SHAPES["qlinear"] = _qlinear_shape
 FUSED_SHAPES["qconv2d"] = _qconv_shape
 FUSED_DTYPES["qlinear"] = _qlinear_dtype
 FUSED_DTYPES["qconv2d"] = _qlinear_dtype
+
+
+# ----------------------------------------------------------------------- integer matmul
+def _qmm_shape(shapes, attrs):
+    _zp(attrs, "a_zero_point")
+    a, w = shapes
+    if len(a) < 1 or len(w) != 2 or a[-1] != w[1]:
+        raise ValueError(f"input {a} and weight {w} do not fit")
+    return tuple(a[:-1]) + (w[0],)
+
+
+def _qmm_dtype(dtypes, attrs):
+    if list(dtypes) != [D.uint8, D.int8]:
+        raise ValueError("expects uint8 input and int8 weight")
+    return D.int32
+
+
+def _qmm_eval(arrays, attrs, dtypes=None):
+    a, w = arrays
+    acc = (a.astype(np.int64) - attrs["a_zero_point"]) @ w.astype(np.int64).T
+    return acc.astype(np.int32)
+
+
+def _qmm_lower(out, arrays, attrs, scratch):
+    a, w = arrays
+    if not a.flags.c_contiguous:
+        return None
+    k = w.shape[1]
+    m = a.size // k if k else math.prod(a.shape[:-1])
+    args = (a.reshape(-1), packed_weight(w), out.reshape(-1), m, 1.0, attrs["a_zero_point"])
+    return [("qgemm", args + (None, None, False, 1.0, 0))]
+
+
+# ``qmatmul_integer(a, w; a_zero_point)``: ONNX's MatMulInteger on the int8 GEMM: uint8 ``a``
+# [..., K] minus its zero point times int8 ``w`` [N, K], the exact int32 sums (``_cpu.qgemm``'s
+# int32 output)
+defruntime("qmatmul_integer", evaluate=_qmm_eval, run=_run(_qmm_lower, _qmm_eval), lower=_qmm_lower)
+FUSED_SHAPES["qmatmul_integer"] = _qmm_shape
+FUSED_DTYPES["qmatmul_integer"] = _qmm_dtype
 
 
 # ----------------------------------------------------------------------------- max pool

@@ -3,7 +3,9 @@ graph), tested alone in tests/runtime/passes/. ``optimize`` runs the default pip
 fixed point.
 
 Order matters in one place: the GEMM absorptions run before constant folding, which would
-otherwise materialise a transposed weight and hide the pattern (the runtime seed's lesson).
+otherwise materialise a transposed weight and hide the pattern (the runtime seed's lesson);
+for the same reason constant folding leaves the dequantized int8 weights of gemm / conv2d nodes
+with a dequantized input to ``fuse_quantized`` (passes/quantize.py).
 """
 
 from __future__ import annotations
@@ -20,6 +22,13 @@ from .fuse import (
 )
 from .matmul import absorb_transposes, fold_scalars, matmul_to_gemm
 from .primitives import split_clamp
+from .quantize import (
+    fold_dequantized_constants,
+    fuse_quantized,
+    pool_uint8,
+    remove_qdq_pairs,
+    sink_dequantize,
+)
 from .views import compose_views, sink_views
 
 PIPELINE = (
@@ -38,6 +47,13 @@ PIPELINE = (
     fuse_attention,
     fuse_gemm_epilogue,
     split_clamp,
+    # the QDQ form an ONNX model brings (gpucore.onnx: QuantizeLinear / DequantizeLinear / QLinear*)
+    # onto the int8 ops: no-ops on graphs without quantize nodes
+    sink_dequantize,
+    pool_uint8,
+    remove_qdq_pairs,
+    fuse_quantized,
+    fold_dequantized_constants,
     eliminate_dead_code,
 )
 
@@ -45,7 +61,13 @@ PIPELINE = (
 # The Vulkan executor's pipeline: SiLU, whose fused op has a C kernel but no shader yet, is left
 # out (its primitive ops run as shaders); layer norm and attention have their own shaders
 # (gpucore/backends/vulkan/kernels/fused.py).
-VULKAN_PIPELINE = tuple(p for p in PIPELINE if p is not fuse_silu)
+VULKAN_PIPELINE = tuple(
+    p
+    for p in PIPELINE
+    # nor the int8 ops (no int8 shaders: gpucore.onnx keeps quantization as float compositions
+    # there, and a MaxPool of uint8 values stays a float pool)
+    if p not in (fuse_silu, sink_dequantize, pool_uint8, remove_qdq_pairs, fuse_quantized)
+)
 
 
 def optimize(graph: Graph, passes=PIPELINE, max_rounds: int = 8) -> Graph:

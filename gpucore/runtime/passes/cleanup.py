@@ -38,6 +38,8 @@ def constant_fold(graph: Graph) -> bool:
             continue
         if node.output in graph.outputs:
             continue  # an output stays a node's output (the executors copy outputs out)
+        if _fusable_dequantize(graph, node):
+            continue
         ins = [graph.tensors[i] for i in node.inputs]
         info = graph.tensors[node.output]
         nbytes = info.dtype.itemsize * int(np.prod(info.shape, dtype=np.int64))
@@ -54,6 +56,22 @@ def constant_fold(graph: Graph) -> bool:
     if changed:
         eliminate_dead_code(graph)
     return changed
+
+
+def _fusable_dequantize(graph: Graph, node) -> bool:
+    """A per-channel dequantized int8 weight or int32 bias (the QDQ form, passes/quantize.py)
+    that only gemm / conv2d nodes with a dequantized input read: it stays a node, for
+    ``fuse_quantized`` to take the integers themselves."""
+    if node.op != "dequantize_linear" or len(node.inputs) != 2:
+        return False
+    readers = graph.readers(node.output)
+    for r in readers:
+        x = graph.producer.get(r.inputs[0])
+        if r.op not in ("gemm", "conv2d") or r.inputs[0] == node.output:
+            return False
+        if x is None or x.op != "dequantize_linear" or len(x.inputs) != 1:
+            return False
+    return bool(readers)
 
 
 def eliminate_common_subexpressions(graph: Graph) -> bool:

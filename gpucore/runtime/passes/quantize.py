@@ -9,6 +9,8 @@
 2. ``sink_dequantize``: a view (reshape, flatten, ...) or ``max_pool2d`` of a dequantized tensor
    runs on the uint8 values instead (``qmax_pool2d``), the dequantize moving below it (max
    commutes with the monotone quantization);
+   ``pool_uint8``: max pooling of uint8 values converted to float32 and back (an ONNX MaxPool
+   on a quantized tensor) is ``qmax_pool2d`` too;
 3. ``remove_qdq_pairs``: ``quantize_linear(dequantize_linear(q))`` with the same parameters is
    ``q``;
 4. ``fuse_quantized``: ``dequantize(x) -> gemm / conv2d(dequantized weight, bias) [-> relu]
@@ -16,7 +18,11 @@
    when a quantize follows, else float32 out), so chains of quantized layers pass uint8 between
    them.
 
-``QUANT_PIPELINE`` runs 2-4 (and dead-code elimination) after ``insert_qdq``.
+5. ``fold_dequantized_constants``: a per-channel dequantized constant no fusion took becomes
+   a float32 constant.
+
+``QUANT_PIPELINE`` runs 2-5 (and dead-code elimination) after ``insert_qdq``; the runtime's
+``PIPELINE`` runs them too, for the QDQ form an ONNX model brings (gpucore.onnx).
 """
 
 from __future__ import annotations
@@ -164,6 +170,33 @@ def _plain_pool(attrs: dict) -> bool:
     return k is not None and p is not None and all(2 * pp <= kk for kk, pp in zip(k, p))
 
 
+def pool_uint8(graph: Graph) -> bool:
+    """to_dtype(uint8 -> float32) -> max_pool2d -> to_dtype(uint8) -> qmax_pool2d: max pooling
+    of 8-bit values as an ONNX model's MaxPool on a quantized tensor computes it (exact: every
+    uint8 is a float32, and max commutes with the conversion)."""
+    changed = False
+    for pool in list(graph.order()):
+        if pool.op != "max_pool2d" or pool not in graph.nodes or not _plain_pool(pool.attrs):
+            continue
+        up = graph.producer.get(pool.inputs[0])
+        down = graph.sole_consumer(pool.output)
+        if up is None or down is None or up.op != "to_dtype" or down.op != "to_dtype":
+            continue
+        t = graph.tensors
+        if t[up.inputs[0]].dtype.name != "uint8" or t[down.output].dtype.name != "uint8":
+            continue
+        if graph.sole_consumer(up.output) is not pool:
+            continue
+        attrs = {k: tuple(pool.attrs[k]) for k in ("kernel", "stride", "padding", "dilation")}
+        info = t[down.output]
+        q = graph.add_node("qmax_pool2d", [up.inputs[0]], info.shape, info.dtype, attrs)
+        graph.bypass(down, q.output)
+        changed = True
+    if changed:
+        eliminate_dead_code(graph)
+    return changed
+
+
 def remove_qdq_pairs(graph: Graph) -> bool:
     """quantize_linear(dequantize_linear(q)) with the same scale and zero point -> q."""
     changed = False
@@ -182,14 +215,55 @@ def remove_qdq_pairs(graph: Graph) -> bool:
     return changed
 
 
-def _weight_dq(graph: Graph, name: str):
-    """(int8 weight, scales) names when ``name`` is a per-channel dequantized constant."""
+def _channel_dq(graph: Graph, name: str, dtype: str):
+    """The per-channel dequantize node of a ``dtype`` constant producing ``name``, or None."""
     node = graph.producer.get(name)
     if node is None or node.op != "dequantize_linear" or len(node.inputs) != 2:
         return None
-    if node.attrs.get("axis") != 0 or not all(graph.is_constant(n) for n in node.inputs):
+    if not all(graph.is_constant(n) for n in node.inputs):
         return None
-    return node.inputs
+    return node if graph.tensors[node.inputs[0]].dtype.name == dtype else None
+
+
+def _weight_dq(graph: Graph, w_dq, trans_b: bool, n_out: int):
+    """(int8 weight [out, in], scales [out]) of per-channel dequantize node ``w_dq``, each a
+    constant's name or a new array, or None: the scales along axis 0 of [out, in] (conv2d, gemm
+    with trans_b) or along axis 1 of a 2-D [in, out] (gemm without: ONNX MatMul's weight, then
+    transposed), or along any axis when they are all equal (a per-tensor weight)."""
+    w = graph.tensors[w_dq.inputs[0]]
+    s = graph.tensors[w_dq.inputs[1]].data
+    scales = w_dq.inputs[1]
+    if w_dq.attrs.get("axis") != (0 if trans_b else 1):
+        if not (s.size and np.all(s == s.reshape(-1)[0])):
+            return None
+        scales = np.full(n_out, s.reshape(-1)[0], np.float32)
+    if trans_b:
+        return (w_dq.inputs[0], scales) if w.shape[0] == n_out else None
+    if len(w.shape) != 2 or w.shape[1] != n_out:
+        return None
+    return np.ascontiguousarray(w.data.T), scales
+
+
+def _named(graph: Graph, v, hint: str) -> str:
+    """``v`` (a constant's name, or an array to become one)."""
+    return v if isinstance(v, str) else graph.add_constant(v, name=_free(graph, hint))
+
+
+def _bias(graph: Graph, name: str, a_scale: float, scales: np.ndarray, n_out: int):
+    """The fused op's bias for ``name``: a float32 constant [n_out] as it is; an int32 constant
+    dequantized with scales a_scale * w_scales (ONNX's quantized bias) as those integers, which
+    the kernel adds to its sums; other dequantized int32 constants as float32; else None."""
+    info = graph.tensors[name]
+    if graph.is_constant(name):
+        return name if info.shape == (n_out,) and info.dtype.name == "float32" else None
+    node = _channel_dq(graph, name, "int32")
+    if node is None or node.attrs.get("axis") != 0 or info.shape != (n_out,):
+        return None
+    q, s = (graph.tensors[n].data for n in node.inputs)
+    want = np.float32(a_scale) * scales.astype(np.float32)
+    if np.array_equal(s.astype(np.float32), want):
+        return node.inputs[0]
+    return graph.add_constant((q.astype(np.float32) * s.astype(np.float32)).astype(np.float32))
 
 
 def fuse_quantized(graph: Graph) -> bool:
@@ -201,31 +275,30 @@ def fuse_quantized(graph: Graph) -> bool:
         xdq = graph.producer.get(node.inputs[0])
         if xdq is None or xdq.op != "dequantize_linear" or len(xdq.inputs) != 1:
             continue
-        wq = _weight_dq(graph, node.inputs[1])
-        if wq is None:
-            continue
+        a = node.attrs
         if node.op == "gemm":
-            a = node.attrs
-            if (
-                a["trans_a"]
-                or not a["trans_b"]
-                or a["alpha"] != 1.0
-                or a["act"]
-                not in (
-                    None,
-                    "relu",
-                )
-            ):
+            if a["trans_a"] or a["alpha"] != 1.0 or a["act"] not in (None, "relu"):
                 continue
             relu = a["act"] == "relu"
-        elif node.attrs.get("groups", 1) != 1:
+        elif a.get("groups", 1) != 1:
             continue
         else:
             relu = False
-        bias = node.inputs[2:]
-        n_out = graph.tensors[wq[0]].shape[0]
-        if bias and (not graph.is_constant(bias[0]) or graph.tensors[bias[0]].shape != (n_out,)):
+        trans_b = node.op == "conv2d" or a["trans_b"]
+        w_dq = _channel_dq(graph, node.inputs[1], "int8")
+        n_out = graph.tensors[node.output].shape[1 if node.op == "conv2d" else -1]
+        weight = None if w_dq is None else _weight_dq(graph, w_dq, trans_b, n_out)
+        if weight is None:
             continue
+        s = weight[1] if not isinstance(weight[1], str) else graph.tensors[weight[1]].data
+        bias = node.inputs[2:]
+        if bias:
+            b = _bias(graph, bias[0], xdq.attrs["scale"], s, n_out)
+            if b is None:
+                continue
+            bias = [b]
+        base = w_dq.inputs[0]
+        wq = [_named(graph, weight[0], f"{base}.t"), _named(graph, weight[1], f"{base}.scales")]
         last = node
         nxt = graph.sole_consumer(last.output)
         if not relu and nxt is not None and nxt.op == "relu":
@@ -249,4 +322,31 @@ def fuse_quantized(graph: Graph) -> bool:
     return changed
 
 
-QUANT_PIPELINE = (sink_dequantize, remove_qdq_pairs, fuse_quantized, eliminate_dead_code)
+def fold_dequantized_constants(graph: Graph) -> bool:
+    """Per-channel dequantized constants no ``fuse_quantized`` took (a grouped convolution's
+    weight, a MatMul weight quantized along its rows, ...) become float32 constants, as constant
+    folding would have made them: the float op reads them as it would read any weight."""
+    changed = False
+    for node in list(graph.order()):
+        if node.op != "dequantize_linear" or len(node.inputs) != 2 or node not in graph.nodes:
+            continue
+        if not all(graph.is_constant(n) for n in node.inputs) or node.output in graph.outputs:
+            continue
+        value = op_info(node.op).evaluate(
+            [graph.tensors[n].data for n in node.inputs], node.attrs, None
+        )
+        name = graph.add_constant(np.ascontiguousarray(value, np.float32))
+        graph.replace_uses(node.output, name)
+        graph.remove_node(node)
+        changed = True
+    return changed
+
+
+QUANT_PIPELINE = (
+    sink_dequantize,
+    pool_uint8,
+    remove_qdq_pairs,
+    fuse_quantized,
+    fold_dequantized_constants,
+    eliminate_dead_code,
+)

@@ -147,6 +147,39 @@ def test_extremes_do_not_overflow():
         C.qgemm_pack(np.zeros(3 * (k + 1), np.int8), k + 1, 3, 1)
 
 
+def test_int32_bias_joins_the_sums():
+    """An int32 bias (ONNX's quantized bias of QLinearConv / QGemm) is added to the exact sums
+    before the float32 epilogue: float32(c + bias) * s, as ONNX Runtime requantizes; every
+    output form but int32, both activation types, zero points, both weight layouts."""
+    for i, (m, n, k) in enumerate(SHAPES[:14]):
+        for kind in "fBb":
+            c = make_case(100 + i, m, n, k, kind, trans=i % 2, a_signed=i % 3 == 1, bias=False)
+            ib = np.random.default_rng(i).integers(-(2**20), 2**20, n).astype(np.int32)
+            p = C.qgemm_pack(c["w"], k, n, c["trans"])
+            out = np.empty((m, n), KINDS[kind])
+            C.qgemm(c["a"], p, out, m, 0.02, c["a_zp"], c["ws"], ib, c["relu"], c["out_scale"],
+                    c["out_zp"])  # fmt: skip
+            b = (c["w"].T if c["trans"] else c["w"]).astype(np.int64)
+            acc = ((c["a"].astype(np.int64) - c["a_zp"]) @ b + ib).astype(np.int32)
+            s = F32(0.02) * c["ws"]
+            if kind == "f":
+                v = acc.astype(F32) * s
+                want = np.where(v < 0, F32(0), v) if c["relu"] else v
+            else:
+                t = np.rint(acc.astype(F32) * (s / F32(c["out_scale"]))) + F32(c["out_zp"])
+                lo, hi = (0, 255) if kind == "B" else (-128, 127)
+                lo = max(lo, c["out_zp"]) if c["relu"] else lo
+                want = np.clip(t, F32(lo), F32(hi)).astype(out.dtype)
+            np.testing.assert_array_equal(out, want, err_msg=f"{(m, n, k)} {kind}")
+    p = C.qgemm_pack(np.ones((4, 3), np.int8), 3, 4, 1)
+    with pytest.raises(TypeError, match="bias"):  # neither float32 nor int32
+        C.qgemm(np.ones((2, 3), np.uint8), p, np.empty((2, 4), np.float32), 2, 0.1, 0,
+                np.ones(4, np.float32), np.ones(4, np.int64), 0, 1.0, 0)  # fmt: skip
+    with pytest.raises(ValueError, match="bias"):  # too short
+        C.qgemm(np.ones((2, 3), np.uint8), p, np.empty((2, 4), np.float32), 2, 0.1, 0,
+                np.ones(4, np.float32), np.ones(3, np.int32), 0, 1.0, 0)  # fmt: skip
+
+
 def test_requantization_saturates_and_rounds_half_to_even():
     # sums of 1 * w give exactly w; out_scale 2 puts w / 2 on the .5 ties
     k, n = 1, 8

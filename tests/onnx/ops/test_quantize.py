@@ -42,6 +42,22 @@ def test_integer_matmuls():
     b = (np.arange(8, dtype=np.int32).reshape(4, 2) * 7 % 256).astype(np.uint8)
     zps = [np.array(3, np.uint8), np.array(5, np.uint8)]
     check_op("MatMulInteger", [a, b, *zps], opset=10, static=(2, 3), out=np.int32)
+    # a static int8 B with zero point 0: the int8 GEMM (qmatmul_integer), A's zero point static
+    # or a graph input (subtracted as zp * colsum(B))
+    bi = (np.arange(8, dtype=np.int32).reshape(4, 2) * 37 % 255 - 127).astype(np.int8)
+    args = [a, bi, zps[0], np.array(0, np.int8)]
+    check_op("MatMulInteger", args, opset=10, static=(1, 2, 3), out=np.int32)
+    check_op("MatMulInteger", args, opset=10, static=(1, 3), out=np.int32)
     args = [a, np.array(0.1, F32), zps[0], b, np.array(0.2, F32), zps[1], np.array(0.3, F32),
             np.array(7, np.uint8)]  # fmt: skip
     check_op("QLinearMatMul", args, opset=10, static=(1, 2, 4, 5, 6, 7), out=np.uint8)
+
+
+def test_conv_integer():
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 256, (2, 3, 7, 6), dtype=np.uint8)
+    w = rng.integers(0, 256, (4, 3, 3, 3), dtype=np.uint8)
+    zps = [np.array(120, np.uint8), np.array(131, np.uint8)]
+    check_op("ConvInteger", [x, w, *zps], {"pads": [1, 1, 1, 1]}, opset=10, static=(1, 2, 3),
+             out=np.int32)  # fmt: skip
+    check_op("ConvInteger", [x, w], {"strides": [2, 1]}, opset=10, static=(1,), out=np.int32)

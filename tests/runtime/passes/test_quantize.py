@@ -10,9 +10,11 @@ from runtime_models import rand, run_graph
 
 from gpucore import dtypes as D
 from gpucore.runtime.ir.graph import Graph
+from gpucore.runtime.passes.cleanup import constant_fold
 from gpucore.runtime.passes.quantize import (
     fuse_quantized,
     insert_qdq,
+    pool_uint8,
     quantize_weight,
     remove_qdq_pairs,
     sink_dequantize,
@@ -172,3 +174,72 @@ def test_fuse_quantized_conv_relu_requant():
     assert conv.attrs["relu"] and conv.attrs["out_scale"] == 0.06
     (got,) = run_graph(g, [xs])
     np.testing.assert_allclose(got, unfused, atol=0.06 * 2 * 6, rtol=1e-3)
+
+
+def _onnx_qdq_gemm(axis: int, bias_scale_factor: float):
+    """The QDQ form an ONNX model brings: DQ(x) -> gemm(DQ(int8 w) per channel, DQ(int32 b))
+    -> Q -> DQ; the weight [5, 6] along axis 0 (trans_b) or [6, 5] along axis 1 (MatMul's)."""
+    rng = np.random.default_rng(11)
+    g = Graph()
+    x = g.add_input("x", (4, 6), D.uint8)
+    a = {"scale": 0.02, "zero_point": 7}
+    xd = g.add_node("dequantize_linear", [x], (4, 6), D.float32, a)
+    wq = rng.integers(-128, 128, (5, 6)).astype(np.int8)
+    ws = (rng.random(5) * 0.02 + 0.005).astype(F)
+    wq = wq if axis == 0 else np.ascontiguousarray(wq.T)
+    w = g.add_node("dequantize_linear", [g.add_constant(wq), g.add_constant(ws)], wq.shape,
+                   D.float32, {"axis": axis})  # fmt: skip
+    bq = rng.integers(-3000, 3000, 5).astype(np.int32)
+    bs = (F(0.02) * ws * F(bias_scale_factor)).astype(F)
+    b = g.add_node("dequantize_linear", [g.add_constant(bq), g.add_constant(bs)], (5,),
+                   D.float32, {"axis": 0})  # fmt: skip
+    attrs = {"trans_a": False, "trans_b": axis == 0, "alpha": 1.0, "act": None}
+    y = g.add_node("gemm", [xd.output, w.output, b.output], (4, 5), D.float32, attrs)
+    o = {"scale": 0.05, "zero_point": 120, "onnx": True}
+    q = g.add_node("quantize_linear", [y.output], (4, 5), D.uint8, o)
+    g.outputs = [q.output]
+    return g
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("factor", [1.0, 1.5])
+def test_fuse_quantized_onnx_weights_and_int32_bias(axis, factor):
+    """Weights dequantized along axis 1 (MatMul's [in, out]) are transposed once; an int32 bias
+    whose scale is x_scale * w_scale joins the integer sums (qlinear gets the int32 constant),
+    any other dequantized int32 bias becomes float32. Constant folding leaves the dequantized
+    weight and bias to the fusion."""
+    g = _onnx_qdq_gemm(axis, factor)
+    x = np.random.default_rng(12).integers(0, 256, (4, 6)).astype(np.uint8)
+    (unfused,) = run_graph(g, [x])
+    assert not constant_fold(g)
+    assert fuse_quantized(g)
+    g.validate()
+    assert g.op_counts() == {"qlinear": 1}
+    node = g.nodes[0]
+    w, bias = g.tensors[node.inputs[1]], g.tensors[node.inputs[3]]
+    assert w.shape == (5, 6) and w.dtype is D.int8
+    assert bias.dtype is (D.int32 if factor == 1.0 else D.float32)
+    for executor in ("interpreted", "compiled"):
+        (got,) = run_graph(g, [x], executor)
+        if factor == 1.0:  # the same float32 requantization as the float graph's exact sums
+            acc = (x.astype(np.int64) - 7) @ (w.data.astype(np.int64).T) + bias.data
+            s = (F(0.02) * g.tensors[node.inputs[2]].data) / F(0.05)
+            want = np.clip(np.rint(acc.astype(np.int32).astype(F) * s) + 120, 0, 255)
+            np.testing.assert_array_equal(got, want.astype(np.uint8))
+        assert np.abs(got.astype(int) - unfused.astype(int)).max() <= 1
+
+
+def test_pool_uint8_pools_the_bytes():
+    g = Graph()
+    q = g.add_input("q", (2, 3, 4, 4), D.uint8)
+    up = g.add_node("to_dtype", [q], (2, 3, 4, 4), D.float32, {"dtype": D.float32})
+    pool_attrs = {"kernel": (2, 2), "stride": (2, 2), "padding": (0, 0), "dilation": (1, 1)}
+    pool_attrs.update(ceil_mode=False, src=(2, 3, 4, 4), output_index=0)
+    p = g.add_node("max_pool2d", [up.output], (2, 3, 2, 2), D.float32, pool_attrs)
+    down = g.add_node("to_dtype", [p.output], (2, 3, 2, 2), D.uint8, {"dtype": D.uint8})
+    g.outputs = [down.output]
+    x = np.random.default_rng(0).integers(0, 256, (2, 3, 4, 4)).astype(np.uint8)
+    assert pool_uint8(g)
+    assert g.op_counts() == {"qmax_pool2d": 1}
+    (got,) = run_graph(g, [x], "compiled")
+    np.testing.assert_array_equal(got, x.reshape(2, 3, 2, 2, 2, 2).max(axis=(3, 5)))
