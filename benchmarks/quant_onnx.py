@@ -16,36 +16,15 @@ can move its result by a few steps where gpucore computes the exact integer sums
 from __future__ import annotations
 
 import os
-import statistics
 import tempfile
-import time
 
 import numpy as np
+from quant_models import _paired  # the same alternating timer (run from benchmarks/)
 
 import gpucore as gc
 from gpucore import _cpu
 
 F32 = np.float32
-
-
-def _rate(fn, min_time: float) -> float:
-    """µs per call of fn over at least min_time seconds (one warm-up call)."""
-    fn()
-    reps, t0 = 0, time.perf_counter()
-    while True:
-        fn()
-        reps += 1
-        t = time.perf_counter() - t0
-        if t >= min_time:
-            return t / reps * 1e6
-
-
-def _paired(fns: dict, rounds: int, min_time: float) -> dict:
-    got = {k: [] for k in fns}
-    for _ in range(rounds):
-        for k, fn in fns.items():
-            got[k].append(_rate(fn, min_time))
-    return {k: statistics.median(v) for k, v in got.items()}
 
 
 def _models(rng):

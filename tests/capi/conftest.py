@@ -29,6 +29,16 @@ WARN = ["-std=c11", "-Wall", "-Wextra", "-Wpedantic", "-Werror", "-pthread"]
 SAN = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer"]
 
 # every test module of tests/capi sets pytestmark = NEEDS (a conftest's pytestmark is not inherited)
+# The head of a ctypes script that loads libgpucore (argv[1]) without importing gpucore.
+CTYPES_PRELUDE = """
+import ctypes, sys
+import numpy as np
+lib = ctypes.CDLL(sys.argv[1])
+assert "gpucore" not in sys.modules
+class Err(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_int), ("message", ctypes.c_char * 256)]
+P = ctypes.c_void_p
+"""
 NEEDS = pytest.mark.skipif(
     CC is None or not os.path.exists(capi.get_library_path()),
     reason="needs a C compiler and the built libgpucore (Linux)",

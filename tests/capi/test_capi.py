@@ -19,7 +19,7 @@ import gpucore
 import gpucore.nn.functional as F
 from gpucore import capi
 
-from .conftest import C_DIR, CC, NEEDS, build_plain, run
+from .conftest import C_DIR, CC, CTYPES_PRELUDE, NEEDS, build_plain, run
 
 pytestmark = NEEDS
 
@@ -225,14 +225,9 @@ def test_pkg_config_and_the_helpers(tmp_path):
     assert cli.stdout.strip() == gpucore.get_pkg_config_dir() and cli.stderr == ""
 
 
-CTYPES = """
-import ctypes, sys
-import numpy as np
-lib = ctypes.CDLL(sys.argv[1])
-assert "gpucore" not in sys.modules
-class Err(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_int), ("message", ctypes.c_char * 256)]
-P = ctypes.c_void_p
+CTYPES = (
+    CTYPES_PRELUDE
+    + """
 lib.gc_version.restype = ctypes.c_char_p
 lib.gc_tensor_from_buffer.restype = P
 lib.gc_tensor_from_buffer.argtypes = [P, ctypes.c_size_t, P, ctypes.c_int, ctypes.c_int,
@@ -263,6 +258,7 @@ assert lib.gc_tensor_free(ta, ctypes.byref(err)) == -1
 assert "gpucore" not in sys.modules
 print("ctypes ok", lib.gc_version().decode())
 """
+)
 
 
 def test_ctypes_without_importing_gpucore(tmp_path):

@@ -20,7 +20,7 @@ import gpucore
 from gpucore import capi, runtime
 from gpucore.runtime import c_program
 
-from .conftest import NEEDS, run
+from .conftest import CTYPES_PRELUDE, NEEDS, run
 from .test_model import _check_fuzz, hostile_files
 
 pytestmark = [
@@ -74,14 +74,9 @@ def test_eight_threads_run_one_int8_model(programs, saved, name):
     assert run(programs("model"), "threads", path, inp, 8, 20).splitlines()[-1] == "ok"
 
 
-CTYPES = """
-import ctypes, sys
-import numpy as np
-lib = ctypes.CDLL(sys.argv[1])
-assert "gpucore" not in sys.modules
-class Err(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_int), ("message", ctypes.c_char * 256)]
-P = ctypes.c_void_p
+CTYPES = (
+    CTYPES_PRELUDE
+    + """
 lib.gc_model_load.restype = P
 lib.gc_model_load.argtypes = [ctypes.c_char_p, P, ctypes.POINTER(Err)]
 lib.gc_model_run_buffers.argtypes = [P, P, P, ctypes.c_int, P, P, ctypes.c_int,
@@ -102,6 +97,7 @@ assert lib.gc_model_free(m, ctypes.byref(err)) == 0
 assert "gpucore" not in sys.modules
 print("ctypes ok")
 """
+)
 
 
 def test_ctypes_runs_an_int8_model_without_gpucore(saved, tmp_path):

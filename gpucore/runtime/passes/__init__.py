@@ -22,13 +22,7 @@ from .fuse import (
 )
 from .matmul import absorb_transposes, fold_scalars, matmul_to_gemm
 from .primitives import split_clamp
-from .quantize import (
-    fold_dequantized_constants,
-    fuse_quantized,
-    pool_uint8,
-    remove_qdq_pairs,
-    sink_dequantize,
-)
+from .quantize import QUANT_PIPELINE, fuse_quantized, pool_uint8, remove_qdq_pairs, sink_dequantize
 from .views import compose_views, sink_views
 
 PIPELINE = (
@@ -48,13 +42,8 @@ PIPELINE = (
     fuse_gemm_epilogue,
     split_clamp,
     # the QDQ form an ONNX model brings (gpucore.onnx: QuantizeLinear / DequantizeLinear / QLinear*)
-    # onto the int8 ops: no-ops on graphs without quantize nodes
-    sink_dequantize,
-    pool_uint8,
-    remove_qdq_pairs,
-    fuse_quantized,
-    fold_dequantized_constants,
-    eliminate_dead_code,
+    # onto the int8 ops: no-ops on graphs without quantize nodes (ends with eliminate_dead_code)
+    *QUANT_PIPELINE,
 )
 
 
