@@ -19,6 +19,7 @@ import gpucore
 from gpucore.runtime import c_program
 
 from .conftest import NEEDS, run
+from .test_model import _check_fuzz, hostile_files
 
 pytestmark = [
     NEEDS,
@@ -28,7 +29,7 @@ pytestmark = [
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "runtime"))
 sys.path.insert(0, str(TESTS / "onnx"))
-from ort_quantized import model_input, quantized, run_ort  # noqa: E402
+from ort_quantized import float_out, model_input, quantized, run_ort  # noqa: E402
 from quantized_models import program_nodes, program_words, with_program  # noqa: E402
 
 import gpucore.onnx as gx  # noqa: E402
@@ -57,11 +58,15 @@ def saved(tmp_path_factory):
     d = tmp_path_factory.mktemp("onnx_qmodels")
     out = {}
     for name, fmt, act in CASES:
-        cm = gx.load(quantized(d, name, fmt, act))
+        if act == "float_out":
+            src = float_out(quantized(d, name, fmt, "QInt8"))
+        else:
+            src = quantized(d, name, fmt, act)
+        cm = gx.load(src)
         assert all(ex.python_steps == 0 for ex in cm.executors())
         x = model_input(name, EXAMPLE_SIZE)  # C runs the dynamic batch "N" at the example's size
         want = cm(gpucore.from_numpy(x)).numpy()
-        np.testing.assert_array_equal(want, run_ort(str(d / f"{name}_{fmt}_{act}.onnx"), x))
+        np.testing.assert_array_equal(want, run_ort(src, x))
         path = d / f"{name}_{fmt}_{act}.gcm"
         cm.save(path)
         x.tofile(d / f"{name}_{fmt}_{act}.in")
@@ -158,12 +163,22 @@ def test_tampered_quantize_linear_and_int32_bias_are_refused(programs, tampered_
     _check_tampered(run(programs("model"), "fuzz", *[p for p, _ in tampered_files]), tampered_files)
 
 
-def test_onnx_int8_models_under_asan_and_ubsan(programs, asan_lib, saved, tampered_files,
+@pytest.fixture(scope="module")
+def hostile(saved, tmp_path_factory):
+    return hostile_files(saved["cnn", "QOperator", "QUInt8"][0], tmp_path_factory.mktemp("oh"))
+
+
+def test_hostile_onnx_int8_model_files(programs, hostile):
+    _check_fuzz(run(programs("model"), "fuzz", *hostile), len(hostile))
+
+
+def test_onnx_int8_models_under_asan_and_ubsan(programs, asan_lib, saved, tampered_files, hostile,
                                                tmp_path):  # fmt: skip
     exe = programs("model", "asan", asan_lib)
-    for case in (("cnn", "QOperator", "QInt8"), ("mlp", "QDQ", "QUInt8")):
+    for case in (("cnn", "QOperator", "QInt8"), ("mlp", "QDQ", "QUInt8"), CASES[-1]):
         path, inp, want = saved[case]
         assert run(exe, "run", path, inp, tmp_path / "o.bin").splitlines()[-1] == "ok"
         got = np.fromfile(tmp_path / "o.bin", np.float32).reshape(want.shape)
         np.testing.assert_array_equal(got, want)  # the portable int8 kernels: the same bits
     _check_tampered(run(exe, "fuzz", *[p for p, _ in tampered_files]), tampered_files)
+    _check_fuzz(run(exe, "fuzz", *hostile), len(hostile))

@@ -123,3 +123,19 @@ def graph_ops(cm) -> set:
 def model_input(name, batch, seed=5):
     """A random float32 input of MODELS[name] with this batch size."""
     return np.random.default_rng(seed).standard_normal((batch, *MODELS[name][1])).astype(F32)
+
+
+def float_out(path: str) -> str:
+    """The QOperator model at ``path`` with its last QGemm writing float32 (com.microsoft's QGemm
+    without y_scale) in place of the final DequantizeLinear: a float32 epilogue with the int32
+    bias."""
+    m = onnx.load(path)
+    last = [n for n in m.graph.node if n.op_type == "QGemm"][-1]
+    dq = m.graph.node[len(m.graph.node) - 1]
+    assert dq.op_type == "DequantizeLinear"
+    del last.input[7:]
+    last.output[0] = "y"
+    m.graph.node.remove(dq)
+    out = path.replace(".onnx", "_float_out.onnx")
+    onnx.save(m, out)
+    return out
