@@ -8,6 +8,7 @@ message naming the node, also under the sanitizers."""
 
 from __future__ import annotations
 
+import shutil
 import struct
 import sys
 from pathlib import Path
@@ -38,6 +39,7 @@ from gpucore.onnx.importer import EXAMPLE_SIZE  # noqa: E402
 CASES = [
     (n, f, a) for n in ("cnn", "mlp") for f in ("QDQ", "QOperator") for a in ("QUInt8", "QInt8")
 ]
+CASES.append(("mlp", "QOperator", "float_out"))  # the last QGemm's float32 epilogue (int32 bias)
 INT32 = c_program.DTYPE_CODE[np.dtype(np.int32)]
 
 
@@ -84,6 +86,9 @@ def test_the_c_run_gives_the_compiled_executors_bits(programs, saved, case, tmp_
     assert case[0] != "cnn" or {"qconv2d", "max_pool2d_u8"} <= kinds, kinds
     biases = [words[t + 3] for t in _biases(nodes)]
     assert biases and set(biases) == {INT32}, biases  # ONNX's int32 biases, kept as int32
+    if case[2] == "float_out":  # the last qgemm writes float32 (its float epilogue)
+        last = [args for k, _, args in nodes if k == "qgemm"][-1]
+        assert words[last[2][1] + 3] == c_program.DTYPE_CODE[np.dtype(np.float32)]
     out = run(programs("model"), "run", path, inp, tmp_path / "out.bin")
     assert out.splitlines()[-1] == "ok"
     got = np.fromfile(tmp_path / "out.bin", np.float32).reshape(want.shape)
@@ -182,3 +187,16 @@ def test_onnx_int8_models_under_asan_and_ubsan(programs, asan_lib, saved, tamper
         np.testing.assert_array_equal(got, want)  # the portable int8 kernels: the same bits
     _check_tampered(run(exe, "fuzz", *[p for p, _ in tampered_files]), tampered_files)
     _check_fuzz(run(exe, "fuzz", *hostile), len(hostile))
+
+
+def test_onnx_int8_models_under_valgrind(programs, saved, tampered_files):
+    if shutil.which("valgrind") is None:
+        pytest.skip("valgrind is not installed")
+    env = {"GPUCORE_NUM_THREADS": "2"}
+    for case in (("cnn", "QOperator", "QInt8"), CASES[-1]):
+        path, inp, want = saved[case]
+        out = path.parent / "vg.bin"
+        assert run(programs("model"), "run", path, inp, out, valgrind=True, env=env)
+        np.testing.assert_array_equal(np.fromfile(out, np.float32).reshape(want.shape), want)
+    out = run(programs("model"), "fuzz", *[p for p, _ in tampered_files], valgrind=True, env=env)
+    _check_tampered(out, tampered_files)
