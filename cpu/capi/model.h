@@ -61,7 +61,7 @@ typedef struct {
     int64_t gx[2]; /* gather: x's stride along the dim (elements), its size there */
     gc_packed *pk[2]; /* gemm: a / b packed (NULL: not); conv2d: pk[0] the weight */
     gc_qargs q;       /* int8 kinds: qgemm / qconv2d's epilogue (w_scale, bias point into the
-                         constants); quantize / dequantize: a_scale, a_zp */
+                         constants); quantize(_linear) / dequantize: a_scale, a_zp */
     gc_qpacked *qp;   /* qgemm, qconv2d: the packed weights */
     gc_marg a[GC_NODE_MAX_ARGS];
 } gc_mnode;
@@ -113,7 +113,8 @@ int gc_rd_corrupt(gc_rd *r, const char *what);
 /* nodes.c: checks node nd (its arguments read) as its binding would, sets what a run needs
  * (iterators, geometry, f64) and packs its packed constants; 0, or < 0 with r->err set. */
 int gc_mnode_check(gc_rd *r, const gc_model *m, gc_mnode *nd);
-/* qnodes.c: the same for the int8 kinds (GC_NK_QUANTIZE_U8 .. GC_NK_MAX_POOL2D_U8); packs
+/* qnodes.c: the same for the int8 kinds (GC_NK_QUANTIZE_U8 .. GC_NK_MAX_POOL2D_U8,
+ * GC_NK_QUANTIZE_LINEAR_U8); packs
  * their weights into nd->qp. */
 int gc_qnode_check(gc_rd *r, const gc_model *m, gc_mnode *nd);
 

@@ -1,6 +1,7 @@
 /* libgpucore: the checks of a deployed model's int8 nodes (see model.h; the float kinds are in
  * nodes.c): quantize_u8, dequantize_u8, qgemm, qconv2d, max_pool2d_u8 of static quantization
- * (gpucore/runtime/ir/quantized.py lowers to them).
+ * (gpucore/runtime/ir/quantized.py lowers to them), and quantize_linear_u8 and qgemm / qconv2d's
+ * int32 bias of imported ONNX int8 models (ONNX Runtime's QuantizeLinear and quantized bias).
  *
  * Each is checked as its Python binding (cpu/python/qgemm.c) checks its arguments: formats,
  * contiguity, sizes against every buffer's elements, outputs in the arena and apart from their
@@ -124,11 +125,15 @@ static int qgeometry(gc_rd *r, gc_mnode *nd, int i, const char *kind, gc_conv *c
     return 0;
 }
 
-/* quantize_u8(x, out, n, scale, zero_point) / dequantize_u8(q, out, n, scale, zero_point). */
+/* quantize_u8 / quantize_linear_u8(x, out, n, scale, zero_point) / dequantize_u8(q, out, n,
+ * scale, zero_point). */
 static int check_qcast(gc_rd *r, gc_mnode *nd)
 {
-    const int to_q = nd->kind == GC_NK_QUANTIZE_U8;
-    const char *kind = to_q ? "quantize_u8" : "dequantize_u8", *in_name = to_q ? "x" : "q";
+    const int to_q = nd->kind != GC_NK_DEQUANTIZE_U8;
+    const char *kind = nd->kind == GC_NK_QUANTIZE_U8          ? "quantize_u8"
+                       : nd->kind == GC_NK_QUANTIZE_LINEAR_U8 ? "quantize_linear_u8"
+                                                               : "dequantize_u8";
+    const char *in_name = to_q ? "x" : "q";
     const int f32 = GC_DTYPE_FLOAT32, u8 = GC_DTYPE_UINT8;
     gc_marg *x = NULL, *out = NULL;
     int64_t n = 0, zp = 0;
@@ -174,7 +179,9 @@ static int check_qpool(gc_rd *r, gc_mnode *nd)
 }
 
 /* The epilogue arguments e = i, i+1, ...: a_scale, a_zero_point, w_scales, bias, relu, out_scale,
- * out_zero_point into nd->q (its mode and a_signed set), for n output columns (q_epilogue). */
+ * out_zero_point into nd->q (its mode and a_signed set), for n output columns (q_epilogue).  The
+ * bias is float32 (q->bias) or int32 (q->ibias: ONNX's quantized bias, added to the int32 sums;
+ * any value is valid, as for the binding's q_bias). */
 static int check_epilogue(gc_rd *r, const gc_model *m, gc_mnode *nd, int i, int64_t n,
                           const char *kind)
 {
@@ -192,12 +199,13 @@ static int check_epilogue(gc_rd *r, const gc_model *m, gc_mnode *nd, int i, int6
         return 0;
     }
     const int requant = q->mode != GC_QOUT_F32, f32 = GC_DTYPE_FLOAT32;
+    static const int bias_dts[2] = {GC_DTYPE_FLOAT32, GC_DTYPE_INT32};
     gc_marg *ws = NULL, *bias = NULL;
     if (qscale(r, nd, i, kind, "a_scale", &q->a_scale) < 0 ||
         qbuf(r, nd, i + 2, kind, "w_scales", &f32, 1, &ws) < 0 ||
         need(r, kind, "w_scales", ws, n) < 0 ||
         (nd->a[i + 3].tag != GC_ARG_NONE &&
-         (qbuf(r, nd, i + 3, kind, "bias", &f32, 1, &bias) < 0 ||
+         (qbuf(r, nd, i + 3, kind, "bias", bias_dts, 2, &bias) < 0 ||
           need(r, kind, "bias", bias, n) < 0)))
         return -1;
     if (ws->region < 0 || (bias && bias->region < 0))
@@ -209,7 +217,13 @@ static int check_epilogue(gc_rd *r, const gc_model *m, gc_mnode *nd, int i, int6
         return -1;
     q->out_zp = requant ? (int32_t)zp : 0;
     q->w_scale = (const float *)((const char *)m->consts[ws->region] + ws->off);
-    q->bias = bias ? (const float *)((const char *)m->consts[bias->region] + bias->off) : NULL;
+    if (bias) {
+        const void *b = (const char *)m->consts[bias->region] + bias->off;
+        if (bias->dtype == GC_DTYPE_INT32)
+            q->ibias = b;
+        else
+            q->bias = b;
+    }
     /* the kernel's per-column factors finite and > 0, the bias terms finite (as the binding) */
     for (int64_t j = 0; j < n; j++) {
         const float s = q->a_scale * q->w_scale[j], f = requant ? s / q->out_scale : s;
@@ -340,6 +354,7 @@ int gc_qnode_check(gc_rd *r, const gc_model *m, gc_mnode *nd)
     int ok;
     switch (nd->kind) {
     case GC_NK_QUANTIZE_U8:
+    case GC_NK_QUANTIZE_LINEAR_U8:
     case GC_NK_DEQUANTIZE_U8: ok = check_qcast(r, nd); break;
     case GC_NK_QGEMM: ok = check_qgemm(r, m, nd); break;
     case GC_NK_QCONV2D: ok = check_qconv(r, m, nd); break;

@@ -115,6 +115,9 @@ static int exec_node(const gc_model *m, const gc_mnode *nd, char *arena, const v
     case GC_NK_QUANTIZE_U8:
         gc_quantize_u8(P(0), P(1), I(2), nd->q.a_scale, nd->q.a_zp);
         return 0;
+    case GC_NK_QUANTIZE_LINEAR_U8:
+        gc_quantize_linear_u8(P(0), P(1), I(2), nd->q.a_scale, nd->q.a_zp);
+        return 0;
     case GC_NK_DEQUANTIZE_U8:
         gc_dequantize_u8(P(0), P(1), I(2), nd->q.a_scale, nd->q.a_zp);
         return 0;

@@ -1,5 +1,6 @@
 """INT8 ONNX models (ONNX Runtime's ``quantize_static``, QDQ and QOperator formats, uint8 and
-int8 activations, int8 weights per channel) through gpucore.onnx onto the runtime's int8 nodes.
+int8 activations, int8 weights per channel; built by ort_quantized.py) through gpucore.onnx onto
+the runtime's int8 nodes.
 
 Tolerances, and why:
 - quantized with ``reduce_range=True`` (7-bit weights): equal bit for bit to ONNX Runtime. Both
@@ -25,6 +26,7 @@ quant = pytest.importorskip("onnxruntime.quantization")
 from onnx import TensorProto as TP  # noqa: E402
 from onnx import helper as h  # noqa: E402
 from onnx import numpy_helper as nh  # noqa: E402
+from ort_quantized import MODELS, float_out, graph_ops, model_input, quantized, run_ort  # noqa: E402
 
 import gpucore  # noqa: E402
 import gpucore.onnx as gx  # noqa: E402
@@ -32,111 +34,6 @@ import gpucore.onnx as gx  # noqa: E402
 F32 = np.float32
 FLOAT_OPS = {"conv2d", "gemm", "matmul", "linear"}
 INT8_OPS = {"qconv2d", "qlinear"}
-
-
-# --------------------------------------------------------------------------------- the models
-def _model(nodes, inits, in_shape, out_shape, name):
-    g = h.make_graph(
-        nodes,
-        name,
-        [h.make_tensor_value_info("x", TP.FLOAT, ["N", *in_shape])],
-        [h.make_tensor_value_info("y", TP.FLOAT, ["N", *out_shape])],
-        inits,
-    )
-    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=8)
-
-
-def _init(rng, name, shape, s):
-    return nh.from_array((rng.standard_normal(shape) * s).astype(F32), name)
-
-
-def cnn(rng):
-    """Conv-ReLU-MaxPool-Conv(stride 2)-ReLU-Flatten-Gemm on 3x16x16."""
-    inits = [_init(rng, "w1", (8, 3, 3, 3), 0.3), _init(rng, "b1", (8,), 0.1),
-             _init(rng, "w2", (16, 8, 3, 3), 0.2), _init(rng, "b2", (16,), 0.1),
-             _init(rng, "wf", (10, 256), 0.1), _init(rng, "bf", (10,), 0.1)]  # fmt: skip
-    nodes = [
-        h.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
-        h.make_node("Relu", ["c1"], ["r1"]),
-        h.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
-        h.make_node("Conv", ["p1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2]),
-        h.make_node("Relu", ["c2"], ["r2"]),
-        h.make_node("Flatten", ["r2"], ["f"]),
-        h.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1),
-    ]
-    return _model(nodes, inits, (3, 16, 16), (10,), "cnn")
-
-
-def mlp(rng):
-    """Linear-ReLU-Linear as exporters write it (Gemm, transB=1)."""
-    inits = [_init(rng, "w1", (64, 32), 0.2), _init(rng, "b1", (64,), 0.1),
-             _init(rng, "w2", (10, 64), 0.2), _init(rng, "b2", (10,), 0.1)]  # fmt: skip
-    nodes = [
-        h.make_node("Gemm", ["x", "w1", "b1"], ["a1"], transB=1),
-        h.make_node("Relu", ["a1"], ["r1"]),
-        h.make_node("Gemm", ["r1", "w2", "b2"], ["y"], transB=1),
-    ]
-    return _model(nodes, inits, (32,), (10,), "mlp")
-
-
-def matmuls(rng):
-    """MatMul-ReLU-MatMul without biases (QLinearMatMul in the QOperator format)."""
-    inits = [_init(rng, "w1", (32, 48), 0.2), _init(rng, "w2", (48, 10), 0.2)]
-    nodes = [
-        h.make_node("MatMul", ["x", "w1"], ["m1"]),
-        h.make_node("Relu", ["m1"], ["r1"]),
-        h.make_node("MatMul", ["r1", "w2"], ["y"]),
-    ]
-    return _model(nodes, inits, (32,), (10,), "matmuls")
-
-
-MODELS = {"cnn": (cnn, (3, 16, 16)), "mlp": (mlp, (32,)), "matmuls": (matmuls, (32,))}
-
-
-class Batches(quant.CalibrationDataReader):
-    """A few random calibration batches."""
-
-    def __init__(self, shape, seed=0, n=4):
-        rng = np.random.default_rng(seed)
-        self.it = iter([{"x": rng.standard_normal((4, *shape)).astype(F32)} for _ in range(n)])
-
-    def get_next(self):
-        return next(self.it, None)
-
-
-def quantized(tmp_path, name, fmt, act, reduce_range=True, per_channel=True):
-    """The path of ``name`` quantized by ONNX Runtime (int8 weights, per channel or not)."""
-    build, shape = MODELS[name]
-    src, dst = tmp_path / f"{name}.onnx", tmp_path / f"{name}_{fmt}_{act}.onnx"
-    onnx.save(build(np.random.default_rng(1)), str(src))
-    quant.quantize_static(
-        str(src),
-        str(dst),
-        Batches(shape),
-        quant_format=getattr(quant.QuantFormat, fmt),
-        per_channel=per_channel,
-        reduce_range=reduce_range,
-        activation_type=getattr(quant.QuantType, act),
-        weight_type=quant.QuantType.QInt8,
-    )
-    return str(dst)
-
-
-def run_ort(path, x, optimize=True):
-    so = ort.SessionOptions()
-    if not optimize:
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    return sess.run(None, {"x": x})[0]
-
-
-def graph_ops(cm) -> set:
-    """The op names of the compiled model's graphs (every executor built so far)."""
-    return {n.op for ex in cm.executors() for n in ex.plan.graph.nodes}
-
-
-def _input(name, batch, seed=5):
-    return np.random.default_rng(seed).standard_normal((batch, *MODELS[name][1])).astype(F32)
 
 
 # -------------------------------------------------------------------------------------- tests
@@ -147,7 +44,7 @@ def test_bit_exact_with_onnxruntime_on_int8_nodes(tmp_path, name, fmt, act):
     path = quantized(tmp_path, name, fmt, act)
     cm = gx.load(path)
     for batch in (1, 5):  # the batch dim is dynamic ("N")
-        x = _input(name, batch)
+        x = model_input(name, batch)
         np.testing.assert_array_equal(cm(gpucore.from_numpy(x)).numpy(), run_ort(path, x))
     ops = graph_ops(cm)
     assert INT8_OPS & ops and not FLOAT_OPS & ops, sorted(ops)
@@ -163,7 +60,7 @@ def test_per_tensor_weights(tmp_path, name, fmt):
     """ONNX Runtime's default per_channel=False: one weight scale, repeated per channel."""
     path = quantized(tmp_path, name, fmt, "QUInt8", per_channel=False)
     cm = gx.load(path)
-    x = _input(name, 3)
+    x = model_input(name, 3)
     np.testing.assert_array_equal(cm(gpucore.from_numpy(x)).numpy(), run_ort(path, x))
     ops = graph_ops(cm)
     assert INT8_OPS & ops and not FLOAT_OPS & ops, sorted(ops)
@@ -225,7 +122,7 @@ def _spec(path, x):
 @pytest.mark.parametrize("act", ["QUInt8", "QInt8"])
 def test_full_range_weights_follow_onnx_integer_semantics(tmp_path, act):
     path = quantized(tmp_path, "cnn", "QOperator", act, reduce_range=False)
-    x = _input("cnn", 4)
+    x = model_input("cnn", 4)
     y = gx.load(path)(gpucore.from_numpy(x)).numpy()
     np.testing.assert_array_equal(y, _spec(path, x))
 
@@ -233,7 +130,7 @@ def test_full_range_weights_follow_onnx_integer_semantics(tmp_path, act):
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_full_range_qdq_within_one_step_of_float_semantics(tmp_path, name):
     path = quantized(tmp_path, name, "QDQ", "QUInt8", reduce_range=False)
-    x = _input(name, 6)
+    x = model_input(name, 6)
     y = gx.load(path)(gpucore.from_numpy(x)).numpy()
     m = onnx.load(path)
     step = max(float(nh.to_array(i)) for i in m.graph.initializer if i.name.startswith("y_scale"))
@@ -242,7 +139,7 @@ def test_full_range_qdq_within_one_step_of_float_semantics(tmp_path, name):
 
 def test_interpreted_executor_gives_the_same_bits(tmp_path):
     path = quantized(tmp_path, "cnn", "QDQ", "QInt8")
-    x = _input("cnn", 3)
+    x = model_input("cnn", 3)
     compiled = gx.load(path)(gpucore.from_numpy(x)).numpy()
     interpreted = gx.load(path, executor="interpreted")(gpucore.from_numpy(x)).numpy()
     np.testing.assert_array_equal(compiled, interpreted)
@@ -292,7 +189,7 @@ def test_vulkan_runs_the_model_as_float_compositions(tmp_path, vulkan):
     """The Vulkan executor has no int8 shaders: there the quantize / dequantize nodes stay
     compositions of float ops, within one output step of the CPU's int8 nodes."""
     path = quantized(tmp_path, "mlp", "QDQ", "QInt8")
-    x = _input("mlp", 3)
+    x = model_input("mlp", 3)
     on_cpu = gx.load(path, device="cpu")(gpucore.from_numpy(x)).numpy()
     cm = gx.load(path, device="vulkan")
     on_vulkan = cm(gpucore.from_numpy(x)).numpy()
@@ -308,7 +205,7 @@ def test_saved_and_loaded_with_the_runtime(tmp_path):
 
     path = quantized(tmp_path, "cnn", "QOperator", "QInt8")
     cm = gx.load(path)
-    x = _input("cnn", 2)
+    x = model_input("cnn", 2)
     cm.save(str(tmp_path / "cnn.gcm"))
     again = load(str(tmp_path / "cnn.gcm"))
     np.testing.assert_array_equal(again(gpucore.from_numpy(x)).numpy(), run_ort(path, x))
@@ -327,7 +224,7 @@ def test_dynamic_quantization_matmul_integer_on_the_int8_gemm(tmp_path, name):
     onnx.save(build(np.random.default_rng(1)), src)
     quant.quantize_dynamic(src, dst, weight_type=quant.QuantType.QInt8, per_channel=True)
     cm = gx.load(dst)
-    x = _input(name, 5)
+    x = model_input(name, 5)
     want = ReferenceEvaluator(dst).run(None, {"x": x})[0]
     np.testing.assert_array_equal(cm(gpucore.from_numpy(x)).numpy(), want)
     ops = graph_ops(cm)
@@ -336,16 +233,8 @@ def test_dynamic_quantization_matmul_integer_on_the_int8_gemm(tmp_path, name):
 
 def test_qgemm_with_float_output(tmp_path):
     """QGemm without y_scale (com.microsoft: float32 out) is qlinear's float32 epilogue."""
-    m = onnx.load(quantized(tmp_path, "mlp", "QOperator", "QInt8"))
-    last = [n for n in m.graph.node if n.op_type == "QGemm"][-1]
-    dq = m.graph.node[len(m.graph.node) - 1]
-    assert dq.op_type == "DequantizeLinear"
-    del last.input[7:]
-    last.output[0] = "y"
-    m.graph.node.remove(dq)
-    path = str(tmp_path / "float_out.onnx")
-    onnx.save(m, path)
+    path = float_out(quantized(tmp_path, "mlp", "QOperator", "QInt8"))
     cm = gx.load(path)
-    x = _input("mlp", 4)
+    x = model_input("mlp", 4)
     np.testing.assert_array_equal(cm(gpucore.from_numpy(x)).numpy(), run_ort(path, x))
     assert graph_ops(cm) == {"quantize_linear", "qlinear"}
