@@ -17,6 +17,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "isa.h"
 #include "kernels.h"
 
 /* rint for |v| <= 2^22 without a libm call (the baseline ISA has no rounding instruction, and a
@@ -71,83 +72,119 @@ void gc_dequantize_u8(const uint8_t *q, float *out, ptrdiff_t n, float scale, in
 #define Q_NO_MEMCPY_IDIOM
 #endif
 
-/* Rows from an image already padded (hp x wp planes, followed by >= 8 readable bytes; rows
- * followed by >= 8 writable bytes): no bounds tests in the loops.  A kernel row of kw <= 8
- * contiguous bytes moves as one 4- or 8-byte word (its extra bytes are overwritten by the next
- * copy, or land in the slack after the last row): a few instructions where a byte loop or a
- * memcpy call cost several times more. */
-Q_NO_MEMCPY_IDIOM static void q_rows_padded(const uint8_t *xp, uint8_t *rows, const gc_conv *p,
-                                            ptrdiff_t hp, ptrdiff_t wp)
+/* The im2col / transpose jobs, each split over threads by gc_parallel_range in ranges of
+ * independent outputs (rows of pixels, planes, output channels): the same bytes whatever the
+ * split. */
+typedef struct {
+    const uint8_t *src;
+    uint8_t *dst;
+    const gc_conv *p;
+    ptrdiff_t hp, wp, total;
+    uint8_t zp;
+} q_im2col_job;
+
+/* Rows [lo, hi) of the output pixels, from an image already padded (hp x wp planes, followed by
+ * >= 8 readable bytes; rows followed by >= 8 writable bytes): no bounds tests in the loops.  A
+ * kernel row of kw <= 8 contiguous bytes moves as one 4- or 8-byte word (its extra bytes are
+ * overwritten by the next copy, or land in the slack after the last row): a few instructions
+ * where a byte loop or a memcpy call cost several times more.  The last row of a range that
+ * another range follows moves byte by byte: its words would spill into that range's first row,
+ * which another thread may have written already. */
+Q_NO_MEMCPY_IDIOM static void q_rows_range(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 {
-    const ptrdiff_t k = p->c * p->kh * p->kw, kw = p->kw, dw = p->dw;
-    const int word = dw != 1 ? 0 : kw <= 4 ? 4 : kw <= 8 ? 8 : 0;
-    for (ptrdiff_t img = 0; img < p->n; img++)
-        for (ptrdiff_t oy = 0; oy < p->oh; oy++)
-            for (ptrdiff_t ox = 0; ox < p->ow; ox++) {
-                uint8_t *r = rows + ((img * p->oh + oy) * p->ow + ox) * k;
-                const uint8_t *base = xp + img * p->c * hp * wp + oy * p->sh * wp + ox * p->sw;
-                for (ptrdiff_t ci = 0; ci < p->c; ci++)
-                    for (ptrdiff_t ki = 0; ki < p->kh; ki++, r += kw) {
-                        const uint8_t *s = base + (ci * hp + ki * p->dh) * wp;
-                        if (word == 4) {
-                            uint32_t v;
-                            memcpy(&v, s, 4);
-                            memcpy(r, &v, 4);
-                        } else if (word == 8) {
-                            uint64_t v;
-                            memcpy(&v, s, 8);
-                            memcpy(r, &v, 8);
-                        } else {
-                            for (ptrdiff_t kj = 0; kj < kw; kj++)
-                                r[kj] = s[kj * dw];
-                        }
-                    }
+    const q_im2col_job *J = (const q_im2col_job *)ctx;
+    const gc_conv *p = J->p;
+    const ptrdiff_t k = p->c * p->kh * p->kw, kw = p->kw, dw = p->dw, hp = J->hp, wp = J->wp;
+    const int word_all = dw != 1 ? 0 : kw <= 4 ? 4 : kw <= 8 ? 8 : 0;
+    const ptrdiff_t pix = p->oh * p->ow;
+    for (ptrdiff_t r0 = lo; r0 < hi; r0++) {
+        const int word = r0 == hi - 1 && hi < J->total ? 0 : word_all;
+        const ptrdiff_t img = r0 / pix, oy = (r0 % pix) / p->ow, ox = r0 % p->ow;
+        uint8_t *r = J->dst + r0 * k;
+        const uint8_t *base = J->src + img * p->c * hp * wp + oy * p->sh * wp + ox * p->sw;
+        for (ptrdiff_t ci = 0; ci < p->c; ci++)
+            for (ptrdiff_t ki = 0; ki < p->kh; ki++, r += kw) {
+                const uint8_t *s = base + (ci * hp + ki * p->dh) * wp;
+                if (word == 4) {
+                    uint32_t v;
+                    memcpy(&v, s, 4);
+                    memcpy(r, &v, 4);
+                } else if (word == 8) {
+                    uint64_t v;
+                    memcpy(&v, s, 8);
+                    memcpy(r, &v, 8);
+                } else {
+                    for (ptrdiff_t kj = 0; kj < kw; kj++)
+                        r[kj] = s[kj * dw];
+                }
             }
+    }
 }
 
-/* x copied into planes of hp x wp with a border of zp (ph rows / pw columns), then 8 bytes of
- * zp (the slack q_rows_padded's words may read). */
-static void q_pad(const uint8_t *x, uint8_t *xp, const gc_conv *p, ptrdiff_t hp, ptrdiff_t wp,
-                  uint8_t zp)
+/* Planes [lo, hi) of x copied into planes of hp x wp with a border of zp (ph rows / pw
+ * columns). */
+static void q_pad_range(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 {
-    for (ptrdiff_t pl = 0; pl < p->n * p->c; pl++) {
-        uint8_t *d = xp + pl * hp * wp;
-        const uint8_t *s = x + pl * p->h * p->w;
-        memset(d, zp, (size_t)(p->ph * wp));
+    const q_im2col_job *J = (const q_im2col_job *)ctx;
+    const gc_conv *p = J->p;
+    const ptrdiff_t hp = J->hp, wp = J->wp;
+    for (ptrdiff_t pl = lo; pl < hi; pl++) {
+        uint8_t *d = J->dst + pl * hp * wp;
+        const uint8_t *s = J->src + pl * p->h * p->w;
+        memset(d, J->zp, (size_t)(p->ph * wp));
         for (ptrdiff_t y = 0; y < p->h; y++) {
             uint8_t *line = d + (p->ph + y) * wp;
-            memset(line, zp, (size_t)p->pw);
+            memset(line, J->zp, (size_t)p->pw);
             memcpy(line + p->pw, s + y * p->w, (size_t)p->w);
-            memset(line + p->pw + p->w, zp, (size_t)p->pw);
+            memset(line + p->pw + p->w, J->zp, (size_t)p->pw);
         }
-        memset(d + (p->ph + p->h) * wp, zp, (size_t)(p->ph * wp));
+        memset(d + (p->ph + p->h) * wp, J->zp, (size_t)(p->ph * wp));
     }
-    memset(xp + p->n * p->c * hp * wp, zp, 8);
 }
 
 void gc_qim2col_u8(const uint8_t *x, uint8_t *rows, uint8_t *pad, const gc_conv *p, uint8_t zp)
 {
-    const ptrdiff_t hp = p->h + 2 * p->ph, wp = p->w + 2 * p->pw;
-    q_pad(x, pad, p, hp, wp, zp); /* also without padding: the words need the slack after it */
-    q_rows_padded(pad, rows, p, hp, wp);
+    const ptrdiff_t hp = p->h + 2 * p->ph, wp = p->w + 2 * p->pw, planes = p->n * p->c;
+    const ptrdiff_t m = p->n * p->oh * p->ow, k = p->c * p->kh * p->kw;
+    /* padded also without padding: the words need the slack after it (8 bytes of zp) */
+    q_im2col_job P = {.src = x, .dst = pad, .p = p, .hp = hp, .wp = wp, .total = planes, .zp = zp};
+    gc_parallel_range(planes, 1, 0.1 * (double)(planes * hp * wp), q_pad_range, &P);
+    memset(pad + planes * hp * wp, zp, 8);
+    q_im2col_job R = {.src = pad, .dst = rows, .p = p, .hp = hp, .wp = wp, .total = m, .zp = zp};
+    gc_parallel_range(m, 1, 0.5 * (double)(m * k), q_rows_range, &R);
 }
 
-/* out[img, j, pix] = t[img, pix, j] for items of esz bytes (1 or 4). */
-static void q_to_nchw(const char *t, char *out, ptrdiff_t n, ptrdiff_t pix, ptrdiff_t o, int esz)
+typedef struct {
+    const char *t;
+    char *out;
+    ptrdiff_t pix, o;
+    int esz;
+} q_nchw_job;
+
+/* (image, output channel) pairs [lo, hi): out[img, j, pix] = t[img, pix, j] for items of esz
+ * bytes (1 or 4). */
+static void q_nchw_range(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 {
-    for (ptrdiff_t img = 0; img < n; img++) {
-        const char *src = t + img * pix * o * esz;
-        char *dst = out + img * pix * o * esz;
-        if (esz == 1) {
-            for (ptrdiff_t j = 0; j < o; j++)
-                for (ptrdiff_t q = 0; q < pix; q++)
-                    dst[j * pix + q] = src[q * o + j];
+    const q_nchw_job *J = (const q_nchw_job *)ctx;
+    const ptrdiff_t pix = J->pix, o = J->o;
+    for (ptrdiff_t u = lo; u < hi; u++) {
+        const ptrdiff_t img = u / o, j = u % o;
+        const char *src = J->t + (img * pix * o + j) * J->esz;
+        char *dst = J->out + (img * o + j) * pix * J->esz;
+        if (J->esz == 1) {
+            for (ptrdiff_t q = 0; q < pix; q++)
+                dst[q] = src[q * o];
         } else {
             for (ptrdiff_t q = 0; q < pix; q++)
-                for (ptrdiff_t j = 0; j < o; j++)
-                    memcpy(dst + (j * pix + q) * 4, src + (q * o + j) * 4, 4);
+                memcpy(dst + q * 4, src + q * o * 4, 4);
         }
     }
+}
+
+static void q_to_nchw(const char *t, char *out, ptrdiff_t n, ptrdiff_t pix, ptrdiff_t o, int esz)
+{
+    q_nchw_job J = {.t = t, .out = out, .pix = pix, .o = o, .esz = esz};
+    gc_parallel_range(n * o, 1, 1.0 * (double)(n * pix * o), q_nchw_range, &J);
 }
 
 ptrdiff_t gc_qconv2d_work_bytes(const gc_conv *p, ptrdiff_t o, int esz)

@@ -92,6 +92,32 @@ def test_qconv2d_equals_integer_reference(geo, zp):
         np.testing.assert_array_equal(got, _requant(acc, 0.05, w_scales, bias, relu, 0, 0, "f32"))
 
 
+@pytest.mark.parametrize("kw", [2, 3, 8])  # word copies of 4 and 8 bytes per kernel row
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_qconv2d_split_across_threads_equals_integer_reference(kw, threads):
+    """Big enough that the padding, im2col and transpose run as parallel ranges of pixels,
+    planes and channels: every split gives the reference's bytes (a row copied in words never
+    spills into the first row of another thread's range)."""
+    n, c, h, wd, o, kh = 2, 8, 40, 41, 16, 3
+    stride, padding, dilation = (1, 1), (1, 2), (1, 1)
+    rng = np.random.default_rng(kw + 10 * threads)
+    x = rng.integers(0, 256, (n, c, h, wd), dtype=np.uint8)
+    w = rng.integers(-128, 128, (o, c, kh, kw), dtype=np.int8)
+    acc = _ref_conv(x, w, 7, stride, padding, dilation)
+    before = C.info()["threads"]
+    C.set_num_threads(threads)
+    try:
+        exact = dict(a_scale=1.0, w_scales=None, bias=None, relu=0, out_scale=1.0, out_zp=0)
+        got = _run(x, w, 7, stride, padding, dilation, np.empty(acc.shape, np.int32), **exact)
+        np.testing.assert_array_equal(got, acc)
+        w_scales = rng.uniform(0.001, 0.02, o).astype(np.float32)
+        args = dict(a_scale=0.05, w_scales=w_scales, bias=None, relu=0, out_scale=0.7, out_zp=9)
+        got = _run(x, w, 7, stride, padding, dilation, np.empty(acc.shape, np.uint8), **args)
+        np.testing.assert_array_equal(got, _requant(acc, 0.05, w_scales, None, 0, 0.7, 9, "u8"))
+    finally:
+        C.set_num_threads(before)
+
+
 def test_padding_reads_the_zero_point_not_zero():
     """A constant image at the zero point is 0.0 everywhere, the padding too: every output is
     the bias alone (a zero padding would add -zp * w at the borders)."""
