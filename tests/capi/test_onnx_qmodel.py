@@ -21,6 +21,7 @@ from gpucore.runtime import c_program
 
 from .conftest import NEEDS, run
 from .test_model import _check_fuzz, hostile_files
+from .test_qmodel import check_tampered, write_cases
 
 pytestmark = [
     NEEDS,
@@ -143,20 +144,7 @@ def tampered(saved, d: Path) -> list:
     edit("bias_dtype", int64, "'bias' must be a contiguous buffer of float32 or int32")
     a = nodes[[k for k, _, _ in nodes].index(bias_kind)][2][0][1]  # its input, in the arena
     edit("bias_in_arena", [(bias + 1, -1), (bias + 2, words[a + 2])], "must be constants")
-    files = []
-    for label, data, msg in cases:
-        p = d / f"{label}.gcm"
-        p.write_bytes(data)
-        files.append((p, msg))
-    return files
-
-
-def _check_tampered(out: str, files: list) -> None:
-    lines = out.splitlines()
-    assert len(lines) == len(files), out
-    for line, (path, msg) in zip(lines, files):
-        assert line.startswith(f"GC_ERR_FORMAT gc_model_load: {path}: "), (path.name, line)
-        assert msg in line, (path.name, msg, line)
+    return write_cases(d, cases)
 
 
 @pytest.fixture(scope="module")
@@ -165,7 +153,7 @@ def tampered_files(saved, tmp_path_factory):
 
 
 def test_tampered_quantize_linear_and_int32_bias_are_refused(programs, tampered_files):
-    _check_tampered(run(programs("model"), "fuzz", *[p for p, _ in tampered_files]), tampered_files)
+    check_tampered(run(programs("model"), "fuzz", *[p for p, _ in tampered_files]), tampered_files)
 
 
 @pytest.fixture(scope="module")
@@ -185,7 +173,7 @@ def test_onnx_int8_models_under_asan_and_ubsan(programs, asan_lib, saved, tamper
         assert run(exe, "run", path, inp, tmp_path / "o.bin").splitlines()[-1] == "ok"
         got = np.fromfile(tmp_path / "o.bin", np.float32).reshape(want.shape)
         np.testing.assert_array_equal(got, want)  # the portable int8 kernels: the same bits
-    _check_tampered(run(exe, "fuzz", *[p for p, _ in tampered_files]), tampered_files)
+    check_tampered(run(exe, "fuzz", *[p for p, _ in tampered_files]), tampered_files)
     _check_fuzz(run(exe, "fuzz", *hostile), len(hostile))
 
 
@@ -199,4 +187,4 @@ def test_onnx_int8_models_under_valgrind(programs, saved, tampered_files):
         assert run(programs("model"), "run", path, inp, out, valgrind=True, env=env)
         np.testing.assert_array_equal(np.fromfile(out, np.float32).reshape(want.shape), want)
     out = run(programs("model"), "fuzz", *[p for p, _ in tampered_files], valgrind=True, env=env)
-    _check_tampered(out, tampered_files)
+    check_tampered(out, tampered_files)

@@ -195,6 +195,11 @@ def tampered(saved, d: Path) -> list:
         bad = good.copy()
         bad[j] = v
         cases.append((f"scale{v}", with_tensor(cnn, scale_name, bad.tobytes()), "w_scales[j]"))
+    return write_cases(d, cases)
+
+
+def write_cases(d: Path, cases: list) -> list:
+    """(label, file bytes, expected message) cases written as d/<label>.gcm: (path, message)."""
     files = []
     for label, data, msg in cases:
         p = d / f"{label}.gcm"
@@ -203,7 +208,8 @@ def tampered(saved, d: Path) -> list:
     return files
 
 
-def _check_tampered(out: str, files: list) -> None:
+def check_tampered(out: str, files: list) -> None:
+    """Each file's line of the C fuzz runner is its load error, naming the expected message."""
     lines = out.splitlines()
     assert len(lines) == len(files), out
     for line, (path, msg) in zip(lines, files):
@@ -218,7 +224,7 @@ def tampered_files(saved, tmp_path_factory):
 
 def test_tampered_int8_arguments_are_refused(programs, tampered_files):
     out = run(programs("model"), "fuzz", *[p for p, _ in tampered_files])
-    _check_tampered(out, tampered_files)
+    check_tampered(out, tampered_files)
 
 
 @pytest.fixture(scope="module")
@@ -240,7 +246,7 @@ def test_int8_models_under_asan_and_ubsan(programs, asan_lib, saved, tampered_fi
         got = np.fromfile(tmp_path / "o.bin", np.float32).reshape(want.shape)
         np.testing.assert_array_equal(got, want)
     assert run(exe, "threads", *saved["qmlp"][:2], 8, 5).splitlines()[-1] == "ok"
-    _check_tampered(run(exe, "fuzz", *[p for p, _ in tampered_files]), tampered_files)
+    check_tampered(run(exe, "fuzz", *[p for p, _ in tampered_files]), tampered_files)
     _check_fuzz(run(exe, "fuzz", *hostile), len(hostile))
 
 
@@ -253,6 +259,6 @@ def test_int8_models_under_valgrind(programs, saved, tampered_files, hostile):
     path, inp, _ = saved["qres"]
     assert run(programs("model"), "run", path, inp, path.parent / "vg.bin", valgrind=True, env=env)
     out = run(programs("model"), "fuzz", *[p for p, _ in tampered_files], valgrind=True, env=env)
-    _check_tampered(out, tampered_files)
+    check_tampered(out, tampered_files)
     some = hostile[-60:]  # a sample of the mutated programs (the int8 nodes come last)
     assert len(run(programs("model"), "fuzz", *some, valgrind=True, env=env).splitlines()) == 60
