@@ -23,7 +23,7 @@ from .errors import UnsupportedOperator
 from .proto import DEFAULT_DOMAINS, ModelInfo, NodeInfo, bad, elements, require_onnx
 
 INTERNAL_DOMAIN = "gpucore"  # nodes the importer's own rewrites create (rewrite.py)
-MS_DOMAIN = "com.microsoft"  # ONNX Runtime's contrib ops: those in MS_HANDLERS (ops/qlinear.py)
+MS_DOMAIN = "com.microsoft"  # ONNX Runtime's contrib ops: those in MS_HANDLERS (ops/contrib.py)
 # ops that move or compare 8-bit values without reading them as numbers: they run on a
 # Shifted int8 tensor's uint8 bit pattern as they are (max and order survive the +128)
 SHIFT_TRANSPARENT = frozenset(
@@ -105,7 +105,7 @@ class Context:
         self._read = set()
         internal = node.domain == INTERNAL_DOMAIN
         if node.domain == MS_DOMAIN:
-            from .ops.qlinear import MS_HANDLERS  # noqa: PLC0415 - ops import this module
+            from .ops.contrib import MS_HANDLERS  # noqa: PLC0415 - ops import this module
 
             handler, defaults = MS_HANDLERS.get(node.op_type, (None, {}))
             if handler is None:

@@ -125,7 +125,3 @@ def qgemm(ctx, node, ins):
         y = y * alpha if alpha != 1.0 else y
         y = y + cf if cf is not None else y
     return y if y_s is None else _q(ctx, y, y_s, y_z)
-
-
-# com.microsoft ops: (handler, attribute defaults); Context.run looks them up by op type
-MS_HANDLERS = {"QGemm": (qgemm, {"alpha": 1.0, "transA": 0, "transB": 0})}
