@@ -353,6 +353,25 @@ void gc_where(const gc_iter *it, const unsigned char *cond, const void *a, const
  * unless they are the same elements. */
 void gc_copy(const gc_iter *it, const void *src, void *dst, size_t itemsize);
 
+/* Element types of cast (and of nothing else): a binding maps its buffers' formats onto them,
+ * libgpucore its gc_dtype codes. */
+typedef enum {
+    GC_ELEM_BOOL,
+    GC_ELEM_U8,
+    GC_ELEM_I8,
+    GC_ELEM_I32,
+    GC_ELEM_I64,
+    GC_ELEM_F32,
+    GC_ELEM_F64,
+    GC_ELEM_COUNT
+} gc_elem;
+
+/* cast (Tensor.to(dtype)): operands of it: 0 = src of type st, 1 = dst of type dt; src and dst
+ * must not overlap.  numpy's unsafe cast as on x86-64: float to int truncates toward zero, and a
+ * float outside int32's range (int64's for an int64 dst), NaN or inf gives that type's minimum
+ * (which narrower integers then wrap); integers wrap; anything to bool is value != 0. */
+void gc_cast(const gc_iter *it, const void *src, gc_elem st, void *dst, gc_elem dt);
+
 /* gather (torch.gather): operands of it (index's shape): 0 = x with stride 0 along the gathered
  * dim, 1 = index (int64), 2 = out; x's element at index k along that dim is k * xd further, for
  * k in [0, nx).  0, or -1 with *bad the first index outside [0, nx) (out partly written). */

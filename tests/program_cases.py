@@ -159,6 +159,26 @@ def case_copy(ar, dt):
     ]
 
 
+def _wide(rng, shape):
+    """Values that leave every integer type's range, with NaN and infinities among them."""
+    v = rng.standard_normal(shape) * 10.0 ** rng.integers(0, 20, shape)
+    return np.where(rng.random(shape) < 0.1, [np.nan, np.inf, -np.inf][rng.integers(0, 3)], v)
+
+
+def case_cast(ar, dt):
+    src = ar.alloc((6, 8), dt, _wide)
+    ints = ar.alloc((5, 4), np.int64, lambda rng, shape: rng.integers(-(2**62), 2**62, shape))
+    return [
+        ("cast", (src, ar.alloc((6, 8), np.uint8, None))),
+        ("cast", (src[1::2, ::-3], ar.alloc((3, 3), np.int32, None))),  # strided source
+        ("cast", (src.T, ar.alloc((8, 6), np.int64, None))),
+        ("cast", (src, ar.alloc((6, 8), np.bool_, None))),
+        ("cast", (ints, ar.alloc((4, 5), np.float32, None).T)),  # strided destination
+        ("cast", (ints, ar.alloc((5, 4), np.int8, None))),
+        ("cast", (src, ar.alloc((6, 8), np.float32 if dt == np.float64 else np.float64, None))),
+    ]
+
+
 def case_gather(ar, dt):
     x = ar.alloc((5, 7), dt)
     idx = ar.alloc((4, 6), np.int64, fill=lambda rng, shape: rng.integers(0, 5, shape))

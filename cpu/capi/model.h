@@ -59,6 +59,7 @@ typedef struct {
     gc_pool2d pl; /* max_pool2d */
     gc_attn at;   /* attention */
     int64_t gx[2]; /* gather: x's stride along the dim (elements), its size there */
+    gc_elem cast[2]; /* cast: the source's and the destination's element types */
     gc_packed *pk[2]; /* gemm: a / b packed (NULL: not); conv2d: pk[0] the weight */
     gc_qargs q;       /* int8 kinds: qgemm / qconv2d's epilogue (w_scale, bias point into the
                          constants); quantize(_linear) / dequantize: a_scale, a_zp */

@@ -201,6 +201,43 @@ static int check_copy(gc_rd *r, gc_mnode *nd)
     return iter_done(nd, d, 2);
 }
 
+/* The cast element type of a gc_dtype, or -1 (float16, bfloat16: no cast kernel). */
+static int cast_elem(int dtype)
+{
+    switch (dtype) {
+    case GC_DTYPE_BOOL: return GC_ELEM_BOOL;
+    case GC_DTYPE_UINT8: return GC_ELEM_U8;
+    case GC_DTYPE_INT8: return GC_ELEM_I8;
+    case GC_DTYPE_INT32: return GC_ELEM_I32;
+    case GC_DTYPE_INT64: return GC_ELEM_I64;
+    case GC_DTYPE_FLOAT32: return GC_ELEM_F32;
+    case GC_DTYPE_FLOAT64: return GC_ELEM_F64;
+    default: return -1;
+    }
+}
+
+static int check_cast(gc_rd *r, gc_mnode *nd)
+{
+    if (nd->nargs != 2)
+        return gc_rd_corrupt(r, "bad cast node");
+    BUF_OR_FAIL(s, 0, 0);
+    BUF_OR_FAIL(d, 1, 0);
+    const int st = cast_elem(s->dtype), dt = cast_elem(d->dtype);
+    int ok = st >= 0 && dt >= 0 && s->ndim == d->ndim && written(r, d) == 0;
+    for (int i = 0; ok && i < s->ndim; i++)
+        ok = s->shape[i] == d->shape[i];
+    if (!ok)
+        return gc_rd_corrupt(r, "cast between different shapes or unsupported dtypes");
+    if (d->numel > 0 && s->region == d->region && s->lo < d->hi && d->lo < s->hi)
+        return gc_rd_corrupt(r, "cast between overlapping buffers");
+    nd->cast[0] = (gc_elem)st;
+    nd->cast[1] = (gc_elem)dt;
+    iter_out(nd, d, 1);
+    for (int i = 0; i < s->ndim; i++)
+        nd->it.stride[0][i] = s->strides[i] / gc_dtype_size(s->dtype);
+    return iter_done(nd, d, 2);
+}
+
 static int check_simple(gc_rd *r, gc_mnode *nd)
 {
     int64_t op = -1, outer, n, inner, total, rows, flag;
@@ -565,6 +602,7 @@ int gc_mnode_check(gc_rd *r, const gc_model *m, gc_mnode *nd)
     case GC_NK_GEMM_EX: ok = check_gemm(r, nd); break;
     case GC_NK_BINARY: ok = check_binary(r, nd); break;
     case GC_NK_COPY: ok = check_copy(r, nd); break;
+    case GC_NK_CAST: ok = check_cast(r, nd); break;
     case GC_NK_CONV2D:
     case GC_NK_MAX_POOL2D: ok = check_conv_pool(r, nd); break;
     case GC_NK_ATTENTION: ok = check_attention(r, nd); break;

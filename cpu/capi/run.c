@@ -71,6 +71,9 @@ static int exec_node(const gc_model *m, const gc_mnode *nd, char *arena, const v
     case GC_NK_COPY:
         gc_copy(&nd->it, P(0), P(1), (size_t)gc_dtype_size(nd->a[0].dtype));
         return 0;
+    case GC_NK_CAST:
+        gc_cast(&nd->it, P(0), nd->cast[0], P(1), nd->cast[1]);
+        return 0;
     case GC_NK_REDUCE:
         return d ? gc_reduce_f64((int)I(0), P(1), P(2), I(3), I(4), I(5))
                  : gc_reduce_f32((int)I(0), P(1), P(2), I(3), I(4), I(5));

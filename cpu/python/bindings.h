@@ -39,8 +39,8 @@
     X(reduce)                                                                                     \
     /* softmax.c */                                                                               \
     X(softmax) X(softmax_backward) X(cross_entropy_forward) X(cross_entropy_backward)             \
-    /* copy.c, gather.c */                                                                        \
-    X(copy) X(gather)                                                                             \
+    /* copy.c, cast.c, gather.c */                                                                \
+    X(copy) X(cast) X(gather)                                                                     \
     /* norm.c, attention.c, attention_backward.c */                                              \
     X(layer_norm) X(layer_norm_forward) X(layer_norm_backward)                                    \
     X(attention) X(attention_forward) X(attention_backward)                                       \

@@ -1,4 +1,4 @@
-/* Bindings of copy.c: copy between any strides (a node kind, see nodes.h). */
+/* Bindings of copy.c and cast.c: copy and cast between any strides (node kinds, see nodes.h). */
 #include "args.h"
 #include "bindings.h"
 #include "nodes.h"
@@ -120,3 +120,99 @@ static int copy_exec(const void *node)
 
 GC_NODE_KIND(copy, copy_parse, copy_exec, copy_node, NULL);
 GC_NODE_BINDING(copy)
+
+GC_DOC(cast, "cast(src, dst, /)\n--\n\n"
+                       "Converts src into dst (Tensor.to(dtype)): same shape (ndim <= 8), any "
+                       "strides; element types bool, uint8, int8, int32, int64, float32, float64 "
+                       "(numpy's unsafe cast as on x86-64, see cpu/cast.c); dst writable and not "
+                       "overlapping src.");
+
+typedef struct {
+    gc_iter it;
+    const void *src;
+    void *dst;
+    gc_elem st, dt;
+    int empty;
+} cast_node;
+
+/* The cast element type of a buffer's format, or -1. */
+static int cast_elem(const Py_buffer *v)
+{
+    switch (fmt_code(v)) {
+    case '?': return v->itemsize == 1 ? GC_ELEM_BOOL : -1;
+    case 'B': return GC_ELEM_U8;
+    case 'b': return GC_ELEM_I8;
+    case 'i': return GC_ELEM_I32;
+    case 'q': return GC_ELEM_I64;
+    case 'f': return v->itemsize == 4 ? GC_ELEM_F32 : -1;
+    case 'd': return v->itemsize == 8 ? GC_ELEM_F64 : -1;
+    default: return -1;
+    }
+}
+
+static int cast_parse(PyObject *const *args, Py_ssize_t nargs, void *node, bufset *bs)
+{
+    const char *fn = "cast";
+    cast_node *p = node;
+    if (check_nargs(fn, nargs, 2) < 0)
+        return -1;
+    Py_buffer *s = get_buf(bs, fn, "src", args[0], 0);
+    Py_buffer *d = s ? get_buf(bs, fn, "dst", args[1], 1) : NULL;
+    if (!d)
+        return -1;
+    const int st = cast_elem(s), dt = cast_elem(d);
+    if (st < 0 || dt < 0) {
+        PyErr_Format(PyExc_TypeError,
+                     "cast: '%s' has format '%s'; src and dst must be bool, uint8, int8, int32, "
+                     "int64, float32 or float64",
+                     st < 0 ? "src" : "dst", fmt_str(st < 0 ? s : d));
+        return -1;
+    }
+    int same_shape = s->ndim == d->ndim;
+    for (int i = 0; same_shape && i < s->ndim; i++)
+        same_shape = s->shape[i] == d->shape[i];
+    if (!same_shape) {
+        char s1[200], s2[200];
+        PyErr_Format(PyExc_ValueError, "cast: src shape %s differs from dst shape %s",
+                     shape_str(s, s1, sizeof s1), shape_str(d, s2, sizeof s2));
+        return -1;
+    }
+    if (d->ndim > GC_MAX_DIMS) {
+        PyErr_Format(PyExc_ValueError, "cast: %d dims; at most %d are supported", d->ndim,
+                     GC_MAX_DIMS);
+        return -1;
+    }
+    memset(p, 0, sizeof *p);
+    p->src = s->buf;
+    p->dst = d->buf;
+    p->st = (gc_elem)st;
+    p->dt = (gc_elem)dt;
+    p->empty = buf_nelem(d) == 0;
+    if (p->empty)
+        return 0;
+    if (buf_overlap(s, d)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "cast: src and dst overlap; cast into separate memory");
+        return -1;
+    }
+    gc_iter *it = &p->it;
+    it->ndim = d->ndim;
+    for (int i = 0; i < d->ndim; i++) {
+        it->shape[i] = d->shape[i];
+        it->stride[0][i] = d->shape[i] > 1 ? buf_stride(s, i) / s->itemsize : 0;
+        it->stride[1][i] = d->shape[i] > 1 ? buf_stride(d, i) / d->itemsize : 0;
+    }
+    iter_collapse(it, 2);
+    return 0;
+}
+
+static int cast_exec(const void *node)
+{
+    const cast_node *p = node;
+    if (!p->empty)
+        gc_cast(&p->it, p->src, p->st, p->dst, p->dt);
+    return 0;
+}
+
+GC_NODE_KIND(cast, cast_parse, cast_exec, cast_node, NULL);
+GC_NODE_BINDING(cast)

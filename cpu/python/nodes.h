@@ -50,7 +50,7 @@
     /* binary.c */ X(binary) X(where)                                                             \
     /* reduce.c */ X(reduce)                                                                      \
     /* softmax.c */ X(softmax) X(softmax_backward)                                                \
-    /* copy.c, gather.c */ X(copy) X(gather)                                                      \
+    /* copy.c, cast.c, gather.c */ X(copy) X(cast) X(gather)                                      \
     /* im2col.c, conv.c, maxpool.c */ X(im2col) X(col2im) X(conv2d_forward)                      \
     X(conv2d_backward) X(max_pool2d) X(max_pool2d_backward)                                       \
     /* norm.c, attention.c */ X(layer_norm) X(attention)                                         \

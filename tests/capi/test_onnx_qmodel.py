@@ -188,3 +188,62 @@ def test_onnx_int8_models_under_valgrind(programs, saved, tampered_files):
         np.testing.assert_array_equal(np.fromfile(out, np.float32).reshape(want.shape), want)
     out = run(programs("model"), "fuzz", *[p for p, _ in tampered_files], valgrind=True, env=env)
     check_tampered(out, tampered_files)
+
+
+# ------------------------------------------------- ONNX Runtime's quantize_dynamic, from C
+@pytest.fixture(scope="module")
+def dynamic(tmp_path_factory):
+    """ONNX Runtime's dynamically quantized MLP (DynamicQuantizeLinear -> MatMulInteger -> Cast
+    -> Mul), saved: (model file, input file, the compiled executor's output)."""
+    import onnx  # noqa: PLC0415
+    from onnx.reference import ReferenceEvaluator  # noqa: PLC0415
+    from onnxruntime import quantization as quant  # noqa: PLC0415
+    from ort_quantized import MODELS  # noqa: PLC0415
+
+    d = tmp_path_factory.mktemp("onnx_dynamic")
+    build, _ = MODELS["mlp"]
+    src, dst = str(d / "f.onnx"), str(d / "dyn.onnx")
+    onnx.save(build(np.random.default_rng(1)), src)
+    quant.quantize_dynamic(src, dst, weight_type=quant.QuantType.QInt8, per_channel=True)
+    cm = gx.load(dst)
+    x = model_input("mlp", EXAMPLE_SIZE)
+    want = cm(gpucore.from_numpy(x)).numpy()
+    np.testing.assert_array_equal(want, ReferenceEvaluator(dst).run(None, {"x": x})[0])
+    assert all(ex.python_steps == 0 for ex in cm.executors())  # the casts are C nodes
+    cm.save(d / "dyn.gcm")
+    x.tofile(d / "dyn.in")
+    return d / "dyn.gcm", d / "dyn.in", want
+
+
+def test_dynamic_quantization_runs_from_c(programs, dynamic, tmp_path):
+    path, inp, want = dynamic
+    kinds = {k for k, _, _ in program_nodes(program_words(path.read_bytes()))}
+    assert {"cast", "qgemm", "reduce"} <= kinds, kinds
+    out = run(programs("model"), "run", path, inp, tmp_path / "out.bin")
+    assert out.splitlines()[-1] == "ok"
+    got = np.fromfile(tmp_path / "out.bin", np.float32).reshape(want.shape)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_tampered_cast_nodes_are_refused(programs, dynamic, tmp_path):
+    src = dynamic[0].read_bytes()
+    words = program_words(src)
+    casts = [args for k, _, args in program_nodes(words) if k == "cast"]
+    wide = {c_program.DTYPE_CODE[np.dtype(t)] for t in (np.int32, np.float32, np.float64)}
+    # a dst of 1 dim or more whose items are wider than float16's (its strides stay valid)
+    cast = [a for a in casts if words[a[1][1] + 4] >= 1 and words[a[1][1] + 3] in wide][0]
+    s, d = cast[0][1], cast[1][1]
+    f16 = c_program.DTYPE_CODE[np.dtype(np.float16)]
+    size = next(d + 5 + j for j in range(int(words[d + 4])) if words[d + 5 + j] > 1)  # smaller
+    cases = []
+    for label, changes, msg in [
+        ("f16", [(d + 3, f16)], "cast between different shapes or unsupported dtypes"),
+        ("shape", [(size, int(words[size]) - 1)], "cast between different shapes"),
+        ("overlap", [(d + 1, words[s + 1]), (d + 2, words[s + 2])], "overlapping buffers"),
+    ]:
+        w = words.copy()
+        for at, v in changes:
+            w[at] = v
+        cases.append((label, with_program(src, w), msg))
+    files = write_cases(tmp_path, cases)
+    check_tampered(run(programs("model"), "fuzz", *[p for p, _ in files]), files)

@@ -202,7 +202,7 @@ def _matmul_integer_int8(ctx, a, b, a_zp, b_zp):
     """MatMulInteger on the int8 GEMM (the runtime's ``qmatmul_integer``) for a traced 8-bit A
     and a static 2-D int8 B with zero points 0; A's zero point static, or one traced value (what
     DynamicQuantizeLinear gives: the sums are then taken at zero point 0 and ``zp * colsum(B)``
-    subtracted in int32); else None."""
+    subtracted); else None."""
     src = activation(a) if ctx.int8 else None
     if src is None or not ctx.is_static(b) or b.dtype != np.int8 or b.ndim != 2:
         return None
@@ -217,8 +217,10 @@ def _matmul_integer_int8(ctx, a, b, a_zp, b_zp):
     acc = apply_runtime_op("qmatmul_integer", [src[0], w], attrs)
     if not traced:
         return acc
-    colsum = ctx.tensor(b.astype(np.int32).sum(axis=0, dtype=np.int32))
-    return acc - a_zp.reshape(()).to(int32) * colsum
+    # in float64 (exact: every term is below 2**53), whose binary kernels the compiled program
+    # runs, where int32 arithmetic would be Python steps
+    colsum = ctx.tensor(b.astype(np.float64).sum(axis=0))
+    return (acc.to(float64) - a_zp.reshape(()).to(float64) * colsum).to(int32)
 
 
 @handles("MatMulInteger")

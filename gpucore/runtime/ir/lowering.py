@@ -212,3 +212,18 @@ def _gather(out, arrays, attrs, scratch):
     if index.dtype != np.int64 or x.dtype != out.dtype or x.dtype.itemsize not in (1, 2, 4, 8):
         return None
     return [("gather", (x, index, out, attrs["dim"]))]
+
+
+_CAST_TYPES = frozenset(
+    np.dtype(t) for t in (np.bool_, np.uint8, np.int8, np.int32, np.int64, np.float32, np.float64)
+)
+
+
+@lowering("to_dtype")
+def _to_dtype(out, arrays, attrs, scratch):
+    """The kernel's ``np.copyto(out, x, casting="unsafe")``: ``_cpu.cast`` gives its bits (as on
+    x86-64) for these types; float16 and bfloat16 (uint16 bit patterns) stay numpy's."""
+    (x,) = arrays
+    if x.dtype not in _CAST_TYPES or out.dtype not in _CAST_TYPES:
+        return None
+    return [("cast", (x, out))]

@@ -220,6 +220,8 @@ def _bad_cases():
             ValueError,
         ),
         "shape_mismatch": ("copy", (np.ones(3), np.zeros(4)), ValueError),
+        "cast_overlap": ("cast", (f32, f32.view(np.int32)), ValueError),
+        "cast_dtype": ("cast", (f32, np.zeros(f32.shape, np.float16)), TypeError),
         "bad_geometry": (
             "im2col",
             (np.ones(10), np.zeros(10), 1, 1, 2, 2, 5, 5, 1, 1, 0, 0, 1, 1),

@@ -71,6 +71,28 @@ def test_a_token_model_runs_as_one_c_call():
         compiled.run_arrays([bad])
 
 
+def test_dtype_conversions_are_c_calls():
+    """Tensor.to(dtype) between bool, 8-bit, 32/64-bit integers and floats lowers to
+    ``_cpu.cast``: the eager kernel's (numpy's) bits, NaN and out-of-range values included."""
+
+    def fn(x):
+        i = x.to(gpucore.int32)  # truncation; out of range: int32's minimum (as numpy on x86)
+        u = (x * 0.01).to(gpucore.uint8)  # wraps
+        f = i.to(gpucore.float64) + u.to(gpucore.float64) + (x > 0).to(gpucore.float64)
+        return f.to(gpucore.float32), x.to(gpucore.int64), i.to(gpucore.int8)
+
+    x = rand(4, 33, seed=1) * 1e4
+    x[0, :4] = [np.nan, np.inf, -np.inf, 3e9]
+    cm = runtime.compile(fn, [x], device="cpu")
+    (ex,) = cm.executors()
+    assert ex.python_steps == 0, cm.graph
+    interpreted = runtime.compile(fn, [x], device="cpu", executor="interpreted")
+    with gpucore.no_grad():
+        want = [t.numpy() for t in fn(gpucore.tensor(x))]
+    for got, ref, eager_out in zip(cm.run_arrays([x]), interpreted.run_arrays([x]), want):
+        assert got.tobytes() == ref.tobytes() == eager_out.tobytes()
+
+
 def test_python_steps_between_c_calls():
     def fn(x):  # cumsum has no lowering: it runs from Python between two C calls
         return (gpucore.cumsum(x.exp(), 1) * 2).relu()
