@@ -104,12 +104,15 @@ def main():
     )
     args = ap.parse_args()
     if args.onnx:
+        from quant_onnx import dynamic_table  # noqa: PLC0415
         from quant_onnx import table as onnx_table  # noqa: PLC0415
 
         share = CpuShare()
         threads = [int(t) for t in args.threads.split(",")]
         rounds, min_time = (2, 0.1) if args.quick else (5, 0.2)
         onnx_table(rounds=rounds, min_time=min_time, threads=threads)
+        print()
+        dynamic_table(rounds=rounds, min_time=min_time)
         print()
         print(load_note(share.others(), "during the run"))
         return

@@ -161,3 +161,44 @@ def table(rounds: int = 5, min_time: float = 0.2, threads=(1, 2), batches=(1, 32
                             print(row, flush=True)
         finally:
             _cpu.set_num_threads(saved)
+
+
+def dynamic_table(rounds: int = 5, min_time: float = 0.2, batches=(1, 32)) -> None:
+    """ONNX Runtime's ``quantize_dynamic`` of the MLP (DynamicQuantizeLinear -> MatMulInteger ->
+    Cast -> Mul; int8 weights per channel), gpucore against ONNX Runtime on one thread. "max |d|"
+    is the largest output difference: both quantize the activations per call; ONNX Runtime's
+    uint8 x int8 kernel on AVX2 saturates pairs of products, gpucore's sums are exact."""
+    try:
+        import onnx  # noqa: PLC0415
+        import onnxruntime as ort  # noqa: PLC0415
+        from onnxruntime import quantization as oq  # noqa: PLC0415
+    except ImportError:
+        print("- onnxruntime is not installed: no table")
+        return
+    import gpucore.onnx as gx  # noqa: PLC0415
+
+    rng = np.random.default_rng(0)
+    fmodel, shape = _models(rng)["MLP 784-512-256-10"]
+    print("| model | batch | gpucore µs | ONNX Runtime µs | ORT / gpucore | max abs diff |")
+    print("|---|---|---|---|---|---|")
+    saved = _cpu.info()["threads"]
+    with tempfile.TemporaryDirectory() as d:
+        fpath, qpath = os.path.join(d, "mlp.onnx"), os.path.join(d, "mlp_dynamic.onnx")
+        onnx.save(fmodel, fpath)
+        oq.quantize_dynamic(fpath, qpath, weight_type=oq.QuantType.QInt8, per_channel=True)
+        cm = gx.load(qpath)
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = 1
+        sess = ort.InferenceSession(qpath, opts, providers=["CPUExecutionProvider"])
+        try:
+            _cpu.set_num_threads(1)
+            for b in batches:
+                x = rng.standard_normal((b, *shape)).astype(F32)
+                xt = gc.from_numpy(x)
+                diff = np.abs(cm(xt).numpy() - sess.run(None, {"x": x})[0]).max()
+                fns = {"gc": lambda: cm(xt), "ort": lambda: sess.run(None, {"x": x})}  # noqa: B023
+                r = _paired(fns, rounds, min_time)
+                print(f"| MLP dynamic int8 | {b} | {r['gc']:.1f} | {r['ort']:.1f} | "
+                      f"{r['ort'] / r['gc']:.2f}x | {diff:.2g} |", flush=True)  # fmt: skip
+        finally:
+            _cpu.set_num_threads(saved)
