@@ -191,22 +191,23 @@ def test_onnx_int8_models_under_valgrind(programs, saved, tampered_files):
 
 
 # ------------------------------------------------- ONNX Runtime's quantize_dynamic, from C
-@pytest.fixture(scope="module")
-def dynamic(tmp_path_factory):
-    """ONNX Runtime's dynamically quantized MLP (DynamicQuantizeLinear -> MatMulInteger -> Cast
-    -> Mul), saved: (model file, input file, the compiled executor's output)."""
+@pytest.fixture(scope="module", params=["mlp", "cnn"])
+def dynamic(request, tmp_path_factory):
+    """ONNX Runtime's dynamically quantized MLP and CNN (DynamicQuantizeLinear -> MatMulInteger /
+    ConvInteger -> Cast -> Mul), saved: (model file, input file, the compiled executor's
+    output)."""
     import onnx  # noqa: PLC0415
     from onnx.reference import ReferenceEvaluator  # noqa: PLC0415
     from onnxruntime import quantization as quant  # noqa: PLC0415
     from ort_quantized import MODELS  # noqa: PLC0415
 
-    d = tmp_path_factory.mktemp("onnx_dynamic")
-    build, _ = MODELS["mlp"]
+    d = tmp_path_factory.mktemp(f"onnx_dynamic_{request.param}")
+    build, _ = MODELS[request.param]
     src, dst = str(d / "f.onnx"), str(d / "dyn.onnx")
     onnx.save(build(np.random.default_rng(1)), src)
     quant.quantize_dynamic(src, dst, weight_type=quant.QuantType.QInt8, per_channel=True)
     cm = gx.load(dst)
-    x = model_input("mlp", EXAMPLE_SIZE)
+    x = model_input(request.param, EXAMPLE_SIZE)
     want = cm(gpucore.from_numpy(x)).numpy()
     np.testing.assert_array_equal(want, ReferenceEvaluator(dst).run(None, {"x": x})[0])
     assert all(ex.python_steps == 0 for ex in cm.executors())  # the casts are C nodes
@@ -219,6 +220,7 @@ def test_dynamic_quantization_runs_from_c(programs, dynamic, tmp_path):
     path, inp, want = dynamic
     kinds = {k for k, _, _ in program_nodes(program_words(path.read_bytes()))}
     assert {"cast", "qgemm", "reduce"} <= kinds, kinds
+    assert "cnn" not in path.parent.name or "qconv2d" in kinds, kinds
     out = run(programs("model"), "run", path, inp, tmp_path / "out.bin")
     assert out.splitlines()[-1] == "ok"
     got = np.fromfile(tmp_path / "out.bin", np.float32).reshape(want.shape)

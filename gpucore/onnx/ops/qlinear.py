@@ -7,7 +7,9 @@ fuse them into one ``qconv2d`` / ``qlinear`` node whose integer sums and requant
 Runtime's: ``clamp(round_half_even(float32(sum + bias) * (x_scale * w_scale / y_scale)) + y_zp)``.
 Other QLinearMatMul operands take the exact composition of ops/quantize.py; other QLinearConv /
 QGemm operands run dequantized in float32 (within one quantization step of the integer result).
-ConvInteger is an exact float64 composition, as MatMulInteger (ops/quantize.py).
+ConvInteger of a traced 8-bit input and int8 weights is the runtime's ``qconv2d_integer`` (the int8
+convolution's exact int32 sums), as MatMulInteger's ``qmatmul_integer`` (ops/quantize.py); other
+operands an exact float64 composition.
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ import numpy as np
 
 from ...dtypes import float64, int32
 from ...nn import functional as F
+from ...runtime.capture.trace import apply_runtime_op
+from ...tensor import Tensor
 from .common import table
 from .nn import conv
-from .quantize import dequantize_value, qlinear_matmul_exact, quantize_value
+from .pool import window
+from .quantize import _one, activation, dequantize_value, qlinear_matmul_exact, quantize_value
 
 HANDLERS, handles = table()
 
@@ -84,16 +89,65 @@ def qlinear_matmul(ctx, node, ins):
     return out
 
 
+def _conv_integer_int8(ctx, x, w, x_zp, w_zp):
+    """ConvInteger on the int8 convolution (the runtime's ``qconv2d_integer``) for a traced
+    8-bit 2-D x, a static int8 w with zero points 0 and groups = 1, x's zero point static or one
+    traced value (DynamicQuantizeLinear's: the sums are then taken at zero point 0 and
+    ``zp * (the weights each output position reads)`` subtracted, exactly, in float64); else
+    None."""
+    src = activation(x) if ctx.int8 else None
+    if src is None or src[0].ndim != 4 or not ctx.is_static(w) or w.dtype != np.int8:
+        return None
+    if w.ndim != 4 or int(ctx.attr("group", 1)) != 1:
+        return None
+    if w_zp is not None and (not ctx.is_static(w_zp) or np.any(w_zp != 0)):
+        return None
+    z = 0 if x_zp is None else _one(ctx, x_zp, "iu")
+    traced = z is None and isinstance(x_zp, Tensor) and x_zp.numel() == 1
+    if z is None and not traced:
+        return None
+    size = [int(s) for s in src[0].shape[2:]]
+    strides, dilations, amounts = window(ctx, size, [int(k) for k in w.shape[2:]])
+    if any(lo != hi for lo, hi in amounts):
+        return None
+    geo = {"stride": tuple(strides), "padding": tuple(lo for lo, _ in amounts),
+           "dilation": tuple(dilations)}  # fmt: skip
+    attrs = {"a_zero_point": src[1] + (0 if traced else int(z)), **geo}
+    acc = apply_runtime_op("qconv2d_integer", [src[0], ctx.tensor(w)], attrs)
+    if not traced:
+        return acc
+    zp = x_zp.reshape(()).to(float64)
+    return (acc.to(float64) - zp * ctx.tensor(_reach(w, size, geo))).to(int32)
+
+
+def _reach(w: np.ndarray, size: list, geo: dict) -> np.ndarray:
+    """[O, oh, ow] float64: the sum of the weights each output position reads from inside the
+    input (the padding reads none)."""
+    valid = []
+    for n, k, s, p, d in zip(size, w.shape[2:], geo["stride"], geo["padding"], geo["dilation"]):
+        out = (n + 2 * p - d * (k - 1) - 1) // s + 1
+        pos = np.arange(out)[:, None] * s - p + np.arange(k)[None, :] * d
+        valid.append(((pos >= 0) & (pos < n)).astype(np.float64))  # [out, k]
+    wsum = w.astype(np.float64).sum(axis=1)  # [O, kh, kw]
+    return np.ascontiguousarray(np.einsum("okl,ik,jl->oij", wsum, valid[0], valid[1]))
+
+
 @handles("ConvInteger")
 def conv_integer(ctx, node, ins):
-    """ConvInteger(x, w, x_zero_point, w_zero_point) -> int32: Conv's attributes, the operands
-    minus their zero points (w's per output channel) convolved in float64 (exact below 2**53;
-    the padding is the zero point, 0 once centered)."""
+    """ConvInteger(x, w, x_zero_point, w_zero_point) -> int32: Conv's attributes. The int8
+    convolution where it applies (``_conv_integer_int8``), else the operands minus their zero
+    points (w's per output channel) convolved in float64 (exact below 2**53; the padding is the
+    zero point, 0 once centered)."""
+    x_zp = ins[2] if len(ins) > 2 else None
+    w_zp = ins[3] if len(ins) > 3 else None
+    fast = _conv_integer_int8(ctx, ins[0], ins[1], x_zp, w_zp)
+    if fast is not None:
+        return fast
     x, w = ctx.tensor(ins[0]).to(float64), ctx.tensor(ins[1]).to(float64)
-    if len(ins) > 2 and ins[2] is not None:
-        x = x - ctx.tensor(ins[2]).to(float64).reshape(())
-    if len(ins) > 3 and ins[3] is not None:
-        wz = ctx.tensor(ins[3]).to(float64)
+    if x_zp is not None:
+        x = x - ctx.tensor(x_zp).to(float64).reshape(())
+    if w_zp is not None:
+        wz = ctx.tensor(w_zp).to(float64)
         w = w - (wz.reshape(-1, *([1] * (w.ndim - 1))) if wz.numel() > 1 else wz.reshape(()))
     return conv(ctx, node, [x, w, None]).to(int32)
 

@@ -22,6 +22,8 @@ same bits.
   padding read as the activation's zero point;
 - ``qmatmul_integer(a, w; a_zero_point)``: ONNX MatMulInteger's exact int32 sums of uint8 ``a``
   [..., K] and int8 ``w`` [N, K] (``_cpu.qgemm``'s int32 output);
+- ``qconv2d_integer(x, w; a_zero_point, stride, padding, dilation)``: ONNX ConvInteger's, of
+  uint8 ``x`` [N, C, H, W] and int8 ``w`` [O, C, kh, kw] (``_cpu.qconv2d``'s int32 output);
 - ``qmax_pool2d(q; kernel, stride, padding, dilation)``: max pooling of uint8 values (max commutes
   with the monotone quantization, so the parameters pass through unchanged).
 
@@ -320,13 +322,13 @@ def _qconv_shape(shapes, attrs):
     return (x[0], w[0], _conv_out(x[2], w[2], sh, ph, dh), _conv_out(x[3], w[3], sw, pw, dw))
 
 
-def _qconv_eval(arrays, attrs, dtypes=None):
-    x, w, s = arrays[:3]
-    bias = arrays[3] if len(arrays) > 3 else None
+def _conv_sums(x, w, attrs) -> np.ndarray:
+    """The exact sums of (x - a_zero_point) * w over each window, [n, oh, ow, o] float64 (the
+    padding reads as the zero point, so it adds nothing)."""
     n, c, h, wd, kh, kw, sh, sw, ph, pw, dh, dw = _geometry(x.shape, w.shape, attrs)
-    oh, ow = _qconv_shape([x.shape, w.shape, s.shape], attrs)[2:]
+    oh, ow = _conv_out(h, kh, sh, ph, dh), _conv_out(wd, kw, sw, pw, dw)
     zp = attrs["a_zero_point"]
-    xp = np.full((n, c, h + 2 * ph, wd + 2 * pw), zp, np.float64)  # padding = the zero point
+    xp = np.full((n, c, h + 2 * ph, wd + 2 * pw), zp, np.float64)
     xp[:, :, ph : ph + h, pw : pw + wd] = x
     cols = np.empty((n, oh, ow, c, kh, kw))
     for i in range(kh):
@@ -338,8 +340,13 @@ def _qconv_eval(arrays, attrs, dtypes=None):
                 j * dw : j * dw + sw * (ow - 1) + 1 : sw,
             ]
             cols[:, :, :, :, i, j] = win.transpose(0, 2, 3, 1)
-    acc = (cols.reshape(n, oh, ow, -1) - zp) @ w.reshape(w.shape[0], -1).astype(np.float64).T
-    y = requantize_ref(acc, attrs, s, bias)  # [n, oh, ow, o]
+    return (cols.reshape(n, oh, ow, -1) - zp) @ w.reshape(w.shape[0], -1).astype(np.float64).T
+
+
+def _qconv_eval(arrays, attrs, dtypes=None):
+    x, w, s = arrays[:3]
+    bias = arrays[3] if len(arrays) > 3 else None
+    y = requantize_ref(_conv_sums(x, w, attrs), attrs, s, bias)  # [n, oh, ow, o]
     return np.ascontiguousarray(y.transpose(0, 3, 1, 2))
 
 
@@ -418,6 +425,52 @@ def _qmm_lower(out, arrays, attrs, scratch):
 defruntime("qmatmul_integer", evaluate=_qmm_eval, run=_run(_qmm_lower, _qmm_eval), lower=_qmm_lower)
 FUSED_SHAPES["qmatmul_integer"] = _qmm_shape
 FUSED_DTYPES["qmatmul_integer"] = _qmm_dtype
+
+
+def _qconv_int_shape(shapes, attrs):
+    _zp(attrs, "a_zero_point")
+    x, w = shapes
+    if len(x) != 4 or len(w) != 4 or x[1] != w[1]:
+        raise ValueError(f"input {x} and weight {w} do not fit (groups = 1)")
+    (sh, sw), (ph, pw), (dh, dw) = (
+        _pair(attrs, "stride", 1),
+        _pair(attrs, "padding", 0),
+        _pair(attrs, "dilation", 1),
+    )
+    return (x[0], w[0], _conv_out(x[2], w[2], sh, ph, dh), _conv_out(x[3], w[3], sw, pw, dw))
+
+
+def _qconv_int_eval(arrays, attrs, dtypes=None):
+    x, w = arrays
+    return np.ascontiguousarray(_conv_sums(x, w, attrs).transpose(0, 3, 1, 2)).astype(np.int32)
+
+
+def _qconv_int_scratch(attrs, in_specs, out_spec):
+    (x_shape, _), (w_shape, _) = in_specs
+    nbytes = _cpu.qconv2d_work_bytes(*_geometry(x_shape, w_shape, attrs), w_shape[0], 4)
+    return [((nbytes,), np.uint8)]
+
+
+def _qconv_int_lower(out, arrays, attrs, scratch):
+    x, w = arrays
+    if not x.flags.c_contiguous:
+        return None
+    args = (x, packed_weight(w), out, scratch[0], *_geometry(x.shape, w.shape, attrs))
+    return [("qconv2d", args + (1.0, attrs["a_zero_point"], None, None, False, 1.0, 0))]
+
+
+# ``qconv2d_integer(x, w; a_zero_point, stride, padding, dilation)``: ONNX's ConvInteger on the
+# int8 convolution: uint8 ``x`` [N, C, H, W] minus its zero point (the padding reads as it)
+# convolved with int8 ``w`` [O, C, kh, kw] (groups = 1), the exact int32 sums [N, O, oh, ow]
+defruntime(
+    "qconv2d_integer",
+    evaluate=_qconv_int_eval,
+    run=_run(_qconv_int_lower, _qconv_int_eval),
+    lower=_qconv_int_lower,
+    scratch=_qconv_int_scratch,
+)
+FUSED_SHAPES["qconv2d_integer"] = _qconv_int_shape
+FUSED_DTYPES["qconv2d_integer"] = _qmm_dtype
 
 
 # ----------------------------------------------------------------------------- max pool

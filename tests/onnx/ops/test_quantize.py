@@ -3,7 +3,11 @@ blocked), DynamicQuantizeLinear, MatMulInteger, QLinearMatMul against onnxruntim
 
 import numpy as np
 import pytest
-from onnx_cases import check_op, rand
+from onnx_cases import check_op, model, rand
+
+import gpucore.onnx
+
+helper = pytest.importorskip("onnx").helper
 
 F32 = np.float32
 
@@ -61,3 +65,31 @@ def test_conv_integer():
     check_op("ConvInteger", [x, w, *zps], {"pads": [1, 1, 1, 1]}, opset=10, static=(1, 2, 3),
              out=np.int32)  # fmt: skip
     check_op("ConvInteger", [x, w], {"strides": [2, 1]}, opset=10, static=(1,), out=np.int32)
+
+
+@pytest.mark.parametrize("zp_static", [True, False], ids=["static_zp", "traced_zp"])
+def test_conv_integer_on_the_int8_convolution(zp_static):
+    """A uint8 input and a static int8 weight with zero point 0: the runtime's qconv2d_integer,
+    x's zero point static or a graph input (subtracted as zp times the weights each output
+    position reads: the border positions read fewer); equal to onnxruntime, padding, strides and
+    dilations included."""
+    rng = np.random.default_rng(1)
+    x = rng.integers(0, 256, (2, 3, 9, 8), dtype=np.uint8)
+    w = rng.integers(-128, 128, (5, 3, 3, 2), dtype=np.int8)
+    args = [x, w, np.array(117, np.uint8), np.array(0, np.int8)]
+    static = (1, 2, 3) if zp_static else (1, 3)
+    for attrs in ({"pads": [1, 1, 1, 1]}, {"strides": [2, 3], "pads": [2, 1, 2, 1]},
+                  {"dilations": [2, 1], "pads": [1, 0, 1, 0]}, {}):  # fmt: skip
+        check_op("ConvInteger", args, attrs, opset=10, static=static, out=np.int32)
+    m = model(
+        [helper.make_node("ConvInteger", ["x", "w", "zp"], ["y"], pads=[1, 1, 1, 1])],
+        {"x": x, "zp": args[2]} if not zp_static else {"x": x},
+        {"y": np.int32},
+        {"w": w} if not zp_static else {"w": w, "zp": args[2]},
+        opset=10,
+    )
+    cm = gpucore.onnx.load(m.SerializeToString())
+    feeds = {"x": x} if zp_static else {"x": x, "zp": args[2]}
+    cm.run_arrays([feeds[n] for n in cm.input_names])
+    ops = {n.op for ex in cm.executors() for n in ex.plan.graph.nodes}
+    assert "qconv2d_integer" in ops and "conv2d" not in ops, sorted(ops)
