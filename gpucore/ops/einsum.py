@@ -100,7 +100,7 @@ def _parse(equation: str, operands: tuple) -> tuple:
     return out_terms, out
 
 
-def _diagonals(t: str, x: Tensor) -> tuple:
+def diagonals(t: str, x: Tensor) -> tuple:
     """(term, x) with each repeated subscript reduced to its diagonal."""
     while True:
         rep = next((c for c in t if t.count(c) > 1), None)
@@ -182,7 +182,7 @@ def einsum(equation, *operands) -> Tensor:
             f"{', '.join(str(x.dtype) for x in operands)}"
         )
     terms, out = _parse(equation, operands)
-    items = [_diagonals(t, x) for t, x in zip(terms, operands)]
+    items = [diagonals(t, x) for t, x in zip(terms, operands)]
     for k in range(len(items)):
         others = out + "".join(t for j, (t, _) in enumerate(items) if j != k)
         items[k] = _sum_unused(*items[k], others)

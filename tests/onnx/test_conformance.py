@@ -109,16 +109,11 @@ EXCLUDED = {
     "pytorch-converted/test_MaxPool3d*": (FEATURE, SPATIAL_3D),  # 3
     # opset 6 PRelu broadcast a [C] slope over channels; onnx's version converter keeps it as is
     "pytorch-converted/test_PReLU_*d_multiparam": (FEATURE, "an opset-6 PRelu slope of shape [C]"),
-    "test_averagepool_2d_dilations": (FEATURE, "AveragePool with dilations"),
     "test_averagepool_3d*": (FEATURE, SPATIAL_3D),  # 6
     "test_convtranspose_3d": (FEATURE, SPATIAL_3D),
-    "test_einsum_batch_diagonal": (FEATURE, "Einsum: a letter repeated in one term (a diagonal)"),
-    "test_einsum_scalar": (FEATURE, "Einsum of a scalar (equation '->')"),
-    "test_gathernd_example_int32_batch_dim1": (FEATURE, "GatherND: batch_dims != 0"),
     "test_lppool_2d_dilations": (FEATURE, "LpPool with dilations"),
     "test_lppool_3d_default": (FEATURE, SPATIAL_3D),
     "test_maxpool_3d*": (FEATURE, SPATIAL_3D),  # 4
-    "test_maxpool_with*": (FEATURE, "MaxPool's Indices output"),  # 2
     "test_attention_4d_causal_fp16*": (
         PRECISION,
         "float16: 2 ulps from numpy's float16 reference",
@@ -152,12 +147,17 @@ VULKAN_EXCLUDED = {
     "test_div_int32_trunc": (NO_SHADER, "div of int32"),
     "test_div_int8": (NO_SHADER, "div of int8"),
     "test_div_uint8": (NO_SHADER, "div of uint8"),
+    "test_einsum_batch_diagonal": (NO_SHADER, "where of float64"),
     "test_einsum_batch_matmul": (NO_SHADER, "gemm of float64"),
     "test_einsum_inner_prod": (NO_SHADER, "gemm of float64"),
     "test_einsum_sum": (NO_SHADER, "sum of float64"),
     "test_flexattention_double_expanded_ver26": (NO_SHADER, "mul of float64"),
     "test_matmulinteger": (NO_SHADER, "to_dtype of uint8"),
     "test_max_float64": (NO_SHADER, "maximum of float64"),
+    "test_maxpool_with_argmax_2d_precomputed_strides": (
+        NO_SHADER,
+        "div_rounded of int64 (storage_order=1's column-major indices)",
+    ),
     "test_min_float64": (NO_SHADER, "minimum of float64"),
     "test_mod_broadcast": (NO_SHADER, "to_dtype of int32"),
     "test_mod_float64_mixed_sign_fmod_0": (NO_SHADER, "ne of float64"),

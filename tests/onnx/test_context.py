@@ -73,9 +73,11 @@ def test_a_required_attribute_missing():
 
 
 def test_an_output_that_is_not_supported():
-    node = helper.make_node("MaxPool", ["x"], ["y", "idx"], kernel_shape=[2, 2])
-    m = model([node], {"x": rand(1, 1, 4, 4)}, {"y": np.float32, "idx": np.int64})
-    with pytest.raises(UnsupportedOperator, match="output 1 \\('idx'\\)"):
+    # BatchNormalization's running statistics: outputs of its training mode
+    node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm"])
+    stats = {k: np.abs(rand(3, seed=i)) + 0.5 for i, k in enumerate("sbmv")}
+    m = model([node], {"x": rand(2, 3, 4)}, {"y": np.float32, "rm": np.float32}, stats)
+    with pytest.raises(UnsupportedOperator, match="output 1 \\('rm'\\)"):
         _load(m)
 
 

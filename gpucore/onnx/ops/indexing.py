@@ -187,16 +187,24 @@ def _flat_index(ctx, idx, dims: list):
 
 @handles("GatherND")
 def gather_nd(ctx, node, ins):
-    """GatherND(data, indices; batch_dims=0): data[tuple(indices[..., :])]."""
-    if int(ctx.attr("batch_dims", 0)):
-        raise ctx.unsupported("batch_dims != 0", attribute="batch_dims")
+    """GatherND(data, indices; batch_dims): data[tuple(indices[..., :])], per index of the
+    first ``batch_dims`` dims (shared by data and indices)."""
     data, idx = ctx.tensor(ins[0]), ins[1]
+    b = int(ctx.attr("batch_dims", 0))
     dims = [int(s) for s in data.shape]
     k = int(idx.shape[-1])
-    flat = data.reshape(math.prod(dims[:k]), *dims[k:])
-    lin = _flat_index(ctx, idx, dims)
+    if not 0 <= b < min(len(dims), len(idx.shape)) or b + k > len(dims):
+        raise ctx.invalid(f"batch_dims {b} for data {dims} and indices {list(idx.shape)}")
+    if [int(s) for s in idx.shape[:b]] != dims[:b]:
+        raise ctx.invalid(f"indices {list(idx.shape)} and data {dims} differ in the batch dims")
+    batch, inner = math.prod(dims[:b]), math.prod(dims[b : b + k])
+    flat = data.reshape(batch * inner, *dims[b + k :])
+    lin = _flat_index(ctx, idx, dims[b:])  # within each batch index
+    if b:  # then past the earlier batch indices' blocks
+        offsets = np.arange(batch, dtype=np.int64).reshape(batch, 1) * inner
+        lin = lin.reshape(batch, -1) + ctx.tensor(offsets)
     out = gc.index_select(flat, 0, lin.reshape(-1))
-    return out.reshape(*[int(s) for s in idx.shape[:-1]], *dims[k:])
+    return out.reshape(*[int(s) for s in idx.shape[:-1]], *dims[b + k :])
 
 
 @handles("ScatterND")

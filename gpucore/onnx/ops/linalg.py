@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from ...nn import functional as F
+from ...ops.einsum import diagonals
 from .common import gc, table
 
 HANDLERS, handles = table()
@@ -81,7 +82,7 @@ def _parse(ctx, equation: str, ranks: list) -> tuple:
         if "..." in t:
             n = r - (len(t) - 3)
             t = t.replace("...", letters[ell - n :])
-        if len(t) != r or not t.isalpha():
+        if len(t) != r or (t and not t.isalpha()):
             raise ctx.invalid(f"equation {equation!r} does not fit operands of ranks {ranks}")
         out_terms.append(t)
     if arrow:
@@ -123,12 +124,15 @@ def _contract(ctx, a, ta: str, b, tb: str, keep: set) -> tuple:
 
 @handles("Einsum")
 def einsum(ctx, node, ins):
-    """Einsum: transposes, sums and pairwise contractions as matmuls (left to right); a letter
-    repeated within one operand (a diagonal) is not supported."""
+    """Einsum: diagonals (a letter repeated within one operand), transposes, sums and pairwise
+    contractions as matmuls (left to right)."""
     ops = [ctx.tensor(v) for v in ins]
     terms, rhs = _parse(ctx, str(ctx.attr("equation")), [t.ndim for t in ops])
-    if any(len(set(t)) != len(t) for t in terms + [rhs]):
-        raise ctx.unsupported("an equation with a diagonal (a letter repeated in one term)")
+    if len(set(rhs)) != len(rhs):
+        raise ctx.invalid(f"output letters {rhs!r} repeat a letter")
+    for i, term in enumerate(terms):
+        if len(set(term)) != len(term):
+            terms[i], ops[i] = diagonals(term, ops[i])
     for i, (t, term) in enumerate(zip(ops, terms)):  # sum letters no one else needs
         others = set(rhs).union(*[set(x) for j, x in enumerate(terms) if j != i])
         drop = [k for k, c in enumerate(term) if c not in others]

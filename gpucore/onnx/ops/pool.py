@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...creation import tensor as gc_tensor
 from ...dtypes import float32
 from ...nn import functional as F
+from ...nn.functional.pooling import avg_pool_windows
 from .common import table
 from .joining import pad
 
@@ -79,6 +81,7 @@ def _kernel(ctx, nd: int) -> list:
 
 def _pool(ctx, node, ins, kind: str):
     x = ctx.tensor(ins[0])
+    indices = None
     nd = x.ndim - 2
     x4 = as_2d(ctx, x, kind)
     kernel = _kernel(ctx, nd)
@@ -87,21 +90,34 @@ def _pool(ctx, node, ins, kind: str):
     k2, s2, d2 = _2d(kernel, 1), _2d(strides, 1), _2d(dilations, 1)
     am2 = [(0, 0)] + amounts if nd == 1 else amounts
     if kind == "MaxPool":
-        ctx.attr("storage_order", 0)  # only the Indices output depends on it
+        order = int(ctx.attr("storage_order", 0))  # only the Indices output depends on it
         limit = [(d * (k - 1) + 1) // 2 for k, d in zip(k2, d2)]
         fill = -np.inf if x.dtype.is_floating_point else np.iinfo(x.dtype.np).min
         small = x.dtype.name in ("int8", "uint8")  # pooled in float32: exact
         xp, p = symmetric(ctx, x4.to(float32) if small else x4, am2, fill, limit)
-        y = F.max_pool2d(xp, k2, s2, p, d2, ceil_mode=ceil)
+        if len(node.outputs) > 1 and node.outputs[1]:
+            y, i = F.max_pool2d(xp, k2, s2, p, d2, ceil_mode=ceil, return_indices=True)
+            shift = [0, 0] if xp is x4 else [lo for lo, _ in am2]
+            indices = _flat_indices(i, x4.shape, xp.shape, shift, order)
+        else:
+            y = F.max_pool2d(xp, k2, s2, p, d2, ceil_mode=ceil)
         y = y.to(x.dtype) if small else y
     else:
-        if any(d != 1 for d in dilations):
-            raise ctx.unsupported("AveragePool with dilations", attribute="dilations")
         include = bool(ctx.attr("count_include_pad", 0))
         limit = [k // 2 for k in k2]
         same = all(lo == hi for lo, hi in am2)
-        xp, p = symmetric(ctx, x4, am2, 0.0, limit)
-        y = F.avg_pool2d(xp, k2, s2, p, ceil_mode=ceil, count_include_pad=include)
+        if any(d != 1 for d in d2):  # (PyTorch's avg_pool2d has no dilations)
+            if not same:
+                raise ctx.unsupported(
+                    "AveragePool with dilations and pads that differ between the sides",
+                    attribute="pads",
+                )
+            pads = tuple(lo for lo, _ in am2)
+            y = avg_pool_windows(x4, tuple(k2), tuple(s2), pads, tuple(d2), ceil, include)
+            same, include = True, True  # (no rescaling below)
+        else:
+            xp, p = symmetric(ctx, x4, am2, 0.0, limit)
+            y = F.avg_pool2d(xp, k2, s2, p, ceil_mode=ceil, count_include_pad=include)
         if not include and not (same and all(lo <= m for (lo, _), m in zip(am2, limit))):
             if ceil:
                 raise ctx.unsupported(
@@ -117,7 +133,23 @@ def _pool(ctx, node, ins, kind: str):
             y = y * ctx.tensor(scale.astype(y.dtype.np))
     if nd == 1:
         y = y.reshape(int(y.shape[0]), int(y.shape[1]), int(y.shape[3]))
-    return [y, None]
+        indices = indices if indices is None else indices.reshape(*[int(v) for v in y.shape])
+    return [y, indices]
+
+
+def _flat_indices(i, shape, padded, shift: list, order: int):
+    """MaxPool's Indices output from max_pool2d's (row-major into each plane of the ``padded``
+    input): ONNX's flat index into the whole unpadded input [N, C, H, W], its plane's row-major
+    (storage_order 0) or column-major (1) position."""
+    n, c, h, w = (int(v) for v in shape)
+    wp = int(padded[3])
+    if order == 0 and wp == w:  # already the position in the plane (no integer division)
+        within = i - shift[0] * w
+    else:
+        row, col = i // wp - shift[0], i % wp - shift[1]
+        within = row * w + col if order == 0 else row + col * h
+    planes = np.arange(n * c, dtype=np.int64).reshape(n, c, 1, 1) * (h * w)
+    return within + gc_tensor(planes)
 
 
 def _counts(n: int, k: int, stride: int, lo: int, out: int) -> np.ndarray:
@@ -128,13 +160,14 @@ def _counts(n: int, k: int, stride: int, lo: int, out: int) -> np.ndarray:
 
 @handles("MaxPool")
 def max_pool(ctx, node, ins):
-    """MaxPool (1-D, 2-D; int8 / uint8 through float32; the Indices output is not supported)."""
+    """MaxPool (1-D, 2-D; int8 / uint8 through float32; the Indices output with storage_order
+    0 or 1)."""
     return _pool(ctx, node, ins, "MaxPool")
 
 
 @handles("AveragePool")
 def average_pool(ctx, node, ins):
-    """AveragePool (1-D, 2-D; count_include_pad)."""
+    """AveragePool (1-D, 2-D; count_include_pad; dilations with the same pads on both sides)."""
     return _pool(ctx, node, ins, "AveragePool")[:1]
 
 

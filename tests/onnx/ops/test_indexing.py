@@ -93,6 +93,18 @@ def test_scatter_nd_and_gather_nd(reduction):
     check_op("GatherND", [data, np.array([[[1]], [[-2]]], I64)], opset=13, static=(1,))
 
 
+@pytest.mark.parametrize("static", [(), (1,)], ids=["traced", "static"])
+def test_gather_nd_batch_dims(static):
+    """batch_dims leading dims shared by data and indices: each batch index gathers from its
+    own block (negative indices count from the end of their dim)."""
+    data = rand(2, 3, 4, 5, seed=2)
+    idx = np.array([[[1, -1], [0, 2]], [[2, 0], [-3, 3]]], I64)  # [2, 2, 2]: K = 2 after b = 1
+    check_op("GatherND", [data, idx], {"batch_dims": 1}, opset=13, static=static)
+    idx2 = np.array([[[3], [0]], [[-1], [2]], [[1], [1]]], I64)  # [3, 2, 1] after b = 2
+    check_op("GatherND", [data.transpose(1, 0, 2, 3).copy(), idx2.transpose(0, 1, 2)[:, :2, :]],
+             {"batch_dims": 2}, opset=13, static=static)  # fmt: skip
+
+
 def test_one_hot():
     idx = np.array([[0, 2], [-1, 1]], I64)
     values = np.array([-1.0, 5.0], np.float32)

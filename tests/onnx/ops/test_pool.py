@@ -31,6 +31,35 @@ def test_max_pool_dilations_asymmetric_pads_and_1d():
         check_op("AveragePool", [x], attrs, opset=17)
 
 
+@pytest.mark.parametrize("ceil", [0, 1])
+@pytest.mark.parametrize("include", [0, 1])
+def test_average_pool_dilations(include, ceil):
+    """Dilated windows (opset 19; PyTorch's avg_pool2d has none), the pads counted or not."""
+    attrs = {"kernel_shape": [3, 2], "strides": [2, 1], "dilations": [2, 3], "pads": [1, 1, 1, 1],
+             "count_include_pad": include, "ceil_mode": ceil}  # fmt: skip
+    check_op("AveragePool", [rand(2, 3, 9, 8, seed=5)], attrs, opset=19)
+    check_op("AveragePool", [rand(2, 3, 11, seed=6)], {"kernel_shape": [3], "dilations": [2],
+             "count_include_pad": include, "ceil_mode": ceil}, opset=19)  # fmt: skip
+
+
+@pytest.mark.parametrize("order", [0, 1])
+@pytest.mark.parametrize(
+    "shape, attrs",
+    [
+        ((2, 3, 7, 6), {"kernel_shape": [3, 2], "strides": [2, 2], "pads": [1, 0, 1, 1]}),
+        ((2, 3, 7, 6), {"kernel_shape": [2, 2], "pads": [1, 1, 1, 1], "dilations": [2, 1]}),
+        ((2, 3, 9), {"kernel_shape": [3], "strides": [2], "pads": [2, 0]}),  # 1-D, asymmetric
+    ],
+)
+def test_max_pool_indices_output(shape, attrs, order):
+    """The Indices output: flat into the whole unpadded input, each plane's row-major
+    (storage_order 0) or column-major (1) position of the first maximum."""
+    x = rand(*shape, seed=3)
+    x[0, 0, 1] = x[0, 0, 2]  # ties: the first maximum's index
+    check_op("MaxPool", [x], {**attrs, "storage_order": order}, opset=12, n_out=2,
+             out=[np.float32, np.int64])  # fmt: skip
+
+
 @pytest.mark.parametrize("opset", OPSETS)
 @pytest.mark.parametrize("attrs", POOLS)
 @pytest.mark.parametrize("include", [0, 1])
