@@ -57,15 +57,31 @@ def _per_channel(v: np.ndarray, rank: int) -> np.ndarray:
     return v.reshape((1, -1) + (1,) * (rank - 2))
 
 
+def _batch_norm_training(ctx, x, params: list, eps: float, momentum: float) -> list:
+    scale, bias, mean, var = params
+    if x.ndim < 2:
+        raise ctx.invalid(f"training_mode=1 needs [N, C, ...] input, got {list(x.shape)}")
+    dims = (0, *range(2, x.ndim))
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    batch_mean = x.mean(dims)
+    xc = x - batch_mean.reshape(*shape)
+    batch_var = (xc * xc).mean(dims)
+    y = xc * (batch_var.reshape(*shape) + eps).rsqrt() * scale.reshape(*shape)
+    y = y + bias.reshape(*shape)
+    running_mean = mean * momentum + batch_mean * (1.0 - momentum)
+    running_var = var * momentum + batch_var * (1.0 - momentum)
+    return [y, running_mean, running_var]
+
+
 @handles("BatchNormalization")
 def batch_norm(ctx, node, ins):
-    """BatchNormalization at inference (training_mode=1 is not supported)."""
+    """BatchNormalization: at inference with the given statistics; with training_mode=1 with
+    the batch's (mean and population variance over every dim but the channels), also giving
+    the updated running statistics ``running * momentum + batch * (1 - momentum)``."""
     x = ctx.tensor(ins[0])
     scale, bias, mean, var = ins[1:5]
     eps = float(ctx.attr("epsilon", 1e-5))
-    ctx.attr("momentum", None)  # running statistics are not updated at inference
-    if ctx.attr("training_mode", 0):
-        raise ctx.unsupported("training_mode=1", attribute="training_mode")
+    momentum = float(ctx.attr("momentum", 0.9))  # (read by the training mode only)
     if ctx.attr("spatial", 1) != 1:
         raise ctx.unsupported("spatial=0", attribute="spatial")
     ctx.attr("is_test", None)
@@ -73,6 +89,8 @@ def batch_norm(ctx, node, ins):
     params = (scale, bias, mean, var)
     if any(tuple(int(s) for s in p.shape) != (c,) for p in params):
         raise ctx.invalid(f"scale, B, mean and var must have shape ({c},)")
+    if ctx.attr("training_mode", 0):
+        return _batch_norm_training(ctx, x, [ctx.tensor(p) for p in params], eps, momentum)
     if all(ctx.is_static(p) for p in params):
         # one multiply-add per channel, computed in float64 once here
         a = scale.astype(np.float64) / np.sqrt(var.astype(np.float64) + eps)

@@ -132,13 +132,16 @@ def identity(ctx, node, ins):
 
 @handles("Dropout")
 def dropout(ctx, node, ins):
-    """Dropout at inference: the input as it is (and an all-true mask)."""
+    """Dropout at inference, or in training mode with ratio 0: the input as it is (and an
+    all-true mask). Training mode with a ratio above 0 samples, which a compiled model does not."""
     ctx.attr("seed", None)  # no sampling at inference
     ctx.attr("ratio", None)
     ctx.attr("is_test", None)
     training = ins[2] if len(ins) > 2 else None
     if training is not None and bool(ctx.static(training, "training_mode").reshape(-1)[0]):
-        raise ctx.unsupported("Dropout in training mode")
+        ratio = ins[1] if len(ins) > 1 and ins[1] is not None else np.float32(0.5)
+        if float(ctx.static(ratio, "ratio").reshape(-1)[0]) != 0.0:
+            raise ctx.unsupported("Dropout in training mode with a ratio above 0")
     x = ins[0]
     if len(node.outputs) > 1 and node.outputs[1]:
         return [x, np.ones([int(s) for s in x.shape], np.bool_)]

@@ -4,7 +4,9 @@ semantics before and since opset 13), at opset 13 and the newest."""
 
 import numpy as np
 import pytest
-from onnx_cases import NEWEST, OPSETS, check_op, rand
+from onnx_cases import NEWEST, OPSETS, assert_close, check_op, model, rand, run_gpucore
+
+helper = pytest.importorskip("onnx").helper
 
 CONV = [
     {},
@@ -43,6 +45,24 @@ def test_batch_norm_inference(opset):
     )
     check_op("BatchNormalization", [x, *params], opset=opset)  # statistics at run time
     check_op("BatchNormalization", [rand(5, 3), *params], opset=opset, static=(1, 2, 3, 4))
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (6, 3)])
+def test_batch_norm_training_mode(shape):
+    """training_mode=1: normalized with the batch's mean and population variance; the running
+    statistics come out updated with momentum (ONNX's reference evaluator: ONNX Runtime's
+    inference build has no training mode)."""
+    from onnx.reference import ReferenceEvaluator  # noqa: PLC0415
+
+    x = rand(*shape, seed=4)
+    params = [rand(3, seed=5), rand(3, seed=6), rand(3, seed=7), rand(3, seed=8, low=0.5)]
+    names = ["x", "s", "b", "m", "v"]
+    node = helper.make_node("BatchNormalization", names, ["y", "rm", "rv"], training_mode=1,
+                            momentum=0.7, epsilon=1e-3)  # fmt: skip
+    outs = {"y": np.float32, "rm": np.float32, "rv": np.float32}
+    m = model([node], {"x": x}, outs, dict(zip(names[1:], params)), opset=15)
+    want = ReferenceEvaluator(m).run(None, {"x": x})
+    assert_close(run_gpucore(m, {"x": x}), want, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("opset", [17, NEWEST])
