@@ -1,0 +1,240 @@
+"""ONNX models through gpucore.onnx against ONNX Runtime on the same files: load time, first run
+and steady time per call (``python benchmarks/onnx_models.py [--quick] [--threads N]
+[--vulkan]``).
+
+The models are PyTorch modules with random weights exported by ``torch.onnx.export`` (the
+TorchScript exporter, opset 17, batch norms kept as BatchNormalization): ResNet-18 and ResNet-50
+(torchvision's layouts, 1000 classes) at batch 1 on 224x224, a BERT-base encoder layer
+(``nn.TransformerEncoderLayer``: d 768, 12 heads, FFN 3072, exact GELU) and a GPT-2 block
+(pre-LN, causal self-attention, tanh GELU, d 768, 12 heads) on batch 1 x 128 tokens.
+
+- load: ``gpucore.onnx.load(path)`` (parse, import, passes, plan, the compiled C program, packed
+  weights) against ``onnxruntime.InferenceSession(path)`` (its graph optimizations included);
+  the median of 3 fresh loads each;
+- first: the first call after a load (both libraries prepare lazily);
+- steady: the median of calls alternating between the two libraries in rounds.
+
+ONNX Runtime runs the CPU provider with ``intra_op_num_threads`` = gpucore's thread count.
+``--vulkan`` adds gpucore on the Vulkan device (lavapipe here: a CPU device, so its times are
+not GPU times). Needs torch, onnx and onnxruntime.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_env, also under -m
+from bench_env import CpuShare, clean_openblas_env, load_note  # noqa: E402
+
+clean_openblas_env("onnx_models.py")
+
+import argparse  # noqa: E402
+import functools  # noqa: E402
+import statistics  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+
+# ------------------------------------------------------------------------------- the models
+def _models(torch):
+    """{name: (torch module, example input)}."""
+    from models import namespace, resnet18  # noqa: PLC0415
+
+    nn = torch.nn
+
+    class Bottleneck(nn.Module):
+        def __init__(self, cin, width, stride=1):
+            super().__init__()
+            cout = width * 4
+            self.conv1 = nn.Conv2d(cin, width, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(width)
+            self.conv2 = nn.Conv2d(width, width, 3, stride, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(width)
+            self.conv3 = nn.Conv2d(width, cout, 1, bias=False)
+            self.bn3 = nn.BatchNorm2d(cout)
+            self.down = None
+            if stride != 1 or cin != cout:
+                self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                          nn.BatchNorm2d(cout))  # fmt: skip
+
+        def forward(self, x):
+            idt = x if self.down is None else self.down(x)
+            out = torch.relu(self.bn1(self.conv1(x)))
+            out = torch.relu(self.bn2(self.conv2(out)))
+            return torch.relu(self.bn3(self.conv3(out)) + idt)
+
+    def resnet50():
+        layers = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
+                  nn.MaxPool2d(3, 2, 1)]  # fmt: skip
+        cin = 64
+        for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+            for i in range(blocks):
+                layers.append(Bottleneck(cin, width, stride if i == 0 else 1))
+                cin = width * 4
+        return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2048, 1000))
+
+    class Gpt2Block(nn.Module):
+        def __init__(self, d=768, heads=12):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+            self.heads = heads
+
+        def forward(self, x):
+            b, t, d = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
+            q, k, v = (z.reshape(b, t, self.heads, d // self.heads).transpose(1, 2)
+                       for z in (q, k, v))  # fmt: skip
+            att = (q @ k.transpose(-2, -1)) / (d // self.heads) ** 0.5
+            mask = torch.ones(t, t, dtype=torch.bool).tril()
+            att = att.masked_fill(~mask, float("-inf")).softmax(-1)
+            y = (att @ v).transpose(1, 2).reshape(b, t, d)
+            x = x + self.proj(y)
+            h = nn.functional.gelu(self.fc1(self.ln2(x)), approximate="tanh")
+            return x + self.fc2(h)
+
+    class Bert(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = nn.TransformerEncoderLayer(
+                768, 12, 3072, dropout=0.0, activation="gelu", batch_first=True
+            )
+
+        def forward(self, x):  # is_causal given: PyTorch 2.13's tracer passes a Tensor else
+            return self.layer(x, is_causal=False)
+
+    torch.manual_seed(0)
+    bert = Bert()
+    image = torch.randn(1, 3, 224, 224)
+    tokens = torch.randn(1, 128, 768)
+    out = {
+        "ResNet-18 b1": (resnet18(namespace(nn)), image),
+        "ResNet-50 b1": (resnet50(), image),
+        "BERT-base layer b1 x 128": (bert, tokens),
+        "GPT-2 block b1 x 128": (Gpt2Block(), tokens),
+    }
+    g = torch.Generator().manual_seed(1)
+    for model, _ in out.values():
+        model.eval()
+        for m in model.modules():  # eval statistics that are not the identity
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.2, 0.2, generator=g)
+                m.running_var.uniform_(0.5, 2.0, generator=g)
+    return out
+
+
+def _export(torch, model, x, path: str) -> None:
+    # the eval-mode fast path of nn.TransformerEncoderLayer is one op ONNX has no form of
+    torch.backends.mha.set_fastpath_enabled(False)
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (x,), path, input_names=["x"], output_names=["y"],
+                          opset_version=17, dynamo=False, do_constant_folding=True,
+                          training=torch.onnx.TrainingMode.EVAL)  # fmt: skip
+
+
+# ------------------------------------------------------------------------------- the timing
+def _load_times(load, rounds: int) -> tuple:
+    """(median ms of ``rounds`` fresh loads, the last session)."""
+    times, sess = [], None
+    for _ in range(rounds):
+        t = time.perf_counter()
+        sess = load()
+        times.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(times), sess
+
+
+def _first(call) -> float:
+    t = time.perf_counter()
+    call()
+    return (time.perf_counter() - t) * 1e3
+
+
+def _steady(calls: dict, rounds: int, min_time: float) -> dict:
+    """Median ms per call of each of ``calls``, alternating in rounds of >= min_time s each."""
+    per = {k: [] for k in calls}
+    for _ in range(rounds):
+        for name, fn in calls.items():
+            n, t0 = 0, time.perf_counter()
+            while True:
+                fn()
+                n += 1
+                el = time.perf_counter() - t0
+                if el >= min_time:
+                    break
+            per[name].append(el / n * 1e3)
+    return {k: statistics.median(v) for k, v in per.items()}
+
+
+def table(quick: bool, threads: int, vulkan: bool) -> None:
+    """Print the markdown table (module docstring)."""
+    try:
+        import onnxruntime as ort  # noqa: PLC0415
+        import torch  # noqa: PLC0415
+    except ImportError as e:
+        print(f"- needs torch and onnxruntime ({e}): no table")
+        return
+    import gpucore  # noqa: PLC0415
+    import gpucore.onnx as gx  # noqa: PLC0415
+    from gpucore import _cpu  # noqa: PLC0415
+
+    _cpu.set_num_threads(threads)
+    torch.set_num_threads(threads)
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    rounds, min_time = (3, 0.3) if quick else (7, 0.5)
+    print(f"- gpucore {_cpu.info()['isa']}, {threads} thread(s); ONNX Runtime {ort.__version__} "
+          f"CPU provider, {threads} intra-op thread(s); ms")  # fmt: skip
+    print()
+    cols = "| model | gc load | ORT load | gc first | ORT first | gc steady | ORT steady "
+    cols += "| steady gc/ORT | max abs diff |"
+    if vulkan:
+        cols += " Vulkan load | Vulkan steady |"
+    print(cols)
+    print("|---" * (cols.count("|") - 1) + "|")
+    with tempfile.TemporaryDirectory() as d:
+        for name, (model, x) in _models(torch).items():
+            path = os.path.join(d, "m.onnx")
+            _export(torch, model, x, path)
+            xn = x.numpy()
+            gl, cm = _load_times(functools.partial(gx.load, path), 3)
+            ort_load = functools.partial(
+                ort.InferenceSession, path, opts, providers=["CPUExecutionProvider"]
+            )
+            ol, sess = _load_times(ort_load, 3)
+            xt = gpucore.from_numpy(xn)
+            gf = _first(lambda: cm(xt))  # noqa: B023
+            of = _first(lambda: sess.run(None, {"x": xn}))  # noqa: B023
+            diff = np.abs(cm(xt).numpy() - sess.run(None, {"x": xn})[0]).max()
+            calls = {"gc": lambda: cm(xt), "ort": lambda: sess.run(None, {"x": xn})}  # noqa: B023
+            st = _steady(calls, rounds, min_time)
+            row = f"| {name} | {gl:.1f} | {ol:.1f} | {gf:.1f} | {of:.1f} | {st['gc']:.2f} | "
+            row += f"{st['ort']:.2f} | {st['gc'] / st['ort']:.2f} | {diff:.1e} |"
+            if vulkan:
+                vl, vm = _load_times(functools.partial(gx.load, path, device="vulkan"), 1)
+                vm(xt)
+                vs = _steady({"vk": lambda: vm(xt)}, max(rounds // 2, 1), min_time)  # noqa: B023
+                row += f" {vl:.0f} | {vs['vk']:.1f} |"
+            print(row, flush=True)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="fewer, shorter rounds")
+    p.add_argument("--threads", type=int, default=1, help="threads of both libraries")
+    p.add_argument("--vulkan", action="store_true", help="gpucore on the Vulkan device too")
+    args = p.parse_args(argv)
+    share = CpuShare()
+    table(args.quick, args.threads, args.vulkan)
+    print()
+    print(load_note(share.others(), "during the run"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
