@@ -2,6 +2,7 @@
 
 from . import (  # noqa: F401
     attention,
+    bessel,
     comparison,
     decompositions,
     distances,
@@ -16,6 +17,7 @@ from . import (  # noqa: F401
     norm,
     optim,
     pointwise,
+    polynomials,
     pool,
     products,
     random,
@@ -30,6 +32,7 @@ from . import (  # noqa: F401
     special,
     stacking,
     statistics,
+    transcendental,
     unary,
 )
 

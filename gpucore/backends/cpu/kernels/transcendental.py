@@ -1,0 +1,252 @@
+"""Kernels of gpucore/ops/transcendental.py, by numpy in float64: the Hurwitz zeta function
+(Euler-Maclaurin summation, as Cephes), the regularized incomplete gamma functions igamma /
+igammac (series for x < a + 1, Lentz's continued fraction beyond), the scaled complementary
+error function erfcx and the inverse of the normal CDF ndtri (Halley's iteration on erfc).
+
+erfc and lgamma come from the extension's unary kernels (libm's, in float64).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from .... import _cpu
+from .common import UNARY, kernel
+
+_EPS = np.finfo(np.float64).eps
+
+
+def _unary(name: str, x: np.ndarray) -> np.ndarray:
+    x = np.ascontiguousarray(x, np.float64)
+    out = np.empty_like(x)
+    _cpu.unary(UNARY[name], x.reshape(-1), out.reshape(-1))
+    return out
+
+
+def _bernoulli(n: int) -> Fraction:
+    """B_n (B_1 = -1/2) by the Akiyama-Tanigawa recurrence, exactly."""
+    a = [Fraction(0)] * (n + 1)
+    for m in range(n + 1):
+        a[m] = Fraction(1, m + 1)
+        for j in range(m, 0, -1):
+            a[j - 1] = j * (a[j - 1] - a[j])
+    return a[0] if n != 1 else Fraction(-1, 2)
+
+
+# (2k)! / B_2k, k = 1..12: the Euler-Maclaurin tail's coefficients (Cephes' A[])
+_EM = [float(math.factorial(2 * k) / _bernoulli(2 * k)) for k in range(1, 13)]
+
+
+def _binary(a, b):
+    a, b = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(b, np.float64))
+    return a.reshape(-1).copy(), b.reshape(-1).copy(), a.shape
+
+
+# ----------------------------------------------------------------------------- zeta
+def _zeta_valid(x: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Hurwitz zeta for x > 1 and q > 0 or (q < 0 non-integer, x integer), as Cephes: the sum
+    until its term is below eps (then it stops) or a = q + i > 9 (and 9 terms), then the
+    Euler-Maclaurin tail, stopped at the first term below eps (an asymptotic series)."""
+    s = q**-x
+    a = q.copy()
+    b = np.zeros_like(x)
+    done = np.zeros(x.shape, bool)
+    steps = np.maximum(9, np.ceil(9 - q)).astype(np.int64)
+    for i in range(int(steps.max()) if steps.size else 0):
+        m = (i < steps) & ~done
+        a = np.where(m, a + 1, a)
+        b = np.where(m, a**-x, b)
+        s = np.where(m, s + b, s)
+        done |= m & (-_EPS * s < b) & (b < _EPS * s)
+    w = a
+    summed = s
+    s = s + b * w / (x - 1) - 0.5 * b
+    fac = np.ones_like(x)
+    k = 0.0
+    tail_done = done.copy()
+    for c in _EM:
+        fac = fac * (x + k)
+        b = b / w
+        t = fac * b / c
+        s = np.where(tail_done, s, s + t)
+        tail_done |= np.abs(t / s) < _EPS
+        k += 1
+        fac = fac * (x + k)
+        b = b / w
+        k += 1
+    return np.where(done, summed, s)
+
+
+def zeta(x: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """zeta(x, q) = sum_k (k + q)^-x, with Cephes' (and PyTorch's) domain: inf at x == 1 and at
+    q a non-positive integer, NaN for x < 1 and for q < 0 with x not an integer."""
+    out = np.full(x.shape, np.nan)
+    with np.errstate(all="ignore"):
+        qint = q == np.floor(q)
+        inf = (x == 1) | ((x > 1) & (q <= 0) & qint)
+        ok = (x > 1) & ((q > 0) | (~qint & (x == np.floor(x))))
+        out[ok] = _zeta_valid(x[ok], q[ok])
+        out[inf] = np.inf
+    return out
+
+
+# ----------------------------------------------------------------------------- igamma
+def _log_prefactor(a: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """log(x^a e^-x / Gamma(a))."""
+    return a * np.log(x) - x - _unary("lgamma", a)
+
+
+def _gamma_series(a: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """P(a, x) by its series (x < a + 1: terms x / (a + n) < 1)."""
+    term = 1.0 / a
+    s = term.copy()
+    ap = a.copy()
+    idx = np.arange(a.size)
+    for _ in range(100000):
+        ap[idx] += 1
+        term[idx] *= x[idx] / ap[idx]
+        s[idx] += term[idx]
+        idx = idx[np.abs(term[idx]) >= np.abs(s[idx]) * _EPS]
+        if not idx.size:
+            break
+    return s * np.exp(_log_prefactor(a, x))
+
+
+def _gamma_cf(a: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Q(a, x) by Legendre's continued fraction, modified Lentz (x >= a + 1)."""
+    tiny = 1e-300
+    b = x + 1 - a
+    c = np.full_like(a, 1 / tiny)
+    d = 1 / b
+    h = d.copy()
+    idx = np.arange(a.size)
+    for i in range(1, 100000):
+        an = -i * (i - a[idx])
+        b[idx] += 2
+        dd = an * d[idx] + b[idx]
+        dd = np.where(np.abs(dd) < tiny, tiny, dd)
+        cc = b[idx] + an / c[idx]
+        cc = np.where(np.abs(cc) < tiny, tiny, cc)
+        dd = 1 / dd
+        delta = dd * cc
+        d[idx], c[idx] = dd, cc
+        h[idx] *= delta
+        idx = idx[np.abs(delta - 1) >= _EPS]
+        if not idx.size:
+            break
+    return h * np.exp(_log_prefactor(a, x))
+
+
+def igamma(a: np.ndarray, x: np.ndarray, upper: bool) -> np.ndarray:
+    """The regularized lower (P) or upper (Q = 1 - P) incomplete gamma function, with
+    PyTorch's values at the edges (NaN for negative arguments, 0 and 1 at the ends)."""
+    p = np.full(a.shape, np.nan)
+    with np.errstate(all="ignore"):
+        fin = np.isfinite(a) & np.isfinite(x) & (a > 0) & (x > 0)
+        ser = fin & (x < a + 1)
+        cf = fin & ~ser
+        ps = _gamma_series(a[ser], x[ser])
+        qc = _gamma_cf(a[cf], x[cf])
+        if upper:
+            p[ser], p[cf] = 1 - ps, qc
+        else:
+            p[ser], p[cf] = ps, 1 - qc
+        lo, hi = (1.0, 0.0) if upper else (0.0, 1.0)  # values of P's 0 and 1 as P or Q
+        nonneg = (a >= 0) & (x >= 0)
+        p[nonneg & (x == 0) & (a > 0)] = lo
+        p[nonneg & (a == 0) & (x > 0)] = hi
+        p[nonneg & np.isinf(x) & np.isfinite(a)] = hi
+        p[nonneg & np.isinf(a) & np.isfinite(x)] = lo
+    return p
+
+
+# ----------------------------------------------------------------------------- erfcx, ndtri
+def _exp_square(x: np.ndarray) -> np.ndarray:
+    """exp(x * x) with x * x's rounding error put back (Dekker's split), so the result keeps
+    its relative accuracy for |x| up to 26."""
+    c = 134217729.0 * x
+    xh = c - (c - x)
+    xl = x - xh
+    hi = x * x
+    lo = ((xh * xh - hi) + 2 * xh * xl) + xl * xl
+    return np.exp(hi) * (1 + lo)
+
+
+def erfcx(x: np.ndarray) -> np.ndarray:
+    """exp(x^2) erfc(x): the product for x < 26 (erfc still a normal number), the asymptotic
+    series 1 / (x sqrt(pi)) sum (-1)^k (2k-1)!! / (2x^2)^k beyond (12 terms, each < 1/50 of
+    the one before)."""
+    out = np.empty_like(x)
+    with np.errstate(all="ignore"):
+        small = x < 26.0
+        xs = x[small]
+        out[small] = _exp_square(xs) * _unary("erfc", xs)
+        xb = x[~small]
+        term = np.ones_like(xb)
+        s = term.copy()
+        r = 1 / (2 * xb * xb)
+        for k in range(1, 13):
+            term = -term * (2 * k - 1) * r
+            s += term
+        out[~small] = s / (xb * math.sqrt(math.pi))
+        out[x == -np.inf] = np.inf
+    return out
+
+
+def _ndtr(x: np.ndarray) -> np.ndarray:
+    return 0.5 * _unary("erfc", -x / math.sqrt(2))
+
+
+def ndtri(p: np.ndarray) -> np.ndarray:
+    """The x with ndtr(x) = p: Abramowitz & Stegun 26.2.23 (|error| < 4.5e-4) refined by
+    Halley's iteration on the lower tail (p <= 1/2, where ndtr has no cancellation); p > 1/2
+    by symmetry (1 - p is exact there)."""
+    out = np.full(p.shape, np.nan)
+    with np.errstate(all="ignore"):
+        inside = (p > 0) & (p < 1) & (p != 0.5)
+        pi_ = p[inside]
+        upper = pi_ > 0.5
+        q = np.where(upper, 1 - pi_, pi_)
+        t = np.sqrt(-2 * np.log(q))
+        x = -(
+            t
+            - (2.515517 + t * (0.802853 + t * 0.010328))
+            / (1 + t * (1.432788 + t * (0.189269 + t * 0.001308)))
+        )
+        for _ in range(4):
+            # Halley: f = ndtr(x) - q, f' = phi(x), f'' = -x phi(x)
+            e = _ndtr(x) - q
+            u = e / q * math.sqrt(2 * math.pi) * np.exp(np.log(q) + x * x / 2)
+            x = x - u / (1 + x * u / 2)
+        out[inside] = np.where(upper, -x, x)
+        out[p == 0] = -np.inf
+        out[p == 1] = np.inf
+        out[p == 0.5] = 0.0
+    return out
+
+
+def _run1(fn):
+    def run(out, x):
+        with np.errstate(over="ignore"):  # float32 results beyond its range are inf
+            np.copyto(out, fn(np.asarray(x, np.float64)), casting="unsafe")
+
+    return run
+
+
+def _run2(fn):
+    def run(out, a, b):
+        a, b, shape = _binary(a, b)
+        with np.errstate(over="ignore"):
+            np.copyto(out, fn(a, b).reshape(shape), casting="unsafe")
+
+    return run
+
+
+kernel("erfcx")(_run1(erfcx))
+kernel("ndtri")(_run1(ndtri))
+kernel("zeta")(_run2(zeta))
+kernel("igamma")(_run2(lambda a, x: igamma(a, x, False)))
+kernel("igammac")(_run2(lambda a, x: igamma(a, x, True)))
