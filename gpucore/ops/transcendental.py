@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..tensor import Tensor
-from .api import public
+from .api import public, tensor_member
 from .common import as_operands, broadcast_shapes, float_input, float_result
 from .registry import apply, defop
 from .samples import Sample, integers, uniform
@@ -222,3 +222,54 @@ def igammac(input, other) -> Tensor:
 def zeta(input, other) -> Tensor:
     """The Hurwitz zeta function sum_k (k + other)^-input, as torch.special.zeta."""
     return apply(ZETA, *_float_pair("zeta", input, other))
+
+
+# ------------------------------------------------------------------ compositions
+@public("logit", inplace=True)
+def logit(input: Tensor, eps: float | None = None) -> Tensor:
+    """log(p / (1 - p)), as torch.logit: with ``eps`` the input is clamped to [eps, 1 - eps]
+    first (gradient 0 outside), without it values outside [0, 1] give NaN (integers give the
+    default floating dtype)."""
+    x = float_input(input)
+    if eps is not None:
+        x = x.clamp(float(eps), 1.0 - float(eps))
+    return (x / (1 - x)).log()
+
+
+@public("polygamma", method=False)
+def polygamma(n: int, input: Tensor) -> Tensor:
+    """The n-th derivative of digamma, as torch.polygamma: digamma for n = 0, else
+    (-1)^(n+1) n! zeta(n + 1, input) (integers give the default floating dtype)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"polygamma(): argument 'n' must be int, not {type(n).__name__}")
+    if n < 0:
+        raise ValueError("polygamma(n, x) does not support negative n.")
+    x = float_input(input)
+    if n == 0:
+        return x.digamma()
+    scale = math.factorial(n) if n < 171 else math.inf
+    order, x = as_operands("polygamma", float(n + 1), x)
+    return apply(ZETA, order, x) * (scale if n % 2 else -scale)
+
+
+def _polygamma_method(self: Tensor, n: int) -> Tensor:
+    """Tensor.polygamma(n): polygamma(n, self)."""
+    return polygamma(n, self)
+
+
+tensor_member("polygamma", _polygamma_method)
+
+
+@public("mvlgamma")
+def mvlgamma(input: Tensor, p: int) -> Tensor:
+    """The log of the multivariate gamma function of dimension ``p``, as torch.mvlgamma
+    (torch.special.multigammaln): sum_i lgamma(input - i/2) + p(p-1)/4 log(pi)."""
+    if isinstance(p, bool) or not isinstance(p, (int, np.integer)):
+        raise TypeError(f"mvlgamma(): argument 'p' must be int, not {type(p).__name__}")
+    if p < 1:
+        raise ValueError(f"mvlgamma(): p has to be greater than or equal to 1, got {p}")
+    x = float_input(input)
+    out = x.lgamma()
+    for i in range(1, p):
+        out = out + (x - i / 2).lgamma()
+    return out + p * (p - 1) / 4 * math.log(math.pi)
