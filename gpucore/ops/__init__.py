@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     attention,
     bessel,
     comparison,
+    covariance,
     decompositions,
     distances,
     einsum,
