@@ -68,10 +68,14 @@ def _unary(name: str, fn):
     return checked(f"special.{name}", f)
 
 
-def _binary(name: str, fn, names=("input", "other")):
+def _binary(name: str, fn, names=("input", "other"), promote: bool = True):
+    """The special form of a two-input function (``promote=False``: fn promotes itself)."""
+
     def f(input, other, *, out: Tensor | None = None) -> Tensor:
         a, b = as_operands(f"special.{name}", input, other, names)
-        return _out(name, fn(float_input(a), float_input(b)), out)
+        if promote:
+            a, b = float_input(a), float_input(b)
+        return _out(name, fn(a, b), out)
 
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"torch.special.{name}({names[0]}, {names[1]}): elementwise with broadcasting."
@@ -145,14 +149,21 @@ expm1 = _unary("expm1", Tensor.expm1)
 log1p = _unary("log1p", Tensor.log1p)
 expit = _unary("expit", Tensor.sigmoid)
 sinc = _unary("sinc", _pw.sinc)
-round = _unary("round", Tensor.round)  # noqa: A001 - PyTorch's name
+
+
+def round(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A001 - PyTorch's name
+    """torch.special.round: to the nearest integer, halves to even (integers keep their dtype)."""
+    return _out("round", input.round(), out)
+
+
+round = checked("special.round", round)  # noqa: A001
 
 # ------------------------------------------------------------------ two inputs
 xlogy = _binary("xlogy", _pw.xlogy)
 xlog1py = _binary("xlog1py", _xlog1py)
 zeta = _binary("zeta", lambda a, b: apply(_tr.ZETA, a, b))
-gammainc = _binary("gammainc", lambda a, b: apply(_tr.IGAMMA, a, b))
-gammaincc = _binary("gammaincc", lambda a, b: apply(_tr.IGAMMAC, a, b))
+gammainc = _binary("gammainc", _tr.igamma, promote=False)
+gammaincc = _binary("gammaincc", _tr.igammac, promote=False)
 
 
 def _poly_fn(name: str):

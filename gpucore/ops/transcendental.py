@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from .. import dtypes as D
+from ..errors import DTypeError
 from ..tensor import Tensor
 from .api import public, tensor_member
 from .common import as_operands, broadcast_shapes, float_input, float_result
@@ -202,6 +203,8 @@ NDTRI = defop(
 # ------------------------------------------------------------------ public forms
 def _float_pair(name: str, input, other) -> tuple:
     a, b = as_operands(name, input, other)
+    if name.startswith("igamma") and not a.dtype.is_floating_point:
+        raise DTypeError(f"{name}(): not implemented for {a.dtype} tensors; pass float tensors")
     return float_input(a), float_input(b)
 
 

@@ -146,7 +146,7 @@ def _jy_pos(nu: float, x: np.ndarray, want_y: bool) -> np.ndarray:
 def _bessel_j(n: int):
     def f(x):
         a = np.abs(x)
-        out = np.zeros_like(x)  # J(+-inf) = 0
+        out = np.full_like(x, np.nan)  # NaN at +-inf, as PyTorch (Cephes' cos(inf))
         fin = np.isfinite(a) & (a > 0)
         out[fin] = _jy_pos(float(n), a[fin], False)
         out[a == 0] = 1.0 if n == 0 else 0.0
@@ -160,7 +160,7 @@ def _bessel_j(n: int):
 
 def _bessel_y(n: int):
     def f(x):
-        out = np.zeros_like(x)  # Y(inf) = 0
+        out = np.full_like(x, np.nan)  # NaN at inf, as PyTorch
         pos = np.isfinite(x) & (x > 0)
         out[pos] = _jy_pos(float(n), x[pos], True)
         out[x == 0] = -np.inf
@@ -214,8 +214,8 @@ def _modified_i(n: int, scaled: bool):
         inf = np.isinf(x)
         if scaled:  # exp(-x) I(x) ~ 1 / sqrt(2 pi x) -> 0
             out[inf] = np.copysign(0.0, x[inf]) if n else 0.0
-        else:
-            out[inf] = np.copysign(np.inf, x[inf]) if n else np.inf
+        else:  # NaN, as PyTorch's (its fit times exp(inf) times 0)
+            out[inf] = np.nan
         out[np.isnan(x)] = np.nan
         return out
 
@@ -310,12 +310,12 @@ def _airy_maclaurin(x: np.ndarray) -> np.ndarray:
 
 
 def _airy_ai(x):
-    out = np.zeros_like(x)  # Ai(+inf) = 0; Ai(-inf) oscillates to 0
+    out = np.full_like(x, np.nan)  # NaN at +-inf, as PyTorch
     near = np.abs(x) <= 1.0
     out[near] = _airy_maclaurin(x[near])
     right = np.isfinite(x) & (x > 1.0)
     if right.any():  # Ai(x) = sqrt(x / 3) / pi K_1/3(zeta), zeta = 2/3 x^1.5 (DLMF 9.6.1)
-        xr = x[right]
+        xr = np.minimum(x[right], 200.0)  # Ai(200) underflows: 0 beyond, as PyTorch
         zeta = 2.0 / 3.0 * xr * np.sqrt(xr)
         with np.errstate(under="ignore"):
             out[right] = np.sqrt(xr / 3) / math.pi * k_scaled_trapezoid(1 / 3, zeta) * np.exp(-zeta)
