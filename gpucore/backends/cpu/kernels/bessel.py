@@ -2,11 +2,12 @@
 exponentially scaled forms), the spherical j0 and the Airy function Ai, by numpy in float64.
 
 Each function is split by the size of its argument into the method that is accurate there:
-power series for small arguments (every term the same sign, or few terms), quadrature of the
-functions' integral representations in the middle (Gauss-Legendre for Bessel's integral, the
-trapezoidal rule for K's, which converges geometrically on its doubly-exponentially decaying
-integrand) and Hankel's asymptotic expansions beyond 25-30, where the expansion's smallest term
-is far below double rounding. Work is done in chunks so the quadrature's (nodes x elements)
+power series for small arguments (every term the same sign, or few terms); in the middle,
+Miller's backward recurrence for J0/J1 (and Neumann's series for Y0/Y1), quadrature of the
+integral representations for the fractional orders of Airy's function (Gauss-Legendre) and for
+K (the trapezoidal rule, which converges geometrically on its doubly-exponentially decaying
+integrand); Hankel's asymptotic expansions beyond 25-30, where the expansion's smallest term is
+far below double rounding. Work is done in chunks so the quadrature's (nodes x elements)
 arrays stay small.
 """
 
@@ -99,6 +100,32 @@ def _jy_quad(nu: float, x: np.ndarray, want_y: bool) -> np.ndarray:
     return (first - s * tail) / math.pi
 
 
+def _jy01_miller(x: np.ndarray) -> tuple:
+    """J0, J1, Y0, Y1 for 2 <= x < 25 by Miller's backward recurrence from J_70 (below double
+    rounding there), normalised by 1 = J0 + 2 sum J_2k; Y0 and Y1 by Neumann's series over the
+    same J_k (DLMF 10.23.15; Y1's is Y0's derivative): no cancellation beyond the logarithm's,
+    ~2e-14 of the envelope, and 15x faster than the quadrature."""
+    jp1 = np.zeros_like(x)
+    j = np.full_like(x, 1e-30)
+    norm = np.zeros_like(x)  # sum_k J_2k
+    y0s = np.zeros_like(x)  # sum_k (-1)^k J_2k / k
+    y1s = np.zeros_like(x)  # sum_k (-1)^k (J_2k-1 - J_2k+1) / k
+    for k in range(70, 0, -1):  # j = J_k, jp1 = J_k+1 (unnormalised)
+        jm1 = (2 * k / x) * j - jp1
+        if k % 2 == 0:
+            sgn = 1.0 if (k // 2) % 2 == 0 else -1.0
+            norm += j
+            y0s += sgn * j / (k // 2)
+            y1s += sgn * (jm1 - jp1) / (k // 2)
+        jp1, j = j, jm1
+    scale = 1.0 / (j + 2 * norm)
+    j0, j1 = j * scale, jp1 * scale
+    lg = np.log(x / 2) + _EULER
+    y0 = (2 / math.pi) * (lg * j0 - 2 * y0s * scale)
+    y1 = (2 / math.pi) * (-j0 / x + lg * j1 + y1s * scale)
+    return j0, j1, y0, y1
+
+
 def _hankel_pq(nu: float, x: np.ndarray, scaled_sign: float = -1.0):
     """Hankel's P and Q (DLMF 10.17.3) for x >= 25 (30 terms, each k/50 of the one before)."""
     mu = 4 * nu * nu
@@ -136,7 +163,9 @@ def _jy_pos(nu: float, x: np.ndarray, want_y: bool) -> np.ndarray:
     if small.any():
         xs = x[small]
         out[small] = _y_series(int(nu), xs) if want_y else _j_series(nu, xs)
-    if mid.any():
+    if mid.any() and nu in (0.0, 1.0):
+        out[mid] = _jy01_miller(x[mid])[int(nu) + 2 * want_y]
+    elif mid.any():
         out[mid] = _jy_quad(nu, x[mid], want_y)
     if big.any():
         out[big] = _jy_hankel(nu, x[big], want_y)
@@ -179,6 +208,8 @@ def _i_series(n: int, x: np.ndarray) -> np.ndarray:
     for k in range(1, 90):
         term = term * q / (k * (k + n))
         s += term
+        if k % 8 == 0 and not (term > 1e-17 * s).any():  # every remaining term is smaller
+            break
     return s
 
 
@@ -246,12 +277,31 @@ def _k_series(n: int, x: np.ndarray) -> np.ndarray:
 def k_scaled_trapezoid(nu: float, x: np.ndarray) -> np.ndarray:
     """exp(x) K_nu(x) = int_0^inf exp(-2 x sinh(t/2)^2) cosh(nu t) dt for x >= 0.1 by the
     trapezoidal rule (geometric convergence for this analytic, fast-decaying integrand); the step
-    shrinks as 1/sqrt(x), the width of the integrand's peak."""
+    shrinks as 1/sqrt(x), the width of the integrand's peak, and the nodes end where the
+    integrand is below e^-60 of its peak (22 to 48 nodes)."""
+    if not x.size:
+        return x.copy()
     h = np.minimum(0.15, 0.5 / np.sqrt(x))
-    j = np.arange(64, dtype=np.float64)[:, None]
-    t = j * h[None, :]
-    f = np.exp(-2 * x[None, :] * np.sinh(t / 2) ** 2) * np.cosh(nu * t)
-    return h * (f.sum(0) - f[0] / 2)
+    ends = 2 * np.arcsinh(np.sqrt(30.0 / x))  # 2 x sinh(t/2)^2 = 60 there
+    count = int(np.ceil((ends / h).max())) + 1
+    # node j: e^(t/2) = (1 + a1)^j kept as a = e^(t/2) - 1 (a recurrence of positive terms,
+    # so sinh(t/2) = (a + a / (1 + a)) / 2 has no cancellation even where t is tiny)
+    a1 = np.expm1(h / 2)
+    a = np.zeros_like(x)
+    grow = np.ones_like(x)  # e^(nu t), for the fractional orders
+    step = np.exp(nu * h)
+    total = np.full_like(x, 0.5)  # node 0: exp(0) cosh(0), half weight
+    for _ in range(1, count):
+        a = a + a1 * (1 + a)
+        s2 = ((a + a / (1 + a)) / 2) ** 2
+        f = np.exp(-2 * x * s2)
+        if nu == 1.0:
+            f *= 1 + 2 * s2  # cosh t
+        elif nu != 0.0:
+            grow = grow * step
+            f *= (grow + 1 / grow) / 2
+        total += f
+    return h * total
 
 
 def _k_scaled_pos(n: int, x: np.ndarray) -> np.ndarray:
