@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+from . import dtypes as D
 from .autograd.grad_mode import is_grad_enabled
 from .errors import ArgumentTypeError, DTypeError, ShapeError
 from .ops import bessel as _b
@@ -93,7 +94,9 @@ def _ndtr(x: Tensor) -> Tensor:
 def _log_ndtr(x: Tensor) -> Tensor:
     """log(ndtr(x)): log1p(-ndtr(-x)) where ndtr(x) is near 1, and log(erfcx(-x/sqrt2)/2) -
     x^2/2 in the lower tail (no underflow); each branch sees only its own arguments, so the
-    other's gradient stays finite."""
+    other's gradient stays finite. float16/bfloat16 refused, as PyTorch (through erfcx)."""
+    if x.dtype is D.float16 or x.dtype is D.bfloat16:
+        raise DTypeError(f"log_ndtr(): not implemented for {x.dtype} (as PyTorch); use .float()")
     lo = x.clamp(max=-1.0)
     hi = x.clamp(min=-1.0)
     tail = (apply(_tr.ERFCX, lo * -_SQRT1_2) * 0.5).log() - lo * lo * 0.5
@@ -122,8 +125,13 @@ bessel_j0 = _unary("bessel_j0", _op(_b.J0))
 bessel_j1 = _unary("bessel_j1", _op(_b.J1))
 bessel_y0 = _unary("bessel_y0", _op(_b.Y0))
 bessel_y1 = _unary("bessel_y1", _op(_b.Y1))
-modified_bessel_i0 = _unary("modified_bessel_i0", _op(_b.I0))
-modified_bessel_i1 = _unary("modified_bessel_i1", _op(_b.I1))
+# PyTorch's modified_bessel_i0/i1 are i0/i1 without gradients and without half precision
+modified_bessel_i0 = _unary(
+    "modified_bessel_i0", _b.full_precision_only("modified_bessel_i0", _op(_b.I0))
+)
+modified_bessel_i1 = _unary(
+    "modified_bessel_i1", _b.full_precision_only("modified_bessel_i1", _op(_b.I1))
+)
 modified_bessel_k0 = _unary("modified_bessel_k0", _op(_b.K0))
 modified_bessel_k1 = _unary("modified_bessel_k1", _op(_b.K1))
 scaled_modified_bessel_k0 = _unary("scaled_modified_bessel_k0", _op(_b.K0E))

@@ -290,3 +290,24 @@ def test_vulkan_tensors_give_the_same_answer(vulkan, name):
     ts = [gpucore.tensor(a).to("vulkan") for a in args]
     got = _call("gpucore", name, *ts)
     np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), rtol=2e-5, atol=2e-6)
+
+
+def test_half_precision_as_torch():
+    """float16/bfloat16: the functions PyTorch refuses raise DTypeError; the others compute."""
+    x = np.array([0.25, 0.5, 0.75])
+    for name in TORCH_NAMES:
+        if name in ("softmax", "log_softmax", "logsumexp", "polygamma", "multigammaln"):
+            continue
+        for tdt, gdt in ((torch.float16, gpucore.float16), (torch.bfloat16, gpucore.bfloat16)):
+            k = 2 if name in TWO_INPUTS | POLYNOMIALS else 1
+            try:
+                want = getattr(torch.special, name)(*[torch.tensor(x, dtype=tdt)] * k)
+            except (NotImplementedError, RuntimeError):
+                with pytest.raises(gpucore.DTypeError, match=f"{name}.*not implemented"):
+                    getattr(special, name)(*[gpucore.tensor(x, dtype=gdt)] * k)
+                continue
+            got = getattr(special, name)(*[gpucore.tensor(x, dtype=gdt)] * k)
+            assert got.dtype is gdt, name
+            np.testing.assert_allclose(
+                got.float().numpy(), want.float().numpy(), rtol=2e-2, equal_nan=True, err_msg=name
+            )

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes as D
+from ..errors import DTypeError
 from .common import float_result
 from .registry import apply, defop
 from .samples import Sample, uniform
@@ -82,11 +84,27 @@ def _i1e_bwd(ctx, g):
     return (g * (apply(I0E, x) - y * (x.sign() + 1 / safe)).masked_fill(zero, 0.5),)
 
 
+def full_precision_only(name: str, infer):
+    """infer refusing float16 and bfloat16 inputs, as PyTorch's kernels of ``name`` do."""
+
+    def checked(*inputs, **attrs):
+        for t in inputs:
+            if t.dtype is D.float16 or t.dtype is D.bfloat16:
+                raise DTypeError(
+                    f"{name}(): not implemented for {t.dtype} (as PyTorch); convert the input "
+                    "with .float() first"
+                )
+        return infer(*inputs, **attrs)
+
+    return checked
+
+
 def _unary_op(name, ref, low, high, backward=None, extra=(), save_outputs=(), variants=()):
+    half = name in ("i0", "i0e", "i1", "i1e")  # PyTorch computes these in half precision too
     return defop(
         name,
         variants=variants,
-        infer=float_result,
+        infer=float_result if half else full_precision_only(name, float_result),
         save_inputs=(0,) if backward else (),
         save_outputs=save_outputs,
         backward=backward,

@@ -15,6 +15,7 @@ import numpy as np
 from numpy.polynomial import chebyshev, hermite, hermite_e, laguerre, legendre
 
 from .. import dtypes as D
+from .bessel import full_precision_only
 from .common import broadcast_shapes
 from .registry import defop
 from .samples import Sample, integers, uniform
@@ -104,6 +105,8 @@ _REFS = {
     "legendre_polynomial_p": (_basis(legendre.legval), -1.0, 1.0),
 }
 POLYNOMIALS = {
-    name: defop(name, infer=_infer(name), samples=_samples(ref, low, high))
+    name: defop(
+        name, infer=full_precision_only(name, _infer(name)), samples=_samples(ref, low, high)
+    )
     for name, (ref, low, high) in _REFS.items()
 }

@@ -20,6 +20,7 @@ from .. import dtypes as D
 from ..errors import DTypeError
 from ..tensor import Tensor
 from .api import public, tensor_member
+from .bessel import full_precision_only
 from .common import as_operands, broadcast_shapes, float_input, float_result
 from .registry import apply, defop
 from .samples import Sample, integers, uniform
@@ -84,7 +85,7 @@ def _zeta_samples():
 
 ZETA = defop(
     "zeta",
-    infer=_binary_infer("zeta"),
+    infer=full_precision_only("zeta", _binary_infer("zeta")),
     save_inputs=(0, 1),
     backward=_zeta_bwd,
     samples=_zeta_samples,
@@ -178,7 +179,7 @@ def _unary_samples(ref, low, high, extra):
 
 ERFCX = defop(
     "erfcx",
-    infer=float_result,
+    infer=full_precision_only("erfcx", float_result),
     save_inputs=(0,),
     save_outputs=(0,),
     backward=_erfcx_bwd,
@@ -188,7 +189,7 @@ ERFCX = defop(
 )
 NDTRI = defop(
     "ndtri",
-    infer=float_result,
+    infer=full_precision_only("ndtri", float_result),
     save_outputs=(0,),
     backward=_ndtri_bwd,
     samples=_unary_samples(
