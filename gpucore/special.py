@@ -104,17 +104,10 @@ def _log_ndtr(x: Tensor) -> Tensor:
     return where(x < -1.0, tail, body)
 
 
-def _entr(x: Tensor) -> Tensor:
-    """-x log(x): 0 at 0, -inf below, NaN for NaN."""
-    pos = x > 0
-    safe = where(pos, x, x.new_ones(()))
-    val = where(pos, -safe * safe.log(), where(x == 0, x.new_zeros(()), x.new_full((), -math.inf)))
-    return where(x.isnan(), x, val)
-
-
 def _xlog1py(a: Tensor, b: Tensor) -> Tensor:
-    """a * log1p(b), 0 where a is 0 (unless b is NaN), as xlogy."""
-    zero = (a == 0) & ~b.isnan()
+    """a * log1p(b), 0 where a is 0 (unless b is NaN), as torch.special.xlog1py: a's gradient is
+    log1p(b) but 0 where a is 0 and b <= -1 (PyTorch's formula)."""
+    zero = (a == 0) & (b <= -1)  # 0 * log1p(b) is 0 without help where b > -1
     safe = where(zero, b.new_zeros(()), b)
     return a * safe.log1p()
 
@@ -145,7 +138,7 @@ erfcx = _unary("erfcx", _op(_tr.ERFCX))
 ndtri = _unary("ndtri", _op(_tr.NDTRI))
 ndtr = _unary("ndtr", _ndtr)
 log_ndtr = _unary("log_ndtr", _log_ndtr)
-entr = _unary("entr", _entr)
+entr = _unary("entr", _op(_tr.ENTR))
 digamma = _unary("digamma", Tensor.digamma)
 psi = _unary("psi", Tensor.digamma)
 gammaln = _unary("gammaln", Tensor.lgamma)

@@ -311,3 +311,18 @@ def test_half_precision_as_torch():
             np.testing.assert_allclose(
                 got.float().numpy(), want.float().numpy(), rtol=2e-2, equal_nan=True, err_msg=name
             )
+
+
+def test_gradients_at_the_singular_points_as_torch():
+    g = gpucore.tensor([0.0, -1.0, 2.0], requires_grad=True)
+    t = torch.tensor([0.0, -1.0, 2.0], requires_grad=True)
+    special.entr(g).sum().backward()
+    torch.special.entr(t).sum().backward()
+    np.testing.assert_array_equal(g.grad.numpy(), t.grad.numpy())  # inf, nan, -(1 + log 2)
+    a, b = np.array([0.0, 0.0, 1.0]), np.array([-1.5, 2.0, -0.5])
+    ga, gb = gpucore.tensor(a, requires_grad=True), gpucore.tensor(b, requires_grad=True)
+    ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    special.xlog1py(ga, gb).sum().backward()
+    torch.special.xlog1py(ta, tb).sum().backward()
+    np.testing.assert_array_equal(ga.grad.numpy(), ta.grad.numpy())
+    np.testing.assert_array_equal(gb.grad.numpy(), tb.grad.numpy())

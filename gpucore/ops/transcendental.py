@@ -2,8 +2,10 @@
 the Hurwitz zeta function ``zeta(x, q)`` (differentiable in q), the regularized incomplete gamma
 functions ``igamma`` / ``igammac`` (torch.special.gammainc / gammaincc; differentiable in the
 second argument), the scaled complementary error function ``erfcx`` and ``ndtri``, the inverse
-of the normal CDF (both differentiable). A gradient PyTorch does not implement raises the same
-error when backward reaches it.
+of the normal CDF (both differentiable), and ``entr`` (-x log x, with PyTorch's gradient
+-(1 + log x): inf at 0, which a composition through ``where`` would not give). A gradient
+PyTorch does not implement raises the same error when backward reaches it. The compositions
+logit, polygamma and mvlgamma (gpucore.<name> and Tensor.<name>) are declared here too.
 
 Computed in float64 by numpy on the CPU; Vulkan tensors go through the host.
 
@@ -197,6 +199,27 @@ NDTRI = defop(
         0.02,
         0.98,
         (2.0**-100, 2.0**-66, 0.5, 1 - 2.0**-20),
+    ),
+)
+
+
+# ------------------------------------------------------------------ entr
+def _entr_bwd(ctx, g):
+    """PyTorch's -(1 + log x): inf at 0, NaN below (a composition through where would give 0)."""
+    (x,) = ctx.saved
+    return (g * -(1 + x.log()),)
+
+
+ENTR = defop(
+    "entr",
+    infer=float_result,
+    save_inputs=(0,),
+    backward=_entr_bwd,
+    samples=_unary_samples(
+        _mp(lambda m, x: -x * m.log(x) if x > 0 else (0.0 if x == 0 else -m.inf)),
+        0.05,
+        3.0,
+        (0.0, -1.0, 1.0, 1e-300),
     ),
 )
 

@@ -1,7 +1,7 @@
 """Kernels of gpucore/ops/transcendental.py, by numpy in float64: the Hurwitz zeta function
 (Euler-Maclaurin summation, as Cephes), the regularized incomplete gamma functions igamma /
 igammac (series for x < a + 1, Lentz's continued fraction beyond), the scaled complementary
-error function erfcx and the inverse of the normal CDF ndtri (Halley's iteration on erfc).
+error function erfcx, the inverse of the normal CDF ndtri (Halley's iteration on erfc) and entr.
 
 erfc and lgamma come from the extension's unary kernels (libm's, in float64).
 """
@@ -228,6 +228,13 @@ def ndtri(p: np.ndarray) -> np.ndarray:
     return out
 
 
+def entr(x: np.ndarray) -> np.ndarray:
+    """-x log(x): 0 at 0, -inf below 0, NaN for NaN."""
+    with np.errstate(all="ignore"):
+        out = np.where(x > 0, -x * np.log(np.where(x > 0, x, 1.0)), np.where(x == 0, 0.0, -np.inf))
+    return np.where(np.isnan(x), x, out)
+
+
 def _run1(fn):
     def run(out, x):
         with np.errstate(over="ignore"):  # float32 results beyond its range are inf
@@ -247,6 +254,7 @@ def _run2(fn):
 
 kernel("erfcx")(_run1(erfcx))
 kernel("ndtri")(_run1(ndtri))
+kernel("entr")(_run1(entr))
 kernel("zeta")(_run2(zeta))
 kernel("igamma")(_run2(lambda a, x: igamma(a, x, False)))
 kernel("igammac")(_run2(lambda a, x: igamma(a, x, True)))
