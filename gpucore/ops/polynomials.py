@@ -12,13 +12,24 @@ kernels: backends/cpu/kernels/polynomials.py (numpy) · none on Vulkan.
 from __future__ import annotations
 
 import numpy as np
-from numpy.polynomial import chebyshev, hermite, hermite_e, laguerre, legendre
 
 from .. import dtypes as D
 from .bessel import full_precision_only
 from .common import broadcast_shapes
 from .registry import defop
 from .samples import Sample, integers, uniform
+
+
+def _np_poly(name: str):
+    """numpy.polynomial's evaluator ``name`` (imported on first use: slow to import)."""
+
+    def value(x, c):
+        from numpy import polynomial  # noqa: PLC0415
+
+        module, fn = name.split(".")
+        return getattr(getattr(polynomial, module), fn)(x, c)
+
+    return value
 
 
 def _basis(module, shift=None, weight=None):
@@ -47,10 +58,11 @@ def _cheb(kind: str):
 
     def value(x, c):
         k = len(c) - 1
+        chebval = _np_poly("chebyshev.chebval")
         if kind == "t":
-            return chebyshev.chebval(x, c)
+            return chebval(x, c)
         # U_n = sum of T_j over j = n, n-2, ... (with T_0 counted once), times 2 (but T_0 once)
-        u = lambda m: chebyshev.chebval(x, _u_coeffs(m))  # noqa: E731
+        u = lambda m: chebval(x, _u_coeffs(m))  # noqa: E731
         if kind == "u":
             return u(k)
         if kind == "v":  # V_n = U_n - U_(n-1)
@@ -99,10 +111,10 @@ _SHIFT = lambda x: 2 * x - 1  # noqa: E731
 _REFS = {
     **{f"chebyshev_polynomial_{k}": (_basis(_cheb(k)), -1.0, 1.0) for k in "tuvw"},
     **{f"shifted_chebyshev_polynomial_{k}": (_basis(_cheb(k), _SHIFT), 0.0, 1.0) for k in "tuvw"},
-    "hermite_polynomial_h": (_basis(hermite.hermval), -2.0, 2.0),
-    "hermite_polynomial_he": (_basis(hermite_e.hermeval), -2.0, 2.0),
-    "laguerre_polynomial_l": (_basis(laguerre.lagval), -1.0, 4.0),
-    "legendre_polynomial_p": (_basis(legendre.legval), -1.0, 1.0),
+    "hermite_polynomial_h": (_basis(_np_poly("hermite.hermval")), -2.0, 2.0),
+    "hermite_polynomial_he": (_basis(_np_poly("hermite_e.hermeval")), -2.0, 2.0),
+    "laguerre_polynomial_l": (_basis(_np_poly("laguerre.lagval")), -1.0, 4.0),
+    "legendre_polynomial_p": (_basis(_np_poly("legendre.legval")), -1.0, 1.0),
 }
 POLYNOMIALS = {
     name: defop(

@@ -13,16 +13,15 @@ arrays stay small.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
-from numpy.polynomial.legendre import leggauss
 
 from .common import kernel
 
 _EULER = 0.57721566490156328606
 _CHUNK = 4096
-_GL_X, _GL_W = leggauss(96)  # Gauss-Legendre nodes and weights on [-1, 1]
 _MID = 25.0  # from here on the Hankel expansions (J, Y)
 _BIG = 30.0  # from here on the large-argument expansion (I)
 
@@ -36,11 +35,21 @@ def _chunked(fn, x: np.ndarray) -> np.ndarray:
     return out.reshape(np.shape(x))
 
 
+@functools.cache
+def _gauss_legendre() -> tuple:
+    """96 Gauss-Legendre nodes and weights on [-1, 1] (made on first use: numpy.polynomial is
+    slow to import)."""
+    from numpy.polynomial.legendre import leggauss  # noqa: PLC0415
+
+    return leggauss(96)
+
+
 def _gl(f, a, b) -> np.ndarray:
     """Integral of f from a to b (per element) by 96-point Gauss-Legendre."""
+    nodes, weights = _gauss_legendre()
     half = (b - a) / 2
-    t = (b + a)[None, :] / 2 + half[None, :] * _GL_X[:, None]
-    return half * (_GL_W[:, None] * f(t)).sum(0)
+    t = (b + a)[None, :] / 2 + half[None, :] * nodes[:, None]
+    return half * (weights[:, None] * f(t)).sum(0)
 
 
 # ----------------------------------------------------------------------------- J and Y

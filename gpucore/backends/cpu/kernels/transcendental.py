@@ -8,6 +8,7 @@ erfc and lgamma come from the extension's unary kernels (libm's, in float64).
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
@@ -36,8 +37,10 @@ def _bernoulli(n: int) -> Fraction:
     return a[0] if n != 1 else Fraction(-1, 2)
 
 
-# (2k)! / B_2k, k = 1..12: the Euler-Maclaurin tail's coefficients (Cephes' A[])
-_EM = [float(math.factorial(2 * k) / _bernoulli(2 * k)) for k in range(1, 13)]
+@functools.cache
+def _em_coefficients() -> tuple:
+    """(2k)! / B_2k, k = 1..12: the Euler-Maclaurin tail's coefficients (Cephes' A[])."""
+    return tuple(float(math.factorial(2 * k) / _bernoulli(2 * k)) for k in range(1, 13))
 
 
 def _binary(a, b):
@@ -67,7 +70,7 @@ def _zeta_valid(x: np.ndarray, q: np.ndarray) -> np.ndarray:
     fac = np.ones_like(x)
     k = 0.0
     tail_done = done.copy()
-    for c in _EM:
+    for c in _em_coefficients():
         fac = fac * (x + k)
         b = b / w
         t = fac * b / c
