@@ -17,15 +17,20 @@ def _degree(n: np.ndarray) -> np.ndarray:
     return np.where(bad, np.iinfo(np.int64).min, np.trunc(np.where(bad, 0, n))).astype(np.int64)
 
 
-def _recurrence(n, first, second, step):
-    """p_n from p_0 = first, p_1 = second and p_(j) = step(j, p_(j-2), p_(j-1)) (per element n)."""
+def _recurrence(n, first, second, step, needed=None):
+    """p_n from p_0 = first, p_1 = second and p_(j) = step(j, p_(j-2), p_(j-1)) (per element n;
+    only up to the largest n where ``needed``). Stops early once every element still recurring
+    is NaN (NaN stays NaN: a degree of 1e9 at |x| > 1 overflows within a few hundred steps)."""
     p, q = first, second
-    top = int(n.max()) if n.size else 0
+    live = n if needed is None else np.where(needed, n, 0)
+    top = int(live.max()) if n.size else 0
     for j in range(2, top + 1):
         r = step(j, p, q)
-        m = j <= n
+        m = j <= live
         p = np.where(m, q, p)
         q = np.where(m, r, q)
+        if j % 64 == 0 and np.isnan(q[j < live]).all():
+            break
     return np.where(n <= 0, first, q)
 
 
@@ -33,7 +38,9 @@ def _chebyshev(kind: str, y: np.ndarray, n: np.ndarray, shifted: bool) -> np.nda
     """T, U, V or W at y (the shifted forms pass y = 2x - 1 and their own end tests)."""
     one = np.ones_like(y)
     first = {"t": y, "u": y + y, "v": y + y - 1, "w": y + y + 1}[kind]
-    out = _recurrence(n, one, first, lambda j, p, q: (y + y) * q - p)
+    # the closed forms serve high degrees inside (-1, 1): recur only where they do not
+    closed_ok = (n > (6 if kind == "t" or shifted else 8)) & (np.abs(y) < 1)
+    out = _recurrence(n, one, first, lambda j, p, q: (y + y) * q - p, needed=~closed_ok)
     nf = n.astype(np.float64)
     even = n % 2 == 0
     inside = np.abs(y) < 1
