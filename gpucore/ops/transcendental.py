@@ -21,7 +21,7 @@ import numpy as np
 from .. import dtypes as D
 from ..errors import DTypeError
 from ..tensor import Tensor
-from .api import public, tensor_member
+from .api import INPLACE, public, tensor_member
 from .bessel import full_precision_only
 from .common import as_operands, broadcast_shapes, float_input, float_result
 from .registry import apply, defop
@@ -285,9 +285,10 @@ def _polygamma_method(self: Tensor, n: int) -> Tensor:
 
 
 tensor_member("polygamma", _polygamma_method)
+INPLACE["polygamma_"] = ("polygamma", True)  # Tensor.polygamma_(n), as PyTorch
 
 
-@public("mvlgamma")
+@public("mvlgamma", inplace=True)
 def mvlgamma(input: Tensor, p: int) -> Tensor:
     """The log of the multivariate gamma function of dimension ``p``, as torch.mvlgamma
     (torch.special.multigammaln): sum_i lgamma(input - i/2) + p(p-1)/4 log(pi)."""

@@ -149,6 +149,14 @@ def test_mvlgamma_matches_torch():
     np.testing.assert_allclose(
         gpucore.tensor(x).mvlgamma(3).numpy(), torch.tensor(x).mvlgamma(3).numpy(), rtol=1e-12
     )
+    g, t = gpucore.tensor(x), torch.tensor(x)
+    g.mvlgamma_(2)
+    t.mvlgamma_(2)
+    np.testing.assert_allclose(g.numpy(), t.numpy(), rtol=1e-12)
+    g, t = gpucore.tensor(x), torch.tensor(x)
+    g.polygamma_(2)
+    t.polygamma_(2)
+    np.testing.assert_allclose(g.numpy(), t.numpy(), rtol=1e-10)
 
 
 def test_logit_matches_torch_with_and_without_eps():
