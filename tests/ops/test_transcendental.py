@@ -72,6 +72,19 @@ def test_igamma_against_mpmath():
     np.testing.assert_allclose(q, want_q, rtol=1e-10, atol=1e-14)
 
 
+def test_igamma_large_a_against_mpmath():
+    """Near x = a for large a, where the prefactor x^a e^-x / Gamma(a) is a difference of
+    terms of size a: Stirling's series keeps it exact (PyTorch is 1e-11 off here)."""
+    a = np.array([10.0, 12.5, 1e3, 1e3, 1e3, 1e4, 1e5, 1e6])
+    x = np.array([25.0, 12.0, 1010.0, 500.0, 2e3, 1e4 + 50, 1e5 - 300, 1e6 + 900])
+    p = special.gammainc(gpucore.tensor(a), gpucore.tensor(x)).numpy()
+    q = special.gammaincc(gpucore.tensor(a), gpucore.tensor(x)).numpy()
+    want_p = _mp(lambda s, y: mpmath.gammainc(s, 0, y, regularized=True), a, x, dps=40)
+    want_q = _mp(lambda s, y: mpmath.gammainc(s, y, mpmath.inf, regularized=True), a, x, dps=40)
+    np.testing.assert_allclose(p, want_p, rtol=1e-13, atol=1e-300)
+    np.testing.assert_allclose(q, want_q, rtol=1e-13, atol=1e-300)
+
+
 def test_igamma_edges_match_torch():
     torch = pytest.importorskip("torch")
     inf, nan = np.inf, np.nan
