@@ -130,44 +130,60 @@ def _log_prefactor(a: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 
 def _gamma_series(a: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """P(a, x) by its series (x < a + 1: terms x / (a + n) < 1)."""
-    term = 1.0 / a
-    s = term.copy()
-    ap = a.copy()
+    """P(a, x) by its series (x < a + 1: terms x / (a + n) < 1). The working arrays hold only
+    the elements still converging (compacted every 8 steps; finished sums are written out)."""
+    out = np.empty_like(a)
     idx = np.arange(a.size)
-    for _ in range(100000):
-        ap[idx] += 1
-        term[idx] *= x[idx] / ap[idx]
-        s[idx] += term[idx]
-        idx = idx[np.abs(term[idx]) >= np.abs(s[idx]) * _EPS]
-        if not idx.size:
-            break
-    return s * np.exp(_log_prefactor(a, x))
+    aa, xx = a.copy(), x.copy()
+    term = 1.0 / aa
+    s = term.copy()
+    ap = aa.copy()
+    for step in range(1, 100000):
+        ap += 1
+        term *= xx / ap
+        s += term
+        if step % 8 == 0 or step < 8:
+            going = np.abs(term) >= np.abs(s) * _EPS
+            if not going.all():
+                done = ~going
+                out[idx[done]] = s[done]
+                idx, aa, xx, term, s, ap = (v[going] for v in (idx, aa, xx, term, s, ap))
+            if not idx.size:
+                break
+    out[idx] = s
+    return out * np.exp(_log_prefactor(a, x))
 
 
 def _gamma_cf(a: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Q(a, x) by Legendre's continued fraction, modified Lentz (x >= a + 1)."""
+    """Q(a, x) by Legendre's continued fraction, modified Lentz (x >= a + 1), on compacted
+    working arrays as _gamma_series."""
     tiny = 1e-300
+    out = np.empty_like(a)
+    idx = np.arange(a.size)
+    aa = a.copy()
     b = x + 1 - a
     c = np.full_like(a, 1 / tiny)
     d = 1 / b
     h = d.copy()
-    idx = np.arange(a.size)
     for i in range(1, 100000):
-        an = -i * (i - a[idx])
-        b[idx] += 2
-        dd = an * d[idx] + b[idx]
-        dd = np.where(np.abs(dd) < tiny, tiny, dd)
-        cc = b[idx] + an / c[idx]
-        cc = np.where(np.abs(cc) < tiny, tiny, cc)
-        dd = 1 / dd
-        delta = dd * cc
-        d[idx], c[idx] = dd, cc
-        h[idx] *= delta
-        idx = idx[np.abs(delta - 1) >= _EPS]
         if not idx.size:
             break
-    return h * np.exp(_log_prefactor(a, x))
+        an = -i * (i - aa)
+        b += 2
+        d = an * d + b
+        d[np.abs(d) < tiny] = tiny
+        c = b + an / c
+        c[np.abs(c) < tiny] = tiny
+        d = 1 / d
+        delta = d * c
+        h *= delta
+        going = np.abs(delta - 1) >= _EPS
+        if not going.all():
+            done = ~going
+            out[idx[done]] = h[done]
+            idx, aa, b, c, d, h = (v[going] for v in (idx, aa, b, c, d, h))
+    out[idx] = h
+    return out * np.exp(_log_prefactor(a, x))
 
 
 def igamma(a: np.ndarray, x: np.ndarray, upper: bool) -> np.ndarray:
@@ -246,7 +262,7 @@ def ndtri(p: np.ndarray) -> np.ndarray:
             - (2.515517 + t * (0.802853 + t * 0.010328))
             / (1 + t * (1.432788 + t * (0.189269 + t * 0.001308)))
         )
-        for _ in range(4):
+        for _ in range(3):
             # Halley: f = ndtr(x) - q, f' = phi(x), f'' = -x phi(x)
             e = _ndtr(x) - q
             u = e / q * math.sqrt(2 * math.pi) * np.exp(np.log(q) + x * x / 2)
