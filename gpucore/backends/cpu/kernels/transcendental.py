@@ -248,8 +248,8 @@ def _ndtr(x: np.ndarray) -> np.ndarray:
 
 def ndtri(p: np.ndarray) -> np.ndarray:
     """The x with ndtr(x) = p: Abramowitz & Stegun 26.2.23 (|error| < 4.5e-4) refined by
-    Halley's iteration on the lower tail (p <= 1/2, where ndtr has no cancellation); p > 1/2
-    by symmetry (1 - p is exact there)."""
+    Halley's iteration on the lower tail (p <= 1/2, where ndtr has no cancellation; below
+    1e-250 Newton's on log ndtr instead); p > 1/2 by symmetry (1 - p is exact there)."""
     out = np.full(p.shape, np.nan)
     with np.errstate(all="ignore"):
         inside = (p > 0) & (p < 1) & (p != 0.5)
@@ -262,11 +262,20 @@ def ndtri(p: np.ndarray) -> np.ndarray:
             - (2.515517 + t * (0.802853 + t * 0.010328))
             / (1 + t * (1.432788 + t * (0.189269 + t * 0.001308)))
         )
+        deep = q < 1e-250  # ndtr(x) is near the subnormals there: Newton on its logarithm
         for _ in range(3):
             # Halley: f = ndtr(x) - q, f' = phi(x), f'' = -x phi(x)
             e = _ndtr(x) - q
             u = e / q * math.sqrt(2 * math.pi) * np.exp(np.log(q) + x * x / 2)
-            x = x - u / (1 + x * u / 2)
+            x = np.where(deep, x, x - u / (1 + x * u / 2))
+        if deep.any():
+            # log ndtr(x) = log(erfcx(-x/sqrt2) / 2) - x^2/2, its derivative
+            # sqrt(2/pi) / erfcx(-x/sqrt2): no underflow, full relative accuracy
+            xd, lq = x[deep], np.log(q[deep])
+            for _ in range(4):
+                ex = erfcx(-xd / math.sqrt(2))
+                xd = xd - (np.log(ex / 2) - xd * xd / 2 - lq) * ex / math.sqrt(2 / math.pi)
+            x[deep] = xd
         out[inside] = np.where(upper, -x, x)
         out[p == 0] = -np.inf
         out[p == 1] = np.inf
