@@ -4,9 +4,10 @@ Every function takes ``out=`` (a tensor of the result's shape whose dtype can ho
 not with autograd, as PyTorch) and computes integer and bool inputs in the default floating
 dtype. Most are the top-level ops under their special names (``expit`` is sigmoid, ``psi``
 digamma, ``gammaln`` lgamma, ``gammainc`` igamma, ``multigammaln`` mvlgamma); the Bessel, Airy,
-zeta, incomplete gamma, erfcx, ndtri and polynomial functions are registry ops with float64
-kernels (gpucore/ops/bessel.py, transcendental.py, polynomials.py); ndtr, log_ndtr, entr and
-xlog1py are compositions here. Gradients where PyTorch has them; the functions PyTorch does not
+zeta, incomplete gamma, erfcx, ndtri, entr and polynomial functions are registry ops with
+float64 kernels on the host (gpucore/ops/bessel.py, transcendental.py, polynomials.py; a Vulkan
+tensor's result comes back as a host tensor, as for sort); ndtr, log_ndtr and xlog1py are
+compositions here (every backend). float16/bfloat16 inputs are refused where PyTorch refuses them. Gradients where PyTorch has them; the functions PyTorch does not
 differentiate (the Bessel functions J, Y and K, Airy, the polynomials) give outputs that do not
 require grad, and zeta's and igamma's first-argument gradients raise as PyTorch's do.
 """
