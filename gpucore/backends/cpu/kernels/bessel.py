@@ -135,7 +135,7 @@ def _jy01_miller(x: np.ndarray) -> tuple:
     return j0, j1, y0, y1
 
 
-def _hankel_pq(nu: float, x: np.ndarray, scaled_sign: float = -1.0):
+def _hankel_pq(nu: float, x: np.ndarray):
     """Hankel's P and Q (DLMF 10.17.3) for x >= 25 (30 terms, each k/50 of the one before)."""
     mu = 4 * nu * nu
     term = np.ones_like(x)

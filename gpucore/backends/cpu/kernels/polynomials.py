@@ -54,7 +54,7 @@ def _chebyshev(kind: str, y: np.ndarray, n: np.ndarray, shifted: bool) -> np.nda
         elif kind == "u":
             st = np.sin(theta)
             closed = np.where(
-                st != 0, np.sin((nf + 1) * theta) / st, (nf + 1) * np.cos((nf + 1) * theta)
+                st != 0, np.sin((nf + 1) * theta) / st, (nf + 1) * np.cos((nf + 1) * theta) / y
             )
             at1 = nf + 1
             atm1 = np.where(even, nf + 1, -(nf + 1))
