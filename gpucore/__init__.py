@@ -22,6 +22,7 @@ from . import (
     nn,
     optim,
     serialization,
+    special,
     utils,
     vulkan,
 )
@@ -40,6 +41,7 @@ from .creation import (
     full,
     full_like,
     linspace,
+    logspace,
     ones,
     ones_like,
     tensor,

@@ -297,6 +297,28 @@ def linspace(start, end, steps: int, dtype=None, device=None, requires_grad: boo
     return _finish(_store(np.linspace(start, end, steps), dt), dt, requires_grad, be)
 
 
+def logspace(
+    start,
+    end,
+    steps: int,
+    base: float = 10.0,
+    dtype=None,
+    device=None,
+    requires_grad: bool = False,
+):
+    """``steps`` values from ``base ** start`` to ``base ** end`` inclusive, their exponents
+    evenly spaced (torch.logspace; the default floating dtype unless ``dtype`` is given,
+    computed in float64 and rounded once, integer dtypes truncated)."""
+    be = _check_device(device, "logspace")
+    if steps < 0:
+        raise ValueError(f"logspace(): number of steps must be non-negative, got {steps}")
+    start, end = (float(v.item()) if isinstance(v, Tensor) else v for v in (start, end))
+    dt = D.as_dtype(dtype) if dtype is not None else D.default_float()
+    with np.errstate(over="ignore"):
+        arr = np.power(float(base), np.linspace(start, end, steps))
+    return _finish(_store(arr, dt), dt, requires_grad, be)
+
+
 def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bool = False):
     """A 2-D tensor with ones on the diagonal (of the default floating dtype unless ``dtype`` is
     given)."""

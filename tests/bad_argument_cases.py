@@ -47,6 +47,8 @@ TEMPLATES = {
     "addmm": lambda: ((t(3, 5), t(3, 4, seed=1), t(4, 5, seed=2)), {}),
     "bmm": lambda: ((t(2, 3, 4), t(2, 4, 5, seed=1)), {}),
     "mm": lambda: ((t(3, 4), t(4, 5, seed=1)), {}),
+    "mvlgamma": lambda: ((t(3, 4) + 3, 2), {}),
+    "polygamma": lambda: ((1, t(3, 4) + 3), {}),
     "matmul": lambda: ((t(3, 4), t(4, 5, seed=1)), {}),
     "broadcast_to": lambda: ((t(1, 4), (3, 4)), {}),
     "broadcast_tensors": lambda: ((t(3, 1), t(1, 4, seed=1)), {}),

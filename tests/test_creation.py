@@ -249,6 +249,23 @@ def test_linspace_dtype_and_errors():
         gpucore.linspace(0, 1, -1)
 
 
+def test_logspace_matches_torch():
+    torch = pytest.importorskip("torch")
+    cases = [((0, 3, 4), {}), ((0.0, 1.0, 5), {"base": 2.0}), ((-2, 2, 9), {"base": 3})]
+    cases += [((1, 0, 4), {}), ((0, 3, 1), {}), ((0, 3, 0), {}), ((0, 3, 4), {"dtype": "int64"})]
+    cases += [((0.5, 2.5, 7), {"dtype": "float64"}), ((0, 40, 5), {})]
+    for args, kw in cases:
+        gk = {k: getattr(gpucore, v) if k == "dtype" else v for k, v in kw.items()}
+        tk = {k: getattr(torch, v) if k == "dtype" else v for k, v in kw.items()}
+        g, t = gpucore.logspace(*args, **gk), torch.logspace(*args, **tk)
+        assert str(g.dtype).split(".")[-1] == str(t.dtype).split(".")[-1], (args, kw)
+        np.testing.assert_allclose(vals(g), t.numpy(), rtol=1e-6, err_msg=str((args, kw)))
+    t = gpucore.logspace(gpucore.tensor(0.0), 2, 3, requires_grad=True)
+    assert t.requires_grad and vals(t).tolist() == [1.0, 10.0, 100.0]
+    with pytest.raises(ValueError, match="logspace.*non-negative"):
+        gpucore.logspace(0, 1, -1)
+
+
 def test_eye():
     np.testing.assert_array_equal(vals(gpucore.eye(3)), np.eye(3, dtype=np.float32))
     np.testing.assert_array_equal(vals(gpucore.eye(2, 4)), np.eye(2, 4, dtype=np.float32))

@@ -2,7 +2,9 @@
 
 from . import (  # noqa: F401
     attention,
+    bessel,
     comparison,
+    covariance,
     decompositions,
     distances,
     einsum,
@@ -16,6 +18,7 @@ from . import (  # noqa: F401
     norm,
     optim,
     pointwise,
+    polynomials,
     pool,
     products,
     random,
@@ -30,6 +33,7 @@ from . import (  # noqa: F401
     special,
     stacking,
     statistics,
+    transcendental,
     unary,
 )
 

@@ -8,7 +8,8 @@ whole), the ``kernel`` decorator and the shared helpers. Each family module regi
 kernels with ``@kernel``, one module per module of gpucore/ops, of the same name: unary.py,
 elementwise.py, reduce.py, indexing.py, joining.py, linalg.py (its C kernel is cpu/gemm.c), nn.py,
 norm.py, pool.py, attention.py, random.py, optim.py, scan.py, scatter.py, selection.py and
-sorting.py (numpy).
+sorting.py (numpy); bessel.py, transcendental.py and polynomials.py (numpy, float64:
+the special functions of torch.special).
 ops/shape.py has no kernels (views), nor have the composition modules (rearrange, pointwise,
 einsum); ops/inplace.py reuses the others'.
 
@@ -20,6 +21,7 @@ typing the names again.
 # Family modules register on import; keep this list in step with the files.
 from . import (  # noqa: F401
     attention,
+    bessel,
     decompositions,
     elementwise,
     indexing,
@@ -28,6 +30,7 @@ from . import (  # noqa: F401
     nn,
     norm,
     optim,
+    polynomials,
     pool,
     random,
     recurrent,
@@ -37,6 +40,7 @@ from . import (  # noqa: F401
     selection,
     sorting,
     special,
+    transcendental,
     unary,
 )
 from .common import FAST, KERNELS, kernel
