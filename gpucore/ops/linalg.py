@@ -134,6 +134,12 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
             f"multiplied ({a.shape[-1]} != {b.shape[-2]}); the last dim of the first must "
             "equal the second-to-last of the second"
         )
+    if b.ndim == 2 and a.ndim > 2:
+        # a batch times one matrix (a Linear's weight): one GEMM over the batch's rows, as
+        # torch.matmul folds it, instead of copying b once per batch entry
+        rows = a.reshape(-1, a.shape[-1])
+        out = apply(MATMUL, rows, b).reshape(*a.shape[:-1], b.shape[-1])
+        return out.squeeze(-1) if squeeze_b else out
     batch = broadcast_shapes("matmul", tuple(a.shape[:-2]), tuple(b.shape[:-2]))
     if tuple(a.shape[:-2]) != batch:
         a = a.expand(batch + tuple(a.shape[-2:]))

@@ -100,6 +100,24 @@ def test_matmul_grad(shapes):
     check_op(mm, np.matmul, shapes, **G)
 
 
+@pytest.mark.parametrize("a_shape, b_shape", [((5, 3, 4), (4, 6)), ((2, 3, 1, 4), (4, 2)),
+                                              ((3, 2, 4), (4,))])  # fmt: skip
+def test_a_batch_times_one_matrix_is_one_product(a_shape, b_shape):
+    """The batch's rows go through one matrix product (as torch folds them): b is not copied
+    per batch entry, for strided batches too, and the gradient reaches both operands."""
+    from gpucore import runtime  # noqa: PLC0415
+
+    a_np, b_np = rand(a_shape, seed=1), rand(b_shape, seed=2)
+    a = gpucore.tensor(np.ascontiguousarray(np.swapaxes(a_np, 0, -1))).transpose(0, -1)  # strided
+    b = gpucore.tensor(b_np)
+    assert_close(a @ b, np.matmul(a_np, b_np))
+    check_grad(lambda x, y: x @ y, a_np, b_np)
+    f32 = [a_np.astype(np.float32), b_np.astype(np.float32)]
+    cm = runtime.compile(lambda x, y: x @ y, f32, device="cpu", optimize=False)
+    ops = {n.op for n in cm.graph.nodes}
+    assert "expand" not in ops, ops
+
+
 def test_matmul_gradgrad():
     check_grad(lambda a, b: (a @ b) ** 2, rand((2, 3)), rand((3, 2), seed=1), gradgrad=True)
 
