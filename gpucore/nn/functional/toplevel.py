@@ -10,10 +10,12 @@ from ...ops.api import public
 from ...tensor import Tensor
 from . import activation as A
 from . import conv as C
+from . import conv3d as C3
 from . import distance as Dist
 from . import normalization as N
 from . import pixelshuffle as P
 from . import pooling as Pool
+from . import pooling3d as Pool3
 from . import sparse as S
 from .dropout import dropout as _dropout
 
@@ -115,6 +117,15 @@ def conv2d(
     return C.conv2d(input, weight, bias, stride, padding, dilation, groups)
 
 
+@public("conv3d", method=False)
+def conv3d(
+    input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
+    groups: int = 1,
+) -> Tensor:  # fmt: skip
+    """torch.conv3d: F.conv3d."""
+    return C3.conv3d(input, weight, bias, stride, padding, dilation, groups)
+
+
 @public("conv_transpose2d", method=False)
 def conv_transpose2d(
     input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
@@ -132,6 +143,14 @@ def max_pool2d(
 ) -> Tensor:
     """torch.max_pool2d (stride () means kernel_size): F.max_pool2d."""
     return Pool.max_pool2d(input, kernel_size, stride or None, padding, dilation, ceil_mode)
+
+
+@public("max_pool3d", method=False)
+def max_pool3d(
+    input: Tensor, kernel_size, stride=(), padding=0, dilation=1, ceil_mode: bool = False
+) -> Tensor:
+    """torch.max_pool3d (stride () means kernel_size): F.max_pool3d."""
+    return Pool3.max_pool3d(input, kernel_size, stride or None, padding, dilation, ceil_mode)
 
 
 @public("avg_pool1d", method=False)

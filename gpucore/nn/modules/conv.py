@@ -1,4 +1,4 @@
-"""Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, and Fold/Unfold (im2col and col2im)."""
+"""Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, and Fold/Unfold (im2col and col2im)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def _tuple(v, n: int, name: str, cls: str = "Conv2d"):
     if len(p) == 1:
         p = p * n
     if len(p) != n:
-        what = "an int" if n == 1 else "a pair of ints"
+        what = {1: "an int", 2: "a pair of ints"}.get(n, "a triple of ints")
         raise ValueError(f"{cls}: {name} must be an int or {what}, got {v!r}")
     return p
 
@@ -182,6 +182,19 @@ class Conv2d(_Conv):
     """
 
     _conv = staticmethod(F.conv2d)
+
+
+class Conv3d(_Conv):
+    """3-D convolution over [N, C, D, H, W] (torch.nn.Conv3d), computed as one conv2d of the
+    depth taps (F.conv3d).
+
+    padding: an int, a triple, 'valid' or 'same' (stride 1); padding_mode 'zeros' only. Weight
+    [out_channels, in_channels/groups, kd, kh, kw] initialised as Conv2d's, fan_in =
+    in_channels/groups * kd * kh * kw.
+    """
+
+    _n = 3
+    _conv = staticmethod(F.conv3d)
 
 
 class _ConvTransposeNd(_ConvNd):

@@ -1,0 +1,176 @@
+"""3-D pooling: max_pool3d, avg_pool3d and adaptive_avg_pool3d, each the 2-D pool over (H, W)
+of every depth plane ([N, C*D, H, W]) followed by a reduction along the depth.
+
+- max_pool3d: the depth tap of each window chosen as PyTorch's scan in (d, h, w) order picks it
+  (the first maximum; the last NaN), then that plane's 2-D maximum gathered, so the gradient goes
+  to one input element per window, as PyTorch's.
+- avg_pool3d / adaptive_avg_pool3d: PyTorch's divisors are products over the dims, so the 2-D
+  average of each plane times a constant [OD, D] matrix (each window's depth taps over its
+  depth divisor) is the 3-D average.
+
+Geometry constants are built once per shape and cached.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+
+import numpy as np
+
+from ...errors import ShapeError
+from ...ops import pool as _pool
+from ...ops.elementwise import where
+from ...tensor import Tensor
+from ._utils import _const
+from .conv3d import _as_5d, _triple
+from .pooling import _adaptive_bins, adaptive_avg_pool2d, avg_pool2d, max_pool2d
+
+
+def _args3d(op, kernel_size, stride, padding, dilation=1):
+    k = _triple(kernel_size, op, "kernel_size", 1)
+    empty = stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0)
+    s = k if empty else _triple(stride, op, "stride", 1)
+    return k, s, _triple(padding, op, "padding", 0), _triple(dilation, op, "dilation", 1)
+
+
+@functools.lru_cache(maxsize=512)
+def _depth_taps(size: int, k: int, s: int, p: int, d: int, o: int):
+    """Each window's input depths [k, o] (clamped into the input) and which are inside it."""
+    pos = np.arange(o)[None, :] * s - p + np.arange(k)[:, None] * d
+    inside = (pos >= 0) & (pos < size)
+    return np.clip(pos, 0, size - 1), inside
+
+
+def _planes(x: Tensor) -> Tensor:
+    n, c, d, h, w = x.shape
+    return x.reshape(n, c * d, h, w)
+
+
+def max_pool3d(
+    input: Tensor,
+    kernel_size,
+    stride=None,
+    padding=0,
+    dilation=1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+):
+    """Max over sliding windows of [N, C, D, H, W] (torch.nn.functional.max_pool3d); padding
+    counts as -inf.
+
+    The gradient goes to the first maximum of each window in (d, h, w) order (a NaN wins, the
+    window's last NaN, as PyTorch), summed where windows overlap. With return_indices, also the
+    flat index into D*H*W of each maximum.
+    """
+    x, squeeze = _as_5d("max_pool3d", input)
+    k, s, p, dl = _args3d("max_pool3d", kernel_size, stride, padding, dilation)
+    for i in range(3):
+        if p[i] > (dl[i] * (k[i] - 1) + 1) // 2:
+            raise ValueError(
+                f"max_pool3d(): padding should be at most half of the effective kernel size, "
+                f"got padding={p}, kernel_size={k} and dilation={dl}"
+            )
+    n, c, d, h, w = x.shape
+    od = _pool.pool_out("max_pool3d", d, k[0], s[0], p[0], dl[0], ceil_mode)[0]
+    pos, inside = _depth_taps(d, k[0], s[0], p[0], dl[0], od)
+    if not inside.any(0).all():
+        raise ShapeError(
+            f"max_pool3d(): a window lies entirely in the padding (input {tuple(input.shape)}, "
+            f"kernel {k}, stride {s}, padding {p}, dilation {dl})"
+        )
+    y, ind = max_pool2d(_planes(x), k[1:], s[1:], p[1:], dl[1:], ceil_mode, return_indices=True)
+    oh, ow = y.shape[2:]
+    y = y.reshape(n, c, d, oh, ow)
+    # the chosen tap of each window, from the planes' maxima (no gradient through the choice)
+    cand = y.detach().index_select(2, _const(pos.reshape(-1))).reshape(n, c, k[0], od, oh, ow)
+    valid = _const(inside.reshape(k[0], od, 1, 1))
+    cand = where(valid, cand, float("-inf"))
+    isnan = cand != cand
+    best = where(isnan, float("-inf"), cand).amax(2, keepdim=True)  # the max of the non-NaNs
+    taps = _const(np.arange(k[0], dtype=np.float32).reshape(k[0], 1, 1, 1), y.dtype)
+    first = where((cand == best) & valid, taps, float(k[0])).amin(2)
+    last_nan = where(isnan, taps, -1.0).amax(2)
+    tap = where(last_nan >= 0, last_nan, first)  # [N, C, OD, OH, OW]
+    start = _const((np.arange(od) * s[0] - p[0]).reshape(od, 1, 1), y.dtype)
+    depth = (start + tap * dl[0]).to(ind.dtype)
+    out = y.gather(2, depth)
+    if not return_indices:
+        return out.squeeze(0) if squeeze else out
+    index = depth * (h * w) + ind.reshape(n, c, d, oh, ow).gather(2, depth)
+    return (out.squeeze(0), index.squeeze(0)) if squeeze else (out, index)
+
+
+@functools.lru_cache(maxsize=512)
+def _depth_matrix(size, k, s, p, o, include_pad, override):
+    """[o, size]: each window's in-input depth taps over its depth divisor (PyTorch's: the
+    window clipped to the padded input with count_include_pad, else to the input; 1 with a
+    divisor_override, applied once in full afterwards)."""
+    m = np.zeros((o, size))
+    for i in range(o):
+        start = i * s - p
+        end = min(start + k, size + p)
+        lo, hi = max(start, 0), min(end, size)
+        div = 1 if override else (end - start if include_pad else hi - lo)
+        m[i, lo:hi] = 1.0 / div
+    return m
+
+
+def avg_pool3d(
+    input: Tensor,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: int | None = None,
+) -> Tensor:
+    """Mean over sliding windows of [N, C, D, H, W] (torch.nn.functional.avg_pool3d): zero
+    padding counts in the divisor unless count_include_pad=False; divisor_override replaces it."""
+    x, squeeze = _as_5d("avg_pool3d", input)
+    k, s, p, _ = _args3d("avg_pool3d", kernel_size, stride, padding)
+    if any(p[i] > k[i] // 2 for i in range(3)):
+        raise ValueError(
+            f"avg_pool3d(): padding should be at most half of the kernel size, got padding={p} "
+            f"and kernel_size={k}"
+        )
+    if divisor_override is not None and divisor_override == 0:
+        raise ValueError("avg_pool3d(): divisor_override must be non-zero")
+    n, c, d, h, w = x.shape
+    od = _pool.pool_out("avg_pool3d", d, k[0], s[0], p[0], 1, ceil_mode)[0]
+    override = divisor_override is not None
+    # each plane's 2-D mean (or its sum, when the divisor is overridden)
+    y = avg_pool2d(
+        _planes(x), k[1:], s[1:], p[1:], ceil_mode, count_include_pad, 1 if override else None
+    )
+    oh, ow = y.shape[2:]
+    m = _depth_matrix(d, k[0], s[0], p[0], od, count_include_pad, override)
+    out = _const(m, x.dtype).matmul(y.reshape(n, c, d, oh * ow)).reshape(n, c, od, oh, ow)
+    if override:
+        out = out / divisor_override
+    return out.squeeze(0) if squeeze else out
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
+    """Average over PyTorch's adaptive bins of [N, C, D, H, W] to output_size (an int, or a
+    triple whose entries may be None to keep that input size)."""
+    x, squeeze = _as_5d("adaptive_avg_pool3d", input)
+    n, c, d, h, w = x.shape
+    if isinstance(output_size, (tuple, list)):
+        if len(output_size) != 3:
+            raise ValueError(
+                f"adaptive_avg_pool3d(): output_size must be an int or a triple, got "
+                f"{output_size!r}"
+            )
+        size = [dim if v is None else operator.index(v) for v, dim in zip(output_size, (d, h, w))]
+    else:
+        size = [operator.index(output_size)] * 3
+    if min(size) < 1:
+        raise ValueError(f"adaptive_avg_pool3d(): output_size must be positive, got {tuple(size)}")
+    if 0 in (d, h, w):
+        raise ShapeError(f"adaptive_avg_pool3d(): empty spatial input {tuple(input.shape)}")
+    y = adaptive_avg_pool2d(_planes(x), tuple(size[1:]))
+    mask, count = _adaptive_bins(d, size[0])
+    pd = _const(mask / count, x.dtype)  # [OD, D]
+    out = pd.matmul(y.reshape(n, c, d, size[1] * size[2])).reshape(n, c, *size)
+    return out.squeeze(0) if squeeze else out
