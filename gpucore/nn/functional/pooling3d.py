@@ -82,8 +82,9 @@ def max_pool3d(
     y, ind = max_pool2d(_planes(x), k[1:], s[1:], p[1:], dl[1:], ceil_mode, return_indices=True)
     oh, ow = y.shape[2:]
     y = y.reshape(n, c, d, oh, ow)
-    # the chosen tap of each window, from the planes' maxima (no gradient through the choice)
-    cand = y.detach().index_select(2, _const(pos.reshape(-1))).reshape(n, c, k[0], od, oh, ow)
+    # the chosen tap of each window, from the planes' maxima: only compared, so no gradient
+    # flows through the choice (not detached: a trace would take a detached value for a constant)
+    cand = y.index_select(2, _const(pos.reshape(-1))).reshape(n, c, k[0], od, oh, ow)
     valid = _const(inside.reshape(k[0], od, 1, 1))
     cand = where(valid, cand, float("-inf"))
     isnan = cand != cand

@@ -22,7 +22,7 @@ HANDLERS, handles = table()
 
 @handles("Conv")
 def conv(ctx, node, ins):
-    """Conv (1-D and 2-D; group, strides, dilations, pads, auto_pad)."""
+    """Conv (1-D to 3-D; group, strides, dilations, pads, auto_pad)."""
     x, w = ctx.tensor(ins[0]), ctx.tensor(ins[1])
     b = ctx.tensor(ins[2]) if len(ins) > 2 and ins[2] is not None else None
     nd = x.ndim - 2
@@ -39,15 +39,16 @@ def conv(ctx, node, ins):
         w = w.reshape(int(w.shape[0]), int(w.shape[1]), 1, kernel[0])
         strides, dilations, amounts = [1] + strides, [1] + dilations, [(0, 0)] + amounts
     xp, padding = symmetric(ctx, x4, amounts, 0.0)
-    n, _, h, wd = (int(s) for s in xp.shape)
-    oh, ow = (
+    outs = [
         (size + 2 * p - d * (k - 1) - 1) // s + 1
         for size, p, d, k, s in zip(
-            (h, wd), padding, dilations, [int(k) for k in w.shape[2:]], strides
+            (int(s) for s in xp.shape[2:]), padding, dilations, [int(k) for k in w.shape[2:]],
+            strides,
         )
-    )
-    ctx.check_size((n, int(w.shape[0]), oh, ow))
-    y = F.conv2d(xp, w, b, tuple(strides), tuple(padding), tuple(dilations), group)
+    ]  # fmt: skip
+    ctx.check_size((int(xp.shape[0]), int(w.shape[0]), *outs))
+    conv_nd = F.conv3d if nd == 3 else F.conv2d
+    y = conv_nd(xp, w, b, tuple(strides), tuple(padding), tuple(dilations), group)
     if nd == 1:
         y = y.reshape(int(y.shape[0]), int(y.shape[1]), int(y.shape[3]))
     return y
@@ -272,6 +273,8 @@ def conv_transpose(ctx, node, ins):
     extra = [int(p) for p in (ctx.attr("output_padding", None) or [0] * nd)]
     spatial = [int(s) for s in x.shape[2:]]
     amounts = _transpose_pads(ctx, spatial, kernel, strides, dilations, extra)
+    if nd == 3:
+        raise ctx.unsupported("ConvTranspose of a 5-D input (gpucore supports 1-D and 2-D)")
     x4 = as_2d(ctx, x, "ConvTranspose")
     if nd == 1:
         w = w.reshape(*[int(s) for s in w.shape[:2]], 1, kernel[0])
