@@ -10,13 +10,13 @@ from ...ops.api import public
 from ...tensor import Tensor
 from . import activation as A
 from . import conv as C
-from . import conv3d as C3
 from . import distance as Dist
 from . import normalization as N
 from . import pixelshuffle as P
 from . import pooling as Pool
 from . import pooling3d as Pool3
 from . import sparse as S
+from .conv3d import conv3d as _conv3d
 from .dropout import dropout as _dropout
 
 
@@ -123,7 +123,7 @@ def conv3d(
     groups: int = 1,
 ) -> Tensor:  # fmt: skip
     """torch.conv3d: F.conv3d."""
-    return C3.conv3d(input, weight, bias, stride, padding, dilation, groups)
+    return _conv3d(input, weight, bias, stride, padding, dilation, groups)
 
 
 @public("conv_transpose2d", method=False)
