@@ -172,14 +172,14 @@ def test_pool3d_modules_on_vulkan_match_cpu(vulkan):
     "fn,kw,exc,match",
     [
         (F.max_pool3d, dict(kernel_size=2, padding=2), ValueError, r"max_pool3d\(\): padding"),
-        (F.max_pool3d, dict(kernel_size=(2, 2)), ValueError, r"max_pool3d\(\): kernel_size .* triple"),
-        (F.max_pool3d, dict(kernel_size=9), gpucore.ShapeError, r"max_pool3d\(\): input of spatial"),
-        (F.avg_pool3d, dict(kernel_size=2, padding=(0, 2, 0)), ValueError, r"avg_pool3d\(\): padding"),
+        (F.max_pool3d, dict(kernel_size=(2, 2)), ValueError, r"kernel_size .* triple"),
+        (F.max_pool3d, dict(kernel_size=9), gpucore.ShapeError, r"max_pool3d\(\): input of"),
+        (F.avg_pool3d, dict(kernel_size=2, padding=(0, 2, 0)), ValueError, r"pool3d\(\): padding"),
         (F.avg_pool3d, dict(kernel_size=2, divisor_override=0), ValueError, r"divisor_override"),
-        (F.adaptive_avg_pool3d, dict(output_size=(2, 2)), ValueError, r"adaptive_avg_pool3d\(\)"),
+        (F.adaptive_avg_pool3d, dict(output_size=(2, 2)), ValueError, r"a triple"),
         (F.adaptive_avg_pool3d, dict(output_size=0), ValueError, r"must be positive"),
     ],
-)  # fmt: skip
+)
 def test_pool3d_bad_arguments(fn, kw, exc, match):
     with pytest.raises(exc, match=match):
         fn(gpucore.tensor(rand((1, 2, 4, 4, 4), seed=9)), **kw)
