@@ -26,7 +26,6 @@ from conformance import (  # noqa: E402
     OP,
     PRECISION,
     RANDOM,
-    SPATIAL_3D,
     STRINGS,
     TRAINING,
     TYPES,
@@ -106,7 +105,6 @@ EXCLUDED = {
     "test_nonzero_example": (OP, ""),
     # opset 6 PRelu broadcast a [C] slope over channels; onnx's version converter keeps it as is
     "pytorch-converted/test_PReLU_*d_multiparam": (FEATURE, "an opset-6 PRelu slope of shape [C]"),
-    "test_convtranspose_3d": (FEATURE, SPATIAL_3D),
     "test_einsum_batch_diagonal": (FEATURE, "Einsum: a letter repeated in one term (a diagonal)"),
     "test_einsum_scalar": (FEATURE, "Einsum of a scalar (equation '->')"),
     "test_gathernd_example_int32_batch_dim1": (FEATURE, "GatherND: batch_dims != 0"),
