@@ -160,6 +160,7 @@ TEMPLATES.update(
         "max_pool2d": lambda: ((t(1, 3, 4, 4), 2), {}),
         "conv3d": lambda: ((t(2, 3, 4, 4, 3), t(4, 3, 2, 2, 2, seed=1)), {}),
         "max_pool3d": lambda: ((t(1, 3, 4, 4, 4), 2), {}),
+        "conv_transpose3d": lambda: ((t(2, 3, 3, 2, 3), t(3, 4, 2, 2, 2, seed=1)), {}),
         "pixel_shuffle": lambda: ((t(1, 8, 2, 3), 2), {}),
         "group_norm": lambda: ((t(2, 4, 3), 2), {}),
         "layer_norm": lambda: ((t(3, 4), (4,)), {}),

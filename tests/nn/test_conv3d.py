@@ -129,3 +129,86 @@ def test_conv3d_bad_bias_and_dtype():
         F.conv3d(x, w.to(gpucore.float32))
     with pytest.raises(ValueError, match=r"Conv3d: kernel_size must be an int or a triple"):
         nn.Conv3d(2, 3, (2, 2))
+
+
+# (input shape, weight shape [C, O/groups, kd, kh, kw], kwargs)
+TRANSPOSED = [
+    ((2, 4, 3, 4, 5), (4, 3, 2, 3, 2), dict(stride=(2, 1, 2), padding=(1, 0, 1))),
+    ((1, 4, 4, 3, 3), (4, 2, 3, 2, 2), dict(groups=2, dilation=(2, 1, 2), stride=(1, 2, 1))),
+    ((1, 2, 3, 3, 4), (2, 3, 3, 3, 2), dict(stride=2, padding=1, output_padding=(1, 0, 1))),
+    ((4, 3, 3, 3), (4, 5, 2, 2, 2), {}),  # unbatched
+]
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize(
+    "shape,wshape,kw", TRANSPOSED, ids=[str(i) for i in range(len(TRANSPOSED))]
+)
+def test_conv_transpose3d_matches_torch(shape, wshape, kw, bias):
+    torch = pytest.importorskip("torch")
+    inputs = [rand(shape, seed=1), rand(wshape, seed=2)]
+    if bias:
+        inputs.append(rand((wshape[1] * kw.get("groups", 1),), seed=3))
+    check_function_vs_torch(
+        lambda *a: F.conv_transpose3d(*a, **kw),
+        lambda *a: torch.nn.functional.conv_transpose3d(*a, **kw),
+        inputs,
+    )
+    if not bias:
+        check_function_vs_torch(
+            lambda *a: gpucore.conv_transpose3d(*a, None, **kw),
+            lambda *a: torch.conv_transpose3d(*a, None, **kw),
+            inputs,
+        )
+
+
+def test_conv_transpose3d_gradcheck():
+    x = gpucore.tensor(rand((1, 2, 2, 3, 2), seed=4), requires_grad=True)
+    w = gpucore.tensor(rand((2, 2, 2, 2, 3), seed=5), requires_grad=True)
+    b = gpucore.tensor(rand((4,), seed=6), requires_grad=True)
+    assert gradcheck(
+        lambda x, w, b: F.conv_transpose3d(x, w, b, (2, 1, 2), (1, 0, 1), (1, 0, 0), 2), (x, w, b)
+    )
+
+
+def test_conv_transpose3d_module_matches_torch():
+    torch = pytest.importorskip("torch")
+    kw = dict(kernel_size=(3, 2, 3), stride=2, padding=(1, 0, 1), groups=2)
+    m, tm = nn.ConvTranspose3d(4, 6, **kw), torch.nn.ConvTranspose3d(4, 6, **kw)
+    x = rand((2, 4, 3, 3, 4), seed=7)
+    check_module_vs_torch(m, tm, [x])
+    size = (6, 7, 8)  # output_size picks output_padding (1, 1, 1)
+    check_module_vs_torch(m, tm, [x], output_size=size)
+
+
+def test_conv_transpose3d_module_on_vulkan_matches_cpu(vulkan):
+    gpucore.manual_seed(2)
+    m = nn.ConvTranspose3d(3, 4, (2, 3, 2), stride=(2, 1, 2), padding=(0, 1, 1))
+    x = rand((2, 3, 3, 4, 3), seed=9).astype(np.float32)
+    results = []
+    for device in ("cpu", "vulkan"):
+        m.zero_grad()
+        m.to(device)
+        with gpucore.device_policy(device):
+            t = gpucore.tensor(x, device=device, requires_grad=True)
+            out = m(t)
+            assert out.device.type == device
+            (out * out).sum().backward()
+        results.append([to_np(out), to_np(t.grad), to_np(m.weight.grad)])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "xs,ws,kw,exc,match",
+    [
+        ((1, 2, 3, 3, 3), (2, 3, 2, 2), {}, gpucore.ShapeError, r"weight must be 5-D"),
+        ((1, 3, 3, 3, 3), (2, 3, 2, 2, 2), {}, gpucore.ShapeError, r"does not fit weight"),
+        ((1, 2, 3, 3, 3), (2, 3, 2, 2, 2), dict(output_padding=1), ValueError, "output_padding"),
+        ((1, 2, 1, 3, 3), (2, 3, 1, 2, 2), dict(padding=1), gpucore.ShapeError, "not positive"),
+    ],
+)
+def test_conv_transpose3d_bad_arguments(xs, ws, kw, exc, match):
+    x, w = gpucore.tensor(rand(xs, seed=1)), gpucore.tensor(rand(ws, seed=2))
+    with pytest.raises(exc, match=r"conv_transpose3d\(\): .*" + match):
+        F.conv_transpose3d(x, w, **kw)

@@ -48,7 +48,7 @@ from .activation import (
 )
 from .attention import scaled_dot_product_attention
 from .conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d, fold, unfold
-from .conv3d import conv3d
+from .conv3d import conv3d, conv_transpose3d
 from .distance import cosine_similarity, pairwise_distance
 from .dropout import dropout, dropout2d
 from .linear import bilinear, linear
@@ -128,6 +128,7 @@ __all__ = [
     "conv3d",
     "conv_transpose1d",
     "conv_transpose2d",
+    "conv_transpose3d",
     "fold",
     "unfold",
     "adaptive_avg_pool1d",

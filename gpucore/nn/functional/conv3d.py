@@ -1,4 +1,5 @@
-"""conv3d (torch.nn.functional.conv3d) as one conv2d over the depth taps.
+"""conv3d (torch.nn.functional.conv3d) as one conv2d over the depth taps, and its adjoint
+conv_transpose3d.
 
 Each output depth reads kd input depth slices (strided by the stride, spaced by the dilation);
 those slices are stacked on the channel axis, [N*OD, kd*C, H, W] (per group: the kd slices of
@@ -9,13 +10,16 @@ the whole 3-D convolution, and autograd differentiates the composition.
 
 from __future__ import annotations
 
+import functools
 import operator
+
+import numpy as np
 
 from ...errors import DTypeError, ShapeError
 from ...ops.joining import stack
 from ...tensor import Tensor
-from ._utils import _check_tensor
-from .conv import conv2d
+from ._utils import _check_tensor, _const
+from .conv import conv2d, conv_transpose2d
 from .padding import pad as _pad
 
 
@@ -145,3 +149,93 @@ def conv3d(
     y = conv2d(cols, w2, bias, stride[1:], hw_pad, dilation[1:], groups)  # [N*OD, O, OH, OW]
     y = y.reshape(n, od, out_c, outs[1], outs[2]).transpose(1, 2)
     return y.squeeze(0) if squeeze else y
+
+
+@functools.lru_cache(maxsize=256)
+def _depth_scatter(d: int, k: int, s: int, p: int, dl: int, od: int) -> np.ndarray:
+    """[od, d*k]: output depth z of a transposed convolution sums input depth i's tap t where
+    i*s + t*dl - p == z (the padding cropped, output_padding rows left empty)."""
+    m = np.zeros((od, d * k))
+    for i in range(d):
+        for t in range(k):
+            z = i * s + t * dl - p
+            if 0 <= z < od:
+                m[z, i * k + t] = 1.0
+    return m
+
+
+def conv_transpose3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride=1,
+    padding=0,
+    output_padding=0,
+    groups: int = 1,
+    dilation=1,
+) -> Tensor:
+    """3-D transposed convolution (torch.nn.functional.conv_transpose3d), the adjoint of conv3d.
+
+    input [N, C, D, H, W] (or [C, D, H, W]); weight [C, O/groups, kd, kh, kw]; each output
+    size (in - 1)*stride - 2*padding + dilation*(k - 1) + output_padding + 1. Computed as one
+    conv_transpose2d of every depth plane with the kd taps as extra output channels, then a
+    constant [OD, D*kd] matrix that adds each plane's taps into their output depths.
+    """
+    x, squeeze = _as_5d("conv_transpose3d", input)
+    _check_tensor("conv_transpose3d", weight, "weight")
+    if weight.ndim != 5:
+        raise ShapeError(
+            f"conv_transpose3d(): weight must be 5-D [in_channels, out_channels/groups, kd, kh, "
+            f"kw], got shape {tuple(weight.shape)}"
+        )
+    if weight.dtype is not x.dtype:
+        raise DTypeError(
+            f"conv_transpose3d(): input ({x.dtype}) and weight ({weight.dtype}) must have the "
+            f"same dtype"
+        )
+    groups = operator.index(groups)
+    n, c, d, h, w = x.shape
+    cin, out_g, kd, kh, kw = weight.shape
+    if groups < 1 or cin % groups or c != cin:
+        raise ShapeError(
+            f"conv_transpose3d(): input of shape {tuple(input.shape)} does not fit weight of "
+            f"shape {tuple(weight.shape)} with groups={groups}"
+        )
+    if 0 in (kd, kh, kw):
+        raise ValueError(
+            f"conv_transpose3d(): kernel size must be greater than zero, got weight of shape "
+            f"{tuple(weight.shape)}"
+        )
+    s = _triple(stride, "conv_transpose3d", "stride", 1)
+    p = _triple(padding, "conv_transpose3d", "padding", 0)
+    op = _triple(output_padding, "conv_transpose3d", "output_padding", 0)
+    dl = _triple(dilation, "conv_transpose3d", "dilation", 1)
+    for i in range(3):
+        if op[i] >= max(s[i], dl[i]):
+            raise ValueError(
+                f"conv_transpose3d(): output_padding must be smaller than either stride or "
+                f"dilation, got output_padding={op}, stride={s} and dilation={dl}"
+            )
+    outs = [
+        (size - 1) * s[i] - 2 * p[i] + dl[i] * (k - 1) + op[i] + 1
+        for i, (size, k) in enumerate(zip((d, h, w), (kd, kh, kw)))
+    ]
+    if min(outs) <= 0:
+        raise ShapeError(f"conv_transpose3d(): output size {tuple(outs)} is not positive")
+    out_c = groups * out_g
+    if bias is not None:
+        _check_tensor("conv_transpose3d", bias, "bias")
+        if tuple(bias.shape) != (out_c,):
+            raise ShapeError(
+                f"conv_transpose3d(): bias must have shape ({out_c},), got {tuple(bias.shape)}"
+            )
+    planes = x.transpose(1, 2).reshape(n * d, c, h, w)
+    w2 = weight.reshape(cin, out_g * kd, kh, kw)  # output channel (o, t) of each group
+    y = conv_transpose2d(planes, w2, None, s[1:], p[1:], op[1:], groups, dl[1:])
+    oh, ow = outs[1], outs[2]
+    y = y.reshape(n, d, out_c, kd, oh * ow).permute(0, 2, 1, 3, 4).reshape(n, out_c, d * kd, -1)
+    m = _depth_scatter(d, kd, s[0], p[0], dl[0], outs[0])
+    out = _const(m, x.dtype).matmul(y).reshape(n, out_c, *outs)
+    if bias is not None:
+        out = out + bias.reshape(out_c, 1, 1, 1)
+    return out.squeeze(0) if squeeze else out

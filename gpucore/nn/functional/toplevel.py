@@ -17,6 +17,7 @@ from . import pooling as Pool
 from . import pooling3d as Pool3
 from . import sparse as S
 from .conv3d import conv3d as _conv3d
+from .conv3d import conv_transpose3d as _conv_transpose3d
 from .dropout import dropout as _dropout
 
 
@@ -135,6 +136,15 @@ def conv_transpose2d(
     return C.conv_transpose2d(
         input, weight, bias, stride, padding, output_padding, groups, dilation
     )
+
+
+@public("conv_transpose3d", method=False)
+def conv_transpose3d(
+    input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+    output_padding=0, groups: int = 1, dilation=1,
+) -> Tensor:  # fmt: skip
+    """torch.conv_transpose3d: F.conv_transpose3d."""
+    return _conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
 @public("max_pool2d", method=False)

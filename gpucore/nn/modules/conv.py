@@ -1,4 +1,4 @@
-"""Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, and Fold/Unfold (im2col and col2im)."""
+"""Conv1d/2d/3d, ConvTranspose1d/2d/3d, and Fold/Unfold (im2col and col2im)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def _tuple(v, n: int, name: str, cls: str = "Conv2d"):
 
 
 class _ConvNd(Module):
-    """The constructor, parameters and repr Conv1d/2d and ConvTranspose1d/2d share (PyTorch's
+    """The constructor, parameters and repr Conv1d/2d/3d and ConvTranspose1d/2d/3d share (PyTorch's
     _ConvNd): weight [out, in/groups, *k] ([in, out/groups, *k] when transposed) initialised
     kaiming_uniform_(a=sqrt(5)), bias U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
 
@@ -198,7 +198,7 @@ class Conv3d(_Conv):
 
 
 class _ConvTransposeNd(_ConvNd):
-    """ConvTranspose1d/2d: the constructor in PyTorch's argument order, and forward's
+    """ConvTranspose1d/2d/3d: the constructor in PyTorch's argument order, and forward's
     output_size (which picks output_padding)."""
 
     _transposed = True
@@ -271,6 +271,25 @@ class ConvTranspose2d(_ConvTransposeNd):
 
     def forward(self, input, output_size=None):
         return F.conv_transpose2d(
+            input,
+            self.weight,
+            self.bias,
+            self.stride,
+            self.padding,
+            self._output_padding(input, output_size),
+            self.groups,
+            self.dilation,
+        )
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """3-D transposed convolution over [N, C, D, H, W] (torch.nn.ConvTranspose3d), the adjoint
+    of Conv3d; weight [in_channels, out_channels/groups, kd, kh, kw]."""
+
+    _n = 3
+
+    def forward(self, input, output_size=None):
+        return F.conv_transpose3d(
             input,
             self.weight,
             self.bias,
