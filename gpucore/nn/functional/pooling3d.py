@@ -2,7 +2,7 @@
 of every depth plane ([N, C*D, H, W]) followed by a reduction along the depth.
 
 - max_pool3d: the depth tap of each window chosen as PyTorch's scan in (d, h, w) order picks it
-  (the first maximum; the last NaN), then that plane's 2-D maximum gathered, so the gradient goes
+  (the first maximum; the last NaN), then that plane's 2-D maximum selected, so the gradient goes
   to one input element per window, as PyTorch's.
 - avg_pool3d / adaptive_avg_pool3d: PyTorch's divisors are products over the dims, so the 2-D
   average of each plane times a constant [OD, D] matrix (each window's depth taps over its
@@ -21,9 +21,11 @@ import numpy as np
 from ...errors import ShapeError
 from ...ops import pool as _pool
 from ...ops.elementwise import where
+from ...ops.joining import stack
 from ...tensor import Tensor
 from ._utils import _const
 from .conv3d import _as_5d, _triple
+from .padding import pad as _pad
 from .pooling import _adaptive_bins, adaptive_avg_pool2d, avg_pool2d, max_pool2d
 
 
@@ -35,11 +37,10 @@ def _args3d(op, kernel_size, stride, padding, dilation=1):
 
 
 @functools.lru_cache(maxsize=512)
-def _depth_taps(size: int, k: int, s: int, p: int, d: int, o: int):
-    """Each window's input depths [k, o] (clamped into the input) and which are inside it."""
+def _depth_taps(size: int, k: int, s: int, p: int, d: int, o: int) -> np.ndarray:
+    """bool [k, o]: which of each window's input depths lie inside the input."""
     pos = np.arange(o)[None, :] * s - p + np.arange(k)[:, None] * d
-    inside = (pos >= 0) & (pos < size)
-    return np.clip(pos, 0, size - 1), inside
+    return (pos >= 0) & (pos < size)
 
 
 def _planes(x: Tensor) -> Tensor:
@@ -73,7 +74,7 @@ def max_pool3d(
             )
     n, c, d, h, w = x.shape
     od = _pool.pool_out("max_pool3d", d, k[0], s[0], p[0], dl[0], ceil_mode)[0]
-    pos, inside = _depth_taps(d, k[0], s[0], p[0], dl[0], od)
+    inside = _depth_taps(d, k[0], s[0], p[0], dl[0], od)
     if not inside.any(0).all():
         raise ShapeError(
             f"max_pool3d(): a window lies entirely in the padding (input {tuple(input.shape)}, "
@@ -82,22 +83,30 @@ def max_pool3d(
     y, ind = max_pool2d(_planes(x), k[1:], s[1:], p[1:], dl[1:], ceil_mode, return_indices=True)
     oh, ow = y.shape[2:]
     y = y.reshape(n, c, d, oh, ow)
-    # the chosen tap of each window, from the planes' maxima: only compared, so no gradient
-    # flows through the choice (not detached: a trace would take a detached value for a constant)
-    cand = y.index_select(2, _const(pos.reshape(-1))).reshape(n, c, k[0], od, oh, ow)
+    # each window's kd depth taps: strided slices of the planes' maxima padded along the depth
+    # (the padding, and the ceil_mode windows' end, never chosen)
+    end = max(0, (od - 1) * s[0] + dl[0] * (k[0] - 1) + 1 - (d + p[0]))
+    yp = _pad(y, (0, 0, 0, 0, p[0], end), value=float("-inf")) if p[0] or end else y
+    span = (od - 1) * s[0] + 1
+    slices = [yp[:, :, t * dl[0] : t * dl[0] + span : s[0]] for t in range(k[0])]
+    # the chosen tap, as PyTorch's scan: the first maximum, or the last NaN (only compared, so
+    # no gradient flows through the choice; not detached: a trace would take it for a constant)
+    cand = stack(slices, 2)  # [N, C, kd, OD, OH, OW]
     valid = _const(inside.reshape(k[0], od, 1, 1))
-    cand = where(valid, cand, float("-inf"))
     isnan = cand != cand
     best = where(isnan, float("-inf"), cand).amax(2, keepdim=True)  # the max of the non-NaNs
     taps = _const(np.arange(k[0], dtype=np.float32).reshape(k[0], 1, 1, 1), y.dtype)
     first = where((cand == best) & valid, taps, float(k[0])).amin(2)
     last_nan = where(isnan, taps, -1.0).amax(2)
     tap = where(last_nan >= 0, last_nan, first)  # [N, C, OD, OH, OW]
-    start = _const((np.arange(od) * s[0] - p[0]).reshape(od, 1, 1), y.dtype)
-    depth = (start + tap * dl[0]).to(ind.dtype)
-    out = y.gather(2, depth)
+    # the chosen slice's value (a where per tap: elementwise backwards, cheaper than a gather's)
+    out = slices[0]
+    for t in range(1, k[0]):
+        out = where(tap == t, slices[t], out)
     if not return_indices:
         return out.squeeze(0) if squeeze else out
+    start = _const((np.arange(od) * s[0] - p[0]).reshape(od, 1, 1), y.dtype)
+    depth = (start + tap * dl[0]).to(ind.dtype)
     index = depth * (h * w) + ind.reshape(n, c, d, oh, ow).gather(2, depth)
     return (out.squeeze(0), index.squeeze(0)) if squeeze else (out, index)
 
