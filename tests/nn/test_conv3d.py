@@ -232,3 +232,26 @@ def test_compiled_3d_network_matches_eager():
     with gpucore.no_grad():
         want = to_np(m(x))
     np.testing.assert_allclose(to_np(compiled(x)), want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize(
+    "n,kw",
+    [
+        (1, dict(kernel_size=3, padding=2, stride=2)),
+        (2, dict(kernel_size=(3, 2), padding=(1, 2), dilation=(1, 2))),
+        (2, dict(kernel_size=(2, 3), padding="same", groups=2)),
+        (3, dict(kernel_size=3, padding=(1, 2, 1), stride=(1, 2, 1))),
+        (3, dict(kernel_size=(2, 2, 3), padding="same")),
+    ],
+)
+def test_conv_padding_modes_match_torch(n, kw, mode):
+    """Conv1d/2d/3d with padding_mode reflect / replicate / circular: F.pad in that mode, then
+    an unpadded convolution, as PyTorch."""
+    torch = pytest.importorskip("torch")
+    name = f"Conv{n}d"
+    m = getattr(nn, name)(4, 6, padding_mode=mode, **kw)
+    tm = getattr(torch.nn, name)(4, 6, padding_mode=mode, **kw)
+    shape = (2, 4) + (6, 7, 5)[:n]
+    check_module_vs_torch(m, tm, [rand(shape, seed=3)])
+    check_module_vs_torch(m, tm, [rand(shape[1:], seed=4)])  # unbatched

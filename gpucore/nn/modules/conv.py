@@ -79,15 +79,13 @@ class _ConvNd(Module):
             self.padding = padding
         else:
             self.padding = _tuple(padding, n, "padding", cls)
-        if padding_mode != "zeros":
-            if padding_mode in ("reflect", "replicate", "circular"):
-                raise NotImplementedError(
-                    f"{cls}: padding_mode={padding_mode!r} is not supported yet; only 'zeros'"
-                )
+        if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
             raise ValueError(
                 f"{cls}: padding_mode must be 'zeros', 'reflect', 'replicate' or 'circular', got "
                 f"{padding_mode!r}"
             )
+        if padding_mode != "zeros" and self._transposed:
+            raise ValueError(f"{cls}: only 'zeros' padding_mode is supported, as in PyTorch")
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.transposed = self._transposed
@@ -159,7 +157,25 @@ class _Conv(_ConvNd):
             padding_mode, device, dtype,
         )  # fmt: skip
 
+    def _mode_padding(self) -> tuple:
+        """F.pad's amounts for a padding_mode other than 'zeros' (PyTorch's
+        _reversed_padding_repeated_twice: the last dim first; 'same' pads one more after)."""
+        if self.padding == "valid":
+            return (0, 0) * self._n
+        out = []
+        for i in reversed(range(self._n)):
+            if self.padding == "same":
+                total = self.dilation[i] * (self.kernel_size[i] - 1)
+                out += [total // 2, total - total // 2]
+            else:
+                out += [self.padding[i]] * 2
+        return tuple(out)
+
     def forward(self, input):
+        if self.padding_mode != "zeros":
+            # the padding applied first in that mode, then an unpadded convolution (as PyTorch)
+            x = F.pad(input, self._mode_padding(), mode=self.padding_mode)
+            return self._conv(x, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
         return self._conv(
             input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
         )
@@ -167,7 +183,8 @@ class _Conv(_ConvNd):
 
 class Conv1d(_Conv):
     """1-D convolution over [N, C, L] (torch.nn.Conv1d), computed as conv2d over a height of
-    one. padding: an int, 'valid' or 'same' (stride 1); padding_mode 'zeros' only."""
+    one. padding: an int, 'valid' or 'same' (stride 1); padding_mode 'zeros', 'reflect',
+    'replicate' or 'circular'."""
 
     _n = 1
     _conv = staticmethod(F.conv1d)
@@ -176,7 +193,8 @@ class Conv1d(_Conv):
 class Conv2d(_Conv):
     """2-D convolution over [N, C, H, W] (torch.nn.Conv2d), computed as im2col + matmul.
 
-    padding: an int, a pair, 'valid' or 'same' (stride 1); padding_mode 'zeros' only. Weight
+    padding: an int, a pair, 'valid' or 'same' (stride 1); padding_mode 'zeros', 'reflect',
+    'replicate' or 'circular' (F.pad's, then an unpadded convolution). Weight
     [out_channels, in_channels/groups, kh, kw] initialised kaiming_uniform_(a=sqrt(5)) and
     bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in_channels/groups * kh * kw.
     """
@@ -188,7 +206,7 @@ class Conv3d(_Conv):
     """3-D convolution over [N, C, D, H, W] (torch.nn.Conv3d), computed as one conv2d of the
     depth taps (F.conv3d).
 
-    padding: an int, a triple, 'valid' or 'same' (stride 1); padding_mode 'zeros' only. Weight
+    padding: an int, a triple, 'valid' or 'same' (stride 1); padding_mode as Conv2d's. Weight
     [out_channels, in_channels/groups, kd, kh, kw] initialised as Conv2d's, fan_in =
     in_channels/groups * kd * kh * kw.
     """
