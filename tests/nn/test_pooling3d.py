@@ -1,7 +1,8 @@
-"""max_pool3d, avg_pool3d and adaptive_avg_pool3d (functional, torch.max_pool3d, the modules):
-values, PyTorch's flat D*H*W indices and gradients against PyTorch across kernels, strides,
-paddings, dilations, ceil_mode, count_include_pad, divisor_override, ties, NaN and -inf
-windows, unbatched inputs; gradcheck in float64; Vulkan against the CPU; bad arguments."""
+"""max_pool3d, avg_pool3d, adaptive_avg_pool3d and adaptive_max_pool3d (functional,
+torch.max_pool3d, the modules): values, PyTorch's flat D*H*W indices and gradients against
+PyTorch across kernels, strides, paddings, dilations, ceil_mode, count_include_pad,
+divisor_override, ties, NaN and -inf windows, unbatched inputs; gradcheck in float64; Vulkan
+against the CPU; bad arguments."""
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ MAX_CASES = [
     ((1, 2, 6, 6, 5), dict(kernel_size=(2, 2, 3), stride=(2, 2, 2), ceil_mode=True)),
     ((1, 1, 7, 5, 8), dict(kernel_size=3, stride=(3, 2, 2), padding=1, ceil_mode=True)),
     ((2, 5, 5, 6), dict(kernel_size=2, stride=1)),  # unbatched
+    ((1, 2, 4, 5, 6), dict(kernel_size=(1, 3, 2), stride=(2, 1, 2))),  # one depth tap
 ]
 
 
@@ -153,6 +155,7 @@ def test_pool3d_modules_on_vulkan_match_cpu(vulkan):
         nn.MaxPool3d(3, 2, 1, return_indices=True),
         nn.AvgPool3d((2, 3, 2), 2, 1, ceil_mode=True, count_include_pad=False),
         nn.AdaptiveAvgPool3d((2, 3, 4)),
+        nn.AdaptiveMaxPool3d((4, 3, 4), return_indices=True),
     ):
         got, want = [], []
         for device, into in (("vulkan", got), ("cpu", want)):
@@ -189,3 +192,22 @@ def test_pool3d_bad_rank():
     for fn in (F.max_pool3d, F.avg_pool3d):
         with pytest.raises(gpucore.ShapeError, match=r"pool3d\(\): expected a 4-D"):
             fn(gpucore.tensor(rand((2, 4, 4), seed=9)), 2)
+
+
+@pytest.mark.parametrize("size", [(3, 2, 4), 2, (None, 4, None), 1, (4, 5, 3)])
+def test_adaptive_max_pool3d_matches_torch(size):
+    torch = pytest.importorskip("torch")
+    x = _ties_and_nans((2, 3, 7, 6, 5), 5, nan=False)
+    check_function_vs_torch(
+        lambda a: F.adaptive_max_pool3d(a, size, return_indices=True),
+        lambda a: torch.nn.functional.adaptive_max_pool3d(a, size, return_indices=True),
+        [x],
+    )
+    m, tm = nn.AdaptiveMaxPool3d(size), torch.nn.AdaptiveMaxPool3d(size)
+    assert repr(m) == repr(tm)
+    check_function_vs_torch(m, tm, [x[0]])  # unbatched
+
+
+def test_adaptive_max_pool3d_gradcheck():
+    x = gpucore.tensor(rand((1, 2, 5, 4, 5), seed=5), requires_grad=True)
+    assert gradcheck(lambda a: F.adaptive_max_pool3d(a, (3, 2, 4)), (x,))

@@ -84,7 +84,7 @@ from .pooling import (
     max_pool1d,
     max_pool2d,
 )
-from .pooling3d import adaptive_avg_pool3d, avg_pool3d, max_pool3d
+from .pooling3d import adaptive_avg_pool3d, adaptive_max_pool3d, avg_pool3d, max_pool3d
 from .sparse import embedding, embedding_bag, one_hot
 from .upsampling import interpolate
 
@@ -136,6 +136,7 @@ __all__ = [
     "adaptive_avg_pool3d",
     "adaptive_max_pool1d",
     "adaptive_max_pool2d",
+    "adaptive_max_pool3d",
     "avg_pool1d",
     "avg_pool2d",
     "avg_pool3d",

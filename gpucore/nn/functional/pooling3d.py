@@ -1,9 +1,10 @@
-"""3-D pooling: max_pool3d, avg_pool3d and adaptive_avg_pool3d, each the 2-D pool over (H, W)
-of every depth plane ([N, C*D, H, W]) followed by a reduction along the depth.
+"""3-D pooling: max_pool3d, avg_pool3d, adaptive_avg_pool3d and adaptive_max_pool3d, each the
+2-D pool over (H, W) of every depth plane ([N, C*D, H, W]) followed by a reduction along the
+depth.
 
-- max_pool3d: the depth tap of each window chosen as PyTorch's scan in (d, h, w) order picks it
-  (the first maximum; the last NaN), then that plane's 2-D maximum selected, so the gradient goes
-  to one input element per window, as PyTorch's.
+- max_pool3d / adaptive_max_pool3d: the depth tap of each window chosen as PyTorch's scan in
+  (d, h, w) order picks it (the first maximum; the last NaN), then that plane's 2-D maximum
+  selected, so the gradient goes to one input element per window, as PyTorch's.
 - avg_pool3d / adaptive_avg_pool3d: PyTorch's divisors are products over the dims, so the 2-D
   average of each plane times a constant [OD, D] matrix (each window's depth taps over its
   depth divisor) is the 3-D average.
@@ -26,7 +27,14 @@ from ...tensor import Tensor
 from ._utils import _const
 from .conv3d import _as_5d, _triple
 from .padding import pad as _pad
-from .pooling import _adaptive_bins, adaptive_avg_pool2d, avg_pool2d, max_pool2d
+from .pooling import (
+    _adaptive_bins,
+    _bin_windows,
+    adaptive_avg_pool2d,
+    adaptive_max_pool2d,
+    avg_pool2d,
+    max_pool2d,
+)
 
 
 def _args3d(op, kernel_size, stride, padding, dilation=1):
@@ -89,26 +97,42 @@ def max_pool3d(
     yp = _pad(y, (0, 0, 0, 0, p[0], end), value=float("-inf")) if p[0] or end else y
     span = (od - 1) * s[0] + 1
     slices = [yp[:, :, t * dl[0] : t * dl[0] + span : s[0]] for t in range(k[0])]
-    # the chosen tap, as PyTorch's scan: the first maximum, or the last NaN (only compared, so
-    # no gradient flows through the choice; not detached: a trace would take it for a constant)
-    cand = stack(slices, 2)  # [N, C, kd, OD, OH, OW]
-    valid = _const(inside.reshape(k[0], od, 1, 1))
+    pos = np.arange(od)[None, :] * s[0] - p[0] + np.arange(k[0])[:, None] * dl[0]
+    ind = ind.reshape(n, c, d, oh, ow)
+    out, index = _pick_depth(slices, inside, pos, ind, h * w, return_indices)
+    if not return_indices:
+        return out.squeeze(0) if squeeze else out
+    return (out.squeeze(0), index.squeeze(0)) if squeeze else (out, index)
+
+
+def _pick_depth(slices: list, inside, pos, ind: Tensor, hw: int, indices: bool) -> tuple:
+    """Each window's value among its K depth candidates ``slices`` ([N, C, OD, OH, OW] each, the
+    planes' 2-D maxima at the window's K depths ``pos`` [K, OD]; ``inside`` [K, OD] marks the real
+    ones), as PyTorch's scan in (d, h, w) order picks it: the first maximum, or the last NaN.
+    Returns (values, the flat D*H*W indices (``ind``: the planes' H*W ones), or None)."""
+    kk = len(slices)
+    # the choice is only compared, so no gradient flows through it (and not detached: a trace
+    # would take a detached value for a constant)
+    cand = stack(slices, 2)  # [N, C, K, OD, OH, OW]
+    valid = _const(inside.reshape(kk, -1, 1, 1))
     isnan = cand != cand
     best = where(isnan, float("-inf"), cand).amax(2, keepdim=True)  # the max of the non-NaNs
-    taps = _const(np.arange(k[0], dtype=np.float32).reshape(k[0], 1, 1, 1), y.dtype)
-    first = where((cand == best) & valid, taps, float(k[0])).amin(2)
+    taps = _const(np.arange(kk, dtype=np.float32).reshape(kk, 1, 1, 1), cand.dtype)
+    first = where((cand == best) & valid, taps, float(kk)).amin(2)
     last_nan = where(isnan, taps, -1.0).amax(2)
     tap = where(last_nan >= 0, last_nan, first)  # [N, C, OD, OH, OW]
     # the chosen slice's value (a where per tap: elementwise backwards, cheaper than a gather's)
     out = slices[0]
-    for t in range(1, k[0]):
+    for t in range(1, kk):
         out = where(tap == t, slices[t], out)
-    if not return_indices:
-        return out.squeeze(0) if squeeze else out
-    start = _const((np.arange(od) * s[0] - p[0]).reshape(od, 1, 1), y.dtype)
-    depth = (start + tap * dl[0]).to(ind.dtype)
-    index = depth * (h * w) + ind.reshape(n, c, d, oh, ow).gather(2, depth)
-    return (out.squeeze(0), index.squeeze(0)) if squeeze else (out, index)
+    if not indices:
+        return out, None
+    at = [_const(pos[t].reshape(-1, 1, 1).astype(np.float32), cand.dtype) for t in range(kk)]
+    depth = at[0] + tap * 0  # at full shape, also for a single tap
+    for t in range(1, kk):
+        depth = where(tap == t, at[t], depth)
+    depth = depth.to(ind.dtype)
+    return out, depth * hw + ind.gather(2, depth)
 
 
 @functools.lru_cache(maxsize=512)
@@ -161,26 +185,50 @@ def avg_pool3d(
     return out.squeeze(0) if squeeze else out
 
 
+def _adaptive_size(op: str, output_size, dims: tuple) -> list:
+    """The output [OD, OH, OW] of an adaptive pool: an int, or a triple of ints or None (keep
+    that input size); the input's spatial dims must not be empty."""
+    if isinstance(output_size, (tuple, list)):
+        if len(output_size) != 3:
+            raise ValueError(f"{op}(): output_size must be an int or a triple, got {output_size!r}")
+        size = [dim if v is None else operator.index(v) for v, dim in zip(output_size, dims)]
+    else:
+        size = [operator.index(output_size)] * 3
+    if min(size) < 1:
+        raise ValueError(f"{op}(): output_size must be positive, got {tuple(size)}")
+    if 0 in dims:
+        raise ShapeError(f"{op}(): empty spatial input of spatial size {tuple(dims)}")
+    return size
+
+
 def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
     """Average over PyTorch's adaptive bins of [N, C, D, H, W] to output_size (an int, or a
     triple whose entries may be None to keep that input size)."""
     x, squeeze = _as_5d("adaptive_avg_pool3d", input)
     n, c, d, h, w = x.shape
-    if isinstance(output_size, (tuple, list)):
-        if len(output_size) != 3:
-            raise ValueError(
-                f"adaptive_avg_pool3d(): output_size must be an int or a triple, got "
-                f"{output_size!r}"
-            )
-        size = [dim if v is None else operator.index(v) for v, dim in zip(output_size, (d, h, w))]
-    else:
-        size = [operator.index(output_size)] * 3
-    if min(size) < 1:
-        raise ValueError(f"adaptive_avg_pool3d(): output_size must be positive, got {tuple(size)}")
-    if 0 in (d, h, w):
-        raise ShapeError(f"adaptive_avg_pool3d(): empty spatial input {tuple(input.shape)}")
+    size = _adaptive_size("adaptive_avg_pool3d", output_size, (d, h, w))
     y = adaptive_avg_pool2d(_planes(x), tuple(size[1:]))
     mask, count = _adaptive_bins(d, size[0])
     pd = _const(mask / count, x.dtype)  # [OD, D]
     out = pd.matmul(y.reshape(n, c, d, size[1] * size[2])).reshape(n, c, *size)
     return out.squeeze(0) if squeeze else out
+
+
+def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False):
+    """Max over PyTorch's adaptive bins of [N, C, D, H, W] to output_size
+    (torch.nn.functional.adaptive_max_pool3d; an int, or a triple whose entries may be None to
+    keep that input size): adaptive_max_pool2d of every depth plane, then each depth bin's
+    plane chosen as PyTorch's scan picks it; return_indices gives flat D*H*W indices."""
+    x, squeeze = _as_5d("adaptive_max_pool3d", input)
+    n, c, d, h, w = x.shape
+    size = _adaptive_size("adaptive_max_pool3d", output_size, (d, h, w))
+    y, ind = adaptive_max_pool2d(_planes(x), tuple(size[1:]), return_indices=True)
+    y = y.reshape(n, c, d, size[1], size[2])
+    pos = _bin_windows(d, size[0])[0].T  # [K, OD]: each bin's depths (short bins repeat)
+    slices = [y.index_select(2, _const(pos[t])) for t in range(pos.shape[0])]
+    ind = ind.reshape(n, c, d, size[1], size[2])
+    inside = np.ones(pos.shape, bool)
+    out, index = _pick_depth(slices, inside, pos, ind, h * w, return_indices)
+    if not return_indices:
+        return out.squeeze(0) if squeeze else out
+    return (out.squeeze(0), index.squeeze(0)) if squeeze else (out, index)

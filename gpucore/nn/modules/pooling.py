@@ -208,6 +208,13 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
 
 
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    """Adaptive max pooling of [N, C, D, H, W] (torch.nn.AdaptiveMaxPool3d)."""
+
+    def forward(self, input):
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
 class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
     """Max pooling of [N, C, L] to a fixed output length."""
 
