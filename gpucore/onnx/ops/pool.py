@@ -187,8 +187,7 @@ def global_pool(ctx, node, ins):
 @handles("LpPool")
 def lp_pool(ctx, node, ins):
     """LpPool(p; 1-D to 3-D): (sum of |x|^p over each window) ^ (1/p), the pads counting as
-    zeros: a window-sized multiple of an average pool counting the pads (dilated windows: sums
-    by constant matrices)."""
+    zeros: an average pool with divisor 1 (dilated windows: sums by constant matrices)."""
     x = ctx.tensor(ins[0])
     p = float(ctx.attr("p", 2))
     nd = x.ndim - 2
@@ -205,6 +204,6 @@ def lp_pool(ctx, node, ins):
     powered = x4.abs() ** p if p != 1.0 else x4.abs()
     xp, pads = symmetric(ctx, powered, am2, 0.0, [k // 2 for k in k2])
     avg = F.avg_pool3d if nd == 3 else F.avg_pool2d
-    y = avg(xp, k2, s2, pads, ceil_mode=ceil, count_include_pad=True)
-    y = (y * float(np.prod(k2))) ** (1.0 / p)
+    # the window sums (divisor 1: ceil_mode's windows past the end hold fewer elements)
+    y = avg(xp, k2, s2, pads, ceil_mode=ceil, divisor_override=1) ** (1.0 / p)
     return y.reshape(int(y.shape[0]), int(y.shape[1]), int(y.shape[3])) if nd == 1 else y
