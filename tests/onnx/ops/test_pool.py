@@ -1,5 +1,5 @@
 """gpucore.onnx.ops.pool: MaxPool, AveragePool (count_include_pad, ceil_mode, pads, auto_pad,
-1-D and 2-D), GlobalAveragePool, GlobalMaxPool, at opset 13 and the newest."""
+dilations, 1-D to 3-D), LpPool, GlobalAveragePool, GlobalMaxPool, at opset 13 and the newest."""
 
 import numpy as np
 import pytest
