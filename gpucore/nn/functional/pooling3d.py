@@ -127,8 +127,9 @@ def _pick_depth(slices: list, inside, pos, ind: Tensor, hw: int, indices: bool) 
         out = where(tap == t, slices[t], out)
     if not indices:
         return out, None
-    at = [_const(pos[t].reshape(-1, 1, 1).astype(np.float32), cand.dtype) for t in range(kk)]
-    depth = at[0] + tap * 0  # at full shape, also for a single tap
+    # the depths in float32 (exact to 2**24, where bfloat16 would not be past 256)
+    at = [_const(pos[t].reshape(-1, 1, 1).astype(np.float32)) for t in range(kk)]
+    depth = at[0].expand(*tap.shape)  # at full shape, also for a single tap
     for t in range(1, kk):
         depth = where(tap == t, at[t], depth)
     depth = depth.to(ind.dtype)
