@@ -54,7 +54,7 @@ LIMITATIONS = {
 NN_FORMS = {"cosine_similarity", "pairwise_distance", "conv1d", "conv2d", "conv_transpose2d"}
 NN_FORMS |= {"max_pool2d", "avg_pool1d", "adaptive_avg_pool1d", "pixel_shuffle", "selu", "celu"}
 NN_FORMS |= {"threshold", "hardshrink", "rrelu", "layer_norm", "group_norm", "batch_norm"}
-NN_FORMS |= {"instance_norm", "embedding", "dropout"}
+NN_FORMS |= {"instance_norm", "embedding", "dropout", "conv3d", "conv_transpose3d", "max_pool3d"}
 
 
 def _float_only(name, case, err) -> bool:

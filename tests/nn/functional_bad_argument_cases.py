@@ -56,6 +56,12 @@ TEMPLATES = {
     "adaptive_avg_pool2d": lambda: ((t(1, 3, 4, 4), 2), {}),
     "avg_pool2d": lambda: ((t(1, 3, 4, 4), 2), {}),
     "max_pool2d": lambda: ((t(1, 3, 4, 4), 2), {}),
+    "conv3d": lambda: ((t(2, 3, 4, 4, 3), t(4, 3, 2, 2, 2, seed=1), t(4, seed=2)), {}),
+    "conv_transpose3d": lambda: ((t(2, 3, 3, 2, 3), t(3, 4, 2, 2, 2, seed=1), t(4, seed=2)), {}),
+    "adaptive_avg_pool3d": lambda: ((t(1, 3, 4, 4, 4), 2), {}),
+    "adaptive_max_pool3d": lambda: ((t(1, 3, 4, 4, 4), 2), {}),
+    "avg_pool3d": lambda: ((t(1, 3, 4, 4, 4), 2), {}),
+    "max_pool3d": lambda: ((t(1, 3, 4, 4, 4), 2), {}),
     "batch_norm": lambda: (
         (t(3, 4), t(4, seed=1), unit(4, seed=2), t(4, seed=3), t(4, seed=4)),
         {},

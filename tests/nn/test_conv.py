@@ -151,8 +151,10 @@ def test_conv2d_errors():
         nn.Conv2d(3, 4, 3, groups=2)
     with pytest.raises(ValueError, match="strided"):
         nn.Conv2d(3, 4, 3, stride=2, padding="same")
-    with pytest.raises(NotImplementedError, match="reflect"):
-        nn.Conv2d(3, 4, 3, padding_mode="reflect")
+    with pytest.raises(ValueError, match="padding_mode"):
+        nn.Conv2d(3, 4, 3, padding_mode="mirror")
+    with pytest.raises(ValueError, match="only 'zeros' padding_mode"):
+        nn.ConvTranspose2d(3, 4, 3, padding_mode="reflect")
 
 
 # ============================================================================= unfold, fold

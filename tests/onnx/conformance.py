@@ -61,7 +61,6 @@ CATEGORIES = {
     DEVICE_LIMIT: "a tensor larger than the device's largest storage binding (lavapipe: 128 MiB) "
     "in an op without a chunked variant (DeviceError)",
 }
-SPATIAL_3D = "3-D convolution / pooling: gpucore supports 1-D and 2-D"
 
 
 @dataclasses.dataclass

@@ -26,7 +26,6 @@ from conformance import (  # noqa: E402
     OP,
     PRECISION,
     RANDOM,
-    SPATIAL_3D,
     STRINGS,
     TRAINING,
     TYPES,
@@ -104,16 +103,8 @@ EXCLUDED = {
     "TensorScatter": (OP, ""),  # 3
     "test_melweightmatrix": (OP, ""),
     "test_nonzero_example": (OP, ""),
-    "pytorch-converted/test_AvgPool3d*": (FEATURE, SPATIAL_3D),  # 3
-    "pytorch-converted/test_Conv3d*": (FEATURE, SPATIAL_3D),  # 7
-    "pytorch-converted/test_MaxPool3d*": (FEATURE, SPATIAL_3D),  # 3
     # opset 6 PRelu broadcast a [C] slope over channels; onnx's version converter keeps it as is
     "pytorch-converted/test_PReLU_*d_multiparam": (FEATURE, "an opset-6 PRelu slope of shape [C]"),
-    "test_averagepool_3d*": (FEATURE, SPATIAL_3D),  # 6
-    "test_convtranspose_3d": (FEATURE, SPATIAL_3D),
-    "test_lppool_2d_dilations": (FEATURE, "LpPool with dilations"),
-    "test_lppool_3d_default": (FEATURE, SPATIAL_3D),
-    "test_maxpool_3d*": (FEATURE, SPATIAL_3D),  # 4
     "test_attention_4d_causal_fp16*": (
         PRECISION,
         "float16: 2 ulps from numpy's float16 reference",

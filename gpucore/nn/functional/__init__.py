@@ -1,7 +1,7 @@
 """Functional neural-network ops with PyTorch's names and semantics (``import
 gpucore.nn.functional as F``), one module per topic as in gpucore/nn/modules/: activation,
-linear, attention, conv, pooling, pixelshuffle, normalization, dropout, sparse, padding, upsampling,
-distance, loss;
+linear, attention, conv (and conv3d), pooling (and pooling3d), pixelshuffle, normalization,
+dropout, sparse, padding, upsampling, distance, loss;
 _utils holds the argument checks they share.
 
 Everything here is a composition of registry ops (matmul, im2col, reductions, where...), so it runs
@@ -48,6 +48,7 @@ from .activation import (
 )
 from .attention import scaled_dot_product_attention
 from .conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d, fold, unfold
+from .conv3d import conv3d, conv_transpose3d
 from .distance import cosine_similarity, pairwise_distance
 from .dropout import dropout, dropout2d
 from .linear import bilinear, linear
@@ -83,6 +84,7 @@ from .pooling import (
     max_pool1d,
     max_pool2d,
 )
+from .pooling3d import adaptive_avg_pool3d, adaptive_max_pool3d, avg_pool3d, max_pool3d
 from .sparse import embedding, embedding_bag, one_hot
 from .upsampling import interpolate
 
@@ -123,18 +125,24 @@ __all__ = [
     "bilinear",
     "conv1d",
     "conv2d",
+    "conv3d",
     "conv_transpose1d",
     "conv_transpose2d",
+    "conv_transpose3d",
     "fold",
     "unfold",
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d",
     "adaptive_max_pool1d",
     "adaptive_max_pool2d",
+    "adaptive_max_pool3d",
     "avg_pool1d",
     "avg_pool2d",
+    "avg_pool3d",
     "max_pool1d",
     "max_pool2d",
+    "max_pool3d",
     "pixel_shuffle",
     "pixel_unshuffle",
     # normalization, dropout, sparse

@@ -119,13 +119,6 @@ def avg_pool2d(
         # host float32 / float64: one C pass per plane each way (gpucore/ops/pool.py)
         out = _pool.avg_pool2d(x, k, s, p, ceil_mode, count_include_pad, divisor_override or 0)
         return out.squeeze(0) if squeeze else out
-    out = avg_pool_windows(x, k, s, p, d, ceil_mode, count_include_pad, divisor_override)
-    return out.squeeze(0) if squeeze else out
-
-
-def avg_pool_windows(x, k, s, p, d, ceil_mode, count_include_pad, divisor_override=None):
-    """avg_pool2d of [N, C, H, W] ``x`` as im2col + a mean (masked for padding and ceil_mode),
-    with dilations ``d`` too (ONNX's AveragePool has them; PyTorch's does not)."""
     n, c, h, w = x.shape
     cols, (oh, ow) = _pool_cols("avg_pool2d", x, k, s, p, d, ceil_mode)
     if divisor_override is not None:
@@ -139,7 +132,8 @@ def avg_pool_windows(x, k, s, p, d, ceil_mode, count_include_pad, divisor_overri
             out = cols.mean(1)
         else:
             out = cols.sum(1) / _const(mask.sum(0), x.dtype)
-    return out.reshape(n, c, oh, ow)
+    out = out.reshape(n, c, oh, ow)
+    return out.squeeze(0) if squeeze else out
 
 
 @functools.lru_cache(maxsize=256)

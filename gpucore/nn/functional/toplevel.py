@@ -14,7 +14,10 @@ from . import distance as Dist
 from . import normalization as N
 from . import pixelshuffle as P
 from . import pooling as Pool
+from . import pooling3d as Pool3
 from . import sparse as S
+from .conv3d import conv3d as _conv3d
+from .conv3d import conv_transpose3d as _conv_transpose3d
 from .dropout import dropout as _dropout
 
 
@@ -115,6 +118,15 @@ def conv2d(
     return C.conv2d(input, weight, bias, stride, padding, dilation, groups)
 
 
+@public("conv3d", method=False)
+def conv3d(
+    input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
+    groups: int = 1,
+) -> Tensor:  # fmt: skip
+    """torch.conv3d: F.conv3d."""
+    return _conv3d(input, weight, bias, stride, padding, dilation, groups)
+
+
 @public("conv_transpose2d", method=False)
 def conv_transpose2d(
     input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
@@ -126,12 +138,29 @@ def conv_transpose2d(
     )
 
 
+@public("conv_transpose3d", method=False)
+def conv_transpose3d(
+    input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+    output_padding=0, groups: int = 1, dilation=1,
+) -> Tensor:  # fmt: skip
+    """torch.conv_transpose3d: F.conv_transpose3d."""
+    return _conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
 @public("max_pool2d", method=False)
 def max_pool2d(
     input: Tensor, kernel_size, stride=(), padding=0, dilation=1, ceil_mode: bool = False
 ) -> Tensor:
     """torch.max_pool2d (stride () means kernel_size): F.max_pool2d."""
     return Pool.max_pool2d(input, kernel_size, stride or None, padding, dilation, ceil_mode)
+
+
+@public("max_pool3d", method=False)
+def max_pool3d(
+    input: Tensor, kernel_size, stride=(), padding=0, dilation=1, ceil_mode: bool = False
+) -> Tensor:
+    """torch.max_pool3d (stride () means kernel_size): F.max_pool3d."""
+    return Pool3.max_pool3d(input, kernel_size, stride or None, padding, dilation, ceil_mode)
 
 
 @public("avg_pool1d", method=False)

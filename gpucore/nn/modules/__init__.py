@@ -27,7 +27,16 @@ from .activation import (
     Tanhshrink,
 )
 from .container import ModuleDict, ModuleList, Sequential
-from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Fold, Unfold
+from .conv import (
+    Conv1d,
+    Conv2d,
+    Conv3d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    ConvTranspose3d,
+    Fold,
+    Unfold,
+)
 from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import Dropout, Dropout2d
 from .flatten import Flatten, Unflatten
@@ -76,12 +85,16 @@ from .pixelshuffle import PixelShuffle, PixelUnshuffle
 from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
     AdaptiveMaxPool1d,
     AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d,
     AvgPool1d,
     AvgPool2d,
+    AvgPool3d,
     MaxPool1d,
     MaxPool2d,
+    MaxPool3d,
 )
 from .rnn import GRU, LSTM, RNN, RNNBase
 from .rnn_cell import GRUCell, LSTMCell, RNNCell, RNNCellBase
@@ -99,14 +112,18 @@ from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 __all__ = [
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
+    "AdaptiveAvgPool3d",
     "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d",
+    "AdaptiveMaxPool3d",
     "AvgPool1d",
     "AvgPool2d",
+    "AvgPool3d",
     "Bilinear",
     "Conv1d",
     "ConvTranspose1d",
     "ConvTranspose2d",
+    "ConvTranspose3d",
     "EmbeddingBag",
     "Fold",
     "MaxPool1d",
@@ -132,6 +149,7 @@ __all__ = [
     "ConstantPad2d",
     "ConstantPad3d",
     "Conv2d",
+    "Conv3d",
     "CosineEmbeddingLoss",
     "CosineSimilarity",
     "CrossEntropyLoss",
@@ -159,6 +177,7 @@ __all__ = [
     "LogSoftmax",
     "MarginRankingLoss",
     "MaxPool2d",
+    "MaxPool3d",
     "Mish",
     "ModuleDict",
     "ModuleList",

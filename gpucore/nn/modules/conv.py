@@ -1,4 +1,4 @@
-"""Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, and Fold/Unfold (im2col and col2im)."""
+"""Conv1d/2d/3d, ConvTranspose1d/2d/3d, and Fold/Unfold (im2col and col2im)."""
 
 from __future__ import annotations
 
@@ -25,13 +25,13 @@ def _tuple(v, n: int, name: str, cls: str = "Conv2d"):
     if len(p) == 1:
         p = p * n
     if len(p) != n:
-        what = "an int" if n == 1 else "a pair of ints"
+        what = {1: "an int", 2: "a pair of ints"}.get(n, "a triple of ints")
         raise ValueError(f"{cls}: {name} must be an int or {what}, got {v!r}")
     return p
 
 
 class _ConvNd(Module):
-    """The constructor, parameters and repr Conv1d/2d and ConvTranspose1d/2d share (PyTorch's
+    """The constructor, parameters and repr Conv1d/2d/3d and ConvTranspose1d/2d/3d share (PyTorch's
     _ConvNd): weight [out, in/groups, *k] ([in, out/groups, *k] when transposed) initialised
     kaiming_uniform_(a=sqrt(5)), bias U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
 
@@ -79,15 +79,13 @@ class _ConvNd(Module):
             self.padding = padding
         else:
             self.padding = _tuple(padding, n, "padding", cls)
-        if padding_mode != "zeros":
-            if padding_mode in ("reflect", "replicate", "circular"):
-                raise NotImplementedError(
-                    f"{cls}: padding_mode={padding_mode!r} is not supported yet; only 'zeros'"
-                )
+        if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
             raise ValueError(
                 f"{cls}: padding_mode must be 'zeros', 'reflect', 'replicate' or 'circular', got "
                 f"{padding_mode!r}"
             )
+        if padding_mode != "zeros" and self._transposed:
+            raise ValueError(f"{cls}: only 'zeros' padding_mode is supported, as in PyTorch")
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.transposed = self._transposed
@@ -159,7 +157,25 @@ class _Conv(_ConvNd):
             padding_mode, device, dtype,
         )  # fmt: skip
 
+    def _mode_padding(self) -> tuple:
+        """F.pad's amounts for a padding_mode other than 'zeros' (PyTorch's
+        _reversed_padding_repeated_twice: the last dim first; 'same' pads one more after)."""
+        if self.padding == "valid":
+            return (0, 0) * self._n
+        out = []
+        for i in reversed(range(self._n)):
+            if self.padding == "same":
+                total = self.dilation[i] * (self.kernel_size[i] - 1)
+                out += [total // 2, total - total // 2]
+            else:
+                out += [self.padding[i]] * 2
+        return tuple(out)
+
     def forward(self, input):
+        if self.padding_mode != "zeros":
+            # the padding applied first in that mode, then an unpadded convolution (as PyTorch)
+            x = F.pad(input, self._mode_padding(), mode=self.padding_mode)
+            return self._conv(x, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
         return self._conv(
             input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
         )
@@ -167,7 +183,8 @@ class _Conv(_ConvNd):
 
 class Conv1d(_Conv):
     """1-D convolution over [N, C, L] (torch.nn.Conv1d), computed as conv2d over a height of
-    one. padding: an int, 'valid' or 'same' (stride 1); padding_mode 'zeros' only."""
+    one. padding: an int, 'valid' or 'same' (stride 1); padding_mode 'zeros', 'reflect',
+    'replicate' or 'circular'."""
 
     _n = 1
     _conv = staticmethod(F.conv1d)
@@ -176,7 +193,8 @@ class Conv1d(_Conv):
 class Conv2d(_Conv):
     """2-D convolution over [N, C, H, W] (torch.nn.Conv2d), computed as im2col + matmul.
 
-    padding: an int, a pair, 'valid' or 'same' (stride 1); padding_mode 'zeros' only. Weight
+    padding: an int, a pair, 'valid' or 'same' (stride 1); padding_mode 'zeros', 'reflect',
+    'replicate' or 'circular' (F.pad's, then an unpadded convolution). Weight
     [out_channels, in_channels/groups, kh, kw] initialised kaiming_uniform_(a=sqrt(5)) and
     bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in_channels/groups * kh * kw.
     """
@@ -184,8 +202,21 @@ class Conv2d(_Conv):
     _conv = staticmethod(F.conv2d)
 
 
+class Conv3d(_Conv):
+    """3-D convolution over [N, C, D, H, W] (torch.nn.Conv3d), computed as one conv2d of the
+    depth taps (F.conv3d).
+
+    padding: an int, a triple, 'valid' or 'same' (stride 1); padding_mode as Conv2d's. Weight
+    [out_channels, in_channels/groups, kd, kh, kw] initialised as Conv2d's, fan_in =
+    in_channels/groups * kd * kh * kw.
+    """
+
+    _n = 3
+    _conv = staticmethod(F.conv3d)
+
+
 class _ConvTransposeNd(_ConvNd):
-    """ConvTranspose1d/2d: the constructor in PyTorch's argument order, and forward's
+    """ConvTranspose1d/2d/3d: the constructor in PyTorch's argument order, and forward's
     output_size (which picks output_padding)."""
 
     _transposed = True
@@ -258,6 +289,25 @@ class ConvTranspose2d(_ConvTransposeNd):
 
     def forward(self, input, output_size=None):
         return F.conv_transpose2d(
+            input,
+            self.weight,
+            self.bias,
+            self.stride,
+            self.padding,
+            self._output_padding(input, output_size),
+            self.groups,
+            self.dilation,
+        )
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """3-D transposed convolution over [N, C, D, H, W] (torch.nn.ConvTranspose3d), the adjoint
+    of Conv3d; weight [in_channels, out_channels/groups, kd, kh, kw]."""
+
+    _n = 3
+
+    def forward(self, input, output_size=None):
+        return F.conv_transpose3d(
             input,
             self.weight,
             self.bias,

@@ -1,4 +1,4 @@
-"""Max, average and adaptive pooling over 1-D and 2-D inputs."""
+"""Max, average and adaptive pooling over 1-D, 2-D and 3-D inputs."""
 
 from __future__ import annotations
 
@@ -49,8 +49,25 @@ class MaxPool2d(_MaxPoolNd):
         )
 
 
+class MaxPool3d(_MaxPoolNd):
+    """Max over kernel_size windows of [N, C, D, H, W] (torch.nn.MaxPool3d)."""
+
+    def forward(self, input):
+        return F.max_pool3d(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.dilation,
+            ceil_mode=self.ceil_mode,
+            return_indices=self.return_indices,
+        )
+
+
 class AvgPool2d(Module):
     """Mean over kernel_size windows; zero padding counts unless count_include_pad=False."""
+
+    _pool = staticmethod(F.avg_pool2d)
 
     def __init__(
         self,
@@ -70,7 +87,7 @@ class AvgPool2d(Module):
         self.divisor_override = divisor_override
 
     def forward(self, input):
-        return F.avg_pool2d(
+        return self._pool(
             input,
             self.kernel_size,
             self.stride,
@@ -82,6 +99,13 @@ class AvgPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool3d(AvgPool2d):
+    """Mean over kernel_size windows of [N, C, D, H, W] (torch.nn.AvgPool3d); zero padding
+    counts unless count_include_pad=False; divisor_override replaces the divisor."""
+
+    _pool = staticmethod(F.avg_pool3d)
 
 
 class _AdaptiveAvgPoolNd(Module):
@@ -100,6 +124,13 @@ class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
 
     def forward(self, input):
         return F.adaptive_avg_pool2d(input, self.output_size)
+
+
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
+    """Average pooling of [N, C, D, H, W] to a fixed output size (torch.nn.AdaptiveAvgPool3d)."""
+
+    def forward(self, input):
+        return F.adaptive_avg_pool3d(input, self.output_size)
 
 
 class MaxPool1d(_MaxPoolNd):
@@ -175,6 +206,13 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
 
     def forward(self, input):
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    """Adaptive max pooling of [N, C, D, H, W] (torch.nn.AdaptiveMaxPool3d)."""
+
+    def forward(self, input):
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
 
 
 class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):

@@ -22,7 +22,7 @@ HANDLERS, handles = table()
 
 @handles("Conv")
 def conv(ctx, node, ins):
-    """Conv (1-D and 2-D; group, strides, dilations, pads, auto_pad)."""
+    """Conv (1-D to 3-D; group, strides, dilations, pads, auto_pad)."""
     x, w = ctx.tensor(ins[0]), ctx.tensor(ins[1])
     b = ctx.tensor(ins[2]) if len(ins) > 2 and ins[2] is not None else None
     nd = x.ndim - 2
@@ -39,15 +39,16 @@ def conv(ctx, node, ins):
         w = w.reshape(int(w.shape[0]), int(w.shape[1]), 1, kernel[0])
         strides, dilations, amounts = [1] + strides, [1] + dilations, [(0, 0)] + amounts
     xp, padding = symmetric(ctx, x4, amounts, 0.0)
-    n, _, h, wd = (int(s) for s in xp.shape)
-    oh, ow = (
+    outs = [
         (size + 2 * p - d * (k - 1) - 1) // s + 1
         for size, p, d, k, s in zip(
-            (h, wd), padding, dilations, [int(k) for k in w.shape[2:]], strides
+            (int(s) for s in xp.shape[2:]), padding, dilations, [int(k) for k in w.shape[2:]],
+            strides,
         )
-    )
-    ctx.check_size((n, int(w.shape[0]), oh, ow))
-    y = F.conv2d(xp, w, b, tuple(strides), tuple(padding), tuple(dilations), group)
+    ]  # fmt: skip
+    ctx.check_size((int(xp.shape[0]), int(w.shape[0]), *outs))
+    conv_nd = F.conv3d if nd == 3 else F.conv2d
+    y = conv_nd(xp, w, b, tuple(strides), tuple(padding), tuple(dilations), group)
     if nd == 1:
         y = y.reshape(int(y.shape[0]), int(y.shape[1]), int(y.shape[3]))
     return y
@@ -275,7 +276,7 @@ def _transpose_pads(ctx, spatial: list, kernel: list, strides, dilations, extra)
 
 @handles("ConvTranspose")
 def conv_transpose(ctx, node, ins):
-    """ConvTranspose (1-D and 2-D; group, strides, dilations, pads, output_padding,
+    """ConvTranspose (1-D to 3-D; group, strides, dilations, pads, output_padding,
     output_shape, auto_pad): a stride-1 convolution of the input spread out by the strides
     (zeros between) and padded by the dilated kernel less the pads, with the weight flipped
     and its in / out channels swapped."""
@@ -295,26 +296,30 @@ def conv_transpose(ctx, node, ins):
         w = w.reshape(*[int(s) for s in w.shape[:2]], 1, kernel[0])
         kernel, strides, dilations = [1] + kernel, [1] + strides, [1] + dilations
         extra, amounts = [0] + extra, [(0, 0)] + amounts
-    n, c, h, wd = (int(s) for s in x4.shape)
-    sh, sw = strides
-    if sh > 1 or sw > 1:  # zeros between the input's elements
-        spread = F.pad(x4.reshape(n, c, h, 1, wd, 1), (0, sw - 1, 0, 0, 0, sh - 1))
-        x4 = spread.reshape(n, c, h * sh, wd * sw)
-        x4 = x4.narrow(2, 0, (h - 1) * sh + 1).narrow(3, 0, (wd - 1) * sw + 1)
+    n, c, *sizes = (int(s) for s in x4.shape)
+    sp = len(sizes)
+    if any(s > 1 for s in strides):  # zeros between the input's elements
+        split = [n, c] + [v for size in sizes for v in (size, 1)]
+        widths = [v for s in reversed(strides) for v in (0, s - 1, 0, 0)]
+        spread = F.pad(x4.reshape(*split), tuple(widths))
+        x4 = spread.reshape(n, c, *[size * s for size, s in zip(sizes, strides)])
+        for dim, (size, s) in enumerate(zip(sizes, strides), 2):
+            x4 = x4.narrow(dim, 0, (size - 1) * s + 1)
     for dim, (k, d, (lo, hi), e) in enumerate(zip(kernel, dilations, amounts, extra), 2):
         before, after = d * (k - 1) - lo, d * (k - 1) - hi + e
         if before < 0:
             x4 = x4.narrow(dim, -before, int(x4.shape[dim]) + before)
         if after < 0:
             x4 = x4.narrow(dim, 0, int(x4.shape[dim]) + after)
-        widths = [0, 0, 0, 0]
-        widths[2 * (3 - dim)] = max(before, 0)
-        widths[2 * (3 - dim) + 1] = max(after, 0)
+        widths = [0] * (2 * sp)
+        widths[2 * (sp + 1 - dim)] = max(before, 0)
+        widths[2 * (sp + 1 - dim) + 1] = max(after, 0)
         if any(widths):
             x4 = F.pad(x4, tuple(widths))
     cin, cout_g = int(w.shape[0]), int(w.shape[1])
-    kh, kw = kernel
-    wt = w.reshape(group, cin // group, cout_g, kh, kw).permute(0, 2, 1, 3, 4)
-    wt = gc.flip(wt.reshape(group * cout_g, cin // group, kh, kw), (2, 3))
-    y = F.conv2d(x4, wt, b, (1, 1), (0, 0), tuple(dilations), group)
+    wt = w.reshape(group, cin // group, cout_g, *kernel).transpose(1, 2)
+    spatial_dims = tuple(range(2, 2 + sp))
+    wt = gc.flip(wt.reshape(group * cout_g, cin // group, *kernel), spatial_dims)
+    conv_nd = F.conv3d if sp == 3 else F.conv2d
+    y = conv_nd(x4, wt, b, (1,) * sp, (0,) * sp, tuple(dilations), group)
     return y.reshape(int(y.shape[0]), int(y.shape[1]), int(y.shape[3])) if nd == 1 else y

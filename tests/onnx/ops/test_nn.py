@@ -1,6 +1,6 @@
-"""gpucore.onnx.ops.nn: Conv (1-D, 2-D, groups, strides, dilations, pads, auto_pad),
-BatchNormalization, LayerNormalization, InstanceNormalization, Softmax / LogSoftmax (axis
-semantics before and since opset 13), at opset 13 and the newest."""
+"""gpucore.onnx.ops.nn: Conv and ConvTranspose (1-D to 3-D, groups, strides, dilations, pads,
+auto_pad), BatchNormalization, LayerNormalization, InstanceNormalization, Softmax / LogSoftmax
+(axis semantics before and since opset 13), at opset 13 and the newest."""
 
 import numpy as np
 import pytest
@@ -164,3 +164,38 @@ def test_conv_transpose(attrs, group):
 def test_conv_transpose_1d():
     x, w = rand(2, 3, 5), rand(3, 2, 3, seed=1)
     check_op("ConvTranspose", [x, w], {"strides": [2], "pads": [1, 0]}, opset=17, static=(1,))
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {},
+        {"strides": [2, 1, 2], "pads": [1, 0, 1, 1, 1, 0]},  # not the same on both sides
+        {"dilations": [2, 1, 1], "group": 2},
+        {"auto_pad": "SAME_UPPER", "strides": [1, 2, 2]},
+    ],
+)
+def test_conv3d(attrs):
+    x, w = rand(2, 4, 6, 7, 5, seed=1), rand(6, 4 // attrs.get("group", 1), 2, 3, 2, seed=2)
+    check_op("Conv", [x, w, rand(6, seed=3)], attrs, opset=17, static=(1, 2))
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {"strides": [2, 1, 2]},
+        {"strides": [2, 2, 1], "pads": [1, 0, 0, 0, 1, 1], "output_padding": [1, 0, 0]},
+        {"dilations": [1, 2, 1], "group": 2},
+    ],
+)
+def test_conv_transpose_3d(attrs):
+    x, w = rand(2, 4, 3, 4, 3), rand(4, 6 // attrs.get("group", 1), 2, 3, 2, seed=1)
+    check_op("ConvTranspose", [x, w, rand(6, seed=2)], attrs, opset=17, static=(1, 2))
+
+
+def test_conv3d_on_vulkan(vulkan):
+    x, w = rand(2, 4, 5, 6, 5, seed=1), rand(6, 4, 2, 3, 2, seed=2)
+    attrs = {"strides": [2, 1, 2], "pads": [1, 0, 1, 1, 1, 0]}
+    check_op("Conv", [x, w, rand(6, seed=3)], attrs, opset=17, static=(1, 2), device="vulkan")
+    check_op("ConvTranspose", [x, w.transpose(1, 0, 2, 3, 4)], {}, opset=17, static=(1,),
+             device="vulkan")  # fmt: skip

@@ -1,5 +1,5 @@
 """gpucore.onnx.ops.pool: MaxPool, AveragePool (count_include_pad, ceil_mode, pads, auto_pad,
-1-D and 2-D), GlobalAveragePool, GlobalMaxPool, at opset 13 and the newest."""
+dilations, 1-D to 3-D), LpPool, GlobalAveragePool, GlobalMaxPool, at opset 13 and the newest."""
 
 import numpy as np
 import pytest
@@ -103,3 +103,43 @@ def test_max_pool_of_8_bit_integers(dtype):
     x = np.random.default_rng(0).integers(-128 if dtype == np.int8 else 0, 100, (1, 2, 5, 5))
     attrs = {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [2, 2]}
     check_op("MaxPool", [x.astype(dtype)], attrs, opset=12)
+
+
+POOLS_3D = [
+    {"kernel_shape": [2, 2, 2]},
+    {"kernel_shape": [3, 2, 3], "strides": [2, 1, 2], "pads": [1, 0, 1, 1, 1, 0]},
+    {"kernel_shape": [3, 3, 2], "strides": [2, 2, 2], "ceil_mode": 1},
+    {"kernel_shape": [2, 3, 2], "auto_pad": "SAME_LOWER"},
+    {"kernel_shape": [2, 2, 3], "strides": [1, 2, 1], "dilations": [2, 1, 2]},
+]
+
+
+@pytest.mark.parametrize("attrs", POOLS_3D)
+def test_pools_3d(attrs):
+    """5-D MaxPool / AveragePool / LpPool through max_pool3d / avg_pool3d (pads that differ
+    between the sides applied first; dilated averages by constant window matrices)."""
+    x = rand(2, 3, 6, 7, 5)
+    check_op("MaxPool", [x], attrs, opset=19)
+    for include in (0, 1):
+        check_op("AveragePool", [x], {**attrs, "count_include_pad": include}, opset=19)
+    check_op("LpPool", [x], {**attrs, "p": 2}, opset=18)
+
+
+def test_lp_pool_ceil_mode_sums_only_the_real_window():
+    """ceil_mode's last windows reach past the input: their sums hold fewer elements."""
+    attrs = {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1, "p": 2}
+    check_op("LpPool", [rand(2, 3, 8, 7)], attrs, opset=18)
+
+
+def test_dilated_average_and_lp_pools_2d():
+    x = rand(2, 3, 9, 8)
+    attrs = {"kernel_shape": [2, 3], "dilations": [2, 2], "pads": [1, 0, 0, 2], "strides": [2, 1]}
+    for include in (0, 1):
+        check_op("AveragePool", [x], {**attrs, "count_include_pad": include}, opset=19)
+    check_op("LpPool", [x], {**attrs, "p": 3}, opset=18)
+
+
+def test_pools_3d_on_vulkan(vulkan):
+    attrs = {"kernel_shape": [3, 2, 3], "strides": [2, 1, 2], "pads": [1, 0, 1, 1, 1, 0]}
+    for op in ("MaxPool", "AveragePool"):
+        check_op(op, [rand(2, 3, 6, 7, 5)], attrs, opset=19, device="vulkan")
