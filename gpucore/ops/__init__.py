@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     matrix,
     nn,
     norm,
+    norm_batch,
     optim,
     pointwise,
     pool,
