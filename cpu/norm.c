@@ -76,25 +76,60 @@ void gc_layer_norm_f64(const double *x, const double *weight, const double *bias
 #define LN_LANES 8
 
 #define LN_DEFINE(T, S)                                                                           \
-    /* sum of x (m = NaN: not subtracted) or of (x - m)^2, over LN_LANES lanes */               \
-    static double ln_sum_##S(const T *x, ptrdiff_t n, double m)                                   \
+    /* sum of x (sq = 0) or of (x - m)^2 (sq = 1), lane l of LN_LANES taking j % LN_LANES */    \
+    static double ln_sum_##S(const T *x, ptrdiff_t n, double m, int sq)                           \
     {                                                                                             \
         double acc[LN_LANES] = {0};                                                               \
-        const int sq = m == m;                                                                    \
         ptrdiff_t j = 0;                                                                          \
-        for (; j + LN_LANES <= n; j += LN_LANES)                                                  \
-            for (int l = 0; l < LN_LANES; l++) {                                                  \
-                const double d = sq ? (double)x[j + l] - m : (double)x[j + l];                    \
-                acc[l] += sq ? d * d : d;                                                         \
+        if (sq) {                                                                                 \
+            for (; j + LN_LANES <= n; j += LN_LANES)                                              \
+                for (int l = 0; l < LN_LANES; l++) {                                              \
+                    const double d = (double)x[j + l] - m;                                        \
+                    acc[l] += d * d;                                                              \
+                }                                                                                 \
+            for (int l = 0; j < n; j++, l++) {                                                    \
+                const double d = (double)x[j] - m;                                                \
+                acc[l] += d * d;                                                                  \
             }                                                                                     \
-        for (int l = 0; j < n; j++, l++) {                                                        \
-            const double d = sq ? (double)x[j] - m : (double)x[j];                                \
-            acc[l] += sq ? d * d : d;                                                             \
+        } else {                                                                                  \
+            for (; j + LN_LANES <= n; j += LN_LANES)                                              \
+                for (int l = 0; l < LN_LANES; l++)                                                \
+                    acc[l] += (double)x[j + l];                                                   \
+            for (int l = 0; j < n; j++, l++)                                                      \
+                acc[l] += (double)x[j];                                                           \
         }                                                                                         \
         double s = 0.0;                                                                           \
         for (int l = 0; l < LN_LANES; l++)                                                        \
             s += acc[l];                                                                          \
         return s;                                                                                 \
+    }                                                                                             \
+                                                                                                  \
+    /* y = (x - m) * s [* w] [+ b] over n values, w / b per value (wc = 0) or one constant */     \
+    static void ln_out_##S(const T *x, T *y, ptrdiff_t n, T m, T s, const T *w, const T *b,       \
+                           int wc)                                                                \
+    {                                                                                             \
+        const T wv = w ? w[0] : (T)1, bv = b ? b[0] : (T)0;                                       \
+        if (w && b && !wc)                                                                        \
+            for (ptrdiff_t j = 0; j < n; j++)                                                     \
+                y[j] = (x[j] - m) * s * w[j] + b[j];                                              \
+        else if (w && b)                                                                          \
+            for (ptrdiff_t j = 0; j < n; j++)                                                     \
+                y[j] = (x[j] - m) * s * wv + bv;                                                  \
+        else if (w && !wc)                                                                        \
+            for (ptrdiff_t j = 0; j < n; j++)                                                     \
+                y[j] = (x[j] - m) * s * w[j];                                                     \
+        else if (w)                                                                               \
+            for (ptrdiff_t j = 0; j < n; j++)                                                     \
+                y[j] = (x[j] - m) * s * wv;                                                       \
+        else if (b && !wc)                                                                        \
+            for (ptrdiff_t j = 0; j < n; j++)                                                     \
+                y[j] = (x[j] - m) * s + b[j];                                                     \
+        else if (b)                                                                               \
+            for (ptrdiff_t j = 0; j < n; j++)                                                     \
+                y[j] = (x[j] - m) * s + bv;                                                       \
+        else                                                                                      \
+            for (ptrdiff_t j = 0; j < n; j++)                                                     \
+                y[j] = (x[j] - m) * s;                                                            \
     }                                                                                             \
                                                                                                   \
     typedef struct {                                                                              \
@@ -113,8 +148,8 @@ void gc_layer_norm_f64(const double *x, const double *weight, const double *bias
         for (ptrdiff_t r = lo; r < hi; r++) {                                                     \
             const T *x = J->x + r * n;                                                            \
             T *y = J->y + r * n;                                                                  \
-            const double mean = J->rms ? 0.0 : ln_sum_##S(x, n, (double)NAN) / (double)n;         \
-            const double q = ln_sum_##S(x, n, mean);                                              \
+            const double mean = J->rms ? 0.0 : ln_sum_##S(x, n, 0.0, 0) / (double)n;              \
+            const double q = ln_sum_##S(x, n, mean, 1);                                           \
             const double rstd = 1.0 / sqrt(q / (double)n + J->eps);                               \
             const T m = (T)mean, s = (T)rstd;                                                     \
             if (J->mean)                                                                          \
@@ -122,20 +157,13 @@ void gc_layer_norm_f64(const double *x, const double *weight, const double *bias
             if (J->rstd)                                                                          \
                 J->rstd[r] = s;                                                                   \
             const ptrdiff_t c0 = (r % J->groups) * J->cg;                                         \
-            for (ptrdiff_t ci = 0; ci < J->cg; ci++) {                                            \
-                const T *xc = x + ci * inner;                                                     \
-                T *yc = y + ci * inner;                                                           \
-                const int hw = J->w != NULL, hb = J->b != NULL;                                   \
-                const T wv = hw ? J->w[c0 + ci] : (T)1, bv = hb ? J->b[c0 + ci] : (T)0;           \
-                for (ptrdiff_t j = 0; j < inner; j++) {                                           \
-                    T v = (xc[j] - m) * s;                                                        \
-                    if (hw)                                                                       \
-                        v *= wv;                                                                  \
-                    if (hb)                                                                       \
-                        v += bv;                                                                  \
-                    yc[j] = v;                                                                    \
-                }                                                                                 \
-            }                                                                                     \
+            const T *w = J->w ? J->w + c0 : NULL, *b = J->b ? J->b + c0 : NULL;                   \
+            if (inner == 1) /* layer_norm, rms_norm: weight / bias per value */                  \
+                ln_out_##S(x, y, n, m, s, w, b, 0);                                               \
+            else /* group_norm: one weight / bias per channel of inner values */                 \
+                for (ptrdiff_t ci = 0; ci < J->cg; ci++)                                          \
+                    ln_out_##S(x + ci * inner, y + ci * inner, inner, m, s, w ? w + ci : NULL,    \
+                               b ? b + ci : NULL, 1);                                             \
         }                                                                                         \
     }                                                                                             \
                                                                                                   \
@@ -166,7 +194,30 @@ void gc_layer_norm_f64(const double *x, const double *weight, const double *bias
                 const double m = J->mean ? (double)J->mean[r] : 0.0, s = (double)J->rstd[r];      \
                 const ptrdiff_t c0 = (r % J->groups) * J->cg;                                     \
                 double sa[LN_LANES] = {0}, sb[LN_LANES] = {0};                                    \
-                for (ptrdiff_t ci = 0, j = 0; ci < J->cg; ci++) {                                 \
+                if (inner == 1) { /* layer_norm, rms_norm: in blocks of LN_LANES values */        \
+                    const T *w = J->w ? J->w + c0 : NULL;                                         \
+                    ptrdiff_t j = 0;                                                              \
+                    for (; j + LN_LANES <= n; j += LN_LANES)                                      \
+                        for (int l = 0; l < LN_LANES; l++) {                                      \
+                            const double xh = ((double)x[j + l] - m) * s;                         \
+                            const double gv = (double)g[j + l];                                   \
+                            const double gh = w ? gv * (double)w[j + l] : gv;                     \
+                            sa[l] += gh;                                                          \
+                            sb[l] += gh * xh;                                                     \
+                        }                                                                         \
+                    for (int l = 0; j < n; j++, l++) {                                            \
+                        const double xh = ((double)x[j] - m) * s;                                 \
+                        const double gh = w ? (double)g[j] * (double)w[j] : (double)g[j];         \
+                        sa[l] += gh;                                                              \
+                        sb[l] += gh * xh;                                                         \
+                    }                                                                             \
+                    if (pw)                                                                       \
+                        for (ptrdiff_t e = 0; e < n; e++) {                                       \
+                            pw[c0 + e] += (double)g[e] * (((double)x[e] - m) * s);                \
+                            pb[c0 + e] += (double)g[e];                                           \
+                        }                                                                         \
+                }                                                                                 \
+                for (ptrdiff_t ci = 0, j = 0; inner > 1 && ci < J->cg; ci++) {                    \
                     const double wv = J->w ? (double)J->w[c0 + ci] : 1.0;                         \
                     double aw = 0.0, ab = 0.0;                                                    \
                     for (ptrdiff_t e = 0; e < inner; e++, j++) {                                  \
@@ -191,14 +242,25 @@ void gc_layer_norm_f64(const double *x, const double *weight, const double *bias
                 bb /= (double)n;                                                                  \
                 if (J->gx) {                                                                      \
                     T *gx = J->gx + r * n;                                                        \
-                    for (ptrdiff_t ci = 0, j = 0; ci < J->cg; ci++) {                             \
-                        const double wv = J->w ? (double)J->w[c0 + ci] : 1.0;                     \
-                        for (ptrdiff_t e = 0; e < inner; e++, j++) {                              \
+                    const T *w = J->w ? J->w + c0 : NULL;                                         \
+                    if (inner == 1 && w)                                                          \
+                        for (ptrdiff_t j = 0; j < n; j++) {                                       \
                             const double xh = ((double)x[j] - m) * s;                             \
-                            const double gh = J->w ? (double)g[j] * wv : (double)g[j];            \
-                            gx[j] = (T)(s * (gh - a - xh * bb));                                  \
+                            gx[j] = (T)(s * ((double)g[j] * (double)w[j] - a - xh * bb));         \
                         }                                                                         \
-                    }                                                                             \
+                    else if (inner == 1 || !w)                                                    \
+                        for (ptrdiff_t j = 0; j < n; j++) {                                       \
+                            const double xh = ((double)x[j] - m) * s;                             \
+                            gx[j] = (T)(s * ((double)g[j] - a - xh * bb));                        \
+                        }                                                                         \
+                    else                                                                          \
+                        for (ptrdiff_t ci = 0; ci < J->cg; ci++) {                                \
+                            const double wv = (double)w[ci];                                      \
+                            for (ptrdiff_t e = ci * inner; e < (ci + 1) * inner; e++) {           \
+                                const double xh = ((double)x[e] - m) * s;                         \
+                                gx[e] = (T)(s * ((double)g[e] * wv - a - xh * bb));               \
+                            }                                                                     \
+                        }                                                                         \
                 }                                                                                 \
             }                                                                                     \
         }                                                                                         \

@@ -27,17 +27,31 @@
         int training;                                                                             \
     } bn_job_##S;                                                                                 \
                                                                                                   \
-    /* sum over the channel's values of x (m = NaN) or of (x - m)^2, lane = position % 8 */     \
-    static double bn_sum_##S(const bn_job_##S *J, ptrdiff_t ch, double m)                         \
+    /* sum over the channel's values of x (sq = 0) or of (x - m)^2 (sq = 1); in each sample's  \
+     * run of inner values, value j goes to lane j % BN_LANES */                                \
+    static double bn_sum_##S(const bn_job_##S *J, ptrdiff_t ch, double m, int sq)                 \
     {                                                                                             \
         double acc[BN_LANES] = {0};                                                               \
-        const int sq = m == m;                                                                    \
-        ptrdiff_t k = 0;                                                                          \
+        const ptrdiff_t inner = J->inner;                                                         \
         for (ptrdiff_t i = 0; i < J->n; i++) {                                                    \
-            const T *x = J->x + (i * J->c + ch) * J->inner;                                       \
-            for (ptrdiff_t j = 0; j < J->inner; j++, k++) {                                       \
-                const double d = sq ? (double)x[j] - m : (double)x[j];                            \
-                acc[k % BN_LANES] += sq ? d * d : d;                                              \
+            const T *x = J->x + (i * J->c + ch) * inner;                                          \
+            ptrdiff_t j = 0;                                                                      \
+            if (sq) {                                                                             \
+                for (; j + BN_LANES <= inner; j += BN_LANES)                                      \
+                    for (int l = 0; l < BN_LANES; l++) {                                          \
+                        const double d = (double)x[j + l] - m;                                    \
+                        acc[l] += d * d;                                                          \
+                    }                                                                             \
+                for (int l = 0; j < inner; j++, l++) {                                            \
+                    const double d = (double)x[j] - m;                                            \
+                    acc[l] += d * d;                                                              \
+                }                                                                                 \
+            } else {                                                                              \
+                for (; j + BN_LANES <= inner; j += BN_LANES)                                      \
+                    for (int l = 0; l < BN_LANES; l++)                                            \
+                        acc[l] += (double)x[j + l];                                               \
+                for (int l = 0; j < inner; j++, l++)                                              \
+                    acc[l] += (double)x[j];                                                       \
             }                                                                                     \
         }                                                                                         \
         double s = 0.0;                                                                           \
@@ -53,8 +67,8 @@
         for (ptrdiff_t ch = lo; ch < hi; ch++) {                                                  \
             double mean, rstd;                                                                    \
             if (J->training) {                                                                    \
-                mean = bn_sum_##S(J, ch, (double)NAN) / cnt;                                      \
-                const double var = bn_sum_##S(J, ch, mean) / cnt;                                 \
+                mean = bn_sum_##S(J, ch, 0.0, 0) / cnt;                                           \
+                const double var = bn_sum_##S(J, ch, mean, 1) / cnt;                               \
                 rstd = 1.0 / sqrt(var + J->eps);                                                  \
                 const double mo = J->momentum;                                                    \
                 if (J->rmean)                                                                     \
@@ -69,20 +83,24 @@
             const T m = (T)mean, s = (T)rstd;                                                     \
             J->mean[ch] = m;                                                                      \
             J->rstd[ch] = s;                                                                      \
-            const int hw = J->w != NULL, hb = J->b != NULL;                                       \
-            const T wv = hw ? J->w[ch] : (T)1, bv = hb ? J->b[ch] : (T)0;                         \
+            /* y = x * sc + sh would round differently: the row norms' formula */                 \
+            const T wv = J->w ? J->w[ch] : (T)1, bv = J->b ? J->b[ch] : (T)0;                     \
             for (ptrdiff_t i = 0; i < J->n; i++) {                                                \
                 const ptrdiff_t off = (i * J->c + ch) * J->inner;                                 \
                 const T *x = J->x + off;                                                          \
                 T *y = J->y + off;                                                                \
-                for (ptrdiff_t j = 0; j < J->inner; j++) {                                        \
-                    T v = (x[j] - m) * s;                                                         \
-                    if (hw)                                                                       \
-                        v *= wv;                                                                  \
-                    if (hb)                                                                       \
-                        v += bv;                                                                  \
-                    y[j] = v;                                                                     \
-                }                                                                                 \
+                if (J->w && J->b)                                                                 \
+                    for (ptrdiff_t j = 0; j < J->inner; j++)                                      \
+                        y[j] = (x[j] - m) * s * wv + bv;                                          \
+                else if (J->w)                                                                    \
+                    for (ptrdiff_t j = 0; j < J->inner; j++)                                      \
+                        y[j] = (x[j] - m) * s * wv;                                               \
+                else if (J->b)                                                                    \
+                    for (ptrdiff_t j = 0; j < J->inner; j++)                                      \
+                        y[j] = (x[j] - m) * s + bv;                                               \
+                else                                                                              \
+                    for (ptrdiff_t j = 0; j < J->inner; j++)                                      \
+                        y[j] = (x[j] - m) * s;                                                    \
             }                                                                                     \
         }                                                                                         \
     }                                                                                             \
@@ -107,13 +125,19 @@
         for (ptrdiff_t ch = lo; ch < hi; ch++) {                                                  \
             const double m = (double)J->mean[ch], s = (double)J->rstd[ch];                        \
             double sg[BN_LANES] = {0}, sx[BN_LANES] = {0};                                        \
-            ptrdiff_t k = 0;                                                                      \
-            for (ptrdiff_t i = 0; i < J->n; i++) {                                                \
-                const ptrdiff_t off = (i * J->c + ch) * J->inner;                                 \
+            const ptrdiff_t inner = J->inner;                                                     \
+            for (ptrdiff_t i = 0; i < J->n; i++) { /* lanes as bn_sum */                          \
+                const ptrdiff_t off = (i * J->c + ch) * inner;                                    \
                 const T *x = J->x + off, *g = J->g + off;                                         \
-                for (ptrdiff_t j = 0; j < J->inner; j++, k++) {                                   \
-                    sg[k % BN_LANES] += (double)g[j];                                             \
-                    sx[k % BN_LANES] += (double)g[j] * (((double)x[j] - m) * s);                  \
+                ptrdiff_t j = 0;                                                                  \
+                for (; j + BN_LANES <= inner; j += BN_LANES)                                      \
+                    for (int l = 0; l < BN_LANES; l++) {                                          \
+                        sg[l] += (double)g[j + l];                                                \
+                        sx[l] += (double)g[j + l] * (((double)x[j + l] - m) * s);                 \
+                    }                                                                             \
+                for (int l = 0; j < inner; j++, l++) {                                            \
+                    sg[l] += (double)g[j];                                                        \
+                    sx[l] += (double)g[j] * (((double)x[j] - m) * s);                             \
                 }                                                                                 \
             }                                                                                     \
             double a = 0.0, bb = 0.0;                                                             \

@@ -53,6 +53,7 @@ from .loss import (
 from .normalization import (
     BatchNorm1d,
     BatchNorm2d,
+    BatchNorm3d,
     GroupNorm,
     InstanceNorm2d,
     LayerNorm,
@@ -124,6 +125,7 @@ __all__ = [
     "Unfold",
     "BatchNorm1d",
     "BatchNorm2d",
+    "BatchNorm3d",
     "SyncBatchNorm",
     "BCELoss",
     "BCEWithLogitsLoss",
