@@ -171,7 +171,7 @@ void gc_layer_norm_f64(const double *x, const double *weight, const double *bias
                               ptrdiff_t rows, ptrdiff_t groups, ptrdiff_t cg, ptrdiff_t inner,    \
                               double eps, int rms)                                                \
     {                                                                                             \
-        if (rows <= 0 || cg <= 0 || inner <= 0 || groups <= 0)                                    \
+        if (rows <= 0 || groups <= 0) /* an empty row gets mean and rstd NaN */                  \
             return;                                                                               \
         ln_job_##S J = {.x = x, .w = w, .b = b, .y = y, .mean = mean, .rstd = rstd,               \
                         .groups = groups, .cg = cg, .inner = inner, .eps = eps, .rms = rms};      \
@@ -272,7 +272,7 @@ void gc_layer_norm_f64(const double *x, const double *weight, const double *bias
                               int rms)                                                            \
     {                                                                                             \
         const ptrdiff_t nc = groups * cg;                                                         \
-        if (rows <= 0 || cg <= 0 || inner <= 0 || groups <= 0) {                                  \
+        if (rows <= 0 || groups <= 0 || cg * inner == 0) {                                        \
             for (ptrdiff_t j = 0; j < nc; j++) {                                                  \
                 if (gw)                                                                           \
                     gw[j] = (T)0;                                                                 \

@@ -81,7 +81,7 @@ static int rows_geometry(const char *fn, PyObject *const *args, Py_ssize_t *g, P
 {
     static const char *const dims[4] = {"rows", "groups", "cg", "inner"};
     for (int i = 0; i < 4; i++)
-        if (get_min(fn, dims[i], args[i], i == 0 ? 0 : 1, &g[i]) < 0)
+        if (get_min(fn, dims[i], args[i], i == 1 ? 1 : 0, &g[i]) < 0)
             return -1;
     if (g[0] % g[1]) {
         PyErr_Format(PyExc_ValueError, "%s: rows=%zd must be a multiple of groups=%zd", fn, g[0],
@@ -133,14 +133,15 @@ PyObject *gc_py_norm_rows_forward(PyObject *self, PyObject *const *args, Py_ssiz
     const Py_ssize_t rows = g[0];
 #define WHAT "rows=%zd, groups=%zd, cg=%zd, inner=%zd", rows, g[1], g[2], g[3]
     const Py_ssize_t need[6] = {total, nc, nc, total, rows, rows};
-    for (int i = 0; i < 6; i++)
-        if (v[i] && total > 0 && need_elems(fn, names[i], v[i], need[i], WHAT) < 0)
+    for (int i = 0; i < 6; i++) /* empty rows still get their statistics (NaN) */
+        if (v[i] && (i >= 4 ? rows : total) > 0 &&
+            need_elems(fn, names[i], v[i], need[i], WHAT) < 0)
             goto fail;
 #undef WHAT
     static const int outs[6] = {0, 0, 0, 1, 1, 1};
     Py_ssize_t apart[6];
     for (int i = 0; i < 6; i++)
-        apart[i] = total > 0 ? need[i] : 0;
+        apart[i] = (i >= 4 ? rows : total) > 0 ? need[i] : 0;
     if (need_outputs_apart(fn, 6, v, names, apart, outs) < 0)
         goto fail;
     void *p[6];
