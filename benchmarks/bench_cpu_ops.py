@@ -152,6 +152,7 @@ def _norm_jobs(rng):
             names.append(f"{name} {shape}" + (" fwd+bwd" if grad else ""))
             x = rng.standard_normal(shape, dtype=np.float32)
             arrays = {"x": x, "w": rng.standard_normal(64, dtype=np.float32)}
+            arrays["b"] = rng.standard_normal(64, dtype=np.float32)
             arrays["c"] = rng.standard_normal(16, dtype=np.float32)
             arrays["rm"], arrays["rv"] = np.zeros(16, np.float32), np.ones(16, np.float32)
             for lib, mod, F in (("gpucore", gpucore, GF), ("torch", torch, None)):
