@@ -17,15 +17,16 @@
 #include <structmember.h>
 #include <string.h>
 
+#include "fastpath.h"
 #include "kernels.h"
 
 /* What the lane knows about the Python side, from fast_setup(). */
-static PyTypeObject *tensor_type;
+PyTypeObject *gc_fast_tensor_type;
 static PyObject *dt_f32, *dt_f64;   /* gpucore.float32 / float64 */
 static PyObject *np_f32, *np_f64;   /* numpy dtypes */
 static PyObject *np_ndarray;        /* numpy.ndarray */
 static PyObject *zero;              /* the int 0 of a fresh version box */
-static Py_ssize_t fast_limit;       /* elements; 0 = lane closed */
+Py_ssize_t gc_fast_limit; /* elements; 0 = lane closed */
 
 /* Byte offsets of the Tensor's slots, from its member descriptors: by name the slots the lane
  * reads or sets to something other than None; and every object slot of the class and its bases,
@@ -114,7 +115,7 @@ PyObject *gc_py_fast_setup(PyObject *self, PyObject *const *args, Py_ssize_t nar
     if (collect_slots(tp) < 0)
         return NULL;
     memcpy(field_off, off, sizeof off);
-    PyObject **keep[] = {(PyObject **)&tensor_type, &dt_f32, &dt_f64, &np_f32, &np_f64,
+    PyObject **keep[] = {(PyObject **)&gc_fast_tensor_type, &dt_f32, &dt_f64, &np_f32, &np_f64,
                          &np_ndarray};
     for (int i = 0; i < 6; i++)
         Py_XSETREF(*keep[i], Py_NewRef(args[i]));
@@ -137,31 +138,37 @@ PyObject *gc_py_set_fast_limit(PyObject *self, PyObject *const *args, Py_ssize_t
     const Py_ssize_t n = PyLong_AsSsize_t(args[0]);
     if (n == -1 && PyErr_Occurred())
         return NULL;
-    fast_limit = n < 0 ? 0 : n;
+    gc_fast_limit = n < 0 ? 0 : n;
     Py_RETURN_NONE;
 }
 
 /* 'f' or 'd' when t is a plain host Tensor of float32 / float64, else 0. */
-static char plain_kind(PyObject *t)
+char gc_fast_kind(PyObject *t)
 {
-    if (Py_TYPE(t) != tensor_type || FIELD(t, F_DEV) != Py_None)
+    if (Py_TYPE(t) != gc_fast_tensor_type || FIELD(t, F_DEV) != Py_None)
         return 0;
     PyObject *dt = FIELD(t, F_DTYPE);
     return dt == dt_f32 ? 'f' : (dt == dt_f64 ? 'd' : 0);
 }
 
 /* A C-contiguous buffer of t's data, or 0 (no error set) when it is not one. */
-static int data_buf(PyObject *t, Py_buffer *v)
+int gc_fast_buf(PyObject *t, Py_buffer *v)
+{
+    return gc_fast_buf_w(t, v, 0);
+}
+
+int gc_fast_buf_w(PyObject *t, Py_buffer *v, int writable)
 {
     PyObject *d = FIELD(t, F_DATA);
-    if (!d || PyObject_GetBuffer(d, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+    const int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (!d || PyObject_GetBuffer(d, v, flags) < 0) {
         PyErr_Clear();
         return 0;
     }
     return 1;
 }
 
-static int same_shape(const Py_buffer *a, const Py_buffer *b)
+int gc_fast_same_shape(const Py_buffer *a, const Py_buffer *b)
 {
     if (a->ndim != b->ndim || a->len != b->len)
         return 0;
@@ -173,16 +180,16 @@ static int same_shape(const Py_buffer *a, const Py_buffer *b)
 
 /* A new host Tensor (and its ndarray over a host-cache block) of the given shape (a tuple,
  * stolen). */
-static PyObject *new_tensor_shaped(PyObject *shape, char kind, void **ptr);
+PyObject *gc_fast_new_shaped(PyObject *shape, char kind, void **ptr);
 
 /* A new host Tensor (and its ndarray over a host-cache block) shaped like src's data. */
-static PyObject *new_tensor(PyObject *src, char kind, void **ptr)
+PyObject *gc_fast_new(PyObject *src, char kind, void **ptr)
 {
     PyObject *shape = PyObject_GetAttrString(FIELD(src, F_DATA), "shape");
-    return shape ? new_tensor_shaped(shape, kind, ptr) : NULL;
+    return shape ? gc_fast_new_shaped(shape, kind, ptr) : NULL;
 }
 
-static PyObject *new_tensor_shaped(PyObject *shape, char kind, void **ptr)
+PyObject *gc_fast_new_shaped(PyObject *shape, char kind, void **ptr)
 {
     const Py_ssize_t itemsize = kind == 'f' ? 4 : 8;
     Py_ssize_t n = itemsize;
@@ -209,7 +216,7 @@ static PyObject *new_tensor_shaped(PyObject *shape, char kind, void **ptr)
     *ptr = v.buf;
     PyBuffer_Release(&v); /* the array keeps the block alive */
     PyObject *vbox = PyList_New(1);
-    PyObject *t = vbox ? tensor_type->tp_alloc(tensor_type, 0) : NULL;
+    PyObject *t = vbox ? gc_fast_tensor_type->tp_alloc(gc_fast_tensor_type, 0) : NULL;
     if (!t) {
         Py_XDECREF(vbox);
         Py_DECREF(arr);
@@ -242,17 +249,17 @@ static PyObject *fast_op(const char *fn, PyObject *const *args, Py_ssize_t nargs
             PyErr_Format(PyExc_ValueError, "%s: op %ld is out of range", fn, op);
         return NULL;
     }
-    if (fast_limit == 0 || !tensor_type)
+    if (gc_fast_limit == 0 || !gc_fast_tensor_type)
         Py_RETURN_NONE;
-    const char k = plain_kind(args[1]);
-    if (!k || (nops == 2 && plain_kind(args[2]) != k))
+    const char k = gc_fast_kind(args[1]);
+    if (!k || (nops == 2 && gc_fast_kind(args[2]) != k))
         Py_RETURN_NONE;
     Py_buffer a, b;
-    if (!data_buf(args[1], &a))
+    if (!gc_fast_buf(args[1], &a))
         Py_RETURN_NONE;
     int have_b = 0;
     if (nops == 2) {
-        if (!data_buf(args[2], &b)) {
+        if (!gc_fast_buf(args[2], &b)) {
             PyBuffer_Release(&a);
             Py_RETURN_NONE;
         }
@@ -260,12 +267,12 @@ static PyObject *fast_op(const char *fn, PyObject *const *args, Py_ssize_t nargs
     }
     const Py_ssize_t n = a.len / (k == 'f' ? 4 : 8);
     PyObject *res = NULL;
-    if (n >= fast_limit || n == 0 || (have_b && !same_shape(&a, &b))) {
+    if (n >= gc_fast_limit || n == 0 || (have_b && !gc_fast_same_shape(&a, &b))) {
         res = Py_NewRef(Py_None);
         goto done;
     }
     void *out;
-    res = new_tensor(args[1], k, &out);
+    res = gc_fast_new(args[1], k, &out);
     if (!res)
         goto done;
     /* tiny and single-threaded: no GIL release */
@@ -344,16 +351,16 @@ static int scalar_value(PyObject *o, double *v)
  * iteration, so the same bits).  None when the lane does not take it. */
 static PyObject *fast_scalar_binary(int op, PyObject *t, double sv, int scalar_first)
 {
-    const char k = plain_kind(t);
+    const char k = gc_fast_kind(t);
     Py_buffer a;
-    if (!k || !data_buf(t, &a))
+    if (!k || !gc_fast_buf(t, &a))
         Py_RETURN_NONE;
     const Py_ssize_t n = a.len / (k == 'f' ? 4 : 8);
     PyObject *res;
     void *out;
-    if (n >= fast_limit || n == 0) {
+    if (n >= gc_fast_limit || n == 0) {
         res = Py_NewRef(Py_None);
-    } else if ((res = new_tensor(t, k, &out)) != NULL) {
+    } else if ((res = gc_fast_new(t, k, &out)) != NULL) {
         gc_iter it;
         it.ndim = 1;
         it.shape[0] = n;
@@ -377,9 +384,9 @@ PyObject *gc_py_fast_binary(PyObject *self, PyObject *const *args, Py_ssize_t na
 {
     (void)self;
     double sv;
-    if (nargs == 3 && fast_limit != 0 && tensor_type) {
-        const int s1 = Py_TYPE(args[1]) != tensor_type && scalar_value(args[1], &sv);
-        const int s2 = !s1 && Py_TYPE(args[2]) != tensor_type && scalar_value(args[2], &sv);
+    if (nargs == 3 && gc_fast_limit != 0 && gc_fast_tensor_type) {
+        const int s1 = Py_TYPE(args[1]) != gc_fast_tensor_type && scalar_value(args[1], &sv);
+        const int s2 = !s1 && Py_TYPE(args[2]) != gc_fast_tensor_type && scalar_value(args[2], &sv);
         if (s1 || s2) {
             const long op = PyLong_AsLong(args[0]);
             if (op < 0 || op >= GC_BINARY_COUNT || gc_binary_writes_bool((int)op)) {
@@ -459,10 +466,10 @@ PyObject *gc_py_fast_matmul(PyObject *self, PyObject *const *args, Py_ssize_t na
         PyErr_Format(PyExc_TypeError, "fast_matmul takes 2 arguments (%zd given)", nargs);
         return NULL;
     }
-    if (fast_limit == 0 || !tensor_type)
+    if (gc_fast_limit == 0 || !gc_fast_tensor_type)
         Py_RETURN_NONE;
-    const char k = plain_kind(args[0]);
-    if (!k || plain_kind(args[1]) != k)
+    const char k = gc_fast_kind(args[0]);
+    if (!k || gc_fast_kind(args[1]) != k)
         Py_RETURN_NONE;
     PyObject *da = FIELD(args[0], F_DATA), *db = FIELD(args[1], F_DATA);
     Py_buffer a, b;
@@ -490,7 +497,7 @@ PyObject *gc_py_fast_matmul(PyObject *self, PyObject *const *args, Py_ssize_t na
     }
     const Py_ssize_t m = a.shape[nd - 2], kk = a.shape[nd - 1], n = b.shape[nd - 1];
     const Py_ssize_t na = a.len / it, nb = b.len / it, nc = batch * m * n;
-    if (nc == 0 || kk == 0 || na >= fast_limit || nb >= fast_limit || nc >= fast_limit)
+    if (nc == 0 || kk == 0 || na >= gc_fast_limit || nb >= gc_fast_limit || nc >= gc_fast_limit)
         goto done;
     PyObject *shape = PyTuple_New(nd);
     if (!shape) {
@@ -508,7 +515,7 @@ PyObject *gc_py_fast_matmul(PyObject *self, PyObject *const *args, Py_ssize_t na
         PyTuple_SET_ITEM(shape, d, o);
     }
     void *out;
-    res = new_tensor_shaped(shape, k, &out);
+    res = gc_fast_new_shaped(shape, k, &out);
     if (!res)
         goto done;
     /* a view's buffer starts at its first element: with the layouts above that is element
@@ -531,322 +538,5 @@ PyObject *gc_py_fast_matmul(PyObject *self, PyObject *const *args, Py_ssize_t na
 done:
     PyBuffer_Release(&a);
     PyBuffer_Release(&b);
-    return res == Py_None ? Py_NewRef(Py_None) : res;
-}
-
-/* ---- softmax / log_softmax ---------------------------------------------------------------- */
-
-GC_DOC(fast_softmax,
-       "fast_softmax(x, dim, log, /)\n--\n\n"
-       "A new Tensor softmax(x, dim) (log_softmax when log) when x is a plain, contiguous float "
-       "host Tensor with at least one dim, -ndim <= dim < ndim, and the lane is open; else "
-       "None.  One call of the kernel (cpu/softmax.c), which stays on this thread below ~50 us "
-       "of work.");
-
-PyObject *gc_py_fast_softmax(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    if (nargs != 3) {
-        PyErr_Format(PyExc_TypeError, "fast_softmax takes 3 arguments (%zd given)", nargs);
-        return NULL;
-    }
-    const long dim = PyLong_AsLong(args[1]);
-    const int log = PyObject_IsTrue(args[2]);
-    if ((dim == -1 && PyErr_Occurred()) || log < 0)
-        return NULL;
-    if (fast_limit == 0 || !tensor_type)
-        Py_RETURN_NONE;
-    const char k = plain_kind(args[0]);
-    Py_buffer a;
-    if (!k || !data_buf(args[0], &a))
-        Py_RETURN_NONE;
-    const int nd = a.ndim;
-    const Py_ssize_t total = a.len / (k == 'f' ? 4 : 8);
-    PyObject *res;
-    void *out;
-    if (nd == 0 || dim < -nd || dim >= nd || total == 0 || total >= fast_limit) {
-        res = Py_NewRef(Py_None);
-    } else if ((res = new_tensor(args[0], k, &out)) != NULL) {
-        const int d = (int)(dim < 0 ? dim + nd : dim);
-        Py_ssize_t outer = 1, inner = 1;
-        for (int i = 0; i < d; i++)
-            outer *= a.shape[i];
-        for (int i = d + 1; i < nd; i++)
-            inner *= a.shape[i];
-        const Py_ssize_t n = a.shape[d];
-        PyThreadState *ts = total >= 65536 ? PyEval_SaveThread() : NULL;
-        if (k == 'f')
-            gc_softmax_f32((const float *)a.buf, (float *)out, outer, n, inner, log);
-        else
-            gc_softmax_f64((const double *)a.buf, (double *)out, outer, n, inner, log);
-        if (ts)
-            PyEval_RestoreThread(ts);
-    }
-    PyBuffer_Release(&a);
-    return res;
-}
-
-/* softmax_backward / log_softmax_backward: the general path's kernel (softmax.c) on g and the
- * forward's output y, both plain contiguous host Tensors of one float dtype and shape. */
-GC_DOC(fast_softmax_backward,
-       "fast_softmax_backward(g, y, dim, log, /)\n--\n\n"
-       "A new Tensor: the gradient of softmax (log_softmax when log) along dim for the incoming "
-       "gradient g and the forward's output y, when both are plain, contiguous float host "
-       "Tensors of one dtype and shape and the lane is open; else None.  The kernel of the "
-       "general path (cpu/softmax.c): the same bits.");
-
-PyObject *gc_py_fast_softmax_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    if (nargs != 4) {
-        PyErr_Format(PyExc_TypeError, "fast_softmax_backward takes 4 arguments (%zd given)",
-                     nargs);
-        return NULL;
-    }
-    const long dim = PyLong_AsLong(args[2]);
-    const int log = PyObject_IsTrue(args[3]);
-    if ((dim == -1 && PyErr_Occurred()) || log < 0)
-        return NULL;
-    if (fast_limit == 0 || !tensor_type)
-        Py_RETURN_NONE;
-    const char k = plain_kind(args[0]);
-    if (!k || plain_kind(args[1]) != k)
-        Py_RETURN_NONE;
-    Py_buffer g, y;
-    if (!data_buf(args[0], &g))
-        Py_RETURN_NONE;
-    if (!data_buf(args[1], &y)) {
-        PyBuffer_Release(&g);
-        Py_RETURN_NONE;
-    }
-    const int nd = g.ndim;
-    const Py_ssize_t total = g.len / (k == 'f' ? 4 : 8);
-    PyObject *res;
-    void *out;
-    if (!same_shape(&g, &y) || nd == 0 || dim < -nd || dim >= nd || total == 0 ||
-        total >= fast_limit) {
-        res = Py_NewRef(Py_None);
-    } else if ((res = new_tensor(args[0], k, &out)) != NULL) {
-        const int d = (int)(dim < 0 ? dim + nd : dim);
-        Py_ssize_t outer = 1, inner = 1;
-        for (int i = 0; i < d; i++)
-            outer *= g.shape[i];
-        for (int i = d + 1; i < nd; i++)
-            inner *= g.shape[i];
-        PyThreadState *ts = total >= 65536 ? PyEval_SaveThread() : NULL;
-        if (k == 'f')
-            gc_softmax_backward_f32((const float *)g.buf, (const float *)y.buf, (float *)out,
-                                    outer, g.shape[d], inner, log);
-        else
-            gc_softmax_backward_f64((const double *)g.buf, (const double *)y.buf,
-                                    (double *)out, outer, g.shape[d], inner, log);
-        if (ts)
-            PyEval_RestoreThread(ts);
-    }
-    PyBuffer_Release(&g);
-    PyBuffer_Release(&y);
-    return res;
-}
-
-/* ---- layer_norm / rms_norm over trailing dims ------------------------------------------- */
-
-/* t (None allowed when opt) a plain contiguous host Tensor of kind k whose shape is ns: its
- * buffer into v (v->obj NULL for None); 0 when it is not one. */
-static int norm_param(PyObject *t, char k, PyObject *ns, Py_buffer *v)
-{
-    v->obj = NULL;
-    v->buf = NULL;
-    if (t == Py_None)
-        return 1;
-    if (plain_kind(t) != k || !data_buf(t, v))
-        return 0;
-    int ok = v->ndim == PyTuple_GET_SIZE(ns);
-    for (int d = 0; ok && d < v->ndim; d++)
-        ok = PyLong_AsSsize_t(PyTuple_GET_ITEM(ns, d)) == v->shape[d];
-    PyErr_Clear();
-    if (!ok)
-        PyBuffer_Release(v);
-    return ok;
-}
-
-GC_DOC(fast_norm_rows,
-       "fast_norm_rows(x, normalized_shape, weight, bias, eps, rms, stats, /)\n--\n\n"
-       "layer_norm (rms_norm when rms; bias then None) of x over its trailing dims "
-       "normalized_shape (a tuple of ints) as a new Tensor, when x, weight and bias (None or "
-       "normalized_shape) are plain, contiguous host Tensors of one float dtype, eps is finite "
-       ">= 0 and the lane is open; else None.  stats: a tuple (out, mean, rstd) instead, the "
-       "row statistics shaped [rows] (mean None when rms).  The general path's kernel "
-       "(norm.c): the same bits.");
-
-PyObject *gc_py_fast_norm_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    if (nargs != 7) {
-        PyErr_Format(PyExc_TypeError, "fast_norm_rows takes 7 arguments (%zd given)", nargs);
-        return NULL;
-    }
-    PyObject *ns = args[1];
-    const double eps = PyFloat_AsDouble(args[4]);
-    const int rms = PyObject_IsTrue(args[5]), stats = PyObject_IsTrue(args[6]);
-    if ((eps == -1.0 && PyErr_Occurred()) || rms < 0 || stats < 0)
-        return NULL;
-    if (fast_limit == 0 || !tensor_type || !PyTuple_Check(ns) || !isfinite(eps) || eps < 0 ||
-        (rms && args[3] != Py_None))
-        Py_RETURN_NONE;
-    const char k = plain_kind(args[0]);
-    Py_buffer a, w, b;
-    if (!k || !data_buf(args[0], &a))
-        Py_RETURN_NONE;
-    PyObject *res = Py_None;
-    const int have_w = norm_param(args[2], k, ns, &w);
-    const int have_b = have_w && norm_param(args[3], k, ns, &b);
-    const int nk = (int)PyTuple_GET_SIZE(ns);
-    const Py_ssize_t total = a.len / (k == 'f' ? 4 : 8);
-    if (!have_b || nk < 1 || nk > a.ndim || total == 0 || total >= fast_limit)
-        goto done;
-    Py_ssize_t n = 1;
-    for (int d = 0; d < nk; d++) {
-        const Py_ssize_t s = PyLong_AsSsize_t(PyTuple_GET_ITEM(ns, d));
-        if (s != a.shape[a.ndim - nk + d]) {
-            PyErr_Clear();
-            goto done;
-        }
-        n *= s;
-    }
-    const Py_ssize_t rows = total / n;
-    void *out, *pm = NULL, *ps = NULL;
-    PyObject *o = new_tensor(args[0], k, &out), *mean = NULL, *rstd = NULL;
-    if (o && stats) {
-        PyObject *rs = Py_BuildValue("(n)", rows);
-        rstd = rs ? new_tensor_shaped(rs, k, &ps) : NULL;
-        if (!rms && rstd && (rs = Py_BuildValue("(n)", rows)) != NULL)
-            mean = new_tensor_shaped(rs, k, &pm);
-        if (!rstd || (!rms && !mean)) {
-            Py_CLEAR(o);
-            Py_XDECREF(rstd);
-            Py_XDECREF(mean);
-        }
-    }
-    if (!o) {
-        res = NULL;
-        goto done;
-    }
-    PyThreadState *ts = total >= 16384 ? PyEval_SaveThread() : NULL;
-    if (k == 'f')
-        gc_norm_rows_fwd_f32(a.buf, w.buf, b.buf, out, pm, ps, rows, 1, n, 1, eps,
-                             rms);
-    else
-        gc_norm_rows_fwd_f64(a.buf, w.buf, b.buf, out, pm, ps, rows, 1, n, 1, eps,
-                             rms);
-    if (ts)
-        PyEval_RestoreThread(ts);
-    if (stats) {
-        res = PyTuple_Pack(3, o, mean ? mean : Py_None, rstd);
-        Py_DECREF(o);
-        Py_XDECREF(mean);
-        Py_DECREF(rstd);
-    } else {
-        res = o;
-    }
-done:
-    if (have_w && w.obj)
-        PyBuffer_Release(&w);
-    if (have_b && b.obj)
-        PyBuffer_Release(&b);
-    PyBuffer_Release(&a);
-    return res == Py_None ? Py_NewRef(Py_None) : res;
-}
-
-/* the part scratch rows per block: gpucore/backends/cpu/kernels/norm.py's _CHUNK */
-#define FAST_NORM_CHUNK 64
-
-GC_DOC(fast_norm_rows_backward,
-       "fast_norm_rows_backward(x, weight, mean, rstd, g, n, rms, need, /)\n--\n\n"
-       "The gradients (gx, gw, gb) of fast_norm_rows over rows of n values, each a new Tensor "
-       "or None as need (three bools) asks, when x, g (one shape), weight (None or n values), "
-       "mean (None when rms) and rstd are plain, contiguous host Tensors of one float dtype "
-       "and the lane is open; else None.  The general path's kernel (norm.c, blocks of 64 rows "
-       "for gw / gb): the same bits.");
-
-PyObject *gc_py_fast_norm_rows_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    if (nargs != 8) {
-        PyErr_Format(PyExc_TypeError, "fast_norm_rows_backward takes 8 arguments (%zd given)",
-                     nargs);
-        return NULL;
-    }
-    const Py_ssize_t n = PyLong_AsSsize_t(args[5]);
-    const int rms = PyObject_IsTrue(args[6]);
-    if ((n == -1 && PyErr_Occurred()) || rms < 0)
-        return NULL;
-    PyObject *need = args[7];
-    if (fast_limit == 0 || !tensor_type || n < 1 || !PyTuple_Check(need) ||
-        PyTuple_GET_SIZE(need) != 3)
-        Py_RETURN_NONE;
-    const char k = plain_kind(args[0]);
-    const int nw = args[1] != Py_None, nm = args[2] != Py_None;
-    if (!k || plain_kind(args[4]) != k || plain_kind(args[3]) != k ||
-        (nw && plain_kind(args[1]) != k) || (nm && plain_kind(args[2]) != k) || nm == rms)
-        Py_RETURN_NONE;
-    Py_buffer v[5];
-    int got = 0;
-    for (; got < 5; got++) {
-        if (args[got] == Py_None) {
-            v[got].obj = NULL;
-            v[got].buf = NULL;
-            v[got].len = 0;
-        } else if (!data_buf(args[got], &v[got])) {
-            break;
-        }
-    }
-    PyObject *res = Py_None, *o[3] = {NULL, NULL, NULL};
-    double *part = NULL;
-    const Py_ssize_t it = k == 'f' ? 4 : 8, total = v[0].len / it, rows = total / n;
-    if (got < 5 || !same_shape(&v[0], &v[4]) || total == 0 || total % n || total >= fast_limit ||
-        (nw && v[1].len != n * it) || v[3].len != rows * it || (nm && v[2].len != rows * it))
-        goto done;
-    void *p[3] = {NULL, NULL, NULL};
-    for (int i = 0; i < 3; i++) {
-        const int want = PyObject_IsTrue(PyTuple_GET_ITEM(need, i));
-        if (want < 0) {
-            res = NULL;
-            goto done;
-        }
-        if (!want)
-            continue;
-        PyObject *shape = i == 0 ? NULL : Py_BuildValue("(n)", n);
-        o[i] = i == 0 ? new_tensor(args[0], k, &p[i])
-                      : (shape ? new_tensor_shaped(shape, k, &p[i]) : NULL);
-        if (!o[i]) {
-            res = NULL;
-            goto done;
-        }
-    }
-    if (p[1] || p[2]) {
-        const Py_ssize_t nch = (rows + FAST_NORM_CHUNK - 1) / FAST_NORM_CHUNK;
-        part = PyMem_Malloc((size_t)(nch * 2 * n) * sizeof *part);
-        if (!part) {
-            res = PyErr_NoMemory();
-            goto done;
-        }
-    }
-    PyThreadState *ts = total >= 16384 ? PyEval_SaveThread() : NULL;
-    if (k == 'f')
-        gc_norm_rows_bwd_f32(v[0].buf, v[1].buf, v[2].buf, v[3].buf, v[4].buf, p[0], p[1], p[2],
-                             part, rows, 1, n, 1, FAST_NORM_CHUNK, rms);
-    else
-        gc_norm_rows_bwd_f64(v[0].buf, v[1].buf, v[2].buf, v[3].buf, v[4].buf, p[0], p[1], p[2],
-                             part, rows, 1, n, 1, FAST_NORM_CHUNK, rms);
-    if (ts)
-        PyEval_RestoreThread(ts);
-    res = PyTuple_Pack(3, o[0] ? o[0] : Py_None, o[1] ? o[1] : Py_None, o[2] ? o[2] : Py_None);
-done:
-    PyMem_Free(part);
-    for (int i = 0; i < 3; i++)
-        Py_XDECREF(o[i]);
-    for (int i = 0; i < got; i++)
-        if (v[i].obj)
-            PyBuffer_Release(&v[i]);
     return res == Py_None ? Py_NewRef(Py_None) : res;
 }

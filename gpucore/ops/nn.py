@@ -154,7 +154,7 @@ def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
 
 def _softmax_any(op, name, input, dim, dtype, log):
     if dtype is None and CAPTURE[0] is None and type(dim) is int:
-        # the fast lane: a contiguous float host tensor in one C call (cpu/python/fastpath.c)
+        # the fast lane: a contiguous float host tensor in one C call (cpu/python/fastpath_nn.c)
         out = _fast_softmax(input, dim, log)
         if out is not None:
             if _grad_state.enabled and input.requires_grad:

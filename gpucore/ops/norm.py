@@ -14,8 +14,8 @@ of the gradient is being built (create_graph): then it is the composition's, whi
 differentiable again.
 
 kernels: backends/cpu/kernels/norm.py (cpu/norm.c); none on Vulkan. Small host tensors of
-layer_norm / rms_norm take the fast lane (cpu/python/fastpath.c: fast_norm_rows and its
-backward), the same kernel in one C call.
+layer_norm / rms_norm (+ backward) and group_norm take the fast lane (cpu/python/fastpath_nn.c),
+the same kernel in one C call.
 """
 
 from __future__ import annotations
@@ -215,6 +215,7 @@ LAYER_NORM_BACKWARD = defop(
 _STANDINS: dict = {}
 _fast_fwd = _cpu.fast_norm_rows
 _fast_bwd = _cpu.fast_norm_rows_backward
+_fast_gn = _cpu.fast_group_norm
 
 
 def _standin(n: int, like):
@@ -237,7 +238,7 @@ def _needs_graph(*ts) -> bool:
 
 def fast_rows(op, x, ns, w, b, eps, rms):
     """layer_norm / rms_norm (rms) of host tensors over the trailing dims ns in one C call
-    (cpu/python/fastpath.c), the graph recorded as the op's; None when the lane does not take
+    (cpu/python/fastpath_nn.c), the graph recorded as the op's; None when the lane does not take
     them (then the general path gives the same result)."""
     if CAPTURE[0] is not None or AUTOCAST[0] is not None or type(x) is not Tensor:
         return None
@@ -554,3 +555,19 @@ def native_group_norm(x, groups: int, w, b, eps: float):
         eps=float(eps),
         affine=(w is not None, b is not None),
     )
+
+
+def fast_group(x, groups, w, b, eps):
+    """group_norm of host tensors in one C call (cpu/python/fastpath_nn.c), the graph recorded
+    as native_group_norm's; None when the lane does not take them."""
+    if CAPTURE[0] is not None or AUTOCAST[0] is not None or type(x) is not Tensor:
+        return None
+    graph = _needs_graph(x, w, b)
+    res = _fast_gn(x, groups, w, b, eps, graph)
+    if res is None or not graph:
+        return res
+    c = x.shape[1]
+    ins = (x, w if w is not None else _standin(c, x), b if b is not None else _standin(c, x))
+    attrs = {"groups": groups, "eps": float(eps), "affine": (w is not None, b is not None)}
+    record(GROUP_NORM, ins, res, attrs)
+    return res[0]

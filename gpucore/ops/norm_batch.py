@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _cpu
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.grad_mode import no_grad
 from ..creation import tensor
 from ..errors import DTypeError, ShapeError
-from .norm import _standin, composed_grads
-from .registry import apply, defop
+from ..tensor import Tensor
+from .norm import _needs_graph, _standin, composed_grads
+from .registry import AUTOCAST, CAPTURE, apply, defop, record
 from .samples import Sample, uniform
 
 
@@ -104,6 +106,7 @@ def _bn_bwd(ctx, g):
     return tuple(t if n else None for t, n in zip((gx, gw, gb), want)) + (None, None)
 
 
+_fast_bn = _cpu.fast_batch_norm
 _RM, _RV = 0.3, 1.7  # the samples' running statistics (every channel)
 
 
@@ -248,3 +251,32 @@ def native_batch_norm(x, rm, rv, w, b, training: bool, momentum: float, eps: flo
             if t is not None:
                 t._vbox[0] += 1
     return out
+
+
+def fast_batch_norm(x, rm, rv, w, b, training, momentum, eps):
+    """batch_norm of host tensors in one C call (cpu/python/fastpath_nn.c), rm / rv updated in
+    place in training and the graph recorded as native_batch_norm's; None when the lane does
+    not take them (then nothing was updated)."""
+    if CAPTURE[0] is not None or AUTOCAST[0] is not None or type(x) is not Tensor:
+        return None
+    graph = _needs_graph(x, w, b)
+    res = _fast_bn(x, w, b, rm, rv, training, momentum, eps, graph)
+    if res is None:
+        return None
+    if training:
+        for t in (rm, rv):
+            if t is not None:
+                t._vbox[0] += 1
+    if not graph:
+        return res
+    c = x.shape[1]
+    ins = (x,) + tuple(t if t is not None else _standin(c, x) for t in (w, b, rm, rv))
+    attrs = {
+        "training": bool(training),
+        "momentum": float(momentum),
+        "eps": float(eps),
+        "affine": (w is not None, b is not None),
+        "running": (rm is not None, rv is not None),
+    }
+    record(BATCH_NORM, ins, res, attrs)
+    return res[0]

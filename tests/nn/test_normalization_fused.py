@@ -1,5 +1,5 @@
 """F.layer_norm / rms_norm / group_norm / batch_norm on host tensors through the fused ops
-(gpucore/ops/norm.py, norm_batch.py) and the fast lanes (cpu/python/fastpath.c; softmax's
+(gpucore/ops/norm.py, norm_batch.py) and the fast lanes (cpu/python/fastpath_nn.c; softmax's
 backward too): against PyTorch and float64 numpy on odd shapes, strided inputs, weight / bias
 None, eps; gradcheck and gradgradcheck; running statistics against PyTorch over several steps
 (momentum, momentum=None); the fast lane and the general path give the same bits; on Vulkan
@@ -192,27 +192,45 @@ def test_fast_lane_same_bits_as_general_path():
         t(r.standard_normal(64), True, gpucore.float32),
         t(r.standard_normal(64), True, gpucore.float32),
     )
+    c = t(r.standard_normal(16), True, gpucore.float32)
     g = t(r.standard_normal((4, 16, 64)), dt=gpucore.float32)
+    stats = {}
 
-    def run(f):
-        for p in (x, w, b):
+    def run(f, key):
+        for p in (x, w, b, c):
             p.grad = None
-        out = f()
+        rm, rv = (
+            t(np.linspace(-1, 1, 16), dt=gpucore.float32),
+            t(np.linspace(1, 2, 16), dt=gpucore.float32),
+        )
+        out = f(rm, rv)
         out.backward(g)
-        return [out.detach().numpy()] + [p.grad.numpy() for p in (x, w, b) if p.grad is not None]
+        stats[key] = (rm.numpy(), rv.numpy())
+        return [out.detach().numpy()] + [p.grad.numpy() for p in (x, w, b, c) if p.grad is not None]
 
     fns = [
-        lambda: F.layer_norm(x, (64,), w, b),
-        lambda: F.rms_norm(x, (64,), w) * 1,
-        lambda: F.softmax(x, -1),
-        lambda: F.log_softmax(x, 1),
+        lambda rm, rv: F.layer_norm(x, (64,), w, b),
+        lambda rm, rv: F.rms_norm(x, (64,), w) * 1,
+        lambda rm, rv: F.softmax(x, -1),
+        lambda rm, rv: F.log_softmax(x, 1),
+        lambda rm, rv: F.group_norm(x, 4, c, c),
+        lambda rm, rv: F.batch_norm(x, rm, rv, c, c, True, 0.3),
+        lambda rm, rv: F.batch_norm(x, rm, rv, c, None, False),
     ]
-    for f in fns:
-        fast = run(f)
-        with gpucore.dispatch.trace_ops():  # closes the fast lanes: the general path
-            slow = run(f)
+    for i, f in enumerate(fns):
+        with gpucore.no_grad():  # the lanes without statistics (no graph)
+            consts = [t(np.full(16, 0.5), dt=gpucore.float32) for _ in range(4)]
+            fast_nograd = f(*consts[:2]).numpy()
+            with gpucore.dispatch.trace_ops():
+                np.testing.assert_array_equal(fast_nograd, f(*consts[2:]).numpy())
+        fast = run(f, "fast")
+        with gpucore.dispatch.trace_ops() as ops:  # closes the fast lanes: the general path
+            slow = run(f, "slow")
+        assert ops, f"case {i}"
         for a, e in zip(fast, slow):
-            np.testing.assert_array_equal(a, e)
+            np.testing.assert_array_equal(a, e, err_msg=f"case {i}")
+        for a, e in zip(stats["fast"], stats["slow"]):
+            np.testing.assert_array_equal(a, e, err_msg=f"case {i} running statistics")
 
 
 def test_vulkan_composition_agrees(vulkan):

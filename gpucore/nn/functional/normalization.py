@@ -49,6 +49,11 @@ def batch_norm(
     given, update them in place: ``running = (1 - momentum) * running + momentum * batch`` with
     the unbiased variance. Otherwise normalize with the running stats.
     """
+    out = _bn.fast_batch_norm(
+        input, running_mean, running_var, weight, bias, training, momentum, eps
+    )
+    if out is not None:  # small contiguous host tensors: one C call (cpu/python/fastpath_nn.c)
+        return out
     _check_tensor("batch_norm", input)
     if input.ndim < 2:
         raise ShapeError(
@@ -108,7 +113,7 @@ def layer_norm(
     by weight and shift by bias (both shaped normalized_shape)."""
     ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     out = _norm.fast_rows(_norm.LAYER_NORM, input, ns, weight, bias, eps, False)
-    if out is not None:  # small contiguous host tensors: one C call (cpu/python/fastpath.c)
+    if out is not None:  # small contiguous host tensors: one C call (cpu/python/fastpath_nn.c)
         return out
     _check_tensor("layer_norm", input)
     k = len(ns)
@@ -136,6 +141,9 @@ def group_norm(
 ) -> Tensor:
     """Normalize [N, C, *] over each group of C / num_groups channels (and all of *), with the
     biased variance, then scale by weight and shift by bias (both [C])."""
+    out = _norm.fast_group(input, num_groups, weight, bias, eps)
+    if out is not None:  # small contiguous host tensors: one C call (cpu/python/fastpath_nn.c)
+        return out
     _check_tensor("group_norm", input)
     if input.ndim < 2:
         raise ShapeError(
@@ -250,7 +258,7 @@ def rms_norm(
             if eps is None:
                 eps = _EPS[input.dtype] = float(np.finfo(input.dtype.np).eps)
         out = _norm.fast_rows(_norm.RMS_NORM, input, ns, weight, None, eps, True)
-        if out is not None:  # small contiguous host tensors: one C call (cpu/python/fastpath.c)
+        if out is not None:  # small contiguous host tensors: one C call (cpu/python/fastpath_nn.c)
             return out
     _check_tensor("rms_norm", input)
     k = len(ns)
