@@ -17,7 +17,7 @@ from ..autograd.grad_mode import _state as _grad_state
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .api import public
-from .common import float_input, norm_dims, reduced_shape, wrap_dim
+from .common import float_input, host_contiguous, norm_dims, reduced_shape, wrap_dim
 from .indexing import one_hot
 from .registry import CAPTURE, apply, defop, record
 from .samples import Sample, integers, uniform
@@ -108,7 +108,7 @@ def _softmax_bwd_samples(fwd, ref):
 def _softmax_bwd(op, ctx, g, log):
     # the fast lane (the general path's kernel in one C call) unless create_graph
     if not _grad_state.enabled and CAPTURE[0] is None:
-        out = _fast_softmax_bwd(g, ctx.saved[0], ctx.attrs["dim"], log)
+        out = _fast_softmax_bwd(host_contiguous(g), ctx.saved[0], ctx.attrs["dim"], log)
         if out is not None:
             return out
     return apply(op, g, ctx.saved[0], **ctx.attrs)

@@ -30,6 +30,7 @@ from ..autograd.grad_mode import _state as _grad_state
 from ..creation import zeros
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
+from .common import host_contiguous
 from .registry import AUTOCAST, CAPTURE, apply, defop, record
 from .samples import Sample, uniform
 
@@ -94,7 +95,7 @@ def _ln_bwd(ctx, g):
         return gx, gw, gb
     want = (need[0], need[1] and affine[0], need[2] and affine[1])
     n = math.prod(x.shape[x.ndim - k :])
-    fast = _fast_bwd(x, w if affine[0] else None, mean, rstd, g, n, False, want)
+    fast = _fast_bwd(x, w if affine[0] else None, mean, rstd, host_contiguous(g), n, False, want)
     if fast is not None:  # small host tensors: the same kernel in one C call
         return _shaped(fast, x, k)
     gx, gw, gb = apply(
@@ -312,7 +313,9 @@ def _rms_bwd(ctx, g):
             lambda x, w: rms_norm_composed(x, wc, k, ctx.attrs["eps"]), (x, w), want, g
         )
     n = math.prod(x.shape[x.ndim - k :])
-    fast = _fast_bwd(x, w if affine else None, None, rstd, g, n, True, want + (False,))
+    fast = _fast_bwd(
+        x, w if affine else None, None, rstd, host_contiguous(g), n, True, want + (False,)
+    )
     if fast is not None:
         return _shaped(fast[:2], x, k)
     gx, gw = apply(RMS_NORM_BACKWARD, x, w, rstd, g, k=k, affine=affine, need=want)

@@ -204,7 +204,10 @@ def test_fast_lane_same_bits_as_general_path():
             t(np.linspace(1, 2, 16), dt=gpucore.float32),
         )
         out = f(rm, rv)
-        out.backward(g)
+        if key.endswith("sum"):
+            out.sum().backward()  # an expanded (strided) gradient
+        else:
+            out.backward(g)
         stats[key] = (rm.numpy(), rv.numpy())
         return [out.detach().numpy()] + [p.grad.numpy() for p in (x, w, b, c) if p.grad is not None]
 
@@ -223,14 +226,15 @@ def test_fast_lane_same_bits_as_general_path():
             fast_nograd = f(*consts[:2]).numpy()
             with gpucore.dispatch.trace_ops():
                 np.testing.assert_array_equal(fast_nograd, f(*consts[2:]).numpy())
-        fast = run(f, "fast")
-        with gpucore.dispatch.trace_ops() as ops:  # closes the fast lanes: the general path
-            slow = run(f, "slow")
-        assert ops, f"case {i}"
-        for a, e in zip(fast, slow):
-            np.testing.assert_array_equal(a, e, err_msg=f"case {i}")
-        for a, e in zip(stats["fast"], stats["slow"]):
-            np.testing.assert_array_equal(a, e, err_msg=f"case {i} running statistics")
+        for mode in ("", " sum"):
+            fast = run(f, "fast" + mode)
+            with gpucore.dispatch.trace_ops() as ops:  # closes the fast lanes: the general path
+                slow = run(f, "slow" + mode)
+            assert ops, f"case {i}"
+            for a, e in zip(fast, slow):
+                np.testing.assert_array_equal(a, e, err_msg=f"case {i}{mode}")
+            for a, e in zip(stats["fast" + mode], stats["slow" + mode]):
+                np.testing.assert_array_equal(a, e, err_msg=f"case {i}{mode} running statistics")
 
 
 def test_vulkan_composition_agrees(vulkan):
