@@ -3,6 +3,8 @@
 - ``block``: the ops of a small transformer block at (4, 16, 64) float32, no grad (layer_norm,
   split into 3 views, a Python-scalar multiply, ``a + b``, softmax over the last dim, batched
   ``q @ k.transpose(-2, -1)``, ``transpose(0, 1).reshape``), µs per call;
+- ``norms``: the normalization ops and softmax at (4, 16, 64) float32 (and batch_norm at the
+  CNN's (64, 16, 28, 28)), forward without grad and forward + backward, µs per call;
 - ``pool``: the CNN's layers at batch 64 (max / avg pooling 2x2 at 16x28x28 and 32x14x14,
   conv2d 3x3 1->16 and 16->32), forward and forward + backward, µs per call.
 
@@ -127,9 +129,59 @@ def bench_pool(h, cfg, rng) -> None:
     print(h.table(*_rows(h, names, t)), flush=True)
 
 
+_NORM_STMTS = [
+    ("layer_norm", "F.layer_norm(x, (64,), w, b)"),
+    ("rms_norm", "F.rms_norm(x, (64,), w)"),
+    ("group_norm 4 groups", "F.group_norm(x, 4, c, c)"),
+    ("batch_norm training", "F.batch_norm(x, rm, rv, c, c, True)"),
+    ("batch_norm eval", "F.batch_norm(x, rm, rv, c, c, False)"),
+    ("softmax(x, -1)", "F.softmax(x, -1)"),
+    ("log_softmax(x, -1)", "F.log_softmax(x, -1)"),
+]
+
+
+def _norm_jobs(rng):
+    cases = [(name, stmt, (4, 16, 64)) for name, stmt in _NORM_STMTS]
+    cases.append(("batch_norm training", _NORM_STMTS[3][1], (64, 16, 28, 28)))
+    jobs = {"gpucore": []}
+    if torch is not None:
+        jobs["torch"] = []
+    names = []
+    for grad in (False, True):
+        for name, stmt, shape in cases:
+            names.append(f"{name} {shape}" + (" fwd+bwd" if grad else ""))
+            x = rng.standard_normal(shape, dtype=np.float32)
+            arrays = {"x": x, "w": rng.standard_normal(64, dtype=np.float32)}
+            arrays["b"] = rng.standard_normal(64, dtype=np.float32)
+            arrays["c"] = rng.standard_normal(16, dtype=np.float32)
+            arrays["rm"], arrays["rv"] = np.zeros(16, np.float32), np.ones(16, np.float32)
+            for lib, mod, F in (("gpucore", gpucore, GF), ("torch", torch, None)):
+                if lib not in jobs:
+                    continue
+                ns = {n: mod.from_numpy(a.copy()) for n, a in arrays.items()}
+                ns["F"] = F if F is not None else TF
+                if grad:
+                    ns["x"].requires_grad_()
+                    ns["w"].requires_grad_()
+                    ns["c"].requires_grad_()
+                jobs[lib].append((f"({stmt}).sum().backward()" if grad else stmt, ns))
+    return names, jobs
+
+
+def bench_norms(h, cfg, rng) -> None:
+    names, jobs = _norm_jobs(rng)
+    t = h.run_libs(jobs, cfg.tiny, "norms")
+    h.section(
+        "Normalization ops and softmax (float32; forward without grad, and forward + backward)",
+        "Median µs per call. Ratio: **gpucore time ÷ torch time** (> 1 means gpucore is slower).",
+    )
+    print(h.table(*_rows(h, names, t)), flush=True)
+
+
 def sections(h) -> dict:
     """The sections for bench_cpu.main, bound to its helpers."""
     return {
         "block": lambda cfg, rng: bench_block(h, cfg, rng),
         "pool": lambda cfg, rng: bench_pool(h, cfg, rng),
+        "norms": lambda cfg, rng: bench_norms(h, cfg, rng),
     }

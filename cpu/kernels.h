@@ -306,14 +306,27 @@ ptrdiff_t gc_rnn_extra(int mode, ptrdiff_t h);
      * equal x exactly */                                                                          \
     void gc_layer_norm_##S(const T *x, const T *weight, const T *bias, T *out, ptrdiff_t rows,    \
                            ptrdiff_t n, double eps);                                               \
-    /* norm.c, eager: the same with the row statistics mean / rstd (rows values each, or both   \
-     * NULL), and its backward: gx (or NULL), gw / gb (n values each, or NULL: then part unused)   \
-     * with part >= ceil(rows / chunk) * 2 * n doubles of scratch for the per-block sums */        \
-    void gc_layer_norm_fwd_##S(const T *x, const T *w, const T *b, T *y, T *mean, T *rstd,        \
-                               ptrdiff_t rows, ptrdiff_t n, double eps);                           \
-    void gc_layer_norm_bwd_##S(const T *x, const T *w, const T *mean, const T *rstd, const T *g,  \
-                               T *gx, T *gw, T *gb, double *part, ptrdiff_t rows, ptrdiff_t n,     \
-                               ptrdiff_t chunk);                                                   \
+    /* norm.c, eager row norms (layer_norm, rms_norm, group_norm) over contiguous [rows,       \
+     * cg * inner], row r's channel block starting at (r % groups) * cg (weight / bias index), \
+     * rms: no centering; the row statistics mean / rstd (rows values each, or NULL); backward: \
+     * gx (or NULL), gw / gb (groups * cg values each, or NULL: then part unused) with part >=  \
+     * ceil(rows / chunk) * 2 * groups * cg doubles of scratch for the per-block sums */        \
+    void gc_norm_rows_fwd_##S(const T *x, const T *w, const T *b, T *y, T *mean, T *rstd,        \
+                              ptrdiff_t rows, ptrdiff_t groups, ptrdiff_t cg, ptrdiff_t inner,   \
+                              double eps, int rms);                                              \
+    void gc_norm_rows_bwd_##S(const T *x, const T *w, const T *mean, const T *rstd, const T *g,  \
+                              T *gx, T *gw, T *gb, double *part, ptrdiff_t rows,                 \
+                              ptrdiff_t groups, ptrdiff_t cg, ptrdiff_t inner, ptrdiff_t chunk,  \
+                              int rms);                                                          \
+    /* norm_batch.c: batch_norm over dim 1 of contiguous [n, c, inner]: training (batch stats,  \
+     * rmean / rvar updated in place when not NULL) or eval (rmean / rvar read); mean / rstd    \
+     * (c values) written for the backward, which gives gx / gw / gb (each may be NULL) */      \
+    void gc_batch_norm_fwd_##S(const T *x, const T *w, const T *b, T *y, T *mean, T *rstd,       \
+                               T *rmean, T *rvar, ptrdiff_t n, ptrdiff_t c, ptrdiff_t inner,     \
+                               double eps, double momentum, int training);                       \
+    void gc_batch_norm_bwd_##S(const T *x, const T *w, const T *mean, const T *rstd, const T *g, \
+                               T *gx, T *gw, T *gb, ptrdiff_t n, ptrdiff_t c, ptrdiff_t inner,   \
+                               int training);                                                    \
     /* attention.c: out = softmax(q k^T * scale + mask [causal]) v over strided 4-d views (see     \
      * gc_attn); -1 if scratch malloc fails */                                                     \
     int gc_attention_##S(const T *q, const T *k, const T *v, const void *mask, T *out,             \

@@ -60,33 +60,43 @@ void gc_layer_norm_f64(const double *x, const double *weight, const double *bias
     gc_parallel_range(rows, 1, (double)rows * (double)n * 2.0 * GC_LN_NS, ln_range_f64, &J);
 }
 
-/* ---- eager layer_norm: forward with the row statistics, and its backward ------------------ */
+/* ---- eager row norms: layer_norm, rms_norm, group_norm, forward with statistics + backward -- */
 
-/* Portable C (no ISA kernels: the same bits under every ISA), accumulating in double over 8
+/* x is [rows, cg * inner] with row r = (sample, group g = r % groups); its element
+ * j = ci * inner + s belongs to channel c = g * cg + ci (weight / bias index).  layer_norm and
+ * rms_norm: groups = 1, cg = n, inner = 1; group_norm: cg = C / groups, inner = H * W ...
+ * Portable C (no ISA kernels: the same bits under every ISA), accumulating in double over 8
  * independent lanes that the compiler vectorizes; each row is computed the same way whichever
- * thread runs it.  Forward, per row: mean, then the biased variance of the deviations (two
- * passes over the cached row), rstd = 1 / sqrt(var + eps), y = (x - mean) * rstd * w + b.
+ * thread runs it.  Forward, per row: mean (0 for rms), then the mean square of the deviations
+ * (two passes over the cached row), rstd = 1 / sqrt(var + eps), y = (x - mean) * rstd * w + b.
  * Backward, per row with xh = (x - mean) * rstd and gh = g * w:
- *   gx = rstd * (gh - mean(gh) - xh * mean(gh * xh)),
- * and the weight / bias gradients sum g * xh / g over the rows: per block of `chunk` rows into
+ *   gx = rstd * (gh - mean(gh) - xh * mean(gh * xh))      (rms: without the mean(gh) term),
+ * and the weight / bias gradients sum g * xh / g per channel: per block of `chunk` rows into
  * its own double partial (the blocks depend on the row count alone), added in block order. */
 #define LN_LANES 8
 
 #define LN_DEFINE(T, S)                                                                           \
-    /* sum of x (m = NaN: not subtracted) or of (x - m)^2, over LN_LANES lanes */               \
-    static double ln_sum_##S(const T *x, ptrdiff_t n, double m)                                   \
+    /* sum of x (sq = 0) or of (x - m)^2 (sq = 1), lane l of LN_LANES taking j % LN_LANES */    \
+    static double ln_sum_##S(const T *x, ptrdiff_t n, double m, int sq)                           \
     {                                                                                             \
         double acc[LN_LANES] = {0};                                                               \
-        const int sq = m == m;                                                                    \
         ptrdiff_t j = 0;                                                                          \
-        for (; j + LN_LANES <= n; j += LN_LANES)                                                  \
-            for (int l = 0; l < LN_LANES; l++) {                                                  \
-                const double d = sq ? (double)x[j + l] - m : (double)x[j + l];                    \
-                acc[l] += sq ? d * d : d;                                                         \
+        if (sq) {                                                                                 \
+            for (; j + LN_LANES <= n; j += LN_LANES)                                              \
+                for (int l = 0; l < LN_LANES; l++) {                                              \
+                    const double d = (double)x[j + l] - m;                                        \
+                    acc[l] += d * d;                                                              \
+                }                                                                                 \
+            for (int l = 0; j < n; j++, l++) {                                                    \
+                const double d = (double)x[j] - m;                                                \
+                acc[l] += d * d;                                                                  \
             }                                                                                     \
-        for (int l = 0; j < n; j++, l++) {                                                        \
-            const double d = sq ? (double)x[j] - m : (double)x[j];                                \
-            acc[l] += sq ? d * d : d;                                                             \
+        } else {                                                                                  \
+            for (; j + LN_LANES <= n; j += LN_LANES)                                              \
+                for (int l = 0; l < LN_LANES; l++)                                                \
+                    acc[l] += (double)x[j + l];                                                   \
+            for (int l = 0; j < n; j++, l++)                                                      \
+                acc[l] += (double)x[j];                                                           \
         }                                                                                         \
         double s = 0.0;                                                                           \
         for (int l = 0; l < LN_LANES; l++)                                                        \
@@ -94,73 +104,133 @@ void gc_layer_norm_f64(const double *x, const double *weight, const double *bias
         return s;                                                                                 \
     }                                                                                             \
                                                                                                   \
+    /* y = (x - m) * s [* w] [+ b] over n values, w / b per value (wc = 0) or one constant */     \
+    static void ln_out_##S(const T *x, T *y, ptrdiff_t n, T m, T s, const T *w, const T *b,       \
+                           int wc)                                                                \
+    {                                                                                             \
+        const T wv = w ? w[0] : (T)1, bv = b ? b[0] : (T)0;                                       \
+        if (w && b && !wc)                                                                        \
+            for (ptrdiff_t j = 0; j < n; j++)                                                     \
+                y[j] = (x[j] - m) * s * w[j] + b[j];                                              \
+        else if (w && b)                                                                          \
+            for (ptrdiff_t j = 0; j < n; j++)                                                     \
+                y[j] = (x[j] - m) * s * wv + bv;                                                  \
+        else if (w && !wc)                                                                        \
+            for (ptrdiff_t j = 0; j < n; j++)                                                     \
+                y[j] = (x[j] - m) * s * w[j];                                                     \
+        else if (w)                                                                               \
+            for (ptrdiff_t j = 0; j < n; j++)                                                     \
+                y[j] = (x[j] - m) * s * wv;                                                       \
+        else if (b && !wc)                                                                        \
+            for (ptrdiff_t j = 0; j < n; j++)                                                     \
+                y[j] = (x[j] - m) * s + b[j];                                                     \
+        else if (b)                                                                               \
+            for (ptrdiff_t j = 0; j < n; j++)                                                     \
+                y[j] = (x[j] - m) * s + bv;                                                       \
+        else                                                                                      \
+            for (ptrdiff_t j = 0; j < n; j++)                                                     \
+                y[j] = (x[j] - m) * s;                                                            \
+    }                                                                                             \
+                                                                                                  \
     typedef struct {                                                                              \
         const T *x, *w, *b, *g;                                                                   \
         T *y, *mean, *rstd, *gx;                                                                  \
         double *part;                                                                             \
-        ptrdiff_t rows, n, chunk;                                                                 \
+        ptrdiff_t rows, groups, cg, inner, chunk;                                                 \
         double eps;                                                                               \
+        int rms;                                                                                  \
     } ln_job_##S;                                                                                 \
                                                                                                   \
     static void ln_fwd_range_##S(void *ctx, ptrdiff_t lo, ptrdiff_t hi)                           \
     {                                                                                             \
         const ln_job_##S *J = (const ln_job_##S *)ctx;                                            \
-        const ptrdiff_t n = J->n;                                                                 \
+        const ptrdiff_t inner = J->inner, n = J->cg * inner;                                      \
         for (ptrdiff_t r = lo; r < hi; r++) {                                                     \
             const T *x = J->x + r * n;                                                            \
             T *y = J->y + r * n;                                                                  \
-            const double mean = ln_sum_##S(x, n, (double)NAN) / (double)n;                        \
-            const double q = ln_sum_##S(x, n, mean);                                              \
+            const double mean = J->rms ? 0.0 : ln_sum_##S(x, n, 0.0, 0) / (double)n;              \
+            const double q = ln_sum_##S(x, n, mean, 1);                                           \
             const double rstd = 1.0 / sqrt(q / (double)n + J->eps);                               \
             const T m = (T)mean, s = (T)rstd;                                                     \
-            if (J->mean) {                                                                        \
+            if (J->mean)                                                                          \
                 J->mean[r] = m;                                                                   \
+            if (J->rstd)                                                                          \
                 J->rstd[r] = s;                                                                   \
-            }                                                                                     \
-            for (ptrdiff_t j = 0; j < n; j++) {                                                   \
-                T v = (x[j] - m) * s;                                                             \
-                if (J->w)                                                                         \
-                    v *= J->w[j];                                                                 \
-                if (J->b)                                                                         \
-                    v += J->b[j];                                                                 \
-                y[j] = v;                                                                         \
-            }                                                                                     \
+            const ptrdiff_t c0 = (r % J->groups) * J->cg;                                         \
+            const T *w = J->w ? J->w + c0 : NULL, *b = J->b ? J->b + c0 : NULL;                   \
+            if (inner == 1) /* layer_norm, rms_norm: weight / bias per value */                  \
+                ln_out_##S(x, y, n, m, s, w, b, 0);                                               \
+            else /* group_norm: one weight / bias per channel of inner values */                 \
+                for (ptrdiff_t ci = 0; ci < J->cg; ci++)                                          \
+                    ln_out_##S(x + ci * inner, y + ci * inner, inner, m, s, w ? w + ci : NULL,    \
+                               b ? b + ci : NULL, 1);                                             \
         }                                                                                         \
     }                                                                                             \
                                                                                                   \
-    void gc_layer_norm_fwd_##S(const T *x, const T *w, const T *b, T *y, T *mean, T *rstd,        \
-                               ptrdiff_t rows, ptrdiff_t n, double eps)                           \
+    void gc_norm_rows_fwd_##S(const T *x, const T *w, const T *b, T *y, T *mean, T *rstd,         \
+                              ptrdiff_t rows, ptrdiff_t groups, ptrdiff_t cg, ptrdiff_t inner,    \
+                              double eps, int rms)                                                \
     {                                                                                             \
-        if (rows <= 0 || n <= 0)                                                                  \
+        if (rows <= 0 || groups <= 0) /* an empty row gets mean and rstd NaN */                  \
             return;                                                                               \
-        ln_job_##S J = {.x = x, .w = w, .b = b, .y = y, .mean = mean, .rstd = rstd, .n = n,       \
-                        .eps = eps};                                                              \
-        gc_parallel_range(rows, 1, (double)rows * (double)n * 1.0, ln_fwd_range_##S, &J);          \
+        ln_job_##S J = {.x = x, .w = w, .b = b, .y = y, .mean = mean, .rstd = rstd,               \
+                        .groups = groups, .cg = cg, .inner = inner, .eps = eps, .rms = rms};      \
+        gc_parallel_range(rows, 1, (double)rows * (double)(cg * inner), ln_fwd_range_##S, &J);    \
     }                                                                                             \
                                                                                                   \
     /* blocks [lo, hi) of J->chunk rows: gx rows and the block's partial sums */                  \
     static void ln_bwd_range_##S(void *ctx, ptrdiff_t lo, ptrdiff_t hi)                           \
     {                                                                                             \
         const ln_job_##S *J = (const ln_job_##S *)ctx;                                            \
-        const ptrdiff_t n = J->n;                                                                 \
+        const ptrdiff_t inner = J->inner, n = J->cg * inner, nc = J->groups * J->cg;              \
         for (ptrdiff_t c = lo; c < hi; c++) {                                                     \
-            double *pw = J->part ? J->part + c * 2 * n : NULL, *pb = pw ? pw + n : NULL;          \
+            double *pw = J->part ? J->part + c * 2 * nc : NULL, *pb = pw ? pw + nc : NULL;        \
             if (pw)                                                                               \
-                for (ptrdiff_t j = 0; j < 2 * n; j++)                                             \
+                for (ptrdiff_t j = 0; j < 2 * nc; j++)                                            \
                     pw[j] = 0.0;                                                                  \
             const ptrdiff_t r1 = (c + 1) * J->chunk < J->rows ? (c + 1) * J->chunk : J->rows;     \
             for (ptrdiff_t r = c * J->chunk; r < r1; r++) {                                       \
                 const T *x = J->x + r * n, *g = J->g + r * n;                                     \
-                const double m = (double)J->mean[r], s = (double)J->rstd[r];                      \
+                const double m = J->mean ? (double)J->mean[r] : 0.0, s = (double)J->rstd[r];      \
+                const ptrdiff_t c0 = (r % J->groups) * J->cg;                                     \
                 double sa[LN_LANES] = {0}, sb[LN_LANES] = {0};                                    \
-                for (ptrdiff_t j = 0; j < n; j++) {                                               \
-                    const double xh = ((double)x[j] - m) * s;                                     \
-                    const double gh = J->w ? (double)g[j] * (double)J->w[j] : (double)g[j];       \
-                    sa[j % LN_LANES] += gh;                                                       \
-                    sb[j % LN_LANES] += gh * xh;                                                  \
+                if (inner == 1) { /* layer_norm, rms_norm: in blocks of LN_LANES values */        \
+                    const T *w = J->w ? J->w + c0 : NULL;                                         \
+                    ptrdiff_t j = 0;                                                              \
+                    for (; j + LN_LANES <= n; j += LN_LANES)                                      \
+                        for (int l = 0; l < LN_LANES; l++) {                                      \
+                            const double xh = ((double)x[j + l] - m) * s;                         \
+                            const double gv = (double)g[j + l];                                   \
+                            const double gh = w ? gv * (double)w[j + l] : gv;                     \
+                            sa[l] += gh;                                                          \
+                            sb[l] += gh * xh;                                                     \
+                        }                                                                         \
+                    for (int l = 0; j < n; j++, l++) {                                            \
+                        const double xh = ((double)x[j] - m) * s;                                 \
+                        const double gh = w ? (double)g[j] * (double)w[j] : (double)g[j];         \
+                        sa[l] += gh;                                                              \
+                        sb[l] += gh * xh;                                                         \
+                    }                                                                             \
+                    if (pw)                                                                       \
+                        for (ptrdiff_t e = 0; e < n; e++) {                                       \
+                            pw[c0 + e] += (double)g[e] * (((double)x[e] - m) * s);                \
+                            pb[c0 + e] += (double)g[e];                                           \
+                        }                                                                         \
+                }                                                                                 \
+                for (ptrdiff_t ci = 0, j = 0; inner > 1 && ci < J->cg; ci++) {                    \
+                    const double wv = J->w ? (double)J->w[c0 + ci] : 1.0;                         \
+                    double aw = 0.0, ab = 0.0;                                                    \
+                    for (ptrdiff_t e = 0; e < inner; e++, j++) {                                  \
+                        const double xh = ((double)x[j] - m) * s;                                 \
+                        const double gh = J->w ? (double)g[j] * wv : (double)g[j];                \
+                        sa[j % LN_LANES] += gh;                                                   \
+                        sb[j % LN_LANES] += gh * xh;                                              \
+                        aw += (double)g[j] * xh;                                                  \
+                        ab += (double)g[j];                                                       \
+                    }                                                                             \
                     if (pw) {                                                                     \
-                        pw[j] += (double)g[j] * xh;                                               \
-                        pb[j] += (double)g[j];                                                    \
+                        pw[c0 + ci] += aw;                                                        \
+                        pb[c0 + ci] += ab;                                                        \
                     }                                                                             \
                 }                                                                                 \
                 double a = 0.0, bb = 0.0;                                                         \
@@ -168,26 +238,42 @@ void gc_layer_norm_f64(const double *x, const double *weight, const double *bias
                     a += sa[l];                                                                   \
                     bb += sb[l];                                                                  \
                 }                                                                                 \
-                a /= (double)n;                                                                   \
+                a = J->rms ? 0.0 : a / (double)n;                                                 \
                 bb /= (double)n;                                                                  \
                 if (J->gx) {                                                                      \
                     T *gx = J->gx + r * n;                                                        \
-                    for (ptrdiff_t j = 0; j < n; j++) {                                           \
-                        const double xh = ((double)x[j] - m) * s;                                 \
-                        const double gh = J->w ? (double)g[j] * (double)J->w[j] : (double)g[j];   \
-                        gx[j] = (T)(s * (gh - a - xh * bb));                                      \
-                    }                                                                             \
+                    const T *w = J->w ? J->w + c0 : NULL;                                         \
+                    if (inner == 1 && w)                                                          \
+                        for (ptrdiff_t j = 0; j < n; j++) {                                       \
+                            const double xh = ((double)x[j] - m) * s;                             \
+                            gx[j] = (T)(s * ((double)g[j] * (double)w[j] - a - xh * bb));         \
+                        }                                                                         \
+                    else if (inner == 1 || !w)                                                    \
+                        for (ptrdiff_t j = 0; j < n; j++) {                                       \
+                            const double xh = ((double)x[j] - m) * s;                             \
+                            gx[j] = (T)(s * ((double)g[j] - a - xh * bb));                        \
+                        }                                                                         \
+                    else                                                                          \
+                        for (ptrdiff_t ci = 0; ci < J->cg; ci++) {                                \
+                            const double wv = (double)w[ci];                                      \
+                            for (ptrdiff_t e = ci * inner; e < (ci + 1) * inner; e++) {           \
+                                const double xh = ((double)x[e] - m) * s;                         \
+                                gx[e] = (T)(s * ((double)g[e] * wv - a - xh * bb));               \
+                            }                                                                     \
+                        }                                                                         \
                 }                                                                                 \
             }                                                                                     \
         }                                                                                         \
     }                                                                                             \
                                                                                                   \
-    void gc_layer_norm_bwd_##S(const T *x, const T *w, const T *mean, const T *rstd, const T *g,  \
-                               T *gx, T *gw, T *gb, double *part, ptrdiff_t rows, ptrdiff_t n,    \
-                               ptrdiff_t chunk)                                                   \
+    void gc_norm_rows_bwd_##S(const T *x, const T *w, const T *mean, const T *rstd, const T *g,   \
+                              T *gx, T *gw, T *gb, double *part, ptrdiff_t rows,                  \
+                              ptrdiff_t groups, ptrdiff_t cg, ptrdiff_t inner, ptrdiff_t chunk,   \
+                              int rms)                                                            \
     {                                                                                             \
-        if (rows <= 0 || n <= 0) {                                                                \
-            for (ptrdiff_t j = 0; j < n; j++) {                                                   \
+        const ptrdiff_t nc = groups * cg;                                                         \
+        if (rows <= 0 || groups <= 0 || cg * inner == 0) {                                        \
+            for (ptrdiff_t j = 0; j < nc; j++) {                                                  \
                 if (gw)                                                                           \
                     gw[j] = (T)0;                                                                 \
                 if (gb)                                                                           \
@@ -198,15 +284,16 @@ void gc_layer_norm_f64(const double *x, const double *weight, const double *bias
         const ptrdiff_t nch = (rows + chunk - 1) / chunk;                                         \
         ln_job_##S J = {.x = x, .w = w, .g = g, .gx = gx, .mean = (T *)mean,                      \
                         .rstd = (T *)rstd, .part = (gw || gb) ? part : NULL, .rows = rows,         \
-                        .n = n, .chunk = chunk};                                                  \
-        gc_parallel_range(nch, 1, (double)rows * (double)n * 2.0, ln_bwd_range_##S, &J);           \
+                        .groups = groups, .cg = cg, .inner = inner, .chunk = chunk, .rms = rms};  \
+        gc_parallel_range(nch, 1, (double)rows * (double)(cg * inner) * 2.0, ln_bwd_range_##S,    \
+                          &J);                                                                    \
         if (!J.part)                                                                              \
             return;                                                                               \
-        for (ptrdiff_t j = 0; j < n; j++) {                                                       \
+        for (ptrdiff_t j = 0; j < nc; j++) {                                                      \
             double sw = 0.0, sb = 0.0;                                                            \
             for (ptrdiff_t c = 0; c < nch; c++) {                                                 \
-                sw += part[c * 2 * n + j];                                                        \
-                sb += part[c * 2 * n + n + j];                                                    \
+                sw += part[c * 2 * nc + j];                                                       \
+                sb += part[c * 2 * nc + nc + j];                                                  \
             }                                                                                     \
             if (gw)                                                                               \
                 gw[j] = (T)sw;                                                                    \

@@ -289,6 +289,33 @@ static void GC_FN(softmax_backward_units)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 {
     const GC_FN(sm_job) *J = (const GC_FN(sm_job) *)ctx;
     const ptrdiff_t n = J->n, inner = J->inner;
+    if (inner == 1) { /* rows (the last dim): the same sums and exps, a row at a time (the
+                       * vector exp does the same operations in every lane and tail) */
+        for (ptrdiff_t u = lo; u < hi; u++) {
+            const GC_T *g = J->g + u * n, *yy = J->y + u * n;
+            GC_T *ou = J->out + u * n;
+            double s = 0.0;
+            if (J->log_softmax) {
+                for (ptrdiff_t j = 0; j < n; j++)
+                    s += (double)g[j];
+                const GC_T st = (GC_T)s;
+                GC_T e[GC_SM_CHUNK];
+                for (ptrdiff_t j0 = 0; j0 < n; j0 += GC_SM_CHUNK) {
+                    const ptrdiff_t w = (n - j0 < GC_SM_CHUNK) ? n - j0 : GC_SM_CHUNK;
+                    GC_FN(exp_array)(yy + j0, e, w);
+                    for (ptrdiff_t t = 0; t < w; t++)
+                        ou[j0 + t] = g[j0 + t] - e[t] * st;
+                }
+                continue;
+            }
+            for (ptrdiff_t j = 0; j < n; j++)
+                s += (double)g[j] * (double)yy[j];
+            const GC_T st = (GC_T)s;
+            for (ptrdiff_t j = 0; j < n; j++)
+                ou[j] = yy[j] * (g[j] - st);
+        }
+        return;
+    }
     for (ptrdiff_t u = lo; u < hi; u++) {
         const ptrdiff_t o = u / J->chunks, t0 = (u % J->chunks) * GC_SM_CHUNK;
         const ptrdiff_t w = (inner - t0 < GC_SM_CHUNK) ? inner - t0 : GC_SM_CHUNK;

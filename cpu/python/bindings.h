@@ -21,9 +21,10 @@
 #define GC_FUNCTIONS(X)                                                                           \
     /* memory.c, host_cache.c: host memory */                                                     \
     X(data_ptr) X(host_empty) X(host_cache_info) X(host_cache_clear)                              \
-    /* fastpath.c: the small-op fast lane */                                                      \
+    /* fastpath.c, fastpath_nn.c: the small-op fast lane */                                       \
     X(fast_setup) X(set_fast_limit) X(fast_unary) X(fast_binary) X(fast_unary_backward)           \
-    X(fast_matmul) X(fast_softmax)                                                                \
+    X(fast_matmul) X(fast_softmax) X(fast_softmax_backward) X(fast_norm_rows)                     \
+    X(fast_norm_rows_backward) X(fast_group_norm) X(fast_batch_norm)                              \
     /* dispatch.c: ISA, caches, GEMM blocking, thread pool */                                     \
     X(info) X(set_num_threads)                                                                    \
     /* gemm.c, pack.c */                                                                          \
@@ -41,8 +42,9 @@
     X(softmax) X(softmax_backward) X(cross_entropy_forward) X(cross_entropy_backward)             \
     /* copy.c, cast.c, gather.c */                                                                \
     X(copy) X(cast) X(gather)                                                                     \
-    /* norm.c, attention.c, attention_backward.c */                                              \
-    X(layer_norm) X(layer_norm_forward) X(layer_norm_backward)                                    \
+    /* norm.c, norm_batch.c, attention.c, attention_backward.c */                                 \
+    X(layer_norm) X(norm_rows_forward) X(norm_rows_backward) X(batch_norm_forward)                \
+    X(batch_norm_backward)                                                                        \
     X(attention) X(attention_forward) X(attention_backward)                                       \
     /* recurrent.c */                                                                             \
     X(rnn_forward) X(rnn_backward)                                                                \

@@ -13,18 +13,20 @@
  * tracing or profiling change: 0 while any of them needs the general path. */
 #include "bindings.h"
 
+#include <math.h>
 #include <structmember.h>
 #include <string.h>
 
+#include "fastpath.h"
 #include "kernels.h"
 
 /* What the lane knows about the Python side, from fast_setup(). */
-static PyTypeObject *tensor_type;
+PyTypeObject *gc_fast_tensor_type;
 static PyObject *dt_f32, *dt_f64;   /* gpucore.float32 / float64 */
 static PyObject *np_f32, *np_f64;   /* numpy dtypes */
 static PyObject *np_ndarray;        /* numpy.ndarray */
 static PyObject *zero;              /* the int 0 of a fresh version box */
-static Py_ssize_t fast_limit;       /* elements; 0 = lane closed */
+Py_ssize_t gc_fast_limit; /* elements; 0 = lane closed */
 
 /* Byte offsets of the Tensor's slots, from its member descriptors: by name the slots the lane
  * reads or sets to something other than None; and every object slot of the class and its bases,
@@ -113,7 +115,7 @@ PyObject *gc_py_fast_setup(PyObject *self, PyObject *const *args, Py_ssize_t nar
     if (collect_slots(tp) < 0)
         return NULL;
     memcpy(field_off, off, sizeof off);
-    PyObject **keep[] = {(PyObject **)&tensor_type, &dt_f32, &dt_f64, &np_f32, &np_f64,
+    PyObject **keep[] = {(PyObject **)&gc_fast_tensor_type, &dt_f32, &dt_f64, &np_f32, &np_f64,
                          &np_ndarray};
     for (int i = 0; i < 6; i++)
         Py_XSETREF(*keep[i], Py_NewRef(args[i]));
@@ -136,31 +138,37 @@ PyObject *gc_py_set_fast_limit(PyObject *self, PyObject *const *args, Py_ssize_t
     const Py_ssize_t n = PyLong_AsSsize_t(args[0]);
     if (n == -1 && PyErr_Occurred())
         return NULL;
-    fast_limit = n < 0 ? 0 : n;
+    gc_fast_limit = n < 0 ? 0 : n;
     Py_RETURN_NONE;
 }
 
 /* 'f' or 'd' when t is a plain host Tensor of float32 / float64, else 0. */
-static char plain_kind(PyObject *t)
+char gc_fast_kind(PyObject *t)
 {
-    if (Py_TYPE(t) != tensor_type || FIELD(t, F_DEV) != Py_None)
+    if (Py_TYPE(t) != gc_fast_tensor_type || FIELD(t, F_DEV) != Py_None)
         return 0;
     PyObject *dt = FIELD(t, F_DTYPE);
     return dt == dt_f32 ? 'f' : (dt == dt_f64 ? 'd' : 0);
 }
 
 /* A C-contiguous buffer of t's data, or 0 (no error set) when it is not one. */
-static int data_buf(PyObject *t, Py_buffer *v)
+int gc_fast_buf(PyObject *t, Py_buffer *v)
+{
+    return gc_fast_buf_w(t, v, 0);
+}
+
+int gc_fast_buf_w(PyObject *t, Py_buffer *v, int writable)
 {
     PyObject *d = FIELD(t, F_DATA);
-    if (!d || PyObject_GetBuffer(d, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+    const int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (!d || PyObject_GetBuffer(d, v, flags) < 0) {
         PyErr_Clear();
         return 0;
     }
     return 1;
 }
 
-static int same_shape(const Py_buffer *a, const Py_buffer *b)
+int gc_fast_same_shape(const Py_buffer *a, const Py_buffer *b)
 {
     if (a->ndim != b->ndim || a->len != b->len)
         return 0;
@@ -172,16 +180,16 @@ static int same_shape(const Py_buffer *a, const Py_buffer *b)
 
 /* A new host Tensor (and its ndarray over a host-cache block) of the given shape (a tuple,
  * stolen). */
-static PyObject *new_tensor_shaped(PyObject *shape, char kind, void **ptr);
+PyObject *gc_fast_new_shaped(PyObject *shape, char kind, void **ptr);
 
 /* A new host Tensor (and its ndarray over a host-cache block) shaped like src's data. */
-static PyObject *new_tensor(PyObject *src, char kind, void **ptr)
+PyObject *gc_fast_new(PyObject *src, char kind, void **ptr)
 {
     PyObject *shape = PyObject_GetAttrString(FIELD(src, F_DATA), "shape");
-    return shape ? new_tensor_shaped(shape, kind, ptr) : NULL;
+    return shape ? gc_fast_new_shaped(shape, kind, ptr) : NULL;
 }
 
-static PyObject *new_tensor_shaped(PyObject *shape, char kind, void **ptr)
+PyObject *gc_fast_new_shaped(PyObject *shape, char kind, void **ptr)
 {
     const Py_ssize_t itemsize = kind == 'f' ? 4 : 8;
     Py_ssize_t n = itemsize;
@@ -208,7 +216,7 @@ static PyObject *new_tensor_shaped(PyObject *shape, char kind, void **ptr)
     *ptr = v.buf;
     PyBuffer_Release(&v); /* the array keeps the block alive */
     PyObject *vbox = PyList_New(1);
-    PyObject *t = vbox ? tensor_type->tp_alloc(tensor_type, 0) : NULL;
+    PyObject *t = vbox ? gc_fast_tensor_type->tp_alloc(gc_fast_tensor_type, 0) : NULL;
     if (!t) {
         Py_XDECREF(vbox);
         Py_DECREF(arr);
@@ -241,17 +249,17 @@ static PyObject *fast_op(const char *fn, PyObject *const *args, Py_ssize_t nargs
             PyErr_Format(PyExc_ValueError, "%s: op %ld is out of range", fn, op);
         return NULL;
     }
-    if (fast_limit == 0 || !tensor_type)
+    if (gc_fast_limit == 0 || !gc_fast_tensor_type)
         Py_RETURN_NONE;
-    const char k = plain_kind(args[1]);
-    if (!k || (nops == 2 && plain_kind(args[2]) != k))
+    const char k = gc_fast_kind(args[1]);
+    if (!k || (nops == 2 && gc_fast_kind(args[2]) != k))
         Py_RETURN_NONE;
     Py_buffer a, b;
-    if (!data_buf(args[1], &a))
+    if (!gc_fast_buf(args[1], &a))
         Py_RETURN_NONE;
     int have_b = 0;
     if (nops == 2) {
-        if (!data_buf(args[2], &b)) {
+        if (!gc_fast_buf(args[2], &b)) {
             PyBuffer_Release(&a);
             Py_RETURN_NONE;
         }
@@ -259,12 +267,12 @@ static PyObject *fast_op(const char *fn, PyObject *const *args, Py_ssize_t nargs
     }
     const Py_ssize_t n = a.len / (k == 'f' ? 4 : 8);
     PyObject *res = NULL;
-    if (n >= fast_limit || n == 0 || (have_b && !same_shape(&a, &b))) {
+    if (n >= gc_fast_limit || n == 0 || (have_b && !gc_fast_same_shape(&a, &b))) {
         res = Py_NewRef(Py_None);
         goto done;
     }
     void *out;
-    res = new_tensor(args[1], k, &out);
+    res = gc_fast_new(args[1], k, &out);
     if (!res)
         goto done;
     /* tiny and single-threaded: no GIL release */
@@ -343,16 +351,16 @@ static int scalar_value(PyObject *o, double *v)
  * iteration, so the same bits).  None when the lane does not take it. */
 static PyObject *fast_scalar_binary(int op, PyObject *t, double sv, int scalar_first)
 {
-    const char k = plain_kind(t);
+    const char k = gc_fast_kind(t);
     Py_buffer a;
-    if (!k || !data_buf(t, &a))
+    if (!k || !gc_fast_buf(t, &a))
         Py_RETURN_NONE;
     const Py_ssize_t n = a.len / (k == 'f' ? 4 : 8);
     PyObject *res;
     void *out;
-    if (n >= fast_limit || n == 0) {
+    if (n >= gc_fast_limit || n == 0) {
         res = Py_NewRef(Py_None);
-    } else if ((res = new_tensor(t, k, &out)) != NULL) {
+    } else if ((res = gc_fast_new(t, k, &out)) != NULL) {
         gc_iter it;
         it.ndim = 1;
         it.shape[0] = n;
@@ -376,9 +384,9 @@ PyObject *gc_py_fast_binary(PyObject *self, PyObject *const *args, Py_ssize_t na
 {
     (void)self;
     double sv;
-    if (nargs == 3 && fast_limit != 0 && tensor_type) {
-        const int s1 = Py_TYPE(args[1]) != tensor_type && scalar_value(args[1], &sv);
-        const int s2 = !s1 && Py_TYPE(args[2]) != tensor_type && scalar_value(args[2], &sv);
+    if (nargs == 3 && gc_fast_limit != 0 && gc_fast_tensor_type) {
+        const int s1 = Py_TYPE(args[1]) != gc_fast_tensor_type && scalar_value(args[1], &sv);
+        const int s2 = !s1 && Py_TYPE(args[2]) != gc_fast_tensor_type && scalar_value(args[2], &sv);
         if (s1 || s2) {
             const long op = PyLong_AsLong(args[0]);
             if (op < 0 || op >= GC_BINARY_COUNT || gc_binary_writes_bool((int)op)) {
@@ -458,10 +466,10 @@ PyObject *gc_py_fast_matmul(PyObject *self, PyObject *const *args, Py_ssize_t na
         PyErr_Format(PyExc_TypeError, "fast_matmul takes 2 arguments (%zd given)", nargs);
         return NULL;
     }
-    if (fast_limit == 0 || !tensor_type)
+    if (gc_fast_limit == 0 || !gc_fast_tensor_type)
         Py_RETURN_NONE;
-    const char k = plain_kind(args[0]);
-    if (!k || plain_kind(args[1]) != k)
+    const char k = gc_fast_kind(args[0]);
+    if (!k || gc_fast_kind(args[1]) != k)
         Py_RETURN_NONE;
     PyObject *da = FIELD(args[0], F_DATA), *db = FIELD(args[1], F_DATA);
     Py_buffer a, b;
@@ -489,7 +497,7 @@ PyObject *gc_py_fast_matmul(PyObject *self, PyObject *const *args, Py_ssize_t na
     }
     const Py_ssize_t m = a.shape[nd - 2], kk = a.shape[nd - 1], n = b.shape[nd - 1];
     const Py_ssize_t na = a.len / it, nb = b.len / it, nc = batch * m * n;
-    if (nc == 0 || kk == 0 || na >= fast_limit || nb >= fast_limit || nc >= fast_limit)
+    if (nc == 0 || kk == 0 || na >= gc_fast_limit || nb >= gc_fast_limit || nc >= gc_fast_limit)
         goto done;
     PyObject *shape = PyTuple_New(nd);
     if (!shape) {
@@ -507,7 +515,7 @@ PyObject *gc_py_fast_matmul(PyObject *self, PyObject *const *args, Py_ssize_t na
         PyTuple_SET_ITEM(shape, d, o);
     }
     void *out;
-    res = new_tensor_shaped(shape, k, &out);
+    res = gc_fast_new_shaped(shape, k, &out);
     if (!res)
         goto done;
     /* a view's buffer starts at its first element: with the layouts above that is element
@@ -531,56 +539,4 @@ done:
     PyBuffer_Release(&a);
     PyBuffer_Release(&b);
     return res == Py_None ? Py_NewRef(Py_None) : res;
-}
-
-/* ---- softmax / log_softmax ---------------------------------------------------------------- */
-
-GC_DOC(fast_softmax,
-       "fast_softmax(x, dim, log, /)\n--\n\n"
-       "A new Tensor softmax(x, dim) (log_softmax when log) when x is a plain, contiguous float "
-       "host Tensor with at least one dim, -ndim <= dim < ndim, and the lane is open; else "
-       "None.  One call of the kernel (cpu/softmax.c), which stays on this thread below ~50 us "
-       "of work.");
-
-PyObject *gc_py_fast_softmax(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    if (nargs != 3) {
-        PyErr_Format(PyExc_TypeError, "fast_softmax takes 3 arguments (%zd given)", nargs);
-        return NULL;
-    }
-    const long dim = PyLong_AsLong(args[1]);
-    const int log = PyObject_IsTrue(args[2]);
-    if ((dim == -1 && PyErr_Occurred()) || log < 0)
-        return NULL;
-    if (fast_limit == 0 || !tensor_type)
-        Py_RETURN_NONE;
-    const char k = plain_kind(args[0]);
-    Py_buffer a;
-    if (!k || !data_buf(args[0], &a))
-        Py_RETURN_NONE;
-    const int nd = a.ndim;
-    const Py_ssize_t total = a.len / (k == 'f' ? 4 : 8);
-    PyObject *res;
-    void *out;
-    if (nd == 0 || dim < -nd || dim >= nd || total == 0 || total >= fast_limit) {
-        res = Py_NewRef(Py_None);
-    } else if ((res = new_tensor(args[0], k, &out)) != NULL) {
-        const int d = (int)(dim < 0 ? dim + nd : dim);
-        Py_ssize_t outer = 1, inner = 1;
-        for (int i = 0; i < d; i++)
-            outer *= a.shape[i];
-        for (int i = d + 1; i < nd; i++)
-            inner *= a.shape[i];
-        const Py_ssize_t n = a.shape[d];
-        PyThreadState *ts = total >= 65536 ? PyEval_SaveThread() : NULL;
-        if (k == 'f')
-            gc_softmax_f32((const float *)a.buf, (float *)out, outer, n, inner, log);
-        else
-            gc_softmax_f64((const double *)a.buf, (double *)out, outer, n, inner, log);
-        if (ts)
-            PyEval_RestoreThread(ts);
-    }
-    PyBuffer_Release(&a);
-    return res;
 }

@@ -16,6 +16,7 @@ from . import (  # noqa: F401
     matrix,
     nn,
     norm,
+    norm_batch,
     optim,
     pointwise,
     polynomials,

@@ -225,3 +225,9 @@ def reduced_shape(shape: tuple, dims: tuple, keepdim: bool) -> tuple:
     if keepdim:
         return tuple(1 if i in dims else s for i, s in enumerate(shape))
     return tuple(s for i, s in enumerate(shape) if i not in dims)
+
+
+def host_contiguous(t):
+    """t, copied C-contiguous when it is a strided host tensor (a gradient expanded by sum's
+    backward, say), so that the C fast lanes, which take contiguous tensors only, can run it."""
+    return t if t._dev is not None or t._data.flags.c_contiguous else t.contiguous()

@@ -17,12 +17,13 @@ from ..autograd.grad_mode import _state as _grad_state
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .api import public
-from .common import float_input, norm_dims, reduced_shape, wrap_dim
+from .common import float_input, host_contiguous, norm_dims, reduced_shape, wrap_dim
 from .indexing import one_hot
 from .registry import CAPTURE, apply, defop, record
 from .samples import Sample, integers, uniform
 
 _fast_softmax = _cpu.fast_softmax
+_fast_softmax_bwd = _cpu.fast_softmax_backward
 
 
 def _check_float(op, x):
@@ -104,6 +105,15 @@ def _softmax_bwd_samples(fwd, ref):
     ]
 
 
+def _softmax_bwd(op, ctx, g, log):
+    # the fast lane (the general path's kernel in one C call) unless create_graph
+    if not _grad_state.enabled and CAPTURE[0] is None:
+        out = _fast_softmax_bwd(host_contiguous(g), ctx.saved[0], ctx.attrs["dim"], log)
+        if out is not None:
+            return out
+    return apply(op, g, ctx.saved[0], **ctx.attrs)
+
+
 SOFTMAX_BACKWARD = defop(
     "softmax_backward",
     infer=lambda g, y, dim: (g.shape, g.dtype),
@@ -124,14 +134,14 @@ SOFTMAX = defop(
     "softmax",
     infer=lambda x, dim: (x.shape, x.dtype),
     save_outputs=(0,),
-    backward=lambda ctx, g: apply(SOFTMAX_BACKWARD, g, ctx.saved[0], **ctx.attrs),
+    backward=lambda ctx, g: _softmax_bwd(SOFTMAX_BACKWARD, ctx, g, 0),
     samples=_softmax_samples(_np_softmax),
 )
 LOG_SOFTMAX = defop(
     "log_softmax",
     infer=lambda x, dim: (x.shape, x.dtype),
     save_outputs=(0,),
-    backward=lambda ctx, g: apply(LOG_SOFTMAX_BACKWARD, g, ctx.saved[0], **ctx.attrs),
+    backward=lambda ctx, g: _softmax_bwd(LOG_SOFTMAX_BACKWARD, ctx, g, 1),
     samples=_softmax_samples(_np_log_softmax),
 )
 
@@ -144,7 +154,7 @@ def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
 
 def _softmax_any(op, name, input, dim, dtype, log):
     if dtype is None and CAPTURE[0] is None and type(dim) is int:
-        # the fast lane: a contiguous float host tensor in one C call (cpu/python/fastpath.c)
+        # the fast lane: a contiguous float host tensor in one C call (cpu/python/fastpath_nn.c)
         out = _fast_softmax(input, dim, log)
         if out is not None:
             if _grad_state.enabled and input.requires_grad:

@@ -1,5 +1,8 @@
 """Normalization: batch_norm, layer_norm, group_norm and instance_norm (biased variance, with
-PyTorch's in-place updates of running statistics), and normalize (x / ||x||_p along a dim)."""
+PyTorch's in-place updates of running statistics), rms_norm, and normalize (x / ||x||_p along a
+dim). On host tensors batch_norm, layer_norm, rms_norm and group_norm run the fused ops of
+gpucore/ops/norm.py and norm_batch.py (one C pass forward and backward); elsewhere, and while a
+graph is captured, they are compositions of gpucore ops (the same results)."""
 
 from __future__ import annotations
 
@@ -11,9 +14,12 @@ import numpy as np
 from ...autograd.grad_mode import no_grad
 from ...errors import ShapeError
 from ...ops import norm as _norm
+from ...ops import norm_batch as _bn
 from ...ops.registry import CAPTURE
 from ...tensor import Tensor
 from ._utils import _check_tensor
+
+_EPS: dict = {}  # rms_norm's default eps per dtype, filled on first use
 
 
 def _check_per_channel(op: str, input: Tensor, **tensors) -> None:
@@ -43,6 +49,11 @@ def batch_norm(
     given, update them in place: ``running = (1 - momentum) * running + momentum * batch`` with
     the unbiased variance. Otherwise normalize with the running stats.
     """
+    out = _bn.fast_batch_norm(
+        input, running_mean, running_var, weight, bias, training, momentum, eps
+    )
+    if out is not None:  # small contiguous host tensors: one C call (cpu/python/fastpath_nn.c)
+        return out
     _check_tensor("batch_norm", input)
     if input.ndim < 2:
         raise ShapeError(
@@ -58,40 +69,37 @@ def batch_norm(
         weight=weight,
         bias=bias,
     )
-    shape = (1, c) + (1,) * (input.ndim - 2)
-    if training:
-        dims = (0,) + tuple(range(2, input.ndim))
-        count = input.numel() // max(c, 1)
-        if count <= 1:
-            raise ValueError(
-                f"batch_norm(): expected more than 1 value per channel when training, got input "
-                f"of shape {tuple(input.shape)}"
-            )
-        mean = input.mean(dims, keepdim=True)
-        xc = input - mean
-        var = (xc * xc).mean(dims, keepdim=True)
-        if running_mean is not None or running_var is not None:
-            with no_grad():
-                m = float(momentum)
-                if running_mean is not None:
-                    running_mean.copy_(running_mean * (1 - m) + mean.reshape(c) * m)
-                if running_var is not None:
-                    unbiased = var.reshape(c) * (count / (count - 1))
-                    running_var.copy_(running_var * (1 - m) + unbiased * m)
-    else:
-        if running_mean is None or running_var is None:
-            raise ValueError(
-                "batch_norm(): running_mean and running_var are needed when training=False"
-            )
-        xc = input - running_mean.to(input.dtype).reshape(shape)
-        var = running_var.to(input.dtype).reshape(shape)
-    scale = (var + eps).rsqrt()
-    if weight is not None:
-        scale = scale * weight.reshape(shape)
-    out = xc * scale
-    if bias is not None:
-        out = out + bias.reshape(shape)
-    return out
+    if training and input.numel() // max(c, 1) <= 1:
+        raise ValueError(
+            f"batch_norm(): expected more than 1 value per channel when training, got input "
+            f"of shape {tuple(input.shape)}"
+        )
+    if not training and (running_mean is None or running_var is None):
+        raise ValueError(
+            "batch_norm(): running_mean and running_var are needed when training=False"
+        )
+    if _host_same(input, weight, bias) and _host_same(
+        input, running_mean, running_var, contig=True
+    ):
+        return _bn.native_batch_norm(
+            input, running_mean, running_var, weight, bias, training, momentum, eps
+        )
+    return _bn.batch_norm_composed(
+        input, running_mean, running_var, weight, bias, training, momentum, eps
+    )
+
+
+def _host_same(input: Tensor, *ts, contig: bool = False) -> bool:
+    """True when input is a float host tensor outside graph capture and each of ts is None or a
+    host tensor of its dtype (contiguous with contig): the fused ops' condition."""
+    if CAPTURE[0] is not None or input._dev is not None or not input.dtype.is_floating_point:
+        return False
+    for t in ts:
+        if t is not None and (
+            t._dev is not None or t.dtype is not input.dtype or (contig and not t.is_contiguous())
+        ):
+            return False
+    return True
 
 
 def layer_norm(
@@ -103,8 +111,11 @@ def layer_norm(
 ) -> Tensor:
     """Normalize over the trailing dims named by normalized_shape (biased variance), then scale
     by weight and shift by bias (both shaped normalized_shape)."""
-    _check_tensor("layer_norm", input)
     ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    out = _norm.fast_rows(_norm.LAYER_NORM, input, ns, weight, bias, eps, False)
+    if out is not None:  # small contiguous host tensors: one C call (cpu/python/fastpath_nn.c)
+        return out
+    _check_tensor("layer_norm", input)
     k = len(ns)
     if k == 0 or input.ndim < k or tuple(input.shape[-k:]) != ns:
         raise ShapeError(
@@ -114,12 +125,7 @@ def layer_norm(
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and tuple(t.shape) != ns:
             raise ShapeError(f"layer_norm(): {name} must have shape {ns}, got {tuple(t.shape)}")
-    if (
-        CAPTURE[0] is None
-        and input._dev is None
-        and input.dtype.is_floating_point
-        and all(t is None or (t._dev is None and t.dtype is input.dtype) for t in (weight, bias))
-    ):
+    if _host_same(input, weight, bias):
         # host tensors: one C pass per row forward and backward (gpucore/ops/norm.py); a
         # captured graph keeps the composition, which the runtime fuses itself
         return _norm.native_layer_norm(input, weight, bias, k, eps)[0]
@@ -135,13 +141,16 @@ def group_norm(
 ) -> Tensor:
     """Normalize [N, C, *] over each group of C / num_groups channels (and all of *), with the
     biased variance, then scale by weight and shift by bias (both [C])."""
+    out = _norm.fast_group(input, num_groups, weight, bias, eps)
+    if out is not None:  # small contiguous host tensors: one C call (cpu/python/fastpath_nn.c)
+        return out
     _check_tensor("group_norm", input)
     if input.ndim < 2:
         raise ShapeError(
             f"group_norm(): expected an input of at least 2 dims [N, C, *], got shape "
             f"{tuple(input.shape)}"
         )
-    n, c = input.shape[0], input.shape[1]
+    c = input.shape[1]
     num_groups = operator.index(num_groups)
     if num_groups < 1 or c % num_groups:
         raise ShapeError(
@@ -150,17 +159,9 @@ def group_norm(
             f"num_groups={num_groups}"
         )
     _check_per_channel("group_norm", input, weight=weight, bias=bias)
-    x = input.reshape(n, num_groups, input.numel() // max(n * num_groups, 1))  # n may be 0
-    mean = x.mean(-1, keepdim=True)
-    xc = x - mean
-    var = (xc * xc).mean(-1, keepdim=True)
-    out = (xc * (var + eps).rsqrt()).reshape(tuple(input.shape))
-    shape = (1, c) + (1,) * (input.ndim - 2)
-    if weight is not None:
-        out = out * weight.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
-    return out
+    if _host_same(input, weight, bias):
+        return _norm.native_group_norm(input, num_groups, weight, bias, eps)[0]
+    return _norm.group_norm_composed(input, num_groups, weight, bias, eps)
 
 
 def instance_norm(
@@ -250,8 +251,16 @@ def rms_norm(
     """Root-mean-square normalization over the trailing dims named by normalized_shape
     (torch.nn.functional.rms_norm): ``x / sqrt(mean(x**2) + eps) * weight``; eps None is the
     machine epsilon of the input's dtype, as PyTorch."""
-    _check_tensor("rms_norm", input)
     ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if type(input) is Tensor and input.dtype.is_floating_point:
+        if eps is None:
+            eps = _EPS.get(input.dtype)
+            if eps is None:
+                eps = _EPS[input.dtype] = float(np.finfo(input.dtype.np).eps)
+        out = _norm.fast_rows(_norm.RMS_NORM, input, ns, weight, None, eps, True)
+        if out is not None:  # small contiguous host tensors: one C call (cpu/python/fastpath_nn.c)
+            return out
+    _check_tensor("rms_norm", input)
     k = len(ns)
     if k == 0 or input.ndim < k or tuple(input.shape[-k:]) != ns:
         raise ShapeError(
@@ -262,9 +271,8 @@ def rms_norm(
         raise ShapeError(f"rms_norm(): weight must have shape {ns}, got {tuple(weight.shape)}")
     if eps is None:
         eps = float(np.finfo(input.dtype.np).eps)
-    dims = tuple(range(input.ndim - k, input.ndim))
-    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
-    if weight is None:
-        return out
+    if _host_same(input, weight):
+        return _norm.native_rms_norm(input, weight, k, eps)[0]
     # the output keeps the input's dtype, as PyTorch
-    return out * (weight if weight.dtype is input.dtype else weight.to(input.dtype))
+    w = weight if weight is None or weight.dtype is input.dtype else weight.to(input.dtype)
+    return _norm.rms_norm_composed(input, w, k, eps)

@@ -62,6 +62,7 @@ from .loss import (
 from .normalization import (
     BatchNorm1d,
     BatchNorm2d,
+    BatchNorm3d,
     GroupNorm,
     InstanceNorm2d,
     LayerNorm,
@@ -141,6 +142,7 @@ __all__ = [
     "Unfold",
     "BatchNorm1d",
     "BatchNorm2d",
+    "BatchNorm3d",
     "SyncBatchNorm",
     "BCELoss",
     "BCEWithLogitsLoss",

@@ -147,6 +147,12 @@ class BatchNorm2d(_BatchNorm):
     _dims = (4,)
 
 
+class BatchNorm3d(_BatchNorm):
+    """Batch normalization of [N, C, D, H, W] inputs."""
+
+    _dims = (5,)
+
+
 class LayerNorm(Module):
     """Normalizes the trailing dims given by normalized_shape; elementwise_affine adds a weight
     (ones) and a bias (zeros, unless bias=False) of that shape."""

@@ -2,8 +2,9 @@
 Softmax, LogSoftmax.
 
 Inference-mode batch norm with static statistics becomes one per-channel multiply-add (the
-runtime folds it into the convolution before it); layer norm is gpucore's composition, which
-the runtime fuses into one ``layer_norm`` node.
+runtime folds it into the convolution before it); layer, RMS and group norm are gpucore's
+nn.functional forms (the fused ops on host tensors; compositions in a captured graph, which the
+runtime fuses into one ``layer_norm`` node where it matches).
 """
 
 from __future__ import annotations
@@ -139,6 +140,9 @@ def rms_norm(ctx, node, ins):
     axis = ctx.axis(int(ctx.attr("axis", -1)), x.ndim)
     eps = float(ctx.attr("epsilon", 1e-5))
     ctx.attr("stash_type", 1)
+    normalized = tuple(int(s) for s in x.shape[axis:])
+    if tuple(scale.shape) == normalized and scale.dtype is x.dtype:
+        return F.rms_norm(x, normalized, scale, eps)  # the fused op on host tensors
     dims = tuple(range(axis, x.ndim))
     ctx.broadcast(x.shape, scale.shape)
     return x * ((x * x).mean(dims, keepdim=True) + eps).rsqrt() * scale
@@ -224,15 +228,11 @@ def group_normalization(ctx, node, ins):
     c = dims[1]
     if groups <= 0 or c % groups:
         raise ctx.invalid(f"num_groups {groups} does not divide {c} channels")
-    g = x.reshape(dims[0], groups, -1)
-    gc_ = g - g.mean(-1, keepdim=True)
-    y = (gc_ * ((gc_ * gc_).mean(-1, keepdim=True) + eps).rsqrt()).reshape(*dims)
     if int(scale.shape[0]) != c:  # per group: each value repeated for the group's channels
         scale, bias = (
             v.reshape(groups, 1).expand(groups, c // groups).reshape(c) for v in (scale, bias)
         )
-    shape = (c,) + (1,) * (len(dims) - 2)
-    return y * scale.reshape(*shape) + bias.reshape(*shape)
+    return F.group_norm(x, groups, scale, bias, eps)  # the fused op on host tensors
 
 
 @handles("LRN")

@@ -1,4 +1,4 @@
-"""Eager layer_norm's kernels (cpu/norm.c layer_norm_forward / layer_norm_backward, run by
+"""Eager layer_norm's kernels (cpu/norm.c norm_rows_forward / norm_rows_backward, run by
 gpucore/ops/norm.py): values, row statistics and all three gradients against float64, on rows
 around the vector lanes and the gradient blocks, every weight / bias combination; the same bits
 for any thread count and under every ISA; gradcheck and gradgradcheck through
@@ -37,10 +37,10 @@ def run(x, w, b, g, eps=1e-5):
     rows, n = x.shape
     dt = x.dtype
     out, mean, rstd = np.empty_like(x), np.empty(rows, dt), np.empty(rows, dt)
-    C.layer_norm_forward(x, w, b, out, mean, rstd, rows, n, eps)
+    C.norm_rows_forward(x, w, b, out, mean, rstd, rows, 1, n, 1, eps, 0)
     gx, gw, gb = np.empty_like(x), np.empty(n, dt), np.empty(n, dt)
     part = np.empty(max(1, -(-rows // CHUNK) * 2 * n))
-    C.layer_norm_backward(x, w, mean, rstd, g, gx, gw, gb, part, rows, n, CHUNK)
+    C.norm_rows_backward(x, w, mean, rstd, g, gx, gw, gb, part, rows, 1, n, 1, CHUNK, 0)
     return out, mean, rstd, gx, gw, gb
 
 
@@ -85,10 +85,10 @@ def test_threads_and_isas_bitwise(tmp_path):
         "d = np.load(sys.argv[2]); x, w, b, g = d['x'], d['w'], d['b'], d['g']\n"
         "rows, n = x.shape\n"
         "out, m, s = np.empty_like(x), np.empty(rows, x.dtype), np.empty(rows, x.dtype)\n"
-        "C.layer_norm_forward(x, w, b, out, m, s, rows, n, 1e-5)\n"
+        "C.norm_rows_forward(x, w, b, out, m, s, rows, 1, n, 1, 1e-5, 0)\n"
         "gx, gw, gb = np.empty_like(x), np.empty(n, x.dtype), np.empty(n, x.dtype)\n"
         f"part = np.empty(-(-rows // {CHUNK}) * 2 * n)\n"
-        f"C.layer_norm_backward(x, w, m, s, g, gx, gw, gb, part, rows, n, {CHUNK})\n"
+        f"C.norm_rows_backward(x, w, m, s, g, gx, gw, gb, part, rows, 1, n, 1, {CHUNK}, 0)\n"
         "np.savez(sys.argv[3], out=out, m=m, s=s, gx=gx, gw=gw, gb=gb)\n"
     )
     for isa in ISAS:
@@ -137,15 +137,17 @@ def test_bad_calls_raise():
     x = np.zeros((4, 8), np.float32)
     out, m, s = np.empty_like(x), np.empty(4, np.float32), np.empty(4, np.float32)
     with pytest.raises(ValueError):
-        C.layer_norm_forward(x, None, None, out, m, s, 5, 8, 1e-5)  # x too small
+        C.norm_rows_forward(x, None, None, out, m, s, 5, 1, 8, 1, 1e-5, 0)  # x too small
     with pytest.raises(ValueError):
-        C.layer_norm_forward(x, None, None, out, m, None, 4, 8, 1e-5)  # mean without rstd
+        C.norm_rows_forward(x, None, x[0], out, m, s, 4, 1, 8, 1, 1e-5, 1)  # rms with a bias
+    with pytest.raises(ValueError):
+        C.norm_rows_forward(x, None, None, out, m, s, 4, 3, 8, 1, 1e-5, 0)  # rows % groups
     with pytest.raises(TypeError):
-        C.layer_norm_forward(x, None, None, out.astype(np.float64), None, None, 4, 8, 1e-5)
+        C.norm_rows_forward(x, None, None, out.astype(np.float64), None, None, 4, 1, 8, 1, 1e-5, 0)
     gx, gw, gb = np.empty_like(x), np.empty(8, np.float32), np.empty(8, np.float32)
     with pytest.raises(ValueError):  # part too small for the blocks
-        C.layer_norm_backward(x, None, m, s, x, gx, gw, gb, np.empty(4), 4, 8, 64)
+        C.norm_rows_backward(x, None, m, s, x, gx, gw, gb, np.empty(4), 4, 1, 8, 1, 64, 0)
     with pytest.raises(ValueError):  # gw without part
-        C.layer_norm_backward(x, None, m, s, x, gx, gw, gb, None, 4, 8, 64)
+        C.norm_rows_backward(x, None, m, s, x, gx, gw, gb, None, 4, 1, 8, 1, 64, 0)
     with pytest.raises(ValueError):  # gx overlapping g
-        C.layer_norm_backward(x, None, m, s, x, x, None, None, None, 4, 8, 64)
+        C.norm_rows_backward(x, None, m, s, x, x, None, None, None, 4, 1, 8, 1, 64, 0)

@@ -7,9 +7,9 @@ common.py holds the tables (``KERNELS``; ``FAST``, the ops the extension's fast 
 whole), the ``kernel`` decorator and the shared helpers. Each family module registers its
 kernels with ``@kernel``, one module per module of gpucore/ops, of the same name: unary.py,
 elementwise.py, reduce.py, indexing.py, joining.py, linalg.py (its C kernel is cpu/gemm.c), nn.py,
-norm.py, pool.py, attention.py, random.py, optim.py, scan.py, scatter.py, selection.py and
-sorting.py (numpy); bessel.py, transcendental.py and polynomials.py (numpy, float64:
-the special functions of torch.special).
+norm.py, norm_batch.py, pool.py, attention.py, random.py, optim.py, scan.py, scatter.py,
+selection.py and sorting.py (numpy); bessel.py, transcendental.py and polynomials.py (numpy,
+float64: the special functions of torch.special).
 ops/shape.py has no kernels (views), nor have the composition modules (rearrange, pointwise,
 einsum); ops/inplace.py reuses the others'.
 
@@ -29,6 +29,7 @@ from . import (  # noqa: F401
     linalg,
     nn,
     norm,
+    norm_batch,
     optim,
     polynomials,
     pool,

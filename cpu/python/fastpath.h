@@ -1,0 +1,22 @@
+/* What the fast lane's files share (fastpath.c: the lane's state, its Tensor helpers and the
+ * elementwise / matmul lanes; fastpath_nn.c: softmax and the normalizations). */
+#ifndef GC_FASTPATH_H
+#define GC_FASTPATH_H
+
+#include <Python.h>
+
+extern PyTypeObject *gc_fast_tensor_type; /* gpucore.Tensor, once fast_setup ran */
+extern Py_ssize_t gc_fast_limit;          /* elements; 0 = lane closed */
+
+/* 'f' or 'd' when t is a plain host Tensor of float32 / float64, else 0. */
+char gc_fast_kind(PyObject *t);
+/* A C-contiguous buffer of t's data, or 0 (no error set) when it is not one. */
+int gc_fast_buf(PyObject *t, Py_buffer *v);
+int gc_fast_buf_w(PyObject *t, Py_buffer *v, int writable); /* writable: for in-place updates */
+int gc_fast_same_shape(const Py_buffer *a, const Py_buffer *b);
+/* A new host Tensor (its ndarray over a host-cache block) shaped like src's data, or of the
+ * given shape (a tuple, stolen); *ptr its first element. */
+PyObject *gc_fast_new(PyObject *src, char kind, void **ptr);
+PyObject *gc_fast_new_shaped(PyObject *shape, char kind, void **ptr);
+
+#endif
