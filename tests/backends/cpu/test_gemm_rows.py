@@ -1,16 +1,21 @@
 """The GEMM's row-split mode (cpu/gemm_rows.h: a narrow op(B) packed once and shared, the rows
 of A split across the threads): shapes around every blocking edge (the register tile, the K
 blocks, the units of MR panels, a ragged last unit), every transpose, alpha / beta, bias and
-activations, pre-packed operands; the same bits on 1 .. 8 threads (which also crosses over to
-the blocked steps when there are too few rows for the threads) and close to numpy in float64."""
+activations, pre-packed operands, every instruction set; the same bits on 1 .. 8 threads (which
+also crosses over to the blocked steps when there are too few rows for the threads) and close to
+numpy in float64."""
 
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
-from cpu_isa_harness import C
+from cpu_isa_harness import ISAS, C
 
 DTYPES = [np.float32, np.float64]
 TOL = {np.float32: 2e-5, np.float64: 1e-12}
@@ -113,3 +118,47 @@ def test_rows_mode_prepacked_operand_gives_the_unpacked_bits(threads, side, alph
             C.gemm_ex(a, b, want, *args)
             C.gemm_ex(pa, pb, got, *args)
             assert np.array_equal(want, got), (side, ta, tb, t)
+
+
+ISA_SCRIPT = textwrap.dedent(
+    """
+    import itertools, sys
+    import numpy as np
+    from cpu_isa_harness import C
+    for dt, (m, n, k), ta, tb in itertools.product(
+        (np.float32, np.float64), [(385, 129, 681), (300, 17, 1400), (61, 15, 40)], (0, 1), (0, 1)
+    ):
+        r = np.random.default_rng(m + k)
+        a = r.standard_normal((k, m) if ta else (m, k)).astype(dt)
+        b = r.standard_normal((n, k) if tb else (k, n)).astype(dt)
+        want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
+        outs = []
+        for t in (1, 2, 3):
+            C.set_num_threads(t)
+            c = np.empty((m, n), dt)
+            C.gemm(a, b, c, 1, m, n, k, ta, tb, 1.0, 0.0, 0, 0, 0)
+            outs.append(c)
+        err = np.abs(outs[0] - want).max() / np.abs(want).max()
+        assert err < (1e-5 if dt == np.float32 else 1e-13), (m, n, k, ta, tb, err)
+        assert all(np.array_equal(o, outs[0]) for o in outs), (m, n, k, ta, tb)
+    print(C.info()["isa"])
+    """
+)
+
+
+def test_rows_mode_under_every_isa(tmp_path):
+    """GPUCORE_CPU_ISA=scalar|sse2|avx2|avx512 (those this CPU has; other tiles, so other
+    modes), one subprocess each: close to float64 and the same bits on 1 .. 3 threads."""
+    script = tmp_path / "isa_rows.py"
+    script.write_text(ISA_SCRIPT)
+    tests = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])
+    procs = {}
+    for isa in ISAS:
+        env = dict(os.environ, GPUCORE_CPU_ISA=isa, PYTHONPATH=path)
+        procs[isa] = subprocess.Popen([sys.executable, str(script)], env=env, text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+    for isa, p in procs.items():
+        out, _ = p.communicate(timeout=300)
+        assert p.returncode == 0, f"GPUCORE_CPU_ISA={isa}:\n{out}"
+        assert out.split()[0] == isa
