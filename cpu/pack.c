@@ -119,7 +119,7 @@ GC_NO_MEMCPY_IDIOM static void GC_FN(pack_across)(GC_T *restrict d, const GC_T *
         /* the next group's row pieces, requested now: with a narrow piece (few panels) and a
          * long stride each row is a new cache line or two (A^T of dW = dY^T X: the copy waited
          * on L3 one row at a time) */
-        for (ptrdiff_t p = p1; p < p1 + 8 && p < kb; p++)
+        for (ptrdiff_t p = p0 == 0 ? 8 : p0 + 24; p < p0 + 32 && p < kb; p++)
             for (ptrdiff_t i = 0; i < span + line; i += line)
                 __builtin_prefetch(src + p * ld + (i < span ? i : span - 1));
         for (ptrdiff_t q = 0; q < np; q++) {
