@@ -807,7 +807,6 @@ int GC_FN(gc_gemm_px)(const GC_T *a, const gc_packed *pa, const GC_T *b, const g
         J.ncu = 1;
         J.pn = J.npb;
         J.gm = J.rg;
-        J.bdirect = 0;
         /* A in place for alpha 1 (the same bits as packed) */
         J.adirect |= !pa && !trans_a && alpha == (GC_T)1;
         J.bpack = !J.pkb;

@@ -9,6 +9,7 @@
  *       its A panels (read in place, or packed into the participant's own small buffer)
  *       gemm_unit over all of N: each A micro-panel (L1) meets every NR panel of the B block (L2)
  *
+ * A small row-major B (read in place by the blocked steps too) has only its edge panel packed.
  * The blocked steps instead pack an A block shared by all threads (both wait for it at every K
  * block) and give each compute unit its own copy of a B chunk, so that a narrow N splits into
  * chunks that each read the whole A block from L3 again (N = 128 became two chunks of 64 with
@@ -54,11 +55,13 @@ static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, cons
     const ptrdiff_t n = J->n, k = J->k;
     const int nr = J->nr;
     if (bw) {
-        const ptrdiff_t ng = (J->pn + GC_ROWS_BPAN - 1) / GC_ROWS_BPAN;
+        /* (B read in place: only its edge panel, if any) */
+        const ptrdiff_t first = J->bdirect ? n / nr : 0;
+        const ptrdiff_t ng = (J->pn - first + GC_ROWS_BPAN - 1) / GC_ROWS_BPAN;
         const ptrdiff_t nkb = (k + J->kc - 1) / J->kc, items = ng * nkb;
         for (int t; (t = atomic_fetch_add_explicit(&st->a_next, 1, memory_order_relaxed)) <
                     items;) {
-            const ptrdiff_t pc = (t / ng) * J->kc, q0 = (t % ng) * GC_ROWS_BPAN;
+            const ptrdiff_t pc = (t / ng) * J->kc, q0 = first + (t % ng) * GC_ROWS_BPAN;
             const ptrdiff_t kb = k - pc < J->kc ? k - pc : J->kc;
             const ptrdiff_t jc = q0 * nr, nb = n - jc < GC_ROWS_BPAN * nr ? n - jc
                                                                           : GC_ROWS_BPAN * nr;
