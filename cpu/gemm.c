@@ -25,7 +25,7 @@
  * split, the items are spread over the threads instead.  Items whose C overlap (sc == 0
  * accumulates) run in order.
  *
- * A narrow op(B) (each K block across all of N fits in L2) takes the row-split mode instead
+ * A narrow op(B) (each K block across all of N within ~1.6 x L2) takes the row-split mode instead
  * (gemm_rows.h): B packed once for all threads, the rows of A split among them, same bits.
  *
  * Few rows of A (m <= GC_GEMV_MAX_M_*: a Linear layer at batch 1) take gemm_small_m instead: B is

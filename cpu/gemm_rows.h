@@ -1,5 +1,5 @@
 /* The row-split mode of the blocked GEMM (gemm.c), type-generic (T = GC_T), included by gemm.c
- * after gemm_unit.  For a narrow op(B) (every K block of it fits in L2 across all of N: the
+ * after gemm_unit.  For a narrow op(B) (every K block of it across all of N within ~1.6 x L2: the
  * dX = dY @ W and dW = dY^T @ X products of a d = 128 model, N = 128 .. 512 at small K):
  *
  *   pack all of op(B) once, K block by K block, every NR panel across N (the threads claim
@@ -77,7 +77,9 @@ static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, cons
 }
 
 /* Whether the row-split mode takes an m x n x k product (blocking already set in J): every K
- * block of B across all of N within 3/4 of L2, all of B within GC_ROWS_MAX_B (the workspace
+ * block of B across all of N within 1.6 x L2 (one thread, GFLOP/s blocked -> row-split on AVX2:
+ * 1024 x 600 x 320 with a 750 KiB B block 56 -> 76, 512 x 1024 x 256 54 -> 60, a 300 x 2048 x 256
+ * dW 52 -> 50; narrower B blocks gain more: benchmarks/README.md, *A narrow B*), all of B within GC_ROWS_MAX_B (the workspace
  * holds it, and stays allocated), and at least two MR panels per thread.  With several K blocks
  * each unit reloads every B block from L3; when the whole A block fits in L2 the blocked steps
  * reload nothing and win (dW of 128 x 2048 x 128: ~10 % on one thread, more on two). */
@@ -88,6 +90,6 @@ static int GC_FN(rows_mode)(const GC_FN(gemm_job) * J, int want)
     const double ablk = (double)(J->npa * J->mr) * (double)J->kc * sizeof(GC_T);
     if (J->k > J->kc && ablk <= 0.6 * (double)gc_cache_info.l2)
         return 0;
-    return !J->vka && !J->vkb && (double)J->kc * width <= 0.75 * (double)gc_cache_info.l2 &&
+    return !J->vka && !J->vkb && (double)J->kc * width <= 1.6 * (double)gc_cache_info.l2 &&
            (J->pkb || (double)J->k * width <= GC_ROWS_MAX_B) && J->npa >= 2 * (ptrdiff_t)want;
 }
