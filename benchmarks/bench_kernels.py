@@ -10,6 +10,8 @@ Run from the repository root after ``python setup.py build_ext --inplace``::
     python benchmarks/bench_kernels.py --dtype float64
     python benchmarks/bench_kernels.py --only-infer    # just the inference kernels (--no-infer:
                                                        # just GEMM)
+    python benchmarks/bench_kernels.py --model --threads 1   # the GEMMs of train.py's GPT and of
+                                                       # infer.py's MLP / transformer block rows
 
 The inference table: layer_norm (``_cpu.layer_norm``, weight and bias) vs
 ``torch.nn.functional.layer_norm``; attention (``_cpu.attention``, algo 0 = auto) vs
@@ -19,9 +21,11 @@ weight [n, k] as nn.Linear stores it, trans_b = 1) vs numpy's ``x @ W.T``.  Same
 rounds as the GEMM table; ratio = reference time / gpucore time (> 1: gpucore is faster).
 
 gpucore uses its thread pool (GPUCORE_NUM_THREADS, default all CPUs; GPUCORE_CPU_ISA forces an
-instruction set); numpy uses OpenBLAS's default threads.  OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
-halve numpy's speed on our machines and are read when OpenBLAS loads, so if either is set the
-script re-executes itself without them before importing numpy.  Every shape is timed in
+instruction set); numpy uses OpenBLAS's default threads.  ``--threads N`` sets both (the pool
+through ``_cpu.set_num_threads``, OpenBLAS through OPENBLAS_NUM_THREADS before it loads).
+OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE halve numpy's speed on our machines and are read when
+OpenBLAS loads, so if either is set the script re-executes itself without them before importing
+numpy.  Every shape is timed in
 alternating blocks (all shapes with gpucore, a 0.3 s pause, all shapes with numpy, a pause, ...:
 a library's spinning worker threads would otherwise slow the other) and the median over the
 rounds is reported, with the best round next to it (on a shared, busy machine the best round is
@@ -34,10 +38,26 @@ import os
 import sys
 
 _BAD_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
-if any(k in os.environ for k in _BAD_ENV):
+
+
+def _threads_arg(argv):
+    """The value of --threads, read before numpy loads (OpenBLAS reads its thread count then)."""
+    for i, arg in enumerate(argv):
+        if arg == "--threads" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--threads="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+_THREADS = _threads_arg(sys.argv[1:])
+_set_threads = _THREADS is not None and os.environ.get("OPENBLAS_NUM_THREADS") != _THREADS
+if any(k in os.environ for k in _BAD_ENV) or _set_threads:
     if "numpy" in sys.modules:  # pragma: no cover - only when imported as a module
-        sys.exit("bench_kernels: numpy was imported before OPENBLAS_* could be unset")
+        sys.exit("bench_kernels: numpy was imported before OPENBLAS_* could be set")
     env = {k: v for k, v in os.environ.items() if k not in _BAD_ENV}
+    if _set_threads:
+        env["OPENBLAS_NUM_THREADS"] = _THREADS
     sys.stdout.flush()
     os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], env)
 
@@ -55,6 +75,32 @@ LAYER_NORM = [(64, 64), (512, 1024)]  # rows x n: a [4, 16, 64] activation, a [5
 ATTENTION = [(4, 4, 16, 16), (4, 4, 128, 64), (1, 8, 1024, 64)]  # B, H, S, D (self-attention)
 GEMV = [(2048, 2048), (512, 512)]  # n x k weights, m = 1
 MLP = [(64, 784, 512), (256, 784, 512), (64, 512, 10)]  # M x K x N
+# (M, K, N, ta, tb): train.py's GPT (batch 32 x context 64 = 2048 tokens, d 128, MLP 512, QKV
+# 384, vocabulary 96): forward x @ W.T, dX = dY @ W, dW = dY.T @ X; then infer.py's rows: the
+# MLP at W512 / W2048 batch 32, transformer blocks B4 T64 d128 and B4 T128 d256
+MODEL = [
+    (2048, 128, 384, 0, 1),
+    (2048, 128, 128, 0, 1),
+    (2048, 128, 512, 0, 1),
+    (2048, 512, 128, 0, 1),
+    (2048, 128, 96, 0, 1),
+    (2048, 384, 128, 0, 0),
+    (2048, 128, 128, 0, 0),
+    (2048, 512, 128, 0, 0),
+    (2048, 128, 512, 0, 0),
+    (384, 2048, 128, 1, 0),
+    (128, 2048, 128, 1, 0),
+    (512, 2048, 128, 1, 0),
+    (128, 2048, 512, 1, 0),
+    (32, 512, 512, 0, 1),
+    (32, 2048, 2048, 0, 1),
+    (256, 128, 384, 0, 1),
+    (256, 128, 512, 0, 1),
+    (256, 512, 128, 0, 1),
+    (512, 256, 768, 0, 1),
+    (512, 256, 1024, 0, 1),
+    (512, 1024, 256, 0, 1),
+]
 
 
 def _time(fn, min_time):
@@ -225,7 +271,11 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, help="alternating rounds (default 7, 3 with --quick)")
     p.add_argument("--no-infer", action="store_true", help="skip the inference kernels")
     p.add_argument("--only-infer", action="store_true", help="only the inference kernels")
+    p.add_argument("--model", action="store_true", help="only the GPT / inference model shapes")
+    p.add_argument("--threads", type=int, help="threads for gpucore and numpy (OpenBLAS)")
     args = p.parse_args(argv)
+    if args.threads:
+        _cpu.set_num_threads(args.threads)
     dtype = np.dtype(args.dtype).type
     rounds, min_time = (3, 0.02) if args.quick else (7, 0.05)
     rounds = args.rounds or rounds
@@ -246,6 +296,8 @@ def main(argv=None):
         shapes += MLP
     trans = [(0, 0)] + ([(0, 1), (1, 0), (1, 1)] if args.trans else [])
     cases = [Case(m, k, n, dtype, ta, tb) for m, k, n in shapes for ta, tb in trans]
+    if args.model:
+        cases = [Case(m, k, n, dtype, ta, tb) for m, k, n, ta, tb in MODEL]
     errors = [c.error() for c in cases]
     time.sleep(0.3)
     for _ in range(rounds):  # alternating blocks: gpucore, pause, numpy, pause

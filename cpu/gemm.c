@@ -25,6 +25,9 @@
  * split, the items are spread over the threads instead.  Items whose C overlap (sc == 0
  * accumulates) run in order.
  *
+ * A narrow op(B) (each K block across all of N within ~1.6 x L2) takes the row-split mode instead
+ * (gemm_rows.h): B packed once for all threads, the rows of A split among them, same bits.
+ *
  * Few rows of A (m <= GC_GEMV_MAX_M_*: a Linear layer at batch 1) take gemm_small_m instead: B is
  * read where it lies by the ISA's gemv kernels, no packing (see there).
  *
@@ -161,6 +164,10 @@ typedef struct {
     ptrdiff_t wn, gm;
     int ncu, nmu;
     ptrdiff_t pn; /* NR panels across n */
+    /* row-split mode (gemm_rows.h): units of rg MR panels; bpack: B is packed into J->pkb (the
+     * workspace) first */
+    int rows, bpack;
+    ptrdiff_t rg;
     /* pre-packed operands (gc_packed): the panels of the tile's A (rows) / B (columns) side, or
      * NULL; npa / npb panels across m / n per K block.  pa_scale: packed A panels are copied
      * times alpha into the A buffers (the unpacked call folds alpha into its packing). */
@@ -330,6 +337,8 @@ static void GC_FN(gemm_unit)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_
     }
 }
 
+#include "gemm_rows.h"
+
 /* One GEMM (one batch item), run by every participant of a region: A panels and compute units
  * are claimed from the step counters (zeroed by the caller).  A thread waits (1) for the A block
  * of its step to be packed, (2) before packing into an A buffer, for the step that last used it,
@@ -398,6 +407,11 @@ static void GC_FN(gemm_item)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_
 static void GC_FN(gemm_body)(void *ctx, int slot)
 {
     GC_FN(gemm_job) *J = (GC_FN(gemm_job) *)ctx;
+    if (J->rows) { /* workspace [B, A x slots, steps] */
+        GC_FN(gemm_rows_item)(J, J->a, J->b, J->c, J->bpack ? J->ws : NULL,
+                              J->ws + J->bsz + slot * J->asz, J->steps);
+        return;
+    }
     GC_FN(gemm_item)(J, J->a, J->b, J->c, J->ws, J->ws + J->asz,
                      J->ws + 2 * J->asz + slot * J->bsz, J->steps);
 }
@@ -786,10 +800,25 @@ int GC_FN(gc_gemm_px)(const GC_T *a, const gc_packed *pa, const GC_T *b, const g
         }
     }
     GC_FN(gemm_units)(&J, batch_mode ? 1 : want);
-    /* (no A buffers for packed A panels used in place, no B blocks for packed B) */
-    J.asz = J.pka && !J.pa_scale ? 0 : GC_FN(round_up)(J.mc * J.kc, 64);
-    J.bsz = J.pkb ? 0 : GC_FN(round_up)(J.wn * J.kc, 64);
-    J.nsteps = ((m + J.mc - 1) / J.mc) * ((k + J.kc - 1) / J.kc);
+    J.rows = !batch_mode && GC_FN(rows_mode)(&J, want);
+    if (J.rows) { /* one B for all (bsz), an A buffer per participant (asz) */
+        const ptrdiff_t rg = J.npa / (3 * want), rmax = trans_a ? 8 : 4;
+        J.rg = rg < rmax ? (rg > 1 ? rg : 1) : rmax;
+        J.ncu = 1;
+        J.pn = J.npb;
+        J.gm = J.rg;
+        /* A in place for alpha 1 (the same bits as packed) */
+        J.adirect |= !pa && !trans_a && alpha == (GC_T)1;
+        J.bpack = !J.pkb;
+        J.asz = GC_FN(round_up)(J.rg * J.mr * J.kc, 64);
+        J.bsz = J.pkb ? 0 : GC_FN(round_up)(k * J.npb * J.nr, 64);
+        J.nsteps = 1;
+    } else {
+        /* (no A buffers for packed A panels used in place, no B blocks for packed B) */
+        J.asz = J.pka && !J.pa_scale ? 0 : GC_FN(round_up)(J.mc * J.kc, 64);
+        J.bsz = J.pkb ? 0 : GC_FN(round_up)(J.wn * J.kc, 64);
+        J.nsteps = ((m + J.mc - 1) / J.mc) * ((k + J.kc - 1) / J.kc);
+    }
     const ptrdiff_t step_elems = GC_FN(round_up)(
         (ptrdiff_t)((sizeof(gc_gemm_step) * (size_t)J.nsteps + sizeof(GC_T) - 1) / sizeof(GC_T)),
         64);
@@ -797,9 +826,9 @@ int GC_FN(gc_gemm_px)(const GC_T *a, const gc_packed *pa, const GC_T *b, const g
     const int ctbuf = J.ct && !batch_mode && (double)m * n * sizeof(GC_T) <= GC_CT_BUF_BYTES;
     /* batch mode: per slot [A, A, B, steps]; else [A, A, B x want, steps, C^T] */
     J.slot_elems = 2 * J.asz + J.bsz + step_elems;
+    const ptrdiff_t ab = J.rows ? J.bsz + J.asz * want : 2 * J.asz + J.bsz * want;
     const ptrdiff_t total = batch_mode ? J.slot_elems * want
-                                       : 2 * J.asz + J.bsz * want + step_elems +
-                                             (ctbuf ? GC_FN(round_up)(m * n, 64) : 0);
+                                       : ab + step_elems + (ctbuf ? GC_FN(round_up)(m * n, 64) : 0);
     GC_T *ws = (GC_T *)gc_scratch(sizeof(GC_T) * (size_t)total);
     if (!ws)
         return -1;
@@ -816,10 +845,12 @@ int GC_FN(gc_gemm_px)(const GC_T *a, const gc_packed *pa, const GC_T *b, const g
         gc_region(GC_FN(gemm_batch_body), &J, want);
         return 0;
     }
-    J.steps = (gc_gemm_step *)(ws + 2 * J.asz + J.bsz * want);
+    J.steps = (gc_gemm_step *)(ws + ab);
+    if (J.bpack)
+        J.pkb = ws;
     GC_T *tt = NULL;
     if (ctbuf) {
-        tt = ws + 2 * J.asz + J.bsz * want + step_elems;
+        tt = ws + ab + step_elems;
         J.ct = 0;
         J.bias = NULL;
         J.relu = 0;

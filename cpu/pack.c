@@ -113,8 +113,15 @@ GC_NO_MEMCPY_IDIOM static void GC_FN(pack_across)(GC_T *restrict d, const GC_T *
 {
     const int scale = alpha != (GC_T)1;
     const GC_VT va = {alpha, alpha GC_VT_REST};
+    const ptrdiff_t span = valid < np * w ? valid : np * w, line = 64 / (ptrdiff_t)sizeof(GC_T);
     for (ptrdiff_t p0 = 0; p0 < kb; p0 += 8) {
         const ptrdiff_t p1 = p0 + 8 < kb ? p0 + 8 : kb;
+        /* the row pieces three groups ahead (at the start: the next two groups), requested
+         * now: with a narrow piece (few panels) and a long stride each row is a new cache line or
+         * two (A^T of dW = dY^T X: the copy waited on L3 / memory one row at a time) */
+        for (ptrdiff_t p = p0 == 0 ? 8 : p0 + 24; p < p0 + 32 && p < kb; p++)
+            for (ptrdiff_t i = 0; i < span + line; i += line)
+                __builtin_prefetch(src + p * ld + (i < span ? i : span - 1));
         for (ptrdiff_t q = 0; q < np; q++) {
             const ptrdiff_t n = valid - q * w < w ? valid - q * w : w;
             GC_T *restrict dq = d + q * w * kb + p0 * w;

@@ -1,0 +1,95 @@
+/* The row-split mode of the blocked GEMM (gemm.c), type-generic (T = GC_T), included by gemm.c
+ * after gemm_unit.  For a narrow op(B) (every K block of it across all of N within ~1.6 x L2: the
+ * dX = dY @ W and dW = dY^T @ X products of a d = 128 model, N = 128 .. 512 at small K):
+ *
+ *   pack all of op(B) once, K block by K block, every NR panel across N (the threads claim
+ *   groups of panels; one wait, for the last of them); then
+ *   for each unit (a group of J->rg MR-row panels of A, claimed dynamically):
+ *     for pc in K by KC:
+ *       its A panels (read in place, or packed into the participant's own small buffer)
+ *       gemm_unit over all of N: each A micro-panel (L1) meets every NR panel of the B block (L2)
+ *
+ * A small row-major B (read in place by the blocked steps too) has only its edge panel packed.
+ * The blocked steps instead pack an A block shared by all threads (both wait for it at every K
+ * block) and give each compute unit its own copy of a B chunk, so that a narrow N splits into
+ * chunks that each read the whole A block from L3 again (N = 128 became two chunks of 64 with
+ * NC = 96).  Here no thread waits after the B packing, A is read once per K block, and a unit
+ * updates only its own rows of C, K block after K block.  The tiles, their K blocks and the
+ * micro-kernel calls are those of the blocked steps, so C is bitwise the same (and the same for
+ * any number of threads). */
+
+/* Unit u of the row-split mode, run by one participant with A buffer abuf (rg * mr * kc). */
+static void GC_FN(gemm_rows_unit)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_T *b,
+                                  GC_T *c, GC_T *abuf, ptrdiff_t u)
+{
+    const ptrdiff_t m = J->m, k = J->k;
+    const int mr = J->mr;
+    const ptrdiff_t ic = u * J->rg * mr;
+    const ptrdiff_t mb = m - ic < J->rg * mr ? m - ic : J->rg * mr;
+    const ptrdiff_t npan = (mb + mr - 1) / mr;
+    for (ptrdiff_t pc = 0; pc < k; pc += J->kc) {
+        const ptrdiff_t kb = k - pc < J->kc ? k - pc : J->kc;
+        const GC_T *ablk = abuf;
+        if (J->pka && !J->pa_scale) {
+            ablk = J->pka + pc * J->npa * mr + ic * kb;
+        } else if (J->pka) {
+            const GC_T *src = J->pka + pc * J->npa * mr + ic * kb;
+            for (ptrdiff_t i = 0; i < npan * mr * kb; i++)
+                abuf[i] = J->alpha * src[i];
+        } else if (J->ta || !J->adirect) {
+            GC_FN(pack_a)(abuf, a, m, k, J->ta, J->alpha, ic, mb, pc, kb, mr, 0, npan);
+        } else if (npan * mr > mb) { /* in place: only the edge panel is packed */
+            GC_FN(pack_a)(abuf, a, m, k, 0, J->alpha, ic, mb, pc, kb, mr, npan - 1, npan);
+        }
+        /* (one unit of the step's grid: ncu = 1 chunk of every panel, gm >= npan) */
+        GC_FN(gemm_unit)(J, a, b, c, ablk, NULL, ic, mb, pc, kb, 0);
+    }
+}
+
+/* One GEMM in row-split mode, run by every participant (slot: its A buffer).  Counters: st->a_*
+ * for the B packing (items of GC_ROWS_BPAN panels of one K block), st->u_* for the units. */
+#define GC_ROWS_BPAN 4
+static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_T *b,
+                                  GC_T *c, GC_T *bw, GC_T *abuf, gc_gemm_step *st)
+{
+    const ptrdiff_t n = J->n, k = J->k;
+    const int nr = J->nr;
+    if (bw) {
+        /* (B read in place: only its edge panel, if any) */
+        const ptrdiff_t first = J->bdirect ? n / nr : 0;
+        const ptrdiff_t ng = (J->pn - first + GC_ROWS_BPAN - 1) / GC_ROWS_BPAN;
+        const ptrdiff_t nkb = (k + J->kc - 1) / J->kc, items = ng * nkb;
+        for (int t; (t = atomic_fetch_add_explicit(&st->a_next, 1, memory_order_relaxed)) <
+                    items;) {
+            const ptrdiff_t pc = (t / ng) * J->kc, q0 = first + (t % ng) * GC_ROWS_BPAN;
+            const ptrdiff_t kb = k - pc < J->kc ? k - pc : J->kc;
+            const ptrdiff_t jc = q0 * nr, nb = n - jc < GC_ROWS_BPAN * nr ? n - jc
+                                                                          : GC_ROWS_BPAN * nr;
+            GC_FN(pack_b)(bw + pc * J->pn * nr + q0 * nr * kb, b, n, k, J->tb, pc, kb, jc, nb,
+                          nr);
+            atomic_fetch_add_explicit(&st->a_done, 1, memory_order_release);
+        }
+        gc_wait_at_least(&st->a_done, (int)items);
+    }
+    const ptrdiff_t units = (J->npa + J->rg - 1) / J->rg;
+    for (int u; (u = atomic_fetch_add_explicit(&st->u_next, 1, memory_order_relaxed)) < units;)
+        GC_FN(gemm_rows_unit)(J, a, b, c, abuf, u);
+}
+
+/* Whether the row-split mode takes an m x n x k product (blocking already set in J): every K
+ * block of B across all of N within 1.6 x L2 (one thread, GFLOP/s blocked -> row-split on AVX2:
+ * 1024 x 600 x 320 with a 750 KiB B block 56 -> 76, 512 x 1024 x 256 54 -> 60, a 300 x 2048 x 256
+ * dW 52 -> 50; narrower B blocks gain more: benchmarks/README.md, *A narrow B*), all of B within GC_ROWS_MAX_B (the workspace
+ * holds it, and stays allocated), and at least two MR panels per thread.  With several K blocks
+ * each unit reloads every B block from L3; when the whole A block fits in L2 the blocked steps
+ * reload nothing and win (dW of 128 x 2048 x 128: ~10 % on one thread, more on two). */
+#define GC_ROWS_MAX_B (8.0 * 1024 * 1024)
+static int GC_FN(rows_mode)(const GC_FN(gemm_job) * J, int want)
+{
+    const double width = (double)(J->npb * J->nr) * sizeof(GC_T);
+    const double ablk = (double)(J->npa * J->mr) * (double)J->kc * sizeof(GC_T);
+    if (J->k > J->kc && ablk <= 0.6 * (double)gc_cache_info.l2)
+        return 0;
+    return !J->vka && !J->vkb && (double)J->kc * width <= 1.6 * (double)gc_cache_info.l2 &&
+           (J->pkb || (double)J->k * width <= GC_ROWS_MAX_B) && J->npa >= 2 * (ptrdiff_t)want;
+}

@@ -1,0 +1,165 @@
+"""The GEMM's row-split mode (cpu/gemm_rows.h: a narrow op(B) packed once and shared, the rows
+of A split across the threads): shapes around every blocking edge (the register tile, the K
+blocks, the units of MR panels, a ragged last unit), every transpose, alpha / beta, bias and
+activations, pre-packed operands, every instruction set; the same bits on 1 .. 8 threads (which
+also crosses over to the blocked steps when there are too few rows for the threads) and close to
+numpy in float64."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from cpu_isa_harness import ISAS, C
+
+DTYPES = [np.float32, np.float64]
+TOL = {np.float32: 2e-5, np.float64: 1e-12}
+# (m, n, k): N = 128 (dX / dW of a d = 128 model), N around the NR = 16 (AVX2 float32) tile and
+# the 8 (float64) one, K around one and several K blocks (float32 KC 680 on this machine,
+# float64 336; a small A with several K blocks takes the blocked steps), M around units of 4 / 8
+# panels of 6 rows and a ragged last panel, few rows (60: the blocked steps on 8 threads)
+SHAPES = [(2048, 128, 512), (385, 129, 681), (97, 127, 1500), (300, 17, 679), (61, 15, 337),
+          (250, 64, 40), (1000, 8, 7), (60, 100, 600), (13 * 6 + 1, 33, 2)]  # fmt: skip
+
+
+@pytest.fixture
+def threads():
+    """set_num_threads for the test, restored afterwards."""
+    before = C.info()["threads"]
+    yield C.set_num_threads
+    C.set_num_threads(before)
+
+
+def _operands(dt, m, n, k, ta, tb, seed):
+    r = np.random.default_rng(seed)
+    a = r.standard_normal((k, m) if ta else (m, k)).astype(dt)
+    b = r.standard_normal((n, k) if tb else (k, n)).astype(dt)
+    c0 = r.standard_normal((m, n)).astype(dt)
+    bias = r.standard_normal(n).astype(dt)
+    return a, b, c0, bias
+
+
+def _reference(a, b, c0, bias, ta, tb, alpha, beta, act):
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    y = alpha * ((a64.T if ta else a64) @ (b64.T if tb else b64)) + beta * c0.astype(np.float64)
+    if bias is not None:
+        y = y + bias
+    return np.maximum(y, 0.0) if act == C.UNARY_RELU else y
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=["float32", "float64"])
+@pytest.mark.parametrize("m,n,k", SHAPES)
+def test_rows_mode_same_bits_on_any_thread_count(threads, dt, m, n, k):
+    for (ta, tb), (alpha, beta, use_bias, act) in itertools.product(
+        itertools.product([0, 1], [0, 1]),
+        [(1.0, 0.0, False, -1), (0.75, 0.5, True, C.UNARY_RELU)],
+    ):
+        a, b, c0, bias = _operands(dt, m, n, k, ta, tb, seed=m + n + k)
+        bv = bias if use_bias else None
+        want = _reference(a, b, c0, bv, ta, tb, alpha, beta, act)
+        scale = np.abs(want).max() + 1.0
+        first = None
+        for t in (1, 2, 3, 8):
+            threads(t)
+            c = c0.copy()
+            C.gemm_ex(a, b, c, 1, m, n, k, ta, tb, alpha, beta, 0, 0, 0, bv, act)
+            if first is None:
+                first = c
+                err = np.abs(c - want).max() / scale
+                assert err < TOL[dt] * np.sqrt(k), (ta, tb, alpha, err)
+            else:
+                assert np.array_equal(c, first), (t, ta, tb, alpha)
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=["float32", "float64"])
+def test_rows_mode_tanh_epilogue_and_accumulating_batch(threads, dt):
+    """A per-row activation after the last K block, and batch items that accumulate into one C
+    (C stride 0: items in order) across several K blocks."""
+    m, n, k, batch = 200, 96, 1400, 3
+    r = np.random.default_rng(5)
+    a = r.standard_normal((batch, m, k)).astype(dt)
+    b = r.standard_normal((batch, n, k)).astype(dt)
+    outs = []
+    for t in (1, 2, 3):
+        threads(t)
+        c = np.zeros((m, n), dt)
+        C.gemm(a, b, c, batch, m, n, k, 0, 1, 1.0, 1.0, m * k, n * k, 0)
+        t_out = np.zeros((m, n), dt)
+        C.gemm_ex(a[0], b[0], t_out, 1, m, n, k, 0, 1, 1.0, 0.0, 0, 0, 0, None, C.UNARY_TANH)
+        outs.append((c, t_out))
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want = sum(a64[i] @ b64[i].T for i in range(batch))
+    assert np.abs(outs[0][0] - want).max() < TOL[dt] * np.sqrt(k) * np.abs(want).max()
+    pre = a64[0] @ b64[0].T  # (tanh' <= 1: its error is at most that of the product)
+    err = np.abs(outs[0][1] - np.tanh(pre)).max()
+    assert err < TOL[dt] * np.sqrt(k) * np.abs(pre).max()
+    for c, t_out in outs[1:]:
+        assert np.array_equal(c, outs[0][0]) and np.array_equal(t_out, outs[0][1])
+
+
+@pytest.mark.parametrize("side", ["a", "b"])
+@pytest.mark.parametrize("alpha", [1.0, 0.5])
+def test_rows_mode_prepacked_operand_gives_the_unpacked_bits(threads, side, alpha):
+    """A pre-packed A (its panels read where they lie, or copied times alpha) or B (no packing
+    at all) in the row-split mode: the unpacked call's bits, on 1 and 2 threads."""
+    m, n, k = 700, 128, 900
+    for ta, tb in itertools.product([0, 1], [0, 1]):
+        a, b, c0, bias = _operands(np.float32, m, n, k, ta, tb, seed=11)
+        for t in (1, 2):
+            threads(t)
+            pa = C.gemm_pack(a, "a", m, k, ta, 0) if side == "a" else a
+            pb = C.gemm_pack(b, "b", k, n, tb, 0) if side == "b" else b
+            want, got = c0.copy(), c0.copy()
+            args = (1, m, n, k, ta, tb, alpha, 0.25, 0, 0, 0, bias, C.UNARY_RELU)
+            C.gemm_ex(a, b, want, *args)
+            C.gemm_ex(pa, pb, got, *args)
+            assert np.array_equal(want, got), (side, ta, tb, t)
+
+
+ISA_SCRIPT = textwrap.dedent(
+    """
+    import itertools, sys
+    import numpy as np
+    from cpu_isa_harness import C
+    for dt, (m, n, k), ta, tb in itertools.product(
+        (np.float32, np.float64), [(385, 129, 681), (300, 17, 1400), (61, 15, 40)], (0, 1), (0, 1)
+    ):
+        r = np.random.default_rng(m + k)
+        a = r.standard_normal((k, m) if ta else (m, k)).astype(dt)
+        b = r.standard_normal((n, k) if tb else (k, n)).astype(dt)
+        want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
+        outs = []
+        for t in (1, 2, 3):
+            C.set_num_threads(t)
+            c = np.empty((m, n), dt)
+            C.gemm(a, b, c, 1, m, n, k, ta, tb, 1.0, 0.0, 0, 0, 0)
+            outs.append(c)
+        err = np.abs(outs[0] - want).max() / np.abs(want).max()
+        assert err < (1e-5 if dt == np.float32 else 1e-13), (m, n, k, ta, tb, err)
+        assert all(np.array_equal(o, outs[0]) for o in outs), (m, n, k, ta, tb)
+    print(C.info()["isa"])
+    """
+)
+
+
+def test_rows_mode_under_every_isa(tmp_path):
+    """GPUCORE_CPU_ISA=scalar|sse2|avx2|avx512 (those this CPU has; other tiles, so other
+    modes), one subprocess each: close to float64 and the same bits on 1 .. 3 threads."""
+    script = tmp_path / "isa_rows.py"
+    script.write_text(ISA_SCRIPT)
+    tests = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])
+    procs = {}
+    for isa in ISAS:
+        env = dict(os.environ, GPUCORE_CPU_ISA=isa, PYTHONPATH=path)
+        procs[isa] = subprocess.Popen([sys.executable, str(script)], env=env, text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+    for isa, p in procs.items():
+        out, _ = p.communicate(timeout=300)
+        assert p.returncode == 0, f"GPUCORE_CPU_ISA={isa}:\n{out}"
+        assert out.split()[0] == isa
