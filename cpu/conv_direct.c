@@ -1,0 +1,309 @@
+/* Direct float32 conv2d forward (groups 1, NCHW): the GEMM's register tile with its A operand
+ * read straight from the (zero-padded) image, no column matrix.
+ *
+ *   out[b]^T [L, O] = col(x[b])^T [L, CK] @ W^T [CK, O]    (L = oh*ow pixels, CK = c*kh*kw)
+ *
+ * The rows of the micro-tile are MR output pixels, its columns NR output channels.  Row i of
+ * K step p = (ci, ki, kj) reads pad[rows[l] + koff[p]] with rows[l] = oy*sh*wp + ox*sw (the
+ * window's corner in the padded image, wp its padded width) and koff[p] = ci*hp*wp + ki*dh*wp +
+ * kj*dw: any kernel size, stride and dilation, and every pixel of a panel may lie on a different
+ * output row, so no lanes are lost to narrow images (7x7 outputs: 49 pixels in 9 panels of 6,
+ * where the im2col GEMM fills 49 of the 64 columns of its 16-wide panels).  W is packed once per
+ * call as the GEMM packs the weight of a swapped product (pack.c: side A, swap 1: panels of NR
+ * output channels per K block); a weight the compiled executor pre-packed that way (gemm_pack)
+ * is used where it lies.
+ *
+ * Bits: every output element is the GEMM micro-kernel's FMA chain over the same K blocks
+ * (gc_gemm_kc), the blocks added in order (acc + C), then + bias: exactly what the im2col GEMM
+ * (gemm.c's blocked path; not its small-m gemv path, O <= 24) computes for that element.  Each
+ * element is computed by one thread from start to end, so the result never depends on the
+ * thread count or on how the work is split.
+ *
+ * Work: units of (image, group of pixel panels); each unit walks K blocks, then chunks of
+ * GC_DCONV_CHUNK pixel panels (their image rows stay in L1/L2), then the weight panels (one K
+ * block of one panel: kb x NR floats, in L2), then the chunk's pixel panels.  A batch with at
+ * least as many images as threads gives one unit per image; smaller batches split each image's
+ * pixels into groups so that every thread gets work.
+ *
+ * When this path runs instead of im2col + GEMM: gc_conv2d_direct_use (the rule, from the
+ * measurements in benchmarks/README.md, *Direct convolution*). */
+#define _POSIX_C_SOURCE 200112L
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "isa.h"
+#include "kernels.h"
+
+/* pixel panels per chunk of a unit (6-pixel panels on AVX2: ~100 pixels, about two rows of a
+ * 56-wide image and all three input rows of their windows per channel in L1/L2) */
+#define GC_DCONV_CHUNK 16
+
+/* GPUCORE_CONV: "im2col" or "direct" forces a path where both apply (tests, benchmarks);
+ * anything else, or unset, is the rule.  Read on every call (a getenv is ~0.1 us; a
+ * convolution is >= ~10 us), so a process can time both paths side by side. */
+static int dconv_forced(void)
+{
+    const char *e = getenv("GPUCORE_CONV");
+    return e && !strcmp(e, "im2col") ? 1 : e && !strcmp(e, "direct") ? 2 : 0;
+}
+
+int gc_conv2d_direct_use(const gc_conv *p, ptrdiff_t o)
+{
+    if (!gc_isa.cukr_f32 || o <= 0 || p->c <= 0 || p->n <= 0)
+        return 0;
+    /* a 1x1 convolution with stride 1 and no padding is a plain GEMM on the image (conv.c) */
+    if (p->kh == 1 && p->kw == 1 && p->sh == 1 && p->sw == 1 && p->ph == 0 && p->pw == 0)
+        return 0;
+    /* koff is int32: the padded image must have fewer than 2^31 elements */
+    const double hp = (double)p->h + 2.0 * (double)p->ph, wp = (double)p->w + 2.0 * (double)p->pw;
+    if ((double)p->c * hp * wp >= 2147483647.0)
+        return 0;
+    const int forced = dconv_forced();
+    if (forced)
+        return forced == 2;
+    return 1;
+}
+
+typedef struct {
+    const float *x, *bias;
+    float *out;
+    const gc_conv *p;
+    ptrdiff_t o, ck, l, hp, wp, kc, npo, npx, gpan, upi, nunits;
+    int padded, mr, nr;
+    const float *wpk;      /* packed weight: K block pc at wpk + pc * npo * nr */
+    const ptrdiff_t *rows; /* npx * mr pixel corners (past l: pixel 0's) */
+    const int32_t *koff;   /* ck offsets */
+    _Alignas(64) atomic_long next;
+    atomic_int failed;
+} dconv_job;
+
+/* The image x [c, h, w] into pad [c, hp, wp], zero borders. */
+static void dconv_pad(const float *restrict x, float *restrict pad, const gc_conv *p,
+                      ptrdiff_t hp, ptrdiff_t wp)
+{
+    for (ptrdiff_t ci = 0; ci < p->c; ci++) {
+        float *d = pad + ci * hp * wp;
+        const float *s = x + ci * p->h * p->w;
+        memset(d, 0, sizeof(float) * (size_t)(p->ph * wp));
+        for (ptrdiff_t y = 0; y < p->h; y++) {
+            float *r = d + (p->ph + y) * wp;
+            for (ptrdiff_t j = 0; j < p->pw; j++)
+                r[j] = 0.0f;
+            memcpy(r + p->pw, s + y * p->w, sizeof(float) * (size_t)p->w);
+            for (ptrdiff_t j = p->pw + p->w; j < wp; j++)
+                r[j] = 0.0f;
+        }
+        memset(d + (p->ph + p->h) * wp, 0, sizeof(float) * (size_t)((hp - p->ph - p->h) * wp));
+    }
+}
+
+/* One tile of T (mv <= mr pixels x nv <= nr channels, row-major, nr wide) to c, element (pixel
+ * ii, channel j) at c[j*l + ii], plus bias[j] (NULL: none); inline so that the full tiles of
+ * the ISA's shape compile with constant bounds. */
+static inline void dconv_tile_out(float *restrict c, ptrdiff_t l, const float *restrict t,
+                                  int nr, ptrdiff_t mv, ptrdiff_t nv, const float *bias)
+{
+    for (ptrdiff_t j = 0; j < nv; j++) {
+        const float bv = bias ? bias[j] : 0.0f;
+        float *cj = c + j * l;
+        if (bias)
+            for (ptrdiff_t ii = 0; ii < mv; ii++)
+                cj[ii] = t[ii * nr + j] + bv;
+        else
+            for (ptrdiff_t ii = 0; ii < mv; ii++)
+                cj[ii] = t[ii * nr + j];
+    }
+}
+
+/* Pixel panels [i0, i1) of one image (src: its padded image) into outb [o, l]. */
+static void dconv_unit(const dconv_job *J, const float *src, float *outb, ptrdiff_t i0,
+                       ptrdiff_t i1)
+{
+    const int mr = J->mr, nr = J->nr;
+    const ptrdiff_t l = J->l, o = J->o;
+    _Alignas(64) float t[GC_TILE_MAX];
+    memset(t, 0, sizeof t); /* rows past the image's pixels are computed, never stored */
+    for (ptrdiff_t pc = 0; pc < J->ck; pc += J->kc) {
+        const ptrdiff_t kb = J->ck - pc < J->kc ? J->ck - pc : J->kc;
+        const int first = pc == 0, last = pc + kb >= J->ck;
+        const float *wblk = J->wpk + pc * J->npo * nr;
+        for (ptrdiff_t c0 = i0; c0 < i1; c0 += GC_DCONV_CHUNK) {
+            const ptrdiff_t c1 = c0 + GC_DCONV_CHUNK < i1 ? c0 + GC_DCONV_CHUNK : i1;
+            for (ptrdiff_t q = 0; q < J->npo; q++) {
+                const float *wpan = wblk + q * nr * kb;
+                const ptrdiff_t o0 = q * nr, nv = o - o0 < nr ? o - o0 : nr;
+                for (ptrdiff_t i = c0; i < c1; i++) {
+                    const ptrdiff_t l0 = i * mr, mv = l - l0 < mr ? l - l0 : mr;
+                    float *c = outb + o0 * l + l0; /* element (pixel ii, channel j): c[j*l + ii] */
+                    if (!first)
+                        for (ptrdiff_t j = 0; j < nv; j++)
+                            for (ptrdiff_t ii = 0; ii < mv; ii++)
+                                t[ii * nr + j] = c[j * l + ii];
+                    gc_isa.cukr_f32(kb, src, J->rows + l0, J->koff + pc, wpan, t, !first);
+                    const float *bias = last && J->bias ? J->bias + o0 : NULL;
+                    if (mr == 6 && nr == 16 && mv == 6 && nv == 16) /* AVX2's full tile */
+                        dconv_tile_out(c, l, t, 16, 6, 16, bias);
+                    else
+                        dconv_tile_out(c, l, t, nr, mv, nv, bias);
+                }
+            }
+        }
+    }
+}
+
+static void dconv_body(void *ctx, int slot)
+{
+    (void)slot;
+    dconv_job *J = (dconv_job *)ctx;
+    const gc_conv *p = J->p;
+    const ptrdiff_t xs = p->c * p->h * p->w;
+    float *pad = NULL;
+    if (J->padded) {
+        pad = (float *)gc_conv_scratch(3, sizeof(float) * (size_t)(p->c * J->hp * J->wp));
+        if (!pad) {
+            atomic_store(&J->failed, 1);
+            return;
+        }
+    }
+    ptrdiff_t padded_b = -1;
+    for (long u; (u = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) <
+                 J->nunits;) {
+        const ptrdiff_t b = u / J->upi, g = u % J->upi;
+        const float *src = J->x + b * xs;
+        if (pad) {
+            if (padded_b != b)
+                dconv_pad(src, pad, p, J->hp, J->wp);
+            padded_b = b;
+            src = pad;
+        }
+        const ptrdiff_t i0 = g * J->gpan, i1 = i0 + J->gpan < J->npx ? i0 + J->gpan : J->npx;
+        if (i0 < i1)
+            dconv_unit(J, src, J->out + b * J->o * J->l, i0, i1);
+    }
+}
+
+typedef struct {
+    const gc_packed *P;
+    const float *w;
+} dconv_pack_job;
+
+/* Panels [lo, hi) of the (K block, panel) grid of P (side A, swap 1: NR output channels) from
+ * the weight w [o, ck]: each weight row read in order, written down its panel column (the panel,
+ * kb x NR floats, stays in L1/L2) rather than NR rows a weight row apart gathered per step. */
+static void dconv_pack_range(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
+{
+    const dconv_pack_job *J = (const dconv_pack_job *)ctx;
+    const gc_packed *P = J->P;
+    const ptrdiff_t w = P->w;
+    for (ptrdiff_t u = lo; u < hi; u++) {
+        const ptrdiff_t pc = u / P->npan * P->kc, q = u % P->npan;
+        const ptrdiff_t kb = P->k - pc < P->kc ? P->k - pc : P->kc;
+        float *d = (float *)P->data + pc * P->npan * w + q * w * kb;
+        for (ptrdiff_t j = 0; j < w; j++) {
+            const ptrdiff_t f = q * w + j;
+            if (f < P->f) {
+                const float *s = J->w + f * P->k + pc;
+                for (ptrdiff_t t = 0; t < kb; t++)
+                    d[t * w + j] = s[t];
+            } else {
+                for (ptrdiff_t t = 0; t < kb; t++)
+                    d[t * w + j] = 0.0f;
+            }
+        }
+    }
+}
+
+/* P (side A swap 1, pack_init'ed for o x ck) := the weight held by pw in its own layout. */
+static void dconv_repack(const gc_packed *pw, const gc_packed *P)
+{
+    const float *s = (const float *)pw->data;
+    float *d = (float *)P->data;
+    for (ptrdiff_t pc = 0; pc < P->k; pc += P->kc) {
+        const ptrdiff_t kb = P->k - pc < P->kc ? P->k - pc : P->kc;
+        memset(d + pc * P->npan * P->w, 0, sizeof(float) * (size_t)(P->npan * P->w * kb));
+    }
+    for (ptrdiff_t f = 0; f < P->f; f++)
+        for (ptrdiff_t k = 0; k < P->k; k++) {
+            const ptrdiff_t sc = k / pw->kc * pw->kc, skb = pw->k - sc < pw->kc ? pw->k - sc : pw->kc;
+            const ptrdiff_t dc = k / P->kc * P->kc, dkb = P->k - dc < P->kc ? P->k - dc : P->kc;
+            d[dc * P->npan * P->w + f / P->w * P->w * dkb + (k - dc) * P->w + f % P->w] =
+                s[sc * pw->npan * pw->w + f / pw->w * pw->w * skb + (k - sc) * pw->w + f % pw->w];
+        }
+}
+
+int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, const float *bias,
+                         float *out, const gc_conv *p, ptrdiff_t o)
+{
+    dconv_job J;
+    memset(&J, 0, sizeof J);
+    J.x = x;
+    J.bias = bias;
+    J.out = out;
+    J.p = p;
+    J.o = o;
+    J.ck = p->c * p->kh * p->kw;
+    J.l = p->oh * p->ow;
+    J.mr = gc_blk_f32.mr;
+    J.nr = gc_blk_f32.nr;
+    J.padded = p->ph > 0 || p->pw > 0;
+    J.hp = p->h + 2 * p->ph;
+    J.wp = p->w + 2 * p->pw;
+    J.npx = (J.l + J.mr - 1) / J.mr;
+    if (p->n <= 0 || o <= 0 || J.l <= 0)
+        return 0;
+    /* the weight panels, then the tables, on the calling thread's buffers */
+    gc_packed P;
+    if (gc_gemm_pack_init(&P, 'f', 0, o, J.ck, 0, 1) < 0)
+        return -1;
+    J.kc = P.kc;
+    J.npo = P.npan;
+    if (pw && pw->kind == 'f' && pw->side == 0 && pw->swap == 1 && pw->data &&
+        pw->isa == gc_isa.isa && pw->w == P.w && pw->kc == P.kc && pw->f == o && pw->k == J.ck) {
+        J.wpk = (const float *)pw->data;
+    } else {
+        P.data = gc_conv_scratch(4, sizeof(float) * (size_t)P.elems);
+        if (!P.data)
+            return -1;
+        if (pw)
+            dconv_repack(pw, &P);
+        else {
+            dconv_pack_job pj = {.P = &P, .w = w};
+            gc_parallel_range(P.kc ? (P.k + P.kc - 1) / P.kc * P.npan : 0, 1,
+                              0.5 * (double)P.elems, dconv_pack_range, &pj);
+        }
+        J.wpk = (const float *)P.data;
+    }
+    const size_t rbytes = sizeof(ptrdiff_t) * (size_t)(J.npx * J.mr);
+    char *tab = (char *)gc_conv_scratch(5, rbytes + sizeof(int32_t) * (size_t)J.ck);
+    if (!tab)
+        return -1;
+    ptrdiff_t *rows = (ptrdiff_t *)tab;
+    int32_t *koff = (int32_t *)(tab + rbytes);
+    for (ptrdiff_t i = 0; i < J.npx * J.mr; i++) {
+        const ptrdiff_t li = i < J.l ? i : 0;
+        rows[i] = li / p->ow * p->sh * J.wp + li % p->ow * p->sw;
+    }
+    for (ptrdiff_t ci = 0, k = 0; ci < p->c; ci++)
+        for (ptrdiff_t ki = 0; ki < p->kh; ki++)
+            for (ptrdiff_t kj = 0; kj < p->kw; kj++)
+                koff[k++] = (int32_t)(ci * J.hp * J.wp + ki * p->dh * J.wp + kj * p->dw);
+    J.rows = rows;
+    J.koff = koff;
+    /* threads by the work (as conv.c), images first, then groups of each image's pixel panels */
+    const double flops = 2.0 * (double)p->n * (double)o * (double)J.ck * (double)J.l;
+    const int nt = gc_threads_for(flops, 0.25e6);
+    J.upi = 1;
+    if (p->n < nt) {
+        J.upi = 2 * ((nt + p->n - 1) / p->n);
+        if (J.upi > J.npx)
+            J.upi = J.npx;
+    }
+    J.gpan = (J.npx + J.upi - 1) / J.upi;
+    J.nunits = p->n * J.upi;
+    atomic_init(&J.next, 0);
+    atomic_init(&J.failed, 0);
+    gc_region(dconv_body, &J, nt < J.nunits ? nt : (int)J.nunits);
+    return atomic_load(&J.failed) ? -1 : 0;
+}
