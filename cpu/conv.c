@@ -283,11 +283,18 @@ int GC_FN(gc_conv2d_backward)(const GC_T *x, const GC_T *w, const GC_T *g, GC_T 
     }
     J.gw = gw ? part : NULL;
     J.gb = gb ? part + pw : NULL;
-    atomic_init(&J.next, 0);
-    atomic_init(&J.failed, 0);
-    gc_region(GC_FN(conv_bwd_body), &J, GC_FN(conv_threads)(p, o, J.nchunks));
-    if (atomic_load(&J.failed))
-        return -1;
+    if (sizeof(GC_T) == 4 && gc_conv2d_direct_backward_use(p, o)) {
+        if (gc_conv2d_direct_backward_f32((const float *)x, (const float *)w, (const float *)g,
+                                          (float *)gx, (float *)gw, (float *)gb, p, o, J.chunk,
+                                          J.nchunks, (float *)part) < 0)
+            return -1;
+    } else {
+        atomic_init(&J.next, 0);
+        atomic_init(&J.failed, 0);
+        gc_region(GC_FN(conv_bwd_body), &J, GC_FN(conv_threads)(p, o, J.nchunks));
+        if (atomic_load(&J.failed))
+            return -1;
+    }
     if (gw) {
         const ptrdiff_t sz = o * J.ck;
         memcpy(gw, J.gw, sizeof(GC_T) * (size_t)sz);

@@ -190,8 +190,9 @@ typedef struct {
 } dconv_pack_job;
 
 /* Panels [lo, hi) of the (K block, panel) grid of P (side A, swap 1: NR output channels) from
- * the weight w [o, ck]: each weight row read in order, written down its panel column (the panel,
- * kb x NR floats, stays in L1/L2) rather than NR rows a weight row apart gathered per step. */
+ * the weight w [o, ck], by blocks of 8 K steps: NR weight rows read 8 floats at a time (NR
+ * sequential streams), 8 panel rows written whole (a gather of NR rows a weight row apart per
+ * step, or one panel column per pass over a panel larger than L1, measured ~2x slower). */
 static void dconv_pack_range(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 {
     const dconv_pack_job *J = (const dconv_pack_job *)ctx;
@@ -200,17 +201,20 @@ static void dconv_pack_range(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
     for (ptrdiff_t u = lo; u < hi; u++) {
         const ptrdiff_t pc = u / P->npan * P->kc, q = u % P->npan;
         const ptrdiff_t kb = P->k - pc < P->kc ? P->k - pc : P->kc;
+        const ptrdiff_t fv = P->f - q * w < w ? P->f - q * w : w;
         float *d = (float *)P->data + pc * P->npan * w + q * w * kb;
-        for (ptrdiff_t j = 0; j < w; j++) {
-            const ptrdiff_t f = q * w + j;
-            if (f < P->f) {
-                const float *s = J->w + f * P->k + pc;
-                for (ptrdiff_t t = 0; t < kb; t++)
-                    d[t * w + j] = s[t];
-            } else {
-                for (ptrdiff_t t = 0; t < kb; t++)
-                    d[t * w + j] = 0.0f;
+        const float *s = J->w + q * w * P->k + pc;
+        for (ptrdiff_t t0 = 0; t0 < kb; t0 += 8) {
+            const ptrdiff_t tn = kb - t0 < 8 ? kb - t0 : 8;
+            float *dt = d + t0 * w;
+            for (ptrdiff_t j = 0; j < fv; j++) {
+                const float *sj = s + j * P->k + t0;
+                for (ptrdiff_t t = 0; t < tn; t++)
+                    dt[t * w + j] = sj[t];
             }
+            for (ptrdiff_t j = fv; j < w; j++)
+                for (ptrdiff_t t = 0; t < tn; t++)
+                    dt[t * w + j] = 0.0f;
         }
     }
 }
@@ -305,5 +309,251 @@ int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, co
     atomic_init(&J.next, 0);
     atomic_init(&J.failed, 0);
     gc_region(dconv_body, &J, nt < J.nunits ? nt : (int)J.nunits);
+    return atomic_load(&J.failed) ? -1 : 0;
+}
+
+/* ---- backward: the weight gradient and, for stride 1, the input gradient --------------------
+ *
+ *   gw^T [CK, O] (+)= col(x[b]) [CK, L] @ g[b]^T [L, O]: rows of the tile are kernel taps (row
+ *     base koff[p] in the padded image), the K steps pixels (offset rows[l]), the columns output
+ *     channels (g[b]^T packed per image, K blocks of gc_gemm_kc(L)); images of a chunk add in
+ *     order (acc + C), chunks as conv.c's (GC_CONV_CHUNK): the bits of conv.c's GEMM path for
+ *     more than 24 channels, and never dependent on the thread count;
+ *   gx[b] = the direct convolution of g[b], zero-padded by (k-1)*d - p on each side, with the
+ *     weight flipped and transposed (K' = (o, kh-1-ki, kw-1-kj), columns input channels): no
+ *     column-gradient matrix and no col2im.  Stride 1 and padding within the kernel's reach
+ *     only (gc_conv2d_direct_backward_use). */
+
+int gc_conv2d_direct_backward_use(const gc_conv *p, ptrdiff_t o)
+{
+    if (!gc_conv2d_direct_use(p, o) || p->sh != 1 || p->sw != 1)
+        return 0;
+    const ptrdiff_t eh = (p->kh - 1) * p->dh - p->ph, ew = (p->kw - 1) * p->dw - p->pw;
+    if (eh < 0 || ew < 0)
+        return 0;
+    /* the padded gradient's offsets are int32 too */
+    return (double)o * (double)(p->oh + 2 * eh) * (double)(p->ow + 2 * ew) < 2147483647.0;
+}
+
+typedef struct {
+    const float *x, *w, *g;
+    float *gx, *gw, *gb; /* gw, gb: per-chunk partials */
+    const gc_conv *p;
+    ptrdiff_t o, ck, l, hp, wp, ghp, gwp, kcl, kcx, npt, npx, npc, nchunks, chunk, kx;
+    int padded, mr, nr;
+    const ptrdiff_t *taps, *pix; /* npt*mr tap bases in the padded image; npx*mr input pixels */
+    const int32_t *lofs, *gofs;  /* l pixel corners (int32); kx = o*kh*kw offsets in padded g */
+    const float *wf;             /* the flipped weight packed: panels of nr input channels */
+    _Alignas(64) atomic_long next;
+    atomic_int failed;
+} dconv_bwd_job;
+
+/* One image's weight gradient into gwp [o, ck] (acc: add to it). */
+static void dconv_bwd_w(const dconv_bwd_job *J, const float *xpad, const float *gpk, float *gwp,
+                        int acc)
+{
+    const int mr = J->mr, nr = J->nr;
+    const ptrdiff_t ck = J->ck, o = J->o, npo = (o + nr - 1) / nr;
+    _Alignas(64) float t[GC_TILE_MAX];
+    memset(t, 0, sizeof t);
+    for (ptrdiff_t pc = 0; pc < J->l; pc += J->kcl) {
+        const ptrdiff_t kb = J->l - pc < J->kcl ? J->l - pc : J->kcl;
+        const int add = acc || pc > 0;
+        for (ptrdiff_t q = 0; q < npo; q++) {
+            const float *gpan = gpk + pc * npo * nr + q * nr * kb;
+            const ptrdiff_t o0 = q * nr, nv = o - o0 < nr ? o - o0 : nr;
+            for (ptrdiff_t i = 0; i < J->npt; i++) {
+                const ptrdiff_t p0 = i * mr, mv = ck - p0 < mr ? ck - p0 : mr;
+                float *c = gwp + o0 * ck + p0; /* (tap ii, channel j) at c[j*ck + ii] */
+                if (add)
+                    for (ptrdiff_t j = 0; j < nv; j++)
+                        for (ptrdiff_t ii = 0; ii < mv; ii++)
+                            t[ii * nr + j] = c[j * ck + ii];
+                gc_isa.cukr_f32(kb, xpad, J->taps + p0, J->lofs + pc, gpan, t, add);
+                dconv_tile_out(c, ck, t, nr, mv, nv, NULL);
+            }
+        }
+    }
+}
+
+/* One image's input gradient gxb [c, h*w] from its padded output gradient. */
+static void dconv_bwd_x(const dconv_bwd_job *J, const float *gpad, float *gxb)
+{
+    const int mr = J->mr, nr = J->nr;
+    const ptrdiff_t hw = J->p->h * J->p->w, c = J->p->c;
+    _Alignas(64) float t[GC_TILE_MAX];
+    memset(t, 0, sizeof t);
+    for (ptrdiff_t pc = 0; pc < J->kx; pc += J->kcx) {
+        const ptrdiff_t kb = J->kx - pc < J->kcx ? J->kx - pc : J->kcx;
+        for (ptrdiff_t q = 0; q < J->npc; q++) {
+            const float *wpan = J->wf + pc * J->npc * nr + q * nr * kb;
+            const ptrdiff_t c0 = q * nr, nv = c - c0 < nr ? c - c0 : nr;
+            for (ptrdiff_t i = 0; i < J->npx; i++) {
+                const ptrdiff_t l0 = i * mr, mv = hw - l0 < mr ? hw - l0 : mr;
+                float *d = gxb + c0 * hw + l0;
+                if (pc > 0)
+                    for (ptrdiff_t j = 0; j < nv; j++)
+                        for (ptrdiff_t ii = 0; ii < mv; ii++)
+                            t[ii * nr + j] = d[j * hw + ii];
+                gc_isa.cukr_f32(kb, gpad, J->pix + l0, J->gofs + pc, wpan, t, pc > 0);
+                dconv_tile_out(d, hw, t, nr, mv, nv, NULL);
+            }
+        }
+    }
+}
+
+static void dconv_bwd_body(void *ctx, int slot)
+{
+    (void)slot;
+    dconv_bwd_job *J = (dconv_bwd_job *)ctx;
+    const gc_conv *p = J->p;
+    const ptrdiff_t xs = p->c * p->h * p->w, gs = J->o * J->l;
+    const ptrdiff_t eh = (J->ghp - p->oh) / 2, ew = (J->gwp - p->ow) / 2;
+    gc_packed G; /* g[b]^T: panels of nr output channels over K blocks of pixels */
+    float *xpad = NULL, *gpk = NULL, *gpad = NULL;
+    int bad = 0;
+    if (J->gw) {
+        bad |= gc_gemm_pack_init(&G, 'f', 0, J->o, J->l, 0, 1) < 0;
+        if (!bad) {
+            G.data = gc_conv_scratch(1, sizeof(float) * (size_t)G.elems);
+            gpk = (float *)G.data;
+            if (J->padded)
+                xpad = (float *)gc_conv_scratch(3, sizeof(float) * (size_t)(p->c * J->hp * J->wp));
+            bad |= !gpk || (J->padded && !xpad);
+        }
+    }
+    if (J->gx) {
+        gpad = (float *)gc_conv_scratch(0, sizeof(float) * (size_t)(J->o * J->ghp * J->gwp));
+        bad |= !gpad;
+    }
+    gc_conv gp = *p; /* g's padding, for dconv_pad */
+    gp.c = J->o;
+    gp.h = p->oh;
+    gp.w = p->ow;
+    gp.ph = eh;
+    gp.pw = ew;
+    for (long ch; (ch = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) <
+                  J->nchunks;) {
+        if (bad) {
+            atomic_store(&J->failed, 1);
+            continue;
+        }
+        const ptrdiff_t b0 = ch * J->chunk;
+        const ptrdiff_t b1 = b0 + J->chunk < p->n ? b0 + J->chunk : p->n;
+        float *gwp = J->gw ? J->gw + ch * J->o * J->ck : NULL;
+        float *gb = J->gb ? J->gb + ch * J->o : NULL;
+        if (gb)
+            for (ptrdiff_t i = 0; i < J->o; i++)
+                gb[i] = 0.0f;
+        for (ptrdiff_t b = b0; b < b1; b++) {
+            const float *g = J->g + b * gs;
+            if (gwp) {
+                const float *src = J->x + b * xs;
+                if (xpad) {
+                    dconv_pad(src, xpad, p, J->hp, J->wp);
+                    src = xpad;
+                }
+                dconv_pack_job pj = {.P = &G, .w = g};
+                dconv_pack_range(&pj, 0, (G.k + G.kc - 1) / G.kc * G.npan);
+                dconv_bwd_w(J, src, gpk, gwp, b > b0);
+            }
+            if (gb)
+                for (ptrdiff_t i = 0; i < J->o; i++) {
+                    const float *r = g + i * J->l;
+                    float s = 0.0f;
+                    for (ptrdiff_t j = 0; j < J->l; j++)
+                        s += r[j];
+                    gb[i] += s;
+                }
+            if (J->gx) {
+                dconv_pad(g, gpad, &gp, J->ghp, J->gwp);
+                dconv_bwd_x(J, gpad, J->gx + b * xs);
+            }
+        }
+    }
+}
+
+int gc_conv2d_direct_backward_f32(const float *x, const float *w, const float *g, float *gx,
+                                  float *gw, float *gb, const gc_conv *p, ptrdiff_t o,
+                                  ptrdiff_t chunk, ptrdiff_t nchunks, float *part)
+{
+    dconv_bwd_job J;
+    memset(&J, 0, sizeof J);
+    J.x = x;
+    J.w = w;
+    J.g = g;
+    J.gx = gx;
+    J.p = p;
+    J.o = o;
+    J.ck = p->c * p->kh * p->kw;
+    J.l = p->oh * p->ow;
+    J.mr = gc_blk_f32.mr;
+    J.nr = gc_blk_f32.nr;
+    J.padded = p->ph > 0 || p->pw > 0;
+    J.hp = p->h + 2 * p->ph;
+    J.wp = p->w + 2 * p->pw;
+    J.ghp = p->h + (p->kh - 1) * p->dh; /* oh + 2 * eh at stride 1 */
+    J.gwp = p->w + (p->kw - 1) * p->dw;
+    J.chunk = chunk;
+    J.nchunks = nchunks;
+    J.kcl = gc_gemm_kc('f', J.l);
+    J.kx = o * p->kh * p->kw;
+    J.kcx = gc_gemm_kc('f', J.kx);
+    J.npt = (J.ck + J.mr - 1) / J.mr;
+    J.npx = (p->h * p->w + J.mr - 1) / J.mr;
+    J.npc = (p->c + J.nr - 1) / J.nr;
+    const ptrdiff_t pw_ = gw ? nchunks * o * J.ck : 0;
+    J.gw = gw ? part : NULL;
+    J.gb = gb ? part + pw_ : NULL;
+    /* tables and the flipped weight on the calling thread's buffers */
+    const size_t nt = (size_t)(J.npt * J.mr), npx = (size_t)(J.npx * J.mr);
+    const size_t tb = sizeof(ptrdiff_t) * (nt + npx) + sizeof(int32_t) * (size_t)(J.l + J.kx);
+    char *tab = (char *)gc_conv_scratch(5, tb);
+    if (!tab)
+        return -1;
+    ptrdiff_t *taps = (ptrdiff_t *)tab, *pix = taps + nt;
+    int32_t *lofs = (int32_t *)(pix + npx), *gofs = lofs + J.l;
+    for (ptrdiff_t i = 0; i < (ptrdiff_t)nt; i++) {
+        const ptrdiff_t k = i < J.ck ? i : 0, khw = p->kh * p->kw;
+        taps[i] = k / khw * J.hp * J.wp + k % khw / p->kw * p->dh * J.wp + k % p->kw * p->dw;
+    }
+    for (ptrdiff_t i = 0; i < J.l; i++)
+        lofs[i] = (int32_t)(i / p->ow * p->sh * J.wp + i % p->ow * p->sw);
+    for (ptrdiff_t i = 0; i < (ptrdiff_t)npx; i++) {
+        const ptrdiff_t li = i < p->h * p->w ? i : 0;
+        pix[i] = li / p->w * J.gwp + li % p->w;
+    }
+    for (ptrdiff_t oc = 0, k = 0; oc < o; oc++)
+        for (ptrdiff_t ki = 0; ki < p->kh; ki++)
+            for (ptrdiff_t kj = 0; kj < p->kw; kj++)
+                gofs[k++] = (int32_t)(oc * J.ghp * J.gwp + ki * p->dh * J.gwp + kj * p->dw);
+    J.taps = taps;
+    J.pix = pix;
+    J.lofs = lofs;
+    J.gofs = gofs;
+    if (gx) { /* Wf[(o, ki', kj'), c] = w[o, c, kh-1-ki', kw-1-kj'] in panels of nr channels */
+        gc_packed P;
+        if (gc_gemm_pack_init(&P, 'f', 0, p->c, J.kx, 0, 1) < 0)
+            return -1;
+        float *d = (float *)gc_conv_scratch(4, sizeof(float) * (size_t)P.elems);
+        if (!d)
+            return -1;
+        const ptrdiff_t khw = p->kh * p->kw;
+        for (ptrdiff_t pc = 0; pc < J.kx; pc += P.kc) {
+            const ptrdiff_t kb = J.kx - pc < P.kc ? J.kx - pc : P.kc;
+            for (ptrdiff_t k = pc; k < pc + kb; k++) {
+                const ptrdiff_t oc = k / khw, tap = khw - 1 - k % khw; /* flipped (ki, kj) */
+                for (ptrdiff_t c = 0; c < P.npan * P.w; c++)
+                    d[pc * P.npan * P.w + c / P.w * P.w * kb + (k - pc) * P.w + c % P.w] =
+                        c < p->c ? w[(oc * p->c + c) * khw + tap] : 0.0f;
+            }
+        }
+        J.wf = d;
+    }
+    atomic_init(&J.next, 0);
+    atomic_init(&J.failed, 0);
+    const double flops = 2.0 * (double)p->n * (double)o * (double)J.ck * (double)J.l;
+    const int thr = gc_threads_for(flops, 0.25e6);
+    gc_region(dconv_bwd_body, &J, thr < nchunks ? thr : (int)nchunks);
     return atomic_load(&J.failed) ? -1 : 0;
 }

@@ -1,8 +1,9 @@
-"""The direct float32 convolution (cpu/conv_direct.c, micro-kernels isa/ukr_conv.h): against a
-float64 numpy reference on geometries around every blocking edge, the same bits as the im2col
-GEMM path (more than 24 output channels: both run the GEMM micro-kernel's FMA chains over the same
-K blocks), independent of the thread count and of how the weight was packed, under every ISA this
-CPU supports (forced in subprocesses), and the path rule (``_cpu.conv2d_direct``)."""
+"""The direct float32 convolution (cpu/conv_direct.c, micro-kernels isa/ukr_conv.h), forward and
+backward: against a float64 numpy reference on geometries around every blocking edge, the same
+bits as the im2col GEMM path where both run the GEMM micro-kernel's FMA chains over the same K
+blocks (the forward and the weight gradient, more than 24 output channels), independent of the
+thread count and of how the weight was packed, under every ISA this CPU supports (forced in
+subprocesses), and the path rule (``_cpu.conv2d_direct``)."""
 
 from __future__ import annotations
 
@@ -73,6 +74,40 @@ def _reference(case, x, wt, b):
     return out
 
 
+def _reference_backward(case, x, wt, g):
+    """float64 (gx, gw, gb) of conv2d, per kernel tap (windows of the padded input)."""
+    n, c, h, w, o, k, s, p, d, oh, ow = _geom(case)
+    xp = np.zeros((n, c, h + 2 * p[0], w + 2 * p[1]))
+    xp[:, :, p[0] : p[0] + h, p[1] : p[1] + w] = x
+    gxp = np.zeros_like(xp)
+    g64, w64 = g.astype(np.float64), wt.astype(np.float64)
+    gw = np.zeros(wt.shape)
+    for ki in range(k[0]):
+        for kj in range(k[1]):
+            y0, x0 = ki * d[0], kj * d[1]
+            sl = (
+                slice(None),
+                slice(None),
+                slice(y0, y0 + s[0] * (oh - 1) + 1, s[0]),
+                slice(x0, x0 + s[1] * (ow - 1) + 1, s[1]),
+            )
+            gw[:, :, ki, kj] = np.einsum("nohw,nchw->oc", g64, xp[sl])
+            gxp[sl] += np.einsum("nohw,oc->nchw", g64, w64[:, :, ki, kj])
+    return gxp[:, :, p[0] : p[0] + h, p[1] : p[1] + w], gw, g64.sum((0, 2, 3))
+
+
+def _backward(case, x, wt, g):
+    gx, gw = np.full(x.shape, np.nan, np.float32), np.full(wt.shape, np.nan, np.float32)
+    gb = np.full(wt.shape[0], np.nan, np.float32)
+    _cpu.conv2d_backward(x, wt, g, gx, gw, gb, *_args(case))
+    return gx, gw, gb
+
+
+def _grad_out(case):
+    n, c, h, w, o, k, s, p, d, oh, ow = _geom(case)
+    return np.random.default_rng(7).standard_normal((n, o, oh, ow)).astype(np.float32)
+
+
 def _forward(case, x, wt, b, w_arg=None):
     n, c, h, w, o, k, s, p, d, oh, ow = _geom(case)
     out = np.full((n, o, oh, ow), np.nan, np.float32)
@@ -129,6 +164,43 @@ def test_direct_bits_independent_of_threads_batch_and_packing(case, conv_path):
         assert np.array_equal(_forward(case, x, wt, b, w_arg=pm), runs[0])
 
 
+@pytest.mark.parametrize("case", GEOMS)
+def test_direct_backward_matches_float64(case, conv_path):
+    x, wt, _ = _inputs(case)
+    g = _grad_out(case)
+    conv_path("direct")
+    got = _backward(case, x, wt, g)
+    for name, a, r in zip(("gx", "gw", "gb"), got, _reference_backward(case, x, wt, g)):
+        err = float(np.abs(a - r).max()) / max(1.0, float(np.abs(r).max()))
+        assert err <= 2e-6, f"{case} {name}: relative error {err:.3g}"
+    conv_path("im2col")
+    other = _backward(case, x, wt, g)
+    if GEOMS[case][4] > 24:  # the weight gradient: the GEMM's blocked path, same chains
+        assert np.array_equal(got[1], other[1]), case
+
+
+@pytest.mark.parametrize("case", ["o17_asym", "o48_k_blocks", "o40_dilated"])
+def test_direct_backward_bits_independent_of_threads(case, conv_path):
+    conv_path("direct")
+    x, wt, _ = _inputs(case)
+    x, g = np.concatenate([x] * 5), np.concatenate([_grad_out(case)] * 5)  # several chunks
+    n, *rest = _args(case)
+    before = gpucore.get_num_threads()
+    try:
+        runs = []
+        for nt in (1, 2, 3):
+            gpucore.set_num_threads(nt)
+            out = [np.empty(x.shape, np.float32), np.empty(wt.shape, np.float32)]
+            out.append(np.empty(wt.shape[0], np.float32))
+            _cpu.conv2d_backward(x, wt, g, *out, 5 * n, *rest)
+            runs.append(out)
+    finally:
+        gpucore.set_num_threads(before)
+    for r in runs[1:]:
+        for a, b in zip(r, runs[0]):
+            assert np.array_equal(a, b)
+
+
 def test_rule_and_bindings():
     geo = (1, 64, 56, 56, 3, 3, 1, 1, 1, 1, 1, 1, 64)
     assert _cpu.conv2d_direct(*geo) is True
@@ -165,6 +237,8 @@ _ISA_SCRIPT = textwrap.dedent(
     for case in t.GEOMS:
         x, wt, b = t._inputs(case)
         res[case] = t._forward(case, x, wt, b)
+        for name, a in zip(("gx", "gw", "gb"), t._backward(case, x, wt, t._grad_out(case))):
+            res[case + "." + name] = a
     np.savez(sys.argv[3], **res)
     """
 )
@@ -180,6 +254,9 @@ def test_every_isa_direct_kernel_matches_float64(isa, tmp_path):
     )
     got = np.load(out)
     for case in GEOMS:
-        ref = _reference(case, *_inputs(case))
-        err = float(np.abs(got[case] - ref).max()) / max(1.0, float(np.abs(ref).max()))
-        assert err <= 2e-6, f"{isa} {case}: relative error {err:.3g}"
+        x, wt, b = _inputs(case)
+        refs = [_reference(case, x, wt, b), *_reference_backward(case, x, wt, _grad_out(case))]
+        for name, ref in zip(("", ".gx", ".gw", ".gb"), refs):
+            a = got[case + name]
+            err = float(np.abs(a - ref).max()) / max(1.0, float(np.abs(ref).max()))
+            assert err <= 2e-6, f"{isa} {case}{name}: relative error {err:.3g}"

@@ -1,0 +1,133 @@
+"""conv2d layers alone, float32, one thread: gpucore's two forward paths (im2col + GEMM and the
+direct kernel, cpu/conv_direct.c; GPUCORE_CONV forces one per call), each with the weight as an
+array (eager) and pre-packed (the compiled executor), beside PyTorch's conv2d and the layer's
+FLOPs at the machine's SGEMM rate (``_cpu.gemm`` 1024^3, measured in the same run).
+
+    python benchmarks/bench_conv.py                  # ResNet-18's convolutions (batch 1) and the
+                                                     # training CNN's (batch 64)
+    python benchmarks/bench_conv.py --only l4 --reps 9
+
+Times are the calling thread's CPU time (``time.thread_time``: what the layer costs, not what the
+other processes on a shared 2-core machine take from it), medians over rounds in which the
+variants alternate call block by call block.  Ratios: time / FLOPs at the SGEMM rate.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+os.environ.setdefault("GPUCORE_NUM_THREADS", "1")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from gpucore import _cpu  # noqa: E402
+from gpucore.runtime.ir import packing  # noqa: E402
+
+# name, c, h (= w), o, kernel, stride, padding, count in the model, batch
+LAYERS = [
+    ("resnet conv1 7x7/2", 3, 224, 64, 7, 2, 3, 1, 1),
+    ("resnet layer1 3x3", 64, 56, 64, 3, 1, 1, 4, 1),
+    ("resnet layer2.0 3x3/2", 64, 56, 128, 3, 2, 1, 1, 1),
+    ("resnet layer2 3x3", 128, 28, 128, 3, 1, 1, 3, 1),
+    ("resnet layer3.0 3x3/2", 128, 28, 256, 3, 2, 1, 1, 1),
+    ("resnet layer3 3x3", 256, 14, 256, 3, 1, 1, 3, 1),
+    ("resnet layer4.0 3x3/2", 256, 14, 512, 3, 2, 1, 1, 1),
+    ("resnet layer4 3x3", 512, 7, 512, 3, 1, 1, 3, 1),
+    ("resnet downsample 1x1/2 (l2)", 64, 56, 128, 1, 2, 0, 1, 1),
+    ("resnet downsample 1x1/2 (l3)", 128, 28, 256, 1, 2, 0, 1, 1),
+    ("resnet downsample 1x1/2 (l4)", 256, 14, 512, 1, 2, 0, 1, 1),
+    ("cnn conv1 1->16 b64", 1, 28, 16, 3, 1, 1, 1, 64),
+    ("cnn conv2 16->32 b64", 16, 14, 32, 3, 1, 1, 1, 64),
+]
+
+
+def _per_call(fn, n):
+    t = time.thread_time()
+    for _ in range(n):
+        fn()
+    return (time.thread_time() - t) / n
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--only", action="append", help="layers whose name contains this")
+    ap.add_argument("--reps", type=int, default=7, help="rounds (default 7)")
+    ap.add_argument("--no-torch", action="store_true")
+    args = ap.parse_args()
+    torch = None
+    if not args.no_torch:
+        try:
+            import torch
+
+            torch.set_num_threads(1)
+        except ImportError:
+            torch = None
+    r = np.random.default_rng(0)
+    a = r.standard_normal((1024, 1024), dtype=np.float32)
+    c = np.empty_like(a)
+    gemm = lambda: _cpu.gemm(a, a, c, 1, 1024, 1024, 1024, 0, 0, 1.0, 0.0, 0, 0, 0)  # noqa: E731
+    rate = 2 * 1024**3 / statistics.median(_per_call(gemm, 3) for _ in range(args.reps))
+    print(f"SGEMM 1024^3, one thread: {rate / 1e9:.1f} GFLOP/s (median of {args.reps})\n")
+    cols = ["im2col", "direct", "im2col packed", "direct packed"] + (["torch"] if torch else [])
+    print("| layer | count | O x L x CK | " + " | ".join(cols) + " | at SGEMM rate | best / rate |")
+    print("|---|---:|---|" + "---:|" * (len(cols) + 2))
+    total = np.zeros(len(cols) + 1)
+    for name, ci, h, o, k, s, p, count, n in LAYERS:
+        if args.only and not any(t in name for t in args.only):
+            continue
+        oh = (h + 2 * p - k) // s + 1
+        x = r.standard_normal((n, ci, h, h), dtype=np.float32)
+        w = (r.standard_normal((o, ci, k, k)) / np.sqrt(ci * k * k)).astype(np.float32)
+        w.flags.writeable = False  # a graph constant: what the compiled executor packs
+        out = np.empty((n, o, oh, oh), np.float32)
+        geo = (n, ci, h, h, k, k, s, s, p, p, 1, 1, o)
+        packs = {}
+        for mode in ("im2col", "direct"):
+            os.environ["GPUCORE_CONV"] = mode
+            packs[mode] = packing.conv_weight(w, oh * oh, geo)
+        runs = [
+            ("im2col", lambda: _cpu.conv2d_forward(x, w, None, out, *geo)),
+            ("direct", lambda: _cpu.conv2d_forward(x, w, None, out, *geo)),
+            ("im2col", lambda: _cpu.conv2d_forward(x, packs["im2col"], None, out, *geo)),
+            ("direct", lambda: _cpu.conv2d_forward(x, packs["direct"], None, out, *geo)),
+        ]
+        if torch:
+            xt, wt = torch.from_numpy(x), torch.from_numpy(w.copy())
+            runs.append((None, lambda: torch.nn.functional.conv2d(xt, wt, None, s, p)))
+        for mode, fn in runs:
+            if mode:
+                os.environ["GPUCORE_CONV"] = mode
+            fn()
+        os.environ["GPUCORE_CONV"] = "direct"
+        calls = max(1, int(0.02 / max(_per_call(runs[1][1], 1), 1e-6)))
+        times = [[] for _ in runs]
+        for _ in range(args.reps):
+            for i, (mode, fn) in enumerate(runs):
+                if mode:
+                    os.environ["GPUCORE_CONV"] = mode
+                times[i].append(_per_call(fn, calls))
+        med = [statistics.median(t) for t in times]
+        at_rate = 2.0 * n * o * oh * oh * ci * k * k / rate
+        total += np.array(med + [at_rate]) * count
+        best = min(med[:4])
+        print(
+            f"| {name} | {count} | {o}x{n * oh * oh}x{ci * k * k} | "
+            + " | ".join(f"{v * 1e3:.2f}" for v in med)
+            + f" | {at_rate * 1e3:.2f} | {best / at_rate:.2f} |"
+        )
+    os.environ.pop("GPUCORE_CONV", None)
+    print(
+        "| total (x count), ms | | | "
+        + " | ".join(f"{v * 1e3:.1f}" for v in total)
+        + f" | {min(total[:4]) / total[-1]:.2f} |"
+    )
+
+
+if __name__ == "__main__":
+    main()
