@@ -54,6 +54,43 @@ def _per_call(fn, n):
     return (time.thread_time() - t) / n
 
 
+def _measure(layer, r, rate, torch, reps):
+    """Median seconds per call of each variant of one layer, and its FLOPs at the SGEMM rate."""
+    name, ci, h, o, k, s, p, count, n = layer
+    oh = (h + 2 * p - k) // s + 1
+    x = r.standard_normal((n, ci, h, h), dtype=np.float32)
+    w = (r.standard_normal((o, ci, k, k)) / np.sqrt(ci * k * k)).astype(np.float32)
+    w.flags.writeable = False  # a graph constant: what the compiled executor packs
+    out = np.empty((n, o, oh, oh), np.float32)
+    geo = (n, ci, h, h, k, k, s, s, p, p, 1, 1, o)
+    packs = {}
+    for mode in ("im2col", "direct"):
+        os.environ["GPUCORE_CONV"] = mode
+        packs[mode] = packing.conv_weight(w, oh * oh, geo)
+    runs = [
+        ("im2col", lambda: _cpu.conv2d_forward(x, w, None, out, *geo)),
+        ("direct", lambda: _cpu.conv2d_forward(x, w, None, out, *geo)),
+        ("im2col", lambda: _cpu.conv2d_forward(x, packs["im2col"], None, out, *geo)),
+        ("direct", lambda: _cpu.conv2d_forward(x, packs["direct"], None, out, *geo)),
+    ]
+    if torch:
+        xt, wt = torch.from_numpy(x), torch.from_numpy(w.copy())
+        runs.append((None, lambda: torch.nn.functional.conv2d(xt, wt, None, s, p)))
+    for mode, fn in runs:
+        if mode:
+            os.environ["GPUCORE_CONV"] = mode
+        fn()
+    os.environ["GPUCORE_CONV"] = "direct"
+    calls = max(1, int(0.02 / max(_per_call(runs[1][1], 1), 1e-6)))
+    times = [[] for _ in runs]
+    for _ in range(reps):
+        for i, (mode, fn) in enumerate(runs):
+            if mode:
+                os.environ["GPUCORE_CONV"] = mode
+            times[i].append(_per_call(fn, calls))
+    return [statistics.median(t) for t in times], 2.0 * n * o * oh * oh * ci * k * k / rate
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", action="append", help="layers whose name contains this")
@@ -78,48 +115,17 @@ def main():
     print("| layer | count | O x L x CK | " + " | ".join(cols) + " | at SGEMM rate | best / rate |")
     print("|---|---:|---|" + "---:|" * (len(cols) + 2))
     total = np.zeros(len(cols) + 1)
-    for name, ci, h, o, k, s, p, count, n in LAYERS:
-        if args.only and not any(t in name for t in args.only):
+    for layer in LAYERS:
+        if args.only and not any(t in layer[0] for t in args.only):
             continue
+        med, at_rate = _measure(layer, r, rate, torch, args.reps)
+        name, ci, h, o, k, s, p, count, n = layer
         oh = (h + 2 * p - k) // s + 1
-        x = r.standard_normal((n, ci, h, h), dtype=np.float32)
-        w = (r.standard_normal((o, ci, k, k)) / np.sqrt(ci * k * k)).astype(np.float32)
-        w.flags.writeable = False  # a graph constant: what the compiled executor packs
-        out = np.empty((n, o, oh, oh), np.float32)
-        geo = (n, ci, h, h, k, k, s, s, p, p, 1, 1, o)
-        packs = {}
-        for mode in ("im2col", "direct"):
-            os.environ["GPUCORE_CONV"] = mode
-            packs[mode] = packing.conv_weight(w, oh * oh, geo)
-        runs = [
-            ("im2col", lambda: _cpu.conv2d_forward(x, w, None, out, *geo)),
-            ("direct", lambda: _cpu.conv2d_forward(x, w, None, out, *geo)),
-            ("im2col", lambda: _cpu.conv2d_forward(x, packs["im2col"], None, out, *geo)),
-            ("direct", lambda: _cpu.conv2d_forward(x, packs["direct"], None, out, *geo)),
-        ]
-        if torch:
-            xt, wt = torch.from_numpy(x), torch.from_numpy(w.copy())
-            runs.append((None, lambda: torch.nn.functional.conv2d(xt, wt, None, s, p)))
-        for mode, fn in runs:
-            if mode:
-                os.environ["GPUCORE_CONV"] = mode
-            fn()
-        os.environ["GPUCORE_CONV"] = "direct"
-        calls = max(1, int(0.02 / max(_per_call(runs[1][1], 1), 1e-6)))
-        times = [[] for _ in runs]
-        for _ in range(args.reps):
-            for i, (mode, fn) in enumerate(runs):
-                if mode:
-                    os.environ["GPUCORE_CONV"] = mode
-                times[i].append(_per_call(fn, calls))
-        med = [statistics.median(t) for t in times]
-        at_rate = 2.0 * n * o * oh * oh * ci * k * k / rate
         total += np.array(med + [at_rate]) * count
-        best = min(med[:4])
         print(
             f"| {name} | {count} | {o}x{n * oh * oh}x{ci * k * k} | "
             + " | ".join(f"{v * 1e3:.2f}" for v in med)
-            + f" | {at_rate * 1e3:.2f} | {best / at_rate:.2f} |"
+            + f" | {at_rate * 1e3:.2f} | {min(med[:4]) / at_rate:.2f} |"
         )
     os.environ.pop("GPUCORE_CONV", None)
     print(

@@ -14,7 +14,12 @@
  * chunk into its own partial) and the partials are added in chunk order.  The chunking depends
  * on the batch size alone (GC_CONV_CHUNK images, or more once that would make more than
  * GC_CONV_MAX_CHUNKS partials, which bounds their memory), so results are bitwise identical for
- * any thread count. */
+ * any thread count.
+ *
+ * float32 takes other paths where they apply: a 1x1 convolution with stride 1 and no padding
+ * multiplies the image itself (its column matrix), and conv_direct.c's direct kernel (the image
+ * read in place by the GEMM's register tile) runs the forward and the backward when
+ * gc_conv2d_direct_use / gc_conv2d_direct_backward_use say so (the rule is there). */
 #ifndef GC_T
 
 #define _POSIX_C_SOURCE 200112L
@@ -283,7 +288,7 @@ int GC_FN(gc_conv2d_backward)(const GC_T *x, const GC_T *w, const GC_T *g, GC_T 
     }
     J.gw = gw ? part : NULL;
     J.gb = gb ? part + pw : NULL;
-    if (sizeof(GC_T) == 4 && gc_conv2d_direct_backward_use(p, o)) {
+    if (sizeof(GC_T) == 4 && gc_conv2d_direct_backward_use(p, o, gx != NULL)) {
         if (gc_conv2d_direct_backward_f32((const float *)x, (const float *)w, (const float *)g,
                                           (float *)gx, (float *)gw, (float *)gb, p, o, J.chunk,
                                           J.nchunks, (float *)part) < 0)

@@ -222,7 +222,8 @@ int gc_cpu_init(const char *forced, char *err, size_t errlen)
     }
     memset(&gc_isa, 0, sizeof gc_isa);
     gc_isa_fill_scalar(&gc_isa);
-    gc_conv_fill_scalar(&gc_isa);
+    if (isa == GC_ISA_SCALAR) /* the direct convolution's tile must be the GEMM's */
+        gc_conv_fill_scalar(&gc_isa);
 #if GC_X86
     switch (isa) {
     case GC_ISA_SSE2:

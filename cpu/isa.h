@@ -167,6 +167,7 @@ typedef struct {
     /* the direct convolution's micro-kernel (mr_f32 x nr_f32); NULL: conv2d runs im2col + GEMM */
     gc_cukr_f32 cukr_f32;
     const char *cukr_f32_name;
+    int cukr_mr, cukr_nr; /* its tile: used only while it is the float32 GEMM's (mr_f32, nr_f32) */
     /* vectorized float32 UNARY_* functions; NULL = the portable libm loop in unary.c */
     gc_vfun_f32 vunary_f32[GC_UNARY_COUNT];
     /* gelu's backward g * gelu'(x) (erf form); NULL = the libm loop in unary.c */

@@ -322,4 +322,6 @@ void gc_conv_fill_avx2(gc_isa_kernels *k)
 {
     k->cukr_f32 = conv_avx2_f32_6x16;
     k->cukr_f32_name = "conv_avx2_f32_6x16";
+    k->cukr_mr = 6;
+    k->cukr_nr = 16;
 }

@@ -145,4 +145,6 @@ void gc_conv_fill_scalar(gc_isa_kernels *k)
 {
     k->cukr_f32 = conv_scalar_f32_4x4;
     k->cukr_f32_name = "conv_scalar_f32_4x4";
+    k->cukr_mr = 4;
+    k->cukr_nr = 4;
 }

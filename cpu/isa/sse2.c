@@ -140,4 +140,6 @@ void gc_conv_fill_sse2(gc_isa_kernels *k)
 {
     k->cukr_f32 = conv_sse2_f32_4x8;
     k->cukr_f32_name = "conv_sse2_f32_4x8";
+    k->cukr_mr = 4;
+    k->cukr_nr = 8;
 }
