@@ -5,7 +5,8 @@ FLOPs at the machine's SGEMM rate (``_cpu.gemm`` 1024^3, measured in the same ru
 
     python benchmarks/bench_conv.py                  # ResNet-18's convolutions (batch 1) and the
                                                      # training CNN's (batch 64)
-    python benchmarks/bench_conv.py --only l4 --reps 9
+    python benchmarks/bench_conv.py --only layer4 --reps 9
+    python benchmarks/bench_conv.py --backward       # also conv2d_backward per layer
 
 Times are the calling thread's CPU time (``time.thread_time``: what the layer costs, not what the
 other processes on a shared 2-core machine take from it), medians over rounds in which the
@@ -91,11 +92,51 @@ def _measure(layer, r, rate, torch, reps):
     return [statistics.median(t) for t in times], 2.0 * n * o * oh * oh * ci * k * k / rate
 
 
+def _measure_backward(layer, r, rate, torch, reps):
+    """Median seconds per conv2d_backward call, im2col then direct (then torch's forward +
+    backward), and the FLOPs of the gradients computed at the SGEMM rate."""
+    name, ci, h, o, k, s, p, count, n = layer
+    oh = (h + 2 * p - k) // s + 1
+    x = r.standard_normal((n, ci, h, h), dtype=np.float32)
+    w = (r.standard_normal((o, ci, k, k)) / np.sqrt(ci * k * k)).astype(np.float32)
+    g = r.standard_normal((n, o, oh, oh), dtype=np.float32)
+    need_gx = ci >= 4
+    gx = np.empty_like(x) if need_gx else None
+    gw, gb = np.empty_like(w), np.empty(o, np.float32)
+    geo = (n, ci, h, h, k, k, s, s, p, p, 1, 1, o)
+    runs = [
+        (m, lambda: _cpu.conv2d_backward(x, w, g, gx, gw, gb, *geo)) for m in ("im2col", "direct")
+    ]
+    if torch:
+        xt = torch.from_numpy(x).requires_grad_(need_gx)
+        wt, gt = torch.from_numpy(w).requires_grad_(True), torch.from_numpy(g)
+
+        def fwd_bwd():
+            y = torch.nn.functional.conv2d(xt, wt, None, s, p)
+            return torch.autograd.grad(y, [xt, wt] if need_gx else [wt], gt)
+
+        runs.append((None, fwd_bwd))
+    for mode, fn in runs:
+        if mode:
+            os.environ["GPUCORE_CONV"] = mode
+        fn()
+    calls = max(1, int(0.02 / max(_per_call(runs[1][1], 1), 1e-6)))
+    times = [[] for _ in runs]
+    for _ in range(reps):
+        for i, (mode, fn) in enumerate(runs):
+            if mode:
+                os.environ["GPUCORE_CONV"] = mode
+            times[i].append(_per_call(fn, calls))
+    flops = 2.0 * n * o * oh * oh * ci * k * k * (2 if need_gx else 1)
+    return [statistics.median(t) for t in times], flops / rate
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", action="append", help="layers whose name contains this")
     ap.add_argument("--reps", type=int, default=7, help="rounds (default 7)")
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--backward", action="store_true", help="also conv2d_backward per layer")
     args = ap.parse_args()
     torch = None
     if not args.no_torch:
@@ -133,6 +174,15 @@ def main():
         + " | ".join(f"{v * 1e3:.1f}" for v in total)
         + f" | {min(total[:4]) / total[-1]:.2f} |"
     )
+    if args.backward:
+        print("\n`conv2d_backward` (gx, gw, gb; gw, gb only for an input with < 4 channels), ms:\n")
+        print("| layer | im2col | direct | torch (fwd + bwd) | gradients at SGEMM rate |")
+        print("|---|---:|---:|---:|---:|")
+        for layer in LAYERS:
+            if args.only and not any(t in layer[0] for t in args.only):
+                continue
+            med, at_rate = _measure_backward(layer, r, rate, torch, args.reps)
+            print(f"| {layer[0]} | " + " | ".join(f"{v * 1e3:.2f}" for v in med + [at_rate]) + " |")
 
 
 if __name__ == "__main__":
