@@ -7,6 +7,8 @@ FLOPs at the machine's SGEMM rate (``_cpu.gemm`` 1024^3, measured in the same ru
                                                      # training CNN's (batch 64)
     python benchmarks/bench_conv.py --only layer4 --reps 9
     python benchmarks/bench_conv.py --backward       # also conv2d_backward per layer
+    python benchmarks/bench_conv.py --only none --resnet 15   # ResNet-18 (compiled, both
+                                                     # paths) vs ONNX Runtime, 15 rounds
 
 Times are the calling thread's CPU time (``time.thread_time``: what the layer costs, not what the
 other processes on a shared 2-core machine take from it), medians over rounds in which the
@@ -23,6 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import argparse  # noqa: E402
 import statistics  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -131,12 +134,68 @@ def _measure_backward(layer, r, rate, torch, reps):
     return [statistics.median(t) for t in times], flops / rate
 
 
+def _resnet(rounds):
+    """ResNet-18 b1 compiled under each path (weights packed as it reads them) vs ONNX Runtime
+    (one thread), in this process, calls alternating: thread CPU time, ms."""
+    import warnings  # noqa: PLC0415
+
+    import onnxruntime as ort  # noqa: PLC0415
+    import torch  # noqa: PLC0415
+
+    import gpucore  # noqa: PLC0415
+    import gpucore.nn  # noqa: PLC0415
+    import gpucore.runtime as rt  # noqa: PLC0415
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import models  # noqa: PLC0415
+
+    torch.manual_seed(0)
+    tm = models.resnet18(models.namespace(torch.nn))
+    models.randomize_batchnorm(torch, tm, torch.randn(2, 3, 224, 224))
+    tm.eval()
+    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    with tempfile.TemporaryDirectory() as d, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        path = os.path.join(d, "resnet18.onnx")
+        torch.onnx.export(tm, (torch.from_numpy(x),), path, input_names=["x"], dynamo=False)
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = so.inter_op_num_threads = 1
+        sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    gm = models.resnet18(models.namespace(gpucore.nn))
+    models.load_numpy_state(gpucore, gm, models.state_to_numpy(tm.state_dict()))
+    gm.eval()
+    fns, outs = {"ort": lambda: sess.run(None, {"x": x})}, {}
+    for mode in ("im2col", "direct"):
+        os.environ["GPUCORE_CONV"] = mode
+        cm = rt.compile(gm, (gpucore.from_numpy(x),), device="cpu", executor="compiled")
+        outs[mode] = cm.run_arrays([x])[0]
+        fns[mode] = lambda cm=cm, mode=mode: (
+            os.environ.__setitem__("GPUCORE_CONV", mode),
+            cm.run_arrays([x]),
+        )
+    with torch.inference_mode():
+        ref = tm(torch.from_numpy(x)).numpy()
+    times = {k: [] for k in fns}
+    for _ in range(rounds):
+        for k, fn in fns.items():
+            times[k].append(_per_call(fn, 1))
+    med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+    print("\nResNet-18 b1, one thread, compiled executor vs ONNX Runtime (CPU ms, medians):\n")
+    print("| path | ms | / ORT | max rel diff vs torch |\n|---|---:|---:|---:|")
+    for k, v in med.items():
+        diff = float(np.abs(outs[k] - ref).max() / np.abs(ref).max()) if k in outs else 0.0
+        print(f"| {k} | {v:.1f} | {v / med['ort']:.2f} | {diff:.1e} |")
+    print(f"\nim2col and direct outputs bitwise equal: {np.array_equal(*outs.values())}")
+    os.environ.pop("GPUCORE_CONV", None)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", action="append", help="layers whose name contains this")
     ap.add_argument("--reps", type=int, default=7, help="rounds (default 7)")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--backward", action="store_true", help="also conv2d_backward per layer")
+    ap.add_argument("--resnet", type=int, metavar="ROUNDS", help="also ResNet-18 vs ONNX Runtime")
     args = ap.parse_args()
     torch = None
     if not args.no_torch:
@@ -183,6 +242,8 @@ def main():
                 continue
             med, at_rate = _measure_backward(layer, r, rate, torch, args.reps)
             print(f"| {layer[0]} | " + " | ".join(f"{v * 1e3:.2f}" for v in med + [at_rate]) + " |")
+    if args.resnet:
+        _resnet(args.resnet)
 
 
 if __name__ == "__main__":

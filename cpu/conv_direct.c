@@ -39,6 +39,8 @@
 /* pixel panels per chunk of a unit (6-pixel panels on AVX2: ~100 pixels, about two rows of a
  * 56-wide image and all three input rows of their windows per channel in L1/L2) */
 #define GC_DCONV_CHUNK 16
+/* the backward's direct path from this many output pixels per image (gc_conv2d_direct_backward_use) */
+#define GC_DCONV_MIN_PIXELS 64
 
 /* GPUCORE_CONV: "im2col" or "direct" forces a path where both apply (tests, benchmarks);
  * anything else, or unset, is the rule.  Read on every call (a getenv is ~0.1 us; a
@@ -329,6 +331,11 @@ int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, co
 int gc_conv2d_direct_backward_use(const gc_conv *p, ptrdiff_t o, int need_gx)
 {
     if (!gc_conv2d_direct_use(p, o))
+        return 0;
+    /* the weight gradient's K steps are one image's pixels: with few of them each tile is
+     * mostly its transposed load and store (ResNet-18's 7x7 layer4, 49 pixels: 24.3 against
+     * 19.9 ms; 196 pixels: 10.9 against 12.1) */
+    if (p->oh * p->ow < GC_DCONV_MIN_PIXELS && dconv_forced() != 2)
         return 0;
     if (!need_gx) /* the weight gradient alone: any stride, padding and dilation */
         return 1;
