@@ -42,13 +42,26 @@
 /* the backward's direct path from this many output pixels per image (gc_conv2d_direct_backward_use) */
 #define GC_DCONV_MIN_PIXELS 64
 
+/* 1 when s, less surrounding white space, is word in any case (gpucore/config.py's rule) */
+static int dconv_env_is(const char *s, const char *word)
+{
+    while (*s == ' ' || *s == '\t' || *s == '\n')
+        s++;
+    for (; *word; s++, word++)
+        if ((*s >= 'A' && *s <= 'Z' ? *s - 'A' + 'a' : *s) != *word)
+            return 0;
+    while (*s == ' ' || *s == '\t' || *s == '\n')
+        s++;
+    return *s == 0;
+}
+
 /* GPUCORE_CONV: "im2col" or "direct" forces a path where both apply (tests, benchmarks);
- * anything else, or unset, is the rule.  Read on every call (a getenv is ~0.1 us; a
+ * anything else ("auto"), or unset, is the rule.  Read on every call (a getenv is ~0.1 us; a
  * convolution is >= ~10 us), so a process can time both paths side by side. */
 static int dconv_forced(void)
 {
     const char *e = getenv("GPUCORE_CONV");
-    return e && !strcmp(e, "im2col") ? 1 : e && !strcmp(e, "direct") ? 2 : 0;
+    return e && dconv_env_is(e, "im2col") ? 1 : e && dconv_env_is(e, "direct") ? 2 : 0;
 }
 
 int gc_conv2d_direct_use(const gc_conv *p, ptrdiff_t o)

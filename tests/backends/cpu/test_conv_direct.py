@@ -201,8 +201,12 @@ def test_direct_backward_bits_independent_of_threads(case, conv_path):
             assert np.array_equal(a, b)
 
 
-def test_rule_and_bindings():
+def test_rule_and_bindings(conv_path):
     geo = (1, 64, 56, 56, 3, 3, 1, 1, 1, 1, 1, 1, 64)
+    assert _cpu.conv2d_direct(*geo) is True
+    conv_path(" IM2COL ")  # gpucore/config.py's spelling rule: case and spaces ignored
+    assert _cpu.conv2d_direct(*geo) is False
+    conv_path("auto")
     assert _cpu.conv2d_direct(*geo) is True
     # 1x1, stride 1, no padding: a plain GEMM on the image
     assert _cpu.conv2d_direct(1, 64, 56, 56, 1, 1, 1, 1, 0, 0, 1, 1, 64) is False
