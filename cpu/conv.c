@@ -14,7 +14,12 @@
  * chunk into its own partial) and the partials are added in chunk order.  The chunking depends
  * on the batch size alone (GC_CONV_CHUNK images, or more once that would make more than
  * GC_CONV_MAX_CHUNKS partials, which bounds their memory), so results are bitwise identical for
- * any thread count. */
+ * any thread count.
+ *
+ * float32 takes other paths where they apply: a 1x1 convolution with stride 1 and no padding
+ * multiplies the image itself (its column matrix), and conv_direct.c's direct kernel (the image
+ * read in place by the GEMM's register tile) runs the forward and the backward when
+ * gc_conv2d_direct_use / gc_conv2d_direct_backward_use say so (the rule is there). */
 #ifndef GC_T
 
 #define _POSIX_C_SOURCE 200112L
@@ -29,19 +34,19 @@
 #define GC_CONV_CHUNK 4
 #define GC_CONV_MAX_CHUNKS 32
 
-/* A per-thread buffer separate from gc_scratch (which the GEMM called on the same thread uses):
+/* Per-thread buffers separate from gc_scratch (which the GEMM called on the same thread uses):
  * kept and grown, never shrunk, so steady-state training touches no fresh pages.  A thread that
  * exits (a Python or C-API caller's thread) frees its buffers through a pthread key's destructor,
  * which runs in that thread while its thread-locals still exist. */
-static _Thread_local void *conv_buf[3];
-static _Thread_local size_t conv_cap[3];
+static _Thread_local void *conv_buf[GC_CONV_SCRATCH_SLOTS];
+static _Thread_local size_t conv_cap[GC_CONV_SCRATCH_SLOTS];
 static pthread_key_t conv_key;
 static pthread_once_t conv_once = PTHREAD_ONCE_INIT;
 
 static void conv_release(void *unused)
 {
     (void)unused;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < GC_CONV_SCRATCH_SLOTS; i++) {
         free(conv_buf[i]);
         conv_buf[i] = NULL;
         conv_cap[i] = 0;
@@ -53,7 +58,7 @@ static void conv_key_init(void)
     pthread_key_create(&conv_key, conv_release);
 }
 
-static void *conv_scratch(int i, size_t bytes)
+void *gc_conv_scratch(int i, size_t bytes)
 {
     if (bytes == 0)
         bytes = 64; /* zero input channels: empty columns, but NULL means a failed allocation */
@@ -93,6 +98,7 @@ typedef struct {
     gc_conv p1;               /* geometry of one image (n = 1) */
     const gc_packed *pw;      /* forward: the weight pre-packed (side A), or NULL */
     ptrdiff_t o, ck, l, nimg, nchunks, chunk;
+    int one; /* forward: a 1x1 convolution with stride 1 and no padding (a plain GEMM) */
     _Alignas(64) atomic_long next;
     atomic_int failed;
 } GC_FN(conv_job);
@@ -107,22 +113,29 @@ static void GC_FN(conv_fwd_body)(void *ctx, int slot)
     gc_packed cp;
     gc_im2col_src src = {.p = &J->p1};
     GC_T *col = NULL;
-    if (J->pw) { /* a virtual operand: its panels made where the GEMM packs them (in L2) */
+    if (J->one) { /* 1x1, stride 1, no padding: the image [c, h*w] is the column matrix */
+    } else if (J->pw) { /* a virtual operand: its panels made where the GEMM packs them (in L2) */
         gc_gemm_pack_init(&cp, sizeof(GC_T) == 4 ? 'f' : 'd', 1, J->ck, J->l, 0, J->pw->swap);
         cp.fill = GC_FN(gc_im2col_fill);
         cp.fill_ctx = &src;
         src.w = cp.w;
     } else {
-        col = (GC_T *)conv_scratch(0, sizeof(GC_T) * (size_t)(J->ck * J->l));
+        col = (GC_T *)gc_conv_scratch(0, sizeof(GC_T) * (size_t)(J->ck * J->l));
     }
     for (long b; (b = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) < J->nimg;) {
-        if (!J->pw && !col) {
+        if (!J->one && !J->pw && !col) {
             atomic_store(&J->failed, 1);
             continue;
         }
         GC_T *o = J->out + b * os;
         int rc;
-        if (J->pw) {
+        if (J->one) {
+            const GC_T *xb = J->x + b * xs;
+            rc = J->pw ? GC_FN(gc_gemm_px)(NULL, J->pw, xb, NULL, o, 1, J->o, J->l, J->ck, 0, 0,
+                                           (GC_T)1, (GC_T)0, 0, 0, 0, NULL, -1)
+                       : GC_FN(gc_gemm_ex)(J->w, xb, o, 1, J->o, J->l, J->ck, 0, 0, (GC_T)1,
+                                           (GC_T)0, 0, 0, 0, NULL, -1);
+        } else if (J->pw) {
             src.x = J->x + b * xs;
             rc = GC_FN(gc_gemm_px)(NULL, J->pw, NULL, &cp, o, 1, J->o, J->l, J->ck, 0, 0, (GC_T)1,
                                    (GC_T)0, 0, 0, 0, NULL, -1);
@@ -149,8 +162,8 @@ static void GC_FN(conv_bwd_body)(void *ctx, int slot)
     GC_FN(conv_job) *J = (GC_FN(conv_job) *)ctx;
     const ptrdiff_t xs = J->p1.c * J->p1.h * J->p1.w, gs = J->o * J->l;
     const size_t cbytes = sizeof(GC_T) * (size_t)(J->ck * J->l);
-    GC_T *col = J->gw ? (GC_T *)conv_scratch(0, cbytes) : NULL;
-    GC_T *gcol = J->gx ? (GC_T *)conv_scratch(1, cbytes) : NULL;
+    GC_T *col = J->gw ? (GC_T *)gc_conv_scratch(0, cbytes) : NULL;
+    GC_T *gcol = J->gx ? (GC_T *)gc_conv_scratch(1, cbytes) : NULL;
     const int bad = (J->gw && !col) || (J->gx && !gcol);
     for (long ch; (ch = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) <
                   J->nchunks;) {
@@ -220,8 +233,12 @@ static int GC_FN(conv_threads)(const gc_conv *p, ptrdiff_t o, ptrdiff_t units)
 int GC_FN(gc_conv2d_forward_px)(const GC_T *x, const GC_T *w, const gc_packed *pw,
                                 const GC_T *bias, GC_T *out, const gc_conv *p, ptrdiff_t o)
 {
+    if (sizeof(GC_T) == 4 && gc_conv2d_direct_use(p, o))
+        return gc_conv2d_direct_f32((const float *)x, (const float *)w, pw, (const float *)bias,
+                                    (float *)out, p, o);
     GC_FN(conv_job) J;
     GC_FN(conv_job_init)(&J, x, w, p, o);
+    J.one = p->kh == 1 && p->kw == 1 && p->sh == 1 && p->sw == 1 && p->ph == 0 && p->pw == 0;
     J.pw = pw;
     J.bias = bias;
     J.out = out;
@@ -265,17 +282,24 @@ int GC_FN(gc_conv2d_backward)(const GC_T *x, const GC_T *w, const GC_T *g, GC_T 
     const ptrdiff_t pw = gw ? J.nchunks * o * J.ck : 0, pb = gb ? J.nchunks * o : 0;
     GC_T *part = NULL;
     if (pw + pb) {
-        part = (GC_T *)conv_scratch(2, sizeof(GC_T) * (size_t)(pw + pb));
+        part = (GC_T *)gc_conv_scratch(2, sizeof(GC_T) * (size_t)(pw + pb));
         if (!part)
             return -1;
     }
     J.gw = gw ? part : NULL;
     J.gb = gb ? part + pw : NULL;
-    atomic_init(&J.next, 0);
-    atomic_init(&J.failed, 0);
-    gc_region(GC_FN(conv_bwd_body), &J, GC_FN(conv_threads)(p, o, J.nchunks));
-    if (atomic_load(&J.failed))
-        return -1;
+    if (sizeof(GC_T) == 4 && gc_conv2d_direct_backward_use(p, o, gx != NULL)) {
+        if (gc_conv2d_direct_backward_f32((const float *)x, (const float *)w, (const float *)g,
+                                          (float *)gx, (float *)gw, (float *)gb, p, o, J.chunk,
+                                          J.nchunks, (float *)part) < 0)
+            return -1;
+    } else {
+        atomic_init(&J.next, 0);
+        atomic_init(&J.failed, 0);
+        gc_region(GC_FN(conv_bwd_body), &J, GC_FN(conv_threads)(p, o, J.nchunks));
+        if (atomic_load(&J.failed))
+            return -1;
+    }
     if (gw) {
         const ptrdiff_t sz = o * J.ck;
         memcpy(gw, J.gw, sizeof(GC_T) * (size_t)sz);

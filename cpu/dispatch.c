@@ -222,10 +222,18 @@ int gc_cpu_init(const char *forced, char *err, size_t errlen)
     }
     memset(&gc_isa, 0, sizeof gc_isa);
     gc_isa_fill_scalar(&gc_isa);
+    if (isa == GC_ISA_SCALAR) /* the direct convolution's tile must be the GEMM's */
+        gc_conv_fill_scalar(&gc_isa);
 #if GC_X86
     switch (isa) {
-    case GC_ISA_SSE2: gc_isa_fill_sse2(&gc_isa); break;
-    case GC_ISA_AVX2: gc_isa_fill_avx2(&gc_isa); break;
+    case GC_ISA_SSE2:
+        gc_isa_fill_sse2(&gc_isa);
+        gc_conv_fill_sse2(&gc_isa);
+        break;
+    case GC_ISA_AVX2:
+        gc_isa_fill_avx2(&gc_isa);
+        gc_conv_fill_avx2(&gc_isa);
+        break;
     case GC_ISA_AVX512: gc_isa_fill_avx512(&gc_isa); break;
     default: break;
     }

@@ -65,6 +65,16 @@ typedef void (*gc_ukr_da_f64)(ptrdiff_t k, const double *a, ptrdiff_t lda, const
                               ptrdiff_t ldb, double *c, ptrdiff_t ldc, double alpha, double beta,
                               const double *bias, int relu);
 
+/* Direct-convolution micro-kernel (isa/ukr_conv.h, conv_direct.c; one per ISA that has one,
+ * named conv_<isa>_f32_<MR>x<NR>, the GEMM's float32 tile):
+ *   T[i, j] = sum_{p < k} img[rows[i] + koff[p]] * b[p * NR + j]   for i < MR, j < NR (k >= 1)
+ *   c (MR x NR, row-major, ldc = NR) = T (acc_in == 0) or T + c (acc_in == 1);
+ *   b: one K block of a packed panel (NR columns per step, 64-byte aligned); every
+ *   img[rows[i] + koff[p]] must be readable.  Each element runs the GEMM micro-kernel's FMA chain
+ *   over p, so a K block gives the bits the GEMM gives on the same operands. */
+typedef void (*gc_cukr_f32)(ptrdiff_t k, const float *img, const ptrdiff_t *rows,
+                            const int32_t *koff, const float *b, float *c, int acc_in);
+
 /* y[i] = f(x[i]) for i < n; y may equal x. */
 typedef void (*gc_vfun_f32)(const float *x, float *y, ptrdiff_t n);
 typedef void (*gc_vbackward_f32)(const float *g, const float *s, float *y, ptrdiff_t n);
@@ -154,6 +164,10 @@ typedef struct {
     gc_ukr_da_f32 ukr_da_f32;
     gc_ukr_da_f64 ukr_da_f64;
     const char *ukr_f32_name, *ukr_f64_name;
+    /* the direct convolution's micro-kernel (mr_f32 x nr_f32); NULL: conv2d runs im2col + GEMM */
+    gc_cukr_f32 cukr_f32;
+    const char *cukr_f32_name;
+    int cukr_mr, cukr_nr; /* its tile: used only while it is the float32 GEMM's (mr_f32, nr_f32) */
     /* vectorized float32 UNARY_* functions; NULL = the portable libm loop in unary.c */
     gc_vfun_f32 vunary_f32[GC_UNARY_COUNT];
     /* gelu's backward g * gelu'(x) (erf form); NULL = the libm loop in unary.c */
@@ -211,7 +225,11 @@ static inline ptrdiff_t gc_gemm_kc(char kind, ptrdiff_t k)
 }
 
 void gc_isa_fill_scalar(gc_isa_kernels *k);
+/* the direct-convolution entries (cukr_f32) of an ISA, set after its gc_isa_fill_* */
+void gc_conv_fill_scalar(gc_isa_kernels *k);
 #if GC_X86
+void gc_conv_fill_sse2(gc_isa_kernels *k);
+void gc_conv_fill_avx2(gc_isa_kernels *k);
 void gc_isa_fill_sse2(gc_isa_kernels *k);
 void gc_isa_fill_avx2(gc_isa_kernels *k);
 void gc_isa_fill_avx512(gc_isa_kernels *k);

@@ -212,6 +212,30 @@ typedef struct {
     int w;
 } gc_im2col_src;
 
+/* conv.c's per-thread buffers (slot < GC_CONV_SCRATCH_SLOTS; apart from gc_scratch, which the
+ * GEMM called on the same thread uses): slot i is at least `bytes` (64-byte aligned) until the
+ * next call with slot i on this thread; NULL if malloc fails.  Slots: 0 columns, 1 column
+ * gradients, 2 weight-gradient partials (calling thread), 3 the padded image (conv_direct.c),
+ * 4 its packed weight and 5 its offset tables (calling thread). */
+#define GC_CONV_SCRATCH_SLOTS 6
+void *gc_conv_scratch(int i, size_t bytes);
+/* conv_direct.c: 1 when float32 conv2d_forward of this geometry takes the direct path (the rule;
+ * GPUCORE_CONV=im2col / direct forces a path where both apply), and the direct path itself
+ * (w, or pw when w is NULL: the weight [o, c, kh, kw] or its gemm_pack; bias may be NULL); -1
+ * when a scratch allocation fails. */
+int gc_conv2d_direct_use(const gc_conv *p, ptrdiff_t o);
+int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, const float *bias,
+                         float *out, const gc_conv *p, ptrdiff_t o);
+/* The backward's direct path (weight gradient; input gradient at stride 1, enough channels):
+ * when gc_conv2d_direct_backward_use says so (need_gx: the input gradient is wanted), conv.c's
+ * gc_conv2d_backward_f32 calls it with its chunking and its partials buffer (part: nchunks gw
+ * partials [o, c*kh*kw], then nchunks gb partials [o]; gw, gb here only say which are wanted);
+ * gx is written whole. */
+int gc_conv2d_direct_backward_use(const gc_conv *p, ptrdiff_t o, int need_gx);
+int gc_conv2d_direct_backward_f32(const float *x, const float *w, const float *g, float *gx,
+                                  float *gw, float *gb, const gc_conv *p, ptrdiff_t o,
+                                  ptrdiff_t chunk, ptrdiff_t nchunks, float *part);
+
 /* Recurrent layers (recurrent.c): one layer, one direction, the whole sequence in one call.
  * mode: GC_RNN_TANH / GC_RNN_RELU (1 gate), GC_RNN_LSTM (4 gates i, f, g, o), GC_RNN_GRU (3
  * gates r, z, n), PyTorch's gate order.  xg [T, B, G*H] is the input projection of every step

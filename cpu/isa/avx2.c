@@ -289,3 +289,39 @@ void gc_qgemm_fill_avx2(gc_isa_kernels *k)
     k->q_epi = qepi_row;
     k->q_name = "qgemm_avx2_u8s8_4x16";
 }
+
+/* ---- direct convolution (isa/ukr_conv.h): the GEMM's 6x16 tile ----------------------------- */
+
+#undef UKR_T
+#undef UKR_VT
+#undef UKR_VL
+#undef UKR_MR
+#undef UKR_NV
+#undef V_ZERO
+#undef V_LOADU
+#undef V_STOREU
+#undef V_SET1
+#undef V_FMA
+#undef V_ADD
+#undef UKR_CONV_NAME
+#define UKR_T float
+#define UKR_VT __m256
+#define UKR_VL 8
+#define UKR_MR 6
+#define UKR_NV 2
+#define V_ZERO() _mm256_setzero_ps()
+#define V_LOADU(p) _mm256_loadu_ps(p)
+#define V_STOREU(p, x) _mm256_storeu_ps(p, x)
+#define V_SET1(x) _mm256_set1_ps(x)
+#define V_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define V_ADD(a, b) _mm256_add_ps(a, b)
+#define UKR_CONV_NAME conv_avx2_f32_6x16
+#include "isa/ukr_conv.h"
+
+void gc_conv_fill_avx2(gc_isa_kernels *k)
+{
+    k->cukr_f32 = conv_avx2_f32_6x16;
+    k->cukr_f32_name = "conv_avx2_f32_6x16";
+    k->cukr_mr = 6;
+    k->cukr_nr = 16;
+}

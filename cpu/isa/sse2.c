@@ -107,3 +107,39 @@ void gc_isa_fill_sse2(gc_isa_kernels *k)
     k->ln_row_f32 = ln_row_f32;
     k->ln_row_f64 = ln_row_f64;
 }
+
+/* ---- direct convolution (isa/ukr_conv.h): the GEMM's 4x8 tile ------------------------------ */
+
+#undef UKR_T
+#undef UKR_VT
+#undef UKR_VL
+#undef UKR_MR
+#undef UKR_NV
+#undef V_ZERO
+#undef V_LOADU
+#undef V_STOREU
+#undef V_SET1
+#undef V_FMA
+#undef V_ADD
+#undef UKR_CONV_NAME
+#define UKR_T float
+#define UKR_VT __m128
+#define UKR_VL 4
+#define UKR_MR 4
+#define UKR_NV 2
+#define V_ZERO() _mm_setzero_ps()
+#define V_LOADU(p) _mm_loadu_ps(p)
+#define V_STOREU(p, x) _mm_storeu_ps(p, x)
+#define V_SET1(x) _mm_set1_ps(x)
+#define V_FMA(a, b, c) _mm_add_ps(_mm_mul_ps(a, b), c)
+#define V_ADD(a, b) _mm_add_ps(a, b)
+#define UKR_CONV_NAME conv_sse2_f32_4x8
+#include "isa/ukr_conv.h"
+
+void gc_conv_fill_sse2(gc_isa_kernels *k)
+{
+    k->cukr_f32 = conv_sse2_f32_4x8;
+    k->cukr_f32_name = "conv_sse2_f32_4x8";
+    k->cukr_mr = 4;
+    k->cukr_nr = 8;
+}

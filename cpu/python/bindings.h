@@ -49,7 +49,7 @@
     /* recurrent.c */                                                                             \
     X(rnn_forward) X(rnn_backward)                                                                \
     /* im2col.c, conv.c, maxpool.c */                                                             \
-    X(im2col) X(col2im) X(conv2d_forward) X(conv2d_backward) X(max_pool2d)                        \
+    X(im2col) X(col2im) X(conv2d_forward) X(conv2d_backward) X(conv2d_direct) X(max_pool2d)       \
     X(max_pool2d_backward)                                                                        \
     /* avgpool.c */                                                                               \
     X(avg_pool2d) X(avg_pool2d_backward)                                                          \

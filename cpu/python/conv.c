@@ -118,3 +118,22 @@ GC_DOC(conv2d_backward,
              "thread count.");
 
 GC_NODE_BINDING(conv2d_backward)
+
+GC_DOC(conv2d_direct,
+       "conv2d_direct(n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, o, /)\n--\n\n"
+       "True when float32 conv2d_forward of this geometry runs the direct convolution "
+       "(conv_direct.c: the image read in place by the micro-kernel, the weight packed as "
+       "gemm_pack(w, 'a', o, c*kh*kw, 0, 1)), False when it runs im2col + GEMM.  The rule is "
+       "documented in conv_direct.c; GPUCORE_CONV=im2col / direct forces a path.");
+
+PyObject *gc_py_conv2d_direct(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    static const char fn[] = "conv2d_direct";
+    gc_conv p;
+    Py_ssize_t nx, ncol, o;
+    if (check_nargs(fn, nargs, 13) < 0 || conv_geometry(fn, args, &p, &nx, &ncol) < 0 ||
+        get_min(fn, "o", args[12], 0, &o) < 0)
+        return NULL;
+    return PyBool_FromLong(gc_conv2d_direct_use(&p, o));
+}

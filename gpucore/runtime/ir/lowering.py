@@ -164,7 +164,7 @@ def _conv2d(out, arrays, attrs, scratch):
     n, c, h, wd = x.shape
     o, _, kh, kw = w.shape
     geometry = (n, c, h, wd, kh, kw, *attrs["stride"], *attrs["padding"], *attrs["dilation"], o)
-    w = packing.conv_weight(w, out.shape[2] * out.shape[3])  # constant: pre-packed
+    w = packing.conv_weight(w, out.shape[2] * out.shape[3], geometry)  # constant: pre-packed
     return [("conv2d_forward", (x, w, b, out) + geometry)]
 
 

@@ -1,0 +1,250 @@
+"""conv2d layers alone, float32, one thread: gpucore's two forward paths (im2col + GEMM and the
+direct kernel, cpu/conv_direct.c; GPUCORE_CONV forces one per call), each with the weight as an
+array (eager) and pre-packed (the compiled executor), beside PyTorch's conv2d and the layer's
+FLOPs at the machine's SGEMM rate (``_cpu.gemm`` 1024^3, measured in the same run).
+
+    python benchmarks/bench_conv.py                  # ResNet-18's convolutions (batch 1) and the
+                                                     # training CNN's (batch 64)
+    python benchmarks/bench_conv.py --only layer4 --reps 9
+    python benchmarks/bench_conv.py --backward       # also conv2d_backward per layer
+    python benchmarks/bench_conv.py --only none --resnet 15   # ResNet-18 (compiled, both
+                                                     # paths) vs ONNX Runtime, 15 rounds
+
+Times are the calling thread's CPU time (``time.thread_time``: what the layer costs, not what the
+other processes on a shared 2-core machine take from it), medians over rounds in which the
+variants alternate call block by call block.  Ratios: time / FLOPs at the SGEMM rate.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+os.environ.setdefault("GPUCORE_NUM_THREADS", "1")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from gpucore import _cpu  # noqa: E402
+from gpucore.runtime.ir import packing  # noqa: E402
+
+# name, c, h (= w), o, kernel, stride, padding, count in the model, batch
+LAYERS = [
+    ("resnet conv1 7x7/2", 3, 224, 64, 7, 2, 3, 1, 1),
+    ("resnet layer1 3x3", 64, 56, 64, 3, 1, 1, 4, 1),
+    ("resnet layer2.0 3x3/2", 64, 56, 128, 3, 2, 1, 1, 1),
+    ("resnet layer2 3x3", 128, 28, 128, 3, 1, 1, 3, 1),
+    ("resnet layer3.0 3x3/2", 128, 28, 256, 3, 2, 1, 1, 1),
+    ("resnet layer3 3x3", 256, 14, 256, 3, 1, 1, 3, 1),
+    ("resnet layer4.0 3x3/2", 256, 14, 512, 3, 2, 1, 1, 1),
+    ("resnet layer4 3x3", 512, 7, 512, 3, 1, 1, 3, 1),
+    ("resnet downsample 1x1/2 (l2)", 64, 56, 128, 1, 2, 0, 1, 1),
+    ("resnet downsample 1x1/2 (l3)", 128, 28, 256, 1, 2, 0, 1, 1),
+    ("resnet downsample 1x1/2 (l4)", 256, 14, 512, 1, 2, 0, 1, 1),
+    ("cnn conv1 1->16 b64", 1, 28, 16, 3, 1, 1, 1, 64),
+    ("cnn conv2 16->32 b64", 16, 14, 32, 3, 1, 1, 1, 64),
+]
+
+
+def _per_call(fn, n):
+    t = time.thread_time()
+    for _ in range(n):
+        fn()
+    return (time.thread_time() - t) / n
+
+
+def _measure(layer, r, rate, torch, reps):
+    """Median seconds per call of each variant of one layer, and its FLOPs at the SGEMM rate."""
+    name, ci, h, o, k, s, p, count, n = layer
+    oh = (h + 2 * p - k) // s + 1
+    x = r.standard_normal((n, ci, h, h), dtype=np.float32)
+    w = (r.standard_normal((o, ci, k, k)) / np.sqrt(ci * k * k)).astype(np.float32)
+    w.flags.writeable = False  # a graph constant: what the compiled executor packs
+    out = np.empty((n, o, oh, oh), np.float32)
+    geo = (n, ci, h, h, k, k, s, s, p, p, 1, 1, o)
+    packs = {}
+    for mode in ("im2col", "direct"):
+        os.environ["GPUCORE_CONV"] = mode
+        packs[mode] = packing.conv_weight(w, oh * oh, geo)
+    runs = [
+        ("im2col", lambda: _cpu.conv2d_forward(x, w, None, out, *geo)),
+        ("direct", lambda: _cpu.conv2d_forward(x, w, None, out, *geo)),
+        ("im2col", lambda: _cpu.conv2d_forward(x, packs["im2col"], None, out, *geo)),
+        ("direct", lambda: _cpu.conv2d_forward(x, packs["direct"], None, out, *geo)),
+    ]
+    if torch:
+        xt, wt = torch.from_numpy(x), torch.from_numpy(w.copy())
+        runs.append((None, lambda: torch.nn.functional.conv2d(xt, wt, None, s, p)))
+    for mode, fn in runs:
+        if mode:
+            os.environ["GPUCORE_CONV"] = mode
+        fn()
+    os.environ["GPUCORE_CONV"] = "direct"
+    calls = max(1, int(0.02 / max(_per_call(runs[1][1], 1), 1e-6)))
+    times = [[] for _ in runs]
+    for _ in range(reps):
+        for i, (mode, fn) in enumerate(runs):
+            if mode:
+                os.environ["GPUCORE_CONV"] = mode
+            times[i].append(_per_call(fn, calls))
+    return [statistics.median(t) for t in times], 2.0 * n * o * oh * oh * ci * k * k / rate
+
+
+def _measure_backward(layer, r, rate, torch, reps):
+    """Median seconds per conv2d_backward call, im2col then direct (then torch's forward +
+    backward), and the FLOPs of the gradients computed at the SGEMM rate."""
+    name, ci, h, o, k, s, p, count, n = layer
+    oh = (h + 2 * p - k) // s + 1
+    x = r.standard_normal((n, ci, h, h), dtype=np.float32)
+    w = (r.standard_normal((o, ci, k, k)) / np.sqrt(ci * k * k)).astype(np.float32)
+    g = r.standard_normal((n, o, oh, oh), dtype=np.float32)
+    need_gx = ci >= 4
+    gx = np.empty_like(x) if need_gx else None
+    gw, gb = np.empty_like(w), np.empty(o, np.float32)
+    geo = (n, ci, h, h, k, k, s, s, p, p, 1, 1, o)
+    runs = [
+        (m, lambda: _cpu.conv2d_backward(x, w, g, gx, gw, gb, *geo)) for m in ("im2col", "direct")
+    ]
+    if torch:
+        xt = torch.from_numpy(x).requires_grad_(need_gx)
+        wt, gt = torch.from_numpy(w).requires_grad_(True), torch.from_numpy(g)
+
+        def fwd_bwd():
+            y = torch.nn.functional.conv2d(xt, wt, None, s, p)
+            return torch.autograd.grad(y, [xt, wt] if need_gx else [wt], gt)
+
+        runs.append((None, fwd_bwd))
+    for mode, fn in runs:
+        if mode:
+            os.environ["GPUCORE_CONV"] = mode
+        fn()
+    calls = max(1, int(0.02 / max(_per_call(runs[1][1], 1), 1e-6)))
+    times = [[] for _ in runs]
+    for _ in range(reps):
+        for i, (mode, fn) in enumerate(runs):
+            if mode:
+                os.environ["GPUCORE_CONV"] = mode
+            times[i].append(_per_call(fn, calls))
+    flops = 2.0 * n * o * oh * oh * ci * k * k * (2 if need_gx else 1)
+    return [statistics.median(t) for t in times], flops / rate
+
+
+def _resnet(rounds):
+    """ResNet-18 b1 compiled under each path (weights packed as it reads them) vs ONNX Runtime
+    (one thread), in this process, calls alternating: thread CPU time, ms."""
+    import warnings  # noqa: PLC0415
+
+    import onnxruntime as ort  # noqa: PLC0415
+    import torch  # noqa: PLC0415
+
+    import gpucore  # noqa: PLC0415
+    import gpucore.nn  # noqa: PLC0415
+    import gpucore.runtime as rt  # noqa: PLC0415
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import models  # noqa: PLC0415
+
+    torch.manual_seed(0)
+    tm = models.resnet18(models.namespace(torch.nn))
+    models.randomize_batchnorm(torch, tm, torch.randn(2, 3, 224, 224))
+    tm.eval()
+    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    with tempfile.TemporaryDirectory() as d, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        path = os.path.join(d, "resnet18.onnx")
+        torch.onnx.export(tm, (torch.from_numpy(x),), path, input_names=["x"], dynamo=False)
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = so.inter_op_num_threads = 1
+        sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    gm = models.resnet18(models.namespace(gpucore.nn))
+    models.load_numpy_state(gpucore, gm, models.state_to_numpy(tm.state_dict()))
+    gm.eval()
+    fns, outs = {"ort": lambda: sess.run(None, {"x": x})}, {}
+    for mode in ("im2col", "direct"):
+        os.environ["GPUCORE_CONV"] = mode
+        cm = rt.compile(gm, (gpucore.from_numpy(x),), device="cpu", executor="compiled")
+        outs[mode] = cm.run_arrays([x])[0]
+        fns[mode] = lambda cm=cm, mode=mode: (
+            os.environ.__setitem__("GPUCORE_CONV", mode),
+            cm.run_arrays([x]),
+        )
+    with torch.inference_mode():
+        ref = tm(torch.from_numpy(x)).numpy()
+    times = {k: [] for k in fns}
+    for _ in range(rounds):
+        for k, fn in fns.items():
+            times[k].append(_per_call(fn, 1))
+    med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+    print("\nResNet-18 b1, one thread, compiled executor vs ONNX Runtime (CPU ms, medians):\n")
+    print("| path | ms | / ORT | max rel diff vs torch |\n|---|---:|---:|---:|")
+    for k, v in med.items():
+        diff = float(np.abs(outs[k] - ref).max() / np.abs(ref).max()) if k in outs else 0.0
+        print(f"| {k} | {v:.1f} | {v / med['ort']:.2f} | {diff:.1e} |")
+    print(f"\nim2col and direct outputs bitwise equal: {np.array_equal(*outs.values())}")
+    os.environ.pop("GPUCORE_CONV", None)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--only", action="append", help="layers whose name contains this")
+    ap.add_argument("--reps", type=int, default=7, help="rounds (default 7)")
+    ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--backward", action="store_true", help="also conv2d_backward per layer")
+    ap.add_argument("--resnet", type=int, metavar="ROUNDS", help="also ResNet-18 vs ONNX Runtime")
+    args = ap.parse_args()
+    torch = None
+    if not args.no_torch:
+        try:
+            import torch
+
+            torch.set_num_threads(1)
+        except ImportError:
+            torch = None
+    r = np.random.default_rng(0)
+    a = r.standard_normal((1024, 1024), dtype=np.float32)
+    c = np.empty_like(a)
+    gemm = lambda: _cpu.gemm(a, a, c, 1, 1024, 1024, 1024, 0, 0, 1.0, 0.0, 0, 0, 0)  # noqa: E731
+    rate = 2 * 1024**3 / statistics.median(_per_call(gemm, 3) for _ in range(args.reps))
+    print(f"SGEMM 1024^3, one thread: {rate / 1e9:.1f} GFLOP/s (median of {args.reps})\n")
+    cols = ["im2col", "direct", "im2col packed", "direct packed"] + (["torch"] if torch else [])
+    print("| layer | count | O x L x CK | " + " | ".join(cols) + " | at SGEMM rate | best / rate |")
+    print("|---|---:|---|" + "---:|" * (len(cols) + 2))
+    total = np.zeros(len(cols) + 1)
+    for layer in LAYERS:
+        if args.only and not any(t in layer[0] for t in args.only):
+            continue
+        med, at_rate = _measure(layer, r, rate, torch, args.reps)
+        name, ci, h, o, k, s, p, count, n = layer
+        oh = (h + 2 * p - k) // s + 1
+        total += np.array(med + [at_rate]) * count
+        print(
+            f"| {name} | {count} | {o}x{n * oh * oh}x{ci * k * k} | "
+            + " | ".join(f"{v * 1e3:.2f}" for v in med)
+            + f" | {at_rate * 1e3:.2f} | {min(med[:4]) / at_rate:.2f} |"
+        )
+    os.environ.pop("GPUCORE_CONV", None)
+    print(
+        "| total (x count), ms | | | "
+        + " | ".join(f"{v * 1e3:.1f}" for v in total)
+        + f" | {min(total[:4]) / total[-1]:.2f} |"
+    )
+    if args.backward:
+        print("\n`conv2d_backward` (gx, gw, gb; gw, gb only for an input with < 4 channels), ms:\n")
+        print("| layer | im2col | direct | torch (fwd + bwd) | gradients at SGEMM rate |")
+        print("|---|---:|---:|---:|---:|")
+        for layer in LAYERS:
+            if args.only and not any(t in layer[0] for t in args.only):
+                continue
+            med, at_rate = _measure_backward(layer, r, rate, torch, args.reps)
+            print(f"| {layer[0]} | " + " | ".join(f"{v * 1e3:.2f}" for v in med + [at_rate]) + " |")
+    if args.resnet:
+        _resnet(args.resnet)
+
+
+if __name__ == "__main__":
+    main()

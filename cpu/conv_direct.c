@@ -1,0 +1,602 @@
+/* Direct float32 conv2d forward (groups 1, NCHW): the GEMM's register tile with its A operand
+ * read straight from the (zero-padded) image, no column matrix.
+ *
+ *   out[b]^T [L, O] = col(x[b])^T [L, CK] @ W^T [CK, O]    (L = oh*ow pixels, CK = c*kh*kw)
+ *
+ * The rows of the micro-tile are MR output pixels, its columns NR output channels.  Row i of
+ * K step p = (ci, ki, kj) reads pad[rows[l] + koff[p]] with rows[l] = oy*sh*wp + ox*sw (the
+ * window's corner in the padded image, wp its padded width) and koff[p] = ci*hp*wp + ki*dh*wp +
+ * kj*dw: any kernel size, stride and dilation, and every pixel of a panel may lie on a different
+ * output row, so no lanes are lost to narrow images (7x7 outputs: 49 pixels in 9 panels of 6,
+ * where the im2col GEMM fills 49 of the 64 columns of its 16-wide panels).  W is packed once per
+ * call as the GEMM packs the weight of a swapped product (pack.c: side A, swap 1: panels of NR
+ * output channels per K block); a weight the compiled executor pre-packed that way (gemm_pack)
+ * is used where it lies.
+ *
+ * Bits: every output element is the GEMM micro-kernel's FMA chain over the same K blocks
+ * (gc_gemm_kc), the blocks added in order (acc + C), then + bias: exactly what the im2col GEMM
+ * (gemm.c's blocked path; not its small-m gemv path, O <= 24) computes for that element.  Each
+ * element is computed by one thread from start to end, so the result never depends on the
+ * thread count or on how the work is split.
+ *
+ * Work: units of (image, group of pixel panels); each unit walks K blocks, then chunks of
+ * GC_DCONV_CHUNK pixel panels (their image rows stay in L1/L2), then the weight panels (one K
+ * block of one panel: kb x NR floats, in L2), then the chunk's pixel panels.  A batch with at
+ * least as many images as threads gives one unit per image; smaller batches split each image's
+ * pixels into groups so that every thread gets work.
+ *
+ * When this path runs instead of im2col + GEMM: gc_conv2d_direct_use (the rule, from the
+ * measurements in benchmarks/README.md, *Direct convolution*). */
+#define _POSIX_C_SOURCE 200112L
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "isa.h"
+#include "kernels.h"
+
+/* pixel panels per chunk of a unit (6-pixel panels on AVX2: ~100 pixels, about two rows of a
+ * 56-wide image and all three input rows of their windows per channel in L1/L2) */
+#define GC_DCONV_CHUNK 16
+/* the backward's direct path from this many output pixels per image (gc_conv2d_direct_backward_use) */
+#define GC_DCONV_MIN_PIXELS 64
+
+/* 1 when s, less surrounding white space, is word in any case (gpucore/config.py's rule) */
+static int dconv_env_is(const char *s, const char *word)
+{
+    while (*s == ' ' || *s == '\t' || *s == '\n')
+        s++;
+    for (; *word; s++, word++)
+        if ((*s >= 'A' && *s <= 'Z' ? *s - 'A' + 'a' : *s) != *word)
+            return 0;
+    while (*s == ' ' || *s == '\t' || *s == '\n')
+        s++;
+    return *s == 0;
+}
+
+/* GPUCORE_CONV: "im2col" or "direct" forces a path where both apply (tests, benchmarks);
+ * anything else ("auto"), or unset, is the rule.  Read on every call (a getenv is ~0.1 us; a
+ * convolution is >= ~10 us), so a process can time both paths side by side. */
+static int dconv_forced(void)
+{
+    const char *e = getenv("GPUCORE_CONV");
+    return e && dconv_env_is(e, "im2col") ? 1 : e && dconv_env_is(e, "direct") ? 2 : 0;
+}
+
+int gc_conv2d_direct_use(const gc_conv *p, ptrdiff_t o)
+{
+    if (!gc_isa.cukr_f32 || gc_isa.cukr_mr != gc_blk_f32.mr || gc_isa.cukr_nr != gc_blk_f32.nr)
+        return 0;
+    if (o <= 0 || p->c <= 0 || p->n <= 0)
+        return 0;
+    /* a 1x1 convolution with stride 1 and no padding is a plain GEMM on the image (conv.c) */
+    if (p->kh == 1 && p->kw == 1 && p->sh == 1 && p->sw == 1 && p->ph == 0 && p->pw == 0)
+        return 0;
+    /* koff is int32: the padded image must have fewer than 2^31 elements */
+    const double hp = (double)p->h + 2.0 * (double)p->ph, wp = (double)p->w + 2.0 * (double)p->pw;
+    if ((double)p->c * hp * wp >= 2147483647.0)
+        return 0;
+    const int forced = dconv_forced();
+    if (forced)
+        return forced == 2;
+    return 1;
+}
+
+typedef struct {
+    const float *x, *bias;
+    float *out;
+    const gc_conv *p;
+    ptrdiff_t o, ck, l, hp, wp, kc, npo, npx, gpan, upi, nunits;
+    int padded, mr, nr;
+    const float *wpk;      /* packed weight: K block pc at wpk + pc * npo * nr */
+    const ptrdiff_t *rows; /* npx * mr pixel corners (past l: pixel 0's) */
+    const int32_t *koff;   /* ck offsets */
+    _Alignas(64) atomic_long next;
+    atomic_int failed;
+} dconv_job;
+
+/* The image x [c, h, w] into pad [c, hp, wp], zero borders. */
+static void dconv_pad(const float *restrict x, float *restrict pad, const gc_conv *p,
+                      ptrdiff_t hp, ptrdiff_t wp)
+{
+    for (ptrdiff_t ci = 0; ci < p->c; ci++) {
+        float *d = pad + ci * hp * wp;
+        const float *s = x + ci * p->h * p->w;
+        memset(d, 0, sizeof(float) * (size_t)(p->ph * wp));
+        for (ptrdiff_t y = 0; y < p->h; y++) {
+            float *r = d + (p->ph + y) * wp;
+            for (ptrdiff_t j = 0; j < p->pw; j++)
+                r[j] = 0.0f;
+            memcpy(r + p->pw, s + y * p->w, sizeof(float) * (size_t)p->w);
+            for (ptrdiff_t j = p->pw + p->w; j < wp; j++)
+                r[j] = 0.0f;
+        }
+        memset(d + (p->ph + p->h) * wp, 0, sizeof(float) * (size_t)((hp - p->ph - p->h) * wp));
+    }
+}
+
+/* One tile of T (mv <= mr pixels x nv <= nr channels, row-major, nr wide) to c, element (pixel
+ * ii, channel j) at c[j*l + ii], plus bias[j] (NULL: none); inline so that the full tiles of
+ * the ISA's shape compile with constant bounds. */
+static inline void dconv_tile_out(float *restrict c, ptrdiff_t l, const float *restrict t,
+                                  int nr, ptrdiff_t mv, ptrdiff_t nv, const float *bias)
+{
+    for (ptrdiff_t j = 0; j < nv; j++) {
+        const float bv = bias ? bias[j] : 0.0f;
+        float *cj = c + j * l;
+        if (bias)
+            for (ptrdiff_t ii = 0; ii < mv; ii++)
+                cj[ii] = t[ii * nr + j] + bv;
+        else
+            for (ptrdiff_t ii = 0; ii < mv; ii++)
+                cj[ii] = t[ii * nr + j];
+    }
+}
+
+/* Pixel panels [i0, i1) of one image (src: its padded image) into outb [o, l]. */
+static void dconv_unit(const dconv_job *J, const float *src, float *outb, ptrdiff_t i0,
+                       ptrdiff_t i1)
+{
+    const int mr = J->mr, nr = J->nr;
+    const ptrdiff_t l = J->l, o = J->o;
+    _Alignas(64) float t[GC_TILE_MAX];
+    memset(t, 0, sizeof t); /* rows past the image's pixels are computed, never stored */
+    for (ptrdiff_t pc = 0; pc < J->ck; pc += J->kc) {
+        const ptrdiff_t kb = J->ck - pc < J->kc ? J->ck - pc : J->kc;
+        const int first = pc == 0, last = pc + kb >= J->ck;
+        const float *wblk = J->wpk + pc * J->npo * nr;
+        for (ptrdiff_t c0 = i0; c0 < i1; c0 += GC_DCONV_CHUNK) {
+            const ptrdiff_t c1 = c0 + GC_DCONV_CHUNK < i1 ? c0 + GC_DCONV_CHUNK : i1;
+            for (ptrdiff_t q = 0; q < J->npo; q++) {
+                const float *wpan = wblk + q * nr * kb;
+                const ptrdiff_t o0 = q * nr, nv = o - o0 < nr ? o - o0 : nr;
+                for (ptrdiff_t i = c0; i < c1; i++) {
+                    const ptrdiff_t l0 = i * mr, mv = l - l0 < mr ? l - l0 : mr;
+                    float *c = outb + o0 * l + l0; /* element (pixel ii, channel j): c[j*l + ii] */
+                    if (!first)
+                        for (ptrdiff_t j = 0; j < nv; j++)
+                            for (ptrdiff_t ii = 0; ii < mv; ii++)
+                                t[ii * nr + j] = c[j * l + ii];
+                    gc_isa.cukr_f32(kb, src, J->rows + l0, J->koff + pc, wpan, t, !first);
+                    const float *bias = last && J->bias ? J->bias + o0 : NULL;
+                    if (mr == 6 && nr == 16 && mv == 6 && nv == 16) /* AVX2's full tile */
+                        dconv_tile_out(c, l, t, 16, 6, 16, bias);
+                    else
+                        dconv_tile_out(c, l, t, nr, mv, nv, bias);
+                }
+            }
+        }
+    }
+}
+
+static void dconv_body(void *ctx, int slot)
+{
+    (void)slot;
+    dconv_job *J = (dconv_job *)ctx;
+    const gc_conv *p = J->p;
+    const ptrdiff_t xs = p->c * p->h * p->w;
+    float *pad = NULL;
+    if (J->padded) {
+        pad = (float *)gc_conv_scratch(3, sizeof(float) * (size_t)(p->c * J->hp * J->wp));
+        if (!pad) {
+            atomic_store(&J->failed, 1);
+            return;
+        }
+    }
+    ptrdiff_t padded_b = -1;
+    for (long u; (u = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) <
+                 J->nunits;) {
+        const ptrdiff_t b = u / J->upi, g = u % J->upi;
+        const float *src = J->x + b * xs;
+        if (pad) {
+            if (padded_b != b)
+                dconv_pad(src, pad, p, J->hp, J->wp);
+            padded_b = b;
+            src = pad;
+        }
+        const ptrdiff_t i0 = g * J->gpan, i1 = i0 + J->gpan < J->npx ? i0 + J->gpan : J->npx;
+        if (i0 < i1)
+            dconv_unit(J, src, J->out + b * J->o * J->l, i0, i1);
+    }
+}
+
+typedef struct {
+    const gc_packed *P;
+    const float *w;
+} dconv_pack_job;
+
+/* Panels [lo, hi) of the (K block, panel) grid of P (side A, swap 1: NR output channels) from
+ * the weight w [o, ck], by blocks of 8 K steps: NR weight rows read 8 floats at a time (NR
+ * sequential streams), 8 panel rows written whole (a gather of NR rows a weight row apart per
+ * step, or one panel column per pass over a panel larger than L1, measured ~2x slower). */
+static void dconv_pack_range(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
+{
+    const dconv_pack_job *J = (const dconv_pack_job *)ctx;
+    const gc_packed *P = J->P;
+    const ptrdiff_t w = P->w;
+    for (ptrdiff_t u = lo; u < hi; u++) {
+        const ptrdiff_t pc = u / P->npan * P->kc, q = u % P->npan;
+        const ptrdiff_t kb = P->k - pc < P->kc ? P->k - pc : P->kc;
+        const ptrdiff_t fv = P->f - q * w < w ? P->f - q * w : w;
+        float *d = (float *)P->data + pc * P->npan * w + q * w * kb;
+        const float *s = J->w + q * w * P->k + pc;
+        for (ptrdiff_t t0 = 0; t0 < kb; t0 += 8) {
+            const ptrdiff_t tn = kb - t0 < 8 ? kb - t0 : 8;
+            float *dt = d + t0 * w;
+            for (ptrdiff_t j = 0; j < fv; j++) {
+                const float *sj = s + j * P->k + t0;
+                for (ptrdiff_t t = 0; t < tn; t++)
+                    dt[t * w + j] = sj[t];
+            }
+            for (ptrdiff_t j = fv; j < w; j++)
+                for (ptrdiff_t t = 0; t < tn; t++)
+                    dt[t * w + j] = 0.0f;
+        }
+    }
+}
+
+/* P (side A swap 1, pack_init'ed for o x ck) := the weight held by pw in its own layout. */
+static void dconv_repack(const gc_packed *pw, const gc_packed *P)
+{
+    const float *s = (const float *)pw->data;
+    float *d = (float *)P->data;
+    for (ptrdiff_t pc = 0; pc < P->k; pc += P->kc) {
+        const ptrdiff_t kb = P->k - pc < P->kc ? P->k - pc : P->kc;
+        memset(d + pc * P->npan * P->w, 0, sizeof(float) * (size_t)(P->npan * P->w * kb));
+    }
+    for (ptrdiff_t f = 0; f < P->f; f++)
+        for (ptrdiff_t k = 0; k < P->k; k++) {
+            const ptrdiff_t sc = k / pw->kc * pw->kc, skb = pw->k - sc < pw->kc ? pw->k - sc : pw->kc;
+            const ptrdiff_t dc = k / P->kc * P->kc, dkb = P->k - dc < P->kc ? P->k - dc : P->kc;
+            d[dc * P->npan * P->w + f / P->w * P->w * dkb + (k - dc) * P->w + f % P->w] =
+                s[sc * pw->npan * pw->w + f / pw->w * pw->w * skb + (k - sc) * pw->w + f % pw->w];
+        }
+}
+
+int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, const float *bias,
+                         float *out, const gc_conv *p, ptrdiff_t o)
+{
+    dconv_job J;
+    memset(&J, 0, sizeof J);
+    J.x = x;
+    J.bias = bias;
+    J.out = out;
+    J.p = p;
+    J.o = o;
+    J.ck = p->c * p->kh * p->kw;
+    J.l = p->oh * p->ow;
+    J.mr = gc_blk_f32.mr;
+    J.nr = gc_blk_f32.nr;
+    J.padded = p->ph > 0 || p->pw > 0;
+    J.hp = p->h + 2 * p->ph;
+    J.wp = p->w + 2 * p->pw;
+    J.npx = (J.l + J.mr - 1) / J.mr;
+    if (p->n <= 0 || o <= 0 || J.l <= 0)
+        return 0;
+    /* the weight panels, then the tables, on the calling thread's buffers */
+    gc_packed P;
+    if (gc_gemm_pack_init(&P, 'f', 0, o, J.ck, 0, 1) < 0)
+        return -1;
+    J.kc = P.kc;
+    J.npo = P.npan;
+    if (pw && pw->kind == 'f' && pw->side == 0 && pw->swap == 1 && pw->data &&
+        pw->isa == gc_isa.isa && pw->w == P.w && pw->kc == P.kc && pw->f == o && pw->k == J.ck) {
+        J.wpk = (const float *)pw->data;
+    } else {
+        P.data = gc_conv_scratch(4, sizeof(float) * (size_t)P.elems);
+        if (!P.data)
+            return -1;
+        if (pw)
+            dconv_repack(pw, &P);
+        else {
+            dconv_pack_job pj = {.P = &P, .w = w};
+            gc_parallel_range(P.kc ? (P.k + P.kc - 1) / P.kc * P.npan : 0, 1,
+                              0.5 * (double)P.elems, dconv_pack_range, &pj);
+        }
+        J.wpk = (const float *)P.data;
+    }
+    const size_t rbytes = sizeof(ptrdiff_t) * (size_t)(J.npx * J.mr);
+    char *tab = (char *)gc_conv_scratch(5, rbytes + sizeof(int32_t) * (size_t)J.ck);
+    if (!tab)
+        return -1;
+    ptrdiff_t *rows = (ptrdiff_t *)tab;
+    int32_t *koff = (int32_t *)(tab + rbytes);
+    for (ptrdiff_t i = 0; i < J.npx * J.mr; i++) {
+        const ptrdiff_t li = i < J.l ? i : 0;
+        rows[i] = li / p->ow * p->sh * J.wp + li % p->ow * p->sw;
+    }
+    for (ptrdiff_t ci = 0, k = 0; ci < p->c; ci++)
+        for (ptrdiff_t ki = 0; ki < p->kh; ki++)
+            for (ptrdiff_t kj = 0; kj < p->kw; kj++)
+                koff[k++] = (int32_t)(ci * J.hp * J.wp + ki * p->dh * J.wp + kj * p->dw);
+    J.rows = rows;
+    J.koff = koff;
+    /* threads by the work (as conv.c), images first, then groups of each image's pixel panels */
+    const double flops = 2.0 * (double)p->n * (double)o * (double)J.ck * (double)J.l;
+    const int nt = gc_threads_for(flops, 0.25e6);
+    J.upi = 1;
+    if (p->n < nt) {
+        J.upi = 2 * ((nt + p->n - 1) / p->n);
+        if (J.upi > J.npx)
+            J.upi = J.npx;
+    }
+    J.gpan = (J.npx + J.upi - 1) / J.upi;
+    J.nunits = p->n * J.upi;
+    atomic_init(&J.next, 0);
+    atomic_init(&J.failed, 0);
+    gc_region(dconv_body, &J, nt < J.nunits ? nt : (int)J.nunits);
+    return atomic_load(&J.failed) ? -1 : 0;
+}
+
+/* ---- backward: the weight gradient and, for stride 1, the input gradient --------------------
+ *
+ *   gw^T [CK, O] (+)= col(x[b]) [CK, L] @ g[b]^T [L, O]: rows of the tile are kernel taps (row
+ *     base koff[p] in the padded image), the K steps pixels (offset rows[l]), the columns output
+ *     channels (g[b]^T packed per image, K blocks of gc_gemm_kc(L)); images of a chunk add in
+ *     order (acc + C), chunks as conv.c's (GC_CONV_CHUNK): the bits of conv.c's GEMM path for
+ *     more than 24 channels, and never dependent on the thread count;
+ *   gx[b] = the direct convolution of g[b], zero-padded by (k-1)*d - p on each side, with the
+ *     weight flipped and transposed (K' = (o, kh-1-ki, kw-1-kj), columns input channels): no
+ *     column-gradient matrix and no col2im.  Stride 1, padding within the kernel's reach and
+ *     at least half a panel of input channels only (gc_conv2d_direct_backward_use). */
+
+int gc_conv2d_direct_backward_use(const gc_conv *p, ptrdiff_t o, int need_gx)
+{
+    if (!gc_conv2d_direct_use(p, o))
+        return 0;
+    /* the weight gradient's K steps are one image's pixels: with few of them each tile is
+     * mostly its transposed load and store (ResNet-18's 7x7 layer4, 49 pixels: 24.3 against
+     * 19.9 ms; 196 pixels: 10.9 against 12.1) */
+    if (p->oh * p->ow < GC_DCONV_MIN_PIXELS && dconv_forced() != 2)
+        return 0;
+    if (!need_gx) /* the weight gradient alone: any stride, padding and dilation */
+        return 1;
+    const ptrdiff_t eh = (p->kh - 1) * p->dh - p->ph, ew = (p->kw - 1) * p->dw - p->pw;
+    if (p->sh != 1 || p->sw != 1 || eh < 0 || ew < 0)
+        return 0;
+    /* the padded gradient's offsets are int32 too */
+    if ((double)o * (double)(p->oh + 2 * eh) * (double)(p->ow + 2 * ew) >= 2147483647.0)
+        return 0;
+    /* the input gradient's tile columns are input channels: below half a panel of them the
+     * im2col path is faster (measured: 1 channel 4.98 against 1.93 ms, 16 channels 4.92
+     * against 7.5 ms; a 28x28 / 14x14 batch of 64, one thread) */
+    return dconv_forced() == 2 || 2 * p->c >= gc_blk_f32.nr;
+}
+
+typedef struct {
+    const float *x, *w, *g;
+    float *gx, *gw, *gb; /* gw, gb: per-chunk partials */
+    const gc_conv *p;
+    ptrdiff_t o, ck, l, hp, wp, ghp, gwp, kcl, kcx, npt, npx, npc, nchunks, chunk, kx;
+    int padded, mr, nr;
+    const ptrdiff_t *taps, *pix; /* npt*mr tap bases in the padded image; npx*mr input pixels */
+    const int32_t *lofs, *gofs;  /* l pixel corners (int32); kx = o*kh*kw offsets in padded g */
+    const float *wf;             /* the flipped weight packed: panels of nr input channels */
+    _Alignas(64) atomic_long next;
+    atomic_int failed;
+} dconv_bwd_job;
+
+/* One image's weight gradient into gwp [o, ck] (acc: add to it). */
+static void dconv_bwd_w(const dconv_bwd_job *J, const float *xpad, const float *gpk, float *gwp,
+                        int acc)
+{
+    const int mr = J->mr, nr = J->nr;
+    const ptrdiff_t ck = J->ck, o = J->o, npo = (o + nr - 1) / nr;
+    _Alignas(64) float t[GC_TILE_MAX];
+    memset(t, 0, sizeof t);
+    for (ptrdiff_t pc = 0; pc < J->l; pc += J->kcl) {
+        const ptrdiff_t kb = J->l - pc < J->kcl ? J->l - pc : J->kcl;
+        const int add = acc || pc > 0;
+        for (ptrdiff_t q = 0; q < npo; q++) {
+            const float *gpan = gpk + pc * npo * nr + q * nr * kb;
+            const ptrdiff_t o0 = q * nr, nv = o - o0 < nr ? o - o0 : nr;
+            for (ptrdiff_t i = 0; i < J->npt; i++) {
+                const ptrdiff_t p0 = i * mr, mv = ck - p0 < mr ? ck - p0 : mr;
+                float *c = gwp + o0 * ck + p0; /* (tap ii, channel j) at c[j*ck + ii] */
+                if (add)
+                    for (ptrdiff_t j = 0; j < nv; j++)
+                        for (ptrdiff_t ii = 0; ii < mv; ii++)
+                            t[ii * nr + j] = c[j * ck + ii];
+                gc_isa.cukr_f32(kb, xpad, J->taps + p0, J->lofs + pc, gpan, t, add);
+                dconv_tile_out(c, ck, t, nr, mv, nv, NULL);
+            }
+        }
+    }
+}
+
+/* One image's input gradient gxb [c, h*w] from its padded output gradient. */
+static void dconv_bwd_x(const dconv_bwd_job *J, const float *gpad, float *gxb)
+{
+    const int mr = J->mr, nr = J->nr;
+    const ptrdiff_t hw = J->p->h * J->p->w, c = J->p->c;
+    _Alignas(64) float t[GC_TILE_MAX];
+    memset(t, 0, sizeof t);
+    for (ptrdiff_t pc = 0; pc < J->kx; pc += J->kcx) {
+        const ptrdiff_t kb = J->kx - pc < J->kcx ? J->kx - pc : J->kcx;
+        for (ptrdiff_t q = 0; q < J->npc; q++) {
+            const float *wpan = J->wf + pc * J->npc * nr + q * nr * kb;
+            const ptrdiff_t c0 = q * nr, nv = c - c0 < nr ? c - c0 : nr;
+            for (ptrdiff_t i = 0; i < J->npx; i++) {
+                const ptrdiff_t l0 = i * mr, mv = hw - l0 < mr ? hw - l0 : mr;
+                float *d = gxb + c0 * hw + l0;
+                if (pc > 0)
+                    for (ptrdiff_t j = 0; j < nv; j++)
+                        for (ptrdiff_t ii = 0; ii < mv; ii++)
+                            t[ii * nr + j] = d[j * hw + ii];
+                gc_isa.cukr_f32(kb, gpad, J->pix + l0, J->gofs + pc, wpan, t, pc > 0);
+                dconv_tile_out(d, hw, t, nr, mv, nv, NULL);
+            }
+        }
+    }
+}
+
+/* sum of r[0..n) in GC_DCONV_LANES interleaved partial sums added pairwise at the end (a vector
+ * add per step instead of one dependent scalar add per element: the bias gradient of a 28x28
+ * batch of 64 was ~1/3 of the backward); the same order on every ISA and thread count. */
+#define GC_DCONV_LANES 8
+static float dconv_sum(const float *r, ptrdiff_t n)
+{
+    float acc[GC_DCONV_LANES] = {0};
+    ptrdiff_t j = 0;
+    for (; j + GC_DCONV_LANES <= n; j += GC_DCONV_LANES)
+        for (int k = 0; k < GC_DCONV_LANES; k++)
+            acc[k] += r[j + k];
+    for (int k = 0; j < n; j++, k++)
+        acc[k] += r[j];
+    for (int w = GC_DCONV_LANES / 2; w >= 1; w /= 2)
+        for (int k = 0; k < w; k++)
+            acc[k] += acc[k + w];
+    return acc[0];
+}
+
+static void dconv_bwd_body(void *ctx, int slot)
+{
+    (void)slot;
+    dconv_bwd_job *J = (dconv_bwd_job *)ctx;
+    const gc_conv *p = J->p;
+    const ptrdiff_t xs = p->c * p->h * p->w, gs = J->o * J->l;
+    const ptrdiff_t eh = (J->ghp - p->oh) / 2, ew = (J->gwp - p->ow) / 2;
+    gc_packed G; /* g[b]^T: panels of nr output channels over K blocks of pixels */
+    float *xpad = NULL, *gpk = NULL, *gpad = NULL;
+    int bad = 0;
+    if (J->gw) {
+        bad |= gc_gemm_pack_init(&G, 'f', 0, J->o, J->l, 0, 1) < 0;
+        if (!bad) {
+            G.data = gc_conv_scratch(1, sizeof(float) * (size_t)G.elems);
+            gpk = (float *)G.data;
+            if (J->padded)
+                xpad = (float *)gc_conv_scratch(3, sizeof(float) * (size_t)(p->c * J->hp * J->wp));
+            bad |= !gpk || (J->padded && !xpad);
+        }
+    }
+    if (J->gx) {
+        gpad = (float *)gc_conv_scratch(0, sizeof(float) * (size_t)(J->o * J->ghp * J->gwp));
+        bad |= !gpad;
+    }
+    gc_conv gp = *p; /* g's padding, for dconv_pad */
+    gp.c = J->o;
+    gp.h = p->oh;
+    gp.w = p->ow;
+    gp.ph = eh;
+    gp.pw = ew;
+    for (long ch; (ch = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) <
+                  J->nchunks;) {
+        if (bad) {
+            atomic_store(&J->failed, 1);
+            continue;
+        }
+        const ptrdiff_t b0 = ch * J->chunk;
+        const ptrdiff_t b1 = b0 + J->chunk < p->n ? b0 + J->chunk : p->n;
+        float *gwp = J->gw ? J->gw + ch * J->o * J->ck : NULL;
+        float *gb = J->gb ? J->gb + ch * J->o : NULL;
+        if (gb)
+            for (ptrdiff_t i = 0; i < J->o; i++)
+                gb[i] = 0.0f;
+        for (ptrdiff_t b = b0; b < b1; b++) {
+            const float *g = J->g + b * gs;
+            if (gwp) {
+                const float *src = J->x + b * xs;
+                if (xpad) {
+                    dconv_pad(src, xpad, p, J->hp, J->wp);
+                    src = xpad;
+                }
+                dconv_pack_job pj = {.P = &G, .w = g};
+                dconv_pack_range(&pj, 0, (G.k + G.kc - 1) / G.kc * G.npan);
+                dconv_bwd_w(J, src, gpk, gwp, b > b0);
+            }
+            if (gb)
+                for (ptrdiff_t i = 0; i < J->o; i++)
+                    gb[i] += dconv_sum(g + i * J->l, J->l);
+            if (J->gx) {
+                dconv_pad(g, gpad, &gp, J->ghp, J->gwp);
+                dconv_bwd_x(J, gpad, J->gx + b * xs);
+            }
+        }
+    }
+}
+
+int gc_conv2d_direct_backward_f32(const float *x, const float *w, const float *g, float *gx,
+                                  float *gw, float *gb, const gc_conv *p, ptrdiff_t o,
+                                  ptrdiff_t chunk, ptrdiff_t nchunks, float *part)
+{
+    dconv_bwd_job J;
+    memset(&J, 0, sizeof J);
+    J.x = x;
+    J.w = w;
+    J.g = g;
+    J.gx = gx;
+    J.p = p;
+    J.o = o;
+    J.ck = p->c * p->kh * p->kw;
+    J.l = p->oh * p->ow;
+    J.mr = gc_blk_f32.mr;
+    J.nr = gc_blk_f32.nr;
+    J.padded = p->ph > 0 || p->pw > 0;
+    J.hp = p->h + 2 * p->ph;
+    J.wp = p->w + 2 * p->pw;
+    J.ghp = p->h + (p->kh - 1) * p->dh; /* oh + 2 * eh at stride 1 */
+    J.gwp = p->w + (p->kw - 1) * p->dw;
+    J.chunk = chunk;
+    J.nchunks = nchunks;
+    J.kcl = gc_gemm_kc('f', J.l);
+    J.kx = o * p->kh * p->kw;
+    J.kcx = gc_gemm_kc('f', J.kx);
+    J.npt = (J.ck + J.mr - 1) / J.mr;
+    J.npx = (p->h * p->w + J.mr - 1) / J.mr;
+    J.npc = (p->c + J.nr - 1) / J.nr;
+    const ptrdiff_t pw_ = gw ? nchunks * o * J.ck : 0;
+    J.gw = gw ? part : NULL;
+    J.gb = gb ? part + pw_ : NULL;
+    /* tables and the flipped weight on the calling thread's buffers */
+    const size_t nt = (size_t)(J.npt * J.mr), npx = (size_t)(J.npx * J.mr);
+    const size_t tb = sizeof(ptrdiff_t) * (nt + npx) + sizeof(int32_t) * (size_t)(J.l + J.kx);
+    char *tab = (char *)gc_conv_scratch(5, tb);
+    if (!tab)
+        return -1;
+    ptrdiff_t *taps = (ptrdiff_t *)tab, *pix = taps + nt;
+    int32_t *lofs = (int32_t *)(pix + npx), *gofs = lofs + J.l;
+    for (ptrdiff_t i = 0; i < (ptrdiff_t)nt; i++) {
+        const ptrdiff_t k = i < J.ck ? i : 0, khw = p->kh * p->kw;
+        taps[i] = k / khw * J.hp * J.wp + k % khw / p->kw * p->dh * J.wp + k % p->kw * p->dw;
+    }
+    for (ptrdiff_t i = 0; i < J.l; i++)
+        lofs[i] = (int32_t)(i / p->ow * p->sh * J.wp + i % p->ow * p->sw);
+    for (ptrdiff_t i = 0; i < (ptrdiff_t)npx; i++) {
+        const ptrdiff_t li = i < p->h * p->w ? i : 0;
+        pix[i] = li / p->w * J.gwp + li % p->w;
+    }
+    for (ptrdiff_t oc = 0, k = 0; oc < o; oc++)
+        for (ptrdiff_t ki = 0; ki < p->kh; ki++)
+            for (ptrdiff_t kj = 0; kj < p->kw; kj++)
+                gofs[k++] = (int32_t)(oc * J.ghp * J.gwp + ki * p->dh * J.gwp + kj * p->dw);
+    J.taps = taps;
+    J.pix = pix;
+    J.lofs = lofs;
+    J.gofs = gofs;
+    if (gx) { /* Wf[(o, ki', kj'), c] = w[o, c, kh-1-ki', kw-1-kj'] in panels of nr channels */
+        gc_packed P;
+        if (gc_gemm_pack_init(&P, 'f', 0, p->c, J.kx, 0, 1) < 0)
+            return -1;
+        float *d = (float *)gc_conv_scratch(4, sizeof(float) * (size_t)P.elems);
+        if (!d)
+            return -1;
+        const ptrdiff_t khw = p->kh * p->kw;
+        for (ptrdiff_t pc = 0; pc < J.kx; pc += P.kc) {
+            const ptrdiff_t kb = J.kx - pc < P.kc ? J.kx - pc : P.kc;
+            for (ptrdiff_t k = pc; k < pc + kb; k++) {
+                const ptrdiff_t oc = k / khw, tap = khw - 1 - k % khw; /* flipped (ki, kj) */
+                for (ptrdiff_t c = 0; c < P.npan * P.w; c++)
+                    d[pc * P.npan * P.w + c / P.w * P.w * kb + (k - pc) * P.w + c % P.w] =
+                        c < p->c ? w[(oc * p->c + c) * khw + tap] : 0.0f;
+            }
+        }
+        J.wf = d;
+    }
+    atomic_init(&J.next, 0);
+    atomic_init(&J.failed, 0);
+    const double flops = 2.0 * (double)p->n * (double)o * (double)J.ck * (double)J.l;
+    const int thr = gc_threads_for(flops, 0.25e6);
+    gc_region(dconv_bwd_body, &J, thr < nchunks ? thr : (int)nchunks);
+    return atomic_load(&J.failed) ? -1 : 0;
+}
