@@ -10,6 +10,26 @@ GC_DOC(copy, "copy(src, dst, /)\n--\n\n"
                        "Copies src into dst: same shape (ndim <= 8) and format (item size 1, 2, "
                        "4 or 8), any strides; dst writable.  Overlapping views are handled.");
 
+/* src and dst of one shape, of at most GC_MAX_DIMS dims; else -1 with ValueError. */
+static int same_shapes(const char *fn, const Py_buffer *s, const Py_buffer *d)
+{
+    int same_shape = s->ndim == d->ndim;
+    for (int i = 0; same_shape && i < s->ndim; i++)
+        same_shape = s->shape[i] == d->shape[i];
+    if (!same_shape) {
+        char s1[200], s2[200];
+        PyErr_Format(PyExc_ValueError, "%s: src shape %s differs from dst shape %s", fn,
+                     shape_str(s, s1, sizeof s1), shape_str(d, s2, sizeof s2));
+        return -1;
+    }
+    if (d->ndim > GC_MAX_DIMS) {
+        PyErr_Format(PyExc_ValueError, "%s: %d dims; at most %d are supported", fn, d->ndim,
+                     GC_MAX_DIMS);
+        return -1;
+    }
+    return 0;
+}
+
 enum { COPY_NONE, COPY_DIRECT, COPY_VIA_TMP };
 
 /* COPY_DIRECT: it collapsed (operands src, dst); COPY_VIA_TMP (overlapping views): it as
@@ -48,20 +68,8 @@ static int copy_parse(PyObject *const *args, Py_ssize_t nargs, void *node, bufse
                      fmt_str(s), isz, fmt_str(d), d->itemsize);
         return -1;
     }
-    int same_shape = s->ndim == d->ndim;
-    for (int i = 0; same_shape && i < s->ndim; i++)
-        same_shape = s->shape[i] == d->shape[i];
-    if (!same_shape) {
-        char s1[200], s2[200];
-        PyErr_Format(PyExc_ValueError, "copy: src shape %s differs from dst shape %s",
-                     shape_str(s, s1, sizeof s1), shape_str(d, s2, sizeof s2));
+    if (same_shapes(fn, s, d) < 0)
         return -1;
-    }
-    if (d->ndim > GC_MAX_DIMS) {
-        PyErr_Format(PyExc_ValueError, "copy: %d dims; at most %d are supported", d->ndim,
-                     GC_MAX_DIMS);
-        return -1;
-    }
     memset(p, 0, sizeof *p);
     p->src = s->buf;
     p->dst = d->buf;
@@ -168,20 +176,8 @@ static int cast_parse(PyObject *const *args, Py_ssize_t nargs, void *node, bufse
                      st < 0 ? "src" : "dst", fmt_str(st < 0 ? s : d));
         return -1;
     }
-    int same_shape = s->ndim == d->ndim;
-    for (int i = 0; same_shape && i < s->ndim; i++)
-        same_shape = s->shape[i] == d->shape[i];
-    if (!same_shape) {
-        char s1[200], s2[200];
-        PyErr_Format(PyExc_ValueError, "cast: src shape %s differs from dst shape %s",
-                     shape_str(s, s1, sizeof s1), shape_str(d, s2, sizeof s2));
+    if (same_shapes(fn, s, d) < 0)
         return -1;
-    }
-    if (d->ndim > GC_MAX_DIMS) {
-        PyErr_Format(PyExc_ValueError, "cast: %d dims; at most %d are supported", d->ndim,
-                     GC_MAX_DIMS);
-        return -1;
-    }
     memset(p, 0, sizeof *p);
     p->src = s->buf;
     p->dst = d->buf;
