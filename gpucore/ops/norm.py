@@ -156,12 +156,16 @@ LAYER_NORM = defop(
 )
 
 
-def _ln_bwd_infer(x, w, mean, rstd, g, k, affine, need):
+def grad_matches(op: str, x, g) -> None:
+    """A backward's incoming gradient has the input's shape and dtype (ShapeError naming op)."""
     if tuple(g.shape) != tuple(x.shape) or g.dtype is not x.dtype:
         raise ShapeError(
-            f"native_layer_norm_backward: grad {tuple(g.shape)} {g.dtype} must match the input "
-            f"{tuple(x.shape)} {x.dtype}"
+            f"{op}: grad {tuple(g.shape)} {g.dtype} must match the input {tuple(x.shape)} {x.dtype}"
         )
+
+
+def _ln_bwd_infer(x, w, mean, rstd, g, k, affine, need):
+    grad_matches("native_layer_norm_backward", x, g)
     ns = tuple(w.shape)
     return [(tuple(x.shape), x.dtype), (ns, x.dtype), (ns, x.dtype)]
 
@@ -350,11 +354,7 @@ RMS_NORM = defop(
 
 
 def _rms_bwd_infer(x, w, rstd, g, k, affine, need):
-    if tuple(g.shape) != tuple(x.shape) or g.dtype is not x.dtype:
-        raise ShapeError(
-            f"native_rms_norm_backward: grad {tuple(g.shape)} {g.dtype} must match the input "
-            f"{tuple(x.shape)} {x.dtype}"
-        )
+    grad_matches("native_rms_norm_backward", x, g)
     return [(tuple(x.shape), x.dtype), (tuple(w.shape), x.dtype)]
 
 
@@ -492,14 +492,15 @@ GROUP_NORM = defop(
 )
 
 
-def _gn_bwd_infer(x, w, mean, rstd, g, groups, affine, need):
-    if tuple(g.shape) != tuple(x.shape) or g.dtype is not x.dtype:
-        raise ShapeError(
-            f"native_group_norm_backward: grad {tuple(g.shape)} {g.dtype} must match the input "
-            f"{tuple(x.shape)} {x.dtype}"
-        )
-    cs = (x.shape[1],)
-    return [(tuple(x.shape), x.dtype), (cs, x.dtype), (cs, x.dtype)]
+def channel_grads(op: str):
+    """The infer of a backward (x, w, mean, rstd, g, ...) -> gx, gw, gb per channel (dim 1)."""
+
+    def infer(x, w, mean, rstd, g, **attrs):
+        grad_matches(op, x, g)
+        cs = (x.shape[1],)
+        return [(tuple(x.shape), x.dtype), (cs, x.dtype), (cs, x.dtype)]
+
+    return infer
 
 
 def _np_group_norm_backward(x, w, mean, rstd, g, groups, affine, need):
@@ -541,7 +542,9 @@ def _gn_bwd_samples():
 
 
 GROUP_NORM_BACKWARD = defop(
-    "native_group_norm_backward", infer=_gn_bwd_infer, samples=_gn_bwd_samples
+    "native_group_norm_backward",
+    infer=channel_grads("native_group_norm_backward"),
+    samples=_gn_bwd_samples,
 )
 
 

@@ -26,7 +26,7 @@ from ..autograd.grad_mode import no_grad
 from ..creation import tensor
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
-from .norm import _needs_graph, _standin, composed_grads
+from .norm import _needs_graph, _standin, channel_grads, composed_grads
 from .registry import AUTOCAST, CAPTURE, apply, defop, record
 from .samples import Sample, uniform
 
@@ -176,16 +176,6 @@ BATCH_NORM = defop(
 )
 
 
-def _bn_bwd_infer(x, w, mean, rstd, g, training, affine, need):
-    if tuple(g.shape) != tuple(x.shape) or g.dtype is not x.dtype:
-        raise ShapeError(
-            f"native_batch_norm_backward: grad {tuple(g.shape)} {g.dtype} must match the input "
-            f"{tuple(x.shape)} {x.dtype}"
-        )
-    cs = (x.shape[1],)
-    return [(tuple(x.shape), x.dtype), (cs, x.dtype), (cs, x.dtype)]
-
-
 def _np_batch_norm_backward(x, w, mean, rstd, g, training, affine, need):
     shape = _view(x)
     dims = (0,) + tuple(range(2, x.ndim))
@@ -226,7 +216,9 @@ def _bn_bwd_samples():
 
 
 BATCH_NORM_BACKWARD = defop(
-    "native_batch_norm_backward", infer=_bn_bwd_infer, samples=_bn_bwd_samples
+    "native_batch_norm_backward",
+    infer=channel_grads("native_batch_norm_backward"),
+    samples=_bn_bwd_samples,
 )
 
 
