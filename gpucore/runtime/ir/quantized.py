@@ -308,10 +308,8 @@ def _geometry(x_shape, w_shape, attrs) -> tuple:
     return (n, c, h, wd, kh, kw, *attrs["stride"], *attrs["padding"], *attrs["dilation"])
 
 
-def _qconv_shape(shapes, attrs):
-    _epilogue(attrs)
-    _vectors(shapes)
-    x, w = shapes[0], shapes[1]
+def _conv_shape(x, w, attrs) -> tuple:
+    """[N, O, oh, ow] of the int8 convolution of x [N, C, H, W] by w [O, C, kh, kw]."""
     if len(x) != 4 or len(w) != 4 or x[1] != w[1]:
         raise ValueError(f"input {x} and weight {w} do not fit (groups = 1)")
     (sh, sw), (ph, pw), (dh, dw) = (
@@ -320,6 +318,12 @@ def _qconv_shape(shapes, attrs):
         _pair(attrs, "dilation", 1),
     )
     return (x[0], w[0], _conv_out(x[2], w[2], sh, ph, dh), _conv_out(x[3], w[3], sw, pw, dw))
+
+
+def _qconv_shape(shapes, attrs):
+    _epilogue(attrs)
+    _vectors(shapes)
+    return _conv_shape(shapes[0], shapes[1], attrs)
 
 
 def _conv_sums(x, w, attrs) -> np.ndarray:
@@ -430,14 +434,7 @@ FUSED_DTYPES["qmatmul_integer"] = _qmm_dtype
 def _qconv_int_shape(shapes, attrs):
     _zp(attrs, "a_zero_point")
     x, w = shapes
-    if len(x) != 4 or len(w) != 4 or x[1] != w[1]:
-        raise ValueError(f"input {x} and weight {w} do not fit (groups = 1)")
-    (sh, sw), (ph, pw), (dh, dw) = (
-        _pair(attrs, "stride", 1),
-        _pair(attrs, "padding", 0),
-        _pair(attrs, "dilation", 1),
-    )
-    return (x[0], w[0], _conv_out(x[2], w[2], sh, ph, dh), _conv_out(x[3], w[3], sw, pw, dw))
+    return _conv_shape(x, w, attrs)
 
 
 def _qconv_int_eval(arrays, attrs, dtypes=None):
