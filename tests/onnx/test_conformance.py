@@ -123,7 +123,6 @@ VULKAN_EXCLUDED = {
     "Scatter": (NO_SHADER, "scatter of float32, int64"),  # 2
     "ScatterElements": (NO_SHADER, "scatter_reduce or scatter of float32, int64"),  # 7
     "ScatterND": (NO_SHADER, "sum of int64"),  # 7
-    "TopK": (NO_SHADER, "topk of float32 or int64"),  # 6
     "pytorch-operator/test_operator_add_broadcast": (NO_SHADER, "add of float64"),
     "pytorch-operator/test_operator_add_size1*": (NO_SHADER, "add of float64"),  # 3
     "pytorch-operator/test_operator_addconstant": (NO_SHADER, "add of float64"),

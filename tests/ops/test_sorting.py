@@ -72,6 +72,22 @@ def test_topk_large_rows_take_the_partition_path():
     same_as_torch(lambda m, x: x.topk(5, largest=False), x, check_fd=False)
 
 
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_ties_at_the_kth_value_take_the_lowest_indices(largest):
+    # the partition path (4k < n) keeps the full stable sort's tie rule (ONNX's TopK requires it)
+    x = _ties(4, 3000, seed=9)
+    x[1, ::5] = np.nan
+    x[2, :] = 0.0
+    x[2, 7::3] = -0.0
+    from gpucore.ops.sorting import _np_topk
+
+    for k in (1, 6, 40):
+        v, i = gpucore.topk(gpucore.tensor(x), k, 1, largest)
+        want_v, want_i = _np_topk(x, k, 1, largest)
+        np.testing.assert_array_equal(i.numpy(), want_i)
+        np.testing.assert_array_equal(v.numpy(), want_v)
+
+
 def test_topk_errors_name_the_op():
     x = gpucore.zeros(3, 4)
     with pytest.raises(IndexError, match="topk.*k 5"):

@@ -28,6 +28,28 @@ def _sort(outs, x, dim, descending, shape):
     np.copyto(values, np.take_along_axis(x, idx, dim))
 
 
+def _topk_partitioned(x: np.ndarray, k: int, largest: bool) -> np.ndarray:
+    """The full sort's first k indices along the last dim without sorting whole rows: the k-th
+    value by partition, the elements strictly before it, then as many elements equal to it as
+    are missing, in index order (the stable sort's tie rule, which ONNX's TopK requires too), and
+    those k sorted."""
+    rows = x.reshape(-1, x.shape[-1])
+    n = rows.shape[1]
+    t = np.partition(rows, n - k if largest else k - 1, axis=1)[:, n - k if largest else k - 1]
+    t = t[:, None]
+    nan_x, nan_t = np.isnan(rows), np.isnan(t)  # NaN is the greatest value
+    if largest:
+        before = (rows > t) | (nan_x & ~nan_t)
+    else:
+        before = (rows < t) | (~nan_x & nan_t)
+    tied = (rows == t) | (nan_x & nan_t)
+    missing = k - before.sum(axis=1, keepdims=True)
+    keep = before | (tied & (np.cumsum(tied, axis=1) <= missing))
+    cand = np.nonzero(keep)[1].reshape(rows.shape[0], k)  # k per row, in index order
+    order = _argsort(np.take_along_axis(rows, cand, 1), 1, largest)
+    return np.take_along_axis(cand, order, 1).reshape(x.shape[:-1] + (k,))
+
+
 @kernel("topk")
 def _topk(outs, x, k, dim, largest, shape):
     values, indices = outs
@@ -39,15 +61,7 @@ def _topk(outs, x, k, dim, largest, shape):
     if k == 0:
         return
     if 4 * k < n:
-        # partition first: the k candidates, then sort those (ties at the k-th value may pick
-        # any of the tied elements, as PyTorch's topk)
-        part = np.argpartition(x, n - k if largest else k - 1, axis=dim)
-        cand = np.take(part, range(n - k, n) if largest else range(k), axis=dim)
-        # sort the candidates by value, then by index (the full sort's tie order)
-        cand = np.sort(cand, axis=dim)
-        vals = np.take_along_axis(x, cand, dim)
-        order = _argsort(vals, dim, largest)
-        idx = np.take_along_axis(cand, order, dim)
+        idx = np.moveaxis(_topk_partitioned(np.moveaxis(x, dim, -1), k, largest), -1, dim)
     else:
         idx = np.take(_argsort(x, dim, largest), range(k), axis=dim)
     np.copyto(indices, idx)
