@@ -176,13 +176,23 @@ def scatter_elements(ctx, node, ins):
 def _flat_index(ctx, idx, dims: list):
     """ND indices [..., K] into ``dims`` as flat int64 indices [...] into prod(dims[:K])."""
     k = int(idx.shape[-1])
+    if not 1 <= k <= len(dims):
+        raise ctx.invalid(
+            f"indices {list(idx.shape)}: the last dim must be 1..{len(dims)} for data dims {dims}"
+        )
     strides = np.array([math.prod(dims[i + 1 : k]) for i in range(k)], np.int64)
     if ctx.is_static(idx):
         wrapped = np.where(idx < 0, idx + np.array(dims[:k]), idx).astype(np.int64)
         return ctx.tensor((wrapped * strides).sum(-1))
     t = idx.to(int64) if idx.dtype is not int64 else idx
     t = gc.where(t < 0, t + ctx.tensor(np.array(dims[:k], np.int64)), t)
-    return (t * ctx.tensor(strides)).sum(-1)
+    # K (at most the data's rank) products added one by one rather than .sum(-1): int64 adds
+    # and products have Vulkan shaders, int64 reductions do not
+    lin = None
+    for j in range(k):
+        term = t[..., j] if strides[j] == 1 else t[..., j] * int(strides[j])
+        lin = term if lin is None else lin + term
+    return lin
 
 
 @handles("GatherND")
