@@ -119,9 +119,6 @@ VULKAN_EXCLUDED = {
     "CumProd": (NO_SHADER, "cumprod of float64 or int32"),  # 9
     "ConvInteger": (NO_SHADER, "to_dtype of uint8 to float64; conv2d of float64"),  # 2
     "CumSum": (NO_SHADER, "gemm of float64; to_dtype of int32"),  # 9
-    "Scatter": (NO_SHADER, "scatter of float32, int64"),  # 2
-    "ScatterElements": (NO_SHADER, "scatter_reduce or scatter of float32, int64"),  # 7
-    "ScatterND": (NO_SHADER, "scatter, scatter_add or scatter_reduce of float32, int64"),  # 7
     "pytorch-operator/test_operator_add_broadcast": (NO_SHADER, "add of float64"),
     "pytorch-operator/test_operator_add_size1*": (NO_SHADER, "add of float64"),  # 3
     "pytorch-operator/test_operator_addconstant": (NO_SHADER, "add of float64"),

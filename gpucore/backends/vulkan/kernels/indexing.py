@@ -37,12 +37,21 @@ def _accepts_gather(inputs, specs):
         return False
     if sum(n != 1 for n in shape) > _PUSH.dims:
         return False
-    if getattr(index, "_dev", True) is None and index._data.size:
-        _host_index.values = index._data  # a host tensor: its values are checked for free
+    note_host_index(index)
     return True
 
 
-def _check_host_index(index: np.ndarray, size: int):
+def note_host_index(index) -> None:
+    """Keep the values of an index that is a host tensor (read for free) for check_host_index;
+    called by a kernel's accepts(), which sees tensors where the kernel sees device arrays."""
+    _host_index.values = None
+    if getattr(index, "_dev", True) is None and index._data.size:
+        _host_index.values = index._data
+
+
+def check_host_index(index: np.ndarray, size: int, op: str = "gather"):
+    """The CPU kernel's IndexError for a host index noted by note_host_index with values outside
+    [0, size); an index on the device is not read back (its shader ignores such values)."""
     values = getattr(_host_index, "values", None)
     _host_index.values = None
     if values is None or values.shape != index.shape:
@@ -50,13 +59,13 @@ def _check_host_index(index: np.ndarray, size: int):
     lo, hi = int(values.min()), int(values.max())
     if lo < 0 or hi >= size:
         raise GpucoreIndexError(
-            f"gather(): index values must be in [0, {size}); got values in [{lo}, {hi}]"
+            f"{op}(): index values must be in [0, {size}); got values in [{lo}, {hi}]"
         )
 
 
 @kernel("gather", accepts=_accepts_gather)
 def _gather(be, out, x, index, dim, src):
-    _check_host_index(index, x.shape[dim])
+    check_host_index(index, x.shape[dim])
     n = out.size
     if n == 0:
         return
