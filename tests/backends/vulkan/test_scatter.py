@@ -120,3 +120,18 @@ def test_a_host_index_out_of_range_raises_the_cpu_error(vulkan):
     bad = gpucore.tensor(np.full((64, 80), 80, np.int64))
     with pytest.raises(GpucoreIndexError, match="scatter_add"):
         gpucore.scatter_add(x, 1, bad, dev(floats(64, 80)))
+
+
+def test_long_walks_stay_on_the_host(vulkan, monkeypatch):
+    from gpucore.backends.vulkan.kernels import scatter as vk_scatter
+
+    monkeypatch.setattr(vk_scatter, "MAX_WORK", 1000)
+    x = RNG.standard_normal((64, 100)).astype(np.float32)
+    index = index_for(x.shape, 1, (64, 150))
+    src = RNG.standard_normal(index.shape).astype(np.float32)
+    with gpucore.dispatch.trace_ops() as ops:
+        got = gpucore.scatter_add(dev(x), 1, dev(index), dev(src)).cpu().numpy()
+    assert not any(n == "scatter_add" and b == "vulkan" for n, b, _ in ops), ops
+    want = x.copy()
+    np.add.at(want, (np.arange(64)[:, None], index), src)
+    np.testing.assert_array_equal(got, want)

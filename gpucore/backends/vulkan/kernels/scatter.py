@@ -5,7 +5,9 @@ Each output element gathers what the index sends it, in the index's order, so re
 CPU kernel's bits (same rounding order for sums and products, the last write for a plain
 scatter) and deterministic, with no atomics. That costs each element a walk along the index's
 scattered dim: fine for the usual shapes (backward of gather / topk / sort, ONNX's Scatter*),
-slow for an index much longer than the output along dim.
+slow for an index much longer than the output along dim: above ``MAX_WORK`` (output elements
+times the index's length along dim) the op stays on the host (eager) or is refused by the
+Vulkan executor.
 
 scatter moves any 4- or 8-byte items; the reductions take float32."""
 
@@ -19,6 +21,7 @@ from .indexing import check_host_index, note_host_index
 
 # scatter.comp's MODE
 _MODES = {"scatter": 0, "sum": 1, "prod": 2, "amax": 3, "amin": 4, "mean": 5}
+MAX_WORK = 1 << 28
 
 
 def _accepts(float_only: bool):
@@ -28,6 +31,9 @@ def _accepts(float_only: bool):
         if index._dtype is not D.int64 or not hasattr(src, "_dtype") or src._dtype is not dt:
             return False
         if dt is not x._dtype or x.ndim > 8:
+            return False
+        # the walk is index.shape[dim]; accepts() does not see dim, so bound it by the longest
+        if x.numel() * max(index.shape, default=1) > MAX_WORK:
             return False
         ok = dt is D.float32 if float_only else dt.itemsize in (4, 8)
         if ok:
