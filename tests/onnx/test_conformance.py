@@ -116,9 +116,7 @@ EXCLUDED = {
 # division)
 VULKAN_EXCLUDED = {
     "dtype:FLOAT16": (DTYPE, ""),  # 37
-    "CumProd": (NO_SHADER, "cumprod of float64 or int32"),  # 9
     "ConvInteger": (NO_SHADER, "to_dtype of uint8 to float64; conv2d of float64"),  # 2
-    "CumSum": (NO_SHADER, "gemm of float64; to_dtype of int32"),  # 9
     "pytorch-operator/test_operator_add_broadcast": (NO_SHADER, "add of float64"),
     "pytorch-operator/test_operator_add_size1*": (NO_SHADER, "add of float64"),  # 3
     "pytorch-operator/test_operator_addconstant": (NO_SHADER, "add of float64"),
@@ -130,6 +128,14 @@ VULKAN_EXCLUDED = {
     "test_castlike_DOUBLE_to_FLOAT": (NO_SHADER, "to_dtype of float64"),
     "test_castlike_DOUBLE_to_FLOAT_expanded": (NO_SHADER, "to_dtype of float64"),
     "test_castlike_FLOAT_to_DOUBLE*": (NO_SHADER, "to_dtype of float32"),  # 2
+    "test_cumprod_1d": (NO_SHADER, "cumprod of float64"),
+    "test_cumprod_1d_exclusive": (NO_SHADER, "cumprod of float64"),
+    "test_cumprod_1d_reverse*": (NO_SHADER, "cumprod of float64"),  # 2
+    "test_cumprod_2d_[an]*": (NO_SHADER, "cumprod of float64"),  # 3
+    "test_cumsum_1d": (NO_SHADER, "cumsum of float64"),
+    "test_cumsum_1d_exclusive": (NO_SHADER, "cumsum of float64"),
+    "test_cumsum_1d_reverse*": (NO_SHADER, "cumsum of float64"),  # 2
+    "test_cumsum_2d_[an]*": (NO_SHADER, "cumsum of float64"),  # 3
     "test_div_int32_trunc": (NO_SHADER, "div of int32"),
     "test_div_int8": (NO_SHADER, "div of int8"),
     "test_div_uint8": (NO_SHADER, "div of uint8"),
@@ -185,10 +191,6 @@ VULKAN_EXCLUDED = {
     "test_reduce_log_sum_exp_negative_axes_keepdims_random_expanded": (NO_SHADER, "exp of float64"),
     "test_reduce_max_bool_inputs": (NO_SHADER, "amax of bool"),
     "test_reduce_min_bool_inputs": (NO_SHADER, "amin of bool"),
-    "test_reduce_prod_default*": (NO_SHADER, "cumprod of float32"),  # 2
-    "test_reduce_prod_do*": (NO_SHADER, "cumprod of float32"),  # 2
-    "test_reduce_prod_keepdims*": (NO_SHADER, "cumprod of float32"),  # 2
-    "test_reduce_prod_negative*": (NO_SHADER, "cumprod of float32"),  # 2
 }
 
 CASES = all_cases()

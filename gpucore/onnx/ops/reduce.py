@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...dtypes import float64
 from .common import axes_input, gc, normalize_axes, table
 
 HANDLERS, handles = table()
@@ -124,44 +123,29 @@ def argmax(ctx, node, ins):
 
 @handles("CumSum")
 def cumsum(ctx, node, ins):
-    """CumSum(x, axis; exclusive, reverse): a product with a 0/1 triangular matrix (gpucore has
-    no scan op), in float64 for integers (exact below 2**53)."""
-    x = ins[0]
-    rank = len(x.shape)
-    axis = ctx.axis(ctx.ints(ins[1], "axis")[0], rank)
-    exclusive, reverse = bool(ctx.attr("exclusive", 0)), bool(ctx.attr("reverse", 0))
-    if ctx.is_static(x):
-        y = np.flip(x, axis) if reverse else x
-        out = np.cumsum(y, axis=axis, dtype=x.dtype)
-        if exclusive:
-            out = out - y
-        return np.flip(out, axis) if reverse else out
-    n = int(x.shape[axis])
-    i, j = np.indices((n, n))  # m[i, j]: whether input i adds into output j
-    m = (i >= j) if reverse else (i <= j)
-    if exclusive:
-        m &= i != j
-    t = ctx.tensor(x)
-    work = t if t.dtype.is_floating_point else t.to(float64)
-    moved = work.movedim(axis, -1) if axis != rank - 1 else work
-    out = moved.matmul(ctx.tensor(m.astype(work.dtype.np)))
-    out = out.movedim(-1, axis) if axis != rank - 1 else out
-    return out if out.dtype is t.dtype else out.to(t.dtype)
+    """CumSum(x, axis; exclusive, reverse): gpucore's sequential scan in x's dtype (integers
+    wrap as ONNX Runtime's), the exclusive form shifted by one position (x's own value is never
+    added and taken away again, which would round floats differently)."""
+    return _scan(ctx, ins, gc.cumsum, 0)
 
 
 @handles("CumProd")
 def cumprod(ctx, node, ins):
     """CumProd(x, axis; exclusive, reverse) (opset 26)."""
+    return _scan(ctx, ins, gc.cumprod, 1)
+
+
+def _scan(ctx, ins, op, identity: int):
     x = ctx.tensor(ins[0])
     axis = ctx.axis(ctx.ints(ins[1], "axis")[0], x.ndim)
     exclusive, reverse = bool(ctx.attr("exclusive", 0)), bool(ctx.attr("reverse", 0))
     y = gc.flip(x, (axis,)) if reverse else x
-    out = gc.cumprod(y, axis, dtype=x.dtype)  # (integers would widen to int64)
+    out = op(y, axis, dtype=x.dtype)  # (integers would widen to int64)
     n = int(x.shape[axis])
-    if exclusive and n:  # a 1 first, the products shifted along
-        ones = [1 if d == axis else int(s) for d, s in enumerate(x.shape)]
-        one = ctx.tensor(np.ones(ones, x.dtype.np))
-        out = gc.cat([one, out.narrow(axis, 0, n - 1)], axis)
+    if exclusive and n:  # the identity first, the results shifted along
+        first = [1 if d == axis else int(s) for d, s in enumerate(x.shape)]
+        start = ctx.tensor(np.full(first, identity, x.dtype.np))
+        out = gc.cat([start, out.narrow(axis, 0, n - 1)], axis)
     return gc.flip(out, (axis,)) if reverse else out
 
 
