@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 
+from ...errors import DeviceError
 from .stream import LOST_MESSAGE, VK_TIMEOUT, descriptor_pool
 
 
@@ -51,6 +52,7 @@ class Capture:
         self.count = 0  # dispatches and copies recorded
         self.bound = None
         self.replays = 0
+        self.in_flight = False  # submitted and not yet waited for
         self.destroyed = False
 
     def grow(self):
@@ -61,13 +63,20 @@ class Capture:
         return pool
 
     def replay(self) -> None:
-        """Submit the recorded commands and wait for them (GPUCORE_VULKAN_TIMEOUT applies; a
-        timeout or a lost device makes the context refuse further device work, since this
-        command buffer may still be running and cannot be reused safely)."""
+        """Submit the recorded commands and wait for them (see ``submit`` and ``wait``)."""
+        self.submit()
+        self.wait()
+
+    def submit(self) -> None:
+        """Queue the recorded commands without waiting; a replay still in flight is waited for
+        first (a command buffer is not resubmitted while pending). A lost device makes the
+        context refuse further device work."""
         ctx = self.ctx
         stream = ctx.stream
         if ctx.fault is not None:
             ctx.fault.refuse()
+        if self.in_flight:
+            self.wait()
         lib = ctx.vk.lib
         with stream.lock:  # vkQueueSubmit needs the queue externally synchronised
             if ctx.fault is not None:
@@ -77,24 +86,37 @@ class Capture:
             what = "a queue submission failed (out of memory or VK_ERROR_DEVICE_LOST)"
             ctx.fail("lost", LOST_MESSAGE.format(what=what, res=res))
             ctx.fault.refuse()
+        self.in_flight = True
+        self.replays += 1
+
+    def wait(self) -> None:
+        """Wait for the last submission (GPUCORE_VULKAN_TIMEOUT applies; a timeout or a lost
+        device makes the context refuse further device work, since this command buffer may
+        still be running and cannot be reused safely)."""
+        if not self.in_flight:
+            return
+        ctx = self.ctx
+        lib = ctx.vk.lib
+        timeout = ctx.stream.timeout_ns
         t0 = time.perf_counter()
-        res = lib.vkWaitForFences(ctx.device, 1, self.c_fence, 1, stream.timeout_ns)
+        res = lib.vkWaitForFences(ctx.device, 1, self.c_fence, 1, timeout)
         if res != 0:
             what = (
                 f"a replayed graph did not finish within GPUCORE_VULKAN_TIMEOUT="
-                f"{stream.timeout_ns / 1e9:g} s (waited {time.perf_counter() - t0:.1f} s)"
+                f"{timeout / 1e9:g} s (waited {time.perf_counter() - t0:.1f} s)"
                 if res == VK_TIMEOUT
                 else "waiting for a replayed graph failed (VK_ERROR_DEVICE_LOST)"
             )
             ctx.fail("lost", LOST_MESSAGE.format(what=what, res=res))
             ctx.fault.refuse()
         lib.vkResetFences(ctx.device, 1, self.c_fence)
-        self.replays += 1
+        self.in_flight = False
 
     def destroy(self) -> None:
         """Free the Vulkan objects (only when no replay is in flight: replay waits)."""
         if self.destroyed or self.ctx.fault is not None:
             return  # a failed device may still touch them: leave them to the OS
+        self.wait()
         vk, dev = self.ctx.vk, self.ctx.device
         vk.vkFreeCommandBuffers(dev, self.ctx.command_pool, 1, [self.cmd])
         for pool in self.pools:
@@ -107,45 +129,145 @@ class Capture:
 def record(ctx, fn) -> Capture:
     """Run ``fn()`` with every command it records captured into a new ``Capture`` (see the
     module docstring). Other threads' device work waits until the capture ends."""
+    cap = begin(ctx)
+    try:
+        fn()
+    except BaseException:
+        abort(ctx, cap)
+        raise
+    end(ctx, cap)
+    return cap
+
+
+def begin(ctx) -> Capture:
+    """Start capturing: pending work is finished, the stream lock is held (by this thread)
+    until ``end`` or ``abort``, and every command recorded from now goes into the returned
+    capture. It opens with a barrier behind all earlier submissions, so a replay sees what
+    eager work queued before it wrote (the new data copied into a graph's inputs)."""
     stream = ctx.stream
-    vk = ctx.vk
-    with stream.lock:
+    stream.lock.acquire()
+    try:
         stream.synchronize()  # pending work first: the graph may read what it writes
         cap = Capture(ctx)
-        vk.vkBeginCommandBuffer(
-            cap.cmd,
-            vk.VkCommandBufferBeginInfo(sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO),
-        )
-        stream.reads.clear()
-        stream.writes.clear()
-        stream.capture = cap
-        try:
-            fn()
-            if stream.program.codes:
-                stream.flush_program()
-            lib, ffi = stream._lib, stream._ffi
-            lib.vkCmdPipelineBarrier(
-                cap.cmd,
-                stream._barrier_stages,
-                stream._stage_host,
-                0,
-                1,
-                stream._c_host_barrier,
-                0,
-                ffi.NULL,
-                0,
-                ffi.NULL,
-            )
-            lib.vkEndCommandBuffer(cap.cmd)
-        except BaseException:
-            stream.program.clear()
-            stream.capture = None
-            lib = stream._lib
-            lib.vkEndCommandBuffer(cap.cmd)
-            cap.destroy()
-            raise
-        finally:
-            stream.capture = None
-            stream.reads.clear()
-            stream.writes.clear()
+    except BaseException:
+        stream.lock.release()
+        raise
+    vk = ctx.vk
+    vk.vkBeginCommandBuffer(
+        cap.cmd,
+        vk.VkCommandBufferBeginInfo(sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO),
+    )
+    stream._barrier(cap.cmd)
+    stream.reads.clear()
+    stream.writes.clear()
+    stream.capture = cap
     return cap
+
+
+def end(ctx, cap: Capture) -> None:
+    """Finish capturing ``cap``: its command buffer ends with a barrier that makes its writes
+    visible to the host and to every later submission; the stream lock is released."""
+    stream = ctx.stream
+    try:
+        if stream.program.codes:
+            stream.flush_program()
+        lib, ffi = stream._lib, stream._ffi
+        stages = stream._barrier_stages
+        lib.vkCmdPipelineBarrier(
+            cap.cmd,
+            stages,
+            stages | stream._stage_host,
+            0,
+            1,
+            _final_barrier(stream),
+            0,
+            ffi.NULL,
+            0,
+            ffi.NULL,
+        )
+        res = lib.vkEndCommandBuffer(cap.cmd)
+        if res != 0:
+            raise DeviceError(f"vkEndCommandBuffer failed with VkResult {res}")
+    except BaseException:
+        _close(stream)
+        cap.destroy()
+        raise
+    _close(stream)
+
+
+def abort(ctx, cap: Capture) -> None:
+    """Abandon capturing ``cap`` (an op failed): nothing it recorded ever runs."""
+    stream = ctx.stream
+    stream.program.clear()
+    stream.capture = None
+    stream._lib.vkEndCommandBuffer(cap.cmd)
+    cap.destroy()
+    _close(stream)
+
+
+def _close(stream) -> None:
+    stream.capture = None
+    stream.reads.clear()
+    stream.writes.clear()
+    stream.lock.release()
+
+
+def _final_barrier(stream):
+    """Shader and transfer writes made visible to the host and to later shaders and copies."""
+    mb = getattr(stream, "_c_final_barrier", None)
+    if mb is None:
+        vk = stream.vk
+        mb = vk.ffi.new("VkMemoryBarrier*")
+        mb.sType = vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER
+        mb.srcAccessMask = stream._c_barrier.srcAccessMask
+        mb.dstAccessMask = stream._c_barrier.dstAccessMask | vk.VK_ACCESS_HOST_READ_BIT
+        stream._c_final_barrier = mb
+    return mb
+
+
+# ----------------------------------------------------------------------------- refusals
+_PRINTING = {"__repr__", "__str__", "__format__"}
+_PYTHON_VALUE = {"__bool__", "__float__", "__int__", "__index__", "__complex__", "__len__"}
+
+
+def refusal(what: str) -> DeviceError:
+    """The error for ``what`` (an op or a method) attempted inside a capture for replay."""
+    return DeviceError(
+        f"{what} cannot be captured for replay: it needs the host to read or write device data "
+        "(or to decide something from its values) in the middle of a graph being captured "
+        "(gpucore.vulkan.graph, make_graphed_callables, or a model compiled for Vulkan), so a "
+        "replay would not repeat it. Move it out of the captured region (read the captured "
+        "output tensors after g.replay()), or give it a Vulkan kernel"
+    )
+
+
+def host_sync_error() -> DeviceError:
+    """``refusal`` naming the culprit, found on the Python stack: the innermost registry op
+    being run (an op with no Vulkan kernel for its inputs runs on the host), else the outermost
+    gpucore function the user called (``Tensor.item``, ``Tensor.numpy``, printing...)."""
+    import sys  # stack inspection happens only on this error path
+
+    f = sys._getframe(1)
+    op_name = outer = None
+    while f is not None:
+        mod = f.f_globals.get("__name__", "")
+        if not mod.startswith("gpucore"):
+            break
+        name = f.f_code.co_name
+        if op_name is None and mod in ("gpucore.ops.registry", "gpucore.ops.optim"):
+            op = f.f_locals.get("op")
+            op_name = getattr(op, "name", None)
+        if not name.startswith("_") or name in _PRINTING or name in _PYTHON_VALUE:
+            outer = name if mod != "gpucore.tensor" else f"Tensor.{name}"
+        f = f.f_back
+    if op_name is not None:
+        what = f"the op '{op_name}' (no Vulkan kernel for these inputs: it would run on the host)"
+    elif outer is not None and outer.split(".")[-1] in _PRINTING:
+        what = f"printing a device tensor ({outer})"
+    elif outer is not None and outer.split(".")[-1] in _PYTHON_VALUE:
+        what = f"using a device tensor as a Python value ({outer}: an `if` or a loop on it)"
+    elif outer is not None:
+        what = f"{outer}()"
+    else:
+        what = "reading device data on the host"
+    return refusal(what)

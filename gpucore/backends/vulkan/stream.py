@@ -129,6 +129,7 @@ class Stream:
         # A graph being captured once for replay (capture.py): while set, dispatches and copies
         # are recorded into its command buffer, never submitted, and nothing may synchronize.
         self.capture = None
+        self.graphs: list = []  # captures replayed asynchronously, not yet waited for
         self._prepare_c_structs()
 
     def _refused(self):
@@ -486,11 +487,9 @@ class Stream:
             if self.fault is not None:
                 self._refused()
             if self.capture is not None:
-                raise DeviceError(
-                    "an op needed the host in the middle of a graph being captured for replay "
-                    "(it reads device data back); such an op cannot be captured on Vulkan: "
-                    "compile the model for the CPU"
-                )
+                from .capture import host_sync_error  # capture.py imports this module
+
+                raise host_sync_error()
             if self.program.codes:
                 self.flush_program()
             if self.recording and self.frames[self.cur].count:
@@ -504,11 +503,38 @@ class Stream:
                 if fr.in_flight:
                     self._wait(fr)
                     waited = True
+            while self.graphs:
+                self.graphs.pop().wait()
+                waited = True
             if waited:
                 self.stats["syncs"] += 1
 
     def pending(self) -> bool:
-        return self.recording or bool(self.program.codes) or any(f.in_flight for f in self.frames)
+        return (
+            self.recording
+            or bool(self.program.codes)
+            or bool(self.graphs)
+            or any(f.in_flight for f in self.frames)
+        )
+
+    def replay(self, cap) -> None:
+        """Queue captured commands (capture.py) behind the work recorded so far, without waiting:
+        a later host read or ``synchronize`` waits for them as for any batch."""
+        if self.fault is not None:
+            self._refused()
+        with self.lock:
+            if self.capture is not None:
+                raise DeviceError(
+                    "a captured graph cannot be replayed while another graph is being captured"
+                )
+            if self.program.codes:
+                self.flush_program()
+            if self.recording and self.frames[self.cur].count:
+                self._submit()
+            cap.submit()
+            self.stats["submits"] += 1
+            if cap not in self.graphs:
+                self.graphs.append(cap)
 
     def reclaim(self) -> bool:
         """Finish pending work so that the memory its frames keep alive can be reused (the
@@ -530,6 +556,10 @@ class Stream:
                     return False
                 f.in_flight = False
                 f.keep.clear()
+        for cap in self.graphs:
+            left = max(0, deadline - time.monotonic_ns())
+            if self._lib.vkWaitForFences(self.ctx.device, 1, cap.c_fence, 1, left) != 0:
+                return False
         return True
 
     def destroy(self):
