@@ -13,7 +13,7 @@ import numpy as np
 from ... import dtypes as D
 from ...errors import DeviceError
 from . import residency
-from .capture import host_sync_error
+from .refusals import host_sync_error
 from .kernels import KERNELS, copy_array, word_copy_ok
 
 _ELEM = 4  # shaders work on 32-bit words

@@ -26,6 +26,7 @@ import time
 
 from ...errors import DeviceError
 from . import fusion
+from .refusals import host_sync_error
 from .kernels import groups_1d
 
 CAP = 256
@@ -487,8 +488,6 @@ class Stream:
             if self.fault is not None:
                 self._refused()
             if self.capture is not None:
-                from .capture import host_sync_error  # capture.py imports this module
-
                 raise host_sync_error()
             if self.program.codes:
                 self.flush_program()

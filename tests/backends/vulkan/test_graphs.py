@@ -197,3 +197,89 @@ def test_tensors_made_from_host_data_restart_at_each_replay(vulkan):
         g.replay()
         np.testing.assert_array_equal(acc.numpy(), np.ones(4096, np.float32))
     g.reset()
+
+
+# ----------------------------------------------------------------------------- errors
+def _capture_fails(body, exc, match):
+    """Capturing ``body`` raises ``exc`` matching ``match``; the graph stays empty and eager
+    device work goes on normally afterwards."""
+    g = gpucore.vulkan.VulkanGraph()
+    with pytest.raises(exc, match=match):
+        with gpucore.vulkan.graph(g):
+            body()
+    assert not gpucore.vulkan.is_current_stream_capturing()
+    with pytest.raises(RuntimeError, match="nothing was captured"):
+        g.replay()
+    x = gpucore.ones(4096).to("vulkan")
+    np.testing.assert_array_equal((x + x).numpy(), np.full(4096, 2.0, np.float32))
+
+
+def test_host_reads_inside_a_capture_name_the_op(vulkan):
+    x = gpucore.ones(64, 80).to("vulkan")
+    _capture_fails(lambda: (x * 2).sum().item(), gpucore.DeviceError, r"Tensor\.item\(\)")
+    _capture_fails(lambda: (x * 2).numpy(), gpucore.DeviceError, r"Tensor\.numpy\(\)")
+    _capture_fails(lambda: print(x * 2), gpucore.DeviceError, "printing a device tensor")
+    _capture_fails(lambda: bool((x * 2).sum() > 0), gpucore.DeviceError, "Python value")
+
+
+def test_host_only_ops_inside_a_capture_name_the_op(vulkan):
+    x = gpucore.ones(64, 80).to("vulkan")
+    _capture_fails(lambda: gpucore.cumsum(x * 2, 0), gpucore.DeviceError, "the op 'cumsum'")
+    _capture_fails(
+        lambda: gpucore.nonzero(x), gpucore.DeviceError, r"nonzero\(\)"
+    )  # data-dependent shape
+    _capture_fails(lambda: F.dropout(x, 0.5), gpucore.DeviceError, "random sampling")
+
+
+def test_uncapturable_optimizer_steps_are_refused(vulkan):
+    model, opt, x, y = setup(mlp, (64, 64), lambda ps: gpucore.optim.Adam(ps, lr=1e-2))
+    eager_step(model, opt, x, y)
+    opt.zero_grad(set_to_none=True)
+    _capture_fails(lambda: eager_step(model, opt, x, y), RuntimeError, "capturable is False")
+    fresh = gpucore.optim.Adam(model.parameters(), lr=1e-2, capturable=True)  # no warm-up
+    _capture_fails(lambda: eager_step(model, fresh, x, y), RuntimeError, "Warm up first")
+    sgd = gpucore.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    _capture_fails(lambda: eager_step(model, sgd, x, y), RuntimeError, "Warm up first")
+
+
+# ----------------------------------------------------------------------------- graphed callables
+def test_graphed_module_forward_and_backward_equal_eager(vulkan):
+    data = batches((64, 64), n=4, seed=3)
+    eager, _, _, _ = setup(mlp, (64, 64), OPTIMIZERS["sgd_momentum"])
+    model, _, x, _ = setup(mlp, (64, 64), OPTIMIZERS["sgd_momentum"])
+    graphed = gpucore.vulkan.make_graphed_callables(model, (x,))
+    assert graphed is model and model.forward.forward_graph.dispatches > 0
+    for xb, yb in data:
+        xt, yt = gpucore.tensor(xb).to("vulkan"), gpucore.tensor(yb).to("vulkan")
+        for m in (eager, model):
+            m.zero_grad(set_to_none=True)
+            out = m(xt)
+            F.cross_entropy(out, yt).backward()
+        np.testing.assert_array_equal(model(xt).detach().numpy(), eager(xt).detach().numpy())
+        for p, q in zip(model.parameters(), eager.parameters()):
+            np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())
+    model.eval()  # not the captured mode: the module's own forward runs
+    assert model(xt).grad_fn is not None and model(xt).grad_fn.name() != "Graphed_callableBackward"
+
+
+def test_graphed_function_gives_input_gradients(vulkan):
+    w = gpucore.tensor(np.linspace(-1, 1, 80 * 64, dtype=np.float32).reshape(80, 64))
+    w = w.to("vulkan")
+
+    def fn(a):
+        return (a @ w).tanh()
+
+    sample = gpucore.zeros(64, 80).to("vulkan").requires_grad_()
+    graphed = gpucore.vulkan.make_graphed_callables(fn, (sample,))
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        a = rng.standard_normal((64, 80)).astype(np.float32)
+        g = rng.standard_normal((64, 64)).astype(np.float32)
+        outs = []
+        for f in (graphed, fn):
+            at = gpucore.tensor(a).to("vulkan").requires_grad_()
+            out = f(at)
+            out.backward(gpucore.tensor(g).to("vulkan"))
+            outs.append((out.detach().numpy().copy(), at.grad.numpy().copy()))
+        np.testing.assert_array_equal(outs[0][0], outs[1][0])
+        np.testing.assert_array_equal(outs[0][1], outs[1][1])
