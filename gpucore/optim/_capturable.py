@@ -35,9 +35,10 @@ def refuse_uncapturable(opt, group: dict) -> None:
     name = type(opt).__name__
     if "capturable" in group and not group["capturable"]:
         raise RuntimeError(
-            f"{name}.step() is being captured in a gpucore.vulkan.VulkanGraph but its param_groups' "
-            "capturable is False: its step counts and bias corrections are host numbers that a "
-            f"replay would not advance. Create the optimizer with {name}(..., capturable=True)"
+            f"{name}.step() is being captured in a gpucore.vulkan.VulkanGraph but its "
+            "param_groups' capturable is False: its step counts and bias corrections are host "
+            "numbers that a replay would not advance. Create the optimizer with "
+            f"{name}(..., capturable=True)"
         )
     if group.get("capturable") and not getattr(opt, "_device_steps", False):
         raise RuntimeError(

@@ -13,8 +13,8 @@ import numpy as np
 from ... import dtypes as D
 from ...errors import DeviceError
 from . import residency
-from .refusals import host_sync_error
 from .kernels import KERNELS, copy_array, word_copy_ok
+from .refusals import host_sync_error
 
 _ELEM = 4  # shaders work on 32-bit words
 

@@ -26,8 +26,8 @@ import time
 
 from ...errors import DeviceError
 from . import fusion
-from .refusals import host_sync_error
 from .kernels import groups_1d
+from .refusals import host_sync_error
 
 CAP = 256
 # Early submission: checked every EARLY_CHECK dispatches from MIN_BATCH on (one fence query each).
