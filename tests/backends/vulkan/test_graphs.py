@@ -283,3 +283,28 @@ def test_graphed_function_gives_input_gradients(vulkan):
             outs.append((out.detach().numpy().copy(), at.grad.numpy().copy()))
         np.testing.assert_array_equal(outs[0][0], outs[1][0])
         np.testing.assert_array_equal(outs[0][1], outs[1][1])
+
+
+def test_bad_arguments_raise_clear_errors(vulkan):
+    with pytest.raises(TypeError, match="VulkanGraph"):
+        gpucore.vulkan.graph(object())
+    with pytest.raises(ValueError, match="capture_error_mode"):
+        gpucore.vulkan.VulkanGraph().capture_begin(capture_error_mode="loud")
+    g = gpucore.vulkan.VulkanGraph()
+    x = gpucore.ones(64, 80).to("vulkan")
+    with gpucore.vulkan.graph(g):
+        with pytest.raises(RuntimeError, match="captured one at a time"):
+            gpucore.vulkan.VulkanGraph().capture_begin()
+        y = x * 3.0
+    with pytest.raises(RuntimeError, match="reset"):
+        g.capture_begin()
+    g.reset()
+    del y
+    with pytest.raises(gpucore.DeviceError, match="'vulkan' device"):
+        gpucore.vulkan.make_graphed_callables(lambda a: a * 2, (gpucore.ones(3),))
+    with pytest.raises(ValueError, match="1 callables but 2"):
+        gpucore.vulkan.make_graphed_callables((lambda a: a,), ((x,), (x,)))
+    graphed = gpucore.vulkan.make_graphed_callables(lambda a: a * 2.0, (x,))
+    with pytest.raises(ValueError, match=r"shape \(64, 80\)"):
+        graphed(gpucore.ones(2, 2).to("vulkan"))
+    np.testing.assert_array_equal(graphed(x + 1.0).numpy(), np.full((64, 80), 4.0, np.float32))
