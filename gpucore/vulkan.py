@@ -19,13 +19,20 @@ from threading import get_ident as _thread_id
 from . import dispatch
 from .backends.vulkan import device as _device
 from .backends.vulkan import memory as _memory
-from .graphs import VulkanGraph, graph, is_current_stream_capturing, make_graphed_callables
+from .graphs import (
+    VulkanGraph,
+    graph,
+    graph_pool_handle,
+    is_current_stream_capturing,
+    make_graphed_callables,
+)
 
 __all__ = [
     "VulkanGraph",
     "device_count",
     "devices",
     "graph",
+    "graph_pool_handle",
     "is_available",
     "is_current_stream_capturing",
     "make_graphed_callables",

@@ -3,6 +3,12 @@ it). ``graph.py``: ``VulkanGraph`` and the ``graph`` context manager; ``callable
 ``make_graphed_callables``; ``state.py``: which graph is being captured (read by the optimizers)."""
 
 from .callables import make_graphed_callables
-from .graph import VulkanGraph, graph, is_current_stream_capturing
+from .graph import VulkanGraph, graph, graph_pool_handle, is_current_stream_capturing
 
-__all__ = ["VulkanGraph", "graph", "is_current_stream_capturing", "make_graphed_callables"]
+__all__ = [
+    "VulkanGraph",
+    "graph",
+    "graph_pool_handle",
+    "is_current_stream_capturing",
+    "make_graphed_callables",
+]

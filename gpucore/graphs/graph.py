@@ -30,12 +30,16 @@ capture: the capture keeps every device array its commands use alive until ``res
 graph's memory, reserved for its lifetime), and the tensors the block created (its outputs, the
 gradients ``backward`` allocated) stay valid and are overwritten by each replay, as in PyTorch.
 
+Host tensors the block reads become constants of the graph: every replay copies in their values
+at capture time (so a tensor made from host data inside the block, ``zeros(...).to('vulkan')``,
+starts from those values at each replay even when the graph writes it), and ``replay()`` raises
+when the host has written such a tensor since the capture.
+
 What a capture refuses (DeviceError naming the op): anything that needs the host in the middle
 (``.item()``, ``.numpy()``, ``print``, ``bool(t)``, ops with data-dependent shapes, ops with no
 Vulkan kernel, which would run on the host), random sampling (a replay would repeat the same
 numbers), an optimizer whose step counts live on the host (``capturable=False``) and optimizer
-state created inside the capture (warm up first). Host tensors the block reads become constants
-of the graph: their values at capture time are copied in by each replay.
+state created inside the capture (warm up first).
 
 Warm-up: PyTorch runs a few eager steps on a side stream before capturing, to create lazy state
 outside the graph. gpucore has one command stream and needs no side stream, but the warm-up is
@@ -142,6 +146,14 @@ class VulkanGraph:
             else:
                 why = "nothing was captured into it"
             raise RuntimeError(f"VulkanGraph.replay: cannot replay this graph: {why}")
+        for box, version, shape in cap.host_inputs:
+            if box[0] != version:
+                raise RuntimeError(
+                    f"VulkanGraph.replay: a host tensor of shape {shape} that the captured work "
+                    "read was modified after the capture; the graph holds its values at capture "
+                    "time as a constant. Make such inputs device tensors (.to('vulkan')) and "
+                    "copy_ new values into them, or capture again"
+                )
         self._be.ctx.stream.replay(cap)
 
     def reset(self) -> None:
@@ -211,6 +223,12 @@ class graph:
     def __exit__(self, exc_type, exc, tb):
         self.vulkan_graph._finish(abort=exc_type is not None)
         return False
+
+
+def graph_pool_handle() -> tuple:
+    """A memory-pool handle for ``graph(..., pool=...)`` (``torch.cuda.graph_pool_handle``;
+    accepted there: each capture reserves its own memory)."""
+    return (next(_pool_ids),)
 
 
 def is_current_stream_capturing() -> bool:

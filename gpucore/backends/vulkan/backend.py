@@ -278,6 +278,10 @@ class VulkanBackend:
         residency.py)."""
         if t._dev is self:
             return t._data
+        cap = self.ctx.stream.capture
+        if cap is not None and t._dev is None:
+            # a constant of the graph: replays check that the host has not written it since
+            cap.host_inputs.append((t._vbox, t._vbox[0], tuple(t.shape)))
         if t._dev is None and residency.enabled:
             arr = residency.device_copy(self, t)
             if arr is not None:

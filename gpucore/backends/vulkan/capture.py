@@ -48,6 +48,7 @@ class Capture:
         si.pCommandBuffers = self.c_cmds
         self.c_submit = si
         self.keep: list = []
+        self.host_inputs: list = []  # (version box, version, shape) of host tensors read
         self.labels: list = []
         self.count = 0  # dispatches and copies recorded
         self.bound = None

@@ -308,3 +308,47 @@ def test_bad_arguments_raise_clear_errors(vulkan):
     with pytest.raises(ValueError, match=r"shape \(64, 80\)"):
         graphed(gpucore.ones(2, 2).to("vulkan"))
     np.testing.assert_array_equal(graphed(x + 1.0).numpy(), np.full((64, 80), 4.0, np.float32))
+
+
+def test_a_host_tensor_written_after_capture_makes_replay_raise(vulkan):
+    x = gpucore.ones(64, 80).to("vulkan")
+    scale = gpucore.full((64, 80), 2.0)  # a host tensor: a constant of the graph
+    g = gpucore.vulkan.VulkanGraph()
+    with gpucore.vulkan.graph(g):
+        y = x * scale
+    g.replay()
+    np.testing.assert_array_equal(y.numpy(), np.full((64, 80), 2.0, np.float32))
+    scale.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified after the capture"):
+        g.replay()
+    g.reset()
+
+
+def test_replays_queued_without_host_waits_stay_in_order(vulkan):
+    """Steps replayed back to back (new data copied in between, losses kept on the device and
+    read at the end) give the eager run's losses and weights."""
+    factory, shape = MODELS["mlp"]
+    make_opt = OPTIMIZERS["adam_capturable"]
+    data = batches(shape, n=8, seed=4)
+    want_losses, want_state = train_eager(factory, shape, make_opt, data)
+    model, opt, x, y = setup(factory, shape, make_opt)
+    losses = []
+    for b in data[:WARMUP]:
+        load(x, y, b)
+        losses.append(eager_step(model, opt, x, y).item())
+    g = gpucore.vulkan.VulkanGraph()
+    opt.zero_grad(set_to_none=True)
+    with gpucore.vulkan.graph(g):
+        static_loss = F.cross_entropy(model(x), y)
+        static_loss.backward()
+        opt.step()
+    kept = []
+    for b in data[WARMUP:]:
+        load(x, y, b)
+        g.replay()
+        kept.append(static_loss.clone())  # recorded behind the replay, before the next copy
+    losses += [t.item() for t in kept]
+    np.testing.assert_array_equal(np.array(losses), np.array(want_losses))
+    for got, want in zip(snapshot(model, opt), want_state):
+        np.testing.assert_array_equal(got, want)
+    g.reset()
