@@ -15,7 +15,8 @@ Columns: ``host ms`` is the CPU time of the calling (Python) thread per step: re
 submitting, the batch copies, and the driver's work on that thread, but not the time it sleeps
 waiting for the device; ``wall ms`` includes the wait. On lavapipe the "device" is the same
 CPU, so wall time mostly measures the shaders on the CPU and barely moves; the host column is
-what a real GPU would leave. Medians over rounds of eager and replayed blocks in turn.
+what a real GPU would leave. ``g.replay() host µs``: the replay call alone (submitting the
+pending batch copies, then the graph). Medians over rounds of eager and replayed blocks in turn.
 """
 
 from __future__ import annotations
@@ -109,9 +110,13 @@ def run_case(name: str, args) -> list[str]:
             opt.step()
         capture_ms = (time.perf_counter() - t0) * 1e3
 
+        submit = []  # host time of the g.replay() call alone
+
         def replay():
             load()
+            t = time.thread_time()
             g.replay()
+            submit.append(time.thread_time() - t)
 
         m = gpucore.vulkan.mark()
         eager()
@@ -140,6 +145,7 @@ def run_case(name: str, args) -> list[str]:
         f"{med['eager'][0]:.2f}",
         f"{med['replay'][0]:.2f}",
         f"{med['eager'][0] / med['replay'][0]:.1f}x",
+        f"{statistics.median(submit) * 1e6:.0f}",
         f"{med['eager'][1]:.1f}",
         f"{med['replay'][1]:.1f}",
         f"{per_eager['dispatches']} / {per_eager['submits']}",
@@ -170,6 +176,7 @@ def main(argv=None) -> int:
         "eager host ms",
         "replay host ms",
         "host eager / replay",
+        "g.replay() host µs",
         "eager wall ms",
         "replay wall ms",
         "eager: recorded dispatches / submits",
