@@ -166,14 +166,16 @@ class VulkanGraph:
         cap = self._cap
         if cap is None:
             return
+        self._cap = None
+        self._was_reset = True
+        if self._be.ctx.fault is not None:
+            return  # device lost or closed at exit: its commands and memory go to the OS
         stream = self._be.ctx.stream
         with stream.lock:
             cap.wait()
             if cap in stream.graphs:
                 stream.graphs.remove(cap)
             cap.destroy()
-        self._cap = None
-        self._was_reset = True
 
     def pool(self) -> tuple:
         """A handle naming this graph's memory, for ``graph(..., pool=...)`` as in PyTorch

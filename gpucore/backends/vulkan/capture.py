@@ -97,6 +97,8 @@ class Capture:
         if not self.in_flight:
             return
         ctx = self.ctx
+        if ctx.fault is not None:
+            ctx.fault.refuse()  # lost or closed: nothing to wait for any more
         lib = ctx.vk.lib
         timeout = ctx.stream.timeout_ns
         t0 = time.perf_counter()

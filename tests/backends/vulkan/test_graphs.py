@@ -352,3 +352,24 @@ def test_replays_queued_without_host_waits_stay_in_order(vulkan):
     for got, want in zip(snapshot(model, opt), want_state):
         np.testing.assert_array_equal(got, want)
     g.reset()
+
+
+def test_several_graphed_callables_chain_as_eager(vulkan):
+    eager = [setup(mlp, (64, 64), OPTIMIZERS["sgd_momentum"], seed=s)[0] for s in (1, 2)]
+    first, second = (setup(mlp, (64, 64), OPTIMIZERS["sgd_momentum"], seed=s)[0] for s in (1, 2))
+    x = gpucore.zeros(64, 64).to("vulkan")
+    g1, g2 = gpucore.vulkan.make_graphed_callables((first, second), ((x,), (x,)))
+    data = batches((64, 64), n=3, seed=9)
+    for xb, yb in data:
+        xt, yt = gpucore.tensor(xb).to("vulkan"), gpucore.tensor(yb).to("vulkan")
+        losses = []
+        for m1, m2 in ((g1, g2), tuple(eager)):
+            for m in (m1, m2):
+                m.zero_grad(set_to_none=True)
+            loss = F.cross_entropy(m1(xt) + m2(xt), yt)
+            loss.backward()
+            losses.append(loss.item())
+        assert losses[0] == losses[1]
+        for m, e in zip((first, second), eager):
+            for p, q in zip(m.parameters(), e.parameters()):
+                np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())
