@@ -1,15 +1,19 @@
-"""Command buffers recorded once and replayed: what the inference runtime's Vulkan executor runs.
+"""Command buffers recorded once and replayed: what the inference runtime's Vulkan executor and
+captured training steps (gpucore.vulkan.graph, gpucore/graphs/) run.
 
-``record(ctx, fn)`` runs ``fn`` with the stream in capture mode: every dispatch, copy and
-barrier the kernels record goes into a command buffer of its own (barriers where the stream's
-hazard tracking puts them, one host-visibility barrier at the end), nothing is submitted, and
-any attempt to read device data back in the middle raises DeviceError. ``Capture.replay()``
-then submits that command buffer, as recorded, and waits: the host cost of a run is one submit
-and one wait, whatever the number of dispatches. The capture keeps alive every array its
-commands use (the kernels' temporaries included) until it is destroyed.
+``record(ctx, fn)`` (or ``begin(ctx)`` ... ``end(ctx, cap)``, ``abort`` on an error) runs with the
+stream in capture mode: every dispatch, copy and barrier the kernels record goes into a command
+buffer of its own (barriers where the stream's hazard tracking puts them, one full barrier at
+each end so that a replay is ordered after earlier submissions and before later ones), nothing
+is submitted, and any attempt to read device data back in the middle raises DeviceError naming
+the op (refusals.py). ``Capture.replay()`` then submits that command buffer, as recorded, and
+waits: the host cost of a run is one submit and one wait, whatever the number of dispatches;
+``submit()`` alone queues it (the stream's ``replay`` does, and waits for it when the host next
+needs a result). The capture keeps alive every array its commands use (the kernels'
+temporaries included) until it is destroyed.
 
-Replays of one capture must not overlap (they use the same memory): the runtime keeps one
-capture per concurrent run.
+Replays of one capture must not overlap (they use the same memory): ``submit`` waits for the
+previous one, and the runtime keeps one capture per concurrent run.
 """
 
 from __future__ import annotations
