@@ -154,7 +154,9 @@ class VulkanGraph:
                     "time as a constant. Make such inputs device tensors (.to('vulkan')) and "
                     "copy_ new values into them, or capture again"
                 )
-        self._be.ctx.stream.replay(cap)
+        from ..backends.vulkan import capture  # the device's modules load with the device
+
+        capture.enqueue(self._be.ctx, cap)
 
     def reset(self) -> None:
         """Free the captured commands and the device memory reserved for them (waits for a

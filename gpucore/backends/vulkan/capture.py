@@ -146,6 +146,27 @@ def record(ctx, fn) -> Capture:
     return cap
 
 
+def enqueue(ctx, cap: Capture) -> None:
+    """Queue ``cap`` behind the work the stream recorded so far (submitted first), without
+    waiting: the stream waits for it when the host next needs a result (``synchronize``)."""
+    stream = ctx.stream
+    if stream.fault is not None:
+        stream._refused()
+    with stream.lock:
+        if stream.capture is not None:
+            raise DeviceError(
+                "a captured graph cannot be replayed while another graph is being captured"
+            )
+        if stream.program.codes:
+            stream.flush_program()
+        if stream.recording and stream.frames[stream.cur].count:
+            stream._submit()
+        cap.submit()
+        stream.stats["submits"] += 1
+        if cap not in stream.graphs:
+            stream.graphs.append(cap)
+
+
 def begin(ctx) -> Capture:
     """Start capturing: pending work is finished, the stream lock is held (by this thread)
     until ``end`` or ``abort``, and every command recorded from now goes into the returned

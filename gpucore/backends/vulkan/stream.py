@@ -516,25 +516,6 @@ class Stream:
             or any(f.in_flight for f in self.frames)
         )
 
-    def replay(self, cap) -> None:
-        """Queue captured commands (capture.py) behind the work recorded so far, without waiting:
-        a later host read or ``synchronize`` waits for them as for any batch."""
-        if self.fault is not None:
-            self._refused()
-        with self.lock:
-            if self.capture is not None:
-                raise DeviceError(
-                    "a captured graph cannot be replayed while another graph is being captured"
-                )
-            if self.program.codes:
-                self.flush_program()
-            if self.recording and self.frames[self.cur].count:
-                self._submit()
-            cap.submit()
-            self.stats["submits"] += 1
-            if cap not in self.graphs:
-                self.graphs.append(cap)
-
     def reclaim(self) -> bool:
         """Finish pending work so that the memory its frames keep alive can be reused (the
         allocator calls this before it reports out of memory); True when there was any."""
