@@ -24,7 +24,7 @@ from .. import dispatch
 from ..autograd import grad as _grad
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.graph import Ctx, Node, edge_of
-from ..creation import zeros
+from ..creation import ones, zeros
 from ..errors import DeviceError
 from ..tensor import Tensor
 from .graph import VulkanGraph, graph
@@ -149,8 +149,6 @@ def _graphed(fn, args: tuple, warmup: int, allow_unused: bool):
 
 
 def _ones_like(t: Tensor) -> Tensor:
-    from ..creation import ones  # creation imports would otherwise load before the graph
-
     return ones(tuple(t.shape), dtype=t.dtype).to("vulkan")
 
 
