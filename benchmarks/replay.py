@@ -5,10 +5,11 @@ replayed (gpucore.vulkan.graph, issue 18), as a markdown table.
     python benchmarks/replay.py --only mlp64 --steps 20 --rounds 3
     python benchmarks/train.py --replay          # the same, after train.py's CPU table
 
-Both columns run the same step on the same device-resident model (Adam with capturable=True,
-cross-entropy; every op on the device, device_policy('vulkan'); a CPU-type device such as
-lavapipe counts): copy a new batch into the device input tensors, then either record the step
-op by op from Python (eager: forward, backward, optimizer step) or ``g.replay()`` the step
+Each row runs the same step on a device-resident model from the same weights (cross-entropy,
+Adam; every op on the device, device_policy('vulkan'); a CPU-type device such as lavapipe
+counts): copy a new batch into the device input tensors, then either record the step op by op
+from Python (eager: forward, backward, optimizer step, with Adam's fused kernel or with
+``capturable=True``, whose update is a composition of ops) or ``g.replay()`` the capturable step
 captured once after warm-up steps. Each step ends with ``gpucore.vulkan.synchronize()``.
 
 Columns: ``host ms`` is the CPU time of the calling (Python) thread per step: recording,
@@ -66,13 +67,8 @@ def model_for(name: str):
     )
 
 
-def run_case(name: str, args) -> list[str]:
+def run_case(name: str, args) -> list[list[str]]:
     title, shape = CASES[name]
-    gpucore.manual_seed(0)
-    with gpucore.device_policy("cpu"):
-        model = model_for(name)
-    model = model.to("vulkan")
-    opt = gpucore.optim.Adam(model.parameters(), lr=1e-3, capturable=True)
     rng = np.random.default_rng(0)
     batches = [
         (
@@ -91,16 +87,29 @@ def run_case(name: str, args) -> list[str]:
         x.copy_(xb)
         y.copy_(yb)
 
-    def eager():
-        load()
-        opt.zero_grad(set_to_none=True)
-        F.cross_entropy(model(x), y).backward()
-        opt.step()
+    def trainer(capturable: bool):
+        gpucore.manual_seed(0)
+        with gpucore.device_policy("cpu"):
+            model = model_for(name)
+        model = model.to("vulkan")
+        opt = gpucore.optim.Adam(model.parameters(), lr=1e-3, capturable=capturable)
 
+        def eager():
+            load()
+            opt.zero_grad(set_to_none=True)
+            F.cross_entropy(model(x), y).backward()
+            opt.step()
+
+        return model, opt, eager
+
+    submit = []  # host time of the g.replay() call alone
     with gpucore.device_policy("vulkan"):
+        _, _, fused = trainer(capturable=False)  # the fused Adam kernel: eager's best
+        model, opt, eager = trainer(capturable=True)
         for _ in range(args.warmup):
-            eager()
-            gpucore.vulkan.synchronize()
+            for fn in (fused, eager):
+                fn()
+                gpucore.vulkan.synchronize()
         g = gpucore.vulkan.VulkanGraph()
         opt.zero_grad(set_to_none=True)
         t0 = time.perf_counter()
@@ -109,8 +118,7 @@ def run_case(name: str, args) -> list[str]:
             static_loss.backward()
             opt.step()
         capture_ms = (time.perf_counter() - t0) * 1e3
-
-        submit = []  # host time of the g.replay() call alone
+        commands = g.dispatches
 
         def replay():
             load()
@@ -118,13 +126,20 @@ def run_case(name: str, args) -> list[str]:
             g.replay()
             submit.append(time.thread_time() - t)
 
-        m = gpucore.vulkan.mark()
-        eager()
-        gpucore.vulkan.synchronize()
-        per_eager = gpucore.vulkan.stats(since=m)
-        times = {"eager": ([], []), "replay": ([], [])}
+        modes = {
+            "eager, Adam (fused kernel)": fused,
+            "eager, Adam(capturable=True)": eager,
+            "replayed graph": replay,
+        }
+        counts = {}
+        for label, fn in modes.items():
+            m = gpucore.vulkan.mark()
+            fn()
+            gpucore.vulkan.synchronize()
+            counts[label] = gpucore.vulkan.stats(since=m)
+        times = {k: ([], []) for k in modes}
         for _ in range(args.rounds):
-            for label, fn in (("eager", eager), ("replay", replay)):
+            for label, fn in modes.items():
                 host, wall = times[label]
                 for _ in range(args.steps):
                     h0, w0 = time.thread_time(), time.perf_counter()
@@ -132,26 +147,29 @@ def run_case(name: str, args) -> list[str]:
                     gpucore.vulkan.synchronize()
                     host.append(time.thread_time() - h0)
                     wall.append(time.perf_counter() - w0)
-        m = gpucore.vulkan.mark()
-        replay()
-        gpucore.vulkan.synchronize()
-        per_replay = gpucore.vulkan.stats(since=m)
+    g.reset()
     med = {
         k: (statistics.median(h) * 1e3, statistics.median(w) * 1e3) for k, (h, w) in times.items()
     }
-    g.reset()
-    return [
-        title,
-        f"{med['eager'][0]:.2f}",
-        f"{med['replay'][0]:.2f}",
-        f"{med['eager'][0] / med['replay'][0]:.1f}x",
-        f"{statistics.median(submit) * 1e6:.0f}",
-        f"{med['eager'][1]:.1f}",
-        f"{med['replay'][1]:.1f}",
-        f"{per_eager['dispatches']} / {per_eager['submits']}",
-        f"{per_replay['dispatches']} / {per_replay['submits']}",
-        f"{capture_ms:.0f}",
-    ]
+    base = med["replayed graph"][0]
+    rows = []
+    for label in modes:
+        c = counts[label]
+        rows.append(
+            [
+                title,
+                label,
+                f"{med[label][0]:.2f}",
+                f"{med[label][0] / base:.1f}x",
+                f"{med[label][1]:.1f}",
+                f"{c['dispatches']} / {c['submits']}",
+            ]
+        )
+    rows[-1][-1] += (
+        f" (g.replay(): {statistics.median(submit) * 1e6:.0f} µs; capture {capture_ms:.0f} ms, "
+        f"{commands} commands)"
+    )
+    return rows
 
 
 def main(argv=None) -> int:
@@ -170,18 +188,14 @@ def main(argv=None) -> int:
         f"mode, after {args.warmup} warm-up steps"
     )
     share = CpuShare()
-    rows = [run_case(name, args) for name in args.only or ["mlp64", "cnn"]]
+    rows = [r for name in args.only or ["mlp64", "cnn"] for r in run_case(name, args)]
     headers = [
         "case",
-        "eager host ms",
-        "replay host ms",
-        "host eager / replay",
-        "g.replay() host µs",
-        "eager wall ms",
-        "replay wall ms",
-        "eager: recorded dispatches / submits",
-        "replay: recorded dispatches / submits",
-        "capture ms",
+        "step",
+        "host ms",
+        "host / replay's",
+        "wall ms",
+        "recorded dispatches / submits per step",
     ]
     print()
     print("| " + " | ".join(headers) + " |")
