@@ -1,17 +1,12 @@
 """Optimizer steps a captured graph can replay (``capturable=True``, as PyTorch's).
 
 A captured step (``gpucore.vulkan.graph``) replays the commands recorded once, so nothing the
-host computes per step may change what they do. The fused update kernels take the step count and
-the bias corrections as host numbers baked into the recording; here instead the step count is a
-float32 0-d tensor on the parameter's device (``state['step']``, as PyTorch keeps it with
-``capturable=True``) and the scalars that depend on it are computed there, in PyTorch's
-capturable arithmetic (``torch.optim.adam._single_tensor_adam``)::
-
-    step += 1
-    bias_correction1 = 1 - beta1 ** step;  bias_correction2 = 1 - beta2 ** step
-    step_size_neg = -(lr / bias_correction1)
-    denom = sqrt(v) / (sqrt(bias_correction2) * step_size_neg) + eps / step_size_neg
-    param += m / denom
+host computes per step may change what they do. The fused ``adam_step`` kernel takes the step
+count and the bias corrections as host numbers baked into the recording; with
+``capturable=True`` and device parameters the step count is instead a float32 0-d tensor on the
+parameter's device (``state['step']``, as PyTorch keeps it) and the update is
+``adam_step_capturable`` (gpucore/ops/optim_capturable.py): one dispatch per parameter that reads
+the count and computes 1 - beta^t on the device, after a one-element ``step += 1``.
 
 The same code runs eagerly and in a capture, so a replay equals the eager step bit for bit. Host
 parameters take the host path whatever the flag (there is nothing to capture on the host).
@@ -23,8 +18,8 @@ from .. import dispatch
 from .. import dtypes as D
 from ..creation import tensor as _tensor
 from ..graphs import state as _graphs
+from ..ops.optim_capturable import capturable_update
 from ..tensor import Tensor
-from ._options import lerp_
 
 
 def refuse_uncapturable(opt, group: dict) -> None:
@@ -77,33 +72,26 @@ def step_tensor(state: dict, p: Tensor) -> Tensor:
 
 
 def adam_step(opt, group: dict, params: list) -> None:
-    """One capturable Adam / AdamW step of ``params`` (all on the device; see the module
-    docstring), every op on the device whatever its size."""
+    """One capturable Adam / AdamW step of ``params`` (all on the device): per parameter, the
+    device step count is incremented and ``adam_step_capturable`` runs (one dispatch each)."""
     beta1, beta2 = (float(b) for b in group["betas"])
-    lr, eps = float(group["lr"]), float(group["eps"])
-    wd = float(group["weight_decay"])
-    with dispatch.device_policy("vulkan"):
+    attrs = dict(
+        lr=float(group["lr"]),
+        beta1=beta1,
+        beta2=beta2,
+        eps=float(group["eps"]),
+        weight_decay=float(group["weight_decay"]),
+        amsgrad=bool(group["amsgrad"]),
+        decoupled=bool(group["decoupled_weight_decay"]),
+        maximize=bool(group["maximize"]),
+    )
+    with dispatch.device_policy("vulkan"):  # the 0-d count too, whatever its size
         for p in params:
             state = opt.state[p]
             step = step_tensor(state, p)
-            exp_avg = opt._buffer(state, "exp_avg", p)[0]
-            exp_avg_sq = opt._buffer(state, "exp_avg_sq", p)[0]
-            vmax = opt._buffer(state, "max_exp_avg_sq", p)[0] if group["amsgrad"] else None
+            tensors = [p, p.grad, opt._buffer(state, "exp_avg", p)[0]]
+            tensors.append(opt._buffer(state, "exp_avg_sq", p)[0])
+            if attrs["amsgrad"]:
+                tensors.append(opt._buffer(state, "max_exp_avg_sq", p)[0])
             step.add_(1.0)
-            g = p.grad.neg() if group["maximize"] else p.grad
-            if wd != 0:
-                if group["decoupled_weight_decay"]:
-                    p.mul_(1.0 - lr * wd)
-                else:
-                    g = g.add(p, alpha=wd)
-            lerp_(exp_avg, g, 1.0 - beta1)
-            exp_avg_sq.mul_(beta2).add_(g * g, alpha=1.0 - beta2)
-            bias_correction1 = 1.0 - beta1**step
-            bias_correction2 = 1.0 - beta2**step
-            step_size_neg = (lr / bias_correction1).neg()
-            v = exp_avg_sq
-            if vmax is not None:
-                vmax.copy_(vmax.maximum(exp_avg_sq))
-                v = vmax
-            denom = v.sqrt() / (bias_correction2.sqrt() * step_size_neg) + eps / step_size_neg
-            p.add_(exp_avg / denom)
+            capturable_update(*tensors, step, **attrs)

@@ -35,4 +35,4 @@ from .common import (  # noqa: F401  (the table and the helpers other modules us
 
 # Family modules register on import; keep this list in step with the files.
 from . import attention, elementwise, fused, gemm, indexing, joining, nn  # noqa: E402,F401  isort: skip
-from . import optim, pool, random, reduce, unary  # noqa: E402,F401  isort: skip
+from . import optim, optim_capturable, pool, random, reduce, unary  # noqa: E402,F401  isort: skip
