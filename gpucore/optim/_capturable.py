@@ -18,6 +18,7 @@ from .. import dispatch
 from .. import dtypes as D
 from ..creation import tensor as _tensor
 from ..graphs import state as _graphs
+from ..ops.optim import RMSPROP_STEP, fused_update
 from ..ops.optim_capturable import capturable_update
 from ..tensor import Tensor
 
@@ -38,7 +39,7 @@ def refuse_uncapturable(opt, group: dict) -> None:
     if group.get("capturable") and not getattr(opt, "_device_steps", False):
         raise RuntimeError(
             f"{name}.step() with capturable=True cannot be captured yet: gpucore keeps device "
-            "step counts for Adam and AdamW; use one of them (or SGD) in a captured step"
+            "step counts for Adam, AdamW and RMSprop; use one of them (or SGD) in a captured step"
         )
 
 
@@ -95,3 +96,20 @@ def adam_step(opt, group: dict, params: list) -> None:
                 tensors.append(opt._buffer(state, "max_exp_avg_sq", p)[0])
             step.add_(1.0)
             capturable_update(*tensors, step, **attrs)
+
+
+def rmsprop_step(opt, group: dict, params: list) -> None:
+    """One capturable RMSprop step: its update does not depend on the count, so the fused
+    ``rmsprop_step`` kernel replays as recorded; only the count moves onto the device."""
+    attrs = opt._attrs(group)
+    with dispatch.device_policy("vulkan"):  # the 0-d count too, whatever its size
+        for p in params:
+            state = opt.state[p]
+            step = step_tensor(state, p)
+            tensors = [p, p.grad, opt._buffer(state, "square_avg", p)[0]]
+            if group["centered"]:
+                tensors.append(opt._buffer(state, "grad_avg", p)[0])
+            if float(group["momentum"]) > 0:
+                tensors.append(opt._buffer(state, "momentum_buffer", p)[0])
+            step.add_(1.0)
+            fused_update(RMSPROP_STEP, *tensors, **attrs)

@@ -40,6 +40,9 @@ OPTIMIZERS = {
     "adamw_capturable": lambda ps: gpucore.optim.AdamW(
         ps, lr=1e-2, weight_decay=0.1, amsgrad=True, capturable=True
     ),
+    "rmsprop_capturable": lambda ps: gpucore.optim.RMSprop(
+        ps, lr=1e-3, momentum=0.5, centered=True, capturable=True
+    ),
 }
 
 
@@ -124,6 +127,7 @@ def train_graphed(factory, shape, make_opt, data):
         ("mlp", "sgd_momentum"),
         ("mlp", "adam_capturable"),
         ("mlp", "adamw_capturable"),
+        ("mlp", "rmsprop_capturable"),
         ("cnn", "sgd_momentum"),
         ("cnn", "adam_capturable"),
     ],
@@ -240,6 +244,8 @@ def test_uncapturable_optimizer_steps_are_refused(vulkan):
     _capture_fails(lambda: eager_step(model, fresh, x, y), RuntimeError, "Warm up first")
     sgd = gpucore.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     _capture_fails(lambda: eager_step(model, sgd, x, y), RuntimeError, "Warm up first")
+    nadam = gpucore.optim.NAdam(model.parameters(), lr=1e-2, capturable=True)
+    _capture_fails(lambda: eager_step(model, nadam, x, y), RuntimeError, "cannot be captured yet")
 
 
 # ----------------------------------------------------------------------------- graphed callables
