@@ -9,6 +9,8 @@ Run from the repository root (after ``python setup.py build_ext --inplace`` or t
     python benchmarks/train.py --no-profile # leave out the gpucore per-op profile
     python benchmarks/train.py --transfers  # also: bytes per step on the Vulkan device under
                                             # 'auto', residency off vs on (transfers.py)
+    python benchmarks/train.py --replay     # also: host time per step on the Vulkan device,
+                                            # eager vs a captured step replayed (replay.py)
     GPUCORE_NUM_THREADS=1 python benchmarks/train.py --threads 1 --cpu-time  # one thread each,
                                             # CPU time per step (a shared machine)
 
@@ -454,6 +456,9 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--transfers", action="store_true", help="also bytes per step under 'auto' (transfers.py)"
     )
+    ap.add_argument(
+        "--replay", action="store_true", help="also eager vs replayed steps (replay.py)"
+    )
     args = ap.parse_args(argv)
     args.warmup = args.warmup or (3 if args.quick else 10)
     args.rounds = args.rounds or (2 if args.quick else 3)
@@ -544,6 +549,11 @@ def main(argv=None) -> int:
         print()
         sys.stdout.flush()
         transfers.main([a for n in (args.only or []) for a in ("--only", n)])
+    if args.replay:  # device rows (replay.py runs every op under device_policy('vulkan'))
+        import replay
+
+        print()
+        replay.main([a for n in (args.only or []) if n in replay.CASES for a in ("--only", n)])
     return 1 if any(r[5].startswith("MISMATCH") for r in rows) else 0
 
 

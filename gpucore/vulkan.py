@@ -6,6 +6,10 @@ gpucore.vulkan.synchronize()    # submit recorded work and wait for it
 gpucore.vulkan.stats()          # counters: dispatches, submits, bytes moved, memory
 gpucore.vulkan.stats(since=m)   # the counters' growth since m = gpucore.vulkan.mark()
 gpucore.vulkan.set_memory_limit(n)  # cap gpucore's device memory at n bytes (None: no cap)
+
+Captured steps (PyTorch's CUDA Graphs model; see gpucore/graphs/graph.py):
+g = gpucore.vulkan.VulkanGraph(); with gpucore.vulkan.graph(g): ...; g.replay(); g.reset()
+gpucore.vulkan.make_graphed_callables(module, sample_args)
 """
 
 from __future__ import annotations
@@ -15,6 +19,31 @@ from threading import get_ident as _thread_id
 from . import dispatch
 from .backends.vulkan import device as _device
 from .backends.vulkan import memory as _memory
+from .graphs import (
+    VulkanGraph,
+    graph,
+    graph_pool_handle,
+    is_current_stream_capturing,
+    make_graphed_callables,
+)
+
+__all__ = [
+    "VulkanGraph",
+    "device_count",
+    "devices",
+    "graph",
+    "graph_pool_handle",
+    "is_available",
+    "is_current_stream_capturing",
+    "make_graphed_callables",
+    "mark",
+    "reset_peak",
+    "set_memory_limit",
+    "stats",
+    "synchronize",
+    "unavailable_reason",
+    "current_device",
+]
 
 
 def is_available() -> bool:

@@ -18,6 +18,7 @@ from . import (  # noqa: F401
     norm,
     norm_batch,
     optim,
+    optim_capturable,
     pointwise,
     polynomials,
     pool,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..ops.optim import ADAM_STEP, fused_update
+from ._capturable import adam_step, device_steps
 from ._options import check_options
 from .optimizer import Optimizer
 
@@ -91,8 +92,13 @@ class Adam(Optimizer):
         fused_update(ADAM_STEP, *tensors, step=step, **self._attrs(group))
         self.state[p]["step"] = step
 
+    _device_steps = True  # capturable=True keeps step counts on the device (_capturable.py)
+
     def _step_group(self, group, params):
-        self._step_counted_group(ADAM_STEP, group, params, pass_steps=True)
+        if device_steps(group, params):
+            adam_step(self, group, params)
+        else:
+            self._step_counted_group(ADAM_STEP, group, params, pass_steps=True)
 
 
 class AdamW(Adam):

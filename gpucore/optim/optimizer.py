@@ -29,8 +29,10 @@ from itertools import chain
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..creation import zeros
 from ..errors import DeviceError
+from ..graphs import state as _graphs
 from ..ops.optim import foreach_update
 from ..tensor import Tensor
+from ._capturable import refuse_uncapturable
 
 
 class _RequiredParameter:
@@ -194,6 +196,7 @@ class Optimizer:
         with no_grad(), all_or_poisoned(f"{type(self).__name__}.step", self._written):
             for group in self.param_groups:
                 self._check_group(group)
+                refuse_uncapturable(self, group)
                 params = [p for p in group["params"] if p.grad is not None]
                 if params:
                     self._step_group(group, params)
@@ -251,6 +254,12 @@ class Optimizer:
         returns (buffer, created)."""
         buf = state.get(key)
         if buf is None:
+            if _graphs.capturing():
+                raise RuntimeError(
+                    f"{type(self).__name__}: state '{key}' would be created inside a captured "
+                    "graph (a replay would not create it again but keep updating it as if new). "
+                    "Warm up first: run a few eager steps (optimizer.step()) before capturing"
+                )
             buf = _zeros_like(p)
             state[key] = buf
             return buf, True

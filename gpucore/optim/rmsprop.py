@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..ops.optim import RMSPROP_STEP, fused_update
+from ._capturable import device_steps, rmsprop_step
 from ._options import check_options
 from .optimizer import Optimizer
 
@@ -19,7 +20,8 @@ class RMSprop(Optimizer):
         p = p - lr * g / avg                           (otherwise)
 
     ``capturable``, ``foreach`` and ``differentiable`` are accepted as in PyTorch (see
-    ``gpucore.optim._options``). State per parameter: ``step`` (int), ``square_avg``,
+    ``gpucore.optim._options``). State per parameter: ``step`` (int; with capturable=True and
+    device parameters a float32 0-d device tensor, as Adam's), ``square_avg``,
     ``momentum_buffer`` (momentum > 0) and ``grad_avg`` (centered). One fused kernel per
     parameter (``rmsprop_step``); the host float32 / float64 parameters of a group in one C call
     (``rmsprop_step_multi``).
@@ -87,8 +89,13 @@ class RMSprop(Optimizer):
         fused_update(RMSPROP_STEP, *tensors, **self._attrs(group))
         self.state[p]["step"] = step
 
+    _device_steps = True  # capturable=True keeps step counts on the device (_capturable.py)
+
     def _step_group(self, group, params):
-        self._step_counted_group(RMSPROP_STEP, group, params, pass_steps=False)
+        if device_steps(group, params):
+            rmsprop_step(self, group, params)
+        else:
+            self._step_counted_group(RMSPROP_STEP, group, params, pass_steps=False)
 
 
 def _validate(o: dict) -> None:

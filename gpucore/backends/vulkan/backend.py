@@ -14,6 +14,7 @@ from ... import dtypes as D
 from ...errors import DeviceError
 from . import residency
 from .kernels import KERNELS, copy_array, word_copy_ok
+from .refusals import host_sync_error
 
 _ELEM = 4  # shaders work on 32-bit words
 
@@ -98,7 +99,11 @@ class VulkanBackend:
 
     # ----------------------------------------------------------------------------- transfers
     def upload(self, arr: np.ndarray, dtype) -> np.ndarray:
-        """A device copy of a host array (contiguous)."""
+        """A device copy of a host array (contiguous). Inside a capture for replay the copy is
+        a recorded command from a constant the capture keeps: every replay starts the tensor
+        from these values again, even when the graph later writes it in place."""
+        if self.ctx.stream.capture is not None and arr.size:
+            return self._captured_upload(arr)
         out = self.empty_array(arr.shape, arr.dtype)
         # No wait before writing: a fresh range is never used by a pending command (frames keep
         # the arrays their commands use alive, so their ranges are not reused until done).
@@ -107,6 +112,22 @@ class VulkanBackend:
             self._push_staging(out)
         self.ctx.bytes_uploaded += arr.nbytes
         return out
+
+    def _captured_upload(self, arr: np.ndarray) -> np.ndarray:
+        const = self.upload_constant(arr)
+        out = self.empty_array(arr.shape, arr.dtype)
+        cb, coff = self.ctx.memory.locate(const)
+        ob, ooff = self.ctx.memory.locate(out)
+        self.ctx.stream.copy(cb.buffer, coff, ob.buffer, ooff, arr.nbytes, ob, keep=(const, out))
+        return out
+
+    def upload_constant(self, arr: np.ndarray) -> np.ndarray:
+        """A device copy of ``arr`` written by the host now (outside any command stream)."""
+        const = self.empty_array(arr.shape, arr.dtype)
+        np.copyto(const, arr)
+        self._push_staging(const)
+        self.ctx.bytes_uploaded += arr.nbytes
+        return const
 
     def _push_staging(self, arr: np.ndarray):
         blk, off = self.ctx.memory.locate(arr)
@@ -121,6 +142,8 @@ class VulkanBackend:
         ctx = self.ctx
         if ctx.fault is not None:
             ctx.fault.refuse()
+        if ctx.stream.capture is not None:
+            raise host_sync_error()
         if ctx.memory.poisoned:
             ctx.memory.check(arr)
         blk, off = ctx.memory.locate(arr)
@@ -138,6 +161,8 @@ class VulkanBackend:
         """Call before the host writes into device memory (in-place ops run on the host)."""
         if self.ctx.fault is not None:
             self.ctx.fault.refuse()
+        if self.ctx.stream.capture is not None:
+            raise host_sync_error()
         if self.ctx.memory.poisoned:
             self.ctx.memory.check(arr)
         if self.ctx.stream.pending():
@@ -253,6 +278,10 @@ class VulkanBackend:
         residency.py)."""
         if t._dev is self:
             return t._data
+        cap = self.ctx.stream.capture
+        if cap is not None and t._dev is None:
+            # a constant of the graph: replays check that the host has not written it since
+            cap.host_inputs.append((t._vbox, t._vbox[0], tuple(t.shape)))
         if t._dev is None and residency.enabled:
             arr = residency.device_copy(self, t)
             if arr is not None:

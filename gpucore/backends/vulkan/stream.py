@@ -27,6 +27,7 @@ import time
 from ...errors import DeviceError
 from . import fusion
 from .kernels import groups_1d
+from .refusals import host_sync_error
 
 CAP = 256
 # Early submission: checked every EARLY_CHECK dispatches from MIN_BATCH on (one fence query each).
@@ -129,6 +130,7 @@ class Stream:
         # A graph being captured once for replay (capture.py): while set, dispatches and copies
         # are recorded into its command buffer, never submitted, and nothing may synchronize.
         self.capture = None
+        self.graphs: list = []  # captures replayed asynchronously, not yet waited for
         self._prepare_c_structs()
 
     def _refused(self):
@@ -486,11 +488,7 @@ class Stream:
             if self.fault is not None:
                 self._refused()
             if self.capture is not None:
-                raise DeviceError(
-                    "an op needed the host in the middle of a graph being captured for replay "
-                    "(it reads device data back); such an op cannot be captured on Vulkan: "
-                    "compile the model for the CPU"
-                )
+                raise host_sync_error()
             if self.program.codes:
                 self.flush_program()
             if self.recording and self.frames[self.cur].count:
@@ -504,11 +502,19 @@ class Stream:
                 if fr.in_flight:
                     self._wait(fr)
                     waited = True
+            while self.graphs:
+                self.graphs.pop().wait()
+                waited = True
             if waited:
                 self.stats["syncs"] += 1
 
     def pending(self) -> bool:
-        return self.recording or bool(self.program.codes) or any(f.in_flight for f in self.frames)
+        return (
+            self.recording
+            or bool(self.program.codes)
+            or bool(self.graphs)
+            or any(f.in_flight for f in self.frames)
+        )
 
     def reclaim(self) -> bool:
         """Finish pending work so that the memory its frames keep alive can be reused (the
@@ -530,6 +536,10 @@ class Stream:
                     return False
                 f.in_flight = False
                 f.keep.clear()
+        for cap in self.graphs:
+            left = max(0, deadline - time.monotonic_ns())
+            if self._lib.vkWaitForFences(self.ctx.device, 1, cap.c_fence, 1, left) != 0:
+                return False
         return True
 
     def destroy(self):

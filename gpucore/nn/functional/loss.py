@@ -113,6 +113,10 @@ def cross_entropy(
         elif valid is None:
             # host targets: count them on the host (a constant for autograd) instead of 4 ops
             denom = int(np.count_nonzero(target._data != ignore_index))
+        elif target._dev is not None:
+            # a float32 count (exact to 2**24) stays on the device, which has no bool-to-int64
+            # sum: no host round trip per step, and a captured step can replay it
+            denom = valid.to(D.float32).sum()
         else:
             denom = valid.sum()
         if label_smoothing > 0:

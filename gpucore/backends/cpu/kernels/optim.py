@@ -71,6 +71,22 @@ def _adam_step(
     )
 
 
+@kernel("adam_step_capturable")
+def _adam_step_capturable(out, param, grad, exp_avg, exp_avg_sq, *rest, amsgrad, **attrs):
+    # the step count is a one-element tensor (gpucore/ops/optim_capturable.py); it is read here
+    _adam_step(
+        None,
+        param,
+        grad,
+        exp_avg,
+        exp_avg_sq,
+        *rest[:-1],
+        step=int(rest[-1].reshape(-1)[0]),
+        amsgrad=amsgrad,
+        **attrs,
+    )
+
+
 @kernel("rmsprop_step")
 def _rmsprop_step(
     out, param, grad, square_avg, *rest, lr, alpha, eps, weight_decay, momentum, centered, maximize

@@ -2,7 +2,8 @@
 
 common.py holds the table (``KERNELS``) and the launch helpers; each family module registers its
 kernels with ``@kernel``, named after the module of gpucore/ops it serves: unary.py, elementwise.py,
-indexing.py (gather), joining.py (cat), reduce.py, nn.py, pool.py, random.py, optim.py and
+indexing.py (gather), joining.py (cat), reduce.py, nn.py, pool.py, random.py, optim.py,
+optim_capturable.py and
 attention.py (the registry op's forward on the runtime's attention shader, fused.py's); gemm.py
 serves ops/linalg.py (named for its kernel, shaders/gemm.comp), and pool.py also holds ops/nn.py's
 im2col/col2im (shaders/im2col.comp, the lowering of conv2d and average pooling). fused.py holds the
@@ -35,4 +36,5 @@ from .common import (  # noqa: F401  (the table and the helpers other modules us
 
 # Family modules register on import; keep this list in step with the files.
 from . import attention, elementwise, fused, gemm, indexing, joining, nn  # noqa: E402,F401  isort: skip
-from . import optim, pool, random, reduce, scan, scatter, sorting, unary  # noqa: E402,F401  isort: skip
+from . import optim, optim_capturable, pool, random, reduce  # noqa: E402,F401  isort: skip
+from . import scan, scatter, sorting, unary  # noqa: E402,F401  isort: skip

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .... import _cpu
+from ..refusals import refusal
 from .common import _push, groups_1d, kernel, launch, local_size
 
 _MODE = _cpu.OPCODES["random_mode"]  # random.comp's MODE (cpu/opcodes.def)
@@ -37,6 +38,10 @@ def fill(be, out: np.ndarray, mode: int, seed: int, offset: int, a: float = 0.0,
     """Record the fill of contiguous device array ``out`` (float32, or uint32 for WORDS) from the
     stream at (seed, block offset). a, b: low/high (UNIFORM), mean/std (NORMAL), p/scale
     (DROPOUT); they are rounded to float32 first, as the C extension does."""
+    if be.ctx.stream.capture is not None:  # the seed is baked in: replays would repeat it
+        raise refusal(
+            "random sampling (rand, randn, dropout; each replay would repeat its numbers)"
+        )
     if not out.flags.c_contiguous or out.itemsize != 4:
         raise ValueError("random fill: out must be a contiguous array of 32-bit elements")
     flat = out.reshape(-1)

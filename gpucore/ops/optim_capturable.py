@@ -1,0 +1,133 @@
+"""``adam_step_capturable``: Adam / AdamW whose step count is a tensor (PyTorch's
+``capturable=True``), so that an update recorded once into a captured graph (gpucore.vulkan.graph)
+computes its bias corrections from the current count at every replay.
+
+Inputs, in order: param, grad, exp_avg, exp_avg_sq[, max_exp_avg_sq (amsgrad)], step, where
+step is a one-element floating tensor (float32 for the Vulkan kernel) holding the count *after*
+this update (the caller increments it first; the kernel only reads it). attrs: lr, beta1, beta2,
+eps, weight_decay, amsgrad, decoupled (AdamW), maximize. The arithmetic is ``adam_step``'s
+(gpucore/ops/optim.py); the Vulkan kernel (shaders/adam_capturable.comp) computes
+1 - beta^step on the device in float32, the CPU kernel reads the count and runs cpu/optim.c's
+update (bias corrections in float64). In place, no autograd; versions of the written tensors
+are bumped, as ``fused_update`` does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dispatch
+from ..autograd.grad_mode import no_grad
+from ..errors import DTypeError, ShapeError
+from ..tensor import Tensor
+from .elementwise import to_device
+from .optim import _np_adam, _run_cpu, _run_device
+from .registry import defop
+from .samples import Sample, uniform
+
+
+def _infer(param, grad, exp_avg, exp_avg_sq, *rest, amsgrad, **attrs):
+    name = "adam_step_capturable"
+    want = 6 if amsgrad else 5
+    got = 4 + len(rest)
+    if got != want:
+        raise ValueError(
+            f"{name}: expected {want} tensors (param, grad, exp_avg, exp_avg_sq"
+            f"{', max_exp_avg_sq' if amsgrad else ''}, step), got {got}"
+        )
+    step = rest[-1]
+    if not param.dtype.is_floating_point:
+        raise DTypeError(f"{name}: the parameter must be a floating tensor, got {param.dtype}")
+    for nm, t in zip(
+        ("grad", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"),
+        (grad,) + (exp_avg, exp_avg_sq) + rest[:-1],
+    ):
+        if t.shape != param.shape or t.dtype is not param.dtype:
+            raise ShapeError(
+                f"{name}: {nm} is {t.dtype}{list(t.shape)} but the parameter is "
+                f"{param.dtype}{list(param.shape)}; every buffer has the parameter's shape and "
+                "dtype"
+            )
+    if step.numel() != 1 or not step.dtype.is_floating_point:
+        raise ShapeError(
+            f"{name}: step must be a one-element floating tensor (the count), got "
+            f"{step.dtype}{list(step.shape)}"
+        )
+    return (param.shape, param.dtype)
+
+
+ADAM_STEP_CAPTURABLE = defop("adam_step_capturable", infer=_infer, samples=lambda: _samples())
+
+
+def capturable_update(*tensors: Tensor, **attrs) -> None:
+    """Run ``adam_step_capturable`` on (param, grad, exp_avg, exp_avg_sq[, max], step): on the
+    parameter's device when it has the kernel, else in the C kernel. No autograd."""
+    op = ADAM_STEP_CAPTURABLE
+    param = tensors[0]
+    specs = op.infer(*tensors, **attrs)
+    written = (param,) + tensors[2:-1]
+    home = param._dev
+    on_device = (
+        home is not None
+        and all(t._dev is home and t._data.flags.c_contiguous for t in written)
+        and tensors[-1]._dev is home
+        and home.supports(op, tensors, specs)
+    )
+    if on_device:
+        _run_device(home, op, tensors, attrs)
+    else:
+        _run_cpu(op, tensors, attrs)
+    if dispatch._trace.records is not None:
+        dispatch.record(op.name, home.name if on_device else "cpu", param.shape)
+    for t in written:
+        t._vbox[0] += 1
+
+
+def _call(op, *tensors, **attrs):
+    dev = "vulkan" if dispatch.get_device_policy() == "vulkan" else "cpu"
+    with no_grad():
+        ts = [to_device(t, dev) for t in tensors]
+        capturable_update(*ts, **attrs)
+    return (ts[0],) + tuple(ts[2:-1])
+
+
+def _ref(p, g, m, v, *rest, **attrs):
+    return _np_adam(p, g, m, v, *rest[:-1], step=int(round(float(rest[-1]))), **attrs)
+
+
+def _samples():
+    base = {
+        "lr": 0.01,
+        "beta1": 0.9,
+        "beta2": 0.999,
+        "eps": 1e-8,
+        "weight_decay": 0.0,
+        "amsgrad": False,
+        "decoupled": False,
+        "maximize": False,
+    }
+    cases = [
+        ((3, 5), 1, {}),
+        ((3, 5), 5, {"weight_decay": 0.1, "amsgrad": True}),
+        ((2, 7), 3, {"weight_decay": 0.01, "decoupled": True, "maximize": True}),
+        ((5000,), 10, {"beta1": 0.5, "beta2": 0.9}),
+    ]
+    out = []
+    for i, (shape, step, a) in enumerate(cases):
+        attrs = {**base, **a}
+        bufs = [uniform(*shape, seed=10 * i), uniform(*shape, low=0.0, high=1.0, seed=10 * i + 3)]
+        if attrs["amsgrad"]:
+            bufs.append(uniform(*shape, low=0.0, high=1.0, seed=10 * i + 4))
+        out.append(
+            Sample(
+                uniform(*shape, seed=10 * i + 1),
+                uniform(*shape, seed=10 * i + 2),
+                *bufs,
+                np.array(float(step)),
+                ref=_ref,
+                call=_call,
+                grad=False,
+                **attrs,
+            )
+        )
+    return out
