@@ -236,6 +236,19 @@ def test_dynamic_quantization_on_the_int8_kernels(tmp_path, name):
     assert all(ex.python_steps == 0 for ex in cm.executors())  # casts included
 
 
+def test_vulkan_refuses_dynamic_quantization_clearly(tmp_path, vulkan):
+    """device="vulkan" (no int8 shaders): DynamicQuantizeLinear stays a float composition there
+    (the runtime's int8 nodes never reach the Vulkan executor), whose uint8 zero point has no
+    shader either: the load is refused naming the node and the fix, as before the fused kernel."""
+    from gpucore.errors import DeviceError  # noqa: PLC0415
+
+    src, dst = str(tmp_path / "f.onnx"), str(tmp_path / "dyn.onnx")
+    onnx.save(MODELS["mlp"][0](np.random.default_rng(1)), src)
+    quant.quantize_dynamic(src, dst, weight_type=quant.QuantType.QInt8, per_channel=True)
+    with pytest.raises(DeviceError, match=r"node to_dtype_\d+ \(to_dtype of uint8.*device='cpu'"):
+        gx.load(dst, device="vulkan")
+
+
 def test_qgemm_with_float_output(tmp_path):
     """QGemm without y_scale (com.microsoft: float32 out) is qlinear's float32 epilogue."""
     path = float_out(quantized(tmp_path, "mlp", "QOperator", "QInt8"))
