@@ -42,8 +42,8 @@ def _model(ws=WS, bias=BIAS, swap=False, extra_use=False):
     return fn
 
 
-def _check(fn, fused: bool, bias: bool = True):
-    x = R.standard_normal((3, 12)).astype(F32)
+def _check(fn, fused: bool, shape=(3, 12)):
+    x = R.standard_normal(shape).astype(F32)
     before = traced(fn, x)
     after = before.copy()
     assert fuse_dynamic_quantized(after) == fused
@@ -63,11 +63,12 @@ def _check(fn, fused: bool, bias: bool = True):
 @pytest.mark.parametrize("swap", [False, True], ids=["f_times_s", "s_times_f"])
 def test_fuses_the_epilogue_with_its_bias(swap):
     _check(_model(swap=swap), fused=True)
+    _check(_model(swap=swap), fused=True, shape=(2, 3, 12))  # a sequence: [B, T, K]
 
 
 def test_fuses_without_bias_and_broadcasts_one_weight_scale():
-    _check(_model(bias=None), fused=True, bias=False)
-    _check(_model(ws=WS[:1].copy(), bias=None), fused=True, bias=False)  # per-tensor weight
+    _check(_model(bias=None), fused=True)
+    _check(_model(ws=WS[:1].copy(), bias=None), fused=True)  # per-tensor weight
 
 
 def test_leaves_the_int32_sums_when_something_else_reads_them():
