@@ -165,9 +165,12 @@ def table(rounds: int = 5, min_time: float = 0.2, threads=(1, 2), batches=(1, 32
 
 def dynamic_table(rounds: int = 5, min_time: float = 0.2, batches=(1, 32)) -> None:
     """ONNX Runtime's ``quantize_dynamic`` of the MLP (DynamicQuantizeLinear -> MatMulInteger ->
-    Cast -> Mul; int8 weights per channel), gpucore against ONNX Runtime on one thread. "max |d|"
-    is the largest output difference: both quantize the activations per call; ONNX Runtime's
-    uint8 x int8 kernel on AVX2 saturates pairs of products, gpucore's sums are exact."""
+    Cast -> Mul; int8 weights per channel), gpucore against ONNX Runtime on one thread. gpucore
+    runs it as ``dynamic_quantize_linear`` (one fused kernel), ``qlinear_dynamic`` (the int8 GEMM
+    with the Cast, the Mul by the scales and the bias Add in its epilogue) and ``relu`` nodes.
+    "max |d|" is the largest output difference: both quantize the activations per call; ONNX
+    Runtime's uint8 x int8 kernel on AVX2 saturates pairs of products, gpucore's sums are exact
+    (it equals ONNX's reference evaluator bit for bit)."""
     try:
         import onnx  # noqa: PLC0415
         import onnxruntime as ort  # noqa: PLC0415

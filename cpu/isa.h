@@ -92,6 +92,11 @@ typedef double (*gc_vexp_sum_f32)(const float *x, float *y, ptrdiff_t n, float m
 typedef float (*gc_vmax_f32)(const float *x, ptrdiff_t n);
 typedef void (*gc_vsub2_mul_f32)(const float *x, float *y, ptrdiff_t n, float a, float b,
                                  float c);
+/* ONNX's uint8 quantization (isa/quant.h): QuantizeLinear's loop (gc_quantize_linear_u8's
+ * formula and bits), and DynamicQuantizeLinear's range: *lo = min(0, min x), *hi = max(0,
+ * max x), both NaN when some x is NaN. */
+typedef void (*gc_qlinear_u8)(const float *x, uint8_t *out, ptrdiff_t n, float scale, int32_t zp);
+typedef void (*gc_vrange_f32)(const float *x, ptrdiff_t n, float *lo, float *hi);
 
 /* One fused optimizer update (cpu/optim.c; loops in cpu/isa/optim.h): parameter p, gradient g
  * and up to three state buffers (SGD: momentum; Adam: exp_avg, exp_avg_sq, max_exp_avg_sq;
@@ -178,6 +183,9 @@ typedef struct {
     /* NULL = softmax.c's portable loops (16-byte vectors of vec.h) */
     gc_vmax_f32 vmax_f32;
     gc_vsub2_mul_f32 vsub2_mul_f32;
+    /* NULL = qconv.c's / qdynamic.c's portable loops (isa/quant.h) */
+    gc_qlinear_u8 q_linear_u8;
+    gc_vrange_f32 q_range_f32;
     /* fused optimizer updates (cpu/isa/optim.h compiled with the ISA's flags) */
     gc_optim_range_f32 sgd_f32, adam_f32, rmsprop_f32;
     gc_optim_range_f64 sgd_f64, adam_f64, rmsprop_f64;

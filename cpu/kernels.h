@@ -537,6 +537,13 @@ void gc_dequantize_u8(const uint8_t *q, float *out, ptrdiff_t n, float scale, in
 /* ONNX QuantizeLinear to uint8: clamp(round_half_even(x / scale) + zp, 0, 255) (a float32
  * division, as ONNX Runtime; NaN -> 0, as its clamp-then-convert). */
 void gc_quantize_linear_u8(const float *x, uint8_t *out, ptrdiff_t n, float scale, int32_t zp);
+/* ONNX DynamicQuantizeLinear (qdynamic.c; onnx.reference's float32 arithmetic): scale = (hi -
+ * lo) / 255 over the range [lo, hi] of x with 0 in it (1 / 255 when hi == lo, also for n == 0),
+ * zp = rint(clamp(-lo / scale, 0, 255)); NaN in x: scale NaN, zp 255.  gc_dynamic_quantize_u8
+ * also writes y = gc_quantize_linear_u8(x, scale, zp) unless y is NULL (scale / zp: NULL or where
+ * to store them).  Both passes split over threads for large n (the same bits). */
+void gc_dynamic_qparams_u8(const float *x, ptrdiff_t n, float *scale, uint8_t *zp);
+void gc_dynamic_quantize_u8(const float *x, ptrdiff_t n, uint8_t *y, float *scale, uint8_t *zp);
 /* rows [n*oh*ow, c*kh*kw] (+ 8 bytes of slack) of uint8 x [n, c, h, w]; outside the image reads
  * zp (pad: n*c*(h + 2ph)*(w + 2pw) + 8 bytes for the padded copy). */
 void gc_qim2col_u8(const uint8_t *x, uint8_t *rows, uint8_t *pad, const gc_conv *p, uint8_t zp);

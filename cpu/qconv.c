@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "isa.h"
+#include "isa/quant.h"
 #include "kernels.h"
 
 /* rint for |v| <= 2^22 without a libm call (the baseline ISA has no rounding instruction, and a
@@ -44,17 +45,14 @@ void gc_quantize_u8(const float *x, uint8_t *out, ptrdiff_t n, float scale, int3
 }
 
 /* ONNX's formula, as ONNX Runtime computes it (MlasQuantizeLinear): the quotient clamped to
- * [-zp, 255 - zp] (NaN to the low end), rounded half to even, plus zp. */
+ * [-zp, 255 - zp] (NaN to the low end), rounded half to even, plus zp: isa/quant.h's loop, at the
+ * width of the ISA in use (the same C compiled with its flags, so the same bits). */
 void gc_quantize_linear_u8(const float *x, uint8_t *out, ptrdiff_t n, float scale, int32_t zp)
 {
-    const float lo = (float)-zp, hi = (float)(255 - zp);
-    for (ptrdiff_t i = 0; i < n; i++) {
-        const float y = x[i] / scale;
-        float c = y > lo ? y : lo; /* NaN -> lo */
-        c = c < hi ? c : hi;
-        const float r = (c + Q_RINT_MAGIC) - Q_RINT_MAGIC;
-        out[i] = (uint8_t)((int)r + zp);
-    }
+    if (gc_isa.q_linear_u8)
+        gc_isa.q_linear_u8(x, out, n, scale, zp);
+    else
+        qq_linear_u8(x, out, n, scale, zp);
 }
 
 void gc_dequantize_u8(const uint8_t *q, float *out, ptrdiff_t n, float scale, int32_t zp)

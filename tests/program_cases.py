@@ -322,4 +322,30 @@ def case_max_pool2d_u8(ar, dt):
     return [("max_pool2d_u8", (x, out, 2, 3, 6, 5, 2, 2, 2, 2, 1, 1, 1, 1))]
 
 
+def case_dynamic_quantize_u8(ar, dt):
+    # the three nodes of a DynamicQuantizeLinear: each writes one output
+    x = ar.alloc((50,), np.float32)
+    q, s = ar.alloc((50,), np.uint8, None), ar.alloc((1,), np.float32, None)
+    z = ar.alloc((1,), np.uint8, None)
+    return [
+        ("dynamic_quantize_u8", (x, q, None, None, 50)),
+        ("dynamic_quantize_u8", (x, None, s, None, 50)),
+        ("dynamic_quantize_u8", (x, None, None, z, 50)),
+    ]
+
+
+def case_qgemm_dynamic(ar, dt):
+    # the zero point and scale are arena values (a run's refill changes them)
+    a = ar.alloc((5, 40), np.uint8, _u8)
+    w = ar.rng.integers(-127, 128, (7, 40)).astype(np.int8)
+    pw = C.qgemm_pack(w, 40, 7, 1)
+    zp, sc = ar.alloc((1,), np.uint8, _u8), ar.alloc((1,), np.float32)
+    s, b = np.full(7, 0.01, np.float32), ar.const((7,), np.float32)
+    o32, i32 = ar.alloc((5, 7), np.float32, None), ar.alloc((5, 7), np.int32, None)
+    return [
+        ("qgemm_dynamic", (a, pw, o32, 5, sc, zp, s, b, 0)),
+        ("qgemm_dynamic", (a, pw, i32, 5, None, zp, None, None, 0)),
+    ]
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}

@@ -731,6 +731,44 @@ static void check_optim(void)
            optim_configs, failures > failures0 ? "NO" : "yes", optim_nan_bits);
 }
 
+/* ---- ONNX DynamicQuantizeLinear (qdynamic.c, isa/quant.h) ------------------------------------ */
+
+/* y, scale and zero point under the ISA equal the scalar ISA's bit for bit (the portable loops,
+ * which tests/backends/cpu/test_dynamic_quantize_kernel.py checks against onnx.reference):
+ * lengths around the vector width, NaN in the body and the tail, infinities, halves. */
+static void check_dynamic_quantize(void)
+{
+    enum { N = 300 };
+    static float x[N];
+    static uint8_t y0[N], y1[N];
+    const int failures0 = failures;
+    int cases = 0;
+    for (int c = 0; c < 40; c++) {
+        const ptrdiff_t n = c < 20 ? c * 7 % N + 1 : N - c;
+        for (ptrdiff_t i = 0; i < n; i++)
+            x[i] = (float)(rng_unif() * 8.0 - (c % 3 == 0 ? 4.0 : 1.0));
+        if (c % 5 == 1)
+            x[(c * 13) % n] = NAN;
+        if (c % 5 == 2)
+            x[(c * 11) % n] = (c & 8) ? INFINITY : -INFINITY;
+        if (c % 5 == 3)
+            for (ptrdiff_t i = 0; i < n; i++) /* scale 1 when the range is [-127.5, 127.5] */
+                x[i] = (float)((int)(rng_unif() * 255.0) - 127) + 0.5f;
+        float s0, s1;
+        uint8_t z0, z1;
+        use_isa("scalar");
+        gc_dynamic_quantize_u8(x, n, y0, &s0, &z0);
+        use_isa(isa_name);
+        gc_dynamic_quantize_u8(x, n, y1, &s1, &z1);
+        if (memcmp(&s0, &s1, sizeof s0) != 0 || z0 != z1 || memcmp(y0, y1, (size_t)n) != 0)
+            FAIL("dynamic_quantize_u8 case %d (n=%td): scale %g / %g, zero point %d / %d", c, n,
+                 (double)s0, (double)s1, z0, z1);
+        cases++;
+    }
+    printf("dynamic_quantize_u8: %d cases, bitwise equal to scalar: %s\n", cases,
+           failures > failures0 ? "NO" : "yes");
+}
+
 /* ---- dispatch ------------------------------------------------------------------------------- */
 
 static void check_dispatch(void)
@@ -775,6 +813,7 @@ int main(int argc, char **argv)
     check_gemm();
     check_vmath();
     check_optim();
+    check_dynamic_quantize();
     if (failures) {
         printf("neon_check: FAILED (%s): %d mismatches, %.1f s\n", isa_name, failures,
                now_s() - t0);

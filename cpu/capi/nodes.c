@@ -614,7 +614,9 @@ int gc_mnode_check(gc_rd *r, const gc_model *m, gc_mnode *nd)
     case GC_NK_QGEMM:
     case GC_NK_QCONV2D:
     case GC_NK_MAX_POOL2D_U8:
-    case GC_NK_QUANTIZE_LINEAR_U8: return gc_qnode_check(r, m, nd);
+    case GC_NK_QUANTIZE_LINEAR_U8:
+    case GC_NK_DYNAMIC_QUANTIZE_U8:
+    case GC_NK_QGEMM_DYNAMIC: return gc_qnode_check(r, m, nd);
     default: ok = check_simple(r, nd); break;
     }
     return ok == 0 ? pack_node(r, m, nd) : ok;

@@ -1,7 +1,9 @@
 /* libgpucore: the checks of a deployed model's int8 nodes (see model.h; the float kinds are in
  * nodes.c): quantize_u8, dequantize_u8, qgemm, qconv2d, max_pool2d_u8 of static quantization
  * (gpucore/runtime/ir/quantized.py lowers to them), and quantize_linear_u8 and qgemm / qconv2d's
- * int32 bias of imported ONNX int8 models (ONNX Runtime's QuantizeLinear and quantized bias).
+ * int32 bias of imported ONNX int8 models (ONNX Runtime's QuantizeLinear and quantized bias),
+ * dynamic_quantize_u8 and qgemm_dynamic of their dynamic quantization (DynamicQuantizeLinear,
+ * MatMulInteger with its zero point read at run time, MatMulIntegerToFloat).
  *
  * Each is checked as its Python binding (cpu/python/qgemm.c) checks its arguments: formats,
  * contiguity, sizes against every buffer's elements, outputs in the arena and apart from their
@@ -328,10 +330,97 @@ static int check_qconv(gc_rd *r, const gc_model *m, gc_mnode *nd)
     return 0;
 }
 
+/* Argument i: NONE (*out = NULL) when allowed, else a buffer as qbuf takes it. */
+static int qbuf_opt(gc_rd *r, gc_mnode *nd, int i, const char *kind, const char *name, int dtype,
+                    gc_marg **out)
+{
+    *out = NULL;
+    return nd->a[i].tag == GC_ARG_NONE ? 0 : qbuf(r, nd, i, kind, name, &dtype, 1, out);
+}
+
+/* dynamic_quantize_u8(x, y, scale, zero_point, n): y, scale, zero_point each NONE or written
+ * (n, 1, 1 values), apart from x and from each other. */
+static int check_dynq(gc_rd *r, gc_mnode *nd)
+{
+    const char *kind = "dynamic_quantize_u8";
+    static const char *const names[4] = {"x", "y", "scale", "zero_point"};
+    const int f32 = GC_DTYPE_FLOAT32, u8 = GC_DTYPE_UINT8;
+    gc_marg *v[4] = {NULL, NULL, NULL, NULL};
+    int64_t n = 0;
+    if (nd->nargs != 5)
+        return bad(r, kind, "wrong argument count");
+    if (qint(r, nd, 4, kind, "n", 0, GC_LIM, &n) < 0 ||
+        qbuf(r, nd, 0, kind, "x", &f32, 1, &v[0]) < 0 ||
+        qbuf_opt(r, nd, 1, kind, "y", u8, &v[1]) < 0 ||
+        qbuf_opt(r, nd, 2, kind, "scale", f32, &v[2]) < 0 ||
+        qbuf_opt(r, nd, 3, kind, "zero_point", u8, &v[3]) < 0 || need(r, kind, "x", v[0], n) < 0)
+        return -1;
+    const int64_t want[4] = {n, n, 1, 1};
+    for (int i = 1; i < 4; i++) {
+        if (!v[i])
+            continue;
+        if (need(r, kind, names[i], v[i], want[i]) < 0)
+            return -1;
+        for (int j = 0; j < 4; j++)
+            if (j != i && v[j] && want[j] > 0 &&
+                out_apart(r, kind, names[i], v[i], names[j], want[i] > 0 ? v[j] : NULL) < 0)
+                return -1;
+    }
+    nd->empty = 0; /* (n = 0 still writes the scale and zero point) */
+    return 0;
+}
+
+/* qgemm_dynamic(a, packed, out, m, a_scale, a_zero_point, w_scales, bias, relu): the scale and
+ * zero point are read when the node runs, so any buffers serve (the kernel takes any value). */
+static int check_qgemm_dynamic(gc_rd *r, gc_mnode *nd)
+{
+    const char *kind = "qgemm_dynamic";
+    static const int out_dts[2] = {GC_DTYPE_INT32, GC_DTYPE_FLOAT32};
+    const int u8 = GC_DTYPE_UINT8, f32 = GC_DTYPE_FLOAT32;
+    gc_marg *a = NULL, *out = NULL, *zp = NULL, *sc = NULL, *ws = NULL, *bias = NULL;
+    int64_t rows = 0, na, no, relu = 0;
+    memset(&nd->q, 0, sizeof nd->q);
+    if (nd->nargs != 9)
+        return bad(r, kind, "wrong argument count");
+    if (qpacked_arg(r, nd, 1, kind) < 0 || qint(r, nd, 3, kind, "m", 0, GC_LIM, &rows) < 0 ||
+        qint(r, nd, 8, kind, "relu", 0, 1, &relu) < 0 ||
+        qbuf(r, nd, 0, kind, "a", &u8, 1, &a) < 0 ||
+        qbuf(r, nd, 2, kind, "out", out_dts, 2, &out) < 0 ||
+        qbuf(r, nd, 5, kind, "a_zero_point", &u8, 1, &zp) < 0 ||
+        need(r, kind, "a_zero_point", zp, 1) < 0)
+        return -1;
+    const gc_marg *B = &nd->a[1];
+    nd->q.mode = out->dtype == GC_DTYPE_INT32 ? GC_QOUT_I32 : GC_QOUT_F32;
+    nd->q.relu = (int)relu;
+    if (gc_mulok(rows, B->rows, &na) < 0 || gc_mulok(rows, B->cols, &no) < 0)
+        return bad(r, kind, "m * k or m * n overflows");
+    if (need(r, kind, "a", a, na) < 0 || need(r, kind, "out", out, no) < 0 ||
+        out_apart(r, kind, "out", out, "a", a) < 0 ||
+        out_apart(r, kind, "out", out, "a_zero_point", zp) < 0)
+        return -1;
+    if (nd->q.mode == GC_QOUT_I32) {
+        if (relu || nd->a[4].tag != GC_ARG_NONE || nd->a[6].tag != GC_ARG_NONE ||
+            nd->a[7].tag != GC_ARG_NONE)
+            return bad(r, kind, "an int32 'out' takes no a_scale, w_scales or bias and relu=0");
+    } else if (qbuf(r, nd, 4, kind, "a_scale", &f32, 1, &sc) < 0 ||
+               need(r, kind, "a_scale", sc, 1) < 0 ||
+               qbuf(r, nd, 6, kind, "w_scales", &f32, 1, &ws) < 0 ||
+               need(r, kind, "w_scales", ws, B->cols) < 0 ||
+               qbuf_opt(r, nd, 7, kind, "bias", f32, &bias) < 0 ||
+               (bias && need(r, kind, "bias", bias, B->cols) < 0) ||
+               out_apart(r, kind, "out", out, "a_scale", sc) < 0 ||
+               out_apart(r, kind, "out", out, "w_scales", ws) < 0 ||
+               (bias && out_apart(r, kind, "out", out, "bias", bias) < 0))
+        return -1;
+    nd->empty = no == 0;
+    return 0;
+}
+
 /* Packs the node's int8 weights (as qgemm_pack does, for the ISA in use) into nd->qp. */
 static int pack_qnode(gc_rd *r, const gc_model *m, gc_mnode *nd)
 {
-    if (nd->kind != GC_NK_QGEMM && nd->kind != GC_NK_QCONV2D)
+    if (nd->kind != GC_NK_QGEMM && nd->kind != GC_NK_QCONV2D &&
+        nd->kind != GC_NK_QGEMM_DYNAMIC)
         return 0;
     const gc_marg *a = &nd->a[1];
     gc_qpacked *p = calloc(1, sizeof *p);
@@ -359,6 +448,8 @@ int gc_qnode_check(gc_rd *r, const gc_model *m, gc_mnode *nd)
     case GC_NK_QGEMM: ok = check_qgemm(r, m, nd); break;
     case GC_NK_QCONV2D: ok = check_qconv(r, m, nd); break;
     case GC_NK_MAX_POOL2D_U8: ok = check_qpool(r, nd); break;
+    case GC_NK_DYNAMIC_QUANTIZE_U8: ok = check_dynq(r, nd); break;
+    case GC_NK_QGEMM_DYNAMIC: ok = check_qgemm_dynamic(r, nd); break;
     default: return gc_rd_corrupt(r, "unknown node kind");
     }
     return ok == 0 ? pack_qnode(r, m, nd) : ok;

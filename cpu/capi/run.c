@@ -131,6 +131,21 @@ static int exec_node(const gc_model *m, const gc_mnode *nd, char *arena, const v
     case GC_NK_MAX_POOL2D_U8:
         gc_max_pool2d_u8(P(0), P(1), &nd->cv);
         return 0;
+    case GC_NK_DYNAMIC_QUANTIZE_U8:
+        gc_dynamic_quantize_u8(P(0), I(4), P(1), P(2), P(3));
+        return 0;
+    case GC_NK_QGEMM_DYNAMIC: {
+        /* the activations' zero point and scale as they are now; w_scales and bias where the
+         * arguments point */
+        gc_qargs q = nd->q;
+        q.a_zp = *(const uint8_t *)P(5);
+        if (q.mode == GC_QOUT_F32) {
+            q.a_scale = *(const float *)P(4);
+            q.w_scale = P(6);
+            q.bias = P(7);
+        }
+        return gc_qgemm(P(0), I(3), nd->qp->k, nd->qp, P(2), nd->qp->n, &q);
+    }
     default: return -1; /* never: the loader checked every kind */
     }
 }

@@ -188,6 +188,9 @@ VM_EXP_SHIFT_SUM(vexp_shift_sum_avx2)
 VM_MAX(vmax_avx2)
 VM_SUB2_MUL(vsub2_mul_avx2)
 
+#include "isa/quant.h"
+QQ_RANGE(qrange_avx2)
+
 static void gc_isa_fill_avx2_vmath(gc_isa_kernels *k)
 {
     k->vunary_f32[GC_UNARY_EXP] = vexp_avx2;
@@ -200,6 +203,8 @@ static void gc_isa_fill_avx2_vmath(gc_isa_kernels *k)
     k->vexp_shift_sum_f32 = vexp_shift_sum_avx2;
     k->vmax_f32 = vmax_avx2;
     k->vsub2_mul_f32 = vsub2_mul_avx2;
+    k->q_linear_u8 = qq_linear_u8;
+    k->q_range_f32 = qrange_avx2;
 }
 
 /* ---- int8 GEMM (qgemm.c; contract in isa.h) ------------------------------------------------ */

@@ -302,6 +302,9 @@ VM_EXP_SHIFT_SUM(vexp_shift_sum_neon)
 VM_MAX(vmax_neon)
 VM_SUB2_MUL(vsub2_mul_neon)
 
+#include "isa/quant.h"
+QQ_RANGE(qrange_neon)
+
 static void gc_isa_fill_neon_vmath(gc_isa_kernels *k)
 {
     k->vunary_f32[GC_UNARY_EXP] = vexp_neon;
@@ -313,6 +316,8 @@ static void gc_isa_fill_neon_vmath(gc_isa_kernels *k)
     k->vexp_shift_sum_f32 = vexp_shift_sum_neon;
     k->vmax_f32 = vmax_neon;
     k->vsub2_mul_f32 = vsub2_mul_neon;
+    k->q_linear_u8 = qq_linear_u8;
+    k->q_range_f32 = qrange_neon;
 }
 
 #else /* the micro-kernels of one element type (contract in isa.h) */

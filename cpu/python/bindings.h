@@ -31,7 +31,7 @@
     X(gemm) X(gemm_ex) X(gemm_pack)                                                               \
     /* qgemm.c: the int8 GEMM, quantized inference (qconv.c) */                                   \
     X(qgemm_pack) X(qgemm) X(qconv2d) X(qconv2d_work_bytes) X(quantize_u8) X(dequantize_u8)       \
-    X(max_pool2d_u8) X(quantize_linear_u8)                                                        \
+    X(max_pool2d_u8) X(quantize_linear_u8) X(dynamic_quantize_u8) X(qgemm_dynamic)                \
     /* unary.c */                                                                                 \
     X(unary) X(unary_backward)                                                                    \
     /* binary.c */                                                                                \

@@ -1,5 +1,6 @@
-/* Bindings of qgemm.c and qconv.c: qgemm_pack and its result type QPackedMatrix; the node kinds
- * (nodes.h) qgemm, qconv2d, quantize_u8, dequantize_u8 and max_pool2d_u8. */
+/* Bindings of qgemm.c, qconv.c and qdynamic.c: qgemm_pack and its result type QPackedMatrix; the
+ * node kinds (nodes.h) qgemm, qconv2d, quantize_u8, quantize_linear_u8, dequantize_u8,
+ * max_pool2d_u8, and ONNX's dynamic quantization: dynamic_quantize_u8, qgemm_dynamic. */
 #include "args.h"
 #include "bindings.h"
 #include "isa.h"
@@ -618,3 +619,141 @@ static int max_pool2d_u8_exec(const void *node)
 
 GC_NODE_KIND(max_pool2d_u8, max_pool2d_u8_parse, max_pool2d_u8_exec, qpool_node, NULL);
 GC_NODE_BINDING(max_pool2d_u8)
+
+/* ------------------------------------------------------------------------------------------ */
+/* dynamic_quantize_u8, qgemm_dynamic: ONNX's dynamic quantization (qdynamic.c)                */
+
+GC_DOC(dynamic_quantize_u8,
+       "dynamic_quantize_u8(x, y, scale, zero_point, n, /)\n--\n\n"
+       "ONNX DynamicQuantizeLinear of n float32 values x (onnx.reference's float32 arithmetic): "
+       "the range [lo, hi] of x with 0 in it, scale = (hi - lo) / 255 (1/255 when hi == lo, "
+       "also for n = 0), zero_point = round_half_even(clamp(-lo / scale, 0, 255)), y = "
+       "clamp(round_half_even(x / scale) + zero_point, 0, 255) (quantize_linear_u8's formula).  "
+       "A NaN in x gives scale NaN, zero_point 255 and y all 0.  Writes y (uint8, n values), "
+       "scale (float32, its first value) and zero_point (uint8, its first value); each may be "
+       "None (not written).  All C-contiguous; the outputs apart from x and each other.");
+
+typedef struct {
+    const float *x;
+    uint8_t *y, *zp;
+    float *scale;
+    Py_ssize_t n;
+} dynq_node;
+
+static int dynamic_quantize_u8_parse(PyObject *const *args, Py_ssize_t nargs, void *node,
+                                     bufset *bs)
+{
+    static const char fn[] = "dynamic_quantize_u8";
+    static const char *const names[4] = {"x", "y", "scale", "zero_point"};
+    Py_buffer *v[4];
+    Py_ssize_t n;
+    if (check_nargs(fn, nargs, 5) < 0 || get_min(fn, "n", args[4], 0, &n) < 0 ||
+        get_bufs(bs, fn, args, 4, names, "rWWW", v) < 0)
+        return -1;
+    static const char *const kinds[4] = {"f", "B", "f", "B"};
+    static const char *const want[4] = {"float32 ('f')", "uint8 ('B')", "float32 ('f')",
+                                        "uint8 ('B')"};
+    const Py_ssize_t need[4] = {n, n, 1, 1};
+    const int out[4] = {0, 1, 1, 1};
+    for (int i = 0; i < 4; i++)
+        if (v[i] && (!q_kind(fn, names[i], v[i], kinds[i], want[i]) ||
+                     need_elems(fn, names[i], v[i], need[i], "n=%zd", n) < 0))
+            return -1;
+    if (need_outputs_apart(fn, 4, v, names, need, out) < 0)
+        return -1;
+    *(dynq_node *)node = (dynq_node){.x = v[0]->buf, .y = v[1] ? v[1]->buf : NULL,
+                                     .scale = v[2] ? v[2]->buf : NULL,
+                                     .zp = v[3] ? v[3]->buf : NULL, .n = n};
+    return 0;
+}
+
+static int dynamic_quantize_u8_exec(const void *node)
+{
+    const dynq_node *s = node;
+    gc_dynamic_quantize_u8(s->x, s->n, s->y, s->scale, s->zp);
+    return 0;
+}
+
+GC_NODE_KIND(dynamic_quantize_u8, dynamic_quantize_u8_parse, dynamic_quantize_u8_exec, dynq_node,
+             NULL);
+GC_NODE_BINDING(dynamic_quantize_u8)
+
+GC_DOC(qgemm_dynamic,
+       "qgemm_dynamic(a, packed, out, m, a_scale, a_zero_point, w_scales, bias, relu, /)\n--\n\n"
+       "qgemm with the activations' parameters read from buffers when it runs (what "
+       "dynamic_quantize_u8 wrote): a_zero_point a uint8 buffer (its first value), a_scale a "
+       "float32 buffer (its first value).  a uint8 (m x k), out by its format:\n"
+       "  int32: c = sum_p (a[i, p] - a_zero_point) * B[p, j] (ONNX MatMulInteger; a_scale, "
+       "w_scales and bias None, relu 0);\n"
+       "  float32: float32(c) * (a_scale * w_scales[j]) + bias[j], relu: max(v, 0) (ONNX "
+       "Runtime's MatMulIntegerToFloat: MatMulInteger -> Cast -> Mul [-> Add]).\n"
+       "Each float operation rounded on its own, as qgemm; any scale value is taken as it is "
+       "(a NaN or inf scale gives NaN / inf products, as the unfused ops).  w_scales and bias: "
+       "n float32 values.");
+
+typedef struct {
+    const uint8_t *a, *zp;
+    const float *scale;
+    const gc_qpacked *B;
+    void *out;
+    Py_ssize_t m;
+    gc_qargs q;
+} qgemm_dyn_node;
+
+static int qgemm_dynamic_parse(PyObject *const *args, Py_ssize_t nargs, void *node, bufset *bs)
+{
+    static const char fn[] = "qgemm_dynamic";
+    if (check_nargs(fn, nargs, 9) < 0)
+        return -1;
+    const gc_qpacked *B = q_packed_arg(bs, fn, args[1]);
+    Py_ssize_t m;
+    gc_qargs q = {.relu = 0};
+    if (!B || get_min(fn, "m", args[3], 0, &m) < 0 || get_flag(fn, "relu", args[8], &q.relu) < 0)
+        return -1;
+    Py_buffer *va = get_buf(bs, fn, "a", args[0], 0);
+    Py_buffer *vo = va ? get_buf(bs, fn, "out", args[2], 1) : NULL;
+    Py_buffer *vz = vo ? get_buf(bs, fn, "a_zero_point", args[5], 0) : NULL;
+    if (!vz || !q_kind(fn, "a", va, "B", "uint8 ('B')") ||
+        !q_kind(fn, "out", vo, "if", "int32 ('i') or float32 ('f')") ||
+        !q_kind(fn, "a_zero_point", vz, "B", "uint8 ('B')") ||
+        need_elems(fn, "a_zero_point", vz, 1, "one value") < 0)
+        return -1;
+    q.mode = q_out_mode(fn, vo);
+    int ok = 1;
+    const Py_ssize_t na = smul(m, B->k, &ok), no = smul(m, B->n, &ok);
+    if (!ok)
+        return overflow_error(fn, "m * k or m * n");
+    if (need_elems(fn, "a", va, na, "m=%zd, k=%zd", m, B->k) < 0 ||
+        need_elems(fn, "out", vo, no, "m=%zd, n=%zd", m, B->n) < 0 ||
+        need_no_overlap(fn, "out", vo, "a", va, 0) < 0 ||
+        need_no_overlap(fn, "out", vo, "a_zero_point", vz, 0) < 0)
+        return -1;
+    const float *scale = NULL;
+    if (q.mode == GC_QOUT_I32) {
+        if (q.relu || args[4] != Py_None || args[6] != Py_None || args[7] != Py_None) {
+            PyErr_Format(PyExc_ValueError, "%s: an int32 'out' takes no a_scale, w_scales or "
+                         "bias and relu=0", fn);
+            return -1;
+        }
+    } else {
+        if (!(scale = q_vec(bs, fn, "a_scale", args[4], 1, vo)) ||
+            !(q.w_scale = q_vec(bs, fn, "w_scales", args[6], B->n, vo)) ||
+            (args[7] != Py_None && !(q.bias = q_vec(bs, fn, "bias", args[7], B->n, vo))))
+            return -1;
+    }
+    *(qgemm_dyn_node *)node = (qgemm_dyn_node){.a = va->buf, .zp = vz->buf, .scale = scale,
+                                               .B = B, .out = vo->buf, .m = m, .q = q};
+    return 0;
+}
+
+static int qgemm_dynamic_exec(const void *node)
+{
+    const qgemm_dyn_node *s = node;
+    gc_qargs q = s->q;
+    q.a_zp = *s->zp;
+    q.a_scale = s->scale ? *s->scale : 1.0f;
+    return gc_qgemm(s->a, s->m, s->B->k, s->B, s->out, s->B->n, &q);
+}
+
+GC_NODE_KIND(qgemm_dynamic, qgemm_dynamic_parse, qgemm_dynamic_exec, qgemm_dyn_node, NULL);
+GC_NODE_BINDING(qgemm_dynamic)

@@ -57,6 +57,11 @@ def quantize_activation(x: np.ndarray) -> tuple[np.ndarray, float, int]:
     with ``scale = (max(x, 0) - min(x, 0)) / 255`` (at least float32 eps) and
     ``zero_point = clamp(-round(min(x, 0) / scale), 0, 255)``."""
     scale, zero_point = activation_qparams(x.min(), x.max()) if x.size else (float(_EPS), 0)
+    if hasattr(_cpu, "quantize_u8") and x.dtype == np.float32 and x.flags.c_contiguous:
+        # one C pass with quantize_array's float32 operations (the same bits)
+        q = np.empty(x.shape, np.uint8)
+        _cpu.quantize_u8(x.reshape(-1), q.reshape(-1), x.size, scale, zero_point)
+        return q, scale, zero_point
     q = quantize_array(x, scale, zero_point, D.quint8)  # rounded as quantize_per_channel
     return q, scale, zero_point
 

@@ -4,7 +4,8 @@ gpucore.onnx.load and saved, run by gc_model_load / gc_model_run with the compil
 bits (which are ONNX Runtime's). Their C programs hold quantize_linear_u8 (ONNX's
 QuantizeLinear rounding) and qgemm / qconv2d nodes with ONNX's int32 bias; files whose
 quantize_linear_u8 node or int32 bias was tampered with (checksums updated) are refused with a
-message naming the node, also under the sanitizers."""
+message naming the node, also under the sanitizers. Their ``quantize_dynamic`` forms run as
+dynamic_quantize_u8 and qgemm_dynamic nodes (tampered ones refused likewise)."""
 
 from __future__ import annotations
 
@@ -219,8 +220,8 @@ def dynamic(request, tmp_path_factory):
 def test_dynamic_quantization_runs_from_c(programs, dynamic, tmp_path):
     path, inp, want = dynamic
     kinds = {k for k, _, _ in program_nodes(program_words(path.read_bytes()))}
-    assert {"cast", "qgemm", "reduce"} <= kinds, kinds
-    assert "cnn" not in path.parent.name or "qconv2d" in kinds, kinds
+    assert {"dynamic_quantize_u8", "qgemm_dynamic"} <= kinds and "reduce" not in kinds, kinds
+    assert "cnn" not in path.parent.name or {"qconv2d", "cast"} <= kinds, kinds
     out = run(programs("model"), "run", path, inp, tmp_path / "out.bin")
     assert out.splitlines()[-1] == "ok"
     got = np.fromfile(tmp_path / "out.bin", np.float32).reshape(want.shape)
@@ -231,6 +232,8 @@ def test_tampered_cast_nodes_are_refused(programs, dynamic, tmp_path):
     src = dynamic[0].read_bytes()
     words = program_words(src)
     casts = [args for k, _, args in program_nodes(words) if k == "cast"]
+    if not casts:  # the MLP's MatMulInteger -> Cast -> Mul runs as one qgemm_dynamic
+        pytest.skip("no cast node in this program")
     wide = {c_program.DTYPE_CODE[np.dtype(t)] for t in (np.int32, np.float32, np.float64)}
     # a dst of 1 dim or more whose items are wider than float16's (its strides stay valid)
     cast = [a for a in casts if words[a[1][1] + 4] >= 1 and words[a[1][1] + 3] in wide][0]
@@ -242,6 +245,33 @@ def test_tampered_cast_nodes_are_refused(programs, dynamic, tmp_path):
         ("f16", [(d + 3, f16)], "cast between different shapes or unsupported dtypes"),
         ("shape", [(size, int(words[size]) - 1)], "cast between different shapes"),
         ("overlap", [(d + 1, words[s + 1]), (d + 2, words[s + 2])], "overlapping buffers"),
+    ]:
+        w = words.copy()
+        for at, v in changes:
+            w[at] = v
+        cases.append((label, with_program(src, w), msg))
+    files = write_cases(tmp_path, cases)
+    check_tampered(run(programs("model"), "fuzz", *[p for p, _ in files]), files)
+
+
+def test_tampered_dynamic_quantization_nodes_are_refused(programs, dynamic, tmp_path):
+    """dynamic_quantize_u8 and qgemm_dynamic nodes with a wrong dtype, size or overlap are
+    refused at load, naming the node and the argument."""
+    src = dynamic[0].read_bytes()
+    words = program_words(src)
+    nodes = program_nodes(words)
+    dq = next(args for k, _, args in nodes if k == "dynamic_quantize_u8" and args[1][0] == 3)
+    sc = next(args for k, _, args in nodes if k == "dynamic_quantize_u8" and args[2][0] == 3)
+    qg = next(args for k, _, args in nodes if k == "qgemm_dynamic")
+    i8 = c_program.DTYPE_CODE[np.dtype(np.int8)]  # (uint8's item size: the strides stay valid)
+    x, y, s = dq[0][1], dq[1][1], sc[2][1]
+    cases = []
+    for label, changes, msg in [
+        ("y_dtype", [(y + 3, i8)], "dynamic_quantize_u8: 'y' must be a contiguous buffer of uint8"),
+        ("n", [(dq[4][1] + 1, int(words[dq[4][1] + 1]) + 1)], "dynamic_quantize_u8: 'x' holds"),
+        ("scale_on_x", [(s + 1, words[x + 1]), (s + 2, words[x + 2])], "'scale' overlaps 'x'"),
+        ("zp_dtype", [(qg[5][1] + 3, i8)], "qgemm_dynamic: 'a_zero_point' must be a contiguous"),
+        ("m", [(qg[3][1] + 1, int(words[qg[3][1] + 1]) + 1)], "qgemm_dynamic: 'a' holds"),
     ]:
         w = words.copy()
         for at, v in changes:

@@ -214,9 +214,10 @@ def test_saved_and_loaded_with_the_runtime(tmp_path):
 @pytest.mark.parametrize("name", ["mlp", "matmuls", "cnn"])
 def test_dynamic_quantization_on_the_int8_kernels(tmp_path, name):
     """ONNX Runtime's quantize_dynamic (DynamicQuantizeLinear -> MatMulInteger / ConvInteger ->
-    Cast -> Mul): MatMulInteger runs as the int8 GEMM's exact int32 sums (the traced zero point
-    subtracted as zp * colsum(B)), ConvInteger as the int8 convolution's; equal bit for bit to
-    ONNX's reference evaluator (ONNX Runtime's AVX2 uint8 x int8 kernel saturates with
+    Cast -> Mul): DynamicQuantizeLinear runs as the fused dynamic_quantize_linear kernel,
+    MatMulInteger -> Cast -> Mul -> Add as one qlinear_dynamic (the int8 GEMM's exact sums at the
+    traced zero point, its float32 epilogue), ConvInteger as the int8 convolution's; equal bit for
+    bit to ONNX's reference evaluator (ONNX Runtime's AVX2 uint8 x int8 kernel saturates with
     full-range weights, as above)."""
     from onnx.reference import ReferenceEvaluator  # noqa: PLC0415
 
@@ -229,9 +230,23 @@ def test_dynamic_quantization_on_the_int8_kernels(tmp_path, name):
     want = ReferenceEvaluator(dst).run(None, {"x": x})[0]
     np.testing.assert_array_equal(cm(gpucore.from_numpy(x)).numpy(), want)
     ops = graph_ops(cm)
-    assert "qmatmul_integer" in ops and not FLOAT_OPS & ops, sorted(ops)
+    assert {"dynamic_quantize_linear", "qlinear_dynamic"} <= ops, sorted(ops)
+    assert not FLOAT_OPS & ops and "qmatmul_integer" not in ops, sorted(ops)
     assert name != "cnn" or "qconv2d_integer" in ops, sorted(ops)  # ConvInteger
     assert all(ex.python_steps == 0 for ex in cm.executors())  # casts included
+
+
+def test_vulkan_refuses_dynamic_quantization_clearly(tmp_path, vulkan):
+    """device="vulkan" (no int8 shaders): DynamicQuantizeLinear stays a float composition there
+    (the runtime's int8 nodes never reach the Vulkan executor), whose uint8 zero point has no
+    shader either: the load is refused naming the node and the fix, as before the fused kernel."""
+    from gpucore.errors import DeviceError  # noqa: PLC0415
+
+    src, dst = str(tmp_path / "f.onnx"), str(tmp_path / "dyn.onnx")
+    onnx.save(MODELS["mlp"][0](np.random.default_rng(1)), src)
+    quant.quantize_dynamic(src, dst, weight_type=quant.QuantType.QInt8, per_channel=True)
+    with pytest.raises(DeviceError, match=r"node to_dtype_\d+ \(to_dtype of uint8.*device='cpu'"):
+        gx.load(dst, device="vulkan")
 
 
 def test_qgemm_with_float_output(tmp_path):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from gpucore import dtypes as D
 from gpucore.quantization import kernels
 
 SHAPES = [(1, 1, 1), (3, 17, 5), (64, 300, 129), (17, 1023, 33), (0, 8, 4), (5, 0, 3), (2, 4, 0)]
@@ -71,6 +72,19 @@ def test_quantize_activation_uses_the_inputs_range_and_includes_zero():
     assert zp == 64 and q.tolist() == [0, 255]  # round(1 / (4 / 255)) = round(63.75)
     q, scale, zp = kernels.quantize_activation(np.zeros((2, 0), np.float32))
     assert q.shape == (2, 0) and scale > 0
+
+
+def test_quantize_activation_is_quantize_array_bit_for_bit():
+    """The C pass (quantize_u8) gives quantize_array's bits: halves, both ends, large inputs."""
+    from gpucore.quantization.qtensor import quantize_array  # noqa: PLC0415
+
+    rng = np.random.default_rng(3)
+    xs = [rng.standard_normal((33, 70)).astype(np.float32) * 4,
+          np.arange(-255, 256, dtype=np.float32) / 2,  # ties at scale 2 / 255 * ...
+          np.abs(rng.standard_normal(1000)).astype(np.float32)]  # fmt: skip
+    for x in xs:
+        q, scale, zp = kernels.quantize_activation(x)
+        np.testing.assert_array_equal(q, quantize_array(x, scale, zp, D.quint8))
 
 
 def test_non_finite_activations_are_refused():

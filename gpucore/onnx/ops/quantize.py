@@ -12,6 +12,13 @@ activations travel as their uint8 bit pattern plus 128 (``context.Shifted``: zer
 which the uint8 kernels run as they are. (On the CPU: for device="vulkan", which has no int8
 shaders, everything stays a composition.)
 
+ONNX Runtime's dynamic quantization (``quantize_dynamic``): DynamicQuantizeLinear of a traced
+float32 tensor becomes the runtime's ``dynamic_quantize_linear`` (one fused C kernel per output,
+runtime/ir/dynamic_quant.py), and a MatMulInteger of its uint8 output with a static int8 weight
+``qmatmul_integer`` with the zero point read at run time; ``fuse_dynamic_quantized``
+(runtime/passes/quantize.py) then folds the Cast and the Mul by the scales (and a bias Add) into
+the GEMM's float32 epilogue, as ONNX Runtime's MatMulIntegerToFloat.
+
 Everything else is a composition of gpucore ops: quantizing rounds half to even
 (``unary.round_half_even``) and saturates to the integer type; integer products are computed in
 float64 (exact below 2**53) and converted back.
@@ -174,17 +181,19 @@ def dequantize_linear(ctx, node, ins):
 @handles("DynamicQuantizeLinear")
 def dynamic_quantize_linear(ctx, node, ins):
     """DynamicQuantizeLinear(x) -> y (uint8), y_scale, y_zero_point: the range of x with 0 in
-    it mapped onto [0, 255]."""
+    it mapped onto [0, 255]. On the CPU the runtime's ``dynamic_quantize_linear`` (one fused
+    kernel, cpu/qdynamic.c; one node per output); else (device="vulkan") a composition."""
     x = ctx.tensor(ins[0])
+    if ctx.int8 and x.dtype is float32 and not ctx.is_static(ins[0]):
+        return [
+            apply_runtime_op("dynamic_quantize_linear", [x], {"output_index": i}) for i in range(3)
+        ]
     dims = tuple(range(x.ndim))
     lo = x.amin(dims).clamp(None, 0.0) if x.ndim else x.clamp(None, 0.0)
     hi = x.amax(dims).clamp(0.0, None) if x.ndim else x.clamp(0.0, None)
     scale = (hi - lo) / 255.0
-    # on the CPU gpucore's round (half to even, one C kernel) instead of the composition, which
-    # runs as Python steps of the compiled executor (its comparisons have no C lowering)
-    rounding = gc.round if ctx.int8 and x.dtype is float32 else round_half_even
-    zp = rounding((0.0 - lo) / scale).clamp(0.0, 255.0).to(uint8)
-    return [quantize(x, scale, zp, uint8, rounding), scale, zp]
+    zp = round_half_even((0.0 - lo) / scale).clamp(0.0, 255.0).to(uint8)
+    return [quantize(x, scale, zp, uint8), scale, zp]
 
 
 def _centered(ctx, v, zp, rank_axis: int):
@@ -200,27 +209,20 @@ def _centered(ctx, v, zp, rank_axis: int):
 
 def _matmul_integer_int8(ctx, a, b, a_zp, b_zp):
     """MatMulInteger on the int8 GEMM (the runtime's ``qmatmul_integer``) for a traced 8-bit A
-    and a static 2-D int8 B with zero points 0; A's zero point static, or one traced value (what
-    DynamicQuantizeLinear gives: the sums are then taken at zero point 0 and ``zp * colsum(B)``
-    subtracted); else None."""
+    and a static 2-D int8 B with zero points 0; A's zero point static, or (A uint8) one traced
+    uint8 value, what DynamicQuantizeLinear gives, read when the node runs; else None."""
     src = activation(a) if ctx.int8 else None
     if src is None or not ctx.is_static(b) or b.dtype != np.int8 or b.ndim != 2:
         return None
     if b_zp is not None and (not ctx.is_static(b_zp) or np.any(b_zp != 0)):
         return None
     z = 0 if a_zp is None else _one(ctx, a_zp, "iu")
-    traced = z is None and isinstance(a_zp, Tensor) and a_zp.numel() == 1
-    if z is None and not traced:
-        return None
     w = ctx.tensor(np.ascontiguousarray(b.T))  # [N, K], as the kernel's weights
-    attrs = {"a_zero_point": src[1] + (0 if traced else int(z))}
-    acc = apply_runtime_op("qmatmul_integer", [src[0], w], attrs)
-    if not traced:
-        return acc
-    # in float64 (exact: every term is below 2**53), whose binary kernels the compiled program
-    # runs, where int32 arithmetic would be Python steps
-    colsum = ctx.tensor(b.astype(np.float64).sum(axis=0))
-    return (acc.to(float64) - a_zp.reshape(()).to(float64) * colsum).to(int32)
+    if z is not None:
+        return apply_runtime_op("qmatmul_integer", [src[0], w], {"a_zero_point": src[1] + int(z)})
+    if src[1] or not isinstance(a_zp, Tensor) or a_zp.dtype is not uint8 or a_zp.numel() != 1:
+        return None
+    return apply_runtime_op("qmatmul_integer", [src[0], w, a_zp], {"a_zero_point": 0})
 
 
 @handles("MatMulInteger")

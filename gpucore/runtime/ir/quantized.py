@@ -20,8 +20,10 @@ same bits.
   (``out_scale`` None);
 - ``qconv2d(x, w, w_scales[, bias]; stride, padding, dilation, ...the same)``: groups = 1, the
   padding read as the activation's zero point;
-- ``qmatmul_integer(a, w; a_zero_point)``: ONNX MatMulInteger's exact int32 sums of uint8 ``a``
-  [..., K] and int8 ``w`` [N, K] (``_cpu.qgemm``'s int32 output);
+- ``qmatmul_integer(a, w[, zero_point]; a_zero_point)``: ONNX MatMulInteger's exact int32 sums
+  of uint8 ``a`` [..., K] and int8 ``w`` [N, K] (``_cpu.qgemm``'s int32 output), the zero point
+  an attribute or a uint8 tensor read when the node runs (``_cpu.qgemm_dynamic``; ONNX dynamic
+  quantization's, ir/dynamic_quant.py);
 - ``qconv2d_integer(x, w; a_zero_point, stride, padding, dilation)``: ONNX ConvInteger's, of
   uint8 ``x`` [N, C, H, W] and int8 ``w`` [O, C, kh, kw] (``_cpu.qconv2d``'s int32 output);
 - ``qmax_pool2d(q; kernel, stride, padding, dilation)``: max pooling of uint8 values (max commutes
@@ -395,37 +397,44 @@ FUSED_DTYPES["qconv2d"] = _qlinear_dtype
 # ----------------------------------------------------------------------- integer matmul
 def _qmm_shape(shapes, attrs):
     _zp(attrs, "a_zero_point")
-    a, w = shapes
+    if len(shapes) == 3 and (math.prod(shapes[2]) != 1 or len(shapes[2]) > 1):
+        raise ValueError(f"the zero point must be one value, got {list(shapes[2])}")
+    a, w = shapes[:2]
     if len(a) < 1 or len(w) != 2 or a[-1] != w[1]:
         raise ValueError(f"input {a} and weight {w} do not fit")
     return tuple(a[:-1]) + (w[0],)
 
 
 def _qmm_dtype(dtypes, attrs):
-    if list(dtypes) != [D.uint8, D.int8]:
-        raise ValueError("expects uint8 input and int8 weight")
+    if list(dtypes[:2]) != [D.uint8, D.int8] or list(dtypes[2:]) not in ([], [D.uint8]):
+        raise ValueError("expects uint8 input, int8 weight[, uint8 zero point]")
     return D.int32
 
 
 def _qmm_eval(arrays, attrs, dtypes=None):
-    a, w = arrays
-    acc = (a.astype(np.int64) - attrs["a_zero_point"]) @ w.astype(np.int64).T
+    a, w = arrays[:2]
+    zp = int(arrays[2].reshape(-1)[0]) if len(arrays) > 2 else attrs["a_zero_point"]
+    acc = (a.astype(np.int64) - zp) @ w.astype(np.int64).T
     return acc.astype(np.int32)
 
 
 def _qmm_lower(out, arrays, attrs, scratch):
-    a, w = arrays
+    a, w = arrays[:2]
     if not a.flags.c_contiguous:
         return None
     k = w.shape[1]
     m = a.size // k if k else math.prod(a.shape[:-1])
-    args = (a.reshape(-1), packed_weight(w), out.reshape(-1), m, 1.0, attrs["a_zero_point"])
-    return [("qgemm", args + (None, None, False, 1.0, 0))]
+    args = (a.reshape(-1), packed_weight(w), out.reshape(-1), m)
+    if len(arrays) > 2:  # the zero point read when the node runs
+        return [("qgemm_dynamic", args + (None, arrays[2].reshape(-1), None, None, False))]
+    return [("qgemm", args + (1.0, attrs["a_zero_point"], None, None, False, 1.0, 0))]
 
 
-# ``qmatmul_integer(a, w; a_zero_point)``: ONNX's MatMulInteger on the int8 GEMM: uint8 ``a``
-# [..., K] minus its zero point times int8 ``w`` [N, K], the exact int32 sums (``_cpu.qgemm``'s
-# int32 output)
+# ``qmatmul_integer(a, w[, zero_point]; a_zero_point)``: ONNX's MatMulInteger on the int8 GEMM:
+# uint8 ``a`` [..., K] minus its zero point times int8 ``w`` [N, K], the exact int32 sums
+# (``_cpu.qgemm``'s int32 output); with a uint8 zero point tensor (one value: what a
+# DynamicQuantizeLinear computed), that one, read when the node runs (``_cpu.qgemm_dynamic``),
+# instead of the attribute (then 0)
 defruntime("qmatmul_integer", evaluate=_qmm_eval, run=_run(_qmm_lower, _qmm_eval), lower=_qmm_lower)
 FUSED_SHAPES["qmatmul_integer"] = _qmm_shape
 FUSED_DTYPES["qmatmul_integer"] = _qmm_dtype

@@ -22,7 +22,14 @@ from .fuse import (
 )
 from .matmul import absorb_transposes, fold_scalars, matmul_to_gemm
 from .primitives import split_clamp
-from .quantize import QUANT_PIPELINE, fuse_quantized, pool_uint8, remove_qdq_pairs, sink_dequantize
+from .quantize import (
+    QUANT_PIPELINE,
+    fuse_dynamic_quantized,
+    fuse_quantized,
+    pool_uint8,
+    remove_qdq_pairs,
+    sink_dequantize,
+)
 from .views import compose_views, sink_views
 
 PIPELINE = (
@@ -55,7 +62,15 @@ VULKAN_PIPELINE = tuple(
     for p in PIPELINE
     # nor the int8 ops (no int8 shaders: gpucore.onnx keeps quantization as float compositions
     # there, and a MaxPool of uint8 values stays a float pool)
-    if p not in (fuse_silu, sink_dequantize, pool_uint8, remove_qdq_pairs, fuse_quantized)
+    if p
+    not in (
+        fuse_silu,
+        sink_dequantize,
+        pool_uint8,
+        remove_qdq_pairs,
+        fuse_quantized,
+        fuse_dynamic_quantized,
+    )
 )
 
 

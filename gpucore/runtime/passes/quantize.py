@@ -19,9 +19,13 @@
    them.
 
 5. ``fold_dequantized_constants``: a per-channel dequantized constant no fusion took becomes
-   a float32 constant.
+   a float32 constant;
+6. ``fuse_dynamic_quantized``: ONNX dynamic quantization's ``qmatmul_integer(a, w, zero point)
+   -> Cast -> Mul(a_scale * w_scales) [-> Add(bias)]`` becomes one ``qlinear_dynamic``
+   (ir/dynamic_quant.py: the int8 GEMM's float32 epilogue, as ONNX Runtime's
+   MatMulIntegerToFloat).
 
-``QUANT_PIPELINE`` runs 2-5 (and dead-code elimination) after ``insert_qdq``; the runtime's
+``QUANT_PIPELINE`` runs 2-6 (and dead-code elimination) after ``insert_qdq``; the runtime's
 ``PIPELINE`` runs them too, for the QDQ form an ONNX model brings (gpucore.onnx).
 """
 
@@ -342,11 +346,87 @@ def fold_dequantized_constants(graph: Graph) -> bool:
     return changed
 
 
+def _one_float(graph: Graph, name: str) -> bool:
+    """Whether ``name`` is one float32 value (shape () or [1])."""
+    info = graph.tensors[name]
+    return info.dtype.name == "float32" and len(info.shape) <= 1 and int(np.prod(info.shape)) == 1
+
+
+def _channel_vector(graph: Graph, name: str, n: int):
+    """A float32 constant ``name`` broadcasting to [n] along the last dim (shape (), [1], [n]
+    or [1, ..., n]) as [n] values: the name itself when it has that shape, else an array
+    (``_named`` makes it a constant); None otherwise."""
+    info = graph.tensors[name]
+    shape = tuple(info.shape)
+    if not graph.is_constant(name) or info.dtype.name != "float32":
+        return None
+    if shape == (n,):
+        return name
+    if any(d != 1 for d in shape[:-1]) or (shape and shape[-1] not in (1, n)):
+        return None
+    return np.ascontiguousarray(np.broadcast_to(info.data.reshape(-1), (n,)), np.float32)
+
+
+def _scale_product(graph: Graph, name: str, n: int):
+    """(activation scale, w_scales [n] constant) of ``name`` = mul(one float32 value, per-column
+    float32 constant) in either order, else None."""
+    node = graph.producer.get(name)
+    if node is None or node.op != "mul" or len(node.inputs) != 2:
+        return None
+    for sc, ws in (node.inputs, node.inputs[::-1]):
+        if _one_float(graph, sc) and not graph.is_constant(sc):
+            vec = _channel_vector(graph, ws, n)
+            if vec is not None:
+                return sc, vec, ws
+    return None
+
+
+def fuse_dynamic_quantized(graph: Graph) -> bool:
+    """ONNX Runtime's dynamic quantization, ``qmatmul_integer(a, w, zp) -> to_dtype(float32) ->
+    mul(a_scale * w_scales) [-> add(bias)]``, into one ``qlinear_dynamic``: the int8 GEMM with
+    its float32 epilogue (ONNX Runtime's MatMulIntegerToFloat), the same float32 operations."""
+    changed = False
+    for node in list(graph.order()):
+        if node.op != "mul" or node not in graph.nodes or len(node.inputs) != 2:
+            continue
+        for f, s in (node.inputs, node.inputs[::-1]):
+            cast = graph.producer.get(f)
+            if cast is None or cast.op != "to_dtype" or graph.tensors[f].dtype.name != "float32":
+                continue
+            acc = graph.producer.get(cast.inputs[0])
+            if acc is None or acc.op != "qmatmul_integer" or len(acc.inputs) != 3:
+                continue
+            shape = graph.tensors[acc.output].shape
+            if graph.sole_consumer(acc.output) is not cast or graph.sole_consumer(f) is not node:
+                continue
+            scales = _scale_product(graph, s, int(shape[-1]))
+            if scales is None or graph.tensors[node.output].shape != shape:
+                continue
+            last, bias = node, []
+            add = graph.sole_consumer(node.output)
+            if add is not None and add.op == "add" and len(add.inputs) == 2:
+                other = add.inputs[1] if add.inputs[0] == node.output else add.inputs[0]
+                b = None if other == node.output else _channel_vector(graph, other, int(shape[-1]))
+                if b is not None and graph.tensors[add.output].shape == shape:
+                    last, bias = add, [_named(graph, b, f"{other}.vec")]
+            a, w, zp = acc.inputs
+            ins = [a, w, scales[0], zp, _named(graph, scales[1], f"{scales[2]}.vec"), *bias]
+            info = graph.tensors[last.output]
+            fused = graph.add_node("qlinear_dynamic", ins, info.shape, info.dtype, {})
+            graph.bypass(last, fused.output)
+            changed = True
+            break
+    if changed:
+        eliminate_dead_code(graph)
+    return changed
+
+
 QUANT_PIPELINE = (
     sink_dequantize,
     pool_uint8,
     remove_qdq_pairs,
     fuse_quantized,
+    fuse_dynamic_quantized,
     fold_dequantized_constants,
     eliminate_dead_code,
 )
