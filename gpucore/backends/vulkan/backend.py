@@ -13,9 +13,14 @@ import numpy as np
 from ... import dtypes as D
 from ...errors import DeviceError
 from . import residency
-from .kernels import KERNELS, copy_array, word_copy_ok
+from .kernels import KERNELS, copy_array, copy_ok, word_copy_ok
 
 _ELEM = 4  # shaders work on 32-bit words
+
+
+def _device_copy_ok(arr: np.ndarray) -> bool:
+    """copy.comp copies arr: words, pairs of words, or 16-bit items (float16 / bfloat16)."""
+    return word_copy_ok(arr) or (arr.itemsize == 2 and copy_ok(arr))
 
 
 class Operand:
@@ -264,7 +269,7 @@ class VulkanBackend:
     def clone_array(self, arr: np.ndarray) -> np.ndarray:
         """A contiguous device copy of a device array."""
         out = self.empty_array(arr.shape, arr.dtype)
-        if word_copy_ok(arr):
+        if _device_copy_ok(arr):
             copy_array(self, out, arr)
         else:
             self.host_copy(out, self.host_view(arr).copy())
@@ -278,7 +283,7 @@ class VulkanBackend:
             raise ValueError("the destination has overlapping elements")
         self.ctx.memory.cure(dst)  # overwritten whole: whatever undefined values it held go
         src = self.to_device(src_tensor)
-        if src.dtype == dst.dtype and word_copy_ok(dst) and word_copy_ok(src):
+        if src.dtype == dst.dtype and _device_copy_ok(dst) and _device_copy_ok(src):
             copy_array(self, dst, src)
         else:
             self.host_copy(dst, self.host_view(src))

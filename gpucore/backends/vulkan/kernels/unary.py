@@ -21,7 +21,7 @@ from .common import (
     kernel,
     try_fuse,
 )
-from .elementwise import _F32, _OP, _accepts_float_unary, _run_strided
+from .elementwise import _NPTYPE, _OP, _accepts_float_unary, _run_strided
 
 # Op codes come from cpu/opcodes.def through the extension (unary.comp / fused.comp use the same).
 _OPCODES = _cpu.OPCODES
@@ -87,7 +87,7 @@ for _name in _OPCODES["act"]:
 # ----------------------------------------------------------------------------- strided
 @kernel("log1p", accepts=_accepts_float_unary)
 def _log1p(be, out, x):
-    _run_strided(be, out, _OP["log1p"], _F32, x)
+    _run_strided(be, out, _OP["log1p"], _NPTYPE[x.dtype], x)
 
 
 # Every kernel here maps row i of its output to row i of its inputs, so the backend may split
