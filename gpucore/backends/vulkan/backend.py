@@ -4,6 +4,12 @@ Tensors on the device keep a numpy ``_data`` view over their block's host mappin
 memory.py), so view ops work unchanged; ``operand()`` turns such a view into what a shader needs:
 the block, a bound byte range and the element offset and strides inside it. Host access goes
 through ``host_view`` (waits for pending work; downloads on devices without host-visible memory).
+
+float16 / bfloat16: kernels that read and write 16-bit storage themselves (``half = True``:
+binary.comp's family, copies, unary.comp, reductions, GEMM) accept them; every other float32 kernel runs on them *widened*, as
+the CPU backend does: the half inputs cast to float32 on the device, the kernel in float32, the
+half outputs rounded back (``_Widened``, ``kernels.elementwise.cast_array``). Same answer as the
+CPU bit for bit wherever the float32 kernels agree.
 """
 
 from __future__ import annotations
@@ -14,8 +20,39 @@ from ... import dtypes as D
 from ...errors import DeviceError
 from . import residency
 from .kernels import KERNELS, copy_array, copy_ok, word_copy_ok
+from .kernels.elementwise import cast_array
 
 _ELEM = 4  # shaders work on 32-bit words
+_HALF = (D.float16, D.bfloat16)
+
+
+class _Widened:
+    """A float16 / bfloat16 tensor as a float32 kernel's ``accepts`` sees it once widened."""
+
+    __slots__ = ("_t",)
+    _dtype = D.float32
+
+    def __init__(self, t):
+        self._t = t
+
+    def __getattr__(self, name):
+        return getattr(self._t, name)
+
+
+def _has_half(inputs, specs) -> bool:
+    for t in inputs:
+        if t._dtype in _HALF:
+            return True
+    for _, dt in specs:
+        if dt in _HALF:
+            return True
+    return False
+
+
+def _widened(inputs, specs) -> tuple:
+    ins = [_Widened(t) if t._dtype in _HALF else t for t in inputs]
+    outs = [(shape, D.float32 if dt in _HALF else dt) for shape, dt in specs]
+    return ins, outs
 
 
 def _device_copy_ok(arr: np.ndarray) -> bool:
@@ -170,16 +207,14 @@ class VulkanBackend:
             and not self._fits_binding(inputs, specs)
         ):
             return False
-        check = getattr(k, "accepts", None)
-        if check is not None:
-            return check(inputs, specs)
-        for t in inputs:
-            if t._dtype is not D.float32:
-                return False
-        for _, dt in specs if isinstance(specs, list) else [specs]:
-            if dt is not D.float32:
-                return False
-        return True
+        if _accepts(k, inputs, specs):
+            return True
+        # float16 / bfloat16 through the float32 kernel (see the module docstring)
+        speclist = specs if isinstance(specs, list) else [specs]
+        if not _widens(k) or not _has_half(inputs, speclist):
+            return False
+        ins, outs = _widened(inputs, speclist)
+        return _accepts(k, ins, outs if isinstance(specs, list) else outs[0])
 
     def run(self, op, specs, inputs, attrs):
         fn = self.kernels[op.name]
@@ -187,13 +222,37 @@ class VulkanBackend:
         if not multi:
             specs = [specs]
         ins = [self.to_device(t) for t in inputs]
+        half_out = None
+        if _widens(fn) and _has_half(inputs, specs):
+            # widen: the kernel computes in float32 between casts, as the CPU backend does
+            half_out = [dt for _, dt in specs]
+            ins = [self._widen(a, t._dtype) for a, t in zip(ins, inputs)]
+            specs = _widened((), specs)[1]
         outs = [self.empty_array(shape, dt.np) for shape, dt in specs]
         self.ctx.stream.label = op.name
         if not multi and getattr(fn, "chunk_rows", False) and self._too_big(outs[0], ins):
             self._run_in_bands(fn, outs[0], ins, attrs)
         else:
             fn(self, outs if multi else outs[0], *ins, **attrs)
+        if half_out is not None:
+            outs = [self._narrow(o, dt) for o, dt in zip(outs, half_out)]
         return tuple(outs)
+
+    def _widen(self, arr: np.ndarray, dtype) -> np.ndarray:
+        """A float32 device copy of a float16 / bfloat16 device array (others as they are)."""
+        if dtype not in _HALF:
+            return arr
+        out = self.empty_array(arr.shape, np.float32)
+        cast_array(self, out, arr)
+        return out
+
+    def _narrow(self, arr: np.ndarray, dtype) -> np.ndarray:
+        """A float32 result rounded to ``dtype`` when that is float16 / bfloat16."""
+        if dtype not in _HALF:
+            return arr
+        out = self.empty_array(arr.shape, dtype.np)
+        cast_array(self, out, arr)
+        return out
 
     def run_inplace(self, op, arrays: list, attrs: dict) -> None:
         """Record in-place op ``op`` (an optimizer update) on device arrays it writes into."""
@@ -201,12 +260,13 @@ class VulkanBackend:
         self.kernels[op.name](self, None, *arrays, **attrs)
 
     def _fits_binding(self, inputs, specs) -> bool:
+        # float16 / bfloat16 may run widened to float32: size them as such
         lim = self.max_range - self.align
         for t in inputs:
-            if t._data.nbytes > lim:
+            if t._data.nbytes * (2 if t._dtype in _HALF else 1) > lim:
                 return False
         for shape, dt in specs if isinstance(specs, list) else [specs]:
-            n = dt.itemsize
+            n = 4 if dt in _HALF else dt.itemsize
             for d in shape:
                 n *= d
             if n > lim:
@@ -316,3 +376,24 @@ class VulkanBackend:
             pipeline_cache_bytes=ctx.pipelines.loaded_bytes,
         )
         return s
+
+
+def _widens(k) -> bool:
+    """Whether the backend runs float16 / bfloat16 through kernel ``k`` widened to float32: not
+    for kernels that read and write 16-bit storage themselves (``half``) nor for the in-place
+    optimizer updates (``widen = False``)."""
+    return getattr(k, "widen", True) and not getattr(k, "half", False)
+
+
+def _accepts(k, inputs, specs) -> bool:
+    """The kernel's own rule (``accepts``), else the default: float32 inputs and outputs."""
+    check = getattr(k, "accepts", None)
+    if check is not None:
+        return check(inputs, specs)
+    for t in inputs:
+        if t._dtype is not D.float32:
+            return False
+    for _, dt in specs if isinstance(specs, list) else [specs]:
+        if dt is not D.float32:
+            return False
+    return True

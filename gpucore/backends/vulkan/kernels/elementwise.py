@@ -242,7 +242,7 @@ def _accepts_cast(inputs, specs):
         return False
     if dst not in _SIMPLE and dst not in _INT8 and dst not in _HALF:
         return False
-    if D.int64 in (src, dst) and (src in _INT8 or dst in _INT8 or src in _HALF or dst in _HALF):
+    if D.int64 in (src, dst) and (src in _INT8 or dst in _INT8):
         return False
     return _fits(specs[0], inputs, 8)
 
@@ -252,6 +252,16 @@ _SIMPLE = (*_TYPE, D.int64)
 
 @kernel("to_dtype", accepts=_accepts_cast)
 def _to_dtype(be, out, x, dtype):
+    if x.dtype.itemsize + out.itemsize == 10:  # int64 <-> float16 / bfloat16: through float32,
+        mid = be.empty_array(x.shape, np.float32)  # as the CPU computes it
+        _run_strided(be, mid, _OP["to_dtype"], _NPTYPE[x.dtype], x)
+        x = mid
+    _run_strided(be, out, _OP["to_dtype"], _NPTYPE[x.dtype], x)
+
+
+def cast_array(be, out: np.ndarray, x: np.ndarray) -> None:
+    """out (fresh, contiguous) = x cast to out's type on the device: the casts ``_accepts_cast``
+    allows, float16 / bfloat16 <-> float32 among them (a uint16 array is bfloat16)."""
     _run_strided(be, out, _OP["to_dtype"], _NPTYPE[x.dtype], x)
 
 
@@ -295,6 +305,9 @@ def _where(be, out, cond, a, b):
 
 
 # Every kernel here maps row i of its output to row i of its inputs (or to a broadcast input),
-# so the backend may split tensors larger than one storage binding into bands of rows.
+# so the backend may split tensors larger than one storage binding into bands of rows. All but
+# where read and write float16 / bfloat16 storage themselves (``half``: the backend never widens
+# them; where runs widened, backend.py).
 for _fn in {KERNELS[n] for n in list(KERNELS) if KERNELS[n].__module__ == __name__}:
     _fn.chunk_rows = True
+    _fn.half = _fn is not _where
