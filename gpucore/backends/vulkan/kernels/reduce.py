@@ -182,9 +182,7 @@ def _accepts_dim(inputs, specs):
     if dt not in _FLOATS:
         return False
     outs = specs if isinstance(specs, list) else [specs]
-    return all(
-        odt is (D.int64 if i == len(outs) - 1 else dt) for i, (_, odt) in enumerate(outs)
-    )
+    return all(odt is (D.int64 if i == len(outs) - 1 else dt) for i, (_, odt) in enumerate(outs))
 
 
 def _accepts_values(inputs, specs):
