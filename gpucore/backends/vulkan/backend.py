@@ -6,10 +6,11 @@ the block, a bound byte range and the element offset and strides inside it. Host
 through ``host_view`` (waits for pending work; downloads on devices without host-visible memory).
 
 float16 / bfloat16: kernels that read and write 16-bit storage themselves (``half = True``:
-binary.comp's family, copies, unary.comp, reductions, GEMM) accept them; every other float32 kernel runs on them *widened*, as
-the CPU backend does: the half inputs cast to float32 on the device, the kernel in float32, the
-half outputs rounded back (``_Widened``, ``kernels.elementwise.cast_array``). Same answer as the
-CPU bit for bit wherever the float32 kernels agree.
+binary.comp's family, copies, unary.comp, reductions, GEMM) accept them; every other float32
+kernel runs on them *widened*, as the CPU backend does: the half inputs cast to float32 on the
+device, the kernel in float32, the half outputs rounded back (``_Widened``,
+``kernels.elementwise.cast_array``). Same answer as the CPU bit for bit wherever the float32
+kernels agree.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Joining kernels (gpucore/ops/joining.py): cat, as one strided copy per input into its slice of
 the output (shaders/copy.comp, common.py's ``copy_array``). Inputs are read in place whatever
-their strides; any dtype of 1, 2, 4 or 8 bytes (bool, float16 and bfloat16 through copy.comp's byte modes, which write
-only its own bytes of a word shared with a neighbouring input's slice)."""
+their strides; any dtype of 1, 2, 4 or 8 bytes (bool, float16 and bfloat16 through copy.comp's
+byte modes, which write only their own bytes of a word shared with a neighbouring input's
+slice)."""
 
 from __future__ import annotations
 
