@@ -25,6 +25,7 @@ from .kernels.elementwise import cast_array
 
 _ELEM = 4  # shaders work on 32-bit words
 _HALF = (D.float16, D.bfloat16)
+_HALF_NP = {np.dtype(np.float16): D.float16, np.dtype(np.uint16): D.bfloat16}  # bfloat16: uint16
 
 
 class _Widened:
@@ -195,10 +196,12 @@ class VulkanBackend:
             )
 
     # ----------------------------------------------------------------------------- ops
-    def supports(self, op, inputs, specs) -> bool:
+    def supports(self, op, inputs, specs, direct: bool = False) -> bool:
         """True when a shader exists for this op and these dtypes (float32 data, bool/int64
         where the kernel documents it), and every tensor fits one storage binding unless the
-        kernel runs in bands of rows. What the device cannot run goes to the C extension."""
+        kernel runs in bands of rows. What the device cannot run goes to the C extension.
+        ``direct``: the kernel itself takes these dtypes, without ``run``'s widening of float16 /
+        bfloat16 (for callers of ``KERNELS`` that bypass ``run``: the runtime's executor)."""
         k = self.kernels.get(op.name)
         if k is None:
             return False
@@ -212,7 +215,7 @@ class VulkanBackend:
             return True
         # float16 / bfloat16 through the float32 kernel (see the module docstring)
         speclist = specs if isinstance(specs, list) else [specs]
-        if not _widens(k) or not _has_half(inputs, speclist):
+        if direct or not _widens(k) or not _has_half(inputs, speclist):
             return False
         ins, outs = _widened(inputs, speclist)
         return _accepts(k, ins, outs if isinstance(specs, list) else outs[0])
@@ -238,6 +241,21 @@ class VulkanBackend:
         if half_out is not None:
             outs = [self._narrow(o, dt) for o, dt in zip(outs, half_out)]
         return tuple(outs)
+
+    def run_widened(self, fn, out, arrays: list, attrs: dict) -> list:
+        """Record float32 kernel ``fn`` on device arrays that include float16 / bfloat16 ones
+        (a uint16 array is bfloat16): half inputs widened, half outputs (``out``: an array or a
+        list) written through float32 temporaries rounded back. For callers of ``KERNELS`` that
+        bypass ``run`` (the runtime's executor) where ``supports`` says True but
+        ``supports(direct=True)`` False. Returns the temporaries (a captured replay keeps them)."""
+        ins = [self._widen(a, _HALF_NP.get(a.dtype)) for a in arrays]
+        outs = out if isinstance(out, list) else [out]
+        wide = [self.empty_array(o.shape, np.float32) if o.dtype in _HALF_NP else o for o in outs]
+        fn(self, wide if isinstance(out, list) else wide[0], *ins, **attrs)
+        for o, w in zip(outs, wide):
+            if w is not o:
+                cast_array(self, o, w)
+        return ins + wide
 
     def _widen(self, arr: np.ndarray, dtype) -> np.ndarray:
         """A float32 device copy of a float16 / bfloat16 device array (others as they are)."""
