@@ -113,7 +113,7 @@ EXCLUDED = {
 
 # ------------------------------------------------- Vulkan's, for the cases the CPU passes
 # (int8 and uint8 run on binary.comp, float16 on its half types, and GEMM on half inputs; the
-# cases left here need float64, the fused attention op in float16 or integer division)
+# cases left here need float64 or integer division)
 VULKAN_EXCLUDED = {
     "CumProd": (NO_SHADER, "cumprod of float64 or int32"),  # 9
     "ConvInteger": (NO_SHADER, "to_dtype of uint8 to float64; conv2d of float64"),  # 2
@@ -128,7 +128,6 @@ VULKAN_EXCLUDED = {
     "pytorch-operator/test_operator_addconstant": (NO_SHADER, "add of float64"),
     "real/test_bvlc_alexnet": (DEVICE_LIMIT, "a 144 MiB weight for one GEMM"),
     "real/test_zfnet512": (DEVICE_LIMIT, "a 288 MiB weight for one GEMM"),
-    "test_attention_4d_fp16": (NO_SHADER, "attention of float16"),
     "test_attention_local_window_gqa*": (NO_SHADER, "to_dtype of float32"),  # 2
     "test_cast_DOUBLE_to_FLOAT": (NO_SHADER, "to_dtype of float64"),
     "test_cast_DOUBLE_to_FLOAT16": (NO_SHADER, "to_dtype of float64"),

@@ -25,7 +25,7 @@ from ...backends.vulkan.kernels import KERNELS as VK_KERNELS
 from ...backends.vulkan.kernels import copy_array
 from ...backends.vulkan.kernels import fused as vk_fused
 from ...backends.vulkan.kernels.gemm import gemm as vk_gemm
-from ...dtypes import bfloat16, float16, float32
+from ...dtypes import bfloat16, bool_, float16, float32
 from ...errors import DeviceError
 from ...ops.registry import REGISTRY
 from ..ir.ops import TensorSpec, op_info
@@ -107,6 +107,17 @@ def _record_conv2d(be, out, ins, attrs) -> np.ndarray:
     return col
 
 
+def _widened(be, rec, out, ins, attrs) -> list:
+    """Recorder ``rec`` (float32 shaders) on float16 / bfloat16 operands: widened to float32,
+    the result rounded back (as the CPU computes them); returns what the capture must keep."""
+    keep: list = []
+
+    def run(be, o, *xs):
+        keep.append(rec(be, o, list(xs), attrs))
+
+    return be.run_widened(run, out, list(ins), {}) + keep
+
+
 class VulkanExecutor:
     """Replays the graph's recorded command buffer (see the module docstring)."""
 
@@ -139,9 +150,12 @@ class VulkanExecutor:
             if step.kind == "copy":  # copy.comp: 32-bit words, pairs of them, bytes, 16-bit
                 supported = out.dtype.itemsize in (1, 2, 4, 8)
             elif node.op in ("gemm", "conv2d", "layer_norm", "attention"):
-                supported = all(d is float32 for d in dts)
-                if node.op == "gemm":  # or every operand float16, or every one bfloat16
-                    supported = all(d is dts[0] for d in dts) and dts[0] in GEMM_DTYPES
+                # float32, or every operand float16 or every one bfloat16 (an attention mask
+                # may be bool): GEMM reads halves itself, the others run widened to float32
+                floats = [d for d in dts if not (node.op == "attention" and d is bool_)]
+                supported = all(d is floats[0] for d in floats) and floats[0] in GEMM_DTYPES
+                if supported and floats[0] is not float32 and node.op != "gemm":
+                    self.widened.add(node.output)
             else:
                 rop = REGISTRY.get(node.op)
                 supported = False
@@ -191,10 +205,12 @@ class VulkanExecutor:
                 be.ctx.stream.label = node.op
                 if step.kind == "copy":
                     copy_array(be, out, op_info(node.op).view(args[0], node.attrs))
-                elif node.op in _RECORDERS:
-                    temps.append(_RECORDERS[node.op](be, out, args, node.attrs))
-                elif node.op == "conv2d":
-                    temps.append(_record_conv2d(be, out, args, node.attrs))
+                elif node.op in _RECORDERS or node.op == "conv2d":
+                    rec = _RECORDERS.get(node.op, _record_conv2d)
+                    if node.output in self.widened:  # float32 shaders on half operands
+                        temps.append(_widened(be, rec, out, args, node.attrs))
+                    else:
+                        temps.append(rec(be, out, args, node.attrs))
                 else:
                     attrs = dict(node.attrs)
                     index = attrs.pop("output_index", None)

@@ -170,3 +170,47 @@ def test_mlp_training_step_under_autocast_and_grad_scaler_matches_the_cpu(vulkan
     np.testing.assert_allclose(dev[0], cpu[0], rtol=2e-3)
     np.testing.assert_allclose(dev[2], cpu[2], rtol=2e-3, atol=2e-4)
     assert dev[0][-1] < dev[0][0]
+
+
+class _Attention(nn.Module):
+    def __init__(self, d: int = 32, heads: int = 4):
+        super().__init__()
+        self.h = heads
+        self.ln = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = (
+            u.reshape(b, t, self.h, c // self.h).transpose(1, 2)
+            for u in self.qkv(self.ln(x)).split(c, dim=2)
+        )
+        y = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, t, c)
+        return x + self.proj(F.gelu(y))
+
+
+def _cnn():
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(128, 10)
+    )
+
+
+@pytest.mark.parametrize("model", ["attention", "cnn"])
+def test_compiled_half_models_on_the_device_equal_the_cpu_runtime(vulkan, model):
+    """The runtime's Vulkan executor on float16 graphs: GEMM on halves, attention / conv2d /
+    pooling widened to float32 (``VulkanExecutor.widened``), against the CPU executor."""
+    from gpucore import runtime
+
+    gpucore.manual_seed(3)
+    m, shape = {"attention": (_Attention, (2, 7, 32)), "cnn": (_cnn, (2, 3, 8, 8))}[model]
+    m = m().to(gpucore.float16)
+    m.eval()
+    x = RNG.standard_normal(shape).astype(np.float16)
+    dev = runtime.compile(m, [x], device="vulkan")
+    assert dev.device == "vulkan"
+    assert any(getattr(e, "widened", None) for e in dev.executors())
+    want = runtime.compile(m, [x], device="cpu").run_arrays([x])[0]
+    got = dev.run_arrays([x])[0]
+    assert got.dtype == want.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=STEP["float16"], atol=1e-3)
