@@ -168,20 +168,17 @@ uint element(uint i) {
 
 void main() {
     uint w = global_index();
-    if (BYTE_OUT) {
-        // word w holds elements 4w .. 4w+3; past n the bytes are scratch of the allocation
-        uint first = 4u * w;
+    if (BYTE_OUT || HALF_OUT) {
+        // word w holds elements PER*w ..; past n the rest of the word is scratch of the
+        // allocation. One call site of element() (a loop): each would inline every op.
+        const uint PER = BYTE_OUT ? 4u : 2u;
+        const uint BITS = 32u / PER;
+        const uint MASK = BYTE_OUT ? 0xffu : 0xffffu;
+        uint first = PER * w;
         if (first >= p.n) return;
         uint bits = 0u;
-        uint m = min(4u, p.n - first);
-        for (uint j = 0u; j < m; ++j) bits |= (element(first + j) & 0xffu) << (8u * j);
-        y[p.y_off + w] = bits;
-    } else if (HALF_OUT) {
-        // word w holds elements 2w, 2w+1; past n the upper half is scratch of the allocation
-        uint first = 2u * w;
-        if (first >= p.n) return;
-        uint bits = element(first);
-        if (first + 1u < p.n) bits |= element(first + 1u) << 16;
+        uint m = min(PER, p.n - first);
+        for (uint j = 0u; j < m; ++j) bits |= (element(first + j) & MASK) << (BITS * j);
         y[p.y_off + w] = bits;
     } else {
         if (w >= p.n) return;

@@ -1,5 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 // Elementwise unary ops and activation backward ops on contiguous float32 data, one op per
 // pipeline: OP (constant 1) selects the function (unary_ops.glsl); BACKWARD (constant 2) = 1
 // computes grad * f'(saved). fused.comp runs the same functions from a program of several ops.
@@ -28,28 +29,31 @@ layout(push_constant) uniform Push {
     uint y_off;
 } p;
 
-uint half_result(uint i) {
-    float v = half_to_f32(HALF, HALF_AT(xw, p.x_off + i));
-    if (BACKWARD == 1) {
-        return f32_to_half(HALF, unary_backward(OP, half_to_f32(HALF, HALF_AT(gw, p.g_off + i)), v));
-    }
-    return f32_to_half(HALF, unary_forward(OP, v));
-}
-
+// One call site of the op's function (the invocation's one or two elements in a loop): two
+// would make glslang inline the whole op table twice, and lavapipe's pipeline creation time
+// grows with the module.
 void main() {
-    uint i = global_index();
-    if (HALF != 0) {
-        uint first = 2u * i;
-        if (first >= p.n) return;
-        uint bits = half_result(first);
-        if (first + 1u < p.n) bits |= half_result(first + 1u) << 16;
-        yw[p.y_off + i] = bits;
-        return;
+    const uint E = HALF != 0 ? 2u : 1u;  // elements per invocation
+    uint w = global_index();
+    uint first = E * w;
+    if (first >= p.n) return;
+    uint count = min(E, p.n - first);
+    uint bits = 0u;
+    [[dont_unroll]] for (uint j = 0u; j < count; ++j) {
+        uint i = first + j;
+        float v = HALF != 0 ? half_to_f32(HALF, HALF_AT(xw, p.x_off + i)) : x[p.x_off + i];
+        float r;
+        if (BACKWARD == 1) {
+            float gv = HALF != 0 ? half_to_f32(HALF, HALF_AT(gw, p.g_off + i)) : g[p.g_off + i];
+            r = unary_backward(OP, gv, v);
+        } else {
+            r = unary_forward(OP, v);
+        }
+        if (HALF != 0) {
+            bits |= f32_to_half(HALF, r) << (16u * j);
+        } else {
+            y[p.y_off + i] = r;
+        }
     }
-    if (i >= p.n) return;
-    if (BACKWARD == 1) {
-        y[p.y_off + i] = unary_backward(OP, g[p.g_off + i], x[p.x_off + i]);
-    } else {
-        y[p.y_off + i] = unary_forward(OP, x[p.x_off + i]);
-    }
+    if (HALF != 0) yw[p.y_off + w] = bits;
 }
