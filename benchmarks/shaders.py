@@ -8,7 +8,8 @@
 Sections: gemm (GFLOP/s per variant and size, from timestamp queries and from wall time; gpucore
 on the CPU and numpy beside), qgemm (the int8 GEMM shader's GOP/s, integer-dot and plain
 modules, beside the float GEMM shader on the same shapes and the C extension's int8 GEMM),
-elementwise (add, relu: GB/s), dispatch (cost per dispatch with one
+elementwise (add, relu: GB/s), half (float16 / bfloat16 against float32: GEMM GFLOP/s and
+elementwise elements/s, timed in alternating rounds), dispatch (cost per dispatch with one
 submit per op vs a batched chain of 100), pipelines (creation time per shader variant). A
 CPU-type device (Mesa's lavapipe) is allowed here (GPUCORE_VULKAN_ALLOW_CPU=1). Tables go to
 stdout, progress to stderr; the GEMM plot goes to a PNG when matplotlib is installed.
@@ -42,7 +43,7 @@ from gpucore.backends.vulkan.kernels import KERNELS, local_size  # noqa: E402
 from gpucore.backends.vulkan.kernels import gemm as G  # noqa: E402
 from gpucore.backends.vulkan.kernels import qgemm as Q  # noqa: E402
 
-SECTIONS = ("gemm", "qgemm", "elementwise", "dispatch", "pipelines")
+SECTIONS = ("gemm", "qgemm", "elementwise", "half", "dispatch", "pipelines")
 
 
 def log(msg: str) -> None:
@@ -277,6 +278,68 @@ def bench_elementwise(b: Bench, args) -> str:
         )
         + "\n\nThe vulkan and gpucore CPU columns allocate their output per call (reused "
         "device blocks / malloc); numpy writes into a preallocated array."
+    )
+
+
+def bench_half(b: Bench, args) -> str:
+    """float16 / bfloat16 storage against float32 on the same shapes, in alternating rounds:
+    GEMM (gemm_half.spv: half A and B, float32 accumulation and C) and add / relu (binary.comp,
+    unary.comp: half loads and stores, float32 arithmetic), all through the registry ops on
+    device tensors (the GEMM rows include the rounding of C to the half type)."""
+    sizes = [128, 256] if args.quick else [256, 512]
+    n = (1 << 20) if args.quick else (1 << 22)
+    reps = 3 if args.quick else 5
+    rng = np.random.default_rng(2)
+    dts = {"float32": gpucore.float32, "float16": gpucore.float16, "bfloat16": gpucore.bfloat16}
+
+    def alternate(fns: dict) -> dict:
+        for fn in fns.values():  # warm-up: pipeline creation
+            b.time(fn, 1)
+        runs: dict = {k: ([], []) for k in fns}
+        for _ in range(reps):
+            for k, fn in fns.items():
+                ts, wall = b.time(fn, 1)
+                runs[k][0].append(ts)
+                runs[k][1].append(wall)
+        return {k: (statistics.median(t), statistics.median(w)) for k, (t, w) in runs.items()}
+
+    rows = []
+    with gpucore.device_policy("vulkan"):
+        for m in sizes:
+            A, B = rng.standard_normal((2, m, m)).astype(np.float32)
+            ts = {k: (gpucore.tensor(A).to(d).to("vulkan"), gpucore.tensor(B).to(d).to("vulkan"))
+                  for k, d in dts.items()}  # fmt: skip
+            log(f"half gemm N={m}")
+            res = alternate({k: (lambda a=a, c=c: a @ c) for k, (a, c) in ts.items()})
+            gf = 2.0 * m**3 / 1e9
+            rows.append(
+                [f"matmul N={m}", "GFLOP/s"] + [gf / res[k][i] for k in dts for i in (0, 1)]
+            )
+        X, Y = rng.standard_normal((2, n)).astype(np.float32)
+        for name, expr in (("add", lambda x, y: x + y), ("relu", lambda x, y: x.relu())):
+            ts = {k: (gpucore.tensor(X).to(d).to("vulkan"), gpucore.tensor(Y).to(d).to("vulkan"))
+                  for k, d in dts.items()}  # fmt: skip
+            log(f"half elementwise {name}")
+            res = alternate({k: (lambda x=x, y=y, e=expr: e(x, y)) for k, (x, y) in ts.items()})
+            g = n / 1e9
+            rows.append(
+                [f"{name} {n >> 20}M", "Gelem/s"] + [g / res[k][i] for k in dts for i in (0, 1)]
+            )
+    note = (
+        "A CPU-type device (lavapipe): these are CPU numbers. The driver runs the shaders as "
+        "vector code on the host's cores; half storage halves the bytes moved but each 16-bit "
+        "value is widened and rounded with integer instructions (half.glsl), which a CPU pays "
+        "in full, so half is not expected to be faster here. On a GPU the bandwidth-bound rows "
+        "are the ones to watch."
+        if b.ctx.is_cpu
+        else "Half rows move half the bytes of float32 ones."
+    )
+    headers = ["op", "unit"] + [f"{k} {c}" for k in dts for c in ("ts", "wall")]
+    return (
+        "### Half precision against float32 (device tensors, alternating rounds)\n\n"
+        + table(headers, rows)
+        + "\n\n"
+        + note
     )
 
 

@@ -10,14 +10,18 @@
 //   2 IN_TYPE   F32, I32 or BOOL (bytes, read out of 32-bit words); codes from cpu/opcodes.def;
 //               I8 and U8 (bytes too) below
 //   3 OUT_TYPE  F32, I32, or a byte type (BOOL, I8, U8): four results packed into each 32-bit
-//               word, so one invocation writes whole words and no 8-bit storage feature is needed.
-// Element offsets/strides are in elements of IN_TYPE (bytes for bool). Buffers are raw words.
+//               word, so one invocation writes whole words and no 8-bit storage feature is needed;
+//               or a 16-bit float (F16, BF16): two results per word.
+// Element offsets/strides are in elements of IN_TYPE (bytes for bool, 16-bit units for F16 and
+// BF16). Buffers are raw words. float16 / bfloat16 values are widened to float32 on load and the
+// float32 result is rounded on store (half.glsl), as the CPU path computes them.
 //
 // Float semantics follow the C kernels (gpucore._cpu): maximum/minimum propagate NaN, pow is C's
 // powf (its special cases), != is true for NaN, float->int32 casts truncate and give INT_MIN for
 // NaN and out-of-range values (x86's cvttss2si, what numpy gives on the CPU path).
 #include "common.glsl"
 #include "float_math.glsl"
+#include "half.glsl"
 
 layout(constant_id = 1) const int OP = 0;
 layout(constant_id = 2) const int IN_TYPE = 0;
@@ -55,23 +59,34 @@ layout(push_constant) uniform Push {
 // (wrapping, as the CPU).
 const int I8 = 4;
 const int U8 = 5;
+// float16 / bfloat16 (mirrored as _F16 / _BF16): 16-bit halves of 32-bit words.
+const int F16 = 6;
+const int BF16 = 7;
 const bool BYTE_IN = IN_TYPE == BOOL || IN_TYPE == I8 || IN_TYPE == U8;
 const bool BYTE_OUT = OUT_TYPE == BOOL || OUT_TYPE == I8 || OUT_TYPE == U8;
+const bool HALF_IN = IN_TYPE == F16 || IN_TYPE == BF16;
+const bool HALF_OUT = OUT_TYPE == F16 || OUT_TYPE == BF16;
+const bool FLOAT_OUT = OUT_TYPE == F32 || HALF_OUT;  // compute() gives float32 bits
 
 uint byte_value(uint word, int i) {
     uint v = (word >> (8 * (i & 3))) & 0xffu;
     return IN_TYPE == I8 ? uint(int(v << 24) >> 24) : v;
 }
 
+// Loads give 32-bit patterns: half types arrive as float32 bits (exact), so compute() sees F32.
 uint load_a(int i) {
     if (BYTE_IN) return byte_value(a[i >> 2], i);
+    if (HALF_IN) return floatBitsToUint(half_to_f32(IN_TYPE - 5, HALF_AT(a, i)));
     return a[i];
 }
 
 uint load_b(int i) {
     if (BYTE_IN) return byte_value(b[i >> 2], i);
+    if (HALF_IN) return floatBitsToUint(half_to_f32(IN_TYPE - 5, HALF_AT(b, i)));
     return b[i];
 }
+
+const int CIN = HALF_IN ? F32 : IN_TYPE;  // the type compute() sees
 
 uint f2i(float x) {
     if (isnan(x) || x >= 2147483648.0 || x < -2147483648.0) return 0x80000000u;
@@ -81,29 +96,29 @@ uint f2i(float x) {
 // Result as raw bits (float32 / int32) or 0/1 (bool).
 uint compute(uint ra, uint rb) {
     if (OP == TO_DTYPE) {
-        if (IN_TYPE == F32) {
+        if (CIN == F32) {
             float x = uintBitsToFloat(ra);
-            if (OUT_TYPE != F32 && OUT_TYPE != BOOL) return f2i(x);  // int8 / uint8: its low byte
+            if (!FLOAT_OUT && OUT_TYPE != BOOL) return f2i(x);  // int8 / uint8: its low byte
             if (OUT_TYPE == BOOL) return (x == 0.0) ? 0u : 1u;   // NaN is true
             return ra;
         }
         if (IN_TYPE == I32 || IN_TYPE == I8 || IN_TYPE == U8) {  // bytes: loaded as int32
-            if (OUT_TYPE == F32) return floatBitsToUint(float(int(ra)));
+            if (FLOAT_OUT) return floatBitsToUint(float(int(ra)));
             if (OUT_TYPE == BOOL) return ra != 0u ? 1u : 0u;
             return ra;  // int32, or the low byte for int8 / uint8 (wraps)
         }
         // bool
-        if (OUT_TYPE == F32) return ra != 0u ? floatBitsToUint(1.0) : 0u;
+        if (FLOAT_OUT) return ra != 0u ? floatBitsToUint(1.0) : 0u;
         return ra != 0u ? 1u : 0u;
     }
     if (OP == LOGICAL_NOT) {
-        if (IN_TYPE == F32) return (uintBitsToFloat(ra) == 0.0) ? 1u : 0u;
+        if (CIN == F32) return (uintBitsToFloat(ra) == 0.0) ? 1u : 0u;
         return ra == 0u ? 1u : 0u;
     }
     if (OP == LOGICAL_AND) return (ra != 0u && rb != 0u) ? 1u : 0u;
     if (OP == LOGICAL_OR) return (ra != 0u || rb != 0u) ? 1u : 0u;
     if (OP == LOGICAL_XOR) return ((ra != 0u) != (rb != 0u)) ? 1u : 0u;
-    if (IN_TYPE != F32) {  // int32, int8, uint8; bool: comparisons of the bytes 0 / 1
+    if (CIN != F32) {  // int32, int8, uint8; bool: comparisons of the bytes 0 / 1
         int x = int(ra), w = int(rb);
         if (OP == ADD) return uint(x + w);
         if (OP == SUB) return uint(x - w);
@@ -147,18 +162,23 @@ uint element(uint i) {
         ia += int(c) * p.a_stride[k];
         ib += int(c) * p.b_stride[k];
     }
-    return compute(load_a(ia), load_b(ib));
+    uint r = compute(load_a(ia), load_b(ib));
+    return HALF_OUT ? f32_to_half(OUT_TYPE - 5, uintBitsToFloat(r)) : r;
 }
 
 void main() {
     uint w = global_index();
-    if (BYTE_OUT) {
-        // word w holds elements 4w .. 4w+3; past n the bytes are scratch of the allocation
-        uint first = 4u * w;
+    if (BYTE_OUT || HALF_OUT) {
+        // word w holds elements PER*w ..; past n the rest of the word is scratch of the
+        // allocation. One call site of element() (a loop): each would inline every op.
+        const uint PER = BYTE_OUT ? 4u : 2u;
+        const uint BITS = 32u / PER;
+        const uint MASK = BYTE_OUT ? 0xffu : 0xffffu;
+        uint first = PER * w;
         if (first >= p.n) return;
         uint bits = 0u;
-        uint m = min(4u, p.n - first);
-        for (uint j = 0u; j < m; ++j) bits |= (element(first + j) & 0xffu) << (8u * j);
+        uint m = min(PER, p.n - first);
+        for (uint j = 0u; j < m; ++j) bits |= (element(first + j) & MASK) << (BITS * j);
         y[p.y_off + w] = bits;
     } else {
         if (w >= p.n) return;

@@ -10,6 +10,8 @@
 //   strides in bytes. Neighbouring bytes of one word may belong to other invocations (or to
 //   other dispatches writing the rest of a cat's output), so each invocation clears and sets
 //   only its own byte lane with atomics: no 8-bit storage feature, no lost writes.
+// BYTES = 2: items are 16-bit (float16, bfloat16), offsets and strides in 16-bit units; written
+//   into their half of a word with atomics, as bytes.
 #include "common.glsl"
 
 layout(constant_id = 1) const int BYTES = 0;
@@ -40,7 +42,12 @@ void main() {
         s += int(c) * p.src_stride[k];
         d += int(c) * p.dst_stride[k];
     }
-    if (BYTES == 1) {
+    if (BYTES == 2) {
+        uint v = (src[s >> 1] >> (16 * (s & 1))) & 0xffffu;
+        uint sh = 16u * uint(d & 1);
+        atomicAnd(dst[d >> 1], ~(0xffffu << sh));
+        atomicOr(dst[d >> 1], v << sh);
+    } else if (BYTES == 1) {
         uint v = (src[s >> 2] >> (8 * (s & 3))) & 0xffu;
         uint sh = 8u * uint(d & 3);
         atomicAnd(dst[d >> 2], ~(0xffu << sh));

@@ -26,8 +26,18 @@
 //               shared reads are conflict-free and global stores coalesce.
 // Edges: out-of-range rows/columns are clamped on load (computed, never stored); k >= K is zero.
 // The epilogue (alpha, beta, bias, activation) runs after the raw tile is stored, see epilogue().
+//
+// Built twice (tools/build_shaders.py's VARIANTS): gemm.spv with HALF=0 (float32 A and B) and
+// gemm_half.spv with HALF=1: A and B hold 16-bit values (HALF_KIND, constant 10: half.glsl's
+// HALF_F16 or HALF_BF16), two to a word, widened to float32 on load; accumulation, C, X and bias
+// stay float32 (the host rounds C to the half type afterwards, as the CPU computes it). Offsets
+// and strides are in elements either way; a vec4 load of halves is one uvec2.
+#ifndef HALF
+#error "HALF must be defined: compile through tools/build_shaders.py (VARIANTS)"
+#endif
 #include "common.glsl"
 #include "activation.glsl"
+#include "half.glsl"
 
 layout(constant_id = 1) const uint VARIANT = 0u;
 layout(constant_id = 2) const uint BM = 4u;     // TILED: block rows
@@ -39,10 +49,28 @@ layout(constant_id = 7) const uint AMODE = 0u;  // 0 scalar k-fast, 1 scalar m-f
 layout(constant_id = 8) const uint BMODE = 0u;  // 0 scalar n-fast, 1 scalar k-fast, 2 vec4 n, 3 vec4 k
 layout(constant_id = 9) const uint SG = 8u;     // REGBLOCK: subgroup size (a multiple of 4)
 
+#if HALF
+layout(constant_id = 10) const int HALF_KIND = HALF_F16;
+layout(std430, set = 0, binding = 0) readonly buffer A { uint a[]; };
+layout(std430, set = 0, binding = 0) readonly buffer A4 { uvec2 a4[]; };
+layout(std430, set = 0, binding = 1) readonly buffer B { uint b[]; };
+layout(std430, set = 0, binding = 1) readonly buffer B4 { uvec2 b4[]; };
+float h2f(uint h) { return half_to_f32(HALF_KIND, h); }
+vec4 h4(uvec2 w) { return vec4(h2f(w.x & 0xffffu), h2f(w.x >> 16), h2f(w.y & 0xffffu), h2f(w.y >> 16)); }
+float load_a(uint i) { return h2f(HALF_AT(a, i)); }
+vec4 load_a4(uint q) { return h4(a4[q]); }
+float load_b(uint i) { return h2f(HALF_AT(b, i)); }
+vec4 load_b4(uint q) { return h4(b4[q]); }
+#else
 layout(std430, set = 0, binding = 0) readonly buffer A { float a[]; };
 layout(std430, set = 0, binding = 0) readonly buffer A4 { vec4 a4[]; };
 layout(std430, set = 0, binding = 1) readonly buffer B { float b[]; };
 layout(std430, set = 0, binding = 1) readonly buffer B4 { vec4 b4[]; };
+float load_a(uint i) { return a[i]; }
+vec4 load_a4(uint q) { return a4[q]; }
+float load_b(uint i) { return b[i]; }
+vec4 load_b4(uint q) { return b4[q]; }
+#endif
 layout(std430, set = 0, binding = 2) buffer C { float c[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer C4 { vec4 c4[]; };
 layout(std430, set = 0, binding = 3) readonly buffer Bias { float bias[]; };
@@ -128,14 +156,14 @@ void main_regblock() {
         uint kl = min(k0 + lane, K1) * p.sa_k;
         bool kin = k0 + lane < p.K;
         float av[TM];
-        [[unroll]] for (uint i = 0u; i < TM; ++i) av[i] = mix(0.0, a[ra[i] + kl], kin);
+        [[unroll]] for (uint i = 0u; i < TM; ++i) av[i] = mix(0.0, load_a(ra[i] + kl), kin);
         // The k-steps of the chunk stay a rolled loop: unrolling them multiplies lavapipe's
         // pipeline creation time (seconds) and measured no faster; the shuffle index may vary.
         [[dont_unroll]] for (uint k1 = 0u; k1 < SG; k1 += UN) {
             vec4 bq[4u * TN];           // BMODE 3: 4 k-values of each column, as one vec4
             if (BMODE == B_VEC4_K) {
                 uint kq = min(k0 + k1, p.K - 4u);
-                [[unroll]] for (uint cc = 0u; cc < 4u * TN; ++cc) bq[cc] = b4[(cb[cc] + kq) >> 2];
+                [[unroll]] for (uint cc = 0u; cc < 4u * TN; ++cc) bq[cc] = load_b4((cb[cc] + kq) >> 2);
             }
             [[unroll]] for (uint u = 0u; u < UN; ++u) {
                 uint kk = k1 + u;
@@ -145,14 +173,14 @@ void main_regblock() {
                 [[unroll]] for (uint j = 0u; j < TN; ++j) {
                     vec4 v;
                     if (BMODE == B_VEC4_N) {
-                        v = b4[(cb[4u * j] + kc * p.sb_k) >> 2];
+                        v = load_b4((cb[4u * j] + kc * p.sb_k) >> 2);
                     } else if (BMODE == B_VEC4_K) {
                         v = vec4(bq[4u * j][u], bq[4u * j + 1u][u], bq[4u * j + 2u][u],
                                  bq[4u * j + 3u][u]);
                     } else {
                         uint ko = kc * p.sb_k;
-                        v = vec4(b[cb[4u * j] + ko], b[cb[4u * j + 1u] + ko],
-                                 b[cb[4u * j + 2u] + ko], b[cb[4u * j + 3u] + ko]);
+                        v = vec4(load_b(cb[4u * j] + ko), load_b(cb[4u * j + 1u] + ko),
+                                 load_b(cb[4u * j + 2u] + ko), load_b(cb[4u * j + 3u] + ko));
                     }
                     bv[j] = mix(vec4(0.0), v, bvec4(kv));
                 }
@@ -187,7 +215,7 @@ void load_tiles(uint aoff, uint boff, uint bm, uint bn, uint k0) {
             uint mm = e / (BK / 4u), kq = 4u * (e % (BK / 4u));
             uint m = bm + mm, k = k0 + kq;
             vec4 v = vec4(0.0);
-            if (m < p.M && k < p.K) v = a4[(aoff + m * p.sa_m + k) >> 2];
+            if (m < p.M && k < p.K) v = load_a4((aoff + m * p.sa_m + k) >> 2);
             As[kq * BM + mm] = v.x; As[(kq + 1u) * BM + mm] = v.y;
             As[(kq + 2u) * BM + mm] = v.z; As[(kq + 3u) * BM + mm] = v.w;
         }
@@ -196,7 +224,7 @@ void load_tiles(uint aoff, uint boff, uint bm, uint bn, uint k0) {
             uint kk = e / (BM / 4u), mq = 4u * (e % (BM / 4u));
             uint m = bm + mq, k = k0 + kk;
             vec4 v = vec4(0.0);
-            if (m < p.M && k < p.K) v = a4[(aoff + k * p.sa_k + m) >> 2];
+            if (m < p.M && k < p.K) v = load_a4((aoff + k * p.sa_k + m) >> 2);
             As[kk * BM + mq] = v.x; As[kk * BM + mq + 1u] = v.y;
             As[kk * BM + mq + 2u] = v.z; As[kk * BM + mq + 3u] = v.w;
         }
@@ -205,7 +233,7 @@ void load_tiles(uint aoff, uint boff, uint bm, uint bn, uint k0) {
             uint mm = AMODE == A_SCALAR_M ? e % BM : e / BK;
             uint kk = AMODE == A_SCALAR_M ? e / BM : e % BK;
             uint m = bm + mm, k = k0 + kk;
-            As[kk * BM + mm] = (m < p.M && k < p.K) ? a[aoff + m * p.sa_m + k * p.sa_k] : 0.0;
+            As[kk * BM + mm] = (m < p.M && k < p.K) ? load_a(aoff + m * p.sa_m + k * p.sa_k) : 0.0;
         }
     }
     if (BMODE == B_VEC4_N) {              // vec4 along n (B row-major, N % 4 == 0)
@@ -213,7 +241,7 @@ void load_tiles(uint aoff, uint boff, uint bm, uint bn, uint k0) {
             uint kk = e / (BN / 4u), nq = 4u * (e % (BN / 4u));
             uint n = bn + nq, k = k0 + kk;
             vec4 v = vec4(0.0);
-            if (n < p.N && k < p.K) v = b4[(boff + k * p.sb_k + n) >> 2];
+            if (n < p.N && k < p.K) v = load_b4((boff + k * p.sb_k + n) >> 2);
             Bs[kk * BN + nq] = v.x; Bs[kk * BN + nq + 1u] = v.y;
             Bs[kk * BN + nq + 2u] = v.z; Bs[kk * BN + nq + 3u] = v.w;
         }
@@ -222,7 +250,7 @@ void load_tiles(uint aoff, uint boff, uint bm, uint bn, uint k0) {
             uint nn = e / (BK / 4u), kq = 4u * (e % (BK / 4u));
             uint n = bn + nn, k = k0 + kq;
             vec4 v = vec4(0.0);
-            if (n < p.N && k < p.K) v = b4[(boff + n * p.sb_n + k) >> 2];
+            if (n < p.N && k < p.K) v = load_b4((boff + n * p.sb_n + k) >> 2);
             Bs[kq * BN + nn] = v.x; Bs[(kq + 1u) * BN + nn] = v.y;
             Bs[(kq + 2u) * BN + nn] = v.z; Bs[(kq + 3u) * BN + nn] = v.w;
         }
@@ -231,7 +259,7 @@ void load_tiles(uint aoff, uint boff, uint bm, uint bn, uint k0) {
             uint nn = BMODE == B_SCALAR_K ? e / BK : e % BN;
             uint kk = BMODE == B_SCALAR_K ? e % BK : e / BN;
             uint n = bn + nn, k = k0 + kk;
-            Bs[kk * BN + nn] = (n < p.N && k < p.K) ? b[boff + k * p.sb_k + n * p.sb_n] : 0.0;
+            Bs[kk * BN + nn] = (n < p.N && k < p.K) ? load_b(boff + k * p.sb_k + n * p.sb_n) : 0.0;
         }
     }
 }

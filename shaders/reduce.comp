@@ -4,6 +4,8 @@
 //
 // OP (constant 1): SUM (mean: flag F_MEAN divides by p.denom), MAX, MIN (cpu/opcodes.def).
 // ARG (constant 2): 1 also tracks the index of the extreme (first NaN, else first extreme).
+// HALF (constant 4): HALF_F16 / HALF_BF16 (half.glsl): x holds 16-bit values, two to a word,
+//   widened to float32 on load (accumulation stays float32; partials and values are float32).
 // COLUMNS (constant 3): 0 = rows (inner == 1): one workgroup per (row, chunk), strided loads and
 //   a workgroup reduction; 1 = one invocation per (outer, chunk, inner) column, serial loop.
 //
@@ -25,12 +27,15 @@
 #endif
 #include "common.glsl"
 #include "wg_reduce.glsl"
+#include "half.glsl"
 
 layout(constant_id = 1) const int OP = 0;
 layout(constant_id = 2) const int ARG = 0;
 layout(constant_id = 3) const int COLUMNS = 0;
+layout(constant_id = 4) const int HALF = 0;
 
 layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
+layout(std430, set = 0, binding = 0) readonly buffer XW { uint xw[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer V { float vout[]; };
 layout(std430, set = 0, binding = 2) readonly buffer II { uint iin[]; };
 layout(std430, set = 0, binding = 3) writeonly buffer IO { uint iout[]; };
@@ -82,6 +87,10 @@ void write_out(uint q, float s, uint bi) {
     }
 }
 
+float load_x(uint i) {
+    return HALF != 0 ? half_to_f32(HALF, HALF_AT(xw, i)) : x[i];
+}
+
 void main() {
     float s = OP == SUM ? 0.0 : (OP == MAX ? -f_inf() : f_inf());
     float c = 0.0;
@@ -95,7 +104,7 @@ void main() {
         uint end = min(p.n, start + p.chunk);
         uint base = o * p.n;
         for (uint j = start + gl_LocalInvocationID.x; j < end; j += WG) {
-            acc_add(s, c, bi, x[p.x_off + base + j], idx_in ? iin[p.ii_off + base + j] : j);
+            acc_add(s, c, bi, load_x(p.x_off + base + j), idx_in ? iin[p.ii_off + base + j] : j);
         }
         if (OP == SUM) {
             s = wg_sum(s - c);
@@ -116,7 +125,7 @@ void main() {
         uint base = o * p.n * p.inner + i;
         for (uint j = start; j < end; ++j) {
             uint e = base + j * p.inner;
-            acc_add(s, c, bi, x[p.x_off + e], idx_in ? iin[p.ii_off + e] : j);
+            acc_add(s, c, bi, load_x(p.x_off + e), idx_in ? iin[p.ii_off + e] : j);
         }
         write_out(gid, OP == SUM ? s - c : s, bi);
     }

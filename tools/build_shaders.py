@@ -45,7 +45,8 @@ class Variant(NamedTuple):
 # with subgroup basic + vote + arithmetic in compute shaders; see kernels/reduce.py). DOT: 1 = the
 # integer dot product instruction (devices with shaderIntegerDotProduct; kernels/qgemm.py), 0 =
 # plain int32 multiply-adds; SHUFFLE: 1 = activation words passed round the subgroup (CPU-type
-# devices with subgroup shuffles), 0 = loaded by every invocation.
+# devices with subgroup shuffles), 0 = loaded by every invocation. HALF: 1 = GEMM inputs held as
+# float16 / bfloat16 (kernels/gemm.py), 0 = float32.
 VARIANTS = [
     Variant("reduce", "reduce.comp", (("SUBGROUP", "0"),)),
     Variant("reduce_sg", "reduce.comp", (("SUBGROUP", "1"),)),
@@ -53,6 +54,8 @@ VARIANTS = [
     Variant("softmax_sg", "softmax.comp", (("SUBGROUP", "1"),)),
     Variant("cross_entropy", "cross_entropy.comp", (("SUBGROUP", "0"),)),
     Variant("cross_entropy_sg", "cross_entropy.comp", (("SUBGROUP", "1"),)),
+    Variant("gemm", "gemm.comp", (("HALF", "0"),)),
+    Variant("gemm_half", "gemm.comp", (("HALF", "1"),)),
     Variant("qgemm", "qgemm.comp", (("DOT", "0"), ("SHUFFLE", "0"))),
     Variant("qgemm_dot", "qgemm.comp", (("DOT", "1"), ("SHUFFLE", "0"))),
     Variant("qgemm_sg", "qgemm.comp", (("DOT", "0"), ("SHUFFLE", "1"))),

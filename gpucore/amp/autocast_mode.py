@@ -3,14 +3,16 @@
 Inside ``with gpucore.autocast("cpu", dtype=gpucore.bfloat16):`` the ops that gain most from
 lower precision and lose least (matrix products, convolutions, attention: ``LOWER_PRECISION``)
 cast their float32 inputs to the region's dtype, and the ops that need the range of float32
-(losses, ``FP32``) cast lower-precision inputs up; every other op runs in the dtype of its inputs
-with the usual promotion (so ``bf16 + f32`` gives float32). Casts are ordinary differentiable
+cast lower-precision inputs up (``FP32[device_type]``: PyTorch's CPU list, the losses, for
+"cpu"; PyTorch's CUDA list for "vulkan": also softmax, log_softmax, the norms, sum, cumsum,
+cumprod, exp, log, pow and their kin); every other op runs in the dtype of its inputs with the
+usual promotion (so ``bf16 + f32`` gives float32). Casts are ordinary differentiable
 ops: parameters keep float32 gradients. float64 tensors are never cast. A region applies to
 tensors of its device type ("cpu": host tensors; "vulkan": device tensors), to the thread that
 entered it, and nests (``autocast(enabled=False)`` inside turns it off). As PyTorch's lists,
-these are per op, not per layer: gpucore's names are the registry ops of those layers. An
-enabled "vulkan" region is refused until the shaders have half-precision variants (they compute
-in float32 only; issue 18).
+these are per op, not per layer: gpucore's names are the registry ops of those layers (and the
+nn.functional functions that compose them). On "vulkan" the half ops run in the shaders' float16 /
+bfloat16 variants (float32 arithmetic inside, GEMM accumulating in float32).
 
 "cuda" regions have no CUDA behind them: they warn and do nothing, as PyTorch does on a machine
 without CUDA, so scripts that open one unconditionally run unchanged in float32.
@@ -29,10 +31,24 @@ from ..tensor import Tensor
 # Registry op names (gpucore/ops) autocast runs in the region's dtype; names of ops that other
 # families add later are harmless when absent.
 LOWER_PRECISION = frozenset(
-    {"matmul", "linear", "conv2d", "scaled_dot_product_attention", "rnn_sequence", "prelu"}
+    {
+        "matmul",
+        "linear",
+        "conv2d",
+        "scaled_dot_product_attention",
+        "rnn_sequence",
+        "prelu",
+        # nn.functional compositions PyTorch lists by name
+        "conv1d",
+        "conv3d",
+        "conv_transpose1d",
+        "conv_transpose2d",
+        "conv_transpose3d",
+    }
 )
-# Registry ops and nn.functional functions autocast runs in float32 (PyTorch's CPU list: losses).
-FP32 = frozenset(
+# Registry ops and nn.functional functions autocast runs in float32 on the CPU (PyTorch's CPU
+# list: losses).
+_FP32_CPU = frozenset(
     {
         "cross_entropy",
         "nll_loss",
@@ -52,6 +68,40 @@ FP32 = frozenset(
         "multilabel_soft_margin_loss",
     }
 )
+# ... and on Vulkan: PyTorch's CUDA list (torch/csrc/autograd/autocast_mode.cpp's fp32 and
+# fp32_set_opt_dtype ops) as gpucore names it: ops whose range or accumulation float16 loses.
+_FP32_VULKAN = _FP32_CPU | frozenset(
+    {
+        "exp",
+        "expm1",
+        "log",
+        "log10",
+        "log2",
+        "log1p",
+        "reciprocal",
+        "rsqrt",
+        "erfinv",
+        "pow",
+        "softplus",
+        "softmax",
+        "log_softmax",
+        "layer_norm",
+        "native_layer_norm",
+        "group_norm",
+        "native_group_norm",
+        "cosine_similarity",
+        "nll_loss",
+        "sum",
+        "cumsum",
+        "cumprod",
+        "prod",
+        "logsumexp",
+        "dist",
+        "norm",
+    }
+)
+FP32 = {"cpu": _FP32_CPU, "vulkan": _FP32_VULKAN}
+_LISTED = LOWER_PRECISION | _FP32_VULKAN  # names autocast looks at, on any device
 DEFAULT_DTYPE = {"cpu": D.bfloat16, "vulkan": D.float16}
 LOW = (D.float16, D.bfloat16)
 
@@ -117,12 +167,6 @@ class autocast:  # noqa: N801 - PyTorch's name
             self.device = None
         else:
             self.device = _check_device(device_type)
-        if self.device == "vulkan" and enabled:
-            raise RuntimeError(
-                "autocast('vulkan'): gpucore's shaders compute in float32 only so far (half "
-                "precision on Vulkan is issue 18's work); float16 ops on device tensors would "
-                "run on the CPU. Use autocast('cpu', dtype=gpucore.bfloat16) for host tensors"
-            )
         if dtype is None and self.device is not None:
             dtype = DEFAULT_DTYPE[self.device]
         if self.device is not None and enabled and dtype not in LOW:
@@ -186,18 +230,28 @@ def _device_type(t: Tensor) -> str:
 def cast_inputs(name: str, inputs: tuple) -> tuple:
     """``inputs`` of op ``name`` cast as the thread's autocast regions say (unchanged outside
     one, or for ops on neither list)."""
-    lower = name in LOWER_PRECISION
-    if (not lower and name not in FP32) or _TASKS.callbacks:
+    if name not in _LISTED or _TASKS.callbacks:
         return inputs  # backward formulas run in their forward's dtypes, as PyTorch's
+    lower = name in LOWER_PRECISION
     s = _state()
     out = []
     for t in inputs:
         if isinstance(t, Tensor):
-            dt = s.get(_device_type(t))
+            dev = _device_type(t)
+            dt = s.get(dev)
             if dt is not None:
-                t = _cast(t, dt) if lower else _up(t)
+                if lower:
+                    t = _cast(t, dt)
+                elif name in FP32[dev]:
+                    t = _up(t)
         out.append(t)
     return tuple(out)
+
+
+def listed(name: str) -> bool:
+    """Whether autocast casts the inputs of op / nn.functional function ``name`` on some
+    device (nn.functional wraps those with ``listed_function``)."""
+    return name in _LISTED
 
 
 def _cast(t: Tensor, dtype) -> Tensor:
@@ -219,7 +273,7 @@ def _up(t: Tensor) -> Tensor:
 
 
 def listed_function(name: str, fn):
-    """``fn`` (an nn.functional function on the FP32 or LOWER_PRECISION list: a composition,
+    """``fn`` (an nn.functional function on an FP32 or the LOWER_PRECISION list: a composition,
     not one registry op) with its tensor arguments cast as that list says inside autocast
     regions."""
 

@@ -160,8 +160,6 @@ def test_cuda_regions_are_disabled_and_bad_arguments_raise():
         gc.autocast("cpu", dtype=gc.float64)
     with pytest.raises(ValueError, match="device_type"):
         gc.autocast(0)
-    with pytest.raises(RuntimeError, match="float32 only"):
-        gc.autocast("vulkan")
 
 
 def test_backward_inside_the_region_runs_in_the_forward_dtypes():

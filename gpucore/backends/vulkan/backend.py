@@ -4,6 +4,13 @@ Tensors on the device keep a numpy ``_data`` view over their block's host mappin
 memory.py), so view ops work unchanged; ``operand()`` turns such a view into what a shader needs:
 the block, a bound byte range and the element offset and strides inside it. Host access goes
 through ``host_view`` (waits for pending work; downloads on devices without host-visible memory).
+
+float16 / bfloat16: kernels that read and write 16-bit storage themselves (``half = True``:
+binary.comp's family, copies, unary.comp, reductions, GEMM) accept them; every other float32
+kernel runs on them *widened*, as the CPU backend does: the half inputs cast to float32 on the
+device, the kernel in float32, the half outputs rounded back (``_Widened``,
+``kernels.elementwise.cast_array``). Same answer as the CPU bit for bit wherever the float32
+kernels agree.
 """
 
 from __future__ import annotations
@@ -13,10 +20,47 @@ import numpy as np
 from ... import dtypes as D
 from ...errors import DeviceError
 from . import residency
-from .kernels import KERNELS, copy_array, word_copy_ok
+from .kernels import KERNELS, copy_array, copy_ok, word_copy_ok
+from .kernels.elementwise import cast_array
 from .refusals import host_sync_error
 
 _ELEM = 4  # shaders work on 32-bit words
+_HALF = (D.float16, D.bfloat16)
+_HALF_NP = {np.dtype(np.float16): D.float16, np.dtype(np.uint16): D.bfloat16}  # bfloat16: uint16
+
+
+class _Widened:
+    """A float16 / bfloat16 tensor as a float32 kernel's ``accepts`` sees it once widened."""
+
+    __slots__ = ("_t",)
+    _dtype = D.float32
+
+    def __init__(self, t):
+        self._t = t
+
+    def __getattr__(self, name):
+        return getattr(self._t, name)
+
+
+def _has_half(inputs, specs) -> bool:
+    for t in inputs:
+        if t._dtype in _HALF:
+            return True
+    for _, dt in specs:
+        if dt in _HALF:
+            return True
+    return False
+
+
+def _widened(inputs, specs) -> tuple:
+    ins = [_Widened(t) if t._dtype in _HALF else t for t in inputs]
+    outs = [(shape, D.float32 if dt in _HALF else dt) for shape, dt in specs]
+    return ins, outs
+
+
+def _device_copy_ok(arr: np.ndarray) -> bool:
+    """copy.comp copies arr: words, pairs of words, or 16-bit items (float16 / bfloat16)."""
+    return word_copy_ok(arr) or (arr.itemsize == 2 and copy_ok(arr))
 
 
 class Operand:
@@ -177,10 +221,12 @@ class VulkanBackend:
             )
 
     # ----------------------------------------------------------------------------- ops
-    def supports(self, op, inputs, specs) -> bool:
+    def supports(self, op, inputs, specs, direct: bool = False) -> bool:
         """True when a shader exists for this op and these dtypes (float32 data, bool/int64
         where the kernel documents it), and every tensor fits one storage binding unless the
-        kernel runs in bands of rows. What the device cannot run goes to the C extension."""
+        kernel runs in bands of rows. What the device cannot run goes to the C extension.
+        ``direct``: the kernel itself takes these dtypes, without ``run``'s widening of float16 /
+        bfloat16 (for callers of ``KERNELS`` that bypass ``run``: the runtime's executor)."""
         k = self.kernels.get(op.name)
         if k is None:
             return False
@@ -190,16 +236,14 @@ class VulkanBackend:
             and not self._fits_binding(inputs, specs)
         ):
             return False
-        check = getattr(k, "accepts", None)
-        if check is not None:
-            return check(inputs, specs)
-        for t in inputs:
-            if t._dtype is not D.float32:
-                return False
-        for _, dt in specs if isinstance(specs, list) else [specs]:
-            if dt is not D.float32:
-                return False
-        return True
+        if _accepts(k, inputs, specs):
+            return True
+        # float16 / bfloat16 through the float32 kernel (see the module docstring)
+        speclist = specs if isinstance(specs, list) else [specs]
+        if direct or not _widens(k) or not _has_half(inputs, speclist):
+            return False
+        ins, outs = _widened(inputs, speclist)
+        return _accepts(k, ins, outs if isinstance(specs, list) else outs[0])
 
     def run(self, op, specs, inputs, attrs):
         fn = self.kernels[op.name]
@@ -207,13 +251,52 @@ class VulkanBackend:
         if not multi:
             specs = [specs]
         ins = [self.to_device(t) for t in inputs]
+        half_out = None
+        if _widens(fn) and _has_half(inputs, specs):
+            # widen: the kernel computes in float32 between casts, as the CPU backend does
+            half_out = [dt for _, dt in specs]
+            ins = [self._widen(a, t._dtype) for a, t in zip(ins, inputs)]
+            specs = _widened((), specs)[1]
         outs = [self.empty_array(shape, dt.np) for shape, dt in specs]
         self.ctx.stream.label = op.name
         if not multi and getattr(fn, "chunk_rows", False) and self._too_big(outs[0], ins):
             self._run_in_bands(fn, outs[0], ins, attrs)
         else:
             fn(self, outs if multi else outs[0], *ins, **attrs)
+        if half_out is not None:
+            outs = [self._narrow(o, dt) for o, dt in zip(outs, half_out)]
         return tuple(outs)
+
+    def run_widened(self, fn, out, arrays: list, attrs: dict) -> list:
+        """Record float32 kernel ``fn`` on device arrays that include float16 / bfloat16 ones
+        (a uint16 array is bfloat16): half inputs widened, half outputs (``out``: an array or a
+        list) written through float32 temporaries rounded back. For callers of ``KERNELS`` that
+        bypass ``run`` (the runtime's executor) where ``supports`` says True but
+        ``supports(direct=True)`` False. Returns the temporaries (a captured replay keeps them)."""
+        ins = [self._widen(a, _HALF_NP.get(a.dtype)) for a in arrays]
+        outs = out if isinstance(out, list) else [out]
+        wide = [self.empty_array(o.shape, np.float32) if o.dtype in _HALF_NP else o for o in outs]
+        fn(self, wide if isinstance(out, list) else wide[0], *ins, **attrs)
+        for o, w in zip(outs, wide):
+            if w is not o:
+                cast_array(self, o, w)
+        return ins + wide
+
+    def _widen(self, arr: np.ndarray, dtype) -> np.ndarray:
+        """A float32 device copy of a float16 / bfloat16 device array (others as they are)."""
+        if dtype not in _HALF:
+            return arr
+        out = self.empty_array(arr.shape, np.float32)
+        cast_array(self, out, arr)
+        return out
+
+    def _narrow(self, arr: np.ndarray, dtype) -> np.ndarray:
+        """A float32 result rounded to ``dtype`` when that is float16 / bfloat16."""
+        if dtype not in _HALF:
+            return arr
+        out = self.empty_array(arr.shape, dtype.np)
+        cast_array(self, out, arr)
+        return out
 
     def run_inplace(self, op, arrays: list, attrs: dict) -> None:
         """Record in-place op ``op`` (an optimizer update) on device arrays it writes into."""
@@ -221,12 +304,13 @@ class VulkanBackend:
         self.kernels[op.name](self, None, *arrays, **attrs)
 
     def _fits_binding(self, inputs, specs) -> bool:
+        # float16 / bfloat16 may run widened to float32: size them as such
         lim = self.max_range - self.align
         for t in inputs:
-            if t._data.nbytes > lim:
+            if t._data.nbytes * (2 if t._dtype in _HALF else 1) > lim:
                 return False
         for shape, dt in specs if isinstance(specs, list) else [specs]:
-            n = dt.itemsize
+            n = 4 if dt in _HALF else dt.itemsize
             for d in shape:
                 n *= d
             if n > lim:
@@ -293,7 +377,7 @@ class VulkanBackend:
     def clone_array(self, arr: np.ndarray) -> np.ndarray:
         """A contiguous device copy of a device array."""
         out = self.empty_array(arr.shape, arr.dtype)
-        if word_copy_ok(arr):
+        if _device_copy_ok(arr):
             copy_array(self, out, arr)
         else:
             self.host_copy(out, self.host_view(arr).copy())
@@ -307,7 +391,7 @@ class VulkanBackend:
             raise ValueError("the destination has overlapping elements")
         self.ctx.memory.cure(dst)  # overwritten whole: whatever undefined values it held go
         src = self.to_device(src_tensor)
-        if src.dtype == dst.dtype and word_copy_ok(dst) and word_copy_ok(src):
+        if src.dtype == dst.dtype and _device_copy_ok(dst) and _device_copy_ok(src):
             copy_array(self, dst, src)
         else:
             self.host_copy(dst, self.host_view(src))
@@ -340,3 +424,24 @@ class VulkanBackend:
             pipeline_cache_bytes=ctx.pipelines.loaded_bytes,
         )
         return s
+
+
+def _widens(k) -> bool:
+    """Whether the backend runs float16 / bfloat16 through kernel ``k`` widened to float32: not
+    for kernels that read and write 16-bit storage themselves (``half``) nor for the in-place
+    optimizer updates (``widen = False``)."""
+    return getattr(k, "widen", True) and not getattr(k, "half", False)
+
+
+def _accepts(k, inputs, specs) -> bool:
+    """The kernel's own rule (``accepts``), else the default: float32 inputs and outputs."""
+    check = getattr(k, "accepts", None)
+    if check is not None:
+        return check(inputs, specs)
+    for t in inputs:
+        if t._dtype is not D.float32:
+            return False
+    for _, dt in specs if isinstance(specs, list) else [specs]:
+        if dt is not D.float32:
+            return False
+    return True

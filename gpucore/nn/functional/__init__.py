@@ -189,7 +189,7 @@ def _public_forms() -> None:
     namespace = globals()
     for name in __all__:
         fn = namespace[name]
-        if name in autocast_mode.FP32 or name in autocast_mode.LOWER_PRECISION:
+        if autocast_mode.listed(name):
             fn = autocast_mode.listed_function(name, fn)  # autocast's casts (losses: float32)
         namespace[name] = checked(name, fn)
 

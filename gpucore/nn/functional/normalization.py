@@ -11,6 +11,7 @@ import operator
 
 import numpy as np
 
+from ... import dtypes as D
 from ...autograd.grad_mode import no_grad
 from ...errors import ShapeError
 from ...ops import norm as _norm
@@ -129,6 +130,11 @@ def layer_norm(
         # host tensors: one C pass per row forward and backward (gpucore/ops/norm.py); a
         # captured graph keeps the composition, which the runtime fuses itself
         return _norm.native_layer_norm(input, weight, bias, k, eps)[0]
+    if input.dtype in (D.float16, D.bfloat16):
+        # the composition in float32, rounded once at the end: what the C pass computes (and
+        # PyTorch's kernels), not a rounding after every step
+        w32, b32 = (t if t is None else t.float() for t in (weight, bias))
+        return _norm.layer_norm_composed(input.float(), w32, b32, k, eps).to(input.dtype)
     return _norm.layer_norm_composed(input, weight, bias, k, eps)
 
 

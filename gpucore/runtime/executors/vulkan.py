@@ -25,12 +25,14 @@ from ...backends.vulkan.kernels import KERNELS as VK_KERNELS
 from ...backends.vulkan.kernels import copy_array
 from ...backends.vulkan.kernels import fused as vk_fused
 from ...backends.vulkan.kernels.gemm import gemm as vk_gemm
-from ...dtypes import float32
+from ...dtypes import bfloat16, bool_, float16, float32
 from ...errors import DeviceError
 from ...ops.registry import REGISTRY
 from ..ir.ops import TensorSpec, op_info
 from ..planner.plan import Plan
 from .cpu import _Pool, bind_arrays
+
+GEMM_DTYPES = (float32, float16, bfloat16)
 
 
 def _record_gemm(be, out, ins, attrs):
@@ -43,7 +45,18 @@ def _record_gemm(be, out, ins, attrs):
     a = np.broadcast_to(a, batch + a.shape[-2:])
     b = np.broadcast_to(b, batch + b.shape[-2:])
     bias = ins[2] if len(ins) > 2 else None
-    vk_gemm(be, out, a, b, alpha=float(attrs["alpha"]), bias=bias, activation=attrs["act"])
+    if out.dtype == np.float32:
+        vk_gemm(be, out, a, b, alpha=float(attrs["alpha"]), bias=bias, activation=attrs["act"])
+        return None
+    # float16 / bfloat16: float32 accumulation, epilogue and C, rounded once (as the CPU)
+    return be.run_widened(
+        lambda be, c, bias=None: vk_gemm(
+            be, c, a, b, alpha=float(attrs["alpha"]), bias=bias, activation=attrs["act"]
+        ),
+        out,
+        [bias] if bias is not None else [],
+        {},
+    )
 
 
 def _record_layer_norm(be, out, ins, attrs):
@@ -94,6 +107,17 @@ def _record_conv2d(be, out, ins, attrs) -> np.ndarray:
     return col
 
 
+def _widened(be, rec, out, ins, attrs) -> list:
+    """Recorder ``rec`` (float32 shaders) on float16 / bfloat16 operands: widened to float32,
+    the result rounded back (as the CPU computes them); returns what the capture must keep."""
+    keep: list = []
+
+    def run(be, o, *xs):
+        keep.append(rec(be, o, list(xs), attrs))
+
+    return be.run_widened(run, out, list(ins), {}) + keep
+
+
 class VulkanExecutor:
     """Replays the graph's recorded command buffer (see the module docstring)."""
 
@@ -104,6 +128,7 @@ class VulkanExecutor:
         self.graph = plan.graph
         self.be = dispatch.vulkan_backend(required=True, allow_cpu=True)
         self.profile = None
+        self.widened: set = set()  # nodes whose float32 kernel runs on widened half operands
         self._check_supported()
         g = self.graph
         self.constants = {
@@ -122,17 +147,26 @@ class VulkanExecutor:
                 continue
             out = g.tensors[node.output]
             dts = [out.dtype] + [g.tensors[n].dtype for n in node.inputs]
-            if step.kind == "copy":  # copy.comp: 32-bit words, pairs of them, or bytes (bool)
-                supported = out.dtype.itemsize in (1, 4, 8)
+            if step.kind == "copy":  # copy.comp: 32-bit words, pairs of them, bytes, 16-bit
+                supported = out.dtype.itemsize in (1, 2, 4, 8)
             elif node.op in ("gemm", "conv2d", "layer_norm", "attention"):
-                supported = all(d is float32 for d in dts)
+                # float32, or every operand float16 or every one bfloat16 (an attention mask
+                # may be bool): GEMM reads halves itself, the others run widened to float32
+                floats = [d for d in dts if not (node.op == "attention" and d is bool_)]
+                supported = all(d is floats[0] for d in floats) and floats[0] in GEMM_DTYPES
+                if supported and floats[0] is not float32 and node.op != "gemm":
+                    self.widened.add(node.output)
             else:
                 rop = REGISTRY.get(node.op)
                 supported = False
                 if rop is not None and rop.infer is not None and node.op in VK_KERNELS:
                     ins = [TensorSpec(g.tensors[n].shape, g.tensors[n].dtype) for n in node.inputs]
                     attrs = {k: v for k, v in node.attrs.items() if k != "output_index"}
-                    supported = self.be.supports(rop, ins, rop.infer(*ins, **attrs))
+                    specs = rop.infer(*ins, **attrs)
+                    supported = self.be.supports(rop, ins, specs, direct=True)
+                    if not supported and self.be.supports(rop, ins, specs):
+                        supported = True  # a float32 kernel on float16 / bfloat16 operands
+                        self.widened.add(node.output)
             if not supported:
                 operands = ", ".join(
                     f"{g.tensors[n].dtype.name}{list(g.tensors[n].shape)}" for n in node.inputs
@@ -171,18 +205,21 @@ class VulkanExecutor:
                 be.ctx.stream.label = node.op
                 if step.kind == "copy":
                     copy_array(be, out, op_info(node.op).view(args[0], node.attrs))
-                elif node.op in _RECORDERS:
-                    _RECORDERS[node.op](be, out, args, node.attrs)
-                elif node.op == "conv2d":
-                    temps.append(_record_conv2d(be, out, args, node.attrs))
+                elif node.op in _RECORDERS or node.op == "conv2d":
+                    rec = _RECORDERS.get(node.op, _record_conv2d)
+                    if node.output in self.widened:  # float32 shaders on half operands
+                        temps.append(_widened(be, rec, out, args, node.attrs))
+                    else:
+                        temps.append(rec(be, out, args, node.attrs))
                 else:
                     attrs = dict(node.attrs)
                     index = attrs.pop("output_index", None)
                     fn = VK_KERNELS[node.op]
-                    if index is None:
-                        fn(be, out, *args, **attrs)
+                    target = out if index is None else list(sc[:index]) + [out] + list(sc[index:])
+                    if node.output in self.widened:
+                        temps.append(be.run_widened(fn, target, args, attrs))
                     else:
-                        fn(be, list(sc[:index]) + [out] + list(sc[index:]), *args, **attrs)
+                        fn(be, target, *args, **attrs)
             for o in outs:
                 _staging_copy(be, o, upload=False)
 

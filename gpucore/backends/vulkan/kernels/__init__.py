@@ -15,6 +15,11 @@ Inputs and outputs are numpy views over device memory (see memory.py); ``backend
 gives the binding and element offset/strides a shader needs. A kernel records dispatches on the
 stream and returns at once: nothing waits for the device here.
 
+float16 / bfloat16 arrays (bfloat16 as uint16) are 16-bit values two to a 32-bit word in the
+shaders (shaders/half.glsl: conversions with integer instructions, bit-exact with the CPU). Kernels
+that take them themselves set ``fn.half = True`` (binary.comp's family, copies, unary.comp,
+reductions, GEMM); the backend runs every other kernel on them widened to float32 (backend.py).
+
 Push-constant layouts are declared once in each shader and mirrored once here, next to the
 function that fills them (``_push`` packs ints as uint32 and floats as float32 bits).
 """

@@ -113,9 +113,9 @@ def _dispatch(be, shader: str, spec: tuple, operands, push, groups):
 
 # ----------------------------------------------------------------------------- copies
 def _word_layout(arr: np.ndarray, op):
-    """(shape, strides, offset) of arr in shader items: 32-bit words, or bytes for 1-byte items
-    (copy.comp's BYTES mode); 8-byte items become 2 words."""
-    if arr.itemsize in (1, 4):
+    """(shape, strides, offset) of arr in shader items: 32-bit words, or bytes / 16-bit units for
+    1- and 2-byte items (copy.comp's BYTES modes); 8-byte items become 2 words."""
+    if arr.itemsize in (1, 2, 4):
         return list(arr.shape), list(op.strides), op.offset
     # 8-byte items: a trailing dim of 2 words
     return (list(arr.shape) + [2], [2 * s for s in op.strides] + [1], 2 * op.offset)
@@ -126,9 +126,10 @@ def word_copy_ok(arr: np.ndarray) -> bool:
 
 
 def copy_ok(arr: np.ndarray) -> bool:
-    """copy_array can copy arr: 32-bit or 64-bit items, or bytes (bool) through copy.comp's
-    byte mode, with at most 8 dims (counting an 8-byte item's 2 words) once size-1 dims go."""
-    if arr.itemsize not in (1, 4, 8):
+    """copy_array can copy arr: 32-bit or 64-bit items, or bytes (bool) and 16-bit items (float16,
+    bfloat16) through copy.comp's byte modes, with at most 8 dims (counting an 8-byte item's 2
+    words) once size-1 dims go."""
+    if arr.itemsize not in (1, 2, 4, 8):
         return False
     return sum(n != 1 for n in arr.shape) + (arr.itemsize == 8) <= 8
 
@@ -173,9 +174,10 @@ def try_fuse(be, code: int, name: str, out: np.ndarray, *inputs: np.ndarray) -> 
 
 
 def copy_array(be, dst: np.ndarray, src: np.ndarray):
-    """dst[...] = src on the device (same shape, same itemsize of 1, 4 or 8 bytes; any strides).
-    1-byte items (bool) go through copy.comp's byte mode, which writes only its own bytes, so
-    dst may share words with data other dispatches write (a slice of cat's output)."""
+    """dst[...] = src on the device (same shape, same itemsize of 1, 2, 4 or 8 bytes; any
+    strides). 1- and 2-byte items (bool, float16, bfloat16) go through copy.comp's byte modes,
+    which write only their own bytes, so dst may share words with data other dispatches write (a
+    slice of cat's output)."""
     n = dst.size
     if n == 0 or (
         dst.dtype == src.dtype == np.float32 and try_fuse(be, fusion.COPY, "copy", dst, src)
@@ -202,7 +204,7 @@ def copy_array(be, dst: np.ndarray, src: np.ndarray):
         *([d[2] for d in dims] + [0] * pad),
     )
     local = flat_local_size(be)
-    spec = (1,) if dst.itemsize == 1 else ()
+    spec = (dst.itemsize,) if dst.itemsize in (1, 2) else ()
     launch(
         be, "copy", spec, [(src, False), (dst, True)], push, groups_1d(words, local), local=local
     )

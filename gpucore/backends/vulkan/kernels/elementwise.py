@@ -45,9 +45,14 @@ _TYPE = {d: _OPCODES["type"][d.name] for d in (D.float32, D.int32, D.bool_)}
 _F32, _BOOL = _TYPE[D.float32], _TYPE[D.bool_]
 _NPTYPE = {d.np: code for d, code in _TYPE.items()}
 # Type codes after opcodes.def's three: binary64.comp's int64, binary.comp's int8 / uint8 (bytes)
-_I64, _I8, _U8 = 3, 4, 5
+# and float16 / bfloat16 (16-bit halves of words, widened to float32 inside the shader)
+_I64, _I8, _U8, _F16, _BF16 = 3, 4, 5, 6, 7
 _NPTYPE.update({np.dtype(np.int64): _I64, np.dtype(np.int8): _I8, np.dtype(np.uint8): _U8})
+# bfloat16 is stored as uint16 bit patterns (gpucore.dtypes), the only uint16 arrays there are
+_NPTYPE.update({np.dtype(np.float16): _F16, np.dtype(np.uint16): _BF16})
 _BYTES = (_BOOL, _I8, _U8)  # packed four to a 32-bit word
+_HALVES = (_F16, _BF16)  # packed two to a 32-bit word
+_HALF = (D.float16, D.bfloat16)
 _OP = dict(_OPCODES["strided"])
 
 
@@ -126,8 +131,9 @@ def _fits(shape: tuple, inputs, limit: int) -> bool:
     return len(shape) <= limit or _ndim_after_collapse(shape, inputs) <= limit
 
 
-def _run_strided(be, out, code: int, tin: int, a, b=None, lo=0.0, hi=0.0):
-    """out = OP(a, b) through binary.comp (b = a for the unary ops)."""
+def _run_strided(be, out, code: int, tin: int, a, b=None, lo=0.0, hi=0.0, tout=None):
+    """out = OP(a, b) through binary.comp (b = a for the unary ops). ``tin`` / ``tout``: type
+    codes (``tout`` defaults to out's numpy dtype; bfloat16 outputs must pass _BF16)."""
     n = out.size
     if n == 0:
         return
@@ -142,10 +148,14 @@ def _run_strided(be, out, code: int, tin: int, a, b=None, lo=0.0, hi=0.0):
         sh, (sa, sb) = _collapse(shape, [_strides_in(shape, oa), _strides_in(shape, ob)])
     if len(sh) > _BIN_PUSH.dims:  # accepts() keeps these on the CPU
         raise ValueError(f"internal: {len(sh)} dims after merging exceed the shader's 8")
-    tout = _NPTYPE[out.dtype]
+    if tout is None:
+        tout = _NPTYPE[out.dtype]
     if tout in _BYTES:
         assert oy.offset % 4 == 0, "byte outputs must start on a 32-bit word"
         y_off, words = oy.offset // 4, -(-n // 4)
+    elif tout in _HALVES:
+        assert oy.offset % 2 == 0, "16-bit outputs must start on a 32-bit word"
+        y_off, words = oy.offset // 2, -(-n // 2)
     else:
         y_off, words = oy.offset * (2 if tout == _I64 else 1), n
     push = _BIN_PUSH.pack([n, len(sh), oa.offset, ob.offset, y_off, 0, 0], sh, (sa, sb))
@@ -184,16 +194,16 @@ def _binary(name, code):
     return run
 
 
-_FLOAT_ONLY = (D.float32,)
-_FLOAT_INT = (D.float32, D.int32)
+_FLOAT_ONLY = (D.float32, *_HALF)  # the half types computed in float32 and rounded back
 _NUMERIC = (D.float32, D.int32, D.int64)  # int64 through binary64.comp
 _INT8 = (D.int8, D.uint8)  # binary.comp's byte types: results wrap to 8 bits, as on the CPU
 for _name in ("add", "sub", "mul", "maximum", "minimum"):
-    kernel(_name, accepts=_accepts_binary((*_NUMERIC, *_INT8)))(_binary(_name, _OP[_name]))
+    _accepts = _accepts_binary((*_NUMERIC, *_INT8, *_HALF))
+    kernel(_name, accepts=_accepts)(_binary(_name, _OP[_name]))
 for _name in ("div", "pow"):
     kernel(_name, accepts=_accepts_binary(_FLOAT_ONLY))(_binary(_name, _OP[_name]))
 for _name in ("eq", "ne", "lt", "le", "gt", "ge"):  # bool too: binary.comp compares the bytes
-    _accepts = _accepts_binary((*_NUMERIC, *_INT8, D.bool_), out_bool=True)
+    _accepts = _accepts_binary((*_NUMERIC, *_INT8, *_HALF, D.bool_), out_bool=True)
     kernel(_name, accepts=_accepts)(_binary(_name, _OP[_name]))
 for _name in ("logical_and", "logical_or", "logical_xor"):
     kernel(_name, accepts=_accepts_binary((D.bool_,), out_bool=True))(_binary(_name, _OP[_name]))
@@ -210,27 +220,29 @@ def _logical_not(be, out, x):
 
 
 def _accepts_float_unary(inputs, specs):
-    return inputs[0]._dtype is D.float32 and specs[1] is D.float32 and _fits(specs[0], inputs, 8)
+    dt = inputs[0]._dtype
+    return dt in _FLOAT_ONLY and specs[1] is dt and _fits(specs[0], inputs, 8)
 
 
 @kernel("clamp", accepts=_accepts_float_unary)
 def _clamp(be, out, x, min=None, max=None):  # noqa: A002 - the op's attribute names
     lo = -np.inf if min is None else float(min)
     hi = np.inf if max is None else float(max)
-    _run_strided(be, out, _OP["clamp"], _F32, x, lo=lo, hi=hi)
+    _run_strided(be, out, _OP["clamp"], _NPTYPE[x.dtype], x, lo=lo, hi=hi)
 
 
 def _accepts_cast(inputs, specs):
-    """float32, int32, bool and int64 (binary64.comp) to one another; int8 / uint8 to and from
-    float32, int32 and bool (float32 -> int8 / uint8: the low byte of the int32 truncation, as
-    the CPU on x86)."""
+    """float32, int32, bool and int64 (binary64.comp) to one another; int8 / uint8, float16 and
+    bfloat16 to and from float32, int32, bool and one another (float32 -> int8 / uint8: the low
+    byte of the int32 truncation, as the CPU on x86; to float16 / bfloat16: rounded to nearest
+    even, as the CPU)."""
     (x,) = inputs
     src, dst = x._dtype, specs[1]
-    if src not in _SIMPLE and src not in _INT8:
+    if src not in _SIMPLE and src not in _INT8 and src not in _HALF:
         return False
-    if dst not in _SIMPLE and dst not in _INT8:
+    if dst not in _SIMPLE and dst not in _INT8 and dst not in _HALF:
         return False
-    if (src in _INT8 or dst in _INT8) and D.int64 in (src, dst):
+    if D.int64 in (src, dst) and (src in _INT8 or dst in _INT8):
         return False
     return _fits(specs[0], inputs, 8)
 
@@ -240,6 +252,16 @@ _SIMPLE = (*_TYPE, D.int64)
 
 @kernel("to_dtype", accepts=_accepts_cast)
 def _to_dtype(be, out, x, dtype):
+    if x.dtype.itemsize + out.itemsize == 10:  # int64 <-> float16 / bfloat16: through float32,
+        mid = be.empty_array(x.shape, np.float32)  # as the CPU computes it
+        _run_strided(be, mid, _OP["to_dtype"], _NPTYPE[x.dtype], x)
+        x = mid
+    _run_strided(be, out, _OP["to_dtype"], _NPTYPE[x.dtype], x)
+
+
+def cast_array(be, out: np.ndarray, x: np.ndarray) -> None:
+    """out (fresh, contiguous) = x cast to out's type on the device: the casts ``_accepts_cast``
+    allows, float16 / bfloat16 <-> float32 among them (a uint16 array is bfloat16)."""
     _run_strided(be, out, _OP["to_dtype"], _NPTYPE[x.dtype], x)
 
 
@@ -283,6 +305,9 @@ def _where(be, out, cond, a, b):
 
 
 # Every kernel here maps row i of its output to row i of its inputs (or to a broadcast input),
-# so the backend may split tensors larger than one storage binding into bands of rows.
+# so the backend may split tensors larger than one storage binding into bands of rows. All but
+# where read and write float16 / bfloat16 storage themselves (``half``: the backend never widens
+# them; where runs widened, backend.py).
 for _fn in {KERNELS[n] for n in list(KERNELS) if KERNELS[n].__module__ == __name__}:
     _fn.chunk_rows = True
+    _fn.half = _fn is not _where

@@ -18,6 +18,10 @@ Variants (one shader family, specialization constant VARIANT):
   loads where aligned. For GPUs; a tile size is enabled only when its shared memory and
   invocation count fit the device's limits.
 
+float16 / bfloat16 A and B (both of one type) run on gemm_half.spv (gemm.comp built with HALF=1):
+loaded as 16-bit values and widened to float32, accumulated in float32 into a float32 C; the
+registry kernels round C to the half type afterwards (the CPU's float32 product, rounded).
+
 ``variant=None`` picks per device (``ctx.is_cpu`` and subgroup shuffles -> regblock) and the tile
 configuration per shape; GPUCORE_VULKAN_GEMM=tiled|regblock forces one (tests and benchmarks).
 Every (variant, tile, load mode) is its own pipeline: lavapipe compiles one in 0.4-3 s on first
@@ -32,8 +36,10 @@ import os
 import numpy as np
 
 from .... import _cpu
+from .... import dtypes as D
 from ....errors import DeviceError, DTypeError, ShapeError
 from .common import contiguous, copy_array, kernel
+from .elementwise import cast_array
 
 # gemm.comp's activation codes (the flags word from bit _ACT_SHIFT; activation.glsl) and its
 # FLAG_* bits, from cpu/opcodes.def
@@ -166,9 +172,18 @@ def _vec4_ok(offset: int, *multiples: int) -> bool:
     return offset % 4 == 0 and all(x % 4 == 0 for x in multiples)
 
 
+# gemm_half's HALF_KIND (half.glsl's HALF_F16 / HALF_BF16) by A and B's numpy dtype (bfloat16 is
+# stored as uint16)
+_HALF_KIND = {np.dtype(np.float16): 1, np.dtype(np.uint16): 2}
+
+
 def _check(a, b, out, bias):
+    if a.dtype != b.dtype or (a.dtype != np.float32 and a.dtype not in _HALF_KIND):
+        raise DTypeError(
+            f"gemm: a and b must both be float32, float16 or bfloat16, got {a.dtype}, {b.dtype}"
+        )
     for name, x in (("a", a), ("b", b), ("out", out)):
-        if x.dtype != np.float32:
+        if name == "out" and x.dtype != np.float32:
             raise DTypeError(f"gemm: {name} must be float32, got {x.dtype}")
         if x.ndim < 2:
             raise ShapeError(f"gemm: {name} must have at least 2 dims, got shape {x.shape}")
@@ -203,7 +218,8 @@ def gemm(
 ) -> None:
     """Record ``out = act(alpha * (a @ b) + beta * out + bias)`` on the device.
 
-    a: (..., M, K), b: (..., K, N), out: (..., M, N) float32 device arrays with equal batch dims
+    a: (..., M, K), b: (..., K, N), out: (..., M, N) device arrays with equal batch dims, out
+    float32, a and b float32 or both float16 / bfloat16 (accumulated in float32)
     (a and b may be broadcast views with 0 strides, or transposed views: any strides work, unit
     strides get vec4 loads). out must not overlap a, b or bias; with ``beta == 0`` it is not read
     (beta != 0 costs one device copy of out).
@@ -333,7 +349,10 @@ def _record(be, var, c, a, b, bias, x, alpha, beta, act):
         (obias or oa).binding(False),
         (ox or oa).binding(False),
     ]
-    pipe = ctx.pipelines.get("gemm", 5, spec, local)
+    half = _HALF_KIND.get(a.dtype)
+    if half:
+        spec += (half,)
+    pipe = ctx.pipelines.get("gemm_half" if half else "gemm", 5, spec, local)
     label = f"gemm_{var}"
     maxg = ctx.limits["maxComputeWorkGroupCount"]
     # Grid limits: split rows / columns / batches into launches that fit (rarely more than one).
@@ -395,11 +414,43 @@ def _push_gemm(*values) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- registry kernels
-@kernel("matmul")
+_FLOATS = (D.float32, D.float16, D.bfloat16)
+
+
+def _accepts_same_float(inputs, specs):
+    """Every operand (and the result) float32, or every one float16, or every one bfloat16."""
+    dt = specs[1]
+    return dt in _FLOATS and all(t._dtype is dt for t in inputs)
+
+
+def _rounded(be, out, run):
+    """run(c) into out, through a float32 C rounded to out's half type when out is one."""
+    if out.dtype == np.float32:
+        run(out)
+        return
+    c = be.empty_array(out.shape, np.float32)
+    run(c)
+    cast_array(be, out, c)
+
+
+def _widened(be, t):
+    """A float32 device copy of a half array (bias and X stay float32 in gemm.comp)."""
+    if t is None or t.dtype == np.float32:
+        return t
+    w = be.empty_array(t.shape, np.float32)
+    cast_array(be, w, t)
+    return w
+
+
+@kernel("matmul", accepts=_accepts_same_float)
 def _matmul(be, out, a, b):
-    gemm(be, out, a, b)
+    _rounded(be, out, lambda c: gemm(be, c, a, b))
 
 
-@kernel("linear")
+@kernel("linear", accepts=_accepts_same_float)
 def _linear(be, out, x, w, b=None):
-    gemm(be, out, x, w.T, bias=b)
+    b = _widened(be, b)
+    _rounded(be, out, lambda c: gemm(be, c, x, w.T, bias=b))
+
+
+_matmul.half = _linear.half = True  # gemm_half.spv reads the halves (backend.py never widens)

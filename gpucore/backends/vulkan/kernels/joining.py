@@ -1,7 +1,8 @@
 """Joining kernels (gpucore/ops/joining.py): cat, as one strided copy per input into its slice of
 the output (shaders/copy.comp, common.py's ``copy_array``). Inputs are read in place whatever
-their strides; any dtype of 1, 4 or 8 bytes (bool through copy.comp's byte mode, which writes
-only its own bytes of a word shared with a neighbouring input's slice)."""
+their strides; any dtype of 1, 2, 4 or 8 bytes (bool, float16 and bfloat16 through copy.comp's
+byte modes, which write only their own bytes of a word shared with a neighbouring input's
+slice)."""
 
 from __future__ import annotations
 
@@ -25,3 +26,6 @@ def _cat(be, out, *ts, dim, sizes):
         if n:
             copy_array(be, out[lead + (slice(start, start + n),)], t)
         start += n
+
+
+_cat.half = True  # float16 / bfloat16 are 16-bit items to copy.comp (backend.py never widens cat)

@@ -159,3 +159,9 @@ def _rmsprop_step(
         (buf, momentum > 0),
     ]
     launch(be, "optim", (RMSPROP,), bound, push, groups_1d(n, local_size(be)))
+
+
+# In-place updates never run widened (backend.py): float16 / bfloat16 parameters take the
+# composite path of gpucore/ops/optim.py.
+for _fn in (_sgd_step, _adam_step, _rmsprop_step):
+    _fn.widen = False

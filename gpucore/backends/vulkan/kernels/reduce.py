@@ -10,7 +10,9 @@ Two layouts: rows (inner == 1 and n >= the workgroup size): a workgroup per (row
 columns (otherwise): an invocation per (outer, chunk, inner) column, coalesced across inner.
 Rows too long for the parallelism at hand are split into chunks whose partials (and their
 indices) go to a device scratch array, reduced again by the same shader until one chunk is
-left; nothing waits on the device. Sums are Kahan-compensated per invocation and tree-reduced
+left; nothing waits on the device. float16 / bfloat16 inputs are read as such by the first pass
+(reduce.comp's HALF) and accumulated in float32; a half result is the float32 one rounded (as the
+CPU computes them). Sums are Kahan-compensated per invocation and tree-reduced
 across invocations (well inside rtol 1e-5 of float64 on 1e6 elements). NaN semantics are the
 CPU's: max/min propagate NaN, arg-reductions give the first NaN, else the first extreme.
 """
@@ -23,7 +25,8 @@ import numpy as np
 
 from .... import _cpu
 from .... import dtypes as D
-from .common import _push, contiguous, copy_array, groups_1d, kernel, launch, local_size
+from .common import KERNELS, _push, contiguous, copy_array, groups_1d, kernel, launch, local_size
+from .elementwise import cast_array
 
 # reduce.comp's OP codes and push flags, from cpu/opcodes.def
 _OP, _FLAG = _cpu.OPCODES["reduce_op"], _cpu.OPCODES["reduce_flag"]
@@ -108,12 +111,22 @@ def split(outer: int, n: int, inner: int, wg: int) -> tuple:
     return max(1, -(-n // chunk)), chunk
 
 
+_HALF_KIND = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(np.uint16): 2}
+
+
 def reduce(be, x: np.ndarray, dims: tuple, op: int, vals=None, idx=None, mean: bool = False):
-    """Reduce ``dims`` of device array x into ``vals`` (float32) and/or ``idx`` (int64 indices
-    along the flattened reduced dims), both C-contiguous with outer*inner elements."""
+    """Reduce ``dims`` of device array x (float32, float16 or bfloat16 as uint16) into ``vals``
+    (float32, or x's half type: rounded from float32) and/or ``idx`` (int64 indices along the
+    flattened reduced dims), both C-contiguous with outer*inner elements."""
+    if vals is not None and vals.dtype != np.float32:
+        wide = be.empty_array(vals.shape, np.float32)
+        reduce(be, x, dims, op, wide, idx, mean)
+        cast_array(be, vals, wide)
+        return
     xc, outer, n, inner = oni(be, x, dims)
     if outer * inner == 0:
         return
+    half = _HALF_KIND[xc.dtype]
     arg = idx is not None
     wg = wg_size(be)
     name = shader(be, "reduce")
@@ -148,7 +161,7 @@ def reduce(be, x: np.ndarray, dims: tuple, op: int, vals=None, idx=None, mean: b
             (i_in, False),
             (i_bind, i_out is not None),
         ]
-        spec = (op, int(arg), 0 if rows else 1)
+        spec = (op, int(arg), 0 if rows else 1, half if src is xc else 0)
         if rows:
             groups = groups_1d(outer * nch * wg, wg)
         else:
@@ -160,32 +173,41 @@ def reduce(be, x: np.ndarray, dims: tuple, op: int, vals=None, idx=None, mean: b
 
 
 # ----------------------------------------------------------------------------- kernels
+_FLOATS = (D.float32, D.float16, D.bfloat16)
+
+
 def _accepts_dim(inputs, specs):
-    """float32 data; values float32 and indices int64."""
-    if inputs[0]._dtype is not D.float32:
+    """float32, float16 or bfloat16 data; values of its dtype and indices int64."""
+    dt = inputs[0]._dtype
+    if dt not in _FLOATS:
         return False
     outs = specs if isinstance(specs, list) else [specs]
-    return all(
-        dt is (D.int64 if i == len(outs) - 1 else D.float32) for i, (_, dt) in enumerate(outs)
-    )
+    return all(odt is (D.int64 if i == len(outs) - 1 else dt) for i, (_, odt) in enumerate(outs))
 
 
-@kernel("sum")
+def _accepts_values(inputs, specs):
+    """float32, float16 or bfloat16 data; the result float32 or of the data's dtype (a half sum
+    with dtype=float32 reads the halves directly)."""
+    dt = inputs[0]._dtype
+    return dt in _FLOATS and specs[1] in (dt, D.float32)
+
+
+@kernel("sum", accepts=_accepts_values)
 def _sum(be, out, x, dims, keepdim, shape):
     reduce(be, x, dims, SUM, vals=out)
 
 
-@kernel("mean")
+@kernel("mean", accepts=_accepts_values)
 def _mean(be, out, x, dims, keepdim, shape):
     reduce(be, x, dims, SUM, vals=out, mean=True)
 
 
-@kernel("amax")
+@kernel("amax", accepts=_accepts_values)
 def _amax(be, out, x, dims, keepdim, shape):
     reduce(be, x, dims, MAX, vals=out)
 
 
-@kernel("amin")
+@kernel("amin", accepts=_accepts_values)
 def _amin(be, out, x, dims, keepdim, shape):
     reduce(be, x, dims, MIN, vals=out)
 
@@ -212,3 +234,8 @@ def _arg_kernel(op):
 
 kernel("argmax", accepts=_accepts_dim)(_arg_kernel(MAX))
 kernel("argmin", accepts=_accepts_dim)(_arg_kernel(MIN))
+
+
+# float16 / bfloat16 are read by reduce.comp itself (backend.py never widens these kernels)
+for _name in ("sum", "mean", "amax", "amin", "max_dim", "min_dim", "argmax", "argmin"):
+    KERNELS[_name].half = True
