@@ -50,7 +50,7 @@ def load(
     program = Program(info, HANDLERS, dynamic=bool(axes), int8=dev == "cpu")
     names = [v.name for v in info.inputs]
     try:
-        graph = capture(program, examples, axes or None, names)
+        graph = capture(program, examples, axes or None, names, shapes_only=True)
     except CaptureError as e:
         if not axes:
             raise
