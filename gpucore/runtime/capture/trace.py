@@ -28,6 +28,7 @@ from ...errors import GpucoreError
 from ...ops import registry
 from ...tensor import HOST_READ_HOOK, Tensor
 from ..ir.graph import Graph
+from ..ir.packing import is_constant
 
 # Ops a deployed graph must not replay: they draw random numbers (their stream position would
 # be baked into the graph) or update state.
@@ -163,7 +164,9 @@ class Tracer:
         name = self.names.get(id(t))
         if name is not None:
             return name
-        data = np.array(t._host(), copy=True)
+        data = t._host()
+        if not is_constant(data):  # the model may change it later; an immutable one is kept
+            data = np.array(data, copy=True)
         hint = self.constant_names.get(id(t))
         if hint is not None and hint in self.graph.tensors:
             hint = None
