@@ -439,6 +439,8 @@ class Tensor:
                     "numpy has no bfloat16; use tensor.float().numpy() (or numpy(force=True))"
                 )
             return D.bf16_to_f32(self._host()).reshape(self._data.shape)
+        if HOST_READ_HOOK[0] is not None and self._dev is None:  # a capture watches host reads
+            HOST_READ_HOOK[0](self)  # (_host tells it for device tensors)
         return self._host() if self._dev is not None else _storage.export(self)
 
     def __array__(self, dtype=None, copy=None):

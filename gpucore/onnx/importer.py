@@ -3,9 +3,12 @@
 The file is read and checked (proto.py), exact-GELU patterns become one node (rewrite.py), and
 the graph is interpreted by ``Program`` under the runtime's tracer (``capture``): every ONNX node
 becomes the gpucore registry ops its handler calls, so the result goes through the same passes,
-planner and executors as ``gpucore.compile``. Symbolic input dims (a ``dim_param``, or no
-``dim_value``) become dynamic axes: the model is traced at size 2 and at a few neighbouring
-sizes, and the runtime solves every size that follows them.
+planner and executors as ``gpucore.compile``. The capture is shapes-only (runtime/capture/
+trace.py): an op that reads the inputs becomes a node from its shape rule, with no kernel run,
+so loading costs no inference; static values (initializers, Shape arithmetic) are computed as
+before. Symbolic input dims (a ``dim_param``, or no ``dim_value``) become dynamic axes: the
+model is traced at size 2 and at a few neighbouring sizes, and the runtime solves every size
+that follows them.
 """
 
 from __future__ import annotations
@@ -42,15 +45,15 @@ def load(
     claiming more than ``gpucore.onnx.proto.MAX_ELEMENTS`` elements.
     """
     dev = _pick_device(device)
-    proto, source = read(model)
-    info = check(proto, source)
+    proto, source, raw = read(model, split=True)
+    info = check(proto, source, raw)
     del proto  # the checked copy holds what is needed
     fuse_gelu(info)
     examples, axes = example_inputs(info, dynamic)
     program = Program(info, HANDLERS, dynamic=bool(axes), int8=dev == "cpu")
     names = [v.name for v in info.inputs]
     try:
-        graph = capture(program, examples, axes or None, names)
+        graph = capture(program, examples, axes or None, names, shapes_only=True)
     except CaptureError as e:
         if not axes:
             raise

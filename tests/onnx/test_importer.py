@@ -189,3 +189,43 @@ def test_a_value_computed_from_a_dynamic_size_that_feeds_a_tensor_op():
     cm = gpucore.onnx.load(m, device="cpu", dynamic=False)
     x = rand(2, 1)
     assert_close(cm.run_arrays([x]), run_ort(m, {"x": x}))
+
+
+def test_load_runs_no_kernel_of_an_op_that_reads_the_inputs():
+    """The graph is captured from the ops' shape rules (a shapes-only trace): loading a CNN runs
+    no convolution, pooling or GEMM kernel, while a constant subgraph (a weight's Transpose and
+    Mul) is still computed at load. The loaded model gives ONNX Runtime's values."""
+    mk = helper.make_node
+    nodes = [
+        mk("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+        mk("Relu", ["c"], ["r"]),
+        mk("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        mk("Flatten", ["p"], ["f"]),
+        mk("Transpose", ["fc"], ["fct"], perm=[1, 0]),
+        mk("Mul", ["fct", "two"], ["fct2"]),
+        mk("Gemm", ["f", "fct2", "fb"], ["y"]),
+    ]
+    inits = {
+        "w": rand(8, 3, 3, 3, seed=1),
+        "b": rand(8, seed=2),
+        "fc": rand(5, 8 * 4 * 4, seed=3),
+        "two": np.array(2.0, np.float32),
+        "fb": rand(5, seed=4),
+    }
+    m = model(
+        nodes, {"x": rand(2, 3, 8, 8)}, {"y": np.float32}, inits, input_shapes={"x": [2, 3, 8, 8]}
+    )
+    with gpucore.profiler() as p:
+        cm = gpucore.onnx.load(m, device="cpu")
+    ran = {op for op, _, _ in p.events}
+    assert not ran & {"conv2d", "conv2d_fused", "relu", "max_pool2d", "linear", "matmul", "addmm"}
+    x = rand(2, 3, 8, 8, seed=5)
+    assert_close(cm.run_arrays([x]), run_ort(m, {"x": x}))
+
+
+def test_dynamic_axes_load_shapes_only_too():
+    with gpucore.profiler() as p:
+        cm = gpucore.onnx.load(_mlp(), device="cpu")
+    assert cm.symbols == ["N"] and not p.events
+    x = rand(5, 8, seed=5)
+    assert_close(cm.run_arrays([x]), run_ort(_mlp(), {"x": x}))

@@ -9,6 +9,9 @@ whose monomials are products of distinct symbols (a ``SymInt``: ``B * T`` is one
 the first traces and checked against the last; a graph whose structure, float attributes or
 constants change with a size cannot serve every size and is refused with CaptureError naming the
 node. ``specialize`` makes the plain graph for given sizes.
+
+``shapes_only=True`` traces without running the kernels of input-dependent ops (trace.py), and
+falls back to executing traces when the model reads such a value on the host.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import numpy as np
 
 from ..ir.graph import Graph
 from ..ir.symbolic import SymInt, evaluate
-from .trace import CaptureError, default_input_names, trace
+from .trace import CaptureError, ValuesNeeded, default_input_names, trace
 
 
 def normalize_axes(dynamic_axes, input_names: list) -> dict:
@@ -56,15 +59,33 @@ def _resized(x: np.ndarray, axis: int, size: int) -> np.ndarray:
 
 
 def capture(
-    fn, example_inputs, dynamic_axes=None, input_names=None, *, strict=False, sources=None
+    fn,
+    example_inputs,
+    dynamic_axes=None,
+    input_names=None,
+    *,
+    strict=False,
+    sources=None,
+    shapes_only=False,
 ) -> Graph:
     """The graph of ``fn`` with symbolic sizes for ``dynamic_axes`` (see the module
-    docstring); without dynamic axes, the plain trace. strict, sources: as ``trace``'s."""
+    docstring); without dynamic axes, the plain trace. strict, sources, shapes_only: as
+    ``trace``'s, but a shapes-only capture that needs values runs again executing."""
+    if shapes_only:
+        try:
+            return _capture(fn, example_inputs, dynamic_axes, input_names, strict, sources, True)
+        except ValuesNeeded:
+            if sources is not None:
+                sources.clear()
+    return _capture(fn, example_inputs, dynamic_axes, input_names, strict, sources, False)
+
+
+def _capture(fn, example_inputs, dynamic_axes, input_names, strict, sources, shapes_only):
     examples = (
         list(example_inputs) if isinstance(example_inputs, (tuple, list)) else [example_inputs]
     )
     names = input_names or default_input_names(fn, len(examples))
-    base = trace(fn, examples, names, strict=strict, sources=sources)
+    base = trace(fn, examples, names, strict=strict, sources=sources, shapes_only=shapes_only)
     axes = normalize_axes(dynamic_axes, names)
     if not axes:
         return base
@@ -85,7 +106,7 @@ def capture(
         for (i, axis), sym in axes.items():
             if sym in bump:
                 xs[i] = _resized(xs[i], axis, values[sym] + bump[sym])
-        return trace(fn, xs, names, strict=strict)
+        return trace(fn, xs, names, strict=strict, shapes_only=shapes_only)
 
     syms = sorted(values)
     monos = [()] + [(s,) for s in syms] + list(itertools.combinations(syms, 2))

@@ -6,6 +6,13 @@ capturable with no extra work), tensors that no recorded op produced become cons
 model's parameters and buffers keep their names), and in-place writes rebind the written tensor
 to the node that computed its new value. Python control flow is baked in as it ran, as with
 ``torch.jit.trace``: a model whose ops depend on input *values* is captured for these values.
+
+``shapes_only=True`` records without computing: an op that reads a value depending on the
+graph's inputs gets its output's shape and dtype from the registry op's ``infer`` and an
+uninitialized array, with no kernel run, while ops on constants alone still run (so constant
+subgraphs, a Shape's arithmetic, a weight's transpose, keep their values). A model that reads an
+input-dependent value on the host (``item()``, ``numpy()``, a data-dependent size) cannot be
+traced so: the trace stops with ``ValuesNeeded``, and ``capture`` traces it again executing.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from ...errors import GpucoreError
 from ...ops import registry
 from ...tensor import HOST_READ_HOOK, Tensor
 from ..ir.graph import Graph
+from ..ir.packing import is_constant
 
 # Ops a deployed graph must not replay: they draw random numbers (their stream position would
 # be baked into the graph) or update state.
@@ -37,11 +45,24 @@ class CaptureError(GpucoreError, RuntimeError):
     """The model cannot be captured as it is (the message says why and what to change)."""
 
 
+class ValuesNeeded(BaseException):  # noqa: N818 - a signal, not an error
+    """A shapes-only trace met a host read of an input-dependent value (which it did not
+    compute). A BaseException, so that the model's own ``except Exception`` clauses (the ONNX
+    importer wraps handler failures) let it through to ``capture``, which traces again."""
+
+
 class Tracer:
     """The CAPTURE hook: records each op the tracing thread applies into ``graph``."""
 
-    def __init__(self, graph: Graph, constant_names: dict, sources: list | None = None):
+    def __init__(
+        self,
+        graph: Graph,
+        constant_names: dict,
+        sources: list | None = None,
+        shapes_only: bool = False,
+    ):
         self.graph = graph
+        self.shapes_only = shapes_only  # input-dependent ops: infer only, no kernel
         self.names: dict[int, str] = {}  # id(tensor) -> tensor name in the graph
         # id(data array) -> name: detach() and .data give new Tensors over the same array
         self.data_names: dict[int, str] = {}
@@ -64,12 +85,14 @@ class Tracer:
                 "sampling out of forward()"
             )
         names = [self.name_of(t) for t in inputs]
-        if backend is None:
+        dynamic = not self.dynamic.isdisjoint(names)
+        if dynamic and self.shapes_only and op.view is None:
+            result = _infer_only(op, inputs, attrs)
+        elif backend is None:
             result = registry.apply_general(op, inputs, attrs)
         else:
             result = registry.apply_on_general(backend, op, inputs, attrs)
         outs = result if isinstance(result, tuple) else (result,)
-        dynamic = not self.dynamic.isdisjoint(names)
         for i, t in enumerate(outs):
             a = dict(attrs)
             if len(outs) > 1:
@@ -89,6 +112,10 @@ class Tracer:
         if not self.dynamic.isdisjoint(names):
             self.dynamic.add(node.output)
 
+    def depends_on_inputs(self, tensors) -> bool:
+        """Whether any of ``tensors`` is computed from the graph's inputs."""
+        return any(self.names.get(id(t)) in self.dynamic for t in tensors)
+
     def _bind(self, t: Tensor, name: str) -> None:
         self.names[id(t)] = name
         self.data_names[id(t._data)] = name
@@ -101,6 +128,8 @@ class Tracer:
             return
         name = self.names.get(id(t)) or self.data_names.get(id(t._data))
         if name in self.dynamic:
+            if self.shapes_only:
+                raise ValuesNeeded(name)
             self.value_reads.append(name)
 
     def rebind(self, x: Tensor, value: Tensor) -> None:
@@ -135,7 +164,9 @@ class Tracer:
         name = self.names.get(id(t))
         if name is not None:
             return name
-        data = np.array(t._host(), copy=True)
+        data = t._host()
+        if not is_constant(data):  # the model may change it later; an immutable one is kept
+            data = np.array(data, copy=True)
         hint = self.constant_names.get(id(t))
         if hint is not None and hint in self.graph.tensors:
             hint = None
@@ -146,6 +177,18 @@ class Tracer:
         return name
 
 
+def _infer_only(op, inputs: tuple, attrs: dict):
+    """``op``'s output Tensors as ``infer`` declares them, uninitialized (shapes-only tracing;
+    the checks ``apply_general`` makes first are made here too)."""
+    for t in inputs:
+        if not isinstance(t, Tensor):
+            raise registry._not_tensor(op, inputs)
+    specs = op.infer(*inputs, **attrs)
+    if type(specs) is tuple:
+        return Tensor._from_kernel(np.empty(specs[0], specs[1].np), specs[1])
+    return tuple(Tensor._from_kernel(np.empty(shape, dt.np), dt) for shape, dt in specs)
+
+
 def apply_runtime_op(op: str, inputs: list, attrs: dict) -> Tensor:
     """Op ``op`` of the runtime's own table (a fused or quantized op, which has no registry
     entry) applied to the Tensors ``inputs``: computed by its reference evaluator and, under a
@@ -154,15 +197,20 @@ def apply_runtime_op(op: str, inputs: list, attrs: dict) -> Tensor:
     from ..ir.ops import op_info  # noqa: PLC0415 - the op table fills on first use
     from ..ir.shapes import FUSED_DTYPES, FUSED_SHAPES  # noqa: PLC0415
 
-    arrays = [np.ascontiguousarray(t._host()) for t in inputs]
+    tracer = registry.CAPTURE[0]
+    if not isinstance(tracer, Tracer) or threading.get_ident() != tracer.thread:
+        tracer = None
     dtypes = [t.dtype for t in inputs]
-    shape = FUSED_SHAPES[op]([tuple(a.shape) for a in arrays], attrs)
+    shape = FUSED_SHAPES[op]([tuple(t.shape) for t in inputs], attrs)
     typed = FUSED_DTYPES.get(op)
     dtype = typed(dtypes, attrs) if typed else dtypes[0]
-    value = np.asarray(op_info(op).evaluate(arrays, attrs, dtypes), dtype=dtype.np)
+    if tracer is not None and tracer.shapes_only and tracer.depends_on_inputs(inputs):
+        value = np.empty(shape, dtype.np)
+    else:
+        arrays = [np.ascontiguousarray(t._host()) for t in inputs]
+        value = np.asarray(op_info(op).evaluate(arrays, attrs, dtypes), dtype=dtype.np)
     result = Tensor._wrap(np.require(value.reshape(shape), requirements="C"), dtype)
-    tracer = registry.CAPTURE[0]
-    if isinstance(tracer, Tracer) and threading.get_ident() == tracer.thread:
+    if tracer is not None:
         tracer.record(op, inputs, attrs, result)
     return result
 
@@ -174,6 +222,7 @@ def trace(
     *,
     strict: bool = False,
     sources: list | None = None,
+    shapes_only: bool = False,
 ) -> Graph:
     """The graph of ``fn(*example_inputs)`` (see the module docstring).
 
@@ -183,7 +232,9 @@ def trace(
     tuple/list of them), named ``output`` (one) or ``output_<i>``. strict: refuse (CaptureError)
     a model that reads a value it computed on the host (``if x.sum() > 0``, ``x.item()``,
     data-dependent sizes), which a trace would bake in. sources: a list that receives
-    ``(tensor, version)`` for every tensor that became a constant.
+    ``(tensor, version)`` for every tensor that became a constant. shapes_only: compute only
+    what constants give (see the module docstring; raises ValuesNeeded where that is not
+    enough).
     """
     module = fn if hasattr(fn, "named_parameters") and hasattr(fn, "training") else None
     inputs = [_as_tensor(x, i) for i, x in enumerate(example_inputs)]
@@ -195,7 +246,7 @@ def trace(
             constant_names[id(p)] = qual
         for qual, b in module.named_buffers():
             constant_names[id(b)] = qual
-    tracer = Tracer(graph, constant_names, sources)
+    tracer = Tracer(graph, constant_names, sources, shapes_only)
     for name, t in zip(names, inputs):
         if name in graph.tensors:
             raise CaptureError(f"capture: input name {name!r} is given twice")

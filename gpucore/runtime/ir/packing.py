@@ -48,14 +48,15 @@ _blocking: dict = {}
 
 
 def is_constant(arr) -> bool:
-    """Whether ``arr``'s memory cannot change: read-only down to an array owning its memory."""
+    """Whether ``arr``'s memory cannot change: read-only down to an array owning its memory or
+    to a ``bytes`` object (an ONNX file's weights, read in place: gpucore/onnx/proto.py)."""
     while isinstance(arr, np.ndarray):
         if arr.flags.writeable:
             return False
         if arr.base is None:
             return bool(arr.flags.owndata)
         arr = arr.base
-    return False  # a view of some other buffer object (the arena, a HostBuffer, ...)
+    return type(arr) is bytes  # else a view of another buffer (the arena, a HostBuffer, ...)
 
 
 def _tile(dtype) -> tuple:

@@ -34,6 +34,10 @@ def test_is_constant_needs_read_only_memory_all_the_way_down():
     arena = np.zeros(64, np.uint8)
     s = np.lib.stride_tricks.as_strided(arena, (4,), (1,), writeable=False)
     assert not packing.is_constant(s)  # a planner view into the arena
+    assert packing.is_constant(np.frombuffer(b"\0" * 64, np.float32)[2:])  # immutable bytes
+    mutable = np.frombuffer(bytearray(64), np.float32)
+    mutable.flags.writeable = False
+    assert not packing.is_constant(mutable)  # read-only view of a bytearray
 
 
 def test_gemm_operand_packs_constants_that_pay():

@@ -6,7 +6,8 @@ from runtime_models import block, eager, mlp, rand, run_graph
 
 import gpucore
 from gpucore import nn
-from gpucore.runtime.capture.trace import CaptureError, trace
+from gpucore.runtime.capture.dynamic import capture
+from gpucore.runtime.capture.trace import CaptureError, ValuesNeeded, trace
 
 
 def test_mlp_graph_names_weights_and_inputs():
@@ -172,11 +173,14 @@ def test_strict_trace_refuses_host_reads_of_values_computed_from_inputs():
     def size(x):
         return gpucore.nonzero(x > 0)  # a data-dependent size
 
+    def numpy_read(x):
+        return x * float((x * 2).numpy().max())
+
     def weights_only(x):
         return x * float(w.abs().max())  # computed from a constant: stays fixed
 
     x = gpucore.randn(3)
-    for fn in (branch, item, size):
+    for fn in (branch, item, size, numpy_read):
         trace(fn, (x,))  # jit.trace semantics by default: the values are baked in
         with pytest.raises(CaptureError, match="reads the values"):
             trace(fn, (x,), strict=True)
@@ -184,3 +188,51 @@ def test_strict_trace_refuses_host_reads_of_values_computed_from_inputs():
     graph = trace(weights_only, (x,), strict=True, sources=sources)
     assert [v for t, v in sources if t is w] == [w._vbox[0]]  # and the scale, a 0-d constant
     assert len(sources) == sum(graph.is_constant(n) for n in graph.tensors) == 2
+
+
+def _same_graphs(a, b) -> None:
+    assert [(n.op, n.inputs, n.output, n.attrs) for n in a.order()] == [
+        (n.op, n.inputs, n.output, n.attrs) for n in b.order()
+    ]
+    assert a.inputs == b.inputs and a.outputs == b.outputs
+    for name, t in a.tensors.items():
+        u = b.tensors[name]
+        assert (t.shape, t.dtype) == (u.shape, u.dtype), name
+        if t.data is not None:
+            np.testing.assert_array_equal(t.data, u.data)
+
+
+def test_shapes_only_trace_runs_no_kernel_of_input_dependent_ops():
+    """The same graph as an executing trace, from the ops' infer alone; ops on constants only
+    (here a weight scaled inside forward) still run, so their values are right."""
+    m = block(16)
+    w = gpucore.randn(16)
+
+    def fn(x):
+        return m(x) * (w * 2).exp()
+
+    x = rand(2, 5, 16)
+    with gpucore.profiler() as p:
+        g = trace(fn, [gpucore.tensor(x)], shapes_only=True)
+    assert sorted({op for op, _, _ in p.events}) == ["exp", "mul"] and len(p.events) == 2
+    _same_graphs(g, trace(fn, [gpucore.tensor(x)]))
+    with gpucore.no_grad():
+        want = fn(gpucore.tensor(x)).numpy()
+    np.testing.assert_allclose(run_graph(g, [x])[0], want, rtol=1e-5, atol=1e-6)
+
+
+def test_shapes_only_capture_traces_again_when_the_model_reads_values():
+    def item(x):
+        return x * (x.max().item() + 1)
+
+    def size(x):
+        return gpucore.nonzero(x > 0)
+
+    def numpy_read(x):
+        return x * float((x * 2).numpy().max())
+
+    x = gpucore.tensor(np.array([1.0, -2.0, 3.0], np.float32))
+    for fn in (item, size, numpy_read):
+        with pytest.raises(ValuesNeeded):
+            trace(fn, (x,), shapes_only=True)
+        _same_graphs(capture(fn, (x,), shapes_only=True), trace(fn, (x,)))
