@@ -418,8 +418,9 @@ _FLOATS = (D.float32, D.float16, D.bfloat16)
 
 
 def _accepts_same_float(inputs, specs):
-    """Every operand (and the result) float32, or every one float16, or every one bfloat16."""
-    dt = specs[1]
+    """Every operand (and the result) float32, or every one float16, or every one bfloat16.
+    (A list of specs: the quantized Linear asks with its output's and its weight's.)"""
+    dt = (specs[0] if isinstance(specs, list) else specs)[1]
     return dt in _FLOATS and all(t._dtype is dt for t in inputs)
 
 
