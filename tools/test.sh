@@ -8,6 +8,26 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export GPUCORE_APT_EXTRA="${GPUCORE_APT_EXTRA:-graphviz gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user valgrind pkg-config}"
 source "$ROOT/tools/setup_env.sh"
 cd "$ROOT"
+# GPUCORE_TEST_WORKERS=split (what .ci/run sets): two plain pytest processes side by side, no
+# xdist scheduler: the suites that mostly wait on compilers, qemu and valgrind (tests/capi,
+# tests/backends/cpu) and everything else; the run fails if either fails.  Their logs are
+# printed when both have finished.
+if [ "${GPUCORE_TEST_WORKERS:-auto}" = "split" ]; then
+    LOGS="$(mktemp -d)"
+    HEAVY=(tests/capi tests/backends/cpu)
+    "$VENV/bin/python" -m pytest -q "${HEAVY[@]}" "$@" > "$LOGS/heavy.log" 2>&1 &
+    HEAVY_PID=$!
+    "$VENV/bin/python" -m pytest -q tests --ignore=tests/capi --ignore=tests/backends/cpu "$@" \
+        > "$LOGS/rest.log" 2>&1 &
+    REST_PID=$!
+    status=0
+    wait "$HEAVY_PID" || status=$?
+    wait "$REST_PID" || status=$?
+    echo "=== tests/capi tests/backends/cpu"; cat "$LOGS/heavy.log"
+    echo "=== the rest of tests/"; cat "$LOGS/rest.log"
+    rm -rf "$LOGS"
+    exit "$status"
+fi
 # one worker per CPU (GPUCORE_TEST_WORKERS=0: one process), each test module on one worker so
 # its module-scoped fixtures (compiled C programs, loaded models) are built once.  A worker that
 # dies (a crash, or pytest-timeout ending a hung test) ends the run: xdist 3.8's loadscope
