@@ -115,7 +115,7 @@ def _measure(layer, r, rate, torch, reps):
             times[i].append(_per_call(fn, calls))
     med = [statistics.median(t) for t in times]
     os.environ["GPUCORE_CONV"] = "winograd"
-    if not _cpu.conv2d_winograd(*geo, 1):  # not a Winograd geometry: the column is direct's
+    if not _cpu.conv2d_winograd(*geo):  # not a Winograd geometry: the column is direct's
         med[2] = med[5] = float("nan")
     return med, 2.0 * n * o * oh * oh * ci * k * k / rate
 

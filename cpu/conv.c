@@ -236,7 +236,7 @@ int GC_FN(gc_conv2d_forward_px)(const GC_T *x, const GC_T *w, const gc_packed *p
                                 const GC_T *bias, GC_T *out, const gc_conv *p, ptrdiff_t o)
 {
     if (sizeof(GC_T) == 4 &&
-        ((pw && pw->swap == 2) || gc_conv2d_winograd_use(p, o, 0)))
+        ((pw && pw->swap == 2) || gc_conv2d_winograd_use(p, o)))
         return gc_conv2d_winograd_f32((const float *)x, (const float *)w, pw, (const float *)bias,
                                       (float *)out, p, o);
     if (sizeof(GC_T) == 4 && gc_conv2d_direct_use(p, o))

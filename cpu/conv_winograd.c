@@ -10,21 +10,23 @@
  *
  * 36 * 16 multiply-adds per tile, input and output channel where the direct convolution takes
  * 16 * 9: 4x fewer, the GEMMs through the ISA's GEMM micro-kernel (gc_isa.ukr_f32), which is
- * all that is ISA-specific; the transforms are plain C loops over rows of tiles that the
- * compiler vectorizes.  The four steps:
+ * the only hand-written ISA code; the tile transforms are plain C loops along blocks of tiles
+ * (isa/winograd.h) that the compiler vectorizes to each ISA's width.  The four steps:
  *
- *   1. U: the weight transformed once (gemm_pack(w, 'a', o, c*9, 0, 2), the compiled executor's
- *      packing and the C API's load) or per call (an eager call), in double, rounded to float:
- *      for each xi, panels of MR output channels, element (o, c) at
- *        U + xi * npan * MR * C + (o / MR) * MR * C + c * MR + o % MR   (zero past O);
- *   2. V: per channel and row of tiles, the 6 input rows split into 4 column phases (tile tx's
- *      window columns 4tx .. 4tx+5 are phases 0..3 at tx and 0..1 at tx+1), so that both 1-D
- *      transforms run along tx on contiguous arrays; V_xi row-major [C, ldt] (tiles along the
- *      row, zero past T), read in place as the micro-kernel's B operand (NR tiles);
- *   3. M_xi = U_xi @ V_xi: K (input channels) in blocks of gc_gemm_kc, the first stored, the
- *      others added (beta 1), M_xi row-major [npan * MR, ldt];
- *   4. Y = A^T M A + bias per output channel and row of tiles, stored to out (the partial tiles
- *      at the right and bottom edges store their valid pixels only).
+ *   1. U: the weight transformed once (gemm_pack(w, 'a', o, c*9, 0, 2): the compiled executor's
+ *      packing and the C API's load) or on every call (eager; the same code, the same bits), in
+ *      float32 along blocks of input channels: for each xi, panels of MR output channels,
+ *      element (o, c) at  U + xi * npan * MR * C + (o / MR) * MR * C + c * MR + o % MR  (zero
+ *      past O);
+ *   2. V, per input channel (a thread's unit): the pass's tiles in blocks of GC_WG_TB, each
+ *      tile's 6x6 window gathered from the zero-padded plane, B^T d B by gc_isa.wg_in_f32
+ *      (isa/winograd.h, compiled per ISA), V_xi row-major [C, ldt] (tiles along the row, zero
+ *      past T), read in place as the micro-kernel's B operand (NR tiles);
+ *   3. M_xi = U_xi @ V_xi (a thread's unit: one xi): K (input channels) in blocks of
+ *      gc_gemm_kc, the first stored, the others added (beta 1), M_xi row-major
+ *      [npan * MR, ldt];
+ *   4. per output channel: A^T M A + bias by gc_isa.wg_out_f32 along blocks of tiles, each
+ *      tile's valid pixels stored to out (partial tiles at the right and bottom edges).
  *
  * The tiles of a batch are numbered across images (image, tile row, tile column), cut into
  * passes of whole tile rows so that V and M stay within GC_WG_PASS_BYTES.  Every element of U,
@@ -32,8 +34,9 @@
  * the split, so results never depend on the thread count.
  *
  * Accuracy: the transforms' constants (up to 8 in A, 5 in B, 1/24 in G) cost a few bits against
- * the direct sum: on ResNet-sized layers the relative error is ~1e-6 of the output's scale
- * (tests/backends/cpu/test_conv_winograd.py measures it against float64).  A NaN or inf in a
+ * the direct sum: on ResNet's layers the error is 5e-6 .. 1.2e-5 of the output's largest
+ * magnitude for 64 .. 512 channels, 8-31x the direct sum's (tests/backends/cpu/
+ * test_conv_winograd.py measures it against float64).  A NaN or inf in a
  * tile's 6x6 window can make the whole 4x4 output tile NaN (the transforms mix the window).
  *
  * When it runs: gc_conv2d_winograd_use (the rule, measured: benchmarks/README.md, *Winograd*);
@@ -69,7 +72,7 @@ int gc_conv2d_winograd_fits(const gc_conv *p, ptrdiff_t o)
            p->n > 0 && p->c > 0 && o > 0 && p->oh > 0 && p->ow > 0;
 }
 
-int gc_conv2d_winograd_use(const gc_conv *p, ptrdiff_t o, int pretransformed)
+int gc_conv2d_winograd_use(const gc_conv *p, ptrdiff_t o)
 {
     if (!gc_conv2d_winograd_fits(p, o))
         return 0;
@@ -79,46 +82,73 @@ int gc_conv2d_winograd_use(const gc_conv *p, ptrdiff_t o, int pretransformed)
     if (e && (wg_env_is(e, "im2col") || wg_env_is(e, "direct")))
         return 0;
     /* the rule (benchmarks/README.md, *Winograd*): enough channels for the 36 GEMMs to run at
-     * the micro-kernel's rate, and enough tiles per image to use its NR-wide columns and to
-     * pay for reading U; an eager call transforms the weight itself (~36 * 9 flops per weight
-     * element in double), so it needs more pixels per weight to pay for that */
+     * the micro-kernel's rate, and at least one NR-wide panel of tiles (16 on AVX2) to pay for
+     * reading the 4x larger transformed weight: ResNet's 14x14 layers at batch 1 gain, its 7x7
+     * ones (4 tiles) lose.  A function of the geometry alone, so that the eager call (the
+     * weight transformed per call) gives the compiled executor's bits (transformed once). */
     const ptrdiff_t tiles = p->n * ((p->oh + 3) / 4) * ((p->ow + 3) / 4);
-    if (p->c < 16 || o < 16)
-        return 0;
-    return pretransformed ? tiles >= 16 : tiles >= 128;
+    return p->c >= 16 && o >= 16 && tiles >= 16;
 }
 
 /* ---- 1. the weight ---------------------------------------------------------------------- */
 
-/* U (layout above) of w [o, c, 3, 3] for output channels [o0, o1) (whole panels). */
+/* rows i of G (6 x 3) applied to the columns of a block of nb 3x3 kernels: out[i][j] =
+ * G[i][0] g[j] + G[i][1] g[3 + j] + G[i][2] g[6 + j], along the block (g[k][b]: element k of
+ * kernel b), and the same for the rows of its result (G g G^T) */
+#define WG_G_ROWS(o, a0, a1, a2)                                                                  \
+    do {                                                                                          \
+        o[0] = 0.25f * (a0);                                                                      \
+        o[1] = -(1.0f / 6.0f) * ((a0) + (a1) + (a2));                                             \
+        o[2] = -(1.0f / 6.0f) * ((a0) - (a1) + (a2));                                             \
+        o[3] = (1.0f / 24.0f) * (a0) + (1.0f / 12.0f) * (a1) + (1.0f / 6.0f) * (a2);              \
+        o[4] = (1.0f / 24.0f) * (a0) - (1.0f / 12.0f) * (a1) + (1.0f / 6.0f) * (a2);              \
+        o[5] = (a2);                                                                              \
+    } while (0)
+
+#define WG_WB 32 /* kernels per block of the weight transform */
+
+/* U (layout above) of w [o, c, 3, 3] for output channels [o0, o1) (whole panels), in float32
+ * along blocks of input channels (vectorized by the compiler). */
 static void wg_weight_range(const float *w, float *U, ptrdiff_t o, ptrdiff_t c, ptrdiff_t o0,
                             ptrdiff_t o1, int mr)
 {
-    static const double G[6][3] = {{1.0 / 4, 0, 0},
-                                   {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                                   {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                                   {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                                   {1.0 / 24, -1.0 / 12, 1.0 / 6},
-                                   {0, 0, 1}};
     const ptrdiff_t npan = (o + mr - 1) / mr, xs = npan * mr * c;
-    for (ptrdiff_t oc = o0; oc < o1; oc++)
-        for (ptrdiff_t ci = 0; ci < c; ci++) {
-            float *d = U + oc / mr * mr * c + ci * mr + oc % mr;
-            if (oc >= o) {
+    for (ptrdiff_t oc = o0; oc < o1; oc++) {
+        float *d = U + oc / mr * mr * c + oc % mr;
+        if (oc >= o) {
+            for (ptrdiff_t ci = 0; ci < c; ci++)
                 for (int x = 0; x < 36; x++)
-                    d[x * xs] = 0.0f;
-                continue;
-            }
-            const float *g = w + (oc * c + ci) * 9;
-            double t[6][3];
-            for (int i = 0; i < 6; i++)
-                for (int j = 0; j < 3; j++)
-                    t[i][j] = G[i][0] * g[j] + G[i][1] * g[3 + j] + G[i][2] * g[6 + j];
-            for (int i = 0; i < 6; i++)
-                for (int j = 0; j < 6; j++)
-                    d[(i * 6 + j) * xs] =
-                        (float)(t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2]);
+                    d[x * xs + ci * mr] = 0.0f;
+            continue;
         }
+        for (ptrdiff_t c0 = 0; c0 < c; c0 += WG_WB) {
+            const ptrdiff_t nb = c - c0 < WG_WB ? c - c0 : WG_WB;
+            float g[9][WG_WB], t[6][3][WG_WB], u[36][WG_WB];
+            const float *src = w + (oc * c + c0) * 9;
+            for (ptrdiff_t b = 0; b < nb; b++)
+                for (int k = 0; k < 9; k++)
+                    g[k][b] = src[b * 9 + k];
+            for (int j = 0; j < 3; j++)
+                for (ptrdiff_t b = 0; b < nb; b++) {
+                    float r[6];
+                    WG_G_ROWS(r, g[j][b], g[3 + j][b], g[6 + j][b]);
+                    for (int i = 0; i < 6; i++)
+                        t[i][j][b] = r[i];
+                }
+            for (int i = 0; i < 6; i++)
+                for (ptrdiff_t b = 0; b < nb; b++) {
+                    float r[6];
+                    WG_G_ROWS(r, t[i][0][b], t[i][1][b], t[i][2][b]);
+                    for (int j = 0; j < 6; j++)
+                        u[i * 6 + j][b] = r[j];
+                }
+            for (int x = 0; x < 36; x++) {
+                float *dx = d + x * xs + c0 * mr;
+                for (ptrdiff_t b = 0; b < nb; b++)
+                    dx[b * mr] = u[x][b];
+            }
+        }
+    }
 }
 
 typedef struct {
@@ -146,7 +176,7 @@ void gc_winograd_weight(const float *w, float *U, ptrdiff_t o, ptrdiff_t c)
 {
     wg_wjob J = {.w = w, .U = U, .o = o, .c = c, .mr = gc_blk_f32.mr};
     const ptrdiff_t npan = (o + J.mr - 1) / J.mr;
-    gc_parallel_range(npan, 1, 60.0 * (double)(o * c), wg_weight_body, &J);
+    gc_parallel_range(npan, 1, 15.0 * (double)(o * c), wg_weight_body, &J);
 }
 
 /* ---- the passes ---------------------------------------------------------------------------- */

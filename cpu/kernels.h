@@ -229,13 +229,12 @@ void *gc_conv_scratch(int i, size_t bytes);
  * when a scratch allocation fails. */
 int gc_conv2d_direct_use(const gc_conv *p, ptrdiff_t o);
 /* conv_winograd.c: whether the geometry is Winograd F(4x4, 3x3)'s (3x3, stride 1, dilation 1);
- * whether float32 conv2d_forward takes it (the rule; pretransformed: the weight is already a
- * gemm_pack(w, 'a', o, c*9, 0, 2); GPUCORE_CONV=winograd forces it where it fits, im2col /
- * direct force it off); the path itself (a weight pw packed with swap 2 is read in place,
+ * whether float32 conv2d_forward takes it (the rule, of the geometry alone; GPUCORE_CONV=winograd
+ * forces it where it fits, im2col / direct force it off); the path itself (a weight pw packed with swap 2 is read in place,
  * another packed layout or w is transformed per call; -1 when a scratch allocation fails);
  * the transformed weight's size (-1: overflow) and the transform of w [o, c, 3, 3]. */
 int gc_conv2d_winograd_fits(const gc_conv *p, ptrdiff_t o);
-int gc_conv2d_winograd_use(const gc_conv *p, ptrdiff_t o, int pretransformed);
+int gc_conv2d_winograd_use(const gc_conv *p, ptrdiff_t o);
 int gc_conv2d_winograd_f32(const float *x, const float *w, const gc_packed *pw,
                            const float *bias, float *out, const gc_conv *p, ptrdiff_t o);
 ptrdiff_t gc_winograd_weight_elems(ptrdiff_t o, ptrdiff_t c);

@@ -150,11 +150,11 @@ PyObject *gc_py_conv2d_direct(PyObject *self, PyObject *const *args, Py_ssize_t 
 }
 
 GC_DOC(conv2d_winograd,
-       "conv2d_winograd(n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, o, pretransformed, /)\n--\n\n"
+       "conv2d_winograd(n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, o, /)\n--\n\n"
        "True when float32 conv2d_forward of this geometry runs Winograd F(4x4, 3x3) "
-       "(conv_winograd.c): with pretransformed = 1 when its weight is gemm_pack(w, 'a', o, c*9, "
-       "0, 2) (the compiled executor packs it so when this says True), with 0 when it is the "
-       "array or another packing (transformed on every call).  The rule is documented in "
+       "(conv_winograd.c; before the direct and im2col paths): with the weight transformed per "
+       "call, or once by gemm_pack(w, 'a', o, c*9, 0, 2) (what the compiled executor packs when "
+       "this says True; the same bits).  The rule, of the geometry alone, is documented in "
        "conv_winograd.c; GPUCORE_CONV=winograd forces it for every 3x3 stride-1 dilation-1 "
        "geometry, im2col / direct force it off.");
 
@@ -164,9 +164,8 @@ PyObject *gc_py_conv2d_winograd(PyObject *self, PyObject *const *args, Py_ssize_
     static const char fn[] = "conv2d_winograd";
     gc_conv p;
     Py_ssize_t nx, ncol, o;
-    int pre;
-    if (check_nargs(fn, nargs, 14) < 0 || conv_geometry(fn, args, &p, &nx, &ncol) < 0 ||
-        get_min(fn, "o", args[12], 0, &o) < 0 || get_flag(fn, "pretransformed", args[13], &pre) < 0)
+    if (check_nargs(fn, nargs, 13) < 0 || conv_geometry(fn, args, &p, &nx, &ncol) < 0 ||
+        get_min(fn, "o", args[12], 0, &o) < 0)
         return NULL;
-    return PyBool_FromLong(gc_conv2d_winograd_use(&p, o, pre));
+    return PyBool_FromLong(gc_conv2d_winograd_use(&p, o));
 }

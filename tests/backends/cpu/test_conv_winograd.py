@@ -178,19 +178,19 @@ def test_nan_and_inf(winograd):
 def test_rule(monkeypatch):
     geo = (1, 64, 56, 56, 3, 3, 1, 1, 1, 1, 1, 1, 64)
     monkeypatch.delenv("GPUCORE_CONV", raising=False)
-    assert _cpu.conv2d_winograd(*geo, 1)
+    assert _cpu.conv2d_winograd(*geo)
     stride2 = (1, 64, 56, 56, 3, 3, 2, 2, 1, 1, 1, 1, 64)
     dilated = (1, 64, 56, 56, 3, 3, 1, 1, 2, 2, 2, 2, 64)
     five = (1, 64, 56, 56, 5, 5, 1, 1, 2, 2, 1, 1, 64)
     for env in ("winograd", "auto"):
         monkeypatch.setenv("GPUCORE_CONV", env)
         for g in (stride2, dilated, five):
-            assert not _cpu.conv2d_winograd(*g, 1)
+            assert not _cpu.conv2d_winograd(*g)
     monkeypatch.setenv("GPUCORE_CONV", "winograd")
-    assert _cpu.conv2d_winograd(1, 1, 3, 3, 3, 3, 1, 1, 0, 0, 1, 1, 1, 0)
+    assert _cpu.conv2d_winograd(1, 1, 3, 3, 3, 3, 1, 1, 0, 0, 1, 1, 1)
     for env in ("direct", "im2col"):
         monkeypatch.setenv("GPUCORE_CONV", env)
-        assert not _cpu.conv2d_winograd(*geo, 1)
+        assert not _cpu.conv2d_winograd(*geo)
 
 
 def test_bad_packed_weight():
