@@ -213,3 +213,20 @@ def test_bad_packed_weight():
     out = np.empty((1, 4, 5, 4), np.float32)
     with pytest.raises(ValueError, match="conv2d_forward: 'w' is a Winograd weight"):
         _cpu.conv2d_forward(x, pk, None, out, 1, 2, 5, 12, 1, 9, 1, 1, 0, 0, 1, 1, 4)
+
+
+def test_compiled_executor_packs_the_transformed_weight(monkeypatch):
+    """packing.conv_weight gives a Winograd geometry its transformed weight (swap 2, what the C
+    API packs again at load); GPUCORE_CONV=direct at compile time gives the direct layout."""
+    from gpucore.runtime.ir import packing
+
+    monkeypatch.delenv("GPUCORE_CONV", raising=False)
+    w = np.random.default_rng(0).standard_normal((32, 32, 3, 3)).astype(np.float32)
+    w.flags.writeable = False
+    geo = (1, 32, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1, 32)
+    pk = packing.conv_weight(w, 256, geo)
+    assert isinstance(pk, _cpu.PackedMatrix) and pk.swap == 2
+    monkeypatch.setenv("GPUCORE_CONV", "direct")
+    w2 = w.copy()
+    w2.flags.writeable = False
+    assert packing.conv_weight(w2, 256, geo).swap == 1
