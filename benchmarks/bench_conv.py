@@ -1,14 +1,15 @@
-"""conv2d layers alone, float32, one thread: gpucore's two forward paths (im2col + GEMM and the
-direct kernel, cpu/conv_direct.c; GPUCORE_CONV forces one per call), each with the weight as an
-array (eager) and pre-packed (the compiled executor), beside PyTorch's conv2d and the layer's
-FLOPs at the machine's SGEMM rate (``_cpu.gemm`` 1024^3, measured in the same run).
+"""conv2d layers alone, float32, one thread: gpucore's three forward paths (im2col + GEMM, the
+direct kernel, cpu/conv_direct.c, and Winograd F(4x4, 3x3), cpu/conv_winograd.c, for 3x3
+stride-1 layers; GPUCORE_CONV forces one per call), each with the weight as an array (eager) and
+pre-packed (the compiled executor), beside PyTorch's conv2d and the layer's FLOPs at the
+machine's SGEMM rate (``_cpu.gemm`` 1024^3, measured in the same run).
 
-    python benchmarks/bench_conv.py                  # ResNet-18's convolutions (batch 1) and the
-                                                     # training CNN's (batch 64)
+    python benchmarks/bench_conv.py                  # ResNet-18's and ResNet-50's convolutions
+                                                     # (batch 1), the training CNN's (batch 64)
     python benchmarks/bench_conv.py --only layer4 --reps 9
     python benchmarks/bench_conv.py --backward       # also conv2d_backward per layer
-    python benchmarks/bench_conv.py --only none --resnet 15   # ResNet-18 (compiled, both
-                                                     # paths) vs ONNX Runtime, 15 rounds
+    python benchmarks/bench_conv.py --only none --resnet 15   # ResNet-18 (compiled, each
+                                                     # path) vs ONNX Runtime, 15 rounds
 
 Times are the calling thread's CPU time (``time.thread_time``: what the layer costs, not what the
 other processes on a shared 2-core machine take from it), medians over rounds in which the
