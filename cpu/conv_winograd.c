@@ -81,13 +81,16 @@ int gc_conv2d_winograd_use(const gc_conv *p, ptrdiff_t o)
         return 1;
     if (e && (wg_env_is(e, "im2col") || wg_env_is(e, "direct")))
         return 0;
-    /* the rule (benchmarks/README.md, *Winograd*): enough channels for the 36 GEMMs to run at
-     * the micro-kernel's rate, and at least one NR-wide panel of tiles (16 on AVX2) to pay for
-     * reading the 4x larger transformed weight: ResNet's 14x14 layers at batch 1 gain, its 7x7
-     * ones (4 tiles) lose.  A function of the geometry alone, so that the eager call (the
-     * weight transformed per call) gives the compiled executor's bits (transformed once). */
+    /* the rule (benchmarks/README.md, *Winograd convolution*): enough channels for the 36
+     * GEMMs (K = input channels) to outweigh the transforms (per input and output channel):
+     * ResNet's 64 .. 256 gain 1.6-2.1x, the training CNN's 16 -> 32 (batch 64, 14x14) loses
+     * 1.6x; 32 is the midpoint, unmeasured.  And at least one NR-wide panel of tiles (16 on
+     * AVX2) to pay for reading the 4x larger transformed weight: ResNet's 14x14 layers at
+     * batch 1 (16 tiles) gain, its 7x7 ones (4 tiles) lose 1.7x.  A function of the geometry
+     * alone, so that the eager call (the weight transformed per call) gives the compiled
+     * executor's bits (transformed once). */
     const ptrdiff_t tiles = p->n * ((p->oh + 3) / 4) * ((p->ow + 3) / 4);
-    return p->c >= 16 && o >= 16 && tiles >= 16;
+    return p->c >= 32 && o >= 32 && tiles >= 16;
 }
 
 /* ---- 1. the weight ---------------------------------------------------------------------- */
