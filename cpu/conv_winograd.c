@@ -339,7 +339,12 @@ int gc_conv2d_winograd_f32(const float *x, const float *w, const gc_packed *pw,
     const ptrdiff_t c = p->c, ue = gc_winograd_weight_elems(o, c);
     if (ue < 0)
         return -1;
-    if (pw && pw->swap == 2 && pw->isa == gc_isa.isa && pw->w == J.mr && pw->elems == ue) {
+    if (pw && pw->swap == 2) {
+        /* the transformed weight cannot be read back: it must be this ISA's (the bindings and
+         * the C API's load check it) */
+        if (pw->isa != gc_isa.isa || pw->w != J.mr || pw->elems != ue || pw->rows != o ||
+            pw->cols != c * 9)
+            return -1;
         J.U = (const float *)pw->data;
     } else {
         float *U = (float *)gc_conv_scratch(6, sizeof(float) * (size_t)ue);
