@@ -235,10 +235,18 @@ static int GC_FN(conv_threads)(const gc_conv *p, ptrdiff_t o, ptrdiff_t units)
 int GC_FN(gc_conv2d_forward_px)(const GC_T *x, const GC_T *w, const gc_packed *pw,
                                 const GC_T *bias, GC_T *out, const gc_conv *p, ptrdiff_t o)
 {
-    if (sizeof(GC_T) == 4 &&
-        ((pw && pw->swap == 2) || gc_conv2d_winograd_use(p, o)))
-        return gc_conv2d_winograd_f32((const float *)x, (const float *)w, pw, (const float *)bias,
-                                      (float *)out, p, o);
+    if (sizeof(GC_T) == 4 && ((pw && pw->swap == 2) || gc_conv2d_winograd_use(p, o))) {
+        if (gc_conv_input_finite((const float *)x, p->n * p->c * p->h * p->w))
+            return gc_conv2d_winograd_f32((const float *)x, (const float *)w, pw,
+                                          (const float *)bias, (float *)out, p, o);
+        /* an inf or NaN: the direct / im2col paths keep it in the outputs that read it */
+        if (pw && pw->swap == 2) {
+            if (!gc_conv2d_winograd_fits(p, o) || pw->rows != o || pw->cols != p->c * 9)
+                return -1;
+            w = (const GC_T *)gc_winograd_raw(pw);
+            pw = NULL;
+        }
+    }
     if (sizeof(GC_T) == 4 && gc_conv2d_direct_use(p, o))
         return gc_conv2d_direct_f32((const float *)x, (const float *)w, pw, (const float *)bias,
                                     (float *)out, p, o);

@@ -37,7 +37,10 @@
  * the direct sum: on ResNet's layers the error is 5e-6 .. 1.2e-5 of the output's largest
  * magnitude for 64 .. 512 channels, 8-31x the direct sum's (tests/backends/cpu/
  * test_conv_winograd.py measures it against float64).  A NaN or inf in a
- * tile's 6x6 window can make the whole 4x4 output tile NaN (the transforms mix the window).
+ * tile's 6x6 window would make the whole 4x4 output tile NaN (the transforms mix the window),
+ * so an input holding any goes to the direct / im2col paths instead (conv.c), with the weight
+ * itself, which a transformed weight keeps after U (gc_winograd_raw).  A non-finite weight
+ * makes its output channel NaN here where the direct sum may give +-inf.
  *
  * When it runs: gc_conv2d_winograd_use (the rule, measured: benchmarks/README.md, *Winograd*);
  * GPUCORE_CONV=winograd forces it where the geometry allows, im2col / direct force it off. */
@@ -170,9 +173,26 @@ static void wg_weight_body(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 ptrdiff_t gc_winograd_weight_elems(ptrdiff_t o, ptrdiff_t c)
 {
     const ptrdiff_t mr = gc_blk_f32.mr, npan = (o + mr - 1) / mr;
-    if (o < 0 || c < 0 || npan > PTRDIFF_MAX / 36 / mr / (c ? c : 1))
+    if (o < 0 || c < 0 || npan > PTRDIFF_MAX / 40 / mr / (c ? c : 1))
         return -1;
-    return 36 * npan * mr * c;
+    return 36 * npan * mr * c + o * c * 9; /* U, then the weight itself (gc_winograd_raw) */
+}
+
+const float *gc_winograd_raw(const gc_packed *pw)
+{
+    const ptrdiff_t o = pw->rows, c = pw->cols / 9, mr = pw->w;
+    return (const float *)pw->data + 36 * ((o + mr - 1) / mr) * mr * c;
+}
+
+int gc_conv_input_finite(const float *x, ptrdiff_t n)
+{
+    uint32_t bad = 0;
+    for (ptrdiff_t i = 0; i < n; i++) { /* exponent all ones: inf or NaN (vectorizes) */
+        uint32_t b;
+        memcpy(&b, x + i, sizeof b);
+        bad |= (b & 0x7f800000u) == 0x7f800000u;
+    }
+    return !bad;
 }
 
 void gc_winograd_weight(const float *w, float *U, ptrdiff_t o, ptrdiff_t c)
@@ -180,6 +200,7 @@ void gc_winograd_weight(const float *w, float *U, ptrdiff_t o, ptrdiff_t c)
     wg_wjob J = {.w = w, .U = U, .o = o, .c = c, .mr = gc_blk_f32.mr};
     const ptrdiff_t npan = (o + J.mr - 1) / J.mr;
     gc_parallel_range(npan, 1, 15.0 * (double)(o * c), wg_weight_body, &J);
+    memcpy(U + 36 * npan * J.mr * c, w, sizeof(float) * (size_t)(o * c * 9));
 }
 
 /* ---- the passes ---------------------------------------------------------------------------- */

@@ -239,6 +239,10 @@ int gc_conv2d_winograd_f32(const float *x, const float *w, const gc_packed *pw,
                            const float *bias, float *out, const gc_conv *p, ptrdiff_t o);
 ptrdiff_t gc_winograd_weight_elems(ptrdiff_t o, ptrdiff_t c);
 void gc_winograd_weight(const float *w, float *U, ptrdiff_t o, ptrdiff_t c);
+/* the untransformed weight [o, c, 3, 3] a swap 2 pack keeps after U; whether x[0..n) holds no
+ * inf or NaN (Winograd's transforms would spread one over a whole tile: conv.c checks) */
+const float *gc_winograd_raw(const gc_packed *pw);
+int gc_conv_input_finite(const float *x, ptrdiff_t n);
 int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, const float *bias,
                          float *out, const gc_conv *p, ptrdiff_t o);
 /* The backward's direct path (weight gradient; input gradient at stride 1, enough channels):
