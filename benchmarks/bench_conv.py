@@ -1,14 +1,15 @@
-"""conv2d layers alone, float32, one thread: gpucore's two forward paths (im2col + GEMM and the
-direct kernel, cpu/conv_direct.c; GPUCORE_CONV forces one per call), each with the weight as an
-array (eager) and pre-packed (the compiled executor), beside PyTorch's conv2d and the layer's
-FLOPs at the machine's SGEMM rate (``_cpu.gemm`` 1024^3, measured in the same run).
+"""conv2d layers alone, float32, one thread: gpucore's three forward paths (im2col + GEMM, the
+direct kernel, cpu/conv_direct.c, and Winograd F(4x4, 3x3), cpu/conv_winograd.c, for 3x3
+stride-1 layers; GPUCORE_CONV forces one per call), each with the weight as an array (eager) and
+pre-packed (the compiled executor), beside PyTorch's conv2d and the layer's FLOPs at the
+machine's SGEMM rate (``_cpu.gemm`` 1024^3, measured in the same run).
 
-    python benchmarks/bench_conv.py                  # ResNet-18's convolutions (batch 1) and the
-                                                     # training CNN's (batch 64)
+    python benchmarks/bench_conv.py                  # ResNet-18's and ResNet-50's convolutions
+                                                     # (batch 1), the training CNN's (batch 64)
     python benchmarks/bench_conv.py --only layer4 --reps 9
     python benchmarks/bench_conv.py --backward       # also conv2d_backward per layer
-    python benchmarks/bench_conv.py --only none --resnet 15   # ResNet-18 (compiled, both
-                                                     # paths) vs ONNX Runtime, 15 rounds
+    python benchmarks/bench_conv.py --only none --resnet 15   # ResNet-18 (compiled, each
+                                                     # path) vs ONNX Runtime, 15 rounds
 
 Times are the calling thread's CPU time (``time.thread_time``: what the layer costs, not what the
 other processes on a shared 2-core machine take from it), medians over rounds in which the
@@ -33,6 +34,7 @@ import numpy as np  # noqa: E402
 from gpucore import _cpu  # noqa: E402
 from gpucore.runtime.ir import packing  # noqa: E402
 
+MODES = ("im2col", "direct", "winograd")  # GPUCORE_CONV per column
 # name, c, h (= w), o, kernel, stride, padding, count in the model, batch
 LAYERS = [
     ("resnet conv1 7x7/2", 3, 224, 64, 7, 2, 3, 1, 1),
@@ -46,6 +48,28 @@ LAYERS = [
     ("resnet downsample 1x1/2 (l2)", 64, 56, 128, 1, 2, 0, 1, 1),
     ("resnet downsample 1x1/2 (l3)", 128, 28, 256, 1, 2, 0, 1, 1),
     ("resnet downsample 1x1/2 (l4)", 256, 14, 512, 1, 2, 0, 1, 1),
+    ("resnet50 l1 1x1 64->64", 64, 56, 64, 1, 1, 0, 1, 1),
+    ("resnet50 l1 1x1 64->256", 64, 56, 256, 1, 1, 0, 4, 1),
+    ("resnet50 l1 1x1 256->64", 256, 56, 64, 1, 1, 0, 2, 1),
+    ("resnet50 l1 3x3", 64, 56, 64, 3, 1, 1, 3, 1),
+    ("resnet50 l2 1x1 256->128", 256, 56, 128, 1, 1, 0, 1, 1),
+    ("resnet50 l2.0 3x3/2", 128, 56, 128, 3, 2, 1, 1, 1),
+    ("resnet50 l2 1x1 128->512", 128, 28, 512, 1, 1, 0, 4, 1),
+    ("resnet50 l2 1x1 512->128", 512, 28, 128, 1, 1, 0, 3, 1),
+    ("resnet50 l2 3x3", 128, 28, 128, 3, 1, 1, 3, 1),
+    ("resnet50 l3 1x1 512->256", 512, 28, 256, 1, 1, 0, 1, 1),
+    ("resnet50 l3.0 3x3/2", 256, 28, 256, 3, 2, 1, 1, 1),
+    ("resnet50 l3 1x1 256->1024", 256, 14, 1024, 1, 1, 0, 6, 1),
+    ("resnet50 l3 1x1 1024->256", 1024, 14, 256, 1, 1, 0, 5, 1),
+    ("resnet50 l3 3x3", 256, 14, 256, 3, 1, 1, 5, 1),
+    ("resnet50 l4 1x1 1024->512", 1024, 14, 512, 1, 1, 0, 1, 1),
+    ("resnet50 l4.0 3x3/2", 512, 14, 512, 3, 2, 1, 1, 1),
+    ("resnet50 l4 1x1 512->2048", 512, 7, 2048, 1, 1, 0, 3, 1),
+    ("resnet50 l4 1x1 2048->512", 2048, 7, 512, 1, 1, 0, 2, 1),
+    ("resnet50 l4 3x3", 512, 7, 512, 3, 1, 1, 2, 1),
+    ("resnet50 downsample 1x1/2 (l2)", 256, 56, 512, 1, 2, 0, 1, 1),
+    ("resnet50 downsample 1x1/2 (l3)", 512, 28, 1024, 1, 2, 0, 1, 1),
+    ("resnet50 downsample 1x1/2 (l4)", 1024, 14, 2048, 1, 2, 0, 1, 1),
     ("cnn conv1 1->16 b64", 1, 28, 16, 3, 1, 1, 1, 64),
     ("cnn conv2 16->32 b64", 16, 14, 32, 3, 1, 1, 1, 64),
 ]
@@ -68,15 +92,11 @@ def _measure(layer, r, rate, torch, reps):
     out = np.empty((n, o, oh, oh), np.float32)
     geo = (n, ci, h, h, k, k, s, s, p, p, 1, 1, o)
     packs = {}
-    for mode in ("im2col", "direct"):
+    for mode in MODES:
         os.environ["GPUCORE_CONV"] = mode
         packs[mode] = packing.conv_weight(w, oh * oh, geo)
-    runs = [
-        ("im2col", lambda: _cpu.conv2d_forward(x, w, None, out, *geo)),
-        ("direct", lambda: _cpu.conv2d_forward(x, w, None, out, *geo)),
-        ("im2col", lambda: _cpu.conv2d_forward(x, packs["im2col"], None, out, *geo)),
-        ("direct", lambda: _cpu.conv2d_forward(x, packs["direct"], None, out, *geo)),
-    ]
+    runs = [(m, lambda: _cpu.conv2d_forward(x, w, None, out, *geo)) for m in MODES]
+    runs += [(m, lambda m=m: _cpu.conv2d_forward(x, packs[m], None, out, *geo)) for m in MODES]
     if torch:
         xt, wt = torch.from_numpy(x), torch.from_numpy(w.copy())
         runs.append((None, lambda: torch.nn.functional.conv2d(xt, wt, None, s, p)))
@@ -92,7 +112,11 @@ def _measure(layer, r, rate, torch, reps):
             if mode:
                 os.environ["GPUCORE_CONV"] = mode
             times[i].append(_per_call(fn, calls))
-    return [statistics.median(t) for t in times], 2.0 * n * o * oh * oh * ci * k * k / rate
+    med = [statistics.median(t) for t in times]
+    os.environ["GPUCORE_CONV"] = "winograd"
+    if not _cpu.conv2d_winograd(*geo):  # not a Winograd geometry: the column is direct's
+        med[2] = med[5] = float("nan")
+    return med, 2.0 * n * o * oh * oh * ci * k * k / rate
 
 
 def _measure_backward(layer, r, rate, torch, reps):
@@ -135,7 +159,8 @@ def _measure_backward(layer, r, rate, torch, reps):
 
 
 def _resnet(rounds):
-    """ResNet-18 b1 compiled under each path (weights packed as it reads them) vs ONNX Runtime
+    """ResNet-18 b1 compiled under each path (weights packed as it reads them; auto: Winograd
+    for the 3x3 stride-1 layers its rule takes, direct for the others) vs ONNX Runtime
     (one thread), in this process, calls alternating: thread CPU time, ms."""
     import warnings  # noqa: PLC0415
 
@@ -165,7 +190,7 @@ def _resnet(rounds):
     models.load_numpy_state(gpucore, gm, models.state_to_numpy(tm.state_dict()))
     gm.eval()
     fns, outs = {"ort": lambda: sess.run(None, {"x": x})}, {}
-    for mode in ("im2col", "direct"):
+    for mode in ("im2col", "direct", "auto"):  # auto: Winograd where its rule says, else direct
         os.environ["GPUCORE_CONV"] = mode
         cm = rt.compile(gm, (gpucore.from_numpy(x),), device="cpu", executor="compiled")
         outs[mode] = cm.run_arrays([x])[0]
@@ -185,7 +210,8 @@ def _resnet(rounds):
     for k, v in med.items():
         diff = float(np.abs(outs[k] - ref).max() / np.abs(ref).max()) if k in outs else 0.0
         print(f"| {k} | {v:.1f} | {v / med['ort']:.2f} | {diff:.1e} |")
-    print(f"\nim2col and direct outputs bitwise equal: {np.array_equal(*outs.values())}")
+    same = np.array_equal(outs["im2col"], outs["direct"])
+    print(f"\nim2col and direct outputs bitwise equal: {same}")
     os.environ.pop("GPUCORE_CONV", None)
 
 
@@ -211,7 +237,7 @@ def main():
     gemm = lambda: _cpu.gemm(a, a, c, 1, 1024, 1024, 1024, 0, 0, 1.0, 0.0, 0, 0, 0)  # noqa: E731
     rate = 2 * 1024**3 / statistics.median(_per_call(gemm, 3) for _ in range(args.reps))
     print(f"SGEMM 1024^3, one thread: {rate / 1e9:.1f} GFLOP/s (median of {args.reps})\n")
-    cols = ["im2col", "direct", "im2col packed", "direct packed"] + (["torch"] if torch else [])
+    cols = [*MODES, *(m + " packed" for m in MODES)] + (["torch"] if torch else [])
     print("| layer | count | O x L x CK | " + " | ".join(cols) + " | at SGEMM rate | best / rate |")
     print("|---|---:|---|" + "---:|" * (len(cols) + 2))
     total = np.zeros(len(cols) + 1)
@@ -221,17 +247,18 @@ def main():
         med, at_rate = _measure(layer, r, rate, torch, args.reps)
         name, ci, h, o, k, s, p, count, n = layer
         oh = (h + 2 * p - k) // s + 1
-        total += np.array(med + [at_rate]) * count
+        best = np.nanmin(med[:6])  # a layer with no Winograd column counts its best there
+        total += np.where(np.isnan(med + [at_rate]), best, med + [at_rate]) * count
         print(
             f"| {name} | {count} | {o}x{n * oh * oh}x{ci * k * k} | "
             + " | ".join(f"{v * 1e3:.2f}" for v in med)
-            + f" | {at_rate * 1e3:.2f} | {min(med[:4]) / at_rate:.2f} |"
+            + f" | {at_rate * 1e3:.2f} | {np.nanmin(med[:6]) / at_rate:.2f} |"
         )
     os.environ.pop("GPUCORE_CONV", None)
     print(
         "| total (x count), ms | | | "
         + " | ".join(f"{v * 1e3:.1f}" for v in total)
-        + f" | {min(total[:4]) / total[-1]:.2f} |"
+        + f" | {min(total[:6]) / total[-1]:.2f} |"
     )
     if args.backward:
         print("\n`conv2d_backward` (gx, gw, gb; gw, gb only for an input with < 4 channels), ms:\n")

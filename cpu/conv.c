@@ -19,7 +19,9 @@
  * float32 takes other paths where they apply: a 1x1 convolution with stride 1 and no padding
  * multiplies the image itself (its column matrix), and conv_direct.c's direct kernel (the image
  * read in place by the GEMM's register tile) runs the forward and the backward when
- * gc_conv2d_direct_use / gc_conv2d_direct_backward_use say so (the rule is there). */
+ * gc_conv2d_direct_use / gc_conv2d_direct_backward_use say so (the rule is there); before
+ * both, conv_winograd.c's Winograd F(4x4, 3x3) forward where gc_conv2d_winograd_use says so, or
+ * whenever the weight was packed for it (swap 2). */
 #ifndef GC_T
 
 #define _POSIX_C_SOURCE 200112L
@@ -233,6 +235,18 @@ static int GC_FN(conv_threads)(const gc_conv *p, ptrdiff_t o, ptrdiff_t units)
 int GC_FN(gc_conv2d_forward_px)(const GC_T *x, const GC_T *w, const gc_packed *pw,
                                 const GC_T *bias, GC_T *out, const gc_conv *p, ptrdiff_t o)
 {
+    if (sizeof(GC_T) == 4 && ((pw && pw->swap == 2) || gc_conv2d_winograd_use(p, o))) {
+        if (gc_conv_input_finite((const float *)x, p->n * p->c * p->h * p->w))
+            return gc_conv2d_winograd_f32((const float *)x, (const float *)w, pw,
+                                          (const float *)bias, (float *)out, p, o);
+        /* an inf or NaN: the direct / im2col paths keep it in the outputs that read it */
+        if (pw && pw->swap == 2) {
+            if (!gc_conv2d_winograd_fits(p, o) || pw->rows != o || pw->cols != p->c * 9)
+                return -1;
+            w = (const GC_T *)gc_winograd_raw(pw);
+            pw = NULL;
+        }
+    }
     if (sizeof(GC_T) == 4 && gc_conv2d_direct_use(p, o))
         return gc_conv2d_direct_f32((const float *)x, (const float *)w, pw, (const float *)bias,
                                     (float *)out, p, o);

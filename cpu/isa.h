@@ -75,6 +75,14 @@ typedef void (*gc_ukr_da_f64)(ptrdiff_t k, const double *a, ptrdiff_t lda, const
 typedef void (*gc_cukr_f32)(ptrdiff_t k, const float *img, const ptrdiff_t *rows,
                             const int32_t *koff, const float *b, float *c, int acc_in);
 
+/* Winograd F(4x4, 3x3) tile transforms (isa/winograd.h, conv_winograd.c) along a block of
+ * n <= GC_WG_TB tiles: in: d [6][6][GC_WG_TB] (each tile's 6x6 input window) -> the 36 values
+ * B^T d B at v + xi*xs + t; out: the 36 products at m + xi*xs + t -> y [4][4][GC_WG_TB], the
+ * 4x4 outputs A^T m A + bias.  Every ISA's give the same bits. */
+#define GC_WG_TB 64
+typedef void (*gc_wg_in_f32)(const float *d, ptrdiff_t n, float *v, ptrdiff_t xs);
+typedef void (*gc_wg_out_f32)(const float *m, ptrdiff_t xs, ptrdiff_t n, float bias, float *y);
+
 /* y[i] = f(x[i]) for i < n; y may equal x. */
 typedef void (*gc_vfun_f32)(const float *x, float *y, ptrdiff_t n);
 typedef void (*gc_vbackward_f32)(const float *g, const float *s, float *y, ptrdiff_t n);
@@ -173,6 +181,9 @@ typedef struct {
     gc_cukr_f32 cukr_f32;
     const char *cukr_f32_name;
     int cukr_mr, cukr_nr; /* its tile: used only while it is the float32 GEMM's (mr_f32, nr_f32) */
+    /* the Winograd convolution's tile transforms (isa/winograd.h; every ISA has them) */
+    gc_wg_in_f32 wg_in_f32;
+    gc_wg_out_f32 wg_out_f32;
     /* vectorized float32 UNARY_* functions; NULL = the portable libm loop in unary.c */
     gc_vfun_f32 vunary_f32[GC_UNARY_COUNT];
     /* gelu's backward g * gelu'(x) (erf form); NULL = the libm loop in unary.c */
@@ -230,6 +241,14 @@ static inline ptrdiff_t gc_gemm_kc(char kind, ptrdiff_t k)
         return 0;
     const ptrdiff_t nkb = (k + blk - 1) / blk;
     return ((k + nkb - 1) / nkb + 7) / 8 * 8;
+}
+
+/* The panel width of a packed operand (gc_packed.w): the register tile's rows (MR) for side A
+ * with swap 0, side B with swap 1 and the Winograd weight (swap 2), else its columns (NR). */
+static inline int gc_packed_width(char kind, int side, int swap)
+{
+    const gc_blocking *b = kind == 'f' ? &gc_blk_f32 : &gc_blk_f64;
+    return swap == 2 || (side == 0) != (swap != 0) ? b->mr : b->nr;
 }
 
 void gc_isa_fill_scalar(gc_isa_kernels *k);

@@ -197,7 +197,9 @@ typedef struct {
 } gc_packed;
 
 /* Fills every field of p but data (dims, panel width and K block for the ISA in use); -1 when
- * the element count overflows.  rows, cols >= 0. */
+ * the element count overflows, -2 for a swap 2 (conv_winograd.c's transformed weight, whose
+ * panels are laid out as it says) that is not float32 side A, trans 0, cols a multiple of 9.
+ * rows, cols >= 0. */
 int gc_gemm_pack_init(gc_packed *p, char kind, int side, ptrdiff_t rows, ptrdiff_t cols,
                       int trans, int swap);
 /* rows of col gathered per step of gc_im2col_pack (im2col.c) */
@@ -215,15 +217,32 @@ typedef struct {
 /* conv.c's per-thread buffers (slot < GC_CONV_SCRATCH_SLOTS; apart from gc_scratch, which the
  * GEMM called on the same thread uses): slot i is at least `bytes` (64-byte aligned) until the
  * next call with slot i on this thread; NULL if malloc fails.  Slots: 0 columns, 1 column
- * gradients, 2 weight-gradient partials (calling thread), 3 the padded image (conv_direct.c),
- * 4 its packed weight and 5 its offset tables (calling thread). */
-#define GC_CONV_SCRATCH_SLOTS 6
+ * gradients, 2 weight-gradient partials (calling thread), 3 the padded image (conv_direct.c)
+ * or padded input rows (conv_winograd.c), 4 conv_direct.c's packed weight and 5 its offset
+ * tables (calling thread), 6 conv_winograd.c's transformed
+ * weight, 7 its weight unpacked from another layout and 8 its transformed tiles (calling thread). */
+#define GC_CONV_SCRATCH_SLOTS 9
 void *gc_conv_scratch(int i, size_t bytes);
 /* conv_direct.c: 1 when float32 conv2d_forward of this geometry takes the direct path (the rule;
  * GPUCORE_CONV=im2col / direct forces a path where both apply), and the direct path itself
  * (w, or pw when w is NULL: the weight [o, c, kh, kw] or its gemm_pack; bias may be NULL); -1
  * when a scratch allocation fails. */
 int gc_conv2d_direct_use(const gc_conv *p, ptrdiff_t o);
+/* conv_winograd.c: whether the geometry is Winograd F(4x4, 3x3)'s (3x3, stride 1, dilation 1);
+ * whether float32 conv2d_forward takes it (the rule, of the geometry alone; GPUCORE_CONV=winograd
+ * forces it where it fits, im2col / direct force it off); the path itself (a weight pw packed with swap 2 is read in place,
+ * another packed layout or w is transformed per call; -1 when a scratch allocation fails);
+ * the transformed weight's size (-1: overflow) and the transform of w [o, c, 3, 3]. */
+int gc_conv2d_winograd_fits(const gc_conv *p, ptrdiff_t o);
+int gc_conv2d_winograd_use(const gc_conv *p, ptrdiff_t o);
+int gc_conv2d_winograd_f32(const float *x, const float *w, const gc_packed *pw,
+                           const float *bias, float *out, const gc_conv *p, ptrdiff_t o);
+ptrdiff_t gc_winograd_weight_elems(ptrdiff_t o, ptrdiff_t c);
+void gc_winograd_weight(const float *w, float *U, ptrdiff_t o, ptrdiff_t c);
+/* the untransformed weight [o, c, 3, 3] a swap 2 pack keeps after U; whether x[0..n) holds no
+ * inf or NaN (Winograd's transforms would spread one over a whole tile: conv.c checks) */
+const float *gc_winograd_raw(const gc_packed *pw);
+int gc_conv_input_finite(const float *x, ptrdiff_t n);
 int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, const float *bias,
                          float *out, const gc_conv *p, ptrdiff_t o);
 /* The backward's direct path (weight gradient; input gradient at stride 1, enough channels):

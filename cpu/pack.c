@@ -39,7 +39,6 @@
 int gc_gemm_pack_init(gc_packed *p, char kind, int side, ptrdiff_t rows, ptrdiff_t cols,
                       int trans, int swap)
 {
-    const gc_blocking *b = kind == 'f' ? &gc_blk_f32 : &gc_blk_f64;
     memset(p, 0, sizeof *p);
     p->kind = kind;
     p->side = side;
@@ -51,12 +50,19 @@ int gc_gemm_pack_init(gc_packed *p, char kind, int side, ptrdiff_t rows, ptrdiff
     p->f = side == 0 ? rows : cols;
     p->k = side == 0 ? cols : rows;
     /* rows of the register tile (A side, or B swapped), else its columns */
-    p->w = (side == 0) != (swap != 0) ? b->mr : b->nr;
+    p->w = gc_packed_width(kind, side, swap);
     p->kc = gc_gemm_kc(kind, p->k);
     p->npan = (p->f + p->w - 1) / p->w;
     if (p->npan > PTRDIFF_MAX / p->w || (p->k && p->npan * p->w > PTRDIFF_MAX / 8 / p->k))
         return -1;
     p->elems = p->k * p->npan * p->w;
+    if (swap == 2) { /* conv_winograd.c's transformed 3x3 weight: rows o, cols c*9 */
+        if (kind != 'f' || side != 0 || trans != 0 || cols % 9 != 0)
+            return -2;
+        p->elems = gc_winograd_weight_elems(rows, cols / 9);
+        if (p->elems < 0)
+            return -1;
+    }
     return 0;
 }
 #endif
@@ -268,6 +274,10 @@ static int GC_FN(gemm_unpack)(const gc_packed *P, GC_T *x)
 #ifndef GC_PACK_PANELS_ONLY
 void GC_FN(gc_gemm_pack)(const GC_T *x, const gc_packed *P)
 {
+    if (P->swap == 2) { /* float32 only (gc_gemm_pack_init) */
+        gc_winograd_weight((const float *)x, (float *)P->data, P->rows, P->cols / 9);
+        return;
+    }
     GC_FN(pack_job) J = {.P = P, .x = x, .out = NULL};
     const ptrdiff_t units = P->kc ? (P->k + P->kc - 1) / P->kc * P->npan : 0;
     gc_parallel_range(units, 1, 0.5 * (double)P->elems, GC_FN(pack_range), &J);

@@ -31,7 +31,7 @@ GOOD = {
     "GPUCORE_GEMM_BLOCKING": ["96,256,4096"],
     "GPUCORE_HOST_CACHE_MB": ["0", "1024"],
     "GPUCORE_PACK": ["0", "1"],
-    "GPUCORE_CONV": ["auto", "im2col", "Direct "],
+    "GPUCORE_CONV": ["auto", "im2col", "Direct ", "winograd"],
 }
 BAD = {
     "GPUCORE_DEVICE": ["gpu", "cuda"],
@@ -50,7 +50,7 @@ BAD = {
     "GPUCORE_GEMM_BLOCKING": ["1,2", "0,1,2", "a,b,c"],
     "GPUCORE_HOST_CACHE_MB": ["-5", "lots"],
     "GPUCORE_PACK": ["2", "no"],
-    "GPUCORE_CONV": ["winograd", "1"],
+    "GPUCORE_CONV": ["fft", "1"],
 }
 
 

@@ -48,7 +48,8 @@ static int next(gc_rd *r, int64_t lo, int64_t hi, int64_t *v, const char *what)
 /* ------------------------------------------------------------------------------------------ */
 /* Arguments                                                                                   */
 
-/* A packed constant: region (a constant), byte offset, dtype, side, rows, cols, trans, swap;
+/* A packed constant: region (a constant), byte offset, dtype, side, rows, cols, trans, swap
+ * (2: a Winograd 3x3 convolution weight, conv_winograd.c);
  * its rows * cols elements from the offset lie inside the constant. */
 static int read_packed(gc_rd *r, const gc_model *m, gc_marg *a)
 {
@@ -60,7 +61,7 @@ static int read_packed(gc_rd *r, const gc_model *m, gc_marg *a)
         next(r, 0, GC_LIM, &a->rows, "bad packed operand rows") < 0 ||
         next(r, 0, GC_LIM, &a->cols, "bad packed operand cols") < 0 ||
         next(r, 0, 1, &trans, "bad packed operand trans") < 0 ||
-        next(r, 0, 1, &swap, "bad packed operand swap") < 0)
+        next(r, 0, 2, &swap, "bad packed operand swap") < 0)
         return -1;
     a->region = (int)region;
     a->dtype = (int)dt;

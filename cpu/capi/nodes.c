@@ -120,7 +120,7 @@ static int check_gemm(gc_rd *r, gc_mnode *nd)
         const gc_marg *p = i ? b : a;
         if (p->tag == GC_ARG_PACKED &&
             (p->side != i || p->rows != want[i][0] || p->cols != want[i][1] ||
-             p->trans != want[i][2] || (batch > 1 && (i ? sb : sa) != 0)))
+             p->trans != want[i][2] || p->swap == 2 || (batch > 1 && (i ? sb : sa) != 0)))
             return gc_rd_corrupt(r, "packed operand does not fit the product");
     }
     return 0;
@@ -333,7 +333,9 @@ static int check_conv_pool(gc_rd *r, gc_mnode *nd)
             (bias && need(r, bias, o) < 0))
             return -1;
         if (w->tag == GC_ARG_PACKED &&
-            (w->side != 0 || w->rows != o || w->cols != nw / o || w->trans != 0))
+            (w->side != 0 || w->rows != o || w->cols != nw / o || w->trans != 0 ||
+             (w->swap == 2 &&
+              (w->dtype != GC_DTYPE_FLOAT32 || !gc_conv2d_winograd_fits(&c, (ptrdiff_t)o)))))
             return gc_rd_corrupt(r, "conv2d: packed weight does not fit");
         nd->cv = c;
         nd->empty = no == 0;

@@ -198,10 +198,12 @@ static void gc_qgemm_fill_avx512(gc_isa_kernels *k)
 static void gc_isa_fill_avx512_vmath(gc_isa_kernels *k);
 
 #include "isa/optim.h"
+#include "isa/winograd.h"
 
 void gc_isa_fill_avx512(gc_isa_kernels *k)
 {
     gc_optim_fill(k);
+    gc_winograd_fill(k);
     gc_isa_fill_avx512_vmath(k);
     gc_qgemm_fill_avx512(k);
     k->mr_f32 = GC_AVX512_MR;

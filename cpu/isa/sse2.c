@@ -86,10 +86,12 @@ static inline double gc_sse2_hsum_pd(__m128d s)
 #undef STREAM_SFX
 
 #include "isa/optim.h"
+#include "isa/winograd.h"
 
 void gc_isa_fill_sse2(gc_isa_kernels *k)
 {
     gc_optim_fill(k);
+    gc_winograd_fill(k);
     k->mr_f32 = 4;
     k->nr_f32 = 8;
     k->ukr_f32 = gemm_sse2_f32_4x8;

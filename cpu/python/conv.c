@@ -64,6 +64,14 @@ static int conv2d_parse_common(const char *fn, PyObject *const *args, Py_ssize_t
     const gc_packed *pw = NULL;
     if (packed && !(pw = gc_packed_arg(bs, fn, "w", args[1], 0, o, ck, 0, kd)))
         return -1;
+    if (pw && pw->swap == 2 && !gc_conv2d_winograd_fits(&p, o)) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: 'w' is a Winograd weight (gemm_pack swap=2), which needs a 3x3 kernel "
+                     "with stride 1 and dilation 1; got kernel %zdx%zd, stride %zdx%zd, dilation "
+                     "%zdx%zd: pack it with swap 0 or 1",
+                     fn, p.kh, p.kw, p.sh, p.sw, p.dh, p.dw);
+        return -1;
+    }
     static const int fwd_out[4] = {0, 0, 0, 1}, bwd_out[6] = {0, 0, 0, 1, 1, 1};
     if (need_outputs_apart(fn, nb, v, names, need, fwd ? fwd_out : bwd_out) < 0)
         return -1;
@@ -106,7 +114,9 @@ GC_DOC(conv2d_forward,
              "\n--\n\n"
              "out [n, o, oh, ow] = conv2d(x [n, c, h, w], w [o, c, kh, kw]) + bias [o] (None: no "
              "bias); groups = 1, zero padding.  w may be a PackedMatrix of gemm_pack (side 'a', "
-             "rows o, cols c*kh*kw, trans 0): the same bits.");
+             "rows o, cols c*kh*kw, trans 0): the same bits; one packed with swap 2 (3x3, stride 1, "
+             "dilation 1) runs the Winograd F(4x4, 3x3) path (conv_winograd.c), which float32 "
+             "also takes where conv2d_winograd says so (slightly different bits).");
 
 GC_NODE_BINDING(conv2d_forward)
 
@@ -124,7 +134,8 @@ GC_DOC(conv2d_direct,
        "True when float32 conv2d_forward of this geometry runs the direct convolution "
        "(conv_direct.c: the image read in place by the micro-kernel, the weight packed as "
        "gemm_pack(w, 'a', o, c*kh*kw, 0, 1)), False when it runs im2col + GEMM.  The rule is "
-       "documented in conv_direct.c; GPUCORE_CONV=im2col / direct forces a path.");
+       "documented in conv_direct.c; GPUCORE_CONV=im2col / direct forces a path.  Winograd "
+       "(conv2d_winograd) comes first where it applies.");
 
 PyObject *gc_py_conv2d_direct(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -136,4 +147,25 @@ PyObject *gc_py_conv2d_direct(PyObject *self, PyObject *const *args, Py_ssize_t 
         get_min(fn, "o", args[12], 0, &o) < 0)
         return NULL;
     return PyBool_FromLong(gc_conv2d_direct_use(&p, o));
+}
+
+GC_DOC(conv2d_winograd,
+       "conv2d_winograd(n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, o, /)\n--\n\n"
+       "True when float32 conv2d_forward of this geometry runs Winograd F(4x4, 3x3) "
+       "(conv_winograd.c; before the direct and im2col paths): with the weight transformed per "
+       "call, or once by gemm_pack(w, 'a', o, c*9, 0, 2) (what the compiled executor packs when "
+       "this says True; the same bits).  The rule, of the geometry alone, is documented in "
+       "conv_winograd.c; GPUCORE_CONV=winograd forces it for every 3x3 stride-1 dilation-1 "
+       "geometry, im2col / direct force it off.");
+
+PyObject *gc_py_conv2d_winograd(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    static const char fn[] = "conv2d_winograd";
+    gc_conv p;
+    Py_ssize_t nx, ncol, o;
+    if (check_nargs(fn, nargs, 13) < 0 || conv_geometry(fn, args, &p, &nx, &ncol) < 0 ||
+        get_min(fn, "o", args[12], 0, &o) < 0)
+        return NULL;
+    return PyBool_FromLong(gc_conv2d_winograd_use(&p, o));
 }

@@ -84,6 +84,13 @@ static int gemm_parse_common(const char *fn, PyObject *const *args, Py_ssize_t n
         pk[i] = gc_packed_arg(bs, fn, names[i], args[i], i, i ? k : m, i ? n : k, i ? tb : ta, kd);
         if (!pk[i])
             return -1;
+        if (pk[i]->swap == 2) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s: '%s' is a Winograd convolution weight (gemm_pack swap=2), which "
+                         "only conv2d_forward takes; pack it with swap 0 or 1",
+                         fn, names[i]);
+            return -1;
+        }
         if (batch > 1 && (i ? sb : sa) != 0) {
             PyErr_Format(PyExc_ValueError,
                          "%s: '%s' is packed (one matrix): its batch stride '%s' must be 0, got "

@@ -112,6 +112,10 @@ GC_DOC(gemm_pack,
        "float32 / float64 holding the matrix as gemm reads it.  swap = 0 packs it for its own "
        "side of the register tile, 1 for the other side (the product then runs as C^T = "
        "op(B)^T op(A)^T; better when the other free dimension tiles badly).  gemm / gemm_ex "
+       "swap = 2 (float32 side 'a', trans 0, x a 3x3 convolution weight [o, c, 3, 3] as rows = "
+       "o, cols = c*9) holds it transformed for the Winograd F(4x4, 3x3) convolution "
+       "(conv_winograd.c): only conv2d_forward of a 3x3 stride-1 dilation-1 geometry takes it, "
+       "and then always runs that path.  gemm / gemm_ex "
        "calls with the same side, dims and trans (and batch stride 0) give the unpacked call's "
        "bits.  No alpha is applied.");
 
@@ -137,8 +141,17 @@ PyObject *gc_py_gemm_pack(PyObject *self, PyObject *const *args, Py_ssize_t narg
         return NULL;
     }
     if (get_min(fn, "rows", args[2], 0, &rows) < 0 || get_min(fn, "cols", args[3], 0, &cols) < 0 ||
-        get_flag(fn, "trans", args[4], &trans) < 0 || get_flag(fn, "swap", args[5], &swap) < 0)
+        get_flag(fn, "trans", args[4], &trans) < 0)
         return NULL;
+    Py_ssize_t swap_v;
+    if (get_ssize(fn, "swap", args[5], &swap_v) < 0)
+        return NULL;
+    if (swap_v < 0 || swap_v > 2) {
+        PyErr_Format(PyExc_ValueError, "%s: 'swap' must be 0, 1 or 2 (Winograd), got %zd", fn,
+                     swap_v);
+        return NULL;
+    }
+    swap = (int)swap_v;
     bufset bs = {.n = 0};
     Py_buffer *v = get_buf(&bs, fn, "x", args[0], 0);
     PyObject *res = NULL;
@@ -158,7 +171,15 @@ PyObject *gc_py_gemm_pack(PyObject *self, PyObject *const *args, Py_ssize_t narg
                    rows, cols, trans) < 0)
         goto done;
     gc_packed p;
-    if (gc_gemm_pack_init(&p, kd, side, rows, cols, trans, swap) < 0) {
+    const int init = gc_gemm_pack_init(&p, kd, side, rows, cols, trans, swap);
+    if (init == -2) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: swap=2 (the Winograd weight) packs a float32 3x3 convolution weight "
+                     "as side 'a', trans 0, cols = c*9; got side '%s', %s, trans=%d, cols=%zd",
+                     fn, side_name(side), kd == 'f' ? "float32" : "float64", trans, cols);
+        goto done;
+    }
+    if (init < 0) {
         overflow_error(fn, "the packed size");
         goto done;
     }
@@ -197,8 +218,7 @@ const gc_packed *gc_packed_arg(bufset *bs, const char *fn, const char *name, PyO
                                int side, Py_ssize_t rows, Py_ssize_t cols, int trans, char kind)
 {
     const gc_packed *p = &((PackedMatrix *)obj)->p;
-    const gc_blocking *blk = p->kind == 'f' ? &gc_blk_f32 : &gc_blk_f64;
-    const int w = (p->side == 0) != (p->swap != 0) ? blk->mr : blk->nr;
+    const int w = gc_packed_width(p->kind, p->side, p->swap);
     if (p->side != side) {
         PyErr_Format(PyExc_ValueError,
                      "%s: '%s' is a PackedMatrix for side '%s' (the %s operand); pack it with "

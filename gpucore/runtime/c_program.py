@@ -15,7 +15,8 @@ each node as integers into one int64 tensor, ``program``::
                       sizes..., byte strides... |
                PACKED 4, region (a constant), byte offset, dtype, side (0: a, 1: b), rows,
                       cols, trans, swap: a pre-packed GEMM operand (gemm_ex a / b,
-                      conv2d_forward w), which gc_model_load packs the same way |
+                      conv2d_forward w; swap 2: a 3x3 weight transformed for Winograd),
+                      which gc_model_load packs the same way |
                QPACKED 5, region (a constant), byte offset, k, n, trans: int8 weights packed
                       by ``_cpu.qgemm_pack(w, k, n, trans)`` (qgemm, qconv2d), stored as the
                       plain int8 constant and packed at load for the ISA in use

@@ -122,11 +122,18 @@ def gemm_operand(
 def conv_weight(w: np.ndarray, pixels: int, geometry: tuple | None = None):
     """conv2d_forward's weight w [o, c, kh, kw] packed (side a: o x c*kh*kw, trans 0) for
     ``pixels`` output pixels per image when that pays, else ``w``.  ``geometry`` (conv2d_forward's
-    13 ints): a float32 convolution that runs the direct kernel (``_cpu.conv2d_direct``) gets the
-    layout that kernel reads (swap 1, output channels along the tile's columns)."""
+    13 ints): a float32 convolution that runs Winograd (``_cpu.conv2d_winograd``) gets its
+    transformed weight (swap 2: the per-call transform's bits); one that runs the direct
+    kernel (``_cpu.conv2d_direct``) the layout that kernel reads (swap 1, output channels along
+    the tile's columns)."""
     if w.ndim != 4 or not w.flags.c_contiguous or w.size == 0:
         return w
     o = w.shape[0]
+    if geometry is not None and w.dtype == np.float32 and _cpu.conv2d_winograd(*geometry):
+        # the Winograd F(4x4, 3x3) weight, transformed once (cpu/conv_winograd.c)
+        if not ENABLED or not is_constant(w):
+            return w
+        return packed(w, w.reshape(-1), "a", o, w.size // o, 0, 2)
     if geometry is not None and w.dtype == np.float32 and _cpu.conv2d_direct(*geometry):
         if not ENABLED or not is_constant(w) or w.nbytes < MIN_BYTES:
             return w
