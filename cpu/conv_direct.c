@@ -43,7 +43,7 @@
 #define GC_DCONV_MIN_PIXELS 64
 
 /* 1 when s, less surrounding white space, is word in any case (gpucore/config.py's rule) */
-static int dconv_env_is(const char *s, const char *word)
+int gc_env_is(const char *s, const char *word)
 {
     while (*s == ' ' || *s == '\t' || *s == '\n')
         s++;
@@ -61,7 +61,7 @@ static int dconv_env_is(const char *s, const char *word)
 static int dconv_forced(void)
 {
     const char *e = getenv("GPUCORE_CONV");
-    return e && dconv_env_is(e, "im2col") ? 1 : e && dconv_env_is(e, "direct") ? 2 : 0;
+    return e && gc_env_is(e, "im2col") ? 1 : e && gc_env_is(e, "direct") ? 2 : 0;
 }
 
 /* The rule for the forward (fwd) or the backward (the caller's further conditions apply). */

@@ -56,19 +56,6 @@
 /* V and M of one pass at most this large (larger passes re-read U less; L3-sized) */
 #define GC_WG_PASS_BYTES (8u << 20)
 
-/* 1 when s, less surrounding white space, is word in any case (as conv_direct.c) */
-static int wg_env_is(const char *s, const char *word)
-{
-    while (*s == ' ' || *s == '\t' || *s == '\n')
-        s++;
-    for (; *word; s++, word++)
-        if ((*s >= 'A' && *s <= 'Z' ? *s - 'A' + 'a' : *s) != *word)
-            return 0;
-    while (*s == ' ' || *s == '\t' || *s == '\n')
-        s++;
-    return *s == 0;
-}
-
 int gc_conv2d_winograd_fits(const gc_conv *p, ptrdiff_t o)
 {
     return p->kh == 3 && p->kw == 3 && p->sh == 1 && p->sw == 1 && p->dh == 1 && p->dw == 1 &&
@@ -80,9 +67,9 @@ int gc_conv2d_winograd_use(const gc_conv *p, ptrdiff_t o)
     if (!gc_conv2d_winograd_fits(p, o))
         return 0;
     const char *e = getenv("GPUCORE_CONV");
-    if (e && wg_env_is(e, "winograd"))
+    if (e && gc_env_is(e, "winograd"))
         return 1;
-    if (e && (wg_env_is(e, "im2col") || wg_env_is(e, "direct")))
+    if (e && (gc_env_is(e, "im2col") || gc_env_is(e, "direct")))
         return 0;
     /* the rule (benchmarks/README.md, *Winograd convolution*): enough channels for the 36
      * GEMMs (K = input channels) to outweigh the transforms (per input and output channel):

@@ -228,6 +228,9 @@ void *gc_conv_scratch(int i, size_t bytes);
  * (w, or pw when w is NULL: the weight [o, c, kh, kw] or its gemm_pack; bias may be NULL); -1
  * when a scratch allocation fails. */
 int gc_conv2d_direct_use(const gc_conv *p, ptrdiff_t o);
+/* 1 when s, less surrounding white space, is word in any case (GPUCORE_CONV's values, as
+ * gpucore/config.py reads them; conv_direct.c) */
+int gc_env_is(const char *s, const char *word);
 /* conv_winograd.c: whether the geometry is Winograd F(4x4, 3x3)'s (3x3, stride 1, dilation 1);
  * whether float32 conv2d_forward takes it (the rule, of the geometry alone; GPUCORE_CONV=winograd
  * forces it where it fits, im2col / direct force it off); the path itself (a weight pw packed with swap 2 is read in place,
