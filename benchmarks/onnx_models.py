@@ -10,7 +10,7 @@ TorchScript exporter, opset 17, batch norms kept as BatchNormalization): ResNet-
 
 - load: ``gpucore.onnx.load(path)`` (parse, import, passes, plan, the compiled C program, packed
   weights) against ``onnxruntime.InferenceSession(path)`` (its graph optimizations included);
-  the median of 3 fresh loads each;
+  the median of 3 fresh loads each, after one uncounted;
 - first: the first call after a load (both libraries prepare lazily);
 - steady: the median of calls alternating between the two libraries in rounds.
 
@@ -140,7 +140,10 @@ def _export(torch, model, x, path: str) -> None:
 
 # ------------------------------------------------------------------------------- the timing
 def _load_times(load, rounds: int) -> tuple:
-    """(median ms of ``rounds`` fresh loads, the last session)."""
+    """(median ms of ``rounds`` fresh loads after one uncounted, the last session): the first
+    load in a process pays one-time costs (gpucore: importing onnx, probing Vulkan for
+    device='auto'; ~0.5 s here), which a service pays once."""
+    load()
     times, sess = [], None
     for _ in range(rounds):
         t = time.perf_counter()
