@@ -99,7 +99,9 @@ def train_eager(factory, shape, make_opt, data):
     return losses, snapshot(model, opt)
 
 
-def train_graphed(factory, shape, make_opt, data):
+def warm_up_and_capture(factory, shape, make_opt, data):
+    """WARMUP eager steps on data's first batches, then one training step captured: (model, opt,
+    x, y, the graph, its loss tensor, the eager losses)."""
     model, opt, x, y = setup(factory, shape, make_opt)
     losses = []
     for b in data[:WARMUP]:
@@ -111,6 +113,11 @@ def train_graphed(factory, shape, make_opt, data):
         static_loss = F.cross_entropy(model(x), y)
         static_loss.backward()
         opt.step()
+    return model, opt, x, y, g, static_loss, losses
+
+
+def train_graphed(factory, shape, make_opt, data):
+    model, opt, x, y, g, static_loss, losses = warm_up_and_capture(factory, shape, make_opt, data)
     assert g.dispatches > 20
     for b in data[WARMUP:]:
         load(x, y, b)
@@ -337,17 +344,7 @@ def test_replays_queued_without_host_waits_stay_in_order(vulkan):
     make_opt = OPTIMIZERS["adam_capturable"]
     data = batches(shape, n=8, seed=4)
     want_losses, want_state = train_eager(factory, shape, make_opt, data)
-    model, opt, x, y = setup(factory, shape, make_opt)
-    losses = []
-    for b in data[:WARMUP]:
-        load(x, y, b)
-        losses.append(eager_step(model, opt, x, y).item())
-    g = gpucore.vulkan.VulkanGraph()
-    opt.zero_grad(set_to_none=True)
-    with gpucore.vulkan.graph(g):
-        static_loss = F.cross_entropy(model(x), y)
-        static_loss.backward()
-        opt.step()
+    model, opt, x, y, g, static_loss, losses = warm_up_and_capture(factory, shape, make_opt, data)
     kept = []
     for b in data[WARMUP:]:
         load(x, y, b)
