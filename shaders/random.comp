@@ -20,22 +20,30 @@
 //              GLSL's own log/sin/cos/sqrt are not used: Vulkan lets them be off by several ulp.
 //   3 DROPOUT  out float32 = u >= a ? b : 0 with u as UNIFORM on [0, 1) (a = p, b = 1/(1-p)):
 //              the CPU's ``(rand(shape) >= p).to(float32) * scale``.
+// STATE (constant 2) = 1: the stream position is read from binding 1 (4 words at state_off: seed
+// low, high, base block low, high) and ctr (push) is added to the base, 64-bit: a captured graph
+// (gpucore.vulkan.graph) records the fill once and each replay writes the generator's current
+// seed and offset there (kernels/random.py), so replays draw fresh numbers, those eager calls
+// would draw. STATE = 0: seed and ctr are the push constants (binding 1 is bound but unread).
 // Every float temporary is `precise` (SPIR-V NoContraction): the driver may neither fuse a*b+c
 // into an fma (the CPU rounds the product) nor reassociate the float-float error terms.
 #include "common.glsl"
 
 layout(constant_id = 1) const int MODE = 1;
+layout(constant_id = 2) const int STATE = 0;
 
 layout(std430, set = 0, binding = 0) writeonly buffer Y { float y[]; };
 layout(std430, set = 0, binding = 0) writeonly buffer W { uint words[]; };
+layout(std430, set = 0, binding = 1) readonly buffer S { uint state[]; };
 
-// Mirrored by kernels/random.py's _fill_push (8 words).
+// Mirrored by kernels/random.py's _fill_push (9 words).
 layout(push_constant) uniform Push {
     uint n;                  // elements to write
     uint out_off;            // element offset of out in the binding
     uint seed_lo, seed_hi;
     uint ctr_lo, ctr_hi;     // block counter of element 0
     float a, b;              // low/high, mean/std, p/scale
+    uint state_off;          // STATE = 1: word offset of (seed, base block) in binding 1
 } p;
 
 #define GC_RANDOM_MODE(NAME, value) const int NAME = value;  // WORDS ... DROPOUT (cpu/opcodes.def)
@@ -211,9 +219,17 @@ void main() {
     uint blk = global_index();
     uint first = blk * 4u;
     if (first >= p.n) return;
+    uvec2 key = uvec2(p.seed_lo, p.seed_hi);
+    uvec2 ctr = uvec2(p.ctr_lo, p.ctr_hi);
     uint lo, carry;
-    lo = uaddCarry(p.ctr_lo, blk, carry);
-    uvec4 w = philox(uvec4(lo, p.ctr_hi + carry, 0u, 0u), uvec2(p.seed_lo, p.seed_hi));
+    if (STATE == 1) {
+        uint s0 = p.state_off;
+        key = uvec2(state[s0], state[s0 + 1u]);
+        lo = uaddCarry(state[s0 + 2u], ctr.x, carry);
+        ctr = uvec2(lo, state[s0 + 3u] + ctr.y + carry);
+    }
+    lo = uaddCarry(ctr.x, blk, carry);
+    uvec4 w = philox(uvec4(lo, ctr.y + carry, 0u, 0u), key);
     uint cnt = min(4u, p.n - first);
     uint o = p.out_off + first;
     if (MODE == WORDS) {

@@ -35,11 +35,18 @@ at capture time (so a tensor made from host data inside the block, ``zeros(...).
 starts from those values at each replay even when the graph writes it), and ``replay()`` raises
 when the host has written such a tensor since the capture.
 
+Random sampling on the device (``dropout``, ``rand``, ``randn``, ``rand_like``... with any
+generator) is captured as in PyTorch: the generator's seed and offset live in a device buffer
+that each replay fills with the generator's current position before it runs, advancing the
+generator by what the graph draws (rng.py), so each replay draws fresh numbers and N replays
+draw exactly what N eager steps would have; the capture itself draws nothing (it leaves the
+generator where it found it).
+
 What a capture refuses (DeviceError naming the op): anything that needs the host in the middle
 (``.item()``, ``.numpy()``, ``print``, ``bool(t)``, ops with data-dependent shapes, ops with no
-Vulkan kernel, which would run on the host), random sampling (a replay would repeat the same
-numbers), an optimizer whose step counts live on the host (``capturable=False``) and optimizer
-state created inside the capture (warm up first).
+Vulkan kernel, which would run on the host), sampling ops with no captured form (multinomial,
+randperm, random host tensors), an optimizer whose step counts live on the host
+(``capturable=False``) and optimizer state created inside the capture (warm up first).
 
 Warm-up: PyTorch runs a few eager steps on a side stream before capturing, to create lazy state
 outside the graph. gpucore has one command stream and needs no side stream, but the warm-up is
@@ -54,7 +61,7 @@ from __future__ import annotations
 import itertools
 
 from .. import dispatch
-from . import state
+from . import rng, state
 
 _pool_ids = itertools.count(1)
 
@@ -72,6 +79,7 @@ class VulkanGraph:
         self._cap = None
         self._policy = None
         self._pool = (next(_pool_ids),)
+        self._rng = rng.Streams()
         self._was_reset = False
         self.keep_graph = bool(keep_graph)
 
@@ -105,6 +113,7 @@ class VulkanGraph:
             raise
         self._be, self._policy = be, policy
         self._was_reset = False
+        self._rng = rng.Streams()
         state.CAPTURING[0] = self
 
     def capture_end(self) -> None:
@@ -117,6 +126,7 @@ class VulkanGraph:
         from ..backends.vulkan import capture  # the device's modules load with the device
 
         state.CAPTURING[0] = None
+        failed = abort
         try:
             if abort:
                 capture.abort(self._be.ctx, self._cap)
@@ -126,8 +136,10 @@ class VulkanGraph:
                     capture.end(self._be.ctx, self._cap)
                 except BaseException:
                     self._cap = None
+                    failed = True
                     raise
         finally:
+            self._rng.end(failed)
             self._policy.__exit__(None, None, None)
             self._policy = None
 
@@ -156,6 +168,7 @@ class VulkanGraph:
                 )
         from ..backends.vulkan import capture  # the device's modules load with the device
 
+        self._rng.before_replay(self._be)  # the generators' positions, for captured sampling
         capture.enqueue(self._be.ctx, cap)
 
     def reset(self) -> None:

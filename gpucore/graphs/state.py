@@ -12,3 +12,8 @@ CAPTURING: list = [None]  # the VulkanGraph between capture_begin and capture_en
 def capturing() -> bool:
     """True while a ``VulkanGraph`` is being captured."""
     return CAPTURING[0] is not None
+
+
+# While a sampling op of a capture runs (graphs/rng.py): (the generator's device state buffer,
+# the capture's base offset), read by the Vulkan random fill; None otherwise.
+SAMPLING: list = [None]

@@ -131,3 +131,170 @@ def _samples():
             )
         )
     return out
+
+
+# ----------------------------------------------------------------------------- Adamax/NAdam/RAdam
+_KINDS = ("adamax", "nadam", "radam")
+
+
+def _infer_more(param, grad, s1, s2, step, *mu, kind, **attrs):
+    name = "optim_step_capturable"
+    if kind not in _KINDS:
+        raise ValueError(f"{name}: kind must be one of {_KINDS}, got {kind!r}")
+    if len(mu) != (kind == "nadam"):
+        raise ValueError(
+            f"{name}: {kind} takes (param, grad, {_STATE[kind]}, step"
+            f"{', mu_product' if kind == 'nadam' else ''}), got {5 + len(mu)} tensors"
+        )
+    if not param.dtype.is_floating_point:
+        raise DTypeError(f"{name}: the parameter must be a floating tensor, got {param.dtype}")
+    for nm, t in zip(("grad", *_STATE[kind].split(", ")), (grad, s1, s2)):
+        if t.shape != param.shape or t.dtype is not param.dtype:
+            raise ShapeError(
+                f"{name}: {nm} is {t.dtype}{list(t.shape)} but the parameter is "
+                f"{param.dtype}{list(param.shape)}; every buffer has the parameter's shape and "
+                "dtype"
+            )
+    for nm, t in zip(("step", "mu_product"), (step, *mu)):
+        if t.numel() != 1 or not t.dtype.is_floating_point:
+            raise ShapeError(
+                f"{name}: {nm} must be a one-element floating tensor, got {t.dtype}{list(t.shape)}"
+            )
+    return (param.shape, param.dtype)
+
+
+_STATE = {
+    "adamax": "exp_avg, exp_inf",
+    "nadam": "exp_avg, exp_avg_sq",
+    "radam": "exp_avg, exp_avg_sq",
+}
+
+OPTIM_STEP_CAPTURABLE = defop(
+    "optim_step_capturable", infer=_infer_more, samples=lambda: _samples_more()
+)
+
+
+def capturable_step(*tensors: Tensor, **attrs) -> None:
+    """Run ``optim_step_capturable`` (Adamax / NAdam / RAdam, ``attrs['kind']``) on (param, grad,
+    state1, state2, step[, mu_product]): one dispatch on the parameter's device when it has the
+    kernel, else the CPU kernel. ``step`` holds the count after this update (the caller
+    increments it); NAdam's ``mu_product`` is multiplied by mu_t here, before the update reads
+    it. No autograd."""
+    op = OPTIM_STEP_CAPTURABLE
+    param = tensors[0]
+    specs = op.infer(*tensors, **attrs)
+    written = (param,) + tensors[2:4] + tensors[5:]
+    home = param._dev
+    on_device = (
+        home is not None
+        and all(t._dev is home and t._data.flags.c_contiguous for t in written)
+        and tensors[4]._dev is home
+        and home.supports(op, tensors, specs)
+    )
+    if on_device:
+        _run_device(home, op, tensors, attrs)
+    else:
+        _run_cpu(op, tensors, attrs)
+    if dispatch._trace.records is not None:
+        dispatch.record(op.name, home.name if on_device else "cpu", param.shape)
+    for t in written:
+        t._vbox[0] += 1
+
+
+def np_optim_step(
+    p,
+    g,
+    s1,
+    s2,
+    step,
+    *mu,
+    kind,
+    lr,
+    beta1,
+    beta2,
+    eps,
+    weight_decay,
+    decoupled,
+    maximize,
+    momentum_decay,
+):
+    """PyTorch's single-tensor Adamax / NAdam / RAdam update in float64 (the samples' reference):
+    (param, state1, state2[, mu_product])."""
+    t = float(np.asarray(step).reshape(-1)[0])
+    g = -g if maximize else g
+    if weight_decay and decoupled and kind != "adamax":
+        p = p * (1 - lr * weight_decay)
+    elif weight_decay:
+        g = g + weight_decay * p
+    m = beta1 * s1 + (1 - beta1) * g
+    if kind == "adamax":
+        u = np.maximum(beta2 * s2, np.abs(g) + eps)
+        return (p - lr / (1 - beta1**t) * m / u, m, u)
+    v = beta2 * s2 + (1 - beta2) * g * g
+    bc2 = 1 - beta2**t
+    if kind == "nadam":
+        mu_t = beta1 * (1 - 0.5 * 0.96 ** (t * momentum_decay))
+        mu_next = beta1 * (1 - 0.5 * 0.96 ** ((t + 1) * momentum_decay))
+        prod = float(np.asarray(mu[0]).reshape(-1)[0]) * mu_t
+        denom = np.sqrt(v / bc2) + eps
+        p = p - lr * (1 - mu_t) / (1 - prod) * g / denom
+        p = p - lr * mu_next / (1 - prod * mu_next) * m / denom
+        return (p, m, v, np.array(prod).reshape(np.shape(mu[0])))
+    m_hat = m / (1 - beta1**t)
+    rho_inf = 2 / (1 - beta2) - 1
+    rho_t = rho_inf - 2 * t * beta2**t / bc2
+    if rho_t > 5:
+        rect = np.sqrt(
+            (rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)
+        )
+        return (p - lr * m_hat * np.sqrt(bc2) / (np.sqrt(v) + eps) * rect, m, v)
+    return (p - lr * m_hat, m, v)
+
+
+def _call_more(op, *tensors, **attrs):
+    dev = "vulkan" if dispatch.get_device_policy() == "vulkan" else "cpu"
+    with no_grad():
+        ts = [to_device(t, dev) for t in tensors]
+        capturable_step(*ts, **attrs)
+    return (ts[0], ts[2], ts[3]) + tuple(ts[5:])
+
+
+def _samples_more():
+    base = dict(
+        lr=0.01,
+        beta1=0.9,
+        beta2=0.999,
+        eps=1e-8,
+        weight_decay=0.0,
+        decoupled=False,
+        maximize=False,
+        momentum_decay=4e-3,
+    )
+    cases = [
+        ("adamax", (3, 5), 1, {}),
+        ("adamax", (2, 7), 4, {"weight_decay": 0.1, "maximize": True}),
+        ("nadam", (3, 5), 1, {}),
+        ("nadam", (5000,), 7, {"weight_decay": 0.01, "decoupled": True}),
+        ("radam", (3, 5), 2, {}),  # rho_t <= 5: the momentum-only step
+        ("radam", (2, 7), 9, {"weight_decay": 0.1, "maximize": True}),
+        ("radam", (5000,), 30, {"weight_decay": 0.1, "decoupled": True, "beta2": 0.99}),
+    ]
+    out = []
+    for i, (kind, shape, step, a) in enumerate(cases):
+        attrs = {**base, **a, "kind": kind}
+        mu = (np.array(0.7),) if kind == "nadam" else ()
+        out.append(
+            Sample(
+                uniform(*shape, seed=20 * i + 1),
+                uniform(*shape, seed=20 * i + 2),
+                uniform(*shape, seed=20 * i),
+                uniform(*shape, low=0.05, high=1.0, seed=20 * i + 3),
+                np.array(float(step)),
+                *mu,
+                ref=np_optim_step,
+                call=_call_more,
+                grad=False,
+                **attrs,
+            )
+        )
+    return out

@@ -35,6 +35,7 @@ from .. import dtypes as D
 from ..autograd.grad_mode import no_grad
 from ..creation import _check_device, _finish, _shape_arg, _sizes, _store, _to_backend
 from ..errors import DTypeError, ShapeError
+from ..graphs import state as _graph_state
 from ..random import default_generator
 from ..tensor import Tensor
 from .api import public
@@ -223,8 +224,16 @@ def _backend(be):
 
 
 def _sample(op, shape, be, generator, words: int, **attrs) -> Tensor:
-    """Run sampling op ``op`` on ``be`` (None: the host), taking ``words`` stream words."""
-    seed, offset = (generator or default_generator).take(words)
+    """Run sampling op ``op`` on ``be`` (None: the host), taking ``words`` stream words. Inside
+    a captured graph the device kernel reads the generator's position from the graph's device
+    buffer, so that each replay draws fresh numbers (gpucore/graphs/rng.py)."""
+    gen = generator or default_generator
+    graph = _graph_state.CAPTURING[0]
+    if graph is not None and be is not None:
+        with graph._rng.capture(gen, be):
+            seed, offset = gen.take(words)
+            return apply_on(be, op, shape=tuple(shape), seed=seed, offset=offset, **attrs)
+    seed, offset = gen.take(words)
     return apply_on(_backend(be), op, shape=tuple(shape), seed=seed, offset=offset, **attrs)
 
 

@@ -6,7 +6,11 @@ count and the bias corrections as host numbers baked into the recording; with
 ``capturable=True`` and device parameters the step count is instead a float32 0-d tensor on the
 parameter's device (``state['step']``, as PyTorch keeps it) and the update is
 ``adam_step_capturable`` (gpucore/ops/optim_capturable.py): one dispatch per parameter that reads
-the count and computes 1 - beta^t on the device, after a one-element ``step += 1``.
+the count and computes 1 - beta^t on the device, after a one-element ``step += 1``. Adamax,
+NAdam and RAdam likewise run ``optim_step_capturable`` (shaders/optim_capturable.comp; NAdam's
+``mu_product`` is a device tensor too, advanced by the kernel); RMSprop's and Adadelta's updates
+do not depend on the count, so only the count moves onto the device. Adagrad, SGD and LBFGS take
+no ``capturable`` argument, as in PyTorch (SGD has no step count and captures as it is).
 
 The same code runs eagerly and in a capture, so a replay equals the eager step bit for bit. Host
 parameters take the host path whatever the flag (there is nothing to capture on the host).
@@ -19,7 +23,7 @@ from .. import dtypes as D
 from ..creation import tensor as _tensor
 from ..graphs import state as _graphs
 from ..ops.optim import RMSPROP_STEP, fused_update
-from ..ops.optim_capturable import capturable_update
+from ..ops.optim_capturable import capturable_step, capturable_update
 from ..tensor import Tensor
 
 
@@ -38,8 +42,9 @@ def refuse_uncapturable(opt, group: dict) -> None:
         )
     if group.get("capturable") and not getattr(opt, "_device_steps", False):
         raise RuntimeError(
-            f"{name}.step() with capturable=True cannot be captured yet: gpucore keeps device "
-            "step counts for Adam, AdamW and RMSprop; use one of them (or SGD) in a captured step"
+            f"{name}.step() with capturable=True cannot be captured: gpucore keeps device step "
+            "counts for Adam, AdamW, Adamax, NAdam, RAdam, RMSprop and Adadelta; use one of "
+            "them (or SGD) in a captured step"
         )
 
 
@@ -54,10 +59,10 @@ def device_steps(group: dict, params: list) -> bool:
     return True
 
 
-def step_tensor(state: dict, p: Tensor) -> Tensor:
-    """state['step'] as a float32 0-d tensor on p's device (converted from the int count a fresh
-    or loaded state holds)."""
-    step = state.get("step")
+def step_tensor(state: dict, p: Tensor, key: str = "step", start: float = 0.0) -> Tensor:
+    """state[key] (the step count, or NAdam's mu_product) as a float32 0-d tensor on p's device
+    (converted from the number a fresh or loaded state holds; ``start`` when absent)."""
+    step = state.get(key)
     if isinstance(step, Tensor) and step._dev is p._dev and step._dtype is D.float32:
         return step
     if _graphs.capturing():
@@ -66,9 +71,11 @@ def step_tensor(state: dict, p: Tensor) -> Tensor:
             "first capturable step): a replay would start it from scratch every time. Warm up "
             "first: run a few eager steps (optimizer.step()) before capturing"
         )
-    count = float(step.item()) if isinstance(step, Tensor) else float(step or 0)
+    if step is None:
+        step = start
+    count = float(step.item()) if isinstance(step, Tensor) else float(step)
     t = _tensor(count, dtype=D.float32).to(p.device)
-    state["step"] = t
+    state[key] = t
     return t
 
 
@@ -113,3 +120,39 @@ def rmsprop_step(opt, group: dict, params: list) -> None:
                 tensors.append(opt._buffer(state, "momentum_buffer", p)[0])
             step.add_(1.0)
             fused_update(RMSPROP_STEP, *tensors, **attrs)
+
+
+def more_step(opt, group: dict, params: list, kind: str) -> None:
+    """One capturable Adamax / NAdam / RAdam step (``kind``): per parameter, the device step
+    count is incremented and ``optim_step_capturable`` runs (one dispatch; NAdam one more, of one
+    invocation, advancing its device mu_product)."""
+    beta1, beta2 = (float(b) for b in group["betas"])
+    attrs = dict(
+        kind=kind,
+        lr=float(group["lr"]),
+        beta1=beta1,
+        beta2=beta2,
+        eps=float(group["eps"]),
+        weight_decay=float(group["weight_decay"]),
+        decoupled=bool(group.get("decoupled_weight_decay", False)),
+        maximize=bool(group["maximize"]),
+        momentum_decay=float(group.get("momentum_decay", 0.0)),
+    )
+    names = ("exp_avg", "exp_inf") if kind == "adamax" else ("exp_avg", "exp_avg_sq")
+    with dispatch.device_policy("vulkan"):  # the 0-d count too, whatever its size
+        for p in params:
+            state = opt.state[p]
+            step = step_tensor(state, p)
+            tensors = [p, p.grad] + [opt._buffer(state, n, p)[0] for n in names]
+            tensors.append(step)
+            if kind == "nadam":
+                tensors.append(step_tensor(state, p, "mu_product", 1.0))
+            step.add_(1.0)
+            capturable_step(*tensors, **attrs)
+
+
+def count_step(opt, p: Tensor) -> None:
+    """Advance p's device step count (optimizers whose update does not depend on it: Adadelta;
+    the update itself, in tensor ops, replays as recorded)."""
+    with dispatch.device_policy("vulkan"):
+        step_tensor(opt.state[p], p).add_(1.0)

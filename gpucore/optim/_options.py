@@ -4,9 +4,9 @@
 gpucore accepts the flags and records them in the param groups, as PyTorch does, so that
 scripts and state dicts carry over; they do not change the arithmetic (the group update is
 already one multi-tensor call where a fused kernel exists), except ``capturable=True`` for
-Adam, AdamW and RMSprop on device parameters: the step count then lives on the device, so that
-a captured step (``gpucore.vulkan.graph``) replays correctly (``_capturable.py``). Other
-optimizers with capturable=True, and any with capturable=False, refuse to be captured.
+Adam, AdamW, Adamax, NAdam, RAdam, RMSprop and Adadelta on device parameters: the step count
+then lives on the device, so that a captured step (``gpucore.vulkan.graph``) replays correctly
+(``_capturable.py``). Any with capturable=False refuses to be captured.
 """
 
 from __future__ import annotations

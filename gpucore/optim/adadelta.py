@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from ..dispatch import device_policy
 from ..tensor import Tensor
+from ._capturable import count_step, device_steps
 from ._options import check_options, grad_of
 from .optimizer import Optimizer
 
@@ -51,9 +53,22 @@ class Adadelta(Optimizer):
     def _check_group(self, group: dict) -> None:
         check_options(group)
 
+    _device_steps = True  # capturable=True keeps step counts on the device (_capturable.py)
+
+    def _step_group(self, group: dict, params: list) -> None:
+        if not device_steps(group, params):
+            for p in params:
+                state = self.state[p]
+                state["step"] = int(state.get("step", 0)) + 1
+                self._update(p, p.grad, group)
+            return
+        with device_policy("vulkan"):  # every op on the device, eager as in a capture
+            for p in params:
+                count_step(self, p)  # the update does not read the count: it replays as is
+                self._update(p, p.grad, group)
+
     def _update(self, p: Tensor, grad: Tensor, group: dict) -> None:
         state = self.state[p]
-        state["step"] = int(state.get("step", 0)) + 1
         square_avg, _ = self._buffer(state, "square_avg", p)
         acc_delta, _ = self._buffer(state, "acc_delta", p)
         rho, eps = float(group["rho"]), float(group["eps"])

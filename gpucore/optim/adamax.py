@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..ops.elementwise import maximum
 from ..tensor import Tensor
+from ._capturable import device_steps, more_step
 from ._options import check_options, grad_of, lerp_
 from .optimizer import Optimizer
 
@@ -49,6 +50,14 @@ class Adamax(Optimizer):
 
     def _check_group(self, group: dict) -> None:
         check_options(group)
+
+    _device_steps = True  # capturable=True keeps step counts on the device (_capturable.py)
+
+    def _step_group(self, group: dict, params: list) -> None:
+        if device_steps(group, params):
+            more_step(self, group, params, "adamax")
+        else:
+            super()._step_group(group, params)
 
     def _update(self, p: Tensor, grad: Tensor, group: dict) -> None:
         state = self.state[p]

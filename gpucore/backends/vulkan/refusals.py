@@ -1,5 +1,6 @@
 """Errors for work a capture for replay cannot hold (capture.py; gpucore.vulkan.graph): host
-reads and writes of device data in the middle of a capture, host-only ops, random sampling.
+reads and writes of device data in the middle of a capture, host-only ops, sampling ops with no
+captured form (dropout, rand, randn and rand_like are captured: gpucore/graphs/rng.py).
 ``host_sync_error`` names the culprit from the Python stack, so the message says which op or
 method the user must move out of the captured region."""
 

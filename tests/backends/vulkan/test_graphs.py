@@ -33,7 +33,15 @@ def cnn():
     )
 
 
-MODELS = {"mlp": (mlp, (64, 64)), "cnn": (cnn, (16, 1, 16, 16))}
+def dropout_mlp():
+    return nn.Sequential(nn.Linear(64, 80), nn.ReLU(), nn.Dropout(0.3), nn.Linear(80, 10))
+
+
+MODELS = {
+    "mlp": (mlp, (64, 64)),
+    "cnn": (cnn, (16, 1, 16, 16)),
+    "dropout_mlp": (dropout_mlp, (64, 64)),
+}
 OPTIMIZERS = {
     "sgd_momentum": lambda ps: gpucore.optim.SGD(ps, lr=0.05, momentum=0.9),
     "adam_capturable": lambda ps: gpucore.optim.Adam(ps, lr=1e-2, capturable=True),
@@ -43,6 +51,14 @@ OPTIMIZERS = {
     "rmsprop_capturable": lambda ps: gpucore.optim.RMSprop(
         ps, lr=1e-3, momentum=0.5, centered=True, capturable=True
     ),
+    "adamax_capturable": lambda ps: gpucore.optim.Adamax(ps, lr=1e-2, capturable=True),
+    "nadam_capturable": lambda ps: gpucore.optim.NAdam(
+        ps, lr=1e-2, weight_decay=0.01, capturable=True
+    ),
+    "radam_capturable": lambda ps: gpucore.optim.RAdam(
+        ps, lr=1e-2, decoupled_weight_decay=True, weight_decay=0.1, capturable=True
+    ),
+    "adadelta_capturable": lambda ps: gpucore.optim.Adadelta(ps, lr=0.5, capturable=True),
 }
 
 
@@ -135,8 +151,14 @@ def train_graphed(factory, shape, make_opt, data):
         ("mlp", "adam_capturable"),
         ("mlp", "adamw_capturable"),
         ("mlp", "rmsprop_capturable"),
+        ("mlp", "adamax_capturable"),
+        ("mlp", "nadam_capturable"),
+        ("mlp", "radam_capturable"),
+        ("mlp", "adadelta_capturable"),
         ("cnn", "sgd_momentum"),
         ("cnn", "adam_capturable"),
+        ("dropout_mlp", "sgd_momentum"),  # a fresh mask at every replay, eager's masks
+        ("dropout_mlp", "adam_capturable"),
     ],
 )
 def test_replayed_steps_equal_eager_bit_for_bit(vulkan, model, optim):
@@ -239,7 +261,11 @@ def test_host_only_ops_inside_a_capture_name_the_op(vulkan):
     _capture_fails(
         lambda: gpucore.nonzero(x), gpucore.DeviceError, r"nonzero\(\)"
     )  # data-dependent shape
-    _capture_fails(lambda: F.dropout(x, 0.5), gpucore.DeviceError, "random sampling")
+    gen = gpucore.Generator(3)
+    _capture_fails(
+        lambda: gpucore.multinomial(x[0] + 1, 3, generator=gen), gpucore.DeviceError, "multinomial"
+    )
+    assert gen.get_state() == (3, 0)  # an abandoned capture leaves the generator as it was
 
 
 def test_uncapturable_optimizer_steps_are_refused(vulkan):
@@ -251,8 +277,10 @@ def test_uncapturable_optimizer_steps_are_refused(vulkan):
     _capture_fails(lambda: eager_step(model, fresh, x, y), RuntimeError, "Warm up first")
     sgd = gpucore.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     _capture_fails(lambda: eager_step(model, sgd, x, y), RuntimeError, "Warm up first")
-    nadam = gpucore.optim.NAdam(model.parameters(), lr=1e-2, capturable=True)
-    _capture_fails(lambda: eager_step(model, nadam, x, y), RuntimeError, "cannot be captured yet")
+    nadam = gpucore.optim.NAdam(model.parameters(), lr=1e-2)
+    eager_step(model, nadam, x, y)
+    opt.zero_grad(set_to_none=True)
+    _capture_fails(lambda: eager_step(model, nadam, x, y), RuntimeError, "capturable is False")
 
 
 # ----------------------------------------------------------------------------- graphed callables
@@ -376,3 +404,62 @@ def test_several_graphed_callables_chain_as_eager(vulkan):
         for m, e in zip((first, second), eager):
             for p, q in zip(m.parameters(), e.parameters()):
                 np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())
+
+
+# ----------------------------------------------------------------------------- random sampling
+def _draws(gen):
+    """What the captured block below draws, eagerly: dropout of ones, randn, rand_like."""
+    x = gpucore.ones(64, 80).to("vulkan")
+    d = F.dropout(x, 0.4)
+    z = gpucore.randn(5000, device="vulkan", generator=gen)
+    u = gpucore.rand_like(x)
+    return d, z, u
+
+
+def test_random_ops_draw_fresh_numbers_at_each_replay_equal_to_eager(vulkan):
+    """Each replay takes the generators' current positions (default and explicit), so N replays
+    draw the eager calls' numbers in the same order, and eager sampling between replays stays in
+    the same streams; the capture itself draws nothing."""
+    gpucore.manual_seed(11)
+    gen = gpucore.Generator(22)
+    eager = []
+    for i in range(4):
+        eager.append([t.numpy() for t in _draws(gen)])
+        if i == 1:
+            eager.append(gpucore.rand(7, device="vulkan").numpy())  # between replays 2 and 3
+    gpucore.manual_seed(11)
+    gen = gpucore.Generator(22)
+    g = gpucore.vulkan.VulkanGraph()
+    with gpucore.vulkan.graph(g):
+        outs = _draws(gen)
+    assert gen.get_state() == (22, 0) and gpucore.get_rng_state()[1] == 0
+    got = []
+    for i in range(4):
+        g.replay()
+        got.append([t.numpy().copy() for t in outs])
+        if i == 1:
+            got.append(gpucore.rand(7, device="vulkan").numpy())
+    g.reset()
+    assert len(got) == len(eager)
+    for a, b in zip(got, eager):
+        for x, y in zip(a if isinstance(a, list) else [a], b if isinstance(b, list) else [b]):
+            np.testing.assert_array_equal(x, y)
+    d0, d1 = got[0][0], got[1][0]
+    assert not np.array_equal(d0, d1)  # fresh masks
+    for d in (d0, d1):  # the mask's distribution: values 0 or 1/(1-p), about 40% zeros
+        assert set(np.unique(d)) == {0.0, np.float32(1 / 0.6)}
+        assert abs((d == 0).mean() - 0.4) < 0.03
+    z = got[0][1]
+    assert abs(z.mean()) < 0.05 and abs(z.std() - 1) < 0.05
+
+
+def test_reseeding_inside_a_capture_is_refused(vulkan):
+    x = gpucore.ones(64, 80).to("vulkan")
+
+    def body():
+        F.dropout(x, 0.5)
+        gpucore.manual_seed(5)
+        F.dropout(x, 0.5)
+
+    gpucore.manual_seed(4)
+    _capture_fails(body, RuntimeError, "reseeded in the middle of a capture")

@@ -107,3 +107,16 @@ def _rmsprop_step(
         momentum,
         int(maximize),
     )
+
+
+@kernel("optim_step_capturable")
+def _optim_step_capturable(out, param, grad, s1, s2, step, *mu, kind, **attrs):
+    """Adamax / NAdam / RAdam with the step count (and NAdam's mu_product) read from one-element
+    arrays: PyTorch's update in the parameter's dtype with float64 scalars, in place. NAdam's
+    mu_product is multiplied by mu_t first, as the Vulkan kernel does."""
+    _inplace_only(out, "optim_step_capturable")
+    from ....ops.optim_capturable import np_optim_step  # the ops package imports the kernels
+
+    new = np_optim_step(param, grad, s1, s2, step, *mu, kind=kind, **attrs)
+    for dst, val in zip((param, s1, s2) + mu, new):
+        dst[...] = val

@@ -11,6 +11,12 @@ it matches the CPU on almost every element; where the CPU's libm is not correctl
 logf is within 0.82 ulp, sincosf 0.56 ulp) an element differs by one ulp of that intermediate,
 a few ulp of the result at most (see the shader's header and tests/backends/vulkan/test_random.py).
 
+Inside a captured graph (gpucore.vulkan.graph) a fill reads its seed and base offset from the
+graph's device buffer for the generator (gpucore/graphs/rng.py hands it over in
+``graphs.state.SAMPLING``), pushing only its offset relative to the capture's start: each
+replay then draws where the generator stands when it runs. A fill in a capture without that
+buffer (a sampling op with no captured form) is refused.
+
 Arrays larger than one storage binding are filled by several dispatches; each starts on a block
 boundary (a multiple of 4 elements), so the counter of its first element is offset + start / 4.
 """
@@ -20,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from .... import _cpu
+from ....graphs import state as _graph_state
 from ..refusals import refusal
 from .common import _push, groups_1d, kernel, launch, local_size
 
@@ -28,20 +35,24 @@ WORDS, UNIFORM, NORMAL, DROPOUT = (_MODE[k] for k in ("WORDS", "UNIFORM", "NORMA
 _MASK64 = (1 << 64) - 1
 
 
-def _fill_push(n, out_off, seed, ctr, a, b):
-    # Mirrors random.comp's Push block (8 words).
+def _fill_push(n, out_off, seed, ctr, a, b, state_off=0):
+    # Mirrors random.comp's Push block (9 words).
     lo = 0xFFFFFFFF
-    return _push(n, out_off, seed & lo, seed >> 32, ctr & lo, ctr >> 32, float(a), float(b))
+    return _push(
+        n, out_off, seed & lo, seed >> 32, ctr & lo, ctr >> 32, float(a), float(b), state_off
+    )
 
 
 def fill(be, out: np.ndarray, mode: int, seed: int, offset: int, a: float = 0.0, b: float = 0.0):
     """Record the fill of contiguous device array ``out`` (float32, or uint32 for WORDS) from the
     stream at (seed, block offset). a, b: low/high (UNIFORM), mean/std (NORMAL), p/scale
     (DROPOUT); they are rounded to float32 first, as the C extension does."""
-    if be.ctx.stream.capture is not None:  # the seed is baked in: replays would repeat it
-        raise refusal(
-            "random sampling (rand, randn, dropout; each replay would repeat its numbers)"
-        )
+    state = None  # (the generator's device buffer, the capture's base offset)
+    if be.ctx.stream.capture is not None:
+        state = _graph_state.SAMPLING[0]
+        if state is None:  # the seed would be baked in: replays would repeat its numbers
+            raise refusal("this random sampling op (it has no captured form)")
+        offset = (offset - state[1]) & _MASK64  # relative to the capture's start
     if not out.flags.c_contiguous or out.itemsize != 4:
         raise ValueError("random fill: out must be a contiguous array of 32-bit elements")
     flat = out.reshape(-1)
@@ -56,12 +67,17 @@ def fill(be, out: np.ndarray, mode: int, seed: int, offset: int, a: float = 0.0,
         part = flat[start : start + step]
         m = part.size
         ctr = (offset + start // 4) & _MASK64
-        push = _fill_push(m, be.operand(part).offset, seed, ctr, a, b)
+        if state is None:
+            push = _fill_push(m, be.operand(part).offset, seed, ctr, a, b)
+            bound = [(part, True), (part, False)]  # binding 1 unread (STATE = 0)
+        else:
+            push = _fill_push(m, be.operand(part).offset, 0, ctr, a, b, be.operand(state[0]).offset)
+            bound = [(part, True), (state[0], False)]
         launch(
             be,
             "random",
-            (mode,),
-            [(part, True)],
+            (mode, int(state is not None)),
+            bound,
             push,
             groups_1d(-(-m // 4), local),
             local=local,
