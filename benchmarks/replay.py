@@ -1,7 +1,7 @@
 """Host time per training step on the Vulkan device: eager recording vs one captured graph
 replayed (gpucore.vulkan.graph, issue 18), as a markdown table.
 
-    python benchmarks/replay.py                  # train.py's MLP (batch 64) and CNN cases
+    python benchmarks/replay.py                  # train.py's MLP (batch 64), CNN, dropout MLP
     python benchmarks/replay.py --only mlp64 --steps 20 --rounds 3
     python benchmarks/train.py --replay          # the same, after train.py's CPU table
 
@@ -10,7 +10,8 @@ Adam; every op on the device, device_policy('vulkan'); a CPU-type device such as
 counts): copy a new batch into the device input tensors, then either record the step op by op
 from Python (eager: forward, backward, optimizer step, with Adam's fused kernel or with
 ``capturable=True``, whose update is a composition of ops) or ``g.replay()`` the capturable step
-captured once after warm-up steps. Each step ends with ``gpucore.vulkan.synchronize()``.
+captured once after warm-up steps (the dropout MLP's replays draw fresh masks: each writes the
+generator's position into the graph's device buffer first, one more small copy). Each step ends with ``gpucore.vulkan.synchronize()``.
 
 Columns: ``host ms`` is the CPU time of the calling (Python) thread per step: recording,
 submitting, the batch copies, and the driver's work on that thread, but not the time it sleeps
@@ -45,6 +46,7 @@ CASES = {
     "mlp64": ("MLP 784-512-256-10, batch 64", (64, 784)),
     "cnn": ("CNN conv16-pool-conv32-pool-fc, 28x28, batch 64", (64, 1, 28, 28)),
     "mlp_small": ("MLP 64-80-10, batch 64 (the test's)", (64, 64)),
+    "mlp_dropout": ("MLP 784-512-256-10 with Dropout(0.2) x2, batch 64", (64, 784)),
 }
 
 
@@ -52,6 +54,16 @@ def model_for(name: str):
     if name == "mlp64":
         return nn.Sequential(
             nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10)
+        )
+    if name == "mlp_dropout":  # captured sampling: fresh masks per replay (graphs/rng.py)
+        return nn.Sequential(
+            nn.Linear(784, 512),
+            nn.ReLU(),
+            nn.Dropout(0.2),
+            nn.Linear(512, 256),
+            nn.ReLU(),
+            nn.Dropout(0.2),
+            nn.Linear(256, 10),
         )
     if name == "mlp_small":
         return nn.Sequential(nn.Linear(64, 80), nn.ReLU(), nn.Linear(80, 10))
@@ -188,7 +200,8 @@ def main(argv=None) -> int:
         f"mode, after {args.warmup} warm-up steps"
     )
     share = CpuShare()
-    rows = [r for name in args.only or ["mlp64", "cnn"] for r in run_case(name, args)]
+    cases = args.only or ["mlp64", "cnn", "mlp_dropout"]
+    rows = [r for name in cases for r in run_case(name, args)]
     headers = [
         "case",
         "step",

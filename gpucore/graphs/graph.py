@@ -168,7 +168,7 @@ class VulkanGraph:
                 )
         from ..backends.vulkan import capture  # the device's modules load with the device
 
-        self._rng.before_replay(self._be)  # the generators' positions, for captured sampling
+        self._rng.before_replay(self._be, cap)  # the generators' positions, for captured sampling
         capture.enqueue(self._be.ctx, cap)
 
     def reset(self) -> None:

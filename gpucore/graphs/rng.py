@@ -69,17 +69,18 @@ class Streams:
         if abort:
             self.streams.clear()
 
-    def before_replay(self, be) -> None:
-        """Write each generator's seed and offset into its device buffer (a recorded copy,
-        queued before the replay) and advance the generator past what the replay draws."""
+    def before_replay(self, be, cap) -> None:
+        """Write each generator's seed and offset into its device buffer and advance the
+        generator past what the replay draws. The previous replay (the buffer's only reader) is
+        waited for first, as its resubmission would wait anyway; the host then writes the
+        buffer's memory in place (a staged device queues its copy before the replay)."""
         if not self.streams:
             return
-        from ..backends.vulkan.kernels.common import copy_array  # loaded with the device
-
+        cap.wait()
         for s in self.streams.values():
             gen = s.gen
             with gen._lock:
                 seed, offset = gen._seed, gen._offset
                 gen._offset = (offset + s.blocks) & _MASK64
-            words = np.array([seed & _LO, seed >> 32, offset & _LO, offset >> 32], np.uint32)
-            copy_array(be, s.state, be.upload_constant(words))
+            s.state[:] = (seed & _LO, seed >> 32, offset & _LO, offset >> 32)
+            be._push_staging(s.state)
