@@ -11,7 +11,8 @@ counts): copy a new batch into the device input tensors, then either record the 
 from Python (eager: forward, backward, optimizer step, with Adam's fused kernel or with
 ``capturable=True``, whose update is a composition of ops) or ``g.replay()`` the capturable step
 captured once after warm-up steps (the dropout MLP's replays draw fresh masks: each writes the
-generator's position into the graph's device buffer first, one more small copy). Each step ends with ``gpucore.vulkan.synchronize()``.
+generator's position into the graph's device buffer first). Each step ends with
+``gpucore.vulkan.synchronize()``.
 
 Columns: ``host ms`` is the CPU time of the calling (Python) thread per step: recording,
 submitting, the batch copies, and the driver's work on that thread, but not the time it sleeps
