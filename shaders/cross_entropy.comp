@@ -1,12 +1,15 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// Fused softmax + cross-entropy over [n, c] float32 logits and int64 class targets.
+// Fused softmax + cross-entropy over [n, c] float32 (or HALF) logits and int64 class targets.
 //
 // BACKWARD (constant 1) = 0: lse[i] = logsumexp(logits[i]); loss[i] = lse[i] - logits[i, t[i]],
 //   0 where t[i] == ignore_index. One workgroup per row, or one invocation per row when
 //   SERIAL (constant 2) = 1 (short rows).
 // BACKWARD = 1: out[i, j] = g[i] (exp(logits[i, j] - lse[i]) - (j == t[i])), 0 on ignored rows;
 //   one invocation per element.
+// HALF (constant 3) = HALF_F16 / HALF_BF16 (half.glsl): logits, lse, loss, g and out hold 16-bit
+//   values, two to a word (offsets in elements): widened on load, float32 arithmetic, each result
+//   rounded once and written into its half of the word with atomics (as copy.comp).
 // Targets are int64 read as two uint32 words (low, high). A target outside [0, c) that is not
 // ignore_index never indexes memory: its loss (forward) and its gradient row (backward) are NaN.
 //
@@ -23,15 +26,21 @@
 #endif
 #include "common.glsl"
 #include "wg_reduce.glsl"
+#include "half.glsl"
 
 layout(constant_id = 1) const int BACKWARD = 0;
 layout(constant_id = 2) const int SERIAL = 0;
+layout(constant_id = 3) const int HALF = 0;
 
-layout(std430, set = 0, binding = 0) readonly buffer L { float logits[]; };
+layout(std430, set = 0, binding = 0) readonly buffer L { float logits_f[]; };
+layout(std430, set = 0, binding = 0) readonly buffer LW { uint logits_w[]; };
 layout(std430, set = 0, binding = 1) readonly buffer T { uint tgt[]; };
-layout(std430, set = 0, binding = 2) buffer LSE { float lse[]; };      // forward: out
-layout(std430, set = 0, binding = 3) buffer G { float lg[]; };         // forward: loss out; backward: grad in
-layout(std430, set = 0, binding = 4) writeonly buffer O { float o[]; };  // backward: out
+layout(std430, set = 0, binding = 2) buffer LSE { float lse_f[]; };      // forward: out
+layout(std430, set = 0, binding = 2) buffer LSEW { uint lse_w[]; };
+layout(std430, set = 0, binding = 3) buffer G { float lg_f[]; };         // forward: loss out; backward: grad in
+layout(std430, set = 0, binding = 3) buffer GW { uint lg_w[]; };
+layout(std430, set = 0, binding = 4) writeonly buffer O { float o_f[]; };  // backward: out
+layout(std430, set = 0, binding = 4) buffer OW { uint o_w[]; };
 
 // Mirrored by kernels/nn.py (_xent_push).
 layout(push_constant) uniform Push {
@@ -46,6 +55,16 @@ layout(push_constant) uniform Push {
     uint ign_hi;
 } p;
 
+#define LOAD(f, w, i) (HALF != 0 ? half_to_f32(HALF, HALF_AT(w, i)) : f[i])
+float logit(uint i) { return LOAD(logits_f, logits_w, i); }
+
+// out[i] = v, rounded once to the half type (its own half of the word, with atomics)
+#define STORE(f, w, i, v) { \
+    if (HALF == 0) { f[i] = v; } else { \
+        uint sh_ = 16u * ((i) & 1u); \
+        atomicAnd(w[(i) >> 1], ~(0xffffu << sh_)); \
+        atomicOr(w[(i) >> 1], f32_to_half(HALF, v) << sh_); } }
+
 // 0: a valid class, 1: ignored, 2: out of range
 int target_kind(uint i, out uint t) {
     uint lo = tgt[p.t_off + 2u * i];
@@ -59,11 +78,11 @@ void finish_row(uint i, float m, float s) {
     uint t;
     int kind = target_kind(i, t);
     float ls = log(s);
-    lse[p.lse_off + i] = m + ls;
+    STORE(lse_f, lse_w, p.lse_off + i, m + ls);
     float loss = 0.0;
-    if (kind == 0) loss = (m - logits[p.l_off + i * p.c + t]) + ls;
+    if (kind == 0) loss = (m - logit(p.l_off + i * p.c + t)) + ls;
     if (kind == 2) loss = f_nan();
-    lg[p.g_off + i] = loss;
+    STORE(lg_f, lg_w, p.g_off + i, loss);
 }
 
 void main() {
@@ -76,23 +95,23 @@ void main() {
         int kind = target_kind(i, t);
         float r = 0.0;
         if (kind == 0) {
-            float gi = lg[p.g_off + i];
-            r = gi * exp(logits[p.l_off + e] - lse[p.lse_off + i]);
+            float gi = LOAD(lg_f, lg_w, p.g_off + i);
+            r = gi * exp(logit(p.l_off + e) - LOAD(lse_f, lse_w, p.lse_off + i));
             if (j == t) r -= gi;
         } else if (kind == 2) {
             r = f_nan();
         }
-        o[p.o_off + e] = r;
+        STORE(o_f, o_w, p.o_off + e, r);
     } else if (SERIAL == 1) {
         uint i = global_index();
         if (i >= p.n) return;
         uint base = p.l_off + i * p.c;
         float m = -f_inf(), s = 0.0, c = 0.0;
         for (uint j = 0u; j < p.c; ++j) {
-            float v = logits[base + j];
+            float v = logit(base + j);
             m = (v > m || is_nan(v)) ? v : m;
         }
-        for (uint j = 0u; j < p.c; ++j) kahan_add(s, c, exp(logits[base + j] - m));
+        for (uint j = 0u; j < p.c; ++j) kahan_add(s, c, exp(logit(base + j) - m));
         finish_row(i, m, s - c);
     } else {
         uint i = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
@@ -101,11 +120,11 @@ void main() {
         uint t = gl_LocalInvocationID.x;
         float m = -f_inf(), s = 0.0, c = 0.0;
         for (uint j = t; j < p.c; j += WG) {
-            float v = logits[base + j];
+            float v = logit(base + j);
             m = (v > m || is_nan(v)) ? v : m;
         }
         m = wg_ext(m, true);
-        for (uint j = t; j < p.c; j += WG) kahan_add(s, c, exp(logits[base + j] - m));
+        for (uint j = t; j < p.c; j += WG) kahan_add(s, c, exp(logit(base + j) - m));
         s = wg_sum(s - c);
         if (t == 0u) finish_row(i, m, s);
     }

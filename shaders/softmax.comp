@@ -13,6 +13,10 @@
 //   M = max m_c, S = sum s_c exp(m_c - M) (chunks with m_c = -inf add 0). Backward stats are sums.
 // COLUMNS (constant 3): 0 = rows (inner == 1), one workgroup per (row, chunk); 1 = one invocation
 //   per (outer, chunk, inner) column with serial loops.
+// HALF (constant 4) = HALF_F16 / HALF_BF16 (half.glsl): x, y and out hold 16-bit values, two to a
+//   word (offsets in elements); each value is widened on load, the arithmetic and the stats are
+//   float32 and each result is rounded once on store, written into its own half of the word
+//   with atomics (neighbouring elements belong to other invocations), as copy.comp does.
 // The max is subtracted before exp (stable for rows like [1000, 1000, 1000]); sums are Kahan.
 //
 // Two variants (tools/build_shaders.py's VARIANTS): softmax.spv with SUBGROUP=0 (shared-memory
@@ -28,14 +32,19 @@
 #endif
 #include "common.glsl"
 #include "wg_reduce.glsl"
+#include "half.glsl"
 
 layout(constant_id = 1) const int OP = 0;
 layout(constant_id = 2) const int MODE = 0;
 layout(constant_id = 3) const int COLUMNS = 0;
+layout(constant_id = 4) const int HALF = 0;
 
-layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
-layout(std430, set = 0, binding = 1) readonly buffer Y { float y[]; };
-layout(std430, set = 0, binding = 2) writeonly buffer O { float o[]; };
+layout(std430, set = 0, binding = 0) readonly buffer X { float x_f[]; };
+layout(std430, set = 0, binding = 0) readonly buffer XW { uint x_w[]; };
+layout(std430, set = 0, binding = 1) readonly buffer Y { float y_f[]; };
+layout(std430, set = 0, binding = 1) readonly buffer YW { uint y_w[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer O { float o_f[]; };
+layout(std430, set = 0, binding = 2) buffer OW { uint o_w[]; };
 layout(std430, set = 0, binding = 3) buffer ST { float st[]; };
 
 // Mirrored by kernels/nn.py (_softmax_pass).
@@ -58,16 +67,30 @@ layout(push_constant) uniform Push {
 #undef GC_SOFTMAX_MODE
 const bool FORWARD = OP < SOFTMAX_BACKWARD;  // the forward codes come first
 
+float load_x(uint i) { return HALF != 0 ? half_to_f32(HALF, HALF_AT(x_w, i)) : x_f[i]; }
+float load_y(uint i) { return HALF != 0 ? half_to_f32(HALF, HALF_AT(y_w, i)) : y_f[i]; }
+#define x_at(e) load_x(p.x_off + (e))
+
+void store(uint i, float v) {
+    if (HALF == 0) {
+        o_f[i] = v;
+        return;
+    }
+    uint sh = 16u * (i & 1u);
+    atomicAnd(o_w[i >> 1], ~(0xffffu << sh));
+    atomicOr(o_w[i >> 1], f32_to_half(HALF, v) << sh);
+}
+
 float term(uint e) {  // the summand of the backward stats
-    return OP == SOFTMAX_BACKWARD ? x[p.x_off + e] * y[p.y_off + e] : x[p.x_off + e];
+    return OP == SOFTMAX_BACKWARD ? x_at(e) * load_y(p.y_off + e) : x_at(e);
 }
 
 float result(uint e, float m, float s) {
-    if (OP == SOFTMAX) return exp(x[p.x_off + e] - m) * (1.0 / s);
-    if (OP == LOG_SOFTMAX) return (x[p.x_off + e] - m) - log(s);
-    float yv = y[p.y_off + e];
-    if (OP == SOFTMAX_BACKWARD) return yv * (x[p.x_off + e] - s);
-    return x[p.x_off + e] - exp(yv) * s;
+    if (OP == SOFTMAX) return exp(x_at(e) - m) * (1.0 / s);
+    if (OP == LOG_SOFTMAX) return (x_at(e) - m) - log(s);
+    float yv = load_y(p.y_off + e);
+    if (OP == SOFTMAX_BACKWARD) return yv * (x_at(e) - s);
+    return x_at(e) - exp(yv) * s;
 }
 
 float max_step(float m, float v) { return (v > m || is_nan(v)) ? v : m; }
@@ -84,9 +107,9 @@ void rows_main() {
     if (MODE != APPLY) {
         if (FORWARD) {
             m = -f_inf();
-            for (uint j = start + t; j < end; j += WG) m = max_step(m, x[p.x_off + base + j]);
+            for (uint j = start + t; j < end; j += WG) m = max_step(m, x_at(base + j));
             m = wg_ext(m, true);
-            for (uint j = start + t; j < end; j += WG) kahan_add(s, c, exp(x[p.x_off + base + j] - m));
+            for (uint j = start + t; j < end; j += WG) kahan_add(s, c, exp(x_at(base + j) - m));
         } else {
             for (uint j = start + t; j < end; j += WG) kahan_add(s, c, term(base + j));
         }
@@ -113,7 +136,7 @@ void rows_main() {
         }
         s = wg_sum(s);
     }
-    for (uint j = start + t; j < end; j += WG) o[p.o_off + base + j] = result(base + j, m, s);
+    for (uint j = start + t; j < end; j += WG) store(p.o_off + base + j, result(base + j, m, s));
 }
 
 void columns_main() {
@@ -129,8 +152,8 @@ void columns_main() {
     if (MODE != APPLY) {
         if (FORWARD) {
             m = -f_inf();
-            for (uint j = start; j < end; ++j) m = max_step(m, x[p.x_off + base + j * p.inner]);
-            for (uint j = start; j < end; ++j) kahan_add(s, c, exp(x[p.x_off + base + j * p.inner] - m));
+            for (uint j = start; j < end; ++j) m = max_step(m, x_at(base + j * p.inner));
+            for (uint j = start; j < end; ++j) kahan_add(s, c, exp(x_at(base + j * p.inner) - m));
         } else {
             for (uint j = start; j < end; ++j) kahan_add(s, c, term(base + j * p.inner));
         }
@@ -158,7 +181,7 @@ void columns_main() {
     }
     for (uint j = start; j < end; ++j) {
         uint e = base + j * p.inner;
-        o[p.o_off + e] = result(e, m, s);
+        store(p.o_off + e, result(e, m, s));
     }
 }
 

@@ -86,6 +86,82 @@ def test_softmax_norms_and_losses_compute_in_float32(vulkan, name):
         close(got, on_cpu(fn, x, w, target), name, steps=2.0, atol=1e-6)
 
 
+def _float32_then_rounded(fn, dt, *ts):
+    """fn on the CPU in float32 from the half inputs' exact values, rounded once to dt."""
+    with gpucore.device_policy("cpu"):
+        args = [t.cpu().float() if t.dtype.is_floating_point else t.cpu() for t in ts]
+        return fn(*args).to(dt)
+
+
+@pytest.mark.parametrize("name", sorted(HALF))
+@pytest.mark.parametrize(
+    "shape,dim",
+    [((70, 65), 1), ((40, 9, 6), 1), ((3, 40000), 1)],  # rows, columns, chunked rows (2 passes)
+)
+def test_softmax_reads_and_writes_halves_in_its_shader(vulkan, name, shape, dim):
+    """softmax / log_softmax and their backward on half tensors: the shader's own dispatches
+    only (no widening casts), float32 inside: within one rounding of the float32 result."""
+    dt = HALF[name]
+    x = half_tensor((RNG.standard_normal(shape) * 4).astype(np.float32), dt)
+    g = half_tensor(RNG.standard_normal(shape).astype(np.float32), dt)
+    xv, gv = x.to("vulkan"), g.to("vulkan")
+    for fname in ("softmax", "log_softmax"):
+        fn = getattr(F, fname)
+        one = gpucore.vulkan.stats(since=gpucore.vulkan.mark())["dispatches"]  # the baseline
+        m = gpucore.vulkan.mark()
+        with gpucore.dispatch.trace_ops() as ops:
+            y = fn(xv, dim)
+        ran_on_device(ops, fname)
+        assert gpucore.vulkan.stats(since=m)["dispatches"] - one <= 2  # fused, or stats + apply
+        close(y, _float32_then_rounded(lambda t, f=fn: f(t, dim), dt, x), name, atol=1e-6)
+        bwd = "_".join([fname, "backward"])
+        with gpucore.dispatch.trace_ops() as ops:
+            gx = gpucore.ops.apply(getattr(gpucore.ops.nn, bwd.upper()), gv, y, dim=dim)
+        ran_on_device(ops, bwd)
+        want = _float32_then_rounded(
+            lambda a, b, o=bwd: gpucore.ops.apply(
+                getattr(gpucore.ops.nn, o.upper()), a, b, dim=dim
+            ),
+            dt,
+            g,
+            y,
+        )
+        # a difference of near-equal float32 terms: a few roundings of its inputs' size
+        close(
+            gx,
+            want,
+            name,
+            steps=2.0,
+            atol=4 * STEP[name] * float(np.abs(want.float().numpy()).max()),
+        )
+
+
+@pytest.mark.parametrize("name", sorted(HALF))
+@pytest.mark.parametrize("classes", [10, 700])  # a row per invocation, a workgroup per row
+def test_cross_entropy_reads_and_writes_halves_in_its_shader(vulkan, name, classes):
+    dt = HALF[name]
+    logits = half_tensor((RNG.standard_normal((33, classes)) * 3).astype(np.float32), dt)
+    target = gpucore.tensor(RNG.integers(0, classes, 33))
+    target[5] = -100  # ignored
+    lv, tv = logits.to("vulkan").requires_grad_(), target.to("vulkan")
+    with gpucore.dispatch.trace_ops() as ops:
+        loss = F.cross_entropy(lv, tv, reduction="none")
+        loss.backward(gpucore.ones_like(loss))
+    ran_on_device(ops, "cross_entropy")
+    ran_on_device(ops, "cross_entropy_backward")
+    assert not any(r[0] == "to_dtype" and r[2] == (33, classes) for r in ops)  # not widened
+    want = _float32_then_rounded(
+        lambda a, t: F.cross_entropy(a, t, reduction="none"), dt, logits, target
+    )
+    close(loss.detach(), want, name, steps=2.0, atol=1e-6)
+    # the backward reads the saved lse, rounded to the half type as on the CPU (whose kernel
+    # computes in float32 between the half tensors): against the CPU's, within two roundings
+    lc = logits.cpu().requires_grad_()
+    with gpucore.device_policy("cpu"):
+        F.cross_entropy(lc, target, reduction="none").backward(gpucore.ones(33, dtype=dt))
+    close(lv.grad, lc.grad, name, steps=2.0, atol=STEP[name] / classes)
+
+
 @pytest.mark.parametrize("name", sorted(HALF))
 def test_gemm_with_half_inputs_accumulates_in_float32(vulkan, name):
     dt = HALF[name]

@@ -3,8 +3,9 @@
 Softmax (shaders/softmax.comp) works on the [outer, n, inner] layout of reduce.py: a workgroup
 per row (inner == 1) or an invocation per column, in one fused dispatch; rows too long for the
 parallelism at hand take two (partial stats per chunk into a device scratch array, then combine
-and write). Cross-entropy (shaders/cross_entropy.comp) reads int64 targets as their low and high
-32-bit words.
+and write). Cross-entropy (shaders/cross_entropy.comp) reads int64 targets as their low and
+high 32-bit words. float16 / bfloat16 tensors are read and written by both shaders themselves
+(their HALF constant: float32 arithmetic and stats, one rounding per result, no widened copies).
 
 Out-of-range targets. The CPU kernel raises IndexError for a target outside [0, C) that is not
 ignore_index; a shader cannot raise, and reading a device tensor back would force a sync. So:
@@ -39,6 +40,21 @@ SOFTMAX_BWD, LOG_SOFTMAX_BWD = _OP["SOFTMAX_BACKWARD"], _OP["LOG_SOFTMAX_BACKWAR
 FUSED, STATS, APPLY = _MODE["FUSED"], _MODE["STATS"], _MODE["APPLY"]
 
 
+# half.glsl's HALF_F16 / HALF_BF16 by numpy dtype (bfloat16 arrays are uint16)
+_HALF_KIND = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(np.uint16): 2}
+_FLOATS = (D.float32, D.float16, D.bfloat16)
+
+
+def _same_float(inputs, specs):
+    """Every input and output float32, float16 or bfloat16, all of one dtype (the shaders read
+    and write halves themselves)."""
+    dt = inputs[0]._dtype
+    outs = specs if isinstance(specs, list) else [specs]
+    return (
+        dt in _FLOATS and all(t._dtype is dt for t in inputs) and all(odt is dt for _, odt in outs)
+    )
+
+
 def _softmax_pass(be, op, mode, x, y, out, st, outer, n, inner, nch, chunk, wg, rows):
     ox, oy, oo = be.operand(x), be.operand(y), be.operand(out)
     ost = be.operand(st)
@@ -49,7 +65,7 @@ def _softmax_pass(be, op, mode, x, y, out, st, outer, n, inner, nch, chunk, wg, 
     launch(
         be,
         shader(be, "softmax"),
-        (op, mode, 0 if rows else 1),
+        (op, mode, 0 if rows else 1, _HALF_KIND[out.dtype]),
         operands,
         push,
         groups_1d(total, wg),
@@ -75,24 +91,28 @@ def softmax_like(be, op, out, x, y, dim):
     _softmax_pass(be, op, APPLY, xc, yc, out, st, outer, n, inner, nch, chunk, wg, rows)
 
 
-@kernel("softmax")
+@kernel("softmax", accepts=_same_float)
 def _softmax(be, out, x, dim):
     softmax_like(be, SOFTMAX, out, x, None, dim)
 
 
-@kernel("log_softmax")
+@kernel("log_softmax", accepts=_same_float)
 def _log_softmax(be, out, x, dim):
     softmax_like(be, LOG_SOFTMAX, out, x, None, dim)
 
 
-@kernel("softmax_backward")
+@kernel("softmax_backward", accepts=_same_float)
 def _softmax_backward(be, out, g, y, dim):
     softmax_like(be, SOFTMAX_BWD, out, g, y, dim)
 
 
-@kernel("log_softmax_backward")
+@kernel("log_softmax_backward", accepts=_same_float)
 def _log_softmax_backward(be, out, g, y, dim):
     softmax_like(be, LOG_SOFTMAX_BWD, out, g, y, dim)
+
+
+for _k in (_softmax, _log_softmax, _softmax_backward, _log_softmax_backward):
+    _k.half = True  # softmax.comp reads and writes float16 / bfloat16 (backend.py never widens)
 
 
 # ----------------------------------------------------------------------------- cross-entropy
@@ -102,11 +122,8 @@ _ON_DEVICE = object()  # _host_check.values for targets that live on the device
 
 def _xent_accepts(inputs, specs):
     logits, target = inputs
-    ok = (
-        logits._dtype is D.float32
-        and target._dtype is D.int64
-        and all(dt is D.float32 for _, dt in specs)
-    )
+    dt = logits._dtype
+    ok = dt in _FLOATS and target._dtype is D.int64 and all(odt is dt for _, odt in specs)
     _host_check.values = None
     if ok and target._dev is not None and target._data.size:
         _host_check.values = _ON_DEVICE  # read back and checked in the kernel
@@ -140,10 +157,12 @@ def _raise_for_bad_targets(be, target: np.ndarray, c: int, ignore_index: int):
 
 def _xent_bwd_accepts(inputs, specs):
     logits, target, lse, g = inputs
+    dt = logits._dtype
     return (
-        target._dtype is D.int64
-        and all(t._dtype is D.float32 for t in (logits, lse, g))
-        and specs[1] is D.float32
+        dt in _FLOATS
+        and target._dtype is D.int64
+        and all(t._dtype is dt for t in (lse, g))
+        and specs[1] is dt
     )
 
 
@@ -175,7 +194,8 @@ def _xent(be, outs, logits, target, ignore_index):
     push = _xent_push(be, n, c, logits, target, lse, loss, logits, ignore_index)
     operands = [(logits, False), (target, False), (lse, True), (loss, True), (logits, False)]
     groups = groups_1d(n, wg) if serial else groups_1d(n * wg, wg)
-    launch(be, shader(be, "cross_entropy"), (0, int(serial)), operands, push, groups, local=wg)
+    spec = (0, int(serial), _HALF_KIND[logits.dtype])
+    launch(be, shader(be, "cross_entropy"), spec, operands, push, groups, local=wg)
 
 
 @kernel("cross_entropy_backward", accepts=_xent_bwd_accepts)
@@ -188,4 +208,8 @@ def _xent_backward(be, out, logits, target, lse, g, ignore_index):
     wg = wg_size(be)
     push = _xent_push(be, n, c, logits, target, lse, g, out, ignore_index)
     operands = [(logits, False), (target, False), (lse, False), (g, False), (out, True)]
-    launch(be, shader(be, "cross_entropy"), (1, 0), operands, push, groups_1d(n * c, wg), local=wg)
+    spec = (1, 0, _HALF_KIND[logits.dtype])
+    launch(be, shader(be, "cross_entropy"), spec, operands, push, groups_1d(n * c, wg), local=wg)
+
+
+_xent.half = _xent_backward.half = True  # cross_entropy.comp reads and writes halves itself
