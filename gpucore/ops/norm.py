@@ -13,9 +13,11 @@ groups of C / groups channels (weight, bias [C]). The backward is the fused op u
 of the gradient is being built (create_graph): then it is the composition's, which is
 differentiable again.
 
-kernels: backends/cpu/kernels/norm.py (cpu/norm.c); none on Vulkan. Small host tensors of
-layer_norm / rms_norm (+ backward) and group_norm take the fast lane (cpu/python/fastpath_nn.c),
-the same kernel in one C call.
+kernels: backends/cpu/kernels/norm.py (cpu/norm.c); native_layer_norm on Vulkan
+(backends/vulkan/kernels/norm.py: float32, float16 and bfloat16 read by the shader, which
+F.layer_norm uses for half device tensors; its backward is composed on the device in float32).
+Small host tensors of layer_norm / rms_norm (+ backward) and group_norm take the fast lane
+(cpu/python/fastpath_nn.c), the same kernel in one C call.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from ..creation import zeros
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .common import host_contiguous
+from .norm_device import device_ln_grads
 from .registry import AUTOCAST, CAPTURE, apply, defop, record
 from .samples import Sample, uniform
 
@@ -94,6 +97,8 @@ def _ln_bwd(ctx, g):
         gb = g.sum(dims) if need[2] and affine[1] else None
         return gx, gw, gb
     want = (need[0], need[1] and affine[0], need[2] and affine[1])
+    if x._dev is not None:  # no backward shader: composed on the device (no host round trip)
+        return device_ln_grads(x, w, mean, rstd, g, k, affine, want)
     n = math.prod(x.shape[x.ndim - k :])
     fast = _fast_bwd(x, w if affine[0] else None, mean, rstd, host_contiguous(g), n, False, want)
     if fast is not None:  # small host tensors: the same kernel in one C call
@@ -264,8 +269,8 @@ def fast_rows(op, x, ns, w, b, eps, rms):
 
 
 def native_layer_norm(x, w, b, k: int, eps: float):
-    """(out, mean, rstd) of layer_norm over the last k dims of a host tensor x (w, b: None or
-    the normalized shape's values), one C pass per row."""
+    """(out, mean, rstd) of layer_norm over the last k dims of x (w, b: None or the normalized
+    shape's values), one pass per row (the C kernel, or the Vulkan shader on the device)."""
     n = math.prod(x.shape[x.ndim - k :])
     affine = (w is not None, b is not None)
     return apply(

@@ -90,6 +90,14 @@ def batch_norm(
     )
 
 
+def _device_same(input: Tensor, *ts) -> bool:
+    """True when input is a device tensor outside the runtime's graph capture and each of ts is
+    None or a tensor of its dtype on its device."""
+    if CAPTURE[0] is not None or input._dev is None:
+        return False
+    return all(t is None or (t._dev is input._dev and t.dtype is input.dtype) for t in ts)
+
+
 def _host_same(input: Tensor, *ts, contig: bool = False) -> bool:
     """True when input is a float host tensor outside graph capture and each of ts is None or a
     host tensor of its dtype (contiguous with contig): the fused ops' condition."""
@@ -131,6 +139,10 @@ def layer_norm(
         # captured graph keeps the composition, which the runtime fuses itself
         return _norm.native_layer_norm(input, weight, bias, k, eps)[0]
     if input.dtype in (D.float16, D.bfloat16):
+        if _device_same(input, weight, bias):
+            # the fused shader reads and writes the halves itself, float32 inside (its
+            # backward is composed on the device in float32: gpucore/ops/norm.py)
+            return _norm.native_layer_norm(input, weight, bias, k, eps)[0]
         # the composition in float32, rounded once at the end: what the C pass computes (and
         # PyTorch's kernels), not a rounding after every step
         w32, b32 = (t if t is None else t.float() for t in (weight, bias))

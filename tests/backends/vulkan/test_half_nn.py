@@ -81,8 +81,8 @@ def test_softmax_norms_and_losses_compute_in_float32(vulkan, name):
     for op, fn in fns.items():
         with gpucore.dispatch.trace_ops() as ops:
             got = fn(x.to("vulkan"), w.to("vulkan"), target.to("vulkan"))
-        # layer_norm on the device is a composition (its statistics: mean), run in float32
-        ran_on_device(ops, {"layer_norm": "mean"}.get(op, op))
+        # layer_norm on half device tensors: native_layer_norm's shader (float32 inside)
+        ran_on_device(ops, {"layer_norm": "native_layer_norm"}.get(op, op))
         close(got, on_cpu(fn, x, w, target), name, steps=2.0, atol=1e-6)
 
 
@@ -160,6 +160,35 @@ def test_cross_entropy_reads_and_writes_halves_in_its_shader(vulkan, name, class
     with gpucore.device_policy("cpu"):
         F.cross_entropy(lc, target, reduction="none").backward(gpucore.ones(33, dtype=dt))
     close(lv.grad, lc.grad, name, steps=2.0, atol=STEP[name] / classes)
+
+
+@pytest.mark.parametrize("name", sorted(HALF))
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_reads_and_writes_halves_in_its_shader(vulkan, name, affine):
+    """Forward: one native_layer_norm dispatch on the halves (odd rows share words between
+    invocations); backward composed on the device in float32: both within half roundings of
+    the CPU (float32 inside, as its C pass)."""
+    dt = HALF[name]
+    x = half_tensor((RNG.standard_normal((37, 5, 13)) * 3 + 1).astype(np.float32), dt)
+    w = half_tensor(RNG.standard_normal((5, 13)).astype(np.float32), dt) if affine else None
+    b = half_tensor(RNG.standard_normal((5, 13)).astype(np.float32), dt) if affine else None
+    g = half_tensor(RNG.standard_normal((37, 5, 13)).astype(np.float32), dt)
+
+    def run(dev):
+        with gpucore.device_policy("cpu" if dev == "cpu" else "vulkan"):
+            ts = [t if t is None else t.to(dev).requires_grad_() for t in (x, w, b)]
+            m = gpucore.vulkan.mark()
+            with gpucore.dispatch.trace_ops() as ops:
+                y = F.layer_norm(ts[0], (5, 13), ts[1], ts[2])
+            if dev == "vulkan":
+                ran_on_device(ops, "native_layer_norm")
+                assert gpucore.vulkan.stats(since=m)["dispatches"] == 1  # nothing widened
+            y.backward(g.to(dev))
+            return [y.detach()] + [t.grad for t in ts if t is not None]
+
+    for got, want in zip(run("vulkan"), run("cpu")):
+        scale = float(np.abs(want.float().numpy()).max())
+        close(got, want, name, steps=2.0, atol=2 * STEP[name] * scale)
 
 
 @pytest.mark.parametrize("name", sorted(HALF))

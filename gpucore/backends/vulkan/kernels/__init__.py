@@ -43,3 +43,4 @@ from .common import (  # noqa: F401  (the table and the helpers other modules us
 from . import attention, elementwise, fused, gemm, indexing, joining, nn  # noqa: E402,F401  isort: skip
 from . import optim, optim_capturable, pool, random, reduce  # noqa: E402,F401  isort: skip
 from . import scan, scatter, sorting, unary  # noqa: E402,F401  isort: skip
+from . import norm  # noqa: E402,F401  isort: skip

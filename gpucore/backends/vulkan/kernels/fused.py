@@ -64,30 +64,50 @@ def _ln_lanes(be, accesses: int, wg: int) -> int:
     return lanes
 
 
-def layer_norm(be, out, x, weight, bias, n: int, eps: float):
+_HALF_KIND = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(np.uint16): 2}
+
+
+def layer_norm(be, out, x, weight, bias, n: int, eps: float, mean=None, rstd=None):
     """out = layer_norm(x) over the last n elements (rows = x.size // n): (x - mean) /
-    sqrt(var + eps) [* weight] [+ bias], the biased variance. out is C-contiguous and may be x."""
-    _float32("layer_norm", out, x, weight, bias)
+    sqrt(var + eps) [* weight] [+ bias], the biased variance. out is C-contiguous and may be x.
+    mean, rstd: None, or contiguous [rows] arrays that receive each row's mean and
+    1 / sqrt(var + eps) (native_layer_norm). Every operand float32, or every one float16 or
+    every one bfloat16 (uint16 arrays): read and written as such, float32 inside."""
+    ops = [a for a in (out, x, weight, bias, mean, rstd) if a is not None]
+    if x.dtype not in _HALF_KIND or any(a.dtype != x.dtype for a in ops):
+        raise DTypeError(
+            "layer_norm: the Vulkan kernel takes operands all float32, all float16 or all "
+            f"bfloat16, got {[a.dtype.name for a in ops]}"
+        )
     if x.size == 0 or n == 0:
         return
     if x.size % n or out.size != x.size:
         raise ShapeError(f"layer_norm: {x.shape} -> {out.shape} is not whole rows of {n}")
-    for name, t in (("weight", weight), ("bias", bias)):
-        if t is not None and t.size != n:
-            raise ShapeError(f"layer_norm: {name} has {t.size} elements, expected n = {n}")
-    if not out.flags.c_contiguous:
-        raise ShapeError("layer_norm: out must be C-contiguous")
+    rows = x.size // n
+    for name, t, size in (("weight", weight, n), ("bias", bias, n), ("mean", mean, rows)):
+        if t is not None and t.size != size:
+            raise ShapeError(f"layer_norm: {name} has {t.size} elements, expected {size}")
+    if (mean is None) != (rstd is None) or (rstd is not None and rstd.size != rows):
+        raise ShapeError(f"layer_norm: mean and rstd go together, {rows} elements each")
+    if not out.flags.c_contiguous or not all(
+        t is None or t.flags.c_contiguous for t in (mean, rstd)
+    ):
+        raise ShapeError("layer_norm: out, mean and rstd must be C-contiguous")
+    half = _HALF_KIND[x.dtype]
     x = contiguous(be, x)  # in place, x is out: already contiguous, never copied
     w = contiguous(be, weight.reshape(-1)) if weight is not None else x
     b = contiguous(be, bias.reshape(-1)) if bias is not None else x
-    rows = x.size // n
+    stats = mean is not None
+    m, r = (mean, rstd) if stats else (out, out)
     wg = local_size(be)
-    ox, ow, ob, oo = (be.operand(a) for a in (x, w, b, out))
-    push = _push(rows, n, ox.offset, ow.offset, ob.offset, oo.offset, float(eps))
-    vec4 = n % 4 == 0 and all(o.offset % 4 == 0 for o in (ox, ow, ob, oo))
+    ox, ow, ob, oo, om, orr = (be.operand(a) for a in (x, w, b, out, m, r))
+    push = _push(
+        rows, n, ox.offset, ow.offset, ob.offset, oo.offset, float(eps), om.offset, orr.offset
+    )
+    vec4 = not half and n % 4 == 0 and all(o.offset % 4 == 0 for o in (ox, ow, ob, oo))
     lanes = _ln_lanes(be, n // 4 if vec4 else n, wg)
-    spec = (lanes, int(weight is not None), int(bias is not None), int(vec4))
-    operands = [(x, False), (w, False), (b, False), (out, True)]
+    spec = (lanes, int(weight is not None), int(bias is not None), int(vec4), half, int(stats))
+    operands = [(x, False), (w, False), (b, False), (out, True), (m, stats), (r, stats)]
     launch(be, "layer_norm", spec, operands, push, groups_1d(rows * lanes, wg), local=wg)
 
 
