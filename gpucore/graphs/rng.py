@@ -15,6 +15,7 @@ have drawn, in the same order, and replays interleaved with eager sampling stay 
 from __future__ import annotations
 
 import contextlib
+import threading
 
 import numpy as np
 
@@ -44,7 +45,8 @@ class Streams:
     @contextlib.contextmanager
     def capture(self, gen: Generator, be):
         """Around one sampling op of the capture: registers ``gen`` and points the Vulkan fill
-        at its device buffer (``state.SAMPLING``: the buffer and the capture's base offset)."""
+        at its device buffer (``state.SAMPLING``: this thread, the buffer and the capture's
+        base offset)."""
         s = self.streams.get(id(gen))
         if s is None:
             s = self.streams[id(gen)] = _Stream(gen, be.empty_array((4,), np.uint32))
@@ -53,7 +55,7 @@ class Streams:
                 "a generator was reseeded in the middle of a capture (gpucore.vulkan.graph); "
                 "seed it before capturing: replays take the generator's seed when they run"
             )
-        state.SAMPLING[0] = (s.state, s.base)
+        state.SAMPLING[0] = (threading.get_ident(), s.state, s.base)
         try:
             yield
         finally:

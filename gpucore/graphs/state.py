@@ -14,6 +14,7 @@ def capturing() -> bool:
     return CAPTURING[0] is not None
 
 
-# While a sampling op of a capture runs (graphs/rng.py): (the generator's device state buffer,
-# the capture's base offset), read by the Vulkan random fill; None otherwise.
+# While a sampling op of a capture runs (graphs/rng.py): (the capturing thread's id, the
+# generator's device state buffer, the capture's base offset), read by the Vulkan random fill;
+# None otherwise.
 SAMPLING: list = [None]

@@ -4,6 +4,10 @@ float32/float64 in C (cpu/optim.c)."""
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from .... import _cpu
 from .common import kernel
 
@@ -109,14 +113,76 @@ def _rmsprop_step(
     )
 
 
-@kernel("optim_step_capturable")
-def _optim_step_capturable(out, param, grad, s1, s2, step, *mu, kind, **attrs):
-    """Adamax / NAdam / RAdam with the step count (and NAdam's mu_product) read from one-element
-    arrays: PyTorch's update in the parameter's dtype with float64 scalars, in place. NAdam's
-    mu_product is multiplied by mu_t first, as the Vulkan kernel does."""
-    _inplace_only(out, "optim_step_capturable")
-    from ....ops.optim_capturable import np_optim_step  # the ops package imports the kernels
+def _radam_rho(step: float, beta2: float) -> float:
+    """RAdam's rho_t in float64, in optim_capturable.comp's cancellation-free form (the direct
+    rho_inf - 2 t b2^t / (1 - b2^t) subtracts two numbers near 2 / (1 - b2))."""
+    if beta2 <= 0:
+        return 1.0  # rho_inf = 1: never rectified
+    big_l = -math.log(beta2)
 
-    new = np_optim_step(param, grad, s1, s2, step, *mu, kind=kind, **attrs)
-    for dst, val in zip((param, s1, s2) + mu, new):
-        dst[...] = val
+    def f(y):  # 1 / expm1(y) - 1 / y
+        return 1.0 / math.expm1(y) - 1.0 / y
+
+    return 1.0 + 2.0 * f(big_l) - 2.0 * step * f(step * big_l)
+
+
+@kernel("optim_step_capturable")
+def _optim_step_capturable(
+    out,
+    param,
+    grad,
+    s1,
+    s2,
+    step,
+    *mu,
+    kind,
+    lr,
+    beta1,
+    beta2,
+    eps,
+    weight_decay,
+    decoupled,
+    maximize,
+    momentum_decay,
+):
+    """Adamax / NAdam / RAdam with the step count (and NAdam's mu_product) read from one-element
+    arrays, in place, in the parameter's dtype with float64 scalars; the scalars as the Vulkan
+    shader forms them (bias corrections by expm1, rho_t without cancellation). NAdam's
+    mu_product is multiplied by mu_t first, as the shader does."""
+    _inplace_only(out, "optim_step_capturable")
+    t = float(step.reshape(-1)[0])
+    g = -grad if maximize else grad.copy()
+    if weight_decay and decoupled and kind != "adamax":
+        param *= 1 - lr * weight_decay
+    elif weight_decay:
+        g += weight_decay * param
+    s1 += (g - s1) * (1 - beta1)  # lerp(m, g, 1 - beta1)
+    bc1 = -math.expm1(t * math.log(beta1)) if beta1 > 0 else 1.0
+    if kind == "adamax":
+        np.maximum(s2 * beta2, np.abs(g) + eps, out=s2)
+        param -= (lr / bc1) * (s1 / s2)
+        return
+    s2 *= beta2
+    s2 += (1 - beta2) * g * g
+    bc2 = -math.expm1(t * math.log(beta2)) if beta2 > 0 else 1.0
+    if kind == "nadam":
+
+        def mu_of(x):
+            return beta1 * (1 - 0.5 * math.exp(x * momentum_decay * math.log(0.96)))
+
+        mu_t, mu_next = mu_of(t), mu_of(t + 1)
+        mu[0].reshape(-1)[0] *= mu_t
+        prod = float(mu[0].reshape(-1)[0])
+        denom = np.sqrt(s2 / bc2) + eps
+        param -= (lr * (1 - mu_t) / (1 - prod)) * (g / denom)
+        param -= (lr * mu_next / (1 - prod * mu_next)) * (s1 / denom)
+        return
+    rho_t = _radam_rho(t, beta2)
+    if rho_t > 5:
+        rho_inf = 2 / (1 - beta2) - 1
+        rect = math.sqrt(
+            (rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)
+        )
+        param -= (s1 / bc1) * lr * (math.sqrt(bc2) / (np.sqrt(s2) + eps)) * rect
+    else:
+        param -= (s1 / bc1) * lr

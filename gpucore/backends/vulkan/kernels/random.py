@@ -23,6 +23,8 @@ boundary (a multiple of 4 elements), so the counter of its first element is offs
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from .... import _cpu
@@ -49,9 +51,11 @@ def fill(be, out: np.ndarray, mode: int, seed: int, offset: int, a: float = 0.0,
     (DROPOUT); they are rounded to float32 first, as the C extension does."""
     state = None  # (the generator's device buffer, the capture's base offset)
     if be.ctx.stream.capture is not None:
-        state = _graph_state.SAMPLING[0]
-        if state is None:  # the seed would be baked in: replays would repeat its numbers
+        sampling = _graph_state.SAMPLING[0]
+        if sampling is None or sampling[0] != threading.get_ident():
+            # the seed would be baked in: replays would repeat its numbers
             raise refusal("this random sampling op (it has no captured form)")
+        state = sampling[1:]
         offset = (offset - state[1]) & _MASK64  # relative to the capture's start
     if not out.flags.c_contiguous or out.itemsize != 4:
         raise ValueError("random fill: out must be a contiguous array of 32-bit elements")
