@@ -303,6 +303,27 @@ def test_graphed_module_forward_and_backward_equal_eager(vulkan):
     assert model(xt).grad_fn is not None and model(xt).grad_fn.name() != "Graphed_callableBackward"
 
 
+def test_graphed_module_with_dropout_draws_eagers_masks(vulkan):
+    """A graphed module's forward replay draws from the generator where it stands: reseeded
+    before each call, the graphed and the eager module get the same masks and gradients."""
+    data = batches((64, 64), n=3, seed=4)
+    eager, _, _, _ = setup(dropout_mlp, (64, 64), OPTIMIZERS["sgd_momentum"])
+    model, _, x, _ = setup(dropout_mlp, (64, 64), OPTIMIZERS["sgd_momentum"])
+    gpucore.vulkan.make_graphed_callables(model, (x,))
+    outs = []
+    for i, (xb, yb) in enumerate(data):
+        xt, yt = gpucore.tensor(xb).to("vulkan"), gpucore.tensor(yb).to("vulkan")
+        for m in (model, eager):
+            gpucore.manual_seed(100 + i)
+            m.zero_grad(set_to_none=True)
+            out = m(xt)
+            F.cross_entropy(out, yt).backward()
+            outs.append(out.detach().numpy().copy())
+        np.testing.assert_array_equal(outs[-2], outs[-1])
+        for p, q in zip(model.parameters(), eager.parameters()):
+            np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())
+
+
 def test_graphed_function_gives_input_gradients(vulkan):
     w = gpucore.tensor(np.linspace(-1, 1, 80 * 64, dtype=np.float32).reshape(80, 64))
     w = w.to("vulkan")
