@@ -39,6 +39,7 @@ if os.path.isdir(os.path.join(_ROOT, "gpucore")) and _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)  # benchmark the checkout this script lives in
 
 import gpucore  # noqa: E402
+import gpucore.nn.functional as F  # noqa: E402
 from gpucore.backends.vulkan.kernels import KERNELS, local_size  # noqa: E402
 from gpucore.backends.vulkan.kernels import gemm as G  # noqa: E402
 from gpucore.backends.vulkan.kernels import qgemm as Q  # noqa: E402
@@ -284,7 +285,8 @@ def bench_elementwise(b: Bench, args) -> str:
 def bench_half(b: Bench, args) -> str:
     """float16 / bfloat16 storage against float32 on the same shapes, in alternating rounds:
     GEMM (gemm_half.spv: half A and B, float32 accumulation and C) and add / relu (binary.comp,
-    unary.comp: half loads and stores, float32 arithmetic), all through the registry ops on
+    unary.comp: half loads and stores, float32 arithmetic), softmax, cross-entropy and layer_norm
+    (their shaders read and write halves, float32 inside), all through the registry ops on
     device tensors (the GEMM rows include the rounding of C to the half type)."""
     sizes = [128, 256] if args.quick else [256, 512]
     n = (1 << 20) if args.quick else (1 << 22)
@@ -324,6 +326,24 @@ def bench_half(b: Bench, args) -> str:
             g = n / 1e9
             rows.append(
                 [f"{name} {n >> 20}M", "Gelem/s"] + [g / res[k][i] for k in dts for i in (0, 1)]
+            )
+        # softmax.comp, cross_entropy.comp, layer_norm.comp: half loads and stores themselves
+        r, c = (256, 1024) if args.quick else (1024, 1024)
+        X = rng.standard_normal((r, c)).astype(np.float32)
+        tgt = gpucore.tensor(rng.integers(0, c, r)).to("vulkan")
+        nn_ops = {
+            "softmax": lambda x, w: F.softmax(x, -1),
+            "cross_entropy": lambda x, w: F.cross_entropy(x, tgt, reduction="none"),
+            "layer_norm": lambda x, w: F.layer_norm(x, (c,), w, w),
+        }
+        for name, expr in nn_ops.items():
+            ts = {k: (gpucore.tensor(X).to(d).to("vulkan"), gpucore.ones(c, dtype=d).to("vulkan"))
+                  for k, d in dts.items()}  # fmt: skip
+            log(f"half {name}")
+            res = alternate({k: (lambda x=x, w=w, e=expr: e(x, w)) for k, (x, w) in ts.items()})
+            g = r * c / 1e9
+            rows.append(
+                [f"{name} {r}x{c}", "Gelem/s"] + [g / res[k][i] for k in dts for i in (0, 1)]
             )
     note = (
         "A CPU-type device (lavapipe): these are CPU numbers. The driver runs the shaders as "
