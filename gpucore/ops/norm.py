@@ -2,9 +2,9 @@
 and each row's mean and 1 / sqrt(var + eps)), native_rms_norm (values and each row's
 1 / sqrt(mean(x^2) + eps)), native_group_norm (values and each (sample, group)'s mean and rstd),
 each with a backward op giving the input, weight and bias gradients in one pass.
-gpucore.nn.functional's layer_norm, rms_norm and group_norm run them on host tensors; on other
-devices, and while a graph is captured (the runtime fuses the composition itself), they stay
-compositions of gpucore ops. batch_norm is in norm_batch.py.
+gpucore.nn.functional's layer_norm, rms_norm and group_norm run them on host tensors (layer_norm
+on Vulkan device tensors too); on other devices, and while the runtime traces a graph (it fuses
+the composition itself), they stay compositions of gpucore ops. batch_norm is in norm_batch.py.
 
 Inputs are (x, weight[, bias]); attrs ``affine`` says which of weight / bias were given (a
 missing one is a stand-in constant that the kernel ignores). layer_norm / rms_norm normalize the
@@ -15,7 +15,7 @@ differentiable again.
 
 kernels: backends/cpu/kernels/norm.py (cpu/norm.c); native_layer_norm on Vulkan
 (backends/vulkan/kernels/norm.py: float32, float16 and bfloat16 read by the shader, which
-F.layer_norm uses for half device tensors; its backward is composed on the device in float32).
+F.layer_norm uses for device tensors; its backward is composed on the device in float32).
 Small host tensors of layer_norm / rms_norm (+ backward) and group_norm take the fast lane
 (cpu/python/fastpath_nn.c), the same kernel in one C call.
 """

@@ -138,11 +138,11 @@ def layer_norm(
         # host tensors: one C pass per row forward and backward (gpucore/ops/norm.py); a
         # captured graph keeps the composition, which the runtime fuses itself
         return _norm.native_layer_norm(input, weight, bias, k, eps)[0]
+    if input.dtype in (D.float32, D.float16, D.bfloat16) and _device_same(input, weight, bias):
+        # one shader pass per row on the device, reading and writing halves itself (float32
+        # inside); its backward is composed on the device in float32 (gpucore/ops/norm.py)
+        return _norm.native_layer_norm(input, weight, bias, k, eps)[0]
     if input.dtype in (D.float16, D.bfloat16):
-        if _device_same(input, weight, bias):
-            # the fused shader reads and writes the halves itself, float32 inside (its
-            # backward is composed on the device in float32: gpucore/ops/norm.py)
-            return _norm.native_layer_norm(input, weight, bias, k, eps)[0]
         # the composition in float32, rounded once at the end: what the C pass computes (and
         # PyTorch's kernels), not a rounding after every step
         w32, b32 = (t if t is None else t.float() for t in (weight, bias))

@@ -1,9 +1,9 @@
 """Vulkan kernel of ``native_layer_norm`` (gpucore/ops/norm.py): the runtime's fused layer-norm
 shader (shaders/layer_norm.comp, kernels/fused.py) with its STATS outputs, each row's mean and
 rstd. float32, float16 and bfloat16 are read and written by the shader itself (float32 inside,
-one rounding per result): eager gpucore.nn.functional.layer_norm on half device tensors runs it
-instead of a widened composition. The backward has no shader: gpucore/ops/norm.py composes it
-on the device in float32."""
+one rounding per result): eager gpucore.nn.functional.layer_norm on device tensors runs it, one
+dispatch, instead of a composition of ops (a widened one for halves). The backward has no
+shader: gpucore/ops/norm_device.py composes it on the device in float32."""
 
 from __future__ import annotations
 
