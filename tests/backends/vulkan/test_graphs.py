@@ -484,3 +484,23 @@ def test_reseeding_inside_a_capture_is_refused(vulkan):
 
     gpucore.manual_seed(4)
     _capture_fails(body, RuntimeError, "reseeded in the middle of a capture")
+
+
+def test_captured_sampling_carries_across_32_bit_offsets(vulkan):
+    """The replay's base offset plus the fill's relative one is a 64-bit sum in the shader:
+    draws that straddle offset 2**32 (and a seed above 2**32) equal eager ones."""
+    gen = gpucore.Generator()
+    start = (2**40 + 7, 2**32 - 700)
+    eager = []
+    gen.set_state(start)
+    for _ in range(3):
+        eager.append(gpucore.rand(5000, device="vulkan", generator=gen).numpy())
+    gen.set_state(start)
+    g = gpucore.vulkan.VulkanGraph()
+    with gpucore.vulkan.graph(g):
+        out = gpucore.rand(5000, device="vulkan", generator=gen)
+    for want in eager:
+        g.replay()
+        np.testing.assert_array_equal(out.numpy(), want)
+    assert gen.get_state() == (start[0], start[1] + 3 * 1250)
+    g.reset()
