@@ -9,7 +9,10 @@ device_policy('vulkan'), then prints the loss: the time from spawning it to that
 "first result". Cold: an empty cache directory (XDG_CACHE_HOME, where gpucore's pipeline cache
 and Mesa's shader cache both live by default); warm: the same directory again. The second pair
 turns Mesa's own shader cache off (MESA_SHADER_CACHE_DISABLE), so that only gpucore's
-VkPipelineCache file (backends/vulkan/pipeline_store.py) can make the warm run faster. Medians of
+VkPipelineCache file (backends/vulkan/pipeline_store.py) can make the warm run faster. "warm +
+prewarm" runs warm again with GPUCORE_VULKAN_PREWARM=1: the pipelines the previous runs used are
+created on a background thread from device start (the default on GPUs; off by default on a
+CPU-type device such as lavapipe, where it competes with the kernels for the cores). Medians of
 the rounds, cold and warm runs alternating; "pipelines" is the time spent in
 vkCreateComputePipelines (gpucore.vulkan.stats()['pipeline_seconds']).
 """
@@ -46,13 +49,14 @@ print("first", value, s["pipeline_seconds"], s["pipeline_cache_bytes"], flush=Tr
 """
 
 
-def run_child(cache_dir: str, mesa_cache: bool) -> tuple[float, float, int]:
+def run_child(cache_dir: str, mesa_cache: bool, prewarm: bool = False) -> tuple[float, float, int]:
     """(seconds from spawn to the first result, seconds creating pipelines, cache bytes read)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUCORE_", "MESA_SHADER"))}
     env["XDG_CACHE_HOME"] = cache_dir
     env["PYTHONPATH"] = _ROOT + os.pathsep + env.get("PYTHONPATH", "")
     if not mesa_cache:
         env["MESA_SHADER_CACHE_DISABLE"] = "true"
+    env["GPUCORE_VULKAN_PREWARM"] = "1" if prewarm else "0"
     t0 = time.perf_counter()
     p = subprocess.Popen(
         [sys.executable, "-c", CHILD], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
@@ -72,25 +76,30 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args(argv)
     configs = {"gpucore + Mesa caches": True, "gpucore cache only (Mesa's off)": False}
-    res = {name: {"cold": [], "warm": []} for name in configs}
+    kinds = ("cold", "warm", "warm + prewarm")
+    res = {name: {k: [] for k in kinds} for name in configs}
     load0 = os.getloadavg()[0]
     for r in range(args.rounds):
         for name, mesa in configs.items():
             with tempfile.TemporaryDirectory(prefix="gpucore-startup-") as d:
-                for kind in ("cold", "warm"):
-                    res[name][kind].append(run_child(d, mesa))
+                for kind in kinds:
+                    res[name][kind].append(run_child(d, mesa, prewarm=kind.endswith("prewarm")))
                     print(f"round {r} {name} {kind}: {res[name][kind][-1]}", file=sys.stderr)
     print("## Process start to first result (digits CNN, one training step on Vulkan)\n")
-    print("| caches | cold s | warm s | warm speed-up | pipelines cold s | warm s | bytes read |")
-    print("|---|---|---|---|---|---|---|")
+    print(
+        "| caches | cold s | warm s | warm speed-up | warm + prewarm s | speed-up "
+        "| pipelines cold s | warm s | warm + prewarm s | bytes read |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name in configs:
-        cold, warm = res[name]["cold"], res[name]["warm"]
-        c = statistics.median(t for t, _, _ in cold)
-        w = statistics.median(t for t, _, _ in warm)
-        pc = statistics.median(p for _, p, _ in cold)
-        pw = statistics.median(p for _, p, _ in warm)
+        cold, warm, pre = (res[name][k] for k in kinds)
+        c, w, wp = (statistics.median(t for t, _, _ in runs) for runs in (cold, warm, pre))
+        pc, pw, pp = (statistics.median(p for _, p, _ in runs) for runs in (cold, warm, pre))
         loaded = statistics.median(n for _, _, n in warm)
-        print(f"| {name} | {c:.2f} | {w:.2f} | {c / w:.2f}x | {pc:.2f} | {pw:.2f} | {loaded:.0f} |")
+        print(
+            f"| {name} | {c:.2f} | {w:.2f} | {c / w:.2f}x | {wp:.2f} | {c / wp:.2f}x | {pc:.2f} "
+            f"| {pw:.2f} | {pp:.2f} | {loaded:.0f} |"
+        )
     print(f"\nmedians of {args.rounds} rounds; load average {load0:.2f} at start, "
           f"{os.getloadavg()[0]:.2f} at the end (other processes share the cores)")  # fmt: skip
     return 0

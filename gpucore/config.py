@@ -80,6 +80,7 @@ VARIABLES: dict[str, Var] = {
     "GPUCORE_VULKAN_PIPELINE_CACHE": Var(
         "an absolute directory path, or 0 (no disk cache)", _cache_dir
     ),
+    "GPUCORE_VULKAN_PREWARM": _choice("0", "1"),
     "GPUCORE_CPU_ISA": _choice("avx512", "avx2", "sse2", "neon", "scalar"),
     "GPUCORE_NUM_THREADS": _int(1),
     "GPUCORE_GEMM_BLOCKING": Var('three positive integers "mc,kc,nc"', _blocking),

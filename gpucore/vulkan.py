@@ -131,7 +131,14 @@ _COUNTERS = {
     "timeouts": 0,
     "reclaims": 0,
 }
-_ZERO = dict(_COUNTERS, live_bytes=0, peak_bytes=0, block_bytes=0, pipeline_cache_bytes=0)
+_ZERO = dict(
+    _COUNTERS,
+    live_bytes=0,
+    peak_bytes=0,
+    block_bytes=0,
+    pipeline_cache_bytes=0,
+    pipelines_prewarmed=0,
+)
 
 
 def stats(since: dict | None = None) -> dict:
@@ -142,7 +149,9 @@ def stats(since: dict | None = None) -> dict:
     copies of unchanged host tensors read again instead of uploaded) and tensors_migrated (host
     parameters and optimizer state moved onto the device); pipelines_created, pipeline_seconds,
     timeouts, reclaims; and the levels live_bytes, peak_bytes, block_bytes (device memory) and
-    pipeline_cache_bytes (driver data the on-disk pipeline cache gave at start).
+    pipeline_cache_bytes (driver data the on-disk pipeline cache gave at start) and
+    pipelines_prewarmed (pipelines created in the background at start, from those recent
+    processes used: GPUCORE_VULKAN_PREWARM).
 
     ``since``: a snapshot from ``mark()``; the counters then give what happened since it (the
     bytes one training step moves, say), the levels stay current::

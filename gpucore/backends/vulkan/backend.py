@@ -422,6 +422,7 @@ class VulkanBackend:
             pipelines_created=ctx.pipelines.created,
             pipeline_seconds=ctx.pipelines.create_seconds,
             pipeline_cache_bytes=ctx.pipelines.loaded_bytes,
+            pipelines_prewarmed=ctx.pipelines.prewarmed,
         )
         return s
 

@@ -163,6 +163,7 @@ class Context:
         self.fault: Fault | None = None
         self.on_fault: list = []  # callables (ctx, fault), called once per new fault
         self.pid = os.getpid()
+        self.pipelines.prewarm(cpu_device=self.is_cpu)
 
     def _subgroup_properties(self) -> tuple[int, int, int]:
         """(subgroupSize, supportedOperations, supportedStages) of VkPhysicalDeviceSubgroup-
@@ -323,6 +324,7 @@ def _shutdown():
     ctx = _ctx
     if ctx is None:
         return
+    ctx.pipelines.stop_prewarm()  # before save and close: close() waits for other threads
     if ctx.fault is None:
         try:
             ctx.pipelines.save()  # before close(): the cache is destroyed with the device

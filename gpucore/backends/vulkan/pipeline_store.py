@@ -14,11 +14,17 @@ truncated, corrupt, foreign or oversized file is ignored (and replaced at the ne
 an error. ``write`` goes to a temporary file in the same directory, then ``os.replace`` renames
 it over the old one (atomic): processes saving at once each leave a whole file, and a reader
 sees the old file or a new one, never a mix.
+
+Beside it, ``vulkan-pipelines-<key>.keys`` lists the pipelines recent processes used (JSON: shader
+name, bindings, workgroup size, specialization constants), most recent first, so that the next
+process can create them in the background at device start (pipelines.py, ``prewarm``). A
+malformed file or entry is ignored, never an error.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import struct
@@ -36,6 +42,8 @@ HEADER = struct.Struct("<8sIIII16sQ32s")
 # VkPipelineCacheHeaderVersionOne: header length, version (1), vendorID, deviceID, UUID
 DRIVER_HEADER = struct.Struct("<IIII16s")
 MAX_BYTES = 256 << 20  # a larger file is not a pipeline cache of ours
+KEYS_MAX = 64  # pipelines remembered for the background creation at start
+KEYS_FILE_BYTES = 1 << 20
 
 
 class Key:
@@ -144,12 +152,64 @@ def write(key: Key, data: bytes) -> bool:
     path = path_for(key)
     if path is None or len(data) > MAX_BYTES:
         return False
+    return _replace(path, pack(key, data))
+
+
+def keys_path(key: Key) -> Path | None:
+    p = path_for(key)
+    return None if p is None else p.with_suffix(".keys")
+
+
+def _valid_key(e) -> tuple | None:
+    """A pipeline key (name, bindings, workgroup size, spec) from a JSON entry, or None when the
+    entry is not one gpucore could have written (bounded, so a damaged file cannot ask the driver
+    for an absurd pipeline)."""
+    if not (isinstance(e, list) and len(e) == 4):
+        return None
+    name, nb, local, spec = e
+    ints = (nb, local, *spec) if isinstance(spec, list) else (None,)
+    if not all(type(v) is int and -(2**31) <= v < 2**31 for v in ints):
+        return None
+    if not (isinstance(name, str) and name.isidentifier() and 0 < nb <= 32 and 0 < local <= 1024):
+        return None
+    return (name, nb, local, tuple(spec))
+
+
+def read_keys(key: Key) -> list:
+    """The pipeline keys recent processes on this device and driver used, most recent first;
+    [] when there is no file, the disk cache is off, or the file is damaged."""
+    path = keys_path(key)
+    if path is None:
+        return []
+    try:
+        with open(path, "rb") as f:
+            entries = json.loads(f.read(KEYS_FILE_BYTES + 1))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(entries, list):
+        return []
+    keys = [k for k in map(_valid_key, entries[:KEYS_MAX]) if k is not None]
+    return list(dict.fromkeys(keys))
+
+
+def write_keys(key: Key, keys: list) -> bool:
+    """Remember ``keys`` (most recent first, at most KEYS_MAX) for the next process; atomic as
+    ``write``, False when it cannot be written."""
+    path = keys_path(key)
+    if path is None:
+        return False
+    entries = [[n, nb, local, list(spec)] for n, nb, local, spec in keys[:KEYS_MAX]]
+    return _replace(path, json.dumps(entries, separators=(",", ":")).encode())
+
+
+def _replace(path: Path, blob: bytes) -> bool:
+    """Write ``blob`` to a temporary file beside ``path``, then rename it over ``path``."""
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as f:
-            f.write(pack(key, data))
+            f.write(blob)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

@@ -5,11 +5,21 @@ buffers at set 0, bindings 0..n-1, and one push-constant block of at most 128 by
 workgroup size is specialization constant 0 (``local_size_x_id = 0``). A VkPipelineCache makes
 re-creating a variant cheap; it starts from the file pipeline_store.py keeps on disk for this
 device and driver, and ``save`` (called at exit) writes it back when the driver's data changed.
+
+``prewarm`` (called at device start) creates, on a background thread, the pipelines recent
+processes used (pipeline_store's key list), so a program's first ops find them made instead of
+compiling one after the other on the calling thread. Pipelines are created outside the lock (a
+VkPipelineCache is internally synchronized), so the background thread never makes the caller wait
+for a pipeline other than the one it needs. On a CPU-type device (lavapipe) the compile competes
+with the kernels for the same cores, so there it is off unless GPUCORE_VULKAN_PREWARM=1;
+GPUCORE_VULKAN_PREWARM=0 turns it off everywhere.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
+import os
 import threading
 import time
 from pathlib import Path
@@ -19,6 +29,9 @@ import numpy as np
 from ...errors import DeviceError
 from . import pipeline_store
 
+log = logging.getLogger("gpucore.vulkan")
+
+PREWARM_ENV = "GPUCORE_VULKAN_PREWARM"
 SPIRV_DIR = Path(__file__).resolve().parent / "spirv"
 PUSH_BYTES = 128
 
@@ -44,7 +57,12 @@ class PipelineCache:
         self.key = key  # pipeline_store.Key of the device and driver; None: no disk cache
         self.push_descriptors = push_descriptors
         self.lock = threading.Lock()
-        self.pipelines: dict = {}
+        self.pipelines: dict = {}  # the pipelines this process asked for, in first-use order
+        self.warm: dict = {}  # made by the background thread, not asked for yet
+        self.pending: dict = {}  # key -> threading.Event, while one thread creates it
+        self.prewarmed = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
         self.modules: dict = {}
         self.set_layouts: dict = {}
         self.layouts: dict = {}
@@ -96,9 +114,11 @@ class PipelineCache:
 
     def save(self) -> bool:
         """Write the driver's cache to the disk file when it differs from what the file holds;
-        pipelines another process saved meanwhile are merged in first. True when written."""
+        pipelines another process saved meanwhile are merged in first. True when written. The
+        list of the pipelines this process used goes beside it (for ``prewarm``)."""
         if self.key is None or self.fault is not None:
             return False
+        self._save_keys()
         with self.lock:
             data = self._data()
             if data is None:
@@ -115,6 +135,18 @@ class PipelineCache:
                 return False
             self.saved = digest
             return True
+
+    def _save_keys(self) -> None:
+        """This process's pipelines in first-use order, then those the file held before that this
+        process did not use, when that differs from the file."""
+        with self.lock:
+            used = list(self.pipelines)
+        if not used:
+            return
+        before = pipeline_store.read_keys(self.key)
+        keys = list(dict.fromkeys(used + before))[: pipeline_store.KEYS_MAX]
+        if keys != before:
+            pipeline_store.write_keys(self.key, keys)
 
     def _merge(self, other: bytes) -> bytes | None:
         """Our data with the pipelines of ``other`` (another process's file) merged in."""
@@ -208,56 +240,113 @@ class PipelineCache:
             return p
         if self.fault is not None:  # before the lock: a forked child may inherit it held
             self.fault.refuse()
+        while True:
+            with self.lock:
+                p = self.pipelines.get(key)
+                if p is None and key in self.warm:
+                    p = self.pipelines[key] = self.warm.pop(key)
+                if p is not None:
+                    return p
+                ev = self.pending.get(key)
+                if ev is None:
+                    ev = self.pending[key] = threading.Event()
+                    break
+            ev.wait()  # another thread is creating this one; then look again
+        t0 = time.perf_counter()
+        try:
+            p = self._create(key)
+        finally:
+            with self.lock:
+                del self.pending[key]
+                if p is not None:
+                    self.pipelines[key] = p
+                    self.created += 1
+                    self.create_seconds += time.perf_counter() - t0
+            ev.set()
+        return p
+
+    def _create(self, key) -> Pipeline:
+        name, nbindings, local_size, spec = key
+        vk = self.vk
+        ffi = vk.ffi
         with self.lock:
-            p = self.pipelines.get(key)
-            if p is not None:
-                return p
-            t0 = time.perf_counter()
-            vk = self.vk
-            ffi = vk.ffi
-            values = np.array((local_size,) + tuple(spec), dtype=np.int32)
-            entries = [
-                vk.VkSpecializationMapEntry(constantID=i, offset=4 * i, size=4)
-                for i in range(len(values))
-            ]
-            data = ffi.new("char[]", values.tobytes())  # must outlive pipeline creation
-            spec_info = vk.VkSpecializationInfo(
-                mapEntryCount=len(entries),
-                pMapEntries=entries,
-                dataSize=values.nbytes,
-                pData=data,
-            )
             set_layout, layout = self._layouts(nbindings)
-            stage = vk.VkPipelineShaderStageCreateInfo(
-                sType=vk.VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-                stage=vk.VK_SHADER_STAGE_COMPUTE_BIT,
-                module=self._module(name),
-                pName="main",
-                pSpecializationInfo=spec_info,
-            )
-            handle = vk.vkCreateComputePipelines(
-                self.device,
-                self.cache,
-                1,
-                [
-                    vk.VkComputePipelineCreateInfo(
-                        sType=vk.VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-                        stage=stage,
-                        layout=layout,
-                    )
-                ],
-                None,
-            )[0]
-            del data
-            p = Pipeline(name, handle, layout, set_layout, nbindings, local_size)
-            self.pipelines[key] = p
-            self.created += 1
-            self.create_seconds += time.perf_counter() - t0
-            return p
+            module = self._module(name)
+        values = np.array((local_size,) + tuple(spec), dtype=np.int32)
+        entries = [
+            vk.VkSpecializationMapEntry(constantID=i, offset=4 * i, size=4)
+            for i in range(len(values))
+        ]
+        data = ffi.new("char[]", values.tobytes())  # must outlive pipeline creation
+        spec_info = vk.VkSpecializationInfo(
+            mapEntryCount=len(entries),
+            pMapEntries=entries,
+            dataSize=values.nbytes,
+            pData=data,
+        )
+        stage = vk.VkPipelineShaderStageCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+            stage=vk.VK_SHADER_STAGE_COMPUTE_BIT,
+            module=module,
+            pName="main",
+            pSpecializationInfo=spec_info,
+        )
+        info = vk.VkComputePipelineCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO, stage=stage, layout=layout
+        )
+        handle = vk.vkCreateComputePipelines(self.device, self.cache, 1, [info], None)[0]
+        del data
+        return Pipeline(name, handle, layout, set_layout, nbindings, local_size)
+
+    def prewarm(self, cpu_device: bool) -> bool:
+        """Start creating the pipelines recent processes used on a background thread (see the
+        module docstring for when); True when a thread started."""
+        want = os.environ.get(PREWARM_ENV, "").strip()
+        if want == "0" or (cpu_device and want != "1") or self.key is None:
+            return False
+        keys = pipeline_store.read_keys(self.key)
+        if not keys:
+            return False
+        self._thread = threading.Thread(
+            target=self._prewarm_all, args=(keys,), name="gpucore-vulkan-prewarm", daemon=True
+        )
+        self._thread.start()
+        return True
+
+    def _prewarm_all(self, keys: list) -> None:
+        for key in keys:
+            if self._stop.is_set() or self.fault is not None:
+                return
+            with self.lock:
+                if key in self.pipelines or key in self.warm or key in self.pending:
+                    continue
+                ev = self.pending[key] = threading.Event()
+            p = None
+            try:
+                p = self._create(key)
+            except Exception as e:  # a stale key (another gpucore version): the caller retries
+                log.debug("gpucore: pipeline %s not created in the background: %s", key, e)
+            finally:
+                with self.lock:
+                    del self.pending[key]
+                    if p is not None:
+                        self.warm[key] = p
+                        self.prewarmed += 1
+                ev.set()
+
+    def stop_prewarm(self, timeout: float = 30.0) -> None:
+        """Stop the background creation after the pipeline it is making (before save/destroy)."""
+        self._stop.set()
+        t = self._thread
+        if t is not None and t is not threading.current_thread():
+            t.join(timeout)
+            if not t.is_alive():
+                self._thread = None
 
     def destroy(self):
+        self.stop_prewarm()
         vk, dev = self.vk, self.device
-        for p in self.pipelines.values():
+        for p in (*self.pipelines.values(), *self.warm.values()):
             vk.vkDestroyPipeline(dev, p.handle, None)
         for pl in self.layouts.values():
             vk.vkDestroyPipelineLayout(dev, pl, None)
@@ -267,3 +356,4 @@ class PipelineCache:
             vk.vkDestroyShaderModule(dev, m, None)
         vk.vkDestroyPipelineCache(dev, self.cache, None)
         self.pipelines.clear()
+        self.warm.clear()

@@ -1,6 +1,7 @@
 """The pipeline cache on disk (backends/vulkan/pipeline_store.py): the file format and its
 validation, saving only what changed, a corrupt file ignored and replaced, processes starting at
-once, and a later process starting from the saved data."""
+once, and a later process starting from the saved data; the list of used pipelines beside it, and
+their creation in the background at the next start (pipelines.py, prewarm)."""
 
 from __future__ import annotations
 
@@ -177,7 +178,8 @@ def test_processes_starting_at_once_share_the_file(vulkan, tmp_path):
     outs = [_finish(p) for p in procs]
     # each finds no file, or the one the other wrote first if it finished before this one began
     assert all(re.search(r"loaded \d+", o) for o in outs), outs
-    assert sorted(os.listdir(tmp_path)) == [path.name]  # one whole file, no temporary left
+    # one whole file and its key list, no temporary left
+    assert sorted(os.listdir(tmp_path)) == [path.name, PS.keys_path(key).name]
     data = PS.unpack(key, path.read_bytes())
     assert data is not None
     # the next two (again at once) start from it
@@ -210,3 +212,95 @@ def test_no_file_when_the_disk_cache_is_off(vulkan, tmp_path):
     assert WANT in res.stdout
     # (the driver may keep caches of its own there: Mesa writes mesa_shader_cache/)
     assert not [f for _, _, files in os.walk(tmp_path) for f in files if "vulkan-pipelines" in f]
+
+
+def test_the_key_list_round_trips_and_damage_is_ignored(monkeypatch, tmp_path):
+    monkeypatch.setenv(PS.ENV, str(tmp_path))
+    keys = [("binary", 3, 64, (1, 2, 3)), ("gemm", 3, 256, ())]
+    assert PS.write_keys(KEY, keys)
+    assert PS.read_keys(KEY) == keys
+    path = PS.keys_path(KEY)
+    path.write_text(
+        '[["binary", 3, 64, [1]], ["x y", 3, 64, []], ["relu", 99, 64, []], '
+        '["relu", 1, 64, [1.5]], ["relu", 1, 0, []], "junk", ["binary", 3, 64, [1]]]'
+    )
+    assert PS.read_keys(KEY) == [("binary", 3, 64, (1,))]  # bad entries dropped, repeats once
+    for junk in ("", "{", '{"a": 1}', "\xff"):
+        path.write_text(junk)
+        assert PS.read_keys(KEY) == []
+    many = [("binary", 3, 64, (i,)) for i in range(2 * PS.KEYS_MAX)]
+    assert PS.write_keys(KEY, many)
+    assert PS.read_keys(KEY) == many[: PS.KEYS_MAX]
+    monkeypatch.setenv(PS.ENV, "0")
+    assert PS.read_keys(KEY) == [] and not PS.write_keys(KEY, keys)
+
+
+def test_prewarm_creates_the_listed_pipelines_in_the_background(vulkan, monkeypatch, tmp_path):
+    monkeypatch.setenv(PS.ENV, str(tmp_path))
+    monkeypatch.delenv("GPUCORE_VULKAN_PREWARM", raising=False)
+    first = _cache(vulkan)
+    try:
+        first.get("fused", fusion.MAX_SLOTS, (), 64)
+        first.get("fused", fusion.MAX_SLOTS, (), 128)
+        first.save()
+    finally:
+        first.destroy()
+    want = [("fused", fusion.MAX_SLOTS, 64, ()), ("fused", fusion.MAX_SLOTS, 128, ())]
+    assert PS.read_keys(first.key) == want
+    # a key of a shader this package lacks (another version wrote it) is skipped, not an error
+    PS.write_keys(first.key, [("no_such_shader", 2, 64, ()), *want])
+    pc = _cache(vulkan)
+    try:
+        assert not pc.prewarm(cpu_device=True)  # a CPU device: off unless asked
+        monkeypatch.setenv("GPUCORE_VULKAN_PREWARM", "1")
+        assert pc.prewarm(cpu_device=True)
+        got = pc.get("fused", fusion.MAX_SLOTS, (), 64)  # while the thread runs: one pipeline
+        pc.stop_prewarm()
+        assert pc._thread is None
+        assert pc.get("fused", fusion.MAX_SLOTS, (), 64) is got
+        assert pc.get("fused", fusion.MAX_SLOTS, (), 128).local_size == 128
+        assert pc.prewarmed + pc.created == 2 and pc.prewarmed >= 1
+        assert not pc.warm and list(pc.pipelines) == want
+    finally:
+        pc.destroy()
+    off = _cache(vulkan)
+    try:
+        monkeypatch.setenv("GPUCORE_VULKAN_PREWARM", "0")
+        assert not off.prewarm(cpu_device=False)
+    finally:
+        off.destroy()
+
+
+PREWARMED = """
+import numpy as np
+import gpucore as gc
+from gpucore.backends.vulkan import context
+ctx = context.get(allow_cpu=True)
+ctx.pipelines._thread.join()  # let the background thread finish its list first
+x = gc.tensor(np.arange(64 * 64, dtype=np.float32).reshape(64, 64) / 4096)
+with gc.device_policy('vulkan'):
+    y = (x @ x).relu().sum().item()
+a = x.numpy().astype(np.float64)
+ok = abs(y - np.maximum(a @ a, 0).sum()) < 1e-4 * abs(y)
+s = gc.vulkan.stats()
+print('result', ok, 'prewarmed', s['pipelines_prewarmed'], 'created', s['pipelines_created'])
+"""
+
+
+def test_the_next_process_finds_its_pipelines_made(vulkan, monkeypatch, tmp_path):
+    _finish(_start(tmp_path))  # the first process leaves the list of what it used
+    monkeypatch.setenv(PS.ENV, str(tmp_path))
+    key = PS.Key.of(vulkan.ctx.vk, vulkan.ctx.physical)
+    n = len(PS.read_keys(key))
+    assert n >= 2
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUCORE_")}
+    env.update({PS.ENV: str(tmp_path), "GPUCORE_VULKAN_PREWARM": "1"})
+    res = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(PREWARMED)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+    )
+    assert res.returncode == 0, res.stderr
+    assert f"result True prewarmed {n} created 0" in res.stdout, res.stdout
