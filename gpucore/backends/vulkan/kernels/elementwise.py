@@ -14,6 +14,8 @@ last element are scratch).
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from .... import _cpu
@@ -131,9 +133,10 @@ def _fits(shape: tuple, inputs, limit: int) -> bool:
     return len(shape) <= limit or _ndim_after_collapse(shape, inputs) <= limit
 
 
-def _run_strided(be, out, code: int, tin: int, a, b=None, lo=0.0, hi=0.0, tout=None):
+def _run_strided(be, out, code: int, tin: int, a, b=None, lo=0.0, hi=0.0, tout=None, mode=None):
     """out = OP(a, b) through binary.comp (b = a for the unary ops). ``tin`` / ``tout``: type
-    codes (``tout`` defaults to out's numpy dtype; bfloat16 outputs must pass _BF16)."""
+    codes (``tout`` defaults to out's numpy dtype; bfloat16 outputs must pass _BF16); ``mode``:
+    integer DIV's MODE (specialization constant 4)."""
     n = out.size
     if n == 0:
         return
@@ -163,7 +166,7 @@ def _run_strided(be, out, code: int, tin: int, a, b=None, lo=0.0, hi=0.0, tout=N
     _dispatch(
         be,
         "binary64" if _I64 in (tin, tout) else "binary",
-        (code, tin, tout),
+        (code, tin, tout) if mode is None else (code, tin, tout, mode),
         [(a, oa, False), (b, ob, False), (out, oy, True)],
         push,
         groups_1d(words, flat_local_size(be)),
@@ -200,13 +203,84 @@ _INT8 = (D.int8, D.uint8)  # binary.comp's byte types: results wrap to 8 bits, a
 for _name in ("add", "sub", "mul", "maximum", "minimum"):
     _accepts = _accepts_binary((*_NUMERIC, *_INT8, *_HALF))
     kernel(_name, accepts=_accepts)(_binary(_name, _OP[_name]))
-for _name in ("div", "pow"):
-    kernel(_name, accepts=_accepts_binary(_FLOAT_ONLY))(_binary(_name, _OP[_name]))
+kernel("div", accepts=_accepts_binary(_FLOAT_ONLY))(_binary("div", _OP["div"]))
 for _name in ("eq", "ne", "lt", "le", "gt", "ge"):  # bool too: binary.comp compares the bytes
     _accepts = _accepts_binary((*_NUMERIC, *_INT8, *_HALF, D.bool_), out_bool=True)
     kernel(_name, accepts=_accepts)(_binary(_name, _OP[_name]))
 for _name in ("logical_and", "logical_or", "logical_xor"):
     kernel(_name, accepts=_accepts_binary((D.bool_,), out_bool=True))(_binary(_name, _OP[_name]))
+
+
+# ----------------------------------------------------------------------------- integer division
+# binary.comp / binary64.comp's DIV on integers, by MODE (specialization constant 4); POW on
+# integers is square-and-multiply. Division by zero: a divisor that is a host tensor is checked
+# here and raises the CPU kernel's ZeroDivisionError (a negative host exponent its ValueError);
+# one on the device is not read back (that would wait for the device): the shaders give numpy's
+# 0 for x / 0 and x % 0 and trunc(1 / x^-e) for a negative exponent (README of the shaders).
+_IDIV = {"trunc": 0, "floor": 1, "remainder": 2, "fmod": 3}
+_INTS = (D.int32, D.int64, *_INT8)
+_host_operand = threading.local()  # (values, what) of a host divisor / exponent seen by accepts
+
+
+def _accepts_int_binary(inputs, specs):
+    """Integers of one dtype (int8, uint8, int32, int64), the result of that dtype; keeps the
+    values of a host divisor / exponent for _check_host_operand."""
+    _host_operand.values = None
+    if not _accepts_binary(_INTS)(inputs, specs):
+        return False
+    b = inputs[1]
+    if getattr(b, "_dev", True) is None and getattr(b, "_data", None) is not None:
+        _host_operand.values = b._data
+    return True
+
+
+def _check_host_operand(name: str, b: np.ndarray) -> None:
+    """The CPU kernel's error for a host divisor holding 0 (``pow``: a negative exponent)."""
+    values = getattr(_host_operand, "values", None)
+    _host_operand.values = None
+    if values is None or values.shape != b.shape or not values.size:
+        return
+    if name == "pow":
+        if (values < 0).any():
+            raise ValueError("pow(): integers to negative integer powers are not allowed")
+    elif (values == 0).any():
+        raise ZeroDivisionError(f"{name}(): integer division by zero")
+
+
+def _run_int(be, out, name: str, mode: int, a, b):
+    _check_host_operand(name, b)
+    code = _OP["pow" if name == "pow" else "div"]
+    _run_strided(be, out, code, _NPTYPE[a.dtype], a, b, mode=mode)
+
+
+@kernel("div_rounded", accepts=_accepts_int_binary)
+def _div_rounded(be, out, a, b, rounding_mode):
+    _run_int(be, out, "div", _IDIV[rounding_mode], a, b)
+
+
+@kernel("remainder", accepts=_accepts_int_binary)
+def _remainder(be, out, a, b):
+    _run_int(be, out, "remainder", _IDIV["remainder"], a, b)
+
+
+@kernel("fmod", accepts=_accepts_int_binary)
+def _fmod(be, out, a, b):
+    _run_int(be, out, "fmod", _IDIV["fmod"], a, b)
+
+
+def _accepts_pow(inputs, specs):
+    return _accepts_binary(_FLOAT_ONLY)(inputs, specs) or _accepts_int_binary(inputs, specs)
+
+
+_float_pow = _binary("pow", _OP["pow"])
+
+
+@kernel("pow", accepts=_accepts_pow)
+def _pow(be, out, a, b):
+    if a.dtype.kind in "iu":
+        _run_int(be, out, "pow", 0, a, b)
+    else:
+        _float_pow(be, out, a, b)
 
 
 def _accepts_logical_not(inputs, specs):

@@ -202,14 +202,56 @@ def _mean(be, out, x, dims, keepdim, shape):
     reduce(be, x, dims, SUM, vals=out, mean=True)
 
 
-@kernel("amax", accepts=_accepts_values)
+# bool, int8 and uint8 max / min, and all / any: exact in float32 (every value is), so the data
+# is cast to float32 on the device (all / any: its truth value first, NaN true as on the CPU),
+# reduced by reduce.comp and cast back.
+_SMALL = (D.bool_, D.int8, D.uint8)
+
+
+def _accepts_small(inputs, specs):
+    return inputs[0]._dtype in _SMALL and specs[1] is inputs[0]._dtype
+
+
+def _accepts_truth(inputs, specs):
+    return inputs[0]._dtype in (*_SMALL, D.int32, D.float32) and specs[1] is D.bool_
+
+
+def _via_float(be, out, x, dims, op: int, truth: bool = False):
+    if truth and x.dtype != np.bool_:
+        b = be.empty_array(x.shape, np.bool_)
+        cast_array(be, b, x)
+        x = b
+    f = be.empty_array(x.shape, np.float32)
+    cast_array(be, f, x)
+    v = be.empty_array(out.shape, np.float32)
+    reduce(be, f, dims, op, vals=v)
+    cast_array(be, out, v)
+
+
+@kernel("amax", accepts=lambda i, s: _accepts_values(i, s) or _accepts_small(i, s))
 def _amax(be, out, x, dims, keepdim, shape):
-    reduce(be, x, dims, MAX, vals=out)
+    if x.dtype in (np.bool_, np.int8, np.uint8):
+        _via_float(be, out, x, dims, MAX)
+    else:
+        reduce(be, x, dims, MAX, vals=out)
 
 
-@kernel("amin", accepts=_accepts_values)
+@kernel("amin", accepts=lambda i, s: _accepts_values(i, s) or _accepts_small(i, s))
 def _amin(be, out, x, dims, keepdim, shape):
-    reduce(be, x, dims, MIN, vals=out)
+    if x.dtype in (np.bool_, np.int8, np.uint8):
+        _via_float(be, out, x, dims, MIN)
+    else:
+        reduce(be, x, dims, MIN, vals=out)
+
+
+@kernel("any", accepts=_accepts_truth)
+def _any(be, out, x, dims, keepdim):
+    _via_float(be, out, x, dims, MAX, truth=True)
+
+
+@kernel("all", accepts=_accepts_truth)
+def _all(be, out, x, dims, keepdim):
+    _via_float(be, out, x, dims, MIN, truth=True)
 
 
 def _dim_kernel(op):
