@@ -112,8 +112,8 @@ EXCLUDED = {
 }
 
 # ------------------------------------------------- Vulkan's, for the cases the CPU passes
-# (int8 and uint8 run on binary.comp, float16 on its half types, and GEMM on half inputs; the
-# cases left here need float64 or integer division)
+# (int8 and uint8 run on binary.comp, float16 on its half types, and GEMM on half inputs, integer
+# division, remainder and pow on binary.comp / binary64.comp; the cases left here need float64)
 VULKAN_EXCLUDED = {
     "ConvInteger": (NO_SHADER, "to_dtype of uint8 to float64; conv2d of float64"),  # 2
     "pytorch-operator/test_operator_add_broadcast": (NO_SHADER, "add of float64"),
@@ -139,9 +139,6 @@ VULKAN_EXCLUDED = {
     "test_cumsum_1d_exclusive": (NO_SHADER, "cumsum of float64"),
     "test_cumsum_1d_reverse*": (NO_SHADER, "cumsum of float64"),  # 2
     "test_cumsum_2d_[an]*": (NO_SHADER, "cumsum of float64"),  # 3
-    "test_div_int32_trunc": (NO_SHADER, "div of int32"),
-    "test_div_int8": (NO_SHADER, "div of int8"),
-    "test_div_uint8": (NO_SHADER, "div of uint8"),
     "test_einsum_batch_diagonal": (NO_SHADER, "where of float64"),
     "test_einsum_batch_matmul": (NO_SHADER, "gemm of float64"),
     "test_einsum_inner_prod": (NO_SHADER, "gemm of float64"),
@@ -149,22 +146,10 @@ VULKAN_EXCLUDED = {
     "test_flexattention_double_expanded_ver26": (NO_SHADER, "mul of float64"),
     "test_matmulinteger": (NO_SHADER, "to_dtype of uint8"),
     "test_max_float64": (NO_SHADER, "maximum of float64"),
-    "test_maxpool_with_argmax_2d_precomputed_strides": (
-        NO_SHADER,
-        "div_rounded of int64 (storage_order=1's column-major indices)",
-    ),
     "test_min_float64": (NO_SHADER, "minimum of float64"),
-    "test_mod_broadcast": (NO_SHADER, "to_dtype of int32"),
     "test_mod_float64_mixed_sign_fmod_0": (NO_SHADER, "ne of float64"),
     "test_mod_float_edge_cases_fmod_0_float64": (NO_SHADER, "ne of float64"),
-    "test_mod_int64_fmod": (NO_SHADER, "to_dtype of int64"),
     "test_mod_mixed_sign_float64": (NO_SHADER, "ne of float64"),
-    "test_mod_mixed_sign_int32": (NO_SHADER, "to_dtype of int32"),
-    "test_mod_mixed_sign_int64": (NO_SHADER, "to_dtype of int64"),
-    "test_mod_mixed_sign_int8": (NO_SHADER, "to_dtype of int8"),
-    "test_mod_uint8": (NO_SHADER, "to_dtype of uint8"),
-    "test_pow_types_int32_int32": (NO_SHADER, "pow of int32"),
-    "test_pow_types_int64_int64": (NO_SHADER, "pow of int64"),
     "test_qlinearmatmul_2D_int8_float16": (NO_SHADER, "to_dtype of float16"),
     "test_qlinearmatmul_2D_int8_float32": (NO_SHADER, "to_dtype of float32"),
     "test_qlinearmatmul_2D_uint8_float16": (NO_SHADER, "to_dtype of float16"),
@@ -192,8 +177,6 @@ VULKAN_EXCLUDED = {
     ),
     "test_reduce_log_sum_exp_negative_axes_keepdims_random": (NO_SHADER, "sub of float64"),
     "test_reduce_log_sum_exp_negative_axes_keepdims_random_expanded": (NO_SHADER, "exp of float64"),
-    "test_reduce_max_bool_inputs": (NO_SHADER, "amax of bool"),
-    "test_reduce_min_bool_inputs": (NO_SHADER, "amin of bool"),
 }
 
 CASES = all_cases()
