@@ -25,7 +25,9 @@ from ...backends.vulkan.kernels import KERNELS as VK_KERNELS
 from ...backends.vulkan.kernels import copy_array
 from ...backends.vulkan.kernels import fused as vk_fused
 from ...backends.vulkan.kernels.gemm import gemm as vk_gemm
-from ...dtypes import bfloat16, bool_, float16, float32
+from ...backends.vulkan.kernels.gemm64 import gemm64 as vk_gemm64
+from ...backends.vulkan.kernels.gemm64 import supported as vk_gemm64_supported
+from ...dtypes import bfloat16, bool_, float16, float32, float64
 from ...errors import DeviceError
 from ...ops.registry import REGISTRY
 from ..ir.ops import TensorSpec, op_info
@@ -45,6 +47,9 @@ def _record_gemm(be, out, ins, attrs):
     a = np.broadcast_to(a, batch + a.shape[-2:])
     b = np.broadcast_to(b, batch + b.shape[-2:])
     bias = ins[2] if len(ins) > 2 else None
+    if out.dtype == np.float64:  # gemm64.comp (checked: the device has shaderFloat64, no act)
+        vk_gemm64(be, out, a, b, alpha=float(attrs["alpha"]), bias=bias)
+        return None
     if out.dtype == np.float32:
         vk_gemm(be, out, a, b, alpha=float(attrs["alpha"]), bias=bias, activation=attrs["act"])
         return None
@@ -154,6 +159,8 @@ class VulkanExecutor:
                 # may be bool): GEMM reads halves itself, the others run widened to float32
                 floats = [d for d in dts if not (node.op == "attention" and d is bool_)]
                 supported = all(d is floats[0] for d in floats) and floats[0] in GEMM_DTYPES
+                if node.op == "gemm" and all(d is float64 for d in dts):
+                    supported = self._gemm64_ok(node)
                 if supported and floats[0] is not float32 and node.op != "gemm":
                     self.widened.add(node.output)
             else:
@@ -175,6 +182,16 @@ class VulkanExecutor:
                     f"device='vulkan': node {node.output} ({node.op} of {operands}) has no "
                     "Vulkan shader for these inputs; compile the model with device='cpu'"
                 )
+
+    def _gemm64_ok(self, node) -> bool:
+        """A float64 gemm node runs on gemm64.comp: a device with shaderFloat64, no activation."""
+        g = self.graph
+        shapes = [tuple(g.tensors[n].shape) for n in node.inputs[:2]]
+        return (
+            self.be.ctx.float64
+            and node.attrs.get("act") is None
+            and vk_gemm64_supported(*shapes)
+        )
 
     def _bind(self):
         be = self.be
