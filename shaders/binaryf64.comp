@@ -7,7 +7,8 @@
 // maximum / minimum (NaN propagates), clamp, comparisons (!= true for NaN), logical_not, casts
 // between float64 and float32 / int64 / int32 / int8 / uint8 / bool, and with UNARY = 1 a few
 // unary ops of cpu/opcodes.def's GC_UNARY (neg, abs, sqrt, sign, reciprocal, floor, ceil, trunc,
-// round: exact on doubles, from floor where lavapipe's builtins are not).
+// round: exact on doubles, from floor where lavapipe's builtins are not; exp and log: fdlibm's
+// reductions, within 1 ulp).
 //
 // Specialization constants: 1 OP (a GC_BINARY / GC_STRIDED code, or GC_UNARY with UNARY = 1),
 // 2 IN_TYPE, 3 OUT_TYPE (binary.comp's codes: F32, I32, BOOL, I64 = 3, I8 = 4, U8 = 5, and
@@ -120,7 +121,75 @@ double round_even(double x) {
     return r == 0.0LF && x < 0.0LF ? -0.0LF : r;
 }
 
+// exp and log in double (GLSL has neither for doubles): fdlibm's reductions, within 1 ulp.
+const double LN2_HI = 6.93147180369123816490e-01LF;  // low bits zero: k * LN2_HI is exact
+const double LN2_LO = 1.90821492927058770002e-10LF;
+const double INF = 1.0LF / 0.0LF;
+
+double pow2(int k) {  // 2^k for -1022 <= k <= 1023
+    return packDouble2x32(uvec2(0u, uint(k + 1023) << 20));
+}
+
+double exp_(double x) {
+    if (isnan(x)) return x;
+    if (x > 709.782712893384LF) return INF;
+    if (x < -745.2LF) return 0.0LF;
+    double k = floor(x * 1.44269504088896338700LF + 0.5LF);
+    precise double hi = x - k * LN2_HI;  // precise: no reassociation / contraction (lavapipe's
+    precise double r = hi - k * LN2_LO;  // LLVM would otherwise fold k * (LN2_HI + LN2_LO))
+    // Taylor to r^14 on |r| <= 0.35 (truncation below 2^-60 relative)
+    double q = 1.0LF / 87178291200.0LF;
+    q = q * r + 1.0LF / 6227020800.0LF;
+    q = q * r + 1.0LF / 479001600.0LF;
+    q = q * r + 1.0LF / 39916800.0LF;
+    q = q * r + 1.0LF / 3628800.0LF;
+    q = q * r + 1.0LF / 362880.0LF;
+    q = q * r + 1.0LF / 40320.0LF;
+    q = q * r + 1.0LF / 5040.0LF;
+    q = q * r + 1.0LF / 720.0LF;
+    q = q * r + 1.0LF / 120.0LF;
+    q = q * r + 1.0LF / 24.0LF;
+    q = q * r + 1.0LF / 6.0LF;
+    q = q * r + 0.5LF;
+    precise double e = r + r * (r * q);  // exp(r) - 1, then 1 + it: one rounding at the end
+    int ki = int(k);
+    int k1 = ki / 2;  // two exact-ish halves: a subnormal result rounds once, in the last one
+    precise double y = (1.0LF + e) * pow2(k1);
+    return y * pow2(ki - k1);
+}
+
+double log_(double x) {
+    if (isnan(x) || x < 0.0LF) return 0.0LF / 0.0LF;
+    if (x == 0.0LF) return -INF;
+    if (isinf(x)) return x;
+    int e = 0;
+    if (x < 2.2250738585072014e-308LF) {  // subnormal: scale into the normal range
+        x *= 18014398509481984.0LF;  // 2^54
+        e = -54;
+    }
+    uvec2 bits = unpackDouble2x32(x);
+    e += int(bits.y >> 20) - 1023;
+    double m = packDouble2x32(uvec2(bits.x, (bits.y & 0x000fffffu) | 0x3ff00000u));  // [1, 2)
+    if (m > 1.41421356237309504880LF) {
+        m *= 0.5LF;
+        e += 1;
+    }
+    double f = m - 1.0LF;
+    double s = f / (2.0LF + f);
+    double z = s * s;
+    double R = z * (6.666666666666735130e-01LF + z * (3.999999999940941908e-01LF +
+               z * (2.857142874366239149e-01LF + z * (2.222219843214978396e-01LF +
+               z * (1.818357216161805012e-01LF + z * (1.531383769920937332e-01LF +
+               z * 1.479819860511658591e-01LF))))));
+    double hfsq = 0.5LF * f * f;
+    double de = double(e);
+    precise double y = de * LN2_HI - ((hfsq - (s * (hfsq + R) + de * LN2_LO)) - f);
+    return y;
+}
+
 uvec2 unary(double x) {
+    if (OP == U_EXP) return dbits(exp_(x));
+    if (OP == U_LOG) return dbits(log_(x));
     if (OP == U_NEG) return dbits(-x);
     if (OP == U_ABS) return dbits(abs(x));
     if (OP == U_SQRT) return dbits(sqrt(x));

@@ -113,24 +113,17 @@ EXCLUDED = {
 
 # ------------------------------------------------- Vulkan's, for the cases the CPU passes
 # (int8 and uint8 run on binary.comp, float16 on its half types, and GEMM on half inputs, integer
-# division, remainder and pow on binary.comp / binary64.comp; the cases left here need float64)
+# division, remainder and pow on binary.comp / binary64.comp, float64 arithmetic, casts and
+# products on binaryf64.comp / gemm64.comp; the cases left here need more float64 shaders)
 VULKAN_EXCLUDED = {
-    "ConvInteger": (NO_SHADER, "to_dtype of uint8 to float64; conv2d of float64"),  # 2
-    "pytorch-operator/test_operator_add_broadcast": (NO_SHADER, "add of float64"),
-    "pytorch-operator/test_operator_add_size1*": (NO_SHADER, "add of float64"),  # 3
-    "pytorch-operator/test_operator_addconstant": (NO_SHADER, "add of float64"),
+    "ConvInteger": (NO_SHADER, "conv2d of float64"),  # 2
     "real/test_bvlc_alexnet": (DEVICE_LIMIT, "a 144 MiB weight for one GEMM"),
     "real/test_zfnet512": (DEVICE_LIMIT, "a 288 MiB weight for one GEMM"),
-    "test_attention_local_window_gqa*": (NO_SHADER, "to_dtype of float32"),  # 2
-    "test_cast_DOUBLE_to_FLOAT": (NO_SHADER, "to_dtype of float64"),
+    "test_attention_local_window_gqa*": (NO_SHADER, "softmax of float64"),  # 2
     "test_cast_DOUBLE_to_FLOAT16": (NO_SHADER, "to_dtype of float64"),
     "test_cast_FLOAT16_to_DOUBLE": (NO_SHADER, "to_dtype of float16 to float64"),
-    "test_cast_FLOAT_to_DOUBLE": (NO_SHADER, "to_dtype of float32"),
-    "test_castlike_DOUBLE_to_FLOAT": (NO_SHADER, "to_dtype of float64"),
     "test_castlike_DOUBLE_to_FLOAT16*": (NO_SHADER, "to_dtype of float64"),  # 2
-    "test_castlike_DOUBLE_to_FLOAT_expanded": (NO_SHADER, "to_dtype of float64"),
     "test_castlike_FLOAT16_to_DOUBLE*": (NO_SHADER, "to_dtype of float16 to float64"),  # 2
-    "test_castlike_FLOAT_to_DOUBLE*": (NO_SHADER, "to_dtype of float32"),  # 2
     "test_cumprod_1d": (NO_SHADER, "cumprod of float64"),
     "test_cumprod_1d_exclusive": (NO_SHADER, "cumprod of float64"),
     "test_cumprod_1d_reverse*": (NO_SHADER, "cumprod of float64"),  # 2
@@ -139,43 +132,31 @@ VULKAN_EXCLUDED = {
     "test_cumsum_1d_exclusive": (NO_SHADER, "cumsum of float64"),
     "test_cumsum_1d_reverse*": (NO_SHADER, "cumsum of float64"),  # 2
     "test_cumsum_2d_[an]*": (NO_SHADER, "cumsum of float64"),  # 3
-    "test_einsum_batch_diagonal": (NO_SHADER, "where of float64"),
-    "test_einsum_batch_matmul": (NO_SHADER, "gemm of float64"),
-    "test_einsum_inner_prod": (NO_SHADER, "gemm of float64"),
+    "test_einsum_batch_diagonal": (NO_SHADER, "sum of float64"),
     "test_einsum_sum": (NO_SHADER, "sum of float64"),
-    "test_flexattention_double_expanded_ver26": (NO_SHADER, "mul of float64"),
-    "test_matmulinteger": (NO_SHADER, "to_dtype of uint8"),
-    "test_max_float64": (NO_SHADER, "maximum of float64"),
-    "test_min_float64": (NO_SHADER, "minimum of float64"),
-    "test_mod_float64_mixed_sign_fmod_0": (NO_SHADER, "ne of float64"),
-    "test_mod_float_edge_cases_fmod_0_float64": (NO_SHADER, "ne of float64"),
-    "test_mod_mixed_sign_float64": (NO_SHADER, "ne of float64"),
-    "test_qlinearmatmul_2D_int8_float16": (NO_SHADER, "to_dtype of float16"),
-    "test_qlinearmatmul_2D_int8_float32": (NO_SHADER, "to_dtype of float32"),
-    "test_qlinearmatmul_2D_uint8_float16": (NO_SHADER, "to_dtype of float16"),
-    "test_qlinearmatmul_2D_uint8_float32": (NO_SHADER, "to_dtype of float32"),
-    "test_qlinearmatmul_3D_int8_float16": (NO_SHADER, "to_dtype of float16"),
-    "test_qlinearmatmul_3D_int8_float32": (NO_SHADER, "to_dtype of float32"),
-    "test_qlinearmatmul_3D_uint8_float16": (NO_SHADER, "to_dtype of float16"),
-    "test_qlinearmatmul_3D_uint8_float32": (NO_SHADER, "to_dtype of float32"),
-    "test_reduce_log_sum_exp_default_axes_keepdims_example": (NO_SHADER, "sub of float64"),
+    "test_flexattention_double_expanded_ver26": (NO_SHADER, "attention of float64"),
+    "test_qlinearmatmul_2D_int8_float16": (NO_SHADER, "to_dtype of float16 to float64"),
+    "test_qlinearmatmul_2D_uint8_float16": (NO_SHADER, "to_dtype of float16 to float64"),
+    "test_qlinearmatmul_3D_int8_float16": (NO_SHADER, "to_dtype of float16 to float64"),
+    "test_qlinearmatmul_3D_uint8_float16": (NO_SHADER, "to_dtype of float16 to float64"),
+    "test_reduce_log_sum_exp_default_axes_keepdims_example": (NO_SHADER, "exp of float64"),
     "test_reduce_log_sum_exp_default_axes_keepdims_example_expanded": (NO_SHADER, "exp of float64"),
-    "test_reduce_log_sum_exp_default_axes_keepdims_random": (NO_SHADER, "sub of float64"),
+    "test_reduce_log_sum_exp_default_axes_keepdims_random": (NO_SHADER, "exp of float64"),
     "test_reduce_log_sum_exp_default_axes_keepdims_random_expanded": (NO_SHADER, "exp of float64"),
-    "test_reduce_log_sum_exp_do_not_keepdims_example": (NO_SHADER, "sub of float64"),
+    "test_reduce_log_sum_exp_do_not_keepdims_example": (NO_SHADER, "exp of float64"),
     "test_reduce_log_sum_exp_do_not_keepdims_example_expanded": (NO_SHADER, "exp of float64"),
-    "test_reduce_log_sum_exp_do_not_keepdims_random": (NO_SHADER, "sub of float64"),
+    "test_reduce_log_sum_exp_do_not_keepdims_random": (NO_SHADER, "exp of float64"),
     "test_reduce_log_sum_exp_do_not_keepdims_random_expanded": (NO_SHADER, "exp of float64"),
-    "test_reduce_log_sum_exp_keepdims_example": (NO_SHADER, "sub of float64"),
+    "test_reduce_log_sum_exp_keepdims_example": (NO_SHADER, "exp of float64"),
     "test_reduce_log_sum_exp_keepdims_example_expanded": (NO_SHADER, "exp of float64"),
-    "test_reduce_log_sum_exp_keepdims_random": (NO_SHADER, "sub of float64"),
+    "test_reduce_log_sum_exp_keepdims_random": (NO_SHADER, "exp of float64"),
     "test_reduce_log_sum_exp_keepdims_random_expanded": (NO_SHADER, "exp of float64"),
-    "test_reduce_log_sum_exp_negative_axes_keepdims_example": (NO_SHADER, "sub of float64"),
+    "test_reduce_log_sum_exp_negative_axes_keepdims_example": (NO_SHADER, "exp of float64"),
     "test_reduce_log_sum_exp_negative_axes_keepdims_example_expanded": (
         NO_SHADER,
         "exp of float64",
     ),
-    "test_reduce_log_sum_exp_negative_axes_keepdims_random": (NO_SHADER, "sub of float64"),
+    "test_reduce_log_sum_exp_negative_axes_keepdims_random": (NO_SHADER, "exp of float64"),
     "test_reduce_log_sum_exp_negative_axes_keepdims_random_expanded": (NO_SHADER, "exp of float64"),
 }
 

@@ -188,9 +188,7 @@ class VulkanExecutor:
         g = self.graph
         shapes = [tuple(g.tensors[n].shape) for n in node.inputs[:2]]
         return (
-            self.be.ctx.float64
-            and node.attrs.get("act") is None
-            and vk_gemm64_supported(*shapes)
+            self.be.ctx.float64 and node.attrs.get("act") is None and vk_gemm64_supported(*shapes)
         )
 
     def _bind(self):

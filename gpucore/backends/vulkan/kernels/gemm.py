@@ -38,8 +38,8 @@ import numpy as np
 from .... import _cpu
 from .... import dtypes as D
 from ....errors import DeviceError, DTypeError, ShapeError
-from .common import contiguous, copy_array, kernel
 from . import gemm64
+from .common import contiguous, copy_array, kernel
 from .elementwise import cast_array
 
 # gemm.comp's activation codes (the flags word from bit _ACT_SHIFT; activation.glsl) and its

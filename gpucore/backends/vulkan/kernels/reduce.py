@@ -25,6 +25,7 @@ import numpy as np
 
 from .... import _cpu
 from .... import dtypes as D
+from . import reduce64
 from .common import KERNELS, _push, contiguous, copy_array, groups_1d, kernel, launch, local_size
 from .elementwise import cast_array
 
@@ -192,13 +193,19 @@ def _accepts_values(inputs, specs):
     return dt in _FLOATS and specs[1] in (dt, D.float32)
 
 
-@kernel("sum", accepts=_accepts_values)
+@kernel("sum", accepts=lambda i, s: _accepts_values(i, s) or _accepts_f64(i, s))
 def _sum(be, out, x, dims, keepdim, shape):
+    if x.dtype == np.float64:
+        _f64(be, out, x, dims, SUM)
+        return
     reduce(be, x, dims, SUM, vals=out)
 
 
-@kernel("mean", accepts=_accepts_values)
+@kernel("mean", accepts=lambda i, s: _accepts_values(i, s) or _accepts_f64(i, s))
 def _mean(be, out, x, dims, keepdim, shape):
+    if x.dtype == np.float64:
+        _f64(be, out, x, dims, SUM, mean=True)
+        return
     reduce(be, x, dims, SUM, vals=out, mean=True)
 
 
@@ -228,17 +235,35 @@ def _via_float(be, out, x, dims, op: int, truth: bool = False):
     cast_array(be, out, v)
 
 
-@kernel("amax", accepts=lambda i, s: _accepts_values(i, s) or _accepts_small(i, s))
+def _accepts_f64(inputs, specs):
+    return inputs[0]._dtype is D.float64 and specs[1] is D.float64
+
+
+def _accepts_extreme(inputs, specs):
+    return any(f(inputs, specs) for f in (_accepts_values, _accepts_small, _accepts_f64))
+
+
+def _f64(be, out, x, dims, op, mean=False):
+    """float64 through reduce64.comp (devices with shaderFloat64: the kernels are flagged)."""
+    xc, outer, n, inner = oni(be, x, dims)
+    reduce64.run(be, out, xc, outer, n, inner, op, mean)
+
+
+@kernel("amax", accepts=_accepts_extreme)
 def _amax(be, out, x, dims, keepdim, shape):
-    if x.dtype in (np.bool_, np.int8, np.uint8):
+    if x.dtype == np.float64:
+        _f64(be, out, x, dims, MAX)
+    elif x.dtype in (np.bool_, np.int8, np.uint8):
         _via_float(be, out, x, dims, MAX)
     else:
         reduce(be, x, dims, MAX, vals=out)
 
 
-@kernel("amin", accepts=lambda i, s: _accepts_values(i, s) or _accepts_small(i, s))
+@kernel("amin", accepts=_accepts_extreme)
 def _amin(be, out, x, dims, keepdim, shape):
-    if x.dtype in (np.bool_, np.int8, np.uint8):
+    if x.dtype == np.float64:
+        _f64(be, out, x, dims, MIN)
+    elif x.dtype in (np.bool_, np.int8, np.uint8):
         _via_float(be, out, x, dims, MIN)
     else:
         reduce(be, x, dims, MIN, vals=out)
@@ -281,3 +306,5 @@ kernel("argmin", accepts=_accepts_dim)(_arg_kernel(MIN))
 # float16 / bfloat16 are read by reduce.comp itself (backend.py never widens these kernels)
 for _name in ("sum", "mean", "amax", "amin", "max_dim", "min_dim", "argmax", "argmin"):
     KERNELS[_name].half = True
+for _name in ("sum", "mean", "amax", "amin"):  # float64 on reduce64.comp: shaderFloat64 only
+    KERNELS[_name].float64_math = True

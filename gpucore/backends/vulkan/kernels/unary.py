@@ -81,7 +81,19 @@ def _unary(name, code):
 
 
 # float64: the unary ops binaryf64.comp computes exactly on doubles (its UNARY mode)
-_F64_UNARY = ("neg", "abs", "sqrt", "sign", "reciprocal", "floor", "ceil", "trunc", "round")
+_F64_UNARY = (
+    "neg",
+    "abs",
+    "sqrt",
+    "sign",
+    "reciprocal",
+    "floor",
+    "ceil",
+    "trunc",
+    "round",
+    "exp",
+    "log",
+)
 
 
 def _accepts_f64_unary(inputs, specs):

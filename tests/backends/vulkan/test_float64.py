@@ -1,0 +1,133 @@
+"""float64 on the Vulkan device (shaders/binaryf64.comp, gemm64.comp; devices with shaderFloat64
+and shaderInt64, which lavapipe has): arithmetic, comparisons, clamp, the exact unary ops and
+casts to and from float32 / int64 / int32 / int8 / uint8 / bool, bit for bit with the CPU path on
+NaN, +-inf, -0.0, subnormals, halves and out-of-range values; matmul within rounding of the
+CPU's (exact on integers); and a device without the features keeps float64 on the host."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from device_helpers import RNG, VIEWS, dev, dev_view, on_cpu, ran_on_device, run_exact
+
+import gpucore
+from gpucore import dispatch
+
+SPECIALS = np.array(
+    [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e308, -1e308, 5e-324, -5e-324, 2.2250738585072014e-308,
+     0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 3e9, -3e9, 2.0**31, -(2.0**31), 1e19, 2.0**63, -(2.0**63),
+     2.0**53 + 2, 300.7, -129.9, 1 / 3, 3.4028235677973366e38, 3.4028235e38 * 1.0000001,
+     1.401298464324817e-45, 7e-46],
+    np.float64,
+)  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _needs_float64(vulkan):
+    if not vulkan.ctx.float64:
+        pytest.skip("the device has no shaderFloat64 / shaderInt64")
+
+
+def doubles(n: int = 6001, seed: int = 0) -> np.ndarray:
+    """SPECIALS, then values of every magnitude (both signs, 1e-30 .. 1e30), the same for a seed."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n)
+    x[: SPECIALS.size] = SPECIALS
+    return x
+
+
+BINARY = ["add", "sub", "mul", "div", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"]
+UNARY = ["neg", "abs", "sqrt", "sign", "reciprocal", "floor", "ceil", "trunc", "round"]
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_matches_cpu_bit_for_bit(name):
+    x, y = doubles(), doubles(seed=1)[::-1].copy()
+    y[::5] = x[::5]  # ties for the comparisons
+    got = run_exact(getattr(gpucore, name), x, y, name=name)
+    with np.errstate(all="ignore"):
+        ref = {"maximum": np.maximum, "minimum": np.minimum}.get(name)
+        if ref is not None:  # NaN propagates
+            np.testing.assert_array_equal(got, ref(x, y))
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_matches_cpu_bit_for_bit(name):
+    x = doubles()
+    got = run_exact(lambda t: getattr(t, name)(), x, name=name)
+    want = {"trunc": np.trunc, "round": np.round, "floor": np.floor, "sqrt": np.sqrt}.get(name)
+    if want is not None:
+        with np.errstate(all="ignore"):
+            w = want(x)
+        np.testing.assert_array_equal(np.signbit(got[~np.isnan(w)]), np.signbit(w[~np.isnan(w)]))
+
+
+def test_clamp_bounds_are_doubles():
+    x = doubles()
+    got = run_exact(lambda t: t.clamp(-0.1, 1 / 3), x, name="clamp")
+    assert (got[np.isfinite(x)] <= 1 / 3).all() and 1 / 3 in got  # not float32's 1/3
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "int32", "int8", "uint8", "bool"])
+def test_casts_from_float64(dtype):
+    got = run_exact(lambda t: t.to(getattr(gpucore, dtype)), doubles(), name="to_dtype")
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(got, doubles().astype(got.dtype))
+
+
+def test_casts_to_float64():
+    i64 = RNG.integers(-(2**63), 2**63 - 1, 4001, dtype=np.int64)
+    i64[:5] = [2**63 - 1, -(2**63), 2**53 + 1, 2**53 + 3, -(2**60) + 7]  # rounding ties
+    with np.errstate(over="ignore"):
+        f32 = doubles().astype(np.float32)
+    for x in (
+        i64,
+        i64.astype(np.int32),
+        i64.astype(np.int8),
+        i64.astype(np.uint8),
+        i64 % 3 == 0,
+        f32,
+    ):
+        got = run_exact(lambda t: t.to(gpucore.float64), x, name="to_dtype")
+        np.testing.assert_array_equal(got, x.astype(np.float64))
+
+
+@pytest.mark.parametrize("view", sorted(VIEWS))
+def test_strided_and_broadcast_operands(view):
+    a, b = RNG.standard_normal((40, 60)), RNG.standard_normal((40, 60))
+    fn = VIEWS[view]
+    got = gpucore.sub(dev_view(a, fn), dev_view(b, fn)).cpu().numpy()
+    np.testing.assert_array_equal(got, fn(a) - fn(b))
+    got = run_exact(
+        gpucore.mul, RNG.standard_normal((7, 1, 13)), RNG.standard_normal((5, 1)), name="mul"
+    )
+    assert got.shape == (7, 5, 13)
+
+
+@pytest.mark.parametrize(
+    "shapes",
+    [((5, 7), (7, 3)), ((2, 3, 4, 5), (5, 6)), ((4, 1, 6, 3), (5, 3, 2)), ((3, 0), (0, 2))],
+)
+def test_matmul_float64(shapes):
+    a, b = RNG.standard_normal(shapes[0]), RNG.standard_normal(shapes[1])
+    with dispatch.trace_ops() as ops:
+        got = gpucore.matmul(dev(a), dev(b)).cpu().numpy()
+    ran_on_device(ops, "matmul")
+    np.testing.assert_allclose(got, np.matmul(a, b), rtol=1e-13, atol=1e-13)
+    ints = [RNG.integers(-255, 256, s).astype(np.float64) for s in shapes]  # exact products
+    got = gpucore.matmul(dev(ints[0]), dev(ints[1]))
+    np.testing.assert_array_equal(
+        got.cpu().numpy(), on_cpu(gpucore.matmul, *map(gpucore.tensor, ints)).numpy()
+    )
+
+
+def test_device_without_float64_keeps_it_on_the_host(vulkan, monkeypatch):
+    monkeypatch.setattr(vulkan.ctx, "float64", False)
+    x = doubles(100)
+    with dispatch.trace_ops() as ops:
+        got = gpucore.add(dev(x), dev(x)).cpu().numpy()
+        ints = gpucore.add(dev(np.arange(5)), dev(np.arange(5))).cpu().numpy()
+    assert [b for n, b, _ in ops if n == "add"] == ["cpu", "vulkan"]  # float64 ran on the host
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(got, x + x)
+    np.testing.assert_array_equal(ints, 2 * np.arange(5))
