@@ -92,6 +92,18 @@ def test_casts_to_float64():
         np.testing.assert_array_equal(got, x.astype(np.float64))
 
 
+@pytest.mark.parametrize("half", ["float16", "bfloat16"])
+def test_half_casts_go_through_float32_as_on_the_cpu(half):
+    dt = getattr(gpucore, half)
+    got = run_exact(lambda t: t.to(dt).float(), doubles(), name="to_dtype")  # float64 -> half
+    with np.errstate(over="ignore"):
+        f32 = doubles().astype(np.float32)
+        if half == "float16":  # float64 -> float32 -> float16, each rounded to nearest even
+            np.testing.assert_array_equal(got, f32.astype(np.float16).astype(np.float32))
+    wide = run_exact(lambda t: t.to(dt).double(), f32, name="to_dtype")  # half -> float64
+    np.testing.assert_array_equal(wide, run_exact(lambda t: t.to(dt).float(), f32, name="to_dtype"))
+
+
 @pytest.mark.parametrize("view", sorted(VIEWS))
 def test_strided_and_broadcast_operands(view):
     a, b = RNG.standard_normal((40, 60)), RNG.standard_normal((40, 60))
@@ -119,6 +131,47 @@ def test_matmul_float64(shapes):
     np.testing.assert_array_equal(
         got.cpu().numpy(), on_cpu(gpucore.matmul, *map(gpucore.tensor, ints)).numpy()
     )
+
+
+@pytest.mark.parametrize("name", ["exp", "log"])
+def test_exp_and_log_within_one_ulp(name):
+    rng = np.random.default_rng(3)
+    if name == "exp":
+        x = np.concatenate([rng.uniform(-750, 710, 20000), rng.standard_normal(5000)])
+    else:
+        x = np.abs(rng.standard_normal(20000)) * 10.0 ** rng.integers(-320, 300, 20000)
+    x[:12] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 709.78, 709.79, -745.1, -745.2, 5e-324, 1.0, -1.0]
+    with dispatch.trace_ops() as ops:
+        got = getattr(dev(x), name)().cpu().numpy()
+    ran_on_device(ops, name)
+    with np.errstate(all="ignore"):
+        want = getattr(np, name)(x)
+    finite = np.isfinite(want) & (want != 0)
+    np.testing.assert_array_equal(got[~finite], want[~finite])  # specials, overflow, underflow
+    ulps = np.abs(got[finite] - want[finite]) / np.spacing(np.abs(want[finite]))
+    assert ulps.max() <= 1.0, ulps.max()
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "amax", "amin"])
+@pytest.mark.parametrize("dims", [(1,), (0, 2), (0, 1, 2)])
+def test_reductions(name, dims):
+    x = RNG.standard_normal((9, 301, 7)) * 1e3
+    x[3, 5, :] = np.nan  # max / min propagate NaN
+    with dispatch.trace_ops() as ops:
+        got = getattr(dev(x), name)(dims).cpu().numpy()
+    ran_on_device(ops, name)
+    ref = {"sum": np.sum, "mean": np.mean, "amax": np.max, "amin": np.min}[name]
+    np.testing.assert_allclose(got, ref(x, axis=dims), rtol=1e-14, atol=1e-9)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_softmax(dim):
+    x = RNG.standard_normal((6, 40, 5)) * 30
+    with dispatch.trace_ops() as ops:
+        got = gpucore.softmax(dev(x), dim=dim).cpu().numpy()
+    ran_on_device(ops, "softmax")
+    e = np.exp(x - x.max(axis=dim, keepdims=True))
+    np.testing.assert_allclose(got, e / e.sum(axis=dim, keepdims=True), rtol=1e-14, atol=1e-300)
 
 
 def test_device_without_float64_keeps_it_on_the_host(vulkan, monkeypatch):

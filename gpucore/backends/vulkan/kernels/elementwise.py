@@ -343,13 +343,14 @@ def _accepts_cast(inputs, specs):
 
 
 def _accepts_cast_f64(inputs, specs):
-    """float64 to and from float32, int64, int32, int8, uint8 and bool (binaryf64.comp); the
-    other casts as ``_accepts_cast``."""
+    """float64 to and from float32, int64, int32, int8, uint8 and bool (binaryf64.comp), and
+    float16 / bfloat16 through float32 (as the CPU computes them: float64 -> float32 -> half);
+    the other casts as ``_accepts_cast``."""
     src, dst = inputs[0]._dtype, specs[1]
     if D.float64 not in (src, dst):
         return _accepts_cast(inputs, specs)
     other = dst if src is D.float64 else src
-    return other in (D.float64, D.float32, D.int64, D.int32, *_INT8, D.bool_) and _fits(
+    return other in (D.float64, D.float32, D.int64, D.int32, *_INT8, D.bool_, *_HALF) and _fits(
         specs[0], inputs, 7
     )
 
@@ -359,8 +360,8 @@ _SIMPLE = (*_TYPE, D.int64)
 
 @kernel("to_dtype", accepts=_accepts_cast_f64)
 def _to_dtype(be, out, x, dtype):
-    if x.dtype.itemsize + out.itemsize == 10:  # int64 <-> float16 / bfloat16: through float32,
-        mid = be.empty_array(x.shape, np.float32)  # as the CPU computes it
+    if x.dtype.itemsize + out.itemsize == 10:  # int64 / float64 <-> float16 / bfloat16:
+        mid = be.empty_array(x.shape, np.float32)  # through float32, as the CPU computes it
         _run_strided(be, mid, _OP["to_dtype"], _NPTYPE[x.dtype], x)
         x = mid
     _run_strided(be, out, _OP["to_dtype"], _NPTYPE[x.dtype], x)
