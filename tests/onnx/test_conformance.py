@@ -119,10 +119,6 @@ VULKAN_EXCLUDED = {
     "ConvInteger": (NO_SHADER, "conv2d of float64"),  # 2
     "real/test_bvlc_alexnet": (DEVICE_LIMIT, "a 144 MiB weight for one GEMM"),
     "real/test_zfnet512": (DEVICE_LIMIT, "a 288 MiB weight for one GEMM"),
-    "test_cast_DOUBLE_to_FLOAT16": (NO_SHADER, "to_dtype of float64"),
-    "test_cast_FLOAT16_to_DOUBLE": (NO_SHADER, "to_dtype of float16 to float64"),
-    "test_castlike_DOUBLE_to_FLOAT16*": (NO_SHADER, "to_dtype of float64"),  # 2
-    "test_castlike_FLOAT16_to_DOUBLE*": (NO_SHADER, "to_dtype of float16 to float64"),  # 2
     "test_cumprod_1d": (NO_SHADER, "cumprod of float64"),
     "test_cumprod_1d_exclusive": (NO_SHADER, "cumprod of float64"),
     "test_cumprod_1d_reverse*": (NO_SHADER, "cumprod of float64"),  # 2
@@ -132,10 +128,6 @@ VULKAN_EXCLUDED = {
     "test_cumsum_1d_reverse*": (NO_SHADER, "cumsum of float64"),  # 2
     "test_cumsum_2d_[an]*": (NO_SHADER, "cumsum of float64"),  # 3
     "test_flexattention_double_expanded_ver26": (NO_SHADER, "attention of float64"),
-    "test_qlinearmatmul_2D_int8_float16": (NO_SHADER, "to_dtype of float16 to float64"),
-    "test_qlinearmatmul_2D_uint8_float16": (NO_SHADER, "to_dtype of float16 to float64"),
-    "test_qlinearmatmul_3D_int8_float16": (NO_SHADER, "to_dtype of float16 to float64"),
-    "test_qlinearmatmul_3D_uint8_float16": (NO_SHADER, "to_dtype of float16 to float64"),
 }
 
 CASES = all_cases()
