@@ -184,3 +184,11 @@ def test_device_without_float64_keeps_it_on_the_host(vulkan, monkeypatch):
     with np.errstate(over="ignore"):
         np.testing.assert_array_equal(got, x + x)
     np.testing.assert_array_equal(ints, 2 * np.arange(5))
+
+
+@pytest.mark.parametrize("name", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("dim", [0, 1])
+def test_scans_bit_for_bit(name, dim):
+    x = RNG.standard_normal((50, 37)) * 1.5  # products stay finite over 50 steps
+    got = run_exact(lambda t: getattr(t, name)(dim), x, name=name)
+    np.testing.assert_array_equal(got, getattr(np, name)(x, axis=dim))
