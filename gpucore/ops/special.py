@@ -5,7 +5,9 @@ integer), rounded division ``div_rounded`` (floor_divide, ``//``, ``div(rounding
 for int64 and Python's floor for floats, 1 // 0.1 is 9), atan2, hypot (no overflow of ``a * a``)
 and signbit (the sign of -0.0 and of NaN). Their gradients are written in gpucore ops.
 
-kernels: backends/cpu/kernels/special.py (numpy) · none on Vulkan.
+kernels: backends/cpu/kernels/special.py (numpy) · Vulkan: integer fmod, remainder and div_rounded
+(backends/vulkan/kernels/elementwise.py; a device divisor of 0 gives numpy's 0 there, a host one
+raises as on the CPU).
 """
 
 from __future__ import annotations

@@ -192,3 +192,22 @@ def test_scans_bit_for_bit(name, dim):
     x = RNG.standard_normal((50, 37)) * 1.5  # products stay finite over 50 steps
     got = run_exact(lambda t: getattr(t, name)(dim), x, name=name)
     np.testing.assert_array_equal(got, getattr(np, name)(x, axis=dim))
+
+
+def test_compiled_model_float64(vulkan, monkeypatch):
+    """A model compiled for Vulkan runs its float64 nodes there (the CPU's answer); on a device
+    without shaderFloat64 the compile refuses them, naming the node."""
+    from gpucore import runtime
+    from gpucore.errors import DeviceError
+
+    def f(x, w):
+        return (x.matmul(w) * 0.5 - x.sum(-1, keepdim=True)).exp().to(gpucore.float32)
+
+    x, w = RNG.standard_normal((4, 6)) * 0.1, RNG.standard_normal((6, 6)) * 0.1
+    cm = runtime.compile(f, [x, w], device="vulkan")
+    got = cm.run_arrays([x, w])[0]
+    want = on_cpu(f, gpucore.tensor(x), gpucore.tensor(w)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    monkeypatch.setattr(vulkan.ctx, "float64", False)
+    with pytest.raises(DeviceError, match="float64.*no Vulkan shader.*device='cpu'"):
+        runtime.compile(f, [x, w], device="vulkan")

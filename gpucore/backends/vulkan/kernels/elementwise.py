@@ -14,8 +14,6 @@ last element are scratch).
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 from .... import _cpu
@@ -229,32 +227,20 @@ for _name in ("logical_and", "logical_or", "logical_xor"):
 # ----------------------------------------------------------------------------- integer division
 # binary.comp / binary64.comp's DIV on integers, by MODE (specialization constant 4); POW on
 # integers is square-and-multiply. Division by zero: a divisor that is a host tensor is checked
-# here and raises the CPU kernel's ZeroDivisionError (a negative host exponent its ValueError);
-# one on the device is not read back (that would wait for the device): the shaders give numpy's
-# 0 for x / 0 and x % 0 and trunc(1 / x^-e) for a negative exponent (README of the shaders).
+# when the op is accepted and raises the CPU kernel's ZeroDivisionError (a negative host exponent
+# its ValueError), as the op would on the CPU; one on the device is not read back (that would wait
+# for the device): the shaders give numpy's 0 for x / 0 and x % 0 and trunc(1 / x^-e) for a
+# negative exponent.
 _IDIV = {"trunc": 0, "floor": 1, "remainder": 2, "fmod": 3}
 _INTS = (D.int32, D.int64, *_INT8)
-_host_operand = threading.local()  # (values, what) of a host divisor / exponent seen by accepts
 
 
-def _accepts_int_binary(inputs, specs):
-    """Integers of one dtype (int8, uint8, int32, int64), the result of that dtype; keeps the
-    values of a host divisor / exponent for _check_host_operand."""
-    _host_operand.values = None
-    if not _accepts_binary(_INTS)(inputs, specs):
-        return False
-    b = inputs[1]
-    if getattr(b, "_dev", True) is None and getattr(b, "_data", None) is not None:
-        _host_operand.values = b._data
-    return True
-
-
-def _check_host_operand(name: str, b: np.ndarray) -> None:
-    """The CPU kernel's error for a host divisor holding 0 (``pow``: a negative exponent)."""
-    values = getattr(_host_operand, "values", None)
-    _host_operand.values = None
-    if values is None or values.shape != b.shape or not values.size:
+def _check_host_operand(name: str, b) -> None:
+    """The CPU kernel's error for a host divisor holding 0 (``pow``: a negative exponent); b is
+    a tensor (a spec, in a compiled model's check, has no values and passes)."""
+    if getattr(b, "_dev", True) is not None or getattr(b, "_data", None) is None:
         return
+    values = b._data
     if name == "pow":
         if (values < 0).any():
             raise ValueError("pow(): integers to negative integer powers are not allowed")
@@ -262,29 +248,39 @@ def _check_host_operand(name: str, b: np.ndarray) -> None:
         raise ZeroDivisionError(f"{name}(): integer division by zero")
 
 
+def _accepts_int(name: str):
+    def accepts(inputs, specs):
+        """Integers of one dtype (int8, uint8, int32, int64), the result of that dtype."""
+        if not _accepts_binary(_INTS)(inputs, specs):
+            return False
+        _check_host_operand(name, inputs[1])
+        return True
+
+    return accepts
+
+
 def _run_int(be, out, name: str, mode: int, a, b):
-    _check_host_operand(name, b)
     code = _OP["pow" if name == "pow" else "div"]
     _run_strided(be, out, code, _NPTYPE[a.dtype], a, b, mode=mode)
 
 
-@kernel("div_rounded", accepts=_accepts_int_binary)
+@kernel("div_rounded", accepts=_accepts_int("div"))
 def _div_rounded(be, out, a, b, rounding_mode):
     _run_int(be, out, "div", _IDIV[rounding_mode], a, b)
 
 
-@kernel("remainder", accepts=_accepts_int_binary)
+@kernel("remainder", accepts=_accepts_int("remainder"))
 def _remainder(be, out, a, b):
     _run_int(be, out, "remainder", _IDIV["remainder"], a, b)
 
 
-@kernel("fmod", accepts=_accepts_int_binary)
+@kernel("fmod", accepts=_accepts_int("fmod"))
 def _fmod(be, out, a, b):
     _run_int(be, out, "fmod", _IDIV["fmod"], a, b)
 
 
 def _accepts_pow(inputs, specs):
-    return _accepts_binary(_FLOAT_ONLY)(inputs, specs) or _accepts_int_binary(inputs, specs)
+    return _accepts_binary(_FLOAT_ONLY)(inputs, specs) or _accepts_int("pow")(inputs, specs)
 
 
 _float_pow = _binary("pow", _OP["pow"])
