@@ -27,7 +27,9 @@ from .... import _cpu
 from .... import dtypes as D
 from . import reduce64
 from .common import KERNELS, _push, contiguous, copy_array, groups_1d, kernel, launch, local_size
-from .elementwise import cast_array
+from .elementwise import _NPTYPE, _OP, _run_strided, cast_array
+
+_CLAMP = _OP["clamp"]
 
 # reduce.comp's OP codes and push flags, from cpu/opcodes.def
 _OP, _FLAG = _cpu.OPCODES["reduce_op"], _cpu.OPCODES["reduce_flag"]
@@ -232,6 +234,8 @@ def _via_float(be, out, x, dims, op: int, truth: bool = False):
     cast_array(be, f, x)
     v = be.empty_array(out.shape, np.float32)
     reduce(be, f, dims, op, vals=v)
+    if truth:  # an empty reduction gives -inf (any: False) / +inf (all: True), as 0 / 1
+        _run_strided(be, v, _CLAMP, _NPTYPE[v.dtype], v, lo=0.0, hi=1.0)
     cast_array(be, out, v)
 
 
