@@ -95,7 +95,7 @@ def _record_conv2d(be, out, ins, attrs) -> np.ndarray:
     o, _, kh, kw = w.shape
     oh, ow = out.shape[2:]
     k = c * kh * kw
-    col = be.empty_array((n, k, oh * ow), np.float32)
+    col = be.empty_array((n, k, oh * ow), out.dtype)  # float32, or float64 (gemm64 below)
     VK_KERNELS["im2col"](
         be,
         col,
@@ -108,7 +108,10 @@ def _record_conv2d(be, out, ins, attrs) -> np.ndarray:
     )
     a = np.broadcast_to(w.reshape(o, k), (n, o, k))
     bias = ins[2].reshape(o, 1) if len(ins) > 2 else None
-    vk_gemm(be, out.reshape(n, o, oh * ow), a, col, bias=bias)
+    if out.dtype == np.float64:
+        vk_gemm64(be, out.reshape(n, o, oh * ow), a, col, bias=bias)
+    else:
+        vk_gemm(be, out.reshape(n, o, oh * ow), a, col, bias=bias)
     return col
 
 
@@ -159,7 +162,7 @@ class VulkanExecutor:
                 # may be bool): GEMM reads halves itself, the others run widened to float32
                 floats = [d for d in dts if not (node.op == "attention" and d is bool_)]
                 supported = all(d is floats[0] for d in floats) and floats[0] in GEMM_DTYPES
-                if node.op == "gemm" and all(d is float64 for d in dts):
+                if node.op in ("gemm", "conv2d") and all(d is float64 for d in dts):
                     supported = self._gemm64_ok(node)
                 if supported and floats[0] is not float32 and node.op != "gemm":
                     self.widened.add(node.output)
@@ -184,9 +187,12 @@ class VulkanExecutor:
                 )
 
     def _gemm64_ok(self, node) -> bool:
-        """A float64 gemm node runs on gemm64.comp: a device with shaderFloat64, no activation."""
+        """A float64 gemm / conv2d (im2col's word pairs, then one batched GEMM) node runs on
+        gemm64.comp: a device with shaderFloat64, no activation."""
         g = self.graph
         shapes = [tuple(g.tensors[n].shape) for n in node.inputs[:2]]
+        if node.op == "conv2d":
+            shapes = [(1, 1), (1, 1)]  # [n, o, k] @ [n, k, oh * ow]: one batch dim
         return (
             self.be.ctx.float64 and node.attrs.get("act") is None and vk_gemm64_supported(*shapes)
         )

@@ -211,3 +211,26 @@ def test_compiled_model_float64(vulkan, monkeypatch):
     monkeypatch.setattr(vulkan.ctx, "float64", False)
     with pytest.raises(DeviceError, match="of float64.*no Vulkan shader.*device='cpu'"):
         runtime.compile(f, [x, w], device="vulkan")
+
+
+@pytest.mark.parametrize("padding", [0, 1])
+def test_compiled_conv2d_float64(vulkan, padding):
+    """conv2d of float64 in a model compiled for Vulkan: im2col.comp's word pairs, then gemm64;
+    integer-valued data (ONNX ConvInteger's exact composition) gives the CPU's bits."""
+    import gpucore.nn.functional as F
+    from gpucore import runtime
+
+    def f(x, w, b):
+        return F.conv2d(x, w, b, stride=(2, 1), padding=padding)
+
+    x = RNG.integers(-128, 128, (2, 3, 9, 8)).astype(np.float64)
+    w = RNG.integers(-128, 128, (4, 3, 3, 2)).astype(np.float64)
+    b = RNG.integers(-1000, 1000, 4).astype(np.float64)
+    cm = runtime.compile(f, [x, w, b], device="vulkan")
+    got = cm.run_arrays([x, w, b])[0]
+    want = on_cpu(f, gpucore.tensor(x), gpucore.tensor(w), gpucore.tensor(b)).numpy()
+    np.testing.assert_array_equal(got, want)
+    xr, wr = RNG.standard_normal(x.shape), RNG.standard_normal(w.shape)
+    got = cm.run_arrays([xr, wr, b])[0]
+    want = on_cpu(f, gpucore.tensor(xr), gpucore.tensor(wr), gpucore.tensor(b)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-12)
