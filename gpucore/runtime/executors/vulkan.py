@@ -181,9 +181,12 @@ class VulkanExecutor:
                 operands = ", ".join(
                     f"{g.tensors[n].dtype.name}{list(g.tensors[n].shape)}" for n in node.inputs
                 )
+                why = ""
+                if float64 in dts and not self.be.ctx.float64:
+                    why = f" ({self.be.ctx.info.name} has no shaderFloat64 / shaderInt64)"
                 raise DeviceError(
                     f"device='vulkan': node {node.output} ({node.op} of {operands}) has no "
-                    "Vulkan shader for these inputs; compile the model with device='cpu'"
+                    f"Vulkan shader for these inputs{why}; compile the model with device='cpu'"
                 )
 
     def _gemm64_ok(self, node) -> bool:
