@@ -114,12 +114,11 @@ EXCLUDED = {
 # ------------------------------------------------- Vulkan's, for the cases the CPU passes
 # (int8 and uint8 run on binary.comp, float16 on its half types, and GEMM on half inputs, integer
 # division, remainder and pow on binary.comp / binary64.comp, float64 arithmetic, casts and
-# products and convolutions on binaryf64.comp / gemm64.comp / reduce64.comp / scan64 / im2col; the
-# cases left here need a float64 attention or a binding larger than lavapipe's)
+# products, convolutions and attention on binaryf64.comp / gemm64.comp / reduce64.comp / scan64 /
+# im2col; the cases left here need a binding larger than lavapipe's)
 VULKAN_EXCLUDED = {
     "real/test_bvlc_alexnet": (DEVICE_LIMIT, "a 144 MiB weight for one GEMM"),
     "real/test_zfnet512": (DEVICE_LIMIT, "a 288 MiB weight for one GEMM"),
-    "test_flexattention_double_expanded_ver26": (NO_SHADER, "attention of float64"),
 }
 
 CASES = all_cases()

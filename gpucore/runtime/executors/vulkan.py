@@ -27,6 +27,7 @@ from ...backends.vulkan.kernels import fused as vk_fused
 from ...backends.vulkan.kernels.gemm import gemm as vk_gemm
 from ...backends.vulkan.kernels.gemm64 import gemm64 as vk_gemm64
 from ...backends.vulkan.kernels.gemm64 import supported as vk_gemm64_supported
+from ...backends.vulkan.kernels.reduce64 import attention64 as vk_attention64
 from ...dtypes import bfloat16, bool_, float16, float32, float64
 from ...errors import DeviceError
 from ...ops.registry import REGISTRY
@@ -76,6 +77,8 @@ def _record_attention(be, out, ins, attrs):
         out = out.transpose(0, 2, 1, 3)  # out is [B, S, H, D]: write it through the view
     mask = ins[3] if len(ins) > 3 else None
     q, k, v = ins[:3]
+    if q.dtype == np.float64:  # composed (reduce64.py): checked non-causal, shaderFloat64
+        return vk_attention64(be, out, q, k, v, mask, float(attrs["scale"]))
     vk_fused.attention(be, out, q, k, v, mask, float(attrs["scale"]), bool(attrs["causal"]))
 
 
@@ -164,7 +167,9 @@ class VulkanExecutor:
                 supported = all(d is floats[0] for d in floats) and floats[0] in GEMM_DTYPES
                 if node.op in ("gemm", "conv2d") and all(d is float64 for d in dts):
                     supported = self._gemm64_ok(node)
-                if supported and floats[0] is not float32 and node.op != "gemm":
+                if node.op == "attention" and all(d is float64 for d in floats):
+                    supported = self.be.ctx.float64 and not node.attrs.get("causal")
+                if supported and floats[0] in (float16, bfloat16) and node.op != "gemm":
                     self.widened.add(node.output)
             else:
                 rop = REGISTRY.get(node.op)

@@ -234,3 +234,56 @@ def test_compiled_conv2d_float64(vulkan, padding):
     got = cm.run_arrays([xr, wr, b])[0]
     want = on_cpu(f, gpucore.tensor(xr), gpucore.tensor(wr), gpucore.tensor(b)).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-12)
+
+
+@pytest.mark.parametrize("mask", ["none", "bool", "float", "dead_rows"])
+def test_compiled_attention_float64(vulkan, mask):
+    """The runtime's attention node on float64 (non-causal; reduce64.attention64): the CPU's
+    values within rounding, rows with every key masked 0 as on the CPU (PyTorch's SDPA)."""
+    import gpucore.nn.functional as F
+    from gpucore import runtime
+
+    q, k, v = (RNG.standard_normal((2, 3, 5, 8)) for _ in range(3))
+    m = None
+    if mask != "none":
+        m = RNG.random((5, 5)) < 0.6
+        m[:, 0] = True
+        if mask == "dead_rows":
+            m[2] = False
+        if mask == "float":
+            m = np.where(m, 0.0, -1e9) + RNG.standard_normal((5, 5))
+
+    def f(q, k, v, *mm):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mm[0] if mm else None)
+
+    args = [q, k, v] + ([m] if m is not None else [])
+    cm = runtime.compile(f, args, device="vulkan")
+    if mask == "none":  # the fused node (masked float64 SDPA stays gemm / softmax / where)
+        assert "attention" in {n.op for n in cm.graph.nodes}
+    got = cm.run_arrays(args)[0]
+    want = on_cpu(f, *map(gpucore.tensor, args)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("mask", ["bool", "float"])
+def test_attention64_against_the_runtime_reference(vulkan, mask):
+    """reduce64.attention64 with a mask (what the executor records for a fused float64 attention
+    node), rows with every key masked included, against the node's reference (_att_eval)."""
+    from gpucore.backends.vulkan.kernels import reduce64
+    from gpucore.runtime.ir.fused import _att_eval
+
+    q, k, v = (RNG.standard_normal((2, 3, 5, 8)) for _ in range(3))
+    m = RNG.random((5, 6)) < 0.6
+    m[2] = False  # a dead row: 0
+    if mask == "float":
+        m = np.where(m, 0.0, -np.inf) + RNG.standard_normal((5, 6))
+    k, v = (
+        k[:, :, :1].repeat(6, 2) + RNG.standard_normal((2, 3, 6, 8)),
+        RNG.standard_normal((2, 3, 6, 8)),
+    )
+    t = [dev(a) for a in (q, k, v, m)]
+    out = dev(np.zeros((2, 3, 5, 8)))
+    reduce64.attention64(vulkan, out._data, *(x._data for x in t), 0.3)
+    want = _att_eval([q, k, v, m], {"scale": 0.3, "causal": 0})
+    np.testing.assert_allclose(out.cpu().numpy(), want, rtol=1e-12, atol=1e-13)
+    assert (out.cpu().numpy()[:, :, 2] == 0).all()
