@@ -22,7 +22,6 @@ from conformance import (  # noqa: E402
     DTYPE,
     DYNAMIC,
     FEATURE,
-    NO_SHADER,
     OP,
     PRECISION,
     RANDOM,
