@@ -12,6 +12,9 @@
 //   3 OUT_TYPE  F32, I32, or a byte type (BOOL, I8, U8): four results packed into each 32-bit
 //               word, so one invocation writes whole words and no 8-bit storage feature is needed;
 //               or a 16-bit float (F16, BF16): two results per word.
+//   4 MODE      integer DIV only (kernels/elementwise.py's _IDIV): 0 the quotient rounded toward
+//               zero, 1 toward -inf, 2 the remainder with the divisor's sign (Python's %), 3 with
+//               the dividend's (C's fmod).
 // Element offsets/strides are in elements of IN_TYPE (bytes for bool, 16-bit units for F16 and
 // BF16). Buffers are raw words. float16 / bfloat16 values are widened to float32 on load and the
 // float32 result is rounded on store (half.glsl), as the CPU path computes them.
@@ -19,6 +22,9 @@
 // Float semantics follow the C kernels (gpucore._cpu): maximum/minimum propagate NaN, pow is C's
 // powf (its special cases), != is true for NaN, float->int32 casts truncate and give INT_MIN for
 // NaN and out-of-range values (x86's cvttss2si, what numpy gives on the CPU path).
+// Integer semantics are numpy's (the CPU kernels): wrapping arithmetic; x / 0 and x % 0 give 0,
+// INT_MIN / -1 wraps to INT_MIN; pow by square-and-multiply, wrapping, and a negative exponent
+// (which the CPU refuses when it can see it) gives trunc(1 / x^-e): 1 for 1, +-1 for -1, else 0.
 #include "common.glsl"
 #include "float_math.glsl"
 #include "half.glsl"
@@ -26,6 +32,7 @@
 layout(constant_id = 1) const int OP = 0;
 layout(constant_id = 2) const int IN_TYPE = 0;
 layout(constant_id = 3) const int OUT_TYPE = 0;
+layout(constant_id = 4) const int MODE = 0;
 
 layout(std430, set = 0, binding = 0) readonly buffer A { uint a[]; };
 layout(std430, set = 0, binding = 1) readonly buffer B { uint b[]; };
@@ -93,6 +100,29 @@ uint f2i(float x) {
     return uint(int(x));
 }
 
+// Integer division and remainder (MODE), without SPIR-V's undefined cases (zero, INT_MIN / -1).
+int idiv(int x, int w) {
+    if (w == 0) return 0;
+    int q = w == -1 ? int(0u - uint(x)) : x / w;  // truncated
+    int r = w == -1 ? 0 : x - q * w;
+    bool other_side = r != 0 && ((r < 0) != (w < 0));
+    if (MODE == 0) return q;
+    if (MODE == 1) return other_side ? q - 1 : q;
+    if (MODE == 2) return other_side ? r + w : r;
+    return r;
+}
+
+int ipow(int x, int e) {
+    if (e < 0) return x == 1 ? 1 : (x == -1 ? ((e & 1) != 0 ? -1 : 1) : 0);
+    int r = 1;
+    while (e != 0) {
+        if ((e & 1) != 0) r *= x;
+        x *= x;
+        e >>= 1;
+    }
+    return r;
+}
+
 // Result as raw bits (float32 / int32) or 0/1 (bool).
 uint compute(uint ra, uint rb) {
     if (OP == TO_DTYPE) {
@@ -123,6 +153,8 @@ uint compute(uint ra, uint rb) {
         if (OP == ADD) return uint(x + w);
         if (OP == SUB) return uint(x - w);
         if (OP == MUL) return uint(x * w);
+        if (OP == DIV) return uint(idiv(x, w));
+        if (OP == POW) return uint(ipow(x, w));
         if (OP == MAXIMUM) return uint(max(x, w));
         if (OP == MINIMUM) return uint(min(x, w));
         if (OP == EQ) return x == w ? 1u : 0u;

@@ -13,11 +13,16 @@
 // Casts follow the CPU (numpy / x86): float32 -> int64 truncates, NaN and values outside
 // [-2^63, 2^63) give INT64_MIN (cvttss2si); int64 -> float32 rounds to nearest even;
 // int64 -> int32 keeps the low word (wraps); int64 -> bool is "not zero".
+//
+// DIV and POW on int64 are binary.comp's integer ones (MODE, constant 4: trunc / floor quotient,
+// Python's % or C's fmod; x / 0 and x % 0 give 0, INT64_MIN / -1 wraps; a negative exponent
+// gives trunc(1 / x^-e)), by shift-and-subtract division and square-and-multiply on word pairs.
 #include "common.glsl"
 
 layout(constant_id = 1) const int OP = 0;
 layout(constant_id = 2) const int IN_TYPE = 0;
 layout(constant_id = 3) const int OUT_TYPE = 0;
+layout(constant_id = 4) const int MODE = 0;
 
 layout(std430, set = 0, binding = 0) readonly buffer A { uint a[]; };
 layout(std430, set = 0, binding = 1) readonly buffer B { uint b[]; };
@@ -98,6 +103,63 @@ float l2f(uvec2 v) {
     return neg ? -f : f;
 }
 
+uvec2 mul64(uvec2 x, uvec2 w) {  // wrapping
+    uint mh, ml;
+    umulExtended(x.x, w.x, mh, ml);
+    return uvec2(ml, mh + x.x * w.y + x.y * w.x);
+}
+
+uvec2 sub64(uvec2 x, uvec2 w) {
+    uint c;
+    uint lo = usubBorrow(x.x, w.x, c);
+    return uvec2(lo, x.y - w.y - c);
+}
+
+bool ult64(uvec2 x, uvec2 w) {  // unsigned x < w
+    return x.y < w.y || (x.y == w.y && x.x < w.x);
+}
+
+// Unsigned 64-bit quotient of n by d != 0: restoring division, one bit per step from the top.
+uvec2 udiv64(uvec2 n, uvec2 d) {
+    uvec2 q = uvec2(0u), r = uvec2(0u);
+    for (int i = 63; i >= 0; --i) {
+        uint bit = (i >= 32 ? n.y >> (i - 32) : n.x >> i) & 1u;
+        r = uvec2((r.x << 1) | bit, (r.y << 1) | (r.x >> 31));  // r < d <= 2^63: no overflow
+        if (!ult64(r, d)) {
+            r = sub64(r, d);
+            if (i >= 32) q.y |= 1u << (i - 32); else q.x |= 1u << i;
+        }
+    }
+    return q;
+}
+
+uvec2 idiv64(uvec2 x, uvec2 w) {
+    if ((w.x | w.y) == 0u) return uvec2(0u);
+    bool xn = int(x.y) < 0, wn = int(w.y) < 0;
+    uvec2 q = udiv64(xn ? neg64(x) : x, wn ? neg64(w) : w);  // INT64_MIN: 2^63 unsigned
+    if (xn != wn) q = neg64(q);  // truncated (INT64_MIN / -1 wraps to INT64_MIN)
+    uvec2 r = sub64(x, mul64(q, w));
+    bool other_side = (r.x | r.y) != 0u && ((int(r.y) < 0) != wn);
+    if (MODE == 0) return q;
+    if (MODE == 1) return other_side ? sub64(q, uvec2(1u, 0u)) : q;
+    if (MODE == 2) return other_side ? sub64(r, neg64(w)) : r;
+    return r;
+}
+
+uvec2 ipow64(uvec2 x, uvec2 e) {
+    if (int(e.y) < 0) {
+        if (x == uvec2(1u, 0u)) return x;
+        if (x == uvec2(0xffffffffu)) return (e.x & 1u) != 0u ? x : uvec2(1u, 0u);
+        return uvec2(0u);
+    }
+    uvec2 r = uvec2(1u, 0u);
+    for (int i = 0; i < 63; ++i) {
+        if (((i < 32 ? e.x >> i : e.y >> (i - 32)) & 1u) != 0u) r = mul64(r, x);
+        x = mul64(x, x);
+    }
+    return r;
+}
+
 // The input as int64 (casts to int64).
 uvec2 to64(uvec2 r) {
     if (IN_TYPE == F32) return f2l(uintBitsToFloat(r.x));
@@ -125,11 +187,9 @@ uvec2 compute(uvec2 x, uvec2 w) {
         uint lo = usubBorrow(x.x, w.x, c);
         return uvec2(lo, x.y - w.y - c);
     }
-    if (OP == MUL) {
-        uint mh, ml;
-        umulExtended(x.x, w.x, mh, ml);
-        return uvec2(ml, mh + x.x * w.y + x.y * w.x);
-    }
+    if (OP == MUL) return mul64(x, w);
+    if (OP == DIV) return idiv64(x, w);
+    if (OP == POW) return ipow64(x, w);
     if (OP == MAXIMUM) return lt64(x, w) ? w : x;
     if (OP == MINIMUM) return lt64(w, x) ? w : x;
     bool r = false;

@@ -14,12 +14,17 @@
 #include "common.glsl"
 
 layout(constant_id = 1) const int MODE = 0;
+// WORDS (constant 2): 1 = float32 items; 2 = 8-byte items (float64) as word pairs, IM2COL only
+// (a copy or a 0: no arithmetic, so no shaderFloat64); offsets stay in items.
+layout(constant_id = 2) const int WORDS = 1;
 #define GC_IM2COL_MODE(NAME, value) const int NAME = value;  // IM2COL, COL2IM (cpu/opcodes.def)
 #include "opcodes.def"
 #undef GC_IM2COL_MODE
 
 layout(std430, set = 0, binding = 0) buffer X { float x[]; };
 layout(std430, set = 0, binding = 1) buffer Col { float col[]; };
+layout(std430, set = 0, binding = 0) buffer XW { uint xw[]; };
+layout(std430, set = 0, binding = 1) buffer ColW { uint colw[]; };
 
 // Mirrored by kernels/pool.py's _conv_push (15 words).
 layout(push_constant) uniform Push {
@@ -44,11 +49,15 @@ void im2col(uint i) {
     uint oy = pix / p.ow, ox = pix % p.ow;
     int iy = int(oy * p.sh + ki * p.dh) - p.ph;
     int ix = int(ox * p.sw + kj * p.dw) - p.pw;
-    float v = 0.0;
-    if (iy >= 0 && iy < int(p.h) && ix >= 0 && ix < int(p.w)) {
-        v = x[p.x_off + (bc * p.h + uint(iy)) * p.w + uint(ix)];
+    bool inside = iy >= 0 && iy < int(p.h) && ix >= 0 && ix < int(p.w);
+    uint src = inside ? p.x_off + (bc * p.h + uint(iy)) * p.w + uint(ix) : 0u;
+    if (WORDS == 2) {
+        uvec2 v = inside ? uvec2(xw[2u * src], xw[2u * src + 1u]) : uvec2(0u);
+        colw[2u * (p.col_off + i)] = v.x;
+        colw[2u * (p.col_off + i) + 1u] = v.y;
+        return;
     }
-    col[p.col_off + i] = v;
+    col[p.col_off + i] = inside ? x[src] : 0.0;
 }
 
 void col2im(uint i) {

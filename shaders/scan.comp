@@ -6,7 +6,12 @@
 // and the bits agree. Neighbouring invocations read neighbouring inner elements.
 //
 // MODE (constant 1): 0 sum, 1 product. TYPE (constant 2): 0 float32, 1 int32, 2 int64 (two
-// words, low first; sums carry, products keep the low 64 bits, wrapping as the CPU).
+// words, low first; sums carry, products keep the low 64 bits, wrapping as the CPU), 3 float64
+// (two words; only in scan64.spv, built with F64=1 for devices with shaderFloat64: a module
+// with the Float64 capability cannot load elsewhere).
+#ifndef F64
+#error "F64 must be defined: compile through tools/build_shaders.py (VARIANTS)"
+#endif
 #include "common.glsl"
 
 layout(constant_id = 1) const int MODE = 0;
@@ -24,15 +29,16 @@ layout(push_constant) uniform Push {
     uint y_off;
 } p;
 
-const int F32 = 0, I32 = 1, I64 = 2;
+const int F32 = 0, I32 = 1, I64 = 2, F64_TYPE = 3;
+const bool WIDE = TYPE == I64 || TYPE == F64_TYPE;
 
 uvec2 load(uint item) {
-    if (TYPE == I64) return uvec2(x[2u * item], x[2u * item + 1u]);
+    if (WIDE) return uvec2(x[2u * item], x[2u * item + 1u]);
     return uvec2(x[item], 0u);
 }
 
 void store(uint item, uvec2 v) {
-    if (TYPE == I64) {
+    if (WIDE) {
         y[2u * item] = v.x;
         y[2u * item + 1u] = v.y;
     } else {
@@ -46,6 +52,12 @@ uvec2 combine(uvec2 a, uvec2 b) {
         return uvec2(floatBitsToUint(MODE == 0 ? fa + fb : fa * fb), 0u);
     }
     if (TYPE == I32) return uvec2(MODE == 0 ? a.x + b.x : a.x * b.x, 0u);
+#if F64
+    if (TYPE == F64_TYPE) {
+        double da = packDouble2x32(a), db = packDouble2x32(b);
+        return unpackDouble2x32(MODE == 0 ? da + db : da * db);
+    }
+#endif
     if (MODE == 0) {
         uint carry;
         uint lo = uaddCarry(a.x, b.x, carry);

@@ -54,6 +54,8 @@ VARIANTS = [
     Variant("softmax_sg", "softmax.comp", (("SUBGROUP", "1"),)),
     Variant("cross_entropy", "cross_entropy.comp", (("SUBGROUP", "0"),)),
     Variant("cross_entropy_sg", "cross_entropy.comp", (("SUBGROUP", "1"),)),
+    Variant("scan", "scan.comp", (("F64", "0"),)),
+    Variant("scan64", "scan.comp", (("F64", "1"),)),
     Variant("gemm", "gemm.comp", (("HALF", "0"),)),
     Variant("gemm_half", "gemm.comp", (("HALF", "1"),)),
     Variant("qgemm", "qgemm.comp", (("DOT", "0"), ("SHUFFLE", "0"))),

@@ -5,7 +5,9 @@ integer), rounded division ``div_rounded`` (floor_divide, ``//``, ``div(rounding
 for int64 and Python's floor for floats, 1 // 0.1 is 9), atan2, hypot (no overflow of ``a * a``)
 and signbit (the sign of -0.0 and of NaN). Their gradients are written in gpucore ops.
 
-kernels: backends/cpu/kernels/special.py (numpy) · none on Vulkan.
+kernels: backends/cpu/kernels/special.py (numpy) · Vulkan: integer fmod, remainder and div_rounded
+(backends/vulkan/kernels/elementwise.py; a device divisor of 0 gives numpy's 0 there, a host one
+raises as on the CPU).
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ def _binfer(name, float_out=False):
 
 def _quotient_samples(ref, **attrs):
     """a = (q + f) * b with f in [0.2, 0.8]: a / b stays away from the integers, where fmod and
-    remainder jump (finite differences would cross the jump)."""
+    remainder jump (finite differences would cross the jump). The float samples run on the host
+    (the Vulkan kernels are integer ones: on_vulkan=False); the int32 one, of both signs and
+    never 0 as a divisor, on the device."""
 
     def samples():
         out = []
@@ -44,9 +48,12 @@ def _quotient_samples(ref, **attrs):
             )
             q = integers(4, *sa, low=-3, seed=20 + i).astype(np.float64)
             a = (q + uniform(*sa, low=0.2, high=0.8, seed=30 + i)) * b
-            out.append(Sample(a, b, ref=ref, **attrs))
+            out.append(Sample(a, b, ref=ref, on_vulkan=False, **attrs))
         big = uniform(4100, seed=5), uniform(4100, low=0.5, seed=6)
-        out.append(Sample(*big, ref=ref, grad=False, **attrs))
+        out.append(Sample(*big, ref=ref, grad=False, on_vulkan=False, **attrs))
+        a = integers(1000, 5, 7, low=-1000, seed=7).astype(np.int32)
+        b = integers(9, 7, low=1, seed=8).astype(np.int32) * np.where(np.arange(7) % 2, -1, 1)
+        out.append(Sample(a, b.astype(np.int32), ref=ref, grad=False, **attrs))
         return out
 
     return samples

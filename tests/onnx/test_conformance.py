@@ -22,7 +22,6 @@ from conformance import (  # noqa: E402
     DTYPE,
     DYNAMIC,
     FEATURE,
-    NO_SHADER,
     OP,
     PRECISION,
     RANDOM,
@@ -112,88 +111,13 @@ EXCLUDED = {
 }
 
 # ------------------------------------------------- Vulkan's, for the cases the CPU passes
-# (int8 and uint8 run on binary.comp, float16 on its half types, and GEMM on half inputs; the
-# cases left here need float64 or integer division)
+# (int8 and uint8 run on binary.comp, float16 on its half types, and GEMM on half inputs, integer
+# division, remainder and pow on binary.comp / binary64.comp, float64 arithmetic, casts and
+# products, convolutions and attention on binaryf64.comp / gemm64.comp / reduce64.comp / scan64 /
+# im2col; the cases left here need a binding larger than lavapipe's)
 VULKAN_EXCLUDED = {
-    "ConvInteger": (NO_SHADER, "to_dtype of uint8 to float64; conv2d of float64"),  # 2
-    "pytorch-operator/test_operator_add_broadcast": (NO_SHADER, "add of float64"),
-    "pytorch-operator/test_operator_add_size1*": (NO_SHADER, "add of float64"),  # 3
-    "pytorch-operator/test_operator_addconstant": (NO_SHADER, "add of float64"),
     "real/test_bvlc_alexnet": (DEVICE_LIMIT, "a 144 MiB weight for one GEMM"),
     "real/test_zfnet512": (DEVICE_LIMIT, "a 288 MiB weight for one GEMM"),
-    "test_attention_local_window_gqa*": (NO_SHADER, "to_dtype of float32"),  # 2
-    "test_cast_DOUBLE_to_FLOAT": (NO_SHADER, "to_dtype of float64"),
-    "test_cast_DOUBLE_to_FLOAT16": (NO_SHADER, "to_dtype of float64"),
-    "test_cast_FLOAT16_to_DOUBLE": (NO_SHADER, "to_dtype of float16 to float64"),
-    "test_cast_FLOAT_to_DOUBLE": (NO_SHADER, "to_dtype of float32"),
-    "test_castlike_DOUBLE_to_FLOAT": (NO_SHADER, "to_dtype of float64"),
-    "test_castlike_DOUBLE_to_FLOAT16*": (NO_SHADER, "to_dtype of float64"),  # 2
-    "test_castlike_DOUBLE_to_FLOAT_expanded": (NO_SHADER, "to_dtype of float64"),
-    "test_castlike_FLOAT16_to_DOUBLE*": (NO_SHADER, "to_dtype of float16 to float64"),  # 2
-    "test_castlike_FLOAT_to_DOUBLE*": (NO_SHADER, "to_dtype of float32"),  # 2
-    "test_cumprod_1d": (NO_SHADER, "cumprod of float64"),
-    "test_cumprod_1d_exclusive": (NO_SHADER, "cumprod of float64"),
-    "test_cumprod_1d_reverse*": (NO_SHADER, "cumprod of float64"),  # 2
-    "test_cumprod_2d_[an]*": (NO_SHADER, "cumprod of float64"),  # 3
-    "test_cumsum_1d": (NO_SHADER, "cumsum of float64"),
-    "test_cumsum_1d_exclusive": (NO_SHADER, "cumsum of float64"),
-    "test_cumsum_1d_reverse*": (NO_SHADER, "cumsum of float64"),  # 2
-    "test_cumsum_2d_[an]*": (NO_SHADER, "cumsum of float64"),  # 3
-    "test_div_int32_trunc": (NO_SHADER, "div of int32"),
-    "test_div_int8": (NO_SHADER, "div of int8"),
-    "test_div_uint8": (NO_SHADER, "div of uint8"),
-    "test_einsum_batch_diagonal": (NO_SHADER, "where of float64"),
-    "test_einsum_batch_matmul": (NO_SHADER, "gemm of float64"),
-    "test_einsum_inner_prod": (NO_SHADER, "gemm of float64"),
-    "test_einsum_sum": (NO_SHADER, "sum of float64"),
-    "test_flexattention_double_expanded_ver26": (NO_SHADER, "mul of float64"),
-    "test_matmulinteger": (NO_SHADER, "to_dtype of uint8"),
-    "test_max_float64": (NO_SHADER, "maximum of float64"),
-    "test_maxpool_with_argmax_2d_precomputed_strides": (
-        NO_SHADER,
-        "div_rounded of int64 (storage_order=1's column-major indices)",
-    ),
-    "test_min_float64": (NO_SHADER, "minimum of float64"),
-    "test_mod_broadcast": (NO_SHADER, "to_dtype of int32"),
-    "test_mod_float64_mixed_sign_fmod_0": (NO_SHADER, "ne of float64"),
-    "test_mod_float_edge_cases_fmod_0_float64": (NO_SHADER, "ne of float64"),
-    "test_mod_int64_fmod": (NO_SHADER, "to_dtype of int64"),
-    "test_mod_mixed_sign_float64": (NO_SHADER, "ne of float64"),
-    "test_mod_mixed_sign_int32": (NO_SHADER, "to_dtype of int32"),
-    "test_mod_mixed_sign_int64": (NO_SHADER, "to_dtype of int64"),
-    "test_mod_mixed_sign_int8": (NO_SHADER, "to_dtype of int8"),
-    "test_mod_uint8": (NO_SHADER, "to_dtype of uint8"),
-    "test_pow_types_int32_int32": (NO_SHADER, "pow of int32"),
-    "test_pow_types_int64_int64": (NO_SHADER, "pow of int64"),
-    "test_qlinearmatmul_2D_int8_float16": (NO_SHADER, "to_dtype of float16"),
-    "test_qlinearmatmul_2D_int8_float32": (NO_SHADER, "to_dtype of float32"),
-    "test_qlinearmatmul_2D_uint8_float16": (NO_SHADER, "to_dtype of float16"),
-    "test_qlinearmatmul_2D_uint8_float32": (NO_SHADER, "to_dtype of float32"),
-    "test_qlinearmatmul_3D_int8_float16": (NO_SHADER, "to_dtype of float16"),
-    "test_qlinearmatmul_3D_int8_float32": (NO_SHADER, "to_dtype of float32"),
-    "test_qlinearmatmul_3D_uint8_float16": (NO_SHADER, "to_dtype of float16"),
-    "test_qlinearmatmul_3D_uint8_float32": (NO_SHADER, "to_dtype of float32"),
-    "test_reduce_log_sum_exp_default_axes_keepdims_example": (NO_SHADER, "sub of float64"),
-    "test_reduce_log_sum_exp_default_axes_keepdims_example_expanded": (NO_SHADER, "exp of float64"),
-    "test_reduce_log_sum_exp_default_axes_keepdims_random": (NO_SHADER, "sub of float64"),
-    "test_reduce_log_sum_exp_default_axes_keepdims_random_expanded": (NO_SHADER, "exp of float64"),
-    "test_reduce_log_sum_exp_do_not_keepdims_example": (NO_SHADER, "sub of float64"),
-    "test_reduce_log_sum_exp_do_not_keepdims_example_expanded": (NO_SHADER, "exp of float64"),
-    "test_reduce_log_sum_exp_do_not_keepdims_random": (NO_SHADER, "sub of float64"),
-    "test_reduce_log_sum_exp_do_not_keepdims_random_expanded": (NO_SHADER, "exp of float64"),
-    "test_reduce_log_sum_exp_keepdims_example": (NO_SHADER, "sub of float64"),
-    "test_reduce_log_sum_exp_keepdims_example_expanded": (NO_SHADER, "exp of float64"),
-    "test_reduce_log_sum_exp_keepdims_random": (NO_SHADER, "sub of float64"),
-    "test_reduce_log_sum_exp_keepdims_random_expanded": (NO_SHADER, "exp of float64"),
-    "test_reduce_log_sum_exp_negative_axes_keepdims_example": (NO_SHADER, "sub of float64"),
-    "test_reduce_log_sum_exp_negative_axes_keepdims_example_expanded": (
-        NO_SHADER,
-        "exp of float64",
-    ),
-    "test_reduce_log_sum_exp_negative_axes_keepdims_random": (NO_SHADER, "sub of float64"),
-    "test_reduce_log_sum_exp_negative_axes_keepdims_random_expanded": (NO_SHADER, "exp of float64"),
-    "test_reduce_max_bool_inputs": (NO_SHADER, "amax of bool"),
-    "test_reduce_min_bool_inputs": (NO_SHADER, "amin of bool"),
 }
 
 CASES = all_cases()

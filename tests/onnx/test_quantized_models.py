@@ -236,17 +236,29 @@ def test_dynamic_quantization_on_the_int8_kernels(tmp_path, name):
     assert all(ex.python_steps == 0 for ex in cm.executors())  # casts included
 
 
-def test_vulkan_refuses_dynamic_quantization_clearly(tmp_path, vulkan):
-    """device="vulkan" (no int8 shaders): DynamicQuantizeLinear stays a float composition there
-    (the runtime's int8 nodes never reach the Vulkan executor), whose uint8 zero point has no
-    shader either: the load is refused naming the node and the fix, as before the fused kernel."""
+def test_vulkan_runs_dynamic_quantization_as_the_cpu(tmp_path, vulkan):
+    """device="vulkan" (no int8 shaders): DynamicQuantizeLinear and MatMulInteger stay float
+    compositions there (the runtime's int8 nodes never reach the Vulkan executor), the uint8 zero
+    point and the exact integer products in float64 (binaryf64.comp, gemm64.comp, on a device
+    with shaderFloat64): the CPU's outputs bit for bit. Without float64 shaders the load is
+    refused, naming the node and the fix."""
     from gpucore.errors import DeviceError  # noqa: PLC0415
 
     src, dst = str(tmp_path / "f.onnx"), str(tmp_path / "dyn.onnx")
     onnx.save(MODELS["mlp"][0](np.random.default_rng(1)), src)
     quant.quantize_dynamic(src, dst, weight_type=quant.QuantType.QInt8, per_channel=True)
-    with pytest.raises(DeviceError, match=r"node to_dtype_\d+ \(to_dtype of uint8.*device='cpu'"):
-        gx.load(dst, device="vulkan")
+    if vulkan.ctx.float64:
+        x = model_input("mlp", 4)
+        got = gx.load(dst, device="vulkan")(gpucore.from_numpy(x)).cpu().numpy()
+        np.testing.assert_array_equal(got, gx.load(dst)(gpucore.from_numpy(x)).numpy())
+    vulkan.ctx.float64, had = False, vulkan.ctx.float64
+    try:
+        with pytest.raises(
+            DeviceError, match=r"node to_dtype_\d+ \(to_dtype of uint8.*device='cpu'"
+        ):
+            gx.load(dst, device="vulkan")
+    finally:
+        vulkan.ctx.float64 = had
 
 
 def test_qgemm_with_float_output(tmp_path):

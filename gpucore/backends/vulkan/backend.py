@@ -52,6 +52,10 @@ def _has_half(inputs, specs) -> bool:
     return False
 
 
+def _has_float64(inputs, specs) -> bool:
+    return any(t._dtype is D.float64 for t in inputs) or any(dt is D.float64 for _, dt in specs)
+
+
 def _widened(inputs, specs) -> tuple:
     ins = [_Widened(t) if t._dtype in _HALF else t for t in inputs]
     outs = [(shape, D.float32 if dt in _HALF else dt) for shape, dt in specs]
@@ -236,10 +240,13 @@ class VulkanBackend:
             and not self._fits_binding(inputs, specs)
         ):
             return False
+        speclist = specs if isinstance(specs, list) else [specs]
+        if getattr(k, "float64_math", False) and not self.ctx.float64:
+            if _has_float64(inputs, speclist):  # no shaderFloat64 / shaderInt64 on this device
+                return False
         if _accepts(k, inputs, specs):
             return True
         # float16 / bfloat16 through the float32 kernel (see the module docstring)
-        speclist = specs if isinstance(specs, list) else [specs]
         if direct or not _widens(k) or not _has_half(inputs, speclist):
             return False
         ins, outs = _widened(inputs, speclist)

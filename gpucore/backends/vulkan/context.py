@@ -106,6 +106,13 @@ class Context:
                 shaderIntegerDotProduct=vk.VK_TRUE,
             )
         self.integer_dot = dot
+        # float64 shaders (binaryf64.spv, kernels/elementwise.py) need shaderFloat64 and
+        # shaderInt64 (its int64 casts); enabled when the device has both, else float64 stays on
+        # the host (and a model compiled for Vulkan refuses its float64 nodes by name).
+        self.float64 = self._float64_features(vk, phys)
+        features = None
+        if self.float64:
+            features = vk.VkPhysicalDeviceFeatures(shaderFloat64=vk.VK_TRUE, shaderInt64=vk.VK_TRUE)
         self.device = vk.vkCreateDevice(
             phys,
             vk.VkDeviceCreateInfo(
@@ -113,6 +120,7 @@ class Context:
                 pNext=dot_features,
                 enabledExtensionCount=len(enabled),
                 ppEnabledExtensionNames=enabled or None,
+                pEnabledFeatures=features,
                 queueCreateInfoCount=1,
                 pQueueCreateInfos=[
                     vk.VkDeviceQueueCreateInfo(
@@ -198,6 +206,18 @@ class Context:
             )
             vk.vkGetPhysicalDeviceFeatures2(phys, f2)
             return bool(feat.shaderIntegerDotProduct)
+        except Exception:  # pragma: no cover - old loaders
+            return False
+
+    @staticmethod
+    def _float64_features(vk, phys) -> bool:
+        """shaderFloat64 and shaderInt64 of VkPhysicalDeviceFeatures (False where the loader
+        cannot report them, or GPUCORE_VULKAN_FLOAT64=0 asks to run float64 on the host)."""
+        if os.environ.get("GPUCORE_VULKAN_FLOAT64", "1") == "0":
+            return False
+        try:
+            f = vk.vkGetPhysicalDeviceFeatures(phys)
+            return bool(f.shaderFloat64) and bool(f.shaderInt64)
         except Exception:  # pragma: no cover - old loaders
             return False
 

@@ -30,8 +30,8 @@ def _np_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _int_div(a, b):
-    q = gc.div(a, b)
-    return q.to(a.dtype) if q.dtype is not a.dtype else q  # to_dtype truncates toward zero
+    # exact (a float quotient is not, past 2^24), and an integer kernel on every device
+    return gc.div(a, b, rounding_mode="trunc")
 
 
 def _pow(a, b):
@@ -83,12 +83,7 @@ def mod(ctx, node, ins):
     ta, tb = ctx.tensor(a), ctx.tensor(b)
     if ta.dtype.is_floating_point:
         return _float_mod(ta, tb, bool(fmod))
-    q = gc.div(ta.to(gc_float(ta)), tb.to(gc_float(ta)))
-    t = q.to(GPUCORE_TYPES[7]).to(q.dtype)  # trunc(q)
-    if not fmod:  # floor(q): one less where the truncation rounded up
-        t = t - gc.gt(t, q).to(q.dtype)
-    r = ta.to(q.dtype) - tb.to(q.dtype) * t
-    return r.to(ta.dtype) if r.dtype is not ta.dtype else r
+    return gc.fmod(ta, tb) if fmod else gc.remainder(ta, tb)  # exact integer kernels
 
 
 def _float_mod(a, b, fmod: bool):
@@ -103,11 +98,6 @@ def _float_mod(a, b, fmod: bool):
     other_side = gc.logical_and(gc.ne(r, 0.0), gc.ne(gc.lt(r, 0.0), gc.lt(b, 0.0)))
     r = gc.where(other_side, r + b, r)
     return gc.where(gc.eq(r, 0.0), b.sign() * 0.0, r)
-
-
-def gc_float(t):
-    """The float dtype to compute ``t``'s integer arithmetic in."""
-    return t.dtype if t.dtype.is_floating_point else GPUCORE_TYPES[11]
 
 
 @handles("Not")

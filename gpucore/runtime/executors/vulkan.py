@@ -25,7 +25,10 @@ from ...backends.vulkan.kernels import KERNELS as VK_KERNELS
 from ...backends.vulkan.kernels import copy_array
 from ...backends.vulkan.kernels import fused as vk_fused
 from ...backends.vulkan.kernels.gemm import gemm as vk_gemm
-from ...dtypes import bfloat16, bool_, float16, float32
+from ...backends.vulkan.kernels.gemm64 import gemm64 as vk_gemm64
+from ...backends.vulkan.kernels.gemm64 import supported as vk_gemm64_supported
+from ...backends.vulkan.kernels.reduce64 import attention64 as vk_attention64
+from ...dtypes import bfloat16, bool_, float16, float32, float64
 from ...errors import DeviceError
 from ...ops.registry import REGISTRY
 from ..ir.ops import TensorSpec, op_info
@@ -45,6 +48,9 @@ def _record_gemm(be, out, ins, attrs):
     a = np.broadcast_to(a, batch + a.shape[-2:])
     b = np.broadcast_to(b, batch + b.shape[-2:])
     bias = ins[2] if len(ins) > 2 else None
+    if out.dtype == np.float64:  # gemm64.comp (checked: the device has shaderFloat64, no act)
+        vk_gemm64(be, out, a, b, alpha=float(attrs["alpha"]), bias=bias)
+        return None
     if out.dtype == np.float32:
         vk_gemm(be, out, a, b, alpha=float(attrs["alpha"]), bias=bias, activation=attrs["act"])
         return None
@@ -71,6 +77,8 @@ def _record_attention(be, out, ins, attrs):
         out = out.transpose(0, 2, 1, 3)  # out is [B, S, H, D]: write it through the view
     mask = ins[3] if len(ins) > 3 else None
     q, k, v = ins[:3]
+    if q.dtype == np.float64:  # composed (reduce64.py): checked non-causal, shaderFloat64
+        return vk_attention64(be, out, q, k, v, mask, float(attrs["scale"]))
     vk_fused.attention(be, out, q, k, v, mask, float(attrs["scale"]), bool(attrs["causal"]))
 
 
@@ -90,7 +98,7 @@ def _record_conv2d(be, out, ins, attrs) -> np.ndarray:
     o, _, kh, kw = w.shape
     oh, ow = out.shape[2:]
     k = c * kh * kw
-    col = be.empty_array((n, k, oh * ow), np.float32)
+    col = be.empty_array((n, k, oh * ow), out.dtype)  # float32, or float64 (gemm64 below)
     VK_KERNELS["im2col"](
         be,
         col,
@@ -103,7 +111,10 @@ def _record_conv2d(be, out, ins, attrs) -> np.ndarray:
     )
     a = np.broadcast_to(w.reshape(o, k), (n, o, k))
     bias = ins[2].reshape(o, 1) if len(ins) > 2 else None
-    vk_gemm(be, out.reshape(n, o, oh * ow), a, col, bias=bias)
+    if out.dtype == np.float64:
+        vk_gemm64(be, out.reshape(n, o, oh * ow), a, col, bias=bias)
+    else:
+        vk_gemm(be, out.reshape(n, o, oh * ow), a, col, bias=bias)
     return col
 
 
@@ -154,7 +165,11 @@ class VulkanExecutor:
                 # may be bool): GEMM reads halves itself, the others run widened to float32
                 floats = [d for d in dts if not (node.op == "attention" and d is bool_)]
                 supported = all(d is floats[0] for d in floats) and floats[0] in GEMM_DTYPES
-                if supported and floats[0] is not float32 and node.op != "gemm":
+                if node.op in ("gemm", "conv2d") and all(d is float64 for d in dts):
+                    supported = self._gemm64_ok(node)
+                if node.op == "attention" and all(d is float64 for d in floats):
+                    supported = self.be.ctx.float64 and not node.attrs.get("causal")
+                if supported and floats[0] in (float16, bfloat16) and node.op != "gemm":
                     self.widened.add(node.output)
             else:
                 rop = REGISTRY.get(node.op)
@@ -171,10 +186,24 @@ class VulkanExecutor:
                 operands = ", ".join(
                     f"{g.tensors[n].dtype.name}{list(g.tensors[n].shape)}" for n in node.inputs
                 )
+                why = ""
+                if float64 in dts and not self.be.ctx.float64:
+                    why = f" ({self.be.ctx.info.name} has no shaderFloat64 / shaderInt64)"
                 raise DeviceError(
                     f"device='vulkan': node {node.output} ({node.op} of {operands}) has no "
-                    "Vulkan shader for these inputs; compile the model with device='cpu'"
+                    f"Vulkan shader for these inputs{why}; compile the model with device='cpu'"
                 )
+
+    def _gemm64_ok(self, node) -> bool:
+        """A float64 gemm / conv2d (im2col's word pairs, then one batched GEMM) node runs on
+        gemm64.comp: a device with shaderFloat64, no activation."""
+        g = self.graph
+        shapes = [tuple(g.tensors[n].shape) for n in node.inputs[:2]]
+        if node.op == "conv2d":
+            shapes = [(1, 1), (1, 1)]  # [n, o, k] @ [n, k, oh * ow]: one batch dim
+        return (
+            self.be.ctx.float64 and node.attrs.get("act") is None and vk_gemm64_supported(*shapes)
+        )
 
     def _bind(self):
         be = self.be

@@ -115,24 +115,22 @@ def test_float_to_bool_nan_is_true(vulkan):
     np.testing.assert_array_equal(dev(a).bool().numpy(), [True, False, False, True, True])
 
 
-def test_casts_the_shaders_do_not_handle_run_on_cpu(vulkan):
+def test_float64_casts_run_where_the_device_has_float64(vulkan, monkeypatch):
+    """binaryf64.comp casts on a device with shaderFloat64 / shaderInt64; elsewhere the CPU."""
     x = dev(rand(100))
-    with gpucore.dispatch.trace_ops() as ops:
-        y = x.double()  # float64: no shader (int64 casts run on binary64.comp)
-        z = x.long().double()
-    # ...and the results go back where the input was: a dtype change keeps the device (PyTorch)
-    assert [o[:2] for o in ops] == [
-        ("to_dtype", "cpu"),
-        ("to_device", "vulkan"),
-        ("to_dtype", "vulkan"),
-        ("to_dtype", "cpu"),
-        ("to_device", "vulkan"),
-    ]
-    assert y.device.type == z.device.type == "vulkan"
+    for has in (True, False) if vulkan.ctx.float64 else (False,):
+        monkeypatch.setattr(vulkan.ctx, "float64", has)
+        with gpucore.dispatch.trace_ops() as ops:
+            y = x.double()
+            z = x.long().double()
+        where = "vulkan" if has else "cpu"
+        assert [o[1] for o in ops if o[0] == "to_dtype"] == [where, "vulkan", where]
+        # ...and the results go back where the input was: a dtype change keeps the device
+        assert y.device.type == z.device.type == "vulkan"
+        np.testing.assert_array_equal(y.numpy(), x.cpu().numpy().astype(np.float64))
+        want = x.cpu().numpy().astype(np.int64).astype(np.float64)
+        np.testing.assert_array_equal(z.numpy(), want)
     assert x.to(gpucore.float64, device="cpu").device.type == "cpu"
-    np.testing.assert_array_equal(y.numpy(), x.cpu().numpy().astype(np.float64))
-    want = x.cpu().numpy().astype(np.int64).astype(np.float64)
-    np.testing.assert_array_equal(z.numpy(), want)
 
 
 # ----------------------------------------------------------------------------- log1p

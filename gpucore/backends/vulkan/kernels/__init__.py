@@ -20,6 +20,13 @@ shaders (shaders/half.glsl: conversions with integer instructions, bit-exact wit
 that take them themselves set ``fn.half = True`` (binary.comp's family, copies, unary.comp,
 reductions, GEMM); the backend runs every other kernel on them widened to float32 (backend.py).
 
+float64 runs in native doubles (binaryf64.comp, reduce64.py's reduce64.comp, gemm64.py's
+gemm64.comp, scan.comp's scan64) only where the device has shaderFloat64 and shaderInt64
+(``Context.float64``, enabled by context.py): kernels that may compute in doubles set
+``fn.float64_math = True`` and ``VulkanBackend.supports`` keeps their float64 calls on the host
+elsewhere (a compiled model refuses them by node). Moving float64 bits (copies, where, gather)
+needs no feature.
+
 Push-constant layouts are declared once in each shader and mirrored once here, next to the
 function that fills them (``_push`` packs ints as uint32 and floats as float32 bits).
 """

@@ -50,6 +50,10 @@ _I64, _I8, _U8, _F16, _BF16 = 3, 4, 5, 6, 7
 _NPTYPE.update({np.dtype(np.int64): _I64, np.dtype(np.int8): _I8, np.dtype(np.uint8): _U8})
 # bfloat16 is stored as uint16 bit patterns (gpucore.dtypes), the only uint16 arrays there are
 _NPTYPE.update({np.dtype(np.float16): _F16, np.dtype(np.uint16): _BF16})
+# float64 (binaryf64.comp, native doubles: only where the device has shaderFloat64 and
+# shaderInt64; kernels flagged float64_math, checked by VulkanBackend.supports)
+_F64 = 8
+_NPTYPE[np.dtype(np.float64)] = _F64
 _BYTES = (_BOOL, _I8, _U8)  # packed four to a 32-bit word
 _HALVES = (_F16, _BF16)  # packed two to a 32-bit word
 _HALF = (D.float16, D.bfloat16)
@@ -78,6 +82,7 @@ class _Layout:
 
 
 _BIN_PUSH = _Layout(7, 8, 3)
+_F64_PUSH = _Layout(9, 7, 3)  # binaryf64.comp: clamp's bounds as doubles, 7 dims
 _WHERE_PUSH = _Layout(6, 6, 4)
 
 
@@ -131,9 +136,10 @@ def _fits(shape: tuple, inputs, limit: int) -> bool:
     return len(shape) <= limit or _ndim_after_collapse(shape, inputs) <= limit
 
 
-def _run_strided(be, out, code: int, tin: int, a, b=None, lo=0.0, hi=0.0, tout=None):
+def _run_strided(be, out, code: int, tin: int, a, b=None, lo=0.0, hi=0.0, tout=None, mode=None):
     """out = OP(a, b) through binary.comp (b = a for the unary ops). ``tin`` / ``tout``: type
-    codes (``tout`` defaults to out's numpy dtype; bfloat16 outputs must pass _BF16)."""
+    codes (``tout`` defaults to out's numpy dtype; bfloat16 outputs must pass _BF16); ``mode``:
+    integer DIV's MODE (specialization constant 4)."""
     n = out.size
     if n == 0:
         return
@@ -146,10 +152,14 @@ def _run_strided(be, out, code: int, tin: int, a, b=None, lo=0.0, hi=0.0, tout=N
         sh, sa, sb = [n], [fa], [fb]
     else:
         sh, (sa, sb) = _collapse(shape, [_strides_in(shape, oa), _strides_in(shape, ob)])
-    if len(sh) > _BIN_PUSH.dims:  # accepts() keeps these on the CPU
-        raise ValueError(f"internal: {len(sh)} dims after merging exceed the shader's 8")
     if tout is None:
         tout = _NPTYPE[out.dtype]
+    f64 = _F64 in (tin, tout)
+    layout = _F64_PUSH if f64 else _BIN_PUSH
+    if len(sh) > layout.dims:  # accepts() keeps these on the CPU
+        raise ValueError(
+            f"internal: {len(sh)} dims after merging exceed the shader's {layout.dims}"
+        )
     if tout in _BYTES:
         assert oy.offset % 4 == 0, "byte outputs must start on a 32-bit word"
         y_off, words = oy.offset // 4, -(-n // 4)
@@ -157,13 +167,19 @@ def _run_strided(be, out, code: int, tin: int, a, b=None, lo=0.0, hi=0.0, tout=N
         assert oy.offset % 2 == 0, "16-bit outputs must start on a 32-bit word"
         y_off, words = oy.offset // 2, -(-n // 2)
     else:
-        y_off, words = oy.offset * (2 if tout == _I64 else 1), n
-    push = _BIN_PUSH.pack([n, len(sh), oa.offset, ob.offset, y_off, 0, 0], sh, (sa, sb))
-    push[5:7] = np.array([lo, hi], np.float32).view(np.uint32)
+        y_off, words = oy.offset * (2 if tout in (_I64, _F64) else 1), n
+    if f64:
+        push = _F64_PUSH.pack([n, len(sh), oa.offset, ob.offset, y_off], sh, (sa, sb))
+        push[5:9] = np.array([lo, hi], np.float64).view(np.uint32)
+        shader = "binaryf64"
+    else:
+        push = _BIN_PUSH.pack([n, len(sh), oa.offset, ob.offset, y_off, 0, 0], sh, (sa, sb))
+        push[5:7] = np.array([lo, hi], np.float32).view(np.uint32)
+        shader = "binary64" if _I64 in (tin, tout) else "binary"
     _dispatch(
         be,
-        "binary64" if _I64 in (tin, tout) else "binary",
-        (code, tin, tout),
+        shader,
+        (code, tin, tout) if mode is None else (code, tin, tout, mode),
         [(a, oa, False), (b, ob, False), (out, oy, True)],
         push,
         groups_1d(words, flat_local_size(be)),
@@ -178,7 +194,7 @@ def _accepts_binary(types, out_bool=False):
             return False
         if dt is not (D.bool_ if out_bool else a._dtype):
             return False
-        return _fits(shape, inputs, 8)
+        return _fits(shape, inputs, 7 if a._dtype is D.float64 else 8)
 
     return accepts
 
@@ -195,13 +211,12 @@ def _binary(name, code):
 
 
 _FLOAT_ONLY = (D.float32, *_HALF)  # the half types computed in float32 and rounded back
-_NUMERIC = (D.float32, D.int32, D.int64)  # int64 through binary64.comp
+_NUMERIC = (D.float32, D.int32, D.int64, D.float64)  # int64: binary64.comp, float64: binaryf64
 _INT8 = (D.int8, D.uint8)  # binary.comp's byte types: results wrap to 8 bits, as on the CPU
 for _name in ("add", "sub", "mul", "maximum", "minimum"):
     _accepts = _accepts_binary((*_NUMERIC, *_INT8, *_HALF))
     kernel(_name, accepts=_accepts)(_binary(_name, _OP[_name]))
-for _name in ("div", "pow"):
-    kernel(_name, accepts=_accepts_binary(_FLOAT_ONLY))(_binary(_name, _OP[_name]))
+kernel("div", accepts=_accepts_binary((*_FLOAT_ONLY, D.float64)))(_binary("div", _OP["div"]))
 for _name in ("eq", "ne", "lt", "le", "gt", "ge"):  # bool too: binary.comp compares the bytes
     _accepts = _accepts_binary((*_NUMERIC, *_INT8, *_HALF, D.bool_), out_bool=True)
     kernel(_name, accepts=_accepts)(_binary(_name, _OP[_name]))
@@ -209,9 +224,79 @@ for _name in ("logical_and", "logical_or", "logical_xor"):
     kernel(_name, accepts=_accepts_binary((D.bool_,), out_bool=True))(_binary(_name, _OP[_name]))
 
 
+# ----------------------------------------------------------------------------- integer division
+# binary.comp / binary64.comp's DIV on integers, by MODE (specialization constant 4); POW on
+# integers is square-and-multiply. Division by zero: a divisor that is a host tensor is checked
+# when the op is accepted and raises the CPU kernel's ZeroDivisionError (a negative host exponent
+# its ValueError), as the op would on the CPU; one on the device is not read back (that would wait
+# for the device): the shaders give numpy's 0 for x / 0 and x % 0 and trunc(1 / x^-e) for a
+# negative exponent.
+_IDIV = {"trunc": 0, "floor": 1, "remainder": 2, "fmod": 3}
+_INTS = (D.int32, D.int64, *_INT8)
+
+
+def _check_host_operand(name: str, b) -> None:
+    """The CPU kernel's error for a host divisor holding 0 (``pow``: a negative exponent); b is
+    a tensor (a spec, in a compiled model's check, has no values and passes)."""
+    if getattr(b, "_dev", True) is not None or getattr(b, "_data", None) is None:
+        return
+    values = b._data
+    if name == "pow":
+        if (values < 0).any():
+            raise ValueError("pow(): integers to negative integer powers are not allowed")
+    elif (values == 0).any():
+        raise ZeroDivisionError(f"{name}(): integer division by zero")
+
+
+def _accepts_int(name: str):
+    def accepts(inputs, specs):
+        """Integers of one dtype (int8, uint8, int32, int64), the result of that dtype."""
+        if not _accepts_binary(_INTS)(inputs, specs):
+            return False
+        _check_host_operand(name, inputs[1])
+        return True
+
+    return accepts
+
+
+def _run_int(be, out, name: str, mode: int, a, b):
+    code = _OP["pow" if name == "pow" else "div"]
+    _run_strided(be, out, code, _NPTYPE[a.dtype], a, b, mode=mode)
+
+
+@kernel("div_rounded", accepts=_accepts_int("div"))
+def _div_rounded(be, out, a, b, rounding_mode):
+    _run_int(be, out, "div", _IDIV[rounding_mode], a, b)
+
+
+@kernel("remainder", accepts=_accepts_int("remainder"))
+def _remainder(be, out, a, b):
+    _run_int(be, out, "remainder", _IDIV["remainder"], a, b)
+
+
+@kernel("fmod", accepts=_accepts_int("fmod"))
+def _fmod(be, out, a, b):
+    _run_int(be, out, "fmod", _IDIV["fmod"], a, b)
+
+
+def _accepts_pow(inputs, specs):
+    return _accepts_binary(_FLOAT_ONLY)(inputs, specs) or _accepts_int("pow")(inputs, specs)
+
+
+_float_pow = _binary("pow", _OP["pow"])
+
+
+@kernel("pow", accepts=_accepts_pow)
+def _pow(be, out, a, b):
+    if a.dtype.kind in "iu":
+        _run_int(be, out, "pow", 0, a, b)
+    else:
+        _float_pow(be, out, a, b)
+
+
 def _accepts_logical_not(inputs, specs):
     (x,) = inputs
-    return x._dtype.np in _NPTYPE and _fits(specs[0], inputs, 8)
+    return x._dtype.np in _NPTYPE and _fits(specs[0], inputs, 7)
 
 
 @kernel("logical_not", accepts=_accepts_logical_not)
@@ -224,7 +309,13 @@ def _accepts_float_unary(inputs, specs):
     return dt in _FLOAT_ONLY and specs[1] is dt and _fits(specs[0], inputs, 8)
 
 
-@kernel("clamp", accepts=_accepts_float_unary)
+def _accepts_clamp(inputs, specs):
+    if inputs[0]._dtype is D.float64:
+        return specs[1] is D.float64 and _fits(specs[0], inputs, 7)
+    return _accepts_float_unary(inputs, specs)
+
+
+@kernel("clamp", accepts=_accepts_clamp)
 def _clamp(be, out, x, min=None, max=None):  # noqa: A002 - the op's attribute names
     lo = -np.inf if min is None else float(min)
     hi = np.inf if max is None else float(max)
@@ -247,13 +338,26 @@ def _accepts_cast(inputs, specs):
     return _fits(specs[0], inputs, 8)
 
 
+def _accepts_cast_f64(inputs, specs):
+    """float64 to and from float32, int64, int32, int8, uint8 and bool (binaryf64.comp), and
+    float16 / bfloat16 through float32 (as the CPU computes them: float64 -> float32 -> half);
+    the other casts as ``_accepts_cast``."""
+    src, dst = inputs[0]._dtype, specs[1]
+    if D.float64 not in (src, dst):
+        return _accepts_cast(inputs, specs)
+    other = dst if src is D.float64 else src
+    return other in (D.float64, D.float32, D.int64, D.int32, *_INT8, D.bool_, *_HALF) and _fits(
+        specs[0], inputs, 7
+    )
+
+
 _SIMPLE = (*_TYPE, D.int64)
 
 
-@kernel("to_dtype", accepts=_accepts_cast)
+@kernel("to_dtype", accepts=_accepts_cast_f64)
 def _to_dtype(be, out, x, dtype):
-    if x.dtype.itemsize + out.itemsize == 10:  # int64 <-> float16 / bfloat16: through float32,
-        mid = be.empty_array(x.shape, np.float32)  # as the CPU computes it
+    if x.dtype.itemsize + out.itemsize == 10:  # int64 / float64 <-> float16 / bfloat16:
+        mid = be.empty_array(x.shape, np.float32)  # through float32, as the CPU computes it
         _run_strided(be, mid, _OP["to_dtype"], _NPTYPE[x.dtype], x)
         x = mid
     _run_strided(be, out, _OP["to_dtype"], _NPTYPE[x.dtype], x)
@@ -311,3 +415,9 @@ def _where(be, out, cond, a, b):
 for _fn in {KERNELS[n] for n in list(KERNELS) if KERNELS[n].__module__ == __name__}:
     _fn.chunk_rows = True
     _fn.half = _fn is not _where
+
+# The kernels whose float64 operands run on binaryf64.comp (doubles in the shader: the device
+# must have shaderFloat64 and shaderInt64); where moves float64 as bits, anywhere.
+for _name in ("add", "sub", "mul", "div", "maximum", "minimum", "eq", "ne", "lt", "le", "gt",
+              "ge", "logical_not", "clamp", "to_dtype"):  # fmt: skip
+    KERNELS[_name].float64_math = True

@@ -38,6 +38,7 @@ import numpy as np
 from .... import _cpu
 from .... import dtypes as D
 from ....errors import DeviceError, DTypeError, ShapeError
+from . import gemm64
 from .common import contiguous, copy_array, kernel
 from .elementwise import cast_array
 
@@ -443,9 +444,23 @@ def _widened(be, t):
     return w
 
 
-@kernel("matmul", accepts=_accepts_same_float)
+def _accepts_matmul(inputs, specs):
+    """``_accepts_same_float``, or float64 operands of at least 2 dims (gemm64.comp)."""
+    if specs[1] is D.float64:
+        a, b = inputs
+        return a._dtype is b._dtype is D.float64 and gemm64.supported(a.shape, b.shape)
+    return _accepts_same_float(inputs, specs)
+
+
+@kernel("matmul", accepts=_accepts_matmul)
 def _matmul(be, out, a, b):
+    if out.dtype == np.float64:
+        gemm64.gemm64(be, out, a, b)
+        return
     _rounded(be, out, lambda c: gemm(be, c, a, b))
+
+
+_matmul.float64_math = True  # float64 products need shaderFloat64 (VulkanBackend.supports)
 
 
 @kernel("linear", accepts=_accepts_same_float)

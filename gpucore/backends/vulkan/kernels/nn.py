@@ -30,6 +30,7 @@ import numpy as np
 from .... import _cpu
 from .... import dtypes as D
 from ....errors import GpucoreIndexError
+from . import reduce64
 from .common import _push, contiguous, groups_1d, kernel, launch
 from .reduce import oni, shader, split, use_rows, wg_size
 
@@ -91,9 +92,22 @@ def softmax_like(be, op, out, x, y, dim):
     _softmax_pass(be, op, APPLY, xc, yc, out, st, outer, n, inner, nch, chunk, wg, rows)
 
 
-@kernel("softmax", accepts=_same_float)
+def _accepts_softmax(inputs, specs):
+    """_same_float's dtypes, or float64 (reduce64.py's composition; flagged float64_math below)."""
+    if inputs[0]._dtype is D.float64:
+        return specs[1] is D.float64
+    return _same_float(inputs, specs)
+
+
+@kernel("softmax", accepts=_accepts_softmax)
 def _softmax(be, out, x, dim):
+    if x.dtype == np.float64:
+        reduce64.softmax64(be, out, x, dim)
+        return
     softmax_like(be, SOFTMAX, out, x, None, dim)
+
+
+_softmax.float64_math = True
 
 
 @kernel("log_softmax", accepts=_same_float)

@@ -27,9 +27,9 @@ def _conv_push(total, x_off, col_off, h, w, kernel, stride, padding, dilation, o
     return _push(total, x_off, col_off, h, w, *kernel, *stride, *padding, *dilation, oh, ow)
 
 
-def _planes_per_dispatch(be, plane_x: int, plane_col: int) -> int:
+def _planes_per_dispatch(be, plane_x: int, plane_col: int, item: int = 4) -> int:
     limit = be.ctx.limits["maxStorageBufferRange"] - be.align  # room for the aligned-down start
-    biggest = 4 * max(plane_x, plane_col, 1)
+    biggest = item * max(plane_x, plane_col, 1)
     return max(1, limit // biggest)
 
 
@@ -43,7 +43,9 @@ def _run(be, mode, x, col, n, c, h, w, kernel, stride, padding, dilation):
         return
     xf = x.reshape(planes, plane_x)
     cf = col.reshape(planes, plane_col)
-    step = _planes_per_dispatch(be, plane_x, plane_col)
+    step = _planes_per_dispatch(be, plane_x, plane_col, x.itemsize)
+    # float64 (the compiled executor's float64 conv2d): word pairs, im2col only
+    spec = (mode,) if x.itemsize == 4 else (mode, 2)
     local = local_size(be)
     for p0 in range(0, planes, step):
         p1 = min(planes, p0 + step)
@@ -65,7 +67,7 @@ def _run(be, mode, x, col, n, c, h, w, kernel, stride, padding, dilation):
         launch(
             be,
             "im2col",
-            (mode,),
+            spec,
             [(xs, mode == COL2IM), (cs, mode == IM2COL)],
             push,
             groups_1d(total, local),

@@ -25,8 +25,11 @@ import numpy as np
 
 from .... import _cpu
 from .... import dtypes as D
+from . import reduce64
 from .common import KERNELS, _push, contiguous, copy_array, groups_1d, kernel, launch, local_size
-from .elementwise import cast_array
+from .elementwise import _NPTYPE, _OP, _run_strided, cast_array
+
+_CLAMP = _OP["clamp"]
 
 # reduce.comp's OP codes and push flags, from cpu/opcodes.def
 _OP, _FLAG = _cpu.OPCODES["reduce_op"], _cpu.OPCODES["reduce_flag"]
@@ -192,24 +195,92 @@ def _accepts_values(inputs, specs):
     return dt in _FLOATS and specs[1] in (dt, D.float32)
 
 
-@kernel("sum", accepts=_accepts_values)
+@kernel("sum", accepts=lambda i, s: _accepts_values(i, s) or _accepts_f64(i, s))
 def _sum(be, out, x, dims, keepdim, shape):
+    if x.dtype == np.float64:
+        _f64(be, out, x, dims, SUM)
+        return
     reduce(be, x, dims, SUM, vals=out)
 
 
-@kernel("mean", accepts=_accepts_values)
+@kernel("mean", accepts=lambda i, s: _accepts_values(i, s) or _accepts_f64(i, s))
 def _mean(be, out, x, dims, keepdim, shape):
+    if x.dtype == np.float64:
+        _f64(be, out, x, dims, SUM, mean=True)
+        return
     reduce(be, x, dims, SUM, vals=out, mean=True)
 
 
-@kernel("amax", accepts=_accepts_values)
+# bool, int8 and uint8 max / min, and all / any: exact in float32 (every value is), so the data
+# is cast to float32 on the device (all / any: its truth value first, NaN true as on the CPU),
+# reduced by reduce.comp and cast back.
+_SMALL = (D.bool_, D.int8, D.uint8)
+
+
+def _accepts_small(inputs, specs):
+    return inputs[0]._dtype in _SMALL and specs[1] is inputs[0]._dtype
+
+
+def _accepts_truth(inputs, specs):
+    return inputs[0]._dtype in (*_SMALL, D.int32, D.float32) and specs[1] is D.bool_
+
+
+def _via_float(be, out, x, dims, op: int, truth: bool = False):
+    if truth and x.dtype != np.bool_:
+        b = be.empty_array(x.shape, np.bool_)
+        cast_array(be, b, x)
+        x = b
+    f = be.empty_array(x.shape, np.float32)
+    cast_array(be, f, x)
+    v = be.empty_array(out.shape, np.float32)
+    reduce(be, f, dims, op, vals=v)
+    if truth:  # an empty reduction gives -inf (any: False) / +inf (all: True), as 0 / 1
+        _run_strided(be, v, _CLAMP, _NPTYPE[v.dtype], v, lo=0.0, hi=1.0)
+    cast_array(be, out, v)
+
+
+def _accepts_f64(inputs, specs):
+    return inputs[0]._dtype is D.float64 and specs[1] is D.float64
+
+
+def _accepts_extreme(inputs, specs):
+    return any(f(inputs, specs) for f in (_accepts_values, _accepts_small, _accepts_f64))
+
+
+def _f64(be, out, x, dims, op, mean=False):
+    """float64 through reduce64.comp (devices with shaderFloat64: the kernels are flagged)."""
+    xc, outer, n, inner = oni(be, x, dims)
+    reduce64.run(be, out, xc, outer, n, inner, op, mean)
+
+
+@kernel("amax", accepts=_accepts_extreme)
 def _amax(be, out, x, dims, keepdim, shape):
-    reduce(be, x, dims, MAX, vals=out)
+    if x.dtype == np.float64:
+        _f64(be, out, x, dims, MAX)
+    elif x.dtype in (np.bool_, np.int8, np.uint8):
+        _via_float(be, out, x, dims, MAX)
+    else:
+        reduce(be, x, dims, MAX, vals=out)
 
 
-@kernel("amin", accepts=_accepts_values)
+@kernel("amin", accepts=_accepts_extreme)
 def _amin(be, out, x, dims, keepdim, shape):
-    reduce(be, x, dims, MIN, vals=out)
+    if x.dtype == np.float64:
+        _f64(be, out, x, dims, MIN)
+    elif x.dtype in (np.bool_, np.int8, np.uint8):
+        _via_float(be, out, x, dims, MIN)
+    else:
+        reduce(be, x, dims, MIN, vals=out)
+
+
+@kernel("any", accepts=_accepts_truth)
+def _any(be, out, x, dims, keepdim):
+    _via_float(be, out, x, dims, MAX, truth=True)
+
+
+@kernel("all", accepts=_accepts_truth)
+def _all(be, out, x, dims, keepdim):
+    _via_float(be, out, x, dims, MIN, truth=True)
 
 
 def _dim_kernel(op):
@@ -239,3 +310,5 @@ kernel("argmin", accepts=_accepts_dim)(_arg_kernel(MIN))
 # float16 / bfloat16 are read by reduce.comp itself (backend.py never widens these kernels)
 for _name in ("sum", "mean", "amax", "amin", "max_dim", "min_dim", "argmax", "argmin"):
     KERNELS[_name].half = True
+for _name in ("sum", "mean", "amax", "amin"):  # float64 on reduce64.comp: shaderFloat64 only
+    KERNELS[_name].float64_math = True

@@ -1,7 +1,8 @@
-"""Scan kernels (gpucore/ops/scan.py): cumsum and cumprod of float32, int32 and int64
-(shaders/scan.comp), the CPU kernel's bits: each (outer, inner) lane is scanned in order by one
-invocation, as numpy's accumulate does. A lane longer than ``MAX_LANE`` stays on the host (eager)
-or is refused by the Vulkan executor: one invocation walking it would run for too long."""
+"""Scan kernels (gpucore/ops/scan.py): cumsum and cumprod of float32, int32, int64 and float64
+(shaders/scan.comp; float64 as scan64.spv, on devices with shaderFloat64), the CPU kernel's
+bits: each (outer, inner) lane is scanned in order by one invocation, as numpy's accumulate
+does. A lane longer than ``MAX_LANE`` stays on the host (eager) or is refused by the Vulkan
+executor: one invocation walking it would run for too long."""
 
 from __future__ import annotations
 
@@ -13,13 +14,14 @@ from .... import dtypes as D
 from .common import _dispatch, contiguous, copy_array, flat_local_size, groups_1d, kernel
 
 _TYPES = {np.dtype(np.float32): 0, np.dtype(np.int32): 1, np.dtype(np.int64): 2}
+_TYPES[np.dtype(np.float64)] = 3  # scan64.spv (shaderFloat64: the kernels are float64_math)
 MAX_LANE = 1 << 22
 
 
 def _accepts(inputs, specs):
     (x,) = inputs
     shape, dt = specs
-    if dt is not x._dtype or dt not in (D.float32, D.int32, D.int64):
+    if dt is not x._dtype or dt not in (D.float32, D.int32, D.int64, D.float64):
         return False
     return max(x.shape, default=1) <= MAX_LANE  # the scanned dim is one of them
 
@@ -38,7 +40,7 @@ def _scan(mode: int):
         lanes = outer * inner
         _dispatch(
             be,
-            "scan",
+            "scan64" if x.dtype == np.float64 else "scan",
             (mode, _TYPES[x.dtype]),
             [(src, ox, False), (y, oy, True)],
             np.array([lanes, n, inner, ox.offset, oy.offset], np.uint32),
@@ -50,5 +52,5 @@ def _scan(mode: int):
     return run
 
 
-kernel("cumsum", accepts=_accepts)(_scan(0))
-kernel("cumprod", accepts=_accepts)(_scan(1))
+kernel("cumsum", accepts=_accepts)(_scan(0)).float64_math = True
+kernel("cumprod", accepts=_accepts)(_scan(1)).float64_math = True

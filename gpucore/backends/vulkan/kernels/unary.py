@@ -25,7 +25,7 @@ from .common import (
     kernel,
     try_fuse,
 )
-from .elementwise import _NPTYPE, _OP, _accepts_float_unary, _run_strided
+from .elementwise import _NPTYPE, _OP, _accepts_float_unary, _fits, _run_strided
 
 # Op codes come from cpu/opcodes.def through the extension (unary.comp / fused.comp use the same).
 _OPCODES = _cpu.OPCODES
@@ -80,8 +80,45 @@ def _unary(name, code):
     return run
 
 
+# float64: the unary ops binaryf64.comp computes exactly on doubles (its UNARY mode)
+_F64_UNARY = (
+    "neg",
+    "abs",
+    "sqrt",
+    "sign",
+    "reciprocal",
+    "floor",
+    "ceil",
+    "trunc",
+    "round",
+    "exp",
+    "log",
+)
+
+
+def _accepts_f64_unary(inputs, specs):
+    return inputs[0]._dtype is D.float64 and specs[1] is D.float64 and _fits(specs[0], inputs, 7)
+
+
+def _with_float64(name, code, run):
+    def run64(be, out, x, **attrs):
+        if x.dtype == np.float64:
+            if out.size:
+                _run_strided(be, out, code, _NPTYPE[x.dtype], x, mode=1)
+            return
+        run(be, out, x, **attrs)
+
+    run64.half = True
+    run64.float64_math = True
+    return run64
+
+
 for _name, _code in _UNARY_CODES.items():
-    kernel(_name, accepts=_accepts_same_float)(_unary(_name, _code))
+    if _name in _F64_UNARY:
+        _acc = lambda i, s: _accepts_same_float(i, s) or _accepts_f64_unary(i, s)  # noqa: E731
+        kernel(_name, accepts=_acc)(_with_float64(_name, _code, _unary(_name, _code)))
+    else:
+        kernel(_name, accepts=_accepts_same_float)(_unary(_name, _code))
 
 
 def _unary_bwd(name, code):
