@@ -173,6 +173,43 @@ def test_gemm_grid_splits(vulkan, variant, monkeypatch):
     assert_norm_close(host(vulkan, out), A.astype(np.float64) @ B)
 
 
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize(
+    "case",
+    [
+        "b_transposed",  # a Linear's weight (N, K) used as B: halved along N
+        "b_rows",  # a (K, N) B: halved along K, accumulating
+        "a_rows",  # a large A: halved along M
+        "a_transposed",  # a large column-major A: halved along K
+    ],
+)
+def test_gemm_operands_larger_than_one_binding_run_in_bands(vulkan, variant, case, monkeypatch):
+    # A 16 KiB maxStorageBufferRange stands for lavapipe's 128 MiB (AlexNet's 144 MiB weight):
+    # gemm() cuts the product into pieces that each fit one binding; with beta, bias and an
+    # activation, which must apply once.
+    monkeypatch.setattr(vulkan, "max_range", 16 << 10)
+    big_a = case.startswith("a")
+    m, k, n = (70, 96, 5) if big_a else (3, 96, 70)
+    A, B = rand(m, k), rand(k, n)
+    C0, bias = rand(m, n), rand(n)
+    a = dev_t(vulkan, A) if case == "a_transposed" else dev(vulkan, A)
+    b = dev_t(vulkan, B) if case == "b_transposed" else dev(vulkan, B)
+    assert max(G._span(a), G._span(b)) > vulkan.max_range
+    out = dev(vulkan, C0)
+    G.gemm(vulkan, out, a, b, alpha=0.5, beta=-1.5, bias=dev(vulkan, bias), activation="relu",
+           variant=variant)  # fmt: skip
+    want = np.maximum(0.5 * (A.astype(np.float64) @ B) - 1.5 * C0 + bias, 0.0)
+    assert_norm_close(host(vulkan, out), want)
+
+
+def test_a_batch_larger_than_one_binding_is_refused_clearly(vulkan, monkeypatch):
+    monkeypatch.setattr(vulkan, "max_range", 16 << 10)
+    a = dev(vulkan, rand(64, 1, 80))  # 20 KiB through its batch dimension alone
+    out = vulkan.empty_array((64, 1, 1), np.float32)
+    with pytest.raises(gpucore.errors.DeviceError, match="largest storage binding"):
+        G.gemm(vulkan, out, a, dev(vulkan, rand(64, 80, 1)))
+
+
 def test_gemm_errors(vulkan):
     a = vulkan.empty_array((3, 4), np.float32)
     b = vulkan.empty_array((5, 6), np.float32)

@@ -236,6 +236,8 @@ def gemm(
         )
     if out.size == 0:
         return
+    if _banded(be, out, a, b, alpha, beta, bias, activation, variant):
+        return
     var = choose_variant(be.ctx, variant)
     a = _nonneg(be, a)
     b = _nonneg(be, b)
@@ -262,6 +264,57 @@ def gemm(
     _record(be, var, target, a, b, bias, x, float(alpha), float(beta), ACTIVATIONS[activation])
     if target is not out:
         copy_array(be, out, target)
+
+
+def _span(arr: np.ndarray) -> int:
+    """Bytes from an array's lowest to its highest element (what one binding must cover)."""
+    if arr.size == 0:
+        return 0
+    return arr.itemsize + sum((n - 1) * abs(st) for n, st in zip(arr.shape, arr.strides))
+
+
+def _banded(be, out, a, b, alpha, beta, bias, activation, variant) -> bool:
+    """Run the product as two halves when an operand is larger than one storage binding
+    (maxStorageBufferRange: 128 MiB on lavapipe; AlexNet's first Linear weight is 144 MiB), each
+    half going through ``gemm`` again (so it splits further while needed); False when everything
+    fits. The half cuts the dimension that shrinks the largest operand: N for a B whose columns
+    lie far apart (a Linear's transposed weight), K for one whose rows do (the second half
+    accumulates with beta = 1; bias and activation apply once, after the last), M for A or out.
+    Each output element keeps one product order, so a run is deterministic."""
+    limit = be.max_range - be.align  # room for the aligned-down start of a binding
+    big = max((a, b, out), key=_span)
+    if _span(big) <= limit and (bias is None or _span(np.asarray(bias)) <= limit):
+        return False
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    if big is b:
+        sk, sn = (abs(x) for x in b.strides[-2:])
+        dim = "n" if (sn >= sk and n > 1) or k == 1 else "k"
+    elif big is a:
+        sm, sk = (abs(x) for x in a.strides[-2:])
+        dim = "m" if (sm >= sk and m > 1) or k == 1 else "k"
+    else:
+        dim = "m" if m > 1 else "n"
+    size = {"m": m, "n": n, "k": k}[dim]
+    if size == 1:  # a batch dimension is what is large: nothing to halve here
+        return False  # (``operand`` then refuses it with the binding limit in the message)
+    h = size // 2
+    if bias is not None:
+        bias = np.broadcast_to(bias, out.shape)
+    kw = {"alpha": alpha, "variant": variant}
+    if dim == "m":
+        for sl in (slice(0, h), slice(h, m)):
+            bb = None if bias is None else bias[..., sl, :]
+            gemm(be, out[..., sl, :], a[..., sl, :], b, beta=beta, bias=bb,
+                 activation=activation, **kw)  # fmt: skip
+    elif dim == "n":
+        for sl in (slice(0, h), slice(h, n)):
+            bb = None if bias is None else bias[..., sl]
+            gemm(be, out[..., sl], a, b[..., sl], beta=beta, bias=bb, activation=activation, **kw)
+    else:
+        gemm(be, out, a[..., :h], b[..., :h, :], beta=beta, **kw)
+        gemm(be, out, a[..., h:], b[..., h:, :], beta=1.0, bias=bias, activation=activation, **kw)
+    return True
 
 
 def _nonneg(be, arr: np.ndarray) -> np.ndarray:
