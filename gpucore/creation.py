@@ -83,12 +83,7 @@ def _infer_dtype(arr: np.ndarray):
     k = arr.dtype.kind
     if k == "b":
         return D.bool_
-    if k in "iu":
-        try:
-            return D.from_numpy_dtype(arr.dtype)
-        except DTypeError:
-            return D.int64  # int16, uint16, uint32, uint64 widen to int64
-    if k == "f":
+    if k in "iuf":  # every numpy integer width has its dtype (uint16 ... uint64 too, as PyTorch)
         return D.from_numpy_dtype(arr.dtype)
     raise DTypeError(f"tensor(): cannot make a tensor from data of numpy dtype {arr.dtype}")
 

@@ -22,6 +22,7 @@ typing the names again.
 from . import (  # noqa: F401
     attention,
     bessel,
+    bitwise,
     decompositions,
     elementwise,
     indexing,
