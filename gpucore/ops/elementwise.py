@@ -498,6 +498,9 @@ def _to(self: Tensor, *args, dtype=None, device=None, copy: bool = False, **_kw)
             # where the input was (a dtype change never changes the device, as in PyTorch).
             if target is None:
                 target = self.device.type
+            if dt is D.uint32 and self.dtype in (D.float16, D.bfloat16):
+                # PyTorch converts 16-bit floats to uint32 through int64 (NaN gives 0)
+                self = apply(TO_DTYPE, self, dtype=D.int64)
             self = apply(TO_DTYPE, self, dtype=dt)
             copy = False
     if target is not None and target != self.device.type:

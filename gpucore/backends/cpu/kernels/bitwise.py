@@ -49,6 +49,7 @@ def _left_shift(out, a, b):
 def _right_shift(out, a, b):
     s, outside = _amounts(out, b)
     np.right_shift(a, s, out=out, casting="unsafe")
-    if outside.any():
-        fill = np.right_shift(a, np.asarray(8 * out.dtype.itemsize - 1, out.dtype))
-        np.copyto(out, np.broadcast_to(fill, out.shape), where=np.broadcast_to(outside, out.shape))
+    if outside.any():  # the sign fill: -1 for negative signed values, else 0
+        fill = np.asarray(a) < 0 if out.dtype.kind == "i" else np.zeros((), bool)
+        where = np.broadcast_to(outside, out.shape)
+        np.copyto(out, np.broadcast_to(-fill.astype(out.dtype), out.shape), where=where)

@@ -1,0 +1,310 @@
+"""int16 (a full dtype) and PyTorch's limited unsigned dtypes uint16 / uint32 / uint64 against
+PyTorch: promotion of every pair and with Python scalars, casts both ways with every dtype (NaN,
+inf, out-of-range floats), int16 arithmetic's wrap-around, bitwise ops and shifts, reductions'
+result dtypes, the ops the unsigned dtypes support and those they refuse, printing, numpy,
+save/load, and Vulkan tensors agreeing with the CPU."""
+
+import math
+
+import numpy as np
+import pytest
+
+import gpucore
+from gpucore import dtypes as D
+
+torch = pytest.importorskip("torch")
+
+NAMES = (
+    "bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64",
+    "float16", "bfloat16", "float32", "float64",
+)  # fmt: skip
+NEW = ("int16", "uint16", "uint32", "uint64")
+LIMITED = ("uint16", "uint32", "uint64")
+
+
+def g(name):
+    return getattr(gpucore, name)
+
+
+def t(name):
+    return getattr(torch, name)
+
+
+def same(ours, theirs):
+    """Values and dtype of a gpucore tensor equal a torch tensor's (NaN equal to NaN)."""
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    a = ours.float().numpy() if ours.dtype is gpucore.bfloat16 else ours.numpy(force=True)
+    b = theirs.float().numpy() if theirs.dtype is torch.bfloat16 else theirs.numpy()
+    np.testing.assert_array_equal(a, b)
+
+
+def outcome(fn):
+    """fn's result, or the kind of failure (PyTorch and gpucore raise different classes)."""
+    try:
+        return fn()
+    except (RuntimeError, TypeError, NotImplementedError):
+        return "raises"
+
+
+# ----------------------------------------------------------------------------- names
+def test_names_aliases_and_attributes():
+    assert gpucore.short is gpucore.int16
+    assert gpucore.int16.itemsize == 2 and gpucore.int16.is_signed
+    for name, bits in (("uint16", 16), ("uint32", 32), ("uint64", 64)):
+        d = g(name)
+        assert d.itemsize * 8 == bits and not d.is_signed and not d.is_floating_point
+    x = gpucore.tensor([1.7, -2.2])
+    assert x.short().dtype is gpucore.int16 and x.short().tolist() == [1, -2]
+    s = gpucore.ShortTensor([3, -4])
+    assert s.dtype is gpucore.int16 and isinstance(s, gpucore.ShortTensor)
+    assert x.type("torch.ShortTensor").dtype is gpucore.int16
+    for name in NEW:
+        ii, ti = gpucore.iinfo(g(name)), torch.iinfo(t(name))
+        assert (ii.bits, ii.min, ii.max) == (ti.bits, ti.min, ti.max)
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_numpy_round_trip_and_repr(name):
+    npd = np.dtype(name)
+    a = np.array([[0, 1, 7], [np.iinfo(npd).max, 5, 3]], npd)
+    ours = gpucore.from_numpy(a)
+    assert ours.dtype is g(name) and gpucore.tensor(a).dtype is g(name)
+    assert ours.numpy().dtype == npd and ours.tolist() == a.tolist()
+    assert ours[1, 0].item() == int(np.iinfo(npd).max)
+    # (whitespace aside: "gpucore." is longer than "torch.", so the dtype may wrap elsewhere)
+    ours_r, theirs_r = repr(ours).replace("gpucore.", ""), repr(torch.from_numpy(a))
+    assert ours_r.split() == theirs_r.replace("torch.", "").split()
+
+
+# ----------------------------------------------------------------------------- promotion
+def test_promote_types_every_pair_as_torch():
+    for a in NAMES:
+        for b in NAMES:
+            want = outcome(lambda: torch.promote_types(t(a), t(b)))
+            got = outcome(lambda: gpucore.promote_types(g(a), g(b)))
+            want = want if isinstance(want, str) else str(want).split(".")[-1]
+            got = got if isinstance(got, str) else got.name
+            assert got == want, (a, b)
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_result_type_with_scalars_and_0d_tensors_as_torch(name):
+    ours, theirs = gpucore.ones(3, dtype=g(name)), torch.ones(3, dtype=t(name))
+    for s in (1, -1, True, 2.5, 300):
+        assert gpucore.result_type(ours, s).name == str(torch.result_type(theirs, s))[6:]
+        assert (ours * s).dtype.name == str((theirs * s).dtype)[6:], s
+    for other in NAMES:
+        z, tz = gpucore.ones((), dtype=g(other)), torch.ones((), dtype=t(other))
+        want = outcome(lambda: str(torch.result_type(theirs, tz))[6:])
+        got = outcome(lambda: gpucore.result_type(ours, z).name)
+        assert got == want, other
+        if want != "raises":  # mul is implemented for every dtype
+            same(ours * z, theirs * tz)
+
+
+# ----------------------------------------------------------------------------- casts
+FLOATS = [0.0, -0.0, 1.9, -1.9, 127.5, -128.5, 255.5, 32767.9, -32768.9, 40000.7, -40000.7,
+          70000.5, 3e9, -3e9, 1e19, 2.0**63, -(2.0**63), 1e30, math.inf, -math.inf, math.nan]  # fmt: skip
+INTS = [0, 1, -1, 127, -128, 255, 256, 32767, -32768, 32768, 65535, 65536, 2**31 - 1, -(2**31),
+        2**32 + 5, 2**62, -(2**63)]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", NEW)
+@pytest.mark.parametrize("src", ["float32", "float64", "float16", "bfloat16"])
+def test_float_to_new_dtype_as_torch(src, name):
+    vals = [v for v in FLOATS if src not in ("float16", "bfloat16") or abs(v) < 6e4 or v != v]
+    ours = gpucore.tensor(vals, dtype=g(src)).to(g(name))
+    same(ours, torch.tensor(vals, dtype=t(src)).to(t(name)))
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_integer_casts_both_ways_wrap_as_torch(name):
+    src = torch.tensor(INTS, dtype=torch.int64)
+    ours = gpucore.tensor(INTS).to(g(name))
+    same(ours, src.to(t(name)))
+    for other in NAMES:  # from the new dtype to every dtype
+        same(ours.to(g(other)), src.to(t(name)).to(t(other)))
+        if other != "bool":  # and from every dtype to it
+            vals = src.to(t(other))
+            mine = (
+                gpucore.from_numpy(vals.numpy())
+                if other != "bfloat16"
+                else gpucore.from_numpy(vals.float().numpy()).bfloat16()
+            )
+            same(mine.to(g(name)), vals.to(t(name)))
+
+
+def test_int16_cast_kernel_matches_numpy():
+    """cpu/cast.c's int16 rows (compiled programs, the C API) give numpy's x86-64 bits."""
+    for src in (np.float32, np.float64, np.int64, np.int32, np.uint8, np.bool_):
+        a = np.array(FLOATS if np.dtype(src).kind == "f" else INTS, np.float64)
+        a = a.astype(src) if np.dtype(src).kind == "f" else np.array(INTS).astype(src)
+        out = np.empty(a.shape, np.int16)
+        gpucore._cpu.cast(a, out)
+        with np.errstate(invalid="ignore"):
+            np.testing.assert_array_equal(out, a.astype(np.int16))
+        back = np.empty(a.shape, src)
+        gpucore._cpu.cast(out, back)
+        np.testing.assert_array_equal(back, out.astype(src))
+
+
+# ----------------------------------------------------------------------------- int16 arithmetic
+def _pair():
+    rng = np.random.default_rng(0)
+    a = rng.integers(-32768, 32768, 64).astype(np.int16)
+    b = rng.integers(-32768, 32768, 64).astype(np.int16)
+    a[:4] = [32767, -32768, -32768, 0]
+    b[:4] = [1, -1, 1, 5]
+    b[b == 0] = 3
+    return a, b
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda x, y: x + y, lambda x, y: x - y, lambda x, y: x * y, lambda x, y: x // y,
+        lambda x, y: x % y, lambda x, y: x / y, lambda x, y: x == y, lambda x, y: x < y,
+        lambda x, y: x >= y, lambda x, y: x & y, lambda x, y: x | y, lambda x, y: x ^ y,
+        lambda x, y: -x, lambda x, y: abs(x), lambda x, y: ~x, lambda x, y: x + 40000,
+        lambda x, y: x * 3, lambda x, y: x - 1.5, lambda x, y: x**2, lambda x, y: 7 - x,
+        lambda x, y: x.maximum(y), lambda x, y: x.minimum(y), lambda x, y: x.clamp(-100, 100),
+        lambda x, y: x.sign(), lambda x, y: x.where(x > y, y), lambda x, y: x.fmod(y),
+        lambda x, y: x.exp(), lambda x, y: x.to(torch.uint8 if
+        isinstance(x, torch.Tensor) else gpucore.uint8) + y,
+    ],
+)  # fmt: skip
+def test_int16_arithmetic_wraps_as_torch(op):
+    a, b = _pair()
+    with np.errstate(all="ignore"):
+        same(op(gpucore.from_numpy(a), gpucore.from_numpy(b)),
+             op(torch.from_numpy(a), torch.from_numpy(b)))  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["uint8", "int8", "int16", "int32", "int64"])
+def test_shifts_as_torch_including_out_of_range_amounts(name):
+    vals = [-5, 5, -128, 127, 1, 100, -1, 0] if name != "uint8" else [5, 128, 255, 1, 100, 0]
+    x, tx = gpucore.tensor(vals, dtype=g(name)), torch.tensor(vals, dtype=t(name))
+    for s in (0, 1, 3, 7, 8, 15, 16, 31, 32, 63, 64, 100):
+        same(x << s, tx << s)
+        same(x >> s, tx >> s)
+    amounts = [0, 1, 2, 9, 17, 33, 70, 3, 4, 5, 6, 7][: len(vals)]
+    same(x << gpucore.tensor(amounts, dtype=g(name)), tx << torch.tensor(amounts, dtype=t(name)))
+    same(x >> gpucore.tensor(amounts, dtype=g(name)), tx >> torch.tensor(amounts, dtype=t(name)))
+    same(1 << x.abs().clamp(max=6), 1 << tx.abs().clamp(max=6))
+
+
+def test_bitwise_on_bool_and_refused_on_floats():
+    a, b = gpucore.tensor([True, False, True]), gpucore.tensor([True, True, False])
+    ta, tb = torch.tensor([True, False, True]), torch.tensor([True, True, False])
+    for op in (lambda x, y: x & y, lambda x, y: x | y, lambda x, y: x ^ y, lambda x, y: ~x):
+        same(op(a, b), op(ta, tb))
+    same(gpucore.tensor([True]) & 3, torch.tensor([True]) & 3)
+    same(gpucore.tensor([True]) << 1, torch.tensor([True]) << 1)
+    for bad in (lambda: gpucore.ones(2) & gpucore.ones(2), lambda: ~gpucore.ones(2),
+                lambda: gpucore.tensor([True]) << gpucore.tensor([True])):  # fmt: skip
+        with pytest.raises(gpucore.DTypeError):
+            bad()
+    x = gpucore.tensor([6, 5], dtype=gpucore.int16)
+    x &= 3
+    x <<= 2
+    assert x.tolist() == [8, 4] and x.dtype is gpucore.int16
+    assert gpucore.bitwise_xor(x, 12).tolist() == [4, 8]
+
+
+# ----------------------------------------------------------------------------- reductions
+@pytest.mark.parametrize(
+    "red",
+    [
+        lambda x: x.sum(), lambda x: x.sum(0), lambda x: x.prod(), lambda x: x.cumsum(0),
+        lambda x: x.amax(0), lambda x: x.amin(), lambda x: x.max(0)[0], lambda x: x.max(0)[1],
+        lambda x: x.argmax(), lambda x: x.argmin(1), lambda x: x.sort(1)[0],
+        lambda x: x.sort(1)[1], lambda x: x.all(), lambda x: x.any(0), lambda x: x.float().mean(),
+        lambda x: x.count_nonzero(), lambda x: x.unique(), lambda x: x.topk(2, 1)[0],
+        lambda x: x.median(), lambda x: x.flip(0), lambda x: x.nonzero(),
+    ],
+)  # fmt: skip
+def test_int16_reductions_and_result_dtypes_as_torch(red):
+    a = np.array([[30000, -7, 0, 12], [20000, 5, -32768, 3], [1, 1, 2, 32767]], np.int16)
+    same(red(gpucore.from_numpy(a)), red(torch.from_numpy(a)))
+
+
+# ----------------------------------------------------------------------------- the unsigned dtypes
+LIMITED_OPS = [
+    lambda x: x * x, lambda x: x * 3, lambda x: x == x, lambda x: x != 2, lambda x: x & x,
+    lambda x: x | 1, lambda x: x ^ x, lambda x: x.sum(), lambda x: x.sum(0), lambda x: x.cumsum(0),
+    lambda x: x.sort()[0], lambda x: x.unique(), lambda x: x / x, lambda x: x * 1.5,
+    lambda x: x.float(), lambda x: x[1:], lambda x: x.reshape(1, -1).t().contiguous(),
+    lambda x: x.all(), lambda x: x.any(), lambda x: x.floor(), lambda x: x.trunc(),
+    lambda x: x.where(x == x, x), lambda x: x + x, lambda x: x - 1, lambda x: x < x,
+    lambda x: -x, lambda x: ~x, lambda x: x << 1, lambda x: x >> 1, lambda x: x.max(),
+    lambda x: x.argmax(), lambda x: x // x, lambda x: x % x, lambda x: x.abs(),
+    lambda x: x.maximum(x), lambda x: x.clamp(0, 2), lambda x: x.topk(1)[0],
+    lambda x: x.nonzero(), lambda x: x.gather(0, x[:1].long() * 0),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", LIMITED)
+@pytest.mark.parametrize("i", range(len(LIMITED_OPS)))
+def test_unsigned_ops_as_torch_supports_or_refuses_them(name, i):
+    op = LIMITED_OPS[i]
+    vals = [1, 2, 3, int(np.iinfo(np.dtype(name)).max)]
+    want = outcome(lambda: op(torch.tensor(vals, dtype=t(name))))
+    if isinstance(want, str):
+        with pytest.raises(gpucore.DTypeError):
+            op(gpucore.tensor(vals, dtype=g(name)))
+    else:
+        same(op(gpucore.tensor(vals, dtype=g(name))), want)
+
+
+def test_unsigned_compositions_of_supported_ops_run():
+    """flip and roll are compositions of indexing in gpucore (PyTorch has no uint16 flip)."""
+    a = np.array([1, 2, 65535], np.uint16)
+    x = gpucore.from_numpy(a)
+    np.testing.assert_array_equal(x.flip(0).numpy(), a[::-1])
+    np.testing.assert_array_equal(x.roll(1).numpy(), np.roll(a, 1))
+
+
+def test_unsigned_refusals_name_the_op_and_the_fix():
+    x = gpucore.ones(2, dtype=gpucore.uint32)
+    with pytest.raises(gpucore.DTypeError, match=r"add: not implemented for gpucore.uint32.*\.to"):
+        x + x
+    with pytest.raises(gpucore.DTypeError, match="Promotion for uint16, uint32, uint64"):
+        x * gpucore.ones(2, dtype=gpucore.int32)
+    assert gpucore.full((2,), -1, dtype=gpucore.uint64).tolist() == [2**64 - 1] * 2
+    assert gpucore.zeros(2, dtype=gpucore.uint16).tolist() == [0, 0]
+
+
+# ----------------------------------------------------------------------------- save / load
+def test_save_load_round_trip(tmp_path):
+    sd = {n: gpucore.tensor([0, 1, int(np.iinfo(np.dtype(n)).max)], dtype=g(n)) for n in NEW}
+    sd["neg"] = gpucore.tensor([-32768, -1], dtype=gpucore.int16)
+    path = tmp_path / "x.safetensors"
+    gpucore.save(sd, path)
+    back = gpucore.load(path)
+    for k, v in sd.items():
+        assert back[k].dtype is v.dtype and back[k].tolist() == v.tolist()
+    header = path.read_bytes()[8 : 8 + int.from_bytes(path.read_bytes()[:8], "little")]
+    for code in (b'"I16"', b'"U16"', b'"U32"', b'"U64"'):
+        assert code in header
+
+
+# ----------------------------------------------------------------------------- Vulkan
+@pytest.mark.parametrize("name", NEW)
+def test_vulkan_tensors_agree_with_the_cpu(vulkan, name):
+    x = gpucore.tensor([1, 2, 300, 7, 0], dtype=g(name))
+    v = x.to("vulkan")
+    assert v.device.type == "vulkan" and v.dtype is x.dtype
+    ops = [lambda a: a * 3, lambda a: a == 2, lambda a: a.sum(), lambda a: a & 6,
+           lambda a: gpucore.cat([a, a]), lambda a: a[1:3], lambda a: a.float(),
+           lambda a: a.to(gpucore.int64), lambda a: a.sort()[0]]  # fmt: skip
+    if name == "int16":
+        ops += [lambda a: a + a - 1, lambda a: -a, lambda a: a.amax(), lambda a: a < 5,
+                lambda a: a // 2, lambda a: a << 3, lambda a: a.cumsum(0)]  # fmt: skip
+    for op in ops:
+        r, c = op(v), op(x)
+        assert r.dtype is c.dtype
+        np.testing.assert_array_equal(r.numpy(force=True), c.numpy())
+    f = gpucore.tensor([1.5, -2.5, 300.7, 7e4], device="vulkan").to(g(name))
+    np.testing.assert_array_equal(
+        f.numpy(force=True), gpucore.tensor([1.5, -2.5, 300.7, 7e4]).to(g(name)).numpy()
+    )
