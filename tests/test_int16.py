@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import gpucore
-from gpucore import dtypes as D
 
 torch = pytest.importorskip("torch")
 
@@ -80,8 +79,8 @@ def test_numpy_round_trip_and_repr(name):
 def test_promote_types_every_pair_as_torch():
     for a in NAMES:
         for b in NAMES:
-            want = outcome(lambda: torch.promote_types(t(a), t(b)))
-            got = outcome(lambda: gpucore.promote_types(g(a), g(b)))
+            want = outcome(lambda a=a, b=b: torch.promote_types(t(a), t(b)))
+            got = outcome(lambda a=a, b=b: gpucore.promote_types(g(a), g(b)))
             want = want if isinstance(want, str) else str(want).split(".")[-1]
             got = got if isinstance(got, str) else got.name
             assert got == want, (a, b)
@@ -95,8 +94,8 @@ def test_result_type_with_scalars_and_0d_tensors_as_torch(name):
         assert (ours * s).dtype.name == str((theirs * s).dtype)[6:], s
     for other in NAMES:
         z, tz = gpucore.ones((), dtype=g(other)), torch.ones((), dtype=t(other))
-        want = outcome(lambda: str(torch.result_type(theirs, tz))[6:])
-        got = outcome(lambda: gpucore.result_type(ours, z).name)
+        want = outcome(lambda tz=tz: str(torch.result_type(theirs, tz))[6:])
+        got = outcome(lambda z=z: gpucore.result_type(ours, z).name)
         assert got == want, other
         if want != "raises":  # mul is implemented for every dtype
             same(ours * z, theirs * tz)
@@ -104,7 +103,8 @@ def test_result_type_with_scalars_and_0d_tensors_as_torch(name):
 
 # ----------------------------------------------------------------------------- casts
 FLOATS = [0.0, -0.0, 1.9, -1.9, 127.5, -128.5, 255.5, 32767.9, -32768.9, 40000.7, -40000.7,
-          70000.5, 3e9, -3e9, 1e19, 2.0**63, -(2.0**63), 1e30, math.inf, -math.inf, math.nan]  # fmt: skip
+          70000.5, 3e9, -3e9, 1e19, 2.0**63, -(2.0**63), 1e30, math.inf, -math.inf,
+          math.nan]  # fmt: skip
 INTS = [0, 1, -1, 127, -128, 255, 256, 32767, -32768, 32768, 65535, 65536, 2**31 - 1, -(2**31),
         2**32 + 5, 2**62, -(2**63)]  # fmt: skip
 

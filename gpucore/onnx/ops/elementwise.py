@@ -11,8 +11,10 @@ import functools
 
 import numpy as np
 
+from ... import dtypes as D
 from ...tensor import Tensor
 from ..proto import GPUCORE_TYPES, NUMPY_TYPES, TYPE_NAMES
+from .bitwise import limited, widened
 from .common import gc, table
 
 HANDLERS, handles = table()
@@ -66,6 +68,11 @@ def binary(ctx, node, ins):
         with np.errstate(all="ignore"):
             return np.asarray(np_fn(a, b))
     ta, tb = ctx.tensor(a), ctx.tensor(b)
+    if limited(ta, tb):  # uint16 / uint32 / uint64: through int64 (ops/bitwise.py)
+        if node.op_type == "Div" and ta.dtype is D.uint64:
+            raise ctx.unsupported("Div of uint64 tensors (values past int64's range)")
+        fn = _int_div if node.op_type == "Div" else gc_fn
+        return widened(fn, ta, tb, order=node.op_type not in ("Add", "Sub", "Mul", "Pow"))
     if node.op_type == "Div":
         return _int_div(ta, tb) if not ta.dtype.is_floating_point else gc.div(ta, tb)
     return gc_fn(ta, tb)
@@ -83,12 +90,17 @@ def mod(ctx, node, ins):
     ta, tb = ctx.tensor(a), ctx.tensor(b)
     if ta.dtype.is_floating_point:
         return _float_mod(ta, tb, bool(fmod))
+    out_dt = ta.dtype
+    if limited(ta, tb):
+        if ta.dtype is D.uint64:
+            raise ctx.unsupported("Mod of uint64 tensors (values past int64's range)")
+        ta, tb = ta.to(D.int64), tb.to(D.int64)
     q = gc.div(ta.to(gc_float(ta)), tb.to(gc_float(ta)))
     t = q.to(GPUCORE_TYPES[7]).to(q.dtype)  # trunc(q)
     if not fmod:  # floor(q): one less where the truncation rounded up
         t = t - gc.gt(t, q).to(q.dtype)
     r = ta.to(q.dtype) - tb.to(q.dtype) * t
-    return r.to(ta.dtype) if r.dtype is not ta.dtype else r
+    return r.to(out_dt) if r.dtype is not out_dt else r
 
 
 def _float_mod(a, b, fmod: bool):
@@ -149,6 +161,9 @@ def variadic(ctx, node, ins):
         out = functools.reduce(np_fn, ins)
         return (out / len(ins)).astype(out.dtype) if node.op_type == "Mean" else out
     ts = [ctx.tensor(v) for v in ins]
+    if limited(*ts) and node.op_type != "Mean":
+        order = node.op_type in ("Max", "Min")
+        return widened(lambda *w: functools.reduce(gc_fn, w), *ts, order=order)
     out = functools.reduce(gc_fn, ts)
     return out / len(ts) if node.op_type == "Mean" else out
 
