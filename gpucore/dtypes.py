@@ -59,6 +59,7 @@ LIMITED = (uint16, uint32, uint64)
 # ops/registry.py: apply_general); view ops always do.
 LIMITED_OPS = frozenset(
     "to_dtype clone to_device copy_slices cat mul div eq ne where sum cumsum sort unique index "
+    "index_put "
     "floor ceil round trunc all any bitwise_and bitwise_or bitwise_xor".split()
 )
 BY_NAME = {d.name: d for d in ALL}

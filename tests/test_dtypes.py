@@ -195,8 +195,9 @@ def test_to_accepts_strings_numpy_types_tensor_and_device():
     assert x.to(gpucore.float32) is x
     c = x.to(gpucore.float32, copy=True)
     assert c is not x and not np.shares_memory(c.numpy(), x.numpy())
+    assert x.to(np.int16).dtype is gpucore.int16
     with pytest.raises(gpucore.DTypeError):
-        x.to(np.int16)
+        x.to(np.complex64)
     with pytest.raises(gpucore.DeviceError):
         x.to("cuda")
 
@@ -274,7 +275,8 @@ def test_bfloat16_arithmetic_rounds_result():
 
 
 # ----------------------------------------------------------------------------- comparisons
-@pytest.mark.parametrize("dt", ALL, ids=lambda d: d.name)
+# (uint16 / uint32 / uint64 have only == and != , as in PyTorch: tests/test_int16.py)
+@pytest.mark.parametrize("dt", [d for d in ALL if d not in D.LIMITED], ids=lambda d: d.name)
 def test_comparisons_give_bool(dt):
     a_np = np.array([0, 1, 2, 1]) if dt is not gpucore.bool else np.array([0, 1, 1, 0])
     b_np = np.array([1, 1, 0, 2]) if dt is not gpucore.bool else np.array([1, 1, 0, 0])
