@@ -17,6 +17,7 @@ from ..errors import DTypeError
 from ..tensor import Tensor
 from .api import public, tensor_member
 from .common import as_operands, broadcast_shapes
+from .elementwise import logical_and, logical_not, logical_or, logical_xor
 from .registry import apply, defop
 from .samples import Sample, integers
 
@@ -76,21 +77,29 @@ def _no_float(name: str, *dts) -> None:
             )
 
 
-def _binary(name: str, op, shift: bool = False):
+def _binary(name: str, op, shift: bool = False, logical=None):
     def fn(input, other) -> Tensor:
         a, b = as_operands(name, input, other)
         _no_float(name, a.dtype)
-        if shift and a.dtype is D.bool_:
-            raise DTypeError(f"{name}(): not implemented for bool tensors (as in PyTorch)")
+        if a.dtype is D.bool_:
+            if shift:
+                raise DTypeError(f"{name}(): not implemented for bool tensors (as in PyTorch)")
+            return logical(a, b)  # the same values, and the logical ops have shaders
         return apply(op, a, b)
 
     fn.__name__ = name
     return fn
 
 
-bitwise_and = public("bitwise_and", inplace=True)(_binary("bitwise_and", BITWISE_AND))
-bitwise_or = public("bitwise_or", inplace=True)(_binary("bitwise_or", BITWISE_OR))
-bitwise_xor = public("bitwise_xor", inplace=True)(_binary("bitwise_xor", BITWISE_XOR))
+bitwise_and = public("bitwise_and", inplace=True)(
+    _binary("bitwise_and", BITWISE_AND, logical=logical_and)
+)
+bitwise_or = public("bitwise_or", inplace=True)(
+    _binary("bitwise_or", BITWISE_OR, logical=logical_or)
+)
+bitwise_xor = public("bitwise_xor", inplace=True)(
+    _binary("bitwise_xor", BITWISE_XOR, logical=logical_xor)
+)
 bitwise_left_shift = public("bitwise_left_shift", inplace=True)(
     _binary("bitwise_left_shift", BITWISE_LEFT_SHIFT, shift=True)
 )
@@ -112,7 +121,7 @@ bitwise_right_shift.__doc__ = (
 def bitwise_not(input: Tensor) -> Tensor:
     """Elementwise NOT of the bits of an integer tensor (logical NOT of a bool one), as torch."""
     _no_float("bitwise_not", input.dtype)
-    return apply(BITWISE_NOT, input)
+    return logical_not(input) if input.dtype is D.bool_ else apply(BITWISE_NOT, input)
 
 
 def _reflected(fn):

@@ -55,14 +55,10 @@ EXCLUDED = {
     "dtype:FLOAT8E5M2": (DTYPE, ""),  # 20
     "dtype:FLOAT8E5M2FNUZ": (DTYPE, ""),  # 18
     "dtype:FLOAT8E8M0": (DTYPE, ""),  # 4
-    "dtype:INT16": (DTYPE, ""),  # 21
     "dtype:INT2": (DTYPE, ""),  # 17
     "dtype:INT4": (DTYPE, ""),  # 17
-    "dtype:UINT16": (DTYPE, ""),  # 20
     "dtype:UINT2": (DTYPE, ""),  # 17
-    "dtype:UINT32": (DTYPE, ""),  # 18
     "dtype:UINT4": (DTYPE, ""),  # 17
-    "dtype:UINT64": (DTYPE, ""),  # 21
     "domain:ai.onnx.ml": (DOMAIN, ""),  # 4
     "domain:ai.onnx.preview": (DOMAIN, ""),  # 11
     "domain:ai.onnx.preview.training": (DOMAIN, ""),  # 9
@@ -81,11 +77,6 @@ EXCLUDED = {
     "Unique": (DYNAMIC, ""),  # 6
     "AffineGrid": (OP, ""),  # 4
     "BitCast": (OP, ""),  # 8
-    "BitShift": (OP, ""),  # 20
-    "BitwiseAnd": (OP, ""),  # 2
-    "BitwiseNot": (OP, ""),  # 2
-    "BitwiseOr": (OP, ""),  # 3
-    "BitwiseXor": (OP, ""),  # 2
     "CausalConvWithState": (OP, ""),  # 13
     "Col2Im": (OP, ""),  # 5
     "DFT": (OP, ""),  # 10
@@ -115,7 +106,16 @@ EXCLUDED = {
 # (int8 and uint8 run on binary.comp, float16 on its half types, and GEMM on half inputs; the
 # cases left here need float64 or integer division)
 VULKAN_EXCLUDED = {
+    "BitShift": (NO_SHADER, "the bitwise ops"),  # 20
+    "BitwiseAnd": (NO_SHADER, "the bitwise ops"),  # 2
+    "BitwiseNot": (NO_SHADER, "the bitwise ops"),  # 2
+    "BitwiseOr": (NO_SHADER, "the bitwise ops"),  # 3
+    "BitwiseXor": (NO_SHADER, "the bitwise ops"),  # 2
     "ConvInteger": (NO_SHADER, "to_dtype of uint8 to float64; conv2d of float64"),  # 2
+    "dtype:INT16": (NO_SHADER, "int16 (eager ops on such tensors run on the host)"),  # 21
+    "dtype:UINT16": (NO_SHADER, "uint16 (eager ops on such tensors run on the host)"),  # 19
+    "dtype:UINT32": (NO_SHADER, "uint32 (eager ops on such tensors run on the host)"),  # 17
+    "dtype:UINT64": (NO_SHADER, "uint64 (eager ops on such tensors run on the host)"),  # 21
     "pytorch-operator/test_operator_add_broadcast": (NO_SHADER, "add of float64"),
     "pytorch-operator/test_operator_add_size1*": (NO_SHADER, "add of float64"),  # 3
     "pytorch-operator/test_operator_addconstant": (NO_SHADER, "add of float64"),

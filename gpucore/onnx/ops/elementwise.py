@@ -14,7 +14,7 @@ import numpy as np
 from ... import dtypes as D
 from ...tensor import Tensor
 from ..proto import GPUCORE_TYPES, NUMPY_TYPES, TYPE_NAMES
-from .bitwise import limited, widened
+from .bitwise import limited, udivmod64, widened
 from .common import gc, table
 
 HANDLERS, handles = table()
@@ -70,7 +70,7 @@ def binary(ctx, node, ins):
     ta, tb = ctx.tensor(a), ctx.tensor(b)
     if limited(ta, tb):  # uint16 / uint32 / uint64: through int64 (ops/bitwise.py)
         if node.op_type == "Div" and ta.dtype is D.uint64:
-            raise ctx.unsupported("Div of uint64 tensors (values past int64's range)")
+            return udivmod64(ta.to(D.int64), tb.to(D.int64))[0].to(D.uint64)
         fn = _int_div if node.op_type == "Div" else gc_fn
         return widened(fn, ta, tb, order=node.op_type not in ("Add", "Sub", "Mul", "Pow"))
     if node.op_type == "Div":
@@ -92,8 +92,8 @@ def mod(ctx, node, ins):
         return _float_mod(ta, tb, bool(fmod))
     out_dt = ta.dtype
     if limited(ta, tb):
-        if ta.dtype is D.uint64:
-            raise ctx.unsupported("Mod of uint64 tensors (values past int64's range)")
+        if ta.dtype is D.uint64:  # fmod and mod agree on unsigned values
+            return udivmod64(ta.to(D.int64), tb.to(D.int64))[1].to(D.uint64)
         ta, tb = ta.to(D.int64), tb.to(D.int64)
     q = gc.div(ta.to(gc_float(ta)), tb.to(gc_float(ta)))
     t = q.to(GPUCORE_TYPES[7]).to(q.dtype)  # trunc(q)
