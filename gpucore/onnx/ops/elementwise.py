@@ -32,8 +32,7 @@ def _np_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _int_div(a, b):
-    q = gc.div(a, b)
-    return q.to(a.dtype) if q.dtype is not a.dtype else q  # to_dtype truncates toward zero
+    return gc.div(a, b, rounding_mode="trunc")  # exact (a float quotient is not past 2**24)
 
 
 def _pow(a, b):
