@@ -58,6 +58,9 @@ def test_names_aliases_and_attributes():
     assert s.dtype is gpucore.int16 and isinstance(s, gpucore.ShortTensor)
     assert x.type("torch.ShortTensor").dtype is gpucore.int16
     for name in NEW:
+        ours, theirs = gpucore.ones(1, dtype=g(name)).type(), torch.ones(1, dtype=t(name)).type()
+        assert ours.split(".")[1] == theirs.split(".")[1]
+    for name in NEW:
         ii, ti = gpucore.iinfo(g(name)), torch.iinfo(t(name))
         assert (ii.bits, ii.min, ii.max) == (ti.bits, ti.min, ti.max)
 
@@ -226,6 +229,32 @@ def test_bitwise_on_bool_and_refused_on_floats():
 def test_int16_reductions_and_result_dtypes_as_torch(red):
     a = np.array([[30000, -7, 0, 12], [20000, 5, -32768, 3], [1, 1, 2, 32767]], np.int16)
     same(red(gpucore.from_numpy(a)), red(torch.from_numpy(a)))
+
+
+def _setitem(x, index, value):
+    y = x.clone()
+    y[index] = value
+    return y
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda x, m: x.gather(1, m.tensor([[0, 2], [1, 1], [3, 0]])),
+        lambda x, m: x.scatter_add(1, m.tensor([[0], [1], [2]]), x[:, :1]),
+        lambda x, m: x.index_select(0, m.tensor([2, 0])), lambda x, m: x.masked_fill(x > 0, 99),
+        lambda x, m: m.stack([x, x], 1), lambda x, m: m.cat([x, x[:1]]),
+        lambda x, m: x.repeat(2, 1), lambda x, m: x.roll(1, 0), lambda x, m: x.tril(),
+        lambda x, m: x.kthvalue(2, 1)[0], lambda x, m: x.abs()[2].bincount(),
+        lambda x, m: x.cumprod(1), lambda x, m: x.diff(dim=1), lambda x, m: x.sum(dtype=m.int16),
+        lambda x, m: _setitem(x, (0, 1), 5), lambda x, m: _setitem(x, x < 0, 0),
+        lambda x, m: x.t().contiguous(), lambda x, m: x.unique(return_counts=True)[1],
+        lambda x, m: m.where(x > 0, x, 1), lambda x, m: x.clone().mul_(3),
+    ],
+)  # fmt: skip
+def test_int16_indexing_joining_and_in_place_as_torch(op):
+    a = np.array([[300, -7, 0, 12], [-32768, 5, 32767, 3], [1, 1, 2, -9]], np.int16)
+    same(op(gpucore.from_numpy(a), gpucore), op(torch.from_numpy(a), torch))
 
 
 # ----------------------------------------------------------------------------- the unsigned dtypes

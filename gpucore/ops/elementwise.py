@@ -517,6 +517,7 @@ def _type(self: Tensor, dtype=None, non_blocking: bool = False):
 
     if dtype is None:
         names = {cls.dtype: name for name, cls in LEGACY_TYPES.items()}
+        names.update({d: f"UInt{d.itemsize * 8}Tensor" for d in D.LIMITED})  # (no classes)
         return f"gpucore.{names[self.dtype]}" if self.dtype in names else str(self.dtype)
     if isinstance(dtype, str):
         cls = LEGACY_TYPES.get(dtype.rsplit(".", 1)[-1])

@@ -153,7 +153,9 @@ def quantize_linear(ctx, node, ins):
     out = int(ctx.attr("output_dtype", 0))
     dt = ctx.tensor(zp).dtype if zp is not None else GPUCORE_TYPES.get(out or 2)
     if dt is None or dt.name not in _RANGES:
-        raise ctx.unsupported(f"quantizing to {dt.name if dt else out} (int8, uint8, int16, uint16 only)")
+        raise ctx.unsupported(
+            f"quantizing to {dt.name if dt else out} (int8, uint8, int16, uint16 only)"
+        )
     if int(ctx.attr("block_size", 0)) == 0:
         ctx.attr("axis", 1)
         fast = quantize_value(ctx, ins[0], ins[1], zp, dt)
