@@ -2,7 +2,10 @@
 
 Host storage uses numpy arrays. bfloat16 has no numpy type: it is stored as uint16 bit patterns and
 converted with round-to-nearest-even, like PyTorch. float16 and bfloat16 tensors compute in float32
-and round the result back.
+and round the result back. int16 is a full integer dtype; uint16, uint32 and uint64 have PyTorch's
+limited support (LIMITED_OPS): an op outside it raises, as do promotions with other integers.
+A gpucore dtype tells uint16 from bfloat16 (both uint16 arrays): code that sees only arrays must
+not guess (the Vulkan backend refuses the new dtypes for that reason).
 """
 
 from __future__ import annotations
