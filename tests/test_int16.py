@@ -337,3 +337,29 @@ def test_vulkan_tensors_agree_with_the_cpu(vulkan, name):
     np.testing.assert_array_equal(
         f.numpy(force=True), gpucore.tensor([1.5, -2.5, 300.7, 7e4]).to(g(name)).numpy()
     )
+
+
+# ----------------------------------------------------------------------------- compiled models
+def _graph(x):
+    return ((x * 3) & 0x7F).to(gpucore.int64), x == 2, x.to(gpucore.float32) * 0.5
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_compiled_cpu_model_matches_eager(name):
+    from gpucore.runtime.model import compile as compile_model
+
+    x = gpucore.tensor([[1, 2, 300], [7, 0, 65]], dtype=g(name))
+    want = _graph(x)
+    got = compile_model(_graph, (x,), device="cpu")(x)
+    for a, b in zip(got, want):
+        assert a.dtype is b.dtype
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_the_vulkan_executor_refuses_the_new_dtypes_clearly(vulkan, name):
+    from gpucore.runtime.model import compile as compile_model
+
+    x = gpucore.tensor([[1, 2, 300], [7, 0, 65]], dtype=g(name))
+    with pytest.raises(gpucore.DeviceError, match=f"{name}.*compile the model with device='cpu'"):
+        compile_model(_graph, (x,), device="vulkan")
