@@ -137,20 +137,6 @@ def test_integer_casts_both_ways_wrap_as_torch(name):
             same(mine.to(g(name)), vals.to(t(name)))
 
 
-def test_int16_cast_kernel_matches_numpy():
-    """cpu/cast.c's int16 rows (compiled programs, the C API) give numpy's x86-64 bits."""
-    for src in (np.float32, np.float64, np.int64, np.int32, np.uint8, np.bool_):
-        a = np.array(FLOATS if np.dtype(src).kind == "f" else INTS, np.float64)
-        a = a.astype(src) if np.dtype(src).kind == "f" else np.array(INTS).astype(src)
-        out = np.empty(a.shape, np.int16)
-        gpucore._cpu.cast(a, out)
-        with np.errstate(invalid="ignore"):
-            np.testing.assert_array_equal(out, a.astype(np.int16))
-        back = np.empty(a.shape, src)
-        gpucore._cpu.cast(out, back)
-        np.testing.assert_array_equal(back, out.astype(src))
-
-
 # ----------------------------------------------------------------------------- int16 arithmetic
 def _pair():
     rng = np.random.default_rng(0)
