@@ -1,5 +1,5 @@
-/* Strided conversion between gpucore's element types (bool, uint8, int8, int32, int64, float32,
- * float64): Tensor.to(dtype) in compiled programs and deployed models.
+/* Strided conversion between gpucore's element types (bool, uint8, int8, int16, int32, int64,
+ * float32, float64): Tensor.to(dtype) in compiled programs and deployed models.
  *
  * Every value goes through one of two carriers, so that each conversion rounds once: integers
  * and bools as int64 (exact), floats as double (exact for float32).  From a carrier to the
@@ -29,6 +29,8 @@ static inline int64_t trunc_i64(double x)
 #define TO_U8_F(v) ((uint8_t)(uint32_t)trunc_i32(v))
 #define TO_I8_I(v) ((int8_t)(uint8_t)(uint64_t)(v))
 #define TO_I8_F(v) ((int8_t)(uint8_t)(uint32_t)trunc_i32(v))
+#define TO_I16_I(v) ((int16_t)(uint16_t)(uint64_t)(v))
+#define TO_I16_F(v) ((int16_t)(uint16_t)(uint32_t)trunc_i32(v))
 #define TO_I32_I(v) ((int32_t)(uint32_t)(uint64_t)(v))
 #define TO_I32_F(v) trunc_i32(v)
 #define TO_I64_I(v) ((int64_t)(v))
@@ -46,7 +48,8 @@ static inline int64_t trunc_i64(double x)
     X(I32, int32_t, int64_t, I)                                                                   \
     X(I64, int64_t, int64_t, I)                                                                   \
     X(F32, float, double, F)                                                                      \
-    X(F64, double, double, F)
+    X(F64, double, double, F)                                                                     \
+    X(I16, int16_t, int64_t, I)
 
 #define GC_CAST_ROW(SE, ST, SC, SK, DE, DT)                                                       \
     static void row_##SE##_##DE(ptrdiff_t n, const void *sv, ptrdiff_t ss, void *dv,             \
@@ -70,15 +73,16 @@ typedef void (*cast_row)(ptrdiff_t n, const void *s, ptrdiff_t ss, void *d, ptrd
     GC_CAST_ROW(SE, ST, SC, SK, I32, int32_t)                                                     \
     GC_CAST_ROW(SE, ST, SC, SK, I64, int64_t)                                                     \
     GC_CAST_ROW(SE, ST, SC, SK, F32, float)                                                       \
-    GC_CAST_ROW(SE, ST, SC, SK, F64, double)
+    GC_CAST_ROW(SE, ST, SC, SK, F64, double)                                                      \
+    GC_CAST_ROW(SE, ST, SC, SK, I16, int16_t)
 GC_CAST_TYPES(GC_CAST_SRC)
 
 #define GC_CAST_ENTRY(SE, ST, SC, SK)                                                             \
     [GC_ELEM_##SE] = {row_##SE##_BOOL, row_##SE##_U8,  row_##SE##_I8, row_##SE##_I32,              \
-                      row_##SE##_I64,  row_##SE##_F32, row_##SE##_F64},
+                      row_##SE##_I64,  row_##SE##_F32, row_##SE##_F64, row_##SE##_I16},
 static const cast_row ROWS[GC_ELEM_COUNT][GC_ELEM_COUNT] = {GC_CAST_TYPES(GC_CAST_ENTRY)};
 
-static const int ITEM[GC_ELEM_COUNT] = {1, 1, 1, 4, 8, 4, 8};
+static const int ITEM[GC_ELEM_COUNT] = {1, 1, 1, 4, 8, 4, 8, 2};
 
 void gc_cast(const gc_iter *it, const void *src, gc_elem st, void *dst, gc_elem dt)
 {

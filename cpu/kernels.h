@@ -422,6 +422,7 @@ typedef enum {
     GC_ELEM_I64,
     GC_ELEM_F32,
     GC_ELEM_F64,
+    GC_ELEM_I16,
     GC_ELEM_COUNT
 } gc_elem;
 

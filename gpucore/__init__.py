@@ -56,12 +56,16 @@ from .dtypes import (
     float32,
     float64,
     int8,
+    int16,
     int32,
     int64,
     qint8,
     qint32,
     quint8,
     uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 from .dtypes import bool_ as bool  # noqa: A001  (PyTorch's name: gpucore.bool)
 from .errors import (
@@ -85,6 +89,7 @@ from .legacy import (
     HalfTensor,
     IntTensor,
     LongTensor,
+    ShortTensor,
     get_default_dtype,
     set_default_dtype,
     set_default_tensor_type,
@@ -109,6 +114,7 @@ float = float32  # noqa: A001
 double = float64
 half = float16
 long = int64
+short = int16
 int = int32  # noqa: A001
 
 # The op functions (gpucore.exp, gpucore.matmul, ...), declared next to their ops

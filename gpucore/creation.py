@@ -83,12 +83,7 @@ def _infer_dtype(arr: np.ndarray):
     k = arr.dtype.kind
     if k == "b":
         return D.bool_
-    if k in "iu":
-        try:
-            return D.from_numpy_dtype(arr.dtype)
-        except DTypeError:
-            return D.int64  # int16, uint16, uint32, uint64 widen to int64
-    if k == "f":
+    if k in "iuf":  # every numpy integer width has its dtype (uint16 ... uint64 too, as PyTorch)
         return D.from_numpy_dtype(arr.dtype)
     raise DTypeError(f"tensor(): cannot make a tensor from data of numpy dtype {arr.dtype}")
 
@@ -113,6 +108,9 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
                 arr = np.asarray(data)
             except ValueError as e:
                 raise ShapeError(f"tensor(): data has an irregular shape ({e})") from None
+            if arr.dtype == np.float64 and dtype is not None and D.as_dtype(dtype) is D.uint64:
+                # ints above int64's range beside smaller ones: numpy made floats of them
+                arr = np.asarray(data, np.uint64)
             if arr.dtype == np.float64 and dtype is None:
                 # Python floats get the default floating dtype, as PyTorch: converted once,
                 # straight from their float64 values (no float32 rounding first)

@@ -2,7 +2,10 @@
 
 Host storage uses numpy arrays. bfloat16 has no numpy type: it is stored as uint16 bit patterns and
 converted with round-to-nearest-even, like PyTorch. float16 and bfloat16 tensors compute in float32
-and round the result back.
+and round the result back. int16 is a full integer dtype; uint16, uint32 and uint64 have PyTorch's
+limited support (LIMITED_OPS): an op outside it raises, as do promotions with other integers.
+A gpucore dtype tells uint16 from bfloat16 (both uint16 arrays): code that sees only arrays must
+not guess (the Vulkan backend refuses the new dtypes for that reason).
 """
 
 from __future__ import annotations
@@ -36,16 +39,37 @@ class dtype:
 bool_ = dtype("bool", np.bool_, False, False, 0)
 uint8 = dtype("uint8", np.uint8, False, False, 1)
 int8 = dtype("int8", np.int8, False, True, 2)
-int32 = dtype("int32", np.int32, False, True, 3)
-int64 = dtype("int64", np.int64, False, True, 4)
+int16 = dtype("int16", np.int16, False, True, 3)
+int32 = dtype("int32", np.int32, False, True, 4)
+int64 = dtype("int64", np.int64, False, True, 5)
+# PyTorch's "limited support" unsigned types: creation, casts, comparisons for equality, bitwise
+# ops and a few others (LIMITED_OPS); promotion with any other integer or bool dtype raises.
+uint16 = dtype("uint16", np.uint16, False, False, 6)
+uint32 = dtype("uint32", np.uint32, False, False, 7)
+uint64 = dtype("uint64", np.uint64, False, False, 8)
 float16 = dtype("float16", np.float16, True, True, 10)
 bfloat16 = dtype("bfloat16", np.uint16, True, True, 11)
 float32 = dtype("float32", np.float32, True, True, 12)
 float64 = dtype("float64", np.float64, True, True, 13)
 
-ALL = (bool_, uint8, int8, int32, int64, float16, bfloat16, float32, float64)
+# The order is the C API's gc_dtype codes (gpucore/include/gpucore.h): new dtypes go at the end.
+ALL = (
+    bool_, uint8, int8, int32, int64, float16, bfloat16, float32, float64,
+    int16, uint16, uint32, uint64,
+)  # fmt: skip
+LIMITED = (uint16, uint32, uint64)
+# The registry ops that take LIMITED inputs, as PyTorch's CPU kernels do (the others raise,
+# ops/registry.py: apply_general); view ops always do.
+LIMITED_OPS = frozenset(
+    "to_dtype clone to_device copy_slices cat mul div eq ne where sum cumsum sort unique index "
+    "index_put "
+    "floor ceil round trunc all any bitwise_and bitwise_or bitwise_xor".split()
+)
 BY_NAME = {d.name: d for d in ALL}
-BY_NAME.update({"float": float32, "double": float64, "half": float16, "long": int64, "int": int32})
+BY_NAME.update(
+    {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32}
+    | {"short": int16}
+)
 
 # The element types of quantized tensors (gpucore.quantization), stored as their integer type.
 # Not in ALL: no plain tensor has them, and as_dtype refuses them.
@@ -80,7 +104,7 @@ def _by_name(name: str) -> dtype:
     return BY_NAME.get(name) or next(d for d in QUANTIZED if d.name == name)
 
 
-_FROM_NP = {d.np: d for d in ALL if d is not bfloat16}
+_FROM_NP = {d.np: d for d in ALL if d is not bfloat16}  # a numpy uint16 array is uint16
 
 
 def from_numpy_dtype(npd) -> dtype:
@@ -126,8 +150,13 @@ def promote(a: dtype, b: dtype) -> dtype:
         return a if a.is_floating_point else b
     if {a, b} == {float16, bfloat16}:
         return float32
+    if a in LIMITED or b in LIMITED:
+        raise DTypeError(
+            f"Promotion for uint16, uint32, uint64 types is not supported (as in PyTorch), "
+            f"attempted to promote {a.name} and {b.name}; convert one operand with .to() first"
+        )
     if {a, b} == {uint8, int8}:
-        return int32  # PyTorch gives int16, which gpucore lacks; int32 holds every result
+        return int16  # the smallest signed type holding both ranges, as PyTorch
     return a if a._rank > b._rank else b
 
 

@@ -89,6 +89,7 @@ HalfTensor = _typed("HalfTensor", D.float16)
 BFloat16Tensor = _typed("BFloat16Tensor", D.bfloat16)
 LongTensor = _typed("LongTensor", D.int64)
 IntTensor = _typed("IntTensor", D.int32)
+ShortTensor = _typed("ShortTensor", D.int16)
 CharTensor = _typed("CharTensor", D.int8)
 ByteTensor = _typed("ByteTensor", D.uint8)
 BoolTensor = _typed("BoolTensor", D.bool_)
@@ -96,7 +97,7 @@ BoolTensor = _typed("BoolTensor", D.bool_)
 LEGACY_TYPES = {
     t.__name__: t
     for t in (FloatTensor, DoubleTensor, HalfTensor, BFloat16Tensor, LongTensor, IntTensor,
-              CharTensor, ByteTensor, BoolTensor)
+              ShortTensor, CharTensor, ByteTensor, BoolTensor)
 }  # fmt: skip
 
 

@@ -65,6 +65,9 @@ def special(dtype) -> Tensor:
         arr = np.array([1, 0, 0, 1, 1, 0, 1, 0, 1, 1, 0], dtype=bool)
     elif dtype is D.uint8:
         arr = np.arange(256, dtype=np.uint8)[::23].copy()
+    elif not dtype.is_signed:  # uint16, uint32, uint64: 0, 1, max, max - 1, ...
+        hi = int(np.iinfo(dtype.np).max)
+        arr = np.array([0, 1, hi, hi - 1, hi // 2, hi // 2 + 1, 7, 42, 255, 256, 65535], dtype.np)
     else:  # signed ints
         lo, hi = np.iinfo(dtype.np).min, np.iinfo(dtype.np).max
         arr = np.array([0, 1, -1, lo, hi, lo + 1, hi - 1, 7, -7, 42, -42], dtype=dtype.np)

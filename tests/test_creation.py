@@ -29,7 +29,8 @@ def vals(t):
         (np.array([1.0, 2.0]), gpucore.float64, np.array([1.0, 2.0])),
         (np.array([1, 2], np.int32), gpucore.int32, np.array([1, 2], np.int32)),
         (np.array([1, 2], np.uint8), gpucore.uint8, np.array([1, 2], np.uint8)),
-        (np.array([1, 2], np.int16), gpucore.int64, np.array([1, 2])),  # widened
+        (np.array([1, 2], np.int16), gpucore.int16, np.array([1, 2], np.int16)),
+        (np.array([1, 2], np.uint32), gpucore.uint32, np.array([1, 2], np.uint32)),
         (np.array([1.5], np.float16), gpucore.float16, np.array([1.5], np.float16)),
         (np.float64(2.5), gpucore.float64, np.array(2.5)),
         (np.int32(4), gpucore.int32, np.array(4, np.int32)),

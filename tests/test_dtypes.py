@@ -20,6 +20,10 @@ ALL = [
     gpucore.int32,
     gpucore.int64,
     gpucore.bool,
+    gpucore.int16,
+    gpucore.uint16,
+    gpucore.uint32,
+    gpucore.uint64,
 ]
 NP = {
     "float32": np.float32,
@@ -31,6 +35,10 @@ NP = {
     "int32": np.int32,
     "int64": np.int64,
     "bool": np.bool_,
+    "int16": np.int16,
+    "uint16": np.uint16,
+    "uint32": np.uint32,
+    "uint64": np.uint64,
 }
 ITEMSIZE = {
     "float32": 4,
@@ -42,6 +50,10 @@ ITEMSIZE = {
     "int32": 4,
     "int64": 8,
     "bool": 1,
+    "int16": 2,
+    "uint16": 2,
+    "uint32": 4,
+    "uint64": 8,
 }
 
 
@@ -86,7 +98,9 @@ def test_as_dtype_accepts_names_numpy_and_python_types():
     assert D.as_dtype(float) is gpucore.float64  # as torch: dtype=float is torch.float64
     assert D.as_dtype(int) is gpucore.int64
     assert D.as_dtype(bool) is gpucore.bool
-    for bad in ("floaty", np.int16, np.complex64, "float128"):
+    assert D.as_dtype(np.int16) is gpucore.int16 and D.as_dtype("short") is gpucore.int16
+    assert D.as_dtype(np.uint64) is gpucore.uint64
+    for bad in ("floaty", np.complex64, "float128"):
         with pytest.raises(gpucore.DTypeError):
             D.as_dtype(bad)
 
@@ -181,8 +195,9 @@ def test_to_accepts_strings_numpy_types_tensor_and_device():
     assert x.to(gpucore.float32) is x
     c = x.to(gpucore.float32, copy=True)
     assert c is not x and not np.shares_memory(c.numpy(), x.numpy())
+    assert x.to(np.int16).dtype is gpucore.int16
     with pytest.raises(gpucore.DTypeError):
-        x.to(np.int16)
+        x.to(np.complex64)
     with pytest.raises(gpucore.DeviceError):
         x.to("cuda")
 
@@ -260,7 +275,8 @@ def test_bfloat16_arithmetic_rounds_result():
 
 
 # ----------------------------------------------------------------------------- comparisons
-@pytest.mark.parametrize("dt", ALL, ids=lambda d: d.name)
+# (uint16 / uint32 / uint64 have only == and != , as in PyTorch: tests/test_int16.py)
+@pytest.mark.parametrize("dt", [d for d in ALL if d not in D.LIMITED], ids=lambda d: d.name)
 def test_comparisons_give_bool(dt):
     a_np = np.array([0, 1, 2, 1]) if dt is not gpucore.bool else np.array([0, 1, 1, 0])
     b_np = np.array([1, 1, 0, 2]) if dt is not gpucore.bool else np.array([1, 1, 0, 0])
@@ -293,7 +309,9 @@ def test_float_comparisons_with_nan():
 @pytest.mark.parametrize(
     "a,b,expected",
     [
-        (gpucore.int8, gpucore.uint8, gpucore.int32),
+        (gpucore.int8, gpucore.uint8, gpucore.int16),
+        (gpucore.int16, gpucore.uint8, gpucore.int16),
+        (gpucore.int16, gpucore.int32, gpucore.int32),
         (gpucore.int32, gpucore.int64, gpucore.int64),
         (gpucore.int64, gpucore.float16, gpucore.float16),
         (gpucore.float16, gpucore.bfloat16, gpucore.float32),

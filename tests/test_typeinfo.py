@@ -15,7 +15,7 @@ def test_finfo_iinfo_as_torch():
         for attr in ("bits", "eps", "max", "min", "tiny", "smallest_normal"):
             assert getattr(g, attr) == getattr(t, attr), (name, attr)
     assert gpucore.finfo().eps == np.finfo(np.float32).eps
-    for name in ("uint8", "int8", "int32", "int64"):
+    for name in ("uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64"):
         g, t = gpucore.iinfo(getattr(gpucore, name)), torch.iinfo(getattr(torch, name))
         assert (g.bits, g.max, g.min) == (t.bits, t.max, t.min)
     with pytest.raises(TypeError, match="iinfo"):
@@ -24,13 +24,10 @@ def test_finfo_iinfo_as_torch():
 
 def test_promotion_helpers_as_torch():
     torch = pytest.importorskip("torch")
-    names = ("bool", "uint8", "int8", "int32", "int64", "float16", "float32", "float64")
+    names = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64")
     for a in names:
         for b in names:
             ga, gb, ta, tb = (getattr(m, n) for m in (gpucore, torch) for n in (a, b))
-            if {a, b} == {"uint8", "int8"}:  # PyTorch's int16, which gpucore lacks: int32
-                assert gpucore.promote_types(ga, gb) == gpucore.int32
-                continue
             assert (
                 str(gpucore.promote_types(ga, gb)).split(".")[-1]
                 == str(torch.promote_types(ta, tb)).split(".")[-1]

@@ -109,9 +109,10 @@ int gc_set_num_threads(int n, gc_error *err)
     return 0;
 }
 
-static const char *const dtype_names[] = {"bool",    "uint8",    "int8",    "int32",  "int64",
-                                          "float16", "bfloat16", "float32", "float64"};
-static const int dtype_sizes[] = {1, 1, 1, 4, 8, 2, 2, 4, 8};
+static const char *const dtype_names[] = {
+    "bool",    "uint8",   "int8",  "int32",  "int64",  "float16", "bfloat16",
+    "float32", "float64", "int16", "uint16", "uint32", "uint64"};
+static const int dtype_sizes[] = {1, 1, 1, 4, 8, 2, 2, 4, 8, 2, 2, 4, 8};
 #define N_DTYPES ((int)(sizeof dtype_sizes / sizeof dtype_sizes[0]))
 
 const char *gc_dtype_name(int dtype)

@@ -134,7 +134,7 @@ static int read_arg(gc_rd *r, const gc_model *m, gc_marg *a)
     int64_t region, dt, nd;
     if (next(r, -1, m->n_consts - 1, &region, "bad buffer region") < 0 ||
         next(r, -GC_LIM, GC_LIM, &a->off, "bad buffer offset") < 0 ||
-        next(r, 0, GC_DTYPE_FLOAT64, &dt, "bad buffer dtype") < 0 ||
+        next(r, 0, GC_DTYPE_UINT64, &dt, "bad buffer dtype") < 0 ||
         next(r, 0, GC_MAX_NDIM, &nd, "bad buffer ndim") < 0)
         return -1;
     a->region = (int)region;
@@ -186,7 +186,7 @@ static int read_arg(gc_rd *r, const gc_model *m, gc_marg *a)
 static int read_io(gc_rd *r, gc_mio *io, char **names)
 {
     int64_t dt, nd;
-    if (next(r, 0, GC_DTYPE_FLOAT64, &dt, "bad input / output dtype") < 0 ||
+    if (next(r, 0, GC_DTYPE_UINT64, &dt, "bad input / output dtype") < 0 ||
         next(r, 0, GC_MAX_NDIM, &nd, "bad input / output ndim") < 0)
         return -1;
     io->dtype = (int)dt;
@@ -281,7 +281,7 @@ int gc_model_decode(gc_model *m, const char *path, gc_error *err)
     char *nm = m->names;
     for (int k = 0; k < v[3]; k++, m->n_consts++) {
         int64_t dt, nb;
-        if (next(&r, 0, GC_DTYPE_FLOAT64, &dt, "bad constant dtype") < 0 ||
+        if (next(&r, 0, GC_DTYPE_UINT64, &dt, "bad constant dtype") < 0 ||
             next(&r, 0, GC_LIM, &nb, "bad constant size") < 0)
             goto done;
         const st_entry *e = st_find(&f, nm);

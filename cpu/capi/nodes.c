@@ -212,6 +212,7 @@ static int cast_elem(int dtype)
     case GC_DTYPE_INT64: return GC_ELEM_I64;
     case GC_DTYPE_FLOAT32: return GC_ELEM_F32;
     case GC_DTYPE_FLOAT64: return GC_ELEM_F64;
+    case GC_DTYPE_INT16: return GC_ELEM_I16;
     default: return -1;
     }
 }

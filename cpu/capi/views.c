@@ -158,6 +158,22 @@ static void item_of(double v, int dtype, unsigned char *out)
         memcpy(out, &x, 4);
         break;
     }
+    case GC_DTYPE_INT16:
+    case GC_DTYPE_UINT16: {
+        uint16_t x = (uint16_t)(isfinite(v) && fabs(v) < 9.2e18 ? (int64_t)v : 0);
+        memcpy(out, &x, 2);
+        break;
+    }
+    case GC_DTYPE_UINT32: {
+        uint32_t x = (uint32_t)(isfinite(v) && fabs(v) < 9.2e18 ? (int64_t)v : 0);
+        memcpy(out, &x, 4);
+        break;
+    }
+    case GC_DTYPE_UINT64: {
+        uint64_t x = (uint64_t)(isfinite(v) && fabs(v) < 9.2e18 ? (int64_t)v : 0);
+        memcpy(out, &x, 8);
+        break;
+    }
     default: memcpy(out, &v, 8); break;
     }
 }

@@ -150,6 +150,7 @@ static int cast_elem(const Py_buffer *v)
     case '?': return v->itemsize == 1 ? GC_ELEM_BOOL : -1;
     case 'B': return GC_ELEM_U8;
     case 'b': return GC_ELEM_I8;
+    case 'h': return GC_ELEM_I16;
     case 'i': return GC_ELEM_I32;
     case 'q': return GC_ELEM_I64;
     case 'f': return v->itemsize == 4 ? GC_ELEM_F32 : -1;
@@ -171,8 +172,8 @@ static int cast_parse(PyObject *const *args, Py_ssize_t nargs, void *node, bufse
     const int st = cast_elem(s), dt = cast_elem(d);
     if (st < 0 || dt < 0) {
         PyErr_Format(PyExc_TypeError,
-                     "cast: '%s' has format '%s'; src and dst must be bool, uint8, int8, int32, "
-                     "int64, float32 or float64",
+                     "cast: '%s' has format '%s'; src and dst must be bool, uint8, int8, int16, "
+                     "int32, int64, float32 or float64",
                      st < 0 ? "src" : "dst", fmt_str(st < 0 ? s : d));
         return -1;
     }

@@ -111,7 +111,11 @@ typedef enum {
     GC_DTYPE_FLOAT16 = 5,
     GC_DTYPE_BFLOAT16 = 6, /* stored as uint16 bit patterns */
     GC_DTYPE_FLOAT32 = 7,
-    GC_DTYPE_FLOAT64 = 8
+    GC_DTYPE_FLOAT64 = 8,
+    GC_DTYPE_INT16 = 9,
+    GC_DTYPE_UINT16 = 10,
+    GC_DTYPE_UINT32 = 11,
+    GC_DTYPE_UINT64 = 12
 } gc_dtype;
 
 /* Devices, as gpucore.device's types. */

@@ -61,18 +61,18 @@ TO_ST = {
     D.bfloat16: "BF16",
     D.int64: "I64",
     D.int32: "I32",
+    D.int16: "I16",
     D.int8: "I8",
     D.uint8: "U8",
+    D.uint16: "U16",
+    D.uint32: "U32",
+    D.uint64: "U64",
     D.bool_: "BOOL",
 }
 FROM_ST = {v: k for k, v in TO_ST.items()}
 # Valid safetensors dtypes that gpucore has no tensor type for (a clearer error than "unknown").
 OTHER_ST = frozenset(
     {
-        "I16",
-        "U16",
-        "U32",
-        "U64",
         "C64",
         "F8_E4M3",
         "F8_E5M2",

@@ -26,8 +26,8 @@ _SAME = {
 }  # fmt: skip
 
 ONNX_DTYPE = {
-    D.float32: 1, D.uint8: 2, D.int8: 3, D.int32: 6, D.int64: 7, D.bool_: 9, D.float16: 10,
-    D.float64: 11, D.bfloat16: 16,
+    D.float32: 1, D.uint8: 2, D.int8: 3, D.uint16: 4, D.int16: 5, D.int32: 6, D.int64: 7,
+    D.bool_: 9, D.float16: 10, D.float64: 11, D.uint32: 12, D.uint64: 13, D.bfloat16: 16,
 }  # fmt: skip
 
 EMITTERS: dict = {}

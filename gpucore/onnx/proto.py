@@ -47,11 +47,15 @@ GPUCORE_TYPES = {
     1: D.float32,
     2: D.uint8,
     3: D.int8,
+    4: D.uint16,
+    5: D.int16,
     6: D.int32,
     7: D.int64,
     9: D.bool_,
     10: D.float16,
     11: D.float64,
+    12: D.uint32,
+    13: D.uint64,
 }
 TYPE_NAMES = {
     0: "undefined",

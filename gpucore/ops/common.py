@@ -104,11 +104,12 @@ def as_operands(op: str, a, b, names: tuple = ("input", "other"), position: int 
     a, b = _lift_numpy(a), _lift_numpy(b)
     ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
     if ta and tb:
-        dt = D.promote(a.dtype, b.dtype)
         if a.ndim == 0 and b.ndim > 0 and _category(a.dtype) <= _category(b.dtype):
             dt = b.dtype  # a 0-d tensor acts like a scalar of its category (PyTorch)
         elif b.ndim == 0 and a.ndim > 0 and _category(b.dtype) <= _category(a.dtype):
             dt = a.dtype
+        else:
+            dt = D.promote(a.dtype, b.dtype)
         return (a if a.dtype is dt else a.to(dt)), (b if b.dtype is dt else b.to(dt))
     if not ta:
         _check_scalar(op, a, names[0], position)

@@ -332,27 +332,8 @@ def logical_not(input: Tensor) -> Tensor:
     return apply(LOGICAL_NOT, input)
 
 
-def _bool_only(name, fn):
-    def op(self, other):
-        if self.dtype is not D.bool_:
-            raise DTypeError(f"operator {name} is supported on bool tensors only, got {self.dtype}")
-        return fn(self, other)
-
-    return op
-
-
-tensor_member("__and__", _bool_only("&", logical_and))
-tensor_member("__or__", _bool_only("|", logical_or))
-tensor_member("__xor__", _bool_only("^", logical_xor))
-
-
-def _invert(self: Tensor) -> Tensor:
-    if self.dtype is not D.bool_:
-        raise DTypeError(f"operator ~ is supported on bool tensors only, got {self.dtype}")
-    return logical_not(self)
-
-
-tensor_member("__invert__", _invert)
+# The operators & | ^ ~ << >> are the bitwise ops' (ops/bitwise.py): on bool tensors they are
+# the logical ops, as PyTorch's.
 
 
 # ----------------------------------------------------------------------------- where, clamp
@@ -517,6 +498,9 @@ def _to(self: Tensor, *args, dtype=None, device=None, copy: bool = False, **_kw)
             # where the input was (a dtype change never changes the device, as in PyTorch).
             if target is None:
                 target = self.device.type
+            if dt is D.uint32 and self.dtype in (D.float16, D.bfloat16):
+                # PyTorch converts 16-bit floats to uint32 through int64 (NaN gives 0)
+                self = apply(TO_DTYPE, self, dtype=D.int64)
             self = apply(TO_DTYPE, self, dtype=dt)
             copy = False
     if target is not None and target != self.device.type:
@@ -533,6 +517,7 @@ def _type(self: Tensor, dtype=None, non_blocking: bool = False):
 
     if dtype is None:
         names = {cls.dtype: name for name, cls in LEGACY_TYPES.items()}
+        names.update({d: f"UInt{d.itemsize * 8}Tensor" for d in D.LIMITED})  # (no classes)
         return f"gpucore.{names[self.dtype]}" if self.dtype in names else str(self.dtype)
     if isinstance(dtype, str):
         cls = LEGACY_TYPES.get(dtype.rsplit(".", 1)[-1])
@@ -552,6 +537,7 @@ tensor_member("half", lambda self: _to(self, D.float16))
 tensor_member("bfloat16", lambda self: _to(self, D.bfloat16))
 tensor_member("long", lambda self: _to(self, D.int64))
 tensor_member("int", lambda self: _to(self, D.int32))
+tensor_member("short", lambda self: _to(self, D.int16))
 tensor_member("bool", lambda self: _to(self, D.bool_))
 tensor_member("byte", lambda self: _to(self, D.uint8))
 tensor_member("char", lambda self: _to(self, D.int8))

@@ -305,11 +305,13 @@ ANY = defop(
 # ----------------------------------------------------------------------------- functions
 @public("sum")
 def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001
-    """Sum over ``dim`` (an int, a tuple, or None for all); ints and bools sum to int64."""
+    """Sum over ``dim`` (an int, a tuple, or None for all); ints and bools sum to int64, or to
+    ``dtype`` when given (wrapping as PyTorch's sum in that type)."""
     if dtype is not None:
         input = input.to(dtype)
     dims = norm_dims(dim, input.ndim, "sum")
-    return apply(SUM, input, dims=dims, keepdim=keepdim, shape=input.shape)
+    out = apply(SUM, input, dims=dims, keepdim=keepdim, shape=input.shape)
+    return out if dtype is None or out.dtype is input.dtype else out.to(input.dtype)
 
 
 @public("mean")

@@ -22,9 +22,11 @@ from ..autograd.graph import Ctx, Node, accumulate_node, edge_of, grad_fn_of
 from ..backends.cpu import empty_array as _empty_array
 from ..backends.cpu.kernels import FAST as _CPU_FAST
 from ..backends.cpu.kernels import KERNELS as _CPU_KERNELS
+from ..dtypes import LIMITED as _LIMITED
+from ..dtypes import LIMITED_OPS as _LIMITED_OPS
 from ..dtypes import float32 as _F32
 from ..dtypes import float64 as _F64
-from ..errors import DeviceError
+from ..errors import DeviceError, DTypeError
 from ..tensor import Tensor
 from .api import not_tensor, public
 
@@ -197,6 +199,8 @@ def apply_general(op: OpDef, inputs: tuple, attrs: dict):
     for t in inputs:
         if type(t) is not Tensor and not isinstance(t, Tensor):
             raise _not_tensor(op, inputs)
+        if t._dtype in _LIMITED and op.view is None and op.name not in _LIMITED_OPS:
+            raise _limited(op, t._dtype)
     if op.view is not None:
         out = Tensor._make_view(inputs[0], op.view(inputs[0]._data, **attrs), op, attrs)
         outs = (out,)
@@ -229,6 +233,15 @@ def apply_on_general(backend, op: OpDef, inputs: tuple, attrs: dict):
         raise DeviceError(f"{op.name}: the {backend.name} backend has no kernel for these inputs")
     outs = _run(backend, op, specs, inputs, attrs)
     return outs if len(outs) > 1 else outs[0]
+
+
+def _limited(op: OpDef, dt) -> DTypeError:
+    """The error of an op PyTorch does not implement for uint16 / uint32 / uint64."""
+    return DTypeError(
+        f"{op.name}: not implemented for {dt} tensors, as in PyTorch (uint16, uint32 and uint64 "
+        "have limited support: creation, casts, eq/ne, mul, bitwise and/or/xor, sum, cumsum, "
+        "sort, cat, indexing); convert with .to(gpucore.int64) first"
+    )
 
 
 def _not_tensor(op: OpDef, inputs) -> TypeError:

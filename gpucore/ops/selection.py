@@ -120,7 +120,7 @@ def count_nonzero(input: Tensor, dim=None) -> Tensor:
 def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
     """Counts of each value of a 1-D non-negative int tensor (``weights``: their sums), of length
     ``max(input) + 1`` or ``minlength``, as torch.bincount."""
-    if input.ndim != 1 or input.dtype not in (D.int64, D.int32, D.int8, D.uint8):
+    if input.ndim != 1 or input.dtype not in (D.int64, D.int32, D.int16, D.int8, D.uint8):
         raise ShapeError(
             f"bincount(): input must be a 1-D int tensor, got {input.dtype} of shape "
             f"{tuple(input.shape)}"

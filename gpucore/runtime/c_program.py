@@ -55,7 +55,8 @@ KINDS = dict(_C.OPCODES["node_kind"])
 _ARG = _C.OPCODES["node_arg"]
 NONE, INT, FLOAT, BUF = _ARG["NONE"], _ARG["INT"], _ARG["FLOAT"], _ARG["BUF"]
 PACKED, QPACKED = _ARG["PACKED"], _ARG["QPACKED"]
-DTYPE_CODE = {d.np: i for i, d in enumerate(D.ALL) if d is not D.bfloat16}
+# keyed by the arrays' numpy dtype: a uint16 array may be bfloat16 or uint16, so neither has one
+DTYPE_CODE = {d.np: i for i, d in enumerate(D.ALL) if d.np != np.uint16}
 
 
 def _plan(model):

@@ -28,8 +28,12 @@ _TYPE_NAMES = {
     "bfloat16": "tensor(bfloat16)",
     "int64": "tensor(int64)",
     "int32": "tensor(int32)",
+    "int16": "tensor(int16)",
     "int8": "tensor(int8)",
     "uint8": "tensor(uint8)",
+    "uint16": "tensor(uint16)",
+    "uint32": "tensor(uint32)",
+    "uint64": "tensor(uint64)",
     "bool": "tensor(bool)",
 }
 _PROVIDERS = {

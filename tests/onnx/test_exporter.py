@@ -119,3 +119,23 @@ def test_what_cannot_be_written_is_refused_by_name():
         gpucore.onnx.export(
             lambda x: x.flip(0) if hasattr(x, "flip") else x[::-1], gpucore.randn(3)
         )
+
+
+def test_int16_graphs_export_as_onnx_int16():
+    def fn(x, y):
+        return x * y + x, x == y
+
+    x = gpucore.tensor([[1, -2, 300]], dtype=gpucore.int16)
+    y = gpucore.tensor([[5, 6, 32767]], dtype=gpucore.int16)
+    buf = io.BytesIO()
+    gpucore.onnx.export(fn, (x, y), buf)
+    sess = ort.InferenceSession(buf.getvalue())
+    assert [i.type for i in sess.get_inputs()] == ["tensor(int16)"] * 2
+    names = [i.name for i in sess.get_inputs()]
+    want = [t.numpy() for t in fn(x, y)]
+    got = sess.run(None, dict(zip(names, (x.numpy(), y.numpy()))))
+    back = gpucore.onnx.load(buf.getvalue())(x, y)
+    for w, a, b in zip(want, got, back):
+        assert a.dtype == w.dtype and b.numpy().dtype == w.dtype
+        np.testing.assert_array_equal(a, w)
+        np.testing.assert_array_equal(b.numpy(), w)

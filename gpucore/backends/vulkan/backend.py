@@ -232,7 +232,7 @@ class VulkanBackend:
         ``direct``: the kernel itself takes these dtypes, without ``run``'s widening of float16 /
         bfloat16 (for callers of ``KERNELS`` that bypass ``run``: the runtime's executor)."""
         k = self.kernels.get(op.name)
-        if k is None:
+        if k is None or _host_only(inputs, specs):
             return False
         if (
             not getattr(k, "chunk_rows", False)
@@ -439,6 +439,21 @@ def _widens(k) -> bool:
     for kernels that read and write 16-bit storage themselves (``half``) nor for the in-place
     optimizer updates (``widen = False``)."""
     return getattr(k, "widen", True) and not getattr(k, "half", False)
+
+
+# No shader takes these dtypes (and a uint16 array would read as bfloat16 there): their ops run on
+# the host, on the tensors' host-mapped memory.
+_HOST_ONLY = (D.int16, D.uint16, D.uint32, D.uint64)
+
+
+def _host_only(inputs, specs) -> bool:
+    for t in inputs:
+        if t._dtype in _HOST_ONLY:
+            return True
+    for _, dt in specs if isinstance(specs, list) else [specs]:
+        if dt in _HOST_ONLY:
+            return True
+    return False
 
 
 def _accepts(k, inputs, specs) -> bool:

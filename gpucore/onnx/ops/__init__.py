@@ -3,6 +3,7 @@ per family, mirroring gpucore/ops (a handler's docstring says what it supports).
 
 from . import (
     attention,
+    bitwise,
     creation,
     elementwise,
     indexing,
@@ -20,8 +21,8 @@ from . import (
 
 HANDLERS: dict = {}
 _FAMILIES = (
-    attention, creation, elementwise, indexing, joining, linalg, nn, pool, qlinear, quantize,
-    reduce, resize, shape, unary,
+    attention, bitwise, creation, elementwise, indexing, joining, linalg, nn, pool, qlinear,
+    quantize, reduce, resize, shape, unary,
 )  # fmt: skip
 for _family in _FAMILIES:
     for _op, _fn in _family.HANDLERS.items():

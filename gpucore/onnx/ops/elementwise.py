@@ -11,8 +11,10 @@ import functools
 
 import numpy as np
 
+from ... import dtypes as D
 from ...tensor import Tensor
 from ..proto import GPUCORE_TYPES, NUMPY_TYPES, TYPE_NAMES
+from .bitwise import limited, udivmod64, widened
 from .common import gc, table
 
 HANDLERS, handles = table()
@@ -66,6 +68,11 @@ def binary(ctx, node, ins):
         with np.errstate(all="ignore"):
             return np.asarray(np_fn(a, b))
     ta, tb = ctx.tensor(a), ctx.tensor(b)
+    if limited(ta, tb):  # uint16 / uint32 / uint64: through int64 (ops/bitwise.py)
+        if node.op_type == "Div" and ta.dtype is D.uint64:
+            return udivmod64(ta.to(D.int64), tb.to(D.int64))[0].to(D.uint64)
+        fn = _int_div if node.op_type == "Div" else gc_fn
+        return widened(fn, ta, tb, order=node.op_type not in ("Add", "Sub", "Mul", "Pow"))
     if node.op_type == "Div":
         return _int_div(ta, tb) if not ta.dtype.is_floating_point else gc.div(ta, tb)
     return gc_fn(ta, tb)
@@ -83,6 +90,12 @@ def mod(ctx, node, ins):
     ta, tb = ctx.tensor(a), ctx.tensor(b)
     if ta.dtype.is_floating_point:
         return _float_mod(ta, tb, bool(fmod))
+    if limited(ta, tb):  # the unsigned types: through int64, where they are non-negative
+        out_dt = ta.dtype
+        if out_dt is D.uint64:  # fmod and mod agree on unsigned values
+            return udivmod64(ta.to(D.int64), tb.to(D.int64))[1].to(D.uint64)
+        ta, tb = ta.to(D.int64), tb.to(D.int64)
+        return gc.remainder(ta, tb).to(out_dt)
     return gc.fmod(ta, tb) if fmod else gc.remainder(ta, tb)  # exact integer kernels
 
 
@@ -139,6 +152,9 @@ def variadic(ctx, node, ins):
         out = functools.reduce(np_fn, ins)
         return (out / len(ins)).astype(out.dtype) if node.op_type == "Mean" else out
     ts = [ctx.tensor(v) for v in ins]
+    if limited(*ts) and node.op_type != "Mean":
+        order = node.op_type in ("Max", "Min")
+        return widened(lambda *w: functools.reduce(gc_fn, w), *ts, order=order)
     out = functools.reduce(gc_fn, ts)
     return out / len(ts) if node.op_type == "Mean" else out
 

@@ -40,7 +40,12 @@ from .unary import round_half_even
 
 HANDLERS, handles = table()
 
-_RANGES = {"uint8": (0, 255), "int8": (-128, 127)}
+_RANGES = {
+    "uint8": (0, 255),
+    "int8": (-128, 127),
+    "uint16": (0, 65535),
+    "int16": (-32768, 32767),
+}
 
 
 def _per_axis(ctx, v, x):
@@ -140,14 +145,17 @@ def dequantize_value(ctx, x, scale, zp, axis: int):
 
 @handles("QuantizeLinear")
 def quantize_linear(ctx, node, ins):
-    """QuantizeLinear(x, y_scale, y_zero_point; axis, output_dtype): to int8 / uint8."""
+    """QuantizeLinear(x, y_scale, y_zero_point; axis, output_dtype): to int8, uint8, int16 or
+    uint16."""
     ctx.attr("saturate", 1)  # only float8 outputs read it
     ctx.attr("precision", 0)
     zp = ins[2] if len(ins) > 2 else None
     out = int(ctx.attr("output_dtype", 0))
     dt = ctx.tensor(zp).dtype if zp is not None else GPUCORE_TYPES.get(out or 2)
     if dt is None or dt.name not in _RANGES:
-        raise ctx.unsupported(f"quantizing to {dt.name if dt else out} (int8 / uint8 only)")
+        raise ctx.unsupported(
+            f"quantizing to {dt.name if dt else out} (int8, uint8, int16, uint16 only)"
+        )
     if int(ctx.attr("block_size", 0)) == 0:
         ctx.attr("axis", 1)
         fast = quantize_value(ctx, ins[0], ins[1], zp, dt)

@@ -215,7 +215,8 @@ def _gather(out, arrays, attrs, scratch):
 
 
 _CAST_TYPES = frozenset(
-    np.dtype(t) for t in (np.bool_, np.uint8, np.int8, np.int32, np.int64, np.float32, np.float64)
+    np.dtype(t)
+    for t in (np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64, np.float32, np.float64)
 )
 
 

@@ -1,7 +1,7 @@
 """gpucore._cpu.cast (cpu/cast.c): Tensor.to(dtype) in compiled programs and deployed models.
 
 Specification: bit for bit numpy's ``astype`` (``casting="unsafe"``, the eager kernel) for every
-pair of bool, uint8, int8, int32, int64, float32 and float64, any strides. Values C leaves
+pair of bool, uint8, int8, int16, int32, int64, float32 and float64, any strides. Values C leaves
 undefined (a float outside the integer range, NaN, inf) give numpy's x86-64 results, the type's
 minimum wrapped to narrower integers; on other machines numpy itself differs there, so those
 values are compared on x86-64 only.
@@ -17,7 +17,7 @@ import pytest
 
 from gpucore import _cpu as C
 
-TYPES = [np.bool_, np.uint8, np.int8, np.int32, np.int64, np.float32, np.float64]
+TYPES = [np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64, np.float32, np.float64]
 X86 = platform.machine() in ("x86_64", "AMD64")
 
 IN_RANGE = [0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 0.49, 127.9, -128.9, 200.7, -200.7, 65543.9, 1e-30]

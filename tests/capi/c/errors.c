@@ -90,7 +90,7 @@ int main(void)
     BADP(gc_tensor_from_buffer(NULL, 24, s23, 2, F, GC_BUFFER_COPY, NULL, NULL, &err), EINV,
          "data is NULL");
     BADP(gc_tensor_from_buffer(buf, 24, s23, 2, F, 5, NULL, NULL, &err), EINV, "mode 5");
-    BADP(gc_tensor_from_buffer(buf, 24, s23, 2, 12, GC_BUFFER_COPY, NULL, NULL, &err),
+    BADP(gc_tensor_from_buffer(buf, 24, s23, 2, 13, GC_BUFFER_COPY, NULL, NULL, &err),
          GC_ERR_DTYPE, "unknown dtype");
     BADP(gc_tensor_from_buffer((char *)buf + 1, 24, s23, 2, F, GC_BUFFER_ZERO_COPY, deleter, &one,
                                &err),

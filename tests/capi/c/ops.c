@@ -70,6 +70,10 @@ static void emit(const char *name, gc_tensor *t)
         case GC_DTYPE_INT32: v = ((int32_t *)buf)[i]; break;
         case GC_DTYPE_INT64: v = (double)((int64_t *)buf)[i]; break;
         case GC_DTYPE_INT8: v = ((int8_t *)buf)[i]; break;
+        case GC_DTYPE_INT16: v = ((int16_t *)buf)[i]; break;
+        case GC_DTYPE_UINT16: v = ((uint16_t *)buf)[i]; break;
+        case GC_DTYPE_UINT32: v = ((uint32_t *)buf)[i]; break;
+        case GC_DTYPE_UINT64: v = (double)((uint64_t *)buf)[i]; break;
         case GC_DTYPE_FLOAT16:
         case GC_DTYPE_BFLOAT16: v = ((uint16_t *)buf)[i]; break; /* the bits */
         default: v = buf[i]; break;
@@ -185,7 +189,7 @@ int main(void)
 
     /* tensors: creation, views */
     const int64_t s23[] = {2, 3}, rs[] = {4, -1};
-    for (int dt = 0; dt <= GC_DTYPE_FLOAT64; dt++) {
+    for (int dt = 0; dt <= GC_DTYPE_UINT64; dt++) {
         snprintf(name, sizeof name, "full_%s", gc_dtype_name(dt));
         emit(name, gc_tensor_full(s23, 2, -2.5, dt, GC_DEVICE_CPU, &err));
         snprintf(name, sizeof name, "ones_%s", gc_dtype_name(dt));
