@@ -4,7 +4,7 @@
  *
  *   pack all of op(B) once, K block by K block, every NR panel across N (the threads claim
  *   groups of panels; one wait, for the last of them); then
- *   for each unit (a group of J->rg MR-row panels of A, claimed dynamically):
+ *   for each unit (a group of at most J->rg MR-row panels of A, claimed dynamically):
  *     for pc in K by KC:
  *       its A panels (read in place, or packed into the participant's own small buffer)
  *       gemm_unit over all of N: each A micro-panel (L1) meets every NR panel of the B block (L2)
@@ -16,7 +16,8 @@
  * NC = 96).  Here no thread waits after the B packing, A is read once per K block, and a unit
  * updates only its own rows of C, K block after K block.  The tiles, their K blocks and the
  * micro-kernel calls are those of the blocked steps, so C is bitwise the same (and the same for
- * any number of threads). */
+ * any number of threads).  gc_gemm_px asks rows_fit whether a product takes the mode and
+ * rows_swap whether an unpacked one should run swapped (M and N exchanged) to take it. */
 
 /* Unit u of the row-split mode, run by one participant with A buffer abuf (rg * mr * kc). */
 static void GC_FN(gemm_rows_unit)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_T *b,
