@@ -76,8 +76,9 @@ ATTENTION = [(4, 4, 16, 16), (4, 4, 128, 64), (1, 8, 1024, 64)]  # B, H, S, D (s
 GEMV = [(2048, 2048), (512, 512)]  # n x k weights, m = 1
 MLP = [(64, 784, 512), (256, 784, 512), (64, 512, 10)]  # M x K x N
 # (M, K, N, ta, tb): train.py's GPT (batch 32 x context 64 = 2048 tokens, d 128, MLP 512, QKV
-# 384, vocabulary 96): forward x @ W.T, dX = dY @ W, dW = dY.T @ X; then infer.py's rows: the
-# MLP at W512 / W2048 batch 32, transformer blocks B4 T64 d128 and B4 T128 d256
+# 384, vocabulary 96): forward x @ W.T, dX = dY @ W, dW = dY.T @ X (the head's last); then
+# infer.py's rows: the MLP at W512 / W2048 batch 32, transformer blocks B4 T64 d128 and B4 T128
+# d256
 MODEL = [
     (2048, 128, 384, 0, 1),
     (2048, 128, 128, 0, 1),
@@ -92,6 +93,7 @@ MODEL = [
     (128, 2048, 128, 1, 0),
     (512, 2048, 128, 1, 0),
     (128, 2048, 512, 1, 0),
+    (96, 2048, 128, 1, 0),
     (32, 512, 512, 0, 1),
     (32, 2048, 2048, 0, 1),
     (256, 128, 384, 0, 1),

@@ -167,7 +167,7 @@ typedef struct {
     /* row-split mode (gemm_rows.h): units of rg MR panels; bpack: B is packed into J->pkb (the
      * workspace) first */
     int rows, bpack;
-    ptrdiff_t rg;
+    ptrdiff_t rg, ru; /* ru units of at most rg MR panels */
     /* pre-packed operands (gc_packed): the panels of the tile's A (rows) / B (columns) side, or
      * NULL; npa / npb panels across m / n per K block.  pa_scale: packed A panels are copied
      * times alpha into the A buffers (the unpacked call folds alpha into its packing). */
@@ -185,6 +185,17 @@ typedef struct {
     ptrdiff_t batch, sa, sb, sc;
     _Alignas(64) atomic_long next_item;
 } GC_FN(gemm_job);
+
+static ptrdiff_t GC_FN(round_up)(ptrdiff_t v, ptrdiff_t r)
+{
+    return (v + r - 1) / r * r;
+}
+
+/* Fraction of a dimension of v elements that tiles of r use. */
+static double GC_FN(tile_use)(ptrdiff_t v, ptrdiff_t r)
+{
+    return (double)v / (double)GC_FN(round_up)(v, r);
+}
 
 /* Packs panels [p0, p1) of the A block rows [ic, ic + mb) x cols [pc, pc + kb) of op(A), times
  * alpha; panel q holds A[ic + q*mr + i, pc + p] at dst[q*mr*kb + p*mr + i], zero past row mb. */
@@ -542,11 +553,6 @@ static void GC_FN(gemm_scale)(GC_T *c, ptrdiff_t m, ptrdiff_t n, GC_T beta, cons
     }
 }
 
-static ptrdiff_t GC_FN(round_up)(ptrdiff_t v, ptrdiff_t r)
-{
-    return (v + r - 1) / r * r;
-}
-
 /* Compute units for `want` threads, about 3 per thread (claimed dynamically).  The N chunks stay
  * NC wide while the A block is large (each A micro-panel, reloaded per unit, then serves NC / NR
  * tiles) and the M panels are split into groups instead (each group packs its own copy of the B
@@ -590,12 +596,6 @@ static void GC_FN(gemm_units)(GC_FN(gemm_job) * J, int want)
     J->ncu = (int)ncu;
     J->gm = gm;
     J->nmu = (int)((pm + gm - 1) / gm);
-}
-
-/* Fraction of a dimension of v elements that tiles of r use. */
-static double GC_FN(tile_use)(ptrdiff_t v, ptrdiff_t r)
-{
-    return (double)v / (double)GC_FN(round_up)(v, r);
 }
 
 /* d [c, r] = act(s^T + bias) for s [r, c] (bias: r values, one per row of s): the tile
@@ -708,7 +708,8 @@ int GC_FN(gc_gemm_px)(const GC_T *a, const gc_packed *pa, const GC_T *b, const g
         return 0;
     }
     const int small = m <= (trans_b ? GC_GEMV_MAX_M_T : GC_GEMV_MAX_M_N);
-    const int auto_swap = GC_FN(swap_mode)(m, n);
+    const int auto_swap = GC_FN(swap_mode)(m, n) ||
+                          (!pa && !pb && !small && GC_FN(rows_swap)(m, n, k, batch, sc, alpha));
     const int swap = pa ? pa->swap : pb ? pb->swap : auto_swap;
     if (pa || pb) {
         int ua = pa && (small || !GC_FN(packed_usable)(pa, swap));
@@ -800,19 +801,9 @@ int GC_FN(gc_gemm_px)(const GC_T *a, const gc_packed *pa, const GC_T *b, const g
         }
     }
     GC_FN(gemm_units)(&J, batch_mode ? 1 : want);
-    J.rows = !batch_mode && GC_FN(rows_mode)(&J, want);
-    if (J.rows) { /* one B for all (bsz), an A buffer per participant (asz) */
-        const ptrdiff_t rg = J.npa / (3 * want), rmax = trans_a ? 8 : 4;
-        J.rg = rg < rmax ? (rg > 1 ? rg : 1) : rmax;
-        J.ncu = 1;
-        J.pn = J.npb;
-        J.gm = J.rg;
-        /* A in place for alpha 1 (the same bits as packed) */
-        J.adirect |= !pa && !trans_a && alpha == (GC_T)1;
-        J.bpack = !J.pkb;
-        J.asz = GC_FN(round_up)(J.rg * J.mr * J.kc, 64);
-        J.bsz = J.pkb ? 0 : GC_FN(round_up)(k * J.npb * J.nr, 64);
-        J.nsteps = 1;
+    J.rows = !batch_mode && !J.vka && !J.vkb && GC_FN(rows_fit)(m, n, k, want, J.pkb != NULL);
+    if (J.rows) {
+        GC_FN(rows_setup)(&J, want, pa != NULL);
     } else {
         /* (no A buffers for packed A panels used in place, no B blocks for packed B) */
         J.asz = J.pka && !J.pa_scale ? 0 : GC_FN(round_up)(J.mc * J.kc, 64);

@@ -4,7 +4,7 @@
  *
  *   pack all of op(B) once, K block by K block, every NR panel across N (the threads claim
  *   groups of panels; one wait, for the last of them); then
- *   for each unit (a group of J->rg MR-row panels of A, claimed dynamically):
+ *   for each unit (a group of at most J->rg MR-row panels of A, claimed dynamically):
  *     for pc in K by KC:
  *       its A panels (read in place, or packed into the participant's own small buffer)
  *       gemm_unit over all of N: each A micro-panel (L1) meets every NR panel of the B block (L2)
@@ -16,7 +16,8 @@
  * NC = 96).  Here no thread waits after the B packing, A is read once per K block, and a unit
  * updates only its own rows of C, K block after K block.  The tiles, their K blocks and the
  * micro-kernel calls are those of the blocked steps, so C is bitwise the same (and the same for
- * any number of threads). */
+ * any number of threads).  gc_gemm_px asks rows_fit whether a product takes the mode and
+ * rows_swap whether an unpacked one should run swapped (M and N exchanged) to take it. */
 
 /* Unit u of the row-split mode, run by one participant with A buffer abuf (rg * mr * kc). */
 static void GC_FN(gemm_rows_unit)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_T *b,
@@ -24,8 +25,10 @@ static void GC_FN(gemm_rows_unit)(const GC_FN(gemm_job) * J, const GC_T *a, cons
 {
     const ptrdiff_t m = J->m, k = J->k;
     const int mr = J->mr;
-    const ptrdiff_t ic = u * J->rg * mr;
-    const ptrdiff_t mb = m - ic < J->rg * mr ? m - ic : J->rg * mr;
+    /* panels [q0, q1): the npa panels spread evenly over the ru units (at most rg each) */
+    const ptrdiff_t q0 = u * J->npa / J->ru, q1 = (u + 1) * J->npa / J->ru;
+    const ptrdiff_t ic = q0 * mr;
+    const ptrdiff_t mb = m - ic < (q1 - q0) * mr ? m - ic : (q1 - q0) * mr;
     const ptrdiff_t npan = (mb + mr - 1) / mr;
     for (ptrdiff_t pc = 0; pc < k; pc += J->kc) {
         const ptrdiff_t kb = k - pc < J->kc ? k - pc : J->kc;
@@ -71,25 +74,76 @@ static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, cons
         }
         gc_wait_at_least(&st->a_done, (int)items);
     }
-    const ptrdiff_t units = (J->npa + J->rg - 1) / J->rg;
+    const ptrdiff_t units = J->ru;
     for (int u; (u = atomic_fetch_add_explicit(&st->u_next, 1, memory_order_relaxed)) < units;)
         GC_FN(gemm_rows_unit)(J, a, b, c, abuf, u);
 }
 
-/* Whether the row-split mode takes an m x n x k product (blocking already set in J): every K
- * block of B across all of N within 1.6 x L2 (one thread, GFLOP/s blocked -> row-split on AVX2:
- * 1024 x 600 x 320 with a 750 KiB B block 56 -> 76, 512 x 1024 x 256 54 -> 60, a 300 x 2048 x 256
- * dW 52 -> 50; narrower B blocks gain more: benchmarks/README.md, *A narrow B*), all of B within GC_ROWS_MAX_B (the workspace
- * holds it, and stays allocated), and at least two MR panels per thread.  With several K blocks
- * each unit reloads every B block from L3; when the whole A block fits in L2 the blocked steps
- * reload nothing and win (dW of 128 x 2048 x 128: ~10 % on one thread, more on two). */
+/* Whether the row-split mode fits an m x n x k product for `want` threads (bpacked: op(B) comes
+ * pre-packed): every K block of B across all of N within 1.6 x L2 (one thread, GFLOP/s blocked ->
+ * row-split on AVX2: 1024 x 600 x 320 with a 750 KiB B block 56 -> 76, 512 x 1024 x 256 54 -> 60, a
+ * 300 x 2048 x 256 dW 52 -> 50; narrower B blocks gain more: benchmarks/README.md, *A narrow B*),
+ * all of B within GC_ROWS_MAX_B (the workspace holds it, and stays allocated), and at least two
+ * MR panels per thread.  With several K blocks each unit reloads every B block from L3; when the
+ * whole A block fits in L2 the blocked steps reload nothing and win on one thread (dW of 128 x
+ * 2048 x 128: ~10 %).  On two or more they lose: both threads wait for the shared A block and
+ * then for each other's units at every K block (4 times per dW of the d = 128 GPT, where a thread
+ * that the busy machine deschedules stops the other), while here the only wait is for B. */
 #define GC_ROWS_MAX_B (8.0 * 1024 * 1024)
-static int GC_FN(rows_mode)(const GC_FN(gemm_job) * J, int want)
+static int GC_FN(rows_fit)(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int want, int bpacked)
 {
-    const double width = (double)(J->npb * J->nr) * sizeof(GC_T);
-    const double ablk = (double)(J->npa * J->mr) * (double)J->kc * sizeof(GC_T);
-    if (J->k > J->kc && ablk <= 0.6 * (double)gc_cache_info.l2)
+    const ptrdiff_t kc = gc_gemm_kc(sizeof(GC_T) == 4 ? 'f' : 'd', k);
+    const ptrdiff_t npa = (m + GC_BLK.mr - 1) / GC_BLK.mr;
+    const double width = (double)GC_FN(round_up)(n, GC_BLK.nr) * sizeof(GC_T);
+    const double ablk = (double)(npa * GC_BLK.mr) * (double)kc * sizeof(GC_T);
+    if (want == 1 && k > kc && ablk <= 0.6 * (double)gc_cache_info.l2)
         return 0;
-    return !J->vka && !J->vkb && (double)J->kc * width <= 1.6 * (double)gc_cache_info.l2 &&
-           (J->pkb || (double)J->k * width <= GC_ROWS_MAX_B) && J->npa >= 2 * (ptrdiff_t)want;
+    return (double)kc * width <= 1.6 * (double)gc_cache_info.l2 &&
+           (bpacked || (double)k * width <= GC_ROWS_MAX_B) && npa >= 2 * (ptrdiff_t)want;
+}
+
+/* Whether an unpacked product that does not fit the row-split mode should run swapped (C^T = op(B)^T
+ * op(A)^T) because that one fits: a dW = dY^T X with a wide X (128 x 2048 x 512 in the GPT: the
+ * blocked steps' waits at every K block, as above) becomes 512 x 2048 x 128 with its B = dY packed
+ * once.  Only with alpha 1 (swapped, alpha would scale the other operand: other bits than the
+ * unswapped call on one thread), outside batch mode, with C^T small enough for the swapped mode's
+ * row-major buffer, and when the swapped tiles waste no more than a tenth more. */
+static int GC_FN(rows_swap)(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, ptrdiff_t batch, ptrdiff_t sc,
+                            GC_T alpha)
+{
+    /* (gc_gemm_px's thread count; batch mode, where the mode is not used, takes these) */
+    const int want = gc_threads_for(2.0 * (double)m * (double)n * (double)k, GC_GEMM_GRAIN);
+    if (want < 2 || (batch > 1 && sc >= m * n && want < gc_pool_size()) || alpha != (GC_T)1 ||
+        (double)m * (double)n * sizeof(GC_T) > GC_CT_BUF_BYTES)
+        return 0;
+    const double use = GC_FN(tile_use)(m, GC_BLK.mr) * GC_FN(tile_use)(n, GC_BLK.nr);
+    const double use_t = GC_FN(tile_use)(n, GC_BLK.mr) * GC_FN(tile_use)(m, GC_BLK.nr);
+    return use_t >= 0.9 * use && !GC_FN(rows_fit)(m, n, k, want, 0) &&
+           GC_FN(rows_fit)(n, m, k, want, 0);
+}
+
+/* Sets up job J (blocking and units already chosen) for the row-split mode with `want` threads:
+ * units of about 3 per thread (2 with several K blocks: each unit then reads all of B from L3),
+ * at most 4 MR panels (8 when A is stored transposed, so that its packed rows are longer), their
+ * count a multiple of the threads and the panels spread evenly over them (dynamic claims then
+ * add up to the same work per thread); one B for all (bsz), an A buffer per participant (asz). */
+static void GC_FN(rows_setup)(GC_FN(gemm_job) * J, int want, int a_packed)
+{
+    const ptrdiff_t per = J->k > J->kc ? 2 : 3, rmax = J->ta ? 8 : 4;
+    ptrdiff_t rg = J->npa / (per * want);
+    rg = rg < rmax ? (rg > 1 ? rg : 1) : rmax;
+    ptrdiff_t ru = (J->npa + rg - 1) / rg;
+    ru = ru > want ? (ru + want / 2) / want * want : ru;
+    ru = ru < J->npa ? ru : J->npa;
+    J->ru = ru;
+    J->rg = (J->npa + ru - 1) / ru;
+    J->ncu = 1;
+    J->pn = J->npb;
+    J->gm = J->rg;
+    /* A in place for alpha 1 (the same bits as packed) */
+    J->adirect |= !a_packed && !J->ta && J->alpha == (GC_T)1;
+    J->bpack = !J->pkb;
+    J->asz = GC_FN(round_up)(J->rg * J->mr * J->kc, 64);
+    J->bsz = J->pkb ? 0 : GC_FN(round_up)(J->k * J->npb * J->nr, 64);
+    J->nsteps = 1;
 }

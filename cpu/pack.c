@@ -107,6 +107,40 @@ static inline void GC_FN(store_lanes)(GC_T *restrict d, const GC_VT *x, int rows
     }
 }
 
+/* rows full pieces of exactly W elements into one panel (dq: W apart, sq: ld apart), as
+ * constant-size moves: the generic loop below spends more on its per-row control (a vector, then
+ * scalars for the rest of 6 / 14 / 12, then the zero tail) than on the bytes, and packing a
+ * transposed A (dW = dY^T X: an MR piece of every row of dY) or a wide row-major B took about
+ * half the micro-kernel's time (512 x 2048 x 128 with A^T, one AVX2 thread).  W: the register
+ * tile's MR and NR of every ISA (isa.h); another width takes the generic loop.  The same
+ * products (alpha * x, each rounded once) as the vector loop: the same bits. */
+#define GC_PACK_FULL_W(W)                                                                         \
+    case W:                                                                                       \
+        for (ptrdiff_t p = 0; p < rows; p++, dq += W, sq += ld) {                                 \
+            if (scale) {                                                                          \
+                for (int i = 0; i < W; i++)                                                       \
+                    dq[i] = alpha * sq[i];                                                        \
+            } else {                                                                              \
+                memcpy(dq, sq, W * sizeof(GC_T));                                                 \
+            }                                                                                     \
+        }                                                                                         \
+        return 1;
+static inline int GC_FN(pack_full)(GC_T *restrict dq, const GC_T *restrict sq, ptrdiff_t ld,
+                                   int w, ptrdiff_t rows, int scale, GC_T alpha)
+{
+    switch (w) {
+        GC_PACK_FULL_W(4)
+        GC_PACK_FULL_W(6)
+        GC_PACK_FULL_W(8)
+        GC_PACK_FULL_W(12)
+        GC_PACK_FULL_W(14)
+        GC_PACK_FULL_W(16)
+        GC_PACK_FULL_W(32)
+    default: return 0;
+    }
+}
+#undef GC_PACK_FULL_W
+
 /* np panels of width w from a row-major source, row by row: panel q gets src[p*ld + q*w + i]
  * (times alpha) at d[q*w*kb + p*w + i] for p < kb and i < min(w, valid - q*w), zeros up to w.
  * Each source row piece is read once, in order, and rows go in groups of 8 so that each panel
@@ -132,6 +166,8 @@ GC_NO_MEMCPY_IDIOM static void GC_FN(pack_across)(GC_T *restrict d, const GC_T *
             const ptrdiff_t n = valid - q * w < w ? valid - q * w : w;
             GC_T *restrict dq = d + q * w * kb + p0 * w;
             const GC_T *restrict sq = src + p0 * ld + q * w;
+            if (n == w && GC_FN(pack_full)(dq, sq, ld, w, p1 - p0, scale, alpha))
+                continue;
             for (ptrdiff_t p = p0; p < p1; p++, dq += w, sq += ld) {
                 ptrdiff_t i = 0;
                 for (; i + GC_VN <= n; i += GC_VN) {

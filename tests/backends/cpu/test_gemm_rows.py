@@ -8,6 +8,7 @@ numpy in float64."""
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import subprocess
 import sys
@@ -119,6 +120,67 @@ def test_rows_mode_prepacked_operand_gives_the_unpacked_bits(threads, side, alph
             C.gemm_ex(a, b, want, *args)
             C.gemm_ex(pa, pb, got, *args)
             assert np.array_equal(want, got), (side, ta, tb, t)
+
+
+# (m, n, k) with several K blocks and a small A: the row-split mode from two threads, the blocked
+# steps on one (128 x 128: the GPT's attention-projection dW; 96: its head), and N too wide for
+# the mode but M narrow enough: swapped into it from two threads with alpha 1 (128 x 512: fc2's
+# dW), the blocked steps otherwise; odd sizes around the units and the tile
+SMALL_A = [(128, 128, 2048), (96, 128, 2048), (128, 512, 2048), (61, 500, 1401), (131, 449, 700)]
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=["float32", "float64"])
+@pytest.mark.parametrize("m,n,k", SMALL_A)
+def test_small_a_and_swapped_rows_same_bits_on_any_thread_count(threads, dt, m, n, k):
+    for (ta, tb), (alpha, beta, use_bias, act) in itertools.product(
+        itertools.product([0, 1], [0, 1]),
+        [(1.0, 0.0, False, -1), (1.0, 0.5, True, C.UNARY_GELU), (0.75, 1.0, True, C.UNARY_RELU)],
+    ):
+        a, b, c0, bias = _operands(dt, m, n, k, ta, tb, seed=m * n + k)
+        bv = bias if use_bias else None
+        want = _reference(a, b, c0, bv, ta, tb, alpha, beta, -1)
+        if act == C.UNARY_RELU:
+            want = np.maximum(want, 0.0)
+        elif act == C.UNARY_GELU:
+            want = 0.5 * want * (1.0 + np.vectorize(math.erf)(want / math.sqrt(2.0)))
+        scale = np.abs(want).max() + 1.0
+        first = None
+        for t in (1, 2, 3, 8):
+            threads(t)
+            c = c0.copy()
+            C.gemm_ex(a, b, c, 1, m, n, k, ta, tb, alpha, beta, 0, 0, 0, bv, act)
+            if first is None:
+                first = c
+                err = np.abs(c - want).max() / scale
+                assert err < TOL[dt] * np.sqrt(k), (ta, tb, alpha, err)
+            else:
+                assert np.array_equal(c, first), (t, ta, tb, alpha)
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=["float32", "float64"])
+def test_swapped_rows_batches_same_bits(threads, dt):
+    """A batch of dW-like items (A stored transposed, 128 x 512 x 2048 per item): items into one
+    C (stride 0, in order: each item swapped into the row-split mode from two threads) and
+    independent items (batch mode from two threads), against float64 and across thread counts."""
+    m, n, k, batch = 128, 512, 2048, 2
+    r = np.random.default_rng(9)
+    a = r.standard_normal((batch, k, m)).astype(dt)
+    b = r.standard_normal((batch, k, n)).astype(dt)
+    outs = []
+    for t in (1, 2, 3):
+        threads(t)
+        acc = np.zeros((m, n), dt)
+        C.gemm(a, b, acc, batch, m, n, k, 1, 0, 1.0, 1.0, k * m, k * n, 0)
+        each = np.empty((batch, m, n), dt)
+        C.gemm(a, b, each, batch, m, n, k, 1, 0, 1.0, 0.0, k * m, k * n, m * n)
+        outs.append((acc, each))
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want_each = np.stack([a64[i].T @ b64[i] for i in range(batch)])
+    tol = TOL[dt] * np.sqrt(k) * np.abs(want_each).max()
+    assert np.abs(outs[0][1] - want_each).max() < tol
+    assert np.abs(outs[0][0] - want_each.sum(0)).max() < 2 * tol
+    for acc, each in outs[1:]:
+        assert np.array_equal(acc, outs[0][0]) and np.array_equal(each, outs[0][1])
 
 
 ISA_SCRIPT = textwrap.dedent(
