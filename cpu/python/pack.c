@@ -7,13 +7,11 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 typedef struct {
     PyObject_HEAD
-    gc_packed p; /* p.data: this object's own memory (posix_memalign, freed with it) */
+    gc_packed p; /* p.data: this object's own block of the caching allocator (block bytes) */
+    size_t block;
     PyObject *weakrefs;
 } PackedMatrix;
 
@@ -21,25 +19,19 @@ static void packed_dealloc(PackedMatrix *self)
 {
     if (self->weakrefs)
         PyObject_ClearWeakRefs((PyObject *)self);
-    free(self->p.data);
+    if (self->p.data)
+        gc_host_block_release(self->p.data, self->block);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* Memory for `bytes` of panels, 64-byte aligned; large blocks on 2 MiB boundaries and marked for
- * transparent huge pages (Linux): packing writes every byte of fresh memory once, and faulting
- * it in 4 KiB pages cost about as much as the packing itself (ResNet-18's weights at load). */
-static void *packed_alloc(size_t bytes)
+/* Memory for `bytes` of panels, 64-byte aligned, from the caching host allocator (host_cache.c):
+ * packing writes every byte of fresh memory once, and faulting it in cost about as much as the
+ * packing itself (ResNet-18's weights at load, even on 2 MiB pages, which the allocator's large
+ * blocks are marked for); a model loaded again (a reload, a second session) gets the blocks the
+ * last one freed, already mapped. */
+static void *packed_alloc(size_t bytes, size_t *block)
 {
-    enum { HUGE_PAGE = 2 << 20 };
-    void *p = NULL;
-    const size_t align = bytes >= HUGE_PAGE ? HUGE_PAGE : 64;
-    if (posix_memalign(&p, align, bytes ? bytes : 64) != 0)
-        return NULL;
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (align == HUGE_PAGE)
-        (void)madvise(p, bytes - bytes % HUGE_PAGE, MADV_HUGEPAGE); /* advice only */
-#endif
-    return p;
+    return gc_host_block_acquire(bytes ? bytes : 64, block);
 }
 
 static const char *side_name(int side)
@@ -184,17 +176,19 @@ PyObject *gc_py_gemm_pack(PyObject *self, PyObject *const *args, Py_ssize_t narg
         goto done;
     }
     const size_t bytes = (size_t)p.elems * (kd == 'f' ? 4 : 8);
-    if (!(p.data = packed_alloc(bytes))) {
+    size_t block = 0;
+    if (!(p.data = packed_alloc(bytes, &block))) {
         PyErr_Format(PyExc_MemoryError, "%s: cannot allocate %zu bytes of packed panels", fn,
                      bytes);
         goto done;
     }
     PackedMatrix *pm = PyObject_New(PackedMatrix, &gc_PackedMatrixType);
     if (!pm) {
-        free(p.data);
+        gc_host_block_release(p.data, block);
         goto done;
     }
     pm->p = p;
+    pm->block = block;
     pm->weakrefs = NULL;
     const void *x = v->buf;
     Py_BEGIN_ALLOW_THREADS
