@@ -47,12 +47,38 @@ _cache: dict = {}  # id(array) -> (weakref to it, {layout key: PackedMatrix})
 _blocking: dict = {}
 
 
+_sealed: dict = {}  # id(array) -> weak reference to it: seal()ed arrays
+
+
+def seal(arr: np.ndarray) -> np.ndarray:
+    """``arr`` (a read-only array over memory that nothing else references, e.g. a block of the
+    host cache that only it holds: gpucore/onnx/proto.py's weights) made read-only for good:
+    ``is_constant`` then holds for it and its read-only views, as for an array owning its
+    memory."""
+    if arr.flags.writeable:
+        raise ValueError("packing.seal: the array must be read-only")
+    key = id(arr)
+
+    def drop(ref, key=key):
+        with _lock:
+            if _sealed.get(key) is ref:
+                del _sealed[key]
+
+    with _lock:
+        _sealed[key] = weakref.ref(arr, drop)
+    return arr
+
+
 def is_constant(arr) -> bool:
-    """Whether ``arr``'s memory cannot change: read-only down to an array owning its memory or
-    to a ``bytes`` object (an ONNX file's weights, read in place: gpucore/onnx/proto.py)."""
+    """Whether ``arr``'s memory cannot change: read-only down to an array owning its memory, a
+    ``seal``ed array or a ``bytes`` object (an ONNX file's weights, read in place:
+    gpucore/onnx/proto.py)."""
     while isinstance(arr, np.ndarray):
         if arr.flags.writeable:
             return False
+        ref = _sealed.get(id(arr))
+        if ref is not None and ref() is arr:
+            return True
         if arr.base is None:
             return bool(arr.flags.owndata)
         arr = arr.base

@@ -40,6 +40,24 @@ def test_is_constant_needs_read_only_memory_all_the_way_down():
     assert not packing.is_constant(mutable)  # read-only view of a bytearray
 
 
+def test_a_sealed_array_is_a_constant_and_so_are_its_views():
+    block = np.frombuffer(C.host_empty(64), np.float32)  # writable memory no one else holds
+    assert not packing.is_constant(block)
+    with pytest.raises(ValueError, match="read-only"):
+        packing.seal(block)
+    block.flags.writeable = False
+    assert not packing.is_constant(block)  # read-only, but over a buffer: not known constant
+    assert packing.seal(block) is block
+    assert packing.is_constant(block) and packing.is_constant(block[2:].reshape(2, 7))
+    copy = block.copy()
+    assert packing.is_constant(block) and packing.is_constant(np.frombuffer(b"\0" * 8))
+    assert not packing.is_constant(np.frombuffer(copy, np.float32))  # writable
+    key = id(block)
+    del block
+    gc.collect()
+    assert key not in packing._sealed  # the registry holds no array alive
+
+
 def test_gemm_operand_packs_constants_that_pay():
     w = _ro(np.random.default_rng(0).standard_normal((64, 128)).astype(np.float32))
     flat = w.reshape(-1)
