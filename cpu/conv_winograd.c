@@ -39,7 +39,8 @@
  * test_conv_winograd.py measures it against float64).  A NaN or inf in a
  * tile's 6x6 window would make the whole 4x4 output tile NaN (the transforms mix the window),
  * so an input holding any goes to the direct / im2col paths instead (conv.c), with the weight
- * itself, which a transformed weight keeps after U (gc_winograd_raw).  A non-finite weight
+ * itself, which a transformed weight keeps after U or, packed from a read-only array, by
+ * reference (gc_winograd_raw).  A non-finite weight
  * makes its output channel NaN here where the direct sum may give +-inf.
  *
  * When it runs: gc_conv2d_winograd_use (the rule, measured: benchmarks/README.md, *Winograd*);
@@ -175,6 +176,8 @@ ptrdiff_t gc_winograd_weight_elems(ptrdiff_t o, ptrdiff_t c)
 const float *gc_winograd_raw(const gc_packed *pw)
 {
     const ptrdiff_t o = pw->rows, c = pw->cols / 9, mr = pw->w;
+    if (pw->raw)
+        return (const float *)pw->raw;
     return (const float *)pw->data + 36 * ((o + mr - 1) / mr) * mr * c;
 }
 
@@ -189,12 +192,13 @@ int gc_conv_input_finite(const float *x, ptrdiff_t n)
     return !bad;
 }
 
-void gc_winograd_weight(const float *w, float *U, ptrdiff_t o, ptrdiff_t c)
+void gc_winograd_weight(const float *w, float *U, ptrdiff_t o, ptrdiff_t c, int copy_raw)
 {
     wg_wjob J = {.w = w, .U = U, .o = o, .c = c, .mr = gc_blk_f32.mr};
     const ptrdiff_t npan = (o + J.mr - 1) / J.mr;
     gc_parallel_range(npan, 1, 15.0 * (double)(o * c), wg_weight_body, &J);
-    memcpy(U + 36 * npan * J.mr * c, w, sizeof(float) * (size_t)(o * c * 9));
+    if (copy_raw)
+        memcpy(U + 36 * npan * J.mr * c, w, sizeof(float) * (size_t)(o * c * 9));
 }
 
 /* ---- the passes ---------------------------------------------------------------------------- */
@@ -357,7 +361,8 @@ int gc_conv2d_winograd_f32(const float *x, const float *w, const gc_packed *pw,
     if (pw && pw->swap == 2) {
         /* the transformed weight cannot be read back: it must be this ISA's (the bindings and
          * the C API's load check it) */
-        if (pw->isa != gc_isa.isa || pw->w != J.mr || pw->elems != ue || pw->rows != o ||
+        if (pw->isa != gc_isa.isa || pw->w != J.mr || pw->elems != ue - (pw->raw ? o * c * 9 : 0) ||
+            pw->rows != o ||
             pw->cols != c * 9)
             return -1;
         J.U = (const float *)pw->data;
@@ -372,7 +377,7 @@ int gc_conv2d_winograd_f32(const float *x, const float *w, const gc_packed *pw,
             wg_unpack(pw, wu);
             w = wu;
         }
-        gc_winograd_weight(w, U, o, c);
+        gc_winograd_weight(w, U, o, c, 0); /* (the raw weight is w itself here) */
         J.U = U;
     }
     /* passes of whole tile rows: V [36, c, ldt] and M [36, npan*mr, ldt] within the budget */

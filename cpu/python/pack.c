@@ -13,6 +13,8 @@ typedef struct {
     gc_packed p; /* p.data: this object's own block of the caching allocator (block bytes) */
     size_t block;
     PyObject *weakrefs;
+    Py_buffer raw; /* swap 2 from a read-only x: x itself, held (p.raw = raw.buf) */
+    int has_raw;
 } PackedMatrix;
 
 static void packed_dealloc(PackedMatrix *self)
@@ -21,6 +23,8 @@ static void packed_dealloc(PackedMatrix *self)
         PyObject_ClearWeakRefs((PyObject *)self);
     if (self->p.data)
         gc_host_block_release(self->p.data, self->block);
+    if (self->has_raw)
+        PyBuffer_Release(&self->raw);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -175,20 +179,39 @@ PyObject *gc_py_gemm_pack(PyObject *self, PyObject *const *args, Py_ssize_t narg
         overflow_error(fn, "the packed size");
         goto done;
     }
+    /* The Winograd weight of a read-only x (a constant: the compiled executor packs only those)
+     * keeps x for the non-finite-input fallback instead of a copy after U (a fifth less to
+     * write at load). */
+    Py_buffer raw;
+    int has_raw = 0;
+    if (swap == 2 && v->readonly) {
+        if (PyObject_GetBuffer(args[0], &raw, PyBUF_C_CONTIGUOUS) < 0)
+            goto done;
+        has_raw = 1;
+        p.raw = raw.buf;
+        p.elems -= rows * cols;
+    }
     const size_t bytes = (size_t)p.elems * (kd == 'f' ? 4 : 8);
     size_t block = 0;
     if (!(p.data = packed_alloc(bytes, &block))) {
         PyErr_Format(PyExc_MemoryError, "%s: cannot allocate %zu bytes of packed panels", fn,
                      bytes);
+        if (has_raw)
+            PyBuffer_Release(&raw);
         goto done;
     }
     PackedMatrix *pm = PyObject_New(PackedMatrix, &gc_PackedMatrixType);
     if (!pm) {
         gc_host_block_release(p.data, block);
+        if (has_raw)
+            PyBuffer_Release(&raw);
         goto done;
     }
     pm->p = p;
     pm->block = block;
+    pm->has_raw = has_raw;
+    if (has_raw)
+        pm->raw = raw;
     pm->weakrefs = NULL;
     const void *x = v->buf;
     Py_BEGIN_ALLOW_THREADS

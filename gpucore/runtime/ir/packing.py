@@ -9,8 +9,9 @@ ask ``gemm_operand`` / ``conv_weight`` here for a packed operand when it is a gr
 the unpacked calls.
 
 Packed copies are cached per constant array (keyed by ``id``, with a weak reference that drops
-the entry when the array dies), so that the runners of one executor (one per concurrent run)
-share one copy. ``ENABLED`` (environment ``GPUCORE_PACK=0`` turns it off) only serves
+the entry when the array dies, and weak references to the copies, which live as long as a
+program reads them), so that the runners of one executor (one per concurrent run) share one
+copy. ``ENABLED`` (environment ``GPUCORE_PACK=0`` turns it off) only serves
 benchmarks: packed and unpacked calls give the same results.
 """
 
@@ -43,7 +44,10 @@ SWAP_MIN_K = 257
 CT_BUF_BYTES = 4 * 1024 * 1024  # gemm.c's GC_CT_BUF_BYTES
 
 _lock = threading.Lock()
-_cache: dict = {}  # id(array) -> (weakref to it, {layout key: PackedMatrix})
+# id(array) -> (weakref to it, {layout key: weakref to its PackedMatrix}): the packed copies are
+# held by the programs that read them, not here, since a Winograd weight holds its read-only
+# source (cpu/python/pack.c): held here too, the pair would never die
+_cache: dict = {}
 _blocking: dict = {}
 
 
@@ -125,9 +129,11 @@ def packed(
         entry = _cache.get(key)
         if entry is None or entry[0]() is not owner:
             entry = _cache[key] = (weakref.ref(owner, lambda r, k=key: _drop(k, r)), {})
-        pm = entry[1].get(layout)
+        ref = entry[1].get(layout)
+        pm = None if ref is None else ref()
         if pm is None:
-            pm = entry[1][layout] = _cpu.gemm_pack(flat, side, rows, cols, trans, swap)
+            pm = _cpu.gemm_pack(flat, side, rows, cols, trans, swap)
+            entry[1][layout] = weakref.ref(pm)
     return pm
 
 

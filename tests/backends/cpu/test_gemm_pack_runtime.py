@@ -170,3 +170,23 @@ def test_concurrent_runners_share_one_packed_copy():
     assert {k: len(v[1]) for k, v in packing._cache.items() if k in sizes} == sizes  # no repack
     for o in outs:
         np.testing.assert_array_equal(o, want)
+
+
+def test_a_dropped_model_frees_its_packed_winograd_weights():
+    """A Winograd weight packed from a constant holds the constant (the non-finite fallback
+    reads it in place): the cache holds the packed copy weakly, so dropping the model frees
+    both instead of keeping the pair alive for good."""
+    conv = nn.Conv2d(32, 32, 3, padding=1)  # 16 tiles of 4x4: the Winograd rule
+    conv.eval()
+    x = gpucore.tensor(np.random.default_rng(0).standard_normal((1, 32, 16, 16)).astype(np.float32))
+    before = set(packing._cache)
+    compiled = runtime.compile(conv, [x], device="cpu")
+    new = [k for k in packing._cache if k not in before]
+    layouts = [lay for k in new for lay in packing._cache[k][1]]
+    assert any(lay[-1] == 2 for lay in layouts)  # a Winograd (swap 2) weight was packed
+    held = [packing._cache[k][0] for k in new]
+    got = compiled.run_arrays([x.numpy()])[0]
+    np.testing.assert_allclose(got, conv(x).detach().numpy(), rtol=1e-4, atol=1e-4)
+    del compiled
+    gc.collect()
+    assert all(ref() is None for ref in held) and not any(k in packing._cache for k in new)
