@@ -53,6 +53,9 @@
 
 #include "isa.h"
 #include "kernels.h"
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* V and M of one pass at most this large (larger passes re-read U less; L3-sized) */
 #define GC_WG_PASS_BYTES (8u << 20)
@@ -110,8 +113,26 @@ int gc_conv2d_winograd_use(const gc_conv *p, ptrdiff_t o)
  * floats apart, cost 3-4x the arithmetic: ResNet-18's weights took 30 of the 47 ms of packing at
  * load).  Each element is the same expression of the same kernel as before, so the bits do not
  * depend on the blocking; lanes past o are zeros. */
+/* n floats from s (16-byte aligned) to d; stream: with non-temporal stores where d allows (a
+ * packed weight, written once and read by later calls: no read of the lines it overwrites, no
+ * eviction of the caller's data; 4x the weight at load), else plain ones (the per-call
+ * transform, which the GEMMs read next from cache). */
+static void wg_store(float *restrict d, const float *restrict s, ptrdiff_t n, int stream)
+{
+#if defined(__SSE2__)
+    if (stream && ((uintptr_t)d & 15) == 0 && n % 4 == 0) {
+        for (ptrdiff_t i = 0; i < n; i += 4)
+            _mm_stream_ps(d + i, _mm_load_ps(s + i));
+        return;
+    }
+#else
+    (void)stream;
+#endif
+    memcpy(d, s, sizeof(float) * (size_t)n);
+}
+
 static void wg_weight_range(const float *w, float *U, ptrdiff_t o, ptrdiff_t c, ptrdiff_t o0,
-                            ptrdiff_t o1, int mr)
+                            ptrdiff_t o1, int mr, int stream)
 {
     const ptrdiff_t npan = (o + mr - 1) / mr, xs = npan * mr * c;
     const ptrdiff_t per = WG_WL / mr > 0 ? WG_WL / mr : 1; /* input channels per block */
@@ -147,22 +168,26 @@ static void wg_weight_range(const float *w, float *U, ptrdiff_t o, ptrdiff_t c, 
                         for (ptrdiff_t r = live; r < mr; r++)
                             u[x][b * mr + r] = 0.0f;
             for (int x = 0; x < 36; x++)
-                memcpy(d + x * xs + c0 * mr, u[x], sizeof(float) * (size_t)nl);
+                wg_store(d + x * xs + c0 * mr, u[x], nl, stream);
         }
     }
+#if defined(__SSE2__)
+    if (stream)
+        _mm_sfence(); /* the streamed stores are visible before the packing returns */
+#endif
 }
 
 typedef struct {
     const float *w;
     float *U;
     ptrdiff_t o, c;
-    int mr;
+    int mr, stream;
 } wg_wjob;
 
 static void wg_weight_body(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 {
     const wg_wjob *J = (const wg_wjob *)ctx;
-    wg_weight_range(J->w, J->U, J->o, J->c, lo * J->mr, hi * J->mr, J->mr);
+    wg_weight_range(J->w, J->U, J->o, J->c, lo * J->mr, hi * J->mr, J->mr, J->stream);
 }
 
 ptrdiff_t gc_winograd_weight_elems(ptrdiff_t o, ptrdiff_t c)
@@ -192,12 +217,12 @@ int gc_conv_input_finite(const float *x, ptrdiff_t n)
     return !bad;
 }
 
-void gc_winograd_weight(const float *w, float *U, ptrdiff_t o, ptrdiff_t c, int copy_raw)
+void gc_winograd_weight(const float *w, float *U, ptrdiff_t o, ptrdiff_t c, int packing)
 {
-    wg_wjob J = {.w = w, .U = U, .o = o, .c = c, .mr = gc_blk_f32.mr};
+    wg_wjob J = {.w = w, .U = U, .o = o, .c = c, .mr = gc_blk_f32.mr, .stream = packing != 0};
     const ptrdiff_t npan = (o + J.mr - 1) / J.mr;
     gc_parallel_range(npan, 1, 15.0 * (double)(o * c), wg_weight_body, &J);
-    if (copy_raw)
+    if (packing == 1)
         memcpy(U + 36 * npan * J.mr * c, w, sizeof(float) * (size_t)(o * c * 9));
 }
 

@@ -245,7 +245,9 @@ int gc_conv2d_winograd_use(const gc_conv *p, ptrdiff_t o);
 int gc_conv2d_winograd_f32(const float *x, const float *w, const gc_packed *pw,
                            const float *bias, float *out, const gc_conv *p, ptrdiff_t o);
 ptrdiff_t gc_winograd_weight_elems(ptrdiff_t o, ptrdiff_t c);
-void gc_winograd_weight(const float *w, float *U, ptrdiff_t o, ptrdiff_t c, int copy_raw);
+/* packing: 0 per call (U in cache for the GEMMs), 1 packed with the raw weight copied after U,
+ * 2 packed without it (pw->raw); packed, U is written with non-temporal stores */
+void gc_winograd_weight(const float *w, float *U, ptrdiff_t o, ptrdiff_t c, int packing);
 /* the untransformed weight [o, c, 3, 3] of a swap 2 pack (pw->raw, else the copy after U; a pack
  * with raw set holds U's elements alone: gc_winograd_weight_elems less o*c*9); whether x[0..n) holds no
  * inf or NaN (Winograd's transforms would spread one over a whole tile: conv.c checks) */
