@@ -98,7 +98,8 @@ PyTypeObject gc_PackedMatrixType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "A constant GEMM operand packed once by gemm_pack, in the layout the micro-kernel "
               "reads; gemm, gemm_ex (a or b) and conv2d_forward (w) take it in place of the "
-              "array.  Opaque: exports no buffer, holds its own memory, immutable.",
+              "array.  Opaque: exports no buffer, holds its own memory (and, packed with swap "
+              "2 from a read-only array, that array), immutable.",
 };
 
 GC_DOC(gemm_pack,
