@@ -39,7 +39,8 @@
  * test_conv_winograd.py measures it against float64).  A NaN or inf in a
  * tile's 6x6 window would make the whole 4x4 output tile NaN (the transforms mix the window),
  * so an input holding any goes to the direct / im2col paths instead (conv.c), with the weight
- * itself, which a transformed weight keeps after U (gc_winograd_raw).  A non-finite weight
+ * itself, which a transformed weight keeps after U or, packed from a read-only array, by
+ * reference (gc_winograd_raw).  A non-finite weight
  * makes its output channel NaN here where the direct sum may give +-inf.
  *
  * When it runs: gc_conv2d_winograd_use (the rule, measured: benchmarks/README.md, *Winograd*);
@@ -52,6 +53,9 @@
 
 #include "isa.h"
 #include "kernels.h"
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* V and M of one pass at most this large (larger passes re-read U less; L3-sized) */
 #define GC_WG_PASS_BYTES (8u << 20)
@@ -98,69 +102,98 @@ int gc_conv2d_winograd_use(const gc_conv *p, ptrdiff_t o)
         o[5] = (a2);                                                                              \
     } while (0)
 
-#define WG_WB 32 /* kernels per block of the weight transform */
+/* Lanes of one block of the weight transform: a panel's MR output channels times a run of input
+ * channels (every ISA's MR is at most 16: at least 4 input channels per block). */
+#define WG_WL 64
 
-/* U (layout above) of w [o, c, 3, 3] for output channels [o0, o1) (whole panels), in float32
- * along blocks of input channels (vectorized by the compiler). */
+/* U (layout above) of w [o, c, 3, 3] for output channels [o0, o1) (whole panels), in float32.
+ * A block is one panel's MR output channels times nb input channels, lane b*MR + r for input
+ * channel c0 + b of output channel p*MR + r: exactly the run of U that position xi of the block
+ * occupies, so each xi is stored as one contiguous copy (writing kernel by kernel instead, MR
+ * floats apart, cost 3-4x the arithmetic: ResNet-18's weights took 30 of the 47 ms of packing at
+ * load).  Each element is the same expression of the same kernel as before, so the bits do not
+ * depend on the blocking; lanes past o are zeros. */
+/* n floats from s (16-byte aligned) to d; stream: with non-temporal stores where d allows (a
+ * packed weight, written once and read by later calls: no read of the lines it overwrites, no
+ * eviction of the caller's data; 4x the weight at load), else plain ones (the per-call
+ * transform, which the GEMMs read next from cache). */
+static void wg_store(float *restrict d, const float *restrict s, ptrdiff_t n, int stream)
+{
+#if defined(__SSE2__)
+    if (stream && ((uintptr_t)d & 15) == 0 && n % 4 == 0) {
+        for (ptrdiff_t i = 0; i < n; i += 4)
+            _mm_stream_ps(d + i, _mm_load_ps(s + i));
+        return;
+    }
+#else
+    (void)stream;
+#endif
+    memcpy(d, s, sizeof(float) * (size_t)n);
+}
+
 static void wg_weight_range(const float *w, float *U, ptrdiff_t o, ptrdiff_t c, ptrdiff_t o0,
-                            ptrdiff_t o1, int mr)
+                            ptrdiff_t o1, int mr, int stream)
 {
     const ptrdiff_t npan = (o + mr - 1) / mr, xs = npan * mr * c;
-    for (ptrdiff_t oc = o0; oc < o1; oc++) {
-        float *d = U + oc / mr * mr * c + oc % mr;
-        if (oc >= o) {
-            for (ptrdiff_t ci = 0; ci < c; ci++)
-                for (int x = 0; x < 36; x++)
-                    d[x * xs + ci * mr] = 0.0f;
-            continue;
-        }
-        for (ptrdiff_t c0 = 0; c0 < c; c0 += WG_WB) {
-            const ptrdiff_t nb = c - c0 < WG_WB ? c - c0 : WG_WB;
-            float g[9][WG_WB], t[6][3][WG_WB], u[36][WG_WB];
-            const float *src = w + (oc * c + c0) * 9;
+    const ptrdiff_t per = WG_WL / mr > 0 ? WG_WL / mr : 1; /* input channels per block */
+    for (ptrdiff_t pan = o0 / mr; pan < o1 / mr; pan++) {
+        const ptrdiff_t live = o - pan * mr < mr ? o - pan * mr : mr; /* real output channels */
+        float *d = U + pan * mr * c;
+        for (ptrdiff_t c0 = 0; c0 < c; c0 += per) {
+            const ptrdiff_t nb = c - c0 < per ? c - c0 : per, nl = nb * mr;
+            _Alignas(64) float g[9][WG_WL], t[6][3][WG_WL], u[36][WG_WL];
             for (ptrdiff_t b = 0; b < nb; b++)
-                for (int k = 0; k < 9; k++)
-                    g[k][b] = src[b * 9 + k];
+                for (ptrdiff_t r = 0; r < mr; r++) {
+                    const float *src = w + ((pan * mr + r) * c + c0 + b) * 9;
+                    for (int k = 0; k < 9; k++)
+                        g[k][b * mr + r] = r < live ? src[k] : 0.0f;
+                }
             for (int j = 0; j < 3; j++)
-                for (ptrdiff_t b = 0; b < nb; b++) {
-                    float r[6];
-                    WG_G_ROWS(r, g[j][b], g[3 + j][b], g[6 + j][b]);
+                for (ptrdiff_t l = 0; l < nl; l++) {
+                    float q[6];
+                    WG_G_ROWS(q, g[j][l], g[3 + j][l], g[6 + j][l]);
                     for (int i = 0; i < 6; i++)
-                        t[i][j][b] = r[i];
+                        t[i][j][l] = q[i];
                 }
             for (int i = 0; i < 6; i++)
-                for (ptrdiff_t b = 0; b < nb; b++) {
-                    float r[6];
-                    WG_G_ROWS(r, t[i][0][b], t[i][1][b], t[i][2][b]);
+                for (ptrdiff_t l = 0; l < nl; l++) {
+                    float q[6];
+                    WG_G_ROWS(q, t[i][0][l], t[i][1][l], t[i][2][l]);
                     for (int j = 0; j < 6; j++)
-                        u[i * 6 + j][b] = r[j];
+                        u[i * 6 + j][l] = q[j];
                 }
-            for (int x = 0; x < 36; x++) {
-                float *dx = d + x * xs + c0 * mr;
-                for (ptrdiff_t b = 0; b < nb; b++)
-                    dx[b * mr] = u[x][b];
-            }
+            if (live < mr) /* the padding rows: +0 (the transform of zeros has -0 terms) */
+                for (int x = 0; x < 36; x++)
+                    for (ptrdiff_t b = 0; b < nb; b++)
+                        for (ptrdiff_t r = live; r < mr; r++)
+                            u[x][b * mr + r] = 0.0f;
+            for (int x = 0; x < 36; x++)
+                wg_store(d + x * xs + c0 * mr, u[x], nl, stream);
         }
     }
+#if defined(__SSE2__)
+    if (stream)
+        _mm_sfence(); /* the streamed stores are visible before the packing returns */
+#endif
 }
 
 typedef struct {
     const float *w;
     float *U;
     ptrdiff_t o, c;
-    int mr;
+    int mr, stream;
 } wg_wjob;
 
 static void wg_weight_body(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 {
     const wg_wjob *J = (const wg_wjob *)ctx;
-    wg_weight_range(J->w, J->U, J->o, J->c, lo * J->mr, hi * J->mr, J->mr);
+    wg_weight_range(J->w, J->U, J->o, J->c, lo * J->mr, hi * J->mr, J->mr, J->stream);
 }
 
 ptrdiff_t gc_winograd_weight_elems(ptrdiff_t o, ptrdiff_t c)
 {
     const ptrdiff_t mr = gc_blk_f32.mr, npan = (o + mr - 1) / mr;
-    if (o < 0 || c < 0 || npan > PTRDIFF_MAX / 40 / mr / (c ? c : 1))
+    if (o < 0 || c < 0 || mr > WG_WL || npan > PTRDIFF_MAX / 40 / mr / (c ? c : 1))
         return -1;
     return 36 * npan * mr * c + o * c * 9; /* U, then the weight itself (gc_winograd_raw) */
 }
@@ -168,6 +201,8 @@ ptrdiff_t gc_winograd_weight_elems(ptrdiff_t o, ptrdiff_t c)
 const float *gc_winograd_raw(const gc_packed *pw)
 {
     const ptrdiff_t o = pw->rows, c = pw->cols / 9, mr = pw->w;
+    if (pw->raw)
+        return (const float *)pw->raw;
     return (const float *)pw->data + 36 * ((o + mr - 1) / mr) * mr * c;
 }
 
@@ -182,12 +217,13 @@ int gc_conv_input_finite(const float *x, ptrdiff_t n)
     return !bad;
 }
 
-void gc_winograd_weight(const float *w, float *U, ptrdiff_t o, ptrdiff_t c)
+void gc_winograd_weight(const float *w, float *U, ptrdiff_t o, ptrdiff_t c, int packing)
 {
-    wg_wjob J = {.w = w, .U = U, .o = o, .c = c, .mr = gc_blk_f32.mr};
+    wg_wjob J = {.w = w, .U = U, .o = o, .c = c, .mr = gc_blk_f32.mr, .stream = packing != 0};
     const ptrdiff_t npan = (o + J.mr - 1) / J.mr;
     gc_parallel_range(npan, 1, 15.0 * (double)(o * c), wg_weight_body, &J);
-    memcpy(U + 36 * npan * J.mr * c, w, sizeof(float) * (size_t)(o * c * 9));
+    if (packing == 1)
+        memcpy(U + 36 * npan * J.mr * c, w, sizeof(float) * (size_t)(o * c * 9));
 }
 
 /* ---- the passes ---------------------------------------------------------------------------- */
@@ -350,7 +386,8 @@ int gc_conv2d_winograd_f32(const float *x, const float *w, const gc_packed *pw,
     if (pw && pw->swap == 2) {
         /* the transformed weight cannot be read back: it must be this ISA's (the bindings and
          * the C API's load check it) */
-        if (pw->isa != gc_isa.isa || pw->w != J.mr || pw->elems != ue || pw->rows != o ||
+        if (pw->isa != gc_isa.isa || pw->w != J.mr || pw->elems != ue - (pw->raw ? o * c * 9 : 0) ||
+            pw->rows != o ||
             pw->cols != c * 9)
             return -1;
         J.U = (const float *)pw->data;
@@ -365,7 +402,7 @@ int gc_conv2d_winograd_f32(const float *x, const float *w, const gc_packed *pw,
             wg_unpack(pw, wu);
             w = wu;
         }
-        gc_winograd_weight(w, U, o, c);
+        gc_winograd_weight(w, U, o, c, 0); /* (the raw weight is w itself here) */
         J.U = U;
     }
     /* passes of whole tile rows: V [36, c, ldt] and M [36, npan*mr, ldt] within the budget */

@@ -194,6 +194,10 @@ typedef struct {
     void (*fill)(const void *fill_ctx, void *dst, ptrdiff_t pc, ptrdiff_t kb, ptrdiff_t f0,
                  ptrdiff_t nf);
     const void *fill_ctx;
+    /* swap 2 only: the untransformed weight [o, c, 3, 3] where its owner keeps it (constant, alive
+     * as long as this), set before packing; then data holds U alone and elems counts U alone.
+     * NULL: a copy follows U in data (gc_winograd_raw). */
+    const void *raw;
 } gc_packed;
 
 /* Fills every field of p but data (dims, panel width and K block for the ISA in use); -1 when
@@ -241,8 +245,11 @@ int gc_conv2d_winograd_use(const gc_conv *p, ptrdiff_t o);
 int gc_conv2d_winograd_f32(const float *x, const float *w, const gc_packed *pw,
                            const float *bias, float *out, const gc_conv *p, ptrdiff_t o);
 ptrdiff_t gc_winograd_weight_elems(ptrdiff_t o, ptrdiff_t c);
-void gc_winograd_weight(const float *w, float *U, ptrdiff_t o, ptrdiff_t c);
-/* the untransformed weight [o, c, 3, 3] a swap 2 pack keeps after U; whether x[0..n) holds no
+/* packing: 0 per call (U in cache for the GEMMs), 1 packed with the raw weight copied after U,
+ * 2 packed without it (pw->raw); packed, U is written with non-temporal stores */
+void gc_winograd_weight(const float *w, float *U, ptrdiff_t o, ptrdiff_t c, int packing);
+/* the untransformed weight [o, c, 3, 3] of a swap 2 pack (pw->raw, else the copy after U; a pack
+ * with raw set holds U's elements alone: gc_winograd_weight_elems less o*c*9); whether x[0..n) holds no
  * inf or NaN (Winograd's transforms would spread one over a whole tile: conv.c checks) */
 const float *gc_winograd_raw(const gc_packed *pw);
 int gc_conv_input_finite(const float *x, ptrdiff_t n);

@@ -311,7 +311,8 @@ static int GC_FN(gemm_unpack)(const gc_packed *P, GC_T *x)
 void GC_FN(gc_gemm_pack)(const GC_T *x, const gc_packed *P)
 {
     if (P->swap == 2) { /* float32 only (gc_gemm_pack_init) */
-        gc_winograd_weight((const float *)x, (float *)P->data, P->rows, P->cols / 9);
+        gc_winograd_weight((const float *)x, (float *)P->data, P->rows, P->cols / 9,
+                           P->raw ? 2 : 1);
         return;
     }
     GC_FN(pack_job) J = {.P = P, .x = x, .out = NULL};

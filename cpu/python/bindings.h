@@ -74,6 +74,11 @@ GC_FUNCTIONS(GC_DECLARE_FUNCTION)
 
 /* host_cache.c: the type of host_empty's blocks, exported as HostBuffer */
 extern PyTypeObject gc_HostBufferType;
+/* host_cache.c's caching allocator for other owners of host memory (PackedMatrix): a block of at
+ * least n bytes (64-byte aligned; *block: its real size, to pass back), NULL when out of memory;
+ * both with the GIL held (it guards the free lists). */
+void *gc_host_block_acquire(size_t n, size_t *block);
+void gc_host_block_release(void *p, size_t block);
 
 /* pack.c: gemm_pack's result, exported as PackedMatrix, and the arguments that take one:
  * gc_is_packed(obj) says whether obj is one; gc_packed_arg checks it against the call (side 0 /

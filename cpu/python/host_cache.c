@@ -148,6 +148,16 @@ static void hc_release(void *p, size_t block)
     hc_cached_bytes += block;
 }
 
+void *gc_host_block_acquire(size_t n, size_t *block)
+{
+    return hc_acquire(n, block);
+}
+
+void gc_host_block_release(void *p, size_t block)
+{
+    hc_release(p, block);
+}
+
 /* ------------------------------------------------------------------------------------------ */
 
 typedef struct {

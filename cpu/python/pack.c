@@ -7,39 +7,35 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 typedef struct {
     PyObject_HEAD
-    gc_packed p; /* p.data: this object's own memory (posix_memalign, freed with it) */
+    gc_packed p; /* p.data: this object's own block of the caching allocator (block bytes) */
+    size_t block;
     PyObject *weakrefs;
+    Py_buffer raw; /* swap 2 from a read-only x: x itself, held (p.raw = raw.buf) */
+    int has_raw;
 } PackedMatrix;
 
 static void packed_dealloc(PackedMatrix *self)
 {
     if (self->weakrefs)
         PyObject_ClearWeakRefs((PyObject *)self);
-    free(self->p.data);
+    if (self->p.data)
+        gc_host_block_release(self->p.data, self->block);
+    if (self->has_raw)
+        PyBuffer_Release(&self->raw);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* Memory for `bytes` of panels, 64-byte aligned; large blocks on 2 MiB boundaries and marked for
- * transparent huge pages (Linux): packing writes every byte of fresh memory once, and faulting
- * it in 4 KiB pages cost about as much as the packing itself (ResNet-18's weights at load). */
-static void *packed_alloc(size_t bytes)
+/* Memory for `bytes` of panels, 64-byte aligned, from the caching host allocator (host_cache.c):
+ * packing writes every byte of fresh memory once, and faulting it in cost about as much as the
+ * packing itself (ResNet-18's weights at load, even on 2 MiB pages, which the allocator's large
+ * blocks are marked for); a model loaded again (a reload, a second session) gets the blocks the
+ * last one freed, already mapped. */
+static void *packed_alloc(size_t bytes, size_t *block)
 {
-    enum { HUGE_PAGE = 2 << 20 };
-    void *p = NULL;
-    const size_t align = bytes >= HUGE_PAGE ? HUGE_PAGE : 64;
-    if (posix_memalign(&p, align, bytes ? bytes : 64) != 0)
-        return NULL;
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (align == HUGE_PAGE)
-        (void)madvise(p, bytes - bytes % HUGE_PAGE, MADV_HUGEPAGE); /* advice only */
-#endif
-    return p;
+    return gc_host_block_acquire(bytes ? bytes : 64, block);
 }
 
 static const char *side_name(int side)
@@ -102,7 +98,8 @@ PyTypeObject gc_PackedMatrixType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "A constant GEMM operand packed once by gemm_pack, in the layout the micro-kernel "
               "reads; gemm, gemm_ex (a or b) and conv2d_forward (w) take it in place of the "
-              "array.  Opaque: exports no buffer, holds its own memory, immutable.",
+              "array.  Opaque: exports no buffer, holds its own memory (and, packed with swap "
+              "2 from a read-only array, that array), immutable.",
 };
 
 GC_DOC(gemm_pack,
@@ -183,18 +180,39 @@ PyObject *gc_py_gemm_pack(PyObject *self, PyObject *const *args, Py_ssize_t narg
         overflow_error(fn, "the packed size");
         goto done;
     }
+    /* The Winograd weight of a read-only x (a constant: the compiled executor packs only those)
+     * keeps x for the non-finite-input fallback instead of a copy after U (a fifth less to
+     * write at load). */
+    Py_buffer raw;
+    int has_raw = 0;
+    if (swap == 2 && v->readonly) {
+        if (PyObject_GetBuffer(args[0], &raw, PyBUF_C_CONTIGUOUS) < 0)
+            goto done;
+        has_raw = 1;
+        p.raw = raw.buf;
+        p.elems -= rows * cols;
+    }
     const size_t bytes = (size_t)p.elems * (kd == 'f' ? 4 : 8);
-    if (!(p.data = packed_alloc(bytes))) {
+    size_t block = 0;
+    if (!(p.data = packed_alloc(bytes, &block))) {
         PyErr_Format(PyExc_MemoryError, "%s: cannot allocate %zu bytes of packed panels", fn,
                      bytes);
+        if (has_raw)
+            PyBuffer_Release(&raw);
         goto done;
     }
     PackedMatrix *pm = PyObject_New(PackedMatrix, &gc_PackedMatrixType);
     if (!pm) {
-        free(p.data);
+        gc_host_block_release(p.data, block);
+        if (has_raw)
+            PyBuffer_Release(&raw);
         goto done;
     }
     pm->p = p;
+    pm->block = block;
+    pm->has_raw = has_raw;
+    if (has_raw)
+        pm->raw = raw;
     pm->weakrefs = NULL;
     const void *x = v->buf;
     Py_BEGIN_ALLOW_THREADS

@@ -81,8 +81,10 @@ def _unpacked() -> dict:
         for ref, layouts in packing._cache.values():
             owner = ref()
             if owner is not None:
-                for layout, pm in layouts.items():
-                    out[id(pm)] = (owner, layout[0])
+                for layout, pm_ref in layouts.items():
+                    pm = pm_ref()
+                    if pm is not None:
+                        out[id(pm)] = (owner, layout[0])
     with quantized._lock:
         for ref, pm in quantized._cache.values():
             w = ref()

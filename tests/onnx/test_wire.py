@@ -74,6 +74,27 @@ def test_initializers_are_read_in_place_and_equal_onnxs_reader():
         assert not arr.flags.writeable and arr.flags.aligned and is_constant(arr)
 
 
+def test_a_files_weights_are_copied_out_once_into_one_sealed_host_block(tmp_path):
+    """A path is mapped and its weights copied into one block of the caching host allocator
+    (64-byte-aligned offsets), which a dropped model gives back for the next load: constants
+    (is_constant), equal to onnx's reader, and no write can reach them."""
+    m = _model()
+    path = tmp_path / "m.onnx"
+    path.write_bytes(m.SerializeToString())
+    info = check(*read(str(path), split=True))
+    roots = set()
+    for t in m.graph.initializer:
+        arr = info.initializers[t.name]
+        np.testing.assert_array_equal(arr, numpy_helper.to_array(t))
+        assert not arr.flags.writeable and is_constant(arr)
+        if t.HasField("raw_data"):
+            assert arr.ctypes.data % 64 == 0
+            roots.add(id(_root(arr)))
+            with pytest.raises(ValueError):
+                arr.flags.writeable = True  # the block's array is read-only for good
+    assert len(roots) == 1  # one block
+
+
 def _root(arr):
     while isinstance(arr, np.ndarray):
         arr = arr.base

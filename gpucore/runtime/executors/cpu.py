@@ -17,6 +17,7 @@ guards the pool of idle runners, never a kernel.
 from __future__ import annotations
 
 import threading
+import weakref
 from time import perf_counter
 
 import numpy as np
@@ -59,10 +60,13 @@ def bind_arrays(plan: Plan, arena: np.ndarray) -> tuple[dict, list]:
 
 
 class _Pool:
-    """Idle runners of one executor; ``take`` makes a new one when all are busy."""
+    """Idle runners of one executor; ``take`` makes a new one when all are busy. ``make`` (the
+    executor's ``_bind``) is held weakly and runners hold no reference to their executor, so
+    that a dropped model frees its arena and packed weights at once, not at the next cyclic
+    garbage collection (a model loaded again then reuses the blocks warm: cpu/python/pack.c)."""
 
     def __init__(self, make):
-        self.make = make
+        self._make = weakref.WeakMethod(make)
         self.idle: list = []
         self.lock = threading.Lock()
         self.created = 0
@@ -72,7 +76,7 @@ class _Pool:
             if self.idle:
                 return self.idle.pop()
             self.created += 1
-        return self.make()
+        return self._make()()
 
     def give(self, runner) -> None:
         with self.lock:
@@ -101,13 +105,16 @@ class _Executor:
             self.pool.give(runner)
 
     def _out_arrays(self) -> list:
+        return [np.empty(shape, dt) for shape, dt in self._out_specs_of()]
+
+    def _out_specs_of(self) -> list:
         specs = self._out_specs
         if specs is None:
             graph = self.graph
             specs = self._out_specs = [
                 (graph.tensors[n].shape, graph.tensors[n].dtype.np) for n in graph.outputs
             ]
-        return [np.empty(shape, dt) for shape, dt in specs]
+        return specs
 
 
 def _thunk(step, arrays: dict, scratch: list, graph):
@@ -147,11 +154,12 @@ class InterpretedExecutor(_Executor):
                 thunks.append((step.node.output, t))
         ins = [arrays[n] for n in graph.inputs]
         outs = [arrays[n] for n in graph.outputs]
+        owner = weakref.ref(self)  # (not self: see _Pool)
 
         def runner(inputs):
             for dst, src in zip(ins, inputs):
                 np.copyto(dst, src)
-            prof = self.profile
+            prof = owner().profile
             if prof is None:
                 for _, t in thunks:
                     t()
@@ -219,8 +227,10 @@ class CompiledExecutor(_Executor):
         self.python_steps = len(python)
         program = _cpu.Program(nodes)
 
+        specs = self._out_specs_of()
+
         def runner(inputs):
-            outs = self._out_arrays()
+            outs = [np.empty(shape, dt) for shape, dt in specs]
             ins = tuple(inputs)
             o = tuple(outs)
             start = program.run(ins, o, 0)

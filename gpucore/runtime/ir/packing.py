@@ -9,8 +9,9 @@ ask ``gemm_operand`` / ``conv_weight`` here for a packed operand when it is a gr
 the unpacked calls.
 
 Packed copies are cached per constant array (keyed by ``id``, with a weak reference that drops
-the entry when the array dies), so that the runners of one executor (one per concurrent run)
-share one copy. ``ENABLED`` (environment ``GPUCORE_PACK=0`` turns it off) only serves
+the entry when the array dies, and weak references to the copies, which live as long as a
+program reads them), so that the runners of one executor (one per concurrent run) share one
+copy. ``ENABLED`` (environment ``GPUCORE_PACK=0`` turns it off) only serves
 benchmarks: packed and unpacked calls give the same results.
 """
 
@@ -43,16 +44,45 @@ SWAP_MIN_K = 257
 CT_BUF_BYTES = 4 * 1024 * 1024  # gemm.c's GC_CT_BUF_BYTES
 
 _lock = threading.Lock()
-_cache: dict = {}  # id(array) -> (weakref to it, {layout key: PackedMatrix})
+# id(array) -> (weakref to it, {layout key: weakref to its PackedMatrix}): the packed copies are
+# held by the programs that read them, not here, since a Winograd weight holds its read-only
+# source (cpu/python/pack.c): held here too, the pair would never die
+_cache: dict = {}
 _blocking: dict = {}
 
 
+_sealed: dict = {}  # id(array) -> weak reference to it: seal()ed arrays
+
+
+def seal(arr: np.ndarray) -> np.ndarray:
+    """``arr`` (a read-only array over memory that nothing else references, e.g. a block of the
+    host cache that only it holds: gpucore/onnx/proto.py's weights) made read-only for good:
+    ``is_constant`` then holds for it and its read-only views, as for an array owning its
+    memory."""
+    if arr.flags.writeable:
+        raise ValueError("packing.seal: the array must be read-only")
+    key = id(arr)
+
+    def drop(ref, key=key):
+        with _lock:
+            if _sealed.get(key) is ref:
+                del _sealed[key]
+
+    with _lock:
+        _sealed[key] = weakref.ref(arr, drop)
+    return arr
+
+
 def is_constant(arr) -> bool:
-    """Whether ``arr``'s memory cannot change: read-only down to an array owning its memory or
-    to a ``bytes`` object (an ONNX file's weights, read in place: gpucore/onnx/proto.py)."""
+    """Whether ``arr``'s memory cannot change: read-only down to an array owning its memory, a
+    ``seal``ed array or a ``bytes`` object (an ONNX file's weights, read in place:
+    gpucore/onnx/proto.py)."""
     while isinstance(arr, np.ndarray):
         if arr.flags.writeable:
             return False
+        ref = _sealed.get(id(arr))
+        if ref is not None and ref() is arr:
+            return True
         if arr.base is None:
             return bool(arr.flags.owndata)
         arr = arr.base
@@ -99,9 +129,11 @@ def packed(
         entry = _cache.get(key)
         if entry is None or entry[0]() is not owner:
             entry = _cache[key] = (weakref.ref(owner, lambda r, k=key: _drop(k, r)), {})
-        pm = entry[1].get(layout)
+        ref = entry[1].get(layout)
+        pm = None if ref is None else ref()
         if pm is None:
-            pm = entry[1][layout] = _cpu.gemm_pack(flat, side, rows, cols, trans, swap)
+            pm = _cpu.gemm_pack(flat, side, rows, cols, trans, swap)
+            entry[1][layout] = weakref.ref(pm)
     return pm
 
 

@@ -6,6 +6,9 @@ path rule (``_cpu.conv2d_winograd``) and the bad calls around the packed weight.
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
@@ -168,6 +171,32 @@ def test_nan_and_inf_stay_where_the_direct_sum_puts_them(winograd, bad):
     assert _rel_err(got[finite], want[finite]) < 1e-5
     np.testing.assert_array_equal(_conv(xb, pk, b, 1, 1, o), got)
     np.testing.assert_array_equal(_conv(x, pk, b, 1, 1, o), _conv(x, wt, b, 1, 1))
+
+
+def test_a_read_only_weight_is_kept_by_reference_not_copied(winograd):
+    """Packed from a read-only array (the runtime's constants), the transformed weight holds the
+    array for the non-finite-input fallback instead of a copy after U: o*c*9 floats smaller,
+    the same bits on both paths, and the array stays alive with it."""
+    n, c, h, w, o = 1, 40, 16, 16, 37  # o off the panel width
+    x, wt, b = _inputs((n, c, h, w, o, 1, 1))
+    copied = _cpu.gemm_pack(wt.reshape(-1), "a", o, c * 9, 0, 2)
+    ro = wt.copy()
+    ro.flags.writeable = False
+    held = _cpu.gemm_pack(ro.reshape(-1), "a", o, c * 9, 0, 2)
+    assert copied.nbytes - held.nbytes == 4 * o * c * 9
+    xb = x.copy()
+    xb[0, 3, 7, 2] = np.nan  # the fallback, which reads the untransformed weight
+    for inp in (x, xb):
+        want = _conv(inp, copied, b, 1, 1, o)
+        np.testing.assert_array_equal(_conv(inp, held, b, 1, 1, o), want)
+    alive = weakref.ref(ro)
+    del ro
+    gc.collect()
+    assert alive() is not None  # held by the packed weight
+    np.testing.assert_array_equal(_conv(xb, held, b, 1, 1, o), _conv(xb, copied, b, 1, 1, o))
+    del held
+    gc.collect()
+    assert alive() is None
 
 
 def test_a_nan_weight_makes_its_channel_nan(winograd):

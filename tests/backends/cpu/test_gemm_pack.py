@@ -187,6 +187,28 @@ def test_packed_matrix_object():
     assert np.array_equal(c, np.ones((2, 3)) @ np.arange(12).reshape(3, 4))
 
 
+def test_packed_memory_comes_back_from_the_host_cache():
+    """A PackedMatrix's panels are a block of the caching host allocator: one freed returns its
+    block, and packing the same size again reuses it (no fresh pages to fault in at a reload)."""
+    if C.host_cache_info()["limit_bytes"] < (64 << 20):
+        pytest.skip("GPUCORE_HOST_CACHE_MB caps the cache below this test's blocks")
+    w = np.random.default_rng(0).standard_normal((256, 2304)).astype(np.float32)
+    pm = C.gemm_pack(w, "a", 256, 2304, 0, 1)
+    cached = C.host_cache_info()["cached_bytes"]
+    del pm
+    gc.collect()
+    assert C.host_cache_info()["cached_bytes"] >= cached + w.nbytes  # the block went back
+    hits = C.host_cache_info()["hits"]
+    pm = C.gemm_pack(w, "a", 256, 2304, 0, 1)
+    assert C.host_cache_info()["hits"] == hits + 1
+    c = np.empty((256, 64), np.float32)
+    b = np.random.default_rng(1).standard_normal((2304, 64)).astype(np.float32)
+    C.gemm(pm, b, c, 1, 256, 64, 2304, 0, 0, 1.0, 0.0, 0, 0, 0)  # the reused block holds the panels
+    ref = np.empty_like(c)
+    C.gemm(w, b, ref, 1, 256, 64, 2304, 0, 0, 1.0, 0.0, 0, 0, 0)
+    assert np.array_equal(c, ref)
+
+
 def test_gemm_pack_argument_errors():
     w = np.zeros((4, 5), np.float32)
     with pytest.raises(TypeError, match="'side' must be 'a' or 'b'"):

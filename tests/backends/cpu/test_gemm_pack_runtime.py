@@ -40,6 +40,24 @@ def test_is_constant_needs_read_only_memory_all_the_way_down():
     assert not packing.is_constant(mutable)  # read-only view of a bytearray
 
 
+def test_a_sealed_array_is_a_constant_and_so_are_its_views():
+    block = np.frombuffer(C.host_empty(64), np.float32)  # writable memory no one else holds
+    assert not packing.is_constant(block)
+    with pytest.raises(ValueError, match="read-only"):
+        packing.seal(block)
+    block.flags.writeable = False
+    assert not packing.is_constant(block)  # read-only, but over a buffer: not known constant
+    assert packing.seal(block) is block
+    assert packing.is_constant(block) and packing.is_constant(block[2:].reshape(2, 7))
+    copy = block.copy()
+    assert packing.is_constant(block) and packing.is_constant(np.frombuffer(b"\0" * 8))
+    assert not packing.is_constant(np.frombuffer(copy, np.float32))  # writable
+    key = id(block)
+    del block
+    gc.collect()
+    assert key not in packing._sealed  # the registry holds no array alive
+
+
 def test_gemm_operand_packs_constants_that_pay():
     w = _ro(np.random.default_rng(0).standard_normal((64, 128)).astype(np.float32))
     flat = w.reshape(-1)
@@ -152,3 +170,23 @@ def test_concurrent_runners_share_one_packed_copy():
     assert {k: len(v[1]) for k, v in packing._cache.items() if k in sizes} == sizes  # no repack
     for o in outs:
         np.testing.assert_array_equal(o, want)
+
+
+def test_a_dropped_model_frees_its_packed_winograd_weights():
+    """A Winograd weight packed from a constant holds the constant (the non-finite fallback
+    reads it in place): the cache holds the packed copy weakly, so dropping the model frees
+    both instead of keeping the pair alive for good."""
+    conv = nn.Conv2d(32, 32, 3, padding=1)  # 16 tiles of 4x4: the Winograd rule
+    conv.eval()
+    x = gpucore.tensor(np.random.default_rng(0).standard_normal((1, 32, 16, 16)).astype(np.float32))
+    before = set(packing._cache)
+    compiled = runtime.compile(conv, [x], device="cpu")
+    new = [k for k in packing._cache if k not in before]
+    layouts = [lay for k in new for lay in packing._cache[k][1]]
+    assert any(lay[-1] == 2 for lay in layouts)  # a Winograd (swap 2) weight was packed
+    held = [packing._cache[k][0] for k in new]
+    got = compiled.run_arrays([x.numpy()])[0]
+    np.testing.assert_allclose(got, conv(x).detach().numpy(), rtol=1e-4, atol=1e-4)
+    del compiled
+    gc.collect()
+    assert all(ref() is None for ref in held) and not any(k in packing._cache for k in new)

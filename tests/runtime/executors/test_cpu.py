@@ -1,7 +1,9 @@
 """gpucore.runtime.executors.cpu: interpreted and compiled executors give the same bits, equal
 eager gpucore, and serve many threads at once."""
 
+import gc
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -162,3 +164,21 @@ def test_every_nn_module_compiled_equals_interpreted_and_eager(group):
         want = want if isinstance(want, tuple) else (want,)
         for a, b in zip(got, want):
             np.testing.assert_allclose(a, b.numpy(), rtol=1e-9, atol=1e-12, err_msg=repr(case))
+
+
+@pytest.mark.parametrize("executor", ["compiled", "interpreted"])
+def test_a_dropped_model_is_freed_without_the_cycle_collector(executor):
+    """No reference cycle through the executor (its pool's ``make``, its runners): the arena
+    and packed weights go when the last reference does, so a model loaded again reuses them."""
+    build, shape = MODELS["cnn"]
+    x = rand(*shape, seed=1)
+    cm = runtime.compile(build(), [x], device="cpu", executor=executor)
+    cm.run_arrays([x])
+    executors = [weakref.ref(e) for e in cm._executors.values()]
+    assert executors
+    gc.disable()
+    try:
+        del cm
+        assert all(e() is None for e in executors)
+    finally:
+        gc.enable()
