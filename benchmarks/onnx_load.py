@@ -8,6 +8,13 @@ time: on a shared machine the CPU time is the steadier figure (it leaves out the
 processes held the cores). The stages: the file read and split (proto.read), the checked model
 (proto.check: initializers copied out of the file), the shapes-only capture, the shape check,
 the passes, the planner, and the compiled executor (lowering, weight packing, the C program).
+
+ONNX Runtime's loads run in a process of their own (in gpucore's, the memory gpucore's host cache
+keeps would hand ORT fresh pages, slowing it). "fresh process": each library's first load of the
+model in a new process that has already loaded a small model (so onnx is imported, the Vulkan
+probe and ORT's start-up done): no memory warm from an earlier load of the same model (gpucore's
+reloads pack into the blocks a dropped model left in its host cache), the cost a service pays
+once (medians of rounds / 2 processes for gpucore, one process for ORT).
 Needs torch, onnx and onnxruntime.
 """
 
@@ -23,9 +30,51 @@ clean_openblas_env("onnx_load.py")
 
 import argparse  # noqa: E402
 import functools  # noqa: E402
+import json  # noqa: E402
 import statistics  # noqa: E402
+import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# ORT's session creation in its own process, after a small model's: the first (fresh process),
+# then ``rounds`` more; (wall, cpu) ms each.
+_ORT_CHILD = """
+import json, sys, time
+import onnxruntime as ort
+path, rounds, small = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+opts = ort.SessionOptions()
+opts.intra_op_num_threads = 1
+ort.InferenceSession(small, opts, providers=["CPUExecutionProvider"])
+out = []
+for _ in range(rounds + 1):
+    w, c = time.perf_counter(), time.process_time()
+    ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+    out.append(((time.perf_counter() - w) * 1e3, (time.process_time() - c) * 1e3))
+print(json.dumps(out))
+"""
+
+# gpucore's first load of ``path`` in a new process, after one load of a small model.
+_FRESH_CHILD = """
+import json, sys, time
+import gpucore.onnx as gx
+from gpucore import _cpu
+_cpu.set_num_threads(1)
+gx.load(sys.argv[2])
+w, c = time.perf_counter(), time.process_time()
+gx.load(sys.argv[1])
+print(json.dumps([((time.perf_counter() - w) * 1e3, (time.process_time() - c) * 1e3)]))
+"""
+
+
+def _child(code: str, *args) -> list:
+    env = dict(os.environ, PYTHONPATH=_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env["GPUCORE_NUM_THREADS"] = "1"
+    res = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True,
+                         text=True, env=env, timeout=600, check=True)  # fmt: skip
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
 
 STAGES = (  # (module, attribute, label): the functions timed, as the importer and model call them
     ("gpucore.onnx.importer", "read", "read"),
@@ -83,7 +132,7 @@ def _timed(fn) -> tuple:
 def table(rounds: int, only: list) -> None:
     """Print the markdown table (module docstring)."""
     try:
-        import onnxruntime as ort  # noqa: PLC0415
+        import onnxruntime  # noqa: F401, PLC0415
         import torch  # noqa: PLC0415
     except ImportError as e:
         print(f"- needs torch and onnxruntime ({e}): no table")
@@ -95,38 +144,42 @@ def table(rounds: int, only: list) -> None:
 
     _cpu.set_num_threads(1)
     torch.set_num_threads(1)
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
     labels = [s[2] for s in STAGES]
     print(f"- one thread each; median of {rounds} loads (after one uncounted); ms, wall / CPU")
     print()
-    print("| model | " + " | ".join(labels) + " | gpucore load | ORT load |")
-    print("|---" * (len(labels) + 3) + "|")
+    print(
+        "| model | "
+        + " | ".join(labels)
+        + " | gpucore load | ORT load | gpucore, fresh process | ORT, fresh process |"
+    )
+    print("|---" * (len(labels) + 5) + "|")
     with tempfile.TemporaryDirectory() as d:
+        small = os.path.join(d, "small.onnx")
+        _export(torch, torch.nn.Linear(4, 4).eval(), torch.zeros(1, 4), small)
         for name, (model, x) in _models(torch).items():
             if only and not any(o.lower() in name.lower() for o in only):
                 continue
             path = os.path.join(d, "m.onnx")
             _export(torch, model, x, path)
-            gx.load(path)  # the uncounted loads
-            ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
-            stages, gc, ort_times = [], [], []
+            fresh = [_child(_FRESH_CHILD, path, small)[0] for _ in range(max(1, rounds // 2))]
+            ort_fresh, *ort_times = _child(_ORT_CHILD, path, rounds, small)
+            gx.load(path)  # the uncounted load
+            stages, gc = [], []
             load = functools.partial(gx.load, path)
-            session = functools.partial(
-                ort.InferenceSession, path, opts, providers=["CPUExecutionProvider"]
-            )
-            for _ in range(rounds):  # alternating, so both see the same machine
+            for _ in range(rounds):
                 with _Timer() as t:
                     gc.append(_timed(load)[1:])
                 stages.append(t.times)
-                ort_times.append(_timed(session)[1:])
 
             def med(pairs):
                 w = statistics.median(p[0] for p in pairs)
                 return f"{w:.1f} / {statistics.median(p[1] for p in pairs):.1f}"
 
             cells = [med([s.get(k, (0.0, 0.0)) for s in stages]) for k in labels]
-            print(f"| {name} | " + " | ".join(cells) + f" | {med(gc)} | {med(ort_times)} |")
+            print(
+                f"| {name} | " + " | ".join(cells)
+                + f" | {med(gc)} | {med(ort_times)} | {med(fresh)} | {med([ort_fresh])} |"
+            )  # fmt: skip
 
 
 def main(argv=None) -> int:
