@@ -62,15 +62,21 @@ ADAM_STEP_CAPTURABLE = defop("adam_step_capturable", infer=_infer, samples=lambd
 def capturable_update(*tensors: Tensor, **attrs) -> None:
     """Run ``adam_step_capturable`` on (param, grad, exp_avg, exp_avg_sq[, max], step): on the
     parameter's device when it has the kernel, else in the C kernel. No autograd."""
-    op = ADAM_STEP_CAPTURABLE
+    _update_in_place(ADAM_STEP_CAPTURABLE, tensors, tensors[2:-1], tensors[-1], attrs)
+
+
+def _update_in_place(op, tensors: tuple, states: tuple, step: Tensor, attrs: dict) -> None:
+    """Run ``op`` on ``tensors`` in place: on the parameter's device when the parameter, the
+    written ``states`` and the ``step`` count all live there (contiguous) and it has the kernel,
+    else in the C kernel; then bump the written tensors' versions."""
     param = tensors[0]
     specs = op.infer(*tensors, **attrs)
-    written = (param,) + tensors[2:-1]
+    written = (param, *states)
     home = param._dev
     on_device = (
         home is not None
         and all(t._dev is home and t._data.flags.c_contiguous for t in written)
-        and tensors[-1]._dev is home
+        and step._dev is home
         and home.supports(op, tensors, specs)
     )
     if on_device:
@@ -180,25 +186,7 @@ def capturable_step(*tensors: Tensor, **attrs) -> None:
     kernel, else the CPU kernel. ``step`` holds the count after this update (the caller
     increments it); NAdam's ``mu_product`` is multiplied by mu_t here, before the update reads
     it. No autograd."""
-    op = OPTIM_STEP_CAPTURABLE
-    param = tensors[0]
-    specs = op.infer(*tensors, **attrs)
-    written = (param,) + tensors[2:4] + tensors[5:]
-    home = param._dev
-    on_device = (
-        home is not None
-        and all(t._dev is home and t._data.flags.c_contiguous for t in written)
-        and tensors[4]._dev is home
-        and home.supports(op, tensors, specs)
-    )
-    if on_device:
-        _run_device(home, op, tensors, attrs)
-    else:
-        _run_cpu(op, tensors, attrs)
-    if dispatch._trace.records is not None:
-        dispatch.record(op.name, home.name if on_device else "cpu", param.shape)
-    for t in written:
-        t._vbox[0] += 1
+    _update_in_place(OPTIM_STEP_CAPTURABLE, tensors, tensors[2:4] + tensors[5:], tensors[4], attrs)
 
 
 def np_optim_step(
