@@ -71,8 +71,11 @@ print(json.dumps([((time.perf_counter() - w) * 1e3, (time.process_time() - c) * 
 def _child(code: str, *args) -> list:
     env = dict(os.environ, PYTHONPATH=_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env["GPUCORE_NUM_THREADS"] = "1"
+    env["GPUCORE_VULKAN_PREWARM"] = "0"  # no background thread in the CPU-time column
     res = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True,
-                         text=True, env=env, timeout=600, check=True)  # fmt: skip
+                         text=True, env=env, timeout=600)  # fmt: skip
+    if res.returncode != 0:
+        raise SystemExit(f"a timing child failed (exit {res.returncode}): {res.stderr[-2000:]}")
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 

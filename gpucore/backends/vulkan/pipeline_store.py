@@ -16,7 +16,8 @@ it over the old one (atomic): processes saving at once each leave a whole file, 
 sees the old file or a new one, never a mix.
 
 Beside it, ``vulkan-pipelines-<key>.keys`` lists the pipelines recent processes used (JSON: shader
-name, bindings, workgroup size, specialization constants), most recent first, so that the next
+name, bindings, workgroup size, specialization constants, and the digest of the shader's source,
+so that another gpucore version's entries are skipped), most recent first, so that the next
 process can create them in the background at device start (pipelines.py, ``prewarm``). A
 malformed file or entry is ignored, never an error.
 """
@@ -161,23 +162,25 @@ def keys_path(key: Key) -> Path | None:
 
 
 def _valid_key(e) -> tuple | None:
-    """A pipeline key (name, bindings, workgroup size, spec) from a JSON entry, or None when the
-    entry is not one gpucore could have written (bounded, so a damaged file cannot ask the driver
-    for an absurd pipeline)."""
-    if not (isinstance(e, list) and len(e) == 4):
+    """(pipeline key, shader digest) from a JSON entry, or None when the entry is not one gpucore
+    could have written (bounded, so a damaged file cannot ask the driver for an absurd pipeline).
+    A key is (name, bindings, workgroup size, spec); the digest names the shader's version."""
+    if not (isinstance(e, list) and len(e) == 5):
         return None
-    name, nb, local, spec = e
-    ints = (nb, local, *spec) if isinstance(spec, list) else (None,)
-    if not all(type(v) is int and -(2**31) <= v < 2**31 for v in ints):
+    name, nb, local, spec, digest = e
+    if not (isinstance(spec, list) and len(spec) <= 32 and isinstance(digest, str)):
+        return None
+    if not all(type(v) is int and -(2**31) <= v < 2**31 for v in (nb, local, *spec)):
         return None
     if not (isinstance(name, str) and name.isidentifier() and 0 < nb <= 32 and 0 < local <= 1024):
         return None
-    return (name, nb, local, tuple(spec))
+    return (name, nb, local, tuple(spec)), digest
 
 
 def read_keys(key: Key) -> list:
-    """The pipeline keys recent processes on this device and driver used, most recent first;
-    [] when there is no file, the disk cache is off, or the file is damaged."""
+    """[(pipeline key, shader digest)] of the pipelines recent processes on this device and
+    driver used, most recent first; [] when there is no file, the disk cache is off, or the file
+    is damaged."""
     path = keys_path(key)
     if path is None:
         return []
@@ -188,18 +191,25 @@ def read_keys(key: Key) -> list:
         return []
     if not isinstance(entries, list):
         return []
-    keys = [k for k in map(_valid_key, entries[:KEYS_MAX]) if k is not None]
-    return list(dict.fromkeys(keys))
+    out: dict = {}
+    for e in entries[:KEYS_MAX]:
+        v = _valid_key(e)
+        if v is not None:
+            out.setdefault(v[0], v[1])
+    return list(out.items())
 
 
-def write_keys(key: Key, keys: list) -> bool:
-    """Remember ``keys`` (most recent first, at most KEYS_MAX) for the next process; atomic as
-    ``write``, False when it cannot be written."""
+def write_keys(key: Key, entries: list) -> bool:
+    """Remember ``entries`` ([(pipeline key, shader digest)], most recent first, at most
+    KEYS_MAX) for the next process; atomic as ``write``, False when it cannot be written."""
     path = keys_path(key)
     if path is None:
         return False
-    entries = [[n, nb, local, list(spec)] for n, nb, local, spec in keys[:KEYS_MAX]]
-    return _replace(path, json.dumps(entries, separators=(",", ":")).encode())
+    rows = [
+        [str(n), int(nb), int(local), [int(v) for v in spec], str(digest)]
+        for (n, nb, local, spec), digest in entries[:KEYS_MAX]
+    ]
+    return _replace(path, json.dumps(rows, separators=(",", ":")).encode())
 
 
 def _replace(path: Path, blob: bytes) -> bool:

@@ -17,6 +17,7 @@ GPUCORE_VULKAN_PREWARM=0 turns it off everywhere.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -34,6 +35,16 @@ log = logging.getLogger("gpucore.vulkan")
 PREWARM_ENV = "GPUCORE_VULKAN_PREWARM"
 SPIRV_DIR = Path(__file__).resolve().parent / "spirv"
 PUSH_BYTES = 128
+
+
+@functools.cache
+def shader_digest(name: str) -> str:
+    """The version of shader ``name``: the digest of its source that tools/build_shaders.py
+    stores beside the SPIR-V ('' when missing, which no saved key matches)."""
+    try:
+        return (SPIRV_DIR / f"{name}.spv.sha256").read_text().split()[0][:16]
+    except (OSError, IndexError):
+        return ""
 
 
 class Pipeline:
@@ -95,17 +106,17 @@ class PipelineCache:
                 raise
             return None
 
-    def _data(self) -> bytes | None:
+    def _data(self, cache) -> bytes | None:
         """The driver's serialized cache (vkGetPipelineCacheData, which the ``vulkan`` package
         does not wrap: cffi out-pointers), or None when the driver fails."""
         vk = self.vk
         ffi, lib = vk.ffi, vk.lib
         n = ffi.new("size_t*")
         for _ in range(4):  # the cache may grow between the size query and the copy
-            if lib.vkGetPipelineCacheData(self.device, self.cache, n, ffi.NULL) != 0:
+            if lib.vkGetPipelineCacheData(self.device, cache, n, ffi.NULL) != 0:
                 return None
             buf = ffi.new("char[]", n[0])
-            res = lib.vkGetPipelineCacheData(self.device, self.cache, n, buf)
+            res = lib.vkGetPipelineCacheData(self.device, cache, n, buf)
             if res == 0:
                 return ffi.buffer(buf, n[0])[:]
             if res != vk.VK_INCOMPLETE:
@@ -115,12 +126,23 @@ class PipelineCache:
     def save(self) -> bool:
         """Write the driver's cache to the disk file when it differs from what the file holds;
         pipelines another process saved meanwhile are merged in first. True when written. The
-        list of the pipelines this process used goes beside it (for ``prewarm``)."""
+        list of the pipelines this process used goes beside it (for ``prewarm``). Not while the
+        background creation still runs (``stop_prewarm`` first)."""
         if self.key is None or self.fault is not None:
             return False
-        self._save_keys()
+        if self._thread is not None and self._thread.is_alive():
+            return False
+        try:
+            return self._save_cache()
+        finally:
+            try:
+                self._save_keys()
+            except Exception:  # best effort: the list only saves time at the next start
+                log.debug("gpucore: pipeline key list not saved", exc_info=True)
+
+    def _save_cache(self) -> bool:
         with self.lock:
-            data = self._data()
+            data = self._data(self.cache)
             if data is None:
                 return False
             digest = hashlib.sha256(data).digest()
@@ -128,7 +150,7 @@ class PipelineCache:
                 return False
             other = pipeline_store.read(self.key)
             if other and hashlib.sha256(other).digest() not in (self.saved, digest):
-                merged = self._merge(other)
+                merged = self._merge(data, other)
                 if merged is not None:
                     data, digest = merged, hashlib.sha256(merged).digest()
             if not pipeline_store.write(self.key, data):
@@ -140,28 +162,35 @@ class PipelineCache:
         """This process's pipelines in first-use order, then those the file held before that this
         process did not use, when that differs from the file."""
         with self.lock:
-            used = list(self.pipelines)
+            used = [(k, shader_digest(k[0])) for k in self.pipelines]
         if not used:
             return
         before = pipeline_store.read_keys(self.key)
-        keys = list(dict.fromkeys(used + before))[: pipeline_store.KEYS_MAX]
+        keys = list(dict(used + [e for e in before if e[0] not in dict(used)]).items())
+        keys = keys[: pipeline_store.KEYS_MAX]
         if keys != before:
             pipeline_store.write_keys(self.key, keys)
 
-    def _merge(self, other: bytes) -> bytes | None:
-        """Our data with the pipelines of ``other`` (another process's file) merged in."""
+    def _merge(self, ours: bytes, other: bytes) -> bytes | None:
+        """``ours`` with the pipelines of ``other`` (another process's file) merged in, through
+        scratch caches: the live cache is never a merge destination (vkMergePipelineCaches needs
+        its destination to itself, and other threads may be creating pipelines in it)."""
         vk = self.vk
-        src = self._create_cache(other)
-        if src is None:
+        dst = self._create_cache(ours)
+        if dst is None:
             return None
+        src = self._create_cache(other)
         try:
-            ffi = vk.ffi
-            srcs = ffi.new("VkPipelineCache[1]", [src])
-            if vk.lib.vkMergePipelineCaches(self.device, self.cache, 1, srcs) != 0:
+            if src is None:
                 return None
-            return self._data()
+            srcs = vk.ffi.new("VkPipelineCache[1]", [src])
+            if vk.lib.vkMergePipelineCaches(self.device, dst, 1, srcs) != 0:
+                return None
+            return self._data(dst)
         finally:
-            vk.vkDestroyPipelineCache(self.device, src, None)
+            if src is not None:
+                vk.vkDestroyPipelineCache(self.device, src, None)
+            vk.vkDestroyPipelineCache(self.device, dst, None)
 
     def _module(self, name: str):
         mod = self.modules.get(name)
@@ -238,9 +267,9 @@ class PipelineCache:
         p = self.pipelines.get(key)
         if p is not None:
             return p
-        if self.fault is not None:  # before the lock: a forked child may inherit it held
-            self.fault.refuse()
         while True:
+            if self.fault is not None:  # before the lock: a forked child may inherit it held
+                self.fault.refuse()
             with self.lock:
                 p = self.pipelines.get(key)
                 if p is None and key in self.warm:
@@ -253,6 +282,7 @@ class PipelineCache:
                     break
             ev.wait()  # another thread is creating this one; then look again
         t0 = time.perf_counter()
+        p = None
         try:
             p = self._create(key)
         finally:
@@ -304,7 +334,9 @@ class PipelineCache:
         want = os.environ.get(PREWARM_ENV, "").strip()
         if want == "0" or (cpu_device and want != "1") or self.key is None:
             return False
-        keys = pipeline_store.read_keys(self.key)
+        keys = [
+            k for k, digest in pipeline_store.read_keys(self.key) if digest == shader_digest(k[0])
+        ]
         if not keys:
             return False
         self._thread = threading.Thread(
@@ -345,6 +377,8 @@ class PipelineCache:
 
     def destroy(self):
         self.stop_prewarm()
+        if self._thread is not None:  # still creating one after the wait: leak, never free under it
+            return
         vk, dev = self.vk, self.device
         for p in (*self.pipelines.values(), *self.warm.values()):
             vk.vkDestroyPipeline(dev, p.handle, None)

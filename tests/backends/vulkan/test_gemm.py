@@ -181,6 +181,7 @@ def test_gemm_grid_splits(vulkan, variant, monkeypatch):
         "b_rows",  # a (K, N) B: halved along K, accumulating
         "a_rows",  # a large A: halved along M
         "a_transposed",  # a large column-major A: halved along K
+        "out_columns",  # a large column-major out: halved along N
     ],
 )
 def test_gemm_operands_larger_than_one_binding_run_in_bands(vulkan, variant, case, monkeypatch):
@@ -188,14 +189,13 @@ def test_gemm_operands_larger_than_one_binding_run_in_bands(vulkan, variant, cas
     # gemm() cuts the product into pieces that each fit one binding; with beta, bias and an
     # activation, which must apply once.
     monkeypatch.setattr(vulkan, "max_range", 16 << 10)
-    big_a = case.startswith("a")
-    m, k, n = (70, 96, 5) if big_a else (3, 96, 70)
+    m, k, n = {"a": (70, 96, 5), "b": (3, 96, 70), "o": (64, 2, 80)}[case[0]]
     A, B = rand(m, k), rand(k, n)
     C0, bias = rand(m, n), rand(n)
     a = dev_t(vulkan, A) if case == "a_transposed" else dev(vulkan, A)
     b = dev_t(vulkan, B) if case == "b_transposed" else dev(vulkan, B)
-    assert max(G._span(a), G._span(b)) > vulkan.max_range
-    out = dev(vulkan, C0)
+    out = dev_t(vulkan, C0) if case == "out_columns" else dev(vulkan, C0)
+    assert max(G._span(a), G._span(b), G._span(out)) > vulkan.max_range
     G.gemm(vulkan, out, a, b, alpha=0.5, beta=-1.5, bias=dev(vulkan, bias), activation="relu",
            variant=variant)  # fmt: skip
     want = np.maximum(0.5 * (A.astype(np.float64) @ B) - 1.5 * C0 + bias, 0.0)

@@ -11,9 +11,11 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
+
 from gpucore.backends.vulkan import fusion
 from gpucore.backends.vulkan import pipeline_store as PS
-from gpucore.backends.vulkan.pipelines import PipelineCache
+from gpucore.backends.vulkan.pipelines import PipelineCache, shader_digest
 
 KEY = PS.Key(0x10DE, 0x2330, 7, bytes(range(16)))
 DRIVER_DATA = PS.DRIVER_HEADER.pack(32, 1, 0x10DE, 0x2330, bytes(range(16))) + b"x" * 40
@@ -97,7 +99,7 @@ def test_save_writes_what_changed_and_a_new_cache_starts_from_it(vulkan, monkeyp
         assert first.loaded_bytes == 0
         first.get("fused", fusion.MAX_SLOTS, (), 64)
         assert first.save()
-        data = first._data()
+        data = first._data(first.cache)
         assert PS.read(first.key) == data
         assert not first.save()  # unchanged: not written again
     finally:
@@ -120,7 +122,7 @@ def test_a_corrupt_file_is_ignored_and_replaced(vulkan, monkeypatch, tmp_path):
             assert pc.loaded_bytes == 0
             pc.get("fused", fusion.MAX_SLOTS, (), 64)
             assert pc.save()
-            assert PS.read(key) == pc._data()
+            assert PS.read(key) == pc._data(pc.cache)
         finally:
             pc.destroy()
 
@@ -129,7 +131,7 @@ def test_another_process_file_is_merged_not_lost(vulkan, monkeypatch, tmp_path):
     monkeypatch.setenv(PS.ENV, str(tmp_path))
     pc = _cache(vulkan)
     try:
-        ours = pc._data()
+        ours = pc._data(pc.cache)
         # what another process saved meanwhile: valid for this driver, different from ours
         PS.write(pc.key, ours + b"\0" * 8)
         pc.get("fused", fusion.MAX_SLOTS, (), 64)
@@ -216,19 +218,24 @@ def test_no_file_when_the_disk_cache_is_off(vulkan, tmp_path):
 
 def test_the_key_list_round_trips_and_damage_is_ignored(monkeypatch, tmp_path):
     monkeypatch.setenv(PS.ENV, str(tmp_path))
-    keys = [("binary", 3, 64, (1, 2, 3)), ("gemm", 3, 256, ())]
+    keys = [(("binary", 3, 64, (1, 2, 3)), "ab12"), (("gemm", 3, 256, ()), "cd34")]
     assert PS.write_keys(KEY, keys)
     assert PS.read_keys(KEY) == keys
+    assert PS.write_keys(KEY, [(("binary", 3, 64, (np.int32(7),)), "ab12")])  # numpy ints too
+    assert PS.read_keys(KEY) == [(("binary", 3, 64, (7,)), "ab12")]
     path = PS.keys_path(KEY)
     path.write_text(
-        '[["binary", 3, 64, [1]], ["x y", 3, 64, []], ["relu", 99, 64, []], '
-        '["relu", 1, 64, [1.5]], ["relu", 1, 0, []], "junk", ["binary", 3, 64, [1]]]'
+        '[["binary", 3, 64, [1], "d"], ["x y", 3, 64, [], "d"], ["relu", 99, 64, [], "d"], '
+        '["relu", 1, 64, [1.5], "d"], ["relu", 1, 0, [], "d"], ["relu", 1, 64, []], '
+        '["relu", 1, 64, [' + ",".join(["1"] * 33) + '], "d"], "junk", '
+        '["binary", 3, 64, [1], "e"]]'
     )
-    assert PS.read_keys(KEY) == [("binary", 3, 64, (1,))]  # bad entries dropped, repeats once
+    # bad entries dropped (a 33-constant spec among them), a repeated key once
+    assert PS.read_keys(KEY) == [(("binary", 3, 64, (1,)), "d")]
     for junk in ("", "{", '{"a": 1}', "\xff"):
         path.write_text(junk)
         assert PS.read_keys(KEY) == []
-    many = [("binary", 3, 64, (i,)) for i in range(2 * PS.KEYS_MAX)]
+    many = [(("binary", 3, 64, (i,)), "d") for i in range(2 * PS.KEYS_MAX)]
     assert PS.write_keys(KEY, many)
     assert PS.read_keys(KEY) == many[: PS.KEYS_MAX]
     monkeypatch.setenv(PS.ENV, "0")
@@ -246,9 +253,18 @@ def test_prewarm_creates_the_listed_pipelines_in_the_background(vulkan, monkeypa
     finally:
         first.destroy()
     want = [("fused", fusion.MAX_SLOTS, 64, ()), ("fused", fusion.MAX_SLOTS, 128, ())]
-    assert PS.read_keys(first.key) == want
-    # a key of a shader this package lacks (another version wrote it) is skipped, not an error
-    PS.write_keys(first.key, [("no_such_shader", 2, 64, ()), *want])
+    fused = shader_digest("fused")
+    assert fused and PS.read_keys(first.key) == [(k, fused) for k in want]
+    # skipped, not an error: a key of a shader this package lacks, and one written for another
+    # version of the shader (its bindings or constants may mean something else now)
+    PS.write_keys(
+        first.key,
+        [
+            (("no_such_shader", 2, 64, ()), ""),
+            (("fused", fusion.MAX_SLOTS, 256, ()), "0" * 16),
+            *[(k, fused) for k in want],
+        ],
+    )
     pc = _cache(vulkan)
     try:
         assert not pc.prewarm(cpu_device=True)  # a CPU device: off unless asked

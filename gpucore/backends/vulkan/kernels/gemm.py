@@ -282,8 +282,15 @@ def _banded(be, out, a, b, alpha, beta, bias, activation, variant) -> bool:
     accumulates with beta = 1; bias and activation apply once, after the last), M for A or out.
     Each output element keeps one product order, so a run is deterministic."""
     limit = be.max_range - be.align  # room for the aligned-down start of a binding
-    big = max((a, b, out), key=_span)
-    if _span(big) <= limit and (bias is None or _span(np.asarray(bias)) <= limit):
+    if bias is not None:
+        try:
+            bias = np.broadcast_to(_nonneg(be, bias), out.shape)
+        except ValueError:
+            raise ShapeError(
+                f"gemm: bias of shape {bias.shape} does not broadcast to out {out.shape}"
+            ) from None
+    big = max((a, b, out) + (() if bias is None else (bias,)), key=_span)
+    if _span(big) <= limit:
         return False
     m, k = a.shape[-2:]
     n = b.shape[-1]
@@ -293,14 +300,13 @@ def _banded(be, out, a, b, alpha, beta, bias, activation, variant) -> bool:
     elif big is a:
         sm, sk = (abs(x) for x in a.strides[-2:])
         dim = "m" if (sm >= sk and m > 1) or k == 1 else "k"
-    else:
-        dim = "m" if m > 1 else "n"
+    else:  # out or the bias: cut across its larger stride
+        sm, sn = (abs(x) for x in big.strides[-2:])
+        dim = "m" if (sm >= sn and m > 1) or n == 1 else "n"
     size = {"m": m, "n": n, "k": k}[dim]
     if size == 1:  # a batch dimension is what is large: nothing to halve here
         return False  # (``operand`` then refuses it with the binding limit in the message)
     h = size // 2
-    if bias is not None:
-        bias = np.broadcast_to(bias, out.shape)
     kw = {"alpha": alpha, "variant": variant}
     if dim == "m":
         for sl in (slice(0, h), slice(h, m)):
