@@ -103,6 +103,17 @@ def np_col2im(cols, shape, k, s=(1, 1), p=(0, 0), d=(1, 1)):
     return xp[:, :, p[0] : p[0] + h, p[1] : p[1] + w]
 
 
+def same_as_torch(ours, theirs) -> None:
+    """A gpucore tensor equals a torch tensor: dtype by name, values exactly (NaN equal to NaN;
+    bfloat16 compared through float32, which numpy can hold)."""
+    import torch  # noqa: PLC0415 - only the tests that already import torch call this
+
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    a = ours.float().numpy() if ours.dtype is gpucore.bfloat16 else ours.numpy(force=True)
+    b = theirs.float().numpy() if theirs.dtype is torch.bfloat16 else theirs.numpy()
+    np.testing.assert_array_equal(a, b)
+
+
 def rand(shape, low=-2.0, high=2.0, seed=0) -> np.ndarray:
     """float64 values that are exactly representable in float32 (so both paths see the same)."""
     rng = np.random.default_rng(seed)

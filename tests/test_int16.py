@@ -13,6 +13,8 @@ import gpucore
 
 torch = pytest.importorskip("torch")
 
+from helpers import same_as_torch as same  # noqa: E402
+
 NAMES = (
     "bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64",
@@ -27,14 +29,6 @@ def g(name):
 
 def t(name):
     return getattr(torch, name)
-
-
-def same(ours, theirs):
-    """Values and dtype of a gpucore tensor equal a torch tensor's (NaN equal to NaN)."""
-    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
-    a = ours.float().numpy() if ours.dtype is gpucore.bfloat16 else ours.numpy(force=True)
-    b = theirs.float().numpy() if theirs.dtype is torch.bfloat16 else theirs.numpy()
-    np.testing.assert_array_equal(a, b)
 
 
 def outcome(fn):

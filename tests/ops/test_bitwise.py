@@ -9,6 +9,8 @@ import gpucore
 
 torch = pytest.importorskip("torch")
 
+from helpers import same_as_torch as same  # noqa: E402
+
 
 def g(name):
     return getattr(gpucore, name)
@@ -16,11 +18,6 @@ def g(name):
 
 def t(name):
     return getattr(torch, name)
-
-
-def same(ours, theirs):
-    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
-    np.testing.assert_array_equal(ours.numpy(force=True), theirs.numpy())
 
 
 @pytest.mark.parametrize("name", ["uint8", "int8", "int16", "int32", "int64"])

@@ -242,12 +242,7 @@ def gemm(
     a = _nonneg(be, a)
     b = _nonneg(be, b)
     if bias is not None:
-        try:
-            bias = np.broadcast_to(_nonneg(be, bias), out.shape)
-        except ValueError:
-            raise ShapeError(
-                f"gemm: bias of shape {bias.shape} does not broadcast to out {out.shape}"
-            ) from None
+        bias = _full_bias(be, bias, out)
     x = None
     if _direct_ok(be, out, var):
         target = out
@@ -264,6 +259,16 @@ def gemm(
     _record(be, var, target, a, b, bias, x, float(alpha), float(beta), ACTIVATIONS[activation])
     if target is not out:
         copy_array(be, out, target)
+
+
+def _full_bias(be, bias: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``bias`` as a (broadcast) view of out's shape, with no negative strides."""
+    try:
+        return np.broadcast_to(_nonneg(be, bias), out.shape)
+    except ValueError:
+        raise ShapeError(
+            f"gemm: bias of shape {bias.shape} does not broadcast to out {out.shape}"
+        ) from None
 
 
 def _span(arr: np.ndarray) -> int:
@@ -283,12 +288,7 @@ def _banded(be, out, a, b, alpha, beta, bias, activation, variant) -> bool:
     Each output element keeps one product order, so a run is deterministic."""
     limit = be.max_range - be.align  # room for the aligned-down start of a binding
     if bias is not None:
-        try:
-            bias = np.broadcast_to(_nonneg(be, bias), out.shape)
-        except ValueError:
-            raise ShapeError(
-                f"gemm: bias of shape {bias.shape} does not broadcast to out {out.shape}"
-            ) from None
+        bias = _full_bias(be, bias, out)
     big = max((a, b, out) + (() if bias is None else (bias,)), key=_span)
     if _span(big) <= limit:
         return False
