@@ -37,6 +37,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if os.path.isdir(os.path.join(_ROOT, "gpucore")) and _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)  # benchmark the checkout this script lives in
 
+import train_models  # noqa: E402
 from bench_env import CpuShare, load_note  # noqa: E402
 
 import gpucore  # noqa: E402
@@ -52,32 +53,12 @@ CASES = {
 
 
 def model_for(name: str):
-    if name == "mlp64":
-        return nn.Sequential(
-            nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10)
-        )
-    if name == "mlp_dropout":  # captured sampling: fresh masks per replay (graphs/rng.py)
-        return nn.Sequential(
-            nn.Linear(784, 512),
-            nn.ReLU(),
-            nn.Dropout(0.2),
-            nn.Linear(512, 256),
-            nn.ReLU(),
-            nn.Dropout(0.2),
-            nn.Linear(256, 10),
-        )
     if name == "mlp_small":
         return nn.Sequential(nn.Linear(64, 80), nn.ReLU(), nn.Linear(80, 10))
-    return nn.Sequential(
-        nn.Conv2d(1, 16, 3, padding=1),
-        nn.ReLU(),
-        nn.MaxPool2d(2),
-        nn.Conv2d(16, 32, 3, padding=1),
-        nn.ReLU(),
-        nn.MaxPool2d(2),
-        nn.Flatten(),
-        nn.Linear(32 * 7 * 7, 10),
-    )
+    if name == "cnn":
+        return train_models.cnn(nn)
+    # mlp_dropout: captured sampling, fresh masks per replay (graphs/rng.py)
+    return train_models.mlp(nn, dropout=0.2 if name == "mlp_dropout" else 0.0)
 
 
 def run_case(name: str, args) -> list[list[str]]:

@@ -69,6 +69,8 @@ if os.path.isdir(os.path.join(_ROOT, "gpucore")) and _ROOT not in sys.path:
 # The CPU benchmark: every gpucore op in the C extension, even where a Vulkan device exists.
 os.environ["GPUCORE_DEVICE"] = "cpu"
 
+import train_models  # noqa: E402
+
 import gpucore  # noqa: E402
 import gpucore.nn as gnn  # noqa: E402
 import gpucore.nn.functional as GF  # noqa: E402
@@ -140,24 +142,7 @@ def gpucore_model(kind: str):
         return rnn_model(gnn, kind)
     if kind == "gpt":
         return FlatGPT()
-    if kind == "mlp":
-        return gnn.Sequential(
-            gnn.Linear(784, 512),
-            gnn.ReLU(),
-            gnn.Linear(512, 256),
-            gnn.ReLU(),
-            gnn.Linear(256, 10),
-        )
-    return gnn.Sequential(
-        gnn.Conv2d(1, 16, 3, padding=1),
-        gnn.ReLU(),
-        gnn.MaxPool2d(2),
-        gnn.Conv2d(16, 32, 3, padding=1),
-        gnn.ReLU(),
-        gnn.MaxPool2d(2),
-        gnn.Flatten(),
-        gnn.Linear(32 * 7 * 7, 10),
-    )
+    return train_models.mlp(gnn) if kind == "mlp" else train_models.cnn(gnn)
 
 
 def torch_gpt():
@@ -217,25 +202,8 @@ def torch_model(kind: str, init: dict):
         m = rnn_model(tnn, kind)
     elif kind == "gpt":
         m = torch_gpt()
-    elif kind == "mlp":
-        m = tnn.Sequential(
-            tnn.Linear(784, 512),
-            tnn.ReLU(),
-            tnn.Linear(512, 256),
-            tnn.ReLU(),
-            tnn.Linear(256, 10),
-        )
     else:
-        m = tnn.Sequential(
-            tnn.Conv2d(1, 16, 3, padding=1),
-            tnn.ReLU(),
-            tnn.MaxPool2d(2),
-            tnn.Conv2d(16, 32, 3, padding=1),
-            tnn.ReLU(),
-            tnn.MaxPool2d(2),
-            tnn.Flatten(),
-            tnn.Linear(32 * 7 * 7, 10),
-        )
+        m = train_models.mlp(tnn) if kind == "mlp" else train_models.cnn(tnn)
     m.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in init.items()})
     return m
 

@@ -39,17 +39,11 @@ import gpucore as gc
 import gpucore.nn as nn
 import gpucore.nn.functional as F
 
-def model(kind):
-    if kind == "mlp":
-        return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(),
-                             nn.Linear(256, 10))
-    return nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                         nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                         nn.Flatten(), nn.Linear(32 * 7 * 7, 10))
+from train_models import cnn, mlp
 
 kind, batch, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 gc.manual_seed(0)
-m = model(kind)
+m = mlp(nn) if kind == "mlp" else cnn(nn)
 opt = gc.optim.Adam(m.parameters(), lr=1e-3)
 rng = np.random.default_rng(0)
 shape = (batch, 784) if kind == "mlp" else (batch, 1, 28, 28)
@@ -77,7 +71,8 @@ def run(kind: str, batch: int, steps: int, residency: str) -> dict:
     env.update(
         GPUCORE_DEVICE="auto", GPUCORE_VULKAN_ALLOW_CPU="1", GPUCORE_VULKAN_RESIDENCY=residency
     )
-    env["PYTHONPATH"] = _ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    bench = os.path.join(_ROOT, "benchmarks")  # train_models
+    env["PYTHONPATH"] = os.pathsep.join((_ROOT, bench, env.get("PYTHONPATH", "")))
     res = subprocess.run(
         [sys.executable, "-c", CHILD, kind, str(batch), str(steps)],
         capture_output=True,
