@@ -10,12 +10,13 @@ source "$ROOT/tools/setup_env.sh"
 cd "$ROOT"
 # GPUCORE_TEST_WORKERS=split (what .ci/run sets): two plain pytest processes side by side, no
 # xdist scheduler: the suites that mostly wait on compilers, qemu, valgrind and mpirun
-# (tests/capi, tests/backends/cpu, tests/distributed) with the ONNX suites, and everything else
-# (measured: 4.5 and 11.7 minutes with only the first two in the first group); the run fails
-# if either fails.  Their logs are printed when both have finished.
+# (tests/capi, tests/backends/cpu, tests/distributed) with the ONNX suites and the ported
+# PyTorch scripts (tests/examples: 13% of the rest's test time when measured), and everything
+# else (measured at stop 29: 7.9 and 10.9 minutes without tests/examples in the first group);
+# the run fails if either fails.  Their logs are printed when both have finished.
 if [ "${GPUCORE_TEST_WORKERS:-auto}" = "split" ]; then
     LOGS="$(mktemp -d)"
-    HEAVY=(tests/capi tests/backends/cpu tests/distributed tests/onnx)
+    HEAVY=(tests/capi tests/backends/cpu tests/distributed tests/onnx tests/examples)
     "$VENV/bin/python" -m pytest -q "${HEAVY[@]}" "$@" > "$LOGS/heavy.log" 2>&1 &
     HEAVY_PID=$!
     "$VENV/bin/python" -m pytest -q tests "${HEAVY[@]/#/--ignore=}" "$@" > "$LOGS/rest.log" 2>&1 &

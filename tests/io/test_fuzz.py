@@ -144,7 +144,8 @@ def test_the_child_process_catches_crashes_and_hangs(tmp_path, monkeypatch):
         '    if idx == "2": import time; time.sleep(60)',
     )
     monkeypatch.setattr(fc, "_CHILD", crash_on_1)
-    got = fc.run_children(str(tmp_path), [(i, 0) for i in range(4)], limit=0.0, startup=3.0)
+    # startup: the whole of each child (importing gpucore on a loaded machine took over 3 s)
+    got = fc.run_children(str(tmp_path), [(i, 0) for i in range(4)], limit=0.0, startup=10.0)
     assert got[0] == got[3] == "identical"
     assert got[1].startswith("crash") and got[2] == "hang"
 
