@@ -201,7 +201,10 @@ uvec2 ipow64(uvec2 x, uvec2 e) {
 
 // The input as int64 / uint64 (casts to them): narrow integers sign- or zero-extended.
 uvec2 to64(uvec2 r) {
-    if (IN_TYPE == F32) return OUT_TYPE == U64 ? f2ul(uintBitsToFloat(r.x)) : f2l(uintBitsToFloat(r.x));
+    if (IN_TYPE == F32) {
+        float x = uintBitsToFloat(r.x);
+        return OUT_TYPE == U64 ? f2ul(x) : f2l(x);
+    }
     if (WIDE_IN) return r;
     if (IN_TYPE == BOOL) return uvec2(r.x != 0u ? 1u : 0u, 0u);
     if (SIGNED_IN) {

@@ -228,7 +228,8 @@ uvec2 compute(uvec2 ra, uvec2 rb) {
             uvec2 r = d2l(x - 9223372036854775808.0LF);
             return uvec2(r.x, r.y ^ 0x80000000u);
         }
-        if (OUT_TYPE == U32 && x >= 2147483648.0LF) return uvec2(d2i(x - 2147483648.0LF) ^ 0x80000000u, 0u);
+        if (OUT_TYPE == U32 && x >= 2147483648.0LF)
+            return uvec2(d2i(x - 2147483648.0LF) ^ 0x80000000u, 0u);
         return uvec2(d2i(x), 0u);  // int32, uint32; the 8- and 16-bit types keep its low bits
     }
     double x = to_d(ra);
