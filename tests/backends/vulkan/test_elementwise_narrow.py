@@ -194,3 +194,38 @@ def test_topk_orders_unsigned_values(vulkan, dtype):
         want = s[:, ::-1][:, :5] if largest else s[:, :5]
         np.testing.assert_array_equal(v, want)
         np.testing.assert_array_equal(np.take_along_axis(a, i, 1), want)
+
+
+def test_device_without_float64_casts_them_on_the_host(vulkan, monkeypatch):
+    monkeypatch.setattr(vulkan.ctx, "float64", False)
+    u = ints(np.uint64, 101)
+    with gpucore.dispatch.trace_ops() as ops:
+        d = gpucore.tensor(u).to("vulkan").to(gpucore.float64).cpu().numpy()
+        f = gpucore.tensor(u).to("vulkan").to(gpucore.float32).cpu().numpy()
+    assert [b for n, b, _ in ops if n == "to_dtype"] == ["cpu", "vulkan"]
+    np.testing.assert_array_equal(d, u.astype(np.float64))
+    np.testing.assert_array_equal(f, u.astype(np.float32))
+
+
+def test_compiled_model_runs_them_on_the_device(vulkan):
+    """A model compiled for Vulkan takes uint16 (not read as bfloat16) and int16 inputs: casts,
+    int16 arithmetic, bitwise ops and comparisons in one recorded graph, the CPU's answer."""
+    from gpucore import runtime
+
+    def f(x, y):
+        z = (y * 3 - (x.to(gpucore.int16) ^ y)) >> 2
+        w = gpucore.where(z > 0, x, (z & 0x7F).to(gpucore.uint16))
+        return w, (x.to(gpucore.float32) + 0.5), z.to(gpucore.uint64)
+
+    x, y = ints(np.uint16, 5, 300), ints(np.int16, 1, 300)
+    cm = runtime.compile(f, [x, y], device="vulkan")
+    got = cm.run_arrays([x, y])
+    want = [t.numpy() for t in on_cpu_tensors(f, x, y)]
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+
+
+def on_cpu_tensors(f, *arrays):
+    with gpucore.device_policy("cpu"):
+        return f(*[gpucore.tensor(a) for a in arrays])
