@@ -56,11 +56,13 @@ def test_storage_round_trip_keeps_the_dtype(vulkan, dtype):
     assert gpucore.dtypes.is_uint16(t._data) == (dtype == np.uint16)
 
 
-@pytest.mark.parametrize("src", ALL)
-@pytest.mark.parametrize("dst", [d for d in ALL if d in ("int16", "uint16", "uint32", "uint64")])
+NEW = ["int16", "uint16", "uint32", "uint64"]
+
+
+@pytest.mark.parametrize("src, dst", [(s, d) for s in ALL for d in NEW if s != d])
 def test_casts_to_the_new_dtypes(vulkan, src, dst):
-    if src == dst or (src == "float64" and not vulkan.ctx.float64):
-        pytest.skip("same dtype, or no shaderFloat64")
+    if src == "float64" and not vulkan.ctx.float64:
+        pytest.skip("no shaderFloat64 (test_device_without_float64_casts_them_on_the_host)")
     x = gpucore.tensor(values(src, 4103)).to(dt(src))
     with gpucore.dispatch.trace_ops() as ops:
         got = x.to("vulkan").to(dt(dst)).cpu()
@@ -70,11 +72,10 @@ def test_casts_to_the_new_dtypes(vulkan, src, dst):
     np.testing.assert_array_equal(got.numpy(), want.numpy())
 
 
-@pytest.mark.parametrize("src", ["int16", "uint16", "uint32", "uint64"])
-@pytest.mark.parametrize("dst", ALL)
+@pytest.mark.parametrize("src, dst", [(s, d) for s in NEW for d in ALL if s != d])
 def test_casts_from_the_new_dtypes(vulkan, src, dst):
-    if src == dst or (dst == "float64" and not vulkan.ctx.float64):
-        pytest.skip("same dtype, or no shaderFloat64")
+    if dst == "float64" and not vulkan.ctx.float64:
+        pytest.skip("no shaderFloat64 (test_device_without_float64_casts_them_on_the_host)")
     x = gpucore.tensor(values(src, 4103))
     with gpucore.dispatch.trace_ops() as ops:
         got = x.to("vulkan").to(dt(dst)).cpu()
@@ -229,3 +230,26 @@ def test_compiled_model_runs_them_on_the_device(vulkan):
 def on_cpu_tensors(f, *arrays):
     with gpucore.device_policy("cpu"):
         return f(*[gpucore.tensor(a) for a in arrays])
+
+
+@pytest.mark.parametrize("dim", [0, 1, None])
+def test_int16_extremes_and_truth_reductions(vulkan, dim):
+    a = ints(np.int16, 37, 129)
+    for name, ref in (("amax", np.max), ("amin", np.min)):
+        fn = (
+            (lambda t, n=name: getattr(t, n)())
+            if dim is None
+            else (lambda t, n=name: getattr(t, n)(dim))
+        )
+        np.testing.assert_array_equal(run_exact(fn, a, name=name), ref(a, axis=dim))
+    for dtype in NARROW:
+        x = ints(dtype, 37, 129)
+        x[::3] = 0
+        for name in ("any", "all"):
+            fn = (
+                (lambda t, n=name: getattr(t, n)())
+                if dim is None
+                else (lambda t, n=name: getattr(t, n)(dim))
+            )
+            want = getattr(np, name)(x, axis=dim)
+            np.testing.assert_array_equal(run_exact(fn, x, name=name), want)
