@@ -4,8 +4,10 @@ Host storage uses numpy arrays. bfloat16 has no numpy type: it is stored as uint
 converted with round-to-nearest-even, like PyTorch. float16 and bfloat16 tensors compute in float32
 and round the result back. int16 is a full integer dtype; uint16, uint32 and uint64 have PyTorch's
 limited support (LIMITED_OPS): an op outside it raises, as do promotions with other integers.
-A gpucore dtype tells uint16 from bfloat16 (both uint16 arrays): code that sees only arrays must
-not guess (the Vulkan backend refuses the new dtypes for that reason).
+A gpucore dtype tells uint16 from bfloat16 (both uint16 arrays). Arrays allocated from
+``uint16.np`` carry a tag (numpy dtype metadata, kept by views, slices and copies; ``is_uint16``):
+every device array of a uint16 tensor is one, so the Vulkan kernels, which see arrays, read an
+untagged uint16 array as bfloat16 and a tagged one as uint16.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ int32 = dtype("int32", np.int32, False, True, 4)
 int64 = dtype("int64", np.int64, False, True, 5)
 # PyTorch's "limited support" unsigned types: creation, casts, comparisons for equality, bitwise
 # ops and a few others (LIMITED_OPS); promotion with any other integer or bool dtype raises.
-uint16 = dtype("uint16", np.uint16, False, False, 6)
+uint16 = dtype("uint16", np.dtype(np.uint16, metadata={"gpucore": "uint16"}), False, False, 6)
 uint32 = dtype("uint32", np.uint32, False, False, 7)
 uint64 = dtype("uint64", np.uint64, False, False, 8)
 float16 = dtype("float16", np.float16, True, True, 10)
@@ -98,6 +100,14 @@ def set_default_float(d: dtype) -> None:
     if d not in (float16, bfloat16, float32, float64):
         raise DTypeError(f"the default floating dtype must be a floating dtype, got {d}")
     _DEFAULT_FLOAT[0] = d
+
+
+def is_uint16(arr: np.ndarray) -> bool:
+    """Whether ``arr`` holds uint16 values (its dtype carries ``uint16.np``'s tag), not bfloat16
+    bit patterns. Host arrays made by numpy operations lose the tag: ask only of arrays allocated
+    from a gpucore dtype (device arrays are)."""
+    md = arr.dtype.metadata
+    return md is not None and md.get("gpucore") == "uint16"
 
 
 def _by_name(name: str) -> dtype:

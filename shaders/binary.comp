@@ -4,27 +4,32 @@
 // where ia(i) = a_off + sum(coord_k * a_stride[k]) (strides may be 0 for broadcasting, or
 // negative). The output is a fresh contiguous array.
 //
-// One shader for the family: binary arithmetic and comparisons, logical ops, clamp, log1p and dtype
-// casts (the unary ones bind a twice and ignore b). Specialization constants:
+// One shader for the family: binary arithmetic and comparisons, logical and bitwise ops, clamp,
+// log1p and dtype casts (the unary ones bind a twice and ignore b). Specialization constants:
 //   1 OP        op code: a binary code or a strided-only one (cpu/opcodes.def)
 //   2 IN_TYPE   F32, I32 or BOOL (bytes, read out of 32-bit words); codes from cpu/opcodes.def;
-//               I8 and U8 (bytes too) below
-//   3 OUT_TYPE  F32, I32, or a byte type (BOOL, I8, U8): four results packed into each 32-bit
-//               word, so one invocation writes whole words and no 8-bit storage feature is needed;
-//               or a 16-bit float (F16, BF16): two results per word.
+//               I8 and U8 (bytes too), I16 and U16 (16-bit halves of words), U32 below
+//   3 OUT_TYPE  F32, I32, U32, or a byte type (BOOL, I8, U8): four results packed into each
+//               32-bit word, so one invocation writes whole words and no 8-bit storage feature is
+//               needed; or a 16-bit type (F16, BF16, I16, U16): two results per word.
 //   4 MODE      integer DIV only (kernels/elementwise.py's _IDIV): 0 the quotient rounded toward
 //               zero, 1 toward -inf, 2 the remainder with the divisor's sign (Python's %), 3 with
 //               the dividend's (C's fmod).
-// Element offsets/strides are in elements of IN_TYPE (bytes for bool, 16-bit units for F16 and
-// BF16). Buffers are raw words. float16 / bfloat16 values are widened to float32 on load and the
+// Element offsets/strides are in elements of IN_TYPE (bytes for bool, 16-bit units for the 16-bit
+// types). Buffers are raw words. float16 / bfloat16 values are widened to float32 on load and the
 // float32 result is rounded on store (half.glsl), as the CPU path computes them.
 //
 // Float semantics follow the C kernels (gpucore._cpu): maximum/minimum propagate NaN, pow is C's
 // powf (its special cases), != is true for NaN, float->int32 casts truncate and give INT_MIN for
-// NaN and out-of-range values (x86's cvttss2si, what numpy gives on the CPU path).
+// NaN and out-of-range values (x86's cvttss2si, what numpy gives on the CPU path); the 8- and
+// 16-bit types keep the low bits of that int32, uint32 is x86's unsigned conversion (x >= 2^31:
+// the int32 conversion of x - 2^31 with the top bit flipped).
 // Integer semantics are numpy's (the CPU kernels): wrapping arithmetic; x / 0 and x % 0 give 0,
 // INT_MIN / -1 wraps to INT_MIN; pow by square-and-multiply, wrapping, and a negative exponent
 // (which the CPU refuses when it can see it) gives trunc(1 / x^-e): 1 for 1, +-1 for -1, else 0.
+// Narrow integers compute in 32 bits (sign- or zero-extended on load) and keep their low bits;
+// uint32 compares, divides and takes maximum / minimum unsigned. Shifts give PyTorch's results for
+// amounts outside [0, bits): 0 to the left, the sign fill (0 or -1) to the right.
 #include "common.glsl"
 #include "float_math.glsl"
 #include "half.glsl"
@@ -69,27 +74,42 @@ const int U8 = 5;
 // float16 / bfloat16 (mirrored as _F16 / _BF16): 16-bit halves of 32-bit words.
 const int F16 = 6;
 const int BF16 = 7;
+// int16 / uint16 (after binaryf64.comp's F64 = 8; mirrored as _I16 / _U16): 16-bit halves of
+// words, int16 sign-extended on load; uint32 (_U32): words, unsigned. binary64.comp's U64 is 12.
+const int I16 = 9;
+const int U16 = 10;
+const int U32 = 11;
 const bool BYTE_IN = IN_TYPE == BOOL || IN_TYPE == I8 || IN_TYPE == U8;
 const bool BYTE_OUT = OUT_TYPE == BOOL || OUT_TYPE == I8 || OUT_TYPE == U8;
 const bool HALF_IN = IN_TYPE == F16 || IN_TYPE == BF16;
 const bool HALF_OUT = OUT_TYPE == F16 || OUT_TYPE == BF16;
+const bool SHORT_IN = IN_TYPE == I16 || IN_TYPE == U16;
+const bool SHORT_OUT = OUT_TYPE == I16 || OUT_TYPE == U16;
 const bool FLOAT_OUT = OUT_TYPE == F32 || HALF_OUT;  // compute() gives float32 bits
+const bool SIGNED_IN = IN_TYPE == I8 || IN_TYPE == I16 || IN_TYPE == I32;
+const int BITS = BYTE_IN ? 8 : (SHORT_IN ? 16 : 32);  // of an integer IN_TYPE
 
 uint byte_value(uint word, int i) {
     uint v = (word >> (8 * (i & 3))) & 0xffu;
     return IN_TYPE == I8 ? uint(int(v << 24) >> 24) : v;
 }
 
+uint short_value(uint h) {
+    return IN_TYPE == I16 ? uint(int(h << 16) >> 16) : h;
+}
+
 // Loads give 32-bit patterns: half types arrive as float32 bits (exact), so compute() sees F32.
 uint load_a(int i) {
     if (BYTE_IN) return byte_value(a[i >> 2], i);
     if (HALF_IN) return floatBitsToUint(half_to_f32(IN_TYPE - 5, HALF_AT(a, i)));
+    if (SHORT_IN) return short_value(HALF_AT(a, i));
     return a[i];
 }
 
 uint load_b(int i) {
     if (BYTE_IN) return byte_value(b[i >> 2], i);
     if (HALF_IN) return floatBitsToUint(half_to_f32(IN_TYPE - 5, HALF_AT(b, i)));
+    if (SHORT_IN) return short_value(HALF_AT(b, i));
     return b[i];
 }
 
@@ -98,6 +118,10 @@ const int CIN = HALF_IN ? F32 : IN_TYPE;  // the type compute() sees
 uint f2i(float x) {
     if (isnan(x) || x >= 2147483648.0 || x < -2147483648.0) return 0x80000000u;
     return uint(int(x));
+}
+
+uint f2u(float x) {  // float -> uint32 as x86 code converts it (see the top)
+    return x >= 2147483648.0 ? f2i(x - 2147483648.0) ^ 0x80000000u : f2i(x);
 }
 
 // Integer division and remainder (MODE), without SPIR-V's undefined cases (zero, INT_MIN / -1).
@@ -110,6 +134,24 @@ int idiv(int x, int w) {
     if (MODE == 1) return other_side ? q - 1 : q;
     if (MODE == 2) return other_side ? r + w : r;
     return r;
+}
+
+uint upow(uint x, uint e) {
+    uint r = 1u;
+    while (e != 0u) {
+        if ((e & 1u) != 0u) r *= x;
+        x *= x;
+        e >>= 1;
+    }
+    return r;
+}
+
+// x << s or x >> s of an integer IN_TYPE (x, s as loaded), PyTorch's results outside [0, BITS).
+uint shift(uint x, uint s, bool left) {
+    bool outside = SIGNED_IN ? (int(s) < 0 || int(s) >= BITS) : s >= uint(BITS);
+    if (left) return outside ? 0u : x << s;
+    if (SIGNED_IN) return uint(int(x) >> (outside ? 31 : int(s)));  // 31: the sign fill
+    return outside ? 0u : x >> s;
 }
 
 int ipow(int x, int e) {
@@ -128,14 +170,15 @@ uint compute(uint ra, uint rb) {
     if (OP == TO_DTYPE) {
         if (CIN == F32) {
             float x = uintBitsToFloat(ra);
-            if (!FLOAT_OUT && OUT_TYPE != BOOL) return f2i(x);  // int8 / uint8: its low byte
-            if (OUT_TYPE == BOOL) return (x == 0.0) ? 0u : 1u;   // NaN is true
-            return ra;
+            if (OUT_TYPE == BOOL) return (x == 0.0) ? 0u : 1u;  // NaN is true
+            if (FLOAT_OUT) return ra;
+            if (OUT_TYPE == U32) return f2u(x);
+            return f2i(x);  // int32; its low bits for the 8- and 16-bit types
         }
-        if (IN_TYPE == I32 || IN_TYPE == I8 || IN_TYPE == U8) {  // bytes: loaded as int32
-            if (FLOAT_OUT) return floatBitsToUint(float(int(ra)));
+        if (IN_TYPE != BOOL) {  // integers: loaded as int32 (uint32 as its bits)
+            if (FLOAT_OUT) return floatBitsToUint(IN_TYPE == U32 ? float(ra) : float(int(ra)));
             if (OUT_TYPE == BOOL) return ra != 0u ? 1u : 0u;
-            return ra;  // int32, or the low byte for int8 / uint8 (wraps)
+            return ra;  // int32 / uint32 bits, or the low bits for the narrow types (wraps)
         }
         // bool
         if (FLOAT_OUT) return ra != 0u ? floatBitsToUint(1.0) : 0u;
@@ -148,7 +191,23 @@ uint compute(uint ra, uint rb) {
     if (OP == LOGICAL_AND) return (ra != 0u && rb != 0u) ? 1u : 0u;
     if (OP == LOGICAL_OR) return (ra != 0u || rb != 0u) ? 1u : 0u;
     if (OP == LOGICAL_XOR) return ((ra != 0u) != (rb != 0u)) ? 1u : 0u;
-    if (CIN != F32) {  // int32, int8, uint8; bool: comparisons of the bytes 0 / 1
+    if (OP == BITWISE_AND) return ra & rb;
+    if (OP == BITWISE_OR) return ra | rb;
+    if (OP == BITWISE_XOR) return ra ^ rb;
+    if (OP == BITWISE_NOT) return ~ra;
+    if (OP == BITWISE_LEFT_SHIFT) return shift(ra, rb, true);
+    if (OP == BITWISE_RIGHT_SHIFT) return shift(ra, rb, false);
+    if (IN_TYPE == U32) {  // unsigned: the ops where the sign matters
+        if (OP == DIV) return rb == 0u ? 0u : (MODE <= 1 ? ra / rb : ra % rb);
+        if (OP == POW) return upow(ra, rb);
+        if (OP == MAXIMUM) return max(ra, rb);
+        if (OP == MINIMUM) return min(ra, rb);
+        if (OP == LT) return ra < rb ? 1u : 0u;
+        if (OP == LE) return ra <= rb ? 1u : 0u;
+        if (OP == GT) return ra > rb ? 1u : 0u;
+        if (OP == GE) return ra >= rb ? 1u : 0u;
+    }
+    if (CIN != F32) {  // the integers (as int32); bool: comparisons of the bytes 0 / 1
         int x = int(ra), w = int(rb);
         if (OP == ADD) return uint(x + w);
         if (OP == SUB) return uint(x - w);
@@ -200,7 +259,7 @@ uint element(uint i) {
 
 void main() {
     uint w = global_index();
-    if (BYTE_OUT || HALF_OUT) {
+    if (BYTE_OUT || HALF_OUT || SHORT_OUT) {
         // word w holds elements PER*w ..; past n the rest of the word is scratch of the
         // allocation. One call site of element() (a loop): each would inline every op.
         const uint PER = BYTE_OUT ? 4u : 2u;

@@ -5,19 +5,22 @@
 // double (shaderFloat64) and int64 (shaderInt64) arithmetic: only dispatched on devices that have
 // both (context.py's Context.float64). Arithmetic (add, sub, mul, div: IEEE, correctly rounded),
 // maximum / minimum (NaN propagates), clamp, comparisons (!= true for NaN), logical_not, casts
-// between float64 and float32 / int64 / int32 / int8 / uint8 / bool, and with UNARY = 1 a few
+// between float64 and float32 / bool / every integer type, and with UNARY = 1 a few
 // unary ops of cpu/opcodes.def's GC_UNARY (neg, abs, sqrt, sign, reciprocal, floor, ceil, trunc,
 // round: exact on doubles, from floor where lavapipe's builtins are not; exp and log: fdlibm's
 // reductions, within 1 ulp).
 //
 // Specialization constants: 1 OP (a GC_BINARY / GC_STRIDED code, or GC_UNARY with UNARY = 1),
-// 2 IN_TYPE, 3 OUT_TYPE (binary.comp's codes: F32, I32, BOOL, I64 = 3, I8 = 4, U8 = 5, and
-// F64 = 8 here; mirrored as _F64 in kernels/elementwise.py), 4 UNARY.
-// Offsets / strides are in elements of IN_TYPE (bytes for bool / int8 / uint8, word pairs for
-// int64 / float64); y_off in words. Byte outputs pack four to a word, as binary.comp.
+// 2 IN_TYPE, 3 OUT_TYPE (binary.comp's codes: F32, I32, BOOL, I64 = 3, I8 = 4, U8 = 5, I16 = 9,
+// U16 = 10, U32 = 11, U64 = 12, and F64 = 8 here; mirrored as _F64 in kernels/elementwise.py),
+// 4 UNARY. Offsets / strides are in elements of IN_TYPE (bytes for bool / int8 / uint8, 16-bit
+// units for int16 / uint16, word pairs for int64 / uint64 / float64); y_off in words. Byte
+// outputs pack four to a word, 16-bit ones two, as binary.comp.
 //
 // Casts follow numpy on x86 (the CPU path): float64 -> int64 / int32 truncate, NaN and
-// out-of-range values give INT64_MIN / INT_MIN; -> int8 / uint8 the low byte of the int32 one;
+// out-of-range values give INT64_MIN / INT_MIN; -> int8 / uint8 / int16 / uint16 the low bits of
+// the int32 one; -> uint32 / uint64 x86's unsigned conversion (from 2^31 / 2^63 up: the signed
+// conversion of x - 2^31 / x - 2^63 with the top bit flipped);
 // -> float32 rounds to nearest even; -> bool is "not zero" (NaN is true).
 #include "common.glsl"
 
@@ -60,28 +63,37 @@ const int I64 = 3;
 const int I8 = 4;
 const int U8 = 5;
 const int F64 = 8;
-const bool WIDE_IN = IN_TYPE == I64 || IN_TYPE == F64;
-const bool WIDE_OUT = OUT_TYPE == I64 || OUT_TYPE == F64;
+const int I16 = 9;
+const int U16 = 10;
+const int U32 = 11;
+const int U64 = 12;
+const bool WIDE_IN = IN_TYPE == I64 || IN_TYPE == F64 || IN_TYPE == U64;
+const bool WIDE_OUT = OUT_TYPE == I64 || OUT_TYPE == F64 || OUT_TYPE == U64;
 const bool BYTE_IN = IN_TYPE == BOOL || IN_TYPE == I8 || IN_TYPE == U8;
 const bool BYTE_OUT = OUT_TYPE == BOOL || OUT_TYPE == I8 || OUT_TYPE == U8;
+const bool SHORT_IN = IN_TYPE == I16 || IN_TYPE == U16;
+const bool SHORT_OUT = OUT_TYPE == I16 || OUT_TYPE == U16;
 
-uvec2 raw(uint w0, uint w1, uint word, int i) {
-    if (WIDE_IN) return uvec2(w0, w1);
+uvec2 raw(uint word, int i) {
     if (BYTE_IN) {
         uint v = (word >> (8 * (i & 3))) & 0xffu;
         return uvec2(IN_TYPE == I8 ? uint(int(v << 24) >> 24) : v, 0u);
+    }
+    if (SHORT_IN) {
+        uint v = (word >> (16 * (i & 1))) & 0xffffu;
+        return uvec2(IN_TYPE == I16 ? uint(int(v << 16) >> 16) : v, 0u);
     }
     return uvec2(word, 0u);
 }
 
 uvec2 load_a(int i) {
     if (WIDE_IN) return uvec2(a[2 * i], a[2 * i + 1]);
-    return raw(0u, 0u, a[BYTE_IN ? i >> 2 : i], i);
+    return raw(a[BYTE_IN ? i >> 2 : (SHORT_IN ? i >> 1 : i)], i);
 }
 
 uvec2 load_b(int i) {
     if (WIDE_IN) return uvec2(b[2 * i], b[2 * i + 1]);
-    return raw(0u, 0u, b[BYTE_IN ? i >> 2 : i], i);
+    return raw(b[BYTE_IN ? i >> 2 : (SHORT_IN ? i >> 1 : i)], i);
 }
 
 // The input as a double (exact but for int64 beyond 2^53: rounded to nearest even).
@@ -89,8 +101,9 @@ double to_d(uvec2 r) {
     if (IN_TYPE == F64) return packDouble2x32(r);
     if (IN_TYPE == F32) return double(uintBitsToFloat(r.x));
     if (IN_TYPE == I64) return double(int64_t(packUint2x32(r)));
-    if (IN_TYPE == I32 || IN_TYPE == I8) return double(int(r.x));
-    return double(r.x);  // uint8, bool
+    if (IN_TYPE == U64) return double(packUint2x32(r));
+    if (IN_TYPE == I32 || IN_TYPE == I8 || IN_TYPE == I16) return double(int(r.x));
+    return double(r.x);  // uint8, uint16, uint32, bool
 }
 
 uvec2 d2l(double x) {
@@ -210,7 +223,14 @@ uvec2 compute(uvec2 ra, uvec2 rb) {
         if (OUT_TYPE == F32) return uvec2(floatBitsToUint(float(x)), 0u);
         if (OUT_TYPE == I64) return d2l(x);
         if (OUT_TYPE == BOOL) return b01(x != 0.0LF);  // NaN is true
-        return uvec2(d2i(x), 0u);  // int32; int8 / uint8 keep its low byte
+        if (OUT_TYPE == U64) {
+            if (!(x >= 9223372036854775808.0LF)) return d2l(x);  // NaN too
+            uvec2 r = d2l(x - 9223372036854775808.0LF);
+            return uvec2(r.x, r.y ^ 0x80000000u);
+        }
+        if (OUT_TYPE == U32 && x >= 2147483648.0LF)
+            return uvec2(d2i(x - 2147483648.0LF) ^ 0x80000000u, 0u);
+        return uvec2(d2i(x), 0u);  // int32, uint32; the 8- and 16-bit types keep its low bits
     }
     double x = to_d(ra);
     if (OP == LOGICAL_NOT) return b01(x == 0.0LF);
@@ -249,13 +269,15 @@ uvec2 element(uint i) {
 
 void main() {
     uint w = global_index();
-    if (BYTE_OUT) {
-        // word w holds elements 4w .. 4w+3; past n the bytes are scratch of the allocation
-        uint first = 4u * w;
+    if (BYTE_OUT || SHORT_OUT) {
+        // word w holds elements PER*w ..; past n the rest of the word is scratch
+        const uint PER = BYTE_OUT ? 4u : 2u;
+        const uint MASK = BYTE_OUT ? 0xffu : 0xffffu;
+        uint first = PER * w;
         if (first >= p.n) return;
         uint bits = 0u;
-        uint m = min(4u, p.n - first);
-        for (uint j = 0u; j < m; ++j) bits |= (element(first + j).x & 0xffu) << (8u * j);
+        uint m = min(PER, p.n - first);
+        for (uint j = 0u; j < m; ++j) bits |= (element(first + j).x & MASK) << ((32u / PER) * j);
         y[p.y_off + w] = bits;
     } else if (w < p.n) {
         uvec2 r = element(w);

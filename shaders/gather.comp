@@ -10,9 +10,10 @@
 // float data, 0 otherwise); eager calls with host indices are checked by the host first
 // (kernels/indexing.py), so this only shows for indices that live on the device.
 //
-// ELEM (constant 1): item size in bytes. 4: 32-bit items; 8: two words; 1: bytes (bool),
-// four results packed into each output word, so one invocation writes whole words.
-// FILL_LO / FILL_HI (constants 2, 3): the fill's word(s) (its low byte for ELEM 1).
+// ELEM (constant 1): item size in bytes. 4: 32-bit items; 8: two words; 1: bytes (bool, int8,
+// uint8), four results packed into each output word, so one invocation writes whole words; 2:
+// 16-bit items (float16, bfloat16, int16, uint16), two to a word.
+// FILL_LO / FILL_HI (constants 2, 3): the fill's word(s) (its low bits for ELEM 1 and 2).
 #include "common.glsl"
 
 layout(constant_id = 1) const int ELEM = 4;
@@ -55,19 +56,24 @@ int source(uint e) {
     return ix + int(lo) * p.x_dstride;
 }
 
-uint byte_at(int s) {
-    return s < 0 ? (FILL_LO & 0xffu) : (x[s >> 2] >> (8 * (s & 3))) & 0xffu;
+// A byte (ELEM 1) or 16-bit item (ELEM 2) of x, or the fill.
+uint small_at(int s) {
+    const uint MASK = ELEM == 1 ? 0xffu : 0xffffu;
+    if (s < 0) return FILL_LO & MASK;
+    if (ELEM == 1) return (x[s >> 2] >> (8 * (s & 3))) & MASK;
+    return (x[s >> 1] >> (16 * (s & 1))) & MASK;
 }
 
 void main() {
     uint w = global_index();
-    if (ELEM == 1) {
-        // word w holds elements 4w .. 4w+3; past n the bytes are scratch of the allocation
-        uint first = 4u * w;
+    if (ELEM < 4) {
+        // word w holds elements PER*w ..; past n the rest of the word is scratch
+        const uint PER = 4u / uint(ELEM);
+        uint first = PER * w;
         if (first >= p.n) return;
         uint bits = 0u;
-        uint m = min(4u, p.n - first);
-        for (uint j = 0u; j < m; ++j) bits |= byte_at(source(first + j)) << (8u * j);
+        uint m = min(PER, p.n - first);
+        for (uint j = 0u; j < m; ++j) bits |= small_at(source(first + j)) << (8u * uint(ELEM) * j);
         y[p.y_off + w] = bits;
         return;
     }

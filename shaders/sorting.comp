@@ -10,7 +10,8 @@
 // That makes the order total, so the ranks of a row are exactly 0..n-1 and every output slot
 // below k is written once. The count stops at k, so the work per row is about n * k compares.
 //
-// TYPE (constant 1): 0 float32, 1 int32, 2 int64 (two words, low first). LARGEST (constant 2).
+// TYPE (constant 1): 0 float32, 1 int32, 2 int64 (two words, low first), 3 uint32, 4 uint64
+// (two words). LARGEST (constant 2).
 #include "common.glsl"
 
 layout(constant_id = 1) const int TYPE = 0;
@@ -33,9 +34,12 @@ layout(push_constant) uniform Push {
 
 const int F32 = 0;
 const int I64 = 2;
+const int U32 = 3;
+const int U64 = 4;
+const bool WIDE = TYPE == I64 || TYPE == U64;
 
 uvec2 load(uint item) {
-    if (TYPE == I64) return uvec2(x[2u * item], x[2u * item + 1u]);
+    if (WIDE) return uvec2(x[2u * item], x[2u * item + 1u]);
     return uvec2(x[item], 0u);
 }
 
@@ -51,6 +55,8 @@ bool greater(uvec2 a, uvec2 b) {
         int ha = int(a.y), hb = int(b.y);
         return ha > hb || (ha == hb && a.x > b.x);
     }
+    if (TYPE == U64) return a.y > b.y || (a.y == b.y && a.x > b.x);
+    if (TYPE == U32) return a.x > b.x;
     return int(a.x) > int(b.x);
 }
 
@@ -74,7 +80,7 @@ void main() {
     }
     if (rank >= p.k) return;
     uint slot = o * p.k * p.inner + rank * p.inner + in_;
-    if (TYPE == I64) {
+    if (WIDE) {
         v[2u * (p.v_off + slot)] = me.x;
         v[2u * (p.v_off + slot) + 1u] = me.y;
     } else {

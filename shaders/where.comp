@@ -3,9 +3,10 @@
 // where: y[i] = cond(i) ? a(i) : b(i) over the row-major index i of `shape`, each operand read at
 // offset + sum(coord_k * stride_k) (strides 0 for broadcasting, or negative). cond is a bool
 // tensor (1 byte per element, read out of 32-bit words; offsets/strides in bytes); a, b and y
-// hold items of WORDS (constant 1) 32-bit words of any type (1: float32, int32; 2: int64), or
-// bytes (WORDS = 0: bool, int8, uint8; four to each word of y, one invocation per word), copied
-// as bits; their offsets/strides are in items. y is contiguous.
+// hold items of WORDS (constant 1) 32-bit words of any type (1: float32, int32, uint32; 2: int64,
+// uint64, float64), or bytes (WORDS = 0: bool, int8, uint8; four to each word of y, one
+// invocation per word), or 16-bit items (WORDS = 3: float16, bfloat16, int16, uint16; two to each
+// word of y), copied as bits; their offsets/strides are in items. y is contiguous.
 #include "common.glsl"
 
 layout(constant_id = 1) const int WORDS = 1;
@@ -48,17 +49,21 @@ ivec2 pick(uint i) {
 
 void main() {
     uint i = global_index();
-    if (WORDS == 0) {
-        // bytes: word i of y holds elements 4i .. 4i+3 (p.y_off is in words); past n the bytes
-        // are scratch of the allocation
-        uint first = 4u * i;
+    if (WORDS == 0 || WORDS == 3) {
+        // bytes (16-bit items): word i of y holds elements PER*i .. (p.y_off is in words); past
+        // n the rest of the word is scratch of the allocation
+        const uint PER = WORDS == 0 ? 4u : 2u;
+        const int LOG = WORDS == 0 ? 2 : 1;
+        const uint BITS = 32u / PER;
+        const uint MASK = WORDS == 0 ? 0xffu : 0xffffu;
+        uint first = PER * i;
         if (first >= p.n) return;
         uint bits = 0u;
-        uint m = min(4u, p.n - first);
+        uint m = min(PER, p.n - first);
         for (uint j = 0u; j < m; ++j) {
             ivec2 s = pick(first + j);
-            uint w = s.y == 1 ? a[s.x >> 2] : b[s.x >> 2];
-            bits |= ((w >> (8 * (s.x & 3))) & 0xffu) << (8u * j);
+            uint w = s.y == 1 ? a[s.x >> LOG] : b[s.x >> LOG];
+            bits |= ((w >> (BITS * uint(s.x & int(PER - 1u)))) & MASK) << (BITS * j);
         }
         y[p.y_off + i] = bits;
         return;

@@ -4,8 +4,8 @@ shifts bitwise_left_shift / bitwise_right_shift, with their operators (``&``, ``
 PyTorch. A shift by a negative amount or by the type's width or more gives what PyTorch's CPU
 gives: 0 to the left, the sign fill (0 or -1) to the right. No gradients (integer results).
 
-kernels: backends/cpu/kernels/bitwise.py (numpy) · none on Vulkan (device tensors run on the
-host).
+kernels: backends/cpu/kernels/bitwise.py (numpy) · backends/vulkan/kernels/elementwise.py
+(shaders/binary.comp, binary64.comp for int64 / uint64; every integer dtype, bit-exact).
 """
 
 from __future__ import annotations

@@ -21,7 +21,6 @@ from conformance import (  # noqa: E402
     DTYPE,
     DYNAMIC,
     FEATURE,
-    NO_SHADER,
     OP,
     PRECISION,
     RANDOM,
@@ -102,22 +101,12 @@ EXCLUDED = {
 }
 
 # ------------------------------------------------- Vulkan's, for the cases the CPU passes
-# (int8 and uint8 run on binary.comp, float16 on its half types, and GEMM on half inputs, integer
-# division, remainder and pow on binary.comp / binary64.comp, float64 arithmetic, casts and
-# products, convolutions and attention on binaryf64.comp / gemm64.comp / reduce64.comp / scan64 /
-# im2col; GEMM operands larger than one binding in bands. Left: the int16 / unsigned dtypes and
-# the bitwise ops, which no shader takes yet)
-VULKAN_EXCLUDED = {
-    "BitShift": (NO_SHADER, "the bitwise ops"),  # 20
-    "BitwiseAnd": (NO_SHADER, "the bitwise ops"),  # 2
-    "BitwiseNot": (NO_SHADER, "the bitwise ops"),  # 2
-    "BitwiseOr": (NO_SHADER, "the bitwise ops"),  # 3
-    "BitwiseXor": (NO_SHADER, "the bitwise ops"),  # 2
-    "dtype:INT16": (NO_SHADER, "int16 (eager ops on such tensors run on the host)"),  # 21
-    "dtype:UINT16": (NO_SHADER, "uint16 (eager ops on such tensors run on the host)"),  # 19
-    "dtype:UINT32": (NO_SHADER, "uint32 (eager ops on such tensors run on the host)"),  # 17
-    "dtype:UINT64": (NO_SHADER, "uint64 (eager ops on such tensors run on the host)"),  # 21
-}
+# (empty: every case the CPU passes passes on lavapipe too. int8 / uint8 / int16 / uint16 / uint32
+# run on binary.comp, int64 / uint64 on binary64.comp, float16 on its half types, and GEMM on half
+# inputs, integer division, remainder, pow and the bitwise ops on binary.comp / binary64.comp,
+# float64 arithmetic, casts and products, convolutions and attention on binaryf64.comp /
+# gemm64.comp / reduce64.comp / scan64 / im2col; GEMM operands larger than one binding in bands)
+VULKAN_EXCLUDED: dict = {}
 
 CASES = all_cases()
 CPU_RUN = [c for c in CASES if excluded(c, EXCLUDED) is None]

@@ -151,8 +151,8 @@ class VulkanBackend:
         a recorded command from a constant the capture keeps: every replay starts the tensor
         from these values again, even when the graph later writes it in place."""
         if self.ctx.stream.capture is not None and arr.size:
-            return self._captured_upload(arr)
-        out = self.empty_array(arr.shape, arr.dtype)
+            return self._captured_upload(arr, dtype)
+        out = self.empty_array(arr.shape, _tagged(arr, dtype))
         # No wait before writing: a fresh range is never used by a pending command (frames keep
         # the arrays their commands use alive, so their ranges are not reused until done).
         np.copyto(out, arr)
@@ -161,17 +161,18 @@ class VulkanBackend:
         self.ctx.bytes_uploaded += arr.nbytes
         return out
 
-    def _captured_upload(self, arr: np.ndarray) -> np.ndarray:
-        const = self.upload_constant(arr)
-        out = self.empty_array(arr.shape, arr.dtype)
+    def _captured_upload(self, arr: np.ndarray, dtype) -> np.ndarray:
+        const = self.upload_constant(arr, dtype)
+        out = self.empty_array(arr.shape, const.dtype)
         cb, coff = self.ctx.memory.locate(const)
         ob, ooff = self.ctx.memory.locate(out)
         self.ctx.stream.copy(cb.buffer, coff, ob.buffer, ooff, arr.nbytes, ob, keep=(const, out))
         return out
 
-    def upload_constant(self, arr: np.ndarray) -> np.ndarray:
-        """A device copy of ``arr`` written by the host now (outside any command stream)."""
-        const = self.empty_array(arr.shape, arr.dtype)
+    def upload_constant(self, arr: np.ndarray, dtype=None) -> np.ndarray:
+        """A device copy of ``arr`` written by the host now (outside any command stream);
+        ``dtype``: its gpucore dtype, when it may be uint16 (whose device arrays are tagged)."""
+        const = self.empty_array(arr.shape, _tagged(arr, dtype))
         np.copyto(const, arr)
         self._push_staging(const)
         self.ctx.bytes_uploaded += arr.nbytes
@@ -232,7 +233,7 @@ class VulkanBackend:
         ``direct``: the kernel itself takes these dtypes, without ``run``'s widening of float16 /
         bfloat16 (for callers of ``KERNELS`` that bypass ``run``: the runtime's executor)."""
         k = self.kernels.get(op.name)
-        if k is None or _host_only(inputs, specs):
+        if k is None:
             return False
         if (
             not getattr(k, "chunk_rows", False)
@@ -280,9 +281,9 @@ class VulkanBackend:
         list) written through float32 temporaries rounded back. For callers of ``KERNELS`` that
         bypass ``run`` (the runtime's executor) where ``supports`` says True but
         ``supports(direct=True)`` False. Returns the temporaries (a captured replay keeps them)."""
-        ins = [self._widen(a, _HALF_NP.get(a.dtype)) for a in arrays]
+        ins = [self._widen(a, _half_of(a)) for a in arrays]
         outs = out if isinstance(out, list) else [out]
-        wide = [self.empty_array(o.shape, np.float32) if o.dtype in _HALF_NP else o for o in outs]
+        wide = [self.empty_array(o.shape, np.float32) if _half_of(o) else o for o in outs]
         fn(self, wide if isinstance(out, list) else wide[0], *ins, **attrs)
         for o, w in zip(outs, wide):
             if w is not o:
@@ -441,19 +442,16 @@ def _widens(k) -> bool:
     return getattr(k, "widen", True) and not getattr(k, "half", False)
 
 
-# No shader takes these dtypes (and a uint16 array would read as bfloat16 there): their ops run on
-# the host, on the tensors' host-mapped memory.
-_HOST_ONLY = (D.int16, D.uint16, D.uint32, D.uint64)
+def _tagged(arr: np.ndarray, dtype):
+    """The numpy dtype of the device copy of host array ``arr`` of gpucore dtype ``dtype``:
+    uint16's tagged one (a host array may have lost the tag; an untagged uint16 array on the
+    device is bfloat16 to the kernels, see gpucore.dtypes), else arr's."""
+    return D.uint16.np if dtype is D.uint16 else arr.dtype
 
 
-def _host_only(inputs, specs) -> bool:
-    for t in inputs:
-        if t._dtype in _HOST_ONLY:
-            return True
-    for _, dt in specs if isinstance(specs, list) else [specs]:
-        if dt in _HOST_ONLY:
-            return True
-    return False
+def _half_of(arr: np.ndarray):
+    """float16 / bfloat16 for such a device array (a tagged uint16 one is uint16), else None."""
+    return None if D.is_uint16(arr) else _HALF_NP.get(arr.dtype)
 
 
 def _accepts(k, inputs, specs) -> bool:

@@ -3,7 +3,8 @@ ONNX's arithmetic on uint16 / uint32 / uint64 tensors, which gpucore (as PyTorch
 limited support. Such operands are computed as int64 and converted back: exact for uint16 and
 uint32; for uint64 the int64 bit patterns are the same modulo 2**64 (add, sub, mul, the bitwise
 ops, left shifts), order is kept by flipping the top bit (comparisons, Max, Min), right shifts
-mask the sign fill away, and Div and Mod run as binary long division (``udivmod64``).
+mask the sign fill away, and Div and Mod run on uint64 itself (ops/elementwise.py: the integer
+division kernels, exact for uint64 on the CPU and on Vulkan's binary64.comp).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as D
-from ...creation import full_like, zeros
+from ...creation import full_like
 from ...tensor import Tensor
 from .common import gc, table
 
@@ -40,24 +41,6 @@ def widened(fn, *ts, order: bool = False):
     if order and dt is D.uint64:
         out = out ^ _TOP
     return out.to(dt)
-
-
-def udivmod64(a: Tensor, b: Tensor):
-    """(quotient, remainder) of uint64 values held as int64 bit patterns ``a`` and ``b``
-    (broadcast), exactly: restoring long division, one bit of ``a`` per step, the unsigned
-    comparison by flipped top bits. A zero divisor gives an all-ones quotient and ``a``."""
-    shape = np.broadcast_shapes(tuple(a.shape), tuple(b.shape))
-    a, b = a.expand(shape), b.expand(shape)
-    q = zeros(shape, dtype=D.int64)
-    r = zeros(shape, dtype=D.int64)
-    flipped_b = b ^ _TOP
-    for i in range(63, -1, -1):
-        carry = r < 0  # r's top bit, shifted out below: r >= 2**63 > b - r
-        r = (r << 1) | ((a >> i) & 1)
-        take = carry | ((r ^ _TOP) >= flipped_b)
-        r = gc.where(take, r - b, r)
-        q = q | (take.to(D.int64) << i)
-    return q, r
 
 
 _BITWISE = {

@@ -14,7 +14,7 @@ import numpy as np
 from ... import dtypes as D
 from ...tensor import Tensor
 from ..proto import GPUCORE_TYPES, NUMPY_TYPES, TYPE_NAMES
-from .bitwise import limited, udivmod64, widened
+from .bitwise import limited, widened
 from .common import gc, table
 
 HANDLERS, handles = table()
@@ -69,8 +69,8 @@ def binary(ctx, node, ins):
             return np.asarray(np_fn(a, b))
     ta, tb = ctx.tensor(a), ctx.tensor(b)
     if limited(ta, tb):  # uint16 / uint32 / uint64: through int64 (ops/bitwise.py)
-        if node.op_type == "Div" and ta.dtype is D.uint64:
-            return udivmod64(ta.to(D.int64), tb.to(D.int64))[0].to(D.uint64)
+        if node.op_type == "Div" and ta.dtype is D.uint64:  # one exact integer kernel
+            return _int_div(ta, tb)
         fn = _int_div if node.op_type == "Div" else gc_fn
         return widened(fn, ta, tb, order=node.op_type not in ("Add", "Sub", "Mul", "Pow"))
     if node.op_type == "Div":
@@ -92,8 +92,8 @@ def mod(ctx, node, ins):
         return _float_mod(ta, tb, bool(fmod))
     if limited(ta, tb):  # the unsigned types: through int64, where they are non-negative
         out_dt = ta.dtype
-        if out_dt is D.uint64:  # fmod and mod agree on unsigned values
-            return udivmod64(ta.to(D.int64), tb.to(D.int64))[1].to(D.uint64)
+        if out_dt is D.uint64:  # fmod and mod agree on unsigned values: one exact kernel
+            return gc.remainder(ta, tb)
         ta, tb = ta.to(D.int64), tb.to(D.int64)
         return gc.remainder(ta, tb).to(out_dt)
     return gc.fmod(ta, tb) if fmod else gc.remainder(ta, tb)  # exact integer kernels

@@ -1,14 +1,11 @@
 """gpucore.onnx.ops.bitwise: BitwiseAnd/Or/Xor/Not and BitShift, and ONNX arithmetic on the
-uint16 / uint32 / uint64 tensors gpucore computes through int64 (udivmod64's long division,
-the top-bit flip for order), against numpy's exact integer results, values near each type's
-top included."""
+uint16 / uint32 / uint64 tensors gpucore computes through int64 (the top-bit flip for order;
+uint64 Div and Mod on the exact integer kernels), against numpy's exact integer results, values
+near each type's top included."""
 
 import numpy as np
 import pytest
 from onnx_cases import helper, model, run_gpucore
-
-import gpucore
-from gpucore.onnx.ops.bitwise import udivmod64
 
 UNSIGNED = [np.uint8, np.uint16, np.uint32, np.uint64]
 
@@ -21,11 +18,11 @@ def _values(dt, n=40, seed=0):
     return a
 
 
-def _run(op, inputs: list, out_dtype, attrs=None, opset=18):
+def _run(op, inputs: list, out_dtype, attrs=None, opset=18, device="cpu"):
     names = [f"in{i}" for i in range(len(inputs))]
     node = helper.make_node(op, names, ["out"], **(attrs or {}))
     m = model([node], dict(zip(names, inputs)), {"out": out_dtype}, opset=opset)
-    return run_gpucore(m, dict(zip(names, inputs)))[0]
+    return run_gpucore(m, dict(zip(names, inputs)), device=device)[0]
 
 
 @pytest.mark.parametrize("dt", UNSIGNED + [np.int8, np.int16, np.int32, np.int64])
@@ -73,13 +70,15 @@ def test_arithmetic_and_order_of_the_new_integer_types(dt):
             np.testing.assert_array_equal(_run("Mod", [a, b], dt), a % b)
 
 
-def test_udivmod64_is_exact_over_the_whole_range():
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+def test_uint64_div_and_mod_are_exact_over_the_whole_range(request, device):
+    if device == "vulkan":
+        request.getfixturevalue("vulkan")
     rng = np.random.default_rng(4)
     a = rng.integers(0, 2**64, 2000, dtype=np.uint64, endpoint=False)
     b = rng.integers(1, 2**64, 2000, dtype=np.uint64) >> rng.integers(0, 64, 2000).astype(np.uint64)
     b[b == 0] = 1
     a[:6] = 2**64 - 1
     b[:6] = [1, 2**64 - 1, 2**63, 2**63 + 1, 3, 2**32]
-    q, r = udivmod64(gpucore.from_numpy(a.view(np.int64)), gpucore.from_numpy(b.view(np.int64)))
-    np.testing.assert_array_equal(q.numpy().view(np.uint64), a // b)
-    np.testing.assert_array_equal(r.numpy().view(np.uint64), a % b)
+    np.testing.assert_array_equal(_run("Div", [a, b], np.uint64, device=device), a // b)
+    np.testing.assert_array_equal(_run("Mod", [a, b], np.uint64, device=device), a % b)

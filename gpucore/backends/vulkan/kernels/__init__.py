@@ -19,6 +19,9 @@ float16 / bfloat16 arrays (bfloat16 as uint16) are 16-bit values two to a 32-bit
 shaders (shaders/half.glsl: conversions with integer instructions, bit-exact with the CPU). Kernels
 that take them themselves set ``fn.half = True`` (binary.comp's family, copies, unary.comp,
 reductions, GEMM); the backend runs every other kernel on them widened to float32 (backend.py).
+A uint16 tensor's arrays are uint16 too: they carry its dtype's tag (gpucore.dtypes.is_uint16),
+which is what tells them from bfloat16 here (elementwise.py's ``_code``); int16 / uint16 are
+16-bit items two to a word like the half types, uint32 words, uint64 pairs of words.
 
 float64 runs in native doubles (binaryf64.comp, reduce64.py's reduce64.comp, gemm64.py's
 gemm64.comp, scan.comp's scan64) only where the device has shaderFloat64 and shaderInt64

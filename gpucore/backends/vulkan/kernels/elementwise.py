@@ -1,8 +1,10 @@
 """Elementwise kernels (gpucore/ops/elementwise.py): binary arithmetic and comparisons with
-broadcasting, logical ops, where, clamp, dtype casts, copies. The unary ops' kernels are in
-unary.py (log1p among them, on the strided family below). int64 operands or results run on
-binary64.comp (int64 as two 32-bit words, no shaderInt64 needed); int8 / uint8 are bytes on
-binary.comp (packed like bool); where copies bytes, words or pairs of words.
+broadcasting, logical and bitwise ops, where, clamp, dtype casts, copies. The unary ops' kernels
+are in unary.py (log1p among them, on the strided family below). int64 / uint64 operands or
+results run on binary64.comp (two 32-bit words, no shaderInt64 needed); int8 / uint8 are bytes
+on binary.comp (packed like bool), int16 / uint16 16-bit halves of words (as float16), uint32
+words; where copies bytes, 16-bit items, words or pairs of words. A uint16 array is told from a
+bfloat16 one by its dtype's tag (``_code``, gpucore.dtypes.is_uint16), never by its numpy type.
 
 The strided family (binary.comp, where.comp) reads its inputs in place, whatever their strides
 (0 for broadcasting, negative for flips), so no copy precedes it; the host drops size-1 dims and
@@ -54,8 +56,20 @@ _NPTYPE.update({np.dtype(np.float16): _F16, np.dtype(np.uint16): _BF16})
 # shaderInt64; kernels flagged float64_math, checked by VulkanBackend.supports)
 _F64 = 8
 _NPTYPE[np.dtype(np.float64)] = _F64
+# int16 / uint16 (16-bit halves of words) and uint32 on binary.comp, uint64 on binary64.comp;
+# a uint16 array is uint16 only when tagged (``_code``)
+_I16, _U16, _U32, _U64 = 9, 10, 11, 12
+_NPTYPE.update({np.dtype(np.int16): _I16, np.dtype(np.uint32): _U32, np.dtype(np.uint64): _U64})
 _BYTES = (_BOOL, _I8, _U8)  # packed four to a 32-bit word
-_HALVES = (_F16, _BF16)  # packed two to a 32-bit word
+_HALVES = (_F16, _BF16, _I16, _U16)  # packed two to a 32-bit word
+_WIDE = (_I64, _U64)  # binary64.comp's pairs of words
+
+
+def _code(arr: np.ndarray) -> int:
+    """binary.comp's type code of a device array (uint16 by its tag, else bfloat16)."""
+    return _U16 if D.is_uint16(arr) else _NPTYPE[arr.dtype]
+
+
 _HALF = (D.float16, D.bfloat16)
 _OP = dict(_OPCODES["strided"])
 
@@ -153,7 +167,7 @@ def _run_strided(be, out, code: int, tin: int, a, b=None, lo=0.0, hi=0.0, tout=N
     else:
         sh, (sa, sb) = _collapse(shape, [_strides_in(shape, oa), _strides_in(shape, ob)])
     if tout is None:
-        tout = _NPTYPE[out.dtype]
+        tout = _code(out)
     f64 = _F64 in (tin, tout)
     layout = _F64_PUSH if f64 else _BIN_PUSH
     if len(sh) > layout.dims:  # accepts() keeps these on the CPU
@@ -167,7 +181,7 @@ def _run_strided(be, out, code: int, tin: int, a, b=None, lo=0.0, hi=0.0, tout=N
         assert oy.offset % 2 == 0, "16-bit outputs must start on a 32-bit word"
         y_off, words = oy.offset // 2, -(-n // 2)
     else:
-        y_off, words = oy.offset * (2 if tout in (_I64, _F64) else 1), n
+        y_off, words = oy.offset * (2 if tout in (*_WIDE, _F64) else 1), n
     if f64:
         push = _F64_PUSH.pack([n, len(sh), oa.offset, ob.offset, y_off], sh, (sa, sb))
         push[5:9] = np.array([lo, hi], np.float64).view(np.uint32)
@@ -175,7 +189,7 @@ def _run_strided(be, out, code: int, tin: int, a, b=None, lo=0.0, hi=0.0, tout=N
     else:
         push = _BIN_PUSH.pack([n, len(sh), oa.offset, ob.offset, y_off, 0, 0], sh, (sa, sb))
         push[5:7] = np.array([lo, hi], np.float32).view(np.uint32)
-        shader = "binary64" if _I64 in (tin, tout) else "binary"
+        shader = "binary64" if tin in _WIDE or tout in _WIDE else "binary"
     _dispatch(
         be,
         shader,
@@ -205,7 +219,7 @@ def _binary(name, code):
     def run(be, out, a, b):
         if fused is not None and out.size and try_fuse(be, fusion.BINARY + fused, name, out, a, b):
             return
-        _run_strided(be, out, code, _NPTYPE[a.dtype], a, b)
+        _run_strided(be, out, code, _code(a), a, b)
 
     return run
 
@@ -213,15 +227,33 @@ def _binary(name, code):
 _FLOAT_ONLY = (D.float32, *_HALF)  # the half types computed in float32 and rounded back
 _NUMERIC = (D.float32, D.int32, D.int64, D.float64)  # int64: binary64.comp, float64: binaryf64
 _INT8 = (D.int8, D.uint8)  # binary.comp's byte types: results wrap to 8 bits, as on the CPU
+# int16 / uint16 / uint32 on binary.comp, uint64 on binary64.comp (wrapping, unsigned order)
+_NARROW = (D.int16, D.uint16, D.uint32, D.uint64)
+_INTS = (D.int32, D.int64, *_INT8, *_NARROW)
 for _name in ("add", "sub", "mul", "maximum", "minimum"):
-    _accepts = _accepts_binary((*_NUMERIC, *_INT8, *_HALF))
+    _accepts = _accepts_binary((*_NUMERIC, *_INT8, *_NARROW, *_HALF))
     kernel(_name, accepts=_accepts)(_binary(_name, _OP[_name]))
 kernel("div", accepts=_accepts_binary((*_FLOAT_ONLY, D.float64)))(_binary("div", _OP["div"]))
 for _name in ("eq", "ne", "lt", "le", "gt", "ge"):  # bool too: binary.comp compares the bytes
-    _accepts = _accepts_binary((*_NUMERIC, *_INT8, *_HALF, D.bool_), out_bool=True)
+    _accepts = _accepts_binary((*_NUMERIC, *_INT8, *_NARROW, *_HALF, D.bool_), out_bool=True)
     kernel(_name, accepts=_accepts)(_binary(_name, _OP[_name]))
 for _name in ("logical_and", "logical_or", "logical_xor"):
     kernel(_name, accepts=_accepts_binary((D.bool_,), out_bool=True))(_binary(_name, _OP[_name]))
+# The bitwise ops (gpucore/ops/bitwise.py; bool operands go to the logical ops there): every
+# integer dtype, the shifts with PyTorch's results for amounts outside [0, bits)
+for _name in ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
+              "bitwise_right_shift"):  # fmt: skip
+    kernel(_name, accepts=_accepts_binary(_INTS))(_binary(_name, _OP[_name]))
+
+
+def _accepts_bitwise_not(inputs, specs):
+    (x,) = inputs
+    return x._dtype in _INTS and specs[1] is x._dtype and _fits(specs[0], inputs, 8)
+
+
+@kernel("bitwise_not", accepts=_accepts_bitwise_not)
+def _bitwise_not(be, out, x):
+    _run_strided(be, out, _OP["bitwise_not"], _code(x), x)
 
 
 # ----------------------------------------------------------------------------- integer division
@@ -232,7 +264,6 @@ for _name in ("logical_and", "logical_or", "logical_xor"):
 # for the device): the shaders give numpy's 0 for x / 0 and x % 0 and trunc(1 / x^-e) for a
 # negative exponent.
 _IDIV = {"trunc": 0, "floor": 1, "remainder": 2, "fmod": 3}
-_INTS = (D.int32, D.int64, *_INT8)
 
 
 def _check_host_operand(name: str, b) -> None:
@@ -250,7 +281,7 @@ def _check_host_operand(name: str, b) -> None:
 
 def _accepts_int(name: str):
     def accepts(inputs, specs):
-        """Integers of one dtype (int8, uint8, int32, int64), the result of that dtype."""
+        """Integers of one dtype (any integer dtype), the result of that dtype."""
         if not _accepts_binary(_INTS)(inputs, specs):
             return False
         _check_host_operand(name, inputs[1])
@@ -261,7 +292,7 @@ def _accepts_int(name: str):
 
 def _run_int(be, out, name: str, mode: int, a, b):
     code = _OP["pow" if name == "pow" else "div"]
-    _run_strided(be, out, code, _NPTYPE[a.dtype], a, b, mode=mode)
+    _run_strided(be, out, code, _code(a), a, b, mode=mode)
 
 
 @kernel("div_rounded", accepts=_accepts_int("div"))
@@ -296,12 +327,12 @@ def _pow(be, out, a, b):
 
 def _accepts_logical_not(inputs, specs):
     (x,) = inputs
-    return x._dtype.np in _NPTYPE and _fits(specs[0], inputs, 7)
+    return x._dtype in _CAST_TYPES and _fits(specs[0], inputs, 7)
 
 
 @kernel("logical_not", accepts=_accepts_logical_not)
 def _logical_not(be, out, x):
-    _run_strided(be, out, _OP["logical_not"], _NPTYPE[x.dtype], x)
+    _run_strided(be, out, _OP["logical_not"], _code(x), x)
 
 
 def _accepts_float_unary(inputs, specs):
@@ -319,54 +350,48 @@ def _accepts_clamp(inputs, specs):
 def _clamp(be, out, x, min=None, max=None):  # noqa: A002 - the op's attribute names
     lo = -np.inf if min is None else float(min)
     hi = np.inf if max is None else float(max)
-    _run_strided(be, out, _OP["clamp"], _NPTYPE[x.dtype], x, lo=lo, hi=hi)
+    _run_strided(be, out, _OP["clamp"], _code(x), x, lo=lo, hi=hi)
+
+
+_CAST_TYPES = (D.float32, D.bool_, *_INTS, *_HALF)
 
 
 def _accepts_cast(inputs, specs):
-    """float32, int32, bool and int64 (binary64.comp) to one another; int8 / uint8, float16 and
-    bfloat16 to and from float32, int32, bool and one another (float32 -> int8 / uint8: the low
-    byte of the int32 truncation, as the CPU on x86; to float16 / bfloat16: rounded to nearest
-    even, as the CPU)."""
+    """float32, float16, bfloat16, bool and every integer dtype to one another: on binary.comp,
+    or binary64.comp where int64 / uint64 is one side (a float16 / bfloat16 other side through
+    float32, as the CPU computes it). float32 -> an integer truncates as x86 does (the CPU):
+    the 8- and 16-bit types keep the low bits of the int32 conversion; to float16 / bfloat16:
+    rounded to nearest even, as the CPU."""
     (x,) = inputs
     src, dst = x._dtype, specs[1]
-    if src not in _SIMPLE and src not in _INT8 and src not in _HALF:
-        return False
-    if dst not in _SIMPLE and dst not in _INT8 and dst not in _HALF:
-        return False
-    if D.int64 in (src, dst) and (src in _INT8 or dst in _INT8):
-        return False
-    return _fits(specs[0], inputs, 8)
+    return src in _CAST_TYPES and dst in _CAST_TYPES and _fits(specs[0], inputs, 8)
 
 
 def _accepts_cast_f64(inputs, specs):
-    """float64 to and from float32, int64, int32, int8, uint8 and bool (binaryf64.comp), and
+    """float64 to and from float32, bool and every integer dtype (binaryf64.comp), and
     float16 / bfloat16 through float32 (as the CPU computes them: float64 -> float32 -> half);
     the other casts as ``_accepts_cast``."""
     src, dst = inputs[0]._dtype, specs[1]
     if D.float64 not in (src, dst):
         return _accepts_cast(inputs, specs)
     other = dst if src is D.float64 else src
-    return other in (D.float64, D.float32, D.int64, D.int32, *_INT8, D.bool_, *_HALF) and _fits(
-        specs[0], inputs, 7
-    )
-
-
-_SIMPLE = (*_TYPE, D.int64)
+    return other in (D.float64, *_CAST_TYPES) and _fits(specs[0], inputs, 7)
 
 
 @kernel("to_dtype", accepts=_accepts_cast_f64)
 def _to_dtype(be, out, x, dtype):
-    if x.dtype.itemsize + out.itemsize == 10:  # int64 / float64 <-> float16 / bfloat16:
-        mid = be.empty_array(x.shape, np.float32)  # through float32, as the CPU computes it
-        _run_strided(be, mid, _OP["to_dtype"], _NPTYPE[x.dtype], x)
-        x = mid
-    _run_strided(be, out, _OP["to_dtype"], _NPTYPE[x.dtype], x)
+    tin, tout = _code(x), _code(out)
+    if {tin, tout} & {_I64, _U64, _F64} and {tin, tout} & {_F16, _BF16}:
+        mid = be.empty_array(x.shape, np.float32)  # 64-bit <-> float16 / bfloat16: through
+        _run_strided(be, mid, _OP["to_dtype"], tin, x)  # float32, as the CPU computes it
+        x, tin = mid, _F32
+    _run_strided(be, out, _OP["to_dtype"], tin, x)
 
 
 def cast_array(be, out: np.ndarray, x: np.ndarray) -> None:
     """out (fresh, contiguous) = x cast to out's type on the device: the casts ``_accepts_cast``
-    allows, float16 / bfloat16 <-> float32 among them (a uint16 array is bfloat16)."""
-    _run_strided(be, out, _OP["to_dtype"], _NPTYPE[x.dtype], x)
+    allows, float16 / bfloat16 <-> float32 among them (an untagged uint16 array is bfloat16)."""
+    _run_strided(be, out, _OP["to_dtype"], _code(x), x)
 
 
 # ----------------------------------------------------------------------------- where
@@ -376,7 +401,7 @@ def _accepts_where(inputs, specs):
     return (
         c._dtype is D.bool_
         and a._dtype is b._dtype
-        and a._dtype in (*_NUMERIC, *_INT8, D.bool_)
+        and a._dtype in (*_NUMERIC, *_INT8, *_NARROW, *_HALF, D.bool_)
         and dt is a._dtype
         and _fits(shape, inputs, _WHERE_PUSH.dims)
     )
@@ -394,14 +419,15 @@ def _where(be, out, cond, a, b):
         raise ValueError(f"internal: {len(sh)} dims after merging exceed where's 6")
     item = out.itemsize
     y_off, invocations = oy.offset, n  # in items: words, or pairs of words for 8-byte items
-    if item == 1:  # bytes: y_off in words, one invocation per 32-bit word of y
-        assert oy.offset % 4 == 0, "byte outputs must start on a 32-bit word"
-        y_off, invocations = oy.offset // 4, -(-n // 4)
+    if item < 4:  # bytes / 16-bit items: y_off in words, one invocation per 32-bit word of y
+        per = 4 // item
+        assert oy.offset % per == 0, "byte and 16-bit outputs must start on a 32-bit word"
+        y_off, invocations = oy.offset // per, -(-n // per)
     push = _WHERE_PUSH.pack([n, len(sh), oc.offset, oa.offset, ob.offset, y_off], sh, st)
     _dispatch(
         be,
         "where",
-        (item // 4,),
+        ({1: 0, 2: 3, 4: 1, 8: 2}[item],),
         [(cond, oc, False), (a, oa, False), (b, ob, False), (out, oy, True)],
         push,
         groups_1d(invocations, flat_local_size(be)),
@@ -409,12 +435,11 @@ def _where(be, out, cond, a, b):
 
 
 # Every kernel here maps row i of its output to row i of its inputs (or to a broadcast input),
-# so the backend may split tensors larger than one storage binding into bands of rows. All but
-# where read and write float16 / bfloat16 storage themselves (``half``: the backend never widens
-# them; where runs widened, backend.py).
+# so the backend may split tensors larger than one storage binding into bands of rows. All read
+# and write float16 / bfloat16 storage themselves (``half``: the backend never widens them).
 for _fn in {KERNELS[n] for n in list(KERNELS) if KERNELS[n].__module__ == __name__}:
     _fn.chunk_rows = True
-    _fn.half = _fn is not _where
+    _fn.half = True
 
 # The kernels whose float64 operands run on binaryf64.comp (doubles in the shader: the device
 # must have shaderFloat64 and shaderInt64); where moves float64 as bits, anywhere.

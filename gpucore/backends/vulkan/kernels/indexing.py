@@ -25,7 +25,12 @@ from .elementwise import _collapse, _Layout
 # i_stride[8]
 _PUSH = _Layout(7, 8, 3)
 # the element an out-of-range index yields, as (low word, high word), by dtype
-_FILL = {np.dtype(np.float32): (0x7FC00000, 0), np.dtype(np.float64): (0, 0x7FF80000)}
+_FILL = {
+    np.dtype(np.float32): (0x7FC00000, 0),
+    np.dtype(np.float64): (0, 0x7FF80000),
+    np.dtype(np.float16): (0x7E00, 0),
+    np.dtype(np.uint16): (0x7FC0, 0),  # bfloat16's NaN; a uint16 array (tagged) fills 0
+}
 _host_index = threading.local()  # a host index seen by _accepts_gather, checked by the kernel
 
 
@@ -33,7 +38,7 @@ def _accepts_gather(inputs, specs):
     x, index = inputs
     shape, dt = specs
     _host_index.values = None
-    if index._dtype is not D.int64 or x._dtype.itemsize not in (1, 4, 8) or dt is not x._dtype:
+    if index._dtype is not D.int64 or x._dtype.itemsize not in (1, 2, 4, 8) or dt is not x._dtype:
         return False
     if sum(n != 1 for n in shape) > _PUSH.dims:
         return False
@@ -77,13 +82,14 @@ def _gather(be, out, x, index, dim, src):
     if len(sh) > _PUSH.dims:
         raise ValueError(f"internal: gather of {len(sh)} dims after merging exceeds the shader's 8")
     elem = out.itemsize
-    if elem == 1:
-        assert oy.offset % 4 == 0, "bool outputs must start on a 32-bit word"
-        y_off, words = oy.offset // 4, -(-n // 4)
+    if elem < 4:
+        per = 4 // elem
+        assert oy.offset % per == 0, "byte and 16-bit outputs must start on a 32-bit word"
+        y_off, words = oy.offset // per, -(-n // per)
     else:
         y_off, words = oy.offset * (elem // 4), n
     head = [n, len(sh), ox.offset, oi.offset, y_off, ox.strides[dim], x.shape[dim]]
-    fill_lo, fill_hi = _FILL.get(out.dtype, (0, 0))
+    fill_lo, fill_hi = (0, 0) if D.is_uint16(out) else _FILL.get(out.dtype, (0, 0))
     _dispatch(
         be,
         "gather",
@@ -92,3 +98,6 @@ def _gather(be, out, x, index, dim, src):
         _PUSH.pack(head, sh, (xs, is_)),
         groups_1d(words, flat_local_size(be)),
     )
+
+
+_gather.half = True  # 16-bit items are moved as bits (backend.py never widens gather)

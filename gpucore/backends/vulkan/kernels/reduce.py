@@ -211,10 +211,11 @@ def _mean(be, out, x, dims, keepdim, shape):
     reduce(be, x, dims, SUM, vals=out, mean=True)
 
 
-# bool, int8 and uint8 max / min, and all / any: exact in float32 (every value is), so the data
-# is cast to float32 on the device (all / any: its truth value first, NaN true as on the CPU),
-# reduced by reduce.comp and cast back.
-_SMALL = (D.bool_, D.int8, D.uint8)
+# bool, int8, uint8, int16 and uint16 max / min, and all / any: exact in float32 (every value
+# is), so the data is cast to float32 on the device (all / any: its truth value first, NaN true
+# as on the CPU), reduced by reduce.comp and cast back.
+_SMALL = (D.bool_, D.int8, D.uint8, D.int16, D.uint16)
+_INTS = (D.int32, D.int64, D.uint32, D.uint64)  # all / any: their truth values
 
 
 def _accepts_small(inputs, specs):
@@ -222,7 +223,12 @@ def _accepts_small(inputs, specs):
 
 
 def _accepts_truth(inputs, specs):
-    return inputs[0]._dtype in (*_SMALL, D.int32, D.float32) and specs[1] is D.bool_
+    return inputs[0]._dtype in (*_SMALL, *_INTS, D.float32) and specs[1] is D.bool_
+
+
+def _small(x: np.ndarray) -> bool:
+    """x holds one of _SMALL's dtypes (a uint16 array by its tag: untagged it is bfloat16)."""
+    return x.dtype in (np.bool_, np.int8, np.uint8, np.int16) or D.is_uint16(x)
 
 
 def _via_float(be, out, x, dims, op: int, truth: bool = False):
@@ -257,7 +263,7 @@ def _f64(be, out, x, dims, op, mean=False):
 def _amax(be, out, x, dims, keepdim, shape):
     if x.dtype == np.float64:
         _f64(be, out, x, dims, MAX)
-    elif x.dtype in (np.bool_, np.int8, np.uint8):
+    elif _small(x):
         _via_float(be, out, x, dims, MAX)
     else:
         reduce(be, x, dims, MAX, vals=out)
@@ -267,7 +273,7 @@ def _amax(be, out, x, dims, keepdim, shape):
 def _amin(be, out, x, dims, keepdim, shape):
     if x.dtype == np.float64:
         _f64(be, out, x, dims, MIN)
-    elif x.dtype in (np.bool_, np.int8, np.uint8):
+    elif _small(x):
         _via_float(be, out, x, dims, MIN)
     else:
         reduce(be, x, dims, MIN, vals=out)

@@ -15,7 +15,7 @@ import numpy as np
 from .... import dtypes as D
 from .common import _dispatch, contiguous, copy_array, flat_local_size, groups_1d, kernel
 
-_TYPES = {D.float32: 0, D.int32: 1, D.int64: 2}  # sorting.comp's TYPE
+_TYPES = {D.float32: 0, D.int32: 1, D.int64: 2, D.uint32: 3, D.uint64: 4}  # sorting.comp's TYPE
 _NP_TYPES = {np.dtype(d.np): code for d, code in _TYPES.items()}
 MAX_ROW_WORK = 1 << 26  # n * k per row: 64M compares (~0.1 s on lavapipe's 2 cores)
 
