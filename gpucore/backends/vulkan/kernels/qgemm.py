@@ -260,15 +260,32 @@ def qgemm(
         copy_array(be, out, target[:, :n])
 
 
-def quantize_rows(be, x: np.ndarray, inv: float, zero_point: int) -> np.ndarray:
+def quantize_rows(
+    be, x: np.ndarray, inv: float, zero_point: int, out: np.ndarray | None = None
+) -> np.ndarray:
     """uint8 [M, 4 * ceil(K / 4)] on the device: float32 ``x`` [M, K] quantized per tensor as
-    qtensor.quantize_array (``rint(fl32(x * inv) + zero_point)`` clamped to [0, 255]), the pad
-    bytes 0; ``qgemm`` takes its ``[:, :K]`` view without a copy."""
+    qtensor.quantize_array (``rint(fl32(x * inv) + zero_point)`` clamped to [0, 255], NaN to
+    255: ``_cpu.quantize_u8``), the pad bytes 0; ``qgemm`` takes its ``[:, :K]`` view without a
+    copy. ``out``: write into this contiguous uint8 [M, K] array instead (starting on a 32-bit
+    word; M = 1 or K a multiple of 4: whole words are written, the last one's pad bytes land in
+    the allocation's padding) and return it."""
     if x.dtype != np.float32 or x.ndim != 2:
         raise DTypeError(f"quantize_rows: x must be float32 [M, K], got {x.dtype} {x.shape}")
     m, k = x.shape
     kw = -(-k // 4)
-    out = be.empty_array((m, 4 * kw), np.uint8)
+    if out is None:
+        out = be.empty_array((m, 4 * kw), np.uint8)
+    elif (
+        out.dtype != np.uint8
+        or out.shape != (m, k)
+        or not out.flags.c_contiguous
+        or (m > 1 and k % 4)
+        or be.operand(out).offset % 4
+    ):
+        raise ShapeError(
+            f"quantize_rows: out must be contiguous uint8 {[m, k]} starting on a word, with M = 1 "
+            f"or K a multiple of 4; got {out.dtype} {list(out.shape)}"
+        )
     if m * kw == 0:
         return out
     x = contiguous(be, x)
