@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...backends.vulkan.kernels.common import contiguous, copy_array
 from ...backends.vulkan.kernels import qtensor as vk_q
+from ...backends.vulkan.kernels.common import contiguous, copy_array
 from ...backends.vulkan.kernels.qgemm import MAX_K, pack_weight, qgemm, quantize_rows
 
 QUANT_OPS = frozenset(
