@@ -11,8 +11,11 @@ yet: its primitive ops run as they are); a ``gemm`` node runs the GEMM shader wi
 bias and activation epilogue, ``layer_norm`` and ``attention`` nodes their own shaders (one
 dispatch each, kernels/fused.py; attention reads the permuted q / k / v views in place and, with
 ``heads_last``, writes the merged [B, S, H, D] heads through a permuted view of its output).
-A node without a shader for its dtypes is refused when the model is compiled (DeviceError naming
-it): compile for the CPU.
+The quantized ops of a statically quantized model (``quantize_linear``, ``qlinear``,
+``qconv2d``, ``qmax_pool2d``, ...) run as int8 shaders, the CPU executor's bits
+(executors/vulkan_quant.py, which also lists the quantized nodes that stay CPU-only). A node
+without a shader for its dtypes is refused when the model is compiled (DeviceError naming it):
+compile for the CPU.
 """
 
 from __future__ import annotations
