@@ -14,6 +14,8 @@
 //       nothing to the sums), bytes past K zero; one invocation per word.
 //   MODE MAXPOOL: uint8 max pooling of NCHW x (padding never wins; max commutes with the
 //       monotone quantization), one invocation per output word of four results.
+//   MODE NCHW: the int8 GEMM's uint8 result [N * oh * ow, O] (rows padded to whole words) into
+//       the convolution's NCHW layout, one invocation per output word.
 #include "common.glsl"
 
 layout(constant_id = 1) const uint MODE = 0u;
@@ -22,6 +24,7 @@ layout(constant_id = 1) const uint MODE = 0u;
 const uint DEQUANT = 0u;
 const uint IM2COL = 1u;
 const uint MAXPOOL = 2u;
+const uint NCHW = 3u;
 
 layout(std430, set = 0, binding = 0) readonly buffer X { uint x[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer O { uint o[]; };
@@ -49,36 +52,42 @@ void dequant(uint i) {
     o[p.o_off + i] = floatBitsToUint(v);
 }
 
+// Integer division is a per-lane loop on CPU-type devices (lavapipe): each invocation splits
+// its first index once and steps the others.
 void im2col(uint i) {
-    uint row = i / p.KW, kw0 = (i % p.KW) * 4u;
+    uint row = i / p.KW, k = (i % p.KW) * 4u;
     uint ohw = p.oh * p.ow;
     uint b = row / ohw, pix = row % ohw;
-    int oy = int(pix / p.ow), ox = int(pix % p.ow);
+    int y0 = int(pix / p.ow) * int(p.sh) - p.ph;
+    int x0 = int(pix % p.ow) * int(p.sw) - p.pw;
+    uint kj = k % p.kw, t = k / p.kw;
+    uint ki = t % p.kh, ci = t / p.kh;
     uint pad = uint(p.zp);
     uint word = 0u;
-    for (uint q = 0u; q < 4u; ++q) {
-        uint k = kw0 + q;
-        if (k >= p.K) break;
-        uint kj = k % p.kw, t = k / p.kw;
-        uint ki = t % p.kh, ci = t / p.kh;
-        int iy = oy * int(p.sh) - p.ph + int(ki * p.dh);
-        int ix = ox * int(p.sw) - p.pw + int(kj * p.dw);
+    for (uint q = 0u; q < 4u && k + q < p.K; ++q) {
+        int iy = y0 + int(ki * p.dh), ix = x0 + int(kj * p.dw);
         bool inside = iy >= 0 && iy < int(p.h) && ix >= 0 && ix < int(p.w);
         uint v = inside ? byte_at(((b * p.c + ci) * p.h + uint(iy)) * p.w + uint(ix)) : pad;
         word |= v << (8u * q);
+        if (++kj == p.kw) {
+            kj = 0u;
+            if (++ki == p.kh) {
+                ki = 0u;
+                ++ci;
+            }
+        }
     }
     o[p.o_off + i] = word;
 }
 
 void maxpool(uint i) {
+    uint e = 4u * i;
     uint ohw = p.oh * p.ow;
+    uint bc = e / ohw, pix = e % ohw;
+    uint oy = pix / p.ow, ox = pix % p.ow;
     uint word = 0u;
-    for (uint q = 0u; q < 4u; ++q) {
-        uint e = 4u * i + q;
-        if (e >= p.K) break;
-        uint bc = e / ohw, pix = e % ohw;
-        int y0 = int(pix / p.ow) * int(p.sh) - p.ph;
-        int x0 = int(pix % p.ow) * int(p.sw) - p.pw;
+    for (uint q = 0u; q < 4u && e + q < p.K; ++q) {
+        int y0 = int(oy * p.sh) - p.ph, x0 = int(ox * p.sw) - p.pw;
         uint best = 0u;
         for (uint ki = 0u; ki < p.kh; ++ki) {
             int iy = y0 + int(ki * p.dh);
@@ -90,6 +99,34 @@ void maxpool(uint i) {
             }
         }
         word |= best << (8u * q);
+        if (++ox == p.ow) {
+            ox = 0u;
+            if (++oy == p.oh) {
+                oy = 0u;
+                ++bc;
+            }
+        }
+    }
+    o[p.o_off + i] = word;
+}
+
+// The int8 GEMM's [N, oh * ow, O] bytes (row stride KW words) into NCHW [N, O, oh * ow] (K:
+// the number of outputs, c: O, h: oh * ow), one invocation per output word.
+void nchw(uint i) {
+    uint e = 4u * i;
+    uint plane = p.c * p.h;
+    uint b = e / plane, r = e % plane;
+    uint oc = r / p.h, pix = r % p.h;
+    uint word = 0u;
+    for (uint q = 0u; q < 4u && e + q < p.K; ++q) {
+        word |= byte_at((b * p.h + pix) * 4u * p.KW + oc) << (8u * q);
+        if (++pix == p.h) {
+            pix = 0u;
+            if (++oc == p.c) {
+                oc = 0u;
+                ++b;
+            }
+        }
     }
     o[p.o_off + i] = word;
 }
@@ -101,7 +138,9 @@ void main() {
         dequant(i);
     } else if (MODE == IM2COL) {
         im2col(i);
-    } else {
+    } else if (MODE == MAXPOOL) {
         maxpool(i);
+    } else {
+        nchw(i);
     }
 }

@@ -115,12 +115,16 @@ def record(be, out: np.ndarray, ins: list, node, graph, weights: dict) -> list:
         rows, oh, ow = vk_q.im2col_rows(
             be, x, kernel, a["stride"], a["padding"], a["dilation"], int(a["a_zero_point"])
         )
-        n = x.shape[0]
-        tmp = be.empty_array((n * oh * ow, qw.n), out.dtype)
-        qgemm(be, rows[:, : qw.k], qw, tmp, **_epilogue(node, graph))
-        # [N, oh * ow, O] -> NCHW, one strided copy
-        copy_array(
-            be, out.reshape(n, qw.n, oh * ow), tmp.reshape(n, oh * ow, qw.n).transpose(0, 2, 1)
-        )
+        n, o = x.shape[0], qw.n
+        if out.dtype == np.uint8:  # rows of whole words, then the shader's transpose
+            tmp = be.empty_array((n * oh * ow, -(-o // 4) * 4), np.uint8)
+            qgemm(be, rows[:, : qw.k], qw, tmp[:, :o], **_epilogue(node, graph))
+            vk_q.rows_to_nchw(be, out, tmp)
+        else:  # [N, oh * ow, O] -> NCHW, one strided copy of words
+            tmp = be.empty_array((n * oh * ow, o), out.dtype)
+            qgemm(be, rows[:, : qw.k], qw, tmp, **_epilogue(node, graph))
+            copy_array(
+                be, out.reshape(n, o, oh * ow), tmp.reshape(n, oh * ow, o).transpose(0, 2, 1)
+            )
         keep += [rows, tmp]
     return keep

@@ -239,7 +239,11 @@ def qgemm(
         raise DeviceError("qgemm: internal: the packed weights are not 16-byte aligned")
     of = be.operand(f_arr) if f_arr is not None else ocs
     tm = tile_rows(m, bool(sg))
-    local = min(64, ctx.limits["maxComputeWorkGroupInvocations"])
+    # invocations along N: at most 64, fewer for narrow outputs (a convolution's few channels:
+    # 32 columns are 8 invocations, and a 64-wide group would compute 56 clamped ones), whole
+    # subgroups with the shuffle modules
+    unit = sg or 8
+    local = min(64, ctx.limits["maxComputeWorkGroupInvocations"], -(-n // (TN * unit)) * unit)
     name = ("qgemm_dot" if use_dot else "qgemm") + ("_sg" if sg else "")
     pipe = ctx.pipelines.get(name, 5, (_GEMM, tm, TN, mode, sg or 8), local)
     bindings = [oa.binding(False), ow.binding(False), oc.binding(True), ocs.binding(False),

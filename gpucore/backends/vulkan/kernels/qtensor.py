@@ -1,7 +1,7 @@
 """The byte-tensor kernels of the runtime's quantized ops on the device (shaders/qtensor.comp),
 bit for bit with their C kernels: ``dequantize_u8``, ``im2col_rows`` (a uint8 convolution's
-activation rows for ``qgemm.qgemm``, padded with the activation zero point) and
-``max_pool2d_u8``. uint8 inputs may start at any byte; uint8 outputs start on a 32-bit word and
+activation rows for ``qgemm.qgemm``, padded with the activation zero point), ``rows_to_nchw``
+(the GEMM's uint8 result into the convolution's layout) and ``max_pool2d_u8``. uint8 inputs may start at any byte; uint8 outputs start on a 32-bit word and
 are written in whole words (the bytes up to the next word: the allocation's padding)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 from ....errors import DTypeError, ShapeError
 from .common import _push, flat_local_size, groups_1d
 
-_DEQUANT, _IM2COL, _MAXPOOL = 0, 1, 2
+_DEQUANT, _IM2COL, _MAXPOOL, _NCHW = 0, 1, 2, 3
 
 
 def _geometry_push(total, x_off, o_off, c, h, w, k, s, pad, d, oh, ow, kk, kwords, scale, zp):
@@ -98,3 +98,20 @@ def max_pool2d_u8(be, out: np.ndarray, x: np.ndarray, kernel, stride, padding, d
     push = _geometry_push(total, x_off, o_off, c, h, w, kernel, stride, padding, dilation, oh, ow,
                           out.size, 0, 1.0, 0)  # fmt: skip
     _dispatch(be, _MAXPOOL, x, out, push, total, "max_pool2d_u8")
+
+
+def rows_to_nchw(be, out: np.ndarray, rows: np.ndarray) -> None:
+    """Record uint8 ``out`` [N, O, oh, ow] = ``rows`` [N * oh * ow, R] (O <= R, R a multiple of 4,
+    contiguous: the int8 GEMM's result rows) transposed per image."""
+    x_off = _byte_input(be, rows, "rows_to_nchw")
+    o_off = _word_output(be, out, np.uint8, "rows_to_nchw")
+    n, o = out.shape[:2]
+    pix = out.size // max(n * o, 1)
+    if rows.ndim != 2 or rows.shape[0] != n * pix or rows.shape[1] % 4 or rows.shape[1] < o:
+        raise ShapeError(f"rows_to_nchw: rows {rows.shape} do not fit out {out.shape}")
+    total = -(-out.size // 4)
+    if not total:
+        return
+    push = _geometry_push(total, x_off, o_off, o, pix, 0, (0, 0), (0, 0), (0, 0), (0, 0), 0, 0,
+                          out.size, rows.shape[1] // 4, 1.0, 0)  # fmt: skip
+    _dispatch(be, _NCHW, rows, out, push, total, "rows_to_nchw")
