@@ -11,7 +11,7 @@
 //   MODE IM2COL: the int8 GEMM's activation rows of a convolution: col [N * oh * ow, KW words],
 //       row (b, oy, ox), byte k = (ci * kh + ki) * kw + kj holding x[b, ci, oy * sh - ph + ki *
 //       dh, ox * sw - pw + kj * dw], the activation zero point outside the image (it adds
-//       nothing to the sums), bytes past K zero; one invocation per word.
+//       nothing to the sums), bytes past K zero; one invocation per CHUNK words of a row.
 //   MODE MAXPOOL: uint8 max pooling of NCHW x (padding never wins; max commutes with the
 //       monotone quantization), one invocation per output word of four results.
 //   MODE NCHW: the int8 GEMM's uint8 result [N * oh * ow, O] (rows padded to whole words) into
@@ -31,7 +31,8 @@ layout(std430, set = 0, binding = 1) writeonly buffer O { uint o[]; };
 
 // Mirrored by kernels/qtensor.py's _push (20 words). x_off: bytes; o_off: words.
 layout(push_constant) uniform Push {
-    uint total;          // invocations (DEQUANT: elements; IM2COL, MAXPOOL: output words)
+    uint total;          // invocations (DEQUANT: elements; IM2COL: rows * ceil(KW / CHUNK);
+                         // MAXPOOL, NCHW: output words)
     uint x_off, o_off;
     uint c, h, w;        // the input's channels and image
     uint kh, kw, sh, sw;
@@ -52,32 +53,47 @@ void dequant(uint i) {
     o[p.o_off + i] = floatBitsToUint(v);
 }
 
-// Integer division is a per-lane loop on CPU-type devices (lavapipe): each invocation splits
-// its first index once and steps the others.
+// Integer division is a per-lane loop on CPU-type devices (lavapipe): an invocation splits its
+// first index once and steps the others. IM2COL: one invocation per CHUNK words of a row.
+const uint CHUNK = 8u;
+
 void im2col(uint i) {
-    uint row = i / p.KW, k = (i % p.KW) * 4u;
+    uint chunks = (p.KW + CHUNK - 1u) / CHUNK;
+    uint row = i / chunks, w0 = (i % chunks) * CHUNK;
     uint ohw = p.oh * p.ow;
     uint b = row / ohw, pix = row % ohw;
     int y0 = int(pix / p.ow) * int(p.sh) - p.ph;
     int x0 = int(pix % p.ow) * int(p.sw) - p.pw;
+    uint k = w0 * 4u;
     uint kj = k % p.kw, t = k / p.kw;
     uint ki = t % p.kh, ci = t / p.kh;
     uint pad = uint(p.zp);
-    uint word = 0u;
-    for (uint q = 0u; q < 4u && k + q < p.K; ++q) {
-        int iy = y0 + int(ki * p.dh), ix = x0 + int(kj * p.dw);
-        bool inside = iy >= 0 && iy < int(p.h) && ix >= 0 && ix < int(p.w);
-        uint v = inside ? byte_at(((b * p.c + ci) * p.h + uint(iy)) * p.w + uint(ix)) : pad;
-        word |= v << (8u * q);
-        if (++kj == p.kw) {
-            kj = 0u;
-            if (++ki == p.kh) {
-                ki = 0u;
-                ++ci;
+    uint cw = 0xffffffffu, cv = 0u;  // the last word loaded: neighbouring bytes often share it
+    uint wend = min(w0 + CHUNK, p.KW);
+    for (uint wi = w0; wi < wend; ++wi) {
+        uint word = 0u;
+        for (uint q = 0u; q < 4u && k < p.K; ++q, ++k) {
+            int iy = y0 + int(ki * p.dh), ix = x0 + int(kj * p.dw);
+            uint v = pad;
+            if (iy >= 0 && iy < int(p.h) && ix >= 0 && ix < int(p.w)) {
+                uint bi = p.x_off + ((b * p.c + ci) * p.h + uint(iy)) * p.w + uint(ix);
+                if ((bi >> 2) != cw) {
+                    cw = bi >> 2;
+                    cv = x[cw];
+                }
+                v = (cv >> (8u * (bi & 3u))) & 0xffu;
+            }
+            word |= v << (8u * q);
+            if (++kj == p.kw) {
+                kj = 0u;
+                if (++ki == p.kh) {
+                    ki = 0u;
+                    ++ci;
+                }
             }
         }
+        o[p.o_off + row * p.KW + wi] = word;
     }
-    o[p.o_off + i] = word;
 }
 
 void maxpool(uint i) {

@@ -12,6 +12,7 @@ from ....errors import DTypeError, ShapeError
 from .common import _push, flat_local_size, groups_1d
 
 _DEQUANT, _IM2COL, _MAXPOOL, _NCHW = 0, 1, 2, 3
+_CHUNK = 8  # IM2COL: words of a row per invocation (qtensor.comp's CHUNK)
 
 
 def _geometry_push(total, x_off, o_off, c, h, w, k, s, pad, d, oh, ow, kk, kwords, scale, zp):
@@ -75,7 +76,7 @@ def im2col_rows(be, x: np.ndarray, kernel, stride, padding, dilation, zero_point
     k = c * kh * kw
     kwords = -(-k // 4)
     rows = be.empty_array((n * oh * ow, 4 * kwords), np.uint8)
-    total = rows.shape[0] * kwords
+    total = rows.shape[0] * -(-kwords // _CHUNK)  # qtensor.comp's invocations
     if total:
         push = _geometry_push(total, x_off, be.operand(rows).offset // 4, c, h, w, kernel, stride,
                               padding, dilation, oh, ow, k, kwords, 1.0, zero_point)  # fmt: skip
