@@ -167,7 +167,8 @@ def test_saved_model_loads_on_vulkan(vulkan, tmp_path):
 
 
 def test_cpu_only_quantized_nodes_are_refused(vulkan):
-    """ONNX's QuantizeLinear rounding and a per-channel weight dequantization stay CPU-only."""
+    """ONNX's QuantizeLinear rounding, a per-channel weight dequantization and dynamic
+    quantization stay CPU-only."""
     x = RNG.standard_normal((4, 6)).astype(np.float32)
     g = _graph("quantize_linear", [x], {"scale": 0.1, "zero_point": 3, "onnx": True}, x.shape,
                D.uint8)  # fmt: skip
@@ -179,6 +180,10 @@ def test_cpu_only_quantized_nodes_are_refused(vulkan):
     s = RNG.uniform(0.01, 0.1, 5).astype(np.float32)
     g = _graph("dequantize_linear", [w, s], {"axis": 0}, w.shape, D.float32, n_inputs=2)
     with pytest.raises(DeviceError, match="per-channel"):
+        VulkanExecutor(plan(g, inplace=False))
+    # ONNX dynamic quantization's activation quantizer has no shader
+    g = _graph("dynamic_quantize_linear", [x], {"output_index": 0}, x.shape, D.uint8)
+    with pytest.raises(DeviceError, match="dynamic_quantize_linear of float32.*device='cpu'"):
         VulkanExecutor(plan(g, inplace=False))
     # the stream works as before after the refusal
     y = gpucore.ones(8).to("vulkan") * 3

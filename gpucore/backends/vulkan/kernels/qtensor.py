@@ -1,8 +1,9 @@
 """The byte-tensor kernels of the runtime's quantized ops on the device (shaders/qtensor.comp),
 bit for bit with their C kernels: ``dequantize_u8``, ``im2col_rows`` (a uint8 convolution's
 activation rows for ``qgemm.qgemm``, padded with the activation zero point), ``rows_to_nchw``
-(the GEMM's uint8 result into the convolution's layout) and ``max_pool2d_u8``. uint8 inputs may start at any byte; uint8 outputs start on a 32-bit word and
-are written in whole words (the bytes up to the next word: the allocation's padding)."""
+(the GEMM's uint8 result into the convolution's layout) and ``max_pool2d_u8``. uint8 inputs may
+start at any byte; uint8 outputs start on a 32-bit word and are written in whole words (the bytes
+up to the next word: the allocation's padding)."""
 
 from __future__ import annotations
 
