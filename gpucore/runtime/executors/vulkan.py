@@ -168,7 +168,7 @@ class VulkanExecutor:
             if step.kind == "copy":  # copy.comp: 32-bit words, pairs of them, bytes, 16-bit
                 supported = out.dtype.itemsize in (1, 2, 4, 8)
             elif node.op in vulkan_quant.QUANT_OPS:  # int8 shaders (executors/vulkan_quant.py)
-                reason = vulkan_quant.unsupported(g, node)
+                reason = vulkan_quant.unsupported(g, node, self.be.ctx.float64)
                 supported = reason is None
                 why = f" ({reason}: it runs on the CPU)" if reason else ""
             elif node.op in ("gemm", "conv2d", "layer_norm", "attention"):

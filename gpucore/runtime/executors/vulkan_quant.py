@@ -2,23 +2,25 @@
 quantized.py), bit for bit with the CPU executor on the same graph:
 
 - ``quantize_linear``: qgemm.comp's QUANTIZE mode (``kernels/qgemm.py: quantize_rows``, the
-  rounding of ``_cpu.quantize_u8``, NaN -> 255) over the flattened tensor;
+  rounding of ``_cpu.quantize_u8``, NaN -> 255, or with ``onnx=True`` ONNX's QuantizeLinear as
+  ``_cpu.quantize_linear_u8``: a correctly rounded division, ``quantize_onnx_u8``, on devices
+  with shaderFloat64) over the flattened tensor;
 - ``dequantize_linear`` (per tensor): ``kernels/qtensor.py: dequantize_u8``;
 - ``qlinear`` and ``qmatmul_integer`` (attribute zero point): the int8 GEMM shader
-  (``kernels/qgemm.py: qgemm``) with its requantizing epilogue (uint8, float32 or int32 out);
+  (``kernels/qgemm.py: qgemm``) with its requantizing epilogue (uint8, float32 or int32 out;
+  a float32 bias, or ONNX's int32 one added to the int32 sums);
 - ``qconv2d`` and ``qconv2d_integer``: the uint8 activation rows of the convolution
   (``im2col_rows``, padded with the activation zero point), the int8 GEMM into [N * oh * ow, O],
-  then one strided copy into the NCHW output (the layout of ``_cpu.qconv2d``);
+  then the NCHW layout of ``_cpu.qconv2d`` (``rows_to_nchw`` for uint8, a strided copy of
+  words otherwise);
 - ``qmax_pool2d``: ``max_pool2d_u8``.
 
 The int8 weights are packed and uploaded once per executor (``QWeight``, shared by its runners);
 the per-channel scales and bias (graph constants) are folded into the epilogue's factors on the
 host when a runner records its command buffer. Refused (DeviceError at compile, naming the node):
-ONNX's QuantizeLinear rounding (``onnx=True``: a correctly rounded float32 division the shaders
-do not have), a per-channel ``dequantize_linear`` of a weight, an int32 bias (ONNX's quantized
-bias, added to the int32 sums), scales / weights / biases that are not constants, a
-``qmatmul_integer`` whose zero point is a tensor, and the ops of ONNX dynamic quantization
-(``dynamic_quantize_linear``, ``qlinear_dynamic``): those run on the CPU.
+a per-channel ``dequantize_linear`` of a weight, scales / weights / biases that are not
+constants, a ``qmatmul_integer`` whose zero point is a tensor, and the ops of ONNX dynamic
+quantization (``dynamic_quantize_linear``, ``qlinear_dynamic``): those run on the CPU.
 """
 
 from __future__ import annotations
@@ -36,11 +38,14 @@ QUANT_OPS = frozenset(
 _GEMMS = ("qlinear", "qconv2d", "qmatmul_integer", "qconv2d_integer")
 
 
-def unsupported(graph, node) -> str | None:
-    """Why the Vulkan executor cannot record ``node`` (a QUANT_OPS op), or None."""
+def unsupported(graph, node, float64: bool) -> str | None:
+    """Why the Vulkan executor cannot record ``node`` (a QUANT_OPS op) on a device with
+    (``float64``) or without shaderFloat64, or None."""
     ins = node.inputs
     if node.op == "quantize_linear":
-        return "ONNX's QuantizeLinear rounding (onnx=True)" if node.attrs.get("onnx") else None
+        if node.attrs.get("onnx") and not float64:
+            return "ONNX's QuantizeLinear rounding needs shaderFloat64 for its exact residuals"
+        return None
     if node.op == "dequantize_linear":
         return "a per-channel weight dequantization" if len(ins) != 1 else None
     if node.op == "qmax_pool2d":
@@ -50,12 +55,6 @@ def unsupported(graph, node) -> str | None:
     consts = ins[1:2] if node.op in ("qmatmul_integer", "qconv2d_integer") else ins[1:]
     if any(graph.tensors[n].data is None for n in consts):
         return "weights, scales and bias must be constants"
-    if (
-        node.op in ("qlinear", "qconv2d")
-        and len(ins) > 3
-        and graph.tensors[ins[3]].data.dtype != (np.float32)
-    ):
-        return "an int32 bias"
     w = graph.tensors[ins[1]].data
     if int(np.prod(w.shape[1:])) > MAX_K:
         return f"K > {MAX_K}"
@@ -100,7 +99,11 @@ def record(be, out: np.ndarray, ins: list, node, graph, weights: dict) -> list:
         keep.append(x)
     if node.op == "quantize_linear":
         inv = np.float32(1) / np.float32(a["scale"])  # _cpu.quantize_u8's
-        quantize_rows(be, x.reshape(1, -1), float(inv), int(a["zero_point"]), out.reshape(1, -1))
+        if a.get("onnx"):  # ONNX's rounding: a correctly rounded division
+            vk_q.quantize_onnx_u8(be, out, x, float(a["scale"]), int(a["zero_point"]))
+        else:
+            rows = (x.reshape(1, -1), float(inv), int(a["zero_point"]), out.reshape(1, -1))
+            quantize_rows(be, *rows)
     elif node.op == "dequantize_linear":
         vk_q.dequantize_u8(be, out, x, np.float32(a["scale"]), int(a["zero_point"]))
     elif node.op == "qmax_pool2d":

@@ -1,7 +1,7 @@
 """The Vulkan byte-tensor kernels of the quantized runtime ops (shaders/qtensor.comp,
 kernels/qtensor.py) against the C kernels bit for bit: inputs starting at every byte of a word,
-odd sizes, the zero-point padding of the convolution rows, the NCHW transpose; quantize_rows
-writing into a given array; bad calls raise."""
+odd sizes, the zero-point padding of the convolution rows, the NCHW transpose, ONNX's
+QuantizeLinear rounding; quantize_rows writing into a given array; bad calls raise."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from gpucore import _cpu
 from gpucore.backends.vulkan.kernels import qgemm as Q
 from gpucore.backends.vulkan.kernels import qtensor as T
-from gpucore.errors import DTypeError, ShapeError
+from gpucore.errors import DeviceError, DTypeError, ShapeError
 from gpucore.runtime.ir.quantized import _conv_sums, quantize_ref
 
 pytestmark = pytest.mark.skipif(not hasattr(_cpu, "qconv2d"), reason="no int8 kernels")
@@ -81,6 +81,33 @@ def test_quantize_rows_into_a_given_array(vulkan):
                           17, out)  # fmt: skip
     assert got is out
     np.testing.assert_array_equal(vulkan.host_view(out), quantize_ref(x, 0.1, 17))
+
+
+@pytest.mark.parametrize("start", [0, 5])
+def test_quantize_onnx_u8_is_quantize_linear_u8(vulkan, start):
+    """The correctly rounded division: the quotients next to every half-way point of the range
+    (where x * (1 / scale) or an inexact division rounds the other way), special values."""
+    if not vulkan.ctx.float64:
+        pytest.skip(f"{vulkan.ctx.info.name} has no shaderFloat64")
+    s = np.float32(0.0123)
+    half = ((np.arange(-300, 300, dtype=np.float32) + np.float32(0.5)) * s).view(np.int32)
+    x = np.concatenate(
+        [(half + d).view(np.float32) for d in range(-3, 4)]
+        + [np.array([np.nan, np.inf, -np.inf, -0.0, 1e38, 1e-40], np.float32)]
+    )
+    dev = vulkan.upload(np.concatenate([np.zeros(start, np.float32), x]), None)[start:]
+    for zp in (0, 77, 255):
+        out = vulkan.empty_array(x.shape, np.uint8)
+        T.quantize_onnx_u8(vulkan, out, dev, float(s), zp)
+        want = np.empty(x.shape, np.uint8)
+        _cpu.quantize_linear_u8(x, want, x.size, float(s), zp)
+        np.testing.assert_array_equal(vulkan.host_view(out), want)
+    vulkan.ctx.float64, had = False, vulkan.ctx.float64
+    try:
+        with pytest.raises(DeviceError, match="shaderFloat64"):
+            T.quantize_onnx_u8(vulkan, out, dev, float(s), 0)
+    finally:
+        vulkan.ctx.float64 = had
 
 
 def test_bad_calls_raise(vulkan):

@@ -79,7 +79,26 @@ def test_quantize_dequantize_odd_sizes_and_special_values(vulkan, size):
 
 def test_quantize_rounds_half_to_even(vulkan):
     x = (np.arange(-20, 20, dtype=np.float32) + 0.5) * np.float32(0.25)
-    _check("quantize_linear", [x], {"scale": 0.25, "zero_point": 10}, x.shape, D.uint8)
+    for onnx in (False, True)[: 1 + vulkan.ctx.float64]:
+        attrs = {"scale": 0.25, "zero_point": 10, "onnx": onnx}
+        _check("quantize_linear", [x], attrs, x.shape, D.uint8)
+
+
+@pytest.mark.parametrize("scale", [0.1, 0.0123, 3.3, 1e-3, 7.0])
+def test_onnx_quantize_is_the_correctly_rounded_division(vulkan, scale):
+    if not vulkan.ctx.float64:
+        pytest.skip(f"{vulkan.ctx.info.name} has no shaderFloat64")
+    """onnx=True (ONNX's QuantizeLinear, _cpu.quantize_linear_u8): x / scale correctly rounded,
+    then clamped and rounded half to even; inputs next to the half-way points, where a
+    reciprocal multiply or an inexact division rounds the other way, and special values."""
+    s = np.float32(scale)
+    half = ((np.arange(-130, 130, dtype=np.float32) + np.float32(0.5)) * s).astype(np.float32)
+    bits = half.view(np.int32)
+    near = np.concatenate([(bits + d).view(np.float32) for d in (-2, -1, 0, 1, 2)])
+    x = np.concatenate([near, SPECIAL, (RNG.standard_normal(999) * 200 * s).astype(np.float32)])
+    for zp in (0, 128, 255):
+        attrs = {"scale": scale, "zero_point": zp, "onnx": True}
+        _check("quantize_linear", [x], attrs, x.shape, D.uint8)
 
 
 LIN = {"a_scale": 0.03, "a_zero_point": 7, "relu": False, "out_scale": None}
@@ -99,6 +118,8 @@ def test_qlinear_odd_shapes(vulkan, m, n, k, out):
         dt = D.uint8
     _check("qlinear", [a, w, s, b], attrs, (m, n), dt)
     _check("qlinear", [a.reshape(1, m, k), w, s], attrs, (1, m, n), dt)  # no bias, 3-d
+    ib = RNG.integers(-(2**20), 2**20, n, dtype=np.int32)  # ONNX's int32 bias, into the sums
+    _check("qlinear", [a, w, s, ib], attrs, (m, n), dt)
 
 
 def test_qmatmul_integer(vulkan):
@@ -125,6 +146,8 @@ def test_qconv2d_geometries(vulkan, geo, batch):
     shape = op_info("qconv2d").evaluate([x, w, s, b], conv).shape
     _check("qconv2d", [x, w, s, b], conv, shape, D.uint8)
     _check("qconv2d", [x, w, s], dict(conv, out_scale=None, relu=False), shape, D.float32)
+    ib = RNG.integers(-5000, 5000, o, dtype=np.int32)
+    _check("qconv2d", [x, w, s, ib], conv, shape, D.uint8)
     ints = {k: conv[k] for k in ("stride", "padding", "dilation", "a_zero_point")}
     _check("qconv2d_integer", [x, w], ints, shape, D.int32)
 
@@ -167,20 +190,25 @@ def test_saved_model_loads_on_vulkan(vulkan, tmp_path):
 
 
 def test_cpu_only_quantized_nodes_are_refused(vulkan):
-    """ONNX's QuantizeLinear rounding, a per-channel weight dequantization and dynamic
-    quantization stay CPU-only."""
-    x = RNG.standard_normal((4, 6)).astype(np.float32)
-    g = _graph("quantize_linear", [x], {"scale": 0.1, "zero_point": 3, "onnx": True}, x.shape,
-               D.uint8)  # fmt: skip
+    """A per-channel weight dequantization, dynamic quantization and (without shaderFloat64)
+    ONNX's QuantizeLinear rounding stay CPU-only."""
     from gpucore.runtime.executors.vulkan import VulkanExecutor
 
-    with pytest.raises(DeviceError, match="quantize_linear.*onnx=True.*device='cpu'"):
-        VulkanExecutor(plan(g, inplace=False))
+    x = RNG.standard_normal((4, 6)).astype(np.float32)
     w = RNG.integers(-127, 128, (5, 6), dtype=np.int8)
     s = RNG.uniform(0.01, 0.1, 5).astype(np.float32)
     g = _graph("dequantize_linear", [w, s], {"axis": 0}, w.shape, D.float32, n_inputs=2)
-    with pytest.raises(DeviceError, match="per-channel"):
+    with pytest.raises(DeviceError, match="per-channel.*device='cpu'"):
         VulkanExecutor(plan(g, inplace=False))
+    # ONNX's QuantizeLinear rounding on a device without shaderFloat64
+    g = _graph("quantize_linear", [x], {"scale": 0.1, "zero_point": 3, "onnx": True}, x.shape,
+               D.uint8)  # fmt: skip
+    vulkan.ctx.float64, had = False, vulkan.ctx.float64
+    try:
+        with pytest.raises(DeviceError, match="quantize_linear.*shaderFloat64.*device='cpu'"):
+            VulkanExecutor(plan(g, inplace=False))
+    finally:
+        vulkan.ctx.float64 = had
     # ONNX dynamic quantization's activation quantizer has no shader
     g = _graph("dynamic_quantize_linear", [x], {"output_index": 0}, x.shape, D.uint8)
     with pytest.raises(DeviceError, match="dynamic_quantize_linear of float32.*device='cpu'"):

@@ -1,7 +1,8 @@
 """The byte-tensor kernels of the runtime's quantized ops on the device (shaders/qtensor.comp),
 bit for bit with their C kernels: ``dequantize_u8``, ``im2col_rows`` (a uint8 convolution's
 activation rows for ``qgemm.qgemm``, padded with the activation zero point), ``rows_to_nchw``
-(the GEMM's uint8 result into the convolution's layout) and ``max_pool2d_u8``. uint8 inputs may
+(the GEMM's uint8 result into the convolution's layout), ``max_pool2d_u8`` and
+``quantize_onnx_u8`` (ONNX's QuantizeLinear, shaders/quantize_onnx.comp). uint8 inputs may
 start at any byte; uint8 outputs start on a 32-bit word and are written in whole words (the bytes
 up to the next word: the allocation's padding)."""
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....errors import DTypeError, ShapeError
+from ....errors import DeviceError, DTypeError, ShapeError
 from .common import _push, flat_local_size, groups_1d
 
 _DEQUANT, _IM2COL, _MAXPOOL, _NCHW = 0, 1, 2, 3
@@ -117,3 +118,33 @@ def rows_to_nchw(be, out: np.ndarray, rows: np.ndarray) -> None:
     push = _geometry_push(total, x_off, o_off, o, pix, 0, (0, 0), (0, 0), (0, 0), (0, 0), 0, 0,
                           out.size, rows.shape[1] // 4, 1.0, 0)  # fmt: skip
     _dispatch(be, _NCHW, rows, out, push, total, "rows_to_nchw")
+
+
+def quantize_onnx_u8(be, out: np.ndarray, x: np.ndarray, scale: float, zero_point: int) -> None:
+    """Record uint8 ``out`` = ONNX's QuantizeLinear of float32 ``x`` (``_cpu.quantize_linear_u8``:
+    the correctly rounded x / scale clamped to [-zp, 255 - zp], NaN to -zp, rounded half to
+    even, + zp; shaders/quantize_onnx.comp, devices with shaderFloat64)."""
+    if x.dtype != np.float32 or not x.flags.c_contiguous or out.shape != x.shape:
+        raise DTypeError(
+            f"quantize_onnx_u8: x must be contiguous float32 of out's shape {out.shape}"
+        )
+    if not be.ctx.float64:
+        raise DeviceError(
+            f"quantize_onnx_u8: {be.ctx.info.name} has no shaderFloat64 (the exact residuals of "
+            "the rounded division); run ONNX's QuantizeLinear on the CPU"
+        )
+    o_off = _word_output(be, out, np.uint8, "quantize_onnx_u8")
+    total = -(-x.size // 4)
+    if not total:
+        return
+    s = np.float32(scale)
+    inv = np.float32(1) / s
+    push = _push(total, x.size, be.operand(x).offset, o_off, float(s), float(inv),
+                 float(zero_point))  # fmt: skip
+    local = flat_local_size(be)
+    ox, oo = be.operand(x), be.operand(out)
+    pipe = be.ctx.pipelines.get("quantize_onnx", 2, (), local)
+    be.ctx.stream.dispatch(
+        pipe, [ox.binding(False), oo.binding(True)], push, groups_1d(total, local),
+        label="quantize_onnx_u8", keep=[x, out],
+    )  # fmt: skip
