@@ -18,7 +18,8 @@ quantized.py), bit for bit with the CPU executor on the same graph:
 The int8 weights are packed and uploaded once per executor (``QWeight``, shared by its runners);
 the per-channel scales and bias (graph constants) are folded into the epilogue's factors on the
 host when a runner records its command buffer. Refused (DeviceError at compile, naming the node):
-a per-channel ``dequantize_linear`` of a weight, scales / weights / biases that are not
+ONNX's QuantizeLinear rounding on a device without shaderFloat64, a per-channel
+``dequantize_linear`` of a weight, scales / weights / biases that are not
 constants, a ``qmatmul_integer`` whose zero point is a tensor, and the ops of ONNX dynamic
 quantization (``dynamic_quantize_linear``, ``qlinear_dynamic``): those run on the CPU.
 """
