@@ -10,6 +10,7 @@ Run from the repository root after building the extension::
     python benchmarks/quant.py --threads 1 # one thread only
     python benchmarks/quant.py --threads 1 --cpu-time   # a shared machine: see below
     python benchmarks/quant.py --models    # models: FP32 vs INT8 static (quant_models.py)
+    python benchmarks/quant.py --models --only "digits CNN" --libs "gpucore,gpucore Vulkan"
     python benchmarks/shaders.py --only qgemm  # the Vulkan int8 GEMM shader vs the float one
     python benchmarks/quant.py --onnx      # ONNX INT8 models: gpucore.onnx vs ONNX Runtime
 
@@ -102,6 +103,10 @@ def main():
     ap.add_argument(
         "--onnx", action="store_true", help="ONNX INT8 models vs ONNX Runtime (quant_onnx.py)"
     )
+    ap.add_argument("--libs", default="", help="--models: only these rows (comma-separated: "
+                    "gpucore, gpucore Vulkan, PyTorch FX, ONNX Runtime)")  # fmt: skip
+    ap.add_argument("--only", default="", help="--models: model names containing one of these "
+                    "(comma-separated, e.g. 'digits CNN')")  # fmt: skip
     args = ap.parse_args()
     if args.onnx:
         from quant_onnx import dynamic_table  # noqa: PLC0415
@@ -120,7 +125,9 @@ def main():
         from quant_models import table  # noqa: PLC0415
 
         share = CpuShare()
-        table(rounds=2 if args.quick else 5, min_time=0.1 if args.quick else 0.2)
+        table(rounds=2 if args.quick else 5, min_time=0.1 if args.quick else 0.2,
+              libs=[x for x in args.libs.split(",") if x],
+              models=[x for x in args.only.split(",") if x])  # fmt: skip
         print()
         print(load_note(share.others(), "during the run"))
         return

@@ -3,7 +3,9 @@ digits CNN and MLP of gpucore/examples/digits.py (trained here, seed 0) and a 78
 MLP (random weights: time and size only), through gpucore's ``quantize_static``, PyTorch's FX
 static quantization (``prepare_fx`` / ``convert_fx``, the x86 qconfig) and ONNX Runtime's
 ``quantize_static`` (QDQ, per-channel int8 weights, uint8 activations), each from the same
-weights and calibrated on the same batches, when installed. Everything on one thread; the
+weights and calibrated on the same batches, when installed; "gpucore Vulkan": gpucore's FP32 and
+INT8 models compiled for the Vulkan device (on lavapipe, a CPU device: CPU timings, with its own
+threads). Everything on one thread; the
 libraries' FP32 and INT8 calls alternate in rounds and the median round is reported (µs per
 call). Size: the saved model file (gpucore ``.save``, ``torch.save`` of the state dict, the
 .onnx file). Accuracy: on the 360 held-out digits (batches of the timed size).
@@ -57,15 +59,22 @@ def _batches(x: np.ndarray, b: int) -> list:
     return [x[i : i + b] for i in range(0, len(x) - b + 1, b)]
 
 
-def cases() -> list:
-    """(name, gpucore module, train x, test x, test y or None)."""
+def cases(models=None) -> list:
+    """(name, gpucore module, train x, test x, test y or None); ``models``: only the names
+    containing one of these strings."""
     from gpucore.examples import digits as demo
+
+    def keep(name):
+        return not models or any(m in name for m in models)
 
     x_tr, _, x_te, y_te = demo.load_data(0)
     out = []
     for kind in ("cnn", "mlp"):
-        model = demo.train(kind, progress=False, device="cpu").model.eval()
-        out.append((f"digits {kind.upper()}", model, x_tr, x_te, y_te))
+        if keep(f"digits {kind.upper()}"):
+            model = demo.train(kind, progress=False, device="cpu").model.eval()
+            out.append((f"digits {kind.upper()}", model, x_tr, x_te, y_te))
+    if not keep("MLP 784-1024-1024-10"):
+        return out
     gc.manual_seed(0)
     big = nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
                         nn.Linear(1024, 10)).eval()  # fmt: skip
@@ -82,6 +91,26 @@ def run_gpucore(model, calib, tests, rounds, min_time, d) -> dict:
     t = _paired({"f": lambda: fm.run_arrays([x]), "q": lambda: qm.run_arrays([x])}, rounds,
                 min_time)  # fmt: skip
     fm.save(os.path.join(d, "f.gcm"))
+    qm.save(os.path.join(d, "q.gcm"))
+    f_out = np.concatenate([fm.run_arrays([b])[0] for b in tests])
+    q_out = np.concatenate([qm.run_arrays([b])[0] for b in tests])
+    sizes = (os.path.getsize(os.path.join(d, "f.gcm")), os.path.getsize(os.path.join(d, "q.gcm")))
+    return {"t": (t["f"], t["q"]), "size": sizes, "out": (f_out, q_out)}
+
+
+def run_vulkan(model, calib, tests, rounds, min_time, d) -> dict | None:
+    """gpucore's FP32 and INT8 (``quantize_static(..., device="vulkan")``: the int8 shaders)
+    models on the Vulkan device; None without one. On lavapipe (a CPU device) these are CPU
+    timings, its own threads (LP_NUM_THREADS) included."""
+    if gc.dispatch.vulkan_backend(required=False, allow_cpu=True) is None:
+        return None
+    fc = gc.compile(model, gc.tensor(tests[0]), device="cpu")
+    fm = gc.compile(model, gc.tensor(tests[0]), device="vulkan")
+    qm = quantize_static(fc, calib, device="vulkan")
+    x = tests[0]
+    t = _paired({"f": lambda: fm.run_arrays([x]), "q": lambda: qm.run_arrays([x])}, rounds,
+                min_time)  # fmt: skip
+    fc.save(os.path.join(d, "f.gcm"))
     qm.save(os.path.join(d, "q.gcm"))
     f_out = np.concatenate([fm.run_arrays([b])[0] for b in tests])
     q_out = np.concatenate([qm.run_arrays([b])[0] for b in tests])
@@ -177,18 +206,24 @@ def run_ort(model, calib, tests, rounds, min_time, d) -> dict | None:
             "out": (f_out, q_out)}  # fmt: skip
 
 
-def table(batches=(64, 1), rounds: int = 5, min_time: float = 0.2) -> None:
-    """Prints the markdown table (module docstring)."""
+LIBS = {"gpucore": run_gpucore, "gpucore Vulkan": run_vulkan, "PyTorch FX": run_torch,
+        "ONNX Runtime": run_ort}  # fmt: skip
+
+
+def table(batches=(64, 1), rounds: int = 5, min_time: float = 0.2, libs=None, models=None):
+    """Prints the markdown table (module docstring); ``libs`` / ``models``: only those rows (names
+    of LIBS; model names containing one of the strings)."""
     gc._cpu.set_num_threads(1)
     print("| model | batch | library | FP32 µs | INT8 µs | speed-up | FP32 KB | INT8 KB | "
           "size ratio | FP32 acc % | INT8 acc % | cos(INT8, FP32) |")  # fmt: skip
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for name, model, x_tr, x_te, y in cases():
+    for name, model, x_tr, x_te, y in cases(models):
         for b in batches:
             calib = _batches(x_tr, b)[: max(8, 512 // b)]
             tests = _batches(x_te, b)
-            for lib, fn in (("gpucore", run_gpucore), ("PyTorch FX", run_torch),
-                            ("ONNX Runtime", run_ort)):  # fmt: skip
+            for lib, fn in LIBS.items():
+                if libs and lib not in libs:
+                    continue
                 with tempfile.TemporaryDirectory() as d:
                     try:
                         r = fn(model, calib, tests, rounds, min_time, d)

@@ -53,6 +53,7 @@ const uint O_U8 = 2u;
 const uint O_S8 = 3u;
 const uint F_BIAS = 1u;  // flags
 const uint F_RELU = 2u;
+const uint F_IBIAS = 4u;  // an int32 bias (its bits in the bias factors), added to the sums
 
 layout(std430, set = 0, binding = 0) readonly buffer A { uint a[]; };     // QUANTIZE: x floats
 layout(std430, set = 0, binding = 1) readonly buffer W { uvec4 w4[]; };   // QUANTIZE: unused
@@ -72,7 +73,7 @@ layout(push_constant) uniform Push {
     uint s_off, b_off;    // factors: scale[j] at s_off + j, bias[j] at b_off + j
     uint flip;            // 0x80808080 for int8 activations, else 0
     int zp;               // a_zp as uint8 (a_zp + 128 for int8 activations)
-    uint flags;           // F_BIAS | F_RELU
+    uint flags;           // F_BIAS | F_RELU | F_IBIAS
     float out_zp, lo, hi; // requantization: the output zero point and the clamp bounds
 } p;
 
@@ -89,6 +90,8 @@ int sudot(int x, uint y, spirv_literal int fmt);
 uint epilogue_word(int acc, uint j) {
     int v = int(uint(acc) - uint(p.zp) * uint(colsum[p.cs_off + j]));
     if (OUT == O_I32) return uint(v);
+    // ONNX's int32 bias: into the sums, wrapping (as the C kernel), before the float epilogue
+    if ((p.flags & F_IBIAS) != 0u) v = int(uint(v) + floatBitsToUint(fac[p.b_off + j]));
     precise float t = float(v) * fac[p.s_off + j];
     if ((p.flags & F_BIAS) != 0u) t = t + fac[p.b_off + j];
     if (OUT == O_F32) {
@@ -196,7 +199,7 @@ void gemm() {
 
 // ------------------------------------------------------------------------------- QUANTIZE
 // One word of the activation, four uint8 values: clamp(rint(fl32(x * inv) + zp), 0, 255), the
-// rounding of qtensor.quantize_array (per tensor, unfused); bytes past K are 0.
+// rounding of qtensor.quantize_array (per tensor, unfused), NaN -> 255; bytes past K are 0.
 void quantize() {
     uint idx = global_index();
     if (idx >= p.M * p.KW) return;

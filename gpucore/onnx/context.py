@@ -88,8 +88,10 @@ class Context:
     def __init__(self, info: ModelInfo, weights: dict, dynamic: bool = False, int8: bool = True):
         self.source = info.source
         self.dynamic = dynamic  # the model has dynamic axes
-        # quantize / dequantize as the runtime's int8 nodes (ops/quantize.py): the CPU's; the
-        # Vulkan executor has no int8 shaders, so there they stay float compositions
+        # quantize / dequantize as the runtime's int8 nodes (ops/quantize.py) when importing
+        # for the CPU; for Vulkan they stay float compositions (dynamic quantization's nodes
+        # have no shaders; a model imported for the CPU and saved runs its static int8 nodes
+        # on the Vulkan executor's int8 shaders, runtime/executors/vulkan_quant.py)
         self.int8 = int8
         self._sized: dict = {}  # id -> static value computed from tensor sizes (kept alive)
         self.opset = info.opset

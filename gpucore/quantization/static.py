@@ -22,8 +22,10 @@ PyTorch's prepare / calibrate / convert, on gpucore's runtime graph).
    where no quantize follows, e.g. the logits).
 
 The result is a ``CompiledModel`` whose graph holds the int8 weights (about 4x smaller saved),
-run by the compiled executor as one C program (or the interpreted one, with the same bits). It
-runs on the CPU: the Vulkan executor refuses the quantized nodes (DeviceError naming the node).
+run by the compiled executor as one C program (or the interpreted one, with the same bits), or
+with ``device="vulkan"`` by the Vulkan executor: the int8 GEMM and byte shaders
+(gpucore/runtime/executors/vulkan_quant.py), the same bits as the CPU
+(``gpucore.runtime.load(path, device="vulkan")`` runs a saved one there too).
 With dynamic axes, the calibration batches may have any sizes; the quantized graph is built at
 the example sizes and at neighbouring ones and merged into one symbolic graph, as ``capture``
 merges traces (a model whose quantized graph changes structure with the sizes is refused).
@@ -233,6 +235,7 @@ def quantize_static(
     weight_dtype=D.qint8,
     activation_dtype=D.quint8,
     executor: str | None = None,
+    device: str | None = None,
 ):
     """A new CompiledModel: ``model`` (a float32 ``gpucore.compile`` result) with its Linear /
     Conv2d layers quantized statically (module docstring).
@@ -243,8 +246,11 @@ def quantize_static(
     (else one per tensor). activation_observer: an observer class or factory for the
     activations (MinMaxObserver, HistogramObserver, ``MinMaxObserver.with_args(...)``),
     observing quint8. weight_dtype: gpucore.qint8; activation_dtype: gpucore.quint8 (the
-    kernels' types). executor: "compiled" (default: the model's) or "interpreted"."""
-    from ..runtime.model import CompiledModel  # noqa: PLC0415
+    kernels' types). executor: "compiled" (default: the model's) or "interpreted" (CPU).
+    device: where the quantized model runs (default: the model's), "cpu", "vulkan" (the int8
+    shaders, bit for bit the CPU's results) or "auto" (as ``gpucore.compile``); calibration
+    always runs on the CPU."""
+    from ..runtime.model import CompiledModel, _pick_device  # noqa: PLC0415
 
     if not isinstance(model, CompiledModel):
         raise ArgumentTypeError(
@@ -265,7 +271,7 @@ def quantize_static(
         graph = _quantized_graph(model, {}, qparams, bool(per_channel))
     out = CompiledModel(
         graph,
-        device="cpu",
+        device=_pick_device(model.device if device is None else device),
         optimize=model.optimize,
         executor=executor or model.executor_kind,
         check_nan=model.check_nan,

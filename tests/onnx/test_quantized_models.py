@@ -268,3 +268,25 @@ def test_qgemm_with_float_output(tmp_path):
     x = model_input("mlp", 4)
     np.testing.assert_array_equal(cm(gpucore.from_numpy(x)).numpy(), run_ort(path, x))
     assert graph_ops(cm) == {"quantize_linear", "qlinear"}
+
+
+@pytest.mark.parametrize("act", ["QUInt8", "QInt8"])
+@pytest.mark.parametrize("fmt", ["QDQ", "QOperator"])
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_int8_nodes_saved_then_run_on_vulkan(tmp_path, vulkan, name, fmt, act):
+    """An ONNX int8 model imported for the CPU (the runtime's int8 nodes, ONNX's QuantizeLinear
+    rounding and int32 biases included), saved and loaded for the Vulkan executor: its int8
+    shaders give ONNX Runtime's outputs bit for bit too, at every batch size."""
+    from gpucore.runtime import load  # noqa: PLC0415
+
+    if not vulkan.ctx.float64:
+        pytest.skip(f"{vulkan.ctx.info.name} has no shaderFloat64 (ONNX's rounding)")
+    path = quantized(tmp_path, name, fmt, act)
+    with gpucore.device_policy("cpu"):  # traced on the CPU (a Vulkan trace lowers convolutions)
+        gx.load(path, device="cpu").save(str(tmp_path / "m.gcm"))
+    vm = load(str(tmp_path / "m.gcm"), device="vulkan")
+    for batch in (1, 5):
+        x = model_input(name, batch)
+        np.testing.assert_array_equal(vm(gpucore.from_numpy(x)).numpy(), run_ort(path, x))
+    ops = {s.node.op for ex in vm.executors() for s in ex.plan.steps}
+    assert INT8_OPS & ops and not FLOAT_OPS & ops, sorted(ops)

@@ -1,7 +1,7 @@
 """gpucore.quantization.quantize_static end to end: an MLP and the digits CNN statically
 quantized (outputs close to FP32, accuracy within 0.5 pt, int8 weights 4x smaller), compiled ==
-interpreted bit for bit, the saved file's round trip and its refusal of tampering, Vulkan's
-refusal, bad arguments."""
+interpreted bit for bit, the saved file's round trip and its refusal of tampering, the Vulkan
+executor's bits (the CPU's), bad arguments."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 import gpucore as gc
 from gpucore import nn
-from gpucore.errors import DeviceError, SerializationError
+from gpucore.errors import SerializationError
 from gpucore.io import load as io_load
 from gpucore.io import save as io_save
 from gpucore.quantization import HistogramObserver, MinMaxObserver, quantize_static
@@ -97,13 +97,18 @@ def test_histogram_observer_and_per_tensor(mlp):
 
 
 @pytest.fixture(scope="module")
-def digits():
+def digits_model():
+    """The digits CNN trained for 8 epochs and its data (x_train, y_train, x_test, y_test)."""
     pytest.importorskip("sklearn")
     from gpucore.examples import digits as demo
 
     result = demo.train("cnn", epochs=8, progress=False, device="cpu")
-    model = result.model.eval()
-    x_train, _, x_test, y_test = demo.load_data(0)
+    return result.model.eval(), demo.load_data(0)
+
+
+@pytest.fixture(scope="module")
+def digits(digits_model):
+    model, (x_train, _, x_test, y_test) = digits_model
     batch = 64
     fm = gc.compile(model, gc.tensor(x_test[:batch]), device="cpu")
     calib = [x_train[i : i + batch] for i in range(0, len(x_train) - batch + 1, batch)]
@@ -183,13 +188,27 @@ def test_tampered_files_are_refused(digits, tmp_path):
         load(tmp_path / "hostile.gcm", device="cpu")
 
 
-def test_vulkan_refuses_quantized_nodes(mlp, tmp_path):
-    _, qm, _ = mlp
+def test_digits_cnn_on_vulkan_equals_the_cpu(digits, digits_model, tmp_path):
+    """The quantized digits CNN on the Vulkan executor (int8 shaders): the CPU's logits bit for
+    bit on the whole test set (saved, then loaded for the device), and with a dynamic batch
+    (quantize_static(device="vulkan")) at batch 1, 64 and sizes it was not built at."""
+    _, qm, tests, _ = digits
     if gc.dispatch.vulkan_backend(required=False, allow_cpu=True) is None:
         pytest.skip("no Vulkan device")
     qm.save(tmp_path / "q.gcm")
-    with pytest.raises((DeviceError, SerializationError), match="quantize_linear|qlinear"):
-        load(tmp_path / "q.gcm", device="vulkan")
+    vm = load(tmp_path / "q.gcm", device="vulkan")
+    assert vm.device == "vulkan"
+    for x in tests:
+        np.testing.assert_array_equal(vm(x).numpy(), qm(x).numpy())
+    model, (x_train, _, x_test, _) = digits_model
+    axes = {"input": {0: "batch"}}
+    fm = gc.compile(model, gc.tensor(x_test[:8]), device="cpu", dynamic_axes=axes)
+    calib = [x_train[:64], x_train[64:100], x_train[100:101]]
+    qc = quantize_static(fm, calib)
+    qv = quantize_static(fm, calib, device="vulkan")
+    assert qc.device == "cpu" and qv.device == "vulkan"
+    for n in (1, 3, 64, 100):
+        np.testing.assert_array_equal(qv(x_test[:n]).numpy(), qc(x_test[:n]).numpy())
 
 
 def test_bad_arguments(mlp):

@@ -11,8 +11,11 @@ yet: its primitive ops run as they are); a ``gemm`` node runs the GEMM shader wi
 bias and activation epilogue, ``layer_norm`` and ``attention`` nodes their own shaders (one
 dispatch each, kernels/fused.py; attention reads the permuted q / k / v views in place and, with
 ``heads_last``, writes the merged [B, S, H, D] heads through a permuted view of its output).
-A node without a shader for its dtypes is refused when the model is compiled (DeviceError naming
-it): compile for the CPU.
+The quantized ops of a statically quantized model (``quantize_linear``, ``qlinear``,
+``qconv2d``, ``qmax_pool2d``, ...) run as int8 shaders, the CPU executor's bits
+(executors/vulkan_quant.py, which also lists the quantized nodes that stay CPU-only). A node
+without a shader for its dtypes is refused when the model is compiled (DeviceError naming it):
+compile for the CPU.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from ...errors import DeviceError
 from ...ops.registry import REGISTRY
 from ..ir.ops import TensorSpec, op_info
 from ..planner.plan import Plan
+from . import vulkan_quant
 from .cpu import _Pool, bind_arrays
 
 GEMM_DTYPES = (float32, float16, bfloat16)
@@ -142,6 +146,8 @@ class VulkanExecutor:
         self.widened: set = set()  # nodes whose float32 kernel runs on widened half operands
         self._check_supported()
         g = self.graph
+        # the int8 weights of the quantized GEMM / convolution nodes, packed once
+        self.qweights = vulkan_quant.pack_weights(self.be, g, [s.node for s in plan.steps])
         self.constants = {
             name: self.be.upload(np.require(t.data, requirements="C"), t.dtype)
             for name, t in g.tensors.items()
@@ -158,8 +164,13 @@ class VulkanExecutor:
                 continue
             out = g.tensors[node.output]
             dts = [out.dtype] + [g.tensors[n].dtype for n in node.inputs]
+            why = ""
             if step.kind == "copy":  # copy.comp: 32-bit words, pairs of them, bytes, 16-bit
                 supported = out.dtype.itemsize in (1, 2, 4, 8)
+            elif node.op in vulkan_quant.QUANT_OPS:  # int8 shaders (executors/vulkan_quant.py)
+                reason = vulkan_quant.unsupported(g, node, self.be.ctx.float64)
+                supported = reason is None
+                why = f" ({reason}: it runs on the CPU)" if reason else ""
             elif node.op in ("gemm", "conv2d", "layer_norm", "attention"):
                 # float32, or every operand float16 or every one bfloat16 (an attention mask
                 # may be bool): GEMM reads halves itself, the others run widened to float32
@@ -186,7 +197,6 @@ class VulkanExecutor:
                 operands = ", ".join(
                     f"{g.tensors[n].dtype.name}{list(g.tensors[n].shape)}" for n in node.inputs
                 )
-                why = ""
                 if float64 in dts and not self.be.ctx.float64:
                     why = f" ({self.be.ctx.info.name} has no shaderFloat64 / shaderInt64)"
                 raise DeviceError(
@@ -234,6 +244,8 @@ class VulkanExecutor:
                 be.ctx.stream.label = node.op
                 if step.kind == "copy":
                     copy_array(be, out, op_info(node.op).view(args[0], node.attrs))
+                elif node.op in vulkan_quant.QUANT_OPS:
+                    temps.append(vulkan_quant.record(be, out, args, node, g, self.qweights))
                 elif node.op in _RECORDERS or node.op == "conv2d":
                     rec = _RECORDERS.get(node.op, _record_conv2d)
                     if node.output in self.widened:  # float32 shaders on half operands

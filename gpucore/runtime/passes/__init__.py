@@ -56,22 +56,11 @@ PIPELINE = (
 
 # The Vulkan executor's pipeline: SiLU, whose fused op has a C kernel but no shader yet, is left
 # out (its primitive ops run as shaders); layer norm and attention have their own shaders
-# (gpucore/backends/vulkan/kernels/fused.py).
-VULKAN_PIPELINE = tuple(
-    p
-    for p in PIPELINE
-    # nor the int8 ops (no int8 shaders: gpucore.onnx keeps quantization as float compositions
-    # there, and a MaxPool of uint8 values stays a float pool)
-    if p
-    not in (
-        fuse_silu,
-        sink_dequantize,
-        pool_uint8,
-        remove_qdq_pairs,
-        fuse_quantized,
-        fuse_dynamic_quantized,
-    )
-)
+# (gpucore/backends/vulkan/kernels/fused.py), the int8 ops theirs (executors/vulkan_quant.py:
+# the QDQ form of a model imported for the CPU and saved fuses as there), but for dynamic
+# quantization's qlinear_dynamic (the CPU's only; gpucore.onnx keeps an ONNX model's
+# quantization as float compositions when it imports for Vulkan).
+VULKAN_PIPELINE = tuple(p for p in PIPELINE if p not in (fuse_silu, fuse_dynamic_quantized))
 
 
 def optimize(graph: Graph, passes=PIPELINE, max_rounds: int = 8) -> Graph:

@@ -92,6 +92,19 @@ def test_equals_the_c_kernel_bit_for_bit(vulkan, dot, shuffle, m, n, k, signed, 
         np.testing.assert_array_equal(want, ref)
 
 
+@pytest.mark.parametrize("odt", [np.float32, np.uint8, np.int8])
+@pytest.mark.parametrize("m,n,k", [(1, 9, 5), (17, 33, 13), (37, 70, 130)])
+def test_int32_bias_goes_into_the_sums(vulkan, dot, m, n, k, odt):
+    """ONNX's int32 bias (QLinearConv / QGemm): added to the int32 sums (wrapping) before the
+    float epilogue, as the C kernel."""
+    a, w = operands(m, n, k, False)
+    args = list(epilogue_args(n, odt, relu=m % 2 == 1))
+    args[1] = 131
+    args[3] = RNG.integers(-(2**31), 2**31 - 1, n, endpoint=True).astype(np.int32)
+    args[3][:2] = [2**31 - 1, -(2**31)][:n]  # wrapping at both ends
+    assert_bits(dev_qgemm(vulkan, a, w, odt, *args, dot=dot), cpu_qgemm(a, w, odt, *args))
+
+
 @pytest.mark.parametrize("odt", [np.uint8, np.int8])
 def test_requantization_ties_and_saturation(vulkan, dot, odt):
     # factor 0.5 (a_scale * w_scale / out_scale) on odd sums: every value a tie at .5, rounded

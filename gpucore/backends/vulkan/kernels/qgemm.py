@@ -37,7 +37,7 @@ _GEMM, _QUANTIZE = 0, 1
 OUT_MODES = {np.dtype(np.int32): 0, np.dtype(np.float32): 1, np.dtype(np.uint8): 2,
              np.dtype(np.int8): 3}  # fmt: skip
 _I32, _F32, _U8, _S8 = 0, 1, 2, 3
-_F_BIAS, _F_RELU = 1, 2
+_F_BIAS, _F_RELU, _F_IBIAS = 1, 2, 4
 _FLIP = 0x80808080
 TILE_ROWS = (1, 2, 4, 8, 16, 32)
 TN = 4  # columns per invocation (a multiple of 4: byte outputs store whole words)
@@ -119,7 +119,8 @@ def pack_weight(be, w: np.ndarray) -> QWeight:
 
 def epilogue_factors(mode: int, n: int, a_scale, w_scales, bias, out_scale) -> np.ndarray | None:
     """float32 [2, N]: gc_qgemm's per-column scale and bias (s = a_scale * w_scales[j], divided
-    by out_scale when requantizing), with its checks; None for int32 out."""
+    by out_scale when requantizing), with its checks; None for int32 out. An int32 bias (ONNX's,
+    added to the int32 sums) goes in as its bits (the shader's F_IBIAS)."""
     if mode == _I32:
         return None
     requant = mode != _F32
@@ -127,11 +128,15 @@ def epilogue_factors(mode: int, n: int, a_scale, w_scales, bias, out_scale) -> n
     ws = np.ascontiguousarray(w_scales, dtype=np.float32).reshape(-1)
     if ws.size != n:
         raise ShapeError(f"qgemm: w_scales holds {ws.size} values, N={n}")
+    ibias = bias is not None and np.asarray(bias).dtype == np.int32
     with np.errstate(all="ignore"):
         s = a_scale * ws
-        b = np.zeros(n, np.float32) if bias is None else np.asarray(bias, np.float32).reshape(-1)
-        if b.size != n:
-            raise ShapeError(f"qgemm: bias holds {b.size} values, N={n}")
+        if bias is None or ibias:
+            b = np.zeros(n, np.float32)
+        else:
+            b = np.asarray(bias, np.float32).reshape(-1)
+        if bias is not None and np.asarray(bias).size != n:
+            raise ShapeError(f"qgemm: bias holds {np.asarray(bias).size} values, N={n}")
         if requant:
             if not (np.isfinite(out_scale) and out_scale > 0):
                 raise ValueError(f"qgemm: out_scale must be finite and > 0, got {out_scale}")
@@ -146,7 +151,10 @@ def epilogue_factors(mode: int, n: int, a_scale, w_scales, bias, out_scale) -> n
             f"{' / out_scale' if requant else ''} must be finite and > 0 and bias[j] finite in "
             "float32"
         )
-    return np.stack([s, b]).astype(np.float32)
+    out = np.stack([s, b]).astype(np.float32)
+    if ibias:
+        out[1] = np.ascontiguousarray(bias, np.int32).reshape(-1).view(np.float32)
+    return out
 
 
 def _words(be, arr: np.ndarray):
@@ -231,7 +239,10 @@ def qgemm(
         target = be.empty_array((m, n), out.dtype)
     oc = be.operand(target)
     f_arr = be.upload(fac.reshape(-1), None) if fac is not None else None
-    flags = (_F_BIAS if bias is not None else 0) | (_F_RELU if relu and mode == _F32 else 0)
+    ibias = bias is not None and np.asarray(bias).dtype == np.int32
+    flags = (_F_IBIAS if ibias else _F_BIAS if bias is not None else 0) | (
+        _F_RELU if relu and mode == _F32 else 0
+    )
     zp_u8 = int(a_zero_point) + (128 if signed else 0)
     oa, a_off, lda = wa
     ow, ocs = be.operand(weight.data), be.operand(weight.colsum)
@@ -239,7 +250,11 @@ def qgemm(
         raise DeviceError("qgemm: internal: the packed weights are not 16-byte aligned")
     of = be.operand(f_arr) if f_arr is not None else ocs
     tm = tile_rows(m, bool(sg))
-    local = min(64, ctx.limits["maxComputeWorkGroupInvocations"])
+    # invocations along N: at most 64, fewer for narrow outputs (a convolution's few channels:
+    # 32 columns are 8 invocations, and a 64-wide group would compute 56 clamped ones), whole
+    # subgroups with the shuffle modules
+    unit = sg or 8
+    local = min(64, ctx.limits["maxComputeWorkGroupInvocations"], -(-n // (TN * unit)) * unit)
     name = ("qgemm_dot" if use_dot else "qgemm") + ("_sg" if sg else "")
     pipe = ctx.pipelines.get(name, 5, (_GEMM, tm, TN, mode, sg or 8), local)
     bindings = [oa.binding(False), ow.binding(False), oc.binding(True), ocs.binding(False),
@@ -260,15 +275,36 @@ def qgemm(
         copy_array(be, out, target[:, :n])
 
 
-def quantize_rows(be, x: np.ndarray, inv: float, zero_point: int) -> np.ndarray:
+def quantize_rows(
+    be,
+    x: np.ndarray,
+    inv: float,
+    zero_point: int,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
     """uint8 [M, 4 * ceil(K / 4)] on the device: float32 ``x`` [M, K] quantized per tensor as
-    qtensor.quantize_array (``rint(fl32(x * inv) + zero_point)`` clamped to [0, 255]), the pad
-    bytes 0; ``qgemm`` takes its ``[:, :K]`` view without a copy."""
+    qtensor.quantize_array (``rint(fl32(x * inv) + zero_point)`` clamped to [0, 255], NaN to
+    255: ``_cpu.quantize_u8``), the pad bytes 0; ``qgemm`` takes its ``[:, :K]`` view without a
+    copy. ``out``: write into this contiguous uint8 [M, K] array instead (starting on a 32-bit
+    word; M = 1 or K a multiple of 4: whole words are written, the last one's pad bytes land in
+    the allocation's padding) and return it."""
     if x.dtype != np.float32 or x.ndim != 2:
         raise DTypeError(f"quantize_rows: x must be float32 [M, K], got {x.dtype} {x.shape}")
     m, k = x.shape
     kw = -(-k // 4)
-    out = be.empty_array((m, 4 * kw), np.uint8)
+    if out is None:
+        out = be.empty_array((m, 4 * kw), np.uint8)
+    elif (
+        out.dtype != np.uint8
+        or out.shape != (m, k)
+        or not out.flags.c_contiguous
+        or (m > 1 and k % 4)
+        or be.operand(out).offset % 4
+    ):
+        raise ShapeError(
+            f"quantize_rows: out must be contiguous uint8 {[m, k]} starting on a word, with M = 1 "
+            f"or K a multiple of 4; got {out.dtype} {list(out.shape)}"
+        )
     if m * kw == 0:
         return out
     x = contiguous(be, x)

@@ -1,0 +1,134 @@
+"""The Vulkan executor's recordings of the runtime's quantized ops (gpucore/runtime/ir/
+quantized.py), bit for bit with the CPU executor on the same graph:
+
+- ``quantize_linear``: qgemm.comp's QUANTIZE mode (``kernels/qgemm.py: quantize_rows``, the
+  rounding of ``_cpu.quantize_u8``, NaN -> 255, or with ``onnx=True`` ONNX's QuantizeLinear as
+  ``_cpu.quantize_linear_u8``: a correctly rounded division, ``quantize_onnx_u8``, on devices
+  with shaderFloat64) over the flattened tensor;
+- ``dequantize_linear`` (per tensor): ``kernels/qtensor.py: dequantize_u8``;
+- ``qlinear`` and ``qmatmul_integer`` (attribute zero point): the int8 GEMM shader
+  (``kernels/qgemm.py: qgemm``) with its requantizing epilogue (uint8, float32 or int32 out;
+  a float32 bias, or ONNX's int32 one added to the int32 sums);
+- ``qconv2d`` and ``qconv2d_integer``: the uint8 activation rows of the convolution
+  (``im2col_rows``, padded with the activation zero point), the int8 GEMM into [N * oh * ow, O],
+  then the NCHW layout of ``_cpu.qconv2d`` (``rows_to_nchw`` for uint8, a strided copy of
+  words otherwise);
+- ``qmax_pool2d``: ``max_pool2d_u8``.
+
+The int8 weights are packed and uploaded once per executor (``QWeight``, shared by its runners);
+the per-channel scales and bias (graph constants) are folded into the epilogue's factors on the
+host when a runner records its command buffer. Refused (DeviceError at compile, naming the node):
+ONNX's QuantizeLinear rounding on a device without shaderFloat64, a per-channel
+``dequantize_linear`` of a weight, scales / weights / biases that are not
+constants, a ``qmatmul_integer`` whose zero point is a tensor, and the ops of ONNX dynamic
+quantization (``dynamic_quantize_linear``, ``qlinear_dynamic``): those run on the CPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...backends.vulkan.kernels import qtensor as vk_q
+from ...backends.vulkan.kernels.common import contiguous, copy_array
+from ...backends.vulkan.kernels.qgemm import MAX_K, pack_weight, qgemm, quantize_rows
+
+QUANT_OPS = frozenset(
+    ("quantize_linear", "dequantize_linear", "qlinear", "qconv2d", "qmax_pool2d",
+     "qmatmul_integer", "qconv2d_integer")
+)  # fmt: skip
+_GEMMS = ("qlinear", "qconv2d", "qmatmul_integer", "qconv2d_integer")
+
+
+def unsupported(graph, node, float64: bool) -> str | None:
+    """Why the Vulkan executor cannot record ``node`` (a QUANT_OPS op) on a device with
+    (``float64``) or without shaderFloat64, or None."""
+    ins = node.inputs
+    if node.op == "quantize_linear":
+        if node.attrs.get("onnx") and not float64:
+            return "ONNX's QuantizeLinear rounding needs shaderFloat64 for its exact residuals"
+        return None
+    if node.op == "dequantize_linear":
+        return "a per-channel weight dequantization" if len(ins) != 1 else None
+    if node.op == "qmax_pool2d":
+        return None
+    if node.op == "qmatmul_integer" and len(ins) > 2:
+        return "a zero point read at run time"
+    consts = ins[1:2] if node.op in ("qmatmul_integer", "qconv2d_integer") else ins[1:]
+    if any(graph.tensors[n].data is None for n in consts):
+        return "weights, scales and bias must be constants"
+    w = graph.tensors[ins[1]].data
+    if int(np.prod(w.shape[1:])) > MAX_K:
+        return f"K > {MAX_K}"
+    return None
+
+
+def pack_weights(be, graph, nodes) -> dict:
+    """{weight name: QWeight} for the int8 GEMM nodes among ``nodes`` (uploaded once)."""
+    out: dict = {}
+    for node in nodes:
+        if node.op in _GEMMS and node.inputs[1] not in out:
+            w = np.asarray(graph.tensors[node.inputs[1]].data)
+            out[node.inputs[1]] = pack_weight(be, w.reshape(w.shape[0], -1))
+    return out
+
+
+def _epilogue(node, graph) -> dict:
+    """qgemm's keyword arguments for the node's epilogue (host constants)."""
+    a = node.attrs
+    if node.op in ("qmatmul_integer", "qconv2d_integer"):
+        return {"a_zero_point": int(a["a_zero_point"])}
+    host = [np.asarray(graph.tensors[n].data) for n in node.inputs[2:]]
+    kw = {
+        "a_scale": float(a["a_scale"]),
+        "a_zero_point": int(a["a_zero_point"]),
+        "w_scales": host[0],
+        "bias": host[1] if len(host) > 1 else None,
+        "relu": bool(a["relu"]),
+    }
+    if a.get("out_scale") is not None:
+        kw.update(out_scale=float(a["out_scale"]), out_zero_point=int(a["out_zero_point"]))
+    return kw
+
+
+def record(be, out: np.ndarray, ins: list, node, graph, weights: dict) -> list:
+    """Record ``node`` (a supported QUANT_OPS op) writing ``out``; returns the workspace the
+    capture must keep."""
+    a = node.attrs
+    keep: list = []
+    x = contiguous(be, ins[0])
+    if x is not ins[0]:
+        keep.append(x)
+    if node.op == "quantize_linear":
+        inv = np.float32(1) / np.float32(a["scale"])  # _cpu.quantize_u8's
+        if a.get("onnx"):  # ONNX's rounding: a correctly rounded division
+            vk_q.quantize_onnx_u8(be, out, x, float(a["scale"]), int(a["zero_point"]))
+        else:
+            rows = (x.reshape(1, -1), float(inv), int(a["zero_point"]), out.reshape(1, -1))
+            quantize_rows(be, *rows)
+    elif node.op == "dequantize_linear":
+        vk_q.dequantize_u8(be, out, x, np.float32(a["scale"]), int(a["zero_point"]))
+    elif node.op == "qmax_pool2d":
+        geo = (a["kernel"], a["stride"], a["padding"], a["dilation"])
+        vk_q.max_pool2d_u8(be, out, x, *geo)
+    elif node.op in ("qlinear", "qmatmul_integer"):
+        qw = weights[node.inputs[1]]
+        qgemm(be, x.reshape(-1, qw.k), qw, out.reshape(-1, qw.n), **_epilogue(node, graph))
+    else:  # qconv2d, qconv2d_integer
+        qw = weights[node.inputs[1]]
+        kernel = tuple(graph.tensors[node.inputs[1]].shape[2:])
+        rows, oh, ow = vk_q.im2col_rows(
+            be, x, kernel, a["stride"], a["padding"], a["dilation"], int(a["a_zero_point"])
+        )
+        n, o = x.shape[0], qw.n
+        if out.dtype == np.uint8:  # rows of whole words, then the shader's transpose
+            tmp = be.empty_array((n * oh * ow, -(-o // 4) * 4), np.uint8)
+            qgemm(be, rows[:, : qw.k], qw, tmp[:, :o], **_epilogue(node, graph))
+            vk_q.rows_to_nchw(be, out, tmp)
+        else:  # [N, oh * ow, O] -> NCHW, one strided copy of words
+            tmp = be.empty_array((n * oh * ow, o), out.dtype)
+            qgemm(be, rows[:, : qw.k], qw, tmp, **_epilogue(node, graph))
+            copy_array(
+                be, out.reshape(n, o, oh * ow), tmp.reshape(n, oh * ow, o).transpose(0, 2, 1)
+            )
+        keep += [rows, tmp]
+    return keep

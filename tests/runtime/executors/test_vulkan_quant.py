@@ -1,0 +1,218 @@
+"""gpucore.runtime.executors.vulkan_quant: the runtime's quantized ops recorded as int8 shaders,
+equal bit for bit to the CPU executor on the same graph (lavapipe in CI): each op alone on odd
+shapes, geometries, zero points and NaN / inf inputs; statically quantized models (an MLP, a CNN,
+a residual one, a dynamic batch) whole; the nodes that stay on the CPU refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from quantized_models import QMODELS, quantized
+
+import gpucore
+from gpucore import dtypes as D
+from gpucore.errors import DeviceError
+from gpucore.quantization import kernels, quantize_static
+from gpucore.runtime import load
+from gpucore.runtime.executors.cpu import CompiledExecutor
+from gpucore.runtime.ir.graph import Graph
+from gpucore.runtime.ir.ops import op_info
+from gpucore.runtime.planner.plan import plan
+
+pytestmark = pytest.mark.skipif(not kernels.has_qgemm(), reason="no C int8 GEMM in this build")
+RNG = np.random.default_rng(15)
+
+
+def _graph(op, arrays, attrs, shape, dt, n_inputs=1):
+    """One node ``op`` reading ``arrays`` (the first ``n_inputs`` graph inputs, the rest
+    constants)."""
+    g = Graph()
+    names = [
+        g.add_input(f"x{i}", a.shape, D.from_numpy_dtype(a.dtype))
+        for i, a in enumerate(arrays[:n_inputs])
+    ]
+    names += [g.add_constant(np.ascontiguousarray(a)) for a in arrays[n_inputs:]]
+    node = g.add_node(op, names, shape, dt, attrs)
+    g.outputs = [node.output]
+    return g
+
+
+def _both(op, arrays, attrs, shape, dt, n_inputs=1):
+    """(CPU executor's output, Vulkan executor's output, numpy reference) of one node."""
+    from gpucore.runtime.executors.vulkan import VulkanExecutor
+
+    g = _graph(op, arrays, attrs, shape, dt, n_inputs)
+    ins = [np.ascontiguousarray(a) for a in arrays[:n_inputs]]
+    (cpu,) = CompiledExecutor(plan(g)).run(ins)
+    (dev,) = VulkanExecutor(
+        plan(_graph(op, arrays, attrs, shape, dt, n_inputs), inplace=False)
+    ).run(ins)
+    return cpu, dev, op_info(op).evaluate([np.ascontiguousarray(a) for a in arrays], attrs)
+
+
+def assert_bits(got, want, msg=""):
+    assert got.dtype == want.dtype and got.shape == want.shape, msg
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8), err_msg=msg)
+
+
+def _check(*case, n_inputs=1):
+    cpu, dev, ref = _both(*case, n_inputs=n_inputs)
+    assert_bits(cpu, ref, f"{case[0]}: the CPU against its reference")
+    assert_bits(dev, cpu, f"{case[0]} {case[2]}")
+
+
+SPECIAL = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1e30, -1e30, 2.5, 3.5, -2.5, 1e-40],
+                   np.float32)  # fmt: skip
+
+
+@pytest.mark.parametrize("size", [1, 3, 4, 5, 37, 1027])
+def test_quantize_dequantize_odd_sizes_and_special_values(vulkan, size):
+    x = (RNG.standard_normal(size) * 4).astype(np.float32)
+    x[: min(size, SPECIAL.size)] = SPECIAL[:size]
+    for scale, zp in ((0.05, 100), (1.0, 0), (0.5, 255), (3e-3, 7)):
+        # ties: x / scale + zp landing on k + 0.5 round to even
+        q_attrs = {"scale": scale, "zero_point": zp}
+        _check("quantize_linear", [x.reshape(1, size)], q_attrs, (1, size), D.uint8)
+        q = RNG.integers(0, 256, (size,), dtype=np.uint8)
+        _check("dequantize_linear", [q], q_attrs, (size,), D.float32)
+
+
+def test_quantize_rounds_half_to_even(vulkan):
+    x = (np.arange(-20, 20, dtype=np.float32) + 0.5) * np.float32(0.25)
+    for onnx in (False, True)[: 1 + vulkan.ctx.float64]:
+        attrs = {"scale": 0.25, "zero_point": 10, "onnx": onnx}
+        _check("quantize_linear", [x], attrs, x.shape, D.uint8)
+
+
+@pytest.mark.parametrize("scale", [0.1, 0.0123, 3.3, 1e-3, 7.0])
+def test_onnx_quantize_is_the_correctly_rounded_division(vulkan, scale):
+    if not vulkan.ctx.float64:
+        pytest.skip(f"{vulkan.ctx.info.name} has no shaderFloat64")
+    """onnx=True (ONNX's QuantizeLinear, _cpu.quantize_linear_u8): x / scale correctly rounded,
+    then clamped and rounded half to even; inputs next to the half-way points, where a
+    reciprocal multiply or an inexact division rounds the other way, and special values."""
+    s = np.float32(scale)
+    half = ((np.arange(-130, 130, dtype=np.float32) + np.float32(0.5)) * s).astype(np.float32)
+    bits = half.view(np.int32)
+    near = np.concatenate([(bits + d).view(np.float32) for d in (-2, -1, 0, 1, 2)])
+    x = np.concatenate([near, SPECIAL, (RNG.standard_normal(999) * 200 * s).astype(np.float32)])
+    for zp in (0, 128, 255):
+        attrs = {"scale": scale, "zero_point": zp, "onnx": True}
+        _check("quantize_linear", [x], attrs, x.shape, D.uint8)
+
+
+LIN = {"a_scale": 0.03, "a_zero_point": 7, "relu": False, "out_scale": None}
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (1, 10, 50), (7, 33, 96), (5, 6, 13), (64, 17, 3)])
+@pytest.mark.parametrize("out", ["float32", "uint8", "uint8_relu", "float32_relu"])
+def test_qlinear_odd_shapes(vulkan, m, n, k, out):
+    a = RNG.integers(0, 256, (m, k), dtype=np.uint8)
+    w = RNG.integers(-127, 128, (n, k), dtype=np.int8)
+    s = RNG.uniform(0.001, 0.01, n).astype(np.float32)
+    b = RNG.standard_normal(n).astype(np.float32)
+    attrs = dict(LIN, relu=out.endswith("relu"))
+    dt = D.float32
+    if out.startswith("uint8"):
+        attrs.update(out_scale=0.07, out_zero_point=31)
+        dt = D.uint8
+    _check("qlinear", [a, w, s, b], attrs, (m, n), dt)
+    _check("qlinear", [a.reshape(1, m, k), w, s], attrs, (1, m, n), dt)  # no bias, 3-d
+    ib = RNG.integers(-(2**20), 2**20, n, dtype=np.int32)  # ONNX's int32 bias, into the sums
+    _check("qlinear", [a, w, s, ib], attrs, (m, n), dt)
+
+
+def test_qmatmul_integer(vulkan):
+    a = RNG.integers(0, 256, (2, 5, 13), dtype=np.uint8)
+    w = RNG.integers(-128, 128, (9, 13), dtype=np.int8)
+    _check("qmatmul_integer", [a, w], {"a_zero_point": 131}, (2, 5, 9), D.int32)
+
+
+GEOS = [((3, 3), (1, 1), (1, 1), (1, 1)), ((3, 2), (2, 1), (1, 2), (1, 2)),
+        ((1, 1), (1, 1), (0, 0), (1, 1)), ((5, 5), (3, 2), (2, 0), (1, 1))]  # fmt: skip
+
+
+@pytest.mark.parametrize("geo", GEOS)
+@pytest.mark.parametrize("batch", [1, 2])
+def test_qconv2d_geometries(vulkan, geo, batch):
+    (kh, kw), stride, padding, dilation = geo
+    c, o = 3, 5
+    x = RNG.integers(0, 256, (batch, c, 9, 7), dtype=np.uint8)
+    w = RNG.integers(-127, 128, (o, c, kh, kw), dtype=np.int8)
+    s = RNG.uniform(0.001, 0.01, o).astype(np.float32)
+    b = RNG.standard_normal(o).astype(np.float32)
+    conv = {"stride": stride, "padding": padding, "dilation": dilation, "a_scale": 0.03,
+            "a_zero_point": 200, "relu": True, "out_scale": 0.2, "out_zero_point": 3}  # fmt: skip
+    shape = op_info("qconv2d").evaluate([x, w, s, b], conv).shape
+    _check("qconv2d", [x, w, s, b], conv, shape, D.uint8)
+    _check("qconv2d", [x, w, s], dict(conv, out_scale=None, relu=False), shape, D.float32)
+    ib = RNG.integers(-5000, 5000, o, dtype=np.int32)
+    _check("qconv2d", [x, w, s, ib], conv, shape, D.uint8)
+    ints = {k: conv[k] for k in ("stride", "padding", "dilation", "a_zero_point")}
+    _check("qconv2d_integer", [x, w], ints, shape, D.int32)
+
+
+@pytest.mark.parametrize(
+    "kernel,stride,padding,dilation",
+    [((2, 2), (2, 2), (0, 0), (1, 1)), ((3, 3), (2, 2), (1, 1), (1, 1)),
+     ((3, 2), (1, 2), (1, 1), (2, 1))],
+)  # fmt: skip
+def test_qmax_pool2d(vulkan, kernel, stride, padding, dilation):
+    x = RNG.integers(0, 256, (2, 3, 7, 9), dtype=np.uint8)
+    attrs = {"kernel": kernel, "stride": stride, "padding": padding, "dilation": dilation}
+    shape = op_info("qmax_pool2d").evaluate([x], attrs).shape
+    _check("qmax_pool2d", [x], attrs, shape, D.uint8)
+
+
+@pytest.mark.parametrize("name", sorted(QMODELS))
+def test_quantized_models_equal_the_cpu(vulkan, name):
+    fm, qm, x = quantized(name)
+    vm = quantize_static(fm, [x, x * 0.5], device="vulkan")
+    cm = quantize_static(fm, [x, x * 0.5], device="cpu")
+    assert vm.device == "vulkan" and type(vm.executors()[0]).__name__ == "VulkanExecutor"
+    bad = x.copy().reshape(-1)
+    bad[: SPECIAL.size] = SPECIAL
+    inputs = [x, x[:1], bad.reshape(x.shape)] if name.endswith("_dynamic") else [x]
+    if name.endswith("_dynamic"):
+        inputs.append(np.concatenate([x, x, x[:3]]))  # a size it was not built at
+    for v in inputs:
+        want = cm.run_arrays([v])[0]
+        assert_bits(vm.run_arrays([v])[0], want, name)
+    assert_bits(vm.run_arrays([bad.reshape(x.shape)])[0], cm.run_arrays([bad.reshape(x.shape)])[0])
+
+
+def test_saved_model_loads_on_vulkan(vulkan, tmp_path):
+    _, qm, x = quantized("qcnn")
+    qm.save(tmp_path / "q.gcm")
+    vm = load(tmp_path / "q.gcm", device="vulkan")
+    assert vm.device == "vulkan"
+    assert_bits(vm.run_arrays([x])[0], qm.run_arrays([x])[0])
+
+
+def test_cpu_only_quantized_nodes_are_refused(vulkan):
+    """A per-channel weight dequantization, dynamic quantization and (without shaderFloat64)
+    ONNX's QuantizeLinear rounding stay CPU-only."""
+    from gpucore.runtime.executors.vulkan import VulkanExecutor
+
+    x = RNG.standard_normal((4, 6)).astype(np.float32)
+    w = RNG.integers(-127, 128, (5, 6), dtype=np.int8)
+    s = RNG.uniform(0.01, 0.1, 5).astype(np.float32)
+    g = _graph("dequantize_linear", [w, s], {"axis": 0}, w.shape, D.float32, n_inputs=2)
+    with pytest.raises(DeviceError, match="per-channel.*device='cpu'"):
+        VulkanExecutor(plan(g, inplace=False))
+    # ONNX's QuantizeLinear rounding on a device without shaderFloat64
+    g = _graph("quantize_linear", [x], {"scale": 0.1, "zero_point": 3, "onnx": True}, x.shape,
+               D.uint8)  # fmt: skip
+    vulkan.ctx.float64, had = False, vulkan.ctx.float64
+    try:
+        with pytest.raises(DeviceError, match="quantize_linear.*shaderFloat64.*device='cpu'"):
+            VulkanExecutor(plan(g, inplace=False))
+    finally:
+        vulkan.ctx.float64 = had
+    # ONNX dynamic quantization's activation quantizer has no shader
+    g = _graph("dynamic_quantize_linear", [x], {"output_index": 0}, x.shape, D.uint8)
+    with pytest.raises(DeviceError, match="dynamic_quantize_linear of float32.*device='cpu'"):
+        VulkanExecutor(plan(g, inplace=False))
+    # the stream works as before after the refusal
+    y = gpucore.ones(8).to("vulkan") * 3
+    np.testing.assert_array_equal(y.cpu().numpy(), np.full(8, 3.0, np.float32))
