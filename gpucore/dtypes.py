@@ -104,8 +104,9 @@ def set_default_float(d: dtype) -> None:
 
 def is_uint16(arr: np.ndarray) -> bool:
     """Whether ``arr`` holds uint16 values (its dtype carries ``uint16.np``'s tag), not bfloat16
-    bit patterns. Host arrays made by numpy operations lose the tag: ask only of arrays allocated
-    from a gpucore dtype (device arrays are)."""
+    bit patterns. Some numpy operations keep the tag (arithmetic, ``empty_like``, views) and some
+    drop it (``astype(np.uint16)``, ``concatenate``, ``where``, ``stack``, ``np.save``): ask only
+    of arrays allocated from a gpucore dtype (device arrays are)."""
     md = arr.dtype.metadata
     return md is not None and md.get("gpucore") == "uint16"
 

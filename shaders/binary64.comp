@@ -109,7 +109,7 @@ uvec2 f2l(float x) {
 }
 
 uvec2 f2ul(float x) {  // float -> uint64 as x86 code converts it (see the top)
-    if (x < 9223372036854775808.0) return f2l(x);  // NaN too
+    if (!(x >= 9223372036854775808.0)) return f2l(x);  // NaN too (an unordered compare)
     uvec2 r = f2l(x - 9223372036854775808.0);
     return uvec2(r.x, r.y ^ 0x80000000u);
 }

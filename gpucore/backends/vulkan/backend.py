@@ -277,10 +277,11 @@ class VulkanBackend:
 
     def run_widened(self, fn, out, arrays: list, attrs: dict) -> list:
         """Record float32 kernel ``fn`` on device arrays that include float16 / bfloat16 ones
-        (a uint16 array is bfloat16): half inputs widened, half outputs (``out``: an array or a
-        list) written through float32 temporaries rounded back. For callers of ``KERNELS`` that
-        bypass ``run`` (the runtime's executor) where ``supports`` says True but
-        ``supports(direct=True)`` False. Returns the temporaries (a captured replay keeps them)."""
+        (an untagged uint16 array is bfloat16, dtypes.is_uint16): half inputs widened, half
+        outputs (``out``: an array or a list) written through float32 temporaries rounded back.
+        For callers of ``KERNELS`` that bypass ``run`` (the runtime's executor) where
+        ``supports`` says True but ``supports(direct=True)`` False. Returns the temporaries (a
+        captured replay keeps them)."""
         ins = [self._widen(a, _half_of(a)) for a in arrays]
         outs = out if isinstance(out, list) else [out]
         wide = [self.empty_array(o.shape, np.float32) if _half_of(o) else o for o in outs]

@@ -57,7 +57,8 @@ def device_copy(be, t) -> np.ndarray | None:
         st.copies.clear()
         st.version = version
         st.owner = be
-    key = (_data_ptr(data) - _data_ptr(root), data.shape, data.strides, data.dtype.str)
+    # the dtype, not only the numpy one: a uint16 tensor and its bfloat16 view share a storage
+    key = (_data_ptr(data) - _data_ptr(root), data.shape, data.strides, t._dtype)
     arr = st.copies.get(key)
     if arr is not None:
         be.ctx.bytes_reused += arr.nbytes

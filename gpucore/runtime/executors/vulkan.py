@@ -170,7 +170,7 @@ class VulkanExecutor:
             elif node.op in vulkan_quant.QUANT_OPS:  # int8 shaders (executors/vulkan_quant.py)
                 reason = vulkan_quant.unsupported(g, node, self.be.ctx.float64)
                 supported = reason is None
-                why = f" ({reason}: it runs on the CPU)" if reason else ""
+                why = f" ({reason})" if reason else ""
             elif node.op in ("gemm", "conv2d", "layer_norm", "attention"):
                 # float32, or every operand float16 or every one bfloat16 (an attention mask
                 # may be bool): GEMM reads halves itself, the others run widened to float32

@@ -17,11 +17,12 @@ quantized.py), bit for bit with the CPU executor on the same graph:
 
 The int8 weights are packed and uploaded once per executor (``QWeight``, shared by its runners);
 the per-channel scales and bias (graph constants) are folded into the epilogue's factors on the
-host when a runner records its command buffer. Refused (DeviceError at compile, naming the node):
-ONNX's QuantizeLinear rounding on a device without shaderFloat64, a per-channel
-``dequantize_linear`` of a weight, scales / weights / biases that are not
-constants, a ``qmatmul_integer`` whose zero point is a tensor, and the ops of ONNX dynamic
-quantization (``dynamic_quantize_linear``, ``qlinear_dynamic``): those run on the CPU.
+host when a runner records its command buffer. Refused (DeviceError at compile, naming the
+node; compile such models for the CPU): ONNX's QuantizeLinear rounding on a device without
+shaderFloat64 or with a subnormal scale, K > 65536 (int32 sums), a per-channel
+``dequantize_linear`` of a weight, scales / weights / biases that are not constants, a
+``qmatmul_integer`` whose zero point is a tensor, and the ops of ONNX dynamic quantization
+(``dynamic_quantize_linear``, ``qlinear_dynamic``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ QUANT_OPS = frozenset(
     ("quantize_linear", "dequantize_linear", "qlinear", "qconv2d", "qmax_pool2d",
      "qmatmul_integer", "qconv2d_integer")
 )  # fmt: skip
+_FLT_MIN = float(np.finfo(np.float32).tiny)
 _GEMMS = ("qlinear", "qconv2d", "qmatmul_integer", "qconv2d_integer")
 
 
@@ -46,6 +48,9 @@ def unsupported(graph, node, float64: bool) -> str | None:
     if node.op == "quantize_linear":
         if node.attrs.get("onnx") and not float64:
             return "ONNX's QuantizeLinear rounding needs shaderFloat64 for its exact residuals"
+        if node.attrs.get("onnx") and not abs(float(node.attrs["scale"])) >= _FLT_MIN:
+            # the shader multiplies by 1 / scale (inf) and devices may flush subnormals
+            return "a subnormal scale"
         return None
     if node.op == "dequantize_linear":
         return "a per-channel weight dequantization" if len(ins) != 1 else None

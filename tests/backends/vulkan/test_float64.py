@@ -37,7 +37,18 @@ def doubles(n: int = 6001, seed: int = 0) -> np.ndarray:
 
 
 BINARY = ["add", "sub", "mul", "div", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"]
-UNARY = ["neg", "abs", "sqrt", "sign", "reciprocal", "floor", "ceil", "trunc", "round"]
+UNARY = [
+    "neg",
+    "abs",
+    "sqrt",
+    "sign",
+    "reciprocal",
+    "floor",
+    "ceil",
+    "trunc",
+    "round",
+    "logical_not",
+]
 
 
 @pytest.mark.parametrize("name", BINARY)

@@ -362,3 +362,18 @@ def test_copies_dropped_when_memory_is_short_are_made_again(auto):
     up, _, again = moved(lambda: (a @ w).numpy().copy())
     assert up == (a.numel() + w.numel()) * 4
     np.testing.assert_array_equal(again, first)
+
+
+def test_a_uint16_tensor_and_its_bfloat16_view_keep_their_own_device_copies(auto):
+    """Both are uint16 numpy arrays of one storage: the cached device copy is per dtype, so
+    the bfloat16 view's bits are never read as uint16 values (or the other way round)."""
+    bits = np.array([0x3F80, 0x4000, 0xC040, 0x7FC0] * 2048, np.uint16)  # 1, 2, -3, NaN
+    u = gpucore.tensor(bits)
+    assert u.dtype is gpucore.uint16
+    v = u.view(gpucore.bfloat16)
+    with gpucore.device_policy("vulkan"):
+        eq = (u == 0x4000).cpu().numpy()  # uploads u, tagged uint16
+        widened = v.float().cpu().numpy()  # must upload (or find) a bfloat16 copy
+    np.testing.assert_array_equal(eq, bits == 0x4000)
+    want = (bits.astype(np.uint32) << 16).view(np.float32)
+    np.testing.assert_array_equal(widened, want)

@@ -209,6 +209,11 @@ def test_cpu_only_quantized_nodes_are_refused(vulkan):
             VulkanExecutor(plan(g, inplace=False))
     finally:
         vulkan.ctx.float64 = had
+    # a subnormal scale: 1 / scale is inf in float32, and devices may flush subnormals
+    g = _graph("quantize_linear", [x], {"scale": 1e-39, "zero_point": 3, "onnx": True}, x.shape,
+               D.uint8)  # fmt: skip
+    with pytest.raises(DeviceError, match="quantize_linear.*subnormal scale.*device='cpu'"):
+        VulkanExecutor(plan(g, inplace=False))
     # ONNX dynamic quantization's activation quantizer has no shader
     g = _graph("dynamic_quantize_linear", [x], {"output_index": 0}, x.shape, D.uint8)
     with pytest.raises(DeviceError, match="dynamic_quantize_linear of float32.*device='cpu'"):

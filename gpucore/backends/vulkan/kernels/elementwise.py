@@ -152,7 +152,7 @@ def _fits(shape: tuple, inputs, limit: int) -> bool:
 
 def _run_strided(be, out, code: int, tin: int, a, b=None, lo=0.0, hi=0.0, tout=None, mode=None):
     """out = OP(a, b) through binary.comp (b = a for the unary ops). ``tin`` / ``tout``: type
-    codes (``tout`` defaults to out's numpy dtype; bfloat16 outputs must pass _BF16); ``mode``:
+    codes (``tout`` defaults to ``_code(out)``: uint16 by its tag, else bfloat16); ``mode``:
     integer DIV's MODE (specialization constant 4)."""
     n = out.size
     if n == 0:
@@ -327,7 +327,7 @@ def _pow(be, out, a, b):
 
 def _accepts_logical_not(inputs, specs):
     (x,) = inputs
-    return x._dtype in _CAST_TYPES and _fits(specs[0], inputs, 7)
+    return x._dtype in (*_CAST_TYPES, D.float64) and _fits(specs[0], inputs, 7)
 
 
 @kernel("logical_not", accepts=_accepts_logical_not)
