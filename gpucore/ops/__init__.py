@@ -15,6 +15,7 @@ from . import (  # noqa: F401
     joining,
     linalg,
     matrix,
+    membership,
     nn,
     norm,
     norm_batch,
