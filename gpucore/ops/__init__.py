@@ -33,11 +33,13 @@ from . import (  # noqa: F401
     scatter,
     selection,
     shape,
+    shorthands,
     sorting,
     special,
     stacking,
     statistics,
     transcendental,
+    trig,
     unary,
 )
 

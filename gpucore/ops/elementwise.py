@@ -266,7 +266,7 @@ def pow(input, exponent) -> Tensor:  # noqa: A001 - PyTorch's name
 
 
 eq = public("eq")(_binary(_CMP["eq"], "Elementwise ==, a bool tensor."))
-ne = public("ne")(_binary(_CMP["ne"], "Elementwise !=, a bool tensor."))
+ne = public("ne", "not_equal")(_binary(_CMP["ne"], "Elementwise !=, a bool tensor."))
 lt = public("lt", "less")(_binary(_CMP["lt"], "Elementwise <, a bool tensor."))
 le = public("le", "less_equal")(_binary(_CMP["le"], "Elementwise <=, a bool tensor."))
 gt = public("gt", "greater")(_binary(_CMP["gt"], "Elementwise >, a bool tensor."))

@@ -22,6 +22,7 @@ from .activation import (
     elu,
     gelu,
     glu,
+    gumbel_softmax,
     hardshrink,
     hardsigmoid,
     hardswish,
@@ -50,7 +51,14 @@ from .attention import scaled_dot_product_attention
 from .conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d, fold, unfold
 from .conv3d import conv3d, conv_transpose3d
 from .distance import cosine_similarity, pairwise_distance
-from .dropout import dropout, dropout2d
+from .dropout import (
+    alpha_dropout,
+    dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    feature_alpha_dropout,
+)
 from .linear import bilinear, linear
 from .loss import (
     binary_cross_entropy,
@@ -95,6 +103,7 @@ __all__ = [
     "celu",
     "elu",
     "gelu",
+    "gumbel_softmax",
     "glu",
     "hardsigmoid",
     "hardshrink",
@@ -152,8 +161,12 @@ __all__ = [
     "layer_norm",
     "normalize",
     "rms_norm",
+    "alpha_dropout",
     "dropout",
+    "dropout1d",
     "dropout2d",
+    "dropout3d",
+    "feature_alpha_dropout",
     "embedding",
     "embedding_bag",
     "one_hot",
