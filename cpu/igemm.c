@@ -9,13 +9,18 @@
 /* Columns of C accumulated at once (in registers / L1). */
 #define GC_IGEMM_NB 256
 
+/* Element type T, accumulator U (unsigned, at least T's width: sums modulo 2^16 are right
+ * modulo 2^8 too, and 16-bit lanes multiply in one SSE2 / AVX2 instruction where 8-bit lanes have
+ * none), the type products are formed in (W, at least int's width, unsigned: no signed overflow
+ * once the integer promotions apply). */
 #define GC_IGEMM_TYPES(X)                                                                         \
-    X(U8, uint8_t, uint32_t) X(I8, int8_t, uint32_t) X(I16, int16_t, uint32_t)                    \
-    X(I32, int32_t, uint32_t) X(I64, int64_t, uint64_t)
+    X(U8, uint8_t, uint16_t, uint32_t) X(I8, int8_t, uint16_t, uint32_t)                          \
+    X(I16, int16_t, uint16_t, uint32_t) X(I32, int32_t, uint32_t, uint32_t)                       \
+    X(I64, int64_t, uint64_t, uint64_t)
 
-/* One row i of batch item b: C[i, :] = A[i, :] @ B. Signed values widen by sign extension
- * before the unsigned cast (so their products are right modulo 2^w). */
-#define GC_IGEMM_DEFINE(E, T, U)                                                                  \
+/* One row i of batch item b: C[i, :] = A[i, :] @ B. Signed values convert to W modulo 2^w (so
+ * their products are right modulo 2^w). */
+#define GC_IGEMM_DEFINE(E, T, U, W)                                                               \
     static void row_##E(const T *a, const T *b, T *c, ptrdiff_t n, ptrdiff_t k)                   \
     {                                                                                             \
         U acc[GC_IGEMM_NB];                                                                       \
@@ -24,10 +29,10 @@
             for (ptrdiff_t j = 0; j < nb; j++)                                                    \
                 acc[j] = 0;                                                                       \
             for (ptrdiff_t p = 0; p < k; p++) {                                                   \
-                const U av = (U)(int64_t)a[p];                                                    \
+                const U av = (U)a[p];                                                             \
                 const T *bp = b + p * n + j0;                                                     \
                 for (ptrdiff_t j = 0; j < nb; j++)                                                \
-                    acc[j] += av * (U)(int64_t)bp[j];                                             \
+                    acc[j] = (U)((W)acc[j] + (W)av * (W)(U)bp[j]);                                \
             }                                                                                     \
             for (ptrdiff_t j = 0; j < nb; j++)                                                    \
                 c[j0 + j] = (T)acc[j];                                                            \
@@ -51,7 +56,7 @@ static void igemm_range(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
         const ptrdiff_t bi = r / g->m, i = r % g->m;
         const ptrdiff_t oa = bi * g->sa + i * g->k, ob = bi * g->sb, oc = bi * g->sc + i * g->n;
         switch (g->t) {
-#define GC_IGEMM_CASE(E, T, U)                                                                    \
+#define GC_IGEMM_CASE(E, T, U, W)                                                                    \
     case GC_ELEM_##E:                                                                             \
         row_##E((const T *)g->a + oa, (const T *)g->b + ob, (T *)g->c + oc, g->n, g->k);          \
         break;

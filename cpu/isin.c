@@ -34,12 +34,17 @@
     static void find_##E(const T *x, ptrdiff_t lo, ptrdiff_t hi, const T *s, ptrdiff_t k,         \
                          unsigned char *out, unsigned char hit)                                   \
     {                                                                                             \
-        if (k <= GC_ISIN_DIRECT) {                                                                \
-            for (ptrdiff_t i = lo; i < hi; i++) {                                                 \
-                int f = 0;                                                                        \
-                for (ptrdiff_t j = 0; j < k; j++)                                                 \
-                    f |= x[i] == s[j];                                                            \
-                out[i] = f ? hit : (unsigned char)!hit;                                           \
+        if (k <= GC_ISIN_DIRECT) { /* blocks of elements against each test value: vectorizes */ \
+            for (ptrdiff_t b0 = lo; b0 < hi; b0 += 256) {                                         \
+                const ptrdiff_t nb = hi - b0 < 256 ? hi - b0 : 256;                               \
+                unsigned char f[256] = {0};                                                       \
+                for (ptrdiff_t j = 0; j < k; j++) {                                               \
+                    const T t = s[j];                                                             \
+                    for (ptrdiff_t i = 0; i < nb; i++)                                            \
+                        f[i] |= x[b0 + i] == t;                                                   \
+                }                                                                                 \
+                for (ptrdiff_t i = 0; i < nb; i++)                                                \
+                    out[b0 + i] = f[i] ^ (unsigned char)!hit;                                     \
             }                                                                                     \
             return;                                                                               \
         }                                                                                         \
