@@ -68,6 +68,8 @@ TEMPLATES = {
     ),
     "group_norm": lambda: ((t(2, 4, 3), 2, t(4, seed=1), t(4, seed=2)), {}),
     "instance_norm": lambda: ((t(2, 3, 4),), {}),
+    "local_response_norm": lambda: ((t(2, 3, 4), 2), {}),
+    "gaussian_nll_loss": lambda: ((t(3, 4), t(3, 4, seed=1), t(3, 4, seed=2).abs()), {}),
     "layer_norm": lambda: ((t(3, 4), (4,), t(4, seed=1), t(4, seed=2)), {}),
     "embedding": lambda: ((t(3, kind="index:5"), t(5, 4, seed=1)), {}),
     "one_hot": lambda: ((t(3, kind="index:4"), 4), {}),

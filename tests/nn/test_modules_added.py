@@ -118,3 +118,65 @@ def test_gumbel_softmax():
     x = gc.randn(4, 5, requires_grad=True)
     F.gumbel_softmax(x, hard=True).mul(gc.arange(5.0)).sum().backward()
     assert x.grad is not None and np.isfinite(x.grad.numpy()).all()
+
+
+@pytest.mark.parametrize(
+    "cls, shape", [("InstanceNorm1d", (2, 3, 5)), ("InstanceNorm3d", (2, 3, 4, 5, 6))]
+)
+def test_instance_norm_1d_3d_match_torch(cls, shape):
+    y = np.random.default_rng(1).normal(size=shape).astype(np.float32)
+    for kw in ({}, {"affine": True}, {"track_running_stats": True}):
+        ours, theirs = getattr(nn, cls)(3, **kw), getattr(torch.nn, cls)(3, **kw)
+        for x in (y, y[0]):  # batched and unbatched
+            np.testing.assert_allclose(
+                ours(gc.tensor(x)).detach().numpy(),
+                theirs(torch.tensor(x)).detach().numpy(),
+                rtol=1e-5,
+                atol=1e-5,
+            )
+    with pytest.raises(ShapeError, match=cls):
+        getattr(nn, cls)(3)(gc.zeros(2, 3, 4, 5, 6, 7))
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 8])
+def test_local_response_norm_matches_torch(size):
+    x = np.random.default_rng(2).normal(size=(2, 7, 4, 3))
+    for xx in (x, x[:, :, 0]):
+        ours = F.local_response_norm(gc.tensor(xx), size, 1e-2, 0.7, 2.0).numpy()
+        theirs = torch.nn.functional.local_response_norm(torch.tensor(xx), size, 1e-2, 0.7, 2.0)
+        np.testing.assert_allclose(ours, theirs.numpy(), rtol=1e-12)
+    m = nn.LocalResponseNorm(size)
+    np.testing.assert_allclose(
+        m(gc.tensor(x)).numpy(), torch.nn.LocalResponseNorm(size)(torch.tensor(x)).numpy()
+    )
+    check_grad(lambda t: F.local_response_norm(t, size, 0.1, 0.75, 1.0), x[:1, :, :2, :2])
+    with pytest.raises(ShapeError, match="local_response_norm"):
+        F.local_response_norm(gc.zeros(3, 4), 2)
+
+
+def test_gaussian_nll_loss_matches_torch():
+    x = np.random.default_rng(3).normal(size=(4, 5, 3))
+    i, t, v = x[..., 0], x[..., 1], np.abs(x[..., 2]) + 1e-8
+    v[0, 0] = 0.0  # clamped at eps
+    for vv in (v, v[..., 0], v[..., :1]):
+        for full in (False, True):
+            for red in ("mean", "sum", "none"):
+                ours = F.gaussian_nll_loss(
+                    gc.tensor(i), gc.tensor(t), gc.tensor(vv), full=full, reduction=red
+                )
+                theirs = torch.nn.functional.gaussian_nll_loss(
+                    torch.tensor(i), torch.tensor(t), torch.tensor(vv), full=full, reduction=red
+                )
+                np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+    gi = gc.tensor(i, requires_grad=True)
+    gv = gc.tensor(v, requires_grad=True)
+    ti = torch.tensor(i, requires_grad=True)
+    tv = torch.tensor(v, requires_grad=True)
+    nn.GaussianNLLLoss()(gi, gc.tensor(t), gv).backward()
+    torch.nn.GaussianNLLLoss()(ti, torch.tensor(t), tv).backward()
+    np.testing.assert_allclose(gi.grad.numpy(), ti.grad.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(gv.grad.numpy(), tv.grad.numpy(), rtol=1e-10)
+    with pytest.raises(ValueError, match="negative"):
+        F.gaussian_nll_loss(gc.tensor(i), gc.tensor(t), gc.tensor(-v))
+    with pytest.raises(ValueError, match="var"):
+        F.gaussian_nll_loss(gc.tensor(i), gc.tensor(t), gc.ones(3))

@@ -78,7 +78,16 @@ from .loss import (
     soft_margin_loss,
     triplet_margin_loss,
 )
-from .normalization import batch_norm, group_norm, instance_norm, layer_norm, normalize, rms_norm
+from .loss_gaussian import gaussian_nll_loss
+from .normalization import (
+    batch_norm,
+    group_norm,
+    instance_norm,
+    layer_norm,
+    local_response_norm,
+    normalize,
+    rms_norm,
+)
 from .padding import pad
 from .pixelshuffle import pixel_shuffle, pixel_unshuffle
 from .pooling import (
@@ -102,6 +111,7 @@ __all__ = [
     # activation
     "celu",
     "elu",
+    "gaussian_nll_loss",
     "gelu",
     "gumbel_softmax",
     "glu",
@@ -159,6 +169,7 @@ __all__ = [
     "group_norm",
     "instance_norm",
     "layer_norm",
+    "local_response_norm",
     "normalize",
     "rms_norm",
     "alpha_dropout",
