@@ -200,6 +200,7 @@ TEMPLATES.update(
         "swapdims": lambda: ((t(3, 4), 0, 1), {}),
         "moveaxis": lambda: ((t(2, 3, 4), 0, 2), {}),
         "isin": lambda: ((t(3, 4), t(5, seed=1)), {}),
+        "index_put": lambda: ((t(3, 4), (t(2, kind="index:3"),), t(4, seed=1)), {}),
         "acosh": lambda: ((t(3, 4).abs() + 1.0,), {}),
     }
 )

@@ -34,6 +34,7 @@ from . import (  # noqa: F401
     selection,
     shape,
     shorthands,
+    shorthands_more,
     sorting,
     special,
     stacking,

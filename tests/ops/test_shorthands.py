@@ -118,3 +118,49 @@ def test_bad_arguments():
         gc.tensor_split(t, 0)
     with pytest.raises(ShapeError, match="inner"):
         gc.inner(t, gc.zeros(3))
+
+
+def test_index_put_unique_consecutive_trapezoid_against_torch():
+    from helpers import same_as_torch
+
+    z = np.zeros((4, 3))
+    mask = np.ones((4, 3), bool)
+    mask[1] = False
+
+    def f64(m, v):
+        return m.tensor(v, dtype=m.float64)
+
+    cases = [
+        lambda m: m.index_put(m.tensor(z), (m.tensor([0, 2, 0, -1]),), f64(m, [1, 2, 3]), True),
+        lambda m: m.index_put(m.tensor(z), (m.tensor([1, 3]),), f64(m, [9])),
+        lambda m: m.tensor(z).index_put_(
+            (m.tensor([0, 1, 0]), m.tensor([2, 2, 2])), f64(m, 5), accumulate=True
+        ),
+        lambda m: m.index_put(m.tensor(z), (m.tensor(mask),), f64(m, 7), accumulate=True),
+    ]
+    for c in cases:
+        same_as_torch(c(gc), c(torch))
+    a = np.array([[1, 1, 2, 2, 3, 1, 1, 2], [1, 1, 2, 2, 3, 1, 1, 2]])
+    kws = [{}, {"return_inverse": True, "return_counts": True}]
+    kws += [{"dim": 1, "return_counts": True}, {"dim": 0, "return_inverse": True}]
+    for kw in kws:
+        ours, theirs = (
+            gc.unique_consecutive(gc.tensor(a), **kw),
+            torch.unique_consecutive(torch.tensor(a), **kw),
+        )
+        ours = ours if isinstance(ours, tuple) else (ours,)
+        theirs = theirs if isinstance(theirs, tuple) else (theirs,)
+        for x, y in zip(ours, theirs, strict=True):
+            same_as_torch(x, y)
+    y = np.random.default_rng(0).normal(size=(3, 5))
+    x = np.sort(np.random.default_rng(1).normal(size=5))
+    for name in ("trapezoid", "trapz", "cumulative_trapezoid"):
+        f, g = getattr(gc, name), getattr(torch, name)
+        for args, kw in (((), {}), ((), {"dx": 0.5}), ((), {"dim": 0}), ((x,), {}), ((y * 2,), {})):
+            ours = f(gc.tensor(y), *(gc.tensor(v) for v in args), **kw)
+            theirs = g(torch.tensor(y), *(torch.tensor(v) for v in args), **kw)
+            np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+    check_grad(lambda t: gc.trapezoid(t, dx=0.3), y)
+    check_grad(lambda t, v: gc.index_put(t, (gc.tensor([0, 2, 0]),), v, True), z, np.ones((3, 3)))
+    with pytest.raises(DTypeError, match="index_put"):
+        gc.index_put(gc.tensor(z), (gc.tensor([0]),), gc.tensor([1.0]), accumulate=True)
