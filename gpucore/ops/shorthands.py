@@ -1,7 +1,8 @@
 """Thin PyTorch forms over existing ops (compositions: no kernels, gradients for free on every
 backend): ravel, select, take, positive, isposinf/isneginf, inner, vdot, addmv, addr, rsub,
 tensor_split, matrix_power, detach (as a function); Tensor.unfold (sliding windows, a copy
-here where PyTorch returns a view), ndimension, is_signed, is_same_size, is_inference.
+here where PyTorch returns a view), ndimension, is_signed, is_same_size, is_inference,
+retains_grad.
 
 kernels: none (the composed ops').
 """
@@ -219,3 +220,5 @@ tensor_member("ndimension", lambda self: self.ndim)
 tensor_member("is_signed", lambda self: self.dtype.is_signed)
 tensor_member("is_same_size", lambda self, other: tuple(self.shape) == tuple(other.shape))
 tensor_member("is_inference", lambda self: False)  # gpucore has no separate inference tensors
+# True for a non-leaf tensor whose retain_grad() was called (leaves keep .grad anyway: False)
+tensor_member("retains_grad", property(lambda self: self._grad_fn is not None and self._retain))

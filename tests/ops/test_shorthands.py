@@ -72,6 +72,11 @@ def test_tensor_predicates():
         )
     assert t.is_same_size(gc.zeros(2, 3, 4)) and not t.is_same_size(gc.zeros(3))
     assert t.is_inference() is False
+    for lib in (gc, torch):
+        leaf = lib.ones(2, requires_grad=True)
+        y, z = leaf * 2, leaf * 3
+        y.retain_grad()
+        assert (leaf.retains_grad, y.retains_grad, z.retains_grad) == (False, True, False)
 
 
 def test_gradients():
