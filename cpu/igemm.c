@@ -6,8 +6,9 @@
 #include "isa.h"
 #include "kernels.h"
 
-/* Columns of C accumulated at once (in registers / L1). */
-#define GC_IGEMM_NB 256
+/* A register tile: GC_IGEMM_MR rows x GC_IGEMM_NR columns of C. */
+#define GC_IGEMM_MR 4
+#define GC_IGEMM_NR 32
 
 /* Element type T, accumulator U (unsigned, at least T's width: sums modulo 2^16 are right
  * modulo 2^8 too, and 16-bit lanes multiply in one SSE2 / AVX2 instruction where 8-bit lanes have
@@ -18,24 +19,38 @@
     X(I16, int16_t, uint16_t, uint32_t) X(I32, int32_t, uint32_t, uint32_t)                       \
     X(I64, int64_t, uint64_t, uint64_t)
 
-/* One row i of batch item b: C[i, :] = A[i, :] @ B. Signed values convert to W modulo 2^w (so
- * their products are right modulo 2^w). */
+/* Rows i0 .. i0+R-1 (R <= GC_IGEMM_MR) of one batch item, a at row i0, c likewise: a panel of
+ * GC_IGEMM_NR columns of C in R accumulator vectors at a time (each value of B loaded once per
+ * R rows), the columns past the last whole panel in a final narrower pass.  Signed values
+ * convert to W modulo 2^w (so their products are right modulo 2^w). */
 #define GC_IGEMM_DEFINE(E, T, U, W)                                                               \
-    static void row_##E(const T *a, const T *b, T *c, ptrdiff_t n, ptrdiff_t k)                   \
+    static void rows_##E(const T *a, const T *b, T *c, ptrdiff_t rows, ptrdiff_t n, ptrdiff_t k)  \
     {                                                                                             \
-        U acc[GC_IGEMM_NB];                                                                       \
-        for (ptrdiff_t j0 = 0; j0 < n; j0 += GC_IGEMM_NB) {                                       \
-            const ptrdiff_t nb = n - j0 < GC_IGEMM_NB ? n - j0 : GC_IGEMM_NB;                     \
-            for (ptrdiff_t j = 0; j < nb; j++)                                                    \
-                acc[j] = 0;                                                                       \
-            for (ptrdiff_t p = 0; p < k; p++) {                                                   \
-                const U av = (U)a[p];                                                             \
-                const T *bp = b + p * n + j0;                                                     \
-                for (ptrdiff_t j = 0; j < nb; j++)                                                \
-                    acc[j] = (U)((W)acc[j] + (W)av * (W)(U)bp[j]);                                \
+        for (ptrdiff_t j0 = 0; j0 < n; j0 += GC_IGEMM_NR) {                                       \
+            const ptrdiff_t nb = n - j0 < GC_IGEMM_NR ? n - j0 : GC_IGEMM_NR;                     \
+            U acc[GC_IGEMM_MR][GC_IGEMM_NR] = {{0}};                                              \
+            if (nb == GC_IGEMM_NR && rows == GC_IGEMM_MR) {                                       \
+                for (ptrdiff_t p = 0; p < k; p++) {                                               \
+                    const T *bp = b + p * n + j0;                                                 \
+                    for (int r = 0; r < GC_IGEMM_MR; r++) {                                       \
+                        const W av = (W)(U)a[r * k + p];                                          \
+                        for (int j = 0; j < GC_IGEMM_NR; j++)                                     \
+                            acc[r][j] = (U)((W)acc[r][j] + av * (W)(U)bp[j]);                     \
+                    }                                                                             \
+                }                                                                                 \
+            } else {                                                                              \
+                for (ptrdiff_t p = 0; p < k; p++) {                                               \
+                    const T *bp = b + p * n + j0;                                                 \
+                    for (ptrdiff_t r = 0; r < rows; r++) {                                        \
+                        const W av = (W)(U)a[r * k + p];                                          \
+                        for (ptrdiff_t j = 0; j < nb; j++)                                        \
+                            acc[r][j] = (U)((W)acc[r][j] + av * (W)(U)bp[j]);                     \
+                    }                                                                             \
+                }                                                                                 \
             }                                                                                     \
-            for (ptrdiff_t j = 0; j < nb; j++)                                                    \
-                c[j0 + j] = (T)acc[j];                                                            \
+            for (ptrdiff_t r = 0; r < rows; r++)                                                  \
+                for (ptrdiff_t j = 0; j < nb; j++)                                                \
+                    c[r * n + j0 + j] = (T)acc[r][j];                                             \
         }                                                                                         \
     }
 GC_IGEMM_TYPES(GC_IGEMM_DEFINE)
@@ -48,17 +63,20 @@ typedef struct {
     ptrdiff_t m, n, k, sa, sb, sc;
 } igemm_ctx;
 
-/* Rows [lo, hi) of all batch items together (row r is item r / m, row r % m). */
+/* Row blocks [lo, hi) of all batch items together (block r is item r / mb, rows
+ * GC_IGEMM_MR * (r % mb) on). */
 static void igemm_range(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 {
     const igemm_ctx *g = ctx;
+    const ptrdiff_t mb = (g->m + GC_IGEMM_MR - 1) / GC_IGEMM_MR;
     for (ptrdiff_t r = lo; r < hi; r++) {
-        const ptrdiff_t bi = r / g->m, i = r % g->m;
+        const ptrdiff_t bi = r / mb, i = (r % mb) * GC_IGEMM_MR;
+        const ptrdiff_t rows = g->m - i < GC_IGEMM_MR ? g->m - i : GC_IGEMM_MR;
         const ptrdiff_t oa = bi * g->sa + i * g->k, ob = bi * g->sb, oc = bi * g->sc + i * g->n;
         switch (g->t) {
-#define GC_IGEMM_CASE(E, T, U, W)                                                                    \
+#define GC_IGEMM_CASE(E, T, U, W)                                                                 \
     case GC_ELEM_##E:                                                                             \
-        row_##E((const T *)g->a + oa, (const T *)g->b + ob, (T *)g->c + oc, g->n, g->k);          \
+        rows_##E((const T *)g->a + oa, (const T *)g->b + ob, (T *)g->c + oc, rows, g->n, g->k);   \
         break;
             GC_IGEMM_TYPES(GC_IGEMM_CASE)
 #undef GC_IGEMM_CASE
@@ -79,7 +97,8 @@ int gc_igemm(gc_elem t, const void *a, const void *b, void *c, ptrdiff_t batch, 
     if (batch == 0 || m == 0 || n == 0)
         return 0;
     /* ~0.3 ns per multiply-add */
-    gc_parallel_range(batch * m, 1, (double)batch * (double)m * (double)n * (double)k * 0.3,
+    const ptrdiff_t mb = (m + GC_IGEMM_MR - 1) / GC_IGEMM_MR;
+    gc_parallel_range(batch * mb, 1, (double)batch * (double)m * (double)n * (double)k * 0.3,
                       igemm_range, &g);
     return 0;
 }
