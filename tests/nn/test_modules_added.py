@@ -180,3 +180,15 @@ def test_gaussian_nll_loss_matches_torch():
         F.gaussian_nll_loss(gc.tensor(i), gc.tensor(t), gc.tensor(-v))
     with pytest.raises(ValueError, match="var"):
         F.gaussian_nll_loss(gc.tensor(i), gc.tensor(t), gc.ones(3))
+
+
+def test_deprecated_upsample_aliases_match_torch():
+    x = np.random.default_rng(4).normal(size=(1, 2, 3, 4))
+    for name, kw in (("upsample", {"scale_factor": 2, "mode": "bilinear"}),
+                     ("upsample_nearest", {"size": (5, 7)}),
+                     ("upsample_bilinear", {"scale_factor": 2})):  # fmt: skip
+        with pytest.warns(UserWarning, match="deprecated"):
+            ours = getattr(F, name)(gc.tensor(x), **kw)
+        with pytest.warns(UserWarning, match="deprecated"):
+            theirs = getattr(torch.nn.functional, name)(torch.tensor(x), **kw)
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12, atol=1e-12)

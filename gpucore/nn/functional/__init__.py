@@ -103,7 +103,7 @@ from .pooling import (
 )
 from .pooling3d import adaptive_avg_pool3d, adaptive_max_pool3d, avg_pool3d, max_pool3d
 from .sparse import embedding, embedding_bag, one_hot
-from .upsampling import interpolate
+from .upsampling import interpolate, upsample, upsample_bilinear, upsample_nearest
 
 from . import toplevel  # noqa: E402, F401  isort: skip  (gpucore.dropout, gpucore.conv2d, ...)
 
@@ -184,6 +184,9 @@ __all__ = [
     # padding, upsampling, distance
     "pad",
     "interpolate",
+    "upsample",
+    "upsample_bilinear",
+    "upsample_nearest",
     "cosine_similarity",
     "pairwise_distance",
     # loss
