@@ -34,6 +34,11 @@ enum {
 #include "opcodes.def"
 #undef GC_REDUCE
 };
+enum {
+#define GC_SPECIAL(NAME, name, code) GC_SPECIAL_##NAME = code,
+#include "opcodes.def"
+#undef GC_SPECIAL
+};
 
 /* The number of codes of each family (codes are 0 .. count-1). */
 enum {
@@ -53,6 +58,12 @@ enum {
 #define GC_REDUCE(NAME, name, code) +1
 #include "opcodes.def"
 #undef GC_REDUCE
+};
+enum {
+    GC_SPECIAL_COUNT = 0
+#define GC_SPECIAL(NAME, name, code) +1
+#include "opcodes.def"
+#undef GC_SPECIAL
 };
 
 /* Each family's codes are exactly 0 .. count-1, each once (kernels and name tables are indexed
@@ -75,6 +86,12 @@ _Static_assert((0
 #undef GC_REDUCE
                 ) == (1ull << GC_REDUCE_COUNT) - 1,
                "opcodes.def: the GC_REDUCE codes must be 0 .. count-1, each once");
+_Static_assert((0
+#define GC_SPECIAL(NAME, name, code) | (1ull << (code))
+#include "opcodes.def"
+#undef GC_SPECIAL
+                ) == (1ull << GC_SPECIAL_COUNT) - 1,
+               "opcodes.def: the GC_SPECIAL codes must be 0 .. count-1, each once");
 
 /* Comparisons (kind CMP) write bool bytes (0 / 1); the arithmetic ops (ARITH) the inputs' type. */
 #define GC_BINARY_KIND_ARITH 0
@@ -419,8 +436,8 @@ void gc_where(const gc_iter *it, const unsigned char *cond, const void *a, const
  * unless they are the same elements. */
 void gc_copy(const gc_iter *it, const void *src, void *dst, size_t itemsize);
 
-/* Element types of cast (and of nothing else): a binding maps its buffers' formats onto them,
- * libgpucore its gc_dtype codes. */
+/* Element types of cast, isin and igemm: a binding maps its buffers' formats onto them
+ * (fmt_elem), libgpucore its gc_dtype codes. */
 typedef enum {
     GC_ELEM_BOOL,
     GC_ELEM_U8,
@@ -438,6 +455,24 @@ typedef enum {
  * float outside int32's range (int64's for an int64 dst), NaN or inf gives that type's minimum
  * (which narrower integers then wrap); integers wrap; anything to bool is value != 0. */
 void gc_cast(const gc_iter *it, const void *src, gc_elem st, void *dst, gc_elem dt);
+
+/* isin (torch.isin): out[i] = (x[i] is one of test[0..m)) != invert, for n contiguous x of type
+ * t (any but BOOL) and m contiguous test elements; scratch holds m elements of t (the sorted
+ * test elements; apart from x, test and out).  NaN is never a member, -0.0 equals 0.0.  0, or -1
+ * for an unsupported t. */
+int gc_isin(gc_elem t, const void *x, ptrdiff_t n, const void *test, ptrdiff_t m, void *scratch,
+            unsigned char *out, int invert);
+
+/* igemm: for each batch item i, C_i = A_i @ B_i with A_i (m x k) at element i*sa of a, B_i
+ * (k x n) at i*sb of b, C_i (m x n) at i*sc of c, all row-major and contiguous; t one of U8, I8,
+ * I16, I32, I64.  Wraps as PyTorch's CPU integer matmul (the exact sum truncated to t); C_i must
+ * not overlap A, B or each other.  0, or -1 for an unsupported t. */
+int gc_igemm(gc_elem t, const void *a, const void *b, void *c, ptrdiff_t batch, ptrdiff_t m,
+             ptrdiff_t n, ptrdiff_t k, ptrdiff_t sa, ptrdiff_t sb, ptrdiff_t sc);
+
+/* special: out[i] = f(x[i]) for the GC_SPECIAL function op (special.c), n contiguous float32
+ * (f64 = 0) or float64 (f64 = 1) elements, computed in double; out may be x itself. */
+void gc_special(int op, int f64, const void *x, void *out, ptrdiff_t n);
 
 /* gather (torch.gather): operands of it (index's shape): 0 = x with stride 0 along the gathered
  * dim, 1 = index (int64), 2 = out; x's element at index k along that dim is k * xd further, for

@@ -27,7 +27,7 @@ from . import (
     vulkan,
 )
 from . import ops as _ops
-from .amp import autocast, get_autocast_dtype, is_autocast_enabled
+from .amp import GradScaler, autocast, get_autocast_dtype, is_autocast_enabled
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled
 from .capi import get_include, get_libraries, get_library_dir, get_pkg_config_dir
@@ -123,6 +123,32 @@ globals().update(_ops.FUNCTIONS)
 from .ops.attributes import layout, strided  # noqa: E402
 
 __version__ = "0.1.0"
+
+# PyTorch's constants (torch.pi, torch.e, torch.inf, torch.nan, torch.newaxis).
+pi = 3.141592653589793
+e = 2.718281828459045
+inf = builtins.float("inf")
+nan = builtins.float("nan")
+newaxis = None
+
+_MATMUL_PRECISION = ["highest"]
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """PyTorch's switch for TF32 / bfloat16 passes in float32 matmuls: 'highest', 'high' or
+    'medium' are accepted and remembered; gpucore's float32 GEMMs always compute in float32, so
+    the results do not change (scripts that set 'high' for speed run unchanged)."""
+    if precision not in ("highest", "high", "medium"):
+        raise ValueError(
+            f"set_float32_matmul_precision(): precision must be 'highest', 'high' or 'medium', "
+            f"got {precision!r}"
+        )
+    _MATMUL_PRECISION[0] = precision
+
+
+def get_float32_matmul_precision() -> str:
+    """The value last given to set_float32_matmul_precision ('highest' by default)."""
+    return _MATMUL_PRECISION[0]
 
 
 def is_tensor(obj) -> bool:

@@ -5,7 +5,8 @@ eigvalsh) run numpy's LAPACK on the CPU in float32/float64 with batches; a tenso
 device goes through host memory for them and the result is a CPU tensor (as for the other ops
 with host kernels only, such as sort). Their
 gradients are PyTorch's formulas written in gpucore ops (gpucore/ops/decompositions.py). Norms,
-pinv, matrix_rank, matrix_exp, multi_dot and cross are compositions (gpucore/ops/matrix.py).
+pinv, matrix_rank, matrix_exp, multi_dot, cross, matrix_power, diagonal and vecdot are
+compositions (gpucore/ops/matrix.py, shorthands.py); matmul is gpucore.matmul.
 A singular or non-positive-definite input raises ``LinAlgError``.
 """
 
@@ -13,7 +14,10 @@ from __future__ import annotations
 
 from .errors import LinAlgError
 from .ops import matrix as _m
+from .ops import shorthands as _sh
 from .ops.api import checked
+from .ops.linalg import matmul as _matmul
+from .tensor import Tensor
 
 inv = checked("linalg.inv", _m.inv)
 solve = checked("linalg.solve", _m.solve)
@@ -33,17 +37,40 @@ matrix_norm = checked("linalg.matrix_norm", _m.matrix_norm)
 norm = checked("linalg.norm", _m.norm)
 multi_dot = checked("linalg.multi_dot", _m.multi_dot)
 cross = checked("linalg.cross", _m.linalg_cross)
+matmul = checked("linalg.matmul", _matmul)
+matrix_power = checked("linalg.matrix_power", _sh.matrix_power)
+
+
+def _diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """torch.linalg.diagonal: the diagonal of the matrices of A (a view; the last two dims by
+    default)."""
+    return A.diagonal(offset, dim1, dim2)
+
+
+def _vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
+    """torch.linalg.vecdot: the dot product of x and y (broadcast) along ``dim``."""
+    return (x * y).sum(dim)
+
+
+diagonal = checked("linalg.diagonal", _diagonal)
+vecdot = checked("linalg.vecdot", _vecdot)
+for _f, _n in ((diagonal, "diagonal"), (vecdot, "vecdot")):
+    _f.__name__ = _f.__qualname__ = _n
+del _f, _n
 
 __all__ = [
     "LinAlgError",
     "cholesky",
     "cross",
     "det",
+    "diagonal",
     "eigh",
     "eigvalsh",
     "inv",
+    "matmul",
     "matrix_exp",
     "matrix_norm",
+    "matrix_power",
     "matrix_rank",
     "multi_dot",
     "norm",
@@ -53,5 +80,6 @@ __all__ = [
     "solve",
     "svd",
     "svdvals",
+    "vecdot",
     "vector_norm",
 ]

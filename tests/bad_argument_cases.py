@@ -186,6 +186,24 @@ TEMPLATES.update(
         "rrelu": lambda: ((t(3, 4),), {}),
     }
 )
+# the torch names added for issue 14's scripts (gpucore/ops/shorthands.py, trig.py, membership.py)
+TEMPLATES.update(
+    {
+        "addmv": lambda: ((t(3), t(3, 4, seed=1), t(4, seed=2)), {}),
+        "concatenate": lambda: (([t(3, 4), t(2, 4, seed=1)],), {}),
+        "vdot": lambda: ((t(4), t(4, seed=1)), {}),
+        "addr": lambda: ((t(3, 4), t(3, seed=1), t(4, seed=2)), {}),
+        "select": lambda: ((t(3, 4), 1, 2), {}),
+        "take": lambda: ((t(3, 4), t(5, kind="index:12")), {}),
+        "tensor_split": lambda: ((t(3, 4), 2, 1), {}),
+        "matrix_power": lambda: ((t(3, 3), 2), {}),
+        "swapdims": lambda: ((t(3, 4), 0, 1), {}),
+        "moveaxis": lambda: ((t(2, 3, 4), 0, 2), {}),
+        "isin": lambda: ((t(3, 4), t(5, seed=1)), {}),
+        "index_put": lambda: ((t(3, 4), (t(2, kind="index:3"),), t(4, seed=1)), {}),
+        "acosh": lambda: ((t(3, 4).abs() + 1.0,), {}),
+    }
+)
 TEMPLATES["bernoulli"] = lambda: ((t(3, 4).abs() / 2,), {})
 TEMPLATES["is_nonzero"] = lambda: ((t(1),), {})
 for _name in ("det", "slogdet", "logdet", "inverse", "matrix_exp"):

@@ -229,6 +229,22 @@ const char *fmt_str(const Py_buffer *v)
     return v->format ? v->format : "B";
 }
 
+/* See args.h. */
+int fmt_elem(const Py_buffer *v)
+{
+    switch (fmt_code(v)) {
+    case '?': return v->itemsize == 1 ? GC_ELEM_BOOL : -1;
+    case 'B': return GC_ELEM_U8;
+    case 'b': return GC_ELEM_I8;
+    case 'h': return GC_ELEM_I16;
+    case 'i': return GC_ELEM_I32;
+    case 'q': return GC_ELEM_I64;
+    case 'f': return v->itemsize == 4 ? GC_ELEM_F32 : -1;
+    case 'd': return v->itemsize == 8 ? GC_ELEM_F64 : -1;
+    default: return -1;
+    }
+}
+
 /* Expects a float32 / float64 buffer; returns 'f' or 'd', or 0 with TypeError set. */
 char float_kind(const char *fn, const char *name, const Py_buffer *v)
 {

@@ -58,6 +58,9 @@ char fmt_code(const Py_buffer *v);
 int fmt_is_plain(const Py_buffer *v);                     /* no object pointers */
 int fmt_same(const Py_buffer *a, const Py_buffer *b);     /* same element type */
 const char *fmt_str(const Py_buffer *v);
+/* The gc_elem of a buffer's format (bool, uint8, int8, int16, int32, int64, float32, float64),
+ * or -1 for any other. */
+int fmt_elem(const Py_buffer *v);
 const char *kind_name(char k);
 
 /* 'f' or 'd' for a float32 / float64 buffer, else 0 with TypeError set. */

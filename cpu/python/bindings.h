@@ -42,6 +42,10 @@
     X(softmax) X(softmax_backward) X(cross_entropy_forward) X(cross_entropy_backward)             \
     /* copy.c, cast.c, gather.c */                                                                \
     X(copy) X(cast) X(gather)                                                                     \
+    /* isin.c, igemm.c: membership, integer matrix products */                                    \
+    X(isin) X(igemm)                                                                              \
+    /* special.c: torch.special functions in double */                                           \
+    X(special)                                                                                    \
     /* norm.c, norm_batch.c, attention.c, attention_backward.c */                                 \
     X(layer_norm) X(norm_rows_forward) X(norm_rows_backward) X(batch_norm_forward)                \
     X(batch_norm_backward)                                                                        \

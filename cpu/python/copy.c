@@ -143,22 +143,6 @@ typedef struct {
     int empty;
 } cast_node;
 
-/* The cast element type of a buffer's format, or -1. */
-static int cast_elem(const Py_buffer *v)
-{
-    switch (fmt_code(v)) {
-    case '?': return v->itemsize == 1 ? GC_ELEM_BOOL : -1;
-    case 'B': return GC_ELEM_U8;
-    case 'b': return GC_ELEM_I8;
-    case 'h': return GC_ELEM_I16;
-    case 'i': return GC_ELEM_I32;
-    case 'q': return GC_ELEM_I64;
-    case 'f': return v->itemsize == 4 ? GC_ELEM_F32 : -1;
-    case 'd': return v->itemsize == 8 ? GC_ELEM_F64 : -1;
-    default: return -1;
-    }
-}
-
 static int cast_parse(PyObject *const *args, Py_ssize_t nargs, void *node, bufset *bs)
 {
     const char *fn = "cast";
@@ -169,7 +153,7 @@ static int cast_parse(PyObject *const *args, Py_ssize_t nargs, void *node, bufse
     Py_buffer *d = s ? get_buf(bs, fn, "dst", args[1], 1) : NULL;
     if (!d)
         return -1;
-    const int st = cast_elem(s), dt = cast_elem(d);
+    const int st = fmt_elem(s), dt = fmt_elem(d);
     if (st < 0 || dt < 0) {
         PyErr_Format(PyExc_TypeError,
                      "cast: '%s' has format '%s'; src and dst must be bool, uint8, int8, int16, "

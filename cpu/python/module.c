@@ -104,6 +104,11 @@ static PyObject *opcodes_table(void)
 #include "opcodes.def"
 #undef GC_REDUCE
 
+    TABLE("special")
+#define GC_SPECIAL(NAME, name, code) ADD(#name, code)
+#include "opcodes.def"
+#undef GC_SPECIAL
+
     TABLE("act")
 #define GC_ACT(NAME, name, code) ADD(#name, code)
 #include "opcodes.def"

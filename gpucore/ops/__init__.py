@@ -15,6 +15,7 @@ from . import (  # noqa: F401
     joining,
     linalg,
     matrix,
+    membership,
     nn,
     norm,
     norm_batch,
@@ -32,11 +33,14 @@ from . import (  # noqa: F401
     scatter,
     selection,
     shape,
+    shorthands,
+    shorthands_more,
     sorting,
     special,
     stacking,
     statistics,
     transcendental,
+    trig,
     unary,
 )
 

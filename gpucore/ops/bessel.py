@@ -7,7 +7,8 @@ All take a float tensor (integers and bools give the default floating dtype) and
 same shape. Computed in float64 by numpy on the CPU (series, quadrature of their integral
 representations and Hankel's expansions; see the kernels); Vulkan tensors go through the host.
 
-kernels: backends/cpu/kernels/bessel.py (numpy) · none on Vulkan.
+kernels: backends/cpu/kernels/bessel.py (i0/i0e/i1/i1e in C, cpu/special.c; the others numpy) ·
+none on Vulkan.
 """
 
 from __future__ import annotations

@@ -248,13 +248,25 @@ minimum = public("minimum")(_binary(MINIMUM, "Elementwise minimum; NaN propagate
 
 @public("pow", inplace=True)
 def pow(input, exponent) -> Tensor:  # noqa: A001 - PyTorch's name
-    """input ** exponent, elementwise, with broadcasting."""
+    """input ** exponent, elementwise, with broadcasting. Integer tensor exponents may be
+    negative (1 ** -e = 1, (-1) ** -e = +-1, else 0, as PyTorch); a negative Python integer
+    exponent of an integer tensor raises ValueError, as PyTorch's RuntimeError."""
     a, b = as_operands("pow", input, exponent, ("input", "exponent"))
+    if (
+        isinstance(input, Tensor)
+        and not isinstance(exponent, Tensor)
+        and not a.dtype.is_floating_point
+        and exponent < 0
+    ):
+        raise ValueError(
+            f"pow(): integers to negative integer powers are not allowed ({a.dtype} tensor to "
+            f"the power {exponent}); use a floating input (input.double() ** {exponent})"
+        )
     return apply(POW, a, b)
 
 
 eq = public("eq")(_binary(_CMP["eq"], "Elementwise ==, a bool tensor."))
-ne = public("ne")(_binary(_CMP["ne"], "Elementwise !=, a bool tensor."))
+ne = public("ne", "not_equal")(_binary(_CMP["ne"], "Elementwise !=, a bool tensor."))
 lt = public("lt", "less")(_binary(_CMP["lt"], "Elementwise <, a bool tensor."))
 le = public("le", "less_equal")(_binary(_CMP["le"], "Elementwise <=, a bool tensor."))
 gt = public("gt", "greater")(_binary(_CMP["gt"], "Elementwise >, a bool tensor."))

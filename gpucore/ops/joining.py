@@ -66,7 +66,7 @@ CAT = defop(
 )
 
 
-@public("cat", "concat", method=False)
+@public("cat", "concat", "concatenate", method=False)
 def cat(tensors, dim: int = 0) -> Tensor:
     """Concatenate tensors along an existing dim (dtypes promoted)."""
     tensors = tensor_list("cat", tensors)

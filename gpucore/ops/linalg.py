@@ -1,6 +1,10 @@
 """Matrix products: matmul (with PyTorch's 1-D and batch-broadcasting rules), mm, bmm, addmm,
 baddbmm, addbmm, outer, trace (einsum is in einsum.py).
 
+Integer matmul (uint8, int8, int16, int32, int64) wraps as PyTorch's CPU kernel: the exact sums
+truncated to the dtype (cpu/igemm.c). The Vulkan GEMM shaders take floats only: integer products
+of device tensors run in that C kernel on the host (the same bits) and give a host tensor.
+
 kernels: backends/cpu/kernels/linalg.py (cpu/gemm.c), backends/vulkan/kernels/gemm.py
 (shaders/gemm.comp)."""
 
@@ -9,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _cpu
+from .. import dtypes as D
 from ..autograd.grad_mode import _state as _grad_state
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
@@ -115,8 +120,11 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         if not isinstance(v, Tensor):
             raise not_tensor("matmul", ("input", "other")[i], i + 1, v)
     a, b = as_operands("matmul", input, other)
-    if not a.dtype.is_floating_point:
-        raise DTypeError(f"matmul(): expects floating point tensors, got {a.dtype}")
+    if a.dtype is D.bool_:
+        raise DTypeError(
+            "matmul(): not implemented for bool tensors (as in PyTorch); convert them first, "
+            "e.g. a.to(gpucore.int64) @ b.to(gpucore.int64)"
+        )
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(
             f"matmul(): both arguments need at least 1 dim, got shapes {tuple(a.shape)} and "

@@ -38,9 +38,7 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
             f"[{tensor.shape[0]}] to have the same number of elements"
         )
     _same_dtype("dot", input, tensor)
-    if input.dtype.is_floating_point:
-        return matmul(input, tensor)
-    return (input * tensor).sum()
+    return matmul(input, tensor)
 
 
 @public("mv")
@@ -56,9 +54,7 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
             f"({vec.shape[0]})"
         )
     _same_dtype("mv", input, vec)
-    if input.dtype.is_floating_point:
-        return matmul(input, vec)
-    return (input * vec).sum(1)
+    return matmul(input, vec)
 
 
 def cross3(input: Tensor, other: Tensor, dim: int, op: str) -> Tensor:
@@ -149,5 +145,5 @@ def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
     k = math.prod(a.shape[i] for i in da)
     am = a.permute(fa + da).reshape(-1, k)
     bm = b.permute(db + fb).reshape(k, -1)
-    out = matmul(am, bm) if a.dtype.is_floating_point else (am.unsqueeze(2) * bm).sum(1)
+    out = matmul(am, bm)
     return out.reshape(tuple(a.shape[i] for i in fa) + tuple(b.shape[i] for i in fb))

@@ -186,7 +186,7 @@ def permute(input: Tensor, *dims) -> Tensor:
     return apply(PERMUTE, input, dims=dims)
 
 
-@public("transpose", "swapaxes")
+@public("transpose", "swapaxes", "swapdims")
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """A view with dims dim0 and dim1 swapped."""
     nd = input.ndim
@@ -305,7 +305,7 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     return input.reshape(shp[:d] + (1,) + shp[d:])
 
 
-@public("movedim")
+@public("movedim", "moveaxis")
 def movedim(input: Tensor, source: int, destination: int) -> Tensor:
     """A view with dim ``source`` moved to position ``destination`` (the others keep order)."""
     nd = input.ndim

@@ -9,7 +9,8 @@ logit, polygamma and mvlgamma (gpucore.<name> and Tensor.<name>) are declared he
 
 Computed in float64 by numpy on the CPU; Vulkan tensors go through the host.
 
-kernels: backends/cpu/kernels/transcendental.py (numpy) · none on Vulkan.
+kernels: backends/cpu/kernels/transcendental.py (erfcx/ndtri/entr in C, cpu/special.c; zeta and
+igamma numpy) · none on Vulkan.
 """
 
 from __future__ import annotations

@@ -37,7 +37,15 @@ except ImportError:
 FUNCS = sorted(F.__all__)
 ALLOWED = (gc.GpucoreError, TypeError, ValueError, IndexError)
 # Random results (dropout masks): compared with PyTorch by shape and dtype only.
-RANDOM = {"dropout", "dropout2d"}
+RANDOM = {
+    "dropout",
+    "dropout1d",
+    "dropout2d",
+    "dropout3d",
+    "alpha_dropout",
+    "feature_alpha_dropout",
+    "gumbel_softmax",
+}
 # What gpucore refuses although PyTorch accepts: function -> prefixes of the case labels, each
 # with the reason in a comment.
 LIMITATIONS = {

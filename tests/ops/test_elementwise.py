@@ -512,3 +512,29 @@ def test_gradgradcheck_binary():
     y = gpucore.tensor(rand((3,), 0.5, 2, 1), dtype=gpucore.float64, requires_grad=True)
     assert gradgradcheck(lambda a, b: a * b / (b + a * a + 3), [x, y])
     assert gradgradcheck(lambda a, b: b**a, [x, y])
+
+
+def test_integer_negative_powers_as_torch():
+    """Integer tensor exponents below 0 give PyTorch's 1 / -1 / 0; a negative Python integer
+    exponent of an integer tensor raises, as PyTorch's RuntimeError (issue 14)."""
+    torch = pytest.importorskip("torch")
+    from helpers import same_as_torch
+
+    base = [2, 1, -1, 0, -3, 5]
+    exps = [-1, -3, -3, -1, -2, 0]
+    for dt in ("int8", "int16", "int32", "int64", "uint8"):
+        b = base if dt != "uint8" else [abs(v) for v in base]
+        ours = gpucore.tensor(b, dtype=getattr(gpucore, dt)) ** gpucore.tensor(exps)
+        theirs = torch.tensor(b, dtype=getattr(torch, dt)) ** torch.tensor(exps)
+        same_as_torch(ours, theirs)
+    same_as_torch(2 ** gpucore.tensor(exps), 2 ** torch.tensor(exps))
+    same_as_torch(gpucore.pow(-1, gpucore.tensor(exps)), torch.pow(-1, torch.tensor(exps)))
+    same_as_torch(
+        gpucore.tensor([2, 1]) ** gpucore.tensor(-1), torch.tensor([2, 1]) ** torch.tensor(-1)
+    )
+    for bad in (lambda m: m.tensor([2]) ** -1, lambda m: m.tensor([True]) ** -2):
+        with pytest.raises(RuntimeError):
+            bad(torch)
+        with pytest.raises(ValueError, match="negative integer powers"):
+            bad(gpucore)
+    same_as_torch(gpucore.tensor([2]) ** -1.0, torch.tensor([2]) ** -1.0)  # a float exponent

@@ -22,6 +22,7 @@ from .activation import (
     elu,
     gelu,
     glu,
+    gumbel_softmax,
     hardshrink,
     hardsigmoid,
     hardswish,
@@ -50,7 +51,14 @@ from .attention import scaled_dot_product_attention
 from .conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d, fold, unfold
 from .conv3d import conv3d, conv_transpose3d
 from .distance import cosine_similarity, pairwise_distance
-from .dropout import dropout, dropout2d
+from .dropout import (
+    alpha_dropout,
+    dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    feature_alpha_dropout,
+)
 from .linear import bilinear, linear
 from .loss import (
     binary_cross_entropy,
@@ -70,7 +78,16 @@ from .loss import (
     soft_margin_loss,
     triplet_margin_loss,
 )
-from .normalization import batch_norm, group_norm, instance_norm, layer_norm, normalize, rms_norm
+from .loss_gaussian import gaussian_nll_loss
+from .normalization import (
+    batch_norm,
+    group_norm,
+    instance_norm,
+    layer_norm,
+    local_response_norm,
+    normalize,
+    rms_norm,
+)
 from .padding import pad
 from .pixelshuffle import pixel_shuffle, pixel_unshuffle
 from .pooling import (
@@ -86,7 +103,7 @@ from .pooling import (
 )
 from .pooling3d import adaptive_avg_pool3d, adaptive_max_pool3d, avg_pool3d, max_pool3d
 from .sparse import embedding, embedding_bag, one_hot
-from .upsampling import interpolate
+from .upsampling import interpolate, upsample, upsample_bilinear, upsample_nearest
 
 from . import toplevel  # noqa: E402, F401  isort: skip  (gpucore.dropout, gpucore.conv2d, ...)
 
@@ -94,7 +111,9 @@ __all__ = [
     # activation
     "celu",
     "elu",
+    "gaussian_nll_loss",
     "gelu",
+    "gumbel_softmax",
     "glu",
     "hardsigmoid",
     "hardshrink",
@@ -150,16 +169,24 @@ __all__ = [
     "group_norm",
     "instance_norm",
     "layer_norm",
+    "local_response_norm",
     "normalize",
     "rms_norm",
+    "alpha_dropout",
     "dropout",
+    "dropout1d",
     "dropout2d",
+    "dropout3d",
+    "feature_alpha_dropout",
     "embedding",
     "embedding_bag",
     "one_hot",
     # padding, upsampling, distance
     "pad",
     "interpolate",
+    "upsample",
+    "upsample_bilinear",
+    "upsample_nearest",
     "cosine_similarity",
     "pairwise_distance",
     # loss

@@ -264,3 +264,23 @@ def rrelu(
         return E.where(x >= 0, x, x * a)
 
     return _activation("rrelu", input, compute, inplace)
+
+
+def gumbel_softmax(
+    logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10, dim: int = -1
+) -> Tensor:
+    """Samples from the Gumbel-softmax distribution: softmax((logits + g) / tau) with Gumbel
+    noise g = -log(E), E ~ Exponential(1) from gpucore's random stream; ``hard=True`` returns
+    one-hot vectors in the forward pass whose gradient is the soft sample's (straight-through),
+    as torch.nn.functional.gumbel_softmax (``eps`` is accepted, unused, as there)."""
+    _check_tensor("gumbel_softmax", logits)
+    from ...ops.random import rand  # noqa: PLC0415 - random imports activation's users
+
+    u = rand(tuple(logits.shape), dtype=logits.dtype, device=logits.device)
+    expo = (-(1.0 - u).log()).clamp(min=1e-30)  # 1 - u in (0, 1]: E >= 0, never log(0)
+    y = softmax((logits - expo.log()) / tau, dim)
+    if not hard:
+        return y
+    index = y.argmax(dim, keepdim=True)
+    y_hard = y.detach().new_zeros(y.shape).scatter(dim, index, 1.0)
+    return y_hard - y.detach() + y

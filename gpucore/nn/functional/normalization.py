@@ -16,6 +16,7 @@ from ...autograd.grad_mode import no_grad
 from ...errors import ShapeError
 from ...ops import norm as _norm
 from ...ops import norm_batch as _bn
+from ...ops.joining import cat
 from ...ops.registry import CAPTURE
 from ...tensor import Tensor
 from ._utils import _check_tensor
@@ -294,3 +295,31 @@ def rms_norm(
     # the output keeps the input's dtype, as PyTorch
     w = weight if weight is None or weight.dtype is input.dtype else weight.to(input.dtype)
     return _norm.rms_norm_composed(input, w, k, eps)
+
+
+def local_response_norm(
+    input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0
+) -> Tensor:
+    """Local response normalization across channels (AlexNet's): input / (k + alpha * mean of
+    the squares over ``size`` neighbouring channels) ** beta, the window padded with zeros
+    (size // 2 before, (size - 1) // 2 after), as torch.nn.functional.local_response_norm."""
+    _check_tensor("local_response_norm", input)
+    if input.ndim < 3:
+        raise ShapeError(
+            f"local_response_norm(): expected an input of at least 3 dims [N, C, *], got shape "
+            f"{tuple(input.shape)}"
+        )
+    if input.numel() == 0:
+        return input
+    sq = input * input
+    shape = list(sq.shape)
+    parts = []
+    for n in (size // 2, None, (size - 1) // 2):
+        if n is None:
+            parts.append(sq)
+        elif n:
+            shape[1] = n
+            parts.append(sq.new_zeros(tuple(shape)))
+    padded = cat(parts, 1) if len(parts) > 1 else sq
+    div = padded.unfold(1, size, 1).mean(-1)
+    return input / (div * alpha + k) ** beta

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
+import warnings
 
 import numpy as np
 
@@ -142,3 +143,37 @@ def interpolate(
         b = out.index_select(d, _const(i1))
         out = a + (b - a) * lam_t
     return out
+
+
+def upsample(
+    input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners=None
+) -> Tensor:
+    """Deprecated in PyTorch: interpolate (with a warning, as torch.nn.functional.upsample)."""
+    warnings.warn(
+        "`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.",
+        stacklevel=2,
+    )
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """Deprecated in PyTorch: interpolate(mode='nearest'), with a warning."""
+    warnings.warn(
+        "`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
+        stacklevel=2,
+    )
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """Deprecated in PyTorch: interpolate(mode='bilinear', align_corners=True), with a warning."""
+    warnings.warn(
+        "`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
+        stacklevel=2,
+    )
+    if isinstance(input, Tensor) and input.ndim != 4:
+        raise ShapeError(
+            f"upsample_bilinear(): expected a 4-D input [N, C, H, W], got shape "
+            f"{tuple(input.shape)}"
+        )
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)

@@ -253,3 +253,15 @@ class MultiLabelSoftMarginLoss(_Loss):
 
     def forward(self, input, target):
         return F.multilabel_soft_margin_loss(input, target, self.weight, reduction=self.reduction)
+
+
+class GaussianNLLLoss(_Loss):
+    """F.gaussian_nll_loss: forward(input, target, var)."""
+
+    def __init__(self, *, full: bool = False, eps: float = 1e-6, reduction: str = "mean"):
+        super().__init__(None, None, reduction)
+        self.full = full
+        self.eps = eps
+
+    def forward(self, input, target, var):
+        return F.gaussian_nll_loss(input, target, var, self.full, self.eps, self.reduction)

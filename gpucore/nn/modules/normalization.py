@@ -292,16 +292,17 @@ class InstanceNorm2d(_BatchNorm):
         )
 
     def forward(self, input):
+        name = type(self).__name__
         if input.ndim not in self._dims:
             raise ShapeError(
-                f"InstanceNorm2d: expected 3D or 4D input, got {input.ndim}D input of shape "
-                f"{tuple(input.shape)}"
+                f"{name}: expected {self._dims[0]}D or {self._dims[1]}D input, got {input.ndim}D "
+                f"input of shape {tuple(input.shape)}"
             )
-        unbatched = input.ndim == 3
+        unbatched = input.ndim == self._dims[0]
         cdim = 0 if unbatched else 1
         if input.shape[cdim] != self.num_features:
             msg = (
-                f"InstanceNorm2d({self.num_features}): expected input's size at dim={cdim} "
+                f"{name}({self.num_features}): expected input's size at dim={cdim} "
                 f"to match num_features ({self.num_features}), but got "
                 f"{input.shape[cdim]} (input shape {tuple(input.shape)})"
             )
@@ -325,3 +326,34 @@ class InstanceNorm2d(_BatchNorm):
             self.eps,
         )
         return out.squeeze(0) if unbatched else out
+
+
+class InstanceNorm1d(InstanceNorm2d):
+    """Normalizes each channel of each sample of [N, C, L] (or unbatched [C, L]) over L (see
+    InstanceNorm2d for affine and track_running_stats)."""
+
+    _dims = (2, 3)
+
+
+class InstanceNorm3d(InstanceNorm2d):
+    """Normalizes each channel of each sample of [N, C, D, H, W] (or unbatched [C, D, H, W])
+    over D, H, W (see InstanceNorm2d for affine and track_running_stats)."""
+
+    _dims = (4, 5)
+
+
+class LocalResponseNorm(Module):
+    """Local response normalization across channels (F.local_response_norm)."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -1,5 +1,7 @@
-"""Kernels of gpucore/ops/bessel.py: the Bessel functions of order 0 and 1 (J, Y, I, K, their
-exponentially scaled forms), the spherical j0 and the Airy function Ai, by numpy in float64.
+"""Kernels of gpucore/ops/bessel.py: the Bessel functions of order 0 and 1 (J, Y, K, their
+exponentially scaled forms), the spherical j0 and the Airy function Ai, by numpy in float64; I0,
+I1 and their scaled forms in C (cpu/special.c, in double: the power series up to 30, the
+large-argument expansion beyond).
 
 Each function is split by the size of its argument into the method that is accurate there:
 power series for small arguments (every term the same sign, or few terms); in the middle,
@@ -18,12 +20,11 @@ import math
 
 import numpy as np
 
-from .common import kernel
+from .common import kernel, special_kernel
 
 _EULER = 0.57721566490156328606
 _CHUNK = 16384  # GL quadrature: 96 x _CHUNK float64 temporaries (12 MiB)
 _MID = 25.0  # from here on the Hankel expansions (J, Y)
-_BIG = 30.0  # from here on the large-argument expansion (I)
 
 
 def _chunked(fn, x: np.ndarray) -> np.ndarray:
@@ -210,7 +211,8 @@ def _bessel_y(n: int):
 
 # ----------------------------------------------------------------------------- I and K
 def _i_series(n: int, x: np.ndarray) -> np.ndarray:
-    """I_n(x) = sum (x/2)^(2k+n) / (k! (k+n)!) for |x| <= 30 (positive terms: no cancellation)."""
+    """I_n(x) = sum (x/2)^(2k+n) / (k! (k+n)!) (positive terms: no cancellation), for K's
+    series; i0/i1 themselves are cpu/special.c's."""
     term = (x / 2) ** n
     s = term.copy()
     q = x * x / 4
@@ -220,46 +222,6 @@ def _i_series(n: int, x: np.ndarray) -> np.ndarray:
         if k % 8 == 0 and not (term > 1e-17 * s).any():  # every remaining term is smaller
             break
     return s
-
-
-def _i_scaled_big(n: int, a: np.ndarray) -> np.ndarray:
-    """exp(-a) I_n(a) for a > 30 by the large-argument expansion (DLMF 10.40.1)."""
-    mu = 4.0 * n * n
-    term = np.ones_like(a)
-    s = term.copy()
-    for k in range(1, 31):
-        term = -term * (mu - (2 * k - 1) ** 2) / (8 * k * a)
-        s += term
-    return s / np.sqrt(2 * math.pi * a)
-
-
-def _i_scaled(n: int, x: np.ndarray) -> np.ndarray:
-    """exp(-|x|) I_n(x) for finite x."""
-    a = np.abs(x)
-    out = np.empty_like(x)
-    small = a <= _BIG
-    out[small] = _i_series(n, a[small]) * np.exp(-a[small])
-    out[~small] = _i_scaled_big(n, a[~small])
-    if n == 1:
-        out = np.where(x < 0, -out, out)
-    return out
-
-
-def _modified_i(n: int, scaled: bool):
-    def f(x):
-        out = np.empty_like(x)
-        fin = np.isfinite(x)
-        v = _i_scaled(n, x[fin])
-        out[fin] = v if scaled else v * np.exp(np.abs(x[fin]))
-        inf = np.isinf(x)
-        if scaled:  # exp(-x) I(x) ~ 1 / sqrt(2 pi x) -> 0
-            out[inf] = np.copysign(0.0, x[inf]) if n else 0.0
-        else:  # NaN, as PyTorch's (its fit times exp(inf) times 0)
-            out[inf] = np.nan
-        out[np.isnan(x)] = np.nan
-        return out
-
-    return f
 
 
 def _k_series(n: int, x: np.ndarray) -> np.ndarray:
@@ -393,10 +355,6 @@ _FUNCTIONS = {
     "bessel_j1": _bessel_j(1),
     "bessel_y0": _bessel_y(0),
     "bessel_y1": _bessel_y(1),
-    "i0": _modified_i(0, False),
-    "i1": _modified_i(1, False),
-    "i0e": _modified_i(0, True),
-    "i1e": _modified_i(1, True),
     "modified_bessel_k0": _modified_k(0, False),
     "modified_bessel_k1": _modified_k(1, False),
     "scaled_modified_bessel_k0": _modified_k(0, True),
@@ -416,3 +374,5 @@ def _run(fn):
 
 for _name, _fn in _FUNCTIONS.items():
     kernel(_name)(_run(_fn))
+for _name in ("i0", "i0e", "i1", "i1e"):  # in C (cpu/special.c), in double
+    kernel(_name)(special_kernel(_name))

@@ -45,6 +45,18 @@ def kernel(*names):
     return deco
 
 
+def special_kernel(name: str):
+    """The kernel of a one-input torch.special function computed in C in double
+    (``_cpu.special``, cpu/special.c; its code from ``OPCODES["special"]``)."""
+    code = _cpu.OPCODES["special"][name]
+
+    def run(out, x):
+        _cpu.special(code, np.ascontiguousarray(x, out.dtype).reshape(-1), out.reshape(-1))
+
+    run.__name__ = f"_{name}"
+    return run
+
+
 def _isf(a: np.ndarray) -> bool:
     return a.dtype in _FLOAT
 

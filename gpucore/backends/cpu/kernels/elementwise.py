@@ -31,13 +31,25 @@ _BINARY_NP = {
 }
 
 
+def _int_pow(out, a, b) -> None:
+    """Signed integers to tensor powers with negative exponents, as PyTorch's CPU kernel (and
+    binary.comp's ipow): 1 ** -e = 1, (-1) ** -e = -1 for odd e else 1, anything else 0 (the
+    truncated 1 / a ** e); the non-negative exponents by numpy's wrapping power."""
+    neg = b < 0
+    with np.errstate(all="ignore"):
+        np.power(a, np.where(neg, 0, b), out=out, casting="unsafe")
+    odd = (b & 1) != 0
+    small = np.where(a == 1, 1, np.where(a == -1, np.where(odd, -1, 1), 0))
+    np.copyto(out, small, casting="unsafe", where=np.broadcast_to(neg, out.shape))
+
+
 def _binary(name, code):
     def run(out, a, b):
         if _isf(a):
             _cpu.binary(code, a, b, out)
+        elif name == "pow" and a.dtype.kind == "i" and (np.asarray(b) < 0).any():
+            _int_pow(out, a, b)
         else:
-            if name == "pow" and (np.asarray(b) < 0).any():
-                raise ValueError("pow(): integers to negative integer powers are not allowed")
             with np.errstate(all="ignore"):
                 _BINARY_NP[name](a, b, out=out, casting="unsafe")
 

@@ -1,5 +1,6 @@
 """Matrix-product kernels (gpucore/ops/linalg.py): matmul (batched, broadcast operands) and
-linear (x @ w.T + b in one GEMM call), on the extension's BLIS-style GEMM."""
+linear (x @ w.T + b in one GEMM call), on the extension's BLIS-style GEMM; integer matmul on
+its integer GEMM (cpu/igemm.c)."""
 
 from __future__ import annotations
 
@@ -27,8 +28,31 @@ def _gemm_operand(arr: np.ndarray):
     return np.ascontiguousarray(v), 0, r * c
 
 
+def _int_operand(arr: np.ndarray):
+    """(C-contiguous batch of matrices, batch stride) for igemm; a batch broadcast along every
+    batch dim (zero strides) is one matrix with stride 0."""
+    r, c = arr.shape[-2:]
+    batch = math.prod(arr.shape[:-2])
+    if batch > 1 and all(s == 0 for s in arr.strides[:-2]):
+        return np.ascontiguousarray(arr[(0,) * (arr.ndim - 2)]), 0
+    return np.ascontiguousarray(arr.reshape(batch, r, c)), r * c
+
+
+def _int_matmul(out, a, b):
+    """Integer products in cpu/igemm.c (PyTorch's wrap-around)."""
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    batch = math.prod(out.shape[:-2])
+    abuf, sa = _int_operand(a)
+    bbuf, sb = _int_operand(b)
+    _cpu.igemm(abuf.reshape(-1), bbuf.reshape(-1), out.reshape(-1), batch, m, n, k, sa, sb, m * n)
+
+
 @kernel("matmul")
 def _matmul(out, a, b):
+    if a.dtype.kind in "iu":
+        _int_matmul(out, a, b)
+        return
     if a.ndim == 2 and a.flags.c_contiguous and b.flags.c_contiguous:
         # plain matrices: the buffers go to C as they are (it checks their sizes)
         m, k = a.shape

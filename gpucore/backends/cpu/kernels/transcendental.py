@@ -1,7 +1,8 @@
-"""Kernels of gpucore/ops/transcendental.py, by numpy in float64: the Hurwitz zeta function
-(Euler-Maclaurin summation, as Cephes), the regularized incomplete gamma functions igamma /
-igammac (series for x < a + 1, Lentz's continued fraction beyond), the scaled complementary
-error function erfcx, the inverse of the normal CDF ndtri (Halley's iteration on erfc) and entr.
+"""Kernels of gpucore/ops/transcendental.py: by numpy in float64 the Hurwitz zeta function
+(Euler-Maclaurin summation, as Cephes) and the regularized incomplete gamma functions igamma /
+igammac (series for x < a + 1, Lentz's continued fraction beyond); in C (cpu/special.c, in
+double, through ``special_kernel``) the scaled complementary error function erfcx, the inverse
+of the normal CDF ndtri (Halley's iteration on erfc) and entr.
 
 erfc and lgamma come from the extension's unary kernels (libm's, in float64).
 """
@@ -15,7 +16,7 @@ from fractions import Fraction
 import numpy as np
 
 from .... import _cpu
-from .common import UNARY, kernel
+from .common import UNARY, kernel, special_kernel
 
 _EPS = np.finfo(np.float64).eps
 
@@ -209,95 +210,6 @@ def igamma(a: np.ndarray, x: np.ndarray, upper: bool) -> np.ndarray:
     return p
 
 
-# ----------------------------------------------------------------------------- erfcx, ndtri
-def _exp_square(x: np.ndarray) -> np.ndarray:
-    """exp(x * x) with x * x's rounding error put back (Dekker's split), so the result keeps
-    its relative accuracy for |x| up to 26."""
-    c = 134217729.0 * x
-    xh = c - (c - x)
-    xl = x - xh
-    hi = x * x
-    lo = ((xh * xh - hi) + 2 * xh * xl) + xl * xl
-    return np.exp(hi) * (1 + lo)
-
-
-def erfcx(x: np.ndarray) -> np.ndarray:
-    """exp(x^2) erfc(x): the product for x < 26 (erfc still a normal number), the asymptotic
-    series 1 / (x sqrt(pi)) sum (-1)^k (2k-1)!! / (2x^2)^k beyond (12 terms, each < 1/50 of
-    the one before)."""
-    out = np.empty_like(x)
-    with np.errstate(all="ignore"):
-        small = x < 26.0
-        xs = x[small]
-        out[small] = _exp_square(xs) * _unary("erfc", xs)
-        xb = x[~small]
-        term = np.ones_like(xb)
-        s = term.copy()
-        r = 1 / (2 * xb * xb)
-        for k in range(1, 13):
-            term = -term * (2 * k - 1) * r
-            s += term
-        out[~small] = s / (xb * math.sqrt(math.pi))
-        out[x < -26.7] = np.inf  # exp(x^2) overflows
-    return out
-
-
-def _ndtr(x: np.ndarray) -> np.ndarray:
-    return 0.5 * _unary("erfc", -x / math.sqrt(2))
-
-
-def ndtri(p: np.ndarray) -> np.ndarray:
-    """The x with ndtr(x) = p: Abramowitz & Stegun 26.2.23 (|error| < 4.5e-4) refined by
-    Halley's iteration on the lower tail (p <= 1/2, where ndtr has no cancellation; below
-    1e-250 Newton's on log ndtr instead); p > 1/2 by symmetry (1 - p is exact there)."""
-    out = np.full(p.shape, np.nan)
-    with np.errstate(all="ignore"):
-        inside = (p > 0) & (p < 1) & (p != 0.5)
-        pi_ = p[inside]
-        upper = pi_ > 0.5
-        q = np.where(upper, 1 - pi_, pi_)
-        t = np.sqrt(-2 * np.log(q))
-        x = -(
-            t
-            - (2.515517 + t * (0.802853 + t * 0.010328))
-            / (1 + t * (1.432788 + t * (0.189269 + t * 0.001308)))
-        )
-        deep = q < 1e-250  # ndtr(x) is near the subnormals there: Newton on its logarithm
-        for _ in range(3):
-            # Halley: f = ndtr(x) - q, f' = phi(x), f'' = -x phi(x)
-            e = _ndtr(x) - q
-            u = e / q * math.sqrt(2 * math.pi) * np.exp(np.log(q) + x * x / 2)
-            x = np.where(deep, x, x - u / (1 + x * u / 2))
-        if deep.any():
-            # log ndtr(x) = log(erfcx(-x/sqrt2) / 2) - x^2/2, its derivative
-            # sqrt(2/pi) / erfcx(-x/sqrt2): no underflow, full relative accuracy
-            xd, lq = x[deep], np.log(q[deep])
-            for _ in range(4):
-                ex = erfcx(-xd / math.sqrt(2))
-                xd = xd - (np.log(ex / 2) - xd * xd / 2 - lq) * ex / math.sqrt(2 / math.pi)
-            x[deep] = xd
-        out[inside] = np.where(upper, -x, x)
-        out[p == 0] = -np.inf
-        out[p == 1] = np.inf
-        out[p == 0.5] = 0.0
-    return out
-
-
-def entr(x: np.ndarray) -> np.ndarray:
-    """-x log(x): 0 at 0, -inf below 0, NaN for NaN."""
-    with np.errstate(all="ignore"):
-        out = np.where(x > 0, -x * np.log(np.where(x > 0, x, 1.0)), np.where(x == 0, 0.0, -np.inf))
-    return np.where(np.isnan(x), x, out)
-
-
-def _run1(fn):
-    def run(out, x):
-        with np.errstate(over="ignore"):  # float32 results beyond its range are inf
-            np.copyto(out, fn(np.asarray(x, np.float64)), casting="unsafe")
-
-    return run
-
-
 def _run2(fn):
     def run(out, a, b):
         a, b, shape = _binary(a, b)
@@ -307,9 +219,9 @@ def _run2(fn):
     return run
 
 
-kernel("erfcx")(_run1(erfcx))
-kernel("ndtri")(_run1(ndtri))
-kernel("entr")(_run1(entr))
+kernel("erfcx")(special_kernel("erfcx"))
+kernel("ndtri")(special_kernel("ndtri"))
+kernel("entr")(special_kernel("entr"))
 kernel("zeta")(_run2(zeta))
 kernel("igamma")(_run2(lambda a, x: igamma(a, x, False)))
 kernel("igammac")(_run2(lambda a, x: igamma(a, x, True)))

@@ -258,24 +258,20 @@ def _bitwise_not(be, out, x):
 
 # ----------------------------------------------------------------------------- integer division
 # binary.comp / binary64.comp's DIV on integers, by MODE (specialization constant 4); POW on
-# integers is square-and-multiply. Division by zero: a divisor that is a host tensor is checked
-# when the op is accepted and raises the CPU kernel's ZeroDivisionError (a negative host exponent
-# its ValueError), as the op would on the CPU; one on the device is not read back (that would wait
-# for the device): the shaders give numpy's 0 for x / 0 and x % 0 and trunc(1 / x^-e) for a
-# negative exponent.
+# integers is square-and-multiply, a negative exponent giving PyTorch's (and the CPU kernel's)
+# 1, -1 or 0. Division by zero: a divisor that is a host tensor is checked when the op is accepted
+# and raises the CPU kernel's ZeroDivisionError, as the op would on the CPU; one on the device is
+# not read back (that would wait for the device): the shaders give numpy's 0 for x / 0 and x % 0.
 _IDIV = {"trunc": 0, "floor": 1, "remainder": 2, "fmod": 3}
 
 
 def _check_host_operand(name: str, b) -> None:
-    """The CPU kernel's error for a host divisor holding 0 (``pow``: a negative exponent); b is
+    """The CPU kernel's error for a host divisor holding 0 (not for ``pow``); b is
     a tensor (a spec, in a compiled model's check, has no values and passes)."""
     if getattr(b, "_dev", True) is not None or getattr(b, "_data", None) is None:
         return
     values = b._data
-    if name == "pow":
-        if (values < 0).any():
-            raise ValueError("pow(): integers to negative integer powers are not allowed")
-    elif (values == 0).any():
+    if name != "pow" and (values == 0).any():
         raise ZeroDivisionError(f"{name}(): integer division by zero")
 
 
