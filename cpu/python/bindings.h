@@ -41,7 +41,7 @@
     /* softmax.c */                                                                               \
     X(softmax) X(softmax_backward) X(cross_entropy_forward) X(cross_entropy_backward)             \
     /* copy.c, cast.c, gather.c */                                                                \
-    X(copy) X(cast) X(gather)                                                                     \
+    X(copy) X(cast) X(gather) X(index_add_rows)                                                   \
     /* norm.c, norm_batch.c, attention.c, attention_backward.c */                                 \
     X(layer_norm) X(norm_rows_forward) X(norm_rows_backward) X(batch_norm_forward)                \
     X(batch_norm_backward)                                                                        \
