@@ -157,8 +157,8 @@ def torch_gpt():
 
         def forward(self, x):
             b, s, _ = x.shape
-            qkv = self.qkv(x).reshape(b, s, 3, h, d // h).permute(2, 0, 3, 1, 4)
-            y = tf.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], is_causal=True)
+            q, k, v = (z.view(b, s, h, d // h).transpose(1, 2) for z in self.qkv(x).split(d, dim=2))
+            y = tf.scaled_dot_product_attention(q, k, v, is_causal=True)
             return self.proj(y.transpose(1, 2).reshape(b, s, d))
 
     class Block(tnn.Module):

@@ -160,7 +160,6 @@ static void GC_FN(atb_item)(GC_FN(atb_job) * J, char *ws, ptrdiff_t b, ptrdiff_t
     }
     for (ptrdiff_t j0 = 0; j0 < skv; j0 += GC_ATB_KB) {
         const ptrdiff_t nk = skv - j0 < GC_ATB_KB ? skv - j0 : GC_ATB_KB;
-        const ptrdiff_t nkp = gc_atb_round(nk, GC_ATB_PAD);
         GC_FN(atb_pack_t)(kh, p->ks[2], j0, nk, d, kt, ldk);
         GC_FN(atb_pack_t)(vh, p->vs[2], j0, nk, dv, vt, ldk);
         /* causal: query rows before j0 see none of these keys */
@@ -174,13 +173,22 @@ static void GC_FN(atb_item)(GC_FN(atb_job) * J, char *ws, ptrdiff_t b, ptrdiff_t
             for (ptrdiff_t i0 = i_first; i0 < sq; i0 += GC_ATB_QB) {
                 const ptrdiff_t rows = sq - i0 < GC_ATB_QB ? sq - i0 : GC_ATB_QB;
                 const GC_T *qa = qh + i0 * p->qs[2], *ga = gh + i0 * p->gs[2];
+                /* causal: the block's last row sees keys up to i0 + rows - 1, so the keys past
+                 * it (on the diagonal block, up to half of it) are left out of every product;
+                 * their P and dS are 0, so the sums over the keys kept are the same bits */
+                ptrdiff_t nb = nk;
+                if (p->causal && i0 + rows - j0 < nb)
+                    nb = i0 + rows - j0;
+                if (nb <= 0)
+                    continue;
+                const ptrdiff_t nbp = gc_atb_round(nb, GC_ATB_PAD);
                 /* S = scale Q K^T, then P = exp(S + mask - lse) in place */
-                GC_FN(att_gemv)(rows, nkp, d, qa, p->qs[2], kt, ldk, s, lds, scale, (GC_T)0);
-                GC_FN(att_gemv)(rows, nkp, dv, ga, p->gs[2], vt, ldk, dp, lds, (GC_T)1, (GC_T)0);
+                GC_FN(att_gemv)(rows, nbp, d, qa, p->qs[2], kt, ldk, s, lds, scale, (GC_T)0);
+                GC_FN(att_gemv)(rows, nbp, dv, ga, p->gs[2], vt, ldk, dp, lds, (GC_T)1, (GC_T)0);
                 for (ptrdiff_t r = 0; r < rows; r++) {
                     const ptrdiff_t i = i0 + r;
                     GC_T *sr = s + r * lds, *dpr = dp + r * lds;
-                    ptrdiff_t len = nk;
+                    ptrdiff_t len = nb;
                     if (p->causal && i + 1 - j0 < len)
                         len = i + 1 - j0 > 0 ? i + 1 - j0 : 0;
                     if (len > 0) {
@@ -190,19 +198,19 @@ static void GC_FN(atb_item)(GC_FN(atb_job) * J, char *ws, ptrdiff_t b, ptrdiff_t
                     const GC_T dii = di[u * sq + i];
                     for (ptrdiff_t j = 0; j < len; j++)
                         dpr[j] = sr[j] * (dpr[j] - dii); /* dS (unscaled) */
-                    for (ptrdiff_t j = len; j < nkp; j++)
+                    for (ptrdiff_t j = len; j < nbp; j++)
                         sr[j] = dpr[j] = (GC_T)0;
                 }
                 /* dv += P^T G */
-                GC_FN(atb_transpose)(s, lds, rows, nk, t, GC_ATB_QB);
-                GC_FN(att_gemv)(nk, dv, rows, t, GC_ATB_QB, ga, p->gs[2], dvh + j0 * dv, dv, (GC_T)1,
+                GC_FN(atb_transpose)(s, lds, rows, nb, t, GC_ATB_QB);
+                GC_FN(att_gemv)(nb, dv, rows, t, GC_ATB_QB, ga, p->gs[2], dvh + j0 * dv, dv, (GC_T)1,
                           (GC_T)1);
                 /* dq += scale dS K (K's rows where they lie) */
-                GC_FN(att_gemv)(rows, d, nk, dp, lds, kh + j0 * p->ks[2], p->ks[2], dqh + i0 * d, d,
+                GC_FN(att_gemv)(rows, d, nb, dp, lds, kh + j0 * p->ks[2], p->ks[2], dqh + i0 * d, d,
                           scale, (GC_T)1);
                 /* dk += scale dS^T Q */
-                GC_FN(atb_transpose)(dp, lds, rows, nk, t, GC_ATB_QB);
-                GC_FN(att_gemv)(nk, d, rows, t, GC_ATB_QB, qa, p->qs[2], dkh + j0 * d, d, scale,
+                GC_FN(atb_transpose)(dp, lds, rows, nb, t, GC_ATB_QB);
+                GC_FN(att_gemv)(nb, d, rows, t, GC_ATB_QB, qa, p->qs[2], dkh + j0 * d, d, scale,
                           (GC_T)1);
             }
         }

@@ -40,23 +40,34 @@ void gc_copy(const gc_iter *it, const void *src, void *dst, size_t itemsize)
         if (same)
             return;
     }
+    /* The two innermost dims in a plain loop, the iterator over the rest: short rows (a head's
+     * 32 floats when a [B, H, S, D] attention output is transposed back) would otherwise pay the
+     * iterator's step per row. */
+    gc_iter outer = *it;
+    ptrdiff_t rows = 1, rs = 0, rd = 0;
+    if (it->ndim >= 2) {
+        outer.ndim = it->ndim - 1;
+        rows = it->shape[last - 1];
+        rs = it->stride[0][last - 1];
+        rd = it->stride[1][last - 1];
+    }
     do {
-        switch (itemsize) {
-        case 1:
-            gc_copy_row_uint8_t(n, (const uint8_t *)src + off[0], ss, (uint8_t *)dst + off[1], ds);
-            break;
-        case 2:
-            gc_copy_row_uint16_t(n, (const uint16_t *)src + off[0], ss, (uint16_t *)dst + off[1],
-                                 ds);
-            break;
-        case 4:
-            gc_copy_row_uint32_t(n, (const uint32_t *)src + off[0], ss, (uint32_t *)dst + off[1],
-                                 ds);
-            break;
-        default:
-            gc_copy_row_uint64_t(n, (const uint64_t *)src + off[0], ss, (uint64_t *)dst + off[1],
-                                 ds);
-            break;
+        for (ptrdiff_t r = 0; r < rows; r++) {
+            const ptrdiff_t os = off[0] + r * rs, od = off[1] + r * rd;
+            switch (itemsize) {
+            case 1:
+                gc_copy_row_uint8_t(n, (const uint8_t *)src + os, ss, (uint8_t *)dst + od, ds);
+                break;
+            case 2:
+                gc_copy_row_uint16_t(n, (const uint16_t *)src + os, ss, (uint16_t *)dst + od, ds);
+                break;
+            case 4:
+                gc_copy_row_uint32_t(n, (const uint32_t *)src + os, ss, (uint32_t *)dst + od, ds);
+                break;
+            default:
+                gc_copy_row_uint64_t(n, (const uint64_t *)src + os, ss, (uint64_t *)dst + od, ds);
+                break;
+            }
         }
-    } while (gc_iter_next(it, idx, off, 2));
+    } while (it->ndim >= 2 && gc_iter_next(&outer, idx, off, 2));
 }

@@ -1,5 +1,6 @@
 /* gather along one dim (torch.gather): out[i] = x[i with its dim-th index replaced by index[i]],
- * any strides, items of 1, 2, 4 or 8 bytes. */
+ * any strides, items of 1, 2, 4 or 8 bytes; and its row form's inverse, index_add_rows
+ * (out[index[i]] += src[i] over rows: the gradient of an embedding lookup / index_select). */
 #include "kernels.h"
 
 #define GC_GATHER_ROW(U)                                                                          \
@@ -54,3 +55,28 @@ int gc_gather(const gc_iter *it, const void *x, ptrdiff_t xd, ptrdiff_t nx, cons
     } while (rc == 0 && gc_iter_next(it, idx, off, 3));
     return rc;
 }
+
+/* out[index[i], :] += src[i, :] for i in order (repeated indices add up in the order they come,
+ * as numpy's add.at): one thread, sequential, so the bits depend on nothing but the data. */
+#define GC_INDEX_ADD_ROWS(T, SFX)                                                                 \
+    int gc_index_add_rows_##SFX(T *out, ptrdiff_t n, ptrdiff_t inner, const int64_t *index,     \
+                                ptrdiff_t m, const T *src, int64_t *bad)                        \
+    {                                                                                             \
+        for (ptrdiff_t i = 0; i < m; i++) {                                                       \
+            int64_t k = index[i];                                                                 \
+            if (k < 0)                                                                            \
+                k += n;                                                                           \
+            if (k < 0 || k >= n) {                                                                \
+                *bad = index[i];                                                                  \
+                return -1;                                                                        \
+            }                                                                                     \
+            T *restrict o = out + k * inner;                                                      \
+            const T *restrict s = src + i * inner;                                                \
+            for (ptrdiff_t c = 0; c < inner; c++)                                                 \
+                o[c] += s[c];                                                                     \
+        }                                                                                         \
+        return 0;                                                                                 \
+    }
+
+GC_INDEX_ADD_ROWS(float, f32)
+GC_INDEX_ADD_ROWS(double, f64)

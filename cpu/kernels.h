@@ -480,6 +480,13 @@ void gc_special(int op, int f64, const void *x, void *out, ptrdiff_t n);
 int gc_gather(const gc_iter *it, const void *x, ptrdiff_t xd, ptrdiff_t nx, const int64_t *index,
               void *out, size_t itemsize, int64_t *bad);
 
+/* out [n, inner] += rows of src [m, inner] at rows index[i] (negative: from the end), in order
+ * of i.  0, or -1 with *bad the first index outside [-n, n) (the rows before it added). */
+int gc_index_add_rows_f32(float *out, ptrdiff_t n, ptrdiff_t inner, const int64_t *index,
+                          ptrdiff_t m, const float *src, int64_t *bad);
+int gc_index_add_rows_f64(double *out, ptrdiff_t n, ptrdiff_t inner, const int64_t *index,
+                          ptrdiff_t m, const double *src, int64_t *bad);
+
 /* Philox4x32-10 (Random123): one block. */
 void gc_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
 /* out[i] = word i % 4 of the block at 64-bit counter offset + i / 4, key = seed. */

@@ -99,7 +99,17 @@ static void GC_FN(reduce_cols)(int op, const GC_T *restrict x, ptrdiff_t n, ptrd
         double acc[GC_RED_CHUNK];
         for (ptrdiff_t t = 0; t < w; t++)
             acc[t] = 0.0;
-        for (ptrdiff_t j = 0; j < n; j++) {
+        /* four rows per pass over acc (one load and store of it per four adds), each column
+         * still summed row by row in order: the same bits as one row per pass */
+        ptrdiff_t j = 0;
+        for (; j + 4 <= n; j += 4) {
+            const GC_T *restrict r0 = x + j * inner, *restrict r1 = r0 + inner;
+            const GC_T *restrict r2 = r1 + inner, *restrict r3 = r2 + inner;
+            for (ptrdiff_t t = 0; t < w; t++)
+                acc[t] = (((acc[t] + (double)r0[t]) + (double)r1[t]) + (double)r2[t]) +
+                         (double)r3[t];
+        }
+        for (; j < n; j++) {
             const GC_T *restrict row = x + j * inner;
             for (ptrdiff_t t = 0; t < w; t++)
                 acc[t] += (double)row[t];

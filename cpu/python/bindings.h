@@ -41,7 +41,7 @@
     /* softmax.c */                                                                               \
     X(softmax) X(softmax_backward) X(cross_entropy_forward) X(cross_entropy_backward)             \
     /* copy.c, cast.c, gather.c */                                                                \
-    X(copy) X(cast) X(gather)                                                                     \
+    X(copy) X(cast) X(gather) X(index_add_rows)                                                   \
     /* isin.c, igemm.c: membership, integer matrix products */                                    \
     X(isin) X(igemm)                                                                              \
     /* special.c: torch.special functions in double */                                           \

@@ -1,4 +1,4 @@
-/* Binding of gather.c: gather along one dim (a node kind, see nodes.h). */
+/* Binding of gather.c: gather along one dim (a node kind, see nodes.h) and index_add_rows. */
 #include "args.h"
 #include "bindings.h"
 #include "nodes.h"
@@ -99,3 +99,63 @@ static void gather_fail(const char *fn, const void *node, int rc)
 
 GC_NODE_KIND(gather, gather_parse, gather_exec, gather_node, gather_fail);
 GC_NODE_BINDING(gather)
+
+GC_DOC(index_add_rows,
+       "index_add_rows(out, index, src, /)\n--\n\n"
+       "out[index[i]] += src[i] over rows, in order of i: out [n, ...] and src [m, ...] "
+       "C-contiguous, one float dtype, the same trailing dims; index int64 [m] (negative counts "
+       "from the end); IndexError for an index outside [-n, n).");
+
+PyObject *gc_py_index_add_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    const char *fn = "index_add_rows";
+    static const char *const names[] = {"out", "index", "src"};
+    bufset bs = {.n = 0};
+    Py_buffer *v[3];
+    if (check_nargs(fn, nargs, 3) < 0 || get_bufs(&bs, fn, args, 3, names, "wrr", v) < 0)
+        goto fail;
+    Py_buffer *out = v[0], *ix = v[1], *src = v[2];
+    Py_buffer *const fv[3] = {out, ix, src};
+    const char kd = need_float_contig(fn, 3, fv, names, "=q=");
+    if (!kd)
+        goto fail;
+    int ok = out->ndim >= 1 && src->ndim == out->ndim && ix->ndim == 1 &&
+             src->shape[0] == ix->shape[0];
+    for (int d = 1; ok && d < out->ndim; d++)
+        ok = src->shape[d] == out->shape[d];
+    if (!ok) {
+        char s1[200], s2[200], s3[200];
+        PyErr_Format(PyExc_ValueError,
+                     "%s: out %s, index %s, src %s: index must be 1-D [m], src [m, ...] with "
+                     "out's trailing dims",
+                     fn, shape_str(out, s1, sizeof s1), shape_str(ix, s2, sizeof s2),
+                     shape_str(src, s3, sizeof s3));
+        goto fail;
+    }
+    if (need_no_overlap(fn, "out", out, "src", src, 0) < 0 ||
+        need_no_overlap(fn, "out", out, "index", ix, 0) < 0)
+        goto fail;
+    const Py_ssize_t n = out->shape[0], m = ix->shape[0];
+    const Py_ssize_t inner = n > 0 ? buf_nelem(out) / n : 0;
+    int64_t bad = 0;
+    int rc = 0;
+    Py_BEGIN_ALLOW_THREADS
+    if (kd == 'f')
+        rc = gc_index_add_rows_f32((float *)out->buf, n, inner, (const int64_t *)ix->buf, m,
+                                   (const float *)src->buf, &bad);
+    else
+        rc = gc_index_add_rows_f64((double *)out->buf, n, inner, (const int64_t *)ix->buf, m,
+                                   (const double *)src->buf, &bad);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) {
+        PyErr_Format(PyExc_IndexError, "%s: index %lld is out of range for %zd rows", fn,
+                     (long long)bad, n);
+        goto fail;
+    }
+    bufs_release(&bs);
+    Py_RETURN_NONE;
+fail:
+    bufs_release(&bs);
+    return NULL;
+}

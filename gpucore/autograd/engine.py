@@ -17,7 +17,7 @@ from .._cpu import HostBuffer as _HostBuffer
 from ..creation import ones
 from ..errors import AutogradError
 from .grad_mode import set_grad_enabled
-from .graph import AccumulateGrad
+from .graph import AccumulateGrad, OutputSlot
 
 
 def _fit(g, shape, dtype):
@@ -134,6 +134,7 @@ def _run(roots, root_grads, retain_graph: bool, create_graph: bool, capture):
 def _distribute(node, grads, pending: dict, deps: dict, ready: list) -> None:
     """Hand each input's gradient (fitted to it) to the node it came from; a node whose last
     gradient arrived becomes ready."""
+    slot = node.index if node.__class__ is OutputSlot else None
     for i, e in enumerate(node.next):
         if e is None:
             continue
@@ -141,7 +142,10 @@ def _distribute(node, grads, pending: dict, deps: dict, ready: list) -> None:
         if gi is not None:
             shape, dtype = node.in_meta[i]
             gi = _fit(gi, shape, dtype)
-            pending[e] = pending[e] + gi if e in pending else gi
+            if slot is not None:  # one output of a multi-output op: filed, not summed
+                pending.setdefault(e, {})[slot] = gi
+            else:
+                pending[e] = pending[e] + gi if e in pending else gi
         deps[e] -= 1
         if deps[e] == 0:
             ready.append(e)

@@ -95,6 +95,30 @@ class Node:
         return f"<{self.name()}>"
 
 
+class OutputSlot(Node):
+    """The grad_fn of output ``index`` of an op with several differentiable outputs (split,
+    chunk, unbind: PyTorch's SplitBackward with its output_nr). Its one edge is the op's node;
+    the engine files the gradient that reaches this slot under ``index`` (a dict index ->
+    gradient, outputs that got none absent) instead of summing it, so the op's backward sees
+    every output's gradient at once and can join them in one pass (one cat, not one
+    zero-filled input-sized tensor per output)."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, target: Node, index: int, meta: tuple):
+        super().__init__(target.op, None, (target,), (meta,))
+        self.index = index
+
+    def name(self) -> str:
+        return self.next[0].name()
+
+    def apply(self, grad):
+        return (grad,)
+
+    def release(self):
+        pass  # the op's node holds what the backward needs
+
+
 class AccumulateGrad(Node):
     """Terminal node of a leaf that requires grad: sums incoming gradients into ``leaf.grad``."""
 

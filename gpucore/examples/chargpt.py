@@ -148,9 +148,10 @@ class CausalSelfAttention(nn.Module):
     def forward(self, x: gc.Tensor) -> gc.Tensor:
         b, t, d = x.shape
         h = self.heads
-        # [B, T, 3, H, hd] -> three [B, H, T, hd] views
-        qkv = self.qkv(x).reshape(b, t, 3, h, d // h).permute(2, 0, 3, 1, 4)
-        y = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], is_causal=True)
+        # one projection split into q, k, v (their gradients meet in one cat), each viewed as
+        # [B, H, T, hd]
+        q, k, v = (z.view(b, t, h, d // h).transpose(1, 2) for z in self.qkv(x).split(d, dim=2))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return self.proj(y.transpose(1, 2).reshape(b, t, d))
 
 

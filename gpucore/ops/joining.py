@@ -1,5 +1,10 @@
-"""Joining and splitting: cat (an op), stack, split, chunk, narrow and unbind as compositions of
-cat and views.
+"""Joining and splitting: cat (an op), stack, split, chunk, tensor_split, narrow and unbind as
+compositions of cat and views.
+
+split, chunk, tensor_split and unbind give views of their input whose gradients meet in one node
+(``SPLIT``, PyTorch's SplitBackward / UnbindBackward): its backward is one cat of the outputs'
+gradients (zeros only for outputs that got none), not one zero-filled, input-sized tensor per
+output summed (what separate ``x[i]`` views cost: a fused qkv projection's q, k and v).
 
 kernels: backends/cpu/kernels/joining.py (numpy); backends/vulkan/kernels/joining.py (cat: one
 strided copy per input into its slice of the output)."""
@@ -9,12 +14,15 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as D
+from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.graph import Ctx, Node, OutputSlot, edge_of
+from ..creation import zeros
 from ..errors import GpucoreIndexError, ShapeError
 from ..tensor import Tensor
 from .api import public
 from .common import tensor_list, wrap_dim
-from .indexing import GETITEM, _real_dim
-from .registry import apply, defop
+from .indexing import GETITEM, _basic_view, _real_dim
+from .registry import AUTOCAST, CAPTURE, OpDef, apply, defop
 from .samples import Sample, uniform
 
 
@@ -126,6 +134,60 @@ def _view(t: Tensor, key: tuple) -> Tensor:
     return apply(GETITEM, t, key=key, src=tuple(t._data.shape))
 
 
+def _split_bwd(ctx, grads: dict):
+    """The input's gradient from the outputs' (``grads``: output index -> gradient; outputs
+    that got none are absent): one cat along dim, zeros in the absent outputs' places."""
+    a = ctx.attrs
+    dim, unbind = a["dim"], a["unbind"]
+    g0 = next(iter(grads.values()))
+    parts = []
+    for i, n in enumerate(a["sizes"]):
+        g = grads.get(i)
+        if g is None:
+            shape = a["shape"][:dim] + (n,) + a["shape"][dim + 1 :]
+            g = zeros(shape, dtype=g0.dtype, device=g0.device)
+        elif unbind:
+            g = g.unsqueeze(dim)
+        parts.append(g)
+    return apply(CAT, *parts, dim=dim, sizes=tuple(a["sizes"]))
+
+
+# The node the outputs of split / chunk / tensor_split / unbind share (each output's grad_fn is
+# an OutputSlot on it). Graph-only, as inplace.OVERWRITE: never applied, so no kernel and not in
+# REGISTRY; its backward is cat, which runs (and differentiates) on every backend.
+SPLIT = OpDef("split", None, _split_bwd, (), (), None, False)
+
+
+def _pieces(t: Tensor, d: int, sizes: list, unbind: bool = False) -> tuple:
+    """The views of ``t`` along dim ``d`` of the given sizes (unbind: the single entries, dim
+    removed). Under autograd they share one SPLIT node; under graph capture or autocast each is
+    a plain getitem view through ``apply`` (what those hooks record)."""
+    pre = (slice(None),) * d
+    keys, start = [], 0
+    for s in sizes:
+        keys.append(pre + ((start,) if unbind else (slice(start, start + s),)))
+        start += s
+    if (
+        not (t.requires_grad and _grad_state.enabled)
+        or CAPTURE[0] is not None
+        or AUTOCAST[0] is not None
+    ):
+        return tuple(_view(t, k) for k in keys)
+    src = tuple(t._data.shape)
+    attrs = {"dim": d, "sizes": tuple(sizes), "unbind": unbind, "shape": src}
+    node = Node(SPLIT, Ctx(SPLIT.name, (), attrs, (True,)), (edge_of(t),), ((src, t._dtype),))
+    out = []
+    for i, key in enumerate(keys):
+        va = {"key": key, "src": src}
+        v = Tensor._make_view(t, _basic_view(t._data, **va), GETITEM, va)
+        slot = OutputSlot(node, i, (v._data.shape, v._dtype))
+        slot.version = v._vbox[0]  # a view's node: rebuilt from t if t changes in place
+        v._grad_fn = slot
+        v.requires_grad = True
+        out.append(v)
+    return tuple(out)
+
+
 @public("split")
 def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     """Views of consecutive pieces along dim: equal pieces of a given size, or given sizes."""
@@ -142,11 +204,7 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
             raise ShapeError(
                 f"split(): sections {sizes} sum to {sum(sizes)} but dim {d} has size {n}"
             )
-    out, start, pre = [], 0, (slice(None),) * d
-    for s in sizes:
-        out.append(_view(tensor, pre + (slice(start, start + s),)))
-        start += s
-    return tuple(out)
+    return _pieces(tensor, d, sizes)
 
 
 @public("chunk")
@@ -160,9 +218,43 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     return split(input, -(-input.shape[d] // chunks), d)
 
 
+@public("tensor_split")
+def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
+    """Views along dim: ``n`` pieces as equal as possible (the first ``size % n`` one longer),
+    or the pieces between the given indices (Python slice bounds), as torch.tensor_split."""
+    d = _real_dim(dim, input, "tensor_split")
+    n = input.shape[d]
+    ios = indices_or_sections
+    if isinstance(ios, Tensor):
+        if ios.dtype.is_floating_point or ios.dtype is D.bool_ or ios.ndim > 1:
+            raise ShapeError(
+                "tensor_split(): a tensor indices_or_sections must be a 0-d or 1-d integer "
+                f"tensor, got {ios.dtype} of shape {tuple(ios.shape)}"
+            )
+        ios = int(ios.item()) if ios.ndim == 0 else [int(i) for i in ios.tolist()]
+    if isinstance(ios, (int, np.integer)) and not isinstance(ios, bool):
+        if ios <= 0:
+            raise ValueError(f"tensor_split(): number of sections must be positive, got {ios}")
+        q, r = divmod(n, int(ios))
+        return _pieces(input, d, [q + 1] * r + [q] * (int(ios) - r))
+    try:
+        idx = [int(i) for i in ios if not isinstance(i, bool)]
+        if len(idx) != len(ios):
+            raise TypeError
+    except TypeError:
+        raise TypeError(
+            "tensor_split(): indices_or_sections must be an int, a sequence of ints or an "
+            f"integer tensor, got {type(indices_or_sections).__name__}"
+        ) from None
+    bounds = [0] + [min(max(i + n if i < 0 else i, 0), n) for i in idx] + [n]
+    if all(a <= b for a, b in zip(bounds, bounds[1:])):
+        return _pieces(input, d, [b - a for a, b in zip(bounds, bounds[1:])])
+    pre = (slice(None),) * d  # bounds that go back: pieces overlap, each its own view
+    return tuple(_view(input, pre + (slice(a, max(a, b)),)) for a, b in zip(bounds, bounds[1:]))
+
+
 @public("unbind")
 def unbind(input: Tensor, dim: int = 0) -> tuple:
     """Views of each slice along dim, with that dim removed."""
     d = _real_dim(dim, input, "unbind")
-    pre = (slice(None),) * d
-    return tuple(_view(input, pre + (i,)) for i in range(input.shape[d]))
+    return _pieces(input, d, [1] * input.shape[d], unbind=True)

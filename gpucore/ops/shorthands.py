@@ -1,6 +1,6 @@
 """Thin PyTorch forms over existing ops (compositions: no kernels, gradients for free on every
 backend): ravel, select, take, positive, isposinf/isneginf, inner, vdot, addmv, addr, rsub,
-tensor_split, matrix_power, detach (as a function); Tensor.unfold (sliding windows, a copy
+matrix_power, detach (as a function); Tensor.unfold (sliding windows, a copy
 here where PyTorch returns a view), ndimension, is_signed, is_same_size, is_inference,
 retains_grad.
 
@@ -133,38 +133,6 @@ def rsub(input, other, *, alpha=1) -> Tensor:
     """``other - alpha * input``, as torch.rsub."""
     a, b = as_operands("rsub", input, other)
     return b - (a if alpha == 1 else a * alpha)
-
-
-@public("tensor_split")
-def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
-    """Views of input split along ``dim``: into n parts whose sizes differ by at most one (the
-    first ``size % n`` one larger) for an int, or at the given indices for a list, as
-    torch.tensor_split."""
-    d = wrap_dim(dim, input.ndim, "tensor_split()")
-    size = input.shape[d]
-    if isinstance(indices_or_sections, Tensor):
-        indices_or_sections = indices_or_sections.tolist()
-    if isinstance(indices_or_sections, (int, np.integer)) and not isinstance(
-        indices_or_sections, bool
-    ):
-        n = int(indices_or_sections)
-        if n <= 0:
-            raise ValueError(f"tensor_split(): number of sections must be > 0, got {n}")
-        q, r = divmod(size, n)
-        bounds = [i * q + min(i, r) for i in range(n + 1)]
-    elif isinstance(indices_or_sections, (list, tuple)):
-        cuts = [_int_arg("tensor_split", "indices", i) for i in indices_or_sections]
-        bounds = [0] + cuts + [size]
-    else:
-        raise ArgumentTypeError(
-            "tensor_split(): indices_or_sections must be an int or a list of ints, not "
-            f"{type_name(indices_or_sections)}"
-        )
-    out = []
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        lo, hi = min(max(lo, 0), size), min(max(hi, 0), size)
-        out.append(input[(slice(None),) * d + (slice(lo, max(lo, hi)),)])
-    return tuple(out)
 
 
 @public("matrix_power")

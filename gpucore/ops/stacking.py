@@ -1,5 +1,6 @@
 """Joining and reshaping compositions of cat, reshape and indexing: atleast_1d/2d/3d, tile,
-vstack/row_stack, hstack, column_stack, dstack, split_with_sizes, unflatten, block_diag,
+vstack/row_stack, hstack, column_stack, dstack, split_with_sizes, hsplit/vsplit/dsplit, unflatten,
+block_diag,
 diag_embed, diagflat, cartesian_prod, combinations and Tensor.type_as (gradients from the
 composed ops, on every backend).
 
@@ -20,7 +21,7 @@ from ..tensor import Tensor
 from .api import public
 from .common import scalar_tensor, tensor_list, wrap_dim
 from .elementwise import where
-from .joining import cat, split, stack
+from .joining import cat, split, stack, tensor_split
 from .rearrange import meshgrid
 
 
@@ -107,6 +108,40 @@ def split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:
     if any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0 for s in sizes):
         raise ValueError(f"split_with_sizes(): sizes must be non-negative ints, got {sizes}")
     return split(input, sizes, dim)
+
+
+def _dir_split(op: str, input: Tensor, indices_or_sections, dim: int, min_dims: int) -> tuple:
+    if input.ndim < min_dims:
+        raise ShapeError(
+            f"{op}(): needs a tensor of at least {min_dims} dims, got shape {tuple(input.shape)}"
+        )
+    ios = indices_or_sections
+    if isinstance(ios, (int, np.integer)) and not isinstance(ios, bool):
+        n = input.shape[dim]
+        if ios <= 0 or n % ios:
+            raise ShapeError(
+                f"{op}(): dim {dim} of size {n} cannot be split into {ios} equal sections; "
+                "give a divisor of the size, or a list of indices"
+            )
+    return tensor_split(input, ios, dim)
+
+
+@public("hsplit")
+def hsplit(input: Tensor, indices_or_sections) -> tuple:
+    """tensor_split along dim 1 (dim 0 of a 1-D tensor); equal sections must divide it."""
+    return _dir_split("hsplit", input, indices_or_sections, 1 if input.ndim > 1 else 0, 1)
+
+
+@public("vsplit")
+def vsplit(input: Tensor, indices_or_sections) -> tuple:
+    """tensor_split along dim 0 of a tensor of at least 2 dims; equal sections must divide it."""
+    return _dir_split("vsplit", input, indices_or_sections, 0, 2)
+
+
+@public("dsplit")
+def dsplit(input: Tensor, indices_or_sections) -> tuple:
+    """tensor_split along dim 2 of a tensor of at least 3 dims; equal sections must divide it."""
+    return _dir_split("dsplit", input, indices_or_sections, 2, 3)
 
 
 @public("unflatten")

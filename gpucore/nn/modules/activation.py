@@ -394,17 +394,13 @@ class MultiheadAttention(Module):
 
     def _projections(self) -> tuple:
         """(weight, bias) of the query, key and value projections."""
-        e = self.embed_dim
+        # chunk, not three slices: the three gradients meet in one cat
         if self._qkv_same_embed_dim:
-            ws = (
-                self.in_proj_weight[:e],
-                self.in_proj_weight[e : 2 * e],
-                self.in_proj_weight[2 * e :],
-            )
+            ws = self.in_proj_weight.chunk(3)
         else:
             ws = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
         b = self.in_proj_bias
-        bs = (None,) * 3 if b is None else (b[:e], b[e : 2 * e], b[2 * e :])
+        bs = (None,) * 3 if b is None else b.chunk(3)
         return tuple(zip(ws, bs))
 
     def forward(

@@ -135,6 +135,32 @@ def test_strided_views(dt):
         check(run(q, kk, v, None, g, 0.25, 1, 1), want, dt, "strided")
 
 
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("sq", [64, 45, 130])
+def test_causal_skips_the_keys_past_each_block(dt, sq):
+    """The causal backward leaves the keys past a query block's last row out of its products:
+    the gradients are the same bits as with those keys kept (a lower-triangular bool mask,
+    which multiplies their zero P and dS through), and an inf in a key no row sees changes
+    nothing (0 * inf would be NaN)."""
+    r = np.random.default_rng(sq)
+    q, k, v, g = (rand(r, (2, 2, sq, 16), dt) for _ in range(4))
+    tril = np.tri(sq, dtype=bool)
+    out, lse = np.empty((2, 2, sq, 16), dt), np.empty((2, 2, sq), dt)
+    C.attention_forward(q, k, v, None, out, lse, 0.3, 1, 1)
+
+    def grads(mask, causal, kk):
+        d = [np.full(q.shape, np.nan, dt) for _ in range(3)]
+        C.attention_backward(q, kk, v, mask, out, g, lse, *d, 0.3, causal, 1)
+        return d
+
+    for a, b in zip(grads(None, 1, k), grads(tril, 0, k)):
+        np.testing.assert_array_equal(a, b)
+    k_inf = k.copy()
+    k_inf[:, :, -1, 0] = np.inf  # the last key: only the last row sees it
+    dq = grads(None, 1, k_inf)[0]
+    assert np.isfinite(dq[:, :, : sq - 1 - (sq - 1) % 32]).all()
+
+
 @pytest.mark.parametrize("hk", [4, 2])
 def test_threads_bitwise(hk):
     r = np.random.default_rng(11)

@@ -73,3 +73,34 @@ def test_bad_calls():
         C.gather(x, ix, ro, 0)
     with pytest.raises(TypeError):
         C.gather(x, ix, out)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_index_add_rows_matches_add_at_bitwise(dtype):
+    """index_add_rows (embedding's and index_select's gradient): numpy's add.at bit for bit,
+    repeated and negative indices included."""
+    rng = np.random.default_rng(2)
+    src = rng.standard_normal((300, 5, 7)).astype(dtype)
+    index = rng.integers(-20, 20, 300)
+    want = np.zeros((20, 5, 7), dtype)
+    np.add.at(want, (index,), src)
+    out = np.zeros((20, 5, 7), dtype)
+    C.index_add_rows(out, index, src)
+    np.testing.assert_array_equal(out, want)
+    C.index_add_rows(out[:0].copy(), index[:0], src[:0])  # nothing to add
+
+
+def test_index_add_rows_bad_calls():
+    out, src = np.zeros((4, 3), np.float32), np.ones((2, 3), np.float32)
+    with pytest.raises(IndexError, match="index 4 is out of range for 4 rows"):
+        C.index_add_rows(out, np.array([0, 4]), src)
+    with pytest.raises(IndexError, match="-5"):
+        C.index_add_rows(out, np.array([-5, 0]), src)
+    with pytest.raises(ValueError, match="trailing dims"):
+        C.index_add_rows(out, np.array([0, 1]), np.ones((2, 2), np.float32))
+    with pytest.raises(TypeError, match="src"):
+        C.index_add_rows(out, np.array([0, 1]), np.ones((2, 3)))
+    with pytest.raises(TypeError, match="index"):
+        C.index_add_rows(out, np.array([0, 1], np.int32), src)
+    with pytest.raises(ValueError, match="out"):
+        C.index_add_rows(out, np.array([0, 1]), out[:2])  # src inside out

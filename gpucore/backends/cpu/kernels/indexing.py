@@ -1,5 +1,6 @@
 """Indexing kernels (gpucore/ops/indexing.py): advanced indexing and its backward, index_put,
-gather/scatter_add, one_hot, copy_slices. numpy does the work, except gather (cpu/gather.c)."""
+gather/scatter_add, one_hot, copy_slices. numpy does the work, except gather and the row case of
+index_backward (an embedding's gradient: cpu/gather.c)."""
 
 from __future__ import annotations
 
@@ -27,8 +28,26 @@ def _index_backward(out, g, shape, key, basic):
     out.fill(0)
     if basic:
         out[key] = g
+    elif _rows_key(key, out, g):
+        # rows picked along dim 0 (embedding, index_select): the rows added in C, in order
+        # (numpy's add.at's order, so its bits, at a fraction of its time)
+        _cpu.index_add_rows(out, np.ascontiguousarray(key[0], np.int64), np.ascontiguousarray(g))
     else:
         np.add.at(out, key, g)
+
+
+def _rows_key(key, out, g) -> bool:
+    """Whether ``key`` is one 1-D integer array picking rows of the contiguous float ``out``."""
+    if len(key) != 1 or out.dtype not in (np.float32, np.float64) or g.dtype != out.dtype:
+        return False
+    k = key[0]
+    return (
+        type(k) is np.ndarray
+        and k.ndim == 1
+        and k.dtype.kind in "iu"
+        and out.ndim >= 1
+        and out.flags.c_contiguous
+    )
 
 
 @kernel("index_put")

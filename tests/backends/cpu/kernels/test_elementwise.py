@@ -362,6 +362,12 @@ def test_copy_strided(dtype):
         (np.broadcast_to(base[0, 0], (4, 10)), np.empty((4, 10), dtype)),
         (base[0, 0, 0], np.empty((), dtype)),
         (base[:, :0], np.empty((6, 0, 10), dtype)),
+        # [B, H, S, D] -> [B, S, H, D]: short contiguous rows under two strided dims
+        (base.reshape(2, 3, 8, 10).transpose(0, 2, 1, 3), np.empty((2, 8, 3, 10), dtype)),
+        (
+            base.reshape(2, 3, 8, 10)[:, ::-1, 1:].transpose(2, 0, 1, 3),
+            np.empty((7, 2, 3, 10), dtype),
+        ),
     ]
     for src, dst in cases:
         C.copy(src, dst)
