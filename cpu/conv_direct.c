@@ -97,6 +97,8 @@ int gc_conv2d_direct_use(const gc_conv *p, ptrdiff_t o)
 
 typedef struct {
     const float *x, *bias;
+    const float *res; /* the epilogue's residual (out's layout), or NULL */
+    int relu;
     float *out;
     const gc_conv *p;
     ptrdiff_t o, ck, l, hp, wp, kc, npo, npx, gpan, upi, nunits;
@@ -160,6 +162,25 @@ static inline void dconv_tile_out(float *restrict c, ptrdiff_t l, const float *r
     }
 }
 
+/* The last K block's tile with the epilogue (gc_epi: + bias, + res at c's offset, relu). */
+static inline void dconv_tile_epi(float *restrict c, ptrdiff_t l, const float *restrict t,
+                                  int nr, ptrdiff_t mv, ptrdiff_t nv, const float *bias,
+                                  const float *restrict res, int relu)
+{
+    for (ptrdiff_t j = 0; j < nv; j++) {
+        float *cj = c + j * l;
+        const float *rj = res ? res + j * l : NULL;
+        for (ptrdiff_t ii = 0; ii < mv; ii++) {
+            float v = t[ii * nr + j];
+            if (bias)
+                v += bias[j];
+            if (rj)
+                v += rj[ii];
+            cj[ii] = relu && v <= 0.0f ? 0.0f : v;
+        }
+    }
+}
+
 /* Pixel panels [i0, i1) of one image (src: its padded image) into outb [o, l]. */
 static void dconv_unit(const dconv_job *J, const float *src, float *outb, ptrdiff_t i0,
                        ptrdiff_t i1)
@@ -186,7 +207,13 @@ static void dconv_unit(const dconv_job *J, const float *src, float *outb, ptrdif
                                 t[ii * nr + j] = c[j * l + ii];
                     gc_isa.cukr_f32(kb, src, J->rows + l0, J->koff + pc, wpan, t, !first);
                     const float *bias = last && J->bias ? J->bias + o0 : NULL;
-                    if (mr == 6 && nr == 16 && mv == 6 && nv == 16) /* AVX2's full tile */
+                    if (last && (J->res || J->relu)) {
+                        const float *res = J->res ? J->res + (outb - J->out) + o0 * l + l0 : NULL;
+                        if (mr == 6 && nr == 16 && mv == 6 && nv == 16)
+                            dconv_tile_epi(c, l, t, 16, 6, 16, bias, res, J->relu);
+                        else
+                            dconv_tile_epi(c, l, t, nr, mv, nv, bias, res, J->relu);
+                    } else if (mr == 6 && nr == 16 && mv == 6 && nv == 16) /* AVX2's full tile */
                         dconv_tile_out(c, l, t, 16, 6, 16, bias);
                     else
                         dconv_tile_out(c, l, t, nr, mv, nv, bias);
@@ -283,12 +310,14 @@ static void dconv_repack(const gc_packed *pw, const gc_packed *P)
 }
 
 int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, const float *bias,
-                         float *out, const gc_conv *p, ptrdiff_t o)
+                         const gc_epi *e, float *out, const gc_conv *p, ptrdiff_t o)
 {
     dconv_job J;
     memset(&J, 0, sizeof J);
     J.x = x;
     J.bias = bias;
+    J.res = e ? (const float *)e->res : NULL;
+    J.relu = e && e->relu;
     J.out = out;
     J.p = p;
     J.o = o;
