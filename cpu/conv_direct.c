@@ -162,23 +162,33 @@ static inline void dconv_tile_out(float *restrict c, ptrdiff_t l, const float *r
     }
 }
 
-/* The last K block's tile with the epilogue (gc_epi: + bias, + res at c's offset, relu). */
-static inline void dconv_tile_epi(float *restrict c, ptrdiff_t l, const float *restrict t,
-                                  int nr, ptrdiff_t mv, ptrdiff_t nv, const float *bias,
-                                  const float *restrict res, int relu)
+/* The epilogue (gc_epi: + res at c's offset, relu) on rows [0, nv) x [0, n) of c (row stride
+ * l), after the bias; the flags constant per instance (the loop vectorizes). */
+static inline __attribute__((always_inline)) void dconv_epi_rows(float *c, ptrdiff_t l,
+                                                                 const float *res, const int relu,
+                                                                 ptrdiff_t nv, ptrdiff_t n)
 {
     for (ptrdiff_t j = 0; j < nv; j++) {
-        float *cj = c + j * l;
-        const float *rj = res ? res + j * l : NULL;
-        for (ptrdiff_t ii = 0; ii < mv; ii++) {
-            float v = t[ii * nr + j];
-            if (bias)
-                v += bias[j];
-            if (rj)
+        float *restrict cj = c + j * l;
+        const float *restrict rj = res ? res + j * l : NULL;
+        for (ptrdiff_t ii = 0; ii < n; ii++) {
+            float v = cj[ii];
+            if (res)
                 v += rj[ii];
             cj[ii] = relu && v <= 0.0f ? 0.0f : v;
         }
     }
+}
+
+static void dconv_epi(float *c, ptrdiff_t l, const float *res, int relu, ptrdiff_t nv,
+                      ptrdiff_t n)
+{
+    if (res && relu)
+        dconv_epi_rows(c, l, res, 1, nv, n);
+    else if (res)
+        dconv_epi_rows(c, l, res, 0, nv, n);
+    else if (relu)
+        dconv_epi_rows(c, l, NULL, 1, nv, n);
 }
 
 /* Pixel panels [i0, i1) of one image (src: its padded image) into outb [o, l]. */
@@ -207,16 +217,17 @@ static void dconv_unit(const dconv_job *J, const float *src, float *outb, ptrdif
                                 t[ii * nr + j] = c[j * l + ii];
                     gc_isa.cukr_f32(kb, src, J->rows + l0, J->koff + pc, wpan, t, !first);
                     const float *bias = last && J->bias ? J->bias + o0 : NULL;
-                    if (last && (J->res || J->relu)) {
-                        const float *res = J->res ? J->res + (outb - J->out) + o0 * l + l0 : NULL;
-                        if (mr == 6 && nr == 16 && mv == 6 && nv == 16)
-                            dconv_tile_epi(c, l, t, 16, 6, 16, bias, res, J->relu);
-                        else
-                            dconv_tile_epi(c, l, t, nr, mv, nv, bias, res, J->relu);
-                    } else if (mr == 6 && nr == 16 && mv == 6 && nv == 16) /* AVX2's full tile */
+                    if (mr == 6 && nr == 16 && mv == 6 && nv == 16) /* AVX2's full tile */
                         dconv_tile_out(c, l, t, 16, 6, 16, bias);
                     else
                         dconv_tile_out(c, l, t, nr, mv, nv, bias);
+                }
+                /* the epilogue on the chunk's finished pixels of these channels (in L1 / L2) */
+                if (last && (J->res || J->relu)) {
+                    const ptrdiff_t p0 = c0 * mr, p1 = c1 * mr < l ? c1 * mr : l;
+                    const ptrdiff_t off = (outb - J->out) + o0 * l + p0;
+                    dconv_epi(outb + o0 * l + p0, l, J->res ? J->res + off : NULL, J->relu, nv,
+                              p1 - p0);
                 }
             }
         }

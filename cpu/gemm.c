@@ -234,30 +234,44 @@ static void GC_FN(pack_b)(GC_T *restrict dst, const GC_T *restrict b, ptrdiff_t 
 
 /* The epilogue e (kernels.h, gc_epi) on rows x cols of the caller's C at c (row stride ld, the
  * res rows' too), c holding C[r0][c0].  After the product's own bias and activation. */
+/* (one pass per row, the flags constant in each instance so that the loop vectorizes) */
+static inline __attribute__((always_inline)) void
+GC_FN(epi_rows)(const GC_T *rb, const GC_T *res, const int relu, GC_T *c, ptrdiff_t ld,
+                ptrdiff_t r0, ptrdiff_t c0, ptrdiff_t rows, ptrdiff_t cols)
+{
+    for (ptrdiff_t i = 0; i < rows; i++) {
+        GC_T *restrict row = c + i * ld;
+        const GC_T *restrict rr = res ? res + (r0 + i) * ld + c0 : NULL;
+        const GC_T b = rb ? rb[r0 + i] : (GC_T)0;
+        for (ptrdiff_t j = 0; j < cols; j++) {
+            GC_T v = row[j];
+            if (rb)
+                v += b;
+            if (res)
+                v += rr[j];
+            row[j] = relu && v <= (GC_T)0 ? (GC_T)0 : v;
+        }
+    }
+}
+
 static void GC_FN(epi_apply)(const gc_epi *e, GC_T *c, ptrdiff_t ld, ptrdiff_t r0, ptrdiff_t c0,
                              ptrdiff_t rows, ptrdiff_t cols)
 {
     const GC_T *rb = (const GC_T *)e->rb, *res = (const GC_T *)e->res;
-    for (ptrdiff_t i = 0; i < rows; i++) {
-        GC_T *restrict row = c + i * ld;
-        if (rb) {
-            const GC_T b = rb[r0 + i];
-            for (ptrdiff_t j = 0; j < cols; j++)
-                row[j] += b;
-        }
-        if (res) {
-            const GC_T *restrict rr = res + (r0 + i) * ld + c0;
-            for (ptrdiff_t j = 0; j < cols; j++)
-                row[j] += rr[j];
-        }
-        if (e->relu)
-            for (ptrdiff_t j = 0; j < cols; j++)
-                row[j] = row[j] <= (GC_T)0 ? (GC_T)0 : row[j];
+    switch ((rb ? 1 : 0) | (res ? 2 : 0) | (e->relu ? 4 : 0)) {
+    case 1: GC_FN(epi_rows)(rb, NULL, 0, c, ld, r0, c0, rows, cols); break;
+    case 2: GC_FN(epi_rows)(NULL, res, 0, c, ld, r0, c0, rows, cols); break;
+    case 3: GC_FN(epi_rows)(rb, res, 0, c, ld, r0, c0, rows, cols); break;
+    case 4: GC_FN(epi_rows)(NULL, NULL, 1, c, ld, r0, c0, rows, cols); break;
+    case 5: GC_FN(epi_rows)(rb, NULL, 1, c, ld, r0, c0, rows, cols); break;
+    case 6: GC_FN(epi_rows)(NULL, res, 1, c, ld, r0, c0, rows, cols); break;
+    case 7: GC_FN(epi_rows)(rb, res, 1, c, ld, r0, c0, rows, cols); break;
+    default: break;
     }
 }
 
 /* One MR x NR tile at c (mv <= mr rows, nv <= nr columns inside the matrix; (i0, j0) the tile's
- * first element in it).  In swapped mode (J->ct) the tile is C^T: element (i, j) lives at
+ * first element in it; J->epi: the swapped tiles' (gemm_unit runs the others' per row panel)).  In swapped mode (J->ct) the tile is C^T: element (i, j) lives at
  * c[j*ldc + i] and the bias is per row. */
 static inline void GC_FN(gemm_tile)(const GC_FN(gemm_job) * J, const GC_T *ap, ptrdiff_t lda,
                                     const GC_T *bp, ptrdiff_t ldb, ptrdiff_t kb, GC_T *c,
@@ -328,8 +342,6 @@ static inline void GC_FN(gemm_tile)(const GC_FN(gemm_job) * J, const GC_T *ap, p
         for (ptrdiff_t i = 0; i < mv; i++)
             GC_FN(gc_unary)(J->act_row, c + i * ldc, c + i * ldc, nv);
     }
-    if (last && J->epi)
-        GC_FN(epi_apply)(J->epi, c, ldc, i0, j0, mv, nv);
 #undef GC_KERNEL
 }
 
@@ -375,6 +387,10 @@ static void GC_FN(gemm_unit)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_
                 GC_FN(gemm_tile)(J, ap, lda, bp, ldb, kb, c + i0 * n + jc + j, n, mv, nv,
                                  beta, J->bias ? J->bias + jc + j : NULL, last, i0, jc + j);
         }
+        /* the epilogue on the panel's finished rows (still in L1 / L2): long rows vectorize,
+         * where a tile's 16-wide rows spent more on loop control than on the work */
+        if (last && J->epi && !J->ct)
+            GC_FN(epi_apply)(J->epi, c + i0 * n + jc, n, i0, jc, mv, nb);
     }
 }
 

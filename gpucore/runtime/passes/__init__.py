@@ -15,6 +15,7 @@ from .cleanup import constant_fold, eliminate_common_subexpressions, eliminate_d
 from .fuse import (
     fuse_attention,
     fuse_conv_affine,
+    fuse_conv_epilogue,
     fuse_gelu_tanh,
     fuse_gemm_epilogue,
     fuse_layer_norm,
@@ -51,8 +52,14 @@ PIPELINE = (
     # the QDQ form an ONNX model brings (gpucore.onnx: QuantizeLinear / DequantizeLinear / QLinear*)
     # onto the int8 ops: no-ops on graphs without quantize nodes (ends with eliminate_dead_code)
     *QUANT_PIPELINE,
+    # last: the int8 fusions above match conv2d -> relu first
+    fuse_conv_epilogue,
 )
 
+
+# The float passes before static quantization inserts its quantize / dequantize pairs (which
+# look for bare conv2d nodes): all but the convolution epilogue.
+FLOAT_PIPELINE = tuple(p for p in PIPELINE if p is not fuse_conv_epilogue)
 
 # The Vulkan executor's pipeline: SiLU, whose fused op has a C kernel but no shader yet, is left
 # out (its primitive ops run as shaders); layer norm and attention have their own shaders
@@ -70,6 +77,7 @@ VULKAN_PIPELINE = tuple(
         remove_qdq_pairs,
         fuse_quantized,
         fuse_dynamic_quantized,
+        fuse_conv_epilogue,  # (no shader: the conv, add and relu run as their own)
     )
 )
 
