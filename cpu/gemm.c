@@ -232,43 +232,7 @@ static void GC_FN(pack_b)(GC_T *restrict dst, const GC_T *restrict b, ptrdiff_t 
     }
 }
 
-/* The epilogue e (kernels.h, gc_epi) on rows x cols of the caller's C at c (row stride ld, the
- * res rows' too), c holding C[r0][c0].  After the product's own bias and activation. */
-/* (one pass per row, the flags constant in each instance so that the loop vectorizes) */
-static inline __attribute__((always_inline)) void
-GC_FN(epi_rows)(const GC_T *rb, const GC_T *res, const int relu, GC_T *c, ptrdiff_t ld,
-                ptrdiff_t r0, ptrdiff_t c0, ptrdiff_t rows, ptrdiff_t cols)
-{
-    for (ptrdiff_t i = 0; i < rows; i++) {
-        GC_T *restrict row = c + i * ld;
-        const GC_T *restrict rr = res ? res + (r0 + i) * ld + c0 : NULL;
-        const GC_T b = rb ? rb[r0 + i] : (GC_T)0;
-        for (ptrdiff_t j = 0; j < cols; j++) {
-            GC_T v = row[j];
-            if (rb)
-                v += b;
-            if (res)
-                v += rr[j];
-            row[j] = relu && v <= (GC_T)0 ? (GC_T)0 : v;
-        }
-    }
-}
-
-static void GC_FN(epi_apply)(const gc_epi *e, GC_T *c, ptrdiff_t ld, ptrdiff_t r0, ptrdiff_t c0,
-                             ptrdiff_t rows, ptrdiff_t cols)
-{
-    const GC_T *rb = (const GC_T *)e->rb, *res = (const GC_T *)e->res;
-    switch ((rb ? 1 : 0) | (res ? 2 : 0) | (e->relu ? 4 : 0)) {
-    case 1: GC_FN(epi_rows)(rb, NULL, 0, c, ld, r0, c0, rows, cols); break;
-    case 2: GC_FN(epi_rows)(NULL, res, 0, c, ld, r0, c0, rows, cols); break;
-    case 3: GC_FN(epi_rows)(rb, res, 0, c, ld, r0, c0, rows, cols); break;
-    case 4: GC_FN(epi_rows)(NULL, NULL, 1, c, ld, r0, c0, rows, cols); break;
-    case 5: GC_FN(epi_rows)(rb, NULL, 1, c, ld, r0, c0, rows, cols); break;
-    case 6: GC_FN(epi_rows)(NULL, res, 1, c, ld, r0, c0, rows, cols); break;
-    case 7: GC_FN(epi_rows)(rb, res, 1, c, ld, r0, c0, rows, cols); break;
-    default: break;
-    }
-}
+#include "gemm_epi.h"
 
 /* One MR x NR tile at c (mv <= mr rows, nv <= nr columns inside the matrix; (i0, j0) the tile's
  * first element in it; J->epi: the swapped tiles' (gemm_unit runs the others' per row panel)).  In swapped mode (J->ct) the tile is C^T: element (i, j) lives at
@@ -642,53 +606,6 @@ static void GC_FN(gemm_units)(GC_FN(gemm_job) * J, int want)
     J->ncu = (int)ncu;
     J->gm = gm;
     J->nmu = (int)((pm + gm - 1) / gm);
-}
-
-/* d [c, r] = act(s^T + bias) for s [r, c] (bias: r values, one per row of s): the tile
- * epilogue's operations in its order (bias, relu in place of the micro-kernel's; other
- * activations per row of d afterwards).  Rows of d split over the pool, by blocks of 8 x 8. */
-typedef struct {
-    const GC_T *s;
-    GC_T *d;
-    ptrdiff_t r, c;
-    const GC_T *bias;
-    int relu, act;
-    const gc_epi *epi; /* after act, on d */
-} GC_FN(tr_job);
-
-static void GC_FN(transpose_range)(void *ctx, ptrdiff_t j0, ptrdiff_t j1)
-{
-    const GC_FN(tr_job) *J = (const GC_FN(tr_job) *)ctx;
-    const ptrdiff_t r = J->r, c = J->c;
-    for (ptrdiff_t jb = j0; jb < j1; jb += 8) {
-        const ptrdiff_t je = jb + 8 < j1 ? jb + 8 : j1;
-        for (ptrdiff_t i0 = 0; i0 < r; i0 += 8) {
-            const ptrdiff_t i1 = i0 + 8 < r ? i0 + 8 : r;
-            for (ptrdiff_t j = jb; j < je; j++) {
-                GC_T *dr = J->d + j * r;
-                for (ptrdiff_t i = i0; i < i1; i++) {
-                    GC_T v = J->s[i * c + j];
-                    if (J->bias)
-                        v += J->bias[i];
-                    dr[i] = J->relu && v <= (GC_T)0 ? (GC_T)0 : v;
-                }
-            }
-        }
-        if (J->act >= 0)
-            for (ptrdiff_t j = jb; j < je; j++)
-                GC_FN(gc_unary)(J->act, J->d + j * r, J->d + j * r, r);
-        if (J->epi)
-            GC_FN(epi_apply)(J->epi, J->d + jb * r, r, jb, 0, je - jb, r);
-    }
-}
-
-static void GC_FN(transpose_act)(const GC_T *s, GC_T *d, ptrdiff_t r, ptrdiff_t c,
-                                 const GC_T *bias, int relu, int act, const gc_epi *epi)
-{
-    GC_FN(tr_job) J = {.s = s, .d = d, .r = r, .c = c, .bias = bias, .relu = relu, .act = act,
-                       .epi = epi};
-    gc_parallel_range(c, 8, (double)r * (double)c * (act >= 0 ? 5.0 : 0.5), GC_FN(transpose_range),
-                      &J);
 }
 
 /* Swapped mode: the unpacked call computes C^T = op(B)^T op(A)^T when that wastes much less of
