@@ -208,6 +208,13 @@ static void dconv_unit(const dconv_job *J, const float *src, float *outb, ptrdif
             for (ptrdiff_t q = 0; q < J->npo; q++) {
                 const float *wpan = wblk + q * nr * kb;
                 const ptrdiff_t o0 = q * nr, nv = o - o0 < nr ? o - o0 : nr;
+                if (last && J->res) { /* the epilogue's residual, requested before the tiles */
+                    const ptrdiff_t p0 = c0 * J->mr, p1 = c1 * J->mr < l ? c1 * J->mr : l;
+                    const float *r = J->res + (outb - J->out) + o0 * l + p0;
+                    for (ptrdiff_t j = 0; j < nv; j++)
+                        for (ptrdiff_t ii = 0; ii < p1 - p0 + 16; ii += 16)
+                            __builtin_prefetch(r + j * l + (ii < p1 - p0 ? ii : p1 - p0 - 1), 0, 3);
+                }
                 for (ptrdiff_t i = c0; i < c1; i++) {
                     const ptrdiff_t l0 = i * mr, mv = l - l0 < mr ? l - l0 : mr;
                     float *c = outb + o0 * l + l0; /* element (pixel ii, channel j): c[j*l + ii] */

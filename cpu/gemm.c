@@ -340,6 +340,8 @@ static void GC_FN(gemm_unit)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_
         const int da = J->adirect && mv == mr; /* A read in place */
         const GC_T *ap = da ? a + i0 * k + pc : ablk + q * mr * kb;
         const ptrdiff_t lda = da ? k : 0;
+        if (last && J->epi && J->epi->res && !J->ct) /* the epilogue's residual rows, ahead */
+            GC_FN(epi_prefetch)((const GC_T *)J->epi->res + i0 * n + jc, n, mv, nb);
         for (ptrdiff_t j = 0; j < nb; j += nr) {
             const ptrdiff_t nv = (nb - j < nr) ? nb - j : nr;
             const GC_T *bp = j < nfull ? b + pc * n + jc + j : bblk + j * kb;
