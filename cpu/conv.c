@@ -96,6 +96,8 @@ void *gc_conv_scratch(int i, size_t bytes)
 
 typedef struct {
     const GC_T *x, *w, *bias, *g;
+    const GC_T *res; /* forward: the residual added before relu (gc_epi), or NULL */
+    int relu;
     GC_T *out, *gx, *gw, *gb; /* gw, gb: per-chunk partials [nchunks, O*CK] / [nchunks, O] */
     gc_conv p1;               /* geometry of one image (n = 1) */
     const gc_packed *pw;      /* forward: the weight pre-packed (side A), or NULL */
@@ -130,31 +132,23 @@ static void GC_FN(conv_fwd_body)(void *ctx, int slot)
             continue;
         }
         GC_T *o = J->out + b * os;
+        /* bias (per output channel: a row of out[b]), residual and relu in the GEMM's tiles */
+        const gc_epi e = {.rb = J->bias, .res = J->res ? J->res + b * os : NULL, .relu = J->relu};
+        const gc_epi *ep = e.rb || e.res || e.relu ? &e : NULL;
         int rc;
         if (J->one) {
             const GC_T *xb = J->x + b * xs;
-            rc = J->pw ? GC_FN(gc_gemm_px)(NULL, J->pw, xb, NULL, o, 1, J->o, J->l, J->ck, 0, 0,
-                                           (GC_T)1, (GC_T)0, 0, 0, 0, NULL, -1)
-                       : GC_FN(gc_gemm_ex)(J->w, xb, o, 1, J->o, J->l, J->ck, 0, 0, (GC_T)1,
-                                           (GC_T)0, 0, 0, 0, NULL, -1);
+            rc = GC_FN(gc_gemm_pxe)(J->pw ? NULL : J->w, J->pw, xb, NULL, o, J->o, J->l, J->ck, 0,
+                                    0, ep);
         } else if (J->pw) {
             src.x = J->x + b * xs;
-            rc = GC_FN(gc_gemm_px)(NULL, J->pw, NULL, &cp, o, 1, J->o, J->l, J->ck, 0, 0, (GC_T)1,
-                                   (GC_T)0, 0, 0, 0, NULL, -1);
+            rc = GC_FN(gc_gemm_pxe)(NULL, J->pw, NULL, &cp, o, J->o, J->l, J->ck, 0, 0, ep);
         } else {
             GC_FN(gc_im2col)(J->x + b * xs, col, &J->p1);
-            rc = GC_FN(gc_gemm_ex)(J->w, col, o, 1, J->o, J->l, J->ck, 0, 0, (GC_T)1, (GC_T)0, 0,
-                                   0, 0, NULL, -1);
+            rc = GC_FN(gc_gemm_pxe)(J->w, NULL, col, NULL, o, J->o, J->l, J->ck, 0, 0, ep);
         }
         if (rc < 0)
             atomic_store(&J->failed, 1);
-        if (J->bias)
-            for (ptrdiff_t i = 0; i < J->o; i++) {
-                const GC_T bv = J->bias[i];
-                GC_T *r = o + i * J->l;
-                for (ptrdiff_t j = 0; j < J->l; j++)
-                    r[j] += bv;
-            }
     }
 }
 
@@ -232,13 +226,16 @@ static int GC_FN(conv_threads)(const gc_conv *p, ptrdiff_t o, ptrdiff_t units)
     return nt < units ? nt : (int)units;
 }
 
-int GC_FN(gc_conv2d_forward_px)(const GC_T *x, const GC_T *w, const gc_packed *pw,
-                                const GC_T *bias, GC_T *out, const gc_conv *p, ptrdiff_t o)
+int GC_FN(gc_conv2d_forward_ex)(const GC_T *x, const GC_T *w, const gc_packed *pw,
+                                const GC_T *bias, const GC_T *res, int relu, GC_T *out,
+                                const gc_conv *p, ptrdiff_t o)
 {
+    const gc_epi fe = {.res = res, .relu = relu}; /* the float32 paths' (bias apart) */
+    const gc_epi *fep = res || relu ? &fe : NULL;
     if (sizeof(GC_T) == 4 && ((pw && pw->swap == 2) || gc_conv2d_winograd_use(p, o))) {
         if (gc_conv_input_finite((const float *)x, p->n * p->c * p->h * p->w))
             return gc_conv2d_winograd_f32((const float *)x, (const float *)w, pw,
-                                          (const float *)bias, (float *)out, p, o);
+                                          (const float *)bias, fep, (float *)out, p, o);
         /* an inf or NaN: the direct / im2col paths keep it in the outputs that read it */
         if (pw && pw->swap == 2) {
             if (!gc_conv2d_winograd_fits(p, o) || pw->rows != o || pw->cols != p->c * 9)
@@ -249,12 +246,14 @@ int GC_FN(gc_conv2d_forward_px)(const GC_T *x, const GC_T *w, const gc_packed *p
     }
     if (sizeof(GC_T) == 4 && gc_conv2d_direct_use(p, o))
         return gc_conv2d_direct_f32((const float *)x, (const float *)w, pw, (const float *)bias,
-                                    (float *)out, p, o);
+                                    fep, (float *)out, p, o);
     GC_FN(conv_job) J;
     GC_FN(conv_job_init)(&J, x, w, p, o);
     J.one = p->kh == 1 && p->kw == 1 && p->sh == 1 && p->sw == 1 && p->ph == 0 && p->pw == 0;
     J.pw = pw;
     J.bias = bias;
+    J.res = res;
+    J.relu = relu;
     J.out = out;
     if (J.nimg <= 0 || o <= 0)
         return 0;
@@ -262,6 +261,12 @@ int GC_FN(gc_conv2d_forward_px)(const GC_T *x, const GC_T *w, const gc_packed *p
     atomic_init(&J.failed, 0);
     gc_region(GC_FN(conv_fwd_body), &J, GC_FN(conv_threads)(p, o, p->n));
     return atomic_load(&J.failed) ? -1 : 0;
+}
+
+int GC_FN(gc_conv2d_forward_px)(const GC_T *x, const GC_T *w, const gc_packed *pw,
+                                const GC_T *bias, GC_T *out, const gc_conv *p, ptrdiff_t o)
+{
+    return GC_FN(gc_conv2d_forward_ex)(x, w, pw, bias, NULL, 0, out, p, o);
 }
 
 int GC_FN(gc_conv2d_forward)(const GC_T *x, const GC_T *w, const GC_T *bias, GC_T *out,

@@ -97,6 +97,8 @@ int gc_conv2d_direct_use(const gc_conv *p, ptrdiff_t o)
 
 typedef struct {
     const float *x, *bias;
+    const float *res; /* the epilogue's residual (out's layout), or NULL */
+    int relu;
     float *out;
     const gc_conv *p;
     ptrdiff_t o, ck, l, hp, wp, kc, npo, npx, gpan, upi, nunits;
@@ -160,6 +162,35 @@ static inline void dconv_tile_out(float *restrict c, ptrdiff_t l, const float *r
     }
 }
 
+/* The epilogue (gc_epi: + res at c's offset, relu) on rows [0, nv) x [0, n) of c (row stride
+ * l), after the bias; the flags constant per instance (the loop vectorizes). */
+static inline __attribute__((always_inline)) void dconv_epi_rows(float *c, ptrdiff_t l,
+                                                                 const float *res, const int relu,
+                                                                 ptrdiff_t nv, ptrdiff_t n)
+{
+    for (ptrdiff_t j = 0; j < nv; j++) {
+        float *restrict cj = c + j * l;
+        const float *restrict rj = res ? res + j * l : NULL;
+        for (ptrdiff_t ii = 0; ii < n; ii++) {
+            float v = cj[ii];
+            if (res)
+                v += rj[ii];
+            cj[ii] = relu && v <= 0.0f ? 0.0f : v;
+        }
+    }
+}
+
+static void dconv_epi(float *c, ptrdiff_t l, const float *res, int relu, ptrdiff_t nv,
+                      ptrdiff_t n)
+{
+    if (res && relu)
+        dconv_epi_rows(c, l, res, 1, nv, n);
+    else if (res)
+        dconv_epi_rows(c, l, res, 0, nv, n);
+    else if (relu)
+        dconv_epi_rows(c, l, NULL, 1, nv, n);
+}
+
 /* Pixel panels [i0, i1) of one image (src: its padded image) into outb [o, l]. */
 static void dconv_unit(const dconv_job *J, const float *src, float *outb, ptrdiff_t i0,
                        ptrdiff_t i1)
@@ -177,6 +208,13 @@ static void dconv_unit(const dconv_job *J, const float *src, float *outb, ptrdif
             for (ptrdiff_t q = 0; q < J->npo; q++) {
                 const float *wpan = wblk + q * nr * kb;
                 const ptrdiff_t o0 = q * nr, nv = o - o0 < nr ? o - o0 : nr;
+                if (last && J->res) { /* the epilogue's residual, requested before the tiles */
+                    const ptrdiff_t p0 = c0 * J->mr, p1 = c1 * J->mr < l ? c1 * J->mr : l;
+                    const float *r = J->res + (outb - J->out) + o0 * l + p0;
+                    for (ptrdiff_t j = 0; j < nv; j++)
+                        for (ptrdiff_t ii = 0; ii < p1 - p0 + 16; ii += 16)
+                            __builtin_prefetch(r + j * l + (ii < p1 - p0 ? ii : p1 - p0 - 1), 0, 3);
+                }
                 for (ptrdiff_t i = c0; i < c1; i++) {
                     const ptrdiff_t l0 = i * mr, mv = l - l0 < mr ? l - l0 : mr;
                     float *c = outb + o0 * l + l0; /* element (pixel ii, channel j): c[j*l + ii] */
@@ -190,6 +228,13 @@ static void dconv_unit(const dconv_job *J, const float *src, float *outb, ptrdif
                         dconv_tile_out(c, l, t, 16, 6, 16, bias);
                     else
                         dconv_tile_out(c, l, t, nr, mv, nv, bias);
+                }
+                /* the epilogue on the chunk's finished pixels of these channels (in L1 / L2) */
+                if (last && (J->res || J->relu)) {
+                    const ptrdiff_t p0 = c0 * mr, p1 = c1 * mr < l ? c1 * mr : l;
+                    const ptrdiff_t off = (outb - J->out) + o0 * l + p0;
+                    dconv_epi(outb + o0 * l + p0, l, J->res ? J->res + off : NULL, J->relu, nv,
+                              p1 - p0);
                 }
             }
         }
@@ -283,12 +328,14 @@ static void dconv_repack(const gc_packed *pw, const gc_packed *P)
 }
 
 int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, const float *bias,
-                         float *out, const gc_conv *p, ptrdiff_t o)
+                         const gc_epi *e, float *out, const gc_conv *p, ptrdiff_t o)
 {
     dconv_job J;
     memset(&J, 0, sizeof J);
     J.x = x;
     J.bias = bias;
+    J.res = e ? (const float *)e->res : NULL;
+    J.relu = e && e->relu;
     J.out = out;
     J.p = p;
     J.o = o;

@@ -230,6 +230,8 @@ void gc_winograd_weight(const float *w, float *U, ptrdiff_t o, ptrdiff_t c, int 
 
 typedef struct {
     const float *x, *U, *bias;
+    const float *res; /* the epilogue's residual (out's layout), or NULL */
+    int relu;
     float *out, *V, *M;
     const gc_conv *p;
     ptrdiff_t o, th, tw, r0, nrows, ldt, npan, kc;
@@ -336,6 +338,14 @@ static void wg_output_channel(const wg_job *J, ptrdiff_t oc)
                 }
                 for (ptrdiff_t xx = 4 * full; xx < xe; xx++)
                     orow[xx] = y[(i * 4 + (xx & 3)) * GC_WG_TB + k + (xx >> 2)];
+                if (J->res) { /* the epilogue (gc_epi) on the row just stored */
+                    const float *rr = J->res + (orow - J->out);
+                    for (ptrdiff_t xx = 0; xx < xe; xx++)
+                        orow[xx] += rr[xx];
+                }
+                if (J->relu)
+                    for (ptrdiff_t xx = 0; xx < xe; xx++)
+                        orow[xx] = orow[xx] <= 0.0f ? 0.0f : orow[xx];
             }
             k += run;
         }
@@ -363,7 +373,8 @@ static void wg_unpack(const gc_packed *pw, float *w)
 }
 
 int gc_conv2d_winograd_f32(const float *x, const float *w, const gc_packed *pw,
-                           const float *bias, float *out, const gc_conv *p, ptrdiff_t o)
+                           const float *bias, const gc_epi *e, float *out, const gc_conv *p,
+                           ptrdiff_t o)
 {
     if (!gc_conv2d_winograd_fits(p, o))
         return 0;
@@ -371,6 +382,8 @@ int gc_conv2d_winograd_f32(const float *x, const float *w, const gc_packed *pw,
     memset(&J, 0, sizeof J);
     J.x = x;
     J.bias = bias;
+    J.res = e ? (const float *)e->res : NULL;
+    J.relu = e && e->relu;
     J.out = out;
     J.p = p;
     J.o = o;

@@ -18,8 +18,9 @@
  * have claimed and are doing (see gemm_item), so a descheduled worker holds nobody up.  Units lie on the global MR x NR
  * tile grid and every C element is summed over k in the same order, so results are bitwise
  * identical for any number of threads.  beta applies on the first K block, the bias /
- * activation after the last one, while the tile is in registers (bias, relu) or in L1 (the
- * other activations, applied per tile row with the vectorized unary functions).
+ * activation after the last one, while the tile is in registers (bias, relu) or in L1 / L2 (the
+ * other activations, applied with the vectorized unary functions per row of a finished row
+ * panel; a convolution's epilogue, gemm_epi.h, likewise).
  *
  * Batch items with a C stride of at least m*n are independent; when one item is too small to
  * split, the items are spread over the threads instead.  Items whose C overlap (sc == 0
@@ -154,8 +155,9 @@ typedef struct {
     int ta, tb;
     GC_T alpha, beta;
     const GC_T *bias;
-    int relu, act_row; /* act_row: UNARY_* applied per tile row after the kernel, or -1 */
+    int relu, act_row; /* act_row: UNARY_* applied per row of a finished row panel, or -1 */
     int ct;            /* C is stored transposed: element (i, j) at c[j*m + i] (swapped mode) */
+    const gc_epi *epi; /* a convolution's epilogue on the caller's C after the last K block */
     int bdirect;       /* full B panels are read in place (row-major B, small) instead of packed */
     int adirect;       /* full A panels are read in place (row-major A, small) instead of packed */
     int mr, nr;
@@ -231,12 +233,15 @@ static void GC_FN(pack_b)(GC_T *restrict dst, const GC_T *restrict b, ptrdiff_t 
     }
 }
 
-/* One MR x NR tile at c (mv <= mr rows, nv <= nr columns inside the matrix).  In swapped mode
- * (J->ct) the tile is C^T: element (i, j) lives at c[j*ldc + i] and the bias is per row. */
+#include "gemm_epi.h"
+
+/* One MR x NR tile at c (mv <= mr rows, nv <= nr columns inside the matrix; (i0, j0) the tile's
+ * first element in it; J->epi: the swapped tiles' (gemm_unit runs the others' per row panel)).  In swapped mode (J->ct) the tile is C^T: element (i, j) lives at
+ * c[j*ldc + i] and the bias is per row. */
 static inline void GC_FN(gemm_tile)(const GC_FN(gemm_job) * J, const GC_T *ap, ptrdiff_t lda,
                                     const GC_T *bp, ptrdiff_t ldb, ptrdiff_t kb, GC_T *c,
                                     ptrdiff_t ldc, ptrdiff_t mv, ptrdiff_t nv, GC_T beta,
-                                    const GC_T *bias, int last)
+                                    const GC_T *bias, int last, ptrdiff_t i0, ptrdiff_t j0)
 {
     const int mr = J->mr, nr = J->nr;
     const int relu = last && J->relu;
@@ -275,6 +280,8 @@ static inline void GC_FN(gemm_tile)(const GC_FN(gemm_job) * J, const GC_T *ap, p
         for (ptrdiff_t j = 0; j < nv; j++)
             for (ptrdiff_t i = 0; i < mv; i++)
                 c[j * ldc + i] = t[i * nr + j];
+        if (last && J->epi) /* the caller's C: rows j0.., columns i0.. */
+            GC_FN(epi_apply)(J->epi, c, ldc, j0, i0, nv, mv);
         return;
     }
     if (mv == mr && nv == nr) {
@@ -295,10 +302,6 @@ static inline void GC_FN(gemm_tile)(const GC_FN(gemm_job) * J, const GC_T *ap, p
         for (ptrdiff_t i = 0; i < mv; i++)
             for (ptrdiff_t j = 0; j < nv; j++)
                 c[i * ldc + j] = t[i * nr + j];
-    }
-    if (last && J->act_row >= 0) {
-        for (ptrdiff_t i = 0; i < mv; i++)
-            GC_FN(gc_unary)(J->act_row, c + i * ldc, c + i * ldc, nv);
     }
 #undef GC_KERNEL
 }
@@ -334,17 +337,28 @@ static void GC_FN(gemm_unit)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_
         const int da = J->adirect && mv == mr; /* A read in place */
         const GC_T *ap = da ? a + i0 * k + pc : ablk + q * mr * kb;
         const ptrdiff_t lda = da ? k : 0;
+        if (last && J->epi && J->epi->res && !J->ct) /* the epilogue's residual rows, ahead */
+            GC_FN(epi_prefetch)((const GC_T *)J->epi->res + i0 * n + jc, n, mv, nb);
         for (ptrdiff_t j = 0; j < nb; j += nr) {
             const ptrdiff_t nv = (nb - j < nr) ? nb - j : nr;
             const GC_T *bp = j < nfull ? b + pc * n + jc + j : bblk + j * kb;
             const ptrdiff_t ldb = j < nfull ? n : nr;
             if (J->ct)
                 GC_FN(gemm_tile)(J, ap, lda, bp, ldb, kb, c + (jc + j) * m + i0, m, mv, nv,
-                                 beta, J->bias ? J->bias + i0 : NULL, last);
+                                 beta, J->bias ? J->bias + i0 : NULL, last, i0, jc + j);
             else
                 GC_FN(gemm_tile)(J, ap, lda, bp, ldb, kb, c + i0 * n + jc + j, n, mv, nv,
-                                 beta, J->bias ? J->bias + jc + j : NULL, last);
+                                 beta, J->bias ? J->bias + jc + j : NULL, last, i0, jc + j);
         }
+        /* the row activation and the epilogue on the panel's finished rows (still in L1 / L2):
+         * long rows vectorize, where a tile's 16-wide rows spent more on calls and loop control
+         * than on the work (the d = 256 transformer's exact-GELU fc1, 512 x 1024 x 256, one
+         * thread: 6.9 ms per tile row against 4.0 for the same product without it) */
+        if (last && J->act_row >= 0 && !J->ct)
+            for (ptrdiff_t i = 0; i < mv; i++)
+                GC_FN(gc_unary)(J->act_row, c + (i0 + i) * n + jc, c + (i0 + i) * n + jc, nb);
+        if (last && J->epi && !J->ct)
+            GC_FN(epi_apply)(J->epi, c + i0 * n + jc, n, i0, jc, mv, nb);
     }
 }
 
@@ -598,49 +612,6 @@ static void GC_FN(gemm_units)(GC_FN(gemm_job) * J, int want)
     J->nmu = (int)((pm + gm - 1) / gm);
 }
 
-/* d [c, r] = act(s^T + bias) for s [r, c] (bias: r values, one per row of s): the tile
- * epilogue's operations in its order (bias, relu in place of the micro-kernel's; other
- * activations per row of d afterwards).  Rows of d split over the pool, by blocks of 8 x 8. */
-typedef struct {
-    const GC_T *s;
-    GC_T *d;
-    ptrdiff_t r, c;
-    const GC_T *bias;
-    int relu, act;
-} GC_FN(tr_job);
-
-static void GC_FN(transpose_range)(void *ctx, ptrdiff_t j0, ptrdiff_t j1)
-{
-    const GC_FN(tr_job) *J = (const GC_FN(tr_job) *)ctx;
-    const ptrdiff_t r = J->r, c = J->c;
-    for (ptrdiff_t jb = j0; jb < j1; jb += 8) {
-        const ptrdiff_t je = jb + 8 < j1 ? jb + 8 : j1;
-        for (ptrdiff_t i0 = 0; i0 < r; i0 += 8) {
-            const ptrdiff_t i1 = i0 + 8 < r ? i0 + 8 : r;
-            for (ptrdiff_t j = jb; j < je; j++) {
-                GC_T *dr = J->d + j * r;
-                for (ptrdiff_t i = i0; i < i1; i++) {
-                    GC_T v = J->s[i * c + j];
-                    if (J->bias)
-                        v += J->bias[i];
-                    dr[i] = J->relu && v <= (GC_T)0 ? (GC_T)0 : v;
-                }
-            }
-        }
-        if (J->act >= 0)
-            for (ptrdiff_t j = jb; j < je; j++)
-                GC_FN(gc_unary)(J->act, J->d + j * r, J->d + j * r, r);
-    }
-}
-
-static void GC_FN(transpose_act)(const GC_T *s, GC_T *d, ptrdiff_t r, ptrdiff_t c,
-                                 const GC_T *bias, int relu, int act)
-{
-    GC_FN(tr_job) J = {.s = s, .d = d, .r = r, .c = c, .bias = bias, .relu = relu, .act = act};
-    gc_parallel_range(c, 8, (double)r * (double)c * (act >= 0 ? 5.0 : 0.5), GC_FN(transpose_range),
-                      &J);
-}
-
 /* Swapped mode: the unpacked call computes C^T = op(B)^T op(A)^T when that wastes much less of
  * the register tile (n small, m large: the long dimension goes along the vectors), or when n is
  * narrower than one tile: every tile would then go through the padded edge path (64x512x10: 38
@@ -661,13 +632,19 @@ static int GC_FN(packed_usable)(const gc_packed *P, int swap)
            P->kc == gc_gemm_kc(sizeof(GC_T) == 4 ? 'f' : 'd', P->k);
 }
 
+static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, const gc_packed *pb,
+                           GC_T *c, ptrdiff_t batch, ptrdiff_t m, ptrdiff_t n, ptrdiff_t k,
+                           int trans_a, int trans_b, GC_T alpha, GC_T beta, ptrdiff_t sa,
+                           ptrdiff_t sb, ptrdiff_t sc, const GC_T *bias, int act,
+                           const gc_epi *epi);
+
 /* The call on unpacked copies of the packed operands flagged in ua / ub (where the packed panels
  * cannot give the unpacked call's bits, see gc_gemm_px). */
 static int GC_FN(gemm_unpacking)(const GC_T *a, const gc_packed *pa, int ua, const GC_T *b,
                                  const gc_packed *pb, int ub, GC_T *c, ptrdiff_t batch,
                                  ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int trans_a, int trans_b,
                                  GC_T alpha, GC_T beta, ptrdiff_t sa, ptrdiff_t sb, ptrdiff_t sc,
-                                 const GC_T *bias, int act)
+                                 const GC_T *bias, int act, const gc_epi *epi)
 {
     GC_T *ta = NULL, *tb = NULL;
     if (ua && !(ta = (GC_T *)malloc(sizeof(GC_T) * (size_t)(m * k))))
@@ -681,9 +658,9 @@ static int GC_FN(gemm_unpacking)(const GC_T *a, const gc_packed *pa, int ua, con
         free(tb);
         return -1;
     }
-    const int rc = GC_FN(gc_gemm_px)(ua ? ta : a, ua ? NULL : pa, ub ? tb : b, ub ? NULL : pb, c,
-                                     batch, m, n, k, trans_a, trans_b, alpha, beta, ua ? 0 : sa,
-                                     ub ? 0 : sb, sc, bias, act);
+    const int rc = GC_FN(gemm_run)(ua ? ta : a, ua ? NULL : pa, ub ? tb : b, ub ? NULL : pb, c,
+                                   batch, m, n, k, trans_a, trans_b, alpha, beta, ua ? 0 : sa,
+                                   ub ? 0 : sb, sc, bias, act, epi);
     free(ta);
     free(tb);
     return rc;
@@ -695,16 +672,23 @@ static int GC_FN(gemm_unpacking)(const GC_T *a, const gc_packed *pa, int ua, con
  * (the A panels' packing, or the in-place A kernel) only when the modes agree and the packed
  * operand is not an A that the unpacked call reads in place.  The small-m path (gemv) reads B
  * in its stored layout.  Elsewhere the packed operand is unpacked into a copy first. */
-int GC_FN(gc_gemm_px)(const GC_T *a, const gc_packed *pa, const GC_T *b, const gc_packed *pb,
-                      GC_T *c, ptrdiff_t batch, ptrdiff_t m, ptrdiff_t n, ptrdiff_t k,
-                      int trans_a, int trans_b, GC_T alpha, GC_T beta, ptrdiff_t sa, ptrdiff_t sb,
-                      ptrdiff_t sc, const GC_T *bias, int act)
+/* epi (a convolution's epilogue, batch 1): fused into the tiles' last K block, or into the
+ * swapped mode's transposing pass; the paths without tiles (k == 0, small m) run it after. */
+static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, const gc_packed *pb,
+                           GC_T *c, ptrdiff_t batch, ptrdiff_t m, ptrdiff_t n, ptrdiff_t k,
+                           int trans_a, int trans_b, GC_T alpha, GC_T beta, ptrdiff_t sa,
+                           ptrdiff_t sb, ptrdiff_t sc, const GC_T *bias, int act,
+                           const gc_epi *epi)
 {
     if (batch <= 0 || m <= 0 || n <= 0)
         return 0;
+    if (epi && batch != 1)
+        return -1;
     if (k == 0 || alpha == (GC_T)0) {
         for (ptrdiff_t i = 0; i < batch; i++)
             GC_FN(gemm_scale)(c + i * sc, m, n, beta, bias, act);
+        if (epi)
+            GC_FN(epi_apply)(epi, c, n, 0, 0, m, n);
         return 0;
     }
     const int small = m <= (trans_b ? GC_GEMV_MAX_M_T : GC_GEMV_MAX_M_N);
@@ -724,10 +708,13 @@ int GC_FN(gc_gemm_px)(const GC_T *a, const gc_packed *pa, const GC_T *b, const g
             ub |= pb && trans_b && (double)n * (double)k * sizeof(GC_T) <= GC_ADIRECT_BYTES;
         if (ua || ub)
             return GC_FN(gemm_unpacking)(a, pa, ua, b, pb, ub, c, batch, m, n, k, trans_a,
-                                         trans_b, alpha, beta, sa, sb, sc, bias, act);
+                                         trans_b, alpha, beta, sa, sb, sc, bias, act, epi);
     } else if (small) {
-        return GC_FN(gemm_small_m)(a, b, c, batch, m, n, k, trans_a, trans_b, alpha, beta, sa,
-                                   sb, sc, bias, act);
+        const int rc = GC_FN(gemm_small_m)(a, b, c, batch, m, n, k, trans_a, trans_b, alpha, beta,
+                                           sa, sb, sc, bias, act);
+        if (rc == 0 && epi)
+            GC_FN(epi_apply)(epi, c, n, 0, 0, m, n);
+        return rc;
     }
     if (pa) { /* (a and b are only ever offset by their stride, 0 here) */
         a = pa->data ? (const GC_T *)pa->data : c;
@@ -767,6 +754,7 @@ int GC_FN(gc_gemm_px)(const GC_T *a, const gc_packed *pa, const GC_T *b, const g
     J.bias = bias;
     J.relu = act == GC_UNARY_RELU;
     J.act_row = (act >= 0 && act != GC_UNARY_RELU) ? act : -1;
+    J.epi = epi;
     J.mr = GC_BLK.mr;
     J.nr = GC_BLK.nr;
     J.pka = pa ? (const GC_T *)pa->data : NULL;
@@ -846,20 +834,38 @@ int GC_FN(gc_gemm_px)(const GC_T *a, const gc_packed *pa, const GC_T *b, const g
         J.bias = NULL;
         J.relu = 0;
         J.act_row = -1;
+        J.epi = NULL; /* (in the transposing pass) */
     }
     for (ptrdiff_t i = 0; i < batch; i++) { /* in order (C stride 0 accumulates) */
         J.a = a + i * sa;
         J.b = b + i * sb;
         J.c = tt ? tt : c + i * sc;
         if (tt && beta != (GC_T)0) /* C is n x m: tt[r*n + q] = C[q, r] */
-            GC_FN(transpose_act)(c + i * sc, tt, n, m, NULL, 0, -1);
+            GC_FN(transpose_act)(c + i * sc, tt, n, m, NULL, 0, -1, NULL);
         memset(J.steps, 0, sizeof(gc_gemm_step) * (size_t)J.nsteps);
         gc_region(GC_FN(gemm_body), &J, want);
         if (tt)
             GC_FN(transpose_act)(tt, c + i * sc, m, n, bias, act == GC_UNARY_RELU,
-                                 act == GC_UNARY_RELU ? -1 : act);
+                                 act == GC_UNARY_RELU ? -1 : act, epi);
     }
     return 0;
+}
+
+int GC_FN(gc_gemm_px)(const GC_T *a, const gc_packed *pa, const GC_T *b, const gc_packed *pb,
+                      GC_T *c, ptrdiff_t batch, ptrdiff_t m, ptrdiff_t n, ptrdiff_t k,
+                      int trans_a, int trans_b, GC_T alpha, GC_T beta, ptrdiff_t sa, ptrdiff_t sb,
+                      ptrdiff_t sc, const GC_T *bias, int act)
+{
+    return GC_FN(gemm_run)(a, pa, b, pb, c, batch, m, n, k, trans_a, trans_b, alpha, beta, sa, sb,
+                           sc, bias, act, NULL);
+}
+
+int GC_FN(gc_gemm_pxe)(const GC_T *a, const gc_packed *pa, const GC_T *b, const gc_packed *pb,
+                       GC_T *c, ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int trans_a, int trans_b,
+                       const gc_epi *e)
+{
+    return GC_FN(gemm_run)(a, pa, b, pb, c, 1, m, n, k, trans_a, trans_b, (GC_T)1, (GC_T)0, 0, 0,
+                           0, NULL, -1, e);
 }
 
 int GC_FN(gc_gemm_ex)(const GC_T *a, const GC_T *b, GC_T *c, ptrdiff_t batch, ptrdiff_t m,

@@ -226,6 +226,16 @@ int gc_gemm_pack_init(gc_packed *p, char kind, int side, ptrdiff_t rows, ptrdiff
 /* rows of col gathered per step of gc_im2col_pack (im2col.c) */
 #define GC_PACK_ROWS 16
 
+/* A convolution's epilogue on C [m, ld] (rows: output channels) after its product, fused where
+ * the tile is still in cache (gemm.c, conv_direct.c, conv_winograd.c):
+ *   v = C[i][j] (+ rb[i]) (+ res[i*ld + j]), then v <= 0 ? 0 : v when relu,
+ * each operation rounded on its own: the bits of conv (+ bias), then an add node, then a relu
+ * node.  rb, res: NULL for none, the C's type; res apart from C. */
+typedef struct {
+    const void *rb, *res;
+    int relu;
+} gc_epi;
+
 
 /* The source of a virtual packed col (gc_im2col_fill_*): one image x (its type's), its geometry
  * (n ignored) and the panel width. */
@@ -260,7 +270,8 @@ int gc_env_is(const char *s, const char *word);
 int gc_conv2d_winograd_fits(const gc_conv *p, ptrdiff_t o);
 int gc_conv2d_winograd_use(const gc_conv *p, ptrdiff_t o);
 int gc_conv2d_winograd_f32(const float *x, const float *w, const gc_packed *pw,
-                           const float *bias, float *out, const gc_conv *p, ptrdiff_t o);
+                           const float *bias, const gc_epi *e, float *out, const gc_conv *p,
+                           ptrdiff_t o);
 ptrdiff_t gc_winograd_weight_elems(ptrdiff_t o, ptrdiff_t c);
 /* packing: 0 per call (U in cache for the GEMMs), 1 packed with the raw weight copied after U,
  * 2 packed without it (pw->raw); packed, U is written with non-temporal stores */
@@ -271,7 +282,7 @@ void gc_winograd_weight(const float *w, float *U, ptrdiff_t o, ptrdiff_t c, int 
 const float *gc_winograd_raw(const gc_packed *pw);
 int gc_conv_input_finite(const float *x, ptrdiff_t n);
 int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, const float *bias,
-                         float *out, const gc_conv *p, ptrdiff_t o);
+                         const gc_epi *e, float *out, const gc_conv *p, ptrdiff_t o);
 /* The backward's direct path (weight gradient; input gradient at stride 1, enough channels):
  * when gc_conv2d_direct_backward_use says so (need_gx: the input gradient is wanted), conv.c's
  * gc_conv2d_backward_f32 calls it with its chunking and its partials buffer (part: nchunks gw
@@ -322,6 +333,10 @@ ptrdiff_t gc_rnn_extra(int mode, ptrdiff_t h);
                        ptrdiff_t batch, ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int trans_a,       \
                        int trans_b, T alpha, T beta, ptrdiff_t sa, ptrdiff_t sb, ptrdiff_t sc,    \
                        const T *bias, int act);                                                   \
+    /* gemm_px followed by the epilogue e on C (NULL: none; see gc_epi); batch 1 */            \
+    int gc_gemm_pxe_##S(const T *a, const gc_packed *pa, const T *b, const gc_packed *pb, T *c,   \
+                        ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int trans_a, int trans_b,          \
+                        const gc_epi *e);                                                         \
     /* pack.c: p->data := x (stored as p->trans says) packed */                                 \
     void gc_gemm_pack_##S(const T *x, const gc_packed *p);                                        \
     /* out may equal x exactly */                                                                  \
@@ -359,6 +374,10 @@ ptrdiff_t gc_rnn_extra(int mode, ptrdiff_t h);
     /* the same with the weight packed (side A, rows o, cols c*kh*kw, trans 0) when pw != NULL */ \
     int gc_conv2d_forward_px_##S(const T *x, const T *w, const gc_packed *pw, const T *bias,      \
                                  T *out, const gc_conv *p, ptrdiff_t o);                          \
+    /* the same followed by a residual add (res: out's shape, apart from out; NULL: none) and    \
+     * relu (the bits of conv2d_forward, then an add, then a relu) */                           \
+    int gc_conv2d_forward_ex_##S(const T *x, const T *w, const gc_packed *pw, const T *bias,      \
+                                 const T *res, int relu, T *out, const gc_conv *p, ptrdiff_t o);  \
     int gc_conv2d_backward_##S(const T *x, const T *w, const T *g, T *gx, T *gw, T *gb,            \
                                const gc_conv *p, ptrdiff_t o);                                     \
     /* maxpool.c; the backward returns -1 when an index lies outside its plane */                  \

@@ -306,12 +306,21 @@ static int check_conv_pool(gc_rd *r, gc_mnode *nd)
 {
     int64_t g[14];
     if (nd->kind == GC_NK_CONV2D) {
-        if (nd->nargs != 17)
+        /* 17 arguments, or 19 with the epilogue (res or None, act -1 or relu) */
+        if (nd->nargs != 17 && nd->nargs != 19)
             return gc_rd_corrupt(r, "bad conv2d node");
         BUF_OR_FAIL(x, 0, 0);
         BUF_OR_FAIL(w, 1, 2);
         BUF_OR_FAIL(bias, 2, 1);
         BUF_OR_FAIL(out, 3, 0);
+        gc_marg *res = NULL;
+        if (nd->nargs == 19) {
+            BUF_OR_FAIL(rb, 17, 1);
+            res = rb;
+            if (nd->a[18].tag != GC_ARG_INT ||
+                (nd->a[18].i != -1 && nd->a[18].i != GC_UNARY_RELU))
+                return gc_rd_corrupt(r, "conv2d: act is not -1 or relu");
+        }
         static const int64_t lo[13] = {0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1};
         for (int i = 0; i < 13; i++)
             if (ival(r, nd, 4 + i, lo[i], 1 << 24, &g[i]) < 0)
@@ -324,14 +333,14 @@ static int check_conv_pool(gc_rd *r, gc_mnode *nd)
         c.oh = (c.h + 2 * c.ph - c.dh * (c.kh - 1) - 1) / c.sh + 1;
         c.ow = (c.w + 2 * c.pw - c.dw * (c.kw - 1) - 1) / c.sw + 1;
         int64_t nx, nw, no, t;
-        gc_marg *v[4] = {x, w, bias, out};
-        if (floats(r, nd, v, 4) < 0 || written(r, out) < 0 ||
+        gc_marg *v[5] = {x, w, bias, out, res};
+        if (floats(r, nd, v, 5) < 0 || written(r, out) < 0 ||
             gc_mulok(c.n * c.c, c.h * c.w, &nx) < 0 ||
             gc_mulok(o * c.c, c.kh * c.kw, &nw) < 0 || gc_mulok(c.n * o, c.oh, &t) < 0 ||
             gc_mulok(t, c.ow, &no) < 0)
             return gc_rd_corrupt(r, "conv2d: bad sizes");
         if (need(r, x, nx) < 0 || need(r, w, nw) < 0 || need(r, out, no) < 0 ||
-            (bias && need(r, bias, o) < 0))
+            (bias && need(r, bias, o) < 0) || (res && need(r, res, no) < 0))
             return -1;
         if (w->tag == GC_ARG_PACKED &&
             (w->side != 0 || w->rows != o || w->cols != nw / o || w->trans != 0 ||

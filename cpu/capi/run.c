@@ -89,9 +89,14 @@ static int exec_node(const gc_model *m, const gc_mnode *nd, char *arena, const v
         else
             gc_layer_norm_f32(P(0), P(1), P(2), P(3), I(4), I(5), nd->a[6].f);
         return 0;
-    case GC_NK_CONV2D:
-        return d ? gc_conv2d_forward_px_f64(P(0), P(1), nd->pk[0], P(2), P(3), &nd->cv, I(16))
-                 : gc_conv2d_forward_px_f32(P(0), P(1), nd->pk[0], P(2), P(3), &nd->cv, I(16));
+    case GC_NK_CONV2D: {
+        const int ex = nd->nargs == 19, relu = ex && I(18) >= 0;
+        void *res = ex ? P(17) : NULL;
+        return d ? gc_conv2d_forward_ex_f64(P(0), P(1), nd->pk[0], P(2), res, relu, P(3), &nd->cv,
+                                            I(16))
+                 : gc_conv2d_forward_ex_f32(P(0), P(1), nd->pk[0], P(2), res, relu, P(3), &nd->cv,
+                                            I(16));
+    }
     case GC_NK_MAX_POOL2D:
         if (d)
             gc_max_pool2d_f64(P(0), P(1), P(2), &nd->pl);

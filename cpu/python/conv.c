@@ -3,28 +3,37 @@
 #include "bindings.h"
 #include "nodes.h"
 
-/* ptr: forward x, w, bias, out; backward x, w, g, gx, gw, gb (NULL: None). */
+/* ptr: forward x, w, bias, out, res; backward x, w, g, gx, gw, gb (NULL: None). */
 typedef struct {
     gc_conv p;
     void *ptr[6];
     const gc_packed *pw; /* forward: w packed (gemm_pack), or NULL */
     Py_ssize_t o;
-    int fwd;
+    int fwd, relu; /* relu: forward's epilogue (act UNARY_RELU) */
     char kd;
 } conv_node;
 
-/* conv2d_forward(x, w, bias, out, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, o) and
+/* conv2d_forward(x, w, bias, out, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, o[, res, act]) and
  * conv2d_backward(x, w, g, gx, gw, gb, <the same 13 ints>): optional buffers may be None. */
 static int conv2d_parse_common(const char *fn, PyObject *const *args, Py_ssize_t nargs,
                                conv_node *node, bufset *bs, int fwd)
 {
     gc_conv p;
-    Py_ssize_t nx, ncol, o;
+    Py_ssize_t nx, ncol, o, act = -1;
     const int nb = fwd ? 4 : 6;
-    if (check_nargs(fn, nargs, nb + 13) < 0 || conv_geometry(fn, args + nb, &p, &nx, &ncol) < 0 ||
+    const int epi = fwd && nargs == nb + 15; /* + res, act */
+    if ((!epi && check_nargs(fn, nargs, nb + 13) < 0) ||
+        conv_geometry(fn, args + nb, &p, &nx, &ncol) < 0 ||
         get_min(fn, "o", args[nb + 12], 0, &o) < 0)
         return -1;
-    static const char *fwd_names[] = {"x", "w", "bias", "out"};
+    if (epi && get_ssize(fn, "act", args[nb + 14], &act) < 0)
+        return -1;
+    if (act != -1 && act != GC_UNARY_RELU) {
+        PyErr_Format(PyExc_ValueError, "%s: 'act' must be -1 (none) or UNARY_RELU (%d); got %zd",
+                     fn, (int)GC_UNARY_RELU, act);
+        return -1;
+    }
+    static const char *fwd_names[] = {"x", "w", "bias", "out", "res"};
     static const char *bwd_names[] = {"x", "w", "g", "gx", "gw", "gb"};
     const char **names = fwd ? fwd_names : bwd_names;
     /* writable outputs: out (fwd), gx, gw, gb (bwd); optional: bias (fwd), gx, gw, gb (bwd) */
@@ -35,15 +44,17 @@ static int conv2d_parse_common(const char *fn, PyObject *const *args, Py_ssize_t
     const Py_ssize_t nw = smul(o, ck, &ok);
     if (!ok)
         return overflow_error(fn, "the output or weight size");
-    const Py_ssize_t need[6] = {nx, nw, fwd ? o : ny, fwd ? ny : nx, nw, o};
+    const Py_ssize_t need[6] = {nx, nw, fwd ? o : ny, fwd ? ny : nx, fwd ? ny : nw, o};
     char kd = 0;
     const int packed = fwd && gc_is_packed(args[1]); /* checked once x gave the format */
-    for (int i = 0; i < nb; i++) {
+    const int nbuf = epi ? 5 : nb; /* the forward's res: args[nb + 13] */
+    for (int i = 0; i < nbuf; i++) {
         const int writable = fwd ? i == 3 : i >= 3;
-        const int optional = fwd ? i == 2 : i >= 3;
-        if ((optional && args[i] == Py_None) || (packed && i == 1))
+        const int optional = fwd ? i == 2 || i == 4 : i >= 3;
+        PyObject *arg = fwd && i == 4 ? args[nb + 13] : args[i];
+        if ((optional && arg == Py_None) || (packed && i == 1))
             continue;
-        v[i] = get_buf(bs, fn, names[i], args[i], writable);
+        v[i] = get_buf(bs, fn, names[i], arg, writable);
         if (!v[i])
             return -1;
         if (!kd) {
@@ -72,11 +83,11 @@ static int conv2d_parse_common(const char *fn, PyObject *const *args, Py_ssize_t
                      fn, p.kh, p.kw, p.sh, p.sw, p.dh, p.dw);
         return -1;
     }
-    static const int fwd_out[4] = {0, 0, 0, 1}, bwd_out[6] = {0, 0, 0, 1, 1, 1};
-    if (need_outputs_apart(fn, nb, v, names, need, fwd ? fwd_out : bwd_out) < 0)
+    static const int fwd_out[5] = {0, 0, 0, 1, 0}, bwd_out[6] = {0, 0, 0, 1, 1, 1};
+    if (need_outputs_apart(fn, nbuf, v, names, need, fwd ? fwd_out : bwd_out) < 0)
         return -1;
-    *node = (conv_node){.p = p, .pw = pw, .o = o, .fwd = fwd, .kd = kd};
-    for (int i = 0; i < nb; i++)
+    *node = (conv_node){.p = p, .pw = pw, .o = o, .fwd = fwd, .relu = act >= 0, .kd = kd};
+    for (int i = 0; i < nbuf; i++)
         node->ptr[i] = v[i] ? v[i]->buf : NULL;
     return 0;
 }
@@ -98,8 +109,10 @@ static int conv2d_exec(const void *node)
     void *const *v = q->ptr;
     if (q->fwd) {
         if (q->kd == 'f')
-            return gc_conv2d_forward_px_f32(v[0], v[1], q->pw, v[2], v[3], &q->p, q->o);
-        return gc_conv2d_forward_px_f64(v[0], v[1], q->pw, v[2], v[3], &q->p, q->o);
+            return gc_conv2d_forward_ex_f32(v[0], v[1], q->pw, v[2], v[4], q->relu, v[3], &q->p,
+                                            q->o);
+        return gc_conv2d_forward_ex_f64(v[0], v[1], q->pw, v[2], v[4], q->relu, v[3], &q->p,
+                                        q->o);
     }
     if (q->kd == 'f')
         return gc_conv2d_backward_f32(v[0], v[1], v[2], v[3], v[4], v[5], &q->p, q->o);
@@ -110,10 +123,14 @@ GC_NODE_KIND(conv2d_forward, conv2d_forward_parse, conv2d_exec, conv_node, NULL)
 GC_NODE_KIND(conv2d_backward, conv2d_backward_parse, conv2d_exec, conv_node, NULL);
 
 GC_DOC(conv2d_forward,
-             "conv2d_forward(x, w, bias, out, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, o, /)"
+             "conv2d_forward(x, w, bias, out, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, o, "
+             "res=None, act=-1, /)"
              "\n--\n\n"
              "out [n, o, oh, ow] = conv2d(x [n, c, h, w], w [o, c, kh, kw]) + bias [o] (None: no "
-             "bias); groups = 1, zero padding.  w may be a PackedMatrix of gemm_pack (side 'a', "
+             "bias); groups = 1, zero padding.  The optional epilogue (both or neither given): "
+             "+ res (out's shape, apart from out; None: none), then relu when act is UNARY_RELU "
+             "(-1: none), fused into the kernels' tiles with the bits of the separate add and "
+             "relu.  w may be a PackedMatrix of gemm_pack (side 'a', "
              "rows o, cols c*kh*kw, trans 0): the same bits; one packed with swap 2 (3x3, stride 1, "
              "dilation 1) runs the Winograd F(4x4, 3x3) path (conv_winograd.c), which float32 "
              "also takes where conv2d_winograd says so (slightly different bits).");

@@ -132,14 +132,14 @@ def _float_graph(model, sizes: dict):
     """The model's graph for ``sizes``, through the float passes."""
     from ..runtime.capture.dynamic import specialize  # noqa: PLC0415
     from ..runtime.ir.shapes import check_shapes  # noqa: PLC0415
-    from ..runtime.passes import optimize  # noqa: PLC0415
+    from ..runtime.passes import FLOAT_PIPELINE, optimize  # noqa: PLC0415
 
     graph = specialize(model.symbolic, sizes) if model.symbols else model.symbolic.copy()
     # fresh names from 0 (a copy would continue the source's counter): every build of the same
     # sizes, and of other sizes, names its tensors alike, so calibration's names hold
     graph._names = itertools.count()
     check_shapes(graph)
-    return optimize(graph)
+    return optimize(graph, FLOAT_PIPELINE)
 
 
 class _Probe:

@@ -12,6 +12,10 @@ bits), and its memory properties.
 - ``attention(q, k, v[, mask]; scale, causal, heads_last)``: softmax(q k^T * scale + mask) v on
   [B, H, S, D] operands of any strides (a bool mask: True may attend); heads_last: the output
   is written as [B, S, H, D] (the heads merged back without a copy);
+- ``conv2d_act(x, w[, bias][, res]; stride, padding, dilation, bias, res, act)``: conv2d
+  (groups 1) ``[+ res]`` (a tensor of the output's shape) then ``act`` (None or relu), the
+  epilogue fused into the convolution's tiles (``conv2d_forward``'s res / act: the bits of the
+  separate add and relu);
 - ``silu(x)``: x * sigmoid(x);
 - ``strided(x; shape, strides, offset)``: a view of a contiguous x (strides and offset in
   elements): what a chain of view ops composes into.
@@ -251,6 +255,71 @@ SILU = defruntime(
     run=_run_lowered(_silu_lower, _silu_eval),
     lower=_silu_lower,
     inplace=False,  # reads x after writing out: never in place
+)
+
+
+# ------------------------------------------------------------------------------ conv2d_act
+def _conv_parts(arrays, attrs):
+    """(x, w, bias or None, res or None) of a conv2d_act node's inputs."""
+    x, w, i = arrays[0], arrays[1], 2
+    bias = res = None
+    if attrs["bias"]:
+        bias, i = arrays[2], 3
+    if attrs["res"]:
+        res = arrays[i]
+    return x, w, bias, res
+
+
+def _conv_act_eval(arrays, attrs, dtypes=None):
+    x, w, bias, res = (
+        None if a is None else a.astype(np.float64) for a in _conv_parts(arrays, attrs)
+    )
+    (sh, sw), (ph, pw), (dh, dw) = attrs["stride"], attrs["padding"], attrs["dilation"]
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    ow = (wd + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    y = np.zeros((n, o, oh, ow))
+    for i in range(kh):
+        for j in range(kw):
+            win = xp[
+                :,
+                :,
+                i * dh : i * dh + sh * (oh - 1) + 1 : sh,
+                j * dw : j * dw + sw * (ow - 1) + 1 : sw,
+            ]
+            y += np.einsum("nchw,oc->nohw", win, w[:, :, i, j])
+    if bias is not None:
+        y += bias.reshape(1, -1, 1, 1)
+    if res is not None:
+        y += res
+    if attrs["act"] == "relu":
+        y = np.maximum(y, 0.0)
+    return y.astype(arrays[0].dtype)
+
+
+def _conv_act_lower(out, arrays, attrs, scratch):
+    x, w, bias, res = _conv_parts(arrays, attrs)
+    if out.dtype not in _FLOATS or any(
+        a is not None and (a.dtype != out.dtype or not a.flags.c_contiguous)
+        for a in (x, w, bias, res)
+    ):
+        return None
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    geometry = (n, c, h, wd, kh, kw, *attrs["stride"], *attrs["padding"], *attrs["dilation"], o)
+    w = packing.conv_weight(w, out.shape[2] * out.shape[3], geometry)  # constant: pre-packed
+    act = _cpu.UNARY_RELU if attrs["act"] == "relu" else -1
+    return [("conv2d_forward", (x, w, bias, out) + geometry + (res, act))]
+
+
+CONV2D_ACT = defruntime(
+    "conv2d_act",
+    evaluate=_conv_act_eval,
+    run=_run_lowered(_conv_act_lower, _conv_act_eval),
+    lower=_conv_act_lower,
+    inplace=False,  # the tiles are written before the residual's last read: never in place
 )
 
 

@@ -38,6 +38,26 @@ def _attention_shape(shapes: list, attrs: dict) -> tuple:
     return (b, s, h, v[-1]) if attrs.get("heads_last") else (b, h, s, v[-1])
 
 
+def _conv_act_shape(shapes: list, attrs: dict) -> tuple:
+    x, w = shapes[0], shapes[1]
+    if len(x) != 4 or len(w) != 4 or x[1] != w[1]:
+        raise ValueError(f"conv2d_act: input {x} and weight {w} do not fit")
+    (sh, sw), (ph, pw), (dh, dw) = attrs["stride"], attrs["padding"], attrs["dilation"]
+    oh = (x[2] + 2 * ph - dh * (w[2] - 1) - 1) // sh + 1
+    ow = (x[3] + 2 * pw - dw * (w[3] - 1) - 1) // sw + 1
+    if min(sh, sw, dh, dw) < 1 or min(ph, pw) < 0 or oh < 1 or ow < 1:
+        raise ValueError(f"conv2d_act: bad geometry {attrs} for input {x}, weight {w}")
+    out = (x[0], w[0], oh, ow)
+    want = 2 + bool(attrs["bias"]) + bool(attrs["res"])
+    if len(shapes) != want or (attrs["bias"] and tuple(shapes[2]) != (w[0],)):
+        raise ValueError(f"conv2d_act: {len(shapes)} inputs {shapes} for {attrs}")
+    if attrs["res"] and tuple(shapes[-1]) != out:
+        raise ValueError(f"conv2d_act: residual {shapes[-1]} for an output {out}")
+    if attrs["act"] not in (None, "relu"):
+        raise ValueError(f"conv2d_act: act {attrs['act']!r} is not None or 'relu'")
+    return out
+
+
 def _same_as_input(shapes: list, attrs: dict) -> tuple:
     n = attrs.get("n")
     if n is not None and (n < 1 or int(np.prod(shapes[0], dtype=np.int64)) % n):
@@ -50,6 +70,7 @@ FUSED_SHAPES = {
     "attention": _attention_shape,
     "layer_norm": _same_as_input,
     "silu": _same_as_input,
+    "conv2d_act": _conv_act_shape,
 }
 # fused ops whose output dtype is not their first input's: (input dtypes, attrs) -> dtype
 # (the quantized ops, ir/quantized.py, fill it)

@@ -15,6 +15,7 @@ from .cleanup import constant_fold, eliminate_common_subexpressions, eliminate_d
 from .fuse import (
     fuse_attention,
     fuse_conv_affine,
+    fuse_conv_epilogue,
     fuse_gelu_tanh,
     fuse_gemm_epilogue,
     fuse_layer_norm,
@@ -51,16 +52,25 @@ PIPELINE = (
     # the QDQ form an ONNX model brings (gpucore.onnx: QuantizeLinear / DequantizeLinear / QLinear*)
     # onto the int8 ops: no-ops on graphs without quantize nodes (ends with eliminate_dead_code)
     *QUANT_PIPELINE,
+    # last: the int8 fusions above match conv2d -> relu first
+    fuse_conv_epilogue,
 )
 
+
+# The float passes before static quantization inserts its quantize / dequantize pairs (which
+# look for bare conv2d nodes): all but the convolution epilogue.
+FLOAT_PIPELINE = tuple(p for p in PIPELINE if p is not fuse_conv_epilogue)
 
 # The Vulkan executor's pipeline: SiLU, whose fused op has a C kernel but no shader yet, is left
 # out (its primitive ops run as shaders); layer norm and attention have their own shaders
 # (gpucore/backends/vulkan/kernels/fused.py), the int8 ops theirs (executors/vulkan_quant.py:
 # the QDQ form of a model imported for the CPU and saved fuses as there), but for dynamic
 # quantization's qlinear_dynamic (the CPU's only; gpucore.onnx keeps an ONNX model's
-# quantization as float compositions when it imports for Vulkan).
-VULKAN_PIPELINE = tuple(p for p in PIPELINE if p not in (fuse_silu, fuse_dynamic_quantized))
+# quantization as float compositions when it imports for Vulkan); the convolution epilogue has
+# no shader (the conv, add and relu run as their own).
+VULKAN_PIPELINE = tuple(
+    p for p in PIPELINE if p not in (fuse_silu, fuse_dynamic_quantized, fuse_conv_epilogue)
+)
 
 
 def optimize(graph: Graph, passes=PIPELINE, max_rounds: int = 8) -> Graph:

@@ -14,7 +14,9 @@ input. Patterns:
 - GELU's tanh form ``0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`` in any order of
   the products; SiLU ``x * sigmoid(x)``;
 - convolution followed by a per-channel affine (a folded eval-mode batch norm): into the
-  convolution's weight and bias.
+  convolution's weight and bias;
+- convolution epilogues: ``conv2d [-> add(res)] [-> relu]`` (res a tensor of the output's
+  shape and dtype: a ResNet block's shortcut) into ``conv2d_act``.
 """
 
 from __future__ import annotations
@@ -457,6 +459,39 @@ def fuse_conv_affine(graph: Graph) -> bool:
         new_b = graph.add_constant(shift.astype(dt))
         fused = graph.add_node("conv2d", [conv.inputs[0], new_w, new_b], out.shape, out.dtype)
         fused.attrs = dict(conv.attrs)
+        graph.bypass(last, fused.output)
+        changed = True
+    return changed
+
+
+# ------------------------------------------------------------------- conv epilogue (ResNet)
+def fuse_conv_epilogue(graph: Graph) -> bool:
+    """conv2d [-> add(res)] [-> relu] into conv2d_act (float32 / float64, at least one of the
+    two): the add's other operand must have the output's shape and dtype (no broadcasting)."""
+    changed = False
+    for conv in list(graph.order()):
+        if conv.op != "conv2d" or conv not in graph.nodes:
+            continue
+        out = graph.tensors[conv.output]
+        if out.dtype.np not in (np.float32, np.float64) or len(out.shape) != 4:
+            continue
+        last, res = conv, None
+        reader = graph.sole_consumer(conv.output)
+        if reader is not None and reader.op == "add" and _shape(graph, reader.output) == out.shape:
+            other = _other(reader, conv.output)
+            info = graph.tensors[other] if other else None
+            if info is not None and info.shape == out.shape and info.dtype is out.dtype:
+                last, res = reader, other
+        reader = graph.sole_consumer(last.output)
+        act = None
+        if reader is not None and reader.op == "relu":
+            last, act = reader, "relu"
+        if last is conv:
+            continue
+        inputs = list(conv.inputs) + ([res] if res else [])
+        attrs = {k: conv.attrs[k] for k in ("stride", "padding", "dilation")}
+        attrs.update(bias=len(conv.inputs) > 2, res=res is not None, act=act)
+        fused = graph.add_node("conv2d_act", inputs, out.shape, out.dtype, attrs)
         graph.bypass(last, fused.output)
         changed = True
     return changed

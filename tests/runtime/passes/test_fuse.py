@@ -15,6 +15,7 @@ from gpucore.runtime.passes.cleanup import eliminate_common_subexpressions as cs
 from gpucore.runtime.passes.fuse import (
     fuse_attention,
     fuse_conv_affine,
+    fuse_conv_epilogue,
     fuse_gelu_tanh,
     fuse_gemm_epilogue,
     fuse_layer_norm,
@@ -113,6 +114,36 @@ def test_batch_norm_folds_into_the_convolution():
     g = check_same(m, [x], [constant_fold, fuse_conv_affine, eliminate_dead_code], rtol=1e-4)
     ops = g.op_counts()
     assert ops["conv2d"] == 2 and not {"sub", "mul", "div"} & set(ops)
+
+
+def test_shortcut_add_and_relu_into_the_convolution():
+    w1, w2 = gpucore.tensor(rand(4, 4, 3, 3)), gpucore.tensor(rand(4, 4, 1, 1))
+    b1 = gpucore.tensor(rand(4))
+
+    def basic_block(x):  # conv -> relu, then conv + shortcut -> relu, then a bare conv + add
+        y = F.conv2d(x, w1, b1, padding=1).relu()
+        z = (F.conv2d(y, w2) + x).relu()
+        return x + F.conv2d(z, w2, stride=1)
+
+    g = check_same(basic_block, [rand(2, 4, 6, 5)], [fuse_conv_epilogue, eliminate_dead_code])
+    assert g.op_counts() == {"conv2d_act": 3}
+    first, second, third = g.order()
+    assert first.attrs["act"] == "relu" and not first.attrs["res"] and first.attrs["bias"]
+    assert second.attrs["act"] == "relu" and second.attrs["res"] and not second.attrs["bias"]
+    assert third.attrs["act"] is None and third.attrs["res"]
+    assert second.inputs[-1] == g.inputs[0]  # the shortcut is the graph's input
+
+
+def test_conv_epilogue_keeps_shared_and_broadcast_results():
+    w = gpucore.tensor(rand(4, 4, 1, 1))
+    per_channel = gpucore.tensor(rand(4, 1, 1))
+
+    def fn(x):
+        y = F.conv2d(x, w)
+        return (y + x).relu(), y, F.conv2d(x, w) + per_channel  # y is an output; a broadcast add
+
+    g = check_same(fn, [rand(1, 4, 3, 3)], [fuse_conv_epilogue, eliminate_dead_code])
+    assert g.op_counts() == {"conv2d": 2, "add": 2, "relu": 1}
 
 
 def test_pipeline_reaches_a_fixed_point():
