@@ -33,6 +33,17 @@ def fusion_mode(request, vulkan, monkeypatch):
     stream.flush_program()
 
 
+def ints(dtype, *shape) -> np.ndarray:
+    """Random integers over the whole range of ``dtype``, the first ones its edges (min, max, 0,
+    1, max - 1, min + 1)."""
+    info = np.iinfo(dtype)
+    a = RNG.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
+    flat = a.reshape(-1)
+    edges = np.array([info.min, info.max, 0, 1, info.max - 1, info.min + 1], dtype)
+    flat[: min(flat.size, edges.size)] = edges[: flat.size]
+    return a
+
+
 def rand(*shape, lo=-2.0, hi=2.0, dtype=np.float32):
     return RNG.uniform(lo, hi, shape).astype(dtype)
 

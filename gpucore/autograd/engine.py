@@ -1,6 +1,8 @@
 """The backward engine: one topological pass over the graph (Kahn's algorithm).
 
-Gradients arriving at a node are summed first, then the node's backward runs once. Incoming
+Gradients arriving at a node are summed first, then the node's backward runs once (the outputs
+of split / chunk / unbind are the exception: their gradients are filed per output, an
+``OutputSlot``'s index, for the shared node's one cat). Incoming
 gradients are fitted to the input they belong to (summed over broadcast dims, cast to its dtype),
 so op backward formulas never deal with broadcasting.
 """

@@ -95,6 +95,17 @@ class Node:
         return f"<{self.name()}>"
 
 
+class SplitNode(Node):
+    """The node the outputs of split / chunk / tensor_split / unbind share. It saves no tensors
+    (its backward is a cat of the outputs' gradients), so, as PyTorch's SplitBackward, it may be
+    backpropagated through again, each time through other outputs, without retain_graph."""
+
+    __slots__ = ()
+
+    def release(self):
+        pass  # nothing saved: a later backward through another output stays valid
+
+
 class OutputSlot(Node):
     """The grad_fn of output ``index`` of an op with several differentiable outputs (split,
     chunk, unbind: PyTorch's SplitBackward with its output_nr). Its one edge is the op's node;

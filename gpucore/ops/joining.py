@@ -6,8 +6,9 @@ split, chunk, tensor_split and unbind give views of their input whose gradients 
 gradients (zeros only for outputs that got none), not one zero-filled, input-sized tensor per
 output summed (what separate ``x[i]`` views cost: a fused qkv projection's q, k and v).
 
-kernels: backends/cpu/kernels/joining.py (numpy); backends/vulkan/kernels/joining.py (cat: one
-strided copy per input into its slice of the output)."""
+kernels: backends/cpu/kernels/joining.py (cat: one copy.c strided copy per input);
+backends/vulkan/kernels/joining.py (cat: one strided copy per input into its slice of the
+output)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..autograd.grad_mode import _state as _grad_state
-from ..autograd.graph import Ctx, Node, OutputSlot, edge_of
+from ..autograd.graph import Ctx, OutputSlot, SplitNode, edge_of
 from ..creation import zeros
 from ..errors import GpucoreIndexError, ShapeError
 from ..tensor import Tensor
@@ -175,7 +176,7 @@ def _pieces(t: Tensor, d: int, sizes: list, unbind: bool = False) -> tuple:
         return tuple(_view(t, k) for k in keys)
     src = tuple(t._data.shape)
     attrs = {"dim": d, "sizes": tuple(sizes), "unbind": unbind, "shape": src}
-    node = Node(SPLIT, Ctx(SPLIT.name, (), attrs, (True,)), (edge_of(t),), ((src, t._dtype),))
+    node = SplitNode(SPLIT, Ctx(SPLIT.name, (), attrs, (True,)), (edge_of(t),), ((src, t._dtype),))
     out = []
     for i, key in enumerate(keys):
         va = {"key": key, "src": src}

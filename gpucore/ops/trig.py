@@ -8,15 +8,19 @@ does: sinh from expm1 near 0 and from exp(|x|) / 2 beyond (inf where exp overflo
 float32 sinh / cosh), asinh and
 acosh through log1p with a log(x) + ln 2 branch where x^2 would overflow, atanh from two log1p,
 asin / acos / atan from atan2. Branches see clamped arguments only, so the branch not taken
-never puts NaN or inf into a gradient. Integer inputs compute in the default float dtype.
+never puts NaN or inf into a gradient. Integer inputs compute in the default float dtype;
+float16 and bfloat16 ones in float32, rounded back once (as PyTorch computes them: their range
+would overflow the intermediate squares and exponentials).
 
 kernels: none (the composed ops').
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
+from .. import dtypes as D
 from ..tensor import Tensor
 from .api import public
 from .common import float_input
@@ -27,6 +31,19 @@ _LN2 = math.log(2.0)
 _BIG = 2.0**28  # beyond, x^2 + 1 == x^2 in float64 and sqrt(x^2 + 1) ~ x: log(x) + ln 2
 
 
+def _half_in_float32(fn):
+    """fn computed in float32 for float16 / bfloat16 inputs, the result rounded back."""
+
+    @functools.wraps(fn)
+    def wrapper(input: Tensor) -> Tensor:
+        x = float_input(input)
+        if x.dtype in (D.float16, D.bfloat16):
+            return fn(x.float()).to(x.dtype)
+        return fn(x)
+
+    return wrapper
+
+
 def _odd(f, x: Tensor) -> Tensor:
     """f extended to negative x as an odd function: s * f(s * x) with s = +-1 (1 at 0, so the
     gradient at 0 is f'(0))."""
@@ -35,6 +52,7 @@ def _odd(f, x: Tensor) -> Tensor:
 
 
 @public("tan", inplace=True)
+@_half_in_float32
 def tan(input: Tensor) -> Tensor:
     """The tangent, elementwise, as torch.tan."""
     x = float_input(input)
@@ -42,6 +60,7 @@ def tan(input: Tensor) -> Tensor:
 
 
 @public("sinh", inplace=True)
+@_half_in_float32
 def sinh(input: Tensor) -> Tensor:
     """The hyperbolic sine, elementwise, as torch.sinh."""
     x = float_input(input)
@@ -56,6 +75,7 @@ def sinh(input: Tensor) -> Tensor:
 
 
 @public("cosh", inplace=True)
+@_half_in_float32
 def cosh(input: Tensor) -> Tensor:
     """The hyperbolic cosine, elementwise, as torch.cosh."""
     x = float_input(input)
@@ -70,12 +90,14 @@ def _asinh_pos(a: Tensor) -> Tensor:
 
 
 @public("asinh", "arcsinh", inplace=True)
+@_half_in_float32
 def asinh(input: Tensor) -> Tensor:
     """The inverse hyperbolic sine, elementwise, as torch.asinh."""
     return _odd(_asinh_pos, float_input(input))
 
 
 @public("acosh", "arccosh", inplace=True)
+@_half_in_float32
 def acosh(input: Tensor) -> Tensor:
     """The inverse hyperbolic cosine, elementwise (NaN below 1), as torch.acosh."""
     x = float_input(input)
@@ -85,6 +107,7 @@ def acosh(input: Tensor) -> Tensor:
 
 
 @public("atanh", "arctanh", inplace=True)
+@_half_in_float32
 def atanh(input: Tensor) -> Tensor:
     """The inverse hyperbolic tangent, elementwise (+-inf at +-1, NaN beyond), as torch.atanh."""
     x = float_input(input)
@@ -92,6 +115,7 @@ def atanh(input: Tensor) -> Tensor:
 
 
 @public("atan", "arctan", inplace=True)
+@_half_in_float32
 def atan(input: Tensor) -> Tensor:
     """The inverse tangent, elementwise, as torch.atan."""
     x = float_input(input)
@@ -99,6 +123,7 @@ def atan(input: Tensor) -> Tensor:
 
 
 @public("asin", "arcsin", inplace=True)
+@_half_in_float32
 def asin(input: Tensor) -> Tensor:
     """The inverse sine, elementwise (NaN outside [-1, 1]), as torch.asin."""
     x = float_input(input)
@@ -106,6 +131,7 @@ def asin(input: Tensor) -> Tensor:
 
 
 @public("acos", "arccos", inplace=True)
+@_half_in_float32
 def acos(input: Tensor) -> Tensor:
     """The inverse cosine, elementwise (NaN outside [-1, 1]), as torch.acos."""
     x = float_input(input)

@@ -85,6 +85,21 @@ def test_retain_graph_and_a_freed_graph():
         loss.backward()
 
 
+def test_each_piece_backpropagates_on_its_own_without_retain_graph():
+    """As PyTorch: the pieces' shared node saves nothing, so one backward per piece (a loop over
+    unbind's rows, or grad of one piece then backward of another) needs no retain_graph."""
+    w = gpucore.ones(3, 2, requires_grad=True)
+    for row in w.unbind(0):
+        (row * 2).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), np.full((3, 2), 2.0, np.float32))
+    x = gpucore.ones(4, requires_grad=True)
+    a, b = x.split(2)
+    (ga,) = gpucore.autograd.grad(a.sum(), x)
+    b.sum().backward()
+    np.testing.assert_array_equal(ga.numpy(), [1, 1, 0, 0])
+    np.testing.assert_array_equal(x.grad.numpy(), [0, 0, 1, 1])
+
+
 def test_hooks_on_pieces_and_grad_of_a_piece():
     x = gpucore.tensor(X, requires_grad=True)
     y = x * 2.0

@@ -74,3 +74,19 @@ def test_device_tensors_match_the_host(vulkan, name):
     want = getattr(gc, name)(gc.tensor(x).to("cpu")).numpy()
     got = getattr(gc, name)(gc.tensor(x).to("vulkan")).numpy(force=True)
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", [c[0] for c in _CASES])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_inputs_compute_in_float32_as_torch(name, dtype):
+    """Half inputs over their whole range (squares and exponentials that would overflow in half
+    precision): float64 references of the float32 computation, rounded once to the dtype."""
+    x = np.array([0.5, -0.9, 3.0, 11.5, -11.5, 300.0, -1000.0, 60000.0, 0.0], np.float32)
+    t = gc.tensor(x).to(getattr(gc, dtype))
+    got = getattr(gc, name)(t)
+    assert got.dtype is t.dtype
+    ref = {n: r for n, r, _, _ in _CASES}[name]
+    with np.errstate(all="ignore"):
+        want = gc.tensor(ref(t.float().numpy().astype(np.float64)).astype(np.float32))
+    want = want.to(t.dtype).float().numpy()
+    np.testing.assert_array_equal(got.float().numpy(), want)

@@ -8,6 +8,7 @@ compositions of tensor ops, differentiated by autograd with no backward of their
 
 from __future__ import annotations
 
+from ... import dtypes as D
 from ...autograd.grad_mode import is_grad_enabled
 from ...errors import ShapeError
 from ...ops import elementwise as E
@@ -276,9 +277,11 @@ def gumbel_softmax(
     _check_tensor("gumbel_softmax", logits)
     from ...ops.random import rand  # noqa: PLC0415 - random imports activation's users
 
-    u = rand(tuple(logits.shape), dtype=logits.dtype, device=logits.device)
+    # the noise in float32 at least: half precision would round E to 0 (a log(0) = -inf noise)
+    wide = logits.dtype if logits.dtype.itemsize >= 4 else D.float32
+    u = rand(tuple(logits.shape), dtype=wide, device=logits.device)
     expo = (-(1.0 - u).log()).clamp(min=1e-30)  # 1 - u in (0, 1]: E >= 0, never log(0)
-    y = softmax((logits - expo.log()) / tau, dim)
+    y = softmax((logits - expo.log().to(logits.dtype)) / tau, dim)
     if not hard:
         return y
     index = y.argmax(dim, keepdim=True)

@@ -19,27 +19,26 @@ def gaussian_nll_loss(
     reduction: str = "mean",
 ) -> Tensor:
     """0.5 * (log(max(var, eps)) + (input - target)^2 / max(var, eps)) (+ 0.5 log(2 pi) with
-    ``full``), reduced. ``var`` has input's shape, or one dim less, or a last dim of 1
-    (heteroscedastic / homoscedastic), or is a number; negative entries raise ValueError. The
+    ``full``), reduced. ``var`` has input's shape (heteroscedastic), or input's shape without its
+    last dim, or input's shape with one dim of size 1 (homoscedastic over that dim, as PyTorch
+    2.13), or is a number; negative entries raise ValueError. The
     clamp at eps passes gradients through unchanged, as PyTorch's (done under no_grad)."""
     _check_reduction("gaussian_nll_loss", reduction)
     _check_tensor("gaussian_nll_loss", input)
     _check_tensor("gaussian_nll_loss", target, "target")
-    if not isinstance(var, Tensor):
+    number = not isinstance(var, Tensor)
+    if number:
         var = input.new_full((), float(var))
-    if tuple(var.shape) != tuple(input.shape):
+    if not number and tuple(var.shape) != tuple(input.shape):
         if tuple(input.shape[:-1]) == tuple(var.shape):
             var = var.unsqueeze(-1)
-        elif (
-            not (
-                tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.ndim and var.shape[-1] == 1
-            )
-            and var.ndim != 0
+        elif not (
+            var.ndim == input.ndim and sum(v for i, v in zip(input.shape, var.shape) if i != v) == 1
         ):
             raise ValueError(
                 f"gaussian_nll_loss(): var of shape {tuple(var.shape)} does not fit input of shape "
                 f"{tuple(input.shape)}; give var input's shape, input's shape without its last "
-                "dim, or a last dim of 1"
+                "dim, or input's shape with one dim of size 1"
             )
     if bool((var < 0).any().item()):
         raise ValueError("gaussian_nll_loss(): var has negative entry/entries")

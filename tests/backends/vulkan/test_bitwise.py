@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from device_helpers import RNG, VIEWS, dev_view, ran_on_device, run_exact
+from device_helpers import VIEWS, dev_view, ints, ran_on_device, run_exact
 
 import gpucore
 from gpucore.backends.vulkan.kernels import KERNELS
@@ -17,15 +17,6 @@ from gpucore.backends.vulkan.kernels import KERNELS
 TYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64]
 BINARY = {"bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or,
           "bitwise_xor": np.bitwise_xor}  # fmt: skip
-
-
-def ints(dtype, *shape) -> np.ndarray:
-    info = np.iinfo(dtype)
-    a = RNG.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
-    flat = a.reshape(-1)
-    edges = np.array([info.min, info.max, 0, 1, info.max - 1, info.min + 1], dtype)
-    flat[: min(flat.size, edges.size)] = edges[: flat.size]
-    return a
 
 
 def amounts(dtype, n: int) -> np.ndarray:

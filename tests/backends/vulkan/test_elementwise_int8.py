@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from device_helpers import RNG, VIEWS, dev, dev_view, ran_on_device, run_exact
+from device_helpers import RNG, VIEWS, dev, dev_view, ints, ran_on_device, run_exact
 
 import gpucore
 
@@ -15,15 +15,6 @@ OPS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "maximum": np.maxi
        "minimum": np.minimum, "eq": np.equal, "ne": np.not_equal, "lt": np.less,
        "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}  # fmt: skip
 TYPES = [np.int8, np.uint8]
-
-
-def ints(dtype, *shape) -> np.ndarray:
-    info = np.iinfo(dtype)
-    a = RNG.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
-    flat = a.reshape(-1)
-    edges = np.array([info.min, info.max, 0, 1, info.max - 1, info.min + 1], dtype)
-    flat[: min(flat.size, edges.size)] = edges[: flat.size]
-    return a
 
 
 @pytest.mark.parametrize("dtype", TYPES)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from device_helpers import RNG, ran_on_device, run_exact
+from device_helpers import RNG, ints, ran_on_device, run_exact
 
 import gpucore
 from gpucore.backends.vulkan.kernels import KERNELS
@@ -17,15 +17,6 @@ from gpucore.backends.vulkan.kernels import KERNELS
 NARROW = [np.int16, np.uint16, np.uint32, np.uint64]
 ALL = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
        "float16", "bfloat16", "float32", "float64"]  # fmt: skip
-
-
-def ints(dtype, *shape) -> np.ndarray:
-    info = np.iinfo(dtype)
-    a = RNG.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
-    flat = a.reshape(-1)
-    edges = np.array([info.min, info.max, 0, 1, info.max - 1, info.min + 1], dtype)
-    flat[: min(flat.size, edges.size)] = edges[: flat.size]
-    return a
 
 
 def values(name: str, n: int) -> np.ndarray:
