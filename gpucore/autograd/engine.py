@@ -68,7 +68,7 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
 def _run(roots, root_grads, retain_graph: bool, create_graph: bool, capture):
     deps: dict = {}
     seen = set()
-    stack = [r for r in roots if r is not None]
+    stack = list(dict.fromkeys(r for r in roots if r is not None))  # a root given twice: once
     for r in stack:
         seen.add(r)
     while stack:

@@ -332,3 +332,16 @@ def test_backward_returning_wrong_number_of_gradients_raises():
     finally:
         REGISTRY.pop(name, None)
         KERNELS.pop(name, None)
+
+
+def test_a_root_given_twice_sums_its_gradients():
+    """``grad([y, y], x, [g1, g2])`` is ``grad(y, x, g1 + g2)``, as PyTorch (the root's edges are
+    counted once, so its input becomes ready)."""
+    x = gc.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    (gx,) = gc.autograd.grad([y, y], x, [gc.ones(2), gc.tensor([1.0, 2.0])])
+    np.testing.assert_array_equal(gx.numpy(), [6.0, 9.0])
+    x = gc.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    gc.autograd.backward([y, y], [gc.ones(2), gc.ones(2)])
+    np.testing.assert_array_equal(x.grad.numpy(), [6.0, 6.0])
