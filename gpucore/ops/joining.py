@@ -227,9 +227,9 @@ def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
     n = input.shape[d]
     ios = indices_or_sections
     if isinstance(ios, Tensor):
-        if ios.dtype.is_floating_point or ios.dtype is D.bool_ or ios.ndim > 1:
+        if ios.dtype is not D.int64 or ios.ndim > 1:  # as PyTorch: int64 only
             raise ShapeError(
-                "tensor_split(): a tensor indices_or_sections must be a 0-d or 1-d integer "
+                "tensor_split(): a tensor indices_or_sections must be a 0-d or 1-d int64 "
                 f"tensor, got {ios.dtype} of shape {tuple(ios.shape)}"
             )
         ios = int(ios.item()) if ios.ndim == 0 else [int(i) for i in ios.tolist()]
@@ -239,8 +239,8 @@ def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
         q, r = divmod(n, int(ios))
         return _pieces(input, d, [q + 1] * r + [q] * (int(ios) - r))
     try:
-        idx = [int(i) for i in ios if not isinstance(i, bool)]
-        if len(idx) != len(ios):
+        idx = [int(i) for i in ios if isinstance(i, (int, np.integer)) and not isinstance(i, bool)]
+        if len(idx) != len(ios):  # floats and bools refused, as PyTorch
             raise TypeError
     except TypeError:
         raise TypeError(

@@ -93,7 +93,8 @@ def _asinh_pos(a: Tensor) -> Tensor:
 @_half_in_float32
 def asinh(input: Tensor) -> Tensor:
     """The inverse hyperbolic sine, elementwise, as torch.asinh."""
-    return _odd(_asinh_pos, float_input(input))
+    x = float_input(input)
+    return where(x == 0, x, _odd(_asinh_pos, x))  # -0.0 stays -0.0 (slope 1 there, as asinh's)
 
 
 @public("acosh", "arccosh", inplace=True)

@@ -157,6 +157,10 @@ def test_errors():
         x.tensor_split(2.5)
     with pytest.raises(gpucore.ShapeError, match="tensor_split"):
         x.tensor_split(gpucore.tensor([1.0]))
+    with pytest.raises(gpucore.ShapeError, match="tensor_split.*int64"):  # as PyTorch
+        x.tensor_split(gpucore.tensor([1], dtype=gpucore.int32))
+    with pytest.raises(TypeError, match="tensor_split"):  # float indices, as PyTorch
+        x.tensor_split([1, 2.0])
     with pytest.raises(gpucore.ShapeError, match="hsplit.*equal sections"):
         gpucore.hsplit(x, 4)
     with pytest.raises(gpucore.ShapeError, match="dsplit.*3 dims"):

@@ -45,6 +45,8 @@ def test_matches_torch_at_edges(name, dtype):
     theirs = getattr(torch, name)(torch.tensor(x)).numpy()
     rtol = 2e-6 if dtype == "float32" else 1e-14
     np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=0, equal_nan=True)
+    zeros = x == 0  # the sign of zero too (asinh(-0.0) is -0.0)
+    np.testing.assert_array_equal(np.signbit(ours[zeros]), np.signbit(theirs[zeros]))
 
 
 def test_aliases_methods_inplace_and_integers():
