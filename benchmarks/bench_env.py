@@ -1,6 +1,7 @@
 """What the benchmark scripts share about their environment: OpenBLAS variables unset before
 numpy loads (they halve numpy's matmul speed here), and how busy other processes kept the
-machine (``CpuShare``, ``load_note``). Imports nothing but the standard library, so a script can
+machine (``CpuShare``, ``load_note``), and median times of calls taken in turn (``median_ms``).
+Imports nothing but the standard library, so a script can
 call ``clean_openblas_env`` before it imports numpy."""
 
 from __future__ import annotations
@@ -73,3 +74,15 @@ def load_note(share: float | None, when: str, hint: str = "") -> str:
     if share > 0.1:
         warn = f" — **the machine was not idle: numbers are noisy{hint}; rerun on an idle machine**"
     return f"- other processes kept {share:.0%} of the CPUs busy {when}{warn}"
+
+
+def median_ms(calls: list, n: int) -> list:
+    """Median milliseconds of each of ``calls`` over ``n`` rounds, the calls alternating within a
+    round (so a noisy stretch of the machine hits every library alike)."""
+    times: list = [[] for _ in calls]
+    for _ in range(n):
+        for i, f in enumerate(calls):
+            t0 = time.perf_counter()
+            f()
+            times[i].append(time.perf_counter() - t0)
+    return [sorted(t)[len(t) // 2] * 1e3 for t in times]

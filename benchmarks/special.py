@@ -2,17 +2,17 @@
 ms per call, medians of 7 calls alternating between the libraries call by call; PyTorch on one
 thread (gpucore's numpy kernels use one; PyTorch's two threads stalled on this shared machine).
 
-gpucore's special functions run as float64 numpy kernels on the host (gpucore/backends/cpu/
-kernels/bessel.py, transcendental.py, polynomials.py): this shows what that costs against
-PyTorch's C loops. Run: ``python benchmarks/special.py``.
+gpucore's special functions run as float64 kernels on the host (gpucore/backends/cpu/kernels/
+bessel.py, transcendental.py, polynomials.py: i0/i0e/i1/i1e, erfcx, ndtri and entr in C,
+cpu/special.c; the others numpy): this shows what that costs against PyTorch's C loops. Run: ``python benchmarks/special.py``.
 """
 
 from __future__ import annotations
 
 import sys
-import time
 
 import numpy as np
+from bench_env import median_ms
 
 import gpucore
 from gpucore import special
@@ -27,21 +27,11 @@ UNARY += ["spherical_bessel_j0", "erfcx", "ndtri", "log_ndtr", "entr"]
 BINARY = ["zeta", "gammainc", "chebyshev_polynomial_t", "hermite_polynomial_h"]
 
 
-def _median_ms(calls: list, n: int = 7) -> list:
-    times = [[] for _ in calls]
-    for _ in range(n):
-        for i, f in enumerate(calls):
-            t0 = time.perf_counter()
-            f()
-            times[i].append(time.perf_counter() - t0)
-    return [float(np.median(t)) * 1e3 for t in times]
-
-
 def _row(label: str, g, t) -> str:
     if torch is None:
-        (a,) = _median_ms([g])
+        (a,) = median_ms([g], 7)
         return f"| {label} | {a:.2f} | - | - |"
-    a, b = _median_ms([g, t])
+    a, b = median_ms([g, t], 7)
     return f"| {label} | {a:.2f} | {b:.2f} | {a / b:.1f} |"
 
 

@@ -6,9 +6,8 @@ one run, not absolute speeds. Run: ``GPUCORE_NUM_THREADS=1 python benchmarks/ten
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
+from bench_env import median_ms
 
 import gpucore
 
@@ -18,22 +17,12 @@ except ImportError:
     torch = None
 
 
-def _median_ms(calls: list, n: int = 9) -> list:
-    times = [[] for _ in calls]
-    for _ in range(n):
-        for i, f in enumerate(calls):
-            t0 = time.perf_counter()
-            f()
-            times[i].append(time.perf_counter() - t0)
-    return [float(np.median(t)) * 1e3 for t in times]
-
-
 def _row(label: str, g, t) -> None:
     if torch is None:
-        (a,) = _median_ms([g])
+        (a,) = median_ms([g], 9)
         print(f"| {label} | {a:.3f} | - | - |")
         return
-    a, b = _median_ms([g, t])
+    a, b = median_ms([g, t], 9)
     print(f"| {label} | {a:.3f} | {b:.3f} | {a / b:.2f} |")
 
 
