@@ -4,7 +4,8 @@ thread (gpucore's numpy kernels use one; PyTorch's two threads stalled on this s
 
 gpucore's special functions run as float64 kernels on the host (gpucore/backends/cpu/kernels/
 bessel.py, transcendental.py, polynomials.py: i0/i0e/i1/i1e, erfcx, ndtri and entr in C,
-cpu/special.c; the others numpy): this shows what that costs against PyTorch's C loops. Run: ``python benchmarks/special.py``.
+cpu/special.c; the others numpy): this shows what that costs against PyTorch's C loops.
+Run: ``python benchmarks/special.py``.
 """
 
 from __future__ import annotations
