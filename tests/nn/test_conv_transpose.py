@@ -126,3 +126,9 @@ def test_conv_transpose_module_shapes_repr_and_errors():
         F.conv_transpose2d(gpucore.zeros(1, 3, 3, 3), gpucore.zeros(2, 1, 3, 3))
     with pytest.raises(gpucore.ShapeError, match=r"conv_transpose1d\(\)"):
         F.conv_transpose1d(gpucore.zeros(1, 2, 3), gpucore.zeros(2, 1, 3, 3))
+    with pytest.raises(gpucore.ShapeError, match=r"conv_transpose2d\(\): bias must have shape"):
+        F.conv_transpose2d(gpucore.zeros(1, 2, 3, 3), gpucore.zeros(2, 1, 3, 3), gpucore.zeros(3))
+    with pytest.raises(ValueError, match=r"conv_transpose2d\(\): kernel size"):
+        F.conv_transpose2d(gpucore.zeros(1, 2, 3, 3), gpucore.zeros(2, 1, 0, 3))
+    with pytest.raises(gpucore.DTypeError, match=r"conv_transpose1d\(\)"):
+        F.conv_transpose1d(gpucore.zeros(1, 2, 3), gpucore.zeros(2, 1, 3, dtype=gpucore.float64))

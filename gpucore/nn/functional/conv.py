@@ -217,6 +217,53 @@ def conv1d(
     return out.squeeze(0) if squeeze else out
 
 
+def _transposed_geometry(name: str, x, weight, bias, groups, args: tuple, ntuple) -> tuple:
+    """Checks a transposed convolution's arguments (x batched, weight [C, O/groups, *k], bias
+    [O] or None; args = (stride, padding, output_padding, dilation), each an int or a sequence
+    that ``ntuple`` expands per spatial dim) and returns the four as tuples and the output's
+    spatial size, (in - 1)*stride - 2*padding + dilation*(k - 1) + output_padding + 1."""
+    if weight.dtype is not x.dtype:
+        raise DTypeError(
+            f"{name}(): input ({x.dtype}) and weight ({weight.dtype}) must have the same dtype"
+        )
+    groups = operator.index(groups)
+    c, cin, out_g = x.shape[1], weight.shape[0], weight.shape[1]
+    if groups < 1 or cin % groups or c != cin:
+        raise ShapeError(
+            f"{name}(): input of shape {tuple(x.shape)} does not fit weight of shape "
+            f"{tuple(weight.shape)} with groups={groups}"
+        )
+    kernel = tuple(weight.shape[2:])
+    if 0 in kernel:
+        raise ValueError(
+            f"{name}(): kernel size must be greater than zero, got weight of shape "
+            f"{tuple(weight.shape)}"
+        )
+    stride, padding, output_padding, dilation = args
+    s = ntuple(stride, name, "stride", 1)
+    p = ntuple(padding, name, "padding", 0)
+    op = ntuple(output_padding, name, "output_padding", 0)
+    d = ntuple(dilation, name, "dilation", 1)
+    if any(o >= max(si, di) for o, si, di in zip(op, s, d)):
+        raise ValueError(
+            f"{name}(): output_padding must be smaller than either stride or dilation, got "
+            f"output_padding={op}, stride={s} and dilation={d}"
+        )
+    outs = tuple(
+        (size - 1) * s[i] - 2 * p[i] + d[i] * (k - 1) + op[i] + 1
+        for i, (size, k) in enumerate(zip(x.shape[2:], kernel))
+    )
+    if min(outs) <= 0:
+        raise ShapeError(f"{name}(): output size {outs} is not positive")
+    if bias is not None:
+        _check_tensor(name, bias, "bias")
+        if tuple(bias.shape) != (groups * out_g,):
+            raise ShapeError(
+                f"{name}(): bias must have shape ({groups * out_g},), got {tuple(bias.shape)}"
+            )
+    return s, p, op, d, outs
+
+
 def conv_transpose2d(
     input: Tensor,
     weight: Tensor,
@@ -240,28 +287,18 @@ def conv_transpose2d(
             f"conv_transpose2d(): weight must be 4-D [in_channels, out_channels/groups, kh, kw], "
             f"got shape {tuple(weight.shape)}"
         )
+    s, p, op, d, (oh, ow) = _transposed_geometry(
+        "conv_transpose2d",
+        x,
+        weight,
+        bias,
+        groups,
+        (stride, padding, output_padding, dilation),
+        _pair,
+    )
     groups = operator.index(groups)
     n, c, h, w = x.shape
-    cin, out_g, kh, kw = weight.shape
-    if groups < 1 or cin % groups or c != cin:
-        raise ShapeError(
-            f"conv_transpose2d(): input of shape {tuple(input.shape)} does not fit weight of "
-            f"shape {tuple(weight.shape)} with groups={groups}"
-        )
-    s = _pair(stride, "conv_transpose2d", "stride", 1)
-    p = _pair(padding, "conv_transpose2d", "padding", 0)
-    op = _pair(output_padding, "conv_transpose2d", "output_padding", 0)
-    d = _pair(dilation, "conv_transpose2d", "dilation", 1)
-    for i in range(2):
-        if op[i] >= max(s[i], d[i]):
-            raise ValueError(
-                f"conv_transpose2d(): output_padding must be smaller than either stride or "
-                f"dilation, got output_padding={op}, stride={s} and dilation={d}"
-            )
-    oh = (h - 1) * s[0] - 2 * p[0] + d[0] * (kh - 1) + op[0] + 1
-    ow = (w - 1) * s[1] - 2 * p[1] + d[1] * (kw - 1) + op[1] + 1
-    if oh <= 0 or ow <= 0:
-        raise ShapeError(f"conv_transpose2d(): output size {(oh, ow)} is not positive")
+    out_g, kh, kw = weight.shape[1:]
     cg = c // groups
     xg = x.reshape(n, groups, cg, h * w)
     wg = weight.reshape(groups, cg, out_g * kh * kw).transpose(1, 2)  # [G, O/G*kh*kw, C/G]

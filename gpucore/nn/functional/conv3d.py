@@ -19,7 +19,7 @@ from ...errors import DTypeError, ShapeError
 from ...ops.joining import stack
 from ...tensor import Tensor
 from ._utils import _check_tensor, _const
-from .conv import conv2d, conv_transpose2d
+from .conv import _transposed_geometry, conv2d, conv_transpose2d
 from .padding import pad as _pad
 
 
@@ -188,47 +188,19 @@ def conv_transpose3d(
             f"conv_transpose3d(): weight must be 5-D [in_channels, out_channels/groups, kd, kh, "
             f"kw], got shape {tuple(weight.shape)}"
         )
-    if weight.dtype is not x.dtype:
-        raise DTypeError(
-            f"conv_transpose3d(): input ({x.dtype}) and weight ({weight.dtype}) must have the "
-            f"same dtype"
-        )
+    s, p, op, dl, outs = _transposed_geometry(
+        "conv_transpose3d",
+        x,
+        weight,
+        bias,
+        groups,
+        (stride, padding, output_padding, dilation),
+        _triple,
+    )
     groups = operator.index(groups)
     n, c, d, h, w = x.shape
     cin, out_g, kd, kh, kw = weight.shape
-    if groups < 1 or cin % groups or c != cin:
-        raise ShapeError(
-            f"conv_transpose3d(): input of shape {tuple(input.shape)} does not fit weight of "
-            f"shape {tuple(weight.shape)} with groups={groups}"
-        )
-    if 0 in (kd, kh, kw):
-        raise ValueError(
-            f"conv_transpose3d(): kernel size must be greater than zero, got weight of shape "
-            f"{tuple(weight.shape)}"
-        )
-    s = _triple(stride, "conv_transpose3d", "stride", 1)
-    p = _triple(padding, "conv_transpose3d", "padding", 0)
-    op = _triple(output_padding, "conv_transpose3d", "output_padding", 0)
-    dl = _triple(dilation, "conv_transpose3d", "dilation", 1)
-    for i in range(3):
-        if op[i] >= max(s[i], dl[i]):
-            raise ValueError(
-                f"conv_transpose3d(): output_padding must be smaller than either stride or "
-                f"dilation, got output_padding={op}, stride={s} and dilation={dl}"
-            )
-    outs = [
-        (size - 1) * s[i] - 2 * p[i] + dl[i] * (k - 1) + op[i] + 1
-        for i, (size, k) in enumerate(zip((d, h, w), (kd, kh, kw)))
-    ]
-    if min(outs) <= 0:
-        raise ShapeError(f"conv_transpose3d(): output size {tuple(outs)} is not positive")
     out_c = groups * out_g
-    if bias is not None:
-        _check_tensor("conv_transpose3d", bias, "bias")
-        if tuple(bias.shape) != (out_c,):
-            raise ShapeError(
-                f"conv_transpose3d(): bias must have shape ({out_c},), got {tuple(bias.shape)}"
-            )
     planes = x.transpose(1, 2).reshape(n * d, c, h, w)
     w2 = weight.reshape(cin, out_g * kd, kh, kw)  # output channel (o, t) of each group
     y = conv_transpose2d(planes, w2, None, s[1:], p[1:], op[1:], groups, dl[1:])
