@@ -76,8 +76,8 @@ void gc_layer_norm_f64(const double *x, const double *weight, const double *bias
 #define LN_LANES 8
 
 #define LN_DEFINE(T, S)                                                                           \
-    /* sum of x (sq = 0) or of (x - m)^2 (sq = 1), lane l of LN_LANES taking j % LN_LANES */    \
-    static double ln_sum_##S(const T *x, ptrdiff_t n, double m, int sq)                           \
+    /* sum of x (sq = 0) or of (x - m)^2 (sq = 1), lane l of LN_LANES taking j % LN_LANES */      \
+    GC_VECTOR_CLONES static double ln_sum_##S(const T *x, ptrdiff_t n, double m, int sq)          \
     {                                                                                             \
         double acc[LN_LANES] = {0};                                                               \
         ptrdiff_t j = 0;                                                                          \
@@ -105,6 +105,7 @@ void gc_layer_norm_f64(const double *x, const double *weight, const double *bias
     }                                                                                             \
                                                                                                   \
     /* y = (x - m) * s [* w] [+ b] over n values, w / b per value (wc = 0) or one constant */     \
+    GC_VECTOR_CLONES                                                                              \
     static void ln_out_##S(const T *x, T *y, ptrdiff_t n, T m, T s, const T *w, const T *b,       \
                            int wc)                                                                \
     {                                                                                             \
@@ -132,6 +133,41 @@ void gc_layer_norm_f64(const double *x, const double *weight, const double *bias
                 y[j] = (x[j] - m) * s;                                                            \
     }                                                                                             \
                                                                                                   \
+    /* one layer/rms_norm row of the backward: the lane sums of gh = g [* w] and gh * xh into     \
+     * sa / sb, and (pw non-NULL) g * xh and g added into the weight / bias partials value by     \
+     * value (local accumulators and restrict, so that both loops vectorize) */                   \
+    GC_VECTOR_CLONES static void ln_bwd_row_##S(const T *restrict x, const T *restrict g,         \
+                                                const T *restrict w, double m, double s,          \
+                                                ptrdiff_t n, double *sa, double *sb,              \
+                                                double *restrict pw, double *restrict pb)         \
+    {                                                                                             \
+        double a[LN_LANES] = {0}, b[LN_LANES] = {0};                                              \
+        ptrdiff_t j = 0;                                                                          \
+        for (; j + LN_LANES <= n; j += LN_LANES)                                                  \
+            for (int l = 0; l < LN_LANES; l++) {                                                  \
+                const double xh = ((double)x[j + l] - m) * s;                                     \
+                const double gh = w ? (double)g[j + l] * (double)w[j + l] : (double)g[j + l];     \
+                a[l] += gh;                                                                       \
+                b[l] += gh * xh;                                                                  \
+            }                                                                                     \
+        for (int l = 0; j < n; j++, l++) {                                                        \
+            const double xh = ((double)x[j] - m) * s;                                             \
+            const double gh = w ? (double)g[j] * (double)w[j] : (double)g[j];                     \
+            a[l] += gh;                                                                           \
+            b[l] += gh * xh;                                                                      \
+        }                                                                                         \
+        for (int l = 0; l < LN_LANES; l++) {                                                      \
+            sa[l] = a[l];                                                                         \
+            sb[l] = b[l];                                                                         \
+        }                                                                                         \
+        if (pw)                                                                                   \
+            for (ptrdiff_t e = 0; e < n; e++) {                                                   \
+                const double gv = (double)g[e];                                                   \
+                pw[e] += gv * (((double)x[e] - m) * s);                                           \
+                pb[e] += gv;                                                                      \
+            }                                                                                     \
+    }                                                                                             \
+                                                                                                  \
     typedef struct {                                                                              \
         const T *x, *w, *b, *g;                                                                   \
         T *y, *mean, *rstd, *gx;                                                                  \
@@ -141,7 +177,7 @@ void gc_layer_norm_f64(const double *x, const double *weight, const double *bias
         int rms;                                                                                  \
     } ln_job_##S;                                                                                 \
                                                                                                   \
-    static void ln_fwd_range_##S(void *ctx, ptrdiff_t lo, ptrdiff_t hi)                           \
+    GC_VECTOR_CLONES static void ln_fwd_range_##S(void *ctx, ptrdiff_t lo, ptrdiff_t hi)          \
     {                                                                                             \
         const ln_job_##S *J = (const ln_job_##S *)ctx;                                            \
         const ptrdiff_t inner = J->inner, n = J->cg * inner;                                      \
@@ -158,9 +194,9 @@ void gc_layer_norm_f64(const double *x, const double *weight, const double *bias
                 J->rstd[r] = s;                                                                   \
             const ptrdiff_t c0 = (r % J->groups) * J->cg;                                         \
             const T *w = J->w ? J->w + c0 : NULL, *b = J->b ? J->b + c0 : NULL;                   \
-            if (inner == 1) /* layer_norm, rms_norm: weight / bias per value */                  \
+            if (inner == 1) /* layer_norm, rms_norm: weight / bias per value */                   \
                 ln_out_##S(x, y, n, m, s, w, b, 0);                                               \
-            else /* group_norm: one weight / bias per channel of inner values */                 \
+            else /* group_norm: one weight / bias per channel of inner values */                  \
                 for (ptrdiff_t ci = 0; ci < J->cg; ci++)                                          \
                     ln_out_##S(x + ci * inner, y + ci * inner, inner, m, s, w ? w + ci : NULL,    \
                                b ? b + ci : NULL, 1);                                             \
@@ -171,7 +207,7 @@ void gc_layer_norm_f64(const double *x, const double *weight, const double *bias
                               ptrdiff_t rows, ptrdiff_t groups, ptrdiff_t cg, ptrdiff_t inner,    \
                               double eps, int rms)                                                \
     {                                                                                             \
-        if (rows <= 0 || groups <= 0) /* an empty row gets mean and rstd NaN */                  \
+        if (rows <= 0 || groups <= 0) /* an empty row gets mean and rstd NaN */                   \
             return;                                                                               \
         ln_job_##S J = {.x = x, .w = w, .b = b, .y = y, .mean = mean, .rstd = rstd,               \
                         .groups = groups, .cg = cg, .inner = inner, .eps = eps, .rms = rms};      \
@@ -179,7 +215,7 @@ void gc_layer_norm_f64(const double *x, const double *weight, const double *bias
     }                                                                                             \
                                                                                                   \
     /* blocks [lo, hi) of J->chunk rows: gx rows and the block's partial sums */                  \
-    static void ln_bwd_range_##S(void *ctx, ptrdiff_t lo, ptrdiff_t hi)                           \
+    GC_VECTOR_CLONES static void ln_bwd_range_##S(void *ctx, ptrdiff_t lo, ptrdiff_t hi)          \
     {                                                                                             \
         const ln_job_##S *J = (const ln_job_##S *)ctx;                                            \
         const ptrdiff_t inner = J->inner, n = J->cg * inner, nc = J->groups * J->cg;              \
@@ -194,29 +230,9 @@ void gc_layer_norm_f64(const double *x, const double *weight, const double *bias
                 const double m = J->mean ? (double)J->mean[r] : 0.0, s = (double)J->rstd[r];      \
                 const ptrdiff_t c0 = (r % J->groups) * J->cg;                                     \
                 double sa[LN_LANES] = {0}, sb[LN_LANES] = {0};                                    \
-                if (inner == 1) { /* layer_norm, rms_norm: in blocks of LN_LANES values */        \
-                    const T *w = J->w ? J->w + c0 : NULL;                                         \
-                    ptrdiff_t j = 0;                                                              \
-                    for (; j + LN_LANES <= n; j += LN_LANES)                                      \
-                        for (int l = 0; l < LN_LANES; l++) {                                      \
-                            const double xh = ((double)x[j + l] - m) * s;                         \
-                            const double gv = (double)g[j + l];                                   \
-                            const double gh = w ? gv * (double)w[j + l] : gv;                     \
-                            sa[l] += gh;                                                          \
-                            sb[l] += gh * xh;                                                     \
-                        }                                                                         \
-                    for (int l = 0; j < n; j++, l++) {                                            \
-                        const double xh = ((double)x[j] - m) * s;                                 \
-                        const double gh = w ? (double)g[j] * (double)w[j] : (double)g[j];         \
-                        sa[l] += gh;                                                              \
-                        sb[l] += gh * xh;                                                         \
-                    }                                                                             \
-                    if (pw)                                                                       \
-                        for (ptrdiff_t e = 0; e < n; e++) {                                       \
-                            pw[c0 + e] += (double)g[e] * (((double)x[e] - m) * s);                \
-                            pb[c0 + e] += (double)g[e];                                           \
-                        }                                                                         \
-                }                                                                                 \
+                if (inner == 1) /* layer_norm, rms_norm: weight / bias per value */               \
+                    ln_bwd_row_##S(x, g, J->w ? J->w + c0 : NULL, m, s, n, sa, sb,                \
+                                   pw ? pw + c0 : NULL, pw ? pb + c0 : NULL);                     \
                 for (ptrdiff_t ci = 0, j = 0; inner > 1 && ci < J->cg; ci++) {                    \
                     const double wv = J->w ? (double)J->w[c0 + ci] : 1.0;                         \
                     double aw = 0.0, ab = 0.0;                                                    \
@@ -283,7 +299,7 @@ void gc_layer_norm_f64(const double *x, const double *weight, const double *bias
         }                                                                                         \
         const ptrdiff_t nch = (rows + chunk - 1) / chunk;                                         \
         ln_job_##S J = {.x = x, .w = w, .g = g, .gx = gx, .mean = (T *)mean,                      \
-                        .rstd = (T *)rstd, .part = (gw || gb) ? part : NULL, .rows = rows,         \
+                        .rstd = (T *)rstd, .part = (gw || gb) ? part : NULL, .rows = rows,        \
                         .groups = groups, .cg = cg, .inner = inner, .chunk = chunk, .rms = rms};  \
         gc_parallel_range(nch, 1, (double)rows * (double)(cg * inner) * 2.0, ln_bwd_range_##S,    \
                           &J);                                                                    \

@@ -27,8 +27,9 @@
         int training;                                                                             \
     } bn_job_##S;                                                                                 \
                                                                                                   \
-    /* sum over the channel's values of x (sq = 0) or of (x - m)^2 (sq = 1); in each sample's  \
-     * run of inner values, value j goes to lane j % BN_LANES */                                \
+    /* sum over the channel's values of x (sq = 0) or of (x - m)^2 (sq = 1); in each sample's     \
+     * run of inner values, value j goes to lane j % BN_LANES */                                  \
+    GC_VECTOR_CLONES                                                                              \
     static double bn_sum_##S(const bn_job_##S *J, ptrdiff_t ch, double m, int sq)                 \
     {                                                                                             \
         double acc[BN_LANES] = {0};                                                               \
@@ -60,7 +61,7 @@
         return s;                                                                                 \
     }                                                                                             \
                                                                                                   \
-    static void bn_fwd_range_##S(void *ctx, ptrdiff_t lo, ptrdiff_t hi)                           \
+    GC_VECTOR_CLONES static void bn_fwd_range_##S(void *ctx, ptrdiff_t lo, ptrdiff_t hi)          \
     {                                                                                             \
         const bn_job_##S *J = (const bn_job_##S *)ctx;                                            \
         const double cnt = (double)J->n * (double)J->inner;                                       \
@@ -68,7 +69,7 @@
             double mean, rstd;                                                                    \
             if (J->training) {                                                                    \
                 mean = bn_sum_##S(J, ch, 0.0, 0) / cnt;                                           \
-                const double var = bn_sum_##S(J, ch, mean, 1) / cnt;                               \
+                const double var = bn_sum_##S(J, ch, mean, 1) / cnt;                              \
                 rstd = 1.0 / sqrt(var + J->eps);                                                  \
                 const double mo = J->momentum;                                                    \
                 if (J->rmean)                                                                     \
@@ -118,7 +119,7 @@
                           &J);                                                                    \
     }                                                                                             \
                                                                                                   \
-    static void bn_bwd_range_##S(void *ctx, ptrdiff_t lo, ptrdiff_t hi)                           \
+    GC_VECTOR_CLONES static void bn_bwd_range_##S(void *ctx, ptrdiff_t lo, ptrdiff_t hi)          \
     {                                                                                             \
         const bn_job_##S *J = (const bn_job_##S *)ctx;                                            \
         const double cnt = (double)J->n * (double)J->inner;                                       \
