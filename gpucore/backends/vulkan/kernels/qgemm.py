@@ -9,6 +9,11 @@ per-column factors are combined on the host in float32 exactly as gc_qgemm does 
 out_scale included: a shader division is not correctly rounded), the shader then runs the C
 epilogue's operations in the same order, each rounded on its own.
 
+``qgemm_dynamic(be, a, weight, out, a_scale, a_zero_point, w_scales, bias, relu)`` is
+``_cpu.qgemm_dynamic``: the activations' scale and zero point are device arrays the shader reads
+when it runs (what a DynamicQuantizeLinear wrote, kernels/qdynamic.py), and it forms
+``a_scale * w_scales[j]`` itself, one float32 product as gc_qgemm's.
+
 ``quantize_rows(be, x, inv, zero_point)`` quantizes float32 rows to uint8 on the device (the
 per-tensor rounding of qtensor.quantize_array), into the padded word rows ``qgemm`` reads.
 
