@@ -260,8 +260,7 @@ def qgemm_dynamic(
     mode = _check_operands("qgemm_dynamic", a, weight, out)
     if a.dtype != np.uint8 or mode not in (_I32, _F32):
         raise DTypeError(
-            f"qgemm_dynamic: a must be uint8 and out int32 or float32, got {a.dtype} -> "
-            f"{out.dtype}"
+            f"qgemm_dynamic: a must be uint8 and out int32 or float32, got {a.dtype} -> {out.dtype}"
         )
     vals = [("a_zero_point", a_zero_point, np.uint8)]
     if mode == _F32:
