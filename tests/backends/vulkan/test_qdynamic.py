@@ -127,6 +127,13 @@ def test_bad_calls_raise(f64, vulkan):
 
 
 # ------------------------------------------------------------------ qgemm_dynamic
+def device_modules(be) -> list:
+    """The (dot, shuffle) module pairs the device runs."""
+    dots = [False] + ([True] if Q.has_integer_dot(be.ctx) else [])
+    shuffles = [False] + ([True] if Q.gemm.subgroup_shuffle_size(be.ctx) else [])
+    return [(d, s) for d in dots for s in shuffles]
+
+
 def _one(be, value, dtype, start: int):
     """A device array of one value starting ``start`` items into a word (any byte for uint8)."""
     host = np.zeros(8, dtype)
@@ -152,13 +159,16 @@ def test_qgemm_dynamic_equals_the_c_kernel(vulkan, m, n, k, out):
         sc = None if ints else np.array([scale], F32)
         _cpu.qgemm_dynamic(a, _cpu.qgemm_pack(w, k, n, 1), want, m, sc, np.array([zp], np.uint8),
                            *epi)  # fmt: skip
-        for start in (0, 3):  # the zero point at any byte of a word, the scale at two words
+        # each module (integer dot product, plain; subgroup shuffles or loads) on the device;
+        # the zero point at any byte of a word, the scale at two words
+        for (dot, shuffle), start in zip(device_modules(vulkan), (0, 3, 1, 2)):
             got = vulkan.empty_array((m, n), odt)
             d_zp = _one(vulkan, zp, np.uint8, start)
             d_sc = None if ints else _one(vulkan, scale, F32, start % 2)
             kw = {} if ints else {"w_scales": ws, "bias": bias, "relu": relu}
-            Q.qgemm_dynamic(vulkan, ad, packed, got, d_sc, d_zp, **kw)
-            assert_bits(vulkan.host_view(got), want, f"zp {zp} scale {scale} at {start}")
+            Q.qgemm_dynamic(vulkan, ad, packed, got, d_sc, d_zp, **kw, dot=dot, shuffle=shuffle)
+            msg = f"zp {zp} scale {scale} at {start}, dot {dot} shuffle {shuffle}"
+            assert_bits(vulkan.host_view(got), want, msg)
 
 
 def test_qgemm_dynamic_bad_calls_raise(vulkan):

@@ -227,6 +227,13 @@ def test_cpu_only_quantized_nodes_are_refused(vulkan):
             VulkanExecutor(plan(g, inplace=False))
     finally:
         vulkan.ctx.float64 = had
+    # qlinear_dynamic's weights must be constants (packed once)
+    g = _dynamic_graph((3, 8), 5, ["lin"])
+    w_in = g.add_input("w_in", (5, 8), D.int8)
+    lin = g.producer[g.outputs[0]]
+    g.set_input(lin, 1, w_in)
+    with pytest.raises(DeviceError, match="qlinear_dynamic of uint8.*constants.*device='cpu'"):
+        VulkanExecutor(plan(g, inplace=False))
     # the stream works as before after the refusal
     y = gpucore.ones(8).to("vulkan") * 3
     np.testing.assert_array_equal(y.cpu().numpy(), np.full(8, 3.0, np.float32))
