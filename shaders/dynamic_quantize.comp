@@ -197,7 +197,13 @@ void finish_mode() {
 }
 
 // ------------------------------------------------------------------ quantize
-// cpu/isa/quant.h's qq_linear_u8 with the scale and zero point of ws
+bool normal_bits(uint b) { return (b & 0x7f800000u) != 0u && (b & 0x7f800000u) != 0x7f800000u; }
+
+// cpu/isa/quant.h's qq_linear_u8 with the scale and zero point of ws. Only the byte is kept, so
+// a quotient estimate q = x * (1 / scale) (relative error below 2^-21, Vulkan's float64
+// division included) whose distance from the nearest half-integer exceeds 2^-19 |q| rounds as
+// the exact quotient does: x / scale and its float lie strictly on q's side. Other quotients
+// (near a tie; a subnormal or special x or scale) take div_rn.
 void quantize_mode() {
     uint i = global_index();
     if (4u * i >= p.n) return;
@@ -205,13 +211,24 @@ void quantize_mode() {
     float zp = float(ws[p.ws_off + 1u]);
     double sd = f2d(s);
     double inv = 1.0LF / sd;
+    float inv_f = float(inv);
+    bool fast = normal_bits(floatBitsToUint(s)) && normal_bits(floatBitsToUint(inv_f));
     float lo = -zp, hi = 255.0 - zp;
     uint word = 0u;
     for (uint q = 0u; q < 4u && 4u * i + q < p.n; ++q) {
-        float v = div_rn(uintBitsToFloat(x[p.x_off + 4u * i + q]), s, sd, inv);
-        float c = nan_bits(floatBitsToUint(v)) ? lo : (v > lo ? v : lo);
-        c = c < hi ? c : hi;
-        word |= uint(roundEven(c) + zp) << (8u * q);
+        uint b = x[p.x_off + 4u * i + q];
+        float r;
+        precise float e = uintBitsToFloat(b) * inv_f;
+        precise float f = e - floor(e);  // exact
+        if (fast && normal_bits(b) && abs(f - 0.5) > abs(e) * (1.0 / 524288.0)) {
+            r = roundEven(e);  // (not a tie)
+        } else {
+            float v = div_rn(uintBitsToFloat(b), s, sd, inv);
+            r = roundEven(nan_bits(floatBitsToUint(v)) ? lo : v);
+        }
+        r = r > lo ? r : lo;  // round(clamp(v)) = clamp(round(v)) for integer bounds
+        r = r < hi ? r : hi;
+        word |= uint(r + zp) << (8u * q);
     }
     y[p.y_off + i] = word;
 }
