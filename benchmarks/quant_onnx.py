@@ -170,7 +170,11 @@ def dynamic_table(rounds: int = 5, min_time: float = 0.2, batches=(1, 32)) -> No
     with the Cast, the Mul by the scales and the bias Add in its epilogue) and ``relu`` nodes.
     "max |d|" is the largest output difference: both quantize the activations per call; ONNX
     Runtime's uint8 x int8 kernel on AVX2 saturates pairs of products, gpucore's sums are exact
-    (it equals ONNX's reference evaluator bit for bit)."""
+    (it equals ONNX's reference evaluator bit for bit). With a Vulkan device that has
+    shaderFloat64 the same file loaded with device="vulkan" (the int8 shaders:
+    DynamicQuantizeLinear, the GEMM reading its scale and zero point on the device) is timed in
+    the same rounds, its outputs checked against the CPU's bits; on lavapipe that is CPU time
+    too."""
     try:
         import onnx  # noqa: PLC0415
         import onnxruntime as ort  # noqa: PLC0415
@@ -182,14 +186,18 @@ def dynamic_table(rounds: int = 5, min_time: float = 0.2, batches=(1, 32)) -> No
 
     rng = np.random.default_rng(0)
     fmodel, shape = _models(rng)["MLP 784-512-256-10"]
-    print("| model | batch | gpucore µs | ONNX Runtime µs | ORT / gpucore | max abs diff |")
-    print("|---|---|---|---|---|---|")
+    be = gc.dispatch.vulkan_backend(required=False, allow_cpu=True)
+    dev = f"{be.ctx.info.name} µs" if be is not None and be.ctx.float64 else None
+    print("| model | batch | gpucore µs | ONNX Runtime µs | ORT / gpucore | max abs diff |"
+          + (f" {dev} | Vulkan = CPU bits |" if dev else ""))  # fmt: skip
+    print("|---|---|---|---|---|---|" + ("---|---|" if dev else ""))
     saved = _cpu.info()["threads"]
     with tempfile.TemporaryDirectory() as d:
         fpath, qpath = os.path.join(d, "mlp.onnx"), os.path.join(d, "mlp_dynamic.onnx")
         onnx.save(fmodel, fpath)
         oq.quantize_dynamic(fpath, qpath, weight_type=oq.QuantType.QInt8, per_channel=True)
         cm = gx.load(qpath)
+        vm = gx.load(qpath, device="vulkan") if dev else None
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = 1
         sess = ort.InferenceSession(qpath, opts, providers=["CPUExecutionProvider"])
@@ -200,8 +208,14 @@ def dynamic_table(rounds: int = 5, min_time: float = 0.2, batches=(1, 32)) -> No
                 xt = gc.from_numpy(x)
                 diff = np.abs(cm(xt).numpy() - sess.run(None, {"x": x})[0]).max()
                 fns = {"gc": lambda: cm(xt), "ort": lambda: sess.run(None, {"x": x})}  # noqa: B023
+                extra = ""
+                if vm is not None:
+                    fns["vk"] = lambda: vm.run_arrays([x])  # noqa: B023
+                    same = vm.run_arrays([x])[0].tobytes() == cm(xt).numpy().tobytes()
                 r = _paired(fns, rounds, min_time)
+                if vm is not None:
+                    extra = f" {r['vk']:.1f} | {'yes' if same else 'NO'} |"
                 print(f"| MLP dynamic int8 | {b} | {r['gc']:.1f} | {r['ort']:.1f} | "
-                      f"{r['ort'] / r['gc']:.2f}x | {diff:.2g} |", flush=True)  # fmt: skip
+                      f"{r['ort'] / r['gc']:.2f}x | {diff:.2g} |{extra}", flush=True)  # fmt: skip
         finally:
             _cpu.set_num_threads(saved)

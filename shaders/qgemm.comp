@@ -54,14 +54,20 @@ const uint O_S8 = 3u;
 const uint F_BIAS = 1u;  // flags
 const uint F_RELU = 2u;
 const uint F_IBIAS = 4u;  // an int32 bias (its bits in the bias factors), added to the sums
+const uint F_DZP = 8u;     // the zero point read when it runs: the byte at dz_off of binding 6
+const uint F_DSCALE = 16u; // the scale factors times the float32 at ds_off of binding 5
 
 layout(std430, set = 0, binding = 0) readonly buffer A { uint a[]; };     // QUANTIZE: x floats
 layout(std430, set = 0, binding = 1) readonly buffer W { uvec4 w4[]; };   // QUANTIZE: unused
 layout(std430, set = 0, binding = 2) buffer C { uint c[]; };              // QUANTIZE: a's words
 layout(std430, set = 0, binding = 3) readonly buffer Colsum { int colsum[]; };
 layout(std430, set = 0, binding = 4) readonly buffer Factors { float fac[]; };  // scale, bias
+// ONNX dynamic quantization (_cpu.qgemm_dynamic): the activations' scale and zero point, what a
+// DynamicQuantizeLinear wrote on the device (the host binds something else when unused)
+layout(std430, set = 0, binding = 5) readonly buffer DScale { float dscale[]; };
+layout(std430, set = 0, binding = 6) readonly buffer DZp { uint dzp[]; };
 
-// Mirrored by kernels/qgemm.py's two _push calls (19 words). QUANTIZE uses M, K (floats per
+// Mirrored by kernels/qgemm.py's two _push calls (21 words). QUANTIZE uses M, K (floats per
 // row), KW, a_off / lda (x, in floats), c_off / ldc (in words), inv (in lo) and the zero point
 // (in out_zp).
 layout(push_constant) uniform Push {
@@ -73,8 +79,10 @@ layout(push_constant) uniform Push {
     uint s_off, b_off;    // factors: scale[j] at s_off + j, bias[j] at b_off + j
     uint flip;            // 0x80808080 for int8 activations, else 0
     int zp;               // a_zp as uint8 (a_zp + 128 for int8 activations)
-    uint flags;           // F_BIAS | F_RELU | F_IBIAS
+    uint flags;           // F_BIAS | F_RELU | F_IBIAS | F_DZP | F_DSCALE
     float out_zp, lo, hi; // requantization: the output zero point and the clamp bounds
+    uint ds_off;          // F_DSCALE: the scale's index in dscale
+    uint dz_off;          // F_DZP: the zero point's byte offset in dzp
 } p;
 
 #if DOT
@@ -86,13 +94,18 @@ int sudot(int x, uint y, spirv_literal int fmt);
 #endif
 
 // ------------------------------------------------------------------------------- epilogue
-// cpu/isa/qgemm.h's qepi_row, one element: the same operations in the same order.
-uint epilogue_word(int acc, uint j) {
-    int v = int(uint(acc) - uint(p.zp) * uint(colsum[p.cs_off + j]));
+// cpu/isa/qgemm.h's qepi_row, one element: the same operations in the same order. zp: the
+// activations' zero point (as uint8); dsc: their scale with F_DSCALE (gc_qgemm's per-column
+// a_scale * w_scales[j], one float32 product, made here as the scale is known only on the
+// device), else unused.
+uint epilogue_word(int acc, uint j, uint zp, float dsc) {
+    int v = int(uint(acc) - zp * uint(colsum[p.cs_off + j]));
     if (OUT == O_I32) return uint(v);
     // ONNX's int32 bias: into the sums, wrapping (as the C kernel), before the float epilogue
     if ((p.flags & F_IBIAS) != 0u) v = int(uint(v) + floatBitsToUint(fac[p.b_off + j]));
-    precise float t = float(v) * fac[p.s_off + j];
+    precise float sj = fac[p.s_off + j];
+    if ((p.flags & F_DSCALE) != 0u) sj = dsc * sj;
+    precise float t = float(v) * sj;
     if ((p.flags & F_BIAS) != 0u) t = t + fac[p.b_off + j];
     if (OUT == O_F32) {
         if ((p.flags & F_RELU) != 0u) t = t < 0.0 ? 0.0 : t;
@@ -146,6 +159,9 @@ void gemm() {
     uint ldw4 = p.ldw >> 2;
     int acc[TM * TN];
     [[unroll]] for (uint i = 0u; i < TM * TN; ++i) acc[i] = 0;
+    uint zp = uint(p.zp);
+    if ((p.flags & F_DZP) != 0u) zp = (dzp[p.dz_off >> 2] >> (8u * (p.dz_off & 3u))) & 0xffu;
+    float dsc = (p.flags & F_DSCALE) != 0u ? dscale[p.ds_off] : 1.0;
 
 #if SHUFFLE
     // CPU-type devices: a load costs ~8 cycles per lane there, a shuffle is a register permute.
@@ -179,7 +195,8 @@ void gemm() {
         uint base = p.c_off + m * p.ldc;
         if (OUT == O_I32 || OUT == O_F32) {
             [[unroll]] for (uint j = 0u; j < TN; ++j) {
-                if (col0 + j < p.N) c[base + col0 + j] = epilogue_word(acc[i * TN + j], col0 + j);
+                if (col0 + j < p.N)
+                    c[base + col0 + j] = epilogue_word(acc[i * TN + j], col0 + j, zp, dsc);
             }
         } else {
             // whole words of four bytes (the host makes ldc, c_off and the padded row a
@@ -189,7 +206,7 @@ void gemm() {
                 uint word = 0u;
                 [[unroll]] for (uint q = 0u; q < 4u; ++q) {
                     uint jq = min(col0 + j + q, p.N - 1u);
-                    word |= epilogue_word(acc[i * TN + j + q], jq) << (8u * q);
+                    word |= epilogue_word(acc[i * TN + j + q], jq, zp, dsc) << (8u * q);
                 }
                 c[(base + col0 + j) >> 2] = word;
             }

@@ -89,9 +89,8 @@ class Context:
         self.source = info.source
         self.dynamic = dynamic  # the model has dynamic axes
         # quantize / dequantize as the runtime's int8 nodes (ops/quantize.py) when importing
-        # for the CPU; for Vulkan they stay float compositions (dynamic quantization's nodes
-        # have no shaders; a model imported for the CPU and saved runs its static int8 nodes
-        # on the Vulkan executor's int8 shaders, runtime/executors/vulkan_quant.py)
+        # for the CPU, or for Vulkan on a device with shaderFloat64 (the int8 shaders,
+        # runtime/executors/vulkan_quant.py); else float compositions (importer.int8_nodes)
         self.int8 = int8
         self._sized: dict = {}  # id -> static value computed from tensor sizes (kept alive)
         self.opset = info.opset

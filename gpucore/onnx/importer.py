@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dispatch import device_policy, vulkan_backend
 from ..runtime.capture.dynamic import capture
 from ..runtime.capture.trace import CaptureError
 from ..runtime.model import CompiledModel, _pick_device
@@ -50,10 +51,14 @@ def load(
     del proto  # the checked copy holds what is needed
     fuse_gelu(info)
     examples, axes = example_inputs(info, dynamic)
-    program = Program(info, HANDLERS, dynamic=bool(axes), int8=dev == "cpu")
+    program = Program(info, HANDLERS, dynamic=bool(axes), int8=int8_nodes(dev))
     names = [v.name for v in info.inputs]
     try:
-        graph = capture(program, examples, axes or None, names, shapes_only=True)
+        # traced under the CPU's policy whatever the device: the graph is the device's to lower
+        # (a Vulkan policy would trace a convolution as im2col + matmul, which the int8 fusion
+        # of a quantized one cannot match; the Vulkan executor records conv2d nodes itself)
+        with device_policy("cpu"):
+            graph = capture(program, examples, axes or None, names, shapes_only=True)
     except CaptureError as e:
         if not axes:
             raise
@@ -69,6 +74,17 @@ def load(
         cm._example_sizes = cm._check(examples)[1]
     cm._executor(cm._sizes_default())  # build now: errors surface at load, not at first run
     return cm
+
+
+def int8_nodes(device: str) -> bool:
+    """Whether quantization imports as the runtime's int8 nodes for ``device`` (else float
+    compositions): on the CPU; on Vulkan where the device has shaderFloat64, which the int8
+    shaders need for ONNX's QuantizeLinear and DynamicQuantizeLinear rounding (correctly rounded
+    divisions; runtime/executors/vulkan_quant.py)."""
+    if device == "cpu":
+        return True
+    be = vulkan_backend(required=False, allow_cpu=True)
+    return be is not None and bool(be.ctx.float64)
 
 
 def example_inputs(info, dynamic: bool) -> tuple:

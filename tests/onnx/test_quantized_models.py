@@ -236,29 +236,53 @@ def test_dynamic_quantization_on_the_int8_kernels(tmp_path, name):
     assert all(ex.python_steps == 0 for ex in cm.executors())  # casts included
 
 
-def test_vulkan_runs_dynamic_quantization_as_the_cpu(tmp_path, vulkan):
-    """device="vulkan" (no int8 shaders): DynamicQuantizeLinear and MatMulInteger stay float
-    compositions there (the runtime's int8 nodes never reach the Vulkan executor), the uint8 zero
-    point and the exact integer products in float64 (binaryf64.comp, gemm64.comp, on a device
-    with shaderFloat64): the CPU's outputs bit for bit. Without float64 shaders the load is
-    refused, naming the node and the fix."""
+@pytest.mark.parametrize("name", ["mlp", "matmuls", "cnn"])
+def test_vulkan_runs_dynamic_quantization_as_the_cpu(tmp_path, vulkan, name):
+    """device="vulkan": ONNX Runtime's quantize_dynamic model imported onto the same int8 nodes
+    as for the CPU (dynamic_quantize_linear, qlinear_dynamic, qconv2d_integer), run as the
+    Vulkan executor's int8 shaders: the CPU's outputs bit for bit, NaN inputs included, at every
+    batch size. Without shaderFloat64 the importer keeps float compositions, which that device
+    cannot run either: the load is refused, naming the node and the fix."""
     from gpucore.errors import DeviceError  # noqa: PLC0415
 
     src, dst = str(tmp_path / "f.onnx"), str(tmp_path / "dyn.onnx")
-    onnx.save(MODELS["mlp"][0](np.random.default_rng(1)), src)
+    onnx.save(MODELS[name][0](np.random.default_rng(1)), src)
     quant.quantize_dynamic(src, dst, weight_type=quant.QuantType.QInt8, per_channel=True)
     if vulkan.ctx.float64:
-        x = model_input("mlp", 4)
-        got = gx.load(dst, device="vulkan")(gpucore.from_numpy(x)).cpu().numpy()
-        np.testing.assert_array_equal(got, gx.load(dst)(gpucore.from_numpy(x)).numpy())
+        vm, cm = gx.load(dst, device="vulkan"), gx.load(dst, device="cpu")
+        for batch in (1, 5):
+            x = model_input(name, batch)
+            for v in (x, x * 40, np.where(np.arange(x.size).reshape(x.shape) == 3, np.nan, x)):
+                v = v.astype(F32)
+                got = vm(gpucore.from_numpy(v)).cpu().numpy()
+                np.testing.assert_array_equal(got, cm(gpucore.from_numpy(v)).numpy())
+        ops = {s.node.op for ex in vm.executors() for s in ex.plan.steps}
+        assert {"dynamic_quantize_linear", "qlinear_dynamic"} <= ops, sorted(ops)
+        assert not FLOAT_OPS & ops and "qmatmul_integer" not in ops, sorted(ops)
+        assert name != "cnn" or "qconv2d_integer" in ops, sorted(ops)
     vulkan.ctx.float64, had = False, vulkan.ctx.float64
     try:
-        with pytest.raises(
-            DeviceError, match=r"node to_dtype_\d+ \(to_dtype of uint8.*device='cpu'"
-        ):
+        with pytest.raises(DeviceError, match=r"node \w+ \(\w+ of .*device='cpu'"):
             gx.load(dst, device="vulkan")
     finally:
         vulkan.ctx.float64 = had
+
+
+@pytest.mark.parametrize("act", ["QUInt8", "QInt8"])
+@pytest.mark.parametrize("fmt", ["QDQ", "QOperator"])
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_int8_models_imported_for_vulkan(tmp_path, vulkan, name, fmt, act):
+    """An ONNX int8 model loaded with device="vulkan" becomes the int8 nodes (as for the CPU)
+    and runs on the int8 shaders: ONNX Runtime's outputs bit for bit, no float GEMM left."""
+    if not vulkan.ctx.float64:
+        pytest.skip(f"{vulkan.ctx.info.name} has no shaderFloat64 (ONNX's rounding)")
+    path = quantized(tmp_path, name, fmt, act)
+    vm = gx.load(path, device="vulkan")
+    for batch in (1, 5):
+        x = model_input(name, batch)
+        np.testing.assert_array_equal(vm(gpucore.from_numpy(x)).cpu().numpy(), run_ort(path, x))
+    ops = {s.node.op for ex in vm.executors() for s in ex.plan.steps}
+    assert INT8_OPS & ops and not FLOAT_OPS & ops, sorted(ops)
 
 
 def test_qgemm_with_float_output(tmp_path):

@@ -9,8 +9,9 @@ weight) or of an int32 one (a bias) the per-channel ``dequantize_linear`` of the
 runtime's passes (passes/quantize.py) fuse ``DQ -> Conv / Gemm / MatMul -> Q`` into the int8
 ``qconv2d`` / ``qlinear`` nodes, as for ``gpucore.quantization.quantize_static``. int8
 activations travel as their uint8 bit pattern plus 128 (``context.Shifted``: zero point z + 128),
-which the uint8 kernels run as they are. (On the CPU: for device="vulkan", which has no int8
-shaders, everything stays a composition.)
+which the uint8 kernels run as they are. (For the CPU, and for device="vulkan" on a device with
+shaderFloat64, whose int8 shaders run these nodes: gpucore/onnx/importer.py's int8_nodes; else
+everything stays a composition.)
 
 ONNX Runtime's dynamic quantization (``quantize_dynamic``): DynamicQuantizeLinear of a traced
 float32 tensor becomes the runtime's ``dynamic_quantize_linear`` (one fused C kernel per output,
@@ -190,7 +191,8 @@ def dequantize_linear(ctx, node, ins):
 def dynamic_quantize_linear(ctx, node, ins):
     """DynamicQuantizeLinear(x) -> y (uint8), y_scale, y_zero_point: the range of x with 0 in
     it mapped onto [0, 255]. On the CPU the runtime's ``dynamic_quantize_linear`` (one fused
-    kernel, cpu/qdynamic.c; one node per output); else (device="vulkan") a composition."""
+    kernel, cpu/qdynamic.c, or shaders/dynamic_quantize.comp on Vulkan; one node per output);
+    else (a Vulkan device without shaderFloat64) a composition."""
     x = ctx.tensor(ins[0])
     if ctx.int8 and x.dtype is float32 and not ctx.is_static(ins[0]):
         return [

@@ -12,7 +12,8 @@ bias and activation epilogue, ``layer_norm`` and ``attention`` nodes their own s
 dispatch each, kernels/fused.py; attention reads the permuted q / k / v views in place and, with
 ``heads_last``, writes the merged [B, S, H, D] heads through a permuted view of its output).
 The quantized ops of a statically quantized model (``quantize_linear``, ``qlinear``,
-``qconv2d``, ``qmax_pool2d``, ...) run as int8 shaders, the CPU executor's bits
+``qconv2d``, ``qmax_pool2d``, ...) and of ONNX dynamic quantization
+(``dynamic_quantize_linear``, ``qlinear_dynamic``) run as int8 shaders, the CPU executor's bits
 (executors/vulkan_quant.py, which also lists the quantized nodes that stay CPU-only). A node
 without a shader for its dtypes is refused when the model is compiled (DeviceError naming it):
 compile for the CPU.
@@ -231,6 +232,7 @@ class VulkanExecutor:
         outs = [arrays[n] for n in g.outputs]
 
         temps: list = []  # the kernels' workspace, alive as long as the capture
+        memo: dict = {}  # dynamic quantization's workspaces shared by nodes (vulkan_quant.py)
 
         def record_all():
             for a in ins:
@@ -245,7 +247,7 @@ class VulkanExecutor:
                 if step.kind == "copy":
                     copy_array(be, out, op_info(node.op).view(args[0], node.attrs))
                 elif node.op in vulkan_quant.QUANT_OPS:
-                    temps.append(vulkan_quant.record(be, out, args, node, g, self.qweights))
+                    temps.append(vulkan_quant.record(be, out, args, node, g, self.qweights, memo))
                 elif node.op in _RECORDERS or node.op == "conv2d":
                     rec = _RECORDERS.get(node.op, _record_conv2d)
                     if node.output in self.widened:  # float32 shaders on half operands

@@ -13,32 +13,41 @@ quantized.py), bit for bit with the CPU executor on the same graph:
   (``im2col_rows``, padded with the activation zero point), the int8 GEMM into [N * oh * ow, O],
   then the NCHW layout of ``_cpu.qconv2d`` (``rows_to_nchw`` for uint8, a strided copy of
   words otherwise);
-- ``qmax_pool2d``: ``max_pool2d_u8``.
+- ``qmax_pool2d``: ``max_pool2d_u8``;
+- ONNX dynamic quantization: ``dynamic_quantize_linear`` (shaders/dynamic_quantize.comp,
+  ``kernels/qdynamic.py``: the range, scale and zero point of x computed once per capture into
+  a workspace shared by the op's three nodes, then y, or a copy of the scale / zero point: none
+  when every reader is an int8 GEMM, which then reads the workspace), ``qlinear_dynamic`` and
+  ``qmatmul_integer`` with its zero point a tensor (``qgemm.qgemm_dynamic``: the GEMM reads the
+  scale and zero point on the device when it runs, as ``_cpu.qgemm_dynamic``).
 
 The int8 weights are packed and uploaded once per executor (``QWeight``, shared by its runners);
 the per-channel scales and bias (graph constants) are folded into the epilogue's factors on the
 host when a runner records its command buffer. Refused (DeviceError at compile, naming the
-node; compile such models for the CPU): ONNX's QuantizeLinear rounding on a device without
-shaderFloat64 or with a subnormal scale, K > 65536 (int32 sums), a per-channel
-``dequantize_linear`` of a weight, scales / weights / biases that are not constants, a
-``qmatmul_integer`` whose zero point is a tensor, and the ops of ONNX dynamic quantization
-(``dynamic_quantize_linear``, ``qlinear_dynamic``).
+node; compile such models for the CPU): ONNX's QuantizeLinear rounding or DynamicQuantizeLinear
+on a device without shaderFloat64 (their correctly rounded divisions), ONNX's QuantizeLinear
+with a subnormal scale, K > 65536 (int32 sums), a per-channel ``dequantize_linear`` of a weight,
+and scales / weights / biases that are not constants.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ...backends.vulkan.kernels import qdynamic as vk_dq
 from ...backends.vulkan.kernels import qtensor as vk_q
 from ...backends.vulkan.kernels.common import contiguous, copy_array
-from ...backends.vulkan.kernels.qgemm import MAX_K, pack_weight, qgemm, quantize_rows
+from ...backends.vulkan.kernels.qgemm import MAX_K, pack_weight, qgemm, qgemm_dynamic, quantize_rows
 
 QUANT_OPS = frozenset(
     ("quantize_linear", "dequantize_linear", "qlinear", "qconv2d", "qmax_pool2d",
-     "qmatmul_integer", "qconv2d_integer")
+     "qmatmul_integer", "qconv2d_integer", "dynamic_quantize_linear", "qlinear_dynamic")
 )  # fmt: skip
 _FLT_MIN = float(np.finfo(np.float32).tiny)
-_GEMMS = ("qlinear", "qconv2d", "qmatmul_integer", "qconv2d_integer")
+_GEMMS = ("qlinear", "qconv2d", "qmatmul_integer", "qconv2d_integer", "qlinear_dynamic")
+# the int8 GEMMs reading a DynamicQuantizeLinear's scale / zero point: {op: (scale's input
+# index or None, zero point's)}
+_DYN_READERS = {"qlinear_dynamic": (2, 3), "qmatmul_integer": (None, 2)}
 
 
 def unsupported(graph, node, float64: bool) -> str | None:
@@ -56,9 +65,14 @@ def unsupported(graph, node, float64: bool) -> str | None:
         return "a per-channel weight dequantization" if len(ins) != 1 else None
     if node.op == "qmax_pool2d":
         return None
-    if node.op == "qmatmul_integer" and len(ins) > 2:
-        return "a zero point read at run time"
-    consts = ins[1:2] if node.op in ("qmatmul_integer", "qconv2d_integer") else ins[1:]
+    if node.op == "dynamic_quantize_linear":
+        return None if float64 else "DynamicQuantizeLinear's rounded divisions need shaderFloat64"
+    if node.op in ("qmatmul_integer", "qconv2d_integer"):
+        consts = ins[1:2]
+    elif node.op == "qlinear_dynamic":
+        consts = [ins[1], *ins[4:]]  # (the activations' scale and zero point: any tensors)
+    else:
+        consts = ins[1:]
     if any(graph.tensors[n].data is None for n in consts):
         return "weights, scales and bias must be constants"
     w = graph.tensors[ins[1]].data
@@ -95,14 +109,79 @@ def _epilogue(node, graph) -> dict:
     return kw
 
 
-def record(be, out: np.ndarray, ins: list, node, graph, weights: dict) -> list:
+def _dynamic_params(be, x: np.ndarray, node, memo: dict) -> tuple:
+    """(workspace, kept arrays) of DynamicQuantizeLinear's parameters of ``node``'s input:
+    recorded by the first of its nodes in this capture (x does not change before its last
+    reader), reused by the others."""
+    name = node.inputs[0]
+    if name not in memo:
+        memo[name] = vk_dq.dynamic_qparams(be, x)
+        return memo[name], [memo[name]]
+    return memo[name], []
+
+
+def _direct(graph, node) -> bool:
+    """Whether the scale / zero point node ``node`` (output_index 1 or 2) feeds int8 GEMMs alone,
+    at the operand they read on the device (its output then is never written)."""
+    readers = graph.consumers.get(node.output, ())
+    if node.output in graph.outputs or not readers:
+        return False
+    slot = 0 if node.attrs["output_index"] == 1 else 1
+    for r in readers:
+        spec = _DYN_READERS.get(r.op)
+        i = spec[slot] if spec else None
+        if i is None or len(r.inputs) <= i or r.inputs[i] != node.output:
+            return False
+        if node.output in r.inputs[:i] + r.inputs[i + 1 :]:
+            return False
+    return True
+
+
+def _dynamic_operand(ins: list, node, i, memo: dict):
+    """The device array an int8 GEMM reads its activations' scale / zero point from (input
+    ``i``): the workspace view of a DynamicQuantizeLinear whose output was never written, else
+    the input itself."""
+    if i is None:
+        return None
+    return memo.get(("view", node.inputs[i]), ins[i])
+
+
+def _record_dynamic(be, out, x, ins, node, graph, weights, memo) -> list:
+    """dynamic_quantize_linear, qlinear_dynamic and qmatmul_integer with a zero point tensor."""
+    if node.op == "dynamic_quantize_linear":
+        ws, keep = _dynamic_params(be, x, node, memo)
+        index = node.attrs["output_index"]
+        if index == 0:
+            vk_dq.dynamic_quantize_u8(be, out, x, ws)
+            return keep
+        view = vk_dq.scale_of(ws) if index == 1 else vk_dq.zero_point_of(ws)
+        if _direct(graph, node):
+            memo["view", node.output] = view
+        else:
+            copy_array(be, out, view.reshape(out.shape))
+        return keep
+    qw = weights[node.inputs[1]]
+    si, zi = _DYN_READERS[node.op]
+    scale, zp = _dynamic_operand(ins, node, si, memo), _dynamic_operand(ins, node, zi, memo)
+    host = [np.asarray(graph.tensors[n].data) for n in node.inputs[4:]]
+    kw = {"w_scales": host[0], "bias": host[1] if len(host) > 1 else None} if host else {}
+    flat = [contiguous(be, v) if v is not None else None for v in (scale, zp)]
+    qgemm_dynamic(be, x.reshape(-1, qw.k), qw, out.reshape(-1, qw.n), *flat, **kw)
+    return [v for v, orig in zip(flat, (scale, zp)) if v is not orig]
+
+
+def record(be, out: np.ndarray, ins: list, node, graph, weights: dict, memo: dict) -> list:
     """Record ``node`` (a supported QUANT_OPS op) writing ``out``; returns the workspace the
-    capture must keep."""
+    capture must keep. ``memo``: one dict per capture (dynamic quantization's shared
+    workspaces)."""
     a = node.attrs
     keep: list = []
     x = contiguous(be, ins[0])
     if x is not ins[0]:
         keep.append(x)
+    dynamic = node.op == "qmatmul_integer" and len(node.inputs) > 2
+    if dynamic or node.op in ("dynamic_quantize_linear", "qlinear_dynamic"):
+        return keep + _record_dynamic(be, out, x, ins, node, graph, weights, memo)
     if node.op == "quantize_linear":
         inv = np.float32(1) / np.float32(a["scale"])  # _cpu.quantize_u8's
         if a.get("onnx"):  # ONNX's rounding: a correctly rounded division

@@ -25,7 +25,6 @@ from .matmul import absorb_transposes, fold_scalars, matmul_to_gemm
 from .primitives import split_clamp
 from .quantize import (
     QUANT_PIPELINE,
-    fuse_dynamic_quantized,
     fuse_quantized,
     pool_uint8,
     remove_qdq_pairs,
@@ -64,13 +63,9 @@ FLOAT_PIPELINE = tuple(p for p in PIPELINE if p is not fuse_conv_epilogue)
 # The Vulkan executor's pipeline: SiLU, whose fused op has a C kernel but no shader yet, is left
 # out (its primitive ops run as shaders); layer norm and attention have their own shaders
 # (gpucore/backends/vulkan/kernels/fused.py), the int8 ops theirs (executors/vulkan_quant.py:
-# the QDQ form of a model imported for the CPU and saved fuses as there), but for dynamic
-# quantization's qlinear_dynamic (the CPU's only; gpucore.onnx keeps an ONNX model's
-# quantization as float compositions when it imports for Vulkan); the convolution epilogue has
+# the QDQ form and ONNX dynamic quantization fuse as on the CPU); the convolution epilogue has
 # no shader (the conv, add and relu run as their own).
-VULKAN_PIPELINE = tuple(
-    p for p in PIPELINE if p not in (fuse_silu, fuse_dynamic_quantized, fuse_conv_epilogue)
-)
+VULKAN_PIPELINE = tuple(p for p in PIPELINE if p not in (fuse_silu, fuse_conv_epilogue))
 
 
 def optimize(graph: Graph, passes=PIPELINE, max_rounds: int = 8) -> Graph:

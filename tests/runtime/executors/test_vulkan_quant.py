@@ -1,7 +1,9 @@
 """gpucore.runtime.executors.vulkan_quant: the runtime's quantized ops recorded as int8 shaders,
 equal bit for bit to the CPU executor on the same graph (lavapipe in CI): each op alone on odd
 shapes, geometries, zero points and NaN / inf inputs; statically quantized models (an MLP, a CNN,
-a residual one, a dynamic batch) whole; the nodes that stay on the CPU refused."""
+a residual one, a dynamic batch) whole; ONNX dynamic quantization's nodes (DynamicQuantizeLinear's
+three, qlinear_dynamic, MatMulInteger with a traced zero point); the nodes that stay on the CPU
+refused."""
 
 from __future__ import annotations
 
@@ -52,6 +54,7 @@ def _both(op, arrays, attrs, shape, dt, n_inputs=1):
 
 def assert_bits(got, want, msg=""):
     assert got.dtype == want.dtype and got.shape == want.shape, msg
+    got, want = got.reshape(-1), want.reshape(-1)  # (0-d arrays have no byte view)
     np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8), err_msg=msg)
 
 
@@ -214,10 +217,114 @@ def test_cpu_only_quantized_nodes_are_refused(vulkan):
                D.uint8)  # fmt: skip
     with pytest.raises(DeviceError, match="quantize_linear.*subnormal scale.*device='cpu'"):
         VulkanExecutor(plan(g, inplace=False))
-    # ONNX dynamic quantization's activation quantizer has no shader
+    # DynamicQuantizeLinear without shaderFloat64 (its correctly rounded divisions)
     g = _graph("dynamic_quantize_linear", [x], {"output_index": 0}, x.shape, D.uint8)
-    with pytest.raises(DeviceError, match="dynamic_quantize_linear of float32.*device='cpu'"):
+    vulkan.ctx.float64, had = False, vulkan.ctx.float64
+    try:
+        with pytest.raises(
+            DeviceError, match="dynamic_quantize_linear of float32.*shaderFloat64.*device='cpu'"
+        ):
+            VulkanExecutor(plan(g, inplace=False))
+    finally:
+        vulkan.ctx.float64 = had
+    # qlinear_dynamic's weights must be constants (packed once)
+    g = _dynamic_graph((3, 8), 5, ["lin"])
+    w_in = g.add_input("w_in", (5, 8), D.int8)
+    lin = g.producer[g.outputs[0]]
+    g.set_input(lin, 1, w_in)
+    with pytest.raises(DeviceError, match="qlinear_dynamic of uint8.*constants.*device='cpu'"):
         VulkanExecutor(plan(g, inplace=False))
     # the stream works as before after the refusal
     y = gpucore.ones(8).to("vulkan") * 3
     np.testing.assert_array_equal(y.cpu().numpy(), np.full(8, 3.0, np.float32))
+
+
+# ------------------------------------------------------------------ dynamic quantization
+def _dynamic_graph(shape, n, outputs, bias=True):
+    """x -> DynamicQuantizeLinear (y, scale, zero point) -> qlinear_dynamic and qmatmul_integer
+    with the traced zero point; ``outputs``: which tensors the graph returns."""
+    r = np.random.default_rng(3)  # the same constants for both executors
+    k = shape[-1]
+    g = Graph()
+    x = g.add_input("x", shape, D.float32)
+    dql = [
+        g.add_node("dynamic_quantize_linear", [x], s, dt, {"output_index": i}).output
+        for i, (s, dt) in enumerate([(shape, D.uint8), ((), D.float32), ((), D.uint8)])
+    ]
+    y, s, z = dql
+    w = g.add_constant(r.integers(-128, 128, (n, k), dtype=np.int8))
+    ws = g.add_constant(r.uniform(0.001, 0.02, n).astype(np.float32))
+    extra = [g.add_constant(r.standard_normal(n).astype(np.float32))] if bias else []
+    out_shape = tuple(shape[:-1]) + (n,)
+    lin = g.add_node("qlinear_dynamic", [y, w, s, z, ws, *extra], out_shape, D.float32, {})
+    acc = g.add_node("qmatmul_integer", [y, w, z], out_shape, D.int32, {"a_zero_point": 0})
+    names = {"lin": lin.output, "acc": acc.output, "y": y, "scale": s, "zp": z}
+    g.outputs = [names[o] for o in outputs]
+    return g
+
+
+def _run_both(shape, n, outputs, inputs, bias=True):
+    from gpucore.runtime.executors.vulkan import VulkanExecutor
+
+    cpu = CompiledExecutor(plan(_dynamic_graph(shape, n, outputs, bias)))
+    dev = VulkanExecutor(plan(_dynamic_graph(shape, n, outputs, bias), inplace=False))
+    for x in inputs:
+        for got, want, name in zip(dev.run([x]), cpu.run([x]), outputs):
+            assert_bits(got, want, f"{name} of {list(x.shape)}")
+    return dev
+
+
+@pytest.mark.parametrize("shape,n", [((1, 1), 1), ((3, 5), 7), ((2, 17, 33), 9), ((64, 100), 50),
+                                     ((2, 1000), 3), ((300, 64), 130)])  # fmt: skip
+def test_dynamic_quantization_nodes_equal_the_cpu(vulkan, shape, n):
+    if not vulkan.ctx.float64:
+        pytest.skip(f"{vulkan.ctx.info.name} has no shaderFloat64")
+    x = (RNG.standard_normal(shape) * 3).astype(np.float32)
+    special = x.copy().reshape(-1)
+    special[: min(special.size, 4)] = [np.inf, -2.0, 1e-40, -0.0][: special.size]
+    nan = x.copy().reshape(-1)
+    nan[-1] = np.nan
+    inputs = [x, x * 1e-3, np.abs(x), special.reshape(shape), nan.reshape(shape)]
+    outputs = ["lin", "acc", "y", "scale", "zp"]
+    _run_both(shape, n, outputs, inputs)
+    _run_both(shape, n, ["lin"], inputs[:2], bias=False)
+
+
+def test_gemms_read_the_parameters_where_they_were_computed(vulkan):
+    """With only the GEMMs reading the scale and zero point, their nodes write nothing (the
+    GEMMs read DynamicQuantizeLinear's workspace): two dispatches fewer than when the graph
+    returns them too, the same bits."""
+    if not vulkan.ctx.float64:
+        pytest.skip(f"{vulkan.ctx.info.name} has no shaderFloat64")
+    x = RNG.standard_normal((5, 40)).astype(np.float32)
+    direct = _run_both((5, 40), 6, ["lin", "acc"], [x])
+    copied = _run_both((5, 40), 6, ["lin", "acc", "scale", "zp"], [x])
+    assert copied.dispatches() == direct.dispatches() + 2
+
+
+def test_dynamic_quantization_at_every_batch(vulkan):
+    """ONNX Runtime's quantize_dynamic MLP in runtime ops, compiled with a dynamic batch for
+    Vulkan: every size equals the CPU's bits."""
+    from gpucore.runtime import compile as rt_compile
+    from gpucore.runtime.capture.trace import apply_runtime_op
+
+    if not vulkan.ctx.float64:
+        pytest.skip(f"{vulkan.ctx.info.name} has no shaderFloat64")
+    r = np.random.default_rng(4)
+    w = gpucore.from_numpy(r.integers(-127, 128, (12, 20), dtype=np.int8))
+    ws = gpucore.from_numpy(r.uniform(0.001, 0.01, 12).astype(np.float32))
+
+    def fn(x):
+        y, s, z = (apply_runtime_op("dynamic_quantize_linear", [x], {"output_index": i})
+                   for i in range(3))  # fmt: skip
+        return apply_runtime_op("qlinear_dynamic", [y, w, s, z, ws], {}).relu()
+
+    x0 = gpucore.from_numpy(r.standard_normal((3, 20)).astype(np.float32))
+    models = [
+        rt_compile(fn, [x0], device=d, dynamic_axes={"x": {0: "B"}}) for d in ("cpu", "vulkan")
+    ]
+    for b in (1, 3, 7):
+        x = r.standard_normal((b, 20)).astype(np.float32)
+        assert_bits(models[1].run_arrays([x])[0], models[0].run_arrays([x])[0], f"batch {b}")
+    ops = {s.node.op for ex in models[1].executors() for s in ex.plan.steps}
+    assert {"dynamic_quantize_linear", "qlinear_dynamic"} <= ops

@@ -9,6 +9,11 @@ per-column factors are combined on the host in float32 exactly as gc_qgemm does 
 out_scale included: a shader division is not correctly rounded), the shader then runs the C
 epilogue's operations in the same order, each rounded on its own.
 
+``qgemm_dynamic(be, a, weight, out, a_scale, a_zero_point, w_scales, bias, relu)`` is
+``_cpu.qgemm_dynamic``: the activations' scale and zero point are device arrays the shader reads
+when it runs (what a DynamicQuantizeLinear wrote, kernels/qdynamic.py), and it forms
+``a_scale * w_scales[j]`` itself, one float32 product as gc_qgemm's.
+
 ``quantize_rows(be, x, inv, zero_point)`` quantizes float32 rows to uint8 on the device (the
 per-tensor rounding of qtensor.quantize_array), into the padded word rows ``qgemm`` reads.
 
@@ -37,7 +42,7 @@ _GEMM, _QUANTIZE = 0, 1
 OUT_MODES = {np.dtype(np.int32): 0, np.dtype(np.float32): 1, np.dtype(np.uint8): 2,
              np.dtype(np.int8): 3}  # fmt: skip
 _I32, _F32, _U8, _S8 = 0, 1, 2, 3
-_F_BIAS, _F_RELU, _F_IBIAS = 1, 2, 4
+_F_BIAS, _F_RELU, _F_IBIAS, _F_DZP, _F_DSCALE = 1, 2, 4, 8, 16
 _FLIP = 0x80808080
 TILE_ROWS = (1, 2, 4, 8, 16, 32)
 TN = 4  # columns per invocation (a multiple of 4: byte outputs store whole words)
@@ -168,6 +173,24 @@ def _words(be, arr: np.ndarray):
     return op, op.offset // 4, (op.strides[0] // 4 if arr.shape[0] > 1 else 0)
 
 
+def _check_operands(fn: str, a: np.ndarray, weight: QWeight, out: np.ndarray) -> int:
+    """out's OUT_MODES code after the checks qgemm and qgemm_dynamic share."""
+    if a.dtype not in (np.uint8, np.int8) or a.ndim != 2:
+        raise DTypeError(f"{fn}: a must be uint8 or int8 [M, K], got {a.dtype} {a.shape}")
+    mode = OUT_MODES.get(out.dtype)
+    if mode is None:
+        raise DTypeError(f"{fn}: out must be int32, float32, uint8 or int8, got {out.dtype}")
+    m, k = a.shape
+    if k != weight.k or out.shape != (m, weight.n):
+        raise ShapeError(
+            f"{fn}: a {a.shape} and weights [N={weight.n}, K={weight.k}] do not make out "
+            f"{out.shape} ([M, N])"
+        )
+    if np.may_share_memory(a, out):
+        raise ValueError(f"{fn}: out overlaps a; write the result to a fresh array")
+    return mode
+
+
 def qgemm(
     be,
     a: np.ndarray,
@@ -187,22 +210,7 @@ def qgemm(
     """Record ``out = epilogue(sum_k (a[i, k] - a_zero_point) * B[k, j])`` (module docstring;
     ``_cpu.qgemm``'s arguments and results). ``dot``: the integer-dot module, ``shuffle``: the
     subgroup one (None: per device)."""
-    ctx = be.ctx
-    use_dot = choose_dot(ctx, dot)
-    sg = shuffle_size(ctx, shuffle)
-    if a.dtype not in (np.uint8, np.int8) or a.ndim != 2:
-        raise DTypeError(f"qgemm: a must be uint8 or int8 [M, K], got {a.dtype} {a.shape}")
-    mode = OUT_MODES.get(out.dtype)
-    if mode is None:
-        raise DTypeError(f"qgemm: out must be int32, float32, uint8 or int8, got {out.dtype}")
-    m, k = a.shape
-    if k != weight.k or out.shape != (m, weight.n):
-        raise ShapeError(
-            f"qgemm: a {a.shape} and weights [N={weight.n}, K={weight.k}] do not make out "
-            f"{out.shape} ([M, N])"
-        )
-    if np.may_share_memory(a, out):
-        raise ValueError("qgemm: out overlaps a; write the result to a fresh array")
+    mode = _check_operands("qgemm", a, weight, out)
     signed = a.dtype == np.int8
     lo_zp, hi_zp = (-128, 127) if signed else (0, 255)
     if not lo_zp <= int(a_zero_point) <= hi_zp:
@@ -221,6 +229,79 @@ def qgemm(
         zo, lo, hi = float(out_zero_point), float(o_lo), float(o_hi)
         if relu and lo < zo:
             lo = zo
+    ibias = bias is not None and np.asarray(bias).dtype == np.int32
+    flags = (_F_IBIAS if ibias else _F_BIAS if bias is not None else 0) | (
+        _F_RELU if relu and mode == _F32 else 0
+    )
+    zp_u8 = int(a_zero_point) + (128 if signed else 0)
+    _launch(be, a, weight, out, mode, fac, flags, zp_u8, (zo, lo, hi), None, dot, shuffle)
+
+
+def qgemm_dynamic(
+    be,
+    a: np.ndarray,
+    weight: QWeight,
+    out: np.ndarray,
+    a_scale: np.ndarray | None,
+    a_zero_point: np.ndarray,
+    w_scales=None,
+    bias=None,
+    relu: bool = False,
+    *,
+    dot: bool | None = None,
+    shuffle: bool | None = None,
+) -> None:
+    """Record ``_cpu.qgemm_dynamic``: ``qgemm`` of uint8 ``a`` with the activations' zero point
+    (``a_zero_point``, uint8) and scale (``a_scale``, float32) device arrays of one value each,
+    read when the dispatch runs (what a DynamicQuantizeLinear wrote). ``out`` int32: the sums
+    (ONNX MatMulInteger; no scales, bias, relu); float32: ``float32(c) * (a_scale *
+    w_scales[j]) + bias[j]``, relu (ONNX Runtime's MatMulIntegerToFloat), each operation
+    rounded on its own as the C kernel; any scale value is taken as it is."""
+    mode = _check_operands("qgemm_dynamic", a, weight, out)
+    if a.dtype != np.uint8 or mode not in (_I32, _F32):
+        raise DTypeError(
+            f"qgemm_dynamic: a must be uint8 and out int32 or float32, got {a.dtype} -> {out.dtype}"
+        )
+    vals = [("a_zero_point", a_zero_point, np.uint8)]
+    if mode == _F32:
+        vals.append(("a_scale", a_scale, np.float32))
+    for name, v, dt in vals:
+        if not isinstance(v, np.ndarray) or v.dtype != dt or v.size != 1:
+            raise DTypeError(
+                f"qgemm_dynamic: {name} must be a {np.dtype(dt)} device array of one value, got "
+                f"{getattr(v, 'dtype', type(v).__name__)} {getattr(v, 'shape', '')}"
+            )
+    n = weight.n
+    fac = None
+    if mode == _I32:
+        if relu or a_scale is not None or w_scales is not None or bias is not None:
+            raise ValueError(
+                "qgemm_dynamic: an int32 'out' takes no a_scale, w_scales or bias and relu=0"
+            )
+    else:
+        cols = [w_scales] + ([bias] if bias is not None else [])
+        for name, v in zip(("w_scales", "bias"), cols):
+            if v is None or np.asarray(v).size != n:
+                raise ShapeError(f"qgemm_dynamic: {name} must hold N={n} float32 values")
+        fac = np.zeros((2, n), np.float32)
+        for i, v in enumerate(cols):
+            fac[i] = np.asarray(v, np.float32).reshape(-1)
+    flags = _F_DZP | (_F_DSCALE | (_F_BIAS if bias is not None else 0) if mode == _F32 else 0)
+    flags |= _F_RELU if relu and mode == _F32 else 0
+    dyn = (a_scale if mode == _F32 else a_zero_point, a_zero_point)
+    _launch(be, a, weight, out, mode, fac, flags, 0, (0.0, 0.0, 0.0), dyn, dot, shuffle)
+
+
+def _launch(be, a, weight, out, mode, fac, flags, zp_u8, requant, dyn, dot, shuffle) -> None:
+    """Record the GEMM dispatches: checked operands, the epilogue's factors ``fac`` (host [2,
+    N] or None), ``flags``, the zero point, (out_zp, lo, hi) and ``dyn`` (the device arrays of
+    the scale and zero point for F_DSCALE / F_DZP, or None)."""
+    ctx = be.ctx
+    use_dot = choose_dot(ctx, dot)
+    sg = shuffle_size(ctx, shuffle)
+    m, k = a.shape
+    n = weight.n
+    signed = a.dtype == np.int8
     if m == 0 or n == 0:
         return
     # a: rows starting on words (else a padded copy; its pad bytes meet zero weights)
@@ -239,16 +320,12 @@ def qgemm(
         target = be.empty_array((m, n), out.dtype)
     oc = be.operand(target)
     f_arr = be.upload(fac.reshape(-1), None) if fac is not None else None
-    ibias = bias is not None and np.asarray(bias).dtype == np.int32
-    flags = (_F_IBIAS if ibias else _F_BIAS if bias is not None else 0) | (
-        _F_RELU if relu and mode == _F32 else 0
-    )
-    zp_u8 = int(a_zero_point) + (128 if signed else 0)
     oa, a_off, lda = wa
     ow, ocs = be.operand(weight.data), be.operand(weight.colsum)
     if ow.offset % 4:  # the shader reads it as uvec4s (fresh allocations are 16-byte aligned)
         raise DeviceError("qgemm: internal: the packed weights are not 16-byte aligned")
     of = be.operand(f_arr) if f_arr is not None else ocs
+    ods, odz = (be.operand(dyn[0]), be.operand(dyn[1])) if dyn is not None else (ocs, ocs)
     tm = tile_rows(m, bool(sg))
     # invocations along N: at most 64, fewer for narrow outputs (a convolution's few channels:
     # 32 columns are 8 invocations, and a 64-wide group would compute 56 clamped ones), whole
@@ -256,19 +333,22 @@ def qgemm(
     unit = sg or 8
     local = min(64, ctx.limits["maxComputeWorkGroupInvocations"], -(-n // (TN * unit)) * unit)
     name = ("qgemm_dot" if use_dot else "qgemm") + ("_sg" if sg else "")
-    pipe = ctx.pipelines.get(name, 5, (_GEMM, tm, TN, mode, sg or 8), local)
+    pipe = ctx.pipelines.get(name, 7, (_GEMM, tm, TN, mode, sg or 8), local)
     bindings = [oa.binding(False), ow.binding(False), oc.binding(True), ocs.binding(False),
-                of.binding(False)]  # fmt: skip
+                of.binding(False), ods.binding(False), odz.binding(False)]  # fmt: skip
     keep = [t for t in (a, weight.data, target, weight.colsum, f_arr) if t is not None]
+    keep += list(dyn or ())
     gx = -(-n // (TN * local))  # workgroups along N
     maxg = ctx.limits["maxComputeWorkGroupCount"]
     step = tm * maxg[1]  # rows per launch (the grid's y limit)
+    zo, lo, hi = requant
     for m0 in range(0, m, step):
         mm = min(step, m - m0)
         push = _push(
             mm, n, k, weight.kw, a_off + m0 * lda, lda, ow.offset, weight.data.shape[1],
             oc.offset + m0 * oc.strides[0], oc.strides[0], ocs.offset, of.offset,
-            of.offset + n, _FLIP if signed else 0, zp_u8, flags, zo, lo, hi,
+            of.offset + n, _FLIP if signed else 0, zp_u8, flags, zo, lo, hi, ods.offset,
+            odz.offset,
         )  # fmt: skip
         ctx.stream.dispatch(pipe, bindings, push, (gx, -(-mm // tm), 1), label="qgemm", keep=keep)
     if target is not out:
@@ -310,12 +390,12 @@ def quantize_rows(
     x = contiguous(be, x)
     ox, oo = be.operand(x), be.operand(out)
     local = flat_local_size(be)
-    pipe = be.ctx.pipelines.get("qgemm", 5, (_QUANTIZE, 1, TN, _U8), local)
+    pipe = be.ctx.pipelines.get("qgemm", 7, (_QUANTIZE, 1, TN, _U8), local)
     push = _push(m, 0, k, kw, ox.offset, k, 0, 0, oo.offset // 4, kw, 0, 0, 0, 0, 0, 0,
-                 float(zero_point), float(np.float32(inv)), 0.0)  # fmt: skip
+                 float(zero_point), float(np.float32(inv)), 0.0, 0, 0)  # fmt: skip
     b_in, b_out = ox.binding(False), oo.binding(True)
     be.ctx.stream.dispatch(
-        pipe, [b_in, b_in, b_out, b_in, b_in], push, groups_1d(m * kw, local),
+        pipe, [b_in, b_in, b_out, b_in, b_in, b_in, b_in], push, groups_1d(m * kw, local),
         label="quantize_rows", keep=[x, out],
     )  # fmt: skip
     return out

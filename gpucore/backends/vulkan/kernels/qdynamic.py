@@ -1,0 +1,96 @@
+"""ONNX DynamicQuantizeLinear on the device (shaders/dynamic_quantize.comp): the bits of
+``_cpu.dynamic_quantize_u8`` (cpu/qdynamic.c, onnx.reference's float32 arithmetic).
+
+``dynamic_qparams(be, x)`` records the range of float32 ``x`` and its scale and zero point into
+a fresh workspace, which it returns: uint32 words, word 0 the scale's float32 bits, word 1 the
+zero point, then the workgroups' partial ranges. ``scale_of(ws)`` / ``zero_point_of(ws)`` are
+its float32 and uint8 views of one value (what ``qgemm.qgemm_dynamic`` reads, or a copy
+source). ``dynamic_quantize_u8(be, y, x, ws)`` records the uint8 ``y`` of ``x`` with them. The
+divisions are correctly rounded through float64 residuals: devices with shaderFloat64 only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ....errors import DeviceError, DTypeError, ShapeError
+from .common import _push, flat_local_size, groups_1d
+from .qtensor import _word_output
+
+_RANGE, _FINISH, _QUANTIZE = 0, 1, 2  # dynamic_quantize.comp's MODE
+WG = 64  # the range's workgroup (shared-memory reduction)
+MAX_PARTS = 256  # workgroups of the range pass: partial ranges FINISH reduces
+PER_LANE = 16  # elements each lane of the range pass reads at least
+_HEAD = 4  # workspace words before the partial ranges
+
+
+def _float64(be, fn: str) -> None:
+    if not be.ctx.float64:
+        raise DeviceError(
+            f"{fn}: {be.ctx.info.name} has no shaderFloat64 (the exact residuals of "
+            "DynamicQuantizeLinear's rounded divisions); run it on the CPU"
+        )
+
+
+def _float32_input(x: np.ndarray, fn: str) -> None:
+    if x.dtype != np.float32 or not x.flags.c_contiguous:
+        raise DTypeError(f"{fn}: x must be contiguous float32, got {x.dtype} {list(x.shape)}")
+
+
+def parts_for(n: int) -> int:
+    """Workgroups of the range pass for ``n`` elements (1: it writes the parameters itself)."""
+    return max(1, min(MAX_PARTS, -(-n // (WG * PER_LANE))))
+
+
+def dynamic_qparams(be, x: np.ndarray) -> np.ndarray:
+    """Record DynamicQuantizeLinear's scale and zero point of ``x`` into a fresh workspace and
+    return it (module docstring): one dispatch, two for more than WG * PER_LANE elements."""
+    _float64(be, "dynamic_qparams")
+    _float32_input(x, "dynamic_qparams")
+    n = x.size
+    parts = parts_for(n)
+    ws = be.empty_array((_HEAD + 3 * parts,), np.uint32)
+    ox, ow = be.operand(x), be.operand(ws)
+    ctx = be.ctx
+    bx, bw = ox.binding(False), ow.binding(True)
+    push = _push(n, ox.offset, ow.offset, 0, parts)
+    pipe = ctx.pipelines.get("dynamic_quantize", 3, (_RANGE,), WG)
+    ctx.stream.dispatch(pipe, [bx, bw, bx], push, (parts, 1, 1), label="dq_range", keep=[x, ws])
+    if parts > 1:
+        pipe = ctx.pipelines.get("dynamic_quantize", 3, (_FINISH,), WG)
+        ctx.stream.dispatch(pipe, [bw, bw, bw], push, (1, 1, 1), label="dq_params", keep=[ws])
+    return ws
+
+
+def scale_of(ws: np.ndarray) -> np.ndarray:
+    """The workspace's scale: a float32 view of one value."""
+    return ws[0:1].view(np.float32)
+
+
+def zero_point_of(ws: np.ndarray) -> np.ndarray:
+    """The workspace's zero point: a uint8 view of one value."""
+    return ws[1:2].view(np.uint8)[:1]
+
+
+def dynamic_quantize_u8(be, y: np.ndarray, x: np.ndarray, ws: np.ndarray) -> None:
+    """Record uint8 ``y`` = ONNX's QuantizeLinear of float32 ``x`` with the scale and zero point
+    of ``ws`` (``dynamic_qparams``'s): the correctly rounded x / scale clamped to [-zp, 255 -
+    zp] (NaN to -zp), rounded half to even, + zp; whole words (``y`` starts on one)."""
+    _float64(be, "dynamic_quantize_u8")
+    _float32_input(x, "dynamic_quantize_u8")
+    if y.shape != x.shape:
+        raise ShapeError(f"dynamic_quantize_u8: y {list(y.shape)} and x {list(x.shape)} differ")
+    if ws.dtype != np.uint32 or ws.ndim != 1 or ws.size < _HEAD + 3:
+        raise DTypeError("dynamic_quantize_u8: ws must be dynamic_qparams's workspace")
+    y_off = _word_output(be, y, np.uint8, "dynamic_quantize_u8")
+    total = -(-x.size // 4)
+    if not total:
+        return
+    ox, ow, oy = be.operand(x), be.operand(ws), be.operand(y)
+    local = flat_local_size(be)
+    pipe = be.ctx.pipelines.get("dynamic_quantize", 3, (_QUANTIZE,), local)
+    push = _push(x.size, ox.offset, ow.offset, y_off, 0)
+    be.ctx.stream.dispatch(
+        pipe, [ox.binding(False), ow.binding(False), oy.binding(True)], push,
+        groups_1d(total, local), label="dynamic_quantize_u8", keep=[x, ws, y],
+    )  # fmt: skip
