@@ -48,6 +48,7 @@ from .creation import (
     zeros,
     zeros_like,
 )
+from .default_device import get_default_device, set_default_device
 from .dispatch import device_policy, get_device_policy, set_device_policy
 from .dtypes import (
     bfloat16,

@@ -16,6 +16,7 @@ import numpy as np
 from . import dispatch
 from . import dtypes as D
 from .backends.cpu import empty_array
+from .default_device import _DEFAULT
 from .errors import DeviceError, DTypeError, ShapeError
 from .tensor import MAX_DIMS, Tensor
 from .tensor import device as _device
@@ -330,7 +331,9 @@ def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bo
 def _device_backend(device):
     """None for the host, else the Vulkan backend (DeviceError for unknown names)."""
     if device is None:
-        return None
+        device = _DEFAULT[0]  # set_default_device's (None: the host)
+        if device is None:
+            return None
     if _device(device).type == "cpu":  # DeviceError for unknown names
         return None
     return dispatch.vulkan_backend(required=True)

@@ -216,6 +216,13 @@ TEMPLATES["cholesky"] = lambda: ((t(4, 4) @ t(4, 4).mT + 4 * gc.eye(4),), {})
 for _name in ("vstack", "row_stack", "hstack", "column_stack", "dstack"):
     TEMPLATES[_name] = lambda: (([t(3, 4), t(3, 4, seed=1)],), {})
 
+# issue 14's remaining torch names (gpucore/ops/numeric.py, histograms.py, windows.py, ...)
+TEMPLATES.update(
+    {
+        "gcd": lambda: ((t(3, 4, kind="index:99"), t(3, 4, kind="index:99", seed=1)), {}),
+        "lcm": lambda: ((t(3, 4, kind="index:99"), t(3, 4, kind="index:99", seed=1)), {}),
+    }
+)
 
 def generic_call(fn):
     """Every required positional parameter a float32 tensor of shape (3, 4), distinct values."""

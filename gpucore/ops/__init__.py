@@ -19,6 +19,7 @@ from . import (  # noqa: F401
     nn,
     norm,
     norm_batch,
+    numeric,
     optim,
     optim_capturable,
     pointwise,

@@ -33,6 +33,7 @@ from . import (  # noqa: F401
     nn,
     norm,
     norm_batch,
+    numeric,
     optim,
     polynomials,
     pool,
