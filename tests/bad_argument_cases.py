@@ -221,6 +221,7 @@ TEMPLATES.update(
     {
         "gcd": lambda: ((t(3, 4, kind="index:99"), t(3, 4, kind="index:99", seed=1)), {}),
         "lcm": lambda: ((t(3, 4, kind="index:99"), t(3, 4, kind="index:99", seed=1)), {}),
+        "histogramdd": lambda: ((t(6, 2), 3), {}),
     }
 )
 

@@ -5,6 +5,7 @@ from . import (  # noqa: F401
     bessel,
     bitwise,
     comparison,
+    counting,
     covariance,
     decompositions,
     distances,

@@ -24,6 +24,7 @@ from . import (  # noqa: F401
     attention,
     bessel,
     bitwise,
+    counting,
     decompositions,
     elementwise,
     indexing,
