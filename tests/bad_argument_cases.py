@@ -222,6 +222,11 @@ TEMPLATES.update(
         "gcd": lambda: ((t(3, 4, kind="index:99"), t(3, 4, kind="index:99", seed=1)), {}),
         "lcm": lambda: ((t(3, 4, kind="index:99"), t(3, 4, kind="index:99", seed=1)), {}),
         "histogramdd": lambda: ((t(6, 2), 3), {}),
+        "hann_window": lambda: ((5,), {}),
+        "hamming_window": lambda: ((5,), {}),
+        "blackman_window": lambda: ((5,), {}),
+        "bartlett_window": lambda: ((5,), {}),
+        "kaiser_window": lambda: ((5,), {}),
     }
 )
 

@@ -44,6 +44,7 @@ from . import (  # noqa: F401
     transcendental,
     trig,
     unary,
+    windows,
 )
 
 # inplace attaches the in-place forms every family above declared: it comes last.
