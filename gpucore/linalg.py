@@ -15,6 +15,7 @@ from __future__ import annotations
 from .errors import LinAlgError
 from .ops import matrix as _m
 from .ops import shorthands as _sh
+from .ops import solvers as _sv
 from .ops.api import checked
 from .ops.linalg import matmul as _matmul
 from .tensor import Tensor
@@ -39,6 +40,14 @@ multi_dot = checked("linalg.multi_dot", _m.multi_dot)
 cross = checked("linalg.cross", _m.linalg_cross)
 matmul = checked("linalg.matmul", _matmul)
 matrix_power = checked("linalg.matrix_power", _sh.matrix_power)
+solve_triangular = checked("linalg.solve_triangular", _sv.solve_triangular)
+cholesky_ex = checked("linalg.cholesky_ex", _sv.cholesky_ex)
+inv_ex = checked("linalg.inv_ex", _sv.inv_ex)
+solve_ex = checked("linalg.solve_ex", _sv.solve_ex)
+cond = checked("linalg.cond", _sv.cond)
+tensorinv = checked("linalg.tensorinv", _sv.tensorinv)
+tensorsolve = checked("linalg.tensorsolve", _sv.tensorsolve)
+vander = checked("linalg.vander", _sv.linalg_vander)
 
 
 def _diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
@@ -61,12 +70,15 @@ del _f, _n
 __all__ = [
     "LinAlgError",
     "cholesky",
+    "cholesky_ex",
+    "cond",
     "cross",
     "det",
     "diagonal",
     "eigh",
     "eigvalsh",
     "inv",
+    "inv_ex",
     "matmul",
     "matrix_exp",
     "matrix_norm",
@@ -78,6 +90,11 @@ __all__ = [
     "qr",
     "slogdet",
     "solve",
+    "solve_ex",
+    "solve_triangular",
+    "tensorinv",
+    "tensorsolve",
+    "vander",
     "svd",
     "svdvals",
     "vecdot",

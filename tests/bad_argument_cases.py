@@ -227,8 +227,14 @@ TEMPLATES.update(
         "blackman_window": lambda: ((5,), {}),
         "bartlett_window": lambda: ((5,), {}),
         "kaiser_window": lambda: ((5,), {}),
+        "triangular_solve": lambda: ((t(4, 2), t(4, 4) + 3 * gc.eye(4)), {}),
+        "cholesky_solve": lambda: ((t(4, 2), t(4, 4).tril() + 3 * gc.eye(4)), {}),
+        "cholesky_inverse": lambda: ((t(4, 4).tril() + 3 * gc.eye(4),), {}),
+        "vander": lambda: ((t(4),), {}),
+        "chain_matmul": lambda: ((t(3, 4), t(4, 5, seed=1)), {}),
     }
 )
+
 
 def generic_call(fn):
     """Every required positional parameter a float32 tensor of shape (3, 4), distinct values."""

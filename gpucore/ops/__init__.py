@@ -37,6 +37,7 @@ from . import (  # noqa: F401
     shape,
     shorthands,
     shorthands_more,
+    solvers,
     sorting,
     special,
     stacking,
