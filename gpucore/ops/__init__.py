@@ -33,6 +33,7 @@ from . import (  # noqa: F401
     reduce,
     scan,
     scatter,
+    scatter_forms,
     selection,
     shape,
     shorthands,
@@ -50,6 +51,6 @@ from . import (  # noqa: F401
 
 # inplace attaches the in-place forms every family above declared: it comes last.
 from . import inplace  # noqa: F401, E402  isort: skip
-from . import attributes, sampling  # noqa: F401, E402  isort: skip  (they use inplace)
+from . import attributes, inplace_forms, sampling  # noqa: F401, E402  isort: skip  (they use inplace)
 from .api import FUNCTIONS, METHODS  # noqa: F401
 from .registry import REGISTRY, apply, defop  # noqa: F401
