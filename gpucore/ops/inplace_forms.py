@@ -96,7 +96,9 @@ def _resize_to(self: Tensor, shape: tuple, op: str) -> Tensor:
 @public("resize_", function=False)
 def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
     """Give self the shape ``sizes``, keeping its first elements in row-major order (new ones
-    uninitialised), as Tensor.resize_; not for tensors that require grad."""
+    uninitialised), as Tensor.resize_; not for tensors that require grad. A non-contiguous
+    tensor keeps its elements in logical order (PyTorch re-reads its storage in memory
+    order)."""
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list, Size)):
         sizes = tuple(sizes[0])
     for s in sizes:
@@ -200,7 +202,7 @@ def _copy_of(name: str):
 
 _VIEWS = ("as_strided", "detach", "diagonal", "expand", "narrow", "permute", "select")
 _VIEWS += ("split", "split_with_sizes", "squeeze", "t", "transpose", "unbind", "unfold")
-_VIEWS += ("unsqueeze", "view")
+_VIEWS += ("unsqueeze",)
 for _name in _VIEWS:
     api.export(_name + "_copy", api.checked(_name + "_copy", _copy_of(_name)))
 
@@ -218,5 +220,11 @@ def _slice_copy(input: Tensor, dim: int = 0, start=None, end=None, step: int = 1
     return input[(slice(None),) * d + (slice(start, end, step),)].clone()
 
 
+def _view_copy(input: Tensor, *shape) -> Tensor:
+    """torch.view_copy: ``input.view(shape)``'s values as a new tensor (any layout: a copy)."""
+    return input.reshape(*shape).clone()
+
+
 api.export("alias_copy", api.checked("alias_copy", _alias_copy))
+api.export("view_copy", api.checked("view_copy", _view_copy))
 api.export("slice_copy", api.checked("slice_copy", _slice_copy))

@@ -138,9 +138,7 @@ def _written(op: str, input: Tensor, src: Tensor, key) -> Tensor:
             f"{op}(): src has shape {tuple(src.shape)} but the embedded region has shape "
             f"{tuple(region.shape)}"
         )
-    if src.dtype is not input.dtype:
-        raise DTypeError(f"{op}(): input ({input.dtype}) and src ({src.dtype}) must have one dtype")
-    out[key] = src
+    out[key] = src  # cast to input's dtype, as PyTorch
     return out
 
 
@@ -187,11 +185,7 @@ def diagonal_scatter(
             f"diagonal_scatter(): src has shape {tuple(src.shape)} but the diagonal has shape "
             f"{tuple(diag.shape)}"
         )
-    if src.dtype is not input.dtype:
-        raise DTypeError(
-            f"diagonal_scatter(): input ({input.dtype}) and src ({src.dtype}) must have one dtype"
-        )
-    diag.copy_(src)
+    diag.copy_(src)  # cast to input's dtype, as PyTorch
     return out
 
 
@@ -242,10 +236,8 @@ def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset=
         raise ShapeError(
             f"as_strided_scatter(): src has shape {tuple(src.shape)}, expected {tuple(pos.shape)}"
         )
-    if src.dtype is not input.dtype:
-        raise DTypeError(
-            f"as_strided_scatter(): input ({input.dtype}) and src ({src.dtype}) must have one dtype"
-        )
+    if src.dtype is not input.dtype:  # cast to input's dtype, as PyTorch
+        src = src.to(input.dtype)
     flat = input.reshape(-1)
     return index_put(flat, (pos.reshape(-1),), src.reshape(-1)).reshape(tuple(input.shape))
 
