@@ -51,9 +51,6 @@ LIMITATIONS = {
     "as_strided": ("noncontig",),
     "as_strided_copy": ("noncontig",),
     "as_strided_scatter": ("noncontig",),
-    # resize_ of a non-contiguous tensor keeps its elements in logical order here; PyTorch
-    # re-reads its storage from the first element in storage order
-    "resize_as_": ("noncontig",),
 }
 # The top-level forms of nn.functional (gpucore/nn/functional/toplevel.py) share F's limitation
 # (tests/nn/test_functional_bad_arguments.py): floating point inputs only, where PyTorch runs

@@ -20,6 +20,7 @@ from ..errors import AutogradError, ShapeError
 from ..tensor import Size, Tensor
 from . import api
 from .api import public, tensor_member
+from .attributes import storage_offset
 from .inplace import _inplace_form
 
 # ----------------------------------------------------------------------------- in-place ops
@@ -78,8 +79,20 @@ def _resize_to(self: Tensor, shape: tuple, op: str) -> Tensor:
     if any(s < 0 for s in shape):
         raise ShapeError(f"{op}: negative dimension in {shape}")
     n = math.prod(shape)
+    base = self._base
+    off = storage_offset(self) if base is not None else 0
     if n == self.numel() and self.is_contiguous():
         self._data = self._data.reshape(shape)  # the same storage, as PyTorch
+    elif (
+        base is not None
+        and self._dev is None
+        and base._data.flags.c_contiguous
+        and off + n <= base.numel()
+    ):
+        # PyTorch's: a contiguous tensor over the storage from self's first element (memory
+        # order), sharing it
+        self._data = base._data.reshape(-1)[off : off + n].reshape(shape)
+        self._base, self._view_ops = None, None
     else:
         # a new storage: the old elements in order, then uninitialised ones (PyTorch keeps its
         # storage when it is large enough; here other views of the old one stop seeing self)
@@ -96,9 +109,9 @@ def _resize_to(self: Tensor, shape: tuple, op: str) -> Tensor:
 @public("resize_", function=False)
 def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
     """Give self the shape ``sizes``, keeping its first elements in row-major order (new ones
-    uninitialised), as Tensor.resize_; not for tensors that require grad. A non-contiguous
-    tensor keeps its elements in logical order (PyTorch re-reads its storage in memory
-    order)."""
+    uninitialised), as Tensor.resize_; not for tensors that require grad. A view that fits in
+    its base's storage becomes a contiguous tensor over that storage from its first element
+    (memory order, as PyTorch); otherwise the elements are kept in logical order."""
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list, Size)):
         sizes = tuple(sizes[0])
     for s in sizes:
