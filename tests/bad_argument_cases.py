@@ -265,6 +265,7 @@ TEMPLATES.update(
         "ldexp_": lambda: ((t(3, 4), t(3, 4, seed=1)), {}),
         "xlogy_": lambda: ((t(3, 4), t(3, 4, seed=1).abs() + 0.1), {}),
         "resize_as_": lambda: ((t(3, 4), t(2, 6, seed=1)), {}),
+        "renorm": lambda: ((t(3, 4), 2, 0, 1.0), {}),
         "arccosh_": lambda: ((t(3, 4).abs() + 1.0,), {}),
     }
 )

@@ -8,6 +8,7 @@ from . import (  # noqa: F401
     counting,
     covariance,
     decompositions,
+    differences,
     distances,
     einsum,
     elementwise,
