@@ -266,6 +266,8 @@ TEMPLATES.update(
         "xlogy_": lambda: ((t(3, 4), t(3, 4, seed=1).abs() + 0.1), {}),
         "resize_as_": lambda: ((t(3, 4), t(2, 6, seed=1)), {}),
         "renorm": lambda: ((t(3, 4), 2, 0, 1.0), {}),
+        "poisson": lambda: ((t(3, 4).abs(),), {}),
+        "binomial": lambda: ((t(3, 4).abs().round(), t(3, 4, seed=1).abs() / 2), {}),
         "arccosh_": lambda: ((t(3, 4).abs() + 1.0,), {}),
     }
 )

@@ -33,7 +33,7 @@ FUNCS = sorted(api.FUNCTIONS)
 ALLOWED = (gc.GpucoreError, TypeError, ValueError, IndexError)
 # Random results: compared with PyTorch by shape and dtype only.
 RANDOM = {"rand", "randn", "randint", "rand_like", "randn_like", "randint_like"}
-RANDOM |= {"multinomial", "randperm", "normal", "bernoulli", "dropout"}
+RANDOM |= {"multinomial", "randperm", "normal", "bernoulli", "dropout", "poisson", "binomial"}
 # Functions PyTorch has under another name than torch.<name>.
 TORCH_NAMES = {
     "expand": lambda x, *sizes: x.expand(*sizes),

@@ -29,6 +29,7 @@ from . import (  # noqa: F401
     pool,
     products,
     random,
+    random_counts,
     rearrange,
     recurrent,
     reduce,

@@ -39,6 +39,7 @@ from . import (  # noqa: F401
     polynomials,
     pool,
     random,
+    random_counts,
     recurrent,
     reduce,
     scan,
