@@ -35,6 +35,7 @@ from .capi import get_include, get_libraries, get_library_dir, get_pkg_config_di
 from .creation import (
     arange,
     as_tensor,
+    asarray,
     empty,
     empty_like,
     eye,
