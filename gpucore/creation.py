@@ -1,5 +1,5 @@
-"""Tensor creation: tensor, asarray, from_numpy, zeros, ones, full, empty, arange, linspace, eye (random
-sampling is in gpucore/ops/random.py: it is registry ops).
+"""Tensor creation: tensor, asarray, from_numpy, zeros, ones, full, empty, arange, linspace, eye
+(random sampling is in gpucore/ops/random.py: it is registry ops).
 
 Shapes are accepted as varargs or one tuple (``zeros(2, 3)`` == ``zeros((2, 3))``), as PyTorch.
 ``device='vulkan'`` gives a tensor on the Vulkan device (DeviceError when there is none): values

@@ -1,9 +1,9 @@
 """The remaining in-place forms, as PyTorch's: the in-place comparisons and logical ops
 (``x.ge_(y)``: the result in x's dtype), the in-place view ops squeeze_ / unsqueeze_ / t_ /
 transpose_ / swapaxes_ / swapdims_ (self becomes the view, keeping its storage), resize_ /
-resize_as_, Tensor.new (PyTorch's legacy constructor), the top-level in-place functions
-(``gpucore.exp_(x)``, ``gpucore.sigmoid_(x)``, ``gpucore.dropout_(x, p, train)``, ...), and the
-``*_copy`` functions (a view op's result as a fresh contiguous tensor).
+resize_as_, put_ and index_reduce_, Tensor.new (PyTorch's legacy constructor), the top-level
+in-place functions (``gpucore.exp_(x)``, ``gpucore.sigmoid_(x)``, ``gpucore.dropout_(x, p,
+train)``, ...), and the ``*_copy`` functions (a view op's result as a fresh contiguous tensor).
 
 kernels: none (the out-of-place ops').
 """
@@ -21,7 +21,9 @@ from ..tensor import Size, Tensor
 from . import api
 from .api import public, tensor_member
 from .attributes import storage_offset
-from .inplace import _inplace_form
+from .common import wrap_dim
+from .inplace import _inplace_form, inplace
+from .scatter_forms import index_reduce, put
 
 # ----------------------------------------------------------------------------- in-place ops
 _COMPUTED = ("eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less")
@@ -140,6 +142,27 @@ def new(self: Tensor, *args, **kwargs) -> Tensor:
     raise TypeError(f"new(): expected sizes or one data argument, got {len(args)} arguments")
 
 
+@public("put_", function=False)
+def put_(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """In-place put: self's elements at the flat positions ``index`` set to (or, with
+    accumulate, increased by) ``source``; returns self, as Tensor.put_."""
+    return inplace(self, lambda x: put(x, index, source, accumulate), saves_self=False, op="put_")
+
+
+@public("index_reduce_", function=False)
+def index_reduce_(
+    self: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
+    include_self: bool = True,
+) -> Tensor:  # fmt: skip
+    """In-place index_reduce; returns self, as Tensor.index_reduce_."""
+    return inplace(
+        self,
+        lambda x: index_reduce(x, dim, index, source, reduce, include_self=include_self),
+        saves_self=True,
+        op="index_reduce_",
+    )
+
+
 # ----------------------------------------------------------------------------- top level
 # torch's top-level in-place functions: gpucore.<name>_(input, ...) is input.<name>_(...)
 _TOP_INPLACE = ("abs", "acos", "acosh", "addmv", "arccos", "arccosh", "arcsin", "arcsinh")
@@ -227,8 +250,6 @@ def _alias_copy(input: Tensor) -> Tensor:
 
 def _slice_copy(input: Tensor, dim: int = 0, start=None, end=None, step: int = 1) -> Tensor:
     """torch.slice_copy: ``input[start:end:step]`` along ``dim`` as a new tensor."""
-    from .common import wrap_dim
-
     d = wrap_dim(dim, input.ndim, "slice_copy()")
     return input[(slice(None),) * d + (slice(start, end, step),)].clone()
 

@@ -1,6 +1,6 @@
 """Writes and reads by position, as compositions (gradients from the composed ops, on every
-backend): put / Tensor.put_ (flat positions; accumulate through index_put), index_reduce /
-Tensor.index_reduce_ (through scatter_reduce), select_scatter, slice_scatter,
+backend): put (flat positions; accumulate through index_put), index_reduce (through
+scatter_reduce; their in-place forms are in inplace_forms.py), select_scatter, slice_scatter,
 diagonal_scatter (a clone written through the view: CopySlices' gradient), as_strided and
 as_strided_scatter (positions computed from size, stride and offset over a contiguous tensor's
 elements: a copy, not a view), unravel_index.
@@ -61,15 +61,6 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
     return index_put(flat, (idx,), source.reshape(-1), accumulate).reshape(tuple(input.shape))
 
 
-@public("put_", function=False)
-def put_(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
-    """In-place put: self's elements at the flat positions ``index`` set to (or, with
-    accumulate, increased by) ``source``; returns self, as Tensor.put_."""
-    from .inplace import inplace
-
-    return inplace(self, lambda x: put(x, index, source, accumulate), saves_self=False, op="put_")
-
-
 _REDUCES = ("prod", "mean", "amax", "amin")
 
 
@@ -111,22 +102,6 @@ def index_reduce(
     view[d] = index.numel()
     idx = index.to(D.int64).reshape(view).expand(tuple(source.shape))
     return scatter_reduce(input, d, idx, source, reduce, include_self=include_self)
-
-
-@public("index_reduce_", function=False)
-def index_reduce_(
-    self: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
-    include_self: bool = True,
-) -> Tensor:  # fmt: skip
-    """In-place index_reduce; returns self, as Tensor.index_reduce_."""
-    from .inplace import inplace
-
-    return inplace(
-        self,
-        lambda x: index_reduce(x, dim, index, source, reduce, include_self=include_self),
-        saves_self=True,
-        op="index_reduce_",
-    )
 
 
 def _written(op: str, input: Tensor, src: Tensor, key) -> Tensor:
