@@ -241,6 +241,7 @@ _VIEWS += ("split", "split_with_sizes", "squeeze", "t", "transpose", "unbind", "
 _VIEWS += ("unsqueeze",)
 for _name in _VIEWS:
     api.export(_name + "_copy", api.checked(_name + "_copy", _copy_of(_name)))
+tensor_member("narrow_copy", api.FUNCTIONS["narrow_copy"])  # PyTorch's method too
 
 
 def _alias_copy(input: Tensor) -> Tensor:
