@@ -1,7 +1,7 @@
 """The remaining in-place forms, as PyTorch's: the in-place comparisons and logical ops
 (``x.ge_(y)``: the result in x's dtype), the in-place view ops squeeze_ / unsqueeze_ / t_ /
 transpose_ / swapaxes_ / swapdims_ (self becomes the view, keeping its storage), resize_ /
-resize_as_, put_ and index_reduce_, Tensor.new (PyTorch's legacy constructor), the top-level
+resize_as_, put_ and index_reduce_, set_, Tensor.new (PyTorch's legacy constructor), the top-level
 in-place functions (``gpucore.exp_(x)``, ``gpucore.sigmoid_(x)``, ``gpucore.dropout_(x, p,
 train)``, ...), and the ``*_copy`` functions (a view op's result as a fresh contiguous tensor).
 
@@ -16,7 +16,7 @@ import numpy as np
 
 from ..autograd.grad_mode import _state as _grad_state
 from ..backends.cpu import empty_array
-from ..errors import AutogradError, ShapeError
+from ..errors import AutogradError, DTypeError, ShapeError
 from ..tensor import Size, Tensor
 from . import api
 from .api import public, tensor_member
@@ -126,6 +126,28 @@ def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
 def resize_as_(self: Tensor, the_template: Tensor, memory_format=None) -> Tensor:
     """resize_ to ``the_template``'s shape, as Tensor.resize_as_."""
     return _resize_to(self, tuple(the_template.shape), "resize_as_()")
+
+
+@public("set_", function=False)
+def set_(self: Tensor, source: Tensor | None = None) -> Tensor:
+    """Make self share ``source``'s storage, shape and version counter (``set_()``: an empty
+    tensor), as Tensor.set_ (source must have self's dtype; the storage-offset / size / stride
+    form of PyTorch is not provided: gpucore tensors do not address raw storages)."""
+    if self.requires_grad and self._grad_fn is None and _grad_state.enabled:
+        raise AutogradError(
+            "set_(): a leaf tensor that requires grad is being used in an in-place operation"
+        )
+    if source is None:
+        self._data = empty_array((0,), self._data.dtype)
+        self._dev, self._vbox = None, [self._vbox[0] + 1]
+    else:
+        if source.dtype is not self.dtype:
+            raise DTypeError(
+                f"set_(): could not set a tensor of {self.dtype} to one of {source.dtype}"
+            )
+        self._data, self._dev, self._vbox = source._data, source._dev, source._vbox
+    self._base, self._view_ops = None, None
+    return self
 
 
 @public("new", function=False)

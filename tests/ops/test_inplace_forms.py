@@ -143,3 +143,21 @@ def test_copy_functions_as_torch():
         assert len(g) == len(t)
         for x, y in zip(g, t):
             np.testing.assert_allclose(x.numpy(), y.numpy())
+
+
+def test_set_as_torch():
+    torch = pytest.importorskip("torch")
+    g, gb = gc.ones(3), gc.zeros(2, 2)
+    t, tb = torch.ones(3), torch.zeros(2, 2)
+    assert g.set_(gb) is g
+    t.set_(tb)
+    assert tuple(g.shape) == tuple(t.shape)
+    gb[0, 0] = 5.0  # shared storage
+    tb[0, 0] = 5.0
+    assert g.tolist() == t.tolist()
+    g.set_()
+    assert tuple(g.shape) == tuple(torch.ones(2).set_().shape) == (0,)
+    with pytest.raises(gc.DTypeError, match="set_"):
+        gc.ones(2).set_(gc.ones(2, dtype=gc.float64))
+    with pytest.raises(gc.AutogradError, match="set_"):
+        gc.ones(2, requires_grad=True).set_(gb)
