@@ -22,6 +22,7 @@ from . import (
     nn,
     optim,
     serialization,
+    signal,
     special,
     utils,
     vulkan,
