@@ -38,7 +38,9 @@ def test_vulkan_default(restore, vulkan):
         gc.arange(4), gc.linspace(0, 1, 5), gc.logspace(0, 1, 3), gc.eye(3), gc.rand(3),
         gc.randn(3), gc.randint(0, 5, (3,)), gc.randperm(4), gc.hann_window(4),
     ]  # fmt: skip
+    made += [gc.Tensor(2, 3), gc.Tensor([1.0, 2.0]), gc.FloatTensor(2), gc.LongTensor([1, 2])]
     assert all(t.device.type == "vulkan" for t in made)
+    assert gc.Tensor([1.0, 2.0]).tolist() == [1.0, 2.0]
     assert gc.zeros(2, device="cpu").device.type == "cpu"  # an explicit device wins
     host = gc.from_numpy(np.ones(3, np.float32))
     assert host.device.type == "cpu"  # from_numpy shares memory: stays on the host, as PyTorch
