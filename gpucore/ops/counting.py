@@ -156,7 +156,7 @@ def _histdd(name, x: Tensor, dims: int, bins, rng, weight, density):
         if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b <= 0:
             raise ValueError(f"{name}(): bins must be positive ints, got {b!r}")
         if host is None:
-            host = flat.cpu().numpy().astype(np.float64)
+            host = flat.cpu().numpy()  # min and max are exact in the input's dtype
         lo, hi = _outer_edges(name, host, d, rng)
         edges.append(_tensor(_linspace_edges(lo, hi, int(b), x.dtype), dtype=x.dtype))
     ins = [flat.cpu().contiguous(), *edges]

@@ -1,6 +1,7 @@
 """Kernels of gpucore/ops/counting.py: histogramdd (each value's bin by a binary search of its
 dim's edges, the last edge inclusive, then one weighted bincount over the flattened bin index)
-and mode_indices (per row: values sorted, the longest run, ties to the smallest value)."""
+and mode_indices (rows sorted, the longest run of equal values found by running maxima and
+minima of run boundaries: ties to the smallest value, its last index)."""
 
 from __future__ import annotations
 
@@ -44,10 +45,13 @@ def _mode_indices(out, x, dim):
     rows = xm.reshape(-1, n)
     order = np.argsort(rows, axis=1, kind="stable")
     s = np.take_along_axis(rows, order, axis=1)
-    res = out.reshape(-1)
-    for r in range(rows.shape[0]):
-        v = s[r]
-        starts = np.flatnonzero(np.concatenate(([True], v[1:] != v[:-1])))
-        counts = np.diff(np.append(starts, n))
-        k = int(np.argmax(counts))  # the first longest run: the smallest value
-        res[r] = order[r, starts[k] + counts[k] - 1]  # stable sort: its last index
+    cols = np.arange(n)
+    new = np.ones(s.shape, bool)  # where a run of equal values starts (and ends, below)
+    new[:, 1:] = s[:, 1:] != s[:, :-1]
+    last = np.ones(s.shape, bool)
+    last[:, :-1] = new[:, 1:]
+    start = np.maximum.accumulate(np.where(new, cols, 0), axis=1)
+    end = np.minimum.accumulate(np.where(last, cols, n)[:, ::-1], axis=1)[:, ::-1]
+    k = np.argmax(end - start, axis=1)  # the first longest run: the smallest value
+    stop = end[np.arange(len(k)), k]  # its last element: the last index (stable sort)
+    out.reshape(-1)[...] = order[np.arange(len(k)), stop]
