@@ -6,7 +6,9 @@ device goes through host memory for them and the result is a CPU tensor (as for 
 with host kernels only, such as sort). Their
 gradients are PyTorch's formulas written in gpucore ops (gpucore/ops/decompositions.py). Norms,
 pinv, matrix_rank, matrix_exp, multi_dot, cross, matrix_power, diagonal and vecdot are
-compositions (gpucore/ops/matrix.py, shorthands.py); matmul is gpucore.matmul.
+compositions (gpucore/ops/matrix.py, shorthands.py); so are solve_triangular, the *_ex forms
+(cholesky_ex, inv_ex, solve_ex: an info tensor instead of an error), cond, tensorinv,
+tensorsolve and vander (gpucore/ops/solvers.py); matmul is gpucore.matmul.
 A singular or non-positive-definite input raises ``LinAlgError``.
 """
 
