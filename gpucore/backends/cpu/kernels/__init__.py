@@ -10,8 +10,8 @@ elementwise.py, reduce.py, indexing.py, joining.py, linalg.py (its C kernel is c
 norm.py, norm_batch.py, pool.py, attention.py, random.py, optim.py, scan.py, scatter.py,
 selection.py, sorting.py, bitwise.py, numeric.py (gcd, lcm, frexp, nextafter), counting.py
 (histogramdd, mode) and random_counts.py (poisson, binomial) (numpy); membership.py
-(cpu/isin.c); bessel.py, transcendental.py and polynomials.py (the special functions of torch.special: numpy in float64,
-i0/i1/erfcx/ndtri/entr in C, cpu/special.c).
+(cpu/isin.c); bessel.py, transcendental.py and polynomials.py (the special functions of
+torch.special: numpy in float64, i0/i1/erfcx/ndtri/entr in C, cpu/special.c).
 ops/shape.py has no kernels (views), nor have the composition modules (rearrange, pointwise,
 einsum); ops/inplace.py reuses the others'.
 
