@@ -38,7 +38,10 @@ def _window(name, n, periodic, dtype, device, requires_grad, fn) -> Tensor:
 def _cosine_sum(coeffs):
     def fn(k, m):
         x = 2 * np.pi * k / (m - 1)
-        return sum(((-1) ** j) * a * np.cos(j * x) for j, a in enumerate(coeffs))
+        out = np.full(k.shape, coeffs[0])
+        for j, a in enumerate(coeffs[1:], 1):
+            out += ((-1) ** j) * a * np.cos(j * x)
+        return out
 
     return fn
 

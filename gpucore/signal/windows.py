@@ -61,7 +61,10 @@ def general_cosine(M: int, *, a, sym: bool = True, dtype=None, layout=None, devi
 def _cosine_sum(name, M, a, sym, dtype, device, requires_grad) -> Tensor:
     def values(m):
         k = _span(0.0, 2 * math.pi / (m - 1 if sym else m), m)
-        return sum(((-1) ** i) * float(c) * np.cos(i * k) for i, c in enumerate(a))
+        out = np.full(m, float(a[0]))
+        for i, c in enumerate(a[1:], 1):
+            out += ((-1) ** i) * float(c) * np.cos(i * k)
+        return out
 
     return _make(name, M, dtype, device, requires_grad, values)
 
