@@ -1,6 +1,5 @@
-"""Kernels of gpucore/ops/counting.py: histogramdd (each value's bin from its dim's edges, the
-last edge inclusive: a linear guess checked against the edges, else a binary search; then one
-weighted bincount over the flattened bin index)
+"""Kernels of gpucore/ops/counting.py: histogramdd (each value's bin by a binary search of its
+dim's edges, the last edge inclusive, then one weighted bincount over the flattened bin index)
 and mode_indices (rows sorted, the longest run of equal values found by running maxima and
 minima of run boundaries: ties to the smallest value, its last index)."""
 
@@ -11,25 +10,6 @@ import numpy as np
 from .common import kernel
 
 
-def _bins(e: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """The bin of each value (garbage where v lies outside [e[0], e[-1]] or is NaN: masked by
-    the caller): PyTorch's linear guess corrected by one bin, kept where it checks out against
-    the edges everywhere (equal-width edges), else a binary search."""
-    nb = len(e) - 1
-    if nb >= 4:
-        with np.errstate(all="ignore"):
-            g = (v - e[0]) * (nb / (e[-1] - e[0]))
-            p = np.clip(np.nan_to_num(g, nan=0.0), 0, nb - 1).astype(np.int64)
-        p -= (v < e[p]) & (p > 0)
-        p += (v >= e[p + 1]) & (p < nb - 1)
-        inside = (v >= e[0]) & (v <= e[-1])
-        right = (e[p] <= v) & ((v < e[p + 1]) | (p == nb - 1))
-        if (right | ~inside).all():
-            return p
-    p = np.searchsorted(e, v, side="right") - 1
-    return np.where(v == e[-1], nb - 1, p)  # the last bin holds its right edge
-
-
 @kernel("histogramdd")
 def _histogramdd(out, x, *rest, has_weight, density):
     edges = rest[: len(rest) - has_weight]
@@ -38,7 +18,8 @@ def _histogramdd(out, x, *rest, has_weight, density):
     pos = []
     for d, e in enumerate(edges):
         v = x[:, d]
-        p = _bins(e, v)
+        p = np.searchsorted(e, v, side="right") - 1
+        p = np.where(v == e[-1], len(e) - 2, p)  # the last bin holds its right edge
         keep &= (v >= e[0]) & (v <= e[-1])  # NaN fails both
         pos.append(np.clip(p, 0, max(len(e) - 2, 0)))
     if out.size == 0:
