@@ -22,6 +22,7 @@ from . import (
     nn,
     optim,
     serialization,
+    signal,
     special,
     utils,
     vulkan,
@@ -29,11 +30,13 @@ from . import (
 from . import ops as _ops
 from .amp import GradScaler, autocast, get_autocast_dtype, is_autocast_enabled
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
+from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from .autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled
 from .capi import get_include, get_libraries, get_library_dir, get_pkg_config_dir
 from .creation import (
     arange,
     as_tensor,
+    asarray,
     empty,
     empty_like,
     eye,
@@ -48,6 +51,7 @@ from .creation import (
     zeros,
     zeros_like,
 )
+from .default_device import get_default_device, set_default_device
 from .dispatch import device_policy, get_device_policy, set_device_policy
 from .dtypes import (
     bfloat16,

@@ -1,5 +1,5 @@
-"""Tensor creation: tensor, from_numpy, zeros, ones, full, empty, arange, linspace, eye (random
-sampling is in gpucore/ops/random.py: it is registry ops).
+"""Tensor creation: tensor, asarray, from_numpy, zeros, ones, full, empty, arange, linspace, eye
+(random sampling is in gpucore/ops/random.py: it is registry ops).
 
 Shapes are accepted as varargs or one tuple (``zeros(2, 3)`` == ``zeros((2, 3))``), as PyTorch.
 ``device='vulkan'`` gives a tensor on the Vulkan device (DeviceError when there is none): values
@@ -16,6 +16,7 @@ import numpy as np
 from . import dispatch
 from . import dtypes as D
 from .backends.cpu import empty_array
+from .default_device import _DEFAULT
 from .errors import DeviceError, DTypeError, ShapeError
 from .tensor import MAX_DIMS, Tensor
 from .tensor import device as _device
@@ -138,6 +139,47 @@ def as_tensor(data, dtype=None) -> Tensor:
     if isinstance(data, np.ndarray) and dtype is None and data.dtype.kind in "biuf":
         return from_numpy(data)
     return tensor(data, dtype=dtype)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = False) -> Tensor:
+    """``obj`` (a tensor, numpy array, number or nested sequence) as a tensor, as torch.asarray:
+    a tensor or a host numpy array is shared, not copied, when its dtype and device already fit
+    (``copy=True`` always copies; ``copy=False`` raises ValueError where sharing is impossible).
+    Python sequences and numbers are copied (their dtype inferred as ``tensor``'s)."""
+    dt = D.as_dtype(dtype) if dtype is not None else None
+    if isinstance(obj, Tensor):
+        want_dev = obj.device if device is None else _device(device)
+        fits = (dt is None or dt is obj.dtype) and want_dev == obj.device
+        if fits and not copy:
+            out = obj
+        elif copy is False:
+            raise ValueError(
+                f"asarray(): can't alias a {obj.dtype} tensor on {obj.device} into "
+                f"{dt or obj.dtype} on {want_dev} (copy=False); allow a copy"
+            )
+        else:
+            out = obj.detach().to(device=want_dev, dtype=dt or obj.dtype)
+            if out is obj or (copy and out._data is obj._data):
+                out = out.clone()
+    elif isinstance(obj, np.ndarray) and obj.dtype.kind in "biuf" and obj.dtype.isnative:
+        if not copy and (dt is None or dt.np == obj.dtype) and _device_backend(device) is None:
+            out = from_numpy(obj)
+        elif copy is False:
+            raise ValueError(
+                f"asarray(): can't alias a numpy array of {obj.dtype} into {dt} on {device} "
+                "(copy=False); allow a copy"
+            )
+        else:
+            out = tensor(obj, dtype=dt, device=device)
+    else:
+        if copy is False:
+            raise ValueError("asarray(): can't alias an arbitrary sequence into a tensor")
+        out = tensor(obj, dtype=dt, device=device)
+    if requires_grad:
+        if out is obj:
+            out = obj.detach()
+        out.requires_grad_(True)
+    return out
 
 
 def from_numpy(arr: np.ndarray) -> Tensor:
@@ -330,7 +372,9 @@ def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bo
 def _device_backend(device):
     """None for the host, else the Vulkan backend (DeviceError for unknown names)."""
     if device is None:
-        return None
+        device = _DEFAULT[0]  # set_default_device's (None: the host)
+        if device is None:
+            return None
     if _device(device).type == "cpu":  # DeviceError for unknown names
         return None
     return dispatch.vulkan_backend(required=True)

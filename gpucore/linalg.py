@@ -6,7 +6,9 @@ device goes through host memory for them and the result is a CPU tensor (as for 
 with host kernels only, such as sort). Their
 gradients are PyTorch's formulas written in gpucore ops (gpucore/ops/decompositions.py). Norms,
 pinv, matrix_rank, matrix_exp, multi_dot, cross, matrix_power, diagonal and vecdot are
-compositions (gpucore/ops/matrix.py, shorthands.py); matmul is gpucore.matmul.
+compositions (gpucore/ops/matrix.py, shorthands.py); so are solve_triangular, the *_ex forms
+(cholesky_ex, inv_ex, solve_ex: an info tensor instead of an error), cond, tensorinv,
+tensorsolve and vander (gpucore/ops/solvers.py); matmul is gpucore.matmul.
 A singular or non-positive-definite input raises ``LinAlgError``.
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 from .errors import LinAlgError
 from .ops import matrix as _m
 from .ops import shorthands as _sh
+from .ops import solvers as _sv
 from .ops.api import checked
 from .ops.linalg import matmul as _matmul
 from .tensor import Tensor
@@ -39,6 +42,14 @@ multi_dot = checked("linalg.multi_dot", _m.multi_dot)
 cross = checked("linalg.cross", _m.linalg_cross)
 matmul = checked("linalg.matmul", _matmul)
 matrix_power = checked("linalg.matrix_power", _sh.matrix_power)
+solve_triangular = checked("linalg.solve_triangular", _sv.solve_triangular)
+cholesky_ex = checked("linalg.cholesky_ex", _sv.cholesky_ex)
+inv_ex = checked("linalg.inv_ex", _sv.inv_ex)
+solve_ex = checked("linalg.solve_ex", _sv.solve_ex)
+cond = checked("linalg.cond", _sv.cond)
+tensorinv = checked("linalg.tensorinv", _sv.tensorinv)
+tensorsolve = checked("linalg.tensorsolve", _sv.tensorsolve)
+vander = checked("linalg.vander", _sv.linalg_vander)
 
 
 def _diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
@@ -61,12 +72,15 @@ del _f, _n
 __all__ = [
     "LinAlgError",
     "cholesky",
+    "cholesky_ex",
+    "cond",
     "cross",
     "det",
     "diagonal",
     "eigh",
     "eigvalsh",
     "inv",
+    "inv_ex",
     "matmul",
     "matrix_exp",
     "matrix_norm",
@@ -78,6 +92,11 @@ __all__ = [
     "qr",
     "slogdet",
     "solve",
+    "solve_ex",
+    "solve_triangular",
+    "tensorinv",
+    "tensorsolve",
+    "vander",
     "svd",
     "svdvals",
     "vecdot",

@@ -149,6 +149,7 @@ class Tensor:
                 f"({', '.join(type(a).__name__ for a in args)})"
             )
         self._init(t._data, t._dtype, [0])
+        self._dev = t._dev  # on the default device (set_default_device) when one is set
         if requires_grad:
             self.requires_grad_(True)
 

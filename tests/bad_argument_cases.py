@@ -216,6 +216,62 @@ TEMPLATES["cholesky"] = lambda: ((t(4, 4) @ t(4, 4).mT + 4 * gc.eye(4),), {})
 for _name in ("vstack", "row_stack", "hstack", "column_stack", "dstack"):
     TEMPLATES[_name] = lambda: (([t(3, 4), t(3, 4, seed=1)],), {})
 
+# issue 14's remaining torch names (gpucore/ops/numeric.py, histograms.py, windows.py, ...)
+TEMPLATES.update(
+    {
+        "gcd": lambda: ((t(3, 4, kind="index:99"), t(3, 4, kind="index:99", seed=1)), {}),
+        "lcm": lambda: ((t(3, 4, kind="index:99"), t(3, 4, kind="index:99", seed=1)), {}),
+        "histogramdd": lambda: ((t(6, 2), 3), {}),
+        "hann_window": lambda: ((5,), {}),
+        "hamming_window": lambda: ((5,), {}),
+        "blackman_window": lambda: ((5,), {}),
+        "bartlett_window": lambda: ((5,), {}),
+        "kaiser_window": lambda: ((5,), {}),
+        "triangular_solve": lambda: ((t(4, 2), t(4, 4) + 3 * gc.eye(4)), {}),
+        "cholesky_solve": lambda: ((t(4, 2), t(4, 4).tril() + 3 * gc.eye(4)), {}),
+        "cholesky_inverse": lambda: ((t(4, 4).tril() + 3 * gc.eye(4),), {}),
+        "vander": lambda: ((t(4),), {}),
+        "chain_matmul": lambda: ((t(3, 4), t(4, 5, seed=1)), {}),
+        "put": lambda: ((t(3, 4), t(2, kind="index:12"), t(2, seed=1)), {}),
+        "index_reduce": lambda: ((t(3, 4), 1, t(2, kind="index:4"), t(3, 2, seed=1), "amax"), {}),
+        "select_scatter": lambda: ((t(3, 4), t(4, seed=1), 0, 1), {}),
+        "slice_scatter": lambda: ((t(3, 4), t(1, 4, seed=1), 0, 1, 2), {}),
+        "diagonal_scatter": lambda: ((t(3, 4), t(3, seed=1)), {}),
+        "as_strided": lambda: ((t(3, 4), (2, 2), (1, 2)), {}),
+        "as_strided_copy": lambda: ((t(3, 4), (2, 2), (1, 2)), {}),
+        "as_strided_scatter": lambda: ((t(3, 4), t(2, 2, seed=1), (2, 2), (1, 2)), {}),
+        "unravel_index": lambda: ((t(5, kind="index:12"), (3, 4)), {}),
+        "expand_copy": lambda: ((t(1, 4), (3, 4)), {}),
+        "narrow_copy": lambda: ((t(3, 4), 1, 1, 2), {}),
+        "permute_copy": lambda: ((t(3, 4), (1, 0)), {}),
+        "select_copy": lambda: ((t(3, 4), 1, 2), {}),
+        "split_copy": lambda: ((t(3, 4), 2, 1), {}),
+        "split_with_sizes_copy": lambda: ((t(3, 4), [1, 3], 1), {}),
+        "transpose_copy": lambda: ((t(3, 4), 0, 1), {}),
+        "unfold_copy": lambda: ((t(3, 4), 1, 2, 1), {}),
+        "unsqueeze_copy": lambda: ((t(3, 4), 1), {}),
+        "view_copy": lambda: ((t(3, 4), (4, 3)), {}),
+        "addmv_": lambda: ((t(3), t(3, 4, seed=1), t(4, seed=2)), {}),
+        "fill_": lambda: ((t(3, 4), 0.5), {}),
+        "gcd_": lambda: ((t(3, 4, kind="index:99"), t(3, 4, kind="index:99", seed=1)), {}),
+        "lcm_": lambda: ((t(3, 4, kind="index:99"), t(3, 4, kind="index:99", seed=1)), {}),
+        "index_put_": lambda: ((t(3, 4), (t(2, kind="index:3"),), t(4, seed=1)), {}),
+        "threshold_": lambda: ((t(3, 4), 0.1, 2.0), {}),
+        "acosh_": lambda: ((t(3, 4).abs() + 1.0,), {}),
+        "clamp_": lambda: ((t(3, 4), -0.5, 0.5), {}),
+        "clip_": lambda: ((t(3, 4), -0.5, 0.5), {}),
+        "clamp_max_": lambda: ((t(3, 4), 0.5), {}),
+        "clamp_min_": lambda: ((t(3, 4), -0.5), {}),
+        "ldexp_": lambda: ((t(3, 4), t(3, 4, seed=1)), {}),
+        "xlogy_": lambda: ((t(3, 4), t(3, 4, seed=1).abs() + 0.1), {}),
+        "resize_as_": lambda: ((t(3, 4), t(2, 6, seed=1)), {}),
+        "renorm": lambda: ((t(3, 4), 2, 0, 1.0), {}),
+        "poisson": lambda: ((t(3, 4).abs(),), {}),
+        "binomial": lambda: ((t(3, 4).abs().round(), t(3, 4, seed=1).abs() / 2), {}),
+        "arccosh_": lambda: ((t(3, 4).abs() + 1.0,), {}),
+    }
+)
+
 
 def generic_call(fn):
     """Every required positional parameter a float32 tensor of shape (3, 4), distinct values."""

@@ -328,3 +328,34 @@ def test_python_floats_with_a_dtype_are_not_rounded_through_float32():
     assert gpucore.tensor(0.1, dtype=gpucore.float64).item() == 0.1
     assert gpucore.tensor([x]).dtype is gpucore.float32  # without a dtype: float32, as PyTorch
     assert gpucore.tensor([x], dtype=gpucore.float16).numpy()[0] == np.float16(x)
+
+
+def test_asarray_as_torch():
+    torch = pytest.importorskip("torch")
+    a = np.ones(3, np.float32)
+    g, t = gpucore.asarray(a), torch.asarray(a)
+    a[0] = 5  # shared with the array, as PyTorch's
+    assert g.tolist() == t.tolist() == [5.0, 1.0, 1.0]
+    g, t = gpucore.asarray(a, copy=True), torch.asarray(a, copy=True)
+    a[0] = 7
+    assert g.tolist() == t.tolist() == [5.0, 1.0, 1.0]
+    x = gpucore.ones(2)
+    assert gpucore.asarray(x) is x
+    assert gpucore.asarray(x, copy=True) is not x
+    assert gpucore.asarray(x, dtype=gpucore.float64).dtype is gpucore.float64
+    for data in (3.5, [1, 2], [[1.0, 2.0]], np.float64(2.0), True):
+        g, t = gpucore.asarray(data), torch.asarray(data)
+        assert str(g.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
+        assert g.tolist() == t.tolist()
+    assert gpucore.asarray([1.0], requires_grad=True).requires_grad
+    with pytest.raises(ValueError, match="asarray"):
+        gpucore.asarray([1.0, 2.0], copy=False)
+    with pytest.raises(ValueError, match="asarray"):
+        gpucore.asarray(x, dtype=gpucore.float64, copy=False)
+
+
+def test_asarray_on_vulkan(vulkan):
+    x = gpucore.asarray([1.0, 2.0], device="vulkan")
+    assert x.device.type == "vulkan" and x.tolist() == [1.0, 2.0]
+    assert gpucore.asarray(x, device="vulkan") is x
+    assert gpucore.asarray(x, device="cpu").device.type == "cpu"

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from ..creation import ones_like
 from ..errors import AutogradError, ShapeError
 from ..tensor import Tensor
+from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .dot import export_dot
 from .engine import _accumulate, run_backward
 from .grad_mode import (
@@ -35,6 +36,8 @@ __all__ = [
     "gradcheck",
     "gradgradcheck",
     "export_dot",
+    "detect_anomaly",
+    "set_detect_anomaly",
 ]
 
 

@@ -18,6 +18,8 @@ from .. import dispatch
 from .._cpu import HostBuffer as _HostBuffer
 from ..creation import ones
 from ..errors import AutogradError
+from .anomaly_mode import STATE as _ANOMALY
+from .anomaly_mode import check_grads
 from .grad_mode import set_grad_enabled
 from .graph import AccumulateGrad, OutputSlot
 
@@ -120,6 +122,8 @@ def _run(roots, root_grads, retain_graph: bool, create_graph: bool, capture):
                 grads = node.apply(g)
                 if not isinstance(grads, tuple):
                     grads = (grads,)
+                if _ANOMALY[0] and _ANOMALY[1]:
+                    check_grads(node, grads)
                 if len(grads) != len(node.next):
                     raise AutogradError(
                         f"{node.name()}: backward returned {len(grads)} gradients for an op with "

@@ -5,8 +5,10 @@ from . import (  # noqa: F401
     bessel,
     bitwise,
     comparison,
+    counting,
     covariance,
     decompositions,
+    differences,
     distances,
     einsum,
     elementwise,
@@ -19,6 +21,7 @@ from . import (  # noqa: F401
     nn,
     norm,
     norm_batch,
+    numeric,
     optim,
     optim_capturable,
     pointwise,
@@ -26,15 +29,18 @@ from . import (  # noqa: F401
     pool,
     products,
     random,
+    random_counts,
     rearrange,
     recurrent,
     reduce,
     scan,
     scatter,
+    scatter_forms,
     selection,
     shape,
     shorthands,
     shorthands_more,
+    solvers,
     sorting,
     special,
     stacking,
@@ -42,10 +48,11 @@ from . import (  # noqa: F401
     transcendental,
     trig,
     unary,
+    windows,
 )
 
 # inplace attaches the in-place forms every family above declared: it comes last.
 from . import inplace  # noqa: F401, E402  isort: skip
-from . import attributes, sampling  # noqa: F401, E402  isort: skip  (they use inplace)
+from . import attributes, inplace_forms, sampling  # noqa: F401, E402  isort: skip  (they use inplace)
 from .api import FUNCTIONS, METHODS  # noqa: F401
 from .registry import REGISTRY, apply, defop  # noqa: F401

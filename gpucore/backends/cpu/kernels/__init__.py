@@ -8,9 +8,10 @@ whole), the ``kernel`` decorator and the shared helpers. Each family module regi
 kernels with ``@kernel``, one module per module of gpucore/ops, of the same name: unary.py,
 elementwise.py, reduce.py, indexing.py, joining.py, linalg.py (its C kernel is cpu/gemm.c), nn.py,
 norm.py, norm_batch.py, pool.py, attention.py, random.py, optim.py, scan.py, scatter.py,
-selection.py, sorting.py and bitwise.py (numpy); membership.py (cpu/isin.c); bessel.py,
-transcendental.py and polynomials.py (the special functions of torch.special: numpy in float64,
-i0/i1/erfcx/ndtri/entr in C, cpu/special.c).
+selection.py, sorting.py, bitwise.py, numeric.py (gcd, lcm, frexp, nextafter), counting.py
+(histogramdd, mode) and random_counts.py (poisson, binomial) (numpy); membership.py
+(cpu/isin.c); bessel.py, transcendental.py and polynomials.py (the special functions of
+torch.special: numpy in float64, i0/i1/erfcx/ndtri/entr in C, cpu/special.c).
 ops/shape.py has no kernels (views), nor have the composition modules (rearrange, pointwise,
 einsum); ops/inplace.py reuses the others'.
 
@@ -24,6 +25,7 @@ from . import (  # noqa: F401
     attention,
     bessel,
     bitwise,
+    counting,
     decompositions,
     elementwise,
     indexing,
@@ -33,10 +35,12 @@ from . import (  # noqa: F401
     nn,
     norm,
     norm_batch,
+    numeric,
     optim,
     polynomials,
     pool,
     random,
+    random_counts,
     recurrent,
     reduce,
     scan,

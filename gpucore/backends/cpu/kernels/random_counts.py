@@ -1,0 +1,29 @@
+"""Kernels of gpucore/ops/random_counts.py: poisson and binomial, drawn by numpy from its
+Philox bit generator keyed by the op's (seed, offset) (``np_counts``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .common import kernel
+
+
+def np_counts(kind: str, seed: int, offset: int, *params) -> np.ndarray:
+    """The samples of (seed, offset) in float64: the kernels' definition and the ops' sample
+    reference."""
+    rng = np.random.Generator(np.random.Philox(key=seed, counter=offset))
+    if kind == "poisson":
+        return rng.poisson(np.asarray(params[0], np.float64)).astype(np.float64)
+    count, prob = np.broadcast_arrays(*(np.asarray(p, np.float64) for p in params))
+    trials = np.clip(np.nan_to_num(np.rint(count), nan=0.0, posinf=0.0), 0, None).astype(np.int64)
+    return rng.binomial(trials, np.clip(prob, 0, 1)).astype(np.float64)
+
+
+@kernel("poisson")
+def _poisson(out, rate, seed, offset):
+    np.copyto(out, np_counts("poisson", seed, offset, rate), casting="unsafe")
+
+
+@kernel("binomial")
+def _binomial(out, count, prob, seed, offset):
+    np.copyto(out, np_counts("binomial", seed, offset, count, prob), casting="unsafe")

@@ -1,0 +1,5 @@
+"""gpucore.signal: PyTorch's torch.signal (its ``windows`` module)."""
+
+from . import windows
+
+__all__ = ["windows"]
