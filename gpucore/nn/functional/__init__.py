@@ -1,7 +1,7 @@
 """Functional neural-network ops with PyTorch's names and semantics (``import
 gpucore.nn.functional as F``), one module per topic as in gpucore/nn/modules/: activation,
 linear, attention, conv (and conv3d), pooling (and pooling3d), pixelshuffle, normalization,
-dropout, sparse, padding, upsampling, distance, loss;
+dropout, sparse, padding, upsampling, grid (affine_grid, grid_sample), distance, loss;
 _utils holds the argument checks they share.
 
 Everything here is a composition of registry ops (matmul, im2col, reductions, where...), so it runs
@@ -59,6 +59,7 @@ from .dropout import (
     dropout3d,
     feature_alpha_dropout,
 )
+from .grid import affine_grid, grid_sample
 from .linear import bilinear, linear
 from .loss import (
     binary_cross_entropy,
@@ -78,7 +79,13 @@ from .loss import (
     soft_margin_loss,
     triplet_margin_loss,
 )
+from .loss_ctc import ctc_loss
 from .loss_gaussian import gaussian_nll_loss
+from .loss_margin import (
+    multi_margin_loss,
+    multilabel_margin_loss,
+    triplet_margin_with_distance_loss,
+)
 from .normalization import (
     batch_norm,
     group_norm,
@@ -89,7 +96,7 @@ from .normalization import (
     rms_norm,
 )
 from .padding import pad
-from .pixelshuffle import pixel_shuffle, pixel_unshuffle
+from .pixelshuffle import channel_shuffle, pixel_shuffle, pixel_unshuffle
 from .pooling import (
     _pool_args,
     adaptive_avg_pool1d,
@@ -102,6 +109,20 @@ from .pooling import (
     max_pool2d,
 )
 from .pooling3d import adaptive_avg_pool3d, adaptive_max_pool3d, avg_pool3d, max_pool3d
+from .pooling_extra import (
+    adaptive_max_pool1d_with_indices,
+    adaptive_max_pool2d_with_indices,
+    adaptive_max_pool3d_with_indices,
+    lp_pool1d,
+    lp_pool2d,
+    lp_pool3d,
+    max_pool1d_with_indices,
+    max_pool2d_with_indices,
+    max_pool3d_with_indices,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
+)
 from .sparse import embedding, embedding_bag, one_hot
 from .upsampling import interpolate, upsample, upsample_bilinear, upsample_nearest
 
@@ -164,6 +185,21 @@ __all__ = [
     "max_pool3d",
     "pixel_shuffle",
     "pixel_unshuffle",
+    "affine_grid",
+    "grid_sample",
+    "channel_shuffle",
+    "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d_with_indices",
+    "lp_pool1d",
+    "lp_pool2d",
+    "lp_pool3d",
+    "max_pool1d_with_indices",
+    "max_pool2d_with_indices",
+    "max_pool3d_with_indices",
+    "max_unpool1d",
+    "max_unpool2d",
+    "max_unpool3d",
     # normalization, dropout, sparse
     "batch_norm",
     "group_norm",
@@ -194,6 +230,7 @@ __all__ = [
     "binary_cross_entropy_with_logits",
     "cosine_embedding_loss",
     "cross_entropy",
+    "ctc_loss",
     "hinge_embedding_loss",
     "huber_loss",
     "kl_div",
@@ -206,6 +243,9 @@ __all__ = [
     "smooth_l1_loss",
     "soft_margin_loss",
     "triplet_margin_loss",
+    "multi_margin_loss",
+    "multilabel_margin_loss",
+    "triplet_margin_with_distance_loss",
 ]
 
 

@@ -69,6 +69,12 @@ from .loss import (
     SoftMarginLoss,
     TripletMarginLoss,
 )
+from .loss_more import (
+    CTCLoss,
+    MultiLabelMarginLoss,
+    MultiMarginLoss,
+    TripletMarginWithDistanceLoss,
+)
 from .normalization import (
     BatchNorm1d,
     BatchNorm2d,
@@ -82,6 +88,9 @@ from .normalization import (
     RMSNorm,
 )
 from .padding import (
+    CircularPad1d,
+    CircularPad2d,
+    CircularPad3d,
     ConstantPad1d,
     ConstantPad2d,
     ConstantPad3d,
@@ -96,7 +105,7 @@ from .padding import (
     ZeroPad3d,
 )
 from .parameter_containers import ParameterDict, ParameterList
-from .pixelshuffle import PixelShuffle, PixelUnshuffle
+from .pixelshuffle import ChannelShuffle, PixelShuffle, PixelUnshuffle
 from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -110,6 +119,14 @@ from .pooling import (
     MaxPool1d,
     MaxPool2d,
     MaxPool3d,
+)
+from .pooling_extra import (
+    LPPool1d,
+    LPPool2d,
+    LPPool3d,
+    MaxUnpool1d,
+    MaxUnpool2d,
+    MaxUnpool3d,
 )
 from .rnn import GRU, LSTM, RNN, RNNBase
 from .rnn_cell import GRUCell, LSTMCell, RNNCell, RNNCellBase
@@ -142,6 +159,10 @@ __all__ = [
     "BCEWithLogitsLoss",
     "Bilinear",
     "CELU",
+    "ChannelShuffle",
+    "CircularPad1d",
+    "CircularPad2d",
+    "CircularPad3d",
     "ConstantPad1d",
     "ConstantPad2d",
     "ConstantPad3d",
@@ -154,6 +175,7 @@ __all__ = [
     "CosineEmbeddingLoss",
     "CosineSimilarity",
     "CrossEntropyLoss",
+    "CTCLoss",
     "DataParallel",
     "Dropout",
     "Dropout1d",
@@ -189,18 +211,26 @@ __all__ = [
     "LocalResponseNorm",
     "LogSigmoid",
     "LogSoftmax",
+    "LPPool1d",
+    "LPPool2d",
+    "LPPool3d",
     "LSTM",
     "LSTMCell",
     "MarginRankingLoss",
     "MaxPool1d",
     "MaxPool2d",
     "MaxPool3d",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
+    "MaxUnpool3d",
     "Mish",
     "ModuleDict",
     "ModuleList",
     "MSELoss",
     "MultiheadAttention",
+    "MultiLabelMarginLoss",
     "MultiLabelSoftMarginLoss",
+    "MultiMarginLoss",
     "NLLLoss",
     "PairwiseDistance",
     "ParameterDict",
@@ -245,6 +275,7 @@ __all__ = [
     "TransformerEncoder",
     "TransformerEncoderLayer",
     "TripletMarginLoss",
+    "TripletMarginWithDistanceLoss",
     "Unflatten",
     "Unfold",
     "Upsample",
