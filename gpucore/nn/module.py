@@ -14,7 +14,7 @@ from .. import dtypes as D
 from ..autograd.grad_mode import no_grad
 from ..errors import ShapeError
 from ..tensor import Tensor
-from .parameter import Parameter
+from .parameter import Buffer, Parameter
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -74,6 +74,11 @@ class Module:
         elif isinstance(value, Module):
             self._drop(name)
             mods[name] = value
+        elif isinstance(value, Buffer):
+            self._drop(name)
+            bufs[name] = value
+            if not value.persistent:
+                self._non_persistent.add(name)
         elif name in params:
             STRUCTURE_VERSION[0] += 1
             if value is not None:
