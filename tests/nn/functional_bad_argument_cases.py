@@ -106,6 +106,10 @@ TEMPLATES = {
     "adaptive_max_pool3d_with_indices": lambda: ((t(1, 3, 4, 4, 4), 2), {}),
     # values and indices of a real max pooling (distinct indices: where two coincide, which
     # value PyTorch keeps is unspecified)
+    "fractional_max_pool2d": lambda: ((t(1, 3, 5, 5), 2, 3), {}),
+    "fractional_max_pool2d_with_indices": lambda: ((t(1, 3, 5, 5), 2, 3), {}),
+    "fractional_max_pool3d": lambda: ((t(1, 3, 5, 5, 5), 2, 3), {}),
+    "fractional_max_pool3d_with_indices": lambda: ((t(1, 3, 5, 5, 5), 2, 3), {}),
     "max_unpool1d": lambda: (_pooled(1), {}),
     "max_unpool2d": lambda: (_pooled(2), {}),
     "max_unpool3d": lambda: (_pooled(3), {}),

@@ -36,7 +36,8 @@ except ImportError:
 
 FUNCS = sorted(F.__all__)
 ALLOWED = (gc.GpucoreError, TypeError, ValueError, IndexError)
-# Random results (dropout masks): compared with PyTorch by shape and dtype only.
+# Random results (dropout masks, fractional pooling's windows): compared with PyTorch by shape
+# and dtype only.
 RANDOM = {
     "dropout",
     "dropout1d",
@@ -45,6 +46,10 @@ RANDOM = {
     "alpha_dropout",
     "feature_alpha_dropout",
     "gumbel_softmax",
+    "fractional_max_pool2d",
+    "fractional_max_pool2d_with_indices",
+    "fractional_max_pool3d",
+    "fractional_max_pool3d_with_indices",
 }
 # What gpucore refuses although PyTorch accepts: function -> prefixes of the case labels, each
 # with the reason in a comment.

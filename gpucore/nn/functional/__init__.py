@@ -123,6 +123,12 @@ from .pooling_extra import (
     max_unpool2d,
     max_unpool3d,
 )
+from .pooling_fractional import (
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+)
 from .sparse import embedding, embedding_bag, one_hot
 from .upsampling import interpolate, upsample, upsample_bilinear, upsample_nearest
 
@@ -191,6 +197,10 @@ __all__ = [
     "adaptive_max_pool1d_with_indices",
     "adaptive_max_pool2d_with_indices",
     "adaptive_max_pool3d_with_indices",
+    "fractional_max_pool2d",
+    "fractional_max_pool2d_with_indices",
+    "fractional_max_pool3d",
+    "fractional_max_pool3d_with_indices",
     "lp_pool1d",
     "lp_pool2d",
     "lp_pool3d",

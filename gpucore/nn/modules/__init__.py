@@ -136,6 +136,8 @@ from .pooling import (
     MaxPool3d,
 )
 from .pooling_extra import (
+    FractionalMaxPool2d,
+    FractionalMaxPool3d,
     LPPool1d,
     LPPool2d,
     LPPool3d,
@@ -202,6 +204,8 @@ __all__ = [
     "FeatureAlphaDropout",
     "Flatten",
     "Fold",
+    "FractionalMaxPool2d",
+    "FractionalMaxPool3d",
     "GaussianNLLLoss",
     "GELU",
     "GLU",

@@ -1,4 +1,4 @@
-"""MaxUnpool1d/2d/3d (F.max_unpool*) and LPPool1d/2d/3d (F.lp_pool*)."""
+"""MaxUnpool1d/2d/3d (F.max_unpool*), LPPool1d/2d/3d (F.lp_pool*) and FractionalMaxPool2d/3d."""
 
 from __future__ import annotations
 
@@ -78,3 +78,54 @@ class LPPool3d(_LPPoolNd):
     """Power-average pooling over [N, C, D, H, W] (F.lp_pool3d)."""
 
     _fn = staticmethod(F.lp_pool3d)
+
+
+class _FractionalMaxPoolNd(Module):
+    _fn = staticmethod(F.fractional_max_pool2d)
+
+    def __init__(
+        self,
+        kernel_size,
+        output_size=None,
+        output_ratio=None,
+        return_indices: bool = False,
+        _random_samples=None,
+    ):
+        super().__init__()
+        name = type(self).__name__
+        if output_size is None and output_ratio is None:
+            raise ValueError(
+                f"{name} requires specifying either an output size, or a pooling ratio"
+            )
+        if output_size is not None and output_ratio is not None:
+            raise ValueError(f"{name}: only one of output_size and output_ratio may be specified")
+        if output_ratio is not None:
+            r = output_ratio if isinstance(output_ratio, (tuple, list)) else (output_ratio,)
+            if not all(0 < float(v) < 1 for v in r):
+                raise ValueError(
+                    f"{name}: output_ratio must be between 0 and 1 (got {output_ratio})"
+                )
+        self.kernel_size = kernel_size
+        self.output_size = output_size
+        self.output_ratio = output_ratio
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+
+    def forward(self, input):
+        return type(self)._fn(
+            input, self.kernel_size, self.output_size, self.output_ratio, self.return_indices,
+            _random_samples=self._random_samples,
+        )  # fmt: skip
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """Fractional max pooling over [N, C, H, W] (F.fractional_max_pool2d): fresh random steps
+    per call unless _random_samples is given."""
+
+    _fn = staticmethod(F.fractional_max_pool2d)
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """Fractional max pooling over [N, C, D, H, W] (F.fractional_max_pool3d)."""
+
+    _fn = staticmethod(F.fractional_max_pool3d)
