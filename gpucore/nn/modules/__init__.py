@@ -27,6 +27,7 @@ from .activation import (
     Tanhshrink,
 )
 from .activation_extra import Hardshrink, RReLU, Softmax2d, Softshrink, Threshold
+from .adaptive import AdaptiveLogSoftmaxWithLoss
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import (
     Conv1d,
@@ -162,6 +163,7 @@ __all__ = [
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
     "AdaptiveAvgPool3d",
+    "AdaptiveLogSoftmaxWithLoss",
     "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d",
     "AdaptiveMaxPool3d",
