@@ -1,15 +1,18 @@
 """Functional neural-network ops with PyTorch's names and semantics (``import
 gpucore.nn.functional as F``), one module per topic as in gpucore/nn/modules/: activation,
-linear, attention, conv (and conv3d), pooling (and pooling3d), pixelshuffle, normalization,
-dropout, sparse, padding, upsampling, grid (affine_grid, grid_sample), distance, loss;
-_utils holds the argument checks they share.
+linear, attention, conv (and conv3d), pooling (pooling3d, pooling_extra: max_unpool, lp_pool,
+the *_with_indices names; pooling_fractional), pixelshuffle (and channel_shuffle),
+normalization, dropout, sparse, padding, upsampling, grid (affine_grid, grid_sample), distance,
+loss (loss_gaussian, loss_ctc, loss_margin: the multi-class margin losses and the triplet loss
+with a custom distance); _utils holds the argument checks they share.
 
 Everything here is a composition of registry ops (matmul, im2col, reductions, where...), so it runs
 on whichever backend the dispatch policy picks and autograd differentiates it with no backward of
 its own. Geometry constants (pooling masks and divisors, padding and interpolation indices) are
 built once per shape and cached. The exceptions are fused ops with their own backward in
 gpucore/ops: max_pool2d (the composition of im2col, max, a one-hot mask, where and sum dominated
-CNN training steps), cross_entropy's rows and conv2d where it runs in the C extension.
+CNN training steps), cross_entropy's rows and conv2d where it runs in the C extension, and
+grid_sample (host tensors) and ctc_loss (the alpha / beta recursions), whose kernels are C.
 """
 
 # The private helpers below are part of F's surface: nn.modules.loss calls F._check_reduction and

@@ -7,7 +7,8 @@ common.py holds the tables (``KERNELS``; ``FAST``, the ops the extension's fast 
 whole), the ``kernel`` decorator and the shared helpers. Each family module registers its
 kernels with ``@kernel``, one module per module of gpucore/ops, of the same name: unary.py,
 elementwise.py, reduce.py, indexing.py, joining.py, linalg.py (its C kernel is cpu/gemm.c), nn.py,
-norm.py, norm_batch.py, pool.py, attention.py, random.py, optim.py, scan.py, scatter.py,
+norm.py, norm_batch.py, pool.py, grid_sample.py (cpu/grid_sample.c), ctc.py (cpu/ctc.c),
+attention.py, random.py, optim.py, scan.py, scatter.py,
 selection.py, sorting.py and bitwise.py (numpy); membership.py (cpu/isin.c); bessel.py,
 transcendental.py and polynomials.py (the special functions of torch.special: numpy in float64,
 i0/i1/erfcx/ndtri/entr in C, cpu/special.c).
