@@ -80,9 +80,9 @@ static inline GC_T GC_FN(gs_reflect)(GC_T v, ptrdiff_t twice_low, ptrdiff_t twic
         sign = -1;
         v = -v;
     }
-    const GC_T extra = GC_M(fmod)(v, span);
     const GC_T flips = GC_M(floor)(v / span);
-    if (GC_M(fmod)(flips, (GC_T)2) == 0) {
+    const GC_T extra = v - flips * span; /* fmod(v, span), without libm's slow loop */
+    if (flips - 2 * GC_M(floor)(flips / 2) == 0) {
         *gm = sign;
         return extra + lo;
     }
@@ -156,9 +156,9 @@ static inline ptrdiff_t GC_FN(gs_tap)(ptrdiff_t ix, ptrdiff_t iy, const gc_grid 
     return (ptrdiff_t)y * p->w + (ptrdiff_t)x;
 }
 
-/* One sampling point: up to 16 (offset, weight) taps into a plane, and for the backward each
- * tap's weight derivative along each coordinate (already times the coordinate's multiplier).
- * Offsets of taps outside the plane are -1. */
+/* One sampling point: its taps inside the plane (up to 16 (offset, weight) pairs; the taps
+ * outside, which sample zero, are left out), and for the backward each tap's weight derivative
+ * along each coordinate (already times the coordinate's multiplier). */
 typedef struct {
     int n;
     ptrdiff_t off[16];
@@ -175,7 +175,7 @@ static void GC_FN(gs_point)(const GC_T *gp, const gc_grid *p, GC_FN(gs_taps) * t
         GC_T gmx, gmy, wx[4], wy[4], dx[4], dy[4];
         GC_T ix = GC_FN(gs_unnorm)(gp[0], p->w, p->align, &gmx);
         GC_T iy = GC_FN(gs_unnorm)(gp[1], p->h, p->align, &gmy);
-        t->n = 16;
+        t->n = 0;
         if (!isfinite(ix) || GC_M(fabs)(ix) > (GC_T)1e15) /* samples what -100 samples */
             ix = -100;
         if (!isfinite(iy) || GC_M(fabs)(iy) > (GC_T)1e15)
@@ -189,8 +189,12 @@ static void GC_FN(gs_point)(const GC_T *gp, const gc_grid *p, GC_FN(gs_taps) * t
         }
         for (int j = 0; j < 4; j++)
             for (int i = 0; i < 4; i++) {
-                const int k = j * 4 + i;
-                t->off[k] = GC_FN(gs_tap)((ptrdiff_t)fx - 1 + i, (ptrdiff_t)fy - 1 + j, p);
+                const ptrdiff_t off =
+                    GC_FN(gs_tap)((ptrdiff_t)fx - 1 + i, (ptrdiff_t)fy - 1 + j, p);
+                if (off < 0)
+                    continue;
+                const int k = t->n++;
+                t->off[k] = off;
                 t->w[k] = wx[i] * wy[j];
                 if (grad) {
                     t->dw[0][k] = dx[i] * wy[j] * gmx;
@@ -210,8 +214,8 @@ static void GC_FN(gs_point)(const GC_T *gp, const gc_grid *p, GC_FN(gs_taps) * t
             in &= r >= 0 && r < (GC_T)size[k];
             off += in ? (ptrdiff_t)r * stride[k] : 0;
         }
-        t->n = 1;
-        t->off[0] = in ? off : -1;
+        t->n = in;
+        t->off[0] = off;
         t->w[0] = 1;
         for (int k = 0; k < 3; k++)
             t->dw[k][0] = 0;
@@ -225,8 +229,8 @@ static void GC_FN(gs_point)(const GC_T *gp, const gc_grid *p, GC_FN(gs_taps) * t
         lo[k] = (ptrdiff_t)f;
         fr[k] = src[k] - f;
     }
-    t->n = 1 << nd;
-    for (int b = 0; b < t->n; b++) {
+    t->n = 0;
+    for (int b = 0; b < (1 << nd); b++) {
         ptrdiff_t off = 0;
         int in = 1;
         GC_T w = 1;
@@ -237,15 +241,18 @@ static void GC_FN(gs_point)(const GC_T *gp, const gc_grid *p, GC_FN(gs_taps) * t
             off += i * stride[k];
             w *= up ? fr[k] : 1 - fr[k];
         }
-        t->off[b] = in ? off : -1;
-        t->w[b] = w;
+        if (!in)
+            continue;
+        const int m = t->n++;
+        t->off[m] = off;
+        t->w[m] = w;
         if (grad)
             for (int k = 0; k < nd; k++) {
                 GC_T d = ((b >> k) & 1) ? gm[k] : -gm[k];
                 for (int j = 0; j < nd; j++)
                     if (j != k)
                         d *= ((b >> j) & 1) ? fr[j] : 1 - fr[j];
-                t->dw[k][b] = d;
+                t->dw[k][m] = d;
             }
     }
 }
@@ -270,8 +277,7 @@ static void GC_FN(gs_fwd_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
         for (ptrdiff_t ch = 0; ch < p->c; ch++, x += plane) {
             GC_T s = 0;
             for (int i = 0; i < t.n; i++)
-                if (t.off[i] >= 0)
-                    s += x[t.off[i]] * t.w[i];
+                s += x[t.off[i]] * t.w[i];
             y[ch * p->p] = s;
         }
     }
@@ -300,8 +306,6 @@ static void GC_FN(gs_bwd_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
                 const GC_T *xc = x + ch * plane;
                 GC_T *gxc = gx ? gx + ch * plane : NULL;
                 for (int i = 0; i < t.n; i++) {
-                    if (t.off[i] < 0)
-                        continue;
                     if (gxc)
                         gxc[t.off[i]] += gv * t.w[i];
                     if (want_grid) {
