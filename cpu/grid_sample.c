@@ -4,13 +4,15 @@
  * out / g [n, c, p].  Modes: bilinear (trilinear for nd = 3: 2^nd corners), nearest (round half
  * to even, PyTorch's nearbyint) and bicubic (nd = 2; A = -0.75); padding zeros / border /
  * reflection, align_corners: PyTorch's GridSampler.h formulas, step by step, including the
- * gradient multipliers of each coordinate transform.  A non-finite coordinate samples nothing.
+ * gradient multipliers of each coordinate transform.  A non-finite (or beyond 1e15) coordinate
+ * becomes -100, outside the input (where border or reflection padding lets it be).
  *
- * Forward: the points of all images split over the pool; each point's corners and weights are
- * computed once and applied to every channel.  Backward: the images split over the pool (gx of
- * image b is only written by b's points, so no two threads add into one element); each image's
- * gx is zeroed, then its points add in order, so results do not depend on the thread count.
- * The grid's gradient of a point sums its channels in order.  No scratch memory. */
+ * Forward: the points of all images split over the pool; the taps and weights of a block of 32
+ * points of one image are found once, then applied channel by channel (contiguous output rows).
+ * Backward: the images split over the pool (gx of image b is only written by b's points, so no
+ * two threads add into one element); each image's gx is zeroed, then its points add in order,
+ * so results do not depend on the thread count.  The grid's gradient of a point sums its
+ * channels in order.  No scratch memory (the blocks' taps live on the stack, ~20 KB). */
 #ifndef GC_T
 
 #include <math.h>
@@ -20,6 +22,7 @@
 #include "kernels.h"
 
 #define GS_A (-0.75) /* the cubic convolution's A (PyTorch's bicubic) */
+#define GS_BLOCK 32   /* points per block: their taps stay in L1 while the channels pass */
 
 #define GC_T float
 #define GC_SFX f32
@@ -263,23 +266,31 @@ typedef struct {
     const gc_grid *p;
 } GC_FN(gs_job);
 
+/* Points are taken in blocks of GS_BLOCK of one image: their taps found once, then each
+ * channel's plane read for the whole block, so the outputs (and g) run contiguously. */
 static void GC_FN(gs_fwd_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 {
     const GC_FN(gs_job) *J = (const GC_FN(gs_job) *)ctx;
     const gc_grid *p = J->p;
     const ptrdiff_t plane = p->d * p->h * p->w;
-    GC_FN(gs_taps) t;
-    for (ptrdiff_t q = lo; q < hi; q++) { /* q = image * points + point */
-        const ptrdiff_t b = q / p->p, pt = q % p->p;
-        GC_FN(gs_point)(J->grid + q * p->nd, p, &t, 0);
+    GC_FN(gs_taps) t[GS_BLOCK];
+    for (ptrdiff_t q0 = lo; q0 < hi;) { /* q = image * points + point */
+        const ptrdiff_t b = q0 / p->p, pt0 = q0 % p->p;
+        ptrdiff_t q1 = q0 + GS_BLOCK < hi ? q0 + GS_BLOCK : hi;
+        q1 = q1 < (b + 1) * p->p ? q1 : (b + 1) * p->p;
+        const int m = (int)(q1 - q0);
+        for (int j = 0; j < m; j++)
+            GC_FN(gs_point)(J->grid + (q0 + j) * p->nd, p, &t[j], 0);
         const GC_T *x = J->x + b * p->c * plane;
-        GC_T *y = J->out + b * p->c * p->p + pt;
-        for (ptrdiff_t ch = 0; ch < p->c; ch++, x += plane) {
-            GC_T s = 0;
-            for (int i = 0; i < t.n; i++)
-                s += x[t.off[i]] * t.w[i];
-            y[ch * p->p] = s;
-        }
+        GC_T *y = J->out + b * p->c * p->p + pt0;
+        for (ptrdiff_t ch = 0; ch < p->c; ch++, x += plane, y += p->p)
+            for (int j = 0; j < m; j++) {
+                GC_T s = 0;
+                for (int i = 0; i < t[j].n; i++)
+                    s += x[t[j].off[i]] * t[j].w[i];
+                y[j] = s;
+            }
+        q0 = q1;
     }
 }
 
@@ -289,35 +300,43 @@ static void GC_FN(gs_bwd_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
     const gc_grid *p = J->p;
     const ptrdiff_t plane = p->d * p->h * p->w;
     const int want_grid = J->ggrid != NULL && p->mode != GC_GRID_NEAREST;
-    GC_FN(gs_taps) t;
+    GC_FN(gs_taps) t[GS_BLOCK];
+    GC_T acc[GS_BLOCK][3];
     for (ptrdiff_t b = lo; b < hi; b++) {
         GC_T *gx = J->gx ? J->gx + b * p->c * plane : NULL;
         if (gx)
             for (ptrdiff_t i = 0; i < p->c * plane; i++)
                 gx[i] = 0;
         const GC_T *x = J->x + b * p->c * plane;
-        for (ptrdiff_t pt = 0; pt < p->p; pt++) {
-            const ptrdiff_t q = b * p->p + pt;
-            GC_FN(gs_point)(J->grid + q * p->nd, p, &t, want_grid);
-            const GC_T *g = J->g + b * p->c * p->p + pt;
-            GC_T acc[3] = {0, 0, 0};
-            for (ptrdiff_t ch = 0; ch < p->c; ch++) {
-                const GC_T gv = g[ch * p->p];
+        for (ptrdiff_t pt0 = 0; pt0 < p->p; pt0 += GS_BLOCK) {
+            const int m = (int)(p->p - pt0 < GS_BLOCK ? p->p - pt0 : GS_BLOCK);
+            const ptrdiff_t q0 = b * p->p + pt0;
+            for (int j = 0; j < m; j++) {
+                GC_FN(gs_point)(J->grid + (q0 + j) * p->nd, p, &t[j], want_grid);
+                acc[j][0] = acc[j][1] = acc[j][2] = 0;
+            }
+            const GC_T *g = J->g + b * p->c * p->p + pt0;
+            for (ptrdiff_t ch = 0; ch < p->c; ch++, g += p->p) {
                 const GC_T *xc = x + ch * plane;
                 GC_T *gxc = gx ? gx + ch * plane : NULL;
-                for (int i = 0; i < t.n; i++) {
+                for (int j = 0; j < m; j++) {
+                    const GC_T gv = g[j];
+                    const GC_FN(gs_taps) *tj = &t[j];
                     if (gxc)
-                        gxc[t.off[i]] += gv * t.w[i];
-                    if (want_grid) {
-                        const GC_T v = xc[t.off[i]] * gv;
-                        for (int k = 0; k < p->nd; k++)
-                            acc[k] += v * t.dw[k][i];
-                    }
+                        for (int i = 0; i < tj->n; i++)
+                            gxc[tj->off[i]] += gv * tj->w[i];
+                    if (want_grid)
+                        for (int i = 0; i < tj->n; i++) {
+                            const GC_T v = xc[tj->off[i]] * gv;
+                            for (int k = 0; k < p->nd; k++)
+                                acc[j][k] += v * tj->dw[k][i];
+                        }
                 }
             }
             if (J->ggrid)
-                for (int k = 0; k < p->nd; k++)
-                    J->ggrid[q * p->nd + k] = want_grid ? acc[k] : 0;
+                for (int j = 0; j < m; j++)
+                    for (int k = 0; k < p->nd; k++)
+                        J->ggrid[(q0 + j) * p->nd + k] = want_grid ? acc[j][k] : 0;
         }
     }
 }
