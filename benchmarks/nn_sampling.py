@@ -1,5 +1,5 @@
 """grid_sample (forward, forward + backward) and ctc_loss (forward, forward + backward) of
-gpucore.nn.functional against torch.nn.functional, float32, ms per call: medians of 9 calls
+gpucore.nn.functional against torch.nn.functional, float32, ms per call: medians of 15 calls
 alternating between the libraries call by call, both on one thread (run with
 GPUCORE_NUM_THREADS=1; PyTorch is set to one thread here), since the machine is shared.
 
@@ -36,7 +36,7 @@ CTC = [(50, 16, 20, 10), (200, 32, 40, 30), (400, 8, 96, 80)]
 
 
 def _pair(gfn, tfn):
-    return median_ms([gfn, tfn], 9) if torch is not None else median_ms([gfn], 9) + [None]
+    return median_ms([gfn, tfn], 15) if torch is not None else median_ms([gfn], 15) + [None]
 
 
 def _row(label, a, b) -> str:
