@@ -108,3 +108,13 @@ def test_lazy_shapes_match_torch(make, cls, shape):
 def test_lazy_errors():
     with pytest.raises(ValueError, match="in_channels"):
         nn.LazyConv2d(4, 3)(_t(np.zeros((2, 3))))
+
+
+def test_load_state_dict_materialises_a_lazy_module():
+    src = nn.Linear(4, 3)
+    m = nn.LazyLinear(3)
+    m.load_state_dict(src.state_dict())
+    assert type(m.weight) is nn.Parameter and m.weight.shape == (3, 4)
+    x = _t(np.random.default_rng(1).standard_normal((2, 4)))
+    np.testing.assert_allclose(m(x).detach().numpy(), src(x).detach().numpy(), rtol=1e-6)
+    assert type(m) is nn.Linear and m.in_features == 4
