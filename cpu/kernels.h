@@ -160,6 +160,23 @@ typedef struct {
     ptrdiff_t planes, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow;
 } gc_pool2d;
 
+/* grid_sample (grid_sample.c): n images of c channels over an input of nd = 2 ([h, w], d = 1)
+ * or 3 ([d, h, w]) spatial dims, sampled at p points each (grid [n, p, nd], out [n, c, p]);
+ * mode and pad are PyTorch's interpolation and padding modes, align its align_corners. */
+enum { GC_GRID_BILINEAR = 0, GC_GRID_NEAREST = 1, GC_GRID_BICUBIC = 2 };
+enum { GC_GRID_ZEROS = 0, GC_GRID_BORDER = 1, GC_GRID_REFLECTION = 2 };
+typedef struct {
+    ptrdiff_t n, c, d, h, w, p;
+    int nd, mode, pad, align;
+} gc_grid;
+
+/* ctc_loss (ctc.c): t time steps, n sequences, c classes, s the longest target (log_alpha /
+ * log_beta rows of 2 s + 1), blank's class, zero_inf = zero_infinity. */
+typedef struct {
+    ptrdiff_t t, n, c, s, blank;
+    int zero_inf;
+} gc_ctc;
+
 /* Scaled dot-product attention (attention.c) over 4-d views of any element strides (0 for a
  * broadcast dimension, negative allowed): q [B, H, Sq, D], k [B, H, Skv, D], v [B, H, Skv, Dv],
  * out [B, H, Sq, Dv] (its elements distinct and apart from the inputs'), and the mask broadcast
@@ -383,6 +400,18 @@ ptrdiff_t gc_rnn_extra(int mode, ptrdiff_t h);
     /* maxpool.c; the backward returns -1 when an index lies outside its plane */                  \
     void gc_max_pool2d_##S(const T *x, T *vals, int64_t *idx, const gc_pool2d *p);                 \
     int gc_max_pool2d_backward_##S(const T *g, const int64_t *idx, T *gx, const gc_pool2d *p);   \
+    /* grid_sample.c: out [n, c, p] sampled from x [n, c, *in] at grid [n, p, nd]; backward: \
+     * gx (x's shape, or NULL) and ggrid (grid's shape, or NULL) from g [n, c, p] */              \
+    void gc_grid_sample_##S(const T *x, const T *grid, T *out, const gc_grid *p);                 \
+    void gc_grid_sample_backward_##S(const T *g, const T *x, const T *grid, T *gx, T *ggrid,      \
+                                     const gc_grid *p);                                           \
+    /* ctc.c: nll [n] and log_alpha [n, t, 2 s + 1] of log_probs [t, n, c]; the backward's   \
+     * grad [t, n, c] (log_beta: [n, t, 2 s + 1] of scratch), times gout [n] */                    \
+    void gc_ctc_loss_##S(const T *lp, const int64_t *tg, const int64_t *off, const int64_t *il,   \
+                         const int64_t *tl, T *nll, T *la, const gc_ctc *p);                       \
+    void gc_ctc_loss_backward_##S(const T *gout, const T *lp, const int64_t *tg,                 \
+                                  const int64_t *off, const int64_t *il, const int64_t *tl,      \
+                                  const T *nll, const T *la, T *lb, T *grad, const gc_ctc *p);    \
     /* avgpool.c: avg_pool2d of x [planes, h, w] into y [planes, oh, ow] (dilation 1; divisor > 0 \
      * overrides PyTorch's window count, include_pad = count_include_pad), and its backward      \
      * gx [planes, h, w] from g [planes, oh, ow] */                                              \

@@ -174,6 +174,7 @@ TEMPLATES.update(
         "max_pool3d": lambda: ((t(1, 3, 4, 4, 4), 2), {}),
         "conv_transpose3d": lambda: ((t(2, 3, 3, 2, 3), t(3, 4, 2, 2, 2, seed=1)), {}),
         "pixel_shuffle": lambda: ((t(1, 8, 2, 3), 2), {}),
+        "channel_shuffle": lambda: ((t(1, 4, 2, 3), 2), {}),
         "group_norm": lambda: ((t(2, 4, 3), 2), {}),
         "layer_norm": lambda: ((t(3, 4), (4,)), {}),
         "batch_norm": lambda: (

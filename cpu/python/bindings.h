@@ -57,6 +57,8 @@
     X(max_pool2d_backward) X(conv2d_winograd)                                                     \
     /* avgpool.c */                                                                               \
     X(avg_pool2d) X(avg_pool2d_backward)                                                          \
+    /* grid_sample.c, ctc.c */                                                                    \
+    X(grid_sample) X(grid_sample_backward) X(ctc_loss) X(ctc_loss_backward)                       \
     /* philox.c */                                                                                \
     X(philox) X(uniform) X(normal) X(philox_block)                                                \
     /* optim.c */                                                                                 \

@@ -66,6 +66,9 @@ _FP32_CPU = frozenset(
         "soft_margin_loss",
         "triplet_margin_loss",
         "multilabel_soft_margin_loss",
+        "multi_margin_loss",
+        "multilabel_margin_loss",
+        "ctc_loss",
     }
 )
 # ... and on Vulkan: PyTorch's CUDA list (torch/csrc/autograd/autocast_mode.cpp's fp32 and

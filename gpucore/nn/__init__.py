@@ -8,9 +8,19 @@ from . import functional, init, utils
 from .module import Module
 from .modules import *  # noqa: F403
 from .modules import __all__ as _modules_all
-from .parameter import Parameter
+from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 
-__all__ = ["Module", "Parameter", "functional", "init", "utils", *_modules_all]
+__all__ = [
+    "Buffer",
+    "Module",
+    "Parameter",
+    "UninitializedBuffer",
+    "UninitializedParameter",
+    "functional",
+    "init",
+    "utils",
+    *_modules_all,
+]
 
 
 def __getattr__(name: str):

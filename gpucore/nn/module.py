@@ -14,7 +14,7 @@ from .. import dtypes as D
 from ..autograd.grad_mode import no_grad
 from ..errors import ShapeError
 from ..tensor import Tensor
-from .parameter import Parameter
+from .parameter import Buffer, Parameter, _Uninitialized
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -74,6 +74,11 @@ class Module:
         elif isinstance(value, Module):
             self._drop(name)
             mods[name] = value
+        elif isinstance(value, Buffer):
+            self._drop(name)
+            bufs[name] = value
+            if not value.persistent:
+                self._non_persistent.add(name)
         elif name in params:
             STRUCTURE_VERSION[0] += 1
             if value is not None:
@@ -258,6 +263,9 @@ class Module:
         strict=True, so do missing and unexpected keys (StateDictError, listing them all).
         """
         own = self.state_dict(keep_vars=True)
+        for k, v in state_dict.items():  # a Lazy module's weights take the checkpoint's shapes
+            if isinstance(own.get(k), _Uninitialized) and isinstance(v, Tensor):
+                own[k].materialize(tuple(v.shape))
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         mismatched = []

@@ -27,6 +27,13 @@ def signs(*shape, seed: int = 0) -> gc.Tensor:
     return gc.tensor(np.where(rng.random(shape) < 0.5, -1.0, 1.0).astype(np.float32))
 
 
+def _pooled(n: int) -> tuple:
+    """(values, indices, kernel 2) of a max pooling of a [1, 3, 4, ...] input over n dims."""
+    pool = (gc.nn.functional.max_pool1d, gc.nn.functional.max_pool2d, gc.nn.functional.max_pool3d)
+    vals, idx = pool[n - 1](t(1, 3, *(4,) * n), 2, return_indices=True)
+    return vals, idx, 2
+
+
 # Valid calls where the generic one (every required positional parameter a float32 tensor of
 # shape (3, 4)) is wrong: an explicit dim, image-shaped inputs, indices, sizes. name ->
 # () -> (args, kwargs). A function that needs one and has none fails test_valid_call.
@@ -82,6 +89,30 @@ TEMPLATES = {
     "cosine_embedding_loss": lambda: ((t(3, 4), t(3, 4, seed=1), signs(3)), {}),
     "cross_entropy": lambda: ((t(3, 4), t(3, kind="index:4")), {}),
     "nll_loss": lambda: ((t(3, 4), t(3, kind="index:4")), {}),
+    "grid_sample": lambda: ((t(1, 2, 4, 4), t(1, 3, 3, 2, seed=1)), {"align_corners": False}),
+    "affine_grid": lambda: ((t(2, 2, 3), (2, 3, 4, 4)), {"align_corners": False}),
+    "ctc_loss": lambda: ((t(6, 2, 4), t(2, 3, kind="index:4", seed=1), (6, 5), (3, 2)), {}),
+    "multi_margin_loss": lambda: ((t(3, 4), t(3, kind="index:4")), {}),
+    "multilabel_margin_loss": lambda: ((t(3, 4), t(3, 4, kind="index:4")), {}),
+    "channel_shuffle": lambda: ((t(1, 4, 2, 2), 2), {}),
+    "lp_pool1d": lambda: ((t(1, 3, 4), 2, 2), {}),
+    "lp_pool2d": lambda: ((t(1, 3, 4, 4), 2, 2), {}),
+    "lp_pool3d": lambda: ((t(1, 3, 4, 4, 4), 2, 2), {}),
+    "max_pool1d_with_indices": lambda: ((t(1, 3, 4), 2), {}),
+    "max_pool2d_with_indices": lambda: ((t(1, 3, 4, 4), 2), {}),
+    "max_pool3d_with_indices": lambda: ((t(1, 3, 4, 4, 4), 2), {}),
+    "adaptive_max_pool1d_with_indices": lambda: ((t(1, 3, 4), 2), {}),
+    "adaptive_max_pool2d_with_indices": lambda: ((t(1, 3, 4, 4), 2), {}),
+    "adaptive_max_pool3d_with_indices": lambda: ((t(1, 3, 4, 4, 4), 2), {}),
+    # values and indices of a real max pooling (distinct indices: where two coincide, which
+    # value PyTorch keeps is unspecified)
+    "fractional_max_pool2d": lambda: ((t(1, 3, 5, 5), 2, 3), {}),
+    "fractional_max_pool2d_with_indices": lambda: ((t(1, 3, 5, 5), 2, 3), {}),
+    "fractional_max_pool3d": lambda: ((t(1, 3, 5, 5, 5), 2, 3), {}),
+    "fractional_max_pool3d_with_indices": lambda: ((t(1, 3, 5, 5, 5), 2, 3), {}),
+    "max_unpool1d": lambda: (_pooled(1), {}),
+    "max_unpool2d": lambda: (_pooled(2), {}),
+    "max_unpool3d": lambda: (_pooled(3), {}),
 }
 
 

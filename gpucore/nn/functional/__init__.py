@@ -1,15 +1,18 @@
 """Functional neural-network ops with PyTorch's names and semantics (``import
 gpucore.nn.functional as F``), one module per topic as in gpucore/nn/modules/: activation,
-linear, attention, conv (and conv3d), pooling (and pooling3d), pixelshuffle, normalization,
-dropout, sparse, padding, upsampling, distance, loss;
-_utils holds the argument checks they share.
+linear, attention, conv (and conv3d), pooling (pooling3d, pooling_extra: max_unpool, lp_pool,
+the *_with_indices names; pooling_fractional), pixelshuffle (and channel_shuffle),
+normalization, dropout, sparse, padding, upsampling, grid (affine_grid, grid_sample), distance,
+loss (loss_gaussian, loss_ctc, loss_margin: the multi-class margin losses and the triplet loss
+with a custom distance); _utils holds the argument checks they share.
 
 Everything here is a composition of registry ops (matmul, im2col, reductions, where...), so it runs
 on whichever backend the dispatch policy picks and autograd differentiates it with no backward of
 its own. Geometry constants (pooling masks and divisors, padding and interpolation indices) are
 built once per shape and cached. The exceptions are fused ops with their own backward in
 gpucore/ops: max_pool2d (the composition of im2col, max, a one-hot mask, where and sum dominated
-CNN training steps), cross_entropy's rows and conv2d where it runs in the C extension.
+CNN training steps), cross_entropy's rows and conv2d where it runs in the C extension, and
+grid_sample (host tensors) and ctc_loss (the alpha / beta recursions), whose kernels are C.
 """
 
 # The private helpers below are part of F's surface: nn.modules.loss calls F._check_reduction and
@@ -59,6 +62,7 @@ from .dropout import (
     dropout3d,
     feature_alpha_dropout,
 )
+from .grid import affine_grid, grid_sample
 from .linear import bilinear, linear
 from .loss import (
     binary_cross_entropy,
@@ -78,7 +82,13 @@ from .loss import (
     soft_margin_loss,
     triplet_margin_loss,
 )
+from .loss_ctc import ctc_loss
 from .loss_gaussian import gaussian_nll_loss
+from .loss_margin import (
+    multi_margin_loss,
+    multilabel_margin_loss,
+    triplet_margin_with_distance_loss,
+)
 from .normalization import (
     batch_norm,
     group_norm,
@@ -89,7 +99,7 @@ from .normalization import (
     rms_norm,
 )
 from .padding import pad
-from .pixelshuffle import pixel_shuffle, pixel_unshuffle
+from .pixelshuffle import channel_shuffle, pixel_shuffle, pixel_unshuffle
 from .pooling import (
     _pool_args,
     adaptive_avg_pool1d,
@@ -102,6 +112,26 @@ from .pooling import (
     max_pool2d,
 )
 from .pooling3d import adaptive_avg_pool3d, adaptive_max_pool3d, avg_pool3d, max_pool3d
+from .pooling_extra import (
+    adaptive_max_pool1d_with_indices,
+    adaptive_max_pool2d_with_indices,
+    adaptive_max_pool3d_with_indices,
+    lp_pool1d,
+    lp_pool2d,
+    lp_pool3d,
+    max_pool1d_with_indices,
+    max_pool2d_with_indices,
+    max_pool3d_with_indices,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
+)
+from .pooling_fractional import (
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+)
 from .sparse import embedding, embedding_bag, one_hot
 from .upsampling import interpolate, upsample, upsample_bilinear, upsample_nearest
 
@@ -164,6 +194,25 @@ __all__ = [
     "max_pool3d",
     "pixel_shuffle",
     "pixel_unshuffle",
+    "affine_grid",
+    "grid_sample",
+    "channel_shuffle",
+    "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d_with_indices",
+    "fractional_max_pool2d",
+    "fractional_max_pool2d_with_indices",
+    "fractional_max_pool3d",
+    "fractional_max_pool3d_with_indices",
+    "lp_pool1d",
+    "lp_pool2d",
+    "lp_pool3d",
+    "max_pool1d_with_indices",
+    "max_pool2d_with_indices",
+    "max_pool3d_with_indices",
+    "max_unpool1d",
+    "max_unpool2d",
+    "max_unpool3d",
     # normalization, dropout, sparse
     "batch_norm",
     "group_norm",
@@ -194,6 +243,7 @@ __all__ = [
     "binary_cross_entropy_with_logits",
     "cosine_embedding_loss",
     "cross_entropy",
+    "ctc_loss",
     "hinge_embedding_loss",
     "huber_loss",
     "kl_div",
@@ -206,6 +256,9 @@ __all__ = [
     "smooth_l1_loss",
     "soft_margin_loss",
     "triplet_margin_loss",
+    "multi_margin_loss",
+    "multilabel_margin_loss",
+    "triplet_margin_with_distance_loss",
 ]
 
 

@@ -46,3 +46,28 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     x = input.reshape(*lead, c, h // r, r, w // r, r)
     x = x.permute(*range(b), b, b + 2, b + 4, b + 1, b + 3)
     return x.reshape(*lead, c * r * r, h // r, w // r)
+
+
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """[N, C, *] with the channels regrouped (torch.nn.functional.channel_shuffle): channel
+    g * (C / groups) + i moves to i * groups + g (a reshape, a transpose and a reshape)."""
+    _check_tensor("channel_shuffle", input, floating=False)
+    g = operator.index(groups)
+    if g < 1:
+        raise ValueError(
+            "channel_shuffle(): Number of groups to divide channels in must be positive. Value "
+            f"of groups:{g}"
+        )
+    if input.ndim < 3:
+        raise ShapeError(
+            f"channel_shuffle(): channel_shuffle expects input to have at least 3 dimensions, "
+            f"but got input with sizes {list(input.shape)}"
+        )
+    n, c, *rest = input.shape
+    if c % g:
+        raise ShapeError(
+            f"channel_shuffle(): Number of channels must be divisible by groups. Got {c} "
+            f"channels and {g} groups."
+        )
+    x = input.reshape(n, g, c // g, *rest).transpose(1, 2)
+    return x.reshape(n, c, *rest)

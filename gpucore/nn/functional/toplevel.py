@@ -186,6 +186,12 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     return P.pixel_shuffle(input, upscale_factor)
 
 
+@public("channel_shuffle", method=False)
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """torch.channel_shuffle: F.channel_shuffle."""
+    return P.channel_shuffle(input, groups)
+
+
 @public("cosine_similarity", method=False)
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-08) -> Tensor:
     """torch.cosine_similarity: F.cosine_similarity."""

@@ -1,5 +1,5 @@
-"""Padding layers: ConstantPad, ZeroPad, ReflectionPad and ReplicationPad in 1, 2 and 3 dims
-(F.pad with the matching mode)."""
+"""Padding layers: ConstantPad, ZeroPad, ReflectionPad, ReplicationPad and CircularPad in 1, 2
+and 3 dims (F.pad with the matching mode)."""
 
 from __future__ import annotations
 
@@ -122,3 +122,21 @@ class ReplicationPad3d(_PadNd):
     """Pads the last 3 dims by repeating their edge values."""
 
     _n, _mode = 3, "replicate"
+
+
+class CircularPad1d(_PadNd):
+    """Pads the last dim by wrapping around (F.pad mode 'circular')."""
+
+    _n, _mode = 1, "circular"
+
+
+class CircularPad2d(_PadNd):
+    """Pads the last 2 dims by wrapping around (F.pad mode 'circular')."""
+
+    _n, _mode = 2, "circular"
+
+
+class CircularPad3d(_PadNd):
+    """Pads the last 3 dims by wrapping around (F.pad mode 'circular')."""
+
+    _n, _mode = 3, "circular"

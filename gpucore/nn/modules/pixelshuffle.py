@@ -1,4 +1,4 @@
-"""PixelShuffle and PixelUnshuffle."""
+"""PixelShuffle, PixelUnshuffle and ChannelShuffle."""
 
 from __future__ import annotations
 
@@ -32,3 +32,17 @@ class PixelUnshuffle(Module):
 
     def extra_repr(self) -> str:
         return f"downscale_factor={self.downscale_factor}"
+
+
+class ChannelShuffle(Module):
+    """[N, C, *] with its channels shuffled in ``groups`` (F.channel_shuffle)."""
+
+    def __init__(self, groups: int):
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input):
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"

@@ -7,11 +7,12 @@ common.py holds the tables (``KERNELS``; ``FAST``, the ops the extension's fast 
 whole), the ``kernel`` decorator and the shared helpers. Each family module registers its
 kernels with ``@kernel``, one module per module of gpucore/ops, of the same name: unary.py,
 elementwise.py, reduce.py, indexing.py, joining.py, linalg.py (its C kernel is cpu/gemm.c), nn.py,
-norm.py, norm_batch.py, pool.py, attention.py, random.py, optim.py, scan.py, scatter.py,
-selection.py, sorting.py, bitwise.py, numeric.py (gcd, lcm, frexp, nextafter), counting.py
-(histogramdd, mode) and random_counts.py (poisson, binomial) (numpy); membership.py
-(cpu/isin.c); bessel.py, transcendental.py and polynomials.py (the special functions of
-torch.special: numpy in float64, i0/i1/erfcx/ndtri/entr in C, cpu/special.c).
+norm.py, norm_batch.py, pool.py, grid_sample.py (cpu/grid_sample.c), ctc.py (cpu/ctc.c),
+attention.py, random.py, optim.py, scan.py, scatter.py, selection.py, sorting.py, bitwise.py,
+numeric.py (gcd, lcm, frexp, nextafter), counting.py (histogramdd, mode) and random_counts.py
+(poisson, binomial) (numpy); membership.py (cpu/isin.c); bessel.py, transcendental.py and
+polynomials.py (the special functions of torch.special: numpy in float64, i0/i1/erfcx/ndtri/entr
+in C, cpu/special.c).
 ops/shape.py has no kernels (views), nor have the composition modules (rearrange, pointwise,
 einsum); ops/inplace.py reuses the others'.
 
@@ -26,8 +27,10 @@ from . import (  # noqa: F401
     bessel,
     bitwise,
     counting,
+    ctc,
     decompositions,
     elementwise,
+    grid_sample,
     indexing,
     joining,
     linalg,
