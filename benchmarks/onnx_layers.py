@@ -5,9 +5,10 @@ gpucore: the compiled executor's own lowered calls (packed weights, the same are
 node at a time from Python and timed each (a Python call costs ~1 µs; the nodes that matter
 take 0.1-3 ms). ONNX Runtime: ``SessionOptions.enable_profiling``'s per-node kernel times.
 Both run ``--runs`` times, alternating; the table groups the nodes by kind and shape (a
-convolution by its input channels, input size, output channels, kernel and stride; the
-following ReLU / residual add listed apart for gpucore, fused into the convolution by ONNX
-Runtime) with medians summed over a group's nodes. Needs torch, onnx and onnxruntime.
+convolution by its input channels, input size, output channels, kernel and stride, gpucore's
+conv2d_act nodes, which hold the following residual add and ReLU, as ONNX Runtime's fused
+convolutions do, among them) with medians summed over a group's nodes. Needs torch, onnx and
+onnxruntime.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def _gc_steps(model, x):
 
 def _gc_key(graph, node) -> str:
     t = graph.tensors
-    if node.op == "conv2d":
+    if node.op in ("conv2d", "conv2d_act"):  # conv2d_act: with its bias / residual / ReLU
         c, h, w = t[node.inputs[0]].shape[1:]
         o, _, kh, _ = t[node.inputs[1]].shape
         s = node.attrs["stride"][0]
