@@ -1,13 +1,15 @@
 """Where an ONNX model's time goes, node by node, in gpucore's compiled program and in ONNX
-Runtime (``python benchmarks/onnx_layers.py [--model resnet50] [--threads N] [--runs R]``).
+Runtime (``python benchmarks/onnx_layers.py [--model resnet50] [--threads N] [--runs R]
+[--stat min]``).
 
 gpucore: the compiled executor's own lowered calls (packed weights, the same arena) run one
 node at a time from Python and timed each (a Python call costs ~1 µs; the nodes that matter
 take 0.1-3 ms). ONNX Runtime: ``SessionOptions.enable_profiling``'s per-node kernel times.
 Both run ``--runs`` times, alternating; the table groups the nodes by kind and shape (a
-convolution by its input channels, input size, output channels, kernel and stride; the
-following ReLU / residual add listed apart for gpucore, fused into the convolution by ONNX
-Runtime) with medians summed over a group's nodes. Needs torch, onnx and onnxruntime.
+convolution by its input channels, input size, output channels, kernel and stride, gpucore's
+conv2d_act nodes, which hold the following residual add and ReLU, as ONNX Runtime's fused
+convolutions do, among them) with medians summed over a group's nodes. Needs torch, onnx and
+onnxruntime.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def _gc_steps(model, x):
 
 def _gc_key(graph, node) -> str:
     t = graph.tensors
-    if node.op == "conv2d":
+    if node.op in ("conv2d", "conv2d_act"):  # conv2d_act: with its bias / residual / ReLU
         c, h, w = t[node.inputs[0]].shape[1:]
         o, _, kh, _ = t[node.inputs[1]].shape
         s = node.attrs["stride"][0]
@@ -85,6 +87,8 @@ def main() -> None:
     ap.add_argument("--model", default="resnet50", choices=("resnet50", "resnet18"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--stat", choices=("median", "min"), default="median",
+                    help="per node over the runs (min: least disturbed by other jobs)")  # fmt: skip
     args = ap.parse_args()
     import onnxruntime as ort  # noqa: PLC0415
     import torch  # noqa: PLC0415
@@ -137,18 +141,20 @@ def main() -> None:
         k = _ort_key(ev)
         ort_key[ev["name"]] = k
         ort_runs[ev["name"]].append(ev["dur"])
+    stat = statistics.median if args.stat == "median" else min
     gc_group: dict = collections.defaultdict(lambda: [0, 0.0])
     for i, (key, _) in enumerate(steps):
         g = gc_group[key]
         g[0] += 1
-        g[1] += statistics.median(gc_times[i]) * 1e3
+        g[1] += stat(gc_times[i]) * 1e3
     ort_group: dict = collections.defaultdict(lambda: [0, 0.0])
     for nm, durs in ort_runs.items():
         g = ort_group[ort_key[nm]]
         g[0] += 1
-        g[1] += statistics.median(durs[-args.runs :]) / 1e3  # the timed runs (warm-ups first)
+        g[1] += stat(durs[-args.runs :]) / 1e3  # the timed runs (warm-ups first)
     keys = sorted(set(gc_group) | set(ort_group), key=lambda k: -gc_group.get(k, [0, 0.0])[1])
-    print(f"- {name}, {args.threads} thread(s), {args.runs} runs alternating; load: "
+    print(f"- {name}, {args.threads} thread(s), {args.runs} runs alternating, node times: "
+          f"{args.stat} over the runs; load: "
           f"{os.getloadavg()[0]:.2f}; whole model median: gpucore "
           f"{statistics.median(whole['gc']) * 1e3:.2f} ms, ORT "
           f"{statistics.median(whole['ort']) * 1e3:.2f} ms (the profiled ORT run)")  # fmt: skip

@@ -1,5 +1,6 @@
-/* max_pool2d forward (values + flat int64 indices into each H*W plane) and its backward (a
- * scatter-add at the indices), over [planes, H, W] planes split across the thread pool.
+/* max_pool2d forward (values + flat int64 indices into each H*W plane, or the values alone when
+ * idx is NULL) and its backward (a scatter-add at the indices), over [planes, H, W] planes split
+ * across the thread pool.
  *
  * Semantics are PyTorch's: padding counts as -inf; the scan goes in window order (ki, kj) and
  * takes `v > max || isnan(v)`, so the first maximum wins, and a NaN wins (the window's last NaN);
@@ -176,6 +177,71 @@ static void GC_FN(mp_row_vec)(const gc_pool2d *p, const GC_T *x, GC_T *vr, int64
 }
 #undef MP_TAKE
 
+/* Values only (idx NULL: an inference that drops the indices), output row oy of one plane: the
+ * same scan and rule as mp_row_vec (v > max || isnan(v), window order), so the same value bits;
+ * -inf where the window holds no element. */
+#define MP_MAX(v)                                                                                 \
+    do {                                                                                          \
+        MP_VT c_;                                                                                 \
+        memcpy(&c_, vr + i, sizeof c_);                                                           \
+        const MP_VI take_ = (v > c_) | (v != v);                                                  \
+        c_ = (MP_VT)(((MP_VI)v & take_) | ((MP_VI)c_ & ~take_));                                  \
+        memcpy(vr + i, &c_, sizeof c_);                                                           \
+    } while (0)
+
+static void GC_FN(mp_row_max)(const gc_pool2d *p, const GC_T *x, GC_T *vr, ptrdiff_t oy)
+{
+    const ptrdiff_t sw = p->sw;
+    for (ptrdiff_t i = 0; i < p->ow; i++)
+        vr[i] = (GC_T)-INFINITY;
+    for (ptrdiff_t ki = 0; ki < p->kh; ki++) {
+        const ptrdiff_t iy = oy * p->sh - p->ph + ki * p->dh;
+        if (iy < 0 || iy >= p->h)
+            continue;
+        for (ptrdiff_t kj = 0; kj < p->kw; kj++) {
+            const ptrdiff_t off = kj * p->dw - p->pw;
+            ptrdiff_t a, b;
+            mp_range(off, sw, p->w, p->ow, &a, &b);
+            const GC_T *xr = x + iy * p->w + off; /* xr[i * sw]: column i */
+            ptrdiff_t i = a;
+            if (sw == 1) {
+                for (; i + MP_VN <= b; i += MP_VN) {
+                    MP_VT v;
+                    memcpy(&v, xr + i, sizeof v);
+                    MP_MAX(v);
+                }
+            } else if (sw == 2) { /* pairs inside the row, as in mp_row_vec */
+                const ptrdiff_t d = p->w - off;
+                ptrdiff_t e = (d >= 0 ? d / 2 : -((1 - d) / 2)) - MP_VN + 1;
+                e = e < b - MP_VN + 1 ? e : b - MP_VN + 1;
+                for (; i < e; i += MP_VN) {
+                    MP_VT v0, v1;
+                    memcpy(&v0, xr + 2 * i, sizeof v0);
+                    memcpy(&v1, xr + 2 * i + MP_VN, sizeof v1);
+#if MP_VN == 4
+                    const MP_VT v = GC_SHUF4(v0, v1, 0, 2, 4, 6);
+#else
+                    const MP_VT v = GC_SHUF2(v0, v1, 0, 2);
+#endif
+                    MP_MAX(v);
+                }
+            }
+            for (; i + MP_VN <= b; i += MP_VN) { /* (gathered) */
+                MP_VT v;
+                for (int l = 0; l < MP_VN; l++)
+                    v[l] = xr[(i + l) * sw];
+                MP_MAX(v);
+            }
+            for (; i < b; i++) {
+                const GC_T v = xr[i * sw];
+                if (v > vr[i] || v != v)
+                    vr[i] = v;
+            }
+        }
+    }
+}
+#undef MP_MAX
+
 /* The common 2-wide window (kw = sw = 2, dw = 1, pw = 0, every column of a window inside the
  * row: 2*ow <= w), any rows: each row of a window is one pair of adjacent inputs, so a vector of
  * MP_VN outputs takes two contiguous loads and an even/odd shuffle per window row, and the
@@ -269,6 +335,12 @@ static void GC_FN(mp_fwd_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
     GC_FN(mp_job) *J = (GC_FN(mp_job) *)ctx;
     const gc_pool2d *p = J->p;
     const ptrdiff_t hw = p->h * p->w, ohw = p->oh * p->ow;
+    if (!J->idx) {
+        for (ptrdiff_t pl = lo; pl < hi; pl++)
+            for (ptrdiff_t oy = 0; oy < p->oh; oy++)
+                GC_FN(mp_row_max)(p, J->x + pl * hw, J->vals + pl * ohw + oy * p->ow, oy);
+        return;
+    }
     if (GC_FN(mp_is_w2)(p)) {
         for (ptrdiff_t pl = lo; pl < hi; pl++)
             for (ptrdiff_t oy = 0; oy < p->oh; oy++)

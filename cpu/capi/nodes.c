@@ -355,7 +355,7 @@ static int check_conv_pool(gc_rd *r, gc_mnode *nd)
         return gc_rd_corrupt(r, "bad max_pool2d node");
     BUF_OR_FAIL(x, 0, 0);
     BUF_OR_FAIL(vals, 1, 0);
-    BUF_OR_FAIL(idx, 2, 0);
+    BUF_OR_FAIL(idx, 2, 1); /* NONE: the values only */
     static const int64_t lo[13] = {0, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1};
     for (int i = 0; i < 13; i++)
         if (ival(r, nd, 3 + i, lo[i], 1 << 24, &g[i]) < 0)
@@ -363,12 +363,12 @@ static int check_conv_pool(gc_rd *r, gc_mnode *nd)
     gc_pool2d p = {g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10], g[11], g[12]};
     int64_t nin, nout;
     gc_marg *v[2] = {x, vals};
-    if (floats(r, nd, v, 2) < 0 || written(r, vals) < 0 || written(r, idx) < 0 ||
+    if (floats(r, nd, v, 2) < 0 || written(r, vals) < 0 || (idx && written(r, idx) < 0) ||
         gc_mulok(p.planes, p.h * p.w, &nin) < 0 || gc_mulok(p.planes, p.oh * p.ow, &nout) < 0)
         return gc_rd_corrupt(r, "max_pool2d: bad sizes");
-    if (idx->dtype != GC_DTYPE_INT64 || !idx->contig)
+    if (idx && (idx->dtype != GC_DTYPE_INT64 || !idx->contig))
         return gc_rd_corrupt(r, "max_pool2d: idx must be contiguous int64");
-    if (need(r, x, nin) < 0 || need(r, vals, nout) < 0 || need(r, idx, nout) < 0)
+    if (need(r, x, nin) < 0 || need(r, vals, nout) < 0 || (idx && need(r, idx, nout) < 0))
         return -1;
     nd->pl = p;
     nd->empty = nout == 0;

@@ -24,6 +24,23 @@ def fit(x: np.ndarray, y: np.ndarray, w: np.ndarray, deg: int) -> np.ndarray:
     return c
 
 
+def fit_rounded(x: np.ndarray, y: np.ndarray, w: np.ndarray, deg: int) -> np.ndarray:
+    """As fit, with the coefficients rounded to float32 one at a time, lowest first, the
+    higher ones refitted after each rounding (absorbing its error)."""
+    fixed: list = []
+    for i in range(deg + 1):
+        rest = y - sum(c * x**k for k, c in enumerate(fixed))
+        fixed.append(float(np.float32(fit_tail(x, rest, w, i, deg)[0])))
+    return np.array(fixed)
+
+
+def fit_tail(x: np.ndarray, y: np.ndarray, w: np.ndarray, lo: int, deg: int) -> np.ndarray:
+    """Coefficients c[lo..deg] minimizing sum(w * (sum c[k] x^k - y))**2."""
+    v = np.vander(x, deg + 1, increasing=True)[:, lo:]
+    c, *_ = np.linalg.lstsq(v * w[:, None], y * w, rcond=None)
+    return c
+
+
 def show(name: str, c: np.ndarray, err: float) -> None:
     body = ", ".join(f"{np.float32(v)}f" for v in c)
     print(f"{name} (max rel err {err:.2e}, lowest degree first): {body}")
@@ -65,6 +82,13 @@ def main() -> None:
     err = np.max(np.abs(t2 * np.exp(np.polyval(c[::-1], (t2 - mid) / half)) / ref - 1))
     print(f"erfc: s = t * {np.float32(1 / half)}f + {np.float32(-mid / half)}f")
     show("erfc Q(s)", c, err)
+
+    # gelu near zero: Phi(x) = 1/2 + x P(x^2), P(u) = erf(sqrt(u / 2)) / (2 sqrt u), |x| <= 3
+    x = nodes(1e-6, 3.0)
+    y = np.array([math.erf(v / math.sqrt(2)) for v in x]) / (2 * x)
+    c = fit_rounded(x * x, y, 1 / y, 10)
+    err = np.max(np.abs(np.polyval(c[::-1], x * x) / y - 1))
+    show("gelu P(u)", c, err)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@
  *   vf_and vf_or vf_xor vf_andnot(a, b) = ~a & b (bitwise)   vf_round (to nearest even)
  *   vf_cvti (float -> int32, nearest)  vi_cvtf   vi_set1 vi_add vi_sub vi_srai vi_slli vi_and
  *   vf_asi vi_asf (reinterpret)   vf_lt vf_le vf_gt vf_ge vf_eq vf_isnan -> VM
- *   vf_blend(m, a, b) = m ? b : a
+ *   vf_blend(m, a, b) = m ? b : a   vm_bits(m): lane k of m as bit k (unsigned)
  *   vd_lo vd_hi (VF -> VD of the low / high lanes)  vd_tof2(lo, hi) (-> VF)
  *   vd_set1 vd_add vd_mul vd_fma(a, b, c) = a*b + c  vd_sub
  *   vd_storeu(p, v) (VLANES / 2 doubles)
@@ -30,14 +30,9 @@
  * n = round(x / ln2), r = x - n ln2 (ln2 in two parts, FMA), exp(r) = 1 + r + r^2 P(r), then
  * times 2^n as 2^(n/2) * 2^(n - n/2): both factors are normal floats for every n in [-150, 128],
  * the first product is exact and the second rounds once (also into the denormals, or to inf). */
-static inline VF vm_exp_k(VF x, int k)
+/* exp(r) 2^(n + k) from the reduced argument r (|r| <= ln2 / 2) and n (as a float) */
+static inline VF vm_exp_tail(VF nf, VF r, int k)
 {
-    /* exp(x) 2^k for k in [0, 64]: clamp so that n + k stays in [-150, 128] */
-    const VF lo = VM_C(-104.0f - 0.693147181f * (float)k), hi = VM_C(89.0f - 0.693147181f * (float)k);
-    const VF xc = vf_max(lo, vf_min(hi, x)); /* NaN stays NaN */
-    const VF nf = vf_round(vf_mul(xc, VM_C(1.44269504088896341f)));
-    VF r = vf_fnma(nf, VM_C(0.693145751953125f), xc);
-    r = vf_fnma(nf, VM_C(1.42860682030941723212e-6f), r);
     VF p = VM_C(0.00019826496f);
     p = vf_fma(p, r, VM_C(0.0013946021f));
     p = vf_fma(p, r, VM_C(0.00833343f));
@@ -50,6 +45,29 @@ static inline VF vm_exp_k(VF x, int k)
     const VF s1 = vi_asf(vi_slli(vi_add(n1, vi_set1(127)), 23));
     const VF s2 = vi_asf(vi_slli(vi_add(n2, vi_set1(127)), 23));
     return vf_mul(vf_mul(p, s1), s2);
+}
+
+static inline VF vm_exp_k(VF x, int k)
+{
+    /* exp(x) 2^k for k in [0, 64]: clamp so that n + k stays in [-150, 128] */
+    const VF lo = VM_C(-104.0f - 0.693147181f * (float)k), hi = VM_C(89.0f - 0.693147181f * (float)k);
+    const VF xc = vf_max(lo, vf_min(hi, x)); /* NaN stays NaN */
+    const VF nf = vf_round(vf_mul(xc, VM_C(1.44269504088896341f)));
+    VF r = vf_fnma(nf, VM_C(0.693145751953125f), xc);
+    r = vf_fnma(nf, VM_C(1.42860682030941723212e-6f), r);
+    return vm_exp_tail(nf, r, k);
+}
+
+/* exp(xh + xl) 2^k for xh in [-140, 0], |xl| <= 2 (k in [0, 64]): xh - n ln2hi is exact when
+ * |xh| >= 1 (both are multiples of ulp(xh) or of 2^-15, the difference below 2), xl joins the
+ * small remainder, so the sum's rounding error stays off the argument. */
+static inline VF vm_exp2_k(VF xh, VF xl, int k)
+{
+    const VF xc = vf_max(VM_C(-140.0f), xh);
+    const VF nf = vf_round(vf_mul(vf_add(xc, xl), VM_C(1.44269504088896341f)));
+    VF r = vf_add(vf_fnma(nf, VM_C(0.693145751953125f), xc), xl);
+    r = vf_fnma(nf, VM_C(1.42860682030941723212e-6f), r);
+    return vm_exp_tail(nf, r, k);
 }
 
 static inline VF vm_exp(VF x)
@@ -142,9 +160,13 @@ static inline VF vm_sigmoid(VF x)
 /* erfc(w) / 2 = h exp(-x2h / 2) for w = ax / sqrt 2 (ax = |x| <= 16): returns h = t / 2 exp(Q(s)
  * - x2l / 2), t = 1 / (1 + w/2), Q a polynomial in s = (t - mid) / half, with x^2 = x2h + x2l
  * exactly (FMA), since erfc's relative error is 2 w^2 times that of w^2 (vm_gelu, vm_gelu_grad). */
-static inline VF vm_erfc_half(VF ax, VF x2l)
+static inline VF vm_erfc_t(VF ax)
 {
-    const VF t = vf_div(VM_C(1.0f), vf_fma(ax, VM_C(0.35355339059327376f), VM_C(1.0f)));
+    return vf_div(VM_C(1.0f), vf_fma(ax, VM_C(0.35355339059327376f), VM_C(1.0f)));
+}
+
+static inline VF vm_erfc_q(VF t, VF x2l)
+{
     const VF sv = vf_fma(t, VM_C(2.353553295135498f), VM_C(-1.3535534143447876f));
     VF q = VM_C(-7.298795026144944e-06f);
     q = vf_fma(q, sv, VM_C(-2.5670244212960824e-05f));
@@ -158,34 +180,113 @@ static inline VF vm_erfc_half(VF ax, VF x2l)
     q = vf_fma(q, sv, VM_C(0.018184229731559753f));
     q = vf_fma(q, sv, VM_C(0.5808932185173035f));
     q = vf_fma(q, sv, VM_C(-0.5698438286781311f));
-    q = vf_fma(x2l, VM_C(-0.5f), q);
-    return vf_mul(vf_mul(t, VM_C(0.5f)), vm_exp(q));
+    return vf_fma(x2l, VM_C(-0.5f), q);
+}
+
+static inline VF vm_erfc_half(VF ax, VF x2l)
+{
+    const VF t = vm_erfc_t(ax);
+    return vf_mul(vf_mul(t, VM_C(0.5f)), vm_exp(vm_erfc_q(t, x2l)));
 }
 
 /* ---- gelu, erf form --------------------------------------------------------------------------
- * gelu(x) = x (1 - erfc(w) / 2) for x >= 0 and x erfc(w) / 2 for x < 0, w = |x| / sqrt 2 (no
+ * Everywhere (vm_gelu_erfc): gelu(x) = x (1 - erfc(w) / 2) for x >= 0 and x erfc(w) / 2 for x < 0, w = |x| / sqrt 2 (no
  * cancellation either way).  erfc(w) = t exp(Q(s)) exp(-w^2), t = 1 / (1 + w/2), Q a polynomial
  * in s = (t - mid) / half; w^2 = x^2 / 2 is taken exactly as hi + lo (FMA), since erfc's relative
  * error is 2 w^2 times that of w^2.  |x| is clamped to 16 (beyond, gelu is x or -0). */
-static inline VF vm_gelu(VF x)
+static inline VF vm_gelu_erfc(VF x)
 {
     const VF signbit = vi_asf(vi_set1((int)0x80000000u));
     const VF ax = vf_min(vf_andnot(signbit, x), VM_C(16.0f)); /* -ax == x for -16 <= x < 0 */
     const VF x2h = vf_mul(ax, ax);
     const VF x2l = vf_fma(ax, ax, vf_sub(VM_C(0.0f), x2h)); /* ax*ax - x2h exactly */
-    /* erfc(w) / 2 = h * exp(-x2h / 2): for x < 0 the result is x h exp(-x2h / 2) with
-     * x h ~ -0.4, taken as (x h) (exp(-x2h / 2) 2^64) 2^-64 so that only the last product can
-     * round into the denormals */
-    const VF h = vm_erfc_half(ax, x2l);
-    const VF e64 = vm_exp_k(vf_mul(x2h, VM_C(-0.5f)), 64);
-    const VF pos = vf_fnma(x, vf_mul(h, vf_mul(e64, VM_C(VM_2M64))), x);
-    const VF neg = vf_mul(vf_mul(vf_mul(vf_xor(ax, signbit), h), e64), VM_C(VM_2M64));
+    /* erfc(w) / 2 = (t / 2) exp(Q - x^2 / 2) = (t / 2) e64 2^-64, one exp of -x2h / 2 + (Q -
+     * x2l / 2); for x < 0 the result is taken as (x t / 2) e64 2^-64 with x t / 2 ~ -0.7, so
+     * that only the last product can round into the denormals */
+    const VF ht = vf_mul(vm_erfc_t(ax), VM_C(0.5f));
+    const VF e64 = vm_exp2_k(vf_mul(x2h, VM_C(-0.5f)), vm_erfc_q(vf_add(ht, ht), x2l), 64);
+    const VF pos = vf_fnma(x, vf_mul(ht, vf_mul(e64, VM_C(VM_2M64))), x);
+    const VF neg = vf_mul(vf_mul(vf_mul(vf_xor(ax, signbit), ht), e64), VM_C(VM_2M64));
     VF r = vf_blend(vf_lt(x, VM_C(0.0f)), pos, neg);
     r = vf_blend(vf_eq(x, VM_C(INFINITY)), r, x);           /* inf * 0 inside */
     r = vf_blend(vf_eq(x, VM_C(-INFINITY)), r, VM_C(-0.0f)); /* the limit, -0 */
     r = vf_blend(vf_eq(x, VM_C(0.0f)), r, x);                /* +-0 keep their sign */
     return vf_blend(vf_isnan(x), r, x);
 }
+
+/* Near zero (vm_gelu_poly), -1.25 <= x <= 3: gelu(x) = x Phi(x), Phi(x) = 1/2 + x P(x^2) with
+ * P(u) = erf(sqrt(u / 2)) / (2 sqrt u) of degree 10 (|x| <= 3, fit_vmath.py): a fifth of the
+ * erfc form's work.  For x < 0, Phi = 1/2 - |x P| cancels: P's relative error is amplified by
+ * (1/2 - Phi) / Phi, 3.7 at x = -1.25 (6.5 at -1.5), which bounds the range on that side (error
+ * <= 3.3e-7 there, as the erfc form's). */
+static inline VF vm_gelu_poly(VF x)
+{
+    const VF u = vf_mul(x, x);
+    VF p = VM_C(4.733898e-13f);
+    p = vf_fma(p, u, VM_C(-3.7281615e-11f));
+    p = vf_fma(p, u, VM_C(1.4000663e-09f));
+    p = vf_fma(p, u, VM_C(-3.4235896e-08f));
+    p = vf_fma(p, u, VM_C(6.2753264e-07f));
+    p = vf_fma(p, u, VM_C(-9.301873e-06f));
+    p = vf_fma(p, u, VM_C(0.00011508752f));
+    p = vf_fma(p, u, VM_C(-0.0011868061f));
+    p = vf_fma(p, u, VM_C(0.009973118f));
+    p = vf_fma(p, u, VM_C(-0.06649021f));
+    p = vf_fma(p, u, VM_C(0.39894226f));
+    return vf_mul(x, vf_fma(x, p, VM_C(0.5f))); /* +-0 keep their sign */
+}
+
+/* gelu over an array: each element by the polynomial when -1.25 <= x <= 3 (|x - 0.875| <= 2.125:
+ * one compare; NaN fails it), else by the erfc form.  A vector with one or two elements outside
+ * sends them to a vector of such elements (positions kept), run through the erfc form when full
+ * and at the end; one with more runs the erfc form itself and blends.  The cost follows the
+ * number of far elements more than the number of vectors holding one, and the choice is made per
+ * element from its value, so every lane count gives the same bits.  y may be x. */
+#define VM_GELU_ARRAY(NAME)                                                                       \
+    static void NAME##_far(const float *px, const ptrdiff_t *pi, int np, float *y)                \
+    {                                                                                             \
+        float g[VLANES];                                                                          \
+        vf_storeu(g, vm_gelu_erfc(vf_loadn(px, np)));                                             \
+        for (int j = 0; j < np; j++)                                                              \
+            y[pi[j]] = g[j];                                                                      \
+    }                                                                                             \
+    static void NAME(const float *x, float *y, ptrdiff_t n)                                       \
+    {                                                                                             \
+        const VF signbit = vi_asf(vi_set1((int)0x80000000u));                                     \
+        float xv[VLANES], px[VLANES];                                                             \
+        ptrdiff_t pi[VLANES];                                                                     \
+        int np = 0;                                                                               \
+        for (ptrdiff_t i = 0; i < n; i += VLANES) {                                               \
+            const ptrdiff_t r = n - i < VLANES ? n - i : VLANES;                                  \
+            const VF v = r == VLANES ? vf_loadu(x + i) : vf_loadn(x + i, r);                      \
+            const VM near = vf_le(vf_andnot(signbit, vf_sub(v, VM_C(0.875f))), VM_C(2.125f));       \
+            unsigned far = ~vm_bits(near) & (unsigned)((1ull << r) - 1u);                         \
+            const unsigned f1 = far & (far - 1u); /* far less its lowest bit */                   \
+            const int many = (f1 & (f1 - 1u)) != 0;  /* three or more */                          \
+            VF g = vm_gelu_poly(v);                                                               \
+            if (many) /* the whole vector through the erfc form */                                \
+                g = vf_blend(near, vm_gelu_erfc(v), g);                                           \
+            else if (far)                                                                         \
+                vf_storeu(xv, v); /* before y is written: y may be x */                           \
+            if (r == VLANES)                                                                      \
+                vf_storeu(y + i, g);                                                              \
+            else                                                                                  \
+                vf_storen(y + i, g, r);                                                           \
+            if (many)                                                                             \
+                continue;                                                                         \
+            for (; far; far &= far - 1u) { /* one or two: gathered */                             \
+                const int j = __builtin_ctz(far);                                                 \
+                px[np] = xv[j];                                                                   \
+                pi[np] = i + j;                                                                   \
+                if (++np == VLANES) {                                                             \
+                    NAME##_far(px, pi, np, y);                                                    \
+                    np = 0;                                                                       \
+                }                                                                                 \
+            }                                                                                     \
+        }                                                                                         \
+        if (np)                                                                                   \
+            NAME##_far(px, pi, np, y);                                                            \
+    }
 
 /* ---- gelu's derivative, erf form ------------------------------------------------------------
  * gelu'(x) = Phi(x) + x phi(x): Phi from erfc as in vm_gelu (H = erfc(|x| / sqrt 2) / 2 = Phi(-|x|),

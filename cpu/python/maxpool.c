@@ -37,14 +37,16 @@ static int pool2d_parse_common(const char *fn, PyObject *const *args, Py_ssize_t
     const char **names = fwd ? fnames : bnames;
     const Py_ssize_t need[3] = {fwd ? nin : nout, nout, fwd ? nout : nin};
     Py_buffer *v[3];
-    if (get_bufs(bs, fn, args, 3, names, fwd ? "rww" : "rrw", v) < 0)
+    if (get_bufs(bs, fn, args, 3, names, fwd ? "rwW" : "rrw", v) < 0) /* idx None: values only */
         return -1;
     const char kd = float_kind(fn, names[0], v[0]);
     const int fl = fwd ? 1 : 2; /* the other float buffer */
-    if (!kd || need_kind(fn, names[fl], v[fl], kd) < 0 || need_kind(fn, "idx", v[fwd ? 2 : 1],
-                                                                    'q') < 0)
+    if (!kd || need_kind(fn, names[fl], v[fl], kd) < 0 ||
+        (v[fwd ? 2 : 1] && need_kind(fn, "idx", v[fwd ? 2 : 1], 'q') < 0))
         return -1;
     for (int i = 0; i < 3; i++) {
+        if (!v[i])
+            continue;
         if (need_contig(fn, names[i], v[i]) < 0 ||
             need_elems(fn, names[i], v[i], need[i],
                        "planes=%zd, h=%zd, w=%zd, oh=%zd, ow=%zd", p.planes, p.h, p.w, p.oh,
@@ -54,7 +56,8 @@ static int pool2d_parse_common(const char *fn, PyObject *const *args, Py_ssize_t
     static const int fwd_out[3] = {0, 1, 1}, bwd_out[3] = {0, 0, 1};
     if (need_outputs_apart(fn, 3, v, names, need, fwd ? fwd_out : bwd_out) < 0)
         return -1;
-    *node = (pool_node){.p = p, .ptr = {v[0]->buf, v[1]->buf, v[2]->buf}, .fwd = fwd, .kd = kd};
+    *node = (pool_node){
+        .p = p, .ptr = {v[0]->buf, v[1]->buf, v[2] ? v[2]->buf : NULL}, .fwd = fwd, .kd = kd};
     return 0;
 }
 
@@ -102,8 +105,8 @@ GC_DOC(max_pool2d,
              "max_pool2d(x, vals, idx, planes, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, /)"
              "\n--\n\n"
              "Max pooling of x [planes, h, w] into vals [planes, oh, ow] and int64 idx (flat "
-             "index into h*w of each maximum), PyTorch's rules (padding -inf, first maximum, NaN "
-             "wins).");
+             "index into h*w of each maximum; None: the values only), PyTorch's rules (padding "
+             "-inf, first maximum, NaN wins).");
 
 GC_NODE_BINDING(max_pool2d)
 

@@ -2,7 +2,7 @@
 in vectors plus an overlapping last vector, or scalar when ow < the vector width) and the general
 path, against a float64 scan with PyTorch's rule, on widths around the vector edges, odd rows,
 row padding and dilation, ties, NaN and infinities; the same bits with one thread and with the
-pool."""
+pool; the values-only forward (idx None) against the indexed one."""
 
 from __future__ import annotations
 
@@ -106,6 +106,46 @@ def test_threads_bitwise():
     np.testing.assert_array_equal(many[1], one[1])
     rv, ri = ref_max_pool2d(x[:8], k, s, (0, 0), (1, 1), 14, 14)
     np.testing.assert_array_equal(many[1][:8], ri)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_values_only_same_bits(dtype):
+    """idx None (the compiled executor's forward, which drops the indices): the values path
+    gives the bits of the indexed paths (NaN payloads included) and float64's scan, on the
+    2-wide and general geometries, ResNet's stem pool (3x3 / 2, padding 1, 112 wide) and
+    strides 1-3, with one thread and with the pool."""
+    geoms = [((k, 2), (sh, 2), (ph, 0), (dh, 1)) for k, sh, ph, dh in ROWS] + [
+        ((2, 2), (2, 2), (0, 1), (1, 1)),
+        ((3, 3), (1, 1), (1, 1), (1, 1)),
+        ((2, 2), (2, 2), (0, 0), (1, 2)),
+        ((3, 3), (2, 2), (1, 1), (1, 1)),
+        ((2, 3), (1, 2), (1, 1), (2, 1)),
+        ((3, 3), (3, 3), (1, 1), (1, 1)),
+    ]
+    bits = np.uint32 if dtype == np.float32 else np.uint64
+    for (k, s, p, d), w in itertools.product(geoms, (5, 8, 13, 30)):
+        for special in (False, True):
+            x = data((3, 9, w), dtype, seed=w, special=special)
+            planes, h, _ = x.shape
+            vals, _, (oh, ow) = run(x, k, s, p, d)
+            only = np.full_like(vals, 7)
+            C.max_pool2d(x, only, None, planes, h, w, *k, *s, *p, *d, oh, ow)
+            np.testing.assert_array_equal(only.view(bits), vals.view(bits), err_msg=str(k + s))
+            rv, _ = ref_max_pool2d(x, k, s, p, d, oh, ow)
+            np.testing.assert_array_equal(only, rv.astype(dtype))
+    x = data((64, 112, 112), dtype, seed=3)
+    vals, _, (oh, ow) = run(x, (3, 3), (2, 2), (1, 1), (1, 1))
+    only = np.empty_like(vals)
+    geometry = (64, 112, 112, 3, 3, 2, 2, 1, 1, 1, 1, oh, ow)
+    C.max_pool2d(x, only, None, *geometry)
+    threads = C.info()["threads"]
+    try:
+        C.set_num_threads(1)
+        one = np.empty_like(vals)
+        C.max_pool2d(x, one, None, *geometry)
+    finally:
+        C.set_num_threads(threads)
+    assert only.tobytes() == vals.tobytes() == one.tobytes()
 
 
 def ref_backward(g, idx, h, w):

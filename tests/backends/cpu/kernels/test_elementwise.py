@@ -107,6 +107,33 @@ def test_unary_extremes_are_stable(dtype):
     close(o, np_sigmoid((t * 10).astype(np.float64)), dtype, atol=0)
 
 
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 16, 17, 31, 67, 515])
+def test_gelu_mixes_polynomial_and_erfc_elements(n):
+    # float32 gelu (isa/vmath.h) takes a polynomial for -1.25 <= x <= 3 and the erfc form
+    # elsewhere, gathering the far elements of a vector holding one or two of them: vectors
+    # with 0, 1, 2, 3 and more far elements, in place and not, must give each element the
+    # value it gets alone (the same bits) and float64's to 1e-6
+    g = rng(n)
+    near = g.uniform(-1.25, 3.0, n)
+    far = np.where(g.random(n) < 0.5, g.uniform(-12.0, -1.25, n), g.uniform(3.0, 12.0, n))
+    block = np.arange(n) // 16  # a different share of far elements per 16 lanes
+    x = np.where(g.random(n) < (block % 5) / 4.0, far, near).astype(np.float32)
+    x[:: max(n // 3, 1)] = np.float32(-1.25)  # the edges of the polynomial's range
+    x[n // 2] = np.float32(3.0)
+    out = np.empty_like(x)
+    C.unary(C.UNARY_GELU, x, out)
+    alone = np.empty(1, np.float32)
+    for i in range(n):
+        C.unary(C.UNARY_GELU, x[i : i + 1], alone)
+        assert out[i].tobytes() == alone[0].tobytes(), (i, x[i], out[i], alone[0])
+    xd = x.astype(np.float64)
+    ref = 0.5 * xd * np.vectorize(math.erfc)(-xd / math.sqrt(2.0))
+    np.testing.assert_allclose(out, ref, rtol=1e-6, atol=0)
+    y = x.copy()
+    C.unary(C.UNARY_GELU, y, y)
+    assert y.tobytes() == out.tobytes()
+
+
 def np_gelu_grad(x):
     return 0.5 * (1.0 + _erf(x / math.sqrt(2.0))) + x * np.exp(-0.5 * x * x) / math.sqrt(
         2 * math.pi
