@@ -9,8 +9,7 @@ kernels with ``@kernel``, one module per module of gpucore/ops, of the same name
 elementwise.py, reduce.py, indexing.py, joining.py, linalg.py (its C kernel is cpu/gemm.c), nn.py,
 norm.py, norm_batch.py, pool.py, attention.py, random.py, optim.py, scan.py, scatter.py,
 selection.py, sorting.py and bitwise.py (numpy); membership.py (cpu/isin.c); bessel.py,
-transcendental.py and polynomials.py (the special functions of torch.special: numpy in float64,
-i0/i1/erfcx/ndtri/entr in C, cpu/special.c).
+transcendental.py and polynomials.py (the special functions of torch.special, in C: cpu/special*.c).
 ops/shape.py has no kernels (views), nor have the composition modules (rearrange, pointwise,
 einsum); ops/inplace.py reuses the others'.
 
