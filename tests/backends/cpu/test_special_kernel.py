@@ -74,7 +74,9 @@ def test_results_do_not_depend_on_threads_or_splits(threads):
     a, b = _pair("chebyshev_polynomial_u", 200_000, np.float32, seed=2)
     small = np.empty_like(a)
     for s in range(0, a.size, 3001):
-        C.special2(BINARY["chebyshev_polynomial_u"], a[s : s + 3001], b[s : s + 3001], small[s : s + 3001])
+        C.special2(
+            BINARY["chebyshev_polynomial_u"], a[s : s + 3001], b[s : s + 3001], small[s : s + 3001]
+        )
     for t in (1, 2):
         threads(t)
         out = np.empty_like(a)
