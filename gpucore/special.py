@@ -8,8 +8,8 @@ zeta, incomplete gamma, erfcx, ndtri, entr and polynomial functions are registry
 C kernels on the host (gpucore/ops/bessel.py, transcendental.py, polynomials.py; cpu/special*.c:
 in double, float32 rounded once, except the polynomials, which run in the element type as
 PyTorch's; a Vulkan tensor's result comes back as a host tensor, as for sort); ndtr, log_ndtr
-and xlog1py are compositions here (every backend). float16/bfloat16 inputs are refused where PyTorch refuses
-them. Gradients where PyTorch has them; the functions PyTorch does not differentiate (the
+and xlog1py are compositions here (every backend). float16/bfloat16 inputs are refused where
+PyTorch refuses them. Gradients where PyTorch has them; the functions PyTorch does not differentiate (the
 Bessel functions J, Y and K, Airy, the polynomials) give outputs that do not require grad, and
 zeta's and igamma's first-argument gradients raise as PyTorch's do.
 """
