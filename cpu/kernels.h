@@ -39,6 +39,11 @@ enum {
 #include "opcodes.def"
 #undef GC_SPECIAL
 };
+enum {
+#define GC_SPECIAL2(NAME, name, code) GC_SPECIAL2_##NAME = code,
+#include "opcodes.def"
+#undef GC_SPECIAL2
+};
 
 /* The number of codes of each family (codes are 0 .. count-1). */
 enum {
@@ -64,6 +69,12 @@ enum {
 #define GC_SPECIAL(NAME, name, code) +1
 #include "opcodes.def"
 #undef GC_SPECIAL
+};
+enum {
+    GC_SPECIAL2_COUNT = 0
+#define GC_SPECIAL2(NAME, name, code) +1
+#include "opcodes.def"
+#undef GC_SPECIAL2
 };
 
 /* Each family's codes are exactly 0 .. count-1, each once (kernels and name tables are indexed
@@ -92,6 +103,12 @@ _Static_assert((0
 #undef GC_SPECIAL
                 ) == (1ull << GC_SPECIAL_COUNT) - 1,
                "opcodes.def: the GC_SPECIAL codes must be 0 .. count-1, each once");
+_Static_assert((0
+#define GC_SPECIAL2(NAME, name, code) | (1ull << (code))
+#include "opcodes.def"
+#undef GC_SPECIAL2
+                ) == (1ull << GC_SPECIAL2_COUNT) - 1,
+               "opcodes.def: the GC_SPECIAL2 codes must be 0 .. count-1, each once");
 
 /* Comparisons (kind CMP) write bool bytes (0 / 1); the arithmetic ops (ARITH) the inputs' type. */
 #define GC_BINARY_KIND_ARITH 0
@@ -521,6 +538,13 @@ int gc_igemm(gc_elem t, const void *a, const void *b, void *c, ptrdiff_t batch, 
 /* special: out[i] = f(x[i]) for the GC_SPECIAL function op (special.c), n contiguous float32
  * (f64 = 0) or float64 (f64 = 1) elements, computed in double; out may be x itself. */
 void gc_special(int op, int f64, const void *x, void *out, ptrdiff_t n);
+
+/* special2: out[i] = f(a[i * sa], b[i * sb]) for the GC_SPECIAL2 function op (special.c), sa and
+ * sb 0 (one value broadcast) or 1, n float32 (f64 = 0) or float64 (f64 = 1) outputs; zeta and
+ * igamma computed in double, the polynomials in the element type (special_poly.c); out may be a
+ * or b itself. */
+void gc_special2(int op, int f64, const void *a, ptrdiff_t sa, const void *b, ptrdiff_t sb,
+                 void *out, ptrdiff_t n);
 
 /* gather (torch.gather): operands of it (index's shape): 0 = x with stride 0 along the gathered
  * dim, 1 = index (int64), 2 = out; x's element at index k along that dim is k * xd further, for

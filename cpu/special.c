@@ -1,7 +1,10 @@
-/* special.c: torch.special functions of one argument computed in double (float32 inputs are
- * widened and the result rounded once): the modified Bessel functions I0, I1 and their
- * exponentially scaled forms, erfcx, ndtri and entr.  The methods are those gpucore's float64
- * references use (gpucore/ops/bessel.py, transcendental.py document them):
+/* special.c: the drivers of torch.special's functions in C, gc_special (one argument) and
+ * gc_special2 (two), and the functions of one argument not in a family file: the modified
+ * Bessel functions I0, I1 and their exponentially scaled forms, erfcx, ndtri and entr.  Computed
+ * in double (float32 inputs widened and the result rounded once), except the orthogonal
+ * polynomials, which run in the element's type as PyTorch's (special_poly.c).  The family files
+ * (special.h): special_bessel.c (J, Y, K, spherical j0, Ai), special_gamma.c (zeta, igamma),
+ * special_poly.c.  The methods of this file:
  *   I_n:   the power series (positive terms) for |x| <= 30, the large-argument expansion
  *          (DLMF 10.40.1, 30 terms) beyond; I(+-inf) is NaN and the scaled forms 0 there, as
  *          PyTorch;
@@ -13,10 +16,9 @@
  * Every element is computed on its own, so any split over threads gives the same bits. */
 #include "isa.h"
 #include "kernels.h"
+#include "special.h"
 
 #include <math.h>
-
-#define GC_PI 3.14159265358979323846
 
 static double i_series(int n, double a) /* I_n(a), 0 <= a <= 30 */
 {
@@ -135,6 +137,16 @@ static double special1(int op, double x)
     case GC_SPECIAL_ERFCX: return erfcx(x);
     case GC_SPECIAL_NDTRI: return ndtri(x);
     case GC_SPECIAL_ENTR: return entr(x);
+    case GC_SPECIAL_BESSEL_J0: return gc_sp_bessel_j(0, x);
+    case GC_SPECIAL_BESSEL_J1: return gc_sp_bessel_j(1, x);
+    case GC_SPECIAL_BESSEL_Y0: return gc_sp_bessel_y(0, x);
+    case GC_SPECIAL_BESSEL_Y1: return gc_sp_bessel_y(1, x);
+    case GC_SPECIAL_MODIFIED_BESSEL_K0: return gc_sp_bessel_k(0, 0, x);
+    case GC_SPECIAL_MODIFIED_BESSEL_K1: return gc_sp_bessel_k(1, 0, x);
+    case GC_SPECIAL_SCALED_MODIFIED_BESSEL_K0: return gc_sp_bessel_k(0, 1, x);
+    case GC_SPECIAL_SCALED_MODIFIED_BESSEL_K1: return gc_sp_bessel_k(1, 1, x);
+    case GC_SPECIAL_SPHERICAL_BESSEL_J0: return gc_sp_spherical_j0(x);
+    case GC_SPECIAL_AIRY_AI: return gc_sp_airy_ai(x);
     default: return NAN;
     }
 }
@@ -164,6 +176,57 @@ static void special_range(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 void gc_special(int op, int f64, const void *x, void *out, ptrdiff_t n)
 {
     special_ctx c = {.op = op, .f64 = f64, .x = x, .out = out};
-    /* the series and the iterations: ~0.1-0.3 us per element */
+    /* the series, recurrences and quadratures: ~0.05-0.5 us per element */
     gc_parallel_range(n, 64, (double)n * 150.0, special_range, &c);
+}
+
+/* ------------------------------------------------------------------ two arguments */
+
+static double special2_d(int op, double a, double b)
+{
+    switch (op) {
+    case GC_SPECIAL2_ZETA: return gc_sp_zeta(a, b);
+    case GC_SPECIAL2_IGAMMA: return gc_sp_igamma(a, b, 0);
+    case GC_SPECIAL2_IGAMMAC: return gc_sp_igamma(a, b, 1);
+    default: return gc_sp_poly_d(op, a, b);
+    }
+}
+
+static float special2_f(int op, float a, float b)
+{
+    if (op == GC_SPECIAL2_ZETA || op == GC_SPECIAL2_IGAMMA || op == GC_SPECIAL2_IGAMMAC)
+        return (float)special2_d(op, a, b); /* in double, rounded once (PyTorch's acc type) */
+    return gc_sp_poly_f(op, a, b);
+}
+
+typedef struct {
+    int op, f64;
+    const void *a, *b;
+    ptrdiff_t sa, sb;
+    void *out;
+} special2_ctx;
+
+static void special2_range(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
+{
+    const special2_ctx *c = ctx;
+    if (c->f64) {
+        const double *a = c->a, *b = c->b;
+        double *o = c->out;
+        for (ptrdiff_t i = lo; i < hi; i++)
+            o[i] = special2_d(c->op, a[i * c->sa], b[i * c->sb]);
+    } else {
+        const float *a = c->a, *b = c->b;
+        float *o = c->out;
+        for (ptrdiff_t i = lo; i < hi; i++)
+            o[i] = special2_f(c->op, a[i * c->sa], b[i * c->sb]);
+    }
+}
+
+void gc_special2(int op, int f64, const void *a, ptrdiff_t sa, const void *b, ptrdiff_t sb,
+                 void *out, ptrdiff_t n)
+{
+    special2_ctx c = {.op = op, .f64 = f64, .a = a, .b = b, .sa = sa, .sb = sb, .out = out};
+    /* zeta ~0.3 us, igamma ~0.1-10 us (sqrt(a) steps near x = a), a polynomial of degree d
+     * ~2d ns: the split is by element count, the estimate only decides how many threads */
+    gc_parallel_range(n, 64, (double)n * 200.0, special2_range, &c);
 }

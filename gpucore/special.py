@@ -1,17 +1,17 @@
 """gpucore.special: PyTorch's torch.special names, signatures and semantics.
 
-Every function takes ``out=`` (a tensor of the result's shape whose dtype can hold the result;
-not with autograd, as PyTorch) and computes integer and bool inputs in the default floating
-dtype. Most are the top-level ops under their special names (``expit`` is sigmoid, ``psi``
-digamma, ``gammaln`` lgamma, ``gammainc`` igamma, ``multigammaln`` mvlgamma); the Bessel, Airy,
-zeta, incomplete gamma, erfcx, ndtri, entr and polynomial functions are registry ops with
-kernels on the host (gpucore/ops/bessel.py, transcendental.py, polynomials.py: i0, i0e, i1, i1e,
-erfcx, ndtri and entr in C in double, cpu/special.c; the others float64 numpy; a Vulkan
-tensor's result comes back as a host tensor, as for sort); ndtr, log_ndtr and xlog1py are
-compositions here (every backend). float16/bfloat16 inputs are refused where PyTorch refuses
-them. Gradients where PyTorch has them; the functions PyTorch does not differentiate (the
-Bessel functions J, Y and K, Airy, the polynomials) give outputs that do not require grad, and
-zeta's and igamma's first-argument gradients raise as PyTorch's do.
+Every function takes ``out=`` (a tensor of the result's shape whose dtype can hold the result; not
+with autograd, as PyTorch) and computes integer and bool inputs in the default floating dtype. Most
+are the top-level ops under their special names (``expit`` is sigmoid, ``psi`` digamma, ``gammaln``
+lgamma, ``gammainc`` igamma, ``multigammaln`` mvlgamma); the Bessel, Airy, zeta, incomplete gamma,
+erfcx, ndtri, entr and polynomial functions are registry ops with C kernels on the host
+(gpucore/ops/bessel.py, transcendental.py, polynomials.py; cpu/special*.c: in double, float32
+rounded once, except the polynomials, which run in the element type as PyTorch's; a Vulkan tensor's
+result comes back as a host tensor, as for sort); ndtr, log_ndtr and xlog1py are compositions here
+(every backend). float16/bfloat16 inputs are refused where PyTorch refuses them. Gradients where
+PyTorch has them; the functions PyTorch does not differentiate (the Bessel functions J, Y and K,
+Airy, the polynomials) give outputs that do not require grad, and zeta's and igamma's first-argument
+gradients raise as PyTorch's do.
 """
 
 from __future__ import annotations

@@ -44,8 +44,8 @@
     X(copy) X(cast) X(gather) X(index_add_rows)                                                   \
     /* isin.c, igemm.c: membership, integer matrix products */                                    \
     X(isin) X(igemm)                                                                              \
-    /* special.c: torch.special functions in double */                                           \
-    X(special)                                                                                    \
+    /* special.c: torch.special's functions (special2: those of two arguments) */                 \
+    X(special) X(special2)                                                                        \
     /* norm.c, norm_batch.c, attention.c, attention_backward.c */                                 \
     X(layer_norm) X(norm_rows_forward) X(norm_rows_backward) X(batch_norm_forward)                \
     X(batch_norm_backward)                                                                        \

@@ -109,6 +109,11 @@ static PyObject *opcodes_table(void)
 #include "opcodes.def"
 #undef GC_SPECIAL
 
+    TABLE("special2")
+#define GC_SPECIAL2(NAME, name, code) ADD(#name, code)
+#include "opcodes.def"
+#undef GC_SPECIAL2
+
     TABLE("act")
 #define GC_ACT(NAME, name, code) ADD(#name, code)
 #include "opcodes.def"

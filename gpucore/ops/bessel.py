@@ -4,12 +4,12 @@ scaled forms, the Bessel functions bessel_j0/j1/y0/y1, spherical_bessel_j0 and a
 (no gradient in PyTorch: their outputs do not require grad).
 
 All take a float tensor (integers and bools give the default floating dtype) and give one of the
-same shape. Computed in float64 on the CPU: i0/i0e/i1/i1e in C, the others by numpy (series,
-quadrature of their integral representations and Hankel's expansions; see the kernels); Vulkan
-tensors go through the host.
+same shape. Computed in C in double on the CPU (float32 rounded once; series, recurrences,
+quadrature of integral representations and Hankel's expansions: see cpu/special_bessel.c);
+Vulkan tensors go through the host.
 
-kernels: backends/cpu/kernels/bessel.py (i0/i0e/i1/i1e in C, cpu/special.c; the others numpy) ·
-none on Vulkan.
+kernels: backends/cpu/kernels/bessel.py (cpu/special.c: i0/i0e/i1/i1e; cpu/special_bessel.c: the
+others) · none on Vulkan.
 """
 
 from __future__ import annotations

@@ -3,10 +3,11 @@
 shifted forms on [0, 1], Hermite H (physicists') and He (probabilists'), Laguerre L and
 Legendre P. No gradient, as PyTorch (their outputs do not require grad).
 
-Computed in float64 by numpy on the CPU with PyTorch's algorithms (the three-term recurrence;
-the Chebyshev closed forms inside (-1, 1) at high degree); Vulkan tensors go through the host.
+Computed in C on the CPU in the result's own dtype with PyTorch's algorithms (the three-term
+recurrence; the Chebyshev closed forms inside (-1, 1) at high degree); Vulkan tensors go through
+the host.
 
-kernels: backends/cpu/kernels/polynomials.py (numpy) · none on Vulkan.
+kernels: backends/cpu/kernels/polynomials.py (cpu/special_poly.c) · none on Vulkan.
 """
 
 from __future__ import annotations

@@ -7,11 +7,10 @@ of the normal CDF (both differentiable), and ``entr`` (-x log x, with PyTorch's 
 PyTorch does not implement raises the same error when backward reaches it. The compositions
 logit, polygamma and mvlgamma (gpucore.<name> and Tensor.<name>) are declared here too.
 
-Computed in float64 on the CPU (erfcx, ndtri and entr in C; zeta and igamma by numpy); Vulkan
-tensors go through the host.
+Computed in C in double on the CPU (float32 rounded once); Vulkan tensors go through the host.
 
-kernels: backends/cpu/kernels/transcendental.py (erfcx/ndtri/entr in C, cpu/special.c; zeta and
-igamma numpy) · none on Vulkan.
+kernels: backends/cpu/kernels/transcendental.py (erfcx/ndtri/entr: cpu/special.c; zeta and
+igamma: cpu/special_gamma.c) · none on Vulkan.
 """
 
 from __future__ import annotations

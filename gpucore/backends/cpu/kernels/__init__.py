@@ -11,8 +11,7 @@ norm.py, norm_batch.py, pool.py, grid_sample.py (cpu/grid_sample.c), ctc.py (cpu
 attention.py, random.py, optim.py, scan.py, scatter.py, selection.py, sorting.py, bitwise.py,
 numeric.py (gcd, lcm, frexp, nextafter), counting.py (histogramdd, mode) and random_counts.py
 (poisson, binomial) (numpy); membership.py (cpu/isin.c); bessel.py, transcendental.py and
-polynomials.py (the special functions of torch.special: numpy in float64, i0/i1/erfcx/ndtri/entr
-in C, cpu/special.c).
+polynomials.py (the special functions of torch.special, in C: cpu/special*.c).
 ops/shape.py has no kernels (views), nor have the composition modules (rearrange, pointwise,
 einsum); ops/inplace.py reuses the others'.
 

@@ -57,6 +57,29 @@ def special_kernel(name: str):
     return run
 
 
+def _special_operand(a: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """An input of ``_cpu.special2``: out's dtype, flat, of out's size or one element."""
+    a = np.asarray(a)
+    if a.shape != out.shape:
+        if a.size == 1:
+            return np.ascontiguousarray(a, out.dtype).reshape(1)
+        a = np.broadcast_to(a, out.shape)
+    return np.ascontiguousarray(a, out.dtype).reshape(-1)
+
+
+def special2_kernel(name: str):
+    """The kernel of a two-input torch.special function computed in C (``_cpu.special2``,
+    cpu/special.c; its code from ``OPCODES["special2"]``): both inputs in the output's dtype, as
+    PyTorch casts them to the common dtype (a one-element input is broadcast by the C loop)."""
+    code = _cpu.OPCODES["special2"][name]
+
+    def run(out, a, b):
+        _cpu.special2(code, _special_operand(a, out), _special_operand(b, out), out.reshape(-1))
+
+    run.__name__ = f"_{name}"
+    return run
+
+
 def _isf(a: np.ndarray) -> bool:
     return a.dtype in _FLOAT
 
