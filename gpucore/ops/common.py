@@ -153,7 +153,8 @@ def check_indices(op: str, index, size: int, what: str) -> None:
     """Raise GpucoreIndexError unless every value of ``index`` (a Tensor or an array) lies in
     [0, size): the index-taking ops (index_select, embedding, nll_loss...) refuse negative
     indices, as PyTorch; only indexing itself (``x[idx]``) counts them from the end."""
-    arr = index._host() if isinstance(index, Tensor) else np.asarray(index)
+    # a check only (the graph does not depend on it): not a host read a capture must refuse
+    arr = index._host_quiet() if isinstance(index, Tensor) else np.asarray(index)
     if arr.size == 0:
         return
     lo, hi = int(arr.min()), int(arr.max())

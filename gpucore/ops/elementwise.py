@@ -574,7 +574,7 @@ def to_device(input: Tensor, device: str) -> Tensor:
     """A copy of ``input`` on 'cpu' or 'vulkan' (differentiable: the gradient moves back)."""
     src = input.device.type
     if device == "cpu":
-        host = input._host()
+        host = input._host_quiet()  # a capture rebinds out to input below
         data = empty_array(host.shape, host.dtype)
         np.copyto(data, host)
         out = Tensor._wrap(data, input._dtype)
@@ -582,7 +582,7 @@ def to_device(input: Tensor, device: str) -> Tensor:
         vb = dispatch.vulkan_backend(required=True)
         # np.require keeps 0-d arrays 0-d (np.ascontiguousarray makes them shape (1,))
         out = Tensor._wrap(
-            vb.upload(np.require(input._host(), requirements="C"), input._dtype),
+            vb.upload(np.require(input._host_quiet(), requirements="C"), input._dtype),
             input._dtype,
             dev=vb,
         )

@@ -58,7 +58,7 @@ def _write(x: Tensor, r: Tensor, op: str) -> None:
         if x._dev is not None:
             x._dev.copy_into(x._data, r)
         else:
-            np.copyto(x._data, r._host())
+            np.copyto(x._data, r._host_quiet())  # the capture rebinds x to r below
     except ValueError as e:
         raise ShapeError(
             f"{op}: cannot write into this tensor ({e}); it is an expanded view whose elements "

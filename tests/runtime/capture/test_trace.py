@@ -181,9 +181,11 @@ def test_strict_trace_refuses_host_reads_of_values_computed_from_inputs():
 
     x = gpucore.randn(3)
     for fn in (branch, item, size, numpy_read):
-        trace(fn, (x,))  # jit.trace semantics by default: the values are baked in
+        trace(fn, (x,), bake_values=True)  # jit.trace semantics asked for: values baked in
         with pytest.raises(CaptureError, match="reads the values"):
             trace(fn, (x,), strict=True)
+        with pytest.raises(CaptureError, match="reads the values"):
+            trace(fn, (x,), strict=True, bake_values=True)
     sources = []
     graph = trace(weights_only, (x,), strict=True, sources=sources)
     assert [v for t, v in sources if t is w] == [w._vbox[0]]  # and the scale, a 0-d constant
@@ -235,4 +237,8 @@ def test_shapes_only_capture_traces_again_when_the_model_reads_values():
     for fn in (item, size, numpy_read):
         with pytest.raises(ValuesNeeded):
             trace(fn, (x,), shapes_only=True)
-        _same_graphs(capture(fn, (x,), shapes_only=True), trace(fn, (x,)))
+        _same_graphs(
+            capture(fn, (x,), shapes_only=True, bake_values=True), trace(fn, (x,), bake_values=True)
+        )
+        with pytest.raises(CaptureError, match="reads the values"):
+            capture(fn, (x,), shapes_only=True)
