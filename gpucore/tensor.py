@@ -246,12 +246,6 @@ class Tensor:
             HOST_READ_HOOK[0](self)
         return self._data if self._dev is None else self._dev.host_view(self._data)
 
-    def _host_quiet(self) -> np.ndarray:
-        """``_host()`` for gpucore's own plumbing that a capture records otherwise (an in-place
-        write's copy, a device move, a runtime op's evaluation): not a host read of the
-        model's, so HOST_READ_HOOK is not told."""
-        return self._data if self._dev is None else self._dev.host_view(self._data)
-
     def _readable(self) -> np.ndarray:
         """The values for gpucore's own reads (bfloat16 as float32): not exported to a user."""
         if self._dtype is D.bfloat16:

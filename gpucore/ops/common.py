@@ -149,12 +149,19 @@ def _check_scalar(op, v, name, position):
         )
 
 
+def host_quiet(t: Tensor) -> np.ndarray:
+    """``t._host()`` for gpucore's own plumbing that a capture records otherwise (an in-place
+    write's copy, a device move, a runtime op's evaluation, a bounds check): not a host read
+    of the model's, so HOST_READ_HOOK (runtime/capture/trace.py) is not told."""
+    return t._data if t._dev is None else t._dev.host_view(t._data)
+
+
 def check_indices(op: str, index, size: int, what: str) -> None:
     """Raise GpucoreIndexError unless every value of ``index`` (a Tensor or an array) lies in
     [0, size): the index-taking ops (index_select, embedding, nll_loss...) refuse negative
     indices, as PyTorch; only indexing itself (``x[idx]``) counts them from the end."""
     # a check only (the graph does not depend on it): not a host read a capture must refuse
-    arr = index._host_quiet() if isinstance(index, Tensor) else np.asarray(index)
+    arr = host_quiet(index) if isinstance(index, Tensor) else np.asarray(index)
     if arr.size == 0:
         return
     lo, hi = int(arr.min()), int(arr.max())

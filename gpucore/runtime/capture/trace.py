@@ -33,6 +33,7 @@ from ...autograd.grad_mode import no_grad
 from ...dtypes import from_numpy_dtype
 from ...errors import GpucoreError
 from ...ops import registry
+from ...ops.common import host_quiet
 from ...tensor import HOST_READ_HOOK, Tensor
 from ..ir.graph import Graph
 from ..ir.packing import is_constant
@@ -276,7 +277,7 @@ def apply_runtime_op(op: str, inputs: list, attrs: dict) -> Tensor:
         value = np.empty(shape, dtype.np)
     else:
         # the values the node computes from, not a host read of the model's (no HOST_READ_HOOK)
-        arrays = [np.ascontiguousarray(t._host_quiet()) for t in inputs]
+        arrays = [np.ascontiguousarray(host_quiet(t)) for t in inputs]
         value = np.asarray(op_info(op).evaluate(arrays, attrs, dtypes), dtype=dtype.np)
     result = Tensor._wrap(np.require(value.reshape(shape), requirements="C"), dtype)
     if tracer is not None:
