@@ -7,7 +7,7 @@ import numpy as np
 from .. import dtypes as D
 from ..creation import tensor
 from ..errors import ArgumentTypeError, DTypeError, GpucoreIndexError, ShapeError
-from ..tensor import Tensor
+from ..tensor import HOST_READ_HOOK, Tensor
 from .api import type_name
 
 
@@ -152,7 +152,10 @@ def _check_scalar(op, v, name, position):
 def host_quiet(t: Tensor) -> np.ndarray:
     """``t._host()`` for gpucore's own plumbing that a capture records otherwise (an in-place
     write's copy, a device move, a runtime op's evaluation, a bounds check): not a host read
-    of the model's, so HOST_READ_HOOK (runtime/capture/trace.py) is not told."""
+    of the model's: HOST_READ_HOOK (runtime/capture/trace.py) is told it is ``quiet``, which
+    a shapes-only trace still stops at (its values were not computed)."""
+    if HOST_READ_HOOK[0] is not None:
+        HOST_READ_HOOK[0](t, quiet=True)
     return t._data if t._dev is None else t._dev.host_view(t._data)
 
 

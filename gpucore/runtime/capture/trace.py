@@ -136,7 +136,7 @@ class Tracer:
         self.data_names[id(t._data)] = name
         self.keep.append(t)
 
-    def host_read(self, t: Tensor) -> None:
+    def host_read(self, t: Tensor, quiet: bool = False) -> None:
         """HOST_READ_HOOK: the model read ``t``'s values on the host; a value computed in the
         graph would be baked into the trace (a branch taken, a size, a Python number)."""
         if threading.get_ident() != self.thread or self.in_op:
@@ -144,6 +144,10 @@ class Tracer:
         name = self.names.get(id(t)) or self.data_names.get(id(t._data))
         if name not in self.dynamic:
             return  # a constant's values: folded
+        if quiet:  # gpucore's own plumbing (ops.common.host_quiet): it needs computed values
+            if self.shapes_only:
+                raise ValuesNeeded(name)
+            return
         site, printing = _read_site()
         if printing:
             return  # print(x) / repr(x) while tracing: shown, not baked into the graph
