@@ -82,3 +82,17 @@ def test_vulkan_compiled_model_equals_eager(vulkan):
     cm = gc.compile(q, (gc.randn(4, 24),), device="vulkan")
     for x in _inputs((4, 24)):
         np.testing.assert_array_equal(cm(gc.tensor(x)).numpy(), _eager(q, x))
+
+
+def test_capture_of_device_inputs_records_the_same_graph(vulkan):
+    """Example inputs on the Vulkan device: the ops' own reads of device tensors (run on the
+    CPU) are the recorded nodes', not host reads of the model's, so the capture goes through."""
+    from gpucore.runtime.capture.trace import trace
+    from gpucore.runtime.model import compile_graph
+
+    q = _model(9)
+    example, x = _inputs((3, 24))[0], _inputs((3, 24))[2]
+    g = trace(q, [gc.tensor(example).to("vulkan")])
+    assert [n.op for n in g.order()].count("qlinear_dynamic") == 2
+    cm = compile_graph(g, [example], device="cpu")
+    np.testing.assert_array_equal(cm(gc.tensor(x)).numpy(), _eager(q, x))
