@@ -32,6 +32,7 @@ import numpy as np
 from ...autograd.grad_mode import no_grad
 from ...dtypes import from_numpy_dtype
 from ...errors import GpucoreError
+from ...nn.module import Module
 from ...ops import registry
 from ...ops.common import host_quiet
 from ...tensor import HOST_READ_HOOK, Tensor
@@ -97,8 +98,10 @@ class Tracer:
             )
         names = [self.name_of(t) for t in inputs]
         dynamic = not self.dynamic.isdisjoint(names)
-        self.in_op += 1  # the kernel's own reads of its inputs (a device tensor run on the
-        try:  # CPU) are the recorded node's, not the model's
+        # the kernel's own reads of its inputs (a device tensor run on the CPU) are the
+        # recorded node's, not host reads of the model's
+        self.in_op += 1
+        try:
             if dynamic and self.shapes_only and op.view is None:
                 result = _infer_only(op, inputs, attrs)
             elif backend is None:
@@ -230,8 +233,6 @@ def _read_site() -> tuple:
     """(" at file:line in function (Module Name)" of the code that read a traced tensor's
     values, whether the read is a tensor's repr / str): the innermost frame outside tensor.py
     and this file, and the innermost nn.Module whose method is on the stack."""
-    from ...nn.module import Module  # noqa: PLC0415 - nn imports the runtime lazily
-
     frame = sys._getframe(2)
     site, module = "", None
     while frame is not None:
