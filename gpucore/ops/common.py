@@ -7,7 +7,7 @@ import numpy as np
 from .. import dtypes as D
 from ..creation import tensor
 from ..errors import ArgumentTypeError, DTypeError, GpucoreIndexError, ShapeError
-from ..tensor import Tensor
+from ..tensor import HOST_READ_HOOK, Tensor
 from .api import type_name
 
 
@@ -149,11 +149,22 @@ def _check_scalar(op, v, name, position):
         )
 
 
+def host_quiet(t: Tensor) -> np.ndarray:
+    """``t._host()`` for gpucore's own plumbing that a capture records otherwise (an in-place
+    write's copy, a device move, a runtime op's evaluation, a bounds check): not a host read
+    of the model's: HOST_READ_HOOK (runtime/capture/trace.py) is told it is ``quiet``, which
+    a shapes-only trace still stops at (its values were not computed)."""
+    if HOST_READ_HOOK[0] is not None:
+        HOST_READ_HOOK[0](t, quiet=True)
+    return t._data if t._dev is None else t._dev.host_view(t._data)
+
+
 def check_indices(op: str, index, size: int, what: str) -> None:
     """Raise GpucoreIndexError unless every value of ``index`` (a Tensor or an array) lies in
     [0, size): the index-taking ops (index_select, embedding, nll_loss...) refuse negative
     indices, as PyTorch; only indexing itself (``x[idx]``) counts them from the end."""
-    arr = index._host() if isinstance(index, Tensor) else np.asarray(index)
+    # a check only (the graph does not depend on it): not a host read a capture must refuse
+    arr = host_quiet(index) if isinstance(index, Tensor) else np.asarray(index)
     if arr.size == 0:
         return
     lo, hi = int(arr.min()), int(arr.max())

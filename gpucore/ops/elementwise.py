@@ -21,6 +21,7 @@ from ..tensor import Tensor
 from ..tensor import device as _device
 from .api import public, tensor_member
 from .common import as_operands, broadcast_shapes, float_operands, no_bool, scalar_tensor
+from .common import host_quiet as _host_quiet
 from .common import same_result as _same
 from .registry import CAPTURE, _fast_elementwise, apply, defop, record
 from .samples import Sample, away_from, binary, bools, halves, uniform
@@ -574,7 +575,7 @@ def to_device(input: Tensor, device: str) -> Tensor:
     """A copy of ``input`` on 'cpu' or 'vulkan' (differentiable: the gradient moves back)."""
     src = input.device.type
     if device == "cpu":
-        host = input._host()
+        host = _host_quiet(input)  # a capture rebinds out to input below
         data = empty_array(host.shape, host.dtype)
         np.copyto(data, host)
         out = Tensor._wrap(data, input._dtype)
@@ -582,7 +583,7 @@ def to_device(input: Tensor, device: str) -> Tensor:
         vb = dispatch.vulkan_backend(required=True)
         # np.require keeps 0-d arrays 0-d (np.ascontiguousarray makes them shape (1,))
         out = Tensor._wrap(
-            vb.upload(np.require(input._host(), requirements="C"), input._dtype),
+            vb.upload(np.require(_host_quiet(input), requirements="C"), input._dtype),
             input._dtype,
             dev=vb,
         )

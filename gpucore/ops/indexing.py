@@ -237,12 +237,12 @@ INDEX_PUT = defop(
 @public("__getitem__", function=False)
 def getitem(input: Tensor, key) -> Tensor:
     """Basic indexing (ints, slices, None, ...) gives a view; tensor/list/bool indices copy."""
+    if CAPTURE[0] is not None:  # (before the key's values are read, which would be refused)
+        CAPTURE[0].check_constant_key("x[index]", key)  # the key's values become attributes
     parts, basic = normalize_key(key)
     if basic:
         _probe(input, parts)
         return apply(GETITEM, input, key=parts, src=tuple(input.shape))
-    if CAPTURE[0] is not None:
-        CAPTURE[0].check_constant_key("x[index]", key)  # the key's values become attributes
     _probe(input, parts)
     return apply(INDEX, input, key=parts, src=tuple(input.shape))
 
@@ -253,9 +253,9 @@ def setitem(input: Tensor, key, value) -> None:
     # ops.inplace imports this module (COPY_SLICES, replay_views): a module-level cycle
     from .inplace import inplace
 
-    parts, basic = normalize_key(key)
-    if CAPTURE[0] is not None and not basic:
+    if CAPTURE[0] is not None:  # the key's values become attributes
         CAPTURE[0].check_constant_key("x[index] = value", key)
+    parts, basic = normalize_key(key)
     region = _probe(input, parts)
     if not isinstance(value, Tensor):
         value = _tensor(value, dtype=input.dtype)

@@ -22,7 +22,7 @@ from ..errors import AutogradError, DTypeError, ShapeError
 from ..tensor import Tensor
 from . import api
 from .api import public, tensor_member
-from .common import scalar_tensor
+from .common import host_quiet, scalar_tensor
 from .indexing import COPY_SLICES, replay_views
 from .random import _normal_f32, _uniform_f32
 from .registry import CAPTURE, OpDef
@@ -58,7 +58,7 @@ def _write(x: Tensor, r: Tensor, op: str) -> None:
         if x._dev is not None:
             x._dev.copy_into(x._data, r)
         else:
-            np.copyto(x._data, r._host())
+            np.copyto(x._data, host_quiet(r))  # the capture rebinds x to r below
     except ValueError as e:
         raise ShapeError(
             f"{op}: cannot write into this tensor ({e}); it is an expanded view whose elements "

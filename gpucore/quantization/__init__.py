@@ -10,7 +10,8 @@
   for quantization-aware training;
 - dynamic quantization (``dynamic``): ``quantize_dynamic(model, {nn.Linear})`` replaces Linear
   layers with ``dynamic.Linear`` (int8 weights per output channel, activations quantized per call,
-  int32 accumulation through ``kernels.linear_int8``); ``nn.LSTM`` / ``nn.GRU`` become
+  int32 accumulation through ``kernels.linear_int8``; under a capture, ``gpucore.compile``'s,
+  the same arithmetic as graph ops: ``traced``); ``nn.LSTM`` / ``nn.GRU`` become
   ``dynamic_rnn.LSTM`` / ``GRU`` (int8 W_ih and W_hh, float32 gates);
 - static quantization (``static``): ``quantize_static(compiled_model, calibration_batches)``
   calibrates a ``gpucore.compile`` result with observers and returns an int8 CompiledModel

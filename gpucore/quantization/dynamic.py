@@ -37,6 +37,7 @@ from .qtensor import (
     per_channel_symmetric,
     quantize_per_channel,
 )
+from .traced import capturing, traced_linear_int8
 
 __all__ = ["Linear"]
 
@@ -154,6 +155,11 @@ class Linear(Module):
         bias = None if self._bias is None else self._bias.numpy()
         scales = self._scale.numpy().astype(np.float32)
         x = input.detach().float().reshape(-1, self.in_features)
+        if capturing() and x.numel():
+            # a capture cannot replay the host's scale / zero point: record them as graph ops
+            with no_grad():
+                y = traced_linear_int8(x, self._w, scales, bias)
+            return y.reshape(*lead, self.out_features)
         with no_grad():
             y = kernels.device_linear_int8(x, packed, scales, bias)
         if y is not None:  # on the Vulkan device (its shader gives the host path's bits)

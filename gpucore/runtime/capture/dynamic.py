@@ -67,25 +67,40 @@ def capture(
     strict=False,
     sources=None,
     shapes_only=False,
+    bake_values=False,
 ) -> Graph:
     """The graph of ``fn`` with symbolic sizes for ``dynamic_axes`` (see the module
-    docstring); without dynamic axes, the plain trace. strict, sources, shapes_only: as
+    docstring); without dynamic axes, the plain trace. strict, sources, shapes_only, bake_values: as
     ``trace``'s, but a shapes-only capture that needs values runs again executing."""
     if shapes_only:
         try:
-            return _capture(fn, example_inputs, dynamic_axes, input_names, strict, sources, True)
+            return _capture(
+                fn, example_inputs, dynamic_axes, input_names, strict, sources, True, bake_values
+            )
         except ValuesNeeded:
             if sources is not None:
                 sources.clear()
-    return _capture(fn, example_inputs, dynamic_axes, input_names, strict, sources, False)
+    return _capture(
+        fn, example_inputs, dynamic_axes, input_names, strict, sources, False, bake_values
+    )
 
 
-def _capture(fn, example_inputs, dynamic_axes, input_names, strict, sources, shapes_only):
+def _capture(
+    fn, example_inputs, dynamic_axes, input_names, strict, sources, shapes_only, bake_values
+):
     examples = (
         list(example_inputs) if isinstance(example_inputs, (tuple, list)) else [example_inputs]
     )
     names = input_names or default_input_names(fn, len(examples))
-    base = trace(fn, examples, names, strict=strict, sources=sources, shapes_only=shapes_only)
+    base = trace(
+        fn,
+        examples,
+        names,
+        strict=strict,
+        sources=sources,
+        shapes_only=shapes_only,
+        bake_values=bake_values,
+    )
     axes = normalize_axes(dynamic_axes, names)
     if not axes:
         return base
@@ -106,7 +121,7 @@ def _capture(fn, example_inputs, dynamic_axes, input_names, strict, sources, sha
         for (i, axis), sym in axes.items():
             if sym in bump:
                 xs[i] = _resized(xs[i], axis, values[sym] + bump[sym])
-        return trace(fn, xs, names, strict=strict, shapes_only=shapes_only)
+        return trace(fn, xs, names, strict=strict, shapes_only=shapes_only, bake_values=bake_values)
 
     syms = sorted(values)
     monos = [()] + [(s,) for s in syms] + list(itertools.combinations(syms, 2))

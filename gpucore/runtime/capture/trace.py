@@ -4,8 +4,13 @@ The model runs once, eagerly, on the example inputs while ``registry.CAPTURE`` r
 application through a ``Tracer``: each registry op becomes a node (so every op gpucore has is
 capturable with no extra work), tensors that no recorded op produced become constants (the
 model's parameters and buffers keep their names), and in-place writes rebind the written tensor
-to the node that computed its new value. Python control flow is baked in as it ran, as with
-``torch.jit.trace``: a model whose ops depend on input *values* is captured for these values.
+to the node that computed its new value. Python control flow on sizes is baked in as it ran.
+A host read of a value computed from the graph's inputs (``item()``, ``bool()``, ``float()``,
+``int()``, ``numpy()``, ``tolist()``, ``np.asarray``, a data-dependent size) raises CaptureError
+at the read, as ``torch.export`` does: the trace would otherwise fix the value the example inputs
+gave, and the captured model would silently answer every input with it. Reads of constants
+(weights, tensors the model makes itself) fold as before. ``bake_values=True`` asks for
+``torch.jit.trace``'s semantics instead (the values baked in, on purpose).
 
 ``shapes_only=True`` records without computing: an op that reads a value depending on the
 graph's inputs gets its output's shape and dtype from the registry op's ``infer`` and an
@@ -18,6 +23,8 @@ traced so: the trace stops with ``ValuesNeeded``, and ``capture`` traces it agai
 from __future__ import annotations
 
 import inspect
+import os
+import sys
 import threading
 
 import numpy as np
@@ -25,7 +32,9 @@ import numpy as np
 from ...autograd.grad_mode import no_grad
 from ...dtypes import from_numpy_dtype
 from ...errors import GpucoreError
+from ...nn.module import Module
 from ...ops import registry
+from ...ops.common import host_quiet
 from ...tensor import HOST_READ_HOOK, Tensor
 from ..ir.graph import Graph
 from ..ir.packing import is_constant
@@ -60,8 +69,10 @@ class Tracer:
         constant_names: dict,
         sources: list | None = None,
         shapes_only: bool = False,
+        bake_values: bool = False,
     ):
         self.graph = graph
+        self.bake_values = bake_values  # jit.trace semantics: host reads of values baked in
         self.shapes_only = shapes_only  # input-dependent ops: infer only, no kernel
         self.names: dict[int, str] = {}  # id(tensor) -> tensor name in the graph
         # id(data array) -> name: detach() and .data give new Tensors over the same array
@@ -72,6 +83,7 @@ class Tracer:
         self.sources = sources  # (tensor, version) of every tensor that became a constant
         self.value_reads: list[str] = []  # graph values the model read on the host
         self.dynamic: set[str] = set()  # names whose values depend on the graph's inputs
+        self.in_op = 0  # > 0 while a recorded op's kernel runs
 
     def __call__(self, op, inputs: tuple, attrs: dict, backend=None):
         if threading.get_ident() != self.thread:  # other threads' ops are not the model's
@@ -86,12 +98,18 @@ class Tracer:
             )
         names = [self.name_of(t) for t in inputs]
         dynamic = not self.dynamic.isdisjoint(names)
-        if dynamic and self.shapes_only and op.view is None:
-            result = _infer_only(op, inputs, attrs)
-        elif backend is None:
-            result = registry.apply_general(op, inputs, attrs)
-        else:
-            result = registry.apply_on_general(backend, op, inputs, attrs)
+        # the kernel's own reads of its inputs (a device tensor run on the CPU) are the
+        # recorded node's, not host reads of the model's
+        self.in_op += 1
+        try:
+            if dynamic and self.shapes_only and op.view is None:
+                result = _infer_only(op, inputs, attrs)
+            elif backend is None:
+                result = registry.apply_general(op, inputs, attrs)
+            else:
+                result = registry.apply_on_general(backend, op, inputs, attrs)
+        finally:
+            self.in_op -= 1
         outs = result if isinstance(result, tuple) else (result,)
         for i, t in enumerate(outs):
             a = dict(attrs)
@@ -121,16 +139,42 @@ class Tracer:
         self.data_names[id(t._data)] = name
         self.keep.append(t)
 
-    def host_read(self, t: Tensor) -> None:
+    def host_read(self, t: Tensor, quiet: bool = False) -> None:
         """HOST_READ_HOOK: the model read ``t``'s values on the host; a value computed in the
         graph would be baked into the trace (a branch taken, a size, a Python number)."""
-        if threading.get_ident() != self.thread:
+        if threading.get_ident() != self.thread or self.in_op:
             return
         name = self.names.get(id(t)) or self.data_names.get(id(t._data))
-        if name in self.dynamic:
+        if name not in self.dynamic:
+            return  # a constant's values: folded
+        if quiet:  # gpucore's own plumbing (ops.common.host_quiet): it needs computed values
             if self.shapes_only:
                 raise ValuesNeeded(name)
-            self.value_reads.append(name)
+            return
+        site, printing = _read_site()
+        if printing:
+            return  # print(x) / repr(x) while tracing: shown, not baked into the graph
+        if self.shapes_only:
+            raise ValuesNeeded(name)
+        self.value_reads.append(name)
+        if not self.bake_values:
+            raise CaptureError(self.value_read_message(name, t, site))
+
+    def value_read_message(self, name: str, t: Tensor, site: str) -> str:
+        """What a refused host read of ``name`` says: which value, made by which op, read
+        where, and what to do instead."""
+        node = self.graph.producer.get(name)
+        made = f"the output of {node.op}" if node is not None else "a graph input"
+        return (
+            f"capture: the model reads the values of {name!r} ({made}, shape "
+            f"{tuple(t.shape)}, {t.dtype}) on the host{site}: data-dependent control flow or "
+            "a host read of a traced tensor (item(), bool(), float(), int(), numpy(), "
+            "tolist(), np.asarray(), a data-dependent size) cannot be captured, since the "
+            "graph would keep the value the example inputs gave for every input; compute it "
+            "with tensor ops (where() for a branch, amin/amax/clamp/round for a scale), move "
+            "the read out of forward(), or pass bake_values=True to trace/capture to fix the "
+            "value on purpose (torch.jit.trace's semantics)"
+        )
 
     def rebind(self, x: Tensor, value: Tensor) -> None:
         """``x`` now holds ``value``'s data (an in-place write, a device move)."""
@@ -164,6 +208,10 @@ class Tracer:
         name = self.names.get(id(t))
         if name is not None:
             return name
+        name = self.data_names.get(id(t._data))
+        if name is not None:  # detach() / .data of a traced tensor: the same values
+            self._bind(t, name)
+            return name
         data = t._host()
         if not is_constant(data):  # the model may change it later; an immutable one is kept
             data = np.array(data, copy=True)
@@ -175,6 +223,32 @@ class Tracer:
         if self.sources is not None:
             self.sources.append((t, t._vbox[0]))
         return name
+
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_TENSOR_FILE = os.path.join(os.path.dirname(os.path.dirname(_HERE)), "tensor.py")
+
+
+def _read_site() -> tuple:
+    """(" at file:line in function (Module Name)" of the code that read a traced tensor's
+    values, whether the read is a tensor's repr / str): the innermost frame outside tensor.py
+    and this file, and the innermost nn.Module whose method is on the stack."""
+    frame = sys._getframe(2)
+    site, module = "", None
+    while frame is not None:
+        code = frame.f_code
+        path = os.path.abspath(code.co_filename)
+        if path == _TENSOR_FILE and code.co_name in ("__repr__", "__str__"):
+            return "", True
+        if not site and path != _TENSOR_FILE and not path.startswith(_HERE):
+            site = f" at {code.co_filename}:{frame.f_lineno} in {code.co_name}()"
+        owner = frame.f_locals.get("self") if "self" in code.co_varnames[:1] else None
+        if site and module is None and isinstance(owner, Module):
+            module = f"{type(owner).__module__}.{type(owner).__qualname__}"
+        if site and module is not None:
+            break
+        frame = frame.f_back
+    return site + (f" (module {module})" if module else ""), False
 
 
 def _infer_only(op, inputs: tuple, attrs: dict):
@@ -207,7 +281,8 @@ def apply_runtime_op(op: str, inputs: list, attrs: dict) -> Tensor:
     if tracer is not None and tracer.shapes_only and tracer.depends_on_inputs(inputs):
         value = np.empty(shape, dtype.np)
     else:
-        arrays = [np.ascontiguousarray(t._host()) for t in inputs]
+        # the values the node computes from, not a host read of the model's (no HOST_READ_HOOK)
+        arrays = [np.ascontiguousarray(host_quiet(t)) for t in inputs]
         value = np.asarray(op_info(op).evaluate(arrays, attrs, dtypes), dtype=dtype.np)
     result = Tensor._wrap(np.require(value.reshape(shape), requirements="C"), dtype)
     if tracer is not None:
@@ -223,18 +298,22 @@ def trace(
     strict: bool = False,
     sources: list | None = None,
     shapes_only: bool = False,
+    bake_values: bool = False,
 ) -> Graph:
     """The graph of ``fn(*example_inputs)`` (see the module docstring).
 
     ``fn``: a gpucore ``nn.Module`` (traced in eval mode, its mode restored afterwards) or a
     function of tensors. ``example_inputs``: tensors (or numpy arrays), one per graph input.
     Returns a validated Graph whose outputs are the tensors ``fn`` returns (a Tensor, or a
-    tuple/list of them), named ``output`` (one) or ``output_<i>``. strict: refuse (CaptureError)
-    a model that reads a value it computed on the host (``if x.sum() > 0``, ``x.item()``,
-    data-dependent sizes), which a trace would bake in. sources: a list that receives
-    ``(tensor, version)`` for every tensor that became a constant. shapes_only: compute only
-    what constants give (see the module docstring; raises ValuesNeeded where that is not
-    enough).
+    tuple/list of them), named ``output`` (one) or ``output_<i>``. A model that reads a value it
+    computed from its inputs on the host (``if x.sum() > 0``, ``x.item()``, ``x.numpy()``,
+    data-dependent sizes) raises CaptureError at the read, naming the tensor, the op that made
+    it and the line that read it; bake_values=True bakes such values in instead (as
+    ``torch.jit.trace``; the graph then holds them for every input). strict: refuse those
+    reads even with bake_values (``gpucore.compile(model)``'s lazy capture). sources: a list
+    that receives ``(tensor, version)`` for every tensor that became a constant. shapes_only:
+    compute only what constants give (see the module docstring; raises ValuesNeeded where
+    that is not enough).
     """
     module = fn if hasattr(fn, "named_parameters") and hasattr(fn, "training") else None
     inputs = [_as_tensor(x, i) for i, x in enumerate(example_inputs)]
@@ -246,7 +325,7 @@ def trace(
             constant_names[id(p)] = qual
         for qual, b in module.named_buffers():
             constant_names[id(b)] = qual
-    tracer = Tracer(graph, constant_names, sources, shapes_only)
+    tracer = Tracer(graph, constant_names, sources, shapes_only, bake_values and not strict)
     for name, t in zip(names, inputs):
         if name in graph.tensors:
             raise CaptureError(f"capture: input name {name!r} is given twice")
@@ -268,10 +347,11 @@ def trace(
         HOST_READ_HOOK[0] = None
         if module is not None and was_training:
             module.train()
-    if strict and tracer.value_reads:
+    if tracer.value_reads and not tracer.bake_values:  # the model caught the error itself
         raise CaptureError(
             f"capture: the model reads the values of {sorted(set(tracer.value_reads))} on the "
-            "host (item(), bool(), numpy() or a data-dependent size); a trace would fix them"
+            "host (item(), bool(), numpy() or a data-dependent size) and caught the error "
+            "raised there; a trace would fix them (compute them with tensor ops instead)"
         )
     outs = _flatten_outputs(result)
     _name_outputs(graph, tracer, outs)

@@ -181,9 +181,11 @@ def test_strict_trace_refuses_host_reads_of_values_computed_from_inputs():
 
     x = gpucore.randn(3)
     for fn in (branch, item, size, numpy_read):
-        trace(fn, (x,))  # jit.trace semantics by default: the values are baked in
+        trace(fn, (x,), bake_values=True)  # jit.trace semantics asked for: values baked in
         with pytest.raises(CaptureError, match="reads the values"):
             trace(fn, (x,), strict=True)
+        with pytest.raises(CaptureError, match="reads the values"):
+            trace(fn, (x,), strict=True, bake_values=True)
     sources = []
     graph = trace(weights_only, (x,), strict=True, sources=sources)
     assert [v for t, v in sources if t is w] == [w._vbox[0]]  # and the scale, a 0-d constant
@@ -235,4 +237,80 @@ def test_shapes_only_capture_traces_again_when_the_model_reads_values():
     for fn in (item, size, numpy_read):
         with pytest.raises(ValuesNeeded):
             trace(fn, (x,), shapes_only=True)
-        _same_graphs(capture(fn, (x,), shapes_only=True), trace(fn, (x,)))
+        _same_graphs(
+            capture(fn, (x,), shapes_only=True, bake_values=True), trace(fn, (x,), bake_values=True)
+        )
+        with pytest.raises(CaptureError, match="reads the values"):
+            capture(fn, (x,), shapes_only=True)
+
+
+class _ItemScale(nn.Module):
+    """Scales its input by a value read on the host: the read the capture must refuse."""
+
+    def forward(self, x):
+        return x * (x.abs().max().item() + 1)
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda t: t.sum().item(),
+        lambda t: bool(t.sum() > 0),
+        lambda t: float(t.sum()),
+        lambda t: int(t.sum()),
+        lambda t: [0, 1, 2][t.long().sum().clamp(0, 2)],  # __index__
+        lambda t: t.tolist(),
+        lambda t: t.numpy(),
+        lambda t: np.asarray(t),
+        lambda t: t.detach().numpy(),
+        lambda t: (t * 2).reshape(-1)[0].item(),
+        lambda t: gpucore.nonzero(t > 0),  # a data-dependent size
+    ],
+)
+def test_host_reads_of_input_dependent_values_raise_at_capture(read):
+    """Without bake_values, a read of a traced value raises CaptureError where it happens (the
+    graph would otherwise answer every input with the example's value), naming the tensor's
+    shape and what to do."""
+
+    def fn(x):
+        read(x)
+        return x + 1
+
+    with pytest.raises(CaptureError, match=r"reads the values of .*shape \(.*bake_values=True"):
+        trace(fn, [gpucore.randn(3)])
+
+
+def test_the_refusal_names_the_module_and_line_and_survives_a_caught_error():
+    with pytest.raises(
+        CaptureError, match=r"test_trace\.py:\d+ in forward\(\) \(module .*_ItemScale"
+    ):
+        trace(_ItemScale(), [gpucore.randn(2, 3)])
+    with pytest.raises(CaptureError, match=r"reads the values"):
+        gpucore.compile(_ItemScale(), (gpucore.randn(2, 3),), device="cpu")
+
+    def swallowed(x):
+        try:
+            s = x.sum().item()
+        except Exception:  # noqa: BLE001 - the model hides the error: the trace still refuses
+            s = 0.0
+        return x * s
+
+    with pytest.raises(CaptureError, match=r"caught the error"):
+        trace(swallowed, [gpucore.randn(3)])
+
+
+def test_reads_of_constants_fold_and_bake_values_keeps_jit_trace_semantics():
+    w = gpucore.tensor(np.array([1.0, -4.0, 2.0], np.float32))
+
+    def fn(x):
+        print(x)  # a repr while tracing is shown, not baked into the graph
+        k = float(w.abs().max()) + (w * 2).sum().item()  # weights' values: constants, folded
+        return x.detach() * k  # detach() of an input is the input, not a constant
+
+    x = rand(3)
+    g = trace(fn, [gpucore.tensor(x)])
+    other = rand(3) + 1
+    np.testing.assert_allclose(run_graph(g, [other])[0], other * np.float32(2.0), rtol=1e-6)
+    baked = trace(_ItemScale(), [gpucore.tensor(x)], bake_values=True)
+    want = x * (np.abs(x).max() + 1)
+    np.testing.assert_allclose(run_graph(baked, [other])[0], other * want[0] / x[0], rtol=1e-5)
