@@ -241,7 +241,7 @@ static void GC_FN(gs_point)(const GC_T *gp, const gc_grid *p, GC_FN(gs_taps) * t
             const int up = (b >> k) & 1;
             const ptrdiff_t i = lo[k] + up;
             in &= i >= 0 && i < size[k];
-            off += i * stride[k];
+            off += in ? i * stride[k] : 0; /* i is up to 1e15 outside: i * stride could overflow */
             w *= up ? fr[k] : 1 - fr[k];
         }
         if (!in)
