@@ -69,28 +69,25 @@ static inline GC_T GC_FN(gs_clip)(GC_T v, ptrdiff_t size, GC_T *gm)
     return v;
 }
 
-/* reflect_coordinates_set_grad over [twice_low / 2, twice_high / 2] */
-static inline GC_T GC_FN(gs_reflect)(GC_T v, ptrdiff_t twice_low, ptrdiff_t twice_high, GC_T *gm)
+/* Mirror v into [a, b] = [lo2 / 2, hi2 / 2] (an empty one maps everything to 0): the distance
+ * from a is folded by the interval's length len; the number of whole lengths crossed, q, says
+ * whether the point comes back from b (odd q) or goes on from a (even q), the remainder r how
+ * far. *gm: the derivative, the side of a v lies on times the direction. */
+static inline GC_T GC_FN(gs_reflect)(GC_T v, ptrdiff_t lo2, ptrdiff_t hi2, GC_T *gm)
 {
-    if (twice_low == twice_high) {
+    if (lo2 == hi2) {
         *gm = 0;
         return 0;
     }
-    const GC_T lo = (GC_T)twice_low / 2, span = (GC_T)(twice_high - twice_low) / 2;
-    GC_T sign = 1;
-    v -= lo;
-    if (v < 0) {
-        sign = -1;
-        v = -v;
+    const GC_T a = (GC_T)lo2 / 2, len = (GC_T)(hi2 - lo2) / 2, d = v - a;
+    const GC_T dist = GC_M(fabs)(d), q = GC_M(floor)(dist / len), r = dist - q * len;
+    const GC_T dir = d < 0 ? (GC_T)-1 : (GC_T)1;
+    if (GC_M(fmod)(q, 2) != 0) { /* odd, or not finite: back from b */
+        *gm = -dir;
+        return len - r + a;
     }
-    const GC_T flips = GC_M(floor)(v / span);
-    const GC_T extra = v - flips * span; /* fmod(v, span), without libm's slow loop */
-    if (flips - 2 * GC_M(floor)(flips / 2) == 0) {
-        *gm = sign;
-        return extra + lo;
-    }
-    *gm = -sign;
-    return span - extra + lo;
+    *gm = dir;
+    return r + a;
 }
 
 /* compute_coordinates_set_grad: the padding mode's transform of a pixel coordinate */
@@ -101,6 +98,7 @@ static inline GC_T GC_FN(gs_pad)(GC_T v, ptrdiff_t size, int pad, int align, GC_
         return GC_FN(gs_clip)(v, size, gm);
     if (pad == GC_GRID_REFLECTION) {
         GC_T g1, g2;
+        /* align: between the edge pixels' centres; else between their outer borders */
         v = align ? GC_FN(gs_reflect)(v, 0, 2 * (size - 1), &g1)
                   : GC_FN(gs_reflect)(v, -1, 2 * size - 1, &g1);
         v = GC_FN(gs_clip)(v, size, &g2);
@@ -241,7 +239,7 @@ static void GC_FN(gs_point)(const GC_T *gp, const gc_grid *p, GC_FN(gs_taps) * t
             const int up = (b >> k) & 1;
             const ptrdiff_t i = lo[k] + up;
             in &= i >= 0 && i < size[k];
-            off += i * stride[k];
+            off += in ? i * stride[k] : 0; /* i is up to 1e15 outside: i * stride could overflow */
             w *= up ? fr[k] : 1 - fr[k];
         }
         if (!in)

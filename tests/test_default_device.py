@@ -58,3 +58,33 @@ def test_vulkan_default(restore, vulkan):
 def test_torch_agrees_on_the_api():
     torch = pytest.importorskip("torch")
     assert str(gc.get_default_device()) == str(torch.get_default_device())
+
+
+def test_internal_constants_stay_with_cpu_inputs(restore):
+    # histogram's edges, ctc_loss's lengths / divisors and affine_grid's base grid are made on
+    # the inputs' device, not on the default one (no device policy: CPU inputs run on the CPU)
+    torch = pytest.importorskip("torch")
+    if gc.dispatch.vulkan_backend(allow_cpu=True) is None:
+        pytest.skip("no Vulkan device")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(50)
+    lp = np.log(rng.dirichlet(np.ones(5), (6, 2)))
+    theta = rng.standard_normal((2, 2, 3))
+    want_h = torch.histogram(torch.tensor(x), bins=7)
+    want_c = torch.nn.functional.ctc_loss(
+        torch.tensor(lp), torch.tensor([[1, 2], [3, 3]]), [6, 5], [2, 1]
+    )
+    want_g = torch.nn.functional.affine_grid(torch.tensor(theta), [2, 1, 3, 4], False)
+    gc.set_default_device("vulkan")
+    hist, edges = gc.histogram(gc.tensor(x, device="cpu"), bins=7)
+    assert hist.device.type == edges.device.type == "cpu"
+    np.testing.assert_allclose(hist.numpy(), want_h.hist.numpy())
+    np.testing.assert_allclose(edges.numpy(), want_h.bin_edges.numpy())
+    loss = gc.nn.functional.ctc_loss(
+        gc.tensor(lp, device="cpu"), gc.tensor([[1, 2], [3, 3]], device="cpu"), [6, 5], [2, 1]
+    )
+    assert loss.device.type == "cpu"
+    np.testing.assert_allclose(loss.item(), want_c.item(), rtol=1e-10)
+    grid = gc.nn.functional.affine_grid(gc.tensor(theta, device="cpu"), [2, 1, 3, 4], False)
+    assert grid.device.type == "cpu"
+    np.testing.assert_allclose(grid.numpy(), want_g.numpy(), rtol=1e-12)

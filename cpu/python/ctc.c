@@ -2,6 +2,9 @@
 #include "args.h"
 #include "bindings.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 /* The trailing ints t, n, c, s, blank, zero_infinity into *p. */
 static int ctc_ints(const char *fn, PyObject *const *g, gc_ctc *p)
 {
@@ -18,32 +21,58 @@ static int ctc_ints(const char *fn, PyObject *const *g, gc_ctc *p)
     return 0;
 }
 
-/* targets (v[0]), off, il, tl (v[1..3], n int64 each): every length and label the kernel will
- * read lies in its range. */
-static int ctc_check_targets(const char *fn, Py_buffer *const *v, const gc_ctc *p)
+/* Frees ctc_copy_targets's copies. */
+static void ctc_free(int64_t **cp)
 {
-    const int64_t *tg = v[0]->buf, *off = v[1]->buf, *il = v[2]->buf, *tl = v[3]->buf;
+    for (int i = 0; i < 4; i++) {
+        free(cp[i]);
+        cp[i] = NULL;
+    }
+}
+
+/* targets (v[0]), off, il, tl (v[1..3], n int64 each) copied into private memory cp[0..3] (the
+ * kernel reads them after the GIL is released, when another thread could change the caller's
+ * arrays), then checked on the copies: every length and label the kernel will read lies in its
+ * range. On failure the copies are freed and an exception is set; on success free them with
+ * ctc_free. */
+static int ctc_copy_targets(const char *fn, Py_buffer *const *v, const gc_ctc *p, int64_t **cp)
+{
     const Py_ssize_t ntg = buf_nelem(v[0]);
+    const Py_ssize_t cnt[4] = {ntg, p->n, p->n, p->n};
+    for (int i = 0; i < 4; i++) {
+        cp[i] = malloc((size_t)(cnt[i] > 0 ? cnt[i] : 1) * sizeof(int64_t));
+        if (!cp[i]) {
+            ctc_free(cp);
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (cnt[i] > 0)
+            memcpy(cp[i], v[i]->buf, (size_t)cnt[i] * sizeof(int64_t));
+    }
+    const int64_t *tg = cp[0], *off = cp[1], *il = cp[2], *tl = cp[3];
     for (Py_ssize_t b = 0; b < p->n; b++) {
         if (il[b] < 0 || il[b] > p->t) {
             PyErr_Format(PyExc_ValueError, "%s: input length %lld of sequence %zd is outside "
                          "[0, t=%zd]", fn, (long long)il[b], b, p->t);
-            return -1;
+            goto bad;
         }
         if (tl[b] < 0 || tl[b] > p->s || off[b] < 0 || off[b] > ntg - tl[b]) {
             PyErr_Format(PyExc_ValueError, "%s: target length %lld at offset %lld of sequence "
                          "%zd is outside s=%zd or the %zd targets", fn, (long long)tl[b],
                          (long long)off[b], b, p->s, ntg);
-            return -1;
+            goto bad;
         }
         for (int64_t i = off[b]; i < off[b] + tl[b]; i++)
             if (tg[i] < 0 || tg[i] >= p->c) {
                 PyErr_Format(PyExc_IndexError, "%s: target %lld of sequence %zd is not a class "
                              "of c=%zd", fn, (long long)tg[i], b, p->c);
-                return -1;
+                goto bad;
             }
     }
     return 0;
+bad:
+    ctc_free(cp);
+    return -1;
 }
 
 GC_DOC(ctc_loss,
@@ -83,16 +112,17 @@ PyObject *gc_py_ctc_loss(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     Py_ssize_t apart[7];
     for (int i = 0; i < 7; i++)
         apart[i] = i == 1 ? buf_nelem(v[1]) : need[i];
-    if (need_outputs_apart(fn, 7, v, names, apart, out) < 0 || ctc_check_targets(fn, v + 1, &p))
+    int64_t *cp[4] = {NULL, NULL, NULL, NULL};
+    if (need_outputs_apart(fn, 7, v, names, apart, out) < 0 ||
+        ctc_copy_targets(fn, v + 1, &p, cp) < 0)
         goto fail;
     Py_BEGIN_ALLOW_THREADS
     if (kd == 'f')
-        gc_ctc_loss_f32(v[0]->buf, v[1]->buf, v[2]->buf, v[3]->buf, v[4]->buf, v[5]->buf,
-                        v[6]->buf, &p);
+        gc_ctc_loss_f32(v[0]->buf, cp[0], cp[1], cp[2], cp[3], v[5]->buf, v[6]->buf, &p);
     else
-        gc_ctc_loss_f64(v[0]->buf, v[1]->buf, v[2]->buf, v[3]->buf, v[4]->buf, v[5]->buf,
-                        v[6]->buf, &p);
+        gc_ctc_loss_f64(v[0]->buf, cp[0], cp[1], cp[2], cp[3], v[5]->buf, v[6]->buf, &p);
     Py_END_ALLOW_THREADS
+    ctc_free(cp);
     bufs_release(&bs);
     Py_RETURN_NONE;
 fail:
@@ -136,16 +166,19 @@ PyObject *gc_py_ctc_loss_backward(PyObject *self, PyObject *const *args, Py_ssiz
             goto fail;
     need[2] = buf_nelem(v[2]);
     static const int out[10] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1};
-    if (need_outputs_apart(fn, 10, v, names, need, out) < 0 || ctc_check_targets(fn, v + 2, &p))
+    int64_t *cp[4] = {NULL, NULL, NULL, NULL};
+    if (need_outputs_apart(fn, 10, v, names, need, out) < 0 ||
+        ctc_copy_targets(fn, v + 2, &p, cp) < 0)
         goto fail;
     Py_BEGIN_ALLOW_THREADS
     if (kd == 'f')
-        gc_ctc_loss_backward_f32(v[0]->buf, v[1]->buf, v[2]->buf, v[3]->buf, v[4]->buf,
-                                 v[5]->buf, v[6]->buf, v[7]->buf, v[8]->buf, v[9]->buf, &p);
+        gc_ctc_loss_backward_f32(v[0]->buf, v[1]->buf, cp[0], cp[1], cp[2], cp[3], v[6]->buf,
+                                 v[7]->buf, v[8]->buf, v[9]->buf, &p);
     else
-        gc_ctc_loss_backward_f64(v[0]->buf, v[1]->buf, v[2]->buf, v[3]->buf, v[4]->buf,
-                                 v[5]->buf, v[6]->buf, v[7]->buf, v[8]->buf, v[9]->buf, &p);
+        gc_ctc_loss_backward_f64(v[0]->buf, v[1]->buf, cp[0], cp[1], cp[2], cp[3], v[6]->buf,
+                                 v[7]->buf, v[8]->buf, v[9]->buf, &p);
     Py_END_ALLOW_THREADS
+    ctc_free(cp);
     bufs_release(&bs);
     Py_RETURN_NONE;
 fail:

@@ -181,13 +181,23 @@ def accumulate_node(leaf) -> AccumulateGrad:
     return node
 
 
+def view_base(t):
+    """t's base: the tensor its view steps replay from. A base that later became a view itself
+    (t_ / transpose_ / squeeze_ ... in place) hands its old layout to a hidden base, which the
+    views made before then replay from; the link is shortened on the way."""
+    b = t._base
+    if b is not None and b._base is not None:
+        t._base = b = b._base
+    return b
+
+
 def grad_fn_of(t):
     """t's grad_fn, first rebuilt from its base when t is a view whose storage was modified in
     place after the view was made (so ``y = x * 2; v = y[0]; y.mul_(3)`` gives v the history of
     the modified y, as PyTorch)."""
     fn = t._grad_fn
     if fn is not None and fn.version is not None and fn.version != t._vbox[0]:
-        base = t._base
+        base = view_base(t)
         if base is None or not base.requires_grad:
             fn.version = t._vbox[0]
             return fn

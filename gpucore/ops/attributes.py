@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as D
+from ..autograd.graph import view_base
 from ..errors import DeviceError, ShapeError
 from ..tensor import Tensor
 from .api import public, tensor_member
@@ -71,7 +72,7 @@ def data_ptr(input: Tensor) -> int:
 @public("storage_offset", function=False)
 def storage_offset(input: Tensor) -> int:
     """Elements between the start of the storage (the base tensor's data) and this view's."""
-    base = input._base
+    base = view_base(input)
     if base is None or input._dev is not None:
         return 0
     a = input._data.__array_interface__["data"][0]

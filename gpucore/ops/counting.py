@@ -158,7 +158,7 @@ def _histdd(name, x: Tensor, dims: int, bins, rng, weight, density):
         if host is None:
             host = flat.cpu().numpy()  # min and max are exact in the input's dtype
         lo, hi = _outer_edges(name, host, d, rng)
-        edges.append(_tensor(_linspace_edges(lo, hi, int(b), x.dtype), dtype=x.dtype))
+        edges.append(_tensor(_linspace_edges(lo, hi, int(b), x.dtype), dtype=x.dtype, device="cpu"))
     ins = [flat.cpu().contiguous(), *edges]
     if weight is not None:
         if not isinstance(weight, Tensor):
@@ -209,7 +209,7 @@ def histogramdd(
     if dims == 0:  # no dimensions: PyTorch's 0-d zero and no edges
         if not input.dtype.is_floating_point:
             raise DTypeError(f"histogramdd(): expected a float input, got {input.dtype}")
-        return _HISTDD(_tensor(0.0, dtype=input.dtype), ())
+        return _HISTDD(_tensor(0.0, dtype=input.dtype, device="cpu"), ())
     hist, edges = _histdd("histogramdd", input, dims, bins, range, weight, density)
     return _HISTDD(hist, tuple(edges))
 

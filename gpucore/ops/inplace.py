@@ -16,7 +16,7 @@ import numpy as np
 from .. import dtypes as D
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.grad_mode import no_grad
-from ..autograd.graph import Ctx, Node, edge_of, grad_fn_of
+from ..autograd.graph import Ctx, Node, edge_of, grad_fn_of, view_base
 from ..creation import tensor, zeros_like
 from ..errors import AutogradError, DTypeError, ShapeError
 from ..tensor import Tensor
@@ -74,7 +74,7 @@ def inplace(x: Tensor, compute, saves_self: bool = True, op: str = "in-place op"
     if not _grad_state.enabled:
         _write(x, compute(x), op)
         return x
-    base = x._base
+    base = view_base(x)
     if x.requires_grad and x._grad_fn is None:
         raise AutogradError(
             f"{op}: a leaf tensor that requires grad is being used in an in-place operation; "

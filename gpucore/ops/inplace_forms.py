@@ -36,17 +36,26 @@ for _name in _COMPUTED:
 
 def _restride(self: Tensor, view: Tensor, op: str) -> Tensor:
     """self becomes ``view`` (a view of self): its shape and strides change, its storage and
-    version counter stay, and its history becomes the view's."""
+    version counter stay (the counter moves on, as PyTorch's), and its history becomes the
+    view's. A base hands its old layout to a hidden base and becomes a view of it, so views
+    taken before (whose steps are relative to that layout) still replay correctly."""
     if _grad_state.enabled and self.requires_grad and self._grad_fn is None:
         raise AutogradError(
             f"{op}: a leaf tensor that requires grad is being used in an in-place operation; "
             "wrap it in gpucore.no_grad() or use the out-of-place form"
         )
+    if self._base is None and not (self.requires_grad and self._grad_fn is None):
+        hidden = Tensor._wrap(self._data, self._dtype, self._vbox, self._dev)
+        hidden._grad_fn, hidden.requires_grad = self._grad_fn, self.requires_grad
+        self._base = hidden
     self._data = view._data
     if self._base is not None:  # a view stays a view of its base, one step further
         self._view_ops = view._view_ops
     if view.requires_grad:
         self._grad_fn = view._grad_fn
+    self._vbox[0] += 1
+    if self._grad_fn is not None and self._grad_fn.version is not None:
+        self._grad_fn.version = self._vbox[0]  # the new layout is this node's own output
     return self
 
 

@@ -239,6 +239,8 @@ def unravel_index(indices: Tensor, shape) -> tuple:
     if math.prod(shape) == 0 and indices.numel():
         raise ValueError("unravel_index(): cannot unravel into a shape with no elements")
     idx = indices.to(D.int64)
+    if math.prod(shape) == 0:  # no indices to unravel: empty coordinates, as PyTorch's
+        return tuple(idx.clone() for _ in shape)
     out = []
     stride = math.prod(shape)
     for s in shape:

@@ -14,7 +14,6 @@ import numpy as np
 
 from .. import dtypes as D
 from ..creation import _check_device, _finish, _store
-from ..errors import DTypeError
 from ..tensor import Tensor
 
 __all__ = [
@@ -39,8 +38,11 @@ def _make(name, M, dtype, device, requires_grad, values) -> Tensor:
     if M < 0:
         raise ValueError(f"signal.windows.{name}(): M must be non-negative, got {M}")
     dt = D.as_dtype(dtype) if dtype is not None else D.default_float()
-    if not dt.is_floating_point:
-        raise DTypeError(f"signal.windows.{name}(): expected a floating point dtype, got {dt}")
+    if dt not in (D.float32, D.float64):  # PyTorch's windows refuse the others with ValueError
+        raise ValueError(
+            f"signal.windows.{name}(): expects a float32 or float64 dtype, got {dt}; build the "
+            "window in float32 and convert it with .to()"
+        )
     vals = np.ones(int(M)) if M <= 1 else np.asarray(values(int(M)), np.float64)
     return _finish(_store(vals, dt), dt, requires_grad, be)
 

@@ -51,15 +51,38 @@ def test_matches_torch():
 @pytest.mark.parametrize(
     "kw,match",
     [
-        ({"cutoffs": []}, "larger than 0"),
-        ({"cutoffs": [10, 4]}, "sorted"),
-        ({"cutoffs": [4, 20]}, "n_classes-1"),
-        ({"cutoffs": [4, 4]}, "unique"),
+        ({"cutoffs": []}, "empty"),
+        ({"cutoffs": [10, 4]}, "strictly increasing"),
+        ({"cutoffs": [4, 20]}, r"\[1, n_classes - 1\] = \[1, 19\]"),
+        ({"cutoffs": [0, 4]}, r"\[1, n_classes - 1\]"),
+        ({"cutoffs": [4, 4]}, "strictly increasing"),
+        ({"cutoffs": [4, 7.5]}, "integers"),
     ],
 )
 def test_bad_cutoffs(kw, match):
-    with pytest.raises(ValueError, match=match):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(ValueError, match="AdaptiveLogSoftmaxWithLoss.*cutoffs.*" + match):
         nn.AdaptiveLogSoftmaxWithLoss(8, 20, **kw)
+    with pytest.raises(ValueError):  # the same cutoffs PyTorch refuses
+        torch.nn.AdaptiveLogSoftmaxWithLoss(8, 20, **kw)
+
+
+def test_structure_and_initialisation_order_as_torch():
+    torch = pytest.importorskip("torch")
+    kw = {"in_features": 16, "n_classes": 20, "cutoffs": (4, 10, 15), "div_value": 2.0}
+    g = nn.AdaptiveLogSoftmaxWithLoss(**kw, head_bias=True)
+    t = torch.nn.AdaptiveLogSoftmaxWithLoss(**kw, head_bias=True)
+    gs, ts = g.state_dict(), t.state_dict()
+    assert list(gs) == list(ts)
+    assert [tuple(v.shape) for v in gs.values()] == [tuple(v.shape) for v in ts.values()]
+    for name in ("cutoffs", "shortlist_size", "n_clusters", "head_size"):
+        assert getattr(g, name) == getattr(t, name)
+    gpucore.manual_seed(5)
+    fresh = nn.AdaptiveLogSoftmaxWithLoss(**kw, head_bias=True)
+    gpucore.manual_seed(5)
+    g.reset_parameters()  # the same draws in the same order as construction
+    for (name, a), b in zip(g.named_parameters(), fresh.parameters()):
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy(), err_msg=name)
 
 
 def test_bad_targets():

@@ -214,3 +214,50 @@ def test_grid_sample_on_vulkan_matches_cpu(vulkan):
     g_cpu = F.affine_grid(_t(theta, gpucore.float32), (2, 1, 3, 4), False)
     assert g_dev.device.type == "vulkan"
     np.testing.assert_allclose(g_dev.detach().numpy(), g_cpu.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+def test_grid_sample_huge_coordinates_sample_zeros_as_torch(mode):
+    # Points far outside (up to the 1e15 limit and beyond) sample zero padding; their taps'
+    # offsets (coordinate times a plane's stride) must never be formed, they would overflow.
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 2, 2, 100, 100))
+    big = np.array([1e12, -1e12, 9.9e14, -9.9e14, 1e15, 3e15, -3e15, 1e20, 0.5, -0.25])
+    g = np.stack(np.meshgrid(big, big, big, indexing="ij"), -1).reshape(1, 1, 1, -1, 3)
+    for d in ((1, 0, 2), (2, 1, 0), (0, 1, 2)):
+        gg = np.ascontiguousarray(g[..., list(d)])
+        want = torch.nn.functional.grid_sample(
+            torch.tensor(x), torch.tensor(gg), mode=mode, padding_mode="zeros",
+            align_corners=False,
+        ).numpy()  # fmt: skip
+        got = F.grid_sample(
+            gpucore.tensor(x), gpucore.tensor(gg), mode=mode, padding_mode="zeros",
+            align_corners=False,
+        ).numpy()  # fmt: skip
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        assert np.count_nonzero(want) > 0  # the in-range points still sample the input
+
+
+@pytest.mark.parametrize("align", [False, True])
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_reflection_far_outside_matches_torch(mode, align):
+    # points many reflections away on both sides (odd and even fold counts: the gradient's sign
+    # flips with each fold), at float64 precision
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((1, 2, 5, 7))
+    k = np.arange(-9, 10)
+    coords = np.concatenate([k + rng.uniform(0.05, 0.95, k.size), k * 0.8 + 0.123])
+    grid = np.stack([coords, coords[::-1] * 1.3], -1).reshape(1, 1, -1, 2)
+    gx, gg = _t(x, grad=True), _t(grid, grad=True)
+    tx = torch.tensor(x, requires_grad=True)
+    tg = torch.tensor(grid, requires_grad=True)
+    out = F.grid_sample(gx, gg, mode, "reflection", align)
+    tout = torch.nn.functional.grid_sample(tx, tg, mode, "reflection", align)
+    w = rng.standard_normal(tuple(tout.shape))
+    (out * _t(w)).sum().backward()
+    (tout * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(out.detach().numpy(), tout.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(gx.grad.numpy(), tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(gg.grad.numpy(), tg.grad.numpy(), rtol=1e-9, atol=1e-10)

@@ -74,6 +74,33 @@ def test_view_ops_in_place_as_torch():
     assert base.tolist() == [0.0, 10.0, 20.0, 30.0, 40.0, 5.0]
 
 
+@pytest.mark.parametrize(
+    "op,args",
+    [("t_", ()), ("transpose_", (0, 1)), ("swapdims_", (1, 0)), ("unsqueeze_", (1,))],
+)
+def test_view_ops_in_place_keep_earlier_views_and_bump_version(op, args):
+    # views taken before self changes layout keep their steps relative to the old layout
+    torch = pytest.importorskip("torch")
+    a = RNG.uniform(-1, 1, (2, 3))
+    ga, ta = gc.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    gy, ty = ga * 1, ta * 1
+    gv, tv = gy[0], ty[0]
+    gver, tver = gy._vbox[0], ty._version
+    getattr(gy, op)(*args)
+    getattr(ty, op)(*args)
+    assert gy._vbox[0] - gver == ty._version - tver == 1
+    gs, ts = gc.tensor([1.0, 2.0, 3.0], requires_grad=True), torch.tensor([1.0, 2.0, 3.0])
+    ts.requires_grad_()
+    gv.mul_(gs * 2)
+    tv.mul_(ts * 2)
+    w = RNG.uniform(-1, 1, tuple(ty.shape))
+    (gy * gc.tensor(w)).sum().backward()
+    (ty * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(gy.detach().numpy(), ty.detach().numpy())
+    np.testing.assert_allclose(ga.grad.numpy(), ta.grad.numpy())
+    np.testing.assert_allclose(gs.grad.numpy(), ts.grad.numpy())
+
+
 def test_resize_as_torch():
     torch = pytest.importorskip("torch")
     g, t = gc.arange(6.0), torch.arange(6.0)

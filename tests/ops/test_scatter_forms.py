@@ -110,6 +110,22 @@ def test_unravel_index_as_torch():
         gc.unravel_index(gc.tensor([1.0]), (2, 3))
 
 
+@pytest.mark.parametrize("shape", [(2, 0), (0,), (3, 0, 2), (0, 0)])
+@pytest.mark.parametrize("idx_shape", [(0,), (2, 0)])
+def test_unravel_index_into_an_empty_shape_as_torch(shape, idx_shape):
+    # no indices: empty coordinates (PyTorch's); some indices: an error naming the function
+    torch = pytest.importorskip("torch")
+    g = gc.unravel_index(gc.zeros(idx_shape, dtype=gc.int64), shape)
+    t = torch.unravel_index(torch.zeros(idx_shape, dtype=torch.int64), shape)
+    assert len(g) == len(t) == len(shape)
+    for a, b in zip(g, t):
+        assert a.dtype is gc.int64 and tuple(a.shape) == tuple(b.shape)
+    with pytest.raises(RuntimeError):
+        torch.unravel_index(torch.tensor([0]), shape)
+    with pytest.raises(ValueError, match="unravel_index"):
+        gc.unravel_index(gc.tensor([0]), shape)
+
+
 def test_on_vulkan_the_cpu_answers(vulkan):
     x = RNG.uniform(-1, 1, (3, 4)).astype(np.float32)
     s = RNG.uniform(-1, 1, 4).astype(np.float32)

@@ -64,6 +64,8 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
     return loss.sum() if reduction == "sum" else loss.mean()
 
 
-def _const(arr: np.ndarray, dtype=None) -> Tensor:
-    """A constant tensor (no grad) from integer or bool numpy data built from shapes."""
-    return tensor(arr, dtype=dtype)
+def _const(arr: np.ndarray, dtype=None, device="cpu") -> Tensor:
+    """A constant tensor (no grad) from integer or bool numpy data built from shapes, on
+    ``device`` (the host unless told: never the default device of set_default_device, which
+    would move an op's internal constants away from its inputs)."""
+    return tensor(arr, dtype=dtype, device=device)

@@ -97,9 +97,7 @@ def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tenso
             f"affine_grid(): theta has {theta.shape[0]} matrices but size asks for a batch of "
             f"{size[0]}"
         )
-    base = _const(_base_grid(spatial, bool(align_corners)), theta.dtype)
-    if theta._dev is not None:
-        base = base.to(theta.device)
+    base = _const(_base_grid(spatial, bool(align_corners)), theta.dtype, device=theta.device)
     grid = base.matmul(theta.transpose(1, 2))  # [N, P, nd]
     return grid.reshape((size[0],) + spatial + (nd,))
 

@@ -140,7 +140,5 @@ def ctc_loss(
         return nll.squeeze(0) if unbatched else nll
     if reduction == "sum":
         return nll.sum()
-    div = _const(np.maximum(tl, 1), nll.dtype)
-    if dev is not None:
-        div = div.to(dev)
+    div = _const(np.maximum(tl, 1), nll.dtype, device=nll.device)
     return (nll / div).mean()

@@ -22,6 +22,22 @@ from .linear import Linear
 _ASMoutput = namedtuple("_ASMoutput", ["output", "loss"])
 
 
+def _checked_cutoffs(cutoffs, n_classes: int) -> list:
+    """``cutoffs`` as a list, after checking that they split [0, n_classes) into a shortlist
+    and at least one cluster: integers, strictly increasing, each in [1, n_classes - 1]."""
+    bounds = list(cutoffs)
+    what = f"AdaptiveLogSoftmaxWithLoss(): cutoffs {bounds}"
+    if not bounds:
+        raise ValueError(f"{what} is empty; give at least one class boundary")
+    if any(int(b) != b for b in bounds):
+        raise ValueError(f"{what} must hold integers")
+    if any(b >= a for b, a in zip(bounds, bounds[1:])):
+        raise ValueError(f"{what} must be strictly increasing (sorted, no repeats)")
+    if bounds[0] < 1 or bounds[-1] > n_classes - 1:
+        raise ValueError(f"{what} must lie in [1, n_classes - 1] = [1, {n_classes - 1}]")
+    return bounds
+
+
 class AdaptiveLogSoftmaxWithLoss(Module):
     """Adaptive softmax: classes below cutoffs[0] in the head, the others in clusters split at
     ``cutoffs`` whose projections shrink by ``div_value`` per cluster. forward(input, target)
@@ -39,47 +55,31 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         dtype=None,
     ):
         super().__init__()
-        cutoffs = list(cutoffs)
-        if len(cutoffs) == 0:
-            raise ValueError("cutoffs should be a sequence of length larger than 0")
-        if (
-            cutoffs != sorted(cutoffs)
-            or min(cutoffs) <= 0
-            or max(cutoffs) > n_classes - 1
-            or len(set(cutoffs)) != len(cutoffs)
-            or any(int(c) != c for c in cutoffs)
-        ):
-            raise ValueError(
-                "cutoffs should be a sequence of unique, positive integers sorted in an "
-                "increasing order, where each value is between 1 and n_classes-1"
-            )
-        kw = {"device": device, "dtype": dtype}
-        self.in_features = in_features
-        self.n_classes = n_classes
-        self.cutoffs = cutoffs + [n_classes]
-        self.div_value = div_value
-        self.head_bias = head_bias
-        self.shortlist_size = self.cutoffs[0]
-        self.n_clusters = len(self.cutoffs) - 1
+        bounds = _checked_cutoffs(cutoffs, n_classes)
+        factory = {"device": device, "dtype": dtype}
+        self.in_features, self.n_classes = in_features, n_classes
+        self.div_value, self.head_bias = div_value, head_bias
+        # consecutive pairs of cutoffs delimit the clusters; the last ends at n_classes
+        self.cutoffs = bounds + [n_classes]
+        self.shortlist_size = bounds[0]
+        self.n_clusters = len(bounds)
+        # the head scores the shortlisted classes plus one logit per cluster
         self.head_size = self.shortlist_size + self.n_clusters
-        self.head = Linear(in_features, self.head_size, bias=head_bias, **kw)
-        self.tail = ModuleList()
-        for i in range(self.n_clusters):
-            hsz = int(in_features // (div_value ** (i + 1)))
-            osz = self.cutoffs[i + 1] - self.cutoffs[i]
-            self.tail.append(
-                Sequential(
-                    Linear(in_features, hsz, bias=False, **kw),
-                    Linear(hsz, osz, bias=False, **kw),
-                )
-            )
+        self.head = Linear(in_features, self.head_size, bias=head_bias, **factory)
+        clusters = []
+        for depth, (first, end) in enumerate(zip(self.cutoffs, self.cutoffs[1:]), start=1):
+            # rarer clusters get narrower projections: div_value times per step
+            width = int(in_features // div_value**depth)
+            down = Linear(in_features, width, bias=False, **factory)
+            clusters.append(Sequential(down, Linear(width, end - first, bias=False, **factory)))
+        self.tail = ModuleList(clusters)
 
     def reset_parameters(self) -> None:
-        """Re-initialise the head and the tail projections as at construction."""
-        self.head.reset_parameters()
-        for i2h, h2o in self.tail:
-            i2h.reset_parameters()
-            h2o.reset_parameters()
+        """Re-initialise the head and the tail projections as at construction (in the order
+        they were made)."""
+        for layer in self.modules():
+            if isinstance(layer, Linear):
+                layer.reset_parameters()
 
     def forward(self, input_: Tensor, target_: Tensor) -> _ASMoutput:
         name = "AdaptiveLogSoftmaxWithLoss"

@@ -105,3 +105,101 @@ def test_results_do_not_depend_on_the_thread_count():
     _cpu.set_num_threads(before)
     for a, b in zip(*outs):
         assert np.array_equal(a, b)
+
+
+_CTC_RACE = """
+import threading
+import numpy as np
+from gpucore import _cpu
+
+_cpu.set_num_threads(1)  # the sequences one after another: later ones read after the scribble
+t, n, c, s = 300, 32, 20, 10
+rng = np.random.default_rng(1)
+lp = np.log(rng.dirichlet(np.ones(c), (t, n))).astype(np.float32)
+tg0 = rng.integers(1, c, n * s).astype(np.int64)
+off0 = np.arange(0, n * s, s, dtype=np.int64)
+il, tl, off, tg = np.full(n, t, np.int64), np.full(n, s, np.int64), off0.copy(), tg0.copy()
+la = np.zeros((n, t, 2 * s + 1), np.float32)
+ref = np.zeros(n, np.float32)
+_cpu.ctc_loss(lp, tg, off, il, tl, ref, la, t, n, c, s, 0, 0)
+go, done = threading.Event(), threading.Event()
+
+def scribble():  # runs once the binding releases the GIL: lengths and labels far out of range
+    while go.wait() and not done.is_set():
+        go.clear()
+        il[:] = 1 << 40
+        tl[:] = 1 << 40
+        off[:] = -(1 << 40)
+        tg[:] = 1 << 40
+
+th = threading.Thread(target=scribble)
+th.start()
+try:
+    for _ in range(20):
+        il[:], tl[:], off[:], tg[:] = t, s, off0, tg0
+        nll = np.zeros(n, np.float32)
+        go.set()
+        _cpu.ctc_loss(lp, tg, off, il, tl, nll, la, t, n, c, s, 0, 0)
+        assert np.array_equal(nll, ref), (nll, ref)
+finally:
+    done.set()
+    go.set()
+    th.join()
+print("done")
+"""
+
+
+def test_ctc_lengths_changed_by_another_thread_do_not_reach_the_kernel():
+    # The binding checks private copies of targets / offsets / lengths and passes those to the
+    # kernel, which runs without the GIL: another thread changing the caller's arrays then
+    # either fails the check or has no effect, never an out-of-bounds read.
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", _CTC_RACE], capture_output=True, text=True,
+                       timeout=300)  # fmt: skip
+    assert r.returncode == 0 and "done" in r.stdout, (r.returncode, r.stdout, r.stderr[-2000:])
+
+
+_GRID_UBSAN = r"""
+#include <stdio.h>
+#include "isa.h"
+#include "kernels.h"
+void gc_parallel_range(ptrdiff_t n, ptrdiff_t align, double cost_ns, gc_range_fn fn, void *ctx)
+{
+    (void)align;
+    (void)cost_ns;
+    fn(ctx, 0, n);
+}
+int main(void)
+{
+    static float x[20000];
+    float grid[9] = {0.1f, 0.2f, 9.9e14f, 0.1f, 9.9e14f, 0.3f, -9.9e14f, 0.0f, -9.9e14f}, out[3];
+    for (int m = 0; m < 2; m++) { /* bilinear, nearest */
+        gc_grid p = {1, 1, 2, 100, 100, 3, 3, m, GC_GRID_ZEROS, 0};
+        gc_grid_sample_f32(x, grid, out, &p);
+    }
+    puts("done");
+    return 0;
+}
+"""
+
+
+def test_grid_sample_far_points_form_no_overflowing_offsets(tmp_path):
+    # z = 9.9e14 along a plane stride of 100 * 100: the offset 9.9e18 would overflow ptrdiff_t
+    # (undefined behaviour, which -fsanitize=signed-integer-overflow turns into a failure).
+    import os
+    import shutil
+    import subprocess
+
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("gcc is not available")
+    cpu = os.path.join(os.path.dirname(__file__), "..", "..", "..", "cpu")
+    (tmp_path / "main.c").write_text(_GRID_UBSAN)
+    exe = tmp_path / "a.out"
+    flags = ["-std=c11", "-O1", "-fsanitize=signed-integer-overflow", "-fno-sanitize-recover=all"]
+    subprocess.run([gcc, *flags, "-I" + cpu, os.path.join(cpu, "grid_sample.c"),
+                    str(tmp_path / "main.c"), "-lm", "-o", str(exe)], check=True)  # fmt: skip
+    r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "done" in r.stdout, r.stderr[-2000:]
