@@ -216,8 +216,11 @@ static void gc_isa_fill_avx2_vmath(gc_isa_kernels *k)
  * activations up to 255 and weights down to -128 a pair reaches 65280.  So the activations are
  * taken signed, x = a - 128 (q_shift 128), as |x| (<= 128, unsigned) times sign(b, x): a pair is
  * then at most 2 * 128 * 127 = 32512 and never saturates.  vpsignb cannot negate -128, so weights
- * holding -128 take the reference kernel (q_ukr_full; the quantization layer's symmetric weights
- * are in [-127, 127]).  Tile 4 x 16: 8 accumulators, 2 B vectors and the temporaries in 16 YMM. */
+ * holding -128 (PyTorch's per-channel qint8 weights do) take the FULL form (q_ukr_full): x as
+ * its two's-complement parts, x = (x & 0x7f) - (x & 0x80), each an unsigned operand whose pairs
+ * stay within int16 (2 * 127 * 128 = 32512 and 2 * 128 * 128 = 32768 at -32768 exactly), two
+ * vpmaddubsw per product instead of one: ~1.5x the fast form's work, against ~10x for plain
+ * loops.  Tile 4 x 16: 8 accumulators, 2 B vectors and the temporaries in 16 YMM. */
 #include "isa/qgemm.h"
 
 #define Q_AVX2_MR 4
@@ -225,7 +228,7 @@ static void gc_isa_fill_avx2_vmath(gc_isa_kernels *k)
 #define Q_AVX2_NR (8 * Q_AVX2_NV)
 
 static inline __attribute__((always_inline)) void
-q_avx2_tile(const int R, const int SX, ptrdiff_t kb, const uint8_t *restrict a, ptrdiff_t lda,
+q_avx2_tile(const int R, const int SX, const int FULL, ptrdiff_t kb, const uint8_t *restrict a, ptrdiff_t lda,
             const int8_t *restrict b, int32_t *restrict c, ptrdiff_t ldc, int accumulate)
 {
     __m256i acc[Q_AVX2_MR][Q_AVX2_NV];
@@ -248,6 +251,18 @@ q_avx2_tile(const int R, const int SX, ptrdiff_t kb, const uint8_t *restrict a, 
             __m256i x = _mm256_set1_epi32(q);
             if (!SX)
                 x = _mm256_xor_si256(x, flip);
+            if (FULL) {
+                const __m256i lo = _mm256_andnot_si256(flip, x), hi = _mm256_and_si256(flip, x);
+#pragma GCC unroll 4
+                for (int v = 0; v < Q_AVX2_NV; v++) {
+                    const __m256i tl = _mm256_maddubs_epi16(lo, bv[v]);
+                    const __m256i th = _mm256_maddubs_epi16(hi, bv[v]);
+                    acc[i][v] = _mm256_add_epi32(acc[i][v], _mm256_sub_epi32(
+                                                                _mm256_madd_epi16(tl, ones),
+                                                                _mm256_madd_epi16(th, ones)));
+                }
+                continue;
+            }
             const __m256i ax = _mm256_abs_epi8(x);
 #pragma GCC unroll 4
             for (int v = 0; v < Q_AVX2_NV; v++) {
@@ -264,12 +279,12 @@ q_avx2_tile(const int R, const int SX, ptrdiff_t kb, const uint8_t *restrict a, 
             _mm256_storeu_si256((__m256i *)(c + i * ldc + 8 * v), acc[i][v]);
 }
 
-#define Q_AVX2_CASE(R)                                                                            \
+#define Q_AVX2_CASE(R, FULL)                                                                      \
     case R:                                                                                       \
         if (a_signed)                                                                             \
-            q_avx2_tile(R, 1, kb, a, lda, b, c, ldc, accumulate);                                 \
+            q_avx2_tile(R, 1, FULL, kb, a, lda, b, c, ldc, accumulate);                           \
         else                                                                                      \
-            q_avx2_tile(R, 0, kb, a, lda, b, c, ldc, accumulate);                                 \
+            q_avx2_tile(R, 0, FULL, kb, a, lda, b, c, ldc, accumulate);                           \
         break;
 
 static void qgemm_avx2_u8s8_4x16(int rows, ptrdiff_t kb, const uint8_t *a, ptrdiff_t lda,
@@ -277,14 +292,25 @@ static void qgemm_avx2_u8s8_4x16(int rows, ptrdiff_t kb, const uint8_t *a, ptrdi
                                  int a_signed)
 {
     switch (rows) {
-        Q_AVX2_CASE(1)
-        Q_AVX2_CASE(2)
-        Q_AVX2_CASE(3)
-    default: Q_AVX2_CASE(4)
+        Q_AVX2_CASE(1, 0)
+        Q_AVX2_CASE(2, 0)
+        Q_AVX2_CASE(3, 0)
+    default: Q_AVX2_CASE(4, 0)
     }
 }
 
-GC_QUKR_REF(qgemm_avx2_ref_4x16, Q_AVX2_NR, 4, 128)
+/* the same tile for weights holding -128 */
+static void qgemm_avx2_full_4x16(int rows, ptrdiff_t kb, const uint8_t *a, ptrdiff_t lda,
+                                 const int8_t *b, int32_t *c, ptrdiff_t ldc, int accumulate,
+                                 int a_signed)
+{
+    switch (rows) {
+        Q_AVX2_CASE(1, 1)
+        Q_AVX2_CASE(2, 1)
+        Q_AVX2_CASE(3, 1)
+    default: Q_AVX2_CASE(4, 1)
+    }
+}
 
 void gc_qgemm_fill_avx2(gc_isa_kernels *k)
 {
@@ -293,7 +319,7 @@ void gc_qgemm_fill_avx2(gc_isa_kernels *k)
     k->q_ku = 4;
     k->q_shift[0] = k->q_shift[1] = 128;
     k->q_ukr = qgemm_avx2_u8s8_4x16;
-    k->q_ukr_full = qgemm_avx2_ref_4x16;
+    k->q_ukr_full = qgemm_avx2_full_4x16;
     k->q_epi = qepi_row;
     k->q_name = "qgemm_avx2_u8s8_4x16";
 }

@@ -70,8 +70,7 @@ static void qepi_row(const int32_t *restrict acc, ptrdiff_t n, const gc_qepi *e,
 #undef QEPI_CORR
 
 /* The reference micro-kernel (isa.h's gc_qukr contract) for a tile of NR columns, the packed
- * layout's interleave KU and the activation shift SHIFT: plain loops, the scalar ISA's kernel
- * and AVX2's for weights holding -128. */
+ * layout's interleave KU and the activation shift SHIFT: plain loops, the scalar ISA's kernel. */
 #define GC_QUKR_REF(NAME, NR, KU, SHIFT)                                                          \
     static void NAME(int rows, ptrdiff_t kb, const uint8_t *a, ptrdiff_t lda, const int8_t *b,    \
                      int32_t *c, ptrdiff_t ldc, int accumulate, int a_signed)                     \
