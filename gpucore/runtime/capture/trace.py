@@ -137,7 +137,8 @@ class Tracer:
     def _bind(self, t: Tensor, name: str) -> None:
         self.names[id(t)] = name
         self.data_names[id(t._data)] = name
-        self.keep.append(t)
+        self.keep.append(t)  # the tensor and its array: neither id may be reused by another
+        self.keep.append(t._data)
 
     def host_read(self, t: Tensor, quiet: bool = False) -> None:
         """HOST_READ_HOOK: the model read ``t``'s values on the host; a value computed in the
@@ -187,6 +188,28 @@ class Tracer:
                 "where, masked_fill) instead"
             )
         self._bind(x, self.name_of(value))
+
+    def rebind_view(self, x: Tensor, view: Tensor) -> None:
+        """``x`` became ``view`` (an in-place view op: t_, transpose_, squeeze_, ...): later ops
+        read x as the view's node. No value is written, so views of x need no check."""
+        if threading.get_ident() == self.thread:
+            self._bind(x, self.name_of(view))
+
+    def refuse_inplace(self, op: str, x: Tensor) -> None:
+        """``op`` replaces x's storage with one no recorded op computed (resize_, set_()): a
+        tensor the graph already holds (or a view of one) could not follow it, so it is refused;
+        a tensor the graph has not seen becomes a constant when an op first reads it."""
+        if threading.get_ident() != self.thread:
+            return
+        if any(
+            t is not None and (id(t) in self.names or id(t._data) in self.data_names)
+            for t in (x, x._base)
+        ):
+            raise CaptureError(
+                f"capture: the model calls {op} on a tensor of shape {tuple(x.shape)}; it "
+                "replaces the tensor's storage outside the graph, so it cannot be captured; use "
+                "the out-of-place reshape / view / new_empty instead"
+            )
 
     def check_constant_key(self, what: str, key) -> None:
         """Refuse an index key holding a tensor computed from the graph's inputs: its values

@@ -314,3 +314,43 @@ def test_reads_of_constants_fold_and_bake_values_keeps_jit_trace_semantics():
     baked = trace(_ItemScale(), [gpucore.tensor(x)], bake_values=True)
     want = x * (np.abs(x).max() + 1)
     np.testing.assert_allclose(run_graph(baked, [other])[0], other * want[0] / x[0], rtol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (2, 3)])
+@pytest.mark.parametrize(
+    "step",
+    [
+        lambda y: y.transpose_(0, 1),
+        lambda y: y.t_(),
+        lambda y: y.swapaxes_(0, 1),
+        lambda y: y.unsqueeze_(0).squeeze_(0).t_(),
+    ],
+)
+def test_inplace_view_ops_rebind_self_to_the_view(shape, step):
+    """y.transpose_() makes y the transpose: later ops must read the view's node, not y's old
+    value (on a square shape the stale value has the right shape and gives a wrong answer)."""
+
+    def fn(a):
+        y = a * 1
+        step(y)
+        return y.sum(0) * gpucore.arange(1.0, y.shape[1] + 1)
+
+    g = trace(fn, [gpucore.tensor(rand(*shape))])
+    other = rand(*shape, seed=5)
+    want = other.T.sum(0) * np.arange(1, shape[0] + 1)
+    np.testing.assert_allclose(run_graph(g, [other])[0], want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(eager(fn, other), want, rtol=1e-5, atol=1e-6)
+
+
+def test_set_rebinds_and_resize_of_a_traced_tensor_is_refused():
+    def shared(a):
+        y = gpucore.zeros(3, 3)
+        y.set_(a * 2)
+        return y + 1
+
+    other = rand(3, 3, seed=2)
+    g = trace(shared, [gpucore.tensor(rand(3, 3))])
+    np.testing.assert_allclose(run_graph(g, [other])[0], other * 2 + 1, rtol=1e-6)
+    for op in (lambda y: y.resize_(9), lambda y: y.resize_as_(gpucore.ones(9)), lambda y: y.set_()):
+        with pytest.raises(CaptureError, match=r"resize_\(\)|resize_as_\(\)|set_\(\)"):
+            trace(lambda a, op=op: op(a * 1) + 1, [gpucore.randn(3, 3)])
