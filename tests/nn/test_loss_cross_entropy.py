@@ -231,3 +231,15 @@ def test_cross_entropy_matches_torch():
             label_smoothing=0.1,
         )
         assert_close(out, ref.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("loss", [F.cross_entropy, lambda x, t: F.nll_loss(x.log_softmax(1), t)])
+def test_compiled_mean_counts_the_targets_of_each_call(loss):
+    """A compiled mean with ignored targets divides by the count of each call's targets, not by
+    the count the example targets had at capture."""
+    x = gpucore.tensor(np.random.default_rng(0).standard_normal((4, 5)).astype(np.float32))
+    example = gpucore.tensor(np.array([1, -100, 2, -100]))
+    other = gpucore.tensor(np.array([1, 0, 2, 3]))
+    compiled = gpucore.compile(loss, (x, example), device="cpu")
+    assert_close(compiled(x, other), loss(x, other), rtol=1e-5, atol=1e-6)
+    assert_close(compiled(x, example), loss(x, example), rtol=1e-5, atol=1e-6)

@@ -18,6 +18,7 @@ from ...ops import elementwise as E
 from ...ops import nn as nn_ops
 from ...ops import unary as U
 from ...ops.common import broadcast_shapes, check_indices
+from ...ops.registry import CAPTURE
 from ...tensor import Tensor
 from ._utils import _check_reduction, _check_tensor, _reduce
 from .activation import logsigmoid
@@ -104,7 +105,10 @@ def cross_entropy(
     else:
         rows = nn_ops.cross_entropy_rows(input, target, ignore_index)  # 0 where ignored
         valid = None
-        if weight is not None or label_smoothing > 0 or target._dev is not None:
+        # under a capture the count must be a graph op: a host count of the example's targets
+        # would fix the denominator for every input
+        graph_count = target._dev is not None or CAPTURE[0] is not None
+        if weight is not None or label_smoothing > 0 or graph_count:
             valid = target != ignore_index
         if weight is not None:
             wt = weight[target.masked_fill(~valid, 0)] * valid.to(input.dtype)
