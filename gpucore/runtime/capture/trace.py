@@ -131,8 +131,23 @@ class Tracer:
             self.dynamic.add(node.output)
 
     def depends_on_inputs(self, tensors) -> bool:
-        """Whether any of ``tensors`` is computed from the graph's inputs."""
-        return any(self.names.get(id(t)) in self.dynamic for t in tensors)
+        """Whether any of ``tensors`` is computed from the graph's inputs (looked up by tensor,
+        then by array: detach() / .data of a traced tensor hold the same values)."""
+        return any(self._known(t) in self.dynamic for t in tensors)
+
+    def _known(self, t: Tensor) -> str | None:
+        """``t``'s graph name if the tracer has seen it or its array, else None."""
+        return self.names.get(id(t)) or self.data_names.get(id(t._data))
+
+    def refuse_if_dynamic(self, what: str, t: Tensor, instead: str) -> None:
+        """Raise CaptureError when ``t`` is computed from the graph's inputs: ``what`` works on
+        its raw storage outside the op registry, so the graph would keep the example's values."""
+        if threading.get_ident() == self.thread and self.depends_on_inputs((t,)):
+            raise CaptureError(
+                f"capture: the model calls {what} on a tensor computed from its inputs (shape "
+                f"{tuple(t.shape)}, {t.dtype}); it has no graph op, so the graph would keep the "
+                f"example's values; {instead}"
+            )
 
     def _bind(self, t: Tensor, name: str) -> None:
         self.names[id(t)] = name
@@ -145,7 +160,7 @@ class Tracer:
         graph would be baked into the trace (a branch taken, a size, a Python number)."""
         if threading.get_ident() != self.thread or self.in_op:
             return
-        name = self.names.get(id(t)) or self.data_names.get(id(t._data))
+        name = self._known(t)
         if name not in self.dynamic:
             return  # a constant's values: folded
         if quiet:  # gpucore's own plumbing (ops.common.host_quiet): it needs computed values

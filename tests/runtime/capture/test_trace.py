@@ -354,3 +354,13 @@ def test_set_rebinds_and_resize_of_a_traced_tensor_is_refused():
     for op in (lambda y: y.resize_(9), lambda y: y.resize_as_(gpucore.ones(9)), lambda y: y.set_()):
         with pytest.raises(CaptureError, match=r"resize_\(\)|resize_as_\(\)|set_\(\)"):
             trace(lambda a, op=op: op(a * 1) + 1, [gpucore.randn(3, 3)])
+
+
+def test_a_bit_cast_view_of_an_input_is_refused_and_of_a_constant_folds():
+    with pytest.raises(CaptureError, match=r"view\(gpucore.int32\).*computed from its inputs"):
+        trace(lambda a: (a * 2).view(gpucore.int32) + 1, [gpucore.randn(3)])
+    w = gpucore.tensor(np.array([1.0, -2.0, 0.5], np.float32))
+    g = trace(lambda a: a + w.view(gpucore.int32).float(), [gpucore.randn(3)])
+    other = rand(3, seed=3)
+    bits = np.array([1.0, -2.0, 0.5], np.float32).view(np.int32).astype(np.float32)
+    np.testing.assert_allclose(run_graph(g, [other])[0], other + bits, rtol=1e-6)
