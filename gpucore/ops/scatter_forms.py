@@ -19,7 +19,7 @@ from ..creation import tensor as _tensor
 from ..errors import DTypeError, GpucoreIndexError, ShapeError
 from ..tensor import Tensor
 from .api import public, type_name
-from .common import wrap_dim
+from .common import host_quiet, wrap_dim
 from .elementwise import where
 from .scatter import scatter_reduce
 from .shorthands_more import index_put
@@ -50,7 +50,9 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
     n = input.numel()
     idx = index.reshape(-1)
     if idx.numel():
-        lo, hi = int(idx.min().item()), int(idx.max().item())
+        # a bounds check only (the graph does not depend on it): not a host read a capture refuses
+        arr = host_quiet(idx)
+        lo, hi = int(arr.min()), int(arr.max())
         if lo < -n or hi >= n:
             raise GpucoreIndexError(
                 f"put(): index values must be in [-{n}, {n}) for a tensor of {n} elements, got "

@@ -18,7 +18,7 @@ from ..creation import arange
 from ..errors import ArgumentTypeError, DTypeError, GpucoreIndexError, ShapeError
 from ..tensor import Tensor
 from .api import public, tensor_member, type_name
-from .common import as_operands, wrap_dim
+from .common import as_operands, host_quiet, wrap_dim
 from .elementwise import where
 from .linalg import _scaled_sum, outer
 from .products import dot, mv, tensordot
@@ -58,7 +58,9 @@ def take(input: Tensor, index: Tensor) -> Tensor:
     flat = input.reshape(-1)
     n = flat.shape[0]
     if index.numel():
-        lo, hi = int(index.min().item()), int(index.max().item())
+        # a bounds check only (the graph does not depend on it): not a host read a capture refuses
+        arr = host_quiet(index)
+        lo, hi = int(arr.min()), int(arr.max())
         if lo < -n or hi >= n:
             raise GpucoreIndexError(
                 f"take(): index values must be in [-{n}, {n}) for input of {n} elements; got "

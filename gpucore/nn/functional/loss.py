@@ -17,7 +17,7 @@ from ...errors import DTypeError, ShapeError
 from ...ops import elementwise as E
 from ...ops import nn as nn_ops
 from ...ops import unary as U
-from ...ops.common import broadcast_shapes, check_indices
+from ...ops.common import broadcast_shapes, check_indices, host_quiet
 from ...ops.registry import CAPTURE
 from ...tensor import Tensor
 from ._utils import _check_reduction, _check_tensor, _reduce
@@ -285,7 +285,8 @@ def binary_cross_entropy(
     _check_reduction("binary_cross_entropy", reduction, size_average, reduce)
     _check_pair("binary_cross_entropy", input, target, True)
     with no_grad():
-        bad = bool(((input < 0) | (input > 1)).any())
+        # a check only (the graph does not depend on it): not a host read a capture refuses
+        bad = bool(host_quiet(((input < 0) | (input > 1)).any()))
     if bad:
         raise ValueError("binary_cross_entropy(): all elements of input should be in [0, 1]")
     loss = -(target * _log_clamped(input) + (1 - target) * _log_clamped(1 - input))

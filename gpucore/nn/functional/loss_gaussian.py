@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from ...autograd.grad_mode import no_grad
+from ...ops.common import host_quiet
 from ...tensor import Tensor
 from ._utils import _check_reduction, _check_tensor, _reduce
 
@@ -40,7 +41,10 @@ def gaussian_nll_loss(
                 f"{tuple(input.shape)}; give var input's shape, input's shape without its last "
                 "dim, or input's shape with one dim of size 1"
             )
-    if bool((var < 0).any().item()):
+    # a check only (the graph does not depend on it): not a host read a capture refuses
+    with no_grad():
+        negative = bool(host_quiet((var < 0).any()))
+    if negative:
         raise ValueError("gaussian_nll_loss(): var has negative entry/entries")
     with no_grad():
         shift = var.clamp(min=eps) - var

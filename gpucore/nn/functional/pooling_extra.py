@@ -8,6 +8,7 @@ import math
 import operator
 
 from ...errors import ShapeError
+from ...ops.common import host_quiet
 from ...ops.pointwise import sgn
 from ...tensor import Tensor
 from ._utils import _check_tensor
@@ -78,9 +79,11 @@ def _max_unpool(op, n, input, indices, kernel_size, stride, padding, output_size
     nb, c = x.shape[:2]
     plane = math.prod(out)
     flat_idx = idx.reshape(nb, c, math.prod(spatial))
-    if flat_idx.numel() and (int(flat_idx.min().item()) < 0 or int(flat_idx.max().item()) >= plane):
+    # a bounds check only (the graph does not depend on it): not a host read a capture refuses
+    arr = host_quiet(flat_idx) if flat_idx.numel() else None
+    if arr is not None and (int(arr.min()) < 0 or int(arr.max()) >= plane):
         raise IndexError(
-            f"{op}(): Found an invalid max index {int(flat_idx.max().item())} (output volumes "
+            f"{op}(): Found an invalid max index {int(arr.max())} (output volumes "
             f"are of size {plane})"
         )
     zeros = x.new_zeros((nb, c, plane))
