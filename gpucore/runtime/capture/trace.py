@@ -233,8 +233,9 @@ class Tracer:
         for part in parts:
             if not isinstance(part, Tensor) or threading.get_ident() != self.thread:
                 continue
-            name = self.names.get(id(part))
-            if name is not None and not self.graph.is_constant(name):
+            # input-derived only: a key computed from constants folds, as a read of them does;
+            # by array too, so a detach() / .data of an input-derived key is refused as well
+            if self._known(part) in self.dynamic:
                 raise CaptureError(
                     f"capture: {what} with an index tensor computed from the model's inputs "
                     "cannot be captured (its values would be fixed at capture time); use "

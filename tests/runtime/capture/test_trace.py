@@ -150,6 +150,11 @@ def test_index_tensors_from_inputs_are_read_as_inputs_or_refused():
     fixed = gpucore.tensor(np.array([3, 0]))
     g = trace(lambda x: x[fixed], [gpucore.tensor(x)])  # a constant key is fine
     np.testing.assert_array_equal(run_graph(g, [x])[0], x[[3, 0]])
+    with pytest.raises(CaptureError, match="index tensor computed from the model's inputs"):
+        trace(lambda x, i: x[(i * 1).detach()], [gpucore.tensor(x), np.zeros(2, np.int64)])
+    w = gpucore.tensor(np.array([0.5, -1.0, 2.0, 0.0], np.float32))
+    g = trace(lambda x: x[w.argsort()], [gpucore.tensor(x)])  # a key computed from constants
+    np.testing.assert_array_equal(run_graph(g, [x + 1])[0], (x + 1)[[1, 3, 0, 2]])
 
 
 def test_embedding_lookups_capture_with_the_indices_as_an_input():
