@@ -12,11 +12,11 @@
 
 #include <tgmath.h>
 
-/* a * b - c rounded once: the float product is exact in double (48 bits); libm's fma uses the
- * FMA instruction where the CPU has one. */
+/* a * b - c rounded once (libm's fmaf / fma use the FMA instruction where the CPU has one; a
+ * float product exact in double followed by a double subtraction would round twice). */
 #define PT float
 #define PF(name) name##_f
-#define PFMS(a, b, c) ((float)((double)(a) * (double)(b) - (double)(c)))
+#define PFMS(a, b, c) fmaf((a), (b), -(c))
 #include "special_poly.h"
 #undef PT
 #undef PF

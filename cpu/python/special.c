@@ -76,7 +76,9 @@ PyObject *gc_py_special2(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             goto fail;
         }
         step[i] = m == n ? 1 : 0;
-        if (need_no_overlap(fn, "out", v[2], names[i], v[i], 1) < 0)
+        /* out may be the very buffer of a full-size input (each element is read before it is
+         * written), never of a broadcast one (out[0] would change it for the rest) */
+        if (need_no_overlap(fn, "out", v[2], names[i], v[i], m == n) < 0)
             goto fail;
     }
     if (n > 0) {

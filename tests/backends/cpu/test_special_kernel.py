@@ -108,6 +108,8 @@ def test_bad_calls_raise():
         C.special2(op, a, b, a[1:].copy()[:0])  # out of another size
     with pytest.raises(ValueError, match="special2"):
         C.special2(op, out[1:], b[1:], out[:-1])  # out partly overlapping an input
+    with pytest.raises(ValueError, match="special2"):
+        C.special2(op, out[:1], b, out)  # out starting at a broadcast input: out[0] changes it
     with pytest.raises(ValueError, match="special"):
         C.special(len(UNARY), a, out)
     with pytest.raises(TypeError, match="special2"):
