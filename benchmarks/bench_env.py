@@ -86,3 +86,13 @@ def median_ms(calls: list, n: int) -> list:
             f()
             times[i].append(time.perf_counter() - t0)
     return [sorted(t)[len(t) // 2] * 1e3 for t in times]
+
+
+def ratio_row(label: str, g, t, n: int, digits: int = 3, timer=median_ms) -> str:
+    """A markdown row ``| label | gpucore ms | reference ms | ratio |`` timing ``g`` and ``t``
+    alternately with ``timer`` over ``n`` rounds; ``t`` None (no reference library): ``-``."""
+    if t is None:
+        (a,) = timer([g], n)
+        return f"| {label} | {a:.{digits}f} | - | - |"
+    a, b = timer([g, t], n)
+    return f"| {label} | {a:.{digits}f} | {b:.{digits}f} | {a / b:.2f} |"

@@ -17,7 +17,7 @@ import sys
 import time
 
 import numpy as np
-from bench_env import median_ms
+from bench_env import median_ms, ratio_row
 
 import gpucore
 from gpucore import _cpu, special
@@ -54,11 +54,7 @@ _TIMER = median_ms
 
 
 def _row(label: str, g, t) -> str:
-    if torch is None:
-        (a,) = _TIMER([g], 7)
-        return f"| {label} | {a:.2f} | - | - |"
-    a, b = _TIMER([g, t], 7)
-    return f"| {label} | {a:.2f} | {b:.2f} | {a / b:.2f} |"
+    return ratio_row(label, g, t if torch is not None else None, 7, 2, _TIMER)
 
 
 def _unary_input(name: str, x: np.ndarray) -> np.ndarray:

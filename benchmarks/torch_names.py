@@ -7,7 +7,7 @@ one run, not absolute speeds. Run: ``GPUCORE_NUM_THREADS=1 python benchmarks/tor
 from __future__ import annotations
 
 import numpy as np
-from bench_env import median_ms
+from bench_env import ratio_row
 
 import gpucore
 
@@ -18,12 +18,7 @@ except ImportError:
 
 
 def _row(label: str, g, t) -> None:
-    if torch is None:
-        (a,) = median_ms([g], 9)
-        print(f"| {label} | {a:.3f} | - | - |")
-        return
-    a, b = median_ms([g, t], 9)
-    print(f"| {label} | {a:.3f} | {b:.3f} | {a / b:.2f} |")
+    print(ratio_row(label, g, t if torch is not None else None, 9))
 
 
 def _both(*arrays):
