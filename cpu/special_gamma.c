@@ -4,7 +4,7 @@
  *     it stops) or a = q + i > 9 with at least 9 terms, then the Euler-Maclaurin tail (an
  *     asymptotic series, stopped at its first term below eps), with Cephes' (and PyTorch's)
  *     domain: inf at x == 1 and at q a non-positive integer, NaN for x < 1 and for q < 0 with
- *     x not an integer;
+ *     x not an integer; below q = -256 from three positive-q values (no -q-term loop);
  *   P(a, x) / Q(a, x): the series for x < a + 1 (terms x / (a + n) < 1), Legendre's continued
  *     fraction by the modified Lentz algorithm beyond, both times the prefactor
  *     x^a e^-x / Gamma(a), taken for a >= 10 by Stirling's series around x = a so that the
@@ -35,6 +35,10 @@ static const double EM[12] = {
     -7.166165256175667e+18,
 };
 
+/* Below this q the direct sum would take -q terms before its tail (1e15 at q = -1e15: a hang),
+ * so zeta(x, q) is taken from three positive-q values instead (see gc_sp_zeta). */
+#define ZETA_REFLECT_BELOW (-256.0)
+
 double gc_sp_zeta(double x, double q)
 {
     if (x == 1)
@@ -46,6 +50,14 @@ double gc_sp_zeta(double x, double q)
             return INFINITY;
         if (x != floor(x))
             return NAN; /* q^-x not real */
+        if (q < ZETA_REFLECT_BELOW) {
+            /* q = f - n, 0 < f < 1: the terms k < n are (f - m)^-x = (-1)^x (m - f)^-x,
+             * m = 1..n, whose sum is (-1)^x (zeta(x, 1 - f) - zeta(x, n + 1 - f)). The two
+             * O(1) values are combined first: for odd x they cancel (exactly at f = 1/2). */
+            const double n = -floor(q), f = q + n, sign = fmod(x, 2.0) == 0 ? 1.0 : -1.0;
+            const double head = gc_sp_zeta(x, f) + sign * gc_sp_zeta(x, 1 - f);
+            return head - sign * gc_sp_zeta(x, n + 1 - f);
+        }
     }
     double s = pow(q, -x), a = q, b = 0.0;
     int i = 0;
