@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from bench_env import median_ms
+from bench_env import ratio_row
 
 import gpucore
 import gpucore.nn.functional as F
@@ -35,14 +35,8 @@ GRID = [
 CTC = [(50, 16, 20, 10), (200, 32, 40, 30), (400, 8, 96, 80)]
 
 
-def _pair(gfn, tfn):
-    return median_ms([gfn, tfn], 15) if torch is not None else median_ms([gfn], 15) + [None]
-
-
-def _row(label, a, b) -> str:
-    if b is None:
-        return f"| {label} | {a:.2f} | - | - |"
-    return f"| {label} | {a:.2f} | {b:.2f} | {a / b:.2f} |"
+def _row(label, g, t) -> str:
+    return ratio_row(label, g, t if torch is not None else None, 15, digits=2)
 
 
 def _grid_calls(gx, gg, tx, tg, mode, pad):
@@ -76,8 +70,8 @@ def grid_rows() -> None:
         tx = torch.tensor(x, requires_grad=True) if torch else None
         tg = torch.tensor(grid, requires_grad=True) if torch else None
         g_fwd, t_fwd, g_both, t_both = _grid_calls(gx, gg, tx, tg, mode, pad)
-        print(_row(label + " forward", *_pair(g_fwd, t_fwd)))
-        print(_row(label + " fwd + bwd", *_pair(g_both, t_both)))
+        print(_row(label + " forward", g_fwd, t_fwd))
+        print(_row(label + " fwd + bwd", g_both, t_both))
 
 
 def _ctc_calls(g, gt, tt, ttg, il, tl):
@@ -112,8 +106,8 @@ def ctc_rows() -> None:
         tt = torch.tensor(lp, requires_grad=True) if torch else None
         ttg = torch.tensor(targets) if torch else None
         g_fwd, t_fwd, g_both, t_both = _ctc_calls(g, gt, tt, ttg, il, tl)
-        print(_row(label + " forward", *_pair(g_fwd, t_fwd)))
-        print(_row(label + " fwd + bwd", *_pair(g_both, t_both)))
+        print(_row(label + " forward", g_fwd, t_fwd))
+        print(_row(label + " fwd + bwd", g_both, t_both))
 
 
 def main() -> None:
