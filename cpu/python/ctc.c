@@ -75,6 +75,31 @@ bad:
     return -1;
 }
 
+/* Both bindings' buffers: nb of them from args (rw, types: get_bufs / need_float_contig's
+ * codes), each holding need[i] elements except the targets at index tgt (any count; need[tgt]
+ * becomes it), outputs (out[i]) apart from every other buffer, and the int64 arrays copied and
+ * checked into cp (ctc_copy_targets). Returns the float kind ('f' / 'd'), or 0 with an
+ * exception set and nothing to free but bs. */
+static char ctc_buffers(const char *fn, PyObject *const *args, int nb, const char **names,
+                        const char *rw, const char *types, Py_ssize_t *need, int tgt,
+                        const int *out, const gc_ctc *p, bufset *bs, Py_buffer **v, int64_t **cp)
+{
+    if (get_bufs(bs, fn, args, nb, names, rw, v) < 0)
+        return 0;
+    const char kd = need_float_contig(fn, nb, v, names, types);
+    if (!kd)
+        return 0;
+    for (int i = 0; i < nb; i++)
+        if (i != tgt && need_elems(fn, names[i], v[i], need[i], "t=%zd, n=%zd, c=%zd, s=%zd",
+                                   p->t, p->n, p->c, p->s) < 0)
+            return 0;
+    need[tgt] = buf_nelem(v[tgt]);
+    if (need_outputs_apart(fn, nb, v, names, need, out) < 0 ||
+        ctc_copy_targets(fn, v + tgt, p, cp) < 0)
+        return 0;
+    return kd;
+}
+
 GC_DOC(ctc_loss,
        "ctc_loss(log_probs, targets, off, il, tl, nll, log_alpha, t, n, c, s, blank, "
        "zero_infinity, /)\n--\n\n"
@@ -95,26 +120,15 @@ PyObject *gc_py_ctc_loss(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         return NULL;
     int ok = 1;
     const Py_ssize_t S = sadd(smul(2, p.s, &ok), 1, &ok);
-    const Py_ssize_t need[7] = {smul(smul(p.t, p.n, &ok), p.c, &ok), 0, p.n, p.n, p.n, p.n,
-                                smul(smul(p.n, p.t, &ok), S, &ok)};
+    Py_ssize_t need[7] = {smul(smul(p.t, p.n, &ok), p.c, &ok), 0, p.n, p.n, p.n, p.n,
+                          smul(smul(p.n, p.t, &ok), S, &ok)};
     if (!ok)
         return overflow_error(fn, "t * n * c or n * t * (2 s + 1)"), NULL;
-    if (get_bufs(&bs, fn, args, 7, names, "rrrrrww", v) < 0)
-        goto fail;
-    const char kd = need_float_contig(fn, 7, v, names, "=qqqq==");
-    if (!kd)
-        goto fail;
-    for (int i = 0; i < 7; i++)
-        if (i != 1 && need_elems(fn, names[i], v[i], need[i], "t=%zd, n=%zd, c=%zd, s=%zd", p.t,
-                                 p.n, p.c, p.s) < 0)
-            goto fail;
     static const int out[7] = {0, 0, 0, 0, 0, 1, 1};
-    Py_ssize_t apart[7];
-    for (int i = 0; i < 7; i++)
-        apart[i] = i == 1 ? buf_nelem(v[1]) : need[i];
     int64_t *cp[4] = {NULL, NULL, NULL, NULL};
-    if (need_outputs_apart(fn, 7, v, names, apart, out) < 0 ||
-        ctc_copy_targets(fn, v + 1, &p, cp) < 0)
+    const char kd = ctc_buffers(fn, args, 7, names, "rrrrrww", "=qqqq==", need, 1, out, &p, &bs,
+                                v, cp);
+    if (!kd)
         goto fail;
     Py_BEGIN_ALLOW_THREADS
     if (kd == 'f')
@@ -155,20 +169,11 @@ PyObject *gc_py_ctc_loss_backward(PyObject *self, PyObject *const *args, Py_ssiz
     Py_ssize_t need[10] = {p.n, lps, 0, p.n, p.n, p.n, p.n, las, las, lps};
     if (!ok)
         return overflow_error(fn, "t * n * c or n * t * (2 s + 1)"), NULL;
-    if (get_bufs(&bs, fn, args, 10, names, "rrrrrrrrww", v) < 0)
-        goto fail;
-    const char kd = need_float_contig(fn, 10, v, names, "==qqqq====");
-    if (!kd)
-        goto fail;
-    for (int i = 0; i < 10; i++)
-        if (i != 2 && need_elems(fn, names[i], v[i], need[i], "t=%zd, n=%zd, c=%zd, s=%zd", p.t,
-                                 p.n, p.c, p.s) < 0)
-            goto fail;
-    need[2] = buf_nelem(v[2]);
     static const int out[10] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1};
     int64_t *cp[4] = {NULL, NULL, NULL, NULL};
-    if (need_outputs_apart(fn, 10, v, names, need, out) < 0 ||
-        ctc_copy_targets(fn, v + 2, &p, cp) < 0)
+    const char kd = ctc_buffers(fn, args, 10, names, "rrrrrrrrww", "==qqqq====", need, 2, out, &p,
+                                &bs, v, cp);
+    if (!kd)
         goto fail;
     Py_BEGIN_ALLOW_THREADS
     if (kd == 'f')
