@@ -149,10 +149,11 @@ class VulkanExecutor:
         g = self.graph
         # the int8 weights of the quantized GEMM / convolution nodes, packed once
         self.qweights = vulkan_quant.pack_weights(self.be, g, [s.node for s in plan.steps])
+        packed = vulkan_quant.packed_only(g, self.qweights)
         self.constants = {
             name: self.be.upload(np.require(t.data, requirements="C"), t.dtype)
             for name, t in g.tensors.items()
-            if t.data is not None
+            if t.data is not None and name not in packed
         }
         self.pool = _Pool(self._bind)
         self.pool.give(self.pool.take())  # record one capture now: errors show at compile
@@ -242,7 +243,7 @@ class VulkanExecutor:
                 if step.kind == "view":
                     continue
                 out = arrays[node.output]
-                args = [arrays[n] for n in node.inputs]
+                args = [arrays.get(n) for n in node.inputs]  # None: a packed-only weight
                 be.ctx.stream.label = node.op
                 if step.kind == "copy":
                     copy_array(be, out, op_info(node.op).view(args[0], node.attrs))

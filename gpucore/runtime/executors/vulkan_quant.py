@@ -21,9 +21,9 @@ quantized.py), bit for bit with the CPU executor on the same graph:
   ``qmatmul_integer`` with its zero point a tensor (``qgemm.qgemm_dynamic``: the GEMM reads the
   scale and zero point on the device when it runs, as ``_cpu.qgemm_dynamic``).
 
-The int8 weights are packed and uploaded once per executor (``QWeight``, shared by its runners);
-the per-channel scales and bias (graph constants) are folded into the epilogue's factors on the
-host when a runner records its command buffer. Refused (DeviceError at compile, naming the
+The int8 weights are packed and uploaded once per executor (``QWeight``, shared by its runners;
+the raw constant is not uploaded when only int8 GEMMs read it); the per-channel scales and bias
+(graph constants) are folded into the epilogue's factors on the host when a runner records its command buffer. Refused (DeviceError at compile, naming the
 node; compile such models for the CPU): ONNX's QuantizeLinear rounding or DynamicQuantizeLinear
 on a device without shaderFloat64 (their correctly rounded divisions), ONNX's QuantizeLinear
 with a subnormal scale, K > 65536 (int32 sums), a per-channel ``dequantize_linear`` of a weight,
@@ -89,6 +89,19 @@ def pack_weights(be, graph, nodes) -> dict:
             w = np.asarray(graph.tensors[node.inputs[1]].data)
             out[node.inputs[1]] = pack_weight(be, w.reshape(w.shape[0], -1))
     return out
+
+
+def packed_only(graph, weights: dict) -> set:
+    """The names among ``weights`` that no node reads but as an int8 GEMM's weight (input 1):
+    their packed copy is all the device needs, so the raw constant is not uploaded."""
+    return {
+        name
+        for name in weights
+        if name not in graph.outputs
+        and all(
+            r.op in _GEMMS and name not in (r.inputs[0], *r.inputs[2:]) for r in graph.readers(name)
+        )
+    }
 
 
 def _epilogue(node, graph) -> dict:

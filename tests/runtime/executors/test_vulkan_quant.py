@@ -172,7 +172,10 @@ def test_quantized_models_equal_the_cpu(vulkan, name):
     fm, qm, x = quantized(name)
     vm = quantize_static(fm, [x, x * 0.5], device="vulkan")
     cm = quantize_static(fm, [x, x * 0.5], device="cpu")
-    assert vm.device == "vulkan" and type(vm.executors()[0]).__name__ == "VulkanExecutor"
+    ex = vm.executors()[0]
+    assert vm.device == "vulkan" and type(ex).__name__ == "VulkanExecutor"
+    # the int8 weights are on the device once: packed, not also as raw constants
+    assert ex.qweights and not set(ex.qweights) & set(ex.constants)
     bad = x.copy().reshape(-1)
     bad[: SPECIAL.size] = SPECIAL
     inputs = [x, x[:1], bad.reshape(x.shape)] if name.endswith("_dynamic") else [x]
