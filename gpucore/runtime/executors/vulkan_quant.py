@@ -21,13 +21,14 @@ quantized.py), bit for bit with the CPU executor on the same graph:
   ``qmatmul_integer`` with its zero point a tensor (``qgemm.qgemm_dynamic``: the GEMM reads the
   scale and zero point on the device when it runs, as ``_cpu.qgemm_dynamic``).
 
-The int8 weights are packed and uploaded once per executor (``QWeight``, shared by its runners;
-the raw constant is not uploaded when only int8 GEMMs read it); the per-channel scales and bias
-(graph constants) are folded into the epilogue's factors on the host when a runner records its
-command buffer. Refused (DeviceError at compile, naming the node; compile such models for the
-CPU): ONNX's QuantizeLinear rounding or DynamicQuantizeLinear on a device without shaderFloat64 (their correctly rounded divisions), ONNX's QuantizeLinear
-with a subnormal scale, K > 65536 (int32 sums), a per-channel ``dequantize_linear`` of a weight,
-and scales / weights / biases that are not constants.
+The int8 weights are packed and uploaded once per executor (``QWeight``, shared by its runners; the
+raw constant is not uploaded when only int8 GEMMs read it); the per-channel scales and bias (graph
+constants) are folded into the epilogue's factors on the host when a runner records its command
+buffer. Refused (DeviceError at compile, naming the node; compile such models for the CPU): ONNX's
+QuantizeLinear rounding or DynamicQuantizeLinear on a device without shaderFloat64 (their correctly
+rounded divisions), ONNX's QuantizeLinear with a subnormal scale, K > 65536 (int32 sums), a
+per-channel ``dequantize_linear`` of a weight, and scales / weights / biases that are not
+constants.
 """
 
 from __future__ import annotations
