@@ -39,6 +39,7 @@ from ...backends.vulkan.kernels import qdynamic as vk_dq
 from ...backends.vulkan.kernels import qtensor as vk_q
 from ...backends.vulkan.kernels.common import contiguous, copy_array
 from ...backends.vulkan.kernels.qgemm import MAX_K, pack_weight, qgemm, qgemm_dynamic, quantize_rows
+from ...errors import DeviceError
 
 QUANT_OPS = frozenset(
     ("quantize_linear", "dequantize_linear", "qlinear", "qconv2d", "qmax_pool2d",
@@ -212,21 +213,51 @@ def record(be, out: np.ndarray, ins: list, node, graph, weights: dict, memo: dic
         qw = weights[node.inputs[1]]
         qgemm(be, x.reshape(-1, qw.k), qw, out.reshape(-1, qw.n), **_epilogue(node, graph))
     else:  # qconv2d, qconv2d_integer
-        qw = weights[node.inputs[1]]
-        kernel = tuple(graph.tensors[node.inputs[1]].shape[2:])
-        rows, oh, ow = vk_q.im2col_rows(
-            be, x, kernel, a["stride"], a["padding"], a["dilation"], int(a["a_zero_point"])
+        keep += _record_qconv(be, out, x, node, graph, weights[node.inputs[1]])
+    return keep
+
+
+def _images_per_pass(be, node, n: int, per_image: int, out) -> int:
+    """How many images one pass of a quantized convolution takes: as many as keep its input,
+    activation rows and result rows within one storage binding (maxStorageBufferRange), a
+    multiple of what keeps a uint8 ``out`` chunk starting on a 32-bit word."""
+    limit = be.ctx.limits["maxStorageBufferRange"] - be.align  # room for an aligned-down start
+    step = min(n, limit // max(per_image, 1))
+    if out.dtype == np.uint8 and step < n:
+        step -= step % (4 // np.gcd(4, out[0].size))
+    if step < 1:
+        raise DeviceError(
+            f"{node.op} node {node.output!r}: one image's int8 rows need {per_image} bytes, more "
+            f"than this device's storage binding ({limit} bytes); compile the model for the CPU"
         )
-        n, o = x.shape[0], qw.n
+    return step
+
+
+def _record_qconv(be, out, x, node, graph, qw) -> list:
+    """qconv2d / qconv2d_integer as im2col rows -> int8 GEMM -> NCHW, in passes over images
+    small enough for one storage binding each; returns the workspace to keep."""
+    a = node.attrs
+    kernel = tuple(graph.tensors[node.inputs[1]].shape[2:])
+    geo = (kernel, a["stride"], a["padding"], a["dilation"])
+    n, o = x.shape[0], qw.n
+    oh, ow = out.shape[2:]
+    res_cols = -(-o // 4) * 4 if out.dtype == np.uint8 else o
+    per_image = max(oh * ow * max(4 * -(-qw.k // 4), res_cols * out.itemsize), x[0].nbytes)
+    keep: list = []
+    step = _images_per_pass(be, node, n, per_image, out)
+    for b0 in range(0, n, step):
+        xs, os_ = x[b0 : b0 + step], out[b0 : b0 + step]
+        m = xs.shape[0]
+        rows, _, _ = vk_q.im2col_rows(be, xs, *geo, int(a["a_zero_point"]))
         if out.dtype == np.uint8:  # rows of whole words, then the shader's transpose
-            tmp = be.empty_array((n * oh * ow, -(-o // 4) * 4), np.uint8)
+            tmp = be.empty_array((m * oh * ow, res_cols), np.uint8)
             qgemm(be, rows[:, : qw.k], qw, tmp[:, :o], **_epilogue(node, graph))
-            vk_q.rows_to_nchw(be, out, tmp)
-        else:  # [N, oh * ow, O] -> NCHW, one strided copy of words
-            tmp = be.empty_array((n * oh * ow, o), out.dtype)
+            vk_q.rows_to_nchw(be, os_, tmp)
+        else:  # [m, oh * ow, O] -> NCHW, one strided copy of words
+            tmp = be.empty_array((m * oh * ow, o), out.dtype)
             qgemm(be, rows[:, : qw.k], qw, tmp, **_epilogue(node, graph))
             copy_array(
-                be, out.reshape(n, o, oh * ow), tmp.reshape(n, oh * ow, o).transpose(0, 2, 1)
+                be, os_.reshape(m, o, oh * ow), tmp.reshape(m, oh * ow, o).transpose(0, 2, 1)
             )
         keep += [rows, tmp]
     return keep

@@ -155,6 +155,27 @@ def test_qconv2d_geometries(vulkan, geo, batch):
     _check("qconv2d_integer", [x, w], ints, shape, D.int32)
 
 
+def test_qconv2d_runs_in_passes_of_images_within_one_storage_binding(vulkan, monkeypatch):
+    # Pretend bindings of 1,200 and 2,500 bytes stand for a device's maxStorageBufferRange: an
+    # image has 42 rows of 12 bytes (504), so passes of 2 or 4 images (uint8 out: 5 * 42 bytes
+    # an image, so an even count keeps each pass's out on a 32-bit word) or 1 or 2 (float32 out,
+    # 840 bytes an image); below one image's rows, a clear refusal.
+    x = RNG.integers(0, 256, (7, 3, 8, 7), dtype=np.uint8)
+    w = RNG.integers(-127, 128, (5, 3, 2, 2), dtype=np.int8)
+    s = RNG.uniform(0.001, 0.01, 5).astype(np.float32)
+    b = RNG.standard_normal(5).astype(np.float32)
+    conv = {"stride": (1, 1), "padding": (0, 0), "dilation": (1, 1), "a_scale": 0.03,
+            "a_zero_point": 200, "relu": True, "out_scale": 0.2, "out_zero_point": 3}  # fmt: skip
+    shape = op_info("qconv2d").evaluate([x, w, s, b], conv).shape
+    for limit in (1200, 2500):
+        monkeypatch.setitem(vulkan.ctx.limits, "maxStorageBufferRange", limit)
+        _check("qconv2d", [x, w, s, b], conv, shape, D.uint8)
+        _check("qconv2d", [x, w, s], dict(conv, out_scale=None, relu=False), shape, D.float32)
+    monkeypatch.setitem(vulkan.ctx.limits, "maxStorageBufferRange", 400)
+    with pytest.raises(DeviceError, match="qconv2d node .* one image's int8 rows need"):
+        _both("qconv2d", [x, w, s, b], conv, shape, D.uint8)
+
+
 @pytest.mark.parametrize(
     "kernel,stride,padding,dilation",
     [((2, 2), (2, 2), (0, 0), (1, 1)), ((3, 3), (2, 2), (1, 1), (1, 1)),
