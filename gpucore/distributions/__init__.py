@@ -1,0 +1,173 @@
+"""gpucore.distributions: torch.distributions' API (distributions, constraints, transforms,
+biject_to / transform_to, kl_divergence / register_kl) written on gpucore ops, so scoring,
+sampling and reparameterised gradients run on every backend.
+
+Families are declarations (distribution.py's ``Declared``): parameters, support and formulas;
+the shared machinery (constructor, broadcasting, checks, expand, alternative parametrisations)
+is derived from the declaration once.
+"""
+
+from . import constraints, transforms
+from .constraint_registry import biject_to, transform_to
+from .continuous import (
+    Beta,
+    Cauchy,
+    Chi2,
+    Exponential,
+    FisherSnedecor,
+    Gamma,
+    GeneralizedPareto,
+    Laplace,
+    Normal,
+    StudentT,
+    Uniform,
+)
+from .derived import (
+    ExpRelaxedCategorical,
+    Gumbel,
+    HalfCauchy,
+    HalfNormal,
+    InverseGamma,
+    Kumaraswamy,
+    LogisticNormal,
+    LogitRelaxedBernoulli,
+    LogNormal,
+    Pareto,
+    RelaxedBernoulli,
+    RelaxedOneHotCategorical,
+    Weibull,
+)
+from .discrete import (
+    Bernoulli,
+    Binomial,
+    Categorical,
+    Geometric,
+    Multinomial,
+    NegativeBinomial,
+    OneHotCategorical,
+    OneHotCategoricalStraightThrough,
+    Poisson,
+)
+from .distribution import Distribution
+from .exp_family import ExponentialFamily
+from .extra import ContinuousBernoulli, VonMises
+from .kl import kl_divergence, register_kl
+from .multivariate import (
+    Dirichlet,
+    LKJCholesky,
+    LowRankMultivariateNormal,
+    MultivariateNormal,
+    Wishart,
+)
+from .transforms import (
+    AbsTransform,
+    AffineTransform,
+    ComposeTransform,
+    ExpTransform,
+    IndependentTransform,
+    PowerTransform,
+    ReshapeTransform,
+    SigmoidTransform,
+    SoftplusTransform,
+    TanhTransform,
+    Transform,
+    identity_transform,
+)
+from .transforms_vector import (
+    CatTransform,
+    CorrCholeskyTransform,
+    CumulativeDistributionTransform,
+    LowerCholeskyTransform,
+    PositiveDefiniteTransform,
+    SoftmaxTransform,
+    StackTransform,
+    StickBreakingTransform,
+)
+from .wrappers import Independent, MixtureSameFamily, TransformedDistribution
+
+# torch.distributions.transforms holds the vector transforms too
+for _name in (
+    "CatTransform",
+    "CorrCholeskyTransform",
+    "CumulativeDistributionTransform",
+    "LowerCholeskyTransform",
+    "PositiveDefiniteTransform",
+    "SoftmaxTransform",
+    "StackTransform",
+    "StickBreakingTransform",
+):
+    setattr(transforms, _name, globals()[_name])
+
+__all__ = [
+    "AbsTransform",
+    "AffineTransform",
+    "Bernoulli",
+    "Beta",
+    "Binomial",
+    "CatTransform",
+    "Categorical",
+    "Cauchy",
+    "Chi2",
+    "ComposeTransform",
+    "ContinuousBernoulli",
+    "CorrCholeskyTransform",
+    "CumulativeDistributionTransform",
+    "Dirichlet",
+    "Distribution",
+    "ExpRelaxedCategorical",
+    "ExpTransform",
+    "Exponential",
+    "ExponentialFamily",
+    "FisherSnedecor",
+    "Gamma",
+    "GeneralizedPareto",
+    "Geometric",
+    "Gumbel",
+    "HalfCauchy",
+    "HalfNormal",
+    "Independent",
+    "IndependentTransform",
+    "InverseGamma",
+    "Kumaraswamy",
+    "LKJCholesky",
+    "Laplace",
+    "LogNormal",
+    "LogisticNormal",
+    "LogitRelaxedBernoulli",
+    "LowRankMultivariateNormal",
+    "LowerCholeskyTransform",
+    "MixtureSameFamily",
+    "Multinomial",
+    "MultivariateNormal",
+    "NegativeBinomial",
+    "Normal",
+    "OneHotCategorical",
+    "OneHotCategoricalStraightThrough",
+    "Pareto",
+    "Poisson",
+    "PositiveDefiniteTransform",
+    "PowerTransform",
+    "RelaxedBernoulli",
+    "RelaxedOneHotCategorical",
+    "ReshapeTransform",
+    "SigmoidTransform",
+    "SoftmaxTransform",
+    "SoftplusTransform",
+    "StackTransform",
+    "StickBreakingTransform",
+    "StudentT",
+    "TanhTransform",
+    "Transform",
+    "TransformedDistribution",
+    "Uniform",
+    "VonMises",
+    "Weibull",
+    "Wishart",
+    "biject_to",
+    "constraints",
+    "identity_transform",
+    "kl_divergence",
+    "register_kl",
+    "transform_to",
+    "transforms",
+]
