@@ -51,6 +51,7 @@ from .discrete import (
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .extra import ContinuousBernoulli, VonMises
+from . import kl_cross  # noqa: F401 (registers the pairs of different families)
 from .kl import kl_divergence, register_kl
 from .multivariate import (
     Dirichlet,

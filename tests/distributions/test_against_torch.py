@@ -3,6 +3,8 @@ shapes, moments, mode, entropy, log_prob at PyTorch's samples, cdf, icdf, enumer
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from dist_cases import CASES, FLOAT32_CASES, make
@@ -49,9 +51,44 @@ def test_shapes_and_flags(pair):
     assert sorted(ours.arg_constraints) == sorted(ref.arg_constraints), name
 
 
+def _kumaraswamy_mode_by_grid(d):
+    """The density's argmax on a fine grid (float64 numpy)."""
+    a, b = d.concentration1.numpy()[:, None], d.concentration0.numpy()[:, None]
+    x = np.linspace(1e-7, 1 - 1e-7, 400_001)[None, :]
+    logpdf = np.log(a * b) + (a - 1) * np.log(x) + (b - 1) * np.log1p(-(x**a))
+    mode = x[0, np.argmax(logpdf, axis=1)]
+    return np.where((a[:, 0] < 1) | (b[:, 0] < 1), np.nan, mode)
+
+
+def _von_mises_variance_by_series(d):
+    """1 - I1(k) / I0(k) from the power series of the Bessel functions (float64 math)."""
+    out = []
+    for k in d.concentration.numpy():
+        terms = [(k / 2) ** (2 * m) / math.factorial(m) ** 2 for m in range(80)]
+        i0 = sum(terms)
+        i1 = sum(t * (k / 2) / (m + 1) for m, t in enumerate(terms))
+        out.append(1 - i1 / i0)
+    return np.array(out)
+
+
+# Where PyTorch 2.13's value is itself off: its Kumaraswamy.mode is NaN for every parameter
+# (the mode ((a - 1) / (ab - 1))^(1/a) of a, b >= 1 is finite), and its VonMises variance
+# carries a 7e-6 relative error at concentration 20 (its float32-coefficient Bessel
+# approximation); these are checked against float64 references instead.
+INDEPENDENT_REFERENCE = {
+    ("Kumaraswamy", "mode"): (_kumaraswamy_mode_by_grid, 1e-5),
+    ("VonMises", "variance"): (_von_mises_variance_by_series, 1e-12),
+    ("VonMises", "stddev"): (lambda d: np.sqrt(_von_mises_variance_by_series(d)), 1e-12),
+}
+
+
 @pytest.mark.parametrize("attr", ATTRS)
 def test_moments_and_mode(pair, attr):
     name, ours, ref = pair
+    if (name, attr) in INDEPENDENT_REFERENCE:
+        fn, tol = INDEPENDENT_REFERENCE[name, attr]
+        _close(getattr(ours, attr), fn(ours), f"{name}.{attr}", rtol=tol, atol=tol)
+        return
     want = _torch_or_none(lambda: getattr(ref, attr))
     if want is None:
         with pytest.raises(NotImplementedError):
