@@ -224,12 +224,12 @@ class Categorical(Declared):
     def param_shape(self):
         return self._param.shape
 
-    mean = property(
-        lambda self: gc.full(tuple(self.batch_shape), math.nan, dtype=self._param.dtype)
-    )
-    variance = property(
-        lambda self: gc.full(tuple(self.batch_shape), math.nan, dtype=self._param.dtype)
-    )
+    def _undefined(self):
+        p = self._param
+        return gc.full(tuple(self.batch_shape), math.nan, dtype=p.dtype, device=p.device)
+
+    mean = property(_undefined)
+    variance = property(_undefined)
     mode = property(lambda self: self.probs.argmax(-1))
 
     def _sample(self, shape):
