@@ -7,7 +7,18 @@ the shared machinery (constructor, broadcasting, checks, expand, alternative par
 is derived from the declaration once.
 """
 
-from . import constraints, transforms
+from . import (
+    constraints,
+    continuous,
+    derived,
+    discrete,
+    extra,
+    kl_cross,  # noqa: F401 (registers the pairs of different families)
+    multivariate,
+    transforms,
+    transforms_vector,
+    wrappers,
+)
 from .constraint_registry import biject_to, transform_to
 from .continuous import (
     Beta,
@@ -51,7 +62,6 @@ from .discrete import (
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .extra import ContinuousBernoulli, VonMises
-from . import kl_cross  # noqa: F401 (registers the pairs of different families)
 from .kl import kl_divergence, register_kl
 from .multivariate import (
     Dirichlet,
@@ -100,75 +110,12 @@ for _name in (
     setattr(transforms, _name, globals()[_name])
 
 __all__ = [
-    "AbsTransform",
-    "AffineTransform",
-    "Bernoulli",
-    "Beta",
-    "Binomial",
-    "CatTransform",
-    "Categorical",
-    "Cauchy",
-    "Chi2",
-    "ComposeTransform",
-    "ContinuousBernoulli",
-    "CorrCholeskyTransform",
-    "CumulativeDistributionTransform",
-    "Dirichlet",
-    "Distribution",
-    "ExpRelaxedCategorical",
-    "ExpTransform",
-    "Exponential",
-    "ExponentialFamily",
-    "FisherSnedecor",
-    "Gamma",
-    "GeneralizedPareto",
-    "Geometric",
-    "Gumbel",
-    "HalfCauchy",
-    "HalfNormal",
-    "Independent",
-    "IndependentTransform",
-    "InverseGamma",
-    "Kumaraswamy",
-    "LKJCholesky",
-    "Laplace",
-    "LogNormal",
-    "LogisticNormal",
-    "LogitRelaxedBernoulli",
-    "LowRankMultivariateNormal",
-    "LowerCholeskyTransform",
-    "MixtureSameFamily",
-    "Multinomial",
-    "MultivariateNormal",
-    "NegativeBinomial",
-    "Normal",
-    "OneHotCategorical",
-    "OneHotCategoricalStraightThrough",
-    "Pareto",
-    "Poisson",
-    "PositiveDefiniteTransform",
-    "PowerTransform",
-    "RelaxedBernoulli",
-    "RelaxedOneHotCategorical",
-    "ReshapeTransform",
-    "SigmoidTransform",
-    "SoftmaxTransform",
-    "SoftplusTransform",
-    "StackTransform",
-    "StickBreakingTransform",
-    "StudentT",
-    "TanhTransform",
-    "Transform",
-    "TransformedDistribution",
-    "Uniform",
-    "VonMises",
-    "Weibull",
-    "Wishart",
-    "biject_to",
-    "constraints",
-    "identity_transform",
-    "kl_divergence",
-    "register_kl",
-    "transform_to",
-    "transforms",
+    *(
+        name
+        for module in (continuous, derived, discrete, extra, multivariate)
+        for name in module.__all__
+    ),
+    *(name for module in (transforms, transforms_vector, wrappers) for name in module.__all__),
+    *("Distribution", "ExponentialFamily", "biject_to", "transform_to", "kl_divergence"),
+    *("register_kl", "constraints", "transforms"),
 ]

@@ -29,7 +29,8 @@ class ConstraintRegistry:
             constraint = type(constraint)
         if not (isinstance(constraint, type) and issubclass(constraint, C.Constraint)):
             raise TypeError(
-                f"Expected constraint to be either a Constraint subclass or instance, but got {constraint}"
+                "Expected constraint to be either a Constraint subclass or instance, "
+                f"but got {constraint}"
             )
         self._registry[constraint] = factory
         return factory

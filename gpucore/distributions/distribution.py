@@ -110,7 +110,9 @@ class Distribution:
         raise NotImplementedError(f"{type(self).__name__} has no rsample")
 
     def sample_n(self, n: int) -> Tensor:
-        warnings.warn("sample_n will be deprecated. Use .sample((n,)) instead", FutureWarning)
+        warnings.warn(
+            "sample_n will be deprecated. Use .sample((n,)) instead", FutureWarning, stacklevel=2
+        )
         return self.sample((n,))
 
     def log_prob(self, value: Tensor) -> Tensor:

@@ -45,7 +45,8 @@ class ExponentialFamily(Declared):
 
 
 def bregman_kl(p: ExponentialFamily, q: ExponentialFamily):
-    """KL(p || q) of two members of one exponential family: A(t_q) - A(t_p) - <t_q - t_p, dA/dt(t_p)>."""
+    """KL(p || q) of two members of one exponential family:
+    A(t_q) - A(t_p) - <t_q - t_p, dA/dt(t_p)>."""
     tp, ap, grads = p._normalizer_and_grads()
     tq = q._natural_params()
     out = q._log_normalizer(*tq) - ap

@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 
 import gpucore as gc
-from gpucore.ops.common import broadcast_shapes
 import gpucore.nn.functional as F
+from gpucore.ops.common import broadcast_shapes
 
 from .continuous import Beta, Cauchy, Exponential, Gamma, Laplace, Normal, Uniform
 from .derived import HalfNormal
@@ -56,7 +56,8 @@ def kl_divergence(p, q):
     fn = _lookup(type(p), type(q))
     if fn is None:
         raise NotImplementedError(
-            f"No KL(p || q) is implemented for p type {type(p).__name__} and q type {type(q).__name__}"
+            f"No KL(p || q) is implemented for p type {type(p).__name__} and q type "
+            f"{type(q).__name__}"
         )
     return fn(p, q)
 
@@ -219,7 +220,8 @@ def _gaussian(d):
 def _mvn(p, q):
     if p.event_shape != q.event_shape:
         raise ValueError(
-            "KL-divergence between two Multivariate Normals with different event shapes cannot be computed"
+            "KL-divergence between two Multivariate Normals with different event shapes "
+            "cannot be computed"
         )
     (mp, Lp), (mq, Lq) = _gaussian(p), _gaussian(q)
     n = p.event_shape[0]

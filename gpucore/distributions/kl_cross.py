@@ -137,7 +137,9 @@ def _log_cb_q(p, q):
 def _log_laplace_q(p, q):
     # for p Normal: E|X - mu| = s sqrt(2/pi) exp(-d^2 / 2s^2) + d (1 - 2 Phi(-d / s))
     d, s = p.loc - q.loc, p.scale
-    folded = s * math.sqrt(2 / math.pi) * (-(d.pow(2)) / (2 * s.pow(2))).exp() + d * gc.erf(d / (s * math.sqrt(2)))
+    folded = s * math.sqrt(2 / math.pi) * (-(d.pow(2)) / (2 * s.pow(2))).exp() + d * gc.erf(
+        d / (s * math.sqrt(2))
+    )
     return -(2 * q.scale).log() - folded / q.scale
 
 

@@ -12,8 +12,8 @@ import math
 import weakref
 
 import gpucore as gc
-from gpucore.ops.common import broadcast_shapes
 import gpucore.nn.functional as F
+from gpucore.ops.common import broadcast_shapes
 
 from . import constraints as C
 

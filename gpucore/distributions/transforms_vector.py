@@ -45,7 +45,8 @@ class SoftmaxTransform(_Parameterless):
 
 
 def _stick_offsets(n: int, like):
-    """log of K, K-1, ..., 2 for K = n + 1 sticks: the shift that maps x = 0 to the uniform point."""
+    """log K, log(K - 1), ..., log 2 for K = n + 1 sticks: the shift that maps x = 0 to the
+    uniform point."""
     return (n + 1 - gc.arange(1, n + 1, dtype=like.dtype, device=like.device)).log()
 
 

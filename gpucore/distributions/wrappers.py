@@ -34,7 +34,8 @@ class TransformedDistribution(Distribution):
         base_event = len(base.event_shape)
         if len(base_shape) < chain.domain.event_dim:
             raise ValueError(
-                f"base_distribution needs at least {chain.domain.event_dim} dimensions, but got {base_shape}"
+                f"base_distribution needs at least {chain.domain.event_dim} dimensions, but got "
+                f"{base_shape}"
             )
         out_shape = tuple(chain.forward_shape(base_shape))
         needed = tuple(chain.inverse_shape(out_shape))
@@ -128,7 +129,8 @@ class Independent(Distribution):
         n = reinterpreted_batch_ndims
         if n > len(base_distribution.batch_shape):
             raise ValueError(
-                f"Expected reinterpreted_batch_ndims <= len(base_distribution.batch_shape), actual {n} vs "
+                "Expected reinterpreted_batch_ndims <= len(base_distribution.batch_shape), "
+                f"actual {n} vs "
                 f"{len(base_distribution.batch_shape)}"
             )
         self.base_dist, self.reinterpreted_batch_ndims = base_distribution, n
@@ -194,11 +196,13 @@ class MixtureSameFamily(Distribution):
 
         if not isinstance(mixture_distribution, Categorical):
             raise ValueError(
-                "The Mixture distribution needs to be an instance of torch.distributions.Categorical"
+                "The Mixture distribution needs to be an instance of "
+                "gpucore.distributions.Categorical"
             )
         if not isinstance(component_distribution, Distribution):
             raise ValueError(
-                "The Component distribution needs to be an instance of torch.distributions.Distribution"
+                "The Component distribution needs to be an instance of "
+                "gpucore.distributions.Distribution"
             )
         mix_batch, comp_batch = (
             tuple(mixture_distribution.batch_shape),
@@ -206,7 +210,8 @@ class MixtureSameFamily(Distribution):
         )
         if len(comp_batch) < 1 or mixture_distribution._num_events != comp_batch[-1]:
             raise ValueError(
-                f"The mixture has {mixture_distribution._num_events} components but the component batch shape is "
+                f"The mixture has {mixture_distribution._num_events} components but the "
+                "component batch shape is "
                 f"{comp_batch}: its last dimension must equal the number of components"
             )
         for a, b in zip(reversed(mix_batch), reversed(comp_batch[:-1])):
@@ -279,4 +284,5 @@ class MixtureSameFamily(Distribution):
             return comps.gather(len(which.shape), index).squeeze(len(which.shape))
 
     def __repr__(self):
-        return f"MixtureSameFamily(\n  {self._mixture_distribution!r},\n  {self._component_distribution!r})"
+        mix, comp = self._mixture_distribution, self._component_distribution
+        return f"MixtureSameFamily(\n  {mix!r},\n  {comp!r})"
