@@ -2,8 +2,8 @@
 between the libraries call by call; float32, PyTorch on one thread (small ops: gpucore's run
 single-threaded in its C extension too). The rows are what the training scripts call per step:
 a VAE's Normal rsample + log_prob + KL, a policy's Categorical sample + log_prob + entropy,
-and the samplers PyTorch has in C++ (gamma / Dirichlet / Poisson) that are compositions of
-gpucore ops here. Run: ``python benchmarks/distributions.py``.
+and the samplers PyTorch has in C++ (gamma / Dirichlet, compositions of gpucore ops here; Poisson,
+gpucore's registry op). Run: ``python benchmarks/distributions.py``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from bench_env import median_ms
+from bench_env import ratio_row
 
 import gpucore
 
@@ -19,14 +19,6 @@ try:
     import torch
 except ImportError:
     torch = None
-
-
-def _row(label: str, g, t) -> str:
-    if torch is None:
-        (a,) = median_ms([g], 15)
-        return f"| {label} | {a:.3f} | - | - |"
-    a, b = median_ms([g, t], 15)
-    return f"| {label} | {a:.3f} | {b:.3f} | {a / b:.1f} |"
 
 
 def _cases(lib, rng):
@@ -69,7 +61,7 @@ def main() -> None:
     print("| call | gpucore ms | torch ms | ratio |\n|---|---|---|---|")
     for (label, g), (_, t) in zip(ours, refs):
         print(label, file=sys.stderr)
-        print(_row(label, g, t))
+        print(ratio_row(label, g, t, 15))
 
 
 if __name__ == "__main__":

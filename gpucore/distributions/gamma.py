@@ -4,7 +4,7 @@ where the parameters live and follow ``gpucore.manual_seed``).
 Sampling: Marsaglia and Tsang's squeeze-rejection method (ACM TOMS 2000). For shape a >= 1 let
 d = a - 1/3, c = 1/sqrt(9d); draw z ~ N(0, 1), u ~ U(0, 1), v = (1 + c z)^3 and accept d v when
 v > 0 and log u < z^2 / 2 + d - d v + d log v. Shapes below 1 use the boost
-Gamma(a) = Gamma(a + 1) * u^(1/a). Each round proposes for every element still waiting, so
+Gamma(a) = Gamma(a + 1) * u^(1/a). Every element keeps its first accepted proposal, so
 every sample is an exact draw.
 
 Gradient: implicit reparameterisation (Figurnov, Mohamed and Mnih 2018). A sample x = F^-1(u; a)
@@ -25,20 +25,32 @@ from ..tensor import Tensor
 __all__ = ["standard_gamma", "standard_gamma_grad", "sample_dirichlet"]
 
 
+def _propose(d: Tensor, c: Tensor, shape: tuple):
+    """One Marsaglia-Tsang proposal per element of ``shape``: (accepted, value)."""
+    z = gc.randn(shape, dtype=d.dtype, device=d.device)
+    u = gc.rand(shape, dtype=d.dtype, device=d.device)
+    v = (1 + c * z) ** 3
+    safe_v = gc.where(v > 0, v, gc.ones_like(v))
+    ok = (v > 0) & (u.log() < 0.5 * z * z + d - d * safe_v + d * safe_v.log())
+    return ok, d * v
+
+
+_FIRST_ROUND = 3  # proposals per element drawn at once: all three fail for ~1e-4 of them
+
+
 def _marsaglia_tsang(a: Tensor) -> Tensor:
-    """Gamma(a) draws for a flat tensor of shapes a >= 1."""
+    """Gamma(a) draws for a flat tensor of shapes a >= 1: each element's first accepted
+    proposal. The first round proposes three times per element in one batch of ops (at least
+    95% of single proposals are accepted); the few elements left draw again until accepted."""
     d = a - 1.0 / 3.0
     c = (9.0 * d).rsqrt()
-    out = gc.zeros_like(a)
-    waiting = gc.arange(a.shape[0], device=a.device)
+    ok, value = _propose(d, c, (_FIRST_ROUND, a.shape[0]))
+    first = ok.to(gc.int64).argmax(0, keepdim=True)
+    out = value.gather(0, first).reshape(-1)
+    waiting = gc.arange(a.shape[0], device=a.device)[~ok.any(0)]
     while waiting.shape[0]:
-        dd, cc = d[waiting], c[waiting]
-        z = gc.randn(tuple(dd.shape), dtype=a.dtype, device=a.device)
-        u = gc.rand(tuple(dd.shape), dtype=a.dtype, device=a.device)
-        v = (1 + cc * z) ** 3
-        safe_v = gc.where(v > 0, v, gc.ones_like(v))
-        ok = (v > 0) & (u.log() < 0.5 * z * z + dd - dd * safe_v + dd * safe_v.log())
-        out[waiting[ok]] = (dd * v)[ok]
+        ok, value = _propose(d[waiting], c[waiting], tuple(waiting.shape))
+        out[waiting[ok]] = value[ok]
         waiting = waiting[~ok]
     return out
 
