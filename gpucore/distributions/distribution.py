@@ -254,7 +254,7 @@ class Declared(Distribution):
             if isinstance(f, OneOf):
                 for p in f.params:
                     setattr(cls, p.name, p)  # the lazy derivation of an absent alternative
-        sig = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        sig = []
         for f in cls.fields:
             for p in f.params if isinstance(f, OneOf) else (f,):
                 default = None if isinstance(f, OneOf) else p.default
@@ -288,10 +288,14 @@ class Declared(Distribution):
         }
 
     def __init__(self, *args, **kwargs):
-        bound = self.__signature__.bind(self, *args, **kwargs)
+        try:
+            bound = type(self).__signature__.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(
+                f"{type(self).__name__}(): {e} (signature {type(self).__signature__})"
+            ) from None
         bound.apply_defaults()
         given = dict(bound.arguments)
-        given.pop("self")
         validate_args = given.pop("validate_args")
         tensors = {}
         for f in self.fields:
