@@ -1,11 +1,8 @@
-"""Gamma and Dirichlet samples with pathwise gradients, composed of gpucore ops (so they run
-where the parameters live and follow ``gpucore.manual_seed``).
+"""Gamma and Dirichlet samples with pathwise gradients.
 
-Sampling: Marsaglia and Tsang's squeeze-rejection method (ACM TOMS 2000). For shape a >= 1 let
-d = a - 1/3, c = 1/sqrt(9d); draw z ~ N(0, 1), u ~ U(0, 1), v = (1 + c z)^3 and accept d v when
-v > 0 and log u < z^2 / 2 + d - d v + d log v. Shapes below 1 use the boost
-Gamma(a) = Gamma(a + 1) * u^(1/a). Every element keeps its first accepted proposal, so
-every sample is an exact draw.
+Sampling: the ``standard_gamma`` op (gpucore/ops/random_counts.py: numpy's gamma sampler
+over a Philox stream keyed by gpucore's generator, so ``gpucore.manual_seed`` reproduces it;
+drawn on the host and placed on the parameters' device).
 
 Gradient: implicit reparameterisation (Figurnov, Mohamed and Mnih 2018). A sample x = F^-1(u; a)
 of the CDF F moves with the shape as dx/da = -(dF/da) / (dF/dx). dF/dx is the density; dF/da is
@@ -20,53 +17,16 @@ from __future__ import annotations
 import gpucore as gc
 
 from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..ops.random_counts import standard_gamma_sample
 from ..tensor import Tensor
 
 __all__ = ["standard_gamma", "standard_gamma_grad", "sample_dirichlet"]
 
 
-def _propose(d: Tensor, c: Tensor, shape: tuple):
-    """One Marsaglia-Tsang proposal per element of ``shape``: (accepted, value)."""
-    z = gc.randn(shape, dtype=d.dtype, device=d.device)
-    u = gc.rand(shape, dtype=d.dtype, device=d.device)
-    v = (1 + c * z) ** 3
-    safe_v = gc.where(v > 0, v, gc.ones_like(v))
-    ok = (v > 0) & (u.log() < 0.5 * z * z + d - d * safe_v + d * safe_v.log())
-    return ok, d * v
-
-
-_FIRST_ROUND = 3  # proposals per element drawn at once: all three fail for ~1e-4 of them
-
-
-def _marsaglia_tsang(a: Tensor) -> Tensor:
-    """Gamma(a) draws for a flat tensor of shapes a >= 1: each element's first accepted
-    proposal. The first round proposes three times per element in one batch of ops (at least
-    95% of single proposals are accepted); the few elements left draw again until accepted."""
-    d = a - 1.0 / 3.0
-    c = (9.0 * d).rsqrt()
-    ok, value = _propose(d, c, (_FIRST_ROUND, a.shape[0]))
-    first = ok.to(gc.int64).argmax(0, keepdim=True)
-    out = value.gather(0, first).reshape(-1)
-    waiting = gc.arange(a.shape[0], device=a.device)[~ok.any(0)]
-    while waiting.shape[0]:
-        ok, value = _propose(d[waiting], c[waiting], tuple(waiting.shape))
-        out[waiting[ok]] = value[ok]
-        waiting = waiting[~ok]
-    return out
-
-
 def _sample(alpha: Tensor) -> Tensor:
-    with no_grad():
-        a = alpha.detach().reshape(-1)
-        if a.numel() == 0:
-            return gc.zeros_like(alpha.detach())
-        small = a < 1
-        x = _marsaglia_tsang(gc.where(small, a + 1, a))
-        if bool(small.any()):
-            u = gc.rand(tuple(a.shape), dtype=a.dtype, device=a.device)
-            x = gc.where(small, x * u.pow(1 / a), x)
-        # a tiny shape can round a sample to 0, outside the support: keep the least positive
-        return x.clamp(min=gc.finfo(a.dtype).tiny).reshape(alpha.shape)
+    x = standard_gamma_sample(alpha.detach())
+    # a tiny shape can round a sample to 0, outside the support: keep the least positive
+    return x.clamp(min=gc.finfo(x.dtype).tiny)
 
 
 def standard_gamma_grad(alpha: Tensor, x: Tensor) -> Tensor:

@@ -97,6 +97,16 @@ CASES = {
     "NegativeBinomial": ("NegativeBinomial", {"total_count": _pos(3), "probs": _unit(3)}, {}),
     "ContinuousBernoulli": ("ContinuousBernoulli", {"probs": np.array([0.2, 0.5, 0.8])}, {}),
     "LogisticNormal": ("LogisticNormal", {"loc": _real(3), "scale": _pos(3, hi=1.0)}, {}),
+    # df > 4: a finite fourth moment, so Monte Carlo averages of x^2 have finite variance
+    "StudentT_df_above_4": (
+        "StudentT",
+        {
+            "df": np.array([5.5, 7.0, 9.0]),
+            "loc": np.array([0.3, -1.0, 2.0]),
+            "scale": np.array([0.7, 1.5, 2.0]),
+        },
+        {},
+    ),
 }
 
 
