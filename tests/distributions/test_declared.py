@@ -139,3 +139,34 @@ def test_mvn_parametrisations_agree():
         np.testing.assert_allclose(d.covariance_matrix.numpy(), cov, rtol=1e-10)
         np.testing.assert_allclose(d.precision_matrix.numpy(), np.linalg.inv(cov), rtol=1e-9)
         np.testing.assert_allclose(d.log_prob(x).numpy(), ds[0].log_prob(x).numpy(), rtol=1e-10)
+
+
+def test_a_plain_distribution_subclass_works_as_in_pytorch():
+    """Subclassing Distribution directly (PyTorch's way: own __init__, arg_constraints, support,
+    log_prob) still gets the checks, shapes and Independent / TransformedDistribution."""
+
+    class Shifted(D.Distribution):
+        arg_constraints = {"rate": C.positive}
+        support = C.positive
+
+        def __init__(self, rate, validate_args=None):
+            self.rate = rate
+            super().__init__(rate.shape, validate_args=validate_args)
+
+        def log_prob(self, value):
+            if self._validate_args:
+                self._validate_sample(value)
+            return self.rate.log() - self.rate * value
+
+    d = Shifted(gc.tensor([1.0, 2.0], dtype=gc.float64))
+    assert tuple(d.batch_shape) == (2,) and repr(d).startswith("Shifted(rate: ")
+    with pytest.raises(ValueError, match="parameter rate"):
+        Shifted(gc.tensor([-1.0]))
+    with pytest.raises(ValueError, match="within the support"):
+        d.log_prob(gc.tensor([-1.0, 1.0], dtype=gc.float64))
+    x = gc.tensor([0.5, 1.5], dtype=gc.float64)
+    assert float(D.Independent(d, 1).log_prob(x)) == pytest.approx(
+        float(d.log_prob(x).sum()), rel=1e-12
+    )
+    y = D.TransformedDistribution(d, [D.ExpTransform()]).log_prob(x.exp())
+    np.testing.assert_allclose(y.numpy(), (d.log_prob(x) - x).numpy(), rtol=1e-12)
