@@ -222,7 +222,8 @@ class Gamma(ExponentialFamily):
         return gc.xlogy(a, r) + gc.xlogy(a - 1, x) - r * x - a.lgamma()
 
     def _cdf(self, x):
-        return gc.special.gammainc(self.concentration, self.rate * x)
+        # igamma has no device kernel: its result comes back to the parameters' device
+        return gc.special.gammainc(self.concentration, self.rate * x).to(self.rate.device)
 
     def entropy(self):
         a = self.concentration

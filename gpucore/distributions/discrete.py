@@ -270,11 +270,16 @@ class OneHotCategorical(Categorical):
 
     @property
     def mode(self):
-        return F.one_hot(self.probs.argmax(-1), self._num_events).to(self.probs.dtype)
+        return self._one_hot(self.probs.argmax(-1))
+
+    def _one_hot(self, index):
+        # one_hot builds on the host: the result goes to the parameters' device
+        p = self.probs
+        return F.one_hot(index, self._num_events).to(dtype=p.dtype, device=p.device)
 
     def _sample(self, shape):
         index = Categorical._sample(self, shape[:-1])
-        return F.one_hot(index, self._num_events).to(self.probs.dtype)
+        return self._one_hot(index)
 
     def _log_prob(self, x):
         return Categorical._log_prob(self, x.argmax(-1))
@@ -317,8 +322,7 @@ class Multinomial(Declared):
         if not isinstance(self.total_count, int):
             raise NotImplementedError("inhomogeneous total_count is not supported")
         draws = Categorical._sample(self, (self.total_count,) + tuple(shape[:-1]))
-        counts = F.one_hot(draws, self._num_events).sum(0)
-        return counts.to(self.probs.dtype)
+        return OneHotCategorical._one_hot(self, draws).sum(0)
 
     def _log_prob(self, x):
         logits, x = gc.broadcast_tensors(self.logits, x)
