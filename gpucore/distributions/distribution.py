@@ -310,8 +310,6 @@ class Declared(Distribution):
                 p = chosen[0]
             else:
                 p = f
-            if given[p.name] is _REQUIRED:
-                raise TypeError(f"{type(self).__name__}() missing required argument '{p.name}'")
             tensors[p] = given[p.name]
         self._start(self._broadcast(tensors), validate_args)
 
