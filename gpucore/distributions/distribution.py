@@ -22,6 +22,8 @@ from __future__ import annotations
 import inspect
 import warnings
 
+import numpy as np
+
 import gpucore as gc
 
 from ..autograd.grad_mode import no_grad
@@ -135,7 +137,11 @@ class Distribution:
             value = self.__dict__[name]
             if not isinstance(value, Tensor):
                 continue
-            if not bool(constraint.check(value).all()):
+            # a parameter given as a Python number is checked as that number: the same
+            # comparisons without a tensor op each (Normal(0.0, 1.0) is built often)
+            number = getattr(self, "_numbers", {}).get(name)
+            ok = constraint.check(value if number is None else number)
+            if not (bool(ok.all()) if isinstance(ok, Tensor) else bool(ok)):
                 raise ValueError(
                     f"Expected parameter {name} ({type(value).__name__} of shape "
                     f"{tuple(value.shape)}) of distribution {self!r} to satisfy the constraint "
@@ -235,6 +241,7 @@ def _flat_fields(fields):
 
 
 _WORDS = {1: "one", 2: "two"}
+_NP_FLOAT = {gc.float64: np.float64, gc.float32: np.float32}
 
 
 class Declared(Distribution):
@@ -329,7 +336,7 @@ class Declared(Distribution):
             like.dtype if like is not None and like.is_floating_point() else gc.get_default_dtype()
         )
         device = like.device if like is not None else None
-        ts = {}
+        ts, numbers = {}, {}
         for p, v in values.items():
             t = v if isinstance(v, Tensor) else gc.as_tensor(v, dtype=dtype, device=device)
             if t.dim() < p.event_dim:
@@ -337,6 +344,11 @@ class Declared(Distribution):
                     f"`{p.name}` parameter must be at least {_WORDS[p.event_dim]}-dimensional."
                 )
             ts[p] = p.prepare(t) if p.prepare else t
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and p.prepare is None:
+                exact = _NP_FLOAT.get(t.dtype)
+                if exact is not None and float(exact(v)) == v:  # the tensor holds v itself
+                    numbers[p.name] = float(v)
+        self._numbers = numbers
         parts = [tuple(t.shape[: t.dim() - p.event_dim]) for p, t in ts.items()]
         batch = Size(broadcast_shapes(type(self).__name__, *parts) if parts else ())
         for p, t in ts.items():

@@ -170,3 +170,17 @@ def test_a_plain_distribution_subclass_works_as_in_pytorch():
     )
     y = D.TransformedDistribution(d, [D.ExpTransform()]).log_prob(x.exp())
     np.testing.assert_allclose(y.numpy(), (d.log_prob(x) - x).numpy(), rtol=1e-12)
+
+
+def test_numbers_are_checked_as_the_tensors_they_become():
+    """Parameters given as numbers are checked without tensor ops when the tensor holds the
+    number exactly, and as the tensor otherwise: 1e-50 is positive, its float32 tensor is 0."""
+    assert float(D.Normal(0.0, 0.5).scale) == 0.5
+    with pytest.raises(ValueError, match="parameter scale"):
+        D.Normal(0.0, 1e-50)  # float32 (the default dtype): scale rounds to 0
+    d = D.Normal(gc.tensor(0.0, dtype=gc.float64), 1e-50)  # float64: it stays positive
+    assert float(d.scale) == 1e-50
+    with pytest.raises(ValueError, match="parameter total_count"):
+        D.Binomial(2.5, probs=0.5)
+    with pytest.raises(ValueError, match="parameter low"):
+        D.Uniform(1.0, 0.0)
