@@ -240,7 +240,7 @@ class Categorical(Declared):
         draws = (
             gc.multinomial(flat, n, replacement=True)
             if flat.shape[0]
-            else gc.zeros((0, n), dtype=gc.int64)
+            else gc.zeros((0, n), dtype=gc.int64, device=flat.device)
         )
         return draws.mT.reshape(tuple(shape))
 
