@@ -265,7 +265,7 @@ _QUANTIZATION = (
 
 
 def __dir__():
-    return sorted(set(globals()) | {"quantization", *_QUANTIZATION})
+    return sorted(set(globals()) | {"quantization", "distributions", *_QUANTIZATION})
 
 
 def __getattr__(name: str):
@@ -279,8 +279,9 @@ def __getattr__(name: str):
 
         return importlib.import_module(".quantization", __name__).ao_module()
     # gpucore.runtime is imported on first use (the inference runtime is not needed to train).
-    # gpucore.distributed too (it reads MPI launchers' variables when imported).
-    if name in ("runtime", "distributed"):
+    # gpucore.distributed too (it reads MPI launchers' variables when imported), and
+    # gpucore.distributions (probability distributions, not needed to train most models).
+    if name in ("runtime", "distributed", "distributions"):
         import importlib  # noqa: PLC0415
 
         return importlib.import_module("." + name, __name__)

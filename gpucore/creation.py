@@ -132,13 +132,16 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     return _finish(_store(arr, dt), dt, requires_grad, be)
 
 
-def as_tensor(data, dtype=None) -> Tensor:
-    """``data`` itself when it is already a tensor of ``dtype``, else ``tensor(data, dtype)``."""
-    if isinstance(data, Tensor) and (dtype is None or D.as_dtype(dtype) is data.dtype):
-        return data
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """``data`` itself when it is already a tensor of ``dtype`` on ``device``, else a converted
+    one (a tensor cast or moved, an array shared where it can be, as torch.as_tensor)."""
+    if isinstance(data, Tensor):
+        out = data if dtype is None else data.to(D.as_dtype(dtype))
+        return out if device is None else out.to(device)
     if isinstance(data, np.ndarray) and dtype is None and data.dtype.kind in "biuf":
-        return from_numpy(data)
-    return tensor(data, dtype=dtype)
+        out = from_numpy(data)
+        return out if device is None else out.to(device)
+    return tensor(data, dtype=dtype, device=device)
 
 
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = False) -> Tensor:

@@ -84,6 +84,11 @@ def test_as_tensor_shares_when_it_can():
     assert gpucore.as_tensor(x) is x
     assert gpucore.as_tensor(x, gpucore.float64).dtype is gpucore.float64
     assert gpucore.as_tensor([1, 2]).tolist() == [1, 2]
+    # device= as torch.as_tensor: kept where it already is, else moved / made there
+    assert gpucore.as_tensor(x, device="cpu") is x
+    assert gpucore.as_tensor(a, device="cpu")[0].item() == 4.0
+    y = gpucore.as_tensor(2.5, dtype=gpucore.float64, device="cpu")
+    assert y.dtype is gpucore.float64 and y.item() == 2.5 and str(y.device) == "cpu"
 
 
 def test_device_argument():

@@ -1,9 +1,13 @@
-"""Count sampling: poisson (torch.poisson) and binomial (torch.binomial), registry ops that are
-pure functions of their inputs and a Philox stream position taken from gpucore's ``Generator``
-(``manual_seed`` makes them reproducible; ``generator=`` draws from another). The kernel draws
-with numpy's Philox bit generator keyed by that (seed, offset): numpy's exact algorithms
-(PTRS / BTPE for large parameters, inversion for small) over a counter-based stream. poisson's
-gradient is zero and binomial has none, as PyTorch.
+"""Count and gamma sampling: poisson (torch.poisson), binomial (torch.binomial) and
+standard_gamma (the sampler under gpucore.distributions' gamma family, torch's private
+_standard_gamma; no public name), registry ops that are pure functions of their inputs and a
+Philox stream position taken from gpucore's ``Generator`` (``manual_seed`` makes them
+reproducible; ``generator=`` draws from another). The kernel draws with numpy's Philox bit
+generator keyed by that (seed, offset): numpy's exact algorithms (PTRS / BTPE for large
+parameters, inversion for small; for gamma, Marsaglia-Tsang above shape 1) over a
+counter-based stream.
+poisson's gradient is zero and binomial has none, as PyTorch; standard_gamma's (the implicit
+reparameterisation gradient) is attached by gpucore/distributions/gamma.py.
 
 kernels: backends/cpu/kernels/random_counts.py (numpy); none on Vulkan (device tensors are read
 back and the samples uploaded to their device).
@@ -42,6 +46,21 @@ POISSON = defop(
         Sample(uniform(3, 5, low=0.0, high=20.0, seed=1), seed=7, offset=3, ref=_poisson_ref,
                grad=False, on_vulkan=False),
         Sample(np.zeros(4), seed=1, offset=0, ref=_poisson_ref, grad=False, on_vulkan=False),
+    ],
+)  # fmt: skip
+
+
+def _gamma_ref(concentration, seed, offset):
+    return np_counts("standard_gamma", seed, offset, concentration)
+
+
+# its gradient is the implicit one, attached by gpucore/distributions/gamma.py
+STANDARD_GAMMA = defop(
+    "standard_gamma",
+    infer=lambda concentration, seed, offset: (concentration.shape, concentration.dtype),
+    samples=lambda: [
+        Sample(uniform(3, 5, low=0.05, high=20.0, seed=4), seed=3, offset=11, ref=_gamma_ref,
+               grad=False, on_vulkan=False),
     ],
 )  # fmt: skip
 BINOMIAL = defop(
@@ -94,3 +113,15 @@ def binomial(count: Tensor, prob: Tensor, generator=None) -> Tensor:
     with no_grad():
         out = apply_on(dispatch.CPU, BINOMIAL, count, prob, seed=seed, offset=offset)
     return _to_backend(out, count._dev, False)
+
+
+def standard_gamma_sample(concentration: Tensor, generator=None) -> Tensor:
+    """Gamma(concentration, 1) samples (floats > 0 elementwise), in concentration's dtype and on
+    its device, without gradient (gpucore/distributions/gamma.py attaches the implicit one)."""
+    _float("standard_gamma", concentration, "the concentrations")
+    seed, offset = (generator or default_generator).take(4 * max(concentration.numel(), 1))
+    with no_grad():
+        out = apply_on(
+            dispatch.CPU, STANDARD_GAMMA, concentration.detach(), seed=seed, offset=offset
+        )
+    return _to_backend(out, concentration._dev, False)

@@ -1,10 +1,11 @@
 """PyTorch scripts run on gpucore with only their imports changed.
 
 Each file in `ported/` is a training script written for PyTorch in the style of the widely copied
-public examples (pytorch/examples' MNIST, VAE, DCGAN and word language models, nanoGPT, a ResNet,
-metric learning). The test runs it twice in fresh processes: as written, on PyTorch, and with
-its imports rewritten to gpucore (`import torch` -> `import gpucore as torch`, `torch.nn` ->
-`gpucore.nn`, ...), nothing else changed. Both runs start from the same weights (the scripts
+public examples (pytorch/examples' MNIST, VAE, DCGAN, word language models and REINFORCE, nanoGPT,
+a ResNet, metric learning, a VAE written with torch.distributions). The test runs it twice in
+fresh processes: as written, on PyTorch, and with its imports rewritten to gpucore
+(`import torch` -> `import gpucore as torch`, `torch.nn` -> `gpucore.nn`, ...), nothing else
+changed. Both runs start from the same weights (the scripts
 initialise them from numpy, as reproducibility-minded scripts do) and the same data, so the
 losses they print (`LOSS <phase> <epoch> <step> <value>`) must agree step by step, and their
 metrics (`METRIC <name> <value>`) must match. Without PyTorch the gpucore run alone must finish

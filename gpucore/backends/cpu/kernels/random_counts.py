@@ -1,5 +1,5 @@
-"""Kernels of gpucore/ops/random_counts.py: poisson and binomial, drawn by numpy from its
-Philox bit generator keyed by the op's (seed, offset) (``np_counts``)."""
+"""Kernels of gpucore/ops/random_counts.py: poisson, binomial and standard_gamma, drawn by numpy
+from its Philox bit generator keyed by the op's (seed, offset) (``np_counts``)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ def np_counts(kind: str, seed: int, offset: int, *params) -> np.ndarray:
     rng = np.random.Generator(np.random.Philox(key=seed, counter=offset))
     if kind == "poisson":
         return rng.poisson(np.asarray(params[0], np.float64)).astype(np.float64)
+    if kind == "standard_gamma":
+        return rng.standard_gamma(np.asarray(params[0], np.float64)).astype(np.float64)
     count, prob = np.broadcast_arrays(*(np.asarray(p, np.float64) for p in params))
     trials = np.clip(np.nan_to_num(np.rint(count), nan=0.0, posinf=0.0), 0, None).astype(np.int64)
     return rng.binomial(trials, np.clip(prob, 0, 1)).astype(np.float64)
@@ -27,3 +29,8 @@ def _poisson(out, rate, seed, offset):
 @kernel("binomial")
 def _binomial(out, count, prob, seed, offset):
     np.copyto(out, np_counts("binomial", seed, offset, count, prob), casting="unsafe")
+
+
+@kernel("standard_gamma")
+def _standard_gamma(out, concentration, seed, offset):
+    np.copyto(out, np_counts("standard_gamma", seed, offset, concentration), casting="unsafe")
