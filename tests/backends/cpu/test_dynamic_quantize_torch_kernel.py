@@ -1,16 +1,17 @@
 """dynamic_quantize_torch_u8 (cpu/qdynamic.c: PyTorch's quantize_dynamic activation parameters
 and rounding over the range pass of DynamicQuantizeLinear) bit for bit equal to a numpy float32
 reference of gpucore's eager dynamic quantized Linear (``kernels.activation_qparams`` and
-``qtensor.quantize_array``) on the DynamicQuantizeLinear kernel's cases (sizes around every
-vector width, the threaded split, constant, all-negative, tiny and huge ranges, ties); inf and
-NaN give the documented scale NaN, zero point 0; the relu epilogue of qgemm_dynamic maps -0.0 to
-+0.0 and keeps NaN, as gpucore's relu."""
+``qtensor.quantize_array``) on sizes around every vector width, the threaded split, constant,
+all-negative, tiny and huge ranges, ties; inf and NaN give the documented scale NaN, zero point
+0; quantize_u8 (the same vectorized loop, isa/quant.h) equal to the reference under every
+instruction set of this CPU; the relu epilogue of qgemm_dynamic maps -0.0 to +0.0 and keeps NaN,
+as gpucore's relu."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from cpu_isa_harness import C
+from cpu_isa_harness import ISAS, C, run_in_subprocess
 
 from gpucore import dtypes as D
 from gpucore.quantization.kernels import activation_qparams
@@ -123,3 +124,31 @@ def test_qgemm_dynamic_relu_gives_positive_zero_and_keeps_nan():
         want = np.maximum(plain, F32(0))
         assert fused.tobytes() == want.tobytes(), scale
         assert not np.signbit(fused[fused == 0]).any()
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_quantize_u8_is_the_reference_under_every_isa(isa, tmp_path):
+    """isa/quant.h's loop at each ISA's width (and the baseline's) gives quantize_array's bits:
+    halves to even, saturation, NaN -> 255, every tail length."""
+    r = np.random.default_rng(6)
+    x = (r.standard_normal(1000) * 90).astype(F32)
+    x[:9] = [0.5, 1.5, 2.5, -0.5, 254.5, 255.5, 300.0, -300.0, np.nan]
+    np.save(tmp_path / "x.npy", x)
+    code = (
+        "import numpy as np\n"
+        f"x = np.load({str(tmp_path / 'x.npy')!r})\n"
+        "outs = []\n"
+        "for n in (1, 7, 8, 15, 16, 17, 31, 33, 64, 1000):\n"
+        "    q = np.zeros(n, np.uint8)\n"
+        "    C.quantize_u8(x[:n], q, n, 0.75, 131)\n"
+        "    outs.append(q)\n"
+        f"np.save({str(tmp_path / 'q.npy')!r}, np.concatenate(outs))\n"
+        "print(C.info()['isa'])\n"
+    )
+    res = run_in_subprocess(code, GPUCORE_CPU_ISA=isa)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split()[-1] == isa
+    want = [
+        quantize_array(x[:n], 0.75, 131, D.quint8) for n in (1, 7, 8, 15, 16, 17, 31, 33, 64, 1000)
+    ]
+    np.testing.assert_array_equal(np.load(tmp_path / "q.npy"), np.concatenate(want))
