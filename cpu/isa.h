@@ -208,6 +208,7 @@ typedef struct {
     gc_vsub2_mul_f32 vsub2_mul_f32;
     /* NULL = qconv.c's / qdynamic.c's portable loops (isa/quant.h) */
     gc_qlinear_u8 q_linear_u8;
+    gc_qlinear_u8 q_torch_u8; /* gc_quantize_u8's loop (PyTorch's rounding) */
     gc_vrange_f32 q_range_f32;
     /* fused optimizer updates (cpu/isa/optim.h compiled with the ISA's flags) */
     gc_optim_range_f32 sgd_f32, adam_f32, rmsprop_f32;

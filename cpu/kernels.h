@@ -688,6 +688,12 @@ void gc_quantize_linear_u8(const float *x, uint8_t *out, ptrdiff_t n, float scal
  * to store them).  Both passes split over threads for large n (the same bits). */
 void gc_dynamic_qparams_u8(const float *x, ptrdiff_t n, float *scale, uint8_t *zp);
 void gc_dynamic_quantize_u8(const float *x, ptrdiff_t n, uint8_t *y, float *scale, uint8_t *zp);
+/* PyTorch's quantize_dynamic activation parameters over the same range (qdynamic.c): scale =
+ * max((hi - lo) / 255, FLT_EPSILON), zp = clamp(-rint(lo / scale), 0, 255), y =
+ * gc_quantize_u8(x, scale, zp); a range with inf or NaN: scale NaN, zp 0.  y / scale / zp as
+ * gc_dynamic_quantize_u8's. */
+void gc_dynamic_quantize_torch_u8(const float *x, ptrdiff_t n, uint8_t *y, float *scale,
+                                  uint8_t *zp);
 /* rows [n*oh*ow, c*kh*kw] (+ 8 bytes of slack) of uint8 x [n, c, h, w]; outside the image reads
  * zp (pad: n*c*(h + 2ph)*(w + 2pw) + 8 bytes for the padded copy). */
 void gc_qim2col_u8(const uint8_t *x, uint8_t *rows, uint8_t *pad, const gc_conv *p, uint8_t zp);

@@ -13,7 +13,11 @@
  * point 255 and y all 0; +inf or -inf give scale inf (as both onnx.reference and ONNX Runtime);
  * empty x gives the range [0, 0]: scale 1/255, zero point 0 (onnx.reference raises there;
  * ONNX Runtime gives scale 1).  ONNX Runtime differs on NaN (its min / max skip it) and on an
- * all-zero x (scale 1 instead of 1/255; y and the zero point agree). */
+ * all-zero x (scale 1 instead of 1/255; y and the zero point agree).
+ *
+ * gc_dynamic_quantize_torch_u8, at the end: the same range with PyTorch's quantize_dynamic
+ * parameters and rounding instead (the traced dynamic quantized Linear's, fused). */
+#include <float.h>
 #include <math.h>
 
 #include "isa.h"
@@ -60,7 +64,9 @@ static void q_range_task(void *ctx, int tid, int nt)
 #define Q_RANGE_NS 0.15
 #define Q_DIVIDE_NS 0.5
 
-void gc_dynamic_qparams_u8(const float *x, ptrdiff_t n, float *scale, uint8_t *zp)
+/* *lo, *hi: the range of x[0..n) with 0 in it (NaN anywhere: both NaN), split over threads
+ * for large n. */
+static void q_range_all(const float *x, ptrdiff_t n, float *lo_out, float *hi_out)
 {
     float lo = 0.0f, hi = 0.0f;
     int nt = gc_threads_for((double)n * Q_RANGE_NS, GC_GRAIN_NS);
@@ -76,6 +82,14 @@ void gc_dynamic_qparams_u8(const float *x, ptrdiff_t n, float *scale, uint8_t *z
             hi = J.hi[t] > hi || J.hi[t] != J.hi[t] ? J.hi[t] : hi;
         }
     }
+    *lo_out = lo;
+    *hi_out = hi;
+}
+
+void gc_dynamic_qparams_u8(const float *x, ptrdiff_t n, float *scale, uint8_t *zp)
+{
+    float lo, hi;
+    q_range_all(x, n, &lo, &hi);
     const float s = (hi == lo ? 1.0f : hi - lo) / 255.0f;
     float z = 0.0f - lo / s;
     z = z < 255.0f ? z : 255.0f; /* NaN -> 255 */
@@ -110,4 +124,43 @@ void gc_dynamic_quantize_u8(const float *x, ptrdiff_t n, uint8_t *y, float *scal
         *scale = s;
     if (zp)
         *zp = z;
+}
+
+/* PyTorch's per-call activation parameters (quantize_dynamic's eager arithmetic,
+ * gpucore/quantization/kernels.py's activation_qparams), every operation in float32:
+ *
+ *   scale = max((hi - lo) / 255, FLT_EPSILON)
+ *   zp = clamp(-rint(lo / scale), 0, 255)
+ *   y = gc_quantize_u8(x, scale, zp): clamp(rint(x * (1 / scale) + zp), 0, 255)
+ *
+ * over the same range [lo, hi] as above.  A range that is not finite (inf or NaN in x, which the
+ * eager layer refuses) gives scale NaN and zero point 0: every product with it is NaN. */
+static void q_quant_torch_range(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
+{
+    const q_quant_job *J = ctx;
+    gc_quantize_u8(J->x + lo, J->y + lo, hi - lo, J->scale, J->zp);
+}
+
+void gc_dynamic_quantize_torch_u8(const float *x, ptrdiff_t n, uint8_t *y, float *scale,
+                                  uint8_t *zp)
+{
+    float lo, hi, s = NAN;
+    int32_t z = 0;
+    q_range_all(x, n, &lo, &hi);
+    if (isfinite(lo) && isfinite(hi)) {
+        s = (hi - lo) / 255.0f;
+        s = s < FLT_EPSILON ? FLT_EPSILON : s;
+        float r = -rintf(lo / s);
+        r = r < 0.0f ? 0.0f : r;
+        r = r > 255.0f ? 255.0f : r;
+        z = (int32_t)r;
+    }
+    if (y) {
+        q_quant_job J = {.x = x, .y = y, .scale = s, .zp = z};
+        gc_parallel_range(n, 64, (double)n * Q_DIVIDE_NS, q_quant_torch_range, &J);
+    }
+    if (scale)
+        *scale = s;
+    if (zp)
+        *zp = (uint8_t)z;
 }

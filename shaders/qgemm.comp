@@ -108,7 +108,7 @@ uint epilogue_word(int acc, uint j, uint zp, float dsc) {
     precise float t = float(v) * sj;
     if ((p.flags & F_BIAS) != 0u) t = t + fac[p.b_off + j];
     if (OUT == O_F32) {
-        if ((p.flags & F_RELU) != 0u) t = t < 0.0 ? 0.0 : t;
+        if ((p.flags & F_RELU) != 0u) t = t <= 0.0 ? 0.0 : t;  // -0 -> +0, as the CPU's
         return floatBitsToUint(t);
     }
     precise float q = roundEven(t) + p.out_zp;

@@ -334,6 +334,17 @@ def case_dynamic_quantize_u8(ar, dt):
     ]
 
 
+def case_dynamic_quantize_torch_u8(ar, dt):
+    # the fused float-input qlinear_dynamic's first call: all three outputs at once
+    x = ar.alloc((50,), np.float32)
+    q, s = ar.alloc((50,), np.uint8, None), ar.alloc((1,), np.float32, None)
+    z = ar.alloc((1,), np.uint8, None)
+    return [
+        ("dynamic_quantize_torch_u8", (x, q, s, z, 50)),
+        ("dynamic_quantize_torch_u8", (x, None, s, None, 50)),
+    ]
+
+
 def case_qgemm_dynamic(ar, dt):
     # the zero point and scale are arena values (a run's refill changes them)
     a = ar.alloc((5, 40), np.uint8, _u8)
@@ -342,8 +353,10 @@ def case_qgemm_dynamic(ar, dt):
     zp, sc = ar.alloc((1,), np.uint8, _u8), ar.alloc((1,), np.float32)
     s, b = np.full(7, 0.01, np.float32), ar.const((7,), np.float32)
     o32, i32 = ar.alloc((5, 7), np.float32, None), ar.alloc((5, 7), np.int32, None)
+    relu = ar.alloc((5, 7), np.float32, None)
     return [
         ("qgemm_dynamic", (a, pw, o32, 5, sc, zp, s, b, 0)),
+        ("qgemm_dynamic", (a, pw, relu, 5, sc, zp, s, b, 1)),
         ("qgemm_dynamic", (a, pw, i32, 5, None, zp, None, None, 0)),
     ]
 

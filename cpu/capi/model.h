@@ -115,8 +115,8 @@ int gc_rd_corrupt(gc_rd *r, const char *what);
  * (iterators, geometry, f64) and packs its packed constants; 0, or < 0 with r->err set. */
 int gc_mnode_check(gc_rd *r, const gc_model *m, gc_mnode *nd);
 /* qnodes.c: the same for the int8 kinds (GC_NK_QUANTIZE_U8 .. GC_NK_MAX_POOL2D_U8,
- * GC_NK_QUANTIZE_LINEAR_U8, GC_NK_DYNAMIC_QUANTIZE_U8, GC_NK_QGEMM_DYNAMIC); packs their weights
- * into nd->qp. */
+ * GC_NK_QUANTIZE_LINEAR_U8, GC_NK_DYNAMIC_QUANTIZE_U8, GC_NK_DYNAMIC_QUANTIZE_TORCH_U8,
+ * GC_NK_QGEMM_DYNAMIC); packs their weights into nd->qp. */
 int gc_qnode_check(gc_rd *r, const gc_model *m, gc_mnode *nd);
 
 /* a * b into *out, or -1 when it exceeds GC_LIM (a, b >= 0). */

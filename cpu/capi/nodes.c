@@ -628,6 +628,7 @@ int gc_mnode_check(gc_rd *r, const gc_model *m, gc_mnode *nd)
     case GC_NK_MAX_POOL2D_U8:
     case GC_NK_QUANTIZE_LINEAR_U8:
     case GC_NK_DYNAMIC_QUANTIZE_U8:
+    case GC_NK_DYNAMIC_QUANTIZE_TORCH_U8:
     case GC_NK_QGEMM_DYNAMIC: return gc_qnode_check(r, m, nd);
     default: ok = check_simple(r, nd); break;
     }

@@ -338,11 +338,12 @@ static int qbuf_opt(gc_rd *r, gc_mnode *nd, int i, const char *kind, const char 
     return nd->a[i].tag == GC_ARG_NONE ? 0 : qbuf(r, nd, i, kind, name, &dtype, 1, out);
 }
 
-/* dynamic_quantize_u8(x, y, scale, zero_point, n): y, scale, zero_point each NONE or written
- * (n, 1, 1 values), apart from x and from each other. */
+/* dynamic_quantize_u8 / dynamic_quantize_torch_u8(x, y, scale, zero_point, n): y, scale,
+ * zero_point each NONE or written (n, 1, 1 values), apart from x and from each other. */
 static int check_dynq(gc_rd *r, gc_mnode *nd)
 {
-    const char *kind = "dynamic_quantize_u8";
+    const char *kind = nd->kind == GC_NK_DYNAMIC_QUANTIZE_U8 ? "dynamic_quantize_u8"
+                                                             : "dynamic_quantize_torch_u8";
     static const char *const names[4] = {"x", "y", "scale", "zero_point"};
     const int f32 = GC_DTYPE_FLOAT32, u8 = GC_DTYPE_UINT8;
     gc_marg *v[4] = {NULL, NULL, NULL, NULL};
@@ -448,7 +449,8 @@ int gc_qnode_check(gc_rd *r, const gc_model *m, gc_mnode *nd)
     case GC_NK_QGEMM: ok = check_qgemm(r, m, nd); break;
     case GC_NK_QCONV2D: ok = check_qconv(r, m, nd); break;
     case GC_NK_MAX_POOL2D_U8: ok = check_qpool(r, nd); break;
-    case GC_NK_DYNAMIC_QUANTIZE_U8: ok = check_dynq(r, nd); break;
+    case GC_NK_DYNAMIC_QUANTIZE_U8:
+    case GC_NK_DYNAMIC_QUANTIZE_TORCH_U8: ok = check_dynq(r, nd); break;
     case GC_NK_QGEMM_DYNAMIC: ok = check_qgemm_dynamic(r, nd); break;
     default: return gc_rd_corrupt(r, "unknown node kind");
     }

@@ -139,6 +139,9 @@ static int exec_node(const gc_model *m, const gc_mnode *nd, char *arena, const v
     case GC_NK_DYNAMIC_QUANTIZE_U8:
         gc_dynamic_quantize_u8(P(0), I(4), P(1), P(2), P(3));
         return 0;
+    case GC_NK_DYNAMIC_QUANTIZE_TORCH_U8:
+        gc_dynamic_quantize_torch_u8(P(0), I(4), P(1), P(2), P(3));
+        return 0;
     case GC_NK_QGEMM_DYNAMIC: {
         /* the activations' zero point and scale as they are now; w_scales and bias where the
          * arguments point */

@@ -314,5 +314,6 @@ static void gc_isa_fill_avx512_vmath(gc_isa_kernels *k)
     k->vmax_f32 = vmax_avx512;
     k->vsub2_mul_f32 = vsub2_mul_avx512;
     k->q_linear_u8 = qq_linear_u8;
+    k->q_torch_u8 = qq_torch_u8;
     k->q_range_f32 = qrange_avx512;
 }

@@ -320,6 +320,7 @@ static void gc_isa_fill_neon_vmath(gc_isa_kernels *k)
     k->vmax_f32 = vmax_neon;
     k->vsub2_mul_f32 = vsub2_mul_neon;
     k->q_linear_u8 = qq_linear_u8;
+    k->q_torch_u8 = qq_torch_u8;
     k->q_range_f32 = qrange_neon;
 }
 

@@ -35,7 +35,7 @@ static void qepi_row(const int32_t *restrict acc, ptrdiff_t n, const gc_qepi *e,
                 o[j] = (float)QEPI_CORR(j) * s[j];
         if (e->relu)
             for (ptrdiff_t j = 0; j < n; j++)
-                o[j] = o[j] < 0.0f ? 0.0f : o[j];
+                o[j] = o[j] <= 0.0f ? 0.0f : o[j]; /* -0 -> +0 (gpucore's relu), NaN kept */
         return;
     }
     /* requantized: in blocks through a float buffer so each loop stays simple enough to vectorize */

@@ -30,6 +30,29 @@ static inline void qq_linear_u8(const float *restrict x, uint8_t *restrict out, 
     }
 }
 
+/* PyTorch's quantize_per_tensor rounding (gc_quantize_u8, gpucore's eager quantize_array):
+ * out = clamp(rint(fl32(fl32(x * fl32(1 / scale)) + zp)), 0, 255), NaN -> 255.  Clamped to
+ * [-1, 256] first (NaN to 256: y < 256 is false), so the rounding stays exact and saturates as
+ * the rounded value would.  Each operation rounded on its own (no contraction): the same bits at
+ * every width (isa.h's q_torch_u8; qconv.c compiles it with the baseline flags). */
+static inline void qq_torch_u8(const float *restrict x, uint8_t *restrict out, ptrdiff_t n,
+                               float scale, int32_t zp)
+{
+    const float inv = 1.0f / scale, z = (float)zp;
+    /* -1 and 256 exactly, computed: with literal bounds GCC 12 leaves this loop scalar ("control
+     * flow in loop"), ~6 ns per value */
+    const float lo = (float)(zp - 1) - z, hi = (float)(zp + 256) - z;
+    for (ptrdiff_t i = 0; i < n; i++) {
+        const float y = x[i] * inv + z;
+        float c = y < hi ? y : hi;
+        c = c > lo ? c : lo;
+        float r = (c + QQ_RINT_MAGIC) - QQ_RINT_MAGIC;
+        r = r > 0.0f ? r : 0.0f;
+        r = r < 255.0f ? r : 255.0f;
+        out[i] = (uint8_t)(int)r;
+    }
+}
+
 /* isa.h's q_range_f32: *lo = min(0, min x), *hi = max(0, max x) over x[0..n), or both NaN when
  * some x is NaN (as numpy's min / max, which onnx.reference's DynamicQuantizeLinear reads).
  * vf_min(v, acc) / vf_max(v, acc) keep acc when v is NaN, so the extremes skip NaN; a separate

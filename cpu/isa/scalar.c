@@ -114,6 +114,7 @@ void gc_isa_fill_scalar(gc_isa_kernels *k)
     k->vmax_f32 = NULL;
     k->vsub2_mul_f32 = NULL;
     k->q_linear_u8 = NULL;
+    k->q_torch_u8 = NULL;
     k->q_range_f32 = NULL;
 }
 

@@ -32,6 +32,7 @@
     /* qgemm.c: the int8 GEMM, quantized inference (qconv.c) */                                   \
     X(qgemm_pack) X(qgemm) X(qconv2d) X(qconv2d_work_bytes) X(quantize_u8) X(dequantize_u8)       \
     X(max_pool2d_u8) X(quantize_linear_u8) X(dynamic_quantize_u8) X(qgemm_dynamic)                \
+    X(dynamic_quantize_torch_u8)                                                                  \
     /* unary.c */                                                                                 \
     X(unary) X(unary_backward)                                                                    \
     /* binary.c */                                                                                \

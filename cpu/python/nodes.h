@@ -55,7 +55,7 @@
     X(conv2d_backward) X(max_pool2d) X(max_pool2d_backward)                                       \
     /* norm.c, attention.c */ X(layer_norm) X(attention)                                         \
     /* qgemm.c (int8) */ X(qgemm) X(qconv2d) X(quantize_u8) X(dequantize_u8) X(max_pool2d_u8)                    \
-    X(quantize_linear_u8) X(dynamic_quantize_u8) X(qgemm_dynamic)
+    X(quantize_linear_u8) X(dynamic_quantize_u8) X(qgemm_dynamic) X(dynamic_quantize_torch_u8)
 
 typedef int (*gc_node_parse_fn)(PyObject *const *args, Py_ssize_t nargs, void *node, bufset *bs);
 typedef int (*gc_node_exec_fn)(const void *node);

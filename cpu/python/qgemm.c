@@ -1,6 +1,7 @@
 /* Bindings of qgemm.c, qconv.c and qdynamic.c: qgemm_pack and its result type QPackedMatrix; the
  * node kinds (nodes.h) qgemm, qconv2d, quantize_u8, quantize_linear_u8, dequantize_u8,
- * max_pool2d_u8, and ONNX's dynamic quantization: dynamic_quantize_u8, qgemm_dynamic. */
+ * max_pool2d_u8, and dynamic quantization: dynamic_quantize_u8 (ONNX's), dynamic_quantize_torch_u8
+ * (PyTorch's), qgemm_dynamic. */
 #include "args.h"
 #include "bindings.h"
 #include "isa.h"
@@ -640,10 +641,10 @@ typedef struct {
     Py_ssize_t n;
 } dynq_node;
 
-static int dynamic_quantize_u8_parse(PyObject *const *args, Py_ssize_t nargs, void *node,
-                                     bufset *bs)
+/* The arguments of both dynamic quantizations (fn: the binding's name, for the messages). */
+static int dynq_parse(const char *fn, PyObject *const *args, Py_ssize_t nargs, void *node,
+                      bufset *bs)
 {
-    static const char fn[] = "dynamic_quantize_u8";
     static const char *const names[4] = {"x", "y", "scale", "zero_point"};
     Py_buffer *v[4];
     Py_ssize_t n;
@@ -667,6 +668,12 @@ static int dynamic_quantize_u8_parse(PyObject *const *args, Py_ssize_t nargs, vo
     return 0;
 }
 
+static int dynamic_quantize_u8_parse(PyObject *const *args, Py_ssize_t nargs, void *node,
+                                     bufset *bs)
+{
+    return dynq_parse("dynamic_quantize_u8", args, nargs, node, bs);
+}
+
 static int dynamic_quantize_u8_exec(const void *node)
 {
     const dynq_node *s = node;
@@ -677,6 +684,31 @@ static int dynamic_quantize_u8_exec(const void *node)
 GC_NODE_KIND(dynamic_quantize_u8, dynamic_quantize_u8_parse, dynamic_quantize_u8_exec, dynq_node,
              NULL);
 GC_NODE_BINDING(dynamic_quantize_u8)
+
+GC_DOC(dynamic_quantize_torch_u8,
+       "dynamic_quantize_torch_u8(x, y, scale, zero_point, n, /)\n--\n\n"
+       "PyTorch's quantize_dynamic activation quantization of n float32 values x (float32 "
+       "arithmetic): the range [lo, hi] of x with 0 in it, scale = max((hi - lo) / 255, "
+       "FLT_EPSILON), zero_point = clamp(-round_half_even(lo / scale), 0, 255), y = "
+       "quantize_u8's formula (x * (1 / scale) + zero_point, rounded half to even, saturated).  "
+       "An inf or NaN in x gives scale NaN and zero_point 0.  Arguments as dynamic_quantize_u8's.");
+
+static int dynamic_quantize_torch_u8_parse(PyObject *const *args, Py_ssize_t nargs, void *node,
+                                           bufset *bs)
+{
+    return dynq_parse("dynamic_quantize_torch_u8", args, nargs, node, bs);
+}
+
+static int dynamic_quantize_torch_u8_exec(const void *node)
+{
+    const dynq_node *s = node;
+    gc_dynamic_quantize_torch_u8(s->x, s->n, s->y, s->scale, s->zp);
+    return 0;
+}
+
+GC_NODE_KIND(dynamic_quantize_torch_u8, dynamic_quantize_torch_u8_parse,
+             dynamic_quantize_torch_u8_exec, dynq_node, NULL);
+GC_NODE_BINDING(dynamic_quantize_torch_u8)
 
 GC_DOC(qgemm_dynamic,
        "qgemm_dynamic(a, packed, out, m, a_scale, a_zero_point, w_scales, bias, relu, /)\n--\n\n"

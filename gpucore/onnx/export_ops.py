@@ -280,3 +280,33 @@ def _gather(e, node) -> None:
 def _index_select(e, node) -> None:
     n = len(e.shape(node.inputs[0]))
     e.node("Gather", node.inputs[:2], node.output, axis=_axes((node.attrs["dim"],), n)[0])
+
+
+@emitter("qlinear_dynamic")
+def _qlinear_dynamic(e, node) -> None:
+    """The float-input form (a quantize_dynamic Linear, runtime/passes/dynamic_linear.py) as
+    ONNX Runtime's ``quantize_dynamic`` writes a MatMul with per-channel weights:
+    DynamicQuantizeLinear -> MatMulInteger (the int8 weight [K, N], zero points 0 per column)
+    -> Cast -> Mul(a_scale * w_scales) [-> Add(bias)] [-> Relu]. ONNX's DynamicQuantizeLinear
+    picks the activations' parameters as ONNX does (no eps floor; x / scale rounded before the
+    zero point is added), not as PyTorch: within one activation quantization step of the
+    gpucore layer (gpucore.onnx.load runs it as ONNX does, bit for bit)."""
+    if len(node.inputs) > 4:
+        e.unsupported(node, "the uint8-input form (ONNX's own dynamic quantization)")
+    x, w, ws = node.inputs[:3]
+    n = e.shape(w)[0]
+    q, s, z = e.tmp(), e.tmp(), e.tmp()
+    e.nodes.append(
+        e.helper.make_node(
+            "DynamicQuantizeLinear", [x], [q, s, z], name=f"{q}/DynamicQuantizeLinear"
+        )
+    )
+    w_zp = e.const(np.zeros(n, np.int8), "w_zero_point")
+    acc = e.node("MatMulInteger", [q, e.transposed_constant(w), z, w_zp], e.tmp())
+    scales = e.node("Mul", [s, ws], e.tmp())
+    f = e.node("Cast", [acc], e.tmp(), to=ONNX_DTYPE[D.float32])
+    steps = (["add"] if len(node.inputs) > 3 else []) + (["relu"] if node.attrs.get("relu") else [])
+    y = e.node("Mul", [f, scales], node.output if not steps else e.tmp())
+    for i, step in enumerate(steps):
+        out = node.output if i == len(steps) - 1 else e.tmp()
+        y = e.node("Add", [y, node.inputs[3]], out) if step == "add" else e.node("Relu", [y], out)

@@ -148,13 +148,17 @@ def export(
     # the runtime's tracer and passes: only needed here (gpucore.onnx imports without them)
     from ..runtime.capture.dynamic import capture  # noqa: PLC0415
     from ..runtime.passes import cleanup, optimize  # noqa: PLC0415
+    from ..runtime.passes.dynamic_linear import fuse_traced_dynamic_linear  # noqa: PLC0415
 
     if opset_version not in (None, OPSET):
         raise ValueError(f"gpucore.onnx.export: opset_version must be {OPSET} (or None)")
     if not isinstance(args, (tuple, list)):
         args = (args,)
     graph = capture(model, tuple(args), dynamic_axes, input_names)
-    passes = (cleanup.constant_fold, cleanup.eliminate_common_subexpressions)
+    # a quantize_dynamic Linear's traced activation quantization: one node, written as ONNX
+    # Runtime's dynamic quantization (export_ops: qlinear_dynamic)
+    passes = (fuse_traced_dynamic_linear, cleanup.constant_fold)
+    passes += (cleanup.eliminate_common_subexpressions,)
     optimize(graph, passes + (cleanup.eliminate_dead_code,))
     if output_names:
         if len(output_names) != len(graph.outputs):

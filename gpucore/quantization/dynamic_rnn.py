@@ -4,31 +4,34 @@
 Every W_ih and W_hh becomes an int8 ``dynamic.Linear`` (one scale per output channel, symmetric;
 the float biases kept): the input projection of all steps is one int8 GEMM per layer and
 direction, and each step's ``h W_hh^T`` one more, on h quantized per call (uint8, affine), both
-through ``_cpu.qgemm``. The gate nonlinearities and state updates run in float32. Inference only
-(no autograd history); padded input (no PackedSequence), no ``proj_size``. State dict: the
-int8 layers ``ih_l{k}[_reverse]`` and ``hh_l…`` (each ``weight``, ``weight_scale``,
-``weight_zero_point``, ``bias``).
+through ``_cpu.qgemm``. The gate nonlinearities and state updates run in float32 as gpucore
+tensor ops, so a capture (``gpucore.compile``) records each time step as graph ops (the runtime
+fuses each step's int8 product into one ``qlinear_dynamic`` node) and the compiled model gives
+the eager outputs bit for bit. Inference only (no autograd history); padded input (no
+PackedSequence), no ``proj_size``. State dict: the int8 layers ``ih_l{k}[_reverse]`` and
+``hh_l…`` (each ``weight``, ``weight_scale``, ``weight_zero_point``, ``bias``).
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..autograd.grad_mode import no_grad
-from ..creation import from_numpy
+from ..creation import zeros
 from ..errors import ArgumentTypeError, ShapeError
 from ..nn.module import Module
 from ..nn.modules.linear import Linear as FloatLinear
 from ..nn.modules.rnn import GRU as FloatGRU
 from ..nn.modules.rnn import LSTM as FloatLSTM
+from ..ops.joining import cat, stack
 from ..tensor import Tensor
 from .dynamic import Linear
 
 __all__ = ["LSTM", "GRU"]
 
 
-def _sig(x):
-    return 1.0 / (1.0 + np.exp(-x))
+def _host(t: Tensor) -> Tensor:
+    """``t`` detached as float32 on the CPU."""
+    t = t.detach().float()
+    return t.cpu() if t.is_vulkan else t
 
 
 def _qlinear(w: Tensor, b: Tensor | None) -> Linear:
@@ -72,30 +75,33 @@ class _DynamicRNN(Module):
         return out
 
     def _direction(self, x, ih, hh, h, c, reverse):
-        """One layer and direction in float32 numpy: (outputs [T, B, H], h_n, c_n)."""
-        t_len = x.shape[0]
+        """One layer and direction on float32 [T, B, I] x: (outputs [T, B, H], h_n, c_n)."""
         hs = self.hidden_size
-        xg = ih(from_numpy(x)).numpy()
-        out = np.empty((t_len, x.shape[1], hs), np.float32)
-        for t in range(t_len - 1, -1, -1) if reverse else range(t_len):
-            a = hh(from_numpy(h)).numpy()
+        xg = ih(x)  # every step's input projection: one int8 GEMM
+        steps = range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])
+        out = [None] * x.shape[0]
+        for t in steps:
+            a = hh(h)
             g = xg[t]
             if self._MODE == "LSTM":
                 s = g + a
-                i, f = _sig(s[:, :hs]), _sig(s[:, hs : 2 * hs])
-                gg, o = np.tanh(s[:, 2 * hs : 3 * hs]), _sig(s[:, 3 * hs :])
+                i, f = s[:, :hs].sigmoid(), s[:, hs : 2 * hs].sigmoid()
+                gg, o = s[:, 2 * hs : 3 * hs].tanh(), s[:, 3 * hs :].sigmoid()
                 c = f * c + i * gg
-                h = (o * np.tanh(c)).astype(np.float32)
+                h = o * c.tanh()
             else:
-                r = _sig(g[:, :hs] + a[:, :hs])
-                z = _sig(g[:, hs : 2 * hs] + a[:, hs : 2 * hs])
-                n = np.tanh(g[:, 2 * hs :] + r * a[:, 2 * hs :])
-                h = (n + z * (h - n)).astype(np.float32)
+                r = (g[:, :hs] + a[:, :hs]).sigmoid()
+                z = (g[:, hs : 2 * hs] + a[:, hs : 2 * hs]).sigmoid()
+                n = (g[:, 2 * hs :] + r * a[:, 2 * hs :]).tanh()
+                h = n + z * (h - n)
             out[t] = h
-        return out, h, c
+        return stack(out), h, c
 
     def forward(self, input: Tensor, hx=None):
-        """As the float layer's forward (padded input; states optional), in float32."""
+        """As the float layer's forward (padded input; states optional), in float32 on the CPU.
+        Written with gpucore's tensor ops (the int8 products through ``dynamic.Linear``), so a
+        capture (``gpucore.compile``) records every step as graph ops and the compiled model
+        gives these outputs bit for bit."""
         name = f"dynamic quantized {type(self).__name__}"
         if not isinstance(input, Tensor) or input.ndim not in (2, 3):
             raise ShapeError(f"{name}: expects a 2-D or 3-D float Tensor input")
@@ -105,44 +111,42 @@ class _DynamicRNN(Module):
                 f"{self.input_size}, got {input.shape[-1]}"
             )
         lstm = self._MODE == "LSTM"
-        x = input.detach().float().cpu().numpy()
-        unbatched = x.ndim == 2
-        x = x[:, None] if unbatched else (x.transpose(1, 0, 2) if self.batch_first else x)
-        dirs = 2 if self.bidirectional else 1
-        n, b, hs = self.num_layers * dirs, x.shape[1], self.hidden_size
-        if hx is None:
-            h0 = np.zeros((n, b, hs), np.float32)
-            c0 = h0.copy()
-        else:
-            hs_in = hx if lstm else (hx,)
-            arrs = [s.detach().float().cpu().numpy() for s in hs_in]
-            arrs = [a[:, None] if unbatched else a for a in arrs]
-            for a in arrs:
-                if a.shape != (n, b, hs):
-                    raise ShapeError(
-                        f"{name}: Expected hidden size {(n, b, hs)}, got {list(a.shape)}"
-                    )
-            h0, c0 = (arrs[0], arrs[1]) if lstm else (arrs[0], None)
-        hn, cn = [], []
-        for layer in range(self.num_layers):
-            outs = []
-            for d in range(dirs):
-                k = layer * dirs + d
-                ih, hh = (getattr(self, nm) for nm in self._cells[k])
-                o, h, c = self._direction(x, ih, hh, h0[k], None if c0 is None else c0[k], d == 1)
-                outs.append(o)
-                hn.append(h)
-                cn.append(c)
-            x = np.concatenate(outs, axis=2)
-        out = x[:, 0] if unbatched else (x.transpose(1, 0, 2) if self.batch_first else x)
-        hn_a = np.stack(hn)
-        hn_a = hn_a[:, 0] if unbatched else hn_a
-        res_h = from_numpy(np.ascontiguousarray(hn_a))
-        if lstm:
-            cn_a = np.stack(cn)
-            cn_a = cn_a[:, 0] if unbatched else cn_a
-            res_h = (res_h, from_numpy(np.ascontiguousarray(cn_a)))
-        return from_numpy(np.ascontiguousarray(out)), res_h
+        with no_grad():
+            x = _host(input)
+            unbatched = x.ndim == 2
+            x = x.unsqueeze(1) if unbatched else (x.transpose(0, 1) if self.batch_first else x)
+            dirs = 2 if self.bidirectional else 1
+            n, b, hs = self.num_layers * dirs, x.shape[1], self.hidden_size
+            if hx is None:
+                h0 = c0 = zeros(n, b, hs)
+            else:
+                states = [_host(v) for v in (hx if lstm else (hx,))]
+                states = [v.unsqueeze(1) if unbatched else v for v in states]
+                for v in states:
+                    if tuple(v.shape) != (n, b, hs):
+                        raise ShapeError(
+                            f"{name}: Expected hidden size {(n, b, hs)}, got {list(v.shape)}"
+                        )
+                h0, c0 = (states[0], states[1]) if lstm else (states[0], None)
+            hn, cn = [], []
+            for layer in range(self.num_layers):
+                outs = []
+                for d in range(dirs):
+                    k = layer * dirs + d
+                    ih, hh = (getattr(self, nm) for nm in self._cells[k])
+                    c = c0[k] if lstm else None
+                    o, h, c = self._direction(x, ih, hh, h0[k], c, d == 1)
+                    outs.append(o)
+                    hn.append(h)
+                    cn.append(c)
+                x = cat(outs, dim=2) if dirs > 1 else outs[0]
+            out = x.squeeze(1) if unbatched else (x.transpose(0, 1) if self.batch_first else x)
+            res_h = stack(hn)
+            res_h = res_h.squeeze(1) if unbatched else res_h
+            if lstm:
+                res_c = stack(cn)
+                res_h = (res_h, res_c.squeeze(1) if unbatched else res_c)
+            return out.contiguous(), res_h
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"

@@ -13,9 +13,12 @@ float32 operation ``kernels.quantize_activation`` makes, in its order:
 and the product as one ``qlinear_dynamic`` node (runtime/ir/dynamic_quant.py): the int8 GEMM
 with ``linear_int8``'s float32 epilogue ``float32(sum (q - zp) * w) * (scale * w_scales[j]) +
 bias[j]``. So the compiled model gives the eager layer's outputs bit for bit on every input.
-One difference: eager raises ValueError on an input holding inf or NaN (dynamic quantization
-cannot represent them); the graph cannot raise, and gives NaN there (compile with
-``check_nan=True`` to refuse NaN inputs).
+The CPU pipeline then fuses the whole pattern into one float-input ``qlinear_dynamic``
+(runtime/passes/dynamic_linear.py: the quantization in C, the same float32 operations) and a
+following ReLU into its epilogue; ``gpucore.onnx.export`` writes that node as ONNX Runtime's
+dynamic quantization. One difference: eager raises ValueError on an input holding inf or NaN
+(dynamic quantization cannot represent them); the graph cannot raise, and gives NaN there
+(compile with ``check_nan=True`` to refuse NaN inputs).
 """
 
 from __future__ import annotations

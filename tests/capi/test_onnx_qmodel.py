@@ -228,6 +228,28 @@ def test_dynamic_quantization_runs_from_c(programs, dynamic, tmp_path):
     np.testing.assert_array_equal(got, want)
 
 
+def test_compiled_quantize_dynamic_model_runs_from_c(programs, tmp_path):
+    """gpucore's own quantize_dynamic MLP, compiled (one float-input qlinear_dynamic per Linear:
+    dynamic_quantize_torch_u8 + qgemm_dynamic with the ReLU in its epilogue), saved and run by
+    gc_model_load / gc_model_run: the eager model's bits."""
+    from gpucore import nn  # noqa: PLC0415
+    from gpucore.quantization import quantize_dynamic  # noqa: PLC0415
+
+    gpucore.manual_seed(5)
+    q = quantize_dynamic(nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 6)), {nn.Linear})
+    x = np.random.default_rng(2).standard_normal((3, 20)).astype(np.float32) * 4
+    cm = gpucore.compile(q, (gpucore.from_numpy(x),), device="cpu")
+    cm.save(tmp_path / "q.gcm")
+    x.tofile(tmp_path / "q.in")
+    kinds = [k for k, _, _ in program_nodes(program_words((tmp_path / "q.gcm").read_bytes()))]
+    assert kinds.count("dynamic_quantize_torch_u8") == 2 and kinds.count("qgemm_dynamic") == 2
+    out = run(programs("model"), "run", tmp_path / "q.gcm", tmp_path / "q.in", tmp_path / "o.bin")
+    assert out.splitlines()[-1] == "ok"
+    with gpucore.no_grad():
+        want = q(gpucore.from_numpy(x)).numpy()
+    np.testing.assert_array_equal(np.fromfile(tmp_path / "o.bin", np.float32).reshape(3, 6), want)
+
+
 # the CNN: the MLP's MatMulInteger -> Cast -> Mul runs as one qgemm_dynamic, with no cast node
 @pytest.mark.parametrize("dynamic", ["cnn"], indirect=True)
 def test_tampered_cast_nodes_are_refused(programs, dynamic, tmp_path):

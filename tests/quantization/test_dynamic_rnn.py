@@ -65,3 +65,46 @@ def test_refusals():
     q = dynamic_rnn.GRU.from_float(nn.GRU(4, 6))
     with pytest.raises(ValueError, match="Expected 4, got 5"):
         q(gpucore.zeros(3, 2, 5))
+
+
+# ---------------------------------------------------------------------------------- capture
+@pytest.mark.parametrize("executor", ["compiled", "interpreted"])
+@pytest.mark.parametrize("cls", ["LSTM", "GRU"])
+def test_compiled_equals_eager_bitwise(cls, executor):
+    """A capture records every time step as graph ops (it used to raise CaptureError at the
+    layer's host reads); each int8 product becomes one fused qlinear_dynamic node and the
+    compiled model gives the eager outputs and final states bit for bit on new inputs."""
+    q = quantize_dynamic(_model(cls), {getattr(nn, cls)})
+    r = np.random.default_rng(3)
+    t, b = 5, 2
+
+    def flat(x):  # (out, h_n[, c_n]): a capture returns a flat tuple
+        out, h = q(x)
+        return (out, *h) if cls == "LSTM" else (out, h)
+
+    cm = gpucore.compile(flat, (gpucore.randn(t, b, 16),), device="cpu", executor=executor)
+    ops = [n.op for n in cm.graph.order()]
+    # 2 layers x 2 directions: the input projection and one product per step but the first
+    # (of the zero initial state: constant-folded)
+    assert ops.count("qlinear_dynamic") == 4 * t, ops
+    assert "amin" not in ops and "round" not in ops, sorted(set(ops))
+    for scale in (1.0, 5.0):
+        x = (r.standard_normal((t, b, 16)) * scale).astype(np.float32)
+        got, want = cm(gpucore.tensor(x)), flat(gpucore.tensor(x))
+        assert len(got) == len(want) == (3 if cls == "LSTM" else 2)
+        for g, w in zip(got, want):
+            assert g.numpy().tobytes() == w.numpy().tobytes()
+
+
+@pytest.mark.parametrize("cls", ["LSTM", "GRU"])
+def test_compiled_batch_first_with_states_equals_eager(cls):
+    gpucore.manual_seed(2)
+    m = getattr(nn, cls)(8, 12, batch_first=True)
+    q = quantize_dynamic(m, {getattr(nn, cls)})
+    r = np.random.default_rng(4)
+    h = gpucore.tensor(r.standard_normal((1, 3, 12)).astype(np.float32))
+    hx = (h, h * 0.5) if cls == "LSTM" else h
+    cm = gpucore.compile(lambda x: q(x, hx)[0], (gpucore.randn(3, 4, 8),), device="cpu")
+    for _ in range(2):
+        x = gpucore.tensor(r.standard_normal((3, 4, 8)).astype(np.float32))
+        assert cm(x).numpy().tobytes() == q(x, hx)[0].numpy().tobytes()

@@ -19,7 +19,8 @@ quantized.py), bit for bit with the CPU executor on the same graph:
   a workspace shared by the op's three nodes, then y, or a copy of the scale / zero point: none
   when every reader is an int8 GEMM, which then reads the workspace), ``qlinear_dynamic`` and
   ``qmatmul_integer`` with its zero point a tensor (``qgemm.qgemm_dynamic``: the GEMM reads the
-  scale and zero point on the device when it runs, as ``_cpu.qgemm_dynamic``).
+  scale and zero point on the device when it runs, as ``_cpu.qgemm_dynamic``; a relu epilogue
+  too).
 
 The int8 weights are packed and uploaded once per executor (``QWeight``, shared by its runners; the
 raw constant is not uploaded when only int8 GEMMs read it); the per-channel scales and bias (graph
@@ -72,6 +73,8 @@ def unsupported(graph, node, float64: bool) -> str | None:
     if node.op in ("qmatmul_integer", "qconv2d_integer"):
         consts = ins[1:2]
     elif node.op == "qlinear_dynamic":
+        if len(ins) < 5:  # runtime/passes/dynamic_linear.py's fusion: not in VULKAN_PIPELINE
+            return "the float-input form (PyTorch's activation quantization in C) has no shader"
         consts = [ins[1], *ins[4:]]  # (the activations' scale and zero point: any tensors)
     else:
         consts = ins[1:]
@@ -180,6 +183,8 @@ def _record_dynamic(be, out, x, ins, node, graph, weights, memo) -> list:
     scale, zp = _dynamic_operand(ins, node, si, memo), _dynamic_operand(ins, node, zi, memo)
     host = [np.asarray(graph.tensors[n].data) for n in node.inputs[4:]]
     kw = {"w_scales": host[0], "bias": host[1] if len(host) > 1 else None} if host else {}
+    if node.attrs.get("relu"):
+        kw["relu"] = True
     flat = [contiguous(be, v) if v is not None else None for v in (scale, zp)]
     qgemm_dynamic(be, x.reshape(-1, qw.k), qw, out.reshape(-1, qw.n), *flat, **kw)
     return [v for v, orig in zip(flat, (scale, zp)) if v is not orig]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..ir.graph import Graph
 from .cleanup import constant_fold, eliminate_common_subexpressions, eliminate_dead_code
+from .dynamic_linear import fuse_dynamic_linear_relu, fuse_traced_dynamic_linear
 from .fuse import (
     fuse_attention,
     fuse_conv_affine,
@@ -33,6 +34,9 @@ from .quantize import (
 from .views import compose_views, sink_views
 
 PIPELINE = (
+    # first: a traced quantize_dynamic Linear's activation quantization, before the passes
+    # below reshape the ops it matches (split_clamp, fold_scalars, CSE)
+    fuse_traced_dynamic_linear,
     eliminate_dead_code,
     compose_views,
     sink_views,
@@ -51,6 +55,7 @@ PIPELINE = (
     # the QDQ form an ONNX model brings (gpucore.onnx: QuantizeLinear / DequantizeLinear / QLinear*)
     # onto the int8 ops: no-ops on graphs without quantize nodes (ends with eliminate_dead_code)
     *QUANT_PIPELINE,
+    fuse_dynamic_linear_relu,  # after sink_views moved the Linear's reshape below the relu
     # last: the int8 fusions above match conv2d -> relu first
     fuse_conv_epilogue,
 )
@@ -64,8 +69,19 @@ FLOAT_PIPELINE = tuple(p for p in PIPELINE if p is not fuse_conv_epilogue)
 # out (its primitive ops run as shaders); layer norm and attention have their own shaders
 # (gpucore/backends/vulkan/kernels/fused.py), the int8 ops theirs (executors/vulkan_quant.py:
 # the QDQ form and ONNX dynamic quantization fuse as on the CPU); the convolution epilogue has
-# no shader (the conv, add and relu run as their own).
-VULKAN_PIPELINE = tuple(p for p in PIPELINE if p not in (fuse_silu, fuse_conv_epilogue))
+# no shader (the conv, add and relu run as their own); nor has the dynamic quantized Linear's
+# float-input form (passes/dynamic_linear.py: its traced primitives run as shaders there).
+VULKAN_PIPELINE = tuple(
+    p
+    for p in PIPELINE
+    if p
+    not in (
+        fuse_silu,
+        fuse_conv_epilogue,
+        # the float-input qlinear_dynamic has no shader: the traced primitives run as shaders
+        fuse_traced_dynamic_linear,
+    )
+)
 
 
 def optimize(graph: Graph, passes=PIPELINE, max_rounds: int = 8) -> Graph:

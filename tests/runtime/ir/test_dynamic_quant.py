@@ -134,3 +134,78 @@ def test_bad_attributes_and_inputs_raise():
         FUSED_SHAPES["qlinear_dynamic"]([(2, 5), (4, 5), (2,), (), (4,)], {})
     with pytest.raises(ValueError, match="zero point must be one value"):
         FUSED_SHAPES["qmatmul_integer"]([(2, 5), (4, 5), (3,)], {"a_zero_point": 0})
+
+
+# ------------------------------------------------- the float-input form (quantize_dynamic's)
+def dynamic_layer(k=9, n=6, bias=True, seed=4):
+    from gpucore import nn  # noqa: PLC0415
+    from gpucore.quantization import quantize_dynamic  # noqa: PLC0415
+
+    gpucore.manual_seed(seed)
+    return quantize_dynamic(nn.Sequential(nn.Linear(k, n, bias=bias)), {nn.Linear})[0]
+
+
+def float_form(layer, relu: bool):
+    consts = [layer._w, gpucore.from_numpy(layer._scale.numpy().astype(F32))]
+    if layer._bias is not None:
+        consts.append(layer._bias)
+
+    def fn(x):
+        return apply_runtime_op("qlinear_dynamic", [x, *consts], {"relu": relu})
+
+    return fn
+
+
+@pytest.mark.parametrize("executor", ["compiled", "interpreted"])
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("bias", [True, False])
+def test_float_form_equals_the_eager_dynamic_linear(executor, relu, bias):
+    """qlinear_dynamic(x, w, w_scales[, bias]) gives gpucore's eager quantize_dynamic Linear
+    (and its relu) bit for bit on every input it takes; NaN everywhere on those it refuses (inf,
+    NaN, a range beyond float32)."""
+    layer = dynamic_layer(bias=bias)
+    fn = float_form(layer, relu)
+    x0 = np.random.default_rng(1).standard_normal((4, 9)).astype(F32)
+    models: dict = {}
+
+    def run(x):
+        if x.shape not in models:
+            models[x.shape] = rt_compile(
+                fn, [gpucore.from_numpy(x)], device="cpu", executor=executor
+            )
+        return models[x.shape].run_arrays([x])[0]
+
+    ev = op_info("qlinear_dynamic").evaluate
+    consts = [layer._w.numpy(), layer._scale.numpy().astype(F32)]
+    consts += [] if layer._bias is None else [layer._bias.numpy()]
+    for x in [x0 * 30, *(v for v in inputs() if v.shape[-1] == 9)] + [
+        np.pad(v, ((0, 0), (0, 9 - v.shape[1]))) for v in inputs()
+    ]:
+        got = run(x)
+        assert same(ev([x, *consts], {"relu": relu}), got)
+        try:
+            with gpucore.no_grad():
+                want = layer(gpucore.from_numpy(x))
+        except ValueError:  # inf or NaN in x, or a range overflowing float32
+            assert np.isnan(got).all()
+            continue
+        want = (gpucore.relu(want) if relu else want).numpy()
+        assert same(got, want), x
+        if x.shape[0] % 2 == 0:
+            assert same(run(x.reshape(-1, 2, 9)), want.reshape(-1, 2, 6))  # [B, T, K]
+    if executor == "compiled":
+        assert all(ex.python_steps == 0 for cm in models.values() for ex in cm.executors())
+
+
+def test_float_form_bad_inputs_raise():
+    from gpucore.runtime.ir.shapes import FUSED_DTYPES, FUSED_SHAPES  # noqa: PLC0415
+
+    assert FUSED_SHAPES["qlinear_dynamic"]([(2, 5), (4, 5), (4,)], {}) == (2, 4)
+    with pytest.raises(ValueError, match="w_scales and bias must be"):
+        FUSED_SHAPES["qlinear_dynamic"]([(2, 5), (4, 5), (3,)], {})
+    with pytest.raises(ValueError, match="relu must be a bool"):
+        FUSED_SHAPES["qlinear_dynamic"]([(2, 5), (4, 5), (4,)], {"relu": 1})
+    with pytest.raises(ValueError, match="expects a, w, a_scale"):
+        FUSED_SHAPES["qlinear_dynamic"]([(2, 5), (4, 5)], {})
+    with pytest.raises(ValueError, match="expects float32, int8, float32"):
+        FUSED_DTYPES["qlinear_dynamic"]([gpucore.uint8, gpucore.int8, gpucore.float32], {})
