@@ -337,6 +337,17 @@ static void GC_FN(mp_row_max_s2)(const gc_pool2d *p, const GC_T *x, GC_T *vr, pt
     ptrdiff_t vend = lo; /* outputs [lo, vend) come out of the vector loop */
     if (last >= lo) {
         ptrdiff_t ox = lo;
+#if MP_VN == 4
+        /* 8 outputs a vector (isa.h's mp_s2_f32, AVX2): outputs [lo, lo + 8 nv) read up to
+         * the 4-wide vector at lo + 8 nv - 4 <= last */
+        const ptrdiff_t nv = (last + 4 - lo) / 8;
+        if (gc_isa.mp_s2_f32 && nv > 0) {
+            if (gc_isa.mp_s2_f32(rows, nr, kw, 2 * lo - pw, vr + lo, nv))
+                for (; ox < lo + 8 * nv; ox += MP_VN) /* a NaN: the exact rule where it lies */
+                    GC_FN(mp_s2_vecs)(rows, nr, kw, 2 * ox - pw, vr + ox, 1);
+            ox = lo + 8 * nv;
+        }
+#endif
         for (; ox + (MP_U - 1) * MP_VN <= last; ox += MP_U * MP_VN)
             GC_FN(mp_s2_vecs)(rows, nr, kw, 2 * ox - pw, vr + ox, MP_U);
         for (; ox <= last; ox += MP_VN)
