@@ -116,3 +116,32 @@ def test_a_batched_feed_forward_on_vulkan(vulkan):
         m, x = _feed_forward(gelu)
         got = run_gpucore(m, {"x": x}, device="vulkan")
         assert_close(got, run_ort(m, {"x": x}), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("mask", ["causal", "additive"])
+def test_exported_attention_is_one_node(mask):
+    """MatMul(q, Transpose(k)) -> Div(sqrt d) -> Add(mask) -> Softmax -> MatMul(v), as exporters
+    write scaled dot-product attention, on [B, H, T, D]: one attention node (a causal mask of 0 /
+    -inf becomes its flag, another one an input)."""
+    mk = helper.make_node
+    t, d = 6, 8
+    keep = np.tril(np.ones((t, t), bool))
+    m_val = np.where(keep, 0.0, -np.inf) if mask == "causal" else rand(t, t, seed=5)
+    nodes = [mk("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+             mk("MatMul", ["q", "kt"], ["s"]), mk("Div", ["s", "scale"], ["sd"]),
+             mk("Add", ["sd", "mask"], ["sm"]), mk("Softmax", ["sm"], ["p"], axis=-1),
+             mk("MatMul", ["p", "v"], ["y"])]  # fmt: skip
+    feeds = {n: rand(2, 3, t, d, seed=i) for i, n in enumerate("qkv")}
+    inits = {"scale": np.array(math.sqrt(d), F32), "mask": m_val.astype(F32)}
+    m = model(nodes, feeds, {"y": F32}, inits)
+    cm = gpucore.onnx.load(m, device="cpu")
+    assert_close(cm.run_arrays([feeds[n] for n in cm.input_names]), run_ort(m, feeds),
+                 rtol=1e-5, atol=1e-6)  # fmt: skip
+    (ex,) = cm.executors()
+    ops = ex.plan.graph.op_counts()
+    assert ops.get("attention") == 1 and not {"softmax", "gemm", "add", "div"} & set(ops), ops
+    att = next(n for n in ex.plan.graph.order() if n.op == "attention")
+    assert att.attrs["causal"] == (mask == "causal") and len(att.inputs) == (
+        3 if mask == "causal" else 4
+    )
+    assert att.attrs["scale"] == pytest.approx(1 / math.sqrt(d))
