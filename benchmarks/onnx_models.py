@@ -1,6 +1,6 @@
 """ONNX models through gpucore.onnx against ONNX Runtime on the same files: load time, first run
 and steady time per call (``python benchmarks/onnx_models.py [--quick] [--threads N]
-[--vulkan]``).
+[--vulkan] [--only NAME ...]``).
 
 The models are PyTorch modules with random weights exported by ``torch.onnx.export`` (the
 TorchScript exporter, opset 17, batch norms kept as BatchNormalization): ResNet-18 and ResNet-50
@@ -174,7 +174,7 @@ def _steady(calls: dict, rounds: int, min_time: float) -> dict:
     return {k: statistics.median(v) for k, v in per.items()}
 
 
-def table(quick: bool, threads: int, vulkan: bool) -> None:
+def table(quick: bool, threads: int, vulkan: bool, only=None) -> None:
     """Print the markdown table (module docstring)."""
     try:
         import onnxruntime as ort  # noqa: PLC0415
@@ -202,6 +202,8 @@ def table(quick: bool, threads: int, vulkan: bool) -> None:
     print("|---" * (cols.count("|") - 1) + "|")
     with tempfile.TemporaryDirectory() as d:
         for name, (model, x) in _models(torch).items():
+            if only and not any(o.lower() in name.lower() for o in only):
+                continue
             path = os.path.join(d, "m.onnx")
             _export(torch, model, x, path)
             xn = x.numpy()
@@ -231,9 +233,11 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="fewer, shorter rounds")
     p.add_argument("--threads", type=int, default=1, help="threads of both libraries")
     p.add_argument("--vulkan", action="store_true", help="gpucore on the Vulkan device too")
+    p.add_argument("--only", nargs="+", metavar="NAME",
+                   help="the models whose names contain one of these (e.g. bert gpt)")  # fmt: skip
     args = p.parse_args(argv)
     share = CpuShare()
-    table(args.quick, args.threads, args.vulkan)
+    table(args.quick, args.threads, args.vulkan, args.only)
     print()
     print(load_note(share.others(), "during the run"))
     return 0

@@ -117,6 +117,12 @@ typedef void (*gc_vsub2_mul_f32)(const float *x, float *y, ptrdiff_t n, float a,
  * max x), both NaN when some x is NaN. */
 typedef void (*gc_qlinear_u8)(const float *x, uint8_t *out, ptrdiff_t n, float scale, int32_t zp);
 typedef void (*gc_vrange_f32)(const float *x, ptrdiff_t n, float *lo, float *hi);
+/* max_pool2d's values-only pass at column stride 2 (maxpool.c's mp_row_max_s2): nv vectors of 8
+ * outputs, out[i] (i < 8 nv) = the maximum of rows[r][c0 + 2 i + kj] over r < nr, kj < kw in
+ * that order by v > m ? v : m (reading columns up to c0 + kw - 1 + 16 nv - 1); nonzero when
+ * some input was NaN, whose outputs the caller redoes by the exact rule. */
+typedef int (*gc_mp_s2_f32)(const float *const *rows, int nr, ptrdiff_t kw, ptrdiff_t c0,
+                            float *out, ptrdiff_t nv);
 
 /* One fused optimizer update (cpu/optim.c; loops in cpu/isa/optim.h): parameter p, gradient g
  * and up to three state buffers (SGD: momentum; Adam: exp_avg, exp_avg_sq, max_exp_avg_sq;
@@ -210,6 +216,8 @@ typedef struct {
     gc_qlinear_u8 q_linear_u8;
     gc_qlinear_u8 q_torch_u8; /* gc_quantize_u8's loop (PyTorch's rounding) */
     gc_vrange_f32 q_range_f32;
+    /* NULL = maxpool.c's 16-byte vectors */
+    gc_mp_s2_f32 mp_s2_f32;
     /* fused optimizer updates (cpu/isa/optim.h compiled with the ISA's flags) */
     gc_optim_range_f32 sgd_f32, adam_f32, rmsprop_f32;
     gc_optim_range_f64 sgd_f64, adam_f64, rmsprop_f64;

@@ -18,6 +18,9 @@
 #include "isa.h"
 #include "kernels.h"
 #include "vec.h"
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* columns of an output row per step of the vector path (its buffers live on the stack) */
 #define MP_CHUNK 512
@@ -242,6 +245,142 @@ static void GC_FN(mp_row_max)(const gc_pool2d *p, const GC_T *x, GC_T *vr, ptrdi
 }
 #undef MP_MAX
 
+/* Values only at column stride 2 (dw = 1, kw <= 8, kh <= 16: the ResNet stem's 3x3/2 pool, the
+ * 2x2/2 ones).  Each vector of MP_VN outputs keeps its maximum in a register over the whole
+ * window instead of a pass over the row per window position, MP_U vectors at a time (independent
+ * chains): for each in-image row and each kj, the inputs of a vector's columns are the even
+ * lanes of two contiguous loads, and m = v > m ? v : m (maxps) in window order, which is the
+ * scan's rule for numbers (the first maximum wins: a +0 after a -0 keeps the -0; a window of
+ * -inf keeps -inf).  A NaN would take the rule's other branch (the window's last NaN wins), so
+ * the window's inputs are also summed on the side: a NaN makes the sum NaN (so may inf + -inf:
+ * harmless), and such a vector is redone by the exact rule.  Outputs whose windows reach past a
+ * row's ends take the scalar rule. */
+#define MP_U 4
+
+static inline MP_VT GC_FN(mp_vmax)(MP_VT v, MP_VT m) /* v > m ? v : m per lane */
+{
+#if defined(__SSE2__) && MP_VN == 4
+    return (MP_VT)_mm_max_ps((__m128)v, (__m128)m);
+#elif defined(__SSE2__)
+    return (MP_VT)_mm_max_pd((__m128d)v, (__m128d)m);
+#else
+    const MP_VI k = v > m;
+    return (MP_VT)(((MP_VI)v & k) | ((MP_VI)m & ~k));
+#endif
+}
+
+/* nu (1 or MP_U) vectors of outputs whose windows start at input column c0 (then c0 + 2 * MP_VN,
+ * ...) of each row, written to out */
+static inline __attribute__((always_inline)) void GC_FN(mp_s2_vecs)(const GC_T *const *rows,
+                                                                    int nr, ptrdiff_t kw,
+                                                                    ptrdiff_t c0, GC_T *out,
+                                                                    const int nu)
+{
+    MP_VT m[MP_U], sum[MP_U];
+    for (int u = 0; u < nu; u++) {
+        m[u] = (GC_T)-INFINITY - (MP_VT){0};
+        sum[u] = (MP_VT){0};
+    }
+    for (int r = 0; r < nr; r++)
+        for (ptrdiff_t kj = 0; kj < kw; kj++) {
+            const GC_T *xr = rows[r] + c0 + kj;
+            for (int u = 0; u < nu; u++) {
+                MP_VT v0, v1;
+                memcpy(&v0, xr + 2 * u * MP_VN, sizeof v0);
+                memcpy(&v1, xr + 2 * u * MP_VN + MP_VN, sizeof v1);
+#if MP_VN == 4
+                const MP_VT v = GC_SHUF4(v0, v1, 0, 2, 4, 6);
+#else
+                const MP_VT v = GC_SHUF2(v0, v1, 0, 2);
+#endif
+                sum[u] += v;
+                m[u] = GC_FN(mp_vmax)(v, m[u]);
+            }
+        }
+    for (int u = 0; u < nu; u++) {
+        const MP_VI nan = sum[u] != sum[u];
+        int any = 0;
+        for (int l = 0; l < MP_VN; l++)
+            any |= nan[l] != 0;
+        if (any) { /* the exact rule: v > m || isnan(v) */
+            MP_VT e = (GC_T)-INFINITY - (MP_VT){0};
+            for (int r = 0; r < nr; r++)
+                for (ptrdiff_t kj = 0; kj < kw; kj++) {
+                    MP_VT v;
+                    for (int l = 0; l < MP_VN; l++)
+                        v[l] = rows[r][c0 + kj + 2 * (u * MP_VN + l)];
+                    const MP_VI k = (v > e) | (v != v);
+                    e = (MP_VT)(((MP_VI)v & k) | ((MP_VI)e & ~k));
+                }
+            m[u] = e;
+        }
+        memcpy(out + u * MP_VN, &m[u], sizeof m[u]);
+    }
+}
+
+static void GC_FN(mp_row_max_s2)(const gc_pool2d *p, const GC_T *x, GC_T *vr, ptrdiff_t oy)
+{
+    const GC_T *rows[16];
+    int nr = 0;
+    for (ptrdiff_t ki = 0; ki < p->kh; ki++) {
+        const ptrdiff_t iy = oy * p->sh - p->ph + ki * p->dh;
+        if (iy >= 0 && iy < p->h)
+            rows[nr++] = x + iy * p->w;
+    }
+    const ptrdiff_t kw = p->kw, pw = p->pw, w = p->w, ow = p->ow;
+    /* vectors start at ox in [lo, last]: first input column 2*ox - pw >= 0, last one read
+     * 2*ox - pw + kw - 1 + 2*MP_VN - 1 < w */
+    const ptrdiff_t lo = (pw + 1) / 2, top = w + pw - kw - 2 * MP_VN + 1;
+    ptrdiff_t last = top < 0 ? -1 : top / 2;
+    if (last > ow - MP_VN)
+        last = ow - MP_VN;
+    ptrdiff_t vend = lo; /* outputs [lo, vend) come out of the vector loop */
+    if (last >= lo) {
+        ptrdiff_t ox = lo;
+#if MP_VN == 4
+        /* 8 outputs a vector (isa.h's mp_s2_f32, AVX2): outputs [lo, lo + 8 nv) read up to
+         * the 4-wide vector at lo + 8 nv - 4 <= last */
+        const ptrdiff_t nv = (last + 4 - lo) / 8;
+        if (gc_isa.mp_s2_f32 && nv > 0) {
+            if (gc_isa.mp_s2_f32(rows, nr, kw, 2 * lo - pw, vr + lo, nv))
+                for (; ox < lo + 8 * nv; ox += MP_VN) /* a NaN: the exact rule where it lies */
+                    GC_FN(mp_s2_vecs)(rows, nr, kw, 2 * ox - pw, vr + ox, 1);
+            ox = lo + 8 * nv;
+        }
+#endif
+        for (; ox + (MP_U - 1) * MP_VN <= last; ox += MP_U * MP_VN)
+            GC_FN(mp_s2_vecs)(rows, nr, kw, 2 * ox - pw, vr + ox, MP_U);
+        for (; ox <= last; ox += MP_VN)
+            GC_FN(mp_s2_vecs)(rows, nr, kw, 2 * ox - pw, vr + ox, 1);
+        if (ox < last + MP_VN) /* the last one overlaps: the same bits */
+            GC_FN(mp_s2_vecs)(rows, nr, kw, 2 * last - pw, vr + last, 1);
+        vend = last + MP_VN;
+    }
+    for (ptrdiff_t ox = 0; ox < ow; ox++) {
+        if (ox == lo && vend > lo)
+            ox = vend;
+        if (ox >= ow)
+            break;
+        GC_T cur = (GC_T)-INFINITY;
+        for (int r = 0; r < nr; r++)
+            for (ptrdiff_t kj = 0; kj < kw; kj++) {
+                const ptrdiff_t c = 2 * ox - pw + kj;
+                if (c < 0 || c >= w)
+                    continue;
+                const GC_T v = rows[r][c];
+                if (v > cur || v != v)
+                    cur = v;
+            }
+        vr[ox] = cur;
+    }
+}
+
+static int GC_FN(mp_is_s2)(const gc_pool2d *p)
+{
+    return p->sw == 2 && p->dw == 1 && p->kw <= 8 && p->kh <= 16;
+}
+#undef MP_U
+
 /* The common 2-wide window (kw = sw = 2, dw = 1, pw = 0, every column of a window inside the
  * row: 2*ow <= w), any rows: each row of a window is one pair of adjacent inputs, so a vector of
  * MP_VN outputs takes two contiguous loads and an even/odd shuffle per window row, and the
@@ -336,9 +475,15 @@ static void GC_FN(mp_fwd_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
     const gc_pool2d *p = J->p;
     const ptrdiff_t hw = p->h * p->w, ohw = p->oh * p->ow;
     if (!J->idx) {
+        const int s2 = GC_FN(mp_is_s2)(p);
         for (ptrdiff_t pl = lo; pl < hi; pl++)
-            for (ptrdiff_t oy = 0; oy < p->oh; oy++)
-                GC_FN(mp_row_max)(p, J->x + pl * hw, J->vals + pl * ohw + oy * p->ow, oy);
+            for (ptrdiff_t oy = 0; oy < p->oh; oy++) {
+                GC_T *vr = J->vals + pl * ohw + oy * p->ow;
+                if (s2)
+                    GC_FN(mp_row_max_s2)(p, J->x + pl * hw, vr, oy);
+                else
+                    GC_FN(mp_row_max)(p, J->x + pl * hw, vr, oy);
+            }
         return;
     }
     if (GC_FN(mp_is_w2)(p)) {

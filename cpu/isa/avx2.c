@@ -194,6 +194,58 @@ VM_SUB2_MUL(vsub2_mul_avx2)
 #include "isa/quant.h"
 QQ_RANGE(qrange_avx2)
 
+/* ---- max_pool2d's values-only rows at column stride 2 (isa.h's gc_mp_s2_f32) ---------------- */
+
+/* the even elements of p[0..16), lanes in the order of outputs 0 1 4 5 2 3 6 7 (one in-lane
+ * shuffle; every input of a window comes in that order, so the order is fixed once, at the
+ * store) */
+static inline __m256 mps2_even(const float *p)
+{
+    return _mm256_shuffle_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8), _MM_SHUFFLE(2, 0, 2, 0));
+}
+
+static inline void mps2_store(float *out, __m256 m)
+{
+    const __m256d d = _mm256_permute4x64_pd(_mm256_castps_pd(m), _MM_SHUFFLE(3, 1, 2, 0));
+    _mm256_storeu_ps(out, _mm256_castpd_ps(d));
+}
+
+/* nu (1 or 2) vectors of outputs (independent chains) from column c, into out; the side sums'
+ * NaN lanes or'ed into *bad */
+static inline __attribute__((always_inline)) void mps2_vecs(const float *const *rows, int nr,
+                                                            ptrdiff_t kw, ptrdiff_t c, float *out,
+                                                            __m256 *bad, const int nu)
+{
+    __m256 m[2], s[2];
+    for (int u = 0; u < nu; u++) {
+        m[u] = _mm256_set1_ps(-__builtin_inff());
+        s[u] = _mm256_setzero_ps();
+    }
+    for (int r = 0; r < nr; r++)
+        for (ptrdiff_t kj = 0; kj < kw; kj++)
+            for (int u = 0; u < nu; u++) {
+                const __m256 v = mps2_even(rows[r] + c + kj + 16 * u);
+                s[u] = _mm256_add_ps(s[u], v);
+                m[u] = _mm256_max_ps(v, m[u]); /* v > m ? v : m */
+            }
+    for (int u = 0; u < nu; u++) {
+        *bad = _mm256_or_ps(*bad, _mm256_cmp_ps(s[u], s[u], _CMP_UNORD_Q));
+        mps2_store(out + 8 * u, m[u]);
+    }
+}
+
+static int mp_s2_avx2(const float *const *rows, int nr, ptrdiff_t kw, ptrdiff_t c0, float *out,
+                      ptrdiff_t nv)
+{
+    __m256 bad = _mm256_setzero_ps();
+    ptrdiff_t v = 0;
+    for (; v + 2 <= nv; v += 2)
+        mps2_vecs(rows, nr, kw, c0 + 16 * v, out + 8 * v, &bad, 2);
+    if (v < nv)
+        mps2_vecs(rows, nr, kw, c0 + 16 * v, out + 8 * v, &bad, 1);
+    return _mm256_movemask_ps(bad) != 0;
+}
+
 static void gc_isa_fill_avx2_vmath(gc_isa_kernels *k)
 {
     k->vunary_f32[GC_UNARY_EXP] = vexp_avx2;
@@ -209,6 +261,7 @@ static void gc_isa_fill_avx2_vmath(gc_isa_kernels *k)
     k->q_linear_u8 = qq_linear_u8;
     k->q_torch_u8 = qq_torch_u8;
     k->q_range_f32 = qrange_avx2;
+    k->mp_s2_f32 = mp_s2_avx2;
 }
 
 /* ---- int8 GEMM (qgemm.c; contract in isa.h) ------------------------------------------------ */

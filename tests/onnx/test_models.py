@@ -150,6 +150,26 @@ def test_cpu(exported, name, opset):
         assert "conv2d_act" in ops
     if name == "bert_layer":  # the passes fused attention, layer norm and GELU
         assert {"attention", "layer_norm"} <= ops and "sign" not in ops  # sign: erf composed
+    if name in ("bert_layer", "gpt2_block"):
+        for ex in cm.executors():  # each batch size's graph: [B, T, d] @ W + b [-> GELU] fused
+            _assert_transformer_fused(
+                ex.plan.graph, "gelu" if name == "bert_layer" else "gelu_tanh"
+            )
+
+
+def _assert_transformer_fused(g, gelu):
+    """Four products with their bias in the gemm, the MLP's GELU as the first one's epilogue;
+    the two residual adds and the views (the heads) the only other nodes beside attention and
+    the layer norms."""
+    ops = g.op_counts()
+    assert set(ops) <= {"gemm", "attention", "layer_norm", "add", "strided", "clone"}, ops
+    assert (ops["gemm"], ops["attention"], ops["layer_norm"], ops["add"]) == (4, 1, 2, 2), ops
+    gemms = [n for n in g.order() if n.op == "gemm"]
+    assert all(len(n.inputs) == 3 for n in gemms)
+    # (BERT's attention projections at batch > 1 read and write nn.MultiheadAttention's
+    # sequence-first layout: a transpose, not a reshape, of the batch-first tensors)
+    assert all(len(g.tensors[n.output].shape) == 3 for n in gemms[2:])
+    assert [n.attrs["act"] for n in gemms] == [None, None, gelu, None]
 
 
 @pytest.mark.parametrize("name, opset", CASES)

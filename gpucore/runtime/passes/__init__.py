@@ -17,12 +17,13 @@ from .fuse import (
     fuse_attention,
     fuse_conv_affine,
     fuse_conv_epilogue,
+    fuse_gelu_erf,
     fuse_gelu_tanh,
     fuse_gemm_epilogue,
     fuse_layer_norm,
     fuse_silu,
 )
-from .matmul import absorb_transposes, fold_scalars, matmul_to_gemm
+from .matmul import absorb_transposes, batch_gemm_rows, fold_scalars, matmul_to_gemm
 from .primitives import split_clamp
 from .quantize import (
     QUANT_PIPELINE,
@@ -42,7 +43,9 @@ PIPELINE = (
     sink_views,
     matmul_to_gemm,
     absorb_transposes,
+    batch_gemm_rows,
     fuse_gelu_tanh,  # before fold_scalars, which would take its 0.5 into the next gemm
+    fuse_gelu_erf,
     fold_scalars,
     constant_fold,
     eliminate_common_subexpressions,

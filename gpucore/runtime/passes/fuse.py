@@ -11,8 +11,9 @@ input. Patterns:
   ``causal=True``;
 - layer norm: ``mean -> sub -> square -> mean -> add eps -> sqrt -> reciprocal -> mul
   [-> mul weight] [-> add bias]`` (also with ``pow(., 2)``, ``rsqrt`` and ``div`` by the sqrt);
-- GELU's tanh form ``0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`` in any order of
-  the products; SiLU ``x * sigmoid(x)``;
+- GELU's tanh form ``0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`` and its exact
+  form ``0.5 * x * (1 + erf(x / sqrt(2)))`` (or ``x * sqrt(0.5)``) in any order of the
+  products; SiLU ``x * sigmoid(x)``;
 - convolution followed by a per-channel affine (a folded eval-mode batch norm): into the
   convolution's weight and bias;
 - convolution epilogues: ``conv2d [-> add(res)] [-> relu]`` (res a tensor of the output's
@@ -194,19 +195,28 @@ def _write_heads_last(graph: Graph, att) -> None:
     """attention -> permute(0, 2, 1, 3) -> contiguous copy (how models merge the heads back)
     becomes attention writing [B, S, H, D] itself (``heads_last``): the copy disappears."""
     view = graph.sole_consumer(att.output)
-    if view is None or view.op != "strided":
+    if view is None or view.op != "strided" or view.attrs["offset"] != 0:
         return
     b, h, s, d = graph.tensors[att.output].shape
-    want = {"shape": (b, s, h, d), "strides": (h * s * d, d, s * d, 1), "offset": 0}
-    if view.attrs != want:
+    # the copy's elements in [B, S, H, D] order: the view's dims and strides equal those of
+    # permute(0, 2, 1, 3) but for dims of size 1 (nn.MultiheadAttention's sequence-first
+    # [S, B, H, D] at batch 1, or the heads merged in the view)
+    want = ((b, h * s * d), (s, d), (h, s * d), (d, 1))
+    got = tuple(zip(view.attrs["shape"], view.attrs["strides"]))
+    if [x for x in want if x[0] != 1] != [x for x in got if x[0] != 1]:
         return
     copy = graph.sole_consumer(view.output)
     if copy is None or copy.op != "clone":
         return
     info = graph.tensors[copy.output]
     attrs = dict(att.attrs, heads_last=True)
-    fused = graph.add_node("attention", list(att.inputs), info.shape, info.dtype, attrs)
-    graph.bypass(copy, fused.output)
+    fused = graph.add_node("attention", list(att.inputs), (b, s, h, d), info.dtype, attrs)
+    out = fused.output
+    if info.shape != (b, s, h, d):  # the same elements, in the copy's shape
+        strides = tuple(math.prod(info.shape[i + 1 :]) for i in range(len(info.shape)))
+        reshape = {"shape": info.shape, "strides": strides, "offset": 0}
+        out = graph.add_node("strided", [out], info.shape, info.dtype, reshape).output
+    graph.bypass(copy, out)
 
 
 # ---------------------------------------------------------------------------- layer norm
@@ -361,23 +371,63 @@ def fuse_gelu_tanh(graph: Graph) -> bool:
             continue
         if _scalar(graph, _other(one_plus, t.output) or t.output) != 1.0:
             continue
-        top = graph.sole_consumer(one_plus.output)
-        while top is not None and top.op == "mul":
-            up = graph.sole_consumer(top.output)
-            if up is None or up.op != "mul":
-                break
-            top = up
-        if top is None or top.op != "mul":
-            continue
-        leaves = []
-        _factors(graph, top, leaves, True)
-        halves = [n for n in leaves if _scalar(graph, n) == 0.5]
-        if sorted(leaves) != sorted([x, one_plus.output] + halves[:1]) or len(halves) != 1:
+        top = _half_x_times(graph, one_plus, x)
+        if top is None:
             continue
         info = graph.tensors[top.output]
-        if info.shape != _shape(graph, x):
-            continue
         fused = graph.add_node("gelu", [x], info.shape, info.dtype, {"approximate": "tanh"})
+        graph.bypass(top, fused.output)
+        changed = True
+    return changed
+
+
+def _half_x_times(graph: Graph, one_plus, x: str):
+    """The top node of the product ``0.5 * x * one_plus`` (any order, inner products read only
+    there) that reads ``one_plus``'s output, else None."""
+    top = graph.sole_consumer(one_plus.output)
+    while top is not None and top.op == "mul":
+        up = graph.sole_consumer(top.output)
+        if up is None or up.op != "mul":
+            break
+        top = up
+    if top is None or top.op != "mul":
+        return None
+    leaves: list = []
+    _factors(graph, top, leaves, True)
+    halves = [n for n in leaves if _scalar(graph, n) == 0.5]
+    if len(halves) != 1 or sorted(leaves) != sorted([x, one_plus.output, halves[0]]):
+        return None
+    return top if graph.tensors[top.output].shape == _shape(graph, x) else None
+
+
+def fuse_gelu_erf(graph: Graph) -> bool:
+    """0.5 * x * (1 + erf(x / sqrt(2))) (or erf(x * sqrt(0.5))) into gelu (exact): how
+    exporters write nn.GELU (ONNX's Div / Erf / Add / Mul) and how a model spells it out."""
+    changed = False
+    for erf in list(graph.order()):
+        if erf.op != "erf" or erf not in graph.nodes:
+            continue
+        scaled = graph.producer.get(erf.inputs[0])
+        if scaled is None or scaled.op not in ("mul", "div") or len(scaled.inputs) != 2:
+            continue
+        if graph.sole_consumer(scaled.output) is not erf:
+            continue
+        x, c = scaled.inputs
+        if scaled.op == "mul" and _scalar(graph, c) is None:
+            x, c = c, x
+        want = math.sqrt(2) if scaled.op == "div" else math.sqrt(0.5)
+        if not _close(_scalar(graph, c), want) or _shape(graph, x) != _shape(graph, erf.output):
+            continue
+        one_plus = graph.sole_consumer(erf.output)
+        if one_plus is None or one_plus.op != "add":
+            continue
+        if _scalar(graph, _other(one_plus, erf.output) or erf.output) != 1.0:
+            continue
+        top = _half_x_times(graph, one_plus, x)
+        if top is None:
+            continue
+        info = graph.tensors[top.output]
+        fused = graph.add_node("gelu", [x], info.shape, info.dtype, {"approximate": "none"})
         graph.bypass(top, fused.output)
         changed = True
     return changed

@@ -1,6 +1,8 @@
 """GEMM passes: matmul and linear become ``gemm`` nodes, and what a GEMM can absorb is folded
 into its flags: transposed operands (``trans_a`` / ``trans_b``, the source read in place) and
-multiplications by a scalar constant, of an operand or of the result (``alpha``).
+multiplications by a scalar constant, of an operand or of the result (``alpha``); a product of
+rows flattened to 2-D and reshaped back (how ``[*, K] @ [K, N]`` is traced) is computed in the
+batched shape, so that what reads it (a bias, an activation) meets the gemm.
 
 Run before constant folding: folding would materialise a transposed weight and hide the
 pattern.
@@ -8,9 +10,13 @@ pattern.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..ir.graph import Graph
+from ..ir.ops import op_info
+from .views import is_contiguous_layout, layout_of
 
 
 def matmul_to_gemm(graph: Graph) -> bool:
@@ -158,3 +164,75 @@ def constant_is_vector(graph: Graph, name: str, n: int) -> np.ndarray | None:
     if info.data is None or info.data.size != n or (info.shape and info.shape[-1] != n):
         return None
     return info.data.reshape(-1)
+
+
+def _is_reshape(graph: Graph, node) -> bool:
+    """Whether ``node`` is a view op that only reshapes its source (contiguous, no offset)."""
+    if op_info(node.op).view is None:
+        return False
+    src = graph.tensors[node.inputs[0]]
+    shape, strides, offset = layout_of(src.shape, src.dtype.itemsize, [(node.op, node.attrs)])
+    return offset == 0 and is_contiguous_layout(shape, strides)
+
+
+def _reshape_root(graph: Graph, name: str) -> str | None:
+    """The contiguous tensor that ``name`` is (a computed tensor or graph input) or reshapes;
+    None for constants (left to folding) and other views."""
+    node = graph.producer.get(name)
+    if node is None:
+        return None if graph.is_constant(name) else name
+    if op_info(node.op).view is None:
+        return name  # computed tensors are contiguous
+    return _reshape_root(graph, node.inputs[0]) if _is_reshape(graph, node) else None
+
+
+def _contiguous_strides(shape: tuple) -> tuple:
+    strides, acc = [], 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= s
+    return tuple(reversed(strides))
+
+
+def batch_gemm_rows(graph: Graph) -> bool:
+    """``gemm(a [M, K], w [K, N]) -> reshape to [*lead, N]`` (prod(lead) = M; a a contiguous
+    tensor or a reshape of one; w 2-D, either flag; the product read only by the reshape)
+    becomes the gemm of a reshaped to ``[*lead, K]``, of shape ``[*lead, N]``: gemm multiplies
+    a 2-D right operand by all rows at once (one GEMM of M rows, the same bits), and the bias
+    add or activation that reads the product can then fuse into the gemm's epilogue
+    (fuse.py). Consumers first, so that a chain of products (an MLP) goes batched in one run."""
+    changed = False
+    for node in reversed(graph.order()):
+        if node.op != "gemm" or node not in graph.nodes or node.attrs["trans_a"]:
+            continue
+        a, b = node.inputs[:2]
+        if len(graph.tensors[a].shape) != 2 or len(graph.tensors[b].shape) != 2:
+            continue
+        m, n = graph.tensors[node.output].shape
+        k = graph.tensors[a].shape[1]
+        view = graph.sole_consumer(node.output)
+        if view is None or not _is_reshape(graph, view):
+            continue
+        shape = tuple(graph.tensors[view.output].shape)
+        if len(shape) < 3 or shape[-1] != n or math.prod(shape[:-1]) != m:
+            continue  # (an [M, N] view of the product is no reshape)
+        root = _reshape_root(graph, a)
+        if root is None:
+            continue
+        want = shape[:-1] + (k,)
+        info = graph.tensors[a]
+        if graph.tensors[root].shape != want:
+            attrs = {"shape": want, "strides": _contiguous_strides(want), "offset": 0}
+            root = graph.add_node("strided", [root], want, info.dtype, attrs).output
+        out = graph.tensors[view.output]
+        inputs = [root, *node.inputs[1:]]
+        fused = graph.add_node("gemm", inputs, shape, out.dtype, dict(node.attrs))
+        graph.bypass(view, fused.output)
+        graph.remove_node(node)
+        src = graph.producer.get(a)
+        while src is not None and op_info(src.op).view is not None and not graph.consumers[a]:
+            graph.remove_node(src)  # the flattening views, now read by nothing
+            a = src.inputs[0]
+            src = graph.producer.get(a)
+        changed = True
+    return changed

@@ -178,3 +178,44 @@ def test_backward_tiled_and_scattered(dtype):
         moved[2, 0, 0] = h * w  # outside the plane
         with pytest.raises(IndexError):
             C.max_pool2d_backward(g, moved, gx, 3, h, w, *k, *s, 0, 0, 1, 1, oh, ow)
+
+
+def _payload_nans(x, seed):
+    """x with its NaNs given distinct payloads and some zeros made -0 (the scan keeps the
+    window's last NaN and its first zero: the bits tell them apart)."""
+    r = np.random.default_rng(seed)
+    ubits = np.uint32 if x.dtype == np.float32 else np.uint64
+    b = x.view(ubits)
+    nan = np.isnan(x)
+    b[nan] |= r.integers(1, 1 << 20, size=int(nan.sum())).astype(ubits)
+    zero = (x == 0) & (r.random(x.shape) < 0.5)
+    x[zero] = -0.0
+    return x
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_values_only_stride_two_rows_in_registers(dtype):
+    """The values path at column stride 2 (a vector's maximum kept in a register over the
+    window, NaN windows redone by the exact rule, the row ends scalar): the bits of the indexed
+    path, NaN payloads and signed zeros included, for windows 1-5 wide with every column
+    padding, widths around the vector edges, row stride 1 and 2."""
+    bits = np.uint32 if dtype == np.float32 else np.uint64
+    for kw in range(1, 6):
+        for pw, w, sh in itertools.product(range(kw // 2 + 1), range(kw, 40), (1, 2)):
+            for special in (False, True):
+                x = data((2, 7, w), dtype, seed=w * 7 + kw, special=special)
+                if special:
+                    x = _payload_nans(x, w)
+                k, s, p, d = (3, kw), (sh, 2), (1, pw), (1, 1)
+                vals, _, (oh, ow) = run(x, k, s, p, d)
+                only = np.full_like(vals, 7)
+                C.max_pool2d(x, only, None, 2, 7, w, *k, *s, *p, *d, oh, ow)
+                msg = f"kw={kw} pw={pw} w={w} sh={sh}"
+                np.testing.assert_array_equal(only.view(bits), vals.view(bits), err_msg=msg)
+    x = data((1, 5, 16), dtype, seed=2)
+    x[0, 2, 5] = np.inf
+    x[0, 3, 6] = -np.inf  # inf + -inf in a window's side sum: no NaN there, the same values
+    vals, _, (oh, ow) = run(x, (3, 3), (2, 2), (1, 1), (1, 1))
+    only = np.empty_like(vals)
+    C.max_pool2d(x, only, None, 1, 5, 16, 3, 3, 2, 2, 1, 1, 1, 1, oh, ow)
+    np.testing.assert_array_equal(only.view(bits), vals.view(bits))

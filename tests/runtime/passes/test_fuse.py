@@ -16,6 +16,7 @@ from gpucore.runtime.passes.fuse import (
     fuse_attention,
     fuse_conv_affine,
     fuse_conv_epilogue,
+    fuse_gelu_erf,
     fuse_gelu_tanh,
     fuse_gemm_epilogue,
     fuse_layer_norm,
@@ -178,3 +179,61 @@ def test_masked_fill_form_of_the_causal_mask():
     g = check_same(masked_fill, qkv, PIPELINE)
     (att,) = [n for n in g.order() if n.op == "attention"]
     assert att.attrs["causal"] and len(att.inputs) == 3
+
+
+def test_exact_gelu_written_out():
+    forms = (  # torch.onnx's Div / Erf / Add / Mul, BERT's original, the halved x first
+        lambda x: (x * (gpucore.erf(x / math.sqrt(2.0)) + 1.0)) * 0.5,
+        lambda x: x * 0.5 * (1.0 + gpucore.erf(x / math.sqrt(2.0))),
+        lambda x: 0.5 * (x * (1.0 + gpucore.erf(x * math.sqrt(0.5)))),
+    )
+    for fn in forms:
+        g = check_same(fn, [rand(4, 6)], [fuse_gelu_erf, eliminate_dead_code])
+        assert g.op_counts() == {"gelu": 1}
+        assert g.order()[0].attrs["approximate"] == "none" and g.order()[0].inputs == ["x"]
+
+    def shared(x):
+        e = gpucore.erf(x / math.sqrt(2.0))
+        return x * 0.5 * (1.0 + e), e  # the erf is an output: nothing fuses away
+
+    def halved(x):  # erf(x / 2) is not GELU
+        return x * 0.5 * (1.0 + gpucore.erf(x / 2.0))
+
+    def other_x(x, y):  # the erf of y times x
+        return x * 0.5 * (1.0 + gpucore.erf(y / math.sqrt(2.0)))
+
+    for fn, xs in ((shared, [rand(3)]), (halved, [rand(3)]), (other_x, [rand(3), rand(3)])):
+        g = check_same(fn, xs, [fuse_gelu_erf, eliminate_dead_code])
+        assert "gelu" not in g.op_counts() and "erf" in g.op_counts(), fn.__name__
+
+
+def test_batched_linear_bias_and_gelu_become_one_gemm():
+    w1, b1 = gpucore.tensor(rand(16, 32)), gpucore.tensor(rand(32))
+    w2, b2 = gpucore.tensor(rand(8, 32)), gpucore.tensor(rand(8))
+
+    def ffn(x):  # a transformer's feed-forward on [batch, tokens, d], GELU spelled out
+        h = x @ w1 + b1
+        h = h * 0.5 * (1.0 + gpucore.erf(h / math.sqrt(2.0)))
+        return F.linear(h, w2, b2).relu()
+
+    g = check_same(ffn, [rand(2, 5, 16)], [optimize], rtol=1e-4, atol=1e-5)
+    assert g.op_counts() == {"gemm": 2}
+    first, second = g.order()
+    assert first.attrs["act"] == "gelu" and len(first.inputs) == 3
+    assert second.attrs["act"] == "relu" and len(second.inputs) == 3
+    assert g.tensors[first.output].shape == (2, 5, 32)
+
+
+def test_sequence_first_heads_merge_without_a_copy_at_batch_one():
+    def seq_first(q, k, v):  # nn.MultiheadAttention's [S, B, H, D] merge (batch_first=False)
+        o = F.softmax((q @ k.transpose(-2, -1)) * 0.5, dim=-1) @ v
+        s, h, d = o.shape[2], o.shape[1], o.shape[3]
+        return o.permute(2, 0, 1, 3).contiguous().reshape(s, o.shape[0], h * d)
+
+    passes = [*GEMM, fuse_attention, compose_views, eliminate_dead_code]
+    one = check_same(seq_first, [rand(1, 2, 5, 4, seed=i) for i in range(3)], passes)
+    assert "clone" not in one.op_counts() and one.op_counts()["attention"] == 1
+    assert next(n for n in one.order() if n.op == "attention").attrs["heads_last"]
+    two = check_same(seq_first, [rand(2, 2, 5, 4, seed=i) for i in range(3)], passes)
+    assert two.op_counts()["clone"] == 1  # [S, B, H, D] is not [B, S, H, D] at batch 2
+    assert not next(n for n in two.order() if n.op == "attention").attrs["heads_last"]
