@@ -498,9 +498,10 @@ enum { GC_HIST_SEARCH = 0, GC_HIST_LINEAR = 1, GC_HIST_HISTC = 2 };
      * op(A) = A^T when trans; unit: the diagonal taken as ones); -1 if scratch malloc fails */    \
     int gc_trsm_##S(const T *a, T *x, ptrdiff_t batch, ptrdiff_t m, ptrdiff_t n, ptrdiff_t sa,    \
                     int upper, int trans, int unit);                                              \
-    /* trsm.c: LAPACK getrf's info of each n x n matrix of a (overwritten by its LU factors,      \
-     * rows swapped): 0 or the 1-based column of the first zero pivot; -1 if malloc fails */      \
-    int gc_getrf_info_##S(T *a, int32_t *info, ptrdiff_t batch, ptrdiff_t n);                     \
+    /* trsm.c: P A = L U of each n x n matrix of a in place (L unit lower, U upper), perm (NULL \
+     * or n per matrix: row i of P A is row perm[i] of A) and LAPACK getrf's info (0 or the       \
+     * 1-based column of the first zero pivot); -1 if malloc fails */                            \
+    int gc_getrf_##S(T *a, int32_t *perm, int32_t *info, ptrdiff_t batch, ptrdiff_t n);         \
     /* histogram.c: hist (prod(nedges[d] - 1) bins, row-major over the dims) of npts points of    \
      * dims coordinates each (x row-major), edges[d] (nedges[d] >= 2 increasing values) stored one \
      * dim after the other in edges, w NULL or npts weights; mode GC_HIST_*; -1 if malloc fails */ \

@@ -7,7 +7,9 @@
  * op(A) is lower, bottom up when upper),
  *
  *     X[J, :] -= op(A)[J, done] @ X[done, :]     one GEMM (gemm.c) over the rows already solved
- *     X[J, :]  = op(A)[J, J]^-1 X[J, :]          substitution row by row (axpy along n)
+ *     X[J, :]  = op(A)[J, J]^-1 X[J, :]          the same in blocks of GC_TRSM_NB_IN rows (the
+ *                                                GEMM's small-M path), then substitution row by
+ *                                                row in their diagonal blocks (axpy along n)
  *
  * X's rows are contiguous, so X[done, :] and X[J, :] are GEMM operands as they lie; the block row
  * op(A)[J, done] (strided, or transposed) is copied into a contiguous panel first (m x NB
@@ -18,8 +20,10 @@
  * threaded); a lone item's GEMMs use the pool themselves.  The GEMM's bits never depend on the
  * thread count and nothing else is split, so neither do the solves'.
  *
- * getrf_info: LAPACK getrf's info of a batch of n x n matrices (0, or the 1-based column of the
- * first exactly zero pivot), from a right-looking partial-pivoting LU in the element's own type
+ * getrf: the LU factorization P A = L U of a batch of n x n matrices in place, the row
+ * permutation (perm[i]: the row of A that is row i of P A) and LAPACK getrf's info (0, or the
+ * 1-based column of the first exactly zero pivot): right-looking partial pivoting in the
+ * element's own type
  * (getf2's choices: the first largest |a| of the column as the pivot, the rows below times its
  * reciprocal (divided when it is tiny), a zero pivot recorded and passed over).  Blocked as dgetrf: a
  * panel of GC_LU_NB columns by getf2, its row swaps across the matrix, U12 by unit-lower
@@ -33,7 +37,8 @@
 #include "isa.h"
 #include "kernels.h"
 
-#define GC_TRSM_NB 64 /* rows of X per block: a panel and a diagonal block in L1 / L2 */
+#define GC_TRSM_NB 64   /* rows of X per block: the blocked GEMM's */
+#define GC_TRSM_NB_IN 8 /* rows per block inside one: the small-M GEMM's, then substitution */
 #define GC_LU_NB 48   /* columns per LU panel */
 
 #define GC_T float
@@ -53,25 +58,34 @@
 /* element (i, j) of op(A) for row-major A with row stride m */
 #define GC_OPA(a, i, j) ((trans) ? (a)[(j) * m + (i)] : (a)[(i) * m + (j)])
 
-/* Solves one item: a (m x m), x (m x n) in place; panel: GC_TRSM_NB * m elements. */
-static int GC_FN(trsm_one)(const GC_T *a, GC_T *x, ptrdiff_t m, ptrdiff_t n, int upper,
-                           int trans, int unit, GC_T *panel)
+/* Solves rows [r0, r1) of one item (op(A)[R, R] X[R, :] = X[R, :], the rows of R's other
+ * blocks already applied by the caller) in blocks of nb rows: a (m x m), x (m x n) in place;
+ * panel: GC_TRSM_NB * m elements.  A block of more than GC_TRSM_NB_IN rows is solved the same
+ * way in blocks of GC_TRSM_NB_IN (the small-M GEMM path), so that the plain-C substitution
+ * only meets GC_TRSM_NB_IN x GC_TRSM_NB_IN diagonal blocks. */
+static int GC_FN(trsm_rows)(const GC_T *a, GC_T *x, ptrdiff_t m, ptrdiff_t n, int upper,
+                            int trans, int unit, GC_T *panel, ptrdiff_t r0, ptrdiff_t r1,
+                            ptrdiff_t nb)
 {
     const int lower = upper == trans; /* op(A)'s triangle */
-    const ptrdiff_t nblk = (m + GC_TRSM_NB - 1) / GC_TRSM_NB;
+    const ptrdiff_t nblk = (r1 - r0 + nb - 1) / nb;
     for (ptrdiff_t s = 0; s < nblk; s++) {
         /* block J = [j0, j1): top down for a lower op(A), bottom up for an upper one */
         const ptrdiff_t b = lower ? s : nblk - 1 - s;
-        const ptrdiff_t j0 = b * GC_TRSM_NB, j1 = j0 + GC_TRSM_NB < m ? j0 + GC_TRSM_NB : m;
-        const ptrdiff_t jb = j1 - j0;
-        const ptrdiff_t d0 = lower ? 0 : j1, kd = lower ? j0 : m - j1; /* rows solved: [d0, d0+kd) */
-        if (kd > 0 && n > 0) {
+        const ptrdiff_t j0 = r0 + b * nb, j1 = j0 + nb < r1 ? j0 + nb : r1, jb = j1 - j0;
+        const ptrdiff_t d0 = lower ? r0 : j1, kd = lower ? j0 - r0 : r1 - j1; /* solved rows */
+        if (kd > 0) {
             for (ptrdiff_t i = 0; i < jb; i++)
                 for (ptrdiff_t k = 0; k < kd; k++)
                     panel[i * kd + k] = GC_OPA(a, j0 + i, d0 + k);
             if (GC_FN(gc_gemm)(panel, x + d0 * n, x + j0 * n, 1, jb, n, kd, 0, 0, (GC_T)-1,
                                (GC_T)1, 0, 0, 0) < 0)
                 return -1;
+        }
+        if (jb > GC_TRSM_NB_IN) {
+            if (GC_FN(trsm_rows)(a, x, m, n, upper, trans, unit, panel, j0, j1, GC_TRSM_NB_IN) < 0)
+                return -1;
+            continue;
         }
         /* the diagonal block: rows in the triangle's order, each less its solved neighbours */
         for (ptrdiff_t t = 0; t < jb; t++) {
@@ -92,6 +106,12 @@ static int GC_FN(trsm_one)(const GC_T *a, GC_T *x, ptrdiff_t m, ptrdiff_t n, int
         }
     }
     return 0;
+}
+
+static int GC_FN(trsm_one)(const GC_T *a, GC_T *x, ptrdiff_t m, ptrdiff_t n, int upper,
+                           int trans, int unit, GC_T *panel)
+{
+    return GC_FN(trsm_rows)(a, x, m, n, upper, trans, unit, panel, 0, m, GC_TRSM_NB);
 }
 
 typedef struct {
@@ -136,9 +156,10 @@ int GC_FN(gc_trsm)(const GC_T *a, GC_T *x, ptrdiff_t batch, ptrdiff_t m, ptrdiff
 #undef GC_OPA
 
 /* getf2 on the panel of columns [c0, c1) of rows [c0, n) of a (row stride n): pivots found in
- * the panel, their rows swapped across the whole matrix; the first zero pivot's 1-based column
- * into *info (when still 0). */
-static void GC_FN(lu_panel)(GC_T *a, ptrdiff_t n, ptrdiff_t c0, ptrdiff_t c1, int32_t *info)
+ * the panel, their rows swapped across the whole matrix (and in perm, when not NULL); the first
+ * zero pivot's 1-based column into *info (when still 0). */
+static void GC_FN(lu_panel)(GC_T *a, ptrdiff_t n, ptrdiff_t c0, ptrdiff_t c1, int32_t *perm,
+                            int32_t *info)
 {
     for (ptrdiff_t j = c0; j < c1; j++) {
         ptrdiff_t p = j;
@@ -157,6 +178,11 @@ static void GC_FN(lu_panel)(GC_T *a, ptrdiff_t n, ptrdiff_t c0, ptrdiff_t c1, in
                     const GC_T t = rp[k];
                     rp[k] = rj[k];
                     rj[k] = t;
+                }
+                if (perm) {
+                    const int32_t t = perm[p];
+                    perm[p] = perm[j];
+                    perm[j] = t;
                 }
             }
             const GC_T d = a[j * n + j], ad = d < 0 ? -d : d;
@@ -181,13 +207,17 @@ static void GC_FN(lu_panel)(GC_T *a, ptrdiff_t n, ptrdiff_t c0, ptrdiff_t c1, in
     }
 }
 
-/* One matrix a (n x n, overwritten by its LU factors); scratch: 2 n GC_LU_NB + n^2 elements. */
-static int GC_FN(lu_one)(GC_T *a, ptrdiff_t n, int32_t *info, GC_T *scratch)
+/* One matrix a (n x n, overwritten by its LU factors; perm NULL or n rows); scratch: 2 n
+ * GC_LU_NB + n^2 elements. */
+static int GC_FN(lu_one)(GC_T *a, ptrdiff_t n, int32_t *perm, int32_t *info, GC_T *scratch)
 {
     *info = 0;
+    if (perm)
+        for (ptrdiff_t i = 0; i < n; i++)
+            perm[i] = (int32_t)i;
     for (ptrdiff_t c0 = 0; c0 < n; c0 += GC_LU_NB) {
         const ptrdiff_t c1 = c0 + GC_LU_NB < n ? c0 + GC_LU_NB : n, jb = c1 - c0, r = n - c1;
-        GC_FN(lu_panel)(a, n, c0, c1, info);
+        GC_FN(lu_panel)(a, n, c0, c1, perm, info);
         if (r == 0)
             break;
         /* U12 = L11^-1 A12 (unit lower, rows c0 .. c1) */
@@ -218,7 +248,7 @@ static int GC_FN(lu_one)(GC_T *a, ptrdiff_t n, int32_t *info, GC_T *scratch)
 
 typedef struct {
     GC_T *a;
-    int32_t *info;
+    int32_t *perm, *info;
     ptrdiff_t n;
     atomic_int fail;
 } GC_FN(lu_job);
@@ -233,14 +263,15 @@ static void GC_FN(lu_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
         return;
     }
     for (ptrdiff_t i = lo; i < hi; i++)
-        if (GC_FN(lu_one)(J->a + i * n * n, n, J->info + i, s) < 0)
+        if (GC_FN(lu_one)(J->a + i * n * n, n, J->perm ? J->perm + i * n : NULL, J->info + i,
+                          s) < 0)
             atomic_store(&J->fail, 1);
     free(s);
 }
 
-int GC_FN(gc_getrf_info)(GC_T *a, int32_t *info, ptrdiff_t batch, ptrdiff_t n)
+int GC_FN(gc_getrf)(GC_T *a, int32_t *perm, int32_t *info, ptrdiff_t batch, ptrdiff_t n)
 {
-    GC_FN(lu_job) J = {.a = a, .info = info, .n = n};
+    GC_FN(lu_job) J = {.a = a, .perm = perm, .info = info, .n = n};
     atomic_init(&J.fail, 0);
     if (batch <= 0)
         return 0;

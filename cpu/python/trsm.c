@@ -1,4 +1,4 @@
-/* Bindings of trsm.c: triangular solves (trsm) and the LU factorization's info (getrf_info). */
+/* Bindings of trsm.c: triangular solves (trsm) and the LU factorization (getrf). */
 #include "args.h"
 #include "bindings.h"
 
@@ -61,30 +61,32 @@ fail:
     return NULL;
 }
 
-GC_DOC(getrf_info, "getrf_info(a, info, batch, n, /)\n--\n\n"
-                   "LAPACK getrf's info of each of the batch n x n row-major matrices of a "
-                   "(C-contiguous float32 / float64, writable: overwritten by its LU factors with "
-                   "partial pivoting, rows swapped) into info (C-contiguous int32, batch values, "
-                   "apart from a): 0, or the 1-based column of the first exactly zero pivot "
-                   "(PyTorch's linalg.inv_ex / solve_ex info).  Computed in a's own type.");
+GC_DOC(getrf, "getrf(a, perm, info, batch, n, /)\n--\n\n"
+              "P A = L U for each of the batch n x n row-major matrices of a (C-contiguous "
+              "float32 / float64, writable: overwritten by L below the diagonal, unit diagonal "
+              "implied, and U on and above it), partial pivoting in a's own type: perm (None, or "
+              "C-contiguous int32, n per matrix) receives the permutation (row i of P A is row "
+              "perm[i] of A), info (C-contiguous int32, batch values) LAPACK getrf's info: 0, or "
+              "the 1-based column of the first exactly zero pivot (PyTorch's linalg.inv_ex / "
+              "solve_ex info).  perm and info apart from a and each other.");
 
-PyObject *gc_py_getrf_info(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+PyObject *gc_py_getrf(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    const char *fn = "getrf_info";
-    static const char *const names[] = {"a", "info"};
+    const char *fn = "getrf";
+    static const char *const names[] = {"a", "perm", "info"};
     bufset bs = {.n = 0};
-    Py_buffer *v[2];
+    Py_buffer *v[3];
     Py_ssize_t batch, n;
-    if (check_nargs(fn, nargs, 4) < 0 || get_min(fn, "batch", args[2], 0, &batch) < 0 ||
-        get_min(fn, "n", args[3], 0, &n) < 0)
+    if (check_nargs(fn, nargs, 5) < 0 || get_min(fn, "batch", args[3], 0, &batch) < 0 ||
+        get_min(fn, "n", args[4], 0, &n) < 0)
         return NULL;
     char kd;
-    if (get_bufs(&bs, fn, args, 2, names, "ww", v) < 0 ||
-        !(kd = need_float_contig(fn, 2, v, names, "=i")))
+    if (get_bufs(&bs, fn, args, 3, names, "wWw", v) < 0 ||
+        !(kd = need_float_contig(fn, 3, v, names, "=ii")))
         goto fail;
     int ok = 1;
-    const Py_ssize_t na = smul(batch, smul(n, n, &ok), &ok);
+    const Py_ssize_t na = smul(batch, smul(n, n, &ok), &ok), np_ = smul(batch, n, &ok);
     if (!ok) {
         overflow_error(fn, "the operand sizes");
         goto fail;
@@ -94,13 +96,18 @@ PyObject *gc_py_getrf_info(PyObject *self, PyObject *const *args, Py_ssize_t nar
         Py_RETURN_NONE;
     }
     if (need_elems(fn, "a", v[0], na, "batch %zd, n %zd", batch, n) < 0 ||
-        need_elems(fn, "info", v[1], batch, "one per matrix") < 0 ||
-        need_no_overlap(fn, "info", v[1], "a", v[0], 0) < 0)
+        (v[1] && need_elems(fn, "perm", v[1], np_, "batch %zd, n %zd", batch, n) < 0) ||
+        need_elems(fn, "info", v[2], batch, "one per matrix") < 0)
+        goto fail;
+    const Py_ssize_t need[3] = {na, v[1] ? np_ : 0, batch};
+    const int out[3] = {1, 1, 1};
+    if (need_outputs_apart(fn, 3, v, names, need, out) < 0)
         goto fail;
     int rc;
+    int32_t *perm = v[1] ? v[1]->buf : NULL;
     Py_BEGIN_ALLOW_THREADS
-    rc = kd == 'f' ? gc_getrf_info_f32(v[0]->buf, v[1]->buf, batch, n)
-                   : gc_getrf_info_f64(v[0]->buf, v[1]->buf, batch, n);
+    rc = kd == 'f' ? gc_getrf_f32(v[0]->buf, perm, v[2]->buf, batch, n)
+                   : gc_getrf_f64(v[0]->buf, perm, v[2]->buf, batch, n);
     Py_END_ALLOW_THREADS
     if (rc < 0) {
         PyErr_NoMemory();

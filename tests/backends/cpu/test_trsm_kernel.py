@@ -83,8 +83,23 @@ def test_results_do_not_depend_on_threads(dtype):
 
 def _lu_info(a):
     out = np.empty(a.shape[0], np.int32)
-    _cpu.getrf_info(a.copy().reshape(-1), out, a.shape[0], a.shape[-1])
+    _cpu.getrf(a.copy().reshape(-1), None, out, a.shape[0], a.shape[-1])
     return out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 7, 48, 49, 130])
+def test_getrf_factors_pa_into_lu(dtype, n):
+    a = RNG.uniform(-1, 1, (2, n, n)).astype(dtype)
+    lu, perm, info = a.copy(), np.empty((2, n), np.int32), np.empty(2, np.int32)
+    _cpu.getrf(lu.reshape(-1), perm.reshape(-1), info, 2, n)
+    assert info.tolist() == [0, 0]
+    for i in range(2):
+        low = np.tril(lu[i].astype(np.float64), -1) + np.eye(n)
+        assert sorted(perm[i].tolist()) == list(range(n))
+        assert np.abs(np.tril(lu[i], -1)).max(initial=0) <= 1  # partial pivoting: |l| <= 1
+        tol = 1e-4 if dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(low @ np.triu(lu[i]), a[i][perm[i]], atol=tol * n)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -139,10 +154,12 @@ def test_bindings_refuse_bad_buffers():
         _cpu.trsm(a.astype(np.float32).reshape(-1), x.reshape(-1), 1, 4, 2, 0, 0, 0, 0)
     with pytest.raises(ValueError, match="trsm"):
         _cpu.trsm(x.reshape(-1)[:4], x.reshape(-1), 1, 2, 2, 0, 0, 0, 0)  # x overlaps a
-    with pytest.raises(ValueError, match="getrf_info"):
-        _cpu.getrf_info(np.eye(3).reshape(-1), np.zeros(1, np.int32), 2, 3)
-    with pytest.raises(TypeError, match="getrf_info"):
-        _cpu.getrf_info(np.eye(3).reshape(-1), np.zeros(1, np.int64), 1, 3)
+    with pytest.raises(ValueError, match="getrf"):
+        _cpu.getrf(np.eye(3).reshape(-1), None, np.zeros(1, np.int32), 2, 3)
+    with pytest.raises(ValueError, match="perm"):
+        _cpu.getrf(np.eye(3).reshape(-1), np.zeros(2, np.int32), np.zeros(1, np.int32), 1, 3)
+    with pytest.raises(TypeError, match="getrf"):
+        _cpu.getrf(np.eye(3).reshape(-1), None, np.zeros(1, np.int64), 1, 3)
     h, v = np.zeros(3), np.ones(10)
     with pytest.raises(ValueError, match="increase"):
         _cpu.histogram(v, 10, 1, np.array([0.0, 2, 1, 3]), np.array([4]), None, h, 0)
