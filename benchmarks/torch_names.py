@@ -61,6 +61,7 @@ def main() -> None:
          lambda: torch.linalg.solve_triangular(ta, tb, upper=False))  # fmt: skip
     _solver_rows(rng)
     _histogram_rows(rng)
+    _gelu_rows(rng)
     lam = rng.uniform(0, 30, 1_000_000).astype(np.float32)
     (g,), (t,) = _both(lam)
     _row("poisson 1M float32", lambda: gpucore.poisson(g), lambda: torch.poisson(t))
@@ -115,6 +116,18 @@ def _histogram_rows(rng) -> None:
         t, 100, range=(-2.0, 2.0), weight=tw))  # fmt: skip
     _row("histogram 1M float32, 32 bins from an edge tensor", lambda: gpucore.histogram(g, ge),
          lambda: torch.histogram(t, te))  # fmt: skip
+
+
+def _gelu_rows(rng) -> None:
+    """F.gelu (erf form) forward + backward: the backward's polynomial / one-exp erfc form."""
+    for label, x in (("N(0, 1)", rng.standard_normal(1_000_000)),
+                     ("U(-1, 1)", rng.uniform(-1, 1, 1_000_000))):  # fmt: skip
+        x = x.astype(np.float32)
+        g = gpucore.tensor(x, requires_grad=True)
+        t = torch.tensor(x, requires_grad=True) if torch is not None else None
+        _row(f"F.gelu forward + backward 1M float32, x ~ {label}",
+             lambda g=g: gpucore.nn.functional.gelu(g).sum().backward(),
+             lambda t=t: torch.nn.functional.gelu(t).sum().backward())  # fmt: skip
 
 
 if __name__ == "__main__":
