@@ -183,6 +183,11 @@ def inv_ex(A: Tensor, *, check_errors: bool = False) -> tuple:
     index of the first zero pivot of its LU factorization; a singular matrix's inverse is NaN
     here (PyTorch's is undefined) and nothing raises unless check_errors."""
     check_square("inv_ex", A)
+    if A.numel():
+        try:  # inv's LU is lu_info's (the same C code): no zero pivot there, every info is 0
+            return InvEx(inv(A), _info(A, [0] * math.prod(A.shape[:-2])))
+        except LinAlgError:
+            pass
     codes = _lu_codes(A)
     if check_errors:
         _check("inv_ex", codes, "the input is singular")
@@ -196,6 +201,11 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
     """(X, info) as torch.linalg.solve_ex: info as inv_ex's (per matrix of A); a singular
     system's X is NaN here and nothing raises unless check_errors."""
     check_square("solve_ex", A)
+    if A.numel():
+        try:  # as inv_ex: one LU when no matrix is singular
+            return SolveEx(solve(A, B, left=left), _info(A, [0] * math.prod(A.shape[:-2])))
+        except LinAlgError:
+            pass
     codes = _lu_codes(A)
     if check_errors:
         _check("solve_ex", codes, "the input is singular")
