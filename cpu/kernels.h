@@ -489,6 +489,28 @@ ptrdiff_t gc_rnn_extra(int mode, ptrdiff_t h);
                             const T *whh, T *dxg, T *dwhh, T *dbhh, T *dh0, T *dc0,                \
                             const gc_rnn *p);
 
+/* histogram.c's ways of finding a coordinate's bin (see there) */
+enum { GC_HIST_SEARCH = 0, GC_HIST_LINEAR = 1, GC_HIST_HISTC = 2 };
+
+#define GC_DECLARE_SOLVE_KERNELS(T, S)                                                            \
+    /* trsm.c: op(A_i) X_i = B_i in place in x (batch items of m x n at i*m*n, holding B_i on      \
+     * entry) for A_i m x m at element i*sa of a (row-major; its upper or lower triangle read;     \
+     * op(A) = A^T when trans; unit: the diagonal taken as ones); -1 if scratch malloc fails */    \
+    int gc_trsm_##S(const T *a, T *x, ptrdiff_t batch, ptrdiff_t m, ptrdiff_t n, ptrdiff_t sa,    \
+                    int upper, int trans, int unit);                                              \
+    /* trsm.c: P A = L U of each n x n matrix of a in place (L unit lower, U upper), perm (NULL \
+     * or n per matrix: row i of P A is row perm[i] of A) and LAPACK getrf's info (0 or the       \
+     * 1-based column of the first zero pivot); -1 if malloc fails */                            \
+    int gc_getrf_##S(T *a, int32_t *perm, int32_t *info, ptrdiff_t batch, ptrdiff_t n);         \
+    /* histogram.c: hist (prod(nedges[d] - 1) bins, row-major over the dims) of npts points of    \
+     * dims coordinates each (x row-major), edges[d] (nedges[d] >= 2 increasing values) stored one \
+     * dim after the other in edges, w NULL or npts weights; mode GC_HIST_*; -1 if malloc fails */ \
+    int gc_histogram_##S(const T *x, ptrdiff_t npts, ptrdiff_t dims, const T *edges,              \
+                         const int64_t *nedges, const T *w, T *hist, int mode);
+
+GC_DECLARE_SOLVE_KERNELS(float, f32)
+GC_DECLARE_SOLVE_KERNELS(double, f64)
+
 GC_DECLARE_FLOAT_KERNELS(float, f32)
 GC_DECLARE_FLOAT_KERNELS(double, f64)
 

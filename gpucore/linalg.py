@@ -1,13 +1,14 @@
 """gpucore.linalg: PyTorch's torch.linalg names.
 
-Decompositions and inverses (inv, solve, det, slogdet, cholesky, qr, svd, svdvals, eigh,
-eigvalsh) run numpy's LAPACK on the CPU in float32/float64 with batches; a tensor on the Vulkan
-device goes through host memory for them and the result is a CPU tensor (as for the other ops
-with host kernels only, such as sort). Their
-gradients are PyTorch's formulas written in gpucore ops (gpucore/ops/decompositions.py). Norms,
-pinv, matrix_rank, matrix_exp, multi_dot, cross, matrix_power, diagonal and vecdot are
-compositions (gpucore/ops/matrix.py, shorthands.py); so are solve_triangular, the *_ex forms
-(cholesky_ex, inv_ex, solve_ex: an info tensor instead of an error), cond, tensorinv,
+inv and solve run the C extension's LU with partial pivoting and its blocked triangular solves
+(cpu/trsm.c), as do solve_triangular and the info codes of inv_ex / solve_ex; det, slogdet,
+cholesky, qr, svd, svdvals, eigh and eigvalsh run numpy's LAPACK; all on the CPU in
+float32/float64 with batches; a tensor on the Vulkan device goes through host memory for them
+and the result is a CPU tensor (as for the other ops with host kernels only, such as sort). Their
+gradients are PyTorch's formulas written in gpucore ops (gpucore/ops/decompositions.py,
+gpucore/ops/trsm.py). Norms, pinv, matrix_rank, matrix_exp, multi_dot, cross, matrix_power,
+diagonal and vecdot are compositions (gpucore/ops/matrix.py, shorthands.py); so are the *_ex
+forms (cholesky_ex, inv_ex, solve_ex: an info tensor instead of an error), cond, tensorinv,
 tensorsolve and vander (gpucore/ops/solvers.py); matmul is gpucore.matmul.
 A singular or non-positive-definite input raises ``LinAlgError``.
 """

@@ -102,7 +102,7 @@ if [ "${NEON_CHECK_X86:-1}" != 0 ] && [ "$HOST" = x86_64 ] &&
     echo "check_neon: building natively with $CC_X86 for the AVX2 comparison"
     compile "$BUILD/x86" "$CC_X86" "-DGC_X86_ISA=1" cpu/isa/avx512.c cpu/isa/avx2.c \
         cpu/isa/sse2.c cpu/isa/scalar.c cpu/dispatch.c cpu/gemm.c cpu/pool.c cpu/unary.c \
-        cpu/softmax.c cpu/optim.c tools/neon_check.c
+        cpu/softmax.c cpu/optim.c cpu/qdynamic.c cpu/qconv.c cpu/qgemm.c tools/neon_check.c
     "$CC_X86" -pthread -o "$BUILD/neon_check_x86" "$BUILD"/x86/*.o -lm
     set +e
     "$BUILD/neon_check_x86" avx2 >"$BUILD/avx2.out" 2>&1

@@ -489,6 +489,43 @@ static void check_vmath(void)
                "%.1f units; tails ok: %s\n",
                VM_NAMES[f], n, maxrel, VM_TOL[f], maxden, tails_ok ? "yes" : "NO");
     }
+    /* gelu's backward (isa/vmath.h's polynomial / one-exp erfc form, chosen per element): into
+     * the digest (the same bits on every ISA), against float64 within 3e-7 absolute (it crosses
+     * zero near -0.75, where no relative bound holds) and each element as it comes alone */
+    {
+        if (!gc_isa.vgelu_backward_f32)
+            FAIL("%s: no vectorized float32 gelu backward", isa_name);
+        float *ones = xmalloc(sizeof(float) * (size_t)n);
+        for (ptrdiff_t i = 0; i < n; i++)
+            ones[i] = 1.0f;
+        gc_unary_backward_f32(GC_UNARY_GELU, ones, x, y, n);
+        digest = fnv1a(digest, y, n);
+        double maxabs = 0.0;
+        for (ptrdiff_t i = 0; i < n; i++) {
+            const double v = (double)x[i];
+            if (isnan(v) || isinf(v)) {
+                if (!isnan(y[i]))
+                    FAIL("%s gelu'(%g) = %g, expected NaN (inf * 0)", isa_name, v, (double)y[i]);
+                continue;
+            }
+            const double a = fabs(v) > 16.0 ? 16.0 : fabs(v);
+            const double r = 0.5 * erfc(-(v < 0 ? -a : a) / sqrt(2.0)) +
+                             v * exp(-0.5 * a * a) / sqrt(2.0 * M_PI);
+            const double e = fabs((double)y[i] - r);
+            maxabs = e > maxabs ? e : maxabs;
+            if (e > 3e-7)
+                FAIL("%s gelu'(%a) = %.9g, float64 %.17g", isa_name, v, (double)y[i], r);
+        }
+        for (ptrdiff_t i = 0; i < n; i += 97) {
+            float one;
+            gc_unary_backward_f32(GC_UNARY_GELU, ones, x + i, &one, 1);
+            if (memcmp(&one, &y[i], sizeof one) != 0)
+                FAIL("%s gelu'(%a): alone %.9g, in the array %.9g", isa_name, (double)x[i],
+                     (double)one, (double)y[i]);
+        }
+        printf("vmath gelu'     %td inputs: max abs err %.2e (limit 3e-7)\n", n, maxabs);
+        free(ones);
+    }
     /* special values exactly (the first inputs), signs of zeros included */
     const double d = DENORM, inf = INFINITY, nan = NAN;
     static const int nexp[6] = {11, 9, 9, 9, 5, 5};

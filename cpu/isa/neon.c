@@ -301,6 +301,7 @@ VM_ARRAY(vtanh_neon, vm_tanh)
 VM_ARRAY(vsigmoid_neon, vm_sigmoid)
 VM_GELU_ARRAY(vgelu_neon)
 VM_ARRAY(vgelu_tanh_neon, vm_gelu_tanh)
+VM_GELU_BACKWARD_ARRAY(vgelu_backward_neon)
 VM_EXP_SHIFT_SUM(vexp_shift_sum_neon)
 VM_MAX(vmax_neon)
 VM_SUB2_MUL(vsub2_mul_neon)
@@ -316,6 +317,7 @@ static void gc_isa_fill_neon_vmath(gc_isa_kernels *k)
     k->vunary_f32[GC_UNARY_SIGMOID] = vsigmoid_neon;
     k->vunary_f32[GC_UNARY_GELU] = vgelu_neon;
     k->vunary_f32[GC_UNARY_GELU_TANH] = vgelu_tanh_neon;
+    k->vgelu_backward_f32 = vgelu_backward_neon;
     k->vexp_shift_sum_f32 = vexp_shift_sum_neon;
     k->vmax_f32 = vmax_neon;
     k->vsub2_mul_f32 = vsub2_mul_neon;

@@ -159,7 +159,7 @@ static inline VF vm_sigmoid(VF x)
 
 /* erfc(w) / 2 = h exp(-x2h / 2) for w = ax / sqrt 2 (ax = |x| <= 16): returns h = t / 2 exp(Q(s)
  * - x2l / 2), t = 1 / (1 + w/2), Q a polynomial in s = (t - mid) / half, with x^2 = x2h + x2l
- * exactly (FMA), since erfc's relative error is 2 w^2 times that of w^2 (vm_gelu, vm_gelu_grad). */
+ * exactly (FMA), since erfc's relative error is 2 w^2 times that of w^2 (vm_gelu_erfc). */
 static inline VF vm_erfc_t(VF ax)
 {
     return vf_div(VM_C(1.0f), vf_fma(ax, VM_C(0.35355339059327376f), VM_C(1.0f)));
@@ -181,12 +181,6 @@ static inline VF vm_erfc_q(VF t, VF x2l)
     q = vf_fma(q, sv, VM_C(0.5808932185173035f));
     q = vf_fma(q, sv, VM_C(-0.5698438286781311f));
     return vf_fma(x2l, VM_C(-0.5f), q);
-}
-
-static inline VF vm_erfc_half(VF ax, VF x2l)
-{
-    const VF t = vm_erfc_t(ax);
-    return vf_mul(vf_mul(t, VM_C(0.5f)), vm_exp(vm_erfc_q(t, x2l)));
 }
 
 /* ---- gelu, erf form --------------------------------------------------------------------------
@@ -236,17 +230,18 @@ static inline VF vm_gelu_poly(VF x)
     return vf_mul(x, vf_fma(x, p, VM_C(0.5f))); /* +-0 keep their sign */
 }
 
-/* gelu over an array: each element by the polynomial when -1.25 <= x <= 3 (|x - 0.875| <= 2.125:
- * one compare; NaN fails it), else by the erfc form.  A vector with one or two elements outside
- * sends them to a vector of such elements (positions kept), run through the erfc form when full
- * and at the end; one with more runs the erfc form itself and blends.  The cost follows the
- * number of far elements more than the number of vectors holding one, and the choice is made per
- * element from its value, so every lane count gives the same bits.  y may be x. */
-#define VM_GELU_ARRAY(NAME)                                                                       \
+/* gelu (and its derivative) over an array: each element by the polynomial NEAR when |x - MID| <=
+ * HALF (gelu: -1.25 <= x <= 3, MID 0.875, HALF 2.125; one compare, NaN fails it), else by the
+ * erfc form FAR.  A vector with one or two elements outside sends them to a vector of such
+ * elements (positions kept), run through the erfc form when full and at the end; one with more
+ * runs the erfc form itself and blends.  The cost follows the number of far elements more than
+ * the number of vectors holding one, and the choice is made per element from its value, so
+ * every lane count gives the same bits.  y may be x. */
+#define VM_GELU_SELECT(NAME, NEAR, FAR, MID, HALF)                                                \
     static void NAME##_far(const float *px, const ptrdiff_t *pi, int np, float *y)                \
     {                                                                                             \
         float g[VLANES];                                                                          \
-        vf_storeu(g, vm_gelu_erfc(vf_loadn(px, np)));                                             \
+        vf_storeu(g, FAR(vf_loadn(px, np)));                                                      \
         for (int j = 0; j < np; j++)                                                              \
             y[pi[j]] = g[j];                                                                      \
     }                                                                                             \
@@ -259,13 +254,13 @@ static inline VF vm_gelu_poly(VF x)
         for (ptrdiff_t i = 0; i < n; i += VLANES) {                                               \
             const ptrdiff_t r = n - i < VLANES ? n - i : VLANES;                                  \
             const VF v = r == VLANES ? vf_loadu(x + i) : vf_loadn(x + i, r);                      \
-            const VM near = vf_le(vf_andnot(signbit, vf_sub(v, VM_C(0.875f))), VM_C(2.125f));       \
+            const VM near = vf_le(vf_andnot(signbit, vf_sub(v, VM_C(MID))), VM_C(HALF));           \
             unsigned far = ~vm_bits(near) & (unsigned)((1ull << r) - 1u);                         \
             const unsigned f1 = far & (far - 1u); /* far less its lowest bit */                   \
             const int many = (f1 & (f1 - 1u)) != 0;  /* three or more */                          \
-            VF g = vm_gelu_poly(v);                                                               \
+            VF g = NEAR(v);                                                                       \
             if (many) /* the whole vector through the erfc form */                                \
-                g = vf_blend(near, vm_gelu_erfc(v), g);                                           \
+                g = vf_blend(near, FAR(v), g);                                                    \
             else if (far)                                                                         \
                 vf_storeu(xv, v); /* before y is written: y may be x */                           \
             if (r == VLANES)                                                                      \
@@ -287,36 +282,76 @@ static inline VF vm_gelu_poly(VF x)
         if (np)                                                                                   \
             NAME##_far(px, pi, np, y);                                                            \
     }
+#define VM_GELU_ARRAY(NAME) VM_GELU_SELECT(NAME, vm_gelu_poly, vm_gelu_erfc, 0.875f, 2.125f)
 
 /* ---- gelu's derivative, erf form ------------------------------------------------------------
- * gelu'(x) = Phi(x) + x phi(x): Phi from erfc as in vm_gelu (H = erfc(|x| / sqrt 2) / 2 = Phi(-|x|),
- * Phi(x) = 1 - H for x >= 0), phi(x) = exp(-x^2 / 2) / sqrt(2 pi) with x^2 = hi + lo as there.
+ * gelu'(x) = Phi(x) + x phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi), chosen per element as gelu
+ * is (VM_GELU_SELECT, on its own range: the same bits on every lane count and ISA):
+ * near zero (vm_gelu_grad_poly, -1.25 <= x <= 2): 1/2 + x D(x^2), D(u) = P(u) + exp(-u / 2) /
+ *   sqrt(2 pi) with P vm_gelu_poly's, fitted as one polynomial of degree 8 (fit_vmath.py; max
+ *   relative error of D 2.8e-8): no exp at all.  Up to 3, as gelu's range, the alternating terms
+ *   of D in float32 cost ~2e-6 (1e-7 below 2);
+ * elsewhere (vm_gelu_grad_erfc): one exp, E = exp(-x^2 / 2) with x^2 = hi + lo (FMA); H =
+ *   Phi(-|x|) = erfc(w) / 2 = (t / 2) K(s) E, K(s) = erfcx(w) / t = exp(Q(s)) fitted as a
+ *   polynomial of degree 11 (4.2e-8) in place of vm_erfc_q's second exp; Phi = 1 - H for x >= 0.
  * Past |x| ~ 13 both terms are below float's normal range; +-inf give NaN (inf * 0), as the
  * scalar loop does. */
-static inline VF vm_gelu_grad(VF x)
+static inline VF vm_gelu_grad_poly(VF x)
+{
+    const VF u = vf_mul(x, x);
+    VF d = VM_C(1.6562097471251036e-08f);
+    d = vf_fma(d, u, VM_C(-5.189406806493935e-07f));
+    d = vf_fma(d, u, VM_C(8.869442353898194e-06f));
+    d = vf_fma(d, u, VM_C(-0.00011253817501710728f));
+    d = vf_fma(d, u, VM_C(0.0011537307873368263f));
+    d = vf_fma(d, u, VM_C(-0.009498732164502144f));
+    d = vf_fma(d, u, VM_C(0.05984180048108101f));
+    d = vf_fma(d, u, VM_C(-0.26596173644065857f));
+    d = vf_fma(d, u, VM_C(0.7978845834732056f));
+    return vf_fma(x, d, VM_C(0.5f)); /* NaN never comes here: it fails the range test */
+}
+
+static inline VF vm_gelu_grad_erfc(VF x)
 {
     const VF signbit = vi_asf(vi_set1((int)0x80000000u));
     const VF ax = vf_min(vf_andnot(signbit, x), VM_C(16.0f));
     const VF x2h = vf_mul(ax, ax);
     const VF x2l = vf_fma(ax, ax, vf_sub(VM_C(0.0f), x2h));
-    const VF e = vm_exp(vf_mul(x2h, VM_C(-0.5f)));      /* exp(-hi / 2) */
-    const VF big_h = vf_mul(vm_erfc_half(ax, x2l), e); /* Phi(-|x|) */
-    const VF phi = vf_fnma(e, vf_mul(x2l, VM_C(0.5f)), e); /* exp(-x^2 / 2) */
+    const VF eh = vm_exp(vf_mul(x2h, VM_C(-0.5f)));          /* exp(-hi / 2) */
+    const VF e = vf_fnma(eh, vf_mul(x2l, VM_C(0.5f)), eh); /* exp(-x^2 / 2) */
+    const VF t = vm_erfc_t(ax);
+    const VF sv = vf_fma(t, VM_C(2.353553295135498f), VM_C(-1.3535534143447876f));
+    VF k = VM_C(2.787437551887706e-07f);
+    k = vf_fma(k, sv, VM_C(9.141226655628998e-06f));
+    k = vf_fma(k, sv, VM_C(5.586489351117052e-06f));
+    k = vf_fma(k, sv, VM_C(-8.584666647948325e-05f));
+    k = vf_fma(k, sv, VM_C(1.8971270037582144e-05f));
+    k = vf_fma(k, sv, VM_C(0.0006758836680091918f));
+    k = vf_fma(k, sv, VM_C(-0.0007619009120389819f));
+    k = vf_fma(k, sv, VM_C(-0.006587625481188297f));
+    k = vf_fma(k, sv, VM_C(0.006835532374680042f));
+    k = vf_fma(k, sv, VM_C(0.1057150810956955f));
+    k = vf_fma(k, sv, VM_C(0.3285611569881439f));
+    k = vf_fma(k, sv, VM_C(0.5656137466430664f));
+    const VF big_h = vf_mul(vf_mul(vf_mul(t, VM_C(0.5f)), k), e); /* Phi(-|x|) */
     const VF cdf = vf_blend(vf_lt(x, VM_C(0.0f)), vf_sub(VM_C(1.0f), big_h), big_h);
-    const VF r = vf_fma(vf_mul(x, phi), VM_C(0.3989422804014327f), cdf);
+    const VF r = vf_fma(vf_mul(x, e), VM_C(0.3989422804014327f), cdf);
     return vf_blend(vf_isnan(x), r, x);
 }
 
-/* out[i] = g[i] * FN(s[i]): a unary op's backward from its saved input */
-#define VM_BACKWARD_ARRAY(NAME, FN)                                                               \
+/* out[i] = g[i] * gelu'(s[i]): the derivative of blocks of 256 elements into a stack buffer (the
+ * select array above: the polynomial near zero, the one-exp erfc form elsewhere, far elements
+ * gathered), then times g; y may be g or s. */
+#define VM_GELU_BACKWARD_ARRAY(NAME)                                                              \
+    VM_GELU_SELECT(NAME##_d, vm_gelu_grad_poly, vm_gelu_grad_erfc, 0.375f, 1.625f)                \
     static void NAME(const float *g, const float *s, float *y, ptrdiff_t n)                       \
     {                                                                                             \
-        ptrdiff_t i = 0;                                                                          \
-        for (; i + VLANES <= n; i += VLANES)                                                      \
-            vf_storeu(y + i, vf_mul(vf_loadu(g + i), FN(vf_loadu(s + i))));                       \
-        if (i < n) {                                                                              \
-            const ptrdiff_t r = n - i;                                                            \
-            vf_storen(y + i, vf_mul(vf_loadn(g + i, r), FN(vf_loadn(s + i, r))), r);              \
+        float d[256];                                                                             \
+        for (ptrdiff_t i = 0; i < n; i += 256) {                                                  \
+            const ptrdiff_t r = n - i < 256 ? n - i : 256;                                        \
+            NAME##_d(s + i, d, r);                                                                \
+            for (ptrdiff_t j = 0; j < r; j++)                                                     \
+                y[i + j] = g[i + j] * d[j];                                                       \
         }                                                                                         \
     }
 

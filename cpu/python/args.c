@@ -265,6 +265,7 @@ const char *kind_name(char k)
     case 'd': return "float64 ('d')";
     case '?': return "bool ('?')";
     case 'q': return "int64 ('q' or 'l', 8 bytes)";
+    case 'i': return "int32 ('i' or 'l', 4 bytes)";
     case 'I': return "uint32 ('I')";
     default: return "?";
     }
@@ -277,6 +278,7 @@ static Py_ssize_t kind_size(char k)
     case 'd': return 8;
     case '?': return 1;
     case 'q': return 8;
+    case 'i': return 4;
     case 'I': return 4;
     default: return 0;
     }

@@ -45,6 +45,8 @@
     X(copy) X(cast) X(gather) X(index_add_rows)                                                   \
     /* isin.c, igemm.c: membership, integer matrix products */                                    \
     X(isin) X(igemm)                                                                              \
+    /* trsm.c: triangular solves, LU factorization; histogram.c */                               \
+    X(trsm) X(getrf) X(histogram)                                                              \
     /* special.c: torch.special's functions (special2: those of two arguments) */                 \
     X(special) X(special2)                                                                        \
     /* norm.c, norm_batch.c, attention.c, attention_backward.c */                                 \

@@ -49,6 +49,7 @@ from . import (  # noqa: F401
     statistics,
     transcendental,
     trig,
+    trsm,
     unary,
     windows,
 )

@@ -3,7 +3,8 @@ as torch.linspace makes them in the input's dtype, each bin [left, right) but th
 right], values outside or NaN ignored) and mode (the most frequent value, ties to the smallest,
 its last index; the value's gradient goes to that index, as PyTorch).
 
-kernels: backends/cpu/kernels/counting.py (numpy: searchsorted per dim, then one bincount);
+kernels: backends/cpu/kernels/counting.py (cpu/histogram.c: each point's bin found as PyTorch
+finds it, the bin search or equal-width interpolation per ``mode``, one pass, fixed chunks);
 none on Vulkan (device tensors are read back; the results are host tensors, as for sort).
 """
 
@@ -30,7 +31,7 @@ _MODE = namedtuple("mode", ["values", "indices"])
 
 
 # ----------------------------------------------------------------------------- references
-def np_histogramdd(x, *rest, has_weight, density):
+def np_histogramdd(x, *rest, has_weight, density, mode=0):
     """float64 reference: numpy's histogramdd over the given edges (the same bin rules)."""
     edges = rest[: len(rest) - has_weight]
     w = rest[-1] if has_weight else None
@@ -45,19 +46,22 @@ def _hist_samples():
     x[1] = (2.0, 2.0)  # the last edge: the last bin
     x[2] = (3.0, 0.1)  # outside: ignored
     return [
-        Sample(x, e0, e1, has_weight=0, density=False, ref=np_histogramdd),
-        Sample(x, e0, e1, uniform(20, seed=2), has_weight=1, density=False, ref=np_histogramdd),
-        Sample(x[:, :1], e0, has_weight=0, density=True, ref=np_histogramdd),
-        Sample(np.zeros((0, 1)), e0, has_weight=0, density=False, ref=np_histogramdd),
+        Sample(x, e0, e1, has_weight=0, density=False, mode=0, ref=np_histogramdd),
+        Sample(
+            x, e0, e1, uniform(20, seed=2), has_weight=1, density=False, mode=0, ref=np_histogramdd
+        ),
+        Sample(x[:, :1], e0, has_weight=0, density=True, mode=1, ref=np_histogramdd),
+        Sample(np.zeros((0, 1)), e0, has_weight=0, density=False, mode=0, ref=np_histogramdd),
     ]
 
 
-def _hist_infer(x, *rest, has_weight, density):
+def _hist_infer(x, *rest, has_weight, density, mode):
     edges = rest[: len(rest) - has_weight]
     return (tuple(e.shape[0] - 1 for e in edges), x.dtype)
 
 
 HISTOGRAMDD = defop("histogramdd", infer=_hist_infer, samples=_hist_samples)
+HISTC_MODE = 2  # the kernel's mode for torch.histc's binning (its interpolation alone)
 
 
 def np_mode_indices(x, dim):
@@ -140,7 +144,7 @@ def _histdd(name, x: Tensor, dims: int, bins, rng, weight, density):
         rng = [float(v) for v in rng]
         if len(rng) != 2 * dims:
             raise ValueError(f"{name}(): range must hold {2 * dims} floats, got {len(rng)}")
-    edges = []
+    edges, mode = [], 1  # PyTorch's equal-width interpolation when no dim has edge tensors
     for d, b in enumerate(bins):
         if isinstance(b, Tensor):
             if b.ndim != 1 or b.shape[0] < 1:
@@ -152,6 +156,7 @@ def _histdd(name, x: Tensor, dims: int, bins, rng, weight, density):
             if bool((e[1:] < e[:-1]).any()):
                 raise ValueError(f"{name}(): bin edges must increase monotonically")
             edges.append(e.cpu().contiguous())
+            mode = 0  # a binary search
             continue
         if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b <= 0:
             raise ValueError(f"{name}(): bins must be positive ints, got {b!r}")
@@ -170,7 +175,9 @@ def _histdd(name, x: Tensor, dims: int, bins, rng, weight, density):
                 f"histogramdd), got {tuple(weight.shape)}"
             )
         ins.append(weight.detach().to(x.dtype).reshape(-1).cpu().contiguous())
-    hist = apply(HISTOGRAMDD, *ins, has_weight=int(weight is not None), density=bool(density))
+    hist = apply(
+        HISTOGRAMDD, *ins, has_weight=int(weight is not None), density=bool(density), mode=mode
+    )
     return hist, edges
 
 

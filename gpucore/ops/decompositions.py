@@ -1,12 +1,13 @@
 """Matrix decompositions and inverses as ops: inv, solve, det, slogdet, cholesky, qr, svd, eigh,
-run by numpy's LAPACK on the CPU (float32/float64, batched; Vulkan tensors go through the host),
-with PyTorch's backward formulas written in gpucore ops (so second derivatives exist too).
+on the CPU (float32/float64, batched; Vulkan tensors go through the host): inv and solve by the
+C extension's LU and triangular solves, the others by numpy's LAPACK; with PyTorch's backward
+formulas written in gpucore ops (so second derivatives exist too).
 
 qr, svd and eigh have several differentiable outputs; an op has one, so each packs its outputs
 into one tensor ``[..., total]`` that ``gpucore.linalg`` unpacks into views (the gradients of
 the views land in the packed gradient, which the backward unpacks).
 
-kernels: backends/cpu/kernels/decompositions.py (numpy) · none on Vulkan.
+kernels: backends/cpu/kernels/decompositions.py (cpu/trsm.c; numpy) · none on Vulkan.
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
-"""Triangular and Cholesky solves and the linalg names around them, as compositions over
-ops/decompositions.py's ops (gradients from theirs): linalg.solve_triangular (the triangle of A
-as a matrix, solved: the gradient with respect to A is PyTorch's, its other triangle zero),
-triangular_solve, cholesky_solve, cholesky_inverse; linalg.cholesky_ex / inv_ex / solve_ex (an
-``info`` tensor instead of an error), linalg.cond, tensorinv, tensorsolve; vander /
-linalg.vander (cumulative products: exact gradients at 0), chain_matmul.
+"""Triangular and Cholesky solves and the linalg names around them: linalg.solve_triangular,
+triangular_solve and cholesky_solve on ops/trsm.py's blocked triangular solve (the gradient with
+respect to A is PyTorch's: masked to the triangle read, dense for cholesky_solve's factor),
+cholesky_inverse; linalg.cholesky_ex / inv_ex / solve_ex (an ``info`` tensor instead of an
+error: inv_ex's and solve_ex's from ops/trsm.py's LU in the input's dtype, LAPACK's getrf info),
+linalg.cond, tensorinv, tensorsolve; vander / linalg.vander (cumulative products: exact
+gradients at 0), chain_matmul.
 
-kernels: none (those of ops/decompositions.py: numpy's LAPACK).
+kernels: those of ops/trsm.py (cpu/trsm.c) and ops/decompositions.py (numpy's LAPACK).
 """
 
 from __future__ import annotations
@@ -21,13 +22,15 @@ from ..creation import tensor as _tensor
 from ..errors import DTypeError, LinAlgError, ShapeError
 from ..tensor import Tensor
 from .api import public
+from .common import broadcast_shapes
 from .decompositions import check_square, mT
 from .elementwise import where
 from .joining import cat
 from .matrix import cholesky_ex as _cholesky
 from .matrix import inv, matrix_norm, multi_dot, solve, svdvals
-from .rearrange import tril, triu
+from .registry import apply
 from .scan import cumprod
+from .trsm import LU_INFO, TRSM
 
 TriangularSolve = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
 CholeskyEx = namedtuple("cholesky_ex", ["L", "info"])
@@ -35,13 +38,13 @@ InvEx = namedtuple("inv_ex", ["inverse", "info"])
 SolveEx = namedtuple("solve_ex", ["result", "info"])
 
 
-def _triangle(A: Tensor, upper: bool, unitriangular: bool) -> Tensor:
-    t = triu(A) if upper else tril(A)
-    if unitriangular:  # the diagonal is taken as ones, whatever A holds there
-        n = A.shape[-1]
-        off = 1 - eye(n, dtype=A.dtype, device=A.device)
-        t = t * off + eye(n, dtype=A.dtype, device=A.device)
-    return t
+def _trsm(name: str, A: Tensor, B: Tensor, upper: bool, left: bool, unit: bool, dense: bool):
+    """The triangular solve op over A's and B's batch dims broadcast."""
+    batch = broadcast_shapes(name, A.shape[:-2], B.shape[:-2])
+    a = A.expand(batch + tuple(A.shape[-2:]))
+    b = B.expand(batch + tuple(B.shape[-2:]))
+    return apply(TRSM, a, b, upper=bool(upper), left=bool(left), unitriangular=bool(unit),
+                 dense=dense)  # fmt: skip
 
 
 def solve_triangular(
@@ -49,8 +52,7 @@ def solve_triangular(
 ) -> Tensor:
     """X with ``A X = B`` (``X A = B`` when left=False) for triangular A (only its ``upper`` or
     lower triangle is read; ones on the diagonal with unitriangular), batch dims broadcast, as
-    torch.linalg.solve_triangular. A zero on the diagonal raises LinAlgError (PyTorch returns
-    inf / NaN)."""
+    torch.linalg.solve_triangular. A zero on the diagonal gives inf / NaN, as PyTorch."""
     check_square("solve_triangular", A)
     if B.ndim < 2:
         raise ShapeError(
@@ -67,7 +69,7 @@ def solve_triangular(
             f"linalg.solve_triangular: A {tuple(A.shape)} and B {tuple(B.shape)} do not fit "
             f"(B needs {A.shape[-1]} {'rows' if left else 'columns'})"
         )
-    return solve(_triangle(A, upper, unitriangular), B, left=left)
+    return _trsm("linalg.solve_triangular", A, B, upper, left, unitriangular, False)
 
 
 @public("triangular_solve")
@@ -77,12 +79,11 @@ def triangular_solve(
 ) -> tuple:  # fmt: skip
     """(X, A.clone()) with ``A X = input`` (``A^T X = input`` when transpose) for triangular A,
     as torch.triangular_solve (deprecated there in favour of linalg.solve_triangular)."""
-    t = _triangle(A, upper, unitriangular) if A.ndim >= 2 else A
     if transpose:
         check_square("triangular_solve", A)
-        x = solve_triangular(mT(t), input, upper=not upper)
+        x = solve_triangular(mT(A), input, upper=not upper, unitriangular=unitriangular)
     else:
-        x = solve_triangular(t, input, upper=upper)
+        x = solve_triangular(A, input, upper=upper, unitriangular=unitriangular)
     return TriangularSolve(x, A.clone())
 
 
@@ -100,13 +101,16 @@ def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor
         raise DTypeError(
             f"cholesky_solve: input ({input.dtype}) and input2 ({input2.dtype}) must have one dtype"
         )
+    if input.shape[-2] != input2.shape[-1]:
+        raise ShapeError(
+            f"cholesky_solve: input {tuple(input.shape)} and input2 {tuple(input2.shape)} do "
+            f"not fit (input needs {input2.shape[-1]} rows)"
+        )
     # Only the factor's triangle is read, but the gradient is PyTorch's dense one (that of
-    # (L L^T)^-1 B as a function of the whole L): the triangle enters through a detached
-    # difference.
-    tri = triu(input2) if upper else tril(input2)
-    f = input2 + (tri - input2).detach()
-    low = mT(f) if upper else f
-    return solve(mT(low), solve(low, input))
+    # (L L^T)^-1 B as a function of the whole L): the solves' dense form.
+    low = mT(input2) if upper else input2
+    y = _trsm("cholesky_solve", low, input, False, True, False, True)
+    return _trsm("cholesky_solve", mT(low), y, True, True, False, True)
 
 
 @public("cholesky_inverse")
@@ -128,17 +132,9 @@ def _info(A: Tensor, codes: list) -> Tensor:
     return _tensor(np.asarray(codes, np.int32).reshape(tuple(A.shape[:-2])), device=A.device)
 
 
-def _lu_info(m: np.ndarray) -> int:
-    """LAPACK getrf's info: 0, or the 1-based index of the first exactly zero pivot."""
-    a = m.copy()
-    n = a.shape[0]
-    for j in range(n):
-        p = j + int(np.argmax(np.abs(a[j:, j])))
-        if a[p, j] == 0:
-            return j + 1
-        a[[j, p]] = a[[p, j]]
-        a[j + 1 :, j:] -= np.outer(a[j + 1 :, j] / a[j, j], a[j, j:])
-    return 0
+def _lu_codes(A: Tensor) -> list:
+    """getrf's info per matrix (ops/trsm.py's LU in A's dtype), flattened over the batch."""
+    return apply(LU_INFO, A.detach()).cpu().numpy().reshape(-1).tolist()
 
 
 def _chol_info(m: np.ndarray) -> int:
@@ -187,7 +183,12 @@ def inv_ex(A: Tensor, *, check_errors: bool = False) -> tuple:
     index of the first zero pivot of its LU factorization; a singular matrix's inverse is NaN
     here (PyTorch's is undefined) and nothing raises unless check_errors."""
     check_square("inv_ex", A)
-    codes = [_lu_info(m) for m in _matrices(A)] if A.numel() else []
+    if A.numel():
+        try:  # inv's LU is lu_info's (the same C code): no zero pivot there, every info is 0
+            return InvEx(inv(A), _info(A, [0] * math.prod(A.shape[:-2])))
+        except LinAlgError:
+            pass
+    codes = _lu_codes(A)
     if check_errors:
         _check("inv_ex", codes, "the input is singular")
     if not any(codes):
@@ -200,7 +201,12 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
     """(X, info) as torch.linalg.solve_ex: info as inv_ex's (per matrix of A); a singular
     system's X is NaN here and nothing raises unless check_errors."""
     check_square("solve_ex", A)
-    codes = [_lu_info(m) for m in _matrices(A)] if A.numel() else []
+    if A.numel():
+        try:  # as inv_ex: one LU when no matrix is singular
+            return SolveEx(solve(A, B, left=left), _info(A, [0] * math.prod(A.shape[:-2])))
+        except LinAlgError:
+            pass
+    codes = _lu_codes(A)
     if check_errors:
         _check("solve_ex", codes, "the input is singular")
     if not any(codes):

@@ -1,14 +1,13 @@
 """Reductions as compositions: prod (through cumprod, whose backward is exact at zeros),
 aminmax, var_mean/std_mean, nansum/nanmean, quantile/nanquantile (through sort), histc
-(through bincount). They run on every backend; the differentiable ones get their gradients from
-the composed ops.
+(ops/counting.py's histogram op with PyTorch's histc binning). They run on every backend; the
+differentiable ones get their gradients from the composed ops.
 
 kernels: none (the composed ops').
 """
 
 from __future__ import annotations
 
-import builtins
 from collections import namedtuple
 
 from .. import dtypes as D
@@ -17,10 +16,11 @@ from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .api import public
 from .common import norm_dims, wrap_dim
+from .counting import HISTC_MODE, HISTOGRAMDD, _linspace_edges
 from .elementwise import where
 from .reduce import amax, amin, var
+from .registry import apply
 from .scan import cumprod
-from .selection import bincount
 from .sorting import sort
 
 _AMINMAX = namedtuple("aminmax", ["min", "max"])
@@ -223,6 +223,9 @@ def histc(input: Tensor, bins: int = 100, min=0, max=0) -> Tensor:  # noqa: A002
         lo, hi = lo - 1, hi + 1
     if lo != lo or hi != hi or abs(lo) == float("inf") or abs(hi) == float("inf"):
         raise ValueError(f"histc(): range of [{lo}, {hi}] is not finite")
-    inside = x[(x >= lo) & (x <= hi)]
-    pos = ((inside - lo) * bins / (hi - lo)).to(D.int64).clamp(0, bins - 1)
-    return bincount(pos, minlength=bins).to(input.dtype)[: builtins.max(bins, 0)]
+    # PyTorch's histc kernel: (x - min) * bins / (max - min) in the input's dtype, truncated
+    dt = input.dtype if input.dtype in (D.float32, D.float64) else D.float32
+    edges = _tensor(_linspace_edges(lo, hi, bins, dt), dtype=dt, device="cpu")
+    flat = x.to(dt).cpu().contiguous().reshape(-1, 1)
+    hist = apply(HISTOGRAMDD, flat, edges, has_weight=0, density=False, mode=HISTC_MODE)
+    return hist.to(input.dtype).to(input.device)

@@ -123,3 +123,36 @@ def test_on_vulkan_the_cpu_answers(vulkan):
     np.testing.assert_array_equal(gc.histogram(gc.tensor(x, device="vulkan"), 5).hist.numpy(), h)
     got = gc.mode(gc.tensor(np.round(x).reshape(30, 10), device="vulkan"), 1).values
     np.testing.assert_array_equal(got.numpy(), m)
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_large_histograms_as_torch(dt):
+    """One pass of cpu/histogram.c over more than one chunk of points: counts equal to
+    PyTorch's bit for bit (equal-width, edge tensors, histc), weighted sums to rounding; NaN, inf
+    and values on every edge."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(300_001).astype(dt)
+    edges = np.linspace(-2, 2, 33).astype(dt)
+    x[:40] = edges.repeat(2)[:40]
+    x[40:44] = [np.nan, np.inf, -np.inf, 4.0]
+    w = rng.uniform(0, 1, x.size).astype(dt)
+    gx, tx = gc.tensor(x), torch.tensor(x)
+    for bins in (100, 7):
+        for kw in ({"range": (-2.0, 2.0)}, {"range": (-0.3, 1.7)}):
+            g, t = gc.histogram(gx, bins, **kw), torch.histogram(tx, bins, **kw)
+            np.testing.assert_array_equal(g.hist.numpy(), t.hist.numpy())
+            g = gc.histogram(gx, bins, weight=gc.tensor(w), **kw)
+            t = torch.histogram(tx, bins, weight=torch.tensor(w), **kw)
+            np.testing.assert_allclose(g.hist.numpy(), t.hist.numpy(), rtol=1e-5)
+    g, t = gc.histogram(gx, gc.tensor(edges)), torch.histogram(tx, torch.tensor(edges))
+    np.testing.assert_array_equal(g.hist.numpy(), t.hist.numpy())
+    for bins, lo, hi in ((100, -2, 2), (13, -0.7, 3.1)):
+        g, t = gc.histc(gx, bins, lo, hi), torch.histc(tx, bins, lo, hi)
+        np.testing.assert_array_equal(g.numpy(), t.numpy())
+    fin = x[np.isfinite(x)]
+    g, t = gc.histc(gc.tensor(fin), 50), torch.histc(torch.tensor(fin), 50)
+    np.testing.assert_array_equal(g.numpy(), t.numpy())
+    p = rng.uniform(-1, 1, (100_000, 3)).astype(dt)
+    g, t = gc.histogramdd(gc.tensor(p), 5), torch.histogramdd(torch.tensor(p), [5, 5, 5])
+    np.testing.assert_array_equal(g.hist.numpy(), t.hist.numpy())

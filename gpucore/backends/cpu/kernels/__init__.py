@@ -11,7 +11,8 @@ norm.py, norm_batch.py, pool.py, grid_sample.py (cpu/grid_sample.c), ctc.py (cpu
 attention.py, random.py, optim.py, scan.py, scatter.py, selection.py, sorting.py, bitwise.py,
 numeric.py (gcd, lcm, frexp, nextafter), counting.py (histogramdd, mode) and random_counts.py
 (poisson, binomial) (numpy); membership.py (cpu/isin.c); bessel.py, transcendental.py and
-polynomials.py (the special functions of torch.special, in C: cpu/special*.c).
+polynomials.py (the special functions of torch.special, in C: cpu/special*.c); trsm.py
+(cpu/trsm.c: triangular solves, LU info codes).
 ops/shape.py has no kernels (views), nor have the composition modules (rearrange, pointwise,
 einsum); ops/inplace.py reuses the others'.
 
@@ -51,6 +52,7 @@ from . import (  # noqa: F401
     sorting,
     special,
     transcendental,
+    trsm,
     unary,
 )
 from .common import FAST, KERNELS, kernel

@@ -1,41 +1,35 @@
-"""Kernels of gpucore/ops/counting.py: histogramdd (each value's bin by a binary search of its
-dim's edges, the last edge inclusive, then one weighted bincount over the flattened bin index)
-and mode_indices (rows sorted, the longest run of equal values found by running maxima and
-minima of run boundaries: ties to the smallest value, its last index)."""
+"""Kernels of gpucore/ops/counting.py: histogramdd (cpu/histogram.c: one pass, each point's bin
+found as PyTorch finds it, the counts or weights summed per fixed chunk of points; density
+divided here) and mode_indices (rows sorted, the longest run of equal values found by running
+maxima and minima of run boundaries: ties to the smallest value, its last index)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from .... import _cpu
 from .common import kernel
 
 
 @kernel("histogramdd")
-def _histogramdd(out, x, *rest, has_weight, density):
+def _histogramdd(out, x, *rest, has_weight, density, mode):
     edges = rest[: len(rest) - has_weight]
-    w = np.asarray(rest[-1], np.float64) if has_weight else None
-    keep = np.ones(x.shape[0], bool)
-    pos = []
-    for d, e in enumerate(edges):
-        v = x[:, d]
-        p = np.searchsorted(e, v, side="right") - 1
-        p = np.where(v == e[-1], len(e) - 2, p)  # the last bin holds its right edge
-        keep &= (v >= e[0]) & (v <= e[-1])  # NaN fails both
-        pos.append(np.clip(p, 0, max(len(e) - 2, 0)))
+    w = np.ascontiguousarray(rest[-1], x.dtype) if has_weight else None
     if out.size == 0:
         return
-    flat = np.ravel_multi_index(tuple(p[keep] for p in pos), out.shape)
-    h = np.bincount(flat, weights=None if w is None else w[keep], minlength=out.size)
-    h = h.astype(np.float64).reshape(out.shape)
+    flat = np.concatenate([np.asarray(e, x.dtype) for e in edges])
+    counts = np.asarray([len(e) for e in edges], np.int64)
+    xs = np.ascontiguousarray(x)
+    _cpu.histogram(xs.reshape(-1), x.shape[0], x.shape[1], flat, counts, w, out.reshape(-1), mode)
     if density:
+        h = out.astype(np.float64)
         total = h.sum()
         widths = [np.diff(np.asarray(e, np.float64)) for e in edges]
         vol = np.ones(out.shape)
         for d, wd in enumerate(widths):
             vol = vol * wd.reshape((1,) * d + (-1,) + (1,) * (len(widths) - d - 1))
         with np.errstate(all="ignore"):
-            h = h / (total * vol)
-    np.copyto(out, h, casting="unsafe")
+            np.copyto(out, h / (total * vol), casting="unsafe")
 
 
 @kernel("mode_indices")

@@ -1,5 +1,6 @@
-"""Kernels of gpucore/ops/decompositions.py: numpy's LAPACK routines over batched matrices
-(float32 and float64; a failure, such as a singular matrix, raises LinAlgError naming the op)."""
+"""Kernels of gpucore/ops/decompositions.py over batched matrices (float32 and float64; a
+failure, such as a singular matrix, raises LinAlgError naming the op): inv and solve by
+cpu/trsm.c's LU and triangular solves (trsm.py's lu_solve), the others by numpy's LAPACK."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import numpy as np
 
 from ....errors import LinAlgError
 from .common import kernel
+from .trsm import lu_solve
 
 
 def _lapack(op: str, fn, *args, **kw):
@@ -20,13 +22,15 @@ def _lapack(op: str, fn, *args, **kw):
 @kernel("linalg_inv")
 def _inv(out, a):
     if a.size:
-        np.copyto(out, _lapack("inv", np.linalg.inv, a), casting="unsafe")
+        n = a.shape[-1]
+        eye = np.broadcast_to(np.eye(n, dtype=a.dtype), a.shape)
+        np.copyto(out, lu_solve("inv", a, eye).reshape(out.shape))
 
 
 @kernel("linalg_solve")
 def _solve(out, a, b):
     if out.size:
-        np.copyto(out, _lapack("solve", np.linalg.solve, a, b), casting="unsafe")
+        np.copyto(out, lu_solve("solve", a, b).reshape(out.shape))
 
 
 @kernel("linalg_det")

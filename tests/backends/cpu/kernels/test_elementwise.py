@@ -189,6 +189,34 @@ def test_gelu_backward_matches_finite_differences(name, fwd):
     np.testing.assert_allclose(out, fd, rtol=1e-7, atol=1e-8)
 
 
+@pytest.mark.parametrize("n", [1, 7, 9, 17, 67, 300, 515])
+def test_gelu_backward_mixes_polynomial_and_erfc_elements(n):
+    # float32 gelu' (isa/vmath.h) takes a polynomial for -1.25 <= x <= 2 and the one-exp erfc
+    # form elsewhere, the far elements of a vector gathered, in blocks of 256: each element must
+    # get the bits it gets alone, in place over g or s too, and float64's to 3e-7 (it crosses
+    # zero near -0.75: an absolute bound)
+    g = rng(n + 100)
+    near = g.uniform(-1.25, 2.0, n)
+    far = np.where(g.random(n) < 0.5, g.uniform(-14.0, -1.25, n), g.uniform(2.0, 14.0, n))
+    block = np.arange(n) // 16
+    x = np.where(g.random(n) < (block % 5) / 4.0, far, near).astype(np.float32)
+    x[:: max(n // 3, 1)] = np.float32(-1.25)
+    x[n // 2] = np.float32(2.0)
+    w = g.uniform(-2, 2, n).astype(np.float32)
+    out = np.empty_like(x)
+    C.unary_backward(C.UNARY_GELU, w, x, out)
+    alone = np.empty(1, np.float32)
+    for i in range(n):
+        C.unary_backward(C.UNARY_GELU, w[i : i + 1], x[i : i + 1], alone)
+        assert out[i].tobytes() == alone[0].tobytes(), (i, x[i], out[i], alone[0])
+    ref = w.astype(np.float64) * np_gelu_grad(x.astype(np.float64))
+    np.testing.assert_allclose(out, ref, rtol=0, atol=3e-7 * 2)
+    for target in ("g", "s"):
+        gg, ss = w.copy(), x.copy()
+        C.unary_backward(C.UNARY_GELU, gg, ss, gg if target == "g" else ss)
+        assert (gg if target == "g" else ss).tobytes() == out.tobytes()
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_gelu_tanh_backward_extremes(dtype):
     x = np.array([-1e30, -50, -10.5, 10.5, 50, 1e30], dtype)
