@@ -15,6 +15,7 @@ A singular or non-positive-definite input raises ``LinAlgError``.
 from __future__ import annotations
 
 from .errors import LinAlgError
+from .ops import householder as _hh
 from .ops import matrix as _m
 from .ops import shorthands as _sh
 from .ops import solvers as _sv
@@ -50,6 +51,7 @@ cond = checked("linalg.cond", _sv.cond)
 tensorinv = checked("linalg.tensorinv", _sv.tensorinv)
 tensorsolve = checked("linalg.tensorsolve", _sv.tensorsolve)
 vander = checked("linalg.vander", _sv.linalg_vander)
+householder_product = checked("linalg.householder_product", _hh.householder_product)
 
 
 def _diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
@@ -79,6 +81,7 @@ __all__ = [
     "diagonal",
     "eigh",
     "eigvalsh",
+    "householder_product",
     "inv",
     "inv_ex",
     "matmul",

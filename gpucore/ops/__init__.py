@@ -15,6 +15,7 @@ from . import (  # noqa: F401
     elementwise,
     factories,
     grid_sample,
+    householder,
     indexing,
     joining,
     linalg,

@@ -19,6 +19,7 @@ from . import sparse as S
 from .conv3d import conv3d as _conv3d
 from .conv3d import conv_transpose3d as _conv_transpose3d
 from .dropout import dropout as _dropout
+from .dropout import feature_dropout as _feature_dropout
 
 
 @public("dropout", method=False)
@@ -237,3 +238,49 @@ def rrelu(
 ) -> Tensor:  # fmt: skip
     """torch.rrelu: F.rrelu (training draws the slopes from gpucore's default stream)."""
     return A.rrelu(input, lower, upper, training)
+
+
+@public("rms_norm", method=False)
+def rms_norm(
+    input: Tensor, normalized_shape, weight: Tensor | None = None, eps: float | None = None
+) -> Tensor:
+    """torch.rms_norm: F.rms_norm."""
+    return N.rms_norm(input, normalized_shape, weight, eps)
+
+
+@public("pixel_unshuffle", method=False)
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """torch.pixel_unshuffle: F.pixel_unshuffle."""
+    return P.pixel_unshuffle(input, downscale_factor)
+
+
+@public("native_channel_shuffle", method=False)
+def native_channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """torch.native_channel_shuffle: F.native_channel_shuffle (channel_shuffle)."""
+    return P.channel_shuffle(input, groups)
+
+
+@public("conv_tbc", method=False)
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
+    """torch.conv_tbc: F.conv_tbc."""
+    return C.conv_tbc(input, weight, bias, pad)
+
+
+@public("feature_dropout", method=False)
+def feature_dropout(input: Tensor, p: float, train: bool) -> Tensor:
+    """torch.feature_dropout: one keep-or-drop draw per (sample, channel) of an input with at
+    least 2 dims, the kept values scaled by 1/(1-p)."""
+    return _feature_dropout(input, p, train)
+
+
+@public("feature_dropout_", method=False)
+def feature_dropout_(input: Tensor, p: float, train: bool) -> Tensor:
+    """torch.feature_dropout_: feature_dropout written into input, which is returned."""
+    return _feature_dropout(input, p, train, inplace=True)
+
+
+@public("embedding_renorm_", method=False)
+def embedding_renorm_(input: Tensor, indices: Tensor, max_norm: float, norm_type: float) -> Tensor:
+    """torch.embedding_renorm_: the rows of input named by indices rescaled in place to at most
+    max_norm (the renormalization F.embedding's max_norm runs)."""
+    return S.embedding_renorm_(input, indices, max_norm, norm_type)
