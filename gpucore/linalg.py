@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from .errors import LinAlgError
 from .ops import householder as _hh
+from .ops import ldl as _ldl
 from .ops import matrix as _m
 from .ops import shorthands as _sh
 from .ops import solvers as _sv
@@ -51,6 +52,9 @@ cond = checked("linalg.cond", _sv.cond)
 tensorinv = checked("linalg.tensorinv", _sv.tensorinv)
 tensorsolve = checked("linalg.tensorsolve", _sv.tensorsolve)
 vander = checked("linalg.vander", _sv.linalg_vander)
+ldl_factor = checked("linalg.ldl_factor", _ldl.ldl_factor)
+ldl_factor_ex = checked("linalg.ldl_factor_ex", _ldl.ldl_factor_ex)
+ldl_solve = checked("linalg.ldl_solve", _ldl.ldl_solve)
 householder_product = checked("linalg.householder_product", _hh.householder_product)
 
 
@@ -84,6 +88,9 @@ __all__ = [
     "householder_product",
     "inv",
     "inv_ex",
+    "ldl_factor",
+    "ldl_factor_ex",
+    "ldl_solve",
     "matmul",
     "matrix_exp",
     "matrix_norm",

@@ -342,10 +342,6 @@ def _multi_head_attention(
             key_padding_mask = key_padding_mask.unsqueeze(0)
     tgt, bsz, e = query.shape
     src = key.shape[0]
-    h = num_heads
-    if h <= 0 or e % h:
-        raise ValueError(f"{name}: embed_dim {e} not divisible by num_heads {h}")
-    hd = e // h
     ws = (in_proj_weight,) * 3 if proj is None else [w for w, _ in proj]
     edim, kdim, vdim = (w.shape[-1] if w.ndim == 2 else -1 for w in ws)
     if e != edim or key.shape[2] != kdim or value.shape[2] != vdim:
@@ -353,6 +349,10 @@ def _multi_head_attention(
             f"{name}: expected query, key and value features {edim}, {kdim} and {vdim}, got "
             f"shapes {tuple(query.shape)}, {tuple(key.shape)} and {tuple(value.shape)}"
         )
+    h = num_heads
+    if h <= 0 or e % h:
+        raise ValueError(f"{name}: embed_dim {e} not divisible by num_heads {h}")
+    hd = e // h
     if key.shape[:2] != value.shape[:2] or key.shape[1] != bsz:
         raise ShapeError(
             f"{name}: key {tuple(key.shape)} and value {tuple(value.shape)} must share sequence "

@@ -32,6 +32,7 @@ from . import (  # noqa: F401
     grid_sample,
     indexing,
     joining,
+    ldl,
     linalg,
     membership,
     nn,
