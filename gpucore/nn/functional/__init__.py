@@ -71,7 +71,7 @@ from .dropout import (
     feature_alpha_dropout,
 )
 from .grid import affine_grid, grid_sample
-from .linear import bilinear, linear
+from .linear import bilinear, linear, linear_cross_entropy
 from .loss import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -191,6 +191,7 @@ __all__ = [
     "threshold_",
     # linear, attention, conv, pooling
     "linear",
+    "linear_cross_entropy",
     "scaled_dot_product_attention",
     "multi_head_attention_forward",
     "bilinear",

@@ -87,6 +87,7 @@ from .loss import (
 )
 from .loss_more import (
     CTCLoss,
+    LinearCrossEntropyLoss,
     MultiLabelMarginLoss,
     MultiMarginLoss,
     TripletMarginWithDistanceLoss,
@@ -95,6 +96,7 @@ from .normalization import (
     BatchNorm1d,
     BatchNorm2d,
     BatchNorm3d,
+    CrossMapLRN2d,
     GroupNorm,
     InstanceNorm1d,
     InstanceNorm2d,
@@ -195,6 +197,7 @@ __all__ = [
     "CosineSimilarity",
     "CrossEntropyLoss",
     "CTCLoss",
+    "LinearCrossEntropyLoss",
     "DataParallel",
     "Dropout",
     "Dropout1d",
@@ -242,6 +245,7 @@ __all__ = [
     "LazyLinear",
     "LeakyReLU",
     "Linear",
+    "CrossMapLRN2d",
     "LocalResponseNorm",
     "LogSigmoid",
     "LogSoftmax",
