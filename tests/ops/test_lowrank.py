@@ -88,7 +88,9 @@ def test_lowrank_errors():
     with pytest.raises(ValueError, match="q"):
         gpucore.pca_lowrank(gpucore.zeros(5, 3), q=4)
     with pytest.raises(ValueError, match="q"):
-        gpucore.svd_lowrank(gpucore.zeros(5, 3), q=7)
+        gpucore.svd_lowrank(gpucore.zeros(5, 3), q=-1)
+    # a q above min(m, n) gives min(m, n) components, as PyTorch
+    assert tuple(gpucore.svd_lowrank(gpucore.ones(5, 3), q=7).S.shape) == (3,)
     with pytest.raises(ValueError, match="niter"):
         gpucore.svd_lowrank(gpucore.zeros(5, 3), q=2, niter=-1)
     with pytest.raises(gpucore.ShapeError, match="matrix"):

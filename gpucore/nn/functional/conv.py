@@ -367,6 +367,11 @@ def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tenso
             f"conv_tbc(): input channels {input.shape[2]}, weight {tuple(weight.shape)} and "
             f"bias {tuple(bias.shape)} do not fit (weight [K, C_in, C_out], bias [C_out])"
         )
+    if weight.dtype is not input.dtype or bias.dtype is not input.dtype:
+        raise DTypeError(
+            f"conv_tbc(): input, weight and bias must be floating point of one dtype, got "
+            f"{input.dtype}, {weight.dtype} and {bias.dtype}"
+        )
     pad = operator.index(pad)
     if pad < 0:
         raise ValueError(f"conv_tbc(): pad must be non-negative, got {pad}")
