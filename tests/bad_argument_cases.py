@@ -287,6 +287,7 @@ TEMPLATES.update(
         "orgqr": lambda: ((t(4, 3), t(2, seed=1)), {}),
         "svd_lowrank": lambda: ((t(5, 4), 2), {}),
         "pca_lowrank": lambda: ((t(5, 4), 2), {}),
+        "lobpcg": lambda: ((t(6, 6) @ t(6, 6).mT + 6 * gc.eye(6),), {}),
     }
 )
 

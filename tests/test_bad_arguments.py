@@ -34,7 +34,7 @@ ALLOWED = (gc.GpucoreError, TypeError, ValueError, IndexError)
 # Random results: compared with PyTorch by shape and dtype only.
 RANDOM = {"rand", "randn", "randint", "rand_like", "randn_like", "randint_like"}
 RANDOM |= {"multinomial", "randperm", "normal", "bernoulli", "dropout", "poisson", "binomial"}
-RANDOM |= {"feature_dropout", "feature_dropout_", "svd_lowrank", "pca_lowrank"}
+RANDOM |= {"feature_dropout", "feature_dropout_", "svd_lowrank", "pca_lowrank", "lobpcg"}
 # Functions PyTorch has under another name than torch.<name>.
 TORCH_NAMES = {
     "expand": lambda x, *sizes: x.expand(*sizes),

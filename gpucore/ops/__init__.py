@@ -20,6 +20,7 @@ from . import (  # noqa: F401
     joining,
     ldl,
     linalg,
+    lobpcg,
     lowrank,
     matrix,
     membership,
