@@ -8,7 +8,9 @@ gradients are PyTorch's formulas written in gpucore ops (gpucore/ops/decompositi
 pinv, matrix_rank, matrix_exp, multi_dot, cross, matrix_power, diagonal and vecdot are
 compositions (gpucore/ops/matrix.py, shorthands.py); so are solve_triangular, the *_ex forms
 (cholesky_ex, inv_ex, solve_ex: an info tensor instead of an error), cond, tensorinv,
-tensorsolve and vander (gpucore/ops/solvers.py); matmul is gpucore.matmul.
+tensorsolve and vander (gpucore/ops/solvers.py), householder_product (gpucore/ops/householder.py);
+ldl_factor / ldl_factor_ex / ldl_solve are LAPACK's Bunch-Kaufman sytrf / sytrs in numpy
+(gpucore/ops/ldl.py, not differentiable, as PyTorch's); matmul is gpucore.matmul.
 A singular or non-positive-definite input raises ``LinAlgError``.
 """
 
