@@ -287,6 +287,9 @@ TEMPLATES.update(
         "orgqr": lambda: ((t(4, 3), t(2, seed=1)), {}),
         "svd_lowrank": lambda: ((t(5, 4), 2), {}),
         "pca_lowrank": lambda: ((t(5, 4), 2), {}),
+        "bilinear": lambda: ((t(5, 3), t(5, 4, seed=1), t(2, 3, 4, seed=2)), {}),
+        "prelu": lambda: ((t(2, 3, 4), t(3, seed=1).abs()), {}),
+        "ormqr": lambda: ((t(4, 3), t(2, seed=1), t(4, 2, seed=2)), {}),
         "lobpcg": lambda: ((t(6, 6) @ t(6, 6).mT + 6 * gc.eye(6),), {}),
     }
 )

@@ -1,19 +1,60 @@
-"""Householder products as a composition: linalg.householder_product (and its older name
-orgqr, function and method), the first n columns of ``H_1 H_2 ... H_k`` with
-``H_i = I - tau_i v_i v_i^T`` for the reflectors LAPACK's geqrf stores below the diagonal of A
-(LAPACK's orgqr). Matrix products and a triangle, so the gradient with respect to both A and tau
-comes from autograd and it runs on every backend.
+"""Householder reflectors: geqrf (the op: LAPACK's QR factorization in its compact form, the
+reflectors below the diagonal and R on and above it, plus their scalars tau; not
+differentiable, as in PyTorch), and as compositions linalg.householder_product (and its older
+name orgqr), the first n columns of ``H_1 H_2 ... H_k`` with ``H_i = I - tau_i v_i v_i^T``
+(LAPACK's orgqr), and ormqr, that product applied to a matrix (LAPACK's ormqr). Matrix products
+and a triangle, so their gradients with respect to A, tau and the other matrix come from
+autograd and they run on every backend.
 
-kernels: none (the composed ops').
+kernels: backends/cpu/kernels/decompositions.py (geqrf: numpy's LAPACK) · none on Vulkan.
 """
 
 from __future__ import annotations
+
+from collections import namedtuple
 
 from ..creation import eye
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .api import public
+from .decompositions import check_square, mT
+from .joining import cat
 from .rearrange import tril
+from .registry import apply, defop
+from .samples import Sample, uniform
+
+Geqrf = namedtuple("geqrf", ["a", "tau"])
+
+
+def _geqrf_call(op, a):
+    """Q R rebuilt from geqrf's compact form: it must give A back."""
+    h, tau = apply(op, a)
+    n = min(a.shape[-2], a.shape[-1])
+    q = householder_product(h[..., :n], tau)
+    return q @ h[..., :n, :].triu()
+
+
+GEQRF = defop(
+    "linalg_geqrf",
+    infer=lambda a: [
+        (a.shape, a.dtype),
+        (a.shape[:-2] + (min(a.shape[-2], a.shape[-1]),), a.dtype),
+    ],  # fmt: skip
+    samples=lambda: [
+        Sample(uniform(4, 3, seed=1), ref=lambda a: a, call=_geqrf_call, grad=False),
+        Sample(uniform(2, 3, 5, seed=2), ref=lambda a: a, call=_geqrf_call, grad=False),
+    ],
+)
+
+
+@public("geqrf")
+def geqrf(input: Tensor) -> tuple:
+    """(a, tau): the QR factorization of input [*, m, n] in LAPACK's geqrf form, R on and above
+    the diagonal of a, the Householder vectors below it, their scalars in tau [*, min(m, n)],
+    as torch.geqrf (not differentiable, as there; householder_product rebuilds Q)."""
+    check_square("geqrf", input, square=False)
+    a, tau = apply(GEQRF, input)
+    return Geqrf(a, tau)
 
 
 def householder_product(A: Tensor, tau: Tensor) -> Tensor:
@@ -57,3 +98,31 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
 def orgqr(input: Tensor, input2: Tensor) -> Tensor:
     """torch.orgqr / Tensor.orgqr: linalg.householder_product(input, input2)."""
     return householder_product(input, input2)
+
+
+@public("ormqr")
+def ormqr(
+    input: Tensor, input2: Tensor, input3: Tensor, left: bool = True, transpose: bool = False
+) -> Tensor:
+    """``Q @ input3`` (``input3 @ Q`` with left=False; Q^T with transpose=True) for the square Q
+    of the reflectors in input [*, mn, k] and tau = input2 (as from geqrf), mn the rows
+    (left) or columns of input3, as torch.ormqr (a composition over householder_product, so
+    differentiable)."""
+    if input3.ndim < 2:
+        raise ShapeError(f"ormqr(): other must be a matrix, got shape {tuple(input3.shape)}")
+    mn = input3.shape[-2] if left else input3.shape[-1]
+    if input.ndim < 2 or input.shape[-2] != mn or input2.shape[-1] > min(mn, input.shape[-1]):
+        raise ShapeError(
+            f"ormqr(): input {tuple(input.shape)}, tau {tuple(input2.shape)} and other "
+            f"{tuple(input3.shape)} do not fit (input [*, {mn}, k], tau [*, <= min({mn}, k)])"
+        )
+    k = input.shape[-1]
+    a = (
+        input[..., :mn]
+        if k >= mn
+        else cat([input, input.new_zeros(input.shape[:-1] + (mn - k,))], -1)
+    )
+    q = householder_product(a, input2)
+    if transpose:
+        q = mT(q)
+    return q @ input3 if left else input3 @ q

@@ -1,5 +1,7 @@
 """More thin PyTorch forms (compositions): index_put (+ Tensor.index_put_, accumulate with
-repeated indices adding up), unique_consecutive, trapezoid / trapz / cumulative_trapezoid.
+repeated indices adding up), unique_consecutive, trapezoid / trapz / cumulative_trapezoid,
+absolute (abs's alias) and adjoint (the transpose of the last two dims: the conjugate transpose
+of a real tensor).
 
 kernels: none (the composed ops').
 """
@@ -7,6 +9,7 @@ kernels: none (the composed ops').
 from __future__ import annotations
 
 import math
+import warnings
 
 from .. import dtypes as D
 from ..errors import ArgumentTypeError, DTypeError, ShapeError
@@ -14,8 +17,10 @@ from ..tensor import Tensor
 from .api import public, type_name
 from .common import wrap_dim
 from .joining import cat
+from .registry import apply
 from .scan import cumsum
 from .scatter import index_add
+from .unary import ABS
 
 
 @public("index_put", inplace=True, saves_self=False)
@@ -127,3 +132,28 @@ def cumulative_trapezoid(y: Tensor, x=None, *, dx=None, dim: int = -1) -> Tensor
         y = y.to(D.default_float())
     parts, d = _trapz_parts("cumulative_trapezoid", y, x, dx, dim)
     return parts.cumsum(d)
+
+
+@public("absolute", inplace=True)
+def absolute(input: Tensor) -> Tensor:
+    """|input|: torch.absolute, the alias of abs."""
+    return apply(ABS, input)
+
+
+@public("adjoint")
+def adjoint(input: Tensor) -> Tensor:
+    """The conjugate transpose of the last two dims, a view, as torch.adjoint (gpucore's
+    tensors are real: the transpose)."""
+    if input.ndim == 0:  # PyTorch: deprecated there, the tensor itself (as a view)
+        warnings.warn(
+            "adjoint() is deprecated on 0-D tensors. Consider using x.conj().",
+            UserWarning,
+            stacklevel=2,
+        )
+        return input.view(())
+    if input.ndim < 2:
+        raise ShapeError(
+            f"adjoint(): tensor.adjoint() is only supported on matrices or batches of matrices. "
+            f"Got {input.ndim}-D tensor."
+        )
+    return input.transpose(-2, -1)

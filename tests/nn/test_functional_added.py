@@ -239,3 +239,11 @@ def test_cross_map_lrn2d_gradient_and_errors():
     assert repr(m) == "CrossMapLRN2d(3, alpha=0.5, beta=0.75, k=1.0)"
     with pytest.raises(gpucore.ShapeError, match="4D"):
         m(gpucore.zeros(2, 3, 4))
+
+
+def test_top_level_bilinear_and_prelu_as_torch():
+    x1, x2, w, b = _rand(5, 3, seed=30), _rand(5, 4, seed=31), _rand(2, 3, 4, seed=32), _rand(2)
+    same_as_torch(lambda m, a, c, w, b: m.bilinear(a, c, w, b), x1, x2, w, b)
+    x, slope = _rand(2, 3, 4, seed=33), np.abs(_rand(3, seed=34))
+    same_as_torch(lambda m, a, s: m.prelu(a, s), x, slope)
+    same_as_torch(lambda m, a, s: a.prelu(s), x, slope[:1])

@@ -67,3 +67,40 @@ def test_householder_product_float32_vulkan_gradcheck_and_errors(vulkan):
         gpucore.linalg.householder_product(gpucore.zeros(2, 4, 3), gpucore.zeros(3, 3))
     with pytest.raises(gpucore.DTypeError, match="floating"):
         gpucore.linalg.householder_product(gpucore.zeros(4, 3), gpucore.zeros(3).double())
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 4), (0, 3)])
+def test_geqrf_as_torch_and_reconstruction(shape):
+    torch = pytest.importorskip("torch")
+    a = np.random.default_rng(sum(shape)).uniform(-1, 1, shape)
+    h, tau = gpucore.geqrf(gpucore.tensor(a))
+    th, ttau = torch.geqrf(torch.tensor(a))
+    np.testing.assert_allclose(h.numpy(), th.numpy(), atol=1e-12)
+    np.testing.assert_allclose(tau.numpy(), ttau.numpy(), atol=1e-12)
+    if a.size:
+        n = min(shape[-2:])
+        q = gpucore.linalg.householder_product(h[..., :n], tau).numpy()
+        np.testing.assert_allclose(q @ np.triu(h.numpy()[..., :n, :]), a, atol=1e-12)
+    assert tuple(gpucore.tensor(a).geqrf().tau.shape) == tuple(ttau.shape)
+
+
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("transpose", [True, False])
+def test_ormqr_as_torch_with_gradients(left, transpose):
+    rng = np.random.default_rng(5)
+    h, tau = _geqrf(rng.uniform(-1, 1, (5, 3)))
+    other = rng.uniform(-1, 1, (5, 2) if left else (2, 5))
+    same_as_torch(lambda m, a, t, c: m.ormqr(a, t, c, left, transpose), h, tau, other)
+    q = _np_product(np.concatenate([h, np.zeros((5, 2))], 1), tau)
+    q = q.T if transpose else q
+    got = gpucore.ormqr(
+        gpucore.tensor(h), gpucore.tensor(tau), gpucore.tensor(other), left, transpose
+    )
+    np.testing.assert_allclose(got.numpy(), q @ other if left else other @ q, atol=1e-12)
+
+
+def test_geqrf_ormqr_errors():
+    with pytest.raises(ValueError, match="geqrf"):
+        gpucore.geqrf(gpucore.zeros(3))
+    with pytest.raises(gpucore.ShapeError, match="ormqr"):
+        gpucore.ormqr(gpucore.zeros(4, 3), gpucore.zeros(3), gpucore.zeros(5, 2))

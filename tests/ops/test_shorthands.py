@@ -6,6 +6,7 @@ numpy where PyTorch is missing, gradients, and bad arguments."""
 import numpy as np
 import pytest
 from helpers import check_grad
+from torch_compare import same_as_torch
 
 import gpucore as gc
 from gpucore.errors import ArgumentTypeError, DTypeError, GpucoreIndexError, ShapeError
@@ -169,3 +170,19 @@ def test_index_put_unique_consecutive_trapezoid_against_torch():
     check_grad(lambda t, v: gc.index_put(t, (gc.tensor([0, 2, 0]),), v, True), z, np.ones((3, 3)))
     with pytest.raises(DTypeError, match="index_put"):
         gc.index_put(gc.tensor(z), (gc.tensor([0]),), gc.tensor([1.0]), accumulate=True)
+
+
+def test_absolute_and_adjoint_as_torch():
+    x = np.random.default_rng(21).uniform(-2, 2, (2, 3, 4))
+    same_as_torch(lambda m, a: m.absolute(a), x)
+    same_as_torch(lambda m, a: a.absolute(), x)
+    same_as_torch(lambda m, a: m.adjoint(a), x)
+    same_as_torch(lambda m, a: a.adjoint(), x[0])
+    y = gc.tensor(x)
+    assert y.absolute_() is y
+    np.testing.assert_array_equal(y.numpy(), np.abs(x))
+    v = gc.tensor(x)
+    v.adjoint()[0, 0, 0] = 9.0  # a view: the write lands in v
+    assert v.numpy()[0, 0, 0] == 9.0
+    with pytest.raises(ShapeError, match="adjoint"):
+        gc.adjoint(gc.zeros(3))

@@ -20,6 +20,7 @@ from .conv3d import conv3d as _conv3d
 from .conv3d import conv_transpose3d as _conv_transpose3d
 from .dropout import dropout as _dropout
 from .dropout import feature_dropout as _feature_dropout
+from .linear import bilinear as _bilinear
 
 
 @public("dropout", method=False)
@@ -284,3 +285,15 @@ def embedding_renorm_(input: Tensor, indices: Tensor, max_norm: float, norm_type
     """torch.embedding_renorm_: the rows of input named by indices rescaled in place to at most
     max_norm (the renormalization F.embedding's max_norm runs)."""
     return S.embedding_renorm_(input, indices, max_norm, norm_type)
+
+
+@public("bilinear", method=False)
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """torch.bilinear: F.bilinear."""
+    return _bilinear(input1, input2, weight, bias)
+
+
+@public("prelu")
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """torch.prelu / Tensor.prelu: F.prelu."""
+    return A.prelu(input, weight)

@@ -79,3 +79,15 @@ def _eigh(out, a, uplo, n):
         out[...] = 0
         return
     _pack(out, *_lapack("eigh", np.linalg.eigh, a, UPLO=uplo))
+
+
+@kernel("linalg_geqrf")
+def _geqrf(outs, a):
+    q, tau = outs
+    if a.size == 0:
+        q[...] = a
+        tau[...] = 0
+        return
+    h, t = _lapack("geqrf", np.linalg.qr, a, mode="raw")  # LAPACK's geqrf, row-major transposed
+    np.copyto(q, np.swapaxes(h, -1, -2), casting="unsafe")
+    np.copyto(tau, t, casting="unsafe")
