@@ -247,3 +247,30 @@ def test_top_level_bilinear_and_prelu_as_torch():
     x, slope = _rand(2, 3, 4, seed=33), np.abs(_rand(3, seed=34))
     same_as_torch(lambda m, a, s: m.prelu(a, s), x, slope)
     same_as_torch(lambda m, a, s: a.prelu(s), x, slope[:1])
+
+
+def test_added_functions_on_vulkan_agree_with_the_cpu(vulkan):
+    x = _rand(7, 2, 3, seed=40).astype(np.float32)
+    w, b = _rand(3, 3, 4, seed=41).astype(np.float32), _rand(4, seed=42).astype(np.float32)
+    img = _rand(2, 6, 3, 3, seed=43).astype(np.float32)
+    rows = _rand(6, 4, seed=44).astype(np.float32)
+    calls = {
+        "conv_tbc": lambda d: F.conv_tbc(*(gpucore.tensor(a, device=d) for a in (x, w, b)), 1),
+        "pdist": lambda d: F.pdist(gpucore.tensor(rows, device=d), 1.5),
+        "native_channel_shuffle": lambda d: F.native_channel_shuffle(
+            gpucore.tensor(img, device=d), 3
+        ),
+        "cross_map_lrn2d": lambda d: nn.CrossMapLRN2d(3, 0.5, 0.75, 1.0)(
+            gpucore.tensor(img, device=d)
+        ),
+        "linear_cross_entropy": lambda d: F.linear_cross_entropy(
+            gpucore.tensor(rows, device=d),
+            gpucore.tensor(w[0], device=d),
+            gpucore.tensor(np.array([0, 1, 2, 0, 1, 2]), device=d),
+        ),
+    }
+    for name, call in calls.items():
+        got = call("vulkan")
+        np.testing.assert_allclose(
+            got.cpu().numpy(), call("cpu").numpy(), rtol=1e-5, atol=1e-5, err_msg=name
+        )

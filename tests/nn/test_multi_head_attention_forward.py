@@ -161,3 +161,24 @@ def test_multi_head_attention_forward_errors():
         F.multi_head_attention_forward(q, q, q, E, H, *args, static_k=gpucore.zeros(3, 3, 4))
     with pytest.raises(ValueError, match="divisible"):
         F.multi_head_attention_forward(q, q, q, E, 3, *args)
+
+
+def test_multi_head_attention_forward_on_vulkan_agrees_with_the_cpu(vulkan):
+    rng = np.random.default_rng(9)
+    w = _weights(rng, False, E, E, True)
+    q, kv = rng.standard_normal((L, N, E)), rng.standard_normal((S, N, E))
+    mask = rng.random((L, S)) > 0.7
+    outs = []
+    for device in ("cpu", "vulkan"):
+
+        def dev(a, device=device):
+            return None if a is None else gpucore.tensor(np.asarray(a, np.float32), device=device)
+
+        out, attw = F.multi_head_attention_forward(
+            dev(q), dev(kv), dev(kv), E, H, dev(w["in_proj_weight"]), dev(w["in_proj_bias"]),
+            dev(w["bias_k"]), dev(w["bias_v"]), True, 0.0, dev(w["out_proj_weight"]),
+            dev(w["out_proj_bias"]), attn_mask=gpucore.tensor(mask, device=device),
+        )  # fmt: skip
+        outs.append((out.cpu().numpy(), attw.cpu().numpy()))
+    np.testing.assert_allclose(outs[1][0], outs[0][0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(outs[1][1], outs[0][1], rtol=1e-5, atol=1e-5)
