@@ -160,6 +160,23 @@ def is_tensor(obj) -> bool:
     return isinstance(obj, Tensor)
 
 
+def typename(obj) -> str:
+    """The type name of obj as torch.typename: a tensor's legacy type ("gpucore.FloatTensor"),
+    else the module and qualified name of obj (a class or function) or of its class (builtins
+    without their module)."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    module = getattr(obj, "__module__", "") or ""
+    if hasattr(obj, "__qualname__"):
+        qualname = obj.__qualname__
+    elif hasattr(obj, "__name__"):
+        qualname = obj.__name__
+    else:
+        module = type(obj).__module__ or ""
+        qualname = type(obj).__qualname__
+    return qualname if module in ("", "builtins") else f"{module}.{qualname}"
+
+
 def numel(input: Tensor) -> int:
     """The number of elements of ``input``."""
     return input.numel()

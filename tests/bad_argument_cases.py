@@ -290,6 +290,10 @@ TEMPLATES.update(
         "bilinear": lambda: ((t(5, 3), t(5, 4, seed=1), t(2, 3, 4, seed=2)), {}),
         "prelu": lambda: ((t(2, 3, 4), t(3, seed=1).abs()), {}),
         "ormqr": lambda: ((t(4, 3), t(2, seed=1), t(4, 2, seed=2)), {}),
+        "nonzero_static": lambda: ((t(3, 4),), {"size": 5}),
+        "unsafe_chunk": lambda: ((t(3, 4), 2, 1), {}),
+        "unsafe_split": lambda: ((t(3, 4), 2, 1), {}),
+        "unsafe_split_with_sizes": lambda: ((t(3, 4), [1, 3], 1), {}),
         "lobpcg": lambda: ((t(6, 6) @ t(6, 6).mT + 6 * gc.eye(6),), {}),
     }
 )

@@ -29,7 +29,7 @@ from .scatter_forms import index_reduce, put
 # ----------------------------------------------------------------------------- in-place ops
 _COMPUTED = ("eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less")
 _COMPUTED += ("less_equal", "not_equal", "logical_and", "logical_or", "logical_xor")
-_COMPUTED += ("logical_not", "log1p", "rsqrt", "square")
+_COMPUTED += ("logical_not", "log1p", "rsqrt", "square", "addmm")
 for _name in _COMPUTED:
     if not hasattr(Tensor, _name + "_"):
         tensor_member(_name + "_", _inplace_form(_name, saves_self=True))

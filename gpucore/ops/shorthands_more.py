@@ -157,3 +157,57 @@ def adjoint(input: Tensor) -> Tensor:
             f"Got {input.ndim}-D tensor."
         )
     return input.transpose(-2, -1)
+
+
+# ----------------------------------------------------------------------------- real-tensor forms
+# gpucore's tensors are real and never carry a lazy conjugate or negative bit: PyTorch's answers
+# for such tensors.
+@public("isreal")
+def isreal(input: Tensor) -> Tensor:
+    """True where input is real: everywhere for gpucore's (real) tensors, as torch.isreal."""
+    return input.new_ones(tuple(input.shape), dtype=D.bool_)
+
+
+@public("resolve_conj", "resolve_neg")
+def resolve_conj(input: Tensor) -> Tensor:
+    """input itself (no lazy conjugate or negative bit to materialize), as torch.resolve_conj /
+    torch.resolve_neg on a real tensor."""
+    return input
+
+
+@public("is_conj", "is_neg")
+def is_conj(input: Tensor) -> bool:
+    """False: gpucore's tensors carry no lazy conjugate or negative bit (torch.is_conj /
+    torch.is_neg)."""
+    return False
+
+
+@public("unsafe_chunk")
+def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
+    """torch.unsafe_chunk: chunk (PyTorch's form without view-aliasing checks)."""
+    return input.chunk(chunks, dim)
+
+
+@public("unsafe_split")
+def unsafe_split(input: Tensor, split_size: int, dim: int = 0) -> tuple:
+    """torch.unsafe_split: split (PyTorch's form without view-aliasing checks)."""
+    return input.split(split_size, dim)
+
+
+@public("unsafe_split_with_sizes")
+def unsafe_split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:
+    """torch.unsafe_split_with_sizes: split_with_sizes (without view-aliasing checks)."""
+    return input.split_with_sizes(split_sizes, dim)
+
+
+@public("nonzero_static")
+def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
+    """The first ``size`` rows of nonzero(input), padded with fill_value rows to exactly
+    ``size`` rows ([size, input.ndim] int64), as torch.nonzero_static."""
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise ValueError(f"nonzero_static(): size must be a non-negative int, got {size!r}")
+    idx = input.nonzero()[:size]
+    if idx.shape[0] == size:
+        return idx
+    pad = idx.new_full((size - idx.shape[0], idx.shape[1]), fill_value)
+    return cat([idx, pad], 0)

@@ -186,3 +186,40 @@ def test_absolute_and_adjoint_as_torch():
     assert v.numpy()[0, 0, 0] == 9.0
     with pytest.raises(ShapeError, match="adjoint"):
         gc.adjoint(gc.zeros(3))
+
+
+def test_real_tensor_forms_unsafe_splits_and_nonzero_static_as_torch():
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(22).uniform(-2, 2, (3, 4))
+    same_as_torch(lambda m, a: m.unsafe_chunk(a, 2, 1), x)
+    same_as_torch(lambda m, a: a.unsafe_split(2), x)
+    same_as_torch(lambda m, a: m.unsafe_split_with_sizes(a, [1, 3], 1), x)
+    same_as_torch(lambda m, a: m.isreal(a), x, grad=False)
+    g, t = gc.tensor(x), torch.tensor(x)
+    assert g.resolve_conj() is g and gc.resolve_neg(g) is g
+    assert gc.is_conj(g) is t.is_conj() is False and g.is_neg() is t.is_neg() is False
+    assert gc.typename(gc.tensor(x).float()) == torch.typename(t.float()).replace(
+        "torch", "gpucore"
+    )
+    assert gc.typename(3) == torch.typename(3) == "int"
+    assert gc.typename(gc.nn.Linear) == "gpucore.nn.modules.linear.Linear"
+    z = np.array([[0, 1, 0], [2, 0, 3]])
+    for size, fill in ((0, -1), (2, -1), (5, -7)):
+        same_as_torch(
+            lambda m, a, s=size, f=fill: m.nonzero_static(a, size=s, fill_value=f), z, grad=False
+        )
+    with pytest.raises(ValueError, match="size"):
+        gc.nonzero_static(gc.tensor(z), size=-1)
+
+
+def test_addmm_in_place_as_torch():
+    rng = np.random.default_rng(23)
+    c, a, b = rng.uniform(-1, 1, (2, 4)), rng.uniform(-1, 1, (2, 3)), rng.uniform(-1, 1, (3, 4))
+
+    def f(m, c, a, b):
+        y = c * 1.0  # a non-leaf, modified in place
+        r = y.addmm_(a, b, beta=0.5, alpha=2.0)
+        assert r is y
+        return y
+
+    same_as_torch(f, c, a, b)
