@@ -10,7 +10,9 @@ compositions (gpucore/ops/matrix.py, shorthands.py); so are solve_triangular, th
 (cholesky_ex, inv_ex, solve_ex: an info tensor instead of an error), cond, tensorinv,
 tensorsolve and vander (gpucore/ops/solvers.py), householder_product (gpucore/ops/householder.py);
 ldl_factor / ldl_factor_ex / ldl_solve are LAPACK's Bunch-Kaufman sytrf / sytrs in numpy
-(gpucore/ops/ldl.py, not differentiable, as PyTorch's); matmul is gpucore.matmul.
+(gpucore/ops/ldl.py, not differentiable, as PyTorch's); lu_factor / lu_factor_ex / lu / lu_solve
+are getrf in numpy with PyTorch's gradients and triangular solves (gpucore/ops/lu.py); matmul is
+gpucore.matmul.
 A singular or non-positive-definite input raises ``LinAlgError``.
 """
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 from .errors import LinAlgError
 from .ops import householder as _hh
 from .ops import ldl as _ldl
+from .ops import lu as _lu
 from .ops import matrix as _m
 from .ops import shorthands as _sh
 from .ops import solvers as _sv
@@ -57,6 +60,10 @@ vander = checked("linalg.vander", _sv.linalg_vander)
 ldl_factor = checked("linalg.ldl_factor", _ldl.ldl_factor)
 ldl_factor_ex = checked("linalg.ldl_factor_ex", _ldl.ldl_factor_ex)
 ldl_solve = checked("linalg.ldl_solve", _ldl.ldl_solve)
+lu_factor = checked("linalg.lu_factor", _lu.lu_factor)
+lu_factor_ex = checked("linalg.lu_factor_ex", _lu.lu_factor_ex)
+lu = checked("linalg.lu", _lu.linalg_lu)
+lu_solve = checked("linalg.lu_solve", _lu.lu_solve)
 householder_product = checked("linalg.householder_product", _hh.householder_product)
 
 
@@ -93,6 +100,10 @@ __all__ = [
     "ldl_factor",
     "ldl_factor_ex",
     "ldl_solve",
+    "lu",
+    "lu_factor",
+    "lu_factor_ex",
+    "lu_solve",
     "matmul",
     "matrix_exp",
     "matrix_norm",

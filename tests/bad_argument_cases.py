@@ -294,6 +294,9 @@ TEMPLATES.update(
         "unsafe_chunk": lambda: ((t(3, 4), 2, 1), {}),
         "unsafe_split": lambda: ((t(3, 4), 2, 1), {}),
         "unsafe_split_with_sizes": lambda: ((t(3, 4), [1, 3], 1), {}),
+        "lu": lambda: ((t(4, 4) + 3 * gc.eye(4),), {}),
+        "lu_unpack": lambda: (gc.linalg.lu_factor(t(4, 3)), {}),
+        "lu_solve": lambda: ((t(4, 2), *gc.linalg.lu_factor(t(4, 4) + 3 * gc.eye(4))), {}),
         "lobpcg": lambda: ((t(6, 6) @ t(6, 6).mT + 6 * gc.eye(6),), {}),
     }
 )

@@ -22,6 +22,7 @@ from . import (  # noqa: F401
     linalg,
     lobpcg,
     lowrank,
+    lu,
     matrix,
     membership,
     nn,
