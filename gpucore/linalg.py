@@ -57,6 +57,7 @@ cond = checked("linalg.cond", _sv.cond)
 tensorinv = checked("linalg.tensorinv", _sv.tensorinv)
 tensorsolve = checked("linalg.tensorsolve", _sv.tensorsolve)
 vander = checked("linalg.vander", _sv.linalg_vander)
+lstsq = checked("linalg.lstsq", _sv.lstsq)
 ldl_factor = checked("linalg.ldl_factor", _ldl.ldl_factor)
 ldl_factor_ex = checked("linalg.ldl_factor_ex", _ldl.ldl_factor_ex)
 ldl_solve = checked("linalg.ldl_solve", _ldl.ldl_solve)
@@ -100,6 +101,7 @@ __all__ = [
     "ldl_factor",
     "ldl_factor_ex",
     "ldl_solve",
+    "lstsq",
     "lu",
     "lu_factor",
     "lu_factor_ex",
