@@ -41,6 +41,7 @@ from .creation import (
     empty_like,
     eye,
     from_numpy,
+    frombuffer,
     full,
     full_like,
     linspace,
@@ -51,6 +52,7 @@ from .creation import (
     zeros,
     zeros_like,
 )
+from .creation import range_ as range  # noqa: A004 - torch.range
 from .default_device import get_default_device, set_default_device
 from .dispatch import device_policy, get_device_policy, set_device_policy
 from .dtypes import (

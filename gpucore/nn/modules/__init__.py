@@ -28,7 +28,7 @@ from .activation import (
 )
 from .activation_extra import Hardshrink, RReLU, Softmax2d, Softshrink, Threshold
 from .adaptive import AdaptiveLogSoftmaxWithLoss
-from .container import ModuleDict, ModuleList, Sequential
+from .container import Container, ModuleDict, ModuleList, Sequential
 from .conv import (
     Conv1d,
     Conv2d,
@@ -80,6 +80,7 @@ from .loss import (
     MSELoss,
     MultiLabelSoftMarginLoss,
     NLLLoss,
+    NLLLoss2d,
     PoissonNLLLoss,
     SmoothL1Loss,
     SoftMarginLoss,
@@ -270,6 +271,7 @@ __all__ = [
     "MultiLabelSoftMarginLoss",
     "MultiMarginLoss",
     "NLLLoss",
+    "NLLLoss2d",
     "PairwiseDistance",
     "ParameterDict",
     "ParameterList",
@@ -293,6 +295,7 @@ __all__ = [
     "RReLU",
     "SELU",
     "Sequential",
+    "Container",
     "Sigmoid",
     "SiLU",
     "SmoothL1Loss",
