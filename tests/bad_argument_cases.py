@@ -297,6 +297,10 @@ TEMPLATES.update(
         "lu": lambda: ((t(4, 4) + 3 * gc.eye(4),), {}),
         "lu_unpack": lambda: (gc.linalg.lu_factor(t(4, 3)), {}),
         "lu_solve": lambda: ((t(4, 2), *gc.linalg.lu_factor(t(4, 4) + 3 * gc.eye(4))), {}),
+        "convolution": lambda: (
+            (t(2, 3, 5), t(4, 3, 2, seed=1), None, (1,), (0,), (1,), False, (0,), 1),
+            {},
+        ),
         "lobpcg": lambda: ((t(6, 6) @ t(6, 6).mT + 6 * gc.eye(6),), {}),
     }
 )

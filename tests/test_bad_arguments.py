@@ -63,7 +63,7 @@ NN_FORMS |= {"instance_norm", "embedding", "dropout", "conv3d", "conv_transpose3
 NN_FORMS |= {"dropout_", "alpha_dropout_", "feature_alpha_dropout_", "celu_", "selu_", "rrelu_"}
 NN_FORMS |= {"threshold_"}  # the top-level in-place forms (gpucore/ops/inplace_forms.py)
 NN_FORMS |= {"conv_tbc", "feature_dropout", "feature_dropout_", "embedding_renorm_", "rms_norm"}
-NN_FORMS |= {"native_channel_shuffle", "pixel_unshuffle", "bilinear", "prelu"}
+NN_FORMS |= {"native_channel_shuffle", "pixel_unshuffle", "bilinear", "prelu", "convolution"}
 
 
 def _float_only(name, case, err) -> bool:

@@ -274,3 +274,24 @@ def test_added_functions_on_vulkan_agree_with_the_cpu(vulkan):
         np.testing.assert_allclose(
             got.cpu().numpy(), call("cpu").numpy(), rtol=1e-5, atol=1e-5, err_msg=name
         )
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_convolution_as_torch(dims, transposed):
+    x = _rand(2, 4, *(5,) * dims, seed=50 + dims)
+    w = _rand(4, 3, *(2,) * dims, seed=60 + dims) if transposed else _rand(4, 2, *(2,) * dims)
+    b = _rand(3 if transposed else 4, seed=70)
+    stride, pad, dil = (2,) * dims, (1,) * dims, (1,) * dims
+    out_pad = (1,) * dims if transposed else (0,) * dims
+    groups = 1 if transposed else 2
+
+    def f(m, x, w, b):
+        return m.convolution(x, w, b, stride, pad, dil, transposed, out_pad, groups)
+
+    same_as_torch(f, x, w, b, check_fd=dims < 3)
+
+
+def test_convolution_errors():
+    with pytest.raises(ValueError, match="3, 4 or 5 dims"):
+        gpucore.convolution(gpucore.zeros(2, 3), gpucore.zeros(3, 3), None, 1, 0, 1, False, 0, 1)

@@ -297,3 +297,32 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """torch.prelu / Tensor.prelu: F.prelu."""
     return A.prelu(input, weight)
+
+
+@public("convolution", method=False)
+def convolution(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    stride,
+    padding,
+    dilation,
+    transposed: bool,
+    output_padding,
+    groups: int,
+) -> Tensor:
+    """torch.convolution: F.conv1d / conv2d / conv3d, or their transposed forms, as picked by
+    weight's number of dims (3, 4 or 5) and ``transposed``."""
+    forms = {
+        (3, False): C.conv1d, (4, False): C.conv2d, (5, False): _conv3d,
+        (3, True): C.conv_transpose1d, (4, True): C.conv_transpose2d, (5, True): _conv_transpose3d,
+    }  # fmt: skip
+    form = forms.get((weight.ndim, bool(transposed)))
+    if form is None:
+        raise ValueError(
+            f"convolution(): weight must have 3, 4 or 5 dims (1-D, 2-D or 3-D convolution), got "
+            f"shape {tuple(weight.shape)}"
+        )
+    if transposed:
+        return form(input, weight, bias, stride, padding, output_padding, groups, dilation)
+    return form(input, weight, bias, stride, padding, dilation, groups)
