@@ -41,6 +41,7 @@ from .creation import (
     empty_like,
     eye,
     from_numpy,
+    frombuffer,
     full,
     full_like,
     linspace,
@@ -51,6 +52,7 @@ from .creation import (
     zeros,
     zeros_like,
 )
+from .creation import range_ as range  # noqa: A004 - torch.range
 from .default_device import get_default_device, set_default_device
 from .dispatch import device_policy, get_device_policy, set_device_policy
 from .dtypes import (
@@ -158,6 +160,23 @@ def get_float32_matmul_precision() -> str:
 def is_tensor(obj) -> bool:
     """True for gpucore tensors."""
     return isinstance(obj, Tensor)
+
+
+def typename(obj) -> str:
+    """The type name of obj as torch.typename: a tensor's legacy type ("gpucore.FloatTensor"),
+    else the module and qualified name of obj (a class or function) or of its class (builtins
+    without their module)."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    module = getattr(obj, "__module__", "") or ""
+    if hasattr(obj, "__qualname__"):
+        qualname = obj.__qualname__
+    elif hasattr(obj, "__name__"):
+        qualname = obj.__name__
+    else:
+        module = type(obj).__module__ or ""
+        qualname = type(obj).__qualname__
+    return qualname if module in ("", "builtins") else f"{module}.{qualname}"
 
 
 def numel(input: Tensor) -> int:

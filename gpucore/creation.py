@@ -10,6 +10,7 @@ copy.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -392,3 +393,67 @@ def _to_backend(t: Tensor, be, requires_grad: bool) -> Tensor:
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def frombuffer(
+    buffer, *, dtype, count: int = -1, offset: int = 0, requires_grad: bool = False
+) -> Tensor:
+    """A 1-D tensor over the bytes of an object with the buffer protocol, from ``offset`` bytes
+    on, ``count`` elements of ``dtype`` (all that fit when negative), sharing its memory as
+    torch.frombuffer; a read-only buffer (bytes) is copied, with a warning, as writes to it
+    could not land."""
+    dt = D.as_dtype(dtype)
+    try:
+        arr = np.frombuffer(buffer, dtype=dt.np, count=int(count), offset=int(offset))
+    except (TypeError, ValueError) as e:
+        raise ValueError(
+            f"frombuffer(): {e} (buffer, dtype {dt}, count {count}, offset {offset})"
+        ) from None
+    if not arr.flags.writeable:
+        warnings.warn(
+            "frombuffer(): the given buffer is not writable; the tensor holds a copy of it",
+            UserWarning,
+            stacklevel=2,
+        )
+        arr = arr.copy()
+    t = from_numpy(arr)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad: bool = False):
+    """torch.range (deprecated there in favour of arange): ``start, start + step, ...`` up to and
+    including ``end``, floor((end - start) / step) + 1 values computed in float64, of the
+    default floating dtype unless ``dtype`` is given."""
+    warnings.warn(
+        "torch.range is deprecated and will be removed in a future release because its behavior "
+        "is inconsistent with Python's range builtin. Instead, use torch.arange, which produces "
+        "values in [start, end).",
+        UserWarning,
+        stacklevel=2,
+    )
+    if end is None:
+        raise TypeError("range(): end is required (range(start, end, step))")
+    vals = []
+    for v in (start, end, step):
+        if isinstance(v, Tensor):
+            v = v.item()
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number)):
+            raise TypeError(f"range(): start, end and step must be numbers, got {v!r}")
+        vals.append(float(v))
+    start, end, step = vals
+    if step == 0 or not all(math.isfinite(v) for v in vals):
+        raise ValueError(f"range(): step must be nonzero and the bounds finite, got {vals}")
+    if (end - start) * step < 0:
+        raise ValueError(
+            f"range(): upper bound and larger bound inconsistent with step sign ({start}, {end}, "
+            f"{step})"
+        )
+    n = int(math.floor((end - start) / step)) + 1
+    values = start + np.arange(n, dtype=np.float64) * step
+    dt = D.default_float() if dtype is None else D.as_dtype(dtype)
+    return tensor(values, dtype=dt, device=device, requires_grad=requires_grad)
+
+
+range_.__name__ = range_.__qualname__ = "range"

@@ -9,13 +9,19 @@ gradients are PyTorch's formulas written in gpucore ops (gpucore/ops/decompositi
 gpucore/ops/trsm.py). Norms, pinv, matrix_rank, matrix_exp, multi_dot, cross, matrix_power,
 diagonal and vecdot are compositions (gpucore/ops/matrix.py, shorthands.py); so are the *_ex
 forms (cholesky_ex, inv_ex, solve_ex: an info tensor instead of an error), cond, tensorinv,
-tensorsolve and vander (gpucore/ops/solvers.py); matmul is gpucore.matmul.
+tensorsolve and vander (gpucore/ops/solvers.py), householder_product (gpucore/ops/householder.py);
+ldl_factor / ldl_factor_ex / ldl_solve are LAPACK's Bunch-Kaufman sytrf / sytrs in numpy
+(gpucore/ops/ldl.py, not differentiable, as PyTorch's); lu_factor / lu_factor_ex / lu / lu_solve
+have PyTorch's gradients and triangular solves (gpucore/ops/lu.py); matmul is gpucore.matmul.
 A singular or non-positive-definite input raises ``LinAlgError``.
 """
 
 from __future__ import annotations
 
 from .errors import LinAlgError
+from .ops import householder as _hh
+from .ops import ldl as _ldl
+from .ops import lu as _lu
 from .ops import matrix as _m
 from .ops import shorthands as _sh
 from .ops import solvers as _sv
@@ -51,6 +57,15 @@ cond = checked("linalg.cond", _sv.cond)
 tensorinv = checked("linalg.tensorinv", _sv.tensorinv)
 tensorsolve = checked("linalg.tensorsolve", _sv.tensorsolve)
 vander = checked("linalg.vander", _sv.linalg_vander)
+lstsq = checked("linalg.lstsq", _sv.lstsq)
+ldl_factor = checked("linalg.ldl_factor", _ldl.ldl_factor)
+ldl_factor_ex = checked("linalg.ldl_factor_ex", _ldl.ldl_factor_ex)
+ldl_solve = checked("linalg.ldl_solve", _ldl.ldl_solve)
+lu_factor = checked("linalg.lu_factor", _lu.lu_factor)
+lu_factor_ex = checked("linalg.lu_factor_ex", _lu.lu_factor_ex)
+lu = checked("linalg.lu", _lu.linalg_lu)
+lu_solve = checked("linalg.lu_solve", _lu.lu_solve)
+householder_product = checked("linalg.householder_product", _hh.householder_product)
 
 
 def _diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
@@ -80,8 +95,17 @@ __all__ = [
     "diagonal",
     "eigh",
     "eigvalsh",
+    "householder_product",
     "inv",
     "inv_ex",
+    "ldl_factor",
+    "ldl_factor_ex",
+    "ldl_solve",
+    "lstsq",
+    "lu",
+    "lu_factor",
+    "lu_factor_ex",
+    "lu_solve",
     "matmul",
     "matrix_exp",
     "matrix_norm",

@@ -274,6 +274,38 @@ TEMPLATES.update(
 )
 
 
+# the names of ops/README.md's "Not yet" list (toplevel.py, householder.py, lowrank.py)
+TEMPLATES.update(
+    {
+        "conv_tbc": lambda: ((t(5, 2, 3), t(2, 3, 4, seed=1), t(4, seed=2)), {}),
+        "embedding_renorm_": lambda: ((t(5, 4), t(3, kind="index:5"), 1.0, 2.0), {}),
+        "feature_dropout": lambda: ((t(3, 4, 2), 0.5, True), {}),
+        "feature_dropout_": lambda: ((t(3, 4, 2), 0.5, True), {}),
+        "native_channel_shuffle": lambda: ((t(1, 4, 2, 3), 2), {}),
+        "pixel_unshuffle": lambda: ((t(1, 2, 4, 6), 2), {}),
+        "rms_norm": lambda: ((t(3, 4), (4,)), {}),
+        "orgqr": lambda: ((t(4, 3), t(2, seed=1)), {}),
+        "svd_lowrank": lambda: ((t(5, 4), 2), {}),
+        "pca_lowrank": lambda: ((t(5, 4), 2), {}),
+        "bilinear": lambda: ((t(5, 3), t(5, 4, seed=1), t(2, 3, 4, seed=2)), {}),
+        "prelu": lambda: ((t(2, 3, 4), t(3, seed=1).abs()), {}),
+        "ormqr": lambda: ((t(4, 3), t(2, seed=1), t(4, 2, seed=2)), {}),
+        "nonzero_static": lambda: ((t(3, 4),), {"size": 5}),
+        "unsafe_chunk": lambda: ((t(3, 4), 2, 1), {}),
+        "unsafe_split": lambda: ((t(3, 4), 2, 1), {}),
+        "unsafe_split_with_sizes": lambda: ((t(3, 4), [1, 3], 1), {}),
+        "lu": lambda: ((t(4, 4) + 3 * gc.eye(4),), {}),
+        "lu_unpack": lambda: (gc.linalg.lu_factor(t(4, 3)), {}),
+        "lu_solve": lambda: ((t(4, 2), *gc.linalg.lu_factor(t(4, 4) + 3 * gc.eye(4))), {}),
+        "convolution": lambda: (
+            (t(2, 3, 5), t(4, 3, 2, seed=1), None, (1,), (0,), (1,), False, (0,), 1),
+            {},
+        ),
+        "lobpcg": lambda: ((t(6, 6) @ t(6, 6).mT + 6 * gc.eye(6),), {}),
+    }
+)
+
+
 def generic_call(fn):
     """Every required positional parameter a float32 tensor of shape (3, 4), distinct values."""
     args = []

@@ -34,6 +34,7 @@ ALLOWED = (gc.GpucoreError, TypeError, ValueError, IndexError)
 # Random results: compared with PyTorch by shape and dtype only.
 RANDOM = {"rand", "randn", "randint", "rand_like", "randn_like", "randint_like"}
 RANDOM |= {"multinomial", "randperm", "normal", "bernoulli", "dropout", "poisson", "binomial"}
+RANDOM |= {"feature_dropout", "feature_dropout_", "svd_lowrank", "pca_lowrank", "lobpcg"}
 # Functions PyTorch has under another name than torch.<name>.
 TORCH_NAMES = {
     "expand": lambda x, *sizes: x.expand(*sizes),
@@ -61,6 +62,8 @@ NN_FORMS |= {"threshold", "hardshrink", "rrelu", "layer_norm", "group_norm", "ba
 NN_FORMS |= {"instance_norm", "embedding", "dropout", "conv3d", "conv_transpose3d", "max_pool3d"}
 NN_FORMS |= {"dropout_", "alpha_dropout_", "feature_alpha_dropout_", "celu_", "selu_", "rrelu_"}
 NN_FORMS |= {"threshold_"}  # the top-level in-place forms (gpucore/ops/inplace_forms.py)
+NN_FORMS |= {"conv_tbc", "feature_dropout", "feature_dropout_", "embedding_renorm_", "rms_norm"}
+NN_FORMS |= {"native_channel_shuffle", "pixel_unshuffle", "bilinear", "prelu", "convolution"}
 
 
 def _float_only(name, case, err) -> bool:

@@ -364,3 +364,43 @@ def test_asarray_on_vulkan(vulkan):
     assert x.device.type == "vulkan" and x.tolist() == [1.0, 2.0]
     assert gpucore.asarray(x, device="vulkan") is x
     assert gpucore.asarray(x, device="cpu").device.type == "cpu"
+
+
+def test_frombuffer_shares_memory_as_torch():
+    torch = pytest.importorskip("torch")
+    raw = np.arange(6, dtype=np.float32).tobytes()
+    ours_buf, theirs_buf = bytearray(raw), bytearray(raw)
+    t = gpucore.frombuffer(ours_buf, dtype=gpucore.float32, count=3, offset=4)
+    tt = torch.frombuffer(theirs_buf, dtype=torch.float32, count=3, offset=4)
+    np.testing.assert_array_equal(t.numpy(), tt.numpy())
+    t[0] = 9.0  # writes land in the buffer
+    tt[0] = 9.0
+    assert ours_buf == theirs_buf
+    whole = gpucore.frombuffer(ours_buf, dtype=gpucore.int16)
+    assert tuple(whole.shape) == (12,) and whole.dtype is gpucore.int16
+    with pytest.warns(UserWarning, match="not writable"):
+        ro = gpucore.frombuffer(b"\x01\x02\x03\x04", dtype=gpucore.uint8)
+    np.testing.assert_array_equal(ro.numpy(), [1, 2, 3, 4])
+    with pytest.raises(ValueError, match="frombuffer"):
+        gpucore.frombuffer(bytearray(5), dtype=gpucore.float32)
+
+
+@pytest.mark.filterwarnings("ignore:torch.range is deprecated")
+@pytest.mark.parametrize(
+    "args,kw", [((1, 4), {}), ((0, 1, 0.25), {}), ((3, 1, -0.5), {}), ((1, 4), {"dtype": "int64"})]
+)
+def test_range_as_torch(args, kw):
+    torch = pytest.importorskip("torch")
+    ours = gpucore.range(*args, **{k: getattr(gpucore, v) for k, v in kw.items()})
+    theirs = torch.range(*args, **{k: getattr(torch, v) for k, v in kw.items()})
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+
+
+def test_range_warns_and_checks():
+    with pytest.warns(UserWarning, match="deprecated"):
+        gpucore.range(0, 2)
+    with pytest.warns(UserWarning), pytest.raises(ValueError, match="step"):
+        gpucore.range(0, 2, 0)
+    with pytest.warns(UserWarning), pytest.raises(ValueError, match="inconsistent"):
+        gpucore.range(2, 0, 1)

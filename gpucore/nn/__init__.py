@@ -1,14 +1,17 @@
 """Neural-network building blocks with PyTorch's names: Module, Parameter, layers, losses.
 
-``gpucore.nn.functional`` holds the functional forms, ``gpucore.nn.init`` the initialisers and
-``gpucore.nn.utils`` gradient clipping.
+``gpucore.nn.functional`` holds the functional forms, ``gpucore.nn.init`` the initialisers,
+``gpucore.nn.grad`` the convolution gradients as functions and ``gpucore.nn.utils`` gradient
+clipping.
 """
 
-from . import functional, init, utils
+from . import functional, grad, init, utils
 from .module import Module
 from .modules import *  # noqa: F403
 from .modules import __all__ as _modules_all
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
+
+functional.grad = grad  # torch.nn.functional.grad is torch.nn.grad too
 
 __all__ = [
     "Buffer",
@@ -17,6 +20,7 @@ __all__ = [
     "UninitializedBuffer",
     "UninitializedParameter",
     "functional",
+    "grad",
     "init",
     "utils",
     *_modules_all,

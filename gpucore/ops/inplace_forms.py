@@ -11,6 +11,7 @@ kernels: none (the out-of-place ops').
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from .scatter_forms import index_reduce, put
 # ----------------------------------------------------------------------------- in-place ops
 _COMPUTED = ("eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less")
 _COMPUTED += ("less_equal", "not_equal", "logical_and", "logical_or", "logical_xor")
-_COMPUTED += ("logical_not", "log1p", "rsqrt", "square")
+_COMPUTED += ("logical_not", "log1p", "rsqrt", "square", "addmm")
 for _name in _COMPUTED:
     if not hasattr(Tensor, _name + "_"):
         tensor_member(_name + "_", _inplace_form(_name, saves_self=True))
@@ -140,6 +141,38 @@ def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
 def resize_as_(self: Tensor, the_template: Tensor, memory_format=None) -> Tensor:
     """resize_ to ``the_template``'s shape, as Tensor.resize_as_."""
     return _resize_to(self, tuple(the_template.shape), "resize_as_()")
+
+
+def _resized(self: Tensor, sizes: tuple, op: str) -> Tensor:
+    """PyTorch's deprecated out-of-place resize: the same elements in a new shape (a reshape
+    that must keep the number of elements), with its warning."""
+    warnings.warn(f"non-inplace {op} is deprecated", UserWarning, stacklevel=3)
+    for s in sizes:
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
+            raise TypeError(f"{op}(): sizes must be ints, got {sizes!r}")
+    n = math.prod(int(s) for s in sizes)
+    if n != self.numel():
+        raise ShapeError(
+            f"{op}(): requested resize to {tuple(sizes)} ({n} elements in total), but the given "
+            f"tensor has a size of {tuple(self.shape)} ({self.numel()} elements); the "
+            "out-of-place resize only changes the shape (use resize_ to change the size)"
+        )
+    return self.reshape(tuple(int(s) for s in sizes))
+
+
+@public("resize", function=False)
+def resize(self: Tensor, *sizes) -> Tensor:
+    """Tensor.resize (deprecated in PyTorch): self's elements in the shape ``sizes`` (the same
+    number of elements), differentiable."""
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list, Size)):
+        sizes = tuple(sizes[0])
+    return _resized(self, sizes, "resize")
+
+
+@public("resize_as", function=False)
+def resize_as(self: Tensor, tensor: Tensor) -> Tensor:
+    """Tensor.resize_as (deprecated in PyTorch): resize to ``tensor``'s shape."""
+    return _resized(self, tuple(tensor.shape), "resize_as")
 
 
 @public("set_", function=False)

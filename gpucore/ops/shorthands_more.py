@@ -1,5 +1,7 @@
 """More thin PyTorch forms (compositions): index_put (+ Tensor.index_put_, accumulate with
-repeated indices adding up), unique_consecutive, trapezoid / trapz / cumulative_trapezoid.
+repeated indices adding up), unique_consecutive, trapezoid / trapz / cumulative_trapezoid,
+absolute (abs's alias) and adjoint (the transpose of the last two dims: the conjugate transpose
+of a real tensor).
 
 kernels: none (the composed ops').
 """
@@ -7,6 +9,7 @@ kernels: none (the composed ops').
 from __future__ import annotations
 
 import math
+import warnings
 
 from .. import dtypes as D
 from ..errors import ArgumentTypeError, DTypeError, ShapeError
@@ -14,8 +17,10 @@ from ..tensor import Tensor
 from .api import public, type_name
 from .common import wrap_dim
 from .joining import cat
+from .registry import apply
 from .scan import cumsum
 from .scatter import index_add
+from .unary import ABS
 
 
 @public("index_put", inplace=True, saves_self=False)
@@ -127,3 +132,82 @@ def cumulative_trapezoid(y: Tensor, x=None, *, dx=None, dim: int = -1) -> Tensor
         y = y.to(D.default_float())
     parts, d = _trapz_parts("cumulative_trapezoid", y, x, dx, dim)
     return parts.cumsum(d)
+
+
+@public("absolute", inplace=True)
+def absolute(input: Tensor) -> Tensor:
+    """|input|: torch.absolute, the alias of abs."""
+    return apply(ABS, input)
+
+
+@public("adjoint")
+def adjoint(input: Tensor) -> Tensor:
+    """The conjugate transpose of the last two dims, a view, as torch.adjoint (gpucore's
+    tensors are real: the transpose)."""
+    if input.ndim == 0:  # PyTorch: deprecated there, the tensor itself (as a view)
+        warnings.warn(
+            "adjoint() is deprecated on 0-D tensors. Consider using x.conj().",
+            UserWarning,
+            stacklevel=2,
+        )
+        return input.view(())
+    if input.ndim < 2:
+        raise ShapeError(
+            f"adjoint(): tensor.adjoint() is only supported on matrices or batches of matrices. "
+            f"Got {input.ndim}-D tensor."
+        )
+    return input.transpose(-2, -1)
+
+
+# ----------------------------------------------------------------------------- real-tensor forms
+# gpucore's tensors are real and never carry a lazy conjugate or negative bit: PyTorch's answers
+# for such tensors.
+@public("isreal")
+def isreal(input: Tensor) -> Tensor:
+    """True where input is real: everywhere for gpucore's (real) tensors, as torch.isreal."""
+    return input.new_ones(tuple(input.shape), dtype=D.bool_)
+
+
+@public("resolve_conj", "resolve_neg")
+def resolve_conj(input: Tensor) -> Tensor:
+    """input itself (no lazy conjugate or negative bit to materialize), as torch.resolve_conj /
+    torch.resolve_neg on a real tensor."""
+    return input
+
+
+@public("is_conj", "is_neg")
+def is_conj(input: Tensor) -> bool:
+    """False: gpucore's tensors carry no lazy conjugate or negative bit (torch.is_conj /
+    torch.is_neg)."""
+    return False
+
+
+@public("unsafe_chunk")
+def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
+    """torch.unsafe_chunk: chunk (PyTorch's form without view-aliasing checks)."""
+    return input.chunk(chunks, dim)
+
+
+@public("unsafe_split")
+def unsafe_split(input: Tensor, split_size: int, dim: int = 0) -> tuple:
+    """torch.unsafe_split: split (PyTorch's form without view-aliasing checks)."""
+    return input.split(split_size, dim)
+
+
+@public("unsafe_split_with_sizes")
+def unsafe_split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:
+    """torch.unsafe_split_with_sizes: split_with_sizes (without view-aliasing checks)."""
+    return input.split_with_sizes(split_sizes, dim)
+
+
+@public("nonzero_static")
+def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
+    """The first ``size`` rows of nonzero(input), padded with fill_value rows to exactly
+    ``size`` rows ([size, input.ndim] int64), as torch.nonzero_static."""
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise ValueError(f"nonzero_static(): size must be a non-negative int, got {size!r}")
+    idx = input.nonzero()[:size]
+    if idx.shape[0] == size:
+        return idx
+    pad = idx.new_full((size - idx.shape[0], idx.shape[1]), fill_value)
+    return cat([idx, pad], 0)

@@ -4,7 +4,8 @@ respect to A is PyTorch's: masked to the triangle read, dense for cholesky_solve
 cholesky_inverse; linalg.cholesky_ex / inv_ex / solve_ex (an ``info`` tensor instead of an
 error: inv_ex's and solve_ex's from ops/trsm.py's LU in the input's dtype, LAPACK's getrf info),
 linalg.cond, tensorinv, tensorsolve; vander / linalg.vander (cumulative products: exact
-gradients at 0), chain_matmul.
+gradients at 0), chain_matmul; linalg.lstsq (through pinv, with PyTorch's residuals, rank and
+singular values per driver).
 
 kernels: those of ops/trsm.py (cpu/trsm.c) and ops/decompositions.py (numpy's LAPACK).
 """
@@ -27,7 +28,7 @@ from .decompositions import check_square, mT
 from .elementwise import where
 from .joining import cat
 from .matrix import cholesky_ex as _cholesky
-from .matrix import inv, matrix_norm, multi_dot, solve, svdvals
+from .matrix import inv, matrix_norm, multi_dot, pinv, solve, svdvals
 from .registry import apply
 from .scan import cumprod
 from .trsm import LU_INFO, TRSM
@@ -327,3 +328,46 @@ def chain_matmul(*matrices: Tensor) -> Tensor:
     if len(matrices) == 1:
         return matrices[0].clone()
     return multi_dot(list(matrices))
+
+
+# ----------------------------------------------------------------------------- lstsq
+Lstsq = namedtuple("lstsq", ["solution", "residuals", "rank", "singular_values"])
+_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+
+
+def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None):
+    """(solution, residuals, rank, singular_values) of ``min ||A X - B||`` for A [*, m, n] and
+    B [*, m, k] (or [*, m]), batch dims broadcast, as torch.linalg.lstsq on the CPU: the
+    minimum-norm solution with singular values at or below ``rcond * s_max`` (rcond: the
+    dtype's epsilon times max(m, n)) taken as 0, through pinv, so differentiable; residuals
+    ``||A X - B||^2`` per column when m > n and the driver is not 'gelsy' (the default) and A
+    has full rank (always with 'gels'); rank except with 'gels'; the singular values with
+    'gelsd' / 'gelss'; empty tensors where PyTorch gives them."""
+    check_square("lstsq", A, square=False)
+    driver = "gelsy" if driver is None else driver
+    if driver not in _DRIVERS:
+        raise ValueError(f"linalg.lstsq: driver must be one of {_DRIVERS}, got {driver!r}")
+    if B.dtype is not A.dtype:
+        raise DTypeError(f"linalg.lstsq: A ({A.dtype}) and B ({B.dtype}) must have one dtype")
+    vector = B.ndim == A.ndim - 1
+    b = B.unsqueeze(-1) if vector else B
+    m, n = A.shape[-2], A.shape[-1]
+    if b.ndim < 2 or b.shape[-2] != m:
+        raise ShapeError(
+            f"linalg.lstsq: A {tuple(A.shape)} and B {tuple(B.shape)} do not fit (B needs {m} "
+            "rows: [*, m, k] or [*, m])"
+        )
+    if rcond is None:
+        rcond = float(np.finfo(A.dtype.np).eps) * max(m, n)
+    s = svdvals(A.detach())
+    rank = (s > rcond * s[..., :1]).sum(-1) if s.shape[-1] else s.new_zeros(s.shape[:-1]).long()
+    x = pinv(A, rtol=rcond) @ b
+    empty = A.new_empty(0)
+    full = bool((rank == min(m, n)).all()) if rank.numel() else True
+    if m > n and driver != "gelsy" and (driver == "gels" or full):
+        residuals = ((A @ x - b) ** 2).sum(-2)  # [*, 1] for a vector B too, as PyTorch
+    else:
+        residuals = empty
+    rank_out = rank.new_empty(0) if driver == "gels" else rank
+    svals = s if driver in ("gelsd", "gelss") else empty
+    return Lstsq(x.squeeze(-1) if vector else x, residuals, rank_out, svals)

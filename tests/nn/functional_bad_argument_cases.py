@@ -113,6 +113,28 @@ TEMPLATES = {
     "max_unpool1d": lambda: (_pooled(1), {}),
     "max_unpool2d": lambda: (_pooled(2), {}),
     "max_unpool3d": lambda: (_pooled(3), {}),
+    "native_channel_shuffle": lambda: ((t(1, 4, 2, 2), 2), {}),
+    "conv_tbc": lambda: ((t(5, 2, 3), t(2, 3, 4, seed=1), t(4, seed=2)), {}),
+    "linear_cross_entropy": lambda: ((t(3, 4), t(5, 4, seed=1), t(3, kind="index:5")), {}),
+    # self-attention: E 4, 2 heads, packed projections with biases
+    "multi_head_attention_forward": lambda: (
+        (
+            t(3, 2, 4),
+            t(3, 2, 4, seed=1),
+            t(3, 2, 4, seed=2),
+            4,
+            2,
+            t(12, 4, seed=3),
+            t(12, seed=4),
+            None,
+            None,
+            False,
+            0.0,
+            t(4, 4, seed=5),
+            t(4, seed=6),
+        ),
+        {},
+    ),  # fmt: skip
 }
 
 

@@ -205,3 +205,19 @@ def test_deprecated_upsample_aliases_match_torch():
         with pytest.warns(UserWarning, match="deprecated"):
             theirs = getattr(torch.nn.functional, name)(torch.tensor(x), **kw)
         np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_deprecated_container_and_nllloss2d_as_torch():
+    with pytest.warns(FutureWarning, match="Container"):
+        c = nn.Container(a=nn.Linear(2, 3), b=nn.ReLU())
+    assert [n for n, _ in c.named_children()] == ["a", "b"]
+    with pytest.warns(FutureWarning, match="NLLLoss2d"):
+        ours = nn.NLLLoss2d(ignore_index=1, reduction="sum")
+    with pytest.warns(FutureWarning):
+        theirs = torch.nn.NLLLoss2d(ignore_index=1, reduction="sum")
+    rng = np.random.default_rng(50)
+    x = rng.standard_normal((2, 3, 4, 4))
+    t = rng.integers(0, 3, (2, 4, 4))
+    got = ours(gc.tensor(x).log_softmax(1), gc.tensor(t))
+    want = theirs(torch.tensor(x).log_softmax(1), torch.tensor(t))
+    np.testing.assert_allclose(got.item(), want.item(), rtol=1e-12)

@@ -186,3 +186,21 @@ def test_set_as_torch():
         gc.ones(2).set_(gc.ones(2, dtype=gc.float64))
     with pytest.raises(gc.AutogradError, match="set_"):
         gc.ones(2, requires_grad=True).set_(gb)
+
+
+@pytest.mark.filterwarnings("ignore:non-inplace resize")
+def test_out_of_place_resize_as_torch():
+    torch = pytest.importorskip("torch")
+    x = np.arange(6.0)
+    g, t = gc.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    gy, ty = g.resize(2, 3), t.resize(2, 3)
+    np.testing.assert_array_equal(gy.detach().numpy(), ty.detach().numpy())
+    w = np.arange(6.0).reshape(2, 3)
+    (gy * gc.tensor(w)).sum().backward()
+    (ty * torch.tensor(w)).sum().backward()
+    np.testing.assert_array_equal(g.grad.numpy(), t.grad.numpy())
+    assert tuple(g.resize_as(gc.zeros(3, 2)).shape) == tuple(t.resize_as(torch.zeros(3, 2)).shape)
+    with pytest.warns(UserWarning, match="non-inplace resize is deprecated"):
+        g.resize(3, 2)
+    with pytest.raises(gc.ShapeError, match="resize"):
+        g.resize(4)

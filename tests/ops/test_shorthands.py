@@ -6,6 +6,7 @@ numpy where PyTorch is missing, gradients, and bad arguments."""
 import numpy as np
 import pytest
 from helpers import check_grad
+from torch_compare import same_as_torch
 
 import gpucore as gc
 from gpucore.errors import ArgumentTypeError, DTypeError, GpucoreIndexError, ShapeError
@@ -169,3 +170,56 @@ def test_index_put_unique_consecutive_trapezoid_against_torch():
     check_grad(lambda t, v: gc.index_put(t, (gc.tensor([0, 2, 0]),), v, True), z, np.ones((3, 3)))
     with pytest.raises(DTypeError, match="index_put"):
         gc.index_put(gc.tensor(z), (gc.tensor([0]),), gc.tensor([1.0]), accumulate=True)
+
+
+def test_absolute_and_adjoint_as_torch():
+    x = np.random.default_rng(21).uniform(-2, 2, (2, 3, 4))
+    same_as_torch(lambda m, a: m.absolute(a), x)
+    same_as_torch(lambda m, a: a.absolute(), x)
+    same_as_torch(lambda m, a: m.adjoint(a), x)
+    same_as_torch(lambda m, a: a.adjoint(), x[0])
+    y = gc.tensor(x)
+    assert y.absolute_() is y
+    np.testing.assert_array_equal(y.numpy(), np.abs(x))
+    v = gc.tensor(x)
+    v.adjoint()[0, 0, 0] = 9.0  # a view: the write lands in v
+    assert v.numpy()[0, 0, 0] == 9.0
+    with pytest.raises(ShapeError, match="adjoint"):
+        gc.adjoint(gc.zeros(3))
+
+
+def test_real_tensor_forms_unsafe_splits_and_nonzero_static_as_torch():
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(22).uniform(-2, 2, (3, 4))
+    same_as_torch(lambda m, a: m.unsafe_chunk(a, 2, 1), x)
+    same_as_torch(lambda m, a: a.unsafe_split(2), x)
+    same_as_torch(lambda m, a: m.unsafe_split_with_sizes(a, [1, 3], 1), x)
+    same_as_torch(lambda m, a: m.isreal(a), x, grad=False)
+    g, t = gc.tensor(x), torch.tensor(x)
+    assert g.resolve_conj() is g and gc.resolve_neg(g) is g
+    assert gc.is_conj(g) is t.is_conj() is False and g.is_neg() is t.is_neg() is False
+    assert gc.typename(gc.tensor(x).float()) == torch.typename(t.float()).replace(
+        "torch", "gpucore"
+    )
+    assert gc.typename(3) == torch.typename(3) == "int"
+    assert gc.typename(gc.nn.Linear) == "gpucore.nn.modules.linear.Linear"
+    z = np.array([[0, 1, 0], [2, 0, 3]])
+    for size, fill in ((0, -1), (2, -1), (5, -7)):
+        same_as_torch(
+            lambda m, a, s=size, f=fill: m.nonzero_static(a, size=s, fill_value=f), z, grad=False
+        )
+    with pytest.raises(ValueError, match="size"):
+        gc.nonzero_static(gc.tensor(z), size=-1)
+
+
+def test_addmm_in_place_as_torch():
+    rng = np.random.default_rng(23)
+    c, a, b = rng.uniform(-1, 1, (2, 4)), rng.uniform(-1, 1, (2, 3)), rng.uniform(-1, 1, (3, 4))
+
+    def f(m, c, a, b):
+        y = c * 1.0  # a non-leaf, modified in place
+        r = y.addmm_(a, b, beta=0.5, alpha=2.0)
+        assert r is y
+        return y
+
+    same_as_torch(f, c, a, b)

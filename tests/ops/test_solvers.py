@@ -152,3 +152,39 @@ def test_on_vulkan_the_cpu_answers(vulkan):
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(gc.linalg.vander(gc.tensor(b[:, 0], device="vulkan"), N=3).numpy(),
                                v, rtol=1e-6)  # fmt: skip
+
+
+LSTSQ_A = {
+    "tall": np.random.default_rng(40).uniform(-1, 1, (5, 3)),
+    "wide": np.random.default_rng(41).uniform(-1, 1, (3, 5)),
+    "rank2": np.random.default_rng(42).uniform(-1, 1, (5, 2))
+    @ np.random.default_rng(43).uniform(-1, 1, (2, 3)),
+    "batch": np.random.default_rng(44).uniform(-1, 1, (2, 5, 3)),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(LSTSQ_A))
+@pytest.mark.parametrize("driver", [None, "gels", "gelsy", "gelsd", "gelss"])
+def test_lstsq_as_torch(kind, driver):
+    a = LSTSQ_A[kind]
+    if kind == "rank2" and driver == "gels":
+        pytest.skip("gels assumes full rank (PyTorch's answer is then meaningless)")
+    b = np.random.default_rng(45).uniform(-1, 1, a.shape[:-1] + (2,))
+    for i in range(4):  # solution, residuals, rank, singular values: values, shapes, dtypes
+        same_as_torch(
+            lambda m, a, b, i=i: m.linalg.lstsq(a, b, driver=driver)[i],
+            a, b, grad=i == 0 and kind != "rank2", check_fd=i == 0,
+        )  # fmt: skip
+    x = gc.linalg.lstsq(gc.tensor(a), gc.tensor(b), driver=driver).solution
+    ref = np.linalg.pinv(a, rcond=np.finfo(np.float64).eps * max(a.shape[-2:])) @ b
+    np.testing.assert_allclose(x.numpy(), ref, atol=1e-12)
+
+
+def test_lstsq_vector_rhs_broadcast_and_errors():
+    a, b = LSTSQ_A["tall"], np.random.default_rng(46).uniform(-1, 1, 5)
+    same_as_torch(lambda m, a, b: m.linalg.lstsq(a, b).solution, a, b)
+    same_as_torch(lambda m, a, b: m.linalg.lstsq(a, b, driver="gelsd").residuals, a, b)
+    with pytest.raises(ValueError, match="driver"):
+        gc.linalg.lstsq(gc.tensor(a), gc.tensor(b), driver="fast")
+    with pytest.raises(gc.ShapeError, match="do not fit"):
+        gc.linalg.lstsq(gc.tensor(a), gc.tensor(b[:4]))

@@ -22,7 +22,9 @@ from ...ops.api import checked
 from ._utils import _check_reduction, _pair
 from .activation import (
     celu,
+    celu_,
     elu,
+    elu_,
     gelu,
     glu,
     gumbel_softmax,
@@ -30,15 +32,20 @@ from .activation import (
     hardsigmoid,
     hardswish,
     hardtanh,
+    hardtanh_,
     leaky_relu,
+    leaky_relu_,
     log_softmax,
     logsigmoid,
     mish,
     prelu,
     relu,
     relu6,
+    relu_,
     rrelu,
+    rrelu_,
     selu,
+    selu_,
     sigmoid,
     silu,
     softmax,
@@ -49,11 +56,12 @@ from .activation import (
     tanh,
     tanhshrink,
     threshold,
+    threshold_,
 )
-from .attention import scaled_dot_product_attention
-from .conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d, fold, unfold
+from .attention import multi_head_attention_forward, scaled_dot_product_attention
+from .conv import conv1d, conv2d, conv_tbc, conv_transpose1d, conv_transpose2d, fold, unfold
 from .conv3d import conv3d, conv_transpose3d
-from .distance import cosine_similarity, pairwise_distance
+from .distance import cosine_similarity, pairwise_distance, pdist
 from .dropout import (
     alpha_dropout,
     dropout,
@@ -63,7 +71,7 @@ from .dropout import (
     feature_alpha_dropout,
 )
 from .grid import affine_grid, grid_sample
-from .linear import bilinear, linear
+from .linear import bilinear, linear, linear_cross_entropy
 from .loss import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -99,7 +107,12 @@ from .normalization import (
     rms_norm,
 )
 from .padding import pad
-from .pixelshuffle import channel_shuffle, pixel_shuffle, pixel_unshuffle
+from .pixelshuffle import (
+    channel_shuffle,
+    native_channel_shuffle,
+    pixel_shuffle,
+    pixel_unshuffle,
+)
 from .pooling import (
     _pool_args,
     adaptive_avg_pool1d,
@@ -140,7 +153,9 @@ from . import toplevel  # noqa: E402, F401  isort: skip  (gpucore.dropout, gpuco
 __all__ = [
     # activation
     "celu",
+    "celu_",
     "elu",
+    "elu_",
     "gaussian_nll_loss",
     "gelu",
     "gumbel_softmax",
@@ -149,15 +164,20 @@ __all__ = [
     "hardshrink",
     "hardswish",
     "hardtanh",
+    "hardtanh_",
     "leaky_relu",
+    "leaky_relu_",
     "log_softmax",
     "logsigmoid",
     "mish",
     "prelu",
     "relu",
+    "relu_",
     "relu6",
     "rrelu",
+    "rrelu_",
     "selu",
+    "selu_",
     "sigmoid",
     "silu",
     "softmax",
@@ -168,13 +188,17 @@ __all__ = [
     "tanh",
     "tanhshrink",
     "threshold",
+    "threshold_",
     # linear, attention, conv, pooling
     "linear",
+    "linear_cross_entropy",
     "scaled_dot_product_attention",
+    "multi_head_attention_forward",
     "bilinear",
     "conv1d",
     "conv2d",
     "conv3d",
+    "conv_tbc",
     "conv_transpose1d",
     "conv_transpose2d",
     "conv_transpose3d",
@@ -197,6 +221,7 @@ __all__ = [
     "affine_grid",
     "grid_sample",
     "channel_shuffle",
+    "native_channel_shuffle",
     "adaptive_max_pool1d_with_indices",
     "adaptive_max_pool2d_with_indices",
     "adaptive_max_pool3d_with_indices",
@@ -238,6 +263,7 @@ __all__ = [
     "upsample_nearest",
     "cosine_similarity",
     "pairwise_distance",
+    "pdist",
     # loss
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",

@@ -287,3 +287,48 @@ def gumbel_softmax(
     index = y.argmax(dim, keepdim=True)
     y_hard = y.detach().new_zeros(y.shape).scatter(dim, index, 1.0)
     return y_hard - y.detach() + y
+
+
+# ============================================================================= in-place forms
+# PyTorch's F.<name>_: the activation written into input, which is returned (an error for a leaf
+# that requires grad, as for every in-place op; a non-leaf keeps a correct history).
+def relu_(input: Tensor) -> Tensor:
+    """torch.nn.functional.relu_: relu(input, inplace=True)."""
+    return relu(input, inplace=True)
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """torch.nn.functional.elu_: elu(input, alpha, inplace=True)."""
+    return elu(input, alpha, inplace=True)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """torch.nn.functional.celu_: celu(input, alpha, inplace=True)."""
+    return celu(input, alpha, inplace=True)
+
+
+def selu_(input: Tensor) -> Tensor:
+    """torch.nn.functional.selu_: selu(input, inplace=True)."""
+    return selu(input, inplace=True)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """torch.nn.functional.leaky_relu_: leaky_relu(input, negative_slope, inplace=True)."""
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """torch.nn.functional.hardtanh_: hardtanh(input, min_val, max_val, inplace=True)."""
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def rrelu_(
+    input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False
+) -> Tensor:
+    """torch.nn.functional.rrelu_: rrelu(input, lower, upper, training, inplace=True)."""
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    """torch.nn.functional.threshold_: threshold(input, threshold, value, inplace=True)."""
+    return _activation("threshold", input, lambda x: E.where(x > threshold, x, value), True)

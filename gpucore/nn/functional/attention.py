@@ -24,15 +24,17 @@ import numpy as np
 
 from ... import dtypes as D
 from ...autograd.grad_mode import _state as _grad_state
-from ...creation import ones
+from ...creation import ones, zeros
 from ...errors import DTypeError, ShapeError
 from ...ops import elementwise as E
 from ...ops import nn as nn_ops
 from ...ops import registry
 from ...ops.attention import fused_attention
+from ...ops.joining import cat
 from ...tensor import Tensor
 from ._utils import _check_tensor
 from .dropout import dropout
+from .linear import linear
 
 _OP = "scaled_dot_product_attention"
 
@@ -234,3 +236,221 @@ def _attention(
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, training=True)
     return weights.matmul(value), weights
+
+
+# ============================================================================= multi-head attention
+def multi_head_attention_forward(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    embed_dim_to_check: int,
+    num_heads: int,
+    in_proj_weight: Tensor | None,
+    in_proj_bias: Tensor | None,
+    bias_k: Tensor | None,
+    bias_v: Tensor | None,
+    add_zero_attn: bool,
+    dropout_p: float,
+    out_proj_weight: Tensor,
+    out_proj_bias: Tensor | None,
+    training: bool = True,
+    key_padding_mask: Tensor | None = None,
+    need_weights: bool = True,
+    attn_mask: Tensor | None = None,
+    use_separate_proj_weight: bool = False,
+    q_proj_weight: Tensor | None = None,
+    k_proj_weight: Tensor | None = None,
+    v_proj_weight: Tensor | None = None,
+    static_k: Tensor | None = None,
+    static_v: Tensor | None = None,
+    average_attn_weights: bool = True,
+    is_causal: bool = False,
+) -> tuple:
+    """The forward of nn.MultiheadAttention as a function, as
+    torch.nn.functional.multi_head_attention_forward: query [L, N, E] (unbatched [L, E]), key
+    [S, N, kdim] and value [S, N, vdim] projected by in_proj_weight [3E, E] (or q/k/v_proj_weight
+    with use_separate_proj_weight) and in_proj_bias [3E]; bias_k / bias_v [1, 1, E] appended to
+    the keys and values; static_k / static_v [N*H, S, E/H] replace the projected ones; a zero key
+    and value appended with add_zero_attn; dropout on the weights while training; the heads
+    joined and projected by out_proj. Returns (output [L, N, E], weights [N, L, S] averaged over
+    heads, or [N, H, L, S] with average_attn_weights=False, or None with need_weights=False).
+
+    Masks as PyTorch's: bool True marks what may NOT be attended, float masks are added;
+    attn_mask [L, S] or [N*H, L, S], key_padding_mask [N, S]. is_causal is a hint that
+    attn_mask is the causal mask (an attn_mask is required with it, as in PyTorch)."""
+    _check_tensor("multi_head_attention_forward", query, "query")
+    if is_causal and attn_mask is None:
+        raise ValueError(
+            "multi_head_attention_forward(): Need attn_mask if specifying the is_causal hint. "
+            "You may use the Transformer module method `generate_square_subsequent_mask` to "
+            "create this mask."
+        )
+    e = query.shape[-1] if query.ndim else 0
+    if e != embed_dim_to_check:
+        raise ShapeError(
+            f"multi_head_attention_forward(): was expecting embedding dimension of "
+            f"{embed_dim_to_check}, but got {e} (query shape {tuple(query.shape)})"
+        )
+    if use_separate_proj_weight:
+        if q_proj_weight is None or k_proj_weight is None or v_proj_weight is None:
+            raise ValueError(
+                "multi_head_attention_forward(): use_separate_proj_weight=True needs "
+                "q_proj_weight, k_proj_weight and v_proj_weight"
+            )
+        bs = (None,) * 3 if in_proj_bias is None else in_proj_bias.chunk(3)
+        proj = tuple(zip((q_proj_weight, k_proj_weight, v_proj_weight), bs))
+    elif in_proj_weight is None:
+        raise ValueError(
+            "multi_head_attention_forward(): use_separate_proj_weight is False but "
+            "in_proj_weight is None"
+        )
+    else:
+        proj = None
+    if (bias_k is None) != (bias_v is None):
+        raise ValueError("multi_head_attention_forward(): pass both bias_k and bias_v, or neither")
+    if bias_k is not None and (static_k is not None or static_v is not None):
+        raise ValueError(
+            "multi_head_attention_forward(): bias_k / bias_v cannot be added to static keys "
+            "and values"
+        )
+    return _multi_head_attention(
+        "multi_head_attention_forward()", query, key, value, num_heads, in_proj_weight,
+        in_proj_bias, proj, bias_k, bias_v, add_zero_attn, dropout_p if training else 0.0,
+        out_proj_weight, out_proj_bias, key_padding_mask, need_weights, attn_mask,
+        static_k, static_v, average_attn_weights, is_causal,
+    )  # fmt: skip
+
+
+def _multi_head_attention(
+    name, query, key, value, num_heads, in_proj_weight, in_proj_bias, proj, bias_k, bias_v,
+    add_zero_attn, dropout_p, out_proj_weight, out_proj_bias, key_padding_mask, need_weights,
+    attn_mask, static_k, static_v, average_attn_weights, is_causal,
+) -> tuple:  # fmt: skip
+    """The code multi_head_attention_forward and nn.MultiheadAttention share. ``proj`` holds the
+    ((weight, bias) x 3) of separate projections, None for the packed in_proj_weight; an
+    is_causal without attn_mask applies the causal mask (nn.MultiheadAttention's leniency)."""
+    unbatched = query.ndim == 2
+    self_attention = query is key and key is value and proj is None
+    if query.ndim not in (2, 3) or key.ndim != query.ndim or value.ndim != query.ndim:
+        raise ShapeError(
+            f"{name}: query, key and value must all be 3-D (batched) or 2-D (unbatched), got "
+            f"shapes {tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}"
+        )
+    if unbatched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt, bsz, e = query.shape
+    src = key.shape[0]
+    ws = (in_proj_weight,) * 3 if proj is None else [w for w, _ in proj]
+    edim, kdim, vdim = (w.shape[-1] if w.ndim == 2 else -1 for w in ws)
+    if e != edim or key.shape[2] != kdim or value.shape[2] != vdim:
+        raise ShapeError(
+            f"{name}: expected query, key and value features {edim}, {kdim} and {vdim}, got "
+            f"shapes {tuple(query.shape)}, {tuple(key.shape)} and {tuple(value.shape)}"
+        )
+    h = num_heads
+    if h <= 0 or e % h:
+        raise ValueError(f"{name}: embed_dim {e} not divisible by num_heads {h}")
+    hd = e // h
+    if key.shape[:2] != value.shape[:2] or key.shape[1] != bsz:
+        raise ShapeError(
+            f"{name}: key {tuple(key.shape)} and value {tuple(value.shape)} must share sequence "
+            f"length and batch size, and the batch must be the query's {bsz}"
+        )
+    if self_attention:  # one GEMM for the three projections
+        q, k, v = linear(query, in_proj_weight, in_proj_bias).chunk(3, dim=-1)
+    else:
+        if proj is None:
+            ws = in_proj_weight.chunk(3)  # the three gradients meet in one cat
+            bs = (None,) * 3 if in_proj_bias is None else in_proj_bias.chunk(3)
+            proj = tuple(zip(ws, bs))
+        (wq, bq), (wk, bk), (wv, bv) = proj
+        q, k, v = linear(query, wq, bq), linear(key, wk, bk), linear(value, wv, bv)
+    mask = _float_mask(name, attn_mask, q.dtype, "attn_mask")
+    if mask is not None and mask.ndim == 3:
+        if tuple(mask.shape) != (bsz * h, tgt, src):
+            raise ShapeError(
+                f"{name}: a 3-D attn_mask must have shape {(bsz * h, tgt, src)}, got "
+                f"{tuple(mask.shape)}"
+            )
+        mask = mask.reshape(bsz, h, tgt, src)
+    elif mask is not None and tuple(mask.shape) != (tgt, src):
+        raise ShapeError(
+            f"{name}: a 2-D attn_mask must have shape {(tgt, src)}, got {tuple(mask.shape)}"
+        )
+    kpm = _float_mask(name, key_padding_mask, q.dtype, "key_padding_mask")
+    if kpm is not None and tuple(kpm.shape) != (bsz, src):
+        raise ShapeError(
+            f"{name}: key_padding_mask must have shape {(bsz, src)}, got {tuple(kpm.shape)}"
+        )
+    if is_causal and kpm is None and not need_weights:
+        mask = None  # PyTorch's hint: the fused causal attention replaces the mask
+    causal = is_causal and mask is None
+    if bias_k is not None:
+        k = cat([k, bias_k.expand(1, bsz, e)], 0)
+        v = cat([v, bias_v.expand(1, bsz, e)], 0)
+        mask, kpm = _pad_last(mask), _pad_last(kpm)
+    # [S, N, E] -> [N, H, S, hd]; static keys and values [N*H, S, hd] come in as they are
+    q = q.reshape(tgt, bsz, h, hd).permute(1, 2, 0, 3)
+    k = _heads(name, "static_k", k, static_k, bsz, h, hd)
+    v = _heads(name, "static_v", v, static_v, bsz, h, hd)
+    if add_zero_attn:
+        z = zeros(bsz, h, 1, hd, dtype=k.dtype)
+        z = z if z.device == k.device else z.to(k.device)
+        k, v = cat([k, z], 2), cat([v, z], 2)
+        mask, kpm = _pad_last(mask), _pad_last(kpm)
+    if kpm is not None:
+        if kpm.shape[-1] != k.shape[2]:
+            raise ShapeError(
+                f"{name}: key_padding_mask covers {kpm.shape[-1]} keys, the keys are {k.shape[2]}"
+            )
+        kpm = kpm.reshape(bsz, 1, 1, kpm.shape[-1])
+        mask = kpm if mask is None else mask + kpm
+    if need_weights:
+        out, weights = _attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=causal)
+    else:  # the fused kernels where they apply
+        out = scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=causal
+        )
+    out = out.permute(2, 0, 1, 3).reshape(tgt, bsz, e)  # [L, N, E]
+    out = linear(out, out_proj_weight, out_proj_bias)
+    if unbatched:
+        out = out.squeeze(1)
+    if not need_weights:
+        return out, None
+    if average_attn_weights:
+        weights = weights.mean(dim=1)
+    return out, weights.squeeze(0) if unbatched else weights
+
+
+def _heads(name: str, what: str, t: Tensor, static: Tensor | None, bsz: int, h: int, hd: int):
+    """t [S, N, E] as [N, H, S, hd], or the static [N*H, S, hd] tensor given instead."""
+    if static is None:
+        return t.reshape(t.shape[0], bsz, h, hd).permute(1, 2, 0, 3)
+    if static.ndim != 3 or static.shape[0] != bsz * h or static.shape[2] != hd:
+        raise ShapeError(
+            f"{name}: {what} must have shape [N*num_heads, S, head_dim] = [{bsz * h}, S, {hd}], "
+            f"got {tuple(static.shape)}"
+        )
+    return static.reshape(bsz, h, static.shape[1], hd)
+
+
+def _float_mask(name: str, mask, dtype, what: str):
+    """PyTorch's canonical mask: a bool mask becomes 0 where False and -inf where True; a float
+    mask is kept (cast to dtype); None stays None."""
+    if mask is None:
+        return None
+    if mask.dtype is D.bool_:
+        return E.where(mask, float("-inf"), 0.0).to(dtype)
+    if not mask.dtype.is_floating_point:
+        raise TypeError(f"{name}: {what} must be bool or floating point, got {mask.dtype}")
+    return mask.to(dtype)
+
+
+def _pad_last(mask):
+    """mask with a zero column appended on its last dim (for bias_k/v and add_zero_attn)."""
+    if mask is None:
+        return None
+    z = zeros(*mask.shape[:-1], 1, dtype=mask.dtype)
+    return cat([mask, z if z.device == mask.device else z.to(mask.device)], -1)

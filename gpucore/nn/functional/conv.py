@@ -348,3 +348,32 @@ def conv_transpose1d(
         x.unsqueeze(2), weight.unsqueeze(2), bias, args[0], args[1], args[2], groups, args[3]
     ).squeeze(2)
     return out.squeeze(0) if squeeze else out
+
+
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
+    """A 1-D convolution over a time-major sequence, as torch.nn.functional.conv_tbc: input
+    [T, B, C_in], weight [K, C_in, C_out], bias [C_out], ``pad`` zeros at both ends of time;
+    returns [T + 2 pad - K + 1, B, C_out] (conv1d on the permuted operands)."""
+    _check_tensor("conv_tbc", input)
+    _check_tensor("conv_tbc", weight, "weight")
+    _check_tensor("conv_tbc", bias, "bias")
+    if input.ndim != 3 or weight.ndim != 3 or bias.ndim != 1:
+        raise ShapeError(
+            f"conv_tbc(): expected input [T, B, C_in], weight [K, C_in, C_out] and bias [C_out], "
+            f"got {tuple(input.shape)}, {tuple(weight.shape)}, {tuple(bias.shape)}"
+        )
+    if weight.shape[1] != input.shape[2] or bias.shape[0] != weight.shape[2]:
+        raise ShapeError(
+            f"conv_tbc(): input channels {input.shape[2]}, weight {tuple(weight.shape)} and "
+            f"bias {tuple(bias.shape)} do not fit (weight [K, C_in, C_out], bias [C_out])"
+        )
+    if weight.dtype is not input.dtype or bias.dtype is not input.dtype:
+        raise DTypeError(
+            f"conv_tbc(): input, weight and bias must be floating point of one dtype, got "
+            f"{input.dtype}, {weight.dtype} and {bias.dtype}"
+        )
+    pad = operator.index(pad)
+    if pad < 0:
+        raise ValueError(f"conv_tbc(): pad must be non-negative, got {pad}")
+    out = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    return out.permute(2, 0, 1)

@@ -1,8 +1,10 @@
-"""Distances: cosine_similarity and pairwise_distance (broadcasting their two inputs)."""
+"""Distances: cosine_similarity and pairwise_distance (broadcasting their two inputs), and pdist
+(gpucore.pdist: the upper triangle of the distances between the rows of one input)."""
 
 from __future__ import annotations
 
 from ...ops.common import broadcast_shapes
+from ...ops.distances import pdist as _pdist
 from ...tensor import Tensor
 from ._utils import _check_tensor
 
@@ -35,3 +37,9 @@ def pairwise_distance(
         d = d.reshape(1)
         return d.norm(p, 0, keepdim=False)
     return d.norm(p, -1, keepdim=keepdim)
+
+
+def pdist(input: Tensor, p: float = 2.0) -> Tensor:
+    """torch.nn.functional.pdist: the p-norm distances between the rows of an [N, M] input, i < j
+    in row-major order (N (N - 1) / 2 values; a zero distance has gradient 0)."""
+    return _pdist(input, p)

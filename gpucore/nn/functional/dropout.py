@@ -150,3 +150,24 @@ def feature_alpha_dropout(
     """alpha_dropout of whole channels ([N, C, ...]), as
     torch.nn.functional.feature_alpha_dropout."""
     return _alpha("feature_alpha_dropout", input, p, training, inplace, True)
+
+
+def feature_dropout(input: Tensor, p: float, train: bool, inplace: bool = False) -> Tensor:
+    """torch.feature_dropout's rule: one keep-or-drop draw per [N, C] pair of an input with at
+    least 2 dims (a 2-D input is then dropped element by element), the kept ones scaled by
+    1/(1-p); the identity when not training or p == 0."""
+    _check_tensor("feature_dropout", input)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"feature_dropout(): probability p must be in [0, 1], got {p}")
+    if input.ndim < 2:
+        raise ShapeError(
+            f"feature_dropout(): Feature dropout requires at least 2 dimensions in the input, "
+            f"got shape {tuple(input.shape)}"
+        )
+    if not train or p == 0.0:
+        return input
+    like = input.detach()[(slice(None),) * 2 + (slice(0, 1),) * (input.ndim - 2)]
+    mask = _dropout_mask(like, p)
+    if inplace:
+        return input.mul_(mask)
+    return input * mask

@@ -1,12 +1,16 @@
-"""linear: ``input @ weight.T + bias`` as one registry op (one GEMM with the bias folded in)."""
+"""linear: ``input @ weight.T + bias`` as one registry op (one GEMM with the bias folded in);
+linear_cross_entropy: cross_entropy of linear's logits."""
 
 from __future__ import annotations
+
+import math
 
 from ...errors import DTypeError, ShapeError
 from ...ops.linalg import LINEAR
 from ...ops.registry import apply
 from ...tensor import Tensor
 from ._utils import _check_tensor
+from .loss import cross_entropy
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -70,3 +74,71 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     if bias is not None:
         out = out + bias
     return out.reshape(*lead, out_f)
+
+
+def linear_cross_entropy(
+    input: Tensor,
+    linear_weight: Tensor,
+    target: Tensor,
+    *,
+    linear_bias: Tensor | None = None,
+    weight: Tensor | None = None,
+    reduction: str = "mean",
+    ignore_index: int | None = None,
+    label_smoothing: float = 0.0,
+    options=None,
+) -> Tensor:
+    """cross_entropy(linear(input, linear_weight, linear_bias), target, ...), as
+    torch.nn.functional.linear_cross_entropy: input [in] or [N, in]; linear_weight [C, in] or
+    [C, d_1, ..., d_K, in] for a K-dimensional loss (batched input only), linear_bias shaped as
+    its leading dims; target class indices or, shaped as the logits, probabilities;
+    ignore_index None means -100 (and must stay None with probabilities). ``options`` (PyTorch's
+    chunking of the batch to save memory) is accepted; the logits are computed whole."""
+    _check_tensor("linear_cross_entropy", input)
+    _check_tensor("linear_cross_entropy", linear_weight, "linear_weight")
+    if input.ndim not in (1, 2):
+        raise ShapeError(
+            f"linear_cross_entropy(): expected input with dimensionality 1 or 2, got "
+            f"{input.ndim} (shape {tuple(input.shape)})"
+        )
+    if linear_weight.ndim < 2:
+        raise ShapeError(
+            f"linear_cross_entropy(): expected linear_weight with dimensionality at least 2, "
+            f"got {linear_weight.ndim}"
+        )
+    batches, in_features = tuple(input.shape[:-1]), input.shape[-1]
+    if in_features != linear_weight.shape[-1]:
+        raise ShapeError(
+            f"linear_cross_entropy(): expected equal input and linear_weight last dimensions "
+            f"(in_features), got {in_features} and {linear_weight.shape[-1]}, respectively"
+        )
+    classes, out = linear_weight.shape[0], tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (classes, *out):
+        raise ShapeError(
+            f"linear_cross_entropy(): expected linear_bias shape {(classes, *out)}, got "
+            f"{tuple(linear_bias.shape)}"
+        )
+    if out and not batches:
+        raise ShapeError(
+            f"linear_cross_entropy(): K-dimensional loss defined by linear_weight shape "
+            f"{tuple(linear_weight.shape)} requires batched input, (N, {in_features}), got "
+            f"unbatched input with shape {tuple(input.shape)}"
+        )
+    logits_shape = (*batches, classes, *out)
+    if tuple(target.shape) == logits_shape and ignore_index is not None:
+        raise ValueError(
+            "linear_cross_entropy(): ignore_index cannot be specified when target contains "
+            "probabilities"
+        )
+    total = classes * math.prod(out)
+    w = linear_weight.reshape(total, in_features) if out else linear_weight
+    b = linear_bias.reshape(total) if out and linear_bias is not None else linear_bias
+    logits = linear(input, w, b).reshape(logits_shape)
+    return cross_entropy(
+        logits,
+        target,
+        weight=weight,
+        reduction=reduction,
+        ignore_index=-100 if ignore_index is None else ignore_index,
+        label_smoothing=label_smoothing,
+    )

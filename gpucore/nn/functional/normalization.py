@@ -19,7 +19,7 @@ from ...ops import norm_batch as _bn
 from ...ops.joining import cat
 from ...ops.registry import CAPTURE
 from ...tensor import Tensor
-from ._utils import _check_tensor
+from ._utils import _check_tensor, _const
 
 _EPS: dict = {}  # rms_norm's default eps per dtype, filled on first use
 
@@ -323,3 +323,46 @@ def local_response_norm(
     padded = cat(parts, 1) if len(parts) > 1 else sq
     div = padded.unfold(1, size, 1).mean(-1)
     return input / (div * alpha + k) ** beta
+
+
+def _cross_map_window(channels: int, size: int) -> np.ndarray:
+    """[C, C] 0/1: the channels whose squares enter channel c's scale in PyTorch's legacy
+    CrossMapLRN2d, found by running its running-sum loop (which, unlike local_response_norm,
+    never takes channel 0 out of the sum and pads the window unevenly)."""
+    pre_pad = int((size - 1) / 2 + 1)
+    w = np.zeros((channels, channels))
+    w[0, : min(pre_pad, channels)] = 1
+    for c in range(1, channels):
+        w[c] = w[c - 1]
+        if c < channels - pre_pad + 1:
+            w[c, c + pre_pad - 1] += 1
+        if c > pre_pad:
+            w[c, c - pre_pad] -= 1
+    return w
+
+
+def cross_map_lrn2d(
+    input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0
+) -> Tensor:
+    """nn.CrossMapLRN2d's forward: ``x / (k + alpha / size * s) ** beta`` over a 4-D input
+    [N, C, H, W], where s sums the squares of the channels PyTorch's legacy running window
+    covers (_cross_map_window); a composition, so autograd gives its exact gradient."""
+    _check_tensor("CrossMapLRN2d", input)
+    if input.ndim != 4:
+        raise ShapeError(
+            f"CrossMapLRN2d: Expected input to be 4D, got {input.ndim}D instead (shape "
+            f"{tuple(input.shape)})"
+        )
+    size = operator.index(size)
+    if size < 1:
+        raise ValueError(f"CrossMapLRN2d: size must be positive, got {size}")
+    key = (input.shape[1], size, input.dtype, str(input.device))
+    w = _WINDOWS.get(key)
+    if w is None:
+        win = _cross_map_window(input.shape[1], size).T
+        w = _WINDOWS[key] = _const(win, dtype=input.dtype, device=input.device)
+    s = ((input * input).permute(0, 2, 3, 1) @ w).permute(0, 3, 1, 2)
+    return input * (s * (alpha / size) + k) ** (-beta)
+
+
+_WINDOWS: dict = {}  # cross_map_lrn2d's window matrices per (channels, size, dtype, device)

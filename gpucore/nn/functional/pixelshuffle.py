@@ -71,3 +71,9 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:
         )
     x = input.reshape(n, g, c // g, *rest).transpose(1, 2)
     return x.reshape(n, c, *rest)
+
+
+def native_channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """torch.nn.functional.native_channel_shuffle: channel_shuffle (PyTorch's native kernel of
+    it; the same result)."""
+    return channel_shuffle(input, groups)

@@ -13,6 +13,7 @@ from ...ops import elementwise as E
 from ...ops.common import check_indices
 from ...ops.indexing import index_select
 from ...ops.indexing import one_hot as _one_hot
+from ...ops.inplace import inplace as _inplace
 from ...ops.joining import cat
 from ...tensor import Tensor
 from ._utils import _check_tensor, _const
@@ -59,11 +60,7 @@ def embedding(
         padding_idx = padding_idx % num
     if max_norm is not None:
         with no_grad():
-            idx = input.reshape(-1)
-            rows = weight[idx]
-            norms = rows.norm(norm_type, dim=1, keepdim=True)
-            scale = E.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
-            weight[idx] = rows * scale
+            embedding_renorm_(weight, input, max_norm, norm_type)
     # index_select rather than weight[input]: the same rows and gradient, and it captures into
     # a compiled model with the indices as a runtime input (an index key cannot be captured)
     out = index_select(weight, 0, input.reshape(-1)).reshape(
@@ -73,6 +70,28 @@ def embedding(
         pad = (input == padding_idx).unsqueeze(-1)
         out = E.where(pad, out.detach(), out)
     return out
+
+
+def embedding_renorm_(input: Tensor, indices: Tensor, max_norm: float, norm_type: float) -> Tensor:
+    """torch.embedding_renorm_: the rows of input [num_embeddings, dim] named by ``indices``
+    whose ``norm_type``-norm exceeds max_norm are scaled in place to norm
+    ``max_norm / (norm + 1e-7) * norm``; returns input (an in-place op: a leaf that requires grad
+    raises unless under no_grad, as in PyTorch)."""
+    _check_tensor("embedding_renorm_", input)
+    if input.ndim != 2:
+        raise ShapeError(
+            f"embedding_renorm_(): input must be 2-D [num_embeddings, dim], got "
+            f"{tuple(input.shape)}"
+        )
+    if not isinstance(indices, Tensor) or indices.dtype not in (D.int64, D.int32):
+        raise DTypeError("embedding_renorm_(): indices must be an int64 (or int32) tensor")
+    check_indices("embedding_renorm_", indices, input.shape[0], "the embedding table (dim 0)")
+    with no_grad():
+        idx = indices.reshape(-1).to(D.int64)
+        norms = input.detach()[idx].norm(norm_type, dim=1, keepdim=True)
+        factor = full((input.shape[0], 1), 1.0, dtype=input.dtype, device=input.device)
+        factor[idx] = E.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+    return _inplace(input, lambda w: w * factor, saves_self=False, op="embedding_renorm_")
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:

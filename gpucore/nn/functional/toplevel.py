@@ -19,6 +19,8 @@ from . import sparse as S
 from .conv3d import conv3d as _conv3d
 from .conv3d import conv_transpose3d as _conv_transpose3d
 from .dropout import dropout as _dropout
+from .dropout import feature_dropout as _feature_dropout
+from .linear import bilinear as _bilinear
 
 
 @public("dropout", method=False)
@@ -237,3 +239,90 @@ def rrelu(
 ) -> Tensor:  # fmt: skip
     """torch.rrelu: F.rrelu (training draws the slopes from gpucore's default stream)."""
     return A.rrelu(input, lower, upper, training)
+
+
+@public("rms_norm", method=False)
+def rms_norm(
+    input: Tensor, normalized_shape, weight: Tensor | None = None, eps: float | None = None
+) -> Tensor:
+    """torch.rms_norm: F.rms_norm."""
+    return N.rms_norm(input, normalized_shape, weight, eps)
+
+
+@public("pixel_unshuffle", method=False)
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """torch.pixel_unshuffle: F.pixel_unshuffle."""
+    return P.pixel_unshuffle(input, downscale_factor)
+
+
+@public("native_channel_shuffle", method=False)
+def native_channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """torch.native_channel_shuffle: F.native_channel_shuffle (channel_shuffle)."""
+    return P.channel_shuffle(input, groups)
+
+
+@public("conv_tbc", method=False)
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
+    """torch.conv_tbc: F.conv_tbc."""
+    return C.conv_tbc(input, weight, bias, pad)
+
+
+@public("feature_dropout", method=False)
+def feature_dropout(input: Tensor, p: float, train: bool) -> Tensor:
+    """torch.feature_dropout: one keep-or-drop draw per (sample, channel) of an input with at
+    least 2 dims, the kept values scaled by 1/(1-p)."""
+    return _feature_dropout(input, p, train)
+
+
+@public("feature_dropout_", method=False)
+def feature_dropout_(input: Tensor, p: float, train: bool) -> Tensor:
+    """torch.feature_dropout_: feature_dropout written into input, which is returned."""
+    return _feature_dropout(input, p, train, inplace=True)
+
+
+@public("embedding_renorm_", method=False)
+def embedding_renorm_(input: Tensor, indices: Tensor, max_norm: float, norm_type: float) -> Tensor:
+    """torch.embedding_renorm_: the rows of input named by indices rescaled in place to at most
+    max_norm (the renormalization F.embedding's max_norm runs)."""
+    return S.embedding_renorm_(input, indices, max_norm, norm_type)
+
+
+@public("bilinear", method=False)
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """torch.bilinear: F.bilinear."""
+    return _bilinear(input1, input2, weight, bias)
+
+
+@public("prelu")
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """torch.prelu / Tensor.prelu: F.prelu."""
+    return A.prelu(input, weight)
+
+
+@public("convolution", method=False)
+def convolution(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    stride,
+    padding,
+    dilation,
+    transposed: bool,
+    output_padding,
+    groups: int,
+) -> Tensor:
+    """torch.convolution: F.conv1d / conv2d / conv3d, or their transposed forms, as picked by
+    weight's number of dims (3, 4 or 5) and ``transposed``."""
+    forms = {
+        (3, False): C.conv1d, (4, False): C.conv2d, (5, False): _conv3d,
+        (3, True): C.conv_transpose1d, (4, True): C.conv_transpose2d, (5, True): _conv_transpose3d,
+    }  # fmt: skip
+    form = forms.get((weight.ndim, bool(transposed)))
+    if form is None:
+        raise ValueError(
+            f"convolution(): weight must have 3, 4 or 5 dims (1-D, 2-D or 3-D convolution), got "
+            f"shape {tuple(weight.shape)}"
+        )
+    if transposed:
+        return form(input, weight, bias, stride, padding, output_padding, groups, dilation)
+    return form(input, weight, bias, stride, padding, dilation, groups)

@@ -28,7 +28,7 @@ from .activation import (
 )
 from .activation_extra import Hardshrink, RReLU, Softmax2d, Softshrink, Threshold
 from .adaptive import AdaptiveLogSoftmaxWithLoss
-from .container import ModuleDict, ModuleList, Sequential
+from .container import Container, ModuleDict, ModuleList, Sequential
 from .conv import (
     Conv1d,
     Conv2d,
@@ -80,6 +80,7 @@ from .loss import (
     MSELoss,
     MultiLabelSoftMarginLoss,
     NLLLoss,
+    NLLLoss2d,
     PoissonNLLLoss,
     SmoothL1Loss,
     SoftMarginLoss,
@@ -87,6 +88,7 @@ from .loss import (
 )
 from .loss_more import (
     CTCLoss,
+    LinearCrossEntropyLoss,
     MultiLabelMarginLoss,
     MultiMarginLoss,
     TripletMarginWithDistanceLoss,
@@ -95,6 +97,7 @@ from .normalization import (
     BatchNorm1d,
     BatchNorm2d,
     BatchNorm3d,
+    CrossMapLRN2d,
     GroupNorm,
     InstanceNorm1d,
     InstanceNorm2d,
@@ -195,6 +198,7 @@ __all__ = [
     "CosineSimilarity",
     "CrossEntropyLoss",
     "CTCLoss",
+    "LinearCrossEntropyLoss",
     "DataParallel",
     "Dropout",
     "Dropout1d",
@@ -242,6 +246,7 @@ __all__ = [
     "LazyLinear",
     "LeakyReLU",
     "Linear",
+    "CrossMapLRN2d",
     "LocalResponseNorm",
     "LogSigmoid",
     "LogSoftmax",
@@ -266,6 +271,7 @@ __all__ = [
     "MultiLabelSoftMarginLoss",
     "MultiMarginLoss",
     "NLLLoss",
+    "NLLLoss2d",
     "PairwiseDistance",
     "ParameterDict",
     "ParameterList",
@@ -289,6 +295,7 @@ __all__ = [
     "RReLU",
     "SELU",
     "Sequential",
+    "Container",
     "Sigmoid",
     "SiLU",
     "SmoothL1Loss",

@@ -7,14 +7,9 @@ from __future__ import annotations
 
 import warnings
 
-from ... import dtypes as D
-from ...creation import zeros
-from ...errors import ShapeError
-from ...ops.elementwise import where
-from ...ops.joining import cat
 from .. import functional as F
 from .. import init
-from ..functional.attention import _attention, scaled_dot_product_attention
+from ..functional.attention import _multi_head_attention
 from ..module import Module
 from ..parameter import Parameter
 from .linear import Linear, _new
@@ -393,12 +388,8 @@ class MultiheadAttention(Module):
                 init.xavier_normal_(b)
 
     def _projections(self) -> tuple:
-        """(weight, bias) of the query, key and value projections."""
-        # chunk, not three slices: the three gradients meet in one cat
-        if self._qkv_same_embed_dim:
-            ws = self.in_proj_weight.chunk(3)
-        else:
-            ws = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
+        """(weight, bias) of the query, key and value projections (separate weights)."""
+        ws = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
         b = self.in_proj_bias
         bs = (None,) * 3 if b is None else b.chunk(3)
         return tuple(zip(ws, bs))
@@ -415,110 +406,19 @@ class MultiheadAttention(Module):
         is_causal: bool = False,
     ) -> tuple:
         """(attention output, attention weights or None); see the class docstring."""
-        unbatched = query.ndim == 2
-        self_attention = query is key and key is value and self._qkv_same_embed_dim
-        if query.ndim not in (2, 3) or key.ndim != query.ndim or value.ndim != query.ndim:
-            raise ShapeError(
-                "MultiheadAttention: query, key and value must all be 3-D (batched) or 2-D "
-                f"(unbatched), got shapes {tuple(query.shape)}, {tuple(key.shape)}, "
-                f"{tuple(value.shape)}"
-            )
-        if unbatched:
-            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
-            if key_padding_mask is not None:
-                key_padding_mask = key_padding_mask.unsqueeze(0)
-        elif self.batch_first:  # work in [L, N, E] like PyTorch; transposes are views
-            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
-        tgt, bsz, e = query.shape
-        src = key.shape[0]
-        if e != self.embed_dim or key.shape[2] != self.kdim or value.shape[2] != self.vdim:
-            raise ShapeError(
-                f"MultiheadAttention: expected query, key and value features {self.embed_dim}, "
-                f"{self.kdim} and {self.vdim}, got shapes {tuple(query.shape)}, "
-                f"{tuple(key.shape)} and {tuple(value.shape)}"
-            )
-        if key.shape[:2] != value.shape[:2] or key.shape[1] != bsz:
-            raise ShapeError(
-                f"MultiheadAttention: key {tuple(key.shape)} and value {tuple(value.shape)} must "
-                f"share sequence length and batch size, and the batch must be the query's {bsz}"
-            )
-        if self_attention:  # one GEMM for the three projections
-            q, k, v = F.linear(query, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)
-        else:
-            (wq, bq), (wk, bk), (wv, bv) = self._projections()
-            q, k, v = F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
-        mask = _float_mask(attn_mask, q.dtype, "attn_mask")
-        if mask is not None and mask.ndim == 3:
-            if tuple(mask.shape) != (bsz * self.num_heads, tgt, src):
-                raise ShapeError(
-                    f"MultiheadAttention: a 3-D attn_mask must have shape "
-                    f"{(bsz * self.num_heads, tgt, src)}, got {tuple(mask.shape)}"
-                )
-            mask = mask.reshape(bsz, self.num_heads, tgt, src)
-        elif mask is not None and tuple(mask.shape) != (tgt, src):
-            raise ShapeError(
-                f"MultiheadAttention: a 2-D attn_mask must have shape {(tgt, src)}, got "
-                f"{tuple(mask.shape)}"
-            )
-        kpm = _float_mask(key_padding_mask, q.dtype, "key_padding_mask")
-        if kpm is not None and tuple(kpm.shape) != (bsz, src):
-            raise ShapeError(
-                f"MultiheadAttention: key_padding_mask must have shape {(bsz, src)}, got "
-                f"{tuple(kpm.shape)}"
-            )
-        if self.bias_k is not None:
-            k = cat([k, self.bias_k.expand(1, bsz, e)], 0)
-            v = cat([v, self.bias_v.expand(1, bsz, e)], 0)
-            mask, kpm = _pad_last(mask), _pad_last(kpm)
-        # [S, N, E] -> [N, H, S, hd]
-        h, hd = self.num_heads, self.head_dim
-        q, k, v = (t.reshape(t.shape[0], bsz, h, hd).permute(1, 2, 0, 3) for t in (q, k, v))
-        if self.add_zero_attn:
-            z = zeros(bsz, h, 1, hd, dtype=k.dtype)
-            z = z if z.device == k.device else z.to(k.device)
-            k, v = cat([k, z], 2), cat([v, z], 2)
-            mask, kpm = _pad_last(mask), _pad_last(kpm)
-        if kpm is not None:
-            kpm = kpm.reshape(bsz, 1, 1, kpm.shape[-1])
-            mask = kpm if mask is None else mask + kpm
-        causal = is_causal and mask is None
-        p = self.dropout if self.training else 0.0
-        if need_weights:
-            out, weights = _attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal)
-        else:  # the fused kernels where they apply
-            out = scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal
-            )
-        out = out.permute(2, 0, 1, 3).reshape(tgt, bsz, e)  # [L, N, E]
-        out = self.out_proj(out)
-        if self.batch_first and not unbatched:
+        if self.batch_first and query.ndim == 3:  # work in [L, N, E] like PyTorch (views)
+            if query is key and key is value:
+                query = key = value = query.transpose(0, 1)
+            else:
+                query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+        proj = None if self._qkv_same_embed_dim else self._projections()
+        out, weights = _multi_head_attention(
+            "MultiheadAttention", query, key, value, self.num_heads, self.in_proj_weight,
+            self.in_proj_bias, proj, self.bias_k, self.bias_v, self.add_zero_attn,
+            self.dropout if self.training else 0.0, self.out_proj.weight, self.out_proj.bias,
+            key_padding_mask, need_weights, attn_mask, None, None, average_attn_weights,
+            is_causal,
+        )  # fmt: skip
+        if self.batch_first and query.ndim == 3:
             out = out.transpose(0, 1)
-        if unbatched:
-            out = out.squeeze(1)
-        if not need_weights:
-            return out, None
-        if average_attn_weights:
-            weights = weights.mean(dim=1)
-        return out, weights.squeeze(0) if unbatched else weights
-
-
-def _float_mask(mask, dtype, what: str):
-    """PyTorch's canonical mask: a bool mask becomes 0 where False and -inf where True; a float
-    mask is kept (cast to dtype); None stays None."""
-    if mask is None:
-        return None
-    if mask.dtype is D.bool_:
-        return where(mask, float("-inf"), 0.0).to(dtype)
-    if not mask.dtype.is_floating_point:
-        raise TypeError(
-            f"MultiheadAttention: {what} must be bool or floating point, got {mask.dtype}"
-        )
-    return mask.to(dtype)
-
-
-def _pad_last(mask):
-    """mask with a zero column appended on its last dim (for bias_k/v and add_zero_attn)."""
-    if mask is None:
-        return None
-    z = zeros(*mask.shape[:-1], 1, dtype=mask.dtype)
-    return cat([mask, z if z.device == mask.device else z.to(mask.device)], -1)
+        return out, weights

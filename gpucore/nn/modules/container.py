@@ -1,8 +1,10 @@
-"""Containers: Sequential, ModuleList, ModuleDict (PyTorch's semantics)."""
+"""Containers: Sequential, ModuleList, ModuleDict (PyTorch's semantics) and the deprecated
+Container."""
 
 from __future__ import annotations
 
 import operator
+import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 
@@ -234,3 +236,19 @@ class ModuleDict(Module):
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ModuleDict has no forward(); call its modules by key")
+
+
+class Container(Module):
+    """PyTorch's deprecated nn.Container: a Module whose keyword arguments become its
+    submodules (subclass Module instead); constructing one warns, as in PyTorch."""
+
+    def __init__(self, **kwargs) -> None:
+        warnings.warn(
+            "`nn.Container` is deprecated. All of its functionality is now implemented in "
+            "`nn.Module`. Subclass that instead.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        super().__init__()
+        for key, value in kwargs.items():
+            self.add_module(key, value)

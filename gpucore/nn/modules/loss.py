@@ -4,6 +4,8 @@ MultiLabelSoftMarginLoss. Class weights and pos_weight are buffers (they move wi
 
 from __future__ import annotations
 
+import warnings
+
 from .. import functional as F
 from ..module import Module
 
@@ -71,6 +73,24 @@ class NLLLoss(_WeightedLoss):
             ignore_index=self.ignore_index,
             reduction=self.reduction,
         )
+
+
+class NLLLoss2d(NLLLoss):
+    """PyTorch's deprecated nn.NLLLoss2d: NLLLoss (its drop-in replacement); constructing one
+    warns, as in PyTorch."""
+
+    def __init__(
+        self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+        reduction: str = "mean",
+    ) -> None:  # fmt: skip
+        warnings.warn(
+            "`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a drop-in "
+            "replacement and see https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for "
+            "more details.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
 
 
 class MSELoss(_Loss):

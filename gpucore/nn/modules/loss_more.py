@@ -1,10 +1,14 @@
-"""More loss modules: CTCLoss (F.ctc_loss), MultiMarginLoss, MultiLabelMarginLoss and
-TripletMarginWithDistanceLoss."""
+"""More loss modules: CTCLoss (F.ctc_loss), MultiMarginLoss, MultiLabelMarginLoss,
+TripletMarginWithDistanceLoss and LinearCrossEntropyLoss (F.linear_cross_entropy with its own
+Linear)."""
 
 from __future__ import annotations
 
+import math
+
 from .. import functional as F
-from .loss import _Loss
+from .linear import Linear
+from .loss import _Loss, _WeightedLoss
 
 
 class CTCLoss(_Loss):
@@ -90,3 +94,68 @@ class TripletMarginWithDistanceLoss(_Loss):
             anchor, positive, negative, distance_function=self.distance_function,
             margin=self.margin, swap=self.swap, reduction=self.reduction,
         )  # fmt: skip
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """F.linear_cross_entropy with its own Linear(in_features, num_classes * prod(out_features),
+    bias) (stored flat, reshaped to [C, *out_features, in] in forward), as
+    torch.nn.LinearCrossEntropyLoss; weight, reduction, ignore_index (None: -100),
+    label_smoothing and options as there."""
+
+    def __init__(
+        self,
+        in_features: int,
+        num_classes: int,
+        *,
+        out_features: tuple = (),
+        bias: bool = False,
+        device=None,
+        dtype=None,
+        reduction: str = "mean",
+        weight=None,
+        ignore_index: int | None = None,
+        label_smoothing: float = 0.0,
+        options=None,
+    ) -> None:
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise ValueError(
+                f"LinearCrossEntropyLoss: expected weight shape to be {(num_classes,)}, got "
+                f"{tuple(weight.shape)}"
+            )
+        if not 0.0 <= label_smoothing <= 1.0:
+            raise ValueError(
+                f"LinearCrossEntropyLoss: expected label_smoothing to be in range [0, 1], got "
+                f"{label_smoothing}"
+            )
+        super().__init__(weight=weight, reduction=reduction)
+        self.num_classes = num_classes
+        self.out_features = tuple(out_features)
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+        total = num_classes * math.prod(self.out_features)
+        self.linear = Linear(in_features, total, bias=bias, device=device, dtype=dtype)
+        self.options = options
+
+    def forward(self, input, target):
+        shape = (self.num_classes, *self.out_features)
+        w = self.linear.weight.reshape(shape + (self.linear.in_features,))
+        b = None if self.linear.bias is None else self.linear.bias.reshape(shape)
+        return F.linear_cross_entropy(
+            input,
+            w,
+            target,
+            linear_bias=b,
+            weight=self.weight,
+            reduction=self.reduction,
+            ignore_index=self.ignore_index,
+            label_smoothing=self.label_smoothing,
+            options=self.options,
+        )
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+            f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+            f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+            f"label_smoothing={self.label_smoothing}, options={self.options}"
+        )

@@ -9,6 +9,7 @@ from ...creation import ones, tensor, zeros
 from ...errors import ShapeError
 from .. import functional as F
 from .. import init
+from ..functional.normalization import cross_map_lrn2d as _cross_map_lrn2d
 from ..module import Module
 from ..parameter import Parameter
 from .linear import _new
@@ -354,6 +355,26 @@ class LocalResponseNorm(Module):
 
     def forward(self, input):
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class CrossMapLRN2d(Module):
+    """PyTorch's legacy cross-channel local response normalization of 4-D inputs
+    (torch.nn.CrossMapLRN2d): ``x / (k + alpha / size * s) ** beta`` with s the sum of squares
+    over PyTorch's running channel window (which differs from LocalResponseNorm's at the
+    edges; see F.normalization.cross_map_lrn2d)."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input):
+        return _cross_map_lrn2d(input, self.size, self.alpha, self.beta, self.k)
 
     def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

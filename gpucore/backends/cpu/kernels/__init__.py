@@ -33,6 +33,7 @@ from . import (  # noqa: F401
     grid_sample,
     indexing,
     joining,
+    ldl,
     linalg,
     membership,
     nn,

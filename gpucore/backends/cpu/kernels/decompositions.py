@@ -83,3 +83,52 @@ def _eigh(out, a, uplo, n):
         out[...] = 0
         return
     _pack(out, *_lapack("eigh", np.linalg.eigh, a, UPLO=uplo))
+
+
+@kernel("linalg_geqrf")
+def _geqrf(outs, a):
+    q, tau = outs
+    if a.size == 0:
+        q[...] = a
+        tau[...] = 0
+        return
+    h, t = _lapack("geqrf", np.linalg.qr, a, mode="raw")  # LAPACK's geqrf, row-major transposed
+    np.copyto(q, np.swapaxes(h, -1, -2), casting="unsafe")
+    np.copyto(tau, t, casting="unsafe")
+
+
+def getrf(a: np.ndarray) -> tuple:
+    """(LU, 1-based pivots, info) of one m x n matrix by LAPACK's getrf rule: partial pivoting
+    on the largest magnitude of each column (the first on ties), a zero pivot recorded in info
+    and its column left uneliminated."""
+    lu = a.astype(np.float64)
+    m, n = lu.shape
+    k = min(m, n)
+    piv = np.zeros(k, np.int64)
+    info = 0
+    for j in range(k):
+        p = j + int(np.argmax(np.abs(lu[j:, j])))
+        piv[j] = p + 1
+        if lu[p, j] == 0:
+            info = info or j + 1
+            continue
+        if p != j:
+            lu[[j, p]] = lu[[p, j]]
+        lu[j + 1 :, j] /= lu[j, j]
+        lu[j + 1 :, j + 1 :] -= np.outer(lu[j + 1 :, j], lu[j, j + 1 :])
+    return lu, piv, info
+
+
+@kernel("linalg_lu_factor")
+def _lu_factor(outs, a):
+    lu, pivots, info = outs
+    m, n = a.shape[-2:]
+    nb = int(np.prod(a.shape[:-2], dtype=np.int64))
+    flat = a.reshape((nb, m, n))
+    lus, pivs, infos = lu.reshape((nb, m, n)), pivots.reshape((nb, min(m, n))), info.reshape(nb)
+    with np.errstate(all="ignore"):
+        for i, mat in enumerate(flat):
+            f, p, code = getrf(mat)
+            np.copyto(lus[i], f, casting="unsafe")
+            pivs[i] = p
+            infos[i] = code
