@@ -3,13 +3,14 @@ lu_solve and the older torch.lu, lu_unpack, lu_solve (functions and methods): LA
 rule (the largest magnitude of each column pivots, 1-based int32 pivots, info the first zero
 pivot), on m x n matrices and batches.
 
-The factorization is an op whose kernel runs numpy on the host; its result is re-expressed in
+The factorization is an op whose kernel runs on the host; its result is re-expressed in
 gpucore ops so that autograd gives PyTorch's derivative of the factors with respect to A
 (square, tall and wide matrices): a term zero in value carries ``L^-1 P^T dA U^-1`` split into
 its strictly lower and upper parts. lu_unpack and lu_solve are compositions (tril / triu,
 permutation matrices, triangular solves), so differentiable in LU and B.
 
-kernels: backends/cpu/kernels/decompositions.py (getrf in numpy) · none on Vulkan.
+kernels: backends/cpu/kernels/decompositions.py (square: cpu/trsm.c's LU in the input's dtype;
+rectangular: getrf in numpy) · none on Vulkan.
 """
 
 from __future__ import annotations

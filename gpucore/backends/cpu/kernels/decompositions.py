@@ -8,7 +8,7 @@ import numpy as np
 
 from ....errors import LinAlgError
 from .common import kernel
-from .trsm import lu_solve
+from .trsm import lu_factor, lu_solve
 
 
 def _lapack(op: str, fn, *args, **kw):
@@ -119,11 +119,33 @@ def getrf(a: np.ndarray) -> tuple:
     return lu, piv, info
 
 
+def _swaps(perm: np.ndarray) -> np.ndarray:
+    """LAPACK's 1-based row interchanges (ipiv) that apply the permutation ``perm`` (row i of
+    P A is row perm[i] of A) one row at a time."""
+    order = np.arange(perm.size)  # order[r]: the row of A now at position r
+    where = np.arange(perm.size)  # where[i]: the position of A's row i
+    ipiv = np.empty(perm.size, np.int64)
+    for j, row in enumerate(perm.tolist()):
+        p = int(where[row])
+        ipiv[j] = p + 1
+        order[j], order[p] = order[p], order[j]
+        where[order[j]], where[order[p]] = j, p
+    return ipiv
+
+
 @kernel("linalg_lu_factor")
 def _lu_factor(outs, a):
     lu, pivots, info = outs
     m, n = a.shape[-2:]
     nb = int(np.prod(a.shape[:-2], dtype=np.int64))
+    if m == n and a.dtype in (np.float32, np.float64):  # square: cpu/trsm.c's LU in a's dtype
+        f, perm, codes = lu_factor("lu_factor", a)
+        np.copyto(lu.reshape(f.shape), f)
+        pivs = pivots.reshape(nb, n)
+        for i in range(nb):
+            pivs[i] = _swaps(perm[i])
+        np.copyto(info.reshape(nb), codes, casting="unsafe")
+        return
     flat = a.reshape((nb, m, n))
     lus, pivs, infos = lu.reshape((nb, m, n)), pivots.reshape((nb, min(m, n))), info.reshape(nb)
     with np.errstate(all="ignore"):
