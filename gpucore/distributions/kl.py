@@ -196,14 +196,9 @@ def _dirichlet(p, q):
 
 @register_kl(ContinuousBernoulli, ContinuousBernoulli)
 def _continuous_bernoulli(p, q):
-    # log p(x) = x logit + log(1 - probs) + log C
-    return (
-        p.mean * (p.logits - q.logits)
-        + p._log_normalizer_value()
-        + (-p.probs).log1p()
-        - q._log_normalizer_value()
-        - (-q.probs).log1p()
-    )
+    # log p(x) = eta x - A(eta): E_p[log p - log q] = mean_p (eta_p - eta_q) - A(eta_p) + A(eta_q)
+    ep, eq = p._eta(), q._eta()
+    return p.mean * (ep - eq) - p._log_normalizer(ep) + q._log_normalizer(eq)
 
 
 def _gaussian(d):
@@ -260,8 +255,11 @@ def _transformed(p, q):
     # the same bijection on both sides leaves the divergence of the bases unchanged
     if p.transforms != q.transforms or p.event_shape != q.event_shape:
         raise NotImplementedError("KL between TransformedDistributions with different transforms")
-    extra = len(p.event_shape) - len(p.base_dist.event_shape)
-    return _sum_rightmost(kl_divergence(p.base_dist, q.base_dist), extra)
+    # batch dims of the base that the transforms fold into the event are summed over; a
+    # transform that only reshapes the event (ReshapeTransform, CorrCholeskyTransform) leaves
+    # the batch as it is
+    folded = len(p.base_dist.batch_shape) - len(p.batch_shape)
+    return _sum_rightmost(kl_divergence(p.base_dist, q.base_dist), folded)
 
 
 @register_kl(ExponentialFamily, ExponentialFamily)
