@@ -241,3 +241,12 @@ def test_logistic_normal_log_ratios_are_normal():
     loc, scale = d.base_dist.base_dist.loc, d.base_dist.base_dist.scale
     u = gc.distributions.Normal(loc, scale).cdf(gc.tensor(z)).numpy()
     assert _ks(u) < KS
+
+
+def test_von_mises_rejection_is_bounded(monkeypatch):
+    """If the rejection rounds ran out, sample raises naming VonMises instead of looping."""
+    from gpucore.distributions import extra
+
+    monkeypatch.setattr(extra, "_MAX_ROUNDS", 0)
+    with pytest.raises(RuntimeError, match="VonMises"):
+        gc.distributions.VonMises(gc.tensor(0.0), gc.tensor(2.0)).sample((3,))
