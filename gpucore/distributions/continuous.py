@@ -396,7 +396,10 @@ class GeneralizedPareto(Declared):
 
     @C.dependent_property(is_discrete=False, event_dim=0)
     def support(self):
-        return C.greater_than_eq(self.loc)
+        # [loc, loc - scale / concentration] for negative concentration, [loc, inf) otherwise
+        k = self.concentration
+        upper = gc.where(k < 0, self.loc - self.scale / self._safe_k(), _inf(k))
+        return C.interval(self.loc, upper)
 
     def _z(self, x):
         return (x - self.loc) / self.scale

@@ -134,6 +134,14 @@ class Binomial(Declared):
     variance = property(lambda self: self.total_count * self.probs * (1 - self.probs))
     has_enumerate_support = True
 
+    def _setup(self):
+        # an integer count (tensor([5, 10])) is held in the probabilities' float dtype, as
+        # PyTorch: sampling, scoring and enumerate_support then all answer in that dtype
+        n = self.__dict__["total_count"]
+        p = self.__dict__.get("probs", self.__dict__.get("logits"))
+        if n.dtype is not p.dtype:
+            self.__dict__["total_count"] = n.to(p.dtype)
+
     def _sample(self, shape):
         return gc.binomial(self.total_count.expand(shape), self.probs.expand(shape))
 
@@ -257,35 +265,45 @@ class Categorical(Declared):
         return gc.arange(self._num_events, dtype=gc.int64, device=self._param.device)
 
 
-class OneHotCategorical(Categorical):
-    """OneHotCategorical(probs=None, logits=None): a Categorical's draw as a one-hot vector."""
+def _one_hot(d, index):
+    """``index`` (in [0, K)) as one-hot vectors in d's probabilities' dtype and device (one_hot
+    builds on the host)."""
+    p = d.probs
+    return F.one_hot(index, d._num_events).to(dtype=p.dtype, device=p.device)
 
+
+class OneHotCategorical(Declared):
+    """OneHotCategorical(probs=None, logits=None): a Categorical's draw as a one-hot vector.
+    Not a Categorical (as in PyTorch): it holds one (``_categorical``) and answers in vectors."""
+
+    fields = (_categorical(),)
     support = C.one_hot
+
+    def _setup(self):
+        given = "probs" if "probs" in self.__dict__ else "logits"
+        self._categorical = Categorical(**{given: self.__dict__[given]}, validate_args=False)
+        self._num_events = self._categorical._num_events
 
     def _event_shape_of(self):
         return (self._num_events,)
 
+    param_shape = property(lambda self: self._categorical.param_shape)
     mean = property(lambda self: self.probs)
     variance = property(lambda self: self.probs * (1 - self.probs))
-
-    @property
-    def mode(self):
-        return self._one_hot(self.probs.argmax(-1))
-
-    def _one_hot(self, index):
-        # one_hot builds on the host: the result goes to the parameters' device
-        p = self.probs
-        return F.one_hot(index, self._num_events).to(dtype=p.dtype, device=p.device)
+    mode = property(lambda self: _one_hot(self, self.probs.argmax(-1)))
 
     def _sample(self, shape):
-        index = Categorical._sample(self, shape[:-1])
-        return self._one_hot(index)
+        return _one_hot(self, self._categorical._sample(shape[:-1]))
 
     def _log_prob(self, x):
-        return Categorical._log_prob(self, x.argmax(-1))
+        return self._categorical._log_prob(x.argmax(-1))
+
+    def entropy(self):
+        return self._categorical.entropy()
 
     def _support_values(self):
-        return gc.eye(self._num_events, dtype=self._param.dtype, device=self._param.device)
+        p = self._categorical._param
+        return gc.eye(self._num_events, dtype=p.dtype, device=p.device)
 
 
 class OneHotCategoricalStraightThrough(OneHotCategorical):
@@ -303,11 +321,23 @@ class OneHotCategoricalStraightThrough(OneHotCategorical):
             return self._sample(self._extended_shape(sample_shape))
 
 
+def _multinomial_count(n):
+    """Multinomial's total_count: one Python int >= 0 for the whole batch (as PyTorch)."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise NotImplementedError(
+            f"Multinomial(): inhomogeneous total_count is not supported: total_count must be "
+            f"a Python int, got {type(n).__name__} {n!r}"
+        )
+    if n < 0:
+        raise ValueError(f"Multinomial(): total_count must be >= 0, got {n}")
+    return n
+
+
 class Multinomial(Declared):
     """Multinomial(total_count=1, probs=None, logits=None): the counts per category of
     ``total_count`` Categorical draws."""
 
-    fields = (Arg("total_count", 1), _categorical())
+    fields = (Arg("total_count", 1, prepare=_multinomial_count), _categorical())
     _setup = Categorical._setup
     _event_shape_of = OneHotCategorical._event_shape_of
 
@@ -322,7 +352,7 @@ class Multinomial(Declared):
         if not isinstance(self.total_count, int):
             raise NotImplementedError("inhomogeneous total_count is not supported")
         draws = Categorical._sample(self, (self.total_count,) + tuple(shape[:-1]))
-        return OneHotCategorical._one_hot(self, draws).sum(0)
+        return _one_hot(self, draws).sum(0)
 
     def _log_prob(self, x):
         logits, x = gc.broadcast_tensors(self.logits, x)

@@ -89,18 +89,27 @@ def _bernoulli(p, q):
 
 @register_kl(Binomial, Binomial)
 def _binomial(p, q):
+    # equal counts: the binomial coefficients cancel and, with k successes of mean n p_p,
+    # E[log p - log q] = n (p_p log(p_p / p_q) + (1 - p_p) log((1 - p_p) / (1 - p_q)));
+    # p with more trials than q puts mass where q has none (inf); fewer is not implemented
     if bool((p.total_count < q.total_count).any()):
         raise NotImplementedError(
             "KL between Binomials where q.total_count > p.total_count is not implemented"
         )
-    per_trial = _bernoulli(p, q)
-    kl = p.total_count * per_trial
-    return gc.where(p.total_count > q.total_count, _inf_like(kl), kl)
+    n = p.total_count
+    log_ratio_success = F.softplus(-q.logits) - F.softplus(-p.logits)
+    log_ratio_failure = F.softplus(q.logits) - F.softplus(p.logits)
+    kl = n * (p.probs * log_ratio_success + (1 - p.probs) * log_ratio_failure)
+    return gc.where(n > q.total_count, _inf_like(kl), kl)
 
 
 @register_kl(Geometric, Geometric)
 def _geometric(p, q):
-    return -p.entropy() - (-q.probs).log1p() / p.probs - q.logits
+    # P(k) = (1 - s)^k s for k >= 0 failures: the log ratio is log(s_p / s_q) plus k times
+    # log((1 - s_p) / (1 - s_q)), and E_p[k] = (1 - s_p) / s_p
+    sp, sq = p.probs, q.probs
+    mean_failures = (1 - sp) / sp
+    return (sp.log() - sq.log()) + mean_failures * ((-sp).log1p() - (-sq).log1p())
 
 
 @register_kl(Poisson, Poisson)
@@ -125,10 +134,16 @@ def _poisson_bounded(p, q):
 @register_kl(Categorical, Categorical)
 @register_kl(OneHotCategorical, OneHotCategorical)
 def _categorical(p, q):
-    t = p.probs * (p.logits - q.logits)
-    t = gc.where((q.probs == 0).expand(tuple(t.shape)), _inf_like(t), t)
-    t = gc.where((p.probs == 0).expand(tuple(t.shape)), gc.zeros_like(t), t)
-    return t.sum(-1)
+    # sum_i p_i log(p_i / q_i) over p's support (0 log 0 = 0); a category with q_i = 0 < p_i
+    # makes it infinite
+    in_p = p.probs > 0
+    shape = tuple(broadcast_shapes("kl", tuple(p.probs.shape), tuple(q.probs.shape)))
+    terms = p.probs * (p.logits - q.logits)
+    terms = terms.expand(shape)
+    terms = gc.where(in_p.expand(shape), terms, gc.zeros_like(terms))
+    missing = (in_p & (q.probs == 0)).any(-1)
+    total = terms.sum(-1)
+    return gc.where(missing, _inf_like(total), total)
 
 
 @register_kl(Uniform, Uniform)
@@ -158,14 +173,13 @@ def _cauchy(p, q):
 
 @register_kl(Gamma, Gamma)
 def _gamma(p, q):
-    cp, cq, rp, rq = p.concentration, q.concentration, p.rate, q.rate
-    return (
-        cq * (rp / rq).log()
-        + cq.lgamma()
-        - cp.lgamma()
-        + (cp - cq) * cp.digamma()
-        + (rq - rp) * (cp / rp)
-    )
+    # log f(x; a, b) = a log b - lgamma(a) + (a - 1) log x - b x, so the KL needs p's
+    # expected statistics E[log x] = digamma(a_p) - log b_p and E[x] = a_p / b_p
+    ap, bp, aq, bq = p.concentration, p.rate, q.concentration, q.rate
+    mean_log_x = ap.digamma() - bp.log()
+    mean_x = ap / bp
+    normalisers = (ap * bp.log() - ap.lgamma()) - (aq * bq.log() - aq.lgamma())
+    return normalisers + (ap - aq) * mean_log_x - (bp - bq) * mean_x
 
 
 @register_kl(Beta, Beta)
@@ -196,14 +210,9 @@ def _dirichlet(p, q):
 
 @register_kl(ContinuousBernoulli, ContinuousBernoulli)
 def _continuous_bernoulli(p, q):
-    # log p(x) = x logit + log(1 - probs) + log C
-    return (
-        p.mean * (p.logits - q.logits)
-        + p._log_normalizer_value()
-        + (-p.probs).log1p()
-        - q._log_normalizer_value()
-        - (-q.probs).log1p()
-    )
+    # log p(x) = eta x - A(eta): E_p[log p - log q] = mean_p (eta_p - eta_q) - A(eta_p) + A(eta_q)
+    ep, eq = p._eta(), q._eta()
+    return p.mean * (ep - eq) - p._log_normalizer(ep) + q._log_normalizer(eq)
 
 
 def _gaussian(d):
@@ -260,8 +269,11 @@ def _transformed(p, q):
     # the same bijection on both sides leaves the divergence of the bases unchanged
     if p.transforms != q.transforms or p.event_shape != q.event_shape:
         raise NotImplementedError("KL between TransformedDistributions with different transforms")
-    extra = len(p.event_shape) - len(p.base_dist.event_shape)
-    return _sum_rightmost(kl_divergence(p.base_dist, q.base_dist), extra)
+    # batch dims of the base that the transforms fold into the event are summed over; a
+    # transform that only reshapes the event (ReshapeTransform, CorrCholeskyTransform) leaves
+    # the batch as it is
+    folded = len(p.base_dist.batch_shape) - len(p.batch_shape)
+    return _sum_rightmost(kl_divergence(p.base_dist, q.base_dist), folded)
 
 
 @register_kl(ExponentialFamily, ExponentialFamily)

@@ -131,7 +131,8 @@ def _log_gumbel_q(p, q):
 
 
 def _log_cb_q(p, q):
-    return p.mean * q.logits + (-q.probs).log1p() + q._log_normalizer_value()
+    eta = q._eta()
+    return p.mean * eta - q._log_normalizer(eta)
 
 
 def _log_laplace_q(p, q):

@@ -173,6 +173,13 @@ class LowRankMultivariateNormal(Declared):
 
     def _setup(self):
         W, D = self.cov_factor, self.cov_diag
+        n = self.loc.shape[-1]
+        if W.shape[-2] != n or D.shape[-1] != n:
+            raise ValueError(
+                f"LowRankMultivariateNormal(): loc {tuple(self.loc.shape)} has event size {n}, "
+                f"so cov_factor must be a batch of {n} x rank matrices and cov_diag a batch of "
+                f"vectors of size {n}; got cov_factor {tuple(W.shape)}, cov_diag {tuple(D.shape)}"
+            )
         cap = W.mT @ (W / D.unsqueeze(-1))
         cap = cap + gc.eye(W.shape[-1], dtype=W.dtype, device=W.device)
         self._cap_L = gc.linalg.cholesky(cap)

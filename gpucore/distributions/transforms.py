@@ -8,8 +8,8 @@ vector and matrix maps in transforms_vector.py) are small classes on the same ba
 
 from __future__ import annotations
 
+import copy
 import math
-import weakref
 
 import gpucore as gc
 import gpucore.nn.functional as F
@@ -37,21 +37,32 @@ def _sum_rightmost(x, n: int):
     return x.reshape(tuple(x.shape[: x.dim() - n]) + (-1,)).sum(-1) if n > 0 else x
 
 
+class _LastPair:
+    """The one (x, y) pair a caching transform remembers; its inverse reads the same pair."""
+
+    __slots__ = ("x", "y")
+
+    def __init__(self):
+        self.x = self.y = None
+
+
 class Transform:
     """A map y = T(x) with ``inv``, ``log_abs_det_jacobian(x, y)``, its ``domain`` and
     ``codomain`` constraints, ``bijective`` and (for monotone scalar maps) ``sign``.
-    ``cache_size=1`` remembers the last pair, so ``T.inv(T(x)) is x``."""
+    ``cache_size=1`` remembers the last pair, so ``T.inv(T(x)) is x``.
+
+    A subclass writes ``_call`` and ``_inverse``; the cache, the inverse view and
+    ``with_cache`` (a shallow copy with a fresh memory; ``_recache`` re-caches held parts)
+    come from here."""
 
     bijective = False
     domain = C.real
     codomain = C.real
 
     def __init__(self, cache_size: int = 0):
-        if cache_size not in (0, 1):
-            raise ValueError("cache_size must be 0 or 1")
-        self._cache_size = cache_size
-        self._cached = (None, None)
-        self._inv = None
+        self._cache_size = _checked_cache_size(cache_size)
+        self._memo = _LastPair() if cache_size else None
+        self._inverse_view = None
 
     @property
     def event_dim(self):
@@ -61,22 +72,28 @@ class Transform:
 
     @property
     def inv(self):
-        inv = self._inv() if self._inv is not None else None
-        if inv is None:
-            inv = _InverseTransform(self)
-            self._inv = weakref.ref(inv)
-        return inv
+        """The inverse map (one object per transform, whose ``inv`` is this transform)."""
+        if self._inverse_view is None:
+            self._inverse_view = _InverseTransform(self)
+        return self._inverse_view
 
     @property
     def sign(self):
         raise NotImplementedError(f"{type(self).__name__} has no sign")
 
     def with_cache(self, cache_size: int = 1):
-        if self._cache_size == cache_size:
+        """This map remembering its last pair (1) or nothing (0)."""
+        if _checked_cache_size(cache_size) == self._cache_size:
             return self
-        if type(self).__init__ is Transform.__init__:
-            return type(self)(cache_size=cache_size)
-        raise NotImplementedError(f"{type(self).__name__}.with_cache is not implemented")
+        twin = copy.copy(self)
+        twin._cache_size = cache_size
+        twin._memo = _LastPair() if cache_size else None
+        twin._inverse_view = None
+        twin._recache(cache_size)
+        return twin
+
+    def _recache(self, cache_size: int) -> None:
+        """Give held transforms the cache setting of a new copy (composites override)."""
 
     def __eq__(self, other):
         return self is other
@@ -86,25 +103,20 @@ class Transform:
 
     __hash__ = object.__hash__
 
-    def __call__(self, x):
-        if self._cache_size == 0:
-            return self._call(x)
-        x_old, y_old = self._cached
-        if x is x_old:
-            return y_old
-        y = self._call(x)
-        self._cached = (x, y)
-        return y
+    def _through_memo(self, value, forward: bool):
+        memo = self._memo
+        if memo is None:
+            return self._call(value) if forward else self._inverse(value)
+        if forward:
+            if value is not memo.x:
+                memo.y, memo.x = self._call(value), value
+            return memo.y
+        if value is not memo.y:
+            memo.x, memo.y = self._inverse(value), value
+        return memo.x
 
-    def _inv_call(self, y):
-        if self._cache_size == 0:
-            return self._inverse(y)
-        x_old, y_old = self._cached
-        if y is y_old:
-            return x_old
-        x = self._inverse(y)
-        self._cached = (x, y)
-        return x
+    def __call__(self, x):
+        return self._through_memo(x, True)
 
     def _call(self, x):
         raise NotImplementedError(f"{type(self).__name__} has no forward map")
@@ -125,41 +137,68 @@ class Transform:
         return type(self).__name__ + "()"
 
 
+def _checked_cache_size(n):
+    if n not in (0, 1):
+        raise ValueError(f"cache_size must be 0 or 1, got {n}")
+    return n
+
+
 class _InverseTransform(Transform):
-    """The inverse of a transform (what ``.inv`` returns); it holds the original."""
+    """``T.inv``: T read backwards (domain and codomain swapped, the log-determinant negated),
+    sharing T's cache."""
 
-    def __init__(self, transform: Transform):
-        super().__init__(cache_size=transform._cache_size)
-        self._inv = transform
+    def __init__(self, forward: Transform):
+        super().__init__()
+        self._cache_size = forward._cache_size
+        self._forward = forward
+        self._inverse_view = forward
 
-    domain = property(lambda self: self._inv.codomain)
-    codomain = property(lambda self: self._inv.domain)
-    bijective = property(lambda self: self._inv.bijective)
-    sign = property(lambda self: self._inv.sign)
-    inv = property(lambda self: self._inv)
-
-    def with_cache(self, cache_size=1):
-        return self._inv.with_cache(cache_size).inv
+    domain = property(lambda self: self._forward.codomain)
+    codomain = property(lambda self: self._forward.domain)
+    bijective = property(lambda self: self._forward.bijective)
+    sign = property(lambda self: self._forward.sign)
 
     def __eq__(self, other):
-        return isinstance(other, _InverseTransform) and self._inv == other._inv
+        return isinstance(other, _InverseTransform) and self._forward == other._forward
 
     __hash__ = object.__hash__
 
-    def __call__(self, x):
-        return self._inv._inv_call(x)
+    def __call__(self, y):
+        return self._forward._through_memo(y, False)
+
+    def _call(self, y):
+        return self._forward._inverse(y)
+
+    def _inverse(self, x):
+        return self._forward._call(x)
 
     def log_abs_det_jacobian(self, x, y):
-        return -self._inv.log_abs_det_jacobian(y, x)
+        return -self._forward.log_abs_det_jacobian(y, x)
 
     def forward_shape(self, shape):
-        return self._inv.inverse_shape(shape)
+        return self._forward.inverse_shape(shape)
 
     def inverse_shape(self, shape):
-        return self._inv.forward_shape(shape)
+        return self._forward.forward_shape(shape)
 
     def __repr__(self):
-        return f"_InverseTransform({self._inv!r})"
+        return f"_InverseTransform({self._forward!r})"
+
+
+def _event_ranks(parts) -> tuple[int, int]:
+    """(input, output) event rank of ``parts`` applied in order. The rank reaching part i is the
+    input rank plus the shifts (codomain rank - domain rank) of the parts before it, and must be
+    at least part i's domain rank: the input rank is the smallest that satisfies every part."""
+    rank_in, shift = 0, 0
+    for p in parts:
+        rank_in = max(rank_in, p.domain.event_dim - shift)
+        shift += p.codomain.event_dim - p.domain.event_dim
+    return rank_in, rank_in + shift
+
+
+def _widened(constraint, rank: int):
+    extra = rank - constraint.event_dim
+    return C.independent(constraint, extra) if extra > 0 else constraint
 
 
 class ComposeTransform(Transform):
@@ -167,8 +206,13 @@ class ComposeTransform(Transform):
     it is nested in."""
 
     def __init__(self, parts, cache_size: int = 0):
-        self.parts = [p.with_cache(cache_size) for p in parts] if cache_size else list(parts)
         super().__init__(cache_size=cache_size)
+        self.parts = list(parts)
+        self._recache(cache_size)
+
+    def _recache(self, cache_size):
+        if cache_size:
+            self.parts = [p.with_cache(cache_size) for p in self.parts]
 
     def __eq__(self, other):
         return isinstance(other, ComposeTransform) and self.parts == other.parts
@@ -177,44 +221,28 @@ class ComposeTransform(Transform):
 
     @property
     def domain(self):
-        if not self.parts:
-            return C.real
-        dom = self.parts[0].domain
-        need = self.parts[-1].codomain.event_dim
-        for p in reversed(self.parts):
-            need = max(need + p.domain.event_dim - p.codomain.event_dim, p.domain.event_dim)
-        return C.independent(dom, need - dom.event_dim) if need > dom.event_dim else dom
+        return _widened(self.parts[0].domain, _event_ranks(self.parts)[0]) if self.parts else C.real
 
     @property
     def codomain(self):
         if not self.parts:
             return C.real
-        cod = self.parts[-1].codomain
-        need = self.parts[0].domain.event_dim
-        for p in self.parts:
-            need = max(need + p.codomain.event_dim - p.domain.event_dim, p.codomain.event_dim)
-        return C.independent(cod, need - cod.event_dim) if need > cod.event_dim else cod
+        return _widened(self.parts[-1].codomain, _event_ranks(self.parts)[1])
 
     bijective = property(lambda self: all(p.bijective for p in self.parts))
 
     @property
     def sign(self):
-        s = 1
-        for p in self.parts:
-            s = s * p.sign
-        return s
+        return math.prod((p.sign for p in self.parts), start=1)
 
     @property
     def inv(self):
-        inv = self._inv() if self._inv is not None else None
-        if inv is None:
-            inv = ComposeTransform([p.inv for p in reversed(self.parts)])
-            self._inv = weakref.ref(inv)
-            inv._inv = weakref.ref(self)
-        return inv
-
-    def with_cache(self, cache_size=1):
-        return self if self._cache_size == cache_size else ComposeTransform(self.parts, cache_size)
+        # the parts' inverses in reverse order, itself a composition (whose inv is this one)
+        if self._inverse_view is None:
+            backwards = ComposeTransform([p.inv for p in reversed(self.parts)])
+            backwards._inverse_view = self
+            self._inverse_view = backwards
+        return self._inverse_view
 
     def _call(self, x):
         for p in self.parts:
@@ -224,16 +252,15 @@ class ComposeTransform(Transform):
     def log_abs_det_jacobian(self, x, y):
         if not self.parts:
             return gc.zeros_like(x)
-        xs = [x]
-        for p in self.parts[:-1]:
-            xs.append(p(xs[-1]))
-        xs.append(y)
-        total = 0
-        event_dim = self.domain.event_dim
-        for p, a, b in zip(self.parts, xs[:-1], xs[1:]):
-            term = _sum_rightmost(p.log_abs_det_jacobian(a, b), event_dim - p.domain.event_dim)
-            total = total + term
-            event_dim += p.codomain.event_dim - p.domain.event_dim
+        rank = _event_ranks(self.parts)[0]
+        total, value, last = 0, x, len(self.parts) - 1
+        for i, p in enumerate(self.parts):
+            nxt = y if i == last else p(value)
+            total = total + _sum_rightmost(
+                p.log_abs_det_jacobian(value, nxt), rank - p.domain.event_dim
+            )
+            rank += p.codomain.event_dim - p.domain.event_dim
+            value = nxt
         return total
 
     def forward_shape(self, shape):
@@ -260,22 +287,20 @@ class IndependentTransform(Transform):
 
     def __init__(self, base_transform, reinterpreted_batch_ndims: int, cache_size: int = 0):
         super().__init__(cache_size=cache_size)
-        self.base_transform = base_transform.with_cache(cache_size)
+        self.base_transform = base_transform
         self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+        self._recache(cache_size)
 
-    domain = property(
-        lambda self: C.independent(self.base_transform.domain, self.reinterpreted_batch_ndims)
-    )
-    codomain = property(
-        lambda self: C.independent(self.base_transform.codomain, self.reinterpreted_batch_ndims)
-    )
+    def _recache(self, cache_size):
+        self.base_transform = self.base_transform.with_cache(cache_size)
+
+    def _wider(self, constraint):
+        return C.independent(constraint, self.reinterpreted_batch_ndims)
+
+    domain = property(lambda self: self._wider(self.base_transform.domain))
+    codomain = property(lambda self: self._wider(self.base_transform.codomain))
     bijective = property(lambda self: self.base_transform.bijective)
     sign = property(lambda self: self.base_transform.sign)
-
-    def with_cache(self, cache_size=1):
-        if self._cache_size == cache_size:
-            return self
-        return IndependentTransform(self.base_transform, self.reinterpreted_batch_ndims, cache_size)
 
     def _call(self, x):
         return self.base_transform(x)
@@ -284,9 +309,8 @@ class IndependentTransform(Transform):
         return self.base_transform.inv(y)
 
     def log_abs_det_jacobian(self, x, y):
-        return _sum_rightmost(
-            self.base_transform.log_abs_det_jacobian(x, y), self.reinterpreted_batch_ndims
-        )
+        inner = self.base_transform.log_abs_det_jacobian(x, y)
+        return _sum_rightmost(inner, self.reinterpreted_batch_ndims)
 
     def forward_shape(self, shape):
         return self.base_transform.forward_shape(shape)
@@ -311,13 +335,6 @@ class ReshapeTransform(Transform):
 
     domain = property(lambda self: C.independent(C.real, len(self.in_shape)))
     codomain = property(lambda self: C.independent(C.real, len(self.out_shape)))
-
-    def with_cache(self, cache_size=1):
-        return (
-            self
-            if self._cache_size == cache_size
-            else ReshapeTransform(self.in_shape, self.out_shape, cache_size)
-        )
 
     def _call(self, x):
         return x.reshape(tuple(x.shape[: x.dim() - len(self.in_shape)]) + tuple(self.out_shape))
@@ -360,11 +377,6 @@ class AffineTransform(Transform):
     def sign(self):
         s = self.scale
         return s.sign() if isinstance(s, gc.Tensor) else (1 if s > 0 else -1 if s < 0 else 0)
-
-    def with_cache(self, cache_size=1):
-        if self._cache_size == cache_size:
-            return self
-        return AffineTransform(self.loc, self.scale, self._event_dim, cache_size)
 
     def __eq__(self, other):
         if not isinstance(other, AffineTransform):
@@ -416,9 +428,6 @@ class PowerTransform(Transform):
         self.exponent = exponent if isinstance(exponent, gc.Tensor) else gc.tensor(float(exponent))
 
     sign = property(lambda self: self.exponent.sign())
-
-    def with_cache(self, cache_size=1):
-        return self if self._cache_size == cache_size else PowerTransform(self.exponent, cache_size)
 
     def __eq__(self, other):
         return isinstance(other, PowerTransform) and bool(self.exponent.eq(other.exponent).all())

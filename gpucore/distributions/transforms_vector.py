@@ -9,7 +9,7 @@ import gpucore as gc
 import gpucore.nn.functional as F
 
 from . import constraints as C
-from .transforms import Transform
+from .transforms import Transform, _sum_rightmost
 from .utils import tril_matrix_to_vec, vec_to_tril_matrix
 
 __all__ = [
@@ -128,11 +128,16 @@ class CorrCholeskyTransform(_Parameterless):
         t = tril_matrix_to_vec(y, diag=-1) / tril_matrix_to_vec(left, diag=-1).sqrt()
         return t.atanh()
 
-    def log_abs_det_jacobian(self, x, y, intermediates=None):
-        left = 1 - y.pow(2).cumsum(-1)
-        stick = 0.5 * tril_matrix_to_vec(left, diag=-2).log().sum(-1)
-        tanh = -2 * (x + F.softplus(-2 * x) - math.log(2.0)).sum(-1)
-        return stick + tanh
+    def log_abs_det_jacobian(self, x, y):
+        # entry (i, j), j < i, is y_ij = z_ij sqrt(s_ij) with z = tanh(x) and s_ij = 1 - the
+        # squares of row i left of j: the Jacobian is triangular, its log-determinant the sum of
+        # 1/2 log s_ij and of log(1 - z^2) = log sech^2 x = 2 log 2 - 2|x| - 2 log1p(e^-2|x|)
+        squares = y.pow(2)
+        stick_before = 1 - (squares.cumsum(-1) - squares)
+        stick = 0.5 * tril_matrix_to_vec(stick_before, diag=-1).log().sum(-1)
+        a = x.abs()
+        sech2 = 2 * math.log(2.0) - 2 * a - 2 * (-2 * a).exp().log1p()
+        return stick + sech2.sum(-1)
 
     def forward_shape(self, shape):
         n = shape[-1]
@@ -153,59 +158,54 @@ class CatTransform(Transform):
 
     def __init__(self, tseq, dim: int = 0, lengths=None, cache_size: int = 0):
         super().__init__(cache_size=cache_size)
-        self.transforms = [t.with_cache(cache_size) for t in tseq] if cache_size else list(tseq)
+        self.transforms = list(tseq)
         self.lengths = [1] * len(self.transforms) if lengths is None else list(lengths)
         if len(self.lengths) != len(self.transforms):
-            raise ValueError("CatTransform: one length per transform")
+            raise ValueError(
+                f"CatTransform: {len(self.transforms)} transforms but {len(self.lengths)} lengths"
+            )
         self.dim = dim
+        self._recache(cache_size)
+
+    def _recache(self, cache_size):
+        if cache_size:
+            self.transforms = [t.with_cache(cache_size) for t in self.transforms]
 
     event_dim = property(lambda self: max(t.event_dim for t in self.transforms))
     bijective = property(lambda self: all(t.bijective for t in self.transforms))
-    domain = property(
-        lambda self: C.cat([t.domain for t in self.transforms], self.dim, self.lengths)
-    )
-    codomain = property(
-        lambda self: C.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
-    )
 
-    def with_cache(self, cache_size=1):
-        return (
-            self
-            if self._cache_size == cache_size
-            else CatTransform(self.transforms, self.dim, self.lengths, cache_size)
-        )
+    def _joined(self, which):
+        return C.cat([getattr(t, which) for t in self.transforms], self.dim, self.lengths)
 
-    def _pieces(self, v, fn):
-        out, start = [], 0
-        for t, n in zip(self.transforms, self.lengths):
-            out.append(fn(t, v.narrow(self.dim, start, n)))
-            start += n
-        return out
+    domain = property(lambda self: self._joined("domain"))
+    codomain = property(lambda self: self._joined("codomain"))
+
+    def _split(self, v):
+        """v cut along dim into the transforms' pieces."""
+        bounds = [0]
+        for n in self.lengths:
+            bounds.append(bounds[-1] + n)
+        return [v.narrow(self.dim, a, b - a) for a, b in zip(bounds[:-1], bounds[1:])]
 
     def _call(self, x):
-        return gc.cat(self._pieces(x, lambda t, v: t(v)), self.dim)
+        return gc.cat([t(v) for t, v in zip(self.transforms, self._split(x))], self.dim)
 
     def _inverse(self, y):
-        return gc.cat(self._pieces(y, lambda t, v: t.inv(v)), self.dim)
+        return gc.cat([t.inv(v) for t, v in zip(self.transforms, self._split(y))], self.dim)
 
     def log_abs_det_jacobian(self, x, y):
-        xs, ys, start = [], [], 0
-        for n in self.lengths:
-            xs.append(x.narrow(self.dim, start, n))
-            ys.append(y.narrow(self.dim, start, n))
-            start += n
-        terms = []
-        for t, a, b in zip(self.transforms, xs, ys):
-            term = t.log_abs_det_jacobian(a, b)
-            if t.event_dim < self.event_dim:
-                term = term.reshape(
-                    tuple(term.shape[: term.dim() - (self.event_dim - t.event_dim)]) + (-1,)
-                ).sum(-1)
-            terms.append(term)
-        # the pieces lie side by side along a batch dimension of the log-determinant (join
-        # them there), or inside its event (then they add)
-        d = (self.dim if self.dim < 0 else self.dim - x.dim()) + self.event_dim
-        return gc.cat(terms, d) if d < 0 else sum(terms)
+        rank = self.event_dim
+        # each piece's log-determinant reduced to the common event rank
+        terms = [
+            _sum_rightmost(t.log_abs_det_jacobian(a, b), rank - t.event_dim)
+            for t, a, b in zip(self.transforms, self._split(x), self._split(y))
+        ]
+        # dim counted from the right: outside the event it survives in the log-determinant
+        # (the pieces sit side by side there); inside it the pieces' terms add
+        from_right = self.dim - x.dim() if self.dim >= 0 else self.dim
+        if -from_right > rank:
+            return gc.cat(terms, from_right + rank)
+        return sum(terms)
 
 
 class StackTransform(Transform):
@@ -213,19 +213,17 @@ class StackTransform(Transform):
 
     def __init__(self, tseq, dim: int = 0, cache_size: int = 0):
         super().__init__(cache_size=cache_size)
-        self.transforms = [t.with_cache(cache_size) for t in tseq] if cache_size else list(tseq)
+        self.transforms = list(tseq)
         self.dim = dim
+        self._recache(cache_size)
+
+    def _recache(self, cache_size):
+        if cache_size:
+            self.transforms = [t.with_cache(cache_size) for t in self.transforms]
 
     bijective = property(lambda self: all(t.bijective for t in self.transforms))
     domain = property(lambda self: C.stack([t.domain for t in self.transforms], self.dim))
     codomain = property(lambda self: C.stack([t.codomain for t in self.transforms], self.dim))
-
-    def with_cache(self, cache_size=1):
-        return (
-            self
-            if self._cache_size == cache_size
-            else StackTransform(self.transforms, self.dim, cache_size)
-        )
 
     def _map(self, v, fn):
         return gc.stack(
@@ -258,13 +256,6 @@ class CumulativeDistributionTransform(Transform):
         self.distribution = distribution
 
     domain = property(lambda self: self.distribution.support)
-
-    def with_cache(self, cache_size=1):
-        return (
-            self
-            if self._cache_size == cache_size
-            else CumulativeDistributionTransform(self.distribution, cache_size)
-        )
 
     def _call(self, x):
         return self.distribution.cdf(x)

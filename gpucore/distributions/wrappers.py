@@ -4,6 +4,10 @@ Categorical mixture of one family's batch)."""
 
 from __future__ import annotations
 
+import math
+
+import gpucore as gc
+
 from ..autograd.grad_mode import no_grad
 from . import constraints as C
 from .distribution import Distribution
@@ -63,11 +67,11 @@ class TransformedDistribution(Distribution):
 
     def expand(self, batch_shape, _instance=None):
         new = _instance if _instance is not None else type(self).__new__(type(self))
-        shape = tuple(batch_shape) + tuple(self.event_shape)
-        for t in reversed(self.transforms):
-            shape = tuple(t.inverse_shape(shape))
-        base_batch = shape[: len(shape) - len(self.base_dist.event_shape)]
-        new.base_dist = self.base_dist.expand(base_batch)
+        # the base shape that the transforms map onto batch_shape + event_shape
+        wanted = tuple(batch_shape) + tuple(self.event_shape)
+        base_shape = tuple(ComposeTransform(self.transforms).inverse_shape(wanted))
+        keep = len(base_shape) - len(self.base_dist.event_shape)
+        new.base_dist = self.base_dist.expand(base_shape[:keep])
         new.transforms = self.transforms
         Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
         new._validate_args = self._validate_args
@@ -78,6 +82,15 @@ class TransformedDistribution(Distribution):
             x = t(x)
         return x
 
+    def _backward(self, y):
+        """The base-space point of y and, per transform from the output end, (t, x, y)."""
+        steps = []
+        for t in reversed(self.transforms):
+            x = t.inv(y)
+            steps.append((t, x, y))
+            y = x
+        return y, steps
+
     def sample(self, sample_shape=()):
         with no_grad():
             return self._forward(self.base_dist.sample(sample_shape))
@@ -86,37 +99,37 @@ class TransformedDistribution(Distribution):
         return self._forward(self.base_dist.rsample(sample_shape))
 
     def log_prob(self, value):
+        # change of variables: log p(y) = log p_base(x) - sum over the transforms of
+        # log|det dy/dx|. ``rank`` is this distribution's event rank measured in the space
+        # being walked through; each transform's term (and the base's log_prob) has the event
+        # dims it reads as batch summed away
         self._checked(value)
-        event_dim = len(self.event_shape)
-        lp, y = 0.0, value
-        for t in reversed(self.transforms):
-            x = t.inv(y)
-            event_dim += t.domain.event_dim - t.codomain.event_dim
-            lp = lp - _sum_rightmost(t.log_abs_det_jacobian(x, y), event_dim - t.domain.event_dim)
-            y = x
-        return lp + _sum_rightmost(
-            self.base_dist.log_prob(y), event_dim - len(self.base_dist.event_shape)
-        )
+        x, steps = self._backward(value)
+        rank = len(self.event_shape)
+        jacobians = []
+        for t, before, after in steps:
+            rank += t.domain.event_dim - t.codomain.event_dim
+            term = t.log_abs_det_jacobian(before, after)
+            jacobians.append(_sum_rightmost(term, rank - t.domain.event_dim))
+        base = _sum_rightmost(self.base_dist.log_prob(x), rank - len(self.base_dist.event_shape))
+        return base - sum(jacobians) if jacobians else base
 
-    def _monotone(self, p):
-        """A CDF value of the base read through the transforms' orientation (decreasing maps
-        flip it)."""
-        sign = 1
-        for t in self.transforms:
-            sign = sign * t.sign
-        if isinstance(sign, int) and sign == 1:
-            return p
-        return sign * (p - 0.5) + 0.5
+    def _oriented(self, p):
+        """A probability of the base read through the transforms: unchanged where their
+        composition increases, complemented where it decreases."""
+        sign = math.prod((t.sign for t in self.transforms), start=1)
+        if isinstance(sign, int):
+            return p if sign > 0 else 1 - p
+        return gc.where(sign > 0, p, 1 - p)
 
     def cdf(self, value):
-        for t in reversed(self.transforms):
-            value = t.inv(value)
+        x, _ = self._backward(value)
         if self._validate_args:
-            self.base_dist._validate_sample(value)
-        return self._monotone(self.base_dist.cdf(value))
+            self.base_dist._validate_sample(x)
+        return self._oriented(self.base_dist.cdf(x))
 
     def icdf(self, value):
-        return self._forward(self.base_dist.icdf(self._monotone(value)))
+        return self._forward(self.base_dist.icdf(self._oriented(value)))
 
 
 class Independent(Distribution):

@@ -3,9 +3,10 @@ standard_gamma (the sampler under gpucore.distributions' gamma family, torch's p
 _standard_gamma; no public name), registry ops that are pure functions of their inputs and a
 Philox stream position taken from gpucore's ``Generator`` (``manual_seed`` makes them
 reproducible; ``generator=`` draws from another). The kernel draws with numpy's Philox bit
-generator keyed by that (seed, offset): numpy's exact algorithms (PTRS / BTPE for large
-parameters, inversion for small; for gamma, Marsaglia-Tsang above shape 1) over a
-counter-based stream.
+generator keyed by that (seed, offset) as its 128-bit key, counter from 0 (each call its own
+stream, so a rejection sampler's unbounded draws never reach another call's): numpy's exact
+algorithms (PTRS / BTPE for large parameters, inversion for small; for gamma, Marsaglia-Tsang
+above shape 1).
 poisson's gradient is zero and binomial has none, as PyTorch; standard_gamma's (the implicit
 reparameterisation gradient) is attached by gpucore/distributions/gamma.py.
 
@@ -28,6 +29,9 @@ from .api import public
 from .common import broadcast_shapes
 from .registry import apply_on, defop
 from .samples import Sample, uniform
+
+# a call needs only a distinct (seed, offset): its draws come from the stream keyed by that pair
+_ONE_BLOCK = 4
 
 
 def _poisson_ref(rate, seed, offset):
@@ -88,7 +92,7 @@ def poisson(input: Tensor, generator=None) -> Tensor:
     _float("poisson", input, "the rates")
     if input.numel() and bool((input < 0).any()):
         raise ValueError("poisson(): invalid Poisson rate, expected rate to be non-negative")
-    seed, offset = (generator or default_generator).take(4 * max(input.numel(), 1))
+    seed, offset = (generator or default_generator).take(_ONE_BLOCK)
     with no_grad():
         out = apply_on(dispatch.CPU, POISSON, input, seed=seed, offset=offset)
     out = _to_backend(out, input._dev, False)
@@ -108,8 +112,7 @@ def binomial(count: Tensor, prob: Tensor, generator=None) -> Tensor:
         prob = prob.to(count.dtype)
     if prob.numel() and bool(prob.isnan().any()):
         raise ValueError("binomial(): prob must not be NaN")
-    n = max(count.numel(), prob.numel(), 1)
-    seed, offset = (generator or default_generator).take(4 * n)
+    seed, offset = (generator or default_generator).take(_ONE_BLOCK)
     with no_grad():
         out = apply_on(dispatch.CPU, BINOMIAL, count, prob, seed=seed, offset=offset)
     return _to_backend(out, count._dev, False)
@@ -119,7 +122,7 @@ def standard_gamma_sample(concentration: Tensor, generator=None) -> Tensor:
     """Gamma(concentration, 1) samples (floats > 0 elementwise), in concentration's dtype and on
     its device, without gradient (gpucore/distributions/gamma.py attaches the implicit one)."""
     _float("standard_gamma", concentration, "the concentrations")
-    seed, offset = (generator or default_generator).take(4 * max(concentration.numel(), 1))
+    seed, offset = (generator or default_generator).take(_ONE_BLOCK)
     with no_grad():
         out = apply_on(
             dispatch.CPU, STANDARD_GAMMA, concentration.detach(), seed=seed, offset=offset

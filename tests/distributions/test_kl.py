@@ -234,3 +234,37 @@ def test_cross_family_kl_against_monte_carlo(p, q):
     diff = (p.log_prob(x) - q.log_prob(x)).numpy()
     se = diff.std() / math.sqrt(diff.size)
     assert abs(float(D.kl_divergence(p, q)) - diff.mean()) < 5 * se + 1e-3
+
+
+def _event_reshaping_pairs(lib):
+    M = lib.distributions
+    T = M.transforms
+    f64 = dict(dtype=lib.float64)
+    loc = np.arange(24.0).reshape(4, 6) / 10
+
+    def event_reshaped(m, t, n):
+        base = M.Independent(M.Normal(lib.tensor(m[:, :n], **f64), lib.ones(4, n, **f64)), 1)
+        return M.TransformedDistribution(base, [t])
+
+    out = []
+    for t, n in ((T.ReshapeTransform((6,), (2, 3)), 6), (T.CorrCholeskyTransform(), 3)):
+        out.append((event_reshaped(loc, t, n), event_reshaped(loc + 1.0, t, n)))
+    # a transform that folds a batch dim of the base into the event: summed over it
+    fold = T.ReshapeTransform((4, 6), (24,))
+
+    def folded(m):
+        return M.TransformedDistribution(
+            M.Normal(lib.tensor(m, **f64), lib.ones(4, 6, **f64)), [fold]
+        )
+
+    out.append((folded(loc), folded(loc * 2)))
+    return out
+
+
+def test_kl_transformed_keeps_batch_dims():
+    torch = pytest.importorskip("torch")
+    for (p, q), (tp, tq) in zip(_event_reshaping_pairs(gc), _event_reshaping_pairs(torch)):
+        want = torch.distributions.kl_divergence(tp, tq)
+        got = D.kl_divergence(p, q)
+        assert tuple(got.shape) == tuple(want.shape) == tuple(tp.batch_shape)
+        np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-10)

@@ -108,6 +108,21 @@ def test_cache_returns_the_input():
         T.ExpTransform(cache_size=2)
 
 
+def test_with_cache_copies_and_composites_cache_their_parts():
+    x = gc.tensor([0.5, 1.0])
+    plain = T.ComposeTransform([T.ExpTransform(), T.AffineTransform(1.0, 2.0)])
+    cached = plain.with_cache()
+    assert cached is not plain and plain._cache_size == 0 and cached.with_cache(1) is cached
+    assert all(p._cache_size == 1 for p in cached.parts)
+    y = cached(x)
+    assert cached.inv(y) is x and cached.inv.inv is cached
+    assert plain.inv(plain(x)) is not x  # no cache: recomputed
+    a = T.AffineTransform(gc.tensor([1.0, 2.0]), -3.0).with_cache()
+    assert a.inv(a(x)) is x and a.sign == -1 and a.inv.with_cache(0).inv._cache_size == 0
+    ind = T.IndependentTransform(T.ExpTransform(), 1).with_cache()
+    assert ind.base_transform._cache_size == 1 and ind.inv(ind(x)) is x
+
+
 CONSTRAINTS = {
     "real": lambda c: c.real,
     "positive": lambda c: c.positive,
