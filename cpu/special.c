@@ -1,13 +1,10 @@
 /* special.c: the drivers of torch.special's functions in C, gc_special (one argument) and
- * gc_special2 (two), and the functions of one argument not in a family file: the modified
- * Bessel functions I0, I1 and their exponentially scaled forms, erfcx, ndtri and entr.  Computed
+ * gc_special2 (two), and the functions of one argument not in a family file: erfcx, ndtri and
+ * entr.  Computed
  * in double (float32 inputs widened and the result rounded once), except the orthogonal
  * polynomials, which run in the element's type as PyTorch's (special_poly.c).  The family files
- * (special.h): special_bessel.c (J, Y, K, spherical j0, Ai), special_gamma.c (zeta, igamma),
+ * (special.h): special_bessel.c (I, J, Y, K, spherical j0, Ai), special_gamma.c (zeta, igamma),
  * special_poly.c.  The methods of this file:
- *   I_n:   the power series (positive terms) for |x| <= 30, the large-argument expansion
- *          (DLMF 10.40.1, 30 terms) beyond; I(+-inf) is NaN and the scaled forms 0 there, as
- *          PyTorch;
  *   erfcx: exp(x^2) erfc(x) with x^2's rounding error put back (Dekker) for x < 26, the
  *          asymptotic series beyond, inf below -26.7 (exp(x^2) overflows);
  *   ndtri: Abramowitz & Stegun 26.2.23 refined by three Halley steps on the lower tail (Newton
@@ -19,44 +16,6 @@
 #include "special.h"
 
 #include <math.h>
-
-static double i_series(int n, double a) /* I_n(a), 0 <= a <= 30 */
-{
-    double term = n ? a / 2 : 1.0, s = term;
-    const double q = a * a / 4;
-    for (int k = 1; k < 90; k++) {
-        term = term * q / ((double)k * (double)(k + n));
-        s += term;
-        if (term <= 1e-17 * s)
-            break;
-    }
-    return s;
-}
-
-static double i_scaled_big(int n, double a) /* exp(-a) I_n(a), a > 30 */
-{
-    const double mu = 4.0 * n * n;
-    double term = 1.0, s = 1.0;
-    for (int k = 1; k <= 30; k++) {
-        const double odd = 2.0 * k - 1.0;
-        term = -term * (mu - odd * odd) / (8.0 * k * a);
-        s += term;
-    }
-    return s / sqrt(2 * GC_PI * a);
-}
-
-static double bessel_i(int n, int scaled, double x)
-{
-    if (isnan(x))
-        return x;
-    if (isinf(x))
-        return scaled ? (n ? copysign(0.0, x) : 0.0) : NAN;
-    const double a = fabs(x);
-    double v = a <= 30.0 ? i_series(n, a) * exp(-a) : i_scaled_big(n, a);
-    if (n == 1 && x < 0)
-        v = -v;
-    return scaled ? v : v * exp(a);
-}
 
 static double exp_square(double x) /* exp(x * x), x * x's rounding error put back */
 {
@@ -130,10 +89,10 @@ static double entr(double x)
 static double special1(int op, double x)
 {
     switch (op) {
-    case GC_SPECIAL_I0: return bessel_i(0, 0, x);
-    case GC_SPECIAL_I0E: return bessel_i(0, 1, x);
-    case GC_SPECIAL_I1: return bessel_i(1, 0, x);
-    case GC_SPECIAL_I1E: return bessel_i(1, 1, x);
+    case GC_SPECIAL_I0: return gc_sp_bessel_i(0, 0, x);
+    case GC_SPECIAL_I0E: return gc_sp_bessel_i(0, 1, x);
+    case GC_SPECIAL_I1: return gc_sp_bessel_i(1, 0, x);
+    case GC_SPECIAL_I1E: return gc_sp_bessel_i(1, 1, x);
     case GC_SPECIAL_ERFCX: return erfcx(x);
     case GC_SPECIAL_NDTRI: return ndtri(x);
     case GC_SPECIAL_ENTR: return entr(x);

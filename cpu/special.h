@@ -7,9 +7,11 @@
 #include <stdint.h>
 
 #define GC_PI 3.14159265358979323846
-#define GC_EULER 0.57721566490156328606
+#define GC_EULER 0.57721566490153286061
 
-/* special_bessel.c, in double: J_n / Y_n (n 0 or 1), K_n (scaled: exp(x) K_n(x)), sin(x)/x, Ai. */
+/* special_bessel.c, in double: I_n / K_n (n 0 or 1; scaled: exp(-|x|) I_n(x), exp(x) K_n(x)),
+ * J_n / Y_n, sin(x)/x, Ai. */
+double gc_sp_bessel_i(int n, int scaled, double x);
 double gc_sp_bessel_j(int n, double x);
 double gc_sp_bessel_y(int n, double x);
 double gc_sp_bessel_k(int n, int scaled, double x);
