@@ -95,6 +95,8 @@ class _DynamicRNN(Module):
                 n = (g[:, 2 * hs :] + r * a[:, 2 * hs :]).tanh()
                 h = n + z * (h - n)
             out[t] = h
+        if not out:  # an empty sequence: no output steps, the states unchanged (the float layer)
+            return zeros(0, x.shape[1], hs), h, c
         return stack(out), h, c
 
     def forward(self, input: Tensor, hx=None):
