@@ -133,8 +133,9 @@ void gc_dynamic_quantize_u8(const float *x, ptrdiff_t n, uint8_t *y, float *scal
  *   zp = clamp(-rint(lo / scale), 0, 255)
  *   y = gc_quantize_u8(x, scale, zp): clamp(rint(x * (1 / scale) + zp), 0, 255)
  *
- * over the same range [lo, hi] as above.  A range that is not finite (inf or NaN in x, which the
- * eager layer refuses) gives scale NaN and zero point 0: every product with it is NaN. */
+ * over the same range [lo, hi] as above.  A range that is not finite (inf or NaN in x, or finite
+ * extremes whose distance hi - lo overflows float32, which the eager layer refuses) gives scale
+ * NaN and zero point 0: every product with it is NaN. */
 static void q_quant_torch_range(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 {
     const q_quant_job *J = ctx;
@@ -147,7 +148,7 @@ void gc_dynamic_quantize_torch_u8(const float *x, ptrdiff_t n, uint8_t *y, float
     float lo, hi, s = NAN;
     int32_t z = 0;
     q_range_all(x, n, &lo, &hi);
-    if (isfinite(lo) && isfinite(hi)) {
+    if (isfinite(hi - lo)) { /* lo and hi finite, and their distance too */
         s = (hi - lo) / 255.0f;
         s = s < FLT_EPSILON ? FLT_EPSILON : s;
         float r = -rintf(lo / s);

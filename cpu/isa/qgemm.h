@@ -28,8 +28,10 @@ static void qepi_row(const int32_t *restrict acc, ptrdiff_t n, const gc_qepi *e,
     if (e->mode == GC_QOUT_F32) {
         float *restrict o = (float *)out;
         if (bb)
-            for (ptrdiff_t j = 0; j < n; j++)
-                o[j] = (float)QEPI_CORR(j) * s[j] + bb[j];
+            for (ptrdiff_t j = 0; j < n; j++) {
+                const float p = (float)QEPI_CORR(j) * s[j]; /* own statement: never an FMA */
+                o[j] = p + bb[j];
+            }
         else
             for (ptrdiff_t j = 0; j < n; j++)
                 o[j] = (float)QEPI_CORR(j) * s[j];

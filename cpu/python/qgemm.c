@@ -691,7 +691,8 @@ GC_DOC(dynamic_quantize_torch_u8,
        "arithmetic): the range [lo, hi] of x with 0 in it, scale = max((hi - lo) / 255, "
        "FLT_EPSILON), zero_point = clamp(-round_half_even(lo / scale), 0, 255), y = "
        "quantize_u8's formula (x * (1 / scale) + zero_point, rounded half to even, saturated).  "
-       "An inf or NaN in x gives scale NaN and zero_point 0.  Arguments as dynamic_quantize_u8's.");
+       "An inf or NaN in x, or a range hi - lo that overflows float32, gives scale NaN and "
+       "zero_point 0 (y all 255).  Arguments as dynamic_quantize_u8's.");
 
 static int dynamic_quantize_torch_u8_parse(PyObject *const *args, Py_ssize_t nargs, void *node,
                                            bufset *bs)

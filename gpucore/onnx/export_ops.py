@@ -286,11 +286,12 @@ def _index_select(e, node) -> None:
 def _qlinear_dynamic(e, node) -> None:
     """The float-input form (a quantize_dynamic Linear, runtime/passes/dynamic_linear.py) as
     ONNX Runtime's ``quantize_dynamic`` writes a MatMul with per-channel weights:
-    DynamicQuantizeLinear -> MatMulInteger (the int8 weight [K, N], zero points 0 per column)
-    -> Cast -> Mul(a_scale * w_scales) [-> Add(bias)] [-> Relu]. ONNX's DynamicQuantizeLinear
-    picks the activations' parameters as ONNX does (no eps floor; x / scale rounded before the
-    zero point is added), not as PyTorch: within one activation quantization step of the
-    gpucore layer (gpucore.onnx.load runs it as ONNX does, bit for bit)."""
+    DynamicQuantizeLinear -> MatMulInteger (the int8 weight [K, N] written as uint8 w + 128,
+    zero points 128 per column: ONNX Runtime computes this form exactly) -> Cast ->
+    Mul(a_scale * w_scales) [-> Add(bias)] [-> Relu]. ONNX's DynamicQuantizeLinear picks the
+    activations' parameters as ONNX does (no eps floor; x / scale rounded before the zero point
+    is added), not as PyTorch: within one activation quantization step of the gpucore layer
+    (gpucore.onnx.load runs it as ONNX does, bit for bit)."""
     if len(node.inputs) > 4:
         e.unsupported(node, "the uint8-input form (ONNX's own dynamic quantization)")
     x, w, ws = node.inputs[:3]
@@ -301,8 +302,15 @@ def _qlinear_dynamic(e, node) -> None:
             "DynamicQuantizeLinear", [x], [q, s, z], name=f"{q}/DynamicQuantizeLinear"
         )
     )
-    w_zp = e.const(np.zeros(n, np.int8), "w_zero_point")
-    acc = e.node("MatMulInteger", [q, e.transposed_constant(w), z, w_zp], e.tmp())
+    # The weights as uint8 w + 128 with zero points 128 (the same integer products): ONNX
+    # Runtime's uint8 x int8 kernel on AVX2 without VNNI saturates pairs of products of
+    # full-range int8 weights at int16 (vpmaddubsw); its uint8 x uint8 kernel is exact.
+    w_zp = e.const(np.full(n, 128, np.uint8), "w_zero_point")
+    data = e.graph.tensors[w].data
+    if data is None:
+        e.unsupported(node, "a weight that is not a constant")
+    w_u8 = e.const((np.asarray(data).T.astype(np.int16) + 128).astype(np.uint8), "w_uint8")
+    acc = e.node("MatMulInteger", [q, w_u8, z, w_zp], e.tmp())
     scales = e.node("Mul", [s, ws], e.tmp())
     f = e.node("Cast", [acc], e.tmp(), to=ONNX_DTYPE[D.float32])
     steps = (["add"] if len(node.inputs) > 3 else []) + (["relu"] if node.attrs.get("relu") else [])

@@ -75,7 +75,14 @@ def activation_qparams(x_min, x_max) -> tuple[float, int]:
             "quantized linear: the input holds inf or NaN, which dynamic quantization cannot "
             "represent; check the model's activations (the float model would propagate them)"
         )
-    scale = np.maximum((hi - lo) / np.float32(255), _EPS)
+    with np.errstate(over="ignore"):
+        span = hi - lo
+    if not np.isfinite(span):
+        raise ValueError(
+            f"quantized linear: the input's range [{lo}, {hi}] overflows float32 (max - min is "
+            "inf), so dynamic quantization has no finite scale; rescale the input"
+        )
+    scale = np.maximum(span / np.float32(255), _EPS)
     zero_point = int(np.clip(-np.rint(lo / scale), 0, 255))
     return float(scale), zero_point
 

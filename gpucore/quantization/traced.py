@@ -16,8 +16,9 @@ bias[j]``. So the compiled model gives the eager layer's outputs bit for bit on 
 The CPU pipeline then fuses the whole pattern into one float-input ``qlinear_dynamic``
 (runtime/passes/dynamic_linear.py: the quantization in C, the same float32 operations) and a
 following ReLU into its epilogue; ``gpucore.onnx.export`` writes that node as ONNX Runtime's
-dynamic quantization. One difference: eager raises ValueError on an input holding inf or NaN
-(dynamic quantization cannot represent them); the graph cannot raise, and gives NaN there
+dynamic quantization. One difference: eager raises ValueError on an input holding inf or NaN,
+or finite values whose range max - min overflows float32 (dynamic quantization has no finite
+scale for them); the graph cannot raise, and gives NaN there
 (compile with ``check_nan=True`` to refuse NaN inputs).
 """
 

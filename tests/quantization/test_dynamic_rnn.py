@@ -108,3 +108,22 @@ def test_compiled_batch_first_with_states_equals_eager(cls):
     for _ in range(2):
         x = gpucore.tensor(r.standard_normal((3, 4, 8)).astype(np.float32))
         assert cm(x).numpy().tobytes() == q(x, hx)[0].numpy().tobytes()
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("cls", ["LSTM", "GRU"])
+def test_empty_sequence_as_the_float_layer(cls, batch_first):
+    """Length 0: the float layer's empty output and unchanged states (it used to raise
+    stack()'s "expected a non-empty list of tensors")."""
+    gpucore.manual_seed(5)
+    m = getattr(nn, cls)(6, 5, num_layers=2, bidirectional=True, batch_first=batch_first)
+    q = quantize_dynamic(m, {getattr(nn, cls)})
+    r = np.random.default_rng(6)
+    h = gpucore.tensor(r.standard_normal((4, 3, 5)).astype(np.float32))
+    x = gpucore.zeros(3, 0, 6) if batch_first else gpucore.zeros(0, 3, 6)
+    for hx in (None, (h, h * 2.0) if cls == "LSTM" else h):
+        want, got = m(x, hx), q(x, hx)
+        assert tuple(got[0].shape) == tuple(want[0].shape)
+        states = zip(got[1], want[1]) if cls == "LSTM" else [(got[1], want[1])]
+        for g, w in states:
+            np.testing.assert_array_equal(g.numpy(), w.detach().numpy())

@@ -219,11 +219,16 @@ def _centered(ctx, v, zp, rank_axis: int):
 
 def _matmul_integer_int8(ctx, a, b, a_zp, b_zp):
     """MatMulInteger on the int8 GEMM (the runtime's ``qmatmul_integer``) for a traced 8-bit A
-    and a static 2-D int8 B with zero points 0; A's zero point static, or (A uint8) one traced
-    uint8 value, what DynamicQuantizeLinear gives, read when the node runs; else None."""
+    and a static 2-D int8 B with zero points 0 (or a uint8 B with zero points 128, which is
+    B - 128: gpucore.onnx.export's form); A's zero point static, or (A uint8) one traced uint8
+    value, what DynamicQuantizeLinear gives, read when the node runs; else None."""
     src = activation(a) if ctx.int8 else None
-    if src is None or not ctx.is_static(b) or b.dtype != np.int8 or b.ndim != 2:
+    if src is None or not ctx.is_static(b) or b.ndim != 2 or b.dtype not in (np.int8, np.uint8):
         return None
+    if b.dtype == np.uint8:  # uint8 b with zero points 128 (gpucore.onnx.export's form) is b - 128
+        if b_zp is None or not ctx.is_static(b_zp) or np.any(np.asarray(b_zp) != 128):
+            return None
+        b, b_zp = (b.astype(np.int16) - 128).astype(np.int8), None
     if b_zp is not None and (not ctx.is_static(b_zp) or np.any(b_zp != 0)):
         return None
     z = 0 if a_zp is None else _one(ctx, a_zp, "iu")

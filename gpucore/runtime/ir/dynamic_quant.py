@@ -25,7 +25,8 @@ activations quantized per call, DynamicQuantizeLinear -> MatMulInteger -> Cast -
   255, eps), zero point clamp(-round(lo / scale), 0, 255), q = round(x * (1 / scale) + zp)),
   then the product above: the eager layer's bits. Lowered to ``_cpu.dynamic_quantize_torch_u8``
   into scratch (uint8 [M, K], the scale, the zero point) and ``_cpu.qgemm_dynamic``; an ``x``
-  holding inf or NaN (which the eager layer refuses) gives NaN everywhere.
+  the eager layer refuses (inf or NaN in it, or a range max - min that overflows float32) gives
+  NaN everywhere.
   passes/quantize_dynamic.py's ``fuse_traced_dynamic_linear`` makes it from the traced layer.
 
 ``qmatmul_integer`` with a zero point input (ir/quantized.py) is MatMulInteger with the zero
@@ -181,13 +182,16 @@ _EPS = _F32(np.finfo(_F32).eps)
 def torch_quantize_ref(x: np.ndarray) -> tuple:
     """(uint8 q, float32 scale, uint8 zero point) of float32 ``x`` with PyTorch's dynamic
     quantization parameters and rounding (``_cpu.dynamic_quantize_torch_u8``'s float32
-    arithmetic); a range with inf or NaN gives scale NaN, zero point 0 and q all 255."""
+    arithmetic); a range that is not finite (inf or NaN in x, or hi - lo overflowing float32)
+    gives scale NaN, zero point 0 and q all 255."""
     x = np.asarray(x, _F32)
-    if not np.isfinite(x).all():
-        return np.full(x.shape, 255, np.uint8), _F32(np.nan), np.uint8(0)
     lo = min(_F32(0), x.min()) if x.size else _F32(0)
     hi = max(_F32(0), x.max()) if x.size else _F32(0)
-    scale = max(_F32((hi - lo) / _F32(255)), _EPS)
+    with np.errstate(over="ignore", invalid="ignore"):
+        span = _F32(hi - lo)
+    if not np.isfinite(x).all() or not np.isfinite(span):
+        return np.full(x.shape, 255, np.uint8), _F32(np.nan), np.uint8(0)
+    scale = max(_F32(span / _F32(255)), _EPS)
     zp = np.uint8(np.clip(-np.rint(_F32(lo / scale)), 0, 255))
     y = x * (_F32(1) / scale) + _F32(zp)  # each rounded to float32, as _cpu.quantize_u8
     return np.clip(np.rint(y), 0, 255).astype(np.uint8), scale, zp

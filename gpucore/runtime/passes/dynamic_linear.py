@@ -6,8 +6,9 @@
    rounding, about twenty nodes) feeding ``qlinear_dynamic(q, w, scale, zp, w_scales[, bias])``;
    the whole pattern becomes the float-input ``qlinear_dynamic(x, w, w_scales[, bias])``
    (runtime/ir/dynamic_quant.py), which quantizes ``x`` in C with the same float32 operations:
-   the same bits on every finite input (an input holding inf or NaN, which the eager layer
-   refuses, gives NaN everywhere);
+   the same bits on every input the eager layer accepts: one whose range max(x, 0) - min(x, 0)
+   is finite in float32. The inputs it refuses give NaN everywhere: inf or NaN in x, and finite
+   values whose range overflows float32 (such as 3e38 and -3e38);
 2. ``fuse_dynamic_linear_relu``: a ``relu`` reading a ``qlinear_dynamic`` (either form) alone
    moves into its epilogue (``relu=True``: ``max(v, 0)``, -0.0 -> +0.0 and NaN kept, as
    gpucore's relu).

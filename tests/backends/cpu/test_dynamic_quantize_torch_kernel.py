@@ -32,7 +32,7 @@ def _cases() -> list:
         -np.abs(r.standard_normal(45)).astype(F32) - 1,  # all negative: zero point 255
         np.abs(r.standard_normal(45)).astype(F32) + 1,  # all positive: zero point 0
         np.array([1e-40, -1e-40, 3e-41, 0], F32),  # a denormal range: the eps floor
-        np.array([3e38, -3e38, 1.0], F32),  # the range overflows: scale inf
+        np.array([3e38, -3e38, 1.0], F32),  # the range overflows float32: refused, scale NaN
         np.array([0.5, 1.5, 2.5, 3.5, 255.0, 0.0, -0.0], F32),  # scale 1: halves to even
         np.array([-255.0, -0.5, -1.5, -2.5, 0.0], F32),
         np.array([1, np.inf, -2], F32),
@@ -70,8 +70,9 @@ def test_equals_the_eager_layers_quantization(i):
     x = CASES[i]
     y, s, z = run_kernel(x)
     want = reference(x)
-    if want is None:
+    if want is None:  # the documented scale NaN, zero point 0, and every y 255 (NaN saturates)
         assert np.isnan(s) and z == 0, (i, s, z)
+        assert (y == 255).all(), (i, y)
         return
     np.testing.assert_array_equal(y, want[0], err_msg=f"case {i}")
     assert s.tobytes() == want[1].tobytes() and z == want[2], (i, s, want[1], z, want[2])
@@ -90,7 +91,9 @@ def test_parameters_spelled_out():
     assert s == np.finfo(F32).eps and z == 0 and y.size == 0
     for bad in (np.nan, np.inf, -np.inf):
         y, s, z = run_kernel(np.array([1.0, bad, -2.0], F32))
-        assert np.isnan(s) and z == 0
+        assert np.isnan(s) and z == 0 and list(y) == [255, 255, 255]
+    y, s, z = run_kernel(np.array([3e38, -3e38], F32))  # finite, but max - min overflows
+    assert np.isnan(s) and z == 0 and list(y) == [255, 255]
 
 
 def test_outputs_may_be_left_out_and_bad_arguments_raise():
@@ -129,26 +132,111 @@ def test_qgemm_dynamic_relu_gives_positive_zero_and_keeps_nan():
 @pytest.mark.parametrize("isa", ISAS)
 def test_quantize_u8_is_the_reference_under_every_isa(isa, tmp_path):
     """isa/quant.h's loop at each ISA's width (and the baseline's) gives quantize_array's bits:
-    halves to even, saturation, NaN -> 255, every tail length."""
+    halves to even, saturation, +-inf, -0.0, NaN -> 255, zero points 0 and 255, every tail
+    length, and x * (1 / scale) + zp rounded twice, never as one FMA (-51.3749962 at scale
+    0.75, zero point 131: 62; a fused multiply-add gives 63)."""
     r = np.random.default_rng(6)
     x = (r.standard_normal(1000) * 90).astype(F32)
-    x[:9] = [0.5, 1.5, 2.5, -0.5, 254.5, 255.5, 300.0, -300.0, np.nan]
+    head = [0.5, 1.5, 2.5, -0.5, 254.5, 255.5, 300.0, -300.0, np.nan, np.inf, -np.inf, -0.0]
+    x[: len(head) + 1] = [*head, -51.3749962]
+    x[500:520] = x[:20]  # the special values in a vector body too
     np.save(tmp_path / "x.npy", x)
+    sizes, params = (1, 7, 8, 9, 12, 13, 15, 16, 17, 31, 33, 64, 1000), ((0.75, 131), (0.5, 0))
+    params += ((0.5, 255), (2.0, 0), (2.0, 255))
     code = (
         "import numpy as np\n"
         f"x = np.load({str(tmp_path / 'x.npy')!r})\n"
         "outs = []\n"
-        "for n in (1, 7, 8, 15, 16, 17, 31, 33, 64, 1000):\n"
-        "    q = np.zeros(n, np.uint8)\n"
-        "    C.quantize_u8(x[:n], q, n, 0.75, 131)\n"
-        "    outs.append(q)\n"
+        f"for s, z in {params!r}:\n"
+        f"    for n in {sizes!r}:\n"
+        "        q = np.zeros(n, np.uint8)\n"
+        "        C.quantize_u8(x[:n], q, n, s, z)\n"
+        "        outs.append(q)\n"
         f"np.save({str(tmp_path / 'q.npy')!r}, np.concatenate(outs))\n"
         "print(C.info()['isa'])\n"
     )
     res = run_in_subprocess(code, GPUCORE_CPU_ISA=isa)
     assert res.returncode == 0, res.stderr
     assert res.stdout.split()[-1] == isa
-    want = [
-        quantize_array(x[:n], 0.75, 131, D.quint8) for n in (1, 7, 8, 15, 16, 17, 31, 33, 64, 1000)
-    ]
-    np.testing.assert_array_equal(np.load(tmp_path / "q.npy"), np.concatenate(want))
+    want = [quantize_array(x[:n], s, z, D.quint8) for s, z in params for n in sizes]
+    got = np.load(tmp_path / "q.npy")
+    np.testing.assert_array_equal(got, np.concatenate(want))
+    at = sum(sizes[:-1]) + 12  # x[12] in the n = 1000 call at scale 0.75, zero point 131
+    assert got[at] == want[len(sizes) - 1][12] == 62
+
+
+_HARNESS = r"""
+#include <stddef.h>
+#include <stdint.h>
+#include "quant.h"
+#include "qgemm.h"
+void NAME(const float *x, uint8_t *q, ptrdiff_t n, const int32_t *acc, const gc_qepi *e,
+          float *o)
+{
+    qq_torch_u8(x, q, n, 0.75f, 131);
+    qepi_row(acc, n, e, 0, o);
+}
+"""
+
+_MAIN = r"""
+#include <stdio.h>
+#include <stdint.h>
+#include <string.h>
+#include "isa.h"
+void f_fma(const float *, uint8_t *, ptrdiff_t, const int32_t *, const gc_qepi *, float *);
+void f_base(const float *, uint8_t *, ptrdiff_t, const int32_t *, const gc_qepi *, float *);
+enum { N = 1 << 16 };
+static float x[N], s[N], b[N], o1[N], o2[N];
+static int32_t acc[N], cs[N];
+static uint8_t q1[N], q2[N];
+int main(void)
+{
+    uint32_t r = 1;
+    for (int i = 0; i < N; i++) {
+        r = r * 1664525u + 1013904223u;
+        x[i] = ((float)(r >> 8) / 16777216.0f - 0.5f) * 400.0f;
+        acc[i] = (int32_t)(r % 200001u) - 100000;
+        s[i] = (float)(r >> 9) * 1e-10f;
+        b[i] = (float)(r >> 12) / 1048576.0f - 0.5f;
+    }
+    x[0] = -51.3749962f;
+    gc_qepi e;
+    memset(&e, 0, sizeof e);
+    e.mode = GC_QOUT_F32;
+    e.colsum = cs;
+    e.scale = s;
+    e.bias = b;
+    f_fma(x, q1, N, acc, &e, o1);
+    f_base(x, q2, N, acc, &e, o2);
+    printf("%d %d %d\n", q1[0], memcmp(q1, q2, N) != 0, memcmp(o1, o2, sizeof o1) != 0);
+    return 0;
+}
+"""
+
+
+def test_no_fma_contraction_under_clang(tmp_path):
+    """clang contracts ``a * b + c`` within one expression into an FMA by default (GCC does not
+    under -std=c11): isa/quant.h's quantize loop and isa/qgemm.h's float epilogue built by clang
+    with -mavx2 -mfma must give the baseline build's bits (-51.3749962 at scale 0.75, zero point
+    131: 62, not the fused 63)."""
+    import pathlib  # noqa: PLC0415
+    import shutil  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+
+    clang = shutil.which("clang")
+    if clang is None or "avx2" not in ISAS:
+        pytest.skip("needs clang and an AVX2 + FMA CPU")
+    cpu = pathlib.Path(__file__).resolve().parents[3] / "cpu"
+    (tmp_path / "h.c").write_text(_HARNESS)
+    (tmp_path / "main.c").write_text(_MAIN)
+    inc = [f"-I{cpu}", f"-I{cpu / 'isa'}"]
+    cc = [clang, "-std=c11", "-O2", *inc]
+    for name, flags in (("f_fma", ["-mavx2", "-mfma"]), ("f_base", [])):
+        out = str(tmp_path / f"{name}.o")
+        src = str(tmp_path / "h.c")
+        subprocess.run([*cc, *flags, f"-DNAME={name}", "-c", src, "-o", out], check=True)
+    exe = str(tmp_path / "t")
+    objs = [str(tmp_path / "main.c"), str(tmp_path / "f_fma.o"), str(tmp_path / "f_base.o")]
+    subprocess.run([*cc, *objs, "-lm", "-o", exe], check=True)
+    res = subprocess.run([exe], capture_output=True, text=True, check=True)
+    assert res.stdout.split() == ["62", "0", "0"], res.stdout

@@ -52,6 +52,12 @@ def test_integer_matmuls():
     args = [a, bi, zps[0], np.array(0, np.int8)]
     check_op("MatMulInteger", args, opset=10, static=(1, 2, 3), out=np.int32)
     check_op("MatMulInteger", args, opset=10, static=(1, 3), out=np.int32)
+    # a static uint8 B with zero points 128 (gpucore.onnx.export's form) is B - 128 on the
+    # int8 GEMM; another zero point takes the composition
+    bu = (bi.astype(np.int16) + 128).astype(np.uint8)
+    for bzp in ([128], [128, 128], [128, 127]):
+        args = [a, bu, zps[0], np.array(bzp if len(bzp) > 1 else bzp[0], np.uint8)]
+        check_op("MatMulInteger", args, opset=10, static=(1, 2, 3), out=np.int32)
     args = [a, np.array(0.1, F32), zps[0], b, np.array(0.2, F32), zps[1], np.array(0.3, F32),
             np.array(7, np.uint8)]  # fmt: skip
     check_op("QLinearMatMul", args, opset=10, static=(1, 2, 4, 5, 6, 7), out=np.uint8)

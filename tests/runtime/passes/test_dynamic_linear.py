@@ -108,6 +108,20 @@ def test_nan_and_inf_inputs_give_nan():
         assert np.isnan(run_graph(g, [x], "compiled")[0]).all()
 
 
+def test_a_finite_input_whose_range_overflows_float32_gives_nan_and_eager_says_why():
+    """3e38 - (-3e38) is inf in float32: no finite scale. Eager raises naming the overflow;
+    the fused node gives NaN everywhere, as for inf and NaN."""
+    q = _model(relu=False)
+    g = traced(q, np.zeros((2, 12), F32))
+    fuse_traced_dynamic_linear(g)
+    x = R.standard_normal((2, 12)).astype(F32)
+    x[0, 0], x[1, 5] = 3e38, -3e38
+    for executor in ("compiled", "interpreted"):
+        assert np.isnan(run_graph(g, [x], executor)[0]).all(), executor
+    with pytest.raises(ValueError, match="overflows float32"), gc.no_grad():
+        q(gc.tensor(x))
+
+
 def test_relu_moves_into_the_epilogue():
     shape = (4, 12)
     before = traced(_model(), np.zeros(shape, F32))
