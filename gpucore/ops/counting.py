@@ -163,7 +163,13 @@ def _histdd(name, x: Tensor, dims: int, bins, rng, weight, density):
         if host is None:
             host = flat.cpu().numpy()  # min and max are exact in the input's dtype
         lo, hi = _outer_edges(name, host, d, rng)
-        edges.append(_tensor(_linspace_edges(lo, hi, int(b), x.dtype), dtype=x.dtype, device="cpu"))
+        e = _linspace_edges(lo, hi, int(b), x.dtype)
+        if e[0] == e[-1]:
+            # the range collapses to one value in the input's dtype (1e10 +- 0.5 in float32):
+            # no width to interpolate over, so a binary search over the equal edges, which
+            # puts that value in the last bin (PyTorch's bin 1 comes from a 0 / 0 position)
+            mode = 0
+        edges.append(_tensor(e, dtype=x.dtype, device="cpu"))
     ins = [flat.cpu().contiguous(), *edges]
     if weight is not None:
         if not isinstance(weight, Tensor):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+import numpy as np
+
 from .. import dtypes as D
 from ..creation import tensor as _tensor
 from ..errors import DTypeError, ShapeError
@@ -219,13 +221,19 @@ def histc(input: Tensor, bins: int = 100, min=0, max=0) -> Tensor:  # noqa: A002
     x = input.detach().reshape(-1)
     if lo == hi and x.numel():
         lo, hi = float(x.amin()), float(x.amax())
-    if lo == hi:
-        lo, hi = lo - 1, hi + 1
+    widen = lo == hi
     if lo != lo or hi != hi or abs(lo) == float("inf") or abs(hi) == float("inf"):
         raise ValueError(f"histc(): range of [{lo}, {hi}] is not finite")
     # PyTorch's histc kernel: (x - min) * bins / (max - min) in the input's dtype, truncated
     dt = input.dtype if input.dtype in (D.float32, D.float64) else D.float32
-    edges = _tensor(_linspace_edges(lo, hi, bins, dt), dtype=dt, device="cpu")
+    if widen:  # min - 1 and max + 1 in dt, each side its neighbouring float where +-1 rounds away
+        npd = np.float64 if dt is D.float64 else np.float32
+        v = npd(lo)
+        lo_, hi_ = npd(v - npd(1)), npd(v + npd(1))
+        lo = float(lo_ if lo_ != v else np.nextafter(v, npd(-np.inf)))
+        hi = float(hi_ if hi_ != v else np.nextafter(v, npd(np.inf)))
+    e = _linspace_edges(lo, hi, bins, dt)
+    edges = _tensor(e, dtype=dt, device="cpu")
     flat = x.to(dt).cpu().contiguous().reshape(-1, 1)
     hist = apply(HISTOGRAMDD, flat, edges, has_weight=0, density=False, mode=HISTC_MODE)
     return hist.to(input.dtype).to(input.device)

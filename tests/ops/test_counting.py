@@ -63,6 +63,19 @@ def test_histogramdd_as_torch_and_numpy():
     np.testing.assert_array_equal(g.hist.numpy(), t.hist.numpy())
 
 
+def test_histogram_of_a_range_that_collapses_in_the_dtype_counts_every_value():
+    # 1e10 +- 0.5 rounds to 1e10 in float32: every edge is 1e10 (as PyTorch's), the values are
+    # counted once, in the last bin (PyTorch's own bin there comes from a 0 / 0 position)
+    x = np.full(3, 1e10, np.float32)
+    hist, edges = gc.histogram(gc.tensor(x), 4)
+    np.testing.assert_array_equal(edges.numpy(), np.full(5, 1e10, np.float32))
+    np.testing.assert_array_equal(hist.numpy(), [0, 0, 0, 3])
+    hist, _ = gc.histogram(gc.tensor(np.full(2, 1e8, np.float32)), 10, range=(1e8, 1e8 + 1))
+    assert hist.numpy().sum() == 2
+    dd = gc.histogramdd(gc.tensor(np.array([[1e10, 1.0], [1e10, 2.0]], np.float32)), [3, 2])
+    np.testing.assert_array_equal(dd[0].numpy(), [[0, 0], [0, 0], [1, 1]])
+
+
 def test_histogram_errors():
     x = gc.tensor([1.0, 2.0])
     with pytest.raises(gc.DTypeError, match="histogram"):

@@ -87,6 +87,17 @@ def test_quantile_gradient_and_numpy():
         gpucore.quantile(gpucore.tensor(x), 0.5, interpolation="cubic")
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_histc_of_constant_data_widens_as_torch(dt):
+    # min == max: the range is min - 1 .. max + 1 in the input's dtype, a side whose +-1 rounds
+    # back (2^24 + 1 and 1e10 +- 1 in float32) taking its neighbouring float instead
+    torch = pytest.importorskip("torch")
+    for v, bins in ((1e10, 4), (16777216.0, 3), (1.0, 4), (0.0, 5), (-3.5, 7), (1e30, 3)):
+        x = np.full(2, v, dt)
+        got = gpucore.histc(gpucore.tensor(x), bins).numpy()
+        np.testing.assert_array_equal(got, torch.histc(torch.tensor(x), bins).numpy(), str(v))
+
+
 def test_histc_as_torch():
     torch = pytest.importorskip("torch")
     x = np.array([1.0, 2.0, 1.0, 4.0, 5.0, -1.0, 3.999, 0.0])
