@@ -355,10 +355,11 @@ def _multi_head_attention(
     if h <= 0 or e % h:
         raise ValueError(f"{name}: embed_dim {e} not divisible by num_heads {h}")
     hd = e // h
-    if in_proj_bias is not None and tuple(in_proj_bias.shape) != (3 * e,):
+    rows = 3 * e if proj is not None else in_proj_weight.shape[0]  # one bias per projection row
+    if in_proj_bias is not None and tuple(in_proj_bias.shape) != (rows,):
         raise ShapeError(
-            f"{name}: in_proj_bias must have shape {(3 * e,)} (3 * embed_dim), got "
-            f"{tuple(in_proj_bias.shape)}"
+            f"{name}: in_proj_bias must have shape {(rows,)} (3 * embed_dim, one per row of "
+            f"in_proj_weight), got {tuple(in_proj_bias.shape)}"
         )
     if key.shape[:2] != value.shape[:2] or key.shape[1] != bsz:
         raise ShapeError(
