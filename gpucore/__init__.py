@@ -163,20 +163,16 @@ def is_tensor(obj) -> bool:
 
 
 def typename(obj) -> str:
-    """The type name of obj as torch.typename: a tensor's legacy type ("gpucore.FloatTensor"),
-    else the module and qualified name of obj (a class or function) or of its class (builtins
-    without their module)."""
+    """A fully qualified name for the type of obj, as torch.typename: a tensor's legacy type
+    ("gpucore.FloatTensor"); a named object (class, function, module) by its own dotted name;
+    any other object by its class's. Builtins are named without "builtins."."""
     if isinstance(obj, Tensor):
         return obj.type()
-    module = getattr(obj, "__module__", "") or ""
-    if hasattr(obj, "__qualname__"):
-        qualname = obj.__qualname__
-    elif hasattr(obj, "__name__"):
-        qualname = obj.__name__
-    else:
-        module = type(obj).__module__ or ""
-        qualname = type(obj).__qualname__
-    return qualname if module in ("", "builtins") else f"{module}.{qualname}"
+    named = hasattr(obj, "__qualname__") or hasattr(obj, "__name__")
+    owner = obj if named else type(obj)
+    name = owner.__qualname__ if hasattr(owner, "__qualname__") else owner.__name__
+    where = getattr(owner, "__module__", None) or "builtins"
+    return name if where == "builtins" else f"{where}.{name}"
 
 
 def numel(input: Tensor) -> int:

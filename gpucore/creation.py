@@ -404,6 +404,20 @@ def frombuffer(
     could not land."""
     dt = D.as_dtype(dtype)
     try:
+        nbytes = memoryview(buffer).nbytes
+    except TypeError:
+        nbytes = None  # not a buffer: np.frombuffer below says so
+    if nbytes is not None and (nbytes == 0 or int(count) == 0):
+        raise ValueError(
+            f"frombuffer(): both buffer length ({nbytes}) and count ({count}) must not be 0 "
+            "(PyTorch's rule: an empty tensor cannot share a buffer)"
+        )
+    if nbytes is not None and not 0 <= int(offset) < nbytes:
+        raise ValueError(
+            f"frombuffer(): offset ({offset} bytes) must be non-negative and no greater than "
+            f"buffer length ({nbytes} bytes) minus 1"
+        )
+    try:
         arr = np.frombuffer(buffer, dtype=dt.np, count=int(count), offset=int(offset))
     except (TypeError, ValueError) as e:
         raise ValueError(

@@ -383,6 +383,13 @@ def test_frombuffer_shares_memory_as_torch():
     np.testing.assert_array_equal(ro.numpy(), [1, 2, 3, 4])
     with pytest.raises(ValueError, match="frombuffer"):
         gpucore.frombuffer(bytearray(5), dtype=gpucore.float32)
+    # PyTorch refuses empty results: count 0, an offset at or past the end, an empty buffer
+    for lib, buf in ((gpucore, ours_buf), (torch, theirs_buf)):
+        for kw in ({"count": 0}, {"offset": len(buf)}, {"offset": len(buf) + 4}):
+            with pytest.raises(ValueError, match="must|offset"):
+                lib.frombuffer(buf, dtype=lib.float32, **kw)
+        with pytest.raises(ValueError, match="must not be 0"):
+            lib.frombuffer(bytearray(0), dtype=lib.float32)
 
 
 @pytest.mark.filterwarnings("ignore:torch.range is deprecated")

@@ -29,7 +29,11 @@ def _pnorm_last(diff: Tensor, p: float) -> Tensor:
         return _safe_root((diff * diff).sum(-1), 0.5)
     if p == 1:
         return diff.abs().sum(-1)
-    return _safe_root((diff.abs() ** p).sum(-1), 1.0 / p)
+    mag = diff.abs()
+    if p < 1:  # |d|^p has an infinite slope at 0; PyTorch's gradient there is 0, not inf * 0
+        nz = mag > 0
+        return _safe_root(where(nz, where(nz, mag, 1.0) ** p, 0.0).sum(-1), 1.0 / p)
+    return _safe_root((mag**p).sum(-1), 1.0 / p)
 
 
 def _check_p(op: str, p) -> float:
@@ -93,6 +97,10 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:
     p = _check_p("pdist", p)
     if input.ndim != 2:
         raise ShapeError(f"pdist(): expected a 2-D input, got {input.ndim}-D")
+    if not input.dtype.is_floating_point:
+        raise DTypeError(
+            f"pdist(): only supports floating-point dtypes, got {input.dtype}; pass input.float()"
+        )
     n = input.shape[0]
     if n < 2:
         return input.new_zeros(0)

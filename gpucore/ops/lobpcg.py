@@ -24,11 +24,13 @@ import numpy as np
 from .. import dtypes as D
 from ..autograd.grad_mode import _state as _grad_state
 from ..creation import tensor as _tensor
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError, LinAlgError, ShapeError
 from ..tensor import Tensor
 from .api import public
 from .joining import stack
 from .random import randn
+
+_MAX_ITER = 10_000  # the cap on niter=-1 (until convergence) so that no call loops forever
 
 
 def _b_orthonormal(v: np.ndarray, bmul) -> np.ndarray:
@@ -69,15 +71,27 @@ def _solve_one(a, b, x, ik, k, niter, tol, largest) -> tuple:
     e, x = _ritz(_b_orthonormal(x, bmul), a, n, largest)
     p = None
     it = 0
+    cap = niter if niter >= 0 else max(_MAX_ITER, 10 * a.shape[0])  # -1 never loops forever
     while True:
         r = a @ x - bmul(x) * e
-        rerr = np.linalg.norm(r, axis=0) / (
-            np.linalg.norm(x, axis=0) * (a_norm + np.abs(e) * b_norm)
-        )
+        rnorm = np.linalg.norm(r, axis=0)
+        denom = np.linalg.norm(x, axis=0) * (a_norm + np.abs(e) * b_norm)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rerr = np.where(rnorm == 0, 0.0, rnorm / denom)  # a zero residual has converged
+        if not np.isfinite(rerr).all():
+            raise LinAlgError(
+                f"lobpcg(): the residuals became non-finite after {it} iterations (is A or B "
+                "singular or ill-conditioned?)"
+            )
         done = rerr < tol
         count = int(np.argmin(done)) if not done.all() else n  # converged in order, as PyTorch
         if count >= k or it == niter:
             break
+        if it >= cap:
+            raise LinAlgError(
+                f"lobpcg(): niter=-1 but {k} eigenpairs did not converge to tol={tol:g} in "
+                f"{cap} iterations; pass a finite niter or a larger tol"
+            )
         w = r[:, ~done] if ik is None else ik @ r[:, ~done]
         block = w if p is None else np.concatenate([w, p], axis=1)
         block = _b_orthonormal(_orthogonalize(block, x, bmul), bmul)
@@ -91,14 +105,16 @@ def _solve_one(a, b, x, ik, k, niter, tol, largest) -> tuple:
 
 
 def _differentiable(A: Tensor, E: np.ndarray, X: np.ndarray) -> tuple:
-    """(E, X) as gpucore tensors whose derivative with respect to A is the eigenpairs' (for a
-    symmetric A and a symmetric change of it); values unchanged."""
+    """(E, X) as gpucore tensors whose derivative with respect to A is the eigenpairs'; values
+    unchanged. A enters through its symmetric part (A + A^T) / 2, the matrix the eigenpairs
+    belong to, so the gradient is symmetric, as PyTorch's lobpcg and linalg.eigh give."""
     dt = A.dtype
     a0 = A.detach()
     x0 = _tensor(X, dtype=dt, device=A.device)
-    diff = A - a0  # zero, carrying A's gradient
+    a_sym = (A + A.transpose(0, 1)) * 0.5
+    diff = a_sym - a_sym.detach()  # zero, carrying A's gradient
     dx = diff @ x0  # [m, k]: dA x_i
-    e_out = (x0 * (A @ x0)).sum(0)
+    e_out = (x0 * (a_sym @ x0)).sum(0)
     # within the block: x_j (x_j^T dA x_i) / (E_i - E_j), j != i
     gap = E[None, :] - E[:, None]
     with np.errstate(divide="ignore"):
@@ -182,6 +198,9 @@ def lobpcg(
         raise ShapeError(f"lobpcg(): X shape mismatch: got {tuple(X.shape)}, expected {(m, n)}")
     x_all = None if X is None else np.broadcast_to(host(X), batch + (m, n)).reshape((-1, m, n))
     ik = host(iK)
+    for name, arr in (("A", a_all), ("B", b_all), ("X", x_all), ("iK", ik)):
+        if arr is not None and not np.isfinite(arr).all():
+            raise LinAlgError(f"lobpcg(): {name} contains non-finite values (NaN or inf)")
     es, xs = [], []
     for i in range(a_all.shape[0]):
         x0 = x_all[i] if x_all is not None else host(randn(m, n, dtype=dt))

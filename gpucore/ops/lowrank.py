@@ -27,17 +27,20 @@ def _float(A: Tensor) -> Tensor:
     return A if A.dtype in (D.float32, D.float64) else A.to(D.float32)
 
 
-def _basis(A: Tensor, q: int, niter: int, M: Tensor | None) -> Tensor:
-    """Q [*, m, q] with orthonormal columns such that Q Q^T (A - M) approximates A - M."""
-    r = randn(A.shape[-1], q, dtype=A.dtype, device=A.device)
-    x = A @ r if M is None else A @ r - M @ r
-    Q = linalg_qr(x).Q
+def _range_basis(C: Tensor, q: int, niter: int) -> Tensor:
+    """Orthonormal columns [*, rows, q] spanning (approximately) the dominant column space of C:
+    Halko et al.'s randomized range finder (a Gaussian sketch C @ Omega, orthonormalized) refined
+    by niter rounds of subspace iteration with (C C^T), each half-step re-orthonormalized by QR so
+    that the small singular values do not drown in rounding."""
+
+    def orth(y: Tensor) -> Tensor:
+        return linalg_qr(y).Q
+
+    sketch = randn(C.shape[-1], q, dtype=C.dtype, device=C.device)
+    basis = orth(C @ sketch)
     for _ in range(niter):
-        x = mT(A) @ Q if M is None else mT(A) @ Q - mT(M) @ Q
-        Q = linalg_qr(x).Q
-        x = A @ Q if M is None else A @ Q - M @ Q
-        Q = linalg_qr(x).Q
-    return Q
+        basis = orth(C @ orth(mT(C) @ basis))
+    return basis
 
 
 def _check(op: str, A: Tensor, q, niter) -> tuple:
@@ -55,7 +58,7 @@ def _check(op: str, A: Tensor, q, niter) -> tuple:
 def svd_lowrank(A: Tensor, q: int | None = 6, niter: int | None = 2, M: Tensor | None = None):
     """(U [*, m, q], S [*, q], V [*, n, q]) with ``A - M ~ U diag(S) V^T`` (M, if given,
     broadcast to A), q a slightly overestimated rank of A, as torch.svd_lowrank: the randomized
-    range finder with niter subspace iterations (torch's Algorithms 4.4 and 5.1 of Halko et
+    range finder with niter subspace iterations (Algorithms 4.4 and 5.1 of Halko et
     al.). Repeatable through gpucore.manual_seed."""
     q = 6 if q is None else q
     niter = 2 if niter is None else niter
@@ -66,17 +69,15 @@ def svd_lowrank(A: Tensor, q: int | None = 6, niter: int | None = 2, M: Tensor |
         raise ValueError(f"svd_lowrank(): q(={q}) must be a non-negative integer")
     if M is not None:
         M = _float(M).to(A.dtype).expand(tuple(A.shape))
-    if m < n:  # work on the tall orientation
-        A = mT(A)
-        M = None if M is None else mT(M)
-    Q = _basis(A, q, niter, M)
-    B = mT(Q) @ A if M is None else mT(Q) @ A - mT(Q) @ M
-    U, S, Vh = linalg_svd(B, full_matrices=False)
-    V = mT(Vh)
-    U = Q @ U
-    if m < n:
-        U, V = V, U
-    return LowRank(U, S, V)
+    C = A if M is None else A - M  # the matrix to approximate
+    if m >= n:  # C ~ Q Q^T C with Q spanning its columns; SVD of the small [q, n] Q^T C
+        Q = _range_basis(C, q, niter)
+        small_u, S, Vh = linalg_svd(mT(Q) @ C, full_matrices=False)
+        return LowRank(Q @ small_u, S, mT(Vh))
+    # wide: C ~ C P P^T with P spanning its rows; SVD of the small [m, q] C P
+    P = _range_basis(mT(C), q, niter)
+    U, S, small_vh = linalg_svd(C @ P, full_matrices=False)
+    return LowRank(U, S, P @ mT(small_vh))
 
 
 @public("pca_lowrank", method=False)

@@ -85,3 +85,17 @@ def test_inplace_activations_on_vulkan(vulkan):
         r = getattr(F, name)(a, *args)
         assert r is a and a.device.type == "vulkan"
         np.testing.assert_allclose(a.cpu().numpy(), f(X), rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_hardtanh_and_threshold_inplace_on_integers_as_torch():
+    torch = pytest.importorskip("torch")
+    x = np.array([-3, 0, 1, 3, 7], dtype=np.int64)
+    cases = (
+        ("hardtanh_", ()), ("hardtanh_", (-2.5, 2.5)), ("threshold_", (0, 5)),
+        ("threshold_", (0.5, 5.7)), ("hardtanh", ()), ("relu6", ()), ("threshold", (1, -4)),
+    )  # fmt: skip
+    for name, args in cases:
+        a, t = gpucore.tensor(x), torch.tensor(x)
+        out, tout = getattr(F, name)(a, *args), getattr(torch.nn.functional, name)(t, *args)
+        assert (out is a) == name.endswith("_") and out.dtype is gpucore.int64
+        np.testing.assert_array_equal(out.numpy(), tout.numpy())

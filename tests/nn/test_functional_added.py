@@ -38,6 +38,26 @@ def test_pdist_zero_distance_has_zero_gradient_and_errors():
         F.pdist(gpucore.zeros(2, 3, 4))
     with pytest.raises(ValueError, match="non-negative"):
         F.pdist(gpucore.zeros(3, 2), -1.0)
+    with pytest.raises(gpucore.DTypeError, match="pdist.*floating"):  # as PyTorch
+        F.pdist(gpucore.ones(3, 2, dtype=gpucore.int64))
+
+
+@pytest.mark.parametrize("p", [0.5, 0.3])
+def test_pdist_and_cdist_below_one_with_a_shared_coordinate_as_torch(p):
+    # |d|^p has an infinite slope at d = 0: PyTorch's gradient there is 0, not NaN
+    torch = pytest.importorskip("torch")
+    x = np.array([[0.0, 1.0], [0.0, 2.0], [3.0, 2.0]])
+    fns = (
+        (lambda a: F.pdist(a, p), lambda a: torch.nn.functional.pdist(a, p)),
+        (lambda a: gpucore.cdist(a, a * 1.0, p), lambda a: torch.cdist(a, a * 1.0, p)),
+    )
+    for ours, theirs in fns:
+        g, t = gpucore.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        gy, ty = ours(g), theirs(t)
+        np.testing.assert_allclose(gy.detach().numpy(), ty.detach().numpy(), rtol=1e-12)
+        gy.sum().backward()
+        ty.sum().backward()
+        np.testing.assert_allclose(g.grad.numpy(), t.grad.numpy(), rtol=1e-10, atol=1e-12)
 
 
 # ----------------------------------------------------------------------------- conv_tbc

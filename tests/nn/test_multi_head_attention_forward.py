@@ -161,6 +161,11 @@ def test_multi_head_attention_forward_errors():
         F.multi_head_attention_forward(q, q, q, E, H, *args, static_k=gpucore.zeros(3, 3, 4))
     with pytest.raises(ValueError, match="divisible"):
         F.multi_head_attention_forward(q, q, q, E, 3, *args)
+    bad_bias = gpucore.zeros(5, dtype=gpucore.float64)
+    with pytest.raises(gpucore.ShapeError, match="in_proj_bias"):
+        F.multi_head_attention_forward(q, q, q, E, H, wi, bad_bias, *args[2:])
+    with pytest.raises(TypeError, match="out_proj_weight"):
+        F.multi_head_attention_forward(q, q, q, E, H, *args[:6], lambda t: t, None)
 
 
 def test_multi_head_attention_forward_on_vulkan_agrees_with_the_cpu(vulkan):

@@ -8,6 +8,7 @@ import pytest
 
 import gpucore
 from gpucore.autograd import gradcheck
+from gpucore.errors import LinAlgError
 
 
 def _spd(m, seed, batch=()):
@@ -101,3 +102,49 @@ def test_lobpcg_errors():
         gpucore.lobpcg(a, method="fast")
     with pytest.raises(ValueError, match="with B"):
         gpucore.lobpcg(gpucore.tensor(_spd(6, 11), requires_grad=True), B=a)
+
+
+def test_lobpcg_gradient_of_an_unsymmetrized_leaf_is_torchs():
+    # A itself (not (A + A^T) / 2) goes in, as PyTorch's own tests do: the gradient must be the
+    # symmetric one torch.lobpcg and torch.linalg.eigh give, not just agree in its symmetric part
+    torch = pytest.importorskip("torch")
+    q = np.linalg.qr(np.random.default_rng(3).standard_normal((12, 12)))[0]
+    a = q @ np.diag(np.arange(1, 13.0)) @ q.T
+    a = (a + a.T) / 2
+    rows = np.arange(12.0)[:, None]
+
+    def grad(lib, fn):
+        t = lib.tensor(a, requires_grad=True)
+        e, x = fn(t)
+        (e.sum() + (x**2 * lib.tensor(rows)).sum()).backward()
+        return t.grad.numpy()
+
+    got = grad(gpucore, lambda t: gpucore.lobpcg(t, k=2, tol=1e-12, niter=-1))
+    ref = grad(torch, lambda t: torch.lobpcg(t, k=2))
+
+    def eigh_top2(t):
+        w, v = torch.linalg.eigh(t)
+        return w[-2:].flip(0), v[:, -2:].flip(1)
+
+    np.testing.assert_allclose(got, grad(torch, eigh_top2), atol=1e-8)
+    np.testing.assert_allclose(got, ref, atol=1e-5)  # torch.lobpcg stops at its default tol
+    np.testing.assert_allclose(got, got.T, atol=1e-12)
+
+
+def test_lobpcg_never_loops_forever(monkeypatch):
+    from gpucore.ops import lobpcg as mod
+
+    nan = _spd(12, 12)
+    nan[3, 4] = np.nan
+    with pytest.raises(LinAlgError, match="lobpcg.*non-finite"):
+        gpucore.lobpcg(gpucore.tensor(nan), k=1, niter=-1)
+    with pytest.raises(LinAlgError, match="lobpcg.*non-finite"):
+        gpucore.lobpcg(gpucore.tensor(_spd(12, 12)), X=gpucore.full((12, 2), np.inf), niter=-1)
+    # the zero matrix: every residual is exactly 0 (0 / 0 in the relative test): converged
+    e, x = gpucore.lobpcg(gpucore.zeros(12, 12, dtype=gpucore.float64), k=2, niter=-1)
+    np.testing.assert_array_equal(e.numpy(), [0.0, 0.0])
+    np.testing.assert_allclose(x.numpy().T @ x.numpy(), np.eye(2), atol=1e-12)
+    # a tolerance no residual can meet: niter=-1 stops at the cap and says so
+    monkeypatch.setattr(mod, "_MAX_ITER", 3)
+    with pytest.raises(LinAlgError, match="lobpcg.*did not converge"):
+        gpucore.lobpcg(gpucore.tensor(_spd(12, 12)), k=1, tol=0.0, niter=-1)

@@ -119,3 +119,32 @@ def test_close_to_pytorch_quantize_dynamic():
     # per-channel weights and full 8-bit activations are at least as accurate
     err, terr = np.abs(got - ref).max(), np.abs(theirs - ref).max()
     assert err <= terr * 1.25 and np.abs(got - theirs).max() <= err + terr
+
+
+def test_attention_out_proj_stays_float_like_pytorch_and_the_layer_runs():
+    # PyTorch leaves MultiheadAttention.out_proj (a NonDynamicallyQuantizableLinear) in float
+    torch = pytest.importorskip("torch")
+    tq = torch.ao.quantization.quantize_dynamic(
+        torch.nn.TransformerEncoderLayer(8, 2, 16).eval(), {torch.nn.Linear}, dtype=torch.qint8
+    )
+    gc.manual_seed(0)
+    model = nn.TransformerEncoderLayer(8, 2, 16).eval()
+    q = quantize_dynamic(model, {nn.Linear}, dtype=gc.qint8)
+    for m, float_linear in ((tq, torch.nn.Linear), (q, nn.Linear)):
+        assert type(m.self_attn.out_proj).__name__ == "NonDynamicallyQuantizableLinear"
+        assert isinstance(m.self_attn.out_proj, float_linear)
+        assert repr(m.linear1).startswith("DynamicQuantizedLinear(")
+    x = gc.randn(3, 2, 8)
+    ref, got = model(x).detach().numpy(), q(x).detach().numpy()
+    assert np.abs(ref - got).max() < 0.05
+
+
+def test_attention_calls_an_out_proj_swapped_for_a_quantized_module():
+    gc.manual_seed(0)
+    mha = nn.MultiheadAttention(8, 2).eval()
+    x = gc.randn(3, 2, 8)
+    ref, ref_w = mha(x, x, x)
+    mha.out_proj = dynamic.Linear.from_float(mha.out_proj)
+    got, got_w = mha(x, x, x)
+    np.testing.assert_allclose(got_w.detach().numpy(), ref_w.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(got.detach().numpy(), ref.detach().numpy(), atol=0.02)

@@ -22,8 +22,8 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
-def _activation(op: str, input, compute, inplace: bool) -> Tensor:
-    _check_tensor(op, input)
+def _activation(op: str, input, compute, inplace: bool, integers: bool = False) -> Tensor:
+    _check_tensor(op, input, floating=not integers)
     if inplace:
         return _inplace(input, compute, saves_self=True, op=op + "_")
     return compute(input)
@@ -138,12 +138,16 @@ def hardtanh(
         raise ValueError(
             f"hardtanh(): min_val ({min_val}) cannot be greater than max_val ({max_val})"
         )
-    return _activation("hardtanh", input, lambda x: _hardtanh(x, min_val, max_val), inplace)
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point:
+        min_val, max_val = int(min_val), int(max_val)  # PyTorch casts the bounds to the dtype
+    return _activation(
+        "hardtanh", input, lambda x: _hardtanh(x, min_val, max_val), inplace, integers=True
+    )
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     """min(max(x, 0), 6) (hardtanh(x, 0, 6))."""
-    return _activation("relu6", input, lambda x: _hardtanh(x, 0.0, 6.0), inplace)
+    return _activation("relu6", input, lambda x: _hardtanh(x, 0, 6), inplace, integers=True)
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
@@ -227,7 +231,14 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
 # ============================================================= shrinkage, thresholds
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """x where x > threshold, else value (the gradient passes where x > threshold)."""
-    return _activation("threshold", input, lambda x: E.where(x > threshold, x, value), inplace)
+    return _threshold(input, threshold, value, inplace)
+
+
+def _threshold(input, threshold: float, value: float, inplace: bool) -> Tensor:
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point:
+        threshold, value = int(threshold), int(value)  # PyTorch casts both to the dtype
+    compute = lambda x: E.where(x > threshold, x, value)  # noqa: E731
+    return _activation("threshold", input, compute, inplace, integers=True)
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
@@ -331,4 +342,4 @@ def rrelu_(
 
 def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
     """torch.nn.functional.threshold_: threshold(input, threshold, value, inplace=True)."""
-    return _activation("threshold", input, lambda x: E.where(x > threshold, x, value), True)
+    return _threshold(input, threshold, value, True)

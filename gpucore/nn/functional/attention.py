@@ -279,6 +279,7 @@ def multi_head_attention_forward(
     attn_mask [L, S] or [N*H, L, S], key_padding_mask [N, S]. is_causal is a hint that
     attn_mask is the causal mask (an attn_mask is required with it, as in PyTorch)."""
     _check_tensor("multi_head_attention_forward", query, "query")
+    _check_tensor("multi_head_attention_forward", out_proj_weight, "out_proj_weight")
     if is_causal and attn_mask is None:
         raise ValueError(
             "multi_head_attention_forward(): Need attn_mask if specifying the is_causal hint. "
@@ -328,7 +329,8 @@ def _multi_head_attention(
 ) -> tuple:  # fmt: skip
     """The code multi_head_attention_forward and nn.MultiheadAttention share. ``proj`` holds the
     ((weight, bias) x 3) of separate projections, None for the packed in_proj_weight; an
-    is_causal without attn_mask applies the causal mask (nn.MultiheadAttention's leniency)."""
+    is_causal without attn_mask applies the causal mask (nn.MultiheadAttention's leniency).
+    ``out_proj_weight`` may be a module (callable) instead of a weight tensor."""
     unbatched = query.ndim == 2
     self_attention = query is key and key is value and proj is None
     if query.ndim not in (2, 3) or key.ndim != query.ndim or value.ndim != query.ndim:
@@ -353,6 +355,12 @@ def _multi_head_attention(
     if h <= 0 or e % h:
         raise ValueError(f"{name}: embed_dim {e} not divisible by num_heads {h}")
     hd = e // h
+    rows = 3 * e if proj is not None else in_proj_weight.shape[0]  # one bias per projection row
+    if in_proj_bias is not None and tuple(in_proj_bias.shape) != (rows,):
+        raise ShapeError(
+            f"{name}: in_proj_bias must have shape {(rows,)} (3 * embed_dim, one per row of "
+            f"in_proj_weight), got {tuple(in_proj_bias.shape)}"
+        )
     if key.shape[:2] != value.shape[:2] or key.shape[1] != bsz:
         raise ShapeError(
             f"{name}: key {tuple(key.shape)} and value {tuple(value.shape)} must share sequence "
@@ -414,7 +422,10 @@ def _multi_head_attention(
             q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=causal
         )
     out = out.permute(2, 0, 1, 3).reshape(tgt, bsz, e)  # [L, N, E]
-    out = linear(out, out_proj_weight, out_proj_bias)
+    if isinstance(out_proj_weight, Tensor):
+        out = linear(out, out_proj_weight, out_proj_bias)
+    else:  # nn.MultiheadAttention's out_proj when it is not a float Linear (quantized)
+        out = out_proj_weight(out)
     if unbatched:
         out = out.squeeze(1)
     if not need_weights:

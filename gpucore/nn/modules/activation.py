@@ -12,7 +12,7 @@ from .. import init
 from ..functional.attention import _multi_head_attention
 from ..module import Module
 from ..parameter import Parameter
-from .linear import Linear, _new
+from .linear import Linear, NonDynamicallyQuantizableLinear, _new
 
 
 class ReLU(Module):
@@ -366,7 +366,9 @@ class MultiheadAttention(Module):
             self.in_proj_bias = Parameter(_new((3 * embed_dim,), device, dtype))
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
+        self.out_proj = NonDynamicallyQuantizableLinear(
+            embed_dim, embed_dim, bias=bias, device=device, dtype=dtype
+        )
         if add_bias_kv:
             self.bias_k = Parameter(_new((1, 1, embed_dim), device, dtype))
             self.bias_v = Parameter(_new((1, 1, embed_dim), device, dtype))
@@ -412,10 +414,12 @@ class MultiheadAttention(Module):
             else:
                 query, key, value = (t.transpose(0, 1) for t in (query, key, value))
         proj = None if self._qkv_same_embed_dim else self._projections()
+        op = self.out_proj  # a swapped-in module (e.g. a quantized Linear) is called as a module
+        op_w, op_b = (op.weight, op.bias) if isinstance(op, Linear) else (op, None)
         out, weights = _multi_head_attention(
             "MultiheadAttention", query, key, value, self.num_heads, self.in_proj_weight,
             self.in_proj_bias, proj, self.bias_k, self.bias_v, self.add_zero_attn,
-            self.dropout if self.training else 0.0, self.out_proj.weight, self.out_proj.bias,
+            self.dropout if self.training else 0.0, op_w, op_b,
             key_padding_mask, need_weights, attn_mask, None, None, average_attn_weights,
             is_causal,
         )  # fmt: skip

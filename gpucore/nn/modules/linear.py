@@ -61,6 +61,12 @@ class Linear(Module):
         )
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """A Linear that quantize_dynamic leaves in float, as PyTorch's
+    torch.nn.modules.linear.NonDynamicallyQuantizableLinear: MultiheadAttention's out_proj, whose
+    weight the attention reads directly."""
+
+
 class Bilinear(Module):
     """``y = x1 @ weight[k] @ x2 + bias[k]``; weight [out_features, in1_features, in2_features]
     and bias [out_features] initialised U(-1/sqrt(in1_features), 1/sqrt(in1_features)), as
