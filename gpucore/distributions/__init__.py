@@ -10,9 +10,9 @@ is derived from the declaration once.
 from . import (
     constraints,
     continuous,
+    continuous_bernoulli_von_mises,
     derived,
     discrete,
-    extra,
     kl_cross,  # noqa: F401 (registers the pairs of different families)
     multivariate,
     transforms,
@@ -33,6 +33,7 @@ from .continuous import (
     StudentT,
     Uniform,
 )
+from .continuous_bernoulli_von_mises import ContinuousBernoulli, VonMises
 from .derived import (
     ExpRelaxedCategorical,
     Gumbel,
@@ -61,7 +62,6 @@ from .discrete import (
 )
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
-from .extra import ContinuousBernoulli, VonMises
 from .kl import kl_divergence, register_kl
 from .multivariate import (
     Dirichlet,
@@ -112,7 +112,7 @@ for _name in (
 __all__ = [
     *(
         name
-        for module in (continuous, derived, discrete, extra, multivariate)
+        for module in (continuous, continuous_bernoulli_von_mises, derived, discrete, multivariate)
         for name in module.__all__
     ),
     *(name for module in (transforms, transforms_vector, wrappers) for name in module.__all__),

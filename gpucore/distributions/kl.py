@@ -11,10 +11,10 @@ import gpucore.nn.functional as F
 from gpucore.ops.common import broadcast_shapes
 
 from .continuous import Beta, Cauchy, Exponential, Gamma, Laplace, Normal, Uniform
+from .continuous_bernoulli_von_mises import ContinuousBernoulli
 from .derived import HalfNormal
 from .discrete import Bernoulli, Binomial, Categorical, Geometric, OneHotCategorical, Poisson
 from .exp_family import ExponentialFamily, bregman_kl
-from .extra import ContinuousBernoulli
 from .multivariate import Dirichlet, LowRankMultivariateNormal, MultivariateNormal
 from .transforms import _sum_rightmost
 from .wrappers import Independent, TransformedDistribution

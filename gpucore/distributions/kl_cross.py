@@ -17,8 +17,8 @@ import gpucore as gc
 from gpucore.ops.common import broadcast_shapes
 
 from .continuous import Beta, Exponential, Gamma, Laplace, Normal, Uniform
+from .continuous_bernoulli_von_mises import ContinuousBernoulli
 from .derived import Gumbel, Pareto
-from .extra import ContinuousBernoulli
 from .kl import register_kl
 
 _EULER = 0.57721566490153286061

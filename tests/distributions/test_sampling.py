@@ -245,8 +245,8 @@ def test_logistic_normal_log_ratios_are_normal():
 
 def test_von_mises_rejection_is_bounded(monkeypatch):
     """If the rejection rounds ran out, sample raises naming VonMises instead of looping."""
-    from gpucore.distributions import extra
+    from gpucore.distributions import continuous_bernoulli_von_mises as cbvm
 
-    monkeypatch.setattr(extra, "_MAX_ROUNDS", 0)
+    monkeypatch.setattr(cbvm, "_MAX_ROUNDS", 0)
     with pytest.raises(RuntimeError, match="VonMises"):
         gc.distributions.VonMises(gc.tensor(0.0), gc.tensor(2.0)).sample((3,))
