@@ -13,6 +13,7 @@ Run from the repository root after building the extension::
     python benchmarks/quant.py --models --only "digits CNN" --libs "gpucore,gpucore Vulkan"
     python benchmarks/shaders.py --only qgemm  # the Vulkan int8 GEMM shader vs the float one
     python benchmarks/quant.py --onnx      # ONNX INT8 models: gpucore.onnx vs ONNX Runtime
+    python benchmarks/quant.py --bert      # a BERT-base layer FP32 vs INT8 (quant_bert.py)
 
 Columns: QGEMM with the float32 epilogue (dynamic quantization's Linear: zero point, per-channel
 scales, bias) and with the requantized uint8 output (static quantization); SGEMM is
@@ -107,7 +108,20 @@ def main():
                     "gpucore, gpucore Vulkan, PyTorch FX, ONNX Runtime)")  # fmt: skip
     ap.add_argument("--only", default="", help="--models: model names containing one of these "
                     "(comma-separated, e.g. 'digits CNN')")  # fmt: skip
+    ap.add_argument(
+        "--bert", action="store_true", help="a BERT-base layer FP32 vs INT8 (quant_bert.py)"
+    )
     args = ap.parse_args()
+    if args.bert:
+        from quant_bert import table as bert_table  # noqa: PLC0415
+
+        share = CpuShare()
+        for t in (int(t) for t in args.threads.split(",")):
+            bert_table(rounds=2 if args.quick else 5, min_time=0.1 if args.quick else 0.3,
+                       threads=t)  # fmt: skip
+            print()
+        print(load_note(share.others(), "during the run"))
+        return
     if args.onnx:
         from quant_onnx import dynamic_table  # noqa: PLC0415
         from quant_onnx import table as onnx_table  # noqa: PLC0415

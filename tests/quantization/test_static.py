@@ -58,6 +58,21 @@ def test_mlp_is_quantized_and_close(mlp):
     assert _weight_bytes(fm) / _weight_bytes(qm) > 3.7  # int8 weights; float32 scales and biases
 
 
+def test_transformer_ffn_with_gelu_is_quantized():
+    # the float pipeline fuses the FFN's GELU into its gemm; every Linear is still quantized
+    gc.manual_seed(0)
+    m = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, activation="gelu", batch_first=True)
+    rng = np.random.default_rng(1)
+    batches = [rng.standard_normal((2, 8, 32)).astype(np.float32) for _ in range(4)]
+    fm = gc.compile(m.eval(), gc.tensor(batches[0]), device="cpu")
+    assert any(n.op == "gemm" and n.attrs["act"] == "gelu" for n in fm.graph.nodes)
+    qm = quantize_static(fm, batches)
+    counts = qm.graph.op_counts()
+    assert "gemm" not in counts and counts["gelu"] == 1, counts
+    x = rng.standard_normal((2, 8, 32)).astype(np.float32)
+    assert _cos(qm(x).numpy(), fm(x).numpy()) > 0.999
+
+
 def test_saved_file_is_about_4x_smaller(mlp, tmp_path):
     fm, qm, _ = mlp
     fm.save(tmp_path / "f.gcm")

@@ -3,7 +3,9 @@
 1. ``insert_qdq(qparams, per_channel)`` makes the pass that writes the QDQ form (ONNX's): every
    activation tensor named in ``qparams`` ({name: (scale, zero_point)}, uint8) is read through
    ``dequantize_linear(quantize_linear(t))``; the constant weight of every float32 ``gemm``
-   (2-D weight, activation None or relu) and ``conv2d`` (groups 1) whose input is such a tensor
+   (2-D weight; an activation other than relu that the float pipeline fused into it, such as a
+   transformer FFN's GELU, is split off again as its own node, since the int8 epilogue has only
+   relu) and ``conv2d`` (groups 1) whose input is such a tensor
    becomes an int8 constant (symmetric over [-127, 127]; one scale per output channel, or one
    for all with ``per_channel=False``) read through ``dequantize_linear``;
 2. ``sink_dequantize``: a view (reshape, flatten, ...) or ``max_pool2d`` of a dequantized tensor
@@ -39,6 +41,13 @@ from ..ir.ops import op_info
 from .cleanup import eliminate_dead_code
 
 _QMAX = 127
+# gemm epilogue activations (passes/fuse.py) -> the node computing them on their own
+_ACT_NODES = {
+    "sigmoid": ("sigmoid", {}),
+    "tanh": ("tanh", {}),
+    "gelu": ("gelu", {"approximate": "none"}),
+    "gelu_tanh": ("gelu", {"approximate": "tanh"}),
+}
 
 
 def quantize_weight(w: np.ndarray, per_channel: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -79,12 +88,28 @@ def _quantizable(graph: Graph, node, qparams: dict) -> bool:
             len(w.shape) == 2
             and not a["trans_a"]
             and a["alpha"] == 1.0
-            and a["act"] in (None, "relu")
+            and (a["act"] in (None, "relu") or a["act"] in _ACT_NODES)
             and (len(node.inputs) == 2 or t[node.inputs[2]].shape == (t[node.output].shape[-1],))
         )
     if node.op == "conv2d":
         return node.attrs.get("groups", 1) == 1 and len(w.shape) == 4
     return False
+
+
+def split_activation(graph: Graph, node) -> None:
+    """Move ``node``'s (a gemm's) epilogue activation out into a node of its own reading the
+    gemm, which keeps the output's name (outputs keep their names through passes)."""
+    out = node.output
+    info = graph.tensors[out]
+    op, attrs = _ACT_NODES[node.attrs["act"]]
+    readers = list(graph.readers(out))
+    pre = graph.fresh_name(out)
+    graph.rename(out, pre)
+    node.attrs["act"] = None
+    graph.add_node(op, [pre], info.shape, info.dtype, dict(attrs), output=out)
+    for r in readers:
+        graph.set_inputs(r, [out if n == pre else n for n in r.inputs])
+    graph.outputs = [out if o == pre else o for o in graph.outputs]
 
 
 def insert_qdq(qparams: dict, per_channel: bool = True):
@@ -113,6 +138,8 @@ def insert_qdq(qparams: dict, per_channel: bool = True):
                 continue
             if not _quantizable(graph, node, {node.inputs[0]: None}):
                 continue
+            if node.op == "gemm" and node.attrs["act"] in _ACT_NODES:
+                split_activation(graph, node)
             w = graph.tensors[node.inputs[1]].data
             if node.op == "gemm" and not node.attrs["trans_b"]:
                 w = w.T  # [K, N] -> [N, K]: the int8 weight is always [out, in]

@@ -4,6 +4,8 @@ the graph before the pass."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from runtime_models import rand, run_graph
@@ -74,6 +76,38 @@ def test_insert_qdq_writes_the_qdq_form():
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     # close to the float graph: the quantization error only
     np.testing.assert_allclose(got, run_graph(before, [x])[0], atol=0.1)
+
+
+@pytest.mark.parametrize("act", ["gelu", "gelu_tanh", "sigmoid", "tanh"])
+def test_insert_qdq_splits_activations_the_int8_epilogue_lacks(act):
+    # the float pipeline fuses a transformer FFN's GELU into its gemm; the int8 GEMM's epilogue
+    # has only relu, so the activation becomes its own node again and the gemm is quantized
+    g = _gemm_graph(act)
+    before = g.copy()
+    assert insert_qdq({"x": (0.02, 128)})(g)
+    g.validate()
+    op = "gelu" if act.startswith("gelu") else act
+    assert g.op_counts() == {"gemm": 1, op: 1, "quantize_linear": 1, "dequantize_linear": 2}
+    gemm = next(n for n in g.nodes if n.op == "gemm")
+    assert gemm.attrs["act"] is None
+    assert g.outputs == before.outputs and g.producer[g.outputs[0]].op == op
+    x = rand(4, 6, seed=4)
+    xq = _dq(_q(x, 0.02, 128), 0.02, 128).astype(np.float64)
+    wq, s = quantize_weight(before.tensors[before.nodes[0].inputs[1]].data)
+    b = before.tensors[before.nodes[0].inputs[2]].data
+    z = xq @ (wq * s[:, None]).T.astype(np.float64) + b
+    erf = np.vectorize(math.erf)
+    want = {
+        "gelu": 0.5 * z * (1 + erf(z / math.sqrt(2))),
+        "gelu_tanh": 0.5 * z * (1 + np.tanh(math.sqrt(2 / math.pi) * (z + 0.044715 * z**3))),
+        "sigmoid": 1 / (1 + np.exp(-z)),
+        "tanh": np.tanh(z),
+    }[act]
+    (got,) = run_graph(g, [x])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert fuse_quantized(g)
+    assert g.op_counts() == {"quantize_linear": 1, "qlinear": 1, op: 1}
+    np.testing.assert_allclose(run_graph(g, [x])[0], want, rtol=1e-5, atol=1e-5)
 
 
 def test_insert_qdq_leaves_unobserved_layers_float():
