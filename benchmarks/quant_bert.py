@@ -16,8 +16,8 @@ projections as separate Linears (as Hugging Face's BertLayer), random weights (s
   with all graph optimizations; INT8 dynamic = ``onnxruntime.quantization.quantize_dynamic``
   (per-channel int8 weights) of that file.
 
-The calls of one row alternate in rounds and the median round is reported (µs per call), with
-every library on the same number of threads. "x ORT FP32" = ONNX Runtime's FP32 time / the
+Every call of every library alternates in rounds and the median round is reported (µs per call),
+with every library on the same number of threads. "x ORT FP32" = ONNX Runtime's FP32 time / the
 INT8 time (issue 15's target for gpucore's dynamic row: >= 2.3x with cosine >= 0.9998). Size:
 the saved file (gpucore ``.save`` of the compiled model; ``torch.save`` of the state dict; the
 .onnx file). cos: cosine of the INT8 output against the same library's FP32 output on a fresh
@@ -91,14 +91,13 @@ def _torch_layer(model):
     return tm
 
 
-def run_gpucore(model, x, x2, calib, rounds, min_time, d) -> dict:
+def prepare_gpucore(model, x, x2, calib, d) -> dict:
     xt = gc.tensor(x)
     fm = gc.runtime.compile(model, (xt,), device="cpu")
     dq = gc.runtime.compile(quantize_dynamic(model, {nn.Linear}), (xt,), device="cpu")
     sq = quantize_static(fm, [gc.tensor(c) for c in calib])
+    calls = {"f": lambda: fm(xt), "dyn": lambda: dq(xt), "stat": lambda: sq(xt)}
     with gc.no_grad():
-        t = _paired({"f": lambda: fm(xt), "dyn": lambda: dq(xt), "stat": lambda: sq(xt)},
-                    rounds, min_time)  # fmt: skip
         x2t = gc.tensor(x2)
         outs = {k: m(x2t).numpy() for k, m in (("f", fm), ("dyn", dq), ("stat", sq))}
     sizes = {}
@@ -106,10 +105,10 @@ def run_gpucore(model, x, x2, calib, rounds, min_time, d) -> dict:
         p = os.path.join(d, f"{k}.gcm")
         m.save(p)
         sizes[k] = os.path.getsize(p)
-    return {"t": t, "size": sizes, "out": outs}
+    return {"calls": calls, "size": sizes, "out": outs}
 
 
-def run_torch(model, x, x2, calib, rounds, min_time, d) -> dict | None:
+def prepare_torch(model, x, x2, calib, d) -> dict | None:
     try:
         import torch  # noqa: PLC0415
         from torch.ao.quantization import per_channel_dynamic_qconfig  # noqa: PLC0415
@@ -125,17 +124,17 @@ def run_torch(model, x, x2, calib, rounds, min_time, d) -> dict | None:
         with torch.inference_mode():
             return m(a)
 
-    t = _paired({"f": lambda: call(tm), "dyn": lambda: call(qm)}, rounds, min_time)
+    calls = {"f": lambda: call(tm), "dyn": lambda: call(qm)}
     outs = {"f": call(tm, x2t).numpy(), "dyn": call(qm, x2t).numpy()}
     sizes = {}
     for k, m in (("f", tm), ("dyn", qm)):
         buf = io.BytesIO()
         torch.save(m.state_dict(), buf)
         sizes[k] = buf.tell()
-    return {"t": t, "size": sizes, "out": outs}
+    return {"calls": calls, "size": sizes, "out": outs}
 
 
-def run_ort(model, x, x2, calib, rounds, min_time, d, threads=1) -> dict | None:
+def prepare_ort(model, x, x2, calib, d, threads=1) -> dict | None:
     try:
         import onnxruntime as ort  # noqa: PLC0415
         import torch  # noqa: PLC0415
@@ -150,10 +149,9 @@ def run_ort(model, x, x2, calib, rounds, min_time, d, threads=1) -> dict | None:
     opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
     fs = ort.InferenceSession(fpath, opts, providers=["CPUExecutionProvider"])
     qs = ort.InferenceSession(qpath, opts, providers=["CPUExecutionProvider"])
-    t = _paired({"f": lambda: fs.run(None, {"x": x}), "dyn": lambda: qs.run(None, {"x": x})},
-                rounds, min_time)  # fmt: skip
+    calls = {"f": lambda: fs.run(None, {"x": x}), "dyn": lambda: qs.run(None, {"x": x})}
     outs = {"f": fs.run(None, {"x": x2})[0], "dyn": qs.run(None, {"x": x2})[0]}
-    return {"t": t, "size": {"f": os.path.getsize(fpath), "dyn": os.path.getsize(qpath)},
+    return {"calls": calls, "size": {"f": os.path.getsize(fpath), "dyn": os.path.getsize(qpath)},
             "out": outs}  # fmt: skip
 
 
@@ -177,11 +175,20 @@ def table(shapes=((1, 128), (1, 32)), rounds: int = 5, min_time: float = 0.3, th
         x, x2 = (rng.standard_normal((b, tok, D)).astype(np.float32) for _ in range(2))
         calib = [rng.standard_normal((b, tok, D)).astype(np.float32) for _ in range(4)]
         results = {}
-        libs = (("ONNX Runtime", run_ort), ("gpucore", run_gpucore), ("PyTorch", run_torch))
-        for lib, fn in libs:
-            with tempfile.TemporaryDirectory() as d:
-                kw = {"threads": threads} if fn is run_ort else {}
-                results[lib] = fn(model, x, x2, calib, rounds, min_time, d, **kw)
+        libs = (("ONNX Runtime", prepare_ort), ("gpucore", prepare_gpucore),
+                ("PyTorch", prepare_torch))  # fmt: skip
+        with tempfile.TemporaryDirectory() as d:
+            for lib, fn in libs:
+                kw = {"threads": threads} if fn is prepare_ort else {}
+                r = fn(model, x, x2, calib, d, **kw)
+                if r is not None:
+                    results[lib] = r
+            # every call of every library alternates within each round: the ratios compare
+            # the same moments of a shared machine
+            flat = {(lib, k): f for lib, r in results.items() for k, f in r["calls"].items()}
+            times = _paired(flat, rounds, min_time)
+        for lib, r in results.items():
+            r["t"] = {k: times[(lib, k)] for k in r["calls"]}
         ort_f = results["ONNX Runtime"]["t"]["f"] if results.get("ONNX Runtime") else None
         for lib, r in results.items():
             if r is None:
