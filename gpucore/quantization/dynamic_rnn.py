@@ -8,9 +8,10 @@ through ``_cpu.qgemm``. The gate nonlinearities and state updates run in float32
 tensor ops, so a capture (``gpucore.compile``) records each time step as graph ops (the runtime
 fuses each step's int8 product into one ``qlinear_dynamic`` node) and the compiled model gives
 the eager outputs bit for bit; ``gpucore.onnx.export`` writes the unrolled steps as ONNX
-Runtime's dynamic quantization of each product (gpucore/onnx/README.md). Inference only (no autograd history); padded input (no
-PackedSequence), no ``proj_size``. State dict: the int8 layers ``ih_l{k}[_reverse]`` and
-``hh_l…`` (each ``weight``, ``weight_scale``, ``weight_zero_point``, ``bias``).
+Runtime's dynamic quantization of each product (gpucore/onnx/README.md). Inference only (no
+autograd history); padded input (no PackedSequence), no ``proj_size``. State dict: the int8
+layers ``ih_l{k}[_reverse]`` and ``hh_l…`` (each ``weight``, ``weight_scale``,
+``weight_zero_point``, ``bias``).
 """
 
 from __future__ import annotations
