@@ -2,13 +2,14 @@
 the capture unrolls the time steps, so the file holds ONNX Runtime's dynamic quantization of each
 int8 product (export_ops.py's qlinear_dynamic: DynamicQuantizeLinear -> MatMulInteger with the
 weights as uint8 w + 128 -> Cast -> Mul -> Add; one per layer and direction for the inputs, one
-per step for the hidden state, a zero initial state's folded away) between the float gate ops;
-its size grows with the sequence length, which is fixed. The LSTM's nested ``(output, (h_n,
-c_n))`` is written as three outputs. Checked: onnx.checker (full), ONNX Runtime against
-onnx.reference (float32 rounding apart: no saturated int8 products), gpucore.onnx.load bringing
-it back onto qlinear_dynamic nodes, and all three against the eager gpucore layer within a
-tolerance from the int8 rounding (ONNX's DynamicQuantizeLinear picks the activations'
-parameters as ONNX does, not as PyTorch: a value may land one quantization step apart)."""
+per step for the hidden state but the first without an initial state, which is the bias)
+between the float gate ops; its size grows with the sequence length, which is fixed; the batch
+may be a dynamic axis. The LSTM's nested ``(output, (h_n, c_n))`` is written as three outputs.
+Checked: onnx.checker (full), ONNX Runtime against onnx.reference (float32 rounding apart: no
+saturated int8 products), gpucore.onnx.load bringing it back onto qlinear_dynamic nodes, and all
+three against the eager gpucore layer within a tolerance from the int8 rounding (ONNX's
+DynamicQuantizeLinear picks the activations' parameters as ONNX does, not as PyTorch: a value
+may land one quantization step apart)."""
 
 from __future__ import annotations
 
@@ -72,7 +73,8 @@ def test_exported_as_onnx_runtime_dynamic_quantization(tmp_path, cls, batch_firs
     proto = gx.export(models[1], (gc.zeros(*shape),), path)
     onnx.checker.check_model(proto, full_check=True)
     ops = [n.op_type for n in proto.graph.node]
-    # per layer and direction: one product for the inputs, one per step but the first (h0 = 0)
+    # per layer and direction: one product for the inputs, one per step but the first (h0 = 0:
+    # the bias)
     n_gemms = 2 * 2 * (1 + T - 1)
     for op in ("DynamicQuantizeLinear", "MatMulInteger"):
         assert ops.count(op) == n_gemms, ops
@@ -131,3 +133,24 @@ def test_initial_states_as_inputs_and_one_layer(cls):
     tol = max(np.abs(a - b).max() for a, b in zip(eager, exact)) / 4
     for e, o in zip(eager, _ort(proto, [x, *states])):
         np.testing.assert_allclose(o, e, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("cls", ["LSTM", "GRU"])
+def test_dynamic_batch(cls):
+    """``dynamic_axes`` on the batch: the zero initial state is computed from the input in the
+    graph (dynamic_rnn.py's _batch_zeros), so one file serves every batch size; the sequence
+    length is fixed (the steps are unrolled) and refused as a dynamic axis."""
+    models = _models(cls, batch_first=True, seed=5)
+    proto = gx.export(models[1], (gc.zeros(2, T, I),), dynamic_axes={"input": {0: "batch"}})
+    onnx.checker.check_model(proto, full_check=True)
+    dims = proto.graph.input[0].type.tensor_type.shape.dim
+    assert dims[0].dim_param == "batch" and dims[1].dim_value == T
+    cm = gx.load(proto)
+    for b in (1, 2, 5):
+        x = np.random.default_rng(b).standard_normal((b, T, I)).astype(F32)
+        eager, tol = _eager(models[1], x), _int8_tolerance(models, x)
+        for e, o, g in zip(eager, _ort(proto, [x]), _flat(cm(gc.tensor(x)))):
+            np.testing.assert_allclose(o, e, rtol=0, atol=tol)
+            np.testing.assert_allclose(g, o, rtol=0, atol=1e-5)
+    with pytest.raises(gc.runtime.capture.trace.CaptureError, match="different ops"):
+        gx.export(models[1], (gc.zeros(2, T, I),), dynamic_axes={"input": {1: "steps"}})
