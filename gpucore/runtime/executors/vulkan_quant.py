@@ -34,9 +34,8 @@ buffer. Refused (DeviceError at compile, naming the node; compile such models fo
 QuantizeLinear rounding or DynamicQuantizeLinear on a device without shaderFloat64 (their correctly
 rounded divisions; so also PyTorch's dynamic Linear in one node, which runs as its traced
 primitives there, passes/__init__.py's vulkan_pipeline), ONNX's QuantizeLinear with a subnormal
-scale, K > 65536 (int32 sums), a
-per-channel ``dequantize_linear`` of a weight, and scales / weights / biases that are not
-constants.
+scale, K > 65536 (int32 sums), a per-channel ``dequantize_linear`` of a weight, and scales /
+weights / biases that are not constants.
 """
 
 from __future__ import annotations
