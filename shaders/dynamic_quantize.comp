@@ -17,6 +17,19 @@
 //   two values this close); float <-> double conversions of subnormals are done on the bits.
 // Devices with shaderFloat64 only (the host checks).
 //
+// TORCH (constant 2) = 1: PyTorch's quantize_dynamic parameters instead, bit for bit
+// cpu/qdynamic.c's gc_dynamic_quantize_torch_u8 (kernels/qdynamic.py's torch_* functions), every
+// operation float32, over the same range:
+//     scale = max((hi - lo) / 255, FLT_EPSILON), zp = clamp(-rint(lo / scale), 0, 255)
+//     inv = 1 / scale                          (ws[2]: _cpu.quantize_u8's reciprocal)
+//     y = clamp(rint(fl32(fl32(x * inv) + zp)), 0, 255)   (NaN -> 255)
+// a range whose width hi - lo is not finite in float32 (inf or NaN in x, or finite extremes
+// whose distance overflows) giving scale NaN, zero point 0 and inv NaN. The divisions are
+// div_rn's; x * inv and + zp are single float32 operations, correctly rounded on Vulkan (a
+// flushed subnormal product or input changes nothing: rint(tiny + zp) = zp either way), and
+// y's rows are padded to whole words for qgemm.comp (QUANTIZE: p.parts holds the row length K,
+// one invocation per output word of rows of ceil(K / 4) words, pad bytes 0).
+//
 // Modes (MODE, constant 1), over one workspace ws (binding 1, words from ws_off): ws[0] the
 // scale's bits, ws[1] the zero point, ws[4 + 3 g ..] workgroup g's partial range (min key, max
 // key, NaN seen):
@@ -29,6 +42,7 @@
 
 layout(constant_id = 0) const uint WG = 64u;
 layout(constant_id = 1) const uint MODE = 0u;
+layout(constant_id = 2) const uint TORCH = 0u;  // PyTorch's parameters and rounding
 const uint RANGE = 0u;  // mirrored by kernels/qdynamic.py
 const uint FINISH = 1u;
 const uint QUANTIZE = 2u;
@@ -109,8 +123,39 @@ float div_rn(float v, float s, double sd, double inv) {
 int key(uint b) { return (b & 0x80000000u) != 0u ? -int(b & 0x7fffffffu) : int(b); }
 float unkey(int k) { return k < 0 ? uintBitsToFloat(uint(-k) | 0x80000000u) : intBitsToFloat(k); }
 
+// 2^128 - 2^103 from its bits, float32's overflow threshold
+double span_inf() { return packDouble2x32(uvec2(0xf0000000u, 0x47efffffu)); }
+const float FLT_EPS = 1.1920928955078125e-07;  // 2^-23, C's FLT_EPSILON
+
+// PyTorch's: ws[0] = scale, ws[1] = zero point, ws[2] = 1 / scale (TORCH's comment above)
+void write_params_torch(int klo, int khi, uint nan) {
+    uint sbits = QNAN, zp = 0u, ibits = QNAN;
+    // hi - lo = hi + |lo| exact in float64 (or rounding to the larger term either way, as in
+    // write_params); float32's rounds to inf at 2^128 - 2^103 and above (a tie goes to 2^128)
+    double span = f2d(unkey(khi)) - f2d(unkey(klo));
+    if (nan == 0u && span < span_inf()) {
+        float s = div_rn(d2f(span), 255.0, 255.0LF, 1.0LF / 255.0LF);
+        s = s < FLT_EPS ? FLT_EPS : s;  // normal from here: [2^-23, FLT_MAX / 255]
+        double sd = double(s);
+        double inv = 1.0LF / sd;
+        float r = -roundEven(div_rn(unkey(klo), s, sd, inv));  // lo <= 0: r >= 0 (or -0)
+        r = r < 0.0 ? 0.0 : r;
+        r = r > 255.0 ? 255.0 : r;
+        zp = uint(r);
+        sbits = floatBitsToUint(s);
+        ibits = floatBitsToUint(div_rn(1.0, s, sd, inv));
+    }
+    ws[p.ws_off] = sbits;
+    ws[p.ws_off + 1u] = zp;
+    ws[p.ws_off + 2u] = ibits;
+}
+
 // ws[0] = scale, ws[1] = zero point from the whole range
 void write_params(int klo, int khi, uint nan) {
+    if (TORCH != 0u) {
+        write_params_torch(klo, khi, nan);
+        return;
+    }
     uint sbits, zp;
     if (nan != 0u) {
         sbits = QNAN;
@@ -233,11 +278,33 @@ void quantize_mode() {
     y[p.y_off + i] = word;
 }
 
+// cpu/isa/quant.h's qq_torch_u8 with ws's inv and zero point (TORCH), into rows of whole
+// words: invocation i writes word i % kw of row i / kw (K = p.parts floats per row).
+void quantize_torch_mode() {
+    uint i = global_index();
+    uint k = p.parts, kw = (k + 3u) / 4u;
+    if (k == 0u || i >= (p.n / k) * kw) return;
+    uint m = i / kw, c = i % kw;
+    float inv = uintBitsToFloat(ws[p.ws_off + 2u]);
+    float zp = float(ws[p.ws_off + 1u]);
+    uint word = 0u;
+    for (uint q = 0u; q < 4u && 4u * c + q < k; ++q) {
+        precise float v = uintBitsToFloat(x[p.x_off + m * k + 4u * c + q]) * inv;
+        v = v + zp;  // (two roundings, as the C code's two statements)
+        float r = roundEven(v);
+        r = isnan(r) ? 255.0 : clamp(r, 0.0, 255.0);
+        word |= uint(r) << (8u * q);
+    }
+    y[p.y_off + i] = word;
+}
+
 void main() {
     if (MODE == RANGE) {
         range_mode();
     } else if (MODE == FINISH) {
         finish_mode();
+    } else if (TORCH != 0u) {
+        quantize_torch_mode();
     } else {
         quantize_mode();
     }

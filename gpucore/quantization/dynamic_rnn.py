@@ -7,9 +7,11 @@ direction, and each step's ``h W_hh^T`` one more, on h quantized per call (uint8
 through ``_cpu.qgemm``. The gate nonlinearities and state updates run in float32 as gpucore
 tensor ops, so a capture (``gpucore.compile``) records each time step as graph ops (the runtime
 fuses each step's int8 product into one ``qlinear_dynamic`` node) and the compiled model gives
-the eager outputs bit for bit. Inference only (no autograd history); padded input (no
-PackedSequence), no ``proj_size``. State dict: the int8 layers ``ih_l{k}[_reverse]`` and
-``hh_l…`` (each ``weight``, ``weight_scale``, ``weight_zero_point``, ``bias``).
+the eager outputs bit for bit; ``gpucore.onnx.export`` writes the unrolled steps as ONNX
+Runtime's dynamic quantization of each product (gpucore/onnx/README.md). Inference only (no
+autograd history); padded input (no PackedSequence), no ``proj_size``. State dict: the int8
+layers ``ih_l{k}[_reverse]`` and ``hh_l…`` (each ``weight``, ``weight_scale``,
+``weight_zero_point``, ``bias``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from ..nn.modules.rnn import LSTM as FloatLSTM
 from ..ops.joining import cat, stack
 from ..tensor import Tensor
 from .dynamic import Linear
+from .traced import capturing
 
 __all__ = ["LSTM", "GRU"]
 
@@ -41,6 +44,16 @@ def _qlinear(w: Tensor, b: Tensor | None) -> Linear:
         if b is not None:
             lin.bias.copy_(b.detach().float().cpu())
     return Linear.from_float(lin)
+
+
+def _batch_zeros(x: Tensor, lead: tuple, width: int) -> Tensor:
+    """Zeros [*lead, B, width] for x [T, B, I]. Under a capture, made from x with tensor ops
+    (``|x[0, :, :1] * 0|``: +0 for every x the layer accepts, inf and NaN giving NaN outputs in
+    a graph anyway), so the graph follows a dynamic batch (``dynamic_axes``, the ONNX export)
+    instead of holding a constant of the example's batch."""
+    if capturing() and x.shape[0] and x.shape[2]:
+        return (x[0, :, :1] * 0.0).abs().expand(*lead, x.shape[1], width)
+    return zeros(*lead, x.shape[1], width)
 
 
 class _DynamicRNN(Module):
@@ -74,10 +87,14 @@ class _DynamicRNN(Module):
         object.__setattr__(out, "_cells", cells)
         return out
 
-    def _direction(self, x, ih, hh, h, c, reverse):
+    def _direction(self, x, ih, hh, h, c, reverse, zero_h=False):
         """One layer and direction on float32 [T, B, I] x: (outputs [T, B, H], h_n, c_n).
         Views by ``unbind`` and ``split`` (one call each, not one slice per gate and step: a
-        slice costs as much as eight additions of these sizes); the values are the same."""
+        slice costs as much as eight additions of these sizes); the values are the same.
+        ``zero_h``: h is all +0 (no initial state given), whose product ``hh(h)`` is its bias
+        exactly (zeros quantize to 0 with zero point 0: the sums are 0, ``0 * scale + bias``),
+        so the first step adds the bias to zeros instead (no int8 product; a graph keeps a
+        dynamic batch, where a product of constants would be folded at the example's)."""
         hs = self.hidden_size
         xg = ih(x)  # every step's input projection: one int8 GEMM
         lstm = self._MODE == "LSTM"
@@ -88,7 +105,12 @@ class _DynamicRNN(Module):
         steps = range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])
         out = [None] * x.shape[0]
         for t in steps:
-            a = hh(h)
+            if zero_h:
+                a = _batch_zeros(x, (), hh.out_features)
+                a = a + hh._bias if hh._bias is not None else a
+                zero_h = False
+            else:
+                a = hh(h)
             if lstm:
                 i, f, gg, o = (xs[t] + a).split(hs, 1)
                 c = f.sigmoid() * c + i.sigmoid() * gg.tanh()
@@ -124,7 +146,7 @@ class _DynamicRNN(Module):
             dirs = 2 if self.bidirectional else 1
             n, b, hs = self.num_layers * dirs, x.shape[1], self.hidden_size
             if hx is None:
-                h0 = c0 = zeros(n, b, hs)
+                h0 = c0 = _batch_zeros(x, (n,), hs)
             else:
                 states = [_host(v) for v in (hx if lstm else (hx,))]
                 states = [v.unsqueeze(1) if unbatched else v for v in states]
@@ -141,7 +163,7 @@ class _DynamicRNN(Module):
                     k = layer * dirs + d
                     ih, hh = (getattr(self, nm) for nm in self._cells[k])
                     c = c0[k] if lstm else None
-                    o, h, c = self._direction(x, ih, hh, h0[k], c, d == 1)
+                    o, h, c = self._direction(x, ih, hh, h0[k], c, d == 1, hx is None)
                     outs.append(o)
                     hn.append(h)
                     cn.append(c)

@@ -20,8 +20,8 @@ from .format import save_model
 from .ir.graph import Graph
 from .ir.shapes import check_shapes
 from .ir.symbolic import SymInt
-from .passes import VULKAN_PIPELINE
 from .passes import optimize as run_passes
+from .passes import vulkan_pipeline
 from .planner.plan import plan as make_plan
 
 
@@ -215,7 +215,9 @@ class CompiledModel:
             from .executors.vulkan import VulkanExecutor  # lazy: imports the Vulkan backend
 
             if self.optimize:
-                run_passes(graph, VULKAN_PIPELINE)
+                # the device's features pick the passes
+                be = vulkan_backend(required=True, allow_cpu=True)
+                run_passes(graph, vulkan_pipeline(be.ctx.float64))
             return VulkanExecutor(make_plan(graph, inplace=False))
         if self.optimize:
             run_passes(graph)

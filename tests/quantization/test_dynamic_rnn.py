@@ -85,7 +85,7 @@ def test_compiled_equals_eager_bitwise(cls, executor):
     cm = gpucore.compile(flat, (gpucore.randn(t, b, 16),), device="cpu", executor=executor)
     ops = [n.op for n in cm.graph.order()]
     # 2 layers x 2 directions: the input projection and one product per step but the first
-    # (of the zero initial state: constant-folded)
+    # (without an initial state: its bias, no product)
     assert ops.count("qlinear_dynamic") == 4 * t, ops
     assert "amin" not in ops and "round" not in ops, sorted(set(ops))
     for scale in (1.0, 5.0):
@@ -127,3 +127,30 @@ def test_empty_sequence_as_the_float_layer(cls, batch_first):
         states = zip(got[1], want[1]) if cls == "LSTM" else [(got[1], want[1])]
         for g, w in states:
             np.testing.assert_array_equal(g.numpy(), w.detach().numpy())
+
+
+@pytest.mark.parametrize("cls", ["LSTM", "GRU"])
+def test_no_initial_state_is_zero_states_bit_for_bit(cls):
+    """Without hx the first step's hidden product is its bias (zeros quantize to 0: the int8
+    product of zeros is ``0 * scale + bias``); the same bits as zero states given, which run
+    the product, a -0.0 bias (-> +0.0) included; also for the compiled graph at a dynamic
+    batch (the zeros made from the input there)."""
+    q = quantize_dynamic(_model(cls), {getattr(nn, cls)})
+    q.hh_l0._bias.numpy()[:3] = -0.0
+    x = np.random.default_rng(4).standard_normal((4, 3, 16)).astype(np.float32)
+    h = gpucore.zeros(4, 3, 32)
+    given = q(gpucore.tensor(x), (h, h) if cls == "LSTM" else h)
+    for got, want in zip(_flat(q(gpucore.tensor(x))), _flat(given)):
+        assert got.tobytes() == want.tobytes()
+    cm = gpucore.compile(lambda v: tuple(q(v)), (gpucore.tensor(x),), device="cpu",
+                         dynamic_axes={"v": {1: "b"}})  # fmt: skip
+    for b in (1, 3, 5):
+        xb = np.random.default_rng(b).standard_normal((4, b, 16)).astype(np.float32)
+        for got, want in zip(cm(gpucore.tensor(xb)), _flat(q(gpucore.tensor(xb)))):
+            assert got.numpy().tobytes() == want.tobytes()
+
+
+def _flat(out) -> list:
+    if isinstance(out, (tuple, list)):
+        return [a for o in out for a in _flat(o)]
+    return [out.numpy()]

@@ -82,11 +82,33 @@ def test_activation_ops_are_kernels_quantize_activation(x):
     np.testing.assert_array_equal(q.numpy(), want_q)
 
 
+def _vulkan_ops(cm) -> list:
+    return [s.node.op for ex in cm.executors() for s in ex.plan.steps]
+
+
 def test_vulkan_compiled_model_equals_eager(vulkan):
+    """On a device with shaderFloat64 each layer runs as one float-input qlinear_dynamic (the
+    shaders of executors/vulkan_quant.py), the ReLU in the first one's epilogue; without it,
+    as the traced primitives (the ReLU then in the uint8 form's epilogue): eager's bits
+    either way, at the example's batch and others."""
     q = _model(7)
-    cm = gc.compile(q, (gc.randn(4, 24),), device="vulkan")
-    for x in _inputs((4, 24)):
+    cm = gc.compile(q, (gc.randn(4, 24),), device="vulkan", dynamic_axes={"input": {0: "b"}})
+    xs = _inputs((4, 24)) + [_inputs((1, 24))[1], _inputs((9, 24))[2]]
+    for x in xs:
         np.testing.assert_array_equal(cm(gc.tensor(x)).numpy(), _eager(q, x))
+    ops = _vulkan_ops(cm)
+    if vulkan.ctx.float64:
+        assert ops.count("qlinear_dynamic") == 3 * 2 and "amin" not in ops and "relu" not in ops
+    had = vulkan.ctx.float64
+    vulkan.ctx.float64 = False  # (what the passes see; the traced ops need no float64 shader)
+    try:
+        traced_cm = gc.compile(q, (gc.randn(4, 24),), device="vulkan")
+        ops = _vulkan_ops(traced_cm)
+    finally:
+        vulkan.ctx.float64 = had
+    assert "amin" in ops and "qlinear_dynamic" in ops, ops
+    for x in xs[:3]:
+        np.testing.assert_array_equal(traced_cm(gc.tensor(x)).numpy(), _eager(q, x))
 
 
 def test_capture_of_device_inputs_records_the_same_graph(vulkan):

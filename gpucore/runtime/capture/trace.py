@@ -426,13 +426,19 @@ def _as_tensor(x, i: int) -> Tensor:
 
 
 def _flatten_outputs(result) -> list:
+    """The Tensors ``result`` holds, depth first: a Tensor, or (possibly nested) tuples / lists
+    of them, as an LSTM's ``(output, (h_n, c_n))`` (flattened in order, as torch.onnx.export
+    flattens nested outputs)."""
     if isinstance(result, Tensor):
         return [result]
-    if isinstance(result, (tuple, list)) and result and all(isinstance(t, Tensor) for t in result):
-        return list(result)
+    if isinstance(result, (tuple, list)) and result:
+        try:
+            return [t for r in result for t in _flatten_outputs(r)]
+        except CaptureError:
+            pass
     raise CaptureError(
         f"capture: the model returned {type(result).__name__}; a captured model returns a "
-        "Tensor or a tuple/list of Tensors"
+        "Tensor or a (possibly nested) tuple/list of Tensors"
     )
 
 

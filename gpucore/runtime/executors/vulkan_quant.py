@@ -20,16 +20,22 @@ quantized.py), bit for bit with the CPU executor on the same graph:
   when every reader is an int8 GEMM, which then reads the workspace), ``qlinear_dynamic`` and
   ``qmatmul_integer`` with its zero point a tensor (``qgemm.qgemm_dynamic``: the GEMM reads the
   scale and zero point on the device when it runs, as ``_cpu.qgemm_dynamic``; a relu epilogue
-  too).
+  too); the float-input ``qlinear_dynamic`` (PyTorch's quantize_dynamic Linear,
+  runtime/passes/dynamic_linear.py's fusion): PyTorch's scale, zero point and 1 / scale of x
+  into a workspace and x's uint8 rows (``kernels/qdynamic.py``: ``dynamic_qparams(torch=True)``,
+  ``torch_quantize_rows``), then ``qgemm_dynamic`` reading them, as
+  ``_cpu.dynamic_quantize_torch_u8`` -> ``_cpu.qgemm_dynamic``: three or four dispatches
+  (devices with shaderFloat64).
 
 The int8 weights are packed and uploaded once per executor (``QWeight``, shared by its runners; the
 raw constant is not uploaded when only int8 GEMMs read it); the per-channel scales and bias (graph
 constants) are folded into the epilogue's factors on the host when a runner records its command
 buffer. Refused (DeviceError at compile, naming the node; compile such models for the CPU): ONNX's
 QuantizeLinear rounding or DynamicQuantizeLinear on a device without shaderFloat64 (their correctly
-rounded divisions), ONNX's QuantizeLinear with a subnormal scale, K > 65536 (int32 sums), a
-per-channel ``dequantize_linear`` of a weight, and scales / weights / biases that are not
-constants.
+rounded divisions; so also PyTorch's dynamic Linear in one node, which runs as its traced
+primitives there, passes/__init__.py's vulkan_pipeline), ONNX's QuantizeLinear with a subnormal
+scale, K > 65536 (int32 sums), a per-channel ``dequantize_linear`` of a weight, and scales /
+weights / biases that are not constants.
 """
 
 from __future__ import annotations
@@ -73,9 +79,10 @@ def unsupported(graph, node, float64: bool) -> str | None:
     if node.op in ("qmatmul_integer", "qconv2d_integer"):
         consts = ins[1:2]
     elif node.op == "qlinear_dynamic":
-        if len(ins) < 5:  # runtime/passes/dynamic_linear.py's fusion: not in VULKAN_PIPELINE
-            return "the float-input form (PyTorch's activation quantization in C) has no shader"
-        consts = [ins[1], *ins[4:]]  # (the activations' scale and zero point: any tensors)
+        if len(ins) < 5 and not float64:  # (vulkan_pipeline leaves the traced ops there)
+            return "PyTorch's activation quantization needs shaderFloat64 (rounded divisions)"
+        # (the uint8 form's activation scale and zero point: any tensors)
+        consts = [ins[1], *ins[2 if len(ins) < 5 else 4 :]]
     else:
         consts = ins[1:]
     if any(graph.tensors[n].data is None for n in consts):
@@ -179,6 +186,8 @@ def _record_dynamic(be, out, x, ins, node, graph, weights, memo) -> list:
             copy_array(be, out, view.reshape(out.shape))
         return keep
     qw = weights[node.inputs[1]]
+    if node.op == "qlinear_dynamic" and len(node.inputs) < 5:
+        return _record_torch_linear(be, out, x, node, graph, qw)
     si, zi = _DYN_READERS[node.op]
     scale, zp = _dynamic_operand(ins, node, si, memo), _dynamic_operand(ins, node, zi, memo)
     host = [np.asarray(graph.tensors[n].data) for n in node.inputs[4:]]
@@ -188,6 +197,20 @@ def _record_dynamic(be, out, x, ins, node, graph, weights, memo) -> list:
     flat = [contiguous(be, v) if v is not None else None for v in (scale, zp)]
     qgemm_dynamic(be, x.reshape(-1, qw.k), qw, out.reshape(-1, qw.n), *flat, **kw)
     return [v for v, orig in zip(flat, (scale, zp)) if v is not orig]
+
+
+def _record_torch_linear(be, out, x, node, graph, qw) -> list:
+    """The float-input qlinear_dynamic: PyTorch's parameters and rows of x, then the GEMM
+    reading them (module docstring); returns the workspace to keep."""
+    host = [np.asarray(graph.tensors[n].data) for n in node.inputs[2:]]
+    rows = x.reshape(-1, qw.k)
+    ws = vk_dq.dynamic_qparams(be, rows, torch=True)
+    q = vk_dq.torch_quantize_rows(be, rows, ws)
+    qgemm_dynamic(
+        be, q[:, : qw.k], qw, out.reshape(-1, qw.n), vk_dq.scale_of(ws), vk_dq.zero_point_of(ws),
+        host[0], host[1] if len(host) > 1 else None, bool(node.attrs.get("relu")),
+    )  # fmt: skip
+    return [ws, q]
 
 
 def record(be, out: np.ndarray, ins: list, node, graph, weights: dict, memo: dict) -> list:

@@ -71,20 +71,20 @@ FLOAT_PIPELINE = tuple(p for p in PIPELINE if p is not fuse_conv_epilogue)
 # The Vulkan executor's pipeline: SiLU, whose fused op has a C kernel but no shader yet, is left
 # out (its primitive ops run as shaders); layer norm and attention have their own shaders
 # (gpucore/backends/vulkan/kernels/fused.py), the int8 ops theirs (executors/vulkan_quant.py:
-# the QDQ form and ONNX dynamic quantization fuse as on the CPU); the convolution epilogue has
-# no shader (the conv, add and relu run as their own); nor has the dynamic quantized Linear's
-# float-input form (passes/dynamic_linear.py: its traced primitives run as shaders there).
-VULKAN_PIPELINE = tuple(
-    p
-    for p in PIPELINE
-    if p
-    not in (
-        fuse_silu,
-        fuse_conv_epilogue,
-        # the float-input qlinear_dynamic has no shader: the traced primitives run as shaders
-        fuse_traced_dynamic_linear,
-    )
+# the QDQ form, ONNX dynamic quantization and PyTorch's dynamic quantized Linear fuse as on the
+# CPU); the convolution epilogue has no shader (the conv, add and relu run as their own).
+VULKAN_PIPELINE = tuple(p for p in PIPELINE if p not in (fuse_silu, fuse_conv_epilogue))
+# On devices without shaderFloat64 the float-input qlinear_dynamic (PyTorch's activation
+# quantization, whose divisions the shader rounds through float64 residuals) is not made: the
+# traced primitives run as shaders there.
+VULKAN_PIPELINE_NO_FLOAT64 = tuple(
+    p for p in VULKAN_PIPELINE if p is not fuse_traced_dynamic_linear
 )
+
+
+def vulkan_pipeline(float64: bool) -> tuple:
+    """The Vulkan executor's passes for a device with (``float64``) or without shaderFloat64."""
+    return VULKAN_PIPELINE if float64 else VULKAN_PIPELINE_NO_FLOAT64
 
 
 def optimize(graph: Graph, passes=PIPELINE, max_rounds: int = 8) -> Graph:

@@ -15,8 +15,9 @@
 
 The first runs before any other pass of the runtime's ``PIPELINE`` (split_clamp, fold_scalars
 and common-subexpression elimination would reshape the pattern it matches), the second after
-the views sink below the relu. Neither is in ``VULKAN_PIPELINE``: the Vulkan executor runs the
-traced primitives as its shaders.
+the views sink below the relu. Both are in ``VULKAN_PIPELINE`` too (the node's shaders:
+executors/vulkan_quant.py), but for devices without shaderFloat64
+(``passes.vulkan_pipeline(False)``), where the traced primitives run as shaders.
 """
 
 from __future__ import annotations

@@ -189,3 +189,74 @@ def test_qgemm_dynamic_bad_calls_raise(vulkan):
         Q.qgemm_dynamic(vulkan, a, w, vulkan.empty_array((3, 5), np.uint8), sc, zp)
     with pytest.raises(ShapeError, match=r"qgemm_dynamic: a \(3, 4\) and weights"):
         Q.qgemm_dynamic(vulkan, a, w, vulkan.empty_array((3, 6), F32), sc, zp, w_scales=ws)
+
+
+# ------------------------------------------------ PyTorch's parameters (the TORCH constant)
+def cpu_torch(x):
+    y = np.empty(x.size, np.uint8)
+    s, z = np.empty(1, F32), np.empty(1, np.uint8)
+    _cpu.dynamic_quantize_torch_u8(np.ascontiguousarray(x).reshape(-1), y, s, z, x.size)
+    return y.reshape(x.shape), s, z
+
+
+def dev_torch(be, x):
+    """(rows [M, 4 * ceil(K / 4)], scale, zero point, 1 / scale) of float32 x [M, K]."""
+    xd = be.upload(np.ascontiguousarray(x), None)
+    ws = QD.dynamic_qparams(be, xd, torch=True)
+    q = QD.torch_quantize_rows(be, xd, ws)
+    out = [be.host_view(v).copy() for v in (q, QD.scale_of(ws), QD.zero_point_of(ws))]
+    return out + [be.host_view(ws)[2:3].copy().view(F32)]
+
+
+def _torch_cases():
+    x = (RNG.standard_normal((5, 13)) * 2).astype(F32)
+    sub = np.full((3, 6), 1e-40, F32)
+    sub[:, ::2] = -3e-45
+    huge = x.copy()
+    huge[0, 0], huge[-1, -1] = 3e37, -1e-30
+    ties = ((np.arange(4 * 255, dtype=F32) % 9 - 4) * F32(0.5)).reshape(4, 255)
+    big = RNG.standard_normal((3, 3001)).astype(F32)  # several workgroups of the range
+    return [x, np.abs(x), -np.abs(x) - 3, np.full((2, 3), 7.25, F32), np.zeros((1, 5), F32),
+            x * F32(1e-30), sub, huge, ties, big, big * F32(1e6), np.ones((1, 1), F32)]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", range(12))
+def test_torch_parameters_and_rows_equal_the_c_kernel(f64, case):
+    """dynamic_qparams(torch=True) and torch_quantize_rows against
+    ``_cpu.dynamic_quantize_torch_u8`` (PyTorch's quantize_dynamic parameters) bit for bit: the
+    scale, zero point, 1 / scale (``_cpu.quantize_u8``'s reciprocal) and the rows, whose pad
+    bytes are 0."""
+    x = _torch_cases()[case]
+    q, s, z = cpu_torch(x)
+    got_q, got_s, got_z, got_inv = dev_torch(f64, x)
+    k = x.shape[1]
+    assert_bits(got_s, s, "scale")
+    assert_bits(got_z, z, "zero point")
+    assert_bits(got_inv, np.array([F32(1) / s[0]]), "1 / scale")
+    assert_bits(got_q[:, :k], q, "rows")
+    assert got_q.shape[1] == -(-k // 4) * 4 and not got_q[:, k:].any()
+
+
+@pytest.mark.parametrize(
+    "special", [[np.nan], [np.inf], [-np.inf], [3e38, -3e38], [-np.inf, np.nan]]
+)
+def test_torch_refused_ranges_give_a_nan_scale(f64, special):
+    """A range whose width is not finite in float32 (NaN or inf in x, finite extremes 6e38
+    apart): scale NaN, zero point 0, as the C kernel (the GEMM's outputs are then all NaN)."""
+    x = RNG.standard_normal((3, 7)).astype(F32)
+    x.reshape(-1)[: len(special)] = special
+    _, s, z = cpu_torch(x)
+    _, got_s, got_z, got_inv = dev_torch(f64, x)
+    assert np.isnan(s[0]) and z[0] == 0
+    assert np.isnan(got_s[0]) and np.isnan(got_inv[0]) and got_z[0] == 0
+
+
+def test_torch_rows_bad_calls_raise(f64):
+    xd = f64.upload(np.ones((2, 3), F32), None)
+    ws = QD.dynamic_qparams(f64, xd, torch=True)
+    with pytest.raises(ShapeError, match=r"torch_quantize_rows: x must be \[M, K\]"):
+        QD.torch_quantize_rows(f64, f64.upload(np.ones(3, F32), None), ws)
+    with pytest.raises(DTypeError, match="torch_quantize_rows: ws must be"):
+        QD.torch_quantize_rows(f64, xd, f64.upload(np.ones(3, np.uint32), None))
+    with pytest.raises(DTypeError, match="torch_quantize_rows: x must be contiguous float32"):
+        QD.torch_quantize_rows(f64, f64.upload(np.ones((2, 3), np.float64), None), ws)

@@ -58,6 +58,23 @@ def test_outputs_that_are_inputs_or_repeated_get_their_own_node():
     np.testing.assert_array_equal(out[2], [1, 2])
 
 
+def test_nested_outputs_are_flattened_in_order():
+    """An LSTM's ``(output, (h_n, c_n))``: three graph outputs, depth first (as
+    torch.onnx.export); a nested result holding a non-Tensor is refused."""
+    gpucore.manual_seed(0)
+    m = nn.LSTM(4, 5)
+    x = gpucore.randn(3, 2, 4)
+    g = trace(m, [x])
+    assert g.outputs == ["output_0", "output_1", "output_2"]
+    with gpucore.no_grad():
+        out, (h, c) = m(x)
+    got = run_graph(g, [x.numpy()])
+    for a, b in zip(got, (out, h, c)):
+        np.testing.assert_allclose(a, b.numpy(), rtol=1e-6, atol=1e-6)
+    with pytest.raises(CaptureError, match="returned tuple"):
+        trace(lambda a: (a, (a, 3)), [gpucore.ones(2)])
+
+
 def test_eval_mode_during_capture_and_restored():
     m = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
     m.train()

@@ -17,6 +17,7 @@ from gpucore.errors import DeviceError
 from gpucore.quantization import kernels, quantize_static
 from gpucore.runtime import load
 from gpucore.runtime.executors.cpu import CompiledExecutor
+from gpucore.runtime.ir.dynamic_quant import torch_quantize_ref
 from gpucore.runtime.ir.graph import Graph
 from gpucore.runtime.ir.ops import op_info
 from gpucore.runtime.planner.plan import plan
@@ -251,6 +252,16 @@ def test_cpu_only_quantized_nodes_are_refused(vulkan):
             VulkanExecutor(plan(g, inplace=False))
     finally:
         vulkan.ctx.float64 = had
+    # PyTorch's dynamic Linear in one node without shaderFloat64 (vulkan_pipeline leaves its
+    # traced ops there)
+    arrays, attrs, out_shape = _torch_linear((3, 8), 5, False)
+    g = _graph("qlinear_dynamic", arrays, attrs, out_shape, D.float32)
+    vulkan.ctx.float64, had = False, vulkan.ctx.float64
+    try:
+        with pytest.raises(DeviceError, match="qlinear_dynamic of float32.*shaderFloat64"):
+            VulkanExecutor(plan(g, inplace=False))
+    finally:
+        vulkan.ctx.float64 = had
     # qlinear_dynamic's weights must be constants (packed once)
     g = _dynamic_graph((3, 8), 5, ["lin"])
     w_in = g.add_input("w_in", (5, 8), D.int8)
@@ -352,3 +363,67 @@ def test_dynamic_quantization_at_every_batch(vulkan):
         assert_bits(models[1].run_arrays([x])[0], models[0].run_arrays([x])[0], f"batch {b}")
     ops = {s.node.op for ex in models[1].executors() for s in ex.plan.steps}
     assert {"dynamic_quantize_linear", "qlinear_dynamic"} <= ops
+
+
+# ------------------------------------------------ PyTorch's dynamic quantized Linear (float x)
+def _torch_linear(shape, n, relu, bias=True, seed=5):
+    """x [..., K] float32 -> the float-input qlinear_dynamic (one node) with random constants."""
+    r = np.random.default_rng(seed)
+    k = shape[-1]
+    arrays = [np.zeros(shape, np.float32), r.integers(-128, 128, (n, k), dtype=np.int8),
+              r.uniform(0.001, 0.02, n).astype(np.float32)]  # fmt: skip
+    if bias:
+        arrays.append(r.standard_normal(n).astype(np.float32))
+    return arrays, {"relu": relu}, tuple(shape[:-1]) + (n,)
+
+
+def _torch_inputs(shape):
+    """Inputs for PyTorch's activation quantization: ordinary, all >= 0 / all < 0 (the zero
+    point's ends), all equal (the eps floor), a huge dynamic range, subnormals, ties of the
+    rounding, and the inputs the eager layer refuses (NaN everywhere: NaN, inf, a range that
+    overflows float32)."""
+    x = (RNG.standard_normal(shape) * 3).astype(np.float32)
+    size = x.size
+    huge = x.copy().reshape(-1)
+    huge[0], huge[-1] = 3e37, -1e-30
+    sub = np.full(size, 1e-40, np.float32)
+    sub[::2] = -3e-45
+    ties = (np.arange(size, dtype=np.float32) % 7 - 3) * np.float32(0.5)
+    cases = [x, np.abs(x), -np.abs(x) - 1, np.full(shape, 2.5, np.float32), x * 1e-30,
+             huge, sub, ties, np.zeros(shape, np.float32)]  # fmt: skip
+    for special in ([np.nan], [np.inf], [-np.inf], [3e38, -3e38]):
+        s = x.copy().reshape(-1)
+        s[: len(special)] = special[:size]
+        cases.append(s)
+    return [c.reshape(shape) for c in cases]
+
+
+SHAPES = [((1, 1), 1), ((1, 7), 5), ((3, 5), 7), ((2, 17, 33), 9), ((64, 100), 50),
+          ((2, 1000), 3), ((300, 64), 130)]  # fmt: skip
+
+
+@pytest.mark.parametrize("shape,n", SHAPES)
+@pytest.mark.parametrize("relu", [False, True])
+def test_float_input_qlinear_dynamic_equals_the_cpu(vulkan, shape, n, relu):
+    """The float-input qlinear_dynamic on the device (PyTorch's parameters computed there, the
+    uint8 rows, the GEMM reading them): the CPU executor's bits, which equal the node's numpy
+    reference, on every input, NaN / inf and an overflowing range (all NaN) included; with and
+    without bias; ranges reduced by one workgroup and by several (2000 and more elements)."""
+    if not vulkan.ctx.float64:
+        pytest.skip(f"{vulkan.ctx.info.name} has no shaderFloat64")
+    from gpucore.runtime.executors.vulkan import VulkanExecutor
+
+    for bias in (True, False):
+        arrays, attrs, out_shape = _torch_linear(shape, n, relu, bias)
+        g = _graph("qlinear_dynamic", arrays, attrs, out_shape, D.float32)
+        cpu = CompiledExecutor(plan(g))
+        dev = VulkanExecutor(plan(_graph("qlinear_dynamic", arrays, attrs, out_shape, D.float32),
+                                  inplace=False))  # fmt: skip
+        for i, x in enumerate(_torch_inputs(shape)):
+            (want,) = cpu.run([x])
+            ref = op_info("qlinear_dynamic").evaluate([x, *arrays[1:]], attrs)
+            assert_bits(want, ref, f"CPU against the reference, input {i}")
+            (got,) = dev.run([x])
+            assert_bits(got, want, f"input {i} of {list(shape)}, bias={bias}")
+            if np.isnan(torch_quantize_ref(x)[1]):  # an input eager refuses: NaN everywhere
+                assert np.isnan(got).all() and i >= 9

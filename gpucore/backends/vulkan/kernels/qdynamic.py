@@ -7,6 +7,15 @@ zero point, then the workgroups' partial ranges. ``scale_of(ws)`` / ``zero_point
 its float32 and uint8 views of one value (what ``qgemm.qgemm_dynamic`` reads, or a copy
 source). ``dynamic_quantize_u8(be, y, x, ws)`` records the uint8 ``y`` of ``x`` with them. The
 divisions are correctly rounded through float64 residuals: devices with shaderFloat64 only.
+
+PyTorch's ``quantize_dynamic`` parameters (``_cpu.dynamic_quantize_torch_u8``, cpu/qdynamic.c's
+last function; the shader's TORCH constant): ``dynamic_qparams(be, x, torch=True)`` records
+``scale = max((hi - lo) / 255, eps)``, ``zp = clamp(-rint(lo / scale), 0, 255)`` and ``1 /
+scale`` (word 2) over the same range, scale NaN and zero point 0 when hi - lo is not finite in
+float32; ``torch_quantize_rows(be, x, ws)`` records uint8 ``rint(fl32(x * (1 / scale)) + zp)``
+clamped to [0, 255] (NaN -> 255) of float32 rows [M, K] into rows padded to whole words, the
+``[:, :K]`` view of which ``qgemm.qgemm_dynamic`` reads with ``scale_of(ws)`` and
+``zero_point_of(ws)``.
 """
 
 from __future__ import annotations
@@ -42,11 +51,13 @@ def parts_for(n: int) -> int:
     return max(1, min(MAX_PARTS, -(-n // (WG * PER_LANE))))
 
 
-def dynamic_qparams(be, x: np.ndarray) -> np.ndarray:
-    """Record DynamicQuantizeLinear's scale and zero point of ``x`` into a fresh workspace and
-    return it (module docstring): one dispatch, two for more than WG * PER_LANE elements."""
+def dynamic_qparams(be, x: np.ndarray, torch: bool = False) -> np.ndarray:
+    """Record DynamicQuantizeLinear's scale and zero point of ``x`` (``torch``: PyTorch's, and
+    1 / scale) into a fresh workspace and return it (module docstring): one dispatch, two for
+    more than WG * PER_LANE elements."""
     _float64(be, "dynamic_qparams")
     _float32_input(x, "dynamic_qparams")
+    t = int(bool(torch))
     n = x.size
     parts = parts_for(n)
     ws = be.empty_array((_HEAD + 3 * parts,), np.uint32)
@@ -54,10 +65,10 @@ def dynamic_qparams(be, x: np.ndarray) -> np.ndarray:
     ctx = be.ctx
     bx, bw = ox.binding(False), ow.binding(True)
     push = _push(n, ox.offset, ow.offset, 0, parts)
-    pipe = ctx.pipelines.get("dynamic_quantize", 3, (_RANGE,), WG)
+    pipe = ctx.pipelines.get("dynamic_quantize", 3, (_RANGE, t), WG)
     ctx.stream.dispatch(pipe, [bx, bw, bx], push, (parts, 1, 1), label="dq_range", keep=[x, ws])
     if parts > 1:
-        pipe = ctx.pipelines.get("dynamic_quantize", 3, (_FINISH,), WG)
+        pipe = ctx.pipelines.get("dynamic_quantize", 3, (_FINISH, t), WG)
         ctx.stream.dispatch(pipe, [bw, bw, bw], push, (1, 1, 1), label="dq_params", keep=[ws])
     return ws
 
@@ -88,9 +99,36 @@ def dynamic_quantize_u8(be, y: np.ndarray, x: np.ndarray, ws: np.ndarray) -> Non
         return
     ox, ow, oy = be.operand(x), be.operand(ws), be.operand(y)
     local = flat_local_size(be)
-    pipe = be.ctx.pipelines.get("dynamic_quantize", 3, (_QUANTIZE,), local)
+    pipe = be.ctx.pipelines.get("dynamic_quantize", 3, (_QUANTIZE, 0), local)
     push = _push(x.size, ox.offset, ow.offset, y_off, 0)
     be.ctx.stream.dispatch(
         pipe, [ox.binding(False), ow.binding(False), oy.binding(True)], push,
         groups_1d(total, local), label="dynamic_quantize_u8", keep=[x, ws, y],
     )  # fmt: skip
+
+
+def torch_quantize_rows(be, x: np.ndarray, ws: np.ndarray) -> np.ndarray:
+    """uint8 [M, 4 * ceil(K / 4)] on the device: float32 rows ``x`` [M, K] quantized with the
+    PyTorch parameters of ``ws`` (``dynamic_qparams(..., torch=True)``'s) as
+    ``_cpu.quantize_u8`` (module docstring), the pad bytes 0."""
+    _float64(be, "torch_quantize_rows")
+    _float32_input(x, "torch_quantize_rows")
+    if x.ndim != 2:
+        raise ShapeError(f"torch_quantize_rows: x must be [M, K], got {list(x.shape)}")
+    if ws.dtype != np.uint32 or ws.ndim != 1 or ws.size < _HEAD + 3:
+        raise DTypeError("torch_quantize_rows: ws must be dynamic_qparams's workspace")
+    m, k = x.shape
+    kw = -(-k // 4)
+    out = be.empty_array((m, 4 * kw), np.uint8)
+    if not m * kw:
+        return out
+    y_off = _word_output(be, out, np.uint8, "torch_quantize_rows")
+    ox, ow, oy = be.operand(x), be.operand(ws), be.operand(out)
+    local = flat_local_size(be)
+    pipe = be.ctx.pipelines.get("dynamic_quantize", 3, (_QUANTIZE, 1), local)
+    push = _push(x.size, ox.offset, ow.offset, y_off, k)
+    be.ctx.stream.dispatch(
+        pipe, [ox.binding(False), ow.binding(False), oy.binding(True)], push,
+        groups_1d(m * kw, local), label="torch_quantize_rows", keep=[x, ws, out],
+    )  # fmt: skip
+    return out

@@ -1,0 +1,109 @@
+"""PyTorch-style ``quantize_dynamic`` MLPs compiled for Vulkan: the traced activation
+quantization (before) against the fused float-input ``qlinear_dynamic`` shaders (after), with
+the compiled CPU model beside them, in one run.
+
+``python benchmarks/quant_dynamic_vulkan.py [--rounds R] [--quick]``
+
+Columns, µs per call (``run_arrays``: upload, the recorded command buffer, download):
+
+- ``cpu``: ``gpucore.compile(device="cpu")`` (one C program, two C calls per layer);
+- ``vulkan (before)``: ``device="vulkan"`` with the passes a device without shaderFloat64 gets
+  (``passes.vulkan_pipeline(False)``: each layer's quantization as ~20 primitive shaders around
+  the int8 GEMM, what every device ran before the fused node had shaders);
+- ``vulkan``: the full Vulkan pipeline (per layer: the range, PyTorch's parameters, the uint8
+  rows and the int8 GEMM reading them: three or four dispatches).
+
+On lavapipe (a CPU "device") the absolute times say little about a GPU; the dispatch counts
+and the before / after ratio do. The calls alternate in rounds (``quant_models._paired``) and
+the median round is reported. ``same bits`` checks both Vulkan models against the CPU model on a
+fresh input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+
+import numpy as np
+from quant_models import _paired  # the same alternating timer (run from benchmarks/)
+
+import gpucore as gc
+from gpucore import nn
+from gpucore.quantization import quantize_dynamic
+
+F32 = np.float32
+
+
+@contextlib.contextmanager
+def _without_float64(be):
+    """The passes (and refusals) of a device without shaderFloat64, for a compile."""
+    had = be.ctx.float64
+    be.ctx.float64 = False
+    try:
+        yield
+    finally:
+        be.ctx.float64 = had
+
+
+def _mlp(widths):
+    layers = []
+    for i, (a, b) in enumerate(zip(widths, widths[1:])):
+        layers += [nn.Linear(a, b)] + ([nn.ReLU()] if i < len(widths) - 2 else [])
+    return nn.Sequential(*layers).eval()
+
+
+def _dispatches(cm) -> int:
+    return sum(ex.dispatches() for ex in cm.executors())
+
+
+def row(be, widths, batch, rounds, min_time) -> dict:
+    gc.manual_seed(0)
+    q = quantize_dynamic(_mlp(widths), {nn.Linear})
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((batch, widths[0])).astype(F32)
+    xt = gc.tensor(x)
+    cpu = gc.compile(q, (xt,), device="cpu")
+    with _without_float64(be):
+        before = gc.compile(q, (xt,), device="vulkan")
+    after = gc.compile(q, (xt,), device="vulkan")
+    fns = {
+        "cpu": lambda: cpu.run_arrays([x]),
+        "before": lambda: before.run_arrays([x]),
+        "after": lambda: after.run_arrays([x]),
+    }
+    with gc.no_grad():
+        t = _paired(fns, rounds, min_time)
+        fresh = rng.standard_normal((batch, widths[0])).astype(F32) * 3
+        want = cpu.run_arrays([fresh])[0].tobytes()
+        same = all(m.run_arrays([fresh])[0].tobytes() == want for m in (before, after))
+    return {"t": t, "same": same, "dispatches": (_dispatches(before), _dispatches(after))}
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args(argv)
+    be = gc.dispatch.vulkan_backend(allow_cpu=True)
+    if be is None or not be.ctx.float64:
+        raise SystemExit("needs a Vulkan device with shaderFloat64 (lavapipe has it)")
+    min_time = 0.05 if args.quick else 0.2
+    models = [("MLP 784-512-256-10", (784, 512, 256, 10)),
+              ("MLP 1024x3 + 1024", (1024, 1024, 1024, 1024))]  # fmt: skip
+    print(f"device {be.ctx.info.name}, load average {os.getloadavg()[0]:.1f}, median of "
+          f"{args.rounds} alternating rounds, µs per call\n")  # fmt: skip
+    print("| model | batch | cpu | vulkan (before) | vulkan | before / after | vulkan / cpu "
+          "| dispatches before -> after | same bits |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, widths in models:
+        for batch in (1, 64):
+            r = row(be, widths, batch, args.rounds, min_time)
+            t = r["t"]
+            print(f"| {name} | {batch} | {t['cpu']:.1f} | {t['before']:.1f} | {t['after']:.1f} "
+                  f"| {t['before'] / t['after']:.2f}x | {t['after'] / t['cpu']:.2f}x "
+                  f"| {r['dispatches'][0]} -> {r['dispatches'][1]} | {r['same']} |")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
