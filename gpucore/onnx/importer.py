@@ -69,6 +69,9 @@ def load(
             "cannot express size by size; load with dynamic=False to fix them at 1)"
         ) from e
     _name_outputs(graph, info)
+    # ONNX's outputs are a flat list, whatever container the Program returns them in: the old
+    # rule (ir/output_tree.py's None), one output as a Tensor, several as a tuple
+    graph.output_tree = None
     cm = CompiledModel(graph, device=dev, optimize=optimize, executor=executor)
     if cm.symbols:
         cm._example_sizes = cm._check(examples)[1]

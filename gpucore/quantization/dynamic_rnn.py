@@ -6,8 +6,12 @@ the float biases kept): the input projection of all steps is one int8 GEMM per l
 direction, and each step's ``h W_hh^T`` one more, on h quantized per call (uint8, affine), both
 through ``_cpu.qgemm``. The gate nonlinearities and state updates run in float32 as gpucore
 tensor ops, so a capture (``gpucore.compile``) records each time step as graph ops (the runtime
-fuses each step's int8 product into one ``qlinear_dynamic`` node) and the compiled model gives
-the eager outputs bit for bit; ``gpucore.onnx.export`` writes the unrolled steps as ONNX
+fuses each step's int8 product into one ``qlinear_dynamic`` node) and the model compiled for
+the CPU gives the eager outputs bit for bit, as ``(output, (h_n, c_n))`` / ``(output, h_n)``
+(the capture flattens them into graph outputs, ``CompiledModel`` rebuilds the structure).
+Compiled for Vulkan, the int8 products keep the CPU's bits but the float sigmoid / tanh shaders
+differ from the C kernels by about one ulp, so outputs agree closely, not bitwise.
+``gpucore.onnx.export`` writes the unrolled steps as ONNX
 Runtime's dynamic quantization of each product (gpucore/onnx/README.md). Inference only (no
 autograd history); padded input (no PackedSequence), no ``proj_size``. State dict: the int8
 layers ``ih_l{k}[_reverse]`` and ``hh_l…`` (each ``weight``, ``weight_scale``,
@@ -126,10 +130,12 @@ class _DynamicRNN(Module):
         return stack(out), h, c
 
     def forward(self, input: Tensor, hx=None):
-        """As the float layer's forward (padded input; states optional), in float32 on the CPU.
-        Written with gpucore's tensor ops (the int8 products through ``dynamic.Linear``), so a
-        capture (``gpucore.compile``) records every step as graph ops and the compiled model
-        gives these outputs bit for bit."""
+        """As the float layer's forward (padded input; states optional), in float32 on the CPU:
+        ``(output, (h_n, c_n))`` for the LSTM, ``(output, h_n)`` for the GRU. Written with
+        gpucore's tensor ops (the int8 products through ``dynamic.Linear``), so a capture
+        (``gpucore.compile``) records every step as graph ops; the model compiled for the CPU
+        returns the same structure with these outputs bit for bit (on Vulkan the sigmoid / tanh
+        shaders differ by about one ulp: close, not bitwise; module docstring)."""
         name = f"dynamic quantized {type(self).__name__}"
         if not isinstance(input, Tensor) or input.ndim not in (2, 3):
             raise ShapeError(f"{name}: expects a 2-D or 3-D float Tensor input")

@@ -1,7 +1,8 @@
 """The saved-model file: graph and weights in one ``gpucore.save`` (safetensors) file.
 
     {"format": "gpucore.runtime", "version": 1,
-     "graph": "<JSON: inputs, outputs, tensors (shape, dtype), nodes (op, inputs, output, attrs)>",
+     "graph": "<JSON: inputs, outputs, tensors (shape, dtype), nodes (op, inputs, output, attrs),
+               output_tree (optional: how the outputs nest, ir/output_tree.py)>",
      "options": "<JSON: device, optimize, executor, check_nan>",
      "weights": {constant name: Tensor, ...},
      "capi": {...}}   (optional: the compiled CPU program for the C API, see c_program.py)
@@ -29,6 +30,7 @@ from ..tensor import Tensor
 from . import c_program
 from .ir.graph import Graph, GraphError
 from .ir.ops import OPS
+from .ir.output_tree import leaf_count
 from .ir.symbolic import SymInt
 
 FORMAT = "gpucore.runtime"
@@ -126,9 +128,10 @@ def graph_to_json(graph: Graph) -> str:
         }
         for n in graph.order()
     ]
-    return json.dumps(
-        {"inputs": graph.inputs, "outputs": graph.outputs, "tensors": tensors, "nodes": nodes}
-    )
+    doc = {"inputs": graph.inputs, "outputs": graph.outputs, "tensors": tensors, "nodes": nodes}
+    if graph.output_tree is not None:
+        doc["output_tree"] = graph.output_tree  # JSON as it is (ir/output_tree.py)
+    return json.dumps(doc)
 
 
 def save_model(model, path) -> None:
@@ -235,6 +238,10 @@ def graph_from_json(text: str, weights: dict) -> Graph:
         if not isinstance(name, str) or name not in g.producer:
             raise ValueError(f"graph output {name!r} is not a node's output")
         g.outputs.append(name)
+    tree = doc.get("output_tree")  # absent in files saved before it was kept: None, the old rule
+    if tree is not None:
+        leaf_count(tree)  # (ValueError naming what is wrong; validate() checks the count)
+        g.output_tree = tree
     g.validate()
     return g
 

@@ -15,8 +15,11 @@ decides per call:
   (``.data =``, ``Module.to``), and any assignment of a parameter, buffer or submodule to any
   module (``nn.module.STRUCTURE_VERSION``) rebuilds too.
 
-A model that cannot be captured (random ops in eval mode, control flow on tensor values such as
-``if x.sum() > 0``, outputs other than tensors) runs eagerly for that signature; the reason is
+Outputs are Tensors or (possibly nested) tuples, lists and dicts with str keys of them (a
+quantized LSTM's ``(output, (h_n, c_n))``): the compiled model returns the same structure
+(ir/output_tree.py). A model that cannot be captured (random ops in eval mode, control flow on
+tensor values such as ``if x.sum() > 0``, other outputs: None, numbers, namedtuples) runs
+eagerly for that signature; the reason is
 kept in ``stats()["fallbacks"]``. ``fullgraph=True`` raises the capture error instead, as
 PyTorch does for graph breaks. Compiled outputs equal eager ones up to float rounding (fused
 kernels sum in other orders).
@@ -33,7 +36,7 @@ from ..errors import GpucoreError
 from ..nn.module import STRUCTURE_VERSION, Module
 from ..tensor import Tensor
 from .capture.dynamic import capture
-from .capture.trace import CaptureError
+from .capture.trace import CaptureError, flatten_outputs
 
 CACHE_SIZE = 8  # compiled signatures kept per wrapper (least recently used dropped)
 
@@ -41,14 +44,13 @@ CACHE_SIZE = 8  # compiled signatures kept per wrapper (least recently used drop
 class _Entry:
     """What the wrapper knows about one input signature."""
 
-    __slots__ = ("seen", "model", "sources", "structure", "kind", "failed")
+    __slots__ = ("seen", "model", "sources", "structure", "failed")
 
     def __init__(self):
         self.seen = 0  # calls with the current weights
         self.model = None  # the CompiledModel, once built
         self.sources: list = []  # (tensor, its version box, version) of the graph's constants
         self.structure = -1  # nn.module.STRUCTURE_VERSION when built
-        self.kind = None  # the eager output's container: Tensor, tuple or list
         self.failed: str | None = None  # why this signature runs eagerly
 
 
@@ -94,9 +96,10 @@ class _Compiled:
             return self._eager(args, kwargs)
         if model is None and not build:
             out = self._eager(args, kwargs)
-            entry.kind = _kind(out)
-            if entry.kind is None:
-                entry.failed = f"the model returns {type(out).__name__}, not tensors"
+            try:  # a structure the compiled model rebuilds exactly (CompiledModel.__call__)
+                flatten_outputs(out, exact=True)
+            except CaptureError as e:
+                entry.failed = str(e)
             return out
         if model is None:
             model = self._build(entry, args)
@@ -104,10 +107,7 @@ class _Compiled:
                 return self._eager(args, kwargs)
         with self._lock:
             self._counts["compiled"] += 1
-        out = model(*args)
-        if entry.kind is list:
-            return list(out) if isinstance(out, tuple) else [out]
-        return out
+        return model(*args)  # the eager structure: the graph's output tree
 
     def _eager(self, args, kwargs):
         with self._lock:
@@ -167,14 +167,6 @@ class _Compiled:
             entry.model, entry.sources, entry.structure = model, sources, structure
             self._counts["compiles"] += 1
         return model
-
-
-def _kind(out):
-    if isinstance(out, Tensor):
-        return Tensor
-    if isinstance(out, (tuple, list)) and out and all(isinstance(t, Tensor) for t in out):
-        return type(out) if type(out) in (tuple, list) else None
-    return None
 
 
 class OptimizedModule(_Compiled, Module):

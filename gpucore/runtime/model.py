@@ -18,6 +18,7 @@ from .capture.dynamic import capture, specialize
 from .executors.cpu import CompiledExecutor, InterpretedExecutor
 from .format import save_model
 from .ir.graph import Graph
+from .ir.output_tree import unflatten
 from .ir.shapes import check_shapes
 from .ir.symbolic import SymInt
 from .passes import optimize as run_passes
@@ -65,6 +66,8 @@ class CompiledModel:
         self._check_nan = check_nan
         self.input_names = list(graph.inputs)
         self.output_names = list(graph.outputs)
+        # how the flat outputs nest (ir/output_tree.py; None: one Tensor or a flat tuple)
+        self.output_tree = graph.output_tree
         self._executors: dict = {}
         self._lock = threading.Lock()
         self.symbols = sorted(
@@ -117,14 +120,18 @@ class CompiledModel:
 
     # ----------------------------------------------------------------------------- runs
     def __call__(self, *inputs):
-        """Run on tensors or numpy arrays (positional, in the captured order); returns a Tensor
-        or a tuple of Tensors, as the model did."""
+        """Run on tensors or numpy arrays (positional, in the captured order); returns Tensors
+        in the structure the model returned at capture (``output_tree``: an LSTM's ``(output,
+        (h_n, c_n))``, a ``((t,),)``, a dict); a graph without a tree (an ONNX import, a model
+        saved before trees were kept) returns one output as a Tensor, several as a tuple."""
         outs = self.run_arrays(list(inputs))
         ts = [Tensor._wrap(o, _dtype_of(self.symbolic, n)) for o, n in zip(outs, self.output_names)]
-        return ts[0] if len(ts) == 1 else tuple(ts)
+        return unflatten(self.output_tree, ts)
 
     def run_arrays(self, inputs: list) -> list:
-        """Outputs as numpy arrays for inputs in the captured order (checked first)."""
+        """Outputs as numpy arrays for inputs in the captured order (checked first): the
+        graph's flat outputs (``output_names``, depth first, as ONNX's and InferenceSession's),
+        whatever structure ``__call__`` rebuilds from them."""
         if len(inputs) != len(self.input_names):
             raise InputError(
                 f"the compiled model takes {len(self.input_names)} inputs "

@@ -158,21 +158,44 @@ def test_training_mode_kwargs_and_grad_inputs_run_eagerly():
 
 
 def test_output_containers():
+    """Lists, dicts and nested containers run compiled with the eager structure
+    (CompiledModel's output tree); a namedtuple (whose class a compiled run does not rebuild)
+    and non-Tensor elements run eagerly, the fallback naming the element's path."""
+    from collections import namedtuple
+
+    pair = namedtuple("pair", "a b")
+
     def as_list(a):
         return [a + 1, a * 2]
 
     def as_dict(a):
-        return {"y": a + 1}
+        return {"y": a + 1, "z": (a * 3, [a - 1])}
+
+    def as_namedtuple(a):
+        return (a, pair(a + 1, a * 2))
+
+    def with_none(a):
+        return a + 1, {"h": None}
 
     cl, cd = gc.compile(as_list), gc.compile(as_dict)
+    cn, c0 = gc.compile(as_namedtuple), gc.compile(with_none)
     x = gc.randn(3)
     for _ in range(3):
         out = cl(x)
         assert isinstance(out, list) and len(out) == 2
         close(out[1], x * 2)
-        assert isinstance(cd(x), dict)
-    assert cl.stats()["compiled"] == 2
-    assert cd.stats()["compiled"] == 0 and cd.stats()["fallbacks"]
+        d = cd(x)
+        assert list(d) == ["y", "z"] and isinstance(d["z"], tuple)
+        assert isinstance(d["z"][1], list) and len(d["z"][1]) == 1
+        close(d["z"][1][0], x - 1)
+        assert isinstance(cn(x)[1], pair)
+        assert c0(x)[1] == {"h": None}
+    assert cl.stats()["compiled"] == 2 and cd.stats()["compiled"] == 2
+    assert cn.stats()["compiled"] == 0 and c0.stats()["compiled"] == 0
+    (why,) = cn.stats()["fallbacks"].values()
+    assert "output[1] is a pair (a tuple subclass" in why
+    (why,) = c0.stats()["fallbacks"].values()
+    assert "output[1]['h'] is a NoneType" in why
 
 
 def test_each_signature_compiles_once_and_the_cache_is_bounded():

@@ -28,6 +28,34 @@ def test_functions_with_several_outputs():
     assert cm.input_names == ["a", "b"] and cm.output_names == ["output_0", "output_1"]
 
 
+def test_nested_outputs_come_back_in_the_model_structure():
+    """The capture flattens nested outputs into graph outputs (run_arrays: the flat list, as
+    ONNX); ``__call__`` rebuilds what the model returned: a ``((t,),)`` stays one (it used to
+    come back a bare Tensor), lists stay lists, dicts keep their keys and order, also at
+    another size of a dynamic axis."""
+
+    def fn(a, b):
+        return {"s": ((a + b,),), "p": [a * b, (a - b, [])]}
+
+    x, y = rand(2, 4), rand(2, 4, seed=1)
+    cm = gpucore.compile(fn, (x, y), device="cpu", dynamic_axes={"a": {0: "n"}, "b": {0: "n"}})
+    assert cm.output_names == ["output_0", "output_1", "output_2"]
+    for n in (2, 5):
+        x, y = rand(n, 4, seed=n), rand(n, 4, seed=n + 1)
+        got = cm(x, y)
+        assert list(got) == ["s", "p"] and isinstance(got["p"], list) and got["p"][1][1] == []
+        ((s,),) = got["s"]
+        flat = [s, got["p"][0], got["p"][1][0]]
+        for g, want in zip(flat, (x + y, x * y, x - y)):
+            assert isinstance(g, gpucore.Tensor)
+            np.testing.assert_array_equal(g.numpy(), want)
+        for g, a in zip(flat, cm.run_arrays([x, y])):
+            np.testing.assert_array_equal(g.numpy(), a)
+    one = gpucore.compile(lambda a: ((a * 2,),), (rand(3),), device="cpu")
+    ((t,),) = one(rand(3))
+    np.testing.assert_array_equal(t.numpy(), rand(3) * 2)
+
+
 def test_dynamic_batch_serves_every_size():
     model = block(16)
     cm = gpucore.compile(model, (rand(2, 5, 16),), device="cpu", dynamic_axes={"x": {0: "batch"}})

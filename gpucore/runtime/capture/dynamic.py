@@ -164,6 +164,12 @@ def _merge(base: Graph, others: list, check: Graph, values: dict, monos: list) -
                 "axes, so one graph cannot serve them all; capture it at a fixed size"
             )
 
+    if any(g.output_tree != base.output_tree for g in graphs):
+        raise CaptureError(
+            "dynamic_axes: the model returns differently nested outputs at different sizes of "
+            "the dynamic axes; capture it at a fixed size"
+        )
+
     def merge(where: str, vals: list):
         v0 = vals[0]
         if isinstance(v0, (bool, np.bool_)) or not isinstance(v0, (int, np.integer)):
@@ -223,6 +229,7 @@ def _merge(base: Graph, others: list, check: Graph, values: dict, monos: list) -
         )
         out.add_node(node.op, node.inputs, shape, info.dtype, attrs, node.output)
     out.outputs = list(base.outputs)
+    out.output_tree = base.output_tree
     out.validate()
     return out
 
@@ -254,4 +261,5 @@ def specialize(graph: Graph, sizes: dict) -> Graph:
             node.output,
         )
     g.outputs = list(graph.outputs)
+    g.output_tree = graph.output_tree
     return g

@@ -37,7 +37,11 @@ from ...ops import registry
 from ...ops.common import host_quiet
 from ...tensor import HOST_READ_HOOK, Tensor
 from ..ir.graph import Graph
+from ..ir.output_tree import MAX_DEPTH as MAX_TREE_DEPTH
+from ..ir.output_tree import TENSOR
 from ..ir.packing import is_constant
+
+_CONTAINERS = {"tuple": tuple, "list": list, "dict": dict}
 
 # Ops a deployed graph must not replay: they draw random numbers (their stream position would
 # be baked into the graph) or update state.
@@ -343,16 +347,18 @@ def trace(
 
     ``fn``: a gpucore ``nn.Module`` (traced in eval mode, its mode restored afterwards) or a
     function of tensors. ``example_inputs``: tensors (or numpy arrays), one per graph input.
-    Returns a validated Graph whose outputs are the tensors ``fn`` returns (a Tensor, or a
-    tuple/list of them), named ``output`` (one) or ``output_<i>``. A model that reads a value it
-    computed from its inputs on the host (``if x.sum() > 0``, ``x.item()``, ``x.numpy()``,
-    data-dependent sizes) raises CaptureError at the read, naming the tensor, the op that made
-    it and the line that read it; bake_values=True bakes such values in instead (as
-    ``torch.jit.trace``; the graph then holds them for every input). strict: refuse those
-    reads even with bake_values (``gpucore.compile(model)``'s lazy capture). sources: a list
-    that receives ``(tensor, version)`` for every tensor that became a constant. shapes_only:
-    compute only what constants give (see the module docstring; raises ValuesNeeded where
-    that is not enough).
+    Returns a validated Graph whose outputs are the tensors ``fn`` returns (a Tensor, or
+    possibly nested tuples / lists / dicts with str keys of them), flattened depth first (as
+    torch.onnx.export) and named ``output`` (one) or ``output_<i>``; ``graph.output_tree``
+    records the nesting (ir/output_tree.py), which ``CompiledModel.__call__`` rebuilds. A
+    model that reads a value it computed from its inputs on the host (``if x.sum() > 0``,
+    ``x.item()``, ``x.numpy()``, data-dependent sizes) raises CaptureError at the read, naming
+    the tensor, the op that made it and the line that read it; bake_values=True bakes such
+    values in instead (as ``torch.jit.trace``; the graph then holds them for every input).
+    strict: refuse those reads even with bake_values (``gpucore.compile(model)``'s lazy
+    capture). sources: a list that receives ``(tensor, version)`` for every tensor that became
+    a constant. shapes_only: compute only what constants give (see the module docstring;
+    raises ValuesNeeded where that is not enough).
     """
     module = fn if hasattr(fn, "named_parameters") and hasattr(fn, "training") else None
     inputs = [_as_tensor(x, i) for i, x in enumerate(example_inputs)]
@@ -392,7 +398,7 @@ def trace(
             "host (item(), bool(), numpy() or a data-dependent size) and caught the error "
             "raised there; a trace would fix them (compute them with tensor ops instead)"
         )
-    outs = _flatten_outputs(result)
+    outs, graph.output_tree = flatten_outputs(result)
     _name_outputs(graph, tracer, outs)
     graph.validate()
     return graph
@@ -425,21 +431,52 @@ def _as_tensor(x, i: int) -> Tensor:
     )
 
 
-def _flatten_outputs(result) -> list:
-    """The Tensors ``result`` holds, depth first: a Tensor, or (possibly nested) tuples / lists
-    of them, as an LSTM's ``(output, (h_n, c_n))`` (flattened in order, as torch.onnx.export
-    flattens nested outputs)."""
-    if isinstance(result, Tensor):
-        return [result]
-    if isinstance(result, (tuple, list)) and result:
-        try:
-            return [t for r in result for t in _flatten_outputs(r)]
-        except CaptureError:
-            pass
-    raise CaptureError(
-        f"capture: the model returned {type(result).__name__}; a captured model returns a "
-        "Tensor or a (possibly nested) tuple/list of Tensors"
-    )
+def flatten_outputs(result, exact: bool = False) -> tuple[list, object]:
+    """The Tensors ``result`` holds, depth first, and the tree of its structure
+    (ir/output_tree.py): a Tensor, or (possibly nested) tuples, lists and dicts with str keys of
+    them, as an LSTM's ``(output, (h_n, c_n))`` (flattened in order, as torch.onnx.export
+    flattens nested outputs). CaptureError names the path of the first element that is none of
+    these (``output[1]['h'] is a int``). ``exact``: refuse subclasses (namedtuples,
+    OrderedDict), which a rebuilt structure would not reproduce."""
+    leaves: list = []
+    tree = _flatten(result, "output", leaves, exact, 0)
+    if not leaves:
+        raise CaptureError(
+            f"capture: the model returned a {type(result).__name__} holding no Tensor; a "
+            "captured model returns at least one Tensor"
+        )
+    return leaves, tree
+
+
+def _flatten(x, path: str, leaves: list, exact: bool, depth: int):
+    if isinstance(x, Tensor):
+        leaves.append(x)
+        return TENSOR
+    kind = next((k for k in ("tuple", "list", "dict") if isinstance(x, _CONTAINERS[k])), None)
+    why = None
+    if kind is None:
+        name = type(x).__name__
+        why = f"is {'an' if name[:1] in 'aeiouAEIOU' else 'a'} {name}"
+    elif exact and type(x) is not _CONTAINERS[kind]:
+        why = f"is a {type(x).__name__} (a {kind} subclass, which a compiled run does not rebuild)"
+    elif depth >= MAX_TREE_DEPTH:
+        why = f"is nested more than {MAX_TREE_DEPTH} deep"
+    if why is not None:
+        raise CaptureError(
+            f"capture: {path} {why}; a captured model returns a Tensor or (possibly nested) "
+            "tuples, lists and dicts with str keys of Tensors"
+        )
+    if kind == "dict":
+        items = []
+        for k, v in x.items():
+            if not isinstance(k, str):
+                raise CaptureError(
+                    f"capture: {path} is a dict with the key {k!r}; a captured model's dicts "
+                    "have str keys"
+                )
+            items.append([k, _flatten(v, f"{path}[{k!r}]", leaves, exact, depth + 1)])
+        return {"dict": items}
+    return {kind: [_flatten(v, f"{path}[{i}]", leaves, exact, depth + 1) for i, v in enumerate(x)]}
 
 
 def _name_outputs(graph: Graph, tracer: Tracer, outs: list) -> None:

@@ -10,7 +10,9 @@ saved file), as in the runtime seed and ONNX:
   ``attrs`` holds its keyword attributes. A registry op with several outputs is captured as one
   node per output used (``attrs["output_index"]``); the others become scratch;
 - producer and consumer indices are kept up to date by the mutation methods, and the
-  topological order is cached until the next mutation.
+  topological order is cached until the next mutation;
+- ``output_tree`` (ir/output_tree.py): how the flat ``outputs`` nest into what the captured
+  model returned, or None (one output as it is, several as a tuple).
 
 Passes mutate a graph through ``add_node``, ``remove_node``, ``set_input``, ``replace_uses``
 and ``add_constant`` only, so the indices never go stale.
@@ -26,6 +28,7 @@ import numpy as np
 from ...dtypes import dtype as DType
 from ...dtypes import from_numpy_dtype
 from ...errors import GpucoreError
+from .output_tree import leaf_count
 
 
 class GraphError(GpucoreError, ValueError):
@@ -76,6 +79,7 @@ class Graph:
         self.nodes: list[Node] = []
         self.inputs: list[str] = []
         self.outputs: list[str] = []
+        self.output_tree = None  # the model's output structure (ir/output_tree.py)
         self.producer: dict[str, Node] = {}
         self.consumers: dict[str, list[Node]] = {}
         self._order: list[Node] | None = None
@@ -277,6 +281,15 @@ class Graph:
         for name in self.outputs:
             if name not in self.tensors:
                 raise GraphError(f"graph output {name!r} is not defined")
+        if self.output_tree is not None:
+            try:
+                count = leaf_count(self.output_tree)
+            except ValueError as e:
+                raise GraphError(str(e)) from None
+            if count != len(self.outputs):
+                raise GraphError(
+                    f"the output tree holds {count} outputs, the graph has {len(self.outputs)}"
+                )
         self._order = None
         self.order()
 
@@ -291,6 +304,7 @@ class Graph:
             info = self.tensors[node.output]
             g.add_node(node.op, node.inputs, info.shape, info.dtype, dict(node.attrs), node.output)
         g.outputs = list(self.outputs)
+        g.output_tree = self.output_tree
         g._names = itertools.count(next(self._names))
         return g
 

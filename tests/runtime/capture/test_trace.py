@@ -71,7 +71,9 @@ def test_nested_outputs_are_flattened_in_order():
     got = run_graph(g, [x.numpy()])
     for a, b in zip(got, (out, h, c)):
         np.testing.assert_allclose(a, b.numpy(), rtol=1e-6, atol=1e-6)
-    with pytest.raises(CaptureError, match="returned tuple"):
+    assert g.output_tree == {"tuple": ["tensor", {"tuple": ["tensor", "tensor"]}]}
+    # the error names the bad element's path, not the outermost container
+    with pytest.raises(CaptureError, match=r"output\[1\]\[1\] is an int;"):
         trace(lambda a: (a, (a, 3)), [gpucore.ones(2)])
 
 
@@ -87,9 +89,37 @@ def test_random_ops_are_refused():
         trace(lambda a: a + gpucore.rand(3), [gpucore.ones(3)])
 
 
+def test_output_tree_of_tuples_lists_and_dicts():
+    """Every container is recorded (ir/output_tree.py): a single Tensor, ``((t,),)``, a list, a
+    dict with str keys in its order, and empty containers beside Tensors."""
+    one = gpucore.ones(2)
+    cases = [
+        (lambda a: a, "tensor", 1),
+        (lambda a: ((a * 2,),), {"tuple": [{"tuple": ["tensor"]}]}, 1),
+        (lambda a: [a, a + 1], {"list": ["tensor", "tensor"]}, 2),
+        (lambda a: {"z": a, "a": (a + 1, [])},
+         {"dict": [["z", "tensor"], ["a", {"tuple": ["tensor", {"list": []}]}]]}, 2),
+    ]  # fmt: skip
+    for fn, tree, n in cases:
+        g = trace(fn, [one])
+        assert g.output_tree == tree and len(g.outputs) == n
+        assert g.copy().output_tree == tree
+
+
 def test_bad_model_results_and_inputs():
-    with pytest.raises(CaptureError, match="returned dict"):
-        trace(lambda a: {"y": a}, [gpucore.ones(2)])
+    """The error names the path of the first unsupported element (not the outermost
+    container)."""
+    one = gpucore.ones(2)
+    bad = [
+        (lambda a: (a, {"h": None}), r"output\[1\]\['h'\] is a NoneType;"),
+        (lambda a: [a, (a, 2.5)], r"output\[1\]\[1\] is a float;"),
+        (lambda a: 3, r"capture: output is an int;"),
+        (lambda a: (a, {1: a}), r"output\[1\] is a dict with the key 1;"),
+        (lambda a: ((), []), "returned a tuple holding no Tensor"),
+    ]
+    for fn, match in bad:
+        with pytest.raises(CaptureError, match=match):
+            trace(fn, [one])
     with pytest.raises(CaptureError, match="example input 0"):
         trace(lambda a: a, [[1.0, 2.0]])
 
