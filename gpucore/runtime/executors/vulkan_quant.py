@@ -24,8 +24,8 @@ quantized.py), bit for bit with the CPU executor on the same graph:
   runtime/passes/dynamic_linear.py's fusion): PyTorch's scale, zero point and 1 / scale of x
   into a workspace and x's uint8 rows (``kernels/qdynamic.py``: ``dynamic_qparams(torch=True)``,
   ``torch_quantize_rows``), then ``qgemm_dynamic`` reading them, as
-  ``_cpu.dynamic_quantize_torch_u8`` -> ``_cpu.qgemm_dynamic``: three or four dispatches
-  (devices with shaderFloat64).
+  ``_cpu.dynamic_quantize_torch_u8`` -> ``_cpu.qgemm_dynamic``: three or four dispatches, the
+  first two or three once per input the nodes share (devices with shaderFloat64).
 
 The int8 weights are packed and uploaded once per executor (``QWeight``, shared by its runners; the
 raw constant is not uploaded when only int8 GEMMs read it); the per-channel scales and bias (graph
@@ -141,7 +141,7 @@ def _dynamic_params(be, x: np.ndarray, node, memo: dict) -> tuple:
     name = node.inputs[0]
     if name not in memo:
         memo[name] = vk_dq.dynamic_qparams(be, x)
-        return memo[name], [memo[name]]
+        return memo[name], [memo[name].ws]
     return memo[name], []
 
 
@@ -187,7 +187,7 @@ def _record_dynamic(be, out, x, ins, node, graph, weights, memo) -> list:
         return keep
     qw = weights[node.inputs[1]]
     if node.op == "qlinear_dynamic" and len(node.inputs) < 5:
-        return _record_torch_linear(be, out, x, node, graph, qw)
+        return _record_torch_linear(be, out, x, node, graph, qw, memo)
     si, zi = _DYN_READERS[node.op]
     scale, zp = _dynamic_operand(ins, node, si, memo), _dynamic_operand(ins, node, zi, memo)
     host = [np.asarray(graph.tensors[n].data) for n in node.inputs[4:]]
@@ -199,18 +199,26 @@ def _record_dynamic(be, out, x, ins, node, graph, weights, memo) -> list:
     return [v for v, orig in zip(flat, (scale, zp)) if v is not orig]
 
 
-def _record_torch_linear(be, out, x, node, graph, qw) -> list:
+def _record_torch_linear(be, out, x, node, graph, qw, memo: dict) -> list:
     """The float-input qlinear_dynamic: PyTorch's parameters and rows of x, then the GEMM
-    reading them (module docstring); returns the workspace to keep."""
+    reading them (module docstring); returns the workspace to keep. The parameters and rows
+    are recorded by the first node reading x in this capture and reused by the others (Q / K
+    / V projections of one input: one range pass and one quantization, not three; x does not
+    change before its last reader, as for ``_dynamic_params``)."""
     host = [np.asarray(graph.tensors[n].data) for n in node.inputs[2:]]
-    rows = x.reshape(-1, qw.k)
-    ws = vk_dq.dynamic_qparams(be, rows, torch=True)
-    q = vk_dq.torch_quantize_rows(be, rows, ws)
+    key = ("torch", node.inputs[0])
+    keep: list = []
+    if key not in memo:
+        rows = x.reshape(-1, qw.k)
+        qp = vk_dq.dynamic_qparams(be, rows, torch=True)
+        memo[key] = qp, vk_dq.torch_quantize_rows(be, rows, qp)
+        keep = [qp.ws, memo[key][1]]
+    qp, q = memo[key]
     qgemm_dynamic(
-        be, q[:, : qw.k], qw, out.reshape(-1, qw.n), vk_dq.scale_of(ws), vk_dq.zero_point_of(ws),
+        be, q[:, : qw.k], qw, out.reshape(-1, qw.n), vk_dq.scale_of(qp), vk_dq.zero_point_of(qp),
         host[0], host[1] if len(host) > 1 else None, bool(node.attrs.get("relu")),
     )  # fmt: skip
-    return [ws, q]
+    return keep
 
 
 def record(be, out: np.ndarray, ins: list, node, graph, weights: dict, memo: dict) -> list:

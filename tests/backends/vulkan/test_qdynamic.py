@@ -115,7 +115,9 @@ def test_bad_calls_raise(f64, vulkan):
     with pytest.raises(ShapeError, match=r"dynamic_quantize_u8: y \[7\] and x \[8\] differ"):
         QD.dynamic_quantize_u8(f64, f64.empty_array((7,), np.uint8), x, ws)
     with pytest.raises(DTypeError, match="ws must be dynamic_qparams's workspace"):
-        QD.dynamic_quantize_u8(f64, f64.empty_array((8,), np.uint8), x, ws.view(np.float32))
+        QD.dynamic_quantize_u8(f64, f64.empty_array((8,), np.uint8), x, ws.ws.view(np.float32))
+    with pytest.raises(DTypeError, match="ws must be dynamic_qparams's workspace"):
+        QD.dynamic_quantize_u8(f64, f64.empty_array((8,), np.uint8), x, QD.QParams(ws.ws[:4], 0))
     with pytest.raises(DTypeError, match="out must be contiguous uint8"):
         QD.dynamic_quantize_u8(f64, f64.empty_array((8,), np.int8), x, ws)
     vulkan.ctx.float64, had = False, vulkan.ctx.float64
@@ -205,7 +207,7 @@ def dev_torch(be, x):
     ws = QD.dynamic_qparams(be, xd, torch=True)
     q = QD.torch_quantize_rows(be, xd, ws)
     out = [be.host_view(v).copy() for v in (q, QD.scale_of(ws), QD.zero_point_of(ws))]
-    return out + [be.host_view(ws)[2:3].copy().view(F32)]
+    return out + [be.host_view(ws.ws)[2:3].copy().view(F32)]
 
 
 def _torch_cases():
@@ -258,5 +260,16 @@ def test_torch_rows_bad_calls_raise(f64):
         QD.torch_quantize_rows(f64, f64.upload(np.ones(3, F32), None), ws)
     with pytest.raises(DTypeError, match="torch_quantize_rows: ws must be"):
         QD.torch_quantize_rows(f64, xd, f64.upload(np.ones(3, np.uint32), None))
+    # the kind of parameters is known on the host: ONNX's workspace has no 1 / scale (word 2
+    # never written), PyTorch's is not ONNX's
+    with pytest.raises(DTypeError, match=r"torch_quantize_rows: ws holds ONNX's parameters "
+                       r"\(dynamic_qparams\(torch=False\)\).*torch=True"):  # fmt: skip
+        QD.torch_quantize_rows(f64, xd, QD.dynamic_qparams(f64, xd))
+    y = f64.empty_array((2, 3), np.uint8)
+    with pytest.raises(DTypeError, match="dynamic_quantize_u8: ws holds PyTorch's parameters"):
+        QD.dynamic_quantize_u8(f64, y, xd, ws)
+    # the workspace of the right kind still works after the refusals
+    got_q = f64.host_view(QD.torch_quantize_rows(f64, xd, ws))
+    assert_bits(got_q[:, :3], cpu_torch(np.ones((2, 3), F32))[0], "rows")
     with pytest.raises(DTypeError, match="torch_quantize_rows: x must be contiguous float32"):
         QD.torch_quantize_rows(f64, f64.upload(np.ones((2, 3), np.float64), None), ws)

@@ -427,3 +427,47 @@ def test_float_input_qlinear_dynamic_equals_the_cpu(vulkan, shape, n, relu):
             assert_bits(got, want, f"input {i} of {list(shape)}, bias={bias}")
             if np.isnan(torch_quantize_ref(x)[1]):  # an input eager refuses: NaN everywhere
                 assert np.isnan(got).all() and i >= 9
+
+
+def test_float_input_nodes_share_one_quantization_of_their_input(vulkan, monkeypatch):
+    """Three quantize_dynamic Linears reading one x (Q / K / V projections): the CPU's bits, and
+    x's PyTorch parameters and uint8 rows recorded once for the three GEMMs (memo, as
+    DynamicQuantizeLinear's): one range pass and one quantization, and at least two
+    dispatches fewer per extra reader than three Linears on three inputs."""
+    if not vulkan.ctx.float64:
+        pytest.skip(f"{vulkan.ctx.info.name} has no shaderFloat64")
+    from gpucore import nn
+    from gpucore.backends.vulkan.kernels import qdynamic as vk_dq
+    from gpucore.quantization import quantize_dynamic
+
+    gpucore.manual_seed(3)
+    qkv = quantize_dynamic(nn.ModuleList([nn.Linear(24, 16) for _ in range(3)]), {nn.Linear})
+    calls = {"dynamic_qparams": 0, "torch_quantize_rows": 0}
+    for name in calls:
+        real = getattr(vk_dq, name)
+
+        def counted(*a, _real=real, _name=name, **k):
+            calls[_name] += 1
+            return _real(*a, **k)
+
+        monkeypatch.setattr(vk_dq, name, counted)
+
+    def shared(x):
+        return tuple(lin(x) for lin in qkv)
+
+    def separate(a, b, c):
+        return tuple(lin(v) for lin, v in zip(qkv, (a, b, c)))
+
+    x = gpucore.randn(5, 24)
+    dev = gpucore.compile(shared, (x,), device="vulkan")
+    assert calls == {"dynamic_qparams": 1, "torch_quantize_rows": 1}, calls
+    ops = [s.node.op for ex in dev.executors() for s in ex.plan.steps]
+    assert ops.count("qlinear_dynamic") == 3 and "amin" not in ops, ops
+    cpu = gpucore.compile(shared, (x,), device="cpu")
+    for v in _torch_inputs((5, 24)):
+        for got, want in zip(dev.run_arrays([v]), cpu.run_arrays([v])):
+            assert_bits(got, want)
+    apart = gpucore.compile(separate, (x, x.clone(), x.clone()), device="vulkan")
+    assert calls == {"dynamic_qparams": 4, "torch_quantize_rows": 4}, calls
+    d_shared, d_apart = (m.executors()[0].dispatches() for m in (dev, apart))
+    assert d_apart >= d_shared + 4, (d_shared, d_apart)
