@@ -154,3 +154,56 @@ def test_dynamic_batch(cls):
             np.testing.assert_allclose(g, o, rtol=0, atol=1e-5)
     with pytest.raises(gc.runtime.capture.trace.CaptureError, match="different ops"):
         gx.export(models[1], (gc.zeros(2, T, I),), dynamic_axes={"input": {1: "steps"}})
+
+
+@pytest.mark.parametrize("cls", ["LSTM", "GRU"])
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_initial_states_two_layers_bidirectional(tmp_path, cls, batch_first):
+    """Initial states given to two bidirectional layers (each layer and direction then keeps
+    its first step's product, reading its slice of h0 [4, B, H]), batch first or not: the
+    file passes onnx.checker; ONNX Runtime and gpucore.onnx.load run it as onnx.reference
+    does (float32 rounding apart), and all of them the eager layer within the int8 tolerance
+    of the activation quantizations."""
+    from onnx.reference import ReferenceEvaluator  # noqa: PLC0415
+
+    fm, q = _models(cls, batch_first, seed=7)
+    r = np.random.default_rng(8)
+    shape = (B, T, I) if batch_first else (T, B, I)
+    n_states = 2 if cls == "LSTM" else 1
+
+    def fn(x, *hx):
+        return q(x, tuple(hx) if cls == "LSTM" else hx[0])
+
+    def states(scale):
+        return [(r.uniform(-1, 1, (4, B, H)) * scale).astype(F32) for _ in range(n_states)]
+
+    names = ["x", "h0", "c0"][: 1 + n_states]
+    example = [gc.zeros(*shape)] + [gc.tensor(s) for s in states(1.0)]
+    path = str(tmp_path / "rnn_states.onnx")
+    proto = gx.export(fn, tuple(example), path, input_names=names)
+    onnx.checker.check_model(proto, full_check=True)
+    ops = [n.op_type for n in proto.graph.node]
+    # per layer and direction: the input projection and one product per step, the first too
+    assert ops.count("MatMulInteger") == ops.count("DynamicQuantizeLinear") == 2 * 2 * (1 + T)
+    assert [i.name for i in proto.graph.input] == names
+    assert len(proto.graph.output) == 1 + n_states
+    ref = ReferenceEvaluator(proto)
+    cm = gx.load(path)
+    for scale in (1.0, 3.0):
+        x = (r.standard_normal(shape) * scale).astype(F32)
+        hx = states(scale)
+        args = [gc.tensor(a) for a in (x, *hx)]
+        with gc.no_grad():
+            eager = _flat(fn(*args))
+            exact = _flat(fm(args[0], tuple(args[1:]) if cls == "LSTM" else args[1]))
+        err = max(np.abs(a - b).max() for a, b in zip(eager, exact))
+        assert 1e-4 < err < 0.05, err  # int8 noise: present, and small
+        want = ref.run(None, dict(zip(names, [x, *hx])))
+        got_ort = _ort(proto, [x, *hx])
+        got_gc = [o.numpy() for o in cm(*args)]
+        assert len(want) == len(got_ort) == len(got_gc) == len(eager) == 1 + n_states
+        for i, (e, w, o, g) in enumerate(zip(eager, want, got_ort, got_gc)):
+            assert e.shape == w.shape == o.shape == g.shape, i
+            np.testing.assert_allclose(o, w, rtol=0, atol=1e-5, err_msg=f"ORT output {i}")
+            np.testing.assert_allclose(g, w, rtol=0, atol=1e-5, err_msg=f"gpucore output {i}")
+            np.testing.assert_allclose(w, e, rtol=0, atol=err / 4, err_msg=f"eager output {i}")
