@@ -141,7 +141,10 @@ def export(
     be 17 (the opset written) or None. ``dynamic_axes`` (``{input name: {axis: "batch"}}`` or
     ``{input name: [axis, ...]}``, as torch's) makes those input axes symbolic (ONNX
     ``dim_param``): the model is captured at several sizes by the runtime
-    (``capture/dynamic.py``) and shapes that depend on them are computed in the graph."""
+    (``capture/dynamic.py``) and shapes that depend on them are computed in the graph. ONNX
+    outputs are flat: nested outputs (an LSTM's ``(output, (h_n, c_n))``, dicts) are written
+    depth first as ``output_0``, ``output_1``... (as torch.onnx.export; the nesting is not
+    kept in the file)."""
     import onnx  # noqa: PLC0415 - onnx is an optional dependency
     from onnx import helper, numpy_helper  # noqa: PLC0415
 

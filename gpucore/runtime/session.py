@@ -170,7 +170,9 @@ class InferenceSession:
 
     def run(self, output_names, input_feed: dict, run_options=None) -> list:
         """The outputs named ``output_names`` (None: all) as numpy arrays, for ``input_feed``
-        ({input name: array or Tensor})."""
+        ({input name: array or Tensor}): a flat list, as ONNX Runtime's (a model's nested
+        outputs depth first, ``output_0``, ``output_1``...; ``CompiledModel.__call__`` is what
+        rebuilds the nesting)."""
         if not isinstance(input_feed, dict):
             raise InputError("InferenceSession.run: input_feed must be a dict {name: array}")
         names = self.model.input_names

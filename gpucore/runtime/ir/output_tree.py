@@ -55,6 +55,8 @@ def unflatten(tree, values: list):
     ``tree`` None, the old rule (the module docstring)."""
     if tree is None:
         return values[0] if len(values) == 1 else tuple(values)
+    if tree is TENSOR or tree == TENSOR:  # (the common case, per call: no walk)
+        return values[0]
     it = iter(values)
     out = _build(tree, it)
     if next(it, None) is not None:
