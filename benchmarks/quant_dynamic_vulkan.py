@@ -2,7 +2,7 @@
 quantization (before) against the fused float-input ``qlinear_dynamic`` shaders (after), with
 the compiled CPU model beside them, in one run.
 
-``python benchmarks/quant_dynamic_vulkan.py [--rounds R] [--quick]``
+``python benchmarks/quant_dynamic_vulkan.py [--rounds R] [--quick] [--qkv]``
 
 Columns, µs per call (``run_arrays``: upload, the recorded command buffer, download):
 
@@ -12,6 +12,11 @@ Columns, µs per call (``run_arrays``: upload, the recorded command buffer, down
   the int8 GEMM, what every device ran before the fused node had shaders);
 - ``vulkan``: the full Vulkan pipeline (per layer: the range, PyTorch's parameters, the uint8
   rows and the int8 GEMM reading them: three or four dispatches).
+
+``--qkv``: three quantize_dynamic Linears reading one input (attention's Q / K / V
+projections), whose float-input nodes share one range pass and one uint8 quantization of x
+(``vulkan``), against the same Linears on three inputs holding the same values (``apart``: each
+node quantizes its own input, what the executor recorded for Q / K / V before it shared them).
 
 On lavapipe (a CPU "device") the absolute times say little about a GPU; the dispatch counts
 and the before / after ratio do. The calls alternate in rounds (``quant_models._paired``) and
@@ -80,15 +85,64 @@ def row(be, widths, batch, rounds, min_time) -> dict:
     return {"t": t, "same": same, "dispatches": (_dispatches(before), _dispatches(after))}
 
 
+def qkv_row(width, tokens, rounds, min_time) -> dict:
+    gc.manual_seed(0)
+    qkv = quantize_dynamic(nn.ModuleList([nn.Linear(width, width) for _ in range(3)]), {nn.Linear})
+
+    def shared(x):
+        return tuple(lin(x) for lin in qkv)
+
+    def apart(a, b, c):
+        return tuple(lin(v) for lin, v in zip(qkv, (a, b, c)))
+
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((tokens, width)).astype(F32)
+    xt = gc.tensor(x)
+    cpu = gc.compile(shared, (xt,), device="cpu")
+    one = gc.compile(shared, (xt,), device="vulkan")
+    three = gc.compile(apart, (xt, xt.clone(), xt.clone()), device="vulkan")
+    fns = {
+        "cpu": lambda: cpu.run_arrays([x]),
+        "apart": lambda: three.run_arrays([x, x, x]),
+        "shared": lambda: one.run_arrays([x]),
+    }
+    with gc.no_grad():
+        t = _paired(fns, rounds, min_time)
+        fresh = rng.standard_normal((tokens, width)).astype(F32) * 3
+        want = [o.tobytes() for o in cpu.run_arrays([fresh])]
+        same = [o.tobytes() for o in one.run_arrays([fresh])] == want
+        same &= [o.tobytes() for o in three.run_arrays([fresh] * 3)] == want
+    return {"t": t, "same": same, "dispatches": (_dispatches(three), _dispatches(one))}
+
+
+def main_qkv(be, rounds, min_time) -> None:
+    print(f"device {be.ctx.info.name}, load average {os.getloadavg()[0]:.1f}, median of "
+          f"{rounds} alternating rounds, µs per call\n")  # fmt: skip
+    print("| Q/K/V width | tokens | cpu | vulkan (apart) | vulkan (shared) | apart / shared "
+          "| dispatches apart -> shared | same bits |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    for width in (256, 768):
+        for tokens in (1, 64):
+            r = qkv_row(width, tokens, rounds, min_time)
+            t = r["t"]
+            print(f"| {width} | {tokens} | {t['cpu']:.1f} | {t['apart']:.1f} | "
+                  f"{t['shared']:.1f} | {t['apart'] / t['shared']:.2f}x "
+                  f"| {r['dispatches'][0]} -> {r['dispatches'][1]} | {r['same']} |")  # fmt: skip
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--qkv", action="store_true", help="Q / K / V Linears on one input")
     args = ap.parse_args(argv)
     be = gc.dispatch.vulkan_backend(allow_cpu=True)
     if be is None or not be.ctx.float64:
         raise SystemExit("needs a Vulkan device with shaderFloat64 (lavapipe has it)")
     min_time = 0.05 if args.quick else 0.2
+    if args.qkv:
+        main_qkv(be, args.rounds, min_time)
+        return
     models = [("MLP 784-512-256-10", (784, 512, 256, 10)),
               ("MLP 1024x3 + 1024", (1024, 1024, 1024, 1024))]  # fmt: skip
     print(f"device {be.ctx.info.name}, load average {os.getloadavg()[0]:.1f}, median of "

@@ -19,10 +19,9 @@ Outputs are Tensors or (possibly nested) tuples, lists and dicts with str keys o
 quantized LSTM's ``(output, (h_n, c_n))``): the compiled model returns the same structure
 (ir/output_tree.py). A model that cannot be captured (random ops in eval mode, control flow on
 tensor values such as ``if x.sum() > 0``, other outputs: None, numbers, namedtuples) runs
-eagerly for that signature; the reason is
-kept in ``stats()["fallbacks"]``. ``fullgraph=True`` raises the capture error instead, as
-PyTorch does for graph breaks. Compiled outputs equal eager ones up to float rounding (fused
-kernels sum in other orders).
+eagerly for that signature; the reason is kept in ``stats()["fallbacks"]``. ``fullgraph=True``
+raises the capture error instead, as PyTorch does for graph breaks. Compiled outputs equal eager
+ones up to float rounding (fused kernels sum in other orders).
 """
 
 from __future__ import annotations

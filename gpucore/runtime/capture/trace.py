@@ -436,7 +436,7 @@ def flatten_outputs(result, exact: bool = False) -> tuple[list, object]:
     (ir/output_tree.py): a Tensor, or (possibly nested) tuples, lists and dicts with str keys of
     them, as an LSTM's ``(output, (h_n, c_n))`` (flattened in order, as torch.onnx.export
     flattens nested outputs). CaptureError names the path of the first element that is none of
-    these (``output[1]['h'] is a int``). ``exact``: refuse subclasses (namedtuples,
+    these (``output[1]['h'] is an int``). ``exact``: refuse subclasses (namedtuples,
     OrderedDict), which a rebuilt structure would not reproduce."""
     leaves: list = []
     tree = _flatten(result, "output", leaves, exact, 0)
