@@ -1,0 +1,84 @@
+/* The bfloat16 GEMM's AVX-512 BF16 micro-kernel (gemm_bf16.c; contract in gemm_bf16.h),
+ * included by isa/avx512.c only.  Compiled with a target attribute on top of that file's
+ * -mavx512f, and chosen only when CPUID reports avx512_bf16 (the AVX-512 ISA being selected means
+ * the OS saves the ZMM state): on any other CPU this code is never entered.
+ *
+ * One vdpbf16ps per 16 columns and pair of k: each 32-bit lane of A's broadcast word and of B's
+ * vector holds the bf16 pair (k = 2q, 2q + 1), and the instruction adds both products to the
+ * lane's float32 sum (odd element first, each addition rounded to nearest even; denormal inputs,
+ * products and results flushed to zero).  14 rows x 32 columns: 28 ZMM accumulators, 2 B vectors
+ * and the broadcast, the float32 kernel's tile. */
+#include <immintrin.h>
+#include <stdint.h>
+
+#include "gemm_bf16.h"
+
+#define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
+
+#if GC_BF16_MR != 14 || GC_BF16_NR != 32
+#error "the AVX-512 BF16 micro-kernel is written for a 14 x 32 tile"
+#endif
+
+static BF16_TARGET void gemm_avx512bf16_14x32(ptrdiff_t kp, const uint32_t *restrict a,
+                                              const uint32_t *restrict b, float *restrict c,
+                                              ptrdiff_t ldc, int acc_in)
+{
+    __m512 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71, c80,
+        c81, c90, c91, ca0, ca1, cb0, cb1, cc0, cc1, cd0, cd1;
+#define BF16_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(a) X(b) X(c) X(d)
+#define BF16_IDX_0 0
+#define BF16_IDX_1 1
+#define BF16_IDX_2 2
+#define BF16_IDX_3 3
+#define BF16_IDX_4 4
+#define BF16_IDX_5 5
+#define BF16_IDX_6 6
+#define BF16_IDX_7 7
+#define BF16_IDX_8 8
+#define BF16_IDX_9 9
+#define BF16_IDX_a 10
+#define BF16_IDX_b 11
+#define BF16_IDX_c 12
+#define BF16_IDX_d 13
+#define BF16_LOAD(r)                                                                              \
+    c##r##0 = _mm512_loadu_ps(c + BF16_IDX_##r * ldc);                                            \
+    c##r##1 = _mm512_loadu_ps(c + BF16_IDX_##r * ldc + 16);
+#define BF16_ZERO(r)                                                                              \
+    c##r##0 = _mm512_setzero_ps();                                                                \
+    c##r##1 = _mm512_setzero_ps();
+    if (acc_in) {
+        BF16_ROWS(BF16_LOAD)
+    } else {
+        BF16_ROWS(BF16_ZERO)
+    }
+    for (ptrdiff_t q = 0; q < kp; q++) {
+        const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b);
+        const __m512bh b1 = (__m512bh)_mm512_loadu_si512(b + 16);
+        _mm_prefetch((const char *)(b + 8 * GC_BF16_NR), _MM_HINT_T0);
+#define BF16_STEP(r)                                                                              \
+    {                                                                                             \
+        const __m512bh x = (__m512bh)_mm512_set1_epi32((int)a[BF16_IDX_##r]);                     \
+        c##r##0 = _mm512_dpbf16_ps(c##r##0, x, b0);                                               \
+        c##r##1 = _mm512_dpbf16_ps(c##r##1, x, b1);                                               \
+    }
+        BF16_ROWS(BF16_STEP)
+        a += GC_BF16_MR;
+        b += GC_BF16_NR;
+    }
+#define BF16_STORE(r)                                                                             \
+    _mm512_storeu_ps(c + BF16_IDX_##r * ldc, c##r##0);                                            \
+    _mm512_storeu_ps(c + BF16_IDX_##r * ldc + 16, c##r##1);
+    BF16_ROWS(BF16_STORE)
+#undef BF16_STEP
+#undef BF16_LOAD
+#undef BF16_ZERO
+#undef BF16_STORE
+}
+
+void gc_bf16_fill_avx512(gc_bf16_kernels *k)
+{
+    if (!__builtin_cpu_supports("avx512bf16") || !__builtin_cpu_supports("avx512bw"))
+        return;
+    k->ukr = gemm_avx512bf16_14x32;
+    k->name = "gemm_avx512bf16_14x32";
+}
