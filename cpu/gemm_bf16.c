@@ -64,7 +64,7 @@ typedef struct {
     const uint16_t *a, *b;
     char *c;
     ptrdiff_t m, n, k, kp, sa, sb, sc;
-    int trans_a, trans_b, out_bf16;
+    int trans_a, trans_b, out_bf16, bias_rows;
     const float *bias;
     gc_bf16_ukr ukr;
     uint32_t *bp;             /* packed B: items x npan panels x kp pairs x NR words */
@@ -169,12 +169,17 @@ static void bf_unit(const bf_job *J, long u, uint32_t *ablk, float *acc)
                        acc + ir * BF_NC + jr, BF_NC, pc > 0);
         }
     }
-    const float *bias = J->bias ? J->bias + j0 : NULL;
+    const float *bias = J->bias && !J->bias_rows ? J->bias + j0 : NULL;
     for (ptrdiff_t i = 0; i < mc; i++) {
         float *restrict s = acc + i * BF_NC;
         if (bias)
             for (ptrdiff_t j = 0; j < nc; j++)
                 s[j] = s[j] + bias[j];
+        else if (J->bias) {
+            const float bi = J->bias[i0 + i];
+            for (ptrdiff_t j = 0; j < nc; j++)
+                s[j] = s[j] + bi;
+        }
         const ptrdiff_t off = item * J->sc + (i0 + i) * J->n + j0;
         if (J->out_bf16) {
             uint16_t *restrict o = (uint16_t *)J->c + off;
@@ -204,7 +209,7 @@ static void bf_body(void *ctx, int slot)
 
 int gc_gemm_bf16(const uint16_t *a, const uint16_t *b, void *c, int out_bf16, ptrdiff_t batch,
                  ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int trans_a, int trans_b, ptrdiff_t sa,
-                 ptrdiff_t sb, ptrdiff_t sc, const float *bias)
+                 ptrdiff_t sb, ptrdiff_t sc, const float *bias, int bias_rows)
 {
     gc_bf16_ukr ukr = gc_bf16_kernel(NULL);
     if (!ukr)
@@ -213,7 +218,7 @@ int gc_gemm_bf16(const uint16_t *a, const uint16_t *b, void *c, int out_bf16, pt
         return 0;
     bf_job J = {.a = a, .b = b, .c = (char *)c, .m = m, .n = n, .k = k, .kp = (k + 1) / 2,
                 .sa = sa, .sb = sb, .sc = sc, .trans_a = trans_a, .trans_b = trans_b,
-                .out_bf16 = out_bf16, .bias = bias, .ukr = ukr};
+                .out_bf16 = out_bf16, .bias = bias, .bias_rows = bias_rows, .ukr = ukr};
     J.npan = (n + BF_NR - 1) / BF_NR;
     J.nbitems = sb == 0 ? 1 : batch;
     const size_t bwords = (size_t)(J.nbitems * J.npan * J.kp * BF_NR);

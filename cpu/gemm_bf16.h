@@ -46,11 +46,13 @@ void gc_bf16_fill_avx512(gc_bf16_kernels *k);
  * C_i (m x n row-major) at i*sc of c; op(A) is m x k, stored m x k (trans_a 0) or k x m;
  * op(B) k x n, stored k x n (trans_b 0) or n x k.  a, b: bf16 bit patterns.  c: float32
  * (out_bf16 0) or bf16 (out_bf16 1: the float32 sum plus bias rounded once to nearest even, NaN
- * kept quiet).  bias: NULL or n float32 values added to every row before the rounding.
+ * kept quiet).  bias: NULL, or float32 values added before the rounding: n, bias[j] to column
+ * j of every row (bias_rows 0: a Linear's), or m, bias[i] to row i (bias_rows 1: a convolution's
+ * channels when the image's pixels are the columns).
  * Strides of 0 broadcast A or B; sc >= m*n when batch > 1.  Needs gc_bf16_kernel() != NULL.
  * Returns 0, or -1 when scratch memory could not be had (c then unspecified). */
 int gc_gemm_bf16(const uint16_t *a, const uint16_t *b, void *c, int out_bf16, ptrdiff_t batch,
                  ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int trans_a, int trans_b, ptrdiff_t sa,
-                 ptrdiff_t sb, ptrdiff_t sc, const float *bias);
+                 ptrdiff_t sb, ptrdiff_t sc, const float *bias, int bias_rows);
 
 #endif /* GPUCORE_GEMM_BF16_H */

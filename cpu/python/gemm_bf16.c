@@ -20,13 +20,14 @@ PyObject *gc_py_gemm_bf16_kernel(PyObject *self, PyObject *const *args, Py_ssize
 }
 
 GC_DOC(gemm_bf16,
-       "gemm_bf16(a, b, c, batch, m, n, k, trans_a, trans_b, sa, sb, sc, bias, /)\n--\n\n"
+       "gemm_bf16(a, b, c, batch, m, n, k, trans_a, trans_b, sa, sb, sc, bias, bias_rows, /)\n--\n\n"
        "For i in range(batch): C_i = op(A_i) @ op(B_i) (+ bias) with A_i at element i*sa of a "
        "(m x k row-major, or k x m when trans_a), B_i at i*sb of b (k x n, or n x k when "
        "trans_b), C_i (m x n row-major) at i*sc of c.  a, b: bfloat16 bit patterns (C-contiguous "
        "uint16); c: C-contiguous float32 (the float32 sums) or uint16 (bfloat16: the sums plus "
-       "bias rounded once to nearest even), writable, apart from a and b; bias None or >= n "
-       "float32 values.  Sums by the AVX-512 BF16 dot product (see gemm_bf16_kernel); strides "
+       "bias rounded once to nearest even), writable, apart from a and b; bias None or float32 "
+       "values: >= n, bias[j] added to column j (bias_rows 0), or >= m, bias[i] to row i "
+       "(bias_rows 1).  Sums by the AVX-512 BF16 dot product (see gemm_bf16_kernel); strides "
        ">= 0 (0 broadcasts), sc >= m*n when batch > 1.  The same bits for any thread count.");
 
 static int need_u16(const char *fn, const char *name, const Py_buffer *v)
@@ -48,12 +49,13 @@ PyObject *gc_py_gemm_bf16(PyObject *self, PyObject *const *args, Py_ssize_t narg
     bufset bs = {.n = 0};
     Py_buffer *v[3], *bias = NULL;
     Py_ssize_t batch, m, n, k, sa, sb, sc;
-    int ta, tb;
-    if (check_nargs(fn, nargs, 13) < 0 || get_min(fn, "batch", args[3], 0, &batch) < 0 ||
+    int ta, tb, brow;
+    if (check_nargs(fn, nargs, 14) < 0 || get_min(fn, "batch", args[3], 0, &batch) < 0 ||
         get_min(fn, "m", args[4], 0, &m) < 0 || get_min(fn, "n", args[5], 0, &n) < 0 ||
         get_min(fn, "k", args[6], 0, &k) < 0 || get_flag(fn, "trans_a", args[7], &ta) < 0 ||
         get_flag(fn, "trans_b", args[8], &tb) < 0 || get_min(fn, "sa", args[9], 0, &sa) < 0 ||
-        get_min(fn, "sb", args[10], 0, &sb) < 0 || get_min(fn, "sc", args[11], 0, &sc) < 0)
+        get_min(fn, "sb", args[10], 0, &sb) < 0 || get_min(fn, "sc", args[11], 0, &sc) < 0 ||
+        get_flag(fn, "bias_rows", args[13], &brow) < 0)
         return NULL;
     if (!gc_bf16_kernel(NULL)) {
         PyErr_Format(PyExc_RuntimeError,
@@ -82,7 +84,8 @@ PyObject *gc_py_gemm_bf16(PyObject *self, PyObject *const *args, Py_ssize_t narg
     if (args[12] != Py_None) {
         if (!(bias = get_buf(&bs, fn, "bias", args[12], 0)) ||
             need_kind(fn, "bias", bias, 'f') < 0 || need_contig(fn, "bias", bias) < 0 ||
-            need_elems(fn, "bias", bias, n, "n %zd", n) < 0)
+            need_elems(fn, "bias", bias, brow ? m : n, brow ? "m %zd" : "n %zd",
+                       brow ? m : n) < 0)
             goto fail;
     }
     int ok = 1;
@@ -116,7 +119,7 @@ PyObject *gc_py_gemm_bf16(PyObject *self, PyObject *const *args, Py_ssize_t narg
     int rc;
     Py_BEGIN_ALLOW_THREADS
     rc = gc_gemm_bf16(v[0]->buf, v[1]->buf, v[2]->buf, out_bf16, batch, m, n, k, ta, tb, sa, sb,
-                      sc, bias ? (const float *)bias->buf : NULL);
+                      sc, bias ? (const float *)bias->buf : NULL, brow);
     Py_END_ALLOW_THREADS
     if (rc < 0) {
         PyErr_NoMemory();
