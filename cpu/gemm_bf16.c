@@ -87,13 +87,22 @@ static void bf_pack_b(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
         if (nv < BF_NR)
             memset(d, 0, sizeof(uint32_t) * (size_t)(kp * BF_NR));
         if (J->trans_b) { /* B stored n x k: a column of op(B) is a row, its pairs adjacent */
-            for (ptrdiff_t j = 0; j < nv; j++) {
-                const uint16_t *restrict r = b + (j0 + j) * k;
-                ptrdiff_t q = 0;
-                for (; 2 * q + 1 < k; q++)
-                    d[q * BF_NR + j] = (uint32_t)r[2 * q] | (uint32_t)r[2 * q + 1] << 16;
-                if (q < kp)
-                    d[q * BF_NR + j] = r[2 * q];
+            /* in blocks of 64 pairs (8 KB of the panel, which stays in L1 while the 32 rows
+             * are read into it; a whole panel per row had gone through L2 32 times) */
+            const ptrdiff_t kfull = k / 2;
+            for (ptrdiff_t q0 = 0; q0 < kp; q0 += 64) {
+                const ptrdiff_t q1 = kfull - q0 < 64 ? kfull : q0 + 64;
+                for (ptrdiff_t j = 0; j < nv; j++) {
+                    const uint16_t *restrict r = b + (j0 + j) * k;
+                    uint32_t *restrict o = d + j;
+                    for (ptrdiff_t q = q0; q < q1; q++) {
+                        uint32_t w;
+                        memcpy(&w, r + 2 * q, 4); /* little-endian: (2q, 2q + 1) */
+                        o[q * BF_NR] = w;
+                    }
+                    if (q1 == kfull && kfull < kp && kfull < q0 + 64)
+                        o[kfull * BF_NR] = r[2 * kfull]; /* odd k: the last pair (k - 1, 0) */
+                }
             }
         } else { /* B stored k x n: two rows interleaved */
             for (ptrdiff_t q = 0; q < kp; q++) {
@@ -124,13 +133,14 @@ static void bf_pack_a(const bf_job *J, const uint16_t *a, ptrdiff_t i0, ptrdiff_
         for (ptrdiff_t i = 0; i < mc; i++) {
             const uint16_t *restrict r = a + (i0 + i) * k;
             uint32_t *restrict o = d + (i / BF_MR) * kb * BF_MR + i % BF_MR;
-            for (ptrdiff_t q = 0; q < kb; q++) {
-                const ptrdiff_t p = 2 * (pc + q);
-                if (p + 1 < k)
-                    o[q * BF_MR] = (uint32_t)r[p] | (uint32_t)r[p + 1] << 16;
-                else if (p < k)
-                    o[q * BF_MR] = r[p];
+            const ptrdiff_t qf = (k / 2 - pc) < kb ? k / 2 - pc : kb; /* full pairs */
+            for (ptrdiff_t q = 0; q < qf; q++) {
+                uint32_t w;
+                memcpy(&w, r + 2 * (pc + q), 4); /* little-endian: (2q, 2q + 1) */
+                o[q * BF_MR] = w;
             }
+            if (qf < kb)
+                o[qf * BF_MR] = r[2 * (pc + qf)]; /* odd k: the last pair (k - 1, 0) */
         }
     } else { /* stored k x m: two rows of the storage interleaved per pair */
         for (ptrdiff_t q = 0; q < kb; q++) {
