@@ -87,22 +87,34 @@ static void bf_pack_b(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
         if (nv < BF_NR)
             memset(d, 0, sizeof(uint32_t) * (size_t)(kp * BF_NR));
         if (J->trans_b) { /* B stored n x k: a column of op(B) is a row, its pairs adjacent */
-            /* in blocks of 64 pairs (8 KB of the panel, which stays in L1 while the 32 rows
-             * are read into it; a whole panel per row had gone through L2 32 times) */
+            /* 16 pairs (one cache line) of each of the panel's rows into a small block, then
+             * out as 16 full rows of the panel: one pass over B, every store contiguous (a
+             * row at a time through the panel had cost ~4x more) */
             const ptrdiff_t kfull = k / 2;
-            for (ptrdiff_t q0 = 0; q0 < kp; q0 += 64) {
-                const ptrdiff_t q1 = kfull - q0 < 64 ? kfull : q0 + 64;
-                for (ptrdiff_t j = 0; j < nv; j++) {
-                    const uint16_t *restrict r = b + (j0 + j) * k;
-                    uint32_t *restrict o = d + j;
-                    for (ptrdiff_t q = q0; q < q1; q++) {
-                        uint32_t w;
-                        memcpy(&w, r + 2 * q, 4); /* little-endian: (2q, 2q + 1) */
-                        o[q * BF_NR] = w;
-                    }
-                    if (q1 == kfull && kfull < kp && kfull < q0 + 64)
-                        o[kfull * BF_NR] = r[2 * kfull]; /* odd k: the last pair (k - 1, 0) */
+            uint32_t t[BF_NR][16];
+            ptrdiff_t q0 = 0;
+            if (nv == BF_NR && bf_k.pack_bt && kfull >= 16) {
+                bf_k.pack_bt(b + j0 * k, k, kfull / 16, d);
+                q0 = kfull / 16 * 16;
+            }
+            for (; q0 + 16 <= kfull; q0 += 16) {
+                for (ptrdiff_t j = 0; j < nv; j++)
+                    memcpy(t[j], b + (j0 + j) * k + 2 * q0, sizeof t[j]); /* (2q, 2q+1) LE */
+                for (ptrdiff_t q = 0; q < 16; q++) {
+                    uint32_t *restrict o = d + (q0 + q) * BF_NR;
+                    for (ptrdiff_t j = 0; j < nv; j++)
+                        o[j] = t[j][q];
                 }
+            }
+            for (ptrdiff_t j = 0; j < nv; j++) {
+                const uint16_t *restrict r = b + (j0 + j) * k;
+                for (ptrdiff_t q = q0; q < kfull; q++) {
+                    uint32_t w;
+                    memcpy(&w, r + 2 * q, 4);
+                    d[q * BF_NR + j] = w;
+                }
+                if (kfull < kp)
+                    d[kfull * BF_NR + j] = r[2 * kfull]; /* odd k: the last pair (k - 1, 0) */
             }
         } else { /* B stored k x n: two rows interleaved */
             for (ptrdiff_t q = 0; q < kp; q++) {

@@ -31,6 +31,9 @@ typedef void (*gc_bf16_ukr)(ptrdiff_t kp, const uint32_t *a, const uint32_t *b, 
 typedef struct {
     gc_bf16_ukr ukr; /* NULL: no bfloat16 kernel on this CPU / ISA */
     const char *name;
+    /* NULL or the ISA's packing of 16 * nq16 pairs of a full B panel stored n x k (rows at b,
+     * stride k): pair word (q, j) to d[q * NR + j] */
+    void (*pack_bt)(const uint16_t *b, ptrdiff_t k, ptrdiff_t nq16, uint32_t *d);
 } gc_bf16_kernels;
 
 /* The micro-kernel in use (NULL when the CPU lacks AVX-512 BF16, or the ISA in use, e.g. a

@@ -75,10 +75,48 @@ static BF16_TARGET void gemm_avx512bf16_14x32(ptrdiff_t kp, const uint32_t *rest
 #undef BF16_STORE
 }
 
+/* Packs 16 * nq16 pairs of a full panel of B stored n x k (a Linear weight): the panel's 32 rows
+ * start at b, row stride k elements; pair word (q, j) to d[q * NR + j].  Each 16 pairs x 16 rows
+ * move as one 16 x 16 transpose of 32-bit words in registers (unpack 32 / 64, then two 128-bit
+ * lane shuffles), where the portable loop moved one word at a time. */
+static BF16_TARGET void bf16_pack_bt_avx512(const uint16_t *b, ptrdiff_t k, ptrdiff_t nq16,
+                                            uint32_t *d)
+{
+    for (ptrdiff_t qb = 0; qb < nq16; qb++)
+        for (int h = 0; h < 2; h++) {
+            __m512i r[16], t[16];
+            for (int i = 0; i < 16; i++)
+                r[i] = _mm512_loadu_si512(b + (16 * h + i) * k + 32 * qb);
+            for (int i = 0; i < 8; i++) {
+                t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+                t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+            }
+            /* r[4i + c]'s 128-bit lane L: column 4L + c, rows 4i .. 4i + 3 */
+            for (int i = 0; i < 4; i++) {
+                r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+                r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+                r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+                r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+            }
+            uint32_t *o = d + 16 * qb * GC_BF16_NR + 16 * h;
+            for (int c = 0; c < 4; c++) {
+                const __m512i v0 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x44);
+                const __m512i v1 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xee);
+                const __m512i v2 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x44);
+                const __m512i v3 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xee);
+                _mm512_storeu_si512(o + c * GC_BF16_NR, _mm512_shuffle_i32x4(v0, v2, 0x88));
+                _mm512_storeu_si512(o + (4 + c) * GC_BF16_NR, _mm512_shuffle_i32x4(v0, v2, 0xdd));
+                _mm512_storeu_si512(o + (8 + c) * GC_BF16_NR, _mm512_shuffle_i32x4(v1, v3, 0x88));
+                _mm512_storeu_si512(o + (12 + c) * GC_BF16_NR, _mm512_shuffle_i32x4(v1, v3, 0xdd));
+            }
+        }
+}
+
 void gc_bf16_fill_avx512(gc_bf16_kernels *k)
 {
     if (!__builtin_cpu_supports("avx512bf16") || !__builtin_cpu_supports("avx512bw"))
         return;
     k->ukr = gemm_avx512bf16_14x32;
+    k->pack_bt = bf16_pack_bt_avx512;
     k->name = "gemm_avx512bf16_14x32";
 }

@@ -97,11 +97,13 @@ SHAPES = [
 ]
 
 
+@pytest.mark.parametrize("tb", [0, 1])
 @pytest.mark.parametrize("m,n,k", SHAPES)
-def test_float32_sums_are_the_emulated_vdpbf16ps_chain_bitwise(m, n, k):
+def test_float32_sums_are_the_emulated_vdpbf16ps_chain_bitwise(m, n, k, tb):
+    """tb = 1: B stored n x k (a Linear weight), packed 16 x 16 words at a time on AVX-512."""
     rng = np.random.default_rng(m * 1000 + n + k)
     a, b = rand_bf16(rng, m, k), rand_bf16(rng, k, n)
-    got = run(a, b)
+    got = run(a, b, tb=tb)
     np.testing.assert_array_equal(got.view(np.uint32), emulate(a, b).view(np.uint32))
     assert np.all(np.abs(got - ref64(a, b)) <= bound(a, b))
 
