@@ -41,8 +41,9 @@ from gpucore import dtypes as D  # noqa: E402
 
 SQUARES = [(s, s, s) for s in (256, 512, 1024, 2048)]
 # (m, n, k): an MLP layer, BERT-base's attention projection and FFN up / down at 128 tokens, a
-# batch-16 Linear
-MODEL = [(64, 512, 784), (128, 768, 768), (128, 3072, 768), (128, 768, 3072), (16, 2048, 2048)]
+# batch-16, -8 and -1 Linear (the last two on the small-m form)
+MODEL = [(64, 512, 784), (128, 768, 768), (128, 3072, 768), (128, 768, 3072), (16, 2048, 2048),
+         (8, 2048, 2048), (1, 2048, 2048)]  # fmt: skip
 
 
 def _rate(fn, flops, min_time, clock):

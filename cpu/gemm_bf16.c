@@ -10,8 +10,11 @@
  *
  * The micro-kernel continues each element's chain across K blocks (it loads the sums back), so
  * an element's value depends on k alone: any unit split, K blocking or thread count gives the
- * same bits.  Only the micro-kernel is ISA-specific (isa/bf16.h, AVX-512 BF16); on any other
- * CPU gc_bf16_kernel() is NULL and the caller keeps the float32 path. */
+ * same bits.  Products with at most 8 rows of A and a Linear weight as B (stored n x k) read B in
+ * place instead (the ISA's dot form: packing B would cost as much as the product), one element
+ * per 16 lanes of pairs, also the same for any split.  Only the micro-kernels are ISA-specific
+ * (isa/bf16.h, AVX-512 BF16); on any other CPU gc_bf16_kernel() is NULL and the caller keeps the
+ * float32 path. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -208,6 +211,30 @@ static void bf_pack_a(const bf_job *J, const uint16_t *a, ptrdiff_t i0, ptrdiff_
     }
 }
 
+/* Row i, columns [j0, j0 + nc) of C_item from its float32 sums s: + bias, then stored as
+ * float32 or rounded once to bf16. */
+static void bf_epi_row(const bf_job *J, float *restrict s, ptrdiff_t nc, ptrdiff_t item,
+                       ptrdiff_t i, ptrdiff_t j0)
+{
+    if (J->bias && !J->bias_rows) {
+        const float *restrict bias = J->bias + j0;
+        for (ptrdiff_t j = 0; j < nc; j++)
+            s[j] = s[j] + bias[j];
+    } else if (J->bias) {
+        const float bi = J->bias[i];
+        for (ptrdiff_t j = 0; j < nc; j++)
+            s[j] = s[j] + bi;
+    }
+    const ptrdiff_t off = item * J->sc + i * J->n + j0;
+    if (J->out_bf16) {
+        uint16_t *restrict o = (uint16_t *)J->c + off;
+        for (ptrdiff_t j = 0; j < nc; j++)
+            o[j] = bf_round(s[j]);
+    } else {
+        memcpy((float *)J->c + off, s, sizeof(float) * (size_t)nc);
+    }
+}
+
 static void bf_unit(const bf_job *J, long u, uint32_t *ablk, float *acc)
 {
     const ptrdiff_t per_item = J->nib * J->njc;
@@ -231,26 +258,8 @@ static void bf_unit(const bf_job *J, long u, uint32_t *ablk, float *acc)
                        acc + ir * BF_NC + jr, BF_NC, pc > 0);
         }
     }
-    const float *bias = J->bias && !J->bias_rows ? J->bias + j0 : NULL;
-    for (ptrdiff_t i = 0; i < mc; i++) {
-        float *restrict s = acc + i * BF_NC;
-        if (bias)
-            for (ptrdiff_t j = 0; j < nc; j++)
-                s[j] = s[j] + bias[j];
-        else if (J->bias) {
-            const float bi = J->bias[i0 + i];
-            for (ptrdiff_t j = 0; j < nc; j++)
-                s[j] = s[j] + bi;
-        }
-        const ptrdiff_t off = item * J->sc + (i0 + i) * J->n + j0;
-        if (J->out_bf16) {
-            uint16_t *restrict o = (uint16_t *)J->c + off;
-            for (ptrdiff_t j = 0; j < nc; j++)
-                o[j] = bf_round(s[j]);
-        } else {
-            memcpy((float *)J->c + off, s, sizeof(float) * (size_t)nc);
-        }
-    }
+    for (ptrdiff_t i = 0; i < mc; i++)
+        bf_epi_row(J, acc + i * BF_NC, nc, item, i0 + i, j0);
 }
 
 static void bf_body(void *ctx, int slot)
@@ -269,6 +278,23 @@ static void bf_body(void *ctx, int slot)
     }
 }
 
+/* The small-m form: chunks of 64 columns of every item, B (n x k) read in place. */
+#define BF_DOT_NC 64
+static void bf_dot_range(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
+{
+    const bf_job *J = (const bf_job *)ctx;
+    const ptrdiff_t nch = (J->n + BF_DOT_NC - 1) / BF_DOT_NC;
+    float buf[GC_BF16_DOT_M * BF_DOT_NC];
+    for (ptrdiff_t u = lo; u < hi; u++) {
+        const ptrdiff_t item = u / nch, j0 = (u % nch) * BF_DOT_NC;
+        const ptrdiff_t nc = J->n - j0 < BF_DOT_NC ? J->n - j0 : BF_DOT_NC;
+        bf_k.dot(J->m, nc, J->k, J->a + item * J->sa, J->k, J->b + item * J->sb + j0 * J->k,
+                 J->k, buf, BF_DOT_NC);
+        for (ptrdiff_t i = 0; i < J->m; i++)
+            bf_epi_row(J, buf + i * BF_DOT_NC, nc, item, i, j0);
+    }
+}
+
 int gc_gemm_bf16(const uint16_t *a, const uint16_t *b, void *c, int out_bf16, ptrdiff_t batch,
                  ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int trans_a, int trans_b, ptrdiff_t sa,
                  ptrdiff_t sb, ptrdiff_t sc, const float *bias, int bias_rows)
@@ -281,6 +307,13 @@ int gc_gemm_bf16(const uint16_t *a, const uint16_t *b, void *c, int out_bf16, pt
     bf_job J = {.a = a, .b = b, .c = (char *)c, .m = m, .n = n, .k = k, .kp = (k + 1) / 2,
                 .sa = sa, .sb = sb, .sc = sc, .trans_a = trans_a, .trans_b = trans_b,
                 .out_bf16 = out_bf16, .bias = bias, .bias_rows = bias_rows, .ukr = ukr};
+    if (bf_k.dot && !trans_a && trans_b && m <= GC_BF16_DOT_M) {
+        /* bound by reading B once: ~30 multiply-adds per ns and thread */
+        const ptrdiff_t units = batch * ((n + BF_DOT_NC - 1) / BF_DOT_NC);
+        gc_parallel_range(units, 1, (double)batch * (double)m * (double)n * (double)k / 30.0,
+                          bf_dot_range, &J);
+        return 0;
+    }
     J.npan = (n + BF_NR - 1) / BF_NR;
     J.nbitems = sb == 0 ? 1 : batch;
     const size_t bwords = (size_t)(J.nbitems * J.npan * J.kp * BF_NR);

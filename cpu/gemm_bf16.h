@@ -7,6 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The largest m that takes the small-m form (gc_bf16_kernels.dot) */
+#define GC_BF16_DOT_M 8
+
 /* The register tile: MR rows of A x NR columns of B, float32 sums. */
 #define GC_BF16_MR 14
 #define GC_BF16_NR 32
@@ -34,6 +37,14 @@ typedef struct {
     /* NULL or the ISA's packing of 16 * nq16 pairs of a full B panel stored n x k (rows at b,
      * stride k): pair word (q, j) to d[q * NR + j] */
     void (*pack_bt)(const uint16_t *b, ptrdiff_t k, ptrdiff_t nq16, uint32_t *d);
+    /* NULL or the small-m form (gc_gemm_bf16 for m <= GC_BF16_DOT_M with A row-major and B
+     * stored n x k, a Linear weight, read in place: no packing): for i < m, j < n,
+     *   c[i * ldc + j] = the sum over p < k of A[i, p] * W[j, p] (A at a[i * lda + p], W at
+     *   w[j * ldw + p]) taken as 16 lanes, lane l holding the vdpbf16ps chain over the pairs
+     *   q = l, l + 16, l + 32, ... (zero past k), then the lanes added (l, l + 8), (l, l + 4),
+     *   (l, l + 2), (0, 1), each rounded to nearest even (not flushed). */
+    void (*dot)(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, const uint16_t *a, ptrdiff_t lda,
+                const uint16_t *w, ptrdiff_t ldw, float *c, ptrdiff_t ldc);
 } gc_bf16_kernels;
 
 /* The micro-kernel in use (NULL when the CPU lacks AVX-512 BF16, or the ISA in use, e.g. a

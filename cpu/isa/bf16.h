@@ -13,7 +13,7 @@
 
 #include "gemm_bf16.h"
 
-#define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
+#define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512bf16")))
 
 #if GC_BF16_MR != 14 || GC_BF16_NR != 32
 #error "the AVX-512 BF16 micro-kernel is written for a 14 x 32 tile"
@@ -112,11 +112,67 @@ static BF16_TARGET void bf16_pack_bt_avx512(const uint16_t *b, ptrdiff_t k, ptrd
         }
 }
 
+/* The small-m form (contract in gemm_bf16.h): R rows of A x 4 rows of W per step, 32 bf16 of k
+ * per vdpbf16ps (masked loads past k: zeros, never read past a row), then each element's 16
+ * lanes summed 8 + 8, 4 + 4, 2 + 2, 1 + 1. */
+static inline __attribute__((always_inline)) BF16_TARGET void
+bf16_dot_tile(const int R, ptrdiff_t k, const uint16_t *a, ptrdiff_t lda,
+              const uint16_t *const *w, float *c, ptrdiff_t ldc, int nj)
+{
+    __m512 acc[4][4];
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < 4; j++)
+            acc[r][j] = _mm512_setzero_ps();
+    for (ptrdiff_t p = 0; p < k; p += 32) {
+        const __mmask32 mk = k - p >= 32 ? (__mmask32)~0u : (__mmask32)((1u << (k - p)) - 1);
+        __m512bh wv[4];
+        for (int j = 0; j < 4; j++)
+            wv[j] = (__m512bh)_mm512_maskz_loadu_epi16(mk, w[j] + p);
+        for (int r = 0; r < R; r++) {
+            const __m512bh av = (__m512bh)_mm512_maskz_loadu_epi16(mk, a + r * lda + p);
+            for (int j = 0; j < 4; j++)
+                acc[r][j] = _mm512_dpbf16_ps(acc[r][j], av, wv[j]);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < nj; j++) {
+            const __m512 v = acc[r][j];
+            const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+            __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+            q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+            q = _mm_add_ss(q, _mm_shuffle_ps(q, q, 1));
+            c[r * ldc + j] = _mm_cvtss_f32(q);
+        }
+}
+
+static BF16_TARGET void bf16_dot_avx512(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, const uint16_t *a,
+                                        ptrdiff_t lda, const uint16_t *w, ptrdiff_t ldw, float *c,
+                                        ptrdiff_t ldc)
+{
+    for (ptrdiff_t j = 0; j < n; j += 4) {
+        const int nj = n - j < 4 ? (int)(n - j) : 4;
+        const uint16_t *wr[4];
+        for (int t = 0; t < 4; t++) /* past n: the last row again, its sums not stored */
+            wr[t] = w + (j + (t < nj ? t : nj - 1)) * ldw;
+        for (ptrdiff_t i = 0; i < m; i += 4) {
+            const uint16_t *ai = a + i * lda;
+            float *ci = c + i * ldc + j;
+            switch (m - i < 4 ? m - i : 4) {
+            case 1: bf16_dot_tile(1, k, ai, lda, wr, ci, ldc, nj); break;
+            case 2: bf16_dot_tile(2, k, ai, lda, wr, ci, ldc, nj); break;
+            case 3: bf16_dot_tile(3, k, ai, lda, wr, ci, ldc, nj); break;
+            default: bf16_dot_tile(4, k, ai, lda, wr, ci, ldc, nj); break;
+            }
+        }
+    }
+}
+
 void gc_bf16_fill_avx512(gc_bf16_kernels *k)
 {
     if (!__builtin_cpu_supports("avx512bf16") || !__builtin_cpu_supports("avx512bw"))
         return;
     k->ukr = gemm_avx512bf16_14x32;
     k->pack_bt = bf16_pack_bt_avx512;
+    k->dot = bf16_dot_avx512;
     k->name = "gemm_avx512bf16_14x32";
 }

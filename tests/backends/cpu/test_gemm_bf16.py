@@ -56,6 +56,34 @@ def emulate(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return c
 
 
+def emulate_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The small-m form (m <= 8, B stored n x k): per element 16 lanes, lane l the vdpbf16ps
+    chain over the pairs q = l, l + 16, ... (each 32 elements of k one step, zeros past k), then
+    the lanes added (l, l + 8), (l, l + 4), (l, l + 2), (0, 1)."""
+    A, W = f32(a), np.ascontiguousarray(f32(b).T)
+    kk = -(-A.shape[1] // 32) * 32
+    A = np.pad(A, ((0, 0), (0, kk - A.shape[1])))
+    W = np.pad(W, ((0, 0), (0, kk - W.shape[1])))
+    lanes = np.zeros((A.shape[0], W.shape[0], 16), np.float32)
+    for p in range(0, kk, 32):
+        ae, ao = A[:, p : p + 32 : 2], A[:, p + 1 : p + 32 : 2]
+        we, wo = W[:, p : p + 32 : 2], W[:, p + 1 : p + 32 : 2]
+        lanes = lanes + ao[:, None, :] * wo[None, :, :]
+        lanes = lanes + ae[:, None, :] * we[None, :, :]
+    v = lanes[..., :8] + lanes[..., 8:]
+    v = v[..., :4] + v[..., 4:]
+    v = v[..., :2] + v[..., 2:]
+    return v[..., 0] + v[..., 1]
+
+
+DOT_M = 8  # gemm_bf16.h's GC_BF16_DOT_M
+
+
+def emulated(a, b, tb):
+    """What gemm_bf16 computes for op(A) = a, op(B) = b (A row-major; B stored n x k if tb)."""
+    return emulate_dot(a, b) if tb and a.shape[0] <= DOT_M else emulate(a, b)
+
+
 def bound(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """|float32 sum - exact| <= gamma_k * (|A| @ |B|) for any order of k float32 additions of
     exact products, gamma_k = k u / (1 - k u)."""
@@ -84,6 +112,9 @@ def run(a, b, out_dtype=np.float32, ta=0, tb=0, bias=None, bias_rows=0):
 # pair, the 256-pair K block (512), odd k (the last pair padded with zero)
 SHAPES = [
     (1, 1, 1),
+    (1, 5, 31),
+    (8, 67, 33),
+    (9, 70, 300),
     (1, 1, 2),
     (2, 3, 3),
     (13, 31, 5),
@@ -100,11 +131,12 @@ SHAPES = [
 @pytest.mark.parametrize("tb", [0, 1])
 @pytest.mark.parametrize("m,n,k", SHAPES)
 def test_float32_sums_are_the_emulated_vdpbf16ps_chain_bitwise(m, n, k, tb):
-    """tb = 1: B stored n x k (a Linear weight), packed 16 x 16 words at a time on AVX-512."""
+    """tb = 1: B stored n x k (a Linear weight), packed 16 x 16 words at a time on AVX-512, or
+    read in place by the small-m form (m <= 8)."""
     rng = np.random.default_rng(m * 1000 + n + k)
     a, b = rand_bf16(rng, m, k), rand_bf16(rng, k, n)
     got = run(a, b, tb=tb)
-    np.testing.assert_array_equal(got.view(np.uint32), emulate(a, b).view(np.uint32))
+    np.testing.assert_array_equal(got.view(np.uint32), emulated(a, b, tb).view(np.uint32))
     assert np.all(np.abs(got - ref64(a, b)) <= bound(a, b))
 
 
@@ -171,20 +203,21 @@ def test_batches_with_strides_and_broadcast_operands():
 def test_results_do_not_depend_on_the_thread_count():
     rng = np.random.default_rng(8)
     a, b = rand_bf16(rng, 300, 1100), rand_bf16(rng, 1100, 520)
+    s, w = rand_bf16(rng, 5, 2000), rand_bf16(rng, 2000, 1500)  # the small-m form
     threads = C.info()["threads"]
     try:
         outs = []
         for t in (1, 2):
             C.set_num_threads(t)
-            outs.append(run(a, b, np.uint16))
-            outs.append(run(a, b))
+            outs.append([run(a, b, np.uint16), run(a, b), run(s, w, tb=1), run(s, w, tb=0)])
     finally:
         C.set_num_threads(threads)
-    np.testing.assert_array_equal(outs[0], outs[2])
-    np.testing.assert_array_equal(outs[1], outs[3])
+    for x, y in zip(*outs):
+        np.testing.assert_array_equal(x, y)
 
 
-def test_nan_and_inf_propagate_as_in_the_float64_reference():
+@pytest.mark.parametrize("tb", [0, 1])
+def test_nan_and_inf_propagate_as_in_the_float64_reference(tb):
     rng = np.random.default_rng(9)
     a, b = rand_bf16(rng, 20, 9), rand_bf16(rng, 9, 40)
     a[3, 4] = bf16(np.nan)
@@ -193,12 +226,14 @@ def test_nan_and_inf_propagate_as_in_the_float64_reference():
     b[:, 11] = 0  # inf * 0 in row 5: NaN
     a[8, 2] = 0
     ref = ref64(a, b)
-    for out in (np.float32, np.uint16):
-        got = run(a, b, out)
-        got = f32(got) if out is np.uint16 else got
-        np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
-        fin = np.isfinite(ref)
-        np.testing.assert_array_equal(got[~fin & ~np.isnan(ref)], ref[~fin & ~np.isnan(ref)])
+    for rows in (slice(0, 20), slice(3, 9)):  # the blocked form and (tb = 1) the small-m one
+        for out in (np.float32, np.uint16):
+            got = run(a[rows], b, out, tb=tb)
+            got = f32(got) if out is np.uint16 else got
+            r = ref[rows]
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(r))
+            inf = np.isinf(r)
+            np.testing.assert_array_equal(got[inf], r[inf])
 
 
 def test_denormals_are_flushed_where_the_float32_path_keeps_them():
