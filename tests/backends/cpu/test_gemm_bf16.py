@@ -250,6 +250,16 @@ def test_denormals_are_flushed_where_the_float32_path_keeps_them():
     assert f32(got)[0, 0] == np.float32(2.0**-130)
 
 
+@pytest.mark.parametrize("m", [3, 20])  # the small-m form (with tb) and the blocked one
+def test_k_zero_gives_the_bias_alone(m):
+    z = np.zeros((m, 0), np.uint16)
+    bias = np.arange(5, dtype=np.float32)
+    for tb in (0, 1):
+        np.testing.assert_array_equal(
+            run(z, np.zeros((0, 5), np.uint16), tb=tb, bias=bias), np.broadcast_to(bias, (m, 5))
+        )
+
+
 def test_bad_arguments_raise_clear_errors():
     a = np.zeros(6, np.uint16)
     c = np.zeros(4, np.float32)
