@@ -317,3 +317,7 @@ static void gc_isa_fill_avx512_vmath(gc_isa_kernels *k)
     k->q_torch_u8 = qq_torch_u8;
     k->q_range_f32 = qrange_avx512;
 }
+
+/* ---- the bfloat16 GEMM's micro-kernel (AVX-512 BF16, target attribute) -------------------- */
+
+#include "isa/bf16.h"

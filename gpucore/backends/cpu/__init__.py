@@ -1,7 +1,9 @@
 """The CPU backend: host storage as 64-byte-aligned numpy arrays, kernels from gpucore._cpu.
 
 float32 and float64 math runs in the C extension; integer and bool ops use numpy; float16 and
-bfloat16 compute in float32 and are rounded back, as on PyTorch's CPU for most ops.
+bfloat16 compute in float32 and are rounded back, as on PyTorch's CPU for most ops. A kernel with
+a ``bf16`` attribute (matmul, linear where the CPU has AVX-512 BF16) is called with the bfloat16
+storage itself (uint16 arrays, the output too) when every input is bfloat16.
 """
 
 from __future__ import annotations
@@ -98,6 +100,19 @@ class CPUBackend:
                 out = empty_array(shape, dt.np)
                 fn(out, *ins, **attrs)
                 return (out,)
+        if type(specs) is tuple and specs[1] is D.bfloat16:
+            native = getattr(fn, "bf16", None)
+            if native is not None:
+                # a kernel that takes bfloat16 storage as it is (the bf16 GEMM): no widening
+                ins = []
+                for t in inputs:
+                    if t._dtype is not D.bfloat16:
+                        break
+                    ins.append(t._data if t._dev is None else t._host())
+                else:
+                    out = empty_array(specs[0], np.uint16)
+                    native(out, *ins, **attrs)
+                    return (out,)
         multi = isinstance(specs, list)
         if not multi:
             specs = [specs]

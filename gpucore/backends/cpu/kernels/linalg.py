@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from .... import _cpu
+from .... import dtypes as D
 from .common import kernel
 
 
@@ -109,3 +110,63 @@ def _linear(out, x, w, b=None):
         b,
         -1,
     )
+
+
+# ----------------------------------------------------------------------------- bfloat16
+# Where the CPU has AVX-512 BF16 (``_cpu.gemm_bf16_kernel()`` names the micro-kernel), bfloat16
+# matmul and linear run cpu/gemm_bf16.c on the bf16 storage itself (uint16 arrays: the backend
+# calls a kernel's ``bf16`` form when every input is bfloat16): float32 sums by vdpbf16ps, one
+# rounding to bf16 at the end. Elsewhere (and under GPUCORE_CPU_ISA=avx2 ...) the kernels above
+# run on the inputs widened to float32.
+def _matmul_bf16(out, a, b):
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    batch = math.prod(out.shape[:-2])
+    abuf, ta, sa = _gemm_operand(a)
+    bbuf, tb, sb = _gemm_operand(b)
+    _cpu.gemm_bf16(
+        abuf.reshape(-1),
+        bbuf.reshape(-1),
+        out.reshape(-1),
+        batch,
+        m,
+        n,
+        k,
+        ta,
+        tb,
+        sa,
+        sb,
+        m * n,
+        None,
+        0,
+    )
+
+
+def _linear_bf16(out, x, w, b=None):
+    m, k = x.shape
+    n = w.shape[0]
+    xbuf, tx, _ = _gemm_operand(x)
+    wbuf, tw, _ = _gemm_operand(w)
+    # the bias joins the float32 sums before the one rounding (as the widened path's gemm_ex)
+    bias = None if b is None else D.bf16_to_f32(b)
+    _cpu.gemm_bf16(
+        xbuf.reshape(-1),
+        wbuf.reshape(-1),
+        out.reshape(-1),
+        1,
+        m,
+        n,
+        k,
+        tx,
+        1 - tw,
+        0,
+        0,
+        m * n,
+        bias,
+        0,
+    )
+
+
+if _cpu.gemm_bf16_kernel() is not None:
+    _matmul.bf16 = _matmul_bf16
+    _linear.bf16 = _linear_bf16

@@ -3,7 +3,10 @@ the fused cross-entropy (+ backward), im2col/col2im and the fused conv2d (+ back
 
 from __future__ import annotations
 
+import numpy as np
+
 from .... import _cpu
+from .... import dtypes as D
 from ....errors import GpucoreIndexError
 from .common import _c, _oni, kernel
 
@@ -97,3 +100,29 @@ def _conv2d_backward(outs, x, w, g, *, need, stride, padding, dilation):
     _cpu.conv2d_backward(
         _c(x), _c(w), _c(g), gx, gw, gb, n, c, h, wd, kh, kw, *stride, *padding, *dilation, o
     )
+
+
+# ----------------------------------------------------------------------------- bfloat16 conv2d
+def _conv2d_bf16(out, x, w, b=None, *, stride, padding, dilation):
+    """bfloat16 conv2d forward on the bf16 GEMM (cpu/gemm_bf16.c, where the CPU has AVX-512
+    BF16): the bf16 column matrix of each image (numpy: zero padding is bf16 +0) times the
+    weight [o, c*kh*kw], the float32 sums plus bias rounded once, as matmul's."""
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    oh, ow = out.shape[2:]
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw))) if ph or pw else x
+    s0, s1, s2, s3 = xp.strides
+    win = np.lib.stride_tricks.as_strided(
+        xp, (n, c, kh, kw, oh, ow), (s0, s1, dh * s2, dw * s3, sh * s2, sw * s3), writeable=False
+    )
+    ck, hw = c * kh * kw, oh * ow
+    col = np.ascontiguousarray(win).reshape(-1)
+    bias = None if b is None else D.bf16_to_f32(b)
+    _cpu.gemm_bf16(
+        _c(w).reshape(-1), col, out.reshape(-1), n, o, hw, ck, 0, 0, 0, ck * hw, o * hw, bias, 1
+    )
+
+
+if _cpu.gemm_bf16_kernel() is not None:
+    _conv2d.bf16 = _conv2d_bf16
