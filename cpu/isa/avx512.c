@@ -196,6 +196,7 @@ static void gc_qgemm_fill_avx512(gc_isa_kernels *k)
 #define GC_STR(x) GC_STR_(x)
 
 static void gc_isa_fill_avx512_vmath(gc_isa_kernels *k);
+void gc_conv_fill_avx512(gc_isa_kernels *k);
 
 #include "isa/optim.h"
 #include "isa/winograd.h"
@@ -204,6 +205,7 @@ void gc_isa_fill_avx512(gc_isa_kernels *k)
 {
     gc_optim_fill(k);
     gc_winograd_fill(k);
+    gc_conv_fill_avx512(k);
     gc_isa_fill_avx512_vmath(k);
     gc_qgemm_fill_avx512(k);
     k->mr_f32 = GC_AVX512_MR;
@@ -316,4 +318,42 @@ static void gc_isa_fill_avx512_vmath(gc_isa_kernels *k)
     k->q_linear_u8 = qq_linear_u8;
     k->q_torch_u8 = qq_torch_u8;
     k->q_range_f32 = qrange_avx512;
+}
+
+/* ---- direct convolution (conv_direct.c; contract in isa.h: gc_cukr_f32) --------------------- */
+
+/* The GEMM's float32 tile (GC_AVX512_MR x 32): the direct path runs only while the two agree
+ * (conv_direct.c's dconv_use), and then gives the im2col GEMM's bits. */
+#undef UKR_T
+#undef UKR_VT
+#undef UKR_VL
+#undef UKR_MR
+#undef UKR_NV
+#undef V_ZERO
+#undef V_LOADU
+#undef V_STOREU
+#undef V_SET1
+#undef V_FMA
+#undef V_ADD
+#undef UKR_CONV_NAME
+#define UKR_T float
+#define UKR_VT __m512
+#define UKR_VL 16
+#define UKR_MR GC_AVX512_MR
+#define UKR_NV 2
+#define V_ZERO() _mm512_setzero_ps()
+#define V_LOADU(p) _mm512_loadu_ps(p)
+#define V_STOREU(p, x) _mm512_storeu_ps(p, x)
+#define V_SET1(x) _mm512_set1_ps(x)
+#define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define V_ADD(a, b) _mm512_add_ps(a, b)
+#define UKR_CONV_NAME conv_avx512_f32
+#include "isa/ukr_conv.h"
+
+void gc_conv_fill_avx512(gc_isa_kernels *k)
+{
+    k->cukr_f32 = conv_avx512_f32;
+    k->cukr_f32_name = "conv_avx512_f32_" GC_STR(GC_AVX512_MR) "x32";
+    k->cukr_mr = GC_AVX512_MR;
+    k->cukr_nr = 32;
 }

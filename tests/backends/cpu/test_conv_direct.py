@@ -35,6 +35,13 @@ GEOMS = {
     "pointwise_pad": (1, 8, 6, 6, 30, (1, 1), (1, 1), (1, 1), (1, 1)),
     "pointwise_gemm": (3, 16, 7, 5, 40, (1, 1), (1, 1), (0, 0), (1, 1)),
     "no_pad_7x7": (2, 9, 7, 7, 64, (3, 3), (1, 1), (0, 0), (1, 1)),
+    # AVX-512's 14-pixel x 32-channel tile: pixel counts 13, 14, 15, 29 (3x3 without padding),
+    # output channels 31, 32, 65; the digits CNN's 16 -> 32 layer (8x8, 64 pixels per image)
+    "avx512_o31_l13": (2, 5, 3, 15, 31, (3, 3), (1, 1), (0, 0), (1, 1)),
+    "avx512_o32_l14": (3, 6, 4, 9, 32, (3, 3), (1, 1), (0, 0), (1, 1)),
+    "avx512_o65_l15": (1, 7, 5, 7, 65, (3, 3), (1, 1), (0, 0), (1, 1)),
+    "avx512_o32_l29_s2": (2, 3, 5, 59, 32, (3, 3), (2, 2), (1, 1), (1, 1)),
+    "digits_conv2": (3, 16, 8, 8, 32, (3, 3), (1, 1), (1, 1), (1, 1)),
 }
 
 
@@ -210,6 +217,13 @@ def test_rule_and_bindings(conv_path):
     assert _cpu.conv2d_direct(*geo) is True
     # 1x1, stride 1, no padding: a plain GEMM on the image
     assert _cpu.conv2d_direct(1, 64, 56, 56, 1, 1, 1, 1, 0, 0, 1, 1, 64) is False
+    # the forward's tile columns are output channels: half a panel or less runs im2col
+    nr = _cpu.info()["gemm"]["float32"]["nr"]
+    assert _cpu.conv2d_direct(1, 1, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, nr // 2) is False
+    assert _cpu.conv2d_direct(1, 1, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, nr // 2 + 1) is True
+    conv_path("direct")  # forced: any channel count
+    assert _cpu.conv2d_direct(1, 1, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1) is True
+    conv_path("auto")
     with pytest.raises(ValueError, match="conv2d_direct"):
         _cpu.conv2d_direct(1, 64, 2, 2, 5, 5, 1, 1, 0, 0, 1, 1, 64)  # no output pixels
     with pytest.raises(TypeError):
