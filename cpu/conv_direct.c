@@ -112,6 +112,7 @@ typedef struct {
     const float *wpk;      /* packed weight: K block pc at wpk + pc * npo * nr */
     const ptrdiff_t *rows; /* npx * mr pixel corners (past l: pixel 0's) */
     const int32_t *koff;   /* ck offsets */
+    gc_ctile_f32 ctile;    /* the ISA's full-tile store to NCHW, or NULL (dconv_tile_out) */
     _Alignas(64) atomic_long next;
     atomic_int failed;
 } dconv_job;
@@ -224,12 +225,17 @@ static void dconv_unit(const dconv_job *J, const float *src, float *outb, ptrdif
                 for (ptrdiff_t i = c0; i < c1; i++) {
                     const ptrdiff_t l0 = i * mr, mv = l - l0 < mr ? l - l0 : mr;
                     float *c = outb + o0 * l + l0; /* element (pixel ii, channel j): c[j*l + ii] */
+                    const float *bias = last && J->bias ? J->bias + o0 : NULL;
+                    if (J->ctile && mv == mr && nv == nr) { /* the ISA's transposing store */
+                        gc_isa.cukr_f32(kb, src, J->rows + l0, J->koff + pc, wpan, t, 0);
+                        J->ctile(t, c, l, !first, bias);
+                        continue;
+                    }
                     if (!first)
                         for (ptrdiff_t j = 0; j < nv; j++)
                             for (ptrdiff_t ii = 0; ii < mv; ii++)
                                 t[ii * nr + j] = c[j * l + ii];
                     gc_isa.cukr_f32(kb, src, J->rows + l0, J->koff + pc, wpan, t, !first);
-                    const float *bias = last && J->bias ? J->bias + o0 : NULL;
                     if (mr == 6 && nr == 16 && mv == 6 && nv == 16) /* AVX2's full tile */
                         dconv_tile_out(c, l, t, 16, 6, 16, bias);
                     else if (mr == 14 && nr == 32 && mv == 14 && nv == 32) /* AVX-512's */
@@ -351,6 +357,7 @@ int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, co
     J.l = p->oh * p->ow;
     J.mr = gc_blk_f32.mr;
     J.nr = gc_blk_f32.nr;
+    J.ctile = getenv("GPUCORE_CONV_TILE_LOOP") ? NULL : gc_isa.ctile_f32;
     J.padded = p->ph > 0 || p->pw > 0;
     J.hp = p->h + 2 * p->ph;
     J.wp = p->w + 2 * p->pw;
