@@ -278,3 +278,26 @@ def test_every_isa_direct_kernel_matches_float64(isa, tmp_path):
             a = got[case + name]
             err = float(np.abs(a - ref).max()) / max(1.0, float(np.abs(ref).max()))
             assert err <= 2e-6, f"{isa} {case}{name}: relative error {err:.3g}"
+
+
+@pytest.mark.parametrize("case", ["o48_k_blocks", "avx512_o32_l14", "digits_conv2", "o33_stride2"])
+def test_tile_store_paths_give_the_same_bits(case, conv_path, monkeypatch):
+    """The ISA's transposing store of full tiles (AVX-512: gc_isa.ctile_f32) and the portable
+    loop (GPUCORE_CONV_TILE_LOOP): the same bits with bias, K blocks and the epilogue."""
+    conv_path("direct")
+    x, wt, b = _inputs(case)
+    res = (
+        np.random.default_rng(3).standard_normal(_forward(case, x, wt, b).shape).astype(np.float32)
+    )
+    outs = []
+    for loop in (False, True):
+        if loop:
+            monkeypatch.setenv("GPUCORE_CONV_TILE_LOOP", "1")
+        got = [_forward(case, x, wt, b), _forward(case, x, wt, None)]
+        fused = np.empty_like(got[0])
+        _cpu.conv2d_forward(x, wt, b, fused, *_args(case), res, _cpu.UNARY_RELU)
+        outs.append([*got, fused])
+    for a, c in zip(*outs):
+        assert np.array_equal(a, c), case
+    ref = np.maximum(_reference(case, x, wt, b) + res, 0)
+    assert np.abs(outs[0][2] - ref).max() <= 2e-6 * max(1.0, np.abs(ref).max())
