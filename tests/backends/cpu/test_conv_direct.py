@@ -142,7 +142,13 @@ def test_direct_matches_float64_and_im2col_bits(case, conv_path):
         assert np.array_equal(got, other), case
 
 
-@pytest.mark.parametrize("case", ["o33_stride2", "o48_k_blocks", "resnet_stem"])
+@pytest.mark.parametrize(
+    "case",
+    # batches whose images share pixel panels (pixels not a multiple of MR: conv_direct.c's
+    # dconv_group), with padding, without, strided, over K blocks
+    ["o33_stride2", "o48_k_blocks", "resnet_stem", "digits_conv2", "avx512_o31_l13",
+     "avx512_o32_l29_s2", "o40_dilated", "o17_asym", "pointwise_s2", "o15_l25"],
+)  # fmt: skip
 def test_direct_bits_independent_of_threads_batch_and_packing(case, conv_path):
     conv_path("direct")
     x, wt, b = _inputs(case)
