@@ -168,22 +168,60 @@ typedef struct {
     int esz;
 } q_nchw_job;
 
-/* (image, output channel) pairs [lo, hi): out[img, j, pix] = t[img, pix, j] for items of esz
- * bytes (1 or 4). */
+/* 8 x 8 bytes transposed in 64-bit words (little-endian: byte k of r[i] is element (i, k)): swap
+ * the off-diagonal 4 x 4 blocks, then 2 x 2 blocks of 2-byte pairs, then single bytes; after
+ * which r[k] holds column k. */
+static inline void q_t8x8(uint64_t r[8])
+{
+    for (int i = 0; i < 4; i++) {
+        const uint64_t a = r[i], b = r[i + 4];
+        r[i] = (a & 0x00000000FFFFFFFFull) | (b << 32);
+        r[i + 4] = (a >> 32) | (b & 0xFFFFFFFF00000000ull);
+    }
+    for (int g = 0; g < 8; g += 4)
+        for (int i = g; i < g + 2; i++) {
+            const uint64_t a = r[i], b = r[i + 2];
+            r[i] = (a & 0x0000FFFF0000FFFFull) | ((b << 16) & 0xFFFF0000FFFF0000ull);
+            r[i + 2] = ((a >> 16) & 0x0000FFFF0000FFFFull) | (b & 0xFFFF0000FFFF0000ull);
+        }
+    for (int i = 0; i < 8; i += 2) {
+        const uint64_t a = r[i], b = r[i + 1];
+        r[i] = (a & 0x00FF00FF00FF00FFull) | ((b << 8) & 0xFF00FF00FF00FF00ull);
+        r[i + 1] = ((a >> 8) & 0x00FF00FF00FF00FFull) | (b & 0xFF00FF00FF00FF00ull);
+    }
+}
+
+/* (image, block of 8 output channels) units [lo, hi): out[img, j, pix] = t[img, pix, j] for
+ * items of esz bytes (1 or 4); bytes move as 8 x 8 blocks through q_t8x8 (a strided byte loop
+ * was ~7% of the digits CNN's int8 16 -> 32 layer), the edges one by one. */
 static void q_nchw_range(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 {
     const q_nchw_job *J = (const q_nchw_job *)ctx;
-    const ptrdiff_t pix = J->pix, o = J->o;
+    const ptrdiff_t pix = J->pix, o = J->o, nb = (o + 7) / 8;
     for (ptrdiff_t u = lo; u < hi; u++) {
-        const ptrdiff_t img = u / o, j = u % o;
-        const char *src = J->t + (img * pix * o + j) * J->esz;
-        char *dst = J->out + (img * o + j) * pix * J->esz;
-        if (J->esz == 1) {
-            for (ptrdiff_t q = 0; q < pix; q++)
-                dst[q] = src[q * o];
-        } else {
-            for (ptrdiff_t q = 0; q < pix; q++)
-                memcpy(dst + q * 4, src + q * o * 4, 4);
+        const ptrdiff_t img = u / nb, j0 = u % nb * 8, jn = o - j0 < 8 ? o - j0 : 8;
+        const char *ti = J->t + img * pix * o * J->esz;
+        char *oi = J->out + img * o * pix * J->esz;
+        ptrdiff_t q0 = 0;
+        if (J->esz == 1 && jn == 8)
+            for (; q0 + 8 <= pix; q0 += 8) {
+                uint64_t r[8];
+                for (int i = 0; i < 8; i++)
+                    memcpy(&r[i], ti + (q0 + i) * o + j0, 8);
+                q_t8x8(r);
+                for (int k = 0; k < 8; k++)
+                    memcpy(oi + (j0 + k) * pix + q0, &r[k], 8);
+            }
+        for (ptrdiff_t j = j0; j < j0 + jn; j++) {
+            const char *src = ti + j * J->esz;
+            char *dst = oi + j * pix * J->esz;
+            if (J->esz == 1) {
+                for (ptrdiff_t q = q0; q < pix; q++)
+                    dst[q] = src[q * o];
+            } else {
+                for (ptrdiff_t q = q0; q < pix; q++)
+                    memcpy(dst + q * 4, src + q * o * 4, 4);
+            }
         }
     }
 }
@@ -191,7 +229,7 @@ static void q_nchw_range(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 static void q_to_nchw(const char *t, char *out, ptrdiff_t n, ptrdiff_t pix, ptrdiff_t o, int esz)
 {
     q_nchw_job J = {.t = t, .out = out, .pix = pix, .o = o, .esz = esz};
-    gc_parallel_range(n * o, 1, 1.0 * (double)(n * pix * o), q_nchw_range, &J);
+    gc_parallel_range(n * ((o + 7) / 8), 1, 0.3 * (double)(n * pix * o * esz), q_nchw_range, &J);
 }
 
 ptrdiff_t gc_qconv2d_work_bytes(const gc_conv *p, ptrdiff_t o, int esz)
