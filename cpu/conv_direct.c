@@ -114,7 +114,7 @@ typedef struct {
     const float *wpk;      /* packed weight: K block pc at wpk + pc * npo * nr */
     const ptrdiff_t *rows; /* npx * mr pixel corners (past l: pixel 0's) */
     const int32_t *koff;   /* ck offsets */
-    gc_ctile_f32 ctile;    /* the ISA's full-tile store to NCHW, or NULL (dconv_tile_out) */
+    gc_ctile_f32 ctile;    /* the ISA's store of MR-pixel tiles, or NULL (dconv_tile_out) */
     ptrdiff_t grp;         /* images per unit whose pixels share panels (dconv_group), or 1 */
     _Alignas(64) atomic_long next;
     atomic_int failed;
@@ -229,9 +229,9 @@ static void dconv_unit(const dconv_job *J, const float *src, float *outb, ptrdif
                     const ptrdiff_t l0 = i * mr, mv = l - l0 < mr ? l - l0 : mr;
                     float *c = outb + o0 * l + l0; /* element (pixel ii, channel j): c[j*l + ii] */
                     const float *bias = last && J->bias ? J->bias + o0 : NULL;
-                    if (J->ctile && mv == mr && nv == nr) { /* the ISA's transposing store */
+                    if (J->ctile && mv == mr) { /* the ISA's transposing store */
                         gc_isa.cukr_f32(kb, src, J->rows + l0, J->koff + pc, wpan, t, 0);
-                        J->ctile(t, c, l, !first, bias);
+                        J->ctile(t, c, l, nv, !first, bias);
                         continue;
                     }
                     if (!first)
@@ -290,9 +290,9 @@ static void dconv_group(const dconv_job *J, const float *src, ptrdiff_t b0, ptrd
                     const ptrdiff_t img = l0 / l, p0 = l0 % l;
                     float *c = outg + img * os + o0 * l + p0;
                     if (p0 + mv <= l) { /* within one image: the single image's stores */
-                        if (J->ctile && mv == mr && nv == nr) {
+                        if (J->ctile && mv == mr) {
                             gc_isa.cukr_f32(kb, src, rows, J->koff + pc, wpan, t, 0);
-                            J->ctile(t, c, l, !first, bias);
+                            J->ctile(t, c, l, nv, !first, bias);
                             continue;
                         }
                         if (!first)

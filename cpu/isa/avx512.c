@@ -350,15 +350,15 @@ static void gc_isa_fill_avx512_vmath(gc_isa_kernels *k)
 #define UKR_CONV_NAME conv_avx512_f32
 #include "isa/ukr_conv.h"
 
-/* The 14 x 32 tile t to NCHW (gc_ctile_f32): each 16-channel half as a 16 x 16 transpose in
+/* The 14 x 32 tile t to NCHW (gc_ctile_f32): each 16-channel half (of the nv stored) as a 16 x 16 transpose in
  * registers (pixel rows past MR read as zeros, never stored), one masked 14-lane store per
  * channel, in place of 448 scalar loads and stores (~10% of a K = 144 tile's time). */
 #if GC_AVX512_MR <= 16
-static void conv_tile_nchw_avx512(const float *t, float *c, ptrdiff_t ldc, int acc_in,
-                                  const float *bias)
+static void conv_tile_nchw_avx512(const float *t, float *c, ptrdiff_t ldc, ptrdiff_t nv,
+                                  int acc_in, const float *bias)
 {
     const __mmask16 m = (__mmask16)((1u << GC_AVX512_MR) - 1u);
-    for (int v = 0; v < 2; v++) {
+    for (int v = 0; v < 2 && v * 16 < nv; v++) {
         __m512 r[16], a[16], b[16];
         for (int i = 0; i < 16; i++)
             r[i] = i < GC_AVX512_MR ? _mm512_loadu_ps(t + i * 32 + v * 16) : _mm512_setzero_ps();
@@ -386,6 +386,8 @@ static void conv_tile_nchw_avx512(const float *t, float *c, ptrdiff_t ldc, int a
             col[3] = _mm512_shuffle_f32x4(c2, d2, 0xdd); /* column 12 + q */
             for (int L = 0; L < 4; L++) {
                 const ptrdiff_t j = v * 16 + 4 * L + q;
+                if (j >= nv)
+                    continue;
                 float *d = c + j * ldc;
                 __m512 y = col[L];
                 if (acc_in)
