@@ -92,12 +92,21 @@ Q_NO_MEMCPY_IDIOM static void q_rows_range(void *ctx, ptrdiff_t lo, ptrdiff_t hi
         for (ptrdiff_t ci = 0, t = 0; ci < p->c; ci++)
             for (ptrdiff_t ki = 0; ki < p->kh; ki++, t++)
                 offs[t] = (int32_t)((ci * hp + ki * p->dh) * wp);
+    /* the pixel (img, oy, ox) of row r0 stepped along, not divided out per row (four divisions
+     * a row were most of a 1-channel layer's im2col) */
+    ptrdiff_t img = lo / pix, oy = lo % pix / p->ow, ox = lo % p->ow;
     for (ptrdiff_t r0 = lo; r0 < hi; r0++) {
         const int word = r0 == hi - 1 && hi < J->total ? 0 : word_all;
+        uint8_t *r = J->dst + r0 * k;
+        const uint8_t *base = J->src + img * p->c * hp * wp + oy * p->sh * wp + ox * p->sw;
+        if (++ox == p->ow) {
+            ox = 0;
+            if (++oy == p->oh) {
+                oy = 0;
+                img++;
+            }
+        }
         if (flat && word == 4) {
-            const ptrdiff_t img = r0 / pix, oy = (r0 % pix) / p->ow, ox = r0 % p->ow;
-            uint8_t *r = J->dst + r0 * k;
-            const uint8_t *base = J->src + img * p->c * hp * wp + oy * p->sh * wp + ox * p->sw;
             for (ptrdiff_t t = 0; t < nkr; t++, r += kw) {
                 uint32_t v;
                 memcpy(&v, base + offs[t], 4);
@@ -105,9 +114,6 @@ Q_NO_MEMCPY_IDIOM static void q_rows_range(void *ctx, ptrdiff_t lo, ptrdiff_t hi
             }
             continue;
         }
-        const ptrdiff_t img = r0 / pix, oy = (r0 % pix) / p->ow, ox = r0 % p->ow;
-        uint8_t *r = J->dst + r0 * k;
-        const uint8_t *base = J->src + img * p->c * hp * wp + oy * p->sh * wp + ox * p->sw;
         for (ptrdiff_t ci = 0; ci < p->c; ci++)
             for (ptrdiff_t ki = 0; ki < p->kh; ki++, r += kw) {
                 const uint8_t *s = base + (ci * hp + ki * p->dh) * wp;
