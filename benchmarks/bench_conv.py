@@ -72,6 +72,11 @@ LAYERS = [
     ("resnet50 downsample 1x1/2 (l4)", 1024, 14, 2048, 1, 2, 0, 1, 1),
     ("cnn conv1 1->16 b64", 1, 28, 16, 3, 1, 1, 1, 64),
     ("cnn conv2 16->32 b64", 16, 14, 32, 3, 1, 1, 1, 64),
+    # gpucore/examples/digits.py's CNN (8x8 images; benchmarks/quant.py --models)
+    ("digits conv1 1->16 b64", 1, 8, 16, 3, 1, 1, 1, 64),
+    ("digits conv2 16->32 b64", 16, 8, 32, 3, 1, 1, 1, 64),
+    ("digits conv1 1->16 b1", 1, 8, 16, 3, 1, 1, 1, 1),
+    ("digits conv2 16->32 b1", 16, 8, 32, 3, 1, 1, 1, 1),
 ]
 
 

@@ -19,7 +19,9 @@
  * element is computed by one thread from start to end, so the result never depends on the
  * thread count or on how the work is split.
  *
- * Work: units of (image, group of pixel panels); each unit walks K blocks, then chunks of
+ * Work: units of (image, group of pixel panels), or, in a batch whose images' pixel count is no
+ * multiple of MR, of several whole images whose pixels run on across panels (dconv_group); each
+ * unit walks K blocks, then chunks of
  * GC_DCONV_CHUNK pixel panels (their image rows stay in L1/L2), then the weight panels (one K
  * block of one panel: kb x NR floats, in L2), then the chunk's pixel panels.  A batch with at
  * least as many images as threads gives one unit per image; smaller batches split each image's
@@ -87,6 +89,12 @@ static int dconv_use(const gc_conv *p, ptrdiff_t o, int fwd)
      * alike) */
     if (fwd && p->kh == 1 && p->kw == 1 && p->ph == 0 && p->pw == 0)
         return 0;
+    /* the forward's tile columns are output channels: with half a panel or less of them every
+     * tile is half empty, and its transposed store weighs as much as its FMAs (AVX-512's 32-wide
+     * panels, bench_conv.py one thread: the training CNN's 1 -> 16 layer 0.28 im2col against
+     * 0.70 ms direct, the digits CNN's 0.04 against 0.06) */
+    if (fwd && 2 * o <= gc_blk_f32.nr)
+        return 0;
     return 1;
 }
 
@@ -106,6 +114,8 @@ typedef struct {
     const float *wpk;      /* packed weight: K block pc at wpk + pc * npo * nr */
     const ptrdiff_t *rows; /* npx * mr pixel corners (past l: pixel 0's) */
     const int32_t *koff;   /* ck offsets */
+    gc_ctile_f32 ctile;    /* the ISA's store of MR-pixel tiles, or NULL (dconv_tile_out) */
+    ptrdiff_t grp;         /* images per unit whose pixels share panels (dconv_group), or 1 */
     _Alignas(64) atomic_long next;
     atomic_int failed;
 } dconv_job;
@@ -218,14 +228,21 @@ static void dconv_unit(const dconv_job *J, const float *src, float *outb, ptrdif
                 for (ptrdiff_t i = c0; i < c1; i++) {
                     const ptrdiff_t l0 = i * mr, mv = l - l0 < mr ? l - l0 : mr;
                     float *c = outb + o0 * l + l0; /* element (pixel ii, channel j): c[j*l + ii] */
+                    const float *bias = last && J->bias ? J->bias + o0 : NULL;
+                    if (J->ctile && mv == mr) { /* the ISA's transposing store */
+                        gc_isa.cukr_f32(kb, src, J->rows + l0, J->koff + pc, wpan, t, 0);
+                        J->ctile(t, c, l, nv, !first, bias);
+                        continue;
+                    }
                     if (!first)
                         for (ptrdiff_t j = 0; j < nv; j++)
                             for (ptrdiff_t ii = 0; ii < mv; ii++)
                                 t[ii * nr + j] = c[j * l + ii];
                     gc_isa.cukr_f32(kb, src, J->rows + l0, J->koff + pc, wpan, t, !first);
-                    const float *bias = last && J->bias ? J->bias + o0 : NULL;
                     if (mr == 6 && nr == 16 && mv == 6 && nv == 16) /* AVX2's full tile */
                         dconv_tile_out(c, l, t, 16, 6, 16, bias);
+                    else if (mr == 14 && nr == 32 && mv == 14 && nv == 32) /* AVX-512's */
+                        dconv_tile_out(c, l, t, 32, 14, 32, bias);
                     else
                         dconv_tile_out(c, l, t, nr, mv, nv, bias);
                 }
@@ -241,19 +258,114 @@ static void dconv_unit(const dconv_job *J, const float *src, float *outb, ptrdif
     }
 }
 
+/* Images [b0, b0 + g) as one run of g*l pixels (src: their images, padded or not, one after
+ * another c*hp*wp apart; J->rows holds grp*l corners): a panel may hold the end of one image
+ * and the start of the next, so no tile rows are lost where l is not a multiple of MR (the
+ * digits CNN's 8x8 images: 64 pixels in 5 panels of 14, 9% of the FMAs wasted; ResNet's 7x7: 49
+ * in 4, 12.5%).  Each element's chain is the single image's (same K blocks, same order): the
+ * same bits. */
+static void dconv_group(const dconv_job *J, const float *src, ptrdiff_t b0, ptrdiff_t g)
+{
+    const int mr = J->mr, nr = J->nr;
+    const ptrdiff_t l = J->l, o = J->o, lg = g * l, npx = (lg + mr - 1) / mr, os = o * l;
+    float *outg = J->out + b0 * os;
+    _Alignas(64) float t[GC_TILE_MAX];
+    ptrdiff_t rl[GC_TILE_MAX]; /* the last panel's corners, past lg: pixel 0's */
+    memset(t, 0, sizeof t);
+    for (ptrdiff_t ii = 0; ii < mr; ii++)
+        rl[ii] = (npx - 1) * mr + ii < lg ? J->rows[(npx - 1) * mr + ii] : J->rows[0];
+    for (ptrdiff_t pc = 0; pc < J->ck; pc += J->kc) {
+        const ptrdiff_t kb = J->ck - pc < J->kc ? J->ck - pc : J->kc;
+        const int first = pc == 0, last = pc + kb >= J->ck;
+        const float *wblk = J->wpk + pc * J->npo * nr;
+        for (ptrdiff_t c0 = 0; c0 < npx; c0 += GC_DCONV_CHUNK) {
+            const ptrdiff_t c1 = c0 + GC_DCONV_CHUNK < npx ? c0 + GC_DCONV_CHUNK : npx;
+            for (ptrdiff_t q = 0; q < J->npo; q++) {
+                const float *wpan = wblk + q * nr * kb;
+                const ptrdiff_t o0 = q * nr, nv = o - o0 < nr ? o - o0 : nr;
+                const float *bias = last && J->bias ? J->bias + o0 : NULL;
+                for (ptrdiff_t i = c0; i < c1; i++) {
+                    const ptrdiff_t l0 = i * mr, mv = lg - l0 < mr ? lg - l0 : mr;
+                    const ptrdiff_t *rows = i == npx - 1 ? rl : J->rows + l0;
+                    const ptrdiff_t img = l0 / l, p0 = l0 % l;
+                    float *c = outg + img * os + o0 * l + p0;
+                    if (p0 + mv <= l) { /* within one image: the single image's stores */
+                        if (J->ctile && mv == mr) {
+                            gc_isa.cukr_f32(kb, src, rows, J->koff + pc, wpan, t, 0);
+                            J->ctile(t, c, l, nv, !first, bias);
+                            continue;
+                        }
+                        if (!first)
+                            for (ptrdiff_t j = 0; j < nv; j++)
+                                for (ptrdiff_t ii = 0; ii < mv; ii++)
+                                    t[ii * nr + j] = c[j * l + ii];
+                        gc_isa.cukr_f32(kb, src, rows, J->koff + pc, wpan, t, !first);
+                        dconv_tile_out(c, l, t, nr, mv, nv, bias);
+                        continue;
+                    }
+                    /* across images: row ii's pixel is (l0 + ii) of the run */
+                    if (!first)
+                        for (ptrdiff_t ii = 0; ii < mv; ii++) {
+                            const ptrdiff_t P = l0 + ii;
+                            const float *ci = outg + P / l * os + o0 * l + P % l;
+                            for (ptrdiff_t j = 0; j < nv; j++)
+                                t[ii * nr + j] = ci[j * l];
+                        }
+                    gc_isa.cukr_f32(kb, src, rows, J->koff + pc, wpan, t, !first);
+                    for (ptrdiff_t ii = 0; ii < mv; ii++) {
+                        const ptrdiff_t P = l0 + ii;
+                        dconv_tile_out(outg + P / l * os + o0 * l + P % l, l, t + ii * nr, nr, 1,
+                                       nv, bias);
+                    }
+                }
+                /* the epilogue on the chunk's finished pixels, image by image */
+                if (last && (J->res || J->relu)) {
+                    const ptrdiff_t e0 = c0 * mr, e1 = c1 * mr < lg ? c1 * mr : lg;
+                    for (ptrdiff_t s0 = e0; s0 < e1;) {
+                        const ptrdiff_t img = s0 / l, s1 = (img + 1) * l < e1 ? (img + 1) * l : e1;
+                        const ptrdiff_t off = (b0 + img) * os + o0 * l + s0 % l;
+                        dconv_epi(J->out + off, l, J->res ? J->res + off : NULL, J->relu, nv,
+                                  s1 - s0);
+                        s0 = s1;
+                    }
+                }
+            }
+        }
+    }
+}
+
 static void dconv_body(void *ctx, int slot)
 {
     (void)slot;
     dconv_job *J = (dconv_job *)ctx;
     const gc_conv *p = J->p;
     const ptrdiff_t xs = p->c * p->h * p->w;
+    const ptrdiff_t ps = p->c * J->hp * J->wp; /* one padded image */
     float *pad = NULL;
     if (J->padded) {
-        pad = (float *)gc_conv_scratch(3, sizeof(float) * (size_t)(p->c * J->hp * J->wp));
+        pad = (float *)gc_conv_scratch(3, sizeof(float) * (size_t)(J->grp * ps));
         if (!pad) {
             atomic_store(&J->failed, 1);
             return;
         }
+    }
+    if (J->grp > 1) { /* units of grp images sharing pixel panels */
+        for (long u; (u = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) <
+                     J->nunits;) {
+            const ptrdiff_t b0 = u * J->grp, g = p->n - b0 < J->grp ? p->n - b0 : J->grp;
+            const float *src = J->x + b0 * xs;
+            if (pad) {
+                for (ptrdiff_t k = 0; k < g; k++) {
+                    if (J->padded == 2)
+                        dconv_sub(src + k * xs, pad + k * ps, p);
+                    else
+                        dconv_pad(src + k * xs, pad + k * ps, p, J->hp, J->wp);
+                }
+                src = pad;
+            }
+            dconv_group(J, src, b0, g);
+        }
+        return;
     }
     ptrdiff_t padded_b = -1;
     for (long u; (u = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) <
@@ -343,6 +455,7 @@ int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, co
     J.l = p->oh * p->ow;
     J.mr = gc_blk_f32.mr;
     J.nr = gc_blk_f32.nr;
+    J.ctile = getenv("GPUCORE_CONV_TILE_LOOP") ? NULL : gc_isa.ctile_f32;
     J.padded = p->ph > 0 || p->pw > 0;
     J.hp = p->h + 2 * p->ph;
     J.wp = p->w + 2 * p->pw;
@@ -379,15 +492,35 @@ int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, co
         }
         J.wpk = (const float *)P.data;
     }
-    const size_t rbytes = sizeof(ptrdiff_t) * (size_t)(J.npx * J.mr);
+    /* threads by the work (as conv.c), images first, then groups of each image's pixel panels */
+    const double flops = 2.0 * (double)p->n * (double)o * (double)J.ck * (double)J.l;
+    const int nt = gc_threads_for(flops, 0.25e6);
+    /* images whose pixels fill no whole number of panels: units of several images sharing
+     * panels (dconv_group), the fewest that fill whole panels (at most 8), as long as every
+     * thread keeps a unit and their padded images stay in L2 */
+    J.grp = 1;
+    if (p->n >= 2 && p->n >= nt && J.l % J.mr != 0) {
+        ptrdiff_t g = 2;
+        while (g < 8 && g * J.l % J.mr != 0)
+            g++;
+        if (g > p->n)
+            g = p->n;
+        while (g > 1 && ((p->n + g - 1) / g < nt ||
+                         (double)g * (double)(p->c * J.hp * J.wp) * 4.0 > 1048576.0))
+            g--;
+        J.grp = g;
+    }
+    const ptrdiff_t nrow = J.grp > 1 ? (J.grp * J.l + J.mr - 1) / J.mr * J.mr : J.npx * J.mr;
+    const size_t rbytes = sizeof(ptrdiff_t) * (size_t)nrow;
     char *tab = (char *)gc_conv_scratch(5, rbytes + sizeof(int32_t) * (size_t)J.ck);
     if (!tab)
         return -1;
     ptrdiff_t *rows = (ptrdiff_t *)tab;
     int32_t *koff = (int32_t *)(tab + rbytes);
-    for (ptrdiff_t i = 0; i < J.npx * J.mr; i++) {
-        const ptrdiff_t li = i < J.l ? i : 0;
-        rows[i] = li / p->ow * (sub ? 1 : p->sh) * J.wp + li % p->ow * (sub ? 1 : p->sw);
+    for (ptrdiff_t i = 0; i < nrow; i++) { /* past the pixels (of grp images): pixel 0's */
+        const ptrdiff_t pi = i < J.grp * J.l ? i : 0, li = pi % J.l;
+        rows[i] = pi / J.l * p->c * J.hp * J.wp + li / p->ow * (sub ? 1 : p->sh) * J.wp +
+                  li % p->ow * (sub ? 1 : p->sw);
     }
     for (ptrdiff_t ci = 0, k = 0; ci < p->c; ci++)
         for (ptrdiff_t ki = 0; ki < p->kh; ki++)
@@ -395,9 +528,6 @@ int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, co
                 koff[k++] = (int32_t)(ci * J.hp * J.wp + ki * p->dh * J.wp + kj * p->dw);
     J.rows = rows;
     J.koff = koff;
-    /* threads by the work (as conv.c), images first, then groups of each image's pixel panels */
-    const double flops = 2.0 * (double)p->n * (double)o * (double)J.ck * (double)J.l;
-    const int nt = gc_threads_for(flops, 0.25e6);
     J.upi = 1;
     if (p->n < nt) {
         J.upi = 2 * ((nt + p->n - 1) / p->n);
@@ -405,7 +535,7 @@ int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, co
             J.upi = J.npx;
     }
     J.gpan = (J.npx + J.upi - 1) / J.upi;
-    J.nunits = p->n * J.upi;
+    J.nunits = J.grp > 1 ? (p->n + J.grp - 1) / J.grp : p->n * J.upi;
     atomic_init(&J.next, 0);
     atomic_init(&J.failed, 0);
     gc_region(dconv_body, &J, nt < J.nunits ? nt : (int)J.nunits);

@@ -86,6 +86,13 @@ typedef void (*gc_ukr_da_f64)(ptrdiff_t k, const double *a, ptrdiff_t lda, const
  *   over p, so a K block gives the bits the GEMM gives on the same operands. */
 typedef void (*gc_cukr_f32)(ptrdiff_t k, const float *img, const ptrdiff_t *rows,
                             const int32_t *koff, const float *b, float *c, int acc_in);
+/* The direct forward's store of a tile t of MR pixels (MR x NR, row-major: pixel i, channel j,
+ * what gc_cukr_f32 wrote with acc_in == 0) into NCHW, channels j < nv (<= NR):
+ * c[j * ldc + i] = t[i][j] (+ c[j * ldc + i] when acc_in: t first, as the kernel's acc + c)
+ * (+ bias[j] when bias != NULL), each rounded on its own: the bits of conv_direct.c's portable
+ * transposing loop. */
+typedef void (*gc_ctile_f32)(const float *t, float *c, ptrdiff_t ldc, ptrdiff_t nv, int acc_in,
+                             const float *bias);
 
 /* Winograd F(4x4, 3x3) tile transforms (isa/winograd.h, conv_winograd.c) along a block of
  * n <= GC_WG_TB tiles: in: d [6][6][GC_WG_TB] (each tile's 6x6 input window) -> the 36 values
@@ -199,6 +206,7 @@ typedef struct {
     gc_cukr_f32 cukr_f32;
     const char *cukr_f32_name;
     int cukr_mr, cukr_nr; /* its tile: used only while it is the float32 GEMM's (mr_f32, nr_f32) */
+    gc_ctile_f32 ctile_f32; /* its full tile's transposed store, or NULL (conv_direct.c's loop) */
     /* the Winograd convolution's tile transforms (isa/winograd.h; every ISA has them) */
     gc_wg_in_f32 wg_in_f32;
     gc_wg_out_f32 wg_out_f32;

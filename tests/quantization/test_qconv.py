@@ -66,6 +66,11 @@ GEOMETRIES = [
     (3, 1, 8, 8, 16, 3, 3, (1, 1), (0, 0), (2, 2)),
     (1, 16, 5, 5, 70, 1, 1, (1, 1), (0, 0), (1, 1)),
     (2, 5, 6, 7, 3, 5, 4, (3, 2), (2, 2), (1, 1)),
+    # the 4-byte words' flat offset table: the digits CNN's 16 -> 32 layer, a row dilation, and
+    # more kernel rows (c * kh = 270) than the table holds (the nested loops)
+    (3, 16, 8, 8, 32, 3, 3, (1, 1), (1, 1), (1, 1)),
+    (2, 3, 9, 7, 6, 3, 3, (2, 1), (1, 1), (2, 1)),
+    (1, 90, 4, 5, 7, 3, 3, (1, 1), (1, 1), (1, 1)),
 ]
 
 

@@ -35,6 +35,13 @@ GEOMS = {
     "pointwise_pad": (1, 8, 6, 6, 30, (1, 1), (1, 1), (1, 1), (1, 1)),
     "pointwise_gemm": (3, 16, 7, 5, 40, (1, 1), (1, 1), (0, 0), (1, 1)),
     "no_pad_7x7": (2, 9, 7, 7, 64, (3, 3), (1, 1), (0, 0), (1, 1)),
+    # AVX-512's 14-pixel x 32-channel tile: pixel counts 13, 14, 15, 29 (3x3 without padding),
+    # output channels 31, 32, 65; the digits CNN's 16 -> 32 layer (8x8, 64 pixels per image)
+    "avx512_o31_l13": (2, 5, 3, 15, 31, (3, 3), (1, 1), (0, 0), (1, 1)),
+    "avx512_o32_l14": (3, 6, 4, 9, 32, (3, 3), (1, 1), (0, 0), (1, 1)),
+    "avx512_o65_l15": (1, 7, 5, 7, 65, (3, 3), (1, 1), (0, 0), (1, 1)),
+    "avx512_o32_l29_s2": (2, 3, 5, 59, 32, (3, 3), (2, 2), (1, 1), (1, 1)),
+    "digits_conv2": (3, 16, 8, 8, 32, (3, 3), (1, 1), (1, 1), (1, 1)),
 }
 
 
@@ -135,7 +142,13 @@ def test_direct_matches_float64_and_im2col_bits(case, conv_path):
         assert np.array_equal(got, other), case
 
 
-@pytest.mark.parametrize("case", ["o33_stride2", "o48_k_blocks", "resnet_stem"])
+@pytest.mark.parametrize(
+    "case",
+    # batches whose images share pixel panels (pixels not a multiple of MR: conv_direct.c's
+    # dconv_group), with padding, without, strided, over K blocks
+    ["o33_stride2", "o48_k_blocks", "resnet_stem", "digits_conv2", "avx512_o31_l13",
+     "avx512_o32_l29_s2", "o40_dilated", "o17_asym", "pointwise_s2", "o15_l25"],
+)  # fmt: skip
 def test_direct_bits_independent_of_threads_batch_and_packing(case, conv_path):
     conv_path("direct")
     x, wt, b = _inputs(case)
@@ -210,6 +223,13 @@ def test_rule_and_bindings(conv_path):
     assert _cpu.conv2d_direct(*geo) is True
     # 1x1, stride 1, no padding: a plain GEMM on the image
     assert _cpu.conv2d_direct(1, 64, 56, 56, 1, 1, 1, 1, 0, 0, 1, 1, 64) is False
+    # the forward's tile columns are output channels: half a panel or less runs im2col
+    nr = _cpu.info()["gemm"]["float32"]["nr"]
+    assert _cpu.conv2d_direct(1, 1, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, nr // 2) is False
+    assert _cpu.conv2d_direct(1, 1, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, nr // 2 + 1) is True
+    conv_path("direct")  # forced: any channel count
+    assert _cpu.conv2d_direct(1, 1, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1) is True
+    conv_path("auto")
     with pytest.raises(ValueError, match="conv2d_direct"):
         _cpu.conv2d_direct(1, 64, 2, 2, 5, 5, 1, 1, 0, 0, 1, 1, 64)  # no output pixels
     with pytest.raises(TypeError):
@@ -264,3 +284,26 @@ def test_every_isa_direct_kernel_matches_float64(isa, tmp_path):
             a = got[case + name]
             err = float(np.abs(a - ref).max()) / max(1.0, float(np.abs(ref).max()))
             assert err <= 2e-6, f"{isa} {case}{name}: relative error {err:.3g}"
+
+
+@pytest.mark.parametrize("case", ["o48_k_blocks", "avx512_o32_l14", "digits_conv2", "o33_stride2"])
+def test_tile_store_paths_give_the_same_bits(case, conv_path, monkeypatch):
+    """The ISA's transposing store of full tiles (AVX-512: gc_isa.ctile_f32) and the portable
+    loop (GPUCORE_CONV_TILE_LOOP): the same bits with bias, K blocks and the epilogue."""
+    conv_path("direct")
+    x, wt, b = _inputs(case)
+    res = (
+        np.random.default_rng(3).standard_normal(_forward(case, x, wt, b).shape).astype(np.float32)
+    )
+    outs = []
+    for loop in (False, True):
+        if loop:
+            monkeypatch.setenv("GPUCORE_CONV_TILE_LOOP", "1")
+        got = [_forward(case, x, wt, b), _forward(case, x, wt, None)]
+        fused = np.empty_like(got[0])
+        _cpu.conv2d_forward(x, wt, b, fused, *_args(case), res, _cpu.UNARY_RELU)
+        outs.append([*got, fused])
+    for a, c in zip(*outs):
+        assert np.array_equal(a, c), case
+    ref = np.maximum(_reference(case, x, wt, b) + res, 0)
+    assert np.abs(outs[0][2] - ref).max() <= 2e-6 * max(1.0, np.abs(ref).max())
