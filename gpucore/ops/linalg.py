@@ -10,6 +10,8 @@ kernels: backends/cpu/kernels/linalg.py (cpu/gemm.c), backends/vulkan/kernels/ge
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _cpu
@@ -145,7 +147,9 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     if b.ndim == 2 and a.ndim > 2:
         # a batch times one matrix (a Linear's weight): one GEMM over the batch's rows, as
         # torch.matmul folds it, instead of copying b once per batch entry
-        rows = a.reshape(-1, a.shape[-1])
+        # the row count spelled out: -1 is ambiguous when the inner dim is 0 (a (3, 3, 0) @ (0, 4)
+        # is zeros (3, 3, 4), as in torch)
+        rows = a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
         out = apply(MATMUL, rows, b).reshape(*a.shape[:-1], b.shape[-1])
         return out.squeeze(-1) if squeeze_b else out
     batch = broadcast_shapes("matmul", tuple(a.shape[:-2]), tuple(b.shape[:-2]))

@@ -230,3 +230,39 @@ def test_outer_and_trace_match_torch():
         gpucore.outer(gpucore.zeros(2, 2), gpucore.zeros(2))
     with pytest.raises(ValueError, match="trace"):
         gpucore.trace(gpucore.zeros(2))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize(
+    "fn, a_shape, b_shape",
+    [
+        ("matmul", (3, 3, 0), (0, 4)),  # a batch times one matrix, K = 0: zeros (3, 3, 4)
+        ("matmul", (2, 3, 0), (2, 0, 4)),
+        ("matmul", (0, 3, 5), (5, 4)),  # no rows
+        ("matmul", (3, 5), (5, 0)),  # no columns
+        ("matmul", (2, 1, 3, 0), (4, 0, 2)),  # broadcast batch, K = 0
+        ("matmul", (0,), (0, 3)),
+        ("matmul", (2, 0, 3), (2, 3, 4)),
+        ("mm", (3, 0), (0, 4)),
+        ("mm", (0, 3), (3, 4)),
+        ("bmm", (2, 3, 0), (2, 0, 4)),
+        ("bmm", (0, 3, 2), (0, 2, 4)),
+    ],
+)
+def test_matmul_zero_dims(dtype, fn, a_shape, b_shape):
+    """A zero inner or outer dim: the product is zeros of the broadcast shape (empty where m, n
+    or the batch is 0), as numpy and torch, forward and backward, float32 and bfloat16."""
+    dt = getattr(gpucore, dtype)
+    a_np, b_np = rand(a_shape, seed=3), rand(b_shape, seed=4)
+    a = gpucore.tensor(a_np).to(dt).requires_grad_()
+    b = gpucore.tensor(b_np).to(dt).requires_grad_()
+    out = getattr(gpucore, fn)(a, b)
+    want = np.matmul(a_np.astype(np.float64), b_np.astype(np.float64))
+    assert out.dtype is dt and tuple(out.shape) == want.shape
+    np.testing.assert_array_equal(to_np(out.float()), want)
+    out.float().sum().backward()
+    for t, x_np in ((a, a_np), (b, b_np)):
+        # d(sum)/dA = ones @ B^T (summed over broadcast dims): with K = 0 it is empty, with an
+        # empty output it is zeros
+        assert t.grad is not None and t.grad.dtype is dt and tuple(t.grad.shape) == x_np.shape
+        np.testing.assert_array_equal(to_np(t.grad.float()), np.zeros(x_np.shape))
