@@ -1,8 +1,10 @@
 /* The bfloat16 GEMM (contract in gemm_bf16.h): bf16 operands, float32 sums by the AVX-512 BF16
  * dot product, float32 or bf16 output.  gemm.c's BLIS structure with pairs of k as the unit:
  *
- *   pack every B item once (shared by the threads): NR-column panels, pair words (k, k+1)
- *   for each unit (<= 112 rows x 256 columns of one item), claimed by the pool's threads:
+ *   for each group of items (all of them when B is broadcast, sb == 0; else as many as keep
+ *   the packed B under BF_GROUP_BYTES, at least one):
+ *   pack the group's B items once (shared by the threads): NR-column panels, pair words
+ *   for each unit (<= 112 rows x 512 columns of one item), claimed by the pool's threads:
  *     for pc in K by 256 pairs:            A block packed per unit (MR-row panels, pair words)
  *       for ir over the unit's MR panels:    the A micro-panel (14 KB) stays in L1
  *         for jr over its NR panels:           micro-kernel: MR x NR float32 sums (from L2)
@@ -66,7 +68,13 @@ static inline uint16_t bf_round(float x)
 
 /* The packed B of the last call is kept for the next one (one block, under a lock; a
  * concurrent call allocates its own): fresh pages fault in at ~2 us per 4 KiB, ~3% of a 2048^3
- * product's time. */
+ * product's time.  Only blocks up to BF_KEEP_MAX are kept (a 2048 x 2048 B is 8 MiB): a larger
+ * one is freed at once, so one big product does not hold its memory for the process's life. */
+#define BF_KEEP_MAX ((size_t)8 << 20)
+/* A batched B (sb != 0) is packed a group of items at a time, the group's packed B at most this
+ * (or one item): n = 1 items pad to a 32-column panel each, 32x their size, so packing a whole
+ * batch at once could take far more memory than the operands. */
+#define BF_GROUP_BYTES ((size_t)4 << 20)
 static pthread_mutex_t bf_keep_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t *bf_keep;
 static size_t bf_keep_bytes;
@@ -90,6 +98,10 @@ static uint32_t *bf_take(size_t bytes, size_t *got)
 
 static void bf_give(uint32_t *p, size_t bytes)
 {
+    if (bytes > BF_KEEP_MAX) {
+        free(p);
+        return;
+    }
     pthread_mutex_lock(&bf_keep_lock);
     if (bf_keep_bytes > bytes) { /* keep the larger block */
         pthread_mutex_unlock(&bf_keep_lock);
@@ -295,6 +307,38 @@ static void bf_dot_range(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
     }
 }
 
+/* Items [0, batch) of J (its a, b, c already at the group's first item): pack their B (when
+ * repack; a broadcast B is packed once) and run their units. */
+static int bf_run(bf_job *J, ptrdiff_t batch, ptrdiff_t nbitems, int repack)
+{
+    const ptrdiff_t m = J->m, n = J->n, k = J->k;
+    J->nbitems = nbitems;
+    const size_t bwords = (size_t)(nbitems * J->npan * J->kp * BF_NR);
+    if (repack && bwords > 0)
+        gc_parallel_range(nbitems * J->npan, 1, (double)bwords * 0.5, bf_pack_b, J);
+    /* ~100 multiply-adds per ns and thread (one 512-bit vdpbf16ps per cycle is 32) */
+    const double macs = (double)batch * (double)m * (double)n * (double)(k + 16);
+    int nt = gc_threads_for(macs / 100.0, GC_GRAIN_NS);
+    /* near-equal row blocks of at most BF_MC_MAX rows, at least two units per thread where the
+     * rows allow it */
+    J->njc = (n + BF_NC - 1) / BF_NC;
+    ptrdiff_t nib = (m + BF_MC_MAX - 1) / BF_MC_MAX;
+    if (nt > 1 && batch * nib * J->njc < 2 * nt) {
+        const ptrdiff_t want = (2 * nt + batch * J->njc - 1) / (batch * J->njc);
+        const ptrdiff_t most = (m + BF_MR - 1) / BF_MR;
+        nib = want < most ? want : most;
+    }
+    J->mc = ((m + nib - 1) / nib + BF_MR - 1) / BF_MR * BF_MR;
+    J->nib = (m + J->mc - 1) / J->mc;
+    J->units = batch * J->nib * J->njc;
+    atomic_store(&J->next, 0);
+    atomic_store(&J->failed, 0);
+    if (nt > J->units)
+        nt = (int)J->units;
+    gc_region(bf_body, J, nt);
+    return atomic_load(&J->failed) ? -1 : 0;
+}
+
 int gc_gemm_bf16(const uint16_t *a, const uint16_t *b, void *c, int out_bf16, ptrdiff_t batch,
                  ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int trans_a, int trans_b, ptrdiff_t sa,
                  ptrdiff_t sb, ptrdiff_t sc, const float *bias, int bias_rows)
@@ -315,36 +359,162 @@ int gc_gemm_bf16(const uint16_t *a, const uint16_t *b, void *c, int out_bf16, pt
         return 0;
     }
     J.npan = (n + BF_NR - 1) / BF_NR;
-    J.nbitems = sb == 0 ? 1 : batch;
-    const size_t bwords = (size_t)(J.nbitems * J.npan * J.kp * BF_NR);
+    const size_t item_bytes = sizeof(uint32_t) * (size_t)(J.npan * J.kp * BF_NR);
+    ptrdiff_t group = batch;
+    if (sb != 0 && item_bytes > 0) {
+        const size_t g = BF_GROUP_BYTES / item_bytes;
+        group = g < 1 ? 1 : ((size_t)batch < g ? batch : (ptrdiff_t)g);
+    }
     size_t bp_bytes = 0;
-    if (bwords > 0) {
-        J.bp = bf_take(sizeof(uint32_t) * bwords, &bp_bytes);
+    if (item_bytes > 0) {
+        J.bp = bf_take(item_bytes * (size_t)(sb == 0 ? 1 : group), &bp_bytes);
         if (!J.bp)
             return -1;
-        gc_parallel_range(J.nbitems * J.npan, 1, (double)bwords * 0.5, bf_pack_b, &J);
     }
-    /* ~100 multiply-adds per ns and thread (one 512-bit vdpbf16ps per cycle is 32) */
-    const double macs = (double)batch * (double)m * (double)n * (double)(k + 16);
-    int nt = gc_threads_for(macs / 100.0, GC_GRAIN_NS);
-    /* near-equal row blocks of at most BF_MC_MAX rows, at least two units per thread where the
-     * rows allow it */
-    J.njc = (n + BF_NC - 1) / BF_NC;
-    ptrdiff_t nib = (m + BF_MC_MAX - 1) / BF_MC_MAX;
-    if (nt > 1 && batch * nib * J.njc < 2 * nt) {
-        const ptrdiff_t want = (2 * nt + batch * J.njc - 1) / (batch * J.njc);
-        const ptrdiff_t most = (m + BF_MR - 1) / BF_MR;
-        nib = want < most ? want : most;
+    int failed = 0;
+    for (ptrdiff_t g0 = 0; g0 < batch && !failed; g0 += group) {
+        const ptrdiff_t gb = batch - g0 < group ? batch - g0 : group;
+        J.a = a + g0 * sa;
+        J.b = b + g0 * sb;
+        J.c = (char *)c + (size_t)(g0 * sc) * (out_bf16 ? sizeof(uint16_t) : sizeof(float));
+        failed = bf_run(&J, gb, sb == 0 ? 1 : gb, g0 == 0 || sb != 0);
     }
-    J.mc = ((m + nib - 1) / nib + BF_MR - 1) / BF_MR * BF_MR;
-    J.nib = (m + J.mc - 1) / J.mc;
-    J.units = batch * J.nib * J.njc;
-    atomic_init(&J.next, 0);
-    atomic_init(&J.failed, 0);
-    if (nt > J.units)
-        nt = (int)J.units;
-    gc_region(bf_body, &J, nt);
     if (J.bp)
         bf_give(J.bp, bp_bytes);
-    return atomic_load(&J.failed) ? -1 : 0;
+    return failed ? -1 : 0;
+}
+
+
+/* ------------------------------------------------------------------ conv2d forward (bf16) */
+/* The column matrix of one chunk: at most this many bytes (and at least one row), so a large
+ * batch does not build its whole column matrix at once. */
+#define BF_COL_BYTES ((size_t)4 << 20)
+
+typedef struct {
+    const uint16_t *x, *xt; /* x (NCHW) and its NHWC copy */
+    uint16_t *col, *tmp, *y, *xtw;
+    ptrdiff_t c, h, wd, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, o;
+    ptrdiff_t r0, rows; /* the chunk: its first pixel row (over all images), its row count */
+} bf_conv;
+
+/* Input rows [lo, hi) (image * h + y) to NHWC: a pixel's channels adjacent, so a tap of the
+ * column matrix is one copy of c values. */
+static void bf_to_nhwc(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
+{
+    const bf_conv *P = (const bf_conv *)ctx;
+    const ptrdiff_t c = P->c, h = P->h, wd = P->wd;
+    for (ptrdiff_t r = lo; r < hi; r++) {
+        const uint16_t *s = P->x + (r / h) * c * h * wd + (r % h) * wd;
+        uint16_t *restrict d = P->xtw + r * wd * c;
+        for (ptrdiff_t ci = 0; ci < c; ci++)
+            for (ptrdiff_t xx = 0; xx < wd; xx++)
+                d[xx * c + ci] = s[ci * h * wd + xx];
+    }
+}
+
+/* Rows [lo, hi) of the chunk's column matrix (pixel rows r0 + lo ..), a row's taps in (ky, kx,
+ * c) order (the weight is permuted to match): from the NHWC copy, c values per tap, a whole
+ * kernel row of taps at once where they are adjacent (dw 1, inside the image). */
+static void bf_im2col(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
+{
+    const bf_conv *P = (const bf_conv *)ctx;
+    const ptrdiff_t hw = P->oh * P->ow, c = P->c, kw = P->kw, ck = c * P->kh * kw;
+    const size_t tap = sizeof(uint16_t) * (size_t)c;
+    for (ptrdiff_t r = lo; r < hi; r++) {
+        const ptrdiff_t g = P->r0 + r, img = g / hw, p = g % hw;
+        const ptrdiff_t y0 = (p / P->ow) * P->sh - P->ph, x0 = (p % P->ow) * P->sw - P->pw;
+        const ptrdiff_t x1 = x0 + (kw - 1) * P->dw;
+        uint16_t *restrict d = P->col + r * ck;
+        for (ptrdiff_t ky = 0; ky < P->kh; ky++, d += kw * c) {
+            const ptrdiff_t iy = y0 + ky * P->dh;
+            if (iy < 0 || iy >= P->h) {
+                memset(d, 0, tap * (size_t)kw); /* bf16 +0 */
+                continue;
+            }
+            const uint16_t *row = P->xt + (img * P->h + iy) * P->wd * c;
+            if (P->dw == 1 && x0 >= 0 && x1 < P->wd) {
+                memcpy(d, row + x0 * c, tap * (size_t)kw);
+                continue;
+            }
+            for (ptrdiff_t kx = 0; kx < kw; kx++) {
+                const ptrdiff_t ix = x0 + kx * P->dw;
+                if (ix >= 0 && ix < P->wd)
+                    memcpy(d + kx * c, row + ix * c, tap);
+                else
+                    memset(d + kx * c, 0, tap);
+            }
+        }
+    }
+}
+
+/* Blocks of 64 chunk rows [lo, hi): the chunk's [rows, o] result to y [n, o, oh*ow]. */
+static void bf_to_nchw(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
+{
+    const bf_conv *P = (const bf_conv *)ctx;
+    const ptrdiff_t hw = P->oh * P->ow, o = P->o;
+    ptrdiff_t base[64];
+    for (ptrdiff_t blk = lo; blk < hi; blk++) {
+        const ptrdiff_t q0 = blk * 64, nr = P->rows - q0 < 64 ? P->rows - q0 : 64;
+        for (ptrdiff_t q = 0; q < nr; q++) {
+            const ptrdiff_t g = P->r0 + q0 + q;
+            base[q] = (g / hw) * o * hw + g % hw; /* y[img, 0, pixel] */
+        }
+        const uint16_t *t = P->tmp + q0 * o;
+        for (ptrdiff_t j = 0; j < o; j++)
+            for (ptrdiff_t q = 0; q < nr; q++)
+                P->y[base[q] + j * hw] = t[q * o + j];
+    }
+}
+
+int gc_conv2d_bf16(const uint16_t *x, const uint16_t *w, const float *bias, uint16_t *y,
+                   ptrdiff_t n, ptrdiff_t c, ptrdiff_t h, ptrdiff_t wd, ptrdiff_t kh, ptrdiff_t kw,
+                   ptrdiff_t sh, ptrdiff_t sw, ptrdiff_t ph, ptrdiff_t pw, ptrdiff_t dh,
+                   ptrdiff_t dw, ptrdiff_t o)
+{
+    if (!gc_bf16_kernel(NULL))
+        return -1;
+    const ptrdiff_t oh = (h + 2 * ph - dh * (kh - 1) - 1) / sh + 1;
+    const ptrdiff_t ow = (wd + 2 * pw - dw * (kw - 1) - 1) / sw + 1;
+    if (n <= 0 || o <= 0 || oh <= 0 || ow <= 0)
+        return 0;
+    const ptrdiff_t ck = c * kh * kw, total = n * oh * ow;
+    ptrdiff_t rows = (ptrdiff_t)(BF_COL_BYTES / sizeof(uint16_t)) / (ck > 0 ? ck : 1);
+    rows = rows < 1 ? 1 : (rows > total ? total : rows);
+    /* equal chunks: no short last one (m <= GC_BF16_DOT_M would take the dot form, whose sums
+     * group differently), so every pixel gets the blocked form's bits where total > 8 */
+    const ptrdiff_t nchunk = (total + rows - 1) / rows;
+    rows = (total + nchunk - 1) / nchunk;
+    const ptrdiff_t khw = kh * kw;
+    uint16_t *col = (uint16_t *)malloc(sizeof(uint16_t) * (size_t)(rows * (ck > 0 ? ck : 1)));
+    uint16_t *tmp = (uint16_t *)malloc(sizeof(uint16_t) * (size_t)(rows * o));
+    uint16_t *xt = (uint16_t *)malloc(sizeof(uint16_t) * (size_t)(n * h * wd * (c > 0 ? c : 1)));
+    uint16_t *wt = (uint16_t *)malloc(sizeof(uint16_t) * (size_t)(o * (ck > 0 ? ck : 1)));
+    int rc = col && tmp && xt && wt ? 0 : -1;
+    bf_conv P = {.x = x, .xt = xt, .xtw = xt, .col = col, .tmp = tmp, .y = y, .c = c, .h = h,
+                 .wd = wd, .kh = kh, .kw = kw, .sh = sh, .sw = sw, .ph = ph, .pw = pw, .dh = dh,
+                 .dw = dw, .oh = oh, .ow = ow, .o = o};
+    if (rc == 0 && ck > 0) {
+        gc_parallel_range(n * h, 1, (double)(n * h * wd * c) * 0.5, bf_to_nhwc, &P);
+        for (ptrdiff_t oi = 0; oi < o; oi++) /* w [o, c, kh, kw] -> [o, kh, kw, c] */
+            for (ptrdiff_t ci = 0; ci < c; ci++)
+                for (ptrdiff_t t = 0; t < khw; t++)
+                    wt[oi * ck + t * c + ci] = w[oi * ck + ci * khw + t];
+    }
+    for (ptrdiff_t r0 = 0; r0 < total && rc == 0; r0 += rows) {
+        P.r0 = r0;
+        P.rows = total - r0 < rows ? total - r0 : rows;
+        if (ck > 0)
+            gc_parallel_range(P.rows, 1, (double)P.rows * (double)ck * 0.5, bf_im2col, &P);
+        /* the chunk's pixels x o: column matrix [rows, ck] @ w^T (w stored o x ck), + bias[j]
+         * per column j (output channel) */
+        rc = gc_gemm_bf16(col, wt, tmp, 1, 1, P.rows, o, ck, 0, 1, 0, 0, 0, bias, 0);
+        if (rc == 0)
+            gc_parallel_range((P.rows + 63) / 64, 1, (double)P.rows * (double)o * 1.0,
+                              bf_to_nchw, &P);
+    }
+    free(col);
+    free(tmp);
+    free(xt);
+    free(wt);
+    return rc;
 }

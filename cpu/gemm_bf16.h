@@ -69,4 +69,18 @@ int gc_gemm_bf16(const uint16_t *a, const uint16_t *b, void *c, int out_bf16, pt
                  ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int trans_a, int trans_b, ptrdiff_t sa,
                  ptrdiff_t sb, ptrdiff_t sc, const float *bias, int bias_rows);
 
+/* bf16 conv2d forward, NCHW: y[n, o, oh, ow] = sum over (c, ky, kx) of w[o, c, ky, kx] * the
+ * zero-padded x window, + bias[o] (float32 or NULL), the float32 sum rounded once to bf16.
+ * x copied to NHWC and w permuted to [o, kh, kw, c] once; then rows of pixels (images one after
+ * the other) in equal chunks of <= 4 MiB of column matrix [pixels, kh*kw*c] (taps in (ky, kx, c)
+ * order, a tap's c values one copy; row-major: A's fast word-pair packing), one gc_gemm_bf16 per
+ * chunk with the permuted weight as B stored n x k (packed once per chunk), the chunk's [pixels,
+ * o] result moved to NCHW.  The same bits as gc_gemm_bf16 of that whole column matrix times the
+ * permuted weight (a sum depends on k and its order alone) where n*oh*ow > 8.  Needs
+ * gc_bf16_kernel() != NULL; returns 0, or -1 out of memory. */
+int gc_conv2d_bf16(const uint16_t *x, const uint16_t *w, const float *bias, uint16_t *y,
+                   ptrdiff_t n, ptrdiff_t c, ptrdiff_t h, ptrdiff_t wd, ptrdiff_t kh, ptrdiff_t kw,
+                   ptrdiff_t sh, ptrdiff_t sw, ptrdiff_t ph, ptrdiff_t pw, ptrdiff_t dh,
+                   ptrdiff_t dw, ptrdiff_t o);
+
 #endif /* GPUCORE_GEMM_BF16_H */

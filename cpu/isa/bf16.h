@@ -169,7 +169,9 @@ static BF16_TARGET void bf16_dot_avx512(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, c
 
 void gc_bf16_fill_avx512(gc_bf16_kernels *k)
 {
-    if (!__builtin_cpu_supports("avx512bf16") || !__builtin_cpu_supports("avx512bw"))
+    /* the target list: bw for the 16-bit loads, dq for _mm512_extractf32x8_ps (the dot form) */
+    if (!__builtin_cpu_supports("avx512bf16") || !__builtin_cpu_supports("avx512bw") ||
+        !__builtin_cpu_supports("avx512dq"))
         return;
     k->ukr = gemm_avx512bf16_14x32;
     k->pack_bt = bf16_pack_bt_avx512;

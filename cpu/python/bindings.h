@@ -30,7 +30,7 @@
     /* gemm.c, pack.c */                                                                          \
     X(gemm) X(gemm_ex) X(gemm_pack)                                                               \
     /* gemm_bf16.c: the bfloat16 GEMM (AVX-512 BF16) */                                          \
-    X(gemm_bf16) X(gemm_bf16_kernel)                                                              \
+    X(gemm_bf16) X(gemm_bf16_kernel) X(conv2d_bf16)                                                              \
     /* qgemm.c: the int8 GEMM, quantized inference (qconv.c) */                                   \
     X(qgemm_pack) X(qgemm) X(qconv2d) X(qconv2d_work_bytes) X(quantize_u8) X(dequantize_u8)       \
     X(max_pool2d_u8) X(quantize_linear_u8) X(dynamic_quantize_u8) X(qgemm_dynamic)                \

@@ -131,3 +131,83 @@ fail:
     bufs_release(&bs);
     return NULL;
 }
+
+GC_DOC(conv2d_bf16,
+       "conv2d_bf16(x, w, bias, y, n, c, h, w_, kh, kw, sh, sw, ph, pw, dh, dw, o, /)\n--\n\n"
+       "bfloat16 conv2d forward (NCHW): y[n, o, oh, ow] = the zero-padded x windows times "
+       "w[o, c, kh, kw] (+ bias[o], float32 or None), the float32 sums rounded once to bf16.  x, "
+       "w, y: C-contiguous uint16 (bfloat16 bit patterns), y written.  Column-matrix chunks of "
+       "<= 4 MiB, each one gemm_bf16 (the weight as B, n x k): the same bits as gemm_bf16 of "
+       "the column matrix [n*oh*ow, kh*kw*c] (taps in (ky, kx, c) order) times the weight "
+       "permuted to [o, kh*kw*c], transposed (where n*oh*ow > 8).  RuntimeError where "
+       "gemm_bf16_kernel() is None.");
+
+PyObject *gc_py_conv2d_bf16(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    const char *fn = "conv2d_bf16";
+    static const char *const names[] = {"x", "w"};
+    static const char *const dn[] = {"n", "c", "h", "w_", "kh", "kw", "sh", "sw",
+                                     "ph", "pw", "dh", "dw", "o"};
+    static const Py_ssize_t lows[] = {0, 0, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1};
+    bufset bs = {.n = 0};
+    Py_buffer *v[2], *bias = NULL, *y;
+    Py_ssize_t d[13];
+    if (check_nargs(fn, nargs, 17) < 0)
+        return NULL;
+    for (int i = 0; i < 13; i++)
+        if (get_min(fn, dn[i], args[4 + i], lows[i], &d[i]) < 0)
+            return NULL;
+    if (!gc_bf16_kernel(NULL)) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s: no bfloat16 GEMM kernel on this CPU / ISA (needs AVX-512 BF16 and the "
+                     "avx512 ISA); compute in float32 instead",
+                     fn);
+        return NULL;
+    }
+    const Py_ssize_t n = d[0], c = d[1], h = d[2], wd = d[3], kh = d[4], kw = d[5], o = d[12];
+    const Py_ssize_t oh = (h + 2 * d[8] - d[10] * (kh - 1) - 1), ow = (wd + 2 * d[9] - d[11] * (kw - 1) - 1);
+    if (oh < 0 || ow < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: the padded input (%zd x %zd) is smaller than the "
+                     "dilated kernel", fn, h + 2 * d[8], wd + 2 * d[9]);
+        return NULL;
+    }
+    const Py_ssize_t ohn = oh / d[6] + 1, own = ow / d[7] + 1;
+    int ok = 1;
+    const Py_ssize_t nx = smul(smul(n, c, &ok), smul(h, wd, &ok), &ok);
+    const Py_ssize_t nw = smul(smul(o, c, &ok), smul(kh, kw, &ok), &ok);
+    const Py_ssize_t ny = smul(smul(n, o, &ok), smul(ohn, own, &ok), &ok);
+    if (!ok) {
+        overflow_error(fn, "the operand sizes");
+        return NULL;
+    }
+    if (get_bufs(&bs, fn, args, 2, names, "rr", v) < 0 || need_u16(fn, "x", v[0]) < 0 ||
+        need_u16(fn, "w", v[1]) < 0 || !(y = get_buf(&bs, fn, "y", args[3], 1)) ||
+        need_u16(fn, "y", y) < 0 ||
+        need_elems(fn, "x", v[0], nx, "n %zd, c %zd, h %zd, w %zd", n, c, h, wd) < 0 ||
+        need_elems(fn, "w", v[1], nw, "o %zd, c %zd, kh %zd, kw %zd", o, c, kh, kw) < 0 ||
+        need_elems(fn, "y", y, ny, "n %zd, o %zd, oh %zd, ow %zd", n, o, ohn, own) < 0 ||
+        need_no_overlap(fn, "y", y, "x", v[0], 0) < 0 ||
+        need_no_overlap(fn, "y", y, "w", v[1], 0) < 0)
+        goto fail;
+    if (args[2] != Py_None) {
+        if (!(bias = get_buf(&bs, fn, "bias", args[2], 0)) ||
+            need_kind(fn, "bias", bias, 'f') < 0 || need_contig(fn, "bias", bias) < 0 ||
+            need_elems(fn, "bias", bias, o, "o %zd", o) < 0)
+            goto fail;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gc_conv2d_bf16(v[0]->buf, v[1]->buf, bias ? (const float *)bias->buf : NULL, y->buf, n,
+                        c, h, wd, kh, kw, d[6], d[7], d[8], d[9], d[10], d[11], o);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    bufs_release(&bs);
+    Py_RETURN_NONE;
+fail:
+    bufs_release(&bs);
+    return NULL;
+}

@@ -2,8 +2,9 @@
 
 float32 and float64 math runs in the C extension; integer and bool ops use numpy; float16 and
 bfloat16 compute in float32 and are rounded back, as on PyTorch's CPU for most ops. A kernel with
-a ``bf16`` attribute (matmul, linear where the CPU has AVX-512 BF16) is called with the bfloat16
-storage itself (uint16 arrays, the output too) when every input is bfloat16.
+a ``bf16`` attribute (matmul, linear and conv2d's forward, where the CPU has AVX-512 BF16) is
+called with the bfloat16 storage itself (uint16 arrays, the output too) when every input is
+bfloat16.
 """
 
 from __future__ import annotations

@@ -204,12 +204,19 @@ def test_results_do_not_depend_on_the_thread_count():
     rng = np.random.default_rng(8)
     a, b = rand_bf16(rng, 300, 1100), rand_bf16(rng, 1100, 520)
     s, w = rand_bf16(rng, 5, 2000), rand_bf16(rng, 2000, 1500)  # the small-m form
+    # one unit per thread or fewer: 2 threads re-split the rows (100: 1 block of 112 rows on one
+    # thread, 4 of 28 on two; 150 x 700: 2 blocks, then 4)
+    p, q = rand_bf16(rng, 100, 300), rand_bf16(rng, 300, 100)
+    r, t7 = rand_bf16(rng, 150, 301), rand_bf16(rng, 301, 700)
     threads = C.info()["threads"]
     try:
         outs = []
         for t in (1, 2):
             C.set_num_threads(t)
-            outs.append([run(a, b, np.uint16), run(a, b), run(s, w, tb=1), run(s, w, tb=0)])
+            outs.append(
+                [run(a, b, np.uint16), run(a, b), run(s, w, tb=1), run(s, w, tb=0)]
+                + [run(p, q), run(p, q, tb=1), run(r, t7, np.uint16), run(r, t7, ta=1)]
+            )
     finally:
         C.set_num_threads(threads)
     for x, y in zip(*outs):
@@ -305,7 +312,7 @@ def test_matmul_mm_bmm_linear_and_conv2d_of_bf16_tensors_use_it():
     np.testing.assert_array_equal(yl.float().numpy(), f32(bf16(want)))
     xi, wi, bi = _tensors(rng, 2, 5, 11, 9), _tensors(rng, 7, 5, 3, 3), _tensors(rng, 7)
     geo = dict(stride=(2, 1), padding=1, dilation=(1, 2))
-    yc = gc.nn.functional.conv2d(xi, wi, bi, **geo)
+    yc = gc.nn.functional.conv2d(xi, wi, bi, **geo)  # whichever path the rule picks
     conv64 = gc.nn.functional.conv2d
     ref = conv64(xi.double(), wi.double(), bi.double(), **geo).numpy()
     k = 5 * 9
@@ -405,3 +412,106 @@ def test_autocast_linear_forward_and_backward_match_torch():
         tol = 2 * U16 * np.abs(ref) + 1e-6 * s
         assert np.all(np.abs(o - ref) <= tol)
         assert np.all(np.abs(t - ref) <= tol)
+
+
+def _col(x: np.ndarray, kh, kw, stride, padding, dilation) -> np.ndarray:
+    """The column matrix [n*oh*ow, kh*kw*c] of x (numpy): a pixel's taps in (ky, kx, c) order,
+    zero padding."""
+    n, c, h, w = x.shape
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    ow = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    cols = np.empty((n, oh, ow, kh, kw, c), x.dtype)
+    for ky in range(kh):
+        for kx in range(kw):
+            ys = slice(ky * dh, ky * dh + sh * (oh - 1) + 1, sh)
+            xs = slice(kx * dw, kx * dw + sw * (ow - 1) + 1, sw)
+            cols[:, :, :, ky, kx] = xp[:, :, ys, xs].transpose(0, 2, 3, 1)
+    return cols.reshape(n * oh * ow, kh * kw * c), oh, ow
+
+
+@pytest.mark.parametrize(
+    "xs, ws, geo",
+    [
+        ((2, 5, 11, 9), (7, 5, 3, 3), dict(stride=(2, 1), padding=(1, 1), dilation=(1, 2))),
+        ((3, 4, 8, 8), (6, 4, 1, 1), dict(stride=(1, 1), padding=(0, 0), dilation=(1, 1))),
+        ((1, 3, 20, 17), (5, 3, 7, 7), dict(stride=(2, 2), padding=(3, 3), dilation=(1, 1))),
+        # chunks of <= 4 MiB of column matrix: 1728 pixels x 2304 taps in 2 of 864
+        ((3, 256, 24, 24), (9, 256, 3, 3), dict(stride=(1, 1), padding=(1, 1), dilation=(1, 1))),
+        ((2, 4, 9, 10), (3, 4, 3, 2), dict(stride=(1, 2), padding=(2, 0), dilation=(2, 3))),
+    ],
+)
+@pytest.mark.parametrize("native", [True, False])
+def test_conv2d_bf16_takes_the_gemm_or_the_widened_path(monkeypatch, xs, ws, geo, native):
+    """bf16 conv2d with the rule forced each way: the native path calls _cpu.conv2d_bf16 and
+    gives exactly gemm_bf16's bits of the column matrix times the weight (+ bias per channel,
+    rounded once); the fallback never calls it and gives the widened float32 conv rounded
+    once."""
+    from gpucore.backends.cpu.kernels import nn as N  # noqa: PLC0415
+
+    rng = np.random.default_rng(12)
+    x, w, b = rand_bf16(rng, *xs), rand_bf16(rng, *ws, scale=0.3), rand_bf16(rng, ws[0])
+    calls = []
+    real = C.conv2d_bf16
+    monkeypatch.setattr(N, "_bf16_conv_native", lambda *a: native)
+    monkeypatch.setattr(C, "conv2d_bf16", lambda *a: calls.append(1) or real(*a))
+    t = [gc.tensor(f32(v)).to(gc.bfloat16) for v in (x, w, b)]
+    y = gc.nn.functional.conv2d(*t, **geo)
+    assert len(calls) == (1 if native else 0)
+    got = y.float().numpy()
+    if native:
+        col, oh, ow = _col(x, *ws[2:], geo["stride"], geo["padding"], geo["dilation"])
+        c = np.empty((col.shape[0], ws[0]), np.uint16)
+        wt = w.transpose(0, 2, 3, 1).reshape(ws[0], -1).copy()  # [o, kh*kw*c], the taps' order
+        C.gemm_bf16(col.copy(), wt, c, 1, col.shape[0], ws[0], col.shape[1], 0, 1, 0, 0, 0,
+                    f32(b), 0)  # fmt: skip
+        want = f32(c).reshape(xs[0], oh, ow, ws[0]).transpose(0, 3, 1, 2)
+    else:
+        f = [gc.tensor(f32(v)) for v in (x, w, b)]
+        want = f32(bf16(gc.nn.functional.conv2d(*f, **geo).numpy()))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_batched_b_is_packed_a_group_at_a_time():
+    """sb != 0 with n = 1 (each item padded to a 32-column panel): items in groups of <= 4 MiB
+    of packed B (16 here, k = 4096), every item's bits as its own product."""
+    rng = np.random.default_rng(13)
+    batch, m, k = 40, 20, 4096
+    a, b = rand_bf16(rng, batch, m, k), rand_bf16(rng, batch, k, 1)
+    c = np.empty((batch, m, 1), np.uint16)
+    C.gemm_bf16(a, b, c, batch, m, 1, k, 0, 0, m * k, k, m, None, 0)
+    for i in (0, 15, 16, 17, 39):
+        np.testing.assert_array_equal(c[i], run(a[i], b[i], np.uint16))
+
+
+MEMORY = textwrap.dedent(
+    """
+    import numpy as np
+    from gpucore import _cpu as C
+    def rss():
+        return int(open("/proc/self/statm").read().split()[1]) * 4096 / 2**20
+    a = np.ones((64, 16, 4096), np.uint16); b = np.ones((64, 4096, 1), np.uint16)
+    c = np.ones((64, 16, 1), np.float32)
+    w = np.ones((16, 2048), np.uint16); v = np.ones((2048, 3072), np.uint16)
+    d = np.ones((16, 3072), np.float32)
+    C.gemm_bf16(a[0], b[0], c, 1, 16, 1, 16, 0, 0, 0, 0, 0, None, 0)  # warm the pool
+    r0 = rss()
+    C.gemm_bf16(a, b, c, 64, 16, 1, 4096, 0, 0, 16 * 4096, 4096, 16, None, 0)  # 16 MiB at once
+    r1 = rss()
+    C.gemm_bf16(w, v, d, 1, 16, 3072, 2048, 0, 0, 0, 0, 0, None, 0)  # one 12 MiB B
+    print(r1 - r0, rss() - r1)
+    """
+)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc (Linux)")
+def test_the_packed_b_kept_between_calls_is_bounded():
+    """A batch's packed B is built a group (<= 4 MiB) at a time, and a block above 8 MiB is freed
+    after its call rather than kept: a fresh process's resident memory grows by at most those
+    after a 64-item n = 1 batch (16 MiB packed at once before) and a 12 MiB weight."""
+    out = subprocess.run([sys.executable, "-c", MEMORY], capture_output=True, text=True,
+                         timeout=300, check=True)  # fmt: skip
+    batch_mib, big_mib = map(float, out.stdout.split())
+    assert batch_mib <= 6, out.stdout
+    assert big_mib <= 2, out.stdout

@@ -103,25 +103,36 @@ def _conv2d_backward(outs, x, w, g, *, need, stride, padding, dilation):
 
 
 # ----------------------------------------------------------------------------- bfloat16 conv2d
+def _bf16_conv_native(*geometry: int) -> bool:
+    """Whether bf16 conv2d of this geometry (``n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, o``)
+    runs on the bf16 GEMM (cpu/gemm_bf16.c gc_conv2d_bf16) rather than widened to float32 (the
+    rule measured by benchmarks/bf16_conv.py, table in cpu/README.md): yes, except where the
+    float32 conv runs Winograd F(4x4, 3x3) on an output whose sides are multiples of 4 (no
+    partial tiles): its 4x fewer multiplies (less its transforms) took 0.8-1.2x the bf16 GEMM
+    conv's time (28x28: 0.8), while with partial tiles (14x14, 7x7 outputs) the bf16 GEMM was
+    1.03-1.8x faster, and 1.3-2.7x on the strided, 1x1, 5x5 and 7x7 convs measured."""
+    if not _cpu.conv2d_winograd(*geometry):
+        return True
+    _, _, h, w, _, _, _, _, ph, pw, _, _, _ = geometry
+    return (h + 2 * ph - 2) % 4 != 0 or (w + 2 * pw - 2) % 4 != 0  # Winograd: 3x3, stride 1
+
+
 def _conv2d_bf16(out, x, w, b=None, *, stride, padding, dilation):
-    """bfloat16 conv2d forward on the bf16 GEMM (cpu/gemm_bf16.c, where the CPU has AVX-512
-    BF16): the bf16 column matrix of each image (numpy: zero padding is bf16 +0) times the
-    weight [o, c*kh*kw], the float32 sums plus bias rounded once, as matmul's."""
+    """bfloat16 conv2d forward: on the bf16 GEMM (cpu/gemm_bf16.c, where the CPU has AVX-512
+    BF16) where _bf16_conv_native says it is faster, else the widened float32 conv rounded back
+    once (what every bf16 op without a ``bf16`` form does)."""
     n, c, h, wd = x.shape
     o, _, kh, kw = w.shape
-    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
-    oh, ow = out.shape[2:]
-    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw))) if ph or pw else x
-    s0, s1, s2, s3 = xp.strides
-    win = np.lib.stride_tricks.as_strided(
-        xp, (n, c, kh, kw, oh, ow), (s0, s1, dh * s2, dw * s3, sh * s2, sw * s3), writeable=False
-    )
-    ck, hw = c * kh * kw, oh * ow
-    col = np.ascontiguousarray(win).reshape(-1)
-    bias = None if b is None else D.bf16_to_f32(b)
-    _cpu.gemm_bf16(
-        _c(w).reshape(-1), col, out.reshape(-1), n, o, hw, ck, 0, 0, 0, ck * hw, o * hw, bias, 1
-    )
+    if _bf16_conv_native(n, c, h, wd, kh, kw, *stride, *padding, *dilation, o):
+        bias = None if b is None else D.bf16_to_f32(b)
+        _cpu.conv2d_bf16(
+            _c(x), _c(w), bias, out, n, c, h, wd, kh, kw, *stride, *padding, *dilation, o
+        )
+        return
+    f32 = [None if t is None else D.bf16_to_f32(t).reshape(t.shape) for t in (x, w, b)]
+    y = np.empty(out.shape, np.float32)
+    _conv2d(y, *f32, stride=stride, padding=padding, dilation=dilation)
+    out[...] = D.f32_to_bf16(y).reshape(out.shape)
 
 
 if _cpu.gemm_bf16_kernel() is not None:
