@@ -83,8 +83,8 @@ def main() -> None:
     rng = np.random.default_rng(0)
     print(f"load average {os.getloadavg()[0]:.2f}, thread CPU time, best of {args.rounds}\n")
     print(
-        "| input | weight | stride | float32 path | bf16 GEMM conv ms | widened float32 ms | float32 / bf16 "
-        "| rule picks |"
+        "| input | weight | stride | float32 path | bf16 GEMM conv ms | widened float32 ms "
+        "| float32 / bf16 | rule picks |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for xs, ws, st, pd in SHAPES:
@@ -99,7 +99,8 @@ def main() -> None:
             else "im2col"
         )
         print(
-            f"| {xs} | {ws} | {st} | {f32} | {nat * 1e3:.1f} | {wid * 1e3:.1f} | {wid / nat:.2f} | {pick} |"
+            f"| {xs} | {ws} | {st} | {f32} | {nat * 1e3:.1f} | {wid * 1e3:.1f} "
+            f"| {wid / nat:.2f} | {pick} |"
         )
 
 

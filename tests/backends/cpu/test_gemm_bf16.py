@@ -204,10 +204,12 @@ def test_results_do_not_depend_on_the_thread_count():
     rng = np.random.default_rng(8)
     a, b = rand_bf16(rng, 300, 1100), rand_bf16(rng, 1100, 520)
     s, w = rand_bf16(rng, 5, 2000), rand_bf16(rng, 2000, 1500)  # the small-m form
-    # one unit per thread or fewer: 2 threads re-split the rows (100: 1 block of 112 rows on one
-    # thread, 4 of 28 on two; 150 x 700: 2 blocks, then 4)
-    p, q = rand_bf16(rng, 100, 300), rand_bf16(rng, 300, 100)
-    r, t7 = rand_bf16(rng, 150, 301), rand_bf16(rng, 301, 700)
+    # under two units per thread: 2 threads re-split the rows (100 x 100: 1 block of 112 rows on
+    # one thread, 4 of 28 on two; 150 x 300: 2 blocks of 84, then 4 of 42); k large enough that
+    # the product gets 2 threads
+    p, q = rand_bf16(rng, 100, 1000), rand_bf16(rng, 1000, 100)
+    r, t7 = rand_bf16(rng, 150, 1001), rand_bf16(rng, 1001, 300)
+    xc, wc = rand_bf16(rng, 2, 16, 20, 20), rand_bf16(rng, 24, 16, 3, 3)  # conv2d_bf16
     threads = C.info()["threads"]
     try:
         outs = []
@@ -217,6 +219,9 @@ def test_results_do_not_depend_on_the_thread_count():
                 [run(a, b, np.uint16), run(a, b), run(s, w, tb=1), run(s, w, tb=0)]
                 + [run(p, q), run(p, q, tb=1), run(r, t7, np.uint16), run(r, t7, ta=1)]
             )
+            yc = np.empty((2, 24, 20, 20), np.uint16)
+            C.conv2d_bf16(xc, wc, None, yc, 2, 16, 20, 20, 3, 3, 1, 1, 1, 1, 1, 1, 24)
+            outs[-1].append(yc)
     finally:
         C.set_num_threads(threads)
     for x, y in zip(*outs):
