@@ -113,6 +113,27 @@ static void gc_wait_at_least(atomic_int *v, int want)
 /* MR panels of a virtual A (gc_packed's fill: conv.c's columns) made per call */
 #define GC_VA_PANELS 8
 
+/* Whether `rows` rows of A read in place, one element per row per k step at this row stride,
+ * crowd one set of the L1 data cache: more than half of its ways (64-byte lines, 4 KiB per way:
+ * 32 KiB 8-way on Zen 4 and current Intel cores) for the rows that land in the same set, which
+ * then evict each other (and the B stream's lines) before their lines are used up.  A row stride that is a multiple
+ * of 4 KiB puts all 14 rows of an AVX-512 tile in one set (1024 x 1024 x 1024, one Zen 4
+ * thread: 78 GFLOP/s in place against 102 at 1040^3); such A is packed instead. */
+#define GC_L1_SET_SPAN 4096
+#define GC_L1_WAYS 8
+static int gc_rows_alias(ptrdiff_t stride_bytes, int rows)
+{
+    int worst = 0;
+    for (int i = 0; i < rows; i++) {
+        const ptrdiff_t si = (i * stride_bytes) % GC_L1_SET_SPAN / 64;
+        int same = 0;
+        for (int j = 0; j < rows; j++)
+            same += (j * stride_bytes) % GC_L1_SET_SPAN / 64 == si;
+        worst = same > worst ? same : worst;
+    }
+    return worst > GC_L1_WAYS / 2;
+}
+
 
 #define GC_T float
 #define GC_SFX f32
@@ -120,6 +141,7 @@ static void gc_wait_at_least(atomic_int *v, int want)
 #define GC_GEMV_N gemv_n_f32
 #define GC_UKR ukr_f32
 #define GC_UKR_DA ukr_da_f32
+#define GC_UKR_ROWS ukr_rows_f32
 #define GC_BLK gc_blk_f32
 #include "gemm.c"
 #undef GC_T
@@ -128,6 +150,7 @@ static void gc_wait_at_least(atomic_int *v, int want)
 #undef GC_GEMV_N
 #undef GC_UKR
 #undef GC_UKR_DA
+#undef GC_UKR_ROWS
 #undef GC_BLK
 
 #define GC_T double
@@ -136,6 +159,7 @@ static void gc_wait_at_least(atomic_int *v, int want)
 #define GC_GEMV_N gemv_n_f64
 #define GC_UKR ukr_f64
 #define GC_UKR_DA ukr_da_f64
+#define GC_UKR_ROWS ukr_rows_f64
 #define GC_BLK gc_blk_f64
 #include "gemm.c"
 #undef GC_T
@@ -144,6 +168,7 @@ static void gc_wait_at_least(atomic_int *v, int want)
 #undef GC_GEMV_N
 #undef GC_UKR
 #undef GC_UKR_DA
+#undef GC_UKR_ROWS
 #undef GC_BLK
 
 #else /* type-generic body, T = GC_T */
@@ -169,7 +194,12 @@ typedef struct {
     /* row-split mode (gemm_rows.h): units of rg MR panels; bpack: B is packed into J->pkb (the
      * workspace) first */
     int rows, bpack;
-    ptrdiff_t rg, ru; /* ru units of at most rg MR panels */
+    ptrdiff_t rg, ru; /* ru units of at most rg MR panels (times ncu column chunks) */
+    /* swapped row-split mode: each unit moves its finished block of C^T (the buffer J->c) into
+     * the caller's C here, adding ct_bias (per row of C^T) and applying relu if ct_relu */
+    GC_T *ct_out;
+    const GC_T *ct_bias;
+    int ct_relu;
     /* pre-packed operands (gc_packed): the panels of the tile's A (rows) / B (columns) side, or
      * NULL; npa / npb panels across m / n per K block.  pa_scale: packed A panels are copied
      * times alpha into the A buffers (the unpacked call folds alpha into its packing). */
@@ -254,6 +284,14 @@ static inline void GC_FN(gemm_tile)(const GC_FN(gemm_job) * J, const GC_T *ap, p
         else                                                                                      \
             gc_isa.GC_UKR(kb, ap, bp, ldb, C, LDC, BETA, BIAS, RELU);                             \
     } while (0)
+/* a partial row panel (packed: lda == 0) through the ISA's edge kernel for its rows, if any */
+#define GC_KERNEL_ROWS(C, LDC, BETA, BIAS, RELU)                                                  \
+    do {                                                                                          \
+        if (mv < mr && gc_isa.GC_UKR_ROWS)                                                        \
+            gc_isa.GC_UKR_ROWS((int)mv, kb, ap, bp, ldb, C, LDC, BETA, BIAS, RELU);               \
+        else                                                                                      \
+            GC_KERNEL(C, LDC, BETA, BIAS, RELU);                                                  \
+    } while (0)
     if (J->ct) {
         _Alignas(64) GC_T t[GC_TILE_MAX];
         if (beta != (GC_T)0) {
@@ -263,7 +301,7 @@ static inline void GC_FN(gemm_tile)(const GC_FN(gemm_job) * J, const GC_T *ap, p
                 for (ptrdiff_t i = 0; i < mv; i++)
                     t[i * nr + j] = c[j * ldc + i];
         }
-        GC_KERNEL(t, nr, beta, NULL, 0);
+        GC_KERNEL_ROWS(t, nr, beta, NULL, 0);
         if (last) {
             for (ptrdiff_t i = 0; i < mv; i++) {
                 GC_T *row = t + i * nr;
@@ -286,6 +324,8 @@ static inline void GC_FN(gemm_tile)(const GC_FN(gemm_job) * J, const GC_T *ap, p
     }
     if (mv == mr && nv == nr) {
         GC_KERNEL(c, ldc, beta, bias, relu);
+    } else if (nv == nr && gc_isa.GC_UKR_ROWS) { /* (lda == 0: in place A has mr rows) */
+        gc_isa.GC_UKR_ROWS((int)mv, kb, ap, bp, ldb, c, ldc, beta, bias, relu);
     } else {
         _Alignas(64) GC_T t[GC_TILE_MAX];
         _Alignas(64) GC_T tbias[GC_NR_MAX];
@@ -298,12 +338,13 @@ static inline void GC_FN(gemm_tile)(const GC_FN(gemm_job) * J, const GC_T *ap, p
             for (ptrdiff_t j = 0; j < nr; j++)
                 tbias[j] = j < nv ? bias[j] : (GC_T)0;
         }
-        GC_KERNEL(t, nr, beta, bias ? tbias : NULL, relu);
+        GC_KERNEL_ROWS(t, nr, beta, bias ? tbias : NULL, relu);
         for (ptrdiff_t i = 0; i < mv; i++)
             for (ptrdiff_t j = 0; j < nv; j++)
                 c[i * ldc + j] = t[i * nr + j];
     }
 #undef GC_KERNEL
+#undef GC_KERNEL_ROWS
 }
 
 /* Compute unit u of the step at (ic, mb): MR panels [q0, q1) x columns [jc, jc + nb). */
@@ -767,7 +808,8 @@ static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, co
     /* B read in place when it is row-major and small (cache resident; packing would cost about
      * as much as using it) */
     J.bdirect = !pb && !trans_b && (double)k * (double)n * sizeof(GC_T) <= GC_BDIRECT_BYTES;
-    J.adirect = !pa && !trans_a && (double)m * (double)k * sizeof(GC_T) <= GC_ADIRECT_BYTES;
+    J.adirect = !pa && !trans_a && (double)m * (double)k * sizeof(GC_T) <= GC_ADIRECT_BYTES &&
+                !gc_rows_alias(k * (ptrdiff_t)sizeof(GC_T), GC_BLK.mr);
     /* K blocks of near-equal size; M and N blocks no larger than the matrix */
     J.kc = gc_gemm_kc(sizeof(GC_T) == 4 ? 'f' : 'd', k);
     J.mc = GC_FN(round_up)(m, J.mr) < GC_BLK.mc ? GC_FN(round_up)(m, J.mr) : GC_BLK.mc;
@@ -836,15 +878,25 @@ static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, co
         J.act_row = -1;
         J.epi = NULL; /* (in the transposing pass) */
     }
+    /* row-split mode: each unit moves its own finished block of C^T into C (in parallel, from
+     * L1 / L2) when the pass has nothing but the bias and relu, instead of one pass after the
+     * region (a 32 x 512 x 512 Linear, two threads: the pass on one thread took ~1/10 of the
+     * call) */
+    const int ct_units = tt && J.rows && (act < 0 || act == GC_UNARY_RELU) && !epi;
+    if (ct_units) {
+        J.ct_bias = bias;
+        J.ct_relu = act == GC_UNARY_RELU;
+    }
     for (ptrdiff_t i = 0; i < batch; i++) { /* in order (C stride 0 accumulates) */
         J.a = a + i * sa;
         J.b = b + i * sb;
         J.c = tt ? tt : c + i * sc;
+        J.ct_out = ct_units ? c + i * sc : NULL;
         if (tt && beta != (GC_T)0) /* C is n x m: tt[r*n + q] = C[q, r] */
             GC_FN(transpose_act)(c + i * sc, tt, n, m, NULL, 0, -1, NULL);
         memset(J.steps, 0, sizeof(gc_gemm_step) * (size_t)J.nsteps);
         gc_region(GC_FN(gemm_body), &J, want);
-        if (tt)
+        if (tt && !ct_units)
             GC_FN(transpose_act)(tt, c + i * sc, m, n, bias, act == GC_UNARY_RELU,
                                  act == GC_UNARY_RELU ? -1 : act, epi);
     }
