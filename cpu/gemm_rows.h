@@ -171,10 +171,13 @@ static void GC_FN(rows_setup)(GC_FN(gemm_job) * J, int want, int a_packed)
     J->ru = ru;
     J->rg = (J->npa + ru - 1) / ru;
     J->ncu = 1;
-    /* Few panels that the threads do not divide (64 x 784 x 512: 5 panels, 3 against 2 on two
-     * threads): one panel per group, each split into `want` column chunks, so that every thread
-     * gets the same share of every panel (the A panels are packed once per chunk: small). */
-    if (want > 1 && J->npa % want && J->npa < 8 * (ptrdiff_t)want && J->npb >= 2 * want) {
+    /* Few panels per thread (under 8): one panel per group, each split into `want` column
+     * chunks, so that every thread gets about the same share of every panel.  Groups of whole
+     * panels end unevenly: 64 x 784 x 512 has 5 panels of 14 rows (3 against 2 on two threads),
+     * 128 rows 9 full panels and one of 2 rows (which the edge kernel makes cheap), so 6 groups of
+     * 1, 2, 2, 1, 2, 2 panels left one thread with 5 of the 9.14 panels' work.  (Each chunk
+     * packs its A panel again, if A is packed at all: a panel is 1 / n of its work.) */
+    if (want > 1 && J->npa < 8 * (ptrdiff_t)want && J->npb >= 2 * want) {
         J->ru = J->npa;
         J->rg = 1;
         J->ncu = want;
