@@ -526,14 +526,15 @@ def main(argv=None) -> int:
         "--threads",
         type=int,
         default=None,
-        help="threads for numpy/OpenBLAS (OPENBLAS_NUM_THREADS, set by re-executing) "
-        "and torch (default: OpenBLAS's own default, torch 2)",
+        help="threads for gpucore (set_num_threads), numpy/OpenBLAS (OPENBLAS_NUM_THREADS, set "
+        "by re-executing) and torch (default: gpucore's and OpenBLAS's own defaults, torch 2)",
     )
     args = p.parse_args(argv)
 
     global torch, TORCH_THREADS
     if args.threads is not None:
         TORCH_THREADS = args.threads
+        gpucore.set_num_threads(args.threads)
     if args.no_torch:
         torch = None
     if torch is not None:
