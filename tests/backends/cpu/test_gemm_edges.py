@@ -114,8 +114,9 @@ def test_row_major_a_in_place_or_packed_same_bits(threads, m, n, k):
 
 
 # (m, n, k): few MR panels that two threads do not divide (64 x 784 x 512: 5 panels of 14), split
-# across N as well; uneven column chunks; one K block and several
-FEW_PANELS = [(64, 512, 784), (50, 200, 300), (33, 640, 500), (71, 96, 1300)]
+# across N as well; uneven column chunks; one K block and several; a small row-major B (read in
+# place, its edge panel packed)
+FEW_PANELS = [(64, 512, 784), (50, 200, 300), (33, 640, 500), (71, 96, 1300), (45, 120, 120)]
 
 
 @pytest.mark.parametrize("m,n,k", FEW_PANELS)
