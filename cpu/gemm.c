@@ -213,6 +213,7 @@ typedef struct {
     ptrdiff_t asz, bsz, slot_elems;
     gc_gemm_step *steps;
     ptrdiff_t nsteps;
+    size_t step_bytes; /* the counters and, after them, nsteps x units done flags (blocked) */
     /* batch mode */
     ptrdiff_t batch, sa, sb, sc;
     _Alignas(64) atomic_long next_item;
@@ -408,16 +409,20 @@ static void GC_FN(gemm_unit)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_
 /* One GEMM (one batch item), run by every participant of a region: A panels and compute units
  * are claimed from the step counters (zeroed by the caller).  A thread waits (1) for the A block
  * of its step to be packed, (2) before packing into an A buffer, for the step that last used it,
- * (3) before computing on a K block after the first, for the previous K block's units (they
- * update the same C tiles).  Each wait points at earlier work that running threads have claimed
- * (a thread moves on only when every unit of a step is claimed): no deadlock, whoever joins
- * late or never. */
+ * (3) before computing unit u on a K block after the first, for unit u of the previous K block
+ * (the same C tiles: the units of the steps of one M block cover the same tiles).  Each wait
+ * points at earlier work that running threads have claimed (a thread moves on only when every
+ * unit of a step is claimed): no deadlock, whoever joins late or never.  (Waiting for all of the
+ * previous K block's units instead left a thread idle at every K block for the rest of the last
+ * unit that the other was running, up to a unit's time: 2048^3 on two threads has 8 K blocks of
+ * 12 units; and for all of it whenever the machine descheduled the other thread.) */
 static void GC_FN(gemm_item)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_T *b, GC_T *c,
                              GC_T *apack0, GC_T *apack1, GC_T *bbuf, gc_gemm_step *steps)
 {
     const ptrdiff_t m = J->m, k = J->k;
     const int mr = J->mr;
     const int units = J->ncu * J->nmu;
+    atomic_int *udone = (atomic_int *)(steps + J->nsteps); /* [step][unit]: unit done */
     ptrdiff_t s = 0;
     for (ptrdiff_t ic = 0; ic < m; ic += J->mc) {
         const ptrdiff_t mb = (m - ic < J->mc) ? m - ic : J->mc;
@@ -459,11 +464,12 @@ static void GC_FN(gemm_item)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_
                 gc_wait_at_least(&st->a_done, npan);
                 pblk = ablk;
             }
-            if (pc > 0) /* the same C tiles: the previous K block must be added in first */
-                gc_wait_at_least(&steps[s - 1].u_done, units);
             for (int u; (u = atomic_fetch_add_explicit(&st->u_next, 1, memory_order_relaxed)) <
                         units;) {
+                if (pc > 0) /* its C tiles: the previous K block must be added in first */
+                    gc_wait_at_least(&udone[(s - 1) * units + u], 1);
                 GC_FN(gemm_unit)(J, a, b, c, pblk, bbuf, ic, mb, pc, kb, u);
+                atomic_store_explicit(&udone[s * units + u], 1, memory_order_release);
                 atomic_fetch_add_explicit(&st->u_done, 1, memory_order_release);
             }
         }
@@ -490,7 +496,7 @@ static void GC_FN(gemm_batch_body)(void *ctx, int slot)
     gc_gemm_step *steps = (gc_gemm_step *)(ws + 2 * J->asz + J->bsz);
     for (long i; (i = atomic_fetch_add_explicit(&J->next_item, 1, memory_order_relaxed)) <
                  J->batch;) {
-        memset(steps, 0, sizeof(gc_gemm_step) * (size_t)J->nsteps);
+        memset(steps, 0, J->step_bytes);
         GC_FN(gemm_item)(J, J->a + i * J->sa, J->b + i * J->sb, J->c + i * J->sc, ws,
                          ws + J->asz, ws + 2 * J->asz, steps);
     }
@@ -840,9 +846,10 @@ static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, co
         J.bsz = J.pkb ? 0 : GC_FN(round_up)(J.wn * J.kc, 64);
         J.nsteps = ((m + J.mc - 1) / J.mc) * ((k + J.kc - 1) / J.kc);
     }
+    J.step_bytes = sizeof(gc_gemm_step) * (size_t)J.nsteps +
+                   (J.rows ? 0 : sizeof(atomic_int) * (size_t)(J.nsteps * J.ncu * J.nmu));
     const ptrdiff_t step_elems = GC_FN(round_up)(
-        (ptrdiff_t)((sizeof(gc_gemm_step) * (size_t)J.nsteps + sizeof(GC_T) - 1) / sizeof(GC_T)),
-        64);
+        (ptrdiff_t)((J.step_bytes + sizeof(GC_T) - 1) / sizeof(GC_T)), 64);
     /* swapped: C^T (m x n here) through a row-major buffer when it fits (not in batch mode) */
     const int ctbuf = J.ct && !batch_mode && (double)m * n * sizeof(GC_T) <= GC_CT_BUF_BYTES;
     /* batch mode: per slot [A, A, B, steps]; else [A, A, B x want, steps, C^T] */
@@ -894,7 +901,7 @@ static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, co
         J.ct_out = ct_units ? c + i * sc : NULL;
         if (tt && beta != (GC_T)0) /* C is n x m: tt[r*n + q] = C[q, r] */
             GC_FN(transpose_act)(c + i * sc, tt, n, m, NULL, 0, -1, NULL);
-        memset(J.steps, 0, sizeof(gc_gemm_step) * (size_t)J.nsteps);
+        memset(J.steps, 0, J.step_bytes);
         gc_region(GC_FN(gemm_body), &J, want);
         if (tt && !ct_units)
             GC_FN(transpose_act)(tt, c + i * sc, m, n, bias, act == GC_UNARY_RELU,

@@ -213,3 +213,47 @@ def test_edges_under_every_isa(tmp_path):
         out, _ = p.communicate(timeout=300)
         assert p.returncode == 0, f"GPUCORE_CPU_ISA={isa}:\n{out}"
         assert out.split()[0] == isa
+
+
+BLOCKED_SCRIPT = textwrap.dedent(
+    """
+    import itertools
+    import numpy as np
+    from cpu_isa_harness import C
+    assert C.info()["gemm"]["float32"]["kc"] == 512, C.info()["gemm"]
+    for (m, n, k), ta, tb in itertools.product([(300, 1000, 1500), (157, 1100, 1100)], (0, 1),
+                                               (0, 1)):
+        r = np.random.default_rng(m + k)
+        a = r.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
+        b = r.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
+        c0 = r.standard_normal((m, n)).astype(np.float32)
+        bias = r.standard_normal(n).astype(np.float32)
+        a64 = (a.T if ta else a).astype(np.float64)
+        want = np.tanh(0.5 * a64 @ (b.T if tb else b).astype(np.float64) + 0.25 * c0 + bias)
+        outs = []
+        for t in (1, 2, 3, 4):
+            C.set_num_threads(t)
+            c = c0.copy()
+            C.gemm_ex(a, b, c, 1, m, n, k, ta, tb, 0.5, 0.25, 0, 0, 0, bias, C.UNARY_TANH)
+            outs.append(c)
+        err = np.abs(outs[0] - want).max()
+        assert err < 1e-4, (m, n, k, ta, tb, err)
+        assert all(np.array_equal(o, outs[0]) for o in outs), (m, n, k, ta, tb)
+    print("ok")
+    """
+)
+
+
+def test_blocked_steps_unit_by_unit_same_bits(tmp_path):
+    """The blocked steps (B too wide for the row-split mode) with small blocks forced through
+    GPUCORE_GEMM_BLOCKING (MC 70: several M blocks; KC 512: several K blocks; NC 128: many
+    units), where each unit waits only for its own tiles' previous K block: float64's values and
+    the same bits on 1 .. 4 threads."""
+    script = tmp_path / "blocked.py"
+    script.write_text(BLOCKED_SCRIPT)
+    tests = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])
+    env = dict(os.environ, GPUCORE_GEMM_BLOCKING="70,512,128", PYTHONPATH=path)
+    out = subprocess.run([sys.executable, str(script)], env=env, text=True, timeout=300,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT).stdout  # fmt: skip
+    assert out.split()[-1:] == ["ok"], out
