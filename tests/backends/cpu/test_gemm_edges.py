@@ -57,12 +57,13 @@ def _close(got, want, k):
 
 @pytest.mark.parametrize("n,k", [(64, 100), (70, 700)])
 def test_partial_row_panel_is_the_full_tiles_rows(threads, n, k):
-    """m = 2 full panels + r rows for every r < MR: the first m rows of the product with 3 full
-    panels, bit for bit (the edge kernel of r rows against the full kernel on padded rows), with
+    """m = full panels + r rows for every r < MR: the first m rows of the product with one more
+    full panel, bit for bit (the edge kernel of r rows against the full kernel on padded rows), with
     beta, bias and relu (alpha 1; another alpha against float64), both layouts of B, a full and
     a partial last column panel, one and several K blocks, on 1 and 2 threads."""
     mr = C.info()["gemm"]["float32"]["mr"]
-    full = 3 * mr
+    nfull = max(2, 25 // mr + 1)  # m > 24 for every row count: not the small-m (gemv) path
+    full = (nfull + 1) * mr
     r = np.random.default_rng(n + k)
     a = r.standard_normal((full, k)).astype(np.float32)
     c0 = r.standard_normal((full, n)).astype(np.float32)
@@ -78,11 +79,11 @@ def test_partial_row_panel_is_the_full_tiles_rows(threads, n, k):
             whole = _gemm(a, b, c0, 0, tb, alpha, beta, bv, act)
             _close(whole, _reference(a, b, c0, 0, tb, alpha, beta, bv, act), k)
             for rows in range(1, mr):
-                m = 2 * mr + rows
+                m = nfull * mr + rows
                 part = _gemm(np.ascontiguousarray(a[:m]), b, c0, 0, tb, alpha, beta, bv, act)
                 assert np.array_equal(part, whole[:m]), (rows, tb, t, alpha)
             # A stored transposed (always packed) gives the same edge panels
-            m = 2 * mr + mr // 2
+            m = nfull * mr + mr // 2
             at = np.ascontiguousarray(a[:m].T)
             assert np.array_equal(_gemm(at, b, c0, 1, tb, alpha, beta, bv, act), whole[:m])
 
