@@ -82,6 +82,8 @@ static void gc_wait_at_least(atomic_int *v, int want)
 #define GC_ADIRECT_BYTES (256.0 * 1024)
 /* Row-major B up to this size is read in place by the micro-kernel instead of being packed. */
 #define GC_BDIRECT_BYTES (64.0 * 1024)
+/* ... and any row-major B when at most this many MR panels of A use it */
+#define GC_BDIRECT_PANELS 8
 /* Small m (the rows of A): up to this many rows the product reads B where it lies (gemm_small_m:
  * gemv_t when B is stored n x k, gemv_n when k x n) instead of packing it.  Measured on AVX-512
  * (Zen 4, 2 threads; n x k = 2048 x 2048, 512 x 512, 4096 x 256, 256 x 4096, 128 x 128), both
@@ -814,8 +816,15 @@ static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, co
     J.npb = (n + J.nr - 1) / J.nr;
     J.pa_scale = J.pka && alpha != (GC_T)1;
     /* B read in place when it is row-major and small (cache resident; packing would cost about
-     * as much as using it) */
-    J.bdirect = !pb && !trans_b && (double)k * (double)n * sizeof(GC_T) <= GC_BDIRECT_BYTES;
+     * as much as using it), or when few MR panels of A use each of its elements (packing it is
+     * then a large share of the work: 64 x 784 x 512, 5 panels, spent 13 % of its time in it)
+     * and its rows are at most 4 KiB apart (one Zen 4 thread, GFLOP/s before this rule and the
+     * edge kernels -> with both: 64 x 784 x 512 88 -> 100, 32 x 784 x 512 63 -> 98, 96 x 512 x
+     * 512 94 -> 107, 100 x 1000 x 1000 81 -> 80; B in place with rows 8 KiB apart lost: 112 x
+     * 2048 x 2048 93 -> 71) */
+    J.bdirect = !pb && !trans_b &&
+                ((double)k * (double)n * sizeof(GC_T) <= GC_BDIRECT_BYTES ||
+                 (J.npa <= GC_BDIRECT_PANELS && n * (ptrdiff_t)sizeof(GC_T) <= 4096));
     J.adirect = !pa && !trans_a && (double)m * (double)k * sizeof(GC_T) <= GC_ADIRECT_BYTES &&
                 !gc_rows_alias(k * (ptrdiff_t)sizeof(GC_T), GC_BLK.mr);
     /* K blocks of near-equal size; M and N blocks no larger than the matrix */

@@ -90,14 +90,15 @@ def test_partial_row_panel_is_the_full_tiles_rows(threads, n, k):
 
 # (m, n, k): row strides of 4 KiB (1024 floats: every row of a tile in one L1 set), 2 KiB,
 # 4 KiB + 64 bytes; a small A (the blocked steps read it in place) and a larger one (row-split)
-ALIAS = [(300, 128, 1024), (60, 600, 1024), (200, 96, 512), (100, 128, 1040)]
+ALIAS = [(300, 128, 1024), (60, 600, 1024), (200, 96, 512), (100, 128, 1040), (64, 2048, 300)]
 
 
 @pytest.mark.parametrize("m,n,k", ALIAS)
 def test_row_major_a_in_place_or_packed_same_bits(threads, m, n, k):
     """Row-major A, which the driver reads in place unless its row stride aliases in L1 (then
     packs it), gives the bits of the same A stored transposed (always packed), with alpha 1, on
-    1 .. 3 threads; and float64's values."""
+    1 .. 3 threads; and float64's values.  Likewise row-major B (in place when few panels of A
+    use it and its rows are at most 4 KiB apart) against B stored transposed."""
     r = np.random.default_rng(m + k)
     a = r.standard_normal((m, k)).astype(np.float32)
     b = r.standard_normal((k, n)).astype(np.float32)
@@ -108,6 +109,8 @@ def test_row_major_a_in_place_or_packed_same_bits(threads, m, n, k):
         threads(t)
         got = _gemm(a, b, c0, 0, 0, 1.0, 0.5, bias, C.UNARY_RELU)
         assert np.array_equal(got, _gemm(a.T.copy(), b, c0, 1, 0, 1.0, 0.5, bias, C.UNARY_RELU))
+        # (row-major B, read in place under few panels of A, against B stored transposed)
+        assert np.array_equal(got, _gemm(a, b.T.copy(), c0, 0, 1, 1.0, 0.5, bias, C.UNARY_RELU))
         if first is None:
             first = got
             _close(got, _reference(a, b, c0, 0, 0, 1.0, 0.5, bias, C.UNARY_RELU), k)
