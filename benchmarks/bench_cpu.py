@@ -5,6 +5,7 @@ Run from the repository root (after ``python setup.py build_ext --inplace``)::
     python benchmarks/bench_cpu.py            # everything (minutes while the kernels are plain C)
     python benchmarks/bench_cpu.py --quick    # smaller sizes, fewer repeats (< 1 minute)
     python benchmarks/bench_cpu.py --only gemm --only overhead
+    python benchmarks/bench_cpu.py --only gemm --threads 1 --cpu-time   # on a busy machine
     python benchmarks/bench_cpu.py --only block --only pool   # bench_cpu_ops.py: vs PyTorch
 
 Every number is the median over repeats of a timeit-style loop (warm-up first). Ratio columns are
@@ -77,6 +78,8 @@ except ImportError:  # the PyTorch columns are left out
     torch = None
 
 TORCH_THREADS = 2
+# the clock of bench(): wall time, or the calling thread's CPU time (--cpu-time, one thread)
+CLOCK = time.perf_counter
 
 
 # --------------------------------------------------------------------------------------------
@@ -89,7 +92,7 @@ def bench(stmt: str, ns: dict, *, target: float, repeat: int, budget: float) -> 
     One warm-up execution, then the loop count is doubled until one repeat takes >= ``target``
     seconds; then up to ``repeat`` repeats (at least 3) within about ``budget`` seconds.
     """
-    timer = timeit.Timer(stmt, globals=ns)
+    timer = timeit.Timer(stmt, timer=CLOCK, globals=ns)
     timer.timeit(1)  # warm-up: first touch of buffers, lazy initialisation
     number = 1
     while True:
@@ -496,7 +499,8 @@ def header(cfg: Cfg) -> None:
         )
     else:
         print("- torch: not importable, its columns are left out")
-    print(f"- {time.strftime('%Y-%m-%d %H:%M:%S')}; medians over repeats after a warm-up")
+    clock = "the calling thread's CPU time" if CLOCK is time.thread_time else "wall time"
+    print(f"- {time.strftime('%Y-%m-%d %H:%M:%S')}; medians over repeats after a warm-up, {clock}")
     probe = CpuShare()
     time.sleep(0.5)
     print(_load_note(probe.others(), "in the 0.5 s before the run"))
@@ -526,14 +530,26 @@ def main(argv=None) -> int:
         "--threads",
         type=int,
         default=None,
-        help="threads for numpy/OpenBLAS (OPENBLAS_NUM_THREADS, set by re-executing) "
-        "and torch (default: OpenBLAS's own default, torch 2)",
+        help="threads for gpucore (set_num_threads), numpy/OpenBLAS (OPENBLAS_NUM_THREADS, set "
+        "by re-executing) and torch (default: gpucore's and OpenBLAS's own defaults, torch 2)",
+    )
+    p.add_argument(
+        "--cpu-time",
+        action="store_true",
+        help="time by the calling thread's CPU time (time.thread_time) instead of wall time: "
+        "with --threads 1 (every library then runs on the calling thread), the numbers hold on "
+        "a machine that other processes keep busy",
     )
     args = p.parse_args(argv)
+    if args.cpu_time and args.threads != 1:
+        p.error("--cpu-time counts only the calling thread: use it with --threads 1")
 
-    global torch, TORCH_THREADS
+    global torch, TORCH_THREADS, CLOCK
+    if args.cpu_time:
+        CLOCK = time.thread_time
     if args.threads is not None:
         TORCH_THREADS = args.threads
+        gpucore.set_num_threads(args.threads)
     if args.no_torch:
         torch = None
     if torch is not None:

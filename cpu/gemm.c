@@ -82,6 +82,8 @@ static void gc_wait_at_least(atomic_int *v, int want)
 #define GC_ADIRECT_BYTES (256.0 * 1024)
 /* Row-major B up to this size is read in place by the micro-kernel instead of being packed. */
 #define GC_BDIRECT_BYTES (64.0 * 1024)
+/* ... and any row-major B when at most this many MR panels of A use it */
+#define GC_BDIRECT_PANELS 8
 /* Small m (the rows of A): up to this many rows the product reads B where it lies (gemm_small_m:
  * gemv_t when B is stored n x k, gemv_n when k x n) instead of packing it.  Measured on AVX-512
  * (Zen 4, 2 threads; n x k = 2048 x 2048, 512 x 512, 4096 x 256, 256 x 4096, 128 x 128), both
@@ -113,6 +115,29 @@ static void gc_wait_at_least(atomic_int *v, int want)
 /* MR panels of a virtual A (gc_packed's fill: conv.c's columns) made per call */
 #define GC_VA_PANELS 8
 
+/* Whether `rows` rows of A read in place, one element per row per k step at this row stride,
+ * crowd one set of the L1 data cache: more than half of its ways (64-byte lines, 4 KiB per way:
+ * 32 KiB 8-way on Zen 4 and current Intel cores) for the rows that land in the same set, which
+ * then evict each other (and the B stream's lines) before their lines are used up.  A row
+ * stride that is a multiple of 4 KiB puts all 14 rows of an AVX-512 tile in one set (1024 x
+ * 1024 x 1024, one Zen 4 thread: 78 GFLOP/s in place against 102 at 1040^3); such A is packed
+ * instead.  (Called per product: O(rows), no divisions in the loop.) */
+#define GC_L1_SET_SPAN 4096
+#define GC_L1_WAYS 8
+static int gc_rows_alias(ptrdiff_t stride_bytes, int rows)
+{
+    unsigned char count[GC_L1_SET_SPAN / 64] = {0}; /* rows per set */
+    const ptrdiff_t step = stride_bytes % GC_L1_SET_SPAN;
+    int worst = 0;
+    for (ptrdiff_t i = 0, off = 0; i < rows; i++) {
+        const int c = ++count[off / 64];
+        worst = c > worst ? c : worst;
+        off += step;
+        off -= off >= GC_L1_SET_SPAN ? GC_L1_SET_SPAN : 0;
+    }
+    return worst > GC_L1_WAYS / 2;
+}
+
 
 #define GC_T float
 #define GC_SFX f32
@@ -120,6 +145,7 @@ static void gc_wait_at_least(atomic_int *v, int want)
 #define GC_GEMV_N gemv_n_f32
 #define GC_UKR ukr_f32
 #define GC_UKR_DA ukr_da_f32
+#define GC_UKR_ROWS ukr_rows_f32
 #define GC_BLK gc_blk_f32
 #include "gemm.c"
 #undef GC_T
@@ -128,6 +154,7 @@ static void gc_wait_at_least(atomic_int *v, int want)
 #undef GC_GEMV_N
 #undef GC_UKR
 #undef GC_UKR_DA
+#undef GC_UKR_ROWS
 #undef GC_BLK
 
 #define GC_T double
@@ -136,6 +163,7 @@ static void gc_wait_at_least(atomic_int *v, int want)
 #define GC_GEMV_N gemv_n_f64
 #define GC_UKR ukr_f64
 #define GC_UKR_DA ukr_da_f64
+#define GC_UKR_ROWS ukr_rows_f64
 #define GC_BLK gc_blk_f64
 #include "gemm.c"
 #undef GC_T
@@ -144,6 +172,7 @@ static void gc_wait_at_least(atomic_int *v, int want)
 #undef GC_GEMV_N
 #undef GC_UKR
 #undef GC_UKR_DA
+#undef GC_UKR_ROWS
 #undef GC_BLK
 
 #else /* type-generic body, T = GC_T */
@@ -169,7 +198,12 @@ typedef struct {
     /* row-split mode (gemm_rows.h): units of rg MR panels; bpack: B is packed into J->pkb (the
      * workspace) first */
     int rows, bpack;
-    ptrdiff_t rg, ru; /* ru units of at most rg MR panels */
+    ptrdiff_t rg, ru; /* ru units of at most rg MR panels (times ncu column chunks) */
+    /* swapped row-split mode: each unit moves its finished block of C^T (the buffer J->c) into
+     * the caller's C here, adding ct_bias (per row of C^T) and applying relu if ct_relu */
+    GC_T *ct_out;
+    const GC_T *ct_bias;
+    int ct_relu;
     /* pre-packed operands (gc_packed): the panels of the tile's A (rows) / B (columns) side, or
      * NULL; npa / npb panels across m / n per K block.  pa_scale: packed A panels are copied
      * times alpha into the A buffers (the unpacked call folds alpha into its packing). */
@@ -183,6 +217,7 @@ typedef struct {
     ptrdiff_t asz, bsz, slot_elems;
     gc_gemm_step *steps;
     ptrdiff_t nsteps;
+    size_t step_bytes; /* the counters and, after them, nsteps x units done flags (blocked) */
     /* batch mode */
     ptrdiff_t batch, sa, sb, sc;
     _Alignas(64) atomic_long next_item;
@@ -254,6 +289,14 @@ static inline void GC_FN(gemm_tile)(const GC_FN(gemm_job) * J, const GC_T *ap, p
         else                                                                                      \
             gc_isa.GC_UKR(kb, ap, bp, ldb, C, LDC, BETA, BIAS, RELU);                             \
     } while (0)
+/* a partial row panel (packed: lda == 0) through the ISA's edge kernel for its rows, if any */
+#define GC_KERNEL_ROWS(C, LDC, BETA, BIAS, RELU)                                                  \
+    do {                                                                                          \
+        if (mv < mr && gc_isa.GC_UKR_ROWS)                                                        \
+            gc_isa.GC_UKR_ROWS((int)mv, kb, ap, bp, ldb, C, LDC, BETA, BIAS, RELU);               \
+        else                                                                                      \
+            GC_KERNEL(C, LDC, BETA, BIAS, RELU);                                                  \
+    } while (0)
     if (J->ct) {
         _Alignas(64) GC_T t[GC_TILE_MAX];
         if (beta != (GC_T)0) {
@@ -263,7 +306,7 @@ static inline void GC_FN(gemm_tile)(const GC_FN(gemm_job) * J, const GC_T *ap, p
                 for (ptrdiff_t i = 0; i < mv; i++)
                     t[i * nr + j] = c[j * ldc + i];
         }
-        GC_KERNEL(t, nr, beta, NULL, 0);
+        GC_KERNEL_ROWS(t, nr, beta, NULL, 0);
         if (last) {
             for (ptrdiff_t i = 0; i < mv; i++) {
                 GC_T *row = t + i * nr;
@@ -286,6 +329,8 @@ static inline void GC_FN(gemm_tile)(const GC_FN(gemm_job) * J, const GC_T *ap, p
     }
     if (mv == mr && nv == nr) {
         GC_KERNEL(c, ldc, beta, bias, relu);
+    } else if (nv == nr && gc_isa.GC_UKR_ROWS) { /* (lda == 0: in place A has mr rows) */
+        gc_isa.GC_UKR_ROWS((int)mv, kb, ap, bp, ldb, c, ldc, beta, bias, relu);
     } else {
         _Alignas(64) GC_T t[GC_TILE_MAX];
         _Alignas(64) GC_T tbias[GC_NR_MAX];
@@ -298,12 +343,13 @@ static inline void GC_FN(gemm_tile)(const GC_FN(gemm_job) * J, const GC_T *ap, p
             for (ptrdiff_t j = 0; j < nr; j++)
                 tbias[j] = j < nv ? bias[j] : (GC_T)0;
         }
-        GC_KERNEL(t, nr, beta, bias ? tbias : NULL, relu);
+        GC_KERNEL_ROWS(t, nr, beta, bias ? tbias : NULL, relu);
         for (ptrdiff_t i = 0; i < mv; i++)
             for (ptrdiff_t j = 0; j < nv; j++)
                 c[i * ldc + j] = t[i * nr + j];
     }
 #undef GC_KERNEL
+#undef GC_KERNEL_ROWS
 }
 
 /* Compute unit u of the step at (ic, mb): MR panels [q0, q1) x columns [jc, jc + nb). */
@@ -367,16 +413,20 @@ static void GC_FN(gemm_unit)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_
 /* One GEMM (one batch item), run by every participant of a region: A panels and compute units
  * are claimed from the step counters (zeroed by the caller).  A thread waits (1) for the A block
  * of its step to be packed, (2) before packing into an A buffer, for the step that last used it,
- * (3) before computing on a K block after the first, for the previous K block's units (they
- * update the same C tiles).  Each wait points at earlier work that running threads have claimed
- * (a thread moves on only when every unit of a step is claimed): no deadlock, whoever joins
- * late or never. */
+ * (3) before computing unit u on a K block after the first, for unit u of the previous K block
+ * (the same C tiles: the units of the steps of one M block cover the same tiles).  Each wait
+ * points at earlier work that running threads have claimed (a thread moves on only when every
+ * unit of a step is claimed): no deadlock, whoever joins late or never.  (Waiting for all of the
+ * previous K block's units instead left a thread idle at every K block for the rest of the last
+ * unit that the other was running, up to a unit's time: 2048^3 on two threads has 8 K blocks of
+ * 12 units; and for all of it whenever the machine descheduled the other thread.) */
 static void GC_FN(gemm_item)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_T *b, GC_T *c,
                              GC_T *apack0, GC_T *apack1, GC_T *bbuf, gc_gemm_step *steps)
 {
     const ptrdiff_t m = J->m, k = J->k;
     const int mr = J->mr;
     const int units = J->ncu * J->nmu;
+    atomic_int *udone = (atomic_int *)(steps + J->nsteps); /* [step][unit]: unit done */
     ptrdiff_t s = 0;
     for (ptrdiff_t ic = 0; ic < m; ic += J->mc) {
         const ptrdiff_t mb = (m - ic < J->mc) ? m - ic : J->mc;
@@ -418,11 +468,12 @@ static void GC_FN(gemm_item)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_
                 gc_wait_at_least(&st->a_done, npan);
                 pblk = ablk;
             }
-            if (pc > 0) /* the same C tiles: the previous K block must be added in first */
-                gc_wait_at_least(&steps[s - 1].u_done, units);
             for (int u; (u = atomic_fetch_add_explicit(&st->u_next, 1, memory_order_relaxed)) <
                         units;) {
+                if (pc > 0) /* its C tiles: the previous K block must be added in first */
+                    gc_wait_at_least(&udone[(s - 1) * units + u], 1);
                 GC_FN(gemm_unit)(J, a, b, c, pblk, bbuf, ic, mb, pc, kb, u);
+                atomic_store_explicit(&udone[s * units + u], 1, memory_order_release);
                 atomic_fetch_add_explicit(&st->u_done, 1, memory_order_release);
             }
         }
@@ -449,7 +500,7 @@ static void GC_FN(gemm_batch_body)(void *ctx, int slot)
     gc_gemm_step *steps = (gc_gemm_step *)(ws + 2 * J->asz + J->bsz);
     for (long i; (i = atomic_fetch_add_explicit(&J->next_item, 1, memory_order_relaxed)) <
                  J->batch;) {
-        memset(steps, 0, sizeof(gc_gemm_step) * (size_t)J->nsteps);
+        memset(steps, 0, J->step_bytes);
         GC_FN(gemm_item)(J, J->a + i * J->sa, J->b + i * J->sb, J->c + i * J->sc, ws,
                          ws + J->asz, ws + 2 * J->asz, steps);
     }
@@ -765,9 +816,17 @@ static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, co
     J.npb = (n + J.nr - 1) / J.nr;
     J.pa_scale = J.pka && alpha != (GC_T)1;
     /* B read in place when it is row-major and small (cache resident; packing would cost about
-     * as much as using it) */
-    J.bdirect = !pb && !trans_b && (double)k * (double)n * sizeof(GC_T) <= GC_BDIRECT_BYTES;
-    J.adirect = !pa && !trans_a && (double)m * (double)k * sizeof(GC_T) <= GC_ADIRECT_BYTES;
+     * as much as using it), or when few MR panels of A use each of its elements (packing it is
+     * then a large share of the work: 64 x 784 x 512, 5 panels, spent 13 % of its time in it)
+     * and its rows are at most 4 KiB apart (one Zen 4 thread, GFLOP/s before this rule and the
+     * edge kernels -> with both: 64 x 784 x 512 88 -> 100, 32 x 784 x 512 63 -> 98, 96 x 512 x
+     * 512 94 -> 107, 100 x 1000 x 1000 81 -> 80; B in place with rows 8 KiB apart lost: 112 x
+     * 2048 x 2048 93 -> 71) */
+    J.bdirect = !pb && !trans_b &&
+                ((double)k * (double)n * sizeof(GC_T) <= GC_BDIRECT_BYTES ||
+                 (J.npa <= GC_BDIRECT_PANELS && n * (ptrdiff_t)sizeof(GC_T) <= 4096));
+    J.adirect = !pa && !trans_a && (double)m * (double)k * sizeof(GC_T) <= GC_ADIRECT_BYTES &&
+                !gc_rows_alias(k * (ptrdiff_t)sizeof(GC_T), GC_BLK.mr);
     /* K blocks of near-equal size; M and N blocks no larger than the matrix */
     J.kc = gc_gemm_kc(sizeof(GC_T) == 4 ? 'f' : 'd', k);
     J.mc = GC_FN(round_up)(m, J.mr) < GC_BLK.mc ? GC_FN(round_up)(m, J.mr) : GC_BLK.mc;
@@ -798,9 +857,10 @@ static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, co
         J.bsz = J.pkb ? 0 : GC_FN(round_up)(J.wn * J.kc, 64);
         J.nsteps = ((m + J.mc - 1) / J.mc) * ((k + J.kc - 1) / J.kc);
     }
+    J.step_bytes = sizeof(gc_gemm_step) * (size_t)J.nsteps +
+                   (J.rows ? 0 : sizeof(atomic_int) * (size_t)(J.nsteps * J.ncu * J.nmu));
     const ptrdiff_t step_elems = GC_FN(round_up)(
-        (ptrdiff_t)((sizeof(gc_gemm_step) * (size_t)J.nsteps + sizeof(GC_T) - 1) / sizeof(GC_T)),
-        64);
+        (ptrdiff_t)((J.step_bytes + sizeof(GC_T) - 1) / sizeof(GC_T)), 64);
     /* swapped: C^T (m x n here) through a row-major buffer when it fits (not in batch mode) */
     const int ctbuf = J.ct && !batch_mode && (double)m * n * sizeof(GC_T) <= GC_CT_BUF_BYTES;
     /* batch mode: per slot [A, A, B, steps]; else [A, A, B x want, steps, C^T] */
@@ -836,15 +896,25 @@ static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, co
         J.act_row = -1;
         J.epi = NULL; /* (in the transposing pass) */
     }
+    /* row-split mode: each unit moves its own finished block of C^T into C (in parallel, from
+     * L1 / L2) when the pass has nothing but the bias and relu, instead of one pass after the
+     * region (a 32 x 512 x 512 Linear, two threads: the pass on one thread took ~1/10 of the
+     * call) */
+    const int ct_units = tt && J.rows && (act < 0 || act == GC_UNARY_RELU) && !epi;
+    if (ct_units) {
+        J.ct_bias = bias;
+        J.ct_relu = act == GC_UNARY_RELU;
+    }
     for (ptrdiff_t i = 0; i < batch; i++) { /* in order (C stride 0 accumulates) */
         J.a = a + i * sa;
         J.b = b + i * sb;
         J.c = tt ? tt : c + i * sc;
+        J.ct_out = ct_units ? c + i * sc : NULL;
         if (tt && beta != (GC_T)0) /* C is n x m: tt[r*n + q] = C[q, r] */
             GC_FN(transpose_act)(c + i * sc, tt, n, m, NULL, 0, -1, NULL);
-        memset(J.steps, 0, sizeof(gc_gemm_step) * (size_t)J.nsteps);
+        memset(J.steps, 0, J.step_bytes);
         gc_region(GC_FN(gemm_body), &J, want);
-        if (tt)
+        if (tt && !ct_units)
             GC_FN(transpose_act)(tt, c + i * sc, m, n, bias, act == GC_UNARY_RELU,
                                  act == GC_UNARY_RELU ? -1 : act, epi);
     }

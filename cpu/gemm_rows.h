@@ -19,12 +19,40 @@
  * any number of threads).  gc_gemm_px asks rows_fit whether a product takes the mode and
  * rows_swap whether an unpacked one should run swapped (M and N exchanged) to take it. */
 
-/* Unit u of the row-split mode, run by one participant with A buffer abuf (rg * mr * kc). */
+/* The swapped mode's C^T rows [i0, i0 + mb) x columns [j0, j0 + nb) (in s, row stride n) into
+ * the caller's C (d, row stride m), with transpose_range's operations (bias per row of C^T, then
+ * relu): a unit's finished block, while it is in L1 / L2. */
+static void GC_FN(rows_transpose)(const GC_FN(gemm_job) * J, const GC_T *s, GC_T *d,
+                                  ptrdiff_t i0, ptrdiff_t mb, ptrdiff_t j0, ptrdiff_t nb)
+{
+    const ptrdiff_t m = J->m, n = J->n;
+    const GC_T *bias = J->ct_bias;
+    for (ptrdiff_t jb = j0; jb < j0 + nb; jb += 8) {
+        const ptrdiff_t je = jb + 8 < j0 + nb ? jb + 8 : j0 + nb;
+        for (ptrdiff_t ib = i0; ib < i0 + mb; ib += 8) {
+            const ptrdiff_t ie = ib + 8 < i0 + mb ? ib + 8 : i0 + mb;
+            for (ptrdiff_t j = jb; j < je; j++) {
+                GC_T *dr = d + j * m;
+                for (ptrdiff_t i = ib; i < ie; i++) {
+                    GC_T v = s[i * n + j];
+                    if (bias)
+                        v += bias[i];
+                    dr[i] = J->ct_relu && v <= (GC_T)0 ? (GC_T)0 : v;
+                }
+            }
+        }
+    }
+}
+
+/* Unit u of the row-split mode, run by one participant with A buffer abuf (rg * mr * kc): row
+ * group u / ncu (of the ru groups) times column chunk u % ncu. */
 static void GC_FN(gemm_rows_unit)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_T *b,
                                   GC_T *c, GC_T *abuf, ptrdiff_t u)
 {
     const ptrdiff_t m = J->m, k = J->k;
     const int mr = J->mr;
+    const ptrdiff_t cj = u % J->ncu;
+    u /= J->ncu;
     /* panels [q0, q1): the npa panels spread evenly over the ru units (at most rg each) */
     const ptrdiff_t q0 = u * J->npa / J->ru, q1 = (u + 1) * J->npa / J->ru;
     const ptrdiff_t ic = q0 * mr;
@@ -44,8 +72,13 @@ static void GC_FN(gemm_rows_unit)(const GC_FN(gemm_job) * J, const GC_T *a, cons
         } else if (npan * mr > mb) { /* in place: only the edge panel is packed */
             GC_FN(pack_a)(abuf, a, m, k, 0, J->alpha, ic, mb, pc, kb, mr, npan - 1, npan);
         }
-        /* (one unit of the step's grid: ncu = 1 chunk of every panel, gm >= npan) */
-        GC_FN(gemm_unit)(J, a, b, c, ablk, NULL, ic, mb, pc, kb, 0);
+        /* (unit cj of the step's grid: chunk cj of the ncu across N, gm >= npan) */
+        GC_FN(gemm_unit)(J, a, b, c, ablk, NULL, ic, mb, pc, kb, cj);
+    }
+    if (J->ct_out) { /* swapped: this block of C^T into C (gemm_unit's chunk bounds) */
+        const ptrdiff_t p0 = cj * J->pn / J->ncu, p1 = (cj + 1) * J->pn / J->ncu;
+        const ptrdiff_t jc = p0 * J->nr, je = p1 * J->nr < J->n ? p1 * J->nr : J->n;
+        GC_FN(rows_transpose)(J, c, J->ct_out, ic, mb, jc, je - jc);
     }
 }
 
@@ -74,7 +107,7 @@ static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, cons
         }
         gc_wait_at_least(&st->a_done, (int)items);
     }
-    const ptrdiff_t units = J->ru;
+    const ptrdiff_t units = J->ru * J->ncu;
     for (int u; (u = atomic_fetch_add_explicit(&st->u_next, 1, memory_order_relaxed)) < units;)
         GC_FN(gemm_rows_unit)(J, a, b, c, abuf, u);
 }
@@ -138,10 +171,22 @@ static void GC_FN(rows_setup)(GC_FN(gemm_job) * J, int want, int a_packed)
     J->ru = ru;
     J->rg = (J->npa + ru - 1) / ru;
     J->ncu = 1;
+    /* Few panels per thread (under 8): one panel per group, each split into `want` column
+     * chunks, so that every thread gets about the same share of every panel.  Groups of whole
+     * panels end unevenly: 64 x 784 x 512 has 5 panels of 14 rows (3 against 2 on two threads),
+     * 128 rows 9 full panels and one of 2 rows (which the edge kernel makes cheap), so 6 groups of
+     * 1, 2, 2, 1, 2, 2 panels left one thread with 5 of the 9.14 panels' work.  (Each chunk
+     * packs its A panel again, if A is packed at all: a panel is 1 / n of its work.) */
+    if (want > 1 && J->npa < 8 * (ptrdiff_t)want && J->npb >= 2 * want) {
+        J->ru = J->npa;
+        J->rg = 1;
+        J->ncu = want;
+    }
     J->pn = J->npb;
     J->gm = J->rg;
-    /* A in place for alpha 1 (the same bits as packed) */
-    J->adirect |= !a_packed && !J->ta && J->alpha == (GC_T)1;
+    /* A in place for alpha 1 (the same bits as packed), unless its rows alias in L1 */
+    J->adirect |= !a_packed && !J->ta && J->alpha == (GC_T)1 &&
+                  !gc_rows_alias(J->k * (ptrdiff_t)sizeof(GC_T), J->mr);
     J->bpack = !J->pkb;
     J->asz = GC_FN(round_up)(J->rg * J->mr * J->kc, 64);
     J->bsz = J->pkb ? 0 : GC_FN(round_up)(J->k * J->npb * J->nr, 64);

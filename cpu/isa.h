@@ -77,6 +77,16 @@ typedef void (*gc_ukr_da_f64)(ptrdiff_t k, const double *a, ptrdiff_t lda, const
                               ptrdiff_t ldb, double *c, ptrdiff_t ldc, double alpha, double beta,
                               const double *bias, int relu);
 
+/* The first `rows` (1 .. mr - 1) rows of the tile (isa/ukr.h's edge kernels): A a packed panel
+ * of mr rows, only those rows of c read / written; otherwise the contract above.  The bits of the
+ * full kernel's rows.  NULL where an ISA has none (the driver pads the tile instead). */
+typedef void (*gc_ukr_rows_f32)(int rows, ptrdiff_t k, const float *a, const float *b,
+                                ptrdiff_t ldb, float *c, ptrdiff_t ldc, float beta,
+                                const float *bias, int relu);
+typedef void (*gc_ukr_rows_f64)(int rows, ptrdiff_t k, const double *a, const double *b,
+                                ptrdiff_t ldb, double *c, ptrdiff_t ldc, double beta,
+                                const double *bias, int relu);
+
 /* Direct-convolution micro-kernel (isa/ukr_conv.h, conv_direct.c; one per ISA that has one,
  * named conv_<isa>_f32_<MR>x<NR>, the GEMM's float32 tile):
  *   T[i, j] = sum_{p < k} img[rows[i] + koff[p]] * b[p * NR + j]   for i < MR, j < NR (k >= 1)
@@ -201,6 +211,8 @@ typedef struct {
     gc_ukr_f64 ukr_f64;
     gc_ukr_da_f32 ukr_da_f32;
     gc_ukr_da_f64 ukr_da_f64;
+    gc_ukr_rows_f32 ukr_rows_f32; /* (NULL: none) */
+    gc_ukr_rows_f64 ukr_rows_f64;
     const char *ukr_f32_name, *ukr_f64_name;
     /* the direct convolution's micro-kernel (mr_f32 x nr_f32); NULL: conv2d runs im2col + GEMM */
     gc_cukr_f32 cukr_f32;

@@ -29,7 +29,9 @@
                          _mm512_setzero_ps())
 #define UKR_NAME gemm_avx512_f32
 #define UKR_NAME_DA gemm_da_avx512_f32
+#define UKR_NAME_ROWS gemm_rows_avx512_f32
 #include "isa/ukr.h"
+#undef UKR_NAME_ROWS
 #define V_SUB(a, b) _mm512_sub_ps(a, b)
 #define V_HSUM(v) _mm512_reduce_add_ps(v)
 #define S_FMA(a, b, c) __builtin_fmaf(a, b, c)
@@ -315,6 +317,7 @@ void gc_isa_fill_avx512(gc_isa_kernels *k)
     k->nr_f32 = 32;
     k->ukr_f32 = gemm_avx512_f32;
     k->ukr_da_f32 = gemm_da_avx512_f32;
+    k->ukr_rows_f32 = gemm_rows_avx512_f32;
     k->ukr_f32_name = "gemm_avx512_f32_" GC_STR(GC_AVX512_MR) "x32";
     k->mr_f64 = GC_AVX512_MR;
     k->nr_f64 = 16;

@@ -14,8 +14,9 @@
 #endif
 
 #ifndef UKR_EPILOGUE
-/* Shared tail of both kernels: acc (+ beta * C) (+ bias) (relu) stored to C; a macro so the
- * accumulators stay in registers. */
+/* Shared tail of the kernels: acc (+ beta * C) (+ bias) (relu) stored to C; a macro so the
+ * accumulators stay in registers.  UKR_MR here is the rows of the kernel that expands it
+ * (ukr_rows.h's edge kernels redefine it around their body). */
 #define UKR_EPILOGUE()                                                                \
   do {                                                                                \
     if (beta == (UKR_T)1) {                                                           \
@@ -128,4 +129,118 @@ static void UKR_NAME_DA(ptrdiff_t k, const UKR_T *restrict a, ptrdiff_t lda,
     }
     UKR_EPILOGUE();
 }
+#endif
+
+/* Edge kernels (define UKR_NAME_ROWS to get them): the first `rows` (1 .. UKR_MR - 1) rows of
+ * the tile, from a packed A panel of UKR_MR rows, storing only those rows of C.  The driver runs
+ * a last, partial row panel through them instead of computing a full tile on zero-padded rows
+ * (m = 128 on 14-row tiles: 10 panels' time for 9 1/7).  Each element gets the full kernel's
+ * operations in its order: the same bits. */
+#ifdef UKR_NAME_ROWS
+#define UKR_ROWS_CAT_(a, b) a##_##b
+#define UKR_ROWS_CAT(a, b) UKR_ROWS_CAT_(a, b)
+#define UKR_ER 1
+#include "isa/ukr_rows.h"
+#undef UKR_ER
+#define UKR_ER 2
+#include "isa/ukr_rows.h"
+#undef UKR_ER
+#define UKR_ER 3
+#include "isa/ukr_rows.h"
+#undef UKR_ER
+#define UKR_ER 4
+#include "isa/ukr_rows.h"
+#undef UKR_ER
+#define UKR_ER 5
+#include "isa/ukr_rows.h"
+#undef UKR_ER
+#define UKR_ER 6
+#include "isa/ukr_rows.h"
+#undef UKR_ER
+#define UKR_ER 7
+#include "isa/ukr_rows.h"
+#undef UKR_ER
+#define UKR_ER 8
+#include "isa/ukr_rows.h"
+#undef UKR_ER
+#define UKR_ER 9
+#include "isa/ukr_rows.h"
+#undef UKR_ER
+#define UKR_ER 10
+#include "isa/ukr_rows.h"
+#undef UKR_ER
+#define UKR_ER 11
+#include "isa/ukr_rows.h"
+#undef UKR_ER
+#define UKR_ER 12
+#include "isa/ukr_rows.h"
+#undef UKR_ER
+#define UKR_ER 13
+#include "isa/ukr_rows.h"
+#undef UKR_ER
+#define UKR_ER 14
+#include "isa/ukr_rows.h"
+#undef UKR_ER
+#define UKR_ER 15
+#include "isa/ukr_rows.h"
+#undef UKR_ER
+
+#define UKR_ROWS_CASE(r)                                                                          \
+    case r: UKR_ROWS_CAT(UKR_NAME_ROWS, r)(k, a, b, ldb, c, ldc, beta, bias, relu); return
+static void UKR_NAME_ROWS(int rows, ptrdiff_t k, const UKR_T *restrict a, const UKR_T *restrict b,
+                          ptrdiff_t ldb, UKR_T *restrict c, ptrdiff_t ldc, UKR_T beta,
+                          const UKR_T *restrict bias, int relu)
+{
+    switch (rows) {
+#if UKR_MR > 1
+        UKR_ROWS_CASE(1);
+#endif
+#if UKR_MR > 2
+        UKR_ROWS_CASE(2);
+#endif
+#if UKR_MR > 3
+        UKR_ROWS_CASE(3);
+#endif
+#if UKR_MR > 4
+        UKR_ROWS_CASE(4);
+#endif
+#if UKR_MR > 5
+        UKR_ROWS_CASE(5);
+#endif
+#if UKR_MR > 6
+        UKR_ROWS_CASE(6);
+#endif
+#if UKR_MR > 7
+        UKR_ROWS_CASE(7);
+#endif
+#if UKR_MR > 8
+        UKR_ROWS_CASE(8);
+#endif
+#if UKR_MR > 9
+        UKR_ROWS_CASE(9);
+#endif
+#if UKR_MR > 10
+        UKR_ROWS_CASE(10);
+#endif
+#if UKR_MR > 11
+        UKR_ROWS_CASE(11);
+#endif
+#if UKR_MR > 12
+        UKR_ROWS_CASE(12);
+#endif
+#if UKR_MR > 13
+        UKR_ROWS_CASE(13);
+#endif
+#if UKR_MR > 14
+        UKR_ROWS_CASE(14);
+#endif
+#if UKR_MR > 15
+        UKR_ROWS_CASE(15);
+#endif
+    default: break;
+    }
+}
+#undef UKR_ROWS_CASE
+#undef UKR_ROWS_CAT
+#undef UKR_ROWS_CAT_
 #endif
