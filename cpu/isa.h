@@ -123,6 +123,12 @@ typedef void (*gc_vrange_f32)(const float *x, ptrdiff_t n, float *lo, float *hi)
  * some input was NaN, whose outputs the caller redoes by the exact rule. */
 typedef int (*gc_mp_s2_f32)(const float *const *rows, int nr, ptrdiff_t kw, ptrdiff_t c0,
                             float *out, ptrdiff_t nv);
+/* max_pool2d's backward over non-overlapping 2-wide windows (maxpool.c's mp_bwd_tiled), one
+ * input row: out[2 i + j] = idx[i] == base + 2 i + j ? g[i] + 0 : 0 for i < ow, j < 2 (+ 0: the
+ * scatter's sum into zeros, -0 becomes +0); returns the number of i whose idx[i] - base - 2 i is
+ * 0 or 1 (compared in 64 bits). */
+typedef ptrdiff_t (*gc_mp_bwd_w2_f32)(const float *g, const int64_t *idx, float *out,
+                                      ptrdiff_t ow, int64_t base);
 
 /* One fused optimizer update (cpu/optim.c; loops in cpu/isa/optim.h): parameter p, gradient g
  * and up to three state buffers (SGD: momentum; Adam: exp_avg, exp_avg_sq, max_exp_avg_sq;
@@ -218,6 +224,7 @@ typedef struct {
     gc_vrange_f32 q_range_f32;
     /* NULL = maxpool.c's 16-byte vectors */
     gc_mp_s2_f32 mp_s2_f32;
+    gc_mp_bwd_w2_f32 mp_bwd_w2_f32; /* NULL = maxpool.c's scalar masks */
     /* fused optimizer updates (cpu/isa/optim.h compiled with the ISA's flags) */
     gc_optim_range_f32 sgd_f32, adam_f32, rmsprop_f32;
     gc_optim_range_f64 sgd_f64, adam_f64, rmsprop_f64;

@@ -565,12 +565,21 @@ static int GC_FN(mp_bwd_tiled)(const gc_pool2d *p, const GC_T *g, const int64_t 
             const ptrdiff_t row = oy * p->kh + r;
             GC_T *xr = gx + row * w;
             const int64_t base = (int64_t)(row * w);
-            for (ptrdiff_t ox = 0; ox < p->ow; ox++) {
-                const int64_t k = ir[ox] - base - 2 * (int64_t)ox; /* 0 or 1 inside the pair */
-                const GC_T v = (GC_T)0 + gr[ox];
-                xr[2 * ox] = k == 0 ? v : (GC_T)0;
-                xr[2 * ox + 1] = k == 1 ? v : (GC_T)0;
-                hits += (k == 0) | (k == 1);
+            if (sizeof(GC_T) == 4 && gc_isa.mp_bwd_w2_f32) {
+                hits += gc_isa.mp_bwd_w2_f32((const float *)gr, ir, (float *)xr, p->ow, base);
+            } else {
+                for (ptrdiff_t ox = 0; ox < p->ow; ox++) {
+                    const int64_t k = ir[ox] - base - 2 * (int64_t)ox; /* 0 or 1: in the pair */
+                    const GC_T v = (GC_T)0 + gr[ox];
+                    /* integer masks, not branches (random data mispredicts half of them) */
+                    GC_UT vb;
+                    memcpy(&vb, &v, sizeof vb);
+                    const GC_UT m0 = (GC_UT)0 - (GC_UT)(k == 0), m1 = (GC_UT)0 - (GC_UT)(k == 1);
+                    const GC_UT e = vb & m0, o = vb & m1;
+                    memcpy(xr + 2 * ox, &e, sizeof e);
+                    memcpy(xr + 2 * ox + 1, &o, sizeof o);
+                    hits += (k == 0) | (k == 1);
+                }
             }
             for (ptrdiff_t c = 2 * p->ow; c < w; c++)
                 xr[c] = (GC_T)0;

@@ -301,8 +301,41 @@ VM_SUB2_MUL(vsub2_mul_avx512)
 #include "isa/quant.h"
 QQ_RANGE(qrange_avx512)
 
+/* ---- max_pool2d's backward over 2-wide windows (isa.h's gc_mp_bwd_w2_f32) -------------------- */
+
+/* 8 outputs a step: d = idx - (base + 2 i) in 64-bit lanes, clamped (unsigned) to 2 so that its
+ * narrowing to 32 bits is exact, each lane doubled and compared with 0, 1, 0, 1, ...: the mask
+ * of the 16 inputs that take g (doubled the same way); the row's last ow % 8 outputs masked. */
+static ptrdiff_t mp_bwd_w2_avx512(const float *g, const int64_t *idx, float *out, ptrdiff_t ow,
+                                  int64_t base)
+{
+    const __m512i step = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0), two = _mm512_set1_epi64(2);
+    const __m512i dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+    const __m512i pat = _mm512_set_epi32(1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0);
+    ptrdiff_t hits = 0;
+    for (ptrdiff_t i = 0; i < ow; i += 8) {
+        const __mmask8 m = ow - i >= 8 ? (__mmask8)0xff : (__mmask8)((1u << (ow - i)) - 1u);
+        const __m512i e = _mm512_add_epi64(_mm512_set1_epi64(base + 2 * (int64_t)i), step);
+        const __m512i x = _mm512_maskz_loadu_epi64(m, idx + i);
+        const __m512i d = _mm512_min_epu64(_mm512_sub_epi64(x, e), two);
+        hits += __builtin_popcount((unsigned)_mm512_mask_cmplt_epu64_mask(m, d, two));
+        const __m512i d2 =
+            _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(_mm512_cvtepi64_epi32(d)));
+        const __mmask16 take = _mm512_cmpeq_epi32_mask(d2, pat);
+        const __m512 gv = _mm512_add_ps(_mm512_maskz_loadu_ps((__mmask16)m, g + i),
+                                        _mm512_setzero_ps());
+        const __m512 v = _mm512_maskz_mov_ps(take, _mm512_permutexvar_ps(dup, gv));
+        if (m == 0xff)
+            _mm512_storeu_ps(out + 2 * i, v);
+        else
+            _mm512_mask_storeu_ps(out + 2 * i, (__mmask16)((1u << (2 * (ow - i))) - 1u), v);
+    }
+    return hits;
+}
+
 static void gc_isa_fill_avx512_vmath(gc_isa_kernels *k)
 {
+    k->mp_bwd_w2_f32 = mp_bwd_w2_avx512;
     k->vunary_f32[GC_UNARY_EXP] = vexp_avx512;
     k->vunary_f32[GC_UNARY_LOG] = vlog_avx512;
     k->vunary_f32[GC_UNARY_TANH] = vtanh_avx512;
