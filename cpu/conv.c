@@ -18,8 +18,9 @@
  *
  * float32 takes other paths where they apply: a 1x1 convolution with stride 1 and no padding
  * multiplies the image itself (its column matrix), and conv_direct.c's direct kernel (the image
- * read in place by the GEMM's register tile) runs the forward and the backward when
- * gc_conv2d_direct_use / gc_conv2d_direct_backward_use say so (the rule is there); before
+ * read in place by the GEMM's register tile) runs the forward, and the backward's weight and / or
+ * input gradient, when gc_conv2d_direct_use / gc_conv2d_direct_backward_use say so (the rules
+ * are there; the GEMM path here takes the gradients it leaves); before
  * both, conv_winograd.c's Winograd F(4x4, 3x3) forward where gc_conv2d_winograd_use says so, or
  * whenever the weight was packed for it (swap 2). */
 #ifndef GC_T
@@ -152,6 +153,27 @@ static void GC_FN(conv_fwd_body)(void *ctx, int slot)
     }
 }
 
+/* sum of r[0..n) in GC_CONV_LANES interleaved partial sums added pairwise at the end: vector
+ * adds instead of one dependent scalar add per element (the bias gradient of the train.py CNN's
+ * 1 -> 16 layer, 64 x 16 x 784 values, was over half of its backward, AVX-512 one thread); the
+ * order depends on n alone (no ISA, no thread count) and is conv_direct.c's dconv_sum's, so
+ * float32 bias gradients have the same bits on both paths. */
+#define GC_CONV_LANES 8
+static GC_T GC_FN(conv_rowsum)(const GC_T *r, ptrdiff_t n)
+{
+    GC_T acc[GC_CONV_LANES] = {0};
+    ptrdiff_t j = 0;
+    for (; j + GC_CONV_LANES <= n; j += GC_CONV_LANES)
+        for (int k = 0; k < GC_CONV_LANES; k++)
+            acc[k] += r[j + k];
+    for (int k = 0; j < n; j++, k++)
+        acc[k] += r[j];
+    for (int w = GC_CONV_LANES / 2; w >= 1; w /= 2)
+        for (int k = 0; k < w; k++)
+            acc[k] += acc[k + w];
+    return acc[0];
+}
+
 static void GC_FN(conv_bwd_body)(void *ctx, int slot)
 {
     (void)slot;
@@ -184,13 +206,8 @@ static void GC_FN(conv_bwd_body)(void *ctx, int slot)
                     atomic_store(&J->failed, 1);
             }
             if (gb)
-                for (ptrdiff_t i = 0; i < J->o; i++) {
-                    const GC_T *r = g + i * J->l;
-                    GC_T s = (GC_T)0;
-                    for (ptrdiff_t j = 0; j < J->l; j++)
-                        s += r[j];
-                    gb[i] += s;
-                }
+                for (ptrdiff_t i = 0; i < J->o; i++)
+                    gb[i] += GC_FN(conv_rowsum)(g + i * J->l, J->l);
             if (gcol) {
                 /* gcol [CK, L] = W^T (W stored [O, CK]) @ g [O, L] */
                 if (GC_FN(gc_gemm)(J->w, g, gcol, 1, J->ck, J->l, J->o, 1, 0, (GC_T)1, (GC_T)0, 0,
@@ -305,20 +322,29 @@ int GC_FN(gc_conv2d_backward)(const GC_T *x, const GC_T *w, const GC_T *g, GC_T 
         if (!part)
             return -1;
     }
-    J.gw = gw ? part : NULL;
-    J.gb = gb ? part + pw : NULL;
-    if (sizeof(GC_T) == 4 && gc_conv2d_direct_backward_use(p, o, gx != NULL)) {
-        if (gc_conv2d_direct_backward_f32((const float *)x, (const float *)w, (const float *)g,
-                                          (float *)gx, (float *)gw, (float *)gb, p, o, J.chunk,
-                                          J.nchunks, (float *)part) < 0)
-            return -1;
-    } else {
+    /* float32: the direct kernel takes the weight (and bias) gradient and / or the input
+     * gradient, each by its own rule (conv_direct.c); the GEMM path the rest.  Both write the
+     * same partials (gw's at part, gb's after them) and sum bias rows in the same order. */
+    const int dw = sizeof(GC_T) == 4 && gw && gc_conv2d_direct_backward_use(p, o, 0);
+    const int dx = sizeof(GC_T) == 4 && gx && gc_conv2d_direct_backward_use(p, o, 1);
+    if ((dw || dx) &&
+        gc_conv2d_direct_backward_f32((const float *)x, (const float *)w, (const float *)g,
+                                      dx ? (float *)gx : NULL, dw ? (float *)gw : NULL,
+                                      dw ? (float *)gb : NULL, p, o, J.chunk, J.nchunks,
+                                      (float *)part) < 0)
+        return -1;
+    J.gx = dx ? NULL : gx;
+    J.gw = gw && !dw ? part : NULL;
+    J.gb = gb && !dw ? part + pw : NULL;
+    if (J.gx || J.gw || J.gb) {
         atomic_init(&J.next, 0);
         atomic_init(&J.failed, 0);
         gc_region(GC_FN(conv_bwd_body), &J, GC_FN(conv_threads)(p, o, J.nchunks));
         if (atomic_load(&J.failed))
             return -1;
     }
+    J.gw = gw ? part : NULL;
+    J.gb = gb ? part + pw : NULL;
     if (gw) {
         const ptrdiff_t sz = o * J.ck;
         memcpy(gw, J.gw, sizeof(GC_T) * (size_t)sz);
