@@ -81,6 +81,24 @@ void *gc_conv_scratch(int i, size_t bytes)
     return conv_buf[i];
 }
 
+/* Whether the GEMM path's weight gradient runs transposed, gw^T [CK, O] = col @ g^T, its rows
+ * the taps and its columns the output channels: when that fills the GEMM's MR x NR register
+ * tiles with fewer wasted cells than gw [O, CK] (AVX-512's 14 x 32, the train.py CNN's 16 -> 32
+ * layer, ck = 144, o = 32: 154 x 32 cells against 42 x 160; one thread 20 against 30 us an
+ * image).  A tie keeps gw, and so do fewer than 25 taps: gemm.c takes up to 16 / 24 rows by its
+ * small-M path, other sums, while with more rows both orientations run the blocked kernel's FMA
+ * chains, each element the same bits (the direct kernel's too).  The partials are then
+ * transposed once, in the final sum. */
+static int conv_gw_transposed(char kind, ptrdiff_t o, ptrdiff_t ck)
+{
+    const gc_blocking *b = kind == 'f' ? &gc_blk_f32 : &gc_blk_f64;
+    const ptrdiff_t mr = b->mr, nr = b->nr;
+#define GC_CELLS(m, n) ((double)(((m) + mr - 1) / mr * mr) * (double)(((n) + nr - 1) / nr * nr))
+    const int t = ck > 24 && GC_CELLS(ck, o) < GC_CELLS(o, ck);
+#undef GC_CELLS
+    return t;
+}
+
 #define GC_T float
 #define GC_SFX f32
 #include "conv.c"
@@ -104,6 +122,7 @@ typedef struct {
     const gc_packed *pw;      /* forward: the weight pre-packed (side A), or NULL */
     ptrdiff_t o, ck, l, nimg, nchunks, chunk;
     int one; /* forward: a 1x1 convolution with stride 1 and no padding (a plain GEMM) */
+    int gwt; /* backward: the gw partials are gw^T [CK, O] (conv_gw_transposed) */
     _Alignas(64) atomic_long next;
     atomic_int failed;
 } GC_FN(conv_job);
@@ -200,9 +219,13 @@ static void GC_FN(conv_bwd_body)(void *ctx, int slot)
             const GC_T *g = J->g + b * gs;
             if (gw) {
                 GC_FN(gc_im2col)(J->x + b * xs, col, &J->p1);
-                /* gw (+)= g [O, L] @ col^T (col stored [CK, L]) */
-                if (GC_FN(gc_gemm)(g, col, gw, 1, J->o, J->ck, J->l, 0, 1, (GC_T)1,
-                                   b == b0 ? (GC_T)0 : (GC_T)1, 0, 0, 0) < 0)
+                /* gw (+)= g [O, L] @ col^T (col stored [CK, L]), or its transpose
+                 * gw^T (+)= col @ g^T */
+                const GC_T beta = b == b0 ? (GC_T)0 : (GC_T)1;
+                if ((J->gwt ? GC_FN(gc_gemm)(col, g, gw, 1, J->ck, J->o, J->l, 0, 1, (GC_T)1,
+                                             beta, 0, 0, 0)
+                            : GC_FN(gc_gemm)(g, col, gw, 1, J->o, J->ck, J->l, 0, 1, (GC_T)1,
+                                             beta, 0, 0, 0)) < 0)
                     atomic_store(&J->failed, 1);
             }
             if (gb)
@@ -335,6 +358,7 @@ int GC_FN(gc_conv2d_backward)(const GC_T *x, const GC_T *w, const GC_T *g, GC_T 
         return -1;
     J.gx = dx ? NULL : gx;
     J.gw = gw && !dw ? part : NULL;
+    J.gwt = J.gw && conv_gw_transposed(sizeof(GC_T) == 4 ? 'f' : 'd', o, J.ck);
     J.gb = gb && !dw ? part + pw : NULL;
     if (J.gx || J.gw || J.gb) {
         atomic_init(&J.next, 0);
@@ -345,7 +369,16 @@ int GC_FN(gc_conv2d_backward)(const GC_T *x, const GC_T *w, const GC_T *g, GC_T 
     }
     J.gw = gw ? part : NULL;
     J.gb = gb ? part + pw : NULL;
-    if (gw) {
+    if (gw && J.gwt) { /* partials [CK, O]: summed in chunk order, stored transposed */
+        const ptrdiff_t sz = o * J.ck;
+        for (ptrdiff_t i = 0; i < J.ck; i++)
+            for (ptrdiff_t j = 0; j < o; j++) {
+                GC_T s = J.gw[i * o + j];
+                for (ptrdiff_t ch = 1; ch < J.nchunks; ch++)
+                    s += J.gw[ch * sz + i * o + j];
+                gw[j * J.ck + i] = s;
+            }
+    } else if (gw) {
         const ptrdiff_t sz = o * J.ck;
         memcpy(gw, J.gw, sizeof(GC_T) * (size_t)sz);
         for (ptrdiff_t ch = 1; ch < J.nchunks; ch++) {
