@@ -129,6 +129,11 @@ typedef int (*gc_mp_s2_f32)(const float *const *rows, int nr, ptrdiff_t kw, ptrd
  * 0 or 1 (compared in 64 bits). */
 typedef ptrdiff_t (*gc_mp_bwd_w2_f32)(const float *g, const int64_t *idx, float *out,
                                       ptrdiff_t ow, int64_t base);
+/* max_pool2d's forward with indices over 2-wide windows (maxpool.c's mp_row_w2), one output
+ * row: for i < ow the window of rows[r][2 i + j] (r < nr, j < 2, nr >= 1) scanned in that order,
+ * the first taken, then v > max || isnan(v); vr[i] its value, ir[i] = o0 + 2 i + toff[r] + j. */
+typedef void (*gc_mp_fwd_w2_f32)(const float *const *rows, const int32_t *toff, int nr,
+                                 ptrdiff_t ow, int64_t o0, float *vr, int64_t *ir);
 
 /* One fused optimizer update (cpu/optim.c; loops in cpu/isa/optim.h): parameter p, gradient g
  * and up to three state buffers (SGD: momentum; Adam: exp_avg, exp_avg_sq, max_exp_avg_sq;
@@ -225,6 +230,7 @@ typedef struct {
     /* NULL = maxpool.c's 16-byte vectors */
     gc_mp_s2_f32 mp_s2_f32;
     gc_mp_bwd_w2_f32 mp_bwd_w2_f32; /* NULL = maxpool.c's scalar masks */
+    gc_mp_fwd_w2_f32 mp_fwd_w2_f32; /* NULL = maxpool.c's 16-byte vectors */
     /* fused optimizer updates (cpu/isa/optim.h compiled with the ISA's flags) */
     gc_optim_range_f32 sgd_f32, adam_f32, rmsprop_f32;
     gc_optim_range_f64 sgd_f64, adam_f64, rmsprop_f64;

@@ -410,6 +410,12 @@ static void GC_FN(mp_row_w2)(const gc_pool2d *p, const GC_T *x, GC_T *vr, int64_
         return;
     }
     const int64_t o0 = (int64_t)((oy * p->sh - p->ph) * p->w);
+#if MP_VN == 4
+    if (gc_isa.mp_fwd_w2_f32) { /* wider vectors (AVX-512), the same rule and bits */
+        gc_isa.mp_fwd_w2_f32(rows, toff, nr, p->ow, o0, vr, ir);
+        return;
+    }
+#endif
     /* a last partial vector is redone overlapping the one before (ow >= MP_VN): same bits, no
      * scalar tail (its compare branches mispredict on random data) */
     const ptrdiff_t vend = p->ow >= MP_VN ? p->ow : 0;

@@ -333,8 +333,60 @@ static ptrdiff_t mp_bwd_w2_avx512(const float *g, const int64_t *idx, float *out
     return hits;
 }
 
+/* ---- max_pool2d's forward over 2-wide windows (isa.h's gc_mp_fwd_w2_f32) --------------------- */
+
+/* 16 outputs a step (the row's last ones masked: the train.py CNN's rows are 14 and 7 wide): per
+ * window row two loads, the even and odd inputs by two-source permutes, the running maxima and
+ * their window offsets (int32) by compare masks; the offsets widened to the int64 indices. */
+static void mp_fwd_w2_avx512(const float *const *rows, const int32_t *toff, int nr, ptrdiff_t ow,
+                             int64_t o0, float *vr, int64_t *ir)
+{
+    const __m512i even =
+        _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    const __m512i lane2 = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0);
+    for (ptrdiff_t ox = 0; ox < ow; ox += 16) {
+        const ptrdiff_t n = ow - ox < 16 ? ow - ox : 16;
+        const __mmask16 m = (__mmask16)((1u << n) - 1u);
+        const __mmask16 mlo = n >= 8 ? (__mmask16)0xffff : (__mmask16)((1u << (2 * n)) - 1u);
+        const __mmask16 mhi = n > 8 ? (__mmask16)((1u << (2 * (n - 8))) - 1u) : 0;
+        __m512 cur = _mm512_setzero_ps();
+        __m512i ct = _mm512_setzero_si512();
+        for (int r = 0; r < nr; r++) {
+            const float *s = rows[r] + 2 * ox;
+            const __m512 a = _mm512_maskz_loadu_ps(mlo, s);
+            const __m512 b = _mm512_maskz_loadu_ps(mhi, s + 16);
+            const __m512 ev = _mm512_permutex2var_ps(a, even, b);
+            const __m512 od = _mm512_permutex2var_ps(a, odd, b);
+            const __m512i te = _mm512_set1_epi32(toff[r]);
+            if (r == 0) {
+                cur = ev;
+                ct = te;
+            } else {
+                const __mmask16 k = _mm512_cmp_ps_mask(ev, cur, _CMP_GT_OQ) |
+                                    _mm512_cmp_ps_mask(ev, ev, _CMP_UNORD_Q);
+                cur = _mm512_mask_mov_ps(cur, k, ev);
+                ct = _mm512_mask_mov_epi32(ct, k, te);
+            }
+            const __mmask16 k =
+                _mm512_cmp_ps_mask(od, cur, _CMP_GT_OQ) | _mm512_cmp_ps_mask(od, od, _CMP_UNORD_Q);
+            cur = _mm512_mask_mov_ps(cur, k, od);
+            ct = _mm512_mask_mov_epi32(ct, k, _mm512_add_epi32(te, _mm512_set1_epi32(1)));
+        }
+        _mm512_mask_storeu_ps(vr + ox, m, cur);
+        const __m512i base = _mm512_add_epi64(_mm512_set1_epi64(o0 + 2 * (int64_t)ox), lane2);
+        const __m512i clo = _mm512_cvtepi32_epi64(_mm512_castsi512_si256(ct));
+        const __m512i chi = _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(ct, 1));
+        const __m512i lo = _mm512_add_epi64(base, clo);
+        const __m512i hi = _mm512_add_epi64(_mm512_add_epi64(base, _mm512_set1_epi64(16)), chi);
+        _mm512_mask_storeu_epi64(ir + ox, (__mmask8)m, lo);
+        _mm512_mask_storeu_epi64(ir + ox + 8, (__mmask8)(m >> 8), hi);
+    }
+}
+
 static void gc_isa_fill_avx512_vmath(gc_isa_kernels *k)
 {
+    k->mp_fwd_w2_f32 = mp_fwd_w2_avx512;
     k->mp_bwd_w2_f32 = mp_bwd_w2_avx512;
     k->vunary_f32[GC_UNARY_EXP] = vexp_avx512;
     k->vunary_f32[GC_UNARY_LOG] = vlog_avx512;

@@ -230,9 +230,13 @@ for kh in (1, 2, 3):
         h = kh * 3 + w % 2
         oh, ow = (h - kh) // kh + 1, w // 2
         x = r.standard_normal((2, h, w)).astype(np.float32)
+        x[1] = r.integers(-2, 3, size=(h, w))  # ties
+        x[1][r.random((h, w)) < 0.1] = np.nan
+        x[1][r.random((h, w)) < 0.1] = -np.inf
         idx = np.empty((2, oh, ow), np.int64)
         vals = np.empty((2, oh, ow), np.float32)
         C.max_pool2d(x, vals, idx, 2, h, w, kh, 2, kh, 2, 0, 0, 1, 1, oh, ow)
+        out[f"{kh}.{w}.x"], out[f"{kh}.{w}.vals"], out[f"{kh}.{w}.idx"] = x, vals, idx.copy()
         g = r.standard_normal((2, oh, ow)).astype(np.float32)
         g.reshape(-1)[::5] = -0.0
         g.reshape(-1)[1::7] = np.nan
@@ -249,15 +253,25 @@ np.savez(OUT, **out)
 
 
 @pytest.mark.parametrize("isa", ISAS)
-def test_backward_tiled_every_isa(isa, tmp_path):
-    """The tiled backward's row kernels (isa.h's mp_bwd_w2_f32: AVX-512 masked tails, AVX2's
-    overlapping last vector; sse2 / scalar the portable masks) for widths 2-40 (odd ones leave
-    a zero column), window rows 1-3, an index moved out of its window (the scatter then), -0,
-    NaN and -inf gradients: the scatter's bits (-0 + 0 = +0), in a subprocess per ISA."""
+def test_two_wide_forward_and_tiled_backward_every_isa(isa, tmp_path):
+    """The 2-wide forward (isa.h's mp_fwd_w2_f32 on AVX-512, 16 outputs a step; else 16-byte
+    vectors) against the float64 scan, ties, NaN and -inf included; the tiled backward's row
+    kernels (isa.h's mp_bwd_w2_f32: AVX-512 masked tails, AVX2's overlapping last vector; sse2
+    / scalar the portable masks) for widths 2-40 (odd ones leave a zero column), window rows
+    1-3, an index moved out of its window (the scatter then), -0, NaN and -inf gradients: the
+    scatter's bits (-0 + 0 = +0), in a subprocess per ISA."""
     path = tmp_path / "r.npz"
     p = run_in_subprocess(f"OUT = {str(path)!r}\n" + _BWD_ISA_SCRIPT, GPUCORE_CPU_ISA=isa)
     assert p.returncode == 0, p.stderr
     got = np.load(path)
+    for key in got.files:  # the forward (AVX-512: 16 outputs a step, masked) against the scan
+        if key.endswith(".x"):
+            kh = int(key.split(".")[0])
+            x = got[key]
+            oh, ow = got[key[:-2] + ".idx"].shape[1:]
+            rv, ri = ref_max_pool2d(x, (kh, 2), (kh, 2), (0, 0), (1, 1), oh, ow)
+            np.testing.assert_array_equal(got[key[:-2] + ".idx"], ri, err_msg=f"{isa} {key}")
+            np.testing.assert_array_equal(got[key[:-2] + ".vals"], rv.astype(np.float32))
     for key in got.files:
         if not key.endswith(".gx"):
             continue
