@@ -9,7 +9,7 @@ Rows: max_pool2d forward with indices and its backward for both pools (64 x 16 x
 64 x 32 x 14 x 14), conv2d forward and backward for both layers with the gradients the step
 asks for (the first layer's weight and bias, the second's input, weight and bias).  Each round
 times a block of calls per kernel, all of gpucore's then all of torch's; the table gives the median
-per call over the rounds (wall clock; on a shared machine compare runs made side by side) and
+per call over the rounds (wall clock; with --threads 1 the thread's CPU time) and
 torch / gpucore (> 1: gpucore is faster), with the load average before the run.  The gpucore
 imported is the one on ``sys.path`` (``PYTHONPATH=... python ...`` times another tree's build).
 """
@@ -122,11 +122,11 @@ def _cases(rng):
     return out
 
 
-def _block(fn, calls):
-    t = time.perf_counter()
+def _block(fn, calls, clock=time.perf_counter):
+    t = clock()
     for _ in range(calls):
         fn()
-    return (time.perf_counter() - t) / calls * 1e3
+    return (clock() - t) / calls * 1e3
 
 
 def main():
@@ -139,6 +139,9 @@ def main():
     _cpu.set_num_threads(threads)
     if torch is not None:
         torch.set_num_threads(threads)
+    # one thread: the calling thread's CPU time (what the kernel costs, not what other
+    # processes on a shared machine take from it); more: wall clock
+    clock = time.thread_time if threads == 1 else time.perf_counter
     load = os.getloadavg()
     cases = _cases(np.random.default_rng(0))
     times = {name: ([], []) for name, _, _ in cases}
@@ -152,12 +155,13 @@ def main():
         for lib in (0, 1):
             for name, *fns in cases:
                 if fns[lib] is not None:
-                    times[name][lib].append(_block(fns[lib], a.calls))
+                    times[name][lib].append(_block(fns[lib], a.calls, clock))
             time.sleep(0.3)
     print(f"- gpucore {_cpu.__file__} (isa {_cpu.info()['isa']}), {threads} thread(s)")
     print(f"- torch {torch.__version__ if torch is not None else 'not importable'}")
     print(f"- load average before the run: {load[0]:.2f}, after: {os.getloadavg()[0]:.2f}")
-    print(f"- median of {a.rounds} rounds x {a.calls} calls, ms per call\n")
+    what = "thread CPU time" if threads == 1 else "wall clock"
+    print(f"- median of {a.rounds} rounds x {a.calls} calls, ms per call ({what})\n")
     print("| kernel | gpucore ms | torch ms | torch / gpucore |")
     print("|---|---:|---:|---:|")
     for name, _, _ in cases:
