@@ -124,11 +124,12 @@ typedef void (*gc_vrange_f32)(const float *x, ptrdiff_t n, float *lo, float *hi)
 typedef int (*gc_mp_s2_f32)(const float *const *rows, int nr, ptrdiff_t kw, ptrdiff_t c0,
                             float *out, ptrdiff_t nv);
 /* max_pool2d's backward over non-overlapping 2-wide windows (maxpool.c's mp_bwd_tiled), one
- * input row: out[2 i + j] = idx[i] == base + 2 i + j ? g[i] + 0 : 0 for i < ow, j < 2 (+ 0: the
- * scatter's sum into zeros, -0 becomes +0); returns the number of i whose idx[i] - base - 2 i is
- * 0 or 1 (compared in 64 bits). */
+ * plane's first oh * kh rows of width w: for oy < oh, r < kh, i < ow, j < 2, with row = oy kh + r,
+ * out[row w + 2 i + j] = idx[oy ow + i] == row w + 2 i + j ? g[oy ow + i] + 0 : 0 (+ 0: the
+ * scatter's sum into zeros, -0 becomes +0), columns from 2 ow untouched; returns the number of
+ * (oy, r, i) whose difference is 0 or 1 (compared in 64 bits: at most one r per output). */
 typedef ptrdiff_t (*gc_mp_bwd_w2_f32)(const float *g, const int64_t *idx, float *out,
-                                      ptrdiff_t ow, int64_t base);
+                                      ptrdiff_t ow, ptrdiff_t oh, ptrdiff_t kh, ptrdiff_t w);
 /* max_pool2d's forward with indices over 2-wide windows (maxpool.c's mp_row_w2), one output
  * row: for i < ow the window of rows[r][2 i + j] (r < nr, j < 2, nr >= 1) scanned in that order,
  * the first taken, then v > max || isnan(v); vr[i] its value, ir[i] = o0 + 2 i + toff[r] + j. */

@@ -563,17 +563,23 @@ static void GC_FN(mp_fwd_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 static int GC_FN(mp_bwd_tiled)(const gc_pool2d *p, const GC_T *g, const int64_t *id, GC_T *gx)
 {
     const ptrdiff_t w = p->w;
-    for (ptrdiff_t oy = 0; oy < p->oh; oy++) {
-        const GC_T *gr = g + oy * p->ow;
-        const int64_t *ir = id + oy * p->ow;
-        ptrdiff_t hits = 0;
-        for (ptrdiff_t r = 0; r < p->kh; r++) {
-            const ptrdiff_t row = oy * p->kh + r;
-            GC_T *xr = gx + row * w;
-            const int64_t base = (int64_t)(row * w);
-            if (sizeof(GC_T) == 4 && gc_isa.mp_bwd_w2_f32) {
-                hits += gc_isa.mp_bwd_w2_f32((const float *)gr, ir, (float *)xr, p->ow, base);
-            } else {
+    if (sizeof(GC_T) == 4 && gc_isa.mp_bwd_w2_f32) { /* the whole plane in one call */
+        if (gc_isa.mp_bwd_w2_f32((const float *)g, id, (float *)gx, p->ow, p->oh, p->kh, w) !=
+            p->oh * p->ow)
+            return 0;
+        if (2 * p->ow < w)
+            for (ptrdiff_t row = 0; row < p->oh * p->kh; row++)
+                for (ptrdiff_t c = 2 * p->ow; c < w; c++)
+                    gx[row * w + c] = (GC_T)0;
+    } else {
+        for (ptrdiff_t oy = 0; oy < p->oh; oy++) {
+            const GC_T *gr = g + oy * p->ow;
+            const int64_t *ir = id + oy * p->ow;
+            ptrdiff_t hits = 0;
+            for (ptrdiff_t r = 0; r < p->kh; r++) {
+                const ptrdiff_t row = oy * p->kh + r;
+                GC_T *xr = gx + row * w;
+                const int64_t base = (int64_t)(row * w);
                 for (ptrdiff_t ox = 0; ox < p->ow; ox++) {
                     const int64_t k = ir[ox] - base - 2 * (int64_t)ox; /* 0 or 1: in the pair */
                     const GC_T v = (GC_T)0 + gr[ox];
@@ -586,12 +592,12 @@ static int GC_FN(mp_bwd_tiled)(const gc_pool2d *p, const GC_T *g, const int64_t 
                     memcpy(xr + 2 * ox + 1, &o, sizeof o);
                     hits += (k == 0) | (k == 1);
                 }
+                for (ptrdiff_t c = 2 * p->ow; c < w; c++)
+                    xr[c] = (GC_T)0;
             }
-            for (ptrdiff_t c = 2 * p->ow; c < w; c++)
-                xr[c] = (GC_T)0;
+            if (hits != p->ow)
+                return 0;
         }
-        if (hits != p->ow)
-            return 0;
     }
     for (ptrdiff_t i = p->oh * p->kh * w; i < p->h * w; i++)
         gx[i] = (GC_T)0;

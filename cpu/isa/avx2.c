@@ -252,8 +252,8 @@ static int mp_s2_avx2(const float *const *rows, int nr, ptrdiff_t kw, ptrdiff_t 
  * whose 32-bit halves, blended even / odd, are the mask of the 8 inputs that take g (each lane
  * doubled).  A last partial step is redone overlapping the one before (the same stores; its
  * hits counted for the new lanes only): no scalar tail, whose compares mispredict. */
-static ptrdiff_t mp_bwd_w2_avx2(const float *g, const int64_t *idx, float *out, ptrdiff_t ow,
-                                int64_t base)
+static inline ptrdiff_t mp_bwd_w2_row_avx2(const float *g, const int64_t *idx, float *out,
+                                           ptrdiff_t ow, int64_t base)
 {
     const __m256i step = _mm256_set_epi64x(6, 4, 2, 0), one = _mm256_set1_epi64x(1);
     const __m256i dup = _mm256_set_epi32(3, 3, 2, 2, 1, 1, 0, 0);
@@ -287,6 +287,20 @@ static ptrdiff_t mp_bwd_w2_avx2(const float *g, const int64_t *idx, float *out, 
         out[2 * i + 1] = d == 1 ? v : 0.0f;
         hits += d == 0 || d == 1;
     }
+    return hits;
+}
+
+/* the plane: rows in order, one call */
+static ptrdiff_t mp_bwd_w2_avx2(const float *g, const int64_t *idx, float *out, ptrdiff_t ow,
+                                ptrdiff_t oh, ptrdiff_t kh, ptrdiff_t w)
+{
+    ptrdiff_t hits = 0;
+    for (ptrdiff_t oy = 0; oy < oh; oy++)
+        for (ptrdiff_t r = 0; r < kh; r++) {
+            const ptrdiff_t row = oy * kh + r;
+            hits += mp_bwd_w2_row_avx2(g + oy * ow, idx + oy * ow, out + row * w, ow,
+                                       (int64_t)(row * w));
+        }
     return hits;
 }
 

@@ -306,8 +306,8 @@ QQ_RANGE(qrange_avx512)
 /* 8 outputs a step: d = idx - (base + 2 i) in 64-bit lanes, clamped (unsigned) to 2 so that its
  * narrowing to 32 bits is exact, each lane doubled and compared with 0, 1, 0, 1, ...: the mask
  * of the 16 inputs that take g (doubled the same way); the row's last ow % 8 outputs masked. */
-static ptrdiff_t mp_bwd_w2_avx512(const float *g, const int64_t *idx, float *out, ptrdiff_t ow,
-                                  int64_t base)
+static inline ptrdiff_t mp_bwd_w2_row_avx512(const float *g, const int64_t *idx, float *out,
+                                             ptrdiff_t ow, int64_t base)
 {
     const __m512i step = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0), two = _mm512_set1_epi64(2);
     const __m512i dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
@@ -330,6 +330,21 @@ static ptrdiff_t mp_bwd_w2_avx512(const float *g, const int64_t *idx, float *out
         else
             _mm512_mask_storeu_ps(out + 2 * i, (__mmask16)((1u << (2 * (ow - i))) - 1u), v);
     }
+    return hits;
+}
+
+/* the plane: rows in order, one call (rows of 7 or 14 outputs: a call per row cost as much as
+ * its work) */
+static ptrdiff_t mp_bwd_w2_avx512(const float *g, const int64_t *idx, float *out, ptrdiff_t ow,
+                                  ptrdiff_t oh, ptrdiff_t kh, ptrdiff_t w)
+{
+    ptrdiff_t hits = 0;
+    for (ptrdiff_t oy = 0; oy < oh; oy++)
+        for (ptrdiff_t r = 0; r < kh; r++) {
+            const ptrdiff_t row = oy * kh + r;
+            hits += mp_bwd_w2_row_avx512(g + oy * ow, idx + oy * ow, out + row * w, ow,
+                                         (int64_t)(row * w));
+        }
     return hits;
 }
 
