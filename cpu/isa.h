@@ -130,11 +130,13 @@ typedef int (*gc_mp_s2_f32)(const float *const *rows, int nr, ptrdiff_t kw, ptrd
  * (oy, r, i) whose difference is 0 or 1 (compared in 64 bits: at most one r per output). */
 typedef ptrdiff_t (*gc_mp_bwd_w2_f32)(const float *g, const int64_t *idx, float *out,
                                       ptrdiff_t ow, ptrdiff_t oh, ptrdiff_t kh, ptrdiff_t w);
-/* max_pool2d's forward with indices over 2-wide windows (maxpool.c's mp_row_w2), one output
- * row: for i < ow the window of rows[r][2 i + j] (r < nr, j < 2, nr >= 1) scanned in that order,
- * the first taken, then v > max || isnan(v); vr[i] its value, ir[i] = o0 + 2 i + toff[r] + j. */
+/* max_pool2d's forward with indices over 2-wide windows (maxpool.c's mp_row_w2), oh output rows
+ * whose windows read the same rows shifted by rs elements each: for y < oh, i < ow the window of
+ * rows[r][y rs + 2 i + j] (r < nr, j < 2, nr >= 1) scanned in that order, the first taken, then
+ * v > max || isnan(v); vr[y ow + i] its value, ir[y ow + i] = o0 + y rs + 2 i + toff[r] + j. */
 typedef void (*gc_mp_fwd_w2_f32)(const float *const *rows, const int32_t *toff, int nr,
-                                 ptrdiff_t ow, int64_t o0, float *vr, int64_t *ir);
+                                 ptrdiff_t ow, int64_t o0, float *vr, int64_t *ir, ptrdiff_t oh,
+                                 ptrdiff_t rs);
 
 /* One fused optimizer update (cpu/optim.c; loops in cpu/isa/optim.h): parameter p, gradient g
  * and up to three state buffers (SGD: momentum; Adam: exp_avg, exp_avg_sq, max_exp_avg_sq;

@@ -412,7 +412,7 @@ static void GC_FN(mp_row_w2)(const gc_pool2d *p, const GC_T *x, GC_T *vr, int64_
     const int64_t o0 = (int64_t)((oy * p->sh - p->ph) * p->w);
 #if MP_VN == 4
     if (gc_isa.mp_fwd_w2_f32) { /* wider vectors (AVX-512), the same rule and bits */
-        gc_isa.mp_fwd_w2_f32(rows, toff, nr, p->ow, o0, vr, ir);
+        gc_isa.mp_fwd_w2_f32(rows, toff, nr, p->ow, o0, vr, ir, 1, 0);
         return;
     }
 #endif
@@ -493,6 +493,24 @@ static void GC_FN(mp_fwd_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
         return;
     }
     if (GC_FN(mp_is_w2)(p)) {
+#if MP_VN == 4
+        /* no window row in the padding or past the image: every output row reads the same
+         * window rows shifted by sh rows, the whole plane in one ISA call */
+        if (gc_isa.mp_fwd_w2_f32 && p->ph == 0 &&
+            (p->oh - 1) * p->sh + (p->kh - 1) * p->dh < p->h) {
+            const GC_T *rows[8];
+            MP_IT toff[8];
+            for (ptrdiff_t pl = lo; pl < hi; pl++) {
+                for (ptrdiff_t ki = 0; ki < p->kh; ki++) {
+                    toff[ki] = (MP_IT)(ki * p->dh * p->w);
+                    rows[ki] = J->x + pl * hw + toff[ki];
+                }
+                gc_isa.mp_fwd_w2_f32(rows, toff, (int)p->kh, p->ow, 0, J->vals + pl * ohw,
+                                     J->idx + pl * ohw, p->oh, p->sh * p->w);
+            }
+            return;
+        }
+#endif
         for (ptrdiff_t pl = lo; pl < hi; pl++)
             for (ptrdiff_t oy = 0; oy < p->oh; oy++)
                 GC_FN(mp_row_w2)(p, J->x + pl * hw, J->vals + pl * ohw + oy * p->ow,

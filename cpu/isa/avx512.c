@@ -353,8 +353,8 @@ static ptrdiff_t mp_bwd_w2_avx512(const float *g, const int64_t *idx, float *out
 /* 16 outputs a step (the row's last ones masked: the train.py CNN's rows are 14 and 7 wide): per
  * window row two loads, the even and odd inputs by two-source permutes, the running maxima and
  * their window offsets (int32) by compare masks; the offsets widened to the int64 indices. */
-static void mp_fwd_w2_avx512(const float *const *rows, const int32_t *toff, int nr, ptrdiff_t ow,
-                             int64_t o0, float *vr, int64_t *ir)
+static inline void mp_fwd_w2_row_avx512(const float *const *rows, const int32_t *toff, int nr,
+                                        ptrdiff_t ow, int64_t o0, float *vr, int64_t *ir)
 {
     const __m512i even =
         _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
@@ -396,6 +396,17 @@ static void mp_fwd_w2_avx512(const float *const *rows, const int32_t *toff, int 
         const __m512i hi = _mm512_add_epi64(_mm512_add_epi64(base, _mm512_set1_epi64(16)), chi);
         _mm512_mask_storeu_epi64(ir + ox, (__mmask8)m, lo);
         _mm512_mask_storeu_epi64(ir + ox + 8, (__mmask8)(m >> 8), hi);
+    }
+}
+
+static void mp_fwd_w2_avx512(const float *const *rows, const int32_t *toff, int nr, ptrdiff_t ow,
+                             int64_t o0, float *vr, int64_t *ir, ptrdiff_t oh, ptrdiff_t rs)
+{
+    const float *rr[8];
+    for (ptrdiff_t y = 0; y < oh; y++) {
+        for (int r = 0; r < nr; r++)
+            rr[r] = rows[r] + y * rs;
+        mp_fwd_w2_row_avx512(rr, toff, nr, ow, o0 + y * rs, vr + y * ow, ir + y * ow);
     }
 }
 
