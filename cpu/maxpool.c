@@ -24,6 +24,8 @@
 
 /* columns of an output row per step of the vector path (its buffers live on the stack) */
 #define MP_CHUNK 512
+/* outputs of a plane whose indices the values-only forward may keep on the stack (32 KiB) */
+#define MP_PLANE_IDX 4096
 
 /* [lo, hi): the o for which 0 <= o*s + off < size, clamped to [0, n) */
 static inline void mp_range(ptrdiff_t off, ptrdiff_t s, ptrdiff_t size, ptrdiff_t n,
@@ -480,6 +482,26 @@ static void GC_FN(mp_fwd_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
     GC_FN(mp_job) *J = (GC_FN(mp_job) *)ctx;
     const gc_pool2d *p = J->p;
     const ptrdiff_t hw = p->h * p->w, ohw = p->oh * p->ow;
+#if MP_VN == 4
+    /* values only, 2-wide windows that stay in the image, AVX-512: the indexed plane kernel (the
+     * same rule, so the same value bits) into a stack index buffer is faster than the values
+     * path's per-row set-up on rows this short (64 x 16 x 28 x 28, one thread: 0.54 -> 0.13 ms) */
+    if (!J->idx && gc_isa.mp_fwd_w2_f32 && GC_FN(mp_is_w2)(p) && p->ph == 0 &&
+        (p->oh - 1) * p->sh + (p->kh - 1) * p->dh < p->h && ohw <= MP_PLANE_IDX) {
+        int64_t ibuf[MP_PLANE_IDX];
+        const GC_T *rows[8];
+        MP_IT toff[8];
+        for (ptrdiff_t pl = lo; pl < hi; pl++) {
+            for (ptrdiff_t ki = 0; ki < p->kh; ki++) {
+                toff[ki] = (MP_IT)(ki * p->dh * p->w);
+                rows[ki] = J->x + pl * hw + toff[ki];
+            }
+            gc_isa.mp_fwd_w2_f32(rows, toff, (int)p->kh, p->ow, 0, J->vals + pl * ohw, ibuf,
+                                 p->oh, p->sh * p->w);
+        }
+        return;
+    }
+#endif
     if (!J->idx) {
         const int s2 = GC_FN(mp_is_s2)(p);
         for (ptrdiff_t pl = lo; pl < hi; pl++)

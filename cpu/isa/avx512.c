@@ -410,9 +410,41 @@ static void mp_fwd_w2_avx512(const float *const *rows, const int32_t *toff, int 
     }
 }
 
+/* ---- max_pool2d's values-only rows at column stride 2 (isa.h's gc_mp_s2_f32) ---------------- */
+
+/* 16 outputs a vector (the even elements of 32 inputs by a two-source permute, in order), the
+ * last 8 of an odd nv from one load; v > m ? v : m (maxps) in window order, the inputs summed on
+ * the side: a NaN makes the sum NaN and the caller redoes its outputs by the exact rule. */
+static int mp_s2_avx512(const float *const *rows, int nr, ptrdiff_t kw, ptrdiff_t c0, float *out,
+                        ptrdiff_t nv)
+{
+    const __m512i even =
+        _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    __mmask16 bad = 0;
+    for (ptrdiff_t v = 0; v < nv; v += 2) {
+        const int half = v + 1 == nv; /* 8 outputs: inputs c .. c + 15 (+ kw - 1) only */
+        const ptrdiff_t c = c0 + 16 * v;
+        __m512 m = _mm512_set1_ps(-__builtin_inff()), sum = _mm512_setzero_ps();
+        for (int r = 0; r < nr; r++)
+            for (ptrdiff_t kj = 0; kj < kw; kj++) {
+                const float *p = rows[r] + c + kj;
+                const __m512 a = _mm512_loadu_ps(p);
+                const __m512 b = half ? a : _mm512_loadu_ps(p + 16);
+                const __m512 x = _mm512_permutex2var_ps(a, even, b);
+                sum = _mm512_add_ps(sum, x);
+                m = _mm512_max_ps(x, m); /* x > m ? x : m */
+            }
+        const __mmask16 k = half ? (__mmask16)0xff : (__mmask16)0xffff;
+        bad |= _mm512_mask_cmp_ps_mask(k, sum, sum, _CMP_UNORD_Q);
+        _mm512_mask_storeu_ps(out + 8 * v, k, m);
+    }
+    return bad != 0;
+}
+
 static void gc_isa_fill_avx512_vmath(gc_isa_kernels *k)
 {
     k->mp_fwd_w2_f32 = mp_fwd_w2_avx512;
+    k->mp_s2_f32 = mp_s2_avx512;
     k->mp_bwd_w2_f32 = mp_bwd_w2_avx512;
     k->vunary_f32[GC_UNARY_EXP] = vexp_avx512;
     k->vunary_f32[GC_UNARY_LOG] = vlog_avx512;
