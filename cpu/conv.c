@@ -18,8 +18,9 @@
  *
  * float32 takes other paths where they apply: a 1x1 convolution with stride 1 and no padding
  * multiplies the image itself (its column matrix), and conv_direct.c's direct kernel (the image
- * read in place by the GEMM's register tile) runs the forward and the backward when
- * gc_conv2d_direct_use / gc_conv2d_direct_backward_use say so (the rule is there); before
+ * read in place by the GEMM's register tile) runs the forward, and the backward's weight and / or
+ * input gradient, when gc_conv2d_direct_use / gc_conv2d_direct_backward_use say so (the rules
+ * are there; the GEMM path here takes the gradients it leaves); before
  * both, conv_winograd.c's Winograd F(4x4, 3x3) forward where gc_conv2d_winograd_use says so, or
  * whenever the weight was packed for it (swap 2). */
 #ifndef GC_T
@@ -80,6 +81,24 @@ void *gc_conv_scratch(int i, size_t bytes)
     return conv_buf[i];
 }
 
+/* Whether the GEMM path's weight gradient runs transposed, gw^T [CK, O] = col @ g^T, its rows
+ * the taps and its columns the output channels: when that fills the GEMM's MR x NR register
+ * tiles with fewer wasted cells than gw [O, CK] (AVX-512's 14 x 32, the train.py CNN's 16 -> 32
+ * layer, ck = 144, o = 32: 154 x 32 cells against 42 x 160; one thread 20 against 30 us an
+ * image).  A tie keeps gw, and so do fewer than 25 taps: gemm.c takes up to 16 / 24 rows by its
+ * small-M path, other sums, while with more rows both orientations run the blocked kernel's FMA
+ * chains, each element the same bits (the direct kernel's too).  The partials are then
+ * transposed once, in the final sum. */
+static int conv_gw_transposed(char kind, ptrdiff_t o, ptrdiff_t ck)
+{
+    const gc_blocking *b = kind == 'f' ? &gc_blk_f32 : &gc_blk_f64;
+    const ptrdiff_t mr = b->mr, nr = b->nr;
+#define GC_CELLS(m, n) ((double)(((m) + mr - 1) / mr * mr) * (double)(((n) + nr - 1) / nr * nr))
+    const int t = ck > 24 && GC_CELLS(ck, o) < GC_CELLS(o, ck);
+#undef GC_CELLS
+    return t;
+}
+
 #define GC_T float
 #define GC_SFX f32
 #include "conv.c"
@@ -103,6 +122,7 @@ typedef struct {
     const gc_packed *pw;      /* forward: the weight pre-packed (side A), or NULL */
     ptrdiff_t o, ck, l, nimg, nchunks, chunk;
     int one; /* forward: a 1x1 convolution with stride 1 and no padding (a plain GEMM) */
+    int gwt; /* backward: the gw partials are gw^T [CK, O] (conv_gw_transposed) */
     _Alignas(64) atomic_long next;
     atomic_int failed;
 } GC_FN(conv_job);
@@ -152,6 +172,27 @@ static void GC_FN(conv_fwd_body)(void *ctx, int slot)
     }
 }
 
+/* sum of r[0..n) in GC_CONV_LANES interleaved partial sums added pairwise at the end: vector
+ * adds instead of one dependent scalar add per element (the bias gradient of the train.py CNN's
+ * 1 -> 16 layer, 64 x 16 x 784 values, was over half of its backward, AVX-512 one thread); the
+ * order depends on n alone (no ISA, no thread count) and is conv_direct.c's dconv_sum's, so
+ * float32 bias gradients have the same bits on both paths. */
+#define GC_CONV_LANES 8
+static GC_T GC_FN(conv_rowsum)(const GC_T *r, ptrdiff_t n)
+{
+    GC_T acc[GC_CONV_LANES] = {0};
+    ptrdiff_t j = 0;
+    for (; j + GC_CONV_LANES <= n; j += GC_CONV_LANES)
+        for (int k = 0; k < GC_CONV_LANES; k++)
+            acc[k] += r[j + k];
+    for (int k = 0; j < n; j++, k++)
+        acc[k] += r[j];
+    for (int w = GC_CONV_LANES / 2; w >= 1; w /= 2)
+        for (int k = 0; k < w; k++)
+            acc[k] += acc[k + w];
+    return acc[0];
+}
+
 static void GC_FN(conv_bwd_body)(void *ctx, int slot)
 {
     (void)slot;
@@ -178,19 +219,18 @@ static void GC_FN(conv_bwd_body)(void *ctx, int slot)
             const GC_T *g = J->g + b * gs;
             if (gw) {
                 GC_FN(gc_im2col)(J->x + b * xs, col, &J->p1);
-                /* gw (+)= g [O, L] @ col^T (col stored [CK, L]) */
-                if (GC_FN(gc_gemm)(g, col, gw, 1, J->o, J->ck, J->l, 0, 1, (GC_T)1,
-                                   b == b0 ? (GC_T)0 : (GC_T)1, 0, 0, 0) < 0)
+                /* gw (+)= g [O, L] @ col^T (col stored [CK, L]), or its transpose
+                 * gw^T (+)= col @ g^T */
+                const GC_T beta = b == b0 ? (GC_T)0 : (GC_T)1;
+                if ((J->gwt ? GC_FN(gc_gemm)(col, g, gw, 1, J->ck, J->o, J->l, 0, 1, (GC_T)1,
+                                             beta, 0, 0, 0)
+                            : GC_FN(gc_gemm)(g, col, gw, 1, J->o, J->ck, J->l, 0, 1, (GC_T)1,
+                                             beta, 0, 0, 0)) < 0)
                     atomic_store(&J->failed, 1);
             }
             if (gb)
-                for (ptrdiff_t i = 0; i < J->o; i++) {
-                    const GC_T *r = g + i * J->l;
-                    GC_T s = (GC_T)0;
-                    for (ptrdiff_t j = 0; j < J->l; j++)
-                        s += r[j];
-                    gb[i] += s;
-                }
+                for (ptrdiff_t i = 0; i < J->o; i++)
+                    gb[i] += GC_FN(conv_rowsum)(g + i * J->l, J->l);
             if (gcol) {
                 /* gcol [CK, L] = W^T (W stored [O, CK]) @ g [O, L] */
                 if (GC_FN(gc_gemm)(J->w, g, gcol, 1, J->ck, J->l, J->o, 1, 0, (GC_T)1, (GC_T)0, 0,
@@ -305,21 +345,40 @@ int GC_FN(gc_conv2d_backward)(const GC_T *x, const GC_T *w, const GC_T *g, GC_T 
         if (!part)
             return -1;
     }
-    J.gw = gw ? part : NULL;
-    J.gb = gb ? part + pw : NULL;
-    if (sizeof(GC_T) == 4 && gc_conv2d_direct_backward_use(p, o, gx != NULL)) {
-        if (gc_conv2d_direct_backward_f32((const float *)x, (const float *)w, (const float *)g,
-                                          (float *)gx, (float *)gw, (float *)gb, p, o, J.chunk,
-                                          J.nchunks, (float *)part) < 0)
-            return -1;
-    } else {
+    /* float32: the direct kernel takes the weight (and bias) gradient and / or the input
+     * gradient, each by its own rule (conv_direct.c); the GEMM path the rest.  Both write the
+     * same partials (gw's at part, gb's after them) and sum bias rows in the same order. */
+    const int dw = sizeof(GC_T) == 4 && gw && gc_conv2d_direct_backward_use(p, o, 0);
+    const int dx = sizeof(GC_T) == 4 && gx && gc_conv2d_direct_backward_use(p, o, 1);
+    if ((dw || dx) &&
+        gc_conv2d_direct_backward_f32((const float *)x, (const float *)w, (const float *)g,
+                                      dx ? (float *)gx : NULL, dw ? (float *)gw : NULL,
+                                      dw ? (float *)gb : NULL, p, o, J.chunk, J.nchunks,
+                                      (float *)part) < 0)
+        return -1;
+    J.gx = dx ? NULL : gx;
+    J.gw = gw && !dw ? part : NULL;
+    J.gwt = J.gw && conv_gw_transposed(sizeof(GC_T) == 4 ? 'f' : 'd', o, J.ck);
+    J.gb = gb && !dw ? part + pw : NULL;
+    if (J.gx || J.gw || J.gb) {
         atomic_init(&J.next, 0);
         atomic_init(&J.failed, 0);
         gc_region(GC_FN(conv_bwd_body), &J, GC_FN(conv_threads)(p, o, J.nchunks));
         if (atomic_load(&J.failed))
             return -1;
     }
-    if (gw) {
+    J.gw = gw ? part : NULL;
+    J.gb = gb ? part + pw : NULL;
+    if (gw && J.gwt) { /* partials [CK, O]: summed in chunk order, stored transposed */
+        const ptrdiff_t sz = o * J.ck;
+        for (ptrdiff_t i = 0; i < J.ck; i++)
+            for (ptrdiff_t j = 0; j < o; j++) {
+                GC_T s = J.gw[i * o + j];
+                for (ptrdiff_t ch = 1; ch < J.nchunks; ch++)
+                    s += J.gw[ch * sz + i * o + j];
+                gw[j * J.ck + i] = s;
+            }
+    } else if (gw) {
         const ptrdiff_t sz = o * J.ck;
         memcpy(gw, J.gw, sizeof(GC_T) * (size_t)sz);
         for (ptrdiff_t ch = 1; ch < J.nchunks; ch++) {

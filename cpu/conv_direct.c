@@ -43,6 +43,9 @@
 #define GC_DCONV_CHUNK 16
 /* the backward's direct path from this many output pixels per image (gc_conv2d_direct_backward_use) */
 #define GC_DCONV_MIN_PIXELS 64
+/* ... and from more than this many kernel taps per output channel (c * kh * kw) for the weight
+ * gradient */
+#define GC_DCONV_MIN_TAPS 16
 
 /* 1 when s, less surrounding white space, is word in any case (gpucore/config.py's rule) */
 int gc_env_is(const char *s, const char *word)
@@ -552,9 +555,10 @@ int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, co
  *   gx[b] = the direct convolution of g[b], zero-padded by (k-1)*d - p on each side, with the
  *     weight flipped and transposed (K' = (o, kh-1-ki, kw-1-kj), columns input channels): no
  *     column-gradient matrix and no col2im.  Stride 1, padding within the kernel's reach and
- *     at least half a panel of input channels only (gc_conv2d_direct_backward_use). */
+ *     more than half a panel of input channels only.
+ * Each by its own rule (gc_conv2d_direct_backward_use); conv.c's GEMM path takes the other. */
 
-int gc_conv2d_direct_backward_use(const gc_conv *p, ptrdiff_t o, int need_gx)
+int gc_conv2d_direct_backward_use(const gc_conv *p, ptrdiff_t o, int gx_rule)
 {
     if (!dconv_use(p, o, 0))
         return 0;
@@ -563,18 +567,27 @@ int gc_conv2d_direct_backward_use(const gc_conv *p, ptrdiff_t o, int need_gx)
      * 19.9 ms; 196 pixels: 10.9 against 12.1) */
     if (p->oh * p->ow < GC_DCONV_MIN_PIXELS && dconv_forced() != 2)
         return 0;
-    if (!need_gx) /* the weight gradient alone: any stride, padding and dilation */
-        return 1;
+    /* few kernel taps (c * kh * kw <= 16: a 3x3 on one input channel): the weight gradient's
+     * tile rows are taps, mostly empty, and each image's g^T is packed for a handful of them;
+     * conv.c's GEMM takes it as 16-row dot products of contiguous rows (gemv_t).  Measured, one
+     * thread, batch 64 (train.py's 1 -> 16 layer on 28x28): AVX-512 0.50 im2col against 1.06 ms
+     * direct, AVX2 0.44 against 0.57; 27 taps (3 -> 16) 1.32 / 1.63 on AVX-512, 1.02 / 0.91 on
+     * AVX2; 72 taps direct on both (0.83 / 1.04, 0.43 / 0.93). */
+    if (!gx_rule) /* the weight gradient: any stride, padding and dilation */
+        return p->c * p->kh * p->kw > GC_DCONV_MIN_TAPS || dconv_forced() == 2;
     const ptrdiff_t eh = (p->kh - 1) * p->dh - p->ph, ew = (p->kw - 1) * p->dw - p->pw;
     if (p->sh != 1 || p->sw != 1 || eh < 0 || ew < 0)
         return 0;
     /* the padded gradient's offsets are int32 too */
     if ((double)o * (double)(p->oh + 2 * eh) * (double)(p->ow + 2 * ew) >= 2147483647.0)
         return 0;
-    /* the input gradient's tile columns are input channels: below half a panel of them the
+    /* the input gradient's tile columns are input channels: up to half a panel of them the
      * im2col path is faster (measured: 1 channel 4.98 against 1.93 ms, 16 channels 4.92
-     * against 7.5 ms; a 28x28 / 14x14 batch of 64, one thread) */
-    return dconv_forced() == 2 || 2 * p->c >= gc_blk_f32.nr;
+     * against 7.5 ms; a 28x28 / 14x14 batch of 64, one thread; then on Zen 4, 14x14 -> 32
+     * channels, batch 64, one thread, im2col against direct: AVX2's 16-wide panels 8 channels
+     * 1.03 / 1.80 ms, 16 1.97 / 1.40; AVX-512's 32-wide 16 channels 2.40 / 2.48, 24 3.33 /
+     * 2.63, 32 4.27 / 2.67) */
+    return dconv_forced() == 2 || 2 * p->c > gc_blk_f32.nr;
 }
 
 typedef struct {

@@ -140,6 +140,20 @@ typedef void (*gc_vrange_f32)(const float *x, ptrdiff_t n, float *lo, float *hi)
  * some input was NaN, whose outputs the caller redoes by the exact rule. */
 typedef int (*gc_mp_s2_f32)(const float *const *rows, int nr, ptrdiff_t kw, ptrdiff_t c0,
                             float *out, ptrdiff_t nv);
+/* max_pool2d's backward over non-overlapping 2-wide windows (maxpool.c's mp_bwd_tiled), one
+ * plane's first oh * kh rows of width w: for oy < oh, r < kh, i < ow, j < 2, with row = oy kh + r,
+ * out[row w + 2 i + j] = idx[oy ow + i] == row w + 2 i + j ? g[oy ow + i] + 0 : 0 (+ 0: the
+ * scatter's sum into zeros, -0 becomes +0), columns from 2 ow untouched; returns the number of
+ * (oy, r, i) whose difference is 0 or 1 (compared in 64 bits: at most one r per output). */
+typedef ptrdiff_t (*gc_mp_bwd_w2_f32)(const float *g, const int64_t *idx, float *out,
+                                      ptrdiff_t ow, ptrdiff_t oh, ptrdiff_t kh, ptrdiff_t w);
+/* max_pool2d's forward with indices over 2-wide windows (maxpool.c's mp_row_w2), oh output rows
+ * whose windows read the same rows shifted by rs elements each: for y < oh, i < ow the window of
+ * rows[r][y rs + 2 i + j] (r < nr, j < 2, nr >= 1) scanned in that order, the first taken, then
+ * v > max || isnan(v); vr[y ow + i] its value, ir[y ow + i] = o0 + y rs + 2 i + toff[r] + j. */
+typedef void (*gc_mp_fwd_w2_f32)(const float *const *rows, const int32_t *toff, int nr,
+                                 ptrdiff_t ow, int64_t o0, float *vr, int64_t *ir, ptrdiff_t oh,
+                                 ptrdiff_t rs);
 
 /* One fused optimizer update (cpu/optim.c; loops in cpu/isa/optim.h): parameter p, gradient g
  * and up to three state buffers (SGD: momentum; Adam: exp_avg, exp_avg_sq, max_exp_avg_sq;
@@ -238,6 +252,8 @@ typedef struct {
     gc_vrange_f32 q_range_f32;
     /* NULL = maxpool.c's 16-byte vectors */
     gc_mp_s2_f32 mp_s2_f32;
+    gc_mp_bwd_w2_f32 mp_bwd_w2_f32; /* NULL = maxpool.c's scalar masks */
+    gc_mp_fwd_w2_f32 mp_fwd_w2_f32; /* NULL = maxpool.c's 16-byte vectors */
     /* fused optimizer updates (cpu/isa/optim.h compiled with the ISA's flags) */
     gc_optim_range_f32 sgd_f32, adam_f32, rmsprop_f32;
     gc_optim_range_f64 sgd_f64, adam_f64, rmsprop_f64;

@@ -318,11 +318,12 @@ int gc_conv_input_finite(const float *x, ptrdiff_t n);
 int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, const float *bias,
                          const gc_epi *e, float *out, const gc_conv *p, ptrdiff_t o);
 /* The backward's direct path (weight gradient; input gradient at stride 1, enough channels):
- * when gc_conv2d_direct_backward_use says so (need_gx: the input gradient is wanted), conv.c's
- * gc_conv2d_backward_f32 calls it with its chunking and its partials buffer (part: nchunks gw
- * partials [o, c*kh*kw], then nchunks gb partials [o]; gw, gb here only say which are wanted);
- * gx is written whole. */
-int gc_conv2d_direct_backward_use(const gc_conv *p, ptrdiff_t o, int need_gx);
+ * for each gradient that gc_conv2d_direct_backward_use says so of (gx_rule 0: the weight and
+ * bias gradients, 1: the input gradient), conv.c's gc_conv2d_backward_f32 calls it with its
+ * chunking and its partials buffer (part: nchunks gw partials [o, c*kh*kw], then nchunks gb
+ * partials [o]; gw, gb here only say which are wanted, gb only with gw); gx is written whole.
+ * The others go through conv.c's GEMM path. */
+int gc_conv2d_direct_backward_use(const gc_conv *p, ptrdiff_t o, int gx_rule);
 int gc_conv2d_direct_backward_f32(const float *x, const float *w, const float *g, float *gx,
                                   float *gw, float *gb, const gc_conv *p, ptrdiff_t o,
                                   ptrdiff_t chunk, ptrdiff_t nchunks, float *part);

@@ -246,8 +246,67 @@ static int mp_s2_avx2(const float *const *rows, int nr, ptrdiff_t kw, ptrdiff_t 
     return _mm256_movemask_ps(bad) != 0;
 }
 
+/* ---- max_pool2d's backward over 2-wide windows (isa.h's gc_mp_bwd_w2_f32) -------------------- */
+
+/* 4 outputs a step: d = idx - (base + 2 i) in 64-bit lanes, d == 0 and d == 1 as 64-bit masks
+ * whose 32-bit halves, blended even / odd, are the mask of the 8 inputs that take g (each lane
+ * doubled).  A last partial step is redone overlapping the one before (the same stores; its
+ * hits counted for the new lanes only): no scalar tail, whose compares mispredict. */
+static inline ptrdiff_t mp_bwd_w2_row_avx2(const float *g, const int64_t *idx, float *out,
+                                           ptrdiff_t ow, int64_t base)
+{
+    const __m256i step = _mm256_set_epi64x(6, 4, 2, 0), one = _mm256_set1_epi64x(1);
+    const __m256i dup = _mm256_set_epi32(3, 3, 2, 2, 1, 1, 0, 0);
+    ptrdiff_t hits = 0, i = 0;
+    for (; i < ow; i += 4) {
+        int skip = 0; /* lanes already done */
+        if (i + 4 > ow) {
+            if (ow < 4)
+                break;
+            skip = (int)(i - (ow - 4));
+            i = ow - 4;
+        }
+        const __m256i e = _mm256_add_epi64(_mm256_set1_epi64x(base + 2 * (int64_t)i), step);
+        const __m256i d = _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(idx + i)), e);
+        const __m256i m0 = _mm256_cmpeq_epi64(d, _mm256_setzero_si256());
+        const __m256i m1 = _mm256_cmpeq_epi64(d, one);
+        const __m256i take = _mm256_blend_epi32(m0, m1, 0xaa);
+        const __m256i any = _mm256_or_si256(m0, m1);
+        const unsigned hit = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(any));
+        hits += __builtin_popcount(hit >> skip);
+        const __m256 gv = _mm256_add_ps(_mm256_castps128_ps256(_mm_loadu_ps(g + i)),
+                                        _mm256_setzero_ps());
+        const __m256 v =
+            _mm256_and_ps(_mm256_permutevar8x32_ps(gv, dup), _mm256_castsi256_ps(take));
+        _mm256_storeu_ps(out + 2 * i, v);
+    }
+    for (; i < ow; i++) { /* ow < 4 */
+        const int64_t d = idx[i] - base - 2 * (int64_t)i;
+        const float v = g[i] + 0.0f;
+        out[2 * i] = d == 0 ? v : 0.0f;
+        out[2 * i + 1] = d == 1 ? v : 0.0f;
+        hits += d == 0 || d == 1;
+    }
+    return hits;
+}
+
+/* the plane: rows in order, one call */
+static ptrdiff_t mp_bwd_w2_avx2(const float *g, const int64_t *idx, float *out, ptrdiff_t ow,
+                                ptrdiff_t oh, ptrdiff_t kh, ptrdiff_t w)
+{
+    ptrdiff_t hits = 0;
+    for (ptrdiff_t oy = 0; oy < oh; oy++)
+        for (ptrdiff_t r = 0; r < kh; r++) {
+            const ptrdiff_t row = oy * kh + r;
+            hits += mp_bwd_w2_row_avx2(g + oy * ow, idx + oy * ow, out + row * w, ow,
+                                       (int64_t)(row * w));
+        }
+    return hits;
+}
+
 static void gc_isa_fill_avx2_vmath(gc_isa_kernels *k)
 {
+    k->mp_bwd_w2_f32 = mp_bwd_w2_avx2;
     k->vunary_f32[GC_UNARY_EXP] = vexp_avx2;
     k->vunary_f32[GC_UNARY_LOG] = vlog_avx2;
     k->vunary_f32[GC_UNARY_TANH] = vtanh_avx2;

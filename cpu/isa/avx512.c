@@ -409,8 +409,151 @@ VM_SUB2_MUL(vsub2_mul_avx512)
 #include "isa/quant.h"
 QQ_RANGE(qrange_avx512)
 
+/* ---- max_pool2d's backward over 2-wide windows (isa.h's gc_mp_bwd_w2_f32) -------------------- */
+
+/* 8 outputs a step: d = idx - (base + 2 i) in 64-bit lanes, clamped (unsigned) to 2 so that its
+ * narrowing to 32 bits is exact, each lane doubled and compared with 0, 1, 0, 1, ...: the mask
+ * of the 16 inputs that take g (doubled the same way); the row's last ow % 8 outputs masked. */
+static inline ptrdiff_t mp_bwd_w2_row_avx512(const float *g, const int64_t *idx, float *out,
+                                             ptrdiff_t ow, int64_t base)
+{
+    const __m512i step = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0), two = _mm512_set1_epi64(2);
+    const __m512i dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+    const __m512i pat = _mm512_set_epi32(1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0);
+    ptrdiff_t hits = 0;
+    for (ptrdiff_t i = 0; i < ow; i += 8) {
+        const __mmask8 m = ow - i >= 8 ? (__mmask8)0xff : (__mmask8)((1u << (ow - i)) - 1u);
+        const __m512i e = _mm512_add_epi64(_mm512_set1_epi64(base + 2 * (int64_t)i), step);
+        const __m512i x = _mm512_maskz_loadu_epi64(m, idx + i);
+        const __m512i d = _mm512_min_epu64(_mm512_sub_epi64(x, e), two);
+        hits += __builtin_popcount((unsigned)_mm512_mask_cmplt_epu64_mask(m, d, two));
+        const __m512i d2 =
+            _mm512_permutexvar_epi32(dup, _mm512_castsi256_si512(_mm512_cvtepi64_epi32(d)));
+        const __mmask16 take = _mm512_cmpeq_epi32_mask(d2, pat);
+        const __m512 gv = _mm512_add_ps(_mm512_maskz_loadu_ps((__mmask16)m, g + i),
+                                        _mm512_setzero_ps());
+        const __m512 v = _mm512_maskz_mov_ps(take, _mm512_permutexvar_ps(dup, gv));
+        if (m == 0xff)
+            _mm512_storeu_ps(out + 2 * i, v);
+        else
+            _mm512_mask_storeu_ps(out + 2 * i, (__mmask16)((1u << (2 * (ow - i))) - 1u), v);
+    }
+    return hits;
+}
+
+/* the plane: rows in order, one call (rows of 7 or 14 outputs: a call per row cost as much as
+ * its work) */
+static ptrdiff_t mp_bwd_w2_avx512(const float *g, const int64_t *idx, float *out, ptrdiff_t ow,
+                                  ptrdiff_t oh, ptrdiff_t kh, ptrdiff_t w)
+{
+    ptrdiff_t hits = 0;
+    for (ptrdiff_t oy = 0; oy < oh; oy++)
+        for (ptrdiff_t r = 0; r < kh; r++) {
+            const ptrdiff_t row = oy * kh + r;
+            hits += mp_bwd_w2_row_avx512(g + oy * ow, idx + oy * ow, out + row * w, ow,
+                                         (int64_t)(row * w));
+        }
+    return hits;
+}
+
+/* ---- max_pool2d's forward over 2-wide windows (isa.h's gc_mp_fwd_w2_f32) --------------------- */
+
+/* 16 outputs a step (the row's last ones masked: the train.py CNN's rows are 14 and 7 wide): per
+ * window row two loads, the even and odd inputs by two-source permutes, the running maxima and
+ * their window offsets (int32) by compare masks; the offsets widened to the int64 indices. */
+static inline void mp_fwd_w2_row_avx512(const float *const *rows, const int32_t *toff, int nr,
+                                        ptrdiff_t ow, int64_t o0, float *vr, int64_t *ir)
+{
+    const __m512i even =
+        _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    const __m512i lane2 = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0);
+    for (ptrdiff_t ox = 0; ox < ow; ox += 16) {
+        const ptrdiff_t n = ow - ox < 16 ? ow - ox : 16;
+        const __mmask16 m = (__mmask16)((1u << n) - 1u);
+        const __mmask16 mlo = n >= 8 ? (__mmask16)0xffff : (__mmask16)((1u << (2 * n)) - 1u);
+        const __mmask16 mhi = n > 8 ? (__mmask16)((1u << (2 * (n - 8))) - 1u) : 0;
+        __m512 cur = _mm512_setzero_ps();
+        __m512i ct = _mm512_setzero_si512();
+        for (int r = 0; r < nr; r++) {
+            const float *s = rows[r] + 2 * ox;
+            const __m512 a = _mm512_maskz_loadu_ps(mlo, s);
+            const __m512 b = _mm512_maskz_loadu_ps(mhi, s + 16);
+            const __m512 ev = _mm512_permutex2var_ps(a, even, b);
+            const __m512 od = _mm512_permutex2var_ps(a, odd, b);
+            const __m512i te = _mm512_set1_epi32(toff[r]);
+            if (r == 0) {
+                cur = ev;
+                ct = te;
+            } else {
+                const __mmask16 k = _mm512_cmp_ps_mask(ev, cur, _CMP_GT_OQ) |
+                                    _mm512_cmp_ps_mask(ev, ev, _CMP_UNORD_Q);
+                cur = _mm512_mask_mov_ps(cur, k, ev);
+                ct = _mm512_mask_mov_epi32(ct, k, te);
+            }
+            const __mmask16 k =
+                _mm512_cmp_ps_mask(od, cur, _CMP_GT_OQ) | _mm512_cmp_ps_mask(od, od, _CMP_UNORD_Q);
+            cur = _mm512_mask_mov_ps(cur, k, od);
+            ct = _mm512_mask_mov_epi32(ct, k, _mm512_add_epi32(te, _mm512_set1_epi32(1)));
+        }
+        _mm512_mask_storeu_ps(vr + ox, m, cur);
+        const __m512i base = _mm512_add_epi64(_mm512_set1_epi64(o0 + 2 * (int64_t)ox), lane2);
+        const __m512i clo = _mm512_cvtepi32_epi64(_mm512_castsi512_si256(ct));
+        const __m512i chi = _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(ct, 1));
+        const __m512i lo = _mm512_add_epi64(base, clo);
+        const __m512i hi = _mm512_add_epi64(_mm512_add_epi64(base, _mm512_set1_epi64(16)), chi);
+        _mm512_mask_storeu_epi64(ir + ox, (__mmask8)m, lo);
+        _mm512_mask_storeu_epi64(ir + ox + 8, (__mmask8)(m >> 8), hi);
+    }
+}
+
+static void mp_fwd_w2_avx512(const float *const *rows, const int32_t *toff, int nr, ptrdiff_t ow,
+                             int64_t o0, float *vr, int64_t *ir, ptrdiff_t oh, ptrdiff_t rs)
+{
+    const float *rr[8];
+    for (ptrdiff_t y = 0; y < oh; y++) {
+        for (int r = 0; r < nr; r++)
+            rr[r] = rows[r] + y * rs;
+        mp_fwd_w2_row_avx512(rr, toff, nr, ow, o0 + y * rs, vr + y * ow, ir + y * ow);
+    }
+}
+
+/* ---- max_pool2d's values-only rows at column stride 2 (isa.h's gc_mp_s2_f32) ---------------- */
+
+/* 16 outputs a vector (the even elements of 32 inputs by a two-source permute, in order), the
+ * last 8 of an odd nv from one load; v > m ? v : m (maxps) in window order, the inputs summed on
+ * the side: a NaN makes the sum NaN and the caller redoes its outputs by the exact rule. */
+static int mp_s2_avx512(const float *const *rows, int nr, ptrdiff_t kw, ptrdiff_t c0, float *out,
+                        ptrdiff_t nv)
+{
+    const __m512i even =
+        _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    __mmask16 bad = 0;
+    for (ptrdiff_t v = 0; v < nv; v += 2) {
+        const int half = v + 1 == nv; /* 8 outputs: inputs c .. c + 15 (+ kw - 1) only */
+        const ptrdiff_t c = c0 + 16 * v;
+        __m512 m = _mm512_set1_ps(-__builtin_inff()), sum = _mm512_setzero_ps();
+        for (int r = 0; r < nr; r++)
+            for (ptrdiff_t kj = 0; kj < kw; kj++) {
+                const float *p = rows[r] + c + kj;
+                const __m512 a = _mm512_loadu_ps(p);
+                const __m512 b = half ? a : _mm512_loadu_ps(p + 16);
+                const __m512 x = _mm512_permutex2var_ps(a, even, b);
+                sum = _mm512_add_ps(sum, x);
+                m = _mm512_max_ps(x, m); /* x > m ? x : m */
+            }
+        const __mmask16 k = half ? (__mmask16)0xff : (__mmask16)0xffff;
+        bad |= _mm512_mask_cmp_ps_mask(k, sum, sum, _CMP_UNORD_Q);
+        _mm512_mask_storeu_ps(out + 8 * v, k, m);
+    }
+    return bad != 0;
+}
+
 static void gc_isa_fill_avx512_vmath(gc_isa_kernels *k)
 {
+    k->mp_fwd_w2_f32 = mp_fwd_w2_avx512;
+    k->mp_s2_f32 = mp_s2_avx512;
+    k->mp_bwd_w2_f32 = mp_bwd_w2_avx512;
     k->vunary_f32[GC_UNARY_EXP] = vexp_avx512;
     k->vunary_f32[GC_UNARY_LOG] = vlog_avx512;
     k->vunary_f32[GC_UNARY_TANH] = vtanh_avx512;

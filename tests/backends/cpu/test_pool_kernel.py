@@ -10,7 +10,7 @@ import itertools
 
 import numpy as np
 import pytest
-from cpu_isa_harness import C
+from cpu_isa_harness import ISAS, C, run_in_subprocess
 
 
 def ref_max_pool2d(x, k, s, p, d, oh, ow):
@@ -219,3 +219,88 @@ def test_values_only_stride_two_rows_in_registers(dtype):
     only = np.empty_like(vals)
     C.max_pool2d(x, only, None, 1, 5, 16, 3, 3, 2, 2, 1, 1, 1, 1, oh, ow)
     np.testing.assert_array_equal(only.view(bits), vals.view(bits))
+
+
+_BWD_ISA_SCRIPT = """
+import numpy as np
+out = {}
+r = np.random.default_rng(5)
+for kh in (1, 2, 3):
+    for w in range(2, 41):
+        h = kh * 3 + w % 2
+        oh, ow = (h - kh) // kh + 1, w // 2
+        x = r.standard_normal((2, h, w)).astype(np.float32)
+        x[1] = r.integers(-2, 3, size=(h, w))  # ties
+        x[1][r.random((h, w)) < 0.1] = np.nan
+        x[1][r.random((h, w)) < 0.1] = -np.inf
+        idx = np.empty((2, oh, ow), np.int64)
+        vals = np.empty((2, oh, ow), np.float32)
+        C.max_pool2d(x, vals, idx, 2, h, w, kh, 2, kh, 2, 0, 0, 1, 1, oh, ow)
+        out[f"{kh}.{w}.x"], out[f"{kh}.{w}.vals"], out[f"{kh}.{w}.idx"] = x, vals, idx.copy()
+        g = r.standard_normal((2, oh, ow)).astype(np.float32)
+        g.reshape(-1)[::5] = -0.0
+        g.reshape(-1)[1::7] = np.nan
+        g.reshape(-1)[2::11] = -np.inf
+        for tag in ("own", "moved"):
+            if tag == "moved":  # an index inside the plane but outside its window
+                idx[1, oh - 1, ow - 1] = 0
+            gx = np.full((2, h, w), 5, np.float32)
+            C.max_pool2d_backward(g, idx, gx, 2, h, w, kh, 2, kh, 2, 0, 0, 1, 1, oh, ow)
+            out[f"{kh}.{w}.{tag}.g"], out[f"{kh}.{w}.{tag}.i"] = g, idx.copy()
+            out[f"{kh}.{w}.{tag}.gx"] = gx
+np.savez(OUT, **out)
+"""
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_two_wide_forward_and_tiled_backward_every_isa(isa, tmp_path):
+    """The 2-wide forward (isa.h's mp_fwd_w2_f32 on AVX-512, 16 outputs a step; else 16-byte
+    vectors) against the float64 scan, ties, NaN and -inf included; the tiled backward's row
+    kernels (isa.h's mp_bwd_w2_f32: AVX-512 masked tails, AVX2's overlapping last vector; sse2
+    / scalar the portable masks) for widths 2-40 (odd ones leave a zero column), window rows
+    1-3, an index moved out of its window (the scatter then), -0, NaN and -inf gradients: the
+    scatter's bits (-0 + 0 = +0), in a subprocess per ISA."""
+    path = tmp_path / "r.npz"
+    p = run_in_subprocess(f"OUT = {str(path)!r}\n" + _BWD_ISA_SCRIPT, GPUCORE_CPU_ISA=isa)
+    assert p.returncode == 0, p.stderr
+    got = np.load(path)
+    for key in got.files:  # the forward (AVX-512: 16 outputs a step, masked) against the scan
+        if key.endswith(".x"):
+            kh = int(key.split(".")[0])
+            x = got[key]
+            oh, ow = got[key[:-2] + ".idx"].shape[1:]
+            rv, ri = ref_max_pool2d(x, (kh, 2), (kh, 2), (0, 0), (1, 1), oh, ow)
+            np.testing.assert_array_equal(got[key[:-2] + ".idx"], ri, err_msg=f"{isa} {key}")
+            np.testing.assert_array_equal(got[key[:-2] + ".vals"], rv.astype(np.float32))
+    for key in got.files:
+        if not key.endswith(".gx"):
+            continue
+        stem = key[:-3]
+        g, idx = got[stem + ".g"], got[stem + ".i"]
+        h, w = got[key].shape[1:]
+        want = np.zeros((2, h * w), np.float32)
+        for pl in range(2):
+            for gi, k in zip(g[pl].reshape(-1), idx[pl].reshape(-1)):
+                want[pl, k] += gi
+        want = want.reshape(2, h, w)
+        assert got[key].tobytes() == want.tobytes(), f"{isa} {stem}"
+
+
+def test_backward_threads_bitwise():
+    """The train.py CNN's pools' backward: the same bits on one thread and on the pool."""
+    for c, hw in ((16, 28), (32, 14)):
+        x = data((64 * c, hw, hw), np.float32, seed=c)
+        vals, idx, (oh, ow) = run(x, (2, 2), (2, 2), (0, 0), (1, 1))
+        g = data(vals.shape, np.float32, seed=3)
+        geo = (64 * c, hw, hw, 2, 2, 2, 2, 0, 0, 1, 1, oh, ow)
+        many = np.empty_like(x)
+        C.max_pool2d_backward(g, idx, many, *geo)
+        threads = C.info()["threads"]
+        try:
+            C.set_num_threads(1)
+            one = np.empty_like(x)
+            C.max_pool2d_backward(g, idx, one, *geo)
+        finally:
+            C.set_num_threads(threads)
+        assert many.tobytes() == one.tobytes()
+        np.testing.assert_array_equal(many[:4], ref_backward(g[:4], idx[:4], hw, hw))

@@ -1,0 +1,178 @@
+"""conv2d_backward's per-gradient path choice (cpu/conv.c, rules in cpu/conv_direct.c's
+gc_conv2d_direct_backward_use): the weight and bias gradients and the input gradient each take
+the direct kernel or the im2col GEMM by their own rule, in one call.  Checked on the train.py
+CNN's layers (1 -> 16 on 28x28: few taps, the weight gradient by GEMM; 16 -> 32 on 14x14) and
+on channel counts around the rules' edges: against float64, bit for bit against each path forced
+alone (GPUCORE_CONV) for the gradient it takes, the bias gradient the same bits on both paths,
+one thread against two, and under every ISA this CPU has (a subprocess each)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import gpucore
+from gpucore import _cpu
+
+# (n, c, hw, o): the CNN's two layers (small batches), then input channels around half an AVX2
+# (16) and an AVX-512 (32) panel, and 27 taps (3 -> 16)
+CASES = {
+    "cnn_conv1": (3, 1, 28, 16),
+    "cnn_conv2": (3, 16, 14, 32),
+    "c8": (2, 8, 12, 32),
+    "c9": (2, 9, 10, 24),
+    "c17": (2, 17, 9, 32),
+    "taps27": (2, 3, 11, 16),
+}
+
+
+def _inputs(case):
+    n, c, hw, o = CASES[case]
+    r = np.random.default_rng(n * 100 + c)
+    x = r.standard_normal((n, c, hw, hw)).astype(np.float32)
+    w = (r.standard_normal((o, c, 3, 3)) / np.sqrt(9 * c)).astype(np.float32)
+    g = r.standard_normal((n, o, hw, hw)).astype(np.float32)
+    return x, w, g
+
+
+def _geo(case):
+    n, c, hw, o = CASES[case]
+    return (n, c, hw, hw, 3, 3, 1, 1, 1, 1, 1, 1, o)
+
+
+def _has_direct():
+    """Whether this ISA has the direct kernel (ResNet's 64-channel 3x3 runs it when it does)."""
+    return _cpu.conv2d_direct(1, 64, 56, 56, 3, 3, 1, 1, 1, 1, 1, 1, 64)
+
+
+def _backward(x, w, g, geo):
+    gx, gw = np.full(x.shape, np.nan, np.float32), np.full(w.shape, np.nan, np.float32)
+    gb = np.full(w.shape[0], np.nan, np.float32)
+    _cpu.conv2d_backward(x, w, g, gx, gw, gb, *geo)
+    return gx, gw, gb
+
+
+def _reference(x, w, g):
+    """float64 (gx, gw, gb) of a 3x3 stride-1 padding-1 conv2d, tap by tap."""
+    n, c, h, wd = x.shape
+    xp = np.zeros((n, c, h + 2, wd + 2))
+    xp[:, :, 1:-1, 1:-1] = x
+    gxp = np.zeros_like(xp)
+    g64, w64 = g.astype(np.float64), w.astype(np.float64)
+    gw = np.zeros(w.shape)
+    for ki in range(3):
+        for kj in range(3):
+            win = (slice(None), slice(None), slice(ki, ki + h), slice(kj, kj + wd))
+            gw[:, :, ki, kj] = np.einsum("nohw,nchw->oc", g64, xp[win])
+            gxp[win] += np.einsum("nohw,oc->nchw", g64, w64[:, :, ki, kj])
+    return gxp[:, :, 1:-1, 1:-1], gw, g64.sum((0, 2, 3))
+
+
+@pytest.fixture
+def conv_path(monkeypatch):
+    return lambda mode: monkeypatch.setenv("GPUCORE_CONV", mode)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_matches_float64_and_each_forced_path(case, conv_path):
+    x, w, g = _inputs(case)
+    geo = _geo(case)
+    conv_path("auto")
+    auto = _backward(x, w, g, geo)
+    for name, a, r in zip(("gx", "gw", "gb"), auto, _reference(x, w, g)):
+        err = float(np.abs(a - r).max()) / max(1.0, float(np.abs(r).max()))
+        assert err <= 2e-6, f"{case} {name}: relative error {err:.3g}"
+    conv_path("im2col")
+    im2col = _backward(x, w, g, geo)
+    conv_path("direct")
+    direct = _backward(x, w, g, geo)
+    conv_path("auto")
+    if not _has_direct():  # no direct kernel on this ISA: one path
+        assert all(np.array_equal(a, b) for a, b in zip(auto, im2col))
+        return
+    # each gradient has the bits of one forced path; the bias sum is the same on both
+    assert any(np.array_equal(auto[0], p[0]) for p in (im2col, direct)), case
+    assert any(np.array_equal(auto[1], p[1]) for p in (im2col, direct)), case
+    assert np.array_equal(auto[2], im2col[2]) and np.array_equal(auto[2], direct[2])
+
+
+def test_rules_on_the_cnn_layers(conv_path):
+    """Which path each gradient takes (seen through the bits of the forced paths)."""
+    conv_path("auto")
+    if not _has_direct():
+        pytest.skip("no direct kernel on this ISA")
+    nr = _cpu.info()["gemm"]["float32"]["nr"]
+    for case, gw_direct, gx_direct in (
+        ("cnn_conv1", False, None),  # 9 taps: the GEMM's dot products
+        ("cnn_conv2", True, 2 * 16 > nr),  # more than half a panel of input channels
+        ("c17", True, 2 * 17 > nr),
+        ("c8", True, False),
+    ):
+        x, w, g = _inputs(case)
+        geo = _geo(case)
+        conv_path("auto")
+        auto = _backward(x, w, g, geo)
+        conv_path("direct")
+        direct = _backward(x, w, g, geo)
+        conv_path("im2col")
+        im2col = _backward(x, w, g, geo)
+        want = direct if gw_direct else im2col
+        assert np.array_equal(auto[1], want[1]), case
+        if gx_direct is not None and not np.array_equal(direct[0], im2col[0]):
+            assert np.array_equal(auto[0], (direct if gx_direct else im2col)[0]), case
+
+
+@pytest.mark.parametrize("case", ["cnn_conv1", "cnn_conv2", "c17"])
+def test_bits_independent_of_threads(case, conv_path):
+    conv_path("auto")
+    x, w, g = _inputs(case)
+    x, g = np.concatenate([x] * 6), np.concatenate([g] * 6)  # several chunks of images
+    n, *rest = _geo(case)
+    before = gpucore.get_num_threads()
+    try:
+        runs = []
+        for nt in (1, 2):
+            gpucore.set_num_threads(nt)
+            runs.append(_backward(x, w, g, (6 * n, *rest)))
+    finally:
+        gpucore.set_num_threads(before)
+    for a, b in zip(*runs):
+        assert a.tobytes() == b.tobytes()
+
+
+_ISA_SCRIPT = """
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import test_conv_backward_split as t
+from gpucore import _cpu
+assert _cpu.info()["isa"] == sys.argv[2]
+out = {}
+for case in t.CASES:
+    x, w, g = t._inputs(case)
+    for k, a in zip(("gx", "gw", "gb"), t._backward(x, w, g, t._geo(case))):
+        out[case + "." + k] = a
+np.savez(sys.argv[3], **out)
+"""
+
+
+@pytest.mark.parametrize("isa", list(_cpu.info()["available"]))
+def test_every_isa_matches_float64(isa, tmp_path):
+    out = tmp_path / "r.npz"
+    env = dict(os.environ, GPUCORE_CPU_ISA=isa)
+    env.pop("GPUCORE_CONV", None)
+    here = os.path.dirname(os.path.abspath(__file__))
+    subprocess.run(
+        [sys.executable, "-c", _ISA_SCRIPT, here, isa, str(out)], env=env, check=True, timeout=300
+    )
+    got = np.load(out)
+    for case in CASES:
+        x, w, g = _inputs(case)
+        for name, r in zip(("gx", "gw", "gb"), _reference(x, w, g)):
+            a = got[case + "." + name]
+            err = float(np.abs(a - r).max()) / max(1.0, float(np.abs(r).max()))
+            assert err <= 2e-6, f"{isa} {case} {name}: relative error {err:.3g}"
