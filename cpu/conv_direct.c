@@ -93,10 +93,13 @@ static int dconv_use(const gc_conv *p, ptrdiff_t o, int fwd)
     if (fwd && p->kh == 1 && p->kw == 1 && p->ph == 0 && p->pw == 0)
         return 0;
     /* the forward's tile columns are output channels: with half a panel or less of them every
-     * tile is half empty, and its transposed store weighs as much as its FMAs (AVX-512's 32-wide
-     * panels, bench_conv.py one thread: the training CNN's 1 -> 16 layer 0.28 im2col against
-     * 0.70 ms direct, the digits CNN's 0.04 against 0.06) */
-    if (fwd && 2 * o <= gc_blk_f32.nr)
+     * tile is half empty, and with few taps per output (c * kh * kw) its transposed store weighs
+     * as much as its FMAs (AVX-512's 32-wide panels, bench_conv.py one thread: the training
+     * CNN's 1 -> 16 layer 0.28 im2col against 0.70 ms direct, the digits CNN's 0.04 against
+     * 0.06). With more taps the FMAs dominate and direct wins again (3x3, batch 64: 8 -> 16 at
+     * 14x14 0.67 direct against 1.21 im2col, 32 -> 16 at 8x8 0.88 against 2.01; AVX2's 8 -> 8
+     * 0.37 against 0.65) */
+    if (fwd && 2 * o <= gc_blk_f32.nr && (ptrdiff_t)p->c * p->kh * p->kw <= 32)
         return 0;
     return 1;
 }
@@ -509,7 +512,7 @@ int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, co
         if (g > p->n)
             g = p->n;
         while (g > 1 && ((p->n + g - 1) / g < nt ||
-                         (double)g * (double)(p->c * J.hp * J.wp) * 4.0 > 1048576.0))
+                         (double)g * (double)(p->c * J.hp * J.wp) * 4.0 > (double)gc_cache_info.l2))
             g--;
         J.grp = g;
     }

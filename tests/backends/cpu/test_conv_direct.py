@@ -227,6 +227,9 @@ def test_rule_and_bindings(conv_path):
     nr = _cpu.info()["gemm"]["float32"]["nr"]
     assert _cpu.conv2d_direct(1, 1, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, nr // 2) is False
     assert _cpu.conv2d_direct(1, 1, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, nr // 2 + 1) is True
+    # ... unless each output has more than 32 taps (c * kh * kw): then the FMAs dominate
+    assert _cpu.conv2d_direct(1, 3, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, nr // 2) is False  # 27 taps
+    assert _cpu.conv2d_direct(1, 4, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, nr // 2) is True  # 36 taps
     conv_path("direct")  # forced: any channel count
     assert _cpu.conv2d_direct(1, 1, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1) is True
     conv_path("auto")
