@@ -10,7 +10,10 @@ Rows: max_pool2d forward with indices and its backward for both pools (64 x 16 x
 asks for (the first layer's weight and bias, the second's input, weight and bias).  Each round
 times a block of calls per kernel, all of gpucore's then all of torch's; the table gives the median
 per call over the rounds (wall clock; with --threads 1 the thread's CPU time) and
-torch / gpucore (> 1: gpucore is faster), with the load average before the run.  The gpucore
+torch / gpucore (> 1: gpucore is faster), with the load average before the run. gpucore's calls
+write into buffers made once; PyTorch's functional calls allocate their outputs (values and
+indices, gx) on every call, so its times include that allocation: read the ratios as "the call a
+training step makes", not as kernel against kernel.  The gpucore
 imported is the one on ``sys.path`` (``PYTHONPATH=... python ...`` times another tree's build).
 """
 

@@ -230,6 +230,8 @@ def test_rule_and_bindings(conv_path):
     # ... unless each output has more than 32 taps (c * kh * kw): then the FMAs dominate
     assert _cpu.conv2d_direct(1, 3, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, nr // 2) is False  # 27 taps
     assert _cpu.conv2d_direct(1, 4, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, nr // 2) is True  # 36 taps
+    assert _cpu.conv2d_direct(1, 2, 8, 8, 4, 4, 1, 1, 1, 1, 1, 1, nr // 2) is False  # 32 taps
+    assert _cpu.conv2d_direct(1, 2, 8, 8, 4, 4, 1, 1, 1, 1, 1, 1, nr // 2 + 1) is True
     conv_path("direct")  # forced: any channel count
     assert _cpu.conv2d_direct(1, 1, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1) is True
     conv_path("auto")
