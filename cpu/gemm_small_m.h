@@ -1,0 +1,93 @@
+/* The small-m path of the GEMM (gemm.c), type-generic (T = GC_T), included by gemm.c after the
+ * blocked path: a few rows of A against B read where it lies. */
+
+/* ---- small m: the weight-streaming path --------------------------------------------------- */
+
+/* With a few rows of A, C = A op(B) is bound by reading B once: packing B (the blocked path)
+ * costs as much as the product.  These calls read B where it lies through the ISA's gemv
+ * kernels (isa.h: gemv_t for B stored n x k, a dot product of contiguous rows per output; gemv_n
+ * for B stored k x n, axpy over its rows), split over the threads by chunks of GC_GEMV_CW_*
+ * columns (of every item of a batch at once when the items are independent).  A stored
+ * transposed (k x m, m > 1) is copied row-major first (m*k elements).  Every element is computed
+ * the same way in any chunk, so results do not depend on the thread count. */
+typedef struct {
+    const GC_T *a, *b;
+    GC_T *c;
+    ptrdiff_t m, n, k, lda, sa, sb, sc;
+    ptrdiff_t cw, nch; /* columns per chunk, chunks per item */
+    int tb, act;
+    GC_T alpha, beta;
+    const GC_T *bias;
+} GC_FN(gemv_job);
+
+/* chunks [lo, hi) of the flattened (item, column chunk) space */
+static void GC_FN(gemv_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
+{
+    const GC_FN(gemv_job) *J = (const GC_FN(gemv_job) *)ctx;
+    const ptrdiff_t m = J->m, n = J->n, k = J->k;
+    for (ptrdiff_t u = lo; u < hi;) {
+        const ptrdiff_t it = u / J->nch, ch0 = u % J->nch;
+        /* the chunks of this item inside [lo, hi) in one call */
+        const ptrdiff_t ch1 = (hi - u < J->nch - ch0) ? ch0 + (hi - u) : J->nch;
+        const ptrdiff_t j0 = ch0 * J->cw, j1 = ch1 * J->cw < n ? ch1 * J->cw : n;
+        const GC_T *a = J->a + it * J->sa, *b = J->b + it * J->sb;
+        GC_T *c = J->c + it * J->sc + j0;
+        if (J->tb)
+            gc_isa.GC_GEMV_T(m, j1 - j0, k, a, J->lda, b + j0 * k, k, c, n, J->alpha, J->beta);
+        else /* by blocks of rows of B, each swept across the chunk's columns */
+            for (ptrdiff_t p0 = 0; p0 < k; p0 += GC_GEMV_KB_N)
+                gc_isa.GC_GEMV_N(m, j1 - j0, k - p0 < GC_GEMV_KB_N ? k - p0 : GC_GEMV_KB_N,
+                                 a + p0, J->lda, b + p0 * n + j0, n, c, n, J->alpha,
+                                 p0 == 0 ? J->beta : (GC_T)1);
+        if (J->bias || J->act >= 0) {
+            for (ptrdiff_t i = 0; i < m; i++) {
+                GC_T *row = c + i * n;
+                if (J->bias)
+                    for (ptrdiff_t j = 0; j < j1 - j0; j++)
+                        row[j] += J->bias[j0 + j];
+                if (J->act >= 0)
+                    GC_FN(gc_unary)(J->act, row, row, j1 - j0);
+            }
+        }
+        u += ch1 - ch0;
+    }
+}
+
+static int GC_FN(gemm_small_m)(const GC_T *a, const GC_T *b, GC_T *c, ptrdiff_t batch,
+                               ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int trans_a, int trans_b,
+                               GC_T alpha, GC_T beta, ptrdiff_t sa, ptrdiff_t sb, ptrdiff_t sc,
+                               const GC_T *bias, int act)
+{
+    GC_FN(gemv_job) J = {.a = a, .b = b, .c = c, .m = m, .n = n, .k = k, .lda = k, .sa = sa,
+                         .sb = sb, .sc = sc, .tb = trans_b, .act = act, .alpha = alpha,
+                         .beta = beta, .bias = bias};
+    J.cw = trans_b ? GC_GEMV_CW_T : GC_GEMV_CW_N;
+    J.nch = (n + J.cw - 1) / J.cw;
+    /* single-thread time: B streamed from cache or memory, plus the multiply-adds */
+    const double item_ns = (double)n * (double)k * (sizeof(GC_T) * GC_GEMV_NS_BYTE +
+                                                    (double)m * GC_GEMV_NS_FMA);
+    const int packed = trans_a && m > 1;
+    if (!packed && (batch == 1 || sc >= m * n)) { /* one range over every item's chunks */
+        gc_parallel_range(batch * J.nch, 1, item_ns * (double)batch, GC_FN(gemv_range), &J);
+        return 0;
+    }
+    GC_T *ap = NULL;
+    if (packed) {
+        ap = (GC_T *)gc_scratch(sizeof(GC_T) * (size_t)(m * k));
+        if (!ap)
+            return -1;
+    }
+    for (ptrdiff_t i = 0; i < batch; i++) { /* in order (C stride 0 accumulates) */
+        J.a = a + i * sa;
+        if (packed) { /* A stored k x m: A[r, p] = a[p*m + r] */
+            for (ptrdiff_t r = 0; r < m; r++)
+                for (ptrdiff_t p = 0; p < k; p++)
+                    ap[r * k + p] = J.a[p * m + r];
+            J.a = ap;
+        }
+        J.b = b + i * sb;
+        J.c = c + i * sc;
+        gc_parallel_range(J.nch, 1, item_ns, GC_FN(gemv_range), &J);
+    }
+    return 0;
+}
