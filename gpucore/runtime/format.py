@@ -240,7 +240,9 @@ def graph_from_json(text: str, weights: dict) -> Graph:
         g.outputs.append(name)
     tree = doc.get("output_tree")  # absent in files saved before it was kept: None, the old rule
     if tree is not None:
-        leaf_count(tree)  # (ValueError naming what is wrong; validate() checks the count)
+        # (ValueError naming what is wrong, the walk bounded by the outputs; validate() checks
+        # the count)
+        leaf_count(tree, len(g.outputs))
         g.output_tree = tree
     g.validate()
     return g

@@ -93,11 +93,17 @@ HOSTILE = {
     "output tree of a set": lambda d: d.update(output_tree={"set": ["tensor"]}),
     "output tree dict key": lambda d: d.update(output_tree={"dict": [[1, "tensor"]]}),
     "deep output tree": lambda d: d.update(output_tree=_deep_tree(100)),
+    "wide output tree": lambda d: d.update(
+        output_tree={"tuple": ["tensor"] + [{"list": []}] * 10**5}
+    ),
+    # an empty container at depth 64, which capture refuses
+    "output tree one too deep": lambda d: d.update(
+        output_tree={"tuple": ["tensor", _deep_tree(63, {"tuple": []})]}
+    ),
 }
 
 
-def _deep_tree(depth: int):
-    tree = "tensor"
+def _deep_tree(depth: int, tree="tensor"):
     for _ in range(depth):
         tree = {"tuple": [tree]}
     return tree
@@ -143,8 +149,10 @@ def test_hostile_graphs(saved, tmp_path, name):
     _, _, path = saved
     out = tmp_path / "hostile.gcm"
     _rewrite(path, out, HOSTILE[name])
-    with pytest.raises(SerializationError, match="hostile.gcm"):
+    with pytest.raises(SerializationError, match="hostile.gcm") as e:
         runtime.load(out)
+    if "output tree" in name:  # the field named, the message short
+        assert "output" in str(e.value) and len(str(e.value)) < 300
 
 
 def test_views_reaching_outside_their_source_are_refused(saved, tmp_path):

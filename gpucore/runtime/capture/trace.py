@@ -38,7 +38,7 @@ from ...ops.common import host_quiet
 from ...tensor import HOST_READ_HOOK, Tensor
 from ..ir.graph import Graph
 from ..ir.output_tree import MAX_DEPTH as MAX_TREE_DEPTH
-from ..ir.output_tree import TENSOR
+from ..ir.output_tree import TENSOR, container_too_deep, leaf_count, max_entries
 from ..ir.packing import is_constant
 
 _CONTAINERS = {"tuple": tuple, "list": list, "dict": dict}
@@ -445,6 +445,14 @@ def flatten_outputs(result, exact: bool = False) -> tuple[list, object]:
             f"capture: the model returned a {type(result).__name__} holding no Tensor; a "
             "captured model returns at least one Tensor"
         )
+    try:  # the size bound a saved tree is held to (many empty containers)
+        leaf_count(tree, len(leaves))
+    except ValueError:
+        raise CaptureError(
+            f"capture: the model's output structure holds more than "
+            f"{max_entries(len(leaves))} tuples, lists, dicts and Tensors for its "
+            f"{len(leaves)} Tensors; return fewer empty containers"
+        ) from None
     return leaves, tree
 
 
@@ -459,7 +467,7 @@ def _flatten(x, path: str, leaves: list, exact: bool, depth: int):
         why = f"is {'an' if name[:1] in 'aeiouAEIOU' else 'a'} {name}"
     elif exact and type(x) is not _CONTAINERS[kind]:
         why = f"is a {type(x).__name__} (a {kind} subclass, which a compiled run does not rebuild)"
-    elif depth >= MAX_TREE_DEPTH:
+    elif container_too_deep(depth):  # (the loader's rule: ir/output_tree.py)
         why = f"is nested more than {MAX_TREE_DEPTH} deep"
     if why is not None:
         raise CaptureError(

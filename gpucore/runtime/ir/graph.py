@@ -283,7 +283,7 @@ class Graph:
                 raise GraphError(f"graph output {name!r} is not defined")
         if self.output_tree is not None:
             try:
-                count = leaf_count(self.output_tree)
+                count = leaf_count(self.output_tree, len(self.outputs))
             except ValueError as e:
                 raise GraphError(str(e)) from None
             if count != len(self.outputs):
