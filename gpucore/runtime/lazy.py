@@ -20,8 +20,15 @@ quantized LSTM's ``(output, (h_n, c_n))``): the compiled model returns the same 
 (ir/output_tree.py). A model that cannot be captured (random ops in eval mode, control flow on
 tensor values such as ``if x.sum() > 0``, other outputs: None, numbers, namedtuples) runs
 eagerly for that signature; the reason is kept in ``stats()["fallbacks"]``. ``fullgraph=True``
-raises the capture error instead, as PyTorch does for graph breaks. Compiled outputs equal eager
-ones up to float rounding (fused kernels sum in other orders).
+raises the capture error instead, as PyTorch does for graph breaks (an unexpected error while
+compiling also falls back to eager, recorded the same way, or raises under ``fullgraph=True``).
+Compiled outputs equal eager ones up to float rounding (fused kernels sum in other orders).
+
+What a call's signature does not hold is not checked again between calls: as with any Python
+branching on a plain attribute (``if self.flag:``), a model whose output structure depends on
+such an attribute keeps the structure of the call it was compiled from (the compiled model
+returns the first structure after the attribute changes). Assigning a parameter, buffer or
+submodule rebuilds; other attributes do not.
 """
 
 from __future__ import annotations
@@ -92,6 +99,8 @@ class _Compiled:
             entry.seen += 1
             model, build = entry.model, entry.model is None and entry.seen >= 2
         if entry.failed:
+            if self._fullgraph:  # (an output structure refused below, on every call)
+                raise CaptureError(entry.failed)
             return self._eager(args, kwargs)
         if model is None and not build:
             out = self._eager(args, kwargs)
@@ -99,6 +108,8 @@ class _Compiled:
                 flatten_outputs(out, exact=True)
             except CaptureError as e:
                 entry.failed = str(e)
+                if self._fullgraph:
+                    raise
             return out
         if model is None:
             model = self._build(entry, args)
@@ -160,6 +171,11 @@ class _Compiled:
             if self._fullgraph:
                 raise
             entry.failed = f"{type(e).__name__}: {e}"
+            return None
+        except Exception as e:  # a bug in the capture or compiler: this signature runs eagerly
+            if self._fullgraph:
+                raise
+            entry.failed = f"unexpected {type(e).__name__} while compiling: {e}"
             return None
         sources = [(t, t._vbox, v) for t, v in found]
         with self._lock:

@@ -250,3 +250,58 @@ def test_torch_compile_arguments():
     with pytest.raises(TypeError, match="Module or a function"):
         gc.compile(3)
     assert isinstance(gc.compile(model.eval(), (gc.randn(2, 8),)), CompiledModel)
+
+
+def test_a_tensor_returned_twice_compiles():
+    """The same tensor under two keys: compiled from the second call, equal to eager."""
+    gc.manual_seed(0)
+    lin = nn.Linear(4, 4).eval()
+
+    def dup(a):
+        y = lin(a)
+        return {"a": y, "b": y}
+
+    cf, x = gc.compile(dup), gc.randn(2, 4)
+    with gc.no_grad():
+        want = lin(x)
+        for _ in range(3):
+            got = cf(x)
+            assert list(got) == ["a", "b"]
+            close(got["a"], want)
+            close(got["b"], want)
+    assert cf.stats() == {"eager": 1, "compiled": 2, "compiles": 1, "fallbacks": {}}
+
+
+def test_an_unexpected_compile_error_falls_back_to_eager(monkeypatch):
+    """A bug in the compiler (any exception) makes the signature run eagerly, the reason in
+    stats(); fullgraph=True raises it."""
+    import gpucore.runtime.model as model_module
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(model_module, "compile_graph", broken)
+    cf, x = gc.compile(lambda a: a * 2.0), gc.randn(3)
+    for _ in range(3):
+        close(cf(x), x * 2.0)
+    (why,) = cf.stats()["fallbacks"].values()
+    assert "RuntimeError" in why and "boom" in why
+    assert cf.stats()["compiles"] == 0 and cf.stats()["eager"] == 3
+    strict = gc.compile(lambda a: a * 2.0, fullgraph=True)
+    close(strict(x), x * 2.0)  # (the first call runs eagerly: no compile yet)
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="boom"):
+            strict(x)
+
+
+def test_fullgraph_raises_for_an_output_structure_it_refuses():
+    """A namedtuple result (which a compiled run would not rebuild) raises the capture error
+    under fullgraph=True, on every call, as the module docstring says."""
+    from collections import namedtuple
+
+    pair = namedtuple("pair", "a b")
+    strict = gc.compile(lambda a: pair(a + 1, a * 2), fullgraph=True)
+    x = gc.randn(3)
+    for _ in range(3):
+        with pytest.raises(CaptureError, match="output is a pair"):
+            strict(x)

@@ -491,12 +491,15 @@ def _name_outputs(graph: Graph, tracer: Tracer, outs: list) -> None:
     """Graph outputs named output / output_<i>: each one a node's output of its own (an input or
     constant returned as it is, or one tensor returned twice, gets a clone node)."""
     wanted = ["output"] if len(outs) == 1 else [f"output_{i}" for i in range(len(outs))]
+    renamed: dict[str, str] = {}  # the tracer's name -> its output name, once renamed
     for want, t in zip(wanted, outs):
         name = tracer.name_of(t)
+        name = renamed.get(name, name)
         node = graph.producer.get(name)
         if node is None or name in graph.outputs or want in graph.tensors:
             info = graph.tensors[name]
             node = graph.add_node("clone", [name], info.shape, info.dtype, {}, output=want)
         else:
             graph.rename(name, want)
+            renamed[name] = want
         graph.outputs.append(want)

@@ -50,6 +50,41 @@ def test_inplace_ops_rebind_the_written_tensor():
     np.testing.assert_allclose(run_graph(g, [x])[0], (x + 1) * 3, rtol=1e-6)
 
 
+def test_a_node_output_returned_twice_gets_a_second_output():
+    """A computed tensor returned twice (a dict's two keys, a tuple's two elements): the first
+    occurrence takes the output name, the second a clone of it; the compiled model returns
+    what the eager one does."""
+    gpucore.manual_seed(0)
+    lin = nn.Linear(4, 4).eval()
+    x = gpucore.randn(2, 4)
+    with gpucore.no_grad():
+        want = lin(x).numpy()
+    cases = [
+        (lambda a: (lambda y: {"a": y, "b": y})(lin(a)), lambda r: [r["a"], r["b"]]),
+        (lambda a: (lambda y: (y, y))(lin(a)), list),
+        (lambda a: (lambda y: (y, [a, y], a))(lin(a)), lambda r: [r[0], r[1][1]]),
+    ]
+    for fn, leaves in cases:
+        cm = gpucore.compile(fn, (x,), device="cpu")
+        assert len(set(cm.graph.outputs)) == len(cm.graph.outputs)
+        got = leaves(cm(x))
+        assert len(got) == 2
+        for t in got:
+            np.testing.assert_allclose(t.numpy(), want, rtol=1e-6, atol=1e-6)
+    r = gpucore.compile(cases[2][0], (x,), device="cpu")(x)
+    np.testing.assert_array_equal(r[1][0].numpy(), x.numpy())
+    np.testing.assert_array_equal(r[2].numpy(), x.numpy())
+
+
+def test_output_structure_size_is_bounded():
+    """The saved tree's bound (ir/output_tree.py): many empty containers beside one Tensor are
+    refused at capture, as the loader refuses them."""
+    with pytest.raises(CaptureError, match="more than 4100 tuples"):
+        trace(lambda a: (a,) + ((),) * 5000, [gpucore.ones(2)])
+    g = trace(lambda a: (a,) + ((),) * 100, [gpucore.ones(2)])
+    assert len(g.output_tree["tuple"]) == 101
+
+
 def test_outputs_that_are_inputs_or_repeated_get_their_own_node():
     g = trace(lambda a: (a, a * 2, a), [gpucore.ones(2)])
     assert g.outputs == ["output_0", "output_1", "output_2"]
