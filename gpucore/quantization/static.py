@@ -24,7 +24,9 @@ PyTorch's prepare / calibrate / convert, on gpucore's runtime graph).
 The result is a ``CompiledModel`` whose graph holds the int8 weights (about 4x smaller saved),
 run by the compiled executor as one C program (or the interpreted one, with the same bits), or
 with ``device="vulkan"`` by the Vulkan executor: the int8 GEMM and byte shaders
-(gpucore/runtime/executors/vulkan_quant.py), the same bits as the CPU
+(gpucore/runtime/executors/vulkan_quant.py), the same bits as the CPU for the int8 nodes
+(float nodes between them, e.g. a gemm's GELU / sigmoid / tanh kept as its own node, are within
+float32 rounding of the C kernels: the ``device`` argument of ``quantize_static``)
 (``gpucore.runtime.load(path, device="vulkan")`` runs a saved one there too).
 With dynamic axes, the calibration batches may have any sizes; the quantized graph is built at
 the example sizes and at neighbouring ones and merged into one symbolic graph, as ``capture``
@@ -248,8 +250,10 @@ def quantize_static(
     observing quint8. weight_dtype: gpucore.qint8; activation_dtype: gpucore.quint8 (the
     kernels' types). executor: "compiled" (default: the model's) or "interpreted" (CPU).
     device: where the quantized model runs (default: the model's), "cpu", "vulkan" (the int8
-    shaders, bit for bit the CPU's results) or "auto" (as ``gpucore.compile``); calibration
-    always runs on the CPU."""
+    shaders give the CPU's bits for the same inputs; float ops outside them, such as a gemm's
+    GELU, sigmoid or tanh, which quantization keeps as a float node of its own, are within
+    float32 rounding, ~1 ulp, of the C kernels, so what follows them agrees to that rounding)
+    or "auto" (as ``gpucore.compile``); calibration always runs on the CPU."""
     from ..runtime.model import CompiledModel, _pick_device  # noqa: PLC0415
 
     if not isinstance(model, CompiledModel):
