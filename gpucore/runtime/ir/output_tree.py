@@ -13,6 +13,9 @@ structure again. A tree is JSON as it is (the saved model keeps it):
 ``None`` (graphs that were not captured: ONNX imports, models saved before the tree existed)
 means the old rule: one output as it is, several as a flat tuple. Tuple and dict subclasses
 (namedtuples, ``OrderedDict``) come back as plain tuples and dicts.
+
+Capture and the loader hold a tree to the same bounds: containers nest ``MAX_DEPTH`` deep, and a
+tree holds at most ``max_entries(outputs)`` entries (a saved file is untrusted input).
 """
 
 from __future__ import annotations
