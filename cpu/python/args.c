@@ -339,6 +339,36 @@ int need_elems(const char *fn, const char *name, const Py_buffer *v, Py_ssize_t 
     return -1;
 }
 
+/* The operands of a batched product (args.h). */
+int need_batched_product(const char *fn, Py_buffer *const *v, Py_ssize_t batch, Py_ssize_t m,
+                         Py_ssize_t n, Py_ssize_t k, Py_ssize_t sa, Py_ssize_t sb, Py_ssize_t sc)
+{
+    int ok = 1;
+    const Py_ssize_t mk = smul(m, k, &ok), kn = smul(k, n, &ok), mn = smul(m, n, &ok);
+    const Py_ssize_t last = batch > 0 ? batch - 1 : 0;
+    const Py_ssize_t na = sadd(smul(last, sa, &ok), mk, &ok);
+    const Py_ssize_t nb = sadd(smul(last, sb, &ok), kn, &ok);
+    const Py_ssize_t nc = sadd(smul(last, sc, &ok), mn, &ok);
+    if (!ok)
+        return overflow_error(fn, "the operand sizes");
+    if (batch == 0 || mn == 0)
+        return 1;
+    if (batch > 1 && sc < mn) {
+        PyErr_Format(PyExc_ValueError, "%s: sc %zd < m*n %zd: the batch items of c would overlap",
+                     fn, sc, mn);
+        return -1;
+    }
+    if ((mk > 0 && need_elems(fn, "a", v[0], na, "batch %zd, m %zd, k %zd, sa %zd", batch, m, k,
+                              sa) < 0) ||
+        (kn > 0 && need_elems(fn, "b", v[1], nb, "batch %zd, k %zd, n %zd, sb %zd", batch, k, n,
+                              sb) < 0) ||
+        need_elems(fn, "c", v[2], nc, "batch %zd, m %zd, n %zd, sc %zd", batch, m, n, sc) < 0 ||
+        need_no_overlap(fn, "c", v[2], "a", v[0], 0) < 0 ||
+        need_no_overlap(fn, "c", v[2], "b", v[1], 0) < 0)
+        return -1;
+    return 0;
+}
+
 /* out must not share memory with in, except exactly (same start) when allow_same. */
 int need_no_overlap(const char *fn, const char *oname, const Py_buffer *out,
                            const char *iname, const Py_buffer *in, int allow_same)

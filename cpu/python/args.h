@@ -84,6 +84,14 @@ int need_elems(const char *fn, const char *name, const Py_buffer *v, Py_ssize_t 
 int need_no_overlap(const char *fn, const char *oname, const Py_buffer *out, const char *iname,
                     const Py_buffer *in, int allow_same);
 
+/* The operands of a batched product: for i < batch, A_i (m x k) from element i*sa of v[0], B_i
+ * (k x n) from i*sb of v[1], C_i (m x n) at i*sc of v[2].  Checks the sizes (overflow-checked),
+ * that the items of c do not overlap (sc >= m*n when batch > 1), that every buffer holds the
+ * items read or written, and that c is apart from a and b.  Returns 1 when there is nothing to
+ * compute (batch 0 or an empty C), 0 to go on, -1 with an exception set. */
+int need_batched_product(const char *fn, Py_buffer *const *v, Py_ssize_t batch, Py_ssize_t m,
+                         Py_ssize_t n, Py_ssize_t k, Py_ssize_t sa, Py_ssize_t sb, Py_ssize_t sc);
+
 /* No written buffer v[i] (out[i] != 0) shares memory with another buffer v[j]; buffers that are
  * NULL or touch no element (need[i] == 0) are left out. */
 int need_outputs_apart(const char *fn, int nb, Py_buffer *const *v, const char *const *names,

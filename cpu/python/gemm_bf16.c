@@ -88,33 +88,14 @@ PyObject *gc_py_gemm_bf16(PyObject *self, PyObject *const *args, Py_ssize_t narg
                        brow ? m : n) < 0)
             goto fail;
     }
-    int ok = 1;
-    const Py_ssize_t mk = smul(m, k, &ok), kn = smul(k, n, &ok), mn = smul(m, n, &ok);
-    const Py_ssize_t last = batch > 0 ? batch - 1 : 0;
-    const Py_ssize_t na = sadd(smul(last, sa, &ok), mk, &ok);
-    const Py_ssize_t nb = sadd(smul(last, sb, &ok), kn, &ok);
-    const Py_ssize_t nc = sadd(smul(last, sc, &ok), mn, &ok);
-    if (!ok) {
-        overflow_error(fn, "the operand sizes");
+    const int empty = need_batched_product(fn, v, batch, m, n, k, sa, sb, sc);
+    if (empty < 0)
         goto fail;
-    }
-    if (batch == 0 || mn == 0) {
+    if (empty) {
         bufs_release(&bs);
         Py_RETURN_NONE;
     }
-    if (batch > 1 && sc < mn) {
-        PyErr_Format(PyExc_ValueError, "%s: sc %zd < m*n %zd: the batch items of c would overlap",
-                     fn, sc, mn);
-        goto fail;
-    }
-    if ((mk > 0 && need_elems(fn, "a", v[0], na, "batch %zd, m %zd, k %zd, sa %zd", batch, m, k,
-                              sa) < 0) ||
-        (kn > 0 && need_elems(fn, "b", v[1], nb, "batch %zd, k %zd, n %zd, sb %zd", batch, k, n,
-                              sb) < 0) ||
-        need_elems(fn, "c", v[2], nc, "batch %zd, m %zd, n %zd, sc %zd", batch, m, n, sc) < 0 ||
-        need_no_overlap(fn, "c", v[2], "a", v[0], 0) < 0 ||
-        need_no_overlap(fn, "c", v[2], "b", v[1], 0) < 0 ||
-        (bias && need_no_overlap(fn, "c", v[2], "bias", bias, 0) < 0))
+    if (bias && need_no_overlap(fn, "c", v[2], "bias", bias, 0) < 0)
         goto fail;
     int rc;
     Py_BEGIN_ALLOW_THREADS
