@@ -30,12 +30,13 @@ from bench_env import CpuShare, clean_openblas_env, load_note  # noqa: E402
 clean_openblas_env("bf16.py")
 
 import argparse  # noqa: E402
-import statistics  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from quant import alternate  # noqa: E402 - the same alternating timer (run from benchmarks/)
+
 from gpucore import _cpu  # noqa: E402
 from gpucore import dtypes as D  # noqa: E402
 
@@ -44,18 +45,6 @@ SQUARES = [(s, s, s) for s in (256, 512, 1024, 2048)]
 # batch-16, -8 and -1 Linear (the last two on the small-m form)
 MODEL = [(64, 512, 784), (128, 768, 768), (128, 3072, 768), (128, 768, 3072), (16, 2048, 2048),
          (8, 2048, 2048), (1, 2048, 2048)]  # fmt: skip
-
-
-def _rate(fn, flops, min_time, clock):
-    """GFLOP/s of fn over at least min_time seconds of clock (one warm-up call first)."""
-    fn()
-    reps, t = 0, 0.0
-    t0 = clock()
-    while t < min_time:
-        fn()
-        reps += 1
-        t = clock() - t0
-    return flops * reps / t / 1e9
 
 
 def bench_shape(m, n, k, rounds, min_time, clock, torch):
@@ -82,14 +71,7 @@ def bench_shape(m, n, k, rounds, min_time, clock, torch):
         ta = torch.from_numpy(af).to(torch.bfloat16)
         tw = torch.from_numpy(wf).to(torch.bfloat16)
         fns["torch"] = lambda: torch.matmul(ta, tw.T)
-    flops = 2.0 * m * n * k
-    got = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            got[name].append(_rate(fn, flops, min_time, clock))
-    med = {name: statistics.median(v) for name, v in got.items()}
-    med["sgemm"] = max(med["sgemm"], med.pop("sgemm_packed"))
-    return med
+    return alternate(fns, 2.0 * m * n * k, rounds, min_time, clock)
 
 
 def main():

@@ -83,7 +83,12 @@ def bench_shape(m, n, k, rounds, min_time, clock):
         "sgemm": lambda: _cpu.gemm(af, wf, cf, 1, m, n, k, 0, 1, 1.0, 0.0, 0, 0, 0),
         "sgemm_packed": lambda: _cpu.gemm(af, pf, cf, 1, m, n, k, 0, 1, 1.0, 0.0, 0, 0, 0),
     }
-    ops = 2.0 * m * n * k
+    return alternate(fns, 2.0 * m * n * k, rounds, min_time, clock)
+
+
+def alternate(fns: dict, ops: float, rounds: int, min_time: float, clock) -> dict:
+    """Median rate (G per second of ``ops`` per call) of each of ``fns``, the calls alternating
+    round by round; "sgemm" keeps the faster of itself and "sgemm_packed"."""
     got = {name: [] for name in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
