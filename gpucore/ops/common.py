@@ -199,7 +199,9 @@ def broadcast_shapes(op: str, *shapes) -> tuple:
 
 
 def wrap_dim(dim, ndim: int, op: str = "") -> int:
-    lim = max(ndim, 1)
+    lim = ndim if ndim > 1 else 1
+    if type(dim) is int and -lim <= dim < lim:  # the common case first: every op wraps dims
+        return dim + lim if dim < 0 else dim
     if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
         raise ArgumentTypeError(f"{op}: dim must be an int, got {type_name(dim)}")
     if dim < -lim or dim >= lim:
@@ -229,8 +231,8 @@ def norm_dims(dim, ndim: int, op: str = "") -> tuple:
 def shape_arg(args) -> tuple:
     """Shape given as varargs or as one tuple/list."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
-        return tuple(int(s) for s in args[0])
-    return tuple(int(s) for s in args)
+        args = args[0]
+    return tuple(map(int, args))
 
 
 def reduced_shape(shape: tuple, dims: tuple, keepdim: bool) -> tuple:

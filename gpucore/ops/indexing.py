@@ -16,7 +16,7 @@ from ..tensor import Tensor
 from .api import public
 from .common import check_indices, scalar_tensor, wrap_dim
 from .elementwise import where
-from .registry import CAPTURE, apply, defop
+from .registry import CAPTURE, apply, defop, view_of
 from .samples import Sample, integers, uniform, via
 from .shape import PERMUTE, VIEW
 
@@ -85,6 +85,9 @@ def _real_dim(dim, x: Tensor, op: str) -> int:
 # ----------------------------------------------------------------------------- ops
 def _getitem_bwd(ctx, g):
     return apply(INDEX_BACKWARD, g, shape=ctx.attrs["src"], key=ctx.attrs["key"], basic=True)
+
+
+_PLAIN_KEYS = frozenset((int, slice, type(None), type(Ellipsis)))
 
 
 def _basic_view(a, key, src):
@@ -239,6 +242,17 @@ def getitem(input: Tensor, key) -> Tensor:
     """Basic indexing (ints, slices, None, ...) gives a view; tensor/list/bool indices copy."""
     if CAPTURE[0] is not None:  # (before the key's values are read, which would be refused)
         CAPTURE[0].check_constant_key("x[index]", key)  # the key's values become attributes
+    else:
+        # The common key (ints, slices, None, ...) on host data: numpy makes the view and
+        # checks the bounds itself, with no probe and no key normalisation.
+        parts = key if type(key) is tuple else (key,)
+        data = input._data
+        if type(data) is np.ndarray and all(type(k) in _PLAIN_KEYS for k in parts):
+            try:
+                arr = _basic_view(data, parts, None)
+            except IndexError as e:
+                raise _index_error(input, parts, e) from None
+            return view_of(GETITEM, input, arr, {"key": parts, "src": data.shape})
     parts, basic = normalize_key(key)
     if basic:
         _probe(input, parts)

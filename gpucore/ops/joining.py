@@ -23,7 +23,7 @@ from ..tensor import Tensor
 from .api import public
 from .common import tensor_list, wrap_dim
 from .indexing import GETITEM, _basic_view, _real_dim
-from .registry import AUTOCAST, CAPTURE, OpDef, apply, defop
+from .registry import AUTOCAST, CAPTURE, OpDef, apply, defop, view_of
 from .samples import Sample, uniform
 
 
@@ -173,7 +173,13 @@ def _pieces(t: Tensor, d: int, sizes: list, unbind: bool = False) -> tuple:
         or CAPTURE[0] is not None
         or AUTOCAST[0] is not None
     ):
-        return tuple(_view(t, k) for k in keys)
+        if CAPTURE[0] is not None or AUTOCAST[0] is not None:
+            return tuple(_view(t, k) for k in keys)
+        data = t._data  # the keys hold ints and slices only: no Ellipsis to place
+        src = tuple(data.shape)
+        return tuple(
+            [view_of(GETITEM, t, data[k + (Ellipsis,)], {"key": k, "src": src}) for k in keys]
+        )
     src = tuple(t._data.shape)
     attrs = {"dim": d, "sizes": tuple(sizes), "unbind": unbind, "shape": src}
     node = SplitNode(SPLIT, Ctx(SPLIT.name, (), attrs, (True,)), (edge_of(t),), ((src, t._dtype),))

@@ -179,6 +179,8 @@ def apply(op: OpDef, *inputs, **attrs):
         return CAPTURE[0](op, inputs, attrs)
     if AUTOCAST[0] is not None:
         inputs = AUTOCAST[0](op.name, inputs)
+    elif op.view is not None and type(inputs[0]) is Tensor:
+        return view_of(op, inputs[0], op.view(inputs[0]._data, **attrs), attrs)
     if op.elementwise:
         fast = op.fast
         if fast is not None and not attrs:
@@ -191,6 +193,18 @@ def apply(op: OpDef, *inputs, **attrs):
         if out is not None:
             return out
     return apply_general(op, inputs, attrs)
+
+
+def view_of(op: OpDef, src: Tensor, arr, attrs: dict) -> Tensor:
+    """The output of view op ``op`` on ``src`` whose array ``arr`` the caller already made
+    (``op.view(src._data, **attrs)``): what ``apply`` returns for it, without its general path.
+    Views cost only this on the hot path (reshape, transpose, split), as PyTorch's do."""
+    if CAPTURE[0] is not None or AUTOCAST[0] is not None:
+        return apply(op, src, **attrs)
+    out = Tensor._make_view(src, arr, op, attrs)
+    if src.requires_grad and _grad_state.enabled and src._dtype.is_floating_point:
+        record(op, (src,), (out,), attrs)
+    return out
 
 
 def apply_general(op: OpDef, inputs: tuple, attrs: dict):

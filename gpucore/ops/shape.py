@@ -17,7 +17,7 @@ from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .api import public, tensor_member
 from .common import broadcast_shapes, shape_arg, wrap_dim
-from .registry import CAPTURE, apply, defop
+from .registry import CAPTURE, apply, defop, view_of
 from .samples import Sample, uniform
 
 
@@ -50,8 +50,11 @@ def _np_reshape(x, shape, src):
 
 def _infer_shape(op: str, x: Tensor, shape: tuple) -> tuple:
     shape = tuple(shape)
-    n = x.numel()
-    if shape.count(-1) > 1:
+    n = x._data.size
+    if -1 not in shape:  # the common case, checked with the fewest Python steps
+        if (not shape or min(shape) >= 0) and math.prod(shape) == n and len(shape) <= 8:
+            return shape
+    elif shape.count(-1) > 1:
         raise ShapeError(f"{op}: only one dimension can be -1, got {shape}")
     if -1 in shape:
         known = math.prod(s for s in shape if s != -1)
@@ -121,9 +124,16 @@ def _view_dtype(input: Tensor, dtype) -> Tensor:
 def reshape(input: Tensor, *shape) -> Tensor:
     """A tensor with the same data and a new shape; a view when possible, else a copy."""
     shape = _infer_shape("reshape", input, shape_arg(shape))
-    if not _can_view(input, shape):
-        input = input.contiguous()
-    return apply(VIEW, input, shape=shape, src=tuple(input.shape))
+    data = input._data
+    if type(data) is np.ndarray and data.flags.c_contiguous:
+        arr = data.reshape(shape)  # always a view of C-contiguous data
+    else:
+        try:
+            arr = _view_array(data, shape)
+        except AttributeError:
+            input = input.contiguous()
+            arr = _view_array(input._data, shape)
+    return view_of(VIEW, input, arr, {"shape": shape, "src": tuple(data.shape)})
 
 
 @public("view_as", function=False)
@@ -187,7 +197,7 @@ def permute(input: Tensor, *dims) -> Tensor:
     dims = tuple(wrap_dim(d, nd, "permute") for d in dims)
     if sorted(dims) != list(range(nd)):
         raise ValueError(f"permute: dims {dims} repeat a dimension")
-    return apply(PERMUTE, input, dims=dims)
+    return view_of(PERMUTE, input, input._data.transpose(dims), {"dims": dims})
 
 
 @public("transpose", "swapaxes", "swapdims")
@@ -199,7 +209,8 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
         return input  # dims 0 and -1 only, as PyTorch
     dims = list(range(nd))
     dims[d0], dims[d1] = dims[d1], dims[d0]
-    return apply(PERMUTE, input, dims=tuple(dims))
+    dims = tuple(dims)
+    return view_of(PERMUTE, input, input._data.transpose(dims), {"dims": dims})
 
 
 @public("t")
