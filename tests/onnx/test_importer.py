@@ -162,6 +162,28 @@ def test_onnx_is_imported_only_when_a_model_is_loaded():
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux")
+    or any(os.path.exists(p) for p in ("/dev/dri", "/dev/nvidiactl", "/dev/nvidia0", "/dev/dxg")),
+    reason="a machine that may have a GPU: device='auto' asks Vulkan",
+)
+def test_auto_loads_without_the_vulkan_bindings_on_a_machine_without_gpu(tmp_path):
+    path = tmp_path / "mlp.onnx"
+    path.write_bytes(_mlp().SerializeToString())
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("GPUCORE_VULKAN_ALLOW_CPU", "GPUCORE_DEVICE")}  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-c",
+         "import sys, numpy as np, gpucore.onnx\n"
+         f"cm = gpucore.onnx.load({str(path)!r})\n"
+         "assert cm.device == 'cpu', cm.device\n"
+         "cm.run_arrays([np.ones((2, 8), np.float32)])\n"
+         "assert 'vulkan' not in sys.modules, 'the Vulkan bindings were imported'\n"],
+        capture_output=True, text=True, timeout=120, check=False, env=env,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+
+
 def test_a_missing_onnx_package_says_how_to_install_it():
     r = _python(
         "import sys\nsys.modules['onnx'] = None\nimport gpucore.onnx\n"
