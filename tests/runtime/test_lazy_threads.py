@@ -260,3 +260,56 @@ def test_first_runs_of_new_sizes_from_many_threads():
         for x, out in zip(xs, got):
             np.testing.assert_allclose(out, model(gc.from_numpy(x)).numpy(), rtol=1e-5, atol=1e-5)
     assert len(cm.executors()) == 3  # sizes 2 (the example), 3 and 4: each built once
+
+
+class Trainable(nn.Module):
+    """Batch norm and dropout: what a capture must see in eval mode."""
+
+    def __init__(self, hook):
+        super().__init__()
+        self.hook = hook
+        self.fc = nn.Linear(6, 6)
+        self.bn = nn.BatchNorm1d(6)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        self.hook()
+        return self.drop(self.bn(self.fc(x)).relu())
+
+
+def test_two_captures_of_one_training_module_both_see_eval_mode():
+    gc.manual_seed(7)
+    both_in = threading.Barrier(2, timeout=TIMEOUT)
+    first_done = threading.Event()
+    names = {}
+
+    def hook():
+        if threading.current_thread().name in names:
+            both_in.wait()  # the two traces are inside forward together
+            if names[threading.current_thread().name] == "second":
+                assert first_done.wait(TIMEOUT)  # ... and the first ends before the second
+
+    model = Trainable(hook)
+    with gc.no_grad():
+        model.bn(gc.randn(16, 6) * 3 + 1)  # running statistics that are not the identity
+    model.train()
+    x = gc.randn(5, 6)
+    results = {}
+
+    def capture(role):
+        def go():
+            names[threading.current_thread().name] = role
+            results[role] = runtime.compile(model, [x], device="cpu")
+            if role == "first":
+                first_done.set()
+
+        return go
+
+    run_threads(capture("first"), capture("second"))
+    names.clear()
+    assert model.training  # restored once both captures ended
+    model.eval()
+    with gc.no_grad():
+        want = model(x).numpy()
+    for cm in results.values():
+        np.testing.assert_allclose(cm(x).numpy(), want, rtol=1e-5, atol=1e-5)

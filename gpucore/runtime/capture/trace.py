@@ -280,6 +280,28 @@ class _Router:
     def __init__(self):
         self.tracers: dict[int, Tracer] = {}  # thread ident -> its Tracer
         self.lock = threading.Lock()
+        # id(module) -> [captures of it running, its training flag before the first]: two
+        # threads tracing one module put it in eval mode once and restore it once, after both
+        self.modules: dict[int, list] = {}
+
+    def eval_module(self, module) -> None:
+        """Put ``module`` in eval mode for a capture (see ``modules``)."""
+        with self.lock:
+            entry = self.modules.get(id(module))
+            if entry is None:
+                entry = self.modules[id(module)] = [0, module.training]
+            entry[0] += 1
+            module.eval()
+
+    def restore_module(self, module) -> None:
+        """The capture of ``module`` ended: the last one restores its training flag."""
+        with self.lock:
+            entry = self.modules[id(module)]
+            entry[0] -= 1
+            if entry[0] == 0:
+                del self.modules[id(module)]
+                if entry[1]:
+                    module.train()
 
     @property
     def thread(self) -> int | None:
@@ -449,17 +471,18 @@ def trace(
         graph.add_input(name, tuple(t.shape), t.dtype)
         tracer._bind(t, name)
         tracer.dynamic.add(name)
-    was_training = module.training if module is not None else None
     _ROUTER.enter(tracer)  # CaptureError when this thread is already tracing
     try:
         if module is not None:
-            module.eval()
-        with no_grad():
-            result = fn(*inputs)
+            _ROUTER.eval_module(module)
+        try:
+            with no_grad():
+                result = fn(*inputs)
+        finally:
+            if module is not None:
+                _ROUTER.restore_module(module)
     finally:
         _ROUTER.leave(tracer)
-        if module is not None and was_training:
-            module.train()
     if tracer.value_reads and not tracer.bake_values:  # the model caught the error itself
         raise CaptureError(
             f"capture: the model reads the values of {sorted(set(tracer.value_reads))} on the "
