@@ -50,8 +50,16 @@ def _pick_device(device: str) -> str:
 
 
 # Device nodes through which a Linux GPU's Vulkan driver reaches it: DRM (Mesa's radv / anv /
-# nvk, virtio-gpu's venus), NVIDIA's own driver, WSL's paravirtualized GPU.
-GPU_DEVICE_NODES = ("/dev/dri", "/dev/nvidiactl", "/dev/nvidia0", "/dev/dxg")
+# nvk / v3dv, virtio-gpu's venus), NVIDIA's own driver, WSL's paravirtualized GPU, Android's
+# Adreno and Mali drivers.
+GPU_DEVICE_NODES = (
+    "/dev/dri",
+    "/dev/nvidiactl",
+    "/dev/nvidia0",
+    "/dev/dxg",
+    "/dev/kgsl-3d0",
+    "/dev/mali0",
+)
 
 
 def _gpu_may_exist() -> bool:

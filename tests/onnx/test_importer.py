@@ -15,6 +15,7 @@ import gpucore
 import gpucore.onnx
 from gpucore.errors import SerializationError
 from gpucore.runtime import InferenceSession
+from gpucore.runtime.model import GPU_DEVICE_NODES
 
 
 def _mlp(input_shape=("N", 8), opset=17):
@@ -163,8 +164,7 @@ def test_onnx_is_imported_only_when_a_model_is_loaded():
 
 
 @pytest.mark.skipif(
-    not sys.platform.startswith("linux")
-    or any(os.path.exists(p) for p in ("/dev/dri", "/dev/nvidiactl", "/dev/nvidia0", "/dev/dxg")),
+    not sys.platform.startswith("linux") or any(os.path.exists(p) for p in GPU_DEVICE_NODES),
     reason="a machine that may have a GPU: device='auto' asks Vulkan",
 )
 def test_auto_loads_without_the_vulkan_bindings_on_a_machine_without_gpu(tmp_path):
