@@ -313,3 +313,35 @@ def test_two_captures_of_one_training_module_both_see_eval_mode():
         want = model(x).numpy()
     for cm in results.values():
         np.testing.assert_allclose(cm(x).numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_another_threads_autocast_holds_while_a_capture_runs():
+    gc.manual_seed(8)
+    w, b = gc.randn(8, 5), gc.randn(5)
+    inside = threading.Barrier(2, timeout=TIMEOUT)
+
+    def fn(x):
+        inside.wait()  # the trace has begun: the other thread computes now
+        inside.wait()
+        return (x @ w + b).relu() * 2.0
+
+    x = gc.randn(3, 8)
+    a, m = gc.randn(4, 6), gc.randn(6, 3)
+    with gc.autocast("cpu", dtype=gc.bfloat16):
+        want = a @ m  # autocast's matmul: bfloat16
+    assert want.dtype == gc.bfloat16
+    got = {}
+
+    def capture():
+        got["model"] = runtime.compile(fn, [x], device="cpu")
+
+    def mixed():
+        with gc.autocast("cpu", dtype=gc.bfloat16):
+            inside.wait()
+            got["out"] = a @ m
+            inside.wait()
+
+    run_threads(capture, mixed)
+    assert got["out"].dtype == gc.bfloat16
+    np.testing.assert_array_equal(got["out"].float().numpy(), want.float().numpy())
+    np.testing.assert_allclose(got["model"](x).numpy(), reference(x, w, b), rtol=1e-5, atol=1e-5)

@@ -331,9 +331,11 @@ class _Router:
         tracer = self.tracers.get(threading.get_ident())
         if tracer is not None:
             return tracer(op, inputs, attrs, backend)
-        if backend is None:  # another thread's eager op
-            return registry.apply_general(op, inputs, attrs)
-        return registry.apply_on_general(backend, op, inputs, attrs)
+        if backend is not None:  # another thread's eager op: as registry.apply_on
+            return registry.apply_on_general(backend, op, inputs, attrs)
+        if registry.AUTOCAST[0] is not None:  # as registry.apply: its autocast regions hold
+            inputs = registry.AUTOCAST[0](op.name, inputs)
+        return registry.apply_general(op, inputs, attrs)
 
     def __getattr__(self, name: str):
         """The calling thread's Tracer's method (rebind, refuse_inplace, check_constant_key,
