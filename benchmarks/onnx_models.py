@@ -14,6 +14,17 @@ TorchScript exporter, opset 17, batch norms kept as BatchNormalization): ResNet-
 - first: the first call after a load (both libraries prepare lazily);
 - steady: the median of calls alternating between the two libraries in rounds.
 
+Batch > 1: the BERT layer and the GPT-2 block again at 4 x 128 tokens (``b4``; exported at
+that batch), where the attention and its projections carry a batch dim.
+
+Fresh process (``--fresh``, its own table): each library in a new Python process per run,
+alternating, medians of ``--fresh-rounds``: numpy's import (both pay it), ``import gpucore``,
+``import gpucore.onnx``, the load and the first call, against ``import onnxruntime``, the
+InferenceSession and its first call; "total" is the process's start to the first result
+(interpreter start included). Byte-compiled imports as an installed package has them: the
+children write their ``.pyc`` files to a temporary PYTHONPYCACHEPREFIX (filled by one
+uncounted run each) even where PYTHONDONTWRITEBYTECODE is set.
+
 ONNX Runtime runs the CPU provider with ``intra_op_num_threads`` = gpucore's thread count.
 ``--vulkan`` adds gpucore on the Vulkan device (lavapipe here: a CPU device, so its times are
 not GPU times). Needs torch, onnx and onnxruntime.
@@ -31,11 +42,17 @@ clean_openblas_env("onnx_models.py")
 
 import argparse  # noqa: E402
 import functools  # noqa: E402
+import json  # noqa: E402
 import statistics  # noqa: E402
+import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 
+_START = time.perf_counter()  # a --child's imports are timed from here
+
+if __name__ == "__main__" and "--child" in sys.argv:
+    _AT_NUMPY = time.perf_counter()  # (numpy's import, timed in _child)
 import numpy as np  # noqa: E402
 
 
@@ -112,11 +129,15 @@ def _models(torch):
     bert = Bert()
     image = torch.randn(1, 3, 224, 224)
     tokens = torch.randn(1, 128, 768)
+    tokens4 = torch.randn(4, 128, 768)
+    gpt2 = Gpt2Block()
     out = {
         "ResNet-18 b1": (resnet18(namespace(nn)), image),
         "ResNet-50 b1": (resnet50(), image),
         "BERT-base layer b1 x 128": (bert, tokens),
-        "GPT-2 block b1 x 128": (Gpt2Block(), tokens),
+        "GPT-2 block b1 x 128": (gpt2, tokens),
+        "BERT-base layer b4 x 128": (bert, tokens4),
+        "GPT-2 block b4 x 128": (gpt2, tokens4),
     }
     g = torch.Generator().manual_seed(1)
     for model, _ in out.values():
@@ -228,6 +249,113 @@ def table(quick: bool, threads: int, vulkan: bool, only=None) -> None:
             print(row, flush=True)
 
 
+# ------------------------------------------------------------------------- fresh processes
+FRESH = ("ResNet-18 b1", "BERT-base layer b1 x 128")
+
+
+def _child(lib: str, path: str, threads: int) -> None:
+    """One fresh process's timings (ms since the script started), printed as JSON."""
+    t_np = time.perf_counter()  # numpy: imported at the top
+    if lib == "gc":
+        import gpucore  # noqa: PLC0415
+
+        t_lib = time.perf_counter()
+        import gpucore.onnx as gx  # noqa: PLC0415
+
+        t_sub = time.perf_counter()
+        gpucore._cpu.set_num_threads(threads)
+        model = gx.load(path)
+        t_load = time.perf_counter()
+        spec = model.input_spec(model.input_names[0])
+        x = np.random.default_rng(0).standard_normal(spec[0]).astype(np.float32)
+        t_x = time.perf_counter()
+        model.run_arrays([x])
+    else:
+        import onnxruntime as ort  # noqa: PLC0415
+
+        t_lib = t_sub = time.perf_counter()
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+        t_load = time.perf_counter()
+        shape = sess.get_inputs()[0].shape
+        x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+        t_x = time.perf_counter()
+        sess.run(None, {"x": x})
+    t_end = time.perf_counter()
+    ms = {
+        "numpy": t_np - _AT_NUMPY,
+        "import": t_lib - t_np,
+        "import_onnx": t_sub - t_lib,
+        "load": t_load - t_sub,
+        "first": t_end - t_x,
+        "in_process": t_end - _START,
+    }
+    print(json.dumps({k: v * 1e3 for k, v in ms.items()}))
+
+
+def _fresh_run(lib: str, path: str, threads: int, env: dict) -> dict:
+    t = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--child", lib, path, "--threads",
+         str(threads)],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    wall = (time.perf_counter() - t) * 1e3
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    got["total"] = wall
+    return got
+
+
+def fresh_table(quick: bool, threads: int, rounds: int, only=None) -> None:
+    """Print the fresh-process table (module docstring)."""
+    try:
+        import onnxruntime  # noqa: F401, PLC0415
+        import torch  # noqa: PLC0415
+    except ImportError as e:
+        print(f"- needs torch and onnxruntime ({e}): no fresh-process table")
+        return
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    print(f"- fresh processes, {threads} thread(s) each, medians of {rounds} runs (gc and ORT "
+          "alternating); ms; total: process start to first result")  # fmt: skip
+    print()
+    cols = "| model | numpy import | gc import | gc import onnx | gc load | gc first "
+    cols += "| ORT import | ORT session | ORT first | gc total | ORT total | total gc/ORT "
+    cols += "| load+first gc/ORT |"
+    print(cols)
+    print("|---" * (cols.count("|") - 1) + "|")
+    models = _models(torch)
+    with tempfile.TemporaryDirectory() as d:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = os.path.join(d, "pyc")
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        for name in FRESH:
+            if only and not any(o.lower() in name.lower() for o in only):
+                continue
+            model, x = models[name]
+            path = os.path.join(d, "m.onnx")
+            _export(torch, model, x, path)
+            for lib in ("gc", "ort"):  # uncounted: byte-compiles, warms the file cache
+                _fresh_run(lib, path, threads, env)
+            runs = {"gc": [], "ort": []}
+            for _ in range(rounds):
+                for lib in runs:
+                    runs[lib].append(_fresh_run(lib, path, threads, env))
+
+            def med(lib, key):
+                return statistics.median(r[key] for r in runs[lib])  # noqa: B023
+
+            g_lf = med("gc", "load") + med("gc", "first")
+            o_lf = med("ort", "load") + med("ort", "first")
+            row = f"| {name} | {med('gc', 'numpy'):.0f} | {med('gc', 'import'):.0f} | "
+            row += f"{med('gc', 'import_onnx'):.0f} | {med('gc', 'load'):.0f} | "
+            row += f"{med('gc', 'first'):.0f} | {med('ort', 'import'):.0f} | "
+            row += f"{med('ort', 'load'):.0f} | {med('ort', 'first'):.0f} | "
+            row += f"{med('gc', 'total'):.0f} | {med('ort', 'total'):.0f} | "
+            row += f"{med('gc', 'total') / med('ort', 'total'):.2f} | {g_lf / o_lf:.2f} |"
+            print(row, flush=True)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="fewer, shorter rounds")
@@ -235,9 +363,23 @@ def main(argv=None) -> int:
     p.add_argument("--vulkan", action="store_true", help="gpucore on the Vulkan device too")
     p.add_argument("--only", nargs="+", metavar="NAME",
                    help="the models whose names contain one of these (e.g. bert gpt)")  # fmt: skip
+    p.add_argument("--fresh", action="store_true",
+                   help="the fresh-process table (import, load, first call) too")  # fmt: skip
+    p.add_argument("--fresh-only", action="store_true", help="only the fresh-process table")
+    p.add_argument("--fresh-rounds", type=int, default=None, help="fresh runs per library")
+    p.add_argument("--child", nargs=2, metavar=("LIB", "PATH"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    share = CpuShare()
-    table(args.quick, args.threads, args.vulkan, args.only)
+    if args.child:
+        _child(args.child[0], args.child[1], args.threads)
+        return 0
+    share = CpuShare(children=True)
+    if not args.fresh_only:
+        table(args.quick, args.threads, args.vulkan, args.only)
+    if args.fresh or args.fresh_only:
+        if not args.fresh_only:
+            print()
+        rounds = args.fresh_rounds or (3 if args.quick else 7)
+        fresh_table(args.quick, args.threads, rounds, args.only)
     print()
     print(load_note(share.others(), "during the run"))
     return 0

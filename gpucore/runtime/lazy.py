@@ -24,6 +24,14 @@ raises the capture error instead, as PyTorch does for graph breaks (an unexpecte
 compiling also falls back to eager, recorded the same way, or raises under ``fullgraph=True``).
 Compiled outputs equal eager ones up to float rounding (fused kernels sum in other orders).
 
+Threads: a wrapper may be called from many threads at once. One thread builds a signature's
+compiled model; calls of that signature arriving while it builds run eagerly (once each, nothing
+recorded against the signature) and later calls run compiled, so it is built exactly once.
+Captures in several threads at once (two models, two signatures) each record only their own
+thread's ops (capture/trace.py). Inside an enclosing capture on the same thread (a compiled
+submodule of a model being captured) the wrapper runs eagerly, so the enclosing graph holds its
+ops.
+
 What a call's signature does not hold is not checked again between calls: as with any Python
 branching on a plain attribute (``if self.flag:``), a model whose output structure depends on
 such an attribute keeps the structure of the call it was compiled from (the compiled model
@@ -42,7 +50,7 @@ from ..errors import GpucoreError
 from ..nn.module import STRUCTURE_VERSION, Module
 from ..tensor import Tensor
 from .capture.dynamic import capture
-from .capture.trace import CaptureError, flatten_outputs
+from .capture.trace import CaptureError, active_tracer, flatten_outputs
 
 CACHE_SIZE = 8  # compiled signatures kept per wrapper (least recently used dropped)
 
@@ -50,7 +58,7 @@ CACHE_SIZE = 8  # compiled signatures kept per wrapper (least recently used drop
 class _Entry:
     """What the wrapper knows about one input signature."""
 
-    __slots__ = ("seen", "model", "sources", "structure", "failed")
+    __slots__ = ("seen", "model", "sources", "structure", "failed", "building")
 
     def __init__(self):
         self.seen = 0  # calls with the current weights
@@ -58,6 +66,7 @@ class _Entry:
         self.sources: list = []  # (tensor, its version box, version) of the graph's constants
         self.structure = -1  # nn.module.STRUCTURE_VERSION when built
         self.failed: str | None = None  # why this signature runs eagerly
+        self.building = False  # a thread is capturing and compiling it now
 
 
 class _Compiled:
@@ -97,10 +106,16 @@ class _Compiled:
             if entry.model is not None and not self._still_valid(entry):
                 entry.model, entry.seen = None, 0
             entry.seen += 1
-            model, build = entry.model, entry.model is None and entry.seen >= 2
-        if entry.failed:
+            model = entry.model
+            # one thread builds; others arriving meanwhile run eagerly this once, and run the
+            # compiled model once it is there (no wait: a first call costs no more than eager)
+            failed = entry.failed
+            build = not failed and model is None and entry.seen >= 2 and not entry.building
+            if build:
+                entry.building = True
+        if failed:
             if self._fullgraph:  # (an output structure refused below, on every call)
-                raise CaptureError(entry.failed)
+                raise CaptureError(failed)
             return self._eager(args, kwargs)
         if model is None and not build:
             out = self._eager(args, kwargs)
@@ -112,7 +127,11 @@ class _Compiled:
                     raise
             return out
         if model is None:
-            model = self._build(entry, args)
+            try:
+                model = self._build(entry, args)
+            finally:
+                with self._lock:
+                    entry.building = False
             if model is None:
                 return self._eager(args, kwargs)
         with self._lock:
@@ -132,6 +151,8 @@ class _Compiled:
         if module is not None and module.training:
             return None
         grad = is_grad_enabled()
+        if active_tracer() is not None:
+            return None  # inside an enclosing capture on this thread: its ops are the graph's
         key = []
         for x in args:
             if not isinstance(x, Tensor) or x._dev is not None or (grad and x.requires_grad):

@@ -15,6 +15,7 @@ import gpucore
 import gpucore.onnx
 from gpucore.errors import SerializationError
 from gpucore.runtime import InferenceSession
+from gpucore.runtime.model import GPU_DEVICE_NODES
 
 
 def _mlp(input_shape=("N", 8), opset=17):
@@ -159,6 +160,27 @@ def test_onnx_is_imported_only_when_a_model_is_loaded():
         "assert gpucore.onnx.supported_ops()\n"
         "assert 'onnx' not in sys.modules, 'onnx imported by supported_ops'\n"
     )
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or any(os.path.exists(p) for p in GPU_DEVICE_NODES),
+    reason="a machine that may have a GPU: device='auto' asks Vulkan",
+)
+def test_auto_loads_without_the_vulkan_bindings_on_a_machine_without_gpu(tmp_path):
+    path = tmp_path / "mlp.onnx"
+    path.write_bytes(_mlp().SerializeToString())
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("GPUCORE_VULKAN_ALLOW_CPU", "GPUCORE_DEVICE")}  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-c",
+         "import sys, numpy as np, gpucore.onnx\n"
+         f"cm = gpucore.onnx.load({str(path)!r})\n"
+         "assert cm.device == 'cpu', cm.device\n"
+         "cm.run_arrays([np.ones((2, 8), np.float32)])\n"
+         "assert 'vulkan' not in sys.modules, 'the Vulkan bindings were imported'\n"],
+        capture_output=True, text=True, timeout=120, check=False, env=env,
+    )  # fmt: skip
     assert r.returncode == 0, r.stderr
 
 

@@ -95,3 +95,37 @@ def test_bad_options():
         gpucore.compile(mlp(4), (rand(1, 4),), device="gpu")
     with pytest.raises(ValueError, match="executor must be one of"):
         gpucore.compile(mlp(4), (rand(1, 4),), device="cpu", executor="jit")
+
+
+def _probe_spy(monkeypatch, nodes):
+    """model._pick_device with the probe cache empty, GPU_DEVICE_NODES = ``nodes`` and the
+    Vulkan probe replaced by a spy answering None (no device auto would use)."""
+    from gpucore import dispatch
+    from gpucore.runtime import model as model_mod
+
+    calls = []
+
+    def probe(required=False, allow_cpu=None):
+        calls.append(required)
+        return None
+
+    monkeypatch.setattr(dispatch, "_vulkan_cache", {})
+    monkeypatch.setattr(model_mod, "vulkan_backend", probe)
+    monkeypatch.setattr(model_mod, "GPU_DEVICE_NODES", tuple(nodes))
+    monkeypatch.delenv("GPUCORE_VULKAN_ALLOW_CPU", raising=False)
+    monkeypatch.delenv("GPUCORE_DEVICE", raising=False)
+    return model_mod._pick_device, calls
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="Linux rule")
+def test_auto_skips_the_vulkan_probe_without_gpu_device_nodes(monkeypatch, tmp_path):
+    pick, calls = _probe_spy(monkeypatch, [str(tmp_path / "no-such-node")])
+    assert pick("auto") == "cpu" and calls == []  # nothing a GPU driver could open
+    monkeypatch.setenv("GPUCORE_VULKAN_ALLOW_CPU", "1")  # lavapipe allowed: ask Vulkan
+    assert pick("auto") == "cpu" and calls == [False]
+
+
+def test_auto_probes_when_a_gpu_device_node_exists(monkeypatch, tmp_path):
+    pick, calls = _probe_spy(monkeypatch, [str(tmp_path)])  # (an existing path)
+    assert pick("auto") == "cpu" and calls == [False]
+    assert pick("cpu") == "cpu" and calls == [False]

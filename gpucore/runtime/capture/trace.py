@@ -65,7 +65,8 @@ class ValuesNeeded(BaseException):  # noqa: N818 - a signal, not an error
 
 
 class Tracer:
-    """The CAPTURE hook: records each op the tracing thread applies into ``graph``."""
+    """One capture: records each op the tracing thread applies into ``graph`` (``_Router``,
+    the CAPTURE hook, hands it that thread's calls)."""
 
     def __init__(
         self,
@@ -268,6 +269,103 @@ class Tracer:
         return name
 
 
+class _Router:
+    """What ``registry.CAPTURE`` and ``HOST_READ_HOOK`` hold while any thread traces: each
+    thread's calls go to its own Tracer, and a thread tracing nothing runs its ops eagerly. So
+    captures in several threads at once (two lazily compiled models, or one model's two
+    signatures, served by a thread pool) each record only their own thread's ops; a capture
+    nested in another on one thread is refused. The hooks stay None while no thread traces, so
+    eager ops pay one ``is None`` test as before."""
+
+    def __init__(self):
+        self.tracers: dict[int, Tracer] = {}  # thread ident -> its Tracer
+        self.lock = threading.Lock()
+        # id(module) -> [captures of it running, its training flag before the first]: two
+        # threads tracing one module put it in eval mode once and restore it once, after both
+        self.modules: dict[int, list] = {}
+
+    def eval_module(self, module) -> None:
+        """Put ``module`` in eval mode for a capture (see ``modules``)."""
+        with self.lock:
+            entry = self.modules.get(id(module))
+            if entry is None:
+                entry = self.modules[id(module)] = [0, module.training]
+            entry[0] += 1
+            module.eval()
+
+    def restore_module(self, module) -> None:
+        """The capture of ``module`` ended: the last one restores its training flag."""
+        with self.lock:
+            entry = self.modules[id(module)]
+            entry[0] -= 1
+            if entry[0] == 0:
+                del self.modules[id(module)]
+                if entry[1]:
+                    module.train()
+
+    @property
+    def thread(self) -> int | None:
+        """The calling thread's ident when it traces (quantization/traced.py's ``capturing``)."""
+        tracer = self.tracers.get(threading.get_ident())
+        return None if tracer is None else tracer.thread
+
+    def enter(self, tracer: Tracer) -> None:
+        with self.lock:
+            if tracer.thread in self.tracers:
+                raise CaptureError(
+                    "capture: this thread is already capturing a model (captures do not nest "
+                    "in one thread)"
+                )
+            self.tracers[tracer.thread] = tracer
+            registry.CAPTURE[0] = self
+            HOST_READ_HOOK[0] = self.host_read
+
+    def leave(self, tracer: Tracer) -> None:
+        with self.lock:
+            self.tracers.pop(tracer.thread, None)
+            if not self.tracers:
+                registry.CAPTURE[0] = None
+                HOST_READ_HOOK[0] = None
+
+    def __call__(self, op, inputs: tuple, attrs: dict, backend=None):
+        tracer = self.tracers.get(threading.get_ident())
+        if tracer is not None:
+            return tracer(op, inputs, attrs, backend)
+        if backend is not None:  # another thread's eager op: as registry.apply_on
+            return registry.apply_on_general(backend, op, inputs, attrs)
+        if registry.AUTOCAST[0] is not None:  # as registry.apply: its autocast regions hold
+            inputs = registry.AUTOCAST[0](op.name, inputs)
+        return registry.apply_general(op, inputs, attrs)
+
+    def __getattr__(self, name: str):
+        """The calling thread's Tracer's method (rebind, refuse_inplace, check_constant_key,
+        host_read, ...), or a no-op for a thread that traces nothing: its tensors are not a
+        model's."""
+        tracer = self.tracers.get(threading.get_ident())
+        if tracer is not None:
+            return getattr(tracer, name)
+        if name.startswith("_") or not callable(getattr(Tracer, name, None)):
+            raise AttributeError(name)
+        return _ignore
+
+    def host_read(self, t: Tensor, quiet: bool = False) -> None:
+        tracer = self.tracers.get(threading.get_ident())
+        if tracer is not None:
+            tracer.host_read(t, quiet)
+
+
+def _ignore(*args, **kwargs) -> None:
+    return None
+
+
+_ROUTER = _Router()
+
+
+def active_tracer() -> Tracer | None:
+    """The Tracer recording the calling thread's ops, or None."""
+    return _ROUTER.tracers.get(threading.get_ident())
+
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _TENSOR_FILE = os.path.join(os.path.dirname(os.path.dirname(_HERE)), "tensor.py")
 
@@ -314,9 +412,7 @@ def apply_runtime_op(op: str, inputs: list, attrs: dict) -> Tensor:
     from ..ir.ops import op_info  # noqa: PLC0415 - the op table fills on first use
     from ..ir.shapes import FUSED_DTYPES, FUSED_SHAPES  # noqa: PLC0415
 
-    tracer = registry.CAPTURE[0]
-    if not isinstance(tracer, Tracer) or threading.get_ident() != tracer.thread:
-        tracer = None
+    tracer = active_tracer()
     dtypes = [t.dtype for t in inputs]
     shape = FUSED_SHAPES[op]([tuple(t.shape) for t in inputs], attrs)
     typed = FUSED_DTYPES.get(op)
@@ -377,21 +473,18 @@ def trace(
         graph.add_input(name, tuple(t.shape), t.dtype)
         tracer._bind(t, name)
         tracer.dynamic.add(name)
-    was_training = module.training if module is not None else None
-    if registry.CAPTURE[0] is not None:
-        raise CaptureError("capture: another capture is running (captures do not nest)")
+    _ROUTER.enter(tracer)  # CaptureError when this thread is already tracing
     try:
         if module is not None:
-            module.eval()
-        registry.CAPTURE[0] = tracer
-        HOST_READ_HOOK[0] = tracer.host_read
-        with no_grad():
-            result = fn(*inputs)
+            _ROUTER.eval_module(module)
+        try:
+            with no_grad():
+                result = fn(*inputs)
+        finally:
+            if module is not None:
+                _ROUTER.restore_module(module)
     finally:
-        registry.CAPTURE[0] = None
-        HOST_READ_HOOK[0] = None
-        if module is not None and was_training:
-            module.train()
+        _ROUTER.leave(tracer)
     if tracer.value_reads and not tracer.bake_values:  # the model caught the error itself
         raise CaptureError(
             f"capture: the model reads the values of {sorted(set(tracer.value_reads))} on the "
