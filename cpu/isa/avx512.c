@@ -244,6 +244,35 @@ static void gc_isa_fill_avx512_vmath(gc_isa_kernels *k);
 #undef V_ADD
 #undef UKR_CONV_NAME
 
+/* The 16-column kernel (gc_isa_kernels.cukr16_f32): AVX2's 6 x 16 tile of 8-wide vectors,
+ * for the backward's 16-channel panels (conv_direct.c); the FMA chain per element is the wide
+ * kernel's, so the bits are too. */
+#define UKR_T float
+#define UKR_VT __m256
+#define UKR_VL 8
+#define UKR_MR 6
+#define UKR_NV 2
+#define V_ZERO() _mm256_setzero_ps()
+#define V_LOADU(p) _mm256_loadu_ps(p)
+#define V_STOREU(p, x) _mm256_storeu_ps(p, x)
+#define V_SET1(x) _mm256_set1_ps(x)
+#define V_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define V_ADD(a, b) _mm256_add_ps(a, b)
+#define UKR_CONV_NAME conv_avx512_f32_6x16
+#include "isa/ukr_conv.h"
+#undef UKR_T
+#undef UKR_VT
+#undef UKR_VL
+#undef UKR_MR
+#undef UKR_NV
+#undef V_ZERO
+#undef V_LOADU
+#undef V_STOREU
+#undef V_SET1
+#undef V_FMA
+#undef V_ADD
+#undef UKR_CONV_NAME
+
 /* The 14 x 32 tile t to NCHW (gc_ctile_f32): each 16-channel half (of the nv stored) as a 16 x 16 transpose in
  * registers (pixel rows past MR read as zeros, never stored), one masked 14-lane store per
  * channel, in place of 448 scalar loads and stores (~10% of a K = 144 tile's time). */
@@ -304,6 +333,9 @@ void gc_conv_fill_avx512(gc_isa_kernels *k)
     k->cukr_f32_name = "conv_avx512_f32_" GC_STR(GC_AVX512_MR) "x32";
     k->cukr_mr = GC_AVX512_MR;
     k->cukr_nr = 32;
+    k->cukr16_f32 = conv_avx512_f32_6x16;
+    k->cukr16_f32_name = "conv_avx512_f32_6x16";
+    k->cukr16_mr = 6;
 }
 
 void gc_isa_fill_avx512(gc_isa_kernels *k)
