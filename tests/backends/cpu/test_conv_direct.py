@@ -256,6 +256,29 @@ def test_float64_keeps_the_im2col_path(conv_path):
 
 
 @pytest.mark.parametrize(
+    "case", ["o48_k_blocks", "avx512_o32_l14", "avx512_o31_l13", "digits_conv2", "resnet_stem"]
+)
+def test_backward_tile_store_paths_give_the_same_bits(case, conv_path, monkeypatch):
+    """The backward's full tiles through the ISA's transposing store (the weight gradient's
+    taps, the input gradient's pixels; acc + c over images and K blocks) and through the
+    portable loop (GPUCORE_CONV_TILE_LOOP): the same bits."""
+    conv_path("direct")
+    x, wt, _ = _inputs(case)
+    x, g = np.concatenate([x] * 5), np.concatenate([_grad_out(case)] * 5)  # several per chunk
+    n, *rest = _args(case)
+    outs = []
+    for loop in (False, True):
+        if loop:
+            monkeypatch.setenv("GPUCORE_CONV_TILE_LOOP", "1")
+        out = [np.full(x.shape, np.nan, np.float32), np.full(wt.shape, np.nan, np.float32)]
+        out.append(np.full(wt.shape[0], np.nan, np.float32))
+        _cpu.conv2d_backward(x, wt, g, *out, 5 * n, *rest)
+        outs.append(out)
+    for name, a, c in zip(("gx", "gw", "gb"), *outs):
+        assert np.array_equal(a, c), f"{case} {name}"
+
+
+@pytest.mark.parametrize(
     "case", ["odd_all", "o15_l25", "o40_dilated", "o48_k_blocks", "o33_stride2", "digits_conv2"]
 )
 def test_narrow_and_wide_backward_kernels_give_the_same_bits(case, conv_path, monkeypatch):
