@@ -37,6 +37,7 @@
 
 #include "isa.h"
 #include "kernels.h"
+#include "vec.h"
 
 /* pixel panels per chunk of a unit (6-pixel panels on AVX2: ~100 pixels, about two rows of a
  * 56-wide image and all three input rows of their windows per channel in L1/L2) */
@@ -561,6 +562,31 @@ int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, co
  *     more than half a panel of input channels only.
  * Each by its own rule (gc_conv2d_direct_backward_use); conv.c's GEMM path takes the other. */
 
+/* GPUCORE_CONV_WIDE set (tests, benchmarks): the backward keeps the ISA's own tile width. */
+static int dconv_wide_forced(void)
+{
+    const char *e = getenv("GPUCORE_CONV_WIDE");
+    return e && *e && !gc_env_is(e, "0");
+}
+
+/* The backward kernel for a product whose tile columns are cols channels: the ISA's 16-column
+ * one (cukr16_f32) where 16-wide panels waste fewer tile cells than its own NR-wide ones (the
+ * train.py CNN's 16 -> 32 input gradient: 16 input channels, half of AVX-512's 32-wide tile
+ * empty), else its own.  Every element's FMA chain is the same, so is every bit. */
+static gc_cukr_f32 dconv_bwd_kernel(ptrdiff_t cols, int *mr, int *nr)
+{
+    const ptrdiff_t w = gc_blk_f32.nr;
+    if (gc_isa.cukr16_f32 && w > 16 && (cols + 15) / 16 * 16 < (cols + w - 1) / w * w &&
+        !dconv_wide_forced()) {
+        *mr = gc_isa.cukr16_mr;
+        *nr = 16;
+        return gc_isa.cukr16_f32;
+    }
+    *mr = gc_blk_f32.mr;
+    *nr = gc_blk_f32.nr;
+    return gc_isa.cukr_f32;
+}
+
 int gc_conv2d_direct_backward_use(const gc_conv *p, ptrdiff_t o, int gx_rule)
 {
     if (!dconv_use(p, o, 0))
@@ -589,8 +615,26 @@ int gc_conv2d_direct_backward_use(const gc_conv *p, ptrdiff_t o, int gx_rule)
      * against 7.5 ms; a 28x28 / 14x14 batch of 64, one thread; then on Zen 4, 14x14 -> 32
      * channels, batch 64, one thread, im2col against direct: AVX2's 16-wide panels 8 channels
      * 1.03 / 1.80 ms, 16 1.97 / 1.40; AVX-512's 32-wide 16 channels 2.40 / 2.48, 24 3.33 /
-     * 2.63, 32 4.27 / 2.67) */
-    return dconv_forced() == 2 || 2 * p->c > gc_blk_f32.nr;
+     * 2.63, 32 4.27 / 2.67): the panel width is the kernel's that the input channels get
+     * (dconv_bwd_kernel: on AVX-512 16 for up to 16 channels: the CNN's 16 -> 32 layer, one
+     * thread on Zen 4, 1.85 ms im2col against 1.35 direct 6 x 16, 2.43 direct 14 x 32) */
+    int mr, nr;
+    dconv_bwd_kernel(p->c, &mr, &nr);
+    return dconv_forced() == 2 || 2 * p->c > nr;
+}
+
+/* P := the packing of an f x k side-A swap-1 operand (panels of f) in panels of w columns (the
+ * backward kernel's NR, which may be narrower than the GEMM's). */
+static int dconv_pack_init(gc_packed *P, ptrdiff_t f, ptrdiff_t k, int w)
+{
+    if (gc_gemm_pack_init(P, 'f', 0, f, k, 0, 1) < 0)
+        return -1;
+    if (P->w != w) {
+        P->w = w;
+        P->npan = (f + w - 1) / w;
+        P->elems = P->k * P->npan * w;
+    }
+    return 0;
 }
 
 typedef struct {
@@ -598,7 +642,10 @@ typedef struct {
     float *gx, *gw, *gb; /* gw, gb: per-chunk partials */
     const gc_conv *p;
     ptrdiff_t o, ck, l, hp, wp, ghp, gwp, kcl, kcx, npt, npx, npc, nchunks, chunk, kx;
-    int padded, mr, nr;
+    int padded;
+    gc_cukr_f32 wk, xk; /* the kernels of the weight and the input gradient (dconv_bwd_kernel) */
+    int wmr, wnr, xmr, xnr; /* their tiles */
+    gc_ctile_f32 wct, xct;  /* their full tiles' ISA store (the ISA's own kernel), or NULL */
     const ptrdiff_t *taps, *pix; /* npt*mr tap bases in the padded image; npx*mr input pixels */
     const int32_t *lofs, *gofs;  /* l pixel corners (int32); kx = o*kh*kw offsets in padded g */
     const float *wf;             /* the flipped weight packed: panels of nr input channels */
@@ -606,11 +653,82 @@ typedef struct {
     atomic_int failed;
 } dconv_bwd_job;
 
+/* One backward tile: kernel k's mv x nv tile into c (row ii, column j at c[j*ldc + ii]), added
+ * to what c holds when acc (acc + c: the kernel's order).  A full tile of the ISA's own kernel
+ * goes through its transposing store (ctile; NULL elsewhere): no scalar gather and scatter of
+ * the tile (one thread, the CNN's 16 -> 32 weight gradient ~1.59 -> ~1.45 ms together with
+ * dconv_pack_gt); a full 6 x 16 one through the loops with constant bounds.  The same bits
+ * every way. */
+static inline void dconv_bwd_tile(gc_cukr_f32 k, gc_ctile_f32 ctile, int mr, int nr,
+                                  ptrdiff_t kb, const float *img, const ptrdiff_t *rows,
+                                  const int32_t *koff, const float *b, float *t, float *c,
+                                  ptrdiff_t ldc, ptrdiff_t mv, ptrdiff_t nv, int acc)
+{
+    if (ctile && mv == mr) {
+        k(kb, img, rows, koff, b, t, 0);
+        ctile(t, c, ldc, nv, acc, NULL);
+        return;
+    }
+    if (mr == 6 && nr == 16 && mv == 6 && nv == 16) {
+        if (acc)
+            for (ptrdiff_t j = 0; j < 16; j++)
+                for (ptrdiff_t ii = 0; ii < 6; ii++)
+                    t[ii * 16 + j] = c[j * ldc + ii];
+        k(kb, img, rows, koff, b, t, acc);
+        dconv_tile_out(c, ldc, t, 16, 6, 16, NULL);
+        return;
+    }
+    if (acc)
+        for (ptrdiff_t j = 0; j < nv; j++)
+            for (ptrdiff_t ii = 0; ii < mv; ii++)
+                t[ii * nr + j] = c[j * ldc + ii];
+    k(kb, img, rows, koff, b, t, acc);
+    dconv_tile_out(c, ldc, t, nr, mv, nv, NULL);
+}
+
+/* One image's output gradient g [o, l] into P's panels (dconv_pack_init'ed for o x l: panels
+ * of P->w channels over K blocks of pixels), the weight gradient's B operand g^T: 4 x 4 blocks
+ * by register transposes (vec.h), the edges one by one (the scalar gather, dconv_pack_range's
+ * loop, was ~7% of the CNN's 16 -> 32 backward). */
+static void dconv_pack_gt(const gc_packed *P, const float *restrict g)
+{
+    const ptrdiff_t w = P->w, k = P->k;
+    for (ptrdiff_t pc = 0; pc < k; pc += P->kc) {
+        const ptrdiff_t kb = k - pc < P->kc ? k - pc : P->kc;
+        for (ptrdiff_t q = 0; q < P->npan; q++) {
+            float *restrict d = (float *)P->data + pc * P->npan * w + q * w * kb;
+            const ptrdiff_t fv = P->f - q * w < w ? P->f - q * w : w;
+            const float *s = g + q * w * k + pc;
+            ptrdiff_t j = 0;
+            for (; j + 4 <= fv; j += 4) {
+                ptrdiff_t t = 0;
+                for (; t + 4 <= kb; t += 4) {
+                    gc_v4f x[4];
+                    for (int r = 0; r < 4; r++)
+                        memcpy(&x[r], s + (j + r) * k + t, sizeof x[r]);
+                    GC_TRANSPOSE4(x);
+                    for (int r = 0; r < 4; r++)
+                        memcpy(d + (t + r) * w + j, &x[r], sizeof x[r]);
+                }
+                for (; t < kb; t++)
+                    for (int r = 0; r < 4; r++)
+                        d[t * w + j + r] = s[(j + r) * k + t];
+            }
+            for (; j < fv; j++)
+                for (ptrdiff_t t = 0; t < kb; t++)
+                    d[t * w + j] = s[j * k + t];
+            for (; j < w; j++)
+                for (ptrdiff_t t = 0; t < kb; t++)
+                    d[t * w + j] = 0.0f;
+        }
+    }
+}
+
 /* One image's weight gradient into gwp [o, ck] (acc: add to it). */
 static void dconv_bwd_w(const dconv_bwd_job *J, const float *xpad, const float *gpk, float *gwp,
                         int acc)
 {
-    const int mr = J->mr, nr = J->nr;
+    const int mr = J->wmr, nr = J->wnr;
     const ptrdiff_t ck = J->ck, o = J->o, npo = (o + nr - 1) / nr;
     _Alignas(64) float t[GC_TILE_MAX];
     memset(t, 0, sizeof t);
@@ -623,12 +741,8 @@ static void dconv_bwd_w(const dconv_bwd_job *J, const float *xpad, const float *
             for (ptrdiff_t i = 0; i < J->npt; i++) {
                 const ptrdiff_t p0 = i * mr, mv = ck - p0 < mr ? ck - p0 : mr;
                 float *c = gwp + o0 * ck + p0; /* (tap ii, channel j) at c[j*ck + ii] */
-                if (add)
-                    for (ptrdiff_t j = 0; j < nv; j++)
-                        for (ptrdiff_t ii = 0; ii < mv; ii++)
-                            t[ii * nr + j] = c[j * ck + ii];
-                gc_isa.cukr_f32(kb, xpad, J->taps + p0, J->lofs + pc, gpan, t, add);
-                dconv_tile_out(c, ck, t, nr, mv, nv, NULL);
+                dconv_bwd_tile(J->wk, J->wct, mr, nr, kb, xpad, J->taps + p0, J->lofs + pc, gpan,
+                               t, c, ck, mv, nv, add);
             }
         }
     }
@@ -637,7 +751,7 @@ static void dconv_bwd_w(const dconv_bwd_job *J, const float *xpad, const float *
 /* One image's input gradient gxb [c, h*w] from its padded output gradient. */
 static void dconv_bwd_x(const dconv_bwd_job *J, const float *gpad, float *gxb)
 {
-    const int mr = J->mr, nr = J->nr;
+    const int mr = J->xmr, nr = J->xnr;
     const ptrdiff_t hw = J->p->h * J->p->w, c = J->p->c;
     _Alignas(64) float t[GC_TILE_MAX];
     memset(t, 0, sizeof t);
@@ -649,12 +763,8 @@ static void dconv_bwd_x(const dconv_bwd_job *J, const float *gpad, float *gxb)
             for (ptrdiff_t i = 0; i < J->npx; i++) {
                 const ptrdiff_t l0 = i * mr, mv = hw - l0 < mr ? hw - l0 : mr;
                 float *d = gxb + c0 * hw + l0;
-                if (pc > 0)
-                    for (ptrdiff_t j = 0; j < nv; j++)
-                        for (ptrdiff_t ii = 0; ii < mv; ii++)
-                            t[ii * nr + j] = d[j * hw + ii];
-                gc_isa.cukr_f32(kb, gpad, J->pix + l0, J->gofs + pc, wpan, t, pc > 0);
-                dconv_tile_out(d, hw, t, nr, mv, nv, NULL);
+                dconv_bwd_tile(J->xk, J->xct, mr, nr, kb, gpad, J->pix + l0, J->gofs + pc, wpan,
+                               t, d, hw, mv, nv, pc > 0);
             }
         }
     }
@@ -690,7 +800,7 @@ static void dconv_bwd_body(void *ctx, int slot)
     float *xpad = NULL, *gpk = NULL, *gpad = NULL;
     int bad = 0;
     if (J->gw) {
-        bad |= gc_gemm_pack_init(&G, 'f', 0, J->o, J->l, 0, 1) < 0;
+        bad |= dconv_pack_init(&G, J->o, J->l, J->wnr) < 0;
         if (!bad) {
             G.data = gc_conv_scratch(1, sizeof(float) * (size_t)G.elems);
             gpk = (float *)G.data;
@@ -730,8 +840,7 @@ static void dconv_bwd_body(void *ctx, int slot)
                     dconv_pad(src, xpad, p, J->hp, J->wp);
                     src = xpad;
                 }
-                dconv_pack_job pj = {.P = &G, .w = g};
-                dconv_pack_range(&pj, 0, (G.k + G.kc - 1) / G.kc * G.npan);
+                dconv_pack_gt(&G, g);
                 dconv_bwd_w(J, src, gpk, gwp, b > b0);
             }
             if (gb)
@@ -759,8 +868,11 @@ int gc_conv2d_direct_backward_f32(const float *x, const float *w, const float *g
     J.o = o;
     J.ck = p->c * p->kh * p->kw;
     J.l = p->oh * p->ow;
-    J.mr = gc_blk_f32.mr;
-    J.nr = gc_blk_f32.nr;
+    J.wk = dconv_bwd_kernel(o, &J.wmr, &J.wnr);
+    J.xk = dconv_bwd_kernel(p->c, &J.xmr, &J.xnr);
+    const gc_ctile_f32 ct = getenv("GPUCORE_CONV_TILE_LOOP") ? NULL : gc_isa.ctile_f32;
+    J.wct = J.wk == gc_isa.cukr_f32 ? ct : NULL;
+    J.xct = J.xk == gc_isa.cukr_f32 ? ct : NULL;
     J.padded = p->ph > 0 || p->pw > 0;
     J.hp = p->h + 2 * p->ph;
     J.wp = p->w + 2 * p->pw;
@@ -771,14 +883,14 @@ int gc_conv2d_direct_backward_f32(const float *x, const float *w, const float *g
     J.kcl = gc_gemm_kc('f', J.l);
     J.kx = o * p->kh * p->kw;
     J.kcx = gc_gemm_kc('f', J.kx);
-    J.npt = (J.ck + J.mr - 1) / J.mr;
-    J.npx = (p->h * p->w + J.mr - 1) / J.mr;
-    J.npc = (p->c + J.nr - 1) / J.nr;
+    J.npt = (J.ck + J.wmr - 1) / J.wmr;
+    J.npx = (p->h * p->w + J.xmr - 1) / J.xmr;
+    J.npc = (p->c + J.xnr - 1) / J.xnr;
     const ptrdiff_t pw_ = gw ? nchunks * o * J.ck : 0;
     J.gw = gw ? part : NULL;
     J.gb = gb ? part + pw_ : NULL;
     /* tables and the flipped weight on the calling thread's buffers */
-    const size_t nt = (size_t)(J.npt * J.mr), npx = (size_t)(J.npx * J.mr);
+    const size_t nt = (size_t)(J.npt * J.wmr), npx = (size_t)(J.npx * J.xmr);
     const size_t tb = sizeof(ptrdiff_t) * (nt + npx) + sizeof(int32_t) * (size_t)(J.l + J.kx);
     char *tab = (char *)gc_conv_scratch(5, tb);
     if (!tab)
@@ -805,7 +917,7 @@ int gc_conv2d_direct_backward_f32(const float *x, const float *w, const float *g
     J.gofs = gofs;
     if (gx) { /* Wf[(o, ki', kj'), c] = w[o, c, kh-1-ki', kw-1-kj'] in panels of nr channels */
         gc_packed P;
-        if (gc_gemm_pack_init(&P, 'f', 0, p->c, J.kx, 0, 1) < 0)
+        if (dconv_pack_init(&P, p->c, J.kx, J.xnr) < 0)
             return -1;
         float *d = (float *)gc_conv_scratch(4, sizeof(float) * (size_t)P.elems);
         if (!d)

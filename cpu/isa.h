@@ -233,6 +233,14 @@ typedef struct {
     const char *cukr_f32_name;
     int cukr_mr, cukr_nr; /* its tile: used only while it is the float32 GEMM's (mr_f32, nr_f32) */
     gc_ctile_f32 ctile_f32; /* its full tile's transposed store, or NULL (conv_direct.c's loop) */
+    /* a 16-column direct kernel (cukr16_mr x 16, the same contract and per-element FMA chain:
+     * the same bits), or NULL: conv_direct.c's backward runs it where the columns (input
+     * channels of the input gradient, output channels of the weight gradient) fill 16-wide
+     * panels better than cukr_nr-wide ones (AVX-512: 16 channels half-fill a 32-wide tile, and
+     * Zen 4 runs two 8-wide FMAs a cycle against one 16-wide one, so nothing is lost) */
+    gc_cukr_f32 cukr16_f32;
+    const char *cukr16_f32_name;
+    int cukr16_mr;
     /* the Winograd convolution's tile transforms (isa/winograd.h; every ISA has them) */
     gc_wg_in_f32 wg_in_f32;
     gc_wg_out_f32 wg_out_f32;

@@ -27,6 +27,23 @@ typedef long long gc_v2l __attribute__((vector_size(16)));
 #define GC_SHUF2(a, b, i0, i1) __builtin_shuffle(a, b, (gc_v2l){i0, i1})
 #endif
 
+/* In-register transpose of x[0..3] (4 rows of 4 floats) / x[0..1] (2 rows of 2 doubles). */
+#define GC_TRANSPOSE4(x)                                                                          \
+    do {                                                                                          \
+        const gc_v4f t0 = GC_SHUF4(x[0], x[1], 0, 4, 1, 5), t1 = GC_SHUF4(x[2], x[3], 0, 4, 1, 5); \
+        const gc_v4f t2 = GC_SHUF4(x[0], x[1], 2, 6, 3, 7), t3 = GC_SHUF4(x[2], x[3], 2, 6, 3, 7); \
+        x[0] = GC_SHUF4(t0, t1, 0, 1, 4, 5);                                                      \
+        x[1] = GC_SHUF4(t0, t1, 2, 3, 6, 7);                                                      \
+        x[2] = GC_SHUF4(t2, t3, 0, 1, 4, 5);                                                      \
+        x[3] = GC_SHUF4(t2, t3, 2, 3, 6, 7);                                                      \
+    } while (0)
+#define GC_TRANSPOSE2(x)                                                                          \
+    do {                                                                                          \
+        const gc_v2d t0 = GC_SHUF2(x[0], x[1], 0, 2);                                             \
+        x[1] = GC_SHUF2(x[0], x[1], 1, 3);                                                        \
+        x[0] = t0;                                                                                \
+    } while (0)
+
 /* a > b ? a : b per lane (NaN in a is ignored, like maxps with a first) */
 static inline gc_v4f gc_vmax4(gc_v4f a, gc_v4f b)
 {

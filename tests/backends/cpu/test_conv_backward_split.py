@@ -105,11 +105,20 @@ def test_rules_on_the_cnn_layers(conv_path):
     conv_path("auto")
     if not _has_direct():
         pytest.skip("no direct kernel on this ISA")
-    nr = _cpu.info()["gemm"]["float32"]["nr"]
+    info = _cpu.info()
+    nr = info["gemm"]["float32"]["nr"]
+
+    def panel(c):
+        """The input gradient's panel width for c input channels: AVX-512's 16-column kernel
+        where 16-wide panels hold c in fewer cells than 32-wide ones, else the GEMM's NR."""
+        narrow = info["isa"] == "avx512" and -(-c // 16) * 16 < -(-c // nr) * nr
+        return 16 if narrow else nr
+
     for case, gw_direct, gx_direct in (
         ("cnn_conv1", False, None),  # 9 taps: the GEMM's dot products
-        ("cnn_conv2", True, 2 * 16 > nr),  # more than half a panel of input channels
-        ("c17", True, 2 * 17 > nr),
+        ("cnn_conv2", True, 2 * 16 > panel(16)),  # more than half a panel of input channels
+        ("c17", True, 2 * 17 > panel(17)),
+        ("c9", True, 2 * 9 > panel(9)),
         ("c8", True, False),
     ):
         x, w, g = _inputs(case)

@@ -192,7 +192,7 @@ def test_direct_backward_matches_float64(case, conv_path):
         assert np.array_equal(got[1], other[1]), case
 
 
-@pytest.mark.parametrize("case", ["o17_asym", "o48_k_blocks", "o40_dilated"])
+@pytest.mark.parametrize("case", ["o17_asym", "o48_k_blocks", "o40_dilated", "odd_all"])
 def test_direct_backward_bits_independent_of_threads(case, conv_path):
     conv_path("direct")
     x, wt, _ = _inputs(case)
@@ -253,6 +253,47 @@ def test_float64_keeps_the_im2col_path(conv_path):
         outs.append(out)
     assert np.array_equal(outs[0], outs[1])
     np.testing.assert_allclose(outs[0], _reference(case, x, wt, b), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "case", ["o48_k_blocks", "avx512_o32_l14", "avx512_o31_l13", "digits_conv2", "resnet_stem"]
+)
+def test_backward_tile_store_paths_give_the_same_bits(case, conv_path, monkeypatch):
+    """The backward's full tiles through the ISA's transposing store (the weight gradient's
+    taps, the input gradient's pixels; acc + c over images and K blocks) and through the
+    portable loop (GPUCORE_CONV_TILE_LOOP): the same bits."""
+    conv_path("direct")
+    x, wt, _ = _inputs(case)
+    x, g = np.concatenate([x] * 5), np.concatenate([_grad_out(case)] * 5)  # several per chunk
+    n, *rest = _args(case)
+    outs = []
+    for loop in (False, True):
+        if loop:
+            monkeypatch.setenv("GPUCORE_CONV_TILE_LOOP", "1")
+        out = [np.full(x.shape, np.nan, np.float32), np.full(wt.shape, np.nan, np.float32)]
+        out.append(np.full(wt.shape[0], np.nan, np.float32))
+        _cpu.conv2d_backward(x, wt, g, *out, 5 * n, *rest)
+        outs.append(out)
+    for name, a, c in zip(("gx", "gw", "gb"), *outs):
+        assert np.array_equal(a, c), f"{case} {name}"
+
+
+@pytest.mark.parametrize(
+    "case", ["odd_all", "o15_l25", "o40_dilated", "o48_k_blocks", "o33_stride2", "digits_conv2"]
+)
+def test_narrow_and_wide_backward_kernels_give_the_same_bits(case, conv_path, monkeypatch):
+    """AVX-512's 16-column backward kernel (gc_isa.cukr16_f32, where 16-wide panels hold the
+    channels in fewer tile cells: 3, 5, 15, 40, 48 of them) and the 32-wide one it replaces
+    (GPUCORE_CONV_WIDE) run the same FMA chains over the same K blocks: the same bits for all
+    three gradients (elsewhere both settings run one kernel)."""
+    conv_path("direct")
+    x, wt, _ = _inputs(case)
+    g = _grad_out(case)
+    narrow = _backward(case, x, wt, g)
+    monkeypatch.setenv("GPUCORE_CONV_WIDE", "1")
+    wide = _backward(case, x, wt, g)
+    for name, a, b in zip(("gx", "gw", "gb"), narrow, wide):
+        assert np.array_equal(a, b), f"{case} {name}"
 
 
 _ISA_SCRIPT = textwrap.dedent(
