@@ -21,27 +21,50 @@
 
 /* The swapped mode's C^T rows [i0, i0 + mb) x columns [j0, j0 + nb) (in s, row stride n) into
  * the caller's C (d, row stride m), with transpose_range's operations (bias per row of C^T, then
- * relu): a unit's finished block, while it is in L1 / L2. */
+ * relu): a unit's finished block, while it is in L1 / L2.  GC_VN x GC_VN register transposes
+ * (pack.c's), the rest element by element: the same operations per element (one rounded add,
+ * relu as a select to +0 that keeps NaN), so the same bits; the scalar loop had taken ~1/12 of
+ * a 32 x 512 x 512 Linear's time on each of two threads. */
 static void GC_FN(rows_transpose)(const GC_FN(gemm_job) * J, const GC_T *s, GC_T *d,
                                   ptrdiff_t i0, ptrdiff_t mb, ptrdiff_t j0, ptrdiff_t nb)
 {
-    const ptrdiff_t m = J->m, n = J->n;
+    const ptrdiff_t m = J->m, n = J->n, ie = i0 + mb, je = j0 + nb;
     const GC_T *bias = J->ct_bias;
-    for (ptrdiff_t jb = j0; jb < j0 + nb; jb += 8) {
-        const ptrdiff_t je = jb + 8 < j0 + nb ? jb + 8 : j0 + nb;
-        for (ptrdiff_t ib = i0; ib < i0 + mb; ib += 8) {
-            const ptrdiff_t ie = ib + 8 < i0 + mb ? ib + 8 : i0 + mb;
-            for (ptrdiff_t j = jb; j < je; j++) {
-                GC_T *dr = d + j * m;
-                for (ptrdiff_t i = ib; i < ie; i++) {
-                    GC_T v = s[i * n + j];
-                    if (bias)
-                        v += bias[i];
-                    dr[i] = J->ct_relu && v <= (GC_T)0 ? (GC_T)0 : v;
-                }
+    const int relu = J->ct_relu;
+    ptrdiff_t iv = i0;
+    for (; iv + GC_VN <= ie; iv += GC_VN) {
+        GC_VT bv[GC_VN]; /* bias[iv + q] in every lane of bv[q] (x - +0 is x, -0 included) */
+        for (int q = 0; q < GC_VN; q++)
+            bv[q] = (bias ? bias[iv + q] : (GC_T)0) - (GC_VT){0};
+        ptrdiff_t j = j0;
+        for (; j + GC_VN <= je; j += GC_VN) {
+            GC_VT x[GC_VN];
+            for (int q = 0; q < GC_VN; q++) {
+                memcpy(&x[q], s + (iv + q) * n + j, sizeof x[q]);
+                if (bias)
+                    x[q] += bv[q];
+                if (relu) /* v <= 0 ? +0 : v, NaN kept */
+                    x[q] = (GC_VT)(~(x[q] <= (GC_T)0) & (__typeof__(x[q] <= (GC_T)0))x[q]);
             }
+            GC_TRANSPOSE(x);
+            for (int q = 0; q < GC_VN; q++)
+                memcpy(d + (j + q) * m + iv, &x[q], sizeof x[q]);
         }
+        for (; j < je; j++)
+            for (ptrdiff_t i = iv; i < iv + GC_VN; i++) {
+                GC_T v = s[i * n + j];
+                if (bias)
+                    v += bias[i];
+                d[j * m + i] = relu && v <= (GC_T)0 ? (GC_T)0 : v;
+            }
     }
+    for (ptrdiff_t j = j0; j < je; j++)
+        for (ptrdiff_t i = iv; i < ie; i++) {
+            GC_T v = s[i * n + j];
+            if (bias)
+                v += bias[i];
+            d[j * m + i] = relu && v <= (GC_T)0 ? (GC_T)0 : v;
+        }
 }
 
 /* Unit u of the row-split mode, run by one participant with A buffer abuf (rg * mr * kc): row
@@ -51,8 +74,8 @@ static void GC_FN(gemm_rows_unit)(const GC_FN(gemm_job) * J, const GC_T *a, cons
 {
     const ptrdiff_t m = J->m, k = J->k;
     const int mr = J->mr;
-    const ptrdiff_t cj = u % J->ncu;
-    u /= J->ncu;
+    const ptrdiff_t cj = u / J->ru; /* column chunk major: a claim range holds one chunk */
+    u %= J->ru;
     /* panels [q0, q1): the npa panels spread evenly over the ru units (at most rg each) */
     const ptrdiff_t q0 = u * J->npa / J->ru, q1 = (u + 1) * J->npa / J->ru;
     const ptrdiff_t ic = q0 * mr;
@@ -83,33 +106,49 @@ static void GC_FN(gemm_rows_unit)(const GC_FN(gemm_job) * J, const GC_T *a, cons
 }
 
 /* One GEMM in row-split mode, run by every participant (slot: its A buffer).  Counters: st->a_*
- * for the B packing (items of GC_ROWS_BPAN panels of one K block), st->u_* for the units. */
+ * for the packing (items of GC_ROWS_BPAN panels of one K block of B, then, with J->apack, of
+ * one MR panel of one K block of A), st[r].u_next for the units of claim range r. */
 #define GC_ROWS_BPAN 4
 static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_T *b,
-                                  GC_T *c, GC_T *bw, GC_T *abuf, gc_gemm_step *st)
+                                  GC_T *c, GC_T *bw, GC_T *abuf, gc_gemm_step *st, int slot)
 {
-    const ptrdiff_t n = J->n, k = J->k;
-    const int nr = J->nr;
-    if (bw) {
-        /* (B read in place: only its edge panel, if any) */
-        const ptrdiff_t first = J->bdirect ? n / nr : 0;
-        const ptrdiff_t ng = (J->pn - first + GC_ROWS_BPAN - 1) / GC_ROWS_BPAN;
-        const ptrdiff_t nkb = (k + J->kc - 1) / J->kc, items = ng * nkb;
-        for (int t; (t = atomic_fetch_add_explicit(&st->a_next, 1, memory_order_relaxed)) <
-                    items;) {
+    const ptrdiff_t m = J->m, n = J->n, k = J->k;
+    const int nr = J->nr, mr = J->mr;
+    /* (B read in place: only its edge panel, if any) */
+    const ptrdiff_t first = J->bdirect ? n / nr : 0;
+    const ptrdiff_t ng = bw ? (J->pn - first + GC_ROWS_BPAN - 1) / GC_ROWS_BPAN : 0;
+    const ptrdiff_t nkb = (k + J->kc - 1) / J->kc, bitems = ng * nkb;
+    const ptrdiff_t items = bitems + (J->apack ? J->npa * nkb : 0);
+    for (int t; (t = atomic_fetch_add_explicit(&st->a_next, 1, memory_order_relaxed)) < items;) {
+        if (t < bitems) {
             const ptrdiff_t pc = (t / ng) * J->kc, q0 = first + (t % ng) * GC_ROWS_BPAN;
             const ptrdiff_t kb = k - pc < J->kc ? k - pc : J->kc;
             const ptrdiff_t jc = q0 * nr, nb = n - jc < GC_ROWS_BPAN * nr ? n - jc
                                                                           : GC_ROWS_BPAN * nr;
             GC_FN(pack_b)(bw + pc * J->pn * nr + q0 * nr * kb, b, n, k, J->tb, pc, kb, jc, nb,
                           nr);
-            atomic_fetch_add_explicit(&st->a_done, 1, memory_order_release);
+        } else { /* A panel q of K block pc, where rows_unit reads a pre-packed A's */
+            const ptrdiff_t pc = ((t - bitems) / J->npa) * J->kc, q = (t - bitems) % J->npa;
+            const ptrdiff_t kb = k - pc < J->kc ? k - pc : J->kc;
+            GC_FN(pack_a)((GC_T *)J->pka + pc * J->npa * mr, a, m, k, J->ta, J->alpha, 0, m, pc,
+                          kb, mr, q, q + 1);
         }
-        gc_wait_at_least(&st->a_done, (int)items);
+        atomic_fetch_add_explicit(&st->a_done, 1, memory_order_release);
     }
+    if (items)
+        gc_wait_at_least(&st->a_done, (int)items);
+    /* The units in J->nrange contiguous claim ranges: participant s takes range s first (the same
+     * units, the same rows of C and panels of A / B, call after call when every participant runs:
+     * their lines stay in its own L2 rather than move between the cores' caches with each call's
+     * claim order), then the ranges of the others that are left, in turn. */
     const ptrdiff_t units = J->ru * J->ncu;
-    for (int u; (u = atomic_fetch_add_explicit(&st->u_next, 1, memory_order_relaxed)) < units;)
-        GC_FN(gemm_rows_unit)(J, a, b, c, abuf, u);
+    for (int i = 0; i < J->nrange; i++) {
+        const int r = (slot + i) % J->nrange;
+        const ptrdiff_t lo = units * r / J->nrange, len = units * (r + 1) / J->nrange - lo;
+        for (ptrdiff_t u; (u = atomic_fetch_add_explicit(&st[r].u_next, 1,
+                                                         memory_order_relaxed)) < len;)
+            GC_FN(gemm_rows_unit)(J, a, b, c, abuf, lo + u);
+    }
 }
 
 /* Whether the row-split mode fits an m x n x k product for `want` threads (bpacked: op(B) comes
@@ -123,6 +162,7 @@ static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, cons
  * then for each other's units at every K block (4 times per dW of the d = 128 GPT, where a thread
  * that the busy machine deschedules stops the other), while here the only wait is for B. */
 #define GC_ROWS_MAX_B (8.0 * 1024 * 1024)
+#define GC_ROWS_MAX_APACK (2.0 * 1024 * 1024) /* A packed once for all chunks, at most */
 static int GC_FN(rows_fit)(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int want, int bpacked)
 {
     const ptrdiff_t kc = gc_gemm_kc(sizeof(GC_T) == 4 ? 'f' : 'd', k);
@@ -132,7 +172,8 @@ static int GC_FN(rows_fit)(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int want, int 
     if (want == 1 && k > kc && ablk <= 0.6 * (double)gc_cache_info.l2)
         return 0;
     return (double)kc * width <= 1.6 * (double)gc_cache_info.l2 &&
-           (bpacked || (double)k * width <= GC_ROWS_MAX_B) && npa >= 2 * (ptrdiff_t)want;
+           (bpacked || (double)k * width <= GC_ROWS_MAX_B) &&
+           (npa >= 2 * (ptrdiff_t)want || (want > 1 && width >= 2.0 * want * GC_BLK.nr * sizeof(GC_T)));
 }
 
 /* Whether an unpacked product that does not fit the row-split mode should run swapped (C^T = op(B)^T
@@ -175,8 +216,10 @@ static void GC_FN(rows_setup)(GC_FN(gemm_job) * J, int want, int a_packed)
      * chunks, so that every thread gets about the same share of every panel.  Groups of whole
      * panels end unevenly: 64 x 784 x 512 has 5 panels of 14 rows (3 against 2 on two threads),
      * 128 rows 9 full panels and one of 2 rows (which the edge kernel makes cheap), so 6 groups of
-     * 1, 2, 2, 1, 2, 2 panels left one thread with 5 of the 9.14 panels' work.  (Each chunk
-     * packs its A panel again, if A is packed at all: a panel is 1 / n of its work.) */
+     * 1, 2, 2, 1, 2, 2 panels left one thread with 5 of the 9.14 panels' work.  Fewer than two
+     * panels per thread take this split too (the blocked steps made both threads wait for each
+     * K block's A block, and an unpacked 32 x 512 x 512 ran swapped, packing all of B^T as its A:
+     * slower on two threads than on one). */
     if (want > 1 && J->npa < 8 * (ptrdiff_t)want && J->npb >= 2 * want) {
         J->ru = J->npa;
         J->rg = 1;
@@ -190,5 +233,16 @@ static void GC_FN(rows_setup)(GC_FN(gemm_job) * J, int want, int a_packed)
     J->bpack = !J->pkb;
     J->asz = GC_FN(round_up)(J->rg * J->mr * J->kc, 64);
     J->bsz = J->pkb ? 0 : GC_FN(round_up)(J->k * J->npb * J->nr, 64);
-    J->nsteps = 1;
+    /* Panels split into column chunks, A packed: once for all chunks, every K block, shared (with
+     * B's, the one wait), rather than by each chunk's unit again (128 x 512 x 512 on two threads:
+     * each thread packed all of A, ~7 % of its time) */
+    const double abytes = (double)J->npa * J->mr * (double)J->k * sizeof(GC_T);
+    J->apack = J->ncu > 1 && !a_packed && !J->adirect && abytes <= GC_ROWS_MAX_APACK;
+    if (J->apack) { /* workspace [B, A] (pka), no A buffers */
+        J->aoff = J->bsz;
+        J->bsz += GC_FN(round_up)(J->npa * J->mr * J->k, 64);
+        J->asz = 0;
+    }
+    J->nrange = want; /* claim ranges, one step's counters each */
+    J->nsteps = want;
 }
