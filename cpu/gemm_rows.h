@@ -67,10 +67,11 @@ static void GC_FN(rows_transpose)(const GC_FN(gemm_job) * J, const GC_T *s, GC_T
         }
 }
 
-/* Unit u of the row-split mode, run by one participant with A buffer abuf (rg * mr * kc): row
- * group u / ncu (of the ru groups) times column chunk u % ncu. */
+/* Unit u of the row-split mode, run by one participant with A buffer abuf (rg * mr * kc): column
+ * chunk u / ru times row group u % ru (of the ru groups).  Before K block i it waits for
+ * st[i].a_done to reach packed (that K block's packing items; 0: none). */
 static void GC_FN(gemm_rows_unit)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_T *b,
-                                  GC_T *c, GC_T *abuf, ptrdiff_t u)
+                                  GC_T *c, GC_T *abuf, ptrdiff_t u, gc_gemm_step *st, int packed)
 {
     const ptrdiff_t m = J->m, k = J->k;
     const int mr = J->mr;
@@ -84,6 +85,8 @@ static void GC_FN(gemm_rows_unit)(const GC_FN(gemm_job) * J, const GC_T *a, cons
     for (ptrdiff_t pc = 0; pc < k; pc += J->kc) {
         const ptrdiff_t kb = k - pc < J->kc ? k - pc : J->kc;
         const GC_T *ablk = abuf;
+        if (packed)
+            gc_wait_at_least(&st[pc / J->kc].a_done, packed);
         if (J->pka && !J->pa_scale) {
             ablk = J->pka + pc * J->npa * mr + ic * kb;
         } else if (J->pka) {
@@ -105,9 +108,12 @@ static void GC_FN(gemm_rows_unit)(const GC_FN(gemm_job) * J, const GC_T *a, cons
     }
 }
 
-/* One GEMM in row-split mode, run by every participant (slot: its A buffer).  Counters: st->a_*
- * for the packing (items of GC_ROWS_BPAN panels of one K block of B, then, with J->apack, of
- * one MR panel of one K block of A), st[r].u_next for the units of claim range r. */
+/* One GEMM in row-split mode, run by every participant (slot: its A buffer).  Counters:
+ * st[0].a_next claims the packing items, K block by K block (GC_ROWS_BPAN panels of B each,
+ * then, with J->apack, one MR panel of A each), st[i].a_done counts K block i's packed ones, and
+ * st[r].u_next claims the units of range r.  A unit waits only for its next K block's items (all
+ * claimed, by running threads, before anyone starts a unit), so the first K block's units start
+ * while the others are packed. */
 #define GC_ROWS_BPAN 4
 static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_T *b,
                                   GC_T *c, GC_T *bw, GC_T *abuf, gc_gemm_step *st, int slot)
@@ -117,37 +123,33 @@ static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, cons
     /* (B read in place: only its edge panel, if any) */
     const ptrdiff_t first = J->bdirect ? n / nr : 0;
     const ptrdiff_t ng = bw ? (J->pn - first + GC_ROWS_BPAN - 1) / GC_ROWS_BPAN : 0;
-    const ptrdiff_t nkb = (k + J->kc - 1) / J->kc, bitems = ng * nkb;
-    const ptrdiff_t items = bitems + (J->apack ? J->npa * nkb : 0);
+    const ptrdiff_t per = ng + (J->apack ? J->npa : 0); /* items per K block */
+    const ptrdiff_t items = per * ((k + J->kc - 1) / J->kc);
     for (int t; (t = atomic_fetch_add_explicit(&st->a_next, 1, memory_order_relaxed)) < items;) {
-        if (t < bitems) {
-            const ptrdiff_t pc = (t / ng) * J->kc, q0 = first + (t % ng) * GC_ROWS_BPAN;
-            const ptrdiff_t kb = k - pc < J->kc ? k - pc : J->kc;
-            const ptrdiff_t jc = q0 * nr, nb = n - jc < GC_ROWS_BPAN * nr ? n - jc
-                                                                          : GC_ROWS_BPAN * nr;
+        const ptrdiff_t i = t / per, pc = i * J->kc, kb = k - pc < J->kc ? k - pc : J->kc;
+        if (t % per < ng) {
+            const ptrdiff_t q0 = first + (t % per) * GC_ROWS_BPAN, jc = q0 * nr;
+            const ptrdiff_t nb = n - jc < GC_ROWS_BPAN * nr ? n - jc : GC_ROWS_BPAN * nr;
             GC_FN(pack_b)(bw + pc * J->pn * nr + q0 * nr * kb, b, n, k, J->tb, pc, kb, jc, nb,
                           nr);
-        } else { /* A panel q of K block pc, where rows_unit reads a pre-packed A's */
-            const ptrdiff_t pc = ((t - bitems) / J->npa) * J->kc, q = (t - bitems) % J->npa;
-            const ptrdiff_t kb = k - pc < J->kc ? k - pc : J->kc;
+        } else { /* A panel q of the K block, where rows_unit reads a pre-packed A's */
+            const ptrdiff_t q = t % per - ng;
             GC_FN(pack_a)((GC_T *)J->pka + pc * J->npa * mr, a, m, k, J->ta, J->alpha, 0, m, pc,
                           kb, mr, q, q + 1);
         }
-        atomic_fetch_add_explicit(&st->a_done, 1, memory_order_release);
+        atomic_fetch_add_explicit(&st[i].a_done, 1, memory_order_release);
     }
-    if (items)
-        gc_wait_at_least(&st->a_done, (int)items);
     /* The units in J->nrange contiguous claim ranges: participant s takes range s first (the same
      * units, the same rows of C and panels of A / B, call after call when every participant runs:
      * their lines stay in its own L2 rather than move between the cores' caches with each call's
      * claim order), then the ranges of the others that are left, in turn. */
     const ptrdiff_t units = J->ru * J->ncu;
-    for (int i = 0; i < J->nrange; i++) {
-        const int r = (slot + i) % J->nrange;
+    for (int r0 = 0; r0 < J->nrange; r0++) {
+        const int r = (slot + r0) % J->nrange;
         const ptrdiff_t lo = units * r / J->nrange, len = units * (r + 1) / J->nrange - lo;
         for (ptrdiff_t u; (u = atomic_fetch_add_explicit(&st[r].u_next, 1,
                                                          memory_order_relaxed)) < len;)
-            GC_FN(gemm_rows_unit)(J, a, b, c, abuf, lo + u);
+            GC_FN(gemm_rows_unit)(J, a, b, c, abuf, lo + u, st, (int)per);
     }
 }
 
@@ -243,6 +245,6 @@ static void GC_FN(rows_setup)(GC_FN(gemm_job) * J, int want, int a_packed)
         J->bsz += GC_FN(round_up)(J->npa * J->mr * J->k, 64);
         J->asz = 0;
     }
-    J->nrange = want; /* claim ranges, one step's counters each */
-    J->nsteps = want;
+    J->nrange = want; /* claim ranges and K blocks: one step's counters each */
+    J->nsteps = (J->k + J->kc - 1) / J->kc > want ? (J->k + J->kc - 1) / J->kc : want;
 }
