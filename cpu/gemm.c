@@ -213,6 +213,7 @@ typedef struct {
     ptrdiff_t rg, ru; /* ru units of at most rg MR panels (times ncu column chunks) */
     int apack, nrange; /* A packed once (all K blocks, shared) at ws + aoff, read as pka; */
     ptrdiff_t aoff;    /* nrange: claim ranges of the units */
+    ptrdiff_t bslot;   /* B packed by each participant s at ws + s * bslot (or 0: shared) */
     /* swapped row-split mode: each unit moves its finished block of C^T (the buffer J->c) into
      * the caller's C here, adding ct_bias (per row of C^T) and applying relu if ct_relu */
     GC_T *ct_out;

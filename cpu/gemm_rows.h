@@ -122,8 +122,20 @@ static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, cons
     const int nr = J->nr, mr = J->mr;
     /* (B read in place: only its edge panel, if any) */
     const ptrdiff_t first = J->bdirect ? n / nr : 0;
-    const ptrdiff_t ng = bw ? (J->pn - first + GC_ROWS_BPAN - 1) / GC_ROWS_BPAN : 0;
-    const ptrdiff_t per = ng + (J->apack ? J->npa : 0); /* items per K block */
+    ptrdiff_t ng = bw ? (J->pn - first + GC_ROWS_BPAN - 1) / GC_ROWS_BPAN : 0;
+    GC_FN(gemm_job) own;
+    if (bw && J->bslot) { /* this participant's own copy of B, all of it, read by it alone */
+        bw += slot * J->bslot;
+        for (ptrdiff_t pc = 0; pc < k; pc += J->kc)
+            GC_FN(pack_b)(bw + pc * J->pn * nr + first * nr * (k - pc < J->kc ? k - pc : J->kc),
+                          b, n, k, J->tb, pc, k - pc < J->kc ? k - pc : J->kc, first * nr,
+                          n - first * nr, nr);
+        own = *J;
+        own.pkb = bw;
+        J = &own;
+        ng = 0;
+    }
+    const ptrdiff_t per = ng + (J->apack ? J->npa : 0); /* shared items per K block */
     const ptrdiff_t items = per * ((k + J->kc - 1) / J->kc);
     for (int t; (t = atomic_fetch_add_explicit(&st->a_next, 1, memory_order_relaxed)) < items;) {
         const ptrdiff_t i = t / per, pc = i * J->kc, kb = k - pc < J->kc ? k - pc : J->kc;
@@ -165,6 +177,7 @@ static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, cons
  * that the busy machine deschedules stops the other), while here the only wait is for B. */
 #define GC_ROWS_MAX_B (8.0 * 1024 * 1024)
 #define GC_ROWS_MAX_APACK (2.0 * 1024 * 1024) /* A packed once for all chunks, at most */
+#define GC_ROWS_OWN_B (512 * 1024) /* B up to this size: one copy per participant */
 static int GC_FN(rows_fit)(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int want, int bpacked)
 {
     const ptrdiff_t kc = gc_gemm_kc(sizeof(GC_T) == 4 ? 'f' : 'd', k);
@@ -214,6 +227,13 @@ static void GC_FN(rows_setup)(GC_FN(gemm_job) * J, int want, int a_packed)
     J->ru = ru;
     J->rg = (J->npa + ru - 1) / ru;
     J->ncu = 1;
+    /* B within GC_ROWS_OWN_B stays in L2 (each participant's own copy): units of one panel then
+     * cost nothing more and end evenly (256^3 on two threads: units of 2 and 3 panels, 32 - 48
+     * us each, left one thread idle ~10 us at the end of ~175) */
+    if ((double)J->k * (double)(J->npb * J->nr) * sizeof(GC_T) <= GC_ROWS_OWN_B) {
+        J->ru = J->npa;
+        J->rg = 1;
+    }
     /* Few panels per thread (under 8): one panel per group, each split into `want` column
      * chunks, so that every thread gets about the same share of every panel.  Groups of whole
      * panels end unevenly: 64 x 784 x 512 has 5 panels of 14 rows (3 against 2 on two threads),
@@ -235,6 +255,12 @@ static void GC_FN(rows_setup)(GC_FN(gemm_job) * J, int want, int a_packed)
     J->bpack = !J->pkb;
     J->asz = GC_FN(round_up)(J->rg * J->mr * J->kc, 64);
     J->bsz = J->pkb ? 0 : GC_FN(round_up)(J->k * J->npb * J->nr, 64);
+    /* A small B packed by every participant into its own copy instead of once for all: lines
+     * that one core writes while the other holds them (it read the shared copy in the previous
+     * call) are slow to take over (here, two vCPUs whose caches are far apart: 256^3's 256 KiB B
+     * took ~65 us to pack on two threads against ~7 us on one, the whole product ~155 us). */
+    J->bslot = want > 1 && J->bsz && J->bsz * sizeof(GC_T) <= GC_ROWS_OWN_B ? J->bsz : 0;
+    J->bsz *= J->bslot ? want : 1;
     /* Panels split into column chunks, A packed: once for all chunks, every K block, shared (with
      * B's, the one wait), rather than by each chunk's unit again (128 x 512 x 512 on two threads:
      * each thread packed all of A, ~7 % of its time) */
