@@ -109,11 +109,11 @@ static void GC_FN(gemm_rows_unit)(const GC_FN(gemm_job) * J, const GC_T *a, cons
 }
 
 /* One GEMM in row-split mode, run by every participant (slot: its A buffer).  Counters:
- * st[0].a_next claims the packing items, K block by K block (GC_ROWS_BPAN panels of B each,
- * then, with J->apack, one MR panel of A each), st[i].a_done counts K block i's packed ones, and
- * st[r].u_next claims the units of range r.  A unit waits only for its next K block's items (all
- * claimed, by running threads, before anyone starts a unit), so the first K block's units start
- * while the others are packed. */
+ * st[r].a_next claims the packing items of range r (GC_ROWS_BPAN panels of B each, then, with
+ * J->apack, one MR panel of A each), st[i].a_done counts K block i's packed ones, and st[r].u_next
+ * claims the units of range r.  A unit waits only for its next K block's items (all claimed, by
+ * running threads, before anyone starts a unit), so the first K block's units start while the
+ * others are packed. */
 #define GC_ROWS_BPAN 4
 static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_T *b,
                                   GC_T *c, GC_T *bw, GC_T *abuf, gc_gemm_step *st, int slot)
@@ -135,21 +135,33 @@ static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, cons
         J = &own;
         ng = 0;
     }
-    const ptrdiff_t per = ng + (J->apack ? J->npa : 0); /* shared items per K block */
-    const ptrdiff_t items = per * ((k + J->kc - 1) / J->kc);
-    for (int t; (t = atomic_fetch_add_explicit(&st->a_next, 1, memory_order_relaxed)) < items;) {
-        const ptrdiff_t i = t / per, pc = i * J->kc, kb = k - pc < J->kc ? k - pc : J->kc;
-        if (t % per < ng) {
-            const ptrdiff_t q0 = first + (t % per) * GC_ROWS_BPAN, jc = q0 * nr;
-            const ptrdiff_t nb = n - jc < GC_ROWS_BPAN * nr ? n - jc : GC_ROWS_BPAN * nr;
-            GC_FN(pack_b)(bw + pc * J->pn * nr + q0 * nr * kb, b, n, k, J->tb, pc, kb, jc, nb,
-                          nr);
-        } else { /* A panel q of the K block, where rows_unit reads a pre-packed A's */
-            const ptrdiff_t q = t % per - ng;
-            GC_FN(pack_a)((GC_T *)J->pka + pc * J->npa * mr, a, m, k, J->ta, J->alpha, 0, m, pc,
-                          kb, mr, q, q + 1);
+    const ptrdiff_t na = J->apack ? J->npa : 0, per = ng + na; /* shared items per K block */
+    const ptrdiff_t nkb = (k + J->kc - 1) / J->kc;
+    /* claimed in J->nrange ranges too (range r: its share of the B groups and A panels of every
+     * K block, K block by K block; st[r].a_next), own range first: in the column-chunk split the
+     * B panels that a thread packs are then those its units read (they stay in its L2; the shared
+     * 1 MiB B of 128 x 512 x 512 took ~55 us to pack, packed by whichever thread came first) */
+    for (int r0 = 0; r0 < J->nrange && per; r0++) {
+        const int r = (slot + r0) % J->nrange;
+        const ptrdiff_t g0 = ng * r / J->nrange, g1 = ng * (r + 1) / J->nrange;
+        const ptrdiff_t a0 = na * r / J->nrange, a1 = na * (r + 1) / J->nrange;
+        const ptrdiff_t per_r = g1 - g0 + a1 - a0;
+        for (ptrdiff_t t; (t = atomic_fetch_add_explicit(&st[r].a_next, 1,
+                                                         memory_order_relaxed)) < per_r * nkb;) {
+            const ptrdiff_t i = t / per_r, j = t % per_r;
+            const ptrdiff_t pc = i * J->kc, kb = k - pc < J->kc ? k - pc : J->kc;
+            if (j < g1 - g0) {
+                const ptrdiff_t q0 = first + (g0 + j) * GC_ROWS_BPAN, jc = q0 * nr;
+                const ptrdiff_t nb = n - jc < GC_ROWS_BPAN * nr ? n - jc : GC_ROWS_BPAN * nr;
+                GC_FN(pack_b)(bw + pc * J->pn * nr + q0 * nr * kb, b, n, k, J->tb, pc, kb, jc,
+                              nb, nr);
+            } else { /* A panel q of the K block, where rows_unit reads a pre-packed A's */
+                const ptrdiff_t q = a0 + j - (g1 - g0);
+                GC_FN(pack_a)((GC_T *)J->pka + pc * J->npa * mr, a, m, k, J->ta, J->alpha, 0, m,
+                              pc, kb, mr, q, q + 1);
+            }
+            atomic_fetch_add_explicit(&st[i].a_done, 1, memory_order_release);
         }
-        atomic_fetch_add_explicit(&st[i].a_done, 1, memory_order_release);
     }
     /* The units in J->nrange contiguous claim ranges: participant s takes range s first (the same
      * units, the same rows of C and panels of A / B, call after call when every participant runs:
