@@ -112,8 +112,8 @@ static void GC_FN(gemm_rows_unit)(const GC_FN(gemm_job) * J, const GC_T *a, cons
  * st[r].a_next claims the packing items of range r (GC_ROWS_BPAN panels of B each, then, with
  * J->apack, one MR panel of A each), st[i].a_done counts K block i's packed ones, and st[r].u_next
  * claims the units of range r.  A unit waits only for its next K block's items (all claimed, by
- * running threads, before anyone starts a unit), so the first K block's units start while the
- * others are packed. */
+ * running threads, before anyone starts a unit), so a thread with no items left starts its units
+ * while another still packs later K blocks. */
 #define GC_ROWS_BPAN 4
 static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_T *b,
                                   GC_T *c, GC_T *bw, GC_T *abuf, gc_gemm_step *st, int slot)
