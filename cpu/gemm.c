@@ -140,6 +140,9 @@ static int gc_rows_alias(ptrdiff_t stride_bytes, int rows)
 
 
 #define GC_T float
+#define GC_VT gc_v4f /* (gemm_rows.h's transposes) */
+#define GC_VN 4
+#define GC_TRANSPOSE GC_TRANSPOSE4
 #define GC_SFX f32
 #define GC_GEMV_T gemv_t_f32
 #define GC_GEMV_N gemv_n_f32
@@ -149,6 +152,9 @@ static int gc_rows_alias(ptrdiff_t stride_bytes, int rows)
 #define GC_BLK gc_blk_f32
 #include "gemm.c"
 #undef GC_T
+#undef GC_VT
+#undef GC_VN
+#undef GC_TRANSPOSE
 #undef GC_SFX
 #undef GC_GEMV_T
 #undef GC_GEMV_N
@@ -158,6 +164,9 @@ static int gc_rows_alias(ptrdiff_t stride_bytes, int rows)
 #undef GC_BLK
 
 #define GC_T double
+#define GC_VT gc_v2d /* (gemm_rows.h's transposes) */
+#define GC_VN 2
+#define GC_TRANSPOSE GC_TRANSPOSE2
 #define GC_SFX f64
 #define GC_GEMV_T gemv_t_f64
 #define GC_GEMV_N gemv_n_f64
@@ -167,6 +176,9 @@ static int gc_rows_alias(ptrdiff_t stride_bytes, int rows)
 #define GC_BLK gc_blk_f64
 #include "gemm.c"
 #undef GC_T
+#undef GC_VT
+#undef GC_VN
+#undef GC_TRANSPOSE
 #undef GC_SFX
 #undef GC_GEMV_T
 #undef GC_GEMV_N
@@ -199,6 +211,9 @@ typedef struct {
      * workspace) first */
     int rows, bpack;
     ptrdiff_t rg, ru; /* ru units of at most rg MR panels (times ncu column chunks) */
+    int apack, nrange; /* A packed once (all K blocks, shared) at ws + aoff, read as pka; */
+    ptrdiff_t aoff;    /* nrange: claim ranges of the units */
+    ptrdiff_t bslot;   /* B packed by each participant s at ws + s * bslot (or 0: shared) */
     /* swapped row-split mode: each unit moves its finished block of C^T (the buffer J->c) into
      * the caller's C here, adding ct_bias (per row of C^T) and applying relu if ct_relu */
     GC_T *ct_out;
@@ -485,7 +500,7 @@ static void GC_FN(gemm_body)(void *ctx, int slot)
     GC_FN(gemm_job) *J = (GC_FN(gemm_job) *)ctx;
     if (J->rows) { /* workspace [B, A x slots, steps] */
         GC_FN(gemm_rows_item)(J, J->a, J->b, J->c, J->bpack ? J->ws : NULL,
-                              J->ws + J->bsz + slot * J->asz, J->steps);
+                              J->ws + J->bsz + slot * J->asz, J->steps, slot);
         return;
     }
     GC_FN(gemm_item)(J, J->a, J->b, J->c, J->ws, J->ws + J->asz,
@@ -798,6 +813,8 @@ static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, co
     J.steps = (gc_gemm_step *)(ws + ab);
     if (J.bpack)
         J.pkb = ws;
+    if (J.apack)
+        J.pka = ws + J.aoff;
     GC_T *tt = NULL;
     if (ctbuf) {
         tt = ws + ab + step_elems;

@@ -21,38 +21,62 @@
 
 /* The swapped mode's C^T rows [i0, i0 + mb) x columns [j0, j0 + nb) (in s, row stride n) into
  * the caller's C (d, row stride m), with transpose_range's operations (bias per row of C^T, then
- * relu): a unit's finished block, while it is in L1 / L2. */
+ * relu): a unit's finished block, while it is in L1 / L2.  GC_VN x GC_VN register transposes
+ * (pack.c's), the rest element by element: the same operations per element (one rounded add,
+ * relu as a select to +0 that keeps NaN), so the same bits; the scalar loop had taken ~1/12 of
+ * a 32 x 512 x 512 Linear's time on each of two threads. */
 static void GC_FN(rows_transpose)(const GC_FN(gemm_job) * J, const GC_T *s, GC_T *d,
                                   ptrdiff_t i0, ptrdiff_t mb, ptrdiff_t j0, ptrdiff_t nb)
 {
-    const ptrdiff_t m = J->m, n = J->n;
+    const ptrdiff_t m = J->m, n = J->n, ie = i0 + mb, je = j0 + nb;
     const GC_T *bias = J->ct_bias;
-    for (ptrdiff_t jb = j0; jb < j0 + nb; jb += 8) {
-        const ptrdiff_t je = jb + 8 < j0 + nb ? jb + 8 : j0 + nb;
-        for (ptrdiff_t ib = i0; ib < i0 + mb; ib += 8) {
-            const ptrdiff_t ie = ib + 8 < i0 + mb ? ib + 8 : i0 + mb;
-            for (ptrdiff_t j = jb; j < je; j++) {
-                GC_T *dr = d + j * m;
-                for (ptrdiff_t i = ib; i < ie; i++) {
-                    GC_T v = s[i * n + j];
-                    if (bias)
-                        v += bias[i];
-                    dr[i] = J->ct_relu && v <= (GC_T)0 ? (GC_T)0 : v;
-                }
+    const int relu = J->ct_relu;
+    ptrdiff_t iv = i0;
+    for (; iv + GC_VN <= ie; iv += GC_VN) {
+        GC_VT bv[GC_VN]; /* bias[iv + q] in every lane of bv[q] (x - +0 is x, -0 included) */
+        for (int q = 0; q < GC_VN; q++)
+            bv[q] = (bias ? bias[iv + q] : (GC_T)0) - (GC_VT){0};
+        ptrdiff_t j = j0;
+        for (; j + GC_VN <= je; j += GC_VN) {
+            GC_VT x[GC_VN];
+            for (int q = 0; q < GC_VN; q++) {
+                memcpy(&x[q], s + (iv + q) * n + j, sizeof x[q]);
+                if (bias)
+                    x[q] += bv[q];
+                if (relu) /* v <= 0 ? +0 : v, NaN kept */
+                    x[q] = (GC_VT)(~(x[q] <= (GC_T)0) & (__typeof__(x[q] <= (GC_T)0))x[q]);
             }
+            GC_TRANSPOSE(x);
+            for (int q = 0; q < GC_VN; q++)
+                memcpy(d + (j + q) * m + iv, &x[q], sizeof x[q]);
         }
+        for (; j < je; j++)
+            for (ptrdiff_t i = iv; i < iv + GC_VN; i++) {
+                GC_T v = s[i * n + j];
+                if (bias)
+                    v += bias[i];
+                d[j * m + i] = relu && v <= (GC_T)0 ? (GC_T)0 : v;
+            }
     }
+    for (ptrdiff_t j = j0; j < je; j++)
+        for (ptrdiff_t i = iv; i < ie; i++) {
+            GC_T v = s[i * n + j];
+            if (bias)
+                v += bias[i];
+            d[j * m + i] = relu && v <= (GC_T)0 ? (GC_T)0 : v;
+        }
 }
 
-/* Unit u of the row-split mode, run by one participant with A buffer abuf (rg * mr * kc): row
- * group u / ncu (of the ru groups) times column chunk u % ncu. */
+/* Unit u of the row-split mode, run by one participant with A buffer abuf (rg * mr * kc): column
+ * chunk u / ru times row group u % ru (of the ru groups).  Before K block i it waits for
+ * st[i].a_done to reach packed (that K block's packing items; 0: none). */
 static void GC_FN(gemm_rows_unit)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_T *b,
-                                  GC_T *c, GC_T *abuf, ptrdiff_t u)
+                                  GC_T *c, GC_T *abuf, ptrdiff_t u, gc_gemm_step *st, int packed)
 {
     const ptrdiff_t m = J->m, k = J->k;
     const int mr = J->mr;
-    const ptrdiff_t cj = u % J->ncu;
-    u /= J->ncu;
+    const ptrdiff_t cj = u / J->ru; /* column chunk major: a claim range holds one chunk */
+    u %= J->ru;
     /* panels [q0, q1): the npa panels spread evenly over the ru units (at most rg each) */
     const ptrdiff_t q0 = u * J->npa / J->ru, q1 = (u + 1) * J->npa / J->ru;
     const ptrdiff_t ic = q0 * mr;
@@ -61,6 +85,8 @@ static void GC_FN(gemm_rows_unit)(const GC_FN(gemm_job) * J, const GC_T *a, cons
     for (ptrdiff_t pc = 0; pc < k; pc += J->kc) {
         const ptrdiff_t kb = k - pc < J->kc ? k - pc : J->kc;
         const GC_T *ablk = abuf;
+        if (packed)
+            gc_wait_at_least(&st[pc / J->kc].a_done, packed);
         if (J->pka && !J->pa_scale) {
             ablk = J->pka + pc * J->npa * mr + ic * kb;
         } else if (J->pka) {
@@ -82,34 +108,73 @@ static void GC_FN(gemm_rows_unit)(const GC_FN(gemm_job) * J, const GC_T *a, cons
     }
 }
 
-/* One GEMM in row-split mode, run by every participant (slot: its A buffer).  Counters: st->a_*
- * for the B packing (items of GC_ROWS_BPAN panels of one K block), st->u_* for the units. */
+/* One GEMM in row-split mode, run by every participant (slot: its A buffer).  Counters:
+ * st[r].a_next claims the packing items of range r (GC_ROWS_BPAN panels of B each, then, with
+ * J->apack, one MR panel of A each), st[i].a_done counts K block i's packed ones, and st[r].u_next
+ * claims the units of range r.  A unit waits only for its next K block's items (all claimed, by
+ * running threads, before anyone starts a unit), so a thread with no items left starts its units
+ * while another still packs later K blocks. */
 #define GC_ROWS_BPAN 4
 static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_T *b,
-                                  GC_T *c, GC_T *bw, GC_T *abuf, gc_gemm_step *st)
+                                  GC_T *c, GC_T *bw, GC_T *abuf, gc_gemm_step *st, int slot)
 {
-    const ptrdiff_t n = J->n, k = J->k;
-    const int nr = J->nr;
-    if (bw) {
-        /* (B read in place: only its edge panel, if any) */
-        const ptrdiff_t first = J->bdirect ? n / nr : 0;
-        const ptrdiff_t ng = (J->pn - first + GC_ROWS_BPAN - 1) / GC_ROWS_BPAN;
-        const ptrdiff_t nkb = (k + J->kc - 1) / J->kc, items = ng * nkb;
-        for (int t; (t = atomic_fetch_add_explicit(&st->a_next, 1, memory_order_relaxed)) <
-                    items;) {
-            const ptrdiff_t pc = (t / ng) * J->kc, q0 = first + (t % ng) * GC_ROWS_BPAN;
-            const ptrdiff_t kb = k - pc < J->kc ? k - pc : J->kc;
-            const ptrdiff_t jc = q0 * nr, nb = n - jc < GC_ROWS_BPAN * nr ? n - jc
-                                                                          : GC_ROWS_BPAN * nr;
-            GC_FN(pack_b)(bw + pc * J->pn * nr + q0 * nr * kb, b, n, k, J->tb, pc, kb, jc, nb,
-                          nr);
-            atomic_fetch_add_explicit(&st->a_done, 1, memory_order_release);
-        }
-        gc_wait_at_least(&st->a_done, (int)items);
+    const ptrdiff_t m = J->m, n = J->n, k = J->k;
+    const int nr = J->nr, mr = J->mr;
+    /* (B read in place: only its edge panel, if any) */
+    const ptrdiff_t first = J->bdirect ? n / nr : 0;
+    ptrdiff_t ng = bw ? (J->pn - first + GC_ROWS_BPAN - 1) / GC_ROWS_BPAN : 0;
+    GC_FN(gemm_job) own;
+    if (bw && J->bslot) { /* this participant's own copy of B, all of it, read by it alone */
+        bw += slot * J->bslot;
+        for (ptrdiff_t pc = 0; pc < k; pc += J->kc)
+            GC_FN(pack_b)(bw + pc * J->pn * nr + first * nr * (k - pc < J->kc ? k - pc : J->kc),
+                          b, n, k, J->tb, pc, k - pc < J->kc ? k - pc : J->kc, first * nr,
+                          n - first * nr, nr);
+        own = *J;
+        own.pkb = bw;
+        J = &own;
+        ng = 0;
     }
+    const ptrdiff_t na = J->apack ? J->npa : 0, per = ng + na; /* shared items per K block */
+    const ptrdiff_t nkb = (k + J->kc - 1) / J->kc;
+    /* claimed in J->nrange ranges too (range r: its share of the B groups and A panels of every
+     * K block, K block by K block; st[r].a_next), own range first: in the column-chunk split the
+     * B panels that a thread packs are then those its units read (they stay in its L2; the shared
+     * 1 MiB B of 128 x 512 x 512 took ~55 us to pack, packed by whichever thread came first) */
+    for (int r0 = 0; r0 < J->nrange && per; r0++) {
+        const int r = (slot + r0) % J->nrange;
+        const ptrdiff_t g0 = ng * r / J->nrange, g1 = ng * (r + 1) / J->nrange;
+        const ptrdiff_t a0 = na * r / J->nrange, a1 = na * (r + 1) / J->nrange;
+        const ptrdiff_t per_r = g1 - g0 + a1 - a0;
+        for (ptrdiff_t t; (t = atomic_fetch_add_explicit(&st[r].a_next, 1,
+                                                         memory_order_relaxed)) < per_r * nkb;) {
+            const ptrdiff_t i = t / per_r, j = t % per_r;
+            const ptrdiff_t pc = i * J->kc, kb = k - pc < J->kc ? k - pc : J->kc;
+            if (j < g1 - g0) {
+                const ptrdiff_t q0 = first + (g0 + j) * GC_ROWS_BPAN, jc = q0 * nr;
+                const ptrdiff_t nb = n - jc < GC_ROWS_BPAN * nr ? n - jc : GC_ROWS_BPAN * nr;
+                GC_FN(pack_b)(bw + pc * J->pn * nr + q0 * nr * kb, b, n, k, J->tb, pc, kb, jc,
+                              nb, nr);
+            } else { /* A panel q of the K block, where rows_unit reads a pre-packed A's */
+                const ptrdiff_t q = a0 + j - (g1 - g0);
+                GC_FN(pack_a)((GC_T *)J->pka + pc * J->npa * mr, a, m, k, J->ta, J->alpha, 0, m,
+                              pc, kb, mr, q, q + 1);
+            }
+            atomic_fetch_add_explicit(&st[i].a_done, 1, memory_order_release);
+        }
+    }
+    /* The units in J->nrange contiguous claim ranges: participant s takes range s first (the same
+     * units, the same rows of C and panels of A / B, call after call when every participant runs:
+     * their lines stay in its own L2 rather than move between the cores' caches with each call's
+     * claim order), then the ranges of the others that are left, in turn. */
     const ptrdiff_t units = J->ru * J->ncu;
-    for (int u; (u = atomic_fetch_add_explicit(&st->u_next, 1, memory_order_relaxed)) < units;)
-        GC_FN(gemm_rows_unit)(J, a, b, c, abuf, u);
+    for (int r0 = 0; r0 < J->nrange; r0++) {
+        const int r = (slot + r0) % J->nrange;
+        const ptrdiff_t lo = units * r / J->nrange, len = units * (r + 1) / J->nrange - lo;
+        for (ptrdiff_t u; (u = atomic_fetch_add_explicit(&st[r].u_next, 1,
+                                                         memory_order_relaxed)) < len;)
+            GC_FN(gemm_rows_unit)(J, a, b, c, abuf, lo + u, st, (int)per);
+    }
 }
 
 /* Whether the row-split mode fits an m x n x k product for `want` threads (bpacked: op(B) comes
@@ -123,6 +188,8 @@ static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, cons
  * then for each other's units at every K block (4 times per dW of the d = 128 GPT, where a thread
  * that the busy machine deschedules stops the other), while here the only wait is for B. */
 #define GC_ROWS_MAX_B (8.0 * 1024 * 1024)
+#define GC_ROWS_MAX_APACK (2.0 * 1024 * 1024) /* A packed once for all chunks, at most */
+#define GC_ROWS_OWN_B (512 * 1024) /* B up to this size: one copy per participant */
 static int GC_FN(rows_fit)(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int want, int bpacked)
 {
     const ptrdiff_t kc = gc_gemm_kc(sizeof(GC_T) == 4 ? 'f' : 'd', k);
@@ -132,7 +199,8 @@ static int GC_FN(rows_fit)(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int want, int 
     if (want == 1 && k > kc && ablk <= 0.6 * (double)gc_cache_info.l2)
         return 0;
     return (double)kc * width <= 1.6 * (double)gc_cache_info.l2 &&
-           (bpacked || (double)k * width <= GC_ROWS_MAX_B) && npa >= 2 * (ptrdiff_t)want;
+           (bpacked || (double)k * width <= GC_ROWS_MAX_B) &&
+           (npa >= 2 * (ptrdiff_t)want || (want > 1 && width >= 2.0 * want * GC_BLK.nr * sizeof(GC_T)));
 }
 
 /* Whether an unpacked product that does not fit the row-split mode should run swapped (C^T = op(B)^T
@@ -171,12 +239,21 @@ static void GC_FN(rows_setup)(GC_FN(gemm_job) * J, int want, int a_packed)
     J->ru = ru;
     J->rg = (J->npa + ru - 1) / ru;
     J->ncu = 1;
+    /* B within GC_ROWS_OWN_B stays in L2 (each participant's own copy): units of one panel then
+     * cost nothing more and end evenly (256^3 on two threads: units of 2 and 3 panels, 32 - 48
+     * us each, left one thread idle ~10 us at the end of ~175) */
+    if ((double)J->k * (double)(J->npb * J->nr) * sizeof(GC_T) <= GC_ROWS_OWN_B) {
+        J->ru = J->npa;
+        J->rg = 1;
+    }
     /* Few panels per thread (under 8): one panel per group, each split into `want` column
      * chunks, so that every thread gets about the same share of every panel.  Groups of whole
      * panels end unevenly: 64 x 784 x 512 has 5 panels of 14 rows (3 against 2 on two threads),
      * 128 rows 9 full panels and one of 2 rows (which the edge kernel makes cheap), so 6 groups of
-     * 1, 2, 2, 1, 2, 2 panels left one thread with 5 of the 9.14 panels' work.  (Each chunk
-     * packs its A panel again, if A is packed at all: a panel is 1 / n of its work.) */
+     * 1, 2, 2, 1, 2, 2 panels left one thread with 5 of the 9.14 panels' work.  Fewer than two
+     * panels per thread take this split too (the blocked steps made both threads wait for each
+     * K block's A block, and an unpacked 32 x 512 x 512 ran swapped, packing all of B^T as its A:
+     * slower on two threads than on one). */
     if (want > 1 && J->npa < 8 * (ptrdiff_t)want && J->npb >= 2 * want) {
         J->ru = J->npa;
         J->rg = 1;
@@ -190,5 +267,22 @@ static void GC_FN(rows_setup)(GC_FN(gemm_job) * J, int want, int a_packed)
     J->bpack = !J->pkb;
     J->asz = GC_FN(round_up)(J->rg * J->mr * J->kc, 64);
     J->bsz = J->pkb ? 0 : GC_FN(round_up)(J->k * J->npb * J->nr, 64);
-    J->nsteps = 1;
+    /* A small B packed by every participant into its own copy instead of once for all: lines
+     * that one core writes while the other holds them (it read the shared copy in the previous
+     * call) are slow to take over (here, two vCPUs whose caches are far apart: 256^3's 256 KiB B
+     * took ~65 us to pack on two threads against ~7 us on one, the whole product ~155 us). */
+    J->bslot = want > 1 && J->bsz && J->bsz * sizeof(GC_T) <= GC_ROWS_OWN_B ? J->bsz : 0;
+    J->bsz *= J->bslot ? want : 1;
+    /* Panels split into column chunks, A packed: once for all chunks, every K block, shared (with
+     * B's, the one wait), rather than by each chunk's unit again (128 x 512 x 512 on two threads:
+     * each thread packed all of A, ~7 % of its time) */
+    const double abytes = (double)J->npa * J->mr * (double)J->k * sizeof(GC_T);
+    J->apack = J->ncu > 1 && !a_packed && !J->adirect && abytes <= GC_ROWS_MAX_APACK;
+    if (J->apack) { /* workspace [B, A] (pka), no A buffers */
+        J->aoff = J->bsz;
+        J->bsz += GC_FN(round_up)(J->npa * J->mr * J->k, 64);
+        J->asz = 0;
+    }
+    J->nrange = want; /* claim ranges and K blocks: one step's counters each */
+    J->nsteps = (J->k + J->kc - 1) / J->kc > want ? (J->k + J->kc - 1) / J->kc : want;
 }

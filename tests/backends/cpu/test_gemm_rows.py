@@ -225,3 +225,68 @@ def test_rows_mode_under_every_isa(tmp_path):
         out, _ = p.communicate(timeout=300)
         assert p.returncode == 0, f"GPUCORE_CPU_ISA={isa}:\n{out}"
         assert out.split()[0] == isa
+
+
+# (m, n, k) with fewer than two MR panels per thread (AVX-512 float32: 14-row panels, so m < 28
+# .. 42 on two threads; AVX2: 6) but N wide enough for a column chunk per thread: the row-split
+# mode's column chunks with A packed once for all of them (or read in place), claimed in
+# per-thread ranges: 32 x 512 x 512 (the batch-32 Linear), a one-row edge panel (43 = 3 * 14 +
+# 1), several K blocks, N off the NR tile, 128 rows (ten panels: chunks, A packed once)
+FEW_ROWS = [(32, 512, 512), (43, 300, 700), (29, 97, 1500), (41, 64, 33), (128, 512, 512),
+            (25, 1000, 300)]  # fmt: skip
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=["float32", "float64"])
+@pytest.mark.parametrize("m,n,k", FEW_ROWS)
+def test_few_row_panels_same_bits_on_any_thread_count(threads, dt, m, n, k):
+    for (ta, tb), (alpha, beta, use_bias, act) in itertools.product(
+        itertools.product([0, 1], [0, 1]),
+        [(1.0, 0.0, False, -1), (0.75, 0.5, True, C.UNARY_RELU), (1.0, 0.0, True, C.UNARY_TANH)],
+    ):
+        a, b, c0, bias = _operands(dt, m, n, k, ta, tb, seed=3 * m + n + k)
+        bv = bias if use_bias else None
+        want = _reference(a, b, c0, bv, ta, tb, alpha, beta, -1)
+        want = np.maximum(want, 0.0) if act == C.UNARY_RELU else want
+        want = np.tanh(want) if act == C.UNARY_TANH else want
+        scale = np.abs(want).max() + 1.0
+        first = None
+        for t in (1, 2, 3, 8):
+            threads(t)
+            c = c0.copy()
+            C.gemm_ex(a, b, c, 1, m, n, k, ta, tb, alpha, beta, 0, 0, 0, bv, act)
+            if first is None:
+                first = c
+                err = np.abs(c - want).max() / scale
+                assert err < TOL[dt] * np.sqrt(k), (ta, tb, alpha, err)
+            else:
+                assert np.array_equal(c, first), (t, ta, tb, alpha)
+
+
+@pytest.mark.parametrize("swap", [0, 1])
+@pytest.mark.parametrize("m", [32, 43, 128])
+def test_prepacked_linear_weight_same_bits_on_any_thread_count(threads, swap, m):
+    """The runtime's Linear: x @ W^T + bias, relu, with W packed as B (swap 0: its columns on the
+    tile's columns; swap 1: on its rows, the product run as C^T and each unit's block moved into
+    C by register transposes with the bias and relu) against the unpacked call on one thread,
+    bit for bit, with NaN and inf rows in x, zero rows and a -0.0 bias, on 1 .. 8 threads."""
+    n, k = 512, 512
+    r = np.random.default_rng(m + swap)
+    x = r.standard_normal((m, k)).astype(np.float32)
+    x[1, 5], x[2, 7], x[3] = np.nan, np.inf, 0.0
+    w = r.standard_normal((n, k)).astype(np.float32)
+    bias = r.standard_normal(n).astype(np.float32)
+    bias[:8] = -0.0
+    pw = C.gemm_pack(w, "b", k, n, 1, swap)
+    threads(1)
+    want = np.empty((m, n), np.float32)
+    C.gemm_ex(x, w, want, 1, m, n, k, 0, 1, 1.0, 0.0, 0, 0, 0, bias, C.UNARY_RELU)
+    x64 = x.astype(np.float64)
+    ref = np.maximum(x64 @ w.astype(np.float64).T + bias, 0.0)
+    ok = np.isfinite(ref).all(1)
+    assert np.abs(want[ok] - ref[ok]).max() < 1e-5 * np.sqrt(k) * np.abs(ref[ok]).max()
+    assert np.isnan(want[1]).all() and np.array_equal(np.isnan(want[2]), np.isnan(ref[2]))
+    for t in (1, 2, 3, 8):
+        threads(t)
+        got = np.full((m, n), np.nan, np.float32)
+        C.gemm_ex(x, pw, got, 1, m, n, k, 0, 1, 1.0, 0.0, 0, 0, 0, bias, C.UNARY_RELU)
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (t, swap)
