@@ -198,21 +198,10 @@ class Tensor:
     def _make_view(cls, src: Tensor, arr: np.ndarray, op, attrs) -> Tensor:
         if arr.ndim > MAX_DIMS:
             raise ShapeError(f"tensors have at most {MAX_DIMS} dims; got shape {arr.shape}")
-        # _init's fields set inline: views are made on every reshape/transpose/split
-        t = cls.__new__(cls)
-        t._data = arr
-        t._dtype = src._dtype
-        t._vbox = src._vbox
-        t.requires_grad = False
-        t._grad = None
-        t._grad_fn = None
-        t._acc = None
-        base = src._base
-        t._base = src if base is None else base
-        ops = src._view_ops
-        t._view_ops = ((op, attrs),) if ops is None else ops + ((op, attrs),)
-        t._retain = False
-        t._dev = src._dev
+        t = cls._from_kernel(arr, src._dtype)  # a fresh tensor's fields; then src's storage
+        t._vbox, t._dev = src._vbox, src._dev
+        t._base = src if src._base is None else src._base
+        t._view_ops = (src._view_ops or ()) + ((op, attrs),)
         return t
 
     # ----------------------------------------------------------------- metadata
