@@ -45,6 +45,9 @@ typedef struct {
     /* columns per block, blocks per image, row panels per group, groups, units */
     ptrdiff_t ncb, nblk, gpan, ngrp, nunits;
     gc_pwukr_f32 ukr;
+    /* the GEMM's short-row kernels for a last row panel of fewer than MR channels (the same
+     * bits as the full tile's rows; NULL: the pointwise kernel computes the padded rows) */
+    gc_ukr_rows_f32 rows;
     _Alignas(64) atomic_long next;
     atomic_int failed;
 } pw_job;
@@ -67,15 +70,16 @@ static double pw_use(ptrdiff_t v, ptrdiff_t r)
 
 /* The rule, measured on AVX-512 (14 x 32 tiles, Zen 4, one thread, against conv.c's GEMM path
  * with the compiled executor's packing; benchmarks/README.md, *Pointwise convolution*): taken
- * when the tile's rows (output channels) fill (at least PW_ROW_USE of their cells: with 64 or
- * 128 channels gemm.c's short-row kernels for the last panel win by ~10 %), its columns (pixels)
- * mostly (PW_COL_USE: 49 pixels, 3/4 of two 32-wide panels, lose 25-35 % against the product
- * run transposed), and the GEMM path would not run the product transposed for a better fill
- * (the runtime's rule, gpucore/runtime/ir/packing.py: more than 256 channels in and 10 % more
- * of the tile used; 1024 -> 256 channels at 196 pixels lose ~10 %) unless the convolution is
- * strided (the stride folded into the packing saves the column matrix).  Gains: ResNet-50's
- * 64 -> 256 at 3136 pixels 10-15 %, strided downsamples 3-10 %, 128 -> 512 at 784 and
- * 256 -> 1024 at 196 pixels 3-5 % (the epilogue in registers). */
+ * when the tile's columns (pixels) mostly fill (PW_COL_USE of their cells: 49 pixels, 3/4 of two
+ * 32-wide panels, lose 25-35 % against the product run transposed), its rows (output channels)
+ * too where the ISA has no short-row kernels (PW_ROW_USE; AVX-512 has them: 64 and 128 output
+ * channels then run as fast or faster), and the GEMM path would not run the product transposed
+ * for a better fill (the runtime's rule, gpucore/runtime/ir/packing.py: more than 256 channels
+ * in and 10 % more of the tile used: 1024 -> 256 channels at 196 pixels lose ~10 %) unless the
+ * convolution is strided (the stride folded into the packing saves the column matrix).  Gains:
+ * ResNet-50's 64 -> 256 at 3136 pixels 10-20 %, strided downsamples 3-10 %, 128 -> 512 at 784,
+ * 256 -> 1024 at 196 and 512 -> 128 at 784 pixels 3-8 % (the epilogue in registers), 64 -> 64 at
+ * 3136 ~5 %, 256 -> 64 alike. */
 #define PW_ROW_USE 0.95
 #define PW_COL_USE 0.85
 #define PW_SWAP_GAIN 1.10
@@ -91,9 +95,10 @@ int gc_conv2d_pw_use(const gc_conv *p, ptrdiff_t o)
     if (forced)
         return forced == 2;
     const ptrdiff_t l = p->oh * p->ow, mr = gc_blk_f32.mr, nr = gc_blk_f32.nr;
-    if (pw_use(o, mr) < PW_ROW_USE || pw_use(l, nr) < PW_COL_USE)
+    const double rows = gc_isa.ukr_rows_f32 ? 1.0 : pw_use(o, mr); /* (short-row kernels) */
+    if (rows < PW_ROW_USE || pw_use(l, nr) < PW_COL_USE)
         return 0;
-    const double use = pw_use(o, mr) * pw_use(l, nr), use_t = pw_use(l, mr) * pw_use(o, nr);
+    const double use = rows * pw_use(l, nr), use_t = pw_use(l, mr) * pw_use(o, nr);
     return p->sh > 1 || p->sw > 1 || p->c < PW_SWAP_MIN_K || use * PW_SWAP_GAIN >= use_t;
 }
 
@@ -138,6 +143,27 @@ GC_NO_MEMCPY_IDIOM static void pw_pack(float *restrict d, const float *restrict 
     }
 }
 
+/* The epilogue on mv finished rows of nv columns of c (row stride l, res's too): a tile whose
+ * product ran through the GEMM's short-row kernels (gc_isa.ukr_rows_f32); the same operations in
+ * the same order as the pointwise kernel's. */
+static void pw_epi_rows(float *restrict c, ptrdiff_t l, ptrdiff_t mv, ptrdiff_t nv,
+                        const float *restrict rb, const float *restrict res, int relu)
+{
+    for (ptrdiff_t i = 0; i < mv; i++) {
+        float *restrict ci = c + i * l;
+        const float *restrict ri = res ? res + i * l : NULL;
+        const float bi = rb ? rb[i] : 0.0f;
+        for (ptrdiff_t j = 0; j < nv; j++) {
+            float v = ci[j];
+            if (rb)
+                v += bi;
+            if (ri)
+                v += ri[j];
+            ci[j] = relu && v <= 0.0f ? 0.0f : v;
+        }
+    }
+}
+
 static void pw_unit(const pw_job *J, float *bp, ptrdiff_t *off, long u)
 {
     const gc_conv *p = J->p;
@@ -171,7 +197,13 @@ static void pw_unit(const pw_job *J, float *bp, ptrdiff_t *off, long u)
                 float *c = out + i0 * l + jj;
                 const float *rs = last && res ? res + i0 * l + jj : NULL;
                 const float *bq = bp + q * nr * kb;
-                J->ukr(kb, a, bq, c, l, (int)mv, (int)nv, acc_in, rb, rs, last && J->relu);
+                if (mv < mr && nv == nr && J->rows) { /* the last row panel: mv rows alone */
+                    J->rows((int)mv, kb, a, bq, nr, c, l, acc_in ? 1.0f : 0.0f, NULL, 0);
+                    if (rb || rs || (last && J->relu))
+                        pw_epi_rows(c, l, mv, nv, rb, rs, last && J->relu);
+                } else {
+                    J->ukr(kb, a, bq, c, l, (int)mv, (int)nv, acc_in, rb, rs, last && J->relu);
+                }
             }
         }
     }
@@ -210,6 +242,7 @@ int gc_conv2d_pw_f32(const float *x, const float *w, const gc_packed *pw, const 
     J.mr = gc_blk_f32.mr;
     J.nr = gc_blk_f32.nr;
     J.ukr = gc_isa.pwukr_f32;
+    J.rows = gc_isa.ukr_rows_f32;
     if (p->n <= 0 || o <= 0 || J.l <= 0)
         return 0;
     gc_packed P;
