@@ -48,6 +48,7 @@ typedef struct {
     /* the GEMM's short-row kernels for a last row panel of fewer than MR channels (the same
      * bits as the full tile's rows; NULL: the pointwise kernel computes the padded rows) */
     gc_ukr_rows_f32 rows;
+    gc_pwukr_f32 half; /* the half-width tile (gc_isa.pwukr_half_f32), or NULL */
     _Alignas(64) atomic_long next;
     atomic_int failed;
 } pw_job;
@@ -68,21 +69,32 @@ static double pw_use(ptrdiff_t v, ptrdiff_t r)
     return (double)v / (double)((v + r - 1) / r * r);
 }
 
+/* ... of the pixels' columns, a last panel of at most half a panel run by the half-width tile
+ * where the ISA has one */
+static double pw_col_use(ptrdiff_t l, ptrdiff_t nr)
+{
+    const ptrdiff_t t = l % nr;
+    if (t == 0 || !gc_isa.pwukr_half_f32 || t > nr / 2)
+        return pw_use(l, nr);
+    return (double)l / (double)(l - t + nr / 2);
+}
+
 /* The rule, measured on AVX-512 (14 x 32 tiles, Zen 4, one thread, against conv.c's GEMM path
  * with the compiled executor's packing; benchmarks/README.md, *Pointwise convolution*): taken
  * when the tile's columns (pixels) mostly fill (PW_COL_USE of their cells: 49 pixels, 3/4 of two
  * 32-wide panels, lose 25-35 % against the product run transposed), its rows (output channels)
  * too where the ISA has no short-row kernels (PW_ROW_USE; AVX-512 has them: 64 and 128 output
  * channels then run as fast or faster), and the GEMM path would not run the product transposed
- * for a better fill (the runtime's rule, gpucore/runtime/ir/packing.py: more than 256 channels
- * in and 10 % more of the tile used: 1024 -> 256 channels at 196 pixels lose ~10 %) unless the
+ * for a better fill (more than 256 channels in, as the runtime's rule in
+ * gpucore/runtime/ir/packing.py, and 5 % more of the tile used: 1024 -> 256 channels at 196
+ * pixels, 196 of 208 columns with the half-width tile, measure alike, 0.96-1.00x) unless the
  * convolution is strided (the stride folded into the packing saves the column matrix).  Gains:
- * ResNet-50's 64 -> 256 at 3136 pixels 10-20 %, strided downsamples 3-10 %, 128 -> 512 at 784,
- * 256 -> 1024 at 196 and 512 -> 128 at 784 pixels 3-8 % (the epilogue in registers), 64 -> 64 at
- * 3136 ~5 %, 256 -> 64 alike. */
+ * ResNet-50's 64 -> 256 at 3136 pixels 10-20 %, 256 -> 1024 at 196 ~11 %, 128 -> 512 at 784
+ * ~9 % (the epilogue in registers), strided downsamples 3-15 %, 512 -> 128 at 784 5-8 %,
+ * 64 -> 64 at 3136 ~5 %, 256 -> 64 alike. */
 #define PW_ROW_USE 0.95
 #define PW_COL_USE 0.85
-#define PW_SWAP_GAIN 1.10
+#define PW_SWAP_GAIN 1.05
 #define PW_SWAP_MIN_K 257
 
 int gc_conv2d_pw_use(const gc_conv *p, ptrdiff_t o)
@@ -96,9 +108,9 @@ int gc_conv2d_pw_use(const gc_conv *p, ptrdiff_t o)
         return forced == 2;
     const ptrdiff_t l = p->oh * p->ow, mr = gc_blk_f32.mr, nr = gc_blk_f32.nr;
     const double rows = gc_isa.ukr_rows_f32 ? 1.0 : pw_use(o, mr); /* (short-row kernels) */
-    if (rows < PW_ROW_USE || pw_use(l, nr) < PW_COL_USE)
+    if (rows < PW_ROW_USE || pw_col_use(l, nr) < PW_COL_USE)
         return 0;
-    const double use = rows * pw_use(l, nr), use_t = pw_use(l, mr) * pw_use(o, nr);
+    const double use = rows * pw_col_use(l, nr), use_t = pw_use(l, mr) * pw_use(o, nr);
     return p->sh > 1 || p->sw > 1 || p->c < PW_SWAP_MIN_K || use * PW_SWAP_GAIN >= use_t;
 }
 
@@ -197,7 +209,9 @@ static void pw_unit(const pw_job *J, float *bp, ptrdiff_t *off, long u)
                 float *c = out + i0 * l + jj;
                 const float *rs = last && res ? res + i0 * l + jj : NULL;
                 const float *bq = bp + q * nr * kb;
-                if (mv < mr && nv == nr && J->rows) { /* the last row panel: mv rows alone */
+                if (nv <= nr / 2 && J->half) /* a last panel of half a panel or less */
+                    J->half(kb, a, bq, c, l, (int)mv, (int)nv, acc_in, rb, rs, last && J->relu);
+                else if (mv < mr && nv == nr && J->rows) { /* the last row panel: mv rows alone */
                     J->rows((int)mv, kb, a, bq, nr, c, l, acc_in ? 1.0f : 0.0f, NULL, 0);
                     if (rb || rs || (last && J->relu))
                         pw_epi_rows(c, l, mv, nv, rb, rs, last && J->relu);
@@ -243,6 +257,7 @@ int gc_conv2d_pw_f32(const float *x, const float *w, const gc_packed *pw, const 
     J.nr = gc_blk_f32.nr;
     J.ukr = gc_isa.pwukr_f32;
     J.rows = gc_isa.ukr_rows_f32;
+    J.half = gc_isa.pwukr_half_f32;
     if (p->n <= 0 || o <= 0 || J.l <= 0)
         return 0;
     gc_packed P;

@@ -245,6 +245,9 @@ typedef struct {
     /* the pointwise convolution's micro-kernel (mr_f32 x nr_f32); NULL: 1x1 convolutions run
      * conv.c's GEMM path */
     gc_pwukr_f32 pwukr_f32;
+    /* ... and its half-width tile (mr_f32 x nr_f32 / 2) over full-width B panels, for a last
+     * column panel of at most nr_f32 / 2 pixels; NULL: none (the full tile runs it) */
+    gc_pwukr_f32 pwukr_half_f32;
     /* the Winograd convolution's tile transforms (isa/winograd.h; every ISA has them) */
     gc_wg_in_f32 wg_in_f32;
     gc_wg_out_f32 wg_out_f32;

@@ -9,11 +9,16 @@
  * i.e. per output channel), + res (the residual, in c's layout), relu, each rounded on its own.
  * Those are the operations gemm.c runs on the stored tile afterwards (gemm_epi.h's epi_rows), so
  * an element gets the GEMM path's bits while the tile makes one trip to memory instead of
- * three, and the residual rows are prefetched while the FMAs run.  Edge tiles (mv < MR rows or
+ * three, and the residual rows are prefetched while the FMAs run.  UKR_PW_LDB (default: the
+ * tile's width) is the B panels' row stride: a half-width instance (UKR_NV halved) reads the
+ * first columns of full-width panels, for a last column panel of at most half a panel.  Edge tiles (mv < MR rows or
  * nv < NR columns inside the matrix: A and B panels zero-padded) store only those. */
 
 /* An edge tile's epilogue (mv < MR rows or nv < NR columns stored): the full tile's operations
  * on the elements inside, a partial vector through a stack copy. */
+#ifndef UKR_PW_LDB /* the packed B panels' row stride: the tile's width, or a wider panel's */
+#define UKR_PW_LDB (UKR_NV * UKR_VL)
+#endif
 #ifndef UKR_PW_CAT
 #define UKR_PW_CAT_(a, b) a##_##b
 #define UKR_PW_CAT(a, b) UKR_PW_CAT_(a, b)
@@ -87,7 +92,7 @@ static void UKR_PW_NAME(ptrdiff_t k, const UKR_T *restrict a, const UKR_T *restr
                 acc[i][v] = V_FMA(av, bv[v], acc[i][v]);
         }
         a += UKR_MR;
-        b += UKR_NV * UKR_VL;
+        b += UKR_PW_LDB;
     }
     if (!full) {
 #pragma GCC unroll 32

@@ -22,7 +22,8 @@ from gpucore import _cpu
 
 # (n, c, h, w, o, stride): output channels 1, 13, 15, 29, 33, 65 around 14- / 6- / 4-row panels,
 # pixels 1, 35, 31, 33, 49 around 32- / 16- / 8-column panels, strides 2 and asymmetric ones,
-# c = 300 / 600 across the K blocks (kc 288 on AVX-512), and batches of 2 and 3.
+# c = 300 / 600 across the K blocks (kc 288 on AVX-512), batches of 2 and 3, and last column
+# panels of at most half a panel.
 GEOMS = {
     "one_pixel": (1, 5, 1, 1, 13, (1, 1)),
     "o1": (2, 7, 5, 7, 1, (1, 1)),
@@ -35,6 +36,10 @@ GEOMS = {
     "strided_31": (2, 16, 10, 11, 48, (3, 2)),
     "resnet_down": (1, 64, 14, 14, 96, (2, 2)),
     "wide": (1, 8, 9, 130, 28, (1, 1)),
+    # a last column panel of at most half a panel (AVX-512's half-width 14 x 16 tile): 36 = 32 + 4
+    # and 40 = 32 + 8 pixels, over K blocks
+    "half_tail": (1, 20, 6, 6, 40, (1, 1)),
+    "half_k_blocks": (2, 300, 4, 10, 33, (1, 1)),
 }
 
 
@@ -124,7 +129,9 @@ def test_relu_keeps_nan_and_zeroes_negative_zero(conv_path):
     assert np.array_equal(_forward(case, x, wt, None, res, True), got, equal_nan=True)
 
 
-@pytest.mark.parametrize("case", ["o29_l31", "o33_l33_s2", "k_blocks", "strided_31", "wide"])
+@pytest.mark.parametrize(
+    "case", ["o29_l31", "o33_l33_s2", "k_blocks", "strided_31", "wide", "half_k_blocks"]
+)
 def test_bits_independent_of_threads_batch_and_packing(case, conv_path):
     conv_path("pointwise")
     x, wt, b, res = _inputs(case)
