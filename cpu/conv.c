@@ -22,7 +22,8 @@
  * input gradient, when gc_conv2d_direct_use / gc_conv2d_direct_backward_use say so (the rules
  * are there; the GEMM path here takes the gradients it leaves); before
  * both, conv_winograd.c's Winograd F(4x4, 3x3) forward where gc_conv2d_winograd_use says so, or
- * whenever the weight was packed for it (swap 2). */
+ * whenever the weight was packed for it (swap 2); and a 1x1 forward without padding (any
+ * stride) runs conv_pw.c's pointwise driver where gc_conv2d_pw_use says so (the same bits). */
 #ifndef GC_T
 
 #define _POSIX_C_SOURCE 200112L
@@ -283,6 +284,12 @@ int GC_FN(gc_conv2d_forward_ex)(const GC_T *x, const GC_T *w, const gc_packed *p
             w = (const GC_T *)gc_winograd_raw(pw);
             pw = NULL;
         }
+    }
+    if (sizeof(GC_T) == 4 && gc_conv2d_pw_use(p, o)) { /* 1x1 without padding (conv_pw.c) */
+        const int rc = gc_conv2d_pw_f32((const float *)x, (const float *)w, pw,
+                                        (const float *)bias, fep, (float *)out, p, o);
+        if (rc != 1)
+            return rc;
     }
     if (sizeof(GC_T) == 4 && gc_conv2d_direct_use(p, o))
         return gc_conv2d_direct_f32((const float *)x, (const float *)w, pw, (const float *)bias,

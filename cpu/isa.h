@@ -103,6 +103,15 @@ typedef void (*gc_cukr_f32)(ptrdiff_t k, const float *img, const ptrdiff_t *rows
  * transposing loop. */
 typedef void (*gc_ctile_f32)(const float *t, float *c, ptrdiff_t ldc, ptrdiff_t nv, int acc_in,
                              const float *bias);
+/* Pointwise (1x1) convolution micro-kernel (isa/ukr_pw.h, conv_pw.c; the GEMM's float32 tile,
+ * named pw_<isa>_f32_<MR>x<NR>): the GEMM micro-kernel's tile T = A B over k steps (a, b packed
+ * panels: A[i, p] at a[p * MR + i], B[p, j] at b[p * NR + j]) and then, each rounded on its own:
+ * + c (acc_in), + rb[i] (rb != NULL), + res[i * ldc + j] (res != NULL), relu; stored to c
+ * (the elements i < mv <= MR, j < nv <= NR at c[i * ldc + j]; only those are read).  The bits
+ * of the GEMM's tile followed by gemm.c's convolution epilogue (gc_epi). */
+typedef void (*gc_pwukr_f32)(ptrdiff_t k, const float *a, const float *b, float *c, ptrdiff_t ldc,
+                             int mv, int nv, int acc_in, const float *rb, const float *res,
+                             int relu);
 
 /* Winograd F(4x4, 3x3) tile transforms (isa/winograd.h, conv_winograd.c) along a block of
  * n <= GC_WG_TB tiles: in: d [6][6][GC_WG_TB] (each tile's 6x6 input window) -> the 36 values
@@ -241,6 +250,12 @@ typedef struct {
     gc_cukr_f32 cukr16_f32;
     const char *cukr16_f32_name;
     int cukr16_mr;
+    /* the pointwise convolution's micro-kernel (mr_f32 x nr_f32); NULL: 1x1 convolutions run
+     * conv.c's GEMM path */
+    gc_pwukr_f32 pwukr_f32;
+    /* ... and its half-width tile (mr_f32 x nr_f32 / 2) over full-width B panels, for a last
+     * column panel of at most nr_f32 / 2 pixels; NULL: none (the full tile runs it) */
+    gc_pwukr_f32 pwukr_half_f32;
     /* the Winograd convolution's tile transforms (isa/winograd.h; every ISA has them) */
     gc_wg_in_f32 wg_in_f32;
     gc_wg_out_f32 wg_out_f32;

@@ -317,6 +317,14 @@ const float *gc_winograd_raw(const gc_packed *pw);
 int gc_conv_input_finite(const float *x, ptrdiff_t n);
 int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, const float *bias,
                          const gc_epi *e, float *out, const gc_conv *p, ptrdiff_t o);
+/* conv_pw.c: 1 when float32 conv2d_forward of this geometry takes the pointwise path (a 1x1
+ * convolution without padding, any stride, on an ISA with a pointwise micro-kernel;
+ * GPUCORE_CONV=im2col / direct force it off, pointwise on), and the path itself (w, or pw when w is NULL: its
+ * gemm_pack side A, swap 0; a pw packed otherwise returns 1 untouched: the caller's other paths
+ * take it); -1 when a scratch allocation fails. */
+int gc_conv2d_pw_use(const gc_conv *p, ptrdiff_t o);
+int gc_conv2d_pw_f32(const float *x, const float *w, const gc_packed *pw, const float *bias,
+                     const gc_epi *e, float *out, const gc_conv *p, ptrdiff_t o);
 /* The backward's direct path (weight gradient; input gradient at stride 1, enough channels):
  * for each gradient that gc_conv2d_direct_backward_use says so of (gx_rule 0: the weight and
  * bias gradients, 1: the input gradient), conv.c's gc_conv2d_backward_f32 calls it with its

@@ -86,7 +86,7 @@ VARIABLES: dict[str, Var] = {
     "GPUCORE_GEMM_BLOCKING": Var('three positive integers "mc,kc,nc"', _blocking),
     "GPUCORE_HOST_CACHE_MB": _int(0),
     "GPUCORE_PACK": _choice("0", "1"),
-    "GPUCORE_CONV": _choice("auto", "im2col", "direct", "winograd"),
+    "GPUCORE_CONV": _choice("auto", "im2col", "direct", "winograd", "pointwise"),
 }
 
 # Read by the project's scripts and tests, not by the library: known, so never a typo warning.

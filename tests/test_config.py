@@ -32,7 +32,7 @@ GOOD = {
     "GPUCORE_GEMM_BLOCKING": ["96,256,4096"],
     "GPUCORE_HOST_CACHE_MB": ["0", "1024"],
     "GPUCORE_PACK": ["0", "1"],
-    "GPUCORE_CONV": ["auto", "im2col", "Direct ", "winograd"],
+    "GPUCORE_CONV": ["auto", "im2col", "Direct ", "winograd", "pointwise"],
 }
 BAD = {
     "GPUCORE_DEVICE": ["gpu", "cuda"],

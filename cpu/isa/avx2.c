@@ -464,9 +464,13 @@ void gc_qgemm_fill_avx2(gc_isa_kernels *k)
 #define V_ADD(a, b) _mm256_add_ps(a, b)
 #define UKR_CONV_NAME conv_avx2_f32_6x16
 #include "isa/ukr_conv.h"
+#define UKR_PW_RELU(x) _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LE_OQ), x)
+#define UKR_PW_NAME pw_avx2_f32_6x16
+#include "isa/ukr_pw.h"
 
 void gc_conv_fill_avx2(gc_isa_kernels *k)
 {
+    k->pwukr_f32 = pw_avx2_f32_6x16;
     k->cukr_f32 = conv_avx2_f32_6x16;
     k->cukr_f32_name = "conv_avx2_f32_6x16";
     k->cukr_mr = 6;

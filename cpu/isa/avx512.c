@@ -231,6 +231,24 @@ static void gc_isa_fill_avx512_vmath(gc_isa_kernels *k);
 #define V_ADD(a, b) _mm512_add_ps(a, b)
 #define UKR_CONV_NAME conv_avx512_f32
 #include "isa/ukr_conv.h"
+#define UKR_PW_RELU(x)                                                                            \
+    _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LE_OQ), x,               \
+                         _mm512_setzero_ps())
+#define UKR_PW_NAME pw_avx512_f32
+#include "isa/ukr_pw.h"
+#undef UKR_PW_NAME
+#undef UKR_PW_LDB
+/* the half-width tile (14 x 16) over the same 32-wide panels: a last panel of <= 16 pixels */
+#undef UKR_NV
+#define UKR_NV 1
+#define UKR_PW_LDB 32
+#define UKR_PW_NAME pw_half_avx512_f32
+#include "isa/ukr_pw.h"
+#undef UKR_PW_NAME
+#undef UKR_PW_LDB
+#undef UKR_NV
+#define UKR_NV 2
+#undef UKR_PW_RELU
 #undef UKR_T
 #undef UKR_VT
 #undef UKR_VL
@@ -329,6 +347,8 @@ void gc_conv_fill_avx512(gc_isa_kernels *k)
 #if GC_AVX512_MR <= 16
     k->ctile_f32 = conv_tile_nchw_avx512;
 #endif
+    k->pwukr_f32 = pw_avx512_f32;
+    k->pwukr_half_f32 = pw_half_avx512_f32;
     k->cukr_f32 = conv_avx512_f32;
     k->cukr_f32_name = "conv_avx512_f32_" GC_STR(GC_AVX512_MR) "x32";
     k->cukr_mr = GC_AVX512_MR;

@@ -137,9 +137,13 @@ void gc_isa_fill_sse2(gc_isa_kernels *k)
 #define V_ADD(a, b) _mm_add_ps(a, b)
 #define UKR_CONV_NAME conv_sse2_f32_4x8
 #include "isa/ukr_conv.h"
+#define UKR_PW_RELU(x) _mm_andnot_ps(_mm_cmple_ps(x, _mm_setzero_ps()), x)
+#define UKR_PW_NAME pw_sse2_f32_4x8
+#include "isa/ukr_pw.h"
 
 void gc_conv_fill_sse2(gc_isa_kernels *k)
 {
+    k->pwukr_f32 = pw_sse2_f32_4x8;
     k->cukr_f32 = conv_sse2_f32_4x8;
     k->cukr_f32_name = "conv_sse2_f32_4x8";
     k->cukr_mr = 4;

@@ -1,0 +1,312 @@
+/* Pointwise float32 conv2d forward: a 1x1 convolution without padding (any stride; groups 1,
+ * NCHW) as its own small GEMM driver around the ISA's pointwise micro-kernel (isa/ukr_pw.h):
+ *
+ *   out[b] [O, L] = W [O, C] @ X[b] [C, L]  (+ bias per row, + residual, relu)
+ *
+ * with L = oh*ow pixels and X[b] the image (stride 1) or its subsampled pixels (stride > 1),
+ * packed per K block and column block straight from the image (the stride folded into the
+ * packing: no column matrix).  The rows of the register tile are output channels (the weight's
+ * gemm_pack, side A, swap 0: what the compiled executor pre-packs), the columns pixels, so every
+ * tile is stored as MR row segments of out[b], and the epilogue runs in the tile's registers
+ * (gemm.c runs a convolution's epilogue as a pass over the finished rows, and swapped products
+ * through a transposing pass: ResNet-50's 1x1 layers spent ~1/4 of their time there, one
+ * thread).
+ *
+ * Bits: each element runs the GEMM micro-kernel's FMA chain over the K blocks gc_gemm_kc(C)
+ * gives, the blocks added in order (acc + C), then + bias, + residual, relu: what conv.c's GEMM
+ * path computes (gemm.c, any mode), so both paths give the same results.  Each element is
+ * computed by one thread from start to end: the result never depends on the thread count.
+ *
+ * Work: units of (image, block of columns, group of row panels); a unit walks the K blocks,
+ * packs its columns of each (~L2 / 4), then runs every row panel of its group over them (the A
+ * panel stays in L1 across the column panels).  When this path runs: gc_conv2d_pw_use. */
+#define _POSIX_C_SOURCE 200112L
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "isa.h"
+#include "kernels.h"
+#include "vec.h"
+
+/* bytes of a unit's packed column block (one K block): ~a quarter of a Zen 4 / current Intel L2 */
+#define GC_PW_BBYTES (256 * 1024)
+/* at most this many columns per block (a short K block would otherwise make very wide ones) */
+#define GC_PW_MAXCOLS 4096
+
+typedef struct {
+    const float *x, *bias, *res;
+    int relu;
+    float *out;
+    const gc_conv *p;
+    /* the packed weight: K block pc at wpk + pc * npa * mr, its panel ir at + ir * mr * kb */
+    const float *wpk;
+    ptrdiff_t o, c, l, kc, npa, mr, nr;
+    /* columns per block, blocks per image, row panels per group, groups, units */
+    ptrdiff_t ncb, nblk, gpan, ngrp, nunits;
+    gc_pwukr_f32 ukr;
+    /* the GEMM's short-row kernels for a last row panel of fewer than MR channels (the same
+     * bits as the full tile's rows; NULL: the pointwise kernel computes the padded rows) */
+    gc_ukr_rows_f32 rows;
+    gc_pwukr_f32 half; /* the half-width tile (gc_isa.pwukr_half_f32), or NULL */
+    _Alignas(64) atomic_long next;
+    atomic_int failed;
+} pw_job;
+
+/* GPUCORE_CONV: 1 when it forces another path (im2col: conv.c's GEMM; direct: conv_direct.c),
+ * 2 when it forces this one (pointwise: every 1x1 geometry without padding; tests), else 0 */
+static int pw_forced(void)
+{
+    const char *e = getenv("GPUCORE_CONV");
+    if (!e)
+        return 0;
+    return gc_env_is(e, "im2col") || gc_env_is(e, "direct") ? 1 : gc_env_is(e, "pointwise") ? 2 : 0;
+}
+
+/* the share of a dimension's padded tile cells that hold elements */
+static double pw_use(ptrdiff_t v, ptrdiff_t r)
+{
+    return (double)v / (double)((v + r - 1) / r * r);
+}
+
+/* ... of the pixels' columns, a last panel of at most half a panel run by the half-width tile
+ * where the ISA has one */
+static double pw_col_use(ptrdiff_t l, ptrdiff_t nr)
+{
+    const ptrdiff_t t = l % nr;
+    if (t == 0 || !gc_isa.pwukr_half_f32 || t > nr / 2)
+        return pw_use(l, nr);
+    return (double)l / (double)(l - t + nr / 2);
+}
+
+/* The rule, measured on AVX-512 (14 x 32 tiles, Zen 4, one thread, against conv.c's GEMM path
+ * with the compiled executor's packing; benchmarks/README.md, *Pointwise convolution*): taken
+ * when the tile's columns (pixels) mostly fill (PW_COL_USE of their cells: 49 pixels, 3/4 of two
+ * 32-wide panels, lose 25-35 % against the product run transposed), its rows (output channels)
+ * too where the ISA has no short-row kernels (PW_ROW_USE; AVX-512 has them: 64 and 128 output
+ * channels then run as fast or faster), and the GEMM path would not run the product transposed
+ * for a better fill (more than 256 channels in, as the runtime's rule in
+ * gpucore/runtime/ir/packing.py, and 5 % more of the tile used: 1024 -> 256 channels at 196
+ * pixels, 196 of 208 columns with the half-width tile, measure alike, 0.96-1.00x) unless the
+ * convolution is strided (the stride folded into the packing saves the column matrix).  Gains:
+ * ResNet-50's 64 -> 256 at 3136 pixels 10-20 %, 256 -> 1024 at 196 ~11 %, 128 -> 512 at 784
+ * ~9 % (the epilogue in registers), strided downsamples 3-15 %, 512 -> 128 at 784 5-8 %,
+ * 64 -> 64 at 3136 ~5 %, 256 -> 64 alike. */
+#define PW_ROW_USE 0.95
+#define PW_COL_USE 0.85
+#define PW_SWAP_GAIN 1.05
+#define PW_SWAP_MIN_K 257
+
+int gc_conv2d_pw_use(const gc_conv *p, ptrdiff_t o)
+{
+    if (!gc_isa.pwukr_f32 || gc_isa.cukr_mr != gc_blk_f32.mr || gc_isa.cukr_nr != gc_blk_f32.nr)
+        return 0;
+    if (p->kh != 1 || p->kw != 1 || p->ph != 0 || p->pw != 0 || o <= 0 || p->c <= 0 || p->n <= 0)
+        return 0;
+    const int forced = pw_forced();
+    if (forced)
+        return forced == 2;
+    const ptrdiff_t l = p->oh * p->ow, mr = gc_blk_f32.mr, nr = gc_blk_f32.nr;
+    const double rows = gc_isa.ukr_rows_f32 ? 1.0 : pw_use(o, mr); /* (short-row kernels) */
+    if (rows < PW_ROW_USE || pw_col_use(l, nr) < PW_COL_USE)
+        return 0;
+    const double use = rows * pw_col_use(l, nr), use_t = pw_use(l, mr) * pw_use(o, nr);
+    return p->sh > 1 || p->sw > 1 || p->c < PW_SWAP_MIN_K || use * PW_SWAP_GAIN >= use_t;
+}
+
+/* Columns [j0, j0 + nc) of K rows [pc, pc + kb) of image x into panels of nr (panel q at
+ * d + q * nr * kb, row p of it at + p * nr; zero past nc).  off: the columns' offsets in a
+ * channel plane (strided convolutions), or NULL (stride 1: the columns are j0..).  As gemm's
+ * pack_across: rows in groups of 8, each panel receiving a contiguous run, the row pieces three
+ * groups ahead requested first (each row is a new stream, channel planes apart: packed panel by
+ * panel, the copy waited on L3 / memory one row at a time and took ~1/3 of a K = 256 layer). */
+GC_NO_MEMCPY_IDIOM static void pw_pack(float *restrict d, const float *restrict x,
+                                       const pw_job *J, ptrdiff_t pc, ptrdiff_t kb, ptrdiff_t j0,
+                                       ptrdiff_t nc, const ptrdiff_t *restrict off)
+{
+    const ptrdiff_t nr = J->nr, plane = J->p->h * J->p->w;
+    /* the span of a row piece in the plane, for the prefetches */
+    const ptrdiff_t lo = off ? off[0] : j0, hi = off ? off[nc - 1] + 1 : j0 + nc;
+    const float *src = x + pc * plane;
+    for (ptrdiff_t p0 = 0; p0 < kb; p0 += 8) {
+        const ptrdiff_t p1 = p0 + 8 < kb ? p0 + 8 : kb;
+        for (ptrdiff_t p = p0 == 0 ? 0 : p0 + 24; p < p0 + 32 && p < kb; p++)
+            for (ptrdiff_t i = lo; i < hi + 16; i += 16)
+                __builtin_prefetch(src + p * plane + (i < hi ? i : hi - 1));
+        for (ptrdiff_t q = 0; q * nr < nc; q++) {
+            const ptrdiff_t nv = nc - q * nr < nr ? nc - q * nr : nr;
+            float *restrict dq = d + q * nr * kb + p0 * nr;
+            for (ptrdiff_t p = p0; p < p1; p++, dq += nr) {
+                const float *restrict s = src + p * plane;
+                ptrdiff_t j = 0;
+                if (off) {
+                    const ptrdiff_t *restrict oq = off + q * nr;
+                    for (; j < nv; j++)
+                        dq[j] = s[oq[j]];
+                } else {
+                    const float *restrict sq = s + j0 + q * nr;
+                    for (; j < nv; j++)
+                        dq[j] = sq[j];
+                }
+                for (; j < nr; j++)
+                    dq[j] = 0.0f;
+            }
+        }
+    }
+}
+
+/* The epilogue on mv finished rows of nv columns of c (row stride l, res's too): a tile whose
+ * product ran through the GEMM's short-row kernels (gc_isa.ukr_rows_f32); the same operations in
+ * the same order as the pointwise kernel's. */
+static void pw_epi_rows(float *restrict c, ptrdiff_t l, ptrdiff_t mv, ptrdiff_t nv,
+                        const float *restrict rb, const float *restrict res, int relu)
+{
+    for (ptrdiff_t i = 0; i < mv; i++) {
+        float *restrict ci = c + i * l;
+        const float *restrict ri = res ? res + i * l : NULL;
+        const float bi = rb ? rb[i] : 0.0f;
+        for (ptrdiff_t j = 0; j < nv; j++) {
+            float v = ci[j];
+            if (rb)
+                v += bi;
+            if (ri)
+                v += ri[j];
+            ci[j] = relu && v <= 0.0f ? 0.0f : v;
+        }
+    }
+}
+
+static void pw_unit(const pw_job *J, float *bp, ptrdiff_t *off, long u)
+{
+    const gc_conv *p = J->p;
+    const ptrdiff_t per_img = J->nblk * J->ngrp;
+    const ptrdiff_t b = u / per_img, blk = u % per_img / J->ngrp, grp = u % J->ngrp;
+    const ptrdiff_t j0 = blk * J->ncb, nc = J->l - j0 < J->ncb ? J->l - j0 : J->ncb;
+    const ptrdiff_t ir0 = grp * J->gpan;
+    const ptrdiff_t ir1 = ir0 + J->gpan < J->npa ? ir0 + J->gpan : J->npa;
+    const ptrdiff_t mr = J->mr, nr = J->nr, l = J->l;
+    const float *x = J->x + b * J->c * p->h * p->w;
+    float *out = J->out + b * J->o * l;
+    const float *res = J->res ? J->res + b * J->o * l : NULL;
+    const ptrdiff_t *of = NULL;
+    if (p->sh != 1 || p->sw != 1) { /* the block's pixels' offsets in a plane */
+        for (ptrdiff_t j = 0; j < nc; j++) {
+            const ptrdiff_t q = j0 + j;
+            off[j] = q / p->ow * p->sh * p->w + q % p->ow * p->sw;
+        }
+        of = off;
+    }
+    for (ptrdiff_t pc = 0; pc < J->c; pc += J->kc) {
+        const ptrdiff_t kb = J->c - pc < J->kc ? J->c - pc : J->kc;
+        const int last = pc + kb >= J->c, acc_in = pc > 0;
+        pw_pack(bp, x, J, pc, kb, j0, nc, of);
+        for (ptrdiff_t ir = ir0; ir < ir1; ir++) {
+            const float *a = J->wpk + pc * J->npa * mr + ir * mr * kb;
+            const ptrdiff_t i0 = ir * mr, mv = J->o - i0 < mr ? J->o - i0 : mr;
+            const float *rb = last && J->bias ? J->bias + i0 : NULL;
+            for (ptrdiff_t q = 0; q * nr < nc; q++) {
+                const ptrdiff_t jj = j0 + q * nr, nv = nc - q * nr < nr ? nc - q * nr : nr;
+                float *c = out + i0 * l + jj;
+                const float *rs = last && res ? res + i0 * l + jj : NULL;
+                const float *bq = bp + q * nr * kb;
+                if (nv <= nr / 2 && J->half) /* a last panel of half a panel or less */
+                    J->half(kb, a, bq, c, l, (int)mv, (int)nv, acc_in, rb, rs, last && J->relu);
+                else if (mv < mr && nv == nr && J->rows) { /* the last row panel: mv rows alone */
+                    J->rows((int)mv, kb, a, bq, nr, c, l, acc_in ? 1.0f : 0.0f, NULL, 0);
+                    if (rb || rs || (last && J->relu))
+                        pw_epi_rows(c, l, mv, nv, rb, rs, last && J->relu);
+                } else {
+                    J->ukr(kb, a, bq, c, l, (int)mv, (int)nv, acc_in, rb, rs, last && J->relu);
+                }
+            }
+        }
+    }
+}
+
+static void pw_body(void *ctx, int slot)
+{
+    (void)slot;
+    pw_job *J = (pw_job *)ctx;
+    const ptrdiff_t kb = J->c < J->kc ? J->c : J->kc;
+    const size_t bbytes = sizeof(float) * (size_t)(((J->ncb + J->nr - 1) / J->nr) * J->nr * kb);
+    char *buf = (char *)gc_conv_scratch(0, bbytes + sizeof(ptrdiff_t) * (size_t)J->ncb);
+    for (long u; (u = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) < J->nunits;) {
+        if (!buf) {
+            atomic_store(&J->failed, 1);
+            continue;
+        }
+        pw_unit(J, (float *)buf, (ptrdiff_t *)(buf + bbytes), u);
+    }
+}
+
+int gc_conv2d_pw_f32(const float *x, const float *w, const gc_packed *pw, const float *bias,
+                     const gc_epi *e, float *out, const gc_conv *p, ptrdiff_t o)
+{
+    pw_job J;
+    memset(&J, 0, sizeof J);
+    J.x = x;
+    J.bias = bias;
+    J.res = e ? (const float *)e->res : NULL;
+    J.relu = e && e->relu;
+    J.out = out;
+    J.p = p;
+    J.o = o;
+    J.c = p->c;
+    J.l = p->oh * p->ow;
+    J.mr = gc_blk_f32.mr;
+    J.nr = gc_blk_f32.nr;
+    J.ukr = gc_isa.pwukr_f32;
+    J.rows = gc_isa.ukr_rows_f32;
+    J.half = gc_isa.pwukr_half_f32;
+    if (p->n <= 0 || o <= 0 || J.l <= 0)
+        return 0;
+    gc_packed P;
+    if (gc_gemm_pack_init(&P, 'f', 0, o, J.c, 0, 0) < 0)
+        return -1;
+    J.kc = P.kc;
+    J.npa = P.npan;
+    if (pw) { /* another layout (a swapped or Winograd pack): the caller's other paths */
+        if (!(pw->kind == 'f' && pw->side == 0 && pw->swap == 0 && pw->trans == 0 && pw->data &&
+              pw->isa == gc_isa.isa && pw->w == P.w && pw->kc == P.kc && pw->f == o &&
+              pw->k == J.c))
+            return 1;
+        J.wpk = (const float *)pw->data;
+    } else { /* packed per call, on the calling thread's buffer */
+        P.data = gc_conv_scratch(4, sizeof(float) * (size_t)P.elems);
+        if (!P.data)
+            return -1;
+        gc_gemm_pack_f32(w, &P);
+        J.wpk = (const float *)P.data;
+    }
+    /* column blocks of near-equal width, each within GC_PW_BBYTES for one K block */
+    const ptrdiff_t kb = J.c < J.kc ? J.c : J.kc;
+    const ptrdiff_t npx = (J.l + J.nr - 1) / J.nr;
+    ptrdiff_t maxp = GC_PW_BBYTES / (ptrdiff_t)(sizeof(float) * (size_t)(kb * J.nr));
+    if (maxp * J.nr > GC_PW_MAXCOLS)
+        maxp = GC_PW_MAXCOLS / J.nr;
+    if (maxp < 1)
+        maxp = 1;
+    const double flops = 2.0 * (double)p->n * (double)o * (double)J.c * (double)J.l;
+    const int nt = gc_threads_for(flops, 0.25e6);
+    ptrdiff_t nblk = (npx + maxp - 1) / maxp;
+    if (nt > 1 && p->n < nt && nblk > 1 && nblk % nt) /* blocks in multiples of the threads */
+        nblk += nt - nblk % nt;
+    if (nblk > npx)
+        nblk = npx;
+    J.ncb = (npx + nblk - 1) / nblk * J.nr;
+    J.nblk = (J.l + J.ncb - 1) / J.ncb;
+    /* too few units for the threads (one image, few columns): row panels split into groups */
+    J.ngrp = 1;
+    if (p->n * J.nblk < nt) {
+        J.ngrp = (nt + p->n * J.nblk - 1) / (p->n * J.nblk);
+        if (J.ngrp > J.npa)
+            J.ngrp = J.npa;
+    }
+    J.gpan = (J.npa + J.ngrp - 1) / J.ngrp;
+    J.ngrp = (J.npa + J.gpan - 1) / J.gpan;
+    J.nunits = p->n * J.nblk * J.ngrp;
+    atomic_init(&J.next, 0);
+    atomic_init(&J.failed, 0);
+    gc_region(pw_body, &J, nt < J.nunits ? nt : (int)J.nunits);
+    return atomic_load(&J.failed) ? -1 : 0;
+}
