@@ -185,7 +185,7 @@ def _accumulate(leaf, g, create_graph: bool):
             leaf.grad = g.clone() if not create_graph else g
     else:
         leaf.grad = leaf.grad + (g if create_graph else g.detach())
-    if leaf.grad._dev is not leaf._dev:
+    if leaf._grad._dev is not leaf._dev:
         # .grad lives where its leaf does (the clone or sum above may have run on the other
         # device under the policy, e.g. a CPU leaf used on the Vulkan device)
         leaf.grad = leaf.grad.to(leaf.device.type)
