@@ -120,10 +120,12 @@ class CTimer:
         self.saved = []
         for names, key in ((self.GEMM, "gemm"), (self.ADAM, "adam")):
             for name in names:
-                w = self._wrap(getattr(_cpu, name), key)
-                self._set(_cpu, name, w)
+                if hasattr(_cpu, name):  # (an older build may lack one)
+                    self._set(_cpu, name, self._wrap(getattr(_cpu, name), key))
         # modules that bound an entry point at import (the package's ``linear`` is the function)
-        self._set(sys.modules["gpucore.nn.functional.linear"], "_fast_linear", _cpu.fast_linear)
+        if hasattr(_cpu, "fast_linear"):
+            module = sys.modules["gpucore.nn.functional.linear"]
+            self._set(module, "_fast_linear", _cpu.fast_linear)
         self._set(_linalg, "_fast_matmul", _cpu.fast_matmul)
 
     def _wrap(self, fn, key):
