@@ -459,7 +459,7 @@ def main(argv=None) -> int:
             "- steps timed by the calling thread's CPU time (--cpu-time; gpucore threads: "
             f"{gpucore._cpu.info()['threads']}): work on other threads is not counted"
         )
-    else:
+    if torch is None:
         print("- torch: not importable (or --no-torch), its columns are left out")
     print(
         f"- numpy {np.__version__}; "

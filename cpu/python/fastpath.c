@@ -22,6 +22,10 @@
 
 /* What the lane knows about the Python side, from fast_setup(). */
 PyTypeObject *gc_fast_tensor_type;
+/* A subclass of it whose instances the matmul and linear lanes read as operands
+ * (gpucore.nn.Parameter, from fast_accept()): a layer's weight reaches them as it is.  Results
+ * are always plain Tensors, as on the general path. */
+static PyTypeObject *gc_fast_operand_type;
 static PyObject *dt_f32, *dt_f64;   /* gpucore.float32 / float64 */
 static PyObject *np_f32, *np_f64;   /* numpy dtypes */
 static PyObject *np_ndarray;        /* numpy.ndarray */
@@ -124,6 +128,31 @@ PyObject *gc_py_fast_setup(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_RETURN_NONE;
 }
 
+GC_DOC(fast_accept,
+       "fast_accept(cls, /)\n--\n\n"
+       "Let the matmul and linear lanes read instances of cls, a subclass of the Tensor class "
+       "that adds no slots and overrides no op (gpucore.nn.Parameter), as operands; their "
+       "results stay plain Tensors.  Called once by gpucore.nn.parameter.");
+
+PyObject *gc_py_fast_accept(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 1 || !PyType_Check(args[0]) || !gc_fast_tensor_type) {
+        PyErr_SetString(PyExc_TypeError, "fast_accept(cls) takes one class, after fast_setup");
+        return NULL;
+    }
+    PyTypeObject *tp = (PyTypeObject *)args[0];
+    if (!PyType_IsSubtype(tp, gc_fast_tensor_type) ||
+        tp->tp_basicsize != gc_fast_tensor_type->tp_basicsize) {
+        PyErr_Format(PyExc_TypeError,
+                     "fast_accept: %s must be a subclass of %s with no slots of its own",
+                     tp->tp_name, gc_fast_tensor_type->tp_name);
+        return NULL;
+    }
+    Py_XSETREF(gc_fast_operand_type, (PyTypeObject *)Py_NewRef(tp));
+    Py_RETURN_NONE;
+}
+
 GC_DOC(set_fast_limit,
        "set_fast_limit(n, /)\n--\n\n"
        "Ops whose tensors have fewer than n elements may take the fast lane; 0 closes it.");
@@ -149,6 +178,19 @@ char gc_fast_kind(PyObject *t)
         return 0;
     PyObject *dt = FIELD(t, F_DTYPE);
     return dt == dt_f32 ? 'f' : (dt == dt_f64 ? 'd' : 0);
+}
+
+/* gc_fast_kind, also for a Parameter (fast_accept): the GEMM lanes' operands. The elementwise
+ * lanes keep to plain Tensors. */
+static char fast_operand_kind(PyObject *t)
+{
+    if (Py_TYPE(t) == gc_fast_operand_type && Py_TYPE(t) != gc_fast_tensor_type) {
+        if (FIELD(t, F_DEV) != Py_None)
+            return 0;
+        PyObject *dt = FIELD(t, F_DTYPE);
+        return dt == dt_f32 ? 'f' : (dt == dt_f64 ? 'd' : 0);
+    }
+    return gc_fast_kind(t);
 }
 
 /* A C-contiguous buffer of t's data, or 0 (no error set) when it is not one. */
@@ -452,8 +494,9 @@ static int mm_layout(const Py_buffer *v, int *trans)
 #define MM_GIL_FMA 65536.0
 
 GC_DOC(fast_matmul,
-       "fast_matmul(a, b, /)\n--\n\n"
-       "A new Tensor a @ b when a and b are plain host Tensors of one float dtype with the same "
+       "fast_matmul(a, b, trans_a=False, /)\n--\n\n"
+       "A new Tensor a @ b (with trans_a: a.mT @ b, no view made) when a and b are plain host "
+       "Tensors of one float dtype with the same "
        "number of dims (2 to 4), equal batch dims and a[-1] == b[-2], each matrix stored "
        "row-major or transposed (a transpose(-2, -1) view), and the lane is open; else None "
        "(the caller's general path gives the same result).  One GEMM call: no packing where "
@@ -462,14 +505,17 @@ GC_DOC(fast_matmul,
 PyObject *gc_py_fast_matmul(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "fast_matmul takes 2 arguments (%zd given)", nargs);
+    if (nargs != 2 && nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "fast_matmul takes 2 or 3 arguments (%zd given)", nargs);
         return NULL;
     }
+    const int trans = nargs == 3 ? PyObject_IsTrue(args[2]) : 0;
+    if (trans < 0)
+        return NULL;
     if (gc_fast_limit == 0 || !gc_fast_tensor_type)
         Py_RETURN_NONE;
-    const char k = gc_fast_kind(args[0]);
-    if (!k || gc_fast_kind(args[1]) != k)
+    const char k = fast_operand_kind(args[0]);
+    if (!k || fast_operand_kind(args[1]) != k)
         Py_RETURN_NONE;
     PyObject *da = FIELD(args[0], F_DATA), *db = FIELD(args[1], F_DATA);
     Py_buffer a, b;
@@ -487,7 +533,12 @@ PyObject *gc_py_fast_matmul(PyObject *self, PyObject *const *args, Py_ssize_t na
     const int nd = a.ndim;
     int ta = 0, tb = 0;
     if (nd < 2 || nd > 4 || b.ndim != nd || a.itemsize != it || b.itemsize != it ||
-        a.shape[nd - 1] != b.shape[nd - 2] || !mm_layout(&a, &ta) || !mm_layout(&b, &tb))
+        !mm_layout(&a, &ta) || !mm_layout(&b, &tb))
+        goto done;
+    /* the product's A: a's matrices, or with trans_a their transposes (the other layout) */
+    const Py_ssize_t m = a.shape[nd - 2 + trans], kk = a.shape[nd - 1 - trans];
+    ta ^= trans;
+    if (kk != b.shape[nd - 2])
         goto done;
     Py_ssize_t batch = 1;
     for (int d = 0; d < nd - 2; d++) {
@@ -495,7 +546,7 @@ PyObject *gc_py_fast_matmul(PyObject *self, PyObject *const *args, Py_ssize_t na
             goto done;
         batch *= a.shape[d];
     }
-    const Py_ssize_t m = a.shape[nd - 2], kk = a.shape[nd - 1], n = b.shape[nd - 1];
+    const Py_ssize_t n = b.shape[nd - 1];
     const Py_ssize_t na = a.len / it, nb = b.len / it, nc = batch * m * n;
     if (nc == 0 || kk == 0 || na >= gc_fast_limit || nb >= gc_fast_limit || nc >= gc_fast_limit)
         goto done;
@@ -538,5 +589,93 @@ PyObject *gc_py_fast_matmul(PyObject *self, PyObject *const *args, Py_ssize_t na
 done:
     PyBuffer_Release(&a);
     PyBuffer_Release(&b);
+    return res == Py_None ? Py_NewRef(Py_None) : res;
+}
+
+/* ---- linear ------------------------------------------------------------------------------ */
+
+GC_DOC(fast_linear,
+       "fast_linear(x, weight, bias, /)\n--\n\n"
+       "A new Tensor x @ weight.T + bias when x [m, k] and weight [n, k] are host matrices of one "
+       "float dtype, each row-major or a transposed view, bias None or a contiguous [n] of that "
+       "dtype, m, n, k > 0 and the lane is open; else None (the caller's general path, the "
+       "linear op's kernel, gives the same bits).  One gemm_ex call: the bias is added while the "
+       "tile is in registers.");
+
+PyObject *gc_py_fast_linear(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "fast_linear takes 3 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if (gc_fast_limit == 0 || !gc_fast_tensor_type)
+        Py_RETURN_NONE;
+    const char k = fast_operand_kind(args[0]);
+    const int has_bias = args[2] != Py_None;
+    if (!k || fast_operand_kind(args[1]) != k || (has_bias && fast_operand_kind(args[2]) != k))
+        Py_RETURN_NONE;
+    Py_buffer x, w, bv;
+    int nbuf = 0;
+    PyObject *res = Py_None;
+    if (PyObject_GetBuffer(FIELD(args[0], F_DATA), &x, PyBUF_RECORDS_RO) < 0)
+        goto fail;
+    nbuf = 1;
+    if (PyObject_GetBuffer(FIELD(args[1], F_DATA), &w, PyBUF_RECORDS_RO) < 0)
+        goto fail;
+    nbuf = 2;
+    if (has_bias) {
+        if (!gc_fast_buf(args[2], &bv))
+            goto done;
+        nbuf = 3;
+    }
+    const Py_ssize_t it = k == 'f' ? 4 : 8;
+    int tx = 0, tw = 0;
+    if (x.ndim != 2 || w.ndim != 2 || x.itemsize != it || w.itemsize != it ||
+        x.shape[1] != w.shape[1] || !mm_layout(&x, &tx) || !mm_layout(&w, &tw))
+        goto done;
+    const Py_ssize_t m = x.shape[0], kk = x.shape[1], n = w.shape[0];
+    if (has_bias && (bv.ndim != 1 || bv.shape[0] != n || bv.itemsize != it))
+        goto done;
+    if (m == 0 || n == 0 || kk == 0 || x.len / it >= gc_fast_limit ||
+        w.len / it >= gc_fast_limit || m * n >= gc_fast_limit)
+        goto done;
+    PyObject *shape = Py_BuildValue("(nn)", m, n);
+    if (!shape) {
+        res = NULL;
+        goto done;
+    }
+    void *out;
+    res = gc_fast_new_shaped(shape, k, &out);
+    if (!res)
+        goto done;
+    /* w is [n, k]: the product takes it transposed, which folds into the packing (the linear
+     * kernel's call, gpucore/backends/cpu/kernels/linalg.py) */
+    const int big = (double)m * (double)n * (double)kk >= MM_GIL_FMA;
+    const void *bias = has_bias ? bv.buf : NULL;
+    int rc;
+    PyThreadState *ts = big ? PyEval_SaveThread() : NULL;
+    if (k == 'f')
+        rc = gc_gemm_ex_f32((const float *)x.buf, (const float *)w.buf, (float *)out, 1, m, n, kk,
+                            tx, 1 - tw, 1.0f, 0.0f, 0, 0, m * n, (const float *)bias, -1);
+    else
+        rc = gc_gemm_ex_f64((const double *)x.buf, (const double *)w.buf, (double *)out, 1, m, n,
+                            kk, tx, 1 - tw, 1.0, 0.0, 0, 0, m * n, (const double *)bias, -1);
+    if (ts)
+        PyEval_RestoreThread(ts);
+    if (rc < 0) {
+        Py_DECREF(res);
+        res = PyErr_NoMemory();
+    }
+    goto done;
+fail:
+    PyErr_Clear();
+done:
+    if (nbuf >= 1)
+        PyBuffer_Release(&x);
+    if (nbuf >= 2)
+        PyBuffer_Release(&w);
+    if (nbuf >= 3)
+        PyBuffer_Release(&bv);
     return res == Py_None ? Py_NewRef(Py_None) : res;
 }

@@ -26,9 +26,10 @@ from .graph import AccumulateGrad, OutputSlot
 
 def _fit(g, shape, dtype):
     """Reduce a gradient to an input's shape (undoing broadcasting) and cast to its dtype."""
-    if g.shape != shape:
+    # the slots, not the properties (a Size per call): this runs for every edge of a backward
+    if g._data.shape != shape:
         g = g.sum_to_size(shape)
-    if g.dtype is not dtype:
+    if g._dtype is not dtype:
         g = g.to(dtype)
     return g
 
@@ -108,7 +109,7 @@ def _run(roots, root_grads, retain_graph: bool, create_graph: bool, capture):
                         g = r
             if capture is not None and node in capture:
                 capture[node] = g
-            if isinstance(node, AccumulateGrad):
+            if node.__class__ is AccumulateGrad:
                 if capture is None and g is not None:
                     leaf = node.leaf
                     if leaf is not None:  # a leaf nobody holds any more gets no gradient
@@ -141,13 +142,15 @@ def _distribute(node, grads, pending: dict, deps: dict, ready: list) -> None:
     """Hand each input's gradient (fitted to it) to the node it came from; a node whose last
     gradient arrived becomes ready."""
     slot = node.index if node.__class__ is OutputSlot else None
+    meta = node.in_meta
     for i, e in enumerate(node.next):
         if e is None:
             continue
         gi = grads[i] if grads is not None else None
         if gi is not None:
-            shape, dtype = node.in_meta[i]
-            gi = _fit(gi, shape, dtype)
+            shape, dtype = meta[i]
+            if gi._data.shape != shape or gi._dtype is not dtype:
+                gi = _fit(gi, shape, dtype)
             if slot is not None:  # one output of a multi-output op: filed, not summed
                 pending.setdefault(e, {})[slot] = gi
             else:
@@ -163,16 +166,18 @@ def _describe(v) -> str:
 
 
 def _accumulate(leaf, g, create_graph: bool):
-    if g.shape != leaf.shape:
+    if g._data.shape != leaf._data.shape:
         raise AutogradError(
             f"gradient of shape {tuple(g.shape)} does not match the leaf's shape "
             f"{tuple(leaf.shape)}"
         )
-    if g.dtype is not leaf.dtype:
+    if g._dtype is not leaf._dtype:
         g = g.to(leaf.dtype)
-    if leaf.grad is None:
+    if leaf._grad is None:
         if not create_graph and _owned(g):
-            leaf.grad = g  # nothing else can see this buffer: no copy needed
+            # nothing else can see this buffer: no copy needed (the setter's checks hold: a
+            # Tensor of the leaf's shape)
+            leaf._grad = g
         else:
             # A fresh contiguous copy: the same tensor may flow to several leaves or be kept
             # by a hook or the caller.
@@ -180,7 +185,7 @@ def _accumulate(leaf, g, create_graph: bool):
             leaf.grad = g.clone() if not create_graph else g
     else:
         leaf.grad = leaf.grad + (g if create_graph else g.detach())
-    if leaf.grad._dev is not leaf._dev:
+    if leaf._grad._dev is not leaf._dev:
         # .grad lives where its leaf does (the clone or sum above may have run on the other
         # device under the policy, e.g. a CPU leaf used on the Vulkan device)
         leaf.grad = leaf.grad.to(leaf.device.type)

@@ -3,6 +3,7 @@ state) and the uninitialised parameters and buffers of the Lazy modules."""
 
 from __future__ import annotations
 
+from .. import _cpu
 from ..creation import empty, tensor
 from ..tensor import Tensor
 
@@ -40,6 +41,11 @@ class Parameter(Tensor):
             p._grad = self._grad.detach().clone()
         memo[id(self)] = p
         return p
+
+
+# The matmul and linear fast lanes (cpu/python/fastpath.c) read Parameters as operands: a layer's
+# weight reaches their one-call paths as it is (results are plain Tensors).
+_cpu.fast_accept(Parameter)
 
 
 class Buffer(Tensor):

@@ -21,6 +21,7 @@ from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .api import not_tensor, public, tensor_member
 from .common import as_operands, broadcast_shapes
+from .reduce import SUM
 from .registry import AUTOCAST, CAPTURE, apply, defop, record
 from .samples import Sample, uniform, via
 
@@ -256,15 +257,26 @@ def _linear_infer(x, w, b=None):
     return ((x.shape[0], w.shape[0]), x.dtype)
 
 
+def _mm_tn(a: Tensor, b: Tensor) -> Tensor:
+    """a.mT @ b; where no graph is recorded (a plain backward), through the fast lane with the
+    transpose folded into the GEMM's flags instead of a view made first."""
+    if CAPTURE[0] is None and AUTOCAST[0] is None and not _grad_state.enabled:
+        out = _cpu.fast_matmul(a, b, True)
+        if out is not None:
+            return out
+    return _mm(a.mT, b)
+
+
 def _linear_bwd(ctx, g):
     x, w = ctx.saved
     need = ctx.needs_input_grad
     gx = _mm(g, w) if need[0] else None
     # g.T @ x is (out, in) and contiguous, as the weight: the leaf takes it without a copy.
-    gw = _mm(g.mT, x) if need[1] else None
+    gw = _mm_tn(g, x) if need[1] else None
     if len(need) == 2:
         return gx, gw
-    return gx, gw, (g.sum(0) if need[2] else None)
+    # the bias gradient: the rows of g summed (the sum op itself, without the public wrapper)
+    return gx, gw, (apply(SUM, g, dims=(0,), keepdim=False, shape=g.shape) if need[2] else None)
 
 
 # x [B, in] @ w[out, in].T (+ b[out]) as one GEMM with the bias added while the tile is in

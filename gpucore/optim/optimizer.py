@@ -172,10 +172,10 @@ class Optimizer:
         """Reset the gradients of all optimized parameters (to None by default)."""
         for group in self.param_groups:
             for p in group["params"]:
-                if p.grad is None:
+                if p._grad is None:  # the slot, not the property: this runs every step
                     continue
                 if set_to_none:
-                    p.grad = None
+                    p._grad = None
                 else:
                     g = p.grad
                     if g.grad_fn is not None:
@@ -197,7 +197,7 @@ class Optimizer:
             for group in self.param_groups:
                 self._check_group(group)
                 refuse_uncapturable(self, group)
-                params = [p for p in group["params"] if p.grad is not None]
+                params = [p for p in group["params"] if p._grad is not None]
                 if params:
                     self._step_group(group, params)
         return loss
@@ -230,7 +230,7 @@ class Optimizer:
         batch, steps, states = [], [], []
         for p in params:
             state = self.state[p]  # once: a Tensor key hashes in Python
-            tensors, step = self._tensors(p, p.grad, group, state)
+            tensors, step = self._tensors(p, p._grad, group, state)
             batch.append(tensors)
             steps.append(step)
             states.append(state)

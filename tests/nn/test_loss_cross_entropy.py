@@ -62,6 +62,27 @@ def test_cross_entropy(reduction):
     )
 
 
+@pytest.mark.parametrize("dtype", [gpucore.float32, gpucore.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_common_case_equals_the_general_path(reduction, dtype):
+    """Host logits [N, C] with int64 targets take a shortcut past the general checks (the
+    training step's case); a Parameter as the input takes the general path: the same bits,
+    values and gradients."""
+    x0 = rand((64, 10), seed=3)
+    t = gpucore.tensor(np.random.default_rng(4).integers(0, 10, 64))
+    t[5] = -100
+    fast_in = gpucore.tensor(x0, dtype=dtype, requires_grad=True)
+    slow_in = gpucore.nn.Parameter(gpucore.tensor(x0, dtype=dtype))
+    got = F.cross_entropy(fast_in, t, reduction=reduction)
+    want = F.cross_entropy(slow_in, t, reduction=reduction)
+    np.testing.assert_array_equal(to_np(got), to_np(want))
+    g = gpucore.tensor(rand(tuple(got.shape), seed=5), dtype=dtype)
+    got.backward(g)
+    want.backward(g)
+    np.testing.assert_array_equal(to_np(fast_in.grad), to_np(slow_in.grad))
+    assert_close(to_np(got), np_cross_entropy(x0, to_np(t), reduction), rtol=1e-5)
+
+
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_cross_entropy_ignore_index(reduction):
     t = np.array([0, -100, 2, -100, 1])

@@ -5,17 +5,30 @@ from __future__ import annotations
 
 import math
 
+from ... import _cpu
+from ...autograd.grad_mode import _state as _grad_state
 from ...errors import DTypeError, ShapeError
 from ...ops.linalg import LINEAR
-from ...ops.registry import apply
+from ...ops.registry import AUTOCAST, CAPTURE, apply, record
 from ...tensor import Tensor
 from ._utils import _check_tensor
 from .loss import cross_entropy
+
+_fast_linear = _cpu.fast_linear
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``: input [..., in_features], weight [out_features, in_features],
     bias [out_features]."""
+    if CAPTURE[0] is None and AUTOCAST[0] is None:
+        # the fast lane: host matrices of one float dtype (a model's Parameters included), in one
+        # C call (cpu/python/fastpath.c fast_linear), or None; the same bits as the op's kernel
+        out = _fast_linear(input, weight, bias)
+        if out is not None:
+            if _grad_state.enabled:
+                ins = (input, weight) if bias is None else (input, weight, bias)
+                record(LINEAR, ins, (out,), {})
+            return out
     _check_tensor("linear", input)
     _check_tensor("linear", weight, "weight")
     if weight.ndim != 2 or input.ndim == 0 or input.shape[-1] != weight.shape[1]:

@@ -18,7 +18,8 @@ from ...ops import elementwise as E
 from ...ops import nn as nn_ops
 from ...ops import unary as U
 from ...ops.common import broadcast_shapes, check_indices, host_quiet
-from ...ops.registry import CAPTURE
+from ...ops.reduce import SUM
+from ...ops.registry import CAPTURE, apply
 from ...tensor import Tensor
 from ._utils import _check_reduction, _check_tensor, _reduce
 from .activation import logsigmoid
@@ -43,6 +44,40 @@ def cross_entropy(
     the entries that are not ignore_index; over N*d1*... for probabilities), 'sum' or 'none'.
     label_smoothing in [0, 1] mixes the target with the uniform distribution.
     """
+    if (
+        weight is None
+        and not label_smoothing
+        and type(input) is Tensor
+        and type(target) is Tensor
+        and input._dev is None
+        and target._dev is None
+        and CAPTURE[0] is None
+        and size_average is None
+        and reduce is None
+    ):
+        # the common case (host logits [N, C], int64 class indices [N], no weight or smoothing)
+        # without the general checks: this runs at every training step
+        x, t = input._data, target._data
+        dt = input._dtype
+        if (
+            (dt is D.float32 or dt is D.float64)
+            and target._dtype is D.int64
+            and x.ndim == 2
+            and t.ndim == 1
+            and t.shape[0] == x.shape[0]
+        ):
+            rows = apply(
+                nn_ops.XENT, input.contiguous(), target.contiguous(), ignore_index=ignore_index
+            )[0]
+            if reduction == "mean":
+                # the same ops as below: the rows summed, divided by the count of the targets
+                # that are not ignore_index (a host count, a constant for autograd)
+                denom = int(np.count_nonzero(t != ignore_index))
+                return apply(SUM, rows, dims=(0,), keepdim=False, shape=rows.shape) / denom
+            if reduction == "sum":
+                return apply(SUM, rows, dims=(0,), keepdim=False, shape=rows.shape)
+            if reduction == "none":
+                return rows
     if size_average is not None or reduce is not None:
         raise TypeError(
             "cross_entropy(): size_average and reduce are deprecated in PyTorch and not "

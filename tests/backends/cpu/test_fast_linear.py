@@ -1,0 +1,171 @@
+"""The linear fast lane (cpu/python/fastpath.c fast_linear, taken by nn.functional.linear), the
+matmul lane's ``trans_a`` form (linear's weight gradient g.T @ x without a view) and Parameters
+as operands of both (``fast_accept``). Each must give the general path's bits, record the same
+graph, decline (None) what it does not handle, and stay closed while a profiler or a trace needs
+the general path; the elementwise lanes keep declining Parameters (test_fastpath.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import rand
+
+import gpucore
+import gpucore.nn.functional as F
+from gpucore import _cpu, dispatch
+from gpucore.ops import linalg
+from gpucore.ops.registry import apply_general
+
+F32, F64 = gpucore.float32, gpucore.float64
+
+
+@pytest.fixture
+def lane_open():
+    old = dispatch.get_device_policy()
+    dispatch.set_device_policy("cpu")
+    assert dispatch._fast_limit[0] > 0
+    yield
+    dispatch.set_device_policy(old)
+
+
+def _t(a, dt=F32, grad=False):
+    return gpucore.tensor(a, dtype=dt, requires_grad=grad)
+
+
+def _matrix(rows, cols, trans, dt, seed, param=False):
+    """A [rows, cols] tensor; with trans a transposed view of contiguous [cols, rows] data."""
+    if trans:
+        t = _t(rand((cols, rows), seed=seed), dt).t()
+    else:
+        t = _t(rand((rows, cols), seed=seed), dt)
+    return gpucore.nn.Parameter(t) if param else t
+
+
+# (m, k, n): around the micro-kernel tiles and the small-m path, and the MLP's layers
+SHAPES = [(1, 1, 1), (3, 5, 7), (17, 33, 9), (64, 784, 64), (100, 31, 130)]
+
+
+@pytest.mark.parametrize("dt", [F32, F64], ids=["f32", "f64"])
+@pytest.mark.parametrize("tx", [0, 1])
+@pytest.mark.parametrize("tw", [0, 1])
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("case", SHAPES, ids=str)
+def test_linear_lane_equals_general_path_and_float64(lane_open, case, bias, tw, tx, dt):
+    m, k, n = case
+    x = _matrix(m, k, tx, dt, 1)
+    w = _matrix(n, k, tw, dt, 2, param=True)
+    b = gpucore.nn.Parameter(_t(rand((n,), seed=3), dt)) if bias else None
+    out = _cpu.fast_linear(x, w, b)
+    assert type(out) is gpucore.Tensor and out.dtype is dt and out.shape == (m, n)
+    assert out._data.flags.c_contiguous and type(out._data.base) is _cpu.HostBuffer
+    ins = (x, w) if b is None else (x, w, b)
+    want = apply_general(linalg.LINEAR, ins, {})
+    np.testing.assert_array_equal(out.numpy(), want.detach().numpy())
+    ref = x.numpy().astype(np.float64) @ w.detach().numpy().astype(np.float64).T
+    if bias:
+        ref = ref + b.detach().numpy()
+    tol = 1e-5 if dt is F32 else 1e-12
+    np.testing.assert_allclose(out.numpy(), ref, rtol=tol, atol=tol * k)
+    np.testing.assert_array_equal(F.linear(x, w, b).detach().numpy(), out.numpy())
+
+
+@pytest.mark.parametrize("dt", [F32, F64], ids=["f32", "f64"])
+@pytest.mark.parametrize("ta", [0, 1])
+@pytest.mark.parametrize("tb", [0, 1])
+@pytest.mark.parametrize("case", SHAPES, ids=str)
+def test_matmul_trans_a_equals_general_path(lane_open, case, tb, ta, dt):
+    m, k, n = case
+    a = _matrix(k, m, ta, dt, 4)  # a.mT is [m, k]
+    b = _matrix(k, n, tb, dt, 5, param=True)
+    out = _cpu.fast_matmul(a, b, True)
+    assert type(out) is gpucore.Tensor and out.shape == (m, n)
+    want = apply_general(linalg.MATMUL, (a.mT, b), {})
+    np.testing.assert_array_equal(out.numpy(), want.detach().numpy())
+    ref = a.numpy().astype(np.float64).T @ b.detach().numpy().astype(np.float64)
+    tol = 1e-5 if dt is F32 else 1e-12
+    np.testing.assert_allclose(out.numpy(), ref, rtol=tol, atol=tol * k)
+    # batches: each matrix transposed
+    a3 = _t(rand((2, k, m), seed=6), dt)
+    b3 = _t(rand((2, k, n), seed=7), dt)
+    np.testing.assert_array_equal(
+        _cpu.fast_matmul(a3, b3, True).numpy(),
+        apply_general(linalg.MATMUL, (a3.mT, b3), {}).numpy(),
+    )
+
+
+def test_parameters_reach_the_matmul_lane(lane_open):
+    g = _t(rand((4, 6), seed=8))
+    w = gpucore.nn.Parameter(_t(rand((6, 3), seed=9)))
+    out = _cpu.fast_matmul(g, w)
+    assert type(out) is gpucore.Tensor and not out.requires_grad
+    want = apply_general(linalg.MATMUL, (g, w), {})
+    np.testing.assert_array_equal(out.numpy(), want.detach().numpy())
+
+
+def test_linear_gradients_through_the_lanes(lane_open):
+    """A Linear layer's backward (the lanes: linear forward, g @ w with w a Parameter, g.T @ x
+    with trans_a, the bias sum) against float64 numpy; create_graph keeps the general path and
+    double backward."""
+    x0, w0, b0 = rand((5, 4), seed=10), rand((3, 4), seed=11), rand((3,), seed=12)
+    g0 = rand((5, 3), seed=13)
+    x = _t(x0, F64, grad=True)
+    w = gpucore.nn.Parameter(_t(w0, F64))
+    b = gpucore.nn.Parameter(_t(b0, F64))
+    y = F.linear(x, w, b)
+    assert y.grad_fn is not None
+    y.backward(_t(g0, F64))
+    np.testing.assert_allclose(x.grad.numpy(), g0 @ w0, rtol=1e-12)
+    np.testing.assert_allclose(w.grad.numpy(), g0.T @ x0, rtol=1e-12)
+    np.testing.assert_allclose(b.grad.numpy(), g0.sum(0), rtol=1e-12)
+    assert gpucore.autograd.gradcheck(lambda x, w, b: F.linear(x, w, b), (x, w, b))
+    assert gpucore.autograd.gradgradcheck(lambda x, w, b: F.linear(x, w, b) ** 2, (x, w, b))
+    with gpucore.no_grad():
+        assert F.linear(x, w, b).grad_fn is None
+    # no bias; the weight alone requiring grad
+    x2 = _t(x0, F64)
+    y2 = F.linear(x2, w)
+    w.grad = None
+    y2.backward(_t(g0, F64))
+    np.testing.assert_allclose(w.grad.numpy(), g0.T @ x0, rtol=1e-12)
+
+
+def test_linear_lane_declines_what_it_does_not_handle(lane_open):
+    x, w, b = _t(rand((4, 6))), _t(rand((3, 6))), _t(rand((3,)))
+    assert _cpu.fast_linear(_t(rand((2, 4, 6))), w, b) is None  # 3-D input: the wrapper reshapes
+    assert _cpu.fast_linear(x, _t(rand((3, 5))), b) is None  # in_features mismatch
+    assert _cpu.fast_linear(x, w, _t(rand((4,)))) is None  # bias size
+    assert _cpu.fast_linear(x, w, _t(rand((6,)))[::2]) is None  # strided bias
+    assert _cpu.fast_linear(x, _t(rand((3, 6)), F64), None) is None  # mixed dtypes
+    assert _cpu.fast_linear(x, w, _t(rand((3,)), F64)) is None
+    assert _cpu.fast_linear(_t(rand((4, 12)))[:, ::2], w, b) is None  # strided input
+    assert _cpu.fast_linear(_t(rand((0, 6))), w, b) is None  # empty
+    with pytest.raises(TypeError):
+        _cpu.fast_linear(x, w)
+    # the public function still gives the right answers (and errors) there
+    x3 = rand((2, 4, 6), seed=1)
+    got = F.linear(_t(x3), w, b).numpy()
+    np.testing.assert_allclose(got, x3 @ w.numpy().T + b.numpy(), rtol=1e-5, atol=1e-5)
+    with pytest.raises(gpucore.ShapeError):
+        F.linear(x, _t(rand((3, 5))), b)
+
+
+def test_lanes_closed_under_profiler_and_trace(lane_open):
+    x, w, b = _t(rand((4, 6))), _t(rand((3, 6))), _t(rand((3,)))
+    with gpucore.profiler():
+        assert _cpu.fast_linear(x, w, b) is None
+        assert _cpu.fast_matmul(x, x, True) is None
+    with dispatch.trace_ops() as ops:
+        F.linear(x, w, b)
+    assert [n for n, _, _ in ops] == ["linear"]
+    assert _cpu.fast_linear(x, w, b) is not None
+
+
+def test_fast_accept_refuses_other_classes():
+    with pytest.raises(TypeError):
+        _cpu.fast_accept(int)
+
+    class Slotted(gpucore.Tensor):
+        __slots__ = ("extra",)
+
+    with pytest.raises(TypeError):
+        _cpu.fast_accept(Slotted)
