@@ -272,28 +272,36 @@ class _Router:
 
     def __init__(self):
         self.tracers: dict[int, Tracer] = {}  # thread ident -> its Tracer
-        self.lock = threading.Lock()
-        # id(module) -> [captures of it running, its training flag before the first]: two
-        # threads tracing one module put it in eval mode once and restore it once, after both
-        self.modules: dict[int, list] = {}
+        # reentrant: a module's eval() / train() (user code, run under it) that starts a
+        # capture gets the nested-capture CaptureError from enter(), not a deadlock
+        self.lock = threading.RLock()
+        self.modules: dict[int, _ModuleMode] = {}  # id(module) -> its captures and mode
 
     def eval_module(self, module) -> None:
-        """Put ``module`` in eval mode for a capture (see ``modules``)."""
+        """Put ``module`` in eval mode for the calling thread's capture (see _ModuleMode)."""
         with self.lock:
-            entry = self.modules.get(id(module))
-            if entry is None:
-                entry = self.modules[id(module)] = [0, module.training]
-            entry[0] += 1
-            module.eval()
+            mode = self.modules.get(id(module))
+            first = mode is None
+            training = module.training if first else mode.training
+            try:
+                module.eval()
+            except BaseException:
+                if first and training:  # nothing recorded: the flag goes back now
+                    module.train()
+                raise
+            if first:
+                mode = self.modules[id(module)] = _ModuleMode(training)
+            mode.threads.add(threading.get_ident())
 
     def restore_module(self, module) -> None:
-        """The capture of ``module`` ended: the last one restores its training flag."""
+        """The calling thread's capture of ``module`` ended: the last one restores its
+        training flag."""
         with self.lock:
-            entry = self.modules[id(module)]
-            entry[0] -= 1
-            if entry[0] == 0:
+            mode = self.modules[id(module)]
+            mode.threads.discard(threading.get_ident())
+            if not mode.threads:
                 del self.modules[id(module)]
-                if entry[1]:
+                if mode.training:
                     module.train()
 
     def here(self) -> Tracer | None:
@@ -328,8 +336,38 @@ class _Router:
         if tracer is not None:
             tracer.host_read(t, quiet)
 
+    def after_fork_in_child(self) -> None:
+        """A forked child holds only the forking thread: the other threads' captures never end
+        there, so only that thread's Tracer (and its module's mode) stays, the hooks go back
+        to None when none is left, and the lock (which another thread may have held at the
+        fork) is a new one. Modules only vanished threads were tracing stay in eval mode."""
+        self.lock = threading.RLock()
+        me = threading.get_ident()
+        self.tracers = {k: t for k, t in self.tracers.items() if k == me}
+        modules = {}
+        for key, mode in self.modules.items():
+            if me in mode.threads:
+                mode.threads = {me}
+                modules[key] = mode
+        self.modules = modules
+        if not self.tracers:
+            registry.CAPTURE[0] = None
+            HOST_READ_HOOK[0] = None
+
+
+class _ModuleMode:
+    """A module some captures run in eval mode: two threads tracing one module put it in eval
+    mode once and restore it once, after both."""
+
+    __slots__ = ("threads", "training")
+
+    def __init__(self, training: bool):
+        self.training = training  # its training flag before the first capture
+        self.threads: set[int] = set()  # the threads whose captures of it run
+
 
 _ROUTER = _Router()
+os.register_at_fork(after_in_child=_ROUTER.after_fork_in_child)
 
 
 def active_tracer() -> Tracer | None:

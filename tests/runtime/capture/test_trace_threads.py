@@ -33,7 +33,7 @@ def run_threads(*targets):
 
         return go
 
-    threads = [threading.Thread(target=wrap(fn)) for fn in targets]
+    threads = [threading.Thread(target=wrap(fn), daemon=True) for fn in targets]
     for t in threads:
         t.start()
     for t in threads:
@@ -99,3 +99,136 @@ def test_another_threads_eager_ops_are_bitwise_those_of_no_capture():
     ref = np.asarray(h.numpy(), np.float64)
     np.testing.assert_allclose(during[5], ref * 2 + 1, rtol=1e-6)
     assert registry.CAPTURE[0] is None  # the last capture to end clears the hook
+
+
+class Parked(gc.nn.Module):
+    """A module whose eval() (which a capture calls, under the router's lock) waits for
+    ``release``: a capture of it holds the lock meanwhile."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = gc.nn.Linear(4, 4)
+        self.inside, self.release = threading.Event(), threading.Event()
+
+    def eval(self):
+        self.inside.set()
+        assert self.release.wait(TIMEOUT)
+        return super().eval()
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def _in_child(check) -> int:
+    """fork(); the child runs ``check()`` (under an alarm: a hang fails) and exits 0 when it
+    passed; the parent returns the child's exit status."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            __import__("signal").alarm(TIMEOUT)
+            check()
+            code = 0
+        except BaseException as e:  # noqa: BLE001 - told through the exit status
+            print(f"child: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+        finally:
+            os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork()")
+def test_a_fork_while_another_thread_captures_leaves_the_child_no_capture():
+    # the other thread is inside its capture and holds the router's lock (in eval()): the
+    # child, which holds only the forking thread, has no capture running and can start one
+    model = Parked()
+    t = threading.Thread(target=lambda: T.trace(model, [gc.randn(2, 4)]), daemon=True)
+    t.start()
+    assert model.inside.wait(TIMEOUT)
+
+    def check():
+        assert registry.CAPTURE[0] is None and T.active_tracer() is None
+        graph = T.trace(lambda x: x + 1.0, [gc.randn(2)])
+        assert [n.op for n in graph.nodes] == ["add"] and registry.CAPTURE[0] is None
+
+    try:
+        assert _in_child(check) == 0
+        assert registry.CAPTURE[0] is not None  # the parent's capture still runs
+    finally:
+        model.release.set()
+        t.join(TIMEOUT)
+    assert registry.CAPTURE[0] is None and model.training
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork()")
+def test_a_fork_inside_a_capture_keeps_the_forking_threads_tracer():
+    codes = []
+
+    def fn(x):
+        y = x * 2.0
+
+        def check():  # the child goes on recording the forking thread's ops
+            tracer = T.active_tracer()
+            assert tracer is not None and registry.capturing() is tracer
+            (y - 1.0).numpy  # noqa: B018 - an op, recorded
+            assert [n.op for n in tracer.graph.nodes] == ["mul", "sub"]
+
+        codes.append(_in_child(check))
+        return y
+
+    T.trace(fn, [gc.randn(2)])
+    assert codes == [0]
+
+
+class EvalStartsACapture(gc.nn.Module):
+    """A module whose eval() / train() (user code a capture calls) tries a capture itself."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = gc.nn.Linear(4, 4)
+        self.refused = []
+        self.example = gc.randn(2)
+
+    def train(self, mode=True):
+        try:
+            T.trace(lambda a: a + 1.0, [self.example])
+        except T.CaptureError as e:
+            self.refused.append(str(e))
+        return super().train(mode)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def test_a_capture_inside_a_modules_eval_is_refused_as_nested():
+    model = EvalStartsACapture()
+    model.refused.clear()
+    run_threads(lambda: T.trace(model, [gc.randn(2, 4)]))  # (a deadlock fails as a hang)
+    assert len(model.refused) == 2  # eval() at the start, train() at the end
+    assert all("already capturing" in m for m in model.refused)
+    assert model.training and registry.CAPTURE[0] is None
+
+
+class EvalRaises(gc.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = gc.nn.Linear(4, 4)
+        self.fail = True
+
+    def eval(self):
+        if self.fail:
+            super().eval()  # (part way: the flag changed, then it raised)
+            raise RuntimeError("eval failed")
+        return super().eval()
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def test_a_modules_eval_that_raises_leaves_no_capture_and_its_flag():
+    model = EvalRaises()
+    with pytest.raises(RuntimeError, match="eval failed"):
+        T.trace(model, [gc.randn(2, 4)])
+    assert model.training and T._ROUTER.modules == {} and registry.CAPTURE[0] is None
+    model.fail = False
+    T.trace(model, [gc.randn(2, 4)])
+    assert model.training and T._ROUTER.modules == {}
