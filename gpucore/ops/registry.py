@@ -188,8 +188,9 @@ def apply(op: OpDef, *inputs, **attrs):
         tracer = capturing()
         if tracer is not None:
             return tracer(op, inputs, attrs)
-    if AUTOCAST[0] is not None:
-        inputs = AUTOCAST[0](op.name, inputs)
+    autocast = AUTOCAST[0]  # (read once: another thread's autocast region may close meanwhile)
+    if autocast is not None:
+        inputs = autocast(op.name, inputs)
     elif op.view is not None and type(inputs[0]) is Tensor:
         return view_of(op, inputs[0], op.view(inputs[0]._data, **attrs), attrs)
     if op.elementwise:
