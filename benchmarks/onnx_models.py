@@ -51,8 +51,7 @@ import warnings  # noqa: E402
 
 _START = time.perf_counter()  # a --child's imports are timed from here
 
-if __name__ == "__main__" and "--child" in sys.argv:
-    _AT_NUMPY = time.perf_counter()  # (numpy's import, timed in _child)
+_AT_NUMPY = time.perf_counter()  # numpy's import starts here (a --child reports it)
 import numpy as np  # noqa: E402
 
 
@@ -307,7 +306,7 @@ def _fresh_run(lib: str, path: str, threads: int, env: dict) -> dict:
     return got
 
 
-def fresh_table(quick: bool, threads: int, rounds: int, only=None) -> None:
+def fresh_table(threads: int, rounds: int, only=None) -> None:
     """Print the fresh-process table (module docstring)."""
     try:
         import onnxruntime  # noqa: F401, PLC0415
@@ -379,7 +378,7 @@ def main(argv=None) -> int:
         if not args.fresh_only:
             print()
         rounds = args.fresh_rounds or (3 if args.quick else 7)
-        fresh_table(args.quick, args.threads, rounds, args.only)
+        fresh_table(args.threads, rounds, args.only)
     print()
     print(load_note(share.others(), "during the run"))
     return 0

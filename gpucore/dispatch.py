@@ -3,7 +3,10 @@
 - 'auto' (default): an op runs on the Vulkan device when a usable one exists, the device has a
   kernel for it, and its largest tensor (inputs or outputs) has at least GPUCORE_GPU_THRESHOLD
   elements (default 4096); otherwise in the C extension. A CPU-type Vulkan device (lavapipe) is
-  usable only when asked for (GPUCORE_VULKAN_ALLOW_CPU=1): the C extension is faster there.
+  usable only when asked for (GPUCORE_VULKAN_ALLOW_CPU=1): the C extension is faster there. On
+  Linux without a GPU device node (GPU_DEVICE_NODES) 'auto' does not look for a device unless
+  GPUCORE_VULKAN_ALLOW_CPU or GPUCORE_VULKAN_DEVICE asks it to (``auto_vulkan_backend``, which
+  ``compile`` / ``gpucore.onnx.load``'s device='auto' ask too).
 - 'cpu': everything in the C extension.
 - 'vulkan': every op with a Vulkan kernel on the device, whatever its size (a CPU-type device
   counts as asked for); raises DeviceError when there is no device.
@@ -22,7 +25,9 @@ GPUCORE_DEVICE sets the default policy; ``set_device_policy`` and ``device_polic
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 import threading
 
 from . import _cpu
@@ -141,6 +146,55 @@ def vulkan_backend(required: bool = False, allow_cpu: bool | None = None):
     return be
 
 
+def auto_vulkan_backend():
+    """The Vulkan backend the 'auto' policy uses (None: the CPU), looked for once per process:
+    what eager ops under 'auto' and ``compile`` / ``gpucore.onnx.load``'s device='auto' ask.
+    Without a GPU device node (``gpu_may_exist``) it answers None without loading Vulkan."""
+    vb = _vulkan_cache.get("auto", _UNSET)
+    if vb is _UNSET:
+        vb = vulkan_backend() if gpu_may_exist() else None
+        _vulkan_cache["auto"] = vb
+        _update_fast()
+    return vb
+
+
+# Device nodes through which a Linux GPU's Vulkan driver reaches it: DRM (Mesa's radv / anv /
+# nvk / v3dv, virtio-gpu's venus), NVIDIA's own driver (desktop, and Tegra's nvgpu), WSL's
+# paravirtualized GPU, the Adreno, Mali, Vivante and PowerVR drivers (Android, embedded boards).
+GPU_DEVICE_NODES = (
+    "/dev/dri",
+    "/dev/nvidiactl",
+    "/dev/nvidia0",
+    "/dev/nvhost-ctrl-gpu",
+    "/dev/dxg",
+    "/dev/kgsl-3d0",
+    "/dev/mali0",
+    "/dev/galcore",
+    "/dev/pvrsrvkm",
+)
+
+
+def gpu_may_exist() -> bool:
+    """False when the 'auto' policy can tell without Vulkan that it would find no device: on
+    Linux with none of GPU_DEVICE_NODES, only a CPU driver (lavapipe) could answer a probe,
+    which 'auto' does not use unless GPUCORE_VULKAN_ALLOW_CPU / GPUCORE_DEVICE=vulkan allow it.
+    A set GPUCORE_VULKAN_DEVICE asks Vulkan too (it names a device, or raises saying it names
+    none). Skipping the probe saves a fresh process ~0.1 s (importing the Vulkan bindings,
+    creating an instance)."""
+    if not sys.platform.startswith("linux") or _vk_device.allow_cpu_device():
+        return True
+    if os.environ.get("GPUCORE_VULKAN_DEVICE", "") != "":
+        return True
+    if any(os.path.exists(p) for p in GPU_DEVICE_NODES):
+        return True
+    logging.getLogger("gpucore.vulkan").debug(
+        "gpucore: no Vulkan probe for 'auto': none of %s exists (only a CPU driver could answer; "
+        "GPUCORE_VULKAN_ALLOW_CPU=1 asks it)",
+        ", ".join(GPU_DEVICE_NODES),
+    )
+    return False
+
+
 def _make_vulkan_backend(allow_cpu: bool):
     """Create (once, under a lock: threads racing on the first op must share one backend
     object, since residency is ``t._dev is backend``) and cache the backend for ``allow_cpu``."""
@@ -156,8 +210,6 @@ def _make_vulkan_backend(allow_cpu: bool):
         except DeviceError:
             raise
         except Exception as e:  # a driver failure means "no device", never a crash
-            import logging
-
             logging.getLogger("gpucore.vulkan").debug("gpucore: Vulkan unusable: %s", e)
             ctx = None
         if ctx is not None:
@@ -213,8 +265,7 @@ def backend_for(op, inputs, specs):
         return vb if vb.supports(op, inputs, specs) else CPU
     vb = _vulkan_cache.get("auto", _UNSET)
     if vb is _UNSET:
-        vb = _vulkan_cache["auto"] = vulkan_backend()
-        _update_fast()
+        vb = auto_vulkan_backend()
     if vb is None:
         # No device for 'auto'; tensors moved there explicitly (.to('vulkan')) still run there.
         for t in inputs:

@@ -245,8 +245,9 @@ class Tensor:
 
     def _host(self) -> np.ndarray:
         """The data as a host-readable numpy array (waits for pending device work)."""
-        if HOST_READ_HOOK[0] is not None:
-            HOST_READ_HOOK[0](self)
+        hook = HOST_READ_HOOK[0]  # (read once: another thread's capture may end meanwhile)
+        if hook is not None:
+            hook(self)
         return self._data if self._dev is None else self._dev.host_view(self._data)
 
     def _readable(self) -> np.ndarray:
@@ -442,8 +443,9 @@ class Tensor:
                     "numpy has no bfloat16; use tensor.float().numpy() (or numpy(force=True))"
                 )
             return D.bf16_to_f32(self._host()).reshape(self._data.shape)
-        if HOST_READ_HOOK[0] is not None and self._dev is None:  # a capture watches host reads
-            HOST_READ_HOOK[0](self)  # (_host tells it for device tensors)
+        hook = HOST_READ_HOOK[0]
+        if hook is not None and self._dev is None:  # a capture watches host reads
+            hook(self)  # (_host tells it for device tensors)
         return self._host() if self._dev is not None else _storage.export(self)
 
     def __array__(self, dtype=None, copy=None):

@@ -86,10 +86,14 @@ def _ones_like(out):
     """backward()'s implicit gradient: ones like the (one-element) output. A host float32 /
     float64 output takes a numpy array wrapped as it is (~1 us, not creation's ~4 us: this runs
     at every training step); anything else, or a graph capture, goes through ones_like."""
-    from ..ops.registry import CAPTURE  # the registry imports this package: no module import
+    from ..ops.registry import CAPTURE, capturing  # the registry imports this package
 
     dt = out._dtype
-    if out._dev is None and (dt is D.float32 or dt is D.float64) and CAPTURE[0] is None:
+    if (
+        out._dev is None
+        and (dt is D.float32 or dt is D.float64)
+        and (CAPTURE[0] is None or capturing() is None)
+    ):
         return Tensor._from_kernel(np.ones(out._data.shape, dt.np), dt)
     return ones_like(out)
 

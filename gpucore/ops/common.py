@@ -154,8 +154,9 @@ def host_quiet(t: Tensor) -> np.ndarray:
     write's copy, a device move, a runtime op's evaluation, a bounds check): not a host read
     of the model's: HOST_READ_HOOK (runtime/capture/trace.py) is told it is ``quiet``, which
     a shapes-only trace still stops at (its values were not computed)."""
-    if HOST_READ_HOOK[0] is not None:
-        HOST_READ_HOOK[0](t, quiet=True)
+    hook = HOST_READ_HOOK[0]  # (read once: another thread's capture may end meanwhile)
+    if hook is not None:
+        hook(t, quiet=True)
     return t._data if t._dev is None else t._dev.host_view(t._data)
 
 

@@ -23,7 +23,7 @@ from .api import public, tensor_member
 from .common import as_operands, broadcast_shapes, float_operands, no_bool, scalar_tensor
 from .common import host_quiet as _host_quiet
 from .common import same_result as _same
-from .registry import CAPTURE, _fast_elementwise, apply, defop, record
+from .registry import CAPTURE, _fast_elementwise, apply, capturing, defop, record
 from .samples import Sample, away_from, binary, bools, halves, uniform
 from .special import div_rounded
 
@@ -181,7 +181,7 @@ def _binary(op, doc):
     fast = op.fast
 
     def fn(input, other) -> Tensor:
-        if fast is not None and CAPTURE[0] is None:
+        if fast is not None and (CAPTURE[0] is None or not capturing()):
             # the fast lane straight from the operator: no operand promotion, no registry call
             # (a number operand too: an immediate, made a Tensor only for a graph that saves it)
             out = fast[0](fast[1], input, other)
@@ -486,7 +486,8 @@ def contiguous(input: Tensor) -> Tensor:
     """self when C-contiguous, else a contiguous copy (host floats: the registry's fast lane)."""
     if input._data.flags.c_contiguous:
         return input
-    out = _fast_elementwise(CLONE, (input,), {}) if CAPTURE[0] is None else None
+    hooked = CAPTURE[0] is not None and capturing()
+    out = None if hooked else _fast_elementwise(CLONE, (input,), {})
     return apply(CLONE, input) if out is None else out
 
 
@@ -589,8 +590,9 @@ def to_device(input: Tensor, device: str) -> Tensor:
         )
     if dispatch._trace.records is not None:
         dispatch.record("to_device", device, out.shape)
-    if CAPTURE[0] is not None:
-        CAPTURE[0].rebind(out, input)  # a captured graph has no devices: the same value
+    tracer = capturing()
+    if tracer is not None:
+        tracer.rebind(out, input)  # a captured graph has no devices: the same value
     if _grad_state.enabled and out._dtype.is_floating_point:
         record(TO_DEVICE, (input,), (out,), {"source": src, "device": device})
     return out

@@ -16,7 +16,7 @@ from ..tensor import Tensor
 from .api import public
 from .common import check_indices, scalar_tensor, wrap_dim
 from .elementwise import where
-from .registry import CAPTURE, apply, defop, view_of
+from .registry import CAPTURE, apply, capturing, defop, view_of
 from .samples import Sample, integers, uniform, via
 from .shape import PERMUTE, VIEW
 
@@ -240,8 +240,9 @@ INDEX_PUT = defop(
 @public("__getitem__", function=False)
 def getitem(input: Tensor, key) -> Tensor:
     """Basic indexing (ints, slices, None, ...) gives a view; tensor/list/bool indices copy."""
-    if CAPTURE[0] is not None:  # (before the key's values are read, which would be refused)
-        CAPTURE[0].check_constant_key("x[index]", key)  # the key's values become attributes
+    tracer = capturing() if CAPTURE[0] is not None else None
+    if tracer is not None:  # (before the key's values are read, which would be refused)
+        tracer.check_constant_key("x[index]", key)  # the key's values become attributes
     else:
         # The common key (ints, slices, None, ...) on host data: numpy makes the view and
         # checks the bounds itself, with no probe and no key normalisation.
@@ -267,8 +268,9 @@ def setitem(input: Tensor, key, value) -> None:
     # ops.inplace imports this module (COPY_SLICES, replay_views): a module-level cycle
     from .inplace import inplace
 
-    if CAPTURE[0] is not None:  # the key's values become attributes
-        CAPTURE[0].check_constant_key("x[index] = value", key)
+    tracer = capturing()
+    if tracer is not None:  # the key's values become attributes
+        tracer.check_constant_key("x[index] = value", key)
     parts, basic = normalize_key(key)
     region = _probe(input, parts)
     if not isinstance(value, Tensor):
@@ -431,7 +433,7 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     if index.ndim > 1:
         raise ShapeError(f"index_select(): index must be 1-D, got shape {tuple(index.shape)}")
     check_indices("index_select", index, input.shape[d], f"dim {d}")
-    if CAPTURE[0] is not None:
+    if capturing() is not None:
         # A captured graph must read the index as a tensor (getitem's key is an attribute):
         # the same rows through gather, whose index is an input.
         shape = [1] * input.ndim

@@ -25,7 +25,7 @@ from .api import public, tensor_member
 from .common import host_quiet, scalar_tensor
 from .indexing import COPY_SLICES, replay_views
 from .random import _normal_f32, _uniform_f32
-from .registry import CAPTURE, OpDef
+from .registry import OpDef, capturing
 
 
 def _alias(x: Tensor, copy: bool) -> Tensor:
@@ -65,8 +65,9 @@ def _write(x: Tensor, r: Tensor, op: str) -> None:
             "share memory; clone() it first"
         ) from None
     x._vbox[0] += 1
-    if CAPTURE[0] is not None:
-        CAPTURE[0].rebind(x, r)  # a captured graph reads x's new value from r's node
+    tracer = capturing()
+    if tracer is not None:
+        tracer.rebind(x, r)  # a captured graph reads x's new value from r's node
 
 
 def inplace(x: Tensor, compute, saves_self: bool = True, op: str = "in-place op") -> Tensor:

@@ -24,7 +24,7 @@ from .api import public, tensor_member
 from .attributes import storage_offset
 from .common import wrap_dim
 from .inplace import _inplace_form, inplace
-from .registry import CAPTURE
+from .registry import capturing
 from .scatter_forms import index_reduce, put
 
 # ----------------------------------------------------------------------------- in-place ops
@@ -58,8 +58,9 @@ def _restride(self: Tensor, view: Tensor, op: str) -> Tensor:
     self._vbox[0] += 1
     if self._grad_fn is not None and self._grad_fn.version is not None:
         self._grad_fn.version = self._vbox[0]  # the new layout is this node's own output
-    if CAPTURE[0] is not None:
-        CAPTURE[0].rebind_view(self, view)  # a captured graph reads self from the view's node
+    tracer = capturing()
+    if tracer is not None:
+        tracer.rebind_view(self, view)  # a captured graph reads self from the view's node
     return self
 
 
@@ -93,8 +94,9 @@ def _resize_to(self: Tensor, shape: tuple, op: str) -> Tensor:
         raise AutogradError(f"{op}: cannot resize a tensor that requires grad (as PyTorch)")
     if any(s < 0 for s in shape):
         raise ShapeError(f"{op}: negative dimension in {shape}")
-    if CAPTURE[0] is not None:
-        CAPTURE[0].refuse_inplace(op, self)
+    tracer = capturing()
+    if tracer is not None:
+        tracer.refuse_inplace(op, self)
     n = math.prod(shape)
     base = self._base
     off = storage_offset(self) if base is not None else 0
@@ -185,8 +187,9 @@ def set_(self: Tensor, source: Tensor | None = None) -> Tensor:
             "set_(): a leaf tensor that requires grad is being used in an in-place operation"
         )
     if source is None:
-        if CAPTURE[0] is not None:
-            CAPTURE[0].refuse_inplace("set_()", self)
+        tracer = capturing()
+        if tracer is not None:
+            tracer.refuse_inplace("set_()", self)
         self._data = empty_array((0,), self._data.dtype)
         self._dev, self._vbox = None, [self._vbox[0] + 1]
     else:
@@ -195,8 +198,9 @@ def set_(self: Tensor, source: Tensor | None = None) -> Tensor:
                 f"set_(): could not set a tensor of {self.dtype} to one of {source.dtype}"
             )
         self._data, self._dev, self._vbox = source._data, source._dev, source._vbox
-        if CAPTURE[0] is not None:
-            CAPTURE[0].rebind_view(self, source)  # self now holds source's values
+        tracer = capturing()
+        if tracer is not None:
+            tracer.rebind_view(self, source)  # self now holds source's values
     self._base, self._view_ops = None, None
     return self
 

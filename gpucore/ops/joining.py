@@ -23,7 +23,7 @@ from ..tensor import Tensor
 from .api import public
 from .common import tensor_list, wrap_dim
 from .indexing import GETITEM, _basic_view, _real_dim
-from .registry import AUTOCAST, CAPTURE, OpDef, apply, defop, view_of
+from .registry import AUTOCAST, CAPTURE, OpDef, apply, capturing, defop, view_of
 from .samples import Sample, uniform
 
 
@@ -168,12 +168,9 @@ def _pieces(t: Tensor, d: int, sizes: list, unbind: bool = False) -> tuple:
     for s in sizes:
         keys.append(pre + ((start,) if unbind else (slice(start, start + s),)))
         start += s
-    if (
-        not (t.requires_grad and _grad_state.enabled)
-        or CAPTURE[0] is not None
-        or AUTOCAST[0] is not None
-    ):
-        if CAPTURE[0] is not None or AUTOCAST[0] is not None:
+    hooked = (CAPTURE[0] is not None and capturing()) or AUTOCAST[0] is not None
+    if not (t.requires_grad and _grad_state.enabled) or hooked:
+        if hooked:
             return tuple(_view(t, k) for k in keys)
         data = t._data  # the keys hold ints and slices only: no Ellipsis to place
         src = tuple(data.shape)

@@ -22,7 +22,7 @@ from ..tensor import Tensor
 from .api import not_tensor, public, tensor_member
 from .common import as_operands, broadcast_shapes
 from .reduce import SUM
-from .registry import AUTOCAST, CAPTURE, apply, defop, record
+from .registry import AUTOCAST, CAPTURE, apply, capturing, defop, record
 from .samples import Sample, uniform, via
 
 
@@ -33,7 +33,7 @@ def _matmul_infer(a, b):
 def _mm(a: Tensor, b: Tensor) -> Tensor:
     """apply(MATMUL, a, b) through the fast lane (cpu/python/fastpath.c) when it takes the
     operands: matmul and the backward formulas of matmul and linear."""
-    if CAPTURE[0] is None and AUTOCAST[0] is None:
+    if (CAPTURE[0] is None or not capturing()) and AUTOCAST[0] is None:
         out = _cpu.fast_matmul(a, b)
         if out is not None:
             if _grad_state.enabled:
@@ -100,7 +100,7 @@ _fast_matmul = _cpu.fast_matmul
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """Matrix product with torch.matmul's rules: 1-D operands are promoted and the added dim
     removed; batch dims broadcast."""
-    if CAPTURE[0] is None and AUTOCAST[0] is None:
+    if (CAPTURE[0] is None or not capturing()) and AUTOCAST[0] is None:
         # the fast lane: host matrices (or equal batches of them) of one float dtype, row-major
         # or transposed views, in one C call (cpu/python/fastpath.c), or None
         out = _fast_matmul(input, other)
@@ -260,7 +260,11 @@ def _linear_infer(x, w, b=None):
 def _mm_tn(a: Tensor, b: Tensor) -> Tensor:
     """a.mT @ b; where no graph is recorded (a plain backward), through the fast lane with the
     transpose folded into the GEMM's flags instead of a view made first."""
-    if CAPTURE[0] is None and AUTOCAST[0] is None and not _grad_state.enabled:
+    if (
+        (CAPTURE[0] is None or capturing() is None)
+        and AUTOCAST[0] is None
+        and not _grad_state.enabled
+    ):
         out = _cpu.fast_matmul(a, b, True)
         if out is not None:
             return out

@@ -19,7 +19,7 @@ from ..tensor import Tensor
 from .api import public
 from .common import float_input, host_contiguous, norm_dims, reduced_shape, wrap_dim
 from .indexing import one_hot
-from .registry import CAPTURE, apply, defop, record
+from .registry import CAPTURE, apply, capturing, defop, record
 from .samples import Sample, integers, uniform
 
 _fast_softmax = _cpu.fast_softmax
@@ -107,7 +107,7 @@ def _softmax_bwd_samples(fwd, ref):
 
 def _softmax_bwd(op, ctx, g, log):
     # the fast lane (the general path's kernel in one C call) unless create_graph
-    if not _grad_state.enabled and CAPTURE[0] is None:
+    if not _grad_state.enabled and (CAPTURE[0] is None or not capturing()):
         out = _fast_softmax_bwd(host_contiguous(g), ctx.saved[0], ctx.attrs["dim"], log)
         if out is not None:
             return out
@@ -153,7 +153,7 @@ def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
 
 
 def _softmax_any(op, name, input, dim, dtype, log):
-    if dtype is None and CAPTURE[0] is None and type(dim) is int:
+    if dtype is None and (CAPTURE[0] is None or not capturing()) and type(dim) is int:
         # the fast lane: a contiguous float host tensor in one C call (cpu/python/fastpath_nn.c)
         out = _fast_softmax(input, dim, log)
         if out is not None:

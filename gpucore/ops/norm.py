@@ -34,7 +34,7 @@ from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .common import host_contiguous
 from .norm_device import device_ln_grads
-from .registry import AUTOCAST, CAPTURE, apply, defop, record
+from .registry import AUTOCAST, CAPTURE, apply, capturing, defop, record
 from .samples import Sample, uniform
 
 
@@ -250,7 +250,7 @@ def fast_rows(op, x, ns, w, b, eps, rms):
     """layer_norm / rms_norm (rms) of host tensors over the trailing dims ns in one C call
     (cpu/python/fastpath_nn.c), the graph recorded as the op's; None when the lane does not take
     them (then the general path gives the same result)."""
-    if CAPTURE[0] is not None or AUTOCAST[0] is not None or type(x) is not Tensor:
+    if (CAPTURE[0] is not None and capturing()) or AUTOCAST[0] is not None or type(x) is not Tensor:
         return None
     graph = _needs_graph(x, w, b)
     res = _fast_fwd(x, ns, w, b, eps, rms, graph)
@@ -571,7 +571,7 @@ def native_group_norm(x, groups: int, w, b, eps: float):
 def fast_group(x, groups, w, b, eps):
     """group_norm of host tensors in one C call (cpu/python/fastpath_nn.c), the graph recorded
     as native_group_norm's; None when the lane does not take them."""
-    if CAPTURE[0] is not None or AUTOCAST[0] is not None or type(x) is not Tensor:
+    if (CAPTURE[0] is not None and capturing()) or AUTOCAST[0] is not None or type(x) is not Tensor:
         return None
     graph = _needs_graph(x, w, b)
     res = _fast_gn(x, groups, w, b, eps, graph)

@@ -27,7 +27,7 @@ from ..creation import tensor
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .norm import _needs_graph, _standin, channel_grads, composed_grads
-from .registry import AUTOCAST, CAPTURE, apply, defop, record
+from .registry import AUTOCAST, CAPTURE, apply, capturing, defop, record
 from .samples import Sample, uniform
 
 
@@ -249,7 +249,7 @@ def fast_batch_norm(x, rm, rv, w, b, training, momentum, eps):
     """batch_norm of host tensors in one C call (cpu/python/fastpath_nn.c), rm / rv updated in
     place in training and the graph recorded as native_batch_norm's; None when the lane does
     not take them (then nothing was updated)."""
-    if CAPTURE[0] is not None or AUTOCAST[0] is not None or type(x) is not Tensor:
+    if (CAPTURE[0] is not None and capturing()) or AUTOCAST[0] is not None or type(x) is not Tensor:
         return None
     graph = _needs_graph(x, w, b)
     res = _fast_bn(x, w, b, rm, rv, training, momentum, eps, graph)

@@ -31,8 +31,8 @@ from ..tensor import Tensor
 from .api import not_tensor, public
 
 REGISTRY: dict[str, OpDef] = {}
-# The graph capture hook (gpucore/runtime/capture/trace.py): while a model is traced, every
-# ``apply`` goes to CAPTURE[0](op, inputs, attrs) instead.
+# The graph capture hook (gpucore/runtime/capture/trace.py): not None while some thread traces
+# a model; ``capturing()`` gives the calling thread's Tracer, to which ``apply`` hands its ops.
 CAPTURE: list = [None]
 # ``apply`` passes inputs through AUTOCAST[0](op name, inputs) while an autocast region is open
 # in some thread (gpucore/amp/autocast_mode.py: it casts for the ops on its lists).
@@ -170,15 +170,27 @@ def mark_elementwise(*ops: OpDef) -> None:
         op.fast = _CPU_FAST.get(op.name)
 
 
+def capturing():
+    """The Tracer recording the calling thread's ops (runtime/capture/trace.py), or None. A
+    capture in another thread changes nothing this thread's ops do (their fast lanes, so their
+    bits and speed, stay). Hot paths test ``CAPTURE[0] is not None`` first: with no capture
+    running anywhere they pay only that test."""
+    cap = CAPTURE[0]  # (read once: the last capture to end clears it from another thread)
+    return None if cap is None else cap.here()
+
+
 def apply(op: OpDef, *inputs, **attrs):
     """Run ``op`` on tensors ``inputs``: pick a backend, run its kernel, record the graph.
 
     Returns the output tensor, or a tuple when the op has extra outputs.
     """
     if CAPTURE[0] is not None:
-        return CAPTURE[0](op, inputs, attrs)
-    if AUTOCAST[0] is not None:
-        inputs = AUTOCAST[0](op.name, inputs)
+        tracer = capturing()
+        if tracer is not None:
+            return tracer(op, inputs, attrs)
+    autocast = AUTOCAST[0]  # (read once: another thread's autocast region may close meanwhile)
+    if autocast is not None:
+        inputs = autocast(op.name, inputs)
     elif op.view is not None and type(inputs[0]) is Tensor:
         return view_of(op, inputs[0], op.view(inputs[0]._data, **attrs), attrs)
     if op.elementwise:
@@ -199,7 +211,7 @@ def view_of(op: OpDef, src: Tensor, arr, attrs: dict) -> Tensor:
     """The output of view op ``op`` on ``src`` whose array ``arr`` the caller already made
     (``op.view(src._data, **attrs)``): what ``apply`` returns for it, without its general path.
     Views cost only this on the hot path (reshape, transpose, split), as PyTorch's do."""
-    if CAPTURE[0] is not None or AUTOCAST[0] is not None:
+    if (CAPTURE[0] is not None and capturing()) or AUTOCAST[0] is not None:
         return apply(op, src, **attrs)
     out = Tensor._make_view(src, arr, op, attrs)
     if src.requires_grad and _grad_state.enabled and src._dtype.is_floating_point:
@@ -233,7 +245,9 @@ def apply_on(backend, op: OpDef, *inputs, **attrs):
     result must be made where the caller asks (random sampling into ``device=``). No autograd:
     such ops have no backward."""
     if CAPTURE[0] is not None:
-        return CAPTURE[0](op, inputs, attrs, backend)
+        tracer = capturing()
+        if tracer is not None:
+            return tracer(op, inputs, attrs, backend)
     return apply_on_general(backend, op, inputs, attrs)
 
 

@@ -17,7 +17,7 @@ from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .api import public, tensor_member
 from .common import broadcast_shapes, shape_arg, wrap_dim
-from .registry import CAPTURE, apply, defop, view_of
+from .registry import apply, capturing, defop, view_of
 from .samples import Sample, uniform
 
 
@@ -113,8 +113,9 @@ def _view_dtype(input: Tensor, dtype) -> Tensor:
             f"another dtype (the bits are not differentiable); use .detach().view({dt}), or "
             ".to(dtype) to convert the values"
         )
-    if CAPTURE[0] is not None:  # a bit cast of the storage: no registry op records it
-        CAPTURE[0].refuse_if_dynamic(
+    tracer = capturing()
+    if tracer is not None:  # a bit cast of the storage: no registry op records it
+        tracer.refuse_if_dynamic(
             f"view({dt})", input, "convert values with .to(dtype) or reinterpret outside forward()"
         )
     return Tensor._wrap(input._data.view(dt.np), dt, input._vbox, input._dev)

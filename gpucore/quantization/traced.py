@@ -24,8 +24,6 @@ scale for them); the graph cannot raise, and gives NaN there
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 from .. import dtypes as D
@@ -38,8 +36,7 @@ _EPS = float(np.finfo(np.float32).eps)
 
 def capturing() -> bool:
     """Whether this thread's ops are being recorded by a runtime capture."""
-    tracer = registry.CAPTURE[0]
-    return tracer is not None and getattr(tracer, "thread", None) == threading.get_ident()
+    return registry.capturing() is not None
 
 
 def _f32(v: float) -> Tensor:

@@ -7,12 +7,11 @@ builds an executor, once; later calls with those sizes go straight to the execut
 
 from __future__ import annotations
 
-import os
-import sys
 import threading
 
 import numpy as np
 
+from .. import dispatch
 from ..dispatch import vulkan_backend
 from ..errors import GpucoreError
 from ..tensor import Tensor
@@ -41,41 +40,11 @@ def _pick_device(device: str) -> str:
     if device not in DEVICES:
         raise ValueError(f"compile(): device must be one of {DEVICES}, got {device!r}")
     if device == "auto":
-        # The dispatch policy's rule: a CPU-type Vulkan device (lavapipe) is not used unless
-        # GPUCORE_VULKAN_ALLOW_CPU says so (the C path is 20-30x faster there, DESIGN.md).
-        if not _gpu_may_exist():
-            return "cpu"
-        return "vulkan" if vulkan_backend(required=False) is not None else "cpu"
+        # The eager 'auto' policy's device (dispatch.auto_vulkan_backend): a CPU-type Vulkan
+        # device (lavapipe) is not used unless GPUCORE_VULKAN_ALLOW_CPU says so (the C path is
+        # 20-30x faster there, DESIGN.md), and no probe runs where no GPU device node exists.
+        return "vulkan" if dispatch.auto_vulkan_backend() is not None else "cpu"
     return device
-
-
-# Device nodes through which a Linux GPU's Vulkan driver reaches it: DRM (Mesa's radv / anv /
-# nvk / v3dv, virtio-gpu's venus), NVIDIA's own driver, WSL's paravirtualized GPU, Android's
-# Adreno and Mali drivers.
-GPU_DEVICE_NODES = (
-    "/dev/dri",
-    "/dev/nvidiactl",
-    "/dev/nvidia0",
-    "/dev/dxg",
-    "/dev/kgsl-3d0",
-    "/dev/mali0",
-)
-
-
-def _gpu_may_exist() -> bool:
-    """False when "auto" can tell without Vulkan that it would pick the CPU: on Linux with none
-    of GPU_DEVICE_NODES, only a CPU driver (lavapipe) could answer a probe, which "auto" does
-    not use unless GPUCORE_VULKAN_ALLOW_CPU / GPUCORE_DEVICE=vulkan allow it. Skipping the
-    probe saves a fresh process ~0.1 s (importing the Vulkan bindings, creating an instance)
-    in ``gpucore.onnx.load`` and ``compile``. A probe already made is used as it is."""
-    from .. import dispatch  # noqa: PLC0415 - (its cache of the probe)
-    from ..backends.vulkan import device as vk_device  # noqa: PLC0415 - no Vulkan import
-
-    if not sys.platform.startswith("linux") or vk_device.allow_cpu_device():
-        return True
-    if any(k in dispatch._vulkan_cache for k in (False, True)):
-        return True  # probed already: its answer costs nothing
-    return any(os.path.exists(p) for p in GPU_DEVICE_NODES)
 
 
 class CompiledModel:

@@ -13,9 +13,9 @@ from onnx_cases import assert_close, model, onnx, rand, run_gpucore, run_ort
 
 import gpucore
 import gpucore.onnx
+from gpucore.dispatch import GPU_DEVICE_NODES
 from gpucore.errors import SerializationError
 from gpucore.runtime import InferenceSession
-from gpucore.runtime.model import GPU_DEVICE_NODES
 
 
 def _mlp(input_shape=("N", 8), opset=17):
@@ -170,8 +170,8 @@ def test_onnx_is_imported_only_when_a_model_is_loaded():
 def test_auto_loads_without_the_vulkan_bindings_on_a_machine_without_gpu(tmp_path):
     path = tmp_path / "mlp.onnx"
     path.write_bytes(_mlp().SerializeToString())
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("GPUCORE_VULKAN_ALLOW_CPU", "GPUCORE_DEVICE")}  # fmt: skip
+    asks_vulkan = ("GPUCORE_VULKAN_ALLOW_CPU", "GPUCORE_DEVICE", "GPUCORE_VULKAN_DEVICE")
+    env = {k: v for k, v in os.environ.items() if k not in asks_vulkan}
     r = subprocess.run(
         [sys.executable, "-c",
          "import sys, numpy as np, gpucore.onnx\n"
@@ -182,6 +182,22 @@ def test_auto_loads_without_the_vulkan_bindings_on_a_machine_without_gpu(tmp_pat
         capture_output=True, text=True, timeout=120, check=False, env=env,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
+
+
+def test_auto_with_a_vulkan_device_index_naming_no_device_raises(tmp_path):
+    # GPUCORE_VULKAN_DEVICE asks Vulkan, with or without GPU device nodes: a wrong index says so
+    # (as an eager op under 'auto' does) instead of quietly running on the CPU
+    if not gpucore.vulkan.devices():
+        pytest.skip("no Vulkan device list to index")
+    path = tmp_path / "mlp.onnx"
+    path.write_bytes(_mlp().SerializeToString())
+    env = {k: v for k, v in os.environ.items() if k not in ("GPUCORE_DEVICE",)}
+    env["GPUCORE_VULKAN_DEVICE"] = "99"
+    r = subprocess.run(
+        [sys.executable, "-c", f"import gpucore.onnx\ngpucore.onnx.load({str(path)!r})\n"],
+        capture_output=True, text=True, timeout=120, check=False, env=env,
+    )  # fmt: skip
+    assert r.returncode != 0 and "GPUCORE_VULKAN_DEVICE='99' does not name a device" in r.stderr
 
 
 def test_a_missing_onnx_package_says_how_to_install_it():

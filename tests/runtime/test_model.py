@@ -97,11 +97,12 @@ def test_bad_options():
         gpucore.compile(mlp(4), (rand(1, 4),), device="cpu", executor="jit")
 
 
-def _probe_spy(monkeypatch, nodes):
-    """model._pick_device with the probe cache empty, GPU_DEVICE_NODES = ``nodes`` and the
-    Vulkan probe replaced by a spy answering None (no device auto would use)."""
+@pytest.fixture
+def probe_spy(monkeypatch, tmp_path):
+    """dispatch's 'auto' device looked for afresh (its cache empty, then restored), with no
+    GPU device node, the environment asking nothing, and the Vulkan probe replaced by a spy
+    answering None (no device auto would use); yields (monkeypatch context, probe calls)."""
     from gpucore import dispatch
-    from gpucore.runtime import model as model_mod
 
     calls = []
 
@@ -109,23 +110,54 @@ def _probe_spy(monkeypatch, nodes):
         calls.append(required)
         return None
 
-    monkeypatch.setattr(dispatch, "_vulkan_cache", {})
-    monkeypatch.setattr(model_mod, "vulkan_backend", probe)
-    monkeypatch.setattr(model_mod, "GPU_DEVICE_NODES", tuple(nodes))
-    monkeypatch.delenv("GPUCORE_VULKAN_ALLOW_CPU", raising=False)
-    monkeypatch.delenv("GPUCORE_DEVICE", raising=False)
-    return model_mod._pick_device, calls
+    with monkeypatch.context() as m:
+        m.setattr(dispatch, "_vulkan_cache", {})
+        m.setattr(dispatch, "vulkan_backend", probe)
+        m.setattr(dispatch, "GPU_DEVICE_NODES", (str(tmp_path / "no-such-node"),))
+        for var in ("GPUCORE_VULKAN_ALLOW_CPU", "GPUCORE_DEVICE", "GPUCORE_VULKAN_DEVICE"):
+            m.delenv(var, raising=False)
+        yield m, calls
+    dispatch._update_fast()  # the fast lane's limit for the restored cache
 
 
-@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="Linux rule")
-def test_auto_skips_the_vulkan_probe_without_gpu_device_nodes(monkeypatch, tmp_path):
-    pick, calls = _probe_spy(monkeypatch, [str(tmp_path / "no-such-node")])
-    assert pick("auto") == "cpu" and calls == []  # nothing a GPU driver could open
-    monkeypatch.setenv("GPUCORE_VULKAN_ALLOW_CPU", "1")  # lavapipe allowed: ask Vulkan
-    assert pick("auto") == "cpu" and calls == [False]
+_pick = runtime.model._pick_device
+_LINUX = pytest.mark.skipif(
+    not __import__("sys").platform.startswith("linux"), reason="the Linux device-node rule"
+)
 
 
-def test_auto_probes_when_a_gpu_device_node_exists(monkeypatch, tmp_path):
-    pick, calls = _probe_spy(monkeypatch, [str(tmp_path)])  # (an existing path)
-    assert pick("auto") == "cpu" and calls == [False]
-    assert pick("cpu") == "cpu" and calls == [False]
+@_LINUX
+def test_auto_skips_the_vulkan_probe_without_gpu_device_nodes(probe_spy):
+    _, calls = probe_spy
+    assert _pick("auto") == "cpu" and calls == []  # nothing a GPU driver could open
+
+
+@_LINUX
+@pytest.mark.parametrize("var", ["GPUCORE_VULKAN_ALLOW_CPU", "GPUCORE_VULKAN_DEVICE"])
+def test_auto_asks_vulkan_when_the_environment_names_a_vulkan_device(probe_spy, var):
+    # lavapipe allowed, or a device chosen by index (which raises when it names none)
+    m, calls = probe_spy
+    m.setenv(var, "1")
+    assert _pick("auto") == "cpu" and calls == [False]
+
+
+def test_auto_probes_when_a_gpu_device_node_exists(probe_spy, tmp_path):
+    from gpucore import dispatch
+
+    m, calls = probe_spy
+    m.setattr(dispatch, "GPU_DEVICE_NODES", (str(tmp_path),))  # (an existing path)
+    assert _pick("auto") == "cpu" and calls == [False]
+    assert _pick("auto") == "cpu" and calls == [False]  # looked for once, as eager ops do
+    assert _pick("cpu") == "cpu" and calls == [False]
+
+
+def test_auto_picks_the_device_eager_auto_uses(probe_spy):
+    from gpucore import dispatch
+
+    m, calls = probe_spy
+    device = object()  # (a stand-in: _pick_device only asks whether there is one)
+    dispatch._vulkan_cache[True] = device  # lavapipe, made for an explicit .to("vulkan")
+    assert _pick("auto") == "cpu"  # ... is not auto's device
+    dispatch._vulkan_cache.clear()
+    dispatch._vulkan_cache["auto"] = device  # eager 'auto' ops found a device
+    assert _pick("auto") == "vulkan" and calls == []

@@ -128,7 +128,9 @@ def _fused(query, key, value, attn_mask, is_causal, scale, enable_gqa):
     must run (see the module docstring)."""
     dt = query.dtype
     n = query.ndim
-    if registry.CAPTURE[0] is not None or dt not in (D.float32, D.float64):
+    if dt not in (D.float32, D.float64):
+        return None
+    if registry.CAPTURE[0] is not None and registry.capturing():
         return None
     if not (query.numel() and key.numel() and value.numel()):
         return None

@@ -22,7 +22,7 @@ from ... import dtypes as D
 from ...errors import DTypeError, ShapeError
 from ...ops import grid_sample as _gs
 from ...ops.elementwise import where
-from ...ops.registry import CAPTURE
+from ...ops.registry import capturing
 from ...tensor import Tensor
 from ._utils import _check_tensor, _const
 
@@ -278,7 +278,7 @@ def grid_sample(
         )
     if mode == "bicubic" and input.ndim != 4:
         raise ShapeError("grid_sample(): bicubic interpolation only supports 4D input")
-    host = input._dev is None and grid._dev is None and CAPTURE[0] is None
+    host = input._dev is None and grid._dev is None and not capturing()
     if host and input.dtype in (D.float32, D.float64):
         return _gs.grid_sampler(input, grid, mode, padding_mode, align_corners)
     if host:  # float16 / bfloat16: the C kernel in float32

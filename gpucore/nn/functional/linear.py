@@ -9,7 +9,7 @@ from ... import _cpu
 from ...autograd.grad_mode import _state as _grad_state
 from ...errors import DTypeError, ShapeError
 from ...ops.linalg import LINEAR
-from ...ops.registry import AUTOCAST, CAPTURE, apply, record
+from ...ops.registry import AUTOCAST, CAPTURE, apply, capturing, record
 from ...tensor import Tensor
 from ._utils import _check_tensor
 from .loss import cross_entropy
@@ -20,7 +20,7 @@ _fast_linear = _cpu.fast_linear
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``: input [..., in_features], weight [out_features, in_features],
     bias [out_features]."""
-    if CAPTURE[0] is None and AUTOCAST[0] is None:
+    if (CAPTURE[0] is None or capturing() is None) and AUTOCAST[0] is None:
         # the fast lane: host matrices of one float dtype (a model's Parameters included), in one
         # C call (cpu/python/fastpath.c fast_linear), or None; the same bits as the op's kernel
         out = _fast_linear(input, weight, bias)

@@ -19,7 +19,7 @@ from ...ops import nn as nn_ops
 from ...ops import unary as U
 from ...ops.common import broadcast_shapes, check_indices, host_quiet
 from ...ops.reduce import SUM
-from ...ops.registry import CAPTURE, apply
+from ...ops.registry import CAPTURE, apply, capturing
 from ...tensor import Tensor
 from ._utils import _check_reduction, _check_tensor, _reduce
 from .activation import logsigmoid
@@ -51,7 +51,7 @@ def cross_entropy(
         and type(target) is Tensor
         and input._dev is None
         and target._dev is None
-        and CAPTURE[0] is None
+        and (CAPTURE[0] is None or capturing() is None)
         and size_average is None
         and reduce is None
     ):
@@ -142,7 +142,7 @@ def cross_entropy(
         valid = None
         # under a capture the count must be a graph op: a host count of the example's targets
         # would fix the denominator for every input
-        graph_count = target._dev is not None or CAPTURE[0] is not None
+        graph_count = target._dev is not None or capturing() is not None
         if weight is not None or label_smoothing > 0 or graph_count:
             valid = target != ignore_index
         if weight is not None:

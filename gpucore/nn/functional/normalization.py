@@ -17,7 +17,7 @@ from ...errors import ShapeError
 from ...ops import norm as _norm
 from ...ops import norm_batch as _bn
 from ...ops.joining import cat
-from ...ops.registry import CAPTURE
+from ...ops.registry import CAPTURE, capturing
 from ...tensor import Tensor
 from ._utils import _check_tensor, _const
 
@@ -94,7 +94,7 @@ def batch_norm(
 def _device_same(input: Tensor, *ts) -> bool:
     """True when input is a device tensor outside the runtime's graph capture and each of ts is
     None or a tensor of its dtype on its device."""
-    if CAPTURE[0] is not None or input._dev is None:
+    if input._dev is None or capturing():
         return False
     return all(t is None or (t._dev is input._dev and t.dtype is input.dtype) for t in ts)
 
@@ -102,7 +102,9 @@ def _device_same(input: Tensor, *ts) -> bool:
 def _host_same(input: Tensor, *ts, contig: bool = False) -> bool:
     """True when input is a float host tensor outside graph capture and each of ts is None or a
     host tensor of its dtype (contiguous with contig): the fused ops' condition."""
-    if CAPTURE[0] is not None or input._dev is not None or not input.dtype.is_floating_point:
+    if input._dev is not None or not input.dtype.is_floating_point:
+        return False
+    if CAPTURE[0] is not None and capturing():
         return False
     for t in ts:
         if t is not None and (

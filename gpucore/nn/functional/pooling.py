@@ -15,7 +15,7 @@ from ...errors import ShapeError
 from ...ops import nn as nn_ops
 from ...ops import pool as _pool
 from ...ops.joining import cat
-from ...ops.registry import CAPTURE
+from ...ops.registry import CAPTURE, capturing
 from ...tensor import Tensor
 from ._utils import _as_4d, _check_tensor, _const, _pair
 
@@ -110,7 +110,8 @@ def avg_pool2d(
     if divisor_override is not None and divisor_override == 0:
         raise ValueError("avg_pool2d(): divisor_override must be non-zero")
     if (
-        CAPTURE[0] is None  # a captured graph keeps the composition (the runtime lowers it)
+        # a captured graph keeps the composition (the runtime lowers it)
+        (CAPTURE[0] is None or not capturing())
         and x._dev is None
         and x.dtype.is_floating_point
         and x.dtype.itemsize >= 4

@@ -1,10 +1,11 @@
 """Trace a gpucore Module or function into the runtime's graph IR.
 
-The model runs once, eagerly, on the example inputs while ``registry.CAPTURE`` routes every op
-application through a ``Tracer``: each registry op becomes a node (so every op gpucore has is
-capturable with no extra work), tensors that no recorded op produced become constants (the
-model's parameters and buffers keep their names), and in-place writes rebind the written tensor
-to the node that computed its new value. Python control flow on sizes is baked in as it ran.
+The model runs once, eagerly, on the example inputs while ``registry.apply`` hands the tracing
+thread's op applications to a ``Tracer`` (``registry.capturing``): each registry op becomes a
+node (so every op gpucore has is capturable with no extra work), tensors that no recorded op
+produced become constants (the model's parameters and buffers keep their names), and in-place
+writes rebind the written tensor to the node that computed its new value. Python control flow
+on sizes is baked in as it ran. Other threads' ops run eagerly as with no capture.
 A host read of a value computed from the graph's inputs (``item()``, ``bool()``, ``float()``,
 ``int()``, ``numpy()``, ``tolist()``, ``np.asarray``, a data-dependent size) raises CaptureError
 at the read, as ``torch.export`` does: the trace would otherwise fix the value the example inputs
@@ -66,7 +67,7 @@ class ValuesNeeded(BaseException):  # noqa: N818 - a signal, not an error
 
 class Tracer:
     """One capture: records each op the tracing thread applies into ``graph`` (``_Router``,
-    the CAPTURE hook, hands it that thread's calls)."""
+    the CAPTURE hook, gives it to that thread's calls only: ``registry.capturing``)."""
 
     def __init__(
         self,
@@ -91,10 +92,6 @@ class Tracer:
         self.in_op = 0  # > 0 while a recorded op's kernel runs
 
     def __call__(self, op, inputs: tuple, attrs: dict, backend=None):
-        if threading.get_ident() != self.thread:  # other threads' ops are not the model's
-            if backend is None:
-                return registry.apply_general(op, inputs, attrs)
-            return registry.apply_on_general(backend, op, inputs, attrs)
         if op.name in _REFUSED:
             raise CaptureError(
                 f"capture: the model calls {op.name} ({_REFUSED[op.name]}); a deployed graph "
@@ -147,7 +144,7 @@ class Tracer:
     def refuse_if_dynamic(self, what: str, t: Tensor, instead: str) -> None:
         """Raise CaptureError when ``t`` is computed from the graph's inputs: ``what`` works on
         its raw storage outside the op registry, so the graph would keep the example's values."""
-        if threading.get_ident() == self.thread and self.depends_on_inputs((t,)):
+        if self.depends_on_inputs((t,)):
             raise CaptureError(
                 f"capture: the model calls {what} on a tensor computed from its inputs (shape "
                 f"{tuple(t.shape)}, {t.dtype}); it has no graph op, so the graph would keep the "
@@ -163,7 +160,7 @@ class Tracer:
     def host_read(self, t: Tensor, quiet: bool = False) -> None:
         """HOST_READ_HOOK: the model read ``t``'s values on the host; a value computed in the
         graph would be baked into the trace (a branch taken, a size, a Python number)."""
-        if threading.get_ident() != self.thread or self.in_op:
+        if self.in_op:
             return
         name = self._known(t)
         if name not in self.dynamic:
@@ -199,8 +196,6 @@ class Tracer:
 
     def rebind(self, x: Tensor, value: Tensor) -> None:
         """``x`` now holds ``value``'s data (an in-place write, a device move)."""
-        if threading.get_ident() != self.thread:
-            return  # another thread's tensors are not the model's
         if x._base is not None and self.names.get(id(x._base)) is not None:
             raise CaptureError(
                 "capture: the model writes in place into a view of a tensor it computed "
@@ -212,15 +207,12 @@ class Tracer:
     def rebind_view(self, x: Tensor, view: Tensor) -> None:
         """``x`` became ``view`` (an in-place view op: t_, transpose_, squeeze_, ...): later ops
         read x as the view's node. No value is written, so views of x need no check."""
-        if threading.get_ident() == self.thread:
-            self._bind(x, self.name_of(view))
+        self._bind(x, self.name_of(view))
 
     def refuse_inplace(self, op: str, x: Tensor) -> None:
         """``op`` replaces x's storage with one no recorded op computed (resize_, set_()): a
         tensor the graph already holds (or a view of one) could not follow it, so it is refused;
         a tensor the graph has not seen becomes a constant when an op first reads it."""
-        if threading.get_ident() != self.thread:
-            return
         if any(
             t is not None and (id(t) in self.names or id(t._data) in self.data_names)
             for t in (x, x._base)
@@ -236,7 +228,7 @@ class Tracer:
         would be baked into the graph as an attribute (CaptureError says what to use)."""
         parts = key if isinstance(key, tuple) else (key,)
         for part in parts:
-            if not isinstance(part, Tensor) or threading.get_ident() != self.thread:
+            if not isinstance(part, Tensor):
                 continue
             # input-derived only: a key computed from constants folds, as a read of them does;
             # by array too, so a detach() / .data of an input-derived key is refused as well
@@ -271,45 +263,54 @@ class Tracer:
 
 class _Router:
     """What ``registry.CAPTURE`` and ``HOST_READ_HOOK`` hold while any thread traces: each
-    thread's calls go to its own Tracer, and a thread tracing nothing runs its ops eagerly. So
-    captures in several threads at once (two lazily compiled models, or one model's two
-    signatures, served by a thread pool) each record only their own thread's ops; a capture
-    nested in another on one thread is refused. The hooks stay None while no thread traces, so
-    eager ops pay one ``is None`` test as before."""
+    thread's calls go to its own Tracer (``here``), and a thread tracing nothing runs its ops
+    eagerly, fast lanes included, as with no capture. So captures in several threads at once
+    (two lazily compiled models, or one model's two signatures, served by a thread pool) each
+    record only their own thread's ops; a capture nested in another on one thread is refused.
+    The hooks stay None while no thread traces, so eager ops pay one ``is None`` test as
+    before."""
 
     def __init__(self):
         self.tracers: dict[int, Tracer] = {}  # thread ident -> its Tracer
-        self.lock = threading.Lock()
-        # id(module) -> [captures of it running, its training flag before the first]: two
-        # threads tracing one module put it in eval mode once and restore it once, after both
-        self.modules: dict[int, list] = {}
+        # reentrant: a module's eval() / train() (user code, run under it) that starts a
+        # capture gets the nested-capture CaptureError from enter(), not a deadlock
+        self.lock = threading.RLock()
+        self.modules: dict[int, _ModuleMode] = {}  # id(module) -> its captures and mode
 
     def eval_module(self, module) -> None:
-        """Put ``module`` in eval mode for a capture (see ``modules``)."""
+        """Put ``module`` in eval mode for the calling thread's capture (see _ModuleMode)."""
         with self.lock:
-            entry = self.modules.get(id(module))
-            if entry is None:
-                entry = self.modules[id(module)] = [0, module.training]
-            entry[0] += 1
-            module.eval()
+            mode = self.modules.get(id(module))
+            first = mode is None
+            training = module.training if first else mode.training
+            try:
+                module.eval()
+            except BaseException:
+                if first and training:  # nothing recorded: the flag goes back now
+                    module.train()
+                raise
+            if first:
+                mode = self.modules[id(module)] = _ModuleMode(training)
+            mode.threads.add(threading.get_ident())
 
     def restore_module(self, module) -> None:
-        """The capture of ``module`` ended: the last one restores its training flag."""
+        """The calling thread's capture of ``module`` ended: the last one restores its
+        training flag."""
         with self.lock:
-            entry = self.modules[id(module)]
-            entry[0] -= 1
-            if entry[0] == 0:
+            mode = self.modules[id(module)]
+            mode.threads.discard(threading.get_ident())
+            if not mode.threads:
                 del self.modules[id(module)]
-                if entry[1]:
+                if mode.training:
                     module.train()
 
-    @property
-    def thread(self) -> int | None:
-        """The calling thread's ident when it traces (quantization/traced.py's ``capturing``)."""
-        tracer = self.tracers.get(threading.get_ident())
-        return None if tracer is None else tracer.thread
+    def here(self) -> Tracer | None:
+        """The Tracer of the calling thread, or None (``registry.capturing``)."""
+        return self.tracers.get(threading.get_ident())
 
     def enter(self, tracer: Tracer) -> None:
+        """Start routing ``tracer.thread``'s ops to ``tracer`` (the hooks set for the first
+        capture); CaptureError when that thread already traces."""
         with self.lock:
             if tracer.thread in self.tracers:
                 raise CaptureError(
@@ -321,49 +322,57 @@ class _Router:
             HOST_READ_HOOK[0] = self.host_read
 
     def leave(self, tracer: Tracer) -> None:
+        """``tracer``'s capture ended: the hooks go back to None when it was the last."""
         with self.lock:
             self.tracers.pop(tracer.thread, None)
             if not self.tracers:
                 registry.CAPTURE[0] = None
                 HOST_READ_HOOK[0] = None
 
-    def __call__(self, op, inputs: tuple, attrs: dict, backend=None):
-        tracer = self.tracers.get(threading.get_ident())
-        if tracer is not None:
-            return tracer(op, inputs, attrs, backend)
-        if backend is not None:  # another thread's eager op: as registry.apply_on
-            return registry.apply_on_general(backend, op, inputs, attrs)
-        if registry.AUTOCAST[0] is not None:  # as registry.apply: its autocast regions hold
-            inputs = registry.AUTOCAST[0](op.name, inputs)
-        return registry.apply_general(op, inputs, attrs)
-
-    def __getattr__(self, name: str):
-        """The calling thread's Tracer's method (rebind, refuse_inplace, check_constant_key,
-        host_read, ...), or a no-op for a thread that traces nothing: its tensors are not a
-        model's."""
-        tracer = self.tracers.get(threading.get_ident())
-        if tracer is not None:
-            return getattr(tracer, name)
-        if name.startswith("_") or not callable(getattr(Tracer, name, None)):
-            raise AttributeError(name)
-        return _ignore
-
     def host_read(self, t: Tensor, quiet: bool = False) -> None:
+        """HOST_READ_HOOK: the calling thread's Tracer's ``host_read``; another thread's host
+        reads are not a model's."""
         tracer = self.tracers.get(threading.get_ident())
         if tracer is not None:
             tracer.host_read(t, quiet)
 
+    def after_fork_in_child(self) -> None:
+        """A forked child holds only the forking thread: the other threads' captures never end
+        there, so only that thread's Tracer (and its module's mode) stays, the hooks go back
+        to None when none is left, and the lock (which another thread may have held at the
+        fork) is a new one. Modules only vanished threads were tracing stay in eval mode."""
+        self.lock = threading.RLock()
+        me = threading.get_ident()
+        self.tracers = {k: t for k, t in self.tracers.items() if k == me}
+        modules = {}
+        for key, mode in self.modules.items():
+            if me in mode.threads:
+                mode.threads = {me}
+                modules[key] = mode
+        self.modules = modules
+        if not self.tracers:
+            registry.CAPTURE[0] = None
+            HOST_READ_HOOK[0] = None
 
-def _ignore(*args, **kwargs) -> None:
-    return None
+
+class _ModuleMode:
+    """A module some captures run in eval mode: two threads tracing one module put it in eval
+    mode once and restore it once, after both."""
+
+    __slots__ = ("threads", "training")
+
+    def __init__(self, training: bool):
+        self.training = training  # its training flag before the first capture
+        self.threads: set[int] = set()  # the threads whose captures of it run
 
 
 _ROUTER = _Router()
+os.register_at_fork(after_in_child=_ROUTER.after_fork_in_child)
 
 
 def active_tracer() -> Tracer | None:
     """The Tracer recording the calling thread's ops, or None."""
-    return _ROUTER.tracers.get(threading.get_ident())
+    return _ROUTER.here()
 
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
