@@ -57,6 +57,14 @@ int gc_env_is(const char *s, const char *word)
     return *s == 0;
 }
 
+/* a test / benchmark switch (GPUCORE_CONV_WIDE, GPUCORE_CONV_TILE_LOOP) set to anything but
+ * "0" (gpucore/config.py's choices "0" and "1") */
+int dconv_env_on(const char *name)
+{
+    const char *e = getenv(name);
+    return e && *e && !gc_env_is(e, "0");
+}
+
 /* GPUCORE_CONV: "im2col" or "direct" forces a path where both apply (tests, benchmarks);
  * anything else ("auto"), or unset, is the rule.  Read on every call (a getenv is ~0.1 us; a
  * convolution is >= ~10 us), so a process can time both paths side by side. */
@@ -440,7 +448,7 @@ int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, co
     J.l = p->oh * p->ow;
     J.mr = gc_blk_f32.mr;
     J.nr = gc_blk_f32.nr;
-    J.ctile = getenv("GPUCORE_CONV_TILE_LOOP") ? NULL : gc_isa.ctile_f32;
+    J.ctile = dconv_env_on("GPUCORE_CONV_TILE_LOOP") ? NULL : gc_isa.ctile_f32;
     J.padded = p->ph > 0 || p->pw > 0;
     J.hp = p->h + 2 * p->ph;
     J.wp = p->w + 2 * p->pw;

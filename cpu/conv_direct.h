@@ -13,6 +13,8 @@
  * gradient */
 #define GC_DCONV_MIN_TAPS 16
 
+/* a test / benchmark switch set to anything but "0" */
+int dconv_env_on(const char *name);
 /* GPUCORE_CONV forcing a path: 0 the rule, 1 im2col, 2 direct */
 int dconv_forced(void);
 /* The rule for the forward (fwd) or the backward (the caller's further conditions apply). */

@@ -25,22 +25,17 @@
  *     more than half a panel of input channels only.
  * Each by its own rule (gc_conv2d_direct_backward_use); conv.c's GEMM path takes the other. */
 
-/* GPUCORE_CONV_WIDE set (tests, benchmarks): the backward keeps the ISA's own tile width. */
-static int dconv_wide_forced(void)
-{
-    const char *e = getenv("GPUCORE_CONV_WIDE");
-    return e && *e && !gc_env_is(e, "0");
-}
-
 /* The backward kernel for a product whose tile columns are cols channels: the ISA's 16-column
- * one (cukr16_f32) where 16-wide panels waste fewer tile cells than its own NR-wide ones (the
- * train.py CNN's 16 -> 32 input gradient: 16 input channels, half of AVX-512's 32-wide tile
- * empty), else its own.  Every element's FMA chain is the same, so is every bit. */
+ * one (cukr16_f32) for up to 16 of them (the train.py CNN's 16 -> 32 input gradient: 16 input
+ * channels, half of AVX-512's 32-wide tile empty), else its own.  Not for more channels, where
+ * 16-wide panels would also waste fewer cells (33..48): Zen 4 issues two 8-wide FMAs a cycle
+ * against one 16-wide one and measured the 6 x 16 tile faster there, but a core with two full
+ * 512-bit FMA units (Zen 5, Intel) runs it at half the wide tile's peak.  Every element's FMA
+ * chain is the same, so is every bit. */
 static gc_cukr_f32 dconv_bwd_kernel(ptrdiff_t cols, int *mr, int *nr)
 {
-    const ptrdiff_t w = gc_blk_f32.nr;
-    if (gc_isa.cukr16_f32 && w > 16 && (cols + 15) / 16 * 16 < (cols + w - 1) / w * w &&
-        !dconv_wide_forced()) {
+    if (gc_isa.cukr16_f32 && gc_blk_f32.nr > 16 && cols <= 16 &&
+        !dconv_env_on("GPUCORE_CONV_WIDE")) {
         *mr = gc_isa.cukr16_mr;
         *nr = 16;
         return gc_isa.cukr16_f32;
@@ -80,10 +75,16 @@ int gc_conv2d_direct_backward_use(const gc_conv *p, ptrdiff_t o, int gx_rule)
      * 1.03 / 1.80 ms, 16 1.97 / 1.40; AVX-512's 32-wide 16 channels 2.40 / 2.48, 24 3.33 /
      * 2.63, 32 4.27 / 2.67): the panel width is the kernel's that the input channels get
      * (dconv_bwd_kernel: on AVX-512 16 for up to 16 channels: the CNN's 16 -> 32 layer, one
-     * thread on Zen 4, 1.85 ms im2col against 1.35 direct 6 x 16, 2.43 direct 14 x 32) */
+     * thread on Zen 4, 1.85 ms im2col against 1.35 direct 6 x 16, 2.43 direct 14 x 32).  The
+     * narrower kernel costs about the same for 9..16 channels while im2col's GEMM gets cheaper
+     * with fewer (28x28 -> 64 channels, batch 8, one thread, input gradient alone: 9 channels
+     * 0.73 im2col against 1.22 direct, 14 1.15 / 1.26, 16 1.31 / 1.21): there it takes a full
+     * panel only. */
     int mr, nr;
     dconv_bwd_kernel(p->c, &mr, &nr);
-    return dconv_forced() == 2 || 2 * p->c > nr;
+    if (dconv_forced() == 2)
+        return 1;
+    return nr < gc_blk_f32.nr ? p->c >= nr : 2 * p->c > nr;
 }
 
 /* P := the packing of an f x k side-A swap-1 operand (panels of f) in panels of w columns (the
@@ -333,7 +334,7 @@ int gc_conv2d_direct_backward_f32(const float *x, const float *w, const float *g
     J.l = p->oh * p->ow;
     J.wk = dconv_bwd_kernel(o, &J.wmr, &J.wnr);
     J.xk = dconv_bwd_kernel(p->c, &J.xmr, &J.xnr);
-    const gc_ctile_f32 ct = getenv("GPUCORE_CONV_TILE_LOOP") ? NULL : gc_isa.ctile_f32;
+    const gc_ctile_f32 ct = dconv_env_on("GPUCORE_CONV_TILE_LOOP") ? NULL : gc_isa.ctile_f32;
     J.wct = J.wk == gc_isa.cukr_f32 ? ct : NULL;
     J.xct = J.xk == gc_isa.cukr_f32 ? ct : NULL;
     J.padded = p->ph > 0 || p->pw > 0;

@@ -87,6 +87,9 @@ VARIABLES: dict[str, Var] = {
     "GPUCORE_HOST_CACHE_MB": _int(0),
     "GPUCORE_PACK": _choice("0", "1"),
     "GPUCORE_CONV": _choice("auto", "im2col", "direct", "winograd", "pointwise"),
+    # read by cpu/conv_direct*.c, for tests and benchmarks (cpu/README.md, Direct convolution)
+    "GPUCORE_CONV_WIDE": _choice("0", "1"),
+    "GPUCORE_CONV_TILE_LOOP": _choice("0", "1"),
 }
 
 # Read by the project's scripts and tests, not by the library: known, so never a typo warning.

@@ -33,6 +33,8 @@ GOOD = {
     "GPUCORE_HOST_CACHE_MB": ["0", "1024"],
     "GPUCORE_PACK": ["0", "1"],
     "GPUCORE_CONV": ["auto", "im2col", "Direct ", "winograd", "pointwise"],
+    "GPUCORE_CONV_WIDE": ["0", "1"],
+    "GPUCORE_CONV_TILE_LOOP": ["0", "1"],
 }
 BAD = {
     "GPUCORE_DEVICE": ["gpu", "cuda"],
@@ -53,6 +55,8 @@ BAD = {
     "GPUCORE_HOST_CACHE_MB": ["-5", "lots"],
     "GPUCORE_PACK": ["2", "no"],
     "GPUCORE_CONV": ["fft", "1"],
+    "GPUCORE_CONV_WIDE": ["yes", "32"],
+    "GPUCORE_CONV_TILE_LOOP": ["on"],
 }
 
 

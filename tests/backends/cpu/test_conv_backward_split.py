@@ -108,17 +108,19 @@ def test_rules_on_the_cnn_layers(conv_path):
     info = _cpu.info()
     nr = info["gemm"]["float32"]["nr"]
 
-    def panel(c):
-        """The input gradient's panel width for c input channels: AVX-512's 16-column kernel
-        where 16-wide panels hold c in fewer cells than 32-wide ones, else the GEMM's NR."""
-        narrow = info["isa"] == "avx512" and -(-c // 16) * 16 < -(-c // nr) * nr
-        return 16 if narrow else nr
+    def gx_rule(c):
+        """Whether the input gradient of c input channels runs direct: AVX-512's 16-column
+        kernel for up to 16 channels, with a full panel of them; else more than half a panel
+        of the GEMM's NR."""
+        if info["isa"] == "avx512" and nr > 16 and c <= 16:
+            return c >= 16
+        return 2 * c > nr
 
     for case, gw_direct, gx_direct in (
         ("cnn_conv1", False, None),  # 9 taps: the GEMM's dot products
-        ("cnn_conv2", True, 2 * 16 > panel(16)),  # more than half a panel of input channels
-        ("c17", True, 2 * 17 > panel(17)),
-        ("c9", True, 2 * 9 > panel(9)),
+        ("cnn_conv2", True, gx_rule(16)),
+        ("c17", True, gx_rule(17)),
+        ("c9", True, gx_rule(9)),
         ("c8", True, False),
     ):
         x, w, g = _inputs(case)
