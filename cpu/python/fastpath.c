@@ -508,8 +508,8 @@ static int mm_layout(const Py_buffer *v, int *trans)
 
 GC_DOC(fast_matmul,
        "fast_matmul(a, b, trans_a=False, /)\n--\n\n"
-       "A new Tensor a @ b (with trans_a: a.mT @ b, no view made) when a and b are plain host "
-       "Tensors of one float dtype with the same "
+       "A new Tensor a @ b (with trans_a: a.mT @ b, no view made) when a and b are host "
+       "Tensors (plain or a Parameter, fast_accept) of one float dtype with the same "
        "number of dims (2 to 4), equal batch dims and a[-1] == b[-2], each matrix stored "
        "row-major or transposed (a transpose(-2, -1) view), and the lane is open; else None "
        "(the caller's general path gives the same result).  One GEMM call: no packing where "
