@@ -180,9 +180,9 @@ char gc_fast_kind(PyObject *t)
     return dt == dt_f32 ? 'f' : (dt == dt_f64 ? 'd' : 0);
 }
 
-/* gc_fast_kind, also for a Parameter (fast_accept): the GEMM lanes' operands. The elementwise
- * lanes keep to plain Tensors. */
-static char fast_operand_kind(PyObject *t)
+/* gc_fast_kind, also for a Parameter (fast_accept): the operands of the GEMM lanes and the
+ * normalizations' weights. The elementwise lanes keep to plain Tensors. */
+char gc_fast_operand_kind(PyObject *t)
 {
     if (Py_TYPE(t) == gc_fast_operand_type && Py_TYPE(t) != gc_fast_tensor_type) {
         if (FIELD(t, F_DEV) != Py_None)
@@ -527,8 +527,8 @@ PyObject *gc_py_fast_matmul(PyObject *self, PyObject *const *args, Py_ssize_t na
         return NULL;
     if (gc_fast_limit == 0 || !gc_fast_tensor_type)
         Py_RETURN_NONE;
-    const char k = fast_operand_kind(args[0]);
-    if (!k || fast_operand_kind(args[1]) != k)
+    const char k = gc_fast_operand_kind(args[0]);
+    if (!k || gc_fast_operand_kind(args[1]) != k)
         Py_RETURN_NONE;
     Py_buffer a, b;
     if (!gc_fast_buf_flags(args[0], &a, PyBUF_RECORDS_RO))
@@ -620,9 +620,10 @@ PyObject *gc_py_fast_linear(PyObject *self, PyObject *const *args, Py_ssize_t na
     }
     if (gc_fast_limit == 0 || !gc_fast_tensor_type)
         Py_RETURN_NONE;
-    const char k = fast_operand_kind(args[0]);
+    const char k = gc_fast_operand_kind(args[0]);
     const int has_bias = args[2] != Py_None;
-    if (!k || fast_operand_kind(args[1]) != k || (has_bias && fast_operand_kind(args[2]) != k))
+    if (!k || gc_fast_operand_kind(args[1]) != k ||
+        (has_bias && gc_fast_operand_kind(args[2]) != k))
         Py_RETURN_NONE;
     Py_buffer x, w, bv;
     int nbuf = 0;
