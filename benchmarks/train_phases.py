@@ -10,7 +10,8 @@ A step is train.py's (zero_grad, forward + cross-entropy, backward, Adam step on
 timed phase by phase: wall time and the calling thread's CPU time (``time.thread_time``: what
 this thread ran, whatever other processes on a shared machine did; work on the thread pools is
 not counted there). PyTorch runs its default Adam and ``fused=True``. Libraries alternate in
-blocks of steps (rounds); each cell is the median over all timed steps.
+blocks of steps (rounds); each cell is the median over all timed steps, and the last columns
+are gpucore's wall median over each PyTorch variant's (below 1: gpucore is faster).
 
 The second table splits a gpucore step by where this thread's CPU time goes: the C entry points
 of the GEMM (``fast_linear``, ``fast_matmul``, ``gemm``, ``gemm_ex``) and of Adam
@@ -150,7 +151,9 @@ class CTimer:
             setattr(obj, name, value)
 
 
-def run_case(name: str, args) -> tuple[list, list]:
+def run_case(name: str, args) -> tuple[list, list, list]:
+    """The phase table's rows (each library's wall / CPU medians, then gpucore's wall over each
+    PyTorch variant's), gpucore's step split and the libraries' names."""
     batch = CASES[name]
     g_run, init, x, y = gpucore_phases(batch)
     libs = {"gpucore": g_run}
@@ -175,9 +178,13 @@ def run_case(name: str, args) -> tuple[list, list]:
     rows = []
     for i, phase in enumerate(PHASES):
         row = [phase]
+        wall = {lib: statistics.median(walls[lib][i]) for lib in libs}
         for lib in libs:
-            row.append(train.fmt_ms(statistics.median(walls[lib][i])))
+            row.append(train.fmt_ms(wall[lib]))
             row.append(train.fmt_ms(statistics.median(cpus[lib][i])))
+        for lib in libs:  # the ratios side by side: below 1 gpucore is faster
+            if lib != "gpucore":
+                row.append(f"{wall['gpucore'] / wall[lib]:.2f}" if wall[lib] > 0 else "—")
         rows.append(row)
 
     # gpucore's step split: GEMM entry points, Adam, the rest
@@ -234,6 +241,7 @@ def main(argv=None) -> int:
         rows, split, libs = run_case(name, args)
         print(f"\n### {name} (batch {CASES[name]}): ms per phase, wall / this thread's CPU\n")
         headers = ["phase"] + [f"{lib} {k}" for lib in libs for k in ("wall", "cpu")]
+        headers += [f"gpucore/{lib} wall" for lib in libs if lib != "gpucore"]
         print(train.table(headers, rows))
         print(f"\n{name}: where a gpucore step's CPU time goes (this thread; medians over steps)\n")
         print(train.table(["part", "ms per step", "share"], split))

@@ -180,9 +180,9 @@ char gc_fast_kind(PyObject *t)
     return dt == dt_f32 ? 'f' : (dt == dt_f64 ? 'd' : 0);
 }
 
-/* gc_fast_kind, also for a Parameter (fast_accept): the GEMM lanes' operands. The elementwise
- * lanes keep to plain Tensors. */
-static char fast_operand_kind(PyObject *t)
+/* gc_fast_kind, also for a Parameter (fast_accept): the operands of the GEMM lanes and the
+ * normalizations' weights. The elementwise lanes keep to plain Tensors. */
+char gc_fast_operand_kind(PyObject *t)
 {
     if (Py_TYPE(t) == gc_fast_operand_type && Py_TYPE(t) != gc_fast_tensor_type) {
         if (FIELD(t, F_DEV) != Py_None)
@@ -193,6 +193,19 @@ static char fast_operand_kind(PyObject *t)
     return gc_fast_kind(t);
 }
 
+/* The one place a lane reads t's data: its buffer (flags as PyObject_GetBuffer's) into v, or 0
+ * (no error set) when there is none: a Tensor made by __new__ alone has no _data yet, and the
+ * general path then raises a clear error. */
+int gc_fast_buf_flags(PyObject *t, Py_buffer *v, int flags)
+{
+    PyObject *d = FIELD(t, F_DATA);
+    if (!d || PyObject_GetBuffer(d, v, flags) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    return 1;
+}
+
 /* A C-contiguous buffer of t's data, or 0 (no error set) when it is not one. */
 int gc_fast_buf(PyObject *t, Py_buffer *v)
 {
@@ -201,13 +214,8 @@ int gc_fast_buf(PyObject *t, Py_buffer *v)
 
 int gc_fast_buf_w(PyObject *t, Py_buffer *v, int writable)
 {
-    PyObject *d = FIELD(t, F_DATA);
-    const int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (!d || PyObject_GetBuffer(d, v, flags) < 0) {
-        PyErr_Clear();
-        return 0;
-    }
-    return 1;
+    return gc_fast_buf_flags(t, v,
+                             PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0));
 }
 
 int gc_fast_same_shape(const Py_buffer *a, const Py_buffer *b)
@@ -227,7 +235,12 @@ PyObject *gc_fast_new_shaped(PyObject *shape, char kind, void **ptr);
 /* A new host Tensor (and its ndarray over a host-cache block) shaped like src's data. */
 PyObject *gc_fast_new(PyObject *src, char kind, void **ptr)
 {
-    PyObject *shape = PyObject_GetAttrString(FIELD(src, F_DATA), "shape");
+    PyObject *d = FIELD(src, F_DATA); /* the callers read src's buffer first: set */
+    if (!d) {
+        PyErr_SetString(PyExc_SystemError, "gc_fast_new: the source Tensor has no data");
+        return NULL;
+    }
+    PyObject *shape = PyObject_GetAttrString(d, "shape");
     return shape ? gc_fast_new_shaped(shape, kind, ptr) : NULL;
 }
 
@@ -495,8 +508,8 @@ static int mm_layout(const Py_buffer *v, int *trans)
 
 GC_DOC(fast_matmul,
        "fast_matmul(a, b, trans_a=False, /)\n--\n\n"
-       "A new Tensor a @ b (with trans_a: a.mT @ b, no view made) when a and b are plain host "
-       "Tensors of one float dtype with the same "
+       "A new Tensor a @ b (with trans_a: a.mT @ b, no view made) when a and b are host "
+       "Tensors (plain or a Parameter, fast_accept) of one float dtype with the same "
        "number of dims (2 to 4), equal batch dims and a[-1] == b[-2], each matrix stored "
        "row-major or transposed (a transpose(-2, -1) view), and the lane is open; else None "
        "(the caller's general path gives the same result).  One GEMM call: no packing where "
@@ -514,17 +527,13 @@ PyObject *gc_py_fast_matmul(PyObject *self, PyObject *const *args, Py_ssize_t na
         return NULL;
     if (gc_fast_limit == 0 || !gc_fast_tensor_type)
         Py_RETURN_NONE;
-    const char k = fast_operand_kind(args[0]);
-    if (!k || fast_operand_kind(args[1]) != k)
+    const char k = gc_fast_operand_kind(args[0]);
+    if (!k || gc_fast_operand_kind(args[1]) != k)
         Py_RETURN_NONE;
-    PyObject *da = FIELD(args[0], F_DATA), *db = FIELD(args[1], F_DATA);
     Py_buffer a, b;
-    if (!da || PyObject_GetBuffer(da, &a, PyBUF_RECORDS_RO) < 0) {
-        PyErr_Clear();
+    if (!gc_fast_buf_flags(args[0], &a, PyBUF_RECORDS_RO))
         Py_RETURN_NONE;
-    }
-    if (!db || PyObject_GetBuffer(db, &b, PyBUF_RECORDS_RO) < 0) {
-        PyErr_Clear();
+    if (!gc_fast_buf_flags(args[1], &b, PyBUF_RECORDS_RO)) {
         PyBuffer_Release(&a);
         Py_RETURN_NONE;
     }
@@ -611,18 +620,19 @@ PyObject *gc_py_fast_linear(PyObject *self, PyObject *const *args, Py_ssize_t na
     }
     if (gc_fast_limit == 0 || !gc_fast_tensor_type)
         Py_RETURN_NONE;
-    const char k = fast_operand_kind(args[0]);
+    const char k = gc_fast_operand_kind(args[0]);
     const int has_bias = args[2] != Py_None;
-    if (!k || fast_operand_kind(args[1]) != k || (has_bias && fast_operand_kind(args[2]) != k))
+    if (!k || gc_fast_operand_kind(args[1]) != k ||
+        (has_bias && gc_fast_operand_kind(args[2]) != k))
         Py_RETURN_NONE;
     Py_buffer x, w, bv;
     int nbuf = 0;
     PyObject *res = Py_None;
-    if (PyObject_GetBuffer(FIELD(args[0], F_DATA), &x, PyBUF_RECORDS_RO) < 0)
-        goto fail;
+    if (!gc_fast_buf_flags(args[0], &x, PyBUF_RECORDS_RO))
+        goto done;
     nbuf = 1;
-    if (PyObject_GetBuffer(FIELD(args[1], F_DATA), &w, PyBUF_RECORDS_RO) < 0)
-        goto fail;
+    if (!gc_fast_buf_flags(args[1], &w, PyBUF_RECORDS_RO))
+        goto done;
     nbuf = 2;
     if (has_bias) {
         if (!gc_fast_buf(args[2], &bv))
@@ -667,9 +677,6 @@ PyObject *gc_py_fast_linear(PyObject *self, PyObject *const *args, Py_ssize_t na
         Py_DECREF(res);
         res = PyErr_NoMemory();
     }
-    goto done;
-fail:
-    PyErr_Clear();
 done:
     if (nbuf >= 1)
         PyBuffer_Release(&x);

@@ -10,6 +10,11 @@ extern Py_ssize_t gc_fast_limit;          /* elements; 0 = lane closed */
 
 /* 'f' or 'd' when t is a plain host Tensor of float32 / float64, else 0. */
 char gc_fast_kind(PyObject *t);
+/* gc_fast_kind, also for a Parameter (fast_accept): GEMM operands, normalization weights. */
+char gc_fast_operand_kind(PyObject *t);
+/* Every lane reads a Tensor's data through these: its buffer, or 0 (no error set) when it has
+ * none (no _data yet) or not one of that kind. flags: as PyObject_GetBuffer's. */
+int gc_fast_buf_flags(PyObject *t, Py_buffer *v, int flags);
 /* A C-contiguous buffer of t's data, or 0 (no error set) when it is not one. */
 int gc_fast_buf(PyObject *t, Py_buffer *v);
 int gc_fast_buf_w(PyObject *t, Py_buffer *v, int writable); /* writable: for in-place updates */

@@ -1,7 +1,8 @@
 /* The fast lane (fastpath.c) for softmax / log_softmax (+ backward) and the normalizations:
  * layer_norm / rms_norm over trailing dims (+ backward), group_norm and batch_norm forward.
- * Each runs the general path's kernel on plain contiguous host Tensors in one C call and
- * returns None where the general path must decide (the same results). */
+ * Each runs the general path's kernel on plain contiguous host Tensors (the weights and biases
+ * also a Parameter, fast_accept) in one C call and returns None where the general path must
+ * decide (the same results). */
 #include "bindings.h"
 
 #include <math.h>
@@ -125,15 +126,15 @@ PyObject *gc_py_fast_softmax_backward(PyObject *self, PyObject *const *args, Py_
 
 /* ---- layer_norm / rms_norm over trailing dims ------------------------------------------- */
 
-/* t (None allowed when opt) a plain contiguous host Tensor of kind k whose shape is ns: its
- * buffer into v (v->obj NULL for None); 0 when it is not one. */
+/* t None or a contiguous host Tensor (a Parameter too: a module's weight) of kind k whose
+ * shape is ns: its buffer into v (v->obj NULL for None); 0 when it is not one. */
 static int norm_param(PyObject *t, char k, PyObject *ns, Py_buffer *v)
 {
     v->obj = NULL;
     v->buf = NULL;
     if (t == Py_None)
         return 1;
-    if (gc_fast_kind(t) != k || !gc_fast_buf(t, v))
+    if (gc_fast_operand_kind(t) != k || !gc_fast_buf(t, v))
         return 0;
     int ok = v->ndim == PyTuple_GET_SIZE(ns);
     for (int d = 0; ok && d < v->ndim; d++)
@@ -148,7 +149,8 @@ GC_DOC(fast_norm_rows,
        "fast_norm_rows(x, normalized_shape, weight, bias, eps, rms, stats, /)\n--\n\n"
        "layer_norm (rms_norm when rms; bias then None) of x over its trailing dims "
        "normalized_shape (a tuple of ints) as a new Tensor, when x, weight and bias (None or "
-       "normalized_shape) are plain, contiguous host Tensors of one float dtype, eps is finite "
+       "normalized_shape) are plain (weight, bias also a Parameter), contiguous host Tensors of "
+       "one float dtype, eps is finite "
        ">= 0 and the lane is open; else None.  stats: a tuple (out, mean, rstd) instead, the "
        "row statistics shaped [rows] (mean None when rms).  The general path's kernel "
        "(norm.c): the same bits.");
@@ -240,7 +242,8 @@ GC_DOC(fast_norm_rows_backward,
        "fast_norm_rows_backward(x, weight, mean, rstd, g, n, rms, need, /)\n--\n\n"
        "The gradients (gx, gw, gb) of fast_norm_rows over rows of n values, each a new Tensor "
        "or None as need (three bools) asks, when x, g (one shape), weight (None or n values), "
-       "mean (None when rms) and rstd are plain, contiguous host Tensors of one float dtype "
+       "mean (None when rms) and rstd are plain (weight also a Parameter), contiguous host "
+       "Tensors of one float dtype "
        "and the lane is open; else None.  The general path's kernel (norm.c, blocks of 64 rows "
        "for gw / gb): the same bits.");
 
@@ -263,7 +266,7 @@ PyObject *gc_py_fast_norm_rows_backward(PyObject *self, PyObject *const *args, P
     const char k = gc_fast_kind(args[0]);
     const int nw = args[1] != Py_None, nm = args[2] != Py_None;
     if (!k || gc_fast_kind(args[4]) != k || gc_fast_kind(args[3]) != k ||
-        (nw && gc_fast_kind(args[1]) != k) || (nm && gc_fast_kind(args[2]) != k) || nm == rms)
+        (nw && gc_fast_operand_kind(args[1]) != k) || (nm && gc_fast_kind(args[2]) != k) || nm == rms)
         Py_RETURN_NONE;
     Py_buffer v[5];
     int got = 0;
@@ -330,15 +333,15 @@ done:
 
 /* ---- group_norm / batch_norm: per-channel weight, bias (and running statistics) ----------- */
 
-/* t None (v->obj NULL) or a plain contiguous host Tensor of kind k holding c values: its
- * buffer into v; 0 when it is neither. */
+/* t None (v->obj NULL) or a contiguous host Tensor (a Parameter too) of kind k holding c
+ * values: its buffer into v; 0 when it is neither. */
 static int chan_param(PyObject *t, char k, Py_ssize_t c, Py_buffer *v, int writable)
 {
     v->obj = NULL;
     v->buf = NULL;
     if (t == Py_None)
         return 1;
-    if (gc_fast_kind(t) != k || !gc_fast_buf_w(t, v, writable))
+    if (gc_fast_operand_kind(t) != k || !gc_fast_buf_w(t, v, writable))
         return 0;
     if (v->ndim == 1 && v->shape[0] == c)
         return 1;
@@ -383,8 +386,8 @@ static PyObject *chan_result(PyObject **o, int stats)
 GC_DOC(fast_group_norm,
        "fast_group_norm(x, groups, weight, bias, eps, stats, /)\n--\n\n"
        "group_norm of x [N, C, *] in groups as a new Tensor (with stats: (out, mean, rstd), "
-       "the statistics [N, groups]) when x, weight and bias (None or C values) are plain, "
-       "contiguous host Tensors of one float dtype, groups divides C, eps is finite >= 0 and "
+       "the statistics [N, groups]) when x, weight and bias (None or C values) are plain (a "
+       "weight or bias also a Parameter), contiguous host Tensors of one float dtype, groups divides C, eps is finite >= 0 and "
        "the lane is open; else None.  The general path's kernel (norm.c): the same bits.");
 
 PyObject *gc_py_fast_group_norm(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -450,8 +453,8 @@ GC_DOC(fast_batch_norm,
        "stats, /)\n--\n\n"
        "batch_norm of x [N, C, *] over dim 1 as a new Tensor (with stats: (out, mean, rstd), "
        "the statistics [C]), updating running_mean / running_var in place in training, when x "
-       "and the others (None or C values; eval: both running tensors) are plain, contiguous "
-       "host Tensors of one float dtype, training has more than 1 value per channel, eps is "
+       "and the others (None or C values; eval: both running tensors) are plain (a weight or "
+       "bias also a Parameter), contiguous host Tensors of one float dtype, training has more than 1 value per channel, eps is "
        "finite >= 0 and the lane is open; else None.  The general path's kernel "
        "(norm_batch.c): the same bits.  The caller bumps the running tensors' versions.");
 

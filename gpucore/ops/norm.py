@@ -238,10 +238,12 @@ def _standin(n: int, like):
 
 
 def _needs_graph(*ts) -> bool:
+    """Whether the fast lanes must record a graph: grad mode on and any of ts (None, a Tensor or
+    a Parameter: the lanes take a module's weights) requiring grad."""
     if not _grad_state.enabled:
         return False
     for t in ts:
-        if type(t) is Tensor and t.requires_grad:
+        if isinstance(t, Tensor) and t.requires_grad:
             return True
     return False
 

@@ -13,6 +13,7 @@ import pytest
 import gpucore
 import gpucore.nn as nn
 import gpucore.nn.functional as F
+from gpucore import _cpu
 from gpucore.autograd import gradcheck, gradgradcheck
 from gpucore.errors import ShapeError
 
@@ -235,6 +236,65 @@ def test_fast_lane_same_bits_as_general_path():
                 np.testing.assert_array_equal(a, e, err_msg=f"case {i}{mode}")
             for a, e in zip(stats["fast" + mode], stats["slow" + mode]):
                 np.testing.assert_array_equal(a, e, err_msg=f"case {i}{mode} running statistics")
+
+
+@pytest.fixture
+def lane_open():
+    """The policy 'cpu' opens the lanes whatever ran before ('auto' keeps them closed until its
+    first op has looked for a device)."""
+    old = gpucore.dispatch.get_device_policy()
+    gpucore.dispatch.set_device_policy("cpu")
+    yield
+    gpucore.dispatch.set_device_policy(old)
+
+
+@pytest.mark.parametrize("x_grad", [True, False], ids=["x_grad", "x_const"])
+def test_fast_lanes_take_parameter_weights(lane_open, x_grad):
+    """A module's weights are Parameters: the norm lanes take them (fast_operand_kind), record
+    the graph for them (also when only they require grad), and give the general path's bits,
+    values and gradients."""
+    r = rng(9)
+    x = t(r.standard_normal((4, 16, 64)), x_grad, gpucore.float32)
+    w, b = (nn.Parameter(t(r.standard_normal(64), dt=gpucore.float32)) for _ in range(2))
+    cw, cb = (nn.Parameter(t(r.standard_normal(16), dt=gpucore.float32)) for _ in range(2))
+    g = t(r.standard_normal((4, 16, 64)), dt=gpucore.float32)
+    rm, rv = (
+        t(np.linspace(-1, 1, 16), dt=gpucore.float32),
+        t(np.linspace(1, 2, 16), dt=gpucore.float32),
+    )
+    # the lanes themselves answer (None would mean the general path)
+    out, mean, rstd = _cpu.fast_norm_rows(x, (64,), w, b, 1e-5, False, True)
+    assert _cpu.fast_norm_rows_backward(x, w, mean, rstd, g, 64, False, (True,) * 3) is not None
+    assert _cpu.fast_group_norm(x, 4, cw, cb, 1e-5, False) is not None
+    assert _cpu.fast_batch_norm(x, cw, cb, rm, rv, False, 0.1, 1e-5, False) is not None
+
+    def run(f):
+        for p in (x, w, b, cw, cb):
+            p.grad = None
+        rm, rv = (
+            t(np.linspace(-1, 1, 16), dt=gpucore.float32),
+            t(np.linspace(1, 2, 16), dt=gpucore.float32),
+        )
+        f(rm, rv).backward(g)
+        grads = [p.grad for p in (x, w, b, cw, cb) if p.grad is not None]
+        return [f(rm, rv).detach().numpy(), rm.numpy(), rv.numpy()] + [p.numpy() for p in grads]
+
+    fns = {
+        "layer_norm": (lambda rm, rv: F.layer_norm(x, (64,), w, b), 3),
+        "rms_norm": (lambda rm, rv: F.rms_norm(x, (64,), w), 2),
+        "group_norm": (lambda rm, rv: F.group_norm(x, 4, cw, cb), 3),
+        "batch_norm train": (lambda rm, rv: F.batch_norm(x, rm, rv, cw, cb, True, 0.3), 3),
+        "batch_norm eval": (lambda rm, rv: F.batch_norm(x, rm, rv, cw, cb, False), 3),
+    }
+    for name, (f, ngrads) in fns.items():
+        fast = run(f)
+        assert len(fast) == 3 + ngrads - (not x_grad), f"{name}: a gradient is missing"
+        with gpucore.dispatch.trace_ops() as ops:  # the general path
+            slow = run(f)
+        assert ops, name
+        assert len(fast) == len(slow), name
+        for a, e in zip(fast, slow):
+            np.testing.assert_array_equal(a, e, err_msg=name)
 
 
 def test_vulkan_composition_agrees(vulkan):

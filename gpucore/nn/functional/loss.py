@@ -66,18 +66,13 @@ def cross_entropy(
             and t.ndim == 1
             and t.shape[0] == x.shape[0]
         ):
-            rows = apply(
-                nn_ops.XENT, input.contiguous(), target.contiguous(), ignore_index=ignore_index
-            )[0]
-            if reduction == "mean":
-                # the same ops as below: the rows summed, divided by the count of the targets
-                # that are not ignore_index (a host count, a constant for autograd)
-                denom = int(np.count_nonzero(t != ignore_index))
-                return apply(SUM, rows, dims=(0,), keepdim=False, shape=rows.shape) / denom
-            if reduction == "sum":
-                return apply(SUM, rows, dims=(0,), keepdim=False, shape=rows.shape)
-            if reduction == "none":
-                return rows
+            if reduction in ("mean", "sum", "none"):  # else the general checks raise
+                rows = apply(
+                    nn_ops.XENT, input.contiguous(), target.contiguous(), ignore_index=ignore_index
+                )[0]
+                # the general path's tail (the same ops, the same bits); the count only for mean
+                denom = _host_count(t, ignore_index) if reduction == "mean" else 0
+                return _xent_reduce(rows, reduction, denom, None)
     if size_average is not None or reduce is not None:
         raise TypeError(
             "cross_entropy(): size_average and reduce are deprecated in PyTorch and not "
@@ -151,7 +146,7 @@ def cross_entropy(
             denom = wt.sum()
         elif valid is None:
             # host targets: count them on the host (a constant for autograd) instead of 4 ops
-            denom = int(np.count_nonzero(target._data != ignore_index))
+            denom = _host_count(target._data, ignore_index)
         elif target._dev is not None:
             # a float32 count (exact to 2**24) stays on the device, which has no bool-to-int64
             # sum: no host round trip per step, and a captured step can replay it
@@ -164,11 +159,23 @@ def cross_entropy(
                 logp = logp * weight
             smooth = (-logp.sum(1)).masked_fill(~valid, 0.0)
             rows = rows * (1 - label_smoothing) + smooth * (label_smoothing / c)
+    return _xent_reduce(rows, reduction, denom, out_shape)
+
+
+def _host_count(t: np.ndarray, ignore_index: int) -> int:
+    """The mean's divisor for host class indices t: the targets that are not ignore_index (a
+    constant for autograd)."""
+    return int(np.count_nonzero(t != ignore_index))
+
+
+def _xent_reduce(rows: Tensor, reduction: str, denom, out_shape: tuple | None) -> Tensor:
+    """cross_entropy's tail, one source for its shortcut and its general path: the per-entry
+    losses rows as they are ('none'; reshaped to out_shape unless None), summed, or summed and
+    divided by denom (an int or a Tensor; nan when every target is ignored, as PyTorch)."""
     if reduction == "none":
-        return rows.reshape(out_shape)
-    if reduction == "sum":
-        return rows.sum()
-    return rows.sum() / denom  # nan when every target is ignored, as PyTorch
+        return rows if out_shape is None else rows.reshape(out_shape)
+    total = apply(SUM, rows, dims=tuple(range(rows.ndim)), keepdim=False, shape=rows.shape)
+    return total if reduction == "sum" else total / denom
 
 
 def _check_pair(op: str, input, target, same_shape: bool) -> None:

@@ -6,6 +6,10 @@ the general path; the elementwise lanes keep declining Parameters (test_fastpath
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from helpers import rand
@@ -169,3 +173,79 @@ def test_fast_accept_refuses_other_classes():
 
     with pytest.raises(TypeError):
         _cpu.fast_accept(Slotted)
+
+
+# Every lane in cpu/python/fastpath.c / fastpath_nn.c, each Tensor argument in turn a Tensor
+# made by __new__ alone (no _data): each must answer None (the general path then raises), not
+# read the missing slot. In a child process: a crash fails this test, not the run.
+_NO_DATA_SCRIPT = r"""
+import numpy as np
+import gpucore as gc
+from gpucore import _cpu, dispatch
+from gpucore.backends.cpu.kernels.common import FAST
+
+dispatch.set_device_policy("cpu")
+e = gc.Tensor.__new__(gc.Tensor)
+e._dev = None
+e._dtype = gc.float32
+p = gc.nn.Parameter.__new__(gc.nn.Parameter)
+p._dev = None
+p._dtype = gc.float32
+m = gc.ones(4, 4)
+v = gc.ones(4)
+x3 = gc.ones(2, 4, 4)
+mean, rstd = gc.zeros(2 * 4), gc.ones(2 * 4)
+un, un_code = FAST["exp"]
+bwd, bwd_code = FAST["relu_backward"]
+add, add_code = FAST["add"]
+lanes = {
+    "fast_unary": (lambda a: un(un_code, a), [m]),
+    "fast_binary": (lambda a, b: add(add_code, a, b), [m, m]),
+    "fast_unary_backward": (lambda a, b: bwd(bwd_code, a, b), [m, m]),
+    "fast_matmul": (lambda a, b: _cpu.fast_matmul(a, b), [m, m]),
+    "fast_matmul trans_a": (lambda a, b: _cpu.fast_matmul(a, b, True), [m, m]),
+    "fast_linear": (lambda a, b, c: _cpu.fast_linear(a, b, c), [m, m, v]),
+    "fast_softmax": (lambda a: _cpu.fast_softmax(a, -1, False), [m]),
+    "fast_softmax_backward": (lambda a, b: _cpu.fast_softmax_backward(a, b, -1, False), [m, m]),
+    "fast_norm_rows": (lambda a, b, c: _cpu.fast_norm_rows(a, (4,), b, c, 1e-5, False, False),
+                       [m, v, v]),
+    "fast_norm_rows_backward": (
+        lambda a, b, c, d, f: _cpu.fast_norm_rows_backward(a, b, c, d, f, 4, False,
+                                                           (True, True, True)),
+        [x3, v, mean, rstd, x3]),
+    "fast_group_norm": (lambda a, b, c: _cpu.fast_group_norm(a, 2, b, c, 1e-5, False), [x3, v, v]),
+    "fast_batch_norm": (
+        lambda a, b, c, d, f: _cpu.fast_batch_norm(a, b, c, d, f, False, 0.1, 1e-5, False),
+        [x3, v, v, v, v]),
+}
+for name, (call, args) in lanes.items():
+    assert call(*args) is not None, name + " declines its well-formed arguments"
+    for i in range(len(args)):
+        for bare in (e, p):
+            got = call(*[bare if j == i else a for j, a in enumerate(args)])
+            assert got is None, f"{name}, argument {i}: {got!r}"
+for call in (lambda: gc.nn.functional.linear(e, m), lambda: gc.nn.functional.linear(m, p)):
+    try:
+        call()
+    except Exception as exc:  # the general path's error, whatever it is: not a crash
+        print(type(exc).__name__)
+print("ok")
+"""
+
+
+def test_lanes_decline_a_tensor_without_data():
+    """A Tensor whose _data slot was never set (``Tensor.__new__`` alone) used to crash
+    fast_linear (it read the slot without checking); every lane reads data through one helper
+    (gc_fast_buf_flags) and declines it."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(gpucore.__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run(
+        [sys.executable, "-c", _NO_DATA_SCRIPT],
+        env=env,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, f"exit {r.returncode}\n{r.stdout}\n{r.stderr}"
+    assert r.stdout.strip().endswith("ok"), r.stdout
