@@ -196,10 +196,7 @@ class Tensor:
 
     @classmethod
     def _make_view(cls, src: Tensor, arr: np.ndarray, op, attrs) -> Tensor:
-        if arr.ndim > MAX_DIMS:
-            raise ShapeError(f"tensors have at most {MAX_DIMS} dims; got shape {arr.shape}")
-        t = cls._from_kernel(arr, src._dtype)  # a fresh tensor's fields; then src's storage
-        t._vbox, t._dev = src._vbox, src._dev
+        t = cls._wrap(arr, src._dtype, src._vbox, src._dev)  # (which checks the dim count)
         t._base = src if src._base is None else src._base
         t._view_ops = (src._view_ops or ()) + ((op, attrs),)
         return t

@@ -3,8 +3,8 @@ gpucore.nn.functional as F``), one module per topic as in gpucore/nn/modules/: a
 linear, attention, conv (and conv3d), pooling (pooling3d, pooling_extra: max_unpool, lp_pool,
 the *_with_indices names; pooling_fractional), pixelshuffle (and channel_shuffle),
 normalization, dropout, sparse, padding, upsampling, grid (affine_grid, grid_sample), distance,
-loss (loss_gaussian, loss_ctc, loss_margin: the multi-class margin losses and the triplet loss
-with a custom distance); _utils holds the argument checks they share.
+loss (loss_gaussian, loss_ctc, loss_margin: the multi-class and soft margin losses and the
+triplet loss with a custom distance); _utils holds the argument checks they share.
 
 Everything here is a composition of registry ops (matmul, im2col, reductions, where...), so it runs
 on whichever backend the dispatch policy picks and autograd differentiates it with no backward of
@@ -83,11 +83,9 @@ from .loss import (
     l1_loss,
     margin_ranking_loss,
     mse_loss,
-    multilabel_soft_margin_loss,
     nll_loss,
     poisson_nll_loss,
     smooth_l1_loss,
-    soft_margin_loss,
     triplet_margin_loss,
 )
 from .loss_ctc import ctc_loss
@@ -95,6 +93,8 @@ from .loss_gaussian import gaussian_nll_loss
 from .loss_margin import (
     multi_margin_loss,
     multilabel_margin_loss,
+    multilabel_soft_margin_loss,
+    soft_margin_loss,
     triplet_margin_with_distance_loss,
 )
 from .normalization import (

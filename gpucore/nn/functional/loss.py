@@ -1,6 +1,7 @@
 """Losses: cross_entropy (one fused op for class-index targets), nll_loss, the regression losses
 (mse, l1, smooth_l1, huber), binary cross-entropy (on probabilities and on logits), kl_div,
-poisson_nll_loss and the embedding, ranking and margin losses. Each is a composition of tensor
+poisson_nll_loss and the embedding, ranking and triplet margin losses (the soft margin ones are in
+loss_margin.py). Each is a composition of tensor
 ops, differentiated by autograd with no backward of its own (cross_entropy's fused op has one).
 """
 
@@ -22,7 +23,6 @@ from ...ops.reduce import SUM
 from ...ops.registry import CAPTURE, apply, capturing
 from ...tensor import Tensor
 from ._utils import _check_reduction, _check_tensor, _reduce
-from .activation import logsigmoid
 from .distance import pairwise_distance
 
 
@@ -565,40 +565,3 @@ def triplet_margin_loss(
     if swap:
         d_neg = E.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
     return _reduce((d_pos - d_neg + margin).clamp(min=0.0), reduction)
-
-
-def soft_margin_loss(
-    input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean"
-) -> Tensor:
-    """log(1 + exp(-target * input)) (as a stable softplus), target in {1, -1}."""
-    _check_reduction("soft_margin_loss", reduction, size_average, reduce)
-    _check_tensor("soft_margin_loss", input)
-    _check_tensor("soft_margin_loss", target, "target", floating=False)
-    _check_same_shape("soft_margin_loss", ("input", input), ("target", target))
-    if not target.dtype.is_floating_point:
-        target = target.to(input.dtype)  # negated as a float: a uint8 -1 would wrap, a bool fail
-    return _as_dtype_of(_reduce(U.softplus(-target * input), reduction), input)
-
-
-def multilabel_soft_margin_loss(
-    input: Tensor,
-    target: Tensor,
-    weight: Tensor | None = None,
-    size_average=None,
-    reduce=None,
-    reduction: str = "mean",
-) -> Tensor:
-    """Per-class logistic loss -(t * logsigmoid(x) + (1 - t) * logsigmoid(-x)), times weight,
-    averaged over the classes (last dim) of [N, C] (or [C])."""
-    op = "multilabel_soft_margin_loss"
-    _check_reduction(op, reduction, size_average, reduce)
-    _check_tensor(op, input)
-    _check_tensor(op, target, "target", floating=False)
-    if input.ndim == 0:
-        raise ShapeError(f"{op}(): expected a 1-D [C] or 2-D [N, C] input, got a scalar")
-    _check_same_shape(op, ("input", input), ("target", target))
-    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
-    if weight is not None:
-        loss = loss * weight
-    loss = loss.sum(-1) / input.shape[-1]
-    return _reduce(loss, reduction)

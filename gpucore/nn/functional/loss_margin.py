@@ -1,17 +1,19 @@
-"""The multi-class margin losses and the triplet loss with a custom distance:
-multi_margin_loss, multilabel_margin_loss, triplet_margin_with_distance_loss (compositions, as
-PyTorch defines them)."""
+"""The multi-class and soft margin losses and the triplet loss with a custom distance:
+multi_margin_loss, multilabel_margin_loss, soft_margin_loss, multilabel_soft_margin_loss,
+triplet_margin_with_distance_loss (compositions, as PyTorch defines them)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ...errors import DTypeError, ShapeError
+from ...ops import unary as U
 from ...ops.elementwise import minimum
 from ...tensor import Tensor
 from ._utils import _check_reduction, _check_tensor, _const, _reduce
-from .activation import relu
+from .activation import logsigmoid, relu
 from .distance import pairwise_distance
+from .loss import _as_dtype_of, _check_same_shape
 
 
 def _class_target(op: str, input: Tensor, target) -> tuple:
@@ -157,3 +159,40 @@ def triplet_margin_with_distance_loss(
     if swap:
         d_neg = minimum(d_neg, dist(positive, negative))
     return _reduce(relu(margin + d_pos - d_neg), reduction)
+
+
+def soft_margin_loss(
+    input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean"
+) -> Tensor:
+    """log(1 + exp(-target * input)) (as a stable softplus), target in {1, -1}."""
+    _check_reduction("soft_margin_loss", reduction, size_average, reduce)
+    _check_tensor("soft_margin_loss", input)
+    _check_tensor("soft_margin_loss", target, "target", floating=False)
+    _check_same_shape("soft_margin_loss", ("input", input), ("target", target))
+    if not target.dtype.is_floating_point:
+        target = target.to(input.dtype)  # negated as a float: a uint8 -1 would wrap, a bool fail
+    return _as_dtype_of(_reduce(U.softplus(-target * input), reduction), input)
+
+
+def multilabel_soft_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average=None,
+    reduce=None,
+    reduction: str = "mean",
+) -> Tensor:
+    """Per-class logistic loss -(t * logsigmoid(x) + (1 - t) * logsigmoid(-x)), times weight,
+    averaged over the classes (last dim) of [N, C] (or [C])."""
+    op = "multilabel_soft_margin_loss"
+    _check_reduction(op, reduction, size_average, reduce)
+    _check_tensor(op, input)
+    _check_tensor(op, target, "target", floating=False)
+    if input.ndim == 0:
+        raise ShapeError(f"{op}(): expected a 1-D [C] or 2-D [N, C] input, got a scalar")
+    _check_same_shape(op, ("input", input), ("target", target))
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.sum(-1) / input.shape[-1]
+    return _reduce(loss, reduction)
