@@ -124,15 +124,12 @@ static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, cons
     const ptrdiff_t first = J->bdirect ? n / nr : 0;
     ptrdiff_t ng = bw ? (J->pn - first + GC_ROWS_BPAN - 1) / GC_ROWS_BPAN : 0;
     GC_FN(gemm_job) own;
-    if (bw && J->bslot) { /* this participant's own copy of B, all of it, read by it alone */
+    /* this participant's own copy of B, all of it, read by it alone: packed when it claims its
+     * first unit (one that joins late and finds none left packs nothing: the caller waits at the
+     * region's close for every participant that joined) */
+    const int own_b = bw && J->bslot;
+    if (own_b) {
         bw += slot * J->bslot;
-        for (ptrdiff_t pc = 0; pc < k; pc += J->kc)
-            GC_FN(pack_b)(bw + pc * J->pn * nr + first * nr * (k - pc < J->kc ? k - pc : J->kc),
-                          b, n, k, J->tb, pc, k - pc < J->kc ? k - pc : J->kc, first * nr,
-                          n - first * nr, nr);
-        own = *J;
-        own.pkb = bw;
-        J = &own;
         ng = 0;
     }
     const ptrdiff_t na = J->apack ? J->npa : 0, per = ng + na; /* shared items per K block */
@@ -172,8 +169,19 @@ static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, cons
         const int r = (slot + r0) % J->nrange;
         const ptrdiff_t lo = units * r / J->nrange, len = units * (r + 1) / J->nrange - lo;
         for (ptrdiff_t u; (u = atomic_fetch_add_explicit(&st[r].u_next, 1,
-                                                         memory_order_relaxed)) < len;)
+                                                         memory_order_relaxed)) < len;) {
+            if (own_b && J != &own) {
+                for (ptrdiff_t pc = 0; pc < k; pc += J->kc) {
+                    const ptrdiff_t kb = k - pc < J->kc ? k - pc : J->kc;
+                    GC_FN(pack_b)(bw + pc * J->pn * nr + first * nr * kb, b, n, k, J->tb, pc, kb,
+                                  first * nr, n - first * nr, nr);
+                }
+                own = *J;
+                own.pkb = bw;
+                J = &own;
+            }
             GC_FN(gemm_rows_unit)(J, a, b, c, abuf, lo + u, st, (int)per);
+        }
     }
 }
 
