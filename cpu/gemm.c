@@ -498,7 +498,7 @@ static void GC_FN(gemm_item)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_
 static void GC_FN(gemm_body)(void *ctx, int slot)
 {
     GC_FN(gemm_job) *J = (GC_FN(gemm_job) *)ctx;
-    if (J->rows) { /* workspace [B, A x slots, steps] */
+    if (J->rows) { /* workspace [B (x slots with bslot), A x slots, steps]: rows_setup */
         GC_FN(gemm_rows_item)(J, J->a, J->b, J->c, J->bpack ? J->ws : NULL,
                               J->ws + J->bsz + slot * J->asz, J->steps, slot);
         return;

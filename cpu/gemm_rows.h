@@ -110,10 +110,10 @@ static void GC_FN(gemm_rows_unit)(const GC_FN(gemm_job) * J, const GC_T *a, cons
 
 /* One GEMM in row-split mode, run by every participant (slot: its A buffer).  Counters:
  * st[r].a_next claims the packing items of range r (GC_ROWS_BPAN panels of B each, then, with
- * J->apack, one MR panel of A each), st[i].a_done counts K block i's packed ones, and st[r].u_next
- * claims the units of range r.  A unit waits only for its next K block's items (all claimed, by
- * running threads, before anyone starts a unit), so a thread with no items left starts its units
- * while another still packs later K blocks. */
+ * J->apack, one MR panel of A each), st[i].a_done counts K block i's packed ones, and
+ * st[r].u_next claims the units of range r.  A unit waits only for its next K block's items
+ * (all claimed, by running threads, before anyone starts a unit), so a thread with no items left
+ * starts its units while another still packs later K blocks. */
 #define GC_ROWS_BPAN 4
 static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_T *b,
                                   GC_T *c, GC_T *bw, GC_T *abuf, gc_gemm_step *st, int slot)
@@ -190,7 +190,8 @@ static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, cons
  * row-split on AVX2: 1024 x 600 x 320 with a 750 KiB B block 56 -> 76, 512 x 1024 x 256 54 -> 60, a
  * 300 x 2048 x 256 dW 52 -> 50; narrower B blocks gain more: benchmarks/README.md, *A narrow B*),
  * all of B within GC_ROWS_MAX_B (the workspace holds it, and stays allocated), and at least two
- * MR panels per thread.  With several K blocks each unit reloads every B block from L3; when the
+ * MR panels per thread or, on two or more threads, two NR panels per thread (rows_setup's column
+ * chunks).  With several K blocks each unit reloads every B block from L3; when the
  * whole A block fits in L2 the blocked steps reload nothing and win on one thread (dW of 128 x
  * 2048 x 128: ~10 %).  On two or more they lose: both threads wait for the shared A block and
  * then for each other's units at every K block (4 times per dW of the d = 128 GPT, where a thread
@@ -198,6 +199,7 @@ static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, cons
 #define GC_ROWS_MAX_B (8.0 * 1024 * 1024)
 #define GC_ROWS_MAX_APACK (2.0 * 1024 * 1024) /* A packed once for all chunks, at most */
 #define GC_ROWS_OWN_B (512 * 1024) /* B up to this size: one copy per participant */
+#define GC_ROWS_OWN_B_THREADS 4     /* ... always for this many participants at most */
 static int GC_FN(rows_fit)(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int want, int bpacked)
 {
     const ptrdiff_t kc = gc_gemm_kc(sizeof(GC_T) == 4 ? 'f' : 'd', k);
@@ -208,12 +210,13 @@ static int GC_FN(rows_fit)(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int want, int 
         return 0;
     return (double)kc * width <= 1.6 * (double)gc_cache_info.l2 &&
            (bpacked || (double)k * width <= GC_ROWS_MAX_B) &&
-           (npa >= 2 * (ptrdiff_t)want || (want > 1 && width >= 2.0 * want * GC_BLK.nr * sizeof(GC_T)));
+           (npa >= 2 * (ptrdiff_t)want ||
+            (want > 1 && width >= 2.0 * want * GC_BLK.nr * sizeof(GC_T)));
 }
 
-/* Whether an unpacked product that does not fit the row-split mode should run swapped (C^T = op(B)^T
- * op(A)^T) because that one fits: a dW = dY^T X with a wide X (128 x 2048 x 512 in the GPT: the
- * blocked steps' waits at every K block, as above) becomes 512 x 2048 x 128 with its B = dY packed
+/* Whether an unpacked product that does not fit the row-split mode should run swapped (C^T =
+ * op(B)^T op(A)^T) because that one fits: a dW = dY^T X with a wide X (128 x 2048 x 512 in the
+ * GPT: the blocked steps' waits at every K block, as above) becomes 512 x 2048 x 128 with its B = dY packed
  * once.  Only with alpha 1 (swapped, alpha would scale the other operand: other bits than the
  * unswapped call on one thread), outside batch mode, with C^T small enough for the swapped mode's
  * row-major buffer, and when the swapped tiles waste no more than a tenth more. */
@@ -235,7 +238,9 @@ static int GC_FN(rows_swap)(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, ptrdiff_t bat
  * units of about 3 per thread (2 with several K blocks: each unit then reads all of B from L3),
  * at most 4 MR panels (8 when A is stored transposed, so that its packed rows are longer), their
  * count a multiple of the threads and the panels spread evenly over them (dynamic claims then
- * add up to the same work per thread); one B for all (bsz), an A buffer per participant (asz). */
+ * add up to the same work per thread).  Workspace: B (bsz: one for all, or one per participant,
+ * bslot apart; then A packed once for all, at aoff, with apack), an A buffer per participant (asz:
+ * 0 with apack), the counters. */
 static void GC_FN(rows_setup)(GC_FN(gemm_job) * J, int want, int a_packed)
 {
     const ptrdiff_t per = J->k > J->kc ? 2 : 3, rmax = J->ta ? 8 : 4;
@@ -278,8 +283,12 @@ static void GC_FN(rows_setup)(GC_FN(gemm_job) * J, int want, int a_packed)
     /* A small B packed by every participant into its own copy instead of once for all: lines
      * that one core writes while the other holds them (it read the shared copy in the previous
      * call) are slow to take over (here, two vCPUs whose caches are far apart: 256^3's 256 KiB B
-     * took ~65 us to pack on two threads against ~7 us on one, the whole product ~155 us). */
-    J->bslot = want > 1 && J->bsz && J->bsz * sizeof(GC_T) <= GC_ROWS_OWN_B ? J->bsz : 0;
+     * took ~65 us to pack on two threads against ~7 us on one, the whole product ~155 us).  Only
+     * for few participants, or where the copy (k n elements) is a small share of each one's work
+     * (2 m n k / want flops; want <= m / 64: under 1/128): every participant packs all of B, and
+     * the copies take want x bsz (2048 x 128 x 1024 on 64 threads: 32 MiB for a 512 KiB B). */
+    const int own_ok = want <= GC_ROWS_OWN_B_THREADS || (ptrdiff_t)want * 64 <= J->m;
+    J->bslot = want > 1 && own_ok && J->bsz && J->bsz * sizeof(GC_T) <= GC_ROWS_OWN_B ? J->bsz : 0;
     J->bsz *= J->bslot ? want : 1;
     /* Panels split into column chunks, A packed: once for all chunks, every K block, shared (with
      * B's, the one wait), rather than by each chunk's unit again (128 x 512 x 512 on two threads:
