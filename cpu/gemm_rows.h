@@ -69,7 +69,7 @@ static void GC_FN(rows_transpose)(const GC_FN(gemm_job) * J, const GC_T *s, GC_T
 
 /* Unit u of the row-split mode, run by one participant with A buffer abuf (rg * mr * kc): column
  * chunk u / ru times row group u % ru (of the ru groups).  Before K block i it waits for
- * st[i].a_done to reach packed (that K block's packing items; 0: none). */
+ * st[J->nrange + i].a_done to reach packed (that K block's packing items; 0: none). */
 static void GC_FN(gemm_rows_unit)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_T *b,
                                   GC_T *c, GC_T *abuf, ptrdiff_t u, gc_gemm_step *st, int packed)
 {
@@ -86,7 +86,7 @@ static void GC_FN(gemm_rows_unit)(const GC_FN(gemm_job) * J, const GC_T *a, cons
         const ptrdiff_t kb = k - pc < J->kc ? k - pc : J->kc;
         const GC_T *ablk = abuf;
         if (packed)
-            gc_wait_at_least(&st[pc / J->kc].a_done, packed);
+            gc_wait_at_least(&st[J->nrange + pc / J->kc].a_done, packed);
         if (J->pka && !J->pa_scale) {
             ablk = J->pka + pc * J->npa * mr + ic * kb;
         } else if (J->pka) {
@@ -110,8 +110,8 @@ static void GC_FN(gemm_rows_unit)(const GC_FN(gemm_job) * J, const GC_T *a, cons
 
 /* One GEMM in row-split mode, run by every participant (slot: its A buffer).  Counters:
  * st[r].a_next claims the packing items of range r (GC_ROWS_BPAN panels of B each, then, with
- * J->apack, one MR panel of A each), st[i].a_done counts K block i's packed ones, and
- * st[r].u_next claims the units of range r.  A unit waits only for its next K block's items
+ * J->apack, one MR panel of A each), st[J->nrange + i].a_done counts K block i's packed ones,
+ * and st[r].u_next claims the units of range r.  A unit waits only for its next K block's items
  * (all claimed, by running threads, before anyone starts a unit), so a thread with no items left
  * starts its units while another still packs later K blocks. */
 #define GC_ROWS_BPAN 4
@@ -157,7 +157,7 @@ static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, cons
                 GC_FN(pack_a)((GC_T *)J->pka + pc * J->npa * mr, a, m, k, J->ta, J->alpha, 0, m,
                               pc, kb, mr, q, q + 1);
             }
-            atomic_fetch_add_explicit(&st[i].a_done, 1, memory_order_release);
+            atomic_fetch_add_explicit(&st[J->nrange + i].a_done, 1, memory_order_release);
         }
     }
     /* The units in J->nrange contiguous claim ranges: participant s takes range s first (the same
@@ -300,6 +300,9 @@ static void GC_FN(rows_setup)(GC_FN(gemm_job) * J, int want, int a_packed)
         J->bsz += GC_FN(round_up)(J->npa * J->mr * J->k, 64);
         J->asz = 0;
     }
-    J->nrange = want; /* claim ranges and K blocks: one step's counters each */
-    J->nsteps = (J->k + J->kc - 1) / J->kc > want ? (J->k + J->kc - 1) / J->kc : want;
+    /* counters: the claim ranges' (a_next, u_next) in steps [0, want), K block i's a_done in
+     * step want + i (on its own cache line: claims of range 0 would otherwise keep taking the line
+     * that the units of K block 0 poll) */
+    J->nrange = want;
+    J->nsteps = want + (J->k + J->kc - 1) / J->kc;
 }
