@@ -91,7 +91,8 @@ static double pw_col_use(ptrdiff_t l, ptrdiff_t nr)
  * convolution is strided (the stride folded into the packing saves the column matrix).  Gains:
  * ResNet-50's 64 -> 256 at 3136 pixels 10-20 %, 256 -> 1024 at 196 ~11 %, 128 -> 512 at 784
  * ~9 % (the epilogue in registers), strided downsamples 3-15 %, 512 -> 128 at 784 5-8 %,
- * 64 -> 64 at 3136 ~5 %, 256 -> 64 alike. */
+ * 64 -> 64 at 3136 ~5 %, 256 -> 64 alike.  Never at GC_GEMV_MAX_M_N output channels or fewer
+ * (on AVX-512 `rows` is 1 for any count): gemm.c's small-m path runs those 1.3 - 3x faster. */
 #define PW_ROW_USE 0.95
 #define PW_COL_USE 0.85
 #define PW_SWAP_GAIN 1.05
@@ -106,6 +107,8 @@ int gc_conv2d_pw_use(const gc_conv *p, ptrdiff_t o)
     const int forced = pw_forced();
     if (forced)
         return forced == 2;
+    if (o <= GC_GEMV_MAX_M_N) /* gemm.c's small-m path, faster (kernels.h) */
+        return 0;
     const ptrdiff_t l = p->oh * p->ow, mr = gc_blk_f32.mr, nr = gc_blk_f32.nr;
     const double rows = gc_isa.ukr_rows_f32 ? 1.0 : pw_use(o, mr); /* (short-row kernels) */
     if (rows < PW_ROW_USE || pw_col_use(l, nr) < PW_COL_USE)

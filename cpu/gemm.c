@@ -91,8 +91,7 @@ static void gc_wait_at_least(atomic_int *v, int want)
  * (m = 1: 2048 x 2048 ~120 us against ~1060 us; m = 16: 1030 / 1200 us against 1920 / 2170),
  * ties at 128 x 128 from m ~ 16 (trans_b) / ~24, and loses from m ~ 28 at 2048 x 2048 with
  * trans_b (the blocked path packs B once for all rows; here B is read once per 8 rows). */
-#define GC_GEMV_MAX_M_T 16
-#define GC_GEMV_MAX_M_N 24
+#define GC_GEMV_MAX_M_T 16 /* (GC_GEMV_MAX_M_N, for a B stored k x n: kernels.h) */
 /* columns per work chunk (multiples of every ISA's widest step: 8 rows / 8 vectors of 16) */
 #define GC_GEMV_CW_T 64
 #define GC_GEMV_CW_N 128

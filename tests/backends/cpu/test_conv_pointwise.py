@@ -189,6 +189,33 @@ def test_rule_and_binding(conv_path):
         _cpu.conv2d_pointwise(*on[:-1])
 
 
+def test_rule_leaves_few_output_channels_to_the_gemm(monkeypatch):
+    """Up to 24 output channels (gemm.c's GC_GEMV_MAX_M_N) the GEMM's small-m path is faster: the
+    rule never takes them, on any ISA, and the results are the GEMM path's bits."""
+    monkeypatch.delenv("GPUCORE_CONV", raising=False)
+    g = _cpu.info()["gemm"]["float32"]
+    r = np.random.default_rng(5)
+    x = r.standard_normal((1, 64, 12, 12)).astype(np.float32)
+    for o in range(1, 25):
+        assert _cpu.conv2d_pointwise(1, 64, 56, 56, 1, 1, 1, 1, 0, 0, 1, 1, o) is False, o
+        assert _cpu.conv2d_pointwise(1, 64, 12, 12, 1, 1, 2, 2, 0, 0, 1, 1, o) is False, o
+        wt = r.standard_normal((o, 64, 1, 1)).astype(np.float32)
+        b = r.standard_normal(o).astype(np.float32)
+        res = r.standard_normal((1, o, 12, 12)).astype(np.float32)
+        geo = (1, 64, 12, 12, 1, 1, 1, 1, 0, 0, 1, 1, o)
+        outs = []
+        for mode in (None, "im2col"):
+            if mode:
+                monkeypatch.setenv("GPUCORE_CONV", mode)
+            out = np.full((1, o, 12, 12), np.nan, np.float32)
+            _cpu.conv2d_forward(x, wt, b, out, *geo, res, _cpu.UNARY_RELU)
+            outs.append(out)
+        monkeypatch.delenv("GPUCORE_CONV")
+        assert np.array_equal(outs[0], outs[1]), o
+    if (g["mr"], g["nr"]) == (14, 32):  # AVX-512: 25 channels and up fill the short-row kernels
+        assert _cpu.conv2d_pointwise(1, 64, 56, 56, 1, 1, 1, 1, 0, 0, 1, 1, 25) is True
+
+
 def test_runtime_packs_the_unswapped_layout():
     from gpucore.runtime.ir import packing
 
