@@ -158,26 +158,13 @@ GC_NO_MEMCPY_IDIOM static void pw_pack(float *restrict d, const float *restrict 
     }
 }
 
-/* The epilogue on mv finished rows of nv columns of c (row stride l, res's too): a tile whose
- * product ran through the GEMM's short-row kernels (gc_isa.ukr_rows_f32); the same operations in
- * the same order as the pointwise kernel's. */
-static void pw_epi_rows(float *restrict c, ptrdiff_t l, ptrdiff_t mv, ptrdiff_t nv,
-                        const float *restrict rb, const float *restrict res, int relu)
-{
-    for (ptrdiff_t i = 0; i < mv; i++) {
-        float *restrict ci = c + i * l;
-        const float *restrict ri = res ? res + i * l : NULL;
-        const float bi = rb ? rb[i] : 0.0f;
-        for (ptrdiff_t j = 0; j < nv; j++) {
-            float v = ci[j];
-            if (rb)
-                v += bi;
-            if (ri)
-                v += ri[j];
-            ci[j] = relu && v <= 0.0f ? 0.0f : v;
-        }
-    }
-}
+/* The epilogue on finished rows of a tile whose product ran through the GEMM's short-row kernels
+ * (gc_isa.ukr_rows_f32): epi_rows_f32(rb, res, relu, c, l, 0, 0, mv, nv), gemm.c's own. */
+#define GC_T float
+#define GC_SFX f32
+#include "gemm_epi_rows.h"
+#undef GC_SFX
+#undef GC_T
 
 static void pw_unit(const pw_job *J, float *bp, ptrdiff_t *off, long u)
 {
@@ -217,7 +204,7 @@ static void pw_unit(const pw_job *J, float *bp, ptrdiff_t *off, long u)
                 else if (mv < mr && nv == nr && J->rows) { /* the last row panel: mv rows alone */
                     J->rows((int)mv, kb, a, bq, nr, c, l, acc_in ? 1.0f : 0.0f, NULL, 0);
                     if (rb || rs || (last && J->relu))
-                        pw_epi_rows(c, l, mv, nv, rb, rs, last && J->relu);
+                        epi_rows_f32(rb, rs, last && J->relu, c, l, 0, 0, mv, nv);
                 } else {
                     J->ukr(kb, a, bq, c, l, (int)mv, (int)nv, acc_in, rb, rs, last && J->relu);
                 }

@@ -1,7 +1,8 @@
 /* Pointwise (1x1) convolution micro-kernel template (contract in isa.h: gc_pwukr_f32; driver
  * cpu/conv_pw.c), included by cpu/isa/<isa>.c with the macros of isa/ukr_conv.h (UKR_T, UKR_VT,
  * UKR_VL, UKR_MR, UKR_NV, V_ZERO, V_LOADU, V_STOREU, V_SET1, V_FMA, V_ADD), UKR_PW_RELU(x)
- * ((x <= 0) ? 0 : x, NaN kept: the GEMM's V_RELU) and the name UKR_PW_NAME.
+ * ((x <= 0) ? 0 : x, NaN kept: the float32 GEMM's V_RELU, one definition in each ISA's file)
+ * and the name UKR_PW_NAME.
  *
  * The GEMM's register tile and FMA chain (isa/ukr.h: rows from a packed A panel, columns from a
  * packed B panel, acc = a * b + acc in p order, then acc + c for a later K block), with a
@@ -11,11 +12,10 @@
  * an element gets the GEMM path's bits while the tile makes one trip to memory instead of
  * three, and the residual rows are prefetched while the FMAs run.  UKR_PW_LDB (default: the
  * tile's width) is the B panels' row stride: a half-width instance (UKR_NV halved) reads the
- * first columns of full-width panels, for a last column panel of at most half a panel.  Edge tiles (mv < MR rows or
- * nv < NR columns inside the matrix: A and B panels zero-padded) store only those. */
+ * first columns of full-width panels, for a last column panel of at most half a panel.  Edge
+ * tiles (mv < MR rows or nv < NR columns inside the matrix: A and B panels zero-padded) store
+ * only those. */
 
-/* An edge tile's epilogue (mv < MR rows or nv < NR columns stored): the full tile's operations
- * on the elements inside, a partial vector through a stack copy. */
 #ifndef UKR_PW_LDB /* the packed B panels' row stride: the tile's width, or a wider panel's */
 #define UKR_PW_LDB (UKR_NV * UKR_VL)
 #endif
@@ -24,6 +24,8 @@
 #define UKR_PW_CAT(a, b) UKR_PW_CAT_(a, b)
 #endif
 
+/* An edge tile's epilogue (mv < MR rows or nv < NR columns stored): the full tile's operations
+ * on the elements inside, a partial vector through a stack copy. */
 static inline __attribute__((always_inline)) UKR_VT UKR_PW_CAT(UKR_PW_NAME, part)(
     UKR_VT x, UKR_T *restrict c, const UKR_T *restrict r, int n, int acc_in, const UKR_T *rb,
     int relu)
