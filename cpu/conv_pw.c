@@ -199,14 +199,19 @@ static void pw_unit(const pw_job *J, float *bp, ptrdiff_t *off, long u)
                 float *c = out + i0 * l + jj;
                 const float *rs = last && res ? res + i0 * l + jj : NULL;
                 const float *bq = bp + q * nr * kb;
+                /* the next tile, for the kernel's prefetches: in this row panel, and full */
+                const int nxt = mv == mr && (q + 2) * nr <= nc;
+                const float *cn = nxt ? c + nr : NULL, *rn = nxt && rs ? rs + nr : NULL;
                 if (nv <= nr / 2 && J->half) /* a last panel of half a panel or less */
-                    J->half(kb, a, bq, c, l, (int)mv, (int)nv, acc_in, rb, rs, last && J->relu);
+                    J->half(kb, a, bq, c, l, (int)mv, (int)nv, acc_in, rb, rs, last && J->relu,
+                            NULL, NULL);
                 else if (mv < mr && nv == nr && J->rows) { /* the last row panel: mv rows alone */
                     J->rows((int)mv, kb, a, bq, nr, c, l, acc_in ? 1.0f : 0.0f, NULL, 0);
                     if (rb || rs || (last && J->relu))
                         epi_rows_f32(rb, rs, last && J->relu, c, l, 0, 0, mv, nv);
                 } else {
-                    J->ukr(kb, a, bq, c, l, (int)mv, (int)nv, acc_in, rb, rs, last && J->relu);
+                    J->ukr(kb, a, bq, c, l, (int)mv, (int)nv, acc_in, rb, rs, last && J->relu,
+                           cn, rn);
                 }
             }
         }

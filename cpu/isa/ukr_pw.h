@@ -51,7 +51,8 @@ static inline __attribute__((always_inline)) UKR_VT UKR_PW_CAT(UKR_PW_NAME, part
 
 static void UKR_PW_NAME(ptrdiff_t k, const UKR_T *restrict a, const UKR_T *restrict b,
                         UKR_T *restrict c, ptrdiff_t ldc, int mv, int nv, int acc_in,
-                        const UKR_T *restrict rb, const UKR_T *restrict res, int relu)
+                        const UKR_T *restrict rb, const UKR_T *restrict res, int relu,
+                        const UKR_T *cn, const UKR_T *rn)
 {
     UKR_VT acc[UKR_MR][UKR_NV];
     const int full = mv == UKR_MR && nv == UKR_NV * UKR_VL;
@@ -67,13 +68,12 @@ static void UKR_PW_NAME(ptrdiff_t k, const UKR_T *restrict a, const UKR_T *restr
         for (int v = 0; v < UKR_NV; v++)
             acc[i][v] = V_ZERO();
     }
-    /* the next tile along the rows (the driver's next call): its lines of c and res requested
-     * one per K step, so that few misses are in flight at once and each has a tile's time
-     * (a burst at the start of the tile left a fourth of a K = 64 layer's time waiting on its
-     * stores and residual loads) */
+    /* the next tile along the rows (the driver's next call, a full one: its c and res at cn, rn;
+     * NULL where there is none): its lines requested one per K step, so that few misses are in
+     * flight at once and each has a tile's time (a burst at the start of the tile left a fourth
+     * of a K = 64 layer's time waiting on its stores and residual loads) */
     const int lpr = (int)((UKR_NV * UKR_VL * sizeof(UKR_T) + 63) / 64), fl = 64 / sizeof(UKR_T);
-    const ptrdiff_t npf = full ? UKR_MR * lpr : 0;
-    const UKR_T *cn = c + UKR_NV * UKR_VL, *rn = res ? res + UKR_NV * UKR_VL : NULL;
+    const ptrdiff_t npf = full && cn ? UKR_MR * lpr : 0;
 #pragma GCC unroll 4
     for (ptrdiff_t p = 0; p < k; p++) {
         if (p < npf) {
