@@ -230,24 +230,35 @@ def test_runtime_packs_the_unswapped_layout():
 
 _ISA_SCRIPT = textwrap.dedent(
     """
-    import sys, numpy as np
+    import os, sys, numpy as np
     sys.path.insert(0, sys.argv[1])
     import test_conv_pointwise as t
+    import gpucore
     from gpucore import _cpu
     assert _cpu.info()["isa"] == sys.argv[2]
     res = {}
     for case in t.GEOMS:
         x, wt, b, r = t._inputs(case)
+        gpucore.set_num_threads(1)
         res[case] = t._forward(case, x, wt, b, r, True)
         res[case + ".plain"] = t._forward(case, x, wt, None)
         res[case + ".path"] = np.array(_cpu.conv2d_pointwise(*t._args(case)))
+        gpucore.set_num_threads(8)  # the same bits on 8 threads
+        assert np.array_equal(t._forward(case, x, wt, b, r, True), res[case]), case
+        os.environ["GPUCORE_CONV"] = "im2col"  # the GEMM path's bits (its blocked kernel)
+        if t.GEOMS[case][4] > 24:
+            assert np.array_equal(t._forward(case, x, wt, b, r, True), res[case]), case
+            assert np.array_equal(t._forward(case, x, wt, None), res[case + ".plain"]), case
+        os.environ["GPUCORE_CONV"] = "pointwise"
     np.savez(sys.argv[3], **res)
     """
 )
 
 
 @pytest.mark.parametrize("isa", [i for i in _cpu.info()["available"]])
-def test_every_isa_matches_float64(isa, tmp_path):
+def test_every_isa_matches_float64_and_gemm_bits(isa, tmp_path):
+    """Under each ISA: close to float64, the same bits on 1 and 8 threads, and (more than 24
+    output channels) the same bits as conv.c's GEMM path, GPUCORE_CONV=im2col."""
     out = tmp_path / "r.npz"
     env = dict(os.environ, GPUCORE_CPU_ISA=isa, GPUCORE_CONV="pointwise")
     here = os.path.dirname(os.path.abspath(__file__))
