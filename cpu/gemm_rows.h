@@ -216,10 +216,10 @@ static int GC_FN(rows_fit)(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int want, int 
 
 /* Whether an unpacked product that does not fit the row-split mode should run swapped (C^T =
  * op(B)^T op(A)^T) because that one fits: a dW = dY^T X with a wide X (128 x 2048 x 512 in the
- * GPT: the blocked steps' waits at every K block, as above) becomes 512 x 2048 x 128 with its B = dY packed
- * once.  Only with alpha 1 (swapped, alpha would scale the other operand: other bits than the
- * unswapped call on one thread), outside batch mode, with C^T small enough for the swapped mode's
- * row-major buffer, and when the swapped tiles waste no more than a tenth more. */
+ * GPT: the blocked steps' waits at every K block, as above) becomes 512 x 2048 x 128 with its
+ * B = dY packed once.  Only with alpha 1 (swapped, alpha would scale the other operand: other
+ * bits than the unswapped call on one thread), outside batch mode, with C^T small enough for the
+ * swapped mode's row-major buffer, and when the swapped tiles waste no more than a tenth more. */
 static int GC_FN(rows_swap)(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, ptrdiff_t batch, ptrdiff_t sc,
                             GC_T alpha)
 {
