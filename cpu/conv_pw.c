@@ -91,7 +91,8 @@ static double pw_col_use(ptrdiff_t l, ptrdiff_t nr)
  * convolution is strided (the stride folded into the packing saves the column matrix).  Gains:
  * ResNet-50's 64 -> 256 at 3136 pixels 10-20 %, 256 -> 1024 at 196 ~11 %, 128 -> 512 at 784
  * ~9 % (the epilogue in registers), strided downsamples 3-15 %, 512 -> 128 at 784 5-8 %,
- * 64 -> 64 at 3136 ~5 %, 256 -> 64 alike. */
+ * 64 -> 64 at 3136 ~5 %, 256 -> 64 alike.  Never at GC_GEMV_MAX_M_N output channels or fewer
+ * (on AVX-512 `rows` is 1 for any count): gemm.c's small-m path runs those 1.3 - 3x faster. */
 #define PW_ROW_USE 0.95
 #define PW_COL_USE 0.85
 #define PW_SWAP_GAIN 1.05
@@ -106,6 +107,8 @@ int gc_conv2d_pw_use(const gc_conv *p, ptrdiff_t o)
     const int forced = pw_forced();
     if (forced)
         return forced == 2;
+    if (o <= GC_GEMV_MAX_M_N) /* gemm.c's small-m path, faster (kernels.h) */
+        return 0;
     const ptrdiff_t l = p->oh * p->ow, mr = gc_blk_f32.mr, nr = gc_blk_f32.nr;
     const double rows = gc_isa.ukr_rows_f32 ? 1.0 : pw_use(o, mr); /* (short-row kernels) */
     if (rows < PW_ROW_USE || pw_col_use(l, nr) < PW_COL_USE)
@@ -155,26 +158,13 @@ GC_NO_MEMCPY_IDIOM static void pw_pack(float *restrict d, const float *restrict 
     }
 }
 
-/* The epilogue on mv finished rows of nv columns of c (row stride l, res's too): a tile whose
- * product ran through the GEMM's short-row kernels (gc_isa.ukr_rows_f32); the same operations in
- * the same order as the pointwise kernel's. */
-static void pw_epi_rows(float *restrict c, ptrdiff_t l, ptrdiff_t mv, ptrdiff_t nv,
-                        const float *restrict rb, const float *restrict res, int relu)
-{
-    for (ptrdiff_t i = 0; i < mv; i++) {
-        float *restrict ci = c + i * l;
-        const float *restrict ri = res ? res + i * l : NULL;
-        const float bi = rb ? rb[i] : 0.0f;
-        for (ptrdiff_t j = 0; j < nv; j++) {
-            float v = ci[j];
-            if (rb)
-                v += bi;
-            if (ri)
-                v += ri[j];
-            ci[j] = relu && v <= 0.0f ? 0.0f : v;
-        }
-    }
-}
+/* The epilogue on finished rows of a tile whose product ran through the GEMM's short-row kernels
+ * (gc_isa.ukr_rows_f32): epi_rows_f32(rb, res, relu, c, l, 0, 0, mv, nv), gemm.c's own. */
+#define GC_T float
+#define GC_SFX f32
+#include "gemm_epi_rows.h"
+#undef GC_SFX
+#undef GC_T
 
 static void pw_unit(const pw_job *J, float *bp, ptrdiff_t *off, long u)
 {
@@ -209,14 +199,19 @@ static void pw_unit(const pw_job *J, float *bp, ptrdiff_t *off, long u)
                 float *c = out + i0 * l + jj;
                 const float *rs = last && res ? res + i0 * l + jj : NULL;
                 const float *bq = bp + q * nr * kb;
+                /* the next tile, for the kernel's prefetches: in this row panel, and full */
+                const int nxt = mv == mr && (q + 2) * nr <= nc;
+                const float *cn = nxt ? c + nr : NULL, *rn = nxt && rs ? rs + nr : NULL;
                 if (nv <= nr / 2 && J->half) /* a last panel of half a panel or less */
-                    J->half(kb, a, bq, c, l, (int)mv, (int)nv, acc_in, rb, rs, last && J->relu);
+                    J->half(kb, a, bq, c, l, (int)mv, (int)nv, acc_in, rb, rs, last && J->relu,
+                            NULL, NULL);
                 else if (mv < mr && nv == nr && J->rows) { /* the last row panel: mv rows alone */
                     J->rows((int)mv, kb, a, bq, nr, c, l, acc_in ? 1.0f : 0.0f, NULL, 0);
                     if (rb || rs || (last && J->relu))
-                        pw_epi_rows(c, l, mv, nv, rb, rs, last && J->relu);
+                        epi_rows_f32(rb, rs, last && J->relu, c, l, 0, 0, mv, nv);
                 } else {
-                    J->ukr(kb, a, bq, c, l, (int)mv, (int)nv, acc_in, rb, rs, last && J->relu);
+                    J->ukr(kb, a, bq, c, l, (int)mv, (int)nv, acc_in, rb, rs, last && J->relu,
+                           cn, rn);
                 }
             }
         }

@@ -91,8 +91,7 @@ static void gc_wait_at_least(atomic_int *v, int want)
  * (m = 1: 2048 x 2048 ~120 us against ~1060 us; m = 16: 1030 / 1200 us against 1920 / 2170),
  * ties at 128 x 128 from m ~ 16 (trans_b) / ~24, and loses from m ~ 28 at 2048 x 2048 with
  * trans_b (the blocked path packs B once for all rows; here B is read once per 8 rows). */
-#define GC_GEMV_MAX_M_T 16
-#define GC_GEMV_MAX_M_N 24
+#define GC_GEMV_MAX_M_T 16 /* (GC_GEMV_MAX_M_N, for a B stored k x n: kernels.h) */
 /* columns per work chunk (multiples of every ISA's widest step: 8 rows / 8 vectors of 16) */
 #define GC_GEMV_CW_T 64
 #define GC_GEMV_CW_N 128
@@ -498,7 +497,7 @@ static void GC_FN(gemm_item)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_
 static void GC_FN(gemm_body)(void *ctx, int slot)
 {
     GC_FN(gemm_job) *J = (GC_FN(gemm_job) *)ctx;
-    if (J->rows) { /* workspace [B, A x slots, steps] */
+    if (J->rows) { /* workspace [B (x slots with bslot), A x slots, steps]: rows_setup */
         GC_FN(gemm_rows_item)(J, J->a, J->b, J->c, J->bpack ? J->ws : NULL,
                               J->ws + J->bsz + slot * J->asz, J->steps, slot);
         return;

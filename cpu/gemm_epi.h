@@ -15,25 +15,7 @@ static void GC_FN(epi_prefetch)(const GC_T *r, ptrdiff_t ld, ptrdiff_t rows, ptr
             __builtin_prefetch(r + i * ld + (j < cols ? j : cols - 1), 0, 3);
 }
 
-/* (one pass per row, the flags constant in each instance so that the loop vectorizes) */
-static inline __attribute__((always_inline)) void
-GC_FN(epi_rows)(const GC_T *rb, const GC_T *res, const int relu, GC_T *c, ptrdiff_t ld,
-                ptrdiff_t r0, ptrdiff_t c0, ptrdiff_t rows, ptrdiff_t cols)
-{
-    for (ptrdiff_t i = 0; i < rows; i++) {
-        GC_T *restrict row = c + i * ld;
-        const GC_T *restrict rr = res ? res + (r0 + i) * ld + c0 : NULL;
-        const GC_T b = rb ? rb[r0 + i] : (GC_T)0;
-        for (ptrdiff_t j = 0; j < cols; j++) {
-            GC_T v = row[j];
-            if (rb)
-                v += b;
-            if (res)
-                v += rr[j];
-            row[j] = relu && v <= (GC_T)0 ? (GC_T)0 : v;
-        }
-    }
-}
+#include "gemm_epi_rows.h"
 
 static void GC_FN(epi_apply)(const gc_epi *e, GC_T *c, ptrdiff_t ld, ptrdiff_t r0, ptrdiff_t c0,
                              ptrdiff_t rows, ptrdiff_t cols)

@@ -69,7 +69,7 @@ static void GC_FN(rows_transpose)(const GC_FN(gemm_job) * J, const GC_T *s, GC_T
 
 /* Unit u of the row-split mode, run by one participant with A buffer abuf (rg * mr * kc): column
  * chunk u / ru times row group u % ru (of the ru groups).  Before K block i it waits for
- * st[i].a_done to reach packed (that K block's packing items; 0: none). */
+ * st[J->nrange + i].a_done to reach packed (that K block's packing items; 0: none). */
 static void GC_FN(gemm_rows_unit)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_T *b,
                                   GC_T *c, GC_T *abuf, ptrdiff_t u, gc_gemm_step *st, int packed)
 {
@@ -86,7 +86,7 @@ static void GC_FN(gemm_rows_unit)(const GC_FN(gemm_job) * J, const GC_T *a, cons
         const ptrdiff_t kb = k - pc < J->kc ? k - pc : J->kc;
         const GC_T *ablk = abuf;
         if (packed)
-            gc_wait_at_least(&st[pc / J->kc].a_done, packed);
+            gc_wait_at_least(&st[J->nrange + pc / J->kc].a_done, packed);
         if (J->pka && !J->pa_scale) {
             ablk = J->pka + pc * J->npa * mr + ic * kb;
         } else if (J->pka) {
@@ -110,10 +110,10 @@ static void GC_FN(gemm_rows_unit)(const GC_FN(gemm_job) * J, const GC_T *a, cons
 
 /* One GEMM in row-split mode, run by every participant (slot: its A buffer).  Counters:
  * st[r].a_next claims the packing items of range r (GC_ROWS_BPAN panels of B each, then, with
- * J->apack, one MR panel of A each), st[i].a_done counts K block i's packed ones, and st[r].u_next
- * claims the units of range r.  A unit waits only for its next K block's items (all claimed, by
- * running threads, before anyone starts a unit), so a thread with no items left starts its units
- * while another still packs later K blocks. */
+ * J->apack, one MR panel of A each), st[J->nrange + i].a_done counts K block i's packed ones,
+ * and st[r].u_next claims the units of range r.  A unit waits only for its next K block's items
+ * (all claimed, by running threads, before anyone starts a unit), so a thread with no items left
+ * starts its units while another still packs later K blocks. */
 #define GC_ROWS_BPAN 4
 static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_T *b,
                                   GC_T *c, GC_T *bw, GC_T *abuf, gc_gemm_step *st, int slot)
@@ -124,15 +124,12 @@ static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, cons
     const ptrdiff_t first = J->bdirect ? n / nr : 0;
     ptrdiff_t ng = bw ? (J->pn - first + GC_ROWS_BPAN - 1) / GC_ROWS_BPAN : 0;
     GC_FN(gemm_job) own;
-    if (bw && J->bslot) { /* this participant's own copy of B, all of it, read by it alone */
+    /* this participant's own copy of B, all of it, read by it alone: packed when it claims its
+     * first unit (one that joins late and finds none left packs nothing: the caller waits at the
+     * region's close for every participant that joined) */
+    const int own_b = bw && J->bslot;
+    if (own_b) {
         bw += slot * J->bslot;
-        for (ptrdiff_t pc = 0; pc < k; pc += J->kc)
-            GC_FN(pack_b)(bw + pc * J->pn * nr + first * nr * (k - pc < J->kc ? k - pc : J->kc),
-                          b, n, k, J->tb, pc, k - pc < J->kc ? k - pc : J->kc, first * nr,
-                          n - first * nr, nr);
-        own = *J;
-        own.pkb = bw;
-        J = &own;
         ng = 0;
     }
     const ptrdiff_t na = J->apack ? J->npa : 0, per = ng + na; /* shared items per K block */
@@ -160,7 +157,7 @@ static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, cons
                 GC_FN(pack_a)((GC_T *)J->pka + pc * J->npa * mr, a, m, k, J->ta, J->alpha, 0, m,
                               pc, kb, mr, q, q + 1);
             }
-            atomic_fetch_add_explicit(&st[i].a_done, 1, memory_order_release);
+            atomic_fetch_add_explicit(&st[J->nrange + i].a_done, 1, memory_order_release);
         }
     }
     /* The units in J->nrange contiguous claim ranges: participant s takes range s first (the same
@@ -172,8 +169,19 @@ static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, cons
         const int r = (slot + r0) % J->nrange;
         const ptrdiff_t lo = units * r / J->nrange, len = units * (r + 1) / J->nrange - lo;
         for (ptrdiff_t u; (u = atomic_fetch_add_explicit(&st[r].u_next, 1,
-                                                         memory_order_relaxed)) < len;)
+                                                         memory_order_relaxed)) < len;) {
+            if (own_b && J != &own) {
+                for (ptrdiff_t pc = 0; pc < k; pc += J->kc) {
+                    const ptrdiff_t kb = k - pc < J->kc ? k - pc : J->kc;
+                    GC_FN(pack_b)(bw + pc * J->pn * nr + first * nr * kb, b, n, k, J->tb, pc, kb,
+                                  first * nr, n - first * nr, nr);
+                }
+                own = *J;
+                own.pkb = bw;
+                J = &own;
+            }
             GC_FN(gemm_rows_unit)(J, a, b, c, abuf, lo + u, st, (int)per);
+        }
     }
 }
 
@@ -182,7 +190,8 @@ static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, cons
  * row-split on AVX2: 1024 x 600 x 320 with a 750 KiB B block 56 -> 76, 512 x 1024 x 256 54 -> 60, a
  * 300 x 2048 x 256 dW 52 -> 50; narrower B blocks gain more: benchmarks/README.md, *A narrow B*),
  * all of B within GC_ROWS_MAX_B (the workspace holds it, and stays allocated), and at least two
- * MR panels per thread.  With several K blocks each unit reloads every B block from L3; when the
+ * MR panels per thread or, on two or more threads, two NR panels per thread (rows_setup's column
+ * chunks).  With several K blocks each unit reloads every B block from L3; when the
  * whole A block fits in L2 the blocked steps reload nothing and win on one thread (dW of 128 x
  * 2048 x 128: ~10 %).  On two or more they lose: both threads wait for the shared A block and
  * then for each other's units at every K block (4 times per dW of the d = 128 GPT, where a thread
@@ -190,6 +199,7 @@ static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, cons
 #define GC_ROWS_MAX_B (8.0 * 1024 * 1024)
 #define GC_ROWS_MAX_APACK (2.0 * 1024 * 1024) /* A packed once for all chunks, at most */
 #define GC_ROWS_OWN_B (512 * 1024) /* B up to this size: one copy per participant */
+#define GC_ROWS_OWN_B_THREADS 4     /* ... always for this many participants at most */
 static int GC_FN(rows_fit)(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int want, int bpacked)
 {
     const ptrdiff_t kc = gc_gemm_kc(sizeof(GC_T) == 4 ? 'f' : 'd', k);
@@ -200,15 +210,16 @@ static int GC_FN(rows_fit)(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int want, int 
         return 0;
     return (double)kc * width <= 1.6 * (double)gc_cache_info.l2 &&
            (bpacked || (double)k * width <= GC_ROWS_MAX_B) &&
-           (npa >= 2 * (ptrdiff_t)want || (want > 1 && width >= 2.0 * want * GC_BLK.nr * sizeof(GC_T)));
+           (npa >= 2 * (ptrdiff_t)want ||
+            (want > 1 && width >= 2.0 * want * GC_BLK.nr * sizeof(GC_T)));
 }
 
-/* Whether an unpacked product that does not fit the row-split mode should run swapped (C^T = op(B)^T
- * op(A)^T) because that one fits: a dW = dY^T X with a wide X (128 x 2048 x 512 in the GPT: the
- * blocked steps' waits at every K block, as above) becomes 512 x 2048 x 128 with its B = dY packed
- * once.  Only with alpha 1 (swapped, alpha would scale the other operand: other bits than the
- * unswapped call on one thread), outside batch mode, with C^T small enough for the swapped mode's
- * row-major buffer, and when the swapped tiles waste no more than a tenth more. */
+/* Whether an unpacked product that does not fit the row-split mode should run swapped (C^T =
+ * op(B)^T op(A)^T) because that one fits: a dW = dY^T X with a wide X (128 x 2048 x 512 in the
+ * GPT: the blocked steps' waits at every K block, as above) becomes 512 x 2048 x 128 with its
+ * B = dY packed once.  Only with alpha 1 (swapped, alpha would scale the other operand: other
+ * bits than the unswapped call on one thread), outside batch mode, with C^T small enough for the
+ * swapped mode's row-major buffer, and when the swapped tiles waste no more than a tenth more. */
 static int GC_FN(rows_swap)(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, ptrdiff_t batch, ptrdiff_t sc,
                             GC_T alpha)
 {
@@ -227,7 +238,9 @@ static int GC_FN(rows_swap)(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, ptrdiff_t bat
  * units of about 3 per thread (2 with several K blocks: each unit then reads all of B from L3),
  * at most 4 MR panels (8 when A is stored transposed, so that its packed rows are longer), their
  * count a multiple of the threads and the panels spread evenly over them (dynamic claims then
- * add up to the same work per thread); one B for all (bsz), an A buffer per participant (asz). */
+ * add up to the same work per thread).  Workspace: B (bsz: one for all, or one per participant,
+ * bslot apart; then A packed once for all, at aoff, with apack), an A buffer per participant (asz:
+ * 0 with apack), the counters. */
 static void GC_FN(rows_setup)(GC_FN(gemm_job) * J, int want, int a_packed)
 {
     const ptrdiff_t per = J->k > J->kc ? 2 : 3, rmax = J->ta ? 8 : 4;
@@ -270,8 +283,12 @@ static void GC_FN(rows_setup)(GC_FN(gemm_job) * J, int want, int a_packed)
     /* A small B packed by every participant into its own copy instead of once for all: lines
      * that one core writes while the other holds them (it read the shared copy in the previous
      * call) are slow to take over (here, two vCPUs whose caches are far apart: 256^3's 256 KiB B
-     * took ~65 us to pack on two threads against ~7 us on one, the whole product ~155 us). */
-    J->bslot = want > 1 && J->bsz && J->bsz * sizeof(GC_T) <= GC_ROWS_OWN_B ? J->bsz : 0;
+     * took ~65 us to pack on two threads against ~7 us on one, the whole product ~155 us).  Only
+     * for few participants, or where the copy (k n elements) is a small share of each one's work
+     * (2 m n k / want flops; want <= m / 64: under 1/128): every participant packs all of B, and
+     * the copies take want x bsz (2048 x 128 x 1024 on 64 threads: 32 MiB for a 512 KiB B). */
+    const int own_ok = want <= GC_ROWS_OWN_B_THREADS || (ptrdiff_t)want * 64 <= J->m;
+    J->bslot = want > 1 && own_ok && J->bsz && J->bsz * sizeof(GC_T) <= GC_ROWS_OWN_B ? J->bsz : 0;
     J->bsz *= J->bslot ? want : 1;
     /* Panels split into column chunks, A packed: once for all chunks, every K block, shared (with
      * B's, the one wait), rather than by each chunk's unit again (128 x 512 x 512 on two threads:
@@ -283,6 +300,9 @@ static void GC_FN(rows_setup)(GC_FN(gemm_job) * J, int want, int a_packed)
         J->bsz += GC_FN(round_up)(J->npa * J->mr * J->k, 64);
         J->asz = 0;
     }
-    J->nrange = want; /* claim ranges and K blocks: one step's counters each */
-    J->nsteps = (J->k + J->kc - 1) / J->kc > want ? (J->k + J->kc - 1) / J->kc : want;
+    /* counters: the claim ranges' (a_next, u_next) in steps [0, want), K block i's a_done in
+     * step want + i (on its own cache line: claims of range 0 would otherwise keep taking the line
+     * that the units of K block 0 poll) */
+    J->nrange = want;
+    J->nsteps = want + (J->k + J->kc - 1) / J->kc;
 }

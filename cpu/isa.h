@@ -108,10 +108,12 @@ typedef void (*gc_ctile_f32)(const float *t, float *c, ptrdiff_t ldc, ptrdiff_t 
  * panels: A[i, p] at a[p * MR + i], B[p, j] at b[p * NR + j]) and then, each rounded on its own:
  * + c (acc_in), + rb[i] (rb != NULL), + res[i * ldc + j] (res != NULL), relu; stored to c
  * (the elements i < mv <= MR, j < nv <= NR at c[i * ldc + j]; only those are read).  The bits
- * of the GEMM's tile followed by gemm.c's convolution epilogue (gc_epi). */
+ * of the GEMM's tile followed by gemm.c's convolution epilogue (gc_epi).  cn, rn: the c and res
+ * of the caller's next tile when that one is a full MR x NR tile (their lines are prefetched
+ * while this one runs), else NULL (rn NULL without a residual too). */
 typedef void (*gc_pwukr_f32)(ptrdiff_t k, const float *a, const float *b, float *c, ptrdiff_t ldc,
                              int mv, int nv, int acc_in, const float *rb, const float *res,
-                             int relu);
+                             int relu, const float *cn, const float *rn);
 
 /* Winograd F(4x4, 3x3) tile transforms (isa/winograd.h, conv_winograd.c) along a block of
  * n <= GC_WG_TB tiles: in: d [6][6][GC_WG_TB] (each tile's 6x6 input window) -> the 36 values

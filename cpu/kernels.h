@@ -317,11 +317,16 @@ const float *gc_winograd_raw(const gc_packed *pw);
 int gc_conv_input_finite(const float *x, ptrdiff_t n);
 int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, const float *bias,
                          const gc_epi *e, float *out, const gc_conv *p, ptrdiff_t o);
+/* gemm.c's small-m path (B read where it lies, not packed) takes products of up to this many
+ * rows of A with a B stored k x n (measured there, beside GC_GEMV_MAX_M_T); conv_pw.c leaves 1x1
+ * convolutions of that many output channels or fewer to it (1.3 - 3x faster than the pointwise
+ * tile: 64 -> 1 .. 24 channels at 56 x 56, 256 -> 8 at 14 x 14, one thread). */
+#define GC_GEMV_MAX_M_N 24
 /* conv_pw.c: 1 when float32 conv2d_forward of this geometry takes the pointwise path (a 1x1
- * convolution without padding, any stride, on an ISA with a pointwise micro-kernel;
- * GPUCORE_CONV=im2col / direct force it off, pointwise on), and the path itself (w, or pw when w is NULL: its
- * gemm_pack side A, swap 0; a pw packed otherwise returns 1 untouched: the caller's other paths
- * take it); -1 when a scratch allocation fails. */
+ * convolution without padding, any stride, on an ISA with a pointwise micro-kernel, more than
+ * GC_GEMV_MAX_M_N output channels; GPUCORE_CONV=im2col / direct force it off, pointwise on), and
+ * the path itself (w, or pw when w is NULL: its gemm_pack side A, swap 0; a pw packed otherwise
+ * returns 1 untouched: the caller's other paths take it); -1 when a scratch allocation fails. */
 int gc_conv2d_pw_use(const gc_conv *p, ptrdiff_t o);
 int gc_conv2d_pw_f32(const float *x, const float *w, const gc_packed *pw, const float *bias,
                      const gc_epi *e, float *out, const gc_conv *p, ptrdiff_t o);

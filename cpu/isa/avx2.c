@@ -32,7 +32,9 @@ static inline double gc_avx2_hsum_pd(__m256d v)
 #define V_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define V_ADD(a, b) _mm256_add_ps(a, b)
 #define V_MUL(a, b) _mm256_mul_ps(a, b)
-#define V_RELU(x) _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LE_OQ), x)
+/* (x <= 0) ? +0 : x, NaN kept: the float32 GEMM's V_RELU and the pointwise kernel's */
+#define RELU_PS(x) _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LE_OQ), x)
+#define V_RELU(x) RELU_PS(x)
 #define UKR_NAME gemm_avx2_f32_6x16
 #define UKR_NAME_DA gemm_da_avx2_f32_6x16
 #include "isa/ukr.h"
@@ -464,7 +466,7 @@ void gc_qgemm_fill_avx2(gc_isa_kernels *k)
 #define V_ADD(a, b) _mm256_add_ps(a, b)
 #define UKR_CONV_NAME conv_avx2_f32_6x16
 #include "isa/ukr_conv.h"
-#define UKR_PW_RELU(x) _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LE_OQ), x)
+#define UKR_PW_RELU(x) RELU_PS(x)
 #define UKR_PW_NAME pw_avx2_f32_6x16
 #include "isa/ukr_pw.h"
 

@@ -24,9 +24,11 @@
 #define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define V_ADD(a, b) _mm512_add_ps(a, b)
 #define V_MUL(a, b) _mm512_mul_ps(a, b)
-#define V_RELU(x)                                                                                 \
+/* (x <= 0) ? +0 : x, NaN kept: the float32 GEMM's V_RELU and the pointwise kernel's */
+#define RELU_PS(x)                                                                                \
     _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LE_OQ), x,               \
                          _mm512_setzero_ps())
+#define V_RELU(x) RELU_PS(x)
 #define UKR_NAME gemm_avx512_f32
 #define UKR_NAME_DA gemm_da_avx512_f32
 #define UKR_NAME_ROWS gemm_rows_avx512_f32
@@ -231,9 +233,7 @@ static void gc_isa_fill_avx512_vmath(gc_isa_kernels *k);
 #define V_ADD(a, b) _mm512_add_ps(a, b)
 #define UKR_CONV_NAME conv_avx512_f32
 #include "isa/ukr_conv.h"
-#define UKR_PW_RELU(x)                                                                            \
-    _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LE_OQ), x,               \
-                         _mm512_setzero_ps())
+#define UKR_PW_RELU(x) RELU_PS(x)
 #define UKR_PW_NAME pw_avx512_f32
 #include "isa/ukr_pw.h"
 #undef UKR_PW_NAME

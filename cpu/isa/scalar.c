@@ -145,7 +145,7 @@ void gc_isa_fill_scalar(gc_isa_kernels *k)
 #define V_ADD(a, b) ((a) + (b))
 #define UKR_CONV_NAME conv_scalar_f32_4x4
 #include "isa/ukr_conv.h"
-#define UKR_PW_RELU(x) ((x) <= 0.0f ? 0.0f : (x))
+#define UKR_PW_RELU(x) V_RELU(x) /* (the GEMM's, both types) */
 #define UKR_PW_NAME pw_scalar_f32_4x4
 #include "isa/ukr_pw.h"
 

@@ -30,7 +30,9 @@ static inline double gc_sse2_hsum_pd(__m128d s)
 #define V_FMA(a, b, c) _mm_add_ps(_mm_mul_ps(a, b), c)
 #define V_ADD(a, b) _mm_add_ps(a, b)
 #define V_MUL(a, b) _mm_mul_ps(a, b)
-#define V_RELU(x) _mm_andnot_ps(_mm_cmple_ps(x, _mm_setzero_ps()), x)
+/* (x <= 0) ? +0 : x, NaN kept: the float32 GEMM's V_RELU and the pointwise kernel's */
+#define RELU_PS(x) _mm_andnot_ps(_mm_cmple_ps(x, _mm_setzero_ps()), x)
+#define V_RELU(x) RELU_PS(x)
 #define UKR_NAME gemm_sse2_f32_4x8
 #define UKR_NAME_DA gemm_da_sse2_f32_4x8
 #include "isa/ukr.h"
@@ -137,7 +139,7 @@ void gc_isa_fill_sse2(gc_isa_kernels *k)
 #define V_ADD(a, b) _mm_add_ps(a, b)
 #define UKR_CONV_NAME conv_sse2_f32_4x8
 #include "isa/ukr_conv.h"
-#define UKR_PW_RELU(x) _mm_andnot_ps(_mm_cmple_ps(x, _mm_setzero_ps()), x)
+#define UKR_PW_RELU(x) RELU_PS(x)
 #define UKR_PW_NAME pw_sse2_f32_4x8
 #include "isa/ukr_pw.h"
 

@@ -1,7 +1,8 @@
 /* Pointwise (1x1) convolution micro-kernel template (contract in isa.h: gc_pwukr_f32; driver
  * cpu/conv_pw.c), included by cpu/isa/<isa>.c with the macros of isa/ukr_conv.h (UKR_T, UKR_VT,
  * UKR_VL, UKR_MR, UKR_NV, V_ZERO, V_LOADU, V_STOREU, V_SET1, V_FMA, V_ADD), UKR_PW_RELU(x)
- * ((x <= 0) ? 0 : x, NaN kept: the GEMM's V_RELU) and the name UKR_PW_NAME.
+ * ((x <= 0) ? 0 : x, NaN kept: the float32 GEMM's V_RELU, one definition in each ISA's file)
+ * and the name UKR_PW_NAME.
  *
  * The GEMM's register tile and FMA chain (isa/ukr.h: rows from a packed A panel, columns from a
  * packed B panel, acc = a * b + acc in p order, then acc + c for a later K block), with a
@@ -11,11 +12,10 @@
  * an element gets the GEMM path's bits while the tile makes one trip to memory instead of
  * three, and the residual rows are prefetched while the FMAs run.  UKR_PW_LDB (default: the
  * tile's width) is the B panels' row stride: a half-width instance (UKR_NV halved) reads the
- * first columns of full-width panels, for a last column panel of at most half a panel.  Edge tiles (mv < MR rows or
- * nv < NR columns inside the matrix: A and B panels zero-padded) store only those. */
+ * first columns of full-width panels, for a last column panel of at most half a panel.  Edge
+ * tiles (mv < MR rows or nv < NR columns inside the matrix: A and B panels zero-padded) store
+ * only those. */
 
-/* An edge tile's epilogue (mv < MR rows or nv < NR columns stored): the full tile's operations
- * on the elements inside, a partial vector through a stack copy. */
 #ifndef UKR_PW_LDB /* the packed B panels' row stride: the tile's width, or a wider panel's */
 #define UKR_PW_LDB (UKR_NV * UKR_VL)
 #endif
@@ -24,6 +24,8 @@
 #define UKR_PW_CAT(a, b) UKR_PW_CAT_(a, b)
 #endif
 
+/* An edge tile's epilogue (mv < MR rows or nv < NR columns stored): the full tile's operations
+ * on the elements inside, a partial vector through a stack copy. */
 static inline __attribute__((always_inline)) UKR_VT UKR_PW_CAT(UKR_PW_NAME, part)(
     UKR_VT x, UKR_T *restrict c, const UKR_T *restrict r, int n, int acc_in, const UKR_T *rb,
     int relu)
@@ -49,7 +51,8 @@ static inline __attribute__((always_inline)) UKR_VT UKR_PW_CAT(UKR_PW_NAME, part
 
 static void UKR_PW_NAME(ptrdiff_t k, const UKR_T *restrict a, const UKR_T *restrict b,
                         UKR_T *restrict c, ptrdiff_t ldc, int mv, int nv, int acc_in,
-                        const UKR_T *restrict rb, const UKR_T *restrict res, int relu)
+                        const UKR_T *restrict rb, const UKR_T *restrict res, int relu,
+                        const UKR_T *cn, const UKR_T *rn)
 {
     UKR_VT acc[UKR_MR][UKR_NV];
     const int full = mv == UKR_MR && nv == UKR_NV * UKR_VL;
@@ -65,13 +68,12 @@ static void UKR_PW_NAME(ptrdiff_t k, const UKR_T *restrict a, const UKR_T *restr
         for (int v = 0; v < UKR_NV; v++)
             acc[i][v] = V_ZERO();
     }
-    /* the next tile along the rows (the driver's next call): its lines of c and res requested
-     * one per K step, so that few misses are in flight at once and each has a tile's time
-     * (a burst at the start of the tile left a fourth of a K = 64 layer's time waiting on its
-     * stores and residual loads) */
+    /* the next tile along the rows (the driver's next call, a full one: its c and res at cn, rn;
+     * NULL where there is none): its lines requested one per K step, so that few misses are in
+     * flight at once and each has a tile's time (a burst at the start of the tile left a fourth
+     * of a K = 64 layer's time waiting on its stores and residual loads) */
     const int lpr = (int)((UKR_NV * UKR_VL * sizeof(UKR_T) + 63) / 64), fl = 64 / sizeof(UKR_T);
-    const ptrdiff_t npf = full ? UKR_MR * lpr : 0;
-    const UKR_T *cn = c + UKR_NV * UKR_VL, *rn = res ? res + UKR_NV * UKR_VL : NULL;
+    const ptrdiff_t npf = full && cn ? UKR_MR * lpr : 0;
 #pragma GCC unroll 4
     for (ptrdiff_t p = 0; p < k; p++) {
         if (p < npf) {

@@ -189,6 +189,33 @@ def test_rule_and_binding(conv_path):
         _cpu.conv2d_pointwise(*on[:-1])
 
 
+def test_rule_leaves_few_output_channels_to_the_gemm(monkeypatch):
+    """Up to 24 output channels (gemm.c's GC_GEMV_MAX_M_N) the GEMM's small-m path is faster: the
+    rule never takes them, on any ISA, and the results are the GEMM path's bits."""
+    monkeypatch.delenv("GPUCORE_CONV", raising=False)
+    g = _cpu.info()["gemm"]["float32"]
+    r = np.random.default_rng(5)
+    x = r.standard_normal((1, 64, 12, 12)).astype(np.float32)
+    for o in range(1, 25):
+        assert _cpu.conv2d_pointwise(1, 64, 56, 56, 1, 1, 1, 1, 0, 0, 1, 1, o) is False, o
+        assert _cpu.conv2d_pointwise(1, 64, 12, 12, 1, 1, 2, 2, 0, 0, 1, 1, o) is False, o
+        wt = r.standard_normal((o, 64, 1, 1)).astype(np.float32)
+        b = r.standard_normal(o).astype(np.float32)
+        res = r.standard_normal((1, o, 12, 12)).astype(np.float32)
+        geo = (1, 64, 12, 12, 1, 1, 1, 1, 0, 0, 1, 1, o)
+        outs = []
+        for mode in (None, "im2col"):
+            if mode:
+                monkeypatch.setenv("GPUCORE_CONV", mode)
+            out = np.full((1, o, 12, 12), np.nan, np.float32)
+            _cpu.conv2d_forward(x, wt, b, out, *geo, res, _cpu.UNARY_RELU)
+            outs.append(out)
+        monkeypatch.delenv("GPUCORE_CONV")
+        assert np.array_equal(outs[0], outs[1]), o
+    if (g["mr"], g["nr"]) == (14, 32):  # AVX-512: 25 channels and up fill the short-row kernels
+        assert _cpu.conv2d_pointwise(1, 64, 56, 56, 1, 1, 1, 1, 0, 0, 1, 1, 25) is True
+
+
 def test_runtime_packs_the_unswapped_layout():
     from gpucore.runtime.ir import packing
 
@@ -203,24 +230,35 @@ def test_runtime_packs_the_unswapped_layout():
 
 _ISA_SCRIPT = textwrap.dedent(
     """
-    import sys, numpy as np
+    import os, sys, numpy as np
     sys.path.insert(0, sys.argv[1])
     import test_conv_pointwise as t
+    import gpucore
     from gpucore import _cpu
     assert _cpu.info()["isa"] == sys.argv[2]
     res = {}
     for case in t.GEOMS:
         x, wt, b, r = t._inputs(case)
+        gpucore.set_num_threads(1)
         res[case] = t._forward(case, x, wt, b, r, True)
         res[case + ".plain"] = t._forward(case, x, wt, None)
         res[case + ".path"] = np.array(_cpu.conv2d_pointwise(*t._args(case)))
+        gpucore.set_num_threads(8)  # the same bits on 8 threads
+        assert np.array_equal(t._forward(case, x, wt, b, r, True), res[case]), case
+        os.environ["GPUCORE_CONV"] = "im2col"  # the GEMM path's bits (its blocked kernel)
+        if t.GEOMS[case][4] > 24:
+            assert np.array_equal(t._forward(case, x, wt, b, r, True), res[case]), case
+            assert np.array_equal(t._forward(case, x, wt, None), res[case + ".plain"]), case
+        os.environ["GPUCORE_CONV"] = "pointwise"
     np.savez(sys.argv[3], **res)
     """
 )
 
 
 @pytest.mark.parametrize("isa", [i for i in _cpu.info()["available"]])
-def test_every_isa_matches_float64(isa, tmp_path):
+def test_every_isa_matches_float64_and_gemm_bits(isa, tmp_path):
+    """Under each ISA: close to float64, the same bits on 1 and 8 threads, and (more than 24
+    output channels) the same bits as conv.c's GEMM path, GPUCORE_CONV=im2col."""
     out = tmp_path / "r.npz"
     env = dict(os.environ, GPUCORE_CPU_ISA=isa, GPUCORE_CONV="pointwise")
     here = os.path.dirname(os.path.abspath(__file__))

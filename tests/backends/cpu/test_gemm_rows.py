@@ -189,14 +189,17 @@ ISA_SCRIPT = textwrap.dedent(
     import numpy as np
     from cpu_isa_harness import C
     for dt, (m, n, k), ta, tb in itertools.product(
-        (np.float32, np.float64), [(385, 129, 681), (300, 17, 1400), (61, 15, 40)], (0, 1), (0, 1)
+        (np.float32, np.float64),
+        [(385, 129, 681), (300, 17, 1400), (61, 15, 40), (32, 512, 512)],
+        (0, 1),
+        (0, 1),
     ):
         r = np.random.default_rng(m + k)
         a = r.standard_normal((k, m) if ta else (m, k)).astype(dt)
         b = r.standard_normal((n, k) if tb else (k, n)).astype(dt)
         want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
         outs = []
-        for t in (1, 2, 3):
+        for t in (1, 2, 3, 8):
             C.set_num_threads(t)
             c = np.empty((m, n), dt)
             C.gemm(a, b, c, 1, m, n, k, ta, tb, 1.0, 0.0, 0, 0, 0)
@@ -204,6 +207,22 @@ ISA_SCRIPT = textwrap.dedent(
         err = np.abs(outs[0] - want).max() / np.abs(want).max()
         assert err < (1e-5 if dt == np.float32 else 1e-13), (m, n, k, ta, tb, err)
         assert all(np.array_equal(o, outs[0]) for o in outs), (m, n, k, ta, tb)
+    # the Linear x @ W^T + bias, relu with W pre-packed swapped (C^T, register transposes into C)
+    r = np.random.default_rng(7)
+    x = r.standard_normal((32, 512)).astype(np.float32)
+    w = r.standard_normal((512, 512)).astype(np.float32)
+    bias = r.standard_normal(512).astype(np.float32)
+    pw = C.gemm_pack(w, "b", 512, 512, 1, 1)
+    C.set_num_threads(1)
+    ref = np.empty((32, 512), np.float32)
+    C.gemm_ex(x, w, ref, 1, 32, 512, 512, 0, 1, 1.0, 0.0, 0, 0, 0, bias, C.UNARY_RELU)
+    want = np.maximum(x.astype(np.float64) @ w.astype(np.float64).T + bias, 0.0)
+    assert np.abs(ref - want).max() < 1e-4 * np.abs(want).max()
+    for t in (1, 2, 3, 8):
+        C.set_num_threads(t)
+        got = np.empty((32, 512), np.float32)
+        C.gemm_ex(x, pw, got, 1, 32, 512, 512, 0, 1, 1.0, 0.0, 0, 0, 0, bias, C.UNARY_RELU)
+        assert np.array_equal(got.view(np.uint32), ref.view(np.uint32)), t
     print(C.info()["isa"])
     """
 )
@@ -211,7 +230,9 @@ ISA_SCRIPT = textwrap.dedent(
 
 def test_rows_mode_under_every_isa(tmp_path):
     """GPUCORE_CPU_ISA=scalar|sse2|avx2|avx512 (those this CPU has; other tiles, so other
-    modes), one subprocess each: close to float64 and the same bits on 1 .. 3 threads."""
+    modes), one subprocess each: close to float64 and the same bits on 1 .. 8 threads; a few-row
+    32 x 512 x 512 (column chunks, A packed once, own B copies) and a swapped pre-packed Linear
+    (C^T register transposes) too."""
     script = tmp_path / "isa_rows.py"
     script.write_text(ISA_SCRIPT)
     tests = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
