@@ -375,3 +375,22 @@ def test_views_of_views_keep_the_root_base_and_chain(make):
     ref = gpucore.tensor(np.zeros((2, 3, 4)))
     make(ref).add_(2.0)  # the gradient of sum(2 * view) lands where the view reads
     np.testing.assert_array_equal(root.grad.numpy(), ref.numpy())
+
+
+def test_reshape_that_must_copy_gives_a_fresh_tensor():
+    """reshape of strides no view can express copies once (as torch's reshape: the result shares
+    nothing with the input and is contiguous); with a graph to record, the gradient flows back."""
+    data = np.arange(24.0).reshape(2, 3, 4)
+    x = gpucore.tensor(data)
+    y = x.transpose(0, 1).reshape(3, 8)
+    np.testing.assert_array_equal(y.numpy(), data.transpose(1, 0, 2).reshape(3, 8))
+    assert y.is_contiguous() and y._base is None
+    y.add_(1.0)
+    np.testing.assert_array_equal(x.numpy(), data)  # the input is untouched
+    w = gpucore.tensor(data, requires_grad=True)
+    (
+        w.transpose(0, 1).reshape(3, 8) * gpucore.tensor(np.arange(24.0).reshape(3, 8))
+    ).sum().backward()
+    np.testing.assert_array_equal(
+        w.grad.numpy(), np.arange(24.0).reshape(3, 2, 4).transpose(1, 0, 2)
+    )

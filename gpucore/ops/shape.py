@@ -13,11 +13,12 @@ import math
 import numpy as np
 
 from .. import dtypes as D
+from ..autograd.grad_mode import _state as _grad_state
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .api import public, tensor_member
 from .common import broadcast_shapes, shape_arg, wrap_dim
-from .registry import apply, capturing, defop, view_of
+from .registry import AUTOCAST, apply, capturing, defop, view_of
 from .samples import Sample, uniform
 
 
@@ -126,14 +127,18 @@ def reshape(input: Tensor, *shape) -> Tensor:
     """A tensor with the same data and a new shape; a view when possible, else a copy."""
     shape = _infer_shape("reshape", input, shape_arg(shape))
     data = input._data
-    if type(data) is np.ndarray and data.flags.c_contiguous:
-        arr = data.reshape(shape)  # always a view of C-contiguous data
-    else:
-        try:
-            arr = _view_array(data, shape)
-        except AttributeError:
-            input = input.contiguous()
-            arr = _view_array(input._data, shape)
+    if type(data) is np.ndarray and input._dev is None:
+        arr = data.reshape(shape)  # a view where one is possible, else numpy's C-order copy
+        if data.flags.c_contiguous or arr.base is (data if data.base is None else data.base):
+            return view_of(VIEW, input, arr, {"shape": shape, "src": data.shape})
+        graph = (input.requires_grad and _grad_state.enabled) or AUTOCAST[0] is not None
+        if not graph and capturing() is None:
+            return Tensor._from_kernel(arr, input._dtype)  # the copy, made once (no graph)
+    try:
+        arr = _view_array(data, shape)
+    except AttributeError:
+        input = input.contiguous()
+        arr = _view_array(input._data, shape)
     return view_of(VIEW, input, arr, {"shape": shape, "src": tuple(data.shape)})
 
 
