@@ -23,7 +23,7 @@ from ..tensor import Tensor
 from .api import public
 from .common import tensor_list, wrap_dim
 from .indexing import GETITEM, _basic_view, _real_dim
-from .registry import AUTOCAST, CAPTURE, OpDef, apply, capturing, defop, view_of
+from .registry import AUTOCAST, CAPTURE, OpDef, apply, capturing, defop
 from .samples import Sample, uniform
 
 
@@ -174,8 +174,9 @@ def _pieces(t: Tensor, d: int, sizes: list, unbind: bool = False) -> tuple:
             return tuple(_view(t, k) for k in keys)
         data = t._data  # the keys hold ints and slices only: no Ellipsis to place
         src = tuple(data.shape)
+        view = Tensor._make_view  # (no graph to record: view_of's checks are already made)
         return tuple(
-            [view_of(GETITEM, t, data[k + (Ellipsis,)], {"key": k, "src": src}) for k in keys]
+            [view(t, data[k + (Ellipsis,)], GETITEM, {"key": k, "src": src}) for k in keys]
         )
     src = tuple(t._data.shape)
     attrs = {"dim": d, "sizes": tuple(sizes), "unbind": unbind, "shape": src}
@@ -196,7 +197,7 @@ def _pieces(t: Tensor, d: int, sizes: list, unbind: bool = False) -> tuple:
 def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     """Views of consecutive pieces along dim: equal pieces of a given size, or given sizes."""
     d = _real_dim(dim, tensor, "split")
-    n = tensor.shape[d]
+    n = tensor._data.shape[d]
     if isinstance(split_size_or_sections, int):
         s = split_size_or_sections
         if s <= 0:
