@@ -49,6 +49,7 @@ typedef struct {
      * bits as the full tile's rows; NULL: the pointwise kernel computes the padded rows) */
     gc_ukr_rows_f32 rows;
     gc_pwukr_f32 half; /* the half-width tile (gc_isa.pwukr_half_f32), or NULL */
+    gc_pwukr_f32 quarter; /* the quarter-width tile (gc_isa.pwukr_quarter_f32), or NULL */
     _Alignas(64) atomic_long next;
     atomic_int failed;
 } pw_job;
@@ -69,32 +70,46 @@ static double pw_use(ptrdiff_t v, ptrdiff_t r)
     return (double)v / (double)((v + r - 1) / r * r);
 }
 
-/* ... of the pixels' columns, a last panel of at most half a panel run by the half-width tile
- * where the ISA has one */
+/* The columns the tiles of a last column panel of t pixels (0 < t < nr) compute: a half-width
+ * tile and / or a quarter-width one where the ISA has them and they cover t with fewer columns
+ * (AVX-512: t <= 8 -> 8, <= 16 -> 16, <= 24 -> 16 + 8), else the full tile. */
+static ptrdiff_t pw_tail_cols(ptrdiff_t t, ptrdiff_t nr)
+{
+    const ptrdiff_t h = gc_isa.pwukr_half_f32 ? nr / 2 : 0;
+    const ptrdiff_t q = gc_isa.pwukr_quarter_f32 ? nr / 4 : 0;
+    if (q && t <= q)
+        return q;
+    if (h && t <= h)
+        return h;
+    if (h && q && t <= h + q)
+        return h + q;
+    return nr;
+}
+
+/* ... of the pixels' columns, a last panel run by the narrower tiles (pw_tail_cols) */
 static double pw_col_use(ptrdiff_t l, ptrdiff_t nr)
 {
     const ptrdiff_t t = l % nr;
-    if (t == 0 || !gc_isa.pwukr_half_f32 || t > nr / 2)
-        return pw_use(l, nr);
-    return (double)l / (double)(l - t + nr / 2);
+    return t == 0 ? 1.0 : (double)l / (double)(l - t + pw_tail_cols(t, nr));
 }
 
 /* The rule, measured on AVX-512 (14 x 32 tiles, Zen 4, one thread, against conv.c's GEMM path
  * with the compiled executor's packing; benchmarks/README.md, *Pointwise convolution*): taken
- * when the tile's columns (pixels) mostly fill (PW_COL_USE of their cells: 49 pixels, 3/4 of two
- * 32-wide panels, lose 25-35 % against the product run transposed), its rows (output channels)
- * too where the ISA has no short-row kernels (PW_ROW_USE; AVX-512 has them: 64 and 128 output
- * channels then run as fast or faster), and the GEMM path would not run the product transposed
- * for a better fill (more than 256 channels in, as the runtime's rule in
- * gpucore/runtime/ir/packing.py, and 5 % more of the tile used: 1024 -> 256 channels at 196
- * pixels, 196 of 208 columns with the half-width tile, measure alike, 0.96-1.00x) unless the
- * convolution is strided (the stride folded into the packing saves the column matrix).  Gains:
- * ResNet-50's 64 -> 256 at 3136 pixels 10-20 %, 256 -> 1024 at 196 ~11 %, 128 -> 512 at 784
- * ~9 % (the epilogue in registers), strided downsamples 3-15 %, 512 -> 128 at 784 5-8 %,
- * 64 -> 64 at 3136 ~5 %, 256 -> 64 alike.  Never at GC_GEMV_MAX_M_N output channels or fewer
- * (on AVX-512 `rows` is 1 for any count): gemm.c's small-m path runs those 1.3 - 3x faster. */
+ * when the tile's columns (pixels) mostly fill (PW_COL_USE of the cells the tiles compute,
+ * pw_tail_cols: 49 pixels, 32 + 16 + 8 columns, 7/8 used, still lose 5-20 % against the product
+ * run transposed, which fills 56 rows as well), its rows (output channels) too where the ISA
+ * has no short-row kernels (PW_ROW_USE; AVX-512 has them: 64 and 128 output channels then run
+ * as fast or faster), and the GEMM path would not run the product transposed for a better fill
+ * (more than 256 channels in, as the runtime's rule in gpucore/runtime/ir/packing.py, and 5 %
+ * more of the tile used) unless the convolution is strided (the stride folded into the packing
+ * saves the column matrix).  Gains: ResNet-50's 64 -> 256 at 3136 pixels 10-20 %, 256 -> 1024
+ * at 196 ~11 %, 128 -> 512 at 784 ~9 % (the epilogue in registers), strided downsamples 3-15 %,
+ * 512 -> 128 at 784 5-8 %, 64 -> 64 at 3136 ~5 %, 1024 -> 256 / 512 at 196 (196 of 200
+ * columns with the half- and quarter-width tiles) 1-7 %, 256 -> 64 alike.  Never at
+ * GC_GEMV_MAX_M_N output channels or fewer (on AVX-512 `rows` is 1 for any count): gemm.c's
+ * small-m path runs those 1.3 - 3x faster. */
 #define PW_ROW_USE 0.95
-#define PW_COL_USE 0.85
+#define PW_COL_USE 0.9
 #define PW_SWAP_GAIN 1.05
 #define PW_SWAP_MIN_K 257
 
@@ -202,10 +217,17 @@ static void pw_unit(const pw_job *J, float *bp, ptrdiff_t *off, long u)
                 /* the next tile, for the kernel's prefetches: in this row panel, and full */
                 const int nxt = mv == mr && (q + 2) * nr <= nc;
                 const float *cn = nxt ? c + nr : NULL, *rn = nxt && rs ? rs + nr : NULL;
-                if (nv <= nr / 2 && J->half) /* a last panel of half a panel or less */
-                    J->half(kb, a, bq, c, l, (int)mv, (int)nv, acc_in, rb, rs, last && J->relu,
-                            NULL, NULL);
-                else if (mv < mr && nv == nr && J->rows) { /* the last row panel: mv rows alone */
+                const ptrdiff_t tc = nv < nr ? pw_tail_cols(nv, nr) : nr;
+                if (tc < nr) { /* a last panel through the narrower tiles: half, then quarter */
+                    const ptrdiff_t nh = tc == nr / 4 ? 0 : nv < nr / 2 ? nv : nr / 2;
+                    const int relu = last && J->relu;
+                    if (nh)
+                        J->half(kb, a, bq, c, l, (int)mv, (int)nh, acc_in, rb, rs, relu, NULL,
+                                NULL);
+                    if (nv > nh)
+                        J->quarter(kb, a, bq + nh, c + nh, l, (int)mv, (int)(nv - nh), acc_in,
+                                   rb, rs ? rs + nh : NULL, relu, NULL, NULL);
+                } else if (mv < mr && nv == nr && J->rows) { /* the last row panel: mv rows alone */
                     J->rows((int)mv, kb, a, bq, nr, c, l, acc_in ? 1.0f : 0.0f, NULL, 0);
                     if (rb || rs || (last && J->relu))
                         epi_rows_f32(rb, rs, last && J->relu, c, l, 0, 0, mv, nv);
@@ -253,6 +275,7 @@ int gc_conv2d_pw_f32(const float *x, const float *w, const gc_packed *pw, const 
     J.ukr = gc_isa.pwukr_f32;
     J.rows = gc_isa.ukr_rows_f32;
     J.half = gc_isa.pwukr_half_f32;
+    J.quarter = gc_isa.pwukr_quarter_f32;
     if (p->n <= 0 || o <= 0 || J.l <= 0)
         return 0;
     gc_packed P;

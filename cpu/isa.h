@@ -258,6 +258,9 @@ typedef struct {
     /* ... and its half-width tile (mr_f32 x nr_f32 / 2) over full-width B panels, for a last
      * column panel of at most nr_f32 / 2 pixels; NULL: none (the full tile runs it) */
     gc_pwukr_f32 pwukr_half_f32;
+    /* ... and its quarter-width tile (mr_f32 x nr_f32 / 4, over full-width B panels), for the
+     * last at most nr_f32 / 4 pixels of a last column panel; NULL: none */
+    gc_pwukr_f32 pwukr_quarter_f32;
     /* the Winograd convolution's tile transforms (isa/winograd.h; every ISA has them) */
     gc_wg_in_f32 wg_in_f32;
     gc_wg_out_f32 wg_out_f32;

@@ -246,6 +246,49 @@ static void gc_isa_fill_avx512_vmath(gc_isa_kernels *k);
 #include "isa/ukr_pw.h"
 #undef UKR_PW_NAME
 #undef UKR_PW_LDB
+/* the quarter-width tile (14 x 8, 8-wide vectors) over the same panels: a last panel's last
+ * <= 8 pixels (49 pixels: 32 + 16 + 8 columns, 7/8 of them used; Zen 4 runs two 8-wide FMAs a
+ * cycle against one 16-wide one, so it costs half the half-width tile) */
+#undef UKR_VT
+#undef UKR_VL
+#undef V_ZERO
+#undef V_LOADU
+#undef V_STOREU
+#undef V_SET1
+#undef V_FMA
+#undef V_ADD
+#undef UKR_PW_RELU
+#define UKR_VT __m256
+#define UKR_VL 8
+#define V_ZERO() _mm256_setzero_ps()
+#define V_LOADU(p) _mm256_loadu_ps(p)
+#define V_STOREU(p, x) _mm256_storeu_ps(p, x)
+#define V_SET1(x) _mm256_set1_ps(x)
+#define V_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define V_ADD(a, b) _mm256_add_ps(a, b)
+/* (x <= 0) ? +0 : x, NaN kept: RELU_PS on 8 lanes (avx2.c's; no AVX-512VL masks here) */
+#define UKR_PW_RELU(x) _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LE_OQ), x)
+#define UKR_PW_LDB 32
+#define UKR_PW_NAME pw_quarter_avx512_f32
+#include "isa/ukr_pw.h"
+#undef UKR_PW_NAME
+#undef UKR_PW_LDB
+#undef UKR_VT
+#undef UKR_VL
+#undef V_ZERO
+#undef V_LOADU
+#undef V_STOREU
+#undef V_SET1
+#undef V_FMA
+#undef V_ADD
+#define UKR_VT __m512
+#define UKR_VL 16
+#define V_ZERO() _mm512_setzero_ps()
+#define V_LOADU(p) _mm512_loadu_ps(p)
+#define V_STOREU(p, x) _mm512_storeu_ps(p, x)
+#define V_SET1(x) _mm512_set1_ps(x)
+#define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define V_ADD(a, b) _mm512_add_ps(a, b)
 #undef UKR_NV
 #define UKR_NV 2
 #undef UKR_PW_RELU
@@ -349,6 +392,7 @@ void gc_conv_fill_avx512(gc_isa_kernels *k)
 #endif
     k->pwukr_f32 = pw_avx512_f32;
     k->pwukr_half_f32 = pw_half_avx512_f32;
+    k->pwukr_quarter_f32 = pw_quarter_avx512_f32;
     k->cukr_f32 = conv_avx512_f32;
     k->cukr_f32_name = "conv_avx512_f32_" GC_STR(GC_AVX512_MR) "x32";
     k->cukr_mr = GC_AVX512_MR;

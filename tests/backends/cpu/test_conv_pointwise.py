@@ -23,7 +23,8 @@ from gpucore import _cpu
 # (n, c, h, w, o, stride): output channels 1, 13, 15, 29, 33, 65 around 14- / 6- / 4-row panels,
 # pixels 1, 35, 31, 33, 49 around 32- / 16- / 8-column panels, strides 2 and asymmetric ones,
 # c = 300 / 600 across the K blocks (kc 288 on AVX-512), batches of 2 and 3, and last column
-# panels of at most half a panel.
+# panels narrower than a panel (AVX-512: 1-8 pixels through the 14 x 8 quarter-width tile,
+# 9-16 the 14 x 16 half-width one, 17-24 both side by side).
 GEOMS = {
     "one_pixel": (1, 5, 1, 1, 13, (1, 1)),
     "o1": (2, 7, 5, 7, 1, (1, 1)),
@@ -36,10 +37,16 @@ GEOMS = {
     "strided_31": (2, 16, 10, 11, 48, (3, 2)),
     "resnet_down": (1, 64, 14, 14, 96, (2, 2)),
     "wide": (1, 8, 9, 130, 28, (1, 1)),
-    # a last column panel of at most half a panel (AVX-512's half-width 14 x 16 tile): 36 = 32 + 4
-    # and 40 = 32 + 8 pixels, over K blocks
+    # a last column panel narrower than a panel: 36 = 32 + 4 and 40 = 32 + 8 pixels (quarter),
+    # 44 = 32 + 12 and 48 = 32 + 16 (half), 56 = 32 + 24 and 49 = 32 + 17 (half + quarter, the
+    # second with residual lines at an odd offset), over K blocks, strided, and part-row panels
     "half_tail": (1, 20, 6, 6, 40, (1, 1)),
     "half_k_blocks": (2, 300, 4, 10, 33, (1, 1)),
+    "half_only": (1, 300, 4, 11, 43, (1, 1)),
+    "half_full": (2, 24, 6, 8, 30, (1, 1)),
+    "half_quarter": (2, 600, 7, 8, 47, (1, 1)),
+    "half_quarter_s2": (1, 40, 13, 13, 29, (2, 2)),
+    "resnet_49": (1, 300, 7, 7, 50, (1, 1)),
 }
 
 
@@ -130,8 +137,10 @@ def test_relu_keeps_nan_and_zeroes_negative_zero(conv_path):
 
 
 @pytest.mark.parametrize(
-    "case", ["o29_l31", "o33_l33_s2", "k_blocks", "strided_31", "wide", "half_k_blocks"]
-)
+    "case",
+    ["o29_l31", "o33_l33_s2", "k_blocks", "strided_31", "wide", "half_k_blocks", "half_only",
+     "half_quarter", "half_quarter_s2"],
+)  # fmt: skip
 def test_bits_independent_of_threads_batch_and_packing(case, conv_path):
     conv_path("pointwise")
     x, wt, b, res = _inputs(case)
@@ -163,11 +172,14 @@ def test_bits_independent_of_threads_batch_and_packing(case, conv_path):
 def test_rule_and_binding(conv_path):
     g = _cpu.info()["gemm"]["float32"]
     avx512 = (g["mr"], g["nr"]) == (14, 32)
-    # ResNet-50's 1x1 layers (one image): taken where the tile's rows and columns both fill
+    # ResNet-50's 1x1 layers (one image): taken where the tile's rows and columns both fill (196
+    # pixels: 196 of 200 columns with the half- and quarter-width tiles; 49: 7/8 of 56, left to
+    # the GEMM's transposed product)
     resnet = {(64, 56, 256, 1): True, (128, 28, 512, 1): True, (256, 14, 1024, 1): True,
               (256, 56, 512, 2): True, (512, 28, 1024, 2): True, (256, 56, 64, 1): True,
-              (512, 28, 128, 1): True, (1024, 14, 256, 1): False, (512, 7, 2048, 1): False,
-              (2048, 7, 512, 1): False, (1024, 14, 2048, 2): False}  # fmt: skip
+              (512, 28, 128, 1): True, (1024, 14, 256, 1): True, (1024, 14, 512, 1): True,
+              (512, 7, 2048, 1): False, (2048, 7, 512, 1): False,
+              (1024, 14, 2048, 2): False}  # fmt: skip
     for (c, h, o, s), want in resnet.items():
         got = _cpu.conv2d_pointwise(1, c, h, h, 1, 1, s, s, 0, 0, 1, 1, o)
         if avx512:
