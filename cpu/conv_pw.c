@@ -110,6 +110,8 @@ static double pw_col_use(ptrdiff_t l, ptrdiff_t nr)
  * small-m path runs those 1.3 - 3x faster. */
 #define PW_ROW_USE 0.95
 #define PW_COL_USE 0.9
+/* ... where the ISA has no narrower tiles (AVX2, SSE2: the line measured before them) */
+#define PW_COL_USE_FULL 0.85
 #define PW_SWAP_GAIN 1.05
 #define PW_SWAP_MIN_K 257
 
@@ -126,7 +128,8 @@ int gc_conv2d_pw_use(const gc_conv *p, ptrdiff_t o)
         return 0;
     const ptrdiff_t l = p->oh * p->ow, mr = gc_blk_f32.mr, nr = gc_blk_f32.nr;
     const double rows = gc_isa.ukr_rows_f32 ? 1.0 : pw_use(o, mr); /* (short-row kernels) */
-    if (rows < PW_ROW_USE || pw_col_use(l, nr) < PW_COL_USE)
+    const double col_min = gc_isa.pwukr_half_f32 ? PW_COL_USE : PW_COL_USE_FULL;
+    if (rows < PW_ROW_USE || pw_col_use(l, nr) < col_min)
         return 0;
     const double use = rows * pw_col_use(l, nr), use_t = pw_use(l, mr) * pw_use(o, nr);
     return p->sh > 1 || p->sw > 1 || p->c < PW_SWAP_MIN_K || use * PW_SWAP_GAIN >= use_t;

@@ -11,8 +11,9 @@
  * Those are the operations gemm.c runs on the stored tile afterwards (gemm_epi.h's epi_rows), so
  * an element gets the GEMM path's bits while the tile makes one trip to memory instead of
  * three, and the residual rows are prefetched while the FMAs run.  UKR_PW_LDB (default: the
- * tile's width) is the B panels' row stride: a half-width instance (UKR_NV halved) reads the
- * first columns of full-width panels, for a last column panel of at most half a panel.  Edge
+ * tile's width) is the B panels' row stride: a narrower instance (UKR_NV halved: the half
+ * tile; 8-wide vectors: AVX-512's quarter tile) reads a run of columns of full-width panels
+ * (the driver offsets B to them), for a last column panel of at most a half / a quarter.  Edge
  * tiles (mv < MR rows or nv < NR columns inside the matrix: A and B panels zero-padded) store
  * only those. */
 
