@@ -4,17 +4,20 @@ float32: gpucore's C kernels (``gpucore._cpu``) beside PyTorch's ATen calls for 
 
     python benchmarks/cnn_step_kernels.py               # the pool's threads (all CPUs)
     python benchmarks/cnn_step_kernels.py --threads 1 --rounds 15
+    python benchmarks/cnn_step_kernels.py --threads 1 -k stem   # rows whose name holds "stem"
 
-Rows: max_pool2d forward with indices and its backward for both pools (64 x 16 x 28 x 28 and
-64 x 32 x 14 x 14), conv2d forward and backward for both layers with the gradients the step
-asks for (the first layer's weight and bias, the second's input, weight and bias).  Each round
-times a block of calls per kernel, all of gpucore's then all of torch's; the table gives the median
-per call over the rounds (wall clock; with --threads 1 the thread's CPU time) and
-torch / gpucore (> 1: gpucore is faster), with the load average before the run. gpucore's calls
-write into buffers made once; PyTorch's functional calls allocate their outputs (values and
-indices, gx) on every call, so its times include that allocation: read the ratios as "the call a
-training step makes", not as kernel against kernel.  The gpucore
-imported is the one on ``sys.path`` (``PYTHONPATH=... python ...`` times another tree's build).
+Rows: max_pool2d forward with indices and its backward for both pools (64 x 16 x 28 x 28 and 64 x
+32 x 14 x 14), the values-only max_pool2d of ResNet-18/50's stem (3x3 / 2, padding 1, 1 x 64 x 112
+x 112, what the compiled executor runs; torch's call without indices), conv2d forward and backward
+for both layers with the gradients the step asks for (the first layer's weight and bias, the
+second's input, weight and bias). Each round times a block of calls per kernel, all of gpucore's
+then all of torch's; the table gives the median per call over the rounds (wall clock; with
+--threads 1 the thread's CPU time) and torch / gpucore (> 1: gpucore is faster), with the load
+average before the run. gpucore's calls write into buffers made once; PyTorch's functional calls
+allocate their outputs (values and indices, gx) on every call, so its times include that
+allocation: read the ratios as "the call a training step makes", not as kernel against kernel. The
+gpucore imported is the one on ``sys.path`` (``PYTHONPATH=... python ...`` times another tree's
+build).
 """
 
 from __future__ import annotations
@@ -75,6 +78,23 @@ def _cases(rng):
                 tb,
             )
         )
+    x = rng.standard_normal((1, 64, 112, 112)).astype(np.float32)
+    vals = np.empty((1, 64, 56, 56), np.float32)
+    geo = (64, 112, 112, 3, 3, 2, 2, 1, 1, 1, 1, 56, 56)
+    tf = None
+    if torch is not None:
+        xt = torch.from_numpy(x)
+
+        def tf(xt=xt):
+            torch.nn.functional.max_pool2d(xt, 3, 2, 1)
+
+    out.append(
+        (
+            "max_pool2d values ResNet stem 64x112x112 3x3/2 p1",
+            lambda x=x, v=vals, q=geo: _cpu.max_pool2d(x, v, None, *q),
+            tf,
+        )
+    )
     for name, ci, co, hw, need_gx in CONVS:
         x = rng.standard_normal((N, ci, hw, hw)).astype(np.float32)
         w = (rng.standard_normal((co, ci, 3, 3)) / np.sqrt(9 * ci)).astype(np.float32)
@@ -137,6 +157,7 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="threads for both (0: all CPUs)")
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--calls", type=int, default=20, help="calls per timed block")
+    ap.add_argument("-k", default="", help="only the rows whose name holds this string")
     a = ap.parse_args()
     threads = a.threads or os.cpu_count() or 1
     _cpu.set_num_threads(threads)
@@ -146,7 +167,7 @@ def main():
     # processes on a shared machine take from it); more: wall clock
     clock = time.thread_time if threads == 1 else time.perf_counter
     load = os.getloadavg()
-    cases = _cases(np.random.default_rng(0))
+    cases = [c for c in _cases(np.random.default_rng(0)) if a.k in c[0]]
     times = {name: ([], []) for name, _, _ in cases}
     for _name, f, t in cases:  # warm-up
         _block(f, 3)
