@@ -384,18 +384,20 @@ static int GC_FN(mp_is_s2)(const gc_pool2d *p)
 
 /* The values path at column stride 2 a whole plane per call, separably: the window maximum in
  * window order (row by row, kj within a row) equals the maximum over the window's rows, in row
- * order, of each row's maximum over kj, both by v > m ? v : m from -inf (the value is the
- * window's maximum either way; between +0 and -0 each pass keeps its first, which is the
- * window's first in row-major order).  So each input row's 3-wide maxima at stride 2 (the
- * H rows) are computed once (isa.h's mp_s2_f32 with one row, else mp_s2_vecs) from a copy of
- * the row between -inf columns (padding reads as -inf: the same bits as skipping it) and
- * shared by the output rows whose windows hold it (2 of 3 rows for the stem's 3x3 / 2), then
- * contiguous vertical maxima; no per-row scalar edges.  A NaN in the plane (the ISA's side sum,
- * or a NaN H read by the vertical pass: a lane mask or-ed, no add chain through the plane) returns 0 and the caller redoes the plane by
- * mp_row_max_s2's exact rule; so does a geometry whose buffers exceed the stack ones.  H rows
- * go in bands of output rows whose input rows fit MP_HBUF (32 KiB: L1); a band's first rows
- * recomputed at its start give the same bits.  ResNet's stem pool (64 x 112 x 112), one
- * thread: see benchmarks/cnn_step_kernels.py. */
+ * order, of each row's maximum over kj, both by v > m ? v : m from -inf (the value is the window's
+ * maximum either way; between +0 and -0 each pass keeps its first, which is the window's first in
+ * row-major order). So each input row's 3-wide maxima at stride 2 (the H rows) are computed once
+ * (isa.h's mp_s2_f32 with one row, else mp_s2_vecs) from a copy of the row between -inf columns
+ * (padding reads as -inf: the same bits as skipping it) and shared by the output rows whose
+ * windows hold it (2 of 3 rows for the stem's 3x3 / 2), then contiguous vertical maxima; no per-
+ * row scalar edges. A NaN in the plane (the ISA's flag, or a NaN H read by the vertical pass: a
+ * lane mask or-ed, no add chain through the plane) returns 0 and the caller redoes the plane by
+ * mp_row_max_s2's exact rule; so does a geometry whose buffers exceed the stack ones. H rows go in
+ * bands of output rows whose input rows fit MP_HBUF (32 KiB: L1); a band's first rows recomputed
+ * at its start give the same bits. AVX-512 runs each pass a band per call (isa.h's mp_h2_f32,
+ * mp_v_f32). ResNet's stem pool (64 x 112 x 112), one thread: ~0.45 -> ~0.21 ms
+ * (benchmarks/cnn_step_kernels.py -k stem).
+ */
 #define MP_HBUF ((ptrdiff_t)(32768 / sizeof(GC_T)))
 #define MP_PROW 2048
 #define MP_VROWS 256 /* window rows of a band's output rows (the ISA's vertical pass) */

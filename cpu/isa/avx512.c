@@ -667,7 +667,8 @@ mp_h2_vec_avx512(const float *p, ptrdiff_t kw, const __mmask16 (*mk)[2], int ful
     __m512 m = ninf;
     __mmask16 bad = 0;
     for (ptrdiff_t kj = 0; kj < kw; kj++) {
-        const __m512 a = full ? _mm512_loadu_ps(p + kj) : _mm512_mask_loadu_ps(ninf, mk[kj][0], p + kj);
+        const __m512 a =
+            full ? _mm512_loadu_ps(p + kj) : _mm512_mask_loadu_ps(ninf, mk[kj][0], p + kj);
         const __m512 b = full ? _mm512_loadu_ps(p + kj + 16)
                               : _mm512_mask_loadu_ps(ninf, mk[kj][1], p + kj + 16);
         if (kj == 0 || kj == kw - 1)
