@@ -395,7 +395,7 @@ static int GC_FN(mp_is_s2)(const gc_pool2d *p)
  * mp_row_max_s2's exact rule; so does a geometry whose buffers exceed the stack ones. H rows go in
  * bands of output rows whose input rows fit MP_HBUF (32 KiB: L1); a band's first rows recomputed
  * at its start give the same bits. AVX-512 runs each pass a band per call (isa.h's mp_h2_f32,
- * mp_v_f32). ResNet's stem pool (64 x 112 x 112), one thread: ~0.45 -> ~0.21 ms
+ * mp_v_f32). ResNet's stem pool (64 x 112 x 112), one thread: ~0.45 -> ~0.15 ms
  * (benchmarks/cnn_step_kernels.py -k stem).
  */
 #define MP_HBUF ((ptrdiff_t)(32768 / sizeof(GC_T)))

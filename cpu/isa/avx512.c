@@ -679,9 +679,52 @@ mp_h2_vec_avx512(const float *p, ptrdiff_t kw, const __mmask16 (*mk)[2], int ful
     return bad;
 }
 
+/* mp_h2 for kw = 3, pw = 1 (ResNet's stem): columns 2 i - 1, 2 i, 2 i + 1 are the odd inputs
+ * shifted up a lane (the previous vector's last in lane 0), the even ones and the odd ones: two
+ * loads (masked past the row's end) and three permutes per 16 outputs instead of six loads that
+ * straddle cache lines; each input loaded once, so each is compared for NaN once. */
+static __mmask16 mp_h2_k3p1_avx512(const float *x, ptrdiff_t w, ptrdiff_t nrows, float *hb,
+                                   ptrdiff_t owp)
+{
+    const __m512i even =
+        _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    const __m512 ninf = _mm512_set1_ps(-__builtin_inff());
+    const ptrdiff_t nv = owp / 16;
+    __mmask16 bad = 0;
+    for (ptrdiff_t y = 0; y < nrows; y++) {
+        const float *xr = x + y * w;
+        float *hr = hb + y * owp;
+        __m512i prev = _mm512_castps_si512(ninf); /* column -1: padding */
+        for (ptrdiff_t j = 0; j < nv; j++) {
+            const ptrdiff_t ra = w - 32 * j, rb = ra - 16; /* columns left from each load */
+            const __mmask16 ka = ra >= 16 ? (__mmask16)0xffff
+                                 : ra <= 0 ? (__mmask16)0
+                                           : (__mmask16)((1u << ra) - 1);
+            const __mmask16 kb = rb >= 16 ? (__mmask16)0xffff
+                                 : rb <= 0 ? (__mmask16)0
+                                           : (__mmask16)((1u << rb) - 1);
+            const __m512 a = _mm512_mask_loadu_ps(ninf, ka, xr + 32 * j);
+            const __m512 b = _mm512_mask_loadu_ps(ninf, kb, xr + 32 * j + 16);
+            bad = _kor_mask16(bad, _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q));
+            const __m512 e = _mm512_permutex2var_ps(a, even, b);
+            const __m512 o = _mm512_permutex2var_ps(a, odd, b);
+            const __m512i oi = _mm512_castps_si512(o);
+            __m512 m = _mm512_castsi512_ps(_mm512_alignr_epi32(oi, prev, 15)); /* kj = 0 */
+            m = _mm512_max_ps(e, m);                                           /* kj = 1 */
+            m = _mm512_max_ps(o, m);                                           /* kj = 2 */
+            _mm512_storeu_ps(hr + 16 * j, m);
+            prev = oi;
+        }
+    }
+    return bad;
+}
+
 static int mp_h2_avx512(const float *x, ptrdiff_t w, ptrdiff_t nrows, ptrdiff_t kw, ptrdiff_t pw,
                         float *hb, ptrdiff_t owp)
 {
+    if (kw == 3 && pw == 1)
+        return mp_h2_k3p1_avx512(x, w, nrows, hb, owp) != 0;
     const ptrdiff_t nv = owp / 16;
     if (nv > 64 || kw > 8)
         return 1; /* the caller's exact path */
