@@ -4,17 +4,21 @@ float32: gpucore's C kernels (``gpucore._cpu``) beside PyTorch's ATen calls for 
 
     python benchmarks/cnn_step_kernels.py               # the pool's threads (all CPUs)
     python benchmarks/cnn_step_kernels.py --threads 1 --rounds 15
+    python benchmarks/cnn_step_kernels.py --threads 1 -k stem   # rows whose name holds "stem"
 
-Rows: max_pool2d forward with indices and its backward for both pools (64 x 16 x 28 x 28 and
-64 x 32 x 14 x 14), conv2d forward and backward for both layers with the gradients the step
-asks for (the first layer's weight and bias, the second's input, weight and bias).  Each round
-times a block of calls per kernel, all of gpucore's then all of torch's; the table gives the median
-per call over the rounds (wall clock; with --threads 1 the thread's CPU time) and
-torch / gpucore (> 1: gpucore is faster), with the load average before the run. gpucore's calls
-write into buffers made once; PyTorch's functional calls allocate their outputs (values and
-indices, gx) on every call, so its times include that allocation: read the ratios as "the call a
-training step makes", not as kernel against kernel.  The gpucore
-imported is the one on ``sys.path`` (``PYTHONPATH=... python ...`` times another tree's build).
+Rows: max_pool2d forward with indices and its backward for both pools (64 x 16 x 28 x 28 and 64 x
+32 x 14 x 14), the values-only max_pool2d of ResNet-18/50's stem (3x3 / 2, padding 1, 1 x 64 x 112
+x 112, what the compiled executor runs; torch's call without indices), conv2d forward and backward
+for both layers with the gradients the step asks for (the first layer's weight and bias, the
+second's input, weight and bias). Each round times a block of calls per kernel, all of gpucore's
+then all of torch's; the table gives the median per call over the rounds (wall clock; with
+--threads 1 the thread's CPU time) and torch / gpucore (> 1: gpucore is faster), with the load
+average before the run; for the stem pool also ONNX Runtime's one-node MaxPool model (when
+importable; its session.run per call). gpucore's calls write into buffers made once; PyTorch's
+functional calls allocate their outputs (values and indices, gx) on every call, so its times
+include that allocation: read the ratios as "the call a training step makes", not as kernel against
+kernel. The gpucore imported is the one on ``sys.path`` (``PYTHONPATH=... python ...`` times
+another tree's build).
 """
 
 from __future__ import annotations
@@ -32,14 +36,35 @@ try:
     import torch
 except ImportError:  # pragma: no cover - torch is optional
     torch = None
+try:
+    import onnx
+    import onnxruntime as ort
+except ImportError:  # pragma: no cover - onnxruntime is optional
+    ort = None
 
 N = 64
 POOLS = [("pool1", 16, 28), ("pool2", 32, 14)]
 CONVS = [("conv1 1->16", 1, 16, 28, False), ("conv2 16->32", 16, 32, 14, True)]
 
 
-def _cases(rng):
-    """[(name, gpucore fn, torch fn or None)]"""
+def _ort_max_pool(x, threads):
+    """ONNX Runtime's MaxPool 3x3 / 2, padding 1 on x (one output: the values), or None."""
+    if ort is None:
+        return None
+    h = onnx.helper
+    node = h.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4)
+    io = [h.make_tensor_value_info(n, onnx.TensorProto.FLOAT, None) for n in ("x", "y")]
+    graph = h.make_graph([node], "pool", io[:1], io[1:])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
+    model.ir_version = 8  # what any recent onnxruntime reads
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return lambda: sess.run(None, {"x": x})
+
+
+def _cases(rng, threads=1):
+    """[(name, gpucore fn, torch fn or None, onnxruntime fn or None)]"""
     out = []
     for name, c, hw in POOLS:
         x = rng.standard_normal((N, c, hw, hw)).astype(np.float32)
@@ -75,6 +100,24 @@ def _cases(rng):
                 tb,
             )
         )
+    x = rng.standard_normal((1, 64, 112, 112)).astype(np.float32)
+    vals = np.empty((1, 64, 56, 56), np.float32)
+    geo = (64, 112, 112, 3, 3, 2, 2, 1, 1, 1, 1, 56, 56)
+    tf = None
+    if torch is not None:
+        xt = torch.from_numpy(x)
+
+        def tf(xt=xt):
+            torch.nn.functional.max_pool2d(xt, 3, 2, 1)
+
+    out.append(
+        (
+            "max_pool2d values ResNet stem 64x112x112 3x3/2 p1",
+            lambda x=x, v=vals, q=geo: _cpu.max_pool2d(x, v, None, *q),
+            tf,
+            _ort_max_pool(x, threads),
+        )
+    )
     for name, ci, co, hw, need_gx in CONVS:
         x = rng.standard_normal((N, ci, hw, hw)).astype(np.float32)
         w = (rng.standard_normal((co, ci, 3, 3)) / np.sqrt(9 * ci)).astype(np.float32)
@@ -137,6 +180,7 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="threads for both (0: all CPUs)")
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--calls", type=int, default=20, help="calls per timed block")
+    ap.add_argument("-k", default="", help="only the rows whose name holds this string")
     a = ap.parse_args()
     threads = a.threads or os.cpu_count() or 1
     _cpu.set_num_threads(threads)
@@ -146,34 +190,35 @@ def main():
     # processes on a shared machine take from it); more: wall clock
     clock = time.thread_time if threads == 1 else time.perf_counter
     load = os.getloadavg()
-    cases = _cases(np.random.default_rng(0))
-    times = {name: ([], []) for name, _, _ in cases}
-    for _name, f, t in cases:  # warm-up
-        _block(f, 3)
-        if t is not None:
-            _block(t, 3)
+    cases = [(*c, None)[:4] for c in _cases(np.random.default_rng(0), threads) if a.k in c[0]]
+    times = {name: ([], [], []) for name, *_ in cases}
+    for _name, *fns in cases:  # warm-up
+        for f in fns:
+            if f is not None:
+                _block(f, 3)
     for _ in range(a.rounds):
         # all of gpucore's kernels, a pause, all of torch's, a pause: a library's spinning
         # worker threads would otherwise slow the other's
-        for lib in (0, 1):
+        for lib in (0, 1, 2):
             for name, *fns in cases:
                 if fns[lib] is not None:
                     times[name][lib].append(_block(fns[lib], a.calls, clock))
             time.sleep(0.3)
     print(f"- gpucore {_cpu.__file__} (isa {_cpu.info()['isa']}), {threads} thread(s)")
     print(f"- torch {torch.__version__ if torch is not None else 'not importable'}")
+    print(f"- onnxruntime {ort.__version__ if ort is not None else 'not importable'}")
     print(f"- load average before the run: {load[0]:.2f}, after: {os.getloadavg()[0]:.2f}")
     what = "thread CPU time" if threads == 1 else "wall clock"
     print(f"- median of {a.rounds} rounds x {a.calls} calls, ms per call ({what})\n")
-    print("| kernel | gpucore ms | torch ms | torch / gpucore |")
-    print("|---|---:|---:|---:|")
-    for name, _, _ in cases:
+    print("| kernel | gpucore ms | torch ms | torch / gpucore | ORT ms | ORT / gpucore |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, *_ in cases:
         mg = statistics.median(times[name][0])
-        tt = times[name][1]
-        mt = statistics.median(tt) if tt else float("nan")
-        ratio = f"{mt / mg:.2f}" if tt else "—"
-        tcol = f"{mt:.3f}" if tt else "—"
-        print(f"| {name} | {mg:.3f} | {tcol} | {ratio} |")
+        cols = []
+        for tt in times[name][1:]:
+            mt = statistics.median(tt) if tt else float("nan")
+            cols += [f"{mt:.3f}", f"{mt / mg:.2f}"] if tt else ["—", "—"]
+        print(f"| {name} | {mg:.3f} | {' | '.join(cols)} |")
 
 
 if __name__ == "__main__":

@@ -165,6 +165,17 @@ typedef ptrdiff_t (*gc_mp_bwd_w2_f32)(const float *g, const int64_t *idx, float 
 typedef void (*gc_mp_fwd_w2_f32)(const float *const *rows, const int32_t *toff, int nr,
                                  ptrdiff_t ow, int64_t o0, float *vr, int64_t *ir, ptrdiff_t oh,
                                  ptrdiff_t rs);
+/* max_pool2d's values-only plane at column stride 2 (maxpool.c's mp_plane_s2), its two passes.
+ * mp_h2: for the nrows rows of width w at x (row stride w), hb[y owp + i] (i < owp, a multiple
+ * of 16) = the maximum of x[y][2 i - pw + kj] over kj < kw in that order by v > m ? v : m from
+ * -inf, columns outside [0, w) read as -inf; nonzero when some input read was NaN (the caller
+ * redoes the plane by the exact rule).  mp_v: for each output row oy < nout, out[oy ow + i]
+ * (i < ow) = the maximum of rows[oy * kh + r][i] over r < nr[oy] in that order, -inf when
+ * nr[oy] = 0. */
+typedef int (*gc_mp_h2_f32)(const float *x, ptrdiff_t w, ptrdiff_t nrows, ptrdiff_t kw,
+                            ptrdiff_t pw, float *hb, ptrdiff_t owp);
+typedef void (*gc_mp_v_f32)(const float *const *rows, const int *nr, ptrdiff_t kh,
+                            ptrdiff_t nout, float *out, ptrdiff_t ow);
 
 /* One fused optimizer update (cpu/optim.c; loops in cpu/isa/optim.h): parameter p, gradient g
  * and up to three state buffers (SGD: momentum; Adam: exp_avg, exp_avg_sq, max_exp_avg_sq;
@@ -282,6 +293,8 @@ typedef struct {
     gc_mp_s2_f32 mp_s2_f32;
     gc_mp_bwd_w2_f32 mp_bwd_w2_f32; /* NULL = maxpool.c's scalar masks */
     gc_mp_fwd_w2_f32 mp_fwd_w2_f32; /* NULL = maxpool.c's 16-byte vectors */
+    gc_mp_h2_f32 mp_h2_f32; /* NULL = mp_s2_f32 / mp_s2_vecs row by row */
+    gc_mp_v_f32 mp_v_f32;   /* NULL = maxpool.c's 16-byte vectors */
     /* fused optimizer updates (cpu/isa/optim.h compiled with the ISA's flags) */
     gc_optim_range_f32 sgd_f32, adam_f32, rmsprop_f32;
     gc_optim_range_f64 sgd_f64, adam_f64, rmsprop_f64;

@@ -381,6 +381,131 @@ static int GC_FN(mp_is_s2)(const gc_pool2d *p)
 {
     return p->sw == 2 && p->dw == 1 && p->kw <= 8 && p->kh <= 16;
 }
+
+/* The values path at column stride 2 a whole plane per call, separably: the window maximum in
+ * window order (row by row, kj within a row) equals the maximum over the window's rows, in row
+ * order, of each row's maximum over kj, both by v > m ? v : m from -inf (the value is the window's
+ * maximum either way; between +0 and -0 each pass keeps its first, which is the window's first in
+ * row-major order). So each input row's 3-wide maxima at stride 2 (the H rows) are computed once
+ * (isa.h's mp_s2_f32 with one row, else mp_s2_vecs) from a copy of the row between -inf columns
+ * (padding reads as -inf: the same bits as skipping it) and shared by the output rows whose
+ * windows hold it (2 of 3 rows for the stem's 3x3 / 2), then contiguous vertical maxima; no per-
+ * row scalar edges. A NaN in the plane (the ISA's flag, or a NaN H read by the vertical pass: a
+ * lane mask or-ed, no add chain through the plane) returns 0 and the caller redoes the plane by
+ * mp_row_max_s2's exact rule; so does a geometry whose buffers exceed the stack ones. H rows go in
+ * bands of output rows whose input rows fit MP_HBUF (32 KiB: L1); a band's first rows recomputed
+ * at its start give the same bits. AVX-512 runs each pass a band per call (isa.h's mp_h2_f32,
+ * mp_v_f32). ResNet's stem pool (64 x 112 x 112), one thread: ~0.45 -> ~0.15 ms
+ * (benchmarks/cnn_step_kernels.py -k stem).
+ */
+#define MP_HBUF ((ptrdiff_t)(32768 / sizeof(GC_T)))
+#define MP_PROW 2048
+#define MP_VROWS 256 /* window rows of a band's output rows (the ISA's vertical pass) */
+
+static int GC_FN(mp_plane_s2)(const gc_pool2d *p, const GC_T *x, GC_T *out)
+{
+    const ptrdiff_t w = p->w, h = p->h, kw = p->kw, pw = p->pw, ow = p->ow, oh = p->oh;
+    const ptrdiff_t kh = p->kh, sh = p->sh, ph = p->ph, dh = p->dh;
+    const ptrdiff_t owp = (ow + 15) & ~(ptrdiff_t)15; /* H's row stride, whole vectors */
+    /* both horizontal kernels read columns up to 2 owp + kw - 2 of the padded row */
+    ptrdiff_t plen = 2 * owp + kw;
+    if (plen < pw + w)
+        plen = pw + w;
+    const ptrdiff_t hrows = MP_HBUF / owp, span = (kh - 1) * dh + 1;
+    if (plen > MP_PROW || span > hrows || ow <= 0 || oh <= 0)
+        return 0;
+    GC_T prow[MP_PROW];
+    GC_T hb[MP_HBUF];
+    for (ptrdiff_t i = 0; i < plen; i++)
+        prow[i] = (GC_T)-INFINITY;
+    const GC_T *pr = prow;
+    MP_VI bad = {0}; /* NaN lanes read by the vertical pass (mp_s2_vecs's H keeps NaN) */
+    for (ptrdiff_t o0 = 0; o0 < oh;) {
+        /* the band [o0, o1): its in-image input rows [y0, y1) fit hb */
+        const ptrdiff_t y0 = o0 * sh - ph < 0 ? 0 : o0 * sh - ph;
+        ptrdiff_t o1 = o0 + 1;
+        while (o1 < oh && o1 * sh - ph + span - y0 <= hrows && (o1 + 1 - o0) * kh <= MP_VROWS)
+            o1++;
+        ptrdiff_t y1 = (o1 - 1) * sh - ph + span;
+        if (y1 > h)
+            y1 = h;
+#if MP_VN == 4
+        if (gc_isa.mp_h2_f32 && gc_isa.mp_v_f32) { /* AVX-512: a band per call of each pass */
+            if (gc_isa.mp_h2_f32(x + y0 * w, w, y1 - y0, kw, pw, hb, owp))
+                return 0;
+            const GC_T *vrows[MP_VROWS];
+            int vn[MP_VROWS];
+            for (ptrdiff_t oy = o0; oy < o1; oy++) {
+                int nr = 0;
+                for (ptrdiff_t ki = 0; ki < kh; ki++) {
+                    const ptrdiff_t iy = oy * sh - ph + ki * dh;
+                    if (iy >= 0 && iy < h)
+                        vrows[(oy - o0) * kh + nr++] = hb + (iy - y0) * owp;
+                }
+                vn[oy - o0] = nr;
+            }
+            gc_isa.mp_v_f32(vrows, vn, kh, o1 - o0, out + o0 * ow, ow);
+            o0 = o1;
+            continue;
+        }
+#endif
+        for (ptrdiff_t iy = y0; iy < y1; iy++) {
+            memcpy(prow + pw, x + iy * w, (size_t)w * sizeof(GC_T));
+            GC_T *hr = hb + (iy - y0) * owp;
+#if MP_VN == 4
+            if (gc_isa.mp_s2_f32) {
+                if (gc_isa.mp_s2_f32(&pr, 1, kw, 0, hr, owp / 8))
+                    return 0;
+                continue;
+            }
+#endif
+            for (ptrdiff_t ox = 0; ox < owp; ox += MP_U * MP_VN)
+                GC_FN(mp_s2_vecs)(&pr, 1, kw, 2 * ox, hr + ox, MP_U);
+        }
+        for (ptrdiff_t oy = o0; oy < o1; oy++) {
+            const GC_T *rows[16];
+            int nr = 0;
+            for (ptrdiff_t ki = 0; ki < kh; ki++) {
+                const ptrdiff_t iy = oy * sh - ph + ki * dh;
+                if (iy >= 0 && iy < h)
+                    rows[nr++] = hb + (iy - y0) * owp;
+            }
+            GC_T *orow = out + oy * ow;
+            /* whole vectors, the last one overlapping the one before (the same bits) */
+            const ptrdiff_t vend = ow >= MP_VN ? ow : 0;
+            ptrdiff_t ox = 0;
+            for (; ox < vend; ox += MP_VN) {
+                if (ox + MP_VN > vend)
+                    ox = vend - MP_VN;
+                MP_VT m = (GC_T)-INFINITY - (MP_VT){0};
+                for (int r = 0; r < nr; r++) {
+                    MP_VT v;
+                    memcpy(&v, rows[r] + ox, sizeof v);
+                    bad |= v != v; /* an or: no add chain through the plane */
+                    m = GC_FN(mp_vmax)(v, m);
+                }
+                memcpy(orow + ox, &m, sizeof m);
+            }
+            for (; ox < ow; ox++) { /* ow < MP_VN */
+                GC_T m = (GC_T)-INFINITY;
+                for (int r = 0; r < nr; r++) {
+                    const GC_T v = rows[r][ox];
+                    bad[0] |= v != v;
+                    m = v > m ? v : m;
+                }
+                orow[ox] = m;
+            }
+        }
+        o0 = o1;
+    }
+    int any = 0;
+    for (int l = 0; l < MP_VN; l++)
+        any |= bad[l] != 0;
+    return !any;
+}
+#undef MP_HBUF
+#undef MP_PROW
+#undef MP_VROWS
 #undef MP_U
 
 /* The common 2-wide window (kw = sw = 2, dw = 1, pw = 0, every column of a window inside the
@@ -504,7 +629,9 @@ static void GC_FN(mp_fwd_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 #endif
     if (!J->idx) {
         const int s2 = GC_FN(mp_is_s2)(p);
-        for (ptrdiff_t pl = lo; pl < hi; pl++)
+        for (ptrdiff_t pl = lo; pl < hi; pl++) {
+            if (s2 && GC_FN(mp_plane_s2)(p, J->x + pl * hw, J->vals + pl * ohw))
+                continue; /* else (a NaN, or too wide) the plane row by row */
             for (ptrdiff_t oy = 0; oy < p->oh; oy++) {
                 GC_T *vr = J->vals + pl * ohw + oy * p->ow;
                 if (s2)
@@ -512,6 +639,7 @@ static void GC_FN(mp_fwd_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
                 else
                     GC_FN(mp_row_max)(p, J->x + pl * hw, vr, oy);
             }
+        }
         return;
     }
     if (GC_FN(mp_is_w2)(p)) {

@@ -695,8 +695,138 @@ static int mp_s2_avx512(const float *const *rows, int nr, ptrdiff_t kw, ptrdiff_
     return bad != 0;
 }
 
+/* ---- max_pool2d's values-only plane at column stride 2 (isa.h's gc_mp_h2_f32, gc_mp_v_f32) -- */
+
+/* 16 outputs a vector per input row: for each kj two loads and the even elements by a
+ * two-source permute, m = v > m ? v : m in kj order.  Vectors reaching past a row's ends load
+ * masked (lanes outside the row read -inf and touch no memory; the masks depend on the column
+ * only: made once per call, for the at most 64 vectors of a row).  NaN: the loads of kj = 0 and
+ * kw - 1 cover every column the vector reads (kw <= 8), compared unordered into a mask. */
+static inline __attribute__((always_inline)) __mmask16
+mp_h2_vec_avx512(const float *p, ptrdiff_t kw, const __mmask16 (*mk)[2], int full, float *out)
+{
+    const __m512i even =
+        _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512 ninf = _mm512_set1_ps(-__builtin_inff());
+    __m512 m = ninf;
+    __mmask16 bad = 0;
+    for (ptrdiff_t kj = 0; kj < kw; kj++) {
+        const __m512 a =
+            full ? _mm512_loadu_ps(p + kj) : _mm512_mask_loadu_ps(ninf, mk[kj][0], p + kj);
+        const __m512 b = full ? _mm512_loadu_ps(p + kj + 16)
+                              : _mm512_mask_loadu_ps(ninf, mk[kj][1], p + kj + 16);
+        if (kj == 0 || kj == kw - 1)
+            bad = _kor_mask16(bad, _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q));
+        m = _mm512_max_ps(_mm512_permutex2var_ps(a, even, b), m); /* v > m ? v : m */
+    }
+    _mm512_storeu_ps(out, m);
+    return bad;
+}
+
+/* mp_h2 for kw = 3, pw = 1 (ResNet's stem): columns 2 i - 1, 2 i, 2 i + 1 are the odd inputs
+ * shifted up a lane (the previous vector's last in lane 0), the even ones and the odd ones: two
+ * loads (masked past the row's end) and three permutes per 16 outputs instead of six loads that
+ * straddle cache lines; each input loaded once, so each is compared for NaN once. */
+static __mmask16 mp_h2_k3p1_avx512(const float *x, ptrdiff_t w, ptrdiff_t nrows, float *hb,
+                                   ptrdiff_t owp)
+{
+    const __m512i even =
+        _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    const __m512 ninf = _mm512_set1_ps(-__builtin_inff());
+    const ptrdiff_t nv = owp / 16;
+    __mmask16 bad = 0;
+    for (ptrdiff_t y = 0; y < nrows; y++) {
+        const float *xr = x + y * w;
+        float *hr = hb + y * owp;
+        __m512i prev = _mm512_castps_si512(ninf); /* column -1: padding */
+        for (ptrdiff_t j = 0; j < nv; j++) {
+            const ptrdiff_t ra = w - 32 * j, rb = ra - 16; /* columns left from each load */
+            const __mmask16 ka = ra >= 16 ? (__mmask16)0xffff
+                                 : ra <= 0 ? (__mmask16)0
+                                           : (__mmask16)((1u << ra) - 1);
+            const __mmask16 kb = rb >= 16 ? (__mmask16)0xffff
+                                 : rb <= 0 ? (__mmask16)0
+                                           : (__mmask16)((1u << rb) - 1);
+            const __m512 a = _mm512_mask_loadu_ps(ninf, ka, xr + 32 * j);
+            const __m512 b = _mm512_mask_loadu_ps(ninf, kb, xr + 32 * j + 16);
+            bad = _kor_mask16(bad, _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q));
+            const __m512 e = _mm512_permutex2var_ps(a, even, b);
+            const __m512 o = _mm512_permutex2var_ps(a, odd, b);
+            const __m512i oi = _mm512_castps_si512(o);
+            __m512 m = _mm512_castsi512_ps(_mm512_alignr_epi32(oi, prev, 15)); /* kj = 0 */
+            m = _mm512_max_ps(e, m);                                           /* kj = 1 */
+            m = _mm512_max_ps(o, m);                                           /* kj = 2 */
+            _mm512_storeu_ps(hr + 16 * j, m);
+            prev = oi;
+        }
+    }
+    return bad;
+}
+
+static int mp_h2_avx512(const float *x, ptrdiff_t w, ptrdiff_t nrows, ptrdiff_t kw, ptrdiff_t pw,
+                        float *hb, ptrdiff_t owp)
+{
+    if (kw == 3 && pw == 1)
+        return mp_h2_k3p1_avx512(x, w, nrows, hb, owp) != 0;
+    const ptrdiff_t nv = owp / 16;
+    if (nv > 64 || kw > 8)
+        return 1; /* the caller's exact path */
+    __mmask16 mk[64][8][2];
+    unsigned char full[64];
+    for (ptrdiff_t j = 0; j < nv; j++) {
+        full[j] = 32 * j - pw >= 0 && 32 * j - pw + kw - 1 + 32 <= w;
+        for (ptrdiff_t kj = 0; kj < kw; kj++)
+            for (int half = 0; half < 2; half++) {
+                const ptrdiff_t c = 32 * j - pw + kj + 16 * half; /* lane l: column c + l */
+                unsigned k = 0;
+                for (int l = 0; l < 16; l++)
+                    k |= (unsigned)(c + l >= 0 && c + l < w) << l;
+                mk[j][kj][half] = (__mmask16)k;
+            }
+    }
+    __mmask16 bad = 0;
+    for (ptrdiff_t y = 0; y < nrows; y++) {
+        const float *xr = x + y * w - pw;
+        float *hr = hb + y * owp;
+        for (ptrdiff_t j = 0; j < nv; j++) {
+            const float *p = xr + 32 * j;
+            __mmask16 b;
+            if (full[j])
+                b = kw == 3 ? mp_h2_vec_avx512(p, 3, mk[j], 1, hr + 16 * j)
+                            : mp_h2_vec_avx512(p, kw, mk[j], 1, hr + 16 * j);
+            else
+                b = mp_h2_vec_avx512(p, kw, mk[j], 0, hr + 16 * j);
+            bad = _kor_mask16(bad, b);
+        }
+    }
+    return bad != 0;
+}
+
+/* 16 outputs a vector, the row's last partial vector masked */
+static void mp_v_avx512(const float *const *rows, const int *nr, ptrdiff_t kh, ptrdiff_t nout,
+                        float *out, ptrdiff_t ow)
+{
+    const __m512 ninf = _mm512_set1_ps(-__builtin_inff());
+    for (ptrdiff_t oy = 0; oy < nout; oy++) {
+        const float *const *rr = rows + oy * kh;
+        const int n = nr[oy];
+        float *o = out + oy * ow;
+        for (ptrdiff_t i = 0; i < ow; i += 16) {
+            const __mmask16 k =
+                ow - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (ow - i)) - 1);
+            __m512 m = ninf;
+            for (int r = 0; r < n; r++)
+                m = _mm512_max_ps(_mm512_maskz_loadu_ps(k, rr[r] + i), m);
+            _mm512_mask_storeu_ps(o + i, k, m);
+        }
+    }
+}
+
 static void gc_isa_fill_avx512_vmath(gc_isa_kernels *k)
 {
+    k->mp_h2_f32 = mp_h2_avx512;
+    k->mp_v_f32 = mp_v_avx512;
     k->mp_fwd_w2_f32 = mp_fwd_w2_avx512;
     k->mp_s2_f32 = mp_s2_avx512;
     k->mp_bwd_w2_f32 = mp_bwd_w2_avx512;

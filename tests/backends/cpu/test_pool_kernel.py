@@ -304,3 +304,83 @@ def test_backward_threads_bitwise():
             C.set_num_threads(threads)
         assert many.tobytes() == one.tobytes()
         np.testing.assert_array_equal(many[:4], ref_backward(g[:4], idx[:4], hw, hw))
+
+
+# The values path at column stride 2 a plane per call (maxpool.c's mp_plane_s2: each input row's
+# maxima at stride 2 once, then vertical maxima): per case the input, the values-only result
+# and the indexed path's values (unchanged, the old bits), under the forced ISA.
+_PLANE_S2_SCRIPT = """
+import itertools
+import numpy as np
+out = {}
+r = np.random.default_rng(17)
+
+def osz(n, k, s, p, d):
+    return (n + 2 * p - d * (k - 1) - 1) // s + 1
+
+def case(name, x, k, s, p, d):
+    planes, h, w = x.shape
+    oh, ow = osz(h, k[0], s[0], p[0], d[0]), osz(w, k[1], s[1], p[1], d[1])
+    only = np.full((planes, oh, ow), 7, x.dtype)
+    vals = np.full_like(only, 7)
+    idx = np.empty(only.shape, np.int64)
+    geo = (planes, h, w, *k, *s, *p, *d, oh, ow)
+    C.max_pool2d(x, only, None, *geo)
+    C.max_pool2d(x, vals, idx, *geo)
+    out[name + ".x"], out[name + ".only"], out[name + ".vals"] = x, only, vals
+    out[name + ".geo"] = np.array(k + s + p + d)
+
+def planes(shape, dtype):
+    x = r.integers(-2, 3, size=shape).astype(dtype)  # ties, zeros of both signs
+    x[r.random(shape) < 0.3] = -0.0
+    x[1] = r.standard_normal(shape[1:])
+    x[2][r.random(shape[1:]) < 0.05] = np.nan  # a NaN plane among clean ones
+    b = x[2].view(np.uint32 if dtype == np.float32 else np.uint64)
+    b[np.isnan(x[2])] |= 12345  # payloads: the window's last NaN wins
+    x[3][r.random(shape[1:]) < 0.1] = np.inf  # inf and -inf, no NaN
+    x[3][r.random(shape[1:]) < 0.1] = -np.inf
+    x[4] = -np.inf
+    return x
+
+for dt in (np.float32, np.float64):
+    t = np.dtype(dt).name
+    for kw in range(1, 6):
+        for pw, w in itertools.product(range(kw // 2 + 1), (kw, 9, 16, 17, 31, 32, 33, 47, 70)):
+            if w < kw:
+                continue
+            for kh, sh, ph, dh in ((3, 2, 1, 1), (1, 1, 0, 1), (2, 2, 0, 1), (3, 1, 1, 1),
+                                   (3, 3, 1, 2), (4, 2, 2, 1)):
+                x = planes((5, 11, w), dt)
+                case(f"{t}.{kw}.{pw}.{w}.{kh}{sh}{ph}{dh}", x, (kh, kw), (sh, 2), (ph, pw), (dh, 1))
+    # the stem's geometry; a plane too tall for one band of rows; one too wide for the stack
+    for name, shape in (("stem", (5, 112, 112)), ("bands", (5, 300, 260)), ("wide", (5, 4, 4200))):
+        case(f"{t}.{name}", planes(shape, dt), (3, 3), (2, 2), (1, 1), (1, 1))
+np.savez(OUT, **out)
+"""
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_values_only_stride_two_plane_every_isa(isa, tmp_path):
+    """The stride-2 values path a plane per call (separable: input rows' maxima once, then the
+    window rows'), every ISA in a subprocess: the indexed path's bits (which it must keep: NaN
+    payloads, -0 before +0, padding as -inf) for windows 1-5 wide with every padding, window
+    rows 1-4 with row strides 1-3, padding and dilation, widths around 16 and 32, a plane with
+    NaN among clean ones, inf with -inf, all -inf; ResNet's stem geometry, one plane needing
+    several bands of rows and one too wide for the stack buffers; float32's cases 9 and 33 wide
+    also against float64's scan."""
+    path = tmp_path / "r.npz"
+    p = run_in_subprocess(f"OUT = {str(path)!r}\n" + _PLANE_S2_SCRIPT, GPUCORE_CPU_ISA=isa)
+    assert p.returncode == 0, p.stderr
+    got = np.load(path)
+    for key in got.files:
+        if not key.endswith(".x"):
+            continue
+        stem = key[:-2]
+        x, only, vals = got[key], got[stem + ".only"], got[stem + ".vals"]
+        bits = np.uint32 if x.dtype == np.float32 else np.uint64
+        assert only.view(bits).tobytes() == vals.view(bits).tobytes(), f"{isa} {stem}"
+        if x.dtype == np.float32 and x.shape[1:] in ((11, 9), (11, 33)):  # the scan is slow
+            g = got[stem + ".geo"]
+            k, s, pad, d = (g[0], g[1]), (g[2], g[3]), (g[4], g[5]), (g[6], g[7])
+            rv, _ = ref_max_pool2d(x, k, s, pad, d, *only.shape[1:])
+            np.testing.assert_array_equal(only, rv.astype(x.dtype), err_msg=f"{isa} {stem}")
