@@ -442,28 +442,13 @@ void gc_qgemm_fill_avx2(gc_isa_kernels *k)
 /* ---- direct convolution (isa/ukr_conv.h): the GEMM's 6x16 tile ----------------------------- */
 
 #undef UKR_T
-#undef UKR_VT
-#undef UKR_VL
 #undef UKR_MR
 #undef UKR_NV
-#undef V_ZERO
-#undef V_LOADU
-#undef V_STOREU
-#undef V_SET1
-#undef V_FMA
-#undef V_ADD
 #undef UKR_CONV_NAME
 #define UKR_T float
-#define UKR_VT __m256
-#define UKR_VL 8
+#include "isa/vec_f32x8.h"
 #define UKR_MR 6
 #define UKR_NV 2
-#define V_ZERO() _mm256_setzero_ps()
-#define V_LOADU(p) _mm256_loadu_ps(p)
-#define V_STOREU(p, x) _mm256_storeu_ps(p, x)
-#define V_SET1(x) _mm256_set1_ps(x)
-#define V_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
-#define V_ADD(a, b) _mm256_add_ps(a, b)
 #define UKR_CONV_NAME conv_avx2_f32_6x16
 #include "isa/ukr_conv.h"
 #define UKR_PW_RELU(x) RELU_PS(x)

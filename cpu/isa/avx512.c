@@ -209,28 +209,13 @@ static void gc_isa_fill_avx512_vmath(gc_isa_kernels *k);
 /* The GEMM's float32 tile (GC_AVX512_MR x 32): the direct path runs only while the two agree
  * (conv_direct.c's dconv_use), and then gives the im2col GEMM's bits. */
 #undef UKR_T
-#undef UKR_VT
-#undef UKR_VL
 #undef UKR_MR
 #undef UKR_NV
-#undef V_ZERO
-#undef V_LOADU
-#undef V_STOREU
-#undef V_SET1
-#undef V_FMA
-#undef V_ADD
 #undef UKR_CONV_NAME
 #define UKR_T float
-#define UKR_VT __m512
-#define UKR_VL 16
+#include "isa/vec_f32x16.h"
 #define UKR_MR GC_AVX512_MR
 #define UKR_NV 2
-#define V_ZERO() _mm512_setzero_ps()
-#define V_LOADU(p) _mm512_loadu_ps(p)
-#define V_STOREU(p, x) _mm512_storeu_ps(p, x)
-#define V_SET1(x) _mm512_set1_ps(x)
-#define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
-#define V_ADD(a, b) _mm512_add_ps(a, b)
 #define UKR_CONV_NAME conv_avx512_f32
 #include "isa/ukr_conv.h"
 #define UKR_PW_RELU(x) RELU_PS(x)
@@ -249,23 +234,8 @@ static void gc_isa_fill_avx512_vmath(gc_isa_kernels *k);
 /* the quarter-width tile (14 x 8, 8-wide vectors) over the same panels: a last panel's last
  * <= 8 pixels (49 pixels: 32 + 16 + 8 columns, 7/8 of them used; Zen 4 runs two 8-wide FMAs a
  * cycle against one 16-wide one, so it costs half the half-width tile) */
-#undef UKR_VT
-#undef UKR_VL
-#undef V_ZERO
-#undef V_LOADU
-#undef V_STOREU
-#undef V_SET1
-#undef V_FMA
-#undef V_ADD
 #undef UKR_PW_RELU
-#define UKR_VT __m256
-#define UKR_VL 8
-#define V_ZERO() _mm256_setzero_ps()
-#define V_LOADU(p) _mm256_loadu_ps(p)
-#define V_STOREU(p, x) _mm256_storeu_ps(p, x)
-#define V_SET1(x) _mm256_set1_ps(x)
-#define V_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
-#define V_ADD(a, b) _mm256_add_ps(a, b)
+#include "isa/vec_f32x8.h"
 /* (x <= 0) ? +0 : x, NaN kept: RELU_PS on 8 lanes (avx2.c's; no AVX-512VL masks here) */
 #define UKR_PW_RELU(x) _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LE_OQ), x)
 #define UKR_PW_LDB 32
@@ -273,52 +243,19 @@ static void gc_isa_fill_avx512_vmath(gc_isa_kernels *k);
 #include "isa/ukr_pw.h"
 #undef UKR_PW_NAME
 #undef UKR_PW_LDB
-#undef UKR_VT
-#undef UKR_VL
-#undef V_ZERO
-#undef V_LOADU
-#undef V_STOREU
-#undef V_SET1
-#undef V_FMA
-#undef V_ADD
-#define UKR_VT __m512
-#define UKR_VL 16
-#define V_ZERO() _mm512_setzero_ps()
-#define V_LOADU(p) _mm512_loadu_ps(p)
-#define V_STOREU(p, x) _mm512_storeu_ps(p, x)
-#define V_SET1(x) _mm512_set1_ps(x)
-#define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
-#define V_ADD(a, b) _mm512_add_ps(a, b)
-#undef UKR_NV
-#define UKR_NV 2
 #undef UKR_PW_RELU
 #undef UKR_T
-#undef UKR_VT
-#undef UKR_VL
 #undef UKR_MR
 #undef UKR_NV
-#undef V_ZERO
-#undef V_LOADU
-#undef V_STOREU
-#undef V_SET1
-#undef V_FMA
-#undef V_ADD
 #undef UKR_CONV_NAME
 
 /* The 16-column kernel (gc_isa_kernels.cukr16_f32): AVX2's 6 x 16 tile of 8-wide vectors,
  * for the backward's 16-channel panels (conv_direct.c); the FMA chain per element is the wide
  * kernel's, so the bits are too. */
 #define UKR_T float
-#define UKR_VT __m256
-#define UKR_VL 8
+#include "isa/vec_f32x8.h"
 #define UKR_MR 6
 #define UKR_NV 2
-#define V_ZERO() _mm256_setzero_ps()
-#define V_LOADU(p) _mm256_loadu_ps(p)
-#define V_STOREU(p, x) _mm256_storeu_ps(p, x)
-#define V_SET1(x) _mm256_set1_ps(x)
-#define V_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
-#define V_ADD(a, b) _mm256_add_ps(a, b)
 #define UKR_CONV_NAME conv_avx512_f32_6x16
 #include "isa/ukr_conv.h"
 #undef UKR_T

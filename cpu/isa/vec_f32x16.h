@@ -1,0 +1,18 @@
+/* The kernel templates' vector macros (isa/ukr_conv.h, isa/ukr_pw.h) for float32 in 16-wide
+ * registers: included before an instantiation, replacing the set defined before it. */
+#undef UKR_VT
+#undef UKR_VL
+#undef V_ZERO
+#undef V_LOADU
+#undef V_STOREU
+#undef V_SET1
+#undef V_FMA
+#undef V_ADD
+#define UKR_VT __m512
+#define UKR_VL 16
+#define V_ZERO() _mm512_setzero_ps()
+#define V_LOADU(p) _mm512_loadu_ps(p)
+#define V_STOREU(p, x) _mm512_storeu_ps(p, x)
+#define V_SET1(x) _mm512_set1_ps(x)
+#define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define V_ADD(a, b) _mm512_add_ps(a, b)
