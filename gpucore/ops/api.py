@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import types
 from collections.abc import Callable
 
 from ..errors import ArgumentTypeError, GpucoreError
@@ -85,18 +86,62 @@ def checked(name: str, fn: Callable) -> Callable:
     return _checked(name, fn, 0, 1)
 
 
+def _checks_annotation(annotation) -> bool:
+    """Whether a parameter annotated so gets the Tensor check (``Tensor``, ``Tensor | None``)."""
+    return annotation in ("Tensor", Tensor) or annotation in _OPTIONAL_TENSOR
+
+
+def _has_checks(fn: Callable, first: int) -> bool:
+    """Whether fn has a parameter from index ``first`` on whose annotation asks for a check,
+    read from the code object for a plain function (inspect.signature cost the import ~30 ms
+    over the ~1000 public forms)."""
+    code = getattr(fn, "__code__", None)
+    plain = type(fn) is types.FunctionType and code is not None
+    if not plain or hasattr(fn, "__wrapped__") or hasattr(fn, "__signature__"):
+        params = list(inspect.signature(fn).parameters.values())[first:]
+        return any(_checks_annotation(p.annotation) for p in params)
+    n = code.co_argcount + code.co_kwonlyargcount
+    names = list(code.co_varnames[: code.co_argcount])  # the signature's order
+    if code.co_flags & inspect.CO_VARARGS:
+        names.append(code.co_varnames[n])
+    names += code.co_varnames[code.co_argcount : n]
+    ann = fn.__annotations__
+    return any(_checks_annotation(ann.get(p)) for p in names[first:])
+
+
+def _trampoline(*args, **kwargs):
+    """The body of a public form until its first call, which compiles the real one."""
+    return _gc_build()(*args, **kwargs)  # noqa: F821 - the form's own globals define it
+
+
 def _checked(name: str, fn: Callable, first: int, offset: int) -> Callable:
     """fn as a public form: it checks first that fn's parameters annotated ``Tensor`` (or
     ``Tensor | None``: a Tensor or None; from index ``first`` on: 1 for a method, whose self is a
-    Tensor) got Tensors, and puts the public
-    name in front of the message of an error from inside (``_NAMED``) that does not name it.
-    ``offset`` turns an index into PyTorch's position (1 for a function, 0 for a method).
+    Tensor) got Tensors, and puts the public name in front of the message of an error from
+    inside (``_NAMED``) that does not name it. ``offset`` turns an index into PyTorch's position
+    (1 for a function, 0 for a method). A method with nothing to check besides self is fn itself.
 
-    The form is generated with fn's own parameter list (as dataclasses generate ``__init__``):
-    the checks are inline (a generic loop over ``*args`` cost gc.matmul 0.75 µs a call; this
-    form costs about 0.05 µs)."""
+    The form's body is generated with fn's own parameter list (as dataclasses generate
+    ``__init__``): the checks are inline (a generic loop over ``*args`` cost gc.matmul 0.75 µs a
+    call; this form costs about 0.05 µs). It is compiled on the form's first call (the
+    trampoline swaps its code object for the real one, in place, so the function object and its
+    identity stay): compiling the ~1000 forms up front was a third of ``import gpucore``.
+    """
+    if first and not _has_checks(fn, first):
+        return fn  # a method with no Tensor to check besides self
     ns = {"_gc_fn": fn, "_gc_T": Tensor, "_gc_bad": not_tensor, "_gc_named": _NAMED}
     ns.update(_gc_relabel=_relabel, _gc_names=(name, fn.__name__))
+    ident = name.replace(".", "_")
+    code = _trampoline.__code__.replace(co_name=ident, co_qualname=ident)
+    stub = types.FunctionType(code, ns, ident)
+    ns["_gc_build"] = lambda: _build_form(stub, name, fn, first, offset)
+    return functools.update_wrapper(stub, fn)
+
+
+def _build_form(stub: Callable, name: str, fn: Callable, first: int, offset: int) -> Callable:
+    """Compile the body of ``stub``, the public form of fn (``_checked``), with fn's parameter
+    list, and make it stub's: its code object and defaults are swapped in place."""
+    ns = stub.__globals__
     params, call, checks, star, slash = [], [], [], False, 0
     for i, p in enumerate(inspect.signature(fn).parameters.values()):
         default = ""
@@ -120,7 +165,7 @@ def _checked(name: str, fn: Callable, first: int, offset: int) -> Callable:
             if p.kind is p.POSITIONAL_ONLY:
                 slash = len(params)
         optional = p.annotation in _OPTIONAL_TENSOR
-        if i < first or (p.annotation not in ("Tensor", Tensor) and not optional):
+        if i < first or not _checks_annotation(p.annotation):
             continue
         pos = "None" if p.kind is p.KEYWORD_ONLY else str(i + offset)
         if optional:  # Tensor | None: a bias, a weight
@@ -139,8 +184,6 @@ def _checked(name: str, fn: Callable, first: int, offset: int) -> Callable:
                 f"    if not isinstance({p.name}, _gc_T):\n"
                 f"        raise _gc_bad({name!r}, {p.name!r}, {pos}, {p.name})\n"
             )
-    if first and not checks:
-        return fn  # a method with no Tensor to check besides self
     if slash:
         params.insert(slash, "/")
     ident = name.replace(".", "_")  # linalg.inv's form is the function linalg_inv
@@ -152,7 +195,11 @@ def _checked(name: str, fn: Callable, first: int, offset: int) -> Callable:
         "        raise\n"
     )
     exec(compile(src, f"<public form {name}>", "exec"), ns)  # noqa: S102 - our own source
-    return functools.update_wrapper(ns[ident], fn)
+    form = ns.pop(ident)
+    # The defaults first: a thread that calls stub meanwhile still runs the trampoline.
+    stub.__defaults__, stub.__kwdefaults__ = form.__defaults__, form.__kwdefaults__
+    stub.__code__ = form.__code__
+    return stub
 
 
 def public(
