@@ -6,8 +6,11 @@ Vulkan device when one is usable; everything else runs in the C extension ``gpuc
 
 # _cpu first: fail early and clearly if the extension is missing (it also refuses a bad
 # GPUCORE_CPU_ISA itself); config next: importing it checks every GPUCORE_* variable before
-# anything reads one. ops fills the op registry and declares the public API.
+# anything reads one. ops fills the op registry and declares the public API: every op module
+# is imported here, so the registry is complete whenever anything looks an op up by name.
+# The subpackages the core does not need (_LAZY below) load on first access instead.
 import builtins
+import importlib as _importlib
 
 from . import _cpu  # isort: skip
 from . import config  # isort: skip
@@ -20,11 +23,6 @@ from . import (
     dispatch,
     linalg,
     nn,
-    optim,
-    serialization,
-    signal,
-    special,
-    utils,
     vulkan,
 )
 from . import ops as _ops
@@ -84,7 +82,6 @@ from .errors import (
     SerializationError,
     ShapeError,
 )
-from .io import load, save
 from .legacy import (
     BFloat16Tensor,
     BoolTensor,
@@ -279,25 +276,42 @@ _QUANTIZATION = (
 )
 
 
+# Subpackages imported on first access (``gpucore.optim``, ``from gpucore import io``), not by
+# ``import gpucore``: nothing in the core needs them, and importing them all cost a fresh
+# process ~40 ms (benchmarks/import_time.py). gpucore.runtime is not needed to train,
+# gpucore.distributed reads MPI launchers' variables when imported, gpucore.onnx is for
+# inference. ``import gpucore.optim`` binds the same module as the attribute.
+_LAZY = (
+    "distributed",
+    "distributions",
+    "io",
+    "onnx",
+    "optim",
+    "runtime",
+    "serialization",
+    "signal",
+    "special",
+    "utils",
+)
+# Names taken from a lazily imported module: name -> (module, attribute).
+_LAZY_NAMES = {"load": ("io", "load"), "save": ("io", "save")}
+
+
 def __dir__():
-    return sorted(set(globals()) | {"quantization", "distributions", *_QUANTIZATION})
+    return sorted(set(globals()) | {"quantization", *_QUANTIZATION, *_LAZY, *_LAZY_NAMES})
 
 
 def __getattr__(name: str):
     if name == "quantization" or name in _QUANTIZATION:
-        import importlib  # noqa: PLC0415
-
-        q = importlib.import_module(".quantization", __name__)
+        q = _importlib.import_module(".quantization", __name__)
         return q if name == "quantization" else getattr(q, name)
     if name == "ao":
-        import importlib  # noqa: PLC0415
-
-        return importlib.import_module(".quantization", __name__).ao_module()
-    # gpucore.runtime is imported on first use (the inference runtime is not needed to train).
-    # gpucore.distributed too (it reads MPI launchers' variables when imported), and
-    # gpucore.distributions (probability distributions, not needed to train most models).
-    if name in ("runtime", "distributed", "distributions"):
-        import importlib  # noqa: PLC0415
-
-        return importlib.import_module("." + name, __name__)
+        return _importlib.import_module(".quantization", __name__).ao_module()
+    if name in _LAZY:
+        return _importlib.import_module("." + name, __name__)
+    if name in _LAZY_NAMES:
+        module, attr = _LAZY_NAMES[name]
+        value = getattr(_importlib.import_module("." + module, __name__), attr)
+        globals()[name] = value  # found in the module's namespace from now on
+        return value
     raise AttributeError(f"module 'gpucore' has no attribute {name!r}")

@@ -11,7 +11,6 @@ warning naming the closest known one. README.md's configuration table lists the 
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import warnings
@@ -126,6 +125,8 @@ def check_environment(environ: Mapping[str, str] | None = None) -> None:
     known = VARIABLES.keys() | TOOL_VARIABLES
     for name in sorted(env):
         if name.startswith("GPUCORE_") and name not in known:
+            import difflib  # noqa: PLC0415 - only for a typo's hint (its import costs ~1 ms)
+
             close = difflib.get_close_matches(name, sorted(known), n=1)
             hint = f"; did you mean {close[0]}?" if close else ""
             warnings.warn(
