@@ -41,6 +41,7 @@ def test_import_gpucore_leaves_the_lazy_subpackages_and_onnx_unimported():
         fresh(
             "import sys, json, gpucore\n"
             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'onnx'\n"
+            "    or m.startswith('gpucore.nn.modules')\n"
             "    or m.startswith('gpucore.') and m.split('.')[1] in gpucore._LAZY + "
             "('quantization',))))"
         )
@@ -121,3 +122,25 @@ def test_the_registry_is_complete_before_any_lazy_subpackage_loads():
 def test_an_unknown_gpucore_variable_still_warns_at_import():
     res = fresh("import gpucore", GPUCORE_DEVISE="cpu")
     assert "GPUCORE_DEVISE" in res.stderr and "did you mean GPUCORE_DEVICE" in res.stderr
+
+
+def test_importing_the_runtime_leaves_io_unimported():
+    got = last_json(
+        fresh("import sys, json, gpucore.runtime\nprint(json.dumps('gpucore.io' in sys.modules))")
+    )
+    assert got is False
+
+
+def test_the_layers_load_on_first_access_from_gpucore_nn():
+    got = last_json(
+        fresh(
+            "import json, sys, gpucore\nfrom gpucore import nn\n"
+            "before = 'gpucore.nn.modules' in sys.modules\n"
+            "from gpucore.nn import Linear\nimport gpucore.nn.modules as layers\n"
+            "ns = {}\nexec('from gpucore.nn import *', ns)\n"
+            "print(json.dumps([before, Linear is nn.Linear is layers.Linear is ns['Linear'],\n"
+            "    nn.modules is layers, set(layers.__all__) <= set(nn.__all__),\n"
+            "    'Conv2d' in dir(nn), 'Module' in ns, hasattr(nn, 'NoSuchLayer')]))"
+        )
+    )
+    assert got == [False, True, True, True, True, True, False]

@@ -23,8 +23,6 @@ import numpy as np
 
 from .. import dtypes as D
 from ..errors import SerializationError
-from ..io import load as _load
-from ..io import save as _save
 from ..ops.registry import REGISTRY
 from ..tensor import Tensor
 from . import c_program
@@ -147,6 +145,8 @@ def save_model(model, path) -> None:
         "executor": model.executor_kind,
         "check_nan": model.check_nan,
     }
+    from ..io import save as _save  # noqa: PLC0415 - lazy: gpucore.io is not needed to infer
+
     _save(
         {
             "format": FORMAT,
@@ -250,6 +250,8 @@ def graph_from_json(text: str, weights: dict) -> Graph:
 
 def load_model(path) -> tuple[Graph, dict]:
     """The graph and options saved at ``path`` (SerializationError for anything wrong)."""
+    from ..io import load as _load  # noqa: PLC0415 - lazy: gpucore.io is not needed to infer
+
     obj = _load(path)
     source = str(path)
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:
