@@ -295,6 +295,9 @@ _LAZY = (
 )
 # Names taken from a lazily imported module: name -> (module, attribute).
 _LAZY_NAMES = {"load": ("io", "load"), "save": ("io", "save")}
+# What ``from gpucore import *`` gave when these were imported eagerly (it takes __all__, read
+# through __getattr__ below, which then imports them): the public globals and these.
+_STAR = ("io", "load", "optim", "save", "serialization", "signal", "special", "utils")
 
 
 def __dir__():
@@ -309,6 +312,8 @@ def __getattr__(name: str):
         return _importlib.import_module(".quantization", __name__).ao_module()
     if name in _LAZY:
         return _importlib.import_module("." + name, __name__)
+    if name == "__all__":
+        return sorted({n for n in globals() if not n.startswith("_")} | set(_STAR))
     if name in _LAZY_NAMES:
         module, attr = _LAZY_NAMES[name]
         value = getattr(_importlib.import_module("." + module, __name__), attr)

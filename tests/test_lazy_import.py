@@ -144,3 +144,15 @@ def test_the_layers_load_on_first_access_from_gpucore_nn():
         )
     )
     assert got == [False, True, True, True, True, True, False]
+
+
+def test_star_import_still_brings_what_was_imported_eagerly():
+    got = last_json(
+        fresh(
+            "import json\nns = {}\nexec('from gpucore import *', ns)\nimport gpucore\n"
+            "print(json.dumps([n in ns for n in ('Tensor', 'exp', 'conv2d', 'nn', 'optim',\n"
+            "    'load', 'save', 'utils', 'io', 'special', 'runtime', 'onnx')]\n"
+            "    + [ns['optim'] is gpucore.optim, ns['load'] is gpucore.io.load]))"
+        )
+    )
+    assert got == [True] * 10 + [False, False] + [True, True]
