@@ -92,6 +92,12 @@ static void gc_wait_at_least(atomic_int *v, int want)
  * ties at 128 x 128 from m ~ 16 (trans_b) / ~24, and loses from m ~ 28 at 2048 x 2048 with
  * trans_b (the blocked path packs B once for all rows; here B is read once per 8 rows). */
 #define GC_GEMV_MAX_M_T 16 /* (GC_GEMV_MAX_M_N, for a B stored k x n: kernels.h) */
+/* ... and as few columns of C (gemm_narrow_n, on C^T): up to GC_NARROW_N, or to GC_GEMV_MAX_M_T
+ * with op(A) up to GC_NARROW_A_BYTES (one AVX-512 thread, us blocked -> narrow, A x W^T: 64 x
+ * 512 x 10 ~16 -> ~12, x 16 ~22 -> ~20; 1024 x 1024 x 1 ~370 -> ~65, x 4 ~400 -> ~140; 256 x
+ * 784 x 10 ~68 -> ~80, so not past 128 KiB beyond 8 columns) */
+#define GC_NARROW_N 8
+#define GC_NARROW_A_BYTES (128.0 * 1024)
 /* columns per work chunk (multiples of every ISA's widest step: 8 rows / 8 vectors of 16) */
 #define GC_GEMV_CW_T 64
 #define GC_GEMV_CW_N 128
@@ -668,12 +674,14 @@ static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, co
         return 0;
     }
     const int small = m <= (trans_b ? GC_GEMV_MAX_M_T : GC_GEMV_MAX_M_N);
+    const int narrow = !small && batch == 1 && (n <= GC_NARROW_N || (n <= GC_GEMV_MAX_M_T &&
+                       (double)m * (double)k * sizeof(GC_T) <= GC_NARROW_A_BYTES));
     const int auto_swap = GC_FN(swap_mode)(m, n) ||
                           (!pa && !pb && !small && GC_FN(rows_swap)(m, n, k, batch, sc, alpha));
     const int swap = pa ? pa->swap : pb ? pb->swap : auto_swap;
     if (pa || pb) {
-        int ua = pa && (small || !GC_FN(packed_usable)(pa, swap));
-        int ub = pb && (small || !GC_FN(packed_usable)(pb, swap));
+        int ua = pa && (small || narrow || !GC_FN(packed_usable)(pa, swap));
+        int ub = pb && (small || narrow || !GC_FN(packed_usable)(pb, swap));
         if (alpha != (GC_T)1 && swap != auto_swap) {
             ua = pa != NULL;
             ub = pb != NULL;
@@ -691,6 +699,9 @@ static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, co
         if (rc == 0 && epi)
             GC_FN(epi_apply)(epi, c, n, 0, 0, m, n);
         return rc;
+    } else if (narrow) {
+        return GC_FN(gemm_narrow_n)(a, b, c, m, n, k, trans_a, trans_b, alpha, beta, bias, act,
+                                    epi);
     }
     if (pa) { /* (a and b are only ever offset by their stride, 0 here) */
         a = pa->data ? (const GC_T *)pa->data : c;

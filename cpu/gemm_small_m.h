@@ -91,3 +91,38 @@ static int GC_FN(gemm_small_m)(const GC_T *a, const GC_T *b, GC_T *c, ptrdiff_t 
     }
     return 0;
 }
+
+/* ---- narrow n: the same path on the transposed product ------------------------------------ */
+
+/* A few columns of C (gemm.c's GC_NARROW_*; m past the small-m bound: the last Linear of a
+ * classifier, 64 x 512 x 10, or a matrix-vector product) are C^T = op(B)^T op(A)^T with few rows:
+ * gemm_small_m on that product, A (its B) read where it lies, into a row-major C^T buffer that
+ * one transposing pass (the swapped mode's: bias, then the activation, then epi) moves into C.
+ * The blocked path ran these swapped: all of A packed (transposed, unless stored k x m) for one
+ * partial row panel of the tile (AVX-512 14 x 32: n of 14 rows).  op(B)^T is copied row-major when
+ * B is stored k x n (n k elements).  One item (gemm.c runs a batch blocked, its items spread over
+ * the threads); bits as gemm_small_m's: the same for any number of threads. */
+static int GC_FN(gemm_narrow_n)(const GC_T *a, const GC_T *b, GC_T *c, ptrdiff_t m, ptrdiff_t n,
+                                ptrdiff_t k, int trans_a, int trans_b, GC_T alpha, GC_T beta,
+                                const GC_T *bias, int act, const gc_epi *epi)
+{
+    const ptrdiff_t tsz = (m * n + 63) / 64 * 64;
+    GC_T *tt = (GC_T *)gc_scratch(sizeof(GC_T) * (size_t)(tsz + (trans_b ? 0 : n * k)));
+    if (!tt)
+        return -1;
+    if (!trans_b) { /* B stored k x n: bt[r*k + p] = B[p, r], read in order */
+        GC_T *bt = tt + tsz;
+        for (ptrdiff_t p = 0; p < k; p++)
+            for (ptrdiff_t r = 0; r < n; r++)
+                bt[r * k + p] = b[p * n + r];
+        b = bt;
+    }
+    if (beta != (GC_T)0) /* tt is n x m: tt[r*m + q] = C[q, r] */
+        GC_FN(transpose_act)(c, tt, m, n, NULL, 0, -1, NULL);
+    const int rc = GC_FN(gemm_small_m)(b, a, tt, 1, n, m, k, 0, !trans_a, alpha, beta, 0, 0, 0,
+                                       NULL, -1);
+    if (rc == 0)
+        GC_FN(transpose_act)(tt, c, n, m, bias, act == GC_UNARY_RELU,
+                             act == GC_UNARY_RELU ? -1 : act, epi);
+    return rc;
+}
