@@ -98,6 +98,7 @@ static void gc_wait_at_least(atomic_int *v, int want)
  * 784 x 10 ~68 -> ~80, so not past 128 KiB beyond 8 columns) */
 #define GC_NARROW_N 8
 #define GC_NARROW_A_BYTES (128.0 * 1024)
+#define GC_NARROW_MIN_K 32 /* below, its transposing pass costs more (100000 x 4 x 8: 2.9x) */
 /* columns per work chunk (multiples of every ISA's widest step: 8 rows / 8 vectors of 16) */
 #define GC_GEMV_CW_T 64
 #define GC_GEMV_CW_N 128
@@ -674,7 +675,9 @@ static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, co
         return 0;
     }
     const int small = m <= (trans_b ? GC_GEMV_MAX_M_T : GC_GEMV_MAX_M_N);
-    const int narrow = !small && batch == 1 && (n <= GC_NARROW_N || (n <= GC_GEMV_MAX_M_T &&
+    const int narrow = !small && batch == 1 && k >= GC_NARROW_MIN_K && /* C^T in scratch: */
+                       (double)m * (double)n * sizeof(GC_T) <= GC_CT_BUF_BYTES &&
+                       (n <= GC_NARROW_N || (n <= GC_GEMV_MAX_M_T &&
                        (double)m * (double)k * sizeof(GC_T) <= GC_NARROW_A_BYTES));
     const int auto_swap = GC_FN(swap_mode)(m, n) ||
                           (!pa && !pb && !small && GC_FN(rows_swap)(m, n, k, batch, sc, alpha));

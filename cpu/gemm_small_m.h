@@ -119,6 +119,7 @@ static int GC_FN(gemm_narrow_n)(const GC_T *a, const GC_T *b, GC_T *c, ptrdiff_t
     }
     if (beta != (GC_T)0) /* tt is n x m: tt[r*m + q] = C[q, r] */
         GC_FN(transpose_act)(c, tt, m, n, NULL, 0, -1, NULL);
+    /* trans_a 0 there: its trans_a branch takes gc_scratch itself and would overwrite tt */
     const int rc = GC_FN(gemm_small_m)(b, a, tt, 1, n, m, k, 0, !trans_a, alpha, beta, 0, 0, 0,
                                        NULL, -1);
     if (rc == 0)
