@@ -619,7 +619,7 @@ static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, co
                            GC_T *c, ptrdiff_t batch, ptrdiff_t m, ptrdiff_t n, ptrdiff_t k,
                            int trans_a, int trans_b, GC_T alpha, GC_T beta, ptrdiff_t sa,
                            ptrdiff_t sb, ptrdiff_t sc, const GC_T *bias, int act,
-                           const gc_epi *epi);
+                           const gc_epi *epi, int conv);
 
 /* The call on unpacked copies of the packed operands flagged in ua / ub (where the packed panels
  * cannot give the unpacked call's bits, see gc_gemm_px). */
@@ -627,7 +627,7 @@ static int GC_FN(gemm_unpacking)(const GC_T *a, const gc_packed *pa, int ua, con
                                  const gc_packed *pb, int ub, GC_T *c, ptrdiff_t batch,
                                  ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int trans_a, int trans_b,
                                  GC_T alpha, GC_T beta, ptrdiff_t sa, ptrdiff_t sb, ptrdiff_t sc,
-                                 const GC_T *bias, int act, const gc_epi *epi)
+                                 const GC_T *bias, int act, const gc_epi *epi, int conv)
 {
     GC_T *ta = NULL, *tb = NULL;
     if (ua && !(ta = (GC_T *)malloc(sizeof(GC_T) * (size_t)(m * k))))
@@ -643,7 +643,7 @@ static int GC_FN(gemm_unpacking)(const GC_T *a, const gc_packed *pa, int ua, con
     }
     const int rc = GC_FN(gemm_run)(ua ? ta : a, ua ? NULL : pa, ub ? tb : b, ub ? NULL : pb, c,
                                    batch, m, n, k, trans_a, trans_b, alpha, beta, ua ? 0 : sa,
-                                   ub ? 0 : sb, sc, bias, act, epi);
+                                   ub ? 0 : sb, sc, bias, act, epi, conv);
     free(ta);
     free(tb);
     return rc;
@@ -656,12 +656,14 @@ static int GC_FN(gemm_unpacking)(const GC_T *a, const gc_packed *pa, int ua, con
  * operand is not an A that the unpacked call reads in place.  The small-m path (gemv) reads B
  * in its stored layout.  Elsewhere the packed operand is unpacked into a copy first. */
 /* epi (a convolution's epilogue, batch 1): fused into the tiles' last K block, or into the
- * swapped mode's transposing pass; the paths without tiles (k == 0, small m) run it after. */
+ * swapped mode's transposing pass; the paths without tiles (k == 0, small m) run it after.
+ * conv (gc_gemm_pxe): never the narrow-N path, whose sums run in the gemv order: conv_direct.c
+ * and conv_pw.c give the blocked path's bits, and a few-pixel image would take it otherwise. */
 static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, const gc_packed *pb,
                            GC_T *c, ptrdiff_t batch, ptrdiff_t m, ptrdiff_t n, ptrdiff_t k,
                            int trans_a, int trans_b, GC_T alpha, GC_T beta, ptrdiff_t sa,
                            ptrdiff_t sb, ptrdiff_t sc, const GC_T *bias, int act,
-                           const gc_epi *epi)
+                           const gc_epi *epi, int conv)
 {
     if (batch <= 0 || m <= 0 || n <= 0)
         return 0;
@@ -675,7 +677,7 @@ static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, co
         return 0;
     }
     const int small = m <= (trans_b ? GC_GEMV_MAX_M_T : GC_GEMV_MAX_M_N);
-    const int narrow = !small && batch == 1 && k >= GC_NARROW_MIN_K && /* C^T in scratch: */
+    const int narrow = !small && !conv && batch == 1 && k >= GC_NARROW_MIN_K && /* C^T buffer */
                        (double)m * (double)n * sizeof(GC_T) <= GC_CT_BUF_BYTES &&
                        (n <= GC_NARROW_N || (n <= GC_GEMV_MAX_M_T &&
                        (double)m * (double)k * sizeof(GC_T) <= GC_NARROW_A_BYTES));
@@ -695,7 +697,7 @@ static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, co
             ub |= pb && trans_b && (double)n * (double)k * sizeof(GC_T) <= GC_ADIRECT_BYTES;
         if (ua || ub)
             return GC_FN(gemm_unpacking)(a, pa, ua, b, pb, ub, c, batch, m, n, k, trans_a,
-                                         trans_b, alpha, beta, sa, sb, sc, bias, act, epi);
+                                         trans_b, alpha, beta, sa, sb, sc, bias, act, epi, conv);
     } else if (small) {
         const int rc = GC_FN(gemm_small_m)(a, b, c, batch, m, n, k, trans_a, trans_b, alpha, beta,
                                            sa, sb, sc, bias, act);
@@ -868,15 +870,15 @@ int GC_FN(gc_gemm_px)(const GC_T *a, const gc_packed *pa, const GC_T *b, const g
                       ptrdiff_t sc, const GC_T *bias, int act)
 {
     return GC_FN(gemm_run)(a, pa, b, pb, c, batch, m, n, k, trans_a, trans_b, alpha, beta, sa, sb,
-                           sc, bias, act, NULL);
+                           sc, bias, act, NULL, 0);
 }
 
 int GC_FN(gc_gemm_pxe)(const GC_T *a, const gc_packed *pa, const GC_T *b, const gc_packed *pb,
                        GC_T *c, ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int trans_a, int trans_b,
-                       const gc_epi *e)
+                       GC_T beta, const gc_epi *e)
 {
-    return GC_FN(gemm_run)(a, pa, b, pb, c, 1, m, n, k, trans_a, trans_b, (GC_T)1, (GC_T)0, 0, 0,
-                           0, NULL, -1, e);
+    return GC_FN(gemm_run)(a, pa, b, pb, c, 1, m, n, k, trans_a, trans_b, (GC_T)1, beta, 0, 0, 0,
+                           NULL, -1, e, 1);
 }
 
 int GC_FN(gc_gemm_ex)(const GC_T *a, const GC_T *b, GC_T *c, ptrdiff_t batch, ptrdiff_t m,
