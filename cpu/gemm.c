@@ -94,10 +94,10 @@ static void gc_wait_at_least(atomic_int *v, int want)
 #define GC_GEMV_MAX_M_T 16 /* (GC_GEMV_MAX_M_N, for a B stored k x n: kernels.h) */
 /* ... and as few columns of C (gemm_narrow_n, on C^T): up to GC_NARROW_N, or to GC_GEMV_MAX_M_T
  * with op(A) up to GC_NARROW_A_BYTES (one AVX-512 thread, us blocked -> narrow, A x W^T: 64 x
- * 512 x 10 ~16 -> ~12, x 16 ~22 -> ~20; 1024 x 1024 x 1 ~370 -> ~65, x 4 ~400 -> ~140; 256 x
- * 784 x 10 ~68 -> ~80, so not past 128 KiB beyond 8 columns) */
+ * 512 x 10 ~16 -> ~12, 256 x 256 x 10 ~25 -> ~20, 128 x 256 x 16 ~17.5 -> ~15.5; 1024 x 1024 x 1
+ * ~370 -> ~65; 256 x 784 x 10 ~68 -> ~80: op(A) past L2 for its second pass, so not past 256 KiB) */
 #define GC_NARROW_N 8
-#define GC_NARROW_A_BYTES (128.0 * 1024)
+#define GC_NARROW_A_BYTES (256.0 * 1024)
 #define GC_NARROW_MIN_K 32 /* below, its transposing pass costs more (100000 x 4 x 8: 2.9x) */
 /* columns per work chunk (multiples of every ISA's widest step: 8 rows / 8 vectors of 16) */
 #define GC_GEMV_CW_T 64

@@ -18,12 +18,13 @@ from cpu_isa_harness import ISAS, C
 
 DTYPES = [np.float32, np.float64]
 TOL = {np.float32: 2e-5, np.float64: 1e-12}
-# (m, n, k): the MLP's last Linear (64 x 512 x 10) and its neighbours at 1, NR/2 (AVX-512 f64:
-# 8), 15, 16 and 17 columns; a large A at 8 columns (narrow) and at 12 (blocked); one K step;
-# m just past the small-m bounds (17, 25); many rows (column chunks over the threads)
+# (m, n, k): the MLP's last Linear (64 x 512 x 10; at batch 256, 256 x 10 x 256: op(A) 256 KiB in
+# float32, at the bound, twice that in float64) and its neighbours at 1, NR/2 (AVX-512 f64: 8),
+# 15, 16 and 17 columns; a large A at 8 columns (narrow) and at 12 (blocked); one K step; m just
+# past the small-m bounds (17, 25); many rows (column chunks over the threads)
 SHAPES = [(64, 10, 512), (64, 1, 512), (64, 8, 512), (61, 15, 337), (64, 16, 512),
-          (64, 17, 512), (600, 8, 700), (300, 12, 700), (43, 5, 1), (17, 10, 100),
-          (25, 3, 64), (2000, 4, 96)]  # fmt: skip
+          (64, 17, 512), (256, 10, 256), (600, 8, 700), (300, 12, 700), (43, 5, 1),
+          (17, 10, 100), (25, 3, 64), (2000, 4, 96)]  # fmt: skip
 
 
 @pytest.fixture
