@@ -108,7 +108,9 @@ def main() -> None:
             a, b = median_pair(fg, fn, args.rounds, clock)
             tot_g, tot_n = tot_g + a, tot_n + b
             gf = 2.0 * m * n * k / a / 1e3
-            print(f"| {batch} | {label} | {m}x{k}x{n} | {a:.1f} | {b:.1f} | {a / b:.2f} | {gf:.0f} |")
+            cells = (batch, label, f"{m}x{k}x{n}", f"{a:.1f}", f"{b:.1f}", f"{a / b:.2f}")
+            cells += (f"{gf:.0f}",)
+            print("| " + " | ".join(str(c) for c in cells) + " |")
         print(f"| {batch} | **sum** | | {tot_g:.1f} | {tot_n:.1f} | {tot_g / tot_n:.2f} | |")
     print("\n" + load_note(share.others(), "during the run"))
 
