@@ -93,9 +93,8 @@ static void gc_wait_at_least(atomic_int *v, int want)
  * trans_b (the blocked path packs B once for all rows; here B is read once per 8 rows). */
 #define GC_GEMV_MAX_M_T 16 /* (GC_GEMV_MAX_M_N, for a B stored k x n: kernels.h) */
 /* ... and as few columns of C (gemm_narrow_n, on C^T): up to GC_NARROW_N, or to GC_GEMV_MAX_M_T
- * with op(A) up to GC_NARROW_A_BYTES (one AVX-512 thread, us blocked -> narrow, A x W^T: 64 x
- * 512 x 10 ~16 -> ~12, 256 x 256 x 10 ~25 -> ~20, 128 x 256 x 16 ~17.5 -> ~15.5; 1024 x 1024 x 1
- * ~370 -> ~65; 256 x 784 x 10 ~68 -> ~80: op(A) past L2 for its second pass, so not past 256 KiB) */
+ * with op(A) up to GC_NARROW_A_BYTES (AVX-512, one thread, us blocked -> narrow: 64 x 512 x 10
+ * ~16 -> ~12, 256 x 256 x 10 ~25 -> ~20, 1024 x 1024 x 1 ~370 -> ~65; 256 x 784 x 10 ~68 -> ~80) */
 #define GC_NARROW_N 8
 #define GC_NARROW_A_BYTES (256.0 * 1024)
 #define GC_NARROW_MIN_K 32 /* below, its transposing pass costs more (100000 x 4 x 8: 2.9x) */
@@ -676,7 +675,8 @@ static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, co
             GC_FN(epi_apply)(epi, c, n, 0, 0, m, n);
         return 0;
     }
-    const int small = m <= (trans_b ? GC_GEMV_MAX_M_T : GC_GEMV_MAX_M_N);
+    const int small = m <= (trans_b ? GC_GEMV_MAX_M_T : GC_GEMV_MAX_M_N) || /* or a short k */
+                      (!conv && !trans_b && batch == 1 && k <= GC_SHORT_K);
     const int narrow = !small && !conv && batch == 1 && k >= GC_NARROW_MIN_K && /* C^T buffer */
                        (double)m * (double)n * sizeof(GC_T) <= GC_CT_BUF_BYTES &&
                        (n <= GC_NARROW_N || (n <= GC_GEMV_MAX_M_T &&

@@ -2,7 +2,8 @@
 few-row gemv kernels, A read where it lies, then one transposing pass with the bias and the
 activation): columns around the bounds (8 at any size, 16 with a small A; 17 and a large A take
 the blocked path), every transpose, alpha / beta, bias, relu / tanh, pre-packed operands, every
-instruction set; close to float64 and the same bits on 1, 2 and 3 threads."""
+instruction set; close to float64 and the same bits on 1, 2 and 3 threads.  Also the short-k
+products (k <= 16, B stored k x n) that the small-m path takes at any m."""
 
 from __future__ import annotations
 
@@ -21,10 +22,12 @@ TOL = {np.float32: 2e-5, np.float64: 1e-12}
 # (m, n, k): the MLP's last Linear (64 x 512 x 10; at batch 256, 256 x 10 x 256: op(A) 256 KiB in
 # float32, at the bound, twice that in float64) and its neighbours at 1, NR/2 (AVX-512 f64: 8),
 # 15, 16 and 17 columns; a large A at 8 columns (narrow) and at 12 (blocked); one K step; m just
-# past the small-m bounds (17, 25); many rows (column chunks over the threads)
+# past the small-m bounds (17, 25); many rows (column chunks over the threads); short k: the
+# MLP's dY @ W through its last Linear (256 x 256 x 10), k at 16 and just past (17: blocked)
 SHAPES = [(64, 10, 512), (64, 1, 512), (64, 8, 512), (61, 15, 337), (64, 16, 512),
           (64, 17, 512), (256, 10, 256), (600, 8, 700), (300, 12, 700), (43, 5, 1),
-          (17, 10, 100), (25, 3, 64), (2000, 4, 96)]  # fmt: skip
+          (17, 10, 100), (25, 3, 64), (2000, 4, 96), (256, 256, 10), (100, 37, 16),
+          (90, 300, 17)]  # fmt: skip
 
 
 @pytest.fixture
@@ -146,7 +149,7 @@ ISA_SCRIPT = textwrap.dedent(
     from cpu_isa_harness import C
     for dt, (m, n, k), ta, tb in itertools.product(
         (np.float32, np.float64),
-        [(64, 10, 512), (61, 15, 337), (64, 17, 512), (600, 8, 70), (43, 5, 1)],
+        [(64, 10, 512), (61, 15, 337), (64, 17, 512), (600, 8, 70), (43, 5, 1), (256, 70, 10)],
         (0, 1),
         (0, 1),
     ):
