@@ -160,13 +160,13 @@ static void GC_FN(conv_fwd_body)(void *ctx, int slot)
         if (J->one) {
             const GC_T *xb = J->x + b * xs;
             rc = GC_FN(gc_gemm_pxe)(J->pw ? NULL : J->w, J->pw, xb, NULL, o, J->o, J->l, J->ck, 0,
-                                    0, ep);
+                                    0, 0, ep);
         } else if (J->pw) {
             src.x = J->x + b * xs;
-            rc = GC_FN(gc_gemm_pxe)(NULL, J->pw, NULL, &cp, o, J->o, J->l, J->ck, 0, 0, ep);
+            rc = GC_FN(gc_gemm_pxe)(NULL, J->pw, NULL, &cp, o, J->o, J->l, J->ck, 0, 0, 0, ep);
         } else {
             GC_FN(gc_im2col)(J->x + b * xs, col, &J->p1);
-            rc = GC_FN(gc_gemm_pxe)(J->w, NULL, col, NULL, o, J->o, J->l, J->ck, 0, 0, ep);
+            rc = GC_FN(gc_gemm_pxe)(J->w, NULL, col, NULL, o, J->o, J->l, J->ck, 0, 0, 0, ep);
         }
         if (rc < 0)
             atomic_store(&J->failed, 1);
@@ -221,12 +221,12 @@ static void GC_FN(conv_bwd_body)(void *ctx, int slot)
             if (gw) {
                 GC_FN(gc_im2col)(J->x + b * xs, col, &J->p1);
                 /* gw (+)= g [O, L] @ col^T (col stored [CK, L]), or its transpose
-                 * gw^T (+)= col @ g^T */
+                 * gw^T (+)= col @ g^T (gemm_pxe: the bits conv_direct_backward.c gives) */
                 const GC_T beta = b == b0 ? (GC_T)0 : (GC_T)1;
-                if ((J->gwt ? GC_FN(gc_gemm)(col, g, gw, 1, J->ck, J->o, J->l, 0, 1, (GC_T)1,
-                                             beta, 0, 0, 0)
-                            : GC_FN(gc_gemm)(g, col, gw, 1, J->o, J->ck, J->l, 0, 1, (GC_T)1,
-                                             beta, 0, 0, 0)) < 0)
+                if ((J->gwt ? GC_FN(gc_gemm_pxe)(col, NULL, g, NULL, gw, J->ck, J->o, J->l, 0, 1,
+                                                 beta, NULL)
+                            : GC_FN(gc_gemm_pxe)(g, NULL, col, NULL, gw, J->o, J->ck, J->l, 0, 1,
+                                                 beta, NULL)) < 0)
                     atomic_store(&J->failed, 1);
             }
             if (gb)
@@ -234,8 +234,8 @@ static void GC_FN(conv_bwd_body)(void *ctx, int slot)
                     gb[i] += GC_FN(conv_rowsum)(g + i * J->l, J->l);
             if (gcol) {
                 /* gcol [CK, L] = W^T (W stored [O, CK]) @ g [O, L] */
-                if (GC_FN(gc_gemm)(J->w, g, gcol, 1, J->ck, J->l, J->o, 1, 0, (GC_T)1, (GC_T)0, 0,
-                                   0, 0) < 0)
+                if (GC_FN(gc_gemm_pxe)(J->w, NULL, g, NULL, gcol, J->ck, J->l, J->o, 1, 0, 0,
+                                       NULL) < 0)
                     atomic_store(&J->failed, 1);
                 GC_FN(gc_col2im)(gcol, J->gx + b * xs, &J->p1);
             }

@@ -92,6 +92,12 @@ static void gc_wait_at_least(atomic_int *v, int want)
  * ties at 128 x 128 from m ~ 16 (trans_b) / ~24, and loses from m ~ 28 at 2048 x 2048 with
  * trans_b (the blocked path packs B once for all rows; here B is read once per 8 rows). */
 #define GC_GEMV_MAX_M_T 16 /* (GC_GEMV_MAX_M_N, for a B stored k x n: kernels.h) */
+/* ... and as few columns of C (gemm_narrow_n, on C^T): up to GC_NARROW_N, or to GC_GEMV_MAX_M_T
+ * with op(A) up to GC_NARROW_A_BYTES (AVX-512, one thread, us blocked -> narrow: 64 x 512 x 10
+ * ~16 -> ~12, 256 x 256 x 10 ~25 -> ~20, 1024 x 1024 x 1 ~370 -> ~65; 256 x 784 x 10 ~68 -> ~80) */
+#define GC_NARROW_N 8
+#define GC_NARROW_A_BYTES (256.0 * 1024)
+#define GC_NARROW_MIN_K 32 /* below, its transposing pass costs more (100000 x 4 x 8: 2.9x) */
 /* columns per work chunk (multiples of every ISA's widest step: 8 rows / 8 vectors of 16) */
 #define GC_GEMV_CW_T 64
 #define GC_GEMV_CW_N 128
@@ -612,7 +618,7 @@ static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, co
                            GC_T *c, ptrdiff_t batch, ptrdiff_t m, ptrdiff_t n, ptrdiff_t k,
                            int trans_a, int trans_b, GC_T alpha, GC_T beta, ptrdiff_t sa,
                            ptrdiff_t sb, ptrdiff_t sc, const GC_T *bias, int act,
-                           const gc_epi *epi);
+                           const gc_epi *epi, int conv);
 
 /* The call on unpacked copies of the packed operands flagged in ua / ub (where the packed panels
  * cannot give the unpacked call's bits, see gc_gemm_px). */
@@ -620,7 +626,7 @@ static int GC_FN(gemm_unpacking)(const GC_T *a, const gc_packed *pa, int ua, con
                                  const gc_packed *pb, int ub, GC_T *c, ptrdiff_t batch,
                                  ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int trans_a, int trans_b,
                                  GC_T alpha, GC_T beta, ptrdiff_t sa, ptrdiff_t sb, ptrdiff_t sc,
-                                 const GC_T *bias, int act, const gc_epi *epi)
+                                 const GC_T *bias, int act, const gc_epi *epi, int conv)
 {
     GC_T *ta = NULL, *tb = NULL;
     if (ua && !(ta = (GC_T *)malloc(sizeof(GC_T) * (size_t)(m * k))))
@@ -636,7 +642,7 @@ static int GC_FN(gemm_unpacking)(const GC_T *a, const gc_packed *pa, int ua, con
     }
     const int rc = GC_FN(gemm_run)(ua ? ta : a, ua ? NULL : pa, ub ? tb : b, ub ? NULL : pb, c,
                                    batch, m, n, k, trans_a, trans_b, alpha, beta, ua ? 0 : sa,
-                                   ub ? 0 : sb, sc, bias, act, epi);
+                                   ub ? 0 : sb, sc, bias, act, epi, conv);
     free(ta);
     free(tb);
     return rc;
@@ -649,12 +655,14 @@ static int GC_FN(gemm_unpacking)(const GC_T *a, const gc_packed *pa, int ua, con
  * operand is not an A that the unpacked call reads in place.  The small-m path (gemv) reads B
  * in its stored layout.  Elsewhere the packed operand is unpacked into a copy first. */
 /* epi (a convolution's epilogue, batch 1): fused into the tiles' last K block, or into the
- * swapped mode's transposing pass; the paths without tiles (k == 0, small m) run it after. */
+ * swapped mode's transposing pass; the paths without tiles (k == 0, small m) run it after.
+ * conv (gc_gemm_pxe): never the narrow-N path, whose sums run in the gemv order: conv_direct.c
+ * and conv_pw.c give the blocked path's bits, and a few-pixel image would take it otherwise. */
 static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, const gc_packed *pb,
                            GC_T *c, ptrdiff_t batch, ptrdiff_t m, ptrdiff_t n, ptrdiff_t k,
                            int trans_a, int trans_b, GC_T alpha, GC_T beta, ptrdiff_t sa,
                            ptrdiff_t sb, ptrdiff_t sc, const GC_T *bias, int act,
-                           const gc_epi *epi)
+                           const gc_epi *epi, int conv)
 {
     if (batch <= 0 || m <= 0 || n <= 0)
         return 0;
@@ -667,13 +675,18 @@ static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, co
             GC_FN(epi_apply)(epi, c, n, 0, 0, m, n);
         return 0;
     }
-    const int small = m <= (trans_b ? GC_GEMV_MAX_M_T : GC_GEMV_MAX_M_N);
+    const int small = m <= (trans_b ? GC_GEMV_MAX_M_T : GC_GEMV_MAX_M_N) || /* or a short k */
+                      (!conv && !trans_b && batch == 1 && k <= GC_SHORT_K);
+    const int narrow = !small && !conv && batch == 1 && k >= GC_NARROW_MIN_K && /* C^T buffer */
+                       (double)m * (double)n * sizeof(GC_T) <= GC_CT_BUF_BYTES &&
+                       (n <= GC_NARROW_N || (n <= GC_GEMV_MAX_M_T &&
+                       (double)m * (double)k * sizeof(GC_T) <= GC_NARROW_A_BYTES));
     const int auto_swap = GC_FN(swap_mode)(m, n) ||
                           (!pa && !pb && !small && GC_FN(rows_swap)(m, n, k, batch, sc, alpha));
     const int swap = pa ? pa->swap : pb ? pb->swap : auto_swap;
     if (pa || pb) {
-        int ua = pa && (small || !GC_FN(packed_usable)(pa, swap));
-        int ub = pb && (small || !GC_FN(packed_usable)(pb, swap));
+        int ua = pa && (small || narrow || !GC_FN(packed_usable)(pa, swap));
+        int ub = pb && (small || narrow || !GC_FN(packed_usable)(pb, swap));
         if (alpha != (GC_T)1 && swap != auto_swap) {
             ua = pa != NULL;
             ub = pb != NULL;
@@ -684,13 +697,16 @@ static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, co
             ub |= pb && trans_b && (double)n * (double)k * sizeof(GC_T) <= GC_ADIRECT_BYTES;
         if (ua || ub)
             return GC_FN(gemm_unpacking)(a, pa, ua, b, pb, ub, c, batch, m, n, k, trans_a,
-                                         trans_b, alpha, beta, sa, sb, sc, bias, act, epi);
+                                         trans_b, alpha, beta, sa, sb, sc, bias, act, epi, conv);
     } else if (small) {
         const int rc = GC_FN(gemm_small_m)(a, b, c, batch, m, n, k, trans_a, trans_b, alpha, beta,
                                            sa, sb, sc, bias, act);
         if (rc == 0 && epi)
             GC_FN(epi_apply)(epi, c, n, 0, 0, m, n);
         return rc;
+    } else if (narrow) {
+        return GC_FN(gemm_narrow_n)(a, b, c, m, n, k, trans_a, trans_b, alpha, beta, bias, act,
+                                    epi);
     }
     if (pa) { /* (a and b are only ever offset by their stride, 0 here) */
         a = pa->data ? (const GC_T *)pa->data : c;
@@ -854,15 +870,15 @@ int GC_FN(gc_gemm_px)(const GC_T *a, const gc_packed *pa, const GC_T *b, const g
                       ptrdiff_t sc, const GC_T *bias, int act)
 {
     return GC_FN(gemm_run)(a, pa, b, pb, c, batch, m, n, k, trans_a, trans_b, alpha, beta, sa, sb,
-                           sc, bias, act, NULL);
+                           sc, bias, act, NULL, 0);
 }
 
 int GC_FN(gc_gemm_pxe)(const GC_T *a, const gc_packed *pa, const GC_T *b, const gc_packed *pb,
                        GC_T *c, ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int trans_a, int trans_b,
-                       const gc_epi *e)
+                       GC_T beta, const gc_epi *e)
 {
-    return GC_FN(gemm_run)(a, pa, b, pb, c, 1, m, n, k, trans_a, trans_b, (GC_T)1, (GC_T)0, 0, 0,
-                           0, NULL, -1, e);
+    return GC_FN(gemm_run)(a, pa, b, pb, c, 1, m, n, k, trans_a, trans_b, (GC_T)1, beta, 0, 0, 0,
+                           NULL, -1, e, 1);
 }
 
 int GC_FN(gc_gemm_ex)(const GC_T *a, const GC_T *b, GC_T *c, ptrdiff_t batch, ptrdiff_t m,

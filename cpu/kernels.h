@@ -381,9 +381,10 @@ ptrdiff_t gc_rnn_extra(int mode, ptrdiff_t h);
                        ptrdiff_t batch, ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int trans_a,       \
                        int trans_b, T alpha, T beta, ptrdiff_t sa, ptrdiff_t sb, ptrdiff_t sc,    \
                        const T *bias, int act);                                                   \
-    /* gemm_px followed by the epilogue e on C (NULL: none; see gc_epi); batch 1 */            \
+    /* the convolutions' GEMM: gemm_px (batch 1, alpha 1) followed by the epilogue e on C (NULL: \
+     * none; see gc_epi), never on the narrow-N path (the direct kernels give the blocked bits) */ \
     int gc_gemm_pxe_##S(const T *a, const gc_packed *pa, const T *b, const gc_packed *pb, T *c,   \
-                        ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int trans_a, int trans_b,          \
+                        ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, int trans_a, int trans_b, T beta,  \
                         const gc_epi *e);                                                         \
     /* pack.c: p->data := x (stored as p->trans says) packed */                                 \
     void gc_gemm_pack_##S(const T *x, const gc_packed *p);                                        \

@@ -52,6 +52,23 @@ def test_linear_is_one_gemm_with_bias_and_contiguous_gradients(m, k, n):
     assert ws.grad.is_contiguous()  # the optimizer and the leaf get a plain [out, in] buffer
 
 
+@pytest.mark.parametrize("dtype", [gpucore.float32, gpucore.float64])
+def test_linear_bias_gradient_is_the_sum_op(dtype):
+    """The backward's bias gradient (its reduce kernel called without the registry, where no
+    graph is recorded): the SUM op's bits, close to float64, and a non-contiguous incoming
+    gradient (through the registry) the same."""
+    x, w, b = rand((33, 17), seed=1), rand((9, 17), seed=2), rand((9,), seed=3)
+    g = rand((33, 9), seed=4)
+    xs, ws, bs = (gpucore.tensor(a, dtype=dtype, requires_grad=True) for a in (x, w, b))
+    F.linear(xs, ws, bs).backward(gpucore.tensor(g, dtype=dtype))
+    assert np.array_equal(to_np(bs.grad), to_np(gpucore.tensor(g, dtype=dtype).sum(0)))
+    assert_close(bs.grad, g.sum(0), rtol=1e-5, atol=1e-6)
+    bs.grad = None
+    gt = gpucore.tensor(np.ascontiguousarray(g.T), dtype=dtype).t()  # a strided view
+    F.linear(xs, ws, bs).backward(gt)
+    assert np.array_equal(to_np(bs.grad), to_np(gpucore.tensor(g, dtype=dtype).sum(0)))
+
+
 def test_linear_gradients_and_second_order():
     check_grad(
         F.linear, rand((4, 5), seed=1), rand((3, 5), seed=2), rand((3,), seed=3), gradgrad=True

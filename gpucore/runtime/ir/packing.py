@@ -34,6 +34,10 @@ MIN_BYTES = 16 * 1024
 # gemm.c's small-m path (m <= 16 with trans_b, 24 without) streams B where it lies: a packed
 # operand would be unpacked there on every call.
 SMALL_M = {True: 16, False: 24}
+# ... and its two other gemv forms: few columns of C (n <= 8, or <= 16 with op(A) within 256 KiB,
+# k >= 32: C^T = op(B)^T op(A)^T) and a short k (<= 16) with B stored k x n (gemm.c's
+# GC_NARROW_*, gemm_small_m.h's GC_SHORT_K)
+NARROW_N, NARROW_N_A, NARROW_A_BYTES, NARROW_MIN_K, SHORT_K = 8, 16, 256 * 1024, 32, 16
 # The transposed layout (swap) when it uses the register tile this much better and K is long
 # enough to pay for writing C^T through a buffer (measured on AVX-512, 14 x 32 tiles, one thread:
 # ResNet-18's 3x3 convolutions with 49, 196 and 784 output pixels gain 14 %, 15 % and 5 %, 3136
@@ -143,7 +147,10 @@ def gemm_operand(
     """``flat`` packed for ``side`` of gemm_ex(m, n, k) when that pays, else ``flat``."""
     if not ENABLED or stride != 0 or flat.dtype not in _FLOATS or not is_constant(owner):
         return flat
-    if m <= SMALL_M[bool(trans_b)] or n <= 0 or k <= 0:
+    if m <= SMALL_M[bool(trans_b)] or n <= 0 or k <= 0 or (k <= SHORT_K and not trans_b):
+        return flat
+    a_bytes = m * k * flat.dtype.itemsize
+    if k >= NARROW_MIN_K and (n <= NARROW_N or (n <= NARROW_N_A and a_bytes <= NARROW_A_BYTES)):
         return flat
     rows, cols = (m, k) if side == "a" else (k, n)
     if rows * cols * flat.dtype.itemsize < MIN_BYTES:

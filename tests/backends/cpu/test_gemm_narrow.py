@@ -1,0 +1,191 @@
+"""The GEMM's narrow-N path (cpu/gemm_small_m.h, gemm_narrow_n: C^T = op(B)^T op(A)^T through the
+few-row gemv kernels, A read where it lies, then one transposing pass with the bias and the
+activation): columns around the bounds (8 at any size, 16 with a small A; 17 and a large A take
+the blocked path), every transpose, alpha / beta, bias, relu / tanh, pre-packed operands, every
+instruction set; close to float64 and the same bits on 1, 2 and 3 threads.  Also the short-k
+products (k <= 16, B stored k x n) that the small-m path takes at any m."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from cpu_isa_harness import ISAS, C
+
+DTYPES = [np.float32, np.float64]
+TOL = {np.float32: 2e-5, np.float64: 1e-12}
+# (m, n, k): the MLP's last Linear (64 x 512 x 10; at batch 256, 256 x 10 x 256: op(A) 256 KiB in
+# float32, at the bound, twice that in float64) and its neighbours at 1, NR/2 (AVX-512 f64: 8),
+# 15, 16 and 17 columns; a large A at 8 columns (narrow) and at 12 (blocked); one K step; m just
+# past the small-m bounds (17, 25); many rows (column chunks over the threads); short k: the
+# MLP's dY @ W through its last Linear (256 x 256 x 10), k at 16 and just past (17: blocked)
+SHAPES = [(64, 10, 512), (64, 1, 512), (64, 8, 512), (61, 15, 337), (64, 16, 512),
+          (64, 17, 512), (256, 10, 256), (600, 8, 700), (300, 12, 700), (43, 5, 1),
+          (17, 10, 100), (25, 3, 64), (2000, 4, 96), (256, 256, 10), (100, 37, 16),
+          (90, 300, 17)]  # fmt: skip
+
+
+@pytest.fixture
+def threads():
+    """set_num_threads for the test, restored afterwards."""
+    before = C.info()["threads"]
+    yield C.set_num_threads
+    C.set_num_threads(before)
+
+
+def _operands(dt, m, n, k, ta, tb, seed):
+    r = np.random.default_rng(seed)
+    a = r.standard_normal((k, m) if ta else (m, k)).astype(dt)
+    b = r.standard_normal((n, k) if tb else (k, n)).astype(dt)
+    c0 = r.standard_normal((m, n)).astype(dt)
+    bias = r.standard_normal(n).astype(dt)
+    return a, b, c0, bias
+
+
+def _reference(a, b, c0, bias, ta, tb, alpha, beta, act):
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    y = alpha * ((a64.T if ta else a64) @ (b64.T if tb else b64)) + beta * c0.astype(np.float64)
+    if bias is not None:
+        y = y + bias
+    if act == C.UNARY_RELU:
+        return np.maximum(y, 0.0)
+    return np.tanh(y) if act == C.UNARY_TANH else y
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=["float32", "float64"])
+@pytest.mark.parametrize("m,n,k", SHAPES)
+def test_narrow_n_close_to_float64_and_same_bits_on_any_thread_count(threads, dt, m, n, k):
+    for (ta, tb), (alpha, beta, use_bias, act) in itertools.product(
+        itertools.product([0, 1], [0, 1]),
+        [(1.0, 0.0, False, -1), (0.75, 0.5, True, C.UNARY_RELU), (1.0, 1.0, True, C.UNARY_TANH)],
+    ):
+        a, b, c0, bias = _operands(dt, m, n, k, ta, tb, seed=m * n + k)
+        bv = bias if use_bias else None
+        want = _reference(a, b, c0, bv, ta, tb, alpha, beta, act)
+        scale = np.abs(want).max() + 1.0
+        first = None
+        for t in (1, 2, 3):
+            threads(t)
+            c = c0.copy()
+            C.gemm_ex(a, b, c, 1, m, n, k, ta, tb, alpha, beta, 0, 0, 0, bv, act)
+            if first is None:
+                first = c
+                err = np.abs(c - want).max() / scale
+                assert err < TOL[dt] * np.sqrt(k), (ta, tb, alpha, err)
+            else:
+                assert np.array_equal(c.view(np.uint8), first.view(np.uint8)), (t, ta, tb)
+
+
+def test_narrow_n_nan_inf_rows_and_signed_zero_bias(threads):
+    """NaN / inf in a row of x give NaN / inf in that row of x @ W^T + bias (relu keeps NaN);
+    a zero row with a -0.0 bias gives +0 after relu and -0.0 + 0 without."""
+    m, n, k = 64, 10, 512
+    r = np.random.default_rng(3)
+    x = r.standard_normal((m, k)).astype(np.float32)
+    x[1, 5], x[2, 7], x[3] = np.nan, np.inf, 0.0
+    w = np.abs(r.standard_normal((n, k))).astype(np.float32)
+    bias = np.full(n, -0.0, np.float32)
+    for t in (1, 2):
+        threads(t)
+        c = np.empty((m, n), np.float32)
+        C.gemm_ex(x, w, c, 1, m, n, k, 0, 1, 1.0, 0.0, 0, 0, 0, bias, C.UNARY_RELU)
+        assert np.isnan(c[1]).all() and np.isposinf(c[2]).all()
+        assert (c[3] == 0).all() and not np.signbit(c[3]).any()
+        ref = np.maximum(x[4:].astype(np.float64) @ w.T.astype(np.float64), 0.0)
+        assert np.abs(c[4:] - ref).max() < 1e-4 * np.abs(ref).max()
+
+
+@pytest.mark.parametrize("side", ["a", "b"])
+@pytest.mark.parametrize("alpha", [1.0, 0.5])
+def test_narrow_n_prepacked_operand_gives_the_unpacked_bits(threads, side, alpha):
+    """A pre-packed operand of a narrow product is unpacked and takes the same path: the
+    unpacked call's bits, on 1 and 2 threads."""
+    m, n, k = 64, 10, 512
+    for ta, tb, swap in itertools.product([0, 1], [0, 1], [0, 1]):
+        a, b, c0, bias = _operands(np.float32, m, n, k, ta, tb, seed=11)
+        for t in (1, 2):
+            threads(t)
+            pa = C.gemm_pack(a, "a", m, k, ta, swap) if side == "a" else a
+            pb = C.gemm_pack(b, "b", k, n, tb, swap) if side == "b" else b
+            want, got = c0.copy(), c0.copy()
+            args = (1, m, n, k, ta, tb, alpha, 0.25, 0, 0, 0, bias, C.UNARY_RELU)
+            C.gemm_ex(a, b, want, *args)
+            C.gemm_ex(pa, pb, got, *args)
+            assert np.array_equal(want, got), (side, ta, tb, swap, t)
+
+
+def test_narrow_n_batches_against_float64(threads):
+    """Batches of narrow items (the blocked path: items spread over the threads, or in order
+    into one C with stride 0) against float64, the same bits on 1, 2 and 3 threads."""
+    m, n, k, batch = 64, 10, 512, 3
+    r = np.random.default_rng(9)
+    a = r.standard_normal((batch, m, k)).astype(np.float32)
+    b = r.standard_normal((batch, n, k)).astype(np.float32)
+    outs = []
+    for t in (1, 2, 3):
+        threads(t)
+        acc = np.zeros((m, n), np.float32)
+        C.gemm(a, b, acc, batch, m, n, k, 0, 1, 1.0, 1.0, m * k, n * k, 0)
+        each = np.empty((batch, m, n), np.float32)
+        C.gemm(a, b, each, batch, m, n, k, 0, 1, 1.0, 0.0, m * k, n * k, m * n)
+        outs.append((acc, each))
+    want = np.einsum("bmk,bnk->bmn", a.astype(np.float64), b.astype(np.float64))
+    tol = 2e-5 * np.sqrt(k) * np.abs(want).max()
+    assert np.abs(outs[0][1] - want).max() < tol
+    assert np.abs(outs[0][0] - want.sum(0)).max() < 2 * tol
+    for acc, each in outs[1:]:
+        assert np.array_equal(acc, outs[0][0]) and np.array_equal(each, outs[0][1])
+
+
+ISA_SCRIPT = textwrap.dedent(
+    """
+    import itertools
+    import numpy as np
+    from cpu_isa_harness import C
+    for dt, (m, n, k), ta, tb in itertools.product(
+        (np.float32, np.float64),
+        [(64, 10, 512), (61, 15, 337), (64, 17, 512), (600, 8, 70), (43, 5, 1), (256, 70, 10)],
+        (0, 1),
+        (0, 1),
+    ):
+        r = np.random.default_rng(m + k)
+        a = r.standard_normal((k, m) if ta else (m, k)).astype(dt)
+        b = r.standard_normal((n, k) if tb else (k, n)).astype(dt)
+        bias = r.standard_normal(n).astype(dt)
+        want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
+        want = np.maximum(want + bias, 0.0)
+        outs = []
+        for t in (1, 2, 3):
+            C.set_num_threads(t)
+            c = np.empty((m, n), dt)
+            C.gemm_ex(a, b, c, 1, m, n, k, ta, tb, 1.0, 0.0, 0, 0, 0, bias, C.UNARY_RELU)
+            outs.append(c)
+        err = np.abs(outs[0] - want).max() / (np.abs(want).max() + 1.0)
+        assert err < (2e-5 if dt == np.float32 else 1e-13) * np.sqrt(k), (m, n, k, ta, tb, err)
+        assert all(np.array_equal(o, outs[0]) for o in outs), (m, n, k, ta, tb)
+    print(C.info()["isa"])
+    """
+)
+
+
+def test_narrow_n_under_every_isa(tmp_path):
+    """GPUCORE_CPU_ISA=scalar|sse2|avx2|avx512 (those this CPU has), one subprocess each: close
+    to float64 and the same bits on 1 .. 3 threads."""
+    script = tmp_path / "isa_narrow.py"
+    script.write_text(ISA_SCRIPT)
+    tests = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])
+    procs = {}
+    for isa in ISAS:
+        env = dict(os.environ, GPUCORE_CPU_ISA=isa, PYTHONPATH=path)
+        procs[isa] = subprocess.Popen([sys.executable, str(script)], env=env, text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+    for isa, p in procs.items():
+        out, _ = p.communicate(timeout=300)
+        assert p.returncode == 0, f"GPUCORE_CPU_ISA={isa}:\n{out}"
+        assert out.split()[0] == isa
