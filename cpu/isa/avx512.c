@@ -322,8 +322,56 @@ static void conv_tile_nchw_avx512(const float *t, float *c, ptrdiff_t ldc, ptrdi
 }
 #endif
 
+/* The pointwise convolution's 7 x 64 pixels x channels tile (gc_pwtukr_f32): 28 accumulators,
+ * per K step 4 weight loads and 7 input broadcasts (the 14 x 32 tile: 2 and 14).  For 7 x 7
+ * images, whose 49 pixels fill 7/8 of the pixels x channels tile's columns or the transposed
+ * GEMM's 14-pixel rows, and all of 7 rows.  fma(x, w, acc): the GEMM's chain (the product
+ * commutes exactly). */
+static inline __attribute__((always_inline)) void
+pwt_avx512_body(ptrdiff_t k, const float *x, ptrdiff_t ldx, const int mv, const float *b0,
+                const float *b1, float *t, int acc_in, const float *pf, ptrdiff_t npf)
+{
+    __m512 acc[7][4];
+    ptrdiff_t o[7];
+    for (int i = 0; i < 7; i++) {
+        o[i] = i < mv ? i : mv - 1;
+        for (int v = 0; v < 4; v++)
+            acc[i][v] = _mm512_setzero_ps();
+    }
+#pragma GCC unroll 2
+    for (ptrdiff_t p = 0; p < k; p++, x += ldx, b0 += 32, b1 += 32) {
+        if (p < npf)
+            __builtin_prefetch(pf + p * 16, 0, 2);
+        const __m512 w0 = _mm512_loadu_ps(b0), w1 = _mm512_loadu_ps(b0 + 16);
+        const __m512 w2 = _mm512_loadu_ps(b1), w3 = _mm512_loadu_ps(b1 + 16);
+#pragma GCC unroll 7
+        for (int i = 0; i < 7; i++) {
+            const __m512 a = _mm512_set1_ps(x[o[i]]);
+            acc[i][0] = _mm512_fmadd_ps(a, w0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(a, w1, acc[i][1]);
+            acc[i][2] = _mm512_fmadd_ps(a, w2, acc[i][2]);
+            acc[i][3] = _mm512_fmadd_ps(a, w3, acc[i][3]);
+        }
+    }
+    for (int i = 0; i < 7; i++)
+        for (int v = 0; v < 4; v++) {
+            float *d = t + i * 64 + v * 16;
+            _mm512_storeu_ps(d, acc_in ? _mm512_add_ps(acc[i][v], _mm512_loadu_ps(d)) : acc[i][v]);
+        }
+}
+
+static void pwt_avx512_f32(ptrdiff_t k, const float *x, ptrdiff_t ldx, int mv, const float *b0,
+                           const float *b1, float *t, int acc_in, const float *pf, ptrdiff_t npf)
+{
+    if (mv == 7) /* the offsets constant */
+        pwt_avx512_body(k, x, ldx, 7, b0, b1, t, acc_in, pf, npf);
+    else
+        pwt_avx512_body(k, x, ldx, mv, b0, b1, t, acc_in, pf, npf);
+}
+
 void gc_conv_fill_avx512(gc_isa_kernels *k)
 {
+    k->pwtukr_f32 = pwt_avx512_f32;
 #if GC_AVX512_MR <= 16
     k->ctile_f32 = conv_tile_nchw_avx512;
 #endif

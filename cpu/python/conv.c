@@ -168,12 +168,15 @@ PyObject *gc_py_conv2d_direct(PyObject *self, PyObject *const *args, Py_ssize_t 
 
 GC_DOC(conv2d_pointwise,
        "conv2d_pointwise(n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, o, /)\n--\n\n"
-       "True when float32 conv2d_forward of this geometry runs the pointwise path (conv_pw.c: "
+       "1 when float32 conv2d_forward of this geometry runs the pointwise path (conv_pw.c: "
        "a 1x1 convolution without padding, any stride, as a GEMM whose tiles are output "
        "channels x pixels with the epilogue in registers; the weight packed as gemm_pack(w, "
-       "'a', o, c, 0, 0), the same bits as the GEMM path).  The rule is documented in "
+       "'a', o, c, 0, 0), the same bits as the GEMM path), 2 when it runs that path's pixels x "
+       "channels tiles (images of few pixels; the weight packed gemm_pack(w, 'a', o, c, 0, 1)), "
+       "else 0.  The rule is documented in "
        "conv_pw.c; GPUCORE_CONV=im2col / direct force it off, pointwise on (every 1x1 geometry "
-       "without padding).");
+       "without padding), pointwise_t its pixels x channels tiles (where the ISA has them, "
+       "at most 112 pixels).");
 
 PyObject *gc_py_conv2d_pointwise(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -184,7 +187,7 @@ PyObject *gc_py_conv2d_pointwise(PyObject *self, PyObject *const *args, Py_ssize
     if (check_nargs(fn, nargs, 13) < 0 || conv_geometry(fn, args, &p, &nx, &ncol) < 0 ||
         get_min(fn, "o", args[12], 0, &o) < 0)
         return NULL;
-    return PyBool_FromLong(gc_conv2d_pw_use(&p, o));
+    return PyLong_FromLong(gc_conv2d_pw_use(&p, o));
 }
 
 GC_DOC(conv2d_winograd,
