@@ -339,10 +339,14 @@ static void pwt_unit(const pwt_job *J, float *t, long u)
     }
     float *out = J->out + (b * J->o + o0) * l;
     const float *res = J->res ? J->res + (b * J->o + o0) * l : NULL;
-    for (ptrdiff_t i = 0; i < nch; i++) {
-        float *restrict d = out + i * l;
-        for (ptrdiff_t j = 0; j < l; j++)
-            d[j] = t[j * PWT_NC + i];
+    if (gc_isa.pwtstore_f32) {
+        gc_isa.pwtstore_f32(t, l, out, l, nch);
+    } else {
+        for (ptrdiff_t i = 0; i < nch; i++) {
+            float *restrict d = out + i * l;
+            for (ptrdiff_t j = 0; j < l; j++)
+                d[j] = t[j * PWT_NC + i];
+        }
     }
     if (J->bias || res || J->relu)
         epi_rows_f32(J->bias ? J->bias + o0 : NULL, res, J->relu, out, l, 0, 0, nch, l);

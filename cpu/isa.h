@@ -126,6 +126,10 @@ typedef void (*gc_pwukr_f32)(ptrdiff_t k, const float *a, const float *b, float 
 typedef void (*gc_pwtukr_f32)(ptrdiff_t k, const float *x, ptrdiff_t ldx, int mv,
                               const float *b0, const float *b1, float *t, int acc_in,
                               const float *pf, ptrdiff_t npf);
+/* c[i * ldc + j] := t[j * 64 + i] for channels i < nch <= 64 and pixels j < l (t [l][64], the
+ * pixels x channels tiles' buffer; the same bits as the plain copy). */
+typedef void (*gc_pwtstore_f32)(const float *t, ptrdiff_t l, float *c, ptrdiff_t ldc,
+                                ptrdiff_t nch);
 
 /* Winograd F(4x4, 3x3) tile transforms (isa/winograd.h, conv_winograd.c) along a block of
  * n <= GC_WG_TB tiles: in: d [6][6][GC_WG_TB] (each tile's 6x6 input window) -> the 36 values
@@ -286,6 +290,8 @@ typedef struct {
     gc_pwukr_f32 pwukr_quarter_f32;
     /* ... and its pixels x channels tile (gc_pwtukr_f32) for images of few pixels; NULL: none */
     gc_pwtukr_f32 pwtukr_f32;
+    /* ... and its buffer's transposed store (gc_pwtstore_f32; NULL: conv_pw.c's loop) */
+    gc_pwtstore_f32 pwtstore_f32;
     /* the Winograd convolution's tile transforms (isa/winograd.h; every ISA has them) */
     gc_wg_in_f32 wg_in_f32;
     gc_wg_out_f32 wg_out_f32;
