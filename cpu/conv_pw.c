@@ -118,16 +118,20 @@ static double pw_col_use(ptrdiff_t l, ptrdiff_t nr)
 #define PW_SWAP_GAIN 1.05
 #define PW_SWAP_MIN_K 257
 
-/* The pixels x channels tiles (gc_isa.pwtukr_f32, 7 pixels: PWT_MR) where the channels x
- * pixels tiles' columns fill too little: 49 pixels (7 x 7 images: all of 7-pixel rows, against
- * 7/8 of the columns or of the transposed GEMM's 14-pixel rows), at most PWT_MAXL pixels (the
- * unit's tile buffer, PWT_MAXL x 64, stays in L1), channels filling PW_ROW_USE of 32-wide
- * panels.  ResNet-50's 512 -> 2048 and 2048 -> 512 at 7 x 7 and the strided 1024 -> 2048 ...
- * (benchmarks/conv_pointwise.py). */
+/* The pixels x channels tiles (gc_isa.pwtukr_f32, 7 pixels: PWT_MR; measured on AVX-512, Zen 4,
+ * one thread, benchmarks/conv_pointwise.py): at most PWT_MAXL pixels (the unit's buffer,
+ * PWT_MAXL x 64, in L2), filling PWT_USE of 7-pixel rows, the channels PW_ROW_USE of 32-wide
+ * panels, and either the channels x pixels tiles' columns fill too little (49 pixels: 7 x 7
+ * images, 7/8 of 32 + 16 + 8 columns; ResNet-50's 512 -> 2048, 2048 -> 512 and the strided
+ * 1024 -> 2048 10-14 % faster than the GEMM's transposed product, which the rule took before) or
+ * K is at least PWT_MIN_K (196 pixels: 1024 -> 256 / 512 8-10 % faster than the channels x
+ * pixels tiles; K = 256 and 512 even: the transposed store's share of the work shrinks as
+ * 1 / K). */
 #define PWT_MR 7
 #define PWT_NC 64
-#define PWT_MAXL 112
+#define PWT_MAXL 256
 #define PWT_USE 0.95
+#define PWT_MIN_K 1024
 
 static int pwt_use(ptrdiff_t l, ptrdiff_t o)
 {
@@ -151,6 +155,8 @@ int gc_conv2d_pw_use(const gc_conv *p, ptrdiff_t o)
     const double col_min = gc_isa.pwukr_half_f32 ? PW_COL_USE : PW_COL_USE_FULL;
     if (pw_col_use(l, nr) < col_min)
         return pwt_use(l, o) ? 2 : 0;
+    if (p->c >= PWT_MIN_K && pwt_use(l, o))
+        return 2;
     if (rows < PW_ROW_USE)
         return 0;
     const double use = rows * pw_col_use(l, nr), use_t = pw_use(l, mr) * pw_use(o, nr);
@@ -283,15 +289,19 @@ static void pw_body(void *ctx, int slot)
 
 /* ---- the pixels x channels mode (gc_isa.pwtukr_f32; pwt_use) ---------------------------------
  * Units of (image, block of 64 output channels: two 32-wide panels of the GEMM's swapped weight
- * packing, side A swap 1).  A unit runs every 7-pixel tile of its image over the K blocks
- * (gc_gemm_kc: acc + the previous blocks' sum, as the GEMM) into a buffer t [pixels][64] in
- * L1, then stores it transposed to the image's NCHW rows with the epilogue (+ bias, + residual,
- * relu, each rounded on its own: epi_rows' operations).  x: the image, or its strided pixels
- * gathered [C][L] by the caller. */
+ * packing, side A swap 1, group of 7-pixel tiles: all of the image's unless the threads need
+ * more units).  A unit runs its tiles over the K blocks (gc_gemm_kc: acc + the previous blocks'
+ * sum, as the GEMM) into a buffer t [pixels][64] (L1 / L2), then stores it transposed to the
+ * image's NCHW rows with the epilogue (+ bias, + residual, relu, each rounded on its own:
+ * epi_rows' operations; gc_isa.pwtstore_f32).  Each element is computed by one thread: the bits
+ * never depend on the thread count.  x: the image, or its strided pixels gathered [C][L] by the
+ * caller. */
 typedef struct {
     const float *x, *bias, *res, *wpk;
     float *out;
-    ptrdiff_t o, c, l, ldx, img, kc, npa, nblk, nunits;
+    /* channel blocks per image, pixel-tile groups per block (units enough for the threads) and
+     * tiles per group, units */
+    ptrdiff_t o, c, l, ldx, img, kc, npa, nblk, ngrp, gtiles, nunits;
     int relu;
     _Alignas(64) atomic_long next;
     atomic_int failed;
@@ -307,14 +317,18 @@ static const float *pwt_panels(const pwt_job *J, ptrdiff_t pc, ptrdiff_t ip, ptr
 
 static void pwt_unit(const pwt_job *J, float *t, long u)
 {
-    const ptrdiff_t b = u / J->nblk, o0 = u % J->nblk * PWT_NC, l = J->l, nr = gc_blk_f32.nr;
+    const ptrdiff_t per_img = J->nblk * J->ngrp, l = J->l, nr = gc_blk_f32.nr;
+    const ptrdiff_t b = u / per_img, o0 = u % per_img / J->ngrp * PWT_NC, grp = u % J->ngrp;
     const ptrdiff_t nch = J->o - o0 < PWT_NC ? J->o - o0 : PWT_NC, ip = o0 / nr;
-    const ptrdiff_t ntile = (l + PWT_MR - 1) / PWT_MR;
+    /* this unit's pixel tiles [jt0, jt1), pixels [j0, j1) */
+    const ptrdiff_t ntile = (l + PWT_MR - 1) / PWT_MR, jt0 = grp * J->gtiles;
+    const ptrdiff_t jt1 = jt0 + J->gtiles < ntile ? jt0 + J->gtiles : ntile;
+    const ptrdiff_t j0 = jt0 * PWT_MR, j1 = jt1 * PWT_MR < l ? jt1 * PWT_MR : l;
     const float *x = J->x + b * J->img;
     /* K blocks outer: a block's weights (64 x kc) re-read from L2 by each pixel tile, while
-     * the tiles after the first request the next block's (or the next unit's) from memory, a
-     * share each (in a whole model the weights come from memory, and one tile streaming them
-     * alone waited on them) */
+     * the tiles after the first request the next block's (or the next channel block's) from
+     * memory, a share each (in a whole model the weights come from memory, and one tile
+     * streaming them alone waited on them) */
     for (ptrdiff_t pc = 0; pc < J->c; pc += J->kc) {
         const ptrdiff_t kb = J->c - pc < J->kc ? J->c - pc : J->kc;
         ptrdiff_t nw, nn = 0;
@@ -325,31 +339,32 @@ static void pwt_unit(const pwt_job *J, float *t, long u)
             nx = pwt_panels(J, pc + kb, ip, &nn);
         else if (ip + 2 < J->npa)
             nx = pwt_panels(J, 0, ip + 2, &nn);
-        const ptrdiff_t lines = (nn + 15) / 16;
-        const ptrdiff_t share = ntile > 1 ? (lines + ntile - 2) / (ntile - 1) : 0;
-        for (ptrdiff_t jt = 0; jt < ntile; jt++) {
-            const ptrdiff_t j0 = jt * PWT_MR, f0 = (jt - 1) * share;
-            const int mv = (int)(l - j0 < PWT_MR ? l - j0 : PWT_MR);
-            ptrdiff_t npf = jt && f0 < lines ? (lines - f0 < share ? lines - f0 : share) : 0;
+        const ptrdiff_t lines = (nn + 15) / 16, nt = jt1 - jt0;
+        const ptrdiff_t share = nt > 1 ? (lines + nt - 2) / (nt - 1) : 0;
+        for (ptrdiff_t jt = jt0; jt < jt1; jt++) {
+            const ptrdiff_t j = jt * PWT_MR, f0 = (jt - jt0 - 1) * share;
+            const int mv = (int)(l - j < PWT_MR ? l - j : PWT_MR);
+            ptrdiff_t npf = jt > jt0 && f0 < lines ? (lines - f0 < share ? lines - f0 : share) : 0;
             if (npf > kb)
                 npf = kb;
-            gc_isa.pwtukr_f32(kb, x + pc * J->ldx + j0, J->ldx, mv, b0, b1, t + j0 * PWT_NC,
+            gc_isa.pwtukr_f32(kb, x + pc * J->ldx + j, J->ldx, mv, b0, b1, t + j * PWT_NC,
                               pc > 0, npf ? nx + f0 * 16 : NULL, npf);
         }
     }
-    float *out = J->out + (b * J->o + o0) * l;
-    const float *res = J->res ? J->res + (b * J->o + o0) * l : NULL;
+    float *out = J->out + (b * J->o + o0) * l + j0;
+    const float *res = J->res ? J->res + (b * J->o + o0) * l + j0 : NULL;
+    const float *rb = J->bias ? J->bias + o0 : NULL, *tt = t + j0 * PWT_NC;
     if (gc_isa.pwtstore_f32) {
-        gc_isa.pwtstore_f32(t, l, out, l, nch);
-    } else {
-        for (ptrdiff_t i = 0; i < nch; i++) {
-            float *restrict d = out + i * l;
-            for (ptrdiff_t j = 0; j < l; j++)
-                d[j] = t[j * PWT_NC + i];
-        }
+        gc_isa.pwtstore_f32(tt, j1 - j0, out, l, nch, rb, res, J->relu);
+        return;
     }
-    if (J->bias || res || J->relu)
-        epi_rows_f32(J->bias ? J->bias + o0 : NULL, res, J->relu, out, l, 0, 0, nch, l);
+    for (ptrdiff_t i = 0; i < nch; i++) {
+        float *restrict d = out + i * l;
+        for (ptrdiff_t j = 0; j < j1 - j0; j++)
+            d[j] = tt[j * PWT_NC + i];
+    }
+    if (rb || res || J->relu)
+        epi_rows_f32(rb, res, J->relu, out, l, 0, 0, nch, j1 - j0);
 }
 
 static void pwt_body(void *ctx, int slot)
@@ -414,9 +429,16 @@ static int pwt_run(const float *x, const float *w, const gc_packed *pw, const fl
         J.img = J.c * J.l;
     }
     J.nblk = (o + PWT_NC - 1) / PWT_NC;
-    J.nunits = p->n * J.nblk;
     const double flops = 2.0 * (double)p->n * (double)o * (double)J.c * (double)J.l;
     const int nt = gc_threads_for(flops, 0.25e6);
+    /* too few (image, channel block) units for the threads: the pixel tiles split in groups */
+    const ptrdiff_t ntile = (J.l + PWT_MR - 1) / PWT_MR;
+    J.ngrp = p->n * J.nblk < nt ? (nt + p->n * J.nblk - 1) / (p->n * J.nblk) : 1;
+    if (J.ngrp > ntile)
+        J.ngrp = ntile;
+    J.gtiles = (ntile + J.ngrp - 1) / J.ngrp;
+    J.ngrp = (ntile + J.gtiles - 1) / J.gtiles;
+    J.nunits = p->n * J.nblk * J.ngrp;
     atomic_init(&J.next, 0);
     atomic_init(&J.failed, 0);
     gc_region(pwt_body, &J, nt < J.nunits ? nt : (int)J.nunits);

@@ -126,10 +126,11 @@ typedef void (*gc_pwukr_f32)(ptrdiff_t k, const float *a, const float *b, float 
 typedef void (*gc_pwtukr_f32)(ptrdiff_t k, const float *x, ptrdiff_t ldx, int mv,
                               const float *b0, const float *b1, float *t, int acc_in,
                               const float *pf, ptrdiff_t npf);
-/* c[i * ldc + j] := t[j * 64 + i] for channels i < nch <= 64 and pixels j < l (t [l][64], the
- * pixels x channels tiles' buffer; the same bits as the plain copy). */
+/* c[i * ldc + j] := t[j * 64 + i] (+ rb[i]) (+ res[i * ldc + j]), relu ((v <= 0) ? +0 : v,
+ * NaN kept) for channels i < nch <= 64 and pixels j < l (t [l][64], the pixels x channels
+ * tiles' buffer), each rounded on its own: the bits of the copy then epi_rows. */
 typedef void (*gc_pwtstore_f32)(const float *t, ptrdiff_t l, float *c, ptrdiff_t ldc,
-                                ptrdiff_t nch);
+                                ptrdiff_t nch, const float *rb, const float *res, int relu);
 
 /* Winograd F(4x4, 3x3) tile transforms (isa/winograd.h, conv_winograd.c) along a block of
  * n <= GC_WG_TB tiles: in: d [6][6][GC_WG_TB] (each tile's 6x6 input window) -> the 36 values

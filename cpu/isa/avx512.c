@@ -329,9 +329,11 @@ static void conv_tile_nchw_avx512(const float *t, float *c, ptrdiff_t ldc, ptrdi
 }
 #endif
 
-/* The pixels x channels tiles' buffer t [l][64] to NCHW rows (gc_pwtstore_f32): 16 x 16 blocks
- * transposed in registers, one masked store of up to 16 pixels per channel. */
-static void pwt_store_avx512(const float *t, ptrdiff_t l, float *c, ptrdiff_t ldc, ptrdiff_t nch)
+/* The pixels x channels tiles' buffer t [l][64] to NCHW rows with the epilogue
+ * (gc_pwtstore_f32): 16 x 16 blocks transposed in registers, then + bias, + residual, relu and
+ * one masked store of up to 16 pixels per channel. */
+static void pwt_store_avx512(const float *t, ptrdiff_t l, float *c, ptrdiff_t ldc, ptrdiff_t nch,
+                             const float *rb, const float *res, int relu)
 {
     for (ptrdiff_t j0 = 0; j0 < l; j0 += 16) {
         const int nj = (int)(l - j0 < 16 ? l - j0 : 16);
@@ -341,8 +343,17 @@ static void pwt_store_avx512(const float *t, ptrdiff_t l, float *c, ptrdiff_t ld
             for (int i = 0; i < 16; i++)
                 r[i] = i < nj ? _mm512_loadu_ps(t + (j0 + i) * 64 + g * 16) : _mm512_setzero_ps();
             tr16_avx512(r, col);
-            for (int q = 0; q < 16 && g * 16 + q < nch; q++)
-                _mm512_mask_storeu_ps(c + (g * 16 + q) * ldc + j0, m, col[q]);
+            for (int q = 0; q < 16 && g * 16 + q < nch; q++) {
+                const ptrdiff_t i = g * 16 + q;
+                __m512 y = col[q];
+                if (rb)
+                    y = _mm512_add_ps(y, _mm512_set1_ps(rb[i]));
+                if (res)
+                    y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(m, res + i * ldc + j0));
+                if (relu)
+                    y = RELU_PS(y);
+                _mm512_mask_storeu_ps(c + i * ldc + j0, m, y);
+            }
         }
     }
 }

@@ -20,9 +20,10 @@ import pytest
 import gpucore
 from gpucore import _cpu
 
-# (n, c, h, w, o, stride): pixels 1, 8 (7 + 1), 25 (3 x 7 + 4), 27, 49, 112 (the mode's most);
-# output channels 25, 31 (one part panel), 40, 65 (64 + 1), 96 (64 + one 32-wide panel),
-# 127, 200; c = 300 / 600 across K blocks (kc 288 on AVX-512), strides 2 and (2, 1), batches.
+# (n, c, h, w, o, stride): pixels 1, 8 (7 + 1), 25 (3 x 7 + 4), 27, 49, 112, 196, 256 (the
+# mode's most); output channels 25, 31 (one part panel), 40, 64, 65 (64 + 1), 96 (64 + one
+# 32-wide panel), 127, 200; c = 300 / 600 / 1030 across K blocks (kc 288 on AVX-512), strides
+# 2 and (2, 1), batches.
 GEOMS = {
     "one_pixel": (1, 5, 1, 1, 40, (1, 1)),
     "l8_k_blocks": (3, 300, 2, 4, 200, (1, 1)),
@@ -31,6 +32,8 @@ GEOMS = {
     "l49_o65": (1, 40, 7, 7, 65, (1, 1)),
     "l49_s2": (2, 33, 13, 13, 70, (2, 2)),
     "l112_o127": (1, 600, 8, 14, 127, (1, 1)),
+    "l196_k_blocks": (1, 1030, 14, 14, 40, (1, 1)),
+    "l256_o64": (2, 40, 16, 16, 64, (1, 1)),
     "o25": (1, 64, 3, 3, 25, (1, 1)),
 }
 
@@ -131,7 +134,7 @@ def test_nan_inf_and_relu_signs(conv_path):
     assert np.array_equal(_forward(case, x, wt, b, res, True), got, equal_nan=True)
 
 
-@pytest.mark.parametrize("case", ["l8_k_blocks", "l25_o96", "l49_s2", "l112_o127"])
+@pytest.mark.parametrize("case", ["l8_k_blocks", "l25_o96", "l49_s2", "l112_o127", "l196_k_blocks"])
 def test_bits_independent_of_threads_batch_and_packing(case, conv_path):
     conv_path("pointwise_t")
     x, wt, b, res = _inputs(case)
@@ -157,12 +160,14 @@ def test_bits_independent_of_threads_batch_and_packing(case, conv_path):
 
 
 def test_rule_and_runtime_packing(monkeypatch):
-    """ResNet-50's 49-pixel 1x1 layers take the pixels x channels tiles on AVX-512 and the
-    runtime packs their weight swapped; GPUCORE_CONV=pointwise_t stops at 112 pixels."""
+    """ResNet-50's 49-pixel 1x1 layers and its 196-pixel ones with K = 1024 take the pixels x
+    channels tiles on AVX-512 and the runtime packs their weight swapped;
+    GPUCORE_CONV=pointwise_t stops at 256 pixels."""
     from gpucore.runtime.ir import packing
 
     monkeypatch.delenv("GPUCORE_CONV", raising=False)
-    layers = [(512, 7, 2048, 1), (2048, 7, 512, 1), (1024, 14, 2048, 2)]
+    layers = [(512, 7, 2048, 1), (2048, 7, 512, 1), (1024, 14, 2048, 2), (1024, 14, 256, 1),
+              (1024, 14, 512, 1)]  # fmt: skip
     for c, h, o, s in layers:
         geo = (1, c, h, h, 1, 1, s, s, 0, 0, 1, 1, o)
         got = _cpu.conv2d_pointwise(*geo)
@@ -171,16 +176,17 @@ def test_rule_and_runtime_packing(monkeypatch):
             assert got == 2, (c, h, o, s)
         w = np.zeros((o, c, 1, 1), np.float32)
         w.flags.writeable = False
-        pm = packing.conv_weight(w, 49, geo)
+        pm = packing.conv_weight(w, ((h - 1) // s + 1) ** 2, geo)
         if got == 2:
             assert isinstance(pm, _cpu.PackedMatrix) and (pm.swap, pm.side) == (1, "a")
-    # 196 pixels fill the channels x pixels tiles: those
+    # 196 pixels at K = 256 / 512: the channels x pixels tiles
     assert _cpu.conv2d_pointwise(1, 256, 14, 14, 1, 1, 1, 1, 0, 0, 1, 1, 1024) in (0, 1)
+    assert _cpu.conv2d_pointwise(1, 512, 28, 28, 1, 1, 2, 2, 0, 0, 1, 1, 1024) in (0, 1)
     monkeypatch.setenv("GPUCORE_CONV", "pointwise_t")
-    many = _cpu.conv2d_pointwise(1, 16, 11, 11, 1, 1, 1, 1, 0, 0, 1, 1, 64)  # 121 pixels
+    many = _cpu.conv2d_pointwise(1, 16, 17, 17, 1, 1, 1, 1, 0, 0, 1, 1, 64)  # 289 pixels
     assert many == 1 or not _has_tiles()
     if _has_tiles():
-        assert _cpu.conv2d_pointwise(1, 16, 8, 14, 1, 1, 1, 1, 0, 0, 1, 1, 64) == 2
+        assert _cpu.conv2d_pointwise(1, 16, 16, 16, 1, 1, 1, 1, 0, 0, 1, 1, 64) == 2
 
 
 _ISA_SCRIPT = textwrap.dedent(
