@@ -19,7 +19,9 @@
  *
  * Work: units of (image, block of columns, group of row panels); a unit walks the K blocks,
  * packs its columns of each (~L2 / 4), then runs every row panel of its group over them (the A
- * panel stays in L1 across the column panels).  When this path runs: gc_conv2d_pw_use. */
+ * panel stays in L1 across the column panels).  Images of few pixels (and 196 pixels with a long
+ * K) run the pixels x channels mode below instead (the tile turned around: output channels along
+ * the vector lanes).  When this path runs, and which mode: gc_conv2d_pw_use. */
 #define _POSIX_C_SOURCE 200112L
 #include <stdatomic.h>
 #include <stdlib.h>
