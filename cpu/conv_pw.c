@@ -349,8 +349,8 @@ static void pwt_unit(const pwt_job *J, float *t, long u)
             ptrdiff_t npf = jt > jt0 && f0 < lines ? (lines - f0 < share ? lines - f0 : share) : 0;
             if (npf > kb)
                 npf = kb;
-            gc_isa.pwtukr_f32(kb, x + pc * J->ldx + j, J->ldx, mv, b0, b1, t + j * PWT_NC,
-                              pc > 0, npf ? nx + f0 * 16 : NULL, npf);
+            gc_isa.pwtukr_f32(kb, x + pc * J->ldx + j, J->ldx, NULL, 1, mv, b0, b1,
+                              t + j * PWT_NC, pc > 0, npf ? nx + f0 * 16 : NULL, npf);
         }
     }
     float *out = J->out + (b * J->o + o0) * l + j0;

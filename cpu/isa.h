@@ -114,18 +114,19 @@ typedef void (*gc_ctile_f32)(const float *t, float *c, ptrdiff_t ldc, ptrdiff_t 
 typedef void (*gc_pwukr_f32)(ptrdiff_t k, const float *a, const float *b, float *c, ptrdiff_t ldc,
                              int mv, int nv, int acc_in, const float *rb, const float *res,
                              int relu, const float *cn, const float *rn);
-/* The pointwise convolution's pixels x channels tile (conv_pw.c's small-image mode; AVX-512:
- * 7 pixels x 64 output channels, the channels along the vector lanes): over k steps, pixel i's
- * input x[p * ldx + i] (i < mv <= 7; read straight from the image, never past pixel mv - 1)
- * times the weight of channel j, from two packed 32-wide B panels (channel j < 32 at
- * b0[p * 32 + j], j >= 32 at b1[p * 32 + j - 32]: the GEMM's swapped weight panels), each
- * element the GEMM micro-kernel's FMA chain from zero; then + t (acc_in) and stored to
- * t[i * 64 + j] (all 7 x 64: rows past mv hold copies of row mv - 1).  pf: npf <= k cache
- * lines from pf on requested, one per K step (the caller's next weights, on their way from
- * memory while this tile re-reads cached ones). */
-typedef void (*gc_pwtukr_f32)(ptrdiff_t k, const float *x, ptrdiff_t ldx, int mv,
-                              const float *b0, const float *b1, float *t, int acc_in,
-                              const float *pf, ptrdiff_t npf);
+/* The pointwise convolution's pixels x channels tile (conv_pw.c's small-image mode, and the
+ * direct convolution's, conv_direct_lanes.c; AVX-512: 7 pixels x 64 output channels, the
+ * channels along the vector lanes): over k steps, pixel i's input at step p, x[p * ldx + i]
+ * (koff NULL: an image's planes) or x[koff[p] + i * sx] (a padded image's taps; i < mv <= 7, read
+ * straight from the image, never past pixel mv - 1), times the weight of channel j, from two
+ * packed 32-wide B panels (channel j < 32 at b0[p * 32 + j], j >= 32 at b1[p * 32 + j - 32]: the
+ * GEMM's swapped weight panels), each element the GEMM micro-kernel's FMA chain from zero; then
+ * + t (acc_in) and stored to t[i * 64 + j] (all 7 x 64: rows past mv hold copies of row mv - 1).
+ * pf: npf <= k cache lines from pf on requested, one per K step (the caller's next weights, on
+ * their way from memory while this tile re-reads cached ones). */
+typedef void (*gc_pwtukr_f32)(ptrdiff_t k, const float *x, ptrdiff_t ldx, const int32_t *koff,
+                              int sx, int mv, const float *b0, const float *b1, float *t,
+                              int acc_in, const float *pf, ptrdiff_t npf);
 /* c[i * ldc + j] := t[j * 64 + i] (+ rb[i]) (+ res[i * ldc + j]), relu ((v <= 0) ? +0 : v,
  * NaN kept) for channels i < nch <= 64 and pixels j < l (t [l][64], the pixels x channels
  * tiles' buffer), each rounded on its own: the bits of the copy then epi_rows. */

@@ -364,25 +364,27 @@ static void pwt_store_avx512(const float *t, ptrdiff_t l, float *c, ptrdiff_t ld
  * GEMM's 14-pixel rows, and all of 7 rows.  fma(x, w, acc): the GEMM's chain (the product
  * commutes exactly). */
 static inline __attribute__((always_inline)) void
-pwt_avx512_body(ptrdiff_t k, const float *x, ptrdiff_t ldx, const int mv, const float *b0,
-                const float *b1, float *t, int acc_in, const float *pf, ptrdiff_t npf)
+pwt_avx512_body(ptrdiff_t k, const float *x, ptrdiff_t ldx, const int32_t *koff, const int sx,
+                const int mv, const float *b0, const float *b1, float *t, int acc_in,
+                const float *pf, ptrdiff_t npf)
 {
     __m512 acc[7][4];
     ptrdiff_t o[7];
     for (int i = 0; i < 7; i++) {
-        o[i] = i < mv ? i : mv - 1;
+        o[i] = (i < mv ? i : mv - 1) * sx;
         for (int v = 0; v < 4; v++)
             acc[i][v] = _mm512_setzero_ps();
     }
 #pragma GCC unroll 2
-    for (ptrdiff_t p = 0; p < k; p++, x += ldx, b0 += 32, b1 += 32) {
+    for (ptrdiff_t p = 0; p < k; p++, b0 += 32, b1 += 32) {
         if (p < npf)
             __builtin_prefetch(pf + p * 16, 0, 2);
+        const float *xp = koff ? x + koff[p] : x + p * ldx;
         const __m512 w0 = _mm512_loadu_ps(b0), w1 = _mm512_loadu_ps(b0 + 16);
         const __m512 w2 = _mm512_loadu_ps(b1), w3 = _mm512_loadu_ps(b1 + 16);
 #pragma GCC unroll 7
         for (int i = 0; i < 7; i++) {
-            const __m512 a = _mm512_set1_ps(x[o[i]]);
+            const __m512 a = _mm512_set1_ps(xp[o[i]]);
             acc[i][0] = _mm512_fmadd_ps(a, w0, acc[i][0]);
             acc[i][1] = _mm512_fmadd_ps(a, w1, acc[i][1]);
             acc[i][2] = _mm512_fmadd_ps(a, w2, acc[i][2]);
@@ -396,13 +398,21 @@ pwt_avx512_body(ptrdiff_t k, const float *x, ptrdiff_t ldx, const int mv, const 
         }
 }
 
-static void pwt_avx512_f32(ptrdiff_t k, const float *x, ptrdiff_t ldx, int mv, const float *b0,
-                           const float *b1, float *t, int acc_in, const float *pf, ptrdiff_t npf)
+/* (the offsets constant for full tiles of the common strides) */
+static void pwt_avx512_f32(ptrdiff_t k, const float *x, ptrdiff_t ldx, const int32_t *koff,
+                           int sx, int mv, const float *b0, const float *b1, float *t, int acc_in,
+                           const float *pf, ptrdiff_t npf)
 {
-    if (mv == 7) /* the offsets constant */
-        pwt_avx512_body(k, x, ldx, 7, b0, b1, t, acc_in, pf, npf);
+    if (!koff && mv == 7)
+        pwt_avx512_body(k, x, ldx, NULL, 1, 7, b0, b1, t, acc_in, pf, npf);
+    else if (!koff)
+        pwt_avx512_body(k, x, ldx, NULL, 1, mv, b0, b1, t, acc_in, pf, npf);
+    else if (sx == 1 && mv == 7)
+        pwt_avx512_body(k, x, ldx, koff, 1, 7, b0, b1, t, acc_in, pf, npf);
+    else if (sx == 2 && mv == 7)
+        pwt_avx512_body(k, x, ldx, koff, 2, 7, b0, b1, t, acc_in, pf, npf);
     else
-        pwt_avx512_body(k, x, ldx, mv, b0, b1, t, acc_in, pf, npf);
+        pwt_avx512_body(k, x, ldx, koff, sx, mv, b0, b1, t, acc_in, pf, npf);
 }
 
 void gc_conv_fill_avx512(gc_isa_kernels *k)
