@@ -127,13 +127,13 @@ static double pw_col_use(ptrdiff_t l, ptrdiff_t nr)
  * images, 7/8 of 32 + 16 + 8 columns; ResNet-50's 512 -> 2048, 2048 -> 512 and the strided
  * 1024 -> 2048 10-14 % faster than the GEMM's transposed product, which the rule took before) or
  * K is at least PWT_MIN_K (196 pixels: 1024 -> 256 / 512 8-10 % faster than the channels x
- * pixels tiles; K = 256 and 512 even: the transposed store's share of the work shrinks as
- * 1 / K). */
+ * pixels tiles, 256 -> 1024 + res ~4 % (with the store's residual and output lines requested
+ * during the last K block; 3 % slower without), the strided 512 -> 1024 even to 2 %). */
 #define PWT_MR 7
 #define PWT_NC 64
 #define PWT_MAXL 256
 #define PWT_USE 0.95
-#define PWT_MIN_K 1024
+#define PWT_MIN_K 256
 
 static int pwt_use(ptrdiff_t l, ptrdiff_t o)
 {
@@ -317,6 +317,24 @@ static const float *pwt_panels(const pwt_job *J, ptrdiff_t pc, ptrdiff_t ip, ptr
     return J->wpk + pc * J->npa * nr + ip * nr * kb;
 }
 
+/* Rows [r0, r1) of the unit's nch output rows (t of nt shares), pixels [j0, j1): their
+ * residual and output lines requested (the transposed store waited on them: ~7 % of a 256 ->
+ * 1024 + res layer's time at 196 pixels). */
+static void pwt_prefetch_rows(const pwt_job *J, ptrdiff_t b, ptrdiff_t o0, ptrdiff_t nch,
+                              ptrdiff_t t, ptrdiff_t nt, ptrdiff_t j0, ptrdiff_t j1)
+{
+    const ptrdiff_t r0 = t * nch / nt, r1 = (t + 1) * nch / nt, l = J->l;
+    for (ptrdiff_t r = r0; r < r1; r++) {
+        const ptrdiff_t at = (b * J->o + o0 + r) * l;
+        for (ptrdiff_t j = j0; j < j1 + 15; j += 16) {
+            const ptrdiff_t q = at + (j < j1 ? j : j1 - 1);
+            if (J->res)
+                __builtin_prefetch(J->res + q, 0, 2);
+            __builtin_prefetch(J->out + q, 1, 2);
+        }
+    }
+}
+
 static void pwt_unit(const pwt_job *J, float *t, long u)
 {
     const ptrdiff_t per_img = J->nblk * J->ngrp, l = J->l, nr = gc_blk_f32.nr;
@@ -343,8 +361,11 @@ static void pwt_unit(const pwt_job *J, float *t, long u)
             nx = pwt_panels(J, 0, ip + 2, &nn);
         const ptrdiff_t lines = (nn + 15) / 16, nt = jt1 - jt0;
         const ptrdiff_t share = nt > 1 ? (lines + nt - 2) / (nt - 1) : 0;
+        const int last = pc + kb >= J->c;
         for (ptrdiff_t jt = jt0; jt < jt1; jt++) {
             const ptrdiff_t j = jt * PWT_MR, f0 = (jt - jt0 - 1) * share;
+            if (last) /* the store's residual and output lines, a share of the rows a tile */
+                pwt_prefetch_rows(J, b, o0, nch, jt - jt0, nt, j0, j1);
             const int mv = (int)(l - j < PWT_MR ? l - j : PWT_MR);
             ptrdiff_t npf = jt > jt0 && f0 < lines ? (lines - f0 < share ? lines - f0 : share) : 0;
             if (npf > kb)

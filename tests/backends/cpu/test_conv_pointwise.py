@@ -174,9 +174,9 @@ def test_rule_and_binding(conv_path):
     avx512 = (g["mr"], g["nr"]) == (14, 32)
     # ResNet-50's 1x1 layers (one image): taken where the tile's rows and columns both fill (196
     # pixels: 196 of 200 columns with the half- and quarter-width tiles; 49: 7/8 of 56, and 196
-    # with K >= 1024, run by the pixels x channels tiles, 2: test_conv_pointwise_pixels.py)
-    resnet = {(64, 56, 256, 1): 1, (128, 28, 512, 1): 1, (256, 14, 1024, 1): 1,
-              (256, 56, 512, 2): 1, (512, 28, 1024, 2): 1, (256, 56, 64, 1): 1,
+    # with K >= 256, run by the pixels x channels tiles, 2: test_conv_pointwise_pixels.py)
+    resnet = {(64, 56, 256, 1): 1, (128, 28, 512, 1): 1, (256, 14, 1024, 1): 2,
+              (256, 56, 512, 2): 1, (512, 28, 1024, 2): 2, (256, 56, 64, 1): 1,
               (512, 28, 128, 1): 1, (1024, 14, 256, 1): 2, (1024, 14, 512, 1): 2,
               (512, 7, 2048, 1): 2, (2048, 7, 512, 1): 2, (1024, 14, 2048, 2): 2}  # fmt: skip
     for (c, h, o, s), want in resnet.items():

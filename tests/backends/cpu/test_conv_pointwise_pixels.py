@@ -160,14 +160,14 @@ def test_bits_independent_of_threads_batch_and_packing(case, conv_path):
 
 
 def test_rule_and_runtime_packing(monkeypatch):
-    """ResNet-50's 49-pixel 1x1 layers and its 196-pixel ones with K = 1024 take the pixels x
-    channels tiles on AVX-512 and the runtime packs their weight swapped;
-    GPUCORE_CONV=pointwise_t stops at 256 pixels."""
+    """ResNet-50's 49- and 196-pixel 1x1 layers (K >= 256) take the pixels x channels tiles on
+    AVX-512 and the runtime packs their weight swapped; GPUCORE_CONV=pointwise_t stops at 256
+    pixels."""
     from gpucore.runtime.ir import packing
 
     monkeypatch.delenv("GPUCORE_CONV", raising=False)
     layers = [(512, 7, 2048, 1), (2048, 7, 512, 1), (1024, 14, 2048, 2), (1024, 14, 256, 1),
-              (1024, 14, 512, 1)]  # fmt: skip
+              (1024, 14, 512, 1), (256, 14, 1024, 1), (512, 28, 1024, 2)]  # fmt: skip
     for c, h, o, s in layers:
         geo = (1, c, h, h, 1, 1, s, s, 0, 0, 1, 1, o)
         got = _cpu.conv2d_pointwise(*geo)
@@ -179,9 +179,9 @@ def test_rule_and_runtime_packing(monkeypatch):
         pm = packing.conv_weight(w, ((h - 1) // s + 1) ** 2, geo)
         if got == 2:
             assert isinstance(pm, _cpu.PackedMatrix) and (pm.swap, pm.side) == (1, "a")
-    # 196 pixels at K = 256 / 512: the channels x pixels tiles
-    assert _cpu.conv2d_pointwise(1, 256, 14, 14, 1, 1, 1, 1, 0, 0, 1, 1, 1024) in (0, 1)
-    assert _cpu.conv2d_pointwise(1, 512, 28, 28, 1, 1, 2, 2, 0, 0, 1, 1, 1024) in (0, 1)
+    # 196 pixels below K = 256 and 784 pixels: the channels x pixels tiles
+    assert _cpu.conv2d_pointwise(1, 200, 14, 14, 1, 1, 1, 1, 0, 0, 1, 1, 1024) in (0, 1)
+    assert _cpu.conv2d_pointwise(1, 512, 28, 28, 1, 1, 1, 1, 0, 0, 1, 1, 128) in (0, 1)
     monkeypatch.setenv("GPUCORE_CONV", "pointwise_t")
     many = _cpu.conv2d_pointwise(1, 16, 17, 17, 1, 1, 1, 1, 0, 0, 1, 1, 64)  # 289 pixels
     assert many == 1 or not _has_tiles()
