@@ -1,6 +1,7 @@
-"""conv2d layers alone, float32, one thread: gpucore's three forward paths (im2col + GEMM, the
-direct kernel, cpu/conv_direct.c, and Winograd F(4x4, 3x3), cpu/conv_winograd.c, for 3x3
-stride-1 layers; GPUCORE_CONV forces one per call), each with the weight as an array (eager) and
+"""conv2d layers alone, float32, one thread: gpucore's forward paths (im2col + GEMM, the direct
+kernel, cpu/conv_direct.c, its pixels x channels tile, cpu/conv_direct_lanes.c, "direct_t",
+where the ISA has it, and Winograd F(4x4, 3x3), cpu/conv_winograd.c, for 3x3 stride-1 layers;
+GPUCORE_CONV forces one per call), each with the weight as an array (eager) and
 pre-packed (the compiled executor), beside PyTorch's conv2d and the layer's FLOPs at the
 machine's SGEMM rate (``_cpu.gemm`` 1024^3, measured in the same run).
 
@@ -34,7 +35,8 @@ import numpy as np  # noqa: E402
 from gpucore import _cpu  # noqa: E402
 from gpucore.runtime.ir import packing  # noqa: E402
 
-MODES = ("im2col", "direct", "winograd")  # GPUCORE_CONV per column
+MODES = ("im2col", "direct", "direct_t", "winograd")  # GPUCORE_CONV per column
+NM = len(MODES)
 # name, c, h (= w), o, kernel, stride, padding, count in the model, batch
 LAYERS = [
     ("resnet conv1 7x7/2", 3, 224, 64, 7, 2, 3, 1, 1),
@@ -120,7 +122,10 @@ def _measure(layer, r, rate, torch, reps):
     med = [statistics.median(t) for t in times]
     os.environ["GPUCORE_CONV"] = "winograd"
     if not _cpu.conv2d_winograd(*geo):  # not a Winograd geometry: the column is direct's
-        med[2] = med[5] = float("nan")
+        med[3] = med[3 + NM] = float("nan")
+    os.environ["GPUCORE_CONV"] = "direct_t"
+    if not _cpu.conv2d_direct_lanes(*geo):  # not on this ISA / geometry: another path's
+        med[2] = med[2 + NM] = float("nan")
     return med, 2.0 * n * o * oh * oh * ci * k * k / rate
 
 
@@ -252,18 +257,18 @@ def main():
         med, at_rate = _measure(layer, r, rate, torch, args.reps)
         name, ci, h, o, k, s, p, count, n = layer
         oh = (h + 2 * p - k) // s + 1
-        best = np.nanmin(med[:6])  # a layer with no Winograd column counts its best there
+        best = np.nanmin(med[: 2 * NM])  # a layer without a path's column counts its best there
         total += np.where(np.isnan(med + [at_rate]), best, med + [at_rate]) * count
         print(
             f"| {name} | {count} | {o}x{n * oh * oh}x{ci * k * k} | "
             + " | ".join(f"{v * 1e3:.2f}" for v in med)
-            + f" | {at_rate * 1e3:.2f} | {np.nanmin(med[:6]) / at_rate:.2f} |"
+            + f" | {at_rate * 1e3:.2f} | {best / at_rate:.2f} |"
         )
     os.environ.pop("GPUCORE_CONV", None)
     print(
         "| total (x count), ms | | | "
         + " | ".join(f"{v * 1e3:.1f}" for v in total)
-        + f" | {min(total[:6]) / total[-1]:.2f} |"
+        + f" | {min(total[: 2 * NM]) / total[-1]:.2f} |"
     )
     if args.backward:
         print("\n`conv2d_backward` (gx, gw, gb; gw, gb only for an input with < 4 channels), ms:\n")

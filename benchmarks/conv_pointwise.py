@@ -4,9 +4,11 @@ alternating round by round (``python benchmarks/conv_pointwise.py [--rounds R] [
 
 Each path gets the weight as the compiled executor packs it for that path: the GEMM path the
 runtime's gemm operand (swapped where packing.py's rule says so), the pointwise path gemm_pack
-side A, swap 0; GPUCORE_CONV=im2col selects the GEMM path, ``pointwise`` the other (the rule
-apart). The epilogue is the model's: bias (batch norm folded) and relu, plus the residual for the
-blocks' last convolutions. "rule" says which path ``auto`` takes; both give the same bits (the
+side A, swap 0 (its pixels x channels tiles, for few pixels: swap 1); GPUCORE_CONV=im2col
+selects the GEMM path, ``pointwise`` the other, ``pointwise_t`` its pixels x channels tiles (the
+rule apart; "px x ch" column, where the ISA has them and the image has at most 112 pixels). The
+epilogue is the model's: bias (batch norm folded) and relu, plus the residual for the blocks'
+last convolutions. "rule" says which path ``auto`` takes; both give the same bits (the
 "same bits" column checks it). With more than one thread the times are the calling thread's CPU
 time only, so only one thread's rows compare.
 """
@@ -40,6 +42,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--only-pixels", type=int, default=None, help="only layers of this many pixels")
     args = ap.parse_args()
     from gpucore import _cpu  # noqa: PLC0415
     from gpucore.runtime.ir import packing  # noqa: PLC0415
@@ -50,11 +53,14 @@ def main() -> None:
     print(f"- {_cpu.info()['isa']}, {args.threads} thread(s), thread CPU ms, median of "
           f"{args.rounds} alternating rounds (min in brackets)")  # fmt: skip
     print()
-    print("| layer | pixels | GEMM path ms | pointwise ms | GEMM / pointwise | rule | same bits |")
-    print("|---|---:|---:|---:|---:|---|---|")
+    print("| layer | pixels | GEMM path ms | pointwise ms | GEMM / pointwise | px x ch ms | "
+          "GEMM / px x ch | rule | same bits |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|---|---|")
     tot = [0.0, 0.0, 0.0]  # GEMM path, pointwise, the rule's choice
     for c, h, o, s, r in LAYERS:
         oh = (h - 1) // s + 1
+        if args.only_pixels and oh * oh != args.only_pixels:
+            continue
         geo = (1, c, h, h, 1, 1, s, s, 0, 0, 1, 1, o)
         x = rng.standard_normal((1, c, h, h), dtype=np.float32)
         w = (rng.standard_normal((o, c, 1, 1)) / np.sqrt(c)).astype(np.float32)
@@ -67,6 +73,9 @@ def main() -> None:
             "im2col": packing.gemm_operand(w, w.reshape(-1), "a", o, oh * oh, c, 0, 0, 0),
             "pointwise": _cpu.gemm_pack(w.reshape(-1), "a", o, c, 0, 0),
         }
+        os.environ["GPUCORE_CONV"] = "pointwise_t"
+        if _cpu.conv2d_pointwise(*geo) == 2:
+            weights["pointwise_t"] = _cpu.gemm_pack(w.reshape(-1), "a", o, c, 0, 1)
         outs = {k: np.empty((1, o, oh, oh), np.float32) for k in weights}
         times: dict = {k: [] for k in weights}
         for i in range(args.rounds + 2):
@@ -82,16 +91,22 @@ def main() -> None:
         lo = {k: min(v) * 1e3 for k, v in times.items()}
         tot[0] += med["im2col"]
         tot[1] += med["pointwise"]
-        tot[2] += med["pointwise" if rule else "im2col"]
-        same = np.array_equal(outs["im2col"].view(np.int32), outs["pointwise"].view(np.int32))
+        tot[2] += med[{0: "im2col", 1: "pointwise", 2: "pointwise_t"}[rule]]
+        same = all(np.array_equal(outs["im2col"].view(np.int32), v.view(np.int32))
+                   for v in outs.values())  # fmt: skip
+        t = "| "
+        if "pointwise_t" in med:
+            t = f"{med['pointwise_t']:.3f} ({lo['pointwise_t']:.3f}) | "
+            t += f"{med['im2col'] / med['pointwise_t']:.2f}"
         name = f"{c} -> {o}, {h}x{h}" + (f", stride {s}" if s > 1 else "")
         name += ", + res" if r else ""
         print(f"| {name} | {oh * oh} | {med['im2col']:.3f} ({lo['im2col']:.3f}) | "
               f"{med['pointwise']:.3f} ({lo['pointwise']:.3f}) | "
-              f"{med['im2col'] / med['pointwise']:.2f} | {'pointwise' if rule else 'GEMM'} | "
+              f"{med['im2col'] / med['pointwise']:.2f} | {t} | "
+              f"{('GEMM', 'pointwise', 'px x ch')[rule]} | "
               f"{'yes' if same else 'NO'} |")  # fmt: skip
-    print(f"| total | | {tot[0]:.3f} | {tot[1]:.3f} | {tot[0] / tot[1]:.2f} | | |")
-    print(f"| the rule's choice | | {tot[0]:.3f} | {tot[2]:.3f} | {tot[0] / tot[2]:.2f} | | |")
+    print(f"| total | | {tot[0]:.3f} | {tot[1]:.3f} | {tot[0] / tot[1]:.2f} | | | | |")
+    print(f"| the rule's choice | | {tot[0]:.3f} | {tot[2]:.3f} | {tot[0] / tot[2]:.2f} | | | | |")
     print()
     print(f"- load average {os.getloadavg()[0]:.2f}")
     print(load_note(share.others(), "during the run"))

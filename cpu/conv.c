@@ -291,9 +291,16 @@ int GC_FN(gc_conv2d_forward_ex)(const GC_T *x, const GC_T *w, const gc_packed *p
         if (rc != 1)
             return rc;
     }
-    if (sizeof(GC_T) == 4 && gc_conv2d_direct_use(p, o))
+    if (sizeof(GC_T) == 4 && gc_conv2d_direct_use(p, o)) {
+        if (gc_conv2d_dlanes_use(p, o)) { /* few input channels (conv_direct_lanes.c) */
+            const int rc = gc_conv2d_dlanes_f32((const float *)x, (const float *)w, pw,
+                                                (const float *)bias, fep, (float *)out, p, o);
+            if (rc != 1)
+                return rc;
+        }
         return gc_conv2d_direct_f32((const float *)x, (const float *)w, pw, (const float *)bias,
                                     fep, (float *)out, p, o);
+    }
     GC_FN(conv_job) J;
     GC_FN(conv_job_init)(&J, x, w, p, o);
     J.one = p->kh == 1 && p->kw == 1 && p->sh == 1 && p->sw == 1 && p->ph == 0 && p->pw == 0;

@@ -19,7 +19,9 @@
  *
  * Work: units of (image, block of columns, group of row panels); a unit walks the K blocks,
  * packs its columns of each (~L2 / 4), then runs every row panel of its group over them (the A
- * panel stays in L1 across the column panels).  When this path runs: gc_conv2d_pw_use. */
+ * panel stays in L1 across the column panels).  Images of few pixels (and 196 pixels with a long
+ * K) run the pixels x channels mode below instead (the tile turned around: output channels along
+ * the vector lanes).  When this path runs, and which mode: gc_conv2d_pw_use. */
 #define _POSIX_C_SOURCE 200112L
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -55,13 +57,16 @@ typedef struct {
 } pw_job;
 
 /* GPUCORE_CONV: 1 when it forces another path (im2col: conv.c's GEMM; direct: conv_direct.c),
- * 2 when it forces this one (pointwise: every 1x1 geometry without padding; tests), else 0 */
+ * 2 when it forces this one (pointwise: every 1x1 geometry without padding; tests), 3 its
+ * pixels x channels tiles (pointwise_t: the same where the ISA has them), else 0 */
 static int pw_forced(void)
 {
     const char *e = getenv("GPUCORE_CONV");
     if (!e)
         return 0;
-    return gc_env_is(e, "im2col") || gc_env_is(e, "direct") ? 1 : gc_env_is(e, "pointwise") ? 2 : 0;
+    if (gc_env_is(e, "im2col") || gc_env_is(e, "direct"))
+        return 1;
+    return gc_env_is(e, "pointwise") ? 2 : gc_env_is(e, "pointwise_t") ? 3 : 0;
 }
 
 /* the share of a dimension's padded tile cells that hold elements */
@@ -115,21 +120,46 @@ static double pw_col_use(ptrdiff_t l, ptrdiff_t nr)
 #define PW_SWAP_GAIN 1.05
 #define PW_SWAP_MIN_K 257
 
+/* The pixels x channels tiles (gc_isa.pwtukr_f32, 7 pixels: PWT_MR; measured on AVX-512, Zen 4,
+ * one thread, benchmarks/conv_pointwise.py): at most PWT_MAXL pixels (the unit's buffer,
+ * PWT_MAXL x 64, in L2), filling PWT_USE of 7-pixel rows, the channels PW_ROW_USE of 32-wide
+ * panels, and either the channels x pixels tiles' columns fill too little (49 pixels: 7 x 7
+ * images, 7/8 of 32 + 16 + 8 columns; ResNet-50's 512 -> 2048, 2048 -> 512 and the strided
+ * 1024 -> 2048 10-14 % faster than the GEMM's transposed product, which the rule took before) or
+ * K is at least PWT_MIN_K (196 pixels: 1024 -> 256 / 512 8-10 % faster than the channels x
+ * pixels tiles, 256 -> 1024 + res ~4 % (with the store's residual and output lines requested
+ * during the last K block; 3 % slower without), the strided 512 -> 1024 even to 2 %). */
+#define PWT_MR 7
+#define PWT_NC 64
+#define PWT_MAXL 256
+#define PWT_USE 0.95
+#define PWT_MIN_K 256
+
+static int pwt_use(ptrdiff_t l, ptrdiff_t o)
+{
+    return gc_isa.pwtukr_f32 && l <= PWT_MAXL && pw_use(l, PWT_MR) >= PWT_USE &&
+           pw_use(o, gc_blk_f32.nr) >= PW_ROW_USE;
+}
+
 int gc_conv2d_pw_use(const gc_conv *p, ptrdiff_t o)
 {
     if (!gc_isa.pwukr_f32 || gc_isa.cukr_mr != gc_blk_f32.mr || gc_isa.cukr_nr != gc_blk_f32.nr)
         return 0;
     if (p->kh != 1 || p->kw != 1 || p->ph != 0 || p->pw != 0 || o <= 0 || p->c <= 0 || p->n <= 0)
         return 0;
+    const ptrdiff_t l = p->oh * p->ow, mr = gc_blk_f32.mr, nr = gc_blk_f32.nr;
     const int forced = pw_forced();
     if (forced)
-        return forced == 2;
+        return forced == 3 && gc_isa.pwtukr_f32 && l <= PWT_MAXL ? 2 : forced >= 2;
     if (o <= GC_GEMV_MAX_M_N) /* gemm.c's small-m path, faster (kernels.h) */
         return 0;
-    const ptrdiff_t l = p->oh * p->ow, mr = gc_blk_f32.mr, nr = gc_blk_f32.nr;
     const double rows = gc_isa.ukr_rows_f32 ? 1.0 : pw_use(o, mr); /* (short-row kernels) */
     const double col_min = gc_isa.pwukr_half_f32 ? PW_COL_USE : PW_COL_USE_FULL;
-    if (rows < PW_ROW_USE || pw_col_use(l, nr) < col_min)
+    if (pw_col_use(l, nr) < col_min)
+        return pwt_use(l, o) ? 2 : 0;
+    if (p->c >= PWT_MIN_K && pwt_use(l, o))
+        return 2;
+    if (rows < PW_ROW_USE)
         return 0;
     const double use = rows * pw_col_use(l, nr), use_t = pw_use(l, mr) * pw_use(o, nr);
     return p->sh > 1 || p->sw > 1 || p->c < PW_SWAP_MIN_K || use * PW_SWAP_GAIN >= use_t;
@@ -259,9 +289,190 @@ static void pw_body(void *ctx, int slot)
     }
 }
 
+/* ---- the pixels x channels mode (gc_isa.pwtukr_f32; pwt_use) ---------------------------------
+ * Units of (image, block of 64 output channels: two 32-wide panels of the GEMM's swapped weight
+ * packing, side A swap 1, group of 7-pixel tiles: all of the image's unless the threads need
+ * more units).  A unit runs its tiles over the K blocks (gc_gemm_kc: acc + the previous blocks'
+ * sum, as the GEMM) into a buffer t [pixels][64] (L1 / L2), then stores it transposed to the
+ * image's NCHW rows with the epilogue (+ bias, + residual, relu, each rounded on its own:
+ * epi_rows' operations; gc_isa.pwtstore_f32).  Each element is computed by one thread: the bits
+ * never depend on the thread count.  x: the image, or its strided pixels gathered [C][L] by the
+ * caller. */
+typedef struct {
+    const float *x, *bias, *res, *wpk;
+    float *out;
+    /* channel blocks per image, pixel-tile groups per block (units enough for the threads) and
+     * tiles per group, units */
+    ptrdiff_t o, c, l, ldx, img, kc, npa, nblk, ngrp, gtiles, nunits;
+    int relu;
+    _Alignas(64) atomic_long next;
+    atomic_int failed;
+} pwt_job;
+
+/* The weights of the two panels from panel ip of the K block at pc (pc < c): *n floats. */
+static const float *pwt_panels(const pwt_job *J, ptrdiff_t pc, ptrdiff_t ip, ptrdiff_t *n)
+{
+    const ptrdiff_t nr = gc_blk_f32.nr, kb = J->c - pc < J->kc ? J->c - pc : J->kc;
+    *n = (J->npa - ip < 2 ? J->npa - ip : 2) * nr * kb;
+    return J->wpk + pc * J->npa * nr + ip * nr * kb;
+}
+
+/* Rows [r0, r1) of the unit's nch output rows (t of nt shares), pixels [j0, j1): their
+ * residual and output lines requested (the transposed store waited on them: ~7 % of a 256 ->
+ * 1024 + res layer's time at 196 pixels). */
+static void pwt_prefetch_rows(const pwt_job *J, ptrdiff_t b, ptrdiff_t o0, ptrdiff_t nch,
+                              ptrdiff_t t, ptrdiff_t nt, ptrdiff_t j0, ptrdiff_t j1)
+{
+    const ptrdiff_t r0 = t * nch / nt, r1 = (t + 1) * nch / nt, l = J->l;
+    for (ptrdiff_t r = r0; r < r1; r++) {
+        const ptrdiff_t at = (b * J->o + o0 + r) * l;
+        for (ptrdiff_t j = j0; j < j1 + 15; j += 16) {
+            const ptrdiff_t q = at + (j < j1 ? j : j1 - 1);
+            if (J->res)
+                __builtin_prefetch(J->res + q, 0, 2);
+            __builtin_prefetch(J->out + q, 1, 2);
+        }
+    }
+}
+
+static void pwt_unit(const pwt_job *J, float *t, long u)
+{
+    const ptrdiff_t per_img = J->nblk * J->ngrp, l = J->l, nr = gc_blk_f32.nr;
+    const ptrdiff_t b = u / per_img, o0 = u % per_img / J->ngrp * PWT_NC, grp = u % J->ngrp;
+    const ptrdiff_t nch = J->o - o0 < PWT_NC ? J->o - o0 : PWT_NC, ip = o0 / nr;
+    /* this unit's pixel tiles [jt0, jt1), pixels [j0, j1) */
+    const ptrdiff_t ntile = (l + PWT_MR - 1) / PWT_MR, jt0 = grp * J->gtiles;
+    const ptrdiff_t jt1 = jt0 + J->gtiles < ntile ? jt0 + J->gtiles : ntile;
+    const ptrdiff_t j0 = jt0 * PWT_MR, j1 = jt1 * PWT_MR < l ? jt1 * PWT_MR : l;
+    const float *x = J->x + b * J->img;
+    /* K blocks outer: a block's weights (64 x kc) re-read from L2 by each pixel tile, while
+     * the tiles after the first request the next block's (or the next channel block's) from
+     * memory, a share each (in a whole model the weights come from memory, and one tile
+     * streaming them alone waited on them) */
+    for (ptrdiff_t pc = 0; pc < J->c; pc += J->kc) {
+        const ptrdiff_t kb = J->c - pc < J->kc ? J->c - pc : J->kc;
+        ptrdiff_t nw, nn = 0;
+        const float *b0 = pwt_panels(J, pc, ip, &nw), *nx = NULL;
+        /* a block of one panel: its second half computed again, never stored */
+        const float *b1 = nch > nr ? b0 + nr * kb : b0;
+        if (pc + kb < J->c)
+            nx = pwt_panels(J, pc + kb, ip, &nn);
+        else if (ip + 2 < J->npa)
+            nx = pwt_panels(J, 0, ip + 2, &nn);
+        const ptrdiff_t lines = (nn + 15) / 16, nt = jt1 - jt0;
+        const ptrdiff_t share = nt > 1 ? (lines + nt - 2) / (nt - 1) : 0;
+        const int last = pc + kb >= J->c;
+        for (ptrdiff_t jt = jt0; jt < jt1; jt++) {
+            const ptrdiff_t j = jt * PWT_MR, f0 = (jt - jt0 - 1) * share;
+            if (last) /* the store's residual and output lines, a share of the rows a tile */
+                pwt_prefetch_rows(J, b, o0, nch, jt - jt0, nt, j0, j1);
+            const int mv = (int)(l - j < PWT_MR ? l - j : PWT_MR);
+            ptrdiff_t npf = jt > jt0 && f0 < lines ? (lines - f0 < share ? lines - f0 : share) : 0;
+            if (npf > kb)
+                npf = kb;
+            gc_isa.pwtukr_f32(kb, x + pc * J->ldx + j, J->ldx, NULL, 1, mv, b0, b1,
+                              t + j * PWT_NC, pc > 0, npf ? nx + f0 * 16 : NULL, npf);
+        }
+    }
+    float *out = J->out + (b * J->o + o0) * l + j0;
+    const float *res = J->res ? J->res + (b * J->o + o0) * l + j0 : NULL;
+    const float *rb = J->bias ? J->bias + o0 : NULL, *tt = t + j0 * PWT_NC;
+    if (gc_isa.pwtstore_f32) {
+        gc_isa.pwtstore_f32(tt, j1 - j0, out, l, nch, rb, res, J->relu);
+        return;
+    }
+    for (ptrdiff_t i = 0; i < nch; i++) {
+        float *restrict d = out + i * l;
+        for (ptrdiff_t j = 0; j < j1 - j0; j++)
+            d[j] = tt[j * PWT_NC + i];
+    }
+    if (rb || res || J->relu)
+        epi_rows_f32(rb, res, J->relu, out, l, 0, 0, nch, j1 - j0);
+}
+
+static void pwt_body(void *ctx, int slot)
+{
+    (void)slot;
+    pwt_job *J = (pwt_job *)ctx;
+    float *t = (float *)gc_conv_scratch(0, sizeof(float) * (size_t)(PWT_MAXL + PWT_MR) * PWT_NC);
+    for (long u; (u = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) < J->nunits;) {
+        if (!t) {
+            atomic_store(&J->failed, 1);
+            continue;
+        }
+        pwt_unit(J, t, u);
+    }
+}
+
+/* The pixels x channels mode (gc_conv2d_pw_use 2): w, or pw packed side A swap 1. */
+static int pwt_run(const float *x, const float *w, const gc_packed *pw, const float *bias,
+                   const gc_epi *e, float *out, const gc_conv *p, ptrdiff_t o)
+{
+    pwt_job J;
+    memset(&J, 0, sizeof J);
+    J.bias = bias;
+    J.res = e ? (const float *)e->res : NULL;
+    J.relu = e && e->relu;
+    J.out = out;
+    J.o = o;
+    J.c = p->c;
+    J.l = p->oh * p->ow;
+    gc_packed P;
+    if (gc_gemm_pack_init(&P, 'f', 0, o, J.c, 0, 1) < 0)
+        return -1;
+    J.kc = P.kc;
+    J.npa = P.npan;
+    if (pw) { /* another layout: the caller's other paths */
+        if (!(pw->kind == 'f' && pw->side == 0 && pw->swap == 1 && pw->trans == 0 && pw->data &&
+              pw->isa == gc_isa.isa && pw->w == P.w && pw->kc == P.kc && pw->f == o &&
+              pw->k == J.c))
+            return 1;
+        J.wpk = (const float *)pw->data;
+    } else { /* packed per call, on the calling thread's buffer */
+        P.data = gc_conv_scratch(4, sizeof(float) * (size_t)P.elems);
+        if (!P.data)
+            return -1;
+        gc_gemm_pack_f32(w, &P);
+        J.wpk = (const float *)P.data;
+    }
+    const ptrdiff_t plane = p->h * p->w;
+    if (p->sh == 1 && p->sw == 1) { /* the image's planes as they are */
+        J.x = x;
+        J.ldx = plane;
+        J.img = J.c * plane;
+    } else { /* the strided pixels gathered [C][L] per image (the calling thread's buffer) */
+        float *g = (float *)gc_conv_scratch(3, sizeof(float) * (size_t)(p->n * J.c * J.l));
+        if (!g)
+            return -1;
+        for (ptrdiff_t r = 0; r < p->n * J.c; r++)
+            for (ptrdiff_t q = 0; q < J.l; q++)
+                g[r * J.l + q] = x[r * plane + q / p->ow * p->sh * p->w + q % p->ow * p->sw];
+        J.x = g;
+        J.ldx = J.l;
+        J.img = J.c * J.l;
+    }
+    J.nblk = (o + PWT_NC - 1) / PWT_NC;
+    const double flops = 2.0 * (double)p->n * (double)o * (double)J.c * (double)J.l;
+    const int nt = gc_threads_for(flops, 0.25e6);
+    /* too few (image, channel block) units for the threads: the pixel tiles split in groups */
+    const ptrdiff_t ntile = (J.l + PWT_MR - 1) / PWT_MR;
+    J.ngrp = p->n * J.nblk < nt ? (nt + p->n * J.nblk - 1) / (p->n * J.nblk) : 1;
+    if (J.ngrp > ntile)
+        J.ngrp = ntile;
+    J.gtiles = (ntile + J.ngrp - 1) / J.ngrp;
+    J.ngrp = (ntile + J.gtiles - 1) / J.gtiles;
+    J.nunits = p->n * J.nblk * J.ngrp;
+    atomic_init(&J.next, 0);
+    atomic_init(&J.failed, 0);
+    gc_region(pwt_body, &J, nt < J.nunits ? nt : (int)J.nunits);
+    return atomic_load(&J.failed) ? -1 : 0;
+}
+
 int gc_conv2d_pw_f32(const float *x, const float *w, const gc_packed *pw, const float *bias,
                      const gc_epi *e, float *out, const gc_conv *p, ptrdiff_t o)
 {
+    if (p->n > 0 && o > 0 && p->oh * p->ow > 0 && gc_conv2d_pw_use(p, o) == 2)
+        return pwt_run(x, w, pw, bias, e, out, p, o);
     pw_job J;
     memset(&J, 0, sizeof J);
     J.x = x;

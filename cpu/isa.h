@@ -114,6 +114,24 @@ typedef void (*gc_ctile_f32)(const float *t, float *c, ptrdiff_t ldc, ptrdiff_t 
 typedef void (*gc_pwukr_f32)(ptrdiff_t k, const float *a, const float *b, float *c, ptrdiff_t ldc,
                              int mv, int nv, int acc_in, const float *rb, const float *res,
                              int relu, const float *cn, const float *rn);
+/* The pointwise convolution's pixels x channels tile (conv_pw.c's small-image mode, and the
+ * direct convolution's, conv_direct_lanes.c; AVX-512: 7 pixels x 64 output channels, the
+ * channels along the vector lanes): over k steps, pixel i's input at step p, x[p * ldx + i]
+ * (koff NULL: an image's planes) or x[koff[p] + i * sx] (a padded image's taps; i < mv <= 7, read
+ * straight from the image, never past pixel mv - 1), times the weight of channel j, from two
+ * packed 32-wide B panels (channel j < 32 at b0[p * 32 + j], j >= 32 at b1[p * 32 + j - 32]: the
+ * GEMM's swapped weight panels), each element the GEMM micro-kernel's FMA chain from zero; then
+ * + t (acc_in) and stored to t[i * 64 + j] (all 7 x 64: rows past mv hold copies of row mv - 1).
+ * pf: npf <= k cache lines from pf on requested, one per K step (the caller's next weights, on
+ * their way from memory while this tile re-reads cached ones). */
+typedef void (*gc_pwtukr_f32)(ptrdiff_t k, const float *x, ptrdiff_t ldx, const int32_t *koff,
+                              int sx, int mv, const float *b0, const float *b1, float *t,
+                              int acc_in, const float *pf, ptrdiff_t npf);
+/* c[i * ldc + j] := t[j * 64 + i] (+ rb[i]) (+ res[i * ldc + j]), relu ((v <= 0) ? +0 : v,
+ * NaN kept) for channels i < nch <= 64 and pixels j < l (t [l][64], the pixels x channels
+ * tiles' buffer), each rounded on its own: the bits of the copy then epi_rows. */
+typedef void (*gc_pwtstore_f32)(const float *t, ptrdiff_t l, float *c, ptrdiff_t ldc,
+                                ptrdiff_t nch, const float *rb, const float *res, int relu);
 
 /* Winograd F(4x4, 3x3) tile transforms (isa/winograd.h, conv_winograd.c) along a block of
  * n <= GC_WG_TB tiles: in: d [6][6][GC_WG_TB] (each tile's 6x6 input window) -> the 36 values
@@ -272,6 +290,10 @@ typedef struct {
     /* ... and its quarter-width tile (mr_f32 x nr_f32 / 4, over full-width B panels), for the
      * last at most nr_f32 / 4 pixels of a last column panel; NULL: none */
     gc_pwukr_f32 pwukr_quarter_f32;
+    /* ... and its pixels x channels tile (gc_pwtukr_f32) for images of few pixels; NULL: none */
+    gc_pwtukr_f32 pwtukr_f32;
+    /* ... and its buffer's transposed store (gc_pwtstore_f32; NULL: conv_pw.c's loop) */
+    gc_pwtstore_f32 pwtstore_f32;
     /* the Winograd convolution's tile transforms (isa/winograd.h; every ISA has them) */
     gc_wg_in_f32 wg_in_f32;
     gc_wg_out_f32 wg_out_f32;

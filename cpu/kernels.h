@@ -324,9 +324,18 @@ int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, co
 #define GC_GEMV_MAX_M_N 24
 /* conv_pw.c: 1 when float32 conv2d_forward of this geometry takes the pointwise path (a 1x1
  * convolution without padding, any stride, on an ISA with a pointwise micro-kernel, more than
- * GC_GEMV_MAX_M_N output channels; GPUCORE_CONV=im2col / direct force it off, pointwise on), and
- * the path itself (w, or pw when w is NULL: its gemm_pack side A, swap 0; a pw packed otherwise
- * returns 1 untouched: the caller's other paths take it); -1 when a scratch allocation fails. */
+ * GC_GEMV_MAX_M_N output channels; GPUCORE_CONV=im2col / direct force it off, pointwise on), 2
+ * when it takes it through its pixels x channels tiles (pointwise_t forces those), and the path
+ * itself (w, or pw when w is NULL: its gemm_pack side A, swap 0, or swap 1 for the pixels x
+ * channels tiles; a pw packed otherwise returns 1 untouched: the caller's other paths take it);
+ * -1 when a scratch allocation fails. */
+/* conv_direct_lanes.c: 1 when float32 conv2d_forward of this geometry, on the direct path,
+ * runs the pixels x channels tile along output rows (few input channels; GPUCORE_CONV=direct_t
+ * forces it where the ISA has the tile), and that path (w, or pw: gemm_pack side A, swap 1, the
+ * direct path's layout; another returns 1 untouched); -1 when a scratch allocation fails. */
+int gc_conv2d_dlanes_use(const gc_conv *p, ptrdiff_t o);
+int gc_conv2d_dlanes_f32(const float *x, const float *w, const gc_packed *pw, const float *bias,
+                         const gc_epi *e, float *out, const gc_conv *p, ptrdiff_t o);
 int gc_conv2d_pw_use(const gc_conv *p, ptrdiff_t o);
 int gc_conv2d_pw_f32(const float *x, const float *w, const gc_packed *pw, const float *bias,
                      const gc_epi *e, float *out, const gc_conv *p, ptrdiff_t o);

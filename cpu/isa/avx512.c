@@ -271,59 +271,154 @@ static void gc_isa_fill_avx512_vmath(gc_isa_kernels *k);
 #undef V_ADD
 #undef UKR_CONV_NAME
 
-/* The 14 x 32 tile t to NCHW (gc_ctile_f32): each 16-channel half (of the nv stored) as a 16 x 16 transpose in
- * registers (pixel rows past MR read as zeros, never stored), one masked 14-lane store per
- * channel, in place of 448 scalar loads and stores (~10% of a K = 144 tile's time). */
+/* col[j] := column j of the 16 x 16 block r (lane q of col[j] = lane j of r[q]): 64 shuffles. */
+static inline __attribute__((always_inline)) void tr16_avx512(const __m512 r[16], __m512 col[16])
+{
+    __m512 a[16], b[16];
+    for (int i = 0; i < 8; i++) {
+        a[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        a[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* b[4g + q], 128-bit lane L: rows 4g..4g+3 of column 4L + q */
+    for (int g = 0; g < 4; g++)
+        for (int h = 0; h < 2; h++) {
+            const __m512d lo = _mm512_castps_pd(a[4 * g + h]);
+            const __m512d hi = _mm512_castps_pd(a[4 * g + h + 2]);
+            b[4 * g + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo, hi));
+            b[4 * g + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo, hi));
+        }
+    for (int q = 0; q < 4; q++) {
+        const __m512 c1 = _mm512_shuffle_f32x4(b[q], b[4 + q], 0x88);
+        const __m512 c2 = _mm512_shuffle_f32x4(b[q], b[4 + q], 0xdd);
+        const __m512 d1 = _mm512_shuffle_f32x4(b[8 + q], b[12 + q], 0x88);
+        const __m512 d2 = _mm512_shuffle_f32x4(b[8 + q], b[12 + q], 0xdd);
+        col[q] = _mm512_shuffle_f32x4(c1, d1, 0x88);
+        col[8 + q] = _mm512_shuffle_f32x4(c1, d1, 0xdd);
+        col[4 + q] = _mm512_shuffle_f32x4(c2, d2, 0x88);
+        col[12 + q] = _mm512_shuffle_f32x4(c2, d2, 0xdd);
+    }
+}
+
+/* The 14 x 32 tile t to NCHW (gc_ctile_f32): each 16-channel half (of the nv stored) as a 16 x
+ * 16 transpose in registers (pixel rows past MR read as zeros, never stored), one masked
+ * 14-lane store per channel, in place of 448 scalar loads and stores (~10% of a K = 144 tile's
+ * time). */
 #if GC_AVX512_MR <= 16
 static void conv_tile_nchw_avx512(const float *t, float *c, ptrdiff_t ldc, ptrdiff_t nv,
                                   int acc_in, const float *bias)
 {
     const __mmask16 m = (__mmask16)((1u << GC_AVX512_MR) - 1u);
     for (int v = 0; v < 2 && v * 16 < nv; v++) {
-        __m512 r[16], a[16], b[16];
+        __m512 r[16], col[16];
         for (int i = 0; i < 16; i++)
             r[i] = i < GC_AVX512_MR ? _mm512_loadu_ps(t + i * 32 + v * 16) : _mm512_setzero_ps();
-        for (int i = 0; i < 8; i++) {
-            a[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-            a[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-        }
-        /* b[4g + q], 128-bit lane L: rows 4g..4g+3 of column 4L + q */
-        for (int g = 0; g < 4; g++)
-            for (int h = 0; h < 2; h++) {
-                const __m512d lo = _mm512_castps_pd(a[4 * g + h]);
-                const __m512d hi = _mm512_castps_pd(a[4 * g + h + 2]);
-                b[4 * g + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo, hi));
-                b[4 * g + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo, hi));
-            }
-        for (int q = 0; q < 4; q++) {
-            const __m512 c1 = _mm512_shuffle_f32x4(b[q], b[4 + q], 0x88);
-            const __m512 c2 = _mm512_shuffle_f32x4(b[q], b[4 + q], 0xdd);
-            const __m512 d1 = _mm512_shuffle_f32x4(b[8 + q], b[12 + q], 0x88);
-            const __m512 d2 = _mm512_shuffle_f32x4(b[8 + q], b[12 + q], 0xdd);
-            __m512 col[4];
-            col[0] = _mm512_shuffle_f32x4(c1, d1, 0x88); /* column q */
-            col[2] = _mm512_shuffle_f32x4(c1, d1, 0xdd); /* column 8 + q */
-            col[1] = _mm512_shuffle_f32x4(c2, d2, 0x88); /* column 4 + q */
-            col[3] = _mm512_shuffle_f32x4(c2, d2, 0xdd); /* column 12 + q */
-            for (int L = 0; L < 4; L++) {
-                const ptrdiff_t j = v * 16 + 4 * L + q;
-                if (j >= nv)
-                    continue;
-                float *d = c + j * ldc;
-                __m512 y = col[L];
-                if (acc_in)
-                    y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(m, d));
-                if (bias)
-                    y = _mm512_add_ps(y, _mm512_set1_ps(bias[j]));
-                _mm512_mask_storeu_ps(d, m, y);
-            }
+        tr16_avx512(r, col);
+        for (int j0 = 0; j0 < 16; j0++) {
+            const ptrdiff_t j = v * 16 + j0;
+            if (j >= nv)
+                break;
+            float *d = c + j * ldc;
+            __m512 y = col[j0];
+            if (acc_in)
+                y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(m, d));
+            if (bias)
+                y = _mm512_add_ps(y, _mm512_set1_ps(bias[j]));
+            _mm512_mask_storeu_ps(d, m, y);
         }
     }
 }
 #endif
 
+/* The pixels x channels tiles' buffer t [l][64] to NCHW rows with the epilogue
+ * (gc_pwtstore_f32): 16 x 16 blocks transposed in registers, then + bias, + residual, relu and
+ * one masked store of up to 16 pixels per channel. */
+static void pwt_store_avx512(const float *t, ptrdiff_t l, float *c, ptrdiff_t ldc, ptrdiff_t nch,
+                             const float *rb, const float *res, int relu)
+{
+    for (ptrdiff_t j0 = 0; j0 < l; j0 += 16) {
+        const int nj = (int)(l - j0 < 16 ? l - j0 : 16);
+        const __mmask16 m = (__mmask16)((1u << nj) - 1u);
+        for (ptrdiff_t g = 0; g * 16 < nch; g++) {
+            __m512 r[16], col[16];
+            for (int i = 0; i < 16; i++)
+                r[i] = i < nj ? _mm512_loadu_ps(t + (j0 + i) * 64 + g * 16) : _mm512_setzero_ps();
+            tr16_avx512(r, col);
+            for (int q = 0; q < 16 && g * 16 + q < nch; q++) {
+                const ptrdiff_t i = g * 16 + q;
+                __m512 y = col[q];
+                if (rb)
+                    y = _mm512_add_ps(y, _mm512_set1_ps(rb[i]));
+                if (res)
+                    y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(m, res + i * ldc + j0));
+                if (relu)
+                    y = RELU_PS(y);
+                _mm512_mask_storeu_ps(c + i * ldc + j0, m, y);
+            }
+        }
+    }
+}
+
+/* The pointwise convolution's 7 x 64 pixels x channels tile (gc_pwtukr_f32): 28 accumulators,
+ * per K step 4 weight loads and 7 input broadcasts (the 14 x 32 tile: 2 and 14).  For 7 x 7
+ * images, whose 49 pixels fill 7/8 of the pixels x channels tile's columns or the transposed
+ * GEMM's 14-pixel rows, and all of 7 rows.  fma(x, w, acc): the GEMM's chain (the product
+ * commutes exactly). */
+static inline __attribute__((always_inline)) void
+pwt_avx512_body(ptrdiff_t k, const float *x, ptrdiff_t ldx, const int32_t *koff, const int sx,
+                const int mv, const float *b0, const float *b1, float *t, int acc_in,
+                const float *pf, ptrdiff_t npf)
+{
+    __m512 acc[7][4];
+    ptrdiff_t o[7];
+    for (int i = 0; i < 7; i++) {
+        o[i] = (i < mv ? i : mv - 1) * sx;
+        for (int v = 0; v < 4; v++)
+            acc[i][v] = _mm512_setzero_ps();
+    }
+#pragma GCC unroll 2
+    for (ptrdiff_t p = 0; p < k; p++, b0 += 32, b1 += 32) {
+        if (p < npf)
+            __builtin_prefetch(pf + p * 16, 0, 2);
+        const float *xp = koff ? x + koff[p] : x + p * ldx;
+        const __m512 w0 = _mm512_loadu_ps(b0), w1 = _mm512_loadu_ps(b0 + 16);
+        const __m512 w2 = _mm512_loadu_ps(b1), w3 = _mm512_loadu_ps(b1 + 16);
+#pragma GCC unroll 7
+        for (int i = 0; i < 7; i++) {
+            const __m512 a = _mm512_set1_ps(xp[o[i]]);
+            acc[i][0] = _mm512_fmadd_ps(a, w0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(a, w1, acc[i][1]);
+            acc[i][2] = _mm512_fmadd_ps(a, w2, acc[i][2]);
+            acc[i][3] = _mm512_fmadd_ps(a, w3, acc[i][3]);
+        }
+    }
+    for (int i = 0; i < 7; i++)
+        for (int v = 0; v < 4; v++) {
+            float *d = t + i * 64 + v * 16;
+            _mm512_storeu_ps(d, acc_in ? _mm512_add_ps(acc[i][v], _mm512_loadu_ps(d)) : acc[i][v]);
+        }
+}
+
+/* (the offsets constant for full tiles of the common strides) */
+static void pwt_avx512_f32(ptrdiff_t k, const float *x, ptrdiff_t ldx, const int32_t *koff,
+                           int sx, int mv, const float *b0, const float *b1, float *t, int acc_in,
+                           const float *pf, ptrdiff_t npf)
+{
+    if (!koff && mv == 7)
+        pwt_avx512_body(k, x, ldx, NULL, 1, 7, b0, b1, t, acc_in, pf, npf);
+    else if (!koff)
+        pwt_avx512_body(k, x, ldx, NULL, 1, mv, b0, b1, t, acc_in, pf, npf);
+    else if (sx == 1 && mv == 7)
+        pwt_avx512_body(k, x, ldx, koff, 1, 7, b0, b1, t, acc_in, pf, npf);
+    else if (sx == 2 && mv == 7)
+        pwt_avx512_body(k, x, ldx, koff, 2, 7, b0, b1, t, acc_in, pf, npf);
+    else
+        pwt_avx512_body(k, x, ldx, koff, sx, mv, b0, b1, t, acc_in, pf, npf);
+}
+
 void gc_conv_fill_avx512(gc_isa_kernels *k)
 {
+    k->pwtukr_f32 = pwt_avx512_f32;
+    k->pwtstore_f32 = pwt_store_avx512;
 #if GC_AVX512_MR <= 16
     k->ctile_f32 = conv_tile_nchw_avx512;
 #endif

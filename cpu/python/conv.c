@@ -166,14 +166,37 @@ PyObject *gc_py_conv2d_direct(PyObject *self, PyObject *const *args, Py_ssize_t 
     return PyBool_FromLong(gc_conv2d_direct_use(&p, o));
 }
 
+GC_DOC(conv2d_direct_lanes,
+       "conv2d_direct_lanes(n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, o, /)\n--\n\n"
+       "True when float32 conv2d_forward of this geometry runs the direct convolution through "
+       "the pixels x channels tile (conv_direct_lanes.c: output channels along the vector lanes, "
+       "7 pixels along an output row; the weight packed as conv2d_direct's, the same bits).  The "
+       "rule is documented in conv_direct_lanes.c; GPUCORE_CONV=direct_t forces it where the ISA "
+       "has the tile (AVX-512) and the direct path runs.");
+
+PyObject *gc_py_conv2d_direct_lanes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    static const char fn[] = "conv2d_direct_lanes";
+    gc_conv p;
+    Py_ssize_t nx, ncol, o;
+    if (check_nargs(fn, nargs, 13) < 0 || conv_geometry(fn, args, &p, &nx, &ncol) < 0 ||
+        get_min(fn, "o", args[12], 0, &o) < 0)
+        return NULL;
+    return PyBool_FromLong(gc_conv2d_dlanes_use(&p, o));
+}
+
 GC_DOC(conv2d_pointwise,
        "conv2d_pointwise(n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, o, /)\n--\n\n"
-       "True when float32 conv2d_forward of this geometry runs the pointwise path (conv_pw.c: "
+       "1 when float32 conv2d_forward of this geometry runs the pointwise path (conv_pw.c: "
        "a 1x1 convolution without padding, any stride, as a GEMM whose tiles are output "
        "channels x pixels with the epilogue in registers; the weight packed as gemm_pack(w, "
-       "'a', o, c, 0, 0), the same bits as the GEMM path).  The rule is documented in "
+       "'a', o, c, 0, 0), the same bits as the GEMM path), 2 when it runs that path's pixels x "
+       "channels tiles (images of few pixels; the weight packed gemm_pack(w, 'a', o, c, 0, 1)), "
+       "else 0.  The rule is documented in "
        "conv_pw.c; GPUCORE_CONV=im2col / direct force it off, pointwise on (every 1x1 geometry "
-       "without padding).");
+       "without padding), pointwise_t its pixels x channels tiles (where the ISA has them, "
+       "at most 112 pixels).");
 
 PyObject *gc_py_conv2d_pointwise(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -184,7 +207,7 @@ PyObject *gc_py_conv2d_pointwise(PyObject *self, PyObject *const *args, Py_ssize
     if (check_nargs(fn, nargs, 13) < 0 || conv_geometry(fn, args, &p, &nx, &ncol) < 0 ||
         get_min(fn, "o", args[12], 0, &o) < 0)
         return NULL;
-    return PyBool_FromLong(gc_conv2d_pw_use(&p, o));
+    return PyLong_FromLong(gc_conv2d_pw_use(&p, o));
 }
 
 GC_DOC(conv2d_winograd,

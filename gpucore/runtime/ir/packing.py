@@ -165,7 +165,8 @@ def conv_weight(w: np.ndarray, pixels: int, geometry: tuple | None = None):
     transformed weight (swap 2: the per-call transform's bits); one that runs the direct
     kernel (``_cpu.conv2d_direct``) the layout that kernel reads (swap 1, output channels along
     the tile's columns); a 1x1 one that runs the pointwise path (``_cpu.conv2d_pointwise``) the
-    GEMM's unswapped layout (swap 0, output channels along the tile's rows)."""
+    GEMM's unswapped layout (swap 0, output channels along the tile's rows), or swapped (swap 1)
+    where that path runs its pixels x channels tiles."""
     if w.ndim != 4 or not w.flags.c_contiguous or w.size == 0:
         return w
     o = w.shape[0]
@@ -174,11 +175,15 @@ def conv_weight(w: np.ndarray, pixels: int, geometry: tuple | None = None):
         if not ENABLED or not is_constant(w):
             return w
         return packed(w, w.reshape(-1), "a", o, w.size // o, 0, 2)
-    if geometry is not None and w.dtype == np.float32 and _cpu.conv2d_pointwise(*geometry):
-        # the 1x1 pointwise path (cpu/conv_pw.c) reads the GEMM's own layout, never swapped
+    f32 = geometry is not None and w.dtype == np.float32
+    pointwise = _cpu.conv2d_pointwise(*geometry) if f32 else 0
+    if pointwise:
+        # the 1x1 pointwise path (cpu/conv_pw.c) reads the GEMM's own layout: unswapped for its
+        # channels x pixels tiles (1), swapped (output channels along the columns) for its
+        # pixels x channels tiles (2)
         if not ENABLED or not is_constant(w) or w.nbytes < MIN_BYTES:
             return w
-        return packed(w, w.reshape(-1), "a", o, w.size // o, 0, 0)
+        return packed(w, w.reshape(-1), "a", o, w.size // o, 0, 0 if pointwise == 1 else 1)
     if geometry is not None and w.dtype == np.float32 and _cpu.conv2d_direct(*geometry):
         if not ENABLED or not is_constant(w) or w.nbytes < MIN_BYTES:
             return w

@@ -112,7 +112,7 @@ def test_pointwise_matches_float64_and_gemm_bits(case, epi, conv_path):
     use_b, use_res, relu = EPILOGUES[epi]
     b, res = (b if use_b else None), (res if use_res else None)
     conv_path("pointwise")
-    assert _cpu.conv2d_pointwise(*_args(case)) is True
+    assert _cpu.conv2d_pointwise(*_args(case)) == 1
     got = _forward(case, x, wt, b, res, relu)
     _close(got, _reference(case, x, wt, b, res, relu), f"{case} {epi}")
     conv_path("im2col")
@@ -173,28 +173,27 @@ def test_rule_and_binding(conv_path):
     g = _cpu.info()["gemm"]["float32"]
     avx512 = (g["mr"], g["nr"]) == (14, 32)
     # ResNet-50's 1x1 layers (one image): taken where the tile's rows and columns both fill (196
-    # pixels: 196 of 200 columns with the half- and quarter-width tiles; 49: 7/8 of 56, left to
-    # the GEMM's transposed product)
-    resnet = {(64, 56, 256, 1): True, (128, 28, 512, 1): True, (256, 14, 1024, 1): True,
-              (256, 56, 512, 2): True, (512, 28, 1024, 2): True, (256, 56, 64, 1): True,
-              (512, 28, 128, 1): True, (1024, 14, 256, 1): True, (1024, 14, 512, 1): True,
-              (512, 7, 2048, 1): False, (2048, 7, 512, 1): False,
-              (1024, 14, 2048, 2): False}  # fmt: skip
+    # pixels: 196 of 200 columns with the half- and quarter-width tiles; 49: 7/8 of 56, and 196
+    # with K >= 256, run by the pixels x channels tiles, 2: test_conv_pointwise_pixels.py)
+    resnet = {(64, 56, 256, 1): 1, (128, 28, 512, 1): 1, (256, 14, 1024, 1): 2,
+              (256, 56, 512, 2): 1, (512, 28, 1024, 2): 2, (256, 56, 64, 1): 1,
+              (512, 28, 128, 1): 1, (1024, 14, 256, 1): 2, (1024, 14, 512, 1): 2,
+              (512, 7, 2048, 1): 2, (2048, 7, 512, 1): 2, (1024, 14, 2048, 2): 2}  # fmt: skip
     for (c, h, o, s), want in resnet.items():
         got = _cpu.conv2d_pointwise(1, c, h, h, 1, 1, s, s, 0, 0, 1, 1, o)
         if avx512:
-            assert got is want, (c, h, o, s)
-        assert isinstance(got, bool)
+            assert got == want, (c, h, o, s)
+        assert isinstance(got, int)
     on = (1, 64, 56, 56, 1, 1, 1, 1, 0, 0, 1, 1, 256)
     # not 1x1, padded: never
-    assert _cpu.conv2d_pointwise(1, 64, 56, 56, 3, 3, 1, 1, 1, 1, 1, 1, 256) is False
-    assert _cpu.conv2d_pointwise(1, 64, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1, 256) is False
+    assert _cpu.conv2d_pointwise(1, 64, 56, 56, 3, 3, 1, 1, 1, 1, 1, 1, 256) == 0
+    assert _cpu.conv2d_pointwise(1, 64, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1, 256) == 0
     conv_path("pointwise")
-    assert _cpu.conv2d_pointwise(1, 3, 5, 5, 1, 1, 1, 1, 0, 0, 1, 1, 2) is True
-    assert _cpu.conv2d_pointwise(1, 64, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1, 256) is False
+    assert _cpu.conv2d_pointwise(1, 3, 5, 5, 1, 1, 1, 1, 0, 0, 1, 1, 2) == 1
+    assert _cpu.conv2d_pointwise(1, 64, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1, 256) == 0
     for mode in (" IM2COL ", "direct"):
         conv_path(mode)
-        assert _cpu.conv2d_pointwise(*on) is False
+        assert _cpu.conv2d_pointwise(*on) == 0
     with pytest.raises(ValueError, match="conv2d_pointwise"):
         _cpu.conv2d_pointwise(1, 64, 2, 2, 5, 5, 1, 1, 0, 0, 1, 1, 64)  # no output pixels
     with pytest.raises(TypeError):
@@ -209,8 +208,8 @@ def test_rule_leaves_few_output_channels_to_the_gemm(monkeypatch):
     r = np.random.default_rng(5)
     x = r.standard_normal((1, 64, 12, 12)).astype(np.float32)
     for o in range(1, 25):
-        assert _cpu.conv2d_pointwise(1, 64, 56, 56, 1, 1, 1, 1, 0, 0, 1, 1, o) is False, o
-        assert _cpu.conv2d_pointwise(1, 64, 12, 12, 1, 1, 2, 2, 0, 0, 1, 1, o) is False, o
+        assert _cpu.conv2d_pointwise(1, 64, 56, 56, 1, 1, 1, 1, 0, 0, 1, 1, o) == 0, o
+        assert _cpu.conv2d_pointwise(1, 64, 12, 12, 1, 1, 2, 2, 0, 0, 1, 1, o) == 0, o
         wt = r.standard_normal((o, 64, 1, 1)).astype(np.float32)
         b = r.standard_normal(o).astype(np.float32)
         res = r.standard_normal((1, o, 12, 12)).astype(np.float32)
@@ -225,7 +224,7 @@ def test_rule_leaves_few_output_channels_to_the_gemm(monkeypatch):
         monkeypatch.delenv("GPUCORE_CONV")
         assert np.array_equal(outs[0], outs[1]), o
     if (g["mr"], g["nr"]) == (14, 32):  # AVX-512: 25 channels and up fill the short-row kernels
-        assert _cpu.conv2d_pointwise(1, 64, 56, 56, 1, 1, 1, 1, 0, 0, 1, 1, 25) is True
+        assert _cpu.conv2d_pointwise(1, 64, 56, 56, 1, 1, 1, 1, 0, 0, 1, 1, 25) == 1
 
 
 def test_runtime_packs_the_unswapped_layout():
@@ -235,7 +234,7 @@ def test_runtime_packs_the_unswapped_layout():
     w = np.random.default_rng(0).standard_normal((256, 64, 1, 1)).astype(np.float32)
     w.flags.writeable = False
     got = packing.conv_weight(w, 56 * 56, geo)
-    if _cpu.conv2d_pointwise(*geo):
+    if _cpu.conv2d_pointwise(*geo) == 1:
         assert isinstance(got, _cpu.PackedMatrix) and (got.swap, got.side) == (0, "a")
         assert (got.rows, got.cols) == (256, 64)
 

@@ -1,0 +1,217 @@
+"""The direct convolution with output channels along the vector lanes (cpu/conv_direct_lanes.c:
+the pointwise path's 7 x 64 pixels x channels tile reading a padded image's taps; AVX-512;
+GPUCORE_CONV=direct_t forces it where the ISA has it): against a float64 reference on geometries
+around its edges (output rows of 1 to 256 pixels around multiples of 7, output channels around
+32- and 64-channel blocks, K across blocks, strides 1 / 2, dilation, padding, batches), with
+every epilogue and NaN / inf, the same bits as conv_direct.c's tile and the im2col GEMM (more
+than 24 output channels), independent of the thread count (1, 2, 3, 8), under every ISA this CPU
+supports (forced in subprocesses), and the rule that sends ResNet-50's 7 x 7 3x3 layers there."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import gpucore
+from gpucore import _cpu
+
+# (n, c, h, w, o, (kh, kw), (sh, sw), (ph, pw), (dh, dw)): output rows of 7, 15 (7 + 7 + 1),
+# 256, 3; output channels 31, 40, 64, 65, 96; K = c * kh * kw of 27 to 2700 (kc 288 on AVX-512)
+GEOMS = {
+    "k3_7x7_o65": (1, 40, 7, 7, 65, (3, 3), (1, 1), (1, 1), (1, 1)),
+    "k3s2_k_blocks": (1, 300, 13, 13, 96, (3, 3), (2, 2), (1, 1), (1, 1)),
+    "stem_like": (1, 3, 30, 30, 64, (7, 7), (2, 2), (3, 3), (1, 1)),
+    "k53_dil_s12": (2, 6, 12, 11, 31, (5, 3), (1, 2), (2, 1), (2, 1)),
+    "no_pad_batch": (2, 17, 9, 9, 40, (3, 3), (1, 1), (0, 0), (1, 1)),
+    "row256": (1, 2, 1, 258, 33, (1, 3), (1, 1), (0, 0), (1, 1)),
+    "tiny": (1, 5, 3, 3, 25, (3, 3), (1, 1), (1, 1), (1, 1)),
+}
+
+
+def _geom(case):
+    n, c, h, w, o, k, s, p, d = GEOMS[case]
+    oh = (h + 2 * p[0] - d[0] * (k[0] - 1) - 1) // s[0] + 1
+    ow = (w + 2 * p[1] - d[1] * (k[1] - 1) - 1) // s[1] + 1
+    return n, c, h, w, o, k, s, p, d, oh, ow
+
+
+def _args(case, n=None):
+    n0, c, h, w, o, k, s, p, d, _, _ = _geom(case)
+    return (n0 if n is None else n, c, h, w, *k, *s, *p, *d, o)
+
+
+def _inputs(case):
+    n, c, h, w, o, k, s, p, d, oh, ow = _geom(case)
+    r = np.random.default_rng(len(case) + 7)
+    x = r.standard_normal((n, c, h, w)).astype(np.float32)
+    wt = (r.standard_normal((o, c, *k)) / np.sqrt(c * k[0] * k[1])).astype(np.float32)
+    b = r.standard_normal(o).astype(np.float32)
+    res = r.standard_normal((n, o, oh, ow)).astype(np.float32)
+    return x, wt, b, res
+
+
+def _reference(case, x, wt, b, res=None, relu=False):
+    n, c, h, w, o, k, s, p, d, oh, ow = _geom(case)
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])))
+    out = np.zeros((n, o, oh, ow))
+    for ki in range(k[0]):
+        for kj in range(k[1]):
+            y0, x0 = ki * d[0], kj * d[1]
+            patch = xp[
+                :, :, y0 : y0 + s[0] * (oh - 1) + 1 : s[0], x0 : x0 + s[1] * (ow - 1) + 1 : s[1]
+            ]
+            out += np.einsum("nchw,oc->nohw", patch, wt[:, :, ki, kj].astype(np.float64))
+    if b is not None:
+        out += b.astype(np.float64)[None, :, None, None]
+    if res is not None:
+        out += res
+    return np.maximum(out, 0.0) if relu else out
+
+
+def _forward(case, x, wt, b, res=None, relu=False, w_arg=None, n=None):
+    _, c, h, w, o, k, s, p, d, oh, ow = _geom(case)
+    out = np.full((x.shape[0], o, oh, ow), np.nan, np.float32)
+    tail = (res, _cpu.UNARY_RELU if relu else -1) if res is not None or relu else ()
+    _cpu.conv2d_forward(x, wt if w_arg is None else w_arg, b, out, *_args(case, n), *tail)
+    return out
+
+
+def _close(got, ref, what):
+    err = float(np.abs(got - ref).max()) / max(1.0, float(np.abs(ref).max()))
+    assert err <= 2e-6, f"{what}: relative error {err:.3g}"
+
+
+def _has_tiles():
+    g = _cpu.info()["gemm"]["float32"]
+    return _cpu.info()["isa"] == "avx512" and (g["mr"], g["nr"]) == (14, 32)
+
+
+EPILOGUES = {"none": (False, False, False), "bias": (True, False, False),
+             "bias_res_relu": (True, True, True)}  # fmt: skip
+
+
+@pytest.mark.parametrize("epi", EPILOGUES)
+@pytest.mark.parametrize("case", GEOMS)
+def test_matches_float64_direct_and_gemm_bits(case, epi, monkeypatch):
+    x, wt, b, res = _inputs(case)
+    use_b, use_res, relu = EPILOGUES[epi]
+    b, res = (b if use_b else None), (res if use_res else None)
+    monkeypatch.setenv("GPUCORE_CONV", "direct_t")
+    if _has_tiles():
+        assert _cpu.conv2d_direct_lanes(*_args(case)) is True
+    got = _forward(case, x, wt, b, res, relu)
+    _close(got, _reference(case, x, wt, b, res, relu), f"{case} {epi}")
+    for other in ("direct", "im2col"):
+        monkeypatch.setenv("GPUCORE_CONV", other)
+        if GEOMS[case][4] > 24:
+            assert np.array_equal(got, _forward(case, x, wt, b, res, relu)), (case, epi, other)
+
+
+def test_nan_inf_and_relu_signs(monkeypatch):
+    case = "k3_7x7_o65"
+    x, wt, b, res = _inputs(case)
+    x[0, 3, 6, 6] = np.nan  # the corner pixel's 3x3 neighbourhood: outputs (5..6, 5..6)
+    res[0, 7, 0, 0] = np.inf
+    res[0, 8, 1, 2] = -np.inf
+    monkeypatch.setenv("GPUCORE_CONV", "direct_t")
+    got = _forward(case, x, wt, b, res, True)
+    assert np.isnan(got[0, :, 5:, 5:]).all() and not np.isnan(got[0, :, :5]).any()
+    assert got[0, 7, 0, 0] == np.inf and got[0, 8, 1, 2] == 0.0
+    zero = _forward(case, np.ones_like(x), np.zeros_like(wt), None, -np.zeros_like(res), True)
+    assert not np.signbit(zero).any() and not zero.any()
+    monkeypatch.setenv("GPUCORE_CONV", "direct")
+    assert np.array_equal(_forward(case, x, wt, b, res, True), got, equal_nan=True)
+
+
+@pytest.mark.parametrize("case", ["k3s2_k_blocks", "stem_like", "k53_dil_s12", "no_pad_batch"])
+def test_bits_independent_of_threads_batch_and_packing(case, monkeypatch):
+    monkeypatch.setenv("GPUCORE_CONV", "direct_t")
+    x, wt, b, res = _inputs(case)
+    before = gpucore.get_num_threads()
+    try:
+        runs = []
+        for nt in (1, 2, 3, 8):
+            gpucore.set_num_threads(nt)
+            runs.append(_forward(case, x, wt, b, res, True))
+    finally:
+        gpucore.set_num_threads(before)
+    for r in runs[1:]:
+        assert np.array_equal(r, runs[0])
+    for i in range(x.shape[0]):
+        one = _forward(case, x[i : i + 1].copy(), wt, b, res[i : i + 1].copy(), True, n=1)
+        assert np.array_equal(one, runs[0][i : i + 1])
+    # pre-packed: the direct path's swapped layout read in place, another one repacked
+    o, ck = wt.shape[0], wt[0].size
+    for swap in (1, 0):
+        pm = _cpu.gemm_pack(wt.reshape(-1), "a", o, ck, 0, swap)
+        assert np.array_equal(_forward(case, x, wt, b, res, True, w_arg=pm), runs[0]), swap
+
+
+def test_rule(monkeypatch):
+    """ResNet-50's 3x3 layers on 7 x 7 outputs (batch 1) take it on AVX-512; its stem and the
+    layers whose pixels fill the direct tile's 14-pixel rows do not."""
+    monkeypatch.delenv("GPUCORE_CONV", raising=False)
+    on = [
+        (1, 512, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 512),
+        (1, 512, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1, 512),
+    ]
+    off = [
+        (1, 3, 224, 224, 7, 7, 2, 2, 3, 3, 1, 1, 64),
+        (1, 128, 56, 56, 3, 3, 2, 2, 1, 1, 1, 1, 128),
+        (4, 512, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 512),
+        (1, 512, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 40),
+    ]
+    for g in on:
+        assert _cpu.conv2d_direct_lanes(*g) is _has_tiles(), g
+    for g in off:
+        assert _cpu.conv2d_direct_lanes(*g) is False, g
+    for mode in ("direct", "im2col"):
+        monkeypatch.setenv("GPUCORE_CONV", mode)
+        assert _cpu.conv2d_direct_lanes(*on[0]) is False
+
+
+_ISA_SCRIPT = textwrap.dedent(
+    """
+    import os, sys, numpy as np
+    sys.path.insert(0, sys.argv[1])
+    import test_conv_direct_lanes as t
+    import gpucore
+    from gpucore import _cpu
+    assert _cpu.info()["isa"] == sys.argv[2]
+    res = {}
+    for case in t.GEOMS:
+        x, wt, b, r = t._inputs(case)
+        os.environ["GPUCORE_CONV"] = "direct_t"
+        gpucore.set_num_threads(1)
+        res[case] = t._forward(case, x, wt, b, r, True)
+        res[case + ".path"] = np.array(_cpu.conv2d_direct_lanes(*t._args(case)))
+        gpucore.set_num_threads(8)
+        assert np.array_equal(t._forward(case, x, wt, b, r, True), res[case]), case
+        os.environ["GPUCORE_CONV"] = "im2col"
+        if t.GEOMS[case][4] > 24:
+            assert np.array_equal(t._forward(case, x, wt, b, r, True), res[case]), case
+    np.savez(sys.argv[3], **res)
+    """
+)
+
+
+@pytest.mark.parametrize("isa", [i for i in _cpu.info()["available"]])
+def test_every_isa_matches_float64_and_gemm_bits(isa, tmp_path):
+    """Under each ISA (AVX-512 through this path, the others through conv_direct.c's tile):
+    close to float64, the same bits on 1 and 8 threads and as the im2col GEMM."""
+    out = tmp_path / "r.npz"
+    env = dict(os.environ, GPUCORE_CPU_ISA=isa)
+    here = os.path.dirname(os.path.abspath(__file__))
+    subprocess.run(
+        [sys.executable, "-c", _ISA_SCRIPT, here, isa, str(out)], env=env, check=True, timeout=300
+    )
+    got = np.load(out)
+    for case in GEOMS:
+        x, wt, b, res = _inputs(case)
+        _close(got[case], _reference(case, x, wt, b, res, True), f"{isa} {case}")
+        assert bool(got[case + ".path"]) is (isa == "avx512"), (isa, case)
