@@ -34,10 +34,20 @@ METHODS: dict[str, object] = {}
 INPLACE: dict[str, tuple[str, bool]] = {}
 
 
+def _named_code(fn) -> None:
+    """Give a generated function (``def fn`` in a factory, renamed by ``__name__``) its name in
+    its code too: tracebacks, and the errors that name the op from the stack (a Tensor without
+    data: tensor.py), then say ``exp``, not ``fn``."""
+    code = getattr(fn, "__code__", None)
+    if code is not None and code.co_name != fn.__name__ and code.co_name == "fn":
+        fn.__code__ = code.replace(co_name=fn.__name__, co_qualname=fn.__name__)
+
+
 def tensor_member(name: str, value) -> None:
     """Attach ``value`` (a function, property or operator) to Tensor as ``name``."""
     if name in METHODS or name in vars(Tensor):
         raise ValueError(f"Tensor.{name} is declared twice")
+    _named_code(value)
     METHODS[name] = value
     setattr(Tensor, name, value)
 
@@ -46,6 +56,7 @@ def export(name: str, fn: Callable) -> None:
     """Make ``fn`` a public function ``gpucore.<name>``."""
     if name in FUNCTIONS:
         raise ValueError(f"gpucore.{name} is declared twice")
+    _named_code(fn)
     FUNCTIONS[name] = fn
 
 

@@ -18,7 +18,7 @@ from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .api import public, tensor_member
 from .common import broadcast_shapes, shape_arg, wrap_dim
-from .registry import AUTOCAST, apply, capturing, defop, view_of
+from .registry import AUTOCAST, CAPTURE, apply, capturing, defop, view_of
 from .samples import Sample, uniform
 
 
@@ -132,7 +132,7 @@ def reshape(input: Tensor, *shape) -> Tensor:
         if data.flags.c_contiguous or arr.base is (data if data.base is None else data.base):
             return view_of(VIEW, input, arr, {"shape": shape, "src": data.shape})
         graph = (input.requires_grad and _grad_state.enabled) or AUTOCAST[0] is not None
-        if not graph and capturing() is None:
+        if not graph and (CAPTURE[0] is None or capturing() is None):
             return Tensor._from_kernel(arr, input._dtype)  # the copy, made once (no graph)
     try:
         arr = _view_array(data, shape)
@@ -209,14 +209,18 @@ def permute(input: Tensor, *dims) -> Tensor:
 @public("transpose", "swapaxes", "swapdims")
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """A view with dims dim0 and dim1 swapped."""
-    nd = input.ndim
-    d0, d1 = wrap_dim(dim0, nd, "transpose"), wrap_dim(dim1, nd, "transpose")
-    if nd == 0:
-        return input  # dims 0 and -1 only, as PyTorch
+    data = input._data
+    nd = data.ndim
+    if type(dim0) is int and type(dim1) is int and -nd <= dim0 < nd and -nd <= dim1 < nd:
+        d0, d1 = dim0 % nd, dim1 % nd  # (wrap_dim's common case inline: every attention)
+    else:
+        d0, d1 = wrap_dim(dim0, nd, "transpose"), wrap_dim(dim1, nd, "transpose")
+        if nd == 0:
+            return input  # dims 0 and -1 only, as PyTorch
     dims = list(range(nd))
-    dims[d0], dims[d1] = dims[d1], dims[d0]
+    dims[d0], dims[d1] = d1, d0
     dims = tuple(dims)
-    return view_of(PERMUTE, input, input._data.transpose(dims), {"dims": dims})
+    return view_of(PERMUTE, input, data.transpose(dims), {"dims": dims})
 
 
 @public("t")
