@@ -8,6 +8,7 @@
  * its base see each other's in-place writes) and device, the base (the source's base when it is
  * a view itself) and the view chain (the source's, plus (op, attrs)), which autograd replays on
  * the base after an in-place write. */
+#include "args.h"
 #include "bindings.h"
 
 #include "fastpath.h"
@@ -125,4 +126,96 @@ PyObject *gc_py_fast_tensor(PyObject *self, PyObject *const *args, Py_ssize_t na
     Py_SETREF(FIELD_AT(t, view_off[V_DTYPE]), Py_NewRef(args[1]));
     Py_SETREF(FIELD_AT(t, view_off[V_VBOX]), vbox);
     return t;
+}
+
+/* Whether numpy can reshape a [nd] array of shape / strides (elements) to new[nn] without a copy
+ * (C order; numpy's rule: each run of old dims that multiplies into a run of new dims must be
+ * contiguous within itself).  Sizes are all positive. */
+static int reshape_is_view(int nd, const Py_ssize_t *shape, const Py_ssize_t *strides, int nn,
+                           const Py_ssize_t *new_shape)
+{
+    Py_ssize_t od[GC_MAX_DIMS], os[GC_MAX_DIMS];
+    int k = 0;
+    for (int i = 0; i < nd; i++)
+        if (shape[i] != 1) {
+            od[k] = shape[i];
+            os[k++] = strides[i];
+        }
+    int oi = 0, oj = 1, ni = 0, nj = 1;
+    while (ni < nn && oi < k) {
+        Py_ssize_t np_ = new_shape[ni], op = od[oi];
+        while (np_ != op) {
+            if (np_ < op) {
+                if (nj >= nn)
+                    return 0;
+                np_ *= new_shape[nj++];
+            } else {
+                if (oj >= k)
+                    return 0;
+                op *= od[oj++];
+            }
+        }
+        for (int i = oi; i < oj - 1; i++)
+            if (os[i] != od[i + 1] * os[i + 1])
+                return 0;
+        ni = nj++;
+        oi = oj++;
+    }
+    return 1;
+}
+
+GC_DOC(fast_reshape_copy,
+       "fast_reshape_copy(x, shape, /)\n--\n\n"
+       "A new Tensor of shape (a tuple of ints, x's element count) holding x's elements in C "
+       "order, when x is a plain float32 / float64 host Tensor of at least one element that "
+       "numpy cannot reshape to shape without a copy; else None (the caller's numpy reshape: a "
+       "view).  The values of numpy's copy, in one C call (copy.c's strided copy).");
+
+PyObject *gc_py_fast_reshape_copy(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 2 || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "fast_reshape_copy(x, shape) takes a Tensor and a tuple");
+        return NULL;
+    }
+    if (!gc_fast_tensor_type)
+        Py_RETURN_NONE;
+    const char kind = gc_fast_kind(args[0]);
+    Py_buffer a;
+    if (!kind || !gc_fast_buf_flags(args[0], &a, PyBUF_RECORDS_RO))
+        Py_RETURN_NONE;
+    PyObject *shape = args[1];
+    const Py_ssize_t nn = PyTuple_GET_SIZE(shape), isz = kind == 'f' ? 4 : 8;
+    Py_ssize_t ns[GC_MAX_DIMS], total = 1, count = a.len / isz;
+    int ok = a.ndim >= 1 && a.ndim <= GC_MAX_DIMS && nn <= GC_MAX_DIMS && count > 0;
+    for (Py_ssize_t i = 0; ok && i < nn; i++) {
+        ns[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
+        ok = ns[i] > 0;
+        total *= ok ? ns[i] : 1;
+    }
+    PyErr_Clear();
+    Py_ssize_t st[GC_MAX_DIMS];
+    for (int i = 0; ok && i < a.ndim; i++)
+        st[i] = a.strides[i] / isz;
+    if (!ok || total != count || reshape_is_view(a.ndim, a.shape, st, (int)nn, ns)) {
+        PyBuffer_Release(&a);
+        Py_RETURN_NONE;
+    }
+    void *out;
+    PyObject *res = gc_fast_new_shaped(Py_NewRef(shape), kind, &out);
+    if (res) {
+        gc_iter it;
+        it.ndim = a.ndim;
+        Py_ssize_t c = 1;
+        for (int i = a.ndim - 1; i >= 0; i--) {
+            it.shape[i] = a.shape[i];
+            it.stride[0][i] = a.shape[i] > 1 ? st[i] : 0;
+            it.stride[1][i] = a.shape[i] > 1 ? c : 0;
+            c *= a.shape[i];
+        }
+        iter_collapse(&it, 2);
+        gc_copy(&it, a.buf, out, (size_t)isz);
+    }
+    PyBuffer_Release(&a);
+    return res;
 }

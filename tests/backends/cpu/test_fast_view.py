@@ -163,3 +163,58 @@ def test_a_tensor_without_data_raises_one_clear_error(name, call):
     assert not hasattr(t, "_data") and getattr(t, "_dtype", None) is None
     with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
         w.nonexistent  # noqa: B018
+
+
+# ----------------------------------------------------------------- reshape's copy lane
+# numpy views of a [2, 3, 4, 5] array (transposes, steps, offsets, a negative step, size-1
+# dims) and shapes to reshape them to: some numpy can view, most it must copy
+STRIDED = [
+    (lambda a: a.transpose(1, 0, 2, 3), [(6, 20), (3, 40), (120,), (3, 2, 20), (6, 4, 5)]),
+    (lambda a: a[:, :, ::2], [(2, 3, 10), (6, 10), (60,), (6, 2, 5)]),
+    (lambda a: a[:, 1:], [(2, 40), (4, 20), (2, 2, 4, 5), (80,)]),
+    (lambda a: a[:, :, :, ::-1], [(2, 3, 20), (120,), (24, 5)]),
+    (lambda a: a[:, :1], [(2, 20), (40,), (2, 1, 4, 5, 1)]),
+    (lambda a: a.transpose(0, 1, 3, 2), [(6, 20), (6, 5, 4), (2, 3, 5, 4)]),
+]
+
+
+@pytest.mark.parametrize("dt", [gpucore.float32, gpucore.float64], ids=["f32", "f64"])
+def test_reshape_copy_lane_copies_exactly_where_numpy_must(dt):
+    """fast_reshape_copy answers exactly when numpy's reshape has to copy (None when numpy
+    gives a view), with numpy's values in fresh storage; Tensor.reshape agrees either way."""
+    a = np.arange(2 * 3 * 4 * 5, dtype=dt.np).reshape(2, 3, 4, 5) * 0.5
+    for view, shapes in STRIDED:
+        root = gpucore.tensor(a)
+        key = {"key": (), "src": a.shape}
+        x = Tensor._make_view(root, view(root._data), GETITEM, key)
+        for shape in shapes:
+            want = view(a).reshape(shape)
+            is_view = np.shares_memory(want, a)
+            got = _cpu.fast_reshape_copy(x, shape)
+            assert (got is None) == is_view, (x._data.strides, shape)
+            r = x.reshape(shape)
+            np.testing.assert_array_equal(r.numpy(), want)
+            if got is None:
+                assert r._base is root and np.shares_memory(r._data, root._data)
+                continue
+            assert type(got) is Tensor and got.dtype is dt and tuple(got.shape) == shape
+            np.testing.assert_array_equal(got.numpy(), want)
+            assert got._data.flags.c_contiguous and not np.shares_memory(got._data, a)
+            assert got._vbox is not root._vbox and got._base is None and not got.requires_grad
+            assert r._base is None and not np.shares_memory(r._data, root._data)
+
+
+def test_reshape_copy_lane_declines():
+    x = gpucore.tensor(X)
+    assert _cpu.fast_reshape_copy(x, (120,)) is None  # contiguous: a view
+    xi = gpucore.tensor(np.arange(12).reshape(3, 4)).t()
+    assert _cpu.fast_reshape_copy(xi, (12,)) is None  # int64: numpy's copy
+    np.testing.assert_array_equal(xi.reshape(12).numpy(), np.arange(12).reshape(3, 4).T.ravel())
+    e = gpucore.zeros(0, 3).t()
+    assert _cpu.fast_reshape_copy(e, (0,)) is None and tuple(e.reshape(0).shape) == (0,)
+    with pytest.raises(TypeError, match="takes a Tensor and a tuple"):
+        _cpu.fast_reshape_copy(x, [120])
+    xt = gpucore.tensor(X, requires_grad=True).transpose(0, 1)
+    r = xt.reshape(6, 20)  # a graph: the general path
+    assert r.grad_fn is not None
+    r.sum().backward()
