@@ -285,19 +285,22 @@ PyObject *gc_fast_new_shaped(PyObject *shape, char kind, void **ptr)
         Py_DECREF(shape);
         return NULL;
     }
+    /* the data pointer from the block (host_cache.c fills a plain buffer): numpy's own buffer
+     * export would malloc its buffer info for each new array */
+    Py_buffer v;
+    if (PyObject_GetBuffer(block, &v, PyBUF_SIMPLE | PyBUF_WRITABLE) < 0) {
+        Py_DECREF(shape);
+        Py_DECREF(block);
+        return NULL;
+    }
+    *ptr = v.buf;
+    PyBuffer_Release(&v);
     PyObject *argv[3] = {shape, kind == 'f' ? np_f32 : np_f64, block};
-    PyObject *arr = PyObject_Vectorcall(np_ndarray, argv, 3, NULL);
+    PyObject *arr = PyObject_Vectorcall(np_ndarray, argv, 3, NULL); /* (it keeps the block) */
     Py_DECREF(shape);
     Py_DECREF(block);
     if (!arr)
         return NULL;
-    Py_buffer v;
-    if (PyObject_GetBuffer(arr, &v, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
-        Py_DECREF(arr);
-        return NULL;
-    }
-    *ptr = v.buf;
-    PyBuffer_Release(&v); /* the array keeps the block alive */
     PyObject *vbox = PyList_New(1);
     PyObject *t = vbox ? gc_fast_alloc() : NULL;
     if (!t) {
