@@ -90,13 +90,17 @@ def _relabel(e: BaseException, name: str, names: tuple) -> None:
 _OPTIONAL_TENSOR = ("Tensor | None", "Optional[Tensor]", "None | Tensor")
 
 
-def checked(name: str, fn: Callable) -> Callable:
+def checked(name: str, fn: Callable, inside=None, region: list | None = None) -> Callable:
     """The public form of a function declared elsewhere (``gpucore.nn.functional``): the same
-    argument checks and error naming as ``public``'s functions."""
-    return _checked(name, fn, 0, 1)
+    argument checks and error naming as ``public``'s functions. ``inside``: fn's form to call
+    instead while ``region[0]`` is set (autocast's casting form while a region is open), so that
+    outside one the form calls fn itself, with no wrapper layer between (~0.1 µs a call)."""
+    return _checked(name, fn, 0, 1, inside, region)
 
 
-def _checked(name: str, fn: Callable, first: int, offset: int) -> Callable:
+def _checked(
+    name: str, fn: Callable, first: int, offset: int, inside=None, region=None
+) -> Callable:
     """fn as a public form: it checks first that fn's parameters annotated ``Tensor`` (or
     ``Tensor | None``: a Tensor or None; from index ``first`` on: 1 for a method, whose self is a
     Tensor) got Tensors, and puts the public
@@ -155,9 +159,11 @@ def _checked(name: str, fn: Callable, first: int, offset: int) -> Callable:
     if slash:
         params.insert(slash, "/")
     ident = name.replace(".", "_")  # linalg.inv's form is the function linalg_inv
+    callee = "_gc_fn" if inside is None else "(_gc_inside if _gc_region[0] else _gc_fn)"
+    ns.update(_gc_inside=inside, _gc_region=region)
     src = (
         f"def {ident}({', '.join(params)}):\n{''.join(checks)}    try:\n"
-        f"        return _gc_fn({', '.join(call)})\n"
+        f"        return {callee}({', '.join(call)})\n"
         "    except _gc_named as _gc_e:\n"
         "        _gc_relabel(_gc_e, _gc_names[0], _gc_names)\n"
         "        raise\n"
