@@ -158,6 +158,10 @@ typedef double (*gc_vexp_sum_f32)(const float *x, float *y, ptrdiff_t n, float m
 typedef float (*gc_vmax_f32)(const float *x, ptrdiff_t n);
 typedef void (*gc_vsub2_mul_f32)(const float *x, float *y, ptrdiff_t n, float a, float b,
                                  float c);
+/* Softmax (log-softmax when log_softmax) of 4 consecutive rows of n (row r at x + r n, into
+ * y + r n; y may equal x): each row the bits of softmax.c's row-by-row path over this ISA's
+ * vmax_f32, vexp_shift_sum_f32 and vsub2_mul_f32 (short rows: 4 dependency chains side by side). */
+typedef void (*gc_vsoftmax4_f32)(const float *x, float *y, ptrdiff_t n, int log_softmax);
 /* ONNX's uint8 quantization (isa/quant.h): QuantizeLinear's loop (gc_quantize_linear_u8's
  * formula and bits), and DynamicQuantizeLinear's range: *lo = min(0, min x), *hi = max(0,
  * max x), both NaN when some x is NaN. */
@@ -307,6 +311,7 @@ typedef struct {
     /* NULL = softmax.c's portable loops (16-byte vectors of vec.h) */
     gc_vmax_f32 vmax_f32;
     gc_vsub2_mul_f32 vsub2_mul_f32;
+    gc_vsoftmax4_f32 vsoftmax4_f32; /* NULL where vmax_f32 is (then row by row) */
     /* NULL = qconv.c's / qdynamic.c's portable loops (isa/quant.h) */
     gc_qlinear_u8 q_linear_u8;
     gc_qlinear_u8 q_torch_u8; /* gc_quantize_u8's loop (PyTorch's rounding) */

@@ -191,6 +191,21 @@ static void GC_FN(softmax_row)(const GC_T *x, GC_T *out, ptrdiff_t n, int log_so
     }
 }
 
+#ifdef GC_SHIFT_SUM
+/* Rows [lo, hi) of n: 4 at a time through the ISA's vsoftmax4_f32 where it has one (the bits
+ * of softmax_row over the ISA's vmax_f32 and vsub2_mul_f32), the rest one by one. */
+static void GC_FN(softmax_rows)(const GC_T *x, GC_T *out, ptrdiff_t lo, ptrdiff_t hi, ptrdiff_t n,
+                                int log_softmax)
+{
+    ptrdiff_t u = lo;
+    if (gc_isa.vsoftmax4_f32 && gc_isa.vmax_f32 && gc_isa.vsub2_mul_f32)
+        for (; u + 4 <= hi; u += 4)
+            gc_isa.vsoftmax4_f32(x + u * n, out + u * n, n, log_softmax);
+    for (; u < hi; u++)
+        GC_FN(softmax_row)(x + u * n, out + u * n, n, log_softmax);
+}
+#endif
+
 static void GC_FN(softmax_cols)(const GC_T *x, GC_T *out, ptrdiff_t n, ptrdiff_t inner,
                                 ptrdiff_t w, int log_softmax)
 {
@@ -259,6 +274,12 @@ static void GC_FN(softmax_units)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 {
     const GC_FN(sm_job) *J = (const GC_FN(sm_job) *)ctx;
     const ptrdiff_t n = J->n, inner = J->inner;
+#ifdef GC_SHIFT_SUM
+    if (inner == 1) {
+        GC_FN(softmax_rows)(J->x, J->out, lo, hi, n, J->log_softmax);
+        return;
+    }
+#endif
     for (ptrdiff_t u = lo; u < hi; u++) {
         if (inner == 1) {
             GC_FN(softmax_row)(J->x + u * n, J->out + u * n, n, J->log_softmax);

@@ -533,6 +533,7 @@ VM_GELU_BACKWARD_ARRAY(vgelu_backward_avx512)
 VM_EXP_SHIFT_SUM(vexp_shift_sum_avx512)
 VM_MAX(vmax_avx512)
 VM_SUB2_MUL(vsub2_mul_avx512)
+VM_SOFTMAX4(vsoftmax4_avx512)
 
 #include "isa/quant.h"
 QQ_RANGE(qrange_avx512)
@@ -872,6 +873,7 @@ static void gc_isa_fill_avx512_vmath(gc_isa_kernels *k)
     k->vexp_shift_sum_f32 = vexp_shift_sum_avx512;
     k->vmax_f32 = vmax_avx512;
     k->vsub2_mul_f32 = vsub2_mul_avx512;
+    k->vsoftmax4_f32 = vsoftmax4_avx512;
     k->q_linear_u8 = qq_linear_u8;
     k->q_torch_u8 = qq_torch_u8;
     k->q_range_f32 = qrange_avx512;

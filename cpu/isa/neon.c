@@ -305,6 +305,7 @@ VM_GELU_BACKWARD_ARRAY(vgelu_backward_neon)
 VM_EXP_SHIFT_SUM(vexp_shift_sum_neon)
 VM_MAX(vmax_neon)
 VM_SUB2_MUL(vsub2_mul_neon)
+VM_SOFTMAX4(vsoftmax4_neon)
 
 #include "isa/quant.h"
 QQ_RANGE(qrange_neon)
@@ -321,6 +322,7 @@ static void gc_isa_fill_neon_vmath(gc_isa_kernels *k)
     k->vexp_shift_sum_f32 = vexp_shift_sum_neon;
     k->vmax_f32 = vmax_neon;
     k->vsub2_mul_f32 = vsub2_mul_neon;
+    k->vsoftmax4_f32 = vsoftmax4_neon;
     k->q_linear_u8 = qq_linear_u8;
     k->q_torch_u8 = qq_torch_u8;
     k->q_range_f32 = qrange_neon;

@@ -113,6 +113,7 @@ void gc_isa_fill_scalar(gc_isa_kernels *k)
     k->vexp_shift_sum_f32 = vexp_shift_sum_scalar;
     k->vmax_f32 = NULL;
     k->vsub2_mul_f32 = NULL;
+    k->vsoftmax4_f32 = NULL;
     k->q_linear_u8 = NULL;
     k->q_torch_u8 = NULL;
     k->q_range_f32 = NULL;

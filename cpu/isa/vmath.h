@@ -503,3 +503,126 @@ static inline VF vm_gelu_tanh(VF x)
             vf_storen(y + i, vf_mul(vf_sub(vf_sub(vf_loadn(x + i, r), va), vb), vc), r);          \
         }                                                                                         \
     }
+
+/* isa.h's vsoftmax4_f32: softmax (log-softmax when log_softmax) of 4 consecutive rows of n (row r
+ * at x + r n, into y + r n; y may equal x), each row with the bits softmax.c gives it alone:
+ * VM_MAX's max, VM_EXP_SHIFT_SUM's sum, and VM_SUB2_MUL's last pass with softmax.c's constants.
+ * A short row (attention's 64 keys) is a chain of dependent steps (the max's reduction, the exp
+ * polynomial, the sums' reductions) that left the core mostly idle one row at a time; here 4 rows
+ * run side by side in each loop body, every row doing the same operations in the same order. */
+#define VM_SOFTMAX4(NAME)                                                                         \
+    static void NAME(const float *x, float *y, ptrdiff_t n, int log_softmax)                      \
+    {                                                                                             \
+        const VF ninf = vf_set1(-INFINITY), zero = vf_set1(0.0f), one = vf_set1(1.0f);           \
+        float *ye = log_softmax ? NULL : y; /* the exps: stored by softmax only */                \
+        float m[4];                                                                               \
+        double s[4];                                                                              \
+        VF mm[4][4];                                                                              \
+        _Pragma("GCC unroll 4")                                                                   \
+        for (int r = 0; r < 4; r++)                                                               \
+            mm[r][0] = mm[r][1] = mm[r][2] = mm[r][3] = ninf;                                     \
+        ptrdiff_t j = 0;                                                                          \
+        for (; j + 4 * VLANES <= n; j += 4 * VLANES)                                              \
+            _Pragma("GCC unroll 4")                                                               \
+            for (int r = 0; r < 4; r++)                                                           \
+                for (int u = 0; u < 4; u++)                                                       \
+                    mm[r][u] = vf_max(vf_loadu(x + r * n + j + u * VLANES), mm[r][u]);           \
+        for (; j + VLANES <= n; j += VLANES)                                                      \
+            _Pragma("GCC unroll 4")                                                               \
+            for (int r = 0; r < 4; r++)                                                           \
+                mm[r][0] = vf_max(vf_loadu(x + r * n + j), mm[r][0]);                            \
+        _Pragma("GCC unroll 4")                                                                   \
+        for (int r = 0; r < 4; r++) {                                                             \
+            float t[VLANES];                                                                      \
+            vf_storeu(t, vf_max(vf_max(mm[r][0], mm[r][1]), vf_max(mm[r][2], mm[r][3])));         \
+            float v = -INFINITY;                                                                  \
+            for (int l = 0; l < VLANES; l++)                                                      \
+                v = t[l] > v ? t[l] : v;                                                          \
+            for (ptrdiff_t i = j; i < n; i++)                                                     \
+                v = x[r * n + i] > v ? x[r * n + i] : v;                                          \
+            m[r] = v;                                                                             \
+        }                                                                                         \
+        VF vm[4];                                                                                 \
+        VD sd[4], sc[4];                                                                          \
+        double tail[4];                                                                           \
+        _Pragma("GCC unroll 4")                                                                   \
+        for (int r = 0; r < 4; r++) {                                                             \
+            vm[r] = vf_set1(m[r]);                                                                \
+            sd[r] = sc[r] = vd_set1(0.0);                                                         \
+            tail[r] = 0.0;                                                                        \
+        }                                                                                         \
+        for (ptrdiff_t j0 = 0; j0 < n; j0 += GC_SM_CHUNK) {                                       \
+            const ptrdiff_t w = n - j0 < GC_SM_CHUNK ? n - j0 : GC_SM_CHUNK;                     \
+            VF acc[4], cnt[4];                                                                    \
+            _Pragma("GCC unroll 4")                                                               \
+            for (int r = 0; r < 4; r++)                                                           \
+                acc[r] = cnt[r] = zero;                                                           \
+            ptrdiff_t i = 0;                                                                      \
+            for (; i + 2 * VLANES <= w; i += 2 * VLANES)                                          \
+                _Pragma("GCC unroll 4")                                                           \
+                for (int r = 0; r < 4; r++) {                                                     \
+                    const float *xc = x + r * n + j0 + i;                                         \
+                    const VF x0 = vf_loadu(xc), x1 = vf_loadu(xc + VLANES);                      \
+                    const VF e0 = vm_exp(vf_sub(x0, vm[r])), e1 = vm_exp(vf_sub(x1, vm[r]));     \
+                    if (ye) {                                                                     \
+                        vf_storeu(ye + r * n + j0 + i, e0);                                       \
+                        vf_storeu(ye + r * n + j0 + i + VLANES, e1);                              \
+                    }                                                                             \
+                    const VM t0 = vf_eq(x0, vm[r]), t1 = vf_eq(x1, vm[r]);                        \
+                    const VF a0 = vf_blend(t0, e0, zero), a1 = vf_blend(t1, e1, zero);           \
+                    const VF c0 = vf_blend(t0, zero, one), c1 = vf_blend(t1, zero, one);         \
+                    acc[r] = vf_add(acc[r], vf_add(a0, a1));                                      \
+                    cnt[r] = vf_add(cnt[r], vf_add(c0, c1));                                      \
+                }                                                                                 \
+            _Pragma("GCC unroll 4")                                                               \
+            for (int r = 0; r < 4; r++) {                                                         \
+                sd[r] = vd_add(sd[r], vd_add(vd_lo(acc[r]), vd_hi(acc[r])));                      \
+                sc[r] = vd_add(sc[r], vd_add(vd_lo(cnt[r]), vd_hi(cnt[r])));                      \
+            }                                                                                     \
+            for (; i < w; i += VLANES) {                                                          \
+                const ptrdiff_t k = w - i < VLANES ? w - i : VLANES;                             \
+                _Pragma("GCC unroll 4")                                                           \
+                for (int r = 0; r < 4; r++) {                                                     \
+                    const VF e = vm_exp(vf_sub(vf_loadn(x + r * n + j0 + i, k), vm[r]));         \
+                    if (ye)                                                                       \
+                        vf_storen(ye + r * n + j0 + i, e, k);                                     \
+                    float t[VLANES];                                                              \
+                    vf_storeu(t, e);                                                              \
+                    for (ptrdiff_t l = 0; l < k; l++)                                             \
+                        tail[r] += (double)t[l];                                                  \
+                }                                                                                 \
+            }                                                                                     \
+        }                                                                                         \
+        VF va[4], vb[4], vc[4];                                                                   \
+        _Pragma("GCC unroll 4")                                                                   \
+        for (int r = 0; r < 4; r++) {                                                             \
+            double d[VLANES / 2], c[VLANES / 2];                                                  \
+            vd_storeu(d, sd[r]);                                                                  \
+            vd_storeu(c, sc[r]);                                                                  \
+            double a = 0.0, b = 0.0;                                                              \
+            for (int l = 0; l < VLANES / 2; l++) {                                                \
+                a += d[l];                                                                        \
+                b += c[l];                                                                        \
+            }                                                                                     \
+            s[r] = (b + a) + tail[r];                                                             \
+            /* softmax.c: NaN for a row whose max is +inf; the constants of its last pass */      \
+            const double sr = m[r] == INFINITY ? (double)NAN : s[r];                              \
+            va[r] = vf_set1(log_softmax ? m[r] : 0.0f);                                           \
+            vb[r] = vf_set1(log_softmax ? (float)log(sr) : 0.0f);                                 \
+            vc[r] = vf_set1(log_softmax ? 1.0f : (float)(1.0 / sr));                              \
+        }                                                                                         \
+        const float *src = log_softmax ? x : y; /* log-softmax shifts x, softmax scales exps */  \
+        ptrdiff_t i = 0;                                                                          \
+        for (; i + VLANES <= n; i += VLANES)                                                      \
+            _Pragma("GCC unroll 4")                                                               \
+            for (int r = 0; r < 4; r++) {                                                         \
+                const VF u = vf_loadu(src + r * n + i);                                           \
+                vf_storeu(y + r * n + i, vf_mul(vf_sub(vf_sub(u, va[r]), vb[r]), vc[r]));        \
+            }                                                                                     \
+        if (i < n)                                                                                \
+            _Pragma("GCC unroll 4")                                                               \
+            for (int r = 0; r < 4; r++) {                                                         \
+                const VF u = vf_loadn(src + r * n + i, n - i);                                    \
+                vf_storen(y + r * n + i, vf_mul(vf_sub(vf_sub(u, va[r]), vb[r]), vc[r]), n - i); \
+            }                                                                                     \
+    }

@@ -86,6 +86,43 @@ static int collect_slots(PyTypeObject *tp)
     return 0;
 }
 
+/* The byte offset of tp's __slots__ member name, or -1 with an exception set. */
+static Py_ssize_t slot_offset(PyTypeObject *tp, const char *name)
+{
+    PyObject *d = PyObject_GetAttrString((PyObject *)tp, name);
+    if (!d)
+        PyErr_Clear();
+    const int ok = d && Py_IS_TYPE(d, &PyMemberDescr_Type) &&
+                   is_object_slot(((PyMemberDescrObject *)d)->d_member);
+    const Py_ssize_t off = ok ? ((PyMemberDescrObject *)d)->d_member->offset : -1;
+    Py_XDECREF(d);
+    if (!ok)
+        PyErr_Format(PyExc_TypeError, "fast_setup: %s.%s is not a __slots__ member", tp->tp_name,
+                     name);
+    return off;
+}
+
+Py_ssize_t gc_fast_slot_offset(const char *name)
+{
+    if (!gc_fast_tensor_type) {
+        PyErr_SetString(PyExc_SystemError, "the fast lane is used before fast_setup");
+        return -1;
+    }
+    return slot_offset(gc_fast_tensor_type, name);
+}
+
+PyObject *gc_fast_alloc(void)
+{
+    PyObject *t = gc_fast_tensor_type->tp_alloc(gc_fast_tensor_type, 0);
+    if (!t)
+        return NULL;
+    for (Py_ssize_t i = 0; i < slot_count; i++) /* every slot None (_dev: host memory) ... */
+        FIELD_AT(t, slot_off[i]) = Py_NewRef(Py_None);
+    Py_SETREF(FIELD(t, F_REQ), Py_NewRef(Py_False)); /* ... but these two */
+    Py_SETREF(FIELD(t, F_RETAIN), Py_NewRef(Py_False));
+    return t;
+}
+
 GC_DOC(fast_setup,
        "fast_setup(Tensor, float32, float64, np_float32, np_float64, ndarray, /)\n--\n\n"
        "Tell the fast lane the Tensor class (its slots), gpucore's two float dtypes and "
@@ -101,21 +138,9 @@ PyObject *gc_py_fast_setup(PyObject *self, PyObject *const *args, Py_ssize_t nar
     }
     PyTypeObject *tp = (PyTypeObject *)args[0];
     Py_ssize_t off[F_COUNT];
-    for (int i = 0; i < F_COUNT; i++) {
-        PyObject *d = PyObject_GetAttrString((PyObject *)tp, field_names[i]);
-        if (!d)
-            PyErr_Clear();
-        const int ok = d && Py_IS_TYPE(d, &PyMemberDescr_Type) &&
-                       is_object_slot(((PyMemberDescrObject *)d)->d_member);
-        if (ok)
-            off[i] = ((PyMemberDescrObject *)d)->d_member->offset;
-        Py_XDECREF(d);
-        if (!ok) {
-            PyErr_Format(PyExc_TypeError, "fast_setup: %s.%s is not a __slots__ member",
-                         tp->tp_name, field_names[i]);
+    for (int i = 0; i < F_COUNT; i++)
+        if ((off[i] = slot_offset(tp, field_names[i])) < 0)
             return NULL;
-        }
-    }
     if (collect_slots(tp) < 0)
         return NULL;
     memcpy(field_off, off, sizeof off);
@@ -240,7 +265,10 @@ PyObject *gc_fast_new(PyObject *src, char kind, void **ptr)
         PyErr_SetString(PyExc_SystemError, "gc_fast_new: the source Tensor has no data");
         return NULL;
     }
-    PyObject *shape = PyObject_GetAttrString(d, "shape");
+    static PyObject *s_shape; /* "shape", interned once: no string made per call */
+    if (!s_shape && !(s_shape = PyUnicode_InternFromString("shape")))
+        return NULL;
+    PyObject *shape = PyObject_GetAttr(d, s_shape);
     return shape ? gc_fast_new_shaped(shape, kind, ptr) : NULL;
 }
 
@@ -257,34 +285,33 @@ PyObject *gc_fast_new_shaped(PyObject *shape, char kind, void **ptr)
         Py_DECREF(shape);
         return NULL;
     }
+    /* the data pointer from the block (host_cache.c fills a plain buffer): numpy's own buffer
+     * export would malloc its buffer info for each new array */
+    Py_buffer v;
+    if (PyObject_GetBuffer(block, &v, PyBUF_SIMPLE | PyBUF_WRITABLE) < 0) {
+        Py_DECREF(shape);
+        Py_DECREF(block);
+        return NULL;
+    }
+    *ptr = v.buf;
+    PyBuffer_Release(&v);
     PyObject *argv[3] = {shape, kind == 'f' ? np_f32 : np_f64, block};
-    PyObject *arr = PyObject_Vectorcall(np_ndarray, argv, 3, NULL);
+    PyObject *arr = PyObject_Vectorcall(np_ndarray, argv, 3, NULL); /* (it keeps the block) */
     Py_DECREF(shape);
     Py_DECREF(block);
     if (!arr)
         return NULL;
-    Py_buffer v;
-    if (PyObject_GetBuffer(arr, &v, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
-        Py_DECREF(arr);
-        return NULL;
-    }
-    *ptr = v.buf;
-    PyBuffer_Release(&v); /* the array keeps the block alive */
     PyObject *vbox = PyList_New(1);
-    PyObject *t = vbox ? gc_fast_tensor_type->tp_alloc(gc_fast_tensor_type, 0) : NULL;
+    PyObject *t = vbox ? gc_fast_alloc() : NULL;
     if (!t) {
         Py_XDECREF(vbox);
         Py_DECREF(arr);
         return NULL;
     }
     PyList_SET_ITEM(vbox, 0, Py_NewRef(zero));
-    for (Py_ssize_t i = 0; i < slot_count; i++) /* every slot None (_dev: host memory) ... */
-        FIELD_AT(t, slot_off[i]) = Py_NewRef(Py_None);
-    Py_XSETREF(FIELD(t, F_DATA), arr); /* ... but these */
+    Py_XSETREF(FIELD(t, F_DATA), arr);
     Py_XSETREF(FIELD(t, F_DTYPE), Py_NewRef(kind == 'f' ? dt_f32 : dt_f64));
     Py_XSETREF(FIELD(t, F_VBOX), vbox);
-    Py_XSETREF(FIELD(t, F_REQ), Py_NewRef(Py_False));
-    Py_XSETREF(FIELD(t, F_RETAIN), Py_NewRef(Py_False));
     return t;
 }
 

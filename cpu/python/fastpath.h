@@ -1,5 +1,6 @@
 /* What the fast lane's files share (fastpath.c: the lane's state, its Tensor helpers and the
- * elementwise / matmul lanes; fastpath_nn.c: softmax and the normalizations). */
+ * elementwise / matmul lanes; fastpath_nn.c: softmax and the normalizations; fastpath_view.c:
+ * view Tensors). */
 #ifndef GC_FASTPATH_H
 #define GC_FASTPATH_H
 
@@ -23,5 +24,9 @@ int gc_fast_same_shape(const Py_buffer *a, const Py_buffer *b);
  * given shape (a tuple, stolen); *ptr its first element. */
 PyObject *gc_fast_new(PyObject *src, char kind, void **ptr);
 PyObject *gc_fast_new_shaped(PyObject *shape, char kind, void **ptr);
+/* A new bare Tensor: every slot None but requires_grad and _retain (False); NULL on error. */
+PyObject *gc_fast_alloc(void);
+/* The byte offset of the Tensor's __slots__ member name, or -1 with an exception set. */
+Py_ssize_t gc_fast_slot_offset(const char *name);
 
 #endif

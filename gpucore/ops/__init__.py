@@ -47,6 +47,7 @@ from . import (  # noqa: F401
     shape,
     shorthands,
     shorthands_more,
+    softmax,
     solvers,
     sorting,
     special,

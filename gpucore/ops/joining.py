@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _cpu
 from .. import dtypes as D
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.graph import Ctx, OutputSlot, SplitNode, edge_of
@@ -25,6 +26,10 @@ from .common import tensor_list, wrap_dim
 from .indexing import GETITEM, _basic_view, _real_dim
 from .registry import AUTOCAST, CAPTURE, OpDef, apply, capturing, defop
 from .samples import Sample, uniform
+
+_fast_view = _cpu.fast_view
+_ALL = slice(None)
+_ELLIPSIS = (Ellipsis,)
 
 
 def _cat_infer(*ts, dim, sizes):
@@ -163,6 +168,23 @@ def _pieces(t: Tensor, d: int, sizes: list, unbind: bool = False) -> tuple:
     """The views of ``t`` along dim ``d`` of the given sizes (unbind: the single entries, dim
     removed). Under autograd they share one SPLIT node; under graph capture or autocast each is
     a plain getitem view through ``apply`` (what those hooks record)."""
+    data = t._data
+    if CAPTURE[0] is None and AUTOCAST[0] is None and not (t.requires_grad and _grad_state.enabled):
+        # the common case inline (a qkv split: 3 pieces in ~1.5 µs): per piece one numpy view and
+        # one Tensor built in C (Tensor._make_view's fast_view), nothing else
+        pre = (_ALL,) * d
+        src = data.shape
+        out = []
+        start = 0
+        for s in sizes:
+            k = pre + ((start,) if unbind else (slice(start, start + s),))
+            va = {"key": k, "src": src}
+            v = _fast_view(t, data[k + _ELLIPSIS], GETITEM, va)
+            out.append(
+                v if v is not None else Tensor._make_view(t, data[k + _ELLIPSIS], GETITEM, va)
+            )
+            start += s
+        return tuple(out)
     pre = (slice(None),) * d
     keys, start = [], 0
     for s in sizes:
@@ -196,13 +218,18 @@ def _pieces(t: Tensor, d: int, sizes: list, unbind: bool = False) -> tuple:
 @public("split")
 def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     """Views of consecutive pieces along dim: equal pieces of a given size, or given sizes."""
-    d = _real_dim(dim, tensor, "split")
-    n = tensor._data.shape[d]
+    shape = tensor._data.shape
+    nd = len(shape)
+    d = dim + nd if type(dim) is int and -nd <= dim < 0 else dim  # (the common case inline)
+    if type(d) is not int or not 0 <= d < nd:
+        d = _real_dim(dim, tensor, "split")
+    n = shape[d]
     if isinstance(split_size_or_sections, int):
         s = split_size_or_sections
         if s <= 0:
             raise ValueError(f"split(): split_size must be positive, got {s}")
-        sizes = [min(s, n - i) for i in range(0, n, s)] or [0]
+        q, r = divmod(n, s)
+        sizes = [s] * q + [r] if r or not q else [s] * q  # (n == 0: one empty piece)
     else:
         sizes = list(split_size_or_sections)
         if sum(sizes) != n:

@@ -41,6 +41,7 @@ _TRUE1 = (True,)
 
 # cpu/fastpath.c builds result Tensors itself: it needs the class (its slots) and the dtypes.
 _cpu.fast_setup(Tensor, _F32, _F64, _np.dtype(_np.float32), _np.dtype(_np.float64), _np.ndarray)
+_fast_view = _cpu.fast_view
 
 
 class OpDef:
@@ -213,7 +214,9 @@ def view_of(op: OpDef, src: Tensor, arr, attrs: dict) -> Tensor:
     Views cost only this on the hot path (reshape, transpose, split), as PyTorch's do."""
     if (CAPTURE[0] is not None and capturing()) or AUTOCAST[0] is not None:
         return apply(op, src, **attrs)
-    out = Tensor._make_view(src, arr, op, attrs)
+    out = _fast_view(src, arr, op, attrs)  # Tensor._make_view's C call, without its frame
+    if out is None:
+        out = Tensor._make_view(src, arr, op, attrs)  # (which raises what the lane declined)
     if src.requires_grad and _grad_state.enabled and src._dtype.is_floating_point:
         record(op, (src,), (out,), attrs)
     return out

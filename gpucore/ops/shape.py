@@ -12,14 +12,18 @@ import math
 
 import numpy as np
 
+from .. import _cpu
 from .. import dtypes as D
 from ..autograd.grad_mode import _state as _grad_state
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .api import public, tensor_member
 from .common import broadcast_shapes, shape_arg, wrap_dim
-from .registry import AUTOCAST, apply, capturing, defop, view_of
+from .registry import AUTOCAST, CAPTURE, apply, capturing, defop, view_of
 from .samples import Sample, uniform
+
+# a float host tensor's reshape that needs a copy, in C (cpu/python/fastpath_view.c)
+_fast_reshape_copy = _cpu.fast_reshape_copy
 
 
 def _view_array(arr: np.ndarray, shape: tuple) -> np.ndarray:
@@ -128,11 +132,16 @@ def reshape(input: Tensor, *shape) -> Tensor:
     shape = _infer_shape("reshape", input, shape_arg(shape))
     data = input._data
     if type(data) is np.ndarray and input._dev is None:
-        arr = data.reshape(shape)  # a view where one is possible, else numpy's C-order copy
-        if data.flags.c_contiguous or arr.base is (data if data.base is None else data.base):
-            return view_of(VIEW, input, arr, {"shape": shape, "src": data.shape})
+        contiguous = data.flags.c_contiguous
         graph = (input.requires_grad and _grad_state.enabled) or AUTOCAST[0] is not None
-        if not graph and capturing() is None:
+        if not (contiguous or graph) and CAPTURE[0] is None:
+            out = _fast_reshape_copy(input, shape)  # numpy's copy below, in one C call, or None
+            if out is not None:
+                return out
+        arr = data.reshape(shape)  # a view where one is possible, else numpy's C-order copy
+        if contiguous or arr.base is (data if data.base is None else data.base):
+            return view_of(VIEW, input, arr, {"shape": shape, "src": data.shape})
+        if not graph and (CAPTURE[0] is None or capturing() is None):
             return Tensor._from_kernel(arr, input._dtype)  # the copy, made once (no graph)
     try:
         arr = _view_array(data, shape)
@@ -209,14 +218,18 @@ def permute(input: Tensor, *dims) -> Tensor:
 @public("transpose", "swapaxes", "swapdims")
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """A view with dims dim0 and dim1 swapped."""
-    nd = input.ndim
-    d0, d1 = wrap_dim(dim0, nd, "transpose"), wrap_dim(dim1, nd, "transpose")
-    if nd == 0:
-        return input  # dims 0 and -1 only, as PyTorch
+    data = input._data
+    nd = data.ndim
+    if type(dim0) is int and type(dim1) is int and -nd <= dim0 < nd and -nd <= dim1 < nd:
+        d0, d1 = dim0 % nd, dim1 % nd  # (wrap_dim's common case inline: every attention)
+    else:
+        d0, d1 = wrap_dim(dim0, nd, "transpose"), wrap_dim(dim1, nd, "transpose")
+        if nd == 0:
+            return input  # dims 0 and -1 only, as PyTorch
     dims = list(range(nd))
-    dims[d0], dims[d1] = dims[d1], dims[d0]
+    dims[d0], dims[d1] = d1, d0
     dims = tuple(dims)
-    return view_of(PERMUTE, input, input._data.transpose(dims), {"dims": dims})
+    return view_of(PERMUTE, input, data.transpose(dims), {"dims": dims})
 
 
 @public("t")

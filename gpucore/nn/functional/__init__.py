@@ -19,6 +19,7 @@ grid_sample (host tensors) and ctc_loss (the alpha / beta recursions), whose ker
 # the tests use F._pair and F._pool_args to build their references.
 from ...amp import autocast_mode
 from ...ops.api import checked
+from ...ops.registry import AUTOCAST
 from ._utils import _check_reduction, _pair
 from .activation import (
     celu,
@@ -295,9 +296,11 @@ def _public_forms() -> None:
     namespace = globals()
     for name in __all__:
         fn = namespace[name]
-        if autocast_mode.listed(name):
-            fn = autocast_mode.listed_function(name, fn)  # autocast's casts (losses: float32)
-        namespace[name] = checked(name, fn)
+        if autocast_mode.listed(name):  # autocast's casts (losses: float32) inside a region
+            inside = autocast_mode.listed_function(name, fn)
+            namespace[name] = checked(name, fn, inside, AUTOCAST)
+        else:
+            namespace[name] = checked(name, fn)
 
 
 _public_forms()
