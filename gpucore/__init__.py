@@ -300,8 +300,15 @@ _LAZY_NAMES = {"load": ("io", "load"), "save": ("io", "save")}
 _STAR = ("io", "load", "optim", "save", "serialization", "signal", "special", "utils")
 
 
+# Lazy subpackages dir() leaves out: importing gpucore.distributed has effects (it reads MPI
+# launchers' variables, RANK / WORLD_SIZE ..., and sets OMPI_MCA_* in os.environ), which
+# inspect.getmembers(gpucore) or pydoc would cause by getting every name dir() lists.
+_UNLISTED = ("distributed",)
+
+
 def __dir__():
-    return sorted(set(globals()) | {"quantization", *_QUANTIZATION, *_LAZY, *_LAZY_NAMES})
+    listed = {"quantization", *_QUANTIZATION, *_LAZY, *_LAZY_NAMES} - set(_UNLISTED)
+    return sorted(set(globals()) | listed)
 
 
 def __getattr__(name: str):

@@ -54,13 +54,27 @@ def test_a_lazy_attribute_is_the_module_import_gives(name):
     got = last_json(
         fresh(
             "import importlib, json, sys, gpucore\n"
+            f"listed = {name!r} in dir(gpucore)\n"  # before the import binds it
             f"m = gpucore.{name}\n"
             f"same = m is importlib.import_module('gpucore.{name}')\n"
             f"same = same and m is sys.modules['gpucore.{name}']\n"
-            f"print(json.dumps([same, m.__name__, {name!r} in dir(gpucore)]))"
+            "print(json.dumps([same, m.__name__, listed]))"
         )
     )
-    assert got == [True, f"gpucore.{name}", True]
+    assert got == [True, f"gpucore.{name}", name not in gpucore._UNLISTED]
+
+
+def test_getmembers_leaves_distributed_unimported_and_the_environment_alone():
+    # dir() leaves gpucore.distributed out: importing it sets OMPI_MCA_* (and reads RANK ...)
+    got = last_json(
+        fresh(
+            "import inspect, json, os, sys, gpucore\n"
+            "env = dict(os.environ)\n"
+            "inspect.getmembers(gpucore)\n"
+            "print(json.dumps(['gpucore.distributed' in sys.modules, dict(os.environ) == env]))"
+        )
+    )
+    assert got == [False, True]
 
 
 @pytest.mark.parametrize("name", ["optim", "utils", "io", "onnx"])

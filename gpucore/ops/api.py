@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
+import threading
 import types
 from collections.abc import Callable
 
@@ -41,7 +43,7 @@ def _named_code(fn) -> None:
     data: tensor.py), then say ``exp``, not ``fn``."""
     code = getattr(fn, "__code__", None)
     if code is not None and code.co_name != fn.__name__ and code.co_name == "fn":
-        fn.__code__ = code.replace(co_name=fn.__name__, co_qualname=fn.__name__)
+        fn.__code__ = _named(code, fn.__name__)
 
 
 def tensor_member(name: str, value) -> None:
@@ -104,27 +106,73 @@ def _checks_annotation(annotation) -> bool:
     return annotation in ("Tensor", Tensor) or annotation in _OPTIONAL_TENSOR
 
 
-def _has_checks(fn: Callable, first: int) -> bool:
-    """Whether fn has a parameter from index ``first`` on whose annotation asks for a check,
-    read from the code object for a plain function (inspect.signature cost the import ~30 ms
-    over the ~1000 public forms)."""
+def _params(fn: Callable) -> list[tuple[str, object, object, object]]:
+    """fn's parameters as (name, kind, default, annotation), ``inspect.Parameter``'s kinds and
+    ``_EMPTY`` for no default / annotation. Read from the code object for a plain function:
+    inspect.signature cost the import ~30 ms over the ~1000 public forms."""
     code = getattr(fn, "__code__", None)
     plain = type(fn) is types.FunctionType and code is not None
     if not plain or hasattr(fn, "__wrapped__") or hasattr(fn, "__signature__"):
-        params = list(inspect.signature(fn).parameters.values())[first:]
-        return any(_checks_annotation(p.annotation) for p in params)
-    n = code.co_argcount + code.co_kwonlyargcount
-    names = list(code.co_varnames[: code.co_argcount])  # the signature's order
+        return [
+            (p.name, p.kind, p.default, p.annotation)
+            for p in inspect.signature(fn).parameters.values()
+        ]
+    P, ann, names = inspect.Parameter, fn.__annotations__, code.co_varnames
+    n_pos, n_kw = code.co_argcount, code.co_kwonlyargcount
+    defaults, kwdefaults = fn.__defaults__ or (), fn.__kwdefaults__ or {}
+    out = []
+    for i, name in enumerate(names[:n_pos]):
+        kind = P.POSITIONAL_ONLY if i < code.co_posonlyargcount else P.POSITIONAL_OR_KEYWORD
+        j = i - (n_pos - len(defaults))
+        out.append((name, kind, defaults[j] if j >= 0 else _EMPTY, ann.get(name, _EMPTY)))
+    k = n_pos + n_kw
     if code.co_flags & inspect.CO_VARARGS:
-        names.append(code.co_varnames[n])
-    names += code.co_varnames[code.co_argcount : n]
-    ann = fn.__annotations__
-    return any(_checks_annotation(ann.get(p)) for p in names[first:])
+        out.append((names[k], P.VAR_POSITIONAL, _EMPTY, ann.get(names[k], _EMPTY)))
+        k += 1
+    for name in names[n_pos : n_pos + n_kw]:
+        out.append((name, P.KEYWORD_ONLY, kwdefaults.get(name, _EMPTY), ann.get(name, _EMPTY)))
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        out.append((names[k], P.VAR_KEYWORD, _EMPTY, ann.get(names[k], _EMPTY)))
+    return out
+
+
+_EMPTY = inspect.Parameter.empty
+
+
+def _has_checks(fn: Callable, first: int) -> bool:
+    """Whether fn has a parameter from index ``first`` on whose annotation asks for a check."""
+    return any(_checks_annotation(p[3]) for p in _params(fn)[first:])
 
 
 def _trampoline(*args, **kwargs):
-    """The body of a public form until its first call, which compiles the real one."""
-    return _gc_build()(*args, **kwargs)  # noqa: F821 - the form's own globals define it
+    """The body of a public form until its first call compiles the real one (``_checked``).
+    That call runs here, but with the real form's frames: the form's checks (a function
+    compiled with the form, ``_gc_check``, which returns the arguments to pass on), then fn,
+    called from this frame, as the form calls it. So a warning fn raises with a
+    ``stacklevel`` names the caller's line on the first call as on the others."""
+    args, kwargs = _gc_build()(*args, **kwargs)  # noqa: F821 - the form's globals define these
+    fn = _gc_inside if _gc_inside is not None and _gc_region[0] else _gc_fn  # noqa: F821
+    try:
+        return fn(*args, **kwargs)
+    except _gc_named as _gc_e:  # noqa: F821
+        _gc_relabel(_gc_e, _gc_names[0], _gc_names)  # noqa: F821
+        raise
+
+
+# Held while a form is compiled: two threads making its first call at once compile it once.
+_LOCK = threading.RLock()
+
+
+def _named(code: types.CodeType, ident: str) -> types.CodeType:
+    """code, named ``ident`` in tracebacks (co_qualname exists from Python 3.11)."""
+    if sys.version_info >= (3, 11):
+        return code.replace(co_name=ident, co_qualname=ident)
+    return code.replace(co_name=ident)
+
+
+def _pack(*args, **kwargs) -> tuple[tuple, dict]:
+    """A form's arguments to fn, as ``_gc_check`` returns them."""
+    return args, kwargs
 
 
 def _checked(
@@ -140,85 +188,106 @@ def _checked(
     ``__init__``): the checks are inline (a generic loop over ``*args`` cost gc.matmul 0.75 µs a
     call; this form costs about 0.05 µs). It is compiled on the form's first call (the
     trampoline swaps its code object for the real one, in place, so the function object and its
-    identity stay): compiling the ~1000 forms up front was a third of ``import gpucore``.
+    identity stay): compiling the ~1000 forms up front was a third of ``import gpucore``, and
+    one ``compile`` of all their source together costs about as much.
     """
     if first and not _has_checks(fn, first):
         return fn  # a method with no Tensor to check besides self
     ns = {"_gc_fn": fn, "_gc_T": Tensor, "_gc_bad": not_tensor, "_gc_named": _NAMED}
-    ns.update(_gc_relabel=_relabel, _gc_names=(name, fn.__name__))
-    ident = name.replace(".", "_")
-    code = _trampoline.__code__.replace(co_name=ident, co_qualname=ident)
-    stub = types.FunctionType(code, ns, ident)
-    ns["_gc_build"] = lambda: _build_form(stub, name, fn, first, offset, inside, region)
+    ns.update(_gc_relabel=_relabel, _gc_names=(name, fn.__name__), _gc_pack=_pack)
+    ns.update(_gc_inside=inside, _gc_region=region)
+    ident = name.replace(".", "_")  # linalg.inv's form is the function linalg_inv
+    stub = types.FunctionType(_named(_trampoline.__code__, ident), ns, ident)
+    ns["_gc_build"] = lambda: _build_form(stub, name, fn, first, offset)
     return functools.update_wrapper(stub, fn)
 
 
-def _build_form(
-    stub: Callable, name: str, fn: Callable, first: int, offset: int, inside, region
-) -> Callable:
-    """Compile the body of ``stub``, the public form of fn (``_checked``), with fn's parameter
-    list, and make it stub's: its code object and defaults are swapped in place."""
+def _build_form(stub: Callable, name: str, fn: Callable, first: int, offset: int) -> Callable:
+    """Compile the body of ``stub``, the public form of fn (``_checked``), and make it stub's:
+    its code object and defaults are swapped in place. Returns the form's checks as a function
+    of their own (stub's parameter list; it returns the arguments to pass to fn) for the
+    trampoline. Compiled once: a thread that comes second gets the first one's."""
     ns = stub.__globals__
+    with _LOCK:
+        check = ns.get("_gc_check")
+        if check is not None:
+            return check
+        head, call, defaults, kwdefaults = _form_source(name, fn, first, offset)
+        callee = (
+            "_gc_fn" if ns["_gc_inside"] is None else "(_gc_inside if _gc_region[0] else _gc_fn)"
+        )
+        src = (
+            f"def _gc_form{head}    try:\n"
+            f"        return {callee}({call})\n"
+            "    except _gc_named as _gc_e:\n"
+            "        _gc_relabel(_gc_e, _gc_names[0], _gc_names)\n"
+            "        raise\n"
+            f"def _gc_check{head}    return _gc_pack({call})\n"
+        )
+        made: dict = {}  # the defs land here; their globals are the form's namespace, ns
+        exec(compile(src, f"<public form {name}>", "exec"), ns, made)  # noqa: S102 - our source
+        form, check = made["_gc_form"], made["_gc_check"]
+        # Errors about the arguments (a missing one) name the form: the function's qualname.
+        check.__name__, check.__qualname__ = stub.__name__, stub.__qualname__
+        check.__defaults__, check.__kwdefaults__ = defaults, kwdefaults
+        ns["_gc_check"] = check
+        # The defaults first: a thread that calls stub meanwhile still runs the trampoline.
+        stub.__defaults__, stub.__kwdefaults__ = defaults, kwdefaults
+        stub.__code__ = _named(form.__code__, name.replace(".", "_"))
+        return check
+
+
+def _form_source(name: str, fn: Callable, first: int, offset: int) -> tuple:
+    """The parts of fn's public form (``_checked``): (its parameter list and checks, the source
+    after the def's name; the arguments of its call to fn; its defaults; its keyword-only
+    defaults). The defaults are set on the function, not evaluated: the source has ``=None``."""
+    P = inspect.Parameter
     params, call, checks, star, slash = [], [], [], False, 0
-    for i, p in enumerate(inspect.signature(fn).parameters.values()):
-        default = ""
-        if p.default is not p.empty:
-            ns[f"_gc_d{i}"] = p.default
-            default = f"=_gc_d{i}"
-        if p.kind is p.VAR_POSITIONAL:
-            params.append(f"*{p.name}")
-            call.append(f"*{p.name}")
+    defaults, kwdefaults = [], {}
+    for i, (pname, kind, default, annotation) in enumerate(_params(fn)):
+        if kind is P.VAR_POSITIONAL:
+            params.append(f"*{pname}")
+            call.append(f"*{pname}")
             star = True
-        elif p.kind is p.VAR_KEYWORD:
-            params.append(f"**{p.name}")
-            call.append(f"**{p.name}")
-        elif p.kind is p.KEYWORD_ONLY:
-            params += ([] if star else ["*"]) + [p.name + default]
-            call.append(f"{p.name}={p.name}")
+        elif kind is P.VAR_KEYWORD:
+            params.append(f"**{pname}")
+            call.append(f"**{pname}")
+        elif kind is P.KEYWORD_ONLY:
+            params += ([] if star else ["*"]) + [pname + ("" if default is _EMPTY else "=None")]
+            call.append(f"{pname}={pname}")
             star = True
+            if default is not _EMPTY:
+                kwdefaults[pname] = default
         else:
-            params.append(p.name + default)
-            call.append(p.name)
-            if p.kind is p.POSITIONAL_ONLY:
+            params.append(pname + ("" if default is _EMPTY else "=None"))
+            call.append(pname)
+            if default is not _EMPTY:
+                defaults.append(default)
+            if kind is P.POSITIONAL_ONLY:
                 slash = len(params)
-        optional = p.annotation in _OPTIONAL_TENSOR
-        if i < first or not _checks_annotation(p.annotation):
+        if i < first or not _checks_annotation(annotation):
             continue
-        pos = "None" if p.kind is p.KEYWORD_ONLY else str(i + offset)
-        if optional:  # Tensor | None: a bias, a weight
+        pos = "None" if kind is P.KEYWORD_ONLY else str(i + offset)
+        if annotation in _OPTIONAL_TENSOR:  # Tensor | None: a bias, a weight
             checks.append(
-                f"    if {p.name} is not None and not isinstance({p.name}, _gc_T):\n"
-                f"        raise _gc_bad({name!r}, {p.name!r}, {pos}, {p.name})\n"
+                f"    if {pname} is not None and not isinstance({pname}, _gc_T):\n"
+                f"        raise _gc_bad(_gc_names[0], {pname!r}, {pos}, {pname})\n"
             )
-        elif p.kind is p.VAR_POSITIONAL:
+        elif kind is P.VAR_POSITIONAL:
             checks.append(
-                f"    for _gc_j, _gc_v in enumerate({p.name}):\n"
+                f"    for _gc_j, _gc_v in enumerate({pname}):\n"
                 f"        if not isinstance(_gc_v, _gc_T):\n"
-                f"            raise _gc_bad({name!r}, {p.name!r}, {pos} + _gc_j, _gc_v)\n"
+                f"            raise _gc_bad(_gc_names[0], {pname!r}, {pos} + _gc_j, _gc_v)\n"
             )
         else:
             checks.append(
-                f"    if not isinstance({p.name}, _gc_T):\n"
-                f"        raise _gc_bad({name!r}, {p.name!r}, {pos}, {p.name})\n"
+                f"    if not isinstance({pname}, _gc_T):\n"
+                f"        raise _gc_bad(_gc_names[0], {pname!r}, {pos}, {pname})\n"
             )
     if slash:
         params.insert(slash, "/")
-    ident = name.replace(".", "_")  # linalg.inv's form is the function linalg_inv
-    callee = "_gc_fn" if inside is None else "(_gc_inside if _gc_region[0] else _gc_fn)"
-    ns.update(_gc_inside=inside, _gc_region=region)
-    src = (
-        f"def {ident}({', '.join(params)}):\n{''.join(checks)}    try:\n"
-        f"        return {callee}({', '.join(call)})\n"
-        "    except _gc_named as _gc_e:\n"
-        "        _gc_relabel(_gc_e, _gc_names[0], _gc_names)\n"
-        "        raise\n"
-    )
-    exec(compile(src, f"<public form {name}>", "exec"), ns)  # noqa: S102 - our own source
-    form = ns.pop(ident)
-    # The defaults first: a thread that calls stub meanwhile still runs the trampoline.
-    stub.__defaults__, stub.__kwdefaults__ = form.__defaults__, form.__kwdefaults__
-    stub.__code__ = form.__code__
-    return stub
+    head = f"({', '.join(params)}):\n{''.join(checks)}"
+    return head, ", ".join(call), tuple(defaults) or None, kwdefaults or None
 
 
 def public(
