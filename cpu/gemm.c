@@ -211,6 +211,7 @@ typedef struct {
     int rows, bpack;
     ptrdiff_t rg, ru; /* ru units of at most rg MR panels (times ncu column chunks) */
     int apack, nrange; /* A packed once (all K blocks, shared) at ws + aoff, read as pka; */
+    int afine;         /* ... and the units wait per claim range of A panels (gemm_rows.h) */
     ptrdiff_t aoff;    /* nrange: claim ranges of the units */
     ptrdiff_t bslot;   /* B packed by each participant s at ws + s * bslot (or 0: shared) */
     /* swapped row-split mode: each unit moves its finished block of C^T (the buffer J->c) into
