@@ -86,10 +86,12 @@ static void GC_FN(gemm_rows_unit)(const GC_FN(gemm_job) * J, const GC_T *a, cons
     const int mr = J->mr;
     const ptrdiff_t cj = u / J->ru; /* column chunk major: a claim range holds one chunk */
     u %= J->ru;
-    /* panels [q0, q1): the npa panels spread evenly over the ru units (at most rg each) */
+    /* panels [q0, q1): the npa panels spread evenly over the ru units (at most rg each); with
+     * J->rblk rows [ic, ic + mb): m spread evenly, a block's last panel cut at its end */
     const ptrdiff_t q0 = u * J->npa / J->ru, q1 = (u + 1) * J->npa / J->ru;
-    const ptrdiff_t ic = q0 * mr;
-    const ptrdiff_t mb = m - ic < (q1 - q0) * mr ? m - ic : (q1 - q0) * mr;
+    const ptrdiff_t ic = J->rblk ? m * u / J->ru : q0 * mr;
+    const ptrdiff_t mb = J->rblk ? m * (u + 1) / J->ru - ic
+                                 : (m - ic < (q1 - q0) * mr ? m - ic : (q1 - q0) * mr);
     const ptrdiff_t npan = (mb + mr - 1) / mr;
     for (ptrdiff_t pc = 0; pc < k; pc += J->kc) {
         const ptrdiff_t kb = k - pc < J->kc ? k - pc : J->kc;
@@ -295,6 +297,23 @@ static void GC_FN(rows_setup)(GC_FN(gemm_job) * J, int want, int a_packed)
         J->ru = J->npa;
         J->rg = 1;
         J->ncu = want;
+    }
+    /* ... unless every thread has rows for at least 4 panels and B's K block across all of N
+     * stays in L2 (within 0.6 x L2; A not pre-packed: its panels are fixed): then one block of
+     * m / want rows per thread (its last panel cut at the block's end: the same bits, which
+     * depend only on the K blocks), all of N, A packed by its own unit.  In chained layers
+     * (an MLP at batch 128: 128 x 512 x 512) each thread then reads only the rows of A that it
+     * wrote as C in the previous layer and writes no line that the other reads: with column
+     * chunks both threads packed half of a shared A each, read the other's half and wrote C
+     * lines the other had read (on this machine's two vCPUs, lines that the other core holds are
+     * slow to take over). */
+    const double bkblk = (double)J->kc * (double)(J->npb * J->nr) * sizeof(GC_T);
+    if (J->ncu > 1 && !a_packed && J->m >= 4 * (ptrdiff_t)want * J->mr &&
+        bkblk <= 0.6 * (double)gc_cache_info.l2) {
+        J->rblk = 1;
+        J->ru = want;
+        J->rg = ((J->m + want - 1) / want + J->mr - 1) / J->mr;
+        J->ncu = 1;
     }
     J->pn = J->npb;
     J->gm = J->rg;

@@ -223,10 +223,11 @@ ISA_SCRIPT = textwrap.dedent(
         got = np.empty((32, 512), np.float32)
         C.gemm_ex(x, pw, got, 1, 32, 512, 512, 0, 1, 1.0, 0.0, 0, 0, 0, bias, C.UNARY_RELU)
         assert np.array_equal(got.view(np.uint32), ref.view(np.uint32)), t
-    # swapped units' transposes at ragged edges (n = 14 q + 5, m off the vector width), and
-    # column chunks with A packed once and B pre-packed (units waiting per claim range)
+    # swapped units' transposes at ragged edges (n = 14 q + 5, m off the vector width), column
+    # chunks with A packed once and B pre-packed (units waiting per claim range), row blocks
     for (m, n, k), swap, ta in [((43, 61, 300), 1, 0), ((131, 300, 700), 0, 0),
-                                ((128, 512, 512), 0, 1)]:
+                                ((128, 512, 512), 0, 1), ((200, 300, 700), 0, 0),
+                                ((60, 200, 300), 0, 1)]:
         a = r.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
         w = r.standard_normal((n, k)).astype(np.float32)
         bias = r.standard_normal(n).astype(np.float32)
@@ -268,9 +269,11 @@ def test_rows_mode_under_every_isa(tmp_path):
 # .. 42 on two threads; AVX2: 6) but N wide enough for a column chunk per thread: the row-split
 # mode's column chunks with A packed once for all of them (or read in place), claimed in
 # per-thread ranges: 32 x 512 x 512 (the batch-32 Linear), a one-row edge panel (43 = 3 * 14 +
-# 1), several K blocks, N off the NR tile, 128 rows (ten panels: chunks, A packed once)
+# 1), several K blocks, N off the NR tile, 128 rows (ten panels: chunks, A packed once); rows
+# for at least 4 panels per thread with B's K block within L2: one block of m / threads rows per
+# thread instead (128 and 200 rows on 2 / 3 threads with AVX-512, 60 rows on 2 with AVX2)
 FEW_ROWS = [(32, 512, 512), (43, 300, 700), (29, 97, 1500), (41, 64, 33), (128, 512, 512),
-            (25, 1000, 300)]  # fmt: skip
+            (25, 1000, 300), (200, 300, 700), (60, 200, 300)]  # fmt: skip
 
 
 @pytest.mark.parametrize("dt", DTYPES, ids=["float32", "float64"])
@@ -369,13 +372,15 @@ def test_swapped_unit_transposes_same_bits_at_block_edges(threads, m, n, k, use_
         assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), t
 
 
-@pytest.mark.parametrize("m,n,k", [(128, 512, 512), (131, 300, 700), (57, 130, 90)])
+@pytest.mark.parametrize("m,n,k", [(128, 512, 512), (131, 300, 700), (57, 130, 90),
+                                   (200, 300, 700)])  # fmt: skip
 @pytest.mark.parametrize("ta", [0, 1])
 def test_a_packed_once_with_prepacked_b_same_bits(threads, m, n, k, ta):
     """Column chunks with A packed once (A stored transposed, or row-major with rows that alias
     in L1: k = 512) and B pre-packed: each claim range starts at the A panels it packs and its
-    units wait only for the claim ranges that pack theirs; the unpacked one-thread call's bits
-    on 1 .. 8 threads, with a bias and relu."""
+    units wait only for the claim ranges that pack theirs (3 and 8 threads; 57 rows on 2), or
+    one block of rows per thread with its own A packing (128 .. 200 rows on 2, 200 on 3); the
+    unpacked one-thread call's bits on 1 .. 8 threads, with a bias and relu."""
     r = np.random.default_rng(m + n + k + ta)
     a = r.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
     w = r.standard_normal((n, k)).astype(np.float32)
