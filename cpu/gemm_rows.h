@@ -298,17 +298,18 @@ static void GC_FN(rows_setup)(GC_FN(gemm_job) * J, int want, int a_packed)
         J->rg = 1;
         J->ncu = want;
     }
-    /* ... unless every thread has rows for at least 4 panels and B's K block across all of N
-     * stays in L2 (within 0.6 x L2; A not pre-packed: its panels are fixed): then one block of
-     * m / want rows per thread (its last panel cut at the block's end: the same bits, which
-     * depend only on the K blocks), all of N, A packed by its own unit.  In chained layers
+    /* ... unless every thread has rows for at least 4 panels, B comes pre-packed (a B packed
+     * here is packed in shares, each thread's share that of its own chunk) and its K block
+     * across all of N stays in L2 (within 0.6 x L2; A not pre-packed: its panels are fixed):
+     * then one block of m / want rows per thread (its last panel cut at the block's end: the
+     * same bits, which depend only on the K blocks), all of N, A packed by its own unit.  In chained layers
      * (an MLP at batch 128: 128 x 512 x 512) each thread then reads only the rows of A that it
      * wrote as C in the previous layer and writes no line that the other reads: with column
      * chunks both threads packed half of a shared A each, read the other's half and wrote C
      * lines the other had read (on this machine's two vCPUs, lines that the other core holds are
      * slow to take over). */
     const double bkblk = (double)J->kc * (double)(J->npb * J->nr) * sizeof(GC_T);
-    if (J->ncu > 1 && !a_packed && J->m >= 4 * (ptrdiff_t)want * J->mr &&
+    if (J->ncu > 1 && !a_packed && J->pkb && J->m >= 4 * (ptrdiff_t)want * J->mr &&
         bkblk <= 0.6 * (double)gc_cache_info.l2) {
         J->rblk = 1;
         J->ru = want;

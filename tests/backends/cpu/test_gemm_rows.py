@@ -269,9 +269,8 @@ def test_rows_mode_under_every_isa(tmp_path):
 # .. 42 on two threads; AVX2: 6) but N wide enough for a column chunk per thread: the row-split
 # mode's column chunks with A packed once for all of them (or read in place), claimed in
 # per-thread ranges: 32 x 512 x 512 (the batch-32 Linear), a one-row edge panel (43 = 3 * 14 +
-# 1), several K blocks, N off the NR tile, 128 rows (ten panels: chunks, A packed once); rows
-# for at least 4 panels per thread with B's K block within L2: one block of m / threads rows per
-# thread instead (128 and 200 rows on 2 / 3 threads with AVX-512, 60 rows on 2 with AVX2)
+# 1), several K blocks, N off the NR tile, 128 rows (ten panels: chunks, A packed once; with B
+# pre-packed, one block of rows per thread: test_a_packed_once_with_prepacked_b_same_bits)
 FEW_ROWS = [(32, 512, 512), (43, 300, 700), (29, 97, 1500), (41, 64, 33), (128, 512, 512),
             (25, 1000, 300), (200, 300, 700), (60, 200, 300)]  # fmt: skip
 
