@@ -217,6 +217,8 @@ typedef struct {
     int rows, bpack;
     ptrdiff_t rg, ru; /* ru units of at most rg MR panels (times ncu column chunks) */
     int apack, nrange; /* A packed once (all K blocks, shared) at ws + aoff, read as pka; */
+    int afine;         /* ... and the units wait per claim range of A panels (gemm_rows.h) */
+    int rblk;          /* row-split units of m / ru rows each, not of whole panels */
     ptrdiff_t aoff;    /* nrange: claim ranges of the units */
     ptrdiff_t bslot;   /* B packed by each participant s at ws + s * bslot (or 0: shared) */
     /* swapped row-split mode: each unit moves its finished block of C^T (the buffer J->c) into
@@ -399,7 +401,7 @@ static void GC_FN(gemm_unit)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_
         GC_FN(pack_b)(bbuf + nfull * kb, b, n, k, J->tb, pc, kb, jc + nfull, nb - nfull, nr);
     for (ptrdiff_t q = q0; q < q1; q++) {
         const ptrdiff_t i0 = ic + q * mr;
-        const ptrdiff_t mv = (m - i0 < mr) ? m - i0 : mr;
+        const ptrdiff_t mv = (ic + mb - i0 < mr) ? ic + mb - i0 : mr; /* (a unit's rows end) */
         const int da = J->adirect && mv == mr; /* A read in place */
         const GC_T *ap = da ? a + i0 * k + pc : ablk + q * mr * kb;
         const ptrdiff_t lda = da ? k : 0;

@@ -31,13 +31,17 @@ static void GC_FN(rows_transpose)(const GC_FN(gemm_job) * J, const GC_T *s, GC_T
     const ptrdiff_t m = J->m, n = J->n, ie = i0 + mb, je = j0 + nb;
     const GC_T *bias = J->ct_bias;
     const int relu = J->ct_relu;
-    ptrdiff_t iv = i0;
-    for (; iv + GC_VN <= ie; iv += GC_VN) {
+    /* Rows and columns left over by whole GC_VN groups go through one more group that ends at
+     * the block's edge, overlapping the previous one: its elements are computed again from s
+     * with the same operations, so they are stored twice with the same bits.  (A 14-row unit
+     * had left 2 of its 14 rows to the scalar loop, ~1/3 of this pass's time.) */
+    for (ptrdiff_t ig = i0; ig < ie && mb >= GC_VN; ig += GC_VN) {
+        const ptrdiff_t iv = ig + GC_VN <= ie ? ig : ie - GC_VN;
         GC_VT bv[GC_VN]; /* bias[iv + q] in every lane of bv[q] (x - +0 is x, -0 included) */
         for (int q = 0; q < GC_VN; q++)
             bv[q] = (bias ? bias[iv + q] : (GC_T)0) - (GC_VT){0};
-        ptrdiff_t j = j0;
-        for (; j + GC_VN <= je; j += GC_VN) {
+        for (ptrdiff_t jg = j0; jg < je && nb >= GC_VN; jg += GC_VN) {
+            const ptrdiff_t j = jg + GC_VN <= je ? jg : je - GC_VN;
             GC_VT x[GC_VN];
             for (int q = 0; q < GC_VN; q++) {
                 memcpy(&x[q], s + (iv + q) * n + j, sizeof x[q]);
@@ -50,16 +54,11 @@ static void GC_FN(rows_transpose)(const GC_FN(gemm_job) * J, const GC_T *s, GC_T
             for (int q = 0; q < GC_VN; q++)
                 memcpy(d + (j + q) * m + iv, &x[q], sizeof x[q]);
         }
-        for (; j < je; j++)
-            for (ptrdiff_t i = iv; i < iv + GC_VN; i++) {
-                GC_T v = s[i * n + j];
-                if (bias)
-                    v += bias[i];
-                d[j * m + i] = relu && v <= (GC_T)0 ? (GC_T)0 : v;
-            }
     }
-    for (ptrdiff_t j = j0; j < je; j++)
-        for (ptrdiff_t i = iv; i < ie; i++) {
+    if (mb >= GC_VN && nb >= GC_VN)
+        return;
+    for (ptrdiff_t j = j0; j < je; j++) /* (a block narrower than GC_VN) */
+        for (ptrdiff_t i = i0; i < ie; i++) {
             GC_T v = s[i * n + j];
             if (bias)
                 v += bias[i];
@@ -67,9 +66,19 @@ static void GC_FN(rows_transpose)(const GC_FN(gemm_job) * J, const GC_T *s, GC_T
         }
 }
 
+/* The counter of the A panels that claim range r packs in K block i (J->afine): on its own
+ * cache line, after the K blocks' a_done counters (rows_setup's nsteps). */
+static inline atomic_int *GC_FN(rows_afine)(const GC_FN(gemm_job) * J, gc_gemm_step *st,
+                                            ptrdiff_t i, int r)
+{
+    const ptrdiff_t nkb = (J->k + J->kc - 1) / J->kc;
+    return &st[J->nrange + nkb + i * J->nrange + r].a_done;
+}
+
 /* Unit u of the row-split mode, run by one participant with A buffer abuf (rg * mr * kc): column
  * chunk u / ru times row group u % ru (of the ru groups).  Before K block i it waits for
- * st[J->nrange + i].a_done to reach packed (that K block's packing items; 0: none). */
+ * st[J->nrange + i].a_done to reach packed (that K block's packing items; 0: none), or with
+ * J->afine only for the claim ranges that pack its own A panels (rows_afine). */
 static void GC_FN(gemm_rows_unit)(const GC_FN(gemm_job) * J, const GC_T *a, const GC_T *b,
                                   GC_T *c, GC_T *abuf, ptrdiff_t u, gc_gemm_step *st, int packed)
 {
@@ -77,16 +86,25 @@ static void GC_FN(gemm_rows_unit)(const GC_FN(gemm_job) * J, const GC_T *a, cons
     const int mr = J->mr;
     const ptrdiff_t cj = u / J->ru; /* column chunk major: a claim range holds one chunk */
     u %= J->ru;
-    /* panels [q0, q1): the npa panels spread evenly over the ru units (at most rg each) */
+    /* panels [q0, q1): the npa panels spread evenly over the ru units (at most rg each); with
+     * J->rblk rows [ic, ic + mb): m spread evenly, a block's last panel cut at its end */
     const ptrdiff_t q0 = u * J->npa / J->ru, q1 = (u + 1) * J->npa / J->ru;
-    const ptrdiff_t ic = q0 * mr;
-    const ptrdiff_t mb = m - ic < (q1 - q0) * mr ? m - ic : (q1 - q0) * mr;
+    const ptrdiff_t ic = J->rblk ? m * u / J->ru : q0 * mr;
+    const ptrdiff_t mb = J->rblk ? m * (u + 1) / J->ru - ic
+                                 : (m - ic < (q1 - q0) * mr ? m - ic : (q1 - q0) * mr);
     const ptrdiff_t npan = (mb + mr - 1) / mr;
     for (ptrdiff_t pc = 0; pc < k; pc += J->kc) {
         const ptrdiff_t kb = k - pc < J->kc ? k - pc : J->kc;
         const GC_T *ablk = abuf;
-        if (packed)
+        if (packed && J->afine) {
+            for (int r = 0; r < J->nrange; r++) {
+                const ptrdiff_t a0 = J->npa * r / J->nrange, a1 = J->npa * (r + 1) / J->nrange;
+                if (a0 < q1 && q0 < a1)
+                    gc_wait_at_least(GC_FN(rows_afine)(J, st, pc / J->kc, r), (int)(a1 - a0));
+            }
+        } else if (packed) {
             gc_wait_at_least(&st[J->nrange + pc / J->kc].a_done, packed);
+        }
         if (J->pka && !J->pa_scale) {
             ablk = J->pka + pc * J->npa * mr + ic * kb;
         } else if (J->pka) {
@@ -157,7 +175,9 @@ static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, cons
                 GC_FN(pack_a)((GC_T *)J->pka + pc * J->npa * mr, a, m, k, J->ta, J->alpha, 0, m,
                               pc, kb, mr, q, q + 1);
             }
-            atomic_fetch_add_explicit(&st[J->nrange + i].a_done, 1, memory_order_release);
+            atomic_fetch_add_explicit(J->afine ? GC_FN(rows_afine)(J, st, i, r)
+                                               : &st[J->nrange + i].a_done,
+                                      1, memory_order_release);
         }
     }
     /* The units in J->nrange contiguous claim ranges: participant s takes range s first (the same
@@ -168,8 +188,14 @@ static void GC_FN(gemm_rows_item)(const GC_FN(gemm_job) * J, const GC_T *a, cons
     for (int r0 = 0; r0 < J->nrange; r0++) {
         const int r = (slot + r0) % J->nrange;
         const ptrdiff_t lo = units * r / J->nrange, len = units * (r + 1) / J->nrange - lo;
-        for (ptrdiff_t u; (u = atomic_fetch_add_explicit(&st[r].u_next, 1,
+        /* with J->afine the range's units start at the A panels that range packed (one panel
+         * per unit, a range = one column chunk): its participant waits for no other's packing,
+         * which it reaches only later (128 x 512 x 512 on two threads: both had waited ~20 us
+         * of ~350 for the whole first K block of A) */
+        const ptrdiff_t rot = J->afine ? J->npa * r / J->nrange : 0;
+        for (ptrdiff_t t; (t = atomic_fetch_add_explicit(&st[r].u_next, 1,
                                                          memory_order_relaxed)) < len;) {
+            const ptrdiff_t u = (t + rot) % len;
             if (own_b && J != &own) {
                 for (ptrdiff_t pc = 0; pc < k; pc += J->kc) {
                     const ptrdiff_t kb = k - pc < J->kc ? k - pc : J->kc;
@@ -272,6 +298,24 @@ static void GC_FN(rows_setup)(GC_FN(gemm_job) * J, int want, int a_packed)
         J->rg = 1;
         J->ncu = want;
     }
+    /* ... unless every thread has rows for at least 4 panels, B comes pre-packed (a B packed
+     * here is packed in shares, each thread's share that of its own chunk) and its K block
+     * across all of N stays in L2 (within 0.6 x L2; A not pre-packed: its panels are fixed):
+     * then one block of m / want rows per thread (its last panel cut at the block's end: the
+     * same bits, which depend only on the K blocks), all of N, A packed by its own unit.  In chained layers
+     * (an MLP at batch 128: 128 x 512 x 512) each thread then reads only the rows of A that it
+     * wrote as C in the previous layer and writes no line that the other reads: with column
+     * chunks both threads packed half of a shared A each, read the other's half and wrote C
+     * lines the other had read (on this machine's two vCPUs, lines that the other core holds are
+     * slow to take over). */
+    const double bkblk = (double)J->kc * (double)(J->npb * J->nr) * sizeof(GC_T);
+    if (J->ncu > 1 && !a_packed && J->pkb && J->m >= 4 * (ptrdiff_t)want * J->mr &&
+        bkblk <= 0.6 * (double)gc_cache_info.l2) {
+        J->rblk = 1;
+        J->ru = want;
+        J->rg = ((J->m + want - 1) / want + J->mr - 1) / J->mr;
+        J->ncu = 1;
+    }
     J->pn = J->npb;
     J->gm = J->rg;
     /* A in place for alpha 1 (the same bits as packed), unless its rows alias in L1 */
@@ -300,9 +344,14 @@ static void GC_FN(rows_setup)(GC_FN(gemm_job) * J, int want, int a_packed)
         J->bsz += GC_FN(round_up)(J->npa * J->mr * J->k, 64);
         J->asz = 0;
     }
+    /* A packed once and B not packed in the region (pre-packed, or each participant's own
+     * copy): the units wait only for the A panels they read (rows_afine) */
+    J->afine = J->apack && (!J->bpack || J->bslot);
     /* counters: the claim ranges' (a_next, u_next) in steps [0, want), K block i's a_done in
      * step want + i (on its own cache line: claims of range 0 would otherwise keep taking the line
-     * that the units of K block 0 poll) */
+     * that the units of K block 0 poll); with afine, range r's A panels of K block i in step
+     * want + nkb + i * want + r instead (rows_afine) */
     J->nrange = want;
-    J->nsteps = want + (J->k + J->kc - 1) / J->kc;
+    const ptrdiff_t nkb = (J->k + J->kc - 1) / J->kc;
+    J->nsteps = want + nkb + (J->afine ? want * nkb : 0);
 }

@@ -223,6 +223,23 @@ ISA_SCRIPT = textwrap.dedent(
         got = np.empty((32, 512), np.float32)
         C.gemm_ex(x, pw, got, 1, 32, 512, 512, 0, 1, 1.0, 0.0, 0, 0, 0, bias, C.UNARY_RELU)
         assert np.array_equal(got.view(np.uint32), ref.view(np.uint32)), t
+    # swapped units' transposes at ragged edges (n = 14 q + 5, m off the vector width), column
+    # chunks with A packed once and B pre-packed (units waiting per claim range), row blocks
+    for (m, n, k), swap, ta in [((43, 61, 300), 1, 0), ((131, 300, 700), 0, 0),
+                                ((128, 512, 512), 0, 1), ((200, 300, 700), 0, 0),
+                                ((60, 200, 300), 0, 1)]:
+        a = r.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
+        w = r.standard_normal((n, k)).astype(np.float32)
+        bias = r.standard_normal(n).astype(np.float32)
+        pw = C.gemm_pack(w, "b", k, n, 1, swap)
+        C.set_num_threads(1)
+        ref = np.empty((m, n), np.float32)
+        C.gemm_ex(a, w, ref, 1, m, n, k, ta, 1, 1.0, 0.0, 0, 0, 0, bias, C.UNARY_RELU)
+        for t in (1, 2, 3, 8):
+            C.set_num_threads(t)
+            got = np.empty((m, n), np.float32)
+            C.gemm_ex(a, pw, got, 1, m, n, k, ta, 1, 1.0, 0.0, 0, 0, 0, bias, C.UNARY_RELU)
+            assert np.array_equal(got.view(np.uint32), ref.view(np.uint32)), (m, n, k, t)
     print(C.info()["isa"])
     """
 )
@@ -252,9 +269,10 @@ def test_rows_mode_under_every_isa(tmp_path):
 # .. 42 on two threads; AVX2: 6) but N wide enough for a column chunk per thread: the row-split
 # mode's column chunks with A packed once for all of them (or read in place), claimed in
 # per-thread ranges: 32 x 512 x 512 (the batch-32 Linear), a one-row edge panel (43 = 3 * 14 +
-# 1), several K blocks, N off the NR tile, 128 rows (ten panels: chunks, A packed once)
+# 1), several K blocks, N off the NR tile, 128 rows (ten panels: chunks, A packed once; with B
+# pre-packed, one block of rows per thread: test_a_packed_once_with_prepacked_b_same_bits)
 FEW_ROWS = [(32, 512, 512), (43, 300, 700), (29, 97, 1500), (41, 64, 33), (128, 512, 512),
-            (25, 1000, 300)]  # fmt: skip
+            (25, 1000, 300), (200, 300, 700), (60, 200, 300)]  # fmt: skip
 
 
 @pytest.mark.parametrize("dt", DTYPES, ids=["float32", "float64"])
@@ -311,3 +329,71 @@ def test_prepacked_linear_weight_same_bits_on_any_thread_count(threads, swap, m)
         got = np.full((m, n), np.nan, np.float32)
         C.gemm_ex(x, pw, got, 1, m, n, k, 0, 1, 1.0, 0.0, 0, 0, 0, bias, C.UNARY_RELU)
         assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (t, swap)
+
+
+# (m, n, k) of a Linear x @ W^T with W pre-packed swapped (C^T = W x^T: n along the tile's MR
+# rows, in units of one MR panel, m along its columns): each unit's block of C^T moves into C by
+# GC_VN x GC_VN register transposes, rows and columns left over by whole groups through one more
+# overlapping group (or element by element when the block is narrower than a group): n = 14 q + 2
+# and 14 q + 5 (an edge panel of 2 / 5 rows on AVX-512, 6-row panels on AVX2), m off the
+# vector width, one and several K blocks (at least 1 MFLOP: two threads take the mode)
+SWAPPED_EDGES = [(27, 58, 400), (43, 61, 300), (61, 100, 700), (33, 75, 640)]
+
+
+@pytest.mark.parametrize("m,n,k", SWAPPED_EDGES)
+@pytest.mark.parametrize("use_bias,act", [(True, C.UNARY_RELU), (False, C.UNARY_RELU),
+                                          (True, -1)])  # fmt: skip
+def test_swapped_unit_transposes_same_bits_at_block_edges(threads, m, n, k, use_bias, act):
+    """The swapped row-split units' transposes into C at ragged block edges: the unpacked call's
+    bits on one thread (NaN, inf, -0.0 in x and the bias), on 1 .. 8 threads, close to float64."""
+    r = np.random.default_rng(m * n + k)
+    x = r.standard_normal((m, k)).astype(np.float32)
+    x[1, 3], x[2, 5], x[4] = np.nan, np.inf, -0.0
+    w = r.standard_normal((n, k)).astype(np.float32)
+    bias = r.standard_normal(n).astype(np.float32) if use_bias else None
+    if use_bias:
+        bias[::3] = -0.0
+    pw = C.gemm_pack(w, "b", k, n, 1, 1)
+    threads(1)
+    want = np.empty((m, n), np.float32)
+    C.gemm_ex(x, w, want, 1, m, n, k, 0, 1, 1.0, 0.0, 0, 0, 0, bias, act)
+    ref = x.astype(np.float64) @ w.astype(np.float64).T + (0.0 if bias is None else bias)
+    ref = np.maximum(ref, 0.0) if act == C.UNARY_RELU else ref
+    ok = np.isfinite(ref).all(1)
+    assert np.abs(want[ok] - ref[ok]).max() < 1e-5 * np.sqrt(k) * np.abs(ref[ok]).max()
+    assert np.isnan(want[1]).all()
+    if act == C.UNARY_RELU:  # relu(-0.0 + -0.0) is +0.0, not -0.0
+        assert not np.signbit(want[4]).any()
+    for t in (1, 2, 3, 8):
+        threads(t)
+        got = np.full((m, n), np.nan, np.float32)
+        C.gemm_ex(x, pw, got, 1, m, n, k, 0, 1, 1.0, 0.0, 0, 0, 0, bias, act)
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), t
+
+
+@pytest.mark.parametrize("m,n,k", [(128, 512, 512), (131, 300, 700), (57, 130, 90),
+                                   (200, 300, 700)])  # fmt: skip
+@pytest.mark.parametrize("ta", [0, 1])
+def test_a_packed_once_with_prepacked_b_same_bits(threads, m, n, k, ta):
+    """Column chunks with A packed once (A stored transposed, or row-major with rows that alias
+    in L1: k = 512) and B pre-packed: each claim range starts at the A panels it packs and its
+    units wait only for the claim ranges that pack theirs (3 and 8 threads; 57 rows on 2), or
+    one block of rows per thread with its own A packing (128 .. 200 rows on 2, 200 on 3); the
+    unpacked one-thread call's bits on 1 .. 8 threads, with a bias and relu."""
+    r = np.random.default_rng(m + n + k + ta)
+    a = r.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
+    w = r.standard_normal((n, k)).astype(np.float32)
+    bias = r.standard_normal(n).astype(np.float32)
+    pw = C.gemm_pack(w, "b", k, n, 1, 0)
+    threads(1)
+    want = np.empty((m, n), np.float32)
+    C.gemm_ex(a, w, want, 1, m, n, k, ta, 1, 1.0, 0.0, 0, 0, 0, bias, C.UNARY_RELU)
+    a64 = a.astype(np.float64)
+    ref = np.maximum((a64.T if ta else a64) @ w.astype(np.float64).T + bias, 0.0)
+    assert np.abs(want - ref).max() < 1e-5 * np.sqrt(k) * np.abs(ref).max()
+    for t in (1, 2, 3, 8):
+        threads(t)
+        for _ in range(3):  # (claims race differently call after call)
+            got = np.full((m, n), np.nan, np.float32)
+            C.gemm_ex(a, pw, got, 1, m, n, k, ta, 1, 1.0, 0.0, 0, 0, 0, bias, C.UNARY_RELU)
+            assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), t
