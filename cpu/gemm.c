@@ -530,27 +530,6 @@ static void GC_FN(gemm_batch_body)(void *ctx, int slot)
 
 #include "gemm_small_m.h"
 
-/* C = act(beta * C + bias) for one item (k == 0 or alpha == 0: A and B are not read). */
-static void GC_FN(gemm_scale)(GC_T *c, ptrdiff_t m, ptrdiff_t n, GC_T beta, const GC_T *bias,
-                              int act)
-{
-    for (ptrdiff_t i = 0; i < m; i++) {
-        GC_T *row = c + i * n;
-        if (beta == (GC_T)0) {
-            for (ptrdiff_t j = 0; j < n; j++)
-                row[j] = (GC_T)0;
-        } else if (beta != (GC_T)1) {
-            for (ptrdiff_t j = 0; j < n; j++)
-                row[j] *= beta;
-        }
-        if (bias)
-            for (ptrdiff_t j = 0; j < n; j++)
-                row[j] += bias[j];
-        if (act >= 0)
-            GC_FN(gc_unary)(act, row, row, n);
-    }
-}
-
 /* Compute units for `want` threads, about 3 per thread (claimed dynamically).  The N chunks stay
  * NC wide while the A block is large (each A micro-panel, reloaded per unit, then serves NC / NR
  * tiles) and the M panels are split into groups instead (each group packs its own copy of the B

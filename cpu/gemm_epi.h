@@ -1,6 +1,7 @@
 /* The epilogues of the blocked GEMM (gemm.c), type-generic (T = GC_T), included by gemm.c before
  * its tiles: a convolution's epilogue on C's finished rows (gc_epi, kernels.h: row bias,
- * residual, relu), and the swapped mode's transposing pass with the bias and activation. */
+ * residual, relu), the swapped mode's transposing pass with the bias and activation, and the
+ * epilogue alone of an item with nothing to multiply. */
 
 /* The epilogue e (kernels.h, gc_epi) on rows x cols of the caller's C at c (row stride ld, the
  * res rows' too), c holding C[r0][c0].  After the product's own bias and activation. */
@@ -78,4 +79,25 @@ static void GC_FN(transpose_act)(const GC_T *s, GC_T *d, ptrdiff_t r, ptrdiff_t 
                        .epi = epi};
     gc_parallel_range(c, 8, (double)r * (double)c * (act >= 0 ? 5.0 : 0.5), GC_FN(transpose_range),
                       &J);
+}
+
+/* C = act(beta * C + bias) for one item (k == 0 or alpha == 0: A and B are not read). */
+static void GC_FN(gemm_scale)(GC_T *c, ptrdiff_t m, ptrdiff_t n, GC_T beta, const GC_T *bias,
+                              int act)
+{
+    for (ptrdiff_t i = 0; i < m; i++) {
+        GC_T *row = c + i * n;
+        if (beta == (GC_T)0) {
+            for (ptrdiff_t j = 0; j < n; j++)
+                row[j] = (GC_T)0;
+        } else if (beta != (GC_T)1) {
+            for (ptrdiff_t j = 0; j < n; j++)
+                row[j] *= beta;
+        }
+        if (bias)
+            for (ptrdiff_t j = 0; j < n; j++)
+                row[j] += bias[j];
+        if (act >= 0)
+            GC_FN(gc_unary)(act, row, row, n);
+    }
 }
