@@ -302,15 +302,17 @@ static void GC_FN(rows_setup)(GC_FN(gemm_job) * J, int want, int a_packed)
      * here is packed in shares, each thread's share that of its own chunk) and its K block
      * across all of N stays in L2 (within 0.6 x L2; A not pre-packed: its panels are fixed):
      * then one block of m / want rows per thread (its last panel cut at the block's end: the
-     * same bits, which depend only on the K blocks), all of N, A packed by its own unit.  In chained layers
-     * (an MLP at batch 128: 128 x 512 x 512) each thread then reads only the rows of A that it
-     * wrote as C in the previous layer and writes no line that the other reads: with column
-     * chunks both threads packed half of a shared A each, read the other's half and wrote C
-     * lines the other had read (on this machine's two vCPUs, lines that the other core holds are
-     * slow to take over). */
+     * same bits, which depend only on the K blocks), all of N, A packed by its own unit.  Not
+     * for alpha != 1 with A read in place: full panels apply alpha in the kernel there while a
+     * cut edge panel, packed, folds it into A (other bits, at rows that move with the thread
+     * count).  In chained layers (an MLP at batch 128: 128 x 512 x 512) each thread then reads
+     * only the rows of A that it wrote as C in the previous layer and writes no line that the
+     * other reads: with column chunks both threads packed half of a shared A each, read the
+     * other's half and wrote C lines the other had read (on this machine's two vCPUs, lines that
+     * the other core holds are slow to take over). */
     const double bkblk = (double)J->kc * (double)(J->npb * J->nr) * sizeof(GC_T);
     if (J->ncu > 1 && !a_packed && J->pkb && J->m >= 4 * (ptrdiff_t)want * J->mr &&
-        bkblk <= 0.6 * (double)gc_cache_info.l2) {
+        bkblk <= 0.6 * (double)gc_cache_info.l2 && (J->alpha == (GC_T)1 || !J->adirect)) {
         J->rblk = 1;
         J->ru = want;
         J->rg = ((J->m + want - 1) / want + J->mr - 1) / J->mr;

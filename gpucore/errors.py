@@ -52,12 +52,6 @@ class LinAlgError(GpucoreError, RuntimeError):
     matrix that is not positive-definite given to cholesky (PyTorch's torch.linalg.LinAlgError)."""
 
 
-class TensorDataError(GpucoreError, AttributeError):
-    """A Tensor used before it holds data: made by ``Tensor.__new__`` alone (``__init__``,
-    ``gpucore.tensor`` or ``gpucore.empty`` never ran). An AttributeError still, so ``hasattr``
-    and ``getattr(t, name, default)`` keep answering as for any missing attribute."""
-
-
 __all__ = [
     "GpucoreError",
     "ShapeError",
@@ -70,5 +64,4 @@ __all__ = [
     "DistError",
     "DistBackendError",
     "LinAlgError",
-    "TensorDataError",
 ]

@@ -11,9 +11,6 @@ modified in place.
 
 from __future__ import annotations
 
-import os
-import sys
-
 import numpy as np
 
 from . import dtypes as D
@@ -28,7 +25,6 @@ from .errors import (
     DTypeError,
     GpucoreIndexError,
     ShapeError,
-    TensorDataError,
 )
 
 # Set by the runtime's capture while it traces a model: called with every tensor whose values
@@ -105,19 +101,6 @@ class Tensor:
         self._view_ops = None
         self._retain = False
         self._dev = None  # None: host memory; else the backend whose device memory holds _data
-
-    def __getattr__(self, name: str):
-        # Only reached when normal lookup fails (so free on every read that succeeds): an unset
-        # slot, or a property that read one (``ndim``), means a Tensor made by __new__ alone. One
-        # clear error naming the op for every op that reads it, not "no attribute '_data'".
-        if name in _SLOTS or (hasattr(type(self), name) and not _has_data(self)):
-            op = _entry_name(sys._getframe(1))
-            raise TensorDataError(
-                f"{op}(): " * bool(op) + f"the {type(self).__name__} holds no data (made by "
-                f"Tensor.__new__ alone, so its {name} is unset); make tensors with "
-                "gpucore.tensor(...), gpucore.empty(...) or Tensor(...)"
-            )
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @classmethod
     def _wrap(cls, data: np.ndarray, dtype, vbox=None, dev=None) -> Tensor:
@@ -517,33 +500,6 @@ class Tensor:
             data = data.copy(order="C")
         args = (type(self), data, self._dtype, self.device.type, bool(self.requires_grad))
         return (_rebuild_tensor, args, state)
-
-
-# The slots a Tensor's construction sets (Tensor.__getattr__: unset ones mean no data yet).
-_SLOTS = frozenset(Tensor.__slots__) - {"__weakref__"}
-_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
-
-
-def _has_data(t: Tensor) -> bool:
-    try:
-        object.__getattribute__(t, "_data")  # (not through __getattr__)
-    except AttributeError:
-        return False
-    return True
-
-
-def _entry_name(frame) -> str:
-    """The gpucore function a failing call entered through (``linear``, ``add`` for
-    ``__add__``): the outermost of the gpucore frames around ``frame``, the public forms'
-    generated code (ops/api.py) included. Error path only."""
-    name = ""
-    while frame is not None:
-        file = frame.f_code.co_filename
-        if not (file.startswith(_PACKAGE) or file.startswith("<public form")):
-            break
-        name = frame.f_code.co_name
-        frame = frame.f_back
-    return name.strip("_")
 
 
 def as_leaf(cls, t: Tensor, requires_grad: bool) -> Tensor:

@@ -131,7 +131,6 @@ def _class(cls) -> list:
             "__annotations__",
             "__firstlineno__",
             "__static_attributes__",
-            "__getattr__",  # Tensor's: only a clearer error for a Tensor without data
         ):
             continue
         lines += _member(name, value)

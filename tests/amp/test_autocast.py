@@ -71,6 +71,16 @@ def test_result_dtypes_and_values_equal_torch_autocast(case):
     np.testing.assert_allclose(o, r, rtol=3e-2, atol=3e-2 * max(1.0, np.abs(r).max()))
 
 
+def test_losses_of_low_precision_inputs_run_in_float32_inside_a_region_only():
+    """The float32 list (PyTorch's): losses of two bfloat16 inputs give float32 inside a region
+    (the public forms switch to autocast's casting form there) and bfloat16 outside one."""
+    lo = gc.tensor(A).to(gc.bfloat16)
+    fns = [G.mse_loss, G.l1_loss, G.binary_cross_entropy_with_logits, G.smooth_l1_loss]
+    with gc.autocast("cpu", dtype=gc.bfloat16):
+        assert [f(lo, lo).dtype for f in fns] == [gc.float32] * len(fns)
+    assert [f(lo, lo).dtype for f in fns] == [gc.bfloat16] * len(fns)
+
+
 def test_listed_ops_use_the_region_dtype_and_nothing_else_changes():
     a, b = gc.tensor(A), gc.tensor(B)
     with gc.autocast("cpu"):

@@ -12,7 +12,6 @@ import pytest
 import gpucore
 import gpucore.nn.functional as F
 from gpucore import _cpu
-from gpucore.errors import TensorDataError
 from gpucore.ops.indexing import GETITEM
 from gpucore.ops.shape import PERMUTE
 from gpucore.tensor import Tensor
@@ -153,16 +152,17 @@ def test_permute_view_through_the_lane_keeps_its_chain():
         ("sum", lambda t, w: t.sum()),
     ],
 )
-def test_a_tensor_without_data_raises_one_clear_error(name, call):
+def test_a_tensor_without_data_raises_attribute_error_not_a_crash(name, call):
+    """A Tensor made by __new__ alone has no data slot: every lane and general path raises
+    AttributeError (the C lanes read buffers through gc_fast_buf_flags, never an unset slot).
+    No __getattr__ turns it into a named error: defining one stops CPython 3.11 specialising
+    every attribute read on Tensor (transpose +14 %, np.asarray(t) 1.0 -> 3.6 us)."""
     t = Tensor.__new__(Tensor)
     w = gpucore.ones(3, 4)
-    with pytest.raises(TensorDataError, match="holds no data") as e:
+    with pytest.raises(AttributeError):
         call(t, w)
-    assert str(e.value).startswith(f"{name}(): "), str(e.value)  # names the op
-    assert isinstance(e.value, AttributeError)  # hasattr / getattr(default) keep working
     assert not hasattr(t, "_data") and getattr(t, "_dtype", None) is None
-    with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
-        w.nonexistent  # noqa: B018
+    assert "__getattr__" not in vars(Tensor)
 
 
 # ----------------------------------------------------------------- reshape's copy lane

@@ -397,3 +397,26 @@ def test_a_packed_once_with_prepacked_b_same_bits(threads, m, n, k, ta):
             got = np.full((m, n), np.nan, np.float32)
             C.gemm_ex(a, pw, got, 1, m, n, k, ta, 1, 1.0, 0.0, 0, 0, 0, bias, C.UNARY_RELU)
             assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), t
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("m,n,k", [(172, 300, 37), (100, 200, 64)])
+def test_row_blocks_with_alpha_keep_the_unpacked_bits(threads, dt, m, n, k):
+    """alpha != 1 with a small row-major A (read in place, where full panels apply alpha in the
+    kernel and a packed edge panel folds it into A) and B pre-packed: the row blocks, whose edge
+    panels move with the thread count, are not taken; the packed call gives the unpacked call's
+    bits on 1 .. 8 threads."""
+    r = np.random.default_rng(m + n + k)
+    a = r.standard_normal((m, k)).astype(dt)
+    w = r.standard_normal((k, n)).astype(dt)
+    pw = C.gemm_pack(w, "b", k, n, 0, 0)
+    threads(1)
+    want = np.zeros((m, n), dt)
+    C.gemm_ex(a, w, want, 1, m, n, k, 0, 0, 0.75, 0.0, 0, 0, 0, None, -1)
+    ref = 0.75 * (a.astype(np.float64) @ w.astype(np.float64))
+    assert np.abs(want - ref).max() < 1e-5 * np.sqrt(k) * np.abs(ref).max()
+    for t in (1, 2, 3, 8):
+        threads(t)
+        for b, out in ((w, np.zeros((m, n), dt)), (pw, np.zeros((m, n), dt))):
+            C.gemm_ex(a, b, out, 1, m, n, k, 0, 0, 0.75, 0.0, 0, 0, 0, None, -1)
+            assert np.array_equal(out, want), (t, b is pw)
