@@ -97,7 +97,11 @@ static void gc_wait_at_least(atomic_int *v, int want)
  * ~16 -> ~12, 256 x 256 x 10 ~25 -> ~20, 1024 x 1024 x 1 ~370 -> ~65; 256 x 784 x 10 ~68 -> ~80) */
 #define GC_NARROW_N 8
 #define GC_NARROW_A_BYTES (256.0 * 1024)
-#define GC_NARROW_MIN_K 32 /* below, its transposing pass costs more (100000 x 4 x 8: 2.9x) */
+/* k from 32 for one column (100000 x 1 x 32 wins), from 64 for more (its transposing pass cost
+ * more: 100000 x 4 x 8 2.9x, 40000 x 3 x 40 1.2x); past 8 columns k from 256 (300 x 15 x 200 and
+ * 2000 x 16 x 32 lost 1.2x / 1.3x; 256 x 256 x 10, 128 x 256 x 16 win) */
+#define GC_NARROW_MIN_K 32
+#define GC_NARROW_MID_K 256
 /* columns per work chunk (multiples of every ISA's widest step: 8 rows / 8 vectors of 16) */
 #define GC_GEMV_CW_T 64
 #define GC_GEMV_CW_N 128
@@ -634,7 +638,8 @@ static int GC_FN(gemm_unpacking)(const GC_T *a, const gc_packed *pa, int ua, con
  * call gives the unpacked call's bits in any mode; alpha lands where the unpacked call puts it
  * (the A panels' packing, or the in-place A kernel) only when the modes agree and the packed
  * operand is not an A that the unpacked call reads in place.  The small-m path (gemv) reads B
- * in its stored layout.  Elsewhere the packed operand is unpacked into a copy first. */
+ * in its stored layout.  Elsewhere the packed operand is unpacked into a copy first.  No narrow-N
+ * path with one (blocked bits, not the unpacked call's gemv order: not unpacked every call). */
 /* epi (a convolution's epilogue, batch 1): fused into the tiles' last K block, or into the
  * swapped mode's transposing pass; the paths without tiles (k == 0, small m) run it after.
  * conv (gc_gemm_pxe): never the narrow-N path, whose sums run in the gemv order: conv_direct.c
@@ -656,18 +661,21 @@ static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, co
             GC_FN(epi_apply)(epi, c, n, 0, 0, m, n);
         return 0;
     }
-    const int small = m <= (trans_b ? GC_GEMV_MAX_M_T : GC_GEMV_MAX_M_N) || /* or a short k */
-                      (!conv && !trans_b && batch == 1 && k <= GC_SHORT_K);
-    const int narrow = !small && !conv && batch == 1 && k >= GC_NARROW_MIN_K && /* C^T buffer */
+    const int small = m <= (trans_b ? GC_GEMV_MAX_M_T : GC_GEMV_MAX_M_N);
+    /* narrow: not with a packed operand (recurrent.c's W_hh^T would be unpacked every step) nor
+     * an A stored k x m (gemv_n over it lost); C^T and B^T's copy within the C^T buffer bound */
+    const int narrow = !small && !pa && !pb && !conv && !trans_a && batch == 1 &&
+                       k >= (n == 1 ? GC_NARROW_MIN_K : 2 * GC_NARROW_MIN_K) &&
                        (double)m * (double)n * sizeof(GC_T) <= GC_CT_BUF_BYTES &&
-                       (n <= GC_NARROW_N || (n <= GC_GEMV_MAX_M_T &&
+                       (trans_b || (double)n * (double)k * sizeof(GC_T) <= GC_CT_BUF_BYTES) &&
+                       (n <= GC_NARROW_N || (n <= GC_GEMV_MAX_M_T && k >= GC_NARROW_MID_K &&
                        (double)m * (double)k * sizeof(GC_T) <= GC_NARROW_A_BYTES));
     const int auto_swap = GC_FN(swap_mode)(m, n) ||
                           (!pa && !pb && !small && GC_FN(rows_swap)(m, n, k, batch, sc, alpha));
     const int swap = pa ? pa->swap : pb ? pb->swap : auto_swap;
     if (pa || pb) {
-        int ua = pa && (small || narrow || !GC_FN(packed_usable)(pa, swap));
-        int ub = pb && (small || narrow || !GC_FN(packed_usable)(pb, swap));
+        int ua = pa && (small || !GC_FN(packed_usable)(pa, swap));
+        int ub = pb && (small || !GC_FN(packed_usable)(pb, swap));
         if (alpha != (GC_T)1 && swap != auto_swap) {
             ua = pa != NULL;
             ub = pb != NULL;

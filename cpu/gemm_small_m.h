@@ -10,10 +10,6 @@
  * columns (of every item of a batch at once when the items are independent).  A stored
  * transposed (k x m, m > 1) is copied row-major first (m*k elements).  Every element is computed
  * the same way in any chunk, so results do not depend on the thread count. */
-/* ... and, for any m, products with a short k and B stored k x n (gemm.c; not a convolution's):
- * the blocked path packed all of A and B for a few steps of k (AVX-512, one thread, us: the MLP's
- * dY @ W through its last Linear, 256 x 10 x 256, ~18.8 -> ~15; 1024 x 8 x 1024 ~325 -> ~185) */
-#define GC_SHORT_K 16
 typedef struct {
     const GC_T *a, *b;
     GC_T *c;

@@ -69,6 +69,25 @@ def test_linear_bias_gradient_is_the_sum_op(dtype):
     assert np.array_equal(to_np(bs.grad), to_np(gpucore.tensor(g, dtype=dtype).sum(0)))
 
 
+def test_linear_bias_gradient_goes_through_the_registry_when_traced_or_profiled():
+    """The bias gradient's shortcut respects the fast lanes' gate: under trace_ops and the
+    profiler the SUM op runs through the registry (so they see it), with the same bits."""
+    x, w, g = rand((6, 5), seed=1), rand((4, 5), seed=2), rand((6, 4), seed=3)
+    xs, ws, bs = (gpucore.tensor(a, requires_grad=True) for a in (x, w, rand((4,), seed=4)))
+    F.linear(xs, ws, bs).backward(f32(g))
+    fast = to_np(bs.grad)
+    bs.grad = None
+    with gpucore.dispatch.trace_ops() as ops:
+        F.linear(xs, ws, bs).backward(f32(g))
+    assert ("sum", "cpu", (4,)) in ops
+    assert np.array_equal(to_np(bs.grad), fast)
+    bs.grad = None
+    with gpucore.profiler() as prof:
+        F.linear(xs, ws, bs).backward(f32(g))
+    assert "sum" in [e[0] for e in prof.events]
+    assert np.array_equal(to_np(bs.grad), fast)
+
+
 def test_linear_gradients_and_second_order():
     check_grad(
         F.linear, rand((4, 5), seed=1), rand((3, 5), seed=2), rand((3,), seed=3), gradgrad=True

@@ -34,10 +34,24 @@ MIN_BYTES = 16 * 1024
 # gemm.c's small-m path (m <= 16 with trans_b, 24 without) streams B where it lies: a packed
 # operand would be unpacked there on every call.
 SMALL_M = {True: 16, False: 24}
-# ... and its two other gemv forms: few columns of C (n <= 8, or <= 16 with op(A) within 256 KiB,
-# k >= 32: C^T = op(B)^T op(A)^T) and a short k (<= 16) with B stored k x n (gemm.c's
-# GC_NARROW_*, gemm_small_m.h's GC_SHORT_K)
-NARROW_N, NARROW_N_A, NARROW_A_BYTES, NARROW_MIN_K, SHORT_K = 8, 16, 256 * 1024, 32, 16
+# ... and few columns of C through the same kernels (C^T = op(B)^T op(A)^T, A not transposed:
+# n <= 8 with k >= 64 (32 for one column), or n <= 16 with k >= 256 and op(A) within 256 KiB; C
+# within 4 MiB; gemm.c's GC_NARROW_*), where a packed operand keeps the blocked path instead
+NARROW_N, NARROW_N_A, NARROW_A_BYTES, NARROW_MIN_K, NARROW_MID_K = 8, 16, 256 * 1024, 32, 256
+NARROW_C_BYTES = 4 * 1024 * 1024
+
+
+def _narrow(m: int, n: int, k: int, trans_a: int, trans_b: int, itemsize: int) -> bool:
+    """Whether gemm.c takes its narrow-N path (C^T and B^T copy bounds included)."""
+    if trans_a or k < (NARROW_MIN_K if n == 1 else 2 * NARROW_MIN_K):
+        return False
+    if m * n * itemsize > NARROW_C_BYTES or (not trans_b and n * k * itemsize > NARROW_C_BYTES):
+        return False
+    return n <= NARROW_N or (
+        n <= NARROW_N_A and k >= NARROW_MID_K and m * k * itemsize <= NARROW_A_BYTES
+    )
+
+
 # The transposed layout (swap) when it uses the register tile this much better and K is long
 # enough to pay for writing C^T through a buffer (measured on AVX-512, 14 x 32 tiles, one thread:
 # ResNet-18's 3x3 convolutions with 49, 196 and 784 output pixels gain 14 %, 15 % and 5 %, 3136
@@ -147,11 +161,10 @@ def gemm_operand(
     """``flat`` packed for ``side`` of gemm_ex(m, n, k) when that pays, else ``flat``."""
     if not ENABLED or stride != 0 or flat.dtype not in _FLOATS or not is_constant(owner):
         return flat
-    if m <= SMALL_M[bool(trans_b)] or n <= 0 or k <= 0 or (k <= SHORT_K and not trans_b):
+    if m <= SMALL_M[bool(trans_b)] or n <= 0 or k <= 0:
         return flat
-    a_bytes = m * k * flat.dtype.itemsize
-    if k >= NARROW_MIN_K and (n <= NARROW_N or (n <= NARROW_N_A and a_bytes <= NARROW_A_BYTES)):
-        return flat
+    if _narrow(m, n, k, trans if side == "a" else 0, trans_b, flat.dtype.itemsize):
+        return flat  # (side b: trans_a not known here, taken as 0, the Linear's)
     rows, cols = (m, k) if side == "a" else (k, n)
     if rows * cols * flat.dtype.itemsize < MIN_BYTES:
         return flat

@@ -65,12 +65,17 @@ def test_gemm_operand_packs_constants_that_pay():
     assert isinstance(pm, C.PackedMatrix) and (pm.rows, pm.cols, pm.trans) == (128, 64, 1)
     assert packing.gemm_operand(w, flat, "b", 40, 64, 128, 1, 0, 1) is pm  # cached
     assert packing.gemm_operand(w, flat, "b", 16, 64, 128, 1, 0, 1) is flat  # small m: gemv
-    # few columns of C (C^T through the gemv kernels) and a short k with B stored k x n
+    # few columns of C (C^T through the gemv kernels); a short k packs (the blocked path)
     w10 = _ro(np.random.default_rng(1).standard_normal((10, 512)).astype(np.float32))
     assert packing.gemm_operand(w10, w10.reshape(-1), "b", 64, 10, 512, 1, 0, 1).base is w10
     wk = _ro(np.random.default_rng(2).standard_normal((16, 2048)).astype(np.float32))
-    assert packing.gemm_operand(wk, wk.reshape(-1), "b", 256, 2048, 16, 0, 0, 0).base is wk
+    pk = packing.gemm_operand(wk, wk.reshape(-1), "b", 256, 2048, 16, 0, 0, 0)
+    assert isinstance(pk, C.PackedMatrix)
     pk = packing.gemm_operand(wk, wk.reshape(-1), "b", 256, 16, 2048, 1, 0, 1)  # op(A) 2 MiB
+    assert isinstance(pk, C.PackedMatrix)
+    a4 = _ro(np.random.default_rng(3).standard_normal((2000, 96)).astype(np.float32))
+    assert packing.gemm_operand(a4, a4.reshape(-1), "a", 2000, 4, 96, 0, 0, 0).base is a4
+    pk = packing.gemm_operand(a4, a4.reshape(-1), "a", 2000, 4, 96, 1, 0, 0)  # A transposed
     assert isinstance(pk, C.PackedMatrix)
     assert packing.gemm_operand(w, flat, "b", 40, 64, 128, 1, 8192, 1) is flat  # batch stride
     writable = np.array(w)
