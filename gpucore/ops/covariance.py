@@ -6,8 +6,7 @@ kernels: none (compositions of mean, matmul and elementwise ops: every backend, 
 
 from __future__ import annotations
 
-import warnings
-
+from .. import caller_warnings
 from .. import dtypes as D
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
@@ -92,11 +91,10 @@ def cov(
         else:
             norm = w_sum - correction * float((w * aw).sum().item()) / w_sum
     if norm <= 0:
-        warnings.warn(
+        caller_warnings.warn(
             "cov(): degrees of freedom is <= 0. Correction should be strictly less than the "
             "number of observations.",
             UserWarning,
-            stacklevel=2,
         )
         norm = 0.0
     xm = x - avg.unsqueeze(1)

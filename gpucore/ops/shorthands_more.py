@@ -9,8 +9,8 @@ kernels: none (the composed ops').
 from __future__ import annotations
 
 import math
-import warnings
 
+from .. import caller_warnings
 from .. import dtypes as D
 from ..errors import ArgumentTypeError, DTypeError, ShapeError
 from ..tensor import Tensor
@@ -145,10 +145,9 @@ def adjoint(input: Tensor) -> Tensor:
     """The conjugate transpose of the last two dims, a view, as torch.adjoint (gpucore's
     tensors are real: the transpose)."""
     if input.ndim == 0:  # PyTorch: deprecated there, the tensor itself (as a view)
-        warnings.warn(
+        caller_warnings.warn(
             "adjoint() is deprecated on 0-D tensors. Consider using x.conj().",
             UserWarning,
-            stacklevel=2,
         )
         return input.view(())
     if input.ndim < 2:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import warnings
 
+from ... import caller_warnings
 from ...errors import ShapeError
 from ...ops.random import _dropout_mask
 from ...tensor import Tensor
@@ -41,19 +42,17 @@ def dropout2d(
             f"{tuple(input.shape)}"
         )
     if input.ndim == 3:
-        warnings.warn(
+        caller_warnings.warn(
             "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
             "dropout behavior is desired - input is interpreted as shape (N, C, L), where C is "
             "the channel dim.",
             UserWarning,
-            stacklevel=2,
         )
     elif input.ndim != 4:
-        warnings.warn(
+        caller_warnings.warn(
             f"dropout2d: Received a {input.ndim}-D input to dropout2d; dropout2d exists to "
             "drop channels of 3-D or 4-D inputs. Dims 0 and 1 are taken as batch and channel.",
             UserWarning,
-            stacklevel=2,
         )
     if not training or p == 0.0:
         return input

@@ -14,10 +14,10 @@ from __future__ import annotations
 import functools
 import math
 import operator
-import warnings
 
 import numpy as np
 
+from ... import caller_warnings
 from ... import dtypes as D
 from ...errors import DTypeError, ShapeError
 from ...ops import grid_sample as _gs
@@ -57,7 +57,7 @@ def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tenso
     torch.nn.functional.affine_grid: grid = base @ theta^T, base the output's normalised
     coordinates in [-1, 1] (pixel centres unless align_corners). Differentiable in theta."""
     if align_corners is None:
-        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        caller_warnings.warn(_ALIGN_WARNING)
         align_corners = False
     if not isinstance(theta, Tensor):
         raise TypeError(
@@ -84,11 +84,10 @@ def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tenso
         )
     spatial = size[2:]
     if align_corners and min(spatial) == 1:
-        warnings.warn(
+        caller_warnings.warn(
             "Since version 1.3.0, affine_grid behavior has changed for unit-size grids when "
             "align_corners=True. This is not an intended use case of affine_grid. See the "
             "documentation of affine_grid for details.",
-            stacklevel=2,
         )
     elif min(size) <= 0:
         raise ValueError(f"affine_grid(): Expected non-zero, positive output size. Got {size}")
@@ -248,7 +247,7 @@ def grid_sample(
             f"got: '{padding_mode}'"
         )
     if align_corners is None:
-        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        caller_warnings.warn(_ALIGN_WARNING)
         align_corners = False
     _check_tensor("grid_sample", input)
     _check_tensor("grid_sample", grid, "grid")

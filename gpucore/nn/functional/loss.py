@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 
+from ... import caller_warnings
 from ... import dtypes as D
 from ...autograd.grad_mode import no_grad
 from ...errors import DTypeError, ShapeError
@@ -396,13 +397,12 @@ def kl_div(
     _check_tensor("kl_div", input)
     _check_tensor("kl_div", target, "target")
     if reduction == "mean":
-        warnings.warn(
+        caller_warnings.warn(
             "reduction: 'mean' divides the total loss by both the batch size and the support "
             "size. 'batchmean' divides only by the batch size, and aligns with the KL div math "
             "definition. 'mean' will be changed to behave the same as 'batchmean' in the next "
             "major release.",
             UserWarning,
-            stacklevel=2,
         )
     if log_target:
         loss = target.exp() * (target - input)

@@ -7,10 +7,10 @@ from __future__ import annotations
 import functools
 import math
 import operator
-import warnings
 
 import numpy as np
 
+from ... import caller_warnings
 from ...errors import ShapeError
 from ...tensor import Tensor
 from ._utils import _check_tensor, _const
@@ -149,27 +149,24 @@ def upsample(
     input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners=None
 ) -> Tensor:
     """Deprecated in PyTorch: interpolate (with a warning, as torch.nn.functional.upsample)."""
-    warnings.warn(
+    caller_warnings.warn(
         "`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.",
-        stacklevel=2,
     )
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
 def upsample_nearest(input: Tensor, size=None, scale_factor=None) -> Tensor:
     """Deprecated in PyTorch: interpolate(mode='nearest'), with a warning."""
-    warnings.warn(
+    caller_warnings.warn(
         "`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
-        stacklevel=2,
     )
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
 def upsample_bilinear(input: Tensor, size=None, scale_factor=None) -> Tensor:
     """Deprecated in PyTorch: interpolate(mode='bilinear', align_corners=True), with a warning."""
-    warnings.warn(
+    caller_warnings.warn(
         "`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
-        stacklevel=2,
     )
     if isinstance(input, Tensor) and input.ndim != 4:
         raise ShapeError(
