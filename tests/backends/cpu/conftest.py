@@ -1,5 +1,6 @@
 """Fixtures of the CPU backend tests: ``isa_outputs``, every ISA's results computed once per
-session (cpu_isa_harness.SCRIPT, one subprocess per ISA)."""
+session (cpu_isa_harness.SCRIPT, one subprocess per ISA); ``threads``, the thread count set for
+one test."""
 
 from __future__ import annotations
 
@@ -41,3 +42,11 @@ def isa_outputs(tmp_path_factory):
         out[isa] = dict(np.load(d / f"{isa}.npz"))
         assert str(out[isa]["isa"]) == isa
     return out
+
+
+@pytest.fixture
+def threads():
+    """set_num_threads for the test, restored afterwards."""
+    before = C.info()["threads"]
+    yield C.set_num_threads
+    C.set_num_threads(before)

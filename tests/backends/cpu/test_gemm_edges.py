@@ -21,14 +21,6 @@ from cpu_isa_harness import ISAS, C
 TOL = 2e-5  # float32, times sqrt(k) and the result's scale
 
 
-@pytest.fixture
-def threads():
-    """set_num_threads for the test, restored afterwards."""
-    before = C.info()["threads"]
-    yield C.set_num_threads
-    C.set_num_threads(before)
-
-
 def _gemm(a, b, c0, ta, tb, alpha=1.0, beta=0.0, bias=None, act=-1):
     m = a.shape[1] if ta else a.shape[0]
     k = a.shape[0] if ta else a.shape[1]

@@ -16,6 +16,7 @@ import textwrap
 import numpy as np
 import pytest
 from cpu_isa_harness import ISAS, C
+from gemm_reference import gemm_operands, gemm_reference
 
 DTYPES = [np.float32, np.float64]
 TOL = {np.float32: 2e-5, np.float64: 1e-12}
@@ -29,33 +30,6 @@ SHAPES = [(64, 10, 512), (64, 1, 512), (64, 8, 512), (61, 15, 337), (64, 16, 512
           (17, 10, 100), (25, 3, 64), (2000, 4, 96), (256, 256, 10), (100, 3, 40)]  # fmt: skip
 
 
-@pytest.fixture
-def threads():
-    """set_num_threads for the test, restored afterwards."""
-    before = C.info()["threads"]
-    yield C.set_num_threads
-    C.set_num_threads(before)
-
-
-def _operands(dt, m, n, k, ta, tb, seed):
-    r = np.random.default_rng(seed)
-    a = r.standard_normal((k, m) if ta else (m, k)).astype(dt)
-    b = r.standard_normal((n, k) if tb else (k, n)).astype(dt)
-    c0 = r.standard_normal((m, n)).astype(dt)
-    bias = r.standard_normal(n).astype(dt)
-    return a, b, c0, bias
-
-
-def _reference(a, b, c0, bias, ta, tb, alpha, beta, act):
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    y = alpha * ((a64.T if ta else a64) @ (b64.T if tb else b64)) + beta * c0.astype(np.float64)
-    if bias is not None:
-        y = y + bias
-    if act == C.UNARY_RELU:
-        return np.maximum(y, 0.0)
-    return np.tanh(y) if act == C.UNARY_TANH else y
-
-
 @pytest.mark.parametrize("dt", DTYPES, ids=["float32", "float64"])
 @pytest.mark.parametrize("m,n,k", SHAPES)
 def test_narrow_n_close_to_float64_and_same_bits_on_any_thread_count(threads, dt, m, n, k):
@@ -63,9 +37,9 @@ def test_narrow_n_close_to_float64_and_same_bits_on_any_thread_count(threads, dt
         itertools.product([0, 1], [0, 1]),
         [(1.0, 0.0, False, -1), (0.75, 0.5, True, C.UNARY_RELU), (1.0, 1.0, True, C.UNARY_TANH)],
     ):
-        a, b, c0, bias = _operands(dt, m, n, k, ta, tb, seed=m * n + k)
+        a, b, c0, bias = gemm_operands(dt, m, n, k, ta, tb, seed=m * n + k)
         bv = bias if use_bias else None
-        want = _reference(a, b, c0, bv, ta, tb, alpha, beta, act)
+        want = gemm_reference(a, b, c0, bv, ta, tb, alpha, beta, act)
         scale = np.abs(want).max() + 1.0
         first = None
         for t in (1, 2, 3):
@@ -108,7 +82,7 @@ def test_narrow_n_prepacked_operand_keeps_the_blocked_path(threads, side, alpha)
     float64 with alpha 0.5."""
     m, n, k = 64, 10, 512
     for ta, tb, swap in itertools.product([0, 1], [0, 1], [0, 1]):
-        a, b, c0, bias = _operands(np.float32, m, n, k, ta, tb, seed=11)
+        a, b, c0, bias = gemm_operands(np.float32, m, n, k, ta, tb, seed=11)
         for t in (1, 2):
             threads(t)
             pa = C.gemm_pack(a, "a", m, k, ta, swap) if side == "a" else a
@@ -120,7 +94,7 @@ def test_narrow_n_prepacked_operand_keeps_the_blocked_path(threads, side, alpha)
                       C.UNARY_RELU)  # fmt: skip
             if alpha == 1.0:
                 assert np.array_equal(two[0], got), (side, ta, tb, swap, t)
-            ref = _reference(a, b, c0, bias, ta, tb, alpha, 0.25, C.UNARY_RELU)
+            ref = gemm_reference(a, b, c0, bias, ta, tb, alpha, 0.25, C.UNARY_RELU)
             assert np.abs(got - ref).max() < 1e-4 * (np.abs(ref).max() + 1.0)
 
 

@@ -17,6 +17,7 @@ import textwrap
 import numpy as np
 import pytest
 from cpu_isa_harness import ISAS, C
+from gemm_reference import gemm_operands, gemm_reference
 
 DTYPES = [np.float32, np.float64]
 TOL = {np.float32: 2e-5, np.float64: 1e-12}
@@ -28,31 +29,6 @@ SHAPES = [(2048, 128, 512), (385, 129, 681), (97, 127, 1500), (300, 17, 679), (6
           (250, 64, 40), (1000, 8, 7), (60, 100, 600), (13 * 6 + 1, 33, 2)]  # fmt: skip
 
 
-@pytest.fixture
-def threads():
-    """set_num_threads for the test, restored afterwards."""
-    before = C.info()["threads"]
-    yield C.set_num_threads
-    C.set_num_threads(before)
-
-
-def _operands(dt, m, n, k, ta, tb, seed):
-    r = np.random.default_rng(seed)
-    a = r.standard_normal((k, m) if ta else (m, k)).astype(dt)
-    b = r.standard_normal((n, k) if tb else (k, n)).astype(dt)
-    c0 = r.standard_normal((m, n)).astype(dt)
-    bias = r.standard_normal(n).astype(dt)
-    return a, b, c0, bias
-
-
-def _reference(a, b, c0, bias, ta, tb, alpha, beta, act):
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    y = alpha * ((a64.T if ta else a64) @ (b64.T if tb else b64)) + beta * c0.astype(np.float64)
-    if bias is not None:
-        y = y + bias
-    return np.maximum(y, 0.0) if act == C.UNARY_RELU else y
-
-
 @pytest.mark.parametrize("dt", DTYPES, ids=["float32", "float64"])
 @pytest.mark.parametrize("m,n,k", SHAPES)
 def test_rows_mode_same_bits_on_any_thread_count(threads, dt, m, n, k):
@@ -60,9 +36,9 @@ def test_rows_mode_same_bits_on_any_thread_count(threads, dt, m, n, k):
         itertools.product([0, 1], [0, 1]),
         [(1.0, 0.0, False, -1), (0.75, 0.5, True, C.UNARY_RELU)],
     ):
-        a, b, c0, bias = _operands(dt, m, n, k, ta, tb, seed=m + n + k)
+        a, b, c0, bias = gemm_operands(dt, m, n, k, ta, tb, seed=m + n + k)
         bv = bias if use_bias else None
-        want = _reference(a, b, c0, bv, ta, tb, alpha, beta, act)
+        want = gemm_reference(a, b, c0, bv, ta, tb, alpha, beta, act)
         scale = np.abs(want).max() + 1.0
         first = None
         for t in (1, 2, 3, 8):
@@ -110,7 +86,7 @@ def test_rows_mode_prepacked_operand_gives_the_unpacked_bits(threads, side, alph
     at all) in the row-split mode: the unpacked call's bits, on 1 and 2 threads."""
     m, n, k = 700, 128, 900
     for ta, tb in itertools.product([0, 1], [0, 1]):
-        a, b, c0, bias = _operands(np.float32, m, n, k, ta, tb, seed=11)
+        a, b, c0, bias = gemm_operands(np.float32, m, n, k, ta, tb, seed=11)
         for t in (1, 2):
             threads(t)
             pa = C.gemm_pack(a, "a", m, k, ta, 0) if side == "a" else a
@@ -136,9 +112,9 @@ def test_small_a_and_swapped_rows_same_bits_on_any_thread_count(threads, dt, m, 
         itertools.product([0, 1], [0, 1]),
         [(1.0, 0.0, False, -1), (1.0, 0.5, True, C.UNARY_GELU), (0.75, 1.0, True, C.UNARY_RELU)],
     ):
-        a, b, c0, bias = _operands(dt, m, n, k, ta, tb, seed=m * n + k)
+        a, b, c0, bias = gemm_operands(dt, m, n, k, ta, tb, seed=m * n + k)
         bv = bias if use_bias else None
-        want = _reference(a, b, c0, bv, ta, tb, alpha, beta, -1)
+        want = gemm_reference(a, b, c0, bv, ta, tb, alpha, beta, -1)
         if act == C.UNARY_RELU:
             want = np.maximum(want, 0.0)
         elif act == C.UNARY_GELU:
@@ -282,9 +258,9 @@ def test_few_row_panels_same_bits_on_any_thread_count(threads, dt, m, n, k):
         itertools.product([0, 1], [0, 1]),
         [(1.0, 0.0, False, -1), (0.75, 0.5, True, C.UNARY_RELU), (1.0, 0.0, True, C.UNARY_TANH)],
     ):
-        a, b, c0, bias = _operands(dt, m, n, k, ta, tb, seed=3 * m + n + k)
+        a, b, c0, bias = gemm_operands(dt, m, n, k, ta, tb, seed=3 * m + n + k)
         bv = bias if use_bias else None
-        want = _reference(a, b, c0, bv, ta, tb, alpha, beta, -1)
+        want = gemm_reference(a, b, c0, bv, ta, tb, alpha, beta, -1)
         want = np.maximum(want, 0.0) if act == C.UNARY_RELU else want
         want = np.tanh(want) if act == C.UNARY_TANH else want
         scale = np.abs(want).max() + 1.0

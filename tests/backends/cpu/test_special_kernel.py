@@ -54,13 +54,6 @@ def test_in_place_outputs():
     np.testing.assert_array_equal(x, want)
 
 
-@pytest.fixture
-def threads():
-    before = C.info()["threads"]
-    yield C.set_num_threads
-    C.set_num_threads(before)
-
-
 def test_results_do_not_depend_on_threads_or_splits(threads):
     """Every element is computed on its own: one call over 200,000 elements on 1 or 2 threads
     gives the bits of many small calls."""

@@ -14,14 +14,6 @@ import pytest
 from cpu_isa_harness import INFO, C, run_in_subprocess
 
 
-@pytest.fixture
-def threads():
-    """set_num_threads for the test, restored afterwards."""
-    before = C.info()["threads"]
-    yield C.set_num_threads
-    C.set_num_threads(before)
-
-
 def _workload():
     """Kernels big enough to run in parallel regions; returns their outputs."""
     r = np.random.default_rng(9)
