@@ -33,15 +33,17 @@
 /* the widest output row the unit's buffer (DL_MAXW x 64) holds */
 #define DL_MAXW 256
 
-/* The rule (measured on AVX-512, Zen 4, one thread, batch 1, against conv_direct.c's 14 x 32
- * tile; same bits): where the ISA has the tile and its store, the direct path runs
- * (gc_conv2d_direct_use), one image (conv_direct.c fills its panels with several images'
- * pixels), the direct tile's 14-pixel rows fill less than DL_DIRECT_USE of their cells, output
- * rows of at most DL_MAXW pixels fill DL_USE of 7-pixel tiles and the output channels DL_USE of
- * 32-wide panels, the column stride 1 or 2.  ResNet-50's 3x3 layers on 7 x 7 outputs (49
- * pixels: 7/8 of four 14-pixel rows, all of seven 7-pixel ones), 512 -> 512 and the strided 512
- * -> 512 from 14 x 14: 2.45 -> 2.13 and 2.43 -> 2.16 ms; its stem (12544 pixels) and the 3x3/2
- * 128 -> 128 to 28 x 28, whose pixels fill 14-pixel rows: even (2.43 / 2.40, 2.12 / 2.16). */
+/* The rule (measured on AVX-512, Zen 4, one thread, batch 1, against conv_direct.c's 14 x 32 tile;
+ * same bits): where the ISA has the tile and its store, the direct path runs
+ * (gc_conv2d_direct_use), one image (conv_direct.c fills its panels with several images' pixels),
+ * the direct tile's 14-pixel rows fill less than DL_DIRECT_USE of their cells, output rows of at
+ * most DL_MAXW pixels fill DL_USE of 7-pixel tiles and the output channels DL_USE of 64-wide blocks
+ * (a last block of one 32-wide panel computes its second half again: -> 32 ran 1.4-1.6x
+ * conv_direct.c's time, -> 96 1.13x), the column stride 1 or 2.  ResNet-50's 3x3 layers on 7 x 7
+ * outputs (49 pixels: 7/8 of four 14-pixel rows, all of seven 7-pixel ones), 512 -> 512 and the
+ * strided 512 -> 512 from 14 x 14: 2.45 -> 2.13 and 2.43 -> 2.16 ms; its stem (12544 pixels) and
+ * the 3x3/2 128 -> 128 to 28 x 28, whose pixels fill 14-pixel rows: even (2.43 / 2.40, 2.12 /
+ * 2.16). */
 #define DL_USE 0.95
 #define DL_DIRECT_USE 0.95
 
@@ -62,7 +64,7 @@ int gc_conv2d_dlanes_use(const gc_conv *p, ptrdiff_t o)
     if (dconv_forced())
         return 0;
     return p->n == 1 && dl_fill(p->oh * p->ow, gc_blk_f32.mr) < DL_DIRECT_USE &&
-           dl_fill(p->ow, DL_MR) >= DL_USE && dl_fill(o, gc_blk_f32.nr) >= DL_USE;
+           dl_fill(p->ow, DL_MR) >= DL_USE && dl_fill(o, DL_NC) >= DL_USE;
 }
 
 typedef struct {

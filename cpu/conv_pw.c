@@ -56,7 +56,8 @@ typedef struct {
     atomic_int failed;
 } pw_job;
 
-/* GPUCORE_CONV: 1 when it forces another path (im2col: conv.c's GEMM; direct: conv_direct.c),
+/* GPUCORE_CONV: 1 when it forces another path (im2col: conv.c's GEMM; direct, direct_t: the
+ * direct paths),
  * 2 when it forces this one (pointwise: every 1x1 geometry without padding; tests), 3 its
  * pixels x channels tiles (pointwise_t: the same where the ISA has them), else 0 */
 static int pw_forced(void)
@@ -64,7 +65,7 @@ static int pw_forced(void)
     const char *e = getenv("GPUCORE_CONV");
     if (!e)
         return 0;
-    if (gc_env_is(e, "im2col") || gc_env_is(e, "direct"))
+    if (gc_env_is(e, "im2col") || gc_env_is(e, "direct") || gc_env_is(e, "direct_t"))
         return 1;
     return gc_env_is(e, "pointwise") ? 2 : gc_env_is(e, "pointwise_t") ? 3 : 0;
 }
@@ -120,15 +121,18 @@ static double pw_col_use(ptrdiff_t l, ptrdiff_t nr)
 #define PW_SWAP_GAIN 1.05
 #define PW_SWAP_MIN_K 257
 
-/* The pixels x channels tiles (gc_isa.pwtukr_f32, 7 pixels: PWT_MR; measured on AVX-512, Zen 4,
- * one thread, benchmarks/conv_pointwise.py): at most PWT_MAXL pixels (the unit's buffer,
- * PWT_MAXL x 64, in L2), filling PWT_USE of 7-pixel rows, the channels PW_ROW_USE of 32-wide
- * panels, and either the channels x pixels tiles' columns fill too little (49 pixels: 7 x 7
- * images, 7/8 of 32 + 16 + 8 columns; ResNet-50's 512 -> 2048, 2048 -> 512 and the strided
- * 1024 -> 2048 10-14 % faster than the GEMM's transposed product, which the rule took before) or
- * K is at least PWT_MIN_K (196 pixels: 1024 -> 256 / 512 8-10 % faster than the channels x
- * pixels tiles, 256 -> 1024 + res ~4 % (with the store's residual and output lines requested
- * during the last K block; 3 % slower without), the strided 512 -> 1024 even to 2 %). */
+/* The pixels x channels tiles (gc_isa.pwtukr_f32, 7 pixels: PWT_MR; measured on AVX-512, Zen 4, one
+ * thread, benchmarks/conv_pointwise.py): at most PWT_MAXL pixels (the unit's buffer, PWT_MAXL x 64,
+ * in L2), filling PWT_USE of 7-pixel rows, the channels PW_ROW_USE of 64-wide blocks (a last block
+ * of one 32-wide panel computes its second half again: 7 x 7 2048 -> 32 ran 1.34x the GEMM's time,
+ * 1024 -> 96 1.1-1.2x), and either the channels x pixels tiles' columns fill too little (49 pixels:
+ * 7 x 7 images, 7/8 of 32 + 16 + 8 columns; ResNet-50's 512 -> 2048, 2048 -> 512 and the strided
+ * 1024 -> 2048 10-14 % faster than the GEMM's transposed product, which the rule took before) or K
+ * is at least PWT_MIN_K (196 pixels: 1024 -> 256 / 512 8-10 % faster than the channels x pixels
+ * tiles, 256 -> 1024 + res ~4 % (with the store's residual and output lines requested during the
+ * last K block; 3 % slower without), the strided 512 -> 1024 even to 2 %; 256 pixels, 16 x 16: 512
+ * / 256 -> 64 1.04-1.06x the GEMM's time, but the channels x pixels tiles, which 196 pixels at most
+ * would leave them to, 1.08-1.12x). */
 #define PWT_MR 7
 #define PWT_NC 64
 #define PWT_MAXL 256
@@ -138,7 +142,7 @@ static double pw_col_use(ptrdiff_t l, ptrdiff_t nr)
 static int pwt_use(ptrdiff_t l, ptrdiff_t o)
 {
     return gc_isa.pwtukr_f32 && l <= PWT_MAXL && pw_use(l, PWT_MR) >= PWT_USE &&
-           pw_use(o, gc_blk_f32.nr) >= PW_ROW_USE;
+           pw_use(o, PWT_NC) >= PW_ROW_USE;
 }
 
 int gc_conv2d_pw_use(const gc_conv *p, ptrdiff_t o)

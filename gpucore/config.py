@@ -85,7 +85,9 @@ VARIABLES: dict[str, Var] = {
     "GPUCORE_GEMM_BLOCKING": Var('three positive integers "mc,kc,nc"', _blocking),
     "GPUCORE_HOST_CACHE_MB": _int(0),
     "GPUCORE_PACK": _choice("0", "1"),
-    "GPUCORE_CONV": _choice("auto", "im2col", "direct", "winograd", "pointwise"),
+    "GPUCORE_CONV": _choice(
+        "auto", "im2col", "direct", "direct_t", "winograd", "pointwise", "pointwise_t"
+    ),
     # read by cpu/conv_direct*.c, for tests and benchmarks (cpu/README.md, Direct convolution)
     "GPUCORE_CONV_WIDE": _choice("0", "1"),
     "GPUCORE_CONV_TILE_LOOP": _choice("0", "1"),

@@ -32,7 +32,15 @@ GOOD = {
     "GPUCORE_GEMM_BLOCKING": ["96,256,4096"],
     "GPUCORE_HOST_CACHE_MB": ["0", "1024"],
     "GPUCORE_PACK": ["0", "1"],
-    "GPUCORE_CONV": ["auto", "im2col", "Direct ", "winograd", "pointwise"],
+    "GPUCORE_CONV": [
+        "auto",
+        "im2col",
+        "Direct ",
+        "direct_t",
+        "winograd",
+        "pointwise",
+        "pointwise_t",
+    ],
     "GPUCORE_CONV_WIDE": ["0", "1"],
     "GPUCORE_CONV_TILE_LOOP": ["0", "1"],
 }
@@ -116,3 +124,30 @@ def test_the_readme_documents_exactly_the_library_variables():
     documented = set(re.findall(r"^\| `(GPUCORE_[A-Z0-9_]+)", section, re.M))
     assert set(VARIABLES) <= documented
     assert documented - set(VARIABLES) <= config.TOOL_VARIABLES
+
+
+def test_every_conv_path_the_c_code_and_readme_name_is_accepted_at_import():
+    """The GPUCORE_CONV words cpu/conv*.c match and README's row lists, in a fresh process."""
+    c_words = set()
+    for path in (ROOT / "cpu").glob("conv*.c"):
+        c_words |= set(re.findall(r'gc_env_is\(e, "([a-z0-9_]+)"\)', path.read_text()))
+    c_words.discard("0")  # dconv_env_on's GPUCORE_CONV_WIDE / _TILE_LOOP switches
+    row = next(
+        line
+        for line in (ROOT / "README.md").read_text().splitlines()
+        if line.startswith("| `GPUCORE_CONV=")
+    )
+    readme_words = set(re.findall(r"`(?:GPUCORE_CONV=)?([a-z0-9_]+)`", row.split(" | ")[0]))
+    assert {"direct_t", "pointwise_t", "winograd"} <= c_words
+    assert c_words <= readme_words | {"auto"}, c_words - readme_words
+    for value in sorted(c_words | readme_words):
+        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "GPUCORE_CONV": value}
+        res = subprocess.run(
+            [sys.executable, "-c", "import gpucore"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            cwd=ROOT,
+        )
+        assert res.returncode == 0, (value, res.stderr[-400:])

@@ -363,6 +363,15 @@ static void pwt_store_avx512(const float *t, ptrdiff_t l, float *c, ptrdiff_t ld
  * images, whose 49 pixels fill 7/8 of the pixels x channels tile's columns or the transposed
  * GEMM's 14-pixel rows, and all of 7 rows.  fma(x, w, acc): the GEMM's chain (the product
  * commutes exactly). */
+/* a + b with a as vaddps's first source, whose NaN the sum keeps when both are NaN (the GEMM's
+ * acc + C: an intrinsic leaves the order to the compiler, which swapped it here) */
+static inline __m512 pwt_add(__m512 a, __m512 b)
+{
+    __m512 r;
+    __asm__("vaddps %2, %1, %0" : "=v"(r) : "v"(a), "vm"(b));
+    return r;
+}
+
 static inline __attribute__((always_inline)) void
 pwt_avx512_body(ptrdiff_t k, const float *x, ptrdiff_t ldx, const int32_t *koff, const int sx,
                 const int mv, const float *b0, const float *b1, float *t, int acc_in,
@@ -394,7 +403,7 @@ pwt_avx512_body(ptrdiff_t k, const float *x, ptrdiff_t ldx, const int32_t *koff,
     for (int i = 0; i < 7; i++)
         for (int v = 0; v < 4; v++) {
             float *d = t + i * 64 + v * 16;
-            _mm512_storeu_ps(d, acc_in ? _mm512_add_ps(acc[i][v], _mm512_loadu_ps(d)) : acc[i][v]);
+            _mm512_storeu_ps(d, acc_in ? pwt_add(acc[i][v], _mm512_loadu_ps(d)) : acc[i][v]);
         }
 }
 

@@ -196,7 +196,7 @@ GC_DOC(conv2d_pointwise,
        "else 0.  The rule is documented in "
        "conv_pw.c; GPUCORE_CONV=im2col / direct force it off, pointwise on (every 1x1 geometry "
        "without padding), pointwise_t its pixels x channels tiles (where the ISA has them, "
-       "at most 112 pixels).");
+       "at most 256 pixels).");
 
 PyObject *gc_py_conv2d_pointwise(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {

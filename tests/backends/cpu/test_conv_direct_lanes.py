@@ -1,11 +1,12 @@
-"""The direct convolution with output channels along the vector lanes (cpu/conv_direct_lanes.c:
-the pointwise path's 7 x 64 pixels x channels tile reading a padded image's taps; AVX-512;
+"""The direct convolution with output channels along the vector lanes (cpu/conv_direct_lanes.c: the
+pointwise path's 7 x 64 pixels x channels tile reading a padded image's taps; AVX-512;
 GPUCORE_CONV=direct_t forces it where the ISA has it): against a float64 reference on geometries
 around its edges (output rows of 1 to 256 pixels around multiples of 7, output channels around
 32- and 64-channel blocks, K across blocks, strides 1 / 2, dilation, padding, batches), with
-every epilogue and NaN / inf, the same bits as conv_direct.c's tile and the im2col GEMM (more
-than 24 output channels), independent of the thread count (1, 2, 3, 8), under every ISA this CPU
-supports (forced in subprocesses), and the rule that sends ResNet-50's 7 x 7 3x3 layers there."""
+every epilogue and NaN / inf, the same bits (NaN payloads and signs included) as conv_direct.c's
+tile and the im2col GEMM (more than 24 output channels), independent of the thread count (1, 2,
+3, 8), under every ISA this CPU supports (forced in subprocesses), and the rule that sends
+ResNet-50's 7 x 7 3x3 layers there."""
 
 from __future__ import annotations
 
@@ -125,7 +126,28 @@ def test_nan_inf_and_relu_signs(monkeypatch):
     zero = _forward(case, np.ones_like(x), np.zeros_like(wt), None, -np.zeros_like(res), True)
     assert not np.signbit(zero).any() and not zero.any()
     monkeypatch.setenv("GPUCORE_CONV", "direct")
-    assert np.array_equal(_forward(case, x, wt, b, res, True), got, equal_nan=True)
+    assert np.array_equal(_forward(case, x, wt, b, res, True).view(np.uint32), got.view(np.uint32))
+
+
+def test_nan_bits_across_k_blocks_match_direct_and_gemm(monkeypatch):
+    """inf * 0 in the first K block (the default NaN, sign set) meeting an input's NaN (sign
+    clear) in a later block: the sum keeps the later block's NaN, as the im2col GEMM."""
+    c, o = 64, 64  # K = 576: blocks of 288 on AVX-512, channels 0-31 and 32-63
+    x = np.ones((1, c, 7, 7), np.float32)
+    wt = np.ones((o, c, 3, 3), np.float32)
+    x[0, 2, 0, 0], wt[:, 2, 1, 1] = np.inf, 0.0
+    x[0, 60, 0, 0] = np.nan
+    geo = (1, c, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, o)
+    bits = {}
+    for mode in ("direct_t", "auto", "im2col"):
+        monkeypatch.setenv("GPUCORE_CONV", mode)
+        out = np.zeros((1, o, 7, 7), np.float32)
+        _cpu.conv2d_forward(x, wt, None, out, *geo)
+        bits[mode] = out.view(np.uint32)
+        assert np.isnan(out[0, :, 0, 0]).all()
+    # (conv_direct.c's own tile keeps the earlier NaN at channels 15, 31, 47, 63: left for it)
+    for mode in ("direct_t", "auto"):
+        assert np.array_equal(bits[mode], bits["im2col"]), mode
 
 
 @pytest.mark.parametrize("case", ["k3s2_k_blocks", "stem_like", "k53_dil_s12", "no_pad_batch"])
@@ -165,6 +187,10 @@ def test_rule(monkeypatch):
         (1, 128, 56, 56, 3, 3, 2, 2, 1, 1, 1, 1, 128),
         (4, 512, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 512),
         (1, 512, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 40),
+        # odd multiples of 32 output channels: the last 64-wide block half used
+        (1, 64, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 32),
+        (1, 128, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 96),
+        (1, 64, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1, 160),
     ]
     for g in on:
         assert _cpu.conv2d_direct_lanes(*g) is _has_tiles(), g
@@ -173,6 +199,12 @@ def test_rule(monkeypatch):
     for mode in ("direct", "im2col"):
         monkeypatch.setenv("GPUCORE_CONV", mode)
         assert _cpu.conv2d_direct_lanes(*on[0]) is False
+    # direct_t forces the tile where it applies and Winograd off, as direct does
+    wg = (1, 64, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 64)
+    monkeypatch.setenv("GPUCORE_CONV", "direct_t")
+    assert not _cpu.conv2d_winograd(*wg)
+    assert _cpu.conv2d_direct_lanes(*wg) is _has_tiles()
+    assert _cpu.conv2d_direct_lanes(*off[2]) is _has_tiles()  # batch 4
 
 
 _ISA_SCRIPT = textwrap.dedent(

@@ -1,11 +1,11 @@
 """The pointwise convolution's pixels x channels tiles (cpu/conv_pw.c's small-image mode, AVX-512's
 7 x 64 tile in isa/avx512.c; GPUCORE_CONV=pointwise_t forces it where the ISA has it): against a
 float64 numpy reference on geometries around its edges (pixels around multiples of 7 up to the
-mode's 112, output channels around 32- and 64-channel blocks, K across blocks, strides, batches),
-with every epilogue, NaN / inf, the same bits as conv.c's GEMM path (more than 24 output
-channels), independent of the thread count (1, 2, 3, 8), of batching and of the weight's packing,
-under every ISA this CPU supports (forced in subprocesses), and the rule and runtime packing that
-send ResNet-50's 7 x 7 layers there."""
+mode's 256, output channels around 32- and 64-channel blocks, K across blocks, strides,
+batches), with every epilogue, NaN / inf, the same bits (NaN payloads and signs included) as
+conv.c's GEMM path (more than 24 output channels), independent of the thread count (1, 2, 3, 8),
+of batching and of the weight's packing, under every ISA this CPU supports (forced in
+subprocesses), and the rule and runtime packing that send ResNet-50's 7 x 7 layers there."""
 
 from __future__ import annotations
 
@@ -131,7 +131,27 @@ def test_nan_inf_and_relu_signs(conv_path):
     zero = _forward(case, np.ones_like(x), np.zeros_like(wt), None, -np.zeros_like(res), True)
     assert not np.signbit(zero).any() and not zero.any()
     conv_path("im2col")
-    assert np.array_equal(_forward(case, x, wt, b, res, True), got, equal_nan=True)
+    assert np.array_equal(_forward(case, x, wt, b, res, True).view(np.uint32), got.view(np.uint32))
+
+
+def test_nan_bits_across_k_blocks_match_the_gemm(conv_path):
+    """inf * 0 in the first K block (the default NaN, sign set) meeting an input's NaN (sign
+    clear) in a later block: the sum keeps the later block's NaN, as the GEMM's acc + C."""
+    c, o = 600, 64  # K blocks of 288 on AVX-512
+    x = np.ones((1, c, 7, 7), np.float32)
+    wt = np.ones((o, c, 1, 1), np.float32)
+    x[0, 10, 0, 0], wt[:, 10] = np.inf, 0.0
+    x[0, 500, 0, 0] = np.nan
+    geo = (1, c, 7, 7, 1, 1, 1, 1, 0, 0, 1, 1, o)
+    bits = {}
+    for mode in ("pointwise_t", "auto", "pointwise", "im2col"):
+        conv_path(mode)
+        out = np.zeros((1, o, 7, 7), np.float32)
+        _cpu.conv2d_forward(x, wt, None, out, *geo)
+        bits[mode] = out.view(np.uint32)
+        assert np.isnan(out[0, :, 0, 0]).all() and not np.isnan(out[0, :, 1:]).any()
+    for mode in ("pointwise_t", "auto", "pointwise"):
+        assert np.array_equal(bits[mode], bits["im2col"]), mode
 
 
 @pytest.mark.parametrize("case", ["l8_k_blocks", "l25_o96", "l49_s2", "l112_o127", "l196_k_blocks"])
@@ -161,8 +181,8 @@ def test_bits_independent_of_threads_batch_and_packing(case, conv_path):
 
 def test_rule_and_runtime_packing(monkeypatch):
     """ResNet-50's 49- and 196-pixel 1x1 layers (K >= 256) take the pixels x channels tiles on
-    AVX-512 and the runtime packs their weight swapped; GPUCORE_CONV=pointwise_t stops at 256
-    pixels."""
+    AVX-512 and the runtime packs their weight swapped, odd multiples of 32 output channels do
+    not; GPUCORE_CONV=pointwise_t stops at 256 pixels."""
     from gpucore.runtime.ir import packing
 
     monkeypatch.delenv("GPUCORE_CONV", raising=False)
@@ -182,6 +202,10 @@ def test_rule_and_runtime_packing(monkeypatch):
     # 196 pixels below K = 256 and 784 pixels: the channels x pixels tiles
     assert _cpu.conv2d_pointwise(1, 200, 14, 14, 1, 1, 1, 1, 0, 0, 1, 1, 1024) in (0, 1)
     assert _cpu.conv2d_pointwise(1, 512, 28, 28, 1, 1, 1, 1, 0, 0, 1, 1, 128) in (0, 1)
+    # output channels filling 64-wide blocks poorly (the tile's last block would compute a
+    # 32-wide panel twice): not taken
+    for c, h, o in [(2048, 7, 32), (1024, 7, 96), (256, 7, 160), (1024, 14, 96)]:
+        assert _cpu.conv2d_pointwise(1, c, h, h, 1, 1, 1, 1, 0, 0, 1, 1, o) in (0, 1), (c, h, o)
     monkeypatch.setenv("GPUCORE_CONV", "pointwise_t")
     many = _cpu.conv2d_pointwise(1, 16, 17, 17, 1, 1, 1, 1, 0, 0, 1, 1, 64)  # 289 pixels
     assert many == 1 or not _has_tiles()
