@@ -1,4 +1,4 @@
-"""gpucore.caller_warnings: a warning raised inside gpucore names the user's line, on an op's
+"""gpucore._caller_warnings: a warning raised inside gpucore names the user's line, on an op's
 first call (through its public form's trampoline) as on later ones, through the function, its
 method and the functional form alike."""
 
@@ -9,7 +9,7 @@ import pytest
 
 import gpucore as gc
 import gpucore.nn.functional as F
-from gpucore import caller_warnings
+from gpucore import _caller_warnings as caller_warnings
 
 X = np.ones((1, 2, 4, 4), np.float32)
 CASES = {

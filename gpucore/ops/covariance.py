@@ -6,7 +6,7 @@ kernels: none (compositions of mean, matmul and elementwise ops: every backend, 
 
 from __future__ import annotations
 
-from .. import caller_warnings
+from .. import _caller_warnings as caller_warnings
 from .. import dtypes as D
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from .. import caller_warnings
+from .. import _caller_warnings as caller_warnings
 from .. import dtypes as D
 from ..errors import ArgumentTypeError, DTypeError, ShapeError
 from ..tensor import Tensor

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import warnings
 
-from ... import caller_warnings
+from ... import _caller_warnings as caller_warnings
 from ...errors import ShapeError
 from ...ops.random import _dropout_mask
 from ...tensor import Tensor

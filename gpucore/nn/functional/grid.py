@@ -17,7 +17,7 @@ import operator
 
 import numpy as np
 
-from ... import caller_warnings
+from ... import _caller_warnings as caller_warnings
 from ... import dtypes as D
 from ...errors import DTypeError, ShapeError
 from ...ops import grid_sample as _gs

@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from ... import caller_warnings
+from ... import _caller_warnings as caller_warnings
 from ... import dtypes as D
 from ...autograd.grad_mode import no_grad
 from ...errors import DTypeError, ShapeError

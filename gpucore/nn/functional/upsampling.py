@@ -10,7 +10,7 @@ import operator
 
 import numpy as np
 
-from ... import caller_warnings
+from ... import _caller_warnings as caller_warnings
 from ...errors import ShapeError
 from ...tensor import Tensor
 from ._utils import _check_tensor, _const
