@@ -62,9 +62,6 @@ EXCLUDED = {
     "domain:ai.onnx.preview.training": (DOMAIN, ""),  # 9
     "NegativeLogLikelihoodLoss": (TRAINING, ""),  # 52
     "SoftmaxCrossEntropyLoss": (TRAINING, ""),  # 34
-    "test_training_dropout": (RANDOM, ""),
-    "test_training_dropout_default*": (RANDOM, ""),  # 2
-    "test_training_dropout_mask": (RANDOM, ""),
     "If": (CONTROL, ""),  # 5
     "Loop": (CONTROL, ""),  # 4
     "Scan": (CONTROL, ""),  # 18

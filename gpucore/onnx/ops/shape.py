@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from .common import axes_input, normalize_axes, table
+from .common import axes_input, gc, normalize_axes, table
 
 HANDLERS, handles = table()
 
@@ -133,18 +133,34 @@ def identity(ctx, node, ins):
 @handles("Dropout")
 def dropout(ctx, node, ins):
     """Dropout at inference, or in training mode with ratio 0: the input as it is (and an
-    all-true mask). Training mode with a ratio above 0 samples, which a compiled model does not."""
-    ctx.attr("seed", None)  # no sampling at inference
+    all-true mask). Training mode with a ratio above 0 and a ``seed``: the mask that ONNX's
+    reference implementation draws, ``RandomState(seed).uniform(0, 1, shape) >= ratio``, the
+    same on every run (as there: a fixed seed gives a fixed mask), and ``x * mask / (1 -
+    ratio)``. Without a seed the runtime would choose one: a compiled model does not sample."""
+    seed = ctx.attr("seed", None)
     ctx.attr("ratio", None)
     ctx.attr("is_test", None)
+    x = ins[0]
+    shape = [int(s) for s in x.shape]
+    mask = np.ones(shape, np.bool_)
     training = ins[2] if len(ins) > 2 else None
     if training is not None and bool(ctx.static(training, "training_mode").reshape(-1)[0]):
         ratio = ins[1] if len(ins) > 1 and ins[1] is not None else np.float32(0.5)
-        if float(ctx.static(ratio, "ratio").reshape(-1)[0]) != 0.0:
-            raise ctx.unsupported("Dropout in training mode with a ratio above 0")
-    x = ins[0]
+        p = float(ctx.static(ratio, "ratio").reshape(-1)[0])
+        if p != 0.0:
+            if seed is None:
+                raise ctx.unsupported("Dropout in training mode with a ratio above 0 and no seed")
+            if not 0.0 < p < 1.0:
+                raise ctx.unsupported(f"Dropout ratio {p} (training mode takes 0 <= ratio < 1)")
+            mask = np.random.RandomState(int(seed)).uniform(0.0, 1.0, shape) >= p
+            keep = ctx.static(x, "x") if ctx.is_static(x) else ctx.tensor(x)
+            scale = np.asarray(mask, np.float32) * np.float32(1.0 / (1.0 - p))
+            if ctx.is_static(keep):
+                x = np.asarray(keep * scale.astype(keep.dtype))
+            else:
+                x = gc.mul(keep, ctx.tensor(scale.astype(keep.dtype.np)))
     if len(node.outputs) > 1 and node.outputs[1]:
-        return [x, np.ones([int(s) for s in x.shape], np.bool_)]
+        return [x, mask]
     return [x]
 
 

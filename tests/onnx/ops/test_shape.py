@@ -80,3 +80,56 @@ def test_depth_to_space_and_back(mode):
     check_op("DepthToSpace", [x], {"blocksize": 2, "mode": mode}, opset=13)
     check_op("DepthToSpace", [x], {"blocksize": 2, "mode": mode}, opset=13, all_static=True)
     check_op("SpaceToDepth", [rand(1, 2, 4, 6)], {"blocksize": 2}, opset=13)
+
+
+@pytest.mark.parametrize("ratio, seed", [(0.75, 0), (0.3, 7), (0.5, 123)])
+@pytest.mark.parametrize("x_static", [False, True])
+def test_dropout_in_training_mode_with_a_seed_is_the_reference_mask(ratio, seed, x_static):
+    """Training mode with a seed: the mask of ONNX's reference implementation (numpy's
+    RandomState(seed)), the same on every run, and x * mask / (1 - ratio), bit for bit."""
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    import gpucore.onnx
+
+    x = rand(3, 4, 5)
+    inits = [
+        numpy_helper.from_array(np.float32(ratio), "r"),
+        numpy_helper.from_array(np.bool_(True), "t"),
+    ]
+    inputs = []
+    if x_static:
+        inits.append(numpy_helper.from_array(x, "x"))
+    else:
+        inputs.append(helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape)))
+    node = helper.make_node("Dropout", ["x", "r", "t"], ["y", "z"], seed=seed)
+    outputs = [
+        helper.make_tensor_value_info("y", TensorProto.FLOAT, list(x.shape)),
+        helper.make_tensor_value_info("z", TensorProto.BOOL, list(x.shape)),
+    ]
+    graph = helper.make_graph([node], "dropout", inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    want_y, want_z = ReferenceEvaluator(model).run(None, {} if x_static else {"x": x})
+    m = gpucore.onnx.load(model.SerializeToString())
+    for _ in range(2):  # a fixed seed: the same mask on every run
+        got_y, got_z = (np.asarray(o) for o in (m() if x_static else m(x)))
+        assert np.array_equal(got_z, want_z) and 0 < got_z.sum() < got_z.size
+        assert np.array_equal(got_y.view(np.uint32), want_y.astype(np.float32).view(np.uint32))
+
+
+def test_dropout_in_training_mode_without_a_seed_is_refused_by_name():
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    import gpucore.onnx
+    from gpucore.errors import GpucoreError
+
+    node = helper.make_node("Dropout", ["x", "r", "t"], ["y"])
+    vi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in "xy"]
+    r, t = np.float32(0.5), np.bool_(True)
+    inits = [numpy_helper.from_array(r, "r"), numpy_helper.from_array(t, "t")]
+    graph = helper.make_graph([node], "dropout", vi[:1], vi[1:], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    with pytest.raises(GpucoreError, match="Dropout.*no seed"):
+        gpucore.onnx.load(model.SerializeToString())
