@@ -26,6 +26,10 @@ CASES = {
     "kl_div mean": lambda: F.kl_div(gc.ones(2, 3), gc.ones(2, 3)),
     "adjoint of 0-D": lambda: gc.adjoint(gc.tensor(1.0)),
     "Tensor.adjoint of 0-D": lambda: gc.tensor(1.0).adjoint(),
+    "mse_loss broadcast": lambda: F.mse_loss(gc.ones(2, 3), gc.ones(3)),
+    "l1_loss broadcast": lambda: F.l1_loss(gc.ones(2, 3), gc.ones(3)),
+    "dropout3d of 2-D": lambda: F.dropout3d(gc.ones(2, 3), training=True),
+    "resize_as": lambda: gc.ones(2, 3).resize_as(gc.ones(3, 2)),
 }
 
 

@@ -11,10 +11,10 @@ kernels: none (the out-of-place ops').
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
+from .. import _caller_warnings as caller_warnings
 from ..autograd.grad_mode import _state as _grad_state
 from ..backends.cpu import empty_array
 from ..errors import AutogradError, DTypeError, ShapeError
@@ -148,7 +148,7 @@ def resize_as_(self: Tensor, the_template: Tensor, memory_format=None) -> Tensor
 def _resized(self: Tensor, sizes: tuple, op: str) -> Tensor:
     """PyTorch's deprecated out-of-place resize: the same elements in a new shape (a reshape
     that must keep the number of elements), with its warning."""
-    warnings.warn(f"non-inplace {op} is deprecated", UserWarning, stacklevel=3)
+    caller_warnings.warn(f"non-inplace {op} is deprecated", UserWarning)
     for s in sizes:
         if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
             raise TypeError(f"{op}(): sizes must be ints, got {sizes!r}")

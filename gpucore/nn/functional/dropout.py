@@ -4,8 +4,6 @@ gpucore's random stream (gpucore.manual_seed) and the 1 / (1 - p) scale."""
 
 from __future__ import annotations
 
-import warnings
-
 from ... import _caller_warnings as caller_warnings
 from ...errors import ShapeError
 from ...ops.random import _dropout_mask
@@ -80,7 +78,7 @@ def _channel_dropout(
         if name == "dropout1d" or input.ndim < 1:
             raise ShapeError(msg)
         # PyTorch's dropout3d only warns (deprecated) and drops along dim 0 as unbatched
-        warnings.warn(msg + "; this is deprecated in PyTorch", UserWarning, stacklevel=3)
+        caller_warnings.warn(msg + "; this is deprecated in PyTorch", UserWarning)
     if not training or p == 0.0:
         return input
     lead = 2 if input.ndim == dims[1] else 1

@@ -8,7 +8,6 @@ ops, differentiated by autograd with no backward of its own (cross_entropy's fus
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
@@ -188,12 +187,11 @@ def _check_pair(op: str, input, target, same_shape: bool) -> None:
                 f"{op}(): target size {tuple(target.shape)} must be the same as input size "
                 f"{tuple(input.shape)}"
             )
-        warnings.warn(
+        caller_warnings.warn(
             f"{op}(): using a target size ({tuple(target.shape)}) that is different to the "
             f"input size ({tuple(input.shape)}); they will be broadcast, which is likely not "
             "what you want",
             UserWarning,
-            stacklevel=3,
         )
 
 

@@ -150,6 +150,11 @@ def dropout(ctx, node, ins):
         if p != 0.0:
             if seed is None:
                 raise ctx.unsupported("Dropout in training mode with a ratio above 0 and no seed")
+            if ctx.dynamic and not ctx.is_static(x):
+                raise ctx.unsupported(
+                    "Dropout in training mode on a model with dynamic axes (the seeded mask has "
+                    "the input's shape; export with fixed sizes)"
+                )
             if not 0.0 < p < 1.0:
                 raise ctx.unsupported(f"Dropout ratio {p} (training mode takes 0 <= ratio < 1)")
             mask = np.random.RandomState(int(seed)).uniform(0.0, 1.0, shape) >= p

@@ -118,7 +118,7 @@ def test_dropout_in_training_mode_with_a_seed_is_the_reference_mask(ratio, seed,
         assert np.array_equal(got_y.view(np.uint32), want_y.astype(np.float32).view(np.uint32))
 
 
-def test_dropout_in_training_mode_without_a_seed_is_refused_by_name():
+def test_dropout_in_training_mode_without_a_seed_or_with_dynamic_axes_is_refused_by_name():
     pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
 
@@ -132,4 +132,11 @@ def test_dropout_in_training_mode_without_a_seed_is_refused_by_name():
     graph = helper.make_graph([node], "dropout", vi[:1], vi[1:], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     with pytest.raises(GpucoreError, match="Dropout.*no seed"):
+        gpucore.onnx.load(model.SerializeToString())
+    # with a seed but a dynamic batch axis: a mask per size, which a compiled model does not hold
+    node = helper.make_node("Dropout", ["x", "r", "t"], ["y"], seed=1)
+    vi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["N", 3]) for n in "xy"]
+    graph = helper.make_graph([node], "dropout", vi[:1], vi[1:], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    with pytest.raises(GpucoreError, match="Dropout in training mode on a model with dynamic"):
         gpucore.onnx.load(model.SerializeToString())
