@@ -50,3 +50,9 @@ def threads():
     before = C.info()["threads"]
     yield C.set_num_threads
     C.set_num_threads(before)
+
+
+@pytest.fixture
+def conv_path(monkeypatch):
+    """Sets GPUCORE_CONV (read by the C side on every call) for the rest of the test."""
+    return lambda mode: monkeypatch.setenv("GPUCORE_CONV", mode)

@@ -17,6 +17,9 @@ import textwrap
 
 import numpy as np
 import pytest
+from conv_cases import close as _close
+from conv_cases import epilogue, forward
+from conv_cases import has_pixel_tiles as _has_tiles
 
 import gpucore
 from gpucore import _cpu
@@ -67,29 +70,12 @@ def _reference(case, x, wt, b, res=None, relu=False):
                 :, :, y0 : y0 + s[0] * (oh - 1) + 1 : s[0], x0 : x0 + s[1] * (ow - 1) + 1 : s[1]
             ]
             out += np.einsum("nchw,oc->nohw", patch, wt[:, :, ki, kj].astype(np.float64))
-    if b is not None:
-        out += b.astype(np.float64)[None, :, None, None]
-    if res is not None:
-        out += res
-    return np.maximum(out, 0.0) if relu else out
+    return epilogue(out, b, res, relu)
 
 
 def _forward(case, x, wt, b, res=None, relu=False, w_arg=None, n=None):
-    _, c, h, w, o, k, s, p, d, oh, ow = _geom(case)
-    out = np.full((x.shape[0], o, oh, ow), np.nan, np.float32)
-    tail = (res, _cpu.UNARY_RELU if relu else -1) if res is not None or relu else ()
-    _cpu.conv2d_forward(x, wt if w_arg is None else w_arg, b, out, *_args(case, n), *tail)
-    return out
-
-
-def _close(got, ref, what):
-    err = float(np.abs(got - ref).max()) / max(1.0, float(np.abs(ref).max()))
-    assert err <= 2e-6, f"{what}: relative error {err:.3g}"
-
-
-def _has_tiles():
-    g = _cpu.info()["gemm"]["float32"]
-    return _cpu.info()["isa"] == "avx512" and (g["mr"], g["nr"]) == (14, 32)
+    _, _, _, _, o, _, _, _, _, oh, ow = _geom(case)
+    return forward(x, wt if w_arg is None else w_arg, b, o, oh, ow, _args(case, n), res, relu)
 
 
 EPILOGUES = {"none": (False, False, False), "bias": (True, False, False),
@@ -210,7 +196,7 @@ def test_rule(monkeypatch):
 _ISA_SCRIPT = textwrap.dedent(
     """
     import os, sys, numpy as np
-    sys.path.insert(0, sys.argv[1])
+    sys.path[:0] = [sys.argv[1], os.path.join(sys.argv[1], "..", "..")]  # conv_cases: tests/
     import test_conv_direct_lanes as t
     import gpucore
     from gpucore import _cpu

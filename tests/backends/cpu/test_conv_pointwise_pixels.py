@@ -16,6 +16,9 @@ import textwrap
 
 import numpy as np
 import pytest
+from conv_cases import close as _close
+from conv_cases import forward, pw_args, pw_geom, pw_inputs, pw_reference
+from conv_cases import has_pixel_tiles as _has_tiles
 
 import gpucore
 from gpucore import _cpu
@@ -39,58 +42,24 @@ GEOMS = {
 
 
 def _geom(case):
-    n, c, h, w, o, s = GEOMS[case]
-    return n, c, h, w, o, s, (h - 1) // s[0] + 1, (w - 1) // s[1] + 1
+    return pw_geom(GEOMS[case])
 
 
 def _args(case, n=None):
-    n0, c, h, w, o, s, _, _ = _geom(case)
-    return (n0 if n is None else n, c, h, w, 1, 1, *s, 0, 0, 1, 1, o)
+    return pw_args(GEOMS[case], n)
 
 
 def _inputs(case):
-    n, c, h, w, o, s, oh, ow = _geom(case)
-    r = np.random.default_rng(len(case) + 100)
-    x = r.standard_normal((n, c, h, w)).astype(np.float32)
-    wt = (r.standard_normal((o, c, 1, 1)) / np.sqrt(c)).astype(np.float32)
-    b = r.standard_normal(o).astype(np.float32)
-    res = r.standard_normal((n, o, oh, ow)).astype(np.float32)
-    return x, wt, b, res
+    return pw_inputs(GEOMS[case], len(case) + 100)
 
 
-def _reference(case, x, wt, b, res=None, relu=False):
-    n, c, h, w, o, s, oh, ow = _geom(case)
-    xs = x.astype(np.float64)[:, :, :: s[0], :: s[1]][:, :, :oh, :ow]
-    out = np.einsum("nchw,oc->nohw", xs, wt[:, :, 0, 0].astype(np.float64))
-    if b is not None:
-        out += b.astype(np.float64)[None, :, None, None]
-    if res is not None:
-        out += res
-    return np.maximum(out, 0.0) if relu else out
+def _reference(case, *a, **kw):
+    return pw_reference(GEOMS[case], *a, **kw)
 
 
 def _forward(case, x, wt, b, res=None, relu=False, w_arg=None, n=None):
-    _, c, h, w, o, s, oh, ow = _geom(case)
-    out = np.full((x.shape[0], o, oh, ow), np.nan, np.float32)
-    tail = (res, _cpu.UNARY_RELU if relu else -1) if res is not None or relu else ()
-    _cpu.conv2d_forward(x, wt if w_arg is None else w_arg, b, out, *_args(case, n), *tail)
-    return out
-
-
-def _close(got, ref, what):
-    err = float(np.abs(got - ref).max()) / max(1.0, float(np.abs(ref).max()))
-    assert err <= 2e-6, f"{what}: relative error {err:.3g}"
-
-
-def _has_tiles():
-    """AVX-512 (the float32 GEMM's 14 x 32 tile) has the pixels x channels tile."""
-    g = _cpu.info()["gemm"]["float32"]
-    return _cpu.info()["isa"] == "avx512" and (g["mr"], g["nr"]) == (14, 32)
-
-
-@pytest.fixture
-def conv_path(monkeypatch):
-    return lambda mode: monkeypatch.setenv("GPUCORE_CONV", mode)
+    _, _, _, _, o, _, oh, ow = _geom(case)
+    return forward(x, wt if w_arg is None else w_arg, b, o, oh, ow, _args(case, n), res, relu)
 
 
 EPILOGUES = {"none": (False, False, False), "bias": (True, False, False),
@@ -216,7 +185,7 @@ def test_rule_and_runtime_packing(monkeypatch):
 _ISA_SCRIPT = textwrap.dedent(
     """
     import os, sys, numpy as np
-    sys.path.insert(0, sys.argv[1])
+    sys.path[:0] = [sys.argv[1], os.path.join(sys.argv[1], "..", "..")]  # conv_cases: tests/
     import test_conv_pointwise_pixels as t
     import gpucore
     from gpucore import _cpu
