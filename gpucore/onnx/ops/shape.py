@@ -133,7 +133,7 @@ def identity(ctx, node, ins):
 @handles("Dropout")
 def dropout(ctx, node, ins):
     """Dropout at inference, or in training mode with ratio 0: the input as it is (and an
-    all-true mask). Training mode with a ratio above 0 and a ``seed``: the mask that ONNX's
+    all-true mask: ones of the input's dtype before opset 10). Training mode with a ratio above 0 and a ``seed``: the mask that ONNX's
     reference implementation draws, ``RandomState(seed).uniform(0, 1, shape) >= ratio``, the
     same on every run (as there: a fixed seed gives a fixed mask), and ``x * mask / (1 -
     ratio)``. Without a seed the runtime would choose one: a compiled model does not sample."""
@@ -142,7 +142,7 @@ def dropout(ctx, node, ins):
     ctx.attr("is_test", None)
     x = ins[0]
     shape = [int(s) for s in x.shape]
-    mask = np.ones(shape, np.bool_)
+    mask = None  # all true unless drawn below
     training = ins[2] if len(ins) > 2 else None
     if training is not None and bool(ctx.static(training, "training_mode").reshape(-1)[0]):
         ratio = ins[1] if len(ins) > 1 and ins[1] is not None else np.float32(0.5)
@@ -165,8 +165,20 @@ def dropout(ctx, node, ins):
             else:
                 x = gc.mul(keep, ctx.tensor(scale.astype(keep.dtype.np)))
     if len(node.outputs) > 1 and node.outputs[1]:
-        return [x, mask]
+        return [x, _all_true(ctx, ins[0], shape) if mask is None else mask]
     return [x]
+
+
+def _all_true(ctx, x, shape: list):
+    """Dropout's mask at inference: all true, with ``x``'s shape (before opset 10, ones of
+    ``x``'s dtype). For a traced ``x``, one element expanded to its shape (a view, as
+    ConstantOfShape's): a constant of the input's shape would change with a dynamic axis, which
+    one graph cannot hold."""
+    dtype = np.bool_ if ctx.opset >= 10 else (x.dtype if ctx.is_static(x) else x.dtype.np)
+    if ctx.is_static(x):
+        return np.ones(shape, dtype)
+    one = ctx.tensor(np.ones((1,) * len(shape), dtype))
+    return one.expand(*shape) if shape else one.reshape(())
 
 
 def _permuted(ctx, x, shape: list, perm: list, out: list):

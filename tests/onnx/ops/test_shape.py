@@ -4,7 +4,9 @@ before 13 (axes as attributes)."""
 
 import numpy as np
 import pytest
-from onnx_cases import OPSETS, check_op, rand
+from onnx_cases import OPSETS, assert_close, check_op, helper, model, rand, run_ort, tensor_type
+
+import gpucore.onnx
 
 I64 = np.int64
 
@@ -140,3 +142,62 @@ def test_dropout_in_training_mode_without_a_seed_or_with_dynamic_axes_is_refused
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     with pytest.raises(GpucoreError, match="Dropout in training mode on a model with dynamic"):
         gpucore.onnx.load(model.SerializeToString())
+
+
+def _dropout_mask_model(opset: int, training: bool | None, consumed: bool):
+    """Dropout(x[N, 3, 2]) -> y and its mask, the mask a graph output and (``consumed``) also
+    fed to a Cast and a Mul; ``training``: the training_mode input (None: absent), ratio 0."""
+    ins, inits = ["x"], {}
+    if training is not None:
+        ins += ["r", "t"]
+        inits = {"r": np.float32(0.0), "t": np.bool_(training)}
+    mask_type = np.bool_ if opset >= 10 else np.float32
+    nodes = [helper.make_node("Dropout", ins, ["y", "mask"])]
+    outputs = {"y": np.float32, "mask": mask_type}
+    if consumed:
+        nodes += [
+            helper.make_node("Cast", ["mask"], ["m"], to=tensor_type(np.float32)),
+            helper.make_node("Mul", ["y", "m"], ["ym"]),
+        ]
+        outputs["ym"] = np.float32
+    example = {"x": rand(2, 3, 2)}
+    return model(nodes, example, outputs, inits, opset=opset, input_shapes={"x": ["N", 3, 2]})
+
+
+def _check_dropout_mask(cm, m, opset: int, consumed: bool):
+    assert cm.symbols == ["N"]
+    for n in (1, 2, 5):
+        x = rand(n, 3, 2, seed=n)
+        got = cm.run_arrays([x])
+        mask = np.ones(x.shape, np.bool_ if opset >= 10 else np.float32)
+        assert_close(got, [x, mask] + ([x] if consumed else []), rtol=0, atol=0)  # numpy
+        want = run_ort(m, {"x": x})
+        if opset < 10:  # onnxruntime leaves the float mask of Dropout-7 zero ("not filled" in
+            # Dropout-6's words); ONNX's reference implementation and gpucore: all kept, ones
+            want[1] = mask
+            if consumed:
+                want[2] = x
+        assert_close(got, want, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("executor", ["compiled", "interpreted"])
+@pytest.mark.parametrize("consumed", [False, True])
+@pytest.mark.parametrize(
+    "opset, training", [(9, None), (13, None), (13, False), (13, True), (OPSETS[-1], None)]
+)
+def test_dropout_mask_at_inference_with_a_dynamic_axis(opset, training, consumed, executor):
+    """The mask of an inference-mode Dropout (or training mode with ratio 0) on a model with a
+    dynamic batch axis: all true (ones before opset 10), the input's shape at every size, one
+    graph for all of them."""
+    m = _dropout_mask_model(opset, training, consumed)
+    cm = gpucore.onnx.load(m.SerializeToString(), device="cpu", executor=executor)
+    _check_dropout_mask(cm, m, opset, consumed)
+
+
+@pytest.mark.parametrize("executor", ["compiled", "interpreted"])
+def test_dropout_mask_at_inference_with_a_dynamic_axis_on_vulkan(vulkan, executor):
+    for opset, training in [(9, None), (13, False)]:
+        m = _dropout_mask_model(opset, training, consumed=True)
+        cm = gpucore.onnx.load(m.SerializeToString(), device="vulkan", executor=executor)
+        assert cm.device == "vulkan"
+        _check_dropout_mask(cm, m, opset, consumed=True)
