@@ -133,10 +133,11 @@ def identity(ctx, node, ins):
 @handles("Dropout")
 def dropout(ctx, node, ins):
     """Dropout at inference, or in training mode with ratio 0: the input as it is (and an
-    all-true mask: ones of the input's dtype before opset 10). Training mode with a ratio above 0 and a ``seed``: the mask that ONNX's
-    reference implementation draws, ``RandomState(seed).uniform(0, 1, shape) >= ratio``, the
-    same on every run (as there: a fixed seed gives a fixed mask), and ``x * mask / (1 -
-    ratio)``. Without a seed the runtime would choose one: a compiled model does not sample."""
+    all-true mask: ones of the input's dtype before opset 10). Training mode with a ratio above
+    0 and a ``seed``: the mask that ONNX's reference implementation draws, ``RandomState(seed)
+    .uniform(0, 1, shape) >= ratio``, the same on every run (as there: a fixed seed gives a
+    fixed mask), and ``x * mask / (1 - ratio)``. Without a seed the runtime would choose one: a
+    compiled model does not sample."""
     seed = ctx.attr("seed", None)
     ctx.attr("ratio", None)
     ctx.attr("is_test", None)
