@@ -19,7 +19,19 @@ def warn(message: str, category: type[Warning] = UserWarning) -> None:
         # a public form's frames run in its own namespace (ops/api.py: "_gc_fn", its function)
         g = frame.f_globals
         module = g.get("__name__") or ""
+        if _importing(frame):
+            # a warning raised while gpucore is imported (config.check_environment): the import
+            # system's frames, which warnings.warn skips and does not count, lead to the
+            # user's import statement
+            frame = frame.f_back
+            continue
         if not (module == "gpucore" or module.startswith("gpucore.") or "_gc_fn" in g):
             break
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level + 1)
+
+
+def _importing(frame) -> bool:
+    """Whether ``frame`` is the import system's, as warnings.warn tells them apart."""
+    name = frame.f_code.co_filename
+    return "importlib" in name and "_bootstrap" in name

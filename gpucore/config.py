@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import math
 import os
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from . import _caller_warnings as caller_warnings
 from .errors import GpucoreError
 
 
@@ -131,9 +131,8 @@ def check_environment(environ: Mapping[str, str] | None = None) -> None:
 
             close = difflib.get_close_matches(name, sorted(known), n=1)
             hint = f"; did you mean {close[0]}?" if close else ""
-            warnings.warn(
+            caller_warnings.warn(
                 f"{name} is not a gpucore environment variable and is ignored{hint}",
-                stacklevel=2,
             )
 
 

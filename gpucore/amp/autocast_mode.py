@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import functools
 import threading
-import warnings
 
+from .. import _caller_warnings as caller_warnings
 from .. import dtypes as D
 from ..autograd.engine import _TASKS
 from ..tensor import Tensor
@@ -162,10 +162,9 @@ class autocast:  # noqa: N801 - PyTorch's name
             )
         if device_type == "cuda":
             if enabled:
-                warnings.warn(
+                caller_warnings.warn(
                     "User provided device_type of 'cuda', but CUDA is not available (gpucore "
                     "runs on Vulkan and the CPU). Disabling; use device_type='vulkan' or 'cpu'.",
-                    stacklevel=2,
                 )
             self.device = None
         else:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import enum
 import math
-import warnings
 
 import numpy as np
 
+from .. import _caller_warnings as caller_warnings
 from .. import dtypes as D
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
@@ -52,10 +52,9 @@ class GradScaler:
     ):
         self._device = str(device)
         if enabled and self._device.startswith("cuda"):
-            warnings.warn(
+            caller_warnings.warn(
                 "GradScaler is enabled for 'cuda', but CUDA is not available (gpucore runs on "
                 "Vulkan and the CPU). Disabling; pass device='vulkan' or 'cpu' to scale.",
-                stacklevel=2,
             )
             enabled = False
         self._enabled = bool(enabled)

@@ -8,8 +8,8 @@ stream (``gpucore.manual_seed`` or a ``generator=``), drawn in float32 as ``gpuc
 from __future__ import annotations
 
 import math
-import warnings
 
+from .. import _caller_warnings as caller_warnings
 from ..autograd.grad_mode import no_grad
 from ..creation import from_numpy
 from ..ops.random import _normal_f32, _uniform_f32
@@ -159,7 +159,7 @@ def kaiming_uniform_(
     calculate_gain(nonlinearity, a), fan from mode ('fan_in' or 'fan_out')."""
     _check("kaiming_uniform_", tensor)
     if tensor.numel() == 0:
-        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        caller_warnings.warn("Initializing zero-element tensors is a no-op")
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
     bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(fan)
@@ -176,7 +176,7 @@ def kaiming_normal_(
     """N(0, std^2) with std = gain / sqrt(fan)."""
     _check("kaiming_normal_", tensor)
     if tensor.numel() == 0:
-        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        caller_warnings.warn("Initializing zero-element tensors is a no-op")
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
     std = calculate_gain(nonlinearity, a) / math.sqrt(fan)

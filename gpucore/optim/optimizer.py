@@ -21,11 +21,11 @@ subclass may instead update a whole group at once by overriding ``_step_group(gr
 from __future__ import annotations
 
 import contextlib
-import warnings
 from collections import defaultdict
 from copy import deepcopy
 from itertools import chain
 
+from .. import _caller_warnings as caller_warnings
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..creation import zeros
 from ..errors import DeviceError
@@ -157,10 +157,9 @@ class Optimizer:
 
         ids = [id(p) for p in params]
         if len(set(ids)) != len(ids):
-            warnings.warn(
+            caller_warnings.warn(
                 "optimizer contains a parameter group with duplicate parameters; in future, this "
                 "will cause an error",
-                stacklevel=3,
             )
         seen = {id(p) for g in self.param_groups for p in g["params"]}
         if not seen.isdisjoint(ids):

@@ -23,10 +23,9 @@ neighbouring bin. Infinite values are ignored with a warning, as PyTorch.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
+from .. import _caller_warnings as caller_warnings
 from .. import dtypes as D
 from ..creation import from_numpy
 from ..tensor import Tensor
@@ -107,7 +106,7 @@ class HistogramObserver(UniformQuantizationObserverBase):
         if x.size == 0:
             return x_orig
         if np.isinf(x).any():
-            warnings.warn("inf detected in input tensor, ignoring input", stacklevel=2)
+            caller_warnings.warn("inf detected in input tensor, ignoring input")
             x = x[~np.isinf(x)]
             if x.size == 0:
                 return x_orig
@@ -208,10 +207,9 @@ class HistogramObserver(UniformQuantizationObserverBase):
         """(scale [1] float32, zero_point [1] int) for the range the search picks."""
         mn, mx = self.min_val.numpy()[()], self.max_val.numpy()[()]
         if mn == np.inf and mx == -np.inf:
-            warnings.warn(
+            caller_warnings.warn(
                 "must run observer before calling calculate_qparams. Returning default scale and "
                 "zero point",
-                stacklevel=2,
             )
             return from_numpy(np.array([1.0], np.float32)), from_numpy(np.array([0], np.int64))
         lo, hi = self._non_linear_param_search()

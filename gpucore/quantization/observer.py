@@ -25,10 +25,10 @@ start empty): gpucore's ``load_state_dict`` has no resize hook.
 from __future__ import annotations
 
 import functools
-import warnings
 
 import numpy as np
 
+from .. import _caller_warnings as caller_warnings
 from .. import dtypes as D
 from ..creation import from_numpy
 from ..errors import DTypeError, ShapeError
@@ -165,9 +165,8 @@ class UniformQuantizationObserverBase(ObserverBase):
         min_val = np.asarray(min_val, dtype=np.float32)
         max_val = np.asarray(max_val, dtype=np.float32)
         if min_val.size == 0 or (min_val.ndim == 0 and min_val == np.inf and max_val == -np.inf):
-            warnings.warn(
+            caller_warnings.warn(
                 "must run observer before calling calculate_qparams. Returning default values.",
-                stacklevel=3,
             )
             return from_numpy(np.array([1.0], np.float32)), from_numpy(np.array([0], np.int64))
         if np.any(min_val > max_val):

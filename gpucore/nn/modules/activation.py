@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import warnings
 
+from ... import _caller_warnings as caller_warnings
 from .. import functional as F
 from .. import init
 from ..functional.attention import _multi_head_attention
@@ -67,11 +68,10 @@ class GELU(Module):
 
 
 def _implicit_dim(name: str, ndim: int) -> int:
-    warnings.warn(
+    caller_warnings.warn(
         f"Implicit dimension choice for {name} has been deprecated. Change the call to include "
         "dim=X as an argument.",
         UserWarning,
-        stacklevel=3,
     )
     return 0 if ndim in (0, 1, 3) else 1
 

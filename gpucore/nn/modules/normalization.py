@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import warnings
-
+from ... import _caller_warnings as caller_warnings
 from ... import dtypes as D
 from ...creation import ones, tensor, zeros
 from ...errors import ShapeError
@@ -309,10 +308,9 @@ class InstanceNorm2d(_BatchNorm):
             )
             if self.affine:
                 raise ShapeError(msg)
-            warnings.warn(
+            caller_warnings.warn(
                 msg + "; normalizing anyway, as the layer has no per-channel state",
                 UserWarning,
-                stacklevel=2,
             )
         x = input.unsqueeze(0) if unbatched else input
         use_input_stats = self.training or not self.track_running_stats

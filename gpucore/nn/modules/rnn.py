@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 
+from ... import _caller_warnings as caller_warnings
 from ...creation import empty, zeros
 from ...errors import DTypeError, ShapeError
 from ...ops.joining import cat, stack
@@ -58,11 +58,10 @@ class RNNBase(Module):
                 f"probability of an element being zeroed, got {dropout}"
             )
         if dropout > 0 and num_layers == 1:
-            warnings.warn(
+            caller_warnings.warn(
                 "dropout option adds dropout after all but last recurrent layer, so non-zero "
                 f"dropout expects num_layers greater than 1, but got dropout={dropout} and "
                 f"num_layers={num_layers}",
-                stacklevel=2,
             )
         for what, v in (("input_size", input_size), ("hidden_size", hidden_size)):
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:

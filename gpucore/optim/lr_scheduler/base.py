@@ -6,6 +6,7 @@ from __future__ import annotations
 import types
 import warnings
 
+from ... import _caller_warnings as caller_warnings
 from ..optimizer import Optimizer
 
 EPOCH_DEPRECATION_WARNING = (
@@ -78,13 +79,12 @@ class LRScheduler:
     def step(self, epoch: int | None = None) -> None:
         """Advance one epoch (or, deprecated, jump to ``epoch`` with the closed form)."""
         if self._step_count == 1 and getattr(self.optimizer, "_opt_called", False) is False:
-            warnings.warn(
+            caller_warnings.warn(
                 "Detected call of `lr_scheduler.step()` before `optimizer.step()`. You should "
                 "call them in the opposite order: `optimizer.step()` before "
                 "`lr_scheduler.step()`; otherwise the first value of the learning rate schedule "
                 "is skipped.",
                 UserWarning,
-                stacklevel=2,
             )
         self._step_count += 1
         if epoch is not None:
