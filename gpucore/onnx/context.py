@@ -34,13 +34,22 @@ _MISSING = object()
 
 
 @functools.lru_cache(maxsize=1024)
+def _schema(op_type: str, opset: int):
+    """The default domain's OpSchema of ``op_type`` at ``opset``, or None."""
+    onnx = require_onnx()
+    try:
+        return onnx.defs.get_schema(op_type, opset, "")
+    except Exception:  # noqa: BLE001 - SchemaError: no such operator at this opset
+        return None
+
+
+@functools.lru_cache(maxsize=1024)
 def schema_defaults(op_type: str, opset: int):
     """{attribute: default value} of ``op_type`` at ``opset``, or None when the opset has no
     such operator."""
     onnx = require_onnx()
-    try:
-        schema = onnx.defs.get_schema(op_type, opset, "")
-    except Exception:  # noqa: BLE001 - SchemaError: no such operator at this opset
+    schema = _schema(op_type, opset)
+    if schema is None:
         return None
     out = {}
     for name, a in schema.attributes.items():
@@ -115,14 +124,23 @@ class Context:
                     f"{', '.join(sorted(MS_HANDLERS))}"
                 )
         elif not internal and node.domain not in DEFAULT_DOMAINS:
-            raise self.unsupported(f"operators of domain {node.domain!r} are not supported")
+            raise self.unsupported(
+                f"operators of domain {node.domain!r} are not supported (gpucore.onnx reads the "
+                f"default ONNX domain and a few {MS_DOMAIN} ops; export the op as standard ONNX "
+                "ops)"
+            )
         else:
             handler = handlers.get(node.op_type)
             defaults = {} if internal else schema_defaults(node.op_type, self.opset)
         if defaults is None:
-            raise self.unsupported(f"{node.op_type} is not an operator of opset {self.opset}")
+            raise self.unsupported(_not_in_opset(node.op_type, self.opset))
         if handler is None:
-            raise self.unsupported(f"operator {node.op_type} is not supported by gpucore.onnx")
+            raise self.unsupported(
+                f"operator {node.op_type} is not supported by gpucore.onnx "
+                "(gpucore.onnx.supported_ops() lists those it reads)"
+            )
+        if not internal and node.domain != MS_DOMAIN:
+            self._check_arity(node)
         self._defaults = defaults
         shifted = node.op_type in SHIFT_TRANSPARENT and inputs and isinstance(inputs[0], Shifted)
         if shifted:
@@ -151,6 +169,27 @@ class Context:
                 if isinstance(v, np.ndarray) and not any(v is i for i in inputs):
                     self._sized[id(v)] = v
         return outs
+
+    def _check_arity(self, node: NodeInfo) -> None:
+        """SerializationError, naming the node, for inputs or outputs its op's schema does not
+        take at this opset: too few or too many, or a required input left empty."""
+        schema = _schema(node.op_type, self.opset)
+        where = f"{node.op_type} at opset {self.opset}"
+        n_in, n_out = len(node.inputs), len(node.outputs)
+        if not schema.min_input <= n_in <= schema.max_input:
+            raise self.invalid(
+                f"{_count(n_in, 'input')} given; {where} takes "
+                f"{_range(schema.min_input, schema.max_input)}"
+            )
+        if not schema.min_output <= n_out <= schema.max_output:
+            raise self.invalid(
+                f"{_count(n_out, 'output')} given; {where} has "
+                f"{_range(schema.min_output, schema.max_output)}"
+            )
+        single = type(schema.inputs[0].option).Single if schema.inputs else None
+        for i, formal in enumerate(schema.inputs):
+            if formal.option == single and i < n_in and not node.inputs[i]:
+                raise self.invalid(f"input {i} ({formal.name!r}) of {where} is required but empty")
 
     def unsupported(self, message: str, attribute: str | None = None) -> UnsupportedOperator:
         """An UnsupportedOperator naming the current node, its op and the opset."""
@@ -263,6 +302,35 @@ class Context:
         if not -rank <= axis < rank:
             raise self.invalid(f"{what} {axis} is out of range for rank {rank}")
         return axis % rank
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
+def _range(lo: int, hi: int) -> str:
+    """``lo`` to ``hi`` (variadic: ``hi`` is 2**31 - 1) in words."""
+    if lo == hi:
+        return str(lo)
+    return f"at least {lo}" if hi >= 2**31 - 1 else f"{lo} to {hi}"
+
+
+def _not_in_opset(op_type: str, opset: int) -> str:
+    """Why ``op_type`` has no schema at ``opset``, and what to do: an op of a later opset, or
+    none of ONNX's (another domain's op written in the default domain, or a custom one)."""
+    onnx = require_onnx()
+    msg = f"{op_type} is not an operator of opset {opset}"
+    newest = onnx.defs.onnx_opset_version()
+    since = next((v for v in range(opset + 1, newest + 1) if _schema(op_type, v)), None)
+    if since is not None:
+        return (
+            f"{msg} (it is one since opset {since}: re-export the model with opset {since} or "
+            "later, or with the op decomposed)"
+        )
+    return (
+        f"{msg}, nor of any ONNX opset up to {newest}: a custom or misspelled op type (export "
+        "it as standard ONNX ops; gpucore.onnx.supported_ops() lists those gpucore reads)"
+    )
 
 
 def _value(v):

@@ -403,7 +403,12 @@ def sort_nodes(nodes: list, defined: set, outputs: list, source: str) -> list:
                 continue
             if name not in producer:
                 what = f"node {node.label()} ({node.op_type})"
-                raise bad(source, f"{what} reads {name!r}, which nothing in the graph defines")
+                raise bad(
+                    source,
+                    f"{what} reads {name!r}, which nothing in the graph defines (no initializer, "
+                    "graph input or node output has that name: the file may lack a weight; "
+                    "re-export it, or add the initializer)",
+                )
             waiting[i] += 1
             readers.setdefault(producer[name], []).append(i)
     # Kahn's algorithm, taking the ready node that comes first in the file: the file's order is

@@ -30,8 +30,39 @@ def test_an_unsupported_op_names_node_op_and_opset():
 
 
 def test_an_op_the_opset_does_not_have():
-    with pytest.raises(UnsupportedOperator, match="Gelu is not an operator of opset 17"):
-        _load(_one(helper.make_node("Gelu", ["x"], ["y"])))
+    # one of a later opset: which, and what to do
+    with pytest.raises(UnsupportedOperator, match="Gelu is not an operator of opset 17") as e:
+        _load(_one(helper.make_node("Gelu", ["x"], ["y"], name="g")))
+    assert "node g" in str(e.value) and "since opset 20: re-export" in str(e.value)
+    # LayerNormalization came at 17; an opset-13 model: 17, not its newest version's opset
+    with pytest.raises(UnsupportedOperator, match="since opset 17"):
+        _load(_one(helper.make_node("LayerNormalization", ["x", "x"], ["y"]), opset=13))
+    # none of ONNX's: a custom or misspelled op, and where the supported ones are listed
+    with pytest.raises(UnsupportedOperator, match="FooBar .* nor of any ONNX opset") as e:
+        _load(_one(helper.make_node("FooBar", ["x"], ["y"], name="foo")))
+    assert "node foo" in str(e.value) and "supported_ops()" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "op, inputs, outputs, match",
+    [
+        ("Add", ["x"], ["y"], "node n .*1 input given; Add at opset 17 takes 2"),
+        ("Relu", ["x", "x"], ["y"], "node n .*2 inputs given; Relu at opset 17 takes 1"),
+        ("Clip", ["x", "", "", ""], ["y"], "4 inputs given; Clip at opset 17 takes 1 to 3"),
+        ("Relu", ["x"], ["y", "z"], "2 outputs given; Relu at opset 17 has 1"),
+        ("Sum", [], ["y"], "0 inputs given; Sum at opset 17 takes at least 1"),
+        ("Add", ["", "x"], ["y"], "node n .*input 0 \\('A'\\) of Add at opset 17 is required"),
+    ],
+)
+def test_inputs_or_outputs_the_ops_schema_does_not_take(op, inputs, outputs, match):
+    """Named by node and op before the handler reads them (it would fail on an index)."""
+    node = helper.make_node(op, inputs, outputs, name="n")
+    with pytest.raises(SerializationError, match=match):
+        _load(model([node], {"x": rand(2, 3)}, {o: np.float32 for o in outputs}))
+
+
+def test_optional_inputs_left_empty_are_not_refused():
+    check_op("Clip", [rand(2, 3), None, np.float32(0.5)], opset=17, static=(2,))
 
 
 def test_another_domain():
@@ -39,6 +70,11 @@ def test_another_domain():
     m = _one(node)
     m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     with pytest.raises(UnsupportedOperator, match="domain 'com.microsoft'"):
+        _load(m)
+    node = helper.make_node("Relu", ["x"], ["y"], domain="com.example", name="r")
+    m = _one(node)
+    m.opset_import.append(helper.make_opsetid("com.example", 1))
+    with pytest.raises(UnsupportedOperator, match="node r .*'com.example' .* standard ONNX ops"):
         _load(m)
 
 
