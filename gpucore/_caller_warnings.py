@@ -25,7 +25,11 @@ def warn(message: str, category: type[Warning] = UserWarning) -> None:
             # user's import statement
             frame = frame.f_back
             continue
-        if not (module == "gpucore" or module.startswith("gpucore.") or "_gc_fn" in g):
+        # importlib.import_module (plugin loaders, entry points) is one counted frame between
+        # the import system's and the user's
+        if not (
+            module in ("gpucore", "importlib") or module.startswith("gpucore.") or "_gc_fn" in g
+        ):
             break
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level + 1)

@@ -108,16 +108,18 @@ def test_warn_from_outside_gpucore_is_the_direct_caller():
     assert [(w.filename, w.category) for w in got] == [(__file__, RuntimeWarning)]
 
 
-def test_a_warning_at_import_names_the_import_statement(tmp_path):
+@pytest.mark.parametrize("statement", ["import gpucore", "importlib.import_module('gpucore')"])
+def test_a_warning_at_import_names_the_import_statement(tmp_path, statement):
     """config.check_environment warns while gpucore is imported: the import system's frames
-    between gpucore and the script are skipped, as warnings.warn skips them."""
+    between gpucore and the script are skipped, as warnings.warn skips them, and so is
+    importlib.import_module's (plugin loaders, entry points)."""
     script = tmp_path / "user.py"
     script.write_text(
-        "import warnings\n"
+        "import importlib, warnings\n"
         "warnings.simplefilter('always')\n"
         "with warnings.catch_warnings(record=True) as got:\n"
         "    warnings.simplefilter('always')\n"
-        "    import gpucore\n"
+        f"    {statement}\n"
         "print(repr([(w.filename, w.lineno, w.category.__name__) for w in got]))\n"
     )
     env = {**os.environ, "GPUCORE_DEVISE": "cpu"}

@@ -117,7 +117,7 @@ class Context:
         if node.domain == MS_DOMAIN:
             from .ops.contrib import MS_HANDLERS  # noqa: PLC0415 - ops import this module
 
-            handler, defaults = MS_HANDLERS.get(node.op_type, (None, {}))
+            handler, defaults, arity = MS_HANDLERS.get(node.op_type, (None, {}, None))
             if handler is None:
                 raise self.unsupported(
                     f"operators of domain {node.domain!r} are not supported but "
@@ -133,13 +133,15 @@ class Context:
             handler = handlers.get(node.op_type)
             defaults = {} if internal else schema_defaults(node.op_type, self.opset)
         if defaults is None:
-            raise self.unsupported(_not_in_opset(node.op_type, self.opset))
+            raise self.unsupported(_not_in_opset(node.op_type, self.opset, handler is not None))
         if handler is None:
             raise self.unsupported(
                 f"operator {node.op_type} is not supported by gpucore.onnx "
                 "(gpucore.onnx.supported_ops() lists those it reads)"
             )
-        if not internal and node.domain != MS_DOMAIN:
+        if node.domain == MS_DOMAIN:
+            self._check_counts(node, *arity, 1, 1)
+        elif not internal:
             self._check_arity(node)
         self._defaults = defaults
         shifted = node.op_type in SHIFT_TRANSPARENT and inputs and isinstance(inputs[0], Shifted)
@@ -175,21 +177,29 @@ class Context:
         take at this opset: too few or too many, or a required input left empty."""
         schema = _schema(node.op_type, self.opset)
         where = f"{node.op_type} at opset {self.opset}"
-        n_in, n_out = len(node.inputs), len(node.outputs)
-        if not schema.min_input <= n_in <= schema.max_input:
-            raise self.invalid(
-                f"{_count(n_in, 'input')} given; {where} takes "
-                f"{_range(schema.min_input, schema.max_input)}"
-            )
-        if not schema.min_output <= n_out <= schema.max_output:
-            raise self.invalid(
-                f"{_count(n_out, 'output')} given; {where} has "
-                f"{_range(schema.min_output, schema.max_output)}"
-            )
-        single = type(schema.inputs[0].option).Single if schema.inputs else None
+        self._check_counts(
+            node, schema.min_input, schema.max_input, schema.min_output, schema.max_output, where
+        )
+        n_in = len(node.inputs)
+        single = require_onnx().defs.OpSchema.FormalParameterOption.Single
         for i, formal in enumerate(schema.inputs):
             if formal.option == single and i < n_in and not node.inputs[i]:
                 raise self.invalid(f"input {i} ({formal.name!r}) of {where} is required but empty")
+
+    def _check_counts(
+        self, node: NodeInfo, min_in: int, max_in: int, min_out: int, max_out: int, where=None
+    ) -> None:
+        """SerializationError, naming the node, for an input or output count out of range."""
+        where = where or f"{node.domain} {node.op_type}"
+        n_in, n_out = len(node.inputs), len(node.outputs)
+        if not min_in <= n_in <= max_in:
+            raise self.invalid(
+                f"{_count(n_in, 'input')} given; {where} takes {_range(min_in, max_in)}"
+            )
+        if not min_out <= n_out <= max_out:
+            raise self.invalid(
+                f"{_count(n_out, 'output')} given; {where} has {_range(min_out, max_out)}"
+            )
 
     def unsupported(self, message: str, attribute: str | None = None) -> UnsupportedOperator:
         """An UnsupportedOperator naming the current node, its op and the opset."""
@@ -305,6 +315,7 @@ class Context:
 
 
 def _count(n: int, what: str) -> str:
+    """``n`` and ``what``, plural unless ``n`` is 1."""
     return f"{n} {what}" if n == 1 else f"{n} {what}s"
 
 
@@ -315,17 +326,30 @@ def _range(lo: int, hi: int) -> str:
     return f"at least {lo}" if hi >= 2**31 - 1 else f"{lo} to {hi}"
 
 
-def _not_in_opset(op_type: str, opset: int) -> str:
-    """Why ``op_type`` has no schema at ``opset``, and what to do: an op of a later opset, or
-    none of ONNX's (another domain's op written in the default domain, or a custom one)."""
+def _not_in_opset(op_type: str, opset: int, handled: bool) -> str:
+    """Why ``op_type`` has no schema at ``opset``, and what to do: an op of a later opset
+    (``handled``: gpucore reads it there), a ``com.microsoft`` op written in the default domain,
+    or none of ONNX's (a custom or misspelled one)."""
+    from .ops.contrib import MS_HANDLERS  # noqa: PLC0415 - ops import this module
+
     onnx = require_onnx()
     msg = f"{op_type} is not an operator of opset {opset}"
     newest = onnx.defs.onnx_opset_version()
     since = next((v for v in range(opset + 1, newest + 1) if _schema(op_type, v)), None)
-    if since is not None:
+    if since is not None and handled:
         return (
             f"{msg} (it is one since opset {since}: re-export the model with opset {since} or "
             "later, or with the op decomposed)"
+        )
+    if since is not None:
+        return (
+            f"{msg} (it is one since opset {since}, which gpucore.onnx does not read either: "
+            "export it as other standard ONNX ops; gpucore.onnx.supported_ops() lists those)"
+        )
+    if op_type in MS_HANDLERS:
+        return (
+            f"{msg}: it is ONNX Runtime's {MS_DOMAIN} contrib op, which gpucore reads; set the "
+            f"node's domain to {MS_DOMAIN!r}"
         )
     return (
         f"{msg}, nor of any ONNX opset up to {newest}: a custom or misspelled op type (export "

@@ -4,8 +4,7 @@ opset; an attribute no handler reads must hold its default."""
 
 import numpy as np
 import pytest
-from onnx import helper
-from onnx_cases import check_op, model, rand
+from onnx_cases import check_op, helper, model, rand
 
 import gpucore.onnx
 from gpucore.errors import SerializationError
@@ -41,6 +40,13 @@ def test_an_op_the_opset_does_not_have():
     with pytest.raises(UnsupportedOperator, match="FooBar .* nor of any ONNX opset") as e:
         _load(_one(helper.make_node("FooBar", ["x"], ["y"], name="foo")))
     assert "node foo" in str(e.value) and "supported_ops()" in str(e.value)
+    # of a later opset but not read by gpucore there either: no advice to re-export
+    with pytest.raises(UnsupportedOperator, match="since opset 11, which gpucore.onnx does not"):
+        _load(_one(helper.make_node("Det", ["x"], ["y"]), opset=10))
+    # a com.microsoft op gpucore reads, written in the default domain: which domain to set
+    node = helper.make_node("QLinearSigmoid", ["x", "x", "x", "x"], ["y"])
+    with pytest.raises(UnsupportedOperator, match="set the node's domain to 'com.microsoft'"):
+        _load(_one(node))
 
 
 @pytest.mark.parametrize(
@@ -63,6 +69,26 @@ def test_inputs_or_outputs_the_ops_schema_does_not_take(op, inputs, outputs, mat
 
 def test_optional_inputs_left_empty_are_not_refused():
     check_op("Clip", [rand(2, 3), None, np.float32(0.5)], opset=17, static=(2,))
+
+
+@pytest.mark.parametrize(
+    "op, inputs, match",
+    [
+        ("QLinearAdd", ["x", "x"], "2 inputs given; com.microsoft QLinearAdd takes 7 to 8"),
+        ("QLinearSigmoid", ["x"] * 6, "6 inputs given; com.microsoft QLinearSigmoid takes 4 to 5"),
+        (
+            "QLinearConcat",
+            ["x"] * 4,
+            "4 inputs given; com.microsoft QLinearConcat takes at least 5",
+        ),
+    ],
+)
+def test_contrib_op_input_counts(op, inputs, match):
+    """ONNX has no schema for the com.microsoft ops: their counts are MS_HANDLERS' own."""
+    m = _one(helper.make_node(op, inputs, ["y"], domain="com.microsoft", name="n"))
+    m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    with pytest.raises(SerializationError, match="node n .*" + match):
+        _load(m)
 
 
 def test_another_domain():

@@ -123,15 +123,18 @@ def qlinear_softmax(ctx, node, ins):
 
 _POOL = {"auto_pad": "NOTSET", "ceil_mode": 0, "channels_last": 0, "count_include_pad": 0}
 
-# com.microsoft ops: (handler, attribute defaults); Context.run looks them up by op type
+# com.microsoft ops: (handler, attribute defaults, (fewest, most) inputs as ONNX Runtime's
+# contrib schemas take them: trailing optional zero points may be left out); Context.run looks
+# them up by op type and refuses other input counts by node before the handler indexes them
+_MANY = 2**31 - 1
 MS_HANDLERS = {
-    "QGemm": (qgemm, {"alpha": 1.0, "transA": 0, "transB": 0}),
-    "QLinearAdd": (qlinear_binary, {}),
-    "QLinearMul": (qlinear_binary, {}),
-    "QLinearSigmoid": (qlinear_unary, {}),
-    "QLinearLeakyRelu": (qlinear_unary, {"alpha": 0.01}),
-    "QLinearGlobalAveragePool": (qlinear_global_average_pool, {"channels_last": 0}),
-    "QLinearAveragePool": (qlinear_average_pool, _POOL),
-    "QLinearConcat": (qlinear_concat, {}),
-    "QLinearSoftmax": (qlinear_softmax, {"axis": -1}),
+    "QGemm": (qgemm, {"alpha": 1.0, "transA": 0, "transB": 0}, (6, 9)),
+    "QLinearAdd": (qlinear_binary, {}, (7, 8)),
+    "QLinearMul": (qlinear_binary, {}, (7, 8)),
+    "QLinearSigmoid": (qlinear_unary, {}, (4, 5)),
+    "QLinearLeakyRelu": (qlinear_unary, {"alpha": 0.01}, (4, 5)),
+    "QLinearGlobalAveragePool": (qlinear_global_average_pool, {"channels_last": 0}, (4, 5)),
+    "QLinearAveragePool": (qlinear_average_pool, _POOL, (4, 5)),
+    "QLinearConcat": (qlinear_concat, {}, (5, _MANY)),
+    "QLinearSoftmax": (qlinear_softmax, {"axis": -1}, (4, 5)),
 }
