@@ -363,8 +363,8 @@ int GC_FN(gc_conv2d_backward)(const GC_T *x, const GC_T *w, const GC_T *g, GC_T 
     /* float32: the direct kernel takes the weight (and bias) gradient and / or the input
      * gradient, each by its own rule (conv_direct.c); the GEMM path the rest.  Both write the
      * same partials (gw's at part, gb's after them) and sum bias rows in the same order. */
-    /* a stride-1 weight gradient of few taps (the CNN's 1 -> 16 layer): conv_wtaps.c, with
-     * the bias gradient in the same pass over g */
+    /* a stride-1 weight gradient of few taps (the CNN's 1 -> 16 layer; the rule is
+     * conv_wtaps.c's): there, with the bias gradient in the same pass over g */
     const int tw = sizeof(GC_T) == 4 && gw && gc_conv2d_wtaps_use(p, o);
     if (tw && gc_conv2d_wtaps_f32((const float *)x, (const float *)g, (float *)gw, (float *)gb,
                                   p, o, J.chunk, J.nchunks, (float *)part) < 0)

@@ -59,7 +59,8 @@ int gc_conv2d_direct_backward_use(const gc_conv *p, ptrdiff_t o, int gx_rule)
      * conv.c's GEMM takes it as 16-row dot products of contiguous rows (gemv_t).  Measured, one
      * thread, batch 64 (train.py's 1 -> 16 layer on 28x28): AVX-512 0.50 im2col against 1.06 ms
      * direct, AVX2 0.44 against 0.57; 27 taps (3 -> 16) 1.32 / 1.63 on AVX-512, 1.02 / 0.91 on
-     * AVX2; 72 taps direct on both (0.83 / 1.04, 0.43 / 0.93). */
+     * AVX2; 72 taps direct on both (0.83 / 1.04, 0.43 / 0.93).  On AVX2 and AVX-512 conv.c
+     * gives the stride-1 ones of few taps to conv_wtaps.c first (its rule). */
     if (!gx_rule) /* the weight gradient: any stride, padding and dilation */
         return p->c * p->kh * p->kw > GC_DCONV_MIN_TAPS || dconv_forced() == 2;
     const ptrdiff_t eh = (p->kh - 1) * p->dh - p->ph, ew = (p->kw - 1) * p->dw - p->pw;

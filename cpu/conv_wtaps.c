@@ -25,9 +25,15 @@
 #include "isa.h"
 #include "kernels.h"
 
-/* the rule: the weight gradient of this many taps or fewer takes this path (more take the
- * direct / GEMM paths, whose tiles they fill) */
-#define GC_WTAPS_MAX_TAPS GC_DCONV_MIN_TAPS
+/* The rule (GPUCORE_CONV=im2col forces the GEMM path off it; direct keeps it): up to 16 taps
+ * always (the GEMM's small-M dot products and the direct tile, whose rows are taps, both ran
+ * at ~40 GFLOP/s: one thread, batch 64, AVX-512, 1 -> 16 on 28x28 0.37 ms against 0.17 here;
+ * 1 -> 64 batch 16 0.33 against 0.19); up to GC_WTAPS_MAX_TAPS while the accumulators
+ * (o * taps vectors, loaded and stored by every tile of every image) fit a 32 KiB L1 (3 -> 16 on
+ * 28x28 0.51 against the direct tile's 0.61 ms, 2 -> 16 0.35 against 0.42, on AVX2 alike; but
+ * 3 -> 64 on 14x14, 110 KiB of them, 0.24 against 0.14, 4 -> 32 0.51 against 0.46). */
+#define GC_WTAPS_MAX_TAPS 27
+#define GC_WTAPS_ACC_BYTES 32768
 
 int gc_conv2d_wtaps_use(const gc_conv *p, ptrdiff_t o)
 {
@@ -35,7 +41,11 @@ int gc_conv2d_wtaps_use(const gc_conv *p, ptrdiff_t o)
         return 0;
     if (p->sh != 1 || p->sw != 1 || dconv_forced() == 1)
         return 0;
-    return p->c * p->kh * p->kw <= GC_WTAPS_MAX_TAPS;
+    const ptrdiff_t taps = p->c * p->kh * p->kw;
+    if (taps <= GC_DCONV_MIN_TAPS)
+        return 1;
+    const double acc = (double)o * (double)taps * (double)gc_isa.wtaps_vl * sizeof(float);
+    return taps <= GC_WTAPS_MAX_TAPS && acc <= GC_WTAPS_ACC_BYTES;
 }
 
 typedef struct {

@@ -1,11 +1,11 @@
 """The few-taps weight gradient (cpu/conv_wtaps.c, kernel isa/conv_wtaps.h on AVX2 and
 AVX-512): conv2d_backward's weight and bias gradients of stride-1 layers with at most 16 taps
-(c * kh * kw) against a float64 reference, on geometries around every blocking edge (output
-channels around the register tiles of 2 and 4, taps around the blocks of 5 and 9, pixel counts
-around the 8- and 16-lane vectors, batches around the 4-image chunks), with padding (wider than
-the kernel's reach, asymmetric, none) and dilation; the bias gradient bit for bit the other
-paths'; bits independent of the thread count; inf and NaN where float64 has them; every ISA
-this CPU supports in a subprocess."""
+(c * kh * kw; up to 27 with few output channels) against a float64 reference, on geometries
+around every blocking edge (output channels around the register tiles of 2 and 4, taps around
+the blocks of 5, pixel counts around the 8- and 16-lane vectors, batches around the 4-image
+chunks), with padding (wider than the kernel's reach, asymmetric, none) and dilation; the bias
+gradient bit for bit the other paths'; the rule; bits independent of the thread count; inf and
+NaN where float64 has them; every ISA this CPU supports in a subprocess."""
 
 from __future__ import annotations
 
@@ -33,6 +33,8 @@ GEOMS = {
     "pad_beyond_reach": (2, 1, 5, 4, 8, (3, 3), (4, 3), (1, 1)),
     "no_pad": (3, 1, 12, 9, 12, (3, 3), (0, 0), (1, 1)),
     "t16_pointwise": (2, 16, 5, 7, 30, (1, 1), (0, 0), (1, 1)),
+    "t18": (3, 2, 7, 6, 9, (3, 3), (1, 1), (1, 1)),
+    "t27_rgb": (5, 3, 9, 10, 16, (3, 3), (1, 1), (1, 1)),
 }
 
 
@@ -112,6 +114,28 @@ def test_bias_bits_and_the_input_gradient_beside_it(case, conv_path):
     _cpu.conv2d_backward(x, wt, g, gx_alone, None, None, *_geo(case))
     assert np.array_equal(auto[0], gx_alone), case
     _close(auto[1], _reference(case, x, g)[0], case)
+
+
+@pytest.mark.parametrize(
+    ("c", "k", "o", "taken"), [(3, 3, 16, True), (3, 3, 64, False), (1, 4, 64, True)]
+)
+def test_the_rule_by_taps_and_accumulators(c, k, o, taken, conv_path):
+    """27 taps take the kernel while the accumulators (o * taps vectors) fit 32 KiB, 16 taps
+    always; seen through the bits: with more than 24 output channels the other direct path's
+    weight gradient has the GEMM's (forced im2col's) bits, the kernel's lane sums do not."""
+    if not _has_kernel():
+        pytest.skip("no few-taps kernel on this ISA")
+    r = np.random.default_rng(5)
+    geo = (2, c, 9, 9, k, k, 1, 1, 1, 1, 1, 1, o)
+    oh = 9 + 2 - k + 1
+    x, w = r.standard_normal((2, c, 9, 9), np.float32), r.standard_normal((o, c, k, k), "f")
+    g = r.standard_normal((2, o, oh, oh), np.float32)
+    runs = {}
+    for mode in ("auto", "im2col"):
+        conv_path(mode)
+        runs[mode] = np.empty_like(w)
+        _cpu.conv2d_backward(x, w, g, None, runs[mode], None, *geo)
+    assert np.array_equal(runs["auto"], runs["im2col"]) != taken
 
 
 def test_the_rule_takes_the_cnn_layer(conv_path):
