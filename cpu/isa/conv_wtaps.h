@@ -45,7 +45,7 @@ static inline __attribute__((always_inline)) void WT_FN(tile)(
             WT_V xv = WT_LOAD(xt[t] + p);
             /* one load per tap vector, in a register for the tile's channels: the compiler
              * would fold it into each FMA, loading it WT_OB times (the loads, each across two
-             * cache lines, bound the loop: the CNN's 1 -> 16 layer 0.27 -> ? ms, one thread) */
+             * cache lines, bound the loop: the CNN's 1 -> 16 layer 0.30 -> 0.21 ms, one thread) */
             if (ob > 1)
                 __asm__("" : "+v"(xv));
             for (int o = 0; o < ob; o++)
