@@ -63,7 +63,10 @@ else:
     isa_flags, isa_macros = {}, []
 # cpu/*.c: the kernels (no Python); cpu/python/*.c: the Python bindings and module
 portable = sorted(glob.glob("cpu/*.c")) + sorted(glob.glob("cpu/python/*.c")) + ["cpu/isa/scalar.c"]
-isa_sources = {isa: [f"cpu/isa/{isa}.c"] for isa in isa_flags}
+# each ISA's file and its family files cpu/isa/<isa>_*.c (e.g. avx512_conv_backward.c), one flag set
+isa_sources = {
+    isa: [f"cpu/isa/{isa}.c", *sorted(glob.glob(f"cpu/isa/{isa}_*.c"))] for isa in isa_flags
+}
 # libgpucore, the C API (cpu/capi/, gpucore/include/gpucore.h): linked from the same kernel objects
 _spec = importlib.util.spec_from_file_location("capi_build", "cpu/capi/build_lib.py")
 capi = importlib.util.module_from_spec(_spec)

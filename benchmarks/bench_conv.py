@@ -9,6 +9,8 @@ machine's SGEMM rate (``_cpu.gemm`` 1024^3, measured in the same run).
                                                      # (batch 1), the training CNN's (batch 64)
     python benchmarks/bench_conv.py --only layer4 --reps 9
     python benchmarks/bench_conv.py --backward       # also conv2d_backward per layer
+    python benchmarks/bench_conv.py --only none --gradients   # the training CNN's two convs,
+                                                     # forward and each gradient alone, per path
     python benchmarks/bench_conv.py --only none --resnet 15   # ResNet-18 (compiled, each
                                                      # path) vs ONNX Runtime, 15 rounds
 
@@ -168,6 +170,70 @@ def _measure_backward(layer, r, rate, torch, reps):
     return [statistics.median(t) for t in times], flops / rate
 
 
+# the train.py CNN's convolutions (batch 64, 28x28): name, c, h, o
+CNN_CONVS = [("conv1 1->16", 1, 28, 16), ("conv2 16->32", 16, 14, 32)]
+GRADS = ("forward", "gx", "gw", "gb", "step")  # step: the gradients train.py's step asks for
+GRAD_MODES = ("auto", "im2col", "direct")
+
+
+def _gradient_rows(name, ci, h, o, rate, reps, r):
+    """_gradients' rows of one convolution (3x3, padding 1, batch 64)."""
+    n = 64
+    x = r.standard_normal((n, ci, h, h), dtype=np.float32)
+    w = (r.standard_normal((o, ci, 3, 3)) / np.sqrt(ci * 9)).astype(np.float32)
+    g = r.standard_normal((n, o, h, h), dtype=np.float32)
+    out, gx, gw, gb = np.empty_like(g), np.empty_like(x), np.empty_like(w), np.empty(o, "f")
+    geo = (n, ci, h, h, 3, 3, 1, 1, 1, 1, 1, 1, o)
+    fma = 2.0 * n * o * h * h * ci * 9
+    args = {
+        "forward": None,
+        "gx": (gx, None, None),
+        "gw": (None, gw, None),
+        "gb": (None, None, gb),
+        "step": (gx if ci > 1 else None, gw, gb),
+    }
+    flops = {"forward": fma, "gx": fma, "gw": fma, "gb": n * o * h * h}
+    flops["step"] = fma * (2 if ci > 1 else 1) + flops["gb"]
+
+    def call(part):
+        if args[part] is None:
+            return _cpu.conv2d_forward(x, w, None, out, *geo)
+        return _cpu.conv2d_backward(x, w, g, *args[part], *geo)
+
+    runs = [(part, mode) for part in GRADS for mode in GRAD_MODES]
+    calls = {}
+    for part, mode in runs:
+        os.environ["GPUCORE_CONV"] = mode
+        call(part)
+        calls[part] = max(1, int(0.02 / max(_per_call(lambda p=part: call(p), 1), 1e-6)))
+    times = {k: [] for k in runs}
+    for _ in range(reps):
+        for part, mode in runs:
+            os.environ["GPUCORE_CONV"] = mode
+            times[part, mode].append(_per_call(lambda p=part: call(p), calls[part]))
+    for part in GRADS:
+        at = flops[part] / rate
+        med = [statistics.median(times[part, m]) for m in GRAD_MODES]
+        cells = [f"{v * 1e3:.3f} ({v / at:.2f})" for v in med]
+        print(f"| {name} | {part} | " + " | ".join(cells) + f" | {at * 1e3:.3f} |")
+
+
+def _gradients(rate, reps):
+    """The CNN's two 3x3 / 1 convolutions (padding 1, batch 64): the forward and each gradient
+    alone through conv2d_backward (gx, gw, gb; "step": gw + gb for the first layer, whose input
+    needs no gradient, all three for the second), under each GPUCORE_CONV mode; one thread's CPU
+    time, medians over rounds in which every call block alternates; ratio = time / (FLOPs at the
+    SGEMM rate) with 2 n o l ck FLOPs for the forward, gx and gw, n o l adds for gb."""
+    r = np.random.default_rng(0)
+    print("\nThe CNN's convolutions, forward and each gradient alone, ms (ratio to FLOPs at the")
+    print("SGEMM rate):\n")
+    print("| conv | part | " + " | ".join(GRAD_MODES) + " | at SGEMM rate |")
+    print("|---|---|" + "---:|" * (len(GRAD_MODES) + 1))
+    for name, ci, h, o in CNN_CONVS:
+        _gradient_rows(name, ci, h, o, rate, reps, r)
+    os.environ.pop("GPUCORE_CONV", None)
+
+
 def _resnet(rounds):
     """ResNet-18 b1 compiled under each path (weights packed as it reads them; auto: Winograd
     for the 3x3 stride-1 layers its rule takes, direct for the others) vs ONNX Runtime
@@ -231,6 +297,9 @@ def main():
     ap.add_argument("--reps", type=int, default=7, help="rounds (default 7)")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--backward", action="store_true", help="also conv2d_backward per layer")
+    ap.add_argument(
+        "--gradients", action="store_true", help="the CNN's convs: each gradient alone, per path"
+    )
     ap.add_argument("--resnet", type=int, metavar="ROUNDS", help="also ResNet-18 vs ONNX Runtime")
     args = ap.parse_args()
     torch = None
@@ -279,6 +348,8 @@ def main():
                 continue
             med, at_rate = _measure_backward(layer, r, rate, torch, args.reps)
             print(f"| {layer[0]} | " + " | ".join(f"{v * 1e3:.2f}" for v in med + [at_rate]) + " |")
+    if args.gradients:
+        _gradients(rate, args.reps)
     if args.resnet:
         _resnet(args.resnet)
 

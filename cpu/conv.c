@@ -20,7 +20,8 @@
  * multiplies the image itself (its column matrix), and conv_direct.c's direct kernel (the image
  * read in place by the GEMM's register tile) runs the forward, and the backward's weight and / or
  * input gradient, when gc_conv2d_direct_use / gc_conv2d_direct_backward_use say so (the rules
- * are there; the GEMM path here takes the gradients it leaves); before
+ * are there; the GEMM path here takes the gradients it leaves), conv_wtaps.c the stride-1
+ * weight gradient of few taps where gc_conv2d_wtaps_use says so; before
  * both, conv_winograd.c's Winograd F(4x4, 3x3) forward where gc_conv2d_winograd_use says so, or
  * whenever the weight was packed for it (swap 2); and a 1x1 forward without padding (any
  * stride) runs conv_pw.c's pointwise driver where gc_conv2d_pw_use says so (the same bits). */
@@ -362,7 +363,13 @@ int GC_FN(gc_conv2d_backward)(const GC_T *x, const GC_T *w, const GC_T *g, GC_T 
     /* float32: the direct kernel takes the weight (and bias) gradient and / or the input
      * gradient, each by its own rule (conv_direct.c); the GEMM path the rest.  Both write the
      * same partials (gw's at part, gb's after them) and sum bias rows in the same order. */
-    const int dw = sizeof(GC_T) == 4 && gw && gc_conv2d_direct_backward_use(p, o, 0);
+    /* a stride-1 weight gradient of few taps (the CNN's 1 -> 16 layer; the rule is
+     * conv_wtaps.c's): there, with the bias gradient in the same pass over g */
+    const int tw = sizeof(GC_T) == 4 && gw && gc_conv2d_wtaps_use(p, o);
+    if (tw && gc_conv2d_wtaps_f32((const float *)x, (const float *)g, (float *)gw, (float *)gb,
+                                  p, o, J.chunk, J.nchunks, (float *)part) < 0)
+        return -1;
+    const int dw = sizeof(GC_T) == 4 && gw && !tw && gc_conv2d_direct_backward_use(p, o, 0);
     const int dx = sizeof(GC_T) == 4 && gx && gc_conv2d_direct_backward_use(p, o, 1);
     if ((dw || dx) &&
         gc_conv2d_direct_backward_f32((const float *)x, (const float *)w, (const float *)g,
@@ -371,9 +378,9 @@ int GC_FN(gc_conv2d_backward)(const GC_T *x, const GC_T *w, const GC_T *g, GC_T 
                                       (float *)part) < 0)
         return -1;
     J.gx = dx ? NULL : gx;
-    J.gw = gw && !dw ? part : NULL;
+    J.gw = gw && !dw && !tw ? part : NULL;
     J.gwt = J.gw && conv_gw_transposed(sizeof(GC_T) == 4 ? 'f' : 'd', o, J.ck);
-    J.gb = gb && !dw ? part + pw : NULL;
+    J.gb = gb && !dw && !tw ? part + pw : NULL;
     if (J.gx || J.gw || J.gb) {
         atomic_init(&J.next, 0);
         atomic_init(&J.failed, 0);

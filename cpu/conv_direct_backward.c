@@ -59,7 +59,8 @@ int gc_conv2d_direct_backward_use(const gc_conv *p, ptrdiff_t o, int gx_rule)
      * conv.c's GEMM takes it as 16-row dot products of contiguous rows (gemv_t).  Measured, one
      * thread, batch 64 (train.py's 1 -> 16 layer on 28x28): AVX-512 0.50 im2col against 1.06 ms
      * direct, AVX2 0.44 against 0.57; 27 taps (3 -> 16) 1.32 / 1.63 on AVX-512, 1.02 / 0.91 on
-     * AVX2; 72 taps direct on both (0.83 / 1.04, 0.43 / 0.93). */
+     * AVX2; 72 taps direct on both (0.83 / 1.04, 0.43 / 0.93).  On AVX2 and AVX-512 conv.c
+     * gives the stride-1 ones of few taps to conv_wtaps.c first (its rule). */
     if (!gx_rule) /* the weight gradient: any stride, padding and dilation */
         return p->c * p->kh * p->kw > GC_DCONV_MIN_TAPS || dconv_forced() == 2;
     const ptrdiff_t eh = (p->kh - 1) * p->dh - p->ph, ew = (p->kw - 1) * p->dw - p->pw;
@@ -253,6 +254,21 @@ static float dconv_sum(const float *r, ptrdiff_t n)
     return acc[0];
 }
 
+/* The image x [c, h, w] into the interior of pad [c, hp, wp] (dconv_pad's layout) whose
+ * borders were zeroed once for the call: the rows copied inline (dconv_pad's memset / memcpy
+ * calls per row of a 14x14 image were ~6% of the CNN's 16 -> 32 backward, one thread). */
+static void dconv_bwd_interior(const float *restrict x, float *restrict pad, const gc_conv *p,
+                               ptrdiff_t hp, ptrdiff_t wp)
+{
+    for (ptrdiff_t ci = 0; ci < p->c; ci++) {
+        float *d = pad + ci * hp * wp + p->ph * wp + p->pw;
+        const float *s = x + ci * p->h * p->w;
+        for (ptrdiff_t y = 0; y < p->h; y++, d += wp, s += p->w)
+            for (ptrdiff_t j = 0; j < p->w; j++)
+                d[j] = s[j];
+    }
+}
+
 static void dconv_bwd_body(void *ctx, int slot)
 {
     (void)slot;
@@ -277,12 +293,17 @@ static void dconv_bwd_body(void *ctx, int slot)
         gpad = (float *)gc_conv_scratch(0, sizeof(float) * (size_t)(J->o * J->ghp * J->gwp));
         bad |= !gpad;
     }
-    gc_conv gp = *p; /* g's padding, for dconv_pad */
+    gc_conv gp = *p; /* g's padding, for dconv_bwd_interior */
     gp.c = J->o;
     gp.h = p->oh;
     gp.w = p->ow;
     gp.ph = eh;
     gp.pw = ew;
+    /* the padded buffers' borders, the same for every image: zeroed once */
+    if (!bad && xpad)
+        memset(xpad, 0, sizeof(float) * (size_t)(p->c * J->hp * J->wp));
+    if (!bad && gpad)
+        memset(gpad, 0, sizeof(float) * (size_t)(J->o * J->ghp * J->gwp));
     for (long ch; (ch = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) <
                   J->nchunks;) {
         if (bad) {
@@ -301,7 +322,7 @@ static void dconv_bwd_body(void *ctx, int slot)
             if (gwp) {
                 const float *src = J->x + b * xs;
                 if (xpad) {
-                    dconv_pad(src, xpad, p, J->hp, J->wp);
+                    dconv_bwd_interior(src, xpad, p, J->hp, J->wp);
                     src = xpad;
                 }
                 dconv_pack_gt(&G, g);
@@ -311,7 +332,7 @@ static void dconv_bwd_body(void *ctx, int slot)
                 for (ptrdiff_t i = 0; i < J->o; i++)
                     gb[i] += dconv_sum(g + i * J->l, J->l);
             if (J->gx) {
-                dconv_pad(g, gpad, &gp, J->ghp, J->gwp);
+                dconv_bwd_interior(g, gpad, &gp, J->ghp, J->gwp);
                 dconv_bwd_x(J, gpad, J->gx + b * xs);
             }
         }

@@ -103,6 +103,13 @@ typedef void (*gc_cukr_f32)(ptrdiff_t k, const float *img, const ptrdiff_t *rows
  * transposing loop. */
 typedef void (*gc_ctile_f32)(const float *t, float *c, ptrdiff_t ldc, ptrdiff_t nv, int acc_in,
                              const float *bias);
+/* The few-taps weight gradient's pixel loop (isa/conv_wtaps.h, driver conv_wtaps.c): for o < no,
+ * t < nt, acc[(o*nt + t)*VL + j] += g[o*l + p] * xs[tb[t] + p] over the pixels p < l with
+ * p = j (mod VL) (VL = gc_isa_kernels.wtaps_vl: 8 or 16), in p order; gacc (NULL: none)
+ * [no, 8]: the bias gradient's eight lanes (conv.c's conv_rowsum order), gacc[o*8 + k] +=
+ * g[o*l + p] over p = k (mod 8). */
+typedef void (*gc_wtaps_f32)(ptrdiff_t l, const float *g, ptrdiff_t no, const float *xs,
+                             const ptrdiff_t *tb, ptrdiff_t nt, float *acc, float *gacc);
 /* Pointwise (1x1) convolution micro-kernel (isa/ukr_pw.h, conv_pw.c; the GEMM's float32 tile,
  * named pw_<isa>_f32_<MR>x<NR>): the GEMM micro-kernel's tile T = A B over k steps (a, b packed
  * panels: A[i, p] at a[p * MR + i], B[p, j] at b[p * NR + j]) and then, each rounded on its own:
@@ -285,6 +292,10 @@ typedef struct {
     gc_cukr_f32 cukr16_f32;
     const char *cukr16_f32_name;
     int cukr16_mr;
+    /* the few-taps weight gradient's kernel (conv_wtaps.c) and its lanes; NULL: none (the
+     * weight gradient of few taps runs conv.c's GEMM path) */
+    gc_wtaps_f32 wtaps_f32;
+    int wtaps_vl;
     /* the pointwise convolution's micro-kernel (mr_f32 x nr_f32); NULL: 1x1 convolutions run
      * conv.c's GEMM path */
     gc_pwukr_f32 pwukr_f32;
@@ -382,6 +393,9 @@ void gc_conv_fill_scalar(gc_isa_kernels *k);
 #if GC_X86
 void gc_conv_fill_sse2(gc_isa_kernels *k);
 void gc_conv_fill_avx2(gc_isa_kernels *k);
+/* the convolution-backward entries (isa/<isa>_conv_backward.c) */
+void gc_conv_bwd_fill_avx2(gc_isa_kernels *k);
+void gc_conv_bwd_fill_avx512(gc_isa_kernels *k);
 void gc_isa_fill_sse2(gc_isa_kernels *k);
 void gc_isa_fill_avx2(gc_isa_kernels *k);
 void gc_isa_fill_avx512(gc_isa_kernels *k);

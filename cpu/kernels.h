@@ -346,6 +346,13 @@ int gc_conv2d_pw_f32(const float *x, const float *w, const gc_packed *pw, const 
  * partials [o]; gw, gb here only say which are wanted, gb only with gw); gx is written whole.
  * The others go through conv.c's GEMM path. */
 int gc_conv2d_direct_backward_use(const gc_conv *p, ptrdiff_t o, int gx_rule);
+/* conv_wtaps.c: 1 when float32 conv2d_backward's weight (and bias) gradient of this geometry
+ * takes the few-taps path (stride 1, c*kh*kw <= 16, or <= 27 with few output channels, an ISA
+ * with its kernel; the rule is there; GPUCORE_CONV=im2col forces it off), and that path: the partials at part as gc_conv2d_direct_backward_f32's (gb
+ * NULL: no bias gradient; gw unused); -1 when a scratch allocation fails. */
+int gc_conv2d_wtaps_use(const gc_conv *p, ptrdiff_t o);
+int gc_conv2d_wtaps_f32(const float *x, const float *g, float *gw, float *gb, const gc_conv *p,
+                        ptrdiff_t o, ptrdiff_t chunk, ptrdiff_t nchunks, float *part);
 int gc_conv2d_direct_backward_f32(const float *x, const float *w, const float *g, float *gx,
                                   float *gw, float *gb, const gc_conv *p, ptrdiff_t o,
                                   ptrdiff_t chunk, ptrdiff_t nchunks, float *part);

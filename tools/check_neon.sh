@@ -53,8 +53,8 @@ file_flags() {
     case "$1" in
     cpu/isa/neon.c | cpu/dispatch.c | tools/neon_check.c) echo "${STRICT[*]}" ;;
     cpu/isa/sse2.c) echo "-msse2" ;;
-    cpu/isa/avx2.c) echo "-mavx2 -mfma" ;;
-    cpu/isa/avx512.c) echo "-mavx512f -mavx2 -mfma" ;;
+    cpu/isa/avx2.c | cpu/isa/avx2_*.c) echo "-mavx2 -mfma" ;;
+    cpu/isa/avx512.c | cpu/isa/avx512_*.c) echo "-mavx512f -mavx2 -mfma" ;;
     esac
 }
 
@@ -101,6 +101,7 @@ if [ "${NEON_CHECK_X86:-1}" != 0 ] && [ "$HOST" = x86_64 ] &&
     CC_X86="${CC:-cc}"
     echo "check_neon: building natively with $CC_X86 for the AVX2 comparison"
     compile "$BUILD/x86" "$CC_X86" "-DGC_X86_ISA=1" cpu/isa/avx512.c cpu/isa/avx2.c \
+        cpu/isa/avx512_conv_backward.c cpu/isa/avx2_conv_backward.c \
         cpu/isa/sse2.c cpu/isa/scalar.c cpu/dispatch.c cpu/gemm.c cpu/pool.c cpu/unary.c \
         cpu/softmax.c cpu/optim.c cpu/qdynamic.c cpu/qconv.c cpu/qgemm.c tools/neon_check.c
     "$CC_X86" -pthread -o "$BUILD/neon_check_x86" "$BUILD"/x86/*.o -lm

@@ -1,7 +1,8 @@
 """conv2d_backward's per-gradient path choice (cpu/conv.c, rules in cpu/conv_direct.c's
 gc_conv2d_direct_backward_use): the weight and bias gradients and the input gradient each take
 the direct kernel or the im2col GEMM by their own rule, in one call.  Checked on the train.py
-CNN's layers (1 -> 16 on 28x28: few taps, the weight gradient by GEMM; 16 -> 32 on 14x14) and
+CNN's layers (1 -> 16 on 28x28: few taps, the weight gradient by the few-taps kernel on AVX2 /
+AVX-512, else by GEMM; 16 -> 32 on 14x14) and
 on channel counts around the rules' edges: against float64, bit for bit against each path forced
 alone (GPUCORE_CONV) for the gradient it takes, the bias gradient the same bits on both paths,
 one thread against two, and under every ISA this CPU has (a subprocess each)."""
@@ -116,8 +117,11 @@ def test_rules_on_the_cnn_layers(conv_path):
             return c >= 16
         return 2 * c > nr
 
+    # 9 taps at stride 1: AVX2's and AVX-512's few-taps kernel (a direct path, cpu/conv_wtaps.c),
+    # else the GEMM's dot products
+    wtaps = info["isa"] in ("avx2", "avx512")
     for case, gw_direct, gx_direct in (
-        ("cnn_conv1", False, None),  # 9 taps: the GEMM's dot products
+        ("cnn_conv1", wtaps, None),
         ("cnn_conv2", True, gx_rule(16)),
         ("c17", True, gx_rule(17)),
         ("c9", True, gx_rule(9)),
