@@ -19,7 +19,6 @@
  * K blocks outer and its 7-pixel tiles inner into a buffer [ow][64], stored transposed to the
  * row's NCHW segments with the epilogue.  When: gc_conv2d_dlanes_use. */
 #define _POSIX_C_SOURCE 200112L
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,15 +70,17 @@ typedef struct {
     const float *x, *bias, *res, *wpk;
     float *out;
     const int32_t *koff;
-    ptrdiff_t o, ck, l, img, wp, kc, npa, nblk, ngrp, grows, nunits;
+    ptrdiff_t o, ck, l, img, wp, kc, npa, nblk, ngrp, grows;
     const gc_conv *p;
     int relu;
-    _Alignas(64) atomic_long next;
-    atomic_int failed;
 } dl_job;
 
-static void dl_unit(const dl_job *J, float *t, long u)
+/* one unit (gc_conv_claim_units), its rows' tiles in t [DL_MAXW + DL_MR][DL_NC] */
+static void dl_unit(void *job, void *scratch, long u, long prev)
 {
+    (void)prev;
+    const dl_job *J = (const dl_job *)job;
+    float *t = (float *)scratch;
     const gc_conv *p = J->p;
     const ptrdiff_t per_img = J->nblk * J->ngrp, nr = gc_blk_f32.nr, ow = p->ow, l = J->l;
     const ptrdiff_t b = u / per_img, o0 = u % per_img / J->ngrp * DL_NC, grp = u % J->ngrp;
@@ -103,20 +104,6 @@ static void dl_unit(const dl_job *J, float *t, long u)
         const ptrdiff_t at = (b * J->o + o0) * l + oy * ow;
         gc_isa.pwtstore_f32(t, ow, J->out + at, l, nch, rb, J->res ? J->res + at : NULL,
                             J->relu);
-    }
-}
-
-static void dl_body(void *ctx, int slot)
-{
-    (void)slot;
-    dl_job *J = (dl_job *)ctx;
-    float *t = (float *)gc_conv_scratch(0, sizeof(float) * (size_t)(DL_MAXW + DL_MR) * DL_NC);
-    for (long u; (u = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) < J->nunits;) {
-        if (!t) {
-            atomic_store(&J->failed, 1);
-            continue;
-        }
-        dl_unit(J, t, u);
     }
 }
 
@@ -183,9 +170,6 @@ int gc_conv2d_dlanes_f32(const float *x, const float *w, const gc_packed *pw, co
         J.ngrp = p->oh;
     J.grows = (p->oh + J.ngrp - 1) / J.ngrp;
     J.ngrp = (p->oh + J.grows - 1) / J.grows;
-    J.nunits = p->n * J.nblk * J.ngrp;
-    atomic_init(&J.next, 0);
-    atomic_init(&J.failed, 0);
-    gc_region(dl_body, &J, nt < J.nunits ? nt : (int)J.nunits);
-    return atomic_load(&J.failed) ? -1 : 0;
+    return gc_conv_claim_units(&J, (long)(p->n * J.nblk * J.ngrp), nt, 0,
+                               sizeof(float) * (size_t)(DL_MAXW + DL_MR) * DL_NC, dl_unit);
 }

@@ -288,6 +288,16 @@ typedef struct {
  * weight, 7 its weight unpacked from another layout and 8 its transformed tiles (calling thread). */
 #define GC_CONV_SCRATCH_SLOTS 9
 void *gc_conv_scratch(int i, size_t bytes);
+/* conv.c: the forward drivers' parallel loop.  Units 0 .. nunits-1 are claimed from a shared
+ * counter by up to nt threads of a region (gc_region); each thread first takes its scratch,
+ * gc_conv_scratch(slot, bytes) (slot < 0: none, NULL), then runs unit(job, scratch, u, prev) per
+ * unit it claims, prev the unit it ran before on that scratch (-1 for its first: a unit may reuse
+ * what the previous one left there, as conv_direct.c's padded image).  A thread whose scratch
+ * allocation fails runs none of its units; then -1, else 0.  Each unit writes its own outputs,
+ * so the bits never depend on which thread claims it. */
+typedef void (*gc_conv_unit_fn)(void *job, void *scratch, long u, long prev);
+int gc_conv_claim_units(void *job, long nunits, int nt, int slot, size_t bytes,
+                        gc_conv_unit_fn unit);
 /* conv_direct.c: 1 when float32 conv2d_forward of this geometry takes the direct path (the rule;
  * GPUCORE_CONV=im2col / direct forces a path where both apply), and the direct path itself
  * (w, or pw when w is NULL: the weight [o, c, kh, kw] or its gemm_pack; bias may be NULL); -1
