@@ -118,6 +118,25 @@ int gc_conv_claim_units(void *job, long nunits, int nt, int slot, size_t bytes,
     return atomic_load(&C.failed) ? -1 : 0;
 }
 
+int gc_conv_weight_panels(const float *w, const gc_packed *pw, gc_packed *P,
+                          const float **panels)
+{
+    if (pw) {
+        if (!(pw->kind == 'f' && pw->side == 0 && pw->swap == P->swap && pw->trans == 0 &&
+              pw->data && pw->isa == gc_isa.isa && pw->w == P->w && pw->kc == P->kc &&
+              pw->f == P->f && pw->k == P->k))
+            return 1;
+        *panels = (const float *)pw->data;
+        return 0;
+    }
+    P->data = gc_conv_scratch(4, sizeof(float) * (size_t)P->elems);
+    if (!P->data)
+        return -1;
+    gc_gemm_pack_f32(w, P);
+    *panels = (const float *)P->data;
+    return 0;
+}
+
 /* Whether the GEMM path's weight gradient runs transposed, gw^T [CK, O] = col @ g^T, its rows
  * the taps and its columns the output channels: when that fills the GEMM's MR x NR register
  * tiles with fewer wasted cells than gw [O, CK] (AVX-512's 14 x 32, the train.py CNN's 16 -> 32

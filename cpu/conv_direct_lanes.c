@@ -127,19 +127,9 @@ int gc_conv2d_dlanes_f32(const float *x, const float *w, const gc_packed *pw, co
         return -1;
     J.kc = P.kc;
     J.npa = P.npan;
-    if (pw) { /* another layout: conv_direct.c repacks it */
-        if (!(pw->kind == 'f' && pw->side == 0 && pw->swap == 1 && pw->trans == 0 && pw->data &&
-              pw->isa == gc_isa.isa && pw->w == P.w && pw->kc == P.kc && pw->f == o &&
-              pw->k == J.ck))
-            return 1;
-        J.wpk = (const float *)pw->data;
-    } else {
-        P.data = gc_conv_scratch(4, sizeof(float) * (size_t)P.elems);
-        if (!P.data)
-            return -1;
-        gc_gemm_pack_f32(w, &P);
-        J.wpk = (const float *)P.data;
-    }
+    const int rc = gc_conv_weight_panels(w, pw, &P, &J.wpk);
+    if (rc) /* 1: another layout, which conv_direct.c repacks */
+        return rc;
     const ptrdiff_t hp = p->h + 2 * p->ph, wp = p->w + 2 * p->pw;
     J.wp = wp;
     J.img = p->c * hp * wp;

@@ -401,19 +401,9 @@ static int pwt_run(const float *x, const float *w, const gc_packed *pw, const fl
         return -1;
     J.kc = P.kc;
     J.npa = P.npan;
-    if (pw) { /* another layout: the caller's other paths */
-        if (!(pw->kind == 'f' && pw->side == 0 && pw->swap == 1 && pw->trans == 0 && pw->data &&
-              pw->isa == gc_isa.isa && pw->w == P.w && pw->kc == P.kc && pw->f == o &&
-              pw->k == J.c))
-            return 1;
-        J.wpk = (const float *)pw->data;
-    } else { /* packed per call, on the calling thread's buffer */
-        P.data = gc_conv_scratch(4, sizeof(float) * (size_t)P.elems);
-        if (!P.data)
-            return -1;
-        gc_gemm_pack_f32(w, &P);
-        J.wpk = (const float *)P.data;
-    }
+    const int rc = gc_conv_weight_panels(w, pw, &P, &J.wpk);
+    if (rc) /* 1: another layout, for the caller's other paths */
+        return rc;
     const ptrdiff_t plane = p->h * p->w;
     if (p->sh == 1 && p->sw == 1) { /* the image's planes as they are */
         J.x = x;
@@ -473,19 +463,9 @@ int gc_conv2d_pw_f32(const float *x, const float *w, const gc_packed *pw, const 
         return -1;
     J.kc = P.kc;
     J.npa = P.npan;
-    if (pw) { /* another layout (a swapped or Winograd pack): the caller's other paths */
-        if (!(pw->kind == 'f' && pw->side == 0 && pw->swap == 0 && pw->trans == 0 && pw->data &&
-              pw->isa == gc_isa.isa && pw->w == P.w && pw->kc == P.kc && pw->f == o &&
-              pw->k == J.c))
-            return 1;
-        J.wpk = (const float *)pw->data;
-    } else { /* packed per call, on the calling thread's buffer */
-        P.data = gc_conv_scratch(4, sizeof(float) * (size_t)P.elems);
-        if (!P.data)
-            return -1;
-        gc_gemm_pack_f32(w, &P);
-        J.wpk = (const float *)P.data;
-    }
+    const int rc = gc_conv_weight_panels(w, pw, &P, &J.wpk);
+    if (rc) /* 1: another layout (a swapped or Winograd pack), for the caller's other paths */
+        return rc;
     /* column blocks of near-equal width, each within GC_PW_BBYTES for one K block */
     const ptrdiff_t kb = J.c < J.kc ? J.c : J.kc;
     const ptrdiff_t npx = (J.l + J.nr - 1) / J.nr;
