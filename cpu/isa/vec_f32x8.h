@@ -1,5 +1,5 @@
-/* The kernel templates' vector macros (isa/ukr_conv.h, isa/ukr_pw.h) for float32 in 8-wide
- * registers: included before an instantiation, replacing the set defined before it. */
+/* The kernel templates' vector macros (isa/ukr.h, isa/ukr_conv.h, isa/ukr_pw.h) for float32 in
+ * 8-wide registers: included before an instantiation, replacing the set defined before it. */
 #undef UKR_VT
 #undef UKR_VL
 #undef V_ZERO
