@@ -8,14 +8,7 @@
 #undef STREAM_ACC
 #undef STREAM_SFX
 #undef UKR_T
-#undef UKR_VT
-#undef UKR_VL
-#undef V_ZERO
-#undef V_LOADU
-#undef V_STOREU
-#undef V_SET1
-#undef V_FMA
-#undef V_ADD
+#include "isa/vec_undef.h"
 #undef V_RELU
 #undef UKR_NAME
 #undef UKR_NAME_DA

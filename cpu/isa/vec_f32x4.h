@@ -1,14 +1,7 @@
 /* The kernel templates' vector macros (isa/ukr.h, isa/ukr_conv.h, isa/ukr_pw.h) for float32 in
  * SSE2's 4-wide registers (no FMA: a multiply, then an add): included before an instantiation,
  * replacing the set defined before it. */
-#undef UKR_VT
-#undef UKR_VL
-#undef V_ZERO
-#undef V_LOADU
-#undef V_STOREU
-#undef V_SET1
-#undef V_FMA
-#undef V_ADD
+#include "isa/vec_undef.h"
 #define UKR_VT __m128
 #define UKR_VL 4
 #define V_ZERO() _mm_setzero_ps()
