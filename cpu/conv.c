@@ -83,6 +83,61 @@ void *gc_conv_scratch(int i, size_t bytes)
     return conv_buf[i];
 }
 
+typedef struct {
+    void *job;
+    gc_conv_unit_fn unit;
+    long nunits;
+    size_t bytes;
+    int slot;
+    _Alignas(64) atomic_long next; /* its own cache line: the rest is read by every thread */
+    atomic_int failed;
+} conv_claim;
+
+static void conv_claim_body(void *ctx, int slot)
+{
+    (void)slot;
+    conv_claim *C = (conv_claim *)ctx;
+    void *t = C->slot >= 0 ? gc_conv_scratch(C->slot, C->bytes) : NULL;
+    long prev = -1;
+    for (long u; (u = atomic_fetch_add_explicit(&C->next, 1, memory_order_relaxed)) < C->nunits;) {
+        if (C->slot >= 0 && !t) {
+            atomic_store(&C->failed, 1);
+            continue;
+        }
+        C->unit(C->job, t, u, prev);
+        prev = u;
+    }
+}
+
+int gc_conv_claim_units(void *job, long nunits, int nt, int slot, size_t bytes,
+                        gc_conv_unit_fn unit)
+{
+    conv_claim C = {.job = job, .unit = unit, .nunits = nunits, .bytes = bytes, .slot = slot};
+    atomic_init(&C.next, 0);
+    atomic_init(&C.failed, 0);
+    gc_region(conv_claim_body, &C, nt < nunits ? nt : (int)nunits);
+    return atomic_load(&C.failed) ? -1 : 0;
+}
+
+int gc_conv_weight_panels(const float *w, const gc_packed *pw, gc_packed *P,
+                          const float **panels)
+{
+    if (pw) {
+        if (!(pw->kind == 'f' && pw->side == 0 && pw->swap == P->swap && pw->trans == 0 &&
+              pw->data && pw->isa == gc_isa.isa && pw->w == P->w && pw->kc == P->kc &&
+              pw->f == P->f && pw->k == P->k))
+            return 1;
+        *panels = (const float *)pw->data;
+        return 0;
+    }
+    P->data = gc_conv_scratch(4, sizeof(float) * (size_t)P->elems);
+    if (!P->data)
+        return -1;
+    gc_gemm_pack_f32(w, P);
+    *panels = (const float *)P->data;
+    return 0;
+}
+
 /* Whether the GEMM path's weight gradient runs transposed, gw^T [CK, O] = col @ g^T, its rows
  * the taps and its columns the output channels: when that fills the GEMM's MR x NR register
  * tiles with fewer wasted cells than gw [O, CK] (AVX-512's 14 x 32, the train.py CNN's 16 -> 32

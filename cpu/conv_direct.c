@@ -30,7 +30,6 @@
  * When this path runs instead of im2col + GEMM: gc_conv2d_direct_use (the rule, from the
  * measurements in benchmarks/README.md, *Direct convolution*). */
 #define _POSIX_C_SOURCE 200112L
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,15 +122,13 @@ typedef struct {
     int relu;
     float *out;
     const gc_conv *p;
-    ptrdiff_t o, ck, l, hp, wp, kc, npo, npx, gpan, upi, nunits;
+    ptrdiff_t o, ck, l, hp, wp, kc, npo, npx, gpan, upi;
     int padded, mr, nr; /* padded: 1 a zero-padded copy, 2 a subsampled one (dconv_sub) */
     const float *wpk;      /* packed weight: K block pc at wpk + pc * npo * nr */
     const ptrdiff_t *rows; /* npx * mr pixel corners (past l: pixel 0's) */
     const int32_t *koff;   /* ck offsets */
     gc_ctile_f32 ctile;    /* the ISA's store of MR-pixel tiles, or NULL (dconv_tile_out) */
     ptrdiff_t grp;         /* images per unit whose pixels share panels (dconv_group), or 1 */
-    _Alignas(64) atomic_long next;
-    atomic_int failed;
 } dconv_job;
 
 /* The image x [c, h, w] into pad [c, hp, wp], zero borders. */
@@ -330,56 +327,49 @@ static void dconv_group(const dconv_job *J, const float *src, ptrdiff_t b0, ptrd
     }
 }
 
-static void dconv_body(void *ctx, int slot)
+/* One unit of grp images sharing pixel panels (gc_conv_claim_units; scratch: their padded or
+ * subsampled copies, or NULL). */
+static void dconv_group_unit(void *job, void *scratch, long u, long prev)
 {
-    (void)slot;
-    dconv_job *J = (dconv_job *)ctx;
+    (void)prev;
+    const dconv_job *J = (const dconv_job *)job;
     const gc_conv *p = J->p;
-    const ptrdiff_t xs = p->c * p->h * p->w;
-    const ptrdiff_t ps = p->c * J->hp * J->wp; /* one padded image */
-    float *pad = NULL;
-    if (J->padded) {
-        pad = (float *)gc_conv_scratch(3, sizeof(float) * (size_t)(J->grp * ps));
-        if (!pad) {
-            atomic_store(&J->failed, 1);
-            return;
+    const ptrdiff_t xs = p->c * p->h * p->w, ps = p->c * J->hp * J->wp; /* ps: a padded image */
+    float *pad = (float *)scratch;
+    const ptrdiff_t b0 = u * J->grp, g = p->n - b0 < J->grp ? p->n - b0 : J->grp;
+    const float *src = J->x + b0 * xs;
+    if (pad) {
+        for (ptrdiff_t k = 0; k < g; k++) {
+            if (J->padded == 2)
+                dconv_sub(src + k * xs, pad + k * ps, p);
+            else
+                dconv_pad(src + k * xs, pad + k * ps, p, J->hp, J->wp);
         }
+        src = pad;
     }
-    if (J->grp > 1) { /* units of grp images sharing pixel panels */
-        for (long u; (u = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) <
-                     J->nunits;) {
-            const ptrdiff_t b0 = u * J->grp, g = p->n - b0 < J->grp ? p->n - b0 : J->grp;
-            const float *src = J->x + b0 * xs;
-            if (pad) {
-                for (ptrdiff_t k = 0; k < g; k++) {
-                    if (J->padded == 2)
-                        dconv_sub(src + k * xs, pad + k * ps, p);
-                    else
-                        dconv_pad(src + k * xs, pad + k * ps, p, J->hp, J->wp);
-                }
-                src = pad;
-            }
-            dconv_group(J, src, b0, g);
-        }
-        return;
+    dconv_group(J, src, b0, g);
+}
+
+/* One unit of one image's pixel panels (gc_conv_claim_units; scratch: the image padded or
+ * subsampled, kept from the thread's previous unit when that had the same image, or NULL). */
+static void dconv_image_unit(void *job, void *scratch, long u, long prev)
+{
+    const dconv_job *J = (const dconv_job *)job;
+    const gc_conv *p = J->p;
+    float *pad = (float *)scratch;
+    const ptrdiff_t b = u / J->upi, g = u % J->upi;
+    const float *src = J->x + b * p->c * p->h * p->w;
+    if (pad && (prev < 0 || prev / J->upi != b)) {
+        if (J->padded == 2)
+            dconv_sub(src, pad, p);
+        else
+            dconv_pad(src, pad, p, J->hp, J->wp);
     }
-    ptrdiff_t padded_b = -1;
-    for (long u; (u = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) <
-                 J->nunits;) {
-        const ptrdiff_t b = u / J->upi, g = u % J->upi;
-        const float *src = J->x + b * xs;
-        if (pad) {
-            if (padded_b != b && J->padded == 2)
-                dconv_sub(src, pad, p);
-            else if (padded_b != b)
-                dconv_pad(src, pad, p, J->hp, J->wp);
-            padded_b = b;
-            src = pad;
-        }
-        const ptrdiff_t i0 = g * J->gpan, i1 = i0 + J->gpan < J->npx ? i0 + J->gpan : J->npx;
-        if (i0 < i1)
-            dconv_unit(J, src, J->out + b * J->o * J->l, i0, i1);
-    }
+    if (pad)
+        src = pad;
+    const ptrdiff_t i0 = g * J->gpan, i1 = i0 + J->gpan < J->npx ? i0 + J->gpan : J->npx;
+    if (i0 < i1)
+        dconv_unit(J, src, J->out + b * J->o * J->l, i0, i1);
 }
 
 typedef struct {
@@ -531,9 +521,11 @@ int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, co
             J.upi = J.npx;
     }
     J.gpan = (J.npx + J.upi - 1) / J.upi;
-    J.nunits = J.grp > 1 ? (p->n + J.grp - 1) / J.grp : p->n * J.upi;
-    atomic_init(&J.next, 0);
-    atomic_init(&J.failed, 0);
-    gc_region(dconv_body, &J, nt < J.nunits ? nt : (int)J.nunits);
-    return atomic_load(&J.failed) ? -1 : 0;
+    /* each thread's padded (or subsampled) images: slot 3 */
+    const size_t pbytes = sizeof(float) * (size_t)(J.grp * p->c * J.hp * J.wp);
+    if (J.grp > 1)
+        return gc_conv_claim_units(&J, (long)((p->n + J.grp - 1) / J.grp), nt,
+                                   J.padded ? 3 : -1, pbytes, dconv_group_unit);
+    return gc_conv_claim_units(&J, (long)(p->n * J.upi), nt, J.padded ? 3 : -1, pbytes,
+                               dconv_image_unit);
 }

@@ -19,7 +19,6 @@
  * K blocks outer and its 7-pixel tiles inner into a buffer [ow][64], stored transposed to the
  * row's NCHW segments with the epilogue.  When: gc_conv2d_dlanes_use. */
 #define _POSIX_C_SOURCE 200112L
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,15 +70,17 @@ typedef struct {
     const float *x, *bias, *res, *wpk;
     float *out;
     const int32_t *koff;
-    ptrdiff_t o, ck, l, img, wp, kc, npa, nblk, ngrp, grows, nunits;
+    ptrdiff_t o, ck, l, img, wp, kc, npa, nblk, ngrp, grows;
     const gc_conv *p;
     int relu;
-    _Alignas(64) atomic_long next;
-    atomic_int failed;
 } dl_job;
 
-static void dl_unit(const dl_job *J, float *t, long u)
+/* one unit (gc_conv_claim_units), its rows' tiles in t [DL_MAXW + DL_MR][DL_NC] */
+static void dl_unit(void *job, void *scratch, long u, long prev)
 {
+    (void)prev;
+    const dl_job *J = (const dl_job *)job;
+    float *t = (float *)scratch;
     const gc_conv *p = J->p;
     const ptrdiff_t per_img = J->nblk * J->ngrp, nr = gc_blk_f32.nr, ow = p->ow, l = J->l;
     const ptrdiff_t b = u / per_img, o0 = u % per_img / J->ngrp * DL_NC, grp = u % J->ngrp;
@@ -106,20 +107,6 @@ static void dl_unit(const dl_job *J, float *t, long u)
     }
 }
 
-static void dl_body(void *ctx, int slot)
-{
-    (void)slot;
-    dl_job *J = (dl_job *)ctx;
-    float *t = (float *)gc_conv_scratch(0, sizeof(float) * (size_t)(DL_MAXW + DL_MR) * DL_NC);
-    for (long u; (u = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) < J->nunits;) {
-        if (!t) {
-            atomic_store(&J->failed, 1);
-            continue;
-        }
-        dl_unit(J, t, u);
-    }
-}
-
 int gc_conv2d_dlanes_f32(const float *x, const float *w, const gc_packed *pw, const float *bias,
                          const gc_epi *e, float *out, const gc_conv *p, ptrdiff_t o)
 {
@@ -140,19 +127,9 @@ int gc_conv2d_dlanes_f32(const float *x, const float *w, const gc_packed *pw, co
         return -1;
     J.kc = P.kc;
     J.npa = P.npan;
-    if (pw) { /* another layout: conv_direct.c repacks it */
-        if (!(pw->kind == 'f' && pw->side == 0 && pw->swap == 1 && pw->trans == 0 && pw->data &&
-              pw->isa == gc_isa.isa && pw->w == P.w && pw->kc == P.kc && pw->f == o &&
-              pw->k == J.ck))
-            return 1;
-        J.wpk = (const float *)pw->data;
-    } else {
-        P.data = gc_conv_scratch(4, sizeof(float) * (size_t)P.elems);
-        if (!P.data)
-            return -1;
-        gc_gemm_pack_f32(w, &P);
-        J.wpk = (const float *)P.data;
-    }
+    const int rc = gc_conv_weight_panels(w, pw, &P, &J.wpk);
+    if (rc) /* 1: another layout, which conv_direct.c repacks */
+        return rc;
     const ptrdiff_t hp = p->h + 2 * p->ph, wp = p->w + 2 * p->pw;
     J.wp = wp;
     J.img = p->c * hp * wp;
@@ -183,9 +160,6 @@ int gc_conv2d_dlanes_f32(const float *x, const float *w, const gc_packed *pw, co
         J.ngrp = p->oh;
     J.grows = (p->oh + J.ngrp - 1) / J.ngrp;
     J.ngrp = (p->oh + J.grows - 1) / J.grows;
-    J.nunits = p->n * J.nblk * J.ngrp;
-    atomic_init(&J.next, 0);
-    atomic_init(&J.failed, 0);
-    gc_region(dl_body, &J, nt < J.nunits ? nt : (int)J.nunits);
-    return atomic_load(&J.failed) ? -1 : 0;
+    return gc_conv_claim_units(&J, (long)(p->n * J.nblk * J.ngrp), nt, 0,
+                               sizeof(float) * (size_t)(DL_MAXW + DL_MR) * DL_NC, dl_unit);
 }

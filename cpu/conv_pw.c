@@ -23,7 +23,6 @@
  * K) run the pixels x channels mode below instead (the tile turned around: output channels along
  * the vector lanes).  When this path runs, and which mode: gc_conv2d_pw_use. */
 #define _POSIX_C_SOURCE 200112L
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,15 +44,14 @@ typedef struct {
     const float *wpk;
     ptrdiff_t o, c, l, kc, npa, mr, nr;
     /* columns per block, blocks per image, row panels per group, groups, units */
-    ptrdiff_t ncb, nblk, gpan, ngrp, nunits;
+    ptrdiff_t ncb, nblk, gpan, ngrp;
+    size_t bbytes; /* a unit's scratch: packed pixel panels, then ncb pixel offsets */
     gc_pwukr_f32 ukr;
     /* the GEMM's short-row kernels for a last row panel of fewer than MR channels (the same
      * bits as the full tile's rows; NULL: the pointwise kernel computes the padded rows) */
     gc_ukr_rows_f32 rows;
     gc_pwukr_f32 half; /* the half-width tile (gc_isa.pwukr_half_f32), or NULL */
     gc_pwukr_f32 quarter; /* the quarter-width tile (gc_isa.pwukr_quarter_f32), or NULL */
-    _Alignas(64) atomic_long next;
-    atomic_int failed;
 } pw_job;
 
 /* GPUCORE_CONV: 1 when it forces another path (im2col: conv.c's GEMM; direct, direct_t: the
@@ -218,8 +216,13 @@ GC_NO_MEMCPY_IDIOM static void pw_pack(float *restrict d, const float *restrict 
 #undef GC_SFX
 #undef GC_T
 
-static void pw_unit(const pw_job *J, float *bp, ptrdiff_t *off, long u)
+/* one unit (gc_conv_claim_units) on its scratch: the pixel panels bp, the pixel offsets off */
+static void pw_unit(void *job, void *scratch, long u, long prev)
 {
+    (void)prev;
+    const pw_job *J = (const pw_job *)job;
+    float *bp = (float *)scratch;
+    ptrdiff_t *off = (ptrdiff_t *)((char *)scratch + J->bbytes);
     const gc_conv *p = J->p;
     const ptrdiff_t per_img = J->nblk * J->ngrp;
     const ptrdiff_t b = u / per_img, blk = u % per_img / J->ngrp, grp = u % J->ngrp;
@@ -277,22 +280,6 @@ static void pw_unit(const pw_job *J, float *bp, ptrdiff_t *off, long u)
     }
 }
 
-static void pw_body(void *ctx, int slot)
-{
-    (void)slot;
-    pw_job *J = (pw_job *)ctx;
-    const ptrdiff_t kb = J->c < J->kc ? J->c : J->kc;
-    const size_t bbytes = sizeof(float) * (size_t)(((J->ncb + J->nr - 1) / J->nr) * J->nr * kb);
-    char *buf = (char *)gc_conv_scratch(0, bbytes + sizeof(ptrdiff_t) * (size_t)J->ncb);
-    for (long u; (u = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) < J->nunits;) {
-        if (!buf) {
-            atomic_store(&J->failed, 1);
-            continue;
-        }
-        pw_unit(J, (float *)buf, (ptrdiff_t *)(buf + bbytes), u);
-    }
-}
-
 /* ---- the pixels x channels mode (gc_isa.pwtukr_f32; pwt_use) ---------------------------------
  * Units of (image, block of 64 output channels: two 32-wide panels of the GEMM's swapped weight
  * packing, side A swap 1, group of 7-pixel tiles: all of the image's unless the threads need
@@ -307,10 +294,8 @@ typedef struct {
     float *out;
     /* channel blocks per image, pixel-tile groups per block (units enough for the threads) and
      * tiles per group, units */
-    ptrdiff_t o, c, l, ldx, img, kc, npa, nblk, ngrp, gtiles, nunits;
+    ptrdiff_t o, c, l, ldx, img, kc, npa, nblk, ngrp, gtiles;
     int relu;
-    _Alignas(64) atomic_long next;
-    atomic_int failed;
 } pwt_job;
 
 /* The weights of the two panels from panel ip of the K block at pc (pc < c): *n floats. */
@@ -339,8 +324,12 @@ static void pwt_prefetch_rows(const pwt_job *J, ptrdiff_t b, ptrdiff_t o0, ptrdi
     }
 }
 
-static void pwt_unit(const pwt_job *J, float *t, long u)
+/* one unit (gc_conv_claim_units), its tiles in t [PWT_MAXL + PWT_MR][PWT_NC] */
+static void pwt_unit(void *job, void *scratch, long u, long prev)
 {
+    (void)prev;
+    const pwt_job *J = (const pwt_job *)job;
+    float *t = (float *)scratch;
     const ptrdiff_t per_img = J->nblk * J->ngrp, l = J->l, nr = gc_blk_f32.nr;
     const ptrdiff_t b = u / per_img, o0 = u % per_img / J->ngrp * PWT_NC, grp = u % J->ngrp;
     const ptrdiff_t nch = J->o - o0 < PWT_NC ? J->o - o0 : PWT_NC, ip = o0 / nr;
@@ -394,20 +383,6 @@ static void pwt_unit(const pwt_job *J, float *t, long u)
         epi_rows_f32(rb, res, J->relu, out, l, 0, 0, nch, j1 - j0);
 }
 
-static void pwt_body(void *ctx, int slot)
-{
-    (void)slot;
-    pwt_job *J = (pwt_job *)ctx;
-    float *t = (float *)gc_conv_scratch(0, sizeof(float) * (size_t)(PWT_MAXL + PWT_MR) * PWT_NC);
-    for (long u; (u = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) < J->nunits;) {
-        if (!t) {
-            atomic_store(&J->failed, 1);
-            continue;
-        }
-        pwt_unit(J, t, u);
-    }
-}
-
 /* The pixels x channels mode (gc_conv2d_pw_use 2): w, or pw packed side A swap 1. */
 static int pwt_run(const float *x, const float *w, const gc_packed *pw, const float *bias,
                    const gc_epi *e, float *out, const gc_conv *p, ptrdiff_t o)
@@ -426,19 +401,9 @@ static int pwt_run(const float *x, const float *w, const gc_packed *pw, const fl
         return -1;
     J.kc = P.kc;
     J.npa = P.npan;
-    if (pw) { /* another layout: the caller's other paths */
-        if (!(pw->kind == 'f' && pw->side == 0 && pw->swap == 1 && pw->trans == 0 && pw->data &&
-              pw->isa == gc_isa.isa && pw->w == P.w && pw->kc == P.kc && pw->f == o &&
-              pw->k == J.c))
-            return 1;
-        J.wpk = (const float *)pw->data;
-    } else { /* packed per call, on the calling thread's buffer */
-        P.data = gc_conv_scratch(4, sizeof(float) * (size_t)P.elems);
-        if (!P.data)
-            return -1;
-        gc_gemm_pack_f32(w, &P);
-        J.wpk = (const float *)P.data;
-    }
+    const int rc = gc_conv_weight_panels(w, pw, &P, &J.wpk);
+    if (rc) /* 1: another layout, for the caller's other paths */
+        return rc;
     const ptrdiff_t plane = p->h * p->w;
     if (p->sh == 1 && p->sw == 1) { /* the image's planes as they are */
         J.x = x;
@@ -465,11 +430,8 @@ static int pwt_run(const float *x, const float *w, const gc_packed *pw, const fl
         J.ngrp = ntile;
     J.gtiles = (ntile + J.ngrp - 1) / J.ngrp;
     J.ngrp = (ntile + J.gtiles - 1) / J.gtiles;
-    J.nunits = p->n * J.nblk * J.ngrp;
-    atomic_init(&J.next, 0);
-    atomic_init(&J.failed, 0);
-    gc_region(pwt_body, &J, nt < J.nunits ? nt : (int)J.nunits);
-    return atomic_load(&J.failed) ? -1 : 0;
+    return gc_conv_claim_units(&J, (long)(p->n * J.nblk * J.ngrp), nt, 0,
+                               sizeof(float) * (size_t)(PWT_MAXL + PWT_MR) * PWT_NC, pwt_unit);
 }
 
 int gc_conv2d_pw_f32(const float *x, const float *w, const gc_packed *pw, const float *bias,
@@ -501,19 +463,9 @@ int gc_conv2d_pw_f32(const float *x, const float *w, const gc_packed *pw, const 
         return -1;
     J.kc = P.kc;
     J.npa = P.npan;
-    if (pw) { /* another layout (a swapped or Winograd pack): the caller's other paths */
-        if (!(pw->kind == 'f' && pw->side == 0 && pw->swap == 0 && pw->trans == 0 && pw->data &&
-              pw->isa == gc_isa.isa && pw->w == P.w && pw->kc == P.kc && pw->f == o &&
-              pw->k == J.c))
-            return 1;
-        J.wpk = (const float *)pw->data;
-    } else { /* packed per call, on the calling thread's buffer */
-        P.data = gc_conv_scratch(4, sizeof(float) * (size_t)P.elems);
-        if (!P.data)
-            return -1;
-        gc_gemm_pack_f32(w, &P);
-        J.wpk = (const float *)P.data;
-    }
+    const int rc = gc_conv_weight_panels(w, pw, &P, &J.wpk);
+    if (rc) /* 1: another layout (a swapped or Winograd pack), for the caller's other paths */
+        return rc;
     /* column blocks of near-equal width, each within GC_PW_BBYTES for one K block */
     const ptrdiff_t kb = J.c < J.kc ? J.c : J.kc;
     const ptrdiff_t npx = (J.l + J.nr - 1) / J.nr;
@@ -540,9 +492,7 @@ int gc_conv2d_pw_f32(const float *x, const float *w, const gc_packed *pw, const 
     }
     J.gpan = (J.npa + J.ngrp - 1) / J.ngrp;
     J.ngrp = (J.npa + J.gpan - 1) / J.gpan;
-    J.nunits = p->n * J.nblk * J.ngrp;
-    atomic_init(&J.next, 0);
-    atomic_init(&J.failed, 0);
-    gc_region(pw_body, &J, nt < J.nunits ? nt : (int)J.nunits);
-    return atomic_load(&J.failed) ? -1 : 0;
+    J.bbytes = sizeof(float) * (size_t)((J.ncb + J.nr - 1) / J.nr * J.nr * kb);
+    return gc_conv_claim_units(&J, (long)(p->n * J.nblk * J.ngrp), nt, 0,
+                               J.bbytes + sizeof(ptrdiff_t) * (size_t)J.ncb, pw_unit);
 }

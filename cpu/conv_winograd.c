@@ -47,7 +47,6 @@
  * GPUCORE_CONV=winograd forces it where the geometry allows, im2col / direct / direct_t force it
  * off. */
 #define _POSIX_C_SOURCE 200112L
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,7 +236,6 @@ typedef struct {
     const gc_conv *p;
     ptrdiff_t o, th, tw, r0, nrows, ldt, npan, kc;
     int mr, nr;
-    atomic_int failed;
 } wg_job;
 
 /* 2. V for channel ci: the pass's tiles in blocks of GC_WG_TB, each tile's 6x6 window gathered
@@ -274,17 +272,10 @@ static void wg_input_channel(const wg_job *J, ptrdiff_t ci, float *pad)
     }
 }
 
-static void wg_input_body(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
+static void wg_input_unit(void *job, void *scratch, long ci, long prev)
 {
-    wg_job *J = (wg_job *)ctx;
-    const ptrdiff_t hp = 4 * J->th + 2, wp = 4 * J->tw + 2;
-    float *pad = (float *)gc_conv_scratch(3, sizeof(float) * (size_t)(hp * wp));
-    if (!pad) {
-        atomic_store(&J->failed, 1);
-        return;
-    }
-    for (ptrdiff_t ci = lo; ci < hi; ci++)
-        wg_input_channel(J, ci, pad);
+    (void)prev;
+    wg_input_channel((const wg_job *)job, ci, (float *)scratch);
 }
 
 /* 3. M_xi = U_xi @ V_xi for xi in [lo, hi). */
@@ -445,9 +436,10 @@ int gc_conv2d_winograd_f32(const float *x, const float *w, const gc_packed *pw,
             for (ptrdiff_t rr = 0; rr < 36 * c; rr++)
                 memset(J.V + rr * J.ldt + t, 0, sizeof(float) * (size_t)(J.ldt - t));
         const double tiles = (double)t;
-        atomic_init(&J.failed, 0);
-        gc_parallel_range(c, 1, 0.25 * 36.0 * 8.0 * tiles * (double)c, wg_input_body, &J);
-        if (atomic_load(&J.failed))
+        /* a channel a unit, each thread's zero-padded plane on slot 3 */
+        const size_t plane = sizeof(float) * (size_t)((4 * J.th + 2) * (4 * J.tw + 2));
+        const int nt = gc_threads_for(0.25 * 36.0 * 8.0 * tiles * (double)c, GC_GRAIN_NS);
+        if (gc_conv_claim_units(&J, (long)c, nt, 3, plane, wg_input_unit) < 0)
             return -1;
         gc_parallel_range(36, 1, 0.02 * 36.0 * 2.0 * (double)J.ldt * (double)c * (double)o,
                           wg_gemm_body, &J);

@@ -1,10 +1,14 @@
 """Shared by the CPU convolution path tests (tests/backends/cpu/test_conv_pointwise.py,
 test_conv_pointwise_pixels.py, test_conv_direct_lanes.py): 1x1 geometries (n, c, h, w, o,
 stride) and their inputs, the float64 reference with bias / residual / relu, one forward call of
-``_cpu.conv2d_forward``, the closeness check and whether this CPU has the pixels x channels
-tile."""
+``_cpu.conv2d_forward``, the closeness check, whether this CPU has the pixels x channels tile,
+and the run of a test module's script under one forced ISA (also test_conv_epilogue.py's)."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
 
 import numpy as np
 
@@ -68,3 +72,16 @@ def has_pixel_tiles():
     """AVX-512 (the float32 GEMM's 14 x 32 tile) has the pixels x channels tile."""
     g = _cpu.info()["gemm"]["float32"]
     return _cpu.info()["isa"] == "avx512" and (g["mr"], g["nr"]) == (14, 32)
+
+
+def isa_run(script, test_file, isa, tmp_path, **env):
+    """Runs ``script`` (python -c; argv: test_file's folder, isa, the .npz path it writes) with
+    GPUCORE_CPU_ISA=isa and ``env`` set, tests/ on PYTHONPATH, and returns that .npz loaded."""
+    out = tmp_path / "r.npz"
+    tests = os.path.dirname(os.path.abspath(__file__))
+    path = os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])
+    e = dict(os.environ, GPUCORE_CPU_ISA=isa, PYTHONPATH=path, **env)
+    here = os.path.dirname(os.path.abspath(test_file))
+    subprocess.run([sys.executable, "-c", script, here, isa, str(out)], env=e, check=True,
+                   timeout=300)  # fmt: skip
+    return np.load(out)

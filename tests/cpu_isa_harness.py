@@ -216,6 +216,26 @@ SCRIPT = textwrap.dedent(
 )
 
 
+def run_under_every_isa(script, *args, path=()):
+    """Runs the file ``script`` (with ``args``) once per ISA this CPU has, GPUCORE_CPU_ISA forced,
+    all at once, tests/ and ``path`` on PYTHONPATH; asserts that each exits 0 and prints its ISA's
+    name first.  Returns {isa: its output}."""
+    tests = os.path.dirname(os.path.abspath(__file__))
+    pythonpath = os.pathsep.join([*path, tests, os.environ.get("PYTHONPATH", "")])
+    procs = {}
+    for isa in ISAS:
+        env = dict(os.environ, GPUCORE_CPU_ISA=isa, PYTHONPATH=pythonpath)
+        procs[isa] = subprocess.Popen([sys.executable, str(script), *args], env=env, text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+    outs = {}
+    for isa, p in procs.items():
+        out, _ = p.communicate(timeout=300)
+        assert p.returncode == 0, f"GPUCORE_CPU_ISA={isa}:\n{out}"
+        assert out.split()[0] == isa
+        outs[isa] = out
+    return outs
+
+
 def run_in_subprocess(code, **env):
     """Run ``code`` in a fresh interpreter with the extension loaded from its file as ``C``;
     ``env`` adds environment variables (GPUCORE_CPU_ISA, GPUCORE_NUM_THREADS)."""

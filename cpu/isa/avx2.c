@@ -23,14 +23,7 @@ static inline double gc_avx2_hsum_pd(__m256d v)
 #define V_PREFETCH(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
 
 #define UKR_T float
-#define UKR_VT __m256
-#define UKR_VL 8
-#define V_ZERO() _mm256_setzero_ps()
-#define V_LOADU(p) _mm256_loadu_ps(p)
-#define V_STOREU(p, x) _mm256_storeu_ps(p, x)
-#define V_SET1(x) _mm256_set1_ps(x)
-#define V_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
-#define V_ADD(a, b) _mm256_add_ps(a, b)
+#include "isa/vec_f32x8.h"
 #define V_MUL(a, b) _mm256_mul_ps(a, b)
 /* (x <= 0) ? +0 : x, NaN kept: the float32 GEMM's V_RELU and the pointwise kernel's */
 #define RELU_PS(x) _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LE_OQ), x)
@@ -44,24 +37,7 @@ static inline double gc_avx2_hsum_pd(__m256d v)
 #define STREAM_ACC 8
 #define STREAM_SFX f32
 #include "isa/stream.h"
-#undef V_SUB
-#undef V_HSUM
-#undef S_FMA
-#undef STREAM_ACC
-#undef STREAM_SFX
-#undef UKR_T
-#undef UKR_VT
-#undef UKR_VL
-#undef V_ZERO
-#undef V_LOADU
-#undef V_STOREU
-#undef V_SET1
-#undef V_FMA
-#undef V_ADD
-#undef V_RELU
-#undef UKR_NAME
-#undef UKR_NAME_DA
-#undef V_MUL
+#include "isa/ukr_undef.h"
 
 #define UKR_T double
 #define UKR_VT __m256d

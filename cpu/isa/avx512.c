@@ -15,14 +15,7 @@
 #define V_PREFETCH(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
 
 #define UKR_T float
-#define UKR_VT __m512
-#define UKR_VL 16
-#define V_ZERO() _mm512_setzero_ps()
-#define V_LOADU(p) _mm512_loadu_ps(p)
-#define V_STOREU(p, x) _mm512_storeu_ps(p, x)
-#define V_SET1(x) _mm512_set1_ps(x)
-#define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
-#define V_ADD(a, b) _mm512_add_ps(a, b)
+#include "isa/vec_f32x16.h"
 #define V_MUL(a, b) _mm512_mul_ps(a, b)
 /* (x <= 0) ? +0 : x, NaN kept: the float32 GEMM's V_RELU and the pointwise kernel's */
 #define RELU_PS(x)                                                                                \
@@ -40,24 +33,7 @@
 #define STREAM_ACC 16
 #define STREAM_SFX f32
 #include "isa/stream.h"
-#undef V_SUB
-#undef V_HSUM
-#undef S_FMA
-#undef STREAM_ACC
-#undef STREAM_SFX
-#undef UKR_T
-#undef UKR_VT
-#undef UKR_VL
-#undef V_ZERO
-#undef V_LOADU
-#undef V_STOREU
-#undef V_SET1
-#undef V_FMA
-#undef V_ADD
-#undef V_RELU
-#undef UKR_NAME
-#undef UKR_NAME_DA
-#undef V_MUL
+#include "isa/ukr_undef.h"
 
 #define UKR_T double
 #define UKR_VT __m512d

@@ -121,29 +121,9 @@ void gc_isa_fill_scalar(gc_isa_kernels *k)
 
 /* ---- direct convolution (isa/ukr_conv.h): the portable reference, the GEMM's 4x4 tile ------ */
 
-#undef UKR_T
-#undef UKR_VT
-#undef UKR_VL
-#undef UKR_MR
-#undef UKR_NV
-#undef V_ZERO
-#undef V_LOADU
-#undef V_STOREU
-#undef V_SET1
-#undef V_FMA
-#undef V_ADD
-#undef UKR_CONV_NAME
+/* the GEMM's vector operations and 4 x 4 tile, still defined; the float32 types again */
 #define UKR_T float
 #define UKR_VT float
-#define UKR_VL 1
-#define UKR_MR 4
-#define UKR_NV 4
-#define V_ZERO() 0
-#define V_LOADU(p) (*(p))
-#define V_STOREU(p, x) (*(p) = (x))
-#define V_SET1(x) (x)
-#define V_FMA(a, b, c) ((a) * (b) + (c))
-#define V_ADD(a, b) ((a) + (b))
 #define UKR_CONV_NAME conv_scalar_f32_4x4
 #include "isa/ukr_conv.h"
 #define UKR_PW_RELU(x) V_RELU(x) /* (the GEMM's, both types) */

@@ -21,14 +21,7 @@ static inline double gc_sse2_hsum_pd(__m128d s)
 #define V_PREFETCH(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
 
 #define UKR_T float
-#define UKR_VT __m128
-#define UKR_VL 4
-#define V_ZERO() _mm_setzero_ps()
-#define V_LOADU(p) _mm_loadu_ps(p)
-#define V_STOREU(p, x) _mm_storeu_ps(p, x)
-#define V_SET1(x) _mm_set1_ps(x)
-#define V_FMA(a, b, c) _mm_add_ps(_mm_mul_ps(a, b), c)
-#define V_ADD(a, b) _mm_add_ps(a, b)
+#include "isa/vec_f32x4.h"
 #define V_MUL(a, b) _mm_mul_ps(a, b)
 /* (x <= 0) ? +0 : x, NaN kept: the float32 GEMM's V_RELU and the pointwise kernel's */
 #define RELU_PS(x) _mm_andnot_ps(_mm_cmple_ps(x, _mm_setzero_ps()), x)
@@ -42,24 +35,7 @@ static inline double gc_sse2_hsum_pd(__m128d s)
 #define STREAM_ACC 8
 #define STREAM_SFX f32
 #include "isa/stream.h"
-#undef V_SUB
-#undef V_HSUM
-#undef S_FMA
-#undef STREAM_ACC
-#undef STREAM_SFX
-#undef UKR_T
-#undef UKR_VT
-#undef UKR_VL
-#undef V_ZERO
-#undef V_LOADU
-#undef V_STOREU
-#undef V_SET1
-#undef V_FMA
-#undef V_ADD
-#undef V_RELU
-#undef UKR_NAME
-#undef UKR_NAME_DA
-#undef V_MUL
+#include "isa/ukr_undef.h"
 
 #define UKR_T double
 #define UKR_VT __m128d
@@ -115,28 +91,12 @@ void gc_isa_fill_sse2(gc_isa_kernels *k)
 /* ---- direct convolution (isa/ukr_conv.h): the GEMM's 4x8 tile ------------------------------ */
 
 #undef UKR_T
-#undef UKR_VT
-#undef UKR_VL
 #undef UKR_MR
 #undef UKR_NV
-#undef V_ZERO
-#undef V_LOADU
-#undef V_STOREU
-#undef V_SET1
-#undef V_FMA
-#undef V_ADD
-#undef UKR_CONV_NAME
 #define UKR_T float
-#define UKR_VT __m128
-#define UKR_VL 4
+#include "isa/vec_f32x4.h"
 #define UKR_MR 4
 #define UKR_NV 2
-#define V_ZERO() _mm_setzero_ps()
-#define V_LOADU(p) _mm_loadu_ps(p)
-#define V_STOREU(p, x) _mm_storeu_ps(p, x)
-#define V_SET1(x) _mm_set1_ps(x)
-#define V_FMA(a, b, c) _mm_add_ps(_mm_mul_ps(a, b), c)
-#define V_ADD(a, b) _mm_add_ps(a, b)
 #define UKR_CONV_NAME conv_sse2_f32_4x8
 #include "isa/ukr_conv.h"
 #define UKR_PW_RELU(x) RELU_PS(x)

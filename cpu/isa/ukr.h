@@ -5,56 +5,38 @@
  *   V_ZERO()  V_LOADU(p)  V_STOREU(p, v)  V_SET1(x)
  *   V_FMA(a, b, c) = a * b + c     V_ADD(a, b)  V_RELU(x) = (x <= 0) ? 0 : x  V_PREFETCH(p)
  * The accumulators are an array the compiler keeps in registers (loops of constant trip count
- * are fully unrolled at -O2 and above). */
+ * are fully unrolled at -O2 and above); isa/ukr_tile.h holds the tile's loops (the K step's
+ * FMAs, the adds, relu, the store), shared with the convolution kernels isa/ukr_pw.h and
+ * isa/ukr_conv.h. */
 
-#ifndef GC_UKR_UNROLL
-#define GC_UKR_PRAGMA(x) _Pragma(#x)
-#define GC_UKR_UNROLL_(n) GC_UKR_PRAGMA(GCC unroll n)
-#define GC_UKR_UNROLL(n) GC_UKR_UNROLL_(n)
-#endif
+#include "isa/ukr_tile.h"
 
 #ifndef UKR_EPILOGUE
 /* Shared tail of the kernels: acc (+ beta * C) (+ bias) (relu) stored to C; a macro so the
  * accumulators stay in registers.  UKR_MR here is the rows of the kernel that expands it
  * (ukr_rows.h's edge kernels redefine it around their body). */
-#define UKR_EPILOGUE()                                                                \
-  do {                                                                                \
-    if (beta == (UKR_T)1) {                                                           \
-    GC_UKR_UNROLL(32)                                                                 \
-        for (int i = 0; i < UKR_MR; i++)                                              \
-    GC_UKR_UNROLL(8)                                                                  \
-            for (int v = 0; v < UKR_NV; v++)                                          \
-                acc[i][v] = V_ADD(acc[i][v], V_LOADU(c + i * ldc + v * UKR_VL));      \
-    } else if (beta != (UKR_T)0) {                                                    \
-        const UKR_VT bt = V_SET1(beta);                                               \
-    GC_UKR_UNROLL(32)                                                                 \
-        for (int i = 0; i < UKR_MR; i++)                                              \
-    GC_UKR_UNROLL(8)                                                                  \
-            for (int v = 0; v < UKR_NV; v++)                                          \
-                acc[i][v] = V_FMA(bt, V_LOADU(c + i * ldc + v * UKR_VL), acc[i][v]);  \
-    }                                                                                 \
-    if (bias) {                                                                       \
-    GC_UKR_UNROLL(8)                                                                  \
-        for (int v = 0; v < UKR_NV; v++) {                                            \
-            const UKR_VT bb = V_LOADU(bias + v * UKR_VL);                             \
-    GC_UKR_UNROLL(32)                                                                 \
-            for (int i = 0; i < UKR_MR; i++)                                          \
-                acc[i][v] = V_ADD(acc[i][v], bb);                                     \
-        }                                                                             \
-    }                                                                                 \
-    if (relu) {                                                                       \
-    GC_UKR_UNROLL(32)                                                                 \
-        for (int i = 0; i < UKR_MR; i++)                                              \
-    GC_UKR_UNROLL(8)                                                                  \
-            for (int v = 0; v < UKR_NV; v++)                                          \
-                acc[i][v] = V_RELU(acc[i][v]);                                        \
-    }                                                                                 \
-    GC_UKR_UNROLL(32)                                                                 \
-    for (int i = 0; i < UKR_MR; i++)                                                  \
-    GC_UKR_UNROLL(8)                                                                  \
-        for (int v = 0; v < UKR_NV; v++)                                              \
-            V_STOREU(c + i * ldc + v * UKR_VL, acc[i][v]);                      \
-  } while (0)
+#define UKR_EPILOGUE()                                                                           \
+    do {                                                                                         \
+        if (beta == (UKR_T)1) {                                                                  \
+            UKR_TILE_ADD(UKR_MR, c, ldc);                                                        \
+        } else if (beta != (UKR_T)0) {                                                           \
+            const UKR_VT bt = V_SET1(beta);                                                      \
+            UKR_TILE_EACH(UKR_MR,                                                                \
+                          acc[i][v] = V_FMA(bt, V_LOADU(c + i * ldc + v * UKR_VL), acc[i][v])); \
+        }                                                                                        \
+        if (bias) {                                                                              \
+            GC_UKR_UNROLL(8)                                                                     \
+            for (int v = 0; v < UKR_NV; v++) {                                                   \
+                const UKR_VT bb = V_LOADU(bias + v * UKR_VL);                                    \
+                GC_UKR_UNROLL(32)                                                                \
+                for (int i = 0; i < UKR_MR; i++)                                                 \
+                    acc[i][v] = V_ADD(acc[i][v], bb);                                            \
+            }                                                                                    \
+        }                                                                                        \
+        if (relu)                                                                                \
+            UKR_TILE_RELU(UKR_MR, V_RELU);                                                       \
+        UKR_TILE_STORE(UKR_MR, c, ldc);                                                          \
+    } while (0)
 #endif
 
 static void UKR_NAME(ptrdiff_t k, const UKR_T *restrict a, const UKR_T *restrict b, ptrdiff_t ldb,
@@ -71,17 +53,7 @@ static void UKR_NAME(ptrdiff_t k, const UKR_T *restrict a, const UKR_T *restrict
     }
 GC_UKR_UNROLL(UKR_UNROLL)
     for (ptrdiff_t p = 0; p < k; p++) {
-        UKR_VT bv[UKR_NV];
-#pragma GCC unroll 8
-        for (int v = 0; v < UKR_NV; v++)
-            bv[v] = V_LOADU(b + v * UKR_VL);
-#pragma GCC unroll 32
-        for (int i = 0; i < UKR_MR; i++) {
-            const UKR_VT av = V_SET1(a[i]);
-#pragma GCC unroll 8
-            for (int v = 0; v < UKR_NV; v++)
-                acc[i][v] = V_FMA(av, bv[v], acc[i][v]);
-        }
+        UKR_TILE_FMA(UKR_MR, a[i], b);
         a += UKR_MR;
         b += ldb;
     }
@@ -106,26 +78,12 @@ static void UKR_NAME_DA(ptrdiff_t k, const UKR_T *restrict a, ptrdiff_t lda,
     }
     GC_UKR_UNROLL(2)
     for (ptrdiff_t p = 0; p < k; p++) {
-        UKR_VT bv[UKR_NV];
-#pragma GCC unroll 8
-        for (int v = 0; v < UKR_NV; v++)
-            bv[v] = V_LOADU(b + v * UKR_VL);
-#pragma GCC unroll 32
-        for (int i = 0; i < UKR_MR; i++) {
-            const UKR_VT av = V_SET1(a[i * lda + p]);
-#pragma GCC unroll 8
-            for (int v = 0; v < UKR_NV; v++)
-                acc[i][v] = V_FMA(av, bv[v], acc[i][v]);
-        }
+        UKR_TILE_FMA(UKR_MR, a[i * lda + p], b);
         b += ldb;
     }
     if (alpha != (UKR_T)1) {
         const UKR_VT al = V_SET1(alpha);
-#pragma GCC unroll 32
-        for (int i = 0; i < UKR_MR; i++)
-#pragma GCC unroll 8
-            for (int v = 0; v < UKR_NV; v++)
-                acc[i][v] = V_MUL(acc[i][v], al);
+        UKR_TILE_EACH(UKR_MR, acc[i][v] = V_MUL(acc[i][v], al));
     }
     UKR_EPILOGUE();
 }

@@ -9,6 +9,8 @@
  * the tile is then stored (acc_in == 0) or added to the tile already in c (acc + c), as the
  * GEMM's beta = 0 / beta = 1 steps do: the same bits as the im2col GEMM over the same K blocks. */
 
+#include "isa/ukr_tile.h"
+
 static void UKR_CONV_NAME(ptrdiff_t k, const UKR_T *restrict img, const ptrdiff_t *restrict rows,
                           const int32_t *restrict koff, const UKR_T *restrict b,
                           UKR_T *restrict c, int acc_in)
@@ -25,24 +27,11 @@ static void UKR_CONV_NAME(ptrdiff_t k, const UKR_T *restrict img, const ptrdiff_
 #pragma GCC unroll 2
     for (ptrdiff_t p = 0; p < k; p++) {
         const ptrdiff_t o = koff[p];
-        UKR_VT bv[UKR_NV];
-#pragma GCC unroll 8
-        for (int v = 0; v < UKR_NV; v++)
-            bv[v] = V_LOADU(b + v * UKR_VL);
-#pragma GCC unroll 32
-        for (int i = 0; i < UKR_MR; i++) {
-            const UKR_VT av = V_SET1(r[i][o]);
-#pragma GCC unroll 8
-            for (int v = 0; v < UKR_NV; v++)
-                acc[i][v] = V_FMA(av, bv[v], acc[i][v]);
-        }
+        UKR_TILE_FMA(UKR_MR, r[i][o], b);
         b += UKR_NV * UKR_VL;
     }
-#pragma GCC unroll 32
-    for (int i = 0; i < UKR_MR; i++)
-#pragma GCC unroll 8
-        for (int v = 0; v < UKR_NV; v++) {
-            UKR_T *d = c + (i * UKR_NV + v) * UKR_VL;
-            V_STOREU(d, acc_in ? V_ADD(acc[i][v], V_LOADU(d)) : acc[i][v]);
-        }
+    UKR_TILE_EACH(UKR_MR, {
+        UKR_T *d = c + (i * UKR_NV + v) * UKR_VL;
+        V_STOREU(d, acc_in ? V_ADD(acc[i][v], V_LOADU(d)) : acc[i][v]);
+    });
 }

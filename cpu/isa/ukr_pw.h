@@ -17,6 +17,8 @@
  * tiles (mv < MR rows or nv < NR columns inside the matrix: A and B panels zero-padded) store
  * only those. */
 
+#include "isa/ukr_tile.h"
+
 #ifndef UKR_PW_LDB /* the packed B panels' row stride: the tile's width, or a wider panel's */
 #define UKR_PW_LDB (UKR_NV * UKR_VL)
 #endif
@@ -83,17 +85,7 @@ static void UKR_PW_NAME(ptrdiff_t k, const UKR_T *restrict a, const UKR_T *restr
             if (rn)
                 __builtin_prefetch(rn + o, 0, 3);
         }
-        UKR_VT bv[UKR_NV];
-#pragma GCC unroll 8
-        for (int v = 0; v < UKR_NV; v++)
-            bv[v] = V_LOADU(b + v * UKR_VL);
-#pragma GCC unroll 32
-        for (int i = 0; i < UKR_MR; i++) {
-            const UKR_VT av = V_SET1(a[i]);
-#pragma GCC unroll 8
-            for (int v = 0; v < UKR_NV; v++)
-                acc[i][v] = V_FMA(av, bv[v], acc[i][v]);
-        }
+        UKR_TILE_FMA(UKR_MR, a[i], b);
         a += UKR_MR;
         b += UKR_PW_LDB;
     }
@@ -115,13 +107,8 @@ static void UKR_PW_NAME(ptrdiff_t k, const UKR_T *restrict a, const UKR_T *restr
         }
         return;
     }
-    if (acc_in) {
-#pragma GCC unroll 32
-        for (int i = 0; i < UKR_MR; i++)
-#pragma GCC unroll 8
-            for (int v = 0; v < UKR_NV; v++)
-                acc[i][v] = V_ADD(acc[i][v], V_LOADU(c + i * ldc + v * UKR_VL));
-    }
+    if (acc_in)
+        UKR_TILE_ADD(UKR_MR, c, ldc);
     if (rb) {
 #pragma GCC unroll 32
         for (int i = 0; i < UKR_MR; i++) {
@@ -131,23 +118,9 @@ static void UKR_PW_NAME(ptrdiff_t k, const UKR_T *restrict a, const UKR_T *restr
                 acc[i][v] = V_ADD(acc[i][v], bb);
         }
     }
-    if (res) {
-#pragma GCC unroll 32
-        for (int i = 0; i < UKR_MR; i++)
-#pragma GCC unroll 8
-            for (int v = 0; v < UKR_NV; v++)
-                acc[i][v] = V_ADD(acc[i][v], V_LOADU(res + i * ldc + v * UKR_VL));
-    }
-    if (relu) {
-#pragma GCC unroll 32
-        for (int i = 0; i < UKR_MR; i++)
-#pragma GCC unroll 8
-            for (int v = 0; v < UKR_NV; v++)
-                acc[i][v] = UKR_PW_RELU(acc[i][v]);
-    }
-#pragma GCC unroll 32
-    for (int i = 0; i < UKR_MR; i++)
-#pragma GCC unroll 8
-        for (int v = 0; v < UKR_NV; v++)
-            V_STOREU(c + i * ldc + v * UKR_VL, acc[i][v]);
+    if (res)
+        UKR_TILE_ADD(UKR_MR, res, ldc);
+    if (relu)
+        UKR_TILE_RELU(UKR_MR, UKR_PW_RELU);
+    UKR_TILE_STORE(UKR_MR, c, ldc);
 }

@@ -18,17 +18,7 @@ static void UKR_ROWS_CAT(UKR_NAME_ROWS, UKR_ER)(ptrdiff_t k, const UKR_T *restri
     }
 GC_UKR_UNROLL(UKR_UNROLL)
     for (ptrdiff_t p = 0; p < k; p++) {
-        UKR_VT bv[UKR_NV];
-#pragma GCC unroll 8
-        for (int v = 0; v < UKR_NV; v++)
-            bv[v] = V_LOADU(b + v * UKR_VL);
-#pragma GCC unroll 32
-        for (int i = 0; i < UKR_ER; i++) {
-            const UKR_VT av = V_SET1(a[i]);
-#pragma GCC unroll 8
-            for (int v = 0; v < UKR_NV; v++)
-                acc[i][v] = V_FMA(av, bv[v], acc[i][v]);
-        }
+        UKR_TILE_FMA(UKR_ER, a[i], b);
         a += UKR_MR;
         b += ldb;
     }

@@ -1,13 +1,6 @@
-/* The kernel templates' vector macros (isa/ukr_conv.h, isa/ukr_pw.h) for float32 in 16-wide
- * registers: included before an instantiation, replacing the set defined before it. */
-#undef UKR_VT
-#undef UKR_VL
-#undef V_ZERO
-#undef V_LOADU
-#undef V_STOREU
-#undef V_SET1
-#undef V_FMA
-#undef V_ADD
+/* The kernel templates' vector macros (isa/ukr.h, isa/ukr_conv.h, isa/ukr_pw.h) for float32 in
+ * 16-wide registers: included before an instantiation, replacing the set defined before it. */
+#include "isa/vec_undef.h"
 #define UKR_VT __m512
 #define UKR_VL 16
 #define V_ZERO() _mm512_setzero_ps()

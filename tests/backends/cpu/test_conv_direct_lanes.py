@@ -10,15 +10,12 @@ ResNet-50's 7 x 7 3x3 layers there."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
 from conv_cases import close as _close
-from conv_cases import epilogue, forward
+from conv_cases import epilogue, forward, isa_run
 from conv_cases import has_pixel_tiles as _has_tiles
 
 import gpucore
@@ -222,13 +219,7 @@ _ISA_SCRIPT = textwrap.dedent(
 def test_every_isa_matches_float64_and_gemm_bits(isa, tmp_path):
     """Under each ISA (AVX-512 through this path, the others through conv_direct.c's tile):
     close to float64, the same bits on 1 and 8 threads and as the im2col GEMM."""
-    out = tmp_path / "r.npz"
-    env = dict(os.environ, GPUCORE_CPU_ISA=isa)
-    here = os.path.dirname(os.path.abspath(__file__))
-    subprocess.run(
-        [sys.executable, "-c", _ISA_SCRIPT, here, isa, str(out)], env=env, check=True, timeout=300
-    )
-    got = np.load(out)
+    got = isa_run(_ISA_SCRIPT, __file__, isa, tmp_path)
     for case in GEOMS:
         x, wt, b, res = _inputs(case)
         _close(got[case], _reference(case, x, wt, b, res, True), f"{isa} {case}")

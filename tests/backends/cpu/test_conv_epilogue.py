@@ -7,13 +7,11 @@ bad arguments."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
+from conv_cases import isa_run
 
 import gpucore
 from gpucore import _cpu
@@ -173,13 +171,7 @@ _ISA_SCRIPT = textwrap.dedent(
 
 @pytest.mark.parametrize("isa", list(_cpu.info()["available"]))
 def test_every_isa_matches_unfused_and_float64(isa, tmp_path):
-    out = tmp_path / "r.npz"
-    env = dict(os.environ, GPUCORE_CPU_ISA=isa)
-    here = os.path.dirname(os.path.abspath(__file__))
-    subprocess.run(
-        [sys.executable, "-c", _ISA_SCRIPT, here, isa, str(out)], env=env, check=True, timeout=300
-    )
-    got = np.load(out)
+    got = isa_run(_ISA_SCRIPT, __file__, isa, tmp_path)
     for case in GEOMS:
         geo, _ = _geom(case)
         x, wt, b, res = _inputs(case)

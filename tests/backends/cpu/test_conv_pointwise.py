@@ -9,15 +9,12 @@ path rule (``_cpu.conv2d_pointwise``) and the runtime's packing for it."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
 from conv_cases import close as _close
-from conv_cases import forward, pw_args, pw_geom, pw_inputs, pw_reference
+from conv_cases import forward, isa_run, pw_args, pw_geom, pw_inputs, pw_reference
 
 import gpucore
 from gpucore import _cpu
@@ -243,13 +240,7 @@ _ISA_SCRIPT = textwrap.dedent(
 def test_every_isa_matches_float64_and_gemm_bits(isa, tmp_path):
     """Under each ISA: close to float64, the same bits on 1 and 8 threads, and (more than 24
     output channels) the same bits as conv.c's GEMM path, GPUCORE_CONV=im2col."""
-    out = tmp_path / "r.npz"
-    env = dict(os.environ, GPUCORE_CPU_ISA=isa, GPUCORE_CONV="pointwise")
-    here = os.path.dirname(os.path.abspath(__file__))
-    subprocess.run(
-        [sys.executable, "-c", _ISA_SCRIPT, here, isa, str(out)], env=env, check=True, timeout=300
-    )
-    got = np.load(out)
+    got = isa_run(_ISA_SCRIPT, __file__, isa, tmp_path, GPUCORE_CONV="pointwise")
     for case in GEOMS:
         x, wt, b, res = _inputs(case)
         _close(got[case], _reference(case, x, wt, b, res, True), f"{isa} {case}")

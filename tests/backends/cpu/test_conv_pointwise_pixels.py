@@ -9,15 +9,12 @@ subprocesses), and the rule and runtime packing that send ResNet-50's 7 x 7 laye
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
 from conv_cases import close as _close
-from conv_cases import forward, pw_args, pw_geom, pw_inputs, pw_reference
+from conv_cases import forward, isa_run, pw_args, pw_geom, pw_inputs, pw_reference
 from conv_cases import has_pixel_tiles as _has_tiles
 
 import gpucore
@@ -214,13 +211,7 @@ def test_every_isa_matches_float64_and_gemm_bits(isa, tmp_path):
     """Under each ISA (AVX-512 through the pixels x channels tiles, the others through the
     pointwise path's channels x pixels ones): close to float64, the same bits on 1 and 8
     threads and as conv.c's GEMM path."""
-    out = tmp_path / "r.npz"
-    env = dict(os.environ, GPUCORE_CPU_ISA=isa)
-    here = os.path.dirname(os.path.abspath(__file__))
-    subprocess.run(
-        [sys.executable, "-c", _ISA_SCRIPT, here, isa, str(out)], env=env, check=True, timeout=300
-    )
-    got = np.load(out)
+    got = isa_run(_ISA_SCRIPT, __file__, isa, tmp_path)
     for case in GEOMS:
         x, wt, b, res = _inputs(case)
         _close(got[case], _reference(case, x, wt, b, res, True), f"{isa} {case}")

@@ -16,7 +16,8 @@ import textwrap
 
 import numpy as np
 import pytest
-from cpu_isa_harness import ISAS, C
+from cpu_isa_harness import C, run_under_every_isa
+from gemm_reference import check_thread_counts
 
 TOL = 2e-5  # float32, times sqrt(k) and the result's scale
 
@@ -124,14 +125,9 @@ def test_few_row_panels_split_across_columns_same_bits(threads, m, n, k):
         c0 = r.standard_normal((m, n)).astype(np.float32)
         bias = r.standard_normal(n).astype(np.float32)
         for alpha, beta, bv, act in ((1.0, 0.0, None, -1), (0.75, 1.0, bias, C.UNARY_TANH)):
-            first = None
-            for t in (1, 2, 3):
-                threads(t)
-                got = _gemm(a, b, c0, ta, tb, alpha, beta, bv, act)
-                if first is None:
-                    first = got
-                    _close(got, _reference(a, b, c0, ta, tb, alpha, beta, bv, act), k)
-                assert np.array_equal(got, first), (ta, tb, t, alpha)
+            want = _reference(a, b, c0, ta, tb, alpha, beta, bv, act)
+            check_thread_counts(threads, (1, 2, 3), a, b, c0, ta, tb, alpha, beta, bv, act, want,
+                                TOL)  # fmt: skip
 
 
 # (m, n, k) of a Linear y = x W^T + b with W pre-packed in the transposed layout (swap 1: the
@@ -166,27 +162,14 @@ def test_swapped_linear_units_transpose_their_block(threads, m, n, k):
 
 ISA_SCRIPT = textwrap.dedent(
     """
-    import itertools
     import numpy as np
     from cpu_isa_harness import C
+    from gemm_reference import thread_count_runs
     mr = C.info()["gemm"]["float32"]["mr"]
-    for (m, n, k), ta, tb in itertools.product(
-        [(2 * mr + 1, 70, 300), (3 * mr - 1, 64, 700), (64, 512, 784), (300, 128, 1024)],
-        (0, 1), (0, 1)
-    ):
-        r = np.random.default_rng(m + k)
-        a = r.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
-        b = r.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
-        want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
-        outs = []
-        for t in (1, 2, 3):
-            C.set_num_threads(t)
-            c = np.empty((m, n), np.float32)
-            C.gemm(a, b, c, 1, m, n, k, ta, tb, 1.0, 0.0, 0, 0, 0)
-            outs.append(c)
-        err = np.abs(outs[0] - want).max() / np.abs(want).max()
+    shapes = [(2 * mr + 1, 70, 300), (3 * mr - 1, 64, 700), (64, 512, 784), (300, 128, 1024)]
+    for (m, n, k, ta, tb), c, want in thread_count_runs((np.float32,), shapes, (1, 2, 3)):
+        err = np.abs(c - want).max() / np.abs(want).max()
         assert err < 1e-5, (m, n, k, ta, tb, err)
-        assert all(np.array_equal(o, outs[0]) for o in outs), (m, n, k, ta, tb)
     print(C.info()["isa"])
     """
 )
@@ -198,17 +181,7 @@ def test_edges_under_every_isa(tmp_path):
     threads."""
     script = tmp_path / "isa_edges.py"
     script.write_text(ISA_SCRIPT)
-    tests = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    path = os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])
-    procs = {}
-    for isa in ISAS:
-        env = dict(os.environ, GPUCORE_CPU_ISA=isa, PYTHONPATH=path)
-        procs[isa] = subprocess.Popen([sys.executable, str(script)], env=env, text=True,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
-    for isa, p in procs.items():
-        out, _ = p.communicate(timeout=300)
-        assert p.returncode == 0, f"GPUCORE_CPU_ISA={isa}:\n{out}"
-        assert out.split()[0] == isa
+    run_under_every_isa(script)
 
 
 BLOCKED_SCRIPT = textwrap.dedent(

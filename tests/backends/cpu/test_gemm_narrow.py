@@ -8,15 +8,12 @@ threads."""
 from __future__ import annotations
 
 import itertools
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
-from cpu_isa_harness import ISAS, C
-from gemm_reference import gemm_operands, gemm_reference
+from cpu_isa_harness import C, run_under_every_isa
+from gemm_reference import check_thread_counts, gemm_operands, gemm_reference
 
 DTYPES = [np.float32, np.float64]
 TOL = {np.float32: 2e-5, np.float64: 1e-12}
@@ -40,18 +37,8 @@ def test_narrow_n_close_to_float64_and_same_bits_on_any_thread_count(threads, dt
         a, b, c0, bias = gemm_operands(dt, m, n, k, ta, tb, seed=m * n + k)
         bv = bias if use_bias else None
         want = gemm_reference(a, b, c0, bv, ta, tb, alpha, beta, act)
-        scale = np.abs(want).max() + 1.0
-        first = None
-        for t in (1, 2, 3):
-            threads(t)
-            c = c0.copy()
-            C.gemm_ex(a, b, c, 1, m, n, k, ta, tb, alpha, beta, 0, 0, 0, bv, act)
-            if first is None:
-                first = c
-                err = np.abs(c - want).max() / scale
-                assert err < TOL[dt] * np.sqrt(k), (ta, tb, alpha, err)
-            else:
-                assert np.array_equal(c.view(np.uint8), first.view(np.uint8)), (t, ta, tb)
+        check_thread_counts(threads, (1, 2, 3), a, b, c0, ta, tb, alpha, beta, bv, act, want,
+                            TOL[dt])  # fmt: skip
 
 
 def test_narrow_n_nan_inf_rows_and_signed_zero_bias(threads):
@@ -123,30 +110,15 @@ def test_narrow_n_batches_against_float64(threads):
 
 ISA_SCRIPT = textwrap.dedent(
     """
-    import itertools
     import numpy as np
     from cpu_isa_harness import C
-    for dt, (m, n, k), ta, tb in itertools.product(
-        (np.float32, np.float64),
-        [(64, 10, 512), (61, 15, 337), (64, 17, 512), (600, 8, 70), (43, 5, 1), (256, 10, 256)],
-        (0, 1),
-        (0, 1),
+    from gemm_reference import thread_count_runs
+    shapes = [(64, 10, 512), (61, 15, 337), (64, 17, 512), (600, 8, 70), (43, 5, 1), (256, 10, 256)]
+    for (m, n, k, ta, tb), c, want in thread_count_runs(
+        (np.float32, np.float64), shapes, (1, 2, 3), relu_bias=True
     ):
-        r = np.random.default_rng(m + k)
-        a = r.standard_normal((k, m) if ta else (m, k)).astype(dt)
-        b = r.standard_normal((n, k) if tb else (k, n)).astype(dt)
-        bias = r.standard_normal(n).astype(dt)
-        want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
-        want = np.maximum(want + bias, 0.0)
-        outs = []
-        for t in (1, 2, 3):
-            C.set_num_threads(t)
-            c = np.empty((m, n), dt)
-            C.gemm_ex(a, b, c, 1, m, n, k, ta, tb, 1.0, 0.0, 0, 0, 0, bias, C.UNARY_RELU)
-            outs.append(c)
-        err = np.abs(outs[0] - want).max() / (np.abs(want).max() + 1.0)
-        assert err < (2e-5 if dt == np.float32 else 1e-13) * np.sqrt(k), (m, n, k, ta, tb, err)
-        assert all(np.array_equal(o, outs[0]) for o in outs), (m, n, k, ta, tb)
+        err = np.abs(c - want).max() / (np.abs(want).max() + 1.0)
+        assert err < (2e-5 if c.dtype == np.float32 else 1e-13) * np.sqrt(k), (m, n, k, ta, tb, err)
     print(C.info()["isa"])
     """
 )
@@ -157,14 +129,4 @@ def test_narrow_n_under_every_isa(tmp_path):
     to float64 and the same bits on 1 .. 3 threads."""
     script = tmp_path / "isa_narrow.py"
     script.write_text(ISA_SCRIPT)
-    tests = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    path = os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])
-    procs = {}
-    for isa in ISAS:
-        env = dict(os.environ, GPUCORE_CPU_ISA=isa, PYTHONPATH=path)
-        procs[isa] = subprocess.Popen([sys.executable, str(script)], env=env, text=True,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
-    for isa, p in procs.items():
-        out, _ = p.communicate(timeout=300)
-        assert p.returncode == 0, f"GPUCORE_CPU_ISA={isa}:\n{out}"
-        assert out.split()[0] == isa
+    run_under_every_isa(script)

@@ -9,14 +9,12 @@ from __future__ import annotations
 import gc
 import itertools
 import os
-import subprocess
-import sys
 import textwrap
 import weakref
 
 import numpy as np
 import pytest
-from cpu_isa_harness import ISAS, C
+from cpu_isa_harness import C, run_under_every_isa
 
 from gpucore.runtime.ir.packing import _narrow as narrow
 
@@ -161,17 +159,7 @@ def test_packed_bitwise_under_every_isa(tmp_path):
     script = tmp_path / "isa_pack.py"
     script.write_text(ISA_SCRIPT)
     here = os.path.dirname(os.path.abspath(__file__))
-    tests = os.path.dirname(os.path.dirname(here))  # (cpu_isa_harness.py)
-    path = os.pathsep.join([here, tests, os.environ.get("PYTHONPATH", "")])
-    procs = {}
-    for isa in ISAS:
-        env = dict(os.environ, GPUCORE_CPU_ISA=isa, PYTHONPATH=path)
-        procs[isa] = subprocess.Popen([sys.executable, str(script), here], env=env, text=True,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
-    for isa, p in procs.items():
-        out, _ = p.communicate(timeout=300)
-        assert p.returncode == 0, f"GPUCORE_CPU_ISA={isa}:\n{out}"
-        assert out.split()[0] == isa
+    run_under_every_isa(script, here, path=(here,))
 
 
 def test_packed_matrix_object():

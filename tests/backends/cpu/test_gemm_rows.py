@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
-from cpu_isa_harness import ISAS, C
-from gemm_reference import gemm_operands, gemm_reference
+from cpu_isa_harness import C, run_under_every_isa
+from gemm_reference import check_thread_counts, gemm_operands, gemm_reference
 
 DTYPES = [np.float32, np.float64]
 TOL = {np.float32: 2e-5, np.float64: 1e-12}
@@ -39,18 +36,8 @@ def test_rows_mode_same_bits_on_any_thread_count(threads, dt, m, n, k):
         a, b, c0, bias = gemm_operands(dt, m, n, k, ta, tb, seed=m + n + k)
         bv = bias if use_bias else None
         want = gemm_reference(a, b, c0, bv, ta, tb, alpha, beta, act)
-        scale = np.abs(want).max() + 1.0
-        first = None
-        for t in (1, 2, 3, 8):
-            threads(t)
-            c = c0.copy()
-            C.gemm_ex(a, b, c, 1, m, n, k, ta, tb, alpha, beta, 0, 0, 0, bv, act)
-            if first is None:
-                first = c
-                err = np.abs(c - want).max() / scale
-                assert err < TOL[dt] * np.sqrt(k), (ta, tb, alpha, err)
-            else:
-                assert np.array_equal(c, first), (t, ta, tb, alpha)
+        check_thread_counts(threads, (1, 2, 3, 8), a, b, c0, ta, tb, alpha, beta, bv, act, want,
+                            TOL[dt])  # fmt: skip
 
 
 @pytest.mark.parametrize("dt", DTYPES, ids=["float32", "float64"])
@@ -119,18 +106,8 @@ def test_small_a_and_swapped_rows_same_bits_on_any_thread_count(threads, dt, m, 
             want = np.maximum(want, 0.0)
         elif act == C.UNARY_GELU:
             want = 0.5 * want * (1.0 + np.vectorize(math.erf)(want / math.sqrt(2.0)))
-        scale = np.abs(want).max() + 1.0
-        first = None
-        for t in (1, 2, 3, 8):
-            threads(t)
-            c = c0.copy()
-            C.gemm_ex(a, b, c, 1, m, n, k, ta, tb, alpha, beta, 0, 0, 0, bv, act)
-            if first is None:
-                first = c
-                err = np.abs(c - want).max() / scale
-                assert err < TOL[dt] * np.sqrt(k), (ta, tb, alpha, err)
-            else:
-                assert np.array_equal(c, first), (t, ta, tb, alpha)
+        check_thread_counts(threads, (1, 2, 3, 8), a, b, c0, ta, tb, alpha, beta, bv, act, want,
+                            TOL[dt])  # fmt: skip
 
 
 @pytest.mark.parametrize("dt", DTYPES, ids=["float32", "float64"])
@@ -161,28 +138,15 @@ def test_swapped_rows_batches_same_bits(threads, dt):
 
 ISA_SCRIPT = textwrap.dedent(
     """
-    import itertools, sys
     import numpy as np
     from cpu_isa_harness import C
-    for dt, (m, n, k), ta, tb in itertools.product(
-        (np.float32, np.float64),
-        [(385, 129, 681), (300, 17, 1400), (61, 15, 40), (32, 512, 512)],
-        (0, 1),
-        (0, 1),
+    from gemm_reference import thread_count_runs
+    shapes = [(385, 129, 681), (300, 17, 1400), (61, 15, 40), (32, 512, 512)]
+    for (m, n, k, ta, tb), c, want in thread_count_runs(
+        (np.float32, np.float64), shapes, (1, 2, 3, 8)
     ):
-        r = np.random.default_rng(m + k)
-        a = r.standard_normal((k, m) if ta else (m, k)).astype(dt)
-        b = r.standard_normal((n, k) if tb else (k, n)).astype(dt)
-        want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
-        outs = []
-        for t in (1, 2, 3, 8):
-            C.set_num_threads(t)
-            c = np.empty((m, n), dt)
-            C.gemm(a, b, c, 1, m, n, k, ta, tb, 1.0, 0.0, 0, 0, 0)
-            outs.append(c)
-        err = np.abs(outs[0] - want).max() / np.abs(want).max()
-        assert err < (1e-5 if dt == np.float32 else 1e-13), (m, n, k, ta, tb, err)
-        assert all(np.array_equal(o, outs[0]) for o in outs), (m, n, k, ta, tb)
+        err = np.abs(c - want).max() / np.abs(want).max()
+        assert err < (1e-5 if c.dtype == np.float32 else 1e-13), (m, n, k, ta, tb, err)
     # the Linear x @ W^T + bias, relu with W pre-packed swapped (C^T, register transposes into C)
     r = np.random.default_rng(7)
     x = r.standard_normal((32, 512)).astype(np.float32)
@@ -228,17 +192,7 @@ def test_rows_mode_under_every_isa(tmp_path):
     (C^T register transposes) too."""
     script = tmp_path / "isa_rows.py"
     script.write_text(ISA_SCRIPT)
-    tests = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    path = os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])
-    procs = {}
-    for isa in ISAS:
-        env = dict(os.environ, GPUCORE_CPU_ISA=isa, PYTHONPATH=path)
-        procs[isa] = subprocess.Popen([sys.executable, str(script)], env=env, text=True,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
-    for isa, p in procs.items():
-        out, _ = p.communicate(timeout=300)
-        assert p.returncode == 0, f"GPUCORE_CPU_ISA={isa}:\n{out}"
-        assert out.split()[0] == isa
+    run_under_every_isa(script)
 
 
 # (m, n, k) with fewer than two MR panels per thread (AVX-512 float32: 14-row panels, so m < 28
@@ -263,18 +217,8 @@ def test_few_row_panels_same_bits_on_any_thread_count(threads, dt, m, n, k):
         want = gemm_reference(a, b, c0, bv, ta, tb, alpha, beta, -1)
         want = np.maximum(want, 0.0) if act == C.UNARY_RELU else want
         want = np.tanh(want) if act == C.UNARY_TANH else want
-        scale = np.abs(want).max() + 1.0
-        first = None
-        for t in (1, 2, 3, 8):
-            threads(t)
-            c = c0.copy()
-            C.gemm_ex(a, b, c, 1, m, n, k, ta, tb, alpha, beta, 0, 0, 0, bv, act)
-            if first is None:
-                first = c
-                err = np.abs(c - want).max() / scale
-                assert err < TOL[dt] * np.sqrt(k), (ta, tb, alpha, err)
-            else:
-                assert np.array_equal(c, first), (t, ta, tb, alpha)
+        check_thread_counts(threads, (1, 2, 3, 8), a, b, c0, ta, tb, alpha, beta, bv, act, want,
+                            TOL[dt])  # fmt: skip
 
 
 @pytest.mark.parametrize("swap", [0, 1])
