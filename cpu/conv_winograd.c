@@ -272,6 +272,8 @@ static void wg_input_channel(const wg_job *J, ptrdiff_t ci, float *pad)
     }
 }
 
+/* one input channel's tiles, a unit of gc_conv_claim_units; scratch: the thread's zero-padded
+   plane (its slot 3) */
 static void wg_input_unit(void *job, void *scratch, long ci, long prev)
 {
     (void)prev;

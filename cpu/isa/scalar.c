@@ -122,6 +122,9 @@ void gc_isa_fill_scalar(gc_isa_kernels *k)
 /* ---- direct convolution (isa/ukr_conv.h): the portable reference, the GEMM's 4x4 tile ------ */
 
 /* the GEMM's vector operations and 4 x 4 tile, still defined; the float32 types again */
+#if UKR_MR != 4 || UKR_NV != 4 || UKR_VL != 1
+#error "scalar.c's conv reference tile is the GEMM's 4 x 4 scalar tile: define its own here"
+#endif
 #define UKR_T float
 #define UKR_VT float
 #define UKR_CONV_NAME conv_scalar_f32_4x4
