@@ -441,6 +441,10 @@ ptrdiff_t gc_rnn_extra(int mode, ptrdiff_t h);
     /* maxpool.c; the backward returns -1 when an index lies outside its plane */                  \
     void gc_max_pool2d_##S(const T *x, T *vals, int64_t *idx, const gc_pool2d *p);                 \
     int gc_max_pool2d_backward_##S(const T *g, const int64_t *idx, T *gx, const gc_pool2d *p);   \
+    /* the same with g masked by vals > 0 (the pooled values of a relu: relu_backward fused; \
+     * vals NULL: none); -2: out of memory */                                                     \
+    int gc_max_pool2d_relu_backward_##S(const T *g, const int64_t *idx, const T *vals, T *gx,     \
+                                        const gc_pool2d *p);                                      \
     /* grid_sample.c: out [n, c, p] sampled from x [n, c, *in] at grid [n, p, nd]; backward: \
      * gx (x's shape, or NULL) and ggrid (grid's shape, or NULL) from g [n, c, p] */              \
     void gc_grid_sample_##S(const T *x, const T *grid, T *out, const gc_grid *p);                 \

@@ -1,5 +1,6 @@
 """ReLU fused into the layer before it: ``linear_relu``, ``conv2d_relu`` and
-``conv2d_relu_max_pool2d``, each one graph node with the bits of the unfused ops.
+``conv2d_relu_max_pool2d``, each one graph node with the bits of the unfused ops, and the last
+one's backward ``max_pool2d_relu_backward``.
 
 nn.Sequential runs them where a Linear or Conv2d is followed by a ReLU (and, for the last one, a
 MaxPool2d) and no module hook or trace could see the tensors in between
@@ -10,8 +11,8 @@ MaxPool2d) and no module hook or trace could see the tensors in between
   the activation is never written before the ReLU and never read again for it.
 - Backward: the incoming gradient masked by ``out > 0`` (relu_backward's ``s > 0 ? g : +0``; the
   saved output is positive exactly where relu's saved input is), then the layer's own backward
-  (linear's, conv2d's). For the pooled form the mask runs on the pooled gradient before
-  max_pool2d_backward scatters it, a quarter of the elements for 2x2 pools: every window that
+  (linear's, conv2d's). For the pooled form the mask runs on the pooled gradient inside
+  max_pool2d_backward's pass (``max_pool2d_relu_backward``, cpu/maxpool.c): every window that
   picked an element saw that element's value, so all its contributions share one mask, and a
   masked element gets a sum of +0 (relu_backward's +0), whatever the incoming gradient held.
 
@@ -21,9 +22,17 @@ rule), so create_graph and double backward work as for the unfused modules.
 
 from __future__ import annotations
 
+from ..autograd.grad_mode import _state as _grad_state
+from ..errors import ShapeError
 from .linalg import _linear_bwd, _linear_infer, _np_linear
 from .nn import _conv2d_bwd, _conv2d_infer, _np_conv2d
-from .pool import MAX_POOL2D_BACKWARD, _max_pool2d_infer, _np_max_pool2d
+from .pool import (
+    MAX_POOL2D_BACKWARD,
+    _max_pool2d_backward_infer,
+    _max_pool2d_infer,
+    _np_max_pool2d,
+    _np_max_pool2d_backward,
+)
 from .registry import apply, defop
 from .samples import Sample, uniform
 from .unary import RELU_BACKWARD
@@ -162,8 +171,11 @@ def _crp_bwd(ctx, g):
     x, w, vals, idx = ctx.saved
     a = ctx.attrs
     shape, _ = conv_out_spec(x, w, None, a)
-    gm = apply(RELU_BACKWARD, g, vals)
-    gy = apply(MAX_POOL2D_BACKWARD, gm, idx, input_shape=shape, **_pool_attrs(a))
+    if _grad_state.enabled:  # create_graph: differentiable ops
+        gm = apply(RELU_BACKWARD, g, vals)
+        gy = apply(MAX_POOL2D_BACKWARD, gm, idx, input_shape=shape, **_pool_attrs(a))
+    else:  # the mask inside max_pool2d_backward's pass (cpu/maxpool.c)
+        gy = apply(MAX_POOL2D_RELU_BACKWARD, g, idx, vals, input_shape=shape, **_pool_attrs(a))
     return _conv2d_bwd(_LayerCtx((x, w), ctx.needs_input_grad, _conv_attrs(a)), gy)
 
 
@@ -210,4 +222,42 @@ CONV2D_RELU_MAX_POOL2D = defop(
     save_outputs=(0, 1),
     backward=_crp_bwd,
     samples=_crp_samples,
+)
+
+
+# ----------------------------------------------------------------------------- its backward
+# max_pool2d_backward(relu_backward(g, vals), indices): the gradient scattered where the pooled
+# value is > 0 (+0 elsewhere) in max_pool2d_backward's one pass; inputs (g, indices, vals),
+# max_pool2d_backward's attrs. No backward of its own: conv2d_relu_max_pool2d's backward composes
+# relu_backward and max_pool2d_backward when a graph of the gradients is wanted.
+def _mprb_infer(g, indices, vals, **a):
+    if tuple(vals.shape) != tuple(g.shape) or vals.dtype is not g.dtype:
+        raise ShapeError(
+            f"max_pool2d_relu_backward: vals {tuple(vals.shape)} {vals.dtype} must match g "
+            f"{tuple(g.shape)} {g.dtype}"
+        )
+    return _max_pool2d_backward_infer(g, indices, **a)
+
+
+def _np_mprb(g, indices, vals, **a):
+    return _np_max_pool2d_backward(g * (vals > 0), indices, **a)
+
+
+def _mprb_samples():
+    out = []
+    for i, (shape, k, s, p, ceil) in enumerate(
+        [
+            ((2, 2, 8, 8), (2, 2), (2, 2), (0, 0), False),
+            ((1, 2, 7, 6), (3, 3), (1, 1), (1, 1), True),
+        ]
+    ):
+        geom = {"kernel": k, "stride": s, "padding": p, "dilation": (1, 1)}
+        vals, idx = _np_max_pool2d(uniform(*shape, seed=100 + i), ceil_mode=ceil, **geom)
+        g = uniform(*vals.shape, seed=110 + i)
+        out.append(Sample(g, idx, vals, input_shape=shape, ref=_np_mprb, grad=False, **geom))
+    return out
+
+
+MAX_POOL2D_RELU_BACKWARD = defop(
+    "max_pool2d_relu_backward", infer=_mprb_infer, samples=_mprb_samples
 )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .... import _cpu
-from .common import _c, kernel
+from .common import _c, _check_index, kernel
 from .linalg import _gemm_operand
 
 _RELU = _cpu.UNARY_RELU
@@ -101,3 +101,20 @@ def _conv_hw(xs, ws, a) -> tuple:
         + 1
         for i in range(2)
     )
+
+
+@kernel("max_pool2d_relu_backward")
+def _max_pool2d_relu_backward(
+    out, g, indices, vals, input_shape, kernel, stride, padding, dilation
+):
+    """max_pool2d_backward's C pass with g masked by vals > 0 plane by plane (cpu/maxpool.c)."""
+    n, c, h, w = input_shape
+    oh, ow = g.shape[2:]
+    if n * c == 0:
+        return
+    geom = (n * c, h, w, *kernel, *stride, *padding, *dilation, oh, ow)
+    try:
+        _cpu.max_pool2d_backward(_c(g), _c(indices), out, *geom, _c(vals))
+    except IndexError:
+        _check_index(indices, h * w, "max_pool2d_relu_backward")
+        raise
