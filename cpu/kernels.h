@@ -400,6 +400,9 @@ ptrdiff_t gc_rnn_extra(int mode, ptrdiff_t h);
     /* out may equal x exactly */                                                                  \
     void gc_unary_##S(int op, const T *x, T *out, ptrdiff_t n);                                    \
     void gc_unary_backward_##S(int op, const T *grad, const T *saved, T *out, ptrdiff_t n);        \
+    /* relu_backward of grad [m, n] (saved s) and its rows summed into bsum [n], one pass */    \
+    void gc_relu_backward_bias_##S(const T *grad, const T *s, T *out, T *bsum, ptrdiff_t m,      \
+                                   ptrdiff_t n);                                                  \
     /* operands of it: 0 = a, 1 = b, 2 = out (C-contiguous: innermost stride 1); out is T for      \
      * arithmetic ops, unsigned char (0 / 1) for comparisons */                                    \
     void gc_binary_##S(int op, const gc_iter *it, const T *a, const T *b, void *out);              \

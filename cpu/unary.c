@@ -293,6 +293,34 @@ void GC_FN(gc_unary_backward)(int op, const GC_T *grad, const GC_T *saved, GC_T 
     gc_parallel_range(n, 64, (double)n * cost, GC_FN(unary_backward_task), &J);
 }
 
+/* relu_backward of g [m, n] by the saved s (out = s > 0 ? g : +0: the activation's output or
+ * input, positive at the same places) and the result's rows summed into bsum [n] (linear's bias
+ * gradient), in one pass: each column summed in double row by row in order from 0, the reduce
+ * kernel's order over dim 0 (reduce.c reduce_cols), so the bits of relu_backward then sum(0).
+ * One thread: the fast lane's small matrices. */
+void GC_FN(gc_relu_backward_bias)(const GC_T *g, const GC_T *s, GC_T *out, GC_T *bsum,
+                                  ptrdiff_t m, ptrdiff_t n)
+{
+    enum { CH = 256 };
+    double acc[CH];
+    for (ptrdiff_t t0 = 0; t0 < n; t0 += CH) {
+        const ptrdiff_t w = n - t0 < CH ? n - t0 : CH;
+        for (ptrdiff_t t = 0; t < w; t++)
+            acc[t] = 0.0;
+        for (ptrdiff_t j = 0; j < m; j++) {
+            const GC_T *gr = g + j * n + t0, *sr = s + j * n + t0;
+            GC_T *orow = out + j * n + t0;
+            for (ptrdiff_t t = 0; t < w; t++) {
+                const GC_T v = sr[t] > GC_C(0) ? gr[t] : GC_C(0);
+                orow[t] = v;
+                acc[t] += (double)v;
+            }
+        }
+        for (ptrdiff_t t = 0; t < w; t++)
+            bsum[t0 + t] = (GC_T)acc[t];
+    }
+}
+
 #undef GC_C
 #undef GC_SQRT1_2
 #undef GC_INV_SQRT_2PI

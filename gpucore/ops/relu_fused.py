@@ -22,8 +22,10 @@ rule), so create_graph and double backward work as for the unfused modules.
 
 from __future__ import annotations
 
+from .. import _cpu
 from ..autograd.grad_mode import _state as _grad_state
 from ..errors import ShapeError
+from ..tensor import HOST_READ_HOOK
 from .linalg import _linear_bwd, _linear_infer, _np_linear
 from .nn import _conv2d_bwd, _conv2d_infer, _np_conv2d
 from .pool import (
@@ -33,9 +35,11 @@ from .pool import (
     _np_max_pool2d,
     _np_max_pool2d_backward,
 )
-from .registry import apply, defop
+from .registry import AUTOCAST, CAPTURE, apply, capturing, defop
 from .samples import Sample, uniform
 from .unary import RELU_BACKWARD
+
+_fast_relu_backward_bias = _cpu.fast_relu_backward_bias
 
 
 class _LayerCtx:
@@ -59,7 +63,23 @@ def _np_relu(y):
 # fuses 2-D inputs only).
 def _linear_relu_bwd(ctx, g):
     x, w, out = ctx.saved
-    return _linear_bwd(_LayerCtx((x, w), ctx.needs_input_grad, {}), apply(RELU_BACKWARD, g, out))
+    need = ctx.needs_input_grad
+    if (
+        len(need) == 3
+        and need[2]
+        and not _grad_state.enabled
+        and (CAPTURE[0] is None or capturing() is None)
+        and AUTOCAST[0] is None
+        and HOST_READ_HOOK[0] is None
+    ):
+        # the mask and the bias gradient in one pass (linalg._bias_grad's conditions; the fast
+        # lane declines device tensors, a closed lane: profiler, trace_ops, a device policy)
+        both = _fast_relu_backward_bias(g, out)
+        if both is not None:
+            gm, gb = both
+            gx, gw = _linear_bwd(_LayerCtx((x, w), need[:2], {}), gm)
+            return gx, gw, gb
+    return _linear_bwd(_LayerCtx((x, w), need, {}), apply(RELU_BACKWARD, g, out))
 
 
 LINEAR_RELU = defop(

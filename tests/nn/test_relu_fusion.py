@@ -37,7 +37,7 @@ def _run(seq, x, fused):
     if y.requires_grad:
         g = gc.tensor(np.random.default_rng(5).standard_normal(y.shape)).to(y.dtype)
         y.backward(g)
-        grads = [p.grad.numpy().copy() for p in seq.parameters()]
+        grads = [None if p.grad is None else p.grad.numpy().copy() for p in seq.parameters()]
         if xi.requires_grad:
             grads.append(xi.grad.numpy())
     return y, grads
@@ -51,7 +51,9 @@ def _check(seq, x, expect=None):
     _same(y1.detach().numpy(), y0.detach().numpy(), "output")
     assert len(g1) == len(g0)
     for i, (a, b) in enumerate(zip(g1, g0)):
-        _same(a, b, f"gradient {i}")
+        assert (a is None) == (b is None), f"gradient {i}"
+        if a is not None:
+            _same(a, b, f"gradient {i}")
     return y1
 
 
@@ -198,3 +200,44 @@ def test_vulkan_device_takes_the_plain_path(vulkan):
     y1 = seq[:3](x)
     assert y1.grad_fn.name() == "Max_pool2dBackward"
     np.testing.assert_array_equal(y1.detach().numpy(), y0.detach().numpy())
+
+
+@pytest.mark.parametrize("dtype", [gc.float32, gc.float64], ids=["f32", "f64"])
+def test_create_graph_and_frozen_parameters(dtype):
+    """create_graph takes the fused ops' composed backward (the same first-order bits, and a
+    differentiable graph); a frozen bias or weight leaves its gradient None as in the plain
+    path."""
+    for seq, shape in ((_mlp(dtype), (6, 13)), (_cnn(dtype), (2, 3, 8, 9))):
+        params = list(seq.parameters())
+        x = _x(*shape, dtype=dtype)
+        g1 = gc.autograd.grad((seq(x) ** 2).sum(), params, create_graph=True)
+        g0 = gc.autograd.grad((_plain(seq, x) ** 2).sum(), params, create_graph=True)
+        for a, b in zip(g1, g0):
+            _same(a.detach().numpy(), b.detach().numpy(), "create_graph")
+        s1 = gc.autograd.grad(sum(g.sum() for g in g1), params[0])[0]
+        s0 = gc.autograd.grad(sum(g.sum() for g in g0), params[0])[0]
+        _same(s1.numpy(), s0.numpy(), "second order")
+        seq[0].bias.requires_grad_(False)
+        _check(seq, _x(*shape, dtype=dtype))
+        assert seq[0].bias.grad is None
+        seq[0].weight.requires_grad_(False)
+        _check(seq, _x(*shape, dtype=dtype))
+        assert seq[0].weight.grad is None
+
+
+@pytest.mark.parametrize("dtype", [gc.float32, gc.float64], ids=["f32", "f64"])
+def test_wide_linear_relu(dtype, threads, monkeypatch):
+    """A hidden layer wider than the bias sum's column chunks (mask and sum in one pass:
+    fast_relu_backward_bias, checked to run)."""
+    from gpucore.ops import relu_fused
+
+    calls = []
+    fast = relu_fused._fast_relu_backward_bias
+    monkeypatch.setattr(
+        relu_fused, "_fast_relu_backward_bias", lambda g, s: calls.append(1) or fast(g, s)
+    )
+    gc.manual_seed(2)
+    seq = nn.Sequential(nn.Linear(21, 601), nn.ReLU(), nn.Linear(601, 5)).to(dtype)
+    for rows in (3, 130):
+        _check(seq, _x(rows, 21, dtype=dtype, nan=rows == 3))
+    assert calls
