@@ -297,29 +297,50 @@ void GC_FN(gc_unary_backward)(int op, const GC_T *grad, const GC_T *saved, GC_T 
  * input, positive at the same places) and the result's rows summed into bsum [n] (linear's bias
  * gradient), in one pass: each column summed in double row by row in order from 0, the reduce
  * kernel's order over dim 0 (reduce.c reduce_cols), so the bits of relu_backward then sum(0).
- * One thread: the fast lane's small matrices. */
-void GC_FN(gc_relu_backward_bias)(const GC_T *g, const GC_T *s, GC_T *out, GC_T *bsum,
-                                  ptrdiff_t m, ptrdiff_t n)
+ * Threads take chunks of columns (a column's sum is one thread's: the same bits for any count). */
+#define GC_RBB_CHUNK 128
+typedef struct {
+    const GC_T *g, *s;
+    GC_T *out, *bsum;
+    ptrdiff_t m, n;
+} GC_FN(rbb_job);
+
+static void GC_FN(rbb_task)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 {
-    enum { CH = 256 };
-    double acc[CH];
-    for (ptrdiff_t t0 = 0; t0 < n; t0 += CH) {
-        const ptrdiff_t w = n - t0 < CH ? n - t0 : CH;
+    const GC_FN(rbb_job) *J = (const GC_FN(rbb_job) *)ctx;
+    const ptrdiff_t m = J->m, n = J->n;
+    double acc[GC_RBB_CHUNK];
+    for (ptrdiff_t c = lo; c < hi; c++) {
+        const ptrdiff_t t0 = c * GC_RBB_CHUNK;
+        const ptrdiff_t w = n - t0 < GC_RBB_CHUNK ? n - t0 : GC_RBB_CHUNK;
         for (ptrdiff_t t = 0; t < w; t++)
             acc[t] = 0.0;
         for (ptrdiff_t j = 0; j < m; j++) {
-            const GC_T *gr = g + j * n + t0, *sr = s + j * n + t0;
-            GC_T *orow = out + j * n + t0;
+            const GC_T *restrict gr = J->g + j * n + t0, *restrict sr = J->s + j * n + t0;
+            GC_T *restrict orow = J->out + j * n + t0;
+            /* two simple loops the compiler vectorizes, both operands loaded unconditionally (a
+             * conditional load of g, or a select and a sum in one loop, compile to branches that
+             * mispredict on random signs); the row stays in L1 between them */
             for (ptrdiff_t t = 0; t < w; t++) {
-                const GC_T v = sr[t] > GC_C(0) ? gr[t] : GC_C(0);
-                orow[t] = v;
-                acc[t] += (double)v;
+                const GC_T gv = gr[t], sv = sr[t];
+                orow[t] = sv > GC_C(0) ? gv : GC_C(0);
             }
+            for (ptrdiff_t t = 0; t < w; t++)
+                acc[t] += (double)orow[t];
         }
         for (ptrdiff_t t = 0; t < w; t++)
-            bsum[t0 + t] = (GC_T)acc[t];
+            J->bsum[t0 + t] = (GC_T)acc[t];
     }
 }
+
+void GC_FN(gc_relu_backward_bias)(const GC_T *g, const GC_T *s, GC_T *out, GC_T *bsum,
+                                  ptrdiff_t m, ptrdiff_t n)
+{
+    GC_FN(rbb_job) J = {.g = g, .s = s, .out = out, .bsum = bsum, .m = m, .n = n};
+    const ptrdiff_t chunks = (n + GC_RBB_CHUNK - 1) / GC_RBB_CHUNK;
+    gc_parallel_range(chunks, 1, (double)m * (double)n * 0.6, GC_FN(rbb_task), &J);
+}
+#undef GC_RBB_CHUNK
 
 #undef GC_C
 #undef GC_SQRT1_2

@@ -556,10 +556,13 @@ PyObject *gc_py_fast_relu_backward_bias(PyObject *self, PyObject *const *args, P
         res = NULL;
         goto done;
     }
+    PyThreadState *ts = m * n >= 16384 ? PyEval_SaveThread() : NULL;
     if (k == 'f')
         gc_relu_backward_bias_f32(g.buf, sv.buf, po, pb, m, n);
     else
         gc_relu_backward_bias_f64(g.buf, sv.buf, po, pb, m, n);
+    if (ts)
+        PyEval_RestoreThread(ts);
     res = PyTuple_Pack(2, out, bsum);
 done:
     Py_XDECREF(out);
