@@ -315,18 +315,32 @@ static void GC_FN(rbb_task)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
         const ptrdiff_t w = n - t0 < GC_RBB_CHUNK ? n - t0 : GC_RBB_CHUNK;
         for (ptrdiff_t t = 0; t < w; t++)
             acc[t] = 0.0;
-        for (ptrdiff_t j = 0; j < m; j++) {
-            const GC_T *restrict gr = J->g + j * n + t0, *restrict sr = J->s + j * n + t0;
-            GC_T *restrict orow = J->out + j * n + t0;
-            /* two simple loops the compiler vectorizes, both operands loaded unconditionally (a
-             * conditional load of g, or a select and a sum in one loop, compile to branches that
-             * mispredict on random signs); the row stays in L1 between them */
-            for (ptrdiff_t t = 0; t < w; t++) {
-                const GC_T gv = gr[t], sv = sr[t];
-                orow[t] = sv > GC_C(0) ? gv : GC_C(0);
+        /* the mask and the sums in separate simple loops the compiler vectorizes, both
+         * operands loaded unconditionally (a conditional load of g, or a select and a sum in
+         * one loop, compile to branches that mispredict on random signs); up to four masked
+         * rows, still in L1, added per pass over acc, each column in row order (reduce_cols') */
+        for (ptrdiff_t j = 0; j < m; j += 4) {
+            const ptrdiff_t rows = m - j < 4 ? m - j : 4;
+            for (ptrdiff_t r = 0; r < rows; r++) {
+                const GC_T *restrict gr = J->g + (j + r) * n + t0;
+                const GC_T *restrict sr = J->s + (j + r) * n + t0;
+                GC_T *restrict orow = J->out + (j + r) * n + t0;
+                for (ptrdiff_t t = 0; t < w; t++) {
+                    const GC_T gv = gr[t], sv = sr[t];
+                    orow[t] = sv > GC_C(0) ? gv : GC_C(0);
+                }
             }
-            for (ptrdiff_t t = 0; t < w; t++)
-                acc[t] += (double)orow[t];
+            const GC_T *restrict r0 = J->out + j * n + t0;
+            if (rows == 4) {
+                const GC_T *restrict r1 = r0 + n, *restrict r2 = r1 + n, *restrict r3 = r2 + n;
+                for (ptrdiff_t t = 0; t < w; t++)
+                    acc[t] = (((acc[t] + (double)r0[t]) + (double)r1[t]) + (double)r2[t]) +
+                             (double)r3[t];
+            } else {
+                for (ptrdiff_t r = 0; r < rows; r++)
+                    for (ptrdiff_t t = 0; t < w; t++)
+                        acc[t] += (double)r0[r * n + t];
+            }
         }
         for (ptrdiff_t t = 0; t < w; t++)
             J->bsum[t0 + t] = (GC_T)acc[t];

@@ -241,3 +241,27 @@ def test_wide_linear_relu(dtype, threads, monkeypatch):
     for rows in (3, 130):
         _check(seq, _x(rows, 21, dtype=dtype, nan=rows == 3))
     assert calls
+
+
+@pytest.mark.parametrize("dtype", [gc.float32, gc.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("shape", [(1, 1), (5, 3), (7, 300), (130, 257)])
+def test_relu_backward_bias_kernel(dtype, shape):
+    """The C pass behind linear_relu's backward against numpy: the mask exactly (NaN and -0
+    gradients included), the column sums to float64's within one rounding."""
+    from gpucore import _cpu
+
+    rng = np.random.default_rng(7)
+    g, s = rng.standard_normal(shape), rng.standard_normal(shape)
+    g.reshape(-1)[::5] = np.nan
+    g.reshape(-1)[1::5] = -0.0
+    s.reshape(-1)[2::7] = 0.0
+    gt, st = gc.tensor(g).to(dtype), gc.tensor(s).to(dtype)
+    gc.relu(gt)  # (the fast lane opens with the first op)
+    out = _cpu.fast_relu_backward_bias(gt, st)
+    assert out is not None
+    gm, bsum = (t.numpy() for t in out)
+    want = np.where(st.numpy() > 0, gt.numpy(), 0)
+    _same(gm, want.astype(gm.dtype), "mask")
+    ref = want.astype(np.float64).sum(0)
+    np.testing.assert_allclose(bsum, ref, rtol=1e-6 if dtype is gc.float32 else 1e-14)
+    _same(bsum, gc.tensor(want).to(dtype).sum(0).numpy(), "the sum op's bits")
