@@ -35,10 +35,16 @@ _FLOATS = (D.float32, D.float64)
 _fast_linear = _cpu.fast_linear
 
 
+# ENABLED[0] = False turns the fusion off (benchmarks/relu_fusion.py's A/B; the same bits).
+ENABLED = [True]
+
+
 def fusion_open() -> bool:
-    """Whether this thread's ops may be fused: no capture, autocast or trace_ops watching."""
+    """Whether this thread's ops may be fused: on, and no capture, autocast or trace_ops
+    watching."""
     return (
-        (CAPTURE[0] is None or capturing() is None)
+        ENABLED[0]
+        and (CAPTURE[0] is None or capturing() is None)
         and AUTOCAST[0] is None
         and dispatch._trace.records is None
     )
