@@ -271,3 +271,18 @@ def test_relu_backward_bias_kernel(dtype, shape):
     ref = want.astype(np.float64).sum(0)
     np.testing.assert_allclose(bsum, ref, rtol=1e-6 if dtype is gc.float32 else 1e-14)
     _same(bsum, gc.tensor(want).to(dtype).sum(0).numpy(), "the sum op's bits")
+
+
+@pytest.mark.parametrize("dtype", [gc.float32, gc.float64], ids=["f32", "f64"])
+def test_conv1d_relu_matches_plain(dtype, threads):
+    gc.manual_seed(4)
+    seq = nn.Sequential(
+        nn.Conv1d(3, 6, 5, stride=2, padding=2, dilation=1),
+        nn.ReLU(inplace=True),
+        nn.Conv1d(6, 4, 3, dilation=2, bias=False),
+        nn.ReLU(),
+    ).to(dtype)
+    for shape in ((2, 3, 17), (1, 3, 9)):
+        y = _check(seq, _x(*shape, dtype=dtype, nan=shape[0] == 1))
+        assert y.grad_fn.next[0].name() == _NAMES[1]  # (the squeeze view's input)
+    assert _check(seq, _x(3, 17, dtype=dtype)).grad_fn.name() == "ReluBackward"  # unbatched

@@ -1,6 +1,6 @@
-"""nn.Sequential's ReLU fusion: a Linear or Conv2d followed by a ReLU (and a Conv2d-ReLU by a
-MaxPool2d) runs as one op of gpucore/ops/relu_fused.py, the ReLU in the layer's epilogue and its
-mask in one pass with the layer's backward.
+"""nn.Sequential's ReLU fusion: a Linear, Conv2d or Conv1d followed by a ReLU (and a
+Conv2d-ReLU by a MaxPool2d) runs as one op of gpucore/ops/relu_fused.py, the ReLU in the
+layer's epilogue and its mask in one pass with the layer's backward.
 
 Only where nothing could tell the difference: each module involved runs its class's own forward
 through Module.__call__ with no forward or pre-forward hook (gpucore has no backward or global
@@ -26,7 +26,7 @@ from ..functional.conv import _fused_conv_ok
 from ..functional.pooling import _pool_args
 from ..module import Module
 from .activation import ReLU
-from .conv import Conv2d, _Conv
+from .conv import Conv1d, Conv2d, _Conv
 from .linear import Linear
 from .pooling import MaxPool2d
 
@@ -84,13 +84,20 @@ def fuse_at(mods: tuple, i: int, x):
     if fwd is Linear.forward and _plain(m, fwd):
         out = _linear_relu(x, m.weight, m.bias)
         return None if out is None else (out, 2)
-    if fwd is _Conv.forward and type(m)._conv is Conv2d._conv and _plain(m, fwd):
+    if fwd is not _Conv.forward or not _plain(m, fwd):
+        return None
+    conv = type(m)._conv
+    if conv is Conv2d._conv:
         pool = None
         if i + 2 < len(mods):
             p = mods[i + 2]
             if _plain(p, MaxPool2d.forward) and not p.return_indices:
                 pool = p
         return _conv_relu(x, m, pool)
+    if conv is Conv1d._conv and x.ndim == 3:
+        # F.conv1d's lowering: conv2d over a height of one, then the height squeezed away
+        fused = _conv_relu(x.unsqueeze(2), m, None, one_d=True)
+        return None if fused is None else (fused[0].squeeze(2), 2)
     return None
 
 
@@ -115,8 +122,9 @@ def _linear_relu(x: Tensor, w, b):
     return apply(RF.LINEAR_RELU, *ins)
 
 
-def _conv_relu(x: Tensor, m, pool):
-    """(relu(conv2d(x)), 2) or (max_pool2d(relu(conv2d(x))), 3) as one op, or None."""
+def _conv_relu(x: Tensor, m, pool, one_d: bool = False):
+    """(relu(conv2d(x)), 2) or (max_pool2d(relu(conv2d(x))), 3) as one op, or None. one_d: m is
+    a Conv1d and x its input with a height of one (F.conv1d's conv2d)."""
     w, b = m.weight, m.bias
     if (
         m.padding_mode != "zeros"
@@ -124,14 +132,18 @@ def _conv_relu(x: Tensor, m, pool):
         or isinstance(m.padding, str)
         or x.ndim != 4
         or not _host(x, w, b)
-        or w.ndim != 4
+        or w.ndim != (3 if one_d else 4)
     ):
         return None
+    if one_d:
+        w = w.unsqueeze(2)
+        attrs = {"stride": (1, *m.stride), "padding": (0, *m.padding), "dilation": (1, *m.dilation)}
+    else:
+        attrs = {"stride": m.stride, "padding": m.padding, "dilation": m.dilation}
     n, c, h, wd = x.shape
     o, ci, kh, kw = w.shape
     if c == 0 or c != ci or (b is not None and tuple(b.shape) != (o,)):
         return None
-    attrs = {"stride": m.stride, "padding": m.padding, "dilation": m.dilation}
     s, p, d = attrs["stride"], attrs["padding"], attrs["dilation"]
     oh = (h + 2 * p[0] - d[0] * (kh - 1) - 1) // s[0] + 1
     ow = (wd + 2 * p[1] - d[1] * (kw - 1) - 1) // s[1] + 1
