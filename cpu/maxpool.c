@@ -802,8 +802,10 @@ static void GC_FN(mp_bwd_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
         const int64_t *id = J->bidx + pl * ohw;
         if (gm) {
             const GC_T *v = J->mvals + pl * ohw;
-            for (ptrdiff_t i = 0; i < ohw; i++)
-                gm[i] = v[i] > (GC_T)0 ? g[i] : (GC_T)0;
+            for (ptrdiff_t i = 0; i < ohw; i++) { /* both loaded: a select, not a branch */
+                const GC_T gv = g[i], vv = v[i];
+                gm[i] = vv > (GC_T)0 ? gv : (GC_T)0;
+            }
             g = gm;
         }
         if (tiled && GC_FN(mp_bwd_tiled)(p, g, id, gx))
