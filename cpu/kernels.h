@@ -423,6 +423,9 @@ ptrdiff_t gc_rnn_extra(int mode, ptrdiff_t h);
     /* out may equal x exactly */                                                                  \
     void gc_unary_##S(int op, const T *x, T *out, ptrdiff_t n);                                    \
     void gc_unary_backward_##S(int op, const T *grad, const T *saved, T *out, ptrdiff_t n);        \
+    /* relu_backward of grad [m, n] (saved s) and its rows summed into bsum [n], one pass */    \
+    void gc_relu_backward_bias_##S(const T *grad, const T *s, T *out, T *bsum, ptrdiff_t m,      \
+                                   ptrdiff_t n);                                                  \
     /* operands of it: 0 = a, 1 = b, 2 = out (C-contiguous: innermost stride 1); out is T for      \
      * arithmetic ops, unsigned char (0 / 1) for comparisons */                                    \
     void gc_binary_##S(int op, const gc_iter *it, const T *a, const T *b, void *out);              \
@@ -464,6 +467,10 @@ ptrdiff_t gc_rnn_extra(int mode, ptrdiff_t h);
     /* maxpool.c; the backward returns -1 when an index lies outside its plane */                  \
     void gc_max_pool2d_##S(const T *x, T *vals, int64_t *idx, const gc_pool2d *p);                 \
     int gc_max_pool2d_backward_##S(const T *g, const int64_t *idx, T *gx, const gc_pool2d *p);   \
+    /* the same with g masked by vals > 0 (the pooled values of a relu: relu_backward fused; \
+     * vals NULL: none); -2: out of memory */                                                     \
+    int gc_max_pool2d_relu_backward_##S(const T *g, const int64_t *idx, const T *vals, T *gx,     \
+                                        const gc_pool2d *p);                                      \
     /* grid_sample.c: out [n, c, p] sampled from x [n, c, *in] at grid [n, p, nd]; backward: \
      * gx (x's shape, or NULL) and ggrid (grid's shape, or NULL) from g [n, c, p] */              \
     void gc_grid_sample_##S(const T *x, const T *grid, T *out, const gc_grid *p);                 \

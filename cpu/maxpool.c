@@ -12,6 +12,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <stdatomic.h>
 
@@ -26,6 +27,8 @@
 #define MP_CHUNK 512
 /* outputs of a plane whose indices the values-only forward may keep on the stack (32 KiB) */
 #define MP_PLANE_IDX 4096
+/* the relu-fused backward masks up to this many gradients of a plane on the stack */
+#define MP_MASK_STACK 1024
 
 /* [lo, hi): the o for which 0 <= o*s + off < size, clamped to [0, n) */
 static inline void mp_range(ptrdiff_t off, ptrdiff_t s, ptrdiff_t size, ptrdiff_t n,
@@ -87,8 +90,9 @@ typedef struct {
     const GC_T *g;
     const int64_t *bidx;
     GC_T *gx;
+    const GC_T *mvals; /* backward: the pooled values whose > 0 masks g (relu fused), or NULL */
     const gc_pool2d *p;
-    atomic_int bad;
+    atomic_int bad; /* backward: 1 an index outside its plane, 2 no memory */
 } GC_FN(mp_job);
 
 /* One step of the vector path: lanes [i, i + MP_VN) of the running maxima cur and the offsets
@@ -779,10 +783,31 @@ static void GC_FN(mp_bwd_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
     const ptrdiff_t hw = p->h * p->w, ohw = p->oh * p->ow;
     const int tiled = GC_FN(mp_is_w2)(p) && p->kh == p->sh && p->dh == 1 && p->ph == 0 &&
                       p->oh * p->kh <= p->h;
+    /* relu fused (mvals): the plane's g masked by its pooled values > 0 first, into a buffer
+     * that stays in L1, relu_backward's rule (s > 0 ? g : +0); every window that picked an input
+     * saw that input's value, so masking the windows' gradients masks the input's sum, and a
+     * masked input gets a sum of +0, relu_backward's zero */
+    GC_T stackbuf[MP_MASK_STACK];
+    GC_T *gm = NULL;
+    if (J->mvals) {
+        gm = ohw <= MP_MASK_STACK ? stackbuf : malloc((size_t)ohw * sizeof(GC_T));
+        if (!gm) {
+            atomic_store_explicit(&J->bad, 2, memory_order_relaxed);
+            return;
+        }
+    }
     for (ptrdiff_t pl = lo; pl < hi; pl++) {
         GC_T *gx = J->gx + pl * hw;
         const GC_T *g = J->g + pl * ohw;
         const int64_t *id = J->bidx + pl * ohw;
+        if (gm) {
+            const GC_T *v = J->mvals + pl * ohw;
+            for (ptrdiff_t i = 0; i < ohw; i++) { /* both loaded: a select, not a branch */
+                const GC_T gv = g[i], vv = v[i];
+                gm[i] = vv > (GC_T)0 ? gv : (GC_T)0;
+            }
+            g = gm;
+        }
         if (tiled && GC_FN(mp_bwd_tiled)(p, g, id, gx))
             continue;
         for (ptrdiff_t i = 0; i < hw; i++)
@@ -796,6 +821,8 @@ static void GC_FN(mp_bwd_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
             gx[k] += g[i];
         }
     }
+    if (gm && gm != stackbuf)
+        free(gm);
 }
 
 void GC_FN(gc_max_pool2d)(const GC_T *x, GC_T *vals, int64_t *idx, const gc_pool2d *p)
@@ -805,14 +832,20 @@ void GC_FN(gc_max_pool2d)(const GC_T *x, GC_T *vals, int64_t *idx, const gc_pool
     gc_parallel_range(p->planes, 1, cost * 0.7, GC_FN(mp_fwd_range), &J);
 }
 
+int GC_FN(gc_max_pool2d_relu_backward)(const GC_T *g, const int64_t *idx, const GC_T *vals,
+                                       GC_T *gx, const gc_pool2d *p)
+{
+    GC_FN(mp_job) J = {.g = g, .bidx = idx, .gx = gx, .mvals = vals, .p = p};
+    atomic_init(&J.bad, 0);
+    const double cost = (double)p->planes * (double)(p->h * p->w + (vals ? 3 : 2) * p->oh * p->ow);
+    gc_parallel_range(p->planes, 1, cost * 0.5, GC_FN(mp_bwd_range), &J);
+    return -atomic_load(&J.bad);
+}
+
 int GC_FN(gc_max_pool2d_backward)(const GC_T *g, const int64_t *idx, GC_T *gx,
                                   const gc_pool2d *p)
 {
-    GC_FN(mp_job) J = {.g = g, .bidx = idx, .gx = gx, .p = p};
-    atomic_init(&J.bad, 0);
-    const double cost = (double)p->planes * (double)(p->h * p->w + 2 * p->oh * p->ow);
-    gc_parallel_range(p->planes, 1, cost * 0.5, GC_FN(mp_bwd_range), &J);
-    return atomic_load(&J.bad) ? -1 : 0;
+    return GC_FN(gc_max_pool2d_relu_backward)(g, idx, NULL, gx, p);
 }
 
 #endif

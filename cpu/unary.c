@@ -293,6 +293,69 @@ void GC_FN(gc_unary_backward)(int op, const GC_T *grad, const GC_T *saved, GC_T 
     gc_parallel_range(n, 64, (double)n * cost, GC_FN(unary_backward_task), &J);
 }
 
+/* relu_backward of g [m, n] by the saved s (out = s > 0 ? g : +0: the activation's output or
+ * input, positive at the same places) and the result's rows summed into bsum [n] (linear's bias
+ * gradient), in one pass: each column summed in double row by row in order from 0, the reduce
+ * kernel's order over dim 0 (reduce.c reduce_cols), so the bits of relu_backward then sum(0).
+ * Threads take chunks of columns (a column's sum is one thread's: the same bits for any count). */
+#define GC_RBB_CHUNK 128
+typedef struct {
+    const GC_T *g, *s;
+    GC_T *out, *bsum;
+    ptrdiff_t m, n;
+} GC_FN(rbb_job);
+
+static void GC_FN(rbb_task)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
+{
+    const GC_FN(rbb_job) *J = (const GC_FN(rbb_job) *)ctx;
+    const ptrdiff_t m = J->m, n = J->n;
+    double acc[GC_RBB_CHUNK];
+    for (ptrdiff_t c = lo; c < hi; c++) {
+        const ptrdiff_t t0 = c * GC_RBB_CHUNK;
+        const ptrdiff_t w = n - t0 < GC_RBB_CHUNK ? n - t0 : GC_RBB_CHUNK;
+        for (ptrdiff_t t = 0; t < w; t++)
+            acc[t] = 0.0;
+        /* the mask and the sums in separate simple loops the compiler vectorizes, both
+         * operands loaded unconditionally (a conditional load of g, or a select and a sum in
+         * one loop, compile to branches that mispredict on random signs); up to four masked
+         * rows, still in L1, added per pass over acc, each column in row order (reduce_cols') */
+        for (ptrdiff_t j = 0; j < m; j += 4) {
+            const ptrdiff_t rows = m - j < 4 ? m - j : 4;
+            for (ptrdiff_t r = 0; r < rows; r++) {
+                const GC_T *restrict gr = J->g + (j + r) * n + t0;
+                const GC_T *restrict sr = J->s + (j + r) * n + t0;
+                GC_T *restrict orow = J->out + (j + r) * n + t0;
+                for (ptrdiff_t t = 0; t < w; t++) {
+                    const GC_T gv = gr[t], sv = sr[t];
+                    orow[t] = sv > GC_C(0) ? gv : GC_C(0);
+                }
+            }
+            const GC_T *restrict r0 = J->out + j * n + t0;
+            if (rows == 4) {
+                const GC_T *restrict r1 = r0 + n, *restrict r2 = r1 + n, *restrict r3 = r2 + n;
+                for (ptrdiff_t t = 0; t < w; t++)
+                    acc[t] = (((acc[t] + (double)r0[t]) + (double)r1[t]) + (double)r2[t]) +
+                             (double)r3[t];
+            } else {
+                for (ptrdiff_t r = 0; r < rows; r++)
+                    for (ptrdiff_t t = 0; t < w; t++)
+                        acc[t] += (double)r0[r * n + t];
+            }
+        }
+        for (ptrdiff_t t = 0; t < w; t++)
+            J->bsum[t0 + t] = (GC_T)acc[t];
+    }
+}
+
+void GC_FN(gc_relu_backward_bias)(const GC_T *g, const GC_T *s, GC_T *out, GC_T *bsum,
+                                  ptrdiff_t m, ptrdiff_t n)
+{
+    GC_FN(rbb_job) J = {.g = g, .s = s, .out = out, .bsum = bsum, .m = m, .n = n};
+    const ptrdiff_t chunks = (n + GC_RBB_CHUNK - 1) / GC_RBB_CHUNK;
+    gc_parallel_range(chunks, 1, (double)m * (double)n * 0.6, GC_FN(rbb_task), &J);
+}
+#undef GC_RBB_CHUNK
+
 #undef GC_C
 #undef GC_SQRT1_2
 #undef GC_INV_SQRT_2PI

@@ -25,6 +25,7 @@
     X(fast_setup) X(set_fast_limit) X(fast_unary) X(fast_binary) X(fast_unary_backward)           \
     X(fast_accept) X(fast_matmul) X(fast_linear) X(fast_softmax) X(fast_softmax_backward)         \
     X(fast_norm_rows) X(fast_norm_rows_backward) X(fast_group_norm) X(fast_batch_norm)            \
+    X(fast_relu_backward_bias)                                                                    \
     X(fast_view) X(fast_tensor) X(fast_reshape_copy)                                              \
     /* dispatch.c: ISA, caches, GEMM blocking, thread pool */                                     \
     X(info) X(set_num_threads)                                                                    \

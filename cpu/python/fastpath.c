@@ -631,20 +631,25 @@ done:
 /* ---- linear ------------------------------------------------------------------------------ */
 
 GC_DOC(fast_linear,
-       "fast_linear(x, weight, bias, /)\n--\n\n"
+       "fast_linear(x, weight, bias, relu=False, /)\n--\n\n"
        "A new Tensor x @ weight.T + bias when x [m, k] and weight [n, k] are host matrices of one "
        "float dtype, each row-major or a transposed view, bias None or a contiguous [n] of that "
        "dtype, m, n, k > 0 and the lane is open; else None (the caller's general path, the "
        "linear op's kernel, gives the same bits).  One gemm_ex call: the bias is added while the "
-       "tile is in registers.");
+       "tile is in registers, and with relu true relu follows there too (the linear_relu op's "
+       "kernel: the bits of linear, then relu).");
 
 PyObject *gc_py_fast_linear(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 3) {
-        PyErr_Format(PyExc_TypeError, "fast_linear takes 3 arguments (%zd given)", nargs);
+    if (nargs != 3 && nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "fast_linear takes 3 or 4 arguments (%zd given)", nargs);
         return NULL;
     }
+    int relu = 0;
+    if (nargs == 4 && (relu = PyObject_IsTrue(args[3])) < 0)
+        return NULL;
+    const int act = relu ? GC_UNARY_RELU : -1;
     if (gc_fast_limit == 0 || !gc_fast_tensor_type)
         Py_RETURN_NONE;
     const char k = gc_fast_operand_kind(args[0]);
@@ -694,10 +699,10 @@ PyObject *gc_py_fast_linear(PyObject *self, PyObject *const *args, Py_ssize_t na
     PyThreadState *ts = big ? PyEval_SaveThread() : NULL;
     if (k == 'f')
         rc = gc_gemm_ex_f32((const float *)x.buf, (const float *)w.buf, (float *)out, 1, m, n, kk,
-                            tx, 1 - tw, 1.0f, 0.0f, 0, 0, m * n, (const float *)bias, -1);
+                            tx, 1 - tw, 1.0f, 0.0f, 0, 0, m * n, (const float *)bias, act);
     else
         rc = gc_gemm_ex_f64((const double *)x.buf, (const double *)w.buf, (double *)out, 1, m, n,
-                            kk, tx, 1 - tw, 1.0, 0.0, 0, 0, m * n, (const double *)bias, -1);
+                            kk, tx, 1 - tw, 1.0, 0.0, 0, 0, m * n, (const double *)bias, act);
     if (ts)
         PyEval_RestoreThread(ts);
     if (rc < 0) {

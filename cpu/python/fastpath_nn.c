@@ -516,3 +516,58 @@ done:
     PyBuffer_Release(&a);
     return res == Py_None ? Py_NewRef(Py_None) : res;
 }
+
+/* ---- relu_backward + linear's bias gradient ----------------------------------------------- */
+
+GC_DOC(fast_relu_backward_bias,
+       "fast_relu_backward_bias(grad, saved, /)\n--\n\n"
+       "(relu_backward(grad, saved), its rows summed) as two new Tensors [m, n] and [n] when "
+       "grad and saved are plain contiguous host matrices [m, n] of one float dtype, m, n > 0, "
+       "and the lane is open; else None.  One pass (unary.c gc_relu_backward_bias): the bits "
+       "of relu_backward, then the sum over dim 0 (the linear_relu op's backward).");
+
+PyObject *gc_py_fast_relu_backward_bias(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "fast_relu_backward_bias takes 2 arguments (%zd given)",
+                     nargs);
+        return NULL;
+    }
+    const char k = gc_fast_kind(args[0]);
+    if (gc_fast_limit == 0 || !k || gc_fast_kind(args[1]) != k)
+        Py_RETURN_NONE;
+    Py_buffer g, sv;
+    if (!gc_fast_buf(args[0], &g))
+        Py_RETURN_NONE;
+    if (!gc_fast_buf(args[1], &sv)) {
+        PyBuffer_Release(&g);
+        Py_RETURN_NONE;
+    }
+    PyObject *res = Py_None, *out = NULL, *bsum = NULL;
+    const Py_ssize_t m = g.ndim == 2 ? g.shape[0] : 0, n = g.ndim == 2 ? g.shape[1] : 0;
+    if (m == 0 || n == 0 || !gc_fast_same_shape(&g, &sv) || m * n >= gc_fast_limit)
+        goto done;
+    void *po, *pb;
+    out = gc_fast_new(args[0], k, &po);
+    PyObject *bshape = out ? Py_BuildValue("(n)", n) : NULL;
+    bsum = bshape ? gc_fast_new_shaped(bshape, k, &pb) : NULL;
+    if (!bsum) {
+        res = NULL;
+        goto done;
+    }
+    PyThreadState *ts = m * n >= 16384 ? PyEval_SaveThread() : NULL;
+    if (k == 'f')
+        gc_relu_backward_bias_f32(g.buf, sv.buf, po, pb, m, n);
+    else
+        gc_relu_backward_bias_f64(g.buf, sv.buf, po, pb, m, n);
+    if (ts)
+        PyEval_RestoreThread(ts);
+    res = PyTuple_Pack(2, out, bsum);
+done:
+    Py_XDECREF(out);
+    Py_XDECREF(bsum);
+    PyBuffer_Release(&g);
+    PyBuffer_Release(&sv);
+    return res == Py_None ? Py_NewRef(Py_None) : res;
+}

@@ -3,21 +3,23 @@
 #include "bindings.h"
 #include "nodes.h"
 
-/* ptr: forward x, vals, idx; backward g, idx, gx. */
+/* ptr: forward x, vals, idx; backward g, idx, gx, and the pooled values masking g (relu fused)
+ * or NULL. */
 typedef struct {
     gc_pool2d p;
-    void *ptr[3];
+    void *ptr[4];
     int fwd;
     char kd;
 } pool_node;
 
 /* max_pool2d(x, vals, idx, planes, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow) and
- * max_pool2d_backward(g, idx, gx, <the same 13 ints>). */
+ * max_pool2d_backward(g, idx, gx, <the same 13 ints>[, vals]). */
 static int pool2d_parse_common(const char *fn, PyObject *const *args, Py_ssize_t nargs,
                                pool_node *node, bufset *bs, int fwd)
 {
     gc_pool2d p;
-    if (check_nargs(fn, nargs, 16) < 0)
+    const int masked = !fwd && nargs == 17;
+    if (check_nargs(fn, nargs, masked ? 17 : 16) < 0)
         return -1;
     PyObject *const *g = args + 3;
     if (get_min(fn, "planes", g[0], 0, &p.planes) < 0 || get_min(fn, "h", g[1], 1, &p.h) < 0 ||
@@ -56,8 +58,25 @@ static int pool2d_parse_common(const char *fn, PyObject *const *args, Py_ssize_t
     static const int fwd_out[3] = {0, 1, 1}, bwd_out[3] = {0, 0, 1};
     if (need_outputs_apart(fn, 3, v, names, need, fwd ? fwd_out : bwd_out) < 0)
         return -1;
-    *node = (pool_node){
-        .p = p, .ptr = {v[0]->buf, v[1]->buf, v[2] ? v[2]->buf : NULL}, .fwd = fwd, .kd = kd};
+    void *mv = NULL;
+    if (masked && args[16] != Py_None) {
+        static const char *const mnames[1] = {"vals"};
+        Py_buffer *m[1];
+        if (get_bufs(bs, fn, args + 16, 1, mnames, "r", m) < 0 ||
+            need_kind(fn, "vals", m[0], kd) < 0 || need_contig(fn, "vals", m[0]) < 0 ||
+            need_elems(fn, "vals", m[0], nout, "planes=%zd, oh=%zd, ow=%zd", p.planes, p.oh,
+                       p.ow) < 0)
+            return -1;
+        if (buf_overlap(m[0], v[2])) {
+            PyErr_Format(PyExc_ValueError, "%s: vals and gx overlap", fn);
+            return -1;
+        }
+        mv = m[0]->buf;
+    }
+    *node = (pool_node){.p = p,
+                        .ptr = {v[0]->buf, v[1]->buf, v[2] ? v[2]->buf : NULL, mv},
+                        .fwd = fwd,
+                        .kd = kd};
     return 0;
 }
 
@@ -72,7 +91,7 @@ static int max_pool2d_backward_parse(PyObject *const *args, Py_ssize_t nargs, vo
     return pool2d_parse_common("max_pool2d_backward", args, nargs, node, bs, 0);
 }
 
-/* The backward gives -1 when an index lies outside its plane (pool2d_fail). */
+/* The backward gives -1 when an index lies outside its plane, -2 out of memory (pool2d_fail). */
 static int pool2d_exec(const void *node)
 {
     const pool_node *q = node;
@@ -85,14 +104,17 @@ static int pool2d_exec(const void *node)
         return 0;
     }
     if (q->kd == 'f')
-        return gc_max_pool2d_backward_f32(v[0], v[1], v[2], &q->p);
-    return gc_max_pool2d_backward_f64(v[0], v[1], v[2], &q->p);
+        return gc_max_pool2d_relu_backward_f32(v[0], v[1], v[3], v[2], &q->p);
+    return gc_max_pool2d_relu_backward_f64(v[0], v[1], v[3], v[2], &q->p);
 }
 
 static void pool2d_fail(const char *fn, const void *node, int rc)
 {
-    (void)rc;
     const pool_node *q = node;
+    if (rc == -2) {
+        PyErr_NoMemory();
+        return;
+    }
     PyErr_Format(PyExc_IndexError, "%s: an index lies outside [0, h*w = %zd)", fn,
                  q->p.h * q->p.w);
 }
@@ -112,8 +134,10 @@ GC_NODE_BINDING(max_pool2d)
 
 GC_DOC(max_pool2d_backward,
              "max_pool2d_backward(g, idx, gx, planes, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, "
-             "ow, /)\n--\n\n"
+             "ow, vals=None, /)\n--\n\n"
              "gx [planes, h, w] = zeros with g [planes, oh, ow] added at idx; IndexError if an "
-             "index lies outside [0, h*w).");
+             "index lies outside [0, h*w).  With vals (the pooled values [planes, oh, ow] of a "
+             "relu's output) g is taken where vals > 0 and +0 elsewhere: relu_backward fused, "
+             "the bits of relu_backward(max_pool2d_backward(g), relu input).");
 
 GC_NODE_BINDING(max_pool2d_backward)

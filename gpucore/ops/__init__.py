@@ -40,6 +40,7 @@ from . import (  # noqa: F401
     rearrange,
     recurrent,
     reduce,
+    relu_fused,
     scan,
     scatter,
     scatter_forms,

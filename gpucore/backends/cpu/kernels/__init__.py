@@ -12,7 +12,8 @@ attention.py, random.py, optim.py, scan.py, scatter.py, selection.py, sorting.py
 numeric.py (gcd, lcm, frexp, nextafter), counting.py (histogramdd, mode) and random_counts.py
 (poisson, binomial) (numpy); membership.py (cpu/isin.c); bessel.py, transcendental.py and
 polynomials.py (the special functions of torch.special, in C: cpu/special*.c); trsm.py
-(cpu/trsm.c: triangular solves, LU info codes).
+(cpu/trsm.c: triangular solves, LU info codes); relu_fused.py (linear / conv2d with the ReLU
+in their epilogue, cpu/gemm.c and conv2d_forward).
 ops/shape.py has no kernels (views), nor have the composition modules (rearrange, pointwise,
 einsum); ops/inplace.py reuses the others'.
 
@@ -47,6 +48,7 @@ from . import (  # noqa: F401
     random_counts,
     recurrent,
     reduce,
+    relu_fused,
     scan,
     scatter,
     selection,

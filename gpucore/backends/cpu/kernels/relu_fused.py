@@ -1,0 +1,120 @@
+"""Kernels of gpucore/ops/relu_fused.py: the ReLU in the epilogue of linear's GEMM
+(cpu/gemm.c's gemm_ex act) and of conv2d_forward (its act), the calls of the unfused ops'
+kernels (linalg.py's linear, nn.py's conv2d, pool.py's max_pool2d) with the activation added."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .... import _cpu
+from .common import _c, _check_index, kernel
+from .linalg import _gemm_operand
+
+_RELU = _cpu.UNARY_RELU
+
+
+@kernel("linear_relu")
+def _linear_relu(out, x, w, b=None):
+    m, k = x.shape
+    n = w.shape[0]
+    xbuf, tx, _ = _gemm_operand(x)
+    wbuf, tw, _ = _gemm_operand(w)
+    if b is not None and not b.flags.c_contiguous:
+        b = np.ascontiguousarray(b)
+    _cpu.gemm_ex(
+        xbuf.reshape(-1),
+        wbuf.reshape(-1),
+        out.reshape(-1),
+        1,
+        m,
+        n,
+        k,
+        tx,
+        1 - tw,
+        1.0,
+        0.0,
+        0,
+        0,
+        m * n,
+        b,
+        _RELU,
+    )
+
+
+def _conv_relu_into(y, x, w, b, stride, padding, dilation):
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    _cpu.conv2d_forward(
+        _c(x),
+        _c(w),
+        None if b is None else _c(b),
+        y,
+        n,
+        c,
+        h,
+        wd,
+        kh,
+        kw,
+        *stride,
+        *padding,
+        *dilation,
+        o,
+        None,
+        _RELU,
+    )
+
+
+@kernel("conv2d_relu")
+def _conv2d_relu(out, x, w, b=None, *, stride, padding, dilation):
+    _conv_relu_into(out, x, w, b, stride, padding, dilation)
+
+
+@kernel("conv2d_relu_max_pool2d")
+def _conv2d_relu_max_pool2d(outs, x, w, b=None, **a):
+    """The convolution with its ReLU into scratch, then max_pool2d's C pass over it."""
+    vals, idx = outs
+    n, o = vals.shape[:2]
+    shape = (n, o, *_conv_hw(x.shape, w.shape, a))
+    y = np.ndarray(shape, x.dtype, _cpu.host_empty(x.itemsize * n * o * shape[2] * shape[3]))
+    _conv_relu_into(y, x, w, b, a["stride"], a["padding"], a["dilation"])
+    if n * o == 0:
+        return
+    h, wd = y.shape[2:]
+    _cpu.max_pool2d(
+        y,
+        vals,
+        idx,
+        n * o,
+        h,
+        wd,
+        *a["pool_kernel"],
+        *a["pool_stride"],
+        *a["pool_padding"],
+        *a["pool_dilation"],
+        *vals.shape[2:],
+    )
+
+
+def _conv_hw(xs, ws, a) -> tuple:
+    return tuple(
+        (xs[2 + i] + 2 * a["padding"][i] - a["dilation"][i] * (ws[2 + i] - 1) - 1) // a["stride"][i]
+        + 1
+        for i in range(2)
+    )
+
+
+@kernel("max_pool2d_relu_backward")
+def _max_pool2d_relu_backward(
+    out, g, indices, vals, input_shape, kernel, stride, padding, dilation
+):
+    """max_pool2d_backward's C pass with g masked by vals > 0 plane by plane (cpu/maxpool.c)."""
+    n, c, h, w = input_shape
+    oh, ow = g.shape[2:]
+    if n * c == 0:
+        return
+    geom = (n * c, h, w, *kernel, *stride, *padding, *dilation, oh, ow)
+    try:
+        _cpu.max_pool2d_backward(_c(g), _c(indices), out, *geom, _c(vals))
+    except IndexError:
+        _check_index(indices, h * w, "max_pool2d_relu_backward")
+        raise

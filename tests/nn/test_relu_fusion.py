@@ -1,0 +1,288 @@
+"""nn.Sequential's ReLU fusion (gpucore/nn/modules/relu_fusion.py): Linear-ReLU, Conv2d-ReLU and
+Conv2d-ReLU-MaxPool2d run as one op with the plain path's bits, forward and backward; hooks,
+traces, autocast and device tensors take the plain path.
+
+The reference is the same modules called one by one (the plain path, the same parameters), so
+the comparisons are bit for bit; tests/ops/test_every_op.py checks the fused ops themselves
+against float64 numpy."""
+
+import numpy as np
+import pytest
+
+import gpucore as gc
+import gpucore.nn as nn
+
+_NAMES = ("Linear_reluBackward", "Conv2d_reluBackward", "Conv2d_relu_max_pool2dBackward")
+
+
+def _plain(seq, x):
+    for m in seq:
+        x = m(x)
+    return x
+
+
+def _same(a, b, what):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.dtype == b.dtype and a.shape == b.shape, what
+    # bit for bit: NaN where NaN, the sign of zeros too
+    assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), what
+
+
+def _run(seq, x, fused):
+    for p in seq.parameters():
+        p.grad = None
+    xi = x.detach().clone().requires_grad_(x.requires_grad)
+    y = seq(xi) if fused else _plain(seq, xi)
+    grads = []
+    if y.requires_grad:
+        g = gc.tensor(np.random.default_rng(5).standard_normal(y.shape)).to(y.dtype)
+        y.backward(g)
+        grads = [None if p.grad is None else p.grad.numpy().copy() for p in seq.parameters()]
+        if xi.requires_grad:
+            grads.append(xi.grad.numpy())
+    return y, grads
+
+
+def _check(seq, x, expect=None):
+    """seq(x) and its gradients equal the modules called one by one; ``expect``: the grad_fn
+    name of the fused output, or None when the plain path must run."""
+    y1, g1 = _run(seq, x, True)
+    y0, g0 = _run(seq, x, False)
+    _same(y1.detach().numpy(), y0.detach().numpy(), "output")
+    assert len(g1) == len(g0)
+    for i, (a, b) in enumerate(zip(g1, g0)):
+        assert (a is None) == (b is None), f"gradient {i}"
+        if a is not None:
+            _same(a, b, f"gradient {i}")
+    return y1
+
+
+def _mlp(dtype, bias=True, inplace=False):
+    gc.manual_seed(0)
+    return nn.Sequential(
+        nn.Linear(13, 17, bias=bias),
+        nn.ReLU(inplace=inplace),
+        nn.Linear(17, 9),
+        nn.ReLU(),
+        nn.Linear(9, 3),
+    ).to(dtype)
+
+
+def _cnn(dtype, pool=(2, 2, 0), ceil=False, stride=1, k=3, inplace=True):
+    gc.manual_seed(1)
+    pk, ps, pp = pool
+    return nn.Sequential(
+        nn.Conv2d(3, 5, k, stride=stride, padding=k // 2),
+        nn.ReLU(inplace=inplace),
+        nn.MaxPool2d(pk, ps, pp, ceil_mode=ceil),
+        nn.Conv2d(5, 4, 1),
+        nn.ReLU(),
+        nn.Flatten(),
+    ).to(dtype)
+
+
+def _x(*shape, dtype=gc.float32, grad=True, nan=False, seed=3):
+    a = np.random.default_rng(seed).standard_normal(shape)
+    if nan:
+        a.reshape(-1)[::7] = np.nan
+    return gc.tensor(a).to(dtype).requires_grad_(grad)
+
+
+@pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
+def threads(request):
+    old = gc.get_num_threads()
+    gc.set_num_threads(request.param)
+    yield request.param
+    gc.set_num_threads(old)
+
+
+@pytest.mark.parametrize("dtype", [gc.float32, gc.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("train", [True, False])
+def test_linear_relu_matches_plain(dtype, bias, train, threads):
+    seq = _mlp(dtype, bias, inplace=not bias)
+    seq.train(train)
+    for rows in (1, 7, 64):
+        y = _check(seq, _x(rows, 13, dtype=dtype))
+        assert y.grad_fn.name() == "LinearBackward"  # the last Linear has no ReLU
+        assert seq[:2](_x(rows, 13, dtype=dtype)).grad_fn.name() == _NAMES[0]
+
+
+@pytest.mark.parametrize("dtype", [gc.float32, gc.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize(
+    "geom",
+    [
+        {},
+        {"pool": (3, 1, 1)},  # overlapping windows: gradients summed
+        {"pool": (2, 2, 0), "ceil": True},
+        {"stride": 2, "k": 5, "inplace": False},
+        {"k": 1},
+    ],
+)
+def test_conv_relu_pool_matches_plain(dtype, geom, threads):
+    seq = _cnn(dtype, **geom)
+    for shape in ((2, 3, 9, 11), (1, 3, 8, 8)):
+        _check(seq, _x(*shape, dtype=dtype))
+    assert seq[:3](_x(2, 3, 9, 11, dtype=dtype)).grad_fn.name() == _NAMES[2]
+    assert seq[3:5](_x(2, 5, 4, 5, dtype=dtype)).grad_fn.name() == _NAMES[1]
+
+
+@pytest.mark.parametrize("dtype", [gc.float32, gc.float64], ids=["f32", "f64"])
+def test_nan_and_no_grad(dtype):
+    """NaN stays NaN through the fused ReLU and gets relu_backward's zero gradient; inputs that
+    need no gradient, no_grad and eval give the same bits too."""
+    for seq, shape in ((_mlp(dtype), (6, 13)), (_cnn(dtype), (2, 3, 8, 9))):
+        _check(seq, _x(*shape, dtype=dtype, nan=True))
+        _check(seq, _x(*shape, dtype=dtype, grad=False))
+        x = _x(*shape, dtype=dtype, grad=False)
+        with gc.no_grad():
+            _same(seq(x).numpy(), _plain(seq, x).numpy(), "no_grad")
+        seq.eval()
+        _same(seq(x).detach().numpy(), _plain(seq, x).detach().numpy(), "eval")
+
+
+def test_hooks_take_the_plain_path():
+    """A hook on any module of the pattern sees the tensors of the plain path."""
+    seq = _mlp(gc.float32)
+    seen = []
+    h = seq[0].register_forward_hook(lambda m, i, o: seen.append(o))
+    y = _check(seq[:2], _x(5, 13))
+    assert y.grad_fn.name() == "ReluBackward" and seen and (seen[0].detach().numpy() < 0).any()
+    h.remove()
+    h = seq[1].register_forward_pre_hook(lambda m, i: None)
+    assert _check(seq[:2], _x(5, 13)).grad_fn.name() == "ReluBackward"
+    h.remove()
+    cnn = _cnn(gc.float32)
+    h = cnn[2].register_forward_hook(lambda m, i, o: None)
+    # the pool has a hook: conv and relu still fuse, the pool runs alone
+    y = _check(cnn[:3], _x(2, 3, 8, 8))
+    assert y.grad_fn.name() == "Max_pool2dBackward"
+    assert y.grad_fn.next[0].name() == _NAMES[1]
+    h.remove()
+
+
+def test_subclass_and_other_layers_not_fused():
+    class MyLinear(nn.Linear):
+        def forward(self, x):
+            return super().forward(x) * 1.0
+
+    gc.manual_seed(0)
+    seq = nn.Sequential(MyLinear(4, 3), nn.ReLU())
+    assert _check(seq, _x(2, 4)).grad_fn.name() == "ReluBackward"
+    seq = nn.Sequential(nn.Conv2d(4, 4, 3, groups=2, padding=1), nn.ReLU())
+    assert _check(seq, _x(1, 4, 5, 5)).grad_fn.name() == "ReluBackward"
+    seq = nn.Sequential(nn.Linear(4, 3), nn.ReLU())
+    assert _check(seq, _x(2, 5, 4)).grad_fn.name() == "ReluBackward"  # 3-D input
+
+
+def test_trace_and_autocast_take_the_plain_path(monkeypatch):
+    from gpucore.nn.modules import relu_fusion
+
+    seq, x = _mlp(gc.float32)[:2], _x(3, 13)
+
+    monkeypatch.setattr(relu_fusion, "ENABLED", [False])  # switched off
+    assert _check(seq, x).grad_fn.name() == "ReluBackward"
+    monkeypatch.undo()
+    with gc.dispatch.trace_ops() as ops:
+        seq(x)
+    assert [o[0] for o in ops] == ["linear", "relu"]
+    with gc.autocast("cpu", dtype=gc.bfloat16):
+        y = seq(_x(3, 13))
+    assert y.grad_fn.name() == "ReluBackward"
+
+
+def test_errors_are_the_plain_paths():
+    seq = _mlp(gc.float32)
+    with pytest.raises(Exception) as fused:
+        seq(_x(3, 12))
+    with pytest.raises(type(fused.value)):
+        _plain(seq, _x(3, 12))
+
+
+def test_vulkan_device_takes_the_plain_path(vulkan):
+    seq = _cnn(gc.float32)
+    x = _x(2, 3, 8, 8)
+    y0 = _plain(seq[:3], x)
+    y1 = seq[:3](x)
+    assert y1.grad_fn.name() == "Max_pool2dBackward"
+    np.testing.assert_array_equal(y1.detach().numpy(), y0.detach().numpy())
+
+
+@pytest.mark.parametrize("dtype", [gc.float32, gc.float64], ids=["f32", "f64"])
+def test_create_graph_and_frozen_parameters(dtype):
+    """create_graph takes the fused ops' composed backward (the same first-order bits, and a
+    differentiable graph); a frozen bias or weight leaves its gradient None as in the plain
+    path."""
+    for seq, shape in ((_mlp(dtype), (6, 13)), (_cnn(dtype), (2, 3, 8, 9))):
+        params = list(seq.parameters())
+        x = _x(*shape, dtype=dtype)
+        g1 = gc.autograd.grad((seq(x) ** 2).sum(), params, create_graph=True)
+        g0 = gc.autograd.grad((_plain(seq, x) ** 2).sum(), params, create_graph=True)
+        for a, b in zip(g1, g0):
+            _same(a.detach().numpy(), b.detach().numpy(), "create_graph")
+        s1 = gc.autograd.grad(sum(g.sum() for g in g1), params[0])[0]
+        s0 = gc.autograd.grad(sum(g.sum() for g in g0), params[0])[0]
+        _same(s1.numpy(), s0.numpy(), "second order")
+        seq[0].bias.requires_grad_(False)
+        _check(seq, _x(*shape, dtype=dtype))
+        assert seq[0].bias.grad is None
+        seq[0].weight.requires_grad_(False)
+        _check(seq, _x(*shape, dtype=dtype))
+        assert seq[0].weight.grad is None
+
+
+@pytest.mark.parametrize("dtype", [gc.float32, gc.float64], ids=["f32", "f64"])
+def test_wide_linear_relu(dtype, threads, monkeypatch):
+    """A hidden layer wider than the bias sum's column chunks (mask and sum in one pass:
+    fast_relu_backward_bias, checked to run)."""
+    from gpucore.ops import relu_fused
+
+    calls = []
+    fast = relu_fused._fast_relu_backward_bias
+    monkeypatch.setattr(
+        relu_fused, "_fast_relu_backward_bias", lambda g, s: calls.append(1) or fast(g, s)
+    )
+    gc.manual_seed(2)
+    seq = nn.Sequential(nn.Linear(21, 601), nn.ReLU(), nn.Linear(601, 5)).to(dtype)
+    for rows in (3, 130):
+        _check(seq, _x(rows, 21, dtype=dtype, nan=rows == 3))
+    assert calls
+
+
+@pytest.mark.parametrize("dtype", [gc.float32, gc.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("shape", [(1, 1), (5, 3), (7, 300), (130, 257)])
+def test_relu_backward_bias_kernel(dtype, shape):
+    """The C pass behind linear_relu's backward against numpy: the mask exactly (NaN and -0
+    gradients included), the column sums to float64's within one rounding."""
+    from gpucore import _cpu
+
+    rng = np.random.default_rng(7)
+    g, s = rng.standard_normal(shape), rng.standard_normal(shape)
+    g.reshape(-1)[::5] = np.nan
+    g.reshape(-1)[1::5] = -0.0
+    s.reshape(-1)[2::7] = 0.0
+    gt, st = gc.tensor(g).to(dtype), gc.tensor(s).to(dtype)
+    gc.relu(gt)  # (the fast lane opens with the first op)
+    out = _cpu.fast_relu_backward_bias(gt, st)
+    assert out is not None
+    gm, bsum = (t.numpy() for t in out)
+    want = np.where(st.numpy() > 0, gt.numpy(), 0)
+    _same(gm, want.astype(gm.dtype), "mask")
+    ref = want.astype(np.float64).sum(0)
+    np.testing.assert_allclose(bsum, ref, rtol=1e-6 if dtype is gc.float32 else 1e-14)
+    _same(bsum, gc.tensor(want).to(dtype).sum(0).numpy(), "the sum op's bits")
+
+
+@pytest.mark.parametrize("dtype", [gc.float32, gc.float64], ids=["f32", "f64"])
+def test_conv1d_relu_matches_plain(dtype, threads):
+    gc.manual_seed(4)
+    seq = nn.Sequential(
+        nn.Conv1d(3, 6, 5, stride=2, padding=2, dilation=1),
+        nn.ReLU(inplace=True),
+        nn.Conv1d(6, 4, 3, dilation=2, bias=False),
+        nn.ReLU(),
+    ).to(dtype)
+    for shape in ((2, 3, 17), (1, 3, 9)):
+        y = _check(seq, _x(*shape, dtype=dtype, nan=shape[0] == 1))
+        assert y.grad_fn.next[0].name() == _NAMES[1]  # (the squeeze view's input)
+    assert _check(seq, _x(3, 17, dtype=dtype)).grad_fn.name() == "ReluBackward"  # unbatched
