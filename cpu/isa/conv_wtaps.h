@@ -77,7 +77,10 @@ static inline __attribute__((always_inline)) void WT_FN(tile)(
 }
 
 /* the tile of (ob, tbn) channels x taps with compile-time bounds (its accumulators then live
- * in registers): one case per (ob, tbn, withgb), tbn up to WT_TB */
+ * in registers): one case per (ob, tbn, withgb), tbn up to WT_TB = 5 (both ISAs' tile) */
+#if WT_TB != 5
+#error "WT_TB: 5 (the cases below)"
+#endif
 #define WT_CASE(O, T)                                                                          \
     case (O) * 64 + (T) * 2:                                                                   \
         WT_FN(tile)(O, T, 0, l, g, xs, tb, nt, acc, gacc);                                     \
@@ -85,17 +88,7 @@ static inline __attribute__((always_inline)) void WT_FN(tile)(
     case (O) * 64 + (T) * 2 + 1:                                                               \
         WT_FN(tile)(O, T, 1, l, g, xs, tb, nt, acc, gacc);                                     \
         return;
-#if WT_TB >= 9
-#define WT_C69(O) WT_CASE(O, 6) WT_CASE(O, 7) WT_CASE(O, 8) WT_CASE(O, 9)
-#elif WT_TB == 6
-#define WT_C69(O) WT_CASE(O, 6)
-#elif WT_TB == 5
-#define WT_C69(O)
-#else
-#error "WT_TB: 5, 6 or 9"
-#endif
-#define WT_CASES(O)                                                                            \
-    WT_CASE(O, 1) WT_CASE(O, 2) WT_CASE(O, 3) WT_CASE(O, 4) WT_CASE(O, 5) WT_C69(O)
+#define WT_CASES(O) WT_CASE(O, 1) WT_CASE(O, 2) WT_CASE(O, 3) WT_CASE(O, 4) WT_CASE(O, 5)
 static void WT_FN(call)(int ob, int tbn, int withgb, ptrdiff_t l, const float *g,
                         const float *xs, const ptrdiff_t *tb, ptrdiff_t nt, float *acc,
                         float *gacc)
@@ -111,18 +104,19 @@ static void WT_FN(call)(int ob, int tbn, int withgb, ptrdiff_t l, const float *g
 #if WT_OB >= 4
         WT_CASES(4)
 #endif
-    default: break;
+    default: /* WT_NAME's blocks: 1 <= ob <= WT_OB, 1 <= tbn <= WT_TB, every one a case */
+        __builtin_unreachable();
     }
 }
 #undef WT_CASES
-#undef WT_C69
 #undef WT_CASE
 
 static void WT_NAME(ptrdiff_t l, const float *g, ptrdiff_t no, const float *xs,
                     const ptrdiff_t *tb, ptrdiff_t nt, float *acc, float *gacc)
 {
-    /* taps in nb blocks of at most WT_TB (sizes as even as they go: 16 taps are 8 + 8), the
-     * channel block outside them so its g rows stay in L1 from one tap block to the next */
+    /* taps in nb blocks of at most WT_TB (sizes as even as they go: 16 taps are 4 + 4 + 4 + 4,
+     * 9 are 5 + 4), the channel block outside them so its g rows stay in L1 from one tap block
+     * to the next */
     const ptrdiff_t nb = (nt + WT_TB - 1) / WT_TB;
     for (ptrdiff_t o0 = 0; o0 < no; o0 += WT_OB) {
         const int ob = no - o0 < WT_OB ? (int)(no - o0) : WT_OB;
