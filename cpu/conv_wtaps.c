@@ -19,27 +19,37 @@
  * here each g vector, loaded once, feeds 9 FMAs. */
 #define _POSIX_C_SOURCE 200112L
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "conv_direct.h"
 #include "isa.h"
 #include "kernels.h"
 
-/* The rule (GPUCORE_CONV=im2col forces the GEMM path off it; direct keeps it): up to 16 taps
- * always (the GEMM's small-M dot products and the direct tile, whose rows are taps, both ran
- * at ~40 GFLOP/s: one thread, batch 64, AVX-512, 1 -> 16 on 28x28 0.37 ms against 0.17 here;
- * 1 -> 64 batch 16 0.33 against 0.19); up to GC_WTAPS_MAX_TAPS while the accumulators
+/* The rule (GPUCORE_CONV=im2col forces the GEMM path off it; direct keeps it; direct_gw gives
+ * the weight gradient to conv_direct_backward.c's tile, for tests): up to 16 taps always (the
+ * GEMM's small-M dot products and the direct tile, whose rows are taps, both ran at ~40
+ * GFLOP/s: one thread, batch 64, AVX-512, 1 -> 16 on 28x28 0.37 ms against 0.17 here; 1 -> 64
+ * batch 16 0.33 against 0.19); up to GC_WTAPS_MAX_TAPS while the accumulators
  * (o * taps vectors, loaded and stored by every tile of every image) fit a 32 KiB L1 (3 -> 16 on
  * 28x28 0.51 against the direct tile's 0.61 ms, 2 -> 16 0.35 against 0.42, on AVX2 alike; but
  * 3 -> 64 on 14x14, 110 KiB of them, 0.24 against 0.14, 4 -> 32 0.51 against 0.46). */
 #define GC_WTAPS_MAX_TAPS 27
 #define GC_WTAPS_ACC_BYTES 32768
 
+/* GPUCORE_CONV=direct_gw: the direct paths, the weight gradient on conv_direct_backward.c's
+ * tile even where this path applies (tests: that kernel's few-taps geometries) */
+static int wtaps_forced_off(void)
+{
+    const char *e = getenv("GPUCORE_CONV");
+    return e && gc_env_is(e, "direct_gw");
+}
+
 int gc_conv2d_wtaps_use(const gc_conv *p, ptrdiff_t o)
 {
     if (!gc_isa.wtaps_f32 || o <= 0 || p->n <= 0 || p->c <= 0 || p->kh <= 0 || p->kw <= 0)
         return 0;
-    if (p->sh != 1 || p->sw != 1 || dconv_forced() == 1)
+    if (p->sh != 1 || p->sw != 1 || dconv_forced() == 1 || wtaps_forced_off())
         return 0;
     const ptrdiff_t taps = p->c * p->kh * p->kw;
     if (taps <= GC_DCONV_MIN_TAPS)

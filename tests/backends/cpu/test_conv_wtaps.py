@@ -5,7 +5,8 @@ around every blocking edge (output channels around the register tiles of 2 and 4
 the blocks of 5, pixel counts around the 8- and 16-lane vectors, batches around the 4-image
 chunks), with padding (wider than the kernel's reach, asymmetric, none) and dilation; the bias
 gradient bit for bit the other paths'; the rule; bits independent of the thread count; inf and
-NaN where float64 has them; every ISA this CPU supports in a subprocess."""
+NaN where float64 has them; every ISA this CPU supports in a subprocess.  GPUCORE_CONV=direct_gw
+runs the older direct tile (conv_direct_backward.c) that the kernel displaced."""
 
 from __future__ import annotations
 
@@ -92,7 +93,7 @@ def _close(a, r, what):
 def test_matches_float64(case, conv_path):
     x, wt, g = _inputs(case)
     gw_ref, gb_ref = _reference(case, x, g)
-    for mode in ("auto", "direct"):
+    for mode in ("auto", "direct", "direct_gw"):
         conv_path(mode)
         _, gw, gb = _backward(case, x, wt, g)
         _close(gw, gw_ref, f"{case} {mode} gw")
@@ -145,11 +146,12 @@ def test_the_rule_takes_the_cnn_layer(conv_path):
         pytest.skip("no few-taps kernel on this ISA")
     x, wt, g = _inputs("cnn_conv1")
     runs = {}
-    for mode in ("auto", "direct", "im2col"):
+    for mode in ("auto", "direct", "im2col", "direct_gw"):
         conv_path(mode)
         runs[mode] = _backward("cnn_conv1", x, wt, g)[1]
     assert np.array_equal(runs["auto"], runs["direct"])
     assert not np.array_equal(runs["auto"], runs["im2col"])
+    assert not np.array_equal(runs["auto"], runs["direct_gw"])  # the older tile, not the kernel
     n, c, h, w, o = 2, 1, 9, 9, 16  # stride 2: the GEMM path (the same bits as forced im2col)
     geo = (n, c, h, w, 3, 3, 2, 2, 1, 1, 1, 1, o)
     r = np.random.default_rng(3)
