@@ -36,6 +36,12 @@
  * 3 -> 64 on 14x14, 110 KiB of them, 0.24 against 0.14, 4 -> 32 0.51 against 0.46). */
 #define GC_WTAPS_MAX_TAPS 27
 #define GC_WTAPS_ACC_BYTES 32768
+/* The shifted copies hold every padded row (oh + dh (kh - 1) of them), im2col's columns kh
+ * rows per output row: with a dilation far beyond the output the copies grew hundreds of times
+ * larger than the GEMM path's buffer (1 -> 4 channels, 2x1 kernel, dilation 250000, padding
+ * 125000 on 2 x 200: 225 MB and 168 ms against 35 MB and 0.1 ms).  Past twice that buffer the
+ * GEMM path takes it, whatever GPUCORE_CONV says. */
+#define GC_WTAPS_MAX_SCRATCH_RATIO 2.0
 
 /* GPUCORE_CONV=direct_gw: the direct paths, the weight gradient on conv_direct_backward.c's
  * tile even where this path applies (tests: that kernel's few-taps geometries) */
@@ -50,6 +56,10 @@ int gc_conv2d_wtaps_use(const gc_conv *p, ptrdiff_t o)
     if (!gc_isa.wtaps_f32 || o <= 0 || p->n <= 0 || p->c <= 0 || p->kh <= 0 || p->kw <= 0)
         return 0;
     if (p->sh != 1 || p->sw != 1 || dconv_forced() == 1 || wtaps_forced_off())
+        return 0;
+    const double rows = (double)p->h + 2.0 * (double)p->ph, pix = (double)p->oh * (double)p->ow;
+    const double copies = (double)p->c * (double)p->kw * rows * (double)p->ow;
+    if (copies > GC_WTAPS_MAX_SCRATCH_RATIO * (double)p->c * (double)(p->kh * p->kw) * pix)
         return 0;
     const ptrdiff_t taps = p->c * p->kh * p->kw;
     if (taps <= GC_DCONV_MIN_TAPS)

@@ -4,7 +4,8 @@ AVX-512): conv2d_backward's weight and bias gradients of stride-1 layers with at
 around every blocking edge (output channels around the register tiles of 2 and 4, taps around
 the blocks of 5, pixel counts around the 8- and 16-lane vectors, batches around the 4-image
 chunks), with padding (wider than the kernel's reach, asymmetric, none) and dilation; the bias
-gradient bit for bit the other paths'; the rule; bits independent of the thread count; inf and
+gradient bit for bit the other paths'; the rule (taps, accumulators, the scratch cap against a
+large dilation); bits independent of the thread count; inf and
 NaN where float64 has them; every ISA this CPU supports in a subprocess.  GPUCORE_CONV=direct_gw
 runs the older direct tile (conv_direct_backward.c) that the kernel displaced."""
 
@@ -163,6 +164,46 @@ def test_the_rule_takes_the_cnn_layer(conv_path):
         outs.append(np.empty_like(ws))
         _cpu.conv2d_backward(xs, ws, gs, None, outs[-1], None, *geo)
     assert np.array_equal(*outs)
+
+
+def _taken(geo, x, w, g, conv_path, mode="auto"):
+    """Whether the kernel ran, seen through the bits: elsewhere these few-taps weight gradients
+    are the GEMM path's (forced im2col's) bits, the kernel's lane sums not."""
+    runs = []
+    for m in (mode, "im2col"):
+        conv_path(m)
+        runs.append(np.full(w.shape, np.nan, np.float32))
+        _cpu.conv2d_backward(x, w, g, None, runs[-1], None, *geo)
+    return not np.array_equal(*runs), runs[0]
+
+
+@pytest.mark.parametrize(
+    ("h", "dh", "ph", "taken"),
+    [(100, 20, 0, True), (100, 90, 0, False), (2, 250000, 125000, False)],
+)
+def test_a_large_dilation_takes_the_gemm_path(h, dh, ph, taken, conv_path):
+    """The shifted copies hold every padded row (oh + dh (kh - 1)): past twice im2col's column
+    buffer (kh rows per output row) the GEMM path takes the layer, under direct too, with the
+    right gradient (float64 from the taps' rows alone: no padded image); 2 x 200 with dilation
+    250000 was 225 MB of copies."""
+    if not _has_kernel():
+        pytest.skip("no few-taps kernel on this ISA")
+    n, c, w, o, kh = 2, 1, 50, 32, 2  # more than 24 channels: direct's tile has im2col's bits
+    oh = h + 2 * ph - dh * (kh - 1)
+    geo = (n, c, h, w, kh, 1, 1, 1, ph, 0, dh, 1, o)
+    r = np.random.default_rng(11)
+    x, wt = r.standard_normal((n, c, h, w), np.float32), r.standard_normal((o, c, kh, 1), "f")
+    g = r.standard_normal((n, o, oh, w), np.float32)
+    ref = np.zeros((o, c, kh, 1))
+    for ki in range(kh):
+        rows = np.arange(oh) + ki * dh - ph  # the input row of each output row
+        ok = (rows >= 0) & (rows < h)
+        win = x[:, :, rows[ok], :].astype(np.float64)
+        ref[:, :, ki, 0] = np.einsum("nohw,nchw->oc", g[:, :, ok, :].astype(np.float64), win)
+    for mode in ("auto", "direct"):
+        used, gw = _taken(geo, x, wt, g, conv_path, mode)
+        assert used == taken, mode
+        _close(gw, ref, f"dilation {dh} {mode}")
 
 
 @pytest.mark.parametrize("case", ["cnn_conv1", "o9_l17_t10", "o17_l48_t16"])
