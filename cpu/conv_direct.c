@@ -65,7 +65,8 @@ int dconv_env_on(const char *name)
 }
 
 /* GPUCORE_CONV: "im2col" or "direct" forces a path where both apply (tests, benchmarks;
- * "direct_t" is "direct" with conv_direct_lanes.c's tile where that applies);
+ * "direct_t" is "direct" with conv_direct_lanes.c's tile where that applies, "direct_gw" with
+ * conv_direct_backward.c's weight gradient where conv_wtaps.c's would apply);
  * anything else ("auto"), or unset, is the rule.  Read on every call (a getenv is ~0.1 us; a
  * convolution is >= ~10 us), so a process can time both paths side by side. */
 int dconv_forced(void)
@@ -73,7 +74,9 @@ int dconv_forced(void)
     const char *e = getenv("GPUCORE_CONV");
     if (!e)
         return 0;
-    return gc_env_is(e, "im2col") ? 1 : gc_env_is(e, "direct") || gc_env_is(e, "direct_t") ? 2 : 0;
+    if (gc_env_is(e, "im2col"))
+        return 1;
+    return gc_env_is(e, "direct") || gc_env_is(e, "direct_t") || gc_env_is(e, "direct_gw") ? 2 : 0;
 }
 
 /* The rule for the forward (fwd) or the backward (the caller's further conditions apply). */

@@ -54,8 +54,8 @@ typedef struct {
     gc_pwukr_f32 quarter; /* the quarter-width tile (gc_isa.pwukr_quarter_f32), or NULL */
 } pw_job;
 
-/* GPUCORE_CONV: 1 when it forces another path (im2col: conv.c's GEMM; direct, direct_t: the
- * direct paths),
+/* GPUCORE_CONV: 1 when it forces another path (im2col: conv.c's GEMM; direct, direct_t,
+ * direct_gw: the direct paths),
  * 2 when it forces this one (pointwise: every 1x1 geometry without padding; tests), 3 its
  * pixels x channels tiles (pointwise_t: the same where the ISA has them), else 0 */
 static int pw_forced(void)
@@ -63,7 +63,8 @@ static int pw_forced(void)
     const char *e = getenv("GPUCORE_CONV");
     if (!e)
         return 0;
-    if (gc_env_is(e, "im2col") || gc_env_is(e, "direct") || gc_env_is(e, "direct_t"))
+    if (gc_env_is(e, "im2col") || gc_env_is(e, "direct") || gc_env_is(e, "direct_t") ||
+        gc_env_is(e, "direct_gw"))
         return 1;
     return gc_env_is(e, "pointwise") ? 2 : gc_env_is(e, "pointwise_t") ? 3 : 0;
 }

@@ -44,8 +44,8 @@
  * makes its output channel NaN here where the direct sum may give +-inf.
  *
  * When it runs: gc_conv2d_winograd_use (the rule, measured: benchmarks/README.md, *Winograd*);
- * GPUCORE_CONV=winograd forces it where the geometry allows, im2col / direct / direct_t force it
- * off. */
+ * GPUCORE_CONV=winograd forces it where the geometry allows, im2col / direct / direct_t /
+ * direct_gw force it off. */
 #define _POSIX_C_SOURCE 200112L
 #include <stdint.h>
 #include <stdlib.h>
@@ -73,7 +73,8 @@ int gc_conv2d_winograd_use(const gc_conv *p, ptrdiff_t o)
     const char *e = getenv("GPUCORE_CONV");
     if (e && gc_env_is(e, "winograd"))
         return 1;
-    if (e && (gc_env_is(e, "im2col") || gc_env_is(e, "direct") || gc_env_is(e, "direct_t")))
+    if (e && (gc_env_is(e, "im2col") || gc_env_is(e, "direct") || gc_env_is(e, "direct_t") ||
+              gc_env_is(e, "direct_gw")))
         return 0;
     /* the rule (benchmarks/README.md, *Winograd convolution*): enough channels for the 36
      * GEMMs (K = input channels) to outweigh the transforms (per input and output channel):

@@ -19,27 +19,63 @@
  * here each g vector, loaded once, feeds 9 FMAs. */
 #define _POSIX_C_SOURCE 200112L
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "conv_direct.h"
 #include "isa.h"
 #include "kernels.h"
 
-/* The rule (GPUCORE_CONV=im2col forces the GEMM path off it; direct keeps it): up to 16 taps
- * always (the GEMM's small-M dot products and the direct tile, whose rows are taps, both ran
- * at ~40 GFLOP/s: one thread, batch 64, AVX-512, 1 -> 16 on 28x28 0.37 ms against 0.17 here;
- * 1 -> 64 batch 16 0.33 against 0.19); up to GC_WTAPS_MAX_TAPS while the accumulators
- * (o * taps vectors, loaded and stored by every tile of every image) fit a 32 KiB L1 (3 -> 16 on
- * 28x28 0.51 against the direct tile's 0.61 ms, 2 -> 16 0.35 against 0.42, on AVX2 alike; but
- * 3 -> 64 on 14x14, 110 KiB of them, 0.24 against 0.14, 4 -> 32 0.51 against 0.46). */
+/* The rule (GPUCORE_CONV=im2col forces the GEMM path off it; direct keeps it, the pixel minimum
+ * below off; direct_gw gives the weight gradient to conv_direct_backward.c's tile, for tests):
+ * up to 16 taps always (the GEMM's small-M dot products and the direct tile, whose rows are
+ * taps, both ran at ~40 GFLOP/s: one thread, batch 64, AVX-512, 1 -> 16 on 28x28 0.37 ms
+ * against 0.17 here; 1 -> 64 batch 16 0.33 against 0.19); up to GC_WTAPS_MAX_TAPS while the
+ * accumulators (o * taps vectors, loaded and stored by every tile of every image) fit a 32 KiB
+ * L1 (3 -> 16 on 28x28 0.51 against the direct tile's 0.61 ms, 2 -> 16 0.35 against 0.42, on
+ * AVX2 alike; but 3 -> 64 on 14x14, 110 KiB of them, 0.24 against 0.14, 4 -> 32 0.51 against
+ * 0.46). */
 #define GC_WTAPS_MAX_TAPS 27
 #define GC_WTAPS_ACC_BYTES 32768
+/* Small images go to the GEMM: each image's tiles load and store all o * taps accumulators for
+ * a few pixel vectors, and the GEMM's K is n * pixels long there.  Measured (one thread,
+ * AVX-512, weight + bias gradient, ms here against im2col's, load 5-8,
+ * benchmarks/conv_wtaps_rule.py): 1x1, 16 -> 128 channels, batch 64: 4x4 0.41 / 0.21, 6x6
+ * 0.57 / 0.34, 8x8 0.53 / 0.44, 10x10 0.78 / 0.71, 12x12 0.95 / 1.02, 16x16 1.95 / 2.13;
+ * 3x3 padding 1, 1 -> 128: 4x4 0.26 / 0.17, 6x6 0.36 / 0.29, 8x8 0.36 / 0.40, 10x10 0.46 /
+ * 0.58, 16x16 0.80 / 1.49; 2x2, 4 -> 64: 6x6 out 0.31 / 0.23, 8x8 0.28 / 0.28, 12x12 0.47 /
+ * 0.56; batch 1 alike (1x1 16 -> 128 on 4x4 0.013 / 0.004, 8x8 0.015 / 0.008).  A 1x1 without
+ * padding needs twice the pixels (10x10 still slower here; 2x2 and 3x3 even at 8x8). */
+#define GC_WTAPS_MIN_PIXELS 64
+#define GC_WTAPS_MIN_PIXELS_1X1 128
+/* The shifted copies hold every padded row (oh + dh (kh - 1) of them), im2col's columns kh
+ * rows per output row: with a dilation far beyond the output the copies grew hundreds of times
+ * larger than the GEMM path's buffer (1 -> 4 channels, 2x1 kernel, dilation 250000, padding
+ * 125000 on 2 x 200: 225 MB and 168 ms against 35 MB and 0.1 ms).  Past twice that buffer the
+ * GEMM path takes it, whatever GPUCORE_CONV says. */
+#define GC_WTAPS_MAX_SCRATCH_RATIO 2.0
+
+/* GPUCORE_CONV=direct_gw: the direct paths, the weight gradient on conv_direct_backward.c's
+ * tile even where this path applies (tests: that kernel's few-taps geometries) */
+static int wtaps_forced_off(void)
+{
+    const char *e = getenv("GPUCORE_CONV");
+    return e && gc_env_is(e, "direct_gw");
+}
 
 int gc_conv2d_wtaps_use(const gc_conv *p, ptrdiff_t o)
 {
     if (!gc_isa.wtaps_f32 || o <= 0 || p->n <= 0 || p->c <= 0 || p->kh <= 0 || p->kw <= 0)
         return 0;
-    if (p->sh != 1 || p->sw != 1 || dconv_forced() == 1)
+    const int forced = dconv_forced();
+    if (p->sh != 1 || p->sw != 1 || forced == 1 || wtaps_forced_off())
+        return 0;
+    const double rows = (double)p->h + 2.0 * (double)p->ph, pix = (double)p->oh * (double)p->ow;
+    const double copies = (double)p->c * (double)p->kw * rows * (double)p->ow;
+    if (copies > GC_WTAPS_MAX_SCRATCH_RATIO * (double)p->c * (double)(p->kh * p->kw) * pix)
+        return 0;
+    const int plain_1x1 = p->kh == 1 && p->kw == 1 && p->ph == 0 && p->pw == 0;
+    if (forced != 2 && pix < (plain_1x1 ? GC_WTAPS_MIN_PIXELS_1X1 : GC_WTAPS_MIN_PIXELS))
         return 0;
     const ptrdiff_t taps = p->c * p->kh * p->kw;
     if (taps <= GC_DCONV_MIN_TAPS)

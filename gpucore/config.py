@@ -86,7 +86,14 @@ VARIABLES: dict[str, Var] = {
     "GPUCORE_HOST_CACHE_MB": _int(0),
     "GPUCORE_PACK": _choice("0", "1"),
     "GPUCORE_CONV": _choice(
-        "auto", "im2col", "direct", "direct_t", "winograd", "pointwise", "pointwise_t"
+        "auto",
+        "im2col",
+        "direct",
+        "direct_t",
+        "direct_gw",
+        "winograd",
+        "pointwise",
+        "pointwise_t",
     ),
     # read by cpu/conv_direct*.c, for tests and benchmarks (cpu/README.md, Direct convolution)
     "GPUCORE_CONV_WIDE": _choice("0", "1"),

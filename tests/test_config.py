@@ -37,6 +37,7 @@ GOOD = {
         "im2col",
         "Direct ",
         "direct_t",
+        "direct_gw",
         "winograd",
         "pointwise",
         "pointwise_t",

@@ -5,18 +5,16 @@
 
 #include "isa.h"
 
+/* the vector set, then the kernel's own: the masked tail load, the bias lanes, the tile */
+#include "isa/vec_f32x8.h"
+
 /* the first n < 8 lanes' mask for _mm256_maskload_ps (nothing past them read) */
 static inline __m256i wt_avx2_mask(int n)
 {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-#define WT_V __m256
-#define WT_VL 8
-#define WT_LOAD(p) _mm256_loadu_ps(p)
 #define WT_LOADM(p, n) _mm256_maskload_ps(p, wt_avx2_mask(n))
-#define WT_STORE(p, v) _mm256_storeu_ps(p, v)
-#define WT_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define WT_GB(s, v) _mm256_add_ps(s, v)
 #define WT_OB 2
 #define WT_TB 5
@@ -26,5 +24,5 @@ static inline __m256i wt_avx2_mask(int n)
 void gc_conv_bwd_fill_avx2(gc_isa_kernels *k)
 {
     k->wtaps_f32 = wtaps_avx2_f32;
-    k->wtaps_vl = WT_VL;
+    k->wtaps_vl = UKR_VL;
 }

@@ -6,12 +6,10 @@
 
 #include "isa.h"
 
-#define WT_V __m512
-#define WT_VL 16
-#define WT_LOAD(p) _mm512_loadu_ps(p)
+/* the vector set, then the kernel's own: the masked tail load, the bias lanes, the tile */
+#include "isa/vec_f32x16.h"
+
 #define WT_LOADM(p, n) _mm512_maskz_loadu_ps((__mmask16)((1u << (n)) - 1u), p)
-#define WT_STORE(p, v) _mm512_storeu_ps(p, v)
-#define WT_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 /* lanes 0..7 then 8..15: conv_rowsum's order over 16 consecutive pixels */
 #define WT_GB(s, v)                                                                            \
     _mm256_add_ps(_mm256_add_ps(s, _mm512_castps512_ps256(v)),                                 \
@@ -24,5 +22,5 @@
 void gc_conv_bwd_fill_avx512(gc_isa_kernels *k)
 {
     k->wtaps_f32 = wtaps_avx512_f32;
-    k->wtaps_vl = WT_VL;
+    k->wtaps_vl = UKR_VL;
 }

@@ -1,8 +1,7 @@
 /* The few-taps weight gradient's pixel loop (gc_isa_kernels.wtaps_f32; driver cpu/conv_wtaps.c),
- * instantiated by avx2_conv_backward.c and avx512_conv_backward.c with:
- *   WT_V, WT_VL        the vector type and its float lanes
- *   WT_LOAD(p)         an unaligned load;  WT_LOADM(p, n): the first n < WT_VL lanes, zeros
- *                      beyond (nothing past them read);  WT_STORE(p, v);  WT_FMA(a, b, c) = a*b+c
+ * instantiated by avx2_conv_backward.c and avx512_conv_backward.c after the vector set
+ * (isa/vec_f32x8.h, vec_f32x16.h: UKR_VT / UKR_VL, V_LOADU, V_STOREU, V_FMA) with:
+ *   WT_LOADM(p, n)     the first n < UKR_VL lanes, zeros beyond (nothing past them read)
  *   WT_GB(s, v)        s (__m256, 8 lanes) + v added 8 lanes at a time, in order
  *   WT_OB, WT_TB       the register tile: WT_OB output channels x up to WT_TB taps
  *   WT_NAME            the kernel's name.
@@ -25,31 +24,31 @@ static inline __attribute__((always_inline)) void WT_FN(tile)(
     const int ob, const int tbn, const int withgb, ptrdiff_t l, const float *g,
     const float *xs, const ptrdiff_t *tb, ptrdiff_t nt, float *acc, float *gacc)
 {
-    WT_V a[WT_OB][WT_TB];
+    UKR_VT a[WT_OB][WT_TB];
     __m256 s[WT_OB];
     const float *xt[WT_TB];
     for (int t = 0; t < tbn; t++)
         xt[t] = xs + tb[t];
     for (int o = 0; o < ob; o++) {
         for (int t = 0; t < tbn; t++)
-            a[o][t] = WT_LOAD(acc + (o * nt + t) * WT_VL);
+            a[o][t] = V_LOADU(acc + (o * nt + t) * UKR_VL);
         if (withgb)
             s[o] = _mm256_loadu_ps(gacc + o * 8);
     }
     ptrdiff_t p = 0;
-    for (; p + WT_VL <= l; p += WT_VL) {
-        WT_V gv[WT_OB];
+    for (; p + UKR_VL <= l; p += UKR_VL) {
+        UKR_VT gv[WT_OB];
         for (int o = 0; o < ob; o++)
-            gv[o] = WT_LOAD(g + o * l + p);
+            gv[o] = V_LOADU(g + o * l + p);
         for (int t = 0; t < tbn; t++) {
-            WT_V xv = WT_LOAD(xt[t] + p);
+            UKR_VT xv = V_LOADU(xt[t] + p);
             /* one load per tap vector, in a register for the tile's channels: the compiler
              * would fold it into each FMA, loading it WT_OB times (the loads, each across two
              * cache lines, bound the loop: the CNN's 1 -> 16 layer 0.30 -> 0.21 ms, one thread) */
             if (ob > 1)
                 __asm__("" : "+v"(xv));
             for (int o = 0; o < ob; o++)
-                a[o][t] = WT_FMA(gv[o], xv, a[o][t]);
+                a[o][t] = V_FMA(gv[o], xv, a[o][t]);
         }
         if (withgb)
             for (int o = 0; o < ob; o++)
@@ -57,13 +56,13 @@ static inline __attribute__((always_inline)) void WT_FN(tile)(
     }
     if (p < l) {
         const int n = (int)(l - p);
-        WT_V gv[WT_OB];
+        UKR_VT gv[WT_OB];
         for (int o = 0; o < ob; o++)
             gv[o] = WT_LOADM(g + o * l + p, n);
         for (int t = 0; t < tbn; t++) {
-            const WT_V xv = WT_LOADM(xt[t] + p, n);
+            const UKR_VT xv = WT_LOADM(xt[t] + p, n);
             for (int o = 0; o < ob; o++)
-                a[o][t] = WT_FMA(gv[o], xv, a[o][t]);
+                a[o][t] = V_FMA(gv[o], xv, a[o][t]);
         }
         if (withgb)
             for (int o = 0; o < ob; o++)
@@ -71,14 +70,17 @@ static inline __attribute__((always_inline)) void WT_FN(tile)(
     }
     for (int o = 0; o < ob; o++) {
         for (int t = 0; t < tbn; t++)
-            WT_STORE(acc + (o * nt + t) * WT_VL, a[o][t]);
+            V_STOREU(acc + (o * nt + t) * UKR_VL, a[o][t]);
         if (withgb)
             _mm256_storeu_ps(gacc + o * 8, s[o]);
     }
 }
 
 /* the tile of (ob, tbn) channels x taps with compile-time bounds (its accumulators then live
- * in registers): one case per (ob, tbn, withgb), tbn up to WT_TB */
+ * in registers): one case per (ob, tbn, withgb), tbn up to WT_TB = 5 (both ISAs' tile) */
+#if WT_TB != 5
+#error "WT_TB: 5 (the cases below)"
+#endif
 #define WT_CASE(O, T)                                                                          \
     case (O) * 64 + (T) * 2:                                                                   \
         WT_FN(tile)(O, T, 0, l, g, xs, tb, nt, acc, gacc);                                     \
@@ -86,17 +88,7 @@ static inline __attribute__((always_inline)) void WT_FN(tile)(
     case (O) * 64 + (T) * 2 + 1:                                                               \
         WT_FN(tile)(O, T, 1, l, g, xs, tb, nt, acc, gacc);                                     \
         return;
-#if WT_TB >= 9
-#define WT_C69(O) WT_CASE(O, 6) WT_CASE(O, 7) WT_CASE(O, 8) WT_CASE(O, 9)
-#elif WT_TB == 6
-#define WT_C69(O) WT_CASE(O, 6)
-#elif WT_TB == 5
-#define WT_C69(O)
-#else
-#error "WT_TB: 5, 6 or 9"
-#endif
-#define WT_CASES(O)                                                                            \
-    WT_CASE(O, 1) WT_CASE(O, 2) WT_CASE(O, 3) WT_CASE(O, 4) WT_CASE(O, 5) WT_C69(O)
+#define WT_CASES(O) WT_CASE(O, 1) WT_CASE(O, 2) WT_CASE(O, 3) WT_CASE(O, 4) WT_CASE(O, 5)
 static void WT_FN(call)(int ob, int tbn, int withgb, ptrdiff_t l, const float *g,
                         const float *xs, const ptrdiff_t *tb, ptrdiff_t nt, float *acc,
                         float *gacc)
@@ -112,25 +104,26 @@ static void WT_FN(call)(int ob, int tbn, int withgb, ptrdiff_t l, const float *g
 #if WT_OB >= 4
         WT_CASES(4)
 #endif
-    default: break;
+    default: /* WT_NAME's blocks: 1 <= ob <= WT_OB, 1 <= tbn <= WT_TB, every one a case */
+        __builtin_unreachable();
     }
 }
 #undef WT_CASES
-#undef WT_C69
 #undef WT_CASE
 
 static void WT_NAME(ptrdiff_t l, const float *g, ptrdiff_t no, const float *xs,
                     const ptrdiff_t *tb, ptrdiff_t nt, float *acc, float *gacc)
 {
-    /* taps in nb blocks of at most WT_TB (sizes as even as they go: 16 taps are 8 + 8), the
-     * channel block outside them so its g rows stay in L1 from one tap block to the next */
+    /* taps in nb blocks of at most WT_TB (sizes as even as they go: 16 taps are 4 + 4 + 4 + 4,
+     * 9 are 5 + 4), the channel block outside them so its g rows stay in L1 from one tap block
+     * to the next */
     const ptrdiff_t nb = (nt + WT_TB - 1) / WT_TB;
     for (ptrdiff_t o0 = 0; o0 < no; o0 += WT_OB) {
         const int ob = no - o0 < WT_OB ? (int)(no - o0) : WT_OB;
         for (ptrdiff_t b = 0, t0 = 0; b < nb; b++) {
             const int tbn = (int)((nt - t0 + (nb - b) - 1) / (nb - b));
             WT_FN(call)(ob, tbn, gacc && b == 0, l, g + o0 * l, xs, tb + t0, nt,
-                           acc + (o0 * nt + t0) * WT_VL, gacc ? gacc + o0 * 8 : NULL);
+                           acc + (o0 * nt + t0) * UKR_VL, gacc ? gacc + o0 * 8 : NULL);
             t0 += tbn;
         }
     }

@@ -4,8 +4,11 @@ AVX-512): conv2d_backward's weight and bias gradients of stride-1 layers with at
 around every blocking edge (output channels around the register tiles of 2 and 4, taps around
 the blocks of 5, pixel counts around the 8- and 16-lane vectors, batches around the 4-image
 chunks), with padding (wider than the kernel's reach, asymmetric, none) and dilation; the bias
-gradient bit for bit the other paths'; the rule; bits independent of the thread count; inf and
-NaN where float64 has them; every ISA this CPU supports in a subprocess."""
+gradient bit for bit the other paths'; the rule (taps, accumulators, the pixel minimum, the
+scratch cap against a large dilation); bits independent of the thread count; inf and NaN where
+float64 has them; every ISA this CPU supports in a subprocess.  Most geometries are below the
+rule's pixel minimum: GPUCORE_CONV=direct runs the kernel there, direct_gw the older direct
+tile (conv_direct_backward.c) that the kernel displaced."""
 
 from __future__ import annotations
 
@@ -92,7 +95,7 @@ def _close(a, r, what):
 def test_matches_float64(case, conv_path):
     x, wt, g = _inputs(case)
     gw_ref, gb_ref = _reference(case, x, g)
-    for mode in ("auto", "direct"):
+    for mode in ("auto", "direct", "direct_gw"):
         conv_path(mode)
         _, gw, gb = _backward(case, x, wt, g)
         _close(gw, gw_ref, f"{case} {mode} gw")
@@ -104,12 +107,12 @@ def test_bias_bits_and_the_input_gradient_beside_it(case, conv_path):
     """The bias gradient rides in conv_rowsum's lanes: the bits of the GEMM path's; the input
     gradient of the same call (another path) is unchanged by it."""
     x, wt, g = _inputs(case)
-    conv_path("auto")
+    conv_path("direct")  # the kernel below the pixel minimum too
     auto = _backward(case, x, wt, g, gx=True)
     conv_path("im2col")
     im2col = _backward(case, x, wt, g, gx=True)
     assert np.array_equal(auto[2], im2col[2]), case
-    conv_path("auto")
+    conv_path("direct")
     gx_alone = np.full(x.shape, np.nan, np.float32)
     _cpu.conv2d_backward(x, wt, g, gx_alone, None, None, *_geo(case))
     assert np.array_equal(auto[0], gx_alone), case
@@ -145,11 +148,12 @@ def test_the_rule_takes_the_cnn_layer(conv_path):
         pytest.skip("no few-taps kernel on this ISA")
     x, wt, g = _inputs("cnn_conv1")
     runs = {}
-    for mode in ("auto", "direct", "im2col"):
+    for mode in ("auto", "direct", "im2col", "direct_gw"):
         conv_path(mode)
         runs[mode] = _backward("cnn_conv1", x, wt, g)[1]
     assert np.array_equal(runs["auto"], runs["direct"])
     assert not np.array_equal(runs["auto"], runs["im2col"])
+    assert not np.array_equal(runs["auto"], runs["direct_gw"])  # the older tile, not the kernel
     n, c, h, w, o = 2, 1, 9, 9, 16  # stride 2: the GEMM path (the same bits as forced im2col)
     geo = (n, c, h, w, 3, 3, 2, 2, 1, 1, 1, 1, o)
     r = np.random.default_rng(3)
@@ -163,9 +167,74 @@ def test_the_rule_takes_the_cnn_layer(conv_path):
     assert np.array_equal(*outs)
 
 
+def _taken(geo, x, w, g, conv_path, mode="auto"):
+    """Whether the kernel ran, seen through the bits: elsewhere these few-taps weight gradients
+    are the GEMM path's (forced im2col's) bits, the kernel's lane sums not."""
+    runs = []
+    for m in (mode, "im2col"):
+        conv_path(m)
+        runs.append(np.full(w.shape, np.nan, np.float32))
+        _cpu.conv2d_backward(x, w, g, None, runs[-1], None, *geo)
+    return not np.array_equal(*runs), runs[0]
+
+
+@pytest.mark.parametrize(
+    ("n", "c", "h", "o", "k", "pad", "taken"),
+    [
+        (2, 16, 4, 32, 1, 0, False),  # 16 pixels
+        (2, 16, 10, 32, 1, 0, False),  # a 1x1 without padding: 100 < 128 pixels
+        (2, 16, 12, 32, 1, 0, True),
+        (2, 1, 6, 32, 3, 1, False),  # 36 pixels
+        (2, 1, 8, 32, 3, 1, True),  # 64
+        (2, 4, 9, 32, 2, 0, True),
+    ],
+)
+def test_the_rule_by_pixels(n, c, h, o, k, pad, taken, conv_path):
+    """Small images go to the GEMM path (below 64 output pixels, 128 for a 1x1 without padding);
+    GPUCORE_CONV=direct keeps the kernel there."""
+    if not _has_kernel():
+        pytest.skip("no few-taps kernel on this ISA")
+    r = np.random.default_rng(7)
+    oh = h + 2 * pad - k + 1
+    geo = (n, c, h, h, k, k, 1, 1, pad, pad, 1, 1, o)
+    x, w = r.standard_normal((n, c, h, h), np.float32), r.standard_normal((o, c, k, k), "f")
+    g = r.standard_normal((n, o, oh, oh), np.float32)
+    assert _taken(geo, x, w, g, conv_path)[0] == taken
+    assert _taken(geo, x, w, g, conv_path, "direct")[0]
+
+
+@pytest.mark.parametrize(
+    ("h", "dh", "ph", "taken"),
+    [(100, 20, 0, True), (100, 90, 0, False), (2, 250000, 125000, False)],
+)
+def test_a_large_dilation_takes_the_gemm_path(h, dh, ph, taken, conv_path):
+    """The shifted copies hold every padded row (oh + dh (kh - 1)): past twice im2col's column
+    buffer (kh rows per output row) the GEMM path takes the layer, under direct too, with the
+    right gradient (float64 from the taps' rows alone: no padded image); 2 x 200 with dilation
+    250000 was 225 MB of copies."""
+    if not _has_kernel():
+        pytest.skip("no few-taps kernel on this ISA")
+    n, c, w, o, kh = 2, 1, 50, 32, 2  # more than 24 channels: direct's tile has im2col's bits
+    oh = h + 2 * ph - dh * (kh - 1)
+    geo = (n, c, h, w, kh, 1, 1, 1, ph, 0, dh, 1, o)
+    r = np.random.default_rng(11)
+    x, wt = r.standard_normal((n, c, h, w), np.float32), r.standard_normal((o, c, kh, 1), "f")
+    g = r.standard_normal((n, o, oh, w), np.float32)
+    ref = np.zeros((o, c, kh, 1))
+    for ki in range(kh):
+        rows = np.arange(oh) + ki * dh - ph  # the input row of each output row
+        ok = (rows >= 0) & (rows < h)
+        win = x[:, :, rows[ok], :].astype(np.float64)
+        ref[:, :, ki, 0] = np.einsum("nohw,nchw->oc", g[:, :, ok, :].astype(np.float64), win)
+    for mode in ("auto", "direct"):
+        used, gw = _taken(geo, x, wt, g, conv_path, mode)
+        assert used == taken, mode
+        _close(gw, ref, f"dilation {dh} {mode}")
+
+
 @pytest.mark.parametrize("case", ["cnn_conv1", "o9_l17_t10", "o17_l48_t16"])
 def test_bits_independent_of_threads(case, conv_path):
-    conv_path("auto")
+    conv_path("direct")
     x, wt, g = _inputs(case)
     x, g = np.concatenate([x] * 5), np.concatenate([g] * 5)  # several 4-image chunks
     n, *rest = _geo(case)
@@ -184,7 +253,7 @@ def test_bits_independent_of_threads(case, conv_path):
 
 
 def test_inf_and_nan_where_float64_has_them(conv_path):
-    conv_path("auto")
+    conv_path("direct")
     case = "o7_l16_t9"
     x, wt, g = _inputs(case)
     x[0, 0, 3, 3] = np.inf  # read by the taps that reach the corner pixel only
@@ -219,8 +288,7 @@ np.savez(sys.argv[3], **out)
 @pytest.mark.parametrize("isa", list(_cpu.info()["available"]))
 def test_every_isa_matches_float64(isa, tmp_path):
     out = tmp_path / "r.npz"
-    env = dict(os.environ, GPUCORE_CPU_ISA=isa)
-    env.pop("GPUCORE_CONV", None)
+    env = dict(os.environ, GPUCORE_CPU_ISA=isa, GPUCORE_CONV="direct")  # the kernel on each
     here = os.path.dirname(os.path.abspath(__file__))
     subprocess.run(
         [sys.executable, "-c", _ISA_SCRIPT, here, isa, str(out)], env=env, check=True, timeout=300
