@@ -10,6 +10,9 @@ every kernel's arguments fixed) and keep the bound runner for the next call:
   out in one C call with the GIL released. A node without a lowering runs its kernel from
   Python between two C calls (``Program.run`` stops at it).
 
+The compiled executor lowers chained Linear layers with their hidden activations transposed in
+the arena (planner/layout.py, ``fused.gemm_layout_calls``): the interpreted executor's bits.
+
 Runs from several threads at once each get their own runner (arena and program); the only lock
 guards the pool of idle runners, never a kernel.
 """
