@@ -154,6 +154,7 @@ static int gc_rows_alias(ptrdiff_t stride_bytes, int rows)
 #define GC_TRANSPOSE GC_TRANSPOSE4
 #define GC_SFX f32
 #define GC_GEMV_T gemv_t_f32
+#define GC_GEMV_TS gemv_t_stream_f32
 #define GC_GEMV_N gemv_n_f32
 #define GC_UKR ukr_f32
 #define GC_UKR_DA ukr_da_f32
@@ -166,6 +167,7 @@ static int gc_rows_alias(ptrdiff_t stride_bytes, int rows)
 #undef GC_TRANSPOSE
 #undef GC_SFX
 #undef GC_GEMV_T
+#undef GC_GEMV_TS
 #undef GC_GEMV_N
 #undef GC_UKR
 #undef GC_UKR_DA
@@ -178,6 +180,7 @@ static int gc_rows_alias(ptrdiff_t stride_bytes, int rows)
 #define GC_TRANSPOSE GC_TRANSPOSE2
 #define GC_SFX f64
 #define GC_GEMV_T gemv_t_f64
+#define GC_GEMV_TS gemv_t_stream_f64
 #define GC_GEMV_N gemv_n_f64
 #define GC_UKR ukr_f64
 #define GC_UKR_DA ukr_da_f64
@@ -190,6 +193,7 @@ static int gc_rows_alias(ptrdiff_t stride_bytes, int rows)
 #undef GC_TRANSPOSE
 #undef GC_SFX
 #undef GC_GEMV_T
+#undef GC_GEMV_TS
 #undef GC_GEMV_N
 #undef GC_UKR
 #undef GC_UKR_DA

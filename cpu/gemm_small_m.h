@@ -16,6 +16,7 @@ typedef struct {
     ptrdiff_t m, n, k, lda, sa, sb, sc;
     ptrdiff_t cw, nch; /* columns per chunk, chunks per item */
     int tb, act;
+    int stream; /* gemv_t's streaming form: B too large to stay in L3 between calls */
     GC_T alpha, beta;
     const GC_T *bias;
 } GC_FN(gemv_job);
@@ -33,7 +34,8 @@ static void GC_FN(gemv_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
         const GC_T *a = J->a + it * J->sa, *b = J->b + it * J->sb;
         GC_T *c = J->c + it * J->sc + j0;
         if (J->tb)
-            gc_isa.GC_GEMV_T(m, j1 - j0, k, a, J->lda, b + j0 * k, k, c, n, J->alpha, J->beta);
+            (J->stream ? gc_isa.GC_GEMV_TS : gc_isa.GC_GEMV_T)(m, j1 - j0, k, a, J->lda, b + j0 * k,
+                                                               k, c, n, J->alpha, J->beta);
         else /* by blocks of rows of B, each swept across the chunk's columns */
             for (ptrdiff_t p0 = 0; p0 < k; p0 += GC_GEMV_KB_N)
                 gc_isa.GC_GEMV_N(m, j1 - j0, k - p0 < GC_GEMV_KB_N ? k - p0 : GC_GEMV_KB_N,
@@ -62,6 +64,8 @@ static int GC_FN(gemm_small_m)(const GC_T *a, const GC_T *b, GC_T *c, ptrdiff_t 
                          .sb = sb, .sc = sc, .tb = trans_b, .act = act, .alpha = alpha,
                          .beta = beta, .bias = bias};
     J.cw = trans_b ? GC_GEMV_CW_T : GC_GEMV_CW_N;
+    /* B of half the L3 or more: other data (a model's other weights) evicts it between calls */
+    J.stream = (double)n * (double)k * sizeof(GC_T) >= 0.5 * (double)gc_cache_info.l3;
     J.nch = (n + J.cw - 1) / J.cw;
     /* single-thread time: B streamed from cache or memory, plus the multiply-adds */
     const double item_ns = (double)n * (double)k * (sizeof(GC_T) * GC_GEMV_NS_BYTE +

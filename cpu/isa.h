@@ -337,8 +337,8 @@ typedef struct {
     gc_optim_range_f32 sgd_f32, adam_f32, rmsprop_f32;
     gc_optim_range_f64 sgd_f64, adam_f64, rmsprop_f64;
     /* isa/stream.h: small-M GEMM in both B layouts, layer_norm rows */
-    gc_gemv_f32 gemv_n_f32, gemv_t_f32;
-    gc_gemv_f64 gemv_n_f64, gemv_t_f64;
+    gc_gemv_f32 gemv_n_f32, gemv_t_f32, gemv_t_stream_f32; /* stream: B from memory */
+    gc_gemv_f64 gemv_n_f64, gemv_t_f64, gemv_t_stream_f64;
     gc_ln_row_f32 ln_row_f32;
     gc_ln_row_f64 ln_row_f64;
     /* int8 GEMM (qgemm.c): the tile q_mr x q_nr, the packed B's K interleave q_ku, the

@@ -88,8 +88,10 @@ void gc_isa_fill_avx2(gc_isa_kernels *k)
     k->ukr_f64_name = "gemm_avx2_f64_6x8";
     k->gemv_n_f32 = gemv_n_f32;
     k->gemv_t_f32 = gemv_t_f32;
+    k->gemv_t_stream_f32 = gemv_t_stream_f32;
     k->gemv_n_f64 = gemv_n_f64;
     k->gemv_t_f64 = gemv_t_f64;
+    k->gemv_t_stream_f64 = gemv_t_stream_f64;
     k->ln_row_f32 = ln_row_f32;
     k->ln_row_f64 = ln_row_f64;
 }

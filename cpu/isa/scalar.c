@@ -104,8 +104,10 @@ void gc_isa_fill_scalar(gc_isa_kernels *k)
     k->ukr_f64_name = "gemm_scalar_f64_4x4";
     k->gemv_n_f32 = gemv_n_f32;
     k->gemv_t_f32 = gemv_t_f32;
+    k->gemv_t_stream_f32 = gemv_t_stream_f32;
     k->gemv_n_f64 = gemv_n_f64;
     k->gemv_t_f64 = gemv_t_f64;
+    k->gemv_t_stream_f64 = gemv_t_stream_f64;
     k->ln_row_f32 = ln_row_f32;
     k->ln_row_f64 = ln_row_f64;
     for (int op = 0; op < GC_UNARY_COUNT; op++)

@@ -15,10 +15,12 @@ GC_DOC(gemm,
 
 GC_DOC(gemm_ex,
        "gemm_ex(a, b, c, batch, m, n, k, trans_a, trans_b, alpha, beta, sa, sb, sc, bias, "
-       "act, /)\n--\n\n"
+       "act, bias_rows=0, /)\n--\n\n"
        "gemm with a fused epilogue: C_i = act(alpha * op(A_i) @ op(B_i) + beta * C_i + bias)."
        "  bias is None or n values (same float format) added to every row; act is -1 (none) "
-       "or UNARY_RELU, UNARY_SIGMOID, UNARY_TANH, UNARY_GELU or UNARY_GELU_TANH.");
+       "or UNARY_RELU, UNARY_SIGMOID, UNARY_TANH, UNARY_GELU or UNARY_GELU_TANH.  bias_rows "
+       "= 1: bias holds m values, bias[i] added to row i (C^T of a Linear layer), for batch 1, "
+       "alpha 1 and act -1 or UNARY_RELU.");
 
 typedef struct {
     const void *a, *b, *bias; /* bias NULL: none */
@@ -27,18 +29,19 @@ typedef struct {
     Py_ssize_t batch, m, n, k, sa, sb, sc;
     double alpha, beta;
     int ta, tb, act;
-    char kd; /* 'f' or 'd' */
+    int bias_rows; /* bias per row of C, through the convolution's epilogue (gc_gemm_pxe) */
+    char kd;       /* 'f' or 'd' */
 } gemm_node;
 
-/* gemm (14 args) and gemm_ex (16 args: + bias, act). */
+/* gemm (14 args) and gemm_ex (16 args: + bias, act; 17: + bias_rows). */
 static int gemm_parse_common(const char *fn, PyObject *const *args, Py_ssize_t nargs,
                              gemm_node *g, bufset *bs, int ex)
 {
     static const char *const names[4] = {"a", "b", "c", "bias"};
     Py_ssize_t batch, m, n, k, sa, sb, sc, act = -1;
-    int ta, tb;
+    int ta, tb, bias_rows = 0;
     double alpha, beta;
-    if (check_nargs(fn, nargs, ex ? 16 : 14) < 0)
+    if (check_nargs(fn, nargs, ex && nargs == 17 ? 17 : ex ? 16 : 14) < 0)
         return -1;
     if (get_min(fn, "batch", args[3], 0, &batch) < 0 || get_min(fn, "m", args[4], 0, &m) < 0 ||
         get_min(fn, "n", args[5], 0, &n) < 0 || get_min(fn, "k", args[6], 0, &k) < 0 ||
@@ -54,6 +57,17 @@ static int gemm_parse_common(const char *fn, PyObject *const *args, Py_ssize_t n
             char acts[200];
             PyErr_Format(PyExc_ValueError, "%s: 'act' must be -1 (none) or one of %s; got %zd",
                          fn, act_names(acts, sizeof acts, "UNARY_"), act);
+            return -1;
+        }
+        if (nargs == 17 && get_flag(fn, "bias_rows", args[16], &bias_rows) < 0)
+            return -1;
+        /* (the rows' bias goes through gc_gemm_pxe's epilogue: one item, alpha 1, after relu's
+         * add as the Linear's bias add and relu are) */
+        if (bias_rows && (batch != 1 || alpha != 1.0 || (act != -1 && act != GC_UNARY_RELU))) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s: bias_rows=1 needs batch 1, alpha 1 and act -1 or UNARY_RELU; got "
+                         "batch=%zd, alpha=%g, act=%zd",
+                         fn, batch, alpha, act);
             return -1;
         }
     }
@@ -115,7 +129,7 @@ static int gemm_parse_common(const char *fn, PyObject *const *args, Py_ssize_t n
     if ((a && need_elems(fn, "a", a, need_a, WHAT) < 0) ||
         (b && need_elems(fn, "b", b, need_b, WHAT) < 0) ||
         need_elems(fn, "c", c, need_c, WHAT) < 0 ||
-        (bias && need_c > 0 && need_elems(fn, "bias", bias, n, WHAT) < 0))
+        (bias && need_c > 0 && need_elems(fn, "bias", bias, bias_rows ? m : n, WHAT) < 0))
         return -1;
 #undef WHAT
     if (need_c > 0 && ((a && need_a > 0 && need_no_overlap(fn, "c", c, "a", a, 0) < 0) ||
@@ -125,7 +139,8 @@ static int gemm_parse_common(const char *fn, PyObject *const *args, Py_ssize_t n
     *g = (gemm_node){.a = a ? a->buf : NULL, .b = b ? b->buf : NULL, .pa = pk[0], .pb = pk[1],
                      .bias = bias ? bias->buf : NULL, .c = c->buf,
                      .batch = batch, .m = m, .n = n, .k = k, .sa = sa, .sb = sb, .sc = sc,
-                     .alpha = alpha, .beta = beta, .ta = ta, .tb = tb, .act = (int)act, .kd = kd};
+                     .alpha = alpha, .beta = beta, .ta = ta, .tb = tb, .act = (int)act,
+                     .bias_rows = bias_rows, .kd = kd};
     return 0;
 }
 
@@ -143,6 +158,13 @@ static int gemm_ex_parse(PyObject *const *args, Py_ssize_t nargs, void *node, bu
 static int gemm_exec(const void *node)
 {
     const gemm_node *g = node;
+    if (g->bias_rows) {
+        const gc_epi e = {.rb = g->bias, .res = NULL, .relu = g->act == GC_UNARY_RELU};
+        return g->kd == 'f' ? gc_gemm_pxe_f32(g->a, g->pa, g->b, g->pb, g->c, g->m, g->n, g->k,
+                                              g->ta, g->tb, (float)g->beta, &e)
+                            : gc_gemm_pxe_f64(g->a, g->pa, g->b, g->pb, g->c, g->m, g->n, g->k,
+                                              g->ta, g->tb, g->beta, &e);
+    }
     if (g->kd == 'f')
         return gc_gemm_px_f32(g->a, g->pa, g->b, g->pb, g->c, g->batch, g->m, g->n, g->k, g->ta,
                               g->tb, (float)g->alpha, (float)g->beta, g->sa, g->sb, g->sc,

@@ -10,6 +10,9 @@ every kernel's arguments fixed) and keep the bound runner for the next call:
   out in one C call with the GIL released. A node without a lowering runs its kernel from
   Python between two C calls (``Program.run`` stops at it).
 
+The compiled executor lowers chained Linear layers with their hidden activations transposed in
+the arena (planner/layout.py, ``fused.gemm_layout_calls``): the interpreted executor's bits.
+
 Runs from several threads at once each get their own runner (arena and program); the only lock
 guards the pool of idle runners, never a kernel.
 """
@@ -23,7 +26,9 @@ from time import perf_counter
 import numpy as np
 
 from ... import _cpu
+from ..ir.fused import gemm_layout_calls
 from ..ir.ops import op_info
+from ..planner.layout import transposed
 from ..planner.plan import ALIGN, Plan
 
 
@@ -176,11 +181,14 @@ class InterpretedExecutor(_Executor):
         return runner
 
 
-def lower_step(step, arrays: dict, scratch: list):
-    """The binding calls of one step, or None when it must run from Python."""
+def lower_step(step, arrays: dict, scratch: list, layout: tuple | None = None):
+    """The binding calls of one step, or None when it must run from Python; ``layout``: the
+    step's ``(in_t, out_t)`` of planner/layout.py's transposed chains."""
     node = step.node
     ins = [arrays[n] for n in node.inputs]
     out = arrays[node.output]
+    if layout is not None:
+        return gemm_layout_calls(out, ins, node.attrs, *layout)
     if step.kind == "copy":
         src = op_info(node.op).view(ins[0], node.attrs)
         if src.dtype.itemsize in (1, 2, 4, 8):
@@ -206,12 +214,13 @@ class CompiledExecutor(_Executor):
         graph = self.graph
         nodes: list = []
         python: dict = {}
+        layouts = transposed(self.plan)
         for k, name in enumerate(graph.inputs):
             nodes.append(("input", (k, arrays[name])))
         for step, sc in zip(self.plan.steps, scratch):
             if step.kind == "view":
                 continue
-            calls = lower_step(step, arrays, sc)
+            calls = lower_step(step, arrays, sc, layouts.get(step.node.output))
             if calls is None:
                 python[len(nodes)] = _thunk(step, arrays, sc, graph)
                 nodes.append(("python", ()))

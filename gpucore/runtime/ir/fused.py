@@ -148,6 +148,33 @@ def _gemm_lower(out, arrays, attrs, scratch):
     return _gemm_calls(out, arrays, attrs, scratch, pack=True)
 
 
+def gemm_layout_calls(out, arrays, attrs, in_t: int, out_t: int) -> list:
+    """The compiled call of a 2-D gemm (alpha 1, trans_a 0, C-contiguous constant b; planner/
+    layout.py's chains) whose A operand's memory holds A^T (in_t) and / or that writes C^T into
+    ``out``'s memory (out_t: ``C^T = op(B)^T op(A)^T``, the bias per row of C^T, act None or
+    relu): the sums of ``_gemm_calls``' call, the same bits."""
+    a, b = arrays[:2]
+    bias = arrays[2] if len(arrays) > 2 else None
+    m, n = out.shape
+    tb = int(attrs["trans_b"])
+    k = b.shape[1] if tb else b.shape[0]
+    ta = int(in_t)
+    af, bf, cf = a.reshape(-1), b.reshape(-1), out.reshape(-1)
+    act = ACTIVATIONS[attrs["act"]]
+    if out_t:
+        ta2, tb2 = 1 - tb, 1 - ta
+        opa = packing.gemm_operand(arrays[1], bf, "a", n, m, k, ta2, 0, tb2)
+        return [
+            ("gemm_ex", (opa, af, cf, 1, n, m, k, ta2, tb2, 1.0, 0.0, 0, 0, n * m, bias, act, 1))
+        ]
+    opb = packing.gemm_operand(arrays[1], bf, "b", m, n, k, tb, 0, tb)
+    after = attrs["act"] in _AFTER and m >= AFTER_ROWS
+    args = (af, opb, cf, 1, m, n, k, ta, tb, 1.0, 0.0, 0, 0, m * n, bias, -1 if after else act)
+    if after:
+        return [("gemm_ex", args), ("unary", (act, cf, cf))]
+    return [("gemm_ex", args)]
+
+
 def _gemm_strided(attrs, index, arr) -> bool:
     return index < 2 and arr.ndim >= 2
 
