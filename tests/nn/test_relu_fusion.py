@@ -472,3 +472,44 @@ def test_profiler_sees_the_plain_ops():
     assert [e[0] for e in p.events] == ["linear", "relu"] * 2 + ["linear"]
     assert _fused(y) == []
     assert _fused(seq(x)) == [_NAMES[0]] * 2  # (after it, fused again)
+
+
+def test_no_fusion_call_where_nothing_could_fuse(monkeypatch):
+    """A Sequential with no Linear / conv class followed by a ReLU class makes no call into the
+    fusion's decision (the common case costs a cached filter, not one call per module)."""
+    from gpucore.nn.modules import relu_fusion
+
+    calls = []
+    for name in ("fuse_at", "fusion_open"):
+        f = getattr(relu_fusion, name)
+        monkeypatch.setattr(relu_fusion, name, lambda *a, f=f: calls.append(1) or f(*a))
+    gc.manual_seed(0)
+    seq = nn.Sequential(*[m for _ in range(4) for m in (nn.Linear(3, 3), nn.Tanh())])
+    seq(_x(2, 3))
+    seq = nn.Sequential(nn.Linear(3, 3), nn.Tanh(), nn.Linear(3, 3), nn.ReLU())  # (at the end)
+    seq(_x(2, 3))
+    assert calls == []
+    seq.append(nn.Linear(3, 2))  # now the last block may fuse: the filter follows the change
+    assert _fused(seq(_x(2, 3))) == [_NAMES[0]] and calls
+
+
+def test_conv1d_checks_before_the_reshape(monkeypatch):
+    """Conv1d blocks the fusion cannot take (groups, padding modes, dtypes) are refused before
+    any view of the input is built."""
+    from gpucore.nn.modules import relu_fusion
+
+    views = []
+    unsqueeze = gc.Tensor.unsqueeze
+    monkeypatch.setattr(gc.Tensor, "unsqueeze", lambda t, d: views.append(d) or unsqueeze(t, d))
+    gc.manual_seed(0)
+    x = _x(2, 4, 9)
+    for conv, xi in (
+        (nn.Conv1d(4, 4, 3, groups=2), x),
+        (nn.Conv1d(4, 4, 3, padding=1, padding_mode="reflect"), x),
+        (nn.Conv1d(4, 4, 3, padding="same"), x),
+        (nn.Conv1d(4, 4, 3).to(gc.bfloat16), x.to(gc.bfloat16)),
+    ):
+        assert relu_fusion.fuse_at((conv, nn.ReLU(), nn.Tanh()), 0, xi) is None
+    assert views == []
+    assert relu_fusion.fuse_at((nn.Conv1d(4, 4, 3), nn.ReLU(), nn.Tanh()), 0, x) is not None
+    assert views == [2, 2]  # (the input and the weight)
