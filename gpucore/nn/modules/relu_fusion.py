@@ -92,8 +92,8 @@ ENABLED = [True]
 
 
 def fusion_open() -> bool:
-    """Whether this thread's ops may be fused: on, and no capture, autocast or trace_ops
-    watching."""
+    """Whether this thread's ops may be fused: on, and no profiler (its per-op events are the
+    plain ops'), capture, autocast or trace_ops watching."""
     return (
         ENABLED[0]
         and not dispatch.profiling[0]
