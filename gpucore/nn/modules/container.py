@@ -106,16 +106,18 @@ class Sequential(Module):
 
     def forward(self, input):
         mods = tuple(self._modules.values())
-        n = len(mods)
-        if n < 2 or not _relu_fusion.fusion_open():
+        # a Linear / Conv and the ReLU (MaxPool2d) after it as one op where nothing could tell
+        # the difference (nn/modules/relu_fusion.py: the same bits); ``starts`` is a cached
+        # filter on the module classes, empty for most Sequentials
+        starts = _relu_fusion.starts(mods)
+        if not starts or not _relu_fusion.fusion_open():
             for m in mods:
                 input = m(input)
             return input
-        # a Linear / Conv2d and the ReLU (MaxPool2d) after it as one op where no hook, capture
-        # or trace could see the difference (nn/modules/relu_fusion.py: the same bits)
-        i = 0
+        fuse_at = _relu_fusion.fuse_at
+        i, n = 0, len(mods)
         while i < n:
-            fused = _relu_fusion.fuse_at(mods, i, input) if i + 1 < n else None
+            fused = fuse_at(mods, i, input) if i in starts else None
             if fused is None:
                 input = mods[i](input)
                 i += 1
