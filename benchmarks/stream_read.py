@@ -157,7 +157,8 @@ def main(argv=None) -> int:
         for _ in range(3):
             cm.run_arrays([x])
         for _ in range(args.rounds):
-            reader(buf.ctypes.data, buf.size, args.threads, reps, times.ctypes.data)
+            if reader(buf.ctypes.data, buf.size, args.threads, reps, times.ctypes.data):
+                raise RuntimeError(f"stream_read: could not start {args.threads} threads")
             stream += list(times[1:])  # (the first: threads starting)
             for _ in range(reps):
                 t0 = time.perf_counter()

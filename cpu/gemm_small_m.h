@@ -64,8 +64,7 @@ static int GC_FN(gemm_small_m)(const GC_T *a, const GC_T *b, GC_T *c, ptrdiff_t 
                          .sb = sb, .sc = sc, .tb = trans_b, .act = act, .alpha = alpha,
                          .beta = beta, .bias = bias};
     J.cw = trans_b ? GC_GEMV_CW_T : GC_GEMV_CW_N;
-    /* B of half the L3 or more: other data (a model's other weights) evicts it between calls */
-    J.stream = (double)n * (double)k * sizeof(GC_T) >= 0.5 * (double)gc_cache_info.l3;
+    J.stream = (double)n * (double)k * sizeof(GC_T) >= GC_GEMV_STREAM_BYTES;
     J.nch = (n + J.cw - 1) / J.cw;
     /* single-thread time: B streamed from cache or memory, plus the multiply-adds */
     const double item_ns = (double)n * (double)k * (sizeof(GC_T) * GC_GEMV_NS_BYTE +

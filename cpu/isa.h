@@ -367,6 +367,13 @@ extern gc_isa_kernels gc_isa;
 extern gc_blocking gc_blk_f32, gc_blk_f64;
 extern gc_caches gc_cache_info;
 
+/* A small-M GEMM's B of at least this many bytes takes gemv_t's streaming form (gemm_small_m.h:
+ * it prefetches the next rows): half the L3, as other data (a model's other weights) evicts such
+ * a B between calls; with no L3 reported (dispatch.c: none, or one smaller than L2) 8 MiB, past
+ * any L2, so in-cache weights keep the plain form (the prefetches cost them ~5 %). */
+#define GC_GEMV_STREAM_BYTES                                                                   \
+    (gc_cache_info.l3 > 0 ? 0.5 * (double)gc_cache_info.l3 : 8.0 * 1024 * 1024)
+
 /* The K block of the blocked GEMM for k (kind 'f' or 'd'; 0 when k == 0): K cut into blocks of
  * near-equal size, multiples of 8, at most the blocking's kc (gemm.c, and the panels of a
  * pre-packed operand, pack.c). */

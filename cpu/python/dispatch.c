@@ -42,11 +42,12 @@ PyObject *gc_py_info(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyObject *f64 = f32 ? blocking_dict(&gc_blk_f64, gc_isa.ukr_f64_name) : NULL;
     PyObject *r = NULL;
     if (f64)
-        r = Py_BuildValue("{s:s,s:O,s:i,s:{s:l,s:l,s:l,s:s},s:{s:O,s:O}}", "isa", gc_isa.name,
-                          "available", avail, "threads", gc_pool_size(), "caches", "l1d",
-                          gc_cache_info.l1d, "l2", gc_cache_info.l2, "l3", gc_cache_info.l3,
-                          "source", gc_cache_info.source, "gemm", "float32", f32, "float64",
-                          f64);
+        r = Py_BuildValue("{s:s,s:O,s:i,s:{s:l,s:l,s:l,s:s},s:{s:O,s:O},s:l}", "isa",
+                          gc_isa.name, "available", avail, "threads", gc_pool_size(), "caches",
+                          "l1d", gc_cache_info.l1d, "l2", gc_cache_info.l2, "l3",
+                          gc_cache_info.l3, "source", gc_cache_info.source, "gemm", "float32",
+                          f32, "float64", f64, "gemv_stream_bytes",
+                          (long)GC_GEMV_STREAM_BYTES);
     Py_DECREF(avail);
     Py_XDECREF(f32);
     Py_XDECREF(f64);

@@ -41,7 +41,12 @@ static int gemm_parse_common(const char *fn, PyObject *const *args, Py_ssize_t n
     Py_ssize_t batch, m, n, k, sa, sb, sc, act = -1;
     int ta, tb, bias_rows = 0;
     double alpha, beta;
-    if (check_nargs(fn, nargs, ex && nargs == 17 ? 17 : ex ? 16 : 14) < 0)
+    if (ex && nargs != 16 && nargs != 17) {
+        PyErr_Format(PyExc_TypeError, "%s() takes 16 or 17 positional arguments (%zd given)", fn,
+                     nargs);
+        return -1;
+    }
+    if (!ex && check_nargs(fn, nargs, 14) < 0)
         return -1;
     if (get_min(fn, "batch", args[3], 0, &batch) < 0 || get_min(fn, "m", args[4], 0, &m) < 0 ||
         get_min(fn, "n", args[5], 0, &n) < 0 || get_min(fn, "k", args[6], 0, &k) < 0 ||

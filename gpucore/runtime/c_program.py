@@ -1,8 +1,11 @@
 """The saved model's C section: the compiled CPU program as plain integers, for ``gc_model_load``
 (the C API, gpucore/include/gpucore.h) which runs a saved model without Python.
 
-``section(model, tensor_of)`` plans the model for the CPU exactly as the compiled executor does
-(passes, planner, lowering: the same node calls a ``gpucore._cpu.Program`` runs), then writes
+``section(model, tensor_of)`` plans the model for the CPU as the compiled executor does (passes,
+planner, lowering: the node calls a ``gpucore._cpu.Program`` runs, except that hidden activations
+between chained Linears stay in the plain layout: planner/layout.py's transposed chains need
+gemm_ex's ``bias_rows``, which the C API's nodes do not take; the same bits, without that
+speed-up), then writes
 each node as integers into one int64 tensor, ``program``::
 
     header   MAGIC, VERSION, arena_bytes, n_consts, n_inputs, n_outputs, n_nodes

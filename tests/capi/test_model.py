@@ -63,6 +63,9 @@ MODELS = {
     "mlp": (lambda: mlp(), (4, 16)),
     "cnn": (lambda: cnn(), (2, 3, 16, 16)),
     "packed_mlp": (lambda: mlp(128), (32, 128)),  # pre-packed weights (gc_gemm_pack at load)
+    # hidden activations kept transposed by the compiled executor (planner/layout.py); the C
+    # section is written in the plain layout, the same bits
+    "transposed_mlp": (lambda: mlp(300), (32, 300)),
     "packed_cnn": (wide_cnn, (32, 64, 8, 8)),
     "block": (lambda: block(), (2, 8, 16)),  # layer_norm, attention, GELU epilogues
     "causal_block": (lambda: block(causal=True), (2, 8, 16)),  # + a float mask

@@ -17,9 +17,10 @@ ISAS = _cpu.info()["available"]
 def stream_case(dt=np.float32, k=2048, seed=0):
     """(full, halves): y = x @ W^T + b for one row x and a W of half the L3 or more (the
     streaming form), and the same columns from two calls on W's halves (under the bound)."""
-    l3 = _cpu.info()["caches"]["l3"]
-    n = -(-l3 // 2 // (k * np.dtype(dt).itemsize))
+    bound = _cpu.info()["gemv_stream_bytes"]  # half the L3, or 8 MiB where none is reported
+    n = -(-bound // (k * np.dtype(dt).itemsize))
     n += n % 2
+    assert n > 0
     r = np.random.default_rng(seed)
     w = r.standard_normal((n, k)).astype(dt)
     x = r.standard_normal((1, k)).astype(dt)

@@ -156,7 +156,7 @@ def test_gemm_ex_bias_rows():
             _cpu.gemm_ex(w, x, ct.reshape(-1), 1, m, n, k, 0, 1, 1.0, 0.0, 0, 0, 0, bias, act, 1)
             c = np.empty((n, m), dt)
             _cpu.gemm_ex(x, w, c.reshape(-1), 1, n, m, k, 0, 1, 1.0, 0.0, 0, 0, 0, bias, act)
-            if n > 16 and not (n <= 8):  # (outside the small-m and narrow paths' other orders)
+            if n > 16:  # (outside the small-m and narrow paths' other orders)
                 np.testing.assert_array_equal(ct, c.T)
             want = w.astype(np.float64) @ x.astype(np.float64).T + bias[:, None]
             if act == _cpu.UNARY_RELU:
