@@ -117,7 +117,7 @@ class Context:
         if node.domain == MS_DOMAIN:
             from .ops.contrib import MS_HANDLERS  # noqa: PLC0415 - ops import this module
 
-            handler, defaults, arity = MS_HANDLERS.get(node.op_type, (None, {}, None))
+            handler, defaults, arity, required = MS_HANDLERS.get(node.op_type, (None, {}, None, ()))
             if handler is None:
                 raise self.unsupported(
                     f"operators of domain {node.domain!r} are not supported but "
@@ -141,6 +141,11 @@ class Context:
             )
         if node.domain == MS_DOMAIN:
             self._check_counts(node, *arity, 1, 1)
+            for i in required:
+                if i < len(node.inputs) and not node.inputs[i]:
+                    raise self.invalid(
+                        f"input {i} of {MS_DOMAIN} {node.op_type} is required but empty"
+                    )
         elif not internal:
             self._check_arity(node)
         self._defaults = defaults
@@ -343,7 +348,7 @@ def _not_in_opset(op_type: str, opset: int, handled: bool) -> str:
         )
     if since is not None:
         return (
-            f"{msg} (it is one since opset {since}, which gpucore.onnx does not read either: "
+            f"{msg} (it is one since opset {since}, but gpucore.onnx does not implement it: "
             "export it as other standard ONNX ops; gpucore.onnx.supported_ops() lists those)"
         )
     if op_type in MS_HANDLERS:

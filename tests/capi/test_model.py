@@ -112,6 +112,19 @@ def test_the_c_run_gives_the_compiled_executors_bits(programs, saved, name, tmp_
     np.testing.assert_array_equal(back(gpucore.from_numpy(x)).numpy(), want)
 
 
+def test_the_transposed_mlp_keeps_its_chain_transposed():
+    """What transposed_mlp covers: a compiled executor whose hidden activations stay transposed
+    (AVX-512's 14 x 32 tile runs those GEMMs swapped; other tiles may not)."""
+    from gpucore import _cpu
+    from gpucore.runtime.planner.layout import transposed
+
+    make, shape = MODELS["transposed_mlp"]
+    cm = runtime.compile(make().eval(), gpucore.from_numpy(rand(*shape, seed=3)), device="cpu")
+    (ex,) = cm.executors()
+    if _cpu.info()["gemm"]["float32"]["mr"] == 14:
+        assert transposed(ex.plan)
+
+
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_eight_threads_run_one_model(programs, saved, name):
     path, inp, _ = saved[name]

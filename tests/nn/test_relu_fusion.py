@@ -462,6 +462,16 @@ def test_patched_forwards_take_the_plain_path(monkeypatch):
     monkeypatch.undo()
     assert _fused(_check(make(), _x(2, 4))) == [_NAMES[0]]
 
+    class Fresh(nn.Linear):  # a class tuple the fusion's cache has not seen
+        pass
+
+    gc.manual_seed(0)
+    fresh = nn.Sequential(Fresh(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    monkeypatch.setattr(nn.Linear, "forward", lambda self, i: i[:, :3] * 2)
+    assert _fused(_check(fresh, _x(2, 4))) == []
+    monkeypatch.undo()  # first seen while patched: fused once the patch is gone
+    assert _fused(_check(fresh, _x(2, 4))) == [_NAMES[0]]
+
 
 def test_profiler_sees_the_plain_ops():
     """Inside gc.profiler() the per-op events are the plain ops' (linear, relu), not the fused

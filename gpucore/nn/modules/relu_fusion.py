@@ -129,20 +129,21 @@ def _host(x, w, b) -> bool:
 
 
 _PLANS: dict = {}
-_BLOCK_FWDS = (_LINEAR_FWD, _CONV_FWD)
+_BLOCK_CLASSES = (Linear, _Conv)
 
 
 def starts(mods: tuple) -> frozenset:
     """The positions i of ``mods`` where a block may begin (a Linear or convolution class, a
     ReLU class after it, a module after that): a filter on classes only, cached per tuple of
-    classes; fuse_at checks everything else at each call."""
+    classes by subclassing alone (a forward patched on a class, and undone later, must not stick
+    in the cache); fuse_at checks the forwards and everything else at each call."""
     key = tuple(map(type, mods))
     plan = _PLANS.get(key)
     if plan is None:
         plan = frozenset(
             i
             for i in range(len(key) - 2)
-            if key[i].forward in _BLOCK_FWDS and key[i + 1].forward is _RELU_FWD
+            if issubclass(key[i], _BLOCK_CLASSES) and issubclass(key[i + 1], ReLU)
         )
         if len(_PLANS) >= 256:  # (Sequentials built on the fly: a bounded cache)
             _PLANS.clear()

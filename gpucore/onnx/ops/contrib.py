@@ -123,18 +123,24 @@ def qlinear_softmax(ctx, node, ins):
 
 _POOL = {"auto_pad": "NOTSET", "ceil_mode": 0, "channels_last": 0, "count_include_pad": 0}
 
-# com.microsoft ops: (handler, attribute defaults, (fewest, most) inputs as ONNX Runtime's
-# contrib schemas take them: trailing optional zero points may be left out); Context.run looks
-# them up by op type and refuses other input counts by node before the handler indexes them
+# com.microsoft ops: (handler, attribute defaults, (fewest, most) inputs, the inputs that may
+# not be left empty), as ONNX Runtime's contrib schemas take them (optional zero points may be
+# left out or empty); Context.run looks them up by op type and refuses other inputs by node
+# before the handler reads them
 _MANY = 2**31 - 1
 MS_HANDLERS = {
-    "QGemm": (qgemm, {"alpha": 1.0, "transA": 0, "transB": 0}, (6, 9)),
-    "QLinearAdd": (qlinear_binary, {}, (7, 8)),
-    "QLinearMul": (qlinear_binary, {}, (7, 8)),
-    "QLinearSigmoid": (qlinear_unary, {}, (4, 5)),
-    "QLinearLeakyRelu": (qlinear_unary, {"alpha": 0.01}, (4, 5)),
-    "QLinearGlobalAveragePool": (qlinear_global_average_pool, {"channels_last": 0}, (4, 5)),
-    "QLinearAveragePool": (qlinear_average_pool, _POOL, (4, 5)),
-    "QLinearConcat": (qlinear_concat, {}, (5, _MANY)),
-    "QLinearSoftmax": (qlinear_softmax, {"axis": -1}, (4, 5)),
+    "QGemm": (qgemm, {"alpha": 1.0, "transA": 0, "transB": 0}, (6, 9), (0, 1, 3, 4)),
+    "QLinearAdd": (qlinear_binary, {}, (7, 8), (0, 1, 3, 4, 6)),
+    "QLinearMul": (qlinear_binary, {}, (7, 8), (0, 1, 3, 4, 6)),
+    "QLinearSigmoid": (qlinear_unary, {}, (4, 5), (0, 1, 3)),
+    "QLinearLeakyRelu": (qlinear_unary, {"alpha": 0.01}, (4, 5), (0, 1, 3)),
+    "QLinearGlobalAveragePool": (
+        qlinear_global_average_pool,
+        {"channels_last": 0},
+        (5, 5),
+        (0, 1, 2, 3, 4),
+    ),
+    "QLinearAveragePool": (qlinear_average_pool, _POOL, (4, 5), (0, 1, 3)),
+    "QLinearConcat": (qlinear_concat, {}, (5, _MANY), (0, 1)),
+    "QLinearSoftmax": (qlinear_softmax, {"axis": -1}, (5, 5), (0, 1, 3, 4)),
 }
