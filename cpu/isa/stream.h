@@ -30,9 +30,15 @@
 #define GC_ST_WIDTH(M) ((STREAM_ACC / (M)) > 8 ? 8 : (STREAM_ACC / (M)) < 1 ? 1 : (STREAM_ACC / (M)))
 #endif
 /* gemv_t: NB (<= 4) rows of B by U (<= 2) vectors per step for M rows of A; the k tail past
- * the last whole step goes through S_FMA, so U changes the bits: it depends on M only */
+ * the last whole step goes through S_FMA, so U changes the bits: it depends on M only (NB does
+ * not: each row of B has its own accumulators) */
 #define GC_GVT_NB(M) ((STREAM_ACC / (M)) >= 4 ? 4 : (STREAM_ACC / (M)) >= 2 ? 2 : 1)
 #define GC_GVT_U(M) ((STREAM_ACC / ((M) * GC_GVT_NB(M))) >= 2 ? 2 : 1)
+/* gemv_t_stream's one-row case where 16 accumulators and 32-byte vectors allow (avx512): 8 rows
+ * of B per step, the next 8 prefetched.  Twice the rows in flight per thread, against 4: a batch-1
+ * 3 x 2048 x 2048 MLP's wall time -9 to -12 % at one and two Zen 4 threads (C harness, one
+ * process alternating the two, 1.48 -> 1.34 ms median at two threads, loaded machine) */
+#define GC_GVT_PF8 (STREAM_ACC >= 16 && UKR_VL * sizeof(UKR_T) >= 32)
 
 /* ---- gemv_t: C[i, j] = alpha * dot(A row i, B row j) (+ beta * C[i, j]) ----------------------- */
 
@@ -44,68 +50,59 @@ GC_STREAM_INLINE void GC_SN(gvt_tile)(const int PF, const int M, const int NB, c
                                       const UKR_T *restrict b, ptrdiff_t ldb, UKR_T *restrict c,
                                       ptrdiff_t ldc, UKR_T alpha, UKR_T beta)
 {
-    UKR_VT acc[8][4][2];
+    UKR_VT acc[8][8][2];
     GC_ST_UNROLL(8)
     for (int i = 0; i < M; i++)
-        GC_ST_UNROLL(4)
+        GC_ST_UNROLL(8)
         for (int r = 0; r < NB; r++)
             GC_ST_UNROLL(2)
             for (int u = 0; u < U; u++)
                 acc[i][r][u] = V_ZERO();
     const ptrdiff_t ku = k / (U * UKR_VL) * (U * UKR_VL), kv = k / UKR_VL * UKR_VL;
-    const UKR_T *b1 = b + ldb, *b2 = b + 2 * ldb, *b3 = b + 3 * ldb;
     /* PF (gemv_t_stream: B from memory) and one row of A (a batch-1 Linear, bound by reading B):
      * the next NB rows of B, at this offset, prefetched into L2 (a prefetch never faults past B's
      * end); the hardware prefetchers restart at every page of the NB interleaved rows */
-    const int pf = PF && M == 1 && NB == 4 && UKR_VL * sizeof(UKR_T) >= 32;
+    const int pf = PF && M == 1 && NB >= 4 && UKR_VL * sizeof(UKR_T) >= 32;
     for (ptrdiff_t p = 0; p < ku; p += U * UKR_VL) {
-        UKR_VT bv[4][2];
+        UKR_VT bv[8][2];
         GC_ST_UNROLL(2)
         for (int u = 0; u < U; u++) {
             if (pf) {
-                GC_ST_UNROLL(4)
-                for (int r = 0; r < 4; r++)
-                    __builtin_prefetch(b + (4 + r) * ldb + p + u * UKR_VL, 0, 2);
+                GC_ST_UNROLL(8)
+                for (int r = 0; r < NB; r++)
+                    __builtin_prefetch(b + (NB + r) * ldb + p + u * UKR_VL, 0, 2);
             }
-            bv[0][u] = V_LOADU(b + p + u * UKR_VL);
-            if (NB > 1)
-                bv[1][u] = V_LOADU(b1 + p + u * UKR_VL);
-            if (NB > 2)
-                bv[2][u] = V_LOADU(b2 + p + u * UKR_VL);
-            if (NB > 3)
-                bv[3][u] = V_LOADU(b3 + p + u * UKR_VL);
+            GC_ST_UNROLL(8)
+            for (int r = 0; r < NB; r++)
+                bv[r][u] = V_LOADU(b + r * ldb + p + u * UKR_VL);
         }
         GC_ST_UNROLL(8)
         for (int i = 0; i < M; i++) {
             GC_ST_UNROLL(2)
             for (int u = 0; u < U; u++) {
                 const UKR_VT av = V_LOADU(a + i * lda + p + u * UKR_VL);
-                GC_ST_UNROLL(4)
+                GC_ST_UNROLL(8)
                 for (int r = 0; r < NB; r++)
                     acc[i][r][u] = V_FMA(av, bv[r][u], acc[i][r][u]);
             }
         }
     }
     if (U > 1 && ku < kv) { /* one whole vector left (U == 2) */
-        UKR_VT bv[4];
-        bv[0] = V_LOADU(b + ku);
-        if (NB > 1)
-            bv[1] = V_LOADU(b1 + ku);
-        if (NB > 2)
-            bv[2] = V_LOADU(b2 + ku);
-        if (NB > 3)
-            bv[3] = V_LOADU(b3 + ku);
+        UKR_VT bv[8];
+        GC_ST_UNROLL(8)
+        for (int r = 0; r < NB; r++)
+            bv[r] = V_LOADU(b + r * ldb + ku);
         GC_ST_UNROLL(8)
         for (int i = 0; i < M; i++) {
             const UKR_VT av = V_LOADU(a + i * lda + ku);
-            GC_ST_UNROLL(4)
+            GC_ST_UNROLL(8)
             for (int r = 0; r < NB; r++)
                 acc[i][r][0] = V_FMA(av, bv[r], acc[i][r][0]);
         }
     }
     GC_ST_UNROLL(8)
     for (int i = 0; i < M; i++) {
-        GC_ST_UNROLL(4)
+        GC_ST_UNROLL(8)
         for (int r = 0; r < NB; r++) {
             UKR_VT t = acc[i][r][0];
             GC_ST_UNROLL(2)
@@ -125,6 +122,10 @@ GC_STREAM_INLINE void GC_SN(gvt_tile)(const int PF, const int M, const int NB, c
 #define GC_GVT_CASE(M)                                                                            \
     case M: {                                                                                     \
         ptrdiff_t j = 0;                                                                          \
+        if (PF && M == 1 && GC_GVT_PF8)                                                           \
+            for (; j + 8 <= n; j += 8)                                                            \
+                GC_SN(gvt_tile)(PF, 1, 8, GC_GVT_U(1), k, a, lda, b + j * ldb, ldb, c + j, ldc,   \
+                                alpha, beta);                                                     \
         for (; j + GC_GVT_NB(M) <= n; j += GC_GVT_NB(M))                                          \
             GC_SN(gvt_tile)(PF, M, GC_GVT_NB(M), GC_GVT_U(M), k, a, lda, b + j * ldb, ldb, c + j, \
                             ldc, alpha, beta);                                                    \
