@@ -83,8 +83,8 @@ def _matmul(out, a, b):
     )
 
 
-@kernel("linear")
-def _linear(out, x, w, b=None):
+def linear_into(out, x, w, b=None, act: int = -1):
+    """out = act(x @ w^T + b) in one gemm_ex call (act: a UNARY_* epilogue, -1 none)."""
     m, k = x.shape
     n = w.shape[0]
     xbuf, tx, _ = _gemm_operand(x)
@@ -108,8 +108,13 @@ def _linear(out, x, w, b=None):
         0,
         m * n,
         b,
-        -1,
+        act,
     )
+
+
+@kernel("linear")
+def _linear(out, x, w, b=None):
+    linear_into(out, x, w, b)
 
 
 # ----------------------------------------------------------------------------- bfloat16

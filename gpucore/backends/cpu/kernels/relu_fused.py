@@ -8,37 +8,14 @@ import numpy as np
 
 from .... import _cpu
 from .common import _c, _check_index, kernel
-from .linalg import _gemm_operand
+from .linalg import linear_into
 
 _RELU = _cpu.UNARY_RELU
 
 
 @kernel("linear_relu")
 def _linear_relu(out, x, w, b=None):
-    m, k = x.shape
-    n = w.shape[0]
-    xbuf, tx, _ = _gemm_operand(x)
-    wbuf, tw, _ = _gemm_operand(w)
-    if b is not None and not b.flags.c_contiguous:
-        b = np.ascontiguousarray(b)
-    _cpu.gemm_ex(
-        xbuf.reshape(-1),
-        wbuf.reshape(-1),
-        out.reshape(-1),
-        1,
-        m,
-        n,
-        k,
-        tx,
-        1 - tw,
-        1.0,
-        0.0,
-        0,
-        0,
-        m * n,
-        b,
-        _RELU,
-    )
+    linear_into(out, x, w, b, _RELU)
 
 
 def _conv_relu_into(y, x, w, b, stride, padding, dilation):
