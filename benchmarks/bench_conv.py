@@ -316,29 +316,33 @@ def main():
     gemm = lambda: _cpu.gemm(a, a, c, 1, 1024, 1024, 1024, 0, 0, 1.0, 0.0, 0, 0, 0)  # noqa: E731
     rate = 2 * 1024**3 / statistics.median(_per_call(gemm, 3) for _ in range(args.reps))
     print(f"SGEMM 1024^3, one thread: {rate / 1e9:.1f} GFLOP/s (median of {args.reps})\n")
-    cols = [*MODES, *(m + " packed" for m in MODES)] + (["torch"] if torch else [])
-    print("| layer | count | O x L x CK | " + " | ".join(cols) + " | at SGEMM rate | best / rate |")
-    print("|---|---:|---|" + "---:|" * (len(cols) + 2))
-    total = np.zeros(len(cols) + 1)
-    for layer in LAYERS:
-        if args.only and not any(t in layer[0] for t in args.only):
-            continue
-        med, at_rate = _measure(layer, r, rate, torch, args.reps)
-        name, ci, h, o, k, s, p, count, n = layer
-        oh = (h + 2 * p - k) // s + 1
-        best = np.nanmin(med[: 2 * NM])  # a layer without a path's column counts its best there
-        total += np.where(np.isnan(med + [at_rate]), best, med + [at_rate]) * count
+    layers = [ly for ly in LAYERS if not args.only or any(t in ly[0] for t in args.only)]
+    if layers:  # (none with ``--only none --gradients``: the gradient table alone)
+        cols = [*MODES, *(m + " packed" for m in MODES)] + (["torch"] if torch else [])
         print(
-            f"| {name} | {count} | {o}x{n * oh * oh}x{ci * k * k} | "
-            + " | ".join(f"{v * 1e3:.2f}" for v in med)
-            + f" | {at_rate * 1e3:.2f} | {best / at_rate:.2f} |"
+            "| layer | count | O x L x CK | "
+            + " | ".join(cols)
+            + " | at SGEMM rate | best / rate |"
         )
-    os.environ.pop("GPUCORE_CONV", None)
-    print(
-        "| total (x count), ms | | | "
-        + " | ".join(f"{v * 1e3:.1f}" for v in total)
-        + f" | {min(total[: 2 * NM]) / total[-1]:.2f} |"
-    )
+        print("|---|---:|---|" + "---:|" * (len(cols) + 2))
+        total = np.zeros(len(cols) + 1)
+        for layer in layers:
+            med, at_rate = _measure(layer, r, rate, torch, args.reps)
+            name, ci, h, o, k, s, p, count, n = layer
+            oh = (h + 2 * p - k) // s + 1
+            best = np.nanmin(med[: 2 * NM])  # a layer without a path's column counts its best there
+            total += np.where(np.isnan(med + [at_rate]), best, med + [at_rate]) * count
+            print(
+                f"| {name} | {count} | {o}x{n * oh * oh}x{ci * k * k} | "
+                + " | ".join(f"{v * 1e3:.2f}" for v in med)
+                + f" | {at_rate * 1e3:.2f} | {best / at_rate:.2f} |"
+            )
+        os.environ.pop("GPUCORE_CONV", None)
+        print(
+            "| total (x count), ms | | | "
+            + " | ".join(f"{v * 1e3:.1f}" for v in total)
+            + f" | {min(total[: 2 * NM]) / total[-1]:.2f} |"
+        )
     if args.backward:
         print("\n`conv2d_backward` (gx, gw, gb; gw, gb only for an input with < 4 channels), ms:\n")
         print("| layer | im2col | direct | torch (fwd + bwd) | gradients at SGEMM rate |")
