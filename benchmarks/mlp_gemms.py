@@ -8,10 +8,10 @@ Run from the repository root::
 A step runs 8 GEMMs: each layer's forward ``x @ W.T + b`` (``fast_linear``), the input gradient
 ``dY @ W`` of the last two layers and every weight gradient ``dY.T @ X`` (``fast_matmul`` with the
 transpose in the flags, as linear's backward calls them; the batch is the reduction there).
-Each row times the gpucore call and numpy's on the same float32 arrays, alternating call by call
-(medians); ``--cpu-time`` times by this thread's CPU time instead of wall time (with one thread
-each: robust to other processes on a shared machine). The last row is the sum: the step's GEMM
-part when every operand is in cache.
+Each row times the gpucore call and numpy's on the same float32 arrays, in alternating blocks of
+calls with a pause before each block (medians; see median_pair); ``--cpu-time`` times by this
+thread's CPU time instead of wall time (with one thread each: robust to other processes on a
+shared machine). The last row is the sum: the step's GEMM part when every operand is in cache.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from bench_env import CpuShare, clean_openblas_env, load_note  # noqa: E402
 clean_openblas_env("mlp_gemms.py")
 
 import argparse  # noqa: E402
+import statistics  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -77,14 +78,21 @@ def gemms(batch: int, rng: np.random.Generator) -> list:
     return out
 
 
-def median_pair(f, g, n: int, clock) -> tuple[float, float]:
+def median_pair(f, g, n: int, clock, blocks: int = 8) -> tuple[float, float]:
+    """Medians (µs) of n calls each of f and g, in alternating blocks of calls with a pause
+    before each block: OpenBLAS's worker threads spin on after a numpy call, and on 2 cores
+    that takes the second core from a gpucore call made right after it (calls alternated one
+    by one measured gpucore's GEMMs at about half their speed)."""
     tf, tg = [], []
-    for _ in range(n):
+    per = max(1, n // blocks)
+    for _ in range(blocks):
         for fn, acc in ((f, tf), (g, tg)):
-            t0 = clock()
-            fn()
-            acc.append(clock() - t0)
-    return sorted(tf)[n // 2] * 1e6, sorted(tg)[n // 2] * 1e6
+            time.sleep(0.3)  # (bench_cpu.settle's pause: 0.05 s is not enough here)
+            for _ in range(per):
+                t0 = clock()
+                fn()
+                acc.append(clock() - t0)
+    return statistics.median(tf) * 1e6, statistics.median(tg) * 1e6
 
 
 def main() -> None:
