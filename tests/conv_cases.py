@@ -2,13 +2,15 @@
 test_conv_pointwise_pixels.py, test_conv_direct_lanes.py): 1x1 geometries (n, c, h, w, o,
 stride) and their inputs, the float64 reference with bias / residual / relu, one forward call of
 ``_cpu.conv2d_forward``, the closeness check, whether this CPU has the pixels x channels tile,
-and the run of a test module's script under one forced ISA (also test_conv_epilogue.py's)."""
+the run of a test module's script under one forced ISA (also test_conv_epilogue.py's) and the
+script those three run there (same_bits_under_isa)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import textwrap
 
 import numpy as np
 
@@ -74,14 +76,55 @@ def has_pixel_tiles():
     return _cpu.info()["isa"] == "avx512" and (g["mr"], g["nr"]) == (14, 32)
 
 
-def isa_run(script, test_file, isa, tmp_path, **env):
-    """Runs ``script`` (python -c; argv: test_file's folder, isa, the .npz path it writes) with
-    GPUCORE_CPU_ISA=isa and ``env`` set, tests/ on PYTHONPATH, and returns that .npz loaded."""
+def isa_run(script, test_file, isa, tmp_path, *args, **env):
+    """Runs ``script`` (python -c; argv: test_file's folder, isa, the .npz path it writes, then
+    ``args``) with GPUCORE_CPU_ISA=isa and ``env`` set, tests/ on PYTHONPATH, and returns that
+    .npz loaded."""
     out = tmp_path / "r.npz"
     tests = os.path.dirname(os.path.abspath(__file__))
     path = os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])
     e = dict(os.environ, GPUCORE_CPU_ISA=isa, PYTHONPATH=path, **env)
     here = os.path.dirname(os.path.abspath(test_file))
-    subprocess.run([sys.executable, "-c", script, here, isa, str(out)], env=e, check=True,
-                   timeout=300)  # fmt: skip
+    cmd = [sys.executable, "-c", script, here, isa, str(out), *args]
+    subprocess.run(cmd, env=e, check=True, timeout=300)
     return np.load(out)
+
+
+# Under the forced ISA, for each of the test module's GEOMS with GPUCORE_CONV=mode: the forward
+# with bias, residual and relu (and without any, ``plain``) on 1 thread, the path probe's answer,
+# the same bits on 8 threads and, beyond 24 output channels, as the im2col GEMM path.
+_SAME_BITS = textwrap.dedent(
+    """
+    import importlib, os, sys, numpy as np
+    sys.path[:0] = [sys.argv[1], os.path.join(sys.argv[1], "..", "..")]  # conv_cases: tests/
+    import gpucore
+    from gpucore import _cpu
+    t = importlib.import_module(sys.argv[4])
+    mode, probe, plain = sys.argv[5], getattr(_cpu, sys.argv[6]), sys.argv[7] == "1"
+    assert _cpu.info()["isa"] == sys.argv[2]
+    res = {}
+    for case in t.GEOMS:
+        x, wt, b, r = t._inputs(case)
+        os.environ["GPUCORE_CONV"] = mode
+        gpucore.set_num_threads(1)
+        res[case] = t._forward(case, x, wt, b, r, True)
+        if plain:
+            res[case + ".plain"] = t._forward(case, x, wt, None)
+        res[case + ".path"] = np.array(probe(*t._args(case)))
+        gpucore.set_num_threads(8)
+        assert np.array_equal(t._forward(case, x, wt, b, r, True), res[case]), case
+        os.environ["GPUCORE_CONV"] = "im2col"  # the GEMM path's bits (its blocked kernel)
+        if t.GEOMS[case][4] > 24:
+            assert np.array_equal(t._forward(case, x, wt, b, r, True), res[case]), case
+            if plain:
+                assert np.array_equal(t._forward(case, x, wt, None), res[case + ".plain"]), case
+    np.savez(sys.argv[3], **res)
+    """
+)
+
+
+def same_bits_under_isa(test_file, isa, tmp_path, mode: str, probe: str, plain: bool):
+    """_SAME_BITS run for test_file's module under ``isa``: the .npz of its forwards and path
+    answers (``probe``: the _cpu function saying whether the path applies)."""
+    module = os.path.splitext(os.path.basename(test_file))[0]
+    return isa_run(_SAME_BITS, test_file, isa, tmp_path, module, mode, probe, "1" if plain else "0")

@@ -10,12 +10,10 @@ ResNet-50's 7 x 7 3x3 layers there."""
 
 from __future__ import annotations
 
-import textwrap
-
 import numpy as np
 import pytest
 from conv_cases import close as _close
-from conv_cases import epilogue, forward, isa_run
+from conv_cases import epilogue, forward, same_bits_under_isa
 from conv_cases import has_pixel_tiles as _has_tiles
 
 import gpucore
@@ -190,36 +188,11 @@ def test_rule(monkeypatch):
     assert _cpu.conv2d_direct_lanes(*off[2]) is _has_tiles()  # batch 4
 
 
-_ISA_SCRIPT = textwrap.dedent(
-    """
-    import os, sys, numpy as np
-    sys.path[:0] = [sys.argv[1], os.path.join(sys.argv[1], "..", "..")]  # conv_cases: tests/
-    import test_conv_direct_lanes as t
-    import gpucore
-    from gpucore import _cpu
-    assert _cpu.info()["isa"] == sys.argv[2]
-    res = {}
-    for case in t.GEOMS:
-        x, wt, b, r = t._inputs(case)
-        os.environ["GPUCORE_CONV"] = "direct_t"
-        gpucore.set_num_threads(1)
-        res[case] = t._forward(case, x, wt, b, r, True)
-        res[case + ".path"] = np.array(_cpu.conv2d_direct_lanes(*t._args(case)))
-        gpucore.set_num_threads(8)
-        assert np.array_equal(t._forward(case, x, wt, b, r, True), res[case]), case
-        os.environ["GPUCORE_CONV"] = "im2col"
-        if t.GEOMS[case][4] > 24:
-            assert np.array_equal(t._forward(case, x, wt, b, r, True), res[case]), case
-    np.savez(sys.argv[3], **res)
-    """
-)
-
-
 @pytest.mark.parametrize("isa", [i for i in _cpu.info()["available"]])
 def test_every_isa_matches_float64_and_gemm_bits(isa, tmp_path):
     """Under each ISA (AVX-512 through this path, the others through conv_direct.c's tile):
     close to float64, the same bits on 1 and 8 threads and as the im2col GEMM."""
-    got = isa_run(_ISA_SCRIPT, __file__, isa, tmp_path)
+    got = same_bits_under_isa(__file__, isa, tmp_path, "direct_t", "conv2d_direct_lanes", False)
     for case in GEOMS:
         x, wt, b, res = _inputs(case)
         _close(got[case], _reference(case, x, wt, b, res, True), f"{isa} {case}")

@@ -9,12 +9,10 @@ path rule (``_cpu.conv2d_pointwise``) and the runtime's packing for it."""
 
 from __future__ import annotations
 
-import textwrap
-
 import numpy as np
 import pytest
 from conv_cases import close as _close
-from conv_cases import forward, isa_run, pw_args, pw_geom, pw_inputs, pw_reference
+from conv_cases import forward, pw_args, pw_geom, pw_inputs, pw_reference, same_bits_under_isa
 
 import gpucore
 from gpucore import _cpu
@@ -209,38 +207,11 @@ def test_runtime_packs_the_unswapped_layout():
         assert (got.rows, got.cols) == (256, 64)
 
 
-_ISA_SCRIPT = textwrap.dedent(
-    """
-    import os, sys, numpy as np
-    sys.path[:0] = [sys.argv[1], os.path.join(sys.argv[1], "..", "..")]  # conv_cases: tests/
-    import test_conv_pointwise as t
-    import gpucore
-    from gpucore import _cpu
-    assert _cpu.info()["isa"] == sys.argv[2]
-    res = {}
-    for case in t.GEOMS:
-        x, wt, b, r = t._inputs(case)
-        gpucore.set_num_threads(1)
-        res[case] = t._forward(case, x, wt, b, r, True)
-        res[case + ".plain"] = t._forward(case, x, wt, None)
-        res[case + ".path"] = np.array(_cpu.conv2d_pointwise(*t._args(case)))
-        gpucore.set_num_threads(8)  # the same bits on 8 threads
-        assert np.array_equal(t._forward(case, x, wt, b, r, True), res[case]), case
-        os.environ["GPUCORE_CONV"] = "im2col"  # the GEMM path's bits (its blocked kernel)
-        if t.GEOMS[case][4] > 24:
-            assert np.array_equal(t._forward(case, x, wt, b, r, True), res[case]), case
-            assert np.array_equal(t._forward(case, x, wt, None), res[case + ".plain"]), case
-        os.environ["GPUCORE_CONV"] = "pointwise"
-    np.savez(sys.argv[3], **res)
-    """
-)
-
-
 @pytest.mark.parametrize("isa", [i for i in _cpu.info()["available"]])
 def test_every_isa_matches_float64_and_gemm_bits(isa, tmp_path):
     """Under each ISA: close to float64, the same bits on 1 and 8 threads, and (more than 24
     output channels) the same bits as conv.c's GEMM path, GPUCORE_CONV=im2col."""
-    got = isa_run(_ISA_SCRIPT, __file__, isa, tmp_path, GPUCORE_CONV="pointwise")
+    got = same_bits_under_isa(__file__, isa, tmp_path, "pointwise", "conv2d_pointwise", True)
     for case in GEOMS:
         x, wt, b, res = _inputs(case)
         _close(got[case], _reference(case, x, wt, b, res, True), f"{isa} {case}")

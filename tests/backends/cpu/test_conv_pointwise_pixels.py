@@ -9,12 +9,10 @@ subprocesses), and the rule and runtime packing that send ResNet-50's 7 x 7 laye
 
 from __future__ import annotations
 
-import textwrap
-
 import numpy as np
 import pytest
 from conv_cases import close as _close
-from conv_cases import forward, isa_run, pw_args, pw_geom, pw_inputs, pw_reference
+from conv_cases import forward, pw_args, pw_geom, pw_inputs, pw_reference, same_bits_under_isa
 from conv_cases import has_pixel_tiles as _has_tiles
 
 import gpucore
@@ -179,39 +177,12 @@ def test_rule_and_runtime_packing(monkeypatch):
         assert _cpu.conv2d_pointwise(1, 16, 16, 16, 1, 1, 1, 1, 0, 0, 1, 1, 64) == 2
 
 
-_ISA_SCRIPT = textwrap.dedent(
-    """
-    import os, sys, numpy as np
-    sys.path[:0] = [sys.argv[1], os.path.join(sys.argv[1], "..", "..")]  # conv_cases: tests/
-    import test_conv_pointwise_pixels as t
-    import gpucore
-    from gpucore import _cpu
-    assert _cpu.info()["isa"] == sys.argv[2]
-    res = {}
-    for case in t.GEOMS:
-        x, wt, b, r = t._inputs(case)
-        os.environ["GPUCORE_CONV"] = "pointwise_t"
-        gpucore.set_num_threads(1)
-        res[case] = t._forward(case, x, wt, b, r, True)
-        res[case + ".plain"] = t._forward(case, x, wt, None)
-        res[case + ".path"] = np.array(_cpu.conv2d_pointwise(*t._args(case)))
-        gpucore.set_num_threads(8)  # the same bits on 8 threads
-        assert np.array_equal(t._forward(case, x, wt, b, r, True), res[case]), case
-        os.environ["GPUCORE_CONV"] = "im2col"  # the GEMM path's bits (its blocked kernel)
-        if t.GEOMS[case][4] > 24:
-            assert np.array_equal(t._forward(case, x, wt, b, r, True), res[case]), case
-            assert np.array_equal(t._forward(case, x, wt, None), res[case + ".plain"]), case
-    np.savez(sys.argv[3], **res)
-    """
-)
-
-
 @pytest.mark.parametrize("isa", [i for i in _cpu.info()["available"]])
 def test_every_isa_matches_float64_and_gemm_bits(isa, tmp_path):
     """Under each ISA (AVX-512 through the pixels x channels tiles, the others through the
     pointwise path's channels x pixels ones): close to float64, the same bits on 1 and 8
     threads and as conv.c's GEMM path."""
-    got = isa_run(_ISA_SCRIPT, __file__, isa, tmp_path)
+    got = same_bits_under_isa(__file__, isa, tmp_path, "pointwise_t", "conv2d_pointwise", True)
     for case in GEOMS:
         x, wt, b, res = _inputs(case)
         _close(got[case], _reference(case, x, wt, b, res, True), f"{isa} {case}")
