@@ -3,16 +3,32 @@
 MPI has no fault tolerance: when one rank raises, the others wait in their next collective
 forever. So ``init_process_group`` installs an exception hook. A rank whose uncaught exception
 ends it prints its traceback as usual, sends a notice (its rank and the exception) to every other
-rank on a communicator of its own, waits up to ``GRACE`` seconds for each to acknowledge, and
-then aborts the MPI job (so a rank that is not in a collective cannot keep ``mpirun`` waiting).
-A rank waiting in a collective looks for notices while it polls and raises DistBackendError
-naming the failed rank; when that error ends it too, its hook prints it and acknowledges. A rank
-killed outright (a signal, ``os._exit``) is reported by ``mpirun`` itself, which then stops the
-job.
+rank on a communicator of its own, and waits up to ``GRACE`` seconds (or the timeout) for each to
+acknowledge. A rank waiting in a collective looks for notices while it polls and raises
+DistBackendError naming the failed rank; when that error ends it too, its hook prints it,
+acknowledges, and waits for the failed rank's verdict:
+
+- every other rank acknowledged: the failed rank releases them and all ranks exit normally (with
+  status 1, which ``mpirun`` reports);
+- some rank did not (it is not in a collective, and would keep ``mpirun`` waiting): the failed
+  rank ends its process at once, without MPI_Finalize, and ``mpirun`` stops the whole job, as
+  it does for a rank killed outright (a signal, ``os._exit``); the ranks that acknowledged are
+  still waiting when it does.
+
+Why not MPI_Abort: with Open MPI 4.1, an MPI_Abort that races another rank's exit (one that
+acknowledged, or one that returned without making the collective) can leave ``mpirun``
+deadlocked in its PMIx server shutdown after every rank has gone: about one job in a dozen on
+2 loaded cores, in both the raise and the skip cases of tests/distributed/test_faults.py. The
+same happens when the job is stopped while a rank waits in MPI_Finalize (one that finished, or
+returned without making the collective), so at exit each rank first waits for the others in a
+barrier of its own that keeps answering notices. ``destroy_process_group`` leaves all of this in
+place: a rank can still be told of a failure, or fail, after it.
 """
 
 from __future__ import annotations
 
+import atexit
+import os
 import sys
 import time
 import traceback
@@ -20,7 +36,9 @@ import traceback
 from ..errors import DistBackendError
 
 GRACE = 5.0  # at most this many seconds (or the timeout) for the others to print their error
-_NOTICE, _ACK = 7001, 7002
+# how much longer than the grace a rank that acknowledged waits for the verdict before exiting
+RELEASE_MARGIN = 10.0
+_NOTICE, _ACK, _RELEASE = 7001, 7002, 7003
 
 
 class _State:
@@ -34,22 +52,51 @@ class _State:
 
 def start(comm, rank: int, size: int, timeout: float) -> None:
     """Begin listening (called by init_process_group with a communicator of its own)."""
+    if _State.comm is not None:
+        _State.comm.Free()  # a group initialized again after destroy_process_group
     _State.comm, _State.rank, _State.size = comm, rank, size
     _State.grace = min(GRACE, timeout)
     _State.failed_peer = None
     if _State.previous_hook is None:
         _State.previous_hook = sys.excepthook
         sys.excepthook = _hook
+        atexit.register(_exit_barrier)
 
 
-def stop() -> None:
-    """Stop listening (destroy_process_group)."""
-    if _State.comm is not None:
-        _State.comm.Free()
-    _State.comm = None
-    if _State.previous_hook is not None:
-        sys.excepthook = _State.previous_hook
-        _State.previous_hook = None
+def _exit_barrier() -> None:
+    """Wait at exit until every rank is exiting, answering failure notices meanwhile.
+
+    MPI_Finalize waits for the other ranks too, but deaf: if one of them then fails, the job is
+    stopped while this rank sits in Finalize, which is what deadlocks Open MPI 4.1's ``mpirun``
+    (see the module docstring). Here it acknowledges the notice, so the job ends normally."""
+    comm = _State.comm
+    if comm is None or _State.size < 2:
+        return
+    try:
+        done = comm.Ibarrier()
+        pause = 0.0005
+        while not done.Test():
+            if comm.iprobe(tag=_NOTICE):
+                _answer_at_exit(comm)
+            time.sleep(pause)
+            pause = min(2 * pause, 0.01)  # nothing to spin for: keep the cores for the others
+    except Exception:  # noqa: BLE001 - an exit handler must not raise; Finalize still runs
+        traceback.print_exc()
+
+
+def _answer_at_exit(comm) -> None:
+    MPI = sys.modules["mpi4py.MPI"]
+    status = MPI.Status()
+    notice = comm.recv(source=MPI.ANY_SOURCE, tag=_NOTICE, status=status)
+    peer = status.Get_source()
+    print(
+        f"rank {_State.rank}: rank {notice['rank']} failed ({notice['error']}) while this rank "
+        "was exiting",
+        file=sys.stderr,
+        flush=True,
+    )
+    comm.send(None, dest=peer, tag=_ACK)
+    _poll(comm, peer, _RELEASE, _State.grace + RELEASE_MARGIN)
 
 
 def check(what: str) -> None:
@@ -78,26 +125,44 @@ def _hook(exc_type, exc, tb) -> None:
         sys.stderr.flush()
         sys.stdout.flush()
         if _State.failed_peer is not None:
-            # this rank failed because another did: acknowledge so the other may stop the job
+            # this rank failed because another did: acknowledge, then wait for its verdict
+            # (released: exit normally; otherwise its abort ends this process while it waits)
             comm.send(None, dest=_State.failed_peer, tag=_ACK)
+            _poll(comm, _State.failed_peer, _RELEASE, _State.grace + RELEASE_MARGIN)
             return
-        _notify_and_abort(comm, exc_type, exc)
+        _notify_and_end(comm, exc_type, exc)
     except Exception:  # noqa: BLE001 - a hook must not raise; the job still ends
         traceback.print_exc()
 
 
-def _notify_and_abort(comm, exc_type, exc) -> None:
+def _notify_and_end(comm, exc_type, exc) -> None:
     error = "".join(traceback.format_exception_only(exc_type, exc)).strip()[:500]
     notice = {"rank": _State.rank, "error": error}
     peers = [r for r in range(_State.size) if r != _State.rank]
     for r in peers:
         comm.isend(notice, dest=r, tag=_NOTICE)
-    acked = 0
     deadline = time.monotonic() + _State.grace
-    while acked < len(peers) and time.monotonic() < deadline:
-        if comm.iprobe(tag=_ACK):
-            comm.recv(tag=_ACK)
-            acked += 1
-        else:
-            time.sleep(0.005)
-    comm.Abort(1)
+    acked = [r for r in peers if _poll(comm, r, _ACK, deadline - time.monotonic())]
+    if len(acked) < len(peers):
+        silent = [r for r in peers if r not in acked]
+        print(
+            f"rank {_State.rank}: ranks {silent} did not answer within {_State.grace:g} s; "
+            "ending the job",
+            file=sys.stderr,
+            flush=True,
+        )
+        os._exit(1)
+    for r in peers:
+        comm.send(None, dest=r, tag=_RELEASE)
+
+
+def _poll(comm, source: int, tag: int, seconds: float) -> bool:
+    """Receive one empty message from ``source`` within ``seconds``; whether it came."""
+    deadline = time.monotonic() + seconds
+    while True:
+        if comm.iprobe(source=source, tag=tag):
+            comm.recv(source=source, tag=tag)
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.005)

@@ -212,7 +212,7 @@ def destroy_process_group(group: ProcessGroup | None = None) -> None:
         g.comm.Free()
     _World.groups = []
     _World.world = None
-    faults.stop()
+    # (faults keeps its own communicator: failure notices are answered up to the exit barrier)
 
 
 def resolve(group, what: str) -> ProcessGroup | None:
