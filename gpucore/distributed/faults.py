@@ -8,8 +8,10 @@ acknowledge. A rank waiting in a collective looks for notices while it polls and
 DistBackendError naming the failed rank; when that error ends it too, its hook prints it,
 acknowledges, and waits for the failed rank's verdict:
 
-- every other rank acknowledged: the failed rank releases them and all ranks exit normally (with
-  status 1, which ``mpirun`` reports);
+- every other rank acknowledged (a rank that failed on its own meanwhile answers the notice
+  it finds while waiting for its own answers, so ranks failing together do not wait each other
+  out): the failed rank releases them and all ranks exit normally (with status 1, which
+  ``mpirun`` reports);
 - some rank did not (it is not in a collective, and would keep ``mpirun`` waiting): the failed
   rank ends its process at once, without MPI_Finalize, and ``mpirun`` stops the whole job, as
   it does for a rank killed outright (a signal, ``os._exit``); the ranks that acknowledged are
@@ -70,8 +72,8 @@ def _exit_barrier() -> None:
     stopped while this rank sits in Finalize, which is what deadlocks Open MPI 4.1's ``mpirun``
     (see the module docstring). Here it acknowledges the notice, so the job ends normally."""
     comm = _State.comm
-    if comm is None or _State.size < 2:
-        return
+    if comm is None or _State.size < 2 or sys.modules["mpi4py.MPI"].Is_finalized():
+        return  # (a script may call MPI.Finalize itself)
     try:
         done = comm.Ibarrier()
         pause = 0.0005
@@ -126,7 +128,7 @@ def _hook(exc_type, exc, tb) -> None:
         sys.stdout.flush()
         if _State.failed_peer is not None:
             # this rank failed because another did: acknowledge, then wait for its verdict
-            # (released: exit normally; otherwise its abort ends this process while it waits)
+            # (released: exit normally; otherwise mpirun stops the job while this rank waits)
             comm.send(None, dest=_State.failed_peer, tag=_ACK)
             _poll(comm, _State.failed_peer, _RELEASE, _State.grace + RELEASE_MARGIN)
             return
@@ -141,13 +143,27 @@ def _notify_and_end(comm, exc_type, exc) -> None:
     peers = [r for r in range(_State.size) if r != _State.rank]
     for r in peers:
         comm.isend(notice, dest=r, tag=_NOTICE)
+    MPI = sys.modules["mpi4py.MPI"]
+    status = MPI.Status()
+    waiting = set(peers)
     deadline = time.monotonic() + _State.grace
-    acked = [r for r in peers if _poll(comm, r, _ACK, deadline - time.monotonic())]
-    if len(acked) < len(peers):
-        silent = [r for r in peers if r not in acked]
+    while waiting and time.monotonic() < deadline:
+        for r in list(waiting):
+            if comm.iprobe(source=r, tag=_ACK):
+                comm.recv(source=r, tag=_ACK)
+                waiting.discard(r)
+        if comm.iprobe(tag=_NOTICE):
+            # a rank that failed on its own meanwhile (every rank raising the same error):
+            # it knows, and is waiting for this rank's answer as this rank waits for its
+            comm.recv(source=MPI.ANY_SOURCE, tag=_NOTICE, status=status)
+            comm.send(None, dest=status.Get_source(), tag=_ACK)
+            waiting.discard(status.Get_source())
+        elif waiting:
+            time.sleep(0.005)
+    if waiting:
         print(
-            f"rank {_State.rank}: ranks {silent} did not answer within {_State.grace:g} s; "
-            "ending the job",
+            f"rank {_State.rank}: ranks {sorted(waiting)} did not answer within "
+            f"{_State.grace:g} s; ending the job",
             file=sys.stderr,
             flush=True,
         )

@@ -35,3 +35,23 @@ def test_a_rank_that_stops_answering_times_out(mode):
     assert res.returncode != 0
     assert "all_reduce: timed out after 3 s on rank 0" in res.stdout, res.stdout
     assert time.monotonic() - t0 < 45  # the timeout, the grace period and start-up, not a hang
+    if mode == "skip":
+        # rank 1 finished and waits at exit: it is told, answers, and the job ends normally
+        assert "rank 1: rank 0 failed (gpucore.errors.DistBackendError" in res.stdout
+        assert "while this rank was exiting" in res.stdout
+        assert "did not answer" not in res.stdout, res.stdout
+    else:
+        # rank 1 sleeps: it cannot answer, so rank 0 ends the job after its grace period
+        assert "rank 0: ranks [1] did not answer within 3 s; ending the job" in res.stdout
+
+
+def test_ranks_failing_together_end_the_job_at_once():
+    """Every rank raises (a bug after init): each answers the others' notices while it waits
+    for their answers to its own, so no rank waits out the grace period."""
+    t0 = time.monotonic()
+    res = mpirun("faults.py", 3, "all", "60", timeout=60)
+    assert res.returncode != 0
+    for r in range(3):
+        assert f"ValueError: rank {r} broke on purpose" in res.stdout, res.stdout
+    assert "did not answer" not in res.stdout, res.stdout
+    assert time.monotonic() - t0 < 30
