@@ -2,11 +2,11 @@
 
 MPI has no fault tolerance: when one rank raises, the others wait in their next collective
 forever. So ``init_process_group`` installs an exception hook. A rank whose uncaught exception
-ends it prints its traceback as usual, sends a notice (its rank and the exception) to every other
-rank on a communicator of its own, and waits up to ``GRACE`` seconds (or the timeout) for each to
-acknowledge. A rank waiting in a collective looks for notices while it polls and raises
-DistBackendError naming the failed rank; when that error ends it too, its hook prints it,
-acknowledges, and waits for the failed rank's verdict:
+ends it prints its traceback as usual, sends a notice (its rank and the exception) to every
+other rank on a communicator of its own, and waits up to ``GRACE`` seconds (or the timeout, if
+shorter) for all of them to acknowledge. A rank waiting in a collective looks for notices while
+it polls and raises DistBackendError naming the failed rank; when that error ends it too, its
+hook prints it, acknowledges, and waits for the failed rank's verdict:
 
 - every other rank acknowledged (a rank that failed on its own meanwhile answers the notice
   it finds while waiting for its own answers, so ranks failing together do not wait each other
@@ -23,8 +23,11 @@ deadlocked in its PMIx server shutdown after every rank has gone: about one job 
 2 loaded cores, in both the raise and the skip cases of tests/distributed/test_faults.py. The
 same happens when the job is stopped while a rank waits in MPI_Finalize (one that finished, or
 returned without making the collective), so at exit each rank first waits for the others in a
-barrier of its own that keeps answering notices. ``destroy_process_group`` leaves all of this in
-place: a rank can still be told of a failure, or fail, after it.
+barrier of its own that keeps answering notices (a rank that caught the DistBackendError
+acknowledges there). A script that calls ``MPI.Finalize()`` itself skips that barrier and is
+deaf again from then on. After ``destroy_process_group`` a failing rank tells nobody (no rank
+is in a collective with it; the others may still be finishing their own work) and goes to the
+exit barrier like the rest; notices from others are still answered there.
 """
 
 from __future__ import annotations
@@ -49,7 +52,9 @@ class _State:
     size = 0
     grace = GRACE
     previous_hook = None
-    failed_peer = None  # the notice this rank raised for (its hook acknowledges it)
+    failed_peer = None  # the rank whose notice this rank raised for, until acknowledged
+    group_alive = False  # from init_process_group to destroy_process_group
+    failed_self = False  # this rank has told the others of its own failure
 
 
 def start(comm, rank: int, size: int, timeout: float) -> None:
@@ -59,10 +64,18 @@ def start(comm, rank: int, size: int, timeout: float) -> None:
     _State.comm, _State.rank, _State.size = comm, rank, size
     _State.grace = min(GRACE, timeout)
     _State.failed_peer = None
+    _State.group_alive = True
     if _State.previous_hook is None:
         _State.previous_hook = sys.excepthook
         sys.excepthook = _hook
         atexit.register(_exit_barrier)
+
+
+def group_destroyed() -> None:
+    """Called by destroy_process_group: no rank can be waiting in a collective with this one
+    any more, so a failure from here on is not told (the others may still be finishing their
+    work); the exit barrier still answers the others' notices."""
+    _State.group_alive = False
 
 
 def _exit_barrier() -> None:
@@ -75,6 +88,8 @@ def _exit_barrier() -> None:
     if comm is None or _State.size < 2 or sys.modules["mpi4py.MPI"].Is_finalized():
         return  # (a script may call MPI.Finalize itself)
     try:
+        if _State.failed_peer is not None:
+            _acknowledge(comm)  # the rank caught the DistBackendError and went on to exit
         done = comm.Ibarrier()
         pause = 0.0005
         while not done.Test():
@@ -90,14 +105,22 @@ def _answer_at_exit(comm) -> None:
     MPI = sys.modules["mpi4py.MPI"]
     status = MPI.Status()
     notice = comm.recv(source=MPI.ANY_SOURCE, tag=_NOTICE, status=status)
-    peer = status.Get_source()
-    print(
-        f"rank {_State.rank}: rank {notice['rank']} failed ({notice['error']}) while this rank "
-        "was exiting",
-        file=sys.stderr,
-        flush=True,
-    )
+    if not _State.failed_self:  # (else a rank that failed at the same time as this one)
+        print(
+            f"rank {_State.rank}: rank {notice['rank']} failed ({notice['error']}) while this "
+            "rank was exiting",
+            file=sys.stderr,
+            flush=True,
+        )
+    comm.send(None, dest=status.Get_source(), tag=_ACK)
+
+
+def _acknowledge(comm) -> None:
+    """Answer the notice check() raised for, then wait for the failed rank's verdict (released:
+    exit normally; otherwise ``mpirun`` stops the job while this rank waits)."""
+    peer, _State.failed_peer = _State.failed_peer, None
     comm.send(None, dest=peer, tag=_ACK)
+    _poll(comm, peer, _RELEASE, _State.grace + RELEASE_MARGIN)
     _poll(comm, peer, _RELEASE, _State.grace + RELEASE_MARGIN)
 
 
@@ -127,12 +150,9 @@ def _hook(exc_type, exc, tb) -> None:
         sys.stderr.flush()
         sys.stdout.flush()
         if _State.failed_peer is not None:
-            # this rank failed because another did: acknowledge, then wait for its verdict
-            # (released: exit normally; otherwise mpirun stops the job while this rank waits)
-            comm.send(None, dest=_State.failed_peer, tag=_ACK)
-            _poll(comm, _State.failed_peer, _RELEASE, _State.grace + RELEASE_MARGIN)
-            return
-        _notify_and_end(comm, exc_type, exc)
+            _acknowledge(comm)  # this rank failed because another did
+        elif _State.group_alive:
+            _notify_and_end(comm, exc_type, exc)
     except Exception:  # noqa: BLE001 - a hook must not raise; the job still ends
         traceback.print_exc()
 
@@ -140,6 +160,7 @@ def _hook(exc_type, exc, tb) -> None:
 def _notify_and_end(comm, exc_type, exc) -> None:
     error = "".join(traceback.format_exception_only(exc_type, exc)).strip()[:500]
     notice = {"rank": _State.rank, "error": error}
+    _State.failed_self = True
     peers = [r for r in range(_State.size) if r != _State.rank]
     for r in peers:
         comm.isend(notice, dest=r, tag=_NOTICE)

@@ -212,7 +212,7 @@ def destroy_process_group(group: ProcessGroup | None = None) -> None:
         g.comm.Free()
     _World.groups = []
     _World.world = None
-    # (faults keeps its own communicator: failure notices are answered up to the exit barrier)
+    faults.group_destroyed()  # (its communicator stays: notices are answered up to exit)
 
 
 def resolve(group, what: str) -> ProcessGroup | None:

@@ -54,4 +54,24 @@ def test_ranks_failing_together_end_the_job_at_once():
     for r in range(3):
         assert f"ValueError: rank {r} broke on purpose" in res.stdout, res.stdout
     assert "did not answer" not in res.stdout, res.stdout
+    assert "while this rank was exiting" not in res.stdout, res.stdout  # each failed itself
     assert time.monotonic() - t0 < 30
+
+
+def test_a_rank_that_catches_the_error_still_answers():
+    """Rank 0 catches the DistBackendError and exits normally: it answers at exit, so rank 1
+    is not left waiting out its grace period to end the job."""
+    res = mpirun("faults.py", 3, "catch", "60", timeout=60)
+    assert res.returncode != 0
+    assert "rank 0 caught: all_reduce: rank 1 failed (ValueError" in res.stdout, res.stdout
+    assert "did not answer" not in res.stdout, res.stdout
+
+
+def test_a_failure_after_destroy_process_group_lets_the_others_finish():
+    """No rank is in a collective with it any more: the others finish their own work, and the
+    job then ends with the failed rank's status."""
+    res = mpirun("faults.py", 2, "after_destroy", "60", timeout=60)
+    assert res.returncode != 0
+    assert "ValueError: rank one broke after destroy_process_group" in res.stdout
+    assert "rank 0 saved its results" in res.stdout, res.stdout
+    assert "did not answer" not in res.stdout, res.stdout
