@@ -54,9 +54,10 @@ def split_case(threads, dt=np.float32, seed=1):
     out = []
     before = _cpu.info()["threads"]
     try:
-        for m, n, k, tb, batch in [(1, 1000, 1500, 1, 1), (1, 2047, 700, 1, 1), (3, 129, 4099, 1, 1),
-                                   (1, 65, 9000, 1, 1), (1, 333, 1000, 0, 1), (1, 200, 900, 1, 5),
-                                   (2, 1000, 2048, 1, 3)]:  # fmt: skip
+        cases = [(1, 1000, 1500, 1, 1), (1, 2047, 700, 1, 1), (3, 129, 4099, 1, 1),
+                 (1, 65, 9000, 1, 1), (1, 333, 1000, 0, 1), (1, 200, 900, 1, 5),
+                 (2, 1000, 2048, 1, 3)]  # fmt: skip
+        for m, n, k, tb, batch in cases:  # (rows, columns, k, B stored n x k, items)
             a = r.standard_normal((batch, m, k)).astype(dt)
             b = r.standard_normal((batch, n, k) if tb else (batch, k, n)).astype(dt)
             bias = r.standard_normal(n).astype(dt)
