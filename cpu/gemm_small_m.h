@@ -65,9 +65,13 @@ static void GC_FN(gemv_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
  * ~900 us alternating, ~660 us owned shares, ~700-770 us for a plain streaming read of the same
  * bytes.  Which thread computes a chunk never changes its bits. */
 #define GC_GEMV_SHARES 64
+/* chunks are claimed in steps of about this much of B (at least one chunk, at most a quarter of
+ * a share): a short k makes chunks of a few KiB, each claim then costs more than its columns */
+#define GC_GEMV_CLAIM_BYTES (256.0 * 1024)
 typedef struct {
     GC_FN(gemv_job) *J;
     int shares;
+    long step; /* chunks per claim */
     struct {
         _Alignas(64) atomic_long next; /* chunks of the share claimed so far */
         ptrdiff_t lo, n;
@@ -79,9 +83,11 @@ static void GC_FN(gemv_share_body)(void *ctx, int slot)
     GC_FN(gemv_shares) *S = (GC_FN(gemv_shares) *)ctx;
     for (int o = 0; o < S->shares; o++) {
         const int t = (slot + o) % S->shares;
-        for (long c; (c = atomic_fetch_add_explicit(&S->sh[t].next, 1, memory_order_relaxed)) <
-                     (long)S->sh[t].n;)
-            GC_FN(gemv_range)(S->J, S->sh[t].lo + c, S->sh[t].lo + c + 1);
+        const long n = (long)S->sh[t].n;
+        const ptrdiff_t lo = S->sh[t].lo;
+        for (long c; (c = atomic_fetch_add_explicit(&S->sh[t].next, S->step,
+                                                    memory_order_relaxed)) < n;)
+            GC_FN(gemv_range)(S->J, lo + c, lo + (c + S->step < n ? c + S->step : n));
     }
 }
 
@@ -97,6 +103,13 @@ static void GC_FN(gemv_split)(GC_FN(gemv_job) *J, ptrdiff_t units, double cost_n
     GC_FN(gemv_shares) S;
     S.J = J;
     S.shares = nt < GC_GEMV_SHARES ? nt : GC_GEMV_SHARES;
+    const double chunk_bytes = (double)J->cw * (double)J->k * (double)sizeof(GC_T);
+    const long quarter = (long)(units / S.shares / 4);
+    S.step = (long)(GC_GEMV_CLAIM_BYTES / chunk_bytes);
+    if (S.step > quarter)
+        S.step = quarter;
+    if (S.step < 1)
+        S.step = 1;
     for (int t = 0; t < S.shares; t++) {
         ptrdiff_t lo, hi;
         gc_split(units, 1, t, S.shares, &lo, &hi);

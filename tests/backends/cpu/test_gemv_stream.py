@@ -48,7 +48,8 @@ def test_streaming_gemv_gives_the_bits_of_smaller_calls():
 
 def split_case(threads, dt=np.float32, seed=1):
     """Small-m products (one row and three, B stored n x k and k x n, one item and a batch of
-    independent ones) at odd sizes around the 64-column work chunks, computed on each of
+    independent ones) at odd sizes around the work chunks (64 / 128 columns; with a short k
+    several per claim), computed on each of
     ``threads`` thread counts: [(case, [result per count], float64 reference)]."""
     r = np.random.default_rng(seed)
     out = []
@@ -56,7 +57,7 @@ def split_case(threads, dt=np.float32, seed=1):
     try:
         cases = [(1, 1000, 1500, 1, 1), (1, 2047, 700, 1, 1), (3, 129, 4099, 1, 1),
                  (1, 65, 9000, 1, 1), (1, 333, 1000, 0, 1), (1, 200, 900, 1, 5),
-                 (2, 1000, 2048, 1, 3)]  # fmt: skip
+                 (2, 1000, 2048, 1, 3), (1, 25001, 40, 1, 1), (1, 30000, 33, 0, 1)]  # fmt: skip
         for m, n, k, tb, batch in cases:  # (rows, columns, k, B stored n x k, items)
             a = r.standard_normal((batch, m, k)).astype(dt)
             b = r.standard_normal((batch, n, k) if tb else (batch, k, n)).astype(dt)
