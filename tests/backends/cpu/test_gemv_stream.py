@@ -46,15 +46,59 @@ def test_streaming_gemv_gives_the_bits_of_smaller_calls():
         np.testing.assert_allclose(full, want, rtol=1e-4, atol=1e-3)
 
 
+def split_case(threads, dt=np.float32, seed=1):
+    """Small-m products (one row and three, B stored n x k and k x n, one item and a batch of
+    independent ones) at odd sizes around the work chunks (64 / 128 columns; with a short k
+    several per claim), computed on each of
+    ``threads`` thread counts: [(case, [result per count], float64 reference)]."""
+    r = np.random.default_rng(seed)
+    out = []
+    before = _cpu.info()["threads"]
+    try:
+        cases = [(1, 1000, 1500, 1, 1), (1, 2047, 700, 1, 1), (3, 129, 4099, 1, 1),
+                 (1, 65, 9000, 1, 1), (1, 333, 1000, 0, 1), (1, 200, 900, 1, 5),
+                 (2, 1000, 2048, 1, 3), (1, 25001, 40, 1, 1), (1, 30000, 33, 0, 1)]  # fmt: skip
+        for m, n, k, tb, batch in cases:  # (rows, columns, k, B stored n x k, items)
+            a = r.standard_normal((batch, m, k)).astype(dt)
+            b = r.standard_normal((batch, n, k) if tb else (batch, k, n)).astype(dt)
+            bias = r.standard_normal(n).astype(dt)
+            got = []
+            for t in threads:
+                _cpu.set_num_threads(t)
+                c = np.empty((batch, m, n), dt)
+                _cpu.gemm_ex(a, b, c.reshape(-1), batch, m, n, k, 0, tb, 1.0, 0.0, m * k,
+                             b[0].size, m * n, bias, _cpu.UNARY_RELU)  # fmt: skip
+                got.append(c)
+            bt = np.swapaxes(b, 1, 2) if tb else b
+            want = np.maximum(a.astype(np.float64) @ bt.astype(np.float64) + bias, 0)
+            out.append(((m, n, k, tb, batch), got, want))
+    finally:
+        _cpu.set_num_threads(before)
+    return out
+
+
+def test_small_m_split_gives_the_same_bits_on_any_thread_count():
+    """Each thread's contiguous share of the column chunks, the rest taken by whoever is done
+    first (gemm_small_m.h's gemv_split): 1, 2, 3 and 8 threads give the same bits."""
+    for dt in (np.float32, np.float64):
+        for case, got, want in split_case((1, 2, 3, 8), dt):
+            for g in got[1:]:
+                np.testing.assert_array_equal(g, got[0], err_msg=str(case))
+            np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-3 * np.sqrt(case[2]))
+
+
 ISA_SCRIPT = textwrap.dedent(
     """
     import sys
     import numpy as np
     sys.path.insert(0, sys.argv[1])
-    from test_gemv_stream import stream_case
+    from test_gemv_stream import split_case, stream_case
     from gpucore import _cpu
     full, halves, want = stream_case(np.float32, k=1000, seed=3)
     ok = np.array_equal(full, halves) and np.allclose(full, want, rtol=1e-4, atol=1e-3)
+    for case, got, ref in split_case((1, 2, 3, 8)):
+        ok = ok and all(np.array_equal(g, got[0]) for g in got[1:])
+        ok = ok and np.allclose(got[0], ref, rtol=1e-4, atol=1e-3 * np.sqrt(case[2]))
     print(_cpu.info()["isa"], ok)
     sys.exit(0 if ok else 1)
     """
