@@ -14,13 +14,21 @@ blocks of steps (rounds); each cell is the median over all timed steps, and the 
 are gpucore's wall median over each PyTorch variant's (below 1: gpucore is faster).
 
 The second table splits a gpucore step by where this thread's CPU time goes: the C entry points
-of the GEMM (``fast_linear``, ``fast_matmul``, ``gemm``, ``gemm_ex``) and of Adam
-(``adam_step_multi``), timed by wrapping them (about 0.3 us per call added), and the rest:
-Python, autograd, the small ops (relu, cross-entropy, the bias sums) and allocation; each part
-the median over steps. CPU time, not wall time, so that other processes' load stays out of it:
-with ``GPUCORE_NUM_THREADS=1`` it is the whole step; with more threads the pool workers' share
-of the GEMM and Adam is not counted (the main thread's waits are not either). The GEMMs' FLOPs
-at their time give the rate.
+of the GEMM (``fast_linear``, ``fast_matmul``, ``gemm``, ``gemm_ex``), of Adam
+(``adam_step_multi``), of the ReLU mask with the bias gradient (``fast_relu_backward_bias``) and
+of cross-entropy, timed by wrapping them wherever gpucore bound them (about 0.3 us per call
+added), and the rest: Python, autograd, allocation and the other small ops; each part the median
+over steps. CPU time, not wall time, so that other processes' load stays out of it: with
+``GPUCORE_NUM_THREADS=1`` it is the whole step; with more threads the pool workers' share of the
+GEMM and Adam is not counted (the main thread's waits are not either). The GEMMs' FLOPs at their
+time give the rate. (Until 2026-11-29 the split missed the forward's fused linear + ReLU calls,
+bound at import by relu_fusion.py, and counted those two GEMMs in the rest.)
+
+The third table is each GEMM call of the step: its wall time in the step against the same call
+repeated right after the step (twice, the second timed: operands in cache and the thread pool
+awake, as in a loop of that call alone, mlp_gemms.py), interleaved step by step so that the
+machine's load weighs on both alike. A ratio above 1 is what the step's context costs the call:
+operands evicted by the ops between, pool threads gone to sleep during the Python in between.
 """
 
 from __future__ import annotations
@@ -46,7 +54,6 @@ import train  # noqa: E402  (make_case, the step builders, table)
 
 import gpucore  # noqa: E402
 import gpucore.nn.functional as GF  # noqa: E402
-import gpucore.ops.linalg as _linalg  # noqa: E402
 from gpucore import _cpu  # noqa: E402
 
 try:
@@ -110,48 +117,72 @@ def torch_phases(init, x, y, fused: bool):
 
 
 class CTimer:
-    """Wraps the GEMM and Adam entry points of gpucore._cpu (and the modules' bound copies) to
-    sum the calling thread's CPU time spent in them; ``restore()`` puts the originals back."""
+    """Wraps the C entry points a step calls (gpucore._cpu's functions and every copy a gpucore
+    module bound at import, found by identity: relu_fusion's ``_fast_linear``, linalg's
+    ``_fast_matmul``, ...) to sum the calling thread's CPU time per part (``PARTS``), and the wall
+    time of each GEMM call by shapes (``calls``: the in-step GEMM table); ``restore()`` puts the
+    originals back. A wrapper adds about 0.3 us per call."""
 
-    GEMM = ("fast_linear", "fast_matmul", "gemm", "gemm_ex")
-    ADAM = ("adam_step_multi",)
+    PARTS = {
+        "gemm": ("fast_linear", "fast_matmul", "gemm", "gemm_ex"),
+        "adam": ("adam_step_multi",),
+        "relu": ("fast_relu_backward_bias",),
+        "xent": ("cross_entropy_forward", "cross_entropy_backward"),
+    }
+    # calls that return a new tensor and write nothing else: safe to repeat alone
+    REPEATABLE = ("fast_linear", "fast_matmul")
 
     def __init__(self):
-        self.acc = {"gemm": 0.0, "adam": 0.0}
+        self.acc = dict.fromkeys(self.PARTS, 0.0)
+        self.calls: dict = {}  # (entry point, operand shapes) -> [in-step wall s], (fn, args)
         self.saved = []
-        for names, key in ((self.GEMM, "gemm"), (self.ADAM, "adam")):
+        wrapped = {}
+        for key, names in self.PARTS.items():
             for name in names:
-                if hasattr(_cpu, name):  # (an older build may lack one)
-                    self._set(_cpu, name, self._wrap(getattr(_cpu, name), key))
-        # modules that bound an entry point at import (the package's ``linear`` is the function)
-        if hasattr(_cpu, "fast_linear"):
-            module = sys.modules["gpucore.nn.functional.linear"]
-            self._set(module, "_fast_linear", _cpu.fast_linear)
-        self._set(_linalg, "_fast_matmul", _cpu.fast_matmul)
+                fn = getattr(_cpu, name, None)  # (an older build may lack one)
+                if fn is not None:
+                    wrapped[id(fn)] = (fn, self._wrap(fn, key, name))
+        for mod in [m for k, m in sys.modules.items() if k.startswith("gpucore") and m]:
+            for attr, value in list(vars(mod).items()):
+                hit = wrapped.get(id(value))
+                if hit is not None and hit[0] is value:
+                    self.saved.append((mod, attr, value))
+                    setattr(mod, attr, hit[1])
 
-    def _wrap(self, fn, key):
-        acc, clock = self.acc, time.thread_time
+    def _wrap(self, fn, key, name):
+        acc, clock, wall = self.acc, time.thread_time, time.perf_counter
+        calls = self.calls if name in self.REPEATABLE else None
 
         def timed(*args):
-            t = clock()
+            t, w = clock(), wall()
             try:
                 return fn(*args)
             finally:
                 acc[key] += clock() - t
+                if calls is not None:
+                    dt = wall() - w
+                    shapes = tuple(tuple(a.shape) if hasattr(a, "shape") else a for a in args)
+                    entry = calls.setdefault((name, shapes), [[], None])
+                    entry[0].append(dt)
+                    entry[1] = (fn, args)
 
         return timed
 
-    def _set(self, obj, name, value):
-        if hasattr(obj, name):
-            self.saved.append((obj, name, getattr(obj, name)))
-            setattr(obj, name, value)
+    def repeat_alone(self, alone: dict) -> None:
+        """Each GEMM call of the last step again, on its own: twice, timing the second (its
+        operands then in cache, as in a loop of that call alone); wall seconds into alone."""
+        for key, (_, (fn, args)) in self.calls.items():
+            fn(*args)
+            t = time.perf_counter()
+            fn(*args)
+            alone.setdefault(key, []).append(time.perf_counter() - t)
 
     def restore(self):
         for obj, name, value in reversed(self.saved):
             setattr(obj, name, value)
 
 
-def run_case(name: str, args) -> tuple[list, list, list]:
+def run_case(name: str, args) -> tuple[list, list, list, list]:
     """The phase table's rows (each library's wall / CPU medians, then gpucore's wall over each
     PyTorch variant's), gpucore's step split and the libraries' names."""
     batch = CASES[name]
@@ -187,33 +218,89 @@ def run_case(name: str, args) -> tuple[list, list, list]:
                 row.append(f"{wall['gpucore'] / wall[lib]:.2f}" if wall[lib] > 0 else "—")
         rows.append(row)
 
-    # gpucore's step split: GEMM entry points, Adam, the rest
+    # gpucore's step split by C entry point (this thread's CPU time), and its GEMM calls' wall
+    # time in the step against the same call repeated alone right after it (interleaved, so
+    # that the machine's load weighs on both alike)
     train.settle()
     timer = CTimer()
-    parts = {"gemm": [], "adam": [], "rest": [], "step": []}
+    labels = {
+        "gemm": "GEMM (C entry points)",
+        "adam": "Adam (adam_step_multi)",
+        "relu": "ReLU mask + bias gradient (fast_relu_backward_bias)",
+        "xent": "cross-entropy forward + backward (C)",
+        "rest": "the rest: Python, autograd, allocation, other small ops",
+        "step": "step",
+    }
+    parts: dict = {k: [] for k in labels}
+    alone: dict = {}
+    n_steps = args.rounds * args.steps
     try:
-        for _ in range(args.rounds * args.steps):
-            g0, a0 = timer.acc["gemm"], timer.acc["adam"]
+        for _ in range(n_steps):
+            before = dict(timer.acc)
             total = g_run()[1][-1]
-            g, a = timer.acc["gemm"] - g0, timer.acc["adam"] - a0
-            for k, v in zip(parts, (g, a, total - g - a, total)):
+            done = {k: timer.acc[k] - before[k] for k in timer.acc}
+            done["rest"] = total - sum(done.values())
+            done["step"] = total
+            for k, v in done.items():
                 parts[k].append(v * 1e3)
+            timer.repeat_alone(alone)
     finally:
         timer.restore()
     med = {k: statistics.median(v) for k, v in parts.items()}
     step_ms, gemm_ms = med["step"], med["gemm"]
-    split = [
-        [label, f"{med[k]:.3f}", f"{med[k] / step_ms:.0%}"]
-        for label, k in (
-            ("GEMM (C entry points)", "gemm"),
-            ("Adam (adam_step_multi)", "adam"),
-            ("the rest: Python, autograd, small ops", "rest"),
-            ("step", "step"),
-        )
-    ]
+    split = [[labels[k], f"{med[k]:.3f}", f"{med[k] / step_ms:.0%}"] for k in labels]
     rate = gflop_per_step(batch) / (gemm_ms / 1e3) if gemm_ms > 0 else 0.0
-    split.append(["GEMM rate (GFLOP/s)", f"{rate:.0f}", "—"])
-    return rows, split, list(libs)
+    split.append(["GEMM rate (GFLOP/s, this thread's CPU time)", f"{rate:.0f}", "—"])
+    return rows, split, gemm_rows(timer.calls, alone, n_steps), list(libs)
+
+
+def gemm_flop(name: str, shapes: tuple) -> float:
+    """FLOPs of one fast-lane GEMM call from its operand shapes: fast_linear(x [m, k], w [n, k],
+    ...), fast_matmul(a [m, k], b [k, n]) or, transposed first operand, (a [k, m], b [k, n])."""
+    a, b = shapes[0], shapes[1]
+    if name == "fast_linear":
+        return 2.0 * a[0] * a[1] * b[0]
+    if len(shapes) > 2 and shapes[2]:
+        return 2.0 * a[1] * a[0] * b[1]
+    return 2.0 * a[0] * a[1] * b[1]
+
+
+def gemm_rows(calls: dict, alone: dict, n_steps: int) -> list:
+    """The in-step GEMM table: per call (entry point, operand shapes) its median wall time in the
+    step and repeated alone, their ratio and the in-step rate; then the sums per step."""
+    rows, tin, tal = [], 0.0, 0.0
+    for key, (times, _) in calls.items():
+        per_step = len(times) / n_steps
+        t_in, t_al = statistics.median(times), statistics.median(alone[key])
+        tin += t_in * per_step
+        tal += t_al * per_step
+        shapes = ", ".join(
+            "x".join(map(str, s)) if isinstance(s, tuple) else str(s) for s in key[1]
+        )
+        gf = gemm_flop(*key) / t_in / 1e9 if t_in > 0 else 0.0
+        rows.append(
+            [
+                key[0],
+                shapes,
+                f"{per_step:g}",
+                f"{t_in * 1e3:.3f}",
+                f"{t_al * 1e3:.3f}",
+                f"{t_in / t_al:.2f}",
+                f"{gf:.0f}",
+            ]
+        )
+    rows.append(
+        [
+            "sum per step",
+            "",
+            "",
+            f"{tin * 1e3:.3f}",
+            f"{tal * 1e3:.3f}",
+            f"{tin / tal:.2f}" if tal > 0 else "—",
+            "",
+        ]
+    )
+    return rows
 
 
 def main(argv=None) -> int:
@@ -238,13 +325,16 @@ def main(argv=None) -> int:
     )
     share = CpuShare()
     for name in args.only or list(CASES):
-        rows, split, libs = run_case(name, args)
+        rows, split, gemms, libs = run_case(name, args)
         print(f"\n### {name} (batch {CASES[name]}): ms per phase, wall / this thread's CPU\n")
         headers = ["phase"] + [f"{lib} {k}" for lib in libs for k in ("wall", "cpu")]
         headers += [f"gpucore/{lib} wall" for lib in libs if lib != "gpucore"]
         print(train.table(headers, rows))
         print(f"\n{name}: where a gpucore step's CPU time goes (this thread; medians over steps)\n")
         print(train.table(["part", "ms per step", "share"], split))
+        print(f"\n{name}: the step's GEMM calls, wall ms in the step vs the same call alone\n")
+        heads = ["entry", "operands", "calls/step", "in step", "alone", "in/alone", "GFLOP/s"]
+        print(train.table(heads, gemms, left=2))
         sys.stdout.flush()
     print()
     print(load_note(share.others(), "during the run"))

@@ -225,6 +225,23 @@ typedef struct {
 typedef void (*gc_optim_range_f32)(const gc_optim_args_f32 *a, ptrdiff_t lo, ptrdiff_t hi);
 typedef void (*gc_optim_range_f64)(const gc_optim_args_f64 *a, ptrdiff_t lo, ptrdiff_t hi);
 
+/* linear_relu's backward (unary.c gc_relu_backward_bias; loops in cpu/isa/relu_bias.h): out =
+ * s > 0 ? g : +0 for g, s [m, n], bsum [n] its column sums; a range function does the chunks
+ * [lo, hi) of GC_RBB_CHUNK columns. */
+#define GC_RBB_CHUNK 128
+typedef struct {
+    const float *g, *s;
+    float *out, *bsum;
+    ptrdiff_t m, n;
+} gc_rbb_args_f32;
+typedef struct {
+    const double *g, *s;
+    double *out, *bsum;
+    ptrdiff_t m, n;
+} gc_rbb_args_f64;
+typedef void (*gc_rbb_range_f32)(const gc_rbb_args_f32 *a, ptrdiff_t lo, ptrdiff_t hi);
+typedef void (*gc_rbb_range_f64)(const gc_rbb_args_f64 *a, ptrdiff_t lo, ptrdiff_t hi);
+
 /* Small-M GEMM with B read where it lies (isa/stream.h; gemm.c's path for m <= GC_GEMV_MAX_M_*
  * and attention.c's products):
  *   C[i, j] = alpha * sum_{p < k} A[i, p] * B(p, j)             (beta == 0: C is not read)
@@ -336,6 +353,9 @@ typedef struct {
     /* fused optimizer updates (cpu/isa/optim.h compiled with the ISA's flags) */
     gc_optim_range_f32 sgd_f32, adam_f32, rmsprop_f32;
     gc_optim_range_f64 sgd_f64, adam_f64, rmsprop_f64;
+    /* linear_relu's backward pass (cpu/isa/relu_bias.h compiled with the ISA's flags) */
+    gc_rbb_range_f32 relu_bias_f32;
+    gc_rbb_range_f64 relu_bias_f64;
     /* isa/stream.h: small-M GEMM in both B layouts, layer_norm rows */
     gc_gemv_f32 gemv_n_f32, gemv_t_f32, gemv_t_stream_f32; /* stream: B from memory */
     gc_gemv_f64 gemv_n_f64, gemv_t_f64, gemv_t_stream_f64;

@@ -29,24 +29,28 @@ static double gc_unary_cost(int op, int vectorized)
 #define GC_M(fn) fn##f
 #define GC_VUNARY(op) gc_isa.vunary_f32[op]
 #define GC_VGELU_BWD gc_isa.vgelu_backward_f32
+#define GC_RBB_RANGE gc_isa.relu_bias_f32
 #include "unary.c"
 #undef GC_T
 #undef GC_SFX
 #undef GC_M
 #undef GC_VUNARY
 #undef GC_VGELU_BWD
+#undef GC_RBB_RANGE
 
 #define GC_T double
 #define GC_SFX f64
 #define GC_M(fn) fn
 #define GC_VUNARY(op) ((void (*)(const double *, double *, ptrdiff_t))NULL)
 #define GC_VGELU_BWD ((void (*)(const double *, const double *, double *, ptrdiff_t))NULL)
+#define GC_RBB_RANGE gc_isa.relu_bias_f64
 #include "unary.c"
 #undef GC_T
 #undef GC_SFX
 #undef GC_M
 #undef GC_VUNARY
 #undef GC_VGELU_BWD
+#undef GC_RBB_RANGE
 
 #else /* type-generic body, T = GC_T */
 
@@ -297,64 +301,20 @@ void GC_FN(gc_unary_backward)(int op, const GC_T *grad, const GC_T *saved, GC_T 
  * input, positive at the same places) and the result's rows summed into bsum [n] (linear's bias
  * gradient), in one pass: each column summed in double row by row in order from 0, the reduce
  * kernel's order over dim 0 (reduce.c reduce_cols), so the bits of relu_backward then sum(0).
- * Threads take chunks of columns (a column's sum is one thread's: the same bits for any count). */
-#define GC_RBB_CHUNK 128
-typedef struct {
-    const GC_T *g, *s;
-    GC_T *out, *bsum;
-    ptrdiff_t m, n;
-} GC_FN(rbb_job);
-
+ * Threads take chunks of GC_RBB_CHUNK columns (a column's sum is one thread's: the same bits for
+ * any count); the loops are per ISA (cpu/isa/relu_bias.h, through the gc_isa table). */
 static void GC_FN(rbb_task)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 {
-    const GC_FN(rbb_job) *J = (const GC_FN(rbb_job) *)ctx;
-    const ptrdiff_t m = J->m, n = J->n;
-    double acc[GC_RBB_CHUNK];
-    for (ptrdiff_t c = lo; c < hi; c++) {
-        const ptrdiff_t t0 = c * GC_RBB_CHUNK;
-        const ptrdiff_t w = n - t0 < GC_RBB_CHUNK ? n - t0 : GC_RBB_CHUNK;
-        for (ptrdiff_t t = 0; t < w; t++)
-            acc[t] = 0.0;
-        /* the mask and the sums in separate simple loops the compiler vectorizes, both
-         * operands loaded unconditionally (a conditional load of g, or a select and a sum in
-         * one loop, compile to branches that mispredict on random signs); up to four masked
-         * rows, still in L1, added per pass over acc, each column in row order (reduce_cols') */
-        for (ptrdiff_t j = 0; j < m; j += 4) {
-            const ptrdiff_t rows = m - j < 4 ? m - j : 4;
-            for (ptrdiff_t r = 0; r < rows; r++) {
-                const GC_T *restrict gr = J->g + (j + r) * n + t0;
-                const GC_T *restrict sr = J->s + (j + r) * n + t0;
-                GC_T *restrict orow = J->out + (j + r) * n + t0;
-                for (ptrdiff_t t = 0; t < w; t++) {
-                    const GC_T gv = gr[t], sv = sr[t];
-                    orow[t] = sv > GC_C(0) ? gv : GC_C(0);
-                }
-            }
-            const GC_T *restrict r0 = J->out + j * n + t0;
-            if (rows == 4) {
-                const GC_T *restrict r1 = r0 + n, *restrict r2 = r1 + n, *restrict r3 = r2 + n;
-                for (ptrdiff_t t = 0; t < w; t++)
-                    acc[t] = (((acc[t] + (double)r0[t]) + (double)r1[t]) + (double)r2[t]) +
-                             (double)r3[t];
-            } else {
-                for (ptrdiff_t r = 0; r < rows; r++)
-                    for (ptrdiff_t t = 0; t < w; t++)
-                        acc[t] += (double)r0[r * n + t];
-            }
-        }
-        for (ptrdiff_t t = 0; t < w; t++)
-            J->bsum[t0 + t] = (GC_T)acc[t];
-    }
+    GC_RBB_RANGE((const GC_FN(gc_rbb_args) *)ctx, lo, hi);
 }
 
 void GC_FN(gc_relu_backward_bias)(const GC_T *g, const GC_T *s, GC_T *out, GC_T *bsum,
                                   ptrdiff_t m, ptrdiff_t n)
 {
-    GC_FN(rbb_job) J = {.g = g, .s = s, .out = out, .bsum = bsum, .m = m, .n = n};
+    GC_FN(gc_rbb_args) J = {.g = g, .s = s, .out = out, .bsum = bsum, .m = m, .n = n};
     const ptrdiff_t chunks = (n + GC_RBB_CHUNK - 1) / GC_RBB_CHUNK;
     gc_parallel_range(chunks, 1, (double)m * (double)n * 0.6, GC_FN(rbb_task), &J);
 }
-#undef GC_RBB_CHUNK
 
 #undef GC_C
 #undef GC_SQRT1_2

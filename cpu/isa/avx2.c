@@ -68,11 +68,13 @@ static inline double gc_avx2_hsum_pd(__m256d v)
 static void gc_isa_fill_avx2_vmath(gc_isa_kernels *k);
 
 #include "isa/optim.h"
+#include "isa/relu_bias.h"
 #include "isa/winograd.h"
 
 void gc_isa_fill_avx2(gc_isa_kernels *k)
 {
     gc_optim_fill(k);
+    gc_relu_bias_fill(k);
     gc_winograd_fill(k);
     gc_isa_fill_avx2_vmath(k);
     gc_qgemm_fill_avx2(k);

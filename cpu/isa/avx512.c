@@ -178,6 +178,7 @@ static void gc_qgemm_fill_avx512(gc_isa_kernels *k)
 static void gc_isa_fill_avx512_vmath(gc_isa_kernels *k);
 
 #include "isa/optim.h"
+#include "isa/relu_bias.h"
 #include "isa/winograd.h"
 
 /* ---- direct convolution (conv_direct.c; contract in isa.h: gc_cukr_f32) --------------------- */
@@ -422,6 +423,7 @@ void gc_conv_fill_avx512(gc_isa_kernels *k)
 void gc_isa_fill_avx512(gc_isa_kernels *k)
 {
     gc_optim_fill(k);
+    gc_relu_bias_fill(k);
     gc_winograd_fill(k);
     gc_conv_fill_avx512(k);
     gc_isa_fill_avx512_vmath(k);

@@ -107,6 +107,7 @@
 static void gc_isa_fill_neon_vmath(gc_isa_kernels *k);
 
 #include "isa/optim.h"
+#include "isa/relu_bias.h"
 #include "isa/winograd.h"
 
 /* ---- int8 GEMM (qgemm.c; contract in isa.h) ------------------------------------------------ */
@@ -199,6 +200,7 @@ void gc_isa_fill_neon(gc_isa_kernels *k)
     k->q_epi = qepi_row;
     k->q_name = "qgemm_neon_u8s8_4x16";
     gc_optim_fill(k);
+    gc_relu_bias_fill(k);
     gc_winograd_fill(k);
     gc_isa_fill_neon_vmath(k);
     k->mr_f32 = 8;

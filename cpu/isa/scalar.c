@@ -62,6 +62,7 @@
 #undef UKR_NAME
 
 #include "isa/optim.h"
+#include "isa/relu_bias.h"
 #include "isa/winograd.h"
 
 /* isa.h's contract; every term is added in double, so the chunking it allows is moot here. */
@@ -91,6 +92,7 @@ void gc_isa_fill_scalar(gc_isa_kernels *k)
     k->q_epi = qepi_row;
     k->q_name = "qgemm_scalar_u8s8_4x16";
     gc_optim_fill(k);
+    gc_relu_bias_fill(k);
     gc_winograd_fill(k);
     k->mr_f32 = 4;
     k->nr_f32 = 4;

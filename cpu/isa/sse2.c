@@ -64,11 +64,13 @@ static inline double gc_sse2_hsum_pd(__m128d s)
 #undef STREAM_SFX
 
 #include "isa/optim.h"
+#include "isa/relu_bias.h"
 #include "isa/winograd.h"
 
 void gc_isa_fill_sse2(gc_isa_kernels *k)
 {
     gc_optim_fill(k);
+    gc_relu_bias_fill(k);
     gc_winograd_fill(k);
     k->mr_f32 = 4;
     k->nr_f32 = 8;
