@@ -109,11 +109,12 @@ static void gc_wait_at_least(atomic_int *v, int want)
  * accumulates between them), rather than a narrow strip of columns down all k rows (2048 x 2048,
  * m = 1, one thread: ~480 -> ~340 us; 32 .. 256 rows measure alike) */
 #define GC_GEMV_KB_N 64
-/* cost model for the thread count (gc_parallel_range: one thread below ~50 us): ns per byte of B
- * and per multiply-add.  It overstates the streaming time (one AVX-512 thread reads ~65 GB/s, ~55
- * G multiply-adds/s) so that a 512 x 512 weight at m = 1, ~10 us on one thread, still splits:
- * ~6.4 us on two (the region costs a few us, the second core's share of L2 / L3 bandwidth is
- * worth more) */
+/* cost model for the thread count (gemv_split through gc_threads_for: one thread below ~50 us): ns
+ * per byte of B and per multiply-add. It overstates the streaming time (one AVX-512 thread reads
+ * ~65 GB/s, ~55 G multiply-adds/s) so that a 512 x 512 weight at m = 1, ~10 us on one thread,
+ * still splits: ~6.4 us on two (the region costs a few us, the second core's share of L2 / L3
+ * bandwidth is worth more)
+ */
 #define GC_GEMV_NS_BYTE 0.05
 #define GC_GEMV_NS_FMA 0.02
 /* Swapped mode writes C^T row-major into the workspace up to this size (then transposes it into

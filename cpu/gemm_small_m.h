@@ -55,15 +55,17 @@ static void GC_FN(gemv_range)(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
     }
 }
 
-/* Work split for the one-range case: each participant of the region owns a contiguous share of
- * the chunks (gc_split over the planned thread count, slot = share) and claims them in order,
- * then takes what is left of the other shares, so a descheduled worker holds nobody up.  Why not
- * gc_parallel_range: its ~4 chunks per thread are claimed in turn, so each thread's chunks
- * alternate with the other's (2 MiB apart at 2048 x 2048): every chunk starts cold (its first
- * rows were not prefetched) and the last rows of each prefetch rows the other thread reads.  C
- * harness, 3 x 2048 x 2048 at batch 1 on two Zen 4 threads, 10th percentiles of a loaded machine:
- * ~900 us alternating, ~660 us owned shares, ~700-770 us for a plain streaming read of the same
- * bytes.  Which thread computes a chunk never changes its bits. */
+/* Work split for the one-range case: each participant of the region owns a contiguous share of the
+ * chunks (gc_split over the planned thread count, slot = share; past 64 threads slots wrap onto
+ * the shares) and claims them in order, then takes what is left of the other shares (from the
+ * front, alternating with the owner for that tail), so a descheduled worker holds nobody up. Why
+ * not gc_parallel_range: its ~4 chunks per thread are claimed in turn, so each thread's chunks
+ * alternate with the other's (2 MiB apart at 2048 x 2048): every chunk starts cold (its first rows
+ * were not prefetched) and the last rows of each prefetch rows the other thread reads. C harness,
+ * 3 x 2048 x 2048 at batch 1 on two Zen 4 threads, 10th percentiles of a loaded machine: ~900 us
+ * alternating, ~660 us owned shares, ~700-770 us for a plain streaming read of the same bytes.
+ * Which thread computes a chunk never changes its bits.
+ */
 #define GC_GEMV_SHARES 64
 /* chunks are claimed in steps of about this much of B (at least one chunk, at most a quarter of
  * a share): a short k makes chunks of a few KiB, each claim then costs more than its columns */

@@ -49,8 +49,8 @@ def test_streaming_gemv_gives_the_bits_of_smaller_calls():
 def split_case(threads, dt=np.float32, seed=1):
     """Small-m products (one row and three, B stored n x k and k x n, one item and a batch of
     independent ones) at odd sizes around the work chunks (64 / 128 columns; with a short k
-    several per claim), computed on each of
-    ``threads`` thread counts: [(case, [result per count], float64 reference)]."""
+    several per claim), with beta 0 and 1, computed on each of ``threads`` thread counts:
+    [(case, [result per count], float64 reference)]."""
     r = np.random.default_rng(seed)
     out = []
     before = _cpu.info()["threads"]
@@ -62,16 +62,22 @@ def split_case(threads, dt=np.float32, seed=1):
             a = r.standard_normal((batch, m, k)).astype(dt)
             b = r.standard_normal((batch, n, k) if tb else (batch, k, n)).astype(dt)
             bias = r.standard_normal(n).astype(dt)
-            got = []
-            for t in threads:
-                _cpu.set_num_threads(t)
-                c = np.empty((batch, m, n), dt)
-                _cpu.gemm_ex(a, b, c.reshape(-1), batch, m, n, k, 0, tb, 1.0, 0.0, m * k,
-                             b[0].size, m * n, bias, _cpu.UNARY_RELU)  # fmt: skip
-                got.append(c)
+            c0 = r.standard_normal((batch, m, n)).astype(dt)
             bt = np.swapaxes(b, 1, 2) if tb else b
-            want = np.maximum(a.astype(np.float64) @ bt.astype(np.float64) + bias, 0)
-            out.append(((m, n, k, tb, batch), got, want))
+            prod = a.astype(np.float64) @ bt.astype(np.float64)
+            # beta 0 into NaN (a skipped chunk stays NaN) with bias and ReLU; beta 1 onto c0 (a
+            # chunk computed twice adds its product twice)
+            for beta in (0.0, 1.0):
+                got = []
+                for t in threads:
+                    _cpu.set_num_threads(t)
+                    c = np.full((batch, m, n), np.nan, dt) if beta == 0 else c0.copy()
+                    epilogue = (bias, _cpu.UNARY_RELU) if beta == 0 else (None, -1)
+                    _cpu.gemm_ex(a, b, c.reshape(-1), batch, m, n, k, 0, tb, 1.0, beta, m * k,
+                                 b[0].size, m * n, *epilogue)  # fmt: skip
+                    got.append(c)
+                want = np.maximum(prod + bias, 0) if beta == 0 else prod + c0
+                out.append(((m, n, k, tb, batch, beta), got, want))
     finally:
         _cpu.set_num_threads(before)
     return out
