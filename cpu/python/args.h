@@ -136,8 +136,6 @@ int iter_broadcast(const char *fn, const char *name, const Py_buffer *in, const 
                    gc_iter *it, int o);
 /* it's shape := out's (ndim <= GC_MAX_DIMS), operand o := out's C-order strides. */
 int iter_init_out(const char *fn, const Py_buffer *out, gc_iter *it, int o);
-/* Drops size-1 dims and merges dims contiguous for every operand (every shape > 0). */
-void iter_collapse(gc_iter *it, int nops);
 /* An input sharing memory with the (contiguous) output is fine only when it is the very same
  * elements: same start and, on every non-trivial dim, out's strides. */
 int iter_alias_ok(const char *fn, const char *iname, const Py_buffer *in, const Py_buffer *out,
