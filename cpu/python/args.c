@@ -14,6 +14,14 @@ void bufs_release(bufset *bs)
         PyBuffer_Release(&bs->v[--bs->n]);
 }
 
+PyObject *bufs_done(bufset *bs, int rc)
+{
+    bufs_release(bs);
+    if (rc < 0)
+        return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
 /* The element stride of dimension d (NULL strides mean C order). */
 Py_ssize_t buf_stride(const Py_buffer *v, int d)
 {

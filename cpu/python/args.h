@@ -33,6 +33,9 @@ typedef struct {
 } bufset;
 
 void bufs_release(bufset *bs);
+/* The end of a binding whose kernel returned rc: the buffers released, then None, or NULL with a
+ * MemoryError when rc < 0 (the kernel's scratch allocation failed). */
+PyObject *bufs_done(bufset *bs, int rc);
 
 /* Acquires obj's buffer (strides + format) into the set.  Outputs (writable) must be writable.
  * Items must be aligned to their size (1, 2, 4 or 8 bytes) and strides of non-trivial dims
