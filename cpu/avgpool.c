@@ -41,17 +41,8 @@ static inline double ap_div(const gc_pool2d *p, ptrdiff_t oy, ptrdiff_t ox, int 
     return n > 0 ? (double)n : 1.0;
 }
 
-#define GC_T float
-#define GC_SFX f32
-#include "avgpool.c"
-#undef GC_T
-#undef GC_SFX
-
-#define GC_T double
-#define GC_SFX f64
-#include "avgpool.c"
-#undef GC_T
-#undef GC_SFX
+#define GC_BODY "avgpool.c"
+#include "each_float.h"
 
 #else /* type-generic body, T = GC_T */
 

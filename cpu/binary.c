@@ -12,21 +12,8 @@
 #include "isa.h"
 #include "kernels.h"
 
-#define GC_T float
-#define GC_SFX f32
-#define GC_M(fn) fn##f
-#include "binary.c"
-#undef GC_T
-#undef GC_SFX
-#undef GC_M
-
-#define GC_T double
-#define GC_SFX f64
-#define GC_M(fn) fn
-#include "binary.c"
-#undef GC_T
-#undef GC_SFX
-#undef GC_M
+#define GC_BODY "binary.c"
+#include "each_float.h"
 
 /* ---- where: type-agnostic select over items of 1, 2, 4 or 8 bytes ---- */
 

@@ -1,4 +1,5 @@
-/* Strided copy of items of 1, 2, 4 or 8 bytes between two same-shaped views. */
+/* Strided copy of items of 1, 2, 4 or 8 bytes between two same-shaped views, and the collapse of
+ * an iteration space (gc_iter_collapse, kernels.h: the bindings' and the C API's). */
 #include <string.h>
 
 #include "kernels.h"
@@ -26,6 +27,38 @@ GC_COPY_ROW(uint8_t)
 GC_COPY_ROW(uint16_t)
 GC_COPY_ROW(uint32_t)
 GC_COPY_ROW(uint64_t)
+
+void gc_iter_collapse(gc_iter *it, int nops)
+{
+    gc_iter r;
+    memset(&r, 0, sizeof r);
+    int nd = 0;
+    for (int d = 0; d < it->ndim; d++) {
+        if (it->shape[d] == 1)
+            continue;
+        if (nd > 0) {
+            int merge = 1;
+            for (int o = 0; o < nops; o++)
+                merge &= r.stride[o][nd - 1] == it->stride[o][d] * it->shape[d];
+            if (merge) {
+                r.shape[nd - 1] *= it->shape[d];
+                for (int o = 0; o < nops; o++)
+                    r.stride[o][nd - 1] = it->stride[o][d];
+                continue;
+            }
+        }
+        r.shape[nd] = it->shape[d];
+        for (int o = 0; o < nops; o++)
+            r.stride[o][nd] = it->stride[o][d];
+        nd++;
+    }
+    if (nd == 0) {
+        r.shape[0] = 1;
+        nd = 1;
+    }
+    r.ndim = nd;
+    *it = r;
+}
 
 void gc_copy(const gc_iter *it, const void *src, void *dst, size_t itemsize)
 {

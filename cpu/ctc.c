@@ -17,21 +17,8 @@
 #include "isa.h"
 #include "kernels.h"
 
-#define GC_T float
-#define GC_SFX f32
-#define GC_M(fn) fn##f
-#include "ctc.c"
-#undef GC_T
-#undef GC_SFX
-#undef GC_M
-
-#define GC_T double
-#define GC_SFX f64
-#define GC_M(fn) fn
-#include "ctc.c"
-#undef GC_T
-#undef GC_SFX
-#undef GC_M
+#define GC_BODY "ctc.c"
+#include "each_float.h"
 
 #else /* type-generic body, T = GC_T */
 

@@ -24,21 +24,8 @@
 #define GS_A (-0.75) /* the cubic convolution's A (PyTorch's bicubic) */
 #define GS_BLOCK 32   /* points per block: their taps stay in L1 while the channels pass */
 
-#define GC_T float
-#define GC_SFX f32
-#define GC_M(fn) fn##f
-#include "grid_sample.c"
-#undef GC_T
-#undef GC_SFX
-#undef GC_M
-
-#define GC_T double
-#define GC_SFX f64
-#define GC_M(fn) fn
-#include "grid_sample.c"
-#undef GC_T
-#undef GC_SFX
-#undef GC_M
+#define GC_BODY "grid_sample.c"
+#include "each_float.h"
 
 #else /* type-generic body, T = GC_T */
 

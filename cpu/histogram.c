@@ -25,17 +25,8 @@
 #define GC_HIST_CHUNK 65536          /* points per chunk, at least */
 #define GC_HIST_PARTIALS (1 << 22)   /* partial sums (chunks x bins) kept below this, where can */
 
-#define GC_T float
-#define GC_SFX f32
-#include "histogram.c"
-#undef GC_T
-#undef GC_SFX
-
-#define GC_T double
-#define GC_SFX f64
-#include "histogram.c"
-#undef GC_T
-#undef GC_SFX
+#define GC_BODY "histogram.c"
+#include "each_float.h"
 
 #else /* type-generic body, T = GC_T */
 

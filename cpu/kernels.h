@@ -149,6 +149,9 @@ typedef struct {
     ptrdiff_t shape[GC_MAX_DIMS];
     ptrdiff_t stride[4][GC_MAX_DIMS];
 } gc_iter;
+/* Drops size-1 dims and merges dims that are contiguous for every operand (every shape > 0;
+ * the result has ndim >= 1).  Used by the bindings (cpu/python) and the C API (cpu/capi). */
+void gc_iter_collapse(gc_iter *it, int nops);
 
 /* Advances the multi-index idx over the outer dimensions [0, ndim-1) of it, moving the element
  * offsets off[0..nops) along; returns 0 once every outer index has been visited. */

@@ -39,21 +39,8 @@ ptrdiff_t gc_rnn_extra(int mode, ptrdiff_t h)
     return mode == GC_RNN_LSTM ? 2 * h : mode == GC_RNN_GRU ? h : 0;
 }
 
-#define GC_T float
-#define GC_SFX f32
-#define GC_M(fn) fn##f
-#include "recurrent.c"
-#undef GC_T
-#undef GC_SFX
-#undef GC_M
-
-#define GC_T double
-#define GC_SFX f64
-#define GC_M(fn) fn
-#include "recurrent.c"
-#undef GC_T
-#undef GC_SFX
-#undef GC_M
+#define GC_BODY "recurrent.c"
+#include "each_float.h"
 
 #else
 

@@ -18,17 +18,8 @@
 #define GC_RED_SPLIT 65536
 #define GC_RED_NS 0.3 /* estimated ns per element */
 
-#define GC_T float
-#define GC_SFX f32
-#include "reduce.c"
-#undef GC_T
-#undef GC_SFX
-
-#define GC_T double
-#define GC_SFX f64
-#include "reduce.c"
-#undef GC_T
-#undef GC_SFX
+#define GC_BODY "reduce.c"
+#include "each_float.h"
 
 #else /* type-generic body, T = GC_T */
 

@@ -41,17 +41,8 @@
 #define GC_TRSM_NB_IN 8 /* rows per block inside one: the small-M GEMM's, then substitution */
 #define GC_LU_NB 48   /* columns per LU panel */
 
-#define GC_T float
-#define GC_SFX f32
-#include "trsm.c"
-#undef GC_T
-#undef GC_SFX
-
-#define GC_T double
-#define GC_SFX f64
-#include "trsm.c"
-#undef GC_T
-#undef GC_SFX
+#define GC_BODY "trsm.c"
+#include "each_float.h"
 
 #else /* type-generic body, T = GC_T */
 

@@ -3,6 +3,7 @@
 
 #include <math.h>
 
+#include "erfinv_giles.h"
 #include "isa.h"
 #include "kernels.h"
 
@@ -117,7 +118,8 @@ static inline GC_T GC_FN(gelu_tanh_grad)(GC_T x)
 
 /* erfinv, evaluated in double for both types: Giles' single-precision approximation ("Approximating
  * the erfinv function", GPU Computing Gems, 2011), then two Newton steps on erf (|y| < 0.5) or on
- * erfc (|y| >= 0.5, where 1 - |y| is exact), which carry it to double precision. */
+ * erfc (|y| >= 0.5, where 1 - |y| is exact), which carry it to double precision.  The polynomials:
+ * erfinv_giles.h, shared with shaders/special.glsl. */
 static inline GC_T GC_FN(erfinv)(GC_T y)
 {
     const double yd = (double)y, a = fabs(yd);
@@ -126,29 +128,7 @@ static inline GC_T GC_FN(erfinv)(GC_T y)
     if (a == 1.0)
         return (GC_T)(yd > 0.0 ? INFINITY : -INFINITY);
     double w = -log((1.0 - yd) * (1.0 + yd)), p;
-    if (w < 5.0) {
-        w -= 2.5;
-        p = 2.81022636e-08;
-        p = 3.43273939e-07 + p * w;
-        p = -3.5233877e-06 + p * w;
-        p = -4.39150654e-06 + p * w;
-        p = 0.00021858087 + p * w;
-        p = -0.00125372503 + p * w;
-        p = -0.00417768164 + p * w;
-        p = 0.246640727 + p * w;
-        p = 1.50140941 + p * w;
-    } else {
-        w = sqrt(w) - 3.0;
-        p = -0.000200214257;
-        p = 0.000100950558 + p * w;
-        p = 0.00134934322 + p * w;
-        p = -0.00367342844 + p * w;
-        p = 0.00573950773 + p * w;
-        p = -0.0076224613 + p * w;
-        p = 0.00943887047 + p * w;
-        p = 1.00167406 + p * w;
-        p = 2.83297682 + p * w;
-    }
+    GC_ERFINV_GILES(w, p)
     double x = p * a; /* solve erf(x) = a for a >= 0, then restore the sign */
     for (int it = 0; it < 2; it++) {
         const double d = 1.1283791670955126 * exp(-x * x); /* erf'(x) = 2 / sqrt(pi) e^(-x^2) */

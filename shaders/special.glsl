@@ -5,6 +5,8 @@
 #ifndef SPECIAL_GLSL
 #define SPECIAL_GLSL
 
+#include "erfinv_giles.h"  // (cpu/) its polynomials, shared with cpu/unary.c
+
 const float PI_F = 3.14159265358979323846;
 
 // erf: its Taylor series below 0.5 (where 1 - erfc loses the relative precision), else 1 - erfc.
@@ -17,36 +19,14 @@ float erf_(float x) {
     return 1.0 - act_erfc(x);
 }
 
-// erfinv: Giles' single-precision approximation (GPU Computing Gems, 2011).
+// erfinv: Giles' single-precision approximation (GPU Computing Gems, 2011; cpu/erfinv_giles.h).
 float erfinv_(float y) {
     float a = abs(y);
     if (isnan(y) || a > 1.0) return QNAN;
     if (a == 1.0) return y > 0.0 ? INF : -INF;
     float w = -log((1.0 - a) * (1.0 + a));
     float p;
-    if (w < 5.0) {
-        w -= 2.5;
-        p = 2.81022636e-08;
-        p = 3.43273939e-07 + p * w;
-        p = -3.5233877e-06 + p * w;
-        p = -4.39150654e-06 + p * w;
-        p = 0.00021858087 + p * w;
-        p = -0.00125372503 + p * w;
-        p = -0.00417768164 + p * w;
-        p = 0.246640727 + p * w;
-        p = 1.50140941 + p * w;
-    } else {
-        w = sqrt(w) - 3.0;
-        p = -0.000200214257;
-        p = 0.000100950558 + p * w;
-        p = 0.00134934322 + p * w;
-        p = -0.00367342844 + p * w;
-        p = 0.00573950773 + p * w;
-        p = -0.0076224613 + p * w;
-        p = 0.00943887047 + p * w;
-        p = 1.00167406 + p * w;
-        p = 2.83297682 + p * w;
-    }
+    GC_ERFINV_GILES(w, p)
     return p * y;
 }
 

@@ -14,6 +14,7 @@ argument such as cat's). Every variant changes slots or dims of the valid call:
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import warnings
 from typing import NamedTuple
@@ -427,6 +428,36 @@ def variants(fn, args, kwargs):
                 ba = sig.bind_partial(*args, **kwargs)
                 ba.arguments[name] = bad
                 yield Case(f"dim {name}={bad!r}", "dim", ba.args, ba.kwargs)
+
+
+# ----------------------------------------------------------------------------- gpucore's call
+# the exceptions a bad call may raise (with a message naming the function)
+ALLOWED = (gc.GpucoreError, TypeError, ValueError, IndexError)
+
+
+def our_call(fn, case: Case, names, quiet: bool = True) -> tuple:
+    """``case`` called on gpucore's ``fn`` (its warnings ignored when ``quiet``): (result, error,
+    problem). error: the ALLOWED exception it raised, else None; problem: what is wrong, else None
+    (another kind of exception, a numpy error, AttributeError or KeyError, a message naming none
+    of ``names``, or a ``strict`` case accepted)."""
+    try:
+        with warnings.catch_warnings() if quiet else contextlib.nullcontext():
+            if quiet:
+                warnings.simplefilter("ignore")
+            got, err = fn(*case.args, **case.kwargs), None
+    except ALLOWED as e:
+        got, err = None, e
+    except Exception as e:  # noqa: BLE001 - the point: no other kind may escape
+        return None, None, f"raised {type(e).__module__}.{type(e).__name__}: {e}"
+    if err is not None:
+        kind = f"{type(err).__module__}.{type(err).__name__}"
+        if kind.startswith("numpy") or isinstance(err, (AttributeError, KeyError)):
+            return got, err, f"raised {kind}: {err}"
+        if not any(n in str(err) for n in names):
+            return got, err, f"{type(err).__name__} does not name the function: {err}"
+    elif case.strict:
+        return got, err, "accepted a non-Tensor where a Tensor is required"
+    return got, err, None
 
 
 # ----------------------------------------------------------------------------- PyTorch reference

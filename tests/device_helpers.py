@@ -1,8 +1,15 @@
 """Helpers for device tests (import device_helpers): run a function on the CPU path and compare,
-make device tensors and strided device views, compare special floats exactly, and run a test
-module both with and without elementwise fusion (``fusion_mode``)."""
+make device tensors and strided device views, compare special floats exactly, run a test
+module both with and without elementwise fusion (``fusion_mode``), and run a program in a fresh
+interpreter (``run_code``)."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,6 +17,7 @@ import pytest
 import gpucore
 
 RNG = np.random.default_rng(1234)
+ROOT = Path(__file__).resolve().parents[1]  # the repository: a program's working directory
 
 # strided views: the kernels see every kind of stride (0, negative, offsets, steps)
 VIEWS = {
@@ -109,3 +117,21 @@ def assert_close_to_cpu(fn, inputs, rtol=1e-5, atol=1e-6):
             atol=atol,
         )
     return ops
+
+
+def run_code(code: str, timeout: float = 60, **env) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter on the CPU-type Vulkan device; fails (instead of
+    hanging CI) when it runs past ``timeout``."""
+    e = dict(os.environ, GPUCORE_VULKAN_ALLOW_CPU="1")
+    e.update(env)
+    try:
+        return subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            capture_output=True,
+            text=True,
+            env=e,
+            timeout=timeout,
+            cwd=ROOT,
+        )
+    except subprocess.TimeoutExpired as ex:
+        pytest.fail(f"the program hung (killed after {timeout} s); output so far: {ex.stdout}")

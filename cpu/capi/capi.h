@@ -119,8 +119,6 @@ int gc_norm_dim(int dim, int ndim, int *out, const char *fn, gc_error *err);
 /* ---- copies (views.c) -------------------------------------------------------------------- */
 /* dst (contiguous, t's shape and dtype) := t's elements in C order. */
 void gc_copy_contig(const gc_tensor *t, void *dst);
-/* An iteration space over ndim dims; dropped size-1 dims, merged contiguous ones. */
-void gc_iter_collapse(gc_iter *it, int nops);
 /* t itself when contiguous (*tmp NULL), else a contiguous internal copy in *tmp (free it with
  * gc_tensor_drop); NULL on error. */
 const gc_tensor *gc_contig_input(const gc_tensor *t, gc_tensor **tmp, const char *fn,

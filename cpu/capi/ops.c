@@ -14,18 +14,24 @@ static int oom(gc_error *err, const char *fn)
 /* ------------------------------------------------------------------------------------------ */
 /* Binary ops with numpy broadcasting                                                          */
 
-static gc_tensor *binary(int op, const char *fn, const gc_tensor *a, const gc_tensor *b,
-                         gc_error *err)
+/* err cleared; a and b float tensors of one dtype (and the kernels ready), else -1 with err set */
+static int float_pair(const char *fn, const gc_tensor *a, const gc_tensor *b, gc_error *err)
 {
     gc_ok(err);
     if (gc_check_float(a, fn, "a", err) < 0 || gc_check_float(b, fn, "b", err) < 0 ||
         gc_capi_init(err) < 0)
+        return -1;
+    if (a->dtype != b->dtype)
+        return gc_fail(err, GC_ERR_DTYPE, "%s: a is %s and b is %s; both must have one dtype", fn,
+                       gc_dtype_name(a->dtype), gc_dtype_name(b->dtype));
+    return 0;
+}
+
+static gc_tensor *binary(int op, const char *fn, const gc_tensor *a, const gc_tensor *b,
+                         gc_error *err)
+{
+    if (float_pair(fn, a, b, err) < 0)
         return NULL;
-    if (a->dtype != b->dtype) {
-        gc_fail(err, GC_ERR_DTYPE, "%s: a is %s and b is %s; both must have one dtype", fn,
-                gc_dtype_name(a->dtype), gc_dtype_name(b->dtype));
-        return NULL;
-    }
     const int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
     int64_t shape[GC_MAX_NDIM];
     gc_iter it;
@@ -183,15 +189,8 @@ static int prep(const gc_tensor *t, int nb, const int64_t *bs, int64_t r, int64_
 gc_tensor *gc_matmul(const gc_tensor *a, const gc_tensor *b, gc_error *err)
 {
     const char *fn = "gc_matmul";
-    gc_ok(err);
-    if (gc_check_float(a, fn, "a", err) < 0 || gc_check_float(b, fn, "b", err) < 0 ||
-        gc_capi_init(err) < 0)
+    if (float_pair(fn, a, b, err) < 0)
         return NULL;
-    if (a->dtype != b->dtype) {
-        gc_fail(err, GC_ERR_DTYPE, "%s: a is %s and b is %s; both must have one dtype", fn,
-                gc_dtype_name(a->dtype), gc_dtype_name(b->dtype));
-        return NULL;
-    }
     if (a->ndim == 0 || b->ndim == 0) {
         gc_fail(err, GC_ERR_SHAPE, "%s: both operands need at least one dim (got %d and %d)", fn,
                 a->ndim, b->ndim);

@@ -399,12 +399,10 @@ static int run(gc_model *m, const void *const *in, void *const *out, double t0, 
     return 0;
 }
 
-int gc_model_run_buffers(gc_model *m, const void *const *inputs, const size_t *input_bytes,
-                         int n_inputs, void *const *outputs, const size_t *output_bytes,
-                         int n_outputs, gc_error *err)
+/* err cleared; m live and taking n_inputs inputs and n_outputs outputs, else < 0 with err set */
+static int check_call(const gc_model *m, const char *fn, int n_inputs, int n_outputs,
+                      gc_error *err)
 {
-    const char *fn = "gc_model_run_buffers";
-    const double t0 = now_us();
     gc_ok(err);
     int rc = check_model(m, fn, err);
     if (rc < 0)
@@ -413,6 +411,18 @@ int gc_model_run_buffers(gc_model *m, const void *const *inputs, const size_t *i
         return gc_fail(err, GC_ERR_INVALID_ARGUMENT,
                        "%s: the model takes %d inputs and %d outputs; got %d and %d", fn, m->n_in,
                        m->n_out, n_inputs, n_outputs);
+    return 0;
+}
+
+int gc_model_run_buffers(gc_model *m, const void *const *inputs, const size_t *input_bytes,
+                         int n_inputs, void *const *outputs, const size_t *output_bytes,
+                         int n_outputs, gc_error *err)
+{
+    const char *fn = "gc_model_run_buffers";
+    const double t0 = now_us();
+    int rc = check_call(m, fn, n_inputs, n_outputs, err);
+    if (rc < 0)
+        return rc;
     if ((m->n_in && (!inputs || !input_bytes)) || (m->n_out && (!outputs || !output_bytes)))
         return gc_fail(err, GC_ERR_INVALID_ARGUMENT, "%s: a buffer or size array is NULL", fn);
     for (int i = 0; i < m->n_in + m->n_out; i++) {
@@ -434,14 +444,9 @@ int gc_model_run(gc_model *m, const gc_tensor *const *inputs, int n_inputs, gc_t
 {
     const char *fn = "gc_model_run";
     const double t0 = now_us();
-    gc_ok(err);
-    int rc = check_model(m, fn, err);
+    int rc = check_call(m, fn, n_inputs, n_outputs, err);
     if (rc < 0)
         return rc;
-    if (n_inputs != m->n_in || n_outputs != m->n_out)
-        return gc_fail(err, GC_ERR_INVALID_ARGUMENT,
-                       "%s: the model takes %d inputs and %d outputs; got %d and %d", fn, m->n_in,
-                       m->n_out, n_inputs, n_outputs);
     if ((m->n_in && !inputs) || (m->n_out && !outputs))
         return gc_fail(err, GC_ERR_INVALID_ARGUMENT, "%s: inputs or outputs is NULL", fn);
     const void **in = calloc((size_t)m->n_in + 1, sizeof *in);

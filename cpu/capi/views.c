@@ -8,36 +8,6 @@
 /* ------------------------------------------------------------------------------------------ */
 /* Copies                                                                                      */
 
-void gc_iter_collapse(gc_iter *it, int nops)
-{
-    gc_iter r;
-    memset(&r, 0, sizeof r);
-    int nd = 0;
-    for (int d = 0; d < it->ndim; d++) {
-        if (it->shape[d] == 1)
-            continue;
-        int merge = nd > 0;
-        for (int o = 0; merge && o < nops; o++)
-            merge = r.stride[o][nd - 1] == it->stride[o][d] * it->shape[d];
-        if (merge) {
-            r.shape[nd - 1] *= it->shape[d];
-            for (int o = 0; o < nops; o++)
-                r.stride[o][nd - 1] = it->stride[o][d];
-            continue;
-        }
-        r.shape[nd] = it->shape[d];
-        for (int o = 0; o < nops; o++)
-            r.stride[o][nd] = it->stride[o][d];
-        nd++;
-    }
-    if (nd == 0) {
-        r.shape[0] = 1;
-        nd = 1;
-    }
-    r.ndim = nd;
-    *it = r;
-}
-
 void gc_copy_contig(const gc_tensor *t, void *dst)
 {
     const int64_t n = gc_numel(t);

@@ -14,6 +14,14 @@ void bufs_release(bufset *bs)
         PyBuffer_Release(&bs->v[--bs->n]);
 }
 
+PyObject *bufs_done(bufset *bs, int rc)
+{
+    bufs_release(bs);
+    if (rc < 0)
+        return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
 /* The element stride of dimension d (NULL strides mean C order). */
 Py_ssize_t buf_stride(const Py_buffer *v, int d)
 {
@@ -629,40 +637,6 @@ int iter_init_out(const char *fn, const Py_buffer *out, gc_iter *it, int o)
         st *= out->shape[d];
     }
     return 0;
-}
-
-/* Drops size-1 dims and merges dims that are contiguous for every operand.  Requires every
- * shape > 0.  The result has ndim >= 1. */
-void iter_collapse(gc_iter *it, int nops)
-{
-    gc_iter r;
-    memset(&r, 0, sizeof r);
-    int nd = 0;
-    for (int d = 0; d < it->ndim; d++) {
-        if (it->shape[d] == 1)
-            continue;
-        if (nd > 0) {
-            int merge = 1;
-            for (int o = 0; o < nops; o++)
-                merge &= r.stride[o][nd - 1] == it->stride[o][d] * it->shape[d];
-            if (merge) {
-                r.shape[nd - 1] *= it->shape[d];
-                for (int o = 0; o < nops; o++)
-                    r.stride[o][nd - 1] = it->stride[o][d];
-                continue;
-            }
-        }
-        r.shape[nd] = it->shape[d];
-        for (int o = 0; o < nops; o++)
-            r.stride[o][nd] = it->stride[o][d];
-        nd++;
-    }
-    if (nd == 0) {
-        r.shape[0] = 1;
-        nd = 1;
-    }
-    r.ndim = nd;
-    *it = r;
 }
 
 /* An input sharing memory with the (contiguous) output is fine only when it is the very same

@@ -33,6 +33,9 @@ typedef struct {
 } bufset;
 
 void bufs_release(bufset *bs);
+/* The end of a binding whose kernel returned rc: the buffers released, then None, or NULL with a
+ * MemoryError when rc < 0 (the kernel's scratch allocation failed). */
+PyObject *bufs_done(bufset *bs, int rc);
 
 /* Acquires obj's buffer (strides + format) into the set.  Outputs (writable) must be writable.
  * Items must be aligned to their size (1, 2, 4 or 8 bytes) and strides of non-trivial dims
@@ -136,8 +139,6 @@ int iter_broadcast(const char *fn, const char *name, const Py_buffer *in, const 
                    gc_iter *it, int o);
 /* it's shape := out's (ndim <= GC_MAX_DIMS), operand o := out's C-order strides. */
 int iter_init_out(const char *fn, const Py_buffer *out, gc_iter *it, int o);
-/* Drops size-1 dims and merges dims contiguous for every operand (every shape > 0). */
-void iter_collapse(gc_iter *it, int nops);
 /* An input sharing memory with the (contiguous) output is fine only when it is the very same
  * elements: same start and, on every non-trivial dim, out's strides. */
 int iter_alias_ok(const char *fn, const char *iname, const Py_buffer *in, const Py_buffer *out,

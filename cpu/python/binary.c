@@ -49,7 +49,7 @@ static int binary_parse(PyObject *const *args, Py_ssize_t nargs, void *node, buf
         return -1;
     p->empty = buf_nelem(out) == 0;
     if (!p->empty)
-        iter_collapse(&p->it, 3);
+        gc_iter_collapse(&p->it, 3);
     p->a = a->buf;
     p->b = b->buf;
     p->out = out->buf;
@@ -117,7 +117,7 @@ static int where_parse(PyObject *const *args, Py_ssize_t nargs, void *node, bufs
             return -1;
     p->empty = buf_nelem(out) == 0;
     if (!p->empty)
-        iter_collapse(&p->it, 4);
+        gc_iter_collapse(&p->it, 4);
     p->cond = c->buf;
     p->a = a->buf;
     p->b = b->buf;

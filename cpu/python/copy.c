@@ -91,7 +91,7 @@ static int copy_parse(PyObject *const *args, Py_ssize_t nargs, void *node, bufse
     if (same_elems)
         return 0;
     if (!buf_overlap(s, d)) {
-        iter_collapse(it, 2);
+        gc_iter_collapse(it, 2);
         p->mode = COPY_DIRECT;
     } else {
         p->mode = COPY_VIA_TMP;
@@ -118,8 +118,8 @@ static int copy_exec(const void *node)
         outit.stride[0][i] = p->it.shape[i] > 1 ? st : 0; /* tmp -> dst */
         st *= p->it.shape[i];
     }
-    iter_collapse(&in, 2);
-    iter_collapse(&outit, 2);
+    gc_iter_collapse(&in, 2);
+    gc_iter_collapse(&outit, 2);
     gc_copy(&in, p->src, tmp, p->isz);
     gc_copy(&outit, tmp, p->dst, p->isz);
     free(tmp);
@@ -183,7 +183,7 @@ static int cast_parse(PyObject *const *args, Py_ssize_t nargs, void *node, bufse
         it->stride[0][i] = d->shape[i] > 1 ? buf_stride(s, i) / s->itemsize : 0;
         it->stride[1][i] = d->shape[i] > 1 ? buf_stride(d, i) / d->itemsize : 0;
     }
-    iter_collapse(it, 2);
+    gc_iter_collapse(it, 2);
     return 0;
 }
 

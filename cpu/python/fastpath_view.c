@@ -213,7 +213,7 @@ PyObject *gc_py_fast_reshape_copy(PyObject *self, PyObject *const *args, Py_ssiz
             it.stride[1][i] = a.shape[i] > 1 ? c : 0;
             c *= a.shape[i];
         }
-        iter_collapse(&it, 2);
+        gc_iter_collapse(&it, 2);
         gc_copy(&it, a.buf, out, (size_t)isz);
     }
     PyBuffer_Release(&a);

@@ -76,7 +76,7 @@ static int gather_parse(PyObject *const *args, Py_ssize_t nargs, void *node, buf
         it->stride[1][d] = live ? buf_stride(ix, d) / 8 : 0;
         it->stride[2][d] = live ? buf_stride(out, d) / isz : 0;
     }
-    iter_collapse(it, 3);
+    gc_iter_collapse(it, 3);
     return 0;
 }
 

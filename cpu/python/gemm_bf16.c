@@ -102,12 +102,7 @@ PyObject *gc_py_gemm_bf16(PyObject *self, PyObject *const *args, Py_ssize_t narg
     rc = gc_gemm_bf16(v[0]->buf, v[1]->buf, v[2]->buf, out_bf16, batch, m, n, k, ta, tb, sa, sb,
                       sc, bias ? (const float *)bias->buf : NULL, brow);
     Py_END_ALLOW_THREADS
-    if (rc < 0) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    bufs_release(&bs);
-    Py_RETURN_NONE;
+    return bufs_done(&bs, rc);
 fail:
     bufs_release(&bs);
     return NULL;
@@ -182,12 +177,7 @@ PyObject *gc_py_conv2d_bf16(PyObject *self, PyObject *const *args, Py_ssize_t na
     rc = gc_conv2d_bf16(v[0]->buf, v[1]->buf, bias ? (const float *)bias->buf : NULL, y->buf, n,
                         c, h, wd, kh, kw, d[6], d[7], d[8], d[9], d[10], d[11], o);
     Py_END_ALLOW_THREADS
-    if (rc < 0) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    bufs_release(&bs);
-    Py_RETURN_NONE;
+    return bufs_done(&bs, rc);
 fail:
     bufs_release(&bs);
     return NULL;

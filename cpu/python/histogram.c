@@ -105,12 +105,7 @@ PyObject *gc_py_histogram(PyObject *self, PyObject *const *args, Py_ssize_t narg
                    : gc_histogram_f64(v[0]->buf, npts, dims, v[1]->buf, ne,
                                       v[3] ? v[3]->buf : NULL, v[4]->buf, (int)mode);
     Py_END_ALLOW_THREADS
-    if (rc < 0) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    bufs_release(&bs);
-    Py_RETURN_NONE;
+    return bufs_done(&bs, rc);
 fail:
     bufs_release(&bs);
     return NULL;

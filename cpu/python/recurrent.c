@@ -115,12 +115,7 @@ PyObject *gc_py_rnn_forward(PyObject *self, PyObject *const *args, Py_ssize_t na
     else
         rc = gc_rnn_forward_f64(q[0], q[1], q[2], q[3], q[4], q[6], q[7], q[8], q[9], &p);
     Py_END_ALLOW_THREADS
-    if (rc < 0) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    bufs_release(&bs);
-    Py_RETURN_NONE;
+    return bufs_done(&bs, rc);
 fail:
     bufs_release(&bs);
     return NULL;
@@ -177,12 +172,7 @@ PyObject *gc_py_rnn_backward(PyObject *self, PyObject *const *args, Py_ssize_t n
     else
         rc = gc_rnn_backward_f64(q[0], q[1], q[2], q[3], q[4], q[6], q[7], q[8], q[9], q[10], &p);
     Py_END_ALLOW_THREADS
-    if (rc < 0) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    bufs_release(&bs);
-    Py_RETURN_NONE;
+    return bufs_done(&bs, rc);
 fail:
     bufs_release(&bs);
     return NULL;

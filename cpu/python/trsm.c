@@ -50,12 +50,7 @@ PyObject *gc_py_trsm(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     rc = kd == 'f' ? gc_trsm_f32(v[0]->buf, v[1]->buf, batch, m, n, sa, upper, trans, unit)
                    : gc_trsm_f64(v[0]->buf, v[1]->buf, batch, m, n, sa, upper, trans, unit);
     Py_END_ALLOW_THREADS
-    if (rc < 0) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    bufs_release(&bs);
-    Py_RETURN_NONE;
+    return bufs_done(&bs, rc);
 fail:
     bufs_release(&bs);
     return NULL;
@@ -109,12 +104,7 @@ PyObject *gc_py_getrf(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     rc = kd == 'f' ? gc_getrf_f32(v[0]->buf, perm, v[2]->buf, batch, n)
                    : gc_getrf_f64(v[0]->buf, perm, v[2]->buf, batch, n);
     Py_END_ALLOW_THREADS
-    if (rc < 0) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    bufs_release(&bs);
-    Py_RETURN_NONE;
+    return bufs_done(&bs, rc);
 fail:
     bufs_release(&bs);
     return NULL;

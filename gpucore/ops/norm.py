@@ -187,6 +187,15 @@ def _np_layer_norm_backward(x, w, mean, rstd, g, k, affine, need):
     return gx, (g * xh).sum(lead), g.sum(lead)
 
 
+def backward_sample(x, w, mean, rstd, g, ref, **attrs) -> Sample:
+    """A sample of a fused normalization backward (layer, group and batch norm): inputs (x,
+    weight, mean, rstd, grad_out) and the op's ``attrs``; all three gradients wanted, checked
+    against the float64 reference ``ref``, not differentiated again."""
+    return Sample(
+        x, w, mean, rstd, g, **attrs, need=(True, True, True), ref=ref, grad=False, atol=1e-5
+    )
+
+
 def _ln_bwd_samples():
     out = []
     for i, (shape, k, affine) in enumerate(
@@ -198,19 +207,7 @@ def _ln_bwd_samples():
         _, mean, rstd = _np_layer_norm(x, w, w, k, 1e-5, affine)
         g = uniform(*shape, seed=i + 30)
         out.append(
-            Sample(
-                x,
-                w,
-                mean,
-                rstd,
-                g,
-                k=k,
-                affine=affine,
-                need=(True, True, True),
-                ref=_np_layer_norm_backward,
-                grad=False,
-                atol=1e-5,
-            )
+            backward_sample(x, w, mean, rstd, g, _np_layer_norm_backward, k=k, affine=affine)
         )
     return out
 
@@ -531,18 +528,8 @@ def _gn_bwd_samples():
         _, mean, rstd = _np_group_norm(x, w, w, groups, 1e-5, affine)
         g = uniform(*shape, seed=i + 140)
         out.append(
-            Sample(
-                x,
-                w,
-                mean,
-                rstd,
-                g,
-                groups=groups,
-                affine=affine,
-                need=(True, True, True),
-                ref=_np_group_norm_backward,
-                grad=False,
-                atol=1e-5,
+            backward_sample(
+                x, w, mean, rstd, g, _np_group_norm_backward, groups=groups, affine=affine
             )
         )
     return out

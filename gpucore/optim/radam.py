@@ -5,12 +5,11 @@ from __future__ import annotations
 import math
 
 from ..tensor import Tensor
-from ._capturable import device_steps, more_step
-from ._options import check_options, grad_of, lerp_
-from .optimizer import Optimizer
+from ._adam_like import AdamLike
+from ._options import check_options, lerp_
 
 
-class RAdam(Optimizer):
+class RAdam(AdamLike):
     """RAdam, as ``torch.optim.RAdam``; at step t (counted per parameter)::
 
         g = -grad if maximize else grad
@@ -60,30 +59,12 @@ class RAdam(Optimizer):
         check_options(defaults)
         super().__init__(params, defaults)
 
-    def _check_group(self, group: dict) -> None:
-        check_options(group)
-
-    _device_steps = True  # capturable=True keeps step counts on the device (_capturable.py)
-
-    def _step_group(self, group: dict, params: list) -> None:
-        if device_steps(group, params):
-            more_step(self, group, params, "radam")
-        else:
-            super()._step_group(group, params)
+    _kind = "radam"
 
     def _update(self, p: Tensor, grad: Tensor, group: dict) -> None:
-        state = self.state[p]
-        step = int(state.get("step", 0)) + 1
-        state["step"] = step
-        exp_avg, _ = self._buffer(state, "exp_avg", p)
-        exp_avg_sq, _ = self._buffer(state, "exp_avg_sq", p)
+        _, step, exp_avg, exp_avg_sq, g = self._start(p, grad, group)
         lr, eps = float(group["lr"]), float(group["eps"])
         beta1, beta2 = (float(b) for b in group["betas"])
-        decoupled = bool(group["decoupled_weight_decay"])
-        wd = float(group["weight_decay"])
-        if decoupled and wd != 0:
-            p.mul_(1.0 - lr * wd)
-        g = grad_of(p, grad, group, decay=not decoupled)
 
         lerp_(exp_avg, g, 1.0 - beta1)
         exp_avg_sq.mul_(beta2).add_(g * g, alpha=1.0 - beta2)

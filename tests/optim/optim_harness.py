@@ -14,6 +14,7 @@ import math
 import warnings
 
 import numpy as np
+import pytest
 
 import gpucore
 
@@ -97,6 +98,36 @@ def assert_state_matches_torch(ours, theirs, ps, qs, rtol=1e-10):
                 np.testing.assert_allclose(v.numpy(), w.detach().numpy(), rtol=rtol, atol=1e-14)
             else:
                 assert float(v) == float(w) or math.isclose(float(v), float(w), rel_tol=rtol), k
+
+
+def assert_matches_reference(make, ref, kw, keys=(), count=False):
+    """``make``'s float64 steps equal the numpy reference ``ref``'s (with ``kw``), and so do the
+    final state buffers named in ``keys`` (rtol 1e-12) and, with ``count``, the step counts;
+    returns (opt, ps, states) for a caller's further state checks."""
+    ours, opt, ps = run_ours(make)
+    want, states = run_reference(ref, kw)
+    assert_steps_close(ours, want)
+    for p, st in zip(ps, states):
+        if count:
+            assert opt.state[p]["step"] == st["step"]
+        for k in keys:
+            np.testing.assert_allclose(opt.state[p][k].numpy(), st[k], rtol=1e-12)
+    return opt, ps, states
+
+
+def assert_matches_torch(make):
+    """``make``'s steps and final state equal torch's, step by step (float64, rtol 1e-10)."""
+    ours, opt, ps = run_ours(make)
+    theirs, topt, qs = run_torch(make)
+    assert_steps_close(ours, theirs, rtol=1e-10)
+    assert_state_matches_torch(opt, topt, ps, qs)
+
+
+def assert_bad_argument(make, message):
+    """Constructing ``make(gpucore.optim, [p])`` raises ValueError matching ``message``."""
+    p = gpucore.nn.Parameter(gpucore.zeros(2))
+    with pytest.raises(ValueError, match=message):
+        make(gpucore.optim, [p])
 
 
 # ----------------------------------------------------------------------------- references

@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 
 from ...errors import DeviceError
-from .stream import LOST_MESSAGE, VK_TIMEOUT, descriptor_pool
+from .stream import LOST_MESSAGE, VK_TIMEOUT, command_buffer, descriptor_pool
 
 
 class Capture:
@@ -30,15 +30,7 @@ class Capture:
     def __init__(self, ctx):
         vk, dev = ctx.vk, ctx.device
         self.ctx = ctx
-        self.cmd = vk.vkAllocateCommandBuffers(
-            dev,
-            vk.VkCommandBufferAllocateInfo(
-                sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-                commandPool=ctx.command_pool,
-                level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-                commandBufferCount=1,
-            ),
-        )[0]
+        self.cmd = command_buffer(ctx)
         self.pools: list = []
         self.desc_pool = self.grow()
         self.fence = vk.vkCreateFence(

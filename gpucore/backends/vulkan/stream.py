@@ -65,20 +65,26 @@ def descriptor_pool(vk, dev):
     )
 
 
+def command_buffer(ctx):
+    """A primary command buffer from the context's command pool."""
+    vk = ctx.vk
+    return vk.vkAllocateCommandBuffers(
+        ctx.device,
+        vk.VkCommandBufferAllocateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+            commandPool=ctx.command_pool,
+            level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+            commandBufferCount=1,
+        ),
+    )[0]
+
+
 class Frame:
     """A command buffer with its descriptor pool, fence, timestamp queries and keep-alive list."""
 
     def __init__(self, ctx):
         vk, dev = ctx.vk, ctx.device
-        self.cmd = vk.vkAllocateCommandBuffers(
-            dev,
-            vk.VkCommandBufferAllocateInfo(
-                sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-                commandPool=ctx.command_pool,
-                level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-                commandBufferCount=1,
-            ),
-        )[0]
+        self.cmd = command_buffer(ctx)
         self.desc_pool = descriptor_pool(vk, dev)
         self.fence = vk.vkCreateFence(
             dev, vk.VkFenceCreateInfo(sType=vk.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO), None

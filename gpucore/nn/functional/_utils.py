@@ -35,6 +35,21 @@ def _pair(v, op: str, name: str, least: int) -> tuple:
     return p
 
 
+def _single(v, op: str, name: str, least: int) -> int:
+    """An int or a 1-tuple (PyTorch's _single) as an int >= least (conv1d's and the 1-d pools'
+    arguments)."""
+    try:
+        p = tuple(operator.index(e) for e in v) if isinstance(v, (tuple, list)) else (v,)
+        p = tuple(operator.index(e) for e in p)
+    except TypeError:
+        p = ()
+    if len(p) != 1 or p[0] < least:
+        raise ValueError(
+            f"{op}(): {name} must be an int or a 1-tuple of ints >= {least}, got {v!r}"
+        )
+    return p[0]
+
+
 def _as_4d(op: str, x) -> tuple:
     """[N, C, H, W] (or an unbatched [C, H, W], given a batch dim of 1), and whether it was."""
     _check_tensor(op, x)

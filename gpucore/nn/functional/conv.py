@@ -14,7 +14,7 @@ from ... import dtypes as D
 from ...errors import DTypeError, ShapeError
 from ...ops import nn as nn_ops
 from ...tensor import Tensor
-from ._utils import _as_4d, _check_tensor, _pair
+from ._utils import _as_4d, _check_tensor, _pair, _single
 from .padding import pad as _pad
 
 
@@ -161,20 +161,6 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
         return out != 0
     shape = (input.shape[0], input.shape[1] // (kh * kw), oh, ow)
     return nn_ops.col2im(input, shape, (kh, kw), stride=stride, padding=padding, dilation=dilation)
-
-
-def _single(v, op: str, name: str, least: int) -> int:
-    """An int or a 1-tuple (PyTorch's _single) as an int >= least."""
-    try:
-        p = tuple(operator.index(e) for e in v) if isinstance(v, (tuple, list)) else (v,)
-        p = tuple(operator.index(e) for e in p)
-    except TypeError:
-        p = ()
-    if len(p) != 1 or p[0] < least:
-        raise ValueError(
-            f"{op}(): {name} must be an int or a 1-tuple of ints >= {least}, got {v!r}"
-        )
-    return p[0]
 
 
 def _as_3d(op: str, x) -> tuple:

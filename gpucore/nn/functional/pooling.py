@@ -17,7 +17,7 @@ from ...ops import pool as _pool
 from ...ops.joining import cat
 from ...ops.registry import CAPTURE, capturing
 from ...tensor import Tensor
-from ._utils import _as_4d, _check_tensor, _const, _pair
+from ._utils import _as_4d, _check_tensor, _const, _pair, _single
 
 _pool_out = _pool.pool_out  # (output size, end padding for ceil_mode) of one axis
 
@@ -180,20 +180,6 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     return out.squeeze(0) if squeeze else out
 
 
-def _single(v, op: str, name: str, least: int) -> int:
-    """An int or a 1-tuple as an int >= least (a stride of None or () is the kernel size)."""
-    try:
-        p = tuple(operator.index(e) for e in v) if isinstance(v, (tuple, list)) else (v,)
-        p = tuple(operator.index(e) for e in p)
-    except TypeError:
-        p = ()
-    if len(p) != 1 or p[0] < least:
-        raise ValueError(
-            f"{op}(): {name} must be an int or a 1-tuple of ints >= {least}, got {v!r}"
-        )
-    return p[0]
-
-
 def _as_3d(op: str, x) -> tuple:
     """[N, C, L] as [N, C, 1, L] (an unbatched [C, L] as [C, 1, L]), and the dim to drop."""
     _check_tensor(op, x)
@@ -205,6 +191,7 @@ def _as_3d(op: str, x) -> tuple:
 
 
 def _pool1d_args(op, kernel_size, stride, padding, dilation=1):
+    # a stride of None or () is the kernel size
     k = _single(kernel_size, op, "kernel_size", 1)
     empty = stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0)
     s = k if empty else _single(stride, op, "stride", 1)

@@ -241,6 +241,18 @@ class _ConvTransposeNd(_ConvNd):
             padding_mode, device, dtype, output_padding,
         )  # fmt: skip
 
+    def forward(self, input, output_size=None):
+        return self._conv(
+            input,
+            self.weight,
+            self.bias,
+            self.stride,
+            self.padding,
+            self._output_padding(input, output_size),
+            self.groups,
+            self.dilation,
+        )
+
     def _output_padding(self, input, output_size) -> tuple:
         """output_padding, or the one that gives output_size (its trailing spatial dims)."""
         if output_size is None:
@@ -269,35 +281,14 @@ class ConvTranspose1d(_ConvTransposeNd):
     [in_channels, out_channels/groups, k]."""
 
     _n = 1
-
-    def forward(self, input, output_size=None):
-        return F.conv_transpose1d(
-            input,
-            self.weight,
-            self.bias,
-            self.stride,
-            self.padding,
-            self._output_padding(input, output_size),
-            self.groups,
-            self.dilation,
-        )
+    _conv = staticmethod(F.conv_transpose1d)
 
 
 class ConvTranspose2d(_ConvTransposeNd):
     """2-D transposed convolution over [N, C, H, W] (torch.nn.ConvTranspose2d), the adjoint of
     Conv2d; weight [in_channels, out_channels/groups, kh, kw]."""
 
-    def forward(self, input, output_size=None):
-        return F.conv_transpose2d(
-            input,
-            self.weight,
-            self.bias,
-            self.stride,
-            self.padding,
-            self._output_padding(input, output_size),
-            self.groups,
-            self.dilation,
-        )
+    _conv = staticmethod(F.conv_transpose2d)
 
 
 class ConvTranspose3d(_ConvTransposeNd):
@@ -305,18 +296,7 @@ class ConvTranspose3d(_ConvTransposeNd):
     of Conv3d; weight [in_channels, out_channels/groups, kd, kh, kw]."""
 
     _n = 3
-
-    def forward(self, input, output_size=None):
-        return F.conv_transpose3d(
-            input,
-            self.weight,
-            self.bias,
-            self.stride,
-            self.padding,
-            self._output_padding(input, output_size),
-            self.groups,
-            self.dilation,
-        )
+    _conv = staticmethod(F.conv_transpose3d)
 
 
 class Fold(Module):

@@ -11,6 +11,29 @@ from ..parameter import Parameter
 from .linear import _new
 
 
+def _padding_idx(cls: str, padding_idx: int | None, num_embeddings: int) -> int | None:
+    """padding_idx in [0, num_embeddings) (a negative one counts from the end), or None."""
+    if padding_idx is None:
+        return None
+    if not -num_embeddings <= padding_idx < num_embeddings:
+        raise ValueError(
+            f"{cls}: padding_idx {padding_idx} must be within num_embeddings ({num_embeddings})"
+        )
+    return padding_idx % num_embeddings
+
+
+def _table(module, cls: str, shape: tuple, _weight, device, dtype, requires_grad=True) -> None:
+    """module.weight: the given ``_weight`` (of ``shape``), else a new table initialised by
+    module.reset_parameters()."""
+    if _weight is None:
+        module.weight = Parameter(_new(shape, device, dtype), requires_grad=requires_grad)
+        module.reset_parameters()
+        return
+    if tuple(_weight.shape) != shape:
+        raise ShapeError(f"{cls}: _weight has shape {tuple(_weight.shape)}, expected {shape}")
+    module.weight = Parameter(_weight, requires_grad=requires_grad)
+
+
 class Embedding(Module):
     """A lookup table [num_embeddings, embedding_dim] initialised N(0, 1); the padding_idx row
     starts at zero and never receives a gradient."""
@@ -32,13 +55,7 @@ class Embedding(Module):
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
-        if padding_idx is not None:
-            if not -num_embeddings <= padding_idx < num_embeddings:
-                raise ValueError(
-                    f"Embedding: padding_idx {padding_idx} must be within num_embeddings "
-                    f"({num_embeddings})"
-                )
-            padding_idx %= num_embeddings
+        padding_idx = _padding_idx("Embedding", padding_idx, num_embeddings)
         self.padding_idx = padding_idx
         self.max_norm = max_norm
         self.norm_type = norm_type
@@ -48,18 +65,9 @@ class Embedding(Module):
             )
         self.scale_grad_by_freq = scale_grad_by_freq
         self.sparse = sparse
-        if _weight is None:
-            self.weight = Parameter(
-                _new((num_embeddings, embedding_dim), device, dtype), requires_grad=not _freeze
-            )
-            self.reset_parameters()
-        else:
-            if tuple(_weight.shape) != (num_embeddings, embedding_dim):
-                raise ShapeError(
-                    f"Embedding: _weight has shape {tuple(_weight.shape)}, expected "
-                    f"{(num_embeddings, embedding_dim)}"
-                )
-            self.weight = Parameter(_weight, requires_grad=not _freeze)
+        _table(
+            self, "Embedding", (num_embeddings, embedding_dim), _weight, device, dtype, not _freeze
+        )
 
     def reset_parameters(self) -> None:
         init.normal_(self.weight)
@@ -134,13 +142,7 @@ class EmbeddingBag(Module):
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
-        if padding_idx is not None:
-            if not -num_embeddings <= padding_idx < num_embeddings:
-                raise ValueError(
-                    f"EmbeddingBag: padding_idx {padding_idx} must be within num_embeddings "
-                    f"({num_embeddings})"
-                )
-            padding_idx %= num_embeddings
+        padding_idx = _padding_idx("EmbeddingBag", padding_idx, num_embeddings)
         if mode not in ("sum", "mean", "max"):
             raise ValueError(f"EmbeddingBag: mode must be 'sum', 'mean' or 'max', got {mode!r}")
         if scale_grad_by_freq or sparse:
@@ -154,22 +156,9 @@ class EmbeddingBag(Module):
         self.mode = mode
         self.sparse = sparse
         self.include_last_offset = include_last_offset
-        if _weight is None:
-            self.weight = Parameter(_new((num_embeddings, embedding_dim), device, dtype))
-            self.reset_parameters()
-        else:
-            if tuple(_weight.shape) != (num_embeddings, embedding_dim):
-                raise ShapeError(
-                    f"EmbeddingBag: _weight has shape {tuple(_weight.shape)}, expected "
-                    f"{(num_embeddings, embedding_dim)}"
-                )
-            self.weight = Parameter(_weight)
+        _table(self, "EmbeddingBag", (num_embeddings, embedding_dim), _weight, device, dtype)
 
-    def reset_parameters(self) -> None:
-        init.normal_(self.weight)
-        if self.padding_idx is not None:
-            with no_grad():
-                self.weight[self.padding_idx] = 0.0
+    reset_parameters = Embedding.reset_parameters
 
     def forward(self, input, offsets=None, per_sample_weights=None):
         return F.embedding_bag(

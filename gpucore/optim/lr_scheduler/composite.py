@@ -9,7 +9,26 @@ from .base import LRScheduler
 from .plateau import ReduceLROnPlateau
 
 
-class SequentialLR(LRScheduler):
+class _OfSchedulers(LRScheduler):
+    """The state of a scheduler made of ``self._schedulers``: its own attributes (not the
+    optimizer) and each inner scheduler's state dict."""
+
+    def state_dict(self) -> dict:
+        """This scheduler's attributes and each inner scheduler's state dict."""
+        sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        sd["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return sd
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore a state dict made by ``state_dict()``."""
+        state_dict = dict(state_dict)
+        scheds = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        for s, sd in zip(self._schedulers, scheds):
+            s.load_state_dict(sd)
+
+
+class SequentialLR(_OfSchedulers):
     """Run ``schedulers`` one after another, switching at each of ``milestones`` (epochs); at a
     milestone the next scheduler starts from its epoch 0 (its closed form at 0 when it has one).
     E.g. a LinearLR warm-up for 5 epochs, then CosineAnnealingLR: milestones=[5]."""
@@ -67,20 +86,8 @@ class SequentialLR(LRScheduler):
             scheduler.step()
         self._last_lr = scheduler.get_last_lr()
 
-    def state_dict(self) -> dict:
-        sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        sd["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return sd
 
-    def load_state_dict(self, state_dict: dict) -> None:
-        state_dict = dict(state_dict)
-        scheds = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        for s, sd in zip(self._schedulers, scheds):
-            s.load_state_dict(sd)
-
-
-class ChainedScheduler(LRScheduler):
+class ChainedScheduler(_OfSchedulers):
     """Step several schedulers of one optimizer together, each ``step()`` stepping every one in
     order, so that their (chainable) factors multiply. ``optimizer`` defaults to the first
     scheduler's. ReduceLROnPlateau cannot be chained (its step needs a metric)."""
@@ -118,17 +125,3 @@ class ChainedScheduler(LRScheduler):
         for s in self._schedulers:
             s.step()
         self._last_lr = [g["lr"] for g in self._schedulers[-1].optimizer.param_groups]
-
-    def state_dict(self) -> dict:
-        """This scheduler's attributes and each inner scheduler's state dict."""
-        sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        sd["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return sd
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        """Restore a state dict made by ``state_dict()``."""
-        state_dict = dict(state_dict)
-        scheds = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        for s, sd in zip(self._schedulers, scheds):
-            s.load_state_dict(sd)

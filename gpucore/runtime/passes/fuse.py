@@ -366,19 +366,27 @@ def fuse_gelu_tanh(graph: Graph) -> bool:
                     x, cubic = a, term
         if x is None or cubic is None:
             continue
-        one_plus = graph.sole_consumer(t.output)
-        if one_plus is None or one_plus.op != "add":
-            continue
-        if _scalar(graph, _other(one_plus, t.output) or t.output) != 1.0:
-            continue
-        top = _half_x_times(graph, one_plus, x)
-        if top is None:
-            continue
-        info = graph.tensors[top.output]
-        fused = graph.add_node("gelu", [x], info.shape, info.dtype, {"approximate": "tanh"})
-        graph.bypass(top, fused.output)
-        changed = True
+        if _gelu_at(graph, t, x, "tanh"):
+            changed = True
     return changed
+
+
+def _gelu_at(graph: Graph, inner, x: str, approximate: str) -> bool:
+    """Replace ``0.5 * x * (1 + inner)`` by ``gelu(x, approximate)`` (``inner``: the tanh or erf
+    node of the scaled x) when inner's output is read only by the ``1 +`` and that only by the
+    product (``_half_x_times``); returns whether it did."""
+    one_plus = graph.sole_consumer(inner.output)
+    if one_plus is None or one_plus.op != "add":
+        return False
+    if _scalar(graph, _other(one_plus, inner.output) or inner.output) != 1.0:
+        return False
+    top = _half_x_times(graph, one_plus, x)
+    if top is None:
+        return False
+    info = graph.tensors[top.output]
+    fused = graph.add_node("gelu", [x], info.shape, info.dtype, {"approximate": approximate})
+    graph.bypass(top, fused.output)
+    return True
 
 
 def _half_x_times(graph: Graph, one_plus, x: str):
@@ -418,18 +426,8 @@ def fuse_gelu_erf(graph: Graph) -> bool:
         want = math.sqrt(2) if scaled.op == "div" else math.sqrt(0.5)
         if not _close(_scalar(graph, c), want) or _shape(graph, x) != _shape(graph, erf.output):
             continue
-        one_plus = graph.sole_consumer(erf.output)
-        if one_plus is None or one_plus.op != "add":
-            continue
-        if _scalar(graph, _other(one_plus, erf.output) or erf.output) != 1.0:
-            continue
-        top = _half_x_times(graph, one_plus, x)
-        if top is None:
-            continue
-        info = graph.tensors[top.output]
-        fused = graph.add_node("gelu", [x], info.shape, info.dtype, {"approximate": "none"})
-        graph.bypass(top, fused.output)
-        changed = True
+        if _gelu_at(graph, erf, x, "none"):
+            changed = True
     return changed
 
 

@@ -1,6 +1,6 @@
 """Fixtures of the CPU backend tests: ``isa_outputs``, every ISA's results computed once per
 session (cpu_isa_harness.SCRIPT, one subprocess per ISA); ``threads``, the thread count set for
-one test."""
+one test; ``lane_open``, the fast lanes open (the 'cpu' policy)."""
 
 from __future__ import annotations
 
@@ -56,3 +56,15 @@ def threads():
 def conv_path(monkeypatch):
     """Sets GPUCORE_CONV (read by the C side on every call) for the rest of the test."""
     return lambda mode: monkeypatch.setenv("GPUCORE_CONV", mode)
+
+
+@pytest.fixture
+def lane_open():
+    """The fast lanes as they are for a plain script under the 'cpu' policy."""
+    from gpucore import dispatch
+
+    old = dispatch.get_device_policy()
+    dispatch.set_device_policy("cpu")
+    assert dispatch._fast_limit[0] > 0
+    yield
+    dispatch.set_device_policy(old)

@@ -17,15 +17,6 @@ from gpucore.ops.registry import apply_general
 F32, F64 = gpucore.float32, gpucore.float64
 
 
-@pytest.fixture
-def lane_open():
-    old = dispatch.get_device_policy()
-    dispatch.set_device_policy("cpu")
-    assert dispatch._fast_limit[0] > 0
-    yield
-    dispatch.set_device_policy(old)
-
-
 def _t(a, dt=F32, grad=False):
     return gpucore.tensor(a, dtype=dt, requires_grad=grad)
 

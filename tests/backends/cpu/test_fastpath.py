@@ -21,16 +21,6 @@ BINARY_REF = {n: op_reference(n)[0] for n in sorted(set(_cpu.OPCODES["binary"]) 
 UNARY_REF = {n: op_reference(n)[0] for n in sorted(set(_cpu.OPCODES["unary"]) & set(FAST))}
 
 
-@pytest.fixture
-def lane_open():
-    """The lane as it is for a plain script under the 'cpu' policy."""
-    old = dispatch.get_device_policy()
-    dispatch.set_device_policy("cpu")
-    assert dispatch._fast_limit[0] > 0
-    yield
-    dispatch.set_device_policy(old)
-
-
 def _t(a, dt=F32):
     return gpucore.tensor(a, dtype=dt)
 

@@ -5,31 +5,9 @@ they use. Each program runs several times in a subprocess (the crash was a race:
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
+from device_helpers import run_code
 
-import pytest
-
-ROOT = Path(__file__).resolve().parents[3]
 RUNS = 5
-
-
-def run_code(code: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    env = dict(os.environ, GPUCORE_VULKAN_ALLOW_CPU="1")
-    try:
-        return subprocess.run(
-            [sys.executable, "-c", textwrap.dedent(code)],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=timeout,
-            cwd=ROOT,
-        )
-    except subprocess.TimeoutExpired as ex:
-        pytest.fail(f"exit hung (killed after {timeout} s); output so far: {ex.stdout}")
 
 
 def exits_cleanly(code: str, runs: int = RUNS, expect: str = "") -> None:

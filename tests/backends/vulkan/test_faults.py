@@ -6,36 +6,13 @@ exits cleanly. Anything that could crash or hang runs in a subprocess with a tim
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
+from device_helpers import run_code
 
 import gpucore
-
-ROOT = Path(__file__).resolve().parents[3]
-
-
-def run_code(code: str, timeout: float = 60, **env) -> subprocess.CompletedProcess:
-    """Run ``code`` in a fresh interpreter on the CPU-type Vulkan device; fails (instead of
-    hanging CI) when it runs past ``timeout``."""
-    e = dict(os.environ, GPUCORE_VULKAN_ALLOW_CPU="1")
-    e.update(env)
-    try:
-        return subprocess.run(
-            [sys.executable, "-c", textwrap.dedent(code)],
-            capture_output=True,
-            text=True,
-            env=e,
-            timeout=timeout,
-            cwd=ROOT,
-        )
-    except subprocess.TimeoutExpired as ex:
-        pytest.fail(f"the program hung (killed after {timeout} s); output so far: {ex.stdout}")
 
 
 def assert_clean_exit(res: subprocess.CompletedProcess):
@@ -150,7 +127,7 @@ def test_after_a_real_timeout_later_calls_are_correct_or_clear_and_exit_is_clean
 LOST = """
     import numpy as np, gpucore as gc
     import sys
-    sys.path.insert(0, 'tests/backends/vulkan')
+    sys.path[:0] = ['tests/backends/vulkan', 'tests']  # test_faults, and its device_helpers
     from test_faults import _FenceLib
     be = gc.dispatch.vulkan_backend(allow_cpu=True)
     stream = be.ctx.stream

@@ -6,33 +6,12 @@ timeout, and each child is waited for with a deadline, so a regression fails ins
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
+from device_helpers import run_code
 
 import gpucore
-
-ROOT = Path(__file__).resolve().parents[3]
-
-
-def run_code(code: str, timeout: float = 90) -> subprocess.CompletedProcess:
-    env = dict(os.environ, GPUCORE_VULKAN_ALLOW_CPU="1")
-    try:
-        return subprocess.run(
-            [sys.executable, "-c", textwrap.dedent(code)],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=timeout,
-            cwd=ROOT,
-        )
-    except subprocess.TimeoutExpired as ex:
-        pytest.fail(f"the program hung (killed after {timeout} s); output so far: {ex.stdout}")
-
 
 CHILD_CHECKS = """
     import os, sys, time, threading, numpy as np, gpucore as gc
@@ -94,7 +73,7 @@ CHILD_CHECKS = """
 
 
 def _check(code: str) -> str:
-    res = run_code(textwrap.dedent(CHILD_CHECKS) + textwrap.dedent(code))
+    res = run_code(textwrap.dedent(CHILD_CHECKS) + textwrap.dedent(code), timeout=90)
     assert res.returncode == 0, f"exit status {res.returncode}\n{res.stdout}\n{res.stderr}"
     assert "Traceback" not in res.stderr, res.stderr
     assert "child hung" not in res.stdout, res.stdout

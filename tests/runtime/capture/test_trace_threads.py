@@ -11,36 +11,12 @@ import threading
 
 import numpy as np
 import pytest
+from thread_helpers import TIMEOUT, run_threads
 
 import gpucore as gc
 import gpucore.nn.functional as F
 from gpucore.ops import registry
 from gpucore.runtime.capture import trace as T
-
-TIMEOUT = 30  # seconds a barrier waits before the test fails (a thread that never came)
-
-
-def run_threads(*targets):
-    """Run each callable in its own thread; re-raise the first exception any of them raised."""
-    errors = []
-
-    def wrap(fn):
-        def go():
-            try:
-                fn()
-            except BaseException as e:  # noqa: BLE001 - reported in the main thread
-                errors.append(e)
-
-        return go
-
-    threads = [threading.Thread(target=wrap(fn), daemon=True) for fn in targets]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(TIMEOUT * 2)
-    assert not any(t.is_alive() for t in threads), "a thread hung"
-    if errors:
-        raise errors[0]
 
 
 def parked_capture(during):
