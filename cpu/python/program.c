@@ -68,8 +68,17 @@ typedef struct {
     size_t off;               /* (data's offset in that block) */
     Py_ssize_t k;             /* NODE_INPUT / NODE_OUTPUT: the run buffer's index */
     int type;
+    int direct;      /* NODE_INPUT / NODE_OUTPUT with relocations: this run uses the run buffer */
+    Py_ssize_t r0, r1; /* NODE_INPUT / NODE_OUTPUT: its relocations, relocs[r0:r1] */
     bufset bs; /* the buffers parse acquired, released when the program dies */
 } pnode;
+
+/* A pointer word of a kernel node's struct that points into an io node's buffer, at rel bytes
+ * from its start: a run rewrites it to the run buffer (direct) or back to the node's buffer. */
+typedef struct {
+    unsigned char *word; /* inside the program's data block */
+    size_t rel;
+} preloc;
 
 typedef struct {
     PyObject_HEAD
@@ -77,6 +86,7 @@ typedef struct {
     Py_ssize_t n, n_inputs, n_outputs;
     PyObject *names;     /* tuple of str */
     unsigned char *data; /* the kernel structs, 16-byte aligned each */
+    preloc *relocs;      /* of the io nodes given reader nodes */
     atomic_int busy;     /* a run is in flight (the GIL is released during it) */
 } ProgramObject;
 
@@ -109,12 +119,19 @@ static void node_error(Py_ssize_t i, const char *name)
     prefix_error(prefix);
 }
 
-/* input (k, dst) / output (k, src): a contiguous plain buffer, dst writable. */
+/* input (k, dst[, nodes]) / output (k, src[, nodes]): a contiguous plain buffer, dst
+ * writable (nodes: see relocate). */
 static int io_parse(const char *fn, PyObject *const *args, Py_ssize_t nargs, pnode *p)
 {
     const int in = p->type == NODE_INPUT;
     const char *bname = in ? "dst" : "src";
-    if (check_nargs(fn, nargs, 2) < 0 || get_min(fn, "k", args[0], 0, &p->k) < 0)
+    if (nargs == 3 && !PyTuple_Check(args[2])) {
+        PyErr_Format(PyExc_TypeError, "%s: 'nodes' must be a tuple of node indices, got %.100s",
+                     fn, Py_TYPE(args[2])->tp_name);
+        return -1;
+    }
+    if (check_nargs(fn, nargs, nargs == 3 ? 3 : 2) < 0 ||
+        get_min(fn, "k", args[0], 0, &p->k) < 0)
         return -1;
     Py_buffer *v = get_buf(&p->bs, fn, bname, args[1], in);
     if (!v || need_contig(fn, bname, v) < 0)
@@ -170,12 +187,53 @@ static int node_kind(Py_ssize_t i, PyObject *entry, pnode *p, PyObject **name_ou
 
 #define ALIGN_UP(x) (((x) + 15) & ~(size_t)15)
 
+/* io node p's relocations from its nodes tuple (kernel nodes that use its buffer for one
+ * tensor, nothing else in it: the caller's promise): every pointer-sized word of their structs
+ * whose value lies in the buffer.  A run whose buffer qualifies (run_direct) then rewrites them
+ * to point into the run buffer and skips the copy; a kernel struct is plain data (nodes.h), so
+ * its pointers are words of it.  A listed node may hold none (a copy of an empty view, whose
+ * pointer may lie at the buffer's end): it does not touch the buffer. */
+static int relocate(ProgramObject *self, pnode *p, PyObject *nodes, size_t *cap)
+{
+    const uintptr_t lo = (uintptr_t)p->bs.v[0].buf, len = (uintptr_t)p->bs.v[0].len;
+    p->r0 = p->r1;
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(nodes); j++) {
+        Py_ssize_t q;
+        if (get_ssize("Program", "nodes", PyTuple_GET_ITEM(nodes, j), &q) < 0)
+            return -1;
+        if (q < 0 || q >= self->n || self->nodes[q].type != NODE_KERNEL) {
+            PyErr_Format(PyExc_ValueError, "nodes: %zd is not a kernel node's index", q);
+            return -1;
+        }
+        const pnode *r = &self->nodes[q];
+        for (size_t off = 0; off + sizeof(void *) <= r->kind->size; off += sizeof(void *)) {
+            unsigned char *w = (unsigned char *)r->data + off;
+            uintptr_t v;
+            memcpy(&v, w, sizeof v);
+            if (len == 0 || v < lo || v - lo >= len)
+                continue;
+            if ((size_t)p->r1 >= *cap) {
+                *cap = *cap ? 2 * *cap : 16;
+                preloc *grown = realloc(self->relocs, *cap * sizeof(preloc));
+                if (!grown) {
+                    PyErr_NoMemory();
+                    return -1;
+                }
+                self->relocs = grown;
+            }
+            self->relocs[p->r1++] = (preloc){w, (size_t)(v - lo)};
+        }
+    }
+    return 0;
+}
+
 static void program_dealloc(ProgramObject *self)
 {
     for (Py_ssize_t i = 0; self->nodes && i < self->n; i++)
         bufs_release(&self->nodes[i].bs);
     PyMem_Free(self->nodes);
     free(self->data);
+    free(self->relocs);
     Py_XDECREF(self->names);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -244,6 +302,21 @@ static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
             node_error(i, name);
             goto fail;
         }
+    }
+
+    /* Pass 3: the io nodes' relocations (every kernel struct is parsed now). */
+    size_t cap = 0, nrel = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        pnode *p = &self->nodes[i];
+        PyObject *a = PyTuple_GET_ITEM(PyTuple_GET_ITEM(seq, i), 1);
+        if (p->type != NODE_INPUT && p->type != NODE_OUTPUT)
+            continue;
+        p->r0 = p->r1 = (Py_ssize_t)nrel;
+        if (PyTuple_GET_SIZE(a) == 3 && relocate(self, p, PyTuple_GET_ITEM(a, 2), &cap) < 0) {
+            node_error(i, PyUnicode_AsUTF8(PyTuple_GET_ITEM(self->names, i)));
+            goto fail;
+        }
+        nrel = (size_t)p->r1;
     }
     Py_DECREF(seq);
     return (PyObject *)self;
@@ -340,12 +413,29 @@ static PyObject *program_run(ProgramObject *self, PyObject *const *args, Py_ssiz
         if (nacq < ni ? run_buf(inputs, nacq, "input", &rb[nacq], 0) < 0
                       : run_buf(outputs, nacq - ni, "output", &rb[nacq], 1) < 0)
             goto done;
-    /* every copy node still to run matches its buffer: the loop below cannot fail on them */
-    for (Py_ssize_t i = start; i < self->n; i++) {
+    /* every copy node still to run, and every one with relocations, matches its buffer: the
+     * loop below cannot fail on them */
+    for (Py_ssize_t i = 0; i < self->n; i++) {
         const pnode *p = &self->nodes[i];
-        if ((p->type == NODE_INPUT && run_match(i, p, &rb[p->k]) < 0) ||
-            (p->type == NODE_OUTPUT && run_match(i, p, &rb[ni + p->k]) < 0))
+        if ((i >= start || p->r1 > p->r0) &&
+            ((p->type == NODE_INPUT && run_match(i, p, &rb[p->k]) < 0) ||
+             (p->type == NODE_OUTPUT && run_match(i, p, &rb[ni + p->k]) < 0)))
             goto done;
+    }
+    /* the kernels read / write a run buffer in place when it is aligned to its item size (C
+     * contiguous, format and size checked above; no kernel's bits depend on more alignment);
+     * every relocation is rewritten on every call, so a run never sees the previous one's */
+    for (Py_ssize_t i = 0; i < self->n; i++) {
+        pnode *p = &self->nodes[i];
+        if (p->r1 == p->r0)
+            continue;
+        const Py_buffer *b = &rb[p->type == NODE_INPUT ? p->k : ni + p->k];
+        p->direct = b->itemsize > 0 && (uintptr_t)b->buf % (uintptr_t)b->itemsize == 0;
+        unsigned char *base = p->direct ? b->buf : p->bs.v[0].buf;
+        for (Py_ssize_t r = p->r0; r < p->r1; r++) {
+            unsigned char *v = base + self->relocs[r].rel;
+            memcpy(self->relocs[r].word, &v, sizeof v);
+        }
     }
 
     Py_ssize_t i = start, stop = -1;
@@ -359,10 +449,10 @@ static PyObject *program_run(ProgramObject *self, PyObject *const *args, Py_ssiz
             if (rc < 0)
                 break;
         } else if (p->type == NODE_INPUT) {
-            if (nb->len > 0)
+            if (nb->len > 0 && !p->direct)
                 memmove(nb->buf, rb[p->k].buf, (size_t)nb->len);
         } else if (p->type == NODE_OUTPUT) {
-            if (nb->len > 0)
+            if (nb->len > 0 && !p->direct)
                 memmove(rb[ni + p->k].buf, nb->buf, (size_t)nb->len);
         } else {
             stop = i;
@@ -474,7 +564,9 @@ PyTypeObject gc_ProgramType = {
         "Program(nodes, /)\n--\n\n"
         "A planned graph run by one C call.  nodes: a list of (name, args): name an eager "
         "binding of this module (gemm_ex, binary, ...; args exactly its positional arguments), "
-        "or ('input', (k, dst)), ('output', (k, src)), ('python', ()).  Every node is checked "
+        "or ('input', (k, dst[, nodes])), ('output', (k, src[, nodes])), ('python', ()) (nodes: "
+        "kernel nodes that read / write dst / src in place of run buffer k when it is aligned; "
+        "cpu/README.md).  Every node is checked "
         "as its binding would (errors prefixed 'Program node i (name): ') and its buffers stay "
         "acquired for the program's life."),
     .tp_methods = program_methods,

@@ -10,7 +10,10 @@ import pytest
 from runtime_models import block, cnn, eager, lm, mlp, rand, token_ids, unet
 
 import gpucore
-from gpucore import runtime
+from gpucore import nn, runtime
+from gpucore.runtime.executors.cpu import CompiledExecutor
+from gpucore.runtime.model import InputError
+from gpucore.runtime.planner.plan import plan
 
 MODELS = {
     "mlp": (lambda: mlp(32), (4, 32)),
@@ -182,3 +185,127 @@ def test_a_dropped_model_is_freed_without_the_cycle_collector(executor):
         assert all(e() is None for e in executors)
     finally:
         gc.enable()
+
+
+# The compiled executor reads the caller's input and writes the result array in place where the
+# plan allows (executors/cpu.py, direct_io); the caller's arrays never change, the bits never do.
+def _relu_linear():
+    gpucore.manual_seed(0)
+    return nn.Sequential(nn.ReLU(), nn.Linear(16, 16))
+
+
+DIRECT = {  # model, input shape, (direct inputs, direct outputs) expected
+    "mlp": (lambda: mlp(16), (4, 16), True, True),
+    "block": (lambda: block(16), (2, 5, 16), True, True),
+    "relu_first": (_relu_linear, (4, 16), True, True),  # relu does not run in place over x
+    "identity": (lambda: lambda x: x, (4, 16), True, True),  # a clone of x
+    "reshape": (lambda: lambda x: x.reshape(16, 4), (4, 16), False, False),  # a view of x
+    "double": (lambda: lambda x: x * 2, (4, 16), True, True),
+    "two_outputs": (lambda: lambda x: (x.exp(), x.exp() + 1), (4, 16), True, True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DIRECT))
+def test_the_callers_input_is_never_written_and_the_bits_stay(name):
+    build, shape, want_in, want_out = DIRECT[name]
+    fn = build()
+    x0 = rand(*shape, seed=5)
+    interpreted = runtime.compile(fn, [x0], device="cpu", executor="interpreted")
+    compiled = runtime.compile(fn, [x0], device="cpu")
+    (ex,) = compiled.executors()
+    ins, outs = ex.direct
+    assert bool(ins) == want_in and bool(outs) == want_out, (ex.direct, compiled.graph)
+    for seed in (6, 7):
+        x = rand(*shape, seed=seed)
+        keep = x.copy()
+        want = interpreted.run_arrays([x])
+        got = compiled.run_arrays([x])
+        assert x.tobytes() == keep.tobytes()
+        for g, w in zip(got, want):
+            assert g.tobytes() == w.tobytes() and not np.shares_memory(g, x)
+
+
+def _misaligned(x):
+    raw = np.zeros(x.nbytes + 1, np.uint8)
+    y = np.frombuffer(raw.data, x.dtype, x.size, offset=1).reshape(x.shape)
+    y[...] = x
+    assert not y.flags.aligned and y.flags.c_contiguous
+    return y
+
+
+def test_inputs_the_kernels_cannot_read_in_place_are_copied_with_the_same_bits():
+    model = mlp(16)
+    x = rand(4, 16, seed=8)
+    compiled = runtime.compile(model, [x], device="cpu")
+    (ex,) = compiled.executors()
+    assert ex.direct[0]
+    want = compiled.run_arrays([x])[0]
+    fortran = np.asfortranarray(x)
+    wide = np.zeros((4, 32), np.float32)
+    wide[:, ::2] = x
+    for y in (_misaligned(x), fortran, wide[:, ::2]):
+        keep = y.copy()
+        assert compiled.run_arrays([y])[0].tobytes() == want.tobytes()
+        np.testing.assert_array_equal(y, keep)
+    assert ex.run([_misaligned(x)])[0].tobytes() == want.tobytes()  # the executor itself
+    with pytest.raises(ValueError, match="format 'd'"):
+        ex.run([x.astype(np.float64)])
+    with pytest.raises(InputError, match="float64"):
+        compiled.run_arrays([x.astype(np.float64)])
+    assert compiled.run_arrays([x])[0].tobytes() == want.tobytes()
+
+
+def test_results_are_not_shared_between_calls():
+    compiled = runtime.compile(mlp(16), [rand(4, 16)], device="cpu")
+    a = compiled.run_arrays([rand(4, 16, seed=1)])[0]
+    keep = a.copy()
+    b = compiled.run_arrays([rand(4, 16, seed=2)])[0]
+    assert not np.shares_memory(a, b) and a.tobytes() == keep.tobytes()
+    assert not np.array_equal(a, b)
+
+
+def test_sessions_in_threads_read_their_own_inputs():
+    model = mlp(32)
+    x0 = rand(8, 32)
+    compiled = runtime.compile(model, [x0], device="cpu")
+    assert all(ex.direct[0] and ex.direct[1] for ex in compiled.executors())
+    xs = [rand(8, 32, seed=s) for s in range(6)]
+    keep = [x.copy() for x in xs]
+    serial = [compiled.run_arrays([x])[0] for x in xs]
+    sess = runtime.InferenceSession(compiled, providers=["CPUExecutionProvider"])
+    name = sess.get_inputs()[0].name
+    results: list = [[] for _ in xs]
+    barrier = threading.Barrier(len(xs))
+
+    def work(i):
+        barrier.wait()
+        for _ in range(30):
+            results[i].append(sess.run(None, {name: xs[i]})[0])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(xs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, outs in enumerate(results):
+        assert xs[i].tobytes() == keep[i].tobytes()
+        assert all(o.tobytes() == serial[i].tobytes() for o in outs)
+    ids = {o.ctypes.data for outs in results for o in outs[-1:]}
+    assert len(ids) == len(xs)  # distinct arrays alive at once
+
+
+@pytest.mark.parametrize("name", ["relu_first", "double"])
+def test_an_input_the_plan_writes_in_place_is_copied(name):
+    """With the planner's in-place writes over graph inputs allowed, relu / mul write over x's
+    memory: that memory must stay the arena's copy, never the caller's array."""
+    build, shape, _, _ = DIRECT[name]
+    compiled = runtime.compile(build(), [rand(*shape, seed=5)], device="cpu")
+    p = plan(compiled.graph, inputs_inplace=True)
+    assert any(p.root[o] in compiled.graph.inputs for o in p.inplace)
+    ex = CompiledExecutor(p)
+    assert not ex.direct[0]
+    x = rand(*shape, seed=6)
+    keep = x.copy()
+    got = ex.run([x])
+    assert x.tobytes() == keep.tobytes()
+    assert got[0].tobytes() == compiled.run_arrays([x])[0].tobytes()
