@@ -423,3 +423,45 @@ def test_len_names_repr():
     assert prog.names == ("input", "unary", "python", "output")
     assert (prog.n_inputs, prog.n_outputs) == (3, 1)
     assert repr(prog) == "<gpucore._cpu.Program: 4 nodes, 3 inputs, 1 outputs>"
+
+
+def _aligned(n):
+    raw = np.zeros(n + 16, np.float32)
+    start = (-raw.ctypes.data % 64) // 4
+    return raw[start : start + n]
+
+
+def test_io_nodes_with_readers_use_the_run_buffers_in_place():
+    """('input', (k, dst, nodes)) / ('output', (k, src, nodes)): the listed kernels read the run
+    input and write the run output themselves when those are item-aligned (dst and src are not
+    touched), and fall back to the copies otherwise, with the same bits; an io node without
+    nodes after one with them keeps its own copy."""
+    arena = _aligned(64)
+    a, h, o = arena[:15], arena[16:31], arena[32:47]
+    prog = C.Program(
+        [
+            ("input", (0, a, (1,))),
+            ("unary", (C.UNARY_EXP, a, h)),
+            ("unary", (C.UNARY_TANH, h, o)),
+            ("output", (0, h)),
+            ("output", (1, o, (2,))),
+        ]
+    )
+    x = np.random.default_rng(0).standard_normal(15).astype(np.float32)
+    want_h, want_o = np.empty_like(x), np.empty_like(x)
+    C.unary(C.UNARY_EXP, x, want_h)
+    C.unary(C.UNARY_TANH, want_h, want_o)
+    out_h, out_o = np.empty_like(x), np.empty_like(x)
+    assert prog.run((x,), (out_h, out_o)) == -1
+    assert out_h.tobytes() == want_h.tobytes() and out_o.tobytes() == want_o.tobytes()
+    assert not a.any() and not o.any()  # read and written in place: no copy in or out
+    raw = np.zeros(61, np.uint8)
+    xm = np.frombuffer(raw.data, np.float32, 15, offset=1)
+    xm[:] = x
+    om = np.frombuffer(bytearray(61), np.float32, 15, offset=1)
+    out_h[:] = 0
+    assert prog.run((xm,), (out_h, om)) == -1
+    assert om.tobytes() == want_o.tobytes() and out_h.tobytes() == want_h.tobytes()
+    assert a.tobytes() == x.tobytes() and o.tobytes() == want_o.tobytes()  # the copies
+    with pytest.raises(ValueError, match="not a kernel node"):
+        C.Program([("input", (0, a, (0,)))])
