@@ -188,11 +188,11 @@ static int node_kind(Py_ssize_t i, PyObject *entry, pnode *p, PyObject **name_ou
 #define ALIGN_UP(x) (((x) + 15) & ~(size_t)15)
 
 /* io node p's relocations from its nodes tuple (kernel nodes that use its buffer for one
- * tensor, nothing else in it: the caller's promise): every pointer-sized word of their structs
- * whose value lies in the buffer.  A run whose buffer qualifies (run_direct) then rewrites them
- * to point into the run buffer and skips the copy; a kernel struct is plain data (nodes.h), so
- * its pointers are words of it.  A listed node may hold none (a copy of an empty view, whose
- * pointer may lie at the buffer's end): it does not touch the buffer. */
+ * tensor, nothing else in it: the caller's promise): each declared data pointer field of their
+ * structs (the kind's ptrs, nodes.h's GC_NODE_KIND_IO) whose value lies in the buffer.  A run
+ * whose buffer qualifies (program_run) rewrites them to point into the run buffer and skips the
+ * copy; no other word of a struct is ever touched.  A listed node may hold none (a copy of an
+ * empty view, whose pointer may lie at the buffer's end): it does not touch the buffer. */
 static int relocate(ProgramObject *self, pnode *p, PyObject *nodes, size_t *cap)
 {
     const uintptr_t lo = (uintptr_t)p->bs.v[0].buf, len = (uintptr_t)p->bs.v[0].len;
@@ -206,8 +206,15 @@ static int relocate(ProgramObject *self, pnode *p, PyObject *nodes, size_t *cap)
             return -1;
         }
         const pnode *r = &self->nodes[q];
-        for (size_t off = 0; off + sizeof(void *) <= r->kind->size; off += sizeof(void *)) {
-            unsigned char *w = (unsigned char *)r->data + off;
+        if (r->kind->nptrs == 0) {
+            PyErr_Format(PyExc_ValueError,
+                         "nodes: node %zd's kind '%s' declares no pointer fields, so it cannot "
+                         "use a run buffer in place (Program.io_kinds(); nodes.h)",
+                         q, r->kind->name);
+            return -1;
+        }
+        for (size_t f = 0; f < r->kind->nptrs; f++) {
+            unsigned char *w = (unsigned char *)r->data + r->kind->ptrs[f];
             uintptr_t v;
             memcpy(&v, w, sizeof v);
             if (len == 0 || v < lo || v - lo >= len)
@@ -360,6 +367,13 @@ static int run_match(Py_ssize_t i, const pnode *p, const Py_buffer *rb)
     return -1;
 }
 
+/* a and b share a byte. */
+static int bufs_share(const Py_buffer *a, const Py_buffer *b)
+{
+    const char *pa = a->buf, *pb = b->buf;
+    return a->len > 0 && b->len > 0 && pa < pb + b->len && pb < pa + a->len;
+}
+
 static PyObject *program_run(ProgramObject *self, PyObject *const *args, Py_ssize_t nargs,
                              PyObject *kwnames)
 {
@@ -423,14 +437,18 @@ static PyObject *program_run(ProgramObject *self, PyObject *const *args, Py_ssiz
             goto done;
     }
     /* the kernels read / write a run buffer in place when it is aligned to its item size (C
-     * contiguous, format and size checked above; no kernel's bits depend on more alignment);
-     * every relocation is rewritten on every call, so a run never sees the previous one's */
+     * contiguous, format and size checked above; no kernel's bits depend on more alignment) and
+     * shares no byte with a run buffer that the run writes; every relocation is rewritten on
+     * every call, so a run never sees the previous one's */
     for (Py_ssize_t i = 0; i < self->n; i++) {
         pnode *p = &self->nodes[i];
         if (p->r1 == p->r0)
             continue;
-        const Py_buffer *b = &rb[p->type == NODE_INPUT ? p->k : ni + p->k];
+        const Py_ssize_t j = p->type == NODE_INPUT ? p->k : ni + p->k;
+        const Py_buffer *b = &rb[j];
         p->direct = b->itemsize > 0 && (uintptr_t)b->buf % (uintptr_t)b->itemsize == 0;
+        for (Py_ssize_t t = 0; p->direct && t < ni + no; t++)
+            p->direct = t == j || (t < ni && j < ni) || !bufs_share(b, &rb[t]);
         unsigned char *base = p->direct ? b->buf : p->bs.v[0].buf;
         for (Py_ssize_t r = p->r0; r < p->r1; r++) {
             unsigned char *v = base + self->relocs[r].rel;
@@ -512,21 +530,35 @@ static PyObject *program_repr(ProgramObject *self)
                                 self->n, self->n_inputs, self->n_outputs);
 }
 
-/* The kernel node kinds (nodes.h's list), for tests and error messages. */
+/* The kernel node kinds (nodes.h's list), all or (io) those declaring their pointer fields. */
+static PyObject *kinds_tuple(int io)
+{
+    PyObject *t = PyList_New(0);
+    for (int j = 0; t && j < N_KINDS; j++) {
+        if (io && node_kinds[j]->nptrs == 0)
+            continue;
+        PyObject *s = PyUnicode_FromString(node_kinds[j]->name);
+        if (!s || PyList_Append(t, s) < 0)
+            Py_CLEAR(t);
+        Py_XDECREF(s);
+    }
+    PyObject *tup = t ? PyList_AsTuple(t) : NULL;
+    Py_XDECREF(t);
+    return tup;
+}
+
 static PyObject *program_node_kinds(PyObject *unused, PyObject *noargs)
 {
     (void)unused;
     (void)noargs;
-    PyObject *t = PyTuple_New(N_KINDS);
-    for (int j = 0; t && j < N_KINDS; j++) {
-        PyObject *s = PyUnicode_FromString(node_kinds[j]->name);
-        if (!s) {
-            Py_CLEAR(t);
-            break;
-        }
-        PyTuple_SET_ITEM(t, j, s);
-    }
-    return t;
+    return kinds_tuple(0);
+}
+
+static PyObject *program_io_kinds(PyObject *unused, PyObject *noargs)
+{
+    (void)unused;
+    (void)noargs;
+    return kinds_tuple(1);
 }
 
 static PyMethodDef program_methods[] = {
@@ -540,6 +572,10 @@ static PyMethodDef program_methods[] = {
     {"node_kinds", (PyCFunction)program_node_kinds, METH_NOARGS | METH_STATIC,
      PyDoc_STR("node_kinds()\n--\n\nThe kernel node kinds, by binding name (besides input, "
                "output and python).")},
+    {"io_kinds", (PyCFunction)program_io_kinds, METH_NOARGS | METH_STATIC,
+     PyDoc_STR("io_kinds()\n--\n\nThe kernel node kinds that declare their data pointer "
+               "fields (nodes.h, GC_NODE_KIND_IO): the only ones an input / output node's "
+               "nodes may list.")},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef program_getset[] = {

@@ -32,6 +32,7 @@ from ..ir.fused import gemm_layout_calls
 from ..ir.ops import op_info
 from ..planner.layout import transposed
 from ..planner.plan import ALIGN, Plan
+from ..planner.plan import plan as make_plan
 
 
 def _arena(nbytes: int) -> np.ndarray:
@@ -200,12 +201,9 @@ def lower_step(step, arrays: dict, scratch: list, layout: tuple | None = None):
     return None if lower is None else lower(out, ins, node.attrs, scratch)
 
 
-# Node kinds whose structs hold their tensors' data pointers as plain words (nothing derived
-# from them elsewhere): Program can repoint them at a run's buffers (program.c, relocate).
-_RELOCATABLE = frozenset(
-    {"gemm", "gemm_ex", "unary", "binary", "where", "layer_norm", "softmax", "copy", "cast"}
-    | {"reduce", "attention"}
-)
+# The node kinds that declare their structs' data pointer fields (cpu/python/nodes.h,
+# GC_NODE_KIND_IO): the only ones Program can repoint at a run's buffers (program.c, relocate).
+_IO_KINDS = frozenset(_cpu.Program.io_kinds())
 
 
 def direct_io(plan: Plan, spans: list, arrays: dict, out_views: set) -> tuple[dict, dict]:
@@ -217,7 +215,7 @@ def direct_io(plan: Plan, spans: list, arrays: dict, out_views: set) -> tuple[di
     An allocation qualifies when it holds one graph input or output and nothing the run writes
     else: no in-place successor of an input (that would write the caller's array), no output
     that is an input's view or shares its memory with another output, an output that is its
-    allocation whole; and every step touching it is lowered to relocatable kinds."""
+    allocation whole; and every step touching it is lowered to io kinds (``Program.io_kinds()``)."""
     graph = plan.graph
     root = plan.root
     touching: dict = {}  # allocation -> the spans of the steps that read or write it
@@ -233,7 +231,7 @@ def direct_io(plan: Plan, spans: list, arrays: dict, out_views: set) -> tuple[di
     def readers(r):
         spans_r = touching.get(r, [])
         if not spans_r or any(
-            names is None or not set(names) <= _RELOCATABLE for _, _, names in spans_r
+            names is None or not set(names) <= _IO_KINDS for _, _, names in spans_r
         ):
             return None
         return tuple(i for first, stop, _ in spans_r for i in range(first, stop))
@@ -269,6 +267,22 @@ class CompiledExecutor(_Executor):
         super().__init__(plan)
         self.python_steps = 0  # nodes without a lowering (reported by stats)
         self.pool.give(self.pool.take())  # bind one runner now: errors show here
+
+    @classmethod
+    def build(cls, graph) -> CompiledExecutor:
+        """The executor of ``graph`` planned for direct input: no node writes over the memory
+        of an input that the kernels read from the caller's array. The graph is planned with
+        every input kept; when some input is not read in place after all (a reader without an
+        io kind, a python step) and a plan writing over those inputs needs a smaller arena,
+        the executor is built again on that plan (the planner alone decides it: cheap; the
+        rebuild, which packs the weights again, only then)."""
+        ex = cls(make_plan(graph, keep_inputs=graph.inputs))
+        direct = ex.direct[0]
+        if len(direct) < len(graph.inputs):
+            p = make_plan(graph, keep_inputs=direct)
+            if p.arena_bytes < ex.plan.arena_bytes:
+                ex = cls(p)
+        return ex
 
     def _bind(self):
         arena = _arena(self.plan.arena_bytes)

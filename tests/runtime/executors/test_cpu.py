@@ -296,11 +296,11 @@ def test_sessions_in_threads_read_their_own_inputs():
 
 @pytest.mark.parametrize("name", ["relu_first", "double"])
 def test_an_input_the_plan_writes_in_place_is_copied(name):
-    """With the planner's in-place writes over graph inputs allowed, relu / mul write over x's
-    memory: that memory must stay the arena's copy, never the caller's array."""
+    """With the planner's in-place writes over graph inputs allowed (its default), relu / mul
+    write over x's memory: that memory must stay the arena's copy, never the caller's array."""
     build, shape, _, _ = DIRECT[name]
     compiled = runtime.compile(build(), [rand(*shape, seed=5)], device="cpu")
-    p = plan(compiled.graph, inputs_inplace=True)
+    p = plan(compiled.graph)
     assert any(p.root[o] in compiled.graph.inputs for o in p.inplace)
     ex = CompiledExecutor(p)
     assert not ex.direct[0]
