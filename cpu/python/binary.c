@@ -70,7 +70,10 @@ static int binary_exec(const void *node)
     return 0;
 }
 
-GC_NODE_KIND(binary, binary_parse, binary_exec, binary_node, NULL);
+#define BINARY_PTRS                                                                               \
+    GC_NODE_PTR(binary_node, cond), GC_NODE_PTR(binary_node, a), GC_NODE_PTR(binary_node, b),    \
+        GC_NODE_PTR(binary_node, out)
+GC_NODE_KIND_IO(binary, binary_parse, binary_exec, binary_node, NULL, BINARY_PTRS);
 GC_NODE_BINDING(binary)
 
 GC_DOC(where, "where(cond, a, b, out, /)\n--\n\n"
@@ -134,5 +137,5 @@ static int where_exec(const void *node)
     return 0;
 }
 
-GC_NODE_KIND(where, where_parse, where_exec, binary_node, NULL);
+GC_NODE_KIND_IO(where, where_parse, where_exec, binary_node, NULL, BINARY_PTRS);
 GC_NODE_BINDING(where)

@@ -126,7 +126,8 @@ static int copy_exec(const void *node)
     return 0;
 }
 
-GC_NODE_KIND(copy, copy_parse, copy_exec, copy_node, NULL);
+GC_NODE_KIND_IO(copy, copy_parse, copy_exec, copy_node, NULL, GC_NODE_PTR(copy_node, src),
+                GC_NODE_PTR(copy_node, dst));
 GC_NODE_BINDING(copy)
 
 GC_DOC(cast, "cast(src, dst, /)\n--\n\n"
@@ -195,5 +196,6 @@ static int cast_exec(const void *node)
     return 0;
 }
 
-GC_NODE_KIND(cast, cast_parse, cast_exec, cast_node, NULL);
+GC_NODE_KIND_IO(cast, cast_parse, cast_exec, cast_node, NULL, GC_NODE_PTR(cast_node, src),
+                GC_NODE_PTR(cast_node, dst));
 GC_NODE_BINDING(cast)

@@ -24,6 +24,9 @@
  *          static int layer_norm_exec(const void *node) { ... }
  *          GC_NODE_KIND(layer_norm, layer_norm_parse, layer_norm_exec, layer_norm_node, NULL);
  *          GC_NODE_BINDING(layer_norm)    (defines gc_py_layer_norm)
+ *      or, listing its data pointer fields so that a Program's kernels may read / write the
+ *      caller's run buffers in place (the compiled executor's direct_io):
+ *          GC_NODE_KIND_IO(layer_norm, ..., NULL, GC_NODE_PTR(layer_norm_node, x), ...);
  *   2. its line here: X(layer_norm) in GC_NODES;
  *   3. its case in tests/backends/cpu/test_program.py (case_layer_norm: a program of it equals
  *      the eager calls bitwise; a test fails while a kind has no case) and its name in
@@ -67,6 +70,12 @@ typedef struct {
     gc_node_exec_fn exec;
     gc_node_fail_fn fail; /* NULL: exec's rc < 0 means MemoryError */
     size_t size;          /* of the struct parse fills */
+    /* The byte offsets of the struct's data pointer fields (GC_NODE_KIND_IO): every pointer
+     * parse resolves from a buffer argument, each a plain `T *` word.  A Program may repoint
+     * these, and only these, at a caller's run buffer (program.c, relocate); NULL / 0 for a kind
+     * that declares none (its nodes always go through the io nodes' copies). */
+    const size_t *ptrs;
+    size_t nptrs;
 } gc_node_kind;
 
 /* The largest node struct (the eager call keeps one on its stack). */
@@ -75,7 +84,29 @@ typedef struct {
 /* Defines the kind gc_node_<name> in the family's file. */
 #define GC_NODE_KIND(nm, parse, exec, type, fail)                                                 \
     _Static_assert(sizeof(type) <= GC_NODE_MAX, #type " exceeds GC_NODE_MAX (nodes.h)");          \
-    const gc_node_kind gc_node_##nm = {#nm, parse, exec, fail, sizeof(type)}
+    const gc_node_kind gc_node_##nm = {#nm, parse, exec, fail, sizeof(type), NULL, 0}
+
+/* The same for a kind whose data pointer fields are listed (GC_NODE_PTR(type, field), ...):
+ * it must list every field that parse sets from a buffer argument (tests/backends/cpu/
+ * test_program.py runs each such kind's case with its whole arena repointed), and exec may
+ * depend on nothing derived from those pointers elsewhere in the struct (no saved difference
+ * or alignment test: parse's comparisons between buffers stay true when all the pointers into
+ * one buffer move together, as they do). */
+#define GC_NODE_KIND_IO(nm, parse, exec, type, fail, ...)                                         \
+    _Static_assert(sizeof(type) <= GC_NODE_MAX, #type " exceeds GC_NODE_MAX (nodes.h)");          \
+    static const size_t gc_node_ptrs_##nm[] = {__VA_ARGS__};                                      \
+    const gc_node_kind gc_node_##nm = {#nm,                                                       \
+                                       parse,                                                     \
+                                       exec,                                                      \
+                                       fail,                                                      \
+                                       sizeof(type),                                              \
+                                       gc_node_ptrs_##nm,                                         \
+                                       sizeof gc_node_ptrs_##nm / sizeof(size_t)}
+
+/* The offset of type's pointer field (a compile error when the field is not pointer-sized). */
+#define GC_NODE_PTR(type, field)                                                                  \
+    (offsetof(type, field) +                                                                      \
+     0 * sizeof(char[sizeof(((type *)0)->field) == sizeof(void *) ? 1 : -1]))
 
 /* Defines the eager binding gc_py_<name> as parse + exec + release. */
 #define GC_NODE_BINDING(nm)                                                                       \

@@ -68,8 +68,17 @@ typedef struct {
     size_t off;               /* (data's offset in that block) */
     Py_ssize_t k;             /* NODE_INPUT / NODE_OUTPUT: the run buffer's index */
     int type;
+    int direct;      /* NODE_INPUT / NODE_OUTPUT with relocations: this run uses the run buffer */
+    Py_ssize_t r0, r1; /* NODE_INPUT / NODE_OUTPUT: its relocations, relocs[r0:r1] */
     bufset bs; /* the buffers parse acquired, released when the program dies */
 } pnode;
+
+/* A pointer word of a kernel node's struct that points into an io node's buffer, at rel bytes
+ * from its start: a run rewrites it to the run buffer (direct) or back to the node's buffer. */
+typedef struct {
+    unsigned char *word; /* inside the program's data block */
+    size_t rel;
+} preloc;
 
 typedef struct {
     PyObject_HEAD
@@ -77,6 +86,7 @@ typedef struct {
     Py_ssize_t n, n_inputs, n_outputs;
     PyObject *names;     /* tuple of str */
     unsigned char *data; /* the kernel structs, 16-byte aligned each */
+    preloc *relocs;      /* of the io nodes given reader nodes */
     atomic_int busy;     /* a run is in flight (the GIL is released during it) */
 } ProgramObject;
 
@@ -109,12 +119,19 @@ static void node_error(Py_ssize_t i, const char *name)
     prefix_error(prefix);
 }
 
-/* input (k, dst) / output (k, src): a contiguous plain buffer, dst writable. */
+/* input (k, dst[, nodes]) / output (k, src[, nodes]): a contiguous plain buffer, dst
+ * writable (nodes: see relocate). */
 static int io_parse(const char *fn, PyObject *const *args, Py_ssize_t nargs, pnode *p)
 {
     const int in = p->type == NODE_INPUT;
     const char *bname = in ? "dst" : "src";
-    if (check_nargs(fn, nargs, 2) < 0 || get_min(fn, "k", args[0], 0, &p->k) < 0)
+    if (nargs == 3 && !PyTuple_Check(args[2])) {
+        PyErr_Format(PyExc_TypeError, "%s: 'nodes' must be a tuple of node indices, got %.100s",
+                     fn, Py_TYPE(args[2])->tp_name);
+        return -1;
+    }
+    if (check_nargs(fn, nargs, nargs == 3 ? 3 : 2) < 0 ||
+        get_min(fn, "k", args[0], 0, &p->k) < 0)
         return -1;
     Py_buffer *v = get_buf(&p->bs, fn, bname, args[1], in);
     if (!v || need_contig(fn, bname, v) < 0)
@@ -170,12 +187,60 @@ static int node_kind(Py_ssize_t i, PyObject *entry, pnode *p, PyObject **name_ou
 
 #define ALIGN_UP(x) (((x) + 15) & ~(size_t)15)
 
+/* io node p's relocations from its nodes tuple (kernel nodes that use its buffer for one
+ * tensor, nothing else in it: the caller's promise): each declared data pointer field of their
+ * structs (the kind's ptrs, nodes.h's GC_NODE_KIND_IO) whose value lies in the buffer.  A run
+ * whose buffer qualifies (program_run) rewrites them to point into the run buffer and skips the
+ * copy; no other word of a struct is ever touched.  A listed node may hold none (a copy of an
+ * empty view, whose pointer may lie at the buffer's end): it does not touch the buffer. */
+static int relocate(ProgramObject *self, pnode *p, PyObject *nodes, size_t *cap)
+{
+    const uintptr_t lo = (uintptr_t)p->bs.v[0].buf, len = (uintptr_t)p->bs.v[0].len;
+    p->r0 = p->r1;
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(nodes); j++) {
+        Py_ssize_t q;
+        if (get_ssize("Program", "nodes", PyTuple_GET_ITEM(nodes, j), &q) < 0)
+            return -1;
+        if (q < 0 || q >= self->n || self->nodes[q].type != NODE_KERNEL) {
+            PyErr_Format(PyExc_ValueError, "nodes: %zd is not a kernel node's index", q);
+            return -1;
+        }
+        const pnode *r = &self->nodes[q];
+        if (r->kind->nptrs == 0) {
+            PyErr_Format(PyExc_ValueError,
+                         "nodes: node %zd's kind '%s' declares no pointer fields, so it cannot "
+                         "use a run buffer in place (Program.io_kinds(); nodes.h)",
+                         q, r->kind->name);
+            return -1;
+        }
+        for (size_t f = 0; f < r->kind->nptrs; f++) {
+            unsigned char *w = (unsigned char *)r->data + r->kind->ptrs[f];
+            uintptr_t v;
+            memcpy(&v, w, sizeof v);
+            if (len == 0 || v < lo || v - lo >= len)
+                continue;
+            if ((size_t)p->r1 >= *cap) {
+                *cap = *cap ? 2 * *cap : 16;
+                preloc *grown = realloc(self->relocs, *cap * sizeof(preloc));
+                if (!grown) {
+                    PyErr_NoMemory();
+                    return -1;
+                }
+                self->relocs = grown;
+            }
+            self->relocs[p->r1++] = (preloc){w, (size_t)(v - lo)};
+        }
+    }
+    return 0;
+}
+
 static void program_dealloc(ProgramObject *self)
 {
     for (Py_ssize_t i = 0; self->nodes && i < self->n; i++)
         bufs_release(&self->nodes[i].bs);
     PyMem_Free(self->nodes);
     free(self->data);
+    free(self->relocs);
     Py_XDECREF(self->names);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -245,6 +310,21 @@ static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
             goto fail;
         }
     }
+
+    /* Pass 3: the io nodes' relocations (every kernel struct is parsed now). */
+    size_t cap = 0, nrel = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        pnode *p = &self->nodes[i];
+        PyObject *a = PyTuple_GET_ITEM(PyTuple_GET_ITEM(seq, i), 1);
+        if (p->type != NODE_INPUT && p->type != NODE_OUTPUT)
+            continue;
+        p->r0 = p->r1 = (Py_ssize_t)nrel;
+        if (PyTuple_GET_SIZE(a) == 3 && relocate(self, p, PyTuple_GET_ITEM(a, 2), &cap) < 0) {
+            node_error(i, PyUnicode_AsUTF8(PyTuple_GET_ITEM(self->names, i)));
+            goto fail;
+        }
+        nrel = (size_t)p->r1;
+    }
     Py_DECREF(seq);
     return (PyObject *)self;
 fail:
@@ -285,6 +365,13 @@ static int run_match(Py_ssize_t i, const pnode *p, const Py_buffer *rb)
                  rb->len, i, in ? "input" : "output", fmt_str(nb), shape_str(nb, s2, sizeof s2),
                  nb->len);
     return -1;
+}
+
+/* a and b share a byte. */
+static int bufs_share(const Py_buffer *a, const Py_buffer *b)
+{
+    const char *pa = a->buf, *pb = b->buf;
+    return a->len > 0 && b->len > 0 && pa < pb + b->len && pb < pa + a->len;
 }
 
 static PyObject *program_run(ProgramObject *self, PyObject *const *args, Py_ssize_t nargs,
@@ -340,12 +427,33 @@ static PyObject *program_run(ProgramObject *self, PyObject *const *args, Py_ssiz
         if (nacq < ni ? run_buf(inputs, nacq, "input", &rb[nacq], 0) < 0
                       : run_buf(outputs, nacq - ni, "output", &rb[nacq], 1) < 0)
             goto done;
-    /* every copy node still to run matches its buffer: the loop below cannot fail on them */
-    for (Py_ssize_t i = start; i < self->n; i++) {
+    /* every copy node still to run, and every one with relocations, matches its buffer: the
+     * loop below cannot fail on them */
+    for (Py_ssize_t i = 0; i < self->n; i++) {
         const pnode *p = &self->nodes[i];
-        if ((p->type == NODE_INPUT && run_match(i, p, &rb[p->k]) < 0) ||
-            (p->type == NODE_OUTPUT && run_match(i, p, &rb[ni + p->k]) < 0))
+        if ((i >= start || p->r1 > p->r0) &&
+            ((p->type == NODE_INPUT && run_match(i, p, &rb[p->k]) < 0) ||
+             (p->type == NODE_OUTPUT && run_match(i, p, &rb[ni + p->k]) < 0)))
             goto done;
+    }
+    /* the kernels read / write a run buffer in place when it is aligned to its item size (C
+     * contiguous, format and size checked above; no kernel's bits depend on more alignment) and
+     * shares no byte with a run buffer that the run writes; every relocation is rewritten on
+     * every call, so a run never sees the previous one's */
+    for (Py_ssize_t i = 0; i < self->n; i++) {
+        pnode *p = &self->nodes[i];
+        if (p->r1 == p->r0)
+            continue;
+        const Py_ssize_t j = p->type == NODE_INPUT ? p->k : ni + p->k;
+        const Py_buffer *b = &rb[j];
+        p->direct = b->itemsize > 0 && (uintptr_t)b->buf % (uintptr_t)b->itemsize == 0;
+        for (Py_ssize_t t = 0; p->direct && t < ni + no; t++)
+            p->direct = t == j || (t < ni && j < ni) || !bufs_share(b, &rb[t]);
+        unsigned char *base = p->direct ? b->buf : p->bs.v[0].buf;
+        for (Py_ssize_t r = p->r0; r < p->r1; r++) {
+            unsigned char *v = base + self->relocs[r].rel;
+            memcpy(self->relocs[r].word, &v, sizeof v);
+        }
     }
 
     Py_ssize_t i = start, stop = -1;
@@ -359,10 +467,10 @@ static PyObject *program_run(ProgramObject *self, PyObject *const *args, Py_ssiz
             if (rc < 0)
                 break;
         } else if (p->type == NODE_INPUT) {
-            if (nb->len > 0)
+            if (nb->len > 0 && !p->direct)
                 memmove(nb->buf, rb[p->k].buf, (size_t)nb->len);
         } else if (p->type == NODE_OUTPUT) {
-            if (nb->len > 0)
+            if (nb->len > 0 && !p->direct)
                 memmove(rb[ni + p->k].buf, nb->buf, (size_t)nb->len);
         } else {
             stop = i;
@@ -422,21 +530,35 @@ static PyObject *program_repr(ProgramObject *self)
                                 self->n, self->n_inputs, self->n_outputs);
 }
 
-/* The kernel node kinds (nodes.h's list), for tests and error messages. */
+/* The kernel node kinds (nodes.h's list), all or (io) those declaring their pointer fields. */
+static PyObject *kinds_tuple(int io)
+{
+    PyObject *t = PyList_New(0);
+    for (int j = 0; t && j < N_KINDS; j++) {
+        if (io && node_kinds[j]->nptrs == 0)
+            continue;
+        PyObject *s = PyUnicode_FromString(node_kinds[j]->name);
+        if (!s || PyList_Append(t, s) < 0)
+            Py_CLEAR(t);
+        Py_XDECREF(s);
+    }
+    PyObject *tup = t ? PyList_AsTuple(t) : NULL;
+    Py_XDECREF(t);
+    return tup;
+}
+
 static PyObject *program_node_kinds(PyObject *unused, PyObject *noargs)
 {
     (void)unused;
     (void)noargs;
-    PyObject *t = PyTuple_New(N_KINDS);
-    for (int j = 0; t && j < N_KINDS; j++) {
-        PyObject *s = PyUnicode_FromString(node_kinds[j]->name);
-        if (!s) {
-            Py_CLEAR(t);
-            break;
-        }
-        PyTuple_SET_ITEM(t, j, s);
-    }
-    return t;
+    return kinds_tuple(0);
+}
+
+static PyObject *program_io_kinds(PyObject *unused, PyObject *noargs)
+{
+    (void)unused;
+    (void)noargs;
+    return kinds_tuple(1);
 }
 
 static PyMethodDef program_methods[] = {
@@ -450,6 +572,10 @@ static PyMethodDef program_methods[] = {
     {"node_kinds", (PyCFunction)program_node_kinds, METH_NOARGS | METH_STATIC,
      PyDoc_STR("node_kinds()\n--\n\nThe kernel node kinds, by binding name (besides input, "
                "output and python).")},
+    {"io_kinds", (PyCFunction)program_io_kinds, METH_NOARGS | METH_STATIC,
+     PyDoc_STR("io_kinds()\n--\n\nThe kernel node kinds that declare their data pointer "
+               "fields (nodes.h, GC_NODE_KIND_IO): the only ones an input / output node's "
+               "nodes may list.")},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef program_getset[] = {
@@ -474,7 +600,9 @@ PyTypeObject gc_ProgramType = {
         "Program(nodes, /)\n--\n\n"
         "A planned graph run by one C call.  nodes: a list of (name, args): name an eager "
         "binding of this module (gemm_ex, binary, ...; args exactly its positional arguments), "
-        "or ('input', (k, dst)), ('output', (k, src)), ('python', ()).  Every node is checked "
+        "or ('input', (k, dst[, nodes])), ('output', (k, src[, nodes])), ('python', ()) (nodes: "
+        "kernel nodes that read / write dst / src in place of run buffer k when it is aligned; "
+        "cpu/README.md).  Every node is checked "
         "as its binding would (errors prefixed 'Program node i (name): ') and its buffers stay "
         "acquired for the program's life."),
     .tp_methods = program_methods,

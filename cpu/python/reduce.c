@@ -65,5 +65,6 @@ static int reduce_exec(const void *node)
     return gc_reduce_f64(r->op, r->x, r->out, r->outer, r->n, r->inner);
 }
 
-GC_NODE_KIND(reduce, reduce_parse, reduce_exec, reduce_node, NULL);
+GC_NODE_KIND_IO(reduce, reduce_parse, reduce_exec, reduce_node, NULL, GC_NODE_PTR(reduce_node, x),
+                GC_NODE_PTR(reduce_node, out));
 GC_NODE_BINDING(reduce)

@@ -230,9 +230,9 @@ class CompiledModel:
             return VulkanExecutor(make_plan(graph, inplace=False))
         if self.optimize:
             run_passes(graph)
-        plan = make_plan(graph)
-        cls = CompiledExecutor if self.executor_kind == "compiled" else InterpretedExecutor
-        return cls(plan)
+        if self.executor_kind == "compiled":
+            return CompiledExecutor.build(graph)  # its plan keeps the inputs it reads in place
+        return InterpretedExecutor(make_plan(graph))
 
     def executors(self) -> list:
         """The executors built so far (one per set of dynamic sizes)."""

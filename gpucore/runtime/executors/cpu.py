@@ -8,7 +8,9 @@ every kernel's arguments fixed) and keep the bound runner for the next call:
 - ``CompiledExecutor``: the nodes' lowered binding calls recorded into one
   ``gpucore._cpu.Program``: a run copies the inputs in, runs every node and copies the outputs
   out in one C call with the GIL released. A node without a lowering runs its kernel from
-  Python between two C calls (``Program.run`` stops at it).
+  Python between two C calls (``Program.run`` stops at it). Where the plan allows
+  (``direct_io``), the kernels read the caller's input and write the fresh result array in
+  place instead of those copies.
 
 The compiled executor lowers chained Linear layers with their hidden activations transposed in
 the arena (planner/layout.py, ``fused.gemm_layout_calls``): the interpreted executor's bits.
@@ -30,6 +32,7 @@ from ..ir.fused import gemm_layout_calls
 from ..ir.ops import op_info
 from ..planner.layout import transposed
 from ..planner.plan import ALIGN, Plan
+from ..planner.plan import plan as make_plan
 
 
 def _arena(nbytes: int) -> np.ndarray:
@@ -198,6 +201,63 @@ def lower_step(step, arrays: dict, scratch: list, layout: tuple | None = None):
     return None if lower is None else lower(out, ins, node.attrs, scratch)
 
 
+# The node kinds that declare their structs' data pointer fields (cpu/python/nodes.h,
+# GC_NODE_KIND_IO): the only ones Program can repoint at a run's buffers (program.c, relocate).
+_IO_KINDS = frozenset(_cpu.Program.io_kinds())
+
+
+def direct_io(plan: Plan, spans: list, arrays: dict, out_views: set) -> tuple[dict, dict]:
+    """The Program node indices that use each graph input's / output's memory, for the inputs
+    the kernels may read from the caller's array and the outputs they may write into the
+    result array, skipping the copies; ``spans``: per step, None (a view) or
+    ``(first, stop, call names)`` of its Program nodes (call names None: a python step).
+
+    An allocation qualifies when it holds one graph input or output and nothing the run writes
+    else: no in-place successor of an input (that would write the caller's array), no output
+    that is an input's view or shares its memory with another output, an output that is its
+    allocation whole; and every step touching it is lowered to io kinds (``Program.io_kinds()``)."""
+    graph = plan.graph
+    root = plan.root
+    touching: dict = {}  # allocation -> the spans of the steps that read or write it
+    for step, span in zip(plan.steps, spans):
+        if span is None:
+            continue
+        node = step.node
+        for r in {root.get(n) for n in (*node.inputs, node.output)} - {None}:
+            touching.setdefault(r, []).append(span)
+    out_roots = [root[n] for n in graph.outputs]
+    rewritten = {root[o] for o in plan.inplace}
+
+    def readers(r):
+        spans_r = touching.get(r, [])
+        if not spans_r or any(
+            names is None or not set(names) <= _IO_KINDS for _, _, names in spans_r
+        ):
+            return None
+        return tuple(i for first, stop, _ in spans_r for i in range(first, stop))
+
+    ins = {}
+    for name in graph.inputs:
+        if name in out_roots or name in rewritten:
+            continue
+        nodes = readers(name)
+        if nodes is not None:
+            ins[name] = nodes
+    outs = {}
+    for name, r in zip(graph.outputs, out_roots):
+        if name in out_views or r in graph.inputs or out_roots.count(r) > 1:
+            continue
+        if (
+            arrays[name].nbytes != plan.nbytes[r]
+            or arrays[name].ctypes.data != arrays[r].ctypes.data
+        ):
+            continue
+        nodes = readers(r)
+        if nodes is not None:
+            outs[name] = nodes
+    return ins, outs
+
+
 class CompiledExecutor(_Executor):
     """The whole graph as one ``gpucore._cpu.Program`` (see the module docstring)."""
 
@@ -208,6 +268,22 @@ class CompiledExecutor(_Executor):
         self.python_steps = 0  # nodes without a lowering (reported by stats)
         self.pool.give(self.pool.take())  # bind one runner now: errors show here
 
+    @classmethod
+    def build(cls, graph) -> CompiledExecutor:
+        """The executor of ``graph`` planned for direct input: no node writes over the memory
+        of an input that the kernels read from the caller's array. The graph is planned with
+        every input kept; when some input is not read in place after all (a reader without an
+        io kind, a python step) and a plan writing over those inputs needs a smaller arena,
+        the executor is built again on that plan (the planner alone decides it: cheap; the
+        rebuild, which packs the weights again, only then)."""
+        ex = cls(make_plan(graph, keep_inputs=graph.inputs))
+        direct = ex.direct[0]
+        if len(direct) < len(graph.inputs):
+            p = make_plan(graph, keep_inputs=direct)
+            if p.arena_bytes < ex.plan.arena_bytes:
+                ex = cls(p)
+        return ex
+
     def _bind(self):
         arena = _arena(self.plan.arena_bytes)
         arrays, scratch = bind_arrays(self.plan, arena)
@@ -217,22 +293,35 @@ class CompiledExecutor(_Executor):
         layouts = transposed(self.plan)
         for k, name in enumerate(graph.inputs):
             nodes.append(("input", (k, arrays[name])))
+        spans: list = []
         for step, sc in zip(self.plan.steps, scratch):
             if step.kind == "view":
+                spans.append(None)
                 continue
+            first = len(nodes)
             calls = lower_step(step, arrays, sc, layouts.get(step.node.output))
             if calls is None:
                 python[len(nodes)] = _thunk(step, arrays, sc, graph)
                 nodes.append(("python", ()))
             else:
                 nodes.extend(calls)
+            spans.append((first, len(nodes), None if calls is None else [c[0] for c in calls]))
         out_views = []
         for k, name in enumerate(graph.outputs):
             src = arrays[name]
             if not src.flags.c_contiguous:
                 out_views.append((k, src))  # copied from Python (a strided output view)
-            else:
-                nodes.append(("output", (k, src)))
+        skip = {graph.outputs[k] for k, _ in out_views}
+        direct_in, direct_out = direct_io(self.plan, spans, arrays, skip)
+        for k, name in enumerate(graph.inputs):
+            if name in direct_in:
+                nodes[k] = ("input", (k, arrays[name], direct_in[name]))
+        for k, name in enumerate(graph.outputs):
+            if name in skip:
+                continue
+            extra = (direct_out[name],) if name in direct_out else ()
+            nodes.append(("output", (k, arrays[name], *extra)))
+        self.direct = (sorted(direct_in), sorted(direct_out))  # (reported by tests)
         self.python_steps = len(python)
         program = _cpu.Program(nodes)
 

@@ -5,7 +5,9 @@
   strides (gemm's transposed operands, attention's permuted heads); otherwise, and for graph
   outputs that are not contiguous, the view is copied into a buffer of its own.
 - An elementwise node writes into the memory of a same-shaped, same-dtype input that dies at it
-  (in place), when nothing else still reads that memory.
+  (in place), when nothing else still reads that memory and it is not the memory of a graph
+  input named in ``keep_inputs`` (the inputs that the compiled executor's kernels read from the
+  caller's array in place: one copy less for, at most, one allocation more).
 - Graph inputs, computed tensors and per-node scratch share one arena: each allocation lives from
   the step that writes it to the last step that reads it (or any view or in-place successor of
   it), and takes the lowest 64-byte-aligned offset that no allocation live at the same time uses
@@ -15,6 +17,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 
 import numpy as np
 
@@ -115,9 +118,11 @@ def _view_kinds(graph: Graph, order: list) -> tuple[dict, set]:
     return kinds, exact
 
 
-def plan(graph: Graph, inplace: bool = True) -> Plan:
+def plan(graph: Graph, inplace: bool = True, keep_inputs: Collection[str] = ()) -> Plan:
     """Plan ``graph`` (see the module docstring); ``inplace=False`` gives every computed tensor
-    memory of its own (the Vulkan executor: its shaders are not written for aliased outputs)."""
+    memory of its own (the Vulkan executor: its shaders are not written for aliased outputs);
+    no node writes over the memory of the graph inputs in ``keep_inputs``."""
+    keep = frozenset(keep_inputs)
     p = Plan(graph)
     order = memory_order(graph)
     kinds, exact = _view_kinds(graph, order)
@@ -148,7 +153,7 @@ def plan(graph: Graph, inplace: bool = True) -> Plan:
             members[root].append(node.output)
             continue
         victim = (
-            _inplace_victim(graph, p, node, i, last_read, members, exact)
+            _inplace_victim(graph, p, node, i, last_read, members, exact, keep)
             if info.inplace and inplace
             else None
         )
@@ -182,7 +187,9 @@ def plan(graph: Graph, inplace: bool = True) -> Plan:
     return p
 
 
-def _inplace_victim(graph: Graph, p: Plan, node, i: int, last_read: dict, members: dict, exact):
+def _inplace_victim(
+    graph: Graph, p: Plan, node, i: int, last_read: dict, members: dict, exact, keep: frozenset
+):
     """The input whose memory ``node`` may write its output into, or None: a tensor that is its
     allocation's whole memory in C order (the allocation itself or an exact view of it)."""
     out = graph.tensors[node.output]
@@ -193,6 +200,8 @@ def _inplace_victim(graph: Graph, p: Plan, node, i: int, last_read: dict, member
         root = p.root.get(name)
         if root is None or (name != root and name not in exact):
             continue  # a strided or partial view: its elements are not out's, in order
+        if root in keep:
+            continue  # a graph input read in place from the caller's array
         if p.nbytes[root] != _nbytes(graph, name):
             continue
         if any(last_read.get(n, -1) > i for n in members[root]):

@@ -423,3 +423,110 @@ def test_len_names_repr():
     assert prog.names == ("input", "unary", "python", "output")
     assert (prog.n_inputs, prog.n_outputs) == (3, 1)
     assert repr(prog) == "<gpucore._cpu.Program: 4 nodes, 3 inputs, 1 outputs>"
+
+
+def _aligned(n):
+    raw = np.zeros(n + 16, np.float32)
+    start = (-raw.ctypes.data % 64) // 4
+    return raw[start : start + n]
+
+
+def test_io_nodes_with_readers_use_the_run_buffers_in_place():
+    """('input', (k, dst, nodes)) / ('output', (k, src, nodes)): the listed kernels read the run
+    input and write the run output themselves when those are item-aligned (dst and src are not
+    touched), and fall back to the copies otherwise, with the same bits; an io node without
+    nodes after one with them keeps its own copy."""
+    arena = _aligned(64)
+    a, h, o = arena[:15], arena[16:31], arena[32:47]
+    prog = C.Program(
+        [
+            ("input", (0, a, (1,))),
+            ("unary", (C.UNARY_EXP, a, h)),
+            ("unary", (C.UNARY_TANH, h, o)),
+            ("output", (0, h)),
+            ("output", (1, o, (2,))),
+        ]
+    )
+    x = np.random.default_rng(0).standard_normal(15).astype(np.float32)
+    want_h, want_o = np.empty_like(x), np.empty_like(x)
+    C.unary(C.UNARY_EXP, x, want_h)
+    C.unary(C.UNARY_TANH, want_h, want_o)
+    out_h, out_o = np.empty_like(x), np.empty_like(x)
+    assert prog.run((x,), (out_h, out_o)) == -1
+    assert out_h.tobytes() == want_h.tobytes() and out_o.tobytes() == want_o.tobytes()
+    assert not a.any() and not o.any()  # read and written in place: no copy in or out
+    raw = np.zeros(61, np.uint8)
+    xm = np.frombuffer(raw.data, np.float32, 15, offset=1)
+    xm[:] = x
+    om = np.frombuffer(bytearray(61), np.float32, 15, offset=1)
+    out_h[:] = 0
+    assert prog.run((xm,), (out_h, om)) == -1
+    assert om.tobytes() == want_o.tobytes() and out_h.tobytes() == want_h.tobytes()
+    assert a.tobytes() == x.tobytes() and o.tobytes() == want_o.tobytes()  # the copies
+    with pytest.raises(ValueError, match="not a kernel node"):
+        C.Program([("input", (0, a, (0,)))])
+
+
+def test_io_kinds_are_node_kinds():
+    kinds = C.Program.io_kinds()
+    assert set(kinds) <= set(C.Program.node_kinds())
+    assert {"gemm", "gemm_ex", "unary", "binary", "copy", "layer_norm"} <= set(kinds)
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=["float32", "float64"])
+@pytest.mark.parametrize("kind", sorted(C.Program.io_kinds()))
+def test_io_kind_declares_every_pointer_field(kind, dt):
+    """The kind's case with the whole arena as an output node listing every node: the kernels
+    must read and write the run buffer alone. A data pointer the kind does not declare
+    (nodes.h's GC_NODE_KIND_IO) would still point into the arena, which holds NaN bytes here:
+    it would read them, or write there instead of the run buffer."""
+    ar = Arena(seed=sorted(CASES).index(kind))
+    nodes = CASES[kind](ar, dt)
+    prog = C.Program([*nodes, ("output", (0, ar.buf, tuple(range(len(nodes)))))])
+    # the run buffer at the arena's address modulo 64 (the kernels' pointers keep alignment)
+    raw = np.empty(ar.buf.size + 64, np.uint8)
+    start = (ar.buf.ctypes.data - raw.ctypes.data) % 64
+    out = raw[start : start + ar.buf.size]
+    for _ in range(2):  # the second run repoints the same fields again
+        before = ar.buf.copy()
+        _eager(nodes)
+        want = ar.buf.copy()
+        out[:] = before
+        ar.buf[:] = 0xFF
+        assert prog.run((), (out,)) == -1
+        assert np.array_equal(out, want), f"{kind}: the in-place run differs from eager"
+        assert (ar.buf == 0xFF).all(), f"{kind}: a kernel wrote the arena"
+        ar.buf[:] = before
+        ar.refill()
+
+
+def test_io_nodes_may_list_io_kinds_only():
+    ar = Arena(seed=5)
+    nodes = CASES["im2col"](ar, np.float32)
+    assert "im2col" not in C.Program.io_kinds()
+    with pytest.raises(ValueError, match="'im2col' declares no pointer fields"):
+        C.Program([*nodes, ("output", (0, ar.buf, (0,)))])
+
+
+def test_run_buffers_that_share_memory_keep_the_copies():
+    """Output 0 given the input's own array: in place, exp would overwrite x before tanh reads
+    it; the program sees the shared bytes and copies instead."""
+    arena = _aligned(64)
+    a, e, t = arena[:15], arena[16:31], arena[32:47]
+    prog = C.Program(
+        [
+            ("input", (0, a, (1, 2))),
+            ("unary", (C.UNARY_EXP, a, e)),
+            ("unary", (C.UNARY_TANH, a, t)),
+            ("output", (0, e, (1,))),
+            ("output", (1, t, (2,))),
+        ]
+    )
+    x = np.random.default_rng(1).standard_normal(15).astype(np.float32)
+    want_e, want_t = np.empty_like(x), np.empty_like(x)
+    C.unary(C.UNARY_EXP, x, want_e)
+    C.unary(C.UNARY_TANH, x, want_t)
+    buf, other = x.copy(), np.empty_like(x)
+    assert prog.run((buf,), (buf, other)) == -1
+    assert buf.tobytes() == want_e.tobytes() and other.tobytes() == want_t.tobytes()
+    assert a.tobytes() == x.tobytes()  # x went through the copy
