@@ -187,7 +187,7 @@ def _np_layer_norm_backward(x, w, mean, rstd, g, k, affine, need):
     return gx, (g * xh).sum(lead), g.sum(lead)
 
 
-def backward_sample(x, w, mean, rstd, g, ref, **attrs) -> Sample:
+def _backward_sample(x, w, mean, rstd, g, ref, **attrs) -> Sample:
     """A sample of a fused normalization backward (layer, group and batch norm): inputs (x,
     weight, mean, rstd, grad_out) and the op's ``attrs``; all three gradients wanted, checked
     against the float64 reference ``ref``, not differentiated again."""
@@ -207,7 +207,7 @@ def _ln_bwd_samples():
         _, mean, rstd = _np_layer_norm(x, w, w, k, 1e-5, affine)
         g = uniform(*shape, seed=i + 30)
         out.append(
-            backward_sample(x, w, mean, rstd, g, _np_layer_norm_backward, k=k, affine=affine)
+            _backward_sample(x, w, mean, rstd, g, _np_layer_norm_backward, k=k, affine=affine)
         )
     return out
 
@@ -528,7 +528,7 @@ def _gn_bwd_samples():
         _, mean, rstd = _np_group_norm(x, w, w, groups, 1e-5, affine)
         g = uniform(*shape, seed=i + 140)
         out.append(
-            backward_sample(
+            _backward_sample(
                 x, w, mean, rstd, g, _np_group_norm_backward, groups=groups, affine=affine
             )
         )

@@ -26,7 +26,7 @@ from ..autograd.grad_mode import no_grad
 from ..creation import tensor
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
-from .norm import _needs_graph, _standin, backward_sample, channel_grads, composed_grads
+from .norm import _backward_sample, _needs_graph, _standin, channel_grads, composed_grads
 from .registry import AUTOCAST, CAPTURE, apply, capturing, defop, record
 from .samples import Sample, uniform
 
@@ -198,7 +198,7 @@ def _bn_bwd_samples():
         _, mean, rstd, _, _ = _np_batch_norm(x, w, w, training, 0.1, 1e-5, affine, (True, True))
         g = uniform(*shape, seed=i + 200)
         out.append(
-            backward_sample(
+            _backward_sample(
                 x, w, mean, rstd, g, _np_batch_norm_backward, training=training, affine=affine
             )
         )

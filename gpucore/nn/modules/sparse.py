@@ -158,7 +158,8 @@ class EmbeddingBag(Module):
         self.include_last_offset = include_last_offset
         _table(self, "EmbeddingBag", (num_embeddings, embedding_dim), _weight, device, dtype)
 
-    reset_parameters = Embedding.reset_parameters
+    def reset_parameters(self) -> None:
+        Embedding.reset_parameters(self)  # the same init (N(0, 1), the padding row zeroed)
 
     def forward(self, input, offsets=None, per_sample_weights=None):
         return F.embedding_bag(
