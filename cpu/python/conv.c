@@ -186,6 +186,25 @@ PyObject *gc_py_conv2d_direct_lanes(PyObject *self, PyObject *const *args, Py_ss
     return PyBool_FromLong(gc_conv2d_dlanes_use(&p, o));
 }
 
+GC_DOC(conv2d_c1,
+       "conv2d_c1(n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, o, /)\n--\n\n"
+       "True when float32 conv2d_forward of this geometry (its weight unpacked) runs the few "
+       "input channels direct path (conv_c1.c: output pixels along the vector lanes, every "
+       "output channel's accumulators in registers; the same bits as the im2col GEMM).  The "
+       "rule is documented in conv_c1.c; GPUCORE_CONV=direct_c1 forces it where it applies.");
+
+PyObject *gc_py_conv2d_c1(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    static const char fn[] = "conv2d_c1";
+    gc_conv p;
+    Py_ssize_t nx, ncol, o;
+    if (check_nargs(fn, nargs, 13) < 0 || conv_geometry(fn, args, &p, &nx, &ncol) < 0 ||
+        get_min(fn, "o", args[12], 0, &o) < 0)
+        return NULL;
+    return PyBool_FromLong(gc_conv2d_c1_use(&p, o));
+}
+
 GC_DOC(conv2d_pointwise,
        "conv2d_pointwise(n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, o, /)\n--\n\n"
        "1 when float32 conv2d_forward of this geometry runs the pointwise path (conv_pw.c: "
