@@ -36,11 +36,18 @@
 #define C1_MAXC 4
 #define C1_MAXK 64
 
-/* The rule (measured on AVX-512, Zen 4, one thread, benchmarks/bench_conv.py; same bits as
- * the other paths): where the ISA has the row kernel, c <= C1_MAXC input channels, stride 1
- * along the row, c * kh * kw <= C1_MAXK taps within one of the GEMM's K blocks, and at most
- * C1_MAXO output channels (C1_MAXO: see gc_conv2d_c1_use). */
-#define C1_MAXO 64
+/* The rule (measured on the AVX-512 Zen 4, one thread, eager forward, ms: this path against the
+ * im2col GEMM and conv_direct.c; AVX2 forced on the same machine in brackets; same bits): where
+ * the ISA has the row kernel, c <= C1_MAXC input channels, stride 1 along the row,
+ * c * kh * kw <= C1_MAXK taps within one of the GEMM's K blocks, and at most C1_MAXO output
+ * channels (the most measured).  Batch 64 3x3 padding 1: 1 -> 16 at 28 x 28 (the training
+ * CNN's first layer) 0.17 / 0.26 / 0.39 (0.36 / 0.46 / 0.99); 1 -> 32 0.38 / 0.53 / 0.60;
+ * 1 -> 64 0.84 / 1.46 / 2.00 (1.04 / 1.55 / 4.02); 3 -> 16 at 32 x 32 0.72 / 0.88 / 1.37 (0.93 /
+ * 1.94 / 1.13); 3 -> 64 2.48 / 3.55 / 3.70 (3.01 / 3.48 / 4.63); 4 -> 128 at 28 x 28 4.66 / 6.23
+ * / 6.89 (6.14 / 6.24 / 9.55); 1 -> 16 at 8 x 8 0.023 / 0.042 / 0.043; 5x5 padding 2, 1 -> 16
+ * 0.45 / 0.63 / 0.83; batch 1, 3 -> 64 at 224 x 224 2.25 / 3.68 / 3.02 (2.51 / 3.14 / 3.23).
+ * Winograd (at least 32 input channels) never meets it. */
+#define C1_MAXO 128
 
 int gc_conv2d_c1_use(const gc_conv *p, ptrdiff_t o)
 {
@@ -80,10 +87,34 @@ static void c1_copies(const c1_job *J, float *buf, const float *x, ptrdiff_t r0,
 {
     const gc_conv *p = J->p;
     const ptrdiff_t ow = p->ow;
+    /* the rows that lie in the image: ra .. rb - 1 */
+    const ptrdiff_t ra = p->ph - r0 > 0 ? (p->ph - r0 < nr ? p->ph - r0 : nr) : 0;
+    ptrdiff_t rb = p->h + p->ph - r0 < nr ? p->h + p->ph - r0 : nr;
+    if (rb < ra)
+        rb = ra;
     for (ptrdiff_t ci = 0; ci < p->c; ci++)
         for (ptrdiff_t kj = 0; kj < p->kw; kj++) {
             float *cp = buf + (ci * p->kw + kj) * J->cstride;
             const ptrdiff_t sh = kj * p->dw - p->pw; /* input column of output column 0 */
+            if (ow == p->w) { /* rows as wide as the image's ("same" padding): whole runs of rows
+                               * copied at once, the columns shifted past an edge zeroed after
+                               * (per-row copies of a 28-wide image cost a quarter of the
+                               * kernel's time) */
+                const ptrdiff_t a = ra * ow + (sh < 0 ? -sh : 0), e = rb * ow - (sh > 0 ? sh : 0);
+                memset(cp, 0, sizeof(float) * (size_t)(ra * ow));
+                if (e > a)
+                    memcpy(cp + a, x + (ci * p->h + r0 - p->ph) * p->w + a + sh,
+                           sizeof(float) * (size_t)(e - a));
+                for (ptrdiff_t r = ra; r < rb; r++) {
+                    float *row = cp + r * ow;
+                    for (ptrdiff_t ox = 0; ox < ow && ox + sh < 0; ox++)
+                        row[ox] = 0.0f;
+                    for (ptrdiff_t ox = ow - sh > 0 ? ow - sh : 0; ox < ow; ox++)
+                        row[ox] = 0.0f;
+                }
+                memset(cp + rb * ow, 0, sizeof(float) * (size_t)((nr - rb) * ow + J->vl));
+                continue;
+            }
             const ptrdiff_t lo = sh < 0 ? (-sh < ow ? -sh : ow) : 0;
             ptrdiff_t hi = p->w - sh < ow ? p->w - sh : ow;
             if (hi < lo)
