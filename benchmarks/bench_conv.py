@@ -173,7 +173,8 @@ def _measure_backward(layer, r, rate, torch, reps):
 # the train.py CNN's convolutions (batch 64, 28x28): name, c, h, o
 CNN_CONVS = [("conv1 1->16", 1, 28, 16), ("conv2 16->32", 16, 14, 32)]
 # step: the gradients train.py's step asks for; relu_pool: the forward with its ReLU and the 2x2
-# max pool (values and indices) after it, the C calls of conv2d_relu_max_pool2d (relu_fused.py)
+# max pool (values and indices) after it, conv2d_relu_max_pool2d's C calls (relu_fused.py: one
+# where cpu/conv_c1.c applies, each image pooled from the cache)
 GRADS = ("forward", "relu_pool", "gx", "gw", "gb", "step")
 GRAD_MODES = ("auto", "im2col", "direct", "direct_c1")
 FWD_ONLY = ("direct_c1",)  # modes of the forward alone (cpu/conv_c1.c; the backward's is auto's)
@@ -203,7 +204,9 @@ def _gradient_rows(name, ci, h, o, rate, reps, r):
     flops["step"] = fma * (2 if ci > 1 else 1) + flops["gb"]
 
     def call(part):
-        if part == "relu_pool":
+        if part == "relu_pool":  # (relu_fused.py's kernel: one call where conv_c1.c applies)
+            if _cpu.conv2d_relu_max_pool2d(x, w, None, vals, idx, *geo, *pool[3:]):
+                return None
             _cpu.conv2d_forward(x, w, None, out, *geo, None, _cpu.UNARY_RELU)
             return _cpu.max_pool2d(out, vals, idx, *pool)
         if args[part] is None:

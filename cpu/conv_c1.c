@@ -22,7 +22,12 @@
  * kernel call then runs all the unit's pixels in whole vectors (28 x 28 outputs: 49 vectors of
  * 16 a plane, against 2 x 16 lanes for each 28-pixel row, and 64-byte aligned stores).  Strided
  * rows: the zero-padded input rows (c1_pad) and one call per output row.  When:
- * gc_conv2d_c1_use. */
+ * gc_conv2d_c1_use.
+ *
+ * Pooled (gc_conv2d_c1_pool_f32, conv2d_relu_max_pool2d's kernel): units of whole images, each
+ * image's output made in the thread's buffer (L2) and max-pooled from there by maxpool.c's own
+ * pass (the bits of the separate max_pool2d call): the output is never written to memory and
+ * read back (the training CNN's 1 -> 16 layer: 3.2 MB each way). */
 #define _POSIX_C_SOURCE 200112L
 #include <stdint.h>
 #include <stdlib.h>
@@ -76,6 +81,13 @@ typedef struct {
     const gc_conv *p;
     ptrdiff_t o, nt, l, wpp, rows, grows, ngrp, cstride, vl;
     int relu, flat; /* flat: stride 1, the kj-shifted copies (c1_copies); else padded rows */
+    /* pooled (gc_conv2d_c1_pool_f32): each image's output made in the unit's buffer at tofs,
+     * then max-pooled from there into vals / idx (pool: one image's o planes) */
+    gc_pool2d pool;
+    float *vals;
+    int64_t *idx;
+    ptrdiff_t tofs;
+    int pooled;
 } c1_job;
 
 /* The copies of the flat mode (stride 1): for each input channel ci and kernel column kj, the
@@ -166,31 +178,36 @@ static void c1_unit(void *job, void *scratch, long u, long prev)
     /* the padded input rows of outputs y0 .. y1 - 1: rows r0 .. r0 + nr - 1 of the padded image */
     const ptrdiff_t r0 = y0 * p->sh, nr = (y1 - 1 - y0) * p->sh + (p->kh - 1) * p->dh + 1;
     const float *x = J->x + b * p->c * p->h * p->w;
-    const ptrdiff_t at = b * J->o * J->l + y0 * p->ow;
+    /* the output: out's image, or (pooled: whole images) the unit's buffer */
+    const ptrdiff_t at = J->pooled ? 0 : b * J->o * J->l + y0 * p->ow;
+    float *out = J->pooled ? buf + J->tofs : J->out;
     if (J->flat) { /* all the unit's pixels in one run */
         c1_copies(J, buf, x, r0, nr);
         gc_isa.c1ukr_f32(J->nt, buf, J->koff, J->wt, J->o, J->bias, J->res ? J->res + at : NULL,
-                         J->relu, J->out + at, J->l, (y1 - y0) * p->ow);
-        return;
+                         J->relu, out + at, J->l, (y1 - y0) * p->ow);
+    } else {
+        c1_pad(J, buf, x, r0, nr);
+        for (ptrdiff_t oy = y0; oy < y1; oy++) {
+            const ptrdiff_t ar = at + (oy - y0) * p->ow;
+            gc_isa.c1ukr_f32(J->nt, buf + (oy - y0) * p->sh * J->wpp, J->koff, J->wt, J->o,
+                             J->bias, J->res ? J->res + ar : NULL, J->relu, out + ar, J->l,
+                             p->ow);
+        }
     }
-    c1_pad(J, buf, x, r0, nr);
-    for (ptrdiff_t oy = y0; oy < y1; oy++) {
-        const ptrdiff_t ar = at + (oy - y0) * p->ow;
-        gc_isa.c1ukr_f32(J->nt, buf + (oy - y0) * p->sh * J->wpp, J->koff, J->wt, J->o, J->bias,
-                         J->res ? J->res + ar : NULL, J->relu, J->out + ar, J->l, p->ow);
+    if (J->pooled) { /* max_pool2d's own pass over the image's planes, read from L2 (a nested
+                      * region: this thread alone), the bits of the separate call */
+        const ptrdiff_t pl = J->o * J->pool.oh * J->pool.ow;
+        gc_max_pool2d_f32(out, J->vals + b * pl, J->idx ? J->idx + b * pl : NULL, &J->pool);
     }
 }
 
-int gc_conv2d_c1_f32(const float *x, const float *w, const float *bias, const gc_epi *e,
-                     float *out, const gc_conv *p, ptrdiff_t o)
+/* the path, J's epilogue and outputs set by the caller */
+static int c1_run(const c1_job *init, const float *x, const float *w, const float *bias,
+                  const gc_conv *p, ptrdiff_t o)
 {
-    c1_job J;
-    memset(&J, 0, sizeof J);
+    c1_job J = *init;
     J.x = x;
     J.bias = bias;
-    J.res = e ? (const float *)e->res : NULL;
-    J.relu = e && e->relu;
-    J.out = out;
     J.p = p;
     J.o = o;
     J.nt = p->c * p->kh * p->kw;
@@ -213,7 +230,7 @@ int gc_conv2d_c1_f32(const float *x, const float *w, const float *bias, const gc
      * are fewer images than threads */
     const double flops = 2.0 * (double)p->n * (double)o * (double)J.nt * (double)J.l;
     const int nt = gc_threads_for(flops, 0.25e6);
-    J.ngrp = p->n < nt ? (nt + p->n - 1) / p->n : 1;
+    J.ngrp = p->n < nt && !J.pooled ? (nt + p->n - 1) / p->n : 1;
     if (J.ngrp > p->oh)
         J.ngrp = p->oh;
     J.grows = (p->oh + J.ngrp - 1) / J.ngrp;
@@ -243,5 +260,37 @@ int gc_conv2d_c1_f32(const float *x, const float *w, const float *bias, const gc
         bytes = sizeof(float) * (size_t)(p->c * J.rows * J.wpp);
     }
     J.koff = koff;
+    if (J.pooled) { /* + the image's output, 64-byte aligned */
+        J.tofs = (ptrdiff_t)((bytes + 63) / 64 * 16);
+        bytes = sizeof(float) * (size_t)(J.tofs + o * J.l);
+    }
     return gc_conv_claim_units(&J, (long)(p->n * J.ngrp), nt, 0, bytes, c1_unit);
+}
+
+int gc_conv2d_c1_f32(const float *x, const float *w, const float *bias, const gc_epi *e,
+                     float *out, const gc_conv *p, ptrdiff_t o)
+{
+    c1_job J;
+    memset(&J, 0, sizeof J);
+    J.res = e ? (const float *)e->res : NULL;
+    J.relu = e && e->relu;
+    J.out = out;
+    return c1_run(&J, x, w, bias, p, o);
+}
+
+int gc_conv2d_c1_pool_f32(const float *x, const float *w, const float *bias, int relu,
+                          float *vals, int64_t *idx, const gc_conv *p, ptrdiff_t o,
+                          const gc_pool2d *pool)
+{
+    if (!gc_conv2d_c1_use(p, o) || pool->h != p->oh || pool->w != p->ow)
+        return 1;
+    c1_job J;
+    memset(&J, 0, sizeof J);
+    J.relu = relu;
+    J.pooled = 1;
+    J.pool = *pool;
+    J.pool.planes = o;
+    J.vals = vals;
+    J.idx = idx;
+    return c1_run(&J, x, w, bias, p, o);
 }

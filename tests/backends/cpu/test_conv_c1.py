@@ -6,8 +6,9 @@ strided rows, dilation, padding wider than the kernel, batch 1, output channels 
 kernel's channel blocks), with and without bias / residual / relu, NaN / inf, the same bits as
 the im2col GEMM (its gemv path up to 24 output channels, its blocked tile beyond) and
 conv_direct.c's tile, independent of the thread count (1, 2, 3, 8), under every ISA this CPU
-supports (forced in subprocesses), through the Tensor API on non-contiguous inputs, and the
-rule that sends the training CNN's first layer there."""
+supports (forced in subprocesses), through the Tensor API on non-contiguous inputs, the
+conv-relu-max-pool call (each image pooled from the cache: the bits of conv2d_forward then
+max_pool2d, indices included), and the rule that sends the training CNN's first layer there."""
 
 from __future__ import annotations
 
@@ -218,7 +219,7 @@ def test_tensor_api_non_contiguous_and_fused_pool(monkeypatch):
     net = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten())
     xs = gpucore.tensor(r.standard_normal((4, 1, 28, 28)).astype(np.float32))
     pooled = {}
-    for mode in ("direct_c1", "im2col"):
+    for mode in ("direct_c1", "im2col"):  # the fused pooled call, and the two calls
         monkeypatch.setenv("GPUCORE_CONV", mode)
         pooled[mode] = net(xs).detach().numpy()
     assert np.array_equal(pooled["direct_c1"], pooled["im2col"])
@@ -246,3 +247,63 @@ def test_every_isa_matches_float64_and_im2col_bits(isa, tmp_path):
         assert not bool(gemm[case + ".path"]), (isa, case)
         for k in (case, case + ".plain"):
             assert np.array_equal(got[k].view(np.uint32), gemm[k].view(np.uint32)), (isa, k)
+
+
+# (case, pool kernel, stride, padding): 2x2 / 2 (the CNN's), 3x3 / 2 with padding, 1x1 / 1
+POOLS = [("cnn_conv1", 2, 2, 0), ("rgb_o40", 3, 2, 1), ("valid_rows", 2, 2, 0),
+         ("strided_rows", 2, 1, 0), ("width1", 1, 1, 0), ("batch1_rows", 2, 2, 0)]  # fmt: skip
+
+
+@pytest.mark.parametrize("case,k,s,pp", POOLS)
+def test_conv_relu_max_pool_matches_the_two_calls(case, k, s, pp, monkeypatch):
+    monkeypatch.setenv("GPUCORE_CONV", "direct_c1")
+    x, wt, b, _ = _inputs(case)
+    x[0, 0, 1, 0] = np.nan
+    n, _, _, _, o, _, _, _, _, oh, ow = _geom(case)
+    poh, pw_ = (oh + 2 * pp - k) // s + 1, (ow + 2 * pp - k) // s + 1
+    pool = (k, k, s, s, pp, pp, 1, 1, poh, pw_)
+    before = gpucore.get_num_threads()
+    try:
+        for bias in (b, None):
+            y = _forward(case, x, wt, bias, None, True)
+            v0 = np.empty((n, o, poh, pw_), np.float32)
+            i0 = np.empty(v0.shape, np.int64)
+            _cpu.max_pool2d(y, v0, i0, n * o, oh, ow, *pool)
+            for nt in (1, 2, 3, 8):
+                gpucore.set_num_threads(nt)
+                v1, i1 = np.full_like(v0, -7.0), np.full_like(i0, -7)
+                assert _cpu.conv2d_relu_max_pool2d(x, wt, bias, v1, i1, *_args(case), *pool)
+                assert np.array_equal(v1.view(np.uint32), v0.view(np.uint32)), (nt, bias is None)
+                assert np.array_equal(i1, i0), nt
+                v2 = np.full_like(v0, -7.0)  # values alone
+                assert _cpu.conv2d_relu_max_pool2d(x, wt, bias, v2, None, *_args(case), *pool)
+                assert np.array_equal(v2.view(np.uint32), v0.view(np.uint32)), nt
+    finally:
+        gpucore.set_num_threads(before)
+
+
+def test_conv_relu_max_pool_declines_elsewhere(monkeypatch):
+    """False (nothing written) where conv_c1.c's path does not apply: more input channels, a
+    forced other path, a packed weight, float64; bad buffers raise naming the op."""
+    monkeypatch.delenv("GPUCORE_CONV", raising=False)
+    pool = (2, 2, 2, 2, 0, 0, 1, 1, 4, 4)
+    x = np.ones((2, 5, 8, 8), np.float32)
+    wt = np.ones((6, 5, 3, 3), np.float32)
+    vals, idx = np.full((2, 6, 4, 4), -7.0, np.float32), np.zeros((2, 6, 4, 4), np.int64)
+    geo = (2, 5, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 6)
+    assert _cpu.conv2d_relu_max_pool2d(x, wt, None, vals, idx, *geo, *pool) is False
+    x1, w1 = x[:, :1].copy(), wt[:, :1].copy()
+    geo1 = (2, 1, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 6)
+    pm = _cpu.gemm_pack(w1.reshape(-1), "a", 6, 9, 0, 1)
+    assert _cpu.conv2d_relu_max_pool2d(x1, pm, None, vals, idx, *geo1, *pool) is False
+    v64 = vals.astype(np.float64)
+    args64 = (x1.astype(np.float64), w1.astype(np.float64), None, v64, idx)
+    assert _cpu.conv2d_relu_max_pool2d(*args64, *geo1, *pool) is False
+    monkeypatch.setenv("GPUCORE_CONV", "im2col")
+    assert _cpu.conv2d_relu_max_pool2d(x1, w1, None, vals, idx, *geo1, *pool) is False
+    assert (vals == -7.0).all()
+    monkeypatch.setenv("GPUCORE_CONV", "direct_c1")
+    with pytest.raises(ValueError, match="conv2d_relu_max_pool2d"):
+        _cpu.conv2d_relu_max_pool2d(x1, w1, None, vals[:1], idx, *geo1, *pool)
+    with pytest.raises(TypeError, match="conv2d_relu_max_pool2d"):
+        _cpu.conv2d_relu_max_pool2d(x1, w1, None, vals, idx.astype(np.int32), *geo1, *pool)
