@@ -172,8 +172,12 @@ def _measure_backward(layer, r, rate, torch, reps):
 
 # the train.py CNN's convolutions (batch 64, 28x28): name, c, h, o
 CNN_CONVS = [("conv1 1->16", 1, 28, 16), ("conv2 16->32", 16, 14, 32)]
-GRADS = ("forward", "gx", "gw", "gb", "step")  # step: the gradients train.py's step asks for
-GRAD_MODES = ("auto", "im2col", "direct")
+# step: the gradients train.py's step asks for; relu_pool: the forward with its ReLU and the 2x2
+# max pool (values and indices) after it, conv2d_relu_max_pool2d's C calls (relu_fused.py: one
+# where cpu/conv_c1.c applies, each image pooled from the cache)
+GRADS = ("forward", "relu_pool", "gx", "gw", "gb", "step")
+GRAD_MODES = ("auto", "im2col", "direct", "direct_c1")
+FWD_ONLY = ("direct_c1",)  # modes of the forward alone (cpu/conv_c1.c; the backward's is auto's)
 
 
 def _gradient_rows(name, ci, h, o, rate, reps, r):
@@ -183,24 +187,34 @@ def _gradient_rows(name, ci, h, o, rate, reps, r):
     w = (r.standard_normal((o, ci, 3, 3)) / np.sqrt(ci * 9)).astype(np.float32)
     g = r.standard_normal((n, o, h, h), dtype=np.float32)
     out, gx, gw, gb = np.empty_like(g), np.empty_like(x), np.empty_like(w), np.empty(o, "f")
+    vals = np.empty((n, o, h // 2, h // 2), np.float32)
+    idx = np.empty(vals.shape, np.int64)
+    pool = (n * o, h, h, 2, 2, 2, 2, 0, 0, 1, 1, h // 2, h // 2)
     geo = (n, ci, h, h, 3, 3, 1, 1, 1, 1, 1, 1, o)
     fma = 2.0 * n * o * h * h * ci * 9
     args = {
         "forward": None,
+        "relu_pool": None,
         "gx": (gx, None, None),
         "gw": (None, gw, None),
         "gb": (None, None, gb),
         "step": (gx if ci > 1 else None, gw, gb),
     }
-    flops = {"forward": fma, "gx": fma, "gw": fma, "gb": n * o * h * h}
+    flops = {"forward": fma, "relu_pool": fma, "gx": fma, "gw": fma, "gb": n * o * h * h}
     flops["step"] = fma * (2 if ci > 1 else 1) + flops["gb"]
 
     def call(part):
+        if part == "relu_pool":  # (relu_fused.py's kernel: one call where conv_c1.c applies)
+            if _cpu.conv2d_relu_max_pool2d(x, w, None, vals, idx, *geo, *pool[3:]):
+                return None
+            _cpu.conv2d_forward(x, w, None, out, *geo, None, _cpu.UNARY_RELU)
+            return _cpu.max_pool2d(out, vals, idx, *pool)
         if args[part] is None:
             return _cpu.conv2d_forward(x, w, None, out, *geo)
         return _cpu.conv2d_backward(x, w, g, *args[part], *geo)
 
-    runs = [(part, mode) for part in GRADS for mode in GRAD_MODES]
+    fwd = ("forward", "relu_pool")
+    runs = [(p, m) for p in GRADS for m in GRAD_MODES if p in fwd or m not in FWD_ONLY]
     calls = {}
     for part, mode in runs:
         os.environ["GPUCORE_CONV"] = mode
@@ -213,8 +227,9 @@ def _gradient_rows(name, ci, h, o, rate, reps, r):
             times[part, mode].append(_per_call(lambda p=part: call(p), calls[part]))
     for part in GRADS:
         at = flops[part] / rate
-        med = [statistics.median(times[part, m]) for m in GRAD_MODES]
-        cells = [f"{v * 1e3:.3f} ({v / at:.2f})" for v in med]
+        med = [statistics.median(times[part, m]) if times.get((part, m)) else None
+               for m in GRAD_MODES]  # fmt: skip
+        cells = ["-" if v is None else f"{v * 1e3:.3f} ({v / at:.2f})" for v in med]
         print(f"| {name} | {part} | " + " | ".join(cells) + f" | {at * 1e3:.3f} |")
 
 
@@ -223,7 +238,9 @@ def _gradients(rate, reps):
     alone through conv2d_backward (gx, gw, gb; "step": gw + gb for the first layer, whose input
     needs no gradient, all three for the second), under each GPUCORE_CONV mode; one thread's CPU
     time, medians over rounds in which every call block alternates; ratio = time / (FLOPs at the
-    SGEMM rate) with 2 n o l ck FLOPs for the forward, gx and gw, n o l adds for gb."""
+    SGEMM rate) with 2 n o l ck FLOPs for the forward, gx and gw, n o l adds for gb.  relu_pool:
+    the forward with its ReLU, then the 2x2 max pool (its FLOPs: the convolution's); direct_c1
+    (cpu/conv_c1.c, where it applies) for those two alone."""
     r = np.random.default_rng(0)
     print("\nThe CNN's convolutions, forward and each gradient alone, ms (ratio to FLOPs at the")
     print("SGEMM rate):\n")

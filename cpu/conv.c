@@ -341,6 +341,9 @@ int GC_FN(gc_conv2d_forward_ex)(const GC_T *x, const GC_T *w, const gc_packed *p
             pw = NULL;
         }
     }
+    if (sizeof(GC_T) == 4 && !pw && gc_conv2d_c1_use(p, o)) /* few input channels (conv_c1.c) */
+        return gc_conv2d_c1_f32((const float *)x, (const float *)w, (const float *)bias, fep,
+                                (float *)out, p, o);
     if (sizeof(GC_T) == 4 && gc_conv2d_pw_use(p, o)) { /* 1x1 without padding (conv_pw.c) */
         const int rc = gc_conv2d_pw_f32((const float *)x, (const float *)w, pw,
                                         (const float *)bias, fep, (float *)out, p, o);

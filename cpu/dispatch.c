@@ -229,15 +229,18 @@ int gc_cpu_init(const char *forced, char *err, size_t errlen)
     case GC_ISA_SSE2:
         gc_isa_fill_sse2(&gc_isa);
         gc_conv_fill_sse2(&gc_isa);
+        gc_conv_c1_fill_sse2(&gc_isa);
         break;
     case GC_ISA_AVX2:
         gc_isa_fill_avx2(&gc_isa);
         gc_conv_fill_avx2(&gc_isa);
         gc_conv_bwd_fill_avx2(&gc_isa);
+        gc_conv_c1_fill_avx2(&gc_isa);
         break;
     case GC_ISA_AVX512:
         gc_isa_fill_avx512(&gc_isa);
         gc_conv_bwd_fill_avx512(&gc_isa);
+        gc_conv_c1_fill_avx512(&gc_isa);
         break;
     default: break;
     }

@@ -140,6 +140,17 @@ typedef void (*gc_pwtukr_f32)(ptrdiff_t k, const float *x, ptrdiff_t ldx, const 
 typedef void (*gc_pwtstore_f32)(const float *t, ptrdiff_t l, float *c, ptrdiff_t ldc,
                                 ptrdiff_t nch, const float *rb, const float *res, int relu);
 
+/* The few-input-channels direct convolution's kernel (isa/ukr_c1.h, conv_c1.c): npix
+ * consecutive output pixels (an output row, or a run across rows), every output channel j < o:
+ * out[j * ldo + i] = relu(sum over taps t < nt of w[t] * x[koff[t] + i] (+ bias[j])
+ * (+ res[j * ldo + i])), the sum an FMA chain from zero in t order, each epilogue operation
+ * rounded on its own (bias, res NULL: none).  w: blocks of c1_ob channels, [o / c1_ob rounded
+ * up][nt][c1_ob] (channels past o zero); x readable up to pixel max(npix, c1_vl) - 1 at every
+ * tap. */
+typedef void (*gc_c1ukr_f32)(ptrdiff_t nt, const float *x, const int32_t *koff, const float *w,
+                             ptrdiff_t o, const float *bias, const float *res, int relu,
+                             float *out, ptrdiff_t ldo, ptrdiff_t npix);
+
 /* Winograd F(4x4, 3x3) tile transforms (isa/winograd.h, conv_winograd.c) along a block of
  * n <= GC_WG_TB tiles: in: d [6][6][GC_WG_TB] (each tile's 6x6 input window) -> the 36 values
  * B^T d B at v + xi*xs + t; out: the 36 products at m + xi*xs + t -> y [4][4][GC_WG_TB], the
@@ -326,6 +337,10 @@ typedef struct {
     gc_pwtukr_f32 pwtukr_f32;
     /* ... and its buffer's transposed store (gc_pwtstore_f32; NULL: conv_pw.c's loop) */
     gc_pwtstore_f32 pwtstore_f32;
+    /* the few-input-channels direct convolution's row kernel (gc_c1ukr_f32), its output
+     * channel block and its vector lanes; NULL: none (conv_c1.c's path off) */
+    gc_c1ukr_f32 c1ukr_f32;
+    int c1_ob, c1_vl;
     /* the Winograd convolution's tile transforms (isa/winograd.h; every ISA has them) */
     gc_wg_in_f32 wg_in_f32;
     gc_wg_out_f32 wg_out_f32;
@@ -423,6 +438,10 @@ void gc_conv_fill_avx2(gc_isa_kernels *k);
 /* the convolution-backward entries (isa/<isa>_conv_backward.c) */
 void gc_conv_bwd_fill_avx2(gc_isa_kernels *k);
 void gc_conv_bwd_fill_avx512(gc_isa_kernels *k);
+/* the few-input-channels direct convolution's row kernel (isa/<isa>_conv_c1.c) */
+void gc_conv_c1_fill_sse2(gc_isa_kernels *k);
+void gc_conv_c1_fill_avx2(gc_isa_kernels *k);
+void gc_conv_c1_fill_avx512(gc_isa_kernels *k);
 void gc_isa_fill_sse2(gc_isa_kernels *k);
 void gc_isa_fill_avx2(gc_isa_kernels *k);
 void gc_isa_fill_avx512(gc_isa_kernels *k);

@@ -355,6 +355,19 @@ int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, co
 int gc_conv2d_dlanes_use(const gc_conv *p, ptrdiff_t o);
 int gc_conv2d_dlanes_f32(const float *x, const float *w, const gc_packed *pw, const float *bias,
                          const gc_epi *e, float *out, const gc_conv *p, ptrdiff_t o);
+/* conv_c1.c: 1 when float32 conv2d_forward of this geometry (w unpacked) runs the few input
+ * channels direct path (pixels along the vector lanes; GPUCORE_CONV=direct_c1 forces it where
+ * it applies), and that path; -1 when a scratch allocation fails. */
+int gc_conv2d_c1_use(const gc_conv *p, ptrdiff_t o);
+int gc_conv2d_c1_f32(const float *x, const float *w, const float *bias, const gc_epi *e,
+                     float *out, const gc_conv *p, ptrdiff_t o);
+/* ... and with relu (relu != 0) and max_pool2d's pass over each image's o planes (pool: the
+ * geometry over one image's planes, h = oh, w = ow of p; planes ignored) into vals and idx
+ * (NULL: values alone), the output kept in the thread's buffer: 1 where the path does not apply
+ * (nothing written), -1 when a scratch allocation fails, else 0. */
+int gc_conv2d_c1_pool_f32(const float *x, const float *w, const float *bias, int relu,
+                          float *vals, int64_t *idx, const gc_conv *p, ptrdiff_t o,
+                          const gc_pool2d *pool);
 int gc_conv2d_pw_use(const gc_conv *p, ptrdiff_t o);
 int gc_conv2d_pw_f32(const float *x, const float *w, const gc_packed *pw, const float *bias,
                      const gc_epi *e, float *out, const gc_conv *p, ptrdiff_t o);

@@ -91,6 +91,7 @@ VARIABLES: dict[str, Var] = {
         "direct",
         "direct_t",
         "direct_gw",
+        "direct_c1",
         "winograd",
         "pointwise",
         "pointwise_t",

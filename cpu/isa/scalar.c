@@ -136,6 +136,12 @@ void gc_isa_fill_scalar(gc_isa_kernels *k)
 #define UKR_PW_RELU(x) V_RELU(x) /* (the GEMM's, both types) */
 #define UKR_PW_NAME pw_scalar_f32_4x4
 #include "isa/ukr_pw.h"
+/* the few-input-channels direct convolution's row kernel (conv_c1.c): one pixel, 4 channels */
+#define UKR_C1_RELU(x) V_RELU(x)
+#define UKR_C1_OB 4
+#define UKR_C1_NAME c1_scalar_f32
+#define UKR_C1_BODY c1_scalar_body
+#include "isa/ukr_c1.h"
 
 void gc_conv_fill_scalar(gc_isa_kernels *k)
 {
@@ -144,4 +150,7 @@ void gc_conv_fill_scalar(gc_isa_kernels *k)
     k->cukr_f32_name = "conv_scalar_f32_4x4";
     k->cukr_mr = 4;
     k->cukr_nr = 4;
+    k->c1ukr_f32 = c1_scalar_f32;
+    k->c1_ob = UKR_C1_OB;
+    k->c1_vl = 1;
 }

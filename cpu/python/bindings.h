@@ -62,6 +62,7 @@
     /* im2col.c, conv.c, maxpool.c */                                                             \
     X(im2col) X(col2im) X(conv2d_forward) X(conv2d_backward) X(conv2d_direct) X(max_pool2d)       \
     X(max_pool2d_backward) X(conv2d_winograd) X(conv2d_pointwise) X(conv2d_direct_lanes)         \
+    X(conv2d_c1) X(conv2d_relu_max_pool2d)                                                        \
     /* avgpool.c */                                                                               \
     X(avg_pool2d) X(avg_pool2d_backward)                                                          \
     /* grid_sample.c, ctc.c */                                                                    \

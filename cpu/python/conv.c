@@ -186,6 +186,99 @@ PyObject *gc_py_conv2d_direct_lanes(PyObject *self, PyObject *const *args, Py_ss
     return PyBool_FromLong(gc_conv2d_dlanes_use(&p, o));
 }
 
+GC_DOC(conv2d_c1,
+       "conv2d_c1(n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, o, /)\n--\n\n"
+       "True when float32 conv2d_forward of this geometry (its weight unpacked) runs the few "
+       "input channels direct path (conv_c1.c: output pixels along the vector lanes, every "
+       "output channel's accumulators in registers; the same bits as the im2col GEMM).  The "
+       "rule is documented in conv_c1.c; GPUCORE_CONV=direct_c1 forces it where it applies.");
+
+PyObject *gc_py_conv2d_c1(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    static const char fn[] = "conv2d_c1";
+    gc_conv p;
+    Py_ssize_t nx, ncol, o;
+    if (check_nargs(fn, nargs, 13) < 0 || conv_geometry(fn, args, &p, &nx, &ncol) < 0 ||
+        get_min(fn, "o", args[12], 0, &o) < 0)
+        return NULL;
+    return PyBool_FromLong(gc_conv2d_c1_use(&p, o));
+}
+
+GC_DOC(conv2d_relu_max_pool2d,
+       "conv2d_relu_max_pool2d(x, w, bias, vals, idx, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, "
+       "o, pkh, pkw, psh, psw, pph, ppw, pdh, pdw, poh, pow, /)\n--\n\n"
+       "conv2d_forward with relu, then max_pool2d (kernel pkh x pkw, stride, padding, dilation, "
+       "output poh x pow) over its n*o planes into vals and idx (int64, or None), in one pass "
+       "where conv_c1.c's few-input-channels path applies (conv2d_c1; float32, w unpacked): "
+       "each image's convolution output stays in the thread's cache, never written to memory; "
+       "the bits of the two calls.  Returns False (nothing written) where the path does not "
+       "apply: the caller then makes the two calls.");
+
+PyObject *gc_py_conv2d_relu_max_pool2d(PyObject *self, PyObject *const *args,
+                                       Py_ssize_t nargs)
+{
+    (void)self;
+    static const char fn[] = "conv2d_relu_max_pool2d";
+    gc_conv p;
+    gc_pool2d q;
+    Py_ssize_t nx, ncol, o;
+    if (check_nargs(fn, nargs, 28) < 0 || conv_geometry(fn, args + 5, &p, &nx, &ncol) < 0 ||
+        get_min(fn, "o", args[17], 0, &o) < 0)
+        return NULL;
+    PyObject *const *g = args + 18;
+    if (get_min(fn, "pkh", g[0], 1, &q.kh) < 0 || get_min(fn, "pkw", g[1], 1, &q.kw) < 0 ||
+        get_min(fn, "psh", g[2], 1, &q.sh) < 0 || get_min(fn, "psw", g[3], 1, &q.sw) < 0 ||
+        get_min(fn, "pph", g[4], 0, &q.ph) < 0 || get_min(fn, "ppw", g[5], 0, &q.pw) < 0 ||
+        get_min(fn, "pdh", g[6], 1, &q.dh) < 0 || get_min(fn, "pdw", g[7], 1, &q.dw) < 0 ||
+        get_min(fn, "poh", g[8], 1, &q.oh) < 0 || get_min(fn, "pow", g[9], 1, &q.ow) < 0)
+        return NULL;
+    q.planes = o;
+    q.h = p.oh;
+    q.w = p.ow;
+    if (gc_is_packed(args[1]) || !gc_conv2d_c1_use(&p, o))
+        Py_RETURN_FALSE;
+    int ok = 1;
+    const Py_ssize_t nw = smul(o, smul(p.c, smul(p.kh, p.kw, &ok), &ok), &ok);
+    const Py_ssize_t nv = smul(smul(p.n, o, &ok), smul(q.oh, q.ow, &ok), &ok);
+    if (!ok) {
+        overflow_error(fn, "the weight or pooled size");
+        return NULL;
+    }
+    static const char *names[] = {"x", "w", "bias", "vals", "idx"};
+    const Py_ssize_t need[5] = {nx, nw, o, nv, nv};
+    bufset bs = {.n = 0};
+    Py_buffer *v[5];
+    if (get_bufs(&bs, fn, args, 5, names, "rrRwW", v) < 0)
+        goto fail;
+    const char kd = need_float_contig(fn, 5, v, names, "====q");
+    if (!kd)
+        goto fail;
+    if (kd != 'f') { /* float64: the two calls */
+        bufs_release(&bs);
+        Py_RETURN_FALSE;
+    }
+    for (int i = 0; i < 5; i++)
+        if (v[i] && need_elems(fn, names[i], v[i], need[i], "n=%zd, o=%zd, oh=%zd, ow=%zd, "
+                               "pooled %zdx%zd", p.n, o, p.oh, p.ow, q.oh, q.ow) < 0)
+            goto fail;
+    static const int out[5] = {0, 0, 0, 1, 1};
+    if (need_outputs_apart(fn, 5, v, names, need, out) < 0)
+        goto fail;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = gc_conv2d_c1_pool_f32(v[0]->buf, v[1]->buf, v[2] ? v[2]->buf : NULL, 1, v[3]->buf,
+                               v[4] ? v[4]->buf : NULL, &p, o, &q);
+    Py_END_ALLOW_THREADS
+    bufs_release(&bs);
+    if (rc < 0)
+        return PyErr_NoMemory();
+    return PyBool_FromLong(rc == 0);
+fail:
+    bufs_release(&bs);
+    return NULL;
+}
+
 GC_DOC(conv2d_pointwise,
        "conv2d_pointwise(n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, o, /)\n--\n\n"
        "1 when float32 conv2d_forward of this geometry runs the pointwise path (conv_pw.c: "

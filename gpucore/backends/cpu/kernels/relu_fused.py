@@ -48,9 +48,18 @@ def _conv2d_relu(out, x, w, b=None, *, stride, padding, dilation):
 
 @kernel("conv2d_relu_max_pool2d")
 def _conv2d_relu_max_pool2d(outs, x, w, b=None, **a):
-    """The convolution with its ReLU into scratch, then max_pool2d's C pass over it."""
+    """The convolution with its ReLU into scratch, then max_pool2d's C pass over it; where
+    cpu/conv_c1.c's path applies, both in one call (each image's output pooled from the cache,
+    the same bits)."""
     vals, idx = outs
     n, o = vals.shape[:2]
+    pool = (*a["pool_kernel"], *a["pool_stride"], *a["pool_padding"], *a["pool_dilation"])
+    geo = (*x.shape, *w.shape[2:], *a["stride"], *a["padding"], *a["dilation"], o)
+    bc = None if b is None else _c(b)
+    if n * o and _cpu.conv2d_relu_max_pool2d(
+        _c(x), _c(w), bc, vals, idx, *geo, *pool, *vals.shape[2:]
+    ):
+        return
     shape = (n, o, *_conv_hw(x.shape, w.shape, a))
     y = np.ndarray(shape, x.dtype, _cpu.host_empty(x.itemsize * n * o * shape[2] * shape[3]))
     _conv_relu_into(y, x, w, b, a["stride"], a["padding"], a["dilation"])
