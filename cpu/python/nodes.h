@@ -98,12 +98,13 @@ typedef struct {
 
 /* The same for a kind whose data pointer fields are listed (GC_NODE_PTR(type, field) for one
  * exec only reads, GC_NODE_OUT(type, field) for one it writes through, ...): it must list every
- * field that parse sets from a buffer argument (tests/backends/cpu/test_program.py runs each
- * such kind's case with its whole arena repointed), mark every written one, and exec may
- * depend on nothing derived from those pointers elsewhere in the struct (no saved difference
- * or alignment test: parse's comparisons between pointers into one buffer stay true when they
- * all move together, as they do; between two buffers they need not, which is why a Program
- * refuses io nodes whose buffers overlap). */
+ * field that parse sets from a buffer argument and mark every written one (tests/backends/cpu/
+ * test_program_io.py runs each such kind's case with its whole arena repointed, and refuses it
+ * as an input's readers), and exec may depend on nothing derived from those pointers elsewhere
+ * in the struct (no saved difference or alignment test).  Pointers move together only within
+ * one io buffer: parse's comparisons between two pointers into one buffer stay true when it is
+ * repointed; between two buffers they need not, which is why a Program refuses a kernel node
+ * with fields in two overlapping io buffers (program.c, io_disjoint). */
 #define GC_NODE_KIND_IO(nm, parse, exec, type, fail, ...)                                         \
     _Static_assert(sizeof(type) <= GC_NODE_MAX, #type " exceeds GC_NODE_MAX (nodes.h)");          \
     static const gc_node_ptr gc_node_ptrs_##nm[] = {__VA_ARGS__};                                 \
