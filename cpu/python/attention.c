@@ -230,7 +230,7 @@ static int attention_exec(const void *node)
 GC_NODE_KIND_IO(attention, attention_parse, attention_exec, attention_node, NULL,
                 GC_NODE_PTR(attention_node, q), GC_NODE_PTR(attention_node, k),
                 GC_NODE_PTR(attention_node, v), GC_NODE_PTR(attention_node, mask),
-                GC_NODE_PTR(attention_node, out));
+                GC_NODE_OUT(attention_node, out));
 GC_NODE_BINDING(attention)
 
 /* lse [B, H, Sq] of q's float kind, C-contiguous (shape from p). */

@@ -72,7 +72,7 @@ static int binary_exec(const void *node)
 
 #define BINARY_PTRS                                                                               \
     GC_NODE_PTR(binary_node, cond), GC_NODE_PTR(binary_node, a), GC_NODE_PTR(binary_node, b),    \
-        GC_NODE_PTR(binary_node, out)
+        GC_NODE_OUT(binary_node, out)
 GC_NODE_KIND_IO(binary, binary_parse, binary_exec, binary_node, NULL, BINARY_PTRS);
 GC_NODE_BINDING(binary)
 

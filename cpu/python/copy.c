@@ -127,7 +127,7 @@ static int copy_exec(const void *node)
 }
 
 GC_NODE_KIND_IO(copy, copy_parse, copy_exec, copy_node, NULL, GC_NODE_PTR(copy_node, src),
-                GC_NODE_PTR(copy_node, dst));
+                GC_NODE_OUT(copy_node, dst));
 GC_NODE_BINDING(copy)
 
 GC_DOC(cast, "cast(src, dst, /)\n--\n\n"
@@ -197,5 +197,5 @@ static int cast_exec(const void *node)
 }
 
 GC_NODE_KIND_IO(cast, cast_parse, cast_exec, cast_node, NULL, GC_NODE_PTR(cast_node, src),
-                GC_NODE_PTR(cast_node, dst));
+                GC_NODE_OUT(cast_node, dst));
 GC_NODE_BINDING(cast)

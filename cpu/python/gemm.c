@@ -181,7 +181,7 @@ static int gemm_exec(const void *node)
 /* a, b, bias, c: the buffers (pa / pb point to PackedMatrix data, never a run buffer) */
 #define GEMM_PTRS                                                                                 \
     GC_NODE_PTR(gemm_node, a), GC_NODE_PTR(gemm_node, b), GC_NODE_PTR(gemm_node, bias),          \
-        GC_NODE_PTR(gemm_node, c)
+        GC_NODE_OUT(gemm_node, c)
 GC_NODE_KIND_IO(gemm, gemm_parse, gemm_exec, gemm_node, NULL, GEMM_PTRS);
 GC_NODE_KIND_IO(gemm_ex, gemm_ex_parse, gemm_exec, gemm_node, NULL, GEMM_PTRS);
 GC_NODE_BINDING(gemm)

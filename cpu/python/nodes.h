@@ -25,8 +25,10 @@
  *          GC_NODE_KIND(layer_norm, layer_norm_parse, layer_norm_exec, layer_norm_node, NULL);
  *          GC_NODE_BINDING(layer_norm)    (defines gc_py_layer_norm)
  *      or, listing its data pointer fields so that a Program's kernels may read / write the
- *      caller's run buffers in place (the compiled executor's direct_io):
- *          GC_NODE_KIND_IO(layer_norm, ..., NULL, GC_NODE_PTR(layer_norm_node, x), ...);
+ *      caller's run buffers in place (the compiled executor's direct_io), the fields exec
+ *      writes through as GC_NODE_OUT, the ones it only reads as GC_NODE_PTR:
+ *          GC_NODE_KIND_IO(layer_norm, ..., NULL, GC_NODE_PTR(layer_norm_node, x), ...,
+ *                          GC_NODE_OUT(layer_norm_node, out));
  *   2. its line here: X(layer_norm) in GC_NODES;
  *   3. its case in tests/backends/cpu/test_program.py (case_layer_norm: a program of it equals
  *      the eager calls bitwise; a test fails while a kind has no case) and its name in
@@ -64,17 +66,25 @@ typedef int (*gc_node_parse_fn)(PyObject *const *args, Py_ssize_t nargs, void *n
 typedef int (*gc_node_exec_fn)(const void *node);
 typedef void (*gc_node_fail_fn)(const char *fn, const void *node, int rc);
 
+/* One data pointer field of a kind's struct (GC_NODE_PTR / GC_NODE_OUT). */
+typedef struct {
+    size_t off;       /* its byte offset in the struct */
+    const char *name; /* the field's name, for messages */
+    int written;      /* exec writes through it (an output, or a buffer updated in place) */
+} gc_node_ptr;
+
 typedef struct {
     const char *name;
     gc_node_parse_fn parse;
     gc_node_exec_fn exec;
     gc_node_fail_fn fail; /* NULL: exec's rc < 0 means MemoryError */
     size_t size;          /* of the struct parse fills */
-    /* The byte offsets of the struct's data pointer fields (GC_NODE_KIND_IO): every pointer
-     * parse resolves from a buffer argument, each a plain `T *` word.  A Program may repoint
-     * these, and only these, at a caller's run buffer (program.c, relocate); NULL / 0 for a kind
-     * that declares none (its nodes always go through the io nodes' copies). */
-    const size_t *ptrs;
+    /* The struct's data pointer fields (GC_NODE_KIND_IO): every pointer parse resolves from a
+     * buffer argument, each a plain `T *` word.  A Program may repoint these, and only these,
+     * at a caller's run buffer (program.c, relocate), and an input's only at fields exec does
+     * not write (a run never writes a caller's input); NULL / 0 for a kind that declares none
+     * (its nodes always go through the io nodes' copies). */
+    const gc_node_ptr *ptrs;
     size_t nptrs;
 } gc_node_kind;
 
@@ -86,27 +96,37 @@ typedef struct {
     _Static_assert(sizeof(type) <= GC_NODE_MAX, #type " exceeds GC_NODE_MAX (nodes.h)");          \
     const gc_node_kind gc_node_##nm = {#nm, parse, exec, fail, sizeof(type), NULL, 0}
 
-/* The same for a kind whose data pointer fields are listed (GC_NODE_PTR(type, field), ...):
- * it must list every field that parse sets from a buffer argument (tests/backends/cpu/
- * test_program.py runs each such kind's case with its whole arena repointed), and exec may
- * depend on nothing derived from those pointers elsewhere in the struct (no saved difference
- * or alignment test: parse's comparisons between buffers stay true when all the pointers into
- * one buffer move together, as they do). */
+/* The same for a kind whose data pointer fields are listed (GC_NODE_PTR(type, field) for one
+ * exec only reads, GC_NODE_OUT(type, field) for one it writes through, ...): it must list every
+ * field that parse sets from a buffer argument and mark every written one (tests/backends/cpu/
+ * test_program_io.py runs each such kind's case with its whole arena repointed, and refuses it
+ * as an input's readers), and exec may depend on nothing derived from those pointers elsewhere
+ * in the struct (no saved difference or alignment test).  Pointers move together only within
+ * one io buffer: parse's comparisons between two pointers into one buffer stay true when it is
+ * repointed; between two buffers they need not, which is why a Program refuses a kernel node
+ * with fields in two overlapping io buffers (program.c, io_disjoint). */
 #define GC_NODE_KIND_IO(nm, parse, exec, type, fail, ...)                                         \
     _Static_assert(sizeof(type) <= GC_NODE_MAX, #type " exceeds GC_NODE_MAX (nodes.h)");          \
-    static const size_t gc_node_ptrs_##nm[] = {__VA_ARGS__};                                      \
+    static const gc_node_ptr gc_node_ptrs_##nm[] = {__VA_ARGS__};                                 \
     const gc_node_kind gc_node_##nm = {#nm,                                                       \
                                        parse,                                                     \
                                        exec,                                                      \
                                        fail,                                                      \
                                        sizeof(type),                                              \
                                        gc_node_ptrs_##nm,                                         \
-                                       sizeof gc_node_ptrs_##nm / sizeof(size_t)}
+                                       sizeof gc_node_ptrs_##nm / sizeof(gc_node_ptr)}
 
-/* The offset of type's pointer field (a compile error when the field is not pointer-sized). */
-#define GC_NODE_PTR(type, field)                                                                  \
-    (offsetof(type, field) +                                                                      \
+/* Offset of type's pointer field (a compile error when the field is not a pointer, which `*`
+ * needs, or not pointer-sized). */
+#define GC_NODE_PTR_OFF(type, field)                                                              \
+    (offsetof(type, field) + 0 * sizeof(&*((type *)0)->field) +                                   \
      0 * sizeof(char[sizeof(((type *)0)->field) == sizeof(void *) ? 1 : -1]))
+
+/* A pointer field that exec only reads through. */
+#define GC_NODE_PTR(type, field) {GC_NODE_PTR_OFF(type, field), #field, 0}
+
+/* A pointer field that exec writes through (an output, or a buffer updated in place). */
+#define GC_NODE_OUT(type, field) {GC_NODE_PTR_OFF(type, field), #field, 1}
 
 /* Defines the eager binding gc_py_<name> as parse + exec + release. */
 #define GC_NODE_BINDING(nm)                                                                       \

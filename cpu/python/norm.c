@@ -72,7 +72,7 @@ static int layer_norm_exec(const void *node)
 
 GC_NODE_KIND_IO(layer_norm, layer_norm_parse, layer_norm_exec, layer_norm_node, NULL,
                 GC_NODE_PTR(layer_norm_node, x), GC_NODE_PTR(layer_norm_node, w),
-                GC_NODE_PTR(layer_norm_node, b), GC_NODE_PTR(layer_norm_node, out));
+                GC_NODE_PTR(layer_norm_node, b), GC_NODE_OUT(layer_norm_node, out));
 GC_NODE_BINDING(layer_norm)
 
 /* ---- eager row norms (gpucore/ops/norm.py): layer_norm, rms_norm, group_norm ------------- */

@@ -78,6 +78,7 @@ typedef struct {
 typedef struct {
     unsigned char *word; /* inside the program's data block */
     size_t rel;
+    Py_ssize_t node; /* the kernel node whose struct holds word */
 } preloc;
 
 typedef struct {
@@ -191,15 +192,17 @@ static int node_kind(Py_ssize_t i, PyObject *entry, pnode *p, PyObject **name_ou
  * tensor, nothing else in it: the caller's promise): each declared data pointer field of their
  * structs (the kind's ptrs, nodes.h's GC_NODE_KIND_IO) whose value lies in the buffer.  A run
  * whose buffer qualifies (program_run) rewrites them to point into the run buffer and skips the
- * copy; no other word of a struct is ever touched.  A listed node may hold none (a copy of an
- * empty view, whose pointer may lie at the buffer's end): it does not touch the buffer. */
-static int relocate(ProgramObject *self, pnode *p, PyObject *nodes, size_t *cap)
+ * copy; no other word of a struct is ever touched.  An input's buffer may hold only fields the
+ * kernels read (ValueError on a written one: a run never writes a caller's input, which may
+ * be read-only).  A listed node may hold none (a copy of an empty view, whose pointer may lie
+ * at the buffer's end): it does not touch the buffer.  fn: the io node's name, for messages. */
+static int relocate(ProgramObject *self, pnode *p, const char *fn, PyObject *nodes, size_t *cap)
 {
     const uintptr_t lo = (uintptr_t)p->bs.v[0].buf, len = (uintptr_t)p->bs.v[0].len;
     p->r0 = p->r1;
     for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(nodes); j++) {
         Py_ssize_t q;
-        if (get_ssize("Program", "nodes", PyTuple_GET_ITEM(nodes, j), &q) < 0)
+        if (get_ssize(fn, "nodes", PyTuple_GET_ITEM(nodes, j), &q) < 0)
             return -1;
         if (q < 0 || q >= self->n || self->nodes[q].type != NODE_KERNEL) {
             PyErr_Format(PyExc_ValueError, "nodes: %zd is not a kernel node's index", q);
@@ -214,11 +217,20 @@ static int relocate(ProgramObject *self, pnode *p, PyObject *nodes, size_t *cap)
             return -1;
         }
         for (size_t f = 0; f < r->kind->nptrs; f++) {
-            unsigned char *w = (unsigned char *)r->data + r->kind->ptrs[f];
+            const gc_node_ptr *fld = &r->kind->ptrs[f];
+            unsigned char *w = (unsigned char *)r->data + fld->off;
             uintptr_t v;
             memcpy(&v, w, sizeof v);
             if (len == 0 || v < lo || v - lo >= len)
                 continue;
+            if (fld->written && p->type == NODE_INPUT) {
+                PyErr_Format(PyExc_ValueError,
+                             "nodes: node %zd (%s) writes its field '%s' into this input's "
+                             "buffer, and a run never writes a caller's input (list only the "
+                             "nodes that read it)",
+                             q, r->kind->name, fld->name);
+                return -1;
+            }
             if ((size_t)p->r1 >= *cap) {
                 *cap = *cap ? 2 * *cap : 16;
                 preloc *grown = realloc(self->relocs, *cap * sizeof(preloc));
@@ -228,8 +240,44 @@ static int relocate(ProgramObject *self, pnode *p, PyObject *nodes, size_t *cap)
                 }
                 self->relocs = grown;
             }
-            self->relocs[p->r1++] = (preloc){w, (size_t)(v - lo)};
+            self->relocs[p->r1++] = (preloc){w, (size_t)(v - lo), q};
         }
+    }
+    return 0;
+}
+
+/* a and b share a byte. */
+static int bufs_share(const Py_buffer *a, const Py_buffer *b)
+{
+    const char *pa = a->buf, *pb = b->buf;
+    return a->len > 0 && b->len > 0 && pa < pb + b->len && pb < pa + a->len;
+}
+
+/* io node i's relocations against an earlier io node's whose buffer overlaps i's: no kernel
+ * node may have fields in both (ValueError), so no word is relocated twice (the later
+ * rewrite would win) and every pointer of a node into the bytes moves with one buffer (nodes.h:
+ * parse's comparisons between pointers hold within one buffer only).  Different nodes may
+ * (an arena reusing a dead input's memory for an output: each run buffer serves its own). */
+static int io_disjoint(ProgramObject *self, Py_ssize_t i)
+{
+    const pnode *p = &self->nodes[i];
+    for (Py_ssize_t t = 0; t < i; t++) {
+        const pnode *o = &self->nodes[t];
+        if ((o->type != NODE_INPUT && o->type != NODE_OUTPUT) || o->r1 == o->r0 ||
+            !bufs_share(&p->bs.v[0], &o->bs.v[0]))
+            continue;
+        for (Py_ssize_t a = p->r0; a < p->r1; a++)
+            for (Py_ssize_t b = o->r0; b < o->r1; b++) {
+                const Py_ssize_t q = self->relocs[a].node;
+                if (q != self->relocs[b].node)
+                    continue;
+                PyErr_Format(PyExc_ValueError,
+                             "node %zd (%s) uses this buffer and node %zd's (%s), which "
+                             "overlap: a kernel node's fields may lie in one io buffer only",
+                             q, self->nodes[q].kind->name, t,
+                             o->type == NODE_INPUT ? "input" : "output");
+                return -1;
+            }
     }
     return 0;
 }
@@ -318,9 +366,12 @@ static PyObject *program_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         PyObject *a = PyTuple_GET_ITEM(PyTuple_GET_ITEM(seq, i), 1);
         if (p->type != NODE_INPUT && p->type != NODE_OUTPUT)
             continue;
+        const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(self->names, i));
         p->r0 = p->r1 = (Py_ssize_t)nrel;
-        if (PyTuple_GET_SIZE(a) == 3 && relocate(self, p, PyTuple_GET_ITEM(a, 2), &cap) < 0) {
-            node_error(i, PyUnicode_AsUTF8(PyTuple_GET_ITEM(self->names, i)));
+        if (PyTuple_GET_SIZE(a) == 3 &&
+            (relocate(self, p, name, PyTuple_GET_ITEM(a, 2), &cap) < 0 ||
+             io_disjoint(self, i) < 0)) {
+            node_error(i, name);
             goto fail;
         }
         nrel = (size_t)p->r1;
@@ -365,13 +416,6 @@ static int run_match(Py_ssize_t i, const pnode *p, const Py_buffer *rb)
                  rb->len, i, in ? "input" : "output", fmt_str(nb), shape_str(nb, s2, sizeof s2),
                  nb->len);
     return -1;
-}
-
-/* a and b share a byte. */
-static int bufs_share(const Py_buffer *a, const Py_buffer *b)
-{
-    const char *pa = a->buf, *pb = b->buf;
-    return a->len > 0 && b->len > 0 && pa < pb + b->len && pb < pa + a->len;
 }
 
 static PyObject *program_run(ProgramObject *self, PyObject *const *args, Py_ssize_t nargs,

@@ -66,5 +66,5 @@ static int reduce_exec(const void *node)
 }
 
 GC_NODE_KIND_IO(reduce, reduce_parse, reduce_exec, reduce_node, NULL, GC_NODE_PTR(reduce_node, x),
-                GC_NODE_PTR(reduce_node, out));
+                GC_NODE_OUT(reduce_node, out));
 GC_NODE_BINDING(reduce)

@@ -69,7 +69,7 @@ static int softmax_exec(const void *node)
 
 GC_NODE_KIND_IO(softmax, softmax_parse, softmax_exec, softmax_node, NULL,
                 GC_NODE_PTR(softmax_node, x), GC_NODE_PTR(softmax_node, g),
-                GC_NODE_PTR(softmax_node, out));
+                GC_NODE_OUT(softmax_node, out));
 GC_NODE_BINDING(softmax)
 
 GC_DOC(softmax_backward,

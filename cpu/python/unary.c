@@ -54,7 +54,7 @@ static int unary_exec(const void *node)
 }
 
 GC_NODE_KIND_IO(unary, unary_parse, unary_exec, unary_node, NULL, GC_NODE_PTR(unary_node, x),
-                GC_NODE_PTR(unary_node, g), GC_NODE_PTR(unary_node, out));
+                GC_NODE_PTR(unary_node, g), GC_NODE_OUT(unary_node, out));
 GC_NODE_BINDING(unary)
 
 GC_DOC(unary_backward,

@@ -245,6 +245,10 @@ class CompiledModel:
 
 def _to_array(name: str, x) -> np.ndarray:
     if isinstance(x, Tensor):
+        if x._dev is not None:
+            # a copy: the device's host view is an uncached mapping that device work may write
+            # meanwhile, and the compiled CPU executor reads its inputs during the whole run
+            return np.array(x._host())
         return np.asarray(x._host())
     if isinstance(x, np.ndarray):
         return x

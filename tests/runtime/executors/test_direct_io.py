@@ -2,8 +2,8 @@
 kernels read the caller's input and write the result array in place where the plan allows. The
 caller's arrays never change, the bits never do (the interpreted executor's, any thread count),
 and arrays the kernels cannot use in place (misaligned, strided, Fortran order) go through the
-copies with the same bits; the planner keeps (no in-place writes over) only the inputs read in
-place."""
+copies with the same bits; a Tensor on a device is copied first; the planner keeps (no in-place
+writes over) only the inputs read in place."""
 
 import threading
 
@@ -14,7 +14,7 @@ from runtime_models import block, cnn, mlp, rand
 import gpucore
 from gpucore import nn, runtime
 from gpucore.runtime.executors.cpu import CompiledExecutor
-from gpucore.runtime.model import InputError
+from gpucore.runtime.model import InputError, _to_array
 from gpucore.runtime.planner.plan import plan
 
 
@@ -238,3 +238,22 @@ def test_saved_and_onnx_models_read_and_write_in_place(tmp_path):
     )
     (ref,) = sess.run(None, {sess.get_inputs()[0].name: x})
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_a_device_tensor_input_is_copied_first():
+    """A gpucore Tensor on a Vulkan device: its host view is an uncached mapping that device
+    work may write while the kernels read their input in place, so the executor reads a copy;
+    the result is the numpy input's and the tensor keeps its values."""
+    if gpucore.dispatch.vulkan_backend(allow_cpu=True) is None:
+        pytest.skip("no Vulkan device: " + (gpucore.vulkan.unavailable_reason() or "unknown"))
+    x = rand(4, 16, seed=8)
+    t = gpucore.tensor(x).to("vulkan")
+    arr = _to_array("x", t)
+    assert arr.tobytes() == x.tobytes() and not np.shares_memory(arr, t._host())
+    host = gpucore.tensor(x)  # a CPU tensor's array is read as is (no copy)
+    assert np.shares_memory(_to_array("x", host), host._host())
+    compiled = _compile("double")
+    assert all(compiled.executors()[0].direct)
+    want = compiled.run_arrays([x])[0]
+    assert compiled(t).numpy().tobytes() == want.tobytes()
+    assert t.numpy().tobytes() == x.tobytes()
