@@ -8,12 +8,16 @@
  * Why: with 9 taps (1 -> 16, 3x3) the im2col GEMM writes and reads a column matrix 9x the
  * image and runs a 16-row product on its gemv path; conv_direct.c's 14 x 32 tile is half empty
  * with 16 output channels and its transposed store weighs as much as its FMAs.  Here the only
- * memory traffic is the image (read once, padded on the fly into an L1 buffer) and the output.
+ * memory traffic is the image (read once, padded on the fly into a cached buffer) and the output.
  *
  * Bits: each element is the FMA chain over the taps in im2col's order (ci, ki, kj) from zero in
  * one K block (the rule keeps c*kh*kw within one), then + bias, + residual, relu, each rounded on
  * its own: the im2col GEMM's bits (gemv_n up to 24 output channels, the blocked tile beyond)
- * and conv_direct.c's.  Each element is computed by one thread: no thread count changes a bit.
+ * and conv_direct.c's, apart from NaN payloads (where two NaNs meet, e.g. a NaN sum and a NaN
+ * residual of the other sign, SSE2 and scalar keep either operand's: conv_direct.c and im2col
+ * differ alike; the NaNs themselves agree).  A missing bias adds -0
+ * (isa/ukr_c1.h: +0 would turn the -0 of a chain of negative underflows into +0).  Each element
+ * is computed by one thread: no thread count changes a bit.
  *
  * Work: units of (image, group of output rows), in one of two modes.  Stride 1 (flat): the
  * unit copies each input channel's rows once per kernel column, cut to the output's width and

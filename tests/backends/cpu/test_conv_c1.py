@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conv_cases import close as _close
-from conv_cases import epilogue, forward, same_bits_under_isa
+from conv_cases import epilogue, forward, isa_run, same_bits_under_isa
 
 import gpucore
 from gpucore import _cpu
@@ -134,9 +134,54 @@ def test_nan_inf_and_relu_signs(monkeypatch):
     monkeypatch.setenv("GPUCORE_CONV", "direct_c1")
     zero = _forward(case, np.ones_like(x), np.zeros_like(wt), None, -np.zeros_like(res), True)
     assert not np.signbit(zero).any() and not zero.any()
-    # a missing bias adds +0 inside the kernel: sums of -0 products stay +0 as im2col's
+    # a missing bias adds -0 inside the kernel: sums of -0 products stay +0 as im2col's
     neg = _forward(case, -np.zeros_like(x), np.ones_like(wt), None)
     assert not np.signbit(neg).any() and not neg.any()
+
+
+# Under the forced ISA, for each mode: conv2d_forward without bias of products that all round
+# to -0 (1e-30 * -1e-30: an FMA chain from +0 gives -0), alone, with a -0 residual and with a
+# +0 one, for 16 and 40 output channels (the GEMM's gemv path and its blocked tile), and the
+# path probe's answer
+_NEG_ZERO = """
+import os, sys, numpy as np
+from gpucore import _cpu
+assert _cpu.info()["isa"] == sys.argv[2]
+got = {}
+for mode in ("direct_c1", "im2col"):
+    os.environ["GPUCORE_CONV"] = mode
+    for o in (16, 40):
+        geo = (2, 1, 8, 21, 3, 3, 1, 1, 1, 1, 1, 1, o)
+        got[f"{mode}.{o}.path"] = np.array(_cpu.conv2d_c1(*geo))
+        x = np.full((2, 1, 8, 21), 1e-30, np.float32)
+        w = np.full((o, 1, 3, 3), -1e-30, np.float32)
+        for name, res in (("none", None), ("neg", -np.zeros((2, o, 8, 21), np.float32)),
+                          ("pos", np.zeros((2, o, 8, 21), np.float32))):
+            out = np.full((2, o, 8, 21), np.nan, np.float32)
+            tail = () if res is None else (res, -1)
+            _cpu.conv2d_forward(x, w, None, out, *geo, *tail)
+            got[f"{mode}.{o}.{name}"] = out
+np.savez(sys.argv[3], **got)
+"""
+
+
+@pytest.mark.parametrize("isa", [i for i in _cpu.info()["available"]])
+def test_missing_bias_keeps_negative_zero_sums(isa, tmp_path):
+    """Without bias, a sum whose products all round to -0 is -0 on the FMA ISAs (the im2col
+    GEMM adds no bias): the kernel's missing bias (-0) keeps it, as im2col's, under every ISA,
+    also plus a -0 residual (-0) and a +0 one (+0)."""
+    got = isa_run(_NEG_ZERO, __file__, isa, tmp_path)
+    for o in (16, 40):
+        assert bool(got[f"direct_c1.{o}.path"]) is (isa != "neon"), (isa, o)
+        assert not bool(got[f"im2col.{o}.path"]), (isa, o)
+        for name in ("none", "neg", "pos"):
+            c1, gemm = got[f"direct_c1.{o}.{name}"], got[f"im2col.{o}.{name}"]
+            assert not c1.any(), (isa, o, name)
+            assert np.array_equal(c1.view(np.uint32), gemm.view(np.uint32)), (isa, o, name)
+        assert not np.signbit(got[f"direct_c1.{o}.pos"]).any(), (isa, o)
+        if isa in ("avx512", "avx2"):  # FMA: every sum -0, and + -0 keeps it
+            assert np.signbit(got[f"direct_c1.{o}.none"]).all(), (isa, o)
+            assert np.signbit(got[f"direct_c1.{o}.neg"]).all(), (isa, o)
 
 
 @pytest.mark.parametrize("case", ["cnn_conv1", "strided_rows", "batch1_rows", "c4_dilated"])
