@@ -218,6 +218,7 @@ def test_rule(monkeypatch):
     ]
     off = [
         (64, 5, 28, 28, 3, 3, 1, 1, 1, 1, 1, 1, 16),  # 5 input channels
+        (1, 3, 56, 56, 1, 1, 1, 1, 0, 0, 1, 1, 64),  # 1x1 without padding: conv_pw.c's rule
         (1, 3, 224, 224, 7, 7, 2, 2, 3, 3, 1, 1, 64),  # strided columns (ResNet's stem)
         (1, 2, 20, 20, 7, 7, 1, 1, 3, 3, 1, 1, 8),  # 98 taps
         (64, 1, 28, 28, 3, 3, 1, 1, 1, 1, 1, 1, 129),  # beyond the measured channels
@@ -226,11 +227,19 @@ def test_rule(monkeypatch):
         assert _cpu.conv2d_c1(*g) is has, g
     for g in off:
         assert _cpu.conv2d_c1(*g) is False, g
-    for mode in ("direct", "im2col", "direct_t"):
+    forcing = ("direct", "im2col", "direct_t", "direct_gw", "winograd", "pointwise", "pointwise_t")
+    for mode in forcing:
         monkeypatch.setenv("GPUCORE_CONV", mode)
         assert _cpu.conv2d_c1(*on[0]) is False, mode
     monkeypatch.setenv("GPUCORE_CONV", "direct_c1")
-    assert _cpu.conv2d_c1(*off[3]) is has
+    assert _cpu.conv2d_c1(*off[4]) is has
+    assert _cpu.conv2d_c1(*off[1]) is has
+    # a forced pointwise path runs conv_pw.c on a 1x1 layer of few input channels
+    pw_geo = (2, 3, 9, 10, 1, 1, 1, 1, 0, 0, 1, 1, 32)
+    for mode in ("pointwise", "pointwise_t"):
+        monkeypatch.setenv("GPUCORE_CONV", mode)
+        assert _cpu.conv2d_c1(*pw_geo) is False, mode
+        assert _cpu.conv2d_pointwise(*pw_geo) != 0 or mode == "pointwise_t", mode
     # a pre-packed weight runs the other paths: the same bits
     monkeypatch.delenv("GPUCORE_CONV")
     case = "rgb_o40"
@@ -314,15 +323,19 @@ def test_conv_relu_max_pool_matches_the_two_calls(case, k, s, pp, monkeypatch):
             v0 = np.empty((n, o, poh, pw_), np.float32)
             i0 = np.empty(v0.shape, np.int64)
             _cpu.max_pool2d(y, v0, i0, n * o, oh, ow, *pool)
-            for nt in (1, 2, 3, 8):
+            for nt in (1, 2, 3, 8):  # (fewer images than threads: declined, nothing written)
                 gpucore.set_num_threads(nt)
                 v1, i1 = np.full_like(v0, -7.0), np.full_like(i0, -7)
-                assert _cpu.conv2d_relu_max_pool2d(x, wt, bias, v1, i1, *_args(case), *pool)
-                assert np.array_equal(v1.view(np.uint32), v0.view(np.uint32)), (nt, bias is None)
-                assert np.array_equal(i1, i0), nt
+                took = _cpu.conv2d_relu_max_pool2d(x, wt, bias, v1, i1, *_args(case), *pool)
+                assert took or (nt > n and (v1 == -7.0).all() and (i1 == -7).all()), nt
+                if took:
+                    assert np.array_equal(v1.view(np.uint32), v0.view(np.uint32)), nt
+                    assert np.array_equal(i1, i0), nt
                 v2 = np.full_like(v0, -7.0)  # values alone
-                assert _cpu.conv2d_relu_max_pool2d(x, wt, bias, v2, None, *_args(case), *pool)
-                assert np.array_equal(v2.view(np.uint32), v0.view(np.uint32)), nt
+                if _cpu.conv2d_relu_max_pool2d(x, wt, bias, v2, None, *_args(case), *pool):
+                    assert np.array_equal(v2.view(np.uint32), v0.view(np.uint32)), nt
+                else:
+                    assert not took and (v2 == -7.0).all(), nt
     finally:
         gpucore.set_num_threads(before)
 
@@ -348,7 +361,36 @@ def test_conv_relu_max_pool_declines_elsewhere(monkeypatch):
     assert _cpu.conv2d_relu_max_pool2d(x1, w1, None, vals, idx, *geo1, *pool) is False
     assert (vals == -7.0).all()
     monkeypatch.setenv("GPUCORE_CONV", "direct_c1")
+    _declines_few_images_and_large_outputs()
     with pytest.raises(ValueError, match="conv2d_relu_max_pool2d"):
         _cpu.conv2d_relu_max_pool2d(x1, w1, None, vals[:1], idx, *geo1, *pool)
     with pytest.raises(TypeError, match="conv2d_relu_max_pool2d"):
         _cpu.conv2d_relu_max_pool2d(x1, w1, None, vals, idx.astype(np.int32), *geo1, *pool)
+
+
+def _declines_few_images_and_large_outputs():
+    """Units of whole images: fewer images than the threads the layer would use decline (the two
+    calls run it on every thread), as does an image's output beyond half the L2 (not kept in
+    cache); nothing written."""
+    pool = (2, 2, 2, 2, 0, 0, 1, 1, 14, 14)
+    x, w = np.ones((3, 1, 28, 28), np.float32), np.ones((64, 1, 3, 3), np.float32)
+    geo = (3, 1, 28, 28, 3, 3, 1, 1, 1, 1, 1, 1, 64)
+    before = gpucore.get_num_threads()
+    try:
+        for nt, took in ((1, True), (8, False)):  # 2.7 MFLOP: 8 threads' worth
+            gpucore.set_num_threads(nt)
+            vals = np.full((3, 64, 14, 14), -7.0, np.float32)
+            assert _cpu.conv2d_relu_max_pool2d(x, w, None, vals, None, *geo, *pool) is took, nt
+            assert (vals == 9.0).all() if took else (vals == -7.0).all(), nt
+        gpucore.set_num_threads(1)
+        side = 96  # 2.4 MB an image (more where the L2 is larger than 4 MB)
+        while 64 * side * side * 4 <= _cpu.info()["caches"]["l2"] // 2:
+            side *= 2
+        big = (1, 1, side, side, 3, 3, 1, 1, 1, 1, 1, 1, 64)
+        vals = np.full((1, 64, side // 2, side // 2), -7.0, np.float32)
+        xb = np.ones((1, 1, side, side), np.float32)
+        bp = (*pool[:8], side // 2, side // 2)
+        assert _cpu.conv2d_relu_max_pool2d(xb, w, None, vals, None, *big, *bp) is False
+        assert (vals == -7.0).all()
+    finally:
+        gpucore.set_num_threads(before)
