@@ -32,6 +32,8 @@ GEOMS = {
     "pad_wide": (2, 1, 6, 6, 9, (3, 3), (1, 1), (3, 3), (1, 1)),  # ow = 10
     "k1_pad": (2, 3, 5, 7, 18, (1, 1), (1, 1), (1, 1), (1, 1)),
     "k8x8_o64": (1, 1, 9, 30, 64, (8, 8), (1, 1), (3, 4), (1, 1)),  # 64 taps
+    # copies of 4 MB an image (4 channels x 5 columns): groups of rows within the L2
+    "l2_rows": (2, 4, 224, 224, 8, (3, 5), (1, 1), (1, 2), (1, 1)),
 }
 
 
@@ -184,7 +186,9 @@ def test_missing_bias_keeps_negative_zero_sums(isa, tmp_path):
             assert np.signbit(got[f"direct_c1.{o}.neg"]).all(), (isa, o)
 
 
-@pytest.mark.parametrize("case", ["cnn_conv1", "strided_rows", "batch1_rows", "c4_dilated"])
+@pytest.mark.parametrize(
+    "case", ["cnn_conv1", "strided_rows", "batch1_rows", "c4_dilated", "l2_rows"]
+)
 def test_bits_independent_of_threads_and_batch(case, monkeypatch):
     monkeypatch.setenv("GPUCORE_CONV", "direct_c1")
     x, wt, b, res = _inputs(case)
