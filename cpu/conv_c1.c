@@ -8,12 +8,16 @@
  * Why: with 9 taps (1 -> 16, 3x3) the im2col GEMM writes and reads a column matrix 9x the
  * image and runs a 16-row product on its gemv path; conv_direct.c's 14 x 32 tile is half empty
  * with 16 output channels and its transposed store weighs as much as its FMAs.  Here the only
- * memory traffic is the image (read once, padded on the fly into an L1 buffer) and the output.
+ * memory traffic is the image (read once, padded on the fly into a cached buffer) and the output.
  *
  * Bits: each element is the FMA chain over the taps in im2col's order (ci, ki, kj) from zero in
  * one K block (the rule keeps c*kh*kw within one), then + bias, + residual, relu, each rounded on
  * its own: the im2col GEMM's bits (gemv_n up to 24 output channels, the blocked tile beyond)
- * and conv_direct.c's.  Each element is computed by one thread: no thread count changes a bit.
+ * and conv_direct.c's, apart from NaN payloads (where two NaNs meet, e.g. a NaN sum and a NaN
+ * residual of the other sign, SSE2 and scalar keep either operand's: conv_direct.c and im2col
+ * differ alike; the NaNs themselves agree).  A missing bias adds -0
+ * (isa/ukr_c1.h: +0 would turn the -0 of a chain of negative underflows into +0).  Each element
+ * is computed by one thread: no thread count changes a bit.
  *
  * Work: units of (image, group of output rows), in one of two modes.  Stride 1 (flat): the
  * unit copies each input channel's rows once per kernel column, cut to the output's width and
@@ -21,13 +25,16 @@
  * that a tap's values for consecutive output pixels are consecutive across output rows too; one
  * kernel call then runs all the unit's pixels in whole vectors (28 x 28 outputs: 49 vectors of
  * 16 a plane, against 2 x 16 lanes for each 28-pixel row, and 64-byte aligned stores).  Strided
- * rows: the zero-padded input rows (c1_pad) and one call per output row.  When:
- * gc_conv2d_c1_use.
+ * rows: the zero-padded input rows (c1_pad) and one call per output row.  Units are whole
+ * images, or groups of rows where there are fewer images than threads or an image's copies
+ * would pass c1_copy_budget (the L2).  When: gc_conv2d_c1_use.
  *
  * Pooled (gc_conv2d_c1_pool_f32, conv2d_relu_max_pool2d's kernel): units of whole images, each
- * image's output made in the thread's buffer (L2) and max-pooled from there by maxpool.c's own
- * pass (the bits of the separate max_pool2d call): the output is never written to memory and
- * read back (the training CNN's 1 -> 16 layer: 3.2 MB each way). */
+ * image's output made in the thread's buffer and max-pooled from there by maxpool.c's own pass
+ * (the bits of the separate max_pool2d call): the output is never written to memory and read
+ * back (the training CNN's 1 -> 16 layer: 3.2 MB each way).  Only where that buffer fits
+ * c1_pool_budget (half the L2) and there are at least as many images as threads; elsewhere
+ * it declines (the caller's two calls run the layer on every thread). */
 #define _POSIX_C_SOURCE 200112L
 #include <stdint.h>
 #include <stdlib.h>
@@ -51,8 +58,28 @@
  * 1.94 / 1.13); 3 -> 64 2.48 / 3.55 / 3.70 (3.01 / 3.48 / 4.63); 4 -> 128 at 28 x 28 4.66 / 6.23
  * / 6.89 (6.14 / 6.24 / 9.55); 1 -> 16 at 8 x 8 0.023 / 0.042 / 0.043; 5x5 padding 2, 1 -> 16
  * 0.45 / 0.63 / 0.83; batch 1, 3 -> 64 at 224 x 224 2.25 / 3.68 / 3.02 (2.51 / 3.14 / 3.23).
- * Winograd (at least 32 input channels) never meets it. */
+ * Winograd (at least 32 input channels) never meets it.  1x1 layers without padding stay on
+ * conv_pw.c's rule (and the GEMM on the image itself), not measured against this path. */
 #define C1_MAXO 128
+
+/* A unit's copies (either mode) within the L2: the row groups are sized to it, so a large
+ * image (3 x 224 x 224 copied kw = 3 times: 1.8 MB) runs in several units (each re-copies its
+ * (kh - 1) * dh rows of overlap) and the per-thread scratch kept after the call stays bounded.
+ * Measured (Zen 4, 1 MB L2, one thread, batch 8, 3 -> 64 3x3 at 224 x 224, ms): whole images
+ * 13.9 - 14.1, the L2 (2 units an image) 13.9 - 14.2, half of it 14.3 - 14.4, a quarter
+ * 14.5 - 14.9 (the output's 64 planes then written in shorter runs). */
+static size_t c1_copy_budget(void)
+{
+    return (size_t)(gc_cache_info.l2 > 0 ? gc_cache_info.l2 : 512 * 1024);
+}
+
+/* The pooled path's unit buffer (copies and one image's output) within half the L2, and at
+ * least as many images as threads (its units are whole images: a batch-1 inference would run
+ * on one thread); elsewhere it declines and the caller makes the two calls. */
+static size_t c1_pool_budget(void)
+{
+    return (size_t)(gc_cache_info.l2 > 0 ? gc_cache_info.l2 : 512 * 1024) / 2;
+}
 
 int gc_conv2d_c1_use(const gc_conv *p, ptrdiff_t o)
 {
@@ -69,7 +96,13 @@ int gc_conv2d_c1_use(const gc_conv *p, ptrdiff_t o)
     const char *e = getenv("GPUCORE_CONV");
     if (e && gc_env_is(e, "direct_c1"))
         return 1;
-    if (dconv_forced())
+    /* every other forced path (im2col, direct, direct_t, direct_gw, winograd, pointwise,
+     * pointwise_t) turns it off, so that the forced one runs */
+    if (e && (dconv_forced() || gc_env_is(e, "winograd") || gc_env_is(e, "pointwise") ||
+              gc_env_is(e, "pointwise_t")))
+        return 0;
+    /* 1x1 without padding: conv_pw.c's measured rule (or the GEMM on the image itself) */
+    if (p->kh == 1 && p->kw == 1 && p->ph == 0 && p->pw == 0)
         return 0;
     return o <= C1_MAXO;
 }
@@ -194,7 +227,7 @@ static void c1_unit(void *job, void *scratch, long u, long prev)
                              p->ow);
         }
     }
-    if (J->pooled) { /* max_pool2d's own pass over the image's planes, read from L2 (a nested
+    if (J->pooled) { /* max_pool2d's own pass over the image's planes, read from cache (a nested
                       * region: this thread alone), the bits of the separate call */
         const ptrdiff_t pl = J->o * J->pool.oh * J->pool.ow;
         gc_max_pool2d_f32(out, J->vals + b * pl, J->idx ? J->idx + b * pl : NULL, &J->pool);
@@ -230,13 +263,31 @@ static int c1_run(const c1_job *init, const float *x, const float *w, const floa
      * are fewer images than threads */
     const double flops = 2.0 * (double)p->n * (double)o * (double)J.nt * (double)J.l;
     const int nt = gc_threads_for(flops, 0.25e6);
+    if (J.pooled && p->n < nt)
+        return 1;
+    J.vl = vl;
+    J.flat = p->sh == 1;
+    /* padded rows (strided mode): the image's with its padding, at least a vector plus the
+     * kernel's reach (a row narrower than a vector is read a whole vector wide) */
+    const ptrdiff_t reach = (p->kw - 1) * p->dw;
+    J.wpp = p->w + 2 * p->pw < vl + reach ? vl + reach : p->w + 2 * p->pw;
     J.ngrp = p->n < nt && !J.pooled ? (nt + p->n - 1) / p->n : 1;
     if (J.ngrp > p->oh)
         J.ngrp = p->oh;
     J.grows = (p->oh + J.ngrp - 1) / J.ngrp;
+    if (!J.pooled) { /* the copies within c1_copy_budget: bytes of one output row's group, and
+                      * of each further row */
+        const ptrdiff_t span = (p->kh - 1) * p->dh + 1;
+        const double one = J.flat ? 4.0 * (double)(p->c * p->kw) * (double)(span * p->ow + vl)
+                                  : 4.0 * (double)(p->c * span * J.wpp);
+        const double more = J.flat ? 4.0 * (double)(p->c * p->kw * p->ow)
+                                   : 4.0 * (double)(p->c * p->sh * J.wpp);
+        const double fit = 1.0 + ((double)c1_copy_budget() - one) / more;
+        const ptrdiff_t g = fit < 1.0 ? 1 : fit < (double)p->oh ? (ptrdiff_t)fit : p->oh;
+        if (J.grows > g)
+            J.grows = g;
+    }
     J.ngrp = (p->oh + J.grows - 1) / J.grows;
-    J.vl = vl;
-    J.flat = p->sh == 1;
     J.rows = (J.grows - 1) * p->sh + (p->kh - 1) * p->dh + 1;
     size_t bytes;
     if (J.flat) {
@@ -247,12 +298,6 @@ static int c1_run(const c1_job *init, const float *x, const float *w, const floa
                     koff[t++] = (int32_t)((ci * p->kw + kj) * J.cstride + ki * p->dh * p->ow);
         bytes = sizeof(float) * (size_t)(p->c * p->kw * J.cstride);
     } else {
-        /* padded rows: the image's with its padding, at least a vector plus the kernel's reach
-         * (a row narrower than a vector is read a whole vector wide) */
-        const ptrdiff_t reach = (p->kw - 1) * p->dw;
-        J.wpp = p->w + 2 * p->pw;
-        if (J.wpp < vl + reach)
-            J.wpp = vl + reach;
         for (ptrdiff_t ci = 0, t = 0; ci < p->c; ci++)
             for (ptrdiff_t ki = 0; ki < p->kh; ki++)
                 for (ptrdiff_t kj = 0; kj < p->kw; kj++)
@@ -263,6 +308,8 @@ static int c1_run(const c1_job *init, const float *x, const float *w, const floa
     if (J.pooled) { /* + the image's output, 64-byte aligned */
         J.tofs = (ptrdiff_t)((bytes + 63) / 64 * 16);
         bytes = sizeof(float) * (size_t)(J.tofs + o * J.l);
+        if (bytes > c1_pool_budget())
+            return 1;
     }
     return gc_conv_claim_units(&J, (long)(p->n * J.ngrp), nt, 0, bytes, c1_unit);
 }

@@ -364,7 +364,8 @@ int gc_conv2d_c1_f32(const float *x, const float *w, const float *bias, const gc
 /* ... and with relu (relu != 0) and max_pool2d's pass over each image's o planes (pool: the
  * geometry over one image's planes, h = oh, w = ow of p; planes ignored) into vals and idx
  * (NULL: values alone), the output kept in the thread's buffer: 1 where the path does not apply
- * (nothing written), -1 when a scratch allocation fails, else 0. */
+ * or declines (fewer images than threads, an image's buffer beyond half the L2: conv_c1.c;
+ * nothing written), -1 when a scratch allocation fails, else 0. */
 int gc_conv2d_c1_pool_f32(const float *x, const float *w, const float *bias, int relu,
                           float *vals, int64_t *idx, const gc_conv *p, ptrdiff_t o,
                           const gc_pool2d *pool);

@@ -12,9 +12,11 @@
  * beyond, one K block) and conv_direct.c's tile apply to each element: the same bits.  The last
  * partial vector is the vector ending at the last pixel, overlapping the one before (the same
  * element computed twice, the same bits), so runs of at least UKR_VL pixels need no masks;
- * shorter ones go through stack vectors.  A missing bias adds +0: the chain from +0 never
- * gives -0 (an exact cancellation rounds to +0), so that changes no bit and the epilogue keeps
- * no branch per vector. */
+ * shorter ones go through stack vectors.  A missing bias adds -0, which changes no bit (x + -0
+ * is x for every x, +0 and -0 included), so the epilogue keeps no branch per vector; +0 would
+ * not do: the chain gives -0 where every product rounds to -0 (an FMA of a negative product
+ * smaller than the least subnormal onto a zero), and -0 + +0 is +0 where the GEMM, which adds
+ * no bias, keeps -0. */
 
 #include <string.h>
 
@@ -29,7 +31,7 @@ UKR_C1_BODY(ptrdiff_t nt, const UKR_T *restrict x, const int32_t *restrict koff,
         const int nch = o - o0 < UKR_C1_OB ? (int)(o - o0) : UKR_C1_OB;
         UKR_T bs[UKR_C1_OB];
         for (int j = 0; j < UKR_C1_OB; j++)
-            bs[j] = bias && j < nch ? bias[o0 + j] : (UKR_T)0;
+            bs[j] = bias && j < nch ? bias[o0 + j] : (UKR_T)-0.0;
         for (ptrdiff_t px = 0; px < npix; px += UKR_VL) {
             const ptrdiff_t at = px + UKR_VL > npix ? npix - UKR_VL : px;
             UKR_VT acc[UKR_C1_OB];
@@ -90,7 +92,7 @@ static void UKR_C1_NAME(ptrdiff_t nt, const UKR_T *restrict x, const int32_t *re
         }
         for (int j = 0; j < nch; j++) {
             UKR_T r[UKR_VL] = {0}, s[UKR_VL];
-            UKR_VT v = V_ADD(acc[j], V_SET1(bias ? bias[o0 + j] : (UKR_T)0));
+            UKR_VT v = V_ADD(acc[j], V_SET1(bias ? bias[o0 + j] : (UKR_T)-0.0));
             if (res) {
                 memcpy(r, res + (o0 + j) * ldo, sizeof(UKR_T) * (size_t)npix);
                 v = V_ADD(v, V_LOADU(r));

@@ -213,7 +213,8 @@ GC_DOC(conv2d_relu_max_pool2d,
        "where conv_c1.c's few-input-channels path applies (conv2d_c1; float32, w unpacked): "
        "each image's convolution output stays in the thread's cache, never written to memory; "
        "the bits of the two calls.  Returns False (nothing written) where the path does not "
-       "apply: the caller then makes the two calls.");
+       "apply, or with fewer images than threads or an image's output beyond half the L2 "
+       "(it declines): the caller then makes the two calls.");
 
 PyObject *gc_py_conv2d_relu_max_pool2d(PyObject *self, PyObject *const *args,
                                        Py_ssize_t nargs)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conv_cases import close as _close
-from conv_cases import epilogue, forward, same_bits_under_isa
+from conv_cases import epilogue, forward, isa_run, same_bits_under_isa
 
 import gpucore
 from gpucore import _cpu
@@ -32,6 +32,8 @@ GEOMS = {
     "pad_wide": (2, 1, 6, 6, 9, (3, 3), (1, 1), (3, 3), (1, 1)),  # ow = 10
     "k1_pad": (2, 3, 5, 7, 18, (1, 1), (1, 1), (1, 1), (1, 1)),
     "k8x8_o64": (1, 1, 9, 30, 64, (8, 8), (1, 1), (3, 4), (1, 1)),  # 64 taps
+    # copies of 4 MB an image (4 channels x 5 columns): groups of rows within the L2
+    "l2_rows": (2, 4, 224, 224, 8, (3, 5), (1, 1), (1, 2), (1, 1)),
 }
 
 
@@ -134,12 +136,59 @@ def test_nan_inf_and_relu_signs(monkeypatch):
     monkeypatch.setenv("GPUCORE_CONV", "direct_c1")
     zero = _forward(case, np.ones_like(x), np.zeros_like(wt), None, -np.zeros_like(res), True)
     assert not np.signbit(zero).any() and not zero.any()
-    # a missing bias adds +0 inside the kernel: sums of -0 products stay +0 as im2col's
+    # a missing bias adds -0 inside the kernel: sums of -0 products stay +0 as im2col's
     neg = _forward(case, -np.zeros_like(x), np.ones_like(wt), None)
     assert not np.signbit(neg).any() and not neg.any()
 
 
-@pytest.mark.parametrize("case", ["cnn_conv1", "strided_rows", "batch1_rows", "c4_dilated"])
+# Under the forced ISA, for each mode: conv2d_forward without bias of products that all round
+# to -0 (1e-30 * -1e-30: an FMA chain from +0 gives -0), alone, with a -0 residual and with a
+# +0 one, for 16 and 40 output channels (the GEMM's gemv path and its blocked tile), and the
+# path probe's answer
+_NEG_ZERO = """
+import os, sys, numpy as np
+from gpucore import _cpu
+assert _cpu.info()["isa"] == sys.argv[2]
+got = {}
+for mode in ("direct_c1", "im2col"):
+    os.environ["GPUCORE_CONV"] = mode
+    for o in (16, 40):
+        geo = (2, 1, 8, 21, 3, 3, 1, 1, 1, 1, 1, 1, o)
+        got[f"{mode}.{o}.path"] = np.array(_cpu.conv2d_c1(*geo))
+        x = np.full((2, 1, 8, 21), 1e-30, np.float32)
+        w = np.full((o, 1, 3, 3), -1e-30, np.float32)
+        for name, res in (("none", None), ("neg", -np.zeros((2, o, 8, 21), np.float32)),
+                          ("pos", np.zeros((2, o, 8, 21), np.float32))):
+            out = np.full((2, o, 8, 21), np.nan, np.float32)
+            tail = () if res is None else (res, -1)
+            _cpu.conv2d_forward(x, w, None, out, *geo, *tail)
+            got[f"{mode}.{o}.{name}"] = out
+np.savez(sys.argv[3], **got)
+"""
+
+
+@pytest.mark.parametrize("isa", [i for i in _cpu.info()["available"]])
+def test_missing_bias_keeps_negative_zero_sums(isa, tmp_path):
+    """Without bias, a sum whose products all round to -0 is -0 on the FMA ISAs (the im2col
+    GEMM adds no bias): the kernel's missing bias (-0) keeps it, as im2col's, under every ISA,
+    also plus a -0 residual (-0) and a +0 one (+0)."""
+    got = isa_run(_NEG_ZERO, __file__, isa, tmp_path)
+    for o in (16, 40):
+        assert bool(got[f"direct_c1.{o}.path"]) is (isa != "neon"), (isa, o)
+        assert not bool(got[f"im2col.{o}.path"]), (isa, o)
+        for name in ("none", "neg", "pos"):
+            c1, gemm = got[f"direct_c1.{o}.{name}"], got[f"im2col.{o}.{name}"]
+            assert not c1.any(), (isa, o, name)
+            assert np.array_equal(c1.view(np.uint32), gemm.view(np.uint32)), (isa, o, name)
+        assert not np.signbit(got[f"direct_c1.{o}.pos"]).any(), (isa, o)
+        if isa in ("avx512", "avx2"):  # FMA: every sum -0, and + -0 keeps it
+            assert np.signbit(got[f"direct_c1.{o}.none"]).all(), (isa, o)
+            assert np.signbit(got[f"direct_c1.{o}.neg"]).all(), (isa, o)
+
+
+@pytest.mark.parametrize(
+    "case", ["cnn_conv1", "strided_rows", "batch1_rows", "c4_dilated", "l2_rows"]
+)
 def test_bits_independent_of_threads_and_batch(case, monkeypatch):
     monkeypatch.setenv("GPUCORE_CONV", "direct_c1")
     x, wt, b, res = _inputs(case)
@@ -173,6 +222,7 @@ def test_rule(monkeypatch):
     ]
     off = [
         (64, 5, 28, 28, 3, 3, 1, 1, 1, 1, 1, 1, 16),  # 5 input channels
+        (1, 3, 56, 56, 1, 1, 1, 1, 0, 0, 1, 1, 64),  # 1x1 without padding: conv_pw.c's rule
         (1, 3, 224, 224, 7, 7, 2, 2, 3, 3, 1, 1, 64),  # strided columns (ResNet's stem)
         (1, 2, 20, 20, 7, 7, 1, 1, 3, 3, 1, 1, 8),  # 98 taps
         (64, 1, 28, 28, 3, 3, 1, 1, 1, 1, 1, 1, 129),  # beyond the measured channels
@@ -181,11 +231,19 @@ def test_rule(monkeypatch):
         assert _cpu.conv2d_c1(*g) is has, g
     for g in off:
         assert _cpu.conv2d_c1(*g) is False, g
-    for mode in ("direct", "im2col", "direct_t"):
+    forcing = ("direct", "im2col", "direct_t", "direct_gw", "winograd", "pointwise", "pointwise_t")
+    for mode in forcing:
         monkeypatch.setenv("GPUCORE_CONV", mode)
         assert _cpu.conv2d_c1(*on[0]) is False, mode
     monkeypatch.setenv("GPUCORE_CONV", "direct_c1")
-    assert _cpu.conv2d_c1(*off[3]) is has
+    assert _cpu.conv2d_c1(*off[4]) is has
+    assert _cpu.conv2d_c1(*off[1]) is has
+    # a forced pointwise path runs conv_pw.c on a 1x1 layer of few input channels
+    pw_geo = (2, 3, 9, 10, 1, 1, 1, 1, 0, 0, 1, 1, 32)
+    for mode in ("pointwise", "pointwise_t"):
+        monkeypatch.setenv("GPUCORE_CONV", mode)
+        assert _cpu.conv2d_c1(*pw_geo) is False, mode
+        assert _cpu.conv2d_pointwise(*pw_geo) != 0 or mode == "pointwise_t", mode
     # a pre-packed weight runs the other paths: the same bits
     monkeypatch.delenv("GPUCORE_CONV")
     case = "rgb_o40"
@@ -269,15 +327,19 @@ def test_conv_relu_max_pool_matches_the_two_calls(case, k, s, pp, monkeypatch):
             v0 = np.empty((n, o, poh, pw_), np.float32)
             i0 = np.empty(v0.shape, np.int64)
             _cpu.max_pool2d(y, v0, i0, n * o, oh, ow, *pool)
-            for nt in (1, 2, 3, 8):
+            for nt in (1, 2, 3, 8):  # (fewer images than threads: declined, nothing written)
                 gpucore.set_num_threads(nt)
                 v1, i1 = np.full_like(v0, -7.0), np.full_like(i0, -7)
-                assert _cpu.conv2d_relu_max_pool2d(x, wt, bias, v1, i1, *_args(case), *pool)
-                assert np.array_equal(v1.view(np.uint32), v0.view(np.uint32)), (nt, bias is None)
-                assert np.array_equal(i1, i0), nt
+                took = _cpu.conv2d_relu_max_pool2d(x, wt, bias, v1, i1, *_args(case), *pool)
+                assert took or (nt > n and (v1 == -7.0).all() and (i1 == -7).all()), nt
+                if took:
+                    assert np.array_equal(v1.view(np.uint32), v0.view(np.uint32)), nt
+                    assert np.array_equal(i1, i0), nt
                 v2 = np.full_like(v0, -7.0)  # values alone
-                assert _cpu.conv2d_relu_max_pool2d(x, wt, bias, v2, None, *_args(case), *pool)
-                assert np.array_equal(v2.view(np.uint32), v0.view(np.uint32)), nt
+                if _cpu.conv2d_relu_max_pool2d(x, wt, bias, v2, None, *_args(case), *pool):
+                    assert np.array_equal(v2.view(np.uint32), v0.view(np.uint32)), nt
+                else:
+                    assert not took and (v2 == -7.0).all(), nt
     finally:
         gpucore.set_num_threads(before)
 
@@ -303,7 +365,36 @@ def test_conv_relu_max_pool_declines_elsewhere(monkeypatch):
     assert _cpu.conv2d_relu_max_pool2d(x1, w1, None, vals, idx, *geo1, *pool) is False
     assert (vals == -7.0).all()
     monkeypatch.setenv("GPUCORE_CONV", "direct_c1")
+    _declines_few_images_and_large_outputs()
     with pytest.raises(ValueError, match="conv2d_relu_max_pool2d"):
         _cpu.conv2d_relu_max_pool2d(x1, w1, None, vals[:1], idx, *geo1, *pool)
     with pytest.raises(TypeError, match="conv2d_relu_max_pool2d"):
         _cpu.conv2d_relu_max_pool2d(x1, w1, None, vals, idx.astype(np.int32), *geo1, *pool)
+
+
+def _declines_few_images_and_large_outputs():
+    """Units of whole images: fewer images than the threads the layer would use decline (the two
+    calls run it on every thread), as does an image's output beyond half the L2 (not kept in
+    cache); nothing written."""
+    pool = (2, 2, 2, 2, 0, 0, 1, 1, 14, 14)
+    x, w = np.ones((3, 1, 28, 28), np.float32), np.ones((64, 1, 3, 3), np.float32)
+    geo = (3, 1, 28, 28, 3, 3, 1, 1, 1, 1, 1, 1, 64)
+    before = gpucore.get_num_threads()
+    try:
+        for nt, took in ((1, True), (8, False)):  # 2.7 MFLOP: 8 threads' worth
+            gpucore.set_num_threads(nt)
+            vals = np.full((3, 64, 14, 14), -7.0, np.float32)
+            assert _cpu.conv2d_relu_max_pool2d(x, w, None, vals, None, *geo, *pool) is took, nt
+            assert (vals == 9.0).all() if took else (vals == -7.0).all(), nt
+        gpucore.set_num_threads(1)
+        side = 96  # 2.4 MB an image (more where the L2 is larger than 4 MB)
+        while 64 * side * side * 4 <= _cpu.info()["caches"]["l2"] // 2:
+            side *= 2
+        big = (1, 1, side, side, 3, 3, 1, 1, 1, 1, 1, 1, 64)
+        vals = np.full((1, 64, side // 2, side // 2), -7.0, np.float32)
+        xb = np.ones((1, 1, side, side), np.float32)
+        bp = (*pool[:8], side // 2, side // 2)
+        assert _cpu.conv2d_relu_max_pool2d(xb, w, None, vals, None, *big, *bp) is False
+        assert (vals == -7.0).all()
+    finally:
+        gpucore.set_num_threads(before)

@@ -202,3 +202,26 @@ def test_a_dropped_model_frees_its_packed_winograd_weights():
     del compiled
     gc.collect()
     assert all(ref() is None for ref in held) and not any(k in packing._cache for k in new)
+
+
+def test_few_input_channel_convs_keep_their_weight_unpacked():
+    """A layer that cpu/conv_c1.c takes (at most 4 input channels; a 4 -> 128 3x3 weight is
+    18 KiB, past MIN_BYTES) keeps its weight unpacked, so that the compiled model runs that
+    kernel and not conv_direct.c on a packed copy: the interpreted executor's bits."""
+    geo = (2, 4, 28, 28, 3, 3, 1, 1, 1, 1, 1, 1, 128)
+    w = _ro(np.ones((128, 4, 3, 3), np.float32))
+    assert packing.conv_weight(w, 784, geo) is w
+    if not C.conv2d_c1(*geo):
+        pytest.skip("no few-input-channels kernel on this ISA")
+    gpucore.manual_seed(3)
+    conv = nn.Conv2d(4, 128, 3, padding=1)
+    conv.eval()
+    x = np.random.default_rng(4).standard_normal((2, 4, 28, 28)).astype(np.float32)
+    before = set(packing._cache)
+    compiled = runtime.compile(conv, [gpucore.tensor(x)], device="cpu")
+    assert not [k for k in packing._cache if k not in before]  # nothing packed
+    interpreted = runtime.compile(conv, [gpucore.tensor(x)], device="cpu", executor="interpreted")
+    got = compiled.run_arrays([x])[0]
+    assert np.array_equal(got.view(np.uint32), interpreted.run_arrays([x])[0].view(np.uint32))
+    eager = conv(gpucore.tensor(x)).detach().numpy()
+    assert np.array_equal(got.view(np.uint32), eager.view(np.uint32))

@@ -49,7 +49,8 @@ def _conv2d_relu(out, x, w, b=None, *, stride, padding, dilation):
 @kernel("conv2d_relu_max_pool2d")
 def _conv2d_relu_max_pool2d(outs, x, w, b=None, **a):
     """The convolution with its ReLU into scratch, then max_pool2d's C pass over it; where
-    cpu/conv_c1.c's path applies, both in one call (each image's output pooled from the cache,
+    cpu/conv_c1.c's path applies (and takes it: at least as many images as threads, an image's
+    output within half the L2), both in one call (each image's output pooled from the cache,
     the same bits)."""
     vals, idx = outs
     n, o = vals.shape[:2]
