@@ -76,6 +76,27 @@ def has_pixel_tiles():
     return _cpu.info()["isa"] == "avx512" and (g["mr"], g["nr"]) == (14, 32)
 
 
+def same_bits_on_threads_and_images(run, x, res):
+    """``run(x, res, n)`` (n images, None for all of them) on 1, 2, 3 and 8 threads gives the
+    same bits, and each image alone gives its slice of them: the first run's result."""
+    import gpucore
+
+    before = gpucore.get_num_threads()
+    try:
+        runs = []
+        for nt in (1, 2, 3, 8):
+            gpucore.set_num_threads(nt)
+            runs.append(run(x, res, None))
+    finally:
+        gpucore.set_num_threads(before)
+    for r in runs[1:]:
+        assert np.array_equal(r, runs[0])
+    for i in range(x.shape[0]):
+        one = run(x[i : i + 1].copy(), res[i : i + 1].copy(), 1)
+        assert np.array_equal(one, runs[0][i : i + 1]), f"image {i}"
+    return runs[0]
+
+
 def isa_run(script, test_file, isa, tmp_path, *args, **env):
     """Runs ``script`` (python -c; argv: test_file's folder, isa, the .npz path it writes, then
     ``args``) with GPUCORE_CPU_ISA=isa and ``env`` set, tests/ on PYTHONPATH, and returns that

@@ -15,7 +15,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conv_cases import close as _close
-from conv_cases import epilogue, forward, isa_run, same_bits_under_isa
+from conv_cases import (
+    epilogue,
+    forward,
+    isa_run,
+    same_bits_on_threads_and_images,
+    same_bits_under_isa,
+)
 
 import gpucore
 from gpucore import _cpu
@@ -192,19 +198,11 @@ def test_missing_bias_keeps_negative_zero_sums(isa, tmp_path):
 def test_bits_independent_of_threads_and_batch(case, monkeypatch):
     monkeypatch.setenv("GPUCORE_CONV", "direct_c1")
     x, wt, b, res = _inputs(case)
-    before = gpucore.get_num_threads()
-    try:
-        runs = []
-        for nt in (1, 2, 3, 8):
-            gpucore.set_num_threads(nt)
-            runs.append(_forward(case, x, wt, b, res, True))
-    finally:
-        gpucore.set_num_threads(before)
-    for r in runs[1:]:
-        assert np.array_equal(r, runs[0])
-    for i in range(x.shape[0]):
-        one = _forward(case, x[i : i + 1].copy(), wt, b, res[i : i + 1].copy(), True, n=1)
-        assert np.array_equal(one, runs[0][i : i + 1])
+
+    def run(xs, rs, n):
+        return _forward(case, xs, wt, b, rs, True, n=n)
+
+    same_bits_on_threads_and_images(run, x, res)
 
 
 def test_rule(monkeypatch):

@@ -13,10 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conv_cases import close as _close
-from conv_cases import epilogue, forward, same_bits_under_isa
+from conv_cases import epilogue, forward, same_bits_on_threads_and_images, same_bits_under_isa
 from conv_cases import has_pixel_tiles as _has_tiles
 
-import gpucore
 from gpucore import _cpu
 
 # (n, c, h, w, o, (kh, kw), (sh, sw), (ph, pw), (dh, dw)): output rows of 7, 15 (7 + 7 + 1),
@@ -135,24 +134,16 @@ def test_nan_bits_across_k_blocks_match_direct_and_gemm(monkeypatch):
 def test_bits_independent_of_threads_batch_and_packing(case, monkeypatch):
     monkeypatch.setenv("GPUCORE_CONV", "direct_t")
     x, wt, b, res = _inputs(case)
-    before = gpucore.get_num_threads()
-    try:
-        runs = []
-        for nt in (1, 2, 3, 8):
-            gpucore.set_num_threads(nt)
-            runs.append(_forward(case, x, wt, b, res, True))
-    finally:
-        gpucore.set_num_threads(before)
-    for r in runs[1:]:
-        assert np.array_equal(r, runs[0])
-    for i in range(x.shape[0]):
-        one = _forward(case, x[i : i + 1].copy(), wt, b, res[i : i + 1].copy(), True, n=1)
-        assert np.array_equal(one, runs[0][i : i + 1])
+
+    def run(xs, rs, n):
+        return _forward(case, xs, wt, b, rs, True, n=n)
+
+    first = same_bits_on_threads_and_images(run, x, res)
     # pre-packed: the direct path's swapped layout read in place, another one repacked
     o, ck = wt.shape[0], wt[0].size
     for swap in (1, 0):
         pm = _cpu.gemm_pack(wt.reshape(-1), "a", o, ck, 0, swap)
-        assert np.array_equal(_forward(case, x, wt, b, res, True, w_arg=pm), runs[0]), swap
+        assert np.array_equal(_forward(case, x, wt, b, res, True, w_arg=pm), first), swap
 
 
 def test_rule(monkeypatch):

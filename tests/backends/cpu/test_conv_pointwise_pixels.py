@@ -12,10 +12,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conv_cases import close as _close
-from conv_cases import forward, pw_args, pw_geom, pw_inputs, pw_reference, same_bits_under_isa
+from conv_cases import (
+    forward,
+    pw_args,
+    pw_geom,
+    pw_inputs,
+    pw_reference,
+    same_bits_on_threads_and_images,
+    same_bits_under_isa,
+)
 from conv_cases import has_pixel_tiles as _has_tiles
 
-import gpucore
 from gpucore import _cpu
 
 # (n, c, h, w, o, stride): pixels 1, 8 (7 + 1), 25 (3 x 7 + 4), 27, 49, 112, 196, 256 (the
@@ -122,25 +129,17 @@ def test_nan_bits_across_k_blocks_match_the_gemm(conv_path):
 def test_bits_independent_of_threads_batch_and_packing(case, conv_path):
     conv_path("pointwise_t")
     x, wt, b, res = _inputs(case)
-    before = gpucore.get_num_threads()
-    try:
-        runs = []
-        for nt in (1, 2, 3, 8):
-            gpucore.set_num_threads(nt)
-            runs.append(_forward(case, x, wt, b, res, True))
-    finally:
-        gpucore.set_num_threads(before)
-    for r in runs[1:]:
-        assert np.array_equal(r, runs[0])
-    for i in range(x.shape[0]):  # image by image
-        one = _forward(case, x[i : i + 1].copy(), wt, b, res[i : i + 1].copy(), True, n=1)
-        assert np.array_equal(one, runs[0][i : i + 1])
+
+    def run(xs, rs, n):
+        return _forward(case, xs, wt, b, rs, True, n=n)
+
+    first = same_bits_on_threads_and_images(run, x, res)
     # pre-packed weights: the swapped layout read in place, the unswapped one left to the other
     # paths (the same bits with more than 24 output channels)
     o, c = wt.shape[:2]
     for swap in (1, 0):
         pm = _cpu.gemm_pack(wt.reshape(-1), "a", o, c, 0, swap)
-        assert np.array_equal(_forward(case, x, wt, b, res, True, w_arg=pm), runs[0]), swap
+        assert np.array_equal(_forward(case, x, wt, b, res, True, w_arg=pm), first), swap
 
 
 def test_rule_and_runtime_packing(monkeypatch):
