@@ -121,7 +121,6 @@ def _acknowledge(comm) -> None:
     peer, _State.failed_peer = _State.failed_peer, None
     comm.send(None, dest=peer, tag=_ACK)
     _poll(comm, peer, _RELEASE, _State.grace + RELEASE_MARGIN)
-    _poll(comm, peer, _RELEASE, _State.grace + RELEASE_MARGIN)
 
 
 def check(what: str) -> None:
