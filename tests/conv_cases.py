@@ -76,6 +76,47 @@ def has_pixel_tiles():
     return _cpu.info()["isa"] == "avx512" and (g["mr"], g["nr"]) == (14, 32)
 
 
+def conv_geom(g):
+    """A (n, c, h, w, o, kernel, stride, padding, dilation) geometry with its output size:
+    (n, c, h, w, o, k, s, p, d, oh, ow)."""
+    n, c, h, w, o, k, s, p, d = g
+    oh = (h + 2 * p[0] - d[0] * (k[0] - 1) - 1) // s[0] + 1
+    ow = (w + 2 * p[1] - d[1] * (k[1] - 1) - 1) // s[1] + 1
+    return n, c, h, w, o, k, s, p, d, oh, ow
+
+
+def conv_args(g, n=None):
+    """The 13 geometry ints of the conv2d bindings (n images: all of them by default)."""
+    n0, c, h, w, o, k, s, p, d, _, _ = conv_geom(g)
+    return (n0 if n is None else n, c, h, w, *k, *s, *p, *d, o)
+
+
+def conv_inputs(g, seed):
+    """float32 x, weight (scaled by 1 / sqrt(fan-in)), bias and residual for geometry g."""
+    n, c, h, w, o, k, s, p, d, oh, ow = conv_geom(g)
+    r = np.random.default_rng(seed)
+    x = r.standard_normal((n, c, h, w)).astype(np.float32)
+    wt = (r.standard_normal((o, c, *k)) / np.sqrt(c * k[0] * k[1])).astype(np.float32)
+    b = r.standard_normal(o).astype(np.float32)
+    res = r.standard_normal((n, o, oh, ow)).astype(np.float32)
+    return x, wt, b, res
+
+
+def conv_reference(g, x, wt, b, res=None, relu=False):
+    """The convolution of geometry g in float64, tap by tap, then the epilogue."""
+    n, c, h, w, o, k, s, p, d, oh, ow = conv_geom(g)
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])))
+    out = np.zeros((n, o, oh, ow))
+    for ki in range(k[0]):
+        for kj in range(k[1]):
+            y0, x0 = ki * d[0], kj * d[1]
+            patch = xp[
+                :, :, y0 : y0 + s[0] * (oh - 1) + 1 : s[0], x0 : x0 + s[1] * (ow - 1) + 1 : s[1]
+            ]
+            out += np.einsum("nchw,oc->nohw", patch, wt[:, :, ki, kj].astype(np.float64))
+    return epilogue(out, b, res, relu)
+
+
 def same_bits_on_threads_and_images(run, x, res):
     """``run(x, res, n)`` (n images, None for all of them) on 1, 2, 3 and 8 threads gives the
     same bits, and each image alone gives its slice of them: the first run's result."""

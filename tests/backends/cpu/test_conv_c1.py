@@ -16,7 +16,10 @@ import numpy as np
 import pytest
 from conv_cases import close as _close
 from conv_cases import (
-    epilogue,
+    conv_args,
+    conv_geom,
+    conv_inputs,
+    conv_reference,
     forward,
     isa_run,
     same_bits_on_threads_and_images,
@@ -44,39 +47,19 @@ GEOMS = {
 
 
 def _geom(case, g=None):
-    n, c, h, w, o, k, s, p, d = GEOMS[case] if g is None else g
-    oh = (h + 2 * p[0] - d[0] * (k[0] - 1) - 1) // s[0] + 1
-    ow = (w + 2 * p[1] - d[1] * (k[1] - 1) - 1) // s[1] + 1
-    return n, c, h, w, o, k, s, p, d, oh, ow
+    return conv_geom(GEOMS[case] if g is None else g)
 
 
 def _args(case, n=None, g=None):
-    n0, c, h, w, o, k, s, p, d, _, _ = _geom(case, g)
-    return (n0 if n is None else n, c, h, w, *k, *s, *p, *d, o)
+    return conv_args(GEOMS[case] if g is None else g, n)
 
 
 def _inputs(case, g=None):
-    n, c, h, w, o, k, s, p, d, oh, ow = _geom(case, g)
-    r = np.random.default_rng(len(case) + 11)
-    x = r.standard_normal((n, c, h, w)).astype(np.float32)
-    wt = (r.standard_normal((o, c, *k)) / np.sqrt(c * k[0] * k[1])).astype(np.float32)
-    b = r.standard_normal(o).astype(np.float32)
-    res = r.standard_normal((n, o, oh, ow)).astype(np.float32)
-    return x, wt, b, res
+    return conv_inputs(GEOMS[case] if g is None else g, len(case) + 11)
 
 
 def _reference(case, x, wt, b, res=None, relu=False, g=None):
-    n, c, h, w, o, k, s, p, d, oh, ow = _geom(case, g)
-    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])))
-    out = np.zeros((n, o, oh, ow))
-    for ki in range(k[0]):
-        for kj in range(k[1]):
-            y0, x0 = ki * d[0], kj * d[1]
-            patch = xp[
-                :, :, y0 : y0 + s[0] * (oh - 1) + 1 : s[0], x0 : x0 + s[1] * (ow - 1) + 1 : s[1]
-            ]
-            out += np.einsum("nchw,oc->nohw", patch, wt[:, :, ki, kj].astype(np.float64))
-    return epilogue(out, b, res, relu)
+    return conv_reference(GEOMS[case] if g is None else g, x, wt, b, res, relu)
 
 
 def _forward(case, x, wt, b, res=None, relu=False, n=None, g=None):

@@ -13,7 +13,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conv_cases import close as _close
-from conv_cases import epilogue, forward, same_bits_on_threads_and_images, same_bits_under_isa
+from conv_cases import (
+    conv_args,
+    conv_geom,
+    conv_inputs,
+    conv_reference,
+    forward,
+    same_bits_on_threads_and_images,
+    same_bits_under_isa,
+)
 from conv_cases import has_pixel_tiles as _has_tiles
 
 from gpucore import _cpu
@@ -32,39 +40,19 @@ GEOMS = {
 
 
 def _geom(case):
-    n, c, h, w, o, k, s, p, d = GEOMS[case]
-    oh = (h + 2 * p[0] - d[0] * (k[0] - 1) - 1) // s[0] + 1
-    ow = (w + 2 * p[1] - d[1] * (k[1] - 1) - 1) // s[1] + 1
-    return n, c, h, w, o, k, s, p, d, oh, ow
+    return conv_geom(GEOMS[case])
 
 
 def _args(case, n=None):
-    n0, c, h, w, o, k, s, p, d, _, _ = _geom(case)
-    return (n0 if n is None else n, c, h, w, *k, *s, *p, *d, o)
+    return conv_args(GEOMS[case], n)
 
 
 def _inputs(case):
-    n, c, h, w, o, k, s, p, d, oh, ow = _geom(case)
-    r = np.random.default_rng(len(case) + 7)
-    x = r.standard_normal((n, c, h, w)).astype(np.float32)
-    wt = (r.standard_normal((o, c, *k)) / np.sqrt(c * k[0] * k[1])).astype(np.float32)
-    b = r.standard_normal(o).astype(np.float32)
-    res = r.standard_normal((n, o, oh, ow)).astype(np.float32)
-    return x, wt, b, res
+    return conv_inputs(GEOMS[case], len(case) + 7)
 
 
 def _reference(case, x, wt, b, res=None, relu=False):
-    n, c, h, w, o, k, s, p, d, oh, ow = _geom(case)
-    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])))
-    out = np.zeros((n, o, oh, ow))
-    for ki in range(k[0]):
-        for kj in range(k[1]):
-            y0, x0 = ki * d[0], kj * d[1]
-            patch = xp[
-                :, :, y0 : y0 + s[0] * (oh - 1) + 1 : s[0], x0 : x0 + s[1] * (ow - 1) + 1 : s[1]
-            ]
-            out += np.einsum("nchw,oc->nohw", patch, wt[:, :, ki, kj].astype(np.float64))
-    return epilogue(out, b, res, relu)
+    return conv_reference(GEOMS[case], x, wt, b, res, relu)
 
 
 def _forward(case, x, wt, b, res=None, relu=False, w_arg=None, n=None):
