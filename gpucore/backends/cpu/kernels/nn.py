@@ -70,8 +70,9 @@ def _col2im(out, col, shape, kernel, stride, padding, dilation):
     _cpu.col2im(_c(col), out, n, c, h, w, *kernel, *stride, *padding, *dilation)
 
 
-@kernel("conv2d")
-def _conv2d(out, x, w, b=None, *, stride, padding, dilation):
+def conv2d_into(out, x, w, b, stride, padding, dilation, *epilogue) -> None:
+    """conv2d_forward of x [n, c, h, w] and w [o, c, kh, kw] into out; ``epilogue``: the
+    binding's optional (residual, activation) arguments."""
     n, c, h, wd = x.shape
     o, _, kh, kw = w.shape
     _cpu.conv2d_forward(
@@ -89,7 +90,13 @@ def _conv2d(out, x, w, b=None, *, stride, padding, dilation):
         *padding,
         *dilation,
         o,
+        *epilogue,
     )
+
+
+@kernel("conv2d")
+def _conv2d(out, x, w, b=None, *, stride, padding, dilation):
+    conv2d_into(out, x, w, b, stride, padding, dilation)
 
 
 @kernel("conv2d_backward")

@@ -9,6 +9,7 @@ import numpy as np
 from .... import _cpu
 from .common import _c, _check_index, kernel
 from .linalg import linear_into
+from .nn import conv2d_into
 
 _RELU = _cpu.UNARY_RELU
 
@@ -18,32 +19,9 @@ def _linear_relu(out, x, w, b=None):
     linear_into(out, x, w, b, _RELU)
 
 
-def _conv_relu_into(y, x, w, b, stride, padding, dilation):
-    n, c, h, wd = x.shape
-    o, _, kh, kw = w.shape
-    _cpu.conv2d_forward(
-        _c(x),
-        _c(w),
-        None if b is None else _c(b),
-        y,
-        n,
-        c,
-        h,
-        wd,
-        kh,
-        kw,
-        *stride,
-        *padding,
-        *dilation,
-        o,
-        None,
-        _RELU,
-    )
-
-
 @kernel("conv2d_relu")
 def _conv2d_relu(out, x, w, b=None, *, stride, padding, dilation):
-    _conv_relu_into(out, x, w, b, stride, padding, dilation)
+    conv2d_into(out, x, w, b, stride, padding, dilation, None, _RELU)
 
 
 @kernel("conv2d_relu_max_pool2d")
@@ -63,7 +41,7 @@ def _conv2d_relu_max_pool2d(outs, x, w, b=None, **a):
         return
     shape = (n, o, *_conv_hw(x.shape, w.shape, a))
     y = np.ndarray(shape, x.dtype, _cpu.host_empty(x.itemsize * n * o * shape[2] * shape[3]))
-    _conv_relu_into(y, x, w, b, a["stride"], a["padding"], a["dilation"])
+    conv2d_into(y, x, w, b, a["stride"], a["padding"], a["dilation"], None, _RELU)
     if n * o == 0:
         return
     h, wd = y.shape[2:]
