@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv_fwd.h"
 #include "isa.h"
 #include "kernels.h"
 
@@ -119,9 +120,11 @@ int gc_conv_claim_units(void *job, long nunits, int nt, int slot, size_t bytes,
     return atomic_load(&C.failed) ? -1 : 0;
 }
 
-int gc_conv_weight_panels(const float *w, const gc_packed *pw, gc_packed *P,
-                          const float **panels)
+int gc_conv_weight_panels(const gc_conv_fwd *f, const float *w, const gc_packed *pw, int swap,
+                          gc_packed *P, const float **panels)
 {
+    if (gc_gemm_pack_init(P, 'f', 0, f->o, f->ck, 0, swap) < 0)
+        return -1;
     if (pw) {
         if (!(pw->kind == 'f' && pw->side == 0 && pw->swap == P->swap && pw->trans == 0 &&
               pw->data && pw->isa == gc_isa.isa && pw->w == P->w && pw->kc == P->kc &&

@@ -115,13 +115,11 @@ int gc_conv2d_dlanes_f32(const float *x, const float *w, const gc_packed *pw, co
     if (p->n <= 0 || o <= 0 || J.f.l <= 0)
         return 0;
     gc_packed P;
-    if (gc_gemm_pack_init(&P, 'f', 0, o, J.f.ck, 0, 1) < 0)
-        return -1;
-    J.kc = P.kc;
-    J.npa = P.npan;
-    const int rc = gc_conv_weight_panels(w, pw, &P, &J.wpk);
+    const int rc = gc_conv_weight_panels(&J.f, w, pw, 1, &P, &J.wpk);
     if (rc) /* 1: another layout, which conv_direct.c repacks */
         return rc;
+    J.kc = P.kc;
+    J.npa = P.npan;
     const ptrdiff_t hp = p->h + 2 * p->ph, wp = p->w + 2 * p->pw;
     J.wp = wp;
     J.img = p->c * hp * wp;

@@ -37,6 +37,14 @@ static inline void gc_conv_fwd_init(gc_conv_fwd *f, const float *x, const float 
     f->l = p->oh * p->ow;
 }
 
+/* conv.c: the call's weight as the GEMM packs w [o, ck] (side A, trans 0, the driver's swap; P
+ * gc_gemm_pack_init'ed so, its K block and panels the driver's): pw's panels when pw holds that
+ * layout, or w packed on the calling thread's scratch slot 4 when pw is NULL.  0 and *panels
+ * set; 1 when pw has another layout (the caller's other paths); -1 when the layout's size
+ * overflows or the scratch allocation fails. */
+int gc_conv_weight_panels(const gc_conv_fwd *f, const float *w, const gc_packed *pw, int swap,
+                          gc_packed *P, const float **panels);
+
 /* The threads the call's work is worth: 2 * n * o * ck * l flops, at least 0.25 M a thread (as
  * conv.c's GEMM path). */
 static inline int gc_conv_fwd_threads(const gc_conv_fwd *f)

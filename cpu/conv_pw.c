@@ -389,13 +389,11 @@ static int pwt_run(const float *x, const float *w, const gc_packed *pw, const fl
     memset(&J, 0, sizeof J);
     gc_conv_fwd_init(&J.f, x, bias, e, out, p, o);
     gc_packed P;
-    if (gc_gemm_pack_init(&P, 'f', 0, o, J.f.ck, 0, 1) < 0)
-        return -1;
-    J.kc = P.kc;
-    J.npa = P.npan;
-    const int rc = gc_conv_weight_panels(w, pw, &P, &J.wpk);
+    const int rc = gc_conv_weight_panels(&J.f, w, pw, 1, &P, &J.wpk);
     if (rc) /* 1: another layout, for the caller's other paths */
         return rc;
+    J.kc = P.kc;
+    J.npa = P.npan;
     const ptrdiff_t plane = p->h * p->w;
     if (p->sh == 1 && p->sw == 1) { /* the image's planes as they are */
         J.ldx = plane;
@@ -441,13 +439,11 @@ int gc_conv2d_pw_f32(const float *x, const float *w, const gc_packed *pw, const 
     if (p->n <= 0 || o <= 0 || J.f.l <= 0)
         return 0;
     gc_packed P;
-    if (gc_gemm_pack_init(&P, 'f', 0, o, J.f.ck, 0, 0) < 0)
-        return -1;
-    J.kc = P.kc;
-    J.npa = P.npan;
-    const int rc = gc_conv_weight_panels(w, pw, &P, &J.wpk);
+    const int rc = gc_conv_weight_panels(&J.f, w, pw, 0, &P, &J.wpk);
     if (rc) /* 1: another layout (a swapped or Winograd pack), for the caller's other paths */
         return rc;
+    J.kc = P.kc;
+    J.npa = P.npan;
     /* column blocks of near-equal width, each within GC_PW_BBYTES for one K block */
     const ptrdiff_t kb = J.f.ck < J.kc ? J.f.ck : J.kc;
     const ptrdiff_t npx = (J.f.l + J.nr - 1) / J.nr;
