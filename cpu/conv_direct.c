@@ -417,12 +417,8 @@ static void dconv_repack(const gc_packed *pw, const gc_packed *P)
         memset(d + pc * P->npan * P->w, 0, sizeof(float) * (size_t)(P->npan * P->w * kb));
     }
     for (ptrdiff_t f = 0; f < P->f; f++)
-        for (ptrdiff_t k = 0; k < P->k; k++) {
-            const ptrdiff_t sc = k / pw->kc * pw->kc, skb = pw->k - sc < pw->kc ? pw->k - sc : pw->kc;
-            const ptrdiff_t dc = k / P->kc * P->kc, dkb = P->k - dc < P->kc ? P->k - dc : P->kc;
-            d[dc * P->npan * P->w + f / P->w * P->w * dkb + (k - dc) * P->w + f % P->w] =
-                s[sc * pw->npan * pw->w + f / pw->w * pw->w * skb + (k - sc) * pw->w + f % pw->w];
-        }
+        for (ptrdiff_t k = 0; k < P->k; k++)
+            d[gc_conv_packed_at(P, f, k)] = s[gc_conv_packed_at(pw, f, k)];
 }
 
 int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, const float *bias,

@@ -45,6 +45,15 @@ static inline void gc_conv_fwd_init(gc_conv_fwd *f, const float *x, const float 
 int gc_conv_weight_panels(const gc_conv_fwd *f, const float *w, const gc_packed *pw, int swap,
                           gc_packed *P, const float **panels);
 
+/* Where element (f, k) of the matrix packed side A in P (any swap but 2: gc_gemm_pack's panels
+ * of P->w rows per K block) lies in P's data (conv_direct.c's repacking of another layout,
+ * conv_winograd.c's unpacking). */
+static inline ptrdiff_t gc_conv_packed_at(const gc_packed *P, ptrdiff_t f, ptrdiff_t k)
+{
+    const ptrdiff_t pc = k / P->kc * P->kc, kb = P->k - pc < P->kc ? P->k - pc : P->kc;
+    return pc * P->npan * P->w + f / P->w * P->w * kb + (k - pc) * P->w + f % P->w;
+}
+
 /* The threads the call's work is worth: 2 * n * o * ck * l flops, at least 0.25 M a thread (as
  * conv.c's GEMM path). */
 static inline int gc_conv_fwd_threads(const gc_conv_fwd *f)

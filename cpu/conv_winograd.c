@@ -354,16 +354,13 @@ static void wg_output_body(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 }
 
 /* The weight [o, c, 3, 3] read back from a gemm_pack of it in another layout (side A, any
- * swap but 2): element (f, k) of the panels, as dconv_repack reads them. */
+ * swap but 2), as dconv_repack reads it. */
 static void wg_unpack(const gc_packed *pw, float *w)
 {
     const float *s = (const float *)pw->data;
     for (ptrdiff_t f = 0; f < pw->f; f++)
-        for (ptrdiff_t k = 0; k < pw->k; k++) {
-            const ptrdiff_t sc = k / pw->kc * pw->kc, skb = pw->k - sc < pw->kc ? pw->k - sc : pw->kc;
-            w[f * pw->k + k] =
-                s[sc * pw->npan * pw->w + f / pw->w * pw->w * skb + (k - sc) * pw->w + f % pw->w];
-        }
+        for (ptrdiff_t k = 0; k < pw->k; k++)
+            w[f * pw->k + k] = s[gc_conv_packed_at(pw, f, k)];
 }
 
 int gc_conv2d_winograd_f32(const float *x, const float *w, const gc_packed *pw,
