@@ -11,7 +11,15 @@ import textwrap
 
 import numpy as np
 import pytest
-from conv_cases import conv_args, conv_geom, conv_inputs, conv_reference, isa_run
+from conv_cases import (
+    backward,
+    conv_args,
+    conv_geom,
+    conv_inputs,
+    conv_reference,
+    conv_reference_backward,
+    isa_run,
+)
 
 import gpucore
 from gpucore import _cpu
@@ -62,32 +70,11 @@ def _reference(case, x, wt, b):
 
 
 def _reference_backward(case, x, wt, g):
-    """float64 (gx, gw, gb) of conv2d, per kernel tap (windows of the padded input)."""
-    n, c, h, w, o, k, s, p, d, oh, ow = _geom(case)
-    xp = np.zeros((n, c, h + 2 * p[0], w + 2 * p[1]))
-    xp[:, :, p[0] : p[0] + h, p[1] : p[1] + w] = x
-    gxp = np.zeros_like(xp)
-    g64, w64 = g.astype(np.float64), wt.astype(np.float64)
-    gw = np.zeros(wt.shape)
-    for ki in range(k[0]):
-        for kj in range(k[1]):
-            y0, x0 = ki * d[0], kj * d[1]
-            sl = (
-                slice(None),
-                slice(None),
-                slice(y0, y0 + s[0] * (oh - 1) + 1, s[0]),
-                slice(x0, x0 + s[1] * (ow - 1) + 1, s[1]),
-            )
-            gw[:, :, ki, kj] = np.einsum("nohw,nchw->oc", g64, xp[sl])
-            gxp[sl] += np.einsum("nohw,oc->nchw", g64, w64[:, :, ki, kj])
-    return gxp[:, :, p[0] : p[0] + h, p[1] : p[1] + w], gw, g64.sum((0, 2, 3))
+    return conv_reference_backward(GEOMS[case], x, wt, g)
 
 
 def _backward(case, x, wt, g):
-    gx, gw = np.full(x.shape, np.nan, np.float32), np.full(wt.shape, np.nan, np.float32)
-    gb = np.full(wt.shape[0], np.nan, np.float32)
-    _cpu.conv2d_backward(x, wt, g, gx, gw, gb, *_args(case))
-    return gx, gw, gb
+    return backward(x, wt, g, _args(case))
 
 
 def _grad_out(case):
