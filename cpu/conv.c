@@ -33,6 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv_claim.h"
+#include "conv_fwd.h"
 #include "isa.h"
 #include "kernels.h"
 
@@ -89,8 +91,7 @@ typedef struct {
     long nunits;
     size_t bytes;
     int slot;
-    _Alignas(64) atomic_long next; /* its own cache line: the rest is read by every thread */
-    atomic_int failed;
+    gc_conv_claim claim;
 } conv_claim;
 
 static void conv_claim_body(void *ctx, int slot)
@@ -99,11 +100,7 @@ static void conv_claim_body(void *ctx, int slot)
     conv_claim *C = (conv_claim *)ctx;
     void *t = C->slot >= 0 ? gc_conv_scratch(C->slot, C->bytes) : NULL;
     long prev = -1;
-    for (long u; (u = atomic_fetch_add_explicit(&C->next, 1, memory_order_relaxed)) < C->nunits;) {
-        if (C->slot >= 0 && !t) {
-            atomic_store(&C->failed, 1);
-            continue;
-        }
+    for (long u; (u = gc_conv_next(&C->claim, C->nunits, C->slot >= 0 && !t)) >= 0;) {
         C->unit(C->job, t, u, prev);
         prev = u;
     }
@@ -113,15 +110,14 @@ int gc_conv_claim_units(void *job, long nunits, int nt, int slot, size_t bytes,
                         gc_conv_unit_fn unit)
 {
     conv_claim C = {.job = job, .unit = unit, .nunits = nunits, .bytes = bytes, .slot = slot};
-    atomic_init(&C.next, 0);
-    atomic_init(&C.failed, 0);
-    gc_region(conv_claim_body, &C, nt < nunits ? nt : (int)nunits);
-    return atomic_load(&C.failed) ? -1 : 0;
+    return gc_conv_run(&C.claim, conv_claim_body, &C, nt, nunits);
 }
 
-int gc_conv_weight_panels(const float *w, const gc_packed *pw, gc_packed *P,
-                          const float **panels)
+int gc_conv_weight_panels(const gc_conv_fwd *f, const float *w, const gc_packed *pw, int swap,
+                          gc_packed *P, const float **panels)
 {
+    if (gc_gemm_pack_init(P, 'f', 0, f->o, f->ck, 0, swap) < 0)
+        return -1;
     if (pw) {
         if (!(pw->kind == 'f' && pw->side == 0 && pw->swap == P->swap && pw->trans == 0 &&
               pw->data && pw->isa == gc_isa.isa && pw->w == P->w && pw->kc == P->kc &&
@@ -180,8 +176,7 @@ typedef struct {
     ptrdiff_t o, ck, l, nimg, nchunks, chunk;
     int one; /* forward: a 1x1 convolution with stride 1 and no padding (a plain GEMM) */
     int gwt; /* backward: the gw partials are gw^T [CK, O] (conv_gw_transposed) */
-    _Alignas(64) atomic_long next;
-    atomic_int failed;
+    gc_conv_claim claim;
 } GC_FN(conv_job);
 
 static void GC_FN(conv_fwd_body)(void *ctx, int slot)
@@ -203,11 +198,7 @@ static void GC_FN(conv_fwd_body)(void *ctx, int slot)
     } else {
         col = (GC_T *)gc_conv_scratch(0, sizeof(GC_T) * (size_t)(J->ck * J->l));
     }
-    for (long b; (b = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) < J->nimg;) {
-        if (!J->one && !J->pw && !col) {
-            atomic_store(&J->failed, 1);
-            continue;
-        }
+    for (long b; (b = gc_conv_next(&J->claim, J->nimg, !J->one && !J->pw && !col)) >= 0;) {
         GC_T *o = J->out + b * os;
         /* bias (per output channel: a row of out[b]), residual and relu in the GEMM's tiles */
         const gc_epi e = {.rb = J->bias, .res = J->res ? J->res + b * os : NULL, .relu = J->relu};
@@ -225,7 +216,7 @@ static void GC_FN(conv_fwd_body)(void *ctx, int slot)
             rc = GC_FN(gc_gemm_pxe)(J->w, NULL, col, NULL, o, J->o, J->l, J->ck, 0, 0, 0, ep);
         }
         if (rc < 0)
-            atomic_store(&J->failed, 1);
+            atomic_store(&J->claim.failed, 1);
     }
 }
 
@@ -259,12 +250,7 @@ static void GC_FN(conv_bwd_body)(void *ctx, int slot)
     GC_T *col = J->gw ? (GC_T *)gc_conv_scratch(0, cbytes) : NULL;
     GC_T *gcol = J->gx ? (GC_T *)gc_conv_scratch(1, cbytes) : NULL;
     const int bad = (J->gw && !col) || (J->gx && !gcol);
-    for (long ch; (ch = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) <
-                  J->nchunks;) {
-        if (bad) {
-            atomic_store(&J->failed, 1);
-            continue;
-        }
+    for (long ch; (ch = gc_conv_next(&J->claim, J->nchunks, bad)) >= 0;) {
         const ptrdiff_t b0 = ch * J->chunk;
         const ptrdiff_t b1 = b0 + J->chunk < J->nimg ? b0 + J->chunk : J->nimg;
         GC_T *gw = J->gw ? J->gw + ch * J->o * J->ck : NULL;
@@ -283,7 +269,7 @@ static void GC_FN(conv_bwd_body)(void *ctx, int slot)
                                                  beta, NULL)
                             : GC_FN(gc_gemm_pxe)(g, NULL, col, NULL, gw, J->o, J->ck, J->l, 0, 1,
                                                  beta, NULL)) < 0)
-                    atomic_store(&J->failed, 1);
+                    atomic_store(&J->claim.failed, 1);
             }
             if (gb)
                 for (ptrdiff_t i = 0; i < J->o; i++)
@@ -292,7 +278,7 @@ static void GC_FN(conv_bwd_body)(void *ctx, int slot)
                 /* gcol [CK, L] = W^T (W stored [O, CK]) @ g [O, L] */
                 if (GC_FN(gc_gemm_pxe)(J->w, NULL, g, NULL, gcol, J->ck, J->l, J->o, 1, 0, 0,
                                        NULL) < 0)
-                    atomic_store(&J->failed, 1);
+                    atomic_store(&J->claim.failed, 1);
                 GC_FN(gc_col2im)(gcol, J->gx + b * xs, &J->p1);
             }
         }
@@ -370,10 +356,8 @@ int GC_FN(gc_conv2d_forward_ex)(const GC_T *x, const GC_T *w, const gc_packed *p
     J.out = out;
     if (J.nimg <= 0 || o <= 0)
         return 0;
-    atomic_init(&J.next, 0);
-    atomic_init(&J.failed, 0);
-    gc_region(GC_FN(conv_fwd_body), &J, GC_FN(conv_threads)(p, o, p->n));
-    return atomic_load(&J.failed) ? -1 : 0;
+    return gc_conv_run(&J.claim, GC_FN(conv_fwd_body), &J, GC_FN(conv_threads)(p, o, p->n),
+                       (long)p->n);
 }
 
 int GC_FN(gc_conv2d_forward_px)(const GC_T *x, const GC_T *w, const gc_packed *pw,
@@ -439,13 +423,10 @@ int GC_FN(gc_conv2d_backward)(const GC_T *x, const GC_T *w, const GC_T *g, GC_T 
     J.gw = gw && !dw && !tw ? part : NULL;
     J.gwt = J.gw && conv_gw_transposed(sizeof(GC_T) == 4 ? 'f' : 'd', o, J.ck);
     J.gb = gb && !dw && !tw ? part + pw : NULL;
-    if (J.gx || J.gw || J.gb) {
-        atomic_init(&J.next, 0);
-        atomic_init(&J.failed, 0);
-        gc_region(GC_FN(conv_bwd_body), &J, GC_FN(conv_threads)(p, o, J.nchunks));
-        if (atomic_load(&J.failed))
-            return -1;
-    }
+    if ((J.gx || J.gw || J.gb) &&
+        gc_conv_run(&J.claim, GC_FN(conv_bwd_body), &J, GC_FN(conv_threads)(p, o, J.nchunks),
+                    (long)J.nchunks) < 0)
+        return -1;
     J.gw = gw ? part : NULL;
     J.gb = gb ? part + pw : NULL;
     if (gw && J.gwt) { /* partials [CK, O]: summed in chunk order, stored transposed */

@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "conv_direct.h"
+#include "conv_fwd.h"
 #include "isa.h"
 #include "kernels.h"
 
@@ -108,12 +109,11 @@ int gc_conv2d_c1_use(const gc_conv *p, ptrdiff_t o)
 }
 
 typedef struct {
-    const float *x, *bias, *res, *wt;
-    float *out;
+    gc_conv_fwd f; /* the call (conv_fwd.h; pooled: no out, no res) */
+    const float *wt;
     const int32_t *koff;
-    const gc_conv *p;
-    ptrdiff_t o, nt, l, wpp, rows, grows, ngrp, cstride, vl;
-    int relu, flat; /* flat: stride 1, the kj-shifted copies (c1_copies); else padded rows */
+    ptrdiff_t wpp, rows, grows, ngrp, cstride, vl;
+    int flat; /* flat: stride 1, the kj-shifted copies (c1_copies); else padded rows */
     /* pooled (gc_conv2d_c1_pool_f32): each image's output made in the unit's buffer at tofs,
      * then max-pooled from there into vals / idx (pool: one image's o planes) */
     gc_pool2d pool;
@@ -130,7 +130,7 @@ typedef struct {
  * cp[q + ki * dh * ow], consecutive pixels consecutive across output rows. */
 static void c1_copies(const c1_job *J, float *buf, const float *x, ptrdiff_t r0, ptrdiff_t nr)
 {
-    const gc_conv *p = J->p;
+    const gc_conv *p = J->f.p;
     const ptrdiff_t ow = p->ow;
     /* the rows that lie in the image: ra .. rb - 1 */
     const ptrdiff_t ra = p->ph - r0 > 0 ? (p->ph - r0 < nr ? p->ph - r0 : nr) : 0;
@@ -183,7 +183,7 @@ static void c1_copies(const c1_job *J, float *buf, const float *x, ptrdiff_t r0,
  * image, J->wpp wide (at least a vector plus the kernel's reach). */
 static void c1_pad(const c1_job *J, float *buf, const float *x, ptrdiff_t r0, ptrdiff_t nr)
 {
-    const gc_conv *p = J->p;
+    const gc_conv *p = J->f.p;
     const ptrdiff_t wpp = J->wpp, right = wpp - p->pw - p->w;
     for (ptrdiff_t ci = 0; ci < p->c; ci++)
         for (ptrdiff_t r = 0; r < nr; r++) {
@@ -204,65 +204,60 @@ static void c1_unit(void *job, void *scratch, long u, long prev)
 {
     (void)prev;
     const c1_job *J = (const c1_job *)job;
-    const gc_conv *p = J->p;
+    const gc_conv *p = J->f.p;
     float *buf = (float *)scratch;
     const ptrdiff_t b = u / J->ngrp, y0 = u % J->ngrp * J->grows;
     const ptrdiff_t y1 = y0 + J->grows < p->oh ? y0 + J->grows : p->oh;
     /* the padded input rows of outputs y0 .. y1 - 1: rows r0 .. r0 + nr - 1 of the padded image */
     const ptrdiff_t r0 = y0 * p->sh, nr = (y1 - 1 - y0) * p->sh + (p->kh - 1) * p->dh + 1;
-    const float *x = J->x + b * p->c * p->h * p->w;
+    const float *x = J->f.x + b * p->c * p->h * p->w;
     /* the output: out's image, or (pooled: whole images) the unit's buffer */
-    const ptrdiff_t at = J->pooled ? 0 : b * J->o * J->l + y0 * p->ow;
-    float *out = J->pooled ? buf + J->tofs : J->out;
+    const ptrdiff_t at = J->pooled ? 0 : b * J->f.o * J->f.l + y0 * p->ow;
+    float *out = J->pooled ? buf + J->tofs : J->f.out;
     if (J->flat) { /* all the unit's pixels in one run */
         c1_copies(J, buf, x, r0, nr);
-        gc_isa.c1ukr_f32(J->nt, buf, J->koff, J->wt, J->o, J->bias, J->res ? J->res + at : NULL,
-                         J->relu, out + at, J->l, (y1 - y0) * p->ow);
+        gc_isa.c1ukr_f32(J->f.ck, buf, J->koff, J->wt, J->f.o, J->f.bias,
+                         J->f.res ? J->f.res + at : NULL, J->f.relu, out + at, J->f.l,
+                         (y1 - y0) * p->ow);
     } else {
         c1_pad(J, buf, x, r0, nr);
         for (ptrdiff_t oy = y0; oy < y1; oy++) {
             const ptrdiff_t ar = at + (oy - y0) * p->ow;
-            gc_isa.c1ukr_f32(J->nt, buf + (oy - y0) * p->sh * J->wpp, J->koff, J->wt, J->o,
-                             J->bias, J->res ? J->res + ar : NULL, J->relu, out + ar, J->l,
-                             p->ow);
+            gc_isa.c1ukr_f32(J->f.ck, buf + (oy - y0) * p->sh * J->wpp, J->koff, J->wt, J->f.o,
+                             J->f.bias, J->f.res ? J->f.res + ar : NULL, J->f.relu, out + ar,
+                             J->f.l, p->ow);
         }
     }
     if (J->pooled) { /* max_pool2d's own pass over the image's planes, read from cache (a nested
                       * region: this thread alone), the bits of the separate call */
-        const ptrdiff_t pl = J->o * J->pool.oh * J->pool.ow;
+        const ptrdiff_t pl = J->f.o * J->pool.oh * J->pool.ow;
         gc_max_pool2d_f32(out, J->vals + b * pl, J->idx ? J->idx + b * pl : NULL, &J->pool);
     }
 }
 
-/* the path, J's epilogue and outputs set by the caller */
-static int c1_run(const c1_job *init, const float *x, const float *w, const float *bias,
-                  const gc_conv *p, ptrdiff_t o)
+/* the path, J's call (J.f) and outputs set by the caller */
+static int c1_run(const c1_job *init, const float *w)
 {
     c1_job J = *init;
-    J.x = x;
-    J.bias = bias;
-    J.p = p;
-    J.o = o;
-    J.nt = p->c * p->kh * p->kw;
-    J.l = p->oh * p->ow;
-    if (p->n <= 0 || o <= 0 || J.l <= 0)
+    const gc_conv *p = J.f.p;
+    const ptrdiff_t o = J.f.o;
+    if (p->n <= 0 || o <= 0 || J.f.l <= 0)
         return 0;
     /* the weight in blocks of ob channels, [nblk][nt][ob], channels past o zero (computed, never
      * stored) */
     const ptrdiff_t ob = gc_isa.c1_ob, nblk = (o + ob - 1) / ob, vl = gc_isa.c1_vl;
-    float *wt = (float *)gc_conv_scratch(4, sizeof(float) * (size_t)(nblk * J.nt * ob));
-    int32_t *koff = (int32_t *)gc_conv_scratch(5, sizeof(int32_t) * (size_t)J.nt);
+    float *wt = (float *)gc_conv_scratch(4, sizeof(float) * (size_t)(nblk * J.f.ck * ob));
+    int32_t *koff = (int32_t *)gc_conv_scratch(5, sizeof(int32_t) * (size_t)J.f.ck);
     if (!wt || !koff)
         return -1;
-    memset(wt, 0, sizeof(float) * (size_t)(nblk * J.nt * ob));
+    memset(wt, 0, sizeof(float) * (size_t)(nblk * J.f.ck * ob));
     for (ptrdiff_t j = 0; j < o; j++)
-        for (ptrdiff_t t = 0; t < J.nt; t++)
-            wt[(j / ob * J.nt + t) * ob + j % ob] = w[j * J.nt + t];
+        for (ptrdiff_t t = 0; t < J.f.ck; t++)
+            wt[(j / ob * J.f.ck + t) * ob + j % ob] = w[j * J.f.ck + t];
     J.wt = wt;
     /* the threads, and the output rows per unit: whole images, or groups of rows when there
      * are fewer images than threads */
-    const double flops = 2.0 * (double)p->n * (double)o * (double)J.nt * (double)J.l;
-    const int nt = gc_threads_for(flops, 0.25e6);
+    const int nt = gc_conv_fwd_threads(&J.f);
     if (J.pooled && p->n < nt)
         return 1;
     J.vl = vl;
@@ -307,7 +302,7 @@ static int c1_run(const c1_job *init, const float *x, const float *w, const floa
     J.koff = koff;
     if (J.pooled) { /* + the image's output, 64-byte aligned */
         J.tofs = (ptrdiff_t)((bytes + 63) / 64 * 16);
-        bytes = sizeof(float) * (size_t)(J.tofs + o * J.l);
+        bytes = sizeof(float) * (size_t)(J.tofs + o * J.f.l);
         if (bytes > c1_pool_budget())
             return 1;
     }
@@ -319,10 +314,8 @@ int gc_conv2d_c1_f32(const float *x, const float *w, const float *bias, const gc
 {
     c1_job J;
     memset(&J, 0, sizeof J);
-    J.res = e ? (const float *)e->res : NULL;
-    J.relu = e && e->relu;
-    J.out = out;
-    return c1_run(&J, x, w, bias, p, o);
+    gc_conv_fwd_init(&J.f, x, bias, e, out, p, o);
+    return c1_run(&J, w);
 }
 
 int gc_conv2d_c1_pool_f32(const float *x, const float *w, const float *bias, int relu,
@@ -333,11 +326,12 @@ int gc_conv2d_c1_pool_f32(const float *x, const float *w, const float *bias, int
         return 1;
     c1_job J;
     memset(&J, 0, sizeof J);
-    J.relu = relu;
+    gc_conv_fwd_init(&J.f, x, bias, NULL, NULL, p, o);
+    J.f.relu = relu;
     J.pooled = 1;
     J.pool = *pool;
     J.pool.planes = o;
     J.vals = vals;
     J.idx = idx;
-    return c1_run(&J, x, w, bias, p, o);
+    return c1_run(&J, w);
 }

@@ -36,6 +36,7 @@
 
 #include "isa.h"
 #include "conv_direct.h"
+#include "conv_fwd.h"
 #include "kernels.h"
 #include "vec.h"
 
@@ -120,12 +121,8 @@ int gc_conv2d_direct_use(const gc_conv *p, ptrdiff_t o)
 }
 
 typedef struct {
-    const float *x, *bias;
-    const float *res; /* the epilogue's residual (out's layout), or NULL */
-    int relu;
-    float *out;
-    const gc_conv *p;
-    ptrdiff_t o, ck, l, hp, wp, kc, npo, npx, gpan, upi;
+    gc_conv_fwd f; /* the call (conv_fwd.h) */
+    ptrdiff_t hp, wp, kc, npo, npx, gpan, upi;
     int padded, mr, nr; /* padded: 1 a zero-padded copy, 2 a subsampled one (dconv_sub) */
     const float *wpk;      /* packed weight: K block pc at wpk + pc * npo * nr */
     const ptrdiff_t *rows; /* npx * mr pixel corners (past l: pixel 0's) */
@@ -202,21 +199,21 @@ static void dconv_unit(const dconv_job *J, const float *src, float *outb, ptrdif
                        ptrdiff_t i1)
 {
     const int mr = J->mr, nr = J->nr;
-    const ptrdiff_t l = J->l, o = J->o;
+    const ptrdiff_t l = J->f.l, o = J->f.o;
     _Alignas(64) float t[GC_TILE_MAX];
     memset(t, 0, sizeof t); /* rows past the image's pixels are computed, never stored */
-    for (ptrdiff_t pc = 0; pc < J->ck; pc += J->kc) {
-        const ptrdiff_t kb = J->ck - pc < J->kc ? J->ck - pc : J->kc;
-        const int first = pc == 0, last = pc + kb >= J->ck;
+    for (ptrdiff_t pc = 0; pc < J->f.ck; pc += J->kc) {
+        const ptrdiff_t kb = J->f.ck - pc < J->kc ? J->f.ck - pc : J->kc;
+        const int first = pc == 0, last = pc + kb >= J->f.ck;
         const float *wblk = J->wpk + pc * J->npo * nr;
         for (ptrdiff_t c0 = i0; c0 < i1; c0 += GC_DCONV_CHUNK) {
             const ptrdiff_t c1 = c0 + GC_DCONV_CHUNK < i1 ? c0 + GC_DCONV_CHUNK : i1;
             for (ptrdiff_t q = 0; q < J->npo; q++) {
                 const float *wpan = wblk + q * nr * kb;
                 const ptrdiff_t o0 = q * nr, nv = o - o0 < nr ? o - o0 : nr;
-                if (last && J->res) { /* the epilogue's residual, requested before the tiles */
+                if (last && J->f.res) { /* the epilogue's residual, requested before the tiles */
                     const ptrdiff_t p0 = c0 * J->mr, p1 = c1 * J->mr < l ? c1 * J->mr : l;
-                    const float *r = J->res + (outb - J->out) + o0 * l + p0;
+                    const float *r = J->f.res + (outb - J->f.out) + o0 * l + p0;
                     for (ptrdiff_t j = 0; j < nv; j++)
                         for (ptrdiff_t ii = 0; ii < p1 - p0 + 16; ii += 16)
                             __builtin_prefetch(r + j * l + (ii < p1 - p0 ? ii : p1 - p0 - 1), 0, 3);
@@ -224,7 +221,7 @@ static void dconv_unit(const dconv_job *J, const float *src, float *outb, ptrdif
                 for (ptrdiff_t i = c0; i < c1; i++) {
                     const ptrdiff_t l0 = i * mr, mv = l - l0 < mr ? l - l0 : mr;
                     float *c = outb + o0 * l + l0; /* element (pixel ii, channel j): c[j*l + ii] */
-                    const float *bias = last && J->bias ? J->bias + o0 : NULL;
+                    const float *bias = last && J->f.bias ? J->f.bias + o0 : NULL;
                     if (J->ctile && mv == mr) { /* the ISA's transposing store */
                         gc_isa.cukr_f32(kb, src, J->rows + l0, J->koff + pc, wpan, t, 0);
                         J->ctile(t, c, l, nv, !first, bias);
@@ -243,11 +240,11 @@ static void dconv_unit(const dconv_job *J, const float *src, float *outb, ptrdif
                         dconv_tile_out(c, l, t, nr, mv, nv, bias);
                 }
                 /* the epilogue on the chunk's finished pixels of these channels (in L1 / L2) */
-                if (last && (J->res || J->relu)) {
+                if (last && (J->f.res || J->f.relu)) {
                     const ptrdiff_t p0 = c0 * mr, p1 = c1 * mr < l ? c1 * mr : l;
-                    const ptrdiff_t off = (outb - J->out) + o0 * l + p0;
-                    dconv_epi(outb + o0 * l + p0, l, J->res ? J->res + off : NULL, J->relu, nv,
-                              p1 - p0);
+                    const ptrdiff_t off = (outb - J->f.out) + o0 * l + p0;
+                    dconv_epi(outb + o0 * l + p0, l, J->f.res ? J->f.res + off : NULL, J->f.relu,
+                              nv, p1 - p0);
                 }
             }
         }
@@ -263,23 +260,23 @@ static void dconv_unit(const dconv_job *J, const float *src, float *outb, ptrdif
 static void dconv_group(const dconv_job *J, const float *src, ptrdiff_t b0, ptrdiff_t g)
 {
     const int mr = J->mr, nr = J->nr;
-    const ptrdiff_t l = J->l, o = J->o, lg = g * l, npx = (lg + mr - 1) / mr, os = o * l;
-    float *outg = J->out + b0 * os;
+    const ptrdiff_t l = J->f.l, o = J->f.o, lg = g * l, npx = (lg + mr - 1) / mr, os = o * l;
+    float *outg = J->f.out + b0 * os;
     _Alignas(64) float t[GC_TILE_MAX];
     ptrdiff_t rl[GC_TILE_MAX]; /* the last panel's corners, past lg: pixel 0's */
     memset(t, 0, sizeof t);
     for (ptrdiff_t ii = 0; ii < mr; ii++)
         rl[ii] = (npx - 1) * mr + ii < lg ? J->rows[(npx - 1) * mr + ii] : J->rows[0];
-    for (ptrdiff_t pc = 0; pc < J->ck; pc += J->kc) {
-        const ptrdiff_t kb = J->ck - pc < J->kc ? J->ck - pc : J->kc;
-        const int first = pc == 0, last = pc + kb >= J->ck;
+    for (ptrdiff_t pc = 0; pc < J->f.ck; pc += J->kc) {
+        const ptrdiff_t kb = J->f.ck - pc < J->kc ? J->f.ck - pc : J->kc;
+        const int first = pc == 0, last = pc + kb >= J->f.ck;
         const float *wblk = J->wpk + pc * J->npo * nr;
         for (ptrdiff_t c0 = 0; c0 < npx; c0 += GC_DCONV_CHUNK) {
             const ptrdiff_t c1 = c0 + GC_DCONV_CHUNK < npx ? c0 + GC_DCONV_CHUNK : npx;
             for (ptrdiff_t q = 0; q < J->npo; q++) {
                 const float *wpan = wblk + q * nr * kb;
                 const ptrdiff_t o0 = q * nr, nv = o - o0 < nr ? o - o0 : nr;
-                const float *bias = last && J->bias ? J->bias + o0 : NULL;
+                const float *bias = last && J->f.bias ? J->f.bias + o0 : NULL;
                 for (ptrdiff_t i = c0; i < c1; i++) {
                     const ptrdiff_t l0 = i * mr, mv = lg - l0 < mr ? lg - l0 : mr;
                     const ptrdiff_t *rows = i == npx - 1 ? rl : J->rows + l0;
@@ -315,13 +312,13 @@ static void dconv_group(const dconv_job *J, const float *src, ptrdiff_t b0, ptrd
                     }
                 }
                 /* the epilogue on the chunk's finished pixels, image by image */
-                if (last && (J->res || J->relu)) {
+                if (last && (J->f.res || J->f.relu)) {
                     const ptrdiff_t e0 = c0 * mr, e1 = c1 * mr < lg ? c1 * mr : lg;
                     for (ptrdiff_t s0 = e0; s0 < e1;) {
                         const ptrdiff_t img = s0 / l, s1 = (img + 1) * l < e1 ? (img + 1) * l : e1;
                         const ptrdiff_t off = (b0 + img) * os + o0 * l + s0 % l;
-                        dconv_epi(J->out + off, l, J->res ? J->res + off : NULL, J->relu, nv,
-                                  s1 - s0);
+                        dconv_epi(J->f.out + off, l, J->f.res ? J->f.res + off : NULL,
+                                  J->f.relu, nv, s1 - s0);
                         s0 = s1;
                     }
                 }
@@ -336,11 +333,11 @@ static void dconv_group_unit(void *job, void *scratch, long u, long prev)
 {
     (void)prev;
     const dconv_job *J = (const dconv_job *)job;
-    const gc_conv *p = J->p;
+    const gc_conv *p = J->f.p;
     const ptrdiff_t xs = p->c * p->h * p->w, ps = p->c * J->hp * J->wp; /* ps: a padded image */
     float *pad = (float *)scratch;
     const ptrdiff_t b0 = u * J->grp, g = p->n - b0 < J->grp ? p->n - b0 : J->grp;
-    const float *src = J->x + b0 * xs;
+    const float *src = J->f.x + b0 * xs;
     if (pad) {
         for (ptrdiff_t k = 0; k < g; k++) {
             if (J->padded == 2)
@@ -358,10 +355,10 @@ static void dconv_group_unit(void *job, void *scratch, long u, long prev)
 static void dconv_image_unit(void *job, void *scratch, long u, long prev)
 {
     const dconv_job *J = (const dconv_job *)job;
-    const gc_conv *p = J->p;
+    const gc_conv *p = J->f.p;
     float *pad = (float *)scratch;
     const ptrdiff_t b = u / J->upi, g = u % J->upi;
-    const float *src = J->x + b * p->c * p->h * p->w;
+    const float *src = J->f.x + b * p->c * p->h * p->w;
     if (pad && (prev < 0 || prev / J->upi != b)) {
         if (J->padded == 2)
             dconv_sub(src, pad, p);
@@ -372,7 +369,7 @@ static void dconv_image_unit(void *job, void *scratch, long u, long prev)
         src = pad;
     const ptrdiff_t i0 = g * J->gpan, i1 = i0 + J->gpan < J->npx ? i0 + J->gpan : J->npx;
     if (i0 < i1)
-        dconv_unit(J, src, J->out + b * J->o * J->l, i0, i1);
+        dconv_unit(J, src, J->f.out + b * J->f.o * J->f.l, i0, i1);
 }
 
 typedef struct {
@@ -420,12 +417,8 @@ static void dconv_repack(const gc_packed *pw, const gc_packed *P)
         memset(d + pc * P->npan * P->w, 0, sizeof(float) * (size_t)(P->npan * P->w * kb));
     }
     for (ptrdiff_t f = 0; f < P->f; f++)
-        for (ptrdiff_t k = 0; k < P->k; k++) {
-            const ptrdiff_t sc = k / pw->kc * pw->kc, skb = pw->k - sc < pw->kc ? pw->k - sc : pw->kc;
-            const ptrdiff_t dc = k / P->kc * P->kc, dkb = P->k - dc < P->kc ? P->k - dc : P->kc;
-            d[dc * P->npan * P->w + f / P->w * P->w * dkb + (k - dc) * P->w + f % P->w] =
-                s[sc * pw->npan * pw->w + f / pw->w * pw->w * skb + (k - sc) * pw->w + f % pw->w];
-        }
+        for (ptrdiff_t k = 0; k < P->k; k++)
+            d[gc_conv_packed_at(P, f, k)] = s[gc_conv_packed_at(pw, f, k)];
 }
 
 int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, const float *bias,
@@ -433,15 +426,7 @@ int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, co
 {
     dconv_job J;
     memset(&J, 0, sizeof J);
-    J.x = x;
-    J.bias = bias;
-    J.res = e ? (const float *)e->res : NULL;
-    J.relu = e && e->relu;
-    J.out = out;
-    J.p = p;
-    J.o = o;
-    J.ck = p->c * p->kh * p->kw;
-    J.l = p->oh * p->ow;
+    gc_conv_fwd_init(&J.f, x, bias, e, out, p, o);
     J.mr = gc_blk_f32.mr;
     J.nr = gc_blk_f32.nr;
     J.ctile = dconv_env_on("GPUCORE_CONV_TILE_LOOP") ? NULL : gc_isa.ctile_f32;
@@ -456,17 +441,17 @@ int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, co
         J.hp = p->oh;
         J.wp = p->ow;
     }
-    J.npx = (J.l + J.mr - 1) / J.mr;
-    if (p->n <= 0 || o <= 0 || J.l <= 0)
+    J.npx = (J.f.l + J.mr - 1) / J.mr;
+    if (p->n <= 0 || o <= 0 || J.f.l <= 0)
         return 0;
     /* the weight panels, then the tables, on the calling thread's buffers */
     gc_packed P;
-    if (gc_gemm_pack_init(&P, 'f', 0, o, J.ck, 0, 1) < 0)
+    if (gc_gemm_pack_init(&P, 'f', 0, o, J.f.ck, 0, 1) < 0)
         return -1;
     J.kc = P.kc;
     J.npo = P.npan;
     if (pw && pw->kind == 'f' && pw->side == 0 && pw->swap == 1 && pw->data &&
-        pw->isa == gc_isa.isa && pw->w == P.w && pw->kc == P.kc && pw->f == o && pw->k == J.ck) {
+        pw->isa == gc_isa.isa && pw->w == P.w && pw->kc == P.kc && pw->f == o && pw->k == J.f.ck) {
         J.wpk = (const float *)pw->data;
     } else {
         P.data = gc_conv_scratch(4, sizeof(float) * (size_t)P.elems);
@@ -482,15 +467,14 @@ int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, co
         J.wpk = (const float *)P.data;
     }
     /* threads by the work (as conv.c), images first, then groups of each image's pixel panels */
-    const double flops = 2.0 * (double)p->n * (double)o * (double)J.ck * (double)J.l;
-    const int nt = gc_threads_for(flops, 0.25e6);
+    const int nt = gc_conv_fwd_threads(&J.f);
     /* images whose pixels fill no whole number of panels: units of several images sharing
      * panels (dconv_group), the fewest that fill whole panels (at most 8), as long as every
      * thread keeps a unit and their padded images stay in L2 */
     J.grp = 1;
-    if (p->n >= 2 && p->n >= nt && J.l % J.mr != 0) {
+    if (p->n >= 2 && p->n >= nt && J.f.l % J.mr != 0) {
         ptrdiff_t g = 2;
-        while (g < 8 && g * J.l % J.mr != 0)
+        while (g < 8 && g * J.f.l % J.mr != 0)
             g++;
         if (g > p->n)
             g = p->n;
@@ -499,16 +483,16 @@ int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, co
             g--;
         J.grp = g;
     }
-    const ptrdiff_t nrow = J.grp > 1 ? (J.grp * J.l + J.mr - 1) / J.mr * J.mr : J.npx * J.mr;
+    const ptrdiff_t nrow = J.grp > 1 ? (J.grp * J.f.l + J.mr - 1) / J.mr * J.mr : J.npx * J.mr;
     const size_t rbytes = sizeof(ptrdiff_t) * (size_t)nrow;
-    char *tab = (char *)gc_conv_scratch(5, rbytes + sizeof(int32_t) * (size_t)J.ck);
+    char *tab = (char *)gc_conv_scratch(5, rbytes + sizeof(int32_t) * (size_t)J.f.ck);
     if (!tab)
         return -1;
     ptrdiff_t *rows = (ptrdiff_t *)tab;
     int32_t *koff = (int32_t *)(tab + rbytes);
     for (ptrdiff_t i = 0; i < nrow; i++) { /* past the pixels (of grp images): pixel 0's */
-        const ptrdiff_t pi = i < J.grp * J.l ? i : 0, li = pi % J.l;
-        rows[i] = pi / J.l * p->c * J.hp * J.wp + li / p->ow * (sub ? 1 : p->sh) * J.wp +
+        const ptrdiff_t pi = i < J.grp * J.f.l ? i : 0, li = pi % J.f.l;
+        rows[i] = pi / J.f.l * p->c * J.hp * J.wp + li / p->ow * (sub ? 1 : p->sh) * J.wp +
                   li % p->ow * (sub ? 1 : p->sw);
     }
     for (ptrdiff_t ci = 0, k = 0; ci < p->c; ci++)

@@ -2,11 +2,11 @@
  * input gradient with the forward's register tiles (conv_direct.c describes the tile, the
  * packing and why the bits never depend on the thread count). */
 #define _POSIX_C_SOURCE 200112L
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv_claim.h"
 #include "conv_direct.h"
 #include "isa.h"
 #include "kernels.h"
@@ -114,8 +114,7 @@ typedef struct {
     const ptrdiff_t *taps, *pix; /* npt*mr tap bases in the padded image; npx*mr input pixels */
     const int32_t *lofs, *gofs;  /* l pixel corners (int32); kx = o*kh*kw offsets in padded g */
     const float *wf;             /* the flipped weight packed: panels of nr input channels */
-    _Alignas(64) atomic_long next;
-    atomic_int failed;
+    gc_conv_claim claim;
 } dconv_bwd_job;
 
 /* One backward tile: kernel k's mv x nv tile into c (row ii, column j at c[j*ldc + ii]), added
@@ -304,12 +303,7 @@ static void dconv_bwd_body(void *ctx, int slot)
         memset(xpad, 0, sizeof(float) * (size_t)(p->c * J->hp * J->wp));
     if (!bad && gpad)
         memset(gpad, 0, sizeof(float) * (size_t)(J->o * J->ghp * J->gwp));
-    for (long ch; (ch = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) <
-                  J->nchunks;) {
-        if (bad) {
-            atomic_store(&J->failed, 1);
-            continue;
-        }
+    for (long ch; (ch = gc_conv_next(&J->claim, J->nchunks, bad)) >= 0;) {
         const ptrdiff_t b0 = ch * J->chunk;
         const ptrdiff_t b1 = b0 + J->chunk < p->n ? b0 + J->chunk : p->n;
         float *gwp = J->gw ? J->gw + ch * J->o * J->ck : NULL;
@@ -419,10 +413,6 @@ int gc_conv2d_direct_backward_f32(const float *x, const float *w, const float *g
         }
         J.wf = d;
     }
-    atomic_init(&J.next, 0);
-    atomic_init(&J.failed, 0);
     const double flops = 2.0 * (double)p->n * (double)o * (double)J.ck * (double)J.l;
-    const int thr = gc_threads_for(flops, 0.25e6);
-    gc_region(dconv_bwd_body, &J, thr < nchunks ? thr : (int)nchunks);
-    return atomic_load(&J.failed) ? -1 : 0;
+    return gc_conv_run(&J.claim, dconv_bwd_body, &J, gc_threads_for(flops, 0.25e6), (long)nchunks);
 }

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "conv_direct.h"
+#include "conv_fwd.h"
 #include "isa.h"
 #include "kernels.h"
 
@@ -67,12 +68,10 @@ int gc_conv2d_dlanes_use(const gc_conv *p, ptrdiff_t o)
 }
 
 typedef struct {
-    const float *x, *bias, *res, *wpk;
-    float *out;
+    gc_conv_fwd f; /* the call (conv_fwd.h; x: the image, or its zero-padded copy) */
+    const float *wpk;
     const int32_t *koff;
-    ptrdiff_t o, ck, l, img, wp, kc, npa, nblk, ngrp, grows;
-    const gc_conv *p;
-    int relu;
+    ptrdiff_t img, wp, kc, npa, nblk, ngrp, grows;
 } dl_job;
 
 /* one unit (gc_conv_claim_units), its rows' tiles in t [DL_MAXW + DL_MR][DL_NC] */
@@ -81,17 +80,17 @@ static void dl_unit(void *job, void *scratch, long u, long prev)
     (void)prev;
     const dl_job *J = (const dl_job *)job;
     float *t = (float *)scratch;
-    const gc_conv *p = J->p;
-    const ptrdiff_t per_img = J->nblk * J->ngrp, nr = gc_blk_f32.nr, ow = p->ow, l = J->l;
+    const gc_conv *p = J->f.p;
+    const ptrdiff_t per_img = J->nblk * J->ngrp, nr = gc_blk_f32.nr, ow = p->ow, l = J->f.l;
     const ptrdiff_t b = u / per_img, o0 = u % per_img / J->ngrp * DL_NC, grp = u % J->ngrp;
-    const ptrdiff_t nch = J->o - o0 < DL_NC ? J->o - o0 : DL_NC, ip = o0 / nr;
+    const ptrdiff_t nch = J->f.o - o0 < DL_NC ? J->f.o - o0 : DL_NC, ip = o0 / nr;
     const ptrdiff_t y0 = grp * J->grows, y1 = y0 + J->grows < p->oh ? y0 + J->grows : p->oh;
-    const float *x = J->x + b * J->img;
-    const float *rb = J->bias ? J->bias + o0 : NULL;
+    const float *x = J->f.x + b * J->img;
+    const float *rb = J->f.bias ? J->f.bias + o0 : NULL;
     for (ptrdiff_t oy = y0; oy < y1; oy++) {
         const float *xr = x + oy * p->sh * J->wp;
-        for (ptrdiff_t pc = 0; pc < J->ck; pc += J->kc) {
-            const ptrdiff_t kb = J->ck - pc < J->kc ? J->ck - pc : J->kc;
+        for (ptrdiff_t pc = 0; pc < J->f.ck; pc += J->kc) {
+            const ptrdiff_t kb = J->f.ck - pc < J->kc ? J->f.ck - pc : J->kc;
             const float *b0 = J->wpk + pc * J->npa * nr + ip * nr * kb;
             /* a block of one panel: its second half computed again, never stored */
             const float *b1 = nch > nr ? b0 + nr * kb : b0;
@@ -101,9 +100,9 @@ static void dl_unit(void *job, void *scratch, long u, long prev)
                                   t + ox * DL_NC, pc > 0, NULL, 0);
             }
         }
-        const ptrdiff_t at = (b * J->o + o0) * l + oy * ow;
-        gc_isa.pwtstore_f32(t, ow, J->out + at, l, nch, rb, J->res ? J->res + at : NULL,
-                            J->relu);
+        const ptrdiff_t at = (b * J->f.o + o0) * l + oy * ow;
+        gc_isa.pwtstore_f32(t, ow, J->f.out + at, l, nch, rb, J->f.res ? J->f.res + at : NULL,
+                            J->f.relu);
     }
 }
 
@@ -112,24 +111,15 @@ int gc_conv2d_dlanes_f32(const float *x, const float *w, const gc_packed *pw, co
 {
     dl_job J;
     memset(&J, 0, sizeof J);
-    J.bias = bias;
-    J.res = e ? (const float *)e->res : NULL;
-    J.relu = e && e->relu;
-    J.out = out;
-    J.p = p;
-    J.o = o;
-    J.ck = p->c * p->kh * p->kw;
-    J.l = p->oh * p->ow;
-    if (p->n <= 0 || o <= 0 || J.l <= 0)
+    gc_conv_fwd_init(&J.f, x, bias, e, out, p, o);
+    if (p->n <= 0 || o <= 0 || J.f.l <= 0)
         return 0;
     gc_packed P;
-    if (gc_gemm_pack_init(&P, 'f', 0, o, J.ck, 0, 1) < 0)
-        return -1;
-    J.kc = P.kc;
-    J.npa = P.npan;
-    const int rc = gc_conv_weight_panels(w, pw, &P, &J.wpk);
+    const int rc = gc_conv_weight_panels(&J.f, w, pw, 1, &P, &J.wpk);
     if (rc) /* 1: another layout, which conv_direct.c repacks */
         return rc;
+    J.kc = P.kc;
+    J.npa = P.npan;
     const ptrdiff_t hp = p->h + 2 * p->ph, wp = p->w + 2 * p->pw;
     J.wp = wp;
     J.img = p->c * hp * wp;
@@ -139,11 +129,9 @@ int gc_conv2d_dlanes_f32(const float *x, const float *w, const gc_packed *pw, co
             return -1;
         for (ptrdiff_t b = 0; b < p->n; b++)
             dconv_pad(x + b * p->c * p->h * p->w, pad + b * J.img, p, hp, wp);
-        J.x = pad;
-    } else {
-        J.x = x;
+        J.f.x = pad;
     }
-    int32_t *koff = (int32_t *)gc_conv_scratch(5, sizeof(int32_t) * (size_t)J.ck);
+    int32_t *koff = (int32_t *)gc_conv_scratch(5, sizeof(int32_t) * (size_t)J.f.ck);
     if (!koff)
         return -1;
     for (ptrdiff_t ci = 0, k = 0; ci < p->c; ci++)
@@ -152,8 +140,7 @@ int gc_conv2d_dlanes_f32(const float *x, const float *w, const gc_packed *pw, co
                 koff[k++] = (int32_t)(ci * hp * wp + ki * p->dh * wp + kj * p->dw);
     J.koff = koff;
     J.nblk = (o + DL_NC - 1) / DL_NC;
-    const double flops = 2.0 * (double)p->n * (double)o * (double)J.ck * (double)J.l;
-    const int nt = gc_threads_for(flops, 0.25e6);
+    const int nt = gc_conv_fwd_threads(&J.f);
     /* too few (image, channel block) units for the threads: output rows split in groups */
     J.ngrp = p->n * J.nblk < nt ? (nt + p->n * J.nblk - 1) / (p->n * J.nblk) : 1;
     if (J.ngrp > p->oh)

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv_fwd.h"
 #include "isa.h"
 #include "kernels.h"
 #include "vec.h"
@@ -36,13 +37,10 @@
 #define GC_PW_MAXCOLS 4096
 
 typedef struct {
-    const float *x, *bias, *res;
-    int relu;
-    float *out;
-    const gc_conv *p;
+    gc_conv_fwd f; /* the call (conv_fwd.h; ck: the input channels) */
     /* the packed weight: K block pc at wpk + pc * npa * mr, its panel ir at + ir * mr * kb */
     const float *wpk;
-    ptrdiff_t o, c, l, kc, npa, mr, nr;
+    ptrdiff_t kc, npa, mr, nr;
     /* columns per block, blocks per image, row panels per group, groups, units */
     ptrdiff_t ncb, nblk, gpan, ngrp;
     size_t bbytes; /* a unit's scratch: packed pixel panels, then ncb pixel offsets */
@@ -178,7 +176,7 @@ GC_NO_MEMCPY_IDIOM static void pw_pack(float *restrict d, const float *restrict 
                                        const pw_job *J, ptrdiff_t pc, ptrdiff_t kb, ptrdiff_t j0,
                                        ptrdiff_t nc, const ptrdiff_t *restrict off)
 {
-    const ptrdiff_t nr = J->nr, plane = J->p->h * J->p->w;
+    const ptrdiff_t nr = J->nr, plane = J->f.p->h * J->f.p->w;
     /* the span of a row piece in the plane, for the prefetches */
     const ptrdiff_t lo = off ? off[0] : j0, hi = off ? off[nc - 1] + 1 : j0 + nc;
     const float *src = x + pc * plane;
@@ -224,16 +222,16 @@ static void pw_unit(void *job, void *scratch, long u, long prev)
     const pw_job *J = (const pw_job *)job;
     float *bp = (float *)scratch;
     ptrdiff_t *off = (ptrdiff_t *)((char *)scratch + J->bbytes);
-    const gc_conv *p = J->p;
+    const gc_conv *p = J->f.p;
     const ptrdiff_t per_img = J->nblk * J->ngrp;
     const ptrdiff_t b = u / per_img, blk = u % per_img / J->ngrp, grp = u % J->ngrp;
-    const ptrdiff_t j0 = blk * J->ncb, nc = J->l - j0 < J->ncb ? J->l - j0 : J->ncb;
+    const ptrdiff_t j0 = blk * J->ncb, nc = J->f.l - j0 < J->ncb ? J->f.l - j0 : J->ncb;
     const ptrdiff_t ir0 = grp * J->gpan;
     const ptrdiff_t ir1 = ir0 + J->gpan < J->npa ? ir0 + J->gpan : J->npa;
-    const ptrdiff_t mr = J->mr, nr = J->nr, l = J->l;
-    const float *x = J->x + b * J->c * p->h * p->w;
-    float *out = J->out + b * J->o * l;
-    const float *res = J->res ? J->res + b * J->o * l : NULL;
+    const ptrdiff_t mr = J->mr, nr = J->nr, l = J->f.l;
+    const float *x = J->f.x + b * J->f.ck * p->h * p->w;
+    float *out = J->f.out + b * J->f.o * l;
+    const float *res = J->f.res ? J->f.res + b * J->f.o * l : NULL;
     const ptrdiff_t *of = NULL;
     if (p->sh != 1 || p->sw != 1) { /* the block's pixels' offsets in a plane */
         for (ptrdiff_t j = 0; j < nc; j++) {
@@ -242,14 +240,14 @@ static void pw_unit(void *job, void *scratch, long u, long prev)
         }
         of = off;
     }
-    for (ptrdiff_t pc = 0; pc < J->c; pc += J->kc) {
-        const ptrdiff_t kb = J->c - pc < J->kc ? J->c - pc : J->kc;
-        const int last = pc + kb >= J->c, acc_in = pc > 0;
+    for (ptrdiff_t pc = 0; pc < J->f.ck; pc += J->kc) {
+        const ptrdiff_t kb = J->f.ck - pc < J->kc ? J->f.ck - pc : J->kc;
+        const int last = pc + kb >= J->f.ck, acc_in = pc > 0;
         pw_pack(bp, x, J, pc, kb, j0, nc, of);
         for (ptrdiff_t ir = ir0; ir < ir1; ir++) {
             const float *a = J->wpk + pc * J->npa * mr + ir * mr * kb;
-            const ptrdiff_t i0 = ir * mr, mv = J->o - i0 < mr ? J->o - i0 : mr;
-            const float *rb = last && J->bias ? J->bias + i0 : NULL;
+            const ptrdiff_t i0 = ir * mr, mv = J->f.o - i0 < mr ? J->f.o - i0 : mr;
+            const float *rb = last && J->f.bias ? J->f.bias + i0 : NULL;
             for (ptrdiff_t q = 0; q * nr < nc; q++) {
                 const ptrdiff_t jj = j0 + q * nr, nv = nc - q * nr < nr ? nc - q * nr : nr;
                 float *c = out + i0 * l + jj;
@@ -261,7 +259,7 @@ static void pw_unit(void *job, void *scratch, long u, long prev)
                 const ptrdiff_t tc = nv < nr ? pw_tail_cols(nv, nr) : nr;
                 if (tc < nr) { /* a last panel through the narrower tiles: half, then quarter */
                     const ptrdiff_t nh = tc == nr / 4 ? 0 : nv < nr / 2 ? nv : nr / 2;
-                    const int relu = last && J->relu;
+                    const int relu = last && J->f.relu;
                     if (nh)
                         J->half(kb, a, bq, c, l, (int)mv, (int)nh, acc_in, rb, rs, relu, NULL,
                                 NULL);
@@ -270,10 +268,10 @@ static void pw_unit(void *job, void *scratch, long u, long prev)
                                    rb, rs ? rs + nh : NULL, relu, NULL, NULL);
                 } else if (mv < mr && nv == nr && J->rows) { /* the last row panel: mv rows alone */
                     J->rows((int)mv, kb, a, bq, nr, c, l, acc_in ? 1.0f : 0.0f, NULL, 0);
-                    if (rb || rs || (last && J->relu))
-                        epi_rows_f32(rb, rs, last && J->relu, c, l, 0, 0, mv, nv);
+                    if (rb || rs || (last && J->f.relu))
+                        epi_rows_f32(rb, rs, last && J->f.relu, c, l, 0, 0, mv, nv);
                 } else {
-                    J->ukr(kb, a, bq, c, l, (int)mv, (int)nv, acc_in, rb, rs, last && J->relu,
+                    J->ukr(kb, a, bq, c, l, (int)mv, (int)nv, acc_in, rb, rs, last && J->f.relu,
                            cn, rn);
                 }
             }
@@ -291,18 +289,17 @@ static void pw_unit(void *job, void *scratch, long u, long prev)
  * never depend on the thread count.  x: the image, or its strided pixels gathered [C][L] by the
  * caller. */
 typedef struct {
-    const float *x, *bias, *res, *wpk;
-    float *out;
+    gc_conv_fwd f; /* the call (conv_fwd.h; ck: the input channels, x: the image or the pixels) */
+    const float *wpk;
     /* channel blocks per image, pixel-tile groups per block (units enough for the threads) and
      * tiles per group, units */
-    ptrdiff_t o, c, l, ldx, img, kc, npa, nblk, ngrp, gtiles;
-    int relu;
+    ptrdiff_t ldx, img, kc, npa, nblk, ngrp, gtiles;
 } pwt_job;
 
 /* The weights of the two panels from panel ip of the K block at pc (pc < c): *n floats. */
 static const float *pwt_panels(const pwt_job *J, ptrdiff_t pc, ptrdiff_t ip, ptrdiff_t *n)
 {
-    const ptrdiff_t nr = gc_blk_f32.nr, kb = J->c - pc < J->kc ? J->c - pc : J->kc;
+    const ptrdiff_t nr = gc_blk_f32.nr, kb = J->f.ck - pc < J->kc ? J->f.ck - pc : J->kc;
     *n = (J->npa - ip < 2 ? J->npa - ip : 2) * nr * kb;
     return J->wpk + pc * J->npa * nr + ip * nr * kb;
 }
@@ -313,14 +310,14 @@ static const float *pwt_panels(const pwt_job *J, ptrdiff_t pc, ptrdiff_t ip, ptr
 static void pwt_prefetch_rows(const pwt_job *J, ptrdiff_t b, ptrdiff_t o0, ptrdiff_t nch,
                               ptrdiff_t t, ptrdiff_t nt, ptrdiff_t j0, ptrdiff_t j1)
 {
-    const ptrdiff_t r0 = t * nch / nt, r1 = (t + 1) * nch / nt, l = J->l;
+    const ptrdiff_t r0 = t * nch / nt, r1 = (t + 1) * nch / nt, l = J->f.l;
     for (ptrdiff_t r = r0; r < r1; r++) {
-        const ptrdiff_t at = (b * J->o + o0 + r) * l;
+        const ptrdiff_t at = (b * J->f.o + o0 + r) * l;
         for (ptrdiff_t j = j0; j < j1 + 15; j += 16) {
             const ptrdiff_t q = at + (j < j1 ? j : j1 - 1);
-            if (J->res)
-                __builtin_prefetch(J->res + q, 0, 2);
-            __builtin_prefetch(J->out + q, 1, 2);
+            if (J->f.res)
+                __builtin_prefetch(J->f.res + q, 0, 2);
+            __builtin_prefetch(J->f.out + q, 1, 2);
         }
     }
 }
@@ -331,31 +328,31 @@ static void pwt_unit(void *job, void *scratch, long u, long prev)
     (void)prev;
     const pwt_job *J = (const pwt_job *)job;
     float *t = (float *)scratch;
-    const ptrdiff_t per_img = J->nblk * J->ngrp, l = J->l, nr = gc_blk_f32.nr;
+    const ptrdiff_t per_img = J->nblk * J->ngrp, l = J->f.l, nr = gc_blk_f32.nr;
     const ptrdiff_t b = u / per_img, o0 = u % per_img / J->ngrp * PWT_NC, grp = u % J->ngrp;
-    const ptrdiff_t nch = J->o - o0 < PWT_NC ? J->o - o0 : PWT_NC, ip = o0 / nr;
+    const ptrdiff_t nch = J->f.o - o0 < PWT_NC ? J->f.o - o0 : PWT_NC, ip = o0 / nr;
     /* this unit's pixel tiles [jt0, jt1), pixels [j0, j1) */
     const ptrdiff_t ntile = (l + PWT_MR - 1) / PWT_MR, jt0 = grp * J->gtiles;
     const ptrdiff_t jt1 = jt0 + J->gtiles < ntile ? jt0 + J->gtiles : ntile;
     const ptrdiff_t j0 = jt0 * PWT_MR, j1 = jt1 * PWT_MR < l ? jt1 * PWT_MR : l;
-    const float *x = J->x + b * J->img;
+    const float *x = J->f.x + b * J->img;
     /* K blocks outer: a block's weights (64 x kc) re-read from L2 by each pixel tile, while
      * the tiles after the first request the next block's (or the next channel block's) from
      * memory, a share each (in a whole model the weights come from memory, and one tile
      * streaming them alone waited on them) */
-    for (ptrdiff_t pc = 0; pc < J->c; pc += J->kc) {
-        const ptrdiff_t kb = J->c - pc < J->kc ? J->c - pc : J->kc;
+    for (ptrdiff_t pc = 0; pc < J->f.ck; pc += J->kc) {
+        const ptrdiff_t kb = J->f.ck - pc < J->kc ? J->f.ck - pc : J->kc;
         ptrdiff_t nw, nn = 0;
         const float *b0 = pwt_panels(J, pc, ip, &nw), *nx = NULL;
         /* a block of one panel: its second half computed again, never stored */
         const float *b1 = nch > nr ? b0 + nr * kb : b0;
-        if (pc + kb < J->c)
+        if (pc + kb < J->f.ck)
             nx = pwt_panels(J, pc + kb, ip, &nn);
         else if (ip + 2 < J->npa)
             nx = pwt_panels(J, 0, ip + 2, &nn);
         const ptrdiff_t lines = (nn + 15) / 16, nt = jt1 - jt0;
         const ptrdiff_t share = nt > 1 ? (lines + nt - 2) / (nt - 1) : 0;
-        const int last = pc + kb >= J->c;
+        const int last = pc + kb >= J->f.ck;
         for (ptrdiff_t jt = jt0; jt < jt1; jt++) {
             const ptrdiff_t j = jt * PWT_MR, f0 = (jt - jt0 - 1) * share;
             if (last) /* the store's residual and output lines, a share of the rows a tile */
@@ -368,11 +365,11 @@ static void pwt_unit(void *job, void *scratch, long u, long prev)
                               t + j * PWT_NC, pc > 0, npf ? nx + f0 * 16 : NULL, npf);
         }
     }
-    float *out = J->out + (b * J->o + o0) * l + j0;
-    const float *res = J->res ? J->res + (b * J->o + o0) * l + j0 : NULL;
-    const float *rb = J->bias ? J->bias + o0 : NULL, *tt = t + j0 * PWT_NC;
+    float *out = J->f.out + (b * J->f.o + o0) * l + j0;
+    const float *res = J->f.res ? J->f.res + (b * J->f.o + o0) * l + j0 : NULL;
+    const float *rb = J->f.bias ? J->f.bias + o0 : NULL, *tt = t + j0 * PWT_NC;
     if (gc_isa.pwtstore_f32) {
-        gc_isa.pwtstore_f32(tt, j1 - j0, out, l, nch, rb, res, J->relu);
+        gc_isa.pwtstore_f32(tt, j1 - j0, out, l, nch, rb, res, J->f.relu);
         return;
     }
     for (ptrdiff_t i = 0; i < nch; i++) {
@@ -380,8 +377,8 @@ static void pwt_unit(void *job, void *scratch, long u, long prev)
         for (ptrdiff_t j = 0; j < j1 - j0; j++)
             d[j] = tt[j * PWT_NC + i];
     }
-    if (rb || res || J->relu)
-        epi_rows_f32(rb, res, J->relu, out, l, 0, 0, nch, j1 - j0);
+    if (rb || res || J->f.relu)
+        epi_rows_f32(rb, res, J->f.relu, out, l, 0, 0, nch, j1 - j0);
 }
 
 /* The pixels x channels mode (gc_conv2d_pw_use 2): w, or pw packed side A swap 1. */
@@ -390,42 +387,32 @@ static int pwt_run(const float *x, const float *w, const gc_packed *pw, const fl
 {
     pwt_job J;
     memset(&J, 0, sizeof J);
-    J.bias = bias;
-    J.res = e ? (const float *)e->res : NULL;
-    J.relu = e && e->relu;
-    J.out = out;
-    J.o = o;
-    J.c = p->c;
-    J.l = p->oh * p->ow;
+    gc_conv_fwd_init(&J.f, x, bias, e, out, p, o);
     gc_packed P;
-    if (gc_gemm_pack_init(&P, 'f', 0, o, J.c, 0, 1) < 0)
-        return -1;
-    J.kc = P.kc;
-    J.npa = P.npan;
-    const int rc = gc_conv_weight_panels(w, pw, &P, &J.wpk);
+    const int rc = gc_conv_weight_panels(&J.f, w, pw, 1, &P, &J.wpk);
     if (rc) /* 1: another layout, for the caller's other paths */
         return rc;
+    J.kc = P.kc;
+    J.npa = P.npan;
     const ptrdiff_t plane = p->h * p->w;
     if (p->sh == 1 && p->sw == 1) { /* the image's planes as they are */
-        J.x = x;
         J.ldx = plane;
-        J.img = J.c * plane;
+        J.img = J.f.ck * plane;
     } else { /* the strided pixels gathered [C][L] per image (the calling thread's buffer) */
-        float *g = (float *)gc_conv_scratch(3, sizeof(float) * (size_t)(p->n * J.c * J.l));
+        float *g = (float *)gc_conv_scratch(3, sizeof(float) * (size_t)(p->n * J.f.ck * J.f.l));
         if (!g)
             return -1;
-        for (ptrdiff_t r = 0; r < p->n * J.c; r++)
-            for (ptrdiff_t q = 0; q < J.l; q++)
-                g[r * J.l + q] = x[r * plane + q / p->ow * p->sh * p->w + q % p->ow * p->sw];
-        J.x = g;
-        J.ldx = J.l;
-        J.img = J.c * J.l;
+        for (ptrdiff_t r = 0; r < p->n * J.f.ck; r++)
+            for (ptrdiff_t q = 0; q < J.f.l; q++)
+                g[r * J.f.l + q] = x[r * plane + q / p->ow * p->sh * p->w + q % p->ow * p->sw];
+        J.f.x = g;
+        J.ldx = J.f.l;
+        J.img = J.f.ck * J.f.l;
     }
     J.nblk = (o + PWT_NC - 1) / PWT_NC;
-    const double flops = 2.0 * (double)p->n * (double)o * (double)J.c * (double)J.l;
-    const int nt = gc_threads_for(flops, 0.25e6);
+    const int nt = gc_conv_fwd_threads(&J.f);
     /* too few (image, channel block) units for the threads: the pixel tiles split in groups */
-    const ptrdiff_t ntile = (J.l + PWT_MR - 1) / PWT_MR;
+    const ptrdiff_t ntile = (J.f.l + PWT_MR - 1) / PWT_MR;
     J.ngrp = p->n * J.nblk < nt ? (nt + p->n * J.nblk - 1) / (p->n * J.nblk) : 1;
     if (J.ngrp > ntile)
         J.ngrp = ntile;
@@ -442,48 +429,37 @@ int gc_conv2d_pw_f32(const float *x, const float *w, const gc_packed *pw, const 
         return pwt_run(x, w, pw, bias, e, out, p, o);
     pw_job J;
     memset(&J, 0, sizeof J);
-    J.x = x;
-    J.bias = bias;
-    J.res = e ? (const float *)e->res : NULL;
-    J.relu = e && e->relu;
-    J.out = out;
-    J.p = p;
-    J.o = o;
-    J.c = p->c;
-    J.l = p->oh * p->ow;
+    gc_conv_fwd_init(&J.f, x, bias, e, out, p, o);
     J.mr = gc_blk_f32.mr;
     J.nr = gc_blk_f32.nr;
     J.ukr = gc_isa.pwukr_f32;
     J.rows = gc_isa.ukr_rows_f32;
     J.half = gc_isa.pwukr_half_f32;
     J.quarter = gc_isa.pwukr_quarter_f32;
-    if (p->n <= 0 || o <= 0 || J.l <= 0)
+    if (p->n <= 0 || o <= 0 || J.f.l <= 0)
         return 0;
     gc_packed P;
-    if (gc_gemm_pack_init(&P, 'f', 0, o, J.c, 0, 0) < 0)
-        return -1;
-    J.kc = P.kc;
-    J.npa = P.npan;
-    const int rc = gc_conv_weight_panels(w, pw, &P, &J.wpk);
+    const int rc = gc_conv_weight_panels(&J.f, w, pw, 0, &P, &J.wpk);
     if (rc) /* 1: another layout (a swapped or Winograd pack), for the caller's other paths */
         return rc;
+    J.kc = P.kc;
+    J.npa = P.npan;
     /* column blocks of near-equal width, each within GC_PW_BBYTES for one K block */
-    const ptrdiff_t kb = J.c < J.kc ? J.c : J.kc;
-    const ptrdiff_t npx = (J.l + J.nr - 1) / J.nr;
+    const ptrdiff_t kb = J.f.ck < J.kc ? J.f.ck : J.kc;
+    const ptrdiff_t npx = (J.f.l + J.nr - 1) / J.nr;
     ptrdiff_t maxp = GC_PW_BBYTES / (ptrdiff_t)(sizeof(float) * (size_t)(kb * J.nr));
     if (maxp * J.nr > GC_PW_MAXCOLS)
         maxp = GC_PW_MAXCOLS / J.nr;
     if (maxp < 1)
         maxp = 1;
-    const double flops = 2.0 * (double)p->n * (double)o * (double)J.c * (double)J.l;
-    const int nt = gc_threads_for(flops, 0.25e6);
+    const int nt = gc_conv_fwd_threads(&J.f);
     ptrdiff_t nblk = (npx + maxp - 1) / maxp;
     if (nt > 1 && p->n < nt && nblk > 1 && nblk % nt) /* blocks in multiples of the threads */
         nblk += nt - nblk % nt;
     if (nblk > npx)
         nblk = npx;
     J.ncb = (npx + nblk - 1) / nblk * J.nr;
-    J.nblk = (J.l + J.ncb - 1) / J.ncb;
+    J.nblk = (J.f.l + J.ncb - 1) / J.ncb;
     /* too few units for the threads (one image, few columns): row panels split into groups */
     J.ngrp = 1;
     if (p->n * J.nblk < nt) {

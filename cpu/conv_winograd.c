@@ -51,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv_fwd.h"
 #include "isa.h"
 #include "kernels.h"
 #if defined(__SSE2__)
@@ -230,12 +231,10 @@ void gc_winograd_weight(const float *w, float *U, ptrdiff_t o, ptrdiff_t c, int 
 /* ---- the passes ---------------------------------------------------------------------------- */
 
 typedef struct {
-    const float *x, *U, *bias;
-    const float *res; /* the epilogue's residual (out's layout), or NULL */
-    int relu;
-    float *out, *V, *M;
-    const gc_conv *p;
-    ptrdiff_t o, th, tw, r0, nrows, ldt, npan, kc;
+    gc_conv_fwd f; /* the call (conv_fwd.h) */
+    const float *U;
+    float *V, *M;
+    ptrdiff_t th, tw, r0, nrows, ldt, npan, kc;
     int mr, nr;
 } wg_job;
 
@@ -244,7 +243,7 @@ typedef struct {
  * refilled when the image changes), then gc_isa.wg_in. */
 static void wg_input_channel(const wg_job *J, ptrdiff_t ci, float *pad)
 {
-    const gc_conv *p = J->p;
+    const gc_conv *p = J->f.p;
     const ptrdiff_t wp = 4 * J->tw + 2, hp = 4 * J->th + 2, t = J->nrows * J->tw;
     const ptrdiff_t xs = p->c * J->ldt; /* one xi of V */
     const ptrdiff_t xn = p->w < wp - p->pw ? p->w : wp - p->pw;
@@ -256,7 +255,7 @@ static void wg_input_channel(const wg_job *J, ptrdiff_t ci, float *pad)
             const ptrdiff_t r = J->r0 + (t0 + k) / J->tw, tx = (t0 + k) % J->tw;
             const ptrdiff_t b = r / J->th, ty = r % J->th;
             if (b != padded) {
-                const float *img = J->x + (b * p->c + ci) * p->h * p->w;
+                const float *img = J->f.x + (b * p->c + ci) * p->h * p->w;
                 memset(pad, 0, sizeof(float) * (size_t)(hp * wp));
                 for (ptrdiff_t y = 0; y < p->h && y + p->ph < hp; y++)
                     if (xn > 0)
@@ -285,7 +284,7 @@ static void wg_input_unit(void *job, void *scratch, long ci, long prev)
 static void wg_gemm_body(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 {
     const wg_job *J = (const wg_job *)ctx;
-    const ptrdiff_t c = J->p->c, ldt = J->ldt, mr = J->mr, nr = J->nr;
+    const ptrdiff_t c = J->f.p->c, ldt = J->ldt, mr = J->mr, nr = J->nr;
     const ptrdiff_t nj = ldt / nr;
     for (ptrdiff_t xi = lo; xi < hi; xi++) {
         const float *U = J->U + xi * J->npan * mr * c, *V = J->V + xi * c * ldt;
@@ -306,9 +305,9 @@ static void wg_gemm_body(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
  * each tile's valid pixels stored. */
 static void wg_output_channel(const wg_job *J, ptrdiff_t oc)
 {
-    const gc_conv *p = J->p;
+    const gc_conv *p = J->f.p;
     const ptrdiff_t xs = J->npan * J->mr * J->ldt, t = J->nrows * J->tw; /* xs: one xi of M */
-    const float bv = J->bias ? J->bias[oc] : 0.0f;
+    const float bv = J->f.bias ? J->f.bias[oc] : 0.0f;
     _Alignas(64) float y[16 * GC_WG_TB];
     for (ptrdiff_t t0 = 0; t0 < t; t0 += GC_WG_TB) {
         const ptrdiff_t nt = t - t0 < GC_WG_TB ? t - t0 : GC_WG_TB;
@@ -322,7 +321,7 @@ static void wg_output_channel(const wg_job *J, ptrdiff_t oc)
             const ptrdiff_t xe = p->ow - 4 * tx0 < 4 * run ? p->ow - 4 * tx0 : 4 * run;
             const ptrdiff_t full = xe / 4;
             for (ptrdiff_t i = 0; i < yn; i++) {
-                float *orow = J->out + ((b * J->o + oc) * p->oh + 4 * ty + i) * p->ow + 4 * tx0;
+                float *orow = J->f.out + ((b * J->f.o + oc) * p->oh + 4 * ty + i) * p->ow + 4 * tx0;
                 const float *y0 = y + (i * 4) * GC_WG_TB + k, *y1 = y0 + GC_WG_TB;
                 const float *y2 = y1 + GC_WG_TB, *y3 = y2 + GC_WG_TB;
                 for (ptrdiff_t q = 0; q < full; q++) {
@@ -333,12 +332,12 @@ static void wg_output_channel(const wg_job *J, ptrdiff_t oc)
                 }
                 for (ptrdiff_t xx = 4 * full; xx < xe; xx++)
                     orow[xx] = y[(i * 4 + (xx & 3)) * GC_WG_TB + k + (xx >> 2)];
-                if (J->res) { /* the epilogue (gc_epi) on the row just stored */
-                    const float *rr = J->res + (orow - J->out);
+                if (J->f.res) { /* the epilogue (gc_epi) on the row just stored */
+                    const float *rr = J->f.res + (orow - J->f.out);
                     for (ptrdiff_t xx = 0; xx < xe; xx++)
                         orow[xx] += rr[xx];
                 }
-                if (J->relu)
+                if (J->f.relu)
                     for (ptrdiff_t xx = 0; xx < xe; xx++)
                         orow[xx] = orow[xx] <= 0.0f ? 0.0f : orow[xx];
             }
@@ -355,16 +354,13 @@ static void wg_output_body(void *ctx, ptrdiff_t lo, ptrdiff_t hi)
 }
 
 /* The weight [o, c, 3, 3] read back from a gemm_pack of it in another layout (side A, any
- * swap but 2): element (f, k) of the panels, as dconv_repack reads them. */
+ * swap but 2), as dconv_repack reads it. */
 static void wg_unpack(const gc_packed *pw, float *w)
 {
     const float *s = (const float *)pw->data;
     for (ptrdiff_t f = 0; f < pw->f; f++)
-        for (ptrdiff_t k = 0; k < pw->k; k++) {
-            const ptrdiff_t sc = k / pw->kc * pw->kc, skb = pw->k - sc < pw->kc ? pw->k - sc : pw->kc;
-            w[f * pw->k + k] =
-                s[sc * pw->npan * pw->w + f / pw->w * pw->w * skb + (k - sc) * pw->w + f % pw->w];
-        }
+        for (ptrdiff_t k = 0; k < pw->k; k++)
+            w[f * pw->k + k] = s[gc_conv_packed_at(pw, f, k)];
 }
 
 int gc_conv2d_winograd_f32(const float *x, const float *w, const gc_packed *pw,
@@ -375,13 +371,7 @@ int gc_conv2d_winograd_f32(const float *x, const float *w, const gc_packed *pw,
         return 0;
     wg_job J;
     memset(&J, 0, sizeof J);
-    J.x = x;
-    J.bias = bias;
-    J.res = e ? (const float *)e->res : NULL;
-    J.relu = e && e->relu;
-    J.out = out;
-    J.p = p;
-    J.o = o;
+    gc_conv_fwd_init(&J.f, x, bias, e, out, p, o);
     J.mr = gc_blk_f32.mr;
     J.nr = gc_blk_f32.nr;
     J.npan = (o + J.mr - 1) / J.mr;

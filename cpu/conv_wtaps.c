@@ -18,10 +18,10 @@
  * the CNN's 1 -> 16 weight gradient at 2.5x its FLOPs at the SGEMM rate (one thread, AVX-512);
  * here each g vector, loaded once, feeds 9 FMAs. */
 #define _POSIX_C_SOURCE 200112L
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv_claim.h"
 #include "conv_direct.h"
 #include "isa.h"
 #include "kernels.h"
@@ -90,8 +90,7 @@ typedef struct {
     const gc_conv *p;
     ptrdiff_t o, nt, l, rows, chunk, nchunks;
     ptrdiff_t tb[GC_WTAPS_MAX_TAPS]; /* tap t's offset in the copies */
-    _Alignas(64) atomic_long next;
-    atomic_int failed;
+    gc_conv_claim claim;
 } wtaps_job;
 
 /* image x [c, h, w] into its shifted copies xs [c, kw, rows, ow] (rows = h + 2 ph):
@@ -146,12 +145,7 @@ static void wtaps_body(void *ctx, int slot)
     float *gacc = acc ? acc + o * nt * vl : NULL;
     if (xs) /* the copies' zeros (wtaps_copy writes the rest, image by image) */
         memset(xs, 0, sizeof(float) * (size_t)(p->c * p->kw * J->rows * p->ow));
-    for (long ch; (ch = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed)) <
-                  J->nchunks;) {
-        if (!xs || !acc) {
-            atomic_store(&J->failed, 1);
-            continue;
-        }
+    for (long ch; (ch = gc_conv_next(&J->claim, J->nchunks, !xs || !acc)) >= 0;) {
         const ptrdiff_t b0 = ch * J->chunk;
         const ptrdiff_t b1 = b0 + J->chunk < p->n ? b0 + J->chunk : p->n;
         float *gw = J->gw + ch * o * nt;
@@ -195,10 +189,6 @@ int gc_conv2d_wtaps_f32(const float *x, const float *g, float *gw, float *gb, co
         for (ptrdiff_t ki = 0; ki < p->kh; ki++)
             for (ptrdiff_t kj = 0; kj < p->kw; kj++)
                 J.tb[t++] = (c * p->kw + kj) * J.rows * p->ow + ki * p->dh * p->ow;
-    atomic_init(&J.next, 0);
-    atomic_init(&J.failed, 0);
     const double flops = 2.0 * (double)p->n * (double)o * (double)J.nt * (double)J.l;
-    const int thr = gc_threads_for(flops, 0.25e6);
-    gc_region(wtaps_body, &J, thr < nchunks ? thr : (int)nchunks);
-    return atomic_load(&J.failed) ? -1 : 0;
+    return gc_conv_run(&J.claim, wtaps_body, &J, gc_threads_for(flops, 0.25e6), (long)nchunks);
 }

@@ -301,12 +301,6 @@ void *gc_conv_scratch(int i, size_t bytes);
 typedef void (*gc_conv_unit_fn)(void *job, void *scratch, long u, long prev);
 int gc_conv_claim_units(void *job, long nunits, int nt, int slot, size_t bytes,
                         gc_conv_unit_fn unit);
-/* conv.c: a float32 forward driver's packed weight in P's layout (gc_gemm_pack_init'ed for side
- * A, trans 0, the driver's swap): pw's panels when pw holds that layout, or w [o, ck] packed on
- * the calling thread's scratch slot 4 when pw is NULL.  0 and *panels set; 1 when pw has another
- * layout (the caller's other paths); -1 when the scratch allocation fails. */
-int gc_conv_weight_panels(const float *w, const gc_packed *pw, gc_packed *P,
-                          const float **panels);
 /* conv_direct.c: 1 when float32 conv2d_forward of this geometry takes the direct path (the rule;
  * GPUCORE_CONV=im2col / direct forces a path where both apply), and the direct path itself
  * (w, or pw when w is NULL: the weight [o, c, kh, kw] or its gemm_pack; bias may be NULL); -1

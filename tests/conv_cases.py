@@ -1,9 +1,10 @@
 """Shared by the CPU convolution path tests (tests/backends/cpu/test_conv_pointwise.py,
-test_conv_pointwise_pixels.py, test_conv_direct_lanes.py): 1x1 geometries (n, c, h, w, o,
-stride) and their inputs, the float64 reference with bias / residual / relu, one forward call of
-``_cpu.conv2d_forward``, the closeness check, whether this CPU has the pixels x channels tile,
-the run of a test module's script under one forced ISA (also test_conv_epilogue.py's) and the
-script those three run there (same_bits_under_isa)."""
+test_conv_pointwise_pixels.py, test_conv_direct_lanes.py, test_conv_direct.py ...): 1x1
+geometries (n, c, h, w, o, stride) and their inputs, the float64 reference with bias / residual /
+relu, one forward call of ``_cpu.conv2d_forward`` and one backward call of
+``_cpu.conv2d_backward``, the backward's float64 reference, the closeness check, whether this CPU
+has the pixels x channels tile, the run of a test module's script under one forced ISA (also
+test_conv_epilogue.py's) and the script those three run there (same_bits_under_isa)."""
 
 from __future__ import annotations
 
@@ -65,6 +66,18 @@ def forward(x, w, b, o, oh, ow, args, res=None, relu=False):
     return out
 
 
+def backward(x, wt, g, args, gx=True):
+    """conv2d_backward into NaN-filled gradients (every element must be written): (gx, or None
+    when not gx, gw, gb)."""
+    out = (
+        np.full(x.shape, np.nan, np.float32) if gx else None,
+        np.full(wt.shape, np.nan, np.float32),
+        np.full(wt.shape[0], np.nan, np.float32),
+    )
+    _cpu.conv2d_backward(x, wt, g, *out, *args)
+    return out
+
+
 def close(got, ref, what):
     err = float(np.abs(got - ref).max()) / max(1.0, float(np.abs(ref).max()))
     assert err <= 2e-6, f"{what}: relative error {err:.3g}"
@@ -115,6 +128,29 @@ def conv_reference(g, x, wt, b, res=None, relu=False):
             ]
             out += np.einsum("nchw,oc->nohw", patch, wt[:, :, ki, kj].astype(np.float64))
     return epilogue(out, b, res, relu)
+
+
+def conv_reference_backward(g, x, wt, gy):
+    """float64 (gx, gw, gb) of the convolution of geometry g for the incoming gradient gy, per
+    kernel tap (windows of the padded input)."""
+    n, c, h, w, o, k, s, p, d, oh, ow = conv_geom(g)
+    xp = np.zeros((n, c, h + 2 * p[0], w + 2 * p[1]))
+    xp[:, :, p[0] : p[0] + h, p[1] : p[1] + w] = x
+    gxp = np.zeros_like(xp)
+    g64, w64 = gy.astype(np.float64), wt.astype(np.float64)
+    gw = np.zeros(wt.shape)
+    for ki in range(k[0]):
+        for kj in range(k[1]):
+            y0, x0 = ki * d[0], kj * d[1]
+            sl = (
+                slice(None),
+                slice(None),
+                slice(y0, y0 + s[0] * (oh - 1) + 1, s[0]),
+                slice(x0, x0 + s[1] * (ow - 1) + 1, s[1]),
+            )
+            gw[:, :, ki, kj] = np.einsum("nohw,nchw->oc", g64, xp[sl])
+            gxp[sl] += np.einsum("nohw,oc->nchw", g64, w64[:, :, ki, kj])
+    return gxp[:, :, p[0] : p[0] + h, p[1] : p[1] + w], gw, g64.sum((0, 2, 3))
 
 
 def same_bits_on_threads_and_images(run, x, res):

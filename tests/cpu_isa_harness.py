@@ -3,7 +3,9 @@
 Loads gpucore._cpu as ``C`` and lists the ISAs this CPU supports. Every ISA is forced once through
 GPUCORE_CPU_ISA in a subprocess running SCRIPT, which writes its results to an .npz file (one
 subprocess per ISA per session: the ``isa_outputs`` fixture of tests/backends/cpu/conftest.py);
-the tests compare them with the portable scalar reference and with float64.
+the tests compare them with the portable scalar reference and with float64.  A test module's own
+script runs under every ISA through run_under_every_isa (its printed output) or isa_pickles (the
+objects it pickles).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import glob
 import importlib.util
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -234,6 +237,28 @@ def run_under_every_isa(script, *args, path=()):
         assert out.split()[0] == isa
         outs[isa] = out
     return outs
+
+
+def isa_pickles(d, script, *args):
+    """Writes the text ``script`` into folder ``d`` and runs it once per ISA this CPU has,
+    GPUCORE_CPU_ISA forced, all at once, tests/ on PYTHONPATH (argv: the .pkl file it writes,
+    then ``args``); asserts that each exits 0.  Returns {isa: what it pickled}."""
+    path = d / "run.py"
+    path.write_text(script)
+    tests = os.path.dirname(os.path.abspath(__file__))
+    pythonpath = os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])
+    procs = {}
+    for isa in ISAS:
+        env = dict(os.environ, GPUCORE_CPU_ISA=isa, PYTHONPATH=pythonpath)
+        cmd = [sys.executable, str(path), str(d / f"{isa}.pkl"), *args]
+        procs[isa] = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
+    res = {}
+    for isa, p in procs.items():
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, f"GPUCORE_CPU_ISA={isa}:\n{err}"
+        with open(d / f"{isa}.pkl", "rb") as f:
+            res[isa] = pickle.load(f)
+    return res
 
 
 def run_in_subprocess(code, **env):

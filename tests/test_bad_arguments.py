@@ -101,16 +101,6 @@ def _check(name, fn, case: Case, tol) -> str | None:
     return None if terr is not None else _mismatch(name, got, want, *tol)
 
 
-@pytest.fixture(params=["cpu", "vulkan"])
-def tolerance(request):
-    """The backend (the 'vulkan' policy sends every op with a shader to the device) and the
-    (atol, rtol) of its float32 results against PyTorch's."""
-    if request.param == "vulkan":
-        request.getfixturevalue("vulkan")
-        return (1e-4, 1e-3)  # lavapipe's transcendental functions are less exact
-    return (1e-5, 1e-4)
-
-
 @pytest.mark.parametrize("name", FUNCS)
 def test_valid_call(name):
     """The call the variants start from works: a function whose signature the generic call

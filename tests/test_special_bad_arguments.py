@@ -67,14 +67,6 @@ def _check(name, fn, case: Case, tol) -> str | None:
     return mismatch(got, want, atol, rtol)
 
 
-@pytest.fixture(params=["cpu", "vulkan"])
-def tolerance(request):
-    if request.param == "vulkan":
-        request.getfixturevalue("vulkan")
-        return (1e-4, 1e-3)  # lavapipe's transcendental functions are less exact
-    return (1e-5, 1e-4)
-
-
 @pytest.mark.parametrize("name", FUNCS)
 def test_bad_arguments(name, tolerance):
     fn = getattr(special, name)

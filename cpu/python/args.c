@@ -433,17 +433,24 @@ int check_nargs(const char *fn, Py_ssize_t nargs, Py_ssize_t want)
     return -1;
 }
 
-int get_ssize(const char *fn, const char *name, PyObject *o, Py_ssize_t *out)
+/* o as a Python int (PyNumber_Index: a new reference), or NULL with the exception set ("'name'
+ * must be an int" where o is none). */
+static PyObject *get_index(const char *fn, const char *name, PyObject *o)
 {
     PyObject *idx = PyNumber_Index(o);
-    if (!idx) {
-        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_TypeError, "%s: '%s' must be an int, got %.100s", fn, name,
-                         Py_TYPE(o)->tp_name);
-        }
-        return -1;
+    if (!idx && PyErr_ExceptionMatches(PyExc_TypeError)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s: '%s' must be an int, got %.100s", fn, name,
+                     Py_TYPE(o)->tp_name);
     }
+    return idx;
+}
+
+int get_ssize(const char *fn, const char *name, PyObject *o, Py_ssize_t *out)
+{
+    PyObject *idx = get_index(fn, name, o);
+    if (!idx)
+        return -1;
     const Py_ssize_t v = PyLong_AsSsize_t(idx);
     if (v == -1 && PyErr_Occurred()) {
         PyErr_Clear();
@@ -513,15 +520,9 @@ int get_double(const char *fn, const char *name, PyObject *o, double *out)
 /* An int in [0, 2**bits). */
 int get_unsigned(const char *fn, const char *name, PyObject *o, int bits, uint64_t *out)
 {
-    PyObject *idx = PyNumber_Index(o);
-    if (!idx) {
-        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_TypeError, "%s: '%s' must be an int, got %.100s", fn, name,
-                         Py_TYPE(o)->tp_name);
-        }
+    PyObject *idx = get_index(fn, name, o);
+    if (!idx)
         return -1;
-    }
     const unsigned long long v = PyLong_AsUnsignedLongLong(idx);
     const int bad = (v == (unsigned long long)-1 && PyErr_Occurred()) ||
                     (bits < 64 && v >> bits != 0);
@@ -538,15 +539,9 @@ int get_unsigned(const char *fn, const char *name, PyObject *o, int bits, uint64
 
 int get_i64(const char *fn, const char *name, PyObject *o, int64_t *out)
 {
-    PyObject *idx = PyNumber_Index(o);
-    if (!idx) {
-        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_TypeError, "%s: '%s' must be an int, got %.100s", fn, name,
-                         Py_TYPE(o)->tp_name);
-        }
+    PyObject *idx = get_index(fn, name, o);
+    if (!idx)
         return -1;
-    }
     const long long v = PyLong_AsLongLong(idx);
     if (v == -1 && PyErr_Occurred()) {
         PyErr_Clear();

@@ -5,6 +5,28 @@
 
 #include <math.h>
 
+/* The 8 buffers v (names) of a call on [n, c, inner], forward or backward: one float kind,
+ * contiguous, need[i] elements each (None where the call allows it), the outputs (outs) apart
+ * from every other buffer; p := their data (NULL for None).  The kind, or 0 with the exception
+ * set. */
+static char bn_buffers(const char *fn, Py_buffer *const *v, const char *const *names,
+                       const Py_ssize_t *need, const int *outs, Py_ssize_t n, Py_ssize_t c,
+                       Py_ssize_t inner, void **p)
+{
+    const char kd = need_float_contig(fn, 8, v, names, "========");
+    if (!kd)
+        return 0;
+    for (int i = 0; i < 8; i++)
+        if (v[i] && need_elems(fn, names[i], v[i], need[i], "n=%zd, c=%zd, inner=%zd", n, c,
+                               inner) < 0)
+            return 0;
+    if (need_outputs_apart(fn, 8, v, names, need, outs) < 0)
+        return 0;
+    for (int i = 0; i < 8; i++)
+        p[i] = v[i] ? v[i]->buf : NULL;
+    return kd;
+}
+
 GC_DOC(batch_norm_forward,
        "batch_norm_forward(x, weight, bias, out, mean, rstd, running_mean, running_var, n, c, "
        "inner, eps, momentum, training, /)\n--\n\n"
@@ -53,21 +75,12 @@ PyObject *gc_py_batch_norm_forward(PyObject *self, PyObject *const *args, Py_ssi
         PyErr_Format(PyExc_ValueError, "%s: eval needs running_mean and running_var", fn);
         goto fail;
     }
-    const char kd = need_float_contig(fn, 8, v, names, "========");
+    const Py_ssize_t need[8] = {total, c, c, total, c, c, c, c};
+    static const int outs[8] = {0, 0, 0, 1, 1, 1, 1, 1};
+    void *p[8];
+    const char kd = bn_buffers(fn, v, names, need, outs, n, c, inner, p);
     if (!kd)
         goto fail;
-#define WHAT "n=%zd, c=%zd, inner=%zd", n, c, inner
-    const Py_ssize_t need[8] = {total, c, c, total, c, c, c, c};
-    for (int i = 0; i < 8; i++)
-        if (v[i] && need_elems(fn, names[i], v[i], need[i], WHAT) < 0)
-            goto fail;
-#undef WHAT
-    static const int outs[8] = {0, 0, 0, 1, 1, 1, 1, 1};
-    if (need_outputs_apart(fn, 8, v, names, need, outs) < 0)
-        goto fail;
-    void *p[8];
-    for (int i = 0; i < 8; i++)
-        p[i] = v[i] ? v[i]->buf : NULL;
     PyThreadState *ts = total >= 16384 ? PyEval_SaveThread() : NULL;
     if (kd == 'f')
         gc_batch_norm_fwd_f32(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], n, c, inner, eps,
@@ -110,21 +123,12 @@ PyObject *gc_py_batch_norm_backward(PyObject *self, PyObject *const *args, Py_ss
         return overflow_error(fn, "n * c * inner"), NULL;
     if (get_bufs(&bs, fn, args, 8, names, "rRrrrWWW", v) < 0)
         goto fail;
-    const char kd = need_float_contig(fn, 8, v, names, "========");
+    const Py_ssize_t need[8] = {total, c, c, c, total, total, c, c};
+    static const int outs[8] = {0, 0, 0, 0, 0, 1, 1, 1};
+    void *p[8];
+    const char kd = bn_buffers(fn, v, names, need, outs, n, c, inner, p);
     if (!kd)
         goto fail;
-#define WHAT "n=%zd, c=%zd, inner=%zd", n, c, inner
-    const Py_ssize_t need[8] = {total, c, c, c, total, total, c, c};
-    for (int i = 0; i < 8; i++)
-        if (v[i] && need_elems(fn, names[i], v[i], need[i], WHAT) < 0)
-            goto fail;
-#undef WHAT
-    static const int outs[8] = {0, 0, 0, 0, 0, 1, 1, 1};
-    if (need_outputs_apart(fn, 8, v, names, need, outs) < 0)
-        goto fail;
-    void *p[8];
-    for (int i = 0; i < 8; i++)
-        p[i] = v[i] ? v[i]->buf : NULL;
     PyThreadState *ts = total >= 16384 ? PyEval_SaveThread() : NULL;
     if (kd == 'f')
         gc_batch_norm_bwd_f32(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], n, c, inner,

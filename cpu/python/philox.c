@@ -15,6 +15,32 @@ static Py_buffer *rng_common(const char *fn, PyObject *const *args, bufset *bs, 
     return out;
 }
 
+/* uniform / normal: fill(seed, offset, out, a, b) with the float32 parameters a and b named an
+ * and bn (args 3 and 4). */
+static PyObject *rng_f32(const char *fn, const char *an, const char *bn,
+                         void (*fill)(uint64_t, uint64_t, float *, ptrdiff_t, float, float),
+                         PyObject *const *args, Py_ssize_t nargs)
+{
+    bufset bs = {.n = 0};
+    uint64_t seed, offset;
+    double a, b;
+    if (check_nargs(fn, nargs, 5) < 0 || get_double(fn, an, args[3], &a) < 0 ||
+        get_double(fn, bn, args[4], &b) < 0)
+        return NULL;
+    Py_buffer *out = rng_common(fn, args, &bs, 'f', &seed, &offset);
+    if (!out)
+        goto fail;
+    const Py_ssize_t n = buf_nelem(out);
+    Py_BEGIN_ALLOW_THREADS
+    fill(seed, offset, (float *)out->buf, n, (float)a, (float)b);
+    Py_END_ALLOW_THREADS
+    bufs_release(&bs);
+    Py_RETURN_NONE;
+fail:
+    bufs_release(&bs);
+    return NULL;
+}
+
 GC_DOC(philox,
              "philox(seed, offset, out, /)\n--\n\n"
              "out uint32 [L]: out[i] = word i % 4 of Philox4x32-10 at counter offset + i // 4 "
@@ -49,25 +75,7 @@ GC_DOC(uniform, "uniform(seed, offset, out, low, high, /)\n--\n\n"
 PyObject *gc_py_uniform(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    const char *fn = "uniform";
-    bufset bs = {.n = 0};
-    uint64_t seed, offset;
-    double low, high;
-    if (check_nargs(fn, nargs, 5) < 0 || get_double(fn, "low", args[3], &low) < 0 ||
-        get_double(fn, "high", args[4], &high) < 0)
-        return NULL;
-    Py_buffer *out = rng_common(fn, args, &bs, 'f', &seed, &offset);
-    if (!out)
-        goto fail;
-    const Py_ssize_t n = buf_nelem(out);
-    Py_BEGIN_ALLOW_THREADS
-    gc_uniform_f32(seed, offset, (float *)out->buf, n, (float)low, (float)high);
-    Py_END_ALLOW_THREADS
-    bufs_release(&bs);
-    Py_RETURN_NONE;
-fail:
-    bufs_release(&bs);
-    return NULL;
+    return rng_f32("uniform", "low", "high", gc_uniform_f32, args, nargs);
 }
 
 GC_DOC(normal,
@@ -78,25 +86,7 @@ GC_DOC(normal,
 PyObject *gc_py_normal(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    const char *fn = "normal";
-    bufset bs = {.n = 0};
-    uint64_t seed, offset;
-    double mean, std;
-    if (check_nargs(fn, nargs, 5) < 0 || get_double(fn, "mean", args[3], &mean) < 0 ||
-        get_double(fn, "std", args[4], &std) < 0)
-        return NULL;
-    Py_buffer *out = rng_common(fn, args, &bs, 'f', &seed, &offset);
-    if (!out)
-        goto fail;
-    const Py_ssize_t n = buf_nelem(out);
-    Py_BEGIN_ALLOW_THREADS
-    gc_normal_f32(seed, offset, (float *)out->buf, n, (float)mean, (float)std);
-    Py_END_ALLOW_THREADS
-    bufs_release(&bs);
-    Py_RETURN_NONE;
-fail:
-    bufs_release(&bs);
-    return NULL;
+    return rng_f32("normal", "mean", "std", gc_normal_f32, args, nargs);
 }
 
 GC_DOC(philox_block,

@@ -1,7 +1,7 @@
 """The checks the topic files of tests/nn run on their part of the module table (nn_cases.py):
 the forward against the numpy reference in float32 and float64, gradients reaching the input
 (gradcheck) and the parameters (finite differences), errors, and PyTorch's module on the same
-input and parameters where torch is installed."""
+input and parameters where torch is installed; module_tests makes the tests that run them."""
 
 import numpy as np
 import pytest
@@ -100,6 +100,36 @@ def check_match_torch(case):
             assert_close(x.grad, tx.grad.numpy(), rtol=1e-5, atol=1e-6, what=f"input {i}")
     for (name, p), tp in zip(m.named_parameters(), tm.parameters()):
         assert_close(p.grad, tp.grad.numpy(), rtol=1e-5, atol=1e-6, what=name)
+
+
+def module_tests(cases, errors):
+    """The module tests every topic file runs on its part of the table and its module errors:
+    (test_module_forward, test_module_input_gradients, test_module_errors,
+    test_module_match_torch), for the topic file to bind to those names, where pytest collects
+    them."""
+
+    @pytest.mark.parametrize("case", cases, ids=repr)
+    def test_module_forward(case):
+        check_forward(case)
+
+    @pytest.mark.parametrize("case", grad_cases(cases), ids=repr)
+    def test_module_input_gradients(case):
+        check_input_gradients(case)
+
+    @pytest.mark.parametrize("fn,exc,match", errors, ids=error_ids(errors))
+    def test_module_errors(fn, exc, match):
+        check_error(fn, exc, match)
+
+    @pytest.mark.parametrize("case", cases, ids=repr)
+    def test_module_match_torch(case):
+        check_match_torch(case)
+
+    return (
+        test_module_forward,
+        test_module_input_gradients,
+        test_module_errors,
+        test_module_match_torch,
+    )
 
 
 def _float_inputs(inputs, fixed, make):

@@ -19,13 +19,8 @@ from helpers import (
 )
 from nn_cases import ACTIVATION_CASES, Case, ours
 from nn_checks import (
-    check_error,
-    check_forward,
-    check_input_gradients,
-    check_match_torch,
     check_parameter_gradients,
-    error_ids,
-    grad_cases,
+    module_tests,
 )
 from nn_refs import PRELU_W, P, X, np_prelu
 
@@ -286,29 +281,17 @@ def _module_errors():
 MODULE_ERRORS = _module_errors()
 
 
-@pytest.mark.parametrize("case", ACTIVATION_CASES, ids=repr)
-def test_module_forward(case):
-    check_forward(case)
-
-
-@pytest.mark.parametrize("case", grad_cases(ACTIVATION_CASES), ids=repr)
-def test_module_input_gradients(case):
-    check_input_gradients(case)
+(
+    test_module_forward,
+    test_module_input_gradients,
+    test_module_errors,
+    test_module_match_torch,
+) = module_tests(ACTIVATION_CASES, MODULE_ERRORS)
 
 
 @pytest.mark.parametrize("case", [c for c in ACTIVATION_CASES if c.params], ids=repr)
 def test_module_parameter_gradients(case):
     check_parameter_gradients(case)
-
-
-@pytest.mark.parametrize("fn,exc,match", MODULE_ERRORS, ids=error_ids(MODULE_ERRORS))
-def test_module_errors(fn, exc, match):
-    check_error(fn, exc, match)
-
-
-@pytest.mark.parametrize("case", ACTIVATION_CASES, ids=repr)
-def test_module_match_torch(case):
-    check_match_torch(case)
 
 
 def test_activation_modules():

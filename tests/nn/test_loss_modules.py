@@ -7,14 +7,7 @@ import numpy as np
 import pytest
 from helpers import assert_close, np_log_softmax, rand
 from nn_cases import LOSS_CASES
-from nn_checks import (
-    check_error,
-    check_forward,
-    check_input_gradients,
-    check_match_torch,
-    error_ids,
-    grad_cases,
-)
+from nn_checks import module_tests
 from nn_refs import REDUCTIONS, f64, np_bce, np_bce_logits, np_huber, np_smooth_l1, reduce
 
 import gpucore
@@ -99,24 +92,12 @@ def _module_errors():
 MODULE_ERRORS = _module_errors()
 
 
-@pytest.mark.parametrize("case", LOSS_CASES, ids=repr)
-def test_module_forward(case):
-    check_forward(case)
-
-
-@pytest.mark.parametrize("case", grad_cases(LOSS_CASES), ids=repr)
-def test_module_input_gradients(case):
-    check_input_gradients(case)
-
-
-@pytest.mark.parametrize("fn,exc,match", MODULE_ERRORS, ids=error_ids(MODULE_ERRORS))
-def test_module_errors(fn, exc, match):
-    check_error(fn, exc, match)
-
-
-@pytest.mark.parametrize("case", LOSS_CASES, ids=repr)
-def test_module_match_torch(case):
-    check_match_torch(case)
+(
+    test_module_forward,
+    test_module_input_gradients,
+    test_module_errors,
+    test_module_match_torch,
+) = module_tests(LOSS_CASES, MODULE_ERRORS)
 
 
 # ============================================================================= PyTorch

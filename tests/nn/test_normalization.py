@@ -10,15 +10,10 @@ import pytest
 from helpers import assert_close, check_grad, check_op, rand, to_np
 from nn_cases import NORM_CASES
 from nn_checks import (
-    check_error,
-    check_forward,
     check_function_vs_torch,
-    check_input_gradients,
-    check_match_torch,
     check_module_vs_torch,
     check_parameter_gradients,
-    error_ids,
-    grad_cases,
+    module_tests,
 )
 from nn_refs import IN_B, IN_W, np_group_norm, np_instance_norm, np_norm
 
@@ -362,29 +357,17 @@ def _module_errors():
 MODULE_ERRORS = _module_errors()
 
 
-@pytest.mark.parametrize("case", NORM_CASES, ids=repr)
-def test_module_forward(case):
-    check_forward(case)
-
-
-@pytest.mark.parametrize("case", grad_cases(NORM_CASES), ids=repr)
-def test_module_input_gradients(case):
-    check_input_gradients(case)
+(
+    test_module_forward,
+    test_module_input_gradients,
+    test_module_errors,
+    test_module_match_torch,
+) = module_tests(NORM_CASES, MODULE_ERRORS)
 
 
 @pytest.mark.parametrize("case", [c for c in NORM_CASES if c.params], ids=repr)
 def test_module_parameter_gradients(case):
     check_parameter_gradients(case)
-
-
-@pytest.mark.parametrize("fn,exc,match", MODULE_ERRORS, ids=error_ids(MODULE_ERRORS))
-def test_module_errors(fn, exc, match):
-    check_error(fn, exc, match)
-
-
-@pytest.mark.parametrize("case", NORM_CASES, ids=repr)
-def test_module_match_torch(case):
-    check_match_torch(case)
 
 
 # ============================================================================= rms_norm

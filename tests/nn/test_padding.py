@@ -6,14 +6,7 @@ import numpy as np
 import pytest
 from helpers import check_op, to_np
 from nn_cases import PAD_CASES
-from nn_checks import (
-    check_error,
-    check_forward,
-    check_input_gradients,
-    check_match_torch,
-    error_ids,
-    grad_cases,
-)
+from nn_checks import module_tests
 
 import gpucore
 import gpucore.nn as nn
@@ -128,21 +121,9 @@ def _module_errors():
 MODULE_ERRORS = _module_errors()
 
 
-@pytest.mark.parametrize("case", PAD_CASES, ids=repr)
-def test_module_forward(case):
-    check_forward(case)
-
-
-@pytest.mark.parametrize("case", grad_cases(PAD_CASES), ids=repr)
-def test_module_input_gradients(case):
-    check_input_gradients(case)
-
-
-@pytest.mark.parametrize("fn,exc,match", MODULE_ERRORS, ids=error_ids(MODULE_ERRORS))
-def test_module_errors(fn, exc, match):
-    check_error(fn, exc, match)
-
-
-@pytest.mark.parametrize("case", PAD_CASES, ids=repr)
-def test_module_match_torch(case):
-    check_match_torch(case)
+(
+    test_module_forward,
+    test_module_input_gradients,
+    test_module_errors,
+    test_module_match_torch,
+) = module_tests(PAD_CASES, MODULE_ERRORS)

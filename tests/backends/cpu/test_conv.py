@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conv_cases import conv_args, conv_geom
 from helpers import np_col2im, np_im2col, rand
 
 import gpucore
@@ -26,15 +27,11 @@ GEOMS = {
 
 
 def _geom(case):
-    n, c, h, w, o, k, s, p, d = GEOMS[case]
-    oh = (h + 2 * p[0] - d[0] * (k[0] - 1) - 1) // s[0] + 1
-    ow = (w + 2 * p[1] - d[1] * (k[1] - 1) - 1) // s[1] + 1
-    return n, c, h, w, o, k, s, p, d, oh, ow
+    return conv_geom(GEOMS[case])
 
 
 def _args(case):
-    n, c, h, w, o, k, s, p, d, _, _ = _geom(case)
-    return (n, c, h, w, *k, *s, *p, *d, o)
+    return conv_args(GEOMS[case])
 
 
 def _reference(case, x, wt, b, g):

@@ -9,12 +9,10 @@ one thread against two, and under every ISA this CPU has (a subprocess each)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
+from conv_cases import backward as _backward
+from conv_cases import conv_args, conv_reference_backward, isa_run
 
 import gpucore
 from gpucore import _cpu
@@ -40,37 +38,19 @@ def _inputs(case):
     return x, w, g
 
 
-def _geo(case):
+def _geom(case):
+    """The conv_cases geometry: 3x3, stride 1, padding 1."""
     n, c, hw, o = CASES[case]
-    return (n, c, hw, hw, 3, 3, 1, 1, 1, 1, 1, 1, o)
+    return (n, c, hw, hw, o, (3, 3), (1, 1), (1, 1), (1, 1))
+
+
+def _geo(case):
+    return conv_args(_geom(case))
 
 
 def _has_direct():
     """Whether this ISA has the direct kernel (ResNet's 64-channel 3x3 runs it when it does)."""
     return _cpu.conv2d_direct(1, 64, 56, 56, 3, 3, 1, 1, 1, 1, 1, 1, 64)
-
-
-def _backward(x, w, g, geo):
-    gx, gw = np.full(x.shape, np.nan, np.float32), np.full(w.shape, np.nan, np.float32)
-    gb = np.full(w.shape[0], np.nan, np.float32)
-    _cpu.conv2d_backward(x, w, g, gx, gw, gb, *geo)
-    return gx, gw, gb
-
-
-def _reference(x, w, g):
-    """float64 (gx, gw, gb) of a 3x3 stride-1 padding-1 conv2d, tap by tap."""
-    n, c, h, wd = x.shape
-    xp = np.zeros((n, c, h + 2, wd + 2))
-    xp[:, :, 1:-1, 1:-1] = x
-    gxp = np.zeros_like(xp)
-    g64, w64 = g.astype(np.float64), w.astype(np.float64)
-    gw = np.zeros(w.shape)
-    for ki in range(3):
-        for kj in range(3):
-            win = (slice(None), slice(None), slice(ki, ki + h), slice(kj, kj + wd))
-            gw[:, :, ki, kj] = np.einsum("nohw,nchw->oc", g64, xp[win])
-            gxp[win] += np.einsum("nohw,oc->nchw", g64, w64[:, :, ki, kj])
-    return gxp[:, :, 1:-1, 1:-1], gw, g64.sum((0, 2, 3))
 
 
 @pytest.fixture
@@ -84,7 +64,7 @@ def test_matches_float64_and_each_forced_path(case, conv_path):
     geo = _geo(case)
     conv_path("auto")
     auto = _backward(x, w, g, geo)
-    for name, a, r in zip(("gx", "gw", "gb"), auto, _reference(x, w, g)):
+    for name, a, r in zip(("gx", "gw", "gb"), auto, conv_reference_backward(_geom(case), x, w, g)):
         err = float(np.abs(a - r).max()) / max(1.0, float(np.abs(r).max()))
         assert err <= 2e-6, f"{case} {name}: relative error {err:.3g}"
     conv_path("im2col")
@@ -177,17 +157,10 @@ np.savez(sys.argv[3], **out)
 
 @pytest.mark.parametrize("isa", list(_cpu.info()["available"]))
 def test_every_isa_matches_float64(isa, tmp_path):
-    out = tmp_path / "r.npz"
-    env = dict(os.environ, GPUCORE_CPU_ISA=isa)
-    env.pop("GPUCORE_CONV", None)
-    here = os.path.dirname(os.path.abspath(__file__))
-    subprocess.run(
-        [sys.executable, "-c", _ISA_SCRIPT, here, isa, str(out)], env=env, check=True, timeout=300
-    )
-    got = np.load(out)
+    got = isa_run(_ISA_SCRIPT, __file__, isa, tmp_path, GPUCORE_CONV="auto")  # the rules
     for case in CASES:
         x, w, g = _inputs(case)
-        for name, r in zip(("gx", "gw", "gb"), _reference(x, w, g)):
+        for name, r in zip(("gx", "gw", "gb"), conv_reference_backward(_geom(case), x, w, g)):
             a = got[case + "." + name]
             err = float(np.abs(a - r).max()) / max(1.0, float(np.abs(r).max()))
             assert err <= 2e-6, f"{isa} {case} {name}: relative error {err:.3g}"

@@ -7,13 +7,19 @@ subprocesses), and the path rule (``_cpu.conv2d_direct``)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
+from conv_cases import (
+    backward,
+    conv_args,
+    conv_geom,
+    conv_inputs,
+    conv_reference,
+    conv_reference_backward,
+    isa_run,
+)
 
 import gpucore
 from gpucore import _cpu
@@ -46,68 +52,29 @@ GEOMS = {
 
 
 def _geom(case):
-    n, c, h, w, o, k, s, p, d = GEOMS[case]
-    oh = (h + 2 * p[0] - d[0] * (k[0] - 1) - 1) // s[0] + 1
-    ow = (w + 2 * p[1] - d[1] * (k[1] - 1) - 1) // s[1] + 1
-    return n, c, h, w, o, k, s, p, d, oh, ow
+    return conv_geom(GEOMS[case])
 
 
 def _args(case):
-    n, c, h, w, o, k, s, p, d, _, _ = _geom(case)
-    return (n, c, h, w, *k, *s, *p, *d, o)
+    return conv_args(GEOMS[case])
 
 
 def _inputs(case):
-    n, c, h, w, o, k, *_ = _geom(case)
-    r = np.random.default_rng(len(case))
-    x = r.standard_normal((n, c, h, w)).astype(np.float32)
-    wt = (r.standard_normal((o, c, *k)) / np.sqrt(c * k[0] * k[1])).astype(np.float32)
-    return x, wt, r.standard_normal(o).astype(np.float32)
+    """x, weight and bias (conv_inputs' residual left out)."""
+    return conv_inputs(GEOMS[case], len(case))[:3]
 
 
 def _reference(case, x, wt, b):
     """float64 conv2d, one shifted window product per kernel tap (no im2col)."""
-    n, c, h, w, o, k, s, p, d, oh, ow = _geom(case)
-    xp = np.zeros((n, c, h + 2 * p[0], w + 2 * p[1]))
-    xp[:, :, p[0] : p[0] + h, p[1] : p[1] + w] = x
-    out = np.zeros((n, o, oh, ow)) + b.astype(np.float64)[None, :, None, None]
-    for ki in range(k[0]):
-        for kj in range(k[1]):
-            y0, x0 = ki * d[0], kj * d[1]
-            win = xp[
-                :, :, y0 : y0 + s[0] * (oh - 1) + 1 : s[0], x0 : x0 + s[1] * (ow - 1) + 1 : s[1]
-            ]
-            out += np.einsum("nchw,oc->nohw", win, wt[:, :, ki, kj].astype(np.float64))
-    return out
+    return conv_reference(GEOMS[case], x, wt, b)
 
 
 def _reference_backward(case, x, wt, g):
-    """float64 (gx, gw, gb) of conv2d, per kernel tap (windows of the padded input)."""
-    n, c, h, w, o, k, s, p, d, oh, ow = _geom(case)
-    xp = np.zeros((n, c, h + 2 * p[0], w + 2 * p[1]))
-    xp[:, :, p[0] : p[0] + h, p[1] : p[1] + w] = x
-    gxp = np.zeros_like(xp)
-    g64, w64 = g.astype(np.float64), wt.astype(np.float64)
-    gw = np.zeros(wt.shape)
-    for ki in range(k[0]):
-        for kj in range(k[1]):
-            y0, x0 = ki * d[0], kj * d[1]
-            sl = (
-                slice(None),
-                slice(None),
-                slice(y0, y0 + s[0] * (oh - 1) + 1, s[0]),
-                slice(x0, x0 + s[1] * (ow - 1) + 1, s[1]),
-            )
-            gw[:, :, ki, kj] = np.einsum("nohw,nchw->oc", g64, xp[sl])
-            gxp[sl] += np.einsum("nohw,oc->nchw", g64, w64[:, :, ki, kj])
-    return gxp[:, :, p[0] : p[0] + h, p[1] : p[1] + w], gw, g64.sum((0, 2, 3))
+    return conv_reference_backward(GEOMS[case], x, wt, g)
 
 
 def _backward(case, x, wt, g):
-    gx, gw = np.full(x.shape, np.nan, np.float32), np.full(wt.shape, np.nan, np.float32)
-    gb = np.full(wt.shape[0], np.nan, np.float32)
-    _cpu.conv2d_backward(x, wt, g, gx, gw, gb, *_args(case))
-    return gx, gw, gb
+    return backward(x, wt, g, _args(case))
 
 
 def _grad_out(case):
@@ -325,13 +292,7 @@ _ISA_SCRIPT = textwrap.dedent(
 
 @pytest.mark.parametrize("isa", [i for i in _cpu.info()["available"]])
 def test_every_isa_direct_kernel_matches_float64(isa, tmp_path):
-    out = tmp_path / "r.npz"
-    env = dict(os.environ, GPUCORE_CPU_ISA=isa, GPUCORE_CONV="direct")
-    here = os.path.dirname(os.path.abspath(__file__))
-    subprocess.run(
-        [sys.executable, "-c", _ISA_SCRIPT, here, isa, str(out)], env=env, check=True, timeout=300
-    )
-    got = np.load(out)
+    got = isa_run(_ISA_SCRIPT, __file__, isa, tmp_path, GPUCORE_CONV="direct")
     for case in GEOMS:
         x, wt, b = _inputs(case)
         refs = [_reference(case, x, wt, b), *_reference_backward(case, x, wt, _grad_out(case))]

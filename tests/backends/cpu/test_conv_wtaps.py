@@ -12,12 +12,9 @@ tile (conv_direct_backward.c) that the kernel displaced."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
+from conv_cases import backward, isa_run
 
 import gpucore
 from gpucore import _cpu
@@ -76,10 +73,7 @@ def _reference(case, x, g):
 
 
 def _backward(case, x, wt, g, gx=False):
-    out = [np.full(x.shape, np.nan, np.float32) if gx else None]
-    out += [np.full(wt.shape, np.nan, np.float32), np.full(wt.shape[0], np.nan, np.float32)]
-    _cpu.conv2d_backward(x, wt, g, *out, *_geo(case))
-    return out
+    return backward(x, wt, g, _geo(case), gx)
 
 
 def _has_kernel():
@@ -287,13 +281,7 @@ np.savez(sys.argv[3], **out)
 
 @pytest.mark.parametrize("isa", list(_cpu.info()["available"]))
 def test_every_isa_matches_float64(isa, tmp_path):
-    out = tmp_path / "r.npz"
-    env = dict(os.environ, GPUCORE_CPU_ISA=isa, GPUCORE_CONV="direct")  # the kernel on each
-    here = os.path.dirname(os.path.abspath(__file__))
-    subprocess.run(
-        [sys.executable, "-c", _ISA_SCRIPT, here, isa, str(out)], env=env, check=True, timeout=300
-    )
-    got = np.load(out)
+    got = isa_run(_ISA_SCRIPT, __file__, isa, tmp_path, GPUCORE_CONV="direct")  # the kernel on each
     for case in GEOMS:
         x, _, g = _inputs(case)
         gw_ref, gb_ref = _reference(case, x, g)

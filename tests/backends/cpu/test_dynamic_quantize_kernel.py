@@ -8,18 +8,14 @@ numpy int64 sums with the float32 epilogue; bad arguments raise."""
 from __future__ import annotations
 
 import os
-import pickle
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
-from cpu_isa_harness import ISAS, C
+from cpu_isa_harness import ISAS, C, isa_pickles
 
 F32 = np.float32
 HERE = os.path.dirname(os.path.abspath(__file__))
-TESTS = os.path.dirname(os.path.dirname(HERE))
 
 
 def _cases() -> list:
@@ -201,22 +197,7 @@ ISA_SCRIPT = textwrap.dedent(
 
 @pytest.fixture(scope="module")
 def isa_results(tmp_path_factory):
-    d = tmp_path_factory.mktemp("dynq")
-    script = d / "run.py"
-    script.write_text(ISA_SCRIPT)
-    env_path = os.pathsep.join([TESTS, os.environ.get("PYTHONPATH", "")])
-    procs = {}
-    for isa in ISAS:
-        env = dict(os.environ, GPUCORE_CPU_ISA=isa, PYTHONPATH=env_path)
-        args = [sys.executable, str(script), str(d / f"{isa}.pkl"), HERE]
-        procs[isa] = subprocess.Popen(args, env=env, stderr=subprocess.PIPE, text=True)
-    res = {}
-    for isa, p in procs.items():
-        _, err = p.communicate(timeout=300)
-        assert p.returncode == 0, f"GPUCORE_CPU_ISA={isa}:\n{err}"
-        with open(d / f"{isa}.pkl", "rb") as f:
-            res[isa] = pickle.load(f)
-    return res
+    return isa_pickles(tmp_path_factory.mktemp("dynq"), ISA_SCRIPT, HERE)
 
 
 @pytest.mark.parametrize("isa", ISAS)

@@ -9,12 +9,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
-from cpu_isa_harness import ISAS, C
+from cpu_isa_harness import ISAS, C, isa_pickles
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 F32 = np.float32
@@ -289,12 +288,12 @@ ISA_SCRIPT = textwrap.dedent(
     """
     import pickle, sys
     import numpy as np
-    sys.path.insert(0, sys.argv[3])
+    sys.path.insert(0, sys.argv[2])
     import test_qgemm as T
     C = T.C
     outs = [T.run_case(c, C) for c in T.CASES]
     kernel = C.qgemm_pack(np.zeros(1, np.int8), 1, 1, 1).kernel
-    with open(sys.argv[2], "wb") as f:
+    with open(sys.argv[1], "wb") as f:
         pickle.dump((C.info()["isa"], kernel, outs), f)
     """
 )
@@ -302,25 +301,8 @@ ISA_SCRIPT = textwrap.dedent(
 
 @pytest.fixture(scope="module")
 def isa_results(tmp_path_factory):
-    import pickle
-
-    d = tmp_path_factory.mktemp("qgemm")
-    script = d / "run.py"
-    script.write_text(ISA_SCRIPT)
     here = os.path.dirname(os.path.abspath(__file__))
-    env_path = os.pathsep.join([os.path.join(ROOT, "tests"), os.environ.get("PYTHONPATH", "")])
-    procs = {}
-    for isa in ISAS:
-        env = dict(os.environ, GPUCORE_CPU_ISA=isa, PYTHONPATH=env_path)
-        args = [sys.executable, str(script), C.__file__, str(d / f"{isa}.pkl"), here]
-        procs[isa] = subprocess.Popen(args, env=env, stderr=subprocess.PIPE, text=True)
-    res = {}
-    for isa, p in procs.items():
-        _, err = p.communicate(timeout=300)
-        assert p.returncode == 0, f"GPUCORE_CPU_ISA={isa}:\n{err}"
-        with open(d / f"{isa}.pkl", "rb") as f:
-            res[isa] = pickle.load(f)
-    return res
+    return isa_pickles(tmp_path_factory.mktemp("qgemm"), ISA_SCRIPT, here)
 
 
 @pytest.mark.parametrize("isa", ISAS)

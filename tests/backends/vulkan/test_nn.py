@@ -11,21 +11,11 @@ import pytest
 
 import gpucore
 from gpucore.backends.vulkan.kernels import nn as vk_nn
-from gpucore.backends.vulkan.kernels import reduce as R
 from gpucore.errors import GpucoreIndexError
 from gpucore.ops import nn as nn_ops
 from gpucore.ops.registry import apply
 
 RNG = np.random.default_rng(11)
-
-
-@pytest.fixture(params=["subgroup", "shared"])
-def variant(request, vulkan, monkeypatch):
-    if request.param == "shared":
-        monkeypatch.setattr(R, "SUBGROUPS", False)
-    elif not R.device_has_subgroups(vulkan.ctx):
-        pytest.skip("the device has no subgroup arithmetic in compute shaders")
-    return request.param
 
 
 def dev(a: np.ndarray) -> gpucore.Tensor:

@@ -15,20 +15,9 @@ import numpy as np
 import pytest
 
 import gpucore
-from gpucore.backends.vulkan.kernels import reduce as R
 
 RNG = np.random.default_rng(7)
 SIZES = [1, 4095, 4096, 4097, 100003]
-
-
-@pytest.fixture(params=["subgroup", "shared"])
-def variant(request, vulkan, monkeypatch):
-    """Runs the test with subgroup reductions (when the device has them) and without."""
-    if request.param == "shared":
-        monkeypatch.setattr(R, "SUBGROUPS", False)
-    elif not R.device_has_subgroups(vulkan.ctx):
-        pytest.skip("the device has no subgroup arithmetic in compute shaders")
-    return request.param
 
 
 def dev(a: np.ndarray) -> gpucore.Tensor:
