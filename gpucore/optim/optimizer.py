@@ -26,6 +26,7 @@ from copy import deepcopy
 from itertools import chain
 
 from .. import _caller_warnings as caller_warnings
+from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..creation import zeros
 from ..errors import DeviceError
@@ -56,18 +57,24 @@ def all_or_poisoned(name: str, tensors):
     try:
         yield
     except DeviceError as e:
-        reason = (
-            f"this tensor was being updated by {name} when the Vulkan device failed ({e}); the "
-            "update may be partly applied, so its values are undefined: load them again (for "
-            "example with load_state_dict from a checkpoint) before using it"
-        )
-        for t in tensors():
-            if t._dev is not None:
-                try:
-                    t._dev.poison(t._data, reason)
-                except DeviceError:  # the device refuses all work already: nothing to mark
-                    pass
+        poison_all(name, tensors, e)
         raise
+
+
+def poison_all(name: str, tensors, e: DeviceError) -> None:
+    """all_or_poisoned's work once DeviceError ``e`` interrupted ``name``: poison every device
+    tensor of ``tensors()``."""
+    reason = (
+        f"this tensor was being updated by {name} when the Vulkan device failed ({e}); the "
+        "update may be partly applied, so its values are undefined: load them again (for "
+        "example with load_state_dict from a checkpoint) before using it"
+    )
+    for t in tensors():
+        if t._dev is not None:
+            try:
+                t._dev.poison(t._data, reason)
+            except DeviceError:  # the device refuses all work already: nothing to mark
+                pass
 
 
 class Optimizer:
@@ -192,13 +199,23 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
-        with no_grad(), all_or_poisoned(f"{type(self).__name__}.step", self._written):
+        # no_grad() and all_or_poisoned() written out: two context managers cost more than a
+        # small model's whole update
+        prev = _grad_state.enabled
+        _grad_state.enabled = False
+        try:
             for group in self.param_groups:
                 self._check_group(group)
-                refuse_uncapturable(self, group)
+                if _graphs.CAPTURING[0] is not None:
+                    refuse_uncapturable(self, group)
                 params = [p for p in group["params"] if p._grad is not None]
                 if params:
                     self._step_group(group, params)
+        except DeviceError as e:
+            poison_all(f"{type(self).__name__}.step", self._written, e)
+            raise
+        finally:
+            _grad_state.enabled = prev
         return loss
 
     def _written(self):
