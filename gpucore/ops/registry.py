@@ -388,6 +388,20 @@ def record(op: OpDef, inputs, outs, attrs) -> None:
         needs_in = _TRUE1
         edges = (_edge(a),)
         meta = ((a._data.shape, a._dtype),)
+    elif n == 3:  # linear's (x, w, b), the fused layers'
+        a, b, c = inputs
+        ra = a.requires_grad
+        rb = b.requires_grad
+        rc = c.requires_grad
+        if not (ra or rb or rc):
+            return
+        needs_in = (ra, rb, rc)
+        edges = (
+            _edge(a) if ra else None,
+            _edge(b) if rb else None,
+            _edge(c) if rc else None,
+        )
+        meta = ((a._data.shape, a._dtype), (b._data.shape, b._dtype), (c._data.shape, c._dtype))
     else:
         lst = []
         for t in inputs:
