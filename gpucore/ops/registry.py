@@ -379,14 +379,39 @@ def record(op: OpDef, inputs, outs, attrs) -> None:
         if not (ra or rb):
             return
         needs_in = (ra, rb)
-        edges = (_edge(a) if ra else None, _edge(b) if rb else None)
+        # _edge inline (a call per input costs more than its body)
+        ea = eb = None
+        if ra:
+            ea = a._grad_fn
+            if ea is None:
+                ea = a._acc
+                if ea is None:
+                    ea = accumulate_node(a)
+            elif ea.version is not None:
+                ea = grad_fn_of(a)
+        if rb:
+            eb = b._grad_fn
+            if eb is None:
+                eb = b._acc
+                if eb is None:
+                    eb = accumulate_node(b)
+            elif eb.version is not None:
+                eb = grad_fn_of(b)
+        edges = (ea, eb)
         meta = ((a._data.shape, a._dtype), (b._data.shape, b._dtype))
     elif n == 1:
         a = inputs[0]
         if not a.requires_grad:
             return
         needs_in = _TRUE1
-        edges = (_edge(a),)
+        ea = a._grad_fn
+        if ea is None:
+            ea = a._acc
+            if ea is None:
+                ea = accumulate_node(a)
+        elif ea.version is not None:
+            ea = grad_fn_of(a)
+        edges = (ea,)
         meta = ((a._data.shape, a._dtype),)
     elif n == 3:  # linear's (x, w, b), the fused layers'
         a, b, c = inputs
