@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..ops.optim import ADAM_STEP, fused_update
 from ._capturable import adam_step, device_steps
-from ._host_adam import host_adam_group
+from ._host_step import host_adam_group
 from ._options import check_options
 from .optimizer import Optimizer
 

@@ -1,4 +1,4 @@
-"""Adam's one-loop host step (gpucore/optim/_host_adam.py) against the per-parameter path
+"""Adam's and SGD's one-loop host step (gpucore/optim/_host_step.py) against the per-parameter path
 (one fused_update each), bitwise, across what can change between steps: a parameter appended to
 a group or a group added, a gradient set to None, the parameters' dtype changed, a state loaded,
 a buffer replaced, a strided gradient; and where it must step aside (a subclass gathering its
@@ -11,7 +11,7 @@ import pytest
 
 import gpucore
 from gpucore import optim
-from gpucore.optim import _host_adam
+from gpucore.optim import _host_step
 
 SHAPES = ((7, 5), (5,), (3, 7), (3,))
 
@@ -29,7 +29,7 @@ def _cpu_policy():
 def taken(monkeypatch):
     """Counts the groups the one-loop step took (True) and handed on (False)."""
     seen = {True: 0, False: 0}
-    orig = _host_adam.host_adam_group
+    orig = _host_step.host_adam_group
 
     def spy(*a):
         r = orig(*a)
@@ -197,3 +197,28 @@ def test_subclass_and_profiler_take_the_general_path(taken):
         opt.step()
     assert [e[0] for e in prof.events] == ["adam_step"]
     assert taken[True] == 1
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"momentum": 0.9, "dampening": 0.25, "weight_decay": 0.01},
+        {"momentum": 0.9, "nesterov": True, "maximize": True},
+    ],
+)
+def test_sgd_same_bits_and_takes_the_loop(monkeypatch, kw):
+    seen = []
+    orig = _host_step.host_sgd_group
+    monkeypatch.setattr(optim.sgd, "host_sgd_group", lambda *a: seen.append(orig(*a)) or seen[-1])
+    ps, qs = params(), params()
+    a, b = pair(optim.SGD, ps, qs, lr=0.05, **kw)
+    for i in range(4):
+        skip = (2,) if i == 2 else ()
+        grads(ps, i, skip)
+        grads(qs, i, skip)
+        a.step()
+        b.step()
+    same(ps, qs, a, b)
+    # the first step creates the momentum buffers (the general path); without momentum none
+    assert seen == ([True] * 4 if not kw else [False] + [True] * 3)
