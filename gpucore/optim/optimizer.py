@@ -20,7 +20,6 @@ subclass may instead update a whole group at once by overriding ``_step_group(gr
 
 from __future__ import annotations
 
-import contextlib
 from collections import defaultdict
 from copy import deepcopy
 from itertools import chain
@@ -46,24 +45,12 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 
-@contextlib.contextmanager
-def all_or_poisoned(name: str, tensors):
-    """An update of many device tensors (an optimizer step: one dispatch per parameter) either
-    completes or leaves them unusable: when a DeviceError (a wait that timed out, a lost
-    device) interrupts it part-way, some tensors hold new values and some old ones, so every
-    device tensor of ``tensors()`` is poisoned (each later use raises DeviceError saying why)
-    before the error propagates. Overwriting a poisoned tensor whole (``copy_``,
-    ``load_state_dict``) makes it usable again."""
-    try:
-        yield
-    except DeviceError as e:
-        poison_all(name, tensors, e)
-        raise
-
-
 def poison_all(name: str, tensors, e: DeviceError) -> None:
-    """all_or_poisoned's work once DeviceError ``e`` interrupted ``name``: poison every device
-    tensor of ``tensors()``."""
+    """After DeviceError ``e`` interrupted ``name``, an update of many device tensors (an
+    optimizer step: one dispatch per parameter): poison every device tensor of ``tensors()``.
+    Some may hold new values and some old ones; each later use raises DeviceError saying why.
+    Overwriting a poisoned tensor whole (``copy_``, ``load_state_dict``) makes it usable
+    again."""
     reason = (
         f"this tensor was being updated by {name} when the Vulkan device failed ({e}); the "
         "update may be partly applied, so its values are undefined: load them again (for "
@@ -199,8 +186,8 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
-        # no_grad() and all_or_poisoned() written out: two context managers cost more than a
-        # small model's whole update
+        # no_grad() written out, and the device failure's poisoning in an except: context
+        # managers cost more than a small model's whole update
         prev = _grad_state.enabled
         _grad_state.enabled = False
         try:
