@@ -82,17 +82,23 @@ def _root_grads(outputs, grad_outputs, fn: str):
     return grads
 
 
+_REGISTRY: list = [None]  # gpucore.ops.registry, once imported
+
+
 def _ones_like(out):
     """backward()'s implicit gradient: ones like the (one-element) output. A host float32 /
     float64 output takes a numpy array wrapped as it is (~1 us, not creation's ~4 us: this runs
     at every training step); anything else, or a graph capture, goes through ones_like."""
-    from ..ops.registry import CAPTURE, capturing  # the registry imports this package
+    reg = _REGISTRY[0]
+    if reg is None:  # the registry imports this package: imported at the first backward
+        from ..ops import registry as reg
 
+        _REGISTRY[0] = reg
     dt = out._dtype
     if (
         out._dev is None
         and (dt is D.float32 or dt is D.float64)
-        and (CAPTURE[0] is None or capturing() is None)
+        and (reg.CAPTURE[0] is None or reg.capturing() is None)
     ):
         return Tensor._from_kernel(np.ones(out._data.shape, dt.np), dt)
     return ones_like(out)

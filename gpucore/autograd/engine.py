@@ -20,8 +20,9 @@ from ..creation import ones
 from ..errors import AutogradError
 from .anomaly_mode import STATE as _ANOMALY
 from .anomaly_mode import check_grads
+from .grad_mode import _state as _grad_state
 from .grad_mode import set_grad_enabled
-from .graph import AccumulateGrad, OutputSlot
+from .graph import AccumulateGrad, Node, OutputSlot
 
 
 def _fit(g, shape, dtype):
@@ -69,95 +70,135 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
 
 
 def _run(roots, root_grads, retain_graph: bool, create_graph: bool, capture):
+    # Dependency counts: how many edges reach each node from the roots. An edge met again only
+    # counts (its node was pushed when first met, unless it is a root).
     deps: dict = {}
-    seen = set()
-    stack = list(dict.fromkeys(r for r in roots if r is not None))  # a root given twice: once
-    for r in stack:
-        seen.add(r)
+    stack = [r for r in dict.fromkeys(roots) if r is not None]  # a root given twice: once
+    seen = set(stack)
     while stack:
-        n = stack.pop()
-        for e in n.next:
+        for e in stack.pop().next:
             if e is None:
                 continue
-            deps[e] = deps.get(e, 0) + 1
-            if e not in seen:
-                seen.add(e)
-                stack.append(e)
+            if e in deps:
+                deps[e] += 1
+            else:
+                deps[e] = 1
+                if e not in seen:
+                    seen.add(e)
+                    stack.append(e)
 
     pending: dict = {}
     for r, g in zip(roots, root_grads):
         if r is None:
             continue
         pending[r] = pending[r] + g if r in pending else g
-    ready = [r for r in dict.fromkeys(roots) if r is not None and deps.get(r, 0) == 0]
+    ready = [r for r in dict.fromkeys(roots) if r is not None and r not in deps]
 
-    with set_grad_enabled(create_graph):
+    # set_grad_enabled(create_graph) written out (this loop runs at every training step)
+    prev_mode = _grad_state.enabled
+    _grad_state.enabled = bool(create_graph)
+    try:
         while ready:
             node = ready.pop()
             g = pending.pop(node, None)
             if g is not None and node.pre_hooks:
-                for hook in node.pre_hooks[0] + node.pre_hooks[1]:
-                    r = hook(g)
-                    if r is not None:
-                        if not hasattr(r, "shape") or r.shape != g.shape:
-                            raise AutogradError(
-                                f"hook {getattr(hook, '__name__', hook)!r} on {node.name()} "
-                                f"returned {_describe(r)} in place of a gradient of shape "
-                                f"{tuple(g.shape)}; a hook must return None or a tensor of "
-                                "the gradient's shape"
-                            )
-                        g = r
+                g = _pre_hooks(node, g)
             if capture is not None and node in capture:
                 capture[node] = g
-            if node.__class__ is AccumulateGrad:
+            cls = node.__class__
+            if cls is AccumulateGrad:
                 if capture is None and g is not None:
-                    leaf = node.leaf
+                    leaf = node._leaf()
                     if leaf is not None:  # a leaf nobody holds any more gets no gradient
-                        _accumulate(leaf, g, create_graph)
+                        if (
+                            leaf._grad is None
+                            and not create_graph
+                            and leaf._dev is None
+                            and g._data.shape == leaf._data.shape
+                            and g._dtype is leaf._dtype
+                        ):
+                            # _accumulate's first case inline (every leaf at every step)
+                            if _owned(g):  # nothing else can see this buffer: the leaf takes it
+                                leaf._grad = g
+                            else:
+                                _accumulate(leaf, g, False, owned=False)
+                        else:
+                            _accumulate(leaf, g, create_graph)
                         if node.post_hooks:
                             for hook in tuple(node.post_hooks):
                                 hook(leaf)
                 continue
+            nxt = node.next
             grads = None
             if g is not None:
-                grads = node.apply(g)
+                ctx = node.ctx
+                if cls is Node and not ctx.released:
+                    grads = node.op.backward(ctx, g)  # Node.apply without its frame
+                else:
+                    grads = node.apply(g)
                 if not isinstance(grads, tuple):
                     grads = (grads,)
                 if _ANOMALY[0] and _ANOMALY[1]:
                     check_grads(node, grads)
-                if len(grads) != len(node.next):
+                if len(grads) != len(nxt):
                     raise AutogradError(
                         f"{node.name()}: backward returned {len(grads)} gradients for an op with "
-                        f"{len(node.next)} inputs; return one gradient (or None) per input"
+                        f"{len(nxt)} inputs; return one gradient (or None) per input"
                     )
                 if not retain_graph:
-                    node.release()
-            if grads is not None or node.next:
-                _distribute(node, grads, pending, deps, ready)
-                grads = None  # a gradient held here would read as shared to _accumulate
+                    if cls is Node:  # Node.release without its frame
+                        ctx.released = True
+                        ctx._saved = ()
+                    else:
+                        node.release()
+            if not nxt:
+                continue
+            # Hand each input's gradient (fitted to it) to the node it came from; a node whose
+            # last gradient arrived becomes ready.
+            slot = node.index if cls is OutputSlot else None
+            meta = node.in_meta
+            i = -1
+            for e in nxt:
+                i += 1
+                if e is None:
+                    continue
+                if grads is not None:
+                    gi = grads[i]
+                    if gi is not None:
+                        shape, dtype = meta[i]
+                        if gi._data.shape != shape or gi._dtype is not dtype:
+                            gi = _fit(gi, shape, dtype)
+                        if slot is not None:  # one output of a multi-output op: filed, not summed
+                            pending.setdefault(e, {})[slot] = gi
+                        elif e in pending:
+                            pending[e] = pending[e] + gi
+                        else:
+                            pending[e] = gi
+                        gi = None  # a gradient held here would read as shared to _owned
+                n = deps[e] - 1
+                deps[e] = n
+                if n == 0:
+                    ready.append(e)
+            grads = None  # (as gi)
+    finally:
+        _grad_state.enabled = prev_mode
     return capture
 
 
-def _distribute(node, grads, pending: dict, deps: dict, ready: list) -> None:
-    """Hand each input's gradient (fitted to it) to the node it came from; a node whose last
-    gradient arrived becomes ready."""
-    slot = node.index if node.__class__ is OutputSlot else None
-    meta = node.in_meta
-    for i, e in enumerate(node.next):
-        if e is None:
-            continue
-        gi = grads[i] if grads is not None else None
-        if gi is not None:
-            shape, dtype = meta[i]
-            if gi._data.shape != shape or gi._dtype is not dtype:
-                gi = _fit(gi, shape, dtype)
-            if slot is not None:  # one output of a multi-output op: filed, not summed
-                pending.setdefault(e, {})[slot] = gi
-            else:
-                pending[e] = pending[e] + gi if e in pending else gi
-        deps[e] -= 1
-        if deps[e] == 0:
-            ready.append(e)
+def _pre_hooks(node, g):
+    """The node's pre-hooks on the gradient g arriving there; returns the gradient to use."""
+    for hook in node.pre_hooks[0] + node.pre_hooks[1]:
+        r = hook(g)
+        if r is not None:
+            if not hasattr(r, "shape") or r.shape != g.shape:
+                raise AutogradError(
+                    f"hook {getattr(hook, '__name__', hook)!r} on {node.name()} "
+                    f"returned {_describe(r)} in place of a gradient of shape "
+                    f"{tuple(g.shape)}; a hook must return None or a tensor of "
+                    "the gradient's shape"
+                )
+            g = r
+    return g
 
 
 def _describe(v) -> str:
@@ -165,7 +206,9 @@ def _describe(v) -> str:
     return f"a tensor of shape {tuple(shape)}" if shape is not None else repr(type(v).__name__)
 
 
-def _accumulate(leaf, g, create_graph: bool):
+def _accumulate(leaf, g, create_graph: bool, owned=None):
+    """Add gradient g into leaf.grad (the leaf's own copy of it). ``owned``: _owned(g), when
+    the caller has asked already (it must be asked once per gradient: see _calibrate)."""
     if g._data.shape != leaf._data.shape:
         raise AutogradError(
             f"gradient of shape {tuple(g.shape)} does not match the leaf's shape "
@@ -174,7 +217,9 @@ def _accumulate(leaf, g, create_graph: bool):
     if g._dtype is not leaf._dtype:
         g = g.to(leaf.dtype)
     if leaf._grad is None:
-        if not create_graph and _owned(g):
+        if owned is None:
+            owned = not create_graph and _owned(g)
+        if owned:
             # nothing else can see this buffer: no copy needed (the setter's checks hold: a
             # Tensor of the leaf's shape)
             leaf._grad = g

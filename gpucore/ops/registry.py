@@ -12,13 +12,14 @@ See ``gpucore/ops/README.md``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import itemgetter as _itemgetter
 from time import perf_counter as _perf_counter
 
 import numpy as _np
 
 from .. import _cpu, dispatch
 from ..autograd.grad_mode import _state as _grad_state
-from ..autograd.graph import Ctx, Node, accumulate_node, edge_of, grad_fn_of
+from ..autograd.graph import Ctx, Node, accumulate_node, grad_fn_of
 from ..backends.cpu import empty_array as _empty_array
 from ..backends.cpu.kernels import FAST as _CPU_FAST
 from ..backends.cpu.kernels import KERNELS as _CPU_KERNELS
@@ -38,6 +39,7 @@ CAPTURE: list = [None]
 # in some thread (gpucore/amp/autocast_mode.py: it casts for the ops on its lists).
 AUTOCAST: list = [None]
 _TRUE1 = (True,)
+_NONE1 = (None,)
 
 # cpu/fastpath.c builds result Tensors itself: it needs the class (its slots) and the dtypes.
 _cpu.fast_setup(Tensor, _F32, _F64, _np.dtype(_np.float32), _np.dtype(_np.float64), _np.ndarray)
@@ -348,20 +350,23 @@ def _edge(t):
     return acc if acc is not None else accumulate_node(t)
 
 
-def _save_plan(op: OpDef, needs_in: tuple) -> tuple:
-    """Which tensors ``op`` saves when the inputs needing grad are ``needs_in``: ("i", k) for
-    input k, ("o", k) for output k, None for a skipped input (cached per op and pattern)."""
+def _save_plan(op: OpDef, needs_in: tuple):
+    """What ``op`` saves when the inputs needing grad are ``needs_in``, as indices into
+    ``(None,) + inputs + outs`` (0 for a skipped input, 1 + k for input k, 1 + len(inputs) + k
+    for output k): an ``itemgetter`` of them, or the one index when it saves one tensor (cached
+    per op and pattern)."""
     sf = op.save_for
-    plan = []
+    n_in = len(needs_in)
+    idx = []
     for i in op.save_inputs:
-        if i >= len(needs_in):  # an optional trailing input this call did not pass
-            plan.append(None)
+        if i >= n_in:  # an optional trailing input this call did not pass
+            idx.append(0)
         elif sf is None or i not in sf or any(needs_in[j] for j in sf[i]):
-            plan.append(("i", i))
+            idx.append(1 + i)
         else:
-            plan.append(None)
-    plan.extend(("o", i) for i in op.save_outputs)
-    plan = tuple(plan)
+            idx.append(0)
+    idx.extend(1 + n_in + i for i in op.save_outputs)
+    plan = _itemgetter(*idx) if len(idx) > 1 else idx[0]
     op.plans[needs_in] = plan
     return plan
 
@@ -379,14 +384,39 @@ def record(op: OpDef, inputs, outs, attrs) -> None:
         if not (ra or rb):
             return
         needs_in = (ra, rb)
-        edges = (_edge(a) if ra else None, _edge(b) if rb else None)
+        # _edge inline (a call per input costs more than its body)
+        ea = eb = None
+        if ra:
+            ea = a._grad_fn
+            if ea is None:
+                ea = a._acc
+                if ea is None:
+                    ea = accumulate_node(a)
+            elif ea.version is not None:
+                ea = grad_fn_of(a)
+        if rb:
+            eb = b._grad_fn
+            if eb is None:
+                eb = b._acc
+                if eb is None:
+                    eb = accumulate_node(b)
+            elif eb.version is not None:
+                eb = grad_fn_of(b)
+        edges = (ea, eb)
         meta = ((a._data.shape, a._dtype), (b._data.shape, b._dtype))
     elif n == 1:
         a = inputs[0]
         if not a.requires_grad:
             return
         needs_in = _TRUE1
-        edges = (_edge(a),)
+        ea = a._grad_fn
+        if ea is None:
+            ea = a._acc
+            if ea is None:
+                ea = accumulate_node(a)
+        elif ea.version is not None:
+            ea = grad_fn_of(a)
+        edges = (ea,)
         meta = ((a._data.shape, a._dtype),)
     else:
         lst = []
@@ -398,22 +428,30 @@ def record(op: OpDef, inputs, outs, attrs) -> None:
         e = []
         m = []
         for t in inputs:
-            e.append(edge_of(t))
+            fn = None
+            if t.requires_grad:  # _edge inline
+                fn = t._grad_fn
+                if fn is None:
+                    fn = t._acc
+                    if fn is None:
+                        fn = accumulate_node(t)
+                elif fn.version is not None:
+                    fn = grad_fn_of(t)
+            e.append(fn)
             m.append((t._data.shape, t._dtype))
         edges = tuple(e)
         meta = tuple(m)
     saved = ()
     if op.save_inputs or op.save_outputs:
-        plan = op.plans.get(needs_in)
-        if plan is None:
-            plan = _save_plan(op, needs_in)
-        lst = []
-        for p in plan:
-            if p is None:
-                lst.append(None)
-            else:
-                lst.append(inputs[p[1]] if p[0] == "i" else outs[p[1]])
-        saved = tuple(lst)
+        pick = op.plans.get(needs_in)
+        if pick is None:
+            pick = _save_plan(op, needs_in)
+        if type(inputs) is not tuple:
+            inputs = tuple(inputs)
+        if type(outs) is not tuple:
+            outs = tuple(outs)
+        both = _NONE1 + inputs + outs
+        saved = (both[pick],) if pick.__class__ is int else pick(both)
     out = outs[0]
     node = Node(op, Ctx(op.name, saved, attrs, needs_in), edges, meta)
     if op.view is not None:

@@ -40,6 +40,7 @@ from .samples import Sample, uniform
 from .unary import RELU_BACKWARD
 
 _fast_relu_backward_bias = _cpu.fast_relu_backward_bias
+_fast_matmul = _cpu.fast_matmul
 
 
 class _LayerCtx:
@@ -77,7 +78,12 @@ def _linear_relu_bwd(ctx, g):
         both = _fast_relu_backward_bias(g, out)
         if both is not None:
             gm, gb = both
-            gx, gw = _linear_bwd(_LayerCtx((x, w), need[:2], {}), gm)
+            # linear's backward as _linear_bwd runs it here (its _mm and _mm_tn take these
+            # fast-lane calls with no graph recorded), without its three frames
+            gx = _fast_matmul(gm, w) if need[0] else None
+            gw = _fast_matmul(gm, x, True) if need[1] else None
+            if (gx is None and need[0]) or (gw is None and need[1]):
+                gx, gw = _linear_bwd(_LayerCtx((x, w), need[:2], {}), gm)
             return gx, gw, gb
     return _linear_bwd(_LayerCtx((x, w), need, {}), apply(RELU_BACKWARD, g, out))
 

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from ..ops.optim import ADAM_STEP, fused_update
 from ._capturable import adam_step, device_steps
+from ._host_step import host_adam_group
 from ._options import check_options
 from .optimizer import Optimizer
+
+_BUFFER = Optimizer._buffer
 
 
 class Adam(Optimizer):
@@ -97,7 +100,7 @@ class Adam(Optimizer):
     def _step_group(self, group, params):
         if device_steps(group, params):
             adam_step(self, group, params)
-        else:
+        elif not (_own_gathering(type(self)) and host_adam_group(self, group, params)):
             self._step_counted_group(ADAM_STEP, group, params, pass_steps=True)
 
 
@@ -135,6 +138,12 @@ class AdamW(Adam):
             fused=fused,
             decoupled_weight_decay=True,
         )
+
+
+def _own_gathering(cls) -> bool:
+    """Whether ``cls`` gathers a parameter's tensors as Adam does (host_adam_group inlines
+    _tensors, _buffer and _attrs: a subclass overriding one takes the general path)."""
+    return cls._tensors is Adam._tensors and cls._buffer is _BUFFER and cls._attrs is Adam._attrs
 
 
 def _validate(o: dict) -> None:

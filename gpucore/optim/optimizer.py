@@ -20,12 +20,12 @@ subclass may instead update a whole group at once by overriding ``_step_group(gr
 
 from __future__ import annotations
 
-import contextlib
 from collections import defaultdict
 from copy import deepcopy
 from itertools import chain
 
 from .. import _caller_warnings as caller_warnings
+from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..creation import zeros
 from ..errors import DeviceError
@@ -45,29 +45,23 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 
-@contextlib.contextmanager
-def all_or_poisoned(name: str, tensors):
-    """An update of many device tensors (an optimizer step: one dispatch per parameter) either
-    completes or leaves them unusable: when a DeviceError (a wait that timed out, a lost
-    device) interrupts it part-way, some tensors hold new values and some old ones, so every
-    device tensor of ``tensors()`` is poisoned (each later use raises DeviceError saying why)
-    before the error propagates. Overwriting a poisoned tensor whole (``copy_``,
-    ``load_state_dict``) makes it usable again."""
-    try:
-        yield
-    except DeviceError as e:
-        reason = (
-            f"this tensor was being updated by {name} when the Vulkan device failed ({e}); the "
-            "update may be partly applied, so its values are undefined: load them again (for "
-            "example with load_state_dict from a checkpoint) before using it"
-        )
-        for t in tensors():
-            if t._dev is not None:
-                try:
-                    t._dev.poison(t._data, reason)
-                except DeviceError:  # the device refuses all work already: nothing to mark
-                    pass
-        raise
+def poison_all(name: str, tensors, e: DeviceError) -> None:
+    """After DeviceError ``e`` interrupted ``name``, an update of many device tensors (an
+    optimizer step: one dispatch per parameter): poison every device tensor of ``tensors()``.
+    Some may hold new values and some old ones; each later use raises DeviceError saying why.
+    Overwriting a poisoned tensor whole (``copy_``, ``load_state_dict``) makes it usable
+    again."""
+    reason = (
+        f"this tensor was being updated by {name} when the Vulkan device failed ({e}); the "
+        "update may be partly applied, so its values are undefined: load them again (for "
+        "example with load_state_dict from a checkpoint) before using it"
+    )
+    for t in tensors():
+        if t._dev is not None:
+            try:
+                t._dev.poison(t._data, reason)
+            except DeviceError:  # the device refuses all work already: nothing to mark
+                pass
 
 
 class Optimizer:
@@ -192,13 +186,23 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
-        with no_grad(), all_or_poisoned(f"{type(self).__name__}.step", self._written):
+        # no_grad() written out, and the device failure's poisoning in an except: context
+        # managers cost more than a small model's whole update
+        prev = _grad_state.enabled
+        _grad_state.enabled = False
+        try:
             for group in self.param_groups:
                 self._check_group(group)
-                refuse_uncapturable(self, group)
+                if _graphs.CAPTURING[0] is not None:
+                    refuse_uncapturable(self, group)
                 params = [p for p in group["params"] if p._grad is not None]
                 if params:
                     self._step_group(group, params)
+        except DeviceError as e:
+            poison_all(f"{type(self).__name__}.step", self._written, e)
+            raise
+        finally:
+            _grad_state.enabled = prev
         return loss
 
     def _written(self):

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from ..ops.optim import SGD_STEP, foreach_update, fused_update
+from ._host_step import host_sgd_group
 from ._options import check_options
 from .optimizer import Optimizer
+
+_BUFFER = Optimizer._buffer
 
 
 class SGD(Optimizer):
@@ -78,6 +81,14 @@ class SGD(Optimizer):
         fused_update(SGD_STEP, *tensors, **self._attrs(group), first=first)
 
     def _step_group(self, group, params):
+        cls = type(self)
+        if (
+            cls._tensors is SGD._tensors
+            and cls._buffer is _BUFFER
+            and cls._attrs is SGD._attrs
+            and host_sgd_group(self, group, params)
+        ):
+            return  # (optim/_host_step.py: the same update in one loop)
         if not self._distinct(params):
             return super()._step_group(group, params)
         batch, first = [], []

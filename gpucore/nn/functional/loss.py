@@ -24,6 +24,7 @@ from ...ops.registry import CAPTURE, apply, capturing
 from ...tensor import Tensor
 from ._utils import _check_reduction, _check_tensor, _reduce
 from .distance import pairwise_distance
+from .loss_fused import reduced_cross_entropy
 
 
 def cross_entropy(
@@ -67,6 +68,11 @@ def cross_entropy(
             and t.shape[0] == x.shape[0]
         ):
             if reduction in ("mean", "sum", "none"):  # else the general checks raise
+                if reduction != "none":
+                    # one graph node for rows, sum and division (loss_fused.py: the same bits)
+                    out = reduced_cross_entropy(input, target, ignore_index, reduction == "mean")
+                    if out is not None:
+                        return out
                 rows = apply(
                     nn_ops.XENT, input.contiguous(), target.contiguous(), ignore_index=ignore_index
                 )[0]
