@@ -26,6 +26,13 @@
 
 #include <math.h>
 
+/* Adam float32's FMA-corrected reciprocal multiplication (adam_fma_ok) where FMA is hardware */
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+#define GC_ADAM_FMA 1
+#else
+#define GC_ADAM_FMA 0
+#endif
+
 #if defined(__GNUC__) || defined(__clang__)
 #define GC_OPTIM_INLINE static inline __attribute__((always_inline))
 #else
@@ -129,10 +136,37 @@ static int adam_cdiv_ok(float c)
 {
     return c >= 0x1p-60f && c <= 1.0f;
 }
+
+#if GC_ADAM_FMA
+/* Whether s / c may be computed, for every s, with y = RN(1/c) (float), as q0 = RN(s y),
+ * r = s - c q0 (one FMA) and q1 = RN(q0 + r y) (another): three operations the FMA pipes take,
+ * where the float64 multiplication needs six and two shuffles.  Scale s and c to significands
+ * a, b in [1, 2); x = a / b; e = |b y - 1| (exact in float64), u = e 2^25 (u <= b).  Then
+ * a y = x (1 + e') with |e'| = e, so |q0 - x| <= x e + ulp(q0) / 2: below (u + 1) 2^-25 where
+ * x < 1 (ulp(x) = 2^-24: up to 1.5 ulp), below (u + 1) 2^-24 where x >= 1.  r = a - b q0 is
+ * a multiple of 2^-47 below b (u + 1) 2^-25 (where q0 >= 1 <= x: of 2^-46 below twice that; a
+ * q0 < 1 <= x has x within 2e of 1), so it has at most 24 bits, and the FMA gives it exactly,
+ * when b (u + 1) < 4.  Then q0 + r y = x +
+ * (x - q0) e' exactly, within (u + 1) u 2^-50 of x (2^-49 where x >= 1), and x lies at least
+ * 2^-48 / b (2^-47 / b) from every midpoint (the argument at adam_cdiv_ok, with a and b): q1
+ * rounds to x's float when (u + 1) u b < 4, which also gives b (u + 1) < 4 (u < 1 or not).
+ * Every c with b < 1.3 passes, and about half of the others (c = 1, which long runs reach, has
+ * u = 0).  The loop takes q0 (= s / c exactly) where s is 0, inf or NaN; the normal range of
+ * adam_cdiv_ok covers q0, r and q1. */
+static int adam_fma_ok(float c)
+{
+    int ex;
+    const float y = (float)(1.0 / (double)c); /* RN(1/c): the float64 rounding is innocuous */
+    const double b = 2.0 * frexp((double)c, &ex);
+    const double u = fabs((double)c * (double)y - 1.0) * 0x1p25;
+    return (u + 1.0) * u * b < 3.99; /* a margin for this test's own roundings */
+}
+#endif
 #endif
 
 /* wd: 0 none, 1 coupled (L2 on the gradient), 2 decoupled (AdamW); lerp_lo: 1 - beta1 < 0.5;
- * cdiv: float32 only, divide by sqrt(bc2) as a float64 multiplication (adam_cdiv_ok) */
+ * cdiv (float32 only), how sqrt(v) is divided by sqrt(bc2): 0 a division, 1 a float64
+ * multiplication by the reciprocal (adam_cdiv_ok), 2 an FMA-corrected one (adam_fma_ok) */
 GC_OPTIM_INLINE void GC_FN(adam_loop)(const GC_OPTIM_ARGS *J, ptrdiff_t lo, ptrdiff_t hi,
                                        const int wd_mode, const int amsgrad, const int lerp_lo,
                                        const int cdiv)
@@ -147,7 +181,8 @@ GC_OPTIM_INLINE void GC_FN(adam_loop)(const GC_OPTIM_ARGS *J, ptrdiff_t lo, ptrd
     const double bc2 = 1.0 - pow(h->beta2, (double)h->step);
     const GC_T neg_step = (GC_T)(-(h->lr / bc1));
     const GC_T bc2_sqrt = (GC_T)sqrt(bc2);
-    const double bc2_rcp = 1.0 / (double)bc2_sqrt; /* cdiv */
+    const double bc2_rcp = 1.0 / (double)bc2_sqrt; /* cdiv 1 */
+    const GC_T bc2_rcpf = (GC_T)bc2_rcp;           /* cdiv 2: RN(1 / bc2_sqrt) */
     const GC_T w1 = (GC_T)(1.0 - h->beta1), b2 = (GC_T)h->beta2, w2 = (GC_T)(1.0 - h->beta2);
     const GC_T w1c = (GC_T)1 - w1; /* torch.lerp's weight for the other branch */
     const GC_T eps = (GC_T)h->eps, wd = (GC_T)h->weight_decay;
@@ -177,7 +212,17 @@ GC_OPTIM_INLINE void GC_FN(adam_loop)(const GC_OPTIM_ARGS *J, ptrdiff_t lo, ptrd
             vmax[i] = vv;
         }
         const GC_T sq = GC_M(sqrt)(vv);
-        const GC_T denom = (cdiv ? (GC_T)((double)sq * bc2_rcp) : sq / bc2_sqrt) + eps;
+        GC_T q;
+        if (cdiv == 2) {
+            const GC_T q0 = sq * bc2_rcpf;
+            const GC_T q1 = GC_M(fma)(GC_M(fma)(-q0, bc2_sqrt, sq), bc2_rcpf, q0);
+            q = (sq != 0 && sq < (GC_T)INFINITY) ? q1 : q0; /* 0, inf and NaN: q0 is exact */
+        } else if (cdiv == 1) {
+            q = (GC_T)((double)sq * bc2_rcp);
+        } else {
+            q = sq / bc2_sqrt;
+        }
+        const GC_T denom = q + eps;
         p[i] = pv + neg_step * mv / denom; /* addcdiv: self + (value t1) / t2 */
     }
 }
@@ -189,14 +234,22 @@ static void GC_FN(adam_range)(const GC_OPTIM_ARGS *J, ptrdiff_t lo, ptrdiff_t hi
     const int ams = J->s3 != NULL;
     const int ll = (GC_T)(1.0 - h->beta1) < (GC_T)0.5;
 #if GC_OPT_F32
-    const int cd = adam_cdiv_ok((float)sqrt(1.0 - pow(h->beta2, (double)h->step)));
+    const float c = (float)sqrt(1.0 - pow(h->beta2, (double)h->step));
+#if GC_ADAM_FMA
+    const int cd = !adam_cdiv_ok(c) ? 0 : adam_fma_ok(c) ? 2 : 1;
+#else
+    const int cd = adam_cdiv_ok(c);
+#endif
 #else
     const int cd = 0; /* float64: no wider format to multiply in */
 #endif
+    /* the constant conditions keep the instances a build cannot use out of it */
 #define GC_ADAM_CASE(WD, AMS, LL)                                                                  \
     if (wd == WD && ams == AMS && ll == LL) {                                                      \
-        if (cd)                                                                                    \
-            GC_FN(adam_loop)(J, lo, hi, WD, AMS, LL, GC_OPT_F32);                                  \
+        if (GC_OPT_F32 && GC_ADAM_FMA && cd == 2)                                                  \
+            GC_FN(adam_loop)(J, lo, hi, WD, AMS, LL, 2);                                           \
+        else if (GC_OPT_F32 && cd == 1)                                                            \
+            GC_FN(adam_loop)(J, lo, hi, WD, AMS, LL, 1);                                           \
         else                                                                                       \
             GC_FN(adam_loop)(J, lo, hi, WD, AMS, LL, 0);                                           \
         return;                                                                                    \

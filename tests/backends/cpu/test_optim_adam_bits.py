@@ -11,6 +11,7 @@ its float64 reference is checked in test_optim_kernels.py."""
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import sys
 import textwrap
@@ -119,12 +120,52 @@ def test_adam_float32_equals_the_replay():
     assert not bad, f"{len(bad)} cases differ, first {bad[:5]}"
 
 
+def division_mode(beta2, step):
+    """How the kernel divides by c = sqrt(bc2) on FMA builds (cpu/isa/optim.h, adam_range's rule,
+    replicated to pick cases on each side): 2 FMA-corrected reciprocal, 1 float64 reciprocal."""
+    c = F(math.sqrt(1.0 - beta2**step))
+    y = F(1.0 / float(c))
+    b = 2.0 * math.frexp(float(c))[0]
+    u = abs(float(c) * float(y) - 1.0) * 2.0**25
+    return 2 if (u + 1.0) * u * b < 3.99 else 1
+
+
+# (beta2, step) with c's significand all over [1, 2), on both sides of the FMA rule
+DIVISION_CASES = [(0.999, t) for t in (1, 2, 3, 5, 9, 30, 100, 1000, 1001, 1002, 1003, 5000)]
+
+
+def check_division() -> list:
+    """p = 0, eps = 0: the new p is (-lr / bc1) m / (sqrt(v) / c) exactly, so any difference in
+    the quotient sqrt(v) / c shows; 2^16 values of v per case, significands everywhere."""
+    bad = []
+    r = np.random.default_rng(11)
+    n = 1 << 16
+    for b2, t in DIVISION_CASES:
+        v = (r.random(n) * 2.0 ** r.integers(-60, 60, n)).astype(F)
+        g = np.zeros(n, F)
+        m = np.full(n, 1.5, F)
+        p = np.zeros(n, F)
+        want = [a.copy() for a in (p, m, v)]
+        hp = (t, 1e-3, 0.0, b2, 0.0, 0.0, 0, 0)
+        replay(want[0], g, want[1], want[2], None, *hp)
+        C.adam_step(p, g, m, v, None, *hp)
+        if not all(same_bits(x, w) for x, w in zip((p, m, v), want)):
+            bad.append((b2, t, division_mode(b2, t)))
+    return bad
+
+
+def test_the_division_by_sqrt_bc2_is_exact():
+    assert {division_mode(b2, t) for b2, t in DIVISION_CASES} == {1, 2}
+    bad = check_division()
+    assert not bad, bad
+
+
 ISA_SCRIPT = textwrap.dedent(
     """
     import sys
     sys.path.insert(0, sys.argv[1])
-    from test_optim_adam_bits import C, check_all
-    bad = check_all()
+    from test_optim_adam_bits import C, check_all, check_division
+    bad = check_all() + check_division()
     print(C.info()["isa"], len(bad), bad[:5])
     sys.exit(1 if bad else 0)
     """
