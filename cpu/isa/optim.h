@@ -21,12 +21,14 @@
  * maximize (one zmm multiplication fewer per 16 elements took ~5% off).  Without the
  * multiplication by 1 a signaling NaN gradient reaches its first operation unquieted, which
  * returns it quieted as the multiplication did: the same bits (x86 returns the first NaN
- * operand, Arm a signaling one first, and g is the first operand or the only NaN). */
+ * operand, Arm a signaling one first, and g is the first operand or the only NaN).  Where FMA
+ * is hardware the division by sqrt(bc2) is three FMA-pipe operations instead, float64 included,
+ * for the constants that allow it (adam_fma_ok). */
 #ifndef GC_OPT_T
 
 #include <math.h>
 
-/* Adam float32's FMA-corrected reciprocal multiplication (adam_fma_ok) where FMA is hardware */
+/* Adam's FMA-corrected reciprocal multiplication (adam_fma_ok) where FMA is hardware */
 #if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
 #define GC_ADAM_FMA 1
 #else
@@ -131,41 +133,45 @@ static void GC_FN(sgd_range)(const GC_OPTIM_ARGS *J, ptrdiff_t lo, ptrdiff_t hi)
  * does.  That needs q in the normal float range, which holds for any s = sqrt(v) (0, at least
  * 2^-75, inf or NaN) when 2^-60 <= c <= 1, the case 0 <= beta2 < 1 always gives; otherwise the
  * loop divides.  NaN s keeps its payload (the multiplication and both conversions keep it), and
- * c is a number here, so no second NaN competes. */
-static int adam_cdiv_ok(float c)
+ * c is a number here, so no second NaN competes.  (float64 has the same range argument:
+ * s = 0, at least 2^-537, inf or NaN.) */
+static int adam_cdiv_ok(double c)
 {
-    return c >= 0x1p-60f && c <= 1.0f;
+    return c >= 0x1p-60 && c <= 1.0;
 }
+#endif
 
 #if GC_ADAM_FMA
-/* Whether s / c may be computed, for every s, with y = RN(1/c) (float), as q0 = RN(s y),
- * r = s - c q0 (one FMA) and q1 = RN(q0 + r y) (another): three operations the FMA pipes take,
- * where the float64 multiplication needs six and two shuffles.  Scale s and c to significands
- * a, b in [1, 2); x = a / b; e = |b y - 1| (exact in float64), u = e 2^25 (u <= b).  Then
- * a y = x (1 + e') with |e'| = e, so |q0 - x| <= x e + ulp(q0) / 2: below (u + 1) 2^-25 where
- * x < 1 (ulp(x) = 2^-24: up to 1.5 ulp), below (u + 1) 2^-24 where x >= 1.  r = a - b q0 is
- * a multiple of 2^-47 below b (u + 1) 2^-25 (where q0 >= 1 <= x: of 2^-46 below twice that; a
- * q0 < 1 <= x has x within 2e of 1), so it has at most 24 bits, and the FMA gives it exactly,
- * when b (u + 1) < 4.  Then q0 + r y = x +
- * (x - q0) e' exactly, within (u + 1) u 2^-50 of x (2^-49 where x >= 1), and x lies at least
- * 2^-48 / b (2^-47 / b) from every midpoint (the argument at adam_cdiv_ok, with a and b): q1
- * rounds to x's float when (u + 1) u b < 4, which also gives b (u + 1) < 4 (u < 1 or not).
- * Every c with b < 1.3 passes, and about half of the others (c = 1, which long runs reach, has
- * u = 0).  The loop takes q0 (= s / c exactly) where s is 0, inf or NaN; the normal range of
- * adam_cdiv_ok covers q0, r and q1. */
-static int adam_fma_ok(float c)
+/* Whether s / c may be computed, for every s, with y = RN(1/c), as q0 = RN(s y), r = s - c q0
+ * (one FMA) and q1 = RN(q0 + r y) (another): three operations the FMA pipes take, against a
+ * division (float64) or a float64 multiplication with four conversions and two shuffles (float).
+ * In precision p (24, 53) scale s and c to significands a, b in [1, 2) (multiples of 2^(1-p));
+ * x = a / b; e = |b y - 1| (exact in float64; with an FMA for float64), u = e 2^(p+1) (u <= b).
+ * Then a y = x (1 + e') with |e'| = e, so |q0 - x| <= x e + ulp(q0) / 2: below
+ * (u + 1) 2^-(p+1) where x < 1 (ulp(x) = 2^-p: up to 1.5 ulp), twice that where x >= 1.
+ * r = a - b q0 is a multiple of 2^(1-2p) below b (u + 1) 2^-(p+1) (where q0 >= 1 <= x: of
+ * 2^(2-2p) below twice that; a q0 < 1 <= x has x within 2e of 1), so it has at most p bits, and
+ * the FMA gives it exactly, when b (u + 1) < 4.  Then q0 + r y = x + (x - q0) e' exactly, within
+ * (u + 1) u 2^-(2p+2) of x (twice that where x >= 1), and x lies at least 2^-2p / b (2^(1-2p) / b)
+ * from every midpoint (the argument at adam_cdiv_ok, with a and b): q1 rounds to x's nearest
+ * when (u + 1) u b < 4, which also gives b (u + 1) < 4 (u < 1 or not).  Every c with b < 1.3
+ * passes, and about half of the others (c = 1, which long runs reach, has u = 0).  The loop takes
+ * q0 (= s / c exactly) where s is 0, inf or NaN; adam_cdiv_ok's range covers q0, r and q1. */
+static int GC_FN(adam_fma_ok)(GC_T c)
 {
     int ex;
-    const float y = (float)(1.0 / (double)c); /* RN(1/c): the float64 rounding is innocuous */
+    if (!(c >= 0x1p-60 && c <= 1.0))
+        return 0;
+    const GC_T y = (GC_T)(1.0 / (double)c); /* RN(1/c): float64's rounding is innocuous for float */
     const double b = 2.0 * frexp((double)c, &ex);
-    const double u = fabs((double)c * (double)y - 1.0) * 0x1p25;
+    const double u = GC_OPT_F32 ? fabs((double)c * (double)y - 1.0) * 0x1p25
+                                : fabs(fma((double)c, (double)y, -1.0)) * 0x1p54;
     return (u + 1.0) * u * b < 3.99; /* a margin for this test's own roundings */
 }
 #endif
-#endif
 
 /* wd: 0 none, 1 coupled (L2 on the gradient), 2 decoupled (AdamW); lerp_lo: 1 - beta1 < 0.5;
- * cdiv (float32 only), how sqrt(v) is divided by sqrt(bc2): 0 a division, 1 a float64
+ * cdiv, how sqrt(v) is divided by sqrt(bc2): 0 a division, 1 (float32) a float64
  * multiplication by the reciprocal (adam_cdiv_ok), 2 an FMA-corrected one (adam_fma_ok) */
 GC_OPTIM_INLINE void GC_FN(adam_loop)(const GC_OPTIM_ARGS *J, ptrdiff_t lo, ptrdiff_t hi,
                                        const int wd_mode, const int amsgrad, const int lerp_lo,
@@ -233,20 +239,21 @@ static void GC_FN(adam_range)(const GC_OPTIM_ARGS *J, ptrdiff_t lo, ptrdiff_t hi
     const int wd = h->weight_decay == 0.0 ? 0 : (h->decoupled ? 2 : 1);
     const int ams = J->s3 != NULL;
     const int ll = (GC_T)(1.0 - h->beta1) < (GC_T)0.5;
-#if GC_OPT_F32
-    const float c = (float)sqrt(1.0 - pow(h->beta2, (double)h->step));
+    const GC_T c = (GC_T)sqrt(1.0 - pow(h->beta2, (double)h->step));
+    int cd = 0; /* float64 without FMA: no wider format to multiply in */
+    (void)c;
 #if GC_ADAM_FMA
-    const int cd = !adam_cdiv_ok(c) ? 0 : adam_fma_ok(c) ? 2 : 1;
-#else
-    const int cd = adam_cdiv_ok(c);
+    if (GC_FN(adam_fma_ok)(c))
+        cd = 2;
 #endif
-#else
-    const int cd = 0; /* float64: no wider format to multiply in */
+#if GC_OPT_F32
+    if (cd == 0 && adam_cdiv_ok(c))
+        cd = 1;
 #endif
     /* the constant conditions keep the instances a build cannot use out of it */
 #define GC_ADAM_CASE(WD, AMS, LL)                                                                  \
     if (wd == WD && ams == AMS && ll == LL) {                                                      \
-        if (GC_OPT_F32 && GC_ADAM_FMA && cd == 2)                                                  \
+        if (GC_ADAM_FMA && cd == 2)                                                                \
             GC_FN(adam_loop)(J, lo, hi, WD, AMS, LL, 2);                                           \
         else if (GC_OPT_F32 && cd == 1)                                                            \
             GC_FN(adam_loop)(J, lo, hi, WD, AMS, LL, 1);                                           \

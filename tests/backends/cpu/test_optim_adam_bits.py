@@ -1,12 +1,13 @@
-"""Adam / AdamW float32 (gpucore._cpu.adam_step, adam_step_multi) bit for bit against a numpy
-float32 replay of PyTorch's single-tensor formula, one correctly rounded operation at a time
-(``denom = sqrt(v) / sqrt(bc2) + eps``, ``p += (-lr / bc1) * m / denom``, lerp for m), under
-every ISA, for every option (weight decay coupled and decoupled, AMSGrad, maximize, both lerp
-branches), special values (zeros of both signs, infinities, NaN, subnormals, huge and tiny
-moments), bias corrections far from the usual (beta2 = 0, beta2 up to the largest double below
-1), sizes around the vector widths; and the multi-tensor call over mixed sizes at the thread
-split's edges, bitwise the same for 1, 2, 3 and 8 threads. float64 keeps the plain division:
-its float64 reference is checked in test_optim_kernels.py."""
+"""Adam / AdamW (gpucore._cpu.adam_step, adam_step_multi) bit for bit against a numpy replay of
+PyTorch's single-tensor formula in the parameter's precision (float32, float64), one correctly
+rounded operation at a time (``denom = sqrt(v) / sqrt(bc2) + eps``, ``p += (-lr / bc1) * m /
+denom``, lerp for m), under every ISA, for every option (weight decay coupled and decoupled,
+AMSGrad, maximize, both lerp branches), special values (zeros of both signs, infinities, NaN,
+subnormals, huge and tiny moments), bias corrections far from the usual (beta2 = 0, beta2 up to
+the largest double below 1), sizes around the vector widths; the division by sqrt(bc2) on 2^16
+values per constant, on both sides of the rule that picks how the kernel divides; and the
+multi-tensor call over mixed sizes at the thread split's edges, bitwise the same for 1, 2, 3 and
+8 threads."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import math
 import os
 import sys
 import textwrap
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -50,8 +52,9 @@ SPECIALS = np.array(
 
 
 def replay(p, g, m, v, vmax, step, lr, b1, b2, eps, wd, decoupled, maximize):
-    """One update in numpy float32, operation by operation as the kernel's contract states
-    (hyper-parameters rounded to float32 first, bias corrections in float64); in place."""
+    """One update in numpy in p's precision, operation by operation as the kernel's contract
+    states (hyper-parameters rounded to it first, bias corrections in float64); in place."""
+    F = p.dtype.type  # noqa: N806 (the float type, as at module level)
     with np.errstate(all="ignore"):
         bc1, bc2 = 1.0 - b1**step, 1.0 - b2**step
         neg_step, c = F(-(lr / bc1)), F(np.sqrt(np.float64(bc2)))  # NaN as sqrt makes it
@@ -73,17 +76,20 @@ def replay(p, g, m, v, vmax, step, lr, b1, b2, eps, wd, decoupled, maximize):
         p[...] = pv + neg_step * mv / denom
 
 
-def inputs(n, seed):
+def inputs(n, seed, dtype=F):
     """param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq: random, with special values spread
     over every buffer (exp_avg_sq also negative and subnormal)."""
     r = np.random.default_rng(seed)
+    specials = SPECIALS.astype(dtype)
+    if dtype is np.float64:
+        specials = np.concatenate([specials, [1e300, -1e-300, 5e-324, 1e-310]])
     out = []
     for k in range(5):
-        a = (r.standard_normal(n) * 10.0 ** r.integers(-20, 5, n)).astype(F)
+        a = (r.standard_normal(n) * 10.0 ** r.integers(-20, 5, n)).astype(dtype)
         if k >= 3:
             a = np.abs(a)
         hit = r.random(n) < 0.15
-        a[hit] = r.choice(SPECIALS, int(hit.sum()))
+        a[hit] = r.choice(specials, int(hit.sum()))
         out.append(a)
     return out
 
@@ -95,14 +101,16 @@ def same_bits(got, want):
     nan = np.isnan(got)
     if not np.array_equal(nan, np.isnan(want)):
         return False
-    return np.array_equal(got.view(np.uint32)[~nan], want.view(np.uint32)[~nan])
+    u = np.uint32 if got.dtype == np.float32 else np.uint64
+    return np.array_equal(got.view(u)[~nan], want.view(u)[~nan])
 
 
 def check_all() -> list:
     """Every schedule x option x size through adam_step against replay(); the mismatches."""
     bad = []
-    for (b1, b2, step), o, n in itertools.product(SCHEDULES, OPTIONS, SIZES):
-        p, g, m, v, vmax = inputs(n, seed=n + step)
+    cases = itertools.product(SCHEDULES, OPTIONS, SIZES, (np.float32, np.float64))
+    for (b1, b2, step), o, n, dt in cases:
+        p, g, m, v, vmax = inputs(n, n + step, dt)
         vmax = vmax if o["amsgrad"] else None
         want = [a.copy() if a is not None else None for a in (p, m, v, vmax)]
         hp = (step, 1e-3, b1, b2, 1e-8, o["wd"], o["decoupled"], o["maximize"])
@@ -110,7 +118,7 @@ def check_all() -> list:
         C.adam_step(p, g, m, v, vmax, *hp)
         for got, w in zip((p, m, v, vmax), want):
             if got is not None and not same_bits(got, w):
-                bad.append((b1, b2, step, n, tuple(o.values())))
+                bad.append((dt.__name__, b1, b2, step, n, tuple(o.values())))
                 break
     return bad
 
@@ -120,14 +128,15 @@ def test_adam_float32_equals_the_replay():
     assert not bad, f"{len(bad)} cases differ, first {bad[:5]}"
 
 
-def division_mode(beta2, step):
-    """How the kernel divides by c = sqrt(bc2) on FMA builds (cpu/isa/optim.h, adam_range's rule,
-    replicated to pick cases on each side): 2 FMA-corrected reciprocal, 1 float64 reciprocal."""
-    c = F(math.sqrt(1.0 - beta2**step))
-    y = F(1.0 / float(c))
+def division_mode(beta2, step, dtype=F):
+    """How FMA builds divide by c = sqrt(bc2) (cpu/isa/optim.h: adam_range's rule, replicated to
+    pick cases on each side): 2 the FMA-corrected reciprocal, else float32's float64 reciprocal
+    (1) or float64's division (0)."""
+    c = dtype(math.sqrt(1.0 - beta2**step))
+    y = dtype(1.0 / float(c))
     b = 2.0 * math.frexp(float(c))[0]
-    u = abs(float(c) * float(y) - 1.0) * 2.0**25
-    return 2 if (u + 1.0) * u * b < 3.99 else 1
+    u = abs(float(Fraction(float(c)) * Fraction(float(y)) - 1)) * 2.0 ** (25 if dtype is F else 54)
+    return 2 if (u + 1.0) * u * b < 3.99 else (1 if dtype is F else 0)
 
 
 # (beta2, step) with c's significand all over [1, 2), on both sides of the FMA rule
@@ -140,22 +149,24 @@ def check_division() -> list:
     bad = []
     r = np.random.default_rng(11)
     n = 1 << 16
-    for b2, t in DIVISION_CASES:
-        v = (r.random(n) * 2.0 ** r.integers(-60, 60, n)).astype(F)
-        g = np.zeros(n, F)
-        m = np.full(n, 1.5, F)
-        p = np.zeros(n, F)
+    for (b2, t), dt in itertools.product(DIVISION_CASES, (np.float32, np.float64)):
+        scale = 60 if dt is F else 500
+        v = (r.random(n) * 2.0 ** r.integers(-scale, scale, n)).astype(dt)
+        g = np.zeros(n, dt)
+        m = np.full(n, 1.5, dt)
+        p = np.zeros(n, dt)
         want = [a.copy() for a in (p, m, v)]
         hp = (t, 1e-3, 0.0, b2, 0.0, 0.0, 0, 0)
         replay(want[0], g, want[1], want[2], None, *hp)
         C.adam_step(p, g, m, v, None, *hp)
         if not all(same_bits(x, w) for x, w in zip((p, m, v), want)):
-            bad.append((b2, t, division_mode(b2, t)))
+            bad.append((dt.__name__, b2, t, division_mode(b2, t, dt)))
     return bad
 
 
 def test_the_division_by_sqrt_bc2_is_exact():
-    assert {division_mode(b2, t) for b2, t in DIVISION_CASES} == {1, 2}
+    for dt, other in ((np.float32, 1), (np.float64, 0)):
+        assert {division_mode(b2, t, dt) for b2, t in DIVISION_CASES} == {other, 2}
     bad = check_division()
     assert not bad, bad
 
