@@ -72,8 +72,10 @@ static int get_hp(const char *fn, const char *name, PyObject *o, double lo, doub
     if (get_double(fn, name, o, out) < 0)
         return -1;
     if (!(*out >= lo && *out - *out == 0.0)) { /* NaN, inf and values below lo */
-        PyErr_Format(PyExc_ValueError, "%s: '%s' must be a finite number >= %g, got %R", fn, name,
-                     lo, o);
+        char low[32]; /* PyErr_Format has no %g */
+        snprintf(low, sizeof low, "%g", lo);
+        PyErr_Format(PyExc_ValueError, "%s: '%s' must be a finite number >= %s, got %R", fn, name,
+                     low, o);
         return -1;
     }
     return 0;
@@ -108,8 +110,9 @@ static int adam_hp(const char *fn, PyObject *const *a, gc_optim_hp *h)
         get_flag(fn, "maximize", a[6], &h->maximize) < 0)
         return -1;
     if (h->beta1 >= 1.0 || h->beta2 >= 1.0) {
-        PyErr_Format(PyExc_ValueError, "%s: betas must be in [0, 1), got (%g, %g)", fn, h->beta1,
-                     h->beta2);
+        char got[64]; /* PyErr_Format has no %g */
+        snprintf(got, sizeof got, "(%g, %g)", h->beta1, h->beta2);
+        PyErr_Format(PyExc_ValueError, "%s: betas must be in [0, 1), got %s", fn, got);
         return -1;
     }
     return 0;
