@@ -21,7 +21,17 @@ import sysconfig
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-BASE_FLAGS = ["-std=c11", "-O3", "-fno-math-errno", "-pthread", "-Wall", "-Wno-unused-function"]
+# -ffp-contract=off: gcc's -std=c11 implies it, clang's does not; contracting a * b + c into an
+# FMA on some ISAs and not others would change bits between the ISA builds.
+BASE_FLAGS = [
+    "-std=c11",
+    "-O3",
+    "-fno-math-errno",
+    "-ffp-contract=off",
+    "-pthread",
+    "-Wall",
+    "-Wno-unused-function",
+]
 
 # Flags per ISA file (gcc and clang spell them the same).  Only the micro-kernels and the vector
 # math live in these files; everything else is compiled once with BASE_FLAGS.

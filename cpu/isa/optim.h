@@ -222,7 +222,7 @@ GC_OPTIM_INLINE void GC_FN(adam_loop)(const GC_OPTIM_ARGS *J, ptrdiff_t lo, ptrd
         if (cdiv == 2) {
             const GC_T q0 = sq * bc2_rcpf;
             const GC_T q1 = GC_M(fma)(GC_M(fma)(-q0, bc2_sqrt, sq), bc2_rcpf, q0);
-            q = (sq != 0 && sq < (GC_T)INFINITY) ? q1 : q0; /* 0, inf and NaN: q0 is exact */
+            q = (sq != 0 && sq - sq == 0) ? q1 : q0; /* 0, +-inf and NaN: q0 is exact */
         } else if (cdiv == 1) {
             q = (GC_T)((double)sq * bc2_rcp);
         } else {

@@ -517,6 +517,16 @@ int get_double(const char *fn, const char *name, PyObject *o, double *out)
     return 0;
 }
 
+const char *repr_double(char *buf, size_t size, double x)
+{
+    char *r = PyOS_double_to_string(x, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+    snprintf(buf, size, "%s", r ? r : "?");
+    if (!r)
+        PyErr_Clear(); /* the caller is about to set its own error */
+    PyMem_Free(r);
+    return buf;
+}
+
 /* An int in [0, 2**bits). */
 int get_unsigned(const char *fn, const char *name, PyObject *o, int bits, uint64_t *out)
 {

@@ -112,6 +112,8 @@ int get_op(const char *fn, PyObject *o, int count, const char *prefix, int *out)
 int get_double(const char *fn, const char *name, PyObject *o, double *out);
 int get_unsigned(const char *fn, const char *name, PyObject *o, int bits, uint64_t *out);
 int get_i64(const char *fn, const char *name, PyObject *o, int64_t *out);
+/* x as Python's repr() writes it, into buf (for messages: PyErr_Format has no %g); returns buf. */
+const char *repr_double(char *buf, size_t size, double x);
 
 /* Overflow-checked arithmetic on non-negative sizes; *ok is cleared on overflow. */
 Py_ssize_t smul(Py_ssize_t a, Py_ssize_t b, int *ok);

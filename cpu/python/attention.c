@@ -102,7 +102,9 @@ static char attn_check(const char *fn, Py_buffer *const *bv, double scale, int c
     static const char *const names[5] = {"q", "k", "v", "mask", "out"};
     Py_buffer *q = bv[0], *k = bv[1], *v = bv[2], *mask = bv[3], *out = bv[4];
     if (!isfinite(scale)) {
-        PyErr_Format(PyExc_ValueError, "%s: 'scale' must be finite, got %g", fn, scale);
+        char got[32];
+        PyErr_Format(PyExc_ValueError, "%s: 'scale' must be finite, got %s", fn,
+                     repr_double(got, sizeof got, scale));
         return 0;
     }
     const char kd = float_kind(fn, "q", q);

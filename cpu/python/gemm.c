@@ -69,10 +69,11 @@ static int gemm_parse_common(const char *fn, PyObject *const *args, Py_ssize_t n
         /* (the rows' bias goes through gc_gemm_pxe's epilogue: one item, alpha 1, after relu's
          * add as the Linear's bias add and relu are) */
         if (bias_rows && (batch != 1 || alpha != 1.0 || (act != -1 && act != GC_UNARY_RELU))) {
+            char got[32];
             PyErr_Format(PyExc_ValueError,
                          "%s: bias_rows=1 needs batch 1, alpha 1 and act -1 or UNARY_RELU; got "
-                         "batch=%zd, alpha=%g, act=%zd",
-                         fn, batch, alpha, act);
+                         "batch=%zd, alpha=%s, act=%zd",
+                         fn, batch, repr_double(got, sizeof got, alpha), act);
             return -1;
         }
     }

@@ -72,10 +72,9 @@ static int get_hp(const char *fn, const char *name, PyObject *o, double lo, doub
     if (get_double(fn, name, o, out) < 0)
         return -1;
     if (!(*out >= lo && *out - *out == 0.0)) { /* NaN, inf and values below lo */
-        char low[32]; /* PyErr_Format has no %g */
-        snprintf(low, sizeof low, "%g", lo);
+        char low[32];
         PyErr_Format(PyExc_ValueError, "%s: '%s' must be a finite number >= %s, got %R", fn, name,
-                     low, o);
+                     repr_double(low, sizeof low, lo), o);
         return -1;
     }
     return 0;
@@ -110,9 +109,9 @@ static int adam_hp(const char *fn, PyObject *const *a, gc_optim_hp *h)
         get_flag(fn, "maximize", a[6], &h->maximize) < 0)
         return -1;
     if (h->beta1 >= 1.0 || h->beta2 >= 1.0) {
-        char got[64]; /* PyErr_Format has no %g */
-        snprintf(got, sizeof got, "(%g, %g)", h->beta1, h->beta2);
-        PyErr_Format(PyExc_ValueError, "%s: betas must be in [0, 1), got %s", fn, got);
+        char b1[32], b2[32];
+        PyErr_Format(PyExc_ValueError, "%s: betas must be in [0, 1), got (%s, %s)", fn,
+                     repr_double(b1, sizeof b1, h->beta1), repr_double(b2, sizeof b2, h->beta2));
         return -1;
     }
     return 0;

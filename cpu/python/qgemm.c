@@ -297,9 +297,11 @@ static int q_epilogue(const char *fn, bufset *bs, PyObject *const *e, Py_ssize_t
         const float s = q->a_scale * q->w_scale[j], f = requant ? s / q->out_scale : s;
         const float b = q->bias ? (requant ? q->bias[j] / q->out_scale : q->bias[j]) : 0.0f;
         if (!(isfinite(f) && f > 0.0f && isfinite(b))) {
+            char got[32];
             PyErr_Format(PyExc_ValueError,
-                         "%s: column %zd: w_scales[j] (%g) times a_scale%s must be finite and "
-                         "> 0 and bias[j]%s finite in float32", fn, j, (double)q->w_scale[j],
+                         "%s: column %zd: w_scales[j] (%s) times a_scale%s must be finite and "
+                         "> 0 and bias[j]%s finite in float32",
+                         fn, j, repr_double(got, sizeof got, (double)q->w_scale[j]),
                          requant ? " / out_scale" : "", requant ? " / out_scale" : "");
             return -1;
         }
