@@ -1,8 +1,9 @@
 /* A persistent pthread pool for parallel regions, a spin barrier, and per-thread scratch memory.
  *
  * Workers start lazily on the first region that wants more than one thread.  Between regions
- * they spin for GC_SPIN_NS (so back-to-back kernels pay no wake-up), then sleep on a condition
- * variable.  Workers join a region when they get to run; the caller does its share and then
+ * they spin (so back-to-back kernels pay no wake-up), then sleep on a condition variable: for
+ * GC_SPIN_NS, or for GC_SPIN_LONG_NS while regions keep coming less than that apart (see
+ * worker_main).  Workers join a region when they get to run; the caller does its share and then
  * waits only for workers that joined, and all work is claimed dynamically, so a descheduled
  * worker (a busy machine) slows nobody down.  One region runs at a time: a caller that finds the
  * pool busy (another Python thread in a kernel, or a kernel called from inside a region) runs
@@ -33,6 +34,8 @@
 
 #define GC_MAX_THREADS 256
 #define GC_SPIN_NS 200000L /* workers stay awake this long after a region before sleeping */
+/* ... or this long, while the program's gaps between regions are shorter (a training step) */
+#define GC_SPIN_LONG_NS 2000000L
 #define GC_PAUSE_SPINS 200 /* pause-loop iterations (a few us) before waits start to yield */
 
 static long long now_ns(void)
@@ -47,6 +50,7 @@ typedef struct {
     _Alignas(64) atomic_uint ticket;
     unsigned ticket0; /* the ticket when the thread was created */
     atomic_int sleeping;
+    long spin_ns; /* how long this worker spins before it sleeps (worker_main) */
     pthread_cond_t wake;
     pthread_t thread;
 } gc_worker;
@@ -134,11 +138,23 @@ static void try_join(void)
     atomic_fetch_add_explicit(&pool.finished, 1, memory_order_release);
 }
 
+/* How long a worker spins: GC_SPIN_NS, or GC_SPIN_LONG_NS after a sleep that a region ended
+ * within GC_SPIN_LONG_NS, until a sleep runs longer.  A sleeping worker is no help to a short
+ * region: waking it cost the caller ~7 us (the condition variable's signal, an IPI in a VM) and
+ * it joined 20-50 us later (measured on the 2-vCPU Zen 4 VM), while a spinning one joins within
+ * 1 us.  The MLP step's cross-entropy and autograd set-up between the forward's last GEMM and
+ * the backward's first run 230-300 us, past GC_SPIN_NS: the 256 x 10 x 256 dX product then took
+ * 6x its time in a loop.  A program idle for longer than GC_SPIN_LONG_NS goes back to the short
+ * spin after its first sleep; one issuing a region every few ms burns at most GC_SPIN_NS per gap
+ * on each worker, as before.  Spinning yields the CPU after a few us (sched_yield), so a thread
+ * that needs it runs.  (OpenMP runtimes spin likewise before sleeping: libgomp ~0.3 M spins,
+ * Intel's 200 ms.) */
 static void *worker_main(void *arg)
 {
     const int me = (int)(intptr_t)arg;
     gc_worker *w = &pool.w[me];
     unsigned seen = w->ticket0; /* not a fresh load: a region may be posted before we run */
+    w->spin_ns = GC_SPIN_NS;
     for (;;) {
         /* wait for a new ticket: spin first, then sleep */
         unsigned t = atomic_load_explicit(&w->ticket, memory_order_acquire);
@@ -153,16 +169,18 @@ static void *worker_main(void *arg)
                 t = atomic_load_explicit(&w->ticket, memory_order_acquire);
                 if (t != seen)
                     break;
-                if ((i & 15) == 15 && now_ns() - t0 > GC_SPIN_NS)
+                if ((i & 15) == 15 && now_ns() - t0 > w->spin_ns)
                     break;
             }
             if (t == seen) {
+                const long long slept = now_ns();
                 pthread_mutex_lock(&pool.lock);
                 atomic_store(&w->sleeping, 1);
                 while ((t = atomic_load(&w->ticket)) == seen)
                     pthread_cond_wait(&w->wake, &pool.lock);
                 atomic_store(&w->sleeping, 0);
                 pthread_mutex_unlock(&pool.lock);
+                w->spin_ns = now_ns() - slept < GC_SPIN_LONG_NS ? GC_SPIN_LONG_NS : GC_SPIN_NS;
             }
         }
         seen = t;
