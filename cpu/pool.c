@@ -122,6 +122,15 @@ int gc_pool_size(void)
     return atomic_load_explicit(&pool.size, memory_order_relaxed);
 }
 
+int gc_pool_awake(void)
+{
+    const int n = gc_pool_size();
+    for (int t = 1; t < n; t++) /* (a worker not started yet reads as awake: it starts once) */
+        if (atomic_load_explicit(&pool.w[t].sleeping, memory_order_relaxed))
+            return 0;
+    return n > 1;
+}
+
 /* Joins the open region if there is room: runs its body and reports back. */
 static void try_join(void)
 {
