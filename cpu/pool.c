@@ -147,14 +147,16 @@ static void try_join(void)
     atomic_fetch_add_explicit(&pool.finished, 1, memory_order_release);
 }
 
-/* How long a worker spins: GC_SPIN_NS, or GC_SPIN_LONG_NS after a sleep that a region ended
- * within GC_SPIN_LONG_NS, until a sleep runs longer.  A sleeping worker is no help to a short
+/* How long a worker spins: GC_SPIN_NS, or GC_SPIN_LONG_NS once a region has come less than
+ * GC_SPIN_LONG_NS after the previous one (its spin and sleep together: the idle gap), until a
+ * gap runs longer.  (The sleep alone would keep the long spin for gaps up to twice as long: 2 ms
+ * spun, then less than 2 ms asleep.)  A sleeping worker is no help to a short
  * region: waking it cost the caller ~7 us (the condition variable's signal, an IPI in a VM) and
  * it joined 20-50 us later (measured on the 2-vCPU Zen 4 VM), while a spinning one joins within
  * 1 us.  The MLP step's cross-entropy and autograd set-up between the forward's last GEMM and
  * the backward's first run 230-300 us, past GC_SPIN_NS: the 256 x 10 x 256 dX product then took
  * 6x its time in a loop.  A program idle for longer than GC_SPIN_LONG_NS goes back to the short
- * spin after its first sleep; one issuing a region every few ms burns at most GC_SPIN_NS per gap
+ * spin after that gap; one issuing a region every 2 ms or more burns at most GC_SPIN_NS per gap
  * on each worker, as before.  Spinning yields the CPU after a few us (sched_yield), so a thread
  * that needs it runs.  (OpenMP runtimes spin likewise before sleeping: libgomp ~0.3 M spins,
  * Intel's 200 ms.) */
@@ -169,7 +171,7 @@ static void *worker_main(void *arg)
         unsigned t = atomic_load_explicit(&w->ticket, memory_order_acquire);
         if (t == seen) {
             /* a short pause loop, then yield (so a thread that needs this CPU gets it) */
-            const long long t0 = now_ns();
+            const long long t0 = now_ns(); /* (the gap starts: our share of the region is done) */
             for (int i = 0;; i++) {
                 if (i < GC_PAUSE_SPINS)
                     GC_PAUSE();
@@ -182,14 +184,13 @@ static void *worker_main(void *arg)
                     break;
             }
             if (t == seen) {
-                const long long slept = now_ns();
                 pthread_mutex_lock(&pool.lock);
                 atomic_store(&w->sleeping, 1);
                 while ((t = atomic_load(&w->ticket)) == seen)
                     pthread_cond_wait(&w->wake, &pool.lock);
                 atomic_store(&w->sleeping, 0);
                 pthread_mutex_unlock(&pool.lock);
-                w->spin_ns = now_ns() - slept < GC_SPIN_LONG_NS ? GC_SPIN_LONG_NS : GC_SPIN_NS;
+                w->spin_ns = now_ns() - t0 < GC_SPIN_LONG_NS ? GC_SPIN_LONG_NS : GC_SPIN_NS;
             }
         }
         seen = t;
