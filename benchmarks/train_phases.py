@@ -28,7 +28,12 @@ The third table is each GEMM call of the step: its wall time in the step against
 repeated right after the step (twice, the second timed: operands in cache and the thread pool
 awake, as in a loop of that call alone, mlp_gemms.py), interleaved step by step so that the
 machine's load weighs on both alike. A ratio above 1 is what the step's context costs the call:
-operands evicted by the ops between, pool threads gone to sleep during the Python in between.
+operands evicted by the ops between (an output block that the host cache hands out cold: the
+256 x 10 x 256 dX writes 256 KiB, ~25 us more than into warm lines), pool threads gone to sleep
+during the Python in between. The gap column is the wall time since the previous GEMM call of
+the step returned (the first call's: since the step began): the forward's last GEMM
+and the backward's first have the cross-entropy and autograd's set-up between them (~0.25 ms),
+longer than pool.c's short spin (0.2 ms; a worker that slept less than 2 ms then spins 2 ms).
 """
 
 from __future__ import annotations
@@ -134,7 +139,8 @@ class CTimer:
 
     def __init__(self):
         self.acc = dict.fromkeys(self.PARTS, 0.0)
-        self.calls: dict = {}  # (entry point, operand shapes) -> [in-step wall s], (fn, args)
+        self.calls: dict = {}  # (entry point, shapes) -> [in-step wall s], (fn, args), [gap s]
+        self.last_end = [0.0]  # when the previous GEMM call returned (perf_counter)
         self.saved = []
         wrapped = {}
         for key, names in self.PARTS.items():
@@ -152,6 +158,7 @@ class CTimer:
     def _wrap(self, fn, key, name):
         acc, clock, wall = self.acc, time.thread_time, time.perf_counter
         calls = self.calls if name in self.REPEATABLE else None
+        last_end = self.last_end
 
         def timed(*args):
             t, w = clock(), wall()
@@ -160,18 +167,20 @@ class CTimer:
             finally:
                 acc[key] += clock() - t
                 if calls is not None:
-                    dt = wall() - w
+                    end = wall()
                     shapes = tuple(tuple(a.shape) if hasattr(a, "shape") else a for a in args)
-                    entry = calls.setdefault((name, shapes), [[], None])
-                    entry[0].append(dt)
+                    entry = calls.setdefault((name, shapes), [[], None, []])
+                    entry[0].append(end - w)
                     entry[1] = (fn, args)
+                    entry[2].append(w - last_end[0])
+                    last_end[0] = end
 
         return timed
 
     def repeat_alone(self, alone: dict) -> None:
         """Each GEMM call of the last step again, on its own: twice, timing the second (its
         operands then in cache, as in a loop of that call alone); wall seconds into alone."""
-        for key, (_, (fn, args)) in self.calls.items():
+        for key, (_, (fn, args), _) in self.calls.items():
             fn(*args)
             t = time.perf_counter()
             fn(*args)
@@ -237,6 +246,7 @@ def run_case(name: str, args) -> tuple[list, list, list, list]:
     try:
         for _ in range(n_steps):
             before = dict(timer.acc)
+            timer.last_end[0] = time.perf_counter()
             total = g_run()[1][-1]
             done = {k: timer.acc[k] - before[k] for k in timer.acc}
             done["rest"] = total - sum(done.values())
@@ -269,7 +279,7 @@ def gemm_rows(calls: dict, alone: dict, n_steps: int) -> list:
     """The in-step GEMM table: per call (entry point, operand shapes) its median wall time in the
     step and repeated alone, their ratio and the in-step rate; then the sums per step."""
     rows, tin, tal = [], 0.0, 0.0
-    for key, (times, _) in calls.items():
+    for key, (times, _, gaps) in calls.items():
         per_step = len(times) / n_steps
         t_in, t_al = statistics.median(times), statistics.median(alone[key])
         tin += t_in * per_step
@@ -283,6 +293,7 @@ def gemm_rows(calls: dict, alone: dict, n_steps: int) -> list:
                 key[0],
                 shapes,
                 f"{per_step:g}",
+                f"{statistics.median(gaps) * 1e3:.3f}",
                 f"{t_in * 1e3:.3f}",
                 f"{t_al * 1e3:.3f}",
                 f"{t_in / t_al:.2f}",
@@ -292,6 +303,7 @@ def gemm_rows(calls: dict, alone: dict, n_steps: int) -> list:
     rows.append(
         [
             "sum per step",
+            "",
             "",
             "",
             f"{tin * 1e3:.3f}",
@@ -333,7 +345,8 @@ def main(argv=None) -> int:
         print(f"\n{name}: where a gpucore step's CPU time goes (this thread; medians over steps)\n")
         print(train.table(["part", "ms per step", "share"], split))
         print(f"\n{name}: the step's GEMM calls, wall ms in the step vs the same call alone\n")
-        heads = ["entry", "operands", "calls/step", "in step", "alone", "in/alone", "GFLOP/s"]
+        heads = ["entry", "operands", "calls/step", "gap before", "in step", "alone", "in/alone"]
+        heads.append("GFLOP/s")
         print(train.table(heads, gemms, left=2))
         sys.stdout.flush()
     print()

@@ -74,8 +74,9 @@ static void gc_wait_at_least(atomic_int *v, int want)
     }
 }
 
-/* Minimum work per thread, in flops (a parallel region costs a few microseconds). */
-#define GC_GEMM_GRAIN 0.25e6
+/* Minimum work per thread, in flops (a parallel region costs a few microseconds; about one with
+ * the workers awake, as in a training step: the 64 x 10 x 256 dX of the MLP's batch 64 splits) */
+#define GC_GEMM_GRAIN (gc_pool_awake() ? 0.15e6 : 0.25e6)
 /* An A block up to this size stays in L2: compute units may then split N into narrow chunks. */
 #define GC_ABLOCK_SMALL (256.0 * 1024)
 /* Row-major A up to this size is read in place by the micro-kernel instead of being packed. */

@@ -95,7 +95,9 @@ static void GC_FN(gemv_share_body)(void *ctx, int slot)
 
 static void GC_FN(gemv_split)(GC_FN(gemv_job) *J, ptrdiff_t units, double cost_ns)
 {
-    int nt = gc_threads_for(cost_ns, GC_GRAIN_NS);
+    /* from half the grain while the workers are awake (the MLP step at batch 256: its dW3 =
+     * dY^T h2, 10 x 256 x 256, and the forward's 256 x 256 x 10 through gemm_narrow_n) */
+    int nt = gc_threads_for(cost_ns, gc_pool_awake() ? GC_GRAIN_NS / 2 : GC_GRAIN_NS);
     if (nt > units)
         nt = (int)units;
     if (nt <= 1) {

@@ -1,6 +1,7 @@
-"""The CPU thread pool: results bitwise identical for any thread count, a long sum accurate,
-eight Python threads issuing GEMMs at once, the pool surviving fork, and set_num_threads
-checking its argument."""
+"""The CPU thread pool: results bitwise identical for any thread count and whatever the
+workers were doing when a region came (spinning, asleep after a short or a long idle gap), a
+long sum accurate, eight Python threads issuing GEMMs at once, the pool surviving fork, and
+set_num_threads checking its argument."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import itertools
 import os
 import textwrap
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -71,6 +73,49 @@ def test_results_identical_for_any_thread_count(threads):
         many = _workload()
         for i, (p, q) in enumerate(zip(one, many)):
             assert np.array_equal(p, q, equal_nan=True), (n, i)
+
+
+def test_regions_after_idle_gaps_give_the_same_bits(threads):
+    """pool.c's workers spin after a region, then sleep; how long they spin depends on how long
+    they last slept (a short sleep: the long spin), and small GEMMs split over the threads only
+    while the workers are awake (gc_pool_awake: the MLP step's last-layer products).  Regions
+    that find the workers spinning, or woken from a sleep shorter or longer than the long spin,
+    give the bits of one thread, and the right product (float64 reference).  The gaps walk
+    through every state: back to back, 0.5 ms (past the short spin), 5 ms (past the long one,
+    back to the short spin), then short gaps again."""
+    r = np.random.default_rng(11)
+    # (m, n, k, trans_a, trans_b): the blocked path at k = 10, the gemv path (m = 10, A^T),
+    # the narrow-N path (n = 10, B^T), a row-split product and a general one
+    shapes = [
+        (256, 256, 10, 0, 0),
+        (64, 256, 10, 0, 0),
+        (10, 256, 256, 1, 0),
+        (256, 10, 256, 0, 1),
+        (64, 512, 256, 0, 0),
+        (300, 257, 190, 0, 1),
+    ]
+    ops = []
+    for m, n, k, ta, tb in shapes:
+        a = r.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
+        b = r.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        ops.append(((m, n, k, ta, tb), a, b, (a64.T if ta else a64) @ (b64.T if tb else b64)))
+
+    def run(dims, a, b):
+        m, n, k, ta, tb = dims
+        c = np.empty((m, n), np.float32)
+        C.gemm(a, b, c, 1, m, n, k, ta, tb, 1.0, 0.0, 0, 0, 0)
+        return c
+
+    threads(1)
+    one = [run(*op[:3]) for op in ops]
+    threads(2)
+    for gap in (0.0, 0.0005, 0.0005, 0.005, 0.0, 0.005, 0.0005, 0.0005, 0.0):
+        time.sleep(gap)
+        for (dims, a, b, ref), want in zip(ops, one):
+            got = run(dims, a, b)
+            np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-3)
+            assert np.array_equal(got, want), (gap, dims)
 
 
 def test_softmax_bitwise_same_for_one_and_two_threads(threads):
