@@ -474,10 +474,10 @@ int gc_region(gc_body body, void *ctx, int want);
 /* Threads a parallel region may use (GPUCORE_NUM_THREADS, default: the CPUs this process may
  * run on); >= 1. */
 int gc_pool_size(void);
-/* Whether the pool has more than one thread and none of its workers sleeps (they spin for a while
- * after each region, pool.c): a region then costs about a microsecond, where waking a sleeping
- * worker costs the caller ~7 us and the worker joins tens of us later.  A hint (it may change
- * at once), for thread counts of short work; never a result's bits. */
+/* Whether the pool has more than one thread and its first worker is not asleep (workers spin
+ * for 200 us after each region, pool.c): a two-thread region then costs about a microsecond,
+ * where waking a sleeping worker costs the caller ~7 us and the worker joins tens of us later.
+ * A hint (it may change at once), for thread counts of short work; never a result's bits. */
 int gc_pool_awake(void);
 /* Changes the pool size (n >= 1); waits for a running region to finish first. */
 void gc_pool_set_size(int n);

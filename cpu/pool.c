@@ -1,9 +1,8 @@
 /* A persistent pthread pool for parallel regions, a spin barrier, and per-thread scratch memory.
  *
  * Workers start lazily on the first region that wants more than one thread.  Between regions
- * they spin (so back-to-back kernels pay no wake-up), then sleep on a condition variable: for
- * GC_SPIN_NS, or longer (2 ms; GPUCORE_POOL_LONG_SPIN_US) while regions keep coming less than
- * that apart (see worker_main).  Workers join a region when they get to run; the caller does its share and then
+ * they spin for GC_SPIN_NS (so back-to-back kernels pay no wake-up), then sleep on a condition
+ * variable.  Workers join a region when they get to run; the caller does its share and then
  * waits only for workers that joined, and all work is claimed dynamically, so a descheduled
  * worker (a busy machine) slows nobody down.  One region runs at a time: a caller that finds the
  * pool busy (another Python thread in a kernel, or a kernel called from inside a region) runs
@@ -34,9 +33,6 @@
 
 #define GC_MAX_THREADS 256
 #define GC_SPIN_NS 200000L /* workers stay awake this long after a region before sleeping */
-/* ... or spin_long_ns (GPUCORE_POOL_LONG_SPIN_US in us, default 2000; 0 or up to GC_SPIN_NS:
- * never) while the program's gaps between regions are shorter (a training step) */
-static long spin_long_ns = 2000000L;
 #define GC_PAUSE_SPINS 200 /* pause-loop iterations (a few us) before waits start to yield */
 
 static long long now_ns(void)
@@ -51,7 +47,6 @@ typedef struct {
     _Alignas(64) atomic_uint ticket;
     unsigned ticket0; /* the ticket when the thread was created */
     atomic_int sleeping;
-    long spin_ns; /* how long this worker spins before it sleeps (worker_main) */
     pthread_cond_t wake;
     pthread_t thread;
 } gc_worker;
@@ -112,13 +107,6 @@ static void pool_atfork_child(void)
 
 static void pool_init_once(void)
 {
-    const char *env = getenv("GPUCORE_POOL_LONG_SPIN_US");
-    if (env && *env) {
-        char *end;
-        const long us = strtol(env, &end, 10);
-        if (*end == '\0' && us >= 0)
-            spin_long_ns = (us < 1000000 ? us : 1000000) * 1000L;
-    }
     atomic_store(&pool.size, default_size());
     atomic_store(&pool.state, GC_CLOSED);
     pthread_atfork(NULL, NULL, pool_atfork_child);
@@ -132,11 +120,9 @@ int gc_pool_size(void)
 
 int gc_pool_awake(void)
 {
-    const int n = gc_pool_size();
-    for (int t = 1; t < n; t++) /* (a worker not started yet reads as awake: it starts once) */
-        if (atomic_load_explicit(&pool.w[t].sleeping, memory_order_relaxed))
-            return 0;
-    return n > 1;
+    /* worker 1 only: a small region (two threads) posts to it alone; a worker not started yet
+     * reads as awake (it starts once) */
+    return gc_pool_size() > 1 && !atomic_load_explicit(&pool.w[1].sleeping, memory_order_relaxed);
 }
 
 /* Joins the open region if there is room: runs its body and reports back. */
@@ -155,31 +141,17 @@ static void try_join(void)
     atomic_fetch_add_explicit(&pool.finished, 1, memory_order_release);
 }
 
-/* How long a worker spins: GC_SPIN_NS, or spin_long_ns once a region has come less than
- * spin_long_ns after the previous one (its spin and sleep together: the idle gap), until a
- * gap runs longer.  (The sleep alone would keep the long spin for gaps up to twice as long: 2 ms
- * spun, then less than 2 ms asleep.)  A sleeping worker is no help to a short
- * region: waking it cost the caller ~7 us (the condition variable's signal, an IPI in a VM) and
- * it joined 20-50 us later (measured on the 2-vCPU Zen 4 VM), while a spinning one joins within
- * 1 us.  The MLP step's cross-entropy and autograd set-up between the forward's last GEMM and
- * the backward's first run 230-300 us, past GC_SPIN_NS: the 256 x 10 x 256 dX product then took
- * 6x its time in a loop.  A program idle for longer than spin_long_ns goes back to the short
- * spin after that gap; one issuing a region every 2 ms or more burns at most GC_SPIN_NS per gap
- * on each worker, as before.  Spinning yields the CPU after a few us (sched_yield), so a thread
- * that needs it runs.  (OpenMP runtimes spin likewise before sleeping: libgomp ~0.3 M spins,
- * Intel's 200 ms.) */
 static void *worker_main(void *arg)
 {
     const int me = (int)(intptr_t)arg;
     gc_worker *w = &pool.w[me];
     unsigned seen = w->ticket0; /* not a fresh load: a region may be posted before we run */
-    w->spin_ns = GC_SPIN_NS;
     for (;;) {
         /* wait for a new ticket: spin first, then sleep */
         unsigned t = atomic_load_explicit(&w->ticket, memory_order_acquire);
         if (t == seen) {
             /* a short pause loop, then yield (so a thread that needs this CPU gets it) */
-            const long long t0 = now_ns(); /* (the gap starts: our share of the region is done) */
+            const long long t0 = now_ns();
             for (int i = 0;; i++) {
                 if (i < GC_PAUSE_SPINS)
                     GC_PAUSE();
@@ -188,7 +160,7 @@ static void *worker_main(void *arg)
                 t = atomic_load_explicit(&w->ticket, memory_order_acquire);
                 if (t != seen)
                     break;
-                if ((i & 15) == 15 && now_ns() - t0 > w->spin_ns)
+                if ((i & 15) == 15 && now_ns() - t0 > GC_SPIN_NS)
                     break;
             }
             if (t == seen) {
@@ -198,7 +170,6 @@ static void *worker_main(void *arg)
                     pthread_cond_wait(&w->wake, &pool.lock);
                 atomic_store(&w->sleeping, 0);
                 pthread_mutex_unlock(&pool.lock);
-                w->spin_ns = now_ns() - t0 < spin_long_ns ? spin_long_ns : GC_SPIN_NS;
             }
         }
         seen = t;

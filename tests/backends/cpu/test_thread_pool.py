@@ -1,7 +1,7 @@
 """The CPU thread pool: results bitwise identical for any thread count and whatever the
-workers were doing when a region came (spinning, asleep after a short or a long idle gap), a
-long sum accurate, eight Python threads issuing GEMMs at once, the pool surviving fork, and
-set_num_threads checking its argument."""
+workers were doing when a region came (spinning or asleep), a long sum accurate, eight Python
+threads issuing GEMMs at once, the pool surviving fork, and set_num_threads checking its
+argument."""
 
 from __future__ import annotations
 
@@ -76,13 +76,11 @@ def test_results_identical_for_any_thread_count(threads):
 
 
 def test_regions_after_idle_gaps_give_the_same_bits(threads):
-    """pool.c's workers spin after a region, then sleep; how long they spin depends on how long
-    they last slept (a short sleep: the long spin), and small GEMMs split over the threads only
-    while the workers are awake (gc_pool_awake: the MLP step's last-layer products).  Regions
-    that find the workers spinning, or woken from a sleep shorter or longer than the long spin,
-    give the bits of one thread, and the right product (float64 reference).  The gaps walk
-    through every state: back to back, 0.5 ms (past the short spin), 5 ms (past the long one,
-    back to the short spin), then short gaps again."""
+    """pool.c's workers spin for 200 us after a region, then sleep, and small GEMMs split over
+    the threads only while the first worker is awake (gc_pool_awake: the MLP step's last-layer
+    products).  Regions that find the workers spinning or asleep give the bits of one thread,
+    and the right product (float64 reference).  The gaps walk through both states: back to
+    back, 0.5 and 5 ms (past the spin), then short gaps again."""
     r = np.random.default_rng(11)
     # (m, n, k, trans_a, trans_b): the blocked path at k = 10, the gemv path (m = 10, A^T),
     # the narrow-N path (n = 10, B^T), a row-split product and a general one
