@@ -21,7 +21,10 @@
  * maximize (one zmm multiplication fewer per 16 elements took ~5% off).  Without the
  * multiplication by 1 a signaling NaN gradient reaches its first operation unquieted, which
  * returns it quieted as the multiplication did: the same bits (x86 returns the first NaN
- * operand, Arm a signaling one first, and g is the first operand or the only NaN).  Where FMA
+ * operand, Arm a signaling one first, and g is the first operand or the only NaN), except
+ * which payload survives where a NaN gradient meets a NaN parameter under coupled weight decay
+ * (g + wd * p: the compiler now puts g second on AVX2 / AVX-512; NaN payloads are not among
+ * the results the ISAs promise to share, and the tail loop already differed).  Where FMA
  * is hardware the division by sqrt(bc2) is three FMA-pipe operations instead, float64 included,
  * for the constants that allow it (adam_fma_ok). */
 #ifndef GC_OPT_T
