@@ -228,12 +228,31 @@ def _accumulate(leaf, g, create_graph: bool, owned=None):
             # by a hook or the caller.
             g = g.detach() if not create_graph else g
             leaf.grad = g.clone() if not create_graph else g
+    elif create_graph:
+        leaf.grad = leaf.grad + g
     else:
-        leaf.grad = leaf.grad + (g if create_graph else g.detach())
+        _add_into_grad(leaf, g.detach())
     if leaf._grad._dev is not leaf._dev:
         # .grad lives where its leaf does (the clone or sum above may have run on the other
         # device under the policy, e.g. a CPU leaf used on the Vulkan device)
         leaf.grad = leaf.grad.to(leaf.device.type)
+
+
+def _add_into_grad(leaf, g) -> None:
+    """leaf.grad += g in place, as PyTorch's AccumulateGrad outside create_graph: a ``.grad``
+    the caller holds, or one tensor set as the gradient of two parameters, sees the sum (and
+    its version counter moves). Out of place only where the buffer cannot take it: read-only
+    memory, or a gradient on another device than g."""
+    cur = leaf._grad
+    if cur._dev is not g._dev or (cur._dev is None and not cur._data.flags.writeable):
+        leaf.grad = cur + g
+        return
+    prev = _grad_state.enabled
+    _grad_state.enabled = False  # the add is not part of any graph (backward may run in grad mode)
+    try:
+        cur.add_(g)
+    finally:
+        _grad_state.enabled = prev
 
 
 # The reference counts _owned sees (of g, its array, its memory block) for a gradient that only

@@ -180,6 +180,56 @@ def test_accumulation_over_two_graphs_and_zeroing():
     np.testing.assert_allclose(npv(x.grad), [3.0, 3.0])
 
 
+def test_accumulation_adds_into_the_existing_grad_in_place():
+    """As PyTorch's AccumulateGrad without create_graph: the .grad tensor a caller holds sees
+    the sum (its version moves), one tensor set as two parameters' .grad collects both, and
+    backward(create_graph=True) accumulates out of place (a new tensor, differentiable)."""
+    x = leaf([1.0, 2.0])
+    (x * 3).sum().backward()
+    held = x.grad
+    v0 = held._vbox[0]  # the storage's version counter
+    (x * x).sum().backward()  # 3 + 2x
+    assert x.grad is held and held._vbox[0] > v0
+    np.testing.assert_allclose(npv(held), [5.0, 7.0])
+
+    a, b = leaf([1.0, 1.0]), leaf([2.0, 2.0])
+    shared = gc.zeros(2, dtype=gc.float64)
+    a.grad = shared
+    b.grad = shared
+    (a * 2 + b * 5).sum().backward()
+    np.testing.assert_allclose(npv(shared), [7.0, 7.0])  # 0 + 2 + 5
+
+    y = leaf([1.0, 2.0])
+    (y * y).sum().backward(create_graph=True)  # 2y, differentiable
+    first = y.grad
+    (y * y).sum().backward(create_graph=True)
+    assert y.grad is not first and y.grad.requires_grad
+    np.testing.assert_allclose(npv(first), [2.0, 4.0])
+    np.testing.assert_allclose(npv(y.grad), [4.0, 8.0])
+
+
+def test_accumulation_into_a_read_only_grad_makes_a_new_tensor():
+    x = leaf([1.0, 2.0])
+    ro = np.array([10.0, 10.0])
+    ro.flags.writeable = False
+    x.grad = gc.from_numpy(ro)
+    (x * 3).sum().backward()
+    np.testing.assert_allclose(npv(x.grad), [13.0, 13.0])
+    np.testing.assert_array_equal(ro, [10.0, 10.0])
+
+
+def test_accumulation_matches_torch_for_a_held_grad():
+    torch = pytest.importorskip("torch")
+    t = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    x = leaf([1.0, 2.0])
+    for lib_x in (t, x):
+        (lib_x * 3).sum().backward()
+        held = lib_x.grad
+        (lib_x * lib_x).sum().backward()
+        assert lib_x.grad is held
+    np.testing.assert_array_equal(npv(x.grad), t.grad.numpy())
+
+
 def test_grad_retain_graph_and_second_call_raises():
     x = leaf([1.0, 2.0])
     y = (x.sin() * 2).sum()
