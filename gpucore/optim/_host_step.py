@@ -30,60 +30,74 @@ from .. import dtypes as D
 _F32, _F64 = D.float32, D.float64
 
 
-def _no_device_update() -> bool:
-    """Whether no parameter update could be moved to a device (dispatch.place_update's test)."""
+def _host_update_ok() -> bool:
+    """No profiler or trace_ops watching (their events are the general path's), and no Vulkan
+    device the 'auto' policy could move a parameter update to (dispatch.place_update's test)."""
+    if dispatch.profiling[0] or dispatch._trace.records is not None:
+        return False
     if dispatch.get_device_policy() != "auto":
         return True
     vb = dispatch._vulkan_cache.get("auto")
     return vb is None or vb is dispatch._UNSET
 
 
+def _param_arrays(p):
+    """(p's array, its gradient's C-contiguous array) for a host float32 / float64 parameter
+    whose gradient has its dtype and shape, else None (the gradient copied when strided, as
+    foreach_arrays does)."""
+    g = p._grad
+    dt = p._dtype
+    if (dt is not _F32 and dt is not _F64) or p._dev is not None or g._dev is not None:
+        return None
+    ga = g._data
+    if g._dtype is not dt or ga.shape != p._data.shape:
+        return None
+    return p._data, ga if ga.flags.c_contiguous else ga.copy()
+
+
+def _state_buffer(st: dict, key: str, p):
+    """st[key] when it is a host tensor of p's dtype and shape, else None."""
+    b = st.get(key)
+    if b is None or b._dev is not None or b._dtype is not p._dtype:
+        return None
+    return b if b._data.shape == p._data.shape else None
+
+
+def _finish(written: list) -> None:
+    # the version counters foreach_update moves
+    for t in written:
+        t._vbox[0] += 1
+
+
 def host_adam_group(opt, group: dict, params: list) -> bool:
     """Run Adam's update of ``params`` (the group's parameters that have a gradient) in one
     ``adam_step_multi`` call and return True; or return False, having changed nothing, where the
     general path must run (see the module docstring)."""
-    if dispatch.profiling[0] or dispatch._trace.records is not None or not _no_device_update():
+    if not _host_update_ok():
         return False
     amsgrad = bool(group["amsgrad"])
     state_of = opt.state
     ps, gs, ms, vs, xs, steps, states, written = [], [], [], [], [], [], [], []
     for p in params:
         st = state_of[p]
-        m = st.get("exp_avg")
-        v = st.get("exp_avg_sq")
         step = st.get("step")
-        if m is None or v is None or type(step) is not int:
+        if type(step) is not int:
             return False  # (the first step creates the state: the general path)
-        g = p._grad
-        dt = p._dtype
-        pa, ga, ma, va = p._data, g._data, m._data, v._data
-        shape = pa.shape
-        if (
-            (dt is not _F32 and dt is not _F64)
-            or p._dev is not None
-            or g._dev is not None
-            or m._dev is not None
-            or v._dev is not None
-            or g._dtype is not dt
-            or m._dtype is not dt
-            or v._dtype is not dt
-            or ga.shape != shape
-            or ma.shape != shape
-            or va.shape != shape
-        ):
+        arrays = _param_arrays(p)
+        m = _state_buffer(st, "exp_avg", p)
+        v = _state_buffer(st, "exp_avg_sq", p)
+        if arrays is None or m is None or v is None:
             return False
         if amsgrad:
-            x = st.get("max_exp_avg_sq")
-            if x is None or x._dev is not None or x._dtype is not dt or x._data.shape != shape:
+            x = _state_buffer(st, "max_exp_avg_sq", p)
+            if x is None:
                 return False
             xs.append(x._data)
             written.append(x)
-        if not ga.flags.c_contiguous:
-            ga = ga.copy()
-        ps.append(pa)
-        gs.append(ga)
-        ms.append(ma)
-        vs.append(va)
+        ps.append(arrays[0])
+        gs.append(arrays[1])
+        ms.append(m._data)
+        vs.append(v._data)
         steps.append(step + 1)
         states.append(st)
         written.append(p)
@@ -110,8 +124,7 @@ def host_adam_group(opt, group: dict, params: list) -> bool:
         )
     except ValueError:  # refused before writing anything (shared memory, a strided buffer)
         return False
-    for t in written:
-        t._vbox[0] += 1
+    _finish(written)
     for st, step in zip(states, steps):
         st["step"] = step
     return True
@@ -121,34 +134,23 @@ def host_sgd_group(opt, group: dict, params: list) -> bool:
     """SGD's update of ``params`` in one ``sgd_step_multi`` call (True), or False, having changed
     nothing, where the general path must run (the module docstring; a momentum buffer made by
     this step, ``first``, is the general path's too)."""
-    if dispatch.profiling[0] or dispatch._trace.records is not None or not _no_device_update():
+    if not _host_update_ok():
         return False
     momentum = float(group["momentum"])
     state_of = opt.state
     ps, gs, bs, written = [], [], [], []
     for p in params:
-        g = p._grad
-        dt = p._dtype
-        pa, ga = p._data, g._data
-        shape = pa.shape
-        if (
-            (dt is not _F32 and dt is not _F64)
-            or p._dev is not None
-            or g._dev is not None
-            or g._dtype is not dt
-            or ga.shape != shape
-        ):
+        arrays = _param_arrays(p)
+        if arrays is None:
             return False
         if momentum != 0:
-            b = state_of[p].get("momentum_buffer")
-            if b is None or b._dev is not None or b._dtype is not dt or b._data.shape != shape:
+            b = _state_buffer(state_of[p], "momentum_buffer", p)
+            if b is None:
                 return False
             bs.append(b._data)
             written.append(b)
-        if not ga.flags.c_contiguous:
-            ga = ga.copy()
-        ps.append(pa)
-        gs.append(ga)
+        ps.append(arrays[0])
+        gs.append(arrays[1])
         written.append(p)
     if len({id(p) for p in params}) != len(params):
         return False
@@ -167,6 +169,5 @@ def host_sgd_group(opt, group: dict, params: list) -> bool:
         )
     except ValueError:
         return False
-    for t in written:
-        t._vbox[0] += 1
+    _finish(written)
     return True
