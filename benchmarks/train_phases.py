@@ -5,6 +5,7 @@ Run from the repository root::
     python benchmarks/train_phases.py                    # mlp64 and mlp256, 2 threads
     GPUCORE_NUM_THREADS=1 python benchmarks/train_phases.py --threads 1   # one thread each
     python benchmarks/train_phases.py --only mlp64 --rounds 6 --steps 40
+    python benchmarks/train_phases.py --only mlp256 --no-torch --wake-ab   # autograd's pool hint
 
 A step is train.py's (zero_grad, forward + cross-entropy, backward, Adam step on one fixed batch),
 timed phase by phase: wall time and the calling thread's CPU time (``time.thread_time``: what
@@ -33,7 +34,10 @@ operands evicted by the ops between (an output block that the host cache hands o
 during the Python in between. The gap column is the wall time since the previous GEMM call of
 the step returned (the first call's: since the step began): the forward's last GEMM
 and the backward's first have the cross-entropy and autograd's set-up between them (~0.25 ms),
-longer than pool.c's short spin (0.2 ms; a worker that slept less than 2 ms then spins 2 ms).
+longer than pool.c's spin (0.2 ms), so autograd wakes the pool as the backward starts
+(``_cpu.pool_wake``).  ``--wake-ab`` measures that hint: gpucore also runs with it turned off
+(its own column of the phase table, blocks interleaved with the others), and the GEMM table
+alternates steps with and without it (the last two columns: gap and in-step time without it).
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ os.environ["GPUCORE_DEVICE"] = "cpu"
 import train  # noqa: E402  (make_case, the step builders, table)
 
 import gpucore  # noqa: E402
+import gpucore.autograd.engine as engine  # noqa: E402  (its pool hint, for --wake-ab)
 import gpucore.nn.functional as GF  # noqa: E402
 from gpucore import _cpu  # noqa: E402
 
@@ -98,6 +103,23 @@ def phased(zero, forward, backward, step):
         return walls, (c1 - c0, c2 - c1, c3 - c2, c4 - c3, c4 - c0)
 
     return run
+
+
+def _no_wake() -> None:
+    """The engine's pool hint turned off (--wake-ab)."""
+
+
+def without_wake(run):
+    """run with autograd's pool hint (engine._pool_wake) turned off for its duration."""
+
+    def off():
+        hint, engine._pool_wake = engine._pool_wake, _no_wake
+        try:
+            return run()
+        finally:
+            engine._pool_wake = hint
+
+    return off
 
 
 def gpucore_phases(batch: int):
@@ -157,7 +179,7 @@ class CTimer:
 
     def _wrap(self, fn, key, name):
         acc, clock, wall = self.acc, time.thread_time, time.perf_counter
-        calls = self.calls if name in self.REPEATABLE else None
+        repeatable = name in self.REPEATABLE
         last_end = self.last_end
 
         def timed(*args):
@@ -166,8 +188,8 @@ class CTimer:
                 return fn(*args)
             finally:
                 acc[key] += clock() - t
-                if calls is not None:
-                    end = wall()
+                if repeatable:
+                    calls, end = self.calls, wall()
                     shapes = tuple(tuple(a.shape) if hasattr(a, "shape") else a for a in args)
                     entry = calls.setdefault((name, shapes), [[], None, []])
                     entry[0].append(end - w)
@@ -197,6 +219,8 @@ def run_case(name: str, args) -> tuple[list, list, list, list]:
     batch = CASES[name]
     g_run, init, x, y = gpucore_phases(batch)
     libs = {"gpucore": g_run}
+    if args.wake_ab:
+        libs["gpucore no-wake"] = without_wake(g_run)
     if torch is not None:
         libs["torch"] = torch_phases(init, x, y, fused=False)
         libs["torch fused"] = torch_phases(init, x, y, fused=True)
@@ -243,10 +267,18 @@ def run_case(name: str, args) -> tuple[list, list, list, list]:
     parts: dict = {k: [] for k in labels}
     alone: dict = {}
     n_steps = args.rounds * args.steps
+    on_calls, off_calls, off_alone = timer.calls, {}, {}
     try:
-        for _ in range(n_steps):
+        for i in range(n_steps * (2 if args.wake_ab else 1)):
+            off = args.wake_ab and i % 2 == 1  # every other step without the pool hint
+            timer.calls = off_calls if off else on_calls
             before = dict(timer.acc)
             timer.last_end[0] = time.perf_counter()
+            if off:
+                without_wake(g_run)()
+                timer.repeat_alone(off_alone)
+                timer.acc.update(before)  # the split is of steps with the hint
+                continue
             total = g_run()[1][-1]
             done = {k: timer.acc[k] - before[k] for k in timer.acc}
             done["rest"] = total - sum(done.values())
@@ -261,7 +293,8 @@ def run_case(name: str, args) -> tuple[list, list, list, list]:
     split = [[labels[k], f"{med[k]:.3f}", f"{med[k] / step_ms:.0%}"] for k in labels]
     rate = gflop_per_step(batch) / (gemm_ms / 1e3) if gemm_ms > 0 else 0.0
     split.append(["GEMM rate (GFLOP/s, this thread's CPU time)", f"{rate:.0f}", "—"])
-    return rows, split, gemm_rows(timer.calls, alone, n_steps), list(libs)
+    gemms = gemm_rows(on_calls, alone, n_steps, off_calls if args.wake_ab else None)
+    return rows, split, gemms, list(libs)
 
 
 def gemm_flop(name: str, shapes: tuple) -> float:
@@ -275,10 +308,12 @@ def gemm_flop(name: str, shapes: tuple) -> float:
     return 2.0 * a[0] * a[1] * b[1]
 
 
-def gemm_rows(calls: dict, alone: dict, n_steps: int) -> list:
+def gemm_rows(calls: dict, alone: dict, n_steps: int, off: dict | None = None) -> list:
     """The in-step GEMM table: per call (entry point, operand shapes) its median wall time in the
-    step and repeated alone, their ratio and the in-step rate; then the sums per step."""
-    rows, tin, tal = [], 0.0, 0.0
+    step and repeated alone, their ratio and the in-step rate; then the sums per step.  With off
+    (the calls of the steps run without the pool hint, --wake-ab) also their gap and in-step
+    time."""
+    rows, tin, tal, toff = [], 0.0, 0.0, 0.0
     for key, (times, _, gaps) in calls.items():
         per_step = len(times) / n_steps
         t_in, t_al = statistics.median(times), statistics.median(alone[key])
@@ -288,30 +323,29 @@ def gemm_rows(calls: dict, alone: dict, n_steps: int) -> list:
             "x".join(map(str, s)) if isinstance(s, tuple) else str(s) for s in key[1]
         )
         gf = gemm_flop(*key) / t_in / 1e9 if t_in > 0 else 0.0
-        rows.append(
-            [
-                key[0],
-                shapes,
-                f"{per_step:g}",
-                f"{statistics.median(gaps) * 1e3:.3f}",
-                f"{t_in * 1e3:.3f}",
-                f"{t_al * 1e3:.3f}",
-                f"{t_in / t_al:.2f}",
-                f"{gf:.0f}",
-            ]
-        )
-    rows.append(
-        [
-            "sum per step",
-            "",
-            "",
-            "",
-            f"{tin * 1e3:.3f}",
-            f"{tal * 1e3:.3f}",
-            f"{tin / tal:.2f}" if tal > 0 else "—",
-            "",
+        row = [
+            key[0],
+            shapes,
+            f"{per_step:g}",
+            f"{statistics.median(gaps) * 1e3:.3f}",
+            f"{t_in * 1e3:.3f}",
+            f"{t_al * 1e3:.3f}",
+            f"{t_in / t_al:.2f}",
+            f"{gf:.0f}",
         ]
-    )
+        if off is not None:
+            o_times, _, o_gaps = off.get(key, ([0.0], None, [0.0]))
+            toff += statistics.median(o_times) * per_step
+            row += [
+                f"{statistics.median(o_gaps) * 1e3:.3f}",
+                f"{statistics.median(o_times) * 1e3:.3f}",
+            ]
+        rows.append(row)
+    total = ["sum per step", "", "", "", f"{tin * 1e3:.3f}", f"{tal * 1e3:.3f}"]
+    total += [f"{tin / tal:.2f}" if tal > 0 else "—", ""]
+    if off is not None:
+        total += ["", f"{toff * 1e3:.3f}"]
+    rows.append(total)
     return rows
 
 
@@ -324,6 +358,11 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=10, help="untimed steps per library")
     ap.add_argument("--rounds", type=int, default=3, help="blocks per library")
     ap.add_argument("--steps", type=int, default=30, help="timed steps per block")
+    ap.add_argument(
+        "--wake-ab",
+        action="store_true",
+        help="also gpucore without autograd's pool hint (_cpu.pool_wake), interleaved",
+    )
     args = ap.parse_args(argv)
     if args.no_torch:
         torch = None
@@ -347,6 +386,8 @@ def main(argv=None) -> int:
         print(f"\n{name}: the step's GEMM calls, wall ms in the step vs the same call alone\n")
         heads = ["entry", "operands", "calls/step", "gap before", "in step", "alone", "in/alone"]
         heads.append("GFLOP/s")
+        if args.wake_ab:
+            heads += ["gap, no wake", "in step, no wake"]
         print(train.table(heads, gemms, left=2))
         sys.stdout.flush()
     print()
