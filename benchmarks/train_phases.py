@@ -5,7 +5,6 @@ Run from the repository root::
     python benchmarks/train_phases.py                    # mlp64 and mlp256, 2 threads
     GPUCORE_NUM_THREADS=1 python benchmarks/train_phases.py --threads 1   # one thread each
     python benchmarks/train_phases.py --only mlp64 --rounds 6 --steps 40
-    python benchmarks/train_phases.py --only mlp256 --no-torch --wake-ab   # autograd's pool hint
 
 A step is train.py's (zero_grad, forward + cross-entropy, backward, Adam step on one fixed batch),
 timed phase by phase: wall time and the calling thread's CPU time (``time.thread_time``: what
@@ -33,11 +32,11 @@ operands evicted by the ops between (an output block that the host cache hands o
 256 x 10 x 256 dX writes 256 KiB, ~25 us more than into warm lines), pool threads gone to sleep
 during the Python in between. The gap column is the wall time since the previous GEMM call of
 the step returned (the first call's: since the step began): the forward's last GEMM
-and the backward's first have the cross-entropy and autograd's set-up between them (~0.25 ms),
-longer than pool.c's spin (0.2 ms), so autograd wakes the pool as the backward starts
-(``_cpu.pool_wake``).  ``--wake-ab`` measures that hint: gpucore also runs with it turned off
-(its own column of the phase table, blocks interleaved with the others), and the GEMM table
-alternates steps with and without it (the last two columns: gap and in-step time without it).
+and the backward's first have the cross-entropy and autograd's set-up between them, here
+0.2-0.35 ms with this script's wrappers (about 0.1-0.15 ms in a plain step); pool.c's workers spin
+0.2 ms after a region, then sleep.  The awake column is the share of the calls that found the
+pool's first worker awake (``_cpu.pool_awake``: spinning, so a two-thread region costs about a
+microsecond, where waking a sleeping worker costs the caller ~7 us and it joins tens of us later).
 """
 
 from __future__ import annotations
@@ -62,7 +61,6 @@ os.environ["GPUCORE_DEVICE"] = "cpu"
 import train  # noqa: E402  (make_case, the step builders, table)
 
 import gpucore  # noqa: E402
-import gpucore.autograd.engine as engine  # noqa: E402  (its pool hint, for --wake-ab)
 import gpucore.nn.functional as GF  # noqa: E402
 from gpucore import _cpu  # noqa: E402
 
@@ -105,23 +103,6 @@ def phased(zero, forward, backward, step):
     return run
 
 
-def _no_wake() -> None:
-    """The engine's pool hint turned off (--wake-ab)."""
-
-
-def without_wake(run):
-    """run with autograd's pool hint (engine._pool_wake) turned off for its duration."""
-
-    def off():
-        hint, engine._pool_wake = engine._pool_wake, _no_wake
-        try:
-            return run()
-        finally:
-            engine._pool_wake = hint
-
-    return off
-
-
 def gpucore_phases(batch: int):
     model, init, x, y = train.make_case("mlp", batch)
     opt = gpucore.optim.Adam(model.parameters(), lr=1e-3)
@@ -161,7 +142,8 @@ class CTimer:
 
     def __init__(self):
         self.acc = dict.fromkeys(self.PARTS, 0.0)
-        self.calls: dict = {}  # (entry point, shapes) -> [in-step wall s], (fn, args), [gap s]
+        # (entry point, shapes) -> [in-step wall s], (fn, args), [gap s], [pool awake at entry]
+        self.calls: dict = {}
         self.last_end = [0.0]  # when the previous GEMM call returned (perf_counter)
         self.saved = []
         wrapped = {}
@@ -179,22 +161,25 @@ class CTimer:
 
     def _wrap(self, fn, key, name):
         acc, clock, wall = self.acc, time.thread_time, time.perf_counter
-        repeatable = name in self.REPEATABLE
+        calls = self.calls if name in self.REPEATABLE else None
         last_end = self.last_end
+        awake = _cpu.pool_awake if hasattr(_cpu, "pool_awake") else bool  # (an older build)
 
         def timed(*args):
+            up = awake() if calls is not None else False
             t, w = clock(), wall()
             try:
                 return fn(*args)
             finally:
                 acc[key] += clock() - t
-                if repeatable:
-                    calls, end = self.calls, wall()
+                if calls is not None:
+                    end = wall()
                     shapes = tuple(tuple(a.shape) if hasattr(a, "shape") else a for a in args)
-                    entry = calls.setdefault((name, shapes), [[], None, []])
+                    entry = calls.setdefault((name, shapes), [[], None, [], []])
                     entry[0].append(end - w)
                     entry[1] = (fn, args)
                     entry[2].append(w - last_end[0])
+                    entry[3].append(up)
                     last_end[0] = end
 
         return timed
@@ -202,7 +187,7 @@ class CTimer:
     def repeat_alone(self, alone: dict) -> None:
         """Each GEMM call of the last step again, on its own: twice, timing the second (its
         operands then in cache, as in a loop of that call alone); wall seconds into alone."""
-        for key, (_, (fn, args), _) in self.calls.items():
+        for key, (_, (fn, args), _, _) in self.calls.items():
             fn(*args)
             t = time.perf_counter()
             fn(*args)
@@ -219,8 +204,6 @@ def run_case(name: str, args) -> tuple[list, list, list, list]:
     batch = CASES[name]
     g_run, init, x, y = gpucore_phases(batch)
     libs = {"gpucore": g_run}
-    if args.wake_ab:
-        libs["gpucore no-wake"] = without_wake(g_run)
     if torch is not None:
         libs["torch"] = torch_phases(init, x, y, fused=False)
         libs["torch fused"] = torch_phases(init, x, y, fused=True)
@@ -267,18 +250,10 @@ def run_case(name: str, args) -> tuple[list, list, list, list]:
     parts: dict = {k: [] for k in labels}
     alone: dict = {}
     n_steps = args.rounds * args.steps
-    on_calls, off_calls, off_alone = timer.calls, {}, {}
     try:
-        for i in range(n_steps * (2 if args.wake_ab else 1)):
-            off = args.wake_ab and i % 2 == 1  # every other step without the pool hint
-            timer.calls = off_calls if off else on_calls
+        for _ in range(n_steps):
             before = dict(timer.acc)
             timer.last_end[0] = time.perf_counter()
-            if off:
-                without_wake(g_run)()
-                timer.repeat_alone(off_alone)
-                timer.acc.update(before)  # the split is of steps with the hint
-                continue
             total = g_run()[1][-1]
             done = {k: timer.acc[k] - before[k] for k in timer.acc}
             done["rest"] = total - sum(done.values())
@@ -293,8 +268,7 @@ def run_case(name: str, args) -> tuple[list, list, list, list]:
     split = [[labels[k], f"{med[k]:.3f}", f"{med[k] / step_ms:.0%}"] for k in labels]
     rate = gflop_per_step(batch) / (gemm_ms / 1e3) if gemm_ms > 0 else 0.0
     split.append(["GEMM rate (GFLOP/s, this thread's CPU time)", f"{rate:.0f}", "—"])
-    gemms = gemm_rows(on_calls, alone, n_steps, off_calls if args.wake_ab else None)
-    return rows, split, gemms, list(libs)
+    return rows, split, gemm_rows(timer.calls, alone, n_steps), list(libs)
 
 
 def gemm_flop(name: str, shapes: tuple) -> float:
@@ -308,13 +282,12 @@ def gemm_flop(name: str, shapes: tuple) -> float:
     return 2.0 * a[0] * a[1] * b[1]
 
 
-def gemm_rows(calls: dict, alone: dict, n_steps: int, off: dict | None = None) -> list:
+def gemm_rows(calls: dict, alone: dict, n_steps: int) -> list:
     """The in-step GEMM table: per call (entry point, operand shapes) its median wall time in the
-    step and repeated alone, their ratio and the in-step rate; then the sums per step.  With off
-    (the calls of the steps run without the pool hint, --wake-ab) also their gap and in-step
-    time."""
-    rows, tin, tal, toff = [], 0.0, 0.0, 0.0
-    for key, (times, _, gaps) in calls.items():
+    step and repeated alone, their ratio and the in-step rate, the gap before it and the share of
+    calls that found the pool awake; then the sums per step."""
+    rows, tin, tal = [], 0.0, 0.0
+    for key, (times, _, gaps, awake) in calls.items():
         per_step = len(times) / n_steps
         t_in, t_al = statistics.median(times), statistics.median(alone[key])
         tin += t_in * per_step
@@ -323,29 +296,32 @@ def gemm_rows(calls: dict, alone: dict, n_steps: int, off: dict | None = None) -
             "x".join(map(str, s)) if isinstance(s, tuple) else str(s) for s in key[1]
         )
         gf = gemm_flop(*key) / t_in / 1e9 if t_in > 0 else 0.0
-        row = [
-            key[0],
-            shapes,
-            f"{per_step:g}",
-            f"{statistics.median(gaps) * 1e3:.3f}",
-            f"{t_in * 1e3:.3f}",
-            f"{t_al * 1e3:.3f}",
-            f"{t_in / t_al:.2f}",
-            f"{gf:.0f}",
-        ]
-        if off is not None:
-            o_times, _, o_gaps = off.get(key, ([0.0], None, [0.0]))
-            toff += statistics.median(o_times) * per_step
-            row += [
-                f"{statistics.median(o_gaps) * 1e3:.3f}",
-                f"{statistics.median(o_times) * 1e3:.3f}",
+        rows.append(
+            [
+                key[0],
+                shapes,
+                f"{per_step:g}",
+                f"{statistics.median(gaps) * 1e3:.3f}",
+                f"{sum(awake) / len(awake):.0%}",
+                f"{t_in * 1e3:.3f}",
+                f"{t_al * 1e3:.3f}",
+                f"{t_in / t_al:.2f}",
+                f"{gf:.0f}",
             ]
-        rows.append(row)
-    total = ["sum per step", "", "", "", f"{tin * 1e3:.3f}", f"{tal * 1e3:.3f}"]
-    total += [f"{tin / tal:.2f}" if tal > 0 else "—", ""]
-    if off is not None:
-        total += ["", f"{toff * 1e3:.3f}"]
-    rows.append(total)
+        )
+    rows.append(
+        [
+            "sum per step",
+            "",
+            "",
+            "",
+            "",
+            f"{tin * 1e3:.3f}",
+            f"{tal * 1e3:.3f}",
+            f"{tin / tal:.2f}" if tal > 0 else "—",
+            "",
+        ]
+    )
     return rows
 
 
@@ -358,11 +334,6 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=10, help="untimed steps per library")
     ap.add_argument("--rounds", type=int, default=3, help="blocks per library")
     ap.add_argument("--steps", type=int, default=30, help="timed steps per block")
-    ap.add_argument(
-        "--wake-ab",
-        action="store_true",
-        help="also gpucore without autograd's pool hint (_cpu.pool_wake), interleaved",
-    )
     args = ap.parse_args(argv)
     if args.no_torch:
         torch = None
@@ -384,10 +355,9 @@ def main(argv=None) -> int:
         print(f"\n{name}: where a gpucore step's CPU time goes (this thread; medians over steps)\n")
         print(train.table(["part", "ms per step", "share"], split))
         print(f"\n{name}: the step's GEMM calls, wall ms in the step vs the same call alone\n")
-        heads = ["entry", "operands", "calls/step", "gap before", "in step", "alone", "in/alone"]
+        heads = ["entry", "operands", "calls/step", "gap before", "awake", "in step", "alone"]
+        heads.append("in/alone")
         heads.append("GFLOP/s")
-        if args.wake_ab:
-            heads += ["gap, no wake", "in step, no wake"]
         print(train.table(heads, gemms, left=2))
         sys.stdout.flush()
     print()

@@ -479,15 +479,6 @@ int gc_pool_size(void);
  * where waking a sleeping worker costs the caller ~7 us and the worker joins tens of us later.
  * A hint (it may change at once), for thread counts of short work; never a result's bits. */
 int gc_pool_awake(void);
-/* A hint that regions are coming (a backward pass is starting): the pool's first worker starts
- * its spin afresh, from sleep if it fell asleep less than 10 ms ago, so that the next regions
- * within the spin find it awake.  Costs the caller ~7 us when the worker sleeps (a
- * condition-variable signal), well under a microsecond when it spins; no-op with one thread,
- * before the first region (no worker started yet), while a region runs, or when the worker has
- * slept longer (no parallel work lately: nothing to prepare for).  The woken worker spins its
- * normal 200 us and then sleeps again: an idle program burns no more CPU than after one region.
- * Never changes a result. */
-void gc_pool_wake(void);
 /* Changes the pool size (n >= 1); waits for a running region to finish first. */
 void gc_pool_set_size(int n);
 

@@ -34,7 +34,6 @@
 #define GC_MAX_THREADS 256
 #define GC_SPIN_NS 200000L /* workers stay awake this long after a region before sleeping */
 #define GC_PAUSE_SPINS 200 /* pause-loop iterations (a few us) before waits start to yield */
-#define GC_WAKE_RECENT_NS 10000000L /* gc_pool_wake wakes a worker that slept less than this */
 
 static long long now_ns(void)
 {
@@ -48,7 +47,6 @@ typedef struct {
     _Alignas(64) atomic_uint ticket;
     unsigned ticket0; /* the ticket when the thread was created */
     atomic_int sleeping;
-    _Atomic long long slept_at; /* now_ns() when it last went to sleep (gc_pool_wake) */
     pthread_cond_t wake;
     pthread_t thread;
 } gc_worker;
@@ -75,8 +73,6 @@ typedef struct {
 
 static gc_pool_t pool = {.lock = PTHREAD_MUTEX_INITIALIZER};
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
-
-static void post(int t);
 
 static int default_size(void)
 {
@@ -129,27 +125,6 @@ int gc_pool_awake(void)
     return gc_pool_size() > 1 && !atomic_load_explicit(&pool.w[1].sleeping, memory_order_relaxed);
 }
 
-void gc_pool_wake(void)
-{
-    if (gc_pool_size() <= 1)
-        return;
-    int expected = 0;
-    if (!atomic_compare_exchange_strong(&pool.busy, &expected, 1))
-        return; /* a region is running: its workers are awake */
-    /* a worker asleep for long: no parallel work lately (an idle program, a small-tensor one),
-     * so nothing to prepare for; leave it asleep (slept_at is stored before sleeping) */
-    gc_worker *w = &pool.w[1];
-    const int slept_long =
-        atomic_load(&w->sleeping) &&
-        now_ns() - atomic_load_explicit(&w->slept_at, memory_order_relaxed) > GC_WAKE_RECENT_NS;
-    if (pool.started >= 1 && !slept_long) {
-        /* a ticket with no region open: the worker finds the region closed and starts its spin
-         * afresh (sleeping, it is signalled first; spinning, its spin restarts from now) */
-        post(1);
-    }
-    atomic_store_explicit(&pool.busy, 0, memory_order_release);
-}
-
 /* Joins the open region if there is room: runs its body and reports back. */
 static void try_join(void)
 {
@@ -190,7 +165,6 @@ static void *worker_main(void *arg)
             }
             if (t == seen) {
                 pthread_mutex_lock(&pool.lock);
-                atomic_store_explicit(&w->slept_at, now_ns(), memory_order_relaxed);
                 atomic_store(&w->sleeping, 1);
                 while ((t = atomic_load(&w->ticket)) == seen)
                     pthread_cond_wait(&w->wake, &pool.lock);

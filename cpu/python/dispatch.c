@@ -1,5 +1,5 @@
 /* Bindings of dispatch.c and pool.c: info (ISA, caches, GEMM blocking), set_num_threads,
- * pool_wake, pool_awake. */
+ * pool_awake. */
 #include "args.h"
 #include "bindings.h"
 #include "isa.h"
@@ -73,29 +73,12 @@ PyObject *gc_py_set_num_threads(PyObject *self, PyObject *const *args, Py_ssize_
     Py_RETURN_NONE;
 }
 
-GC_DOC(pool_wake,
-       "pool_wake()\n--\n\n"
-       "A hint that parallel work is coming (autograd calls it as a backward starts): the "
-       "thread pool's first worker starts its short spin afresh, woken if it fell asleep less "
-       "than 10 ms ago (a worker asleep longer is left alone: no parallel work lately), so the "
-       "next kernels find it awake.  About 7 us when it slept, well under 1 us otherwise; it "
-       "spins its normal 200 us and sleeps again.  Results do not depend on it.");
-
-PyObject *gc_py_pool_wake(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    (void)args;
-    if (check_nargs("pool_wake", nargs, 0) < 0)
-        return NULL;
-    gc_pool_wake();
-    Py_RETURN_NONE;
-}
-
 GC_DOC(pool_awake,
        "pool_awake() -> bool\n--\n\n"
        "Whether the thread pool has more than one thread and its first worker is awake "
-       "(spinning after a region or a pool_wake, or not started yet) rather than asleep.  A "
-       "snapshot, for tests and benchmarks.");
+       "(spinning for 200 us after a region, or not started yet) rather than asleep: while it "
+       "is, small GEMMs split over two threads.  A snapshot, for tests and benchmarks "
+       "(train_phases.py's in-step GEMM table).");
 
 PyObject *gc_py_pool_awake(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {

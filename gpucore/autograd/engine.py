@@ -16,7 +16,6 @@ from numpy import ndarray as _ndarray
 
 from .. import dispatch
 from .._cpu import HostBuffer as _HostBuffer
-from .._cpu import pool_wake as _pool_wake
 from ..creation import ones
 from ..errors import AutogradError
 from .anomaly_mode import STATE as _ANOMALY
@@ -87,12 +86,6 @@ def _run(roots, root_grads, retain_graph: bool, create_graph: bool, capture):
                 if e not in seen:
                     seen.add(e)
                     stack.append(e)
-
-    if len(deps) >= 4:
-        # a backward of a few ops after a forward that ran parallel kernels: the CPU pool's worker
-        # may have fallen asleep during the loss; start its spin now, not at the first kernel
-        # (pool.c; a no-op unless the pool ran a region lately, ~7 us when the worker slept)
-        _pool_wake()
 
     pending: dict = {}
     for r, g in zip(roots, root_grads):
