@@ -32,8 +32,11 @@ operands evicted by the ops between (an output block that the host cache hands o
 256 x 10 x 256 dX writes 256 KiB, ~25 us more than into warm lines), pool threads gone to sleep
 during the Python in between. The gap column is the wall time since the previous GEMM call of
 the step returned (the first call's: since the step began): the forward's last GEMM
-and the backward's first have the cross-entropy and autograd's set-up between them (~0.25 ms),
-longer than pool.c's short spin (0.2 ms; a worker that slept less than 2 ms then spins 2 ms).
+and the backward's first have the cross-entropy and autograd's set-up between them, here
+0.2-0.35 ms with this script's wrappers (about 0.1-0.15 ms in a plain step); pool.c's workers spin
+0.2 ms after a region, then sleep.  The awake column is the share of the calls that found the
+pool's first worker awake (``_cpu.pool_awake``: spinning, so a two-thread region costs about a
+microsecond, where waking a sleeping worker costs the caller ~7 us and it joins tens of us later).
 """
 
 from __future__ import annotations
@@ -139,7 +142,8 @@ class CTimer:
 
     def __init__(self):
         self.acc = dict.fromkeys(self.PARTS, 0.0)
-        self.calls: dict = {}  # (entry point, shapes) -> [in-step wall s], (fn, args), [gap s]
+        # (entry point, shapes) -> [in-step wall s], (fn, args), [gap s], [pool awake at entry]
+        self.calls: dict = {}
         self.last_end = [0.0]  # when the previous GEMM call returned (perf_counter)
         self.saved = []
         wrapped = {}
@@ -159,8 +163,10 @@ class CTimer:
         acc, clock, wall = self.acc, time.thread_time, time.perf_counter
         calls = self.calls if name in self.REPEATABLE else None
         last_end = self.last_end
+        awake = _cpu.pool_awake if hasattr(_cpu, "pool_awake") else bool  # (an older build)
 
         def timed(*args):
+            up = awake() if calls is not None else False
             t, w = clock(), wall()
             try:
                 return fn(*args)
@@ -169,10 +175,11 @@ class CTimer:
                 if calls is not None:
                     end = wall()
                     shapes = tuple(tuple(a.shape) if hasattr(a, "shape") else a for a in args)
-                    entry = calls.setdefault((name, shapes), [[], None, []])
+                    entry = calls.setdefault((name, shapes), [[], None, [], []])
                     entry[0].append(end - w)
                     entry[1] = (fn, args)
                     entry[2].append(w - last_end[0])
+                    entry[3].append(up)
                     last_end[0] = end
 
         return timed
@@ -180,7 +187,7 @@ class CTimer:
     def repeat_alone(self, alone: dict) -> None:
         """Each GEMM call of the last step again, on its own: twice, timing the second (its
         operands then in cache, as in a loop of that call alone); wall seconds into alone."""
-        for key, (_, (fn, args), _) in self.calls.items():
+        for key, (_, (fn, args), _, _) in self.calls.items():
             fn(*args)
             t = time.perf_counter()
             fn(*args)
@@ -277,9 +284,10 @@ def gemm_flop(name: str, shapes: tuple) -> float:
 
 def gemm_rows(calls: dict, alone: dict, n_steps: int) -> list:
     """The in-step GEMM table: per call (entry point, operand shapes) its median wall time in the
-    step and repeated alone, their ratio and the in-step rate; then the sums per step."""
+    step and repeated alone, their ratio and the in-step rate, the gap before it and the share of
+    calls that found the pool awake; then the sums per step."""
     rows, tin, tal = [], 0.0, 0.0
-    for key, (times, _, gaps) in calls.items():
+    for key, (times, _, gaps, awake) in calls.items():
         per_step = len(times) / n_steps
         t_in, t_al = statistics.median(times), statistics.median(alone[key])
         tin += t_in * per_step
@@ -294,6 +302,7 @@ def gemm_rows(calls: dict, alone: dict, n_steps: int) -> list:
                 shapes,
                 f"{per_step:g}",
                 f"{statistics.median(gaps) * 1e3:.3f}",
+                f"{sum(awake) / len(awake):.0%}",
                 f"{t_in * 1e3:.3f}",
                 f"{t_al * 1e3:.3f}",
                 f"{t_in / t_al:.2f}",
@@ -303,6 +312,7 @@ def gemm_rows(calls: dict, alone: dict, n_steps: int) -> list:
     rows.append(
         [
             "sum per step",
+            "",
             "",
             "",
             "",
@@ -345,7 +355,8 @@ def main(argv=None) -> int:
         print(f"\n{name}: where a gpucore step's CPU time goes (this thread; medians over steps)\n")
         print(train.table(["part", "ms per step", "share"], split))
         print(f"\n{name}: the step's GEMM calls, wall ms in the step vs the same call alone\n")
-        heads = ["entry", "operands", "calls/step", "gap before", "in step", "alone", "in/alone"]
+        heads = ["entry", "operands", "calls/step", "gap before", "awake", "in step", "alone"]
+        heads.append("in/alone")
         heads.append("GFLOP/s")
         print(train.table(heads, gemms, left=2))
         sys.stdout.flush()

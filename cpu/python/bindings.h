@@ -28,7 +28,7 @@
     X(fast_relu_backward_bias)                                                                    \
     X(fast_view) X(fast_tensor) X(fast_reshape_copy)                                              \
     /* dispatch.c: ISA, caches, GEMM blocking, thread pool */                                     \
-    X(info) X(set_num_threads)                                                                    \
+    X(info) X(set_num_threads) X(pool_awake)                                                      \
     /* gemm.c, pack.c */                                                                          \
     X(gemm) X(gemm_ex) X(gemm_pack)                                                               \
     /* gemm_bf16.c: the bfloat16 GEMM (AVX-512 BF16) */                                          \

@@ -1,4 +1,5 @@
-/* Bindings of dispatch.c and pool.c: info (ISA, caches, GEMM blocking), set_num_threads. */
+/* Bindings of dispatch.c and pool.c: info (ISA, caches, GEMM blocking), set_num_threads,
+ * pool_awake. */
 #include "args.h"
 #include "bindings.h"
 #include "isa.h"
@@ -70,4 +71,20 @@ PyObject *gc_py_set_num_threads(PyObject *self, PyObject *const *args, Py_ssize_
     gc_pool_set_size(n > 4096 ? 4096 : (int)n);
     Py_END_ALLOW_THREADS
     Py_RETURN_NONE;
+}
+
+GC_DOC(pool_awake,
+       "pool_awake() -> bool\n--\n\n"
+       "Whether the thread pool has more than one thread and its first worker is awake "
+       "(spinning for 200 us after a region, or not started yet) rather than asleep: while it "
+       "is, small GEMMs split over two threads.  A snapshot, for tests and benchmarks "
+       "(train_phases.py's in-step GEMM table).");
+
+PyObject *gc_py_pool_awake(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    (void)args;
+    if (check_nargs("pool_awake", nargs, 0) < 0)
+        return NULL;
+    return PyBool_FromLong(gc_pool_awake());
 }

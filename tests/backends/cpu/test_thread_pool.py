@@ -211,3 +211,36 @@ def test_set_num_threads_validates():
         C.set_num_threads(0)
     with pytest.raises(TypeError):
         C.set_num_threads("2")
+
+
+def _until(cond, timeout=10.0):
+    """Polls cond() until it holds or timeout seconds pass (a busy machine may delay a thread
+    for long); returns whether it held.  A busy poll: a worker is awake for only ~200 us."""
+    end = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > end:
+            return False
+    return True
+
+
+def test_pool_awake_reports_the_spin_then_the_sleep(threads):
+    """pool_awake (gc_pool_awake, which sets small GEMMs' thread count): with two threads the
+    worker reads as awake once a region posted it (it then spins 200 us) and as asleep after;
+    with one thread, never awake."""
+    threads(2)
+    a = np.ones((300, 300), np.float32)
+    c = np.empty_like(a)
+    seen = False
+    for _ in range(5):  # this thread may lose the CPU for the whole spin on a loaded machine
+        C.gemm(a, a, c, 1, 300, 300, 300, 0, 0, 1.0, 0.0, 0, 0, 0)  # a region: posts the worker
+        assert _until(lambda: not C.pool_awake()), "the worker never went to sleep"
+        C.gemm(a, a, c, 1, 300, 300, 300, 0, 0, 1.0, 0.0, 0, 0, 0)
+        if _until(C.pool_awake, 0.2):
+            seen = True
+            break
+    assert seen, "a region did not wake the sleeping worker"
+    assert _until(lambda: not C.pool_awake()), "the worker did not sleep again after its spin"
+    threads(1)
+    assert not C.pool_awake()
+    with pytest.raises(TypeError):
+        C.pool_awake(1)
