@@ -36,7 +36,7 @@ class Parameter(Tensor):
 
     def __deepcopy__(self, memo):
         t = Tensor.__deepcopy__(self.detach(), memo)
-        p = Parameter(t, requires_grad=self.requires_grad)
+        p = Parameter(t, requires_grad=self._requires_grad)
         if self._grad is not None:
             p._grad = self._grad.detach().clone()
         memo[id(self)] = p
@@ -64,7 +64,7 @@ class Buffer(Tensor):
         b._init(data._data, data._dtype, data._vbox)
         b._dev = data._dev
         b.persistent = bool(persistent)
-        if data.requires_grad:
+        if data._requires_grad:
             b.requires_grad_(True)
         return b
 
@@ -108,7 +108,7 @@ class _Uninitialized:
         self._become(data)
 
     def _become(self, data: Tensor) -> None:
-        grad = self.requires_grad
+        grad = self._requires_grad
         self._init(data._data, data._dtype, data._vbox)
         self._dev = data._dev
         self.__class__ = self.cls_to_become
@@ -119,7 +119,7 @@ class _Uninitialized:
         return f"<{type(self).__name__}>"
 
     def __deepcopy__(self, memo):
-        new = type(self)(requires_grad=self.requires_grad, dtype=self.dtype)
+        new = type(self)(requires_grad=self._requires_grad, dtype=self.dtype)
         memo[id(self)] = new
         return new
 
