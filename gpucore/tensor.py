@@ -523,7 +523,6 @@ def _checked_requires_grad(t: Tensor, flag, method: bool) -> bool:
         raise AutogradError(
             f"requires_grad must be a bool, got {got}; assign True or False (bool(value) converts)"
         )
-    what = f"a tensor of shape {tuple(t._data.shape)} and dtype {t._dtype}"
     if t._grad_fn is not None and not (method and flag):
         fix = (
             "to use its values where no gradient should flow, use var_no_grad = var.detach() "
@@ -532,13 +531,15 @@ def _checked_requires_grad(t: Tensor, flag, method: bool) -> bool:
             else "it already requires grad as the output of an op that requires grad"
         )
         raise AutogradError(
-            f"you can only change requires_grad flags of leaf variables: {what} computed by "
-            f"{t._grad_fn.name()} is not a leaf; {fix}"
+            "you can only change requires_grad flags of leaf variables: a tensor of shape "
+            f"{tuple(t._data.shape)} and dtype {t._dtype} computed by {t._grad_fn.name()} is not "
+            f"a leaf; {fix}"
         )
     if flag and not t._dtype.is_floating_point:
         raise GradDTypeError(
-            f"only Tensors of floating point dtype can require gradients: {what} cannot; "
-            "convert it first (t.float(), or t.to(gpucore.float64))"
+            "only Tensors of floating point dtype can require gradients: a tensor of shape "
+            f"{tuple(t._data.shape)} and dtype {t._dtype} cannot; convert it first (t.float(), "
+            "or t.to(gpucore.float64))"
         )
     return flag
 
