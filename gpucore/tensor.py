@@ -90,8 +90,7 @@ class Tensor:
             )
         self._init(t._data, t._dtype, [0])
         self._dev = t._dev  # on the default device (set_default_device) when one is set
-        if requires_grad:
-            self.requires_grad_(True)
+        leaf_requires_grad(self, requires_grad, "Tensor()")
 
     def _init(self, data: np.ndarray, dtype, vbox):
         self._data = data
@@ -309,6 +308,12 @@ class Tensor:
 
     @data.setter
     def data(self, value: Tensor):
+        if self._requires_grad and not value._dtype.is_floating_point:
+            raise GradDTypeError(
+                "data set to a tensor that requires gradients must be of a floating point dtype: "
+                f"this tensor of shape {tuple(self._data.shape)} requires grad, the new data is "
+                f"{value._dtype}; convert it first (value.float()) or set requires_grad=False"
+            )
         self._data = value._data
         self._dtype = value._dtype
         self._vbox = value._vbox
@@ -544,6 +549,19 @@ def _checked_requires_grad(t: Tensor, flag, method: bool) -> bool:
     return flag
 
 
+def leaf_requires_grad(t: Tensor, flag, op: str) -> Tensor:
+    """``t`` (a fresh leaf) made to require grad when ``flag``, the ``requires_grad=`` argument
+    of factory ``op``: a bool, as PyTorch's factories take (1 or numpy.True_ raise)."""
+    if flag is not True and flag is not False:
+        raise ArgumentTypeError(
+            f"{op}: argument 'requires_grad' must be bool, not {type(flag).__name__}; "
+            "pass True or False"
+        )
+    if flag:
+        t.requires_grad_(True)
+    return t
+
+
 def as_leaf(cls, t: Tensor, requires_grad: bool) -> Tensor:
     """``t``'s storage as a fresh leaf of class ``cls`` (Tensor, Parameter, a user's subclass)."""
     if type(t) is not cls:
@@ -551,9 +569,7 @@ def as_leaf(cls, t: Tensor, requires_grad: bool) -> Tensor:
         out._init(t._data, t._dtype, t._vbox)
         out._dev = t._dev
         t = out
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
+    return leaf_requires_grad(t, requires_grad, f"{cls.__name__}()")
 
 
 def _rebuild_tensor(cls, data: np.ndarray, dtype, device: str, requires_grad: bool) -> Tensor:

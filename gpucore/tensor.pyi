@@ -640,4 +640,5 @@ class device:
     index: Any
     type: Any
 
+def leaf_requires_grad(t: Tensor, flag, op: str) -> Tensor: ...
 MAX_DIMS: int

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .. import _cpu
 from ..creation import empty, tensor
-from ..tensor import Tensor
+from ..tensor import Tensor, leaf_requires_grad
 
 
 class Parameter(Tensor):
@@ -24,9 +24,7 @@ class Parameter(Tensor):
         p = Tensor.__new__(cls)
         p._init(data._data, data._dtype, data._vbox)
         p._dev = data._dev
-        if requires_grad:
-            p.requires_grad_(True)
-        return p
+        return leaf_requires_grad(p, requires_grad, f"{cls.__name__}()")
 
     def __init__(self, data=None, requires_grad: bool = True):
         pass  # everything happens in __new__
@@ -151,9 +149,7 @@ class UninitializedBuffer(_Uninitialized, Tensor):
         b = Tensor.__new__(cls)
         b._init(data._data, data._dtype, data._vbox)
         b._dev = data._dev
-        if requires_grad:
-            b.requires_grad_(True)
-        return b
+        return leaf_requires_grad(b, requires_grad, f"{cls.__name__}()")
 
     def __init__(self, requires_grad: bool = False, device=None, dtype=None):
         pass

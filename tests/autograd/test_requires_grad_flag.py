@@ -177,6 +177,46 @@ def test_pickle_and_deepcopy_keep_the_flag(flag):
             assert type(out) is type(src) and out.requires_grad is flag and out.is_leaf
 
 
+FACTORIES = {
+    "ones": lambda m, v: m.ones(2, requires_grad=v),
+    "zeros": lambda m, v: m.zeros(2, requires_grad=v),
+    "empty": lambda m, v: m.empty(2, requires_grad=v),
+    "tensor": lambda m, v: m.tensor([1.0, 2.0], requires_grad=v),
+    "arange": lambda m, v: m.arange(3.0, requires_grad=v),
+    "randn": lambda m, v: m.randn(2, requires_grad=v),
+    "asarray": lambda m, v: m.asarray([1.0], requires_grad=v),
+    "Tensor": lambda m, v: m.Tensor([1.0]).requires_grad_(v),
+    "Parameter": lambda m, v: m.nn.Parameter(m.ones(2), requires_grad=v),
+}
+
+
+@pytest.mark.parametrize("name", list(FACTORIES))
+def test_factories_take_a_bool_requires_grad(name):
+    make = FACTORIES[name]
+    assert make(gc, True).requires_grad is True and make(gc, True).is_leaf
+    assert make(gc, False).requires_grad is False
+    for value in (1, np.bool_(True), "yes"):
+        with pytest.raises(TypeError, match="must be bool"):
+            make(gc, value)
+
+
+def test_asarray_requires_grad_on_a_tensor_makes_a_new_leaf():
+    src = gc.tensor([1.0, 2.0])
+    out = gc.asarray(src, requires_grad=True)
+    assert out.requires_grad and out.is_leaf and not src.requires_grad
+
+
+@pytest.mark.parametrize("dt", NOT_FLOAT, ids=str)
+def test_data_of_a_tensor_that_requires_grad_must_stay_float(dt):
+    p = nn.Parameter(gc.ones(2))
+    with pytest.raises(GradDTypeError, match="must be of a floating point dtype"):
+        p.data = gc.ones(2, dtype=dt)
+    assert p.dtype == gc.float32 and npv(p).tolist() == [1.0, 1.0]  # untouched
+    q = gc.ones(2)  # no grad: any dtype may be set, as in PyTorch
+    q.data = gc.ones(2, dtype=dt)
+    assert q.dtype == dt
+
+
 # ----------------------------------------------------------------------------- against torch
 def _outcome(fn, m):
     """(the builtin class raised or None, the flag after) of fn(module m)."""
@@ -189,6 +229,11 @@ def _outcome(fn, m):
 
 def _setattr(t, v):
     t.requires_grad = v
+    return t
+
+
+def _set_data(t, v):
+    t.data = v
     return t
 
 
@@ -227,6 +272,11 @@ TORCH_CASES = {
     "Parameter(int64)": lambda m: m.nn.Parameter(m.ones(2, dtype=m.int64)),
     "Linear.requires_grad_(False)": lambda m: m.nn.Linear(2, 2).requires_grad_(False).weight,
     "from_pretrained(freeze=True)": lambda m: m.nn.Embedding.from_pretrained(m.ones(3, 2)).weight,
+    "ones(requires_grad=1)": lambda m: m.ones(2, requires_grad=1),
+    "Parameter(requires_grad=1)": lambda m: m.nn.Parameter(m.ones(2), requires_grad=1),
+    "Parameter.data = int64": lambda m: _set_data(
+        m.nn.Parameter(m.ones(2)), m.ones(2, dtype=m.int64)
+    ),
     "from_pretrained(freeze=False)": lambda m: (
         m.nn.Embedding.from_pretrained(m.ones(3, 2), freeze=False).weight
     ),
