@@ -79,6 +79,7 @@ from .errors import (
     DTypeError,
     GpucoreError,
     GpucoreIndexError,
+    GradDTypeError,
     SerializationError,
     ShapeError,
 )

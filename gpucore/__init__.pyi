@@ -18,6 +18,7 @@ from .legacy import FloatTensor as FloatTensor
 from .random import Generator as Generator
 from .errors import GpucoreError as GpucoreError
 from .errors import GpucoreIndexError as GpucoreIndexError
+from .errors import GradDTypeError as GradDTypeError
 from .amp.grad_scaler import GradScaler as GradScaler
 from .legacy import HalfTensor as HalfTensor
 from .legacy import IntTensor as IntTensor

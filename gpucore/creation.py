@@ -19,7 +19,7 @@ from . import dtypes as D
 from .backends.cpu import empty_array
 from .default_device import _DEFAULT
 from .errors import DeviceError, DTypeError, ShapeError
-from .tensor import MAX_DIMS, Tensor
+from .tensor import MAX_DIMS, Tensor, leaf_requires_grad
 from .tensor import device as _device
 
 _MAX_ELEMENTS = 1 << 40
@@ -179,11 +179,9 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = Fa
         if copy is False:
             raise ValueError("asarray(): can't alias an arbitrary sequence into a tensor")
         out = tensor(obj, dtype=dt, device=device)
-    if requires_grad:
-        if out is obj:
-            out = obj.detach()
-        out.requires_grad_(True)
-    return out
+    if requires_grad is not False and out is obj:
+        out = obj.detach()
+    return leaf_requires_grad(out, requires_grad, "asarray()")
 
 
 def from_numpy(arr: np.ndarray) -> Tensor:
@@ -390,9 +388,7 @@ def _to_backend(t: Tensor, be, requires_grad: bool) -> Tensor:
         t = Tensor._wrap(
             be.upload(np.require(t._data, requirements="C"), t._dtype), t._dtype, dev=be
         )
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
+    return leaf_requires_grad(t, requires_grad, "a tensor factory")
 
 
 def frombuffer(
@@ -431,9 +427,7 @@ def frombuffer(
         )
         arr = arr.copy()
     t = from_numpy(arr)
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
+    return leaf_requires_grad(t, requires_grad, "a tensor factory")
 
 
 def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad: bool = False):

@@ -17,6 +17,11 @@ class DTypeError(GpucoreError, TypeError):
     """A dtype the op does not support, or operands whose dtypes cannot be combined."""
 
 
+class GradDTypeError(DTypeError, RuntimeError):
+    """A tensor whose dtype cannot require gradients (integer, bool) asked to: a DTypeError, and
+    also the RuntimeError PyTorch raises for it, so ``except RuntimeError`` keeps working."""
+
+
 class ArgumentTypeError(GpucoreError, TypeError):
     """An argument of the wrong Python type: None, a str or a numpy array where a Tensor is
     expected (``exp(): argument 'input' (position 1) must be Tensor, not str``, as PyTorch)."""
@@ -56,6 +61,7 @@ __all__ = [
     "GpucoreError",
     "ShapeError",
     "DTypeError",
+    "GradDTypeError",
     "ArgumentTypeError",
     "DeviceError",
     "SerializationError",

@@ -42,7 +42,7 @@ def _out(name: str, result: Tensor, out) -> Tensor:
         return result
     if not isinstance(out, Tensor):
         raise ArgumentTypeError(f"{name}(): argument 'out' must be Tensor, not {type_name(out)}")
-    if is_grad_enabled() and (result.requires_grad or out.requires_grad):
+    if is_grad_enabled() and (result._requires_grad or out._requires_grad):
         raise ValueError(
             f"{name}(): functions with out=... arguments don't support automatic "
             "differentiation, but one of the arguments requires grad"

@@ -20,10 +20,12 @@ from ._cpu import fast_view as _fast_view
 from ._tensor_types import Size, device
 from .backends.cpu import empty_array
 from .errors import (
+    ArgumentTypeError,
     AutogradError,
     DeviceError,
     DTypeError,
     GpucoreIndexError,
+    GradDTypeError,
     ShapeError,
 )
 
@@ -46,7 +48,9 @@ class Tensor:
         "_data",
         "_dtype",
         "_vbox",
-        "requires_grad",
+        # the flag behind the requires_grad property (which checks assignments): gpucore's own
+        # code and the C fast lane (cpu/python/fastpath.c, by this name) use the slot directly
+        "_requires_grad",
         "_grad",
         "_grad_fn",
         "_acc",
@@ -86,14 +90,13 @@ class Tensor:
             )
         self._init(t._data, t._dtype, [0])
         self._dev = t._dev  # on the default device (set_default_device) when one is set
-        if requires_grad:
-            self.requires_grad_(True)
+        leaf_requires_grad(self, requires_grad, "Tensor()")
 
     def _init(self, data: np.ndarray, dtype, vbox):
         self._data = data
         self._dtype = dtype
         self._vbox = vbox
-        self.requires_grad = False
+        self._requires_grad = False
         self._grad = None
         self._grad_fn = None
         self._acc = None
@@ -272,17 +275,20 @@ class Tensor:
     def is_leaf(self) -> bool:
         return self._grad_fn is None
 
+    @property
+    def requires_grad(self) -> bool:
+        """Whether autograd records the ops that read this tensor. Assigning it checks what
+        ``requires_grad_`` checks, as PyTorch: a bool, on a leaf, True only for a float dtype."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self._requires_grad = _checked_requires_grad(self, value, method=False)
+
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
-        """Set requires_grad in place (leaves only) and return self."""
-        if not requires_grad and self._grad_fn is not None:
-            raise AutogradError(
-                "requires_grad_(False) is only valid on leaf tensors; use detach() for a non-leaf"
-            )
-        if requires_grad and not self._dtype.is_floating_point:
-            raise DTypeError(
-                f"only floating point tensors can require gradients, got {self._dtype}"
-            )
-        self.requires_grad = bool(requires_grad)
+        """Set requires_grad in place and return self: True on a leaf of a float dtype (on a
+        non-leaf, which requires grad already, it changes nothing), False on a leaf."""
+        self._requires_grad = _checked_requires_grad(self, requires_grad, method=True)
         return self
 
     def detach(self) -> Tensor:
@@ -291,7 +297,7 @@ class Tensor:
 
     def detach_(self) -> Tensor:
         self._grad_fn = None
-        self.requires_grad = False
+        self._requires_grad = False
         self._base = None
         self._view_ops = None
         return self
@@ -302,6 +308,12 @@ class Tensor:
 
     @data.setter
     def data(self, value: Tensor):
+        if self._requires_grad and not value._dtype.is_floating_point:
+            raise GradDTypeError(
+                "data set to a tensor that requires gradients must be of a floating point dtype: "
+                f"this tensor of shape {tuple(self._data.shape)} requires grad, the new data is "
+                f"{value._dtype}; convert it first (value.float()) or set requires_grad=False"
+            )
         self._data = value._data
         self._dtype = value._dtype
         self._vbox = value._vbox
@@ -310,7 +322,7 @@ class Tensor:
     def retain_grad(self) -> None:
         """Keep ``.grad`` for this non-leaf tensor after backward."""
         if self._grad_fn is None:
-            if not self.requires_grad:
+            if not self._requires_grad:
                 raise AutogradError("retain_grad() on a tensor that does not require grad")
             return
         if self._retain:
@@ -331,7 +343,7 @@ class Tensor:
     def register_hook(self, hook):
         """Call ``hook(grad)`` when this tensor's gradient is computed; a return value replaces
         the gradient. Returns a handle with ``remove()``."""
-        if not self.requires_grad:
+        if not self._requires_grad:
             raise AutogradError("cannot register a hook on a tensor that doesn't require gradient")
         # gpucore.autograd imports this module (for Tensor): a module-level import is a cycle
         from .autograd.graph import accumulate_node
@@ -342,7 +354,7 @@ class Tensor:
     def register_post_accumulate_grad_hook(self, hook):
         """Call ``hook(self)`` after a gradient has been accumulated into this leaf's ``.grad``.
         Returns a handle with ``remove()``."""
-        if not self.requires_grad or self._grad_fn is not None:
+        if not self._requires_grad or self._grad_fn is not None:
             raise AutogradError(
                 "post accumulate grad hooks can only be registered on leaf tensors that require "
                 "grad"
@@ -364,7 +376,7 @@ class Tensor:
         """A numpy array sharing this tensor's memory (copied for bfloat16 only with force).
         Writes through it change the tensor; caches of its values (device copies) are not
         used while it or a view of it is alive (gpucore/storage.py)."""
-        if self.requires_grad and not force:
+        if self._requires_grad and not force:
             raise AutogradError(
                 "can't call numpy() on a tensor that requires grad; use tensor.detach().numpy()"
             )
@@ -472,7 +484,7 @@ class Tensor:
             extra += ", device='vulkan'"
         if self._grad_fn is not None:
             extra += f", grad_fn=<{self._grad_fn.name()}>"
-        elif self.requires_grad:
+        elif self._requires_grad:
             extra += ", requires_grad=True"
         return f"tensor({body}{extra})"
 
@@ -484,7 +496,7 @@ class Tensor:
         t = Tensor._wrap(self._host().copy(), self._dtype)
         if self._dev is not None:
             t = t.to(self.device)
-        t.requires_grad = self.requires_grad
+        t._requires_grad = self._requires_grad
         if self._grad is not None:
             t._grad = self._grad.detach().clone()
         memo[id(self)] = t
@@ -498,8 +510,56 @@ class Tensor:
         data = self._host()
         if not data.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
             data = data.copy(order="C")
-        args = (type(self), data, self._dtype, self.device.type, bool(self.requires_grad))
+        args = (type(self), data, self._dtype, self.device.type, self._requires_grad)
         return (_rebuild_tensor, args, state)
+
+
+def _checked_requires_grad(t: Tensor, flag, method: bool) -> bool:
+    """``flag`` when ``t.requires_grad_(flag)`` (method) or ``t.requires_grad = flag`` may set it,
+    as PyTorch: a bool (not a truthy value); only on a leaf, but for ``requires_grad_(True)`` on a
+    non-leaf (already True); True only for a float dtype. Otherwise the error saying why."""
+    if flag is not True and flag is not False:
+        got = type(flag).__name__
+        if method:
+            raise ArgumentTypeError(
+                f"requires_grad_(): argument 'requires_grad' (position 1) must be bool, not {got}"
+            )
+        # (a RuntimeError, as PyTorch's for the assignment; the method's is its TypeError)
+        raise AutogradError(
+            f"requires_grad must be a bool, got {got}; assign True or False (bool(value) converts)"
+        )
+    if t._grad_fn is not None and not (method and flag):
+        fix = (
+            "to use its values where no gradient should flow, use var_no_grad = var.detach() "
+            "(a new leaf sharing its storage)"
+            if not flag
+            else "it already requires grad as the output of an op that requires grad"
+        )
+        raise AutogradError(
+            "you can only change requires_grad flags of leaf variables: a tensor of shape "
+            f"{tuple(t._data.shape)} and dtype {t._dtype} computed by {t._grad_fn.name()} is not "
+            f"a leaf; {fix}"
+        )
+    if flag and not t._dtype.is_floating_point:
+        raise GradDTypeError(
+            "only Tensors of floating point dtype can require gradients: a tensor of shape "
+            f"{tuple(t._data.shape)} and dtype {t._dtype} cannot; convert it first (t.float(), "
+            "or t.to(gpucore.float64))"
+        )
+    return flag
+
+
+def leaf_requires_grad(t: Tensor, flag, op: str) -> Tensor:
+    """``t`` (a fresh leaf) made to require grad when ``flag``, the ``requires_grad=`` argument
+    of factory ``op``: a bool, as PyTorch's factories take (1 or numpy.True_ raise)."""
+    if flag is not True and flag is not False:
+        raise ArgumentTypeError(
+            f"{op}: argument 'requires_grad' must be bool, not {type(flag).__name__}; "
+            "pass True or False"
+        )
+    if flag:
+        t.requires_grad_(True)
+    return t
 
 
 def as_leaf(cls, t: Tensor, requires_grad: bool) -> Tensor:
@@ -509,9 +569,7 @@ def as_leaf(cls, t: Tensor, requires_grad: bool) -> Tensor:
         out._init(t._data, t._dtype, t._vbox)
         out._dev = t._dev
         t = out
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
+    return leaf_requires_grad(t, requires_grad, f"{cls.__name__}()")
 
 
 def _rebuild_tensor(cls, data: np.ndarray, dtype, device: str, requires_grad: bool) -> Tensor:

@@ -9,6 +9,7 @@ from gpucore import errors
 HIERARCHY = [
     ("ShapeError", ValueError),
     ("DTypeError", TypeError),
+    ("GradDTypeError", RuntimeError),
     ("ArgumentTypeError", TypeError),
     ("DeviceError", RuntimeError),
     ("SerializationError", ValueError),

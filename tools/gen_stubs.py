@@ -106,7 +106,10 @@ def _signature(fn, drop_first: bool = False) -> str:
 
 def _member(name: str, value) -> list:
     if isinstance(value, property):
-        return ["    @property", f"    def {name}(self) -> Any: ..."]
+        lines = ["    @property", f"    def {name}(self) -> Any: ..."]
+        if value.fset is not None:  # assignable (t.grad = g, t.requires_grad = True)
+            lines += [f"    @{name}.setter", f"    def {name}(self, value: Any) -> None: ..."]
+        return lines
     if isinstance(value, classmethod):
         return ["    @classmethod", f"    def {name}{_signature(value.__func__, True)}: ..."]
     if isinstance(value, staticmethod):

@@ -36,8 +36,8 @@ Py_ssize_t gc_fast_limit; /* elements; 0 = lane closed */
  * reads or sets to something other than None; and every object slot of the class and its bases,
  * each of which a new Tensor starts as None (so this file names no slot it does not use). */
 enum { F_DATA, F_DTYPE, F_VBOX, F_REQ, F_RETAIN, F_DEV, F_COUNT };
-static const char *const field_names[F_COUNT] = {"_data",         "_dtype",  "_vbox",
-                                                 "requires_grad", "_retain", "_dev"};
+static const char *const field_names[F_COUNT] = {"_data",          "_dtype",  "_vbox",
+                                                 "_requires_grad", "_retain", "_dev"};
 static Py_ssize_t field_off[F_COUNT];
 static Py_ssize_t *slot_off, slot_count;
 

@@ -24,7 +24,7 @@ int gc_fast_same_shape(const Py_buffer *a, const Py_buffer *b);
  * given shape (a tuple, stolen); *ptr its first element. */
 PyObject *gc_fast_new(PyObject *src, char kind, void **ptr);
 PyObject *gc_fast_new_shaped(PyObject *shape, char kind, void **ptr);
-/* A new bare Tensor: every slot None but requires_grad and _retain (False); NULL on error. */
+/* A new bare Tensor: every slot None but _requires_grad and _retain (False); NULL on error. */
 PyObject *gc_fast_alloc(void);
 /* The byte offset of the Tensor's __slots__ member name, or -1 with an exception set. */
 Py_ssize_t gc_fast_slot_offset(const char *name);

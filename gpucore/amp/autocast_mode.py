@@ -259,7 +259,7 @@ def listed(name: str) -> bool:
 def _cast(t: Tensor, dtype) -> Tensor:
     if t._dtype is not D.float32:
         return t  # float64, integers and tensors already in low precision stay as they are
-    if t.requires_grad and t.grad_fn is None:  # a weight: cast once per region
+    if t._requires_grad and t.grad_fn is None:  # a weight: cast once per region
         cache = _local.cache
         hit = cache.get(id(t))
         if hit is not None and hit[0] is t and hit[1] == (t._vbox[0], dtype):

@@ -54,7 +54,7 @@ def _root_grads(outputs, grad_outputs, fn: str):
     grads = []
     for i, out in enumerate(outputs):
         g = grad_outputs[i] if i < len(grad_outputs) else None
-        if not out.requires_grad:
+        if not out._requires_grad:
             raise AutogradError(
                 f"{fn}: element {i} of the outputs does not require grad and has no grad_fn; "
                 "did you create it under no_grad() or from tensors without requires_grad=True?"
@@ -151,7 +151,7 @@ def grad(
     outs = _as_list(outputs)
     ins = _as_list(inputs)
     for i, t in enumerate(ins):
-        if not t.requires_grad:
+        if not t._requires_grad:
             raise AutogradError(f"grad: input {i} does not require grad")
     grads = _root_grads(outs, _as_list(grad_outputs), "grad")
     if retain_graph is None:

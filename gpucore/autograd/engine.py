@@ -268,7 +268,7 @@ def _owned(g) -> bool:
     unique = _UNIQUE_REFS[0]
     if unique is None:
         unique = _calibrate()
-    if g._grad_fn is not None or g.requires_grad or g._base is not None or g._dev is not None:
+    if g._grad_fn is not None or g._requires_grad or g._base is not None or g._dev is not None:
         return False
     data = g._data
     if not data.flags.c_contiguous:

@@ -79,7 +79,7 @@ def gradcheck(
     both values (returns False with raise_exception=False).
     """
     inputs = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
-    diff_idx = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    diff_idx = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x._requires_grad]
     if not diff_idx:
         raise AutogradError("gradcheck: no input requires grad")
     analytic = _analytic_jacobian(fn, inputs, diff_idx)
@@ -112,7 +112,7 @@ def gradgradcheck(fn, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float
     (so every second-derivative term counts, unlike with a plain sum).
     """
     inputs = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
-    diff_mask = [isinstance(x, Tensor) and x.requires_grad for x in inputs]
+    diff_mask = [isinstance(x, Tensor) and x._requires_grad for x in inputs]
     rng = np.random.default_rng(0)
     weights: dict = {}
 
@@ -125,7 +125,7 @@ def gradgradcheck(fn, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float
     def first_grads(*args):
         # The numerical pass hands in detached copies: make them differentiable again.
         args = [
-            a.detach().requires_grad_() if r and not a.requires_grad else a
+            a.detach().requires_grad_() if r and not a._requires_grad else a
             for a, r in zip(args, diff_mask)
         ]
         outs = _flat_outputs(fn(*args))

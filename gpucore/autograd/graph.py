@@ -198,7 +198,7 @@ def grad_fn_of(t):
     fn = t._grad_fn
     if fn is not None and fn.version is not None and fn.version != t._vbox[0]:
         base = view_base(t)
-        if base is None or not base.requires_grad:
+        if base is None or not base._requires_grad:
             fn.version = t._vbox[0]
             return fn
         # gpucore.ops imports ops.inplace, which imports this module: a module-level cycle
@@ -214,6 +214,6 @@ def edge_of(t):
     """The edge an op input contributes: its grad_fn, its AccumulateGrad, or None."""
     if t._grad_fn is not None:
         return grad_fn_of(t)
-    if t.requires_grad:
+    if t._requires_grad:
         return accumulate_node(t)
     return None

@@ -8,7 +8,7 @@ array makes a new tensor. ``isinstance(x, Variable)`` is True for every Tensor.
 from __future__ import annotations
 
 from ..creation import tensor as _tensor
-from ..tensor import Tensor
+from ..tensor import Tensor, leaf_requires_grad
 
 
 class _VariableMeta(type):
@@ -23,6 +23,4 @@ class Variable(metaclass=_VariableMeta):
         if data is None:
             data = _tensor([])
         t = data.detach() if isinstance(data, Tensor) else _tensor(data)
-        if requires_grad:
-            t.requires_grad_(True)
-        return t
+        return leaf_requires_grad(t, requires_grad, "Variable()")

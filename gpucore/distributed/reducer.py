@@ -52,7 +52,7 @@ class Reducer:
         self.pg = pg
         self.comm = pg.comm.Dup()
         self.find_unused = find_unused
-        self.named = [(n, p) for n, p in named_params if p.requires_grad]
+        self.named = [(n, p) for n, p in named_params if p._requires_grad]
         self.buckets: list[_Bucket] = []
         self.where: dict[int, tuple] = {}  # id(param) -> (bucket, position)
         self._build(bucket_cap_bytes)

@@ -49,7 +49,7 @@ def standard_gamma(alpha: Tensor) -> Tensor:
     """Gamma(alpha, 1) samples of ``alpha``'s shape, differentiable in ``alpha`` through the
     implicit reparameterisation gradient."""
     x = _sample(alpha)
-    if alpha.requires_grad and is_grad_enabled():
+    if alpha._requires_grad and is_grad_enabled():
         return x + (alpha - alpha.detach()) * standard_gamma_grad(alpha, x)
     return x
 

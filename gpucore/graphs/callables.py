@@ -67,7 +67,7 @@ def _graphed(fn, args: tuple, warmup: int, allow_unused: bool):
                 "it with .to('vulkan')"
             )
     module = fn if hasattr(fn, "parameters") and hasattr(fn, "forward") else None
-    params = tuple(p for p in module.parameters() if p.requires_grad) if module else ()
+    params = tuple(p for p in module.parameters() if p._requires_grad) if module else ()
     if module is not None:
         for p in params:
             if p._dev is None:
@@ -80,7 +80,7 @@ def _graphed(fn, args: tuple, warmup: int, allow_unused: bool):
                     "make_graphed_callables: the module's parameters have .grad set; call "
                     "zero_grad(set_to_none=True) first (as PyTorch requires)"
                 )
-    diff_in = tuple(a for a in args if a.requires_grad) + params
+    diff_in = tuple(a for a in args if a._requires_grad) + params
     call = fn
 
     def outputs_of(res):
@@ -91,7 +91,7 @@ def _graphed(fn, args: tuple, warmup: int, allow_unused: bool):
                     f"make_graphed_callables: the callable must return tensors, got "
                     f"{type(o).__name__}"
                 )
-        diff = [o for o in outs if o.requires_grad]
+        diff = [o for o in outs if o._requires_grad]
         if len(diff) > 1 or (diff and diff[0] is not outs[0]):
             raise RuntimeError(
                 "make_graphed_callables: gpucore graphs one differentiable output per callable "
@@ -100,7 +100,7 @@ def _graphed(fn, args: tuple, warmup: int, allow_unused: bool):
         return outs
 
     def backward_of(outs, grad_out):
-        if not diff_in or not outs[0].requires_grad:
+        if not diff_in or not outs[0]._requires_grad:
             return ()
         return _grad(outs[0], diff_in, grad_outputs=grad_out, allow_unused=allow_unused)
 
@@ -137,8 +137,8 @@ def _graphed(fn, args: tuple, warmup: int, allow_unused: bool):
                 static.copy_(new)
         fwd.replay()
         results = tuple(o.detach() for o in detached)
-        ins = tuple(a for a, s in zip(user_args, args) if s.requires_grad) + params
-        if is_grad_enabled() and static_outs[0].requires_grad:
+        ins = tuple(a for a, s in zip(user_args, args) if s._requires_grad) + params
+        if is_grad_enabled() and static_outs[0]._requires_grad:
             _attach(results[0], backward, ins)
         return results if len(results) > 1 else results[0]
 
@@ -175,7 +175,7 @@ def _attach(out: Tensor, op: _GraphedBackward, ins: tuple) -> None:
     meta = tuple((t._data.shape, t._dtype) for t in ins)
     needs = tuple(True for _ in ins)
     out._grad_fn = Node(op, Ctx(op.name, (), {}, needs), edges, meta)
-    out.requires_grad = True
+    out._requires_grad = True
 
 
 def _patch_module(module, graphed, training: bool):

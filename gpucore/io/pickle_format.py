@@ -61,7 +61,7 @@ def write(f, obj, reason: str, write_tensors, pickle_module=pickle, protocol: in
                 i = index[id(o)] = len(tensors)
                 tensors.append(o)
             state = getattr(o, "__dict__", None) or None
-            return ("tensor", i, type(o), bool(o.requires_grad), state)
+            return ("tensor", i, type(o), bool(o._requires_grad), state)
 
     buf = _stdio.BytesIO()
     try:

@@ -305,7 +305,7 @@ class Module:
             v = state_dict[k]
             if name in mod._parameters:
                 old = mod._parameters[name]
-                mod._parameters[name] = Parameter(v.detach(), requires_grad=old.requires_grad)
+                mod._parameters[name] = Parameter(v.detach(), requires_grad=old._requires_grad)
             else:
                 mod._buffers[name] = v.detach()
 

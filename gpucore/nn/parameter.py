@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .. import _cpu
 from ..creation import empty, tensor
-from ..tensor import Tensor
+from ..tensor import Tensor, leaf_requires_grad
 
 
 class Parameter(Tensor):
@@ -24,9 +24,7 @@ class Parameter(Tensor):
         p = Tensor.__new__(cls)
         p._init(data._data, data._dtype, data._vbox)
         p._dev = data._dev
-        if requires_grad:
-            p.requires_grad_(True)
-        return p
+        return leaf_requires_grad(p, requires_grad, f"{cls.__name__}()")
 
     def __init__(self, data=None, requires_grad: bool = True):
         pass  # everything happens in __new__
@@ -36,7 +34,7 @@ class Parameter(Tensor):
 
     def __deepcopy__(self, memo):
         t = Tensor.__deepcopy__(self.detach(), memo)
-        p = Parameter(t, requires_grad=self.requires_grad)
+        p = Parameter(t, requires_grad=self._requires_grad)
         if self._grad is not None:
             p._grad = self._grad.detach().clone()
         memo[id(self)] = p
@@ -64,7 +62,7 @@ class Buffer(Tensor):
         b._init(data._data, data._dtype, data._vbox)
         b._dev = data._dev
         b.persistent = bool(persistent)
-        if data.requires_grad:
+        if data._requires_grad:
             b.requires_grad_(True)
         return b
 
@@ -108,7 +106,7 @@ class _Uninitialized:
         self._become(data)
 
     def _become(self, data: Tensor) -> None:
-        grad = self.requires_grad
+        grad = self._requires_grad
         self._init(data._data, data._dtype, data._vbox)
         self._dev = data._dev
         self.__class__ = self.cls_to_become
@@ -119,7 +117,7 @@ class _Uninitialized:
         return f"<{type(self).__name__}>"
 
     def __deepcopy__(self, memo):
-        new = type(self)(requires_grad=self.requires_grad, dtype=self.dtype)
+        new = type(self)(requires_grad=self._requires_grad, dtype=self.dtype)
         memo[id(self)] = new
         return new
 
@@ -151,9 +149,7 @@ class UninitializedBuffer(_Uninitialized, Tensor):
         b = Tensor.__new__(cls)
         b._init(data._data, data._dtype, data._vbox)
         b._dev = data._dev
-        if requires_grad:
-            b.requires_grad_(True)
-        return b
+        return leaf_requires_grad(b, requires_grad, f"{cls.__name__}()")
 
     def __init__(self, requires_grad: bool = False, device=None, dtype=None):
         pass

@@ -111,7 +111,7 @@ def is_shared(input: Tensor) -> bool:
 
 
 def _python_map(op: str, self: Tensor, fn, other: Tensor | None) -> Tensor:
-    if self.requires_grad:
+    if self._requires_grad:
         raise RuntimeError(f"{op} is only supported on tensors that do not require grad")
     a = self.detach().numpy(force=True)
     b = None if other is None else np.broadcast_to(other.detach().numpy(force=True), a.shape)

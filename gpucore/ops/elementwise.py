@@ -187,7 +187,8 @@ def _binary(op, doc):
             out = fast[0](fast[1], input, other)
             if out is not None:
                 if _grad_state.enabled and (
-                    getattr(input, "requires_grad", False) or getattr(other, "requires_grad", False)
+                    getattr(input, "_requires_grad", False)
+                    or getattr(other, "_requires_grad", False)
                 ):
                     record(op, as_operands(op.name, input, other), (out,), {})
                 return out

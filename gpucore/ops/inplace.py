@@ -36,7 +36,7 @@ def _alias(x: Tensor, copy: bool) -> Tensor:
     else:
         a = Tensor._wrap(x._data, x._dtype, x._vbox, x._dev)
     a._grad_fn = x._grad_fn
-    a.requires_grad = x.requires_grad
+    a._requires_grad = x._requires_grad
     a._acc = x._acc
     return a
 
@@ -76,32 +76,32 @@ def inplace(x: Tensor, compute, saves_self: bool = True, op: str = "in-place op"
         _write(x, compute(x), op)
         return x
     base = view_base(x)
-    if x.requires_grad and x._grad_fn is None:
+    if x._requires_grad and x._grad_fn is None:
         raise AutogradError(
             f"{op}: a leaf tensor that requires grad is being used in an in-place operation; "
             "wrap the update in gpucore.no_grad() or use an out-of-place op"
         )
-    if base is not None and base.requires_grad and base._grad_fn is None:
+    if base is not None and base._requires_grad and base._grad_fn is None:
         raise AutogradError(
             f"{op}: a view of a leaf tensor that requires grad is being modified in place; "
             "wrap the update in gpucore.no_grad() or clone() the view first"
         )
-    old_fn = grad_fn_of(x) if x.requires_grad else None  # a view's history, rebuilt if stale
-    if x.requires_grad:
+    old_fn = grad_fn_of(x) if x._requires_grad else None  # a view's history, rebuilt if stale
+    if x._requires_grad:
         # The op sees x before modification: its own copy when it may save it for backward.
         r = compute(_alias(x, copy=saves_self))
     else:
         r = compute(x)  # no copy in the common case (nothing requires grad)
-        if saves_self and r.requires_grad:
+        if saves_self and r._requires_grad:
             r = compute(_alias(x, copy=True))  # e.g. c.mul_(w): mul saved c, which changes next
     _write(x, r, op)
     if base is not None:
-        if r.requires_grad or base.requires_grad:
+        if r._requires_grad or base._requires_grad:
             _rebase_view(x, base, r)
-    elif r.requires_grad:
+    elif r._requires_grad:
         x._grad_fn = r._grad_fn
-        x.requires_grad = True
-    elif x.requires_grad:
+        x._requires_grad = True
+    elif x._requires_grad:
         # The new value does not depend on anything that requires grad (zero_, fill_, copy_ of a
         # constant): x keeps requires_grad, and its old history receives zero gradient.
         x._grad_fn = Node(
@@ -128,15 +128,15 @@ def _rebase_view(x: Tensor, base: Tensor, r: Tensor) -> None:
     attrs = {"view_ops": x._view_ops, "src_shape": tuple(r.shape)}
     node = Node(
         COPY_SLICES,
-        Ctx(COPY_SLICES.name, (), attrs, (base_in.requires_grad, r.requires_grad)),
+        Ctx(COPY_SLICES.name, (), attrs, (base_in._requires_grad, r._requires_grad)),
         (edge_of(base_in), edge_of(r)),
         ((base.shape, base.dtype), (r.shape, r.dtype)),
     )
     base._grad_fn = node
-    base.requires_grad = True
+    base._requires_grad = True
     v = replay_views(base, x._view_ops)
     x._grad_fn = v._grad_fn
-    x.requires_grad = True
+    x._requires_grad = True
 
 
 # ----------------------------------------------------------------------------- methods

@@ -41,19 +41,19 @@ def _restride(self: Tensor, view: Tensor, op: str) -> Tensor:
     version counter stay (the counter moves on, as PyTorch's), and its history becomes the
     view's. A base hands its old layout to a hidden base and becomes a view of it, so views
     taken before (whose steps are relative to that layout) still replay correctly."""
-    if _grad_state.enabled and self.requires_grad and self._grad_fn is None:
+    if _grad_state.enabled and self._requires_grad and self._grad_fn is None:
         raise AutogradError(
             f"{op}: a leaf tensor that requires grad is being used in an in-place operation; "
             "wrap it in gpucore.no_grad() or use the out-of-place form"
         )
-    if self._base is None and not (self.requires_grad and self._grad_fn is None):
+    if self._base is None and not (self._requires_grad and self._grad_fn is None):
         hidden = Tensor._wrap(self._data, self._dtype, self._vbox, self._dev)
-        hidden._grad_fn, hidden.requires_grad = self._grad_fn, self.requires_grad
+        hidden._grad_fn, hidden._requires_grad = self._grad_fn, self._requires_grad
         self._base = hidden
     self._data = view._data
     if self._base is not None:  # a view stays a view of its base, one step further
         self._view_ops = view._view_ops
-    if view.requires_grad:
+    if view._requires_grad:
         self._grad_fn = view._grad_fn
     self._vbox[0] += 1
     if self._grad_fn is not None and self._grad_fn.version is not None:
@@ -90,7 +90,7 @@ def transpose_(self: Tensor, dim0: int, dim1: int) -> Tensor:
 
 
 def _resize_to(self: Tensor, shape: tuple, op: str) -> Tensor:
-    if self.requires_grad:
+    if self._requires_grad:
         raise AutogradError(f"{op}: cannot resize a tensor that requires grad (as PyTorch)")
     if any(s < 0 for s in shape):
         raise ShapeError(f"{op}: negative dimension in {shape}")
@@ -182,7 +182,7 @@ def set_(self: Tensor, source: Tensor | None = None) -> Tensor:
     """Make self share ``source``'s storage, shape and version counter (``set_()``: an empty
     tensor), as Tensor.set_ (source must have self's dtype; the storage-offset / size / stride
     form of PyTorch is not provided: gpucore tensors do not address raw storages)."""
-    if self.requires_grad and self._grad_fn is None and _grad_state.enabled:
+    if self._requires_grad and self._grad_fn is None and _grad_state.enabled:
         raise AutogradError(
             "set_(): a leaf tensor that requires grad is being used in an in-place operation"
         )

@@ -169,7 +169,11 @@ def _pieces(t: Tensor, d: int, sizes: list, unbind: bool = False) -> tuple:
     removed). Under autograd they share one SPLIT node; under graph capture or autocast each is
     a plain getitem view through ``apply`` (what those hooks record)."""
     data = t._data
-    if CAPTURE[0] is None and AUTOCAST[0] is None and not (t.requires_grad and _grad_state.enabled):
+    if (
+        CAPTURE[0] is None
+        and AUTOCAST[0] is None
+        and not (t._requires_grad and _grad_state.enabled)
+    ):
         # the common case inline (a qkv split: 3 pieces in ~1.5 µs): per piece one numpy view and
         # one Tensor built in C (Tensor._make_view's fast_view), nothing else
         pre = (_ALL,) * d
@@ -191,7 +195,7 @@ def _pieces(t: Tensor, d: int, sizes: list, unbind: bool = False) -> tuple:
         keys.append(pre + ((start,) if unbind else (slice(start, start + s),)))
         start += s
     hooked = (CAPTURE[0] is not None and capturing()) or AUTOCAST[0] is not None
-    if not (t.requires_grad and _grad_state.enabled) or hooked:
+    if not (t._requires_grad and _grad_state.enabled) or hooked:
         if hooked:
             return tuple(_view(t, k) for k in keys)
         data = t._data  # the keys hold ints and slices only: no Ellipsis to place
@@ -210,7 +214,7 @@ def _pieces(t: Tensor, d: int, sizes: list, unbind: bool = False) -> tuple:
         slot = OutputSlot(node, i, (v._data.shape, v._dtype))
         slot.version = v._vbox[0]  # a view's node: rebuilt from t if t changes in place
         v._grad_fn = slot
-        v.requires_grad = True
+        v._requires_grad = True
         out.append(v)
     return tuple(out)
 

@@ -182,7 +182,7 @@ def lobpcg(
         )
     if not 0 < k <= n:
         raise ValueError(f"lobpcg(): k (={k}) must be in [1, n (={n})]")
-    grads = _grad_state.enabled and (A.requires_grad or (B is not None and B.requires_grad))
+    grads = _grad_state.enabled and (A._requires_grad or (B is not None and B._requires_grad))
     if grads and B is not None:
         raise ValueError("lobpcg(): gradients are not supported with B (as PyTorch's backward)")
     niter = 1000 if niter is None else int(niter)

@@ -121,7 +121,7 @@ def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False) -
     lu, pivots, info = apply(LU_FACTOR, A)
     if check_errors:
         _raise_on(info, "lu_factor_ex")
-    if _grad_state.enabled and A.requires_grad:
+    if _grad_state.enabled and A._requires_grad:
         lu = _differentiable(A, lu, pivots)
     return LUFactorEx(lu, pivots, info)
 

@@ -240,7 +240,7 @@ def _needs_graph(*ts) -> bool:
     if not _grad_state.enabled:
         return False
     for t in ts:
-        if isinstance(t, Tensor) and t.requires_grad:
+        if isinstance(t, Tensor) and t._requires_grad:
             return True
     return False
 

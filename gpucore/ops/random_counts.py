@@ -96,7 +96,7 @@ def poisson(input: Tensor, generator=None) -> Tensor:
     with no_grad():
         out = apply_on(dispatch.CPU, POISSON, input, seed=seed, offset=offset)
     out = _to_backend(out, input._dev, False)
-    if input.requires_grad:  # PyTorch's: part of the graph, with zero gradient
+    if input._requires_grad:  # PyTorch's: part of the graph, with zero gradient
         out = out + input * 0
     return out
 

@@ -219,7 +219,7 @@ def view_of(op: OpDef, src: Tensor, arr, attrs: dict) -> Tensor:
     out = _fast_view(src, arr, op, attrs)  # Tensor._make_view's C call, without its frame
     if out is None:
         out = Tensor._make_view(src, arr, op, attrs)  # (which raises what the lane declined)
-    if src.requires_grad and _grad_state.enabled and src._dtype.is_floating_point:
+    if src._requires_grad and _grad_state.enabled and src._dtype.is_floating_point:
         record(op, (src,), (out,), attrs)
     return out
 
@@ -379,8 +379,8 @@ def record(op: OpDef, inputs, outs, attrs) -> None:
     n = len(inputs)
     if n == 2:
         a, b = inputs
-        ra = a.requires_grad
-        rb = b.requires_grad
+        ra = a._requires_grad
+        rb = b._requires_grad
         if not (ra or rb):
             return
         needs_in = (ra, rb)
@@ -406,7 +406,7 @@ def record(op: OpDef, inputs, outs, attrs) -> None:
         meta = ((a._data.shape, a._dtype), (b._data.shape, b._dtype))
     elif n == 1:
         a = inputs[0]
-        if not a.requires_grad:
+        if not a._requires_grad:
             return
         needs_in = _TRUE1
         ea = a._grad_fn
@@ -421,7 +421,7 @@ def record(op: OpDef, inputs, outs, attrs) -> None:
     else:
         lst = []
         for t in inputs:
-            lst.append(t.requires_grad)
+            lst.append(t._requires_grad)
         if True not in lst:
             return
         needs_in = tuple(lst)
@@ -429,7 +429,7 @@ def record(op: OpDef, inputs, outs, attrs) -> None:
         m = []
         for t in inputs:
             fn = None
-            if t.requires_grad:  # _edge inline
+            if t._requires_grad:  # _edge inline
                 fn = t._grad_fn
                 if fn is None:
                     fn = t._acc
@@ -457,4 +457,4 @@ def record(op: OpDef, inputs, outs, attrs) -> None:
     if op.view is not None:
         node.version = out._vbox[0]
     out._grad_fn = node
-    out.requires_grad = True
+    out._requires_grad = True

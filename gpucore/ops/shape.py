@@ -112,7 +112,7 @@ def _view_dtype(input: Tensor, dtype) -> Tensor:
             f"{dt} needs equal element sizes ({input.dtype.itemsize} vs {dt.itemsize} bytes) in "
             "gpucore; to convert the values use .to(dtype)"
         )
-    if input.requires_grad:
+    if input._requires_grad:
         raise DTypeError(
             f"view({dt}): a {input.dtype} tensor that requires grad cannot be reinterpreted as "
             f"another dtype (the bits are not differentiable); use .detach().view({dt}), or "
@@ -133,7 +133,7 @@ def reshape(input: Tensor, *shape) -> Tensor:
     data = input._data
     if type(data) is np.ndarray and input._dev is None:
         contiguous = data.flags.c_contiguous
-        graph = (input.requires_grad and _grad_state.enabled) or AUTOCAST[0] is not None
+        graph = (input._requires_grad and _grad_state.enabled) or AUTOCAST[0] is not None
         if not (contiguous or graph) and CAPTURE[0] is None:
             out = _fast_reshape_copy(input, shape)  # numpy's copy below, in one C call, or None
             if out is not None:

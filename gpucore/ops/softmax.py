@@ -150,7 +150,7 @@ def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
         # _softmax_any's fast lane inline (every attention runs this: one Python call less)
         out = _fast_softmax(input, dim, 0)
         if out is not None:
-            if _grad_state.enabled and input.requires_grad:
+            if _grad_state.enabled and input._requires_grad:
                 record(SOFTMAX, (input,), (out,), {"dim": dim % input.ndim})
             return out
     return _softmax_any(SOFTMAX, "softmax", input, dim, dtype, 0)
@@ -161,7 +161,7 @@ def _softmax_any(op, name, input, dim, dtype, log):
         # the fast lane: a contiguous float host tensor in one C call (cpu/python/fastpath_nn.c)
         out = _fast_softmax(input, dim, log)
         if out is not None:
-            if _grad_state.enabled and input.requires_grad:
+            if _grad_state.enabled and input._requires_grad:
                 record(op, (input,), (out,), {"dim": dim % input.ndim})
             return out
     if dtype is not None:

@@ -103,7 +103,7 @@ def _finish(x: Tensor, out: np.ndarray, mask: np.ndarray) -> Tensor:
     y = from_numpy(out).to(x.dtype)
     if x.is_vulkan:
         y = y.to(x.device)
-    if x.requires_grad and is_grad_enabled():
+    if x._requires_grad and is_grad_enabled():
         m = from_numpy(mask.astype(np.float32)).to(x.dtype)
         if x.is_vulkan:
             m = m.to(x.device)

@@ -155,12 +155,12 @@ class _Compiled:
             return None  # inside an enclosing capture on this thread: its ops are the graph's
         key = []
         for x in args:
-            if not isinstance(x, Tensor) or x._dev is not None or (grad and x.requires_grad):
+            if not isinstance(x, Tensor) or x._dev is not None or (grad and x._requires_grad):
                 return None
             key.append((tuple(x.shape), x.dtype))
         if module is not None:
             for t in self._module_parameters():
-                if t._dev is not None or (grad and t.requires_grad):
+                if t._dev is not None or (grad and t._requires_grad):
                     return None
         return tuple(key)
 

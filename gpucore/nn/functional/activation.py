@@ -125,7 +125,7 @@ def _hardtanh(x: Tensor, lo: float, hi: float) -> Tensor:
     # at the bounds too, so the clamped values come in detached. Without a gradient to take,
     # clamp alone gives the same values (x itself strictly inside, the clamp elsewhere, NaN
     # included) in one kernel, and a captured graph that the C program runs.
-    if not (x.requires_grad and is_grad_enabled()):
+    if not (x._requires_grad and is_grad_enabled()):
         return x.clamp(lo, hi)
     return E.where((x > lo) & (x < hi), x, x.detach().clamp(lo, hi))
 

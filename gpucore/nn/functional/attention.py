@@ -175,10 +175,10 @@ def _fused(query, key, value, attn_mask, is_causal, scale, enable_gqa):
     if mask is not None and (len(batch) > 1 or mask.ndim > 4):
         mask = mask.expand(*batch, h, sq, skv).reshape(nb, h, sq, skv)
     grads = _grad_state.enabled and (
-        query.requires_grad
-        or key.requires_grad
-        or value.requires_grad
-        or (mask is not None and mask.requires_grad)
+        query._requires_grad
+        or key._requires_grad
+        or value._requires_grad
+        or (mask is not None and mask._requires_grad)
     )
     if grads and dt is not D.float32 and any(t._dev is not None for t in (q, k, v)):
         return None  # the shaders are float32: keep the composition's work on the device

@@ -123,11 +123,11 @@ def reduced_cross_entropy(input: Tensor, target: Tensor, ignore_index: int, mean
         denom = int(np.count_nonzero(t != ignore_index))
         total[()] = _divide(total[()], npdt.type(denom))
     out = Tensor._from_kernel(total, dt)
-    if _grad_state.enabled and input.requires_grad:
+    if _grad_state.enabled and input._requires_grad:
         lse_t = Tensor._from_kernel(lse, dt)
         ctx = Ctx("cross_entropy", (input, target, lse_t), {"ii": ignore_index, "denom": denom},
                   _NO_GRAD_IN)  # fmt: skip
         node = Node(_ReducedXent, ctx, (_edge(input), None), ((x.shape, dt), (t.shape, D.int64)))
         out._grad_fn = node
-        out.requires_grad = True
+        out._requires_grad = True
     return out

@@ -66,7 +66,7 @@ def embedding(
     out = index_select(weight, 0, input.reshape(-1)).reshape(
         tuple(input.shape) + (weight.shape[1],)
     )
-    if padding_idx is not None and out.requires_grad:
+    if padding_idx is not None and out._requires_grad:
         pad = (input == padding_idx).unsqueeze(-1)
         out = E.where(pad, out.detach(), out)
     return out

@@ -28,7 +28,7 @@ def _global_sum(t, pg):
 
     total = allreduce(t)
     out = t + (total - t).detach()
-    if out.requires_grad:
+    if out._requires_grad:
         out.register_hook(allreduce)
     return out
 
