@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv_bwd.h"
 #include "conv_claim.h"
 #include "conv_fwd.h"
 #include "isa.h"
@@ -223,10 +224,10 @@ static void GC_FN(conv_fwd_body)(void *ctx, int slot)
 /* sum of r[0..n) in GC_CONV_LANES interleaved partial sums added pairwise at the end: vector
  * adds instead of one dependent scalar add per element (the bias gradient of the train.py CNN's
  * 1 -> 16 layer, 64 x 16 x 784 values, was over half of its backward, AVX-512 one thread); the
- * order depends on n alone (no ISA, no thread count) and is conv_direct.c's dconv_sum's, so
- * float32 bias gradients have the same bits on both paths. */
+ * order depends on n alone (no ISA, no thread count); conv_direct_backward.c sums with the
+ * float32 one (conv_bwd.h), so float32 bias gradients have the same bits on both paths. */
 #define GC_CONV_LANES 8
-static GC_T GC_FN(conv_rowsum)(const GC_T *r, ptrdiff_t n)
+GC_T GC_FN(gc_conv_rowsum)(const GC_T *r, ptrdiff_t n)
 {
     GC_T acc[GC_CONV_LANES] = {0};
     ptrdiff_t j = 0;
@@ -251,13 +252,10 @@ static void GC_FN(conv_bwd_body)(void *ctx, int slot)
     GC_T *gcol = J->gx ? (GC_T *)gc_conv_scratch(1, cbytes) : NULL;
     const int bad = (J->gw && !col) || (J->gx && !gcol);
     for (long ch; (ch = gc_conv_next(&J->claim, J->nchunks, bad)) >= 0;) {
-        const ptrdiff_t b0 = ch * J->chunk;
-        const ptrdiff_t b1 = b0 + J->chunk < J->nimg ? b0 + J->chunk : J->nimg;
+        ptrdiff_t b0, b1;
+        GC_T *gb = (GC_T *)gc_conv_bwd_chunk(ch, J->chunk, J->nimg, J->gb, J->o, sizeof(GC_T),
+                                             &b0, &b1);
         GC_T *gw = J->gw ? J->gw + ch * J->o * J->ck : NULL;
-        GC_T *gb = J->gb ? J->gb + ch * J->o : NULL;
-        if (gb)
-            for (ptrdiff_t i = 0; i < J->o; i++)
-                gb[i] = (GC_T)0;
         for (ptrdiff_t b = b0; b < b1; b++) {
             const GC_T *g = J->g + b * gs;
             if (gw) {
@@ -273,7 +271,7 @@ static void GC_FN(conv_bwd_body)(void *ctx, int slot)
             }
             if (gb)
                 for (ptrdiff_t i = 0; i < J->o; i++)
-                    gb[i] += GC_FN(conv_rowsum)(g + i * J->l, J->l);
+                    gb[i] += GC_FN(gc_conv_rowsum)(g + i * J->l, J->l);
             if (gcol) {
                 /* gcol [CK, L] = W^T (W stored [O, CK]) @ g [O, L] */
                 if (GC_FN(gc_gemm_pxe)(J->w, NULL, g, NULL, gcol, J->ck, J->l, J->o, 1, 0, 0,

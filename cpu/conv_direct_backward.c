@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv_bwd.h"
 #include "conv_claim.h"
 #include "conv_direct.h"
 #include "isa.h"
@@ -234,25 +235,6 @@ static void dconv_bwd_x(const dconv_bwd_job *J, const float *gpad, float *gxb)
     }
 }
 
-/* sum of r[0..n) in GC_DCONV_LANES interleaved partial sums added pairwise at the end (a vector
- * add per step instead of one dependent scalar add per element: the bias gradient of a 28x28
- * batch of 64 was ~1/3 of the backward); the same order on every ISA and thread count. */
-#define GC_DCONV_LANES 8
-static float dconv_sum(const float *r, ptrdiff_t n)
-{
-    float acc[GC_DCONV_LANES] = {0};
-    ptrdiff_t j = 0;
-    for (; j + GC_DCONV_LANES <= n; j += GC_DCONV_LANES)
-        for (int k = 0; k < GC_DCONV_LANES; k++)
-            acc[k] += r[j + k];
-    for (int k = 0; j < n; j++, k++)
-        acc[k] += r[j];
-    for (int w = GC_DCONV_LANES / 2; w >= 1; w /= 2)
-        for (int k = 0; k < w; k++)
-            acc[k] += acc[k + w];
-    return acc[0];
-}
-
 /* The image x [c, h, w] into the interior of pad [c, hp, wp] (dconv_pad's layout) whose
  * borders were zeroed once for the call: the rows copied inline (dconv_pad's memset / memcpy
  * calls per row of a 14x14 image were ~6% of the CNN's 16 -> 32 backward, one thread). */
@@ -304,13 +286,10 @@ static void dconv_bwd_body(void *ctx, int slot)
     if (!bad && gpad)
         memset(gpad, 0, sizeof(float) * (size_t)(J->o * J->ghp * J->gwp));
     for (long ch; (ch = gc_conv_next(&J->claim, J->nchunks, bad)) >= 0;) {
-        const ptrdiff_t b0 = ch * J->chunk;
-        const ptrdiff_t b1 = b0 + J->chunk < p->n ? b0 + J->chunk : p->n;
+        ptrdiff_t b0, b1;
+        float *gb = (float *)gc_conv_bwd_chunk(ch, J->chunk, p->n, J->gb, J->o, sizeof(float),
+                                               &b0, &b1);
         float *gwp = J->gw ? J->gw + ch * J->o * J->ck : NULL;
-        float *gb = J->gb ? J->gb + ch * J->o : NULL;
-        if (gb)
-            for (ptrdiff_t i = 0; i < J->o; i++)
-                gb[i] = 0.0f;
         for (ptrdiff_t b = b0; b < b1; b++) {
             const float *g = J->g + b * gs;
             if (gwp) {
@@ -324,7 +303,7 @@ static void dconv_bwd_body(void *ctx, int slot)
             }
             if (gb)
                 for (ptrdiff_t i = 0; i < J->o; i++)
-                    gb[i] += dconv_sum(g + i * J->l, J->l);
+                    gb[i] += gc_conv_rowsum_f32(g + i * J->l, J->l); /* (conv.c's bits) */
             if (J->gx) {
                 dconv_bwd_interior(g, gpad, &gp, J->ghp, J->gwp);
                 dconv_bwd_x(J, gpad, J->gx + b * xs);

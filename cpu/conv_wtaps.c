@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv_bwd.h"
 #include "conv_claim.h"
 #include "conv_direct.h"
 #include "isa.h"
@@ -146,14 +147,11 @@ static void wtaps_body(void *ctx, int slot)
     if (xs) /* the copies' zeros (wtaps_copy writes the rest, image by image) */
         memset(xs, 0, sizeof(float) * (size_t)(p->c * p->kw * J->rows * p->ow));
     for (long ch; (ch = gc_conv_next(&J->claim, J->nchunks, !xs || !acc)) >= 0;) {
-        const ptrdiff_t b0 = ch * J->chunk;
-        const ptrdiff_t b1 = b0 + J->chunk < p->n ? b0 + J->chunk : p->n;
+        ptrdiff_t b0, b1;
+        float *gb = (float *)gc_conv_bwd_chunk(ch, J->chunk, p->n, J->gb, o, sizeof(float), &b0,
+                                               &b1);
         float *gw = J->gw + ch * o * nt;
-        float *gb = J->gb ? J->gb + ch * o : NULL;
         memset(acc, 0, sizeof(float) * (size_t)(o * nt * vl));
-        if (gb)
-            for (ptrdiff_t i = 0; i < o; i++)
-                gb[i] = 0.0f;
         for (ptrdiff_t b = b0; b < b1; b++) {
             wtaps_copy(J->x + b * xsz, xs, p, J->rows);
             if (gb)

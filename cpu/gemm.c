@@ -34,7 +34,10 @@
  *
  * A constant operand may come pre-packed (gc_packed, pack.c: every panel of every K block, as
  * packing would cut them): its panels are then read where they lie instead of being packed on
- * every call (gc_gemm_px). */
+ * every call (gc_gemm_px).
+ *
+ * Which of these paths a product takes, and the measured constants of those rules:
+ * gemm_dispatch.h. */
 #ifndef GC_T
 
 #include <sched.h>
@@ -74,81 +77,8 @@ static void gc_wait_at_least(atomic_int *v, int want)
     }
 }
 
-/* Minimum work per thread, in flops (a parallel region costs a few microseconds; about one with
- * the workers awake, as in a training step: the 64 x 10 x 256 dX of the MLP's batch 64 splits) */
-#define GC_GEMM_GRAIN (gc_pool_awake() ? 0.15e6 : 0.25e6)
-/* An A block up to this size stays in L2: compute units may then split N into narrow chunks. */
-#define GC_ABLOCK_SMALL (256.0 * 1024)
-/* Row-major A up to this size is read in place by the micro-kernel instead of being packed. */
-#define GC_ADIRECT_BYTES (256.0 * 1024)
-/* Row-major B up to this size is read in place by the micro-kernel instead of being packed. */
-#define GC_BDIRECT_BYTES (64.0 * 1024)
-/* ... and any row-major B when at most this many MR panels of A use it */
-#define GC_BDIRECT_PANELS 8
-/* Small m (the rows of A): up to this many rows the product reads B where it lies (gemm_small_m:
- * gemv_t when B is stored n x k, gemv_n when k x n) instead of packing it.  Measured on AVX-512
- * (Zen 4, 2 threads; n x k = 2048 x 2048, 512 x 512, 4096 x 256, 256 x 4096, 128 x 128), both
- * paths timed for m = 4 .. 32: the streaming path is faster at every m <= 16 for both layouts
- * (m = 1: 2048 x 2048 ~120 us against ~1060 us; m = 16: 1030 / 1200 us against 1920 / 2170),
- * ties at 128 x 128 from m ~ 16 (trans_b) / ~24, and loses from m ~ 28 at 2048 x 2048 with
- * trans_b (the blocked path packs B once for all rows; here B is read once per 8 rows). */
-#define GC_GEMV_MAX_M_T 16 /* (GC_GEMV_MAX_M_N, for a B stored k x n: kernels.h) */
-/* ... and as few columns of C (gemm_narrow_n, on C^T): up to GC_NARROW_N, or to GC_GEMV_MAX_M_T
- * with op(A) up to GC_NARROW_A_BYTES (AVX-512, one thread, us blocked -> narrow: 64 x 512 x 10
- * ~16 -> ~12, 256 x 256 x 10 ~25 -> ~20, 1024 x 1024 x 1 ~370 -> ~65; 256 x 784 x 10 ~68 -> ~80) */
-#define GC_NARROW_N 8
-#define GC_NARROW_A_BYTES (256.0 * 1024)
-/* k from 32 for one column (100000 x 1 x 32 wins), from 64 for more (its transposing pass cost
- * more: 100000 x 4 x 8 2.9x, 40000 x 3 x 40 1.2x); past 8 columns k from 256 (300 x 15 x 200 and
- * 2000 x 16 x 32 lost 1.2x / 1.3x; 256 x 256 x 10, 128 x 256 x 16 win) */
-#define GC_NARROW_MIN_K 32
-#define GC_NARROW_MID_K 256
-/* columns per work chunk (multiples of every ISA's widest step: 8 rows / 8 vectors of 16) */
-#define GC_GEMV_CW_T 64
-#define GC_GEMV_CW_N 128
-/* gemv_n (B stored k x n) sweeps blocks of this many rows of B across a chunk's columns (C
- * accumulates between them), rather than a narrow strip of columns down all k rows (2048 x 2048,
- * m = 1, one thread: ~480 -> ~340 us; 32 .. 256 rows measure alike) */
-#define GC_GEMV_KB_N 64
-/* cost model for the thread count (gemv_split through gc_threads_for: one thread below ~50 us): ns
- * per byte of B and per multiply-add. It overstates the streaming time (one AVX-512 thread reads
- * ~65 GB/s, ~55 G multiply-adds/s) so that a 512 x 512 weight at m = 1, ~10 us on one thread,
- * still splits: ~6.4 us on two (the region costs a few us, the second core's share of L2 / L3
- * bandwidth is worth more)
- */
-#define GC_GEMV_NS_BYTE 0.05
-#define GC_GEMV_NS_FMA 0.02
-/* Swapped mode writes C^T row-major into the workspace up to this size (then transposes it into
- * C with the bias and activation, once) rather than moving each tile through a transposed stack
- * tile on every K block: 32 x 2048 x 2048 with the weight packed as A, one AVX-512 thread,
- * ~3.3 -> ~2.7 ms (the tile path's transposes cost ~1/8 of the kernel time). */
-#define GC_CT_BUF_BYTES (4.0 * 1024 * 1024)
-/* MR panels of a virtual A (gc_packed's fill: conv.c's columns) made per call */
-#define GC_VA_PANELS 8
-
-/* Whether `rows` rows of A read in place, one element per row per k step at this row stride,
- * crowd one set of the L1 data cache: more than half of its ways (64-byte lines, 4 KiB per way:
- * 32 KiB 8-way on Zen 4 and current Intel cores) for the rows that land in the same set, which
- * then evict each other (and the B stream's lines) before their lines are used up.  A row
- * stride that is a multiple of 4 KiB puts all 14 rows of an AVX-512 tile in one set (1024 x
- * 1024 x 1024, one Zen 4 thread: 78 GFLOP/s in place against 102 at 1040^3); such A is packed
- * instead.  (Called per product: O(rows), no divisions in the loop.) */
-#define GC_L1_SET_SPAN 4096
-#define GC_L1_WAYS 8
-static int gc_rows_alias(ptrdiff_t stride_bytes, int rows)
-{
-    unsigned char count[GC_L1_SET_SPAN / 64] = {0}; /* rows per set */
-    const ptrdiff_t step = stride_bytes % GC_L1_SET_SPAN;
-    int worst = 0;
-    for (ptrdiff_t i = 0, off = 0; i < rows; i++) {
-        const int c = ++count[off / 64];
-        worst = c > worst ? c : worst;
-        off += step;
-        off -= off >= GC_L1_SET_SPAN ? GC_L1_SET_SPAN : 0;
-    }
-    return worst > GC_L1_WAYS / 2;
-}
-
+/* which path a product takes: the constants of those rules (the rules: in the type-generic body) */
+#include "gemm_dispatch.h"
 
 #define GC_T float
 #define GC_VT gc_v4f /* (gemm_rows.h's transposes) */
@@ -585,25 +515,7 @@ static void GC_FN(gemm_units)(GC_FN(gemm_job) * J, int want)
     J->nmu = (int)((pm + gm - 1) / gm);
 }
 
-/* Swapped mode: the unpacked call computes C^T = op(B)^T op(A)^T when that wastes much less of
- * the register tile (n small, m large: the long dimension goes along the vectors), or when n is
- * narrower than one tile: every tile would then go through the padded edge path (64x512x10: 38
- * -> 53 GFLOP/s swapped). */
-static int GC_FN(swap_mode)(ptrdiff_t m, ptrdiff_t n)
-{
-    const double use = GC_FN(tile_use)(m, GC_BLK.mr) * GC_FN(tile_use)(n, GC_BLK.nr);
-    const double use_t = GC_FN(tile_use)(n, GC_BLK.mr) * GC_FN(tile_use)(m, GC_BLK.nr);
-    return use_t > 1.5 * use || (n < GC_BLK.nr && m >= GC_BLK.nr && use_t > 1.2 * use);
-}
-
-/* Whether packed operand P can stand in for its matrix in a call that multiplies in mode swap
- * (the ISA and blocking it was packed for are the ones in use). */
-static int GC_FN(packed_usable)(const gc_packed *P, int swap)
-{
-    const int w = (P->side == 0) != (swap != 0) ? GC_BLK.mr : GC_BLK.nr;
-    return P->swap == swap && P->isa == gc_isa.isa && P->w == w &&
-           P->kc == gc_gemm_kc(sizeof(GC_T) == 4 ? 'f' : 'd', P->k);
-}
+#include "gemm_dispatch.h" /* the rules: gemm_path, gemm_threads, gemm_bdirect / gemm_adirect */
 
 static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, const gc_packed *pb,
                            GC_T *c, ptrdiff_t batch, ptrdiff_t m, ptrdiff_t n, ptrdiff_t k,
@@ -639,17 +551,9 @@ static int GC_FN(gemm_unpacking)(const GC_T *a, const gc_packed *pa, int ua, con
     return rc;
 }
 
-/* A packed operand fixes the mode (its panels feed one side of the register tile).  Every mode
- * sums each element in the same order with the same operations, so with alpha == 1 a packed
- * call gives the unpacked call's bits in any mode; alpha lands where the unpacked call puts it
- * (the A panels' packing, or the in-place A kernel) only when the modes agree and the packed
- * operand is not an A that the unpacked call reads in place.  The small-m path (gemv) reads B
- * in its stored layout.  Elsewhere the packed operand is unpacked into a copy first.  No narrow-N
- * path with one (blocked bits, not the unpacked call's gemv order: not unpacked every call). */
-/* epi (a convolution's epilogue, batch 1): fused into the tiles' last K block, or into the
- * swapped mode's transposing pass; the paths without tiles (k == 0, small m) run it after.
- * conv (gc_gemm_pxe): never the narrow-N path, whose sums run in the gemv order: conv_direct.c
- * and conv_pw.c give the blocked path's bits, and a few-pixel image would take it otherwise. */
+/* The product on the path gemm_path picks (gemm_dispatch.h).  epi (a convolution's epilogue,
+ * batch 1): fused into the tiles' last K block, or into the swapped mode's transposing pass; the
+ * paths without tiles (k == 0, small m) run it after. */
 static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, const gc_packed *pb,
                            GC_T *c, ptrdiff_t batch, ptrdiff_t m, ptrdiff_t n, ptrdiff_t k,
                            int trans_a, int trans_b, GC_T alpha, GC_T beta, ptrdiff_t sa,
@@ -667,42 +571,22 @@ static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, co
             GC_FN(epi_apply)(epi, c, n, 0, 0, m, n);
         return 0;
     }
-    const int small = m <= (trans_b ? GC_GEMV_MAX_M_T : GC_GEMV_MAX_M_N);
-    /* narrow: not with a packed operand (recurrent.c's W_hh^T would be unpacked every step) nor
-     * an A stored k x m (gemv_n over it lost); C^T and B^T's copy within the C^T buffer bound */
-    const int narrow = !small && !pa && !pb && !conv && !trans_a && batch == 1 &&
-                       k >= (n == 1 ? GC_NARROW_MIN_K : 2 * GC_NARROW_MIN_K) &&
-                       (double)m * (double)n * sizeof(GC_T) <= GC_CT_BUF_BYTES &&
-                       (trans_b || (double)n * (double)k * sizeof(GC_T) <= GC_CT_BUF_BYTES) &&
-                       (n <= GC_NARROW_N || (n <= GC_GEMV_MAX_M_T && k >= GC_NARROW_MID_K &&
-                       (double)m * (double)k * sizeof(GC_T) <= GC_NARROW_A_BYTES));
-    const int auto_swap = GC_FN(swap_mode)(m, n) ||
-                          (!pa && !pb && !small && GC_FN(rows_swap)(m, n, k, batch, sc, alpha));
-    const int swap = pa ? pa->swap : pb ? pb->swap : auto_swap;
-    if (pa || pb) {
-        int ua = pa && (small || !GC_FN(packed_usable)(pa, swap));
-        int ub = pb && (small || !GC_FN(packed_usable)(pb, swap));
-        if (alpha != (GC_T)1 && swap != auto_swap) {
-            ua = pa != NULL;
-            ub = pb != NULL;
-        }
-        else if (alpha != (GC_T)1 && !swap) /* A read in place by the unpacked call? */
-            ua |= pa && !trans_a && (double)m * (double)k * sizeof(GC_T) <= GC_ADIRECT_BYTES;
-        else if (alpha != (GC_T)1) /* (swapped: B^T is the tile's A) */
-            ub |= pb && trans_b && (double)n * (double)k * sizeof(GC_T) <= GC_ADIRECT_BYTES;
-        if (ua || ub)
-            return GC_FN(gemm_unpacking)(a, pa, ua, b, pb, ub, c, batch, m, n, k, trans_a,
-                                         trans_b, alpha, beta, sa, sb, sc, bias, act, epi, conv);
-    } else if (small) {
+    int swap, ua, ub;
+    const int path = GC_FN(gemm_path)(pa, pb, batch, m, n, k, trans_a, trans_b, alpha, sc, conv,
+                                      &swap, &ua, &ub);
+    if (path == GC_GEMM_UNPACKING)
+        return GC_FN(gemm_unpacking)(a, pa, ua, b, pb, ub, c, batch, m, n, k, trans_a, trans_b,
+                                     alpha, beta, sa, sb, sc, bias, act, epi, conv);
+    if (path == GC_GEMM_SMALL_M) {
         const int rc = GC_FN(gemm_small_m)(a, b, c, batch, m, n, k, trans_a, trans_b, alpha, beta,
                                            sa, sb, sc, bias, act);
         if (rc == 0 && epi)
             GC_FN(epi_apply)(epi, c, n, 0, 0, m, n);
         return rc;
-    } else if (narrow) {
+    }
+    if (path == GC_GEMM_NARROW_N)
         return GC_FN(gemm_narrow_n)(a, b, c, m, n, k, trans_a, trans_b, alpha, beta, bias, act,
                                     epi);
-    }
     if (pa) { /* (a and b are only ever offset by their stride, 0 here) */
         a = pa->data ? (const GC_T *)pa->data : c;
         sa = 0;
@@ -751,18 +635,8 @@ static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, co
     J.npa = (m + J.mr - 1) / J.mr;
     J.npb = (n + J.nr - 1) / J.nr;
     J.pa_scale = J.pka && alpha != (GC_T)1;
-    /* B read in place when it is row-major and small (cache resident; packing would cost about
-     * as much as using it), or when few MR panels of A use each of its elements (packing it is
-     * then a large share of the work: 64 x 784 x 512, 5 panels, spent 13 % of its time in it)
-     * and its rows are at most 4 KiB apart (one Zen 4 thread, GFLOP/s before this rule and the
-     * edge kernels -> with both: 64 x 784 x 512 88 -> 100, 32 x 784 x 512 63 -> 98, 96 x 512 x
-     * 512 94 -> 107, 100 x 1000 x 1000 81 -> 80; B in place with rows 8 KiB apart lost: 112 x
-     * 2048 x 2048 93 -> 71) */
-    J.bdirect = !pb && !trans_b &&
-                ((double)k * (double)n * sizeof(GC_T) <= GC_BDIRECT_BYTES ||
-                 (J.npa <= GC_BDIRECT_PANELS && n * (ptrdiff_t)sizeof(GC_T) <= 4096));
-    J.adirect = !pa && !trans_a && (double)m * (double)k * sizeof(GC_T) <= GC_ADIRECT_BYTES &&
-                !gc_rows_alias(k * (ptrdiff_t)sizeof(GC_T), GC_BLK.mr);
+    J.bdirect = GC_FN(gemm_bdirect)(pb, trans_b, n, k, J.npa);
+    J.adirect = GC_FN(gemm_adirect)(pa, trans_a, m, k);
     /* K blocks of near-equal size; M and N blocks no larger than the matrix */
     J.kc = gc_gemm_kc(sizeof(GC_T) == 4 ? 'f' : 'd', k);
     J.mc = GC_FN(round_up)(m, J.mr) < GC_BLK.mc ? GC_FN(round_up)(m, J.mr) : GC_BLK.mc;
@@ -772,17 +646,8 @@ static int GC_FN(gemm_run)(const GC_T *a, const gc_packed *pa, const GC_T *b, co
                                         : J.mr;
     }
     J.nc = GC_FN(round_up)(n, J.nr) < GC_BLK.nc ? GC_FN(round_up)(n, J.nr) : GC_BLK.nc;
-    const double flops = 2.0 * (double)m * (double)n * (double)k;
-    const int nt_item = gc_threads_for(flops, GC_GEMM_GRAIN);
-    const int independent = sc >= m * n;
-    int batch_mode = 0, want = nt_item;
-    if (batch > 1 && independent && nt_item < gc_pool_size()) {
-        const int nb = gc_threads_for(flops * (double)batch, GC_GEMM_GRAIN);
-        if (nb > 1) {
-            batch_mode = 1;
-            want = nb < batch ? nb : (int)batch;
-        }
-    }
+    int batch_mode;
+    const int want = GC_FN(gemm_threads)(m, n, k, batch, sc, &batch_mode);
     GC_FN(gemm_units)(&J, batch_mode ? 1 : want);
     J.rows = !batch_mode && !J.vka && !J.vkb && GC_FN(rows_fit)(m, n, k, want, J.pkb != NULL);
     if (J.rows) {

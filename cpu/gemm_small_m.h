@@ -166,7 +166,7 @@ static int GC_FN(gemm_small_m)(const GC_T *a, const GC_T *b, GC_T *c, ptrdiff_t 
 
 /* ---- narrow n: the same path on the transposed product ------------------------------------ */
 
-/* A few columns of C (gemm.c's GC_NARROW_*; m past the small-m bound: the last Linear of a
+/* A few columns of C (gemm_dispatch.h's GC_NARROW_*; m past the small-m bound: the last Linear of a
  * classifier, 64 x 512 x 10, or a matrix-vector product) are C^T = op(B)^T op(A)^T with few rows:
  * gemm_small_m on that product, A (its B) read where it lies, into a row-major C^T buffer that
  * one transposing pass (the swapped mode's: bias, then the activation, then epi) moves into C.

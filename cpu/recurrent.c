@@ -26,7 +26,7 @@
 #include "kernels.h"
 
 /* Steps with more active rows than this multiply by W_hh packed once per call (gemm_px); fewer
- * rows take the GEMM's gemv path, which reads W_hh in place (gemm.c's GC_GEMV_MAX_M_T). */
+ * rows take the GEMM's gemv path, which reads W_hh in place (gemm_dispatch.h's GC_GEMV_MAX_M_T). */
 #define GC_RNN_PACK_MIN_ROWS 16
 
 int gc_rnn_gates(int mode)
