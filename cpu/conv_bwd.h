@@ -1,6 +1,7 @@
 /* What the conv2d backward drivers share (conv.c's GEMM path, conv_direct_backward.c,
- * conv_wtaps.c): the images of a claimed chunk with its bias-gradient partial zeroed, and the
- * bias gradient's row sum, so that their float32 bias gradients have the same bits.  Each
+ * conv_wtaps.c): the images of a claimed chunk with its bias-gradient partial zeroed; and the
+ * bias gradient's row sum, which conv.c and conv_direct_backward.c call and conv_wtaps.c's lanes
+ * reproduce, so that their float32 bias gradients have the same bits.  Each
  * driver sums its weight and bias gradients per chunk of images (chunks as conv.c's
  * GC_CONV_CHUNK, claimed through conv_claim.h) into partials that conv.c adds in chunk order. */
 #ifndef GC_CONV_BWD_H

@@ -9,7 +9,7 @@
  * above and below, kj's columns outside the image zero): x_t[p] = copy[(c, kj)][p + ki*dh*ow].
  * The ISA kernel (isa/conv_wtaps.h) then multiplies each g vector into every tap, the products
  * summed in VL pixel lanes (p mod VL) over the images of a chunk, the lanes added pairwise at
- * the chunk's end; the bias gradient rides along in conv.c's conv_rowsum lanes (the same bits
+ * the chunk's end; the bias gradient rides along in conv.c's gc_conv_rowsum lanes (the same bits
  * as the other paths).  Chunks are conv.c's (the batch size alone decides them) and their
  * partials are summed there in order: the bits never depend on the thread count.
  *
@@ -115,7 +115,7 @@ static void wtaps_copy(const float *restrict x, float *restrict xs, const gc_con
         }
 }
 
-/* v[0..8) and v[0..16) added pairwise, halves first (conv_rowsum's end), in registers: the
+/* v[0..8) and v[0..16) added pairwise, halves first (gc_conv_rowsum's end), in registers: the
  * loop form's stores and reloads were most of this file's time */
 static inline float wtaps_tree8(const float *v)
 {
@@ -157,7 +157,7 @@ static void wtaps_body(void *ctx, int slot)
             if (gb)
                 memset(gacc, 0, sizeof(float) * (size_t)(o * 8));
             gc_isa.wtaps_f32(J->l, J->g + b * gs, o, xs, J->tb, nt, acc, gb ? gacc : NULL);
-            if (gb) /* conv_rowsum's pairwise end, image by image as conv.c adds them */
+            if (gb) /* gc_conv_rowsum's pairwise end, image by image as conv.c adds them */
                 for (ptrdiff_t i = 0; i < o; i++)
                     gb[i] += wtaps_tree8(gacc + i * 8);
         }

@@ -1,7 +1,8 @@
-/* Which path a GEMM takes (gemm.c), and the constants its rules were measured by.  Included by
- * gemm.c twice, the way gemm.c reads itself: without GC_T, the constants and the type-free rules;
- * inside its type-generic body (T = GC_T), the rules, after the paths whose fit tests they call
- * (gemm_rows.h's rows_fit / rows_swap).  In order (gemm_path):
+/* Which path a GEMM takes (gemm.c), the constants its rules were measured by, and the small-m /
+ * narrow-N kernels' tuning constants.  Included by gemm.c twice, the way gemm.c reads itself:
+ * without GC_T, the constants and the type-free rules; inside its type-generic body (T = GC_T),
+ * the rules, after the paths whose fit tests they call (gemm_rows.h's rows_swap; gemm.c itself
+ * asks rows_fit whether an item runs in the row-split mode).  In order (gemm_path):
  *
  *   a pre-packed operand whose panels cannot give the unpacked call's bits in the mode it fixes
  *     -> the call on an unpacked copy of it (gemm_unpacking);

@@ -106,7 +106,7 @@ typedef void (*gc_ctile_f32)(const float *t, float *c, ptrdiff_t ldc, ptrdiff_t 
 /* The few-taps weight gradient's pixel loop (isa/conv_wtaps.h, driver conv_wtaps.c): for o < no,
  * t < nt, acc[(o*nt + t)*VL + j] += g[o*l + p] * xs[tb[t] + p] over the pixels p < l with
  * p = j (mod VL) (VL = gc_isa_kernels.wtaps_vl: 8 or 16), in p order; gacc (NULL: none)
- * [no, 8]: the bias gradient's eight lanes (conv.c's conv_rowsum order), gacc[o*8 + k] +=
+ * [no, 8]: the bias gradient's eight lanes (conv.c's gc_conv_rowsum order), gacc[o*8 + k] +=
  * g[o*l + p] over p = k (mod 8). */
 typedef void (*gc_wtaps_f32)(ptrdiff_t l, const float *g, ptrdiff_t no, const float *xs,
                              const ptrdiff_t *tb, ptrdiff_t nt, float *acc, float *gacc);

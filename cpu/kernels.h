@@ -331,9 +331,10 @@ int gc_conv_input_finite(const float *x, ptrdiff_t n);
 int gc_conv2d_direct_f32(const float *x, const float *w, const gc_packed *pw, const float *bias,
                          const gc_epi *e, float *out, const gc_conv *p, ptrdiff_t o);
 /* gemm.c's small-m path (B read where it lies, not packed) takes products of up to this many
- * rows of A with a B stored k x n (measured beside GC_GEMV_MAX_M_T, gemm_dispatch.h); conv_pw.c leaves 1x1
- * convolutions of that many output channels or fewer to it (1.3 - 3x faster than the pointwise
- * tile: 64 -> 1 .. 24 channels at 56 x 56, 256 -> 8 at 14 x 14, one thread). */
+ * rows of A with a B stored k x n (measured beside gemm_dispatch.h's GC_GEMV_MAX_M_T);
+ * conv_pw.c leaves 1x1 convolutions of that many output channels or fewer to it (1.3 - 3x
+ * faster than the pointwise tile: 64 -> 1 .. 24 channels at 56 x 56, 256 -> 8 at 14 x 14, one
+ * thread). */
 #define GC_GEMV_MAX_M_N 24
 /* conv_pw.c: 1 when float32 conv2d_forward of this geometry takes the pointwise path (a 1x1
  * convolution without padding, any stride, on an ISA with a pointwise micro-kernel, more than

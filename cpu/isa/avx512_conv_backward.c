@@ -10,7 +10,7 @@
 #include "isa/vec_f32x16.h"
 
 #define WT_LOADM(p, n) _mm512_maskz_loadu_ps((__mmask16)((1u << (n)) - 1u), p)
-/* lanes 0..7 then 8..15: conv_rowsum's order over 16 consecutive pixels */
+/* lanes 0..7 then 8..15: gc_conv_rowsum's order over 16 consecutive pixels */
 #define WT_GB(s, v)                                                                            \
     _mm256_add_ps(_mm256_add_ps(s, _mm512_castps512_ps256(v)),                                 \
                   _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)))

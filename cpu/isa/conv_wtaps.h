@@ -9,7 +9,7 @@
  * For output channels o < no and taps t < nt, over the l pixels p of one image:
  *   acc[(o*nt + t)*VL + j] += g[o*l + p] * xs[tb[t] + p]   for the p = j (mod VL), in p order;
  *   gacc[o*8 + k] += g[o*l + p]                            for the p = k (mod 8), in p order,
- * gacc (NULL: none) being conv.c's conv_rowsum's eight lanes (the bias gradient's bits on every
+ * gacc (NULL: none) being conv.c's gc_conv_rowsum's eight lanes (the bias gradient's bits on every
  * path).  Lanes past l get zeros: 0*0 added to a lane that started at +0 leaves it as it is (a
  * sum that starts at +0 never holds -0), so the tail adds exactly what the loop's scalar form
  * would.  The tile's accumulators stay in registers over the whole image: each g vector is

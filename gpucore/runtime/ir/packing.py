@@ -36,7 +36,8 @@ MIN_BYTES = 16 * 1024
 SMALL_M = {True: 16, False: 24}
 # ... and few columns of C through the same kernels (C^T = op(B)^T op(A)^T, A not transposed:
 # n <= 8 with k >= 64 (32 for one column), or n <= 16 with k >= 256 and op(A) within 256 KiB; C
-# within 4 MiB; gemm.c's GC_NARROW_*), where a packed operand keeps the blocked path instead
+# within 4 MiB; gemm_dispatch.h's GC_NARROW_*), where a packed operand keeps the blocked path
+# instead
 NARROW_N, NARROW_N_A, NARROW_A_BYTES, NARROW_MIN_K, NARROW_MID_K = 8, 16, 256 * 1024, 32, 256
 NARROW_C_BYTES = 4 * 1024 * 1024
 
@@ -59,7 +60,7 @@ def _narrow(m: int, n: int, k: int, trans_a: int, trans_b: int, itemsize: int) -
 # 64 rows lose 9 %).
 SWAP_GAIN = 1.10
 SWAP_MIN_K = 257
-CT_BUF_BYTES = 4 * 1024 * 1024  # gemm.c's GC_CT_BUF_BYTES
+CT_BUF_BYTES = 4 * 1024 * 1024  # gemm_dispatch.h's GC_CT_BUF_BYTES
 
 _lock = threading.Lock()
 # id(array) -> (weakref to it, {layout key: weakref to its PackedMatrix}): the packed copies are

@@ -98,7 +98,7 @@ def test_matches_float64(case, conv_path):
 
 @pytest.mark.parametrize("case", ["cnn_conv1", "o9_l17_t10", "t8_dilated", "o17_l48_t16"])
 def test_bias_bits_and_the_input_gradient_beside_it(case, conv_path):
-    """The bias gradient rides in conv_rowsum's lanes: the bits of the GEMM path's; the input
+    """The bias gradient rides in gc_conv_rowsum's lanes: the bits of the GEMM path's; the input
     gradient of the same call (another path) is unchanged by it."""
     x, wt, g = _inputs(case)
     conv_path("direct")  # the kernel below the pixel minimum too
