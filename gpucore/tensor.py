@@ -477,8 +477,13 @@ class Tensor:
             suppress_small=sci is False,
             formatter={"float_kind": f"{{:.{opts['precision']}e}}".format} if sci else None,
         )
-        extra = ""
-        if self._dtype not in (D.default_float(), D.int64, D.bool_):  # as PyTorch's repr
+        # as PyTorch's repr: an empty tensor shows its shape unless 1-D, and its dtype unless the
+        # default float (no values tell an int64 or bool one apart)
+        empty = arr.size == 0
+        extra = f", size={tuple(arr.shape)}" if empty and arr.ndim != 1 else ""
+        if self._dtype not in (
+            (D.default_float(),) if empty else (D.default_float(), D.int64, D.bool_)
+        ):
             extra += f", dtype={self._dtype}"
         if self._dev is not None:
             extra += ", device='vulkan'"
