@@ -1,5 +1,6 @@
 """Gradient clipping and parameter/vector conversion, as torch.nn.utils; variable-length
-sequences (PackedSequence, ...) in its submodule rnn.
+sequences (PackedSequence, ...) in its submodule rnn; weight_norm / remove_weight_norm in
+weight_norm.
 
 The norms stay tensors (no host round trip) unless error_if_nonfinite asks for a check.
 """
@@ -14,9 +15,12 @@ from ...errors import ShapeError
 from ...ops.joining import cat, stack
 from ...tensor import Tensor
 from . import rnn
+from .weight_norm import remove_weight_norm, weight_norm
 
 __all__ = [
     "rnn",
+    "weight_norm",
+    "remove_weight_norm",
     "clip_grad_norm_",
     "clip_grad_value_",
     "parameters_to_vector",
