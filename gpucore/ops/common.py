@@ -229,17 +229,6 @@ def norm_dims(dim, ndim: int, op: str = "") -> tuple:
     return (d,) if ndim else ()
 
 
-def varargs_or_keyword(args: tuple, value, op: str, name: str) -> tuple:
-    """The sizes or dims of a varargs op, given positionally (``x.permute(1, 0)`` or
-    ``x.permute((1, 0))``) or by PyTorch's keyword (``x.permute(dims=(1, 0))``), as the varargs
-    tuple to parse; both at once raise."""
-    if value is None:
-        return args
-    if args:
-        raise TypeError(f"{op}(): give {name} either positionally or as {name}=, not both")
-    return (value,)
-
-
 def shape_arg(args) -> tuple:
     """Shape given as varargs or as one tuple/list."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):

@@ -167,14 +167,3 @@ def test_diag(k):
     same_as_torch(lambda m, x: m.diag(x, k), np.zeros(0), grad=False)
     with pytest.raises(ValueError, match="diag.*1-D or 2-D"):
         gpucore.zeros(2, 2, 2).diag()
-
-
-def test_flip_and_repeat_by_keyword():
-    # torch.flip(x, dims=[1]) reverses sequences in much public code; Tensor.repeat(repeats=)
-    x = gpucore.tensor(np.arange(6.0).reshape(2, 3))
-    a = np.arange(6.0).reshape(2, 3)
-    np.testing.assert_array_equal(gpucore.flip(x, dims=[1]).numpy(), a[:, ::-1])
-    np.testing.assert_array_equal(x.flip(dims=(0, 1)).numpy(), a[::-1, ::-1])
-    np.testing.assert_array_equal(x.repeat(repeats=(2, 1)).numpy(), np.tile(a, (2, 1)))
-    with pytest.raises(TypeError, match="not both"):
-        x.flip(0, dims=(0,))

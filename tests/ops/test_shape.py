@@ -167,23 +167,3 @@ def test_t_and_sizes():
     assert x.reshape(2, 6).size() == (2, 6) and x.reshape(2, 6).size(-1) == 6
     assert x.view_as(gpucore.zeros(4, 3)).shape == (4, 3)
     assert x.expand_as(gpucore.zeros(2, 3, 4)).shape == (2, 3, 4)
-
-
-def test_shape_and_dims_by_keyword():
-    # PyTorch's keyword names: reshape(shape=), view(size=), permute(dims=), expand(size=)
-    x = gpucore.tensor(np.arange(6.0).reshape(2, 3))
-    a = np.arange(6.0).reshape(2, 3)
-    assert_close(x.reshape(shape=(3, 2)), a.reshape(3, 2))
-    assert_close(gpucore.reshape(x, shape=(-1,)), a.reshape(-1))
-    assert_close(x.view(size=(3, 2)), a.reshape(3, 2))
-    assert_close(x.permute(dims=(1, 0)), a.T)
-    assert_close(gpucore.permute(x, dims=[1, 0]), a.T)
-    assert_close(x[:1].expand(size=(4, 3)), np.broadcast_to(a[:1], (4, 3)))
-    for call in (
-        lambda: x.reshape(3, 2, shape=(3, 2)),
-        lambda: x.permute(1, 0, dims=(1, 0)),
-        lambda: x.view(6, size=(6,)),
-        lambda: x.expand(2, 3, size=(2, 3)),
-    ):
-        with pytest.raises(TypeError, match="not both"):
-            call()
