@@ -20,7 +20,6 @@ from ..autograd.grad_mode import no_grad
 from ..creation import tensor as _tensor
 from ..dtypes import int64
 from ..nn.module import Module
-from ..nn.modules.normalization import _BatchNorm
 from ..tensor import Tensor
 from .lr_scheduler.base import LRScheduler, format_param
 from .optimizer import Optimizer
@@ -170,6 +169,8 @@ def update_bn(loader: Iterable, model: Module, device=None) -> None:
     """Recompute the running statistics of every BatchNorm in ``model`` with one pass over
     ``loader`` in training mode (a cumulative average: momentum None during the pass). A batch
     that is a list or tuple contributes its first element. No-op without BatchNorm layers."""
+    from ..nn.modules.normalization import _BatchNorm
+
     momenta = {}
     for module in model.modules():
         if isinstance(module, _BatchNorm):
