@@ -2,8 +2,10 @@
 Conv2d then flatten(2).transpose(1, 2), a learnable class token expanded over the batch, a learned
 position embedding, nn.TransformerEncoder of pre-norm GELU layers (batch_first), a final LayerNorm
 and a linear head; label-smoothed cross-entropy, AdamW with two parameter groups (no weight decay
-for biases, norms and embeddings), a LambdaLR linear warmup then cosine schedule, and gradient
-clipping by global norm; on synthetic 3x16x16 images whose class is the brightest quadrant."""
+for biases, norms and embeddings), a LambdaLR linear warmup then cosine schedule, gradient
+clipping by global norm, an EMA of the weights (swa_utils.AveragedModel), and an evaluation at a
+higher resolution with the position embeddings resized by bicubic interpolation (as DINO's ViT);
+on synthetic 3x16x16 images whose class is the brightest quadrant."""
 
 import math
 import sys
@@ -11,6 +13,8 @@ import sys
 import numpy as np
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from torch.utils.data import DataLoader, TensorDataset
 
 
@@ -44,10 +48,22 @@ class ViT(nn.Module):
         self.norm = nn.LayerNorm(embed_dim)
         self.head = nn.Linear(embed_dim, num_classes)
 
+    def interpolate_pos_encoding(self, n_patches):
+        """The learned grid of position embeddings resized (bicubic) to another image size."""
+        if n_patches == self.pos_embed.shape[1] - 1:
+            return self.pos_embed
+        cls_pos, patch_pos = self.pos_embed[:, :1], self.pos_embed[:, 1:]
+        dim = patch_pos.shape[-1]
+        old, new = int(math.sqrt(patch_pos.shape[1])), int(math.sqrt(n_patches))
+        patch_pos = patch_pos.reshape(1, old, old, dim).permute(0, 3, 1, 2)
+        patch_pos = F.interpolate(patch_pos, size=(new, new), mode="bicubic", align_corners=False)
+        patch_pos = patch_pos.permute(0, 2, 3, 1).reshape(1, -1, dim)
+        return torch.cat((cls_pos, patch_pos), dim=1)
+
     def forward(self, x):
         x = self.patch_embed(x)
         cls = self.cls_token.expand(x.shape[0], -1, -1)
-        x = torch.cat((cls, x), dim=1) + self.pos_embed
+        x = torch.cat((cls, x), dim=1) + self.interpolate_pos_encoding(x.shape[1])
         x = self.encoder(x)
         return self.head(self.norm(x[:, 0]))
 
@@ -105,6 +121,7 @@ def main(out_dir):
     criterion = nn.CrossEntropyLoss(label_smoothing=0.1)
     optimizer = torch.optim.AdamW(param_groups(model, 0.05), lr=3e-3, betas=(0.9, 0.999))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(3, epochs * steps))
+    ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(0.9))
     for epoch in range(epochs):
         model.train()
         for step, (images, labels) in enumerate(train):
@@ -116,15 +133,27 @@ def main(out_dir):
             grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
             optimizer.step()
             scheduler.step()
+            ema.update_parameters(model)
             print(f"LOSS train {epoch} {step} {loss.item():.8g}")
             print(f"LOSS gnorm {epoch} {step} {grad_norm.item():.8g}")
         print(f"LOSS lr {epoch} 0 {scheduler.get_last_lr()[1]:.8g}")
         model.eval()
-        correct = 0
+        ema.eval()
+        correct = ema_correct = 0
         with torch.no_grad():
             for images, labels in test:
                 correct += (model(images).argmax(dim=-1) == labels).sum().item()
+                ema_loss = criterion(ema(images), labels)
+                ema_correct += (ema(images).argmax(dim=-1) == labels).sum().item()
         print(f"LOSS acc {epoch} 0 {correct / len(test.dataset):.8g}")
+        print(f"LOSS ema_acc {epoch} 0 {ema_correct / len(test.dataset):.8g}")
+        print(f"LOSS ema_loss {epoch} 0 {ema_loss.item():.8g}")
+
+    # evaluation at a higher resolution: 24x24 images, the position grid resized from 4x4 to 6x6
+    big = F.interpolate(torch.from_numpy(x[64:]), size=(24, 24), mode="bilinear")
+    with torch.no_grad():
+        logits = model(big)
+    print(f"LOSS hires 0 0 {criterion(logits, torch.from_numpy(y[64:])).item():.8g}")
 
     path = f"{out_dir}/vit.pt"
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, path)
