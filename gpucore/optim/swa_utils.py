@@ -40,9 +40,18 @@ def _is_float(t: Tensor) -> bool:
     return t.is_floating_point() or t.is_complex()
 
 
+def _check_decay(decay: float) -> None:
+    # PyTorch's check, when the function is made (not at the first update)
+    if decay < 0.0 or decay > 1.0:
+        raise ValueError(
+            f"Invalid decay value {decay} provided. Please provide a value in [0,1] range."
+        )
+
+
 def get_ema_multi_avg_fn(decay: float = 0.999) -> Callable:
     """A multi-tensor EMA update for AveragedModel(multi_avg_fn=...): every averaged tensor moves
     ``1 - decay`` of the way to the current one (``lerp_``)."""
+    _check_decay(decay)
 
     @no_grad()
     def ema_update(ema_params: list, current_params: list, num_averaged) -> None:
@@ -76,6 +85,7 @@ def get_swa_multi_avg_fn() -> Callable:
 
 def get_ema_avg_fn(decay: float = 0.999) -> Callable:
     """A per-tensor EMA for AveragedModel(avg_fn=...): ``decay * ema + (1 - decay) * current``."""
+    _check_decay(decay)
 
     @no_grad()
     def ema_update(ema_param: Tensor, current_param: Tensor, num_averaged) -> Tensor:

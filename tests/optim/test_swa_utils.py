@@ -179,3 +179,11 @@ def test_weight_averaged_training_matches_torch():
     want = run(torch, torch.nn, torch.optim.swa_utils)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("make", ["get_ema_multi_avg_fn", "get_ema_avg_fn"])
+def test_ema_decay_outside_0_1_raises(make):
+    for decay in (-0.1, 1.5):
+        with pytest.raises(ValueError, match=r"Invalid decay value .* \[0,1\] range"):
+            getattr(swa_utils, make)(decay)
+    getattr(swa_utils, make)(1.0)  # the bounds themselves are valid
