@@ -465,6 +465,9 @@ class Tensor:
             fixed = bool(finite.size) and not np.array_equal(finite, np.round(finite))
         opts = _print_options()
         sci = opts["sci_mode"]
+        fmt = {"float_kind": f"{{:.{opts['precision']}e}}".format} if sci else {}
+        if arr.dtype == np.bool_:  # as PyTorch: as wide as the widest value ("True" alone: 4)
+            fmt["bool"] = f"{{!s:>{4 if arr.all() else 5}}}".format
         body = np.array2string(
             arr,
             separator=", ",
@@ -475,7 +478,7 @@ class Tensor:
             edgeitems=opts["edgeitems"],
             max_line_width=opts["linewidth"],
             suppress_small=sci is False,
-            formatter={"float_kind": f"{{:.{opts['precision']}e}}".format} if sci else None,
+            formatter=fmt or None,
         )
         # as PyTorch's repr: an empty tensor shows its shape unless 1-D, and its dtype unless the
         # default float (no values tell an int64 or bool one apart)

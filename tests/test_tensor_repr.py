@@ -1,5 +1,6 @@
-"""Tensor.__repr__ of empty tensors (tests/test_tensor.py has the rest of the repr checks): the
-shape unless 1-D and the dtype unless the default float, as PyTorch prints them."""
+"""Tensor.__repr__ of empty tensors (the shape unless 1-D and the dtype unless the default float)
+and of bool tensors (as wide as the widest value), as PyTorch prints them; tests/test_tensor.py
+has the rest of the repr checks."""
 
 import pytest
 
@@ -33,3 +34,19 @@ def test_non_empty_int64_and_bool_keep_no_dtype():
     assert repr(gpucore.tensor([1, 2])) == "tensor([1, 2])"
     assert repr(gpucore.tensor([True, False])) == "tensor([ True, False])"
     assert repr(gpucore.zeros(0, requires_grad=True)) == "tensor([], requires_grad=True)"
+
+
+@pytest.mark.parametrize(
+    "values,expected",
+    [
+        ([True], "tensor([True])"),
+        ([[True], [True]], "tensor([[True],\n        [True]])"),
+        ([False], "tensor([False])"),
+        ([True, False], "tensor([ True, False])"),
+        (True, "tensor(True)"),
+    ],
+)
+def test_bool_repr_is_as_wide_as_its_widest_value(values, expected):
+    assert repr(gpucore.tensor(values)) == expected
+    torch = pytest.importorskip("torch")
+    assert repr(torch.tensor(values)) == expected
