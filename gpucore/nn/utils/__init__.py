@@ -1,6 +1,8 @@
 """Gradient clipping and parameter/vector conversion, as torch.nn.utils; variable-length
 sequences (PackedSequence, ...) in its submodule rnn; weight_norm / remove_weight_norm in
-weight_norm.
+weight_norm; parametrizations (register_parametrization, ...) in parametrize, and the weight_norm
+built on them in parametrizations (both loaded on first access: they import the layers, which
+import this package).
 
 The norms stay tensors (no host round trip) unless error_if_nonfinite asks for a check.
 """
@@ -19,6 +21,8 @@ from .weight_norm import remove_weight_norm, weight_norm
 
 __all__ = [
     "rnn",
+    "parametrize",
+    "parametrizations",
     "weight_norm",
     "remove_weight_norm",
     "clip_grad_norm_",
@@ -141,3 +145,12 @@ def vector_to_parameters(vec: Tensor, parameters) -> None:
             n = p.numel()
             p.copy_(vec[i : i + n].reshape(p.shape))
             i += n
+
+
+def __getattr__(name: str):
+    if name in ("parametrize", "parametrizations"):
+        # loaded on first access: they import nn.modules, whose rnn imports this package
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
