@@ -156,3 +156,26 @@ def test_symmetric_matches_torch():
         lib.nn.utils.parametrize.register_parametrization(m, "weight", sym)
     assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
     np.testing.assert_allclose(ours.weight.detach().numpy(), theirs.weight.detach().numpy())
+
+
+def test_removal_keeps_the_parameter_object_or_follows_the_grad_mode():
+    m = _linear()
+    original = m.weight
+    parametrize.register_parametrization(m, "weight", Scale())
+    parametrize.register_parametrization(m, "weight", Scale())
+    parametrize.remove_parametrizations(m, "weight")
+    assert m.weight is original  # an optimizer holding it keeps working
+    # a weight_norm (two originals) removed under no_grad leaves a plain tensor (a buffer), as
+    # PyTorch: the value is computed under the caller's grad mode
+    m = weight_norm(_linear())
+    with gpucore.no_grad():
+        parametrize.remove_parametrizations(m, "weight")
+    assert "weight" in m._buffers and [n for n, _ in m.named_parameters()] == ["bias"]
+    m = weight_norm(_linear())
+    parametrize.remove_parametrizations(m, "weight")
+    assert [n for n, _ in m.named_parameters()] == ["bias", "weight"] and m.weight.is_leaf
+    torch = pytest.importorskip("torch")
+    t = torch.nn.utils.parametrizations.weight_norm(torch.nn.Linear(3, 3))
+    with torch.no_grad():
+        torch.nn.utils.parametrize.remove_parametrizations(t, "weight")
+    assert [n for n, _ in t.named_parameters()] == ["bias"] and "weight" in t._buffers

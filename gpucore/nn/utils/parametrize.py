@@ -68,10 +68,15 @@ class ParametrizationList(ModuleList):
                     new = module.right_inverse(new)
         self.is_tensor = isinstance(new, Tensor)
         if self.is_tensor:
-            if isinstance(original, Parameter) and new is original:
-                self.original = original  # the same Parameter object, as PyTorch keeps it
-            else:
-                self._set_original("original", _as_original(new, original))
+            # the same object holds the right inverse's value, as PyTorch keeps it (an optimizer
+            # holding the parameter keeps working)
+            if new is not original:
+                with no_grad():
+                    if tuple(new.shape) == tuple(original.shape) and new.dtype is original.dtype:
+                        original.copy_(new)
+                    else:
+                        original.data = new
+            self._set_original("original", original)
         else:
             self.ntensors = len(new)
             for i, t in enumerate(new):
@@ -201,16 +206,21 @@ def remove_parametrizations(
         if leave_parametrized:
             with no_grad():
                 value = getattr(module, tensor_name)
-            original = _as_original(value, original)
+                # the same object keeps the value, so an optimizer holding it still does
+                if tuple(value.shape) == tuple(original.shape) and value.dtype is original.dtype:
+                    original.copy_(value)
+                else:
+                    original.data = value
     else:
         if not leave_parametrized:
             raise ValueError(
                 "Cannot leave unparametrized (`leave_parametrized=False`) a tensor that is "
                 "parametrized in terms of a sequence of tensors."
             )
-        with no_grad():
-            value = getattr(module, tensor_name)
-        original = _as_original(value, plist.original0)
+        # computed under the caller's grad mode, as PyTorch: a value that requires grad becomes
+        # a new Parameter, one computed under no_grad a plain tensor (a buffer)
+        value = getattr(module, tensor_name)
+        original = Parameter(value.detach(), True) if value.requires_grad else value.detach()
     delattr(module.__class__, tensor_name)
     del module.parametrizations[tensor_name]
     if isinstance(original, Parameter):
