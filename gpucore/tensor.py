@@ -28,6 +28,7 @@ from .errors import (
     GradDTypeError,
     ShapeError,
 )
+from .memory_formats import is_contiguous_as
 
 # Set by the runtime's capture while it traces a model: called with every tensor whose values
 # are read on the host (item(), numpy(), bool(x), data-dependent sizes all go through _host), so
@@ -232,8 +233,12 @@ class Tensor:
             )
         return self
 
-    def is_contiguous(self) -> bool:
-        return self._data.flags.c_contiguous
+    def is_contiguous(self, memory_format=None) -> bool:
+        """Whether the elements are dense in row-major order, or in ``memory_format``'s
+        (``gpucore.channels_last``: a 4-D tensor stored as [N, H, W, C])."""
+        if memory_format is None:
+            return self._data.flags.c_contiguous
+        return is_contiguous_as(self._data, memory_format)
 
     def is_floating_point(self) -> bool:
         return self._dtype.is_floating_point
