@@ -1,5 +1,5 @@
 """Gradient clipping and parameter/vector conversion, as torch.nn.utils; variable-length
-sequences (PackedSequence, ...) in its submodule rnn.
+sequences (PackedSequence, ...) in its submodule rnn, BatchNorm folding in fusion.
 
 The norms stay tensors (no host round trip) unless error_if_nonfinite asks for a check.
 """
@@ -13,9 +13,10 @@ from ...creation import tensor
 from ...errors import ShapeError
 from ...ops.joining import cat, stack
 from ...tensor import Tensor
-from . import rnn
+from . import fusion, rnn
 
 __all__ = [
+    "fusion",
     "rnn",
     "clip_grad_norm_",
     "clip_grads_with_norm_",
