@@ -481,7 +481,10 @@ CLONE = defop(
 @public("clone")
 def clone(input: Tensor, *, memory_format=None) -> Tensor:
     """A copy that stays in the graph (a channels-last input stays so: preserve_format)."""
-    return format_like(apply(CLONE, input), input, memory_format, "clone")
+    out = apply(CLONE, input)
+    if memory_format is None and (input._data.ndim < 4 or input._data.flags.c_contiguous):
+        return out  # preserve_format of a row-major (or low-rank) tensor: the copy as it is
+    return format_like(out, input, memory_format, "clone")
 
 
 @public("contiguous", function=False)

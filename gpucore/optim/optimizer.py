@@ -49,22 +49,26 @@ required = _RequiredParameter()
 # hooks run around every optimizer's step (register_optimizer_step_pre_hook / _post_hook)
 _GLOBAL_PRE_HOOKS: dict = {}
 _GLOBAL_POST_HOOKS: dict = {}
+_ANY_HOOKS = [False]  # set by the first registration of any step hook
+
+
+def _register(table: dict, hook) -> _RemovableHandle:
+    _ANY_HOOKS[0] = True
+    key = object()
+    table[key] = hook
+    return _RemovableHandle(table, key)
 
 
 def register_optimizer_step_pre_hook(hook) -> _RemovableHandle:
     """``hook(optimizer, args, kwargs)`` runs before every optimizer's step (before the
     optimizers' own pre-hooks); it may return ``(new_args, new_kwargs)`` for the step."""
-    key = object()
-    _GLOBAL_PRE_HOOKS[key] = hook
-    return _RemovableHandle(_GLOBAL_PRE_HOOKS, key)
+    return _register(_GLOBAL_PRE_HOOKS, hook)
 
 
 def register_optimizer_step_post_hook(hook) -> _RemovableHandle:
     """``hook(optimizer, args, kwargs)`` runs after every optimizer's step (after the
     optimizers' own post-hooks)."""
-    key = object()
-    _GLOBAL_POST_HOOKS[key] = hook
-    return _RemovableHandle(_GLOBAL_POST_HOOKS, key)
+    return _register(_GLOBAL_POST_HOOKS, hook)
 
 
 def _hooked(step):
@@ -74,9 +78,9 @@ def _hooked(step):
     @functools.wraps(step)
     def wrapped(self, *args, **kwargs):
         self._opt_called = True
-        pre, post = self.__dict__.get("_step_pre_hooks"), self.__dict__.get("_step_post_hooks")
-        if not (pre or post or _GLOBAL_PRE_HOOKS or _GLOBAL_POST_HOOKS):
+        if not _ANY_HOOKS[0]:  # no hook was ever registered: the common case, one check
             return step(self, *args, **kwargs)
+        pre, post = self.__dict__.get("_step_pre_hooks"), self.__dict__.get("_step_post_hooks")
         for hook in (*_GLOBAL_PRE_HOOKS.values(), *(pre or {}).values()):
             result = hook(self, args, kwargs)
             if result is not None:
@@ -148,18 +152,12 @@ class Optimizer:
     def register_step_pre_hook(self, hook) -> _RemovableHandle:
         """``hook(optimizer, args, kwargs)`` runs before each ``step``; it may return
         ``(new_args, new_kwargs)`` to call the step with. Returns a handle with ``remove()``."""
-        table = self.__dict__.setdefault("_step_pre_hooks", {})
-        key = object()
-        table[key] = hook
-        return _RemovableHandle(table, key)
+        return _register(self.__dict__.setdefault("_step_pre_hooks", {}), hook)
 
     def register_step_post_hook(self, hook) -> _RemovableHandle:
         """``hook(optimizer, args, kwargs)`` runs after each ``step`` (an EMA update, logging).
         Returns a handle with ``remove()``."""
-        table = self.__dict__.setdefault("_step_post_hooks", {})
-        key = object()
-        table[key] = hook
-        return _RemovableHandle(table, key)
+        return _register(self.__dict__.setdefault("_step_post_hooks", {}), hook)
 
     # ----------------------------------------------------------------------------- groups
     def add_param_group(self, param_group: dict) -> None:
