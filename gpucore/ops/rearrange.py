@@ -45,7 +45,7 @@ def _dims(dims, ndim: int, op: str) -> list:
 def flip(input: Tensor, *args, dims=None) -> Tensor:
     """A copy of input with the order of its elements reversed along ``dims`` (a sequence, also
     as ``dims=``, or varargs as ``x.flip(0, 1)``), as torch.flip."""
-    dims = args_or_keyword(args, dims, "flip", "dims")
+    dims = args if dims is None else args_or_keyword(args, dims, "flip", "dims")
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = dims[0]
     ds = _dims(dims, input.ndim, "flip")
@@ -117,7 +117,7 @@ def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
 def repeat(input: Tensor, *sizes, repeats=None) -> Tensor:
     """input tiled ``sizes`` times along each dim (leading new dims when there are more sizes
     than dims), as Tensor.repeat."""
-    sizes = args_or_keyword(sizes, repeats, "repeat", "repeats")
+    sizes = sizes if repeats is None else args_or_keyword(sizes, repeats, "repeat", "repeats")
     reps = _int_list(
         sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes,
         "repeat",

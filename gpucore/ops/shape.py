@@ -94,7 +94,7 @@ def view(input: Tensor, *shape, size=None, dtype=None) -> Tensor:
         if shape or size is not None:
             raise ArgumentTypeError("view(): give a shape or a dtype, not both")
         return _view_dtype(input, dtype)
-    shape = args_or_keyword(shape, size, "view", "size")
+    shape = shape if size is None else args_or_keyword(shape, size, "view", "size")
     if len(shape) == 1 and not isinstance(shape[0], (int, np.integer, tuple, list)):
         return _view_dtype(input, shape[0])
     shape = _infer_shape("view", input, shape_arg(shape))
@@ -137,7 +137,9 @@ def reshape(input: Tensor, *args, shape=None) -> Tensor:
     """A tensor with the same data and a new shape (varargs, a sequence or ``shape=``); a view
     when possible, else a copy."""
     shape = _infer_shape(
-        "reshape", input, shape_arg(args_or_keyword(args, shape, "reshape", "shape"))
+        "reshape",
+        input,
+        shape_arg(args if shape is None else args_or_keyword(args, shape, "reshape", "shape")),
     )
     data = input._data
     if type(data) is np.ndarray and input._dev is None:
@@ -211,7 +213,7 @@ def _np_permute(x, dims):
 @public("permute")
 def permute(input: Tensor, *args, dims=None) -> Tensor:
     """A view with dims reordered (varargs, a sequence or ``dims=``)."""
-    dims = shape_arg(args_or_keyword(args, dims, "permute", "dims"))
+    dims = shape_arg(args if dims is None else args_or_keyword(args, dims, "permute", "dims"))
     nd = input.ndim
     if len(dims) != nd:
         raise ShapeError(
@@ -278,7 +280,7 @@ EXPAND = defop(
 def expand(input: Tensor, *sizes, size=None) -> Tensor:
     """A view with size-1 dims repeated to ``sizes`` (varargs, a sequence or ``size=``; -1 keeps
     a dim); writes are not allowed."""
-    sizes = shape_arg(args_or_keyword(sizes, size, "expand", "size"))
+    sizes = shape_arg(sizes if size is None else args_or_keyword(sizes, size, "expand", "size"))
     shp = tuple(input.shape)
     if len(sizes) < len(shp):
         raise ShapeError(

@@ -1,8 +1,8 @@
 """Gradient clipping and parameter/vector conversion, as torch.nn.utils; variable-length
-sequences (PackedSequence, ...) in its submodule rnn; weight_norm / remove_weight_norm in
-weight_norm; parametrizations (register_parametrization, ...) in parametrize, and the weight_norm
-built on them in parametrizations (both loaded on first access: they import the layers, which
-import this package).
+sequences (PackedSequence, ...) in its submodule rnn, BatchNorm folding in fusion;
+weight_norm / remove_weight_norm in weight_norm; parametrizations (register_parametrization, ...)
+in parametrize, and the weight_norm built on them in parametrizations (both loaded on first
+access: they import the layers, which import this package).
 
 The norms stay tensors (no host round trip) unless error_if_nonfinite asks for a check.
 """
@@ -16,10 +16,11 @@ from ...creation import tensor
 from ...errors import ShapeError
 from ...ops.joining import cat, stack
 from ...tensor import Tensor
-from . import rnn
+from . import fusion, rnn
 from .weight_norm import remove_weight_norm, weight_norm
 
 __all__ = [
+    "fusion",
     "rnn",
     "parametrize",
     "parametrizations",
