@@ -98,6 +98,13 @@ from .legacy import (
     set_default_dtype,
     set_default_tensor_type,
 )
+from .memory_formats import (
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    memory_format,
+    preserve_format,
+)
 from .profiler import profiler
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .tensor import Size, Tensor, device

@@ -19,6 +19,7 @@ from . import dtypes as D
 from .backends.cpu import empty_array
 from .default_device import _DEFAULT
 from .errors import DeviceError, DTypeError, ShapeError
+from .memory_formats import like, preserve_format, preserved
 from .tensor import MAX_DIMS, Tensor, leaf_requires_grad
 from .tensor import device as _device
 
@@ -270,28 +271,76 @@ def _like(t: Tensor, dtype, device):
     )
 
 
-def empty_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def _in_format(make, t: Tensor, memory_format, requires_grad: bool, op: str) -> Tensor:
+    """``make(requires_grad)``, the new tensor, laid out in ``memory_format`` (preserve_format,
+    the default: t's channels-last format if it has one, see gpucore/memory_format.py)."""
+    fmt = preserve_format if memory_format is None else memory_format
+    if fmt is preserve_format and preserved(t) is None:
+        return make(requires_grad)
+    out = like(make(False), t, fmt, op)
+    return out.requires_grad_() if requires_grad else out
+
+
+def empty_like(
+    t: Tensor, dtype=None, device=None, requires_grad: bool = False, *, memory_format=None
+) -> Tensor:
     """An uninitialised tensor with t's shape, dtype and device (unless given)."""
     shape, dt, dev = _like(t, dtype, device)
-    return empty(shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return _in_format(
+        lambda rg: empty(shape, dtype=dt, device=dev, requires_grad=rg),
+        t,
+        memory_format,
+        requires_grad,
+        "empty_like",
+    )
 
 
-def zeros_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def zeros_like(
+    t: Tensor, dtype=None, device=None, requires_grad: bool = False, *, memory_format=None
+) -> Tensor:
     """Zeros with t's shape, dtype and device (unless given)."""
     shape, dt, dev = _like(t, dtype, device)
-    return zeros(shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return _in_format(
+        lambda rg: zeros(shape, dtype=dt, device=dev, requires_grad=rg),
+        t,
+        memory_format,
+        requires_grad,
+        "zeros_like",
+    )
 
 
-def ones_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def ones_like(
+    t: Tensor, dtype=None, device=None, requires_grad: bool = False, *, memory_format=None
+) -> Tensor:
     """Ones with t's shape, dtype and device (unless given)."""
     shape, dt, dev = _like(t, dtype, device)
-    return ones(shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return _in_format(
+        lambda rg: ones(shape, dtype=dt, device=dev, requires_grad=rg),
+        t,
+        memory_format,
+        requires_grad,
+        "ones_like",
+    )
 
 
-def full_like(t: Tensor, fill_value, dtype=None, device=None, requires_grad: bool = False):
+def full_like(
+    t: Tensor,
+    fill_value,
+    dtype=None,
+    device=None,
+    requires_grad: bool = False,
+    *,
+    memory_format=None,
+):
     """``fill_value`` with t's shape, dtype and device (unless given)."""
     shape, dt, dev = _like(t, dtype, device)
-    return full(shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+    return _in_format(
+        lambda rg: full(shape, fill_value, dtype=dt, device=dev, requires_grad=rg),
+        t,
+        memory_format,
+        requires_grad,
+        "full_like",
+    )
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool = False):

@@ -30,6 +30,12 @@ class dtype:
         self.is_signed = is_signed
         self._rank = rank  # position in type promotion within its category
 
+    @property
+    def is_complex(self) -> bool:
+        """Always False: gpucore has no complex dtypes (PyTorch's attribute, which code checks
+        beside ``is_floating_point``)."""
+        return False
+
     def __repr__(self) -> str:
         return f"gpucore.{self.name}"
 

@@ -28,6 +28,7 @@ from .errors import (
     GradDTypeError,
     ShapeError,
 )
+from .memory_formats import is_contiguous_as
 
 # Set by the runtime's capture while it traces a model: called with every tensor whose values
 # are read on the host (item(), numpy(), bool(x), data-dependent sizes all go through _host), so
@@ -232,8 +233,12 @@ class Tensor:
             )
         return self
 
-    def is_contiguous(self) -> bool:
-        return self._data.flags.c_contiguous
+    def is_contiguous(self, memory_format=None) -> bool:
+        """Whether the elements are dense in row-major order, or in ``memory_format``'s
+        (``gpucore.channels_last``: a 4-D tensor stored as [N, H, W, C])."""
+        if memory_format is None:
+            return self._data.flags.c_contiguous
+        return is_contiguous_as(self._data, memory_format)
 
     def is_floating_point(self) -> bool:
         return self._dtype.is_floating_point
@@ -458,7 +463,8 @@ class Tensor:
 
     def __repr__(self) -> str:
         arr = self._readable()
-        # PyTorch's style: whole numbers print as "1.", others with 4 fixed decimals ("1.0000")
+        # PyTorch's style: whole numbers print as "1.", others with 4 fixed decimals ("1.0000"),
+        # bools as wide as the widest value ("tensor([True])", not numpy's "[ True]")
         fixed = False
         if arr.dtype.kind == "f" and arr.size:
             finite = arr[np.isfinite(arr)]
@@ -475,10 +481,13 @@ class Tensor:
             edgeitems=opts["edgeitems"],
             max_line_width=opts["linewidth"],
             suppress_small=sci is False,
-            formatter={"float_kind": f"{{:.{opts['precision']}e}}".format} if sci else None,
+            formatter={"bool": f"{{!s:>{4 if arr.dtype == np.bool_ and arr.all() else 5}}}".format}
+            | ({"float_kind": f"{{:.{opts['precision']}e}}".format} if sci else {}),
         )
-        extra = ""
-        if self._dtype not in (D.default_float(), D.int64, D.bool_):  # as PyTorch's repr
+        # as PyTorch: an empty tensor shows its shape unless 1-D, its dtype unless default float
+        extra = f", size={tuple(arr.shape)}" if arr.size == 0 and arr.ndim != 1 else ""
+        shown = (D.default_float(), D.int64, D.bool_)[: 1 if arr.size == 0 else 3]
+        if self._dtype not in shown:
             extra += f", dtype={self._dtype}"
         if self._dev is not None:
             extra += ", device='vulkan'"

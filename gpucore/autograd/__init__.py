@@ -1,5 +1,6 @@
 """Reverse-mode autograd: backward, grad, grad-mode switches (inference_mode too), gradcheck, DOT
-export, and PyTorch's legacy ``Variable``."""
+export, custom differentiable functions (``Function``, in function.py), and PyTorch's legacy
+``Variable``."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from ..tensor import Tensor
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .dot import export_dot
 from .engine import _accumulate, run_backward
+from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import (
     enable_grad,
     inference_mode,
@@ -27,6 +29,9 @@ from .graph import accumulate_node, grad_fn_of
 from .variable import Variable
 
 __all__ = [
+    "Function",
+    "FunctionCtx",
+    "once_differentiable",
     "backward",
     "grad",
     "no_grad",

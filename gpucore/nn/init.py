@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import _caller_warnings as caller_warnings
 from ..autograd.grad_mode import no_grad
 from ..creation import from_numpy
+from ..errors import ShapeError
 from ..ops.random import _normal_f32, _uniform_f32
 from ..tensor import Tensor
 
@@ -26,6 +29,9 @@ __all__ = [
     "xavier_normal_",
     "kaiming_uniform_",
     "kaiming_normal_",
+    "trunc_normal_",
+    "orthogonal_",
+    "eye_",
 ]
 
 _LINEAR = (
@@ -181,3 +187,69 @@ def kaiming_normal_(
     fan = _calculate_correct_fan(tensor, mode)
     std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
     return _fill_random(tensor, "normal", 0.0, std, generator)
+
+
+def trunc_normal_(
+    tensor: Tensor,
+    mean: float = 0.0,
+    std: float = 1.0,
+    a: float = -2.0,
+    b: float = 2.0,
+    generator=None,
+) -> Tensor:
+    """Fill with samples of N(mean, std^2) truncated to [a, b] (absolute bounds, as PyTorch's:
+    not in units of std), by the inverse CDF: uniform samples between the CDF's values at a and
+    b, through erfinv, clamped to [a, b] against rounding."""
+    _check("trunc_normal_", tensor)
+    mean, std, a, b = float(mean), float(std), float(a), float(b)
+    if mean < a - 2 * std or mean > b + 2 * std:
+        caller_warnings.warn(
+            "mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
+            "The distribution of values may be incorrect."
+        )
+
+    def cdf(x: float) -> float:
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+    lo, hi = cdf((a - mean) / std), cdf((b - mean) / std)
+    u = from_numpy(_uniform_f32(tuple(tensor.shape), 2 * lo - 1, 2 * hi - 1, generator))
+    with no_grad():
+        values = u.to(tensor.dtype).erfinv_().mul_(std * math.sqrt(2.0)).add_(mean)
+        tensor.copy_(values.clamp_(min=a, max=b))
+    return tensor
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
+    """Fill with a (semi-)orthogonal matrix times ``gain``: the Q of the QR decomposition of a
+    standard normal [rows, numel / rows] matrix (of its transpose when wider than tall), its
+    columns' signs fixed by R's diagonal so that Q is uniformly distributed (Haar)."""
+    _check("orthogonal_", tensor)
+    if tensor.ndim < 2:
+        raise ShapeError(
+            f"orthogonal_(): only tensors with 2 or more dimensions are supported, got shape "
+            f"{tuple(tensor.shape)}"
+        )
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flat = _normal_f32((rows, cols), 0.0, 1.0, generator).astype(np.float64)
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    with no_grad():
+        tensor.copy_(from_numpy(np.ascontiguousarray(q * float(gain))).reshape(tensor.shape))
+    return tensor
+
+
+def eye_(tensor: Tensor) -> Tensor:
+    """Fill a 2-D tensor with the identity (ones on the main diagonal of a rectangle too)."""
+    _check("eye_", tensor)
+    if tensor.ndim != 2:
+        raise ShapeError(f"eye_(): only 2-D tensors are supported, got shape {tuple(tensor.shape)}")
+    with no_grad():
+        tensor.copy_(from_numpy(np.eye(*tensor.shape)))
+    return tensor

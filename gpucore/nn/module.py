@@ -366,8 +366,9 @@ class Module:
         return self
 
     def to(self, *args, **kwargs) -> Module:
-        """Move and/or cast parameters and buffers in place: ``to('vulkan')``, ``to(float64)``.
-        Only floating tensors change dtype (integer buffers keep theirs), as in PyTorch."""
+        """Move and/or cast parameters and buffers in place: ``to('vulkan')``, ``to(float64)``,
+        ``to(memory_format=gpucore.channels_last)``. Only floating tensors change dtype (integer
+        buffers keep theirs) and only 4-D / 5-D ones change layout, as in PyTorch."""
         for a in (*args, kwargs.get("dtype")):
             if a is not None and _is_dtype(a) and not D.as_dtype(a).is_floating_point:
                 raise TypeError(
@@ -375,9 +376,11 @@ class Module:
                 )
 
         def conv(t: Tensor) -> Tensor:
+            # a dtype changes floating tensors only, a memory_format 4-D and 5-D ones only
+            keep = {"dtype": t.is_floating_point(), "memory_format": t.ndim in (4, 5)}
             out = t.to(
                 *[a for a in args if not _is_dtype(a) or t.is_floating_point()],
-                **{k: v for k, v in kwargs.items() if k != "dtype" or t.is_floating_point()},
+                **{k: v for k, v in kwargs.items() if keep.get(k, True)},
             )
             return out
 

@@ -1,6 +1,7 @@
 """Tensor attributes and small members PyTorch scripts use: data_ptr, storage_offset, nbytes,
-itemsize, get_device, layout, H / mH, pin_memory / is_pinned, share_memory_ / is_shared,
-apply_ / map_, and the predicates is_floating_point, is_complex, is_nonzero as functions.
+itemsize, get_device, layout, type (legacy type names and conversions), H / mH, pin_memory /
+is_pinned, share_memory_ / is_shared, apply_ / map_, and the predicates is_floating_point,
+is_complex, is_nonzero as functions.
 
 kernels: none.
 """
@@ -14,6 +15,7 @@ from ..autograd.graph import view_base
 from ..errors import DeviceError, ShapeError
 from ..tensor import Tensor
 from .api import public, tensor_member
+from .elementwise import _to
 from .inplace import inplace
 
 
@@ -160,3 +162,26 @@ def is_nonzero(input: Tensor) -> bool:
             f"is_nonzero(): a tensor with {input.numel()} elements cannot be converted to a bool"
         )
     return bool(input.reshape(()).item())
+
+
+def _type(self: Tensor, dtype=None, non_blocking: bool = False):
+    """PyTorch's ``Tensor.type``: no argument gives the legacy name ("gpucore.FloatTensor"); a
+    dtype, legacy class (``imgs.type(Tensor)``) or name ("torch.LongTensor") converts."""
+    # gpucore.legacy builds on creation, which imports the ops: a module-level import is a cycle
+    from ..legacy import LEGACY_TYPES
+
+    if dtype is None:
+        names = {cls.dtype: name for name, cls in LEGACY_TYPES.items()}
+        names.update({d: f"UInt{d.itemsize * 8}Tensor" for d in D.LIMITED})  # (no classes)
+        return f"gpucore.{names[self.dtype]}" if self.dtype in names else str(self.dtype)
+    if isinstance(dtype, str):
+        cls = LEGACY_TYPES.get(dtype.rsplit(".", 1)[-1])
+        if cls is None or ".cuda." in dtype:
+            raise TypeError(f"type(): invalid type {dtype!r}; use a dtype, a gpucore legacy "
+                            "class such as gpucore.FloatTensor, or its name (CUDA types do not "
+                            "exist: use .to('vulkan'))")  # fmt: skip
+        dtype = cls
+    return _to(self, getattr(dtype, "dtype", dtype) if isinstance(dtype, type) else dtype)
+
+
+tensor_member("type", _type)

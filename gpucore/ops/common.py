@@ -229,6 +229,18 @@ def norm_dims(dim, ndim: int, op: str = "") -> tuple:
     return (d,) if ndim else ()
 
 
+def args_or_keyword(args: tuple, value, op: str, name: str) -> tuple:
+    """The varargs of ``op(*args)``, or PyTorch's keyword form of them (``flip(x, dims=(0,))``,
+    ``x.reshape(shape=(2, 3))``) as a one-element tuple; both at once raise."""
+    if value is None:
+        return args
+    if args:
+        raise ArgumentTypeError(
+            f"{op}(): got {name} both as positional arguments {args} and as {name}={value!r}"
+        )
+    return (value,)
+
+
 def shape_arg(args) -> tuple:
     """Shape given as varargs or as one tuple/list."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):

@@ -17,6 +17,8 @@ from ..autograd.grad_mode import _state as _grad_state
 from ..backends.cpu import empty_array
 from ..creation import tensor
 from ..errors import DTypeError
+from ..memory_formats import contiguous_format, preserve_format, to_format
+from ..memory_formats import like as format_like
 from ..tensor import Tensor
 from ..tensor import device as _device
 from .api import public, tensor_member
@@ -477,14 +479,20 @@ CLONE = defop(
 
 
 @public("clone")
-def clone(input: Tensor) -> Tensor:
-    """A contiguous copy that stays in the graph."""
-    return apply(CLONE, input)
+def clone(input: Tensor, *, memory_format=None) -> Tensor:
+    """A copy that stays in the graph (a channels-last input stays so: preserve_format)."""
+    out = apply(CLONE, input)
+    if memory_format is None and (input._data.ndim < 4 or input._data.flags.c_contiguous):
+        return out  # preserve_format of a row-major (or low-rank) tensor: the copy as it is
+    return format_like(out, input, memory_format, "clone")
 
 
 @public("contiguous", function=False)
-def contiguous(input: Tensor) -> Tensor:
-    """self when C-contiguous, else a contiguous copy (host floats: the registry's fast lane)."""
+def contiguous(input: Tensor, memory_format=None) -> Tensor:
+    """self when dense (row-major, or in memory_format's order), else a dense copy (host floats:
+    the registry's fast lane)."""
+    if memory_format is not None and memory_format is not contiguous_format:
+        return to_format(input, memory_format, "contiguous")
     if input._data.flags.c_contiguous:
         return input
     hooked = CAPTURE[0] is not None and capturing()
@@ -492,9 +500,9 @@ def contiguous(input: Tensor) -> Tensor:
     return apply(CLONE, input) if out is None else out
 
 
-def _to(self: Tensor, *args, dtype=None, device=None, copy: bool = False, **_kw) -> Tensor:
+def _to(self: Tensor, *args, dtype=None, device=None, copy=False, memory_format=None, **_kw):
     """Convert dtype and/or device: ``to(float64)``, ``to('cpu')``, ``to('cpu', float16)``;
-    ``to(other)`` takes other's dtype and device, as PyTorch."""
+    ``to(other)`` takes other's dtype and device, as PyTorch; memory_format: the layout."""
     for a in args:
         if isinstance(a, (D.dtype, type)) or (isinstance(a, str) and a in D.BY_NAME):
             dtype = a
@@ -521,31 +529,11 @@ def _to(self: Tensor, *args, dtype=None, device=None, copy: bool = False, **_kw)
     if target is not None and target != self.device.type:
         self = to_device(self, target)
         copy = False
-    return self.clone() if copy else self
-
-
-def _type(self: Tensor, dtype=None, non_blocking: bool = False):
-    """PyTorch's ``Tensor.type``: no argument gives the legacy name ("gpucore.FloatTensor"); a
-    dtype, legacy class (``imgs.type(Tensor)``) or name ("torch.LongTensor") converts."""
-    # gpucore.legacy builds on creation, which imports the ops: a module-level import is a cycle
-    from ..legacy import LEGACY_TYPES
-
-    if dtype is None:
-        names = {cls.dtype: name for name, cls in LEGACY_TYPES.items()}
-        names.update({d: f"UInt{d.itemsize * 8}Tensor" for d in D.LIMITED})  # (no classes)
-        return f"gpucore.{names[self.dtype]}" if self.dtype in names else str(self.dtype)
-    if isinstance(dtype, str):
-        cls = LEGACY_TYPES.get(dtype.rsplit(".", 1)[-1])
-        if cls is None or ".cuda." in dtype:
-            raise TypeError(f"type(): invalid type {dtype!r}; use a dtype, a gpucore legacy "
-                            "class such as gpucore.FloatTensor, or its name (CUDA types do not "
-                            "exist: use .to('vulkan'))")  # fmt: skip
-        dtype = cls
-    return _to(self, getattr(dtype, "dtype", dtype) if isinstance(dtype, type) else dtype)
+    out = self.clone() if copy else self
+    return out if memory_format in (None, preserve_format) else to_format(out, memory_format, "to")
 
 
 tensor_member("to", _to)
-tensor_member("type", _type)
 tensor_member("float", lambda self: _to(self, D.float32))
 tensor_member("double", lambda self: _to(self, D.float64))
 tensor_member("half", lambda self: _to(self, D.float16))

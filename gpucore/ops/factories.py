@@ -20,32 +20,50 @@ def _dtype_device(self: Tensor, dtype, device):
 
 @public("new_zeros", function=False)
 def new_zeros(
-    self: Tensor, *size, dtype=None, device=None, requires_grad: bool = False, **_ignored
+    self: Tensor,
+    *args,
+    size=None,
+    dtype=None,
+    device=None,
+    requires_grad: bool = False,
+    **_ignored,
 ) -> Tensor:
     """Zeros of ``size`` with self's dtype and device unless given, as Tensor.new_zeros."""
     dt, dev = _dtype_device(self, dtype, device)
-    shape = _sizes(size, None, "new_zeros")
+    shape = _sizes(args, size, "new_zeros")
     return creation.zeros(shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 @public("new_ones", function=False)
 def new_ones(
-    self: Tensor, *size, dtype=None, device=None, requires_grad: bool = False, **_ignored
+    self: Tensor,
+    *args,
+    size=None,
+    dtype=None,
+    device=None,
+    requires_grad: bool = False,
+    **_ignored,
 ) -> Tensor:
     """Ones of ``size`` with self's dtype and device unless given, as Tensor.new_ones."""
     dt, dev = _dtype_device(self, dtype, device)
-    shape = _sizes(size, None, "new_ones")
+    shape = _sizes(args, size, "new_ones")
     return creation.ones(shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 @public("new_empty", function=False)
 def new_empty(
-    self: Tensor, *size, dtype=None, device=None, requires_grad: bool = False, **_ignored
+    self: Tensor,
+    *args,
+    size=None,
+    dtype=None,
+    device=None,
+    requires_grad: bool = False,
+    **_ignored,
 ) -> Tensor:
     """An uninitialised tensor of ``size`` with self's dtype and device unless given, as
     Tensor.new_empty."""
     dt, dev = _dtype_device(self, dtype, device)
-    shape = _sizes(size, None, "new_empty")
+    shape = _sizes(args, size, "new_empty")
     return creation.empty(shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 

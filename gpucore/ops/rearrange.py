@@ -16,7 +16,7 @@ from ..creation import tensor as _tensor
 from ..errors import ArgumentTypeError, DTypeError, ShapeError
 from ..tensor import Tensor
 from .api import public, type_name
-from .common import scalar_tensor, wrap_dim
+from .common import args_or_keyword, scalar_tensor, wrap_dim
 from .elementwise import where
 from .indexing import COPY_SLICES, getitem, index_select
 from .joining import cat
@@ -42,9 +42,10 @@ def _dims(dims, ndim: int, op: str) -> list:
 
 # ----------------------------------------------------------------------------- flip, roll
 @public("flip")
-def flip(input: Tensor, *dims) -> Tensor:
-    """A copy of input with the order of its elements reversed along ``dims`` (a sequence, or
-    varargs as ``x.flip(0, 1)``), as torch.flip."""
+def flip(input: Tensor, *args, dims=None) -> Tensor:
+    """A copy of input with the order of its elements reversed along ``dims`` (a sequence, also
+    as ``dims=``, or varargs as ``x.flip(0, 1)``), as torch.flip."""
+    dims = args if dims is None else args_or_keyword(args, dims, "flip", "dims")
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = dims[0]
     ds = _dims(dims, input.ndim, "flip")
@@ -113,9 +114,10 @@ def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
 
 # ----------------------------------------------------------------------------- repeat
 @public("repeat", function=False)
-def repeat(input: Tensor, *sizes) -> Tensor:
+def repeat(input: Tensor, *sizes, repeats=None) -> Tensor:
     """input tiled ``sizes`` times along each dim (leading new dims when there are more sizes
     than dims), as Tensor.repeat."""
+    sizes = sizes if repeats is None else args_or_keyword(sizes, repeats, "repeat", "repeats")
     reps = _int_list(
         sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes,
         "repeat",

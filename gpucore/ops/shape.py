@@ -15,10 +15,10 @@ import numpy as np
 from .. import _cpu
 from .. import dtypes as D
 from ..autograd.grad_mode import _state as _grad_state
-from ..errors import DTypeError, ShapeError
+from ..errors import ArgumentTypeError, DTypeError, ShapeError
 from ..tensor import Tensor
 from .api import public, tensor_member
-from .common import broadcast_shapes, shape_arg, wrap_dim
+from .common import args_or_keyword, broadcast_shapes, shape_arg, wrap_dim
 from .registry import AUTOCAST, CAPTURE, apply, capturing, defop, view_of
 from .samples import Sample, uniform
 
@@ -87,8 +87,14 @@ def _can_view(x: Tensor, shape: tuple) -> bool:
 
 
 @public("view", function=False)
-def view(input: Tensor, *shape) -> Tensor:
-    """A view with a new shape; raises when the strides do not allow one (use reshape)."""
+def view(input: Tensor, *shape, size=None, dtype=None) -> Tensor:
+    """A view with a new shape (varargs, a sequence or ``size=``), or the same bytes read as
+    ``dtype``; raises when the strides do not allow the shape (use reshape)."""
+    if dtype is not None:
+        if shape or size is not None:
+            raise ArgumentTypeError("view(): give a shape or a dtype, not both")
+        return _view_dtype(input, dtype)
+    shape = shape if size is None else args_or_keyword(shape, size, "view", "size")
     if len(shape) == 1 and not isinstance(shape[0], (int, np.integer, tuple, list)):
         return _view_dtype(input, shape[0])
     shape = _infer_shape("view", input, shape_arg(shape))
@@ -127,9 +133,14 @@ def _view_dtype(input: Tensor, dtype) -> Tensor:
 
 
 @public("reshape")
-def reshape(input: Tensor, *shape) -> Tensor:
-    """A tensor with the same data and a new shape; a view when possible, else a copy."""
-    shape = _infer_shape("reshape", input, shape_arg(shape))
+def reshape(input: Tensor, *args, shape=None) -> Tensor:
+    """A tensor with the same data and a new shape (varargs, a sequence or ``shape=``); a view
+    when possible, else a copy."""
+    shape = _infer_shape(
+        "reshape",
+        input,
+        shape_arg(args if shape is None else args_or_keyword(args, shape, "reshape", "shape")),
+    )
     data = input._data
     if type(data) is np.ndarray and input._dev is None:
         contiguous = data.flags.c_contiguous
@@ -200,9 +211,9 @@ def _np_permute(x, dims):
 
 
 @public("permute")
-def permute(input: Tensor, *dims) -> Tensor:
-    """A view with dims reordered."""
-    dims = shape_arg(dims)
+def permute(input: Tensor, *args, dims=None) -> Tensor:
+    """A view with dims reordered (varargs, a sequence or ``dims=``)."""
+    dims = shape_arg(args if dims is None else args_or_keyword(args, dims, "permute", "dims"))
     nd = input.ndim
     if len(dims) != nd:
         raise ShapeError(
@@ -266,9 +277,10 @@ EXPAND = defop(
 
 
 @public("expand")
-def expand(input: Tensor, *sizes) -> Tensor:
-    """A view with size-1 dims repeated to ``sizes`` (-1 keeps a dim); writes are not allowed."""
-    sizes = shape_arg(sizes)
+def expand(input: Tensor, *sizes, size=None) -> Tensor:
+    """A view with size-1 dims repeated to ``sizes`` (varargs, a sequence or ``size=``; -1 keeps
+    a dim); writes are not allowed."""
+    sizes = shape_arg(sizes if size is None else args_or_keyword(sizes, size, "expand", "size"))
     shp = tuple(input.shape)
     if len(sizes) < len(shp):
         raise ShapeError(

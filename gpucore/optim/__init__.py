@@ -1,5 +1,6 @@
 """Optimizers with PyTorch's names and semantics: SGD, Adam, AdamW, RMSprop, Adadelta, Adagrad,
-Adamax, NAdam, RAdam and LBFGS; learning-rate schedulers in ``gpucore.optim.lr_scheduler``.
+Adamax, NAdam, RAdam and LBFGS; learning-rate schedulers in ``gpucore.optim.lr_scheduler``;
+weight averaging (SWA, EMA: AveragedModel, SWALR, update_bn) in ``gpucore.optim.swa_utils``.
 
 SGD, Adam/AdamW and RMSprop update a parameter and its state with one fused kernel (registry ops
 ``sgd_step``, ``adam_step``, ``rmsprop_step`` in gpucore/ops/optim.py): the C extension on the
@@ -14,7 +15,7 @@ line search. Every optimizer accepts PyTorch's ``foreach`` / ``fused`` / ``captu
 ``differentiable`` flags where PyTorch's does (see ``_options``), and ``maximize``.
 """
 
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
@@ -39,5 +40,6 @@ __all__ = [
     "RAdam",
     "LBFGS",
     "lr_scheduler",
+    "swa_utils",
     "required",
 ]

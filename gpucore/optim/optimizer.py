@@ -20,6 +20,7 @@ subclass may instead update a whole group at once by overriding ``_step_group(gr
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from copy import deepcopy
 from itertools import chain
@@ -30,6 +31,7 @@ from ..autograd.grad_mode import enable_grad, no_grad
 from ..creation import zeros
 from ..errors import DeviceError
 from ..graphs import state as _graphs
+from ..nn.module import _RemovableHandle
 from ..ops.optim import foreach_update
 from ..tensor import Tensor
 from ._capturable import refuse_uncapturable
@@ -43,6 +45,58 @@ class _RequiredParameter:
 
 
 required = _RequiredParameter()
+
+# hooks run around every optimizer's step (register_optimizer_step_pre_hook / _post_hook)
+_GLOBAL_PRE_HOOKS: dict = {}
+_GLOBAL_POST_HOOKS: dict = {}
+_ANY_HOOKS = [False]  # set by the first registration of any step hook
+
+
+def _register(table: dict, hook) -> _RemovableHandle:
+    _ANY_HOOKS[0] = True
+    key = object()
+    table[key] = hook
+    return _RemovableHandle(table, key)
+
+
+def register_optimizer_step_pre_hook(hook) -> _RemovableHandle:
+    """``hook(optimizer, args, kwargs)`` runs before every optimizer's step (before the
+    optimizers' own pre-hooks); it may return ``(new_args, new_kwargs)`` for the step."""
+    return _register(_GLOBAL_PRE_HOOKS, hook)
+
+
+def register_optimizer_step_post_hook(hook) -> _RemovableHandle:
+    """``hook(optimizer, args, kwargs)`` runs after every optimizer's step (after the
+    optimizers' own post-hooks)."""
+    return _register(_GLOBAL_POST_HOOKS, hook)
+
+
+def _hooked(step):
+    """``step`` as the public Optimizer.step: it marks the optimizer as stepped (the schedulers'
+    order warning, as PyTorch) and runs the step hooks around it."""
+
+    @functools.wraps(step)
+    def wrapped(self, *args, **kwargs):
+        self._opt_called = True
+        if not _ANY_HOOKS[0]:  # no hook was ever registered: the common case, one check
+            return step(self, *args, **kwargs)
+        pre, post = self.__dict__.get("_step_pre_hooks"), self.__dict__.get("_step_post_hooks")
+        for hook in (*_GLOBAL_PRE_HOOKS.values(), *(pre or {}).values()):
+            result = hook(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(
+                        f"{hook} must return None or a tuple of (new_args, new_kwargs), but got "
+                        f"{result}."
+                    )
+                args, kwargs = result
+        out = step(self, *args, **kwargs)
+        for hook in (*(post or {}).values(), *_GLOBAL_POST_HOOKS.values()):
+            hook(self, args, kwargs)
+        return out
+
+    wrapped._marks_opt_called = True
+    return wrapped
 
 
 def poison_all(name: str, tensors, e: DeviceError) -> None:
@@ -93,16 +147,17 @@ class Optimizer:
         super().__init_subclass__(**kwargs)
         step = cls.__dict__.get("step")
         if step is not None and not getattr(step, "_marks_opt_called", False):
+            cls.step = _hooked(step)
 
-            def wrapped(self, *args, **kw):
-                self._opt_called = True
-                return step(self, *args, **kw)
+    def register_step_pre_hook(self, hook) -> _RemovableHandle:
+        """``hook(optimizer, args, kwargs)`` runs before each ``step``; it may return
+        ``(new_args, new_kwargs)`` to call the step with. Returns a handle with ``remove()``."""
+        return _register(self.__dict__.setdefault("_step_pre_hooks", {}), hook)
 
-            wrapped.__name__ = step.__name__
-            wrapped.__qualname__ = step.__qualname__
-            wrapped.__doc__ = step.__doc__
-            wrapped._marks_opt_called = True
-            cls.step = wrapped
+    def register_step_post_hook(self, hook) -> _RemovableHandle:
+        """``hook(optimizer, args, kwargs)`` runs after each ``step`` (an EMA update, logging).
+        Returns a handle with ``remove()``."""
+        return _register(self.__dict__.setdefault("_step_post_hooks", {}), hook)
 
     # ----------------------------------------------------------------------------- groups
     def add_param_group(self, param_group: dict) -> None:
@@ -178,10 +233,10 @@ class Optimizer:
                     with no_grad():
                         g.zero_()
 
+    @_hooked
     def step(self, closure=None):
         """One update of every parameter that has a gradient; ``closure`` (re-evaluates the
         model and returns the loss) is called first, with gradients enabled."""
-        self._opt_called = True
         loss = None
         if closure is not None:
             with enable_grad():

@@ -1,4 +1,4 @@
 """``gpucore.utils``: helpers around training, as ``torch.utils`` (``gpucore.utils.data``: datasets,
-samplers, the DataLoader)."""
+samplers, the DataLoader; ``gpucore.utils.checkpoint``: activation checkpointing)."""
 
-from . import data
+from . import checkpoint, data

@@ -1,5 +1,6 @@
-"""gpucore.nn.init: gains, fans, bounds and standard deviations of each initialiser, the layers'
-default initialisations (PyTorch's), in-place under no_grad, reproducibility."""
+"""gpucore.nn.init: gains, fans, bounds and standard deviations of each initialiser (the truncated
+normal's moments, the orthogonal one's Q^T Q), the layers' default initialisations (PyTorch's),
+in-place under no_grad, reproducibility."""
 
 import math
 
@@ -73,6 +74,58 @@ def test_normal_family():
         assert fn() is t
         v = to_np(t)
         assert abs(v.std() - std) < 0.02 * std and abs(v.mean()) < 0.02 * std
+
+
+def _truncated_moments(mean, std, a, b):
+    """Mean and variance of N(mean, std^2) truncated to [a, b] (the textbook formulas)."""
+    al, be = (a - mean) / std, (b - mean) / std
+
+    def pdf(x):
+        return math.exp(-x * x / 2) / math.sqrt(2 * math.pi)
+
+    def cdf(x):
+        return (1 + math.erf(x / math.sqrt(2))) / 2
+
+    z = cdf(be) - cdf(al)
+    m = mean + std * (pdf(al) - pdf(be)) / z
+    v = std**2 * (1 + (al * pdf(al) - be * pdf(be)) / z - ((pdf(al) - pdf(be)) / z) ** 2)
+    return m, v
+
+
+@pytest.mark.parametrize(
+    "mean,std,a,b", [(0.0, 0.02, -2.0, 2.0), (0.0, 1.0, -1.0, 2.0), (0.5, 1.0, 0.0, 1.0)]
+)
+def test_trunc_normal(mean, std, a, b):
+    gpucore.manual_seed(3)
+    w = init.trunc_normal_(gpucore.empty(400, 500), mean=mean, std=std, a=a, b=b)
+    x = to_np(w).astype(np.float64)
+    assert x.min() >= a and x.max() <= b
+    m, v = _truncated_moments(mean, std, a, b)
+    n = x.size  # the sample moments' standard errors, 5 of them
+    assert abs(x.mean() - m) < 5 * math.sqrt(v / n)
+    assert abs(x.var() - v) < 5 * v * math.sqrt(2 / n) + 1e-12
+    with pytest.warns(UserWarning, match="more than 2 std"):
+        init.trunc_normal_(gpucore.empty(3), mean=5.0, std=1.0, a=-1.0, b=1.0)
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (5, 3), (4, 4), (6, 2, 2)])
+def test_orthogonal(shape):
+    w = init.orthogonal_(gpucore.empty(*shape), gain=2.0)
+    q = to_np(w).reshape(shape[0], -1).astype(np.float64)
+    gram = q @ q.T if q.shape[0] <= q.shape[1] else q.T @ q
+    np.testing.assert_allclose(gram, 4.0 * np.eye(min(q.shape)), atol=1e-5)
+    g = gpucore.Generator().manual_seed(7)
+    a = to_np(init.orthogonal_(gpucore.empty(4, 3), generator=g))
+    g.manual_seed(7)
+    np.testing.assert_array_equal(a, to_np(init.orthogonal_(gpucore.empty(4, 3), generator=g)))
+    with pytest.raises(gpucore.ShapeError, match="2 or more dimensions"):
+        init.orthogonal_(gpucore.empty(3))
+
+
+def test_eye():
+    np.testing.assert_array_equal(to_np(init.eye_(gpucore.empty(2, 3))), np.eye(2, 3))
+    with pytest.raises(gpucore.ShapeError, match="2-D"):
+        init.eye_(gpucore.empty(2, 2, 2))
 
 
 def test_constants_in_place_under_no_grad():

@@ -1,7 +1,8 @@
 """Embedding, functional and module: rows picked by int64 and int32 indices, padding_idx (no
 gradient), max_norm (renormalized in place), from_pretrained and the default initialisation;
 EmbeddingBag (sum, mean, max, offsets, per_sample_weights, padding_idx) against a loop and
-PyTorch. one_hot is tested with unfold and fold in test_conv.py."""
+PyTorch; scale_grad_by_freq (each row's gradient over its count) for both. one_hot is tested
+with unfold and fold in test_conv.py."""
 
 import numpy as np
 import pytest
@@ -178,3 +179,68 @@ def test_embedding_bag_module_defaults_and_errors():
         F.embedding_bag(gpucore.tensor(IDX.reshape(3, 4)), m.weight, gpucore.tensor([0, 1]))
     with pytest.raises(ValueError, match="offsets"):
         F.embedding_bag(gpucore.tensor(IDX), m.weight, gpucore.tensor([1, 3]))
+
+
+def test_embedding_scale_grad_by_freq():
+    w, g = rand((6, 3)), rand((2, 4, 3), seed=3)
+    idx = np.array([[1, 2, 4, 1], [4, 4, 5, 0]])
+    ref = np.zeros((6, 3))
+    np.add.at(ref, idx.reshape(-1), g.reshape(-1, 3))
+    ref /= np.maximum(np.bincount(idx.reshape(-1), minlength=6), 1)[:, None]
+    wt = f64(w, grad=True)
+    out = F.embedding(gpucore.tensor(idx), wt, scale_grad_by_freq=True)
+    assert_close(out, w[idx])  # the forward is unchanged
+    out.backward(f64(g))
+    assert_close(wt.grad, ref)
+    m = nn.Embedding(6, 3, padding_idx=4, scale_grad_by_freq=True).to(gpucore.float64)
+    assert repr(m) == "Embedding(6, 3, padding_idx=4, scale_grad_by_freq=True)"
+    m(gpucore.tensor(idx)).backward(f64(g))
+    ref[4] = 0.0
+    assert_close(m.weight.grad, ref)
+    for make in (
+        lambda: nn.Embedding(6, 3, sparse=True),
+        lambda: nn.EmbeddingBag(6, 3, sparse=True),
+    ):
+        with pytest.raises(NotImplementedError, match="sparse"):
+            make()
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_embedding_bag_scale_grad_by_freq(mode):
+    idx = np.array([1, 2, 4, 1, 4, 4, 9, 0, 2, 2, 2, 7])
+    off = np.array([0, 3, 3, 7])
+    w, g = rand((10, 4)), rand((4, 4), seed=5)
+    ends = np.append(off[1:], idx.size)
+    ref = np.zeros((10, 4))
+    counts = np.bincount(idx, minlength=10)
+    for b, (lo, hi) in enumerate(zip(off, ends)):
+        for i in idx[lo:hi]:
+            ref[i] += g[b] / (max(hi - lo, 1) if mode == "mean" else 1) / counts[i]
+    wt = f64(w, grad=True)
+    out = F.embedding_bag(
+        gpucore.tensor(idx), wt, gpucore.tensor(off), mode=mode, scale_grad_by_freq=True
+    )
+    out.backward(f64(g))
+    assert_close(wt.grad, ref)
+    with pytest.raises(ValueError, match="max mode"):
+        F.embedding_bag(
+            gpucore.tensor(idx), wt, gpucore.tensor(off), mode="max", scale_grad_by_freq=True
+        )
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_embedding_scale_grad_by_freq_matches_torch(mode):
+    torch = pytest.importorskip("torch")
+    # every index twice: PyTorch 2.13's CPU embedding_bag divides a row by another index's count
+    # where counts differ (pytorch/pytorch#190063), so parity is checked where it is right
+    idx = np.array([3, 1, 3, 5, 1, 0, 5, 0])
+    kw = dict(mode=mode, scale_grad_by_freq=True)
+    check_module_vs_torch(
+        nn.EmbeddingBag(10, 4, **kw), torch.nn.EmbeddingBag(10, 4, **kw), [idx, np.array([0, 3, 3])]
+    )
+    idx = np.array([1, 2, 4, 1, 4, 4, 9, 0, 2, 2, 2, 7])
+    check_module_vs_torch(
+        nn.Embedding(10, 4, scale_grad_by_freq=True, padding_idx=2),
+        torch.nn.Embedding(10, 4, scale_grad_by_freq=True, padding_idx=2),
+        [idx.reshape(3, 4)],
+    )

@@ -1,6 +1,6 @@
 """interpolate, functional and the Upsample modules: nearest, nearest-exact, linear, bilinear,
-trilinear (align_corners, scale_factor, recompute_scale_factor) and area against numpy float64
-references built pixel by pixel, errors, and PyTorch's modules where installed."""
+trilinear, bicubic (align_corners, scale_factor, recompute_scale_factor) and area against numpy
+float64 references built pixel by pixel, errors, and PyTorch's modules where installed."""
 
 import math
 
@@ -47,6 +47,39 @@ def np_linear(x, out_size, align_corners, scales=None):
             y[(slice(None),) * d + (j,)] = a * (1 - lam) + b * lam
         x = y
     return x
+
+
+def keys_kernel(d, a=-0.75):
+    """Keys' cubic convolution kernel at distance d (written on |d|, not on the fraction)."""
+    d = abs(d)
+    if d <= 1:
+        return (a + 2) * d**3 - (a + 3) * d**2 + 1
+    if d < 2:
+        return a * d**3 - 5 * a * d**2 + 8 * a * d - 4 * a
+    return 0.0
+
+
+def np_bicubic(x, out_size, align_corners, scales=None):
+    """Each output pixel: the 4x4 input pixels around its source point (edge pixels repeated),
+    weighted by the kernel of their distances (PyTorch's source index, not clamped at 0)."""
+    scales = scales or [None, None]
+    h, w = x.shape[2:]
+    coords = []
+    for n, o, s in zip((h, w), out_size, scales):
+        if align_corners:
+            src = np.arange(o) * ((n - 1) / (o - 1) if o > 1 else 0.0)
+        else:
+            src = (np.arange(o) + 0.5) * (1 / s if s else n / o) - 0.5
+        coords.append(src)
+    y = np.zeros(x.shape[:2] + tuple(out_size))
+    for i, sy in enumerate(coords[0]):
+        for j, sx in enumerate(coords[1]):
+            fy, fx = math.floor(sy), math.floor(sx)
+            for ty in range(fy - 1, fy + 3):
+                for tx in range(fx - 1, fx + 3):
+                    wgt = keys_kernel(sy - ty) * keys_kernel(sx - tx)
+                    y[:, :, i, j] += wgt * x[:, :, min(max(ty, 0), h - 1), min(max(tx, 0), w - 1)]
+    return y
 
 
 @pytest.mark.parametrize("size", [(6, 8), (3, 2), (5, 7), (4, 5), (1, 1)])
@@ -113,6 +146,54 @@ def test_interpolate_linear_scale_factor():
     )
 
 
+# float32 inputs get float32 weights (PyTorch's): 16 taps of magnitude 2 that cancel leave a few
+# float32 ulps of the inputs, not of the (small) result
+BICUBIC_ATOL = 5e-6
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("size", [(6, 8), (3, 2), (5, 7), (1, 3), (9, 11)])
+def test_interpolate_bicubic(size, align_corners):
+    check_op(
+        lambda x: F.interpolate(x, size=size, mode="bicubic", align_corners=align_corners),
+        lambda x: np_bicubic(x, size, align_corners),
+        [(2, 3, 4, 5)],
+        atol=BICUBIC_ATOL,
+    )
+
+
+def test_interpolate_bicubic_scale_factor():
+    # 1 / scale_factor as the ratio, unless recompute_scale_factor
+    check_op(
+        lambda x: F.interpolate(x, scale_factor=1.7, mode="bicubic"),
+        lambda x: np_bicubic(x, (5, 6), False, [1.7, 1.7]),
+        [(1, 2, 3, 4)],
+        atol=BICUBIC_ATOL,
+    )
+    check_op(
+        lambda x: F.interpolate(x, scale_factor=1.7, mode="bicubic", recompute_scale_factor=True),
+        lambda x: np_bicubic(x, (5, 6), False),
+        [(1, 2, 3, 4)],
+        atol=BICUBIC_ATOL,
+        grad=False,
+    )
+
+
+def test_interpolate_bicubic_matches_torch():
+    """A ViT position-embedding resize as fine-tuning scripts write it, values and gradients."""
+    torch = pytest.importorskip("torch")
+    x = rand((1, 8, 7, 7), seed=3).astype(np.float32)
+    g = rand((1, 8, 10, 10), seed=4).astype(np.float32)
+    xt = torch.from_numpy(x).requires_grad_()
+    yt = torch.nn.functional.interpolate(xt, size=(10, 10), mode="bicubic", align_corners=False)
+    yt.backward(torch.from_numpy(g))
+    xg = gpucore.tensor(x, requires_grad=True)
+    yg = F.interpolate(xg, size=(10, 10), mode="bicubic", align_corners=False)
+    yg.backward(gpucore.tensor(g))
+    assert_close(yg, yt.detach().numpy(), rtol=1e-5, atol=1e-5)
+    assert_close(xg.grad, xt.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
 def test_interpolate_area():
     x = rand((2, 3, 4, 6))
     ref = x.reshape(2, 3, 2, 2, 3, 2).mean((3, 5))
@@ -129,8 +210,10 @@ def test_interpolate_errors():
         F.interpolate(x, scale_factor=2, align_corners=True)
     with pytest.raises(NotImplementedError, match="3D input, but bilinear mode needs 4D"):
         F.interpolate(gpucore.zeros(1, 3, 3), scale_factor=2, mode="bilinear")
+    with pytest.raises(NotImplementedError, match="3D input, but bicubic mode needs 4D"):
+        F.interpolate(gpucore.zeros(1, 3, 3), scale_factor=2, mode="bicubic")
     with pytest.raises(NotImplementedError, match="bicubic"):
-        F.interpolate(x, scale_factor=2, mode="bicubic")
+        F.interpolate(x, scale_factor=2, mode="lanczos")
     with pytest.raises(NotImplementedError, match="antialias"):
         F.interpolate(x, scale_factor=2, mode="bilinear", antialias=True)
     with pytest.raises(gpucore.ShapeError, match="interpolate"):

@@ -1,5 +1,6 @@
 """gpucore.nn.utils: clip_grad_norm_ (2, 1, inf and any p; returned norm; no clipping under the
-limit; non-finite handling), clip_grad_value_, parameters_to_vector / vector_to_parameters."""
+limit; non-finite handling), its two halves get_total_norm / clip_grads_with_norm_,
+clip_grad_value_, parameters_to_vector / vector_to_parameters."""
 
 import math
 
@@ -12,6 +13,8 @@ import gpucore.nn as nn
 from gpucore.nn.utils import (
     clip_grad_norm_,
     clip_grad_value_,
+    clip_grads_with_norm_,
+    get_total_norm,
     parameters_to_vector,
     vector_to_parameters,
 )
@@ -75,6 +78,28 @@ def test_clip_grad_norm_nonfinite():
         clip_grad_norm_(ps, 1.0, error_if_nonfinite=True)
     out = clip_grad_norm_(ps, 1.0)
     assert math.isinf(out.item())
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, math.inf])
+def test_get_total_norm_then_clip_grads_with_norm(norm_type):
+    """The two halves of clip_grad_norm_, as PyTorch 2.6+ splits it (a norm taken once, logged,
+    then applied): the norm of the concatenated tensors, then the min(1, max / (norm + 1e-6))
+    scale."""
+    grads = [rand((3, 4), -5, 5), rand((6,), seed=1)]
+    flat = np.concatenate([g.ravel() for g in grads])
+    want = np.abs(flat).max() if norm_type == math.inf else np.linalg.norm(flat, norm_type)
+    ps = _params(grads)
+    total = get_total_norm([p.grad for p in ps], norm_type)
+    assert total.item() == pytest.approx(want, rel=1e-12)
+    assert clip_grads_with_norm_(ps, 2.0, total) is None
+    for p, g in zip(ps, grads):
+        assert_close(p.grad, g * min(1.0, 2.0 / (want + 1e-6)), rtol=1e-12)
+    assert get_total_norm([]).item() == 0.0
+    assert get_total_norm(gpucore.tensor([3.0, 4.0])).item() == pytest.approx(5.0)
+    with pytest.raises(RuntimeError, match=r"get_total_norm\(\): .*non-finite"):
+        get_total_norm([gpucore.tensor([math.nan])], error_if_nonfinite=True)
+    with pytest.raises(ValueError, match=r"get_total_norm\(\): norm_type"):
+        get_total_norm([gpucore.tensor([1.0])], norm_type=-1)
 
 
 def test_clip_grad_value():

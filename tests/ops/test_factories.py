@@ -43,3 +43,13 @@ def test_new_on_vulkan_keeps_the_device(vulkan):
     for t in (x.new_zeros(2), x.new_ones(2), x.new_full((2,), 1.0), x.new_tensor([1.0])):
         assert t.device.type == "vulkan"
     assert x.new_zeros(2, device="cpu").device.type == "cpu"
+
+
+@pytest.mark.parametrize("name", ["new_zeros", "new_ones", "new_empty"])
+def test_new_sized_by_keyword(name):
+    # size= as PyTorch's keyword (it was swallowed by **_ignored: a 0-d result)
+    x = gpucore.zeros(2, dtype=gpucore.float64)
+    out = getattr(x, name)(size=(2, 3))
+    assert tuple(out.shape) == (2, 3) and out.dtype is gpucore.float64
+    with pytest.raises(TypeError, match="not both"):
+        getattr(x, name)(2, size=(2,))

@@ -18,6 +18,17 @@ def test_flip(dims):
     same_as_torch(lambda m, x: m.flip(x, dims), _rand(2, 3, 4, seed=1))
 
 
+def test_flip_and_repeat_keywords():
+    """PyTorch's documented keyword names: torch.flip(x, dims=...), x.repeat(repeats=...)."""
+    x = np.arange(24.0).reshape(2, 3, 4)
+    g = gpucore.tensor(x)
+    np.testing.assert_array_equal(gpucore.flip(g, dims=[0, 2]).numpy(), x[::-1, :, ::-1])
+    np.testing.assert_array_equal(g.flip(dims=(1,)).numpy(), x[:, ::-1])
+    np.testing.assert_array_equal(g.repeat(repeats=(1, 2, 1)).numpy(), np.tile(x, (1, 2, 1)))
+    with pytest.raises(gpucore.ArgumentTypeError, match=r"flip\(\): got dims both"):
+        g.flip(0, dims=(1,))
+
+
 def test_fliplr_flipud_rot90():
     x = _rand(3, 4, seed=2)
     same_as_torch(lambda m, x: m.fliplr(x), x)

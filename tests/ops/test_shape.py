@@ -28,6 +28,16 @@ VIEWS = {
         lambda x: gpucore.broadcast_to(x[:1], (4, 3, 4)),
         lambda x: np.broadcast_to(x[:1], (4, 3, 4)),
     ),
+    # PyTorch's keyword names for the shape / dims varargs
+    "reshape_kw": (lambda x: gpucore.reshape(x, shape=(4, 6)), lambda x: x.reshape(4, 6)),
+    "reshape_kw_method": (lambda x: x.reshape(shape=(-1, 2)), lambda x: x.reshape(-1, 2)),
+    "view_kw": (lambda x: x.contiguous().view(size=(3, 8)), lambda x: x.reshape(3, 8)),
+    "permute_kw": (lambda x: gpucore.permute(x, dims=(2, 0, 1)), lambda x: x.transpose(2, 0, 1)),
+    "permute_kw_method": (lambda x: x.permute(dims=[1, 2, 0]), lambda x: x.transpose(1, 2, 0)),
+    "expand_kw": (
+        lambda x: x[:, :1].expand(size=(2, 5, 4)),
+        lambda x: np.broadcast_to(x[:, :1], (2, 5, 4)),
+    ),
     "chain": (
         lambda x: x.permute(1, 0, 2).reshape(3, 8)[::2].T,
         lambda x: x.transpose(1, 0, 2).reshape(3, 8)[::2].T,
@@ -53,6 +63,20 @@ def test_view_ops(name):
 )
 def test_squeeze(fn, np_fn):
     check_op(fn, np_fn, [(1, 3, 1)], rtol=0, atol=0)
+
+
+def test_shape_keywords_errors_and_view_dtype():
+    x = gpucore.zeros(2, 3)
+    with pytest.raises(gpucore.ArgumentTypeError, match=r"permute\(\): got dims both"):
+        x.permute(1, 0, dims=(1, 0))
+    with pytest.raises(gpucore.ArgumentTypeError, match=r"reshape\(\): got shape both"):
+        x.reshape(6, shape=(6,))
+    with pytest.raises(gpucore.ArgumentTypeError, match="view"):
+        x.view(6, dtype=gpucore.int32)
+    # view(dtype=...): the keyword form of the bit reinterpretation
+    y = gpucore.tensor([1.0, -2.0]).view(dtype=gpucore.int32)
+    assert y.dtype == gpucore.int32
+    assert to_np(y).tolist() == np.array([1.0, -2.0], np.float32).view(np.int32).tolist()
 
 
 def test_odd_shapes():

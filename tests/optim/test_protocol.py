@@ -240,3 +240,49 @@ def test_lbfgs_on_the_vulkan_device(vulkan):
         return x.detach().to("cpu").numpy()
 
     np.testing.assert_allclose(minimize("vulkan"), minimize("cpu"), rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "LBFGS"])
+def test_step_hooks(name):
+    """register_step_pre_hook / register_step_post_hook and the global forms, in PyTorch's
+    order (global pre, own pre, step, own post, global post); a pre-hook may replace the
+    arguments; handles remove."""
+    from gpucore.optim import optimizer as O
+
+    p = gpucore.nn.Parameter(gpucore.ones(2))
+    opt = getattr(optim, name)([p], lr=0.1)
+    calls = []
+
+    def closure():
+        calls.append("closure")
+        opt.zero_grad()
+        loss = (p * p).sum()
+        loss.backward()
+        return loss
+
+    handles = [
+        O.register_optimizer_step_pre_hook(lambda o, a, k: calls.append("global pre")),
+        opt.register_step_pre_hook(lambda o, a, k: calls.append(("pre", len(a), dict(k)))),
+        opt.register_step_post_hook(lambda o, a, k: calls.append("post")),
+        O.register_optimizer_step_post_hook(lambda o, a, k: calls.append("global post")),
+    ]
+    try:
+        opt.step(closure)
+        assert calls[0] == "global pre" and calls[1] == ("pre", 1, {})
+        assert "closure" in calls and calls[-2:] == ["post", "global post"]
+        # a pre-hook returning (args, kwargs) replaces the step's arguments
+        swap = opt.register_step_pre_hook(lambda o, a, k: ((), {"closure": closure}))
+        calls.clear()
+        opt.step(lambda: 1 / 0)  # replaced, never called
+        assert "closure" in calls
+        swap.remove()
+        bad = opt.register_step_pre_hook(lambda o, a, k: 3)
+        with pytest.raises(RuntimeError, match="must return None or a tuple"):
+            opt.step(closure)
+        bad.remove()
+    finally:
+        for handle in handles:
+            handle.remove()
+    calls.clear()
+    opt.step(closure)
+    assert calls == ["closure"] * len(calls) and calls

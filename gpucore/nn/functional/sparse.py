@@ -31,7 +31,8 @@ def embedding(
     """Rows of weight [num_embeddings, dim] picked by the integer indices in input.
 
     padding_idx: that row's gradient is always zero. max_norm: rows looked up are first
-    renormalized in place to at most that norm (as PyTorch).
+    renormalized in place to at most that norm (as PyTorch). scale_grad_by_freq: each row's
+    gradient is divided by the number of times its index occurs in input.
     """
     if not isinstance(input, Tensor) or input.dtype not in (D.int64, D.int32):
         raise DTypeError(
@@ -44,9 +45,10 @@ def embedding(
             f"embedding(): weight must be 2-D [num_embeddings, embedding_dim], got "
             f"{tuple(weight.shape)}"
         )
-    if scale_grad_by_freq or sparse:
+    if sparse:
         raise NotImplementedError(
-            "embedding(): scale_grad_by_freq and sparse gradients are not supported"
+            "embedding(): sparse gradients are not supported (gpucore has no sparse tensors); "
+            "use sparse=False"
         )
     num = weight.shape[0]
     check_indices("embedding", input, num, "the embedding table (dim 0)")
@@ -63,13 +65,24 @@ def embedding(
             embedding_renorm_(weight, input, max_norm, norm_type)
     # index_select rather than weight[input]: the same rows and gradient, and it captures into
     # a compiled model with the indices as a runtime input (an index key cannot be captured)
-    out = index_select(weight, 0, input.reshape(-1)).reshape(
-        tuple(input.shape) + (weight.shape[1],)
-    )
+    flat = input.reshape(-1)
+    rows = index_select(weight, 0, flat)
+    if scale_grad_by_freq and rows._requires_grad:
+        rows.register_hook(_by_frequency(flat, weight))
+    out = rows.reshape(tuple(input.shape) + (weight.shape[1],))
     if padding_idx is not None and out._requires_grad:
         pad = (input == padding_idx).unsqueeze(-1)
         out = E.where(pad, out.detach(), out)
     return out
+
+
+def _by_frequency(flat: Tensor, weight: Tensor):
+    """The gradient hook of scale_grad_by_freq: each looked-up row's gradient times 1 / (how
+    many times its index occurs in the mini-batch), as PyTorch (the forward is unchanged)."""
+    idx = flat.numpy()
+    counts = np.bincount(idx, minlength=weight.shape[0])[idx]
+    scale = _const((1.0 / counts)[:, None], dtype=weight.dtype, device=weight.device)
+    return lambda grad: grad * scale
 
 
 def embedding_renorm_(input: Tensor, indices: Tensor, max_norm: float, norm_type: float) -> Tensor:
@@ -145,6 +158,10 @@ def embedding_bag(
     (sum, mean) or a gather padded with -inf and a max (max)."""
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"embedding_bag(): mode must be 'sum', 'mean' or 'max', got {mode!r}")
+    if scale_grad_by_freq and mode == "max":
+        raise ValueError(
+            "embedding_bag(): max mode does not support scaling the gradient by the frequency"
+        )
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(
             f"embedding_bag(): per_sample_weights is only supported for mode='sum', got "

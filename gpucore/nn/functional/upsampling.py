@@ -1,6 +1,7 @@
 """interpolate (torch.nn.functional.interpolate): nearest and nearest-exact (an index_select per
-spatial dim), linear/bilinear/trilinear (a blend of two index_selects per dim, separable) and
-area (adaptive average pooling). Indices and weights are built once per shape."""
+spatial dim), linear/bilinear/trilinear (a blend of two index_selects per dim, separable), bicubic
+(four weighted index_selects per dim, separable) and area (adaptive average pooling). Indices and
+weights are built once per shape."""
 
 from __future__ import annotations
 
@@ -11,13 +12,16 @@ import operator
 import numpy as np
 
 from ... import _caller_warnings as caller_warnings
+from ... import dtypes
 from ...errors import ShapeError
 from ...tensor import Tensor
 from ._utils import _check_tensor, _const
 from .pooling import adaptive_avg_pool2d
 
 _LINEAR_MODES = {"linear": 3, "bilinear": 4, "trilinear": 5}
-_INTERP_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "area")
+_INTERP_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "bicubic", "area")
+_ALIGN_MODES = {**_LINEAR_MODES, "bicubic": 4}
+_CUBIC_A = -0.75  # PyTorch's (and OpenCV's) cubic convolution coefficient
 
 
 @functools.lru_cache(maxsize=256)
@@ -50,6 +54,39 @@ def _linear_weights(in_size: int, out_size: int, scale: float | None, align_corn
     return i0, i1, src - i0
 
 
+@functools.lru_cache(maxsize=256)
+def _cubic_weights(
+    in_size: int, out_size: int, scale: float | None, align_corners: bool, dtype: type
+) -> tuple[np.ndarray, np.ndarray]:
+    """(idx, w), each [4, out_size]: output j is the sum over k of input idx[k, j] times w[k, j].
+
+    The taps sit at floor(src) - 1 .. floor(src) + 2, clamped to the input (the edge pixel
+    repeats); src is PyTorch's source coordinate, not clamped at 0 as the linear modes' is. Made
+    in ``dtype`` (float32 for float32 and narrower inputs, float64 for float64), as PyTorch computes
+    them (its opmath type), in its order of operations."""
+    one, half, a = dtype(1), dtype(0.5), dtype(_CUBIC_A)
+    dst = np.arange(out_size, dtype=dtype)
+    if align_corners:
+        s = dtype(in_size - 1) / dtype(out_size - 1) if out_size > 1 else dtype(0)
+        src = s * dst
+    else:
+        s = dtype(1.0 / scale) if scale else dtype(in_size) / dtype(out_size)
+        src = s * (dst + half) - half
+    base = np.floor(src)
+    t = src - base
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + one
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    w = np.stack([far(t + one), near(t), near(one - t), far((one - t) + one)]).astype(dtype)
+    offsets = np.arange(-1, 3, dtype=np.int64)[:, None]
+    idx = np.clip(base.astype(np.int64)[None, :] + offsets, 0, in_size - 1)
+    return idx, w
+
+
 def _per_dim(op: str, v, n: int, name: str) -> tuple:
     if isinstance(v, (tuple, list)):
         if len(v) != n:
@@ -74,8 +111,9 @@ def interpolate(
 
     Give size (an int or one per spatial dim) or scale_factor (output = floor(input * scale)).
     mode: 'nearest' (PyTorch's floor(dst * scale) pick), 'nearest-exact', 'linear' (3-D),
-    'bilinear' (4-D), 'trilinear' (5-D), with align_corners, or 'area' (4-D; adaptive average
-    pooling).
+    'bilinear' (4-D), 'trilinear' (5-D), 'bicubic' (4-D; cubic convolution with A = -0.75, the
+    edge pixels repeated, no clamping of the result), with align_corners, or 'area' (4-D; adaptive
+    average pooling).
     """
     _check_tensor("interpolate", input)
     if mode not in _INTERP_MODES:
@@ -84,20 +122,20 @@ def interpolate(
         )
     if antialias:
         raise NotImplementedError("interpolate(): antialias=True is not supported")
-    if align_corners is not None and mode not in _LINEAR_MODES:
+    if align_corners is not None and mode not in _ALIGN_MODES:
         raise ValueError(
             "interpolate(): align_corners option can only be set with the interpolating modes: "
-            "linear | bilinear | trilinear"
+            "linear | bilinear | bicubic | trilinear"
         )
     if input.ndim not in (3, 4, 5):
         raise ShapeError(
             f"interpolate(): expected a 3-D, 4-D or 5-D input [N, C, *spatial], got shape "
             f"{tuple(input.shape)}"
         )
-    if mode in _LINEAR_MODES and input.ndim != _LINEAR_MODES[mode]:
+    if mode in _ALIGN_MODES and input.ndim != _ALIGN_MODES[mode]:
         raise NotImplementedError(
             f"interpolate(): got {input.ndim}D input, but {mode} mode needs "
-            f"{_LINEAR_MODES[mode]}D input"
+            f"{_ALIGN_MODES[mode]}D input"
         )
     if mode == "area" and input.ndim != 4:
         raise NotImplementedError(f"interpolate(): got {input.ndim}D input, but area mode needs 4D")
@@ -126,6 +164,8 @@ def interpolate(
         )
     if mode == "area":
         return adaptive_avg_pool2d(input, out_size)
+    if mode == "bicubic":
+        return _bicubic(input, out_size, scales, bool(align_corners))
     out = input
     for i, (n, o, s) in enumerate(zip(spatial, out_size, scales)):
         d = 2 + i
@@ -142,6 +182,25 @@ def interpolate(
         a = out.index_select(d, _const(i0))
         b = out.index_select(d, _const(i1))
         out = a + (b - a) * lam_t
+    return out
+
+
+def _bicubic(input: Tensor, out_size: tuple, scales: tuple, align_corners: bool) -> Tensor:
+    """Separable: width, then height, each output the sum of its four weighted taps (within a few
+    ulps of PyTorch's CPU kernel, which blends the 4x4 taps per output pixel)."""
+    wdtype = np.float64 if input.dtype == dtypes.float64 else np.float32
+    out = input
+    for d in (3, 2):
+        n, o, s = input.shape[d], out_size[d - 2], scales[d - 2]
+        if n == o and not s:
+            continue  # t = 0: the weights are exactly (0, 1, 0, 0)
+        idx, w = _cubic_weights(n, o, s, align_corners, wdtype)
+        bshape = (o,) + (1,) * (out.ndim - 1 - d)
+        acc = None
+        for k in range(4):
+            term = out.index_select(d, _const(idx[k])) * _const(w[k].reshape(bshape), out.dtype)
+            acc = term if acc is None else acc + term
+        out = acc
     return out
 
 

@@ -59,9 +59,10 @@ class Embedding(Module):
         self.padding_idx = padding_idx
         self.max_norm = max_norm
         self.norm_type = norm_type
-        if scale_grad_by_freq or sparse:
+        if sparse:
             raise NotImplementedError(
-                "Embedding: scale_grad_by_freq and sparse gradients are not supported"
+                "Embedding: sparse gradients are not supported (gpucore has no sparse tensors); "
+                "use sparse=False"
             )
         self.scale_grad_by_freq = scale_grad_by_freq
         self.sparse = sparse
@@ -76,7 +77,15 @@ class Embedding(Module):
                 self.weight[self.padding_idx] = 0.0
 
     def forward(self, input):
-        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type)
+        return F.embedding(
+            input,
+            self.weight,
+            self.padding_idx,
+            self.max_norm,
+            self.norm_type,
+            self.scale_grad_by_freq,
+            self.sparse,
+        )
 
     @classmethod
     def from_pretrained(
@@ -115,6 +124,8 @@ class Embedding(Module):
             s += f", max_norm={self.max_norm}"
         if self.norm_type != 2:
             s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
         return s
 
 
@@ -145,9 +156,10 @@ class EmbeddingBag(Module):
         padding_idx = _padding_idx("EmbeddingBag", padding_idx, num_embeddings)
         if mode not in ("sum", "mean", "max"):
             raise ValueError(f"EmbeddingBag: mode must be 'sum', 'mean' or 'max', got {mode!r}")
-        if scale_grad_by_freq or sparse:
+        if sparse:
             raise NotImplementedError(
-                "EmbeddingBag: scale_grad_by_freq and sparse gradients are not supported"
+                "EmbeddingBag: sparse gradients are not supported (gpucore has no sparse tensors); "
+                "use sparse=False"
             )
         self.padding_idx = padding_idx
         self.max_norm = max_norm
@@ -216,6 +228,8 @@ class EmbeddingBag(Module):
             s += f", max_norm={self.max_norm}"
         if self.norm_type != 2:
             s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
         s += f", mode={self.mode!r}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"

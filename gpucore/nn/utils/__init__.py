@@ -1,5 +1,8 @@
 """Gradient clipping and parameter/vector conversion, as torch.nn.utils; variable-length
-sequences (PackedSequence, ...) in its submodule rnn.
+sequences (PackedSequence, ...) in its submodule rnn, BatchNorm folding in fusion;
+weight_norm / remove_weight_norm in weight_norm; parametrizations (register_parametrization, ...)
+in parametrize, and the weight_norm built on them in parametrizations (both loaded on first
+access: they import the layers, which import this package).
 
 The norms stay tensors (no host round trip) unless error_if_nonfinite asks for a check.
 """
@@ -13,11 +16,19 @@ from ...creation import tensor
 from ...errors import ShapeError
 from ...ops.joining import cat, stack
 from ...tensor import Tensor
-from . import rnn
+from . import fusion, rnn
+from .weight_norm import remove_weight_norm, weight_norm
 
 __all__ = [
+    "fusion",
     "rnn",
+    "parametrize",
+    "parametrizations",
+    "weight_norm",
+    "remove_weight_norm",
     "clip_grad_norm_",
+    "clip_grads_with_norm_",
+    "get_total_norm",
     "clip_grad_value_",
     "parameters_to_vector",
     "vector_to_parameters",
@@ -35,6 +46,53 @@ def _common_float(tensors):
     return max((t.dtype for t in tensors), key=lambda d: d.itemsize)
 
 
+def get_total_norm(
+    tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False, foreach=None
+) -> Tensor:
+    """The norm of ``tensors`` (a tensor or an iterable of them, typically gradients) taken
+    together, as if concatenated: the norm of their norms, in the widest of their float dtypes.
+    norm_type: any p > 0 (1, 2...) or inf. No tensors: a 0. ``error_if_nonfinite`` raises on a
+    NaN or infinite total."""
+    return _total_norm(_param_list(tensors), norm_type, error_if_nonfinite, "get_total_norm")
+
+
+def _total_norm(tensors: list, norm_type, error_if_nonfinite: bool, op: str) -> Tensor:
+    tensors = [t for t in tensors if t is not None]
+    norm_type = float(norm_type)
+    if not tensors:
+        return tensor(0.0)
+    if not norm_type > 0:
+        raise ValueError(f"{op}(): norm_type must be positive or inf, got {norm_type}")
+    with no_grad():
+        dt = _common_float(tensors)
+        if norm_type == math.inf:
+            norms = [t.abs().amax().to(dt) for t in tensors]
+            total = norms[0] if len(norms) == 1 else stack(norms).amax()
+        else:
+            norms = [t.norm(norm_type).to(dt) for t in tensors]
+            total = norms[0] if len(norms) == 1 else stack(norms).norm(norm_type)
+    if error_if_nonfinite and not math.isfinite(float(total)):
+        raise RuntimeError(
+            f"{op}(): the total norm of order {norm_type} of the gradients is non-finite "
+            f"({float(total)}), so it cannot be clipped; set error_if_nonfinite=False to scale "
+            "them anyway"
+        )
+    return total
+
+
+def clip_grads_with_norm_(parameters, max_norm: float, total_norm: Tensor, foreach=None) -> None:
+    """Scale the gradients of ``parameters`` in place by ``min(1, max_norm / (total_norm +
+    1e-6))``, given their total norm (``get_total_norm``), as PyTorch."""
+    grads = [p.grad for p in _param_list(parameters) if p.grad is not None]
+    if not grads:
+        return
+    total = total_norm if isinstance(total_norm, Tensor) else tensor(float(total_norm))
+    with no_grad():
+        coef = (float(max_norm) / (total + 1e-6)).clamp(max=1.0)
+        for g in grads:
+            g.mul_(coef if coef.dtype is g.dtype else coef.to(g.dtype))
+
+
 def clip_grad_norm_(
     parameters,
     max_norm: float,
@@ -45,32 +103,16 @@ def clip_grad_norm_(
     """Scale the gradients of ``parameters`` in place so that their joint norm (the norm of
     all gradients concatenated) is at most max_norm; returns that norm (before clipping) as a
     tensor. norm_type: any p > 0 (1, 2...) or inf. Gradients are multiplied by
-    ``min(1, max_norm / (total_norm + 1e-6))``, as PyTorch.
+    ``min(1, max_norm / (total_norm + 1e-6))``, as PyTorch (``get_total_norm`` then
+    ``clip_grads_with_norm_``).
     """
-    grads = [p.grad for p in _param_list(parameters) if p.grad is not None]
+    params = _param_list(parameters)
+    grads = [p.grad for p in params if p.grad is not None]
     max_norm = float(max_norm)
-    norm_type = float(norm_type)
     if not grads:
         return tensor(0.0)
-    if not norm_type > 0:
-        raise ValueError(f"clip_grad_norm_(): norm_type must be positive or inf, got {norm_type}")
-    with no_grad():
-        dt = _common_float(grads)
-        if norm_type == math.inf:
-            norms = [g.abs().amax().to(dt) for g in grads]
-            total = norms[0] if len(norms) == 1 else stack(norms).amax()
-        else:
-            norms = [g.norm(norm_type).to(dt) for g in grads]
-            total = norms[0] if len(norms) == 1 else stack(norms).norm(norm_type)
-        if error_if_nonfinite and not math.isfinite(float(total)):
-            raise RuntimeError(
-                f"clip_grad_norm_(): the total norm of order {norm_type} of the gradients is "
-                f"non-finite ({float(total)}), so it cannot be clipped; set "
-                "error_if_nonfinite=False to scale them anyway"
-            )
-        coef = (max_norm / (total + 1e-6)).clamp(max=1.0)
-        for g in grads:
-            g.mul_(coef if coef.dtype is g.dtype else coef.to(g.dtype))
+    total = _total_norm(grads, norm_type, error_if_nonfinite, "clip_grad_norm_")
+    clip_grads_with_norm_(params, max_norm, total)
     return total
 
 
@@ -104,3 +146,12 @@ def vector_to_parameters(vec: Tensor, parameters) -> None:
             n = p.numel()
             p.copy_(vec[i : i + n].reshape(p.shape))
             i += n
+
+
+def __getattr__(name: str):
+    if name in ("parametrize", "parametrizations"):
+        # loaded on first access: they import nn.modules, whose rnn imports this package
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
