@@ -214,7 +214,9 @@ def trunc_normal_(
     lo, hi = cdf((a - mean) / std), cdf((b - mean) / std)
     u = from_numpy(_uniform_f32(tuple(tensor.shape), 2 * lo - 1, 2 * hi - 1, generator))
     with no_grad():
-        values = u.to(tensor.dtype).erfinv_().mul_(std * math.sqrt(2.0)).add_(mean)
+        # in float32, cast only by the copy: a bfloat16 / float16 uniform sample near +-1 rounds
+        # to 1, which erfinv takes to inf and the clamp to a bound
+        values = u.erfinv_().mul_(std * math.sqrt(2.0)).add_(mean)
         tensor.copy_(values.clamp_(min=a, max=b))
     return tensor
 

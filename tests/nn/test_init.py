@@ -108,6 +108,18 @@ def test_trunc_normal(mean, std, a, b):
         init.trunc_normal_(gpucore.empty(3), mean=5.0, std=1.0, a=-1.0, b=1.0)
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_trunc_normal_half_precision_keeps_the_distribution(dtype):
+    """The samples are drawn in float32 and rounded once: a half-precision uniform sample near
+    +-1 would round to 1, which the inverse CDF takes to infinity and the clamp to a bound."""
+    gpucore.manual_seed(5)
+    w = init.trunc_normal_(gpucore.empty(200, 500, dtype=getattr(gpucore, dtype)), std=0.02)
+    x = to_np(w.float()).astype(np.float64)
+    m, v = _truncated_moments(0.0, 0.02, -2.0, 2.0)
+    assert np.abs(x).max() < 0.2  # 10 std; a bound of 2 would be a wrong sample
+    assert abs(x.std() - math.sqrt(v)) < 0.02 * math.sqrt(v)
+
+
 @pytest.mark.parametrize("shape", [(3, 5), (5, 3), (4, 4), (6, 2, 2)])
 def test_orthogonal(shape):
     w = init.orthogonal_(gpucore.empty(*shape), gain=2.0)

@@ -114,7 +114,7 @@ def test_weight_norm_parametrization():
         weight_norm(_linear(), dim=2)
 
 
-@pytest.mark.parametrize("dim", [0, 1, None])
+@pytest.mark.parametrize("dim", [0, 1, None, -2])
 def test_weight_norm_parametrization_matches_torch(dim):
     torch = pytest.importorskip("torch")
     w, b = RNG.standard_normal((4, 2, 3)), RNG.standard_normal(4)

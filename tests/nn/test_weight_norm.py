@@ -72,7 +72,19 @@ def test_weight_norm_dim_none_remove_and_errors():
         weight_norm(m, dim=3)
 
 
-@pytest.mark.parametrize("dim", [0, 1, None])
+def test_weight_norm_negative_dim_counts_back():
+    """As PyTorch: -1 is the whole tensor (as None), -2 on a 3-D weight is dim 1."""
+    m = _conv()
+    w0 = m.weight.detach().numpy().copy()
+    weight_norm(m, dim=-2)
+    np.testing.assert_allclose(
+        m.weight_g.detach().numpy(), np.sqrt((w0**2).sum(axis=(0, 2), keepdims=True)), rtol=1e-12
+    )
+    with pytest.raises(IndexError, match="out of range"):
+        weight_norm(_conv(), dim=-4)
+
+
+@pytest.mark.parametrize("dim", [0, 1, None, -2])
 def test_weight_norm_matches_torch(dim):
     torch = pytest.importorskip("torch")
     w = RNG.standard_normal((3, 2, 3))

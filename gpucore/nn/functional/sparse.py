@@ -155,7 +155,11 @@ def embedding_bag(
     input is one bag per row; a 1-D input is cut into bags at offsets. Entries equal to
     padding_idx are left out of their bag; an empty bag gives zeros. per_sample_weights scale
     each looked-up row (mode 'sum' only). Lowered to embedding and index_add into the bags
-    (sum, mean) or a gather padded with -inf and a max (max)."""
+    (sum, mean) or a gather padded with -inf and a max (max).
+
+    scale_grad_by_freq divides each row's gradient by the number of times its index occurs in
+    the whole input, as documented; PyTorch 2.13's CPU kernel gets other factors when indices
+    repeat unequal numbers of times (pytorch#190063), so such inputs train differently there."""
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"embedding_bag(): mode must be 'sum', 'mean' or 'max', got {mode!r}")
     if scale_grad_by_freq and mode == "max":

@@ -31,6 +31,8 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
     """Reparameterise ``module.<name>`` as ``original0 * original1 / ||original1||`` (g and v,
     the norm over every dim but ``dim``; None: the whole tensor); returns the module."""
     param = getattr(module, name, None)
+    if isinstance(param, Tensor) and dim is not None and -param.ndim <= dim < -1:
+        dim += param.ndim  # as PyTorch: -1 is the whole tensor, -2 ... count back
     if isinstance(param, Tensor) and dim is not None and not -1 <= dim < param.ndim:
         raise IndexError(
             f"weight_norm(): dim {dim} is out of range for {name} of shape {tuple(param.shape)}"

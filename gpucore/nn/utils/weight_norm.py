@@ -56,7 +56,9 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
     weight = params[name]
     if dim is None:
         dim = -1
-    elif dim < -1 or dim >= weight.ndim:
+    elif -weight.ndim <= dim < -1:  # as PyTorch: -1 is the whole tensor, -2 ... count back
+        dim += weight.ndim
+    if dim < -1 or dim >= weight.ndim:
         raise IndexError(
             f"weight_norm(): dim {dim} is out of range for {name} of shape {tuple(weight.shape)}"
         )
