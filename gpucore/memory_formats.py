@@ -1,7 +1,9 @@
 """Memory formats, as torch.memory_format: ``contiguous_format`` (row-major), ``channels_last``
 (a 4-D [N, C, H, W] tensor stored as [N, H, W, C]), ``channels_last_3d`` (5-D, [N, D, H, W, C]
-in memory) and ``preserve_format`` (keep the input's format: the default of ``clone``, ``to``
-and the ``*_like`` factories).
+in memory) and ``preserve_format`` (keep the input's format: the default of ``clone`` and the
+``*_like`` factories; ``to`` keeps it when it returns the tensor itself, and a copy ``to`` makes
+(another dtype or device, as ``save`` / ``load`` and pickling) is row-major, where PyTorch keeps
+the format: the values are the same).
 
 A channels-last tensor is what PyTorch's is: the same shape and values, other strides (a
 permuted view of a row-major array). Vision scripts ask for it (``model.to(memory_format=

@@ -38,9 +38,17 @@ def _fit(g, shape, dtype):
 class _Tasks(threading.local):
     def __init__(self):
         self.callbacks = []  # one list per backward running on this thread, innermost last
+        self.returning = []  # per backward, innermost last: whether it returns its gradients
 
 
 _TASKS = _Tasks()
+
+
+def returns_gradients() -> bool:
+    """Whether the innermost backward running on this thread returns its gradients
+    (``autograd.grad``, ``backward(inputs=...)``) instead of accumulating every leaf's ``.grad``
+    (PyTorch's ``_is_checkpoint_valid`` is its negation)."""
+    return bool(_TASKS.returning) and _TASKS.returning[-1]
 
 
 def queue_callback(fn) -> None:
@@ -60,10 +68,12 @@ def run_backward(roots, root_grads, retain_graph: bool, create_graph: bool, capt
     """
     callbacks: list = []
     _TASKS.callbacks.append(callbacks)
+    _TASKS.returning.append(capture is not None)
     try:
         result = _run(roots, root_grads, retain_graph, create_graph, capture)
     finally:
         _TASKS.callbacks.pop()
+        _TASKS.returning.pop()
     while callbacks:  # a callback may queue more
         callbacks.pop(0)()
     return result

@@ -53,7 +53,10 @@ _ANY_HOOKS = [False]  # set by the first registration of any step hook
 
 
 def _register(table: dict, hook) -> _RemovableHandle:
-    _ANY_HOOKS[0] = True
+    if not _ANY_HOOKS[0]:
+        _ANY_HOOKS[0] = True
+        # the base step runs its hooks from now on; until a hook exists it pays no wrapper call
+        Optimizer.step = _hooked(Optimizer.__dict__["step"])
     key = object()
     table[key] = hook
     return _RemovableHandle(table, key)
@@ -80,6 +83,9 @@ def _hooked(step):
         self._opt_called = True
         if not _ANY_HOOKS[0]:  # no hook was ever registered: the common case, one check
             return step(self, *args, **kwargs)
+        # as PyTorch: the hooks see the step's positional arguments with the optimizer first,
+        # and new (args, kwargs) from a pre-hook are the whole call, optimizer included
+        args = (self, *args)
         pre, post = self.__dict__.get("_step_pre_hooks"), self.__dict__.get("_step_post_hooks")
         for hook in (*_GLOBAL_PRE_HOOKS.values(), *(pre or {}).values()):
             result = hook(self, args, kwargs)
@@ -90,7 +96,7 @@ def _hooked(step):
                         f"{result}."
                     )
                 args, kwargs = result
-        out = step(self, *args, **kwargs)
+        out = step(*args, **kwargs)
         for hook in (*(post or {}).values(), *_GLOBAL_POST_HOOKS.values()):
             hook(self, args, kwargs)
         return out
@@ -158,6 +164,14 @@ class Optimizer:
         """``hook(optimizer, args, kwargs)`` runs after each ``step`` (an EMA update, logging).
         Returns a handle with ``remove()``."""
         return _register(self.__dict__.setdefault("_step_post_hooks", {}), hook)
+
+    def __getstate__(self) -> dict:
+        # the step hooks are not part of a pickled or deep-copied optimizer, as in PyTorch (a
+        # lambda cannot be pickled, and a copy's hooks would act on this optimizer)
+        state = dict(self.__dict__)
+        state.pop("_step_pre_hooks", None)
+        state.pop("_step_post_hooks", None)
+        return state
 
     # ----------------------------------------------------------------------------- groups
     def add_param_group(self, param_group: dict) -> None:
@@ -233,10 +247,10 @@ class Optimizer:
                     with no_grad():
                         g.zero_()
 
-    @_hooked
     def step(self, closure=None):
         """One update of every parameter that has a gradient; ``closure`` (re-evaluates the
         model and returns the loss) is called first, with gradients enabled."""
+        self._opt_called = True  # (the scheduler's order warning; _hooked once a hook exists)
         loss = None
         if closure is not None:
             with enable_grad():

@@ -8,8 +8,12 @@ detached copies of the inputs, and backpropagates the incoming gradients through
 parameters used inside get their gradients there, accumulated into ``.grad``, for both
 ``use_reentrant`` values (a constant input that requires grad keeps the graph when no argument
 does, as PyTorch's non-reentrant variant allows). So ``backward()`` through a checkpoint gives
-PyTorch's gradients; ``autograd.grad`` with respect to parameters used only inside one is not
-supported (they receive ``.grad`` instead), nor are ``context_fn`` and ``determinism_check``.
+PyTorch's gradients. As PyTorch's reentrant variant, a checkpoint refuses (with an error naming
+it) ``autograd.grad`` and ``backward(inputs=...)`` through it (the parameters inside would get
+``.grad``), a backward with ``create_graph=True`` (the recomputed graph is not kept: a gradient
+penalty would silently lose its term) and tensors that require grad inside a list, tuple or dict
+argument (pass them as arguments of their own). Tensors that ``function`` reads from a closure
+get no gradient through it; ``context_fn`` and ``determinism_check`` are not supported.
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ import warnings
 
 from .. import random as _random
 from ..autograd import backward as _backward
+from ..autograd.engine import returns_gradients
 from ..autograd.function import Function
-from ..autograd.grad_mode import enable_grad, no_grad
+from ..autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
 from ..creation import tensor
 from ..tensor import Tensor
 
@@ -43,6 +48,18 @@ class _Checkpoint(Function):
 
     @staticmethod
     def backward(ctx, *grads):
+        if returns_gradients():
+            raise RuntimeError(
+                "checkpoint: not compatible with autograd.grad() or backward(inputs=...) through "
+                "it (the parameters inside would get .grad); call .backward() without inputs, or "
+                "the function without checkpoint"
+            )
+        if is_grad_enabled():  # the engine runs backward functions in grad mode for create_graph
+            raise NotImplementedError(
+                "checkpoint: a backward with create_graph=True (double backward, a gradient "
+                "penalty) through a checkpoint is not supported: the recomputed graph is not "
+                "kept; call the function without checkpoint there"
+            )
         args = list(ctx.others)
         for i, t in zip(ctx.tensor_pos, ctx.saved_tensors):
             args[i] = t.detach().requires_grad_(t.requires_grad)
@@ -88,7 +105,23 @@ def checkpoint(
         raise NotImplementedError("checkpoint(): context_fn is not supported")
     if use_reentrant and kwargs:
         raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+    for a in (*args, *kwargs.values()):
+        if _holds_grad_tensor(a):
+            raise NotImplementedError(
+                "checkpoint(): a tensor that requires grad inside a "
+                f"{type(a).__name__} argument gets no gradient through the checkpoint; pass it "
+                "as an argument of its own"
+            )
     return _Checkpoint.apply(function, preserve_rng_state, kwargs, _ANCHOR, *args)
+
+
+def _holds_grad_tensor(a) -> bool:
+    """Whether container ``a`` (list, tuple, dict, nested) holds a tensor that requires grad."""
+    if isinstance(a, (list, tuple)):
+        return any(isinstance(v, Tensor) and v.requires_grad or _holds_grad_tensor(v) for v in a)
+    if isinstance(a, dict):
+        return _holds_grad_tensor(list(a.values()))
+    return False
 
 
 def checkpoint_sequential(

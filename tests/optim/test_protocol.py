@@ -268,10 +268,11 @@ def test_step_hooks(name):
     ]
     try:
         opt.step(closure)
-        assert calls[0] == "global pre" and calls[1] == ("pre", 1, {})
+        # the positional arguments as PyTorch passes them: the optimizer, then the closure
+        assert calls[0] == "global pre" and calls[1] == ("pre", 2, {})
         assert "closure" in calls and calls[-2:] == ["post", "global post"]
         # a pre-hook returning (args, kwargs) replaces the step's arguments
-        swap = opt.register_step_pre_hook(lambda o, a, k: ((), {"closure": closure}))
+        swap = opt.register_step_pre_hook(lambda o, a, k: ((o,), {"closure": closure}))
         calls.clear()
         opt.step(lambda: 1 / 0)  # replaced, never called
         assert "closure" in calls
@@ -286,3 +287,38 @@ def test_step_hooks(name):
     calls.clear()
     opt.step(closure)
     assert calls == ["closure"] * len(calls) and calls
+
+
+def test_step_hook_arguments_match_torch():
+    """What a pre-hook receives: (optimizer, args with the optimizer first, kwargs), as PyTorch."""
+    torch = pytest.importorskip("torch")
+    seen = {}
+    for lib in (gpucore, torch):
+        p = lib.nn.Parameter(lib.ones(2))
+        opt = lib.optim.SGD([p], lr=0.1)
+        got = []
+        h = opt.register_step_pre_hook(
+            lambda o, a, k, got=got: got.append((a[0] is o, len(a), dict(k)))
+        )
+        (p * p).sum().backward()
+        opt.step()
+        opt.step(closure=None)
+        h.remove()
+        seen[lib.__name__] = got
+    assert seen["gpucore"] == seen["torch"]
+
+
+def test_an_optimizer_with_hooks_pickles_and_copies_without_them():
+    import copy
+    import pickle
+
+    p = gpucore.nn.Parameter(gpucore.ones(2))
+    opt = optim.SGD([p], lr=0.1)
+    calls = []
+    opt.register_step_pre_hook(lambda o, a, k: calls.append(o))
+    opt.register_step_post_hook(lambda o, a, k: calls.append(o))
+    for other in (pickle.loads(pickle.dumps(opt)), copy.deepcopy(opt)):
+        other.step()
+        assert calls == [] and other.param_groups[0]["lr"] == 0.1
+    opt.step()
+    assert calls == [opt, opt]

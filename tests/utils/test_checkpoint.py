@@ -78,6 +78,30 @@ def test_errors_and_warning():
         checkpoint(lambda a: a, x, use_reentrant=False, context_fn=lambda: None)
 
 
+def test_what_a_checkpoint_refuses_rather_than_answer_wrongly():
+    """As PyTorch's reentrant checkpoint: no autograd.grad / backward(inputs=) through it (the
+    parameters inside would get .grad), no create_graph (a gradient penalty would lose its
+    term), no grad-requiring tensor hidden in a container argument (it would get no gradient)."""
+    m = _model()
+    x = gpucore.tensor(np.ones((2, 4)), requires_grad=True)
+    with pytest.raises(RuntimeError, match="autograd.grad"):
+        gpucore.autograd.grad(checkpoint(m, x, use_reentrant=False).sum(), x)
+    with pytest.raises(RuntimeError, match="backward\\(inputs"):
+        checkpoint(m, x, use_reentrant=False).sum().backward(inputs=[x])
+    assert all(p.grad is None for p in m.parameters())  # nothing was accumulated
+    y = checkpoint(m, x, use_reentrant=True)
+    with pytest.raises(NotImplementedError, match="create_graph"):
+        y.sum().backward(create_graph=True)
+    w = x * 3
+    with pytest.raises(NotImplementedError, match="list argument"):
+        checkpoint(lambda items: items[0] * 2, [w], use_reentrant=False)
+    with pytest.raises(NotImplementedError, match="dict argument"):
+        checkpoint(lambda a, d: a * d["s"], x, use_reentrant=False, d={"s": w})
+    # containers without such tensors are fine
+    out = checkpoint(lambda items: items[0] * 2, [x.detach()], use_reentrant=False)
+    np.testing.assert_array_equal(out.detach().numpy(), np.full((2, 4), 2.0))
+
+
 def test_matches_torch():
     torch = pytest.importorskip("torch")
     xs = np.random.default_rng(0).standard_normal((3, 4))
