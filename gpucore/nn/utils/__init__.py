@@ -1,5 +1,6 @@
 """Gradient clipping and parameter/vector conversion, as torch.nn.utils; variable-length
-sequences (PackedSequence, ...) in its submodule rnn, BatchNorm folding in fusion.
+sequences (PackedSequence, ...) in its submodule rnn, BatchNorm folding in fusion, the hook forms of
+weight_norm and spectral_norm.
 
 The norms stay tensors (no host round trip) unless error_if_nonfinite asks for a check.
 """
@@ -14,10 +15,16 @@ from ...errors import ShapeError
 from ...ops.joining import cat, stack
 from ...tensor import Tensor
 from . import fusion, rnn
+from .spectral_norm import remove_spectral_norm, spectral_norm
+from .weight_norm import remove_weight_norm, weight_norm
 
 __all__ = [
     "fusion",
     "rnn",
+    "weight_norm",
+    "remove_weight_norm",
+    "spectral_norm",
+    "remove_spectral_norm",
     "clip_grad_norm_",
     "clip_grads_with_norm_",
     "get_total_norm",
