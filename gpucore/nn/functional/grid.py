@@ -19,9 +19,9 @@ import numpy as np
 
 from ... import _caller_warnings as caller_warnings
 from ... import dtypes as D
+from ...creation import fused_linspace
 from ...errors import DTypeError, ShapeError
 from ...ops import grid_sample as _gs
-from ...ops.counting import _linspace_edges as _torch_linspace
 from ...ops.elementwise import where
 from ...ops.registry import capturing
 from ...tensor import Tensor
@@ -39,14 +39,14 @@ _ALIGN_WARNING = (
 def _base_grid(spatial: tuple, align_corners: bool, dtype: type = np.float64) -> np.ndarray:
     """[prod(spatial), nd + 1]: each output position's (x, y[, z], 1), PyTorch's
     linspace_from_neg_one per dim (0 for a dim of size 1), in ``dtype`` with its rounding (its
-    linspace's fused steps from both ends, as histogram's edges), then ``* (n - 1) / n`` without
+    linspace's fused steps from both ends: creation.fused_linspace), then ``* (n - 1) / n`` without
     align_corners. A coordinate one ulp off flips mode='nearest' picks at pixel-centre ties (and
     grid_sample's results with them)."""
 
     def lin(n):
         if n <= 1:
             return np.zeros(max(n, 1), dtype)
-        r = _torch_linspace(-1.0, 1.0, n - 1, D.float64 if dtype is np.float64 else D.float32)
+        r = fused_linspace(-1.0, 1.0, n, D.float64 if dtype is np.float64 else D.float32)
         return r if align_corners else r * dtype(n - 1) / dtype(n)
 
     axes = [lin(s) for s in spatial]  # along D, H, W (or H, W)
