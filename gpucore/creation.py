@@ -385,7 +385,27 @@ def linspace(start, end, steps: int, dtype=None, device=None, requires_grad: boo
     if steps < 0:
         raise ValueError(f"linspace(): number of steps must be non-negative, got {steps}")
     dt = D.as_dtype(dtype) if dtype is not None else D.default_float()
+    if steps > 1 and (dt is D.float32 or dt is D.float64):
+        lo, hi = float(start), float(end)
+        if math.isfinite(lo) and math.isfinite(hi):
+            arr = fused_linspace(lo, hi, steps, dt)
+            return _finish(_store(arr, dt), dt, requires_grad, be)
     return _finish(_store(np.linspace(start, end, steps), dt), dt, requires_grad, be)
+
+
+def fused_linspace(lo: float, hi: float, steps: int, dt) -> np.ndarray:
+    """linspace(lo, hi, steps) in float32 / float64 as PyTorch's CPU kernel makes it: the step
+    rounded to dt, the first half ``lo + step * i``, the second ``hi - step * (n - 1 - i)``,
+    each a fused multiply-add (one rounding: computed wider, float64 for float32 and x87's
+    extended precision for float64, then rounded to dt). numpy's linspace, rounded from
+    float64, differs from it by an ulp here and there."""
+    npd = np.float64 if dt is D.float64 else np.float32
+    wide = np.longdouble if dt is D.float64 else np.float64
+    lo_, hi_ = npd(lo), npd(hi)
+    step = wide((hi_ - lo_) / npd(steps - 1))
+    i = np.arange(steps).astype(wide)
+    e = np.where(i < steps // 2, wide(lo_) + step * i, wide(hi_) - step * (steps - 1 - i))
+    return e.astype(npd)
 
 
 def logspace(

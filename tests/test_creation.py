@@ -1,6 +1,8 @@
 """Creation functions: tensor/as_tensor/from_numpy, zeros/ones/full/empty, arange, linspace, eye,
 the *_like forms and requires_grad, with values against numpy."""
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -253,6 +255,37 @@ def test_linspace_dtype_and_errors():
     assert gpucore.linspace(0, 1, 3, dtype=gpucore.float64).tolist() == [0.0, 0.5, 1.0]
     with pytest.raises(ValueError, match="non-negative"):
         gpucore.linspace(0, 1, -1)
+
+
+def _round_f32(v: Fraction) -> np.float32:
+    """The float32 nearest the rational v (ties to even), with no double rounding."""
+    f = np.float32(float(v))
+    cands = [f, np.nextafter(f, np.float32(-np.inf)), np.nextafter(f, np.float32(np.inf))]
+    return min(cands, key=lambda c: (abs(Fraction(float(c)) - v), int(c.view(np.int32)) & 1))
+
+
+@pytest.mark.parametrize("start,end,steps", [(-1, 1, 7), (-1, 1, 8), (0.3, -2.7, 13), (0, 1, 100)])
+def test_linspace_values_are_pytorchs(start, end, steps):
+    """float32: PyTorch's CPU kernel's values bit for bit (the step rounded to float32, then
+    start + step * i for the first half and end - step * (n - 1 - i) for the rest, each rounded
+    once), which numpy's float64 linspace rounded to float32 misses by an ulp here and there."""
+    step = Fraction(float(np.float32(np.float32(end) - np.float32(start)) / np.float32(steps - 1)))
+    lo, hi = Fraction(float(np.float32(start))), Fraction(float(np.float32(end)))
+    want = [
+        _round_f32(lo + step * i if i < steps // 2 else hi - step * (steps - 1 - i))
+        for i in range(steps)
+    ]
+    np.testing.assert_array_equal(vals(gpucore.linspace(start, end, steps)), want)
+
+
+def test_linspace_matches_torch():
+    torch = pytest.importorskip("torch")
+    for n in (2, 7, 8, 13, 1000):
+        for a, b in ((-1, 1), (0.3, -2.7), (-5, 100)):
+            for name in ("float32", "float64"):
+                t = torch.linspace(a, b, n, dtype=getattr(torch, name)).numpy()
+                g = gpucore.linspace(a, b, n, dtype=getattr(gpucore, name)).numpy()
+                np.testing.assert_array_equal(g, t)
 
 
 def test_logspace_matches_torch():

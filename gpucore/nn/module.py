@@ -14,6 +14,7 @@ from .. import dtypes as D
 from ..autograd.grad_mode import no_grad
 from ..errors import ShapeError
 from ..tensor import Tensor
+from .backward_hooks import hook_tables
 from .parameter import Buffer, Parameter, _Uninitialized
 
 
@@ -421,6 +422,23 @@ class Module:
         key = object()
         self._forward_pre_hooks[key] = hook
         return _RemovableHandle(self._forward_pre_hooks, key)
+
+    def register_full_backward_hook(self, hook):
+        """hook(module, grad_input, grad_output) runs when the gradients of the module's tensor
+        inputs are computed (grad_input all None when none requires grad); a non-None return
+        replaces grad_input (gpucore/nn/backward_hooks.py)."""
+        return self._add_backward_hook("hooks", hook)
+
+    def register_full_backward_pre_hook(self, hook):
+        """hook(module, grad_output) runs when the gradients of the module's outputs arrive; a
+        non-None return replaces grad_output."""
+        return self._add_backward_hook("pre_hooks", hook)
+
+    def _add_backward_hook(self, table: str, hook):
+        hooks = hook_tables(self)[table]
+        key = object()
+        hooks[key] = hook
+        return _RemovableHandle(hooks, key)
 
     def __call__(self, *args, **kwargs):
         if self._forward_pre_hooks:

@@ -16,6 +16,7 @@ from collections import namedtuple
 import numpy as np
 
 from .. import dtypes as D
+from ..creation import fused_linspace
 from ..creation import tensor as _tensor
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
@@ -94,18 +95,9 @@ MODE_INDICES = defop(
 
 # ----------------------------------------------------------------------------- edges
 def _linspace_edges(lo: float, hi: float, bins: int, dt) -> np.ndarray:
-    """torch.linspace(lo, hi, bins + 1) as PyTorch's CPU kernel makes it in ``dt``: the step
-    rounded to dt, the first half ``lo + step * i``, the second ``hi - step * (n - 1 - i)``,
-    each a fused multiply-add (one rounding: computed wider, float64 for float32 and x87's
-    extended precision for float64, then rounded to dt)."""
-    npd = np.float64 if dt is D.float64 else np.float32
-    wide = np.longdouble if dt is D.float64 else np.float64
-    n = bins + 1
-    lo_, hi_ = npd(lo), npd(hi)
-    step = wide((hi_ - lo_) / npd(bins))
-    i = np.arange(n).astype(wide)
-    e = np.where(i < n // 2, wide(lo_) + step * i, wide(hi_) - step * (n - 1 - i))
-    return e.astype(npd)
+    """torch.linspace(lo, hi, bins + 1) as PyTorch's CPU kernel makes it in ``dt``
+    (creation.fused_linspace)."""
+    return fused_linspace(lo, hi, bins + 1, dt)
 
 
 def _outer_edges(name, x: np.ndarray, d: int, rng) -> tuple:

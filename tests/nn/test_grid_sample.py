@@ -4,6 +4,7 @@ reference) and finite differences, the C kernel against the composition device t
 Vulkan against the CPU, and errors."""
 
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -152,6 +153,39 @@ def test_affine_grid_matches_torch(nd, align):
     (tg * torch.tensor(w)).sum().backward()
     np.testing.assert_allclose(g.detach().numpy(), tg.detach().numpy(), atol=1e-12)
     np.testing.assert_allclose(t.grad.detach().numpy(), tt.grad.detach().numpy(), atol=1e-10)
+
+
+def _fused_linspace(n, dtype):
+    """PyTorch's CPU linspace(-1, 1, n): the step rounded to dtype, then start + step * i (first
+    half) or end - step * (n - 1 - i), each exact (rational) and rounded once."""
+    step = Fraction(float(dtype(2) / dtype(n - 1)))
+    exact = [-1 + step * i if i < n // 2 else 1 - step * (n - 1 - i) for i in range(n)]
+    if dtype is np.float64:
+        return np.array([float(v) for v in exact])
+    # float32: round the rational to the nearest float32 directly (no double rounding)
+    out = []
+    for v in exact:
+        f = np.float32(float(v))
+        cands = [f, np.nextafter(f, np.float32(-2)), np.nextafter(f, np.float32(2))]
+        out.append(
+            min(cands, key=lambda c: (abs(Fraction(float(c)) - v), int(c.view(np.int32)) & 1))
+        )
+    return np.array(out, np.float32)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("align", [True, False])
+def test_affine_grid_base_coordinates_are_pytorchs(dtype, align):
+    """The identity map's grid is the base grid itself: PyTorch's linspace values bit for bit
+    (one ulp off, mode='nearest' picks the other pixel at a pixel-centre tie)."""
+    for h, w in [(7, 8), (13, 5), (16, 9)]:
+        theta = gpucore.tensor(np.eye(2, 3)[None].astype(dtype))
+        g = F.affine_grid(theta, (1, 1, h, w), align_corners=align).numpy()
+        for n, got in ((w, g[0, 0, :, 0]), (h, g[0, :, 0, 1])):
+            want = _fused_linspace(n, dtype)
+            if not align:
+                want = want * dtype(n - 1) / dtype(n)
+            np.testing.assert_array_equal(got, want)
 
 
 def test_affine_grid_unit_size_warns_with_align_corners():

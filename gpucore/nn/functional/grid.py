@@ -19,6 +19,7 @@ import numpy as np
 
 from ... import _caller_warnings as caller_warnings
 from ... import dtypes as D
+from ...creation import fused_linspace
 from ...errors import DTypeError, ShapeError
 from ...ops import grid_sample as _gs
 from ...ops.elementwise import where
@@ -35,20 +36,23 @@ _ALIGN_WARNING = (
 
 # ----------------------------------------------------------------------------- affine_grid
 @functools.lru_cache(maxsize=128)
-def _base_grid(spatial: tuple, align_corners: bool) -> np.ndarray:
+def _base_grid(spatial: tuple, align_corners: bool, dtype: type = np.float64) -> np.ndarray:
     """[prod(spatial), nd + 1]: each output position's (x, y[, z], 1), PyTorch's
-    linspace_from_neg_one per dim (0 for a dim of size 1)."""
+    linspace_from_neg_one per dim (0 for a dim of size 1), in ``dtype`` with its rounding (its
+    linspace's fused steps from both ends: creation.fused_linspace), then ``* (n - 1) / n`` without
+    align_corners. A coordinate one ulp off flips mode='nearest' picks at pixel-centre ties (and
+    grid_sample's results with them)."""
 
     def lin(n):
         if n <= 1:
-            return np.zeros(max(n, 1))
-        r = np.linspace(-1.0, 1.0, n)
-        return r if align_corners else r * (n - 1) / n
+            return np.zeros(max(n, 1), dtype)
+        r = fused_linspace(-1.0, 1.0, n, D.float64 if dtype is np.float64 else D.float32)
+        return r if align_corners else r * dtype(n - 1) / dtype(n)
 
     axes = [lin(s) for s in spatial]  # along D, H, W (or H, W)
     mesh = np.meshgrid(*axes, indexing="ij")
     cols = [m.reshape(-1) for m in reversed(mesh)]  # x (W) first
-    return np.stack(cols + [np.ones(int(np.prod(spatial)))], axis=1)
+    return np.stack(cols + [np.ones(int(np.prod(spatial)), dtype)], axis=1)
 
 
 def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tensor:
@@ -96,7 +100,8 @@ def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tenso
             f"affine_grid(): theta has {theta.shape[0]} matrices but size asks for a batch of "
             f"{size[0]}"
         )
-    base = _const(_base_grid(spatial, bool(align_corners)), theta.dtype, device=theta.device)
+    wide = np.float64 if theta.dtype is D.float64 else np.float32  # PyTorch's grid dtype
+    base = _const(_base_grid(spatial, bool(align_corners), wide), theta.dtype, device=theta.device)
     grid = base.matmul(theta.transpose(1, 2))  # [N, P, nd]
     return grid.reshape((size[0],) + spatial + (nd,))
 

@@ -1,8 +1,9 @@
 """Gradient clipping and parameter/vector conversion, as torch.nn.utils; variable-length
-sequences (PackedSequence, ...) in its submodule rnn, BatchNorm folding in fusion;
-weight_norm / remove_weight_norm in weight_norm; parametrizations (register_parametrization, ...)
-in parametrize, and the weight_norm built on them in parametrizations (both loaded on first
-access: they import the layers, which import this package).
+sequences (PackedSequence, ...) in its submodule rnn, BatchNorm folding in fusion; the hook
+forms of weight_norm / remove_weight_norm in weight_norm and of spectral_norm /
+remove_spectral_norm in spectral_norm; parametrizations (register_parametrization, ...) in
+parametrize, and the weight_norm built on them in parametrizations (both loaded on first access:
+they import the layers, which import this package).
 
 The norms stay tensors (no host round trip) unless error_if_nonfinite asks for a check.
 """
@@ -17,6 +18,7 @@ from ...errors import ShapeError
 from ...ops.joining import cat, stack
 from ...tensor import Tensor
 from . import fusion, rnn
+from .spectral_norm import remove_spectral_norm, spectral_norm
 from .weight_norm import remove_weight_norm, weight_norm
 
 __all__ = [
@@ -26,6 +28,8 @@ __all__ = [
     "parametrizations",
     "weight_norm",
     "remove_weight_norm",
+    "spectral_norm",
+    "remove_spectral_norm",
     "clip_grad_norm_",
     "clip_grads_with_norm_",
     "get_total_norm",
