@@ -396,16 +396,41 @@ def linspace(start, end, steps: int, dtype=None, device=None, requires_grad: boo
 def fused_linspace(lo: float, hi: float, steps: int, dt) -> np.ndarray:
     """linspace(lo, hi, steps) in float32 / float64 as PyTorch's CPU kernel makes it: the step
     rounded to dt, the first half ``lo + step * i``, the second ``hi - step * (n - 1 - i)``,
-    each a fused multiply-add (one rounding: computed wider, float64 for float32 and x87's
-    extended precision for float64, then rounded to dt). numpy's linspace, rounded from
-    float64, differs from it by an ulp here and there."""
-    npd = np.float64 if dt is D.float64 else np.float32
-    wide = np.longdouble if dt is D.float64 else np.float64
-    lo_, hi_ = npd(lo), npd(hi)
-    step = wide((hi_ - lo_) / npd(steps - 1))
-    i = np.arange(steps).astype(wide)
-    e = np.where(i < steps // 2, wide(lo_) + step * i, wide(hi_) - step * (steps - 1 - i))
-    return e.astype(npd)
+    each a fused multiply-add (one rounding: float32's computed in float64, where the product
+    is exact; float64's as an error-free product and sum, Dekker's, added once: x87's 64-bit
+    mantissa rounded twice, a few ulps in 10^3). numpy's linspace, rounded from float64,
+    differs from it by an ulp here and there."""
+    i = np.arange(steps, dtype=np.float64)
+    first = i < steps // 2
+    if dt is not D.float64:
+        lo_, hi_ = np.float32(lo), np.float32(hi)
+        step = np.float64((hi_ - lo_) / np.float32(steps - 1))
+        e = np.where(first, np.float64(lo_) + step * i, np.float64(hi_) - step * (steps - 1 - i))
+        return e.astype(np.float32)
+    step = (hi - lo) / (steps - 1)
+    return np.where(first, _fma64(step, i, lo), _fma64(-step, steps - 1 - i, hi))
+
+
+def _fma64(a: float, b: np.ndarray, c: float) -> np.ndarray:
+    """a * b + c, rounded once in all but vanishingly rare ties: the product and the sum split
+    into their rounded values and exact errors (Veltkamp / Dekker, Knuth's two-sum)."""
+
+    def halves(x):
+        big = 134217729.0 * x  # 2^27 + 1
+        hi = big - (big - x)
+        return hi, x - hi
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        p = a * b
+        ah, al = halves(np.float64(a))
+        bh, bl = halves(b)
+        p_err = ((ah * bh - p) + ah * bl + al * bh) + al * bl  # p + p_err == a * b exactly
+        s = p + c
+        bb = s - p
+        s_err = (p - (s - bb)) + (c - bb)  # s + s_err == p + c exactly
+        out = s + (s_err + p_err)
+    # the splitting overflows for values near float64's largest: rounded twice there
+    return np.where(np.isfinite(out), out, s)
 
 
 def logspace(

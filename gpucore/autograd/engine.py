@@ -103,6 +103,9 @@ def _run(roots, root_grads, retain_graph: bool, create_graph: bool, capture):
             continue
         pending[r] = pending[r] + g if r in pending else g
     ready = [r for r in dict.fromkeys(roots) if r is not None and r not in deps]
+    # autograd.grad runs only the nodes on a path to a captured one, as PyTorch (its exec_info):
+    # nothing else is computed, and a checkpoint elsewhere in the graph is not re-run
+    run = None if capture is None else _on_paths_to(roots, capture)
 
     # set_grad_enabled(create_graph) written out (this loop runs at every training step)
     prev_mode = _grad_state.enabled
@@ -113,8 +116,11 @@ def _run(roots, root_grads, retain_graph: bool, create_graph: bool, capture):
             g = pending.pop(node, None)
             if g is not None and node.pre_hooks:
                 g = _pre_hooks(node, g)
-            if capture is not None and node in capture:
-                capture[node] = g
+            if capture is not None:
+                if node in capture:
+                    capture[node] = g
+                if node not in run:
+                    continue
             cls = node.__class__
             if cls is AccumulateGrad:
                 if capture is None and g is not None:
@@ -193,6 +199,34 @@ def _run(roots, root_grads, retain_graph: bool, create_graph: bool, capture):
     finally:
         _grad_state.enabled = prev_mode
     return capture
+
+
+def _on_paths_to(roots, capture) -> set:
+    """The nodes with an edge on a path from ``roots`` to a node of ``capture``: the ones whose
+    backward must run for those gradients."""
+    leads: set = set()  # nodes from which a captured node can be reached
+    run: set = set()
+    done: set = set()
+    for r in roots:
+        if r is None or r in done:
+            continue
+        done.add(r)
+        stack = [(r, iter(r.next))]
+        while stack:  # depth first; a node is settled once all its inputs are
+            node, it = stack[-1]
+            for e in it:
+                if e is not None and e not in done:
+                    done.add(e)
+                    stack.append((e, iter(e.next)))
+                    break
+            else:
+                stack.pop()
+                if any(e in leads for e in node.next if e is not None):
+                    run.add(node)
+                    leads.add(node)
+                elif node in capture:
+                    leads.add(node)
+    return run
 
 
 def _pre_hooks(node, g):

@@ -83,6 +83,8 @@ def _hooked(step):
         self._opt_called = True
         if not _ANY_HOOKS[0]:  # no hook was ever registered: the common case, one check
             return step(self, *args, **kwargs)
+        if self.__dict__.get("_in_hooked_step"):  # a subclass's step calling super().step()
+            return step(self, *args, **kwargs)
         # as PyTorch: the hooks see the step's positional arguments with the optimizer first,
         # and new (args, kwargs) from a pre-hook are the whole call, optimizer included
         args = (self, *args)
@@ -96,7 +98,11 @@ def _hooked(step):
                         f"{result}."
                     )
                 args, kwargs = result
-        out = step(*args, **kwargs)
+        self._in_hooked_step = True
+        try:
+            out = step(*args, **kwargs)
+        finally:
+            self._in_hooked_step = False
         for hook in (*(post or {}).values(), *_GLOBAL_POST_HOOKS.values()):
             hook(self, args, kwargs)
         return out
@@ -171,6 +177,7 @@ class Optimizer:
         state = dict(self.__dict__)
         state.pop("_step_pre_hooks", None)
         state.pop("_step_post_hooks", None)
+        state.pop("_in_hooked_step", None)
         return state
 
     # ----------------------------------------------------------------------------- groups

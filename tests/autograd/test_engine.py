@@ -395,3 +395,34 @@ def test_a_root_given_twice_sums_its_gradients():
     y = x * 3
     gc.autograd.backward([y, y], [gc.ones(2), gc.ones(2)])
     np.testing.assert_array_equal(x.grad.numpy(), [6.0, 6.0])
+
+
+def test_grad_runs_only_the_nodes_on_paths_to_its_inputs():
+    """As PyTorch: autograd.grad (and backward(inputs=)) computes nothing off the paths from the
+    outputs to the inputs asked for; a backward elsewhere in the graph never runs."""
+    runs = []
+
+    class Traced(gc.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            runs.append(1)
+            return g * 2
+
+    x = gc.tensor([1.0, 2.0], requires_grad=True)
+    w = gc.tensor([3.0, 4.0], requires_grad=True)
+    y = Traced.apply(x)
+    z = (y * w).sum()
+    (gw,) = grad(z, [w], retain_graph=True)
+    np.testing.assert_array_equal(npv(gw), [2.0, 4.0])
+    (gy,) = grad(z, [y], retain_graph=True)  # y's own node is not needed past y
+    np.testing.assert_array_equal(npv(gy), [3.0, 4.0])
+    assert runs == []
+    z.backward(inputs=[w], retain_graph=True)
+    assert runs == [] and x.grad is None
+    (gx,) = grad(z, [x])
+    np.testing.assert_array_equal(npv(gx), [6.0, 8.0])
+    assert runs == [1]

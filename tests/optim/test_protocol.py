@@ -308,6 +308,22 @@ def test_step_hook_arguments_match_torch():
     assert seen["gpucore"] == seen["torch"]
 
 
+def test_step_hooks_run_once_when_a_subclass_step_calls_super():
+    class Clipped(optim.SGD):
+        def step(self, closure=None):
+            return super().step(closure)
+
+    p = gpucore.nn.Parameter(gpucore.ones(2))
+    opt = Clipped([p], lr=0.5)
+    calls = []
+    opt.register_step_pre_hook(lambda o, a, k: calls.append("pre"))
+    opt.register_step_post_hook(lambda o, a, k: calls.append("post"))
+    (p * p).sum().backward()
+    opt.step()
+    assert calls == ["pre", "post"]
+    np.testing.assert_allclose(p.detach().numpy(), [0.0, 0.0])  # 1 - 0.5 * 2
+
+
 def test_an_optimizer_with_hooks_pickles_and_copies_without_them():
     import copy
     import pickle
