@@ -14,7 +14,7 @@ from .. import dtypes as D
 from ..autograd.grad_mode import no_grad
 from ..errors import ShapeError
 from ..tensor import Tensor
-from .backward_hooks import hook_tables
+from .backward_hooks import call_with_backward_hooks, hook_tables
 from .parameter import Buffer, Parameter, _Uninitialized
 
 
@@ -51,6 +51,8 @@ class Module:
     """Base class for all layers and models. Subclasses define ``forward``."""
 
     training: bool
+    # the backward-hook tables, set on the instance by the first register_full_backward_*hook
+    _full_backward_state = None
 
     def __init__(self) -> None:
         object.__setattr__(self, "_parameters", OrderedDict())
@@ -441,6 +443,8 @@ class Module:
         return _RemovableHandle(hooks, key)
 
     def __call__(self, *args, **kwargs):
+        if self._full_backward_state is not None:  # (backward_hooks.py: the hooks' order)
+            return call_with_backward_hooks(self, args, kwargs)
         if self._forward_pre_hooks:
             for hook in list(self._forward_pre_hooks.values()):
                 r = hook(self, args)
