@@ -40,6 +40,10 @@ def _sizes(args, size, op: str) -> tuple:
     if size is not None:
         if args:
             raise TypeError(f"{op}(): give the shape either positionally or as size=, not both")
+        if not isinstance(size, (tuple, list)):  # as PyTorch: the keyword takes a sequence
+            raise TypeError(
+                f"{op}(): argument 'size' must be a tuple of ints, not {type(size).__name__}"
+            )
         args = (size,)
     return _shape_arg(args, op)
 

@@ -238,6 +238,10 @@ def args_or_keyword(args: tuple, value, op: str, name: str) -> tuple:
         raise ArgumentTypeError(
             f"{op}(): got {name} both as positional arguments {args} and as {name}={value!r}"
         )
+    if not isinstance(value, (tuple, list)):  # as PyTorch: the keyword takes a sequence
+        raise ArgumentTypeError(
+            f"{op}(): argument '{name}' must be a tuple of ints, not {type(value).__name__}"
+        )
     return (value,)
 
 

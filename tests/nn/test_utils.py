@@ -69,7 +69,19 @@ def test_clip_grad_norm_no_clip_and_edge_cases():
     clip_grad_norm_(p32, 1.0)
     assert p32.grad.dtype is gpucore.float32
     with pytest.raises(ValueError, match="norm_type"):
-        clip_grad_norm_(p32, 1.0, norm_type=0)
+        clip_grad_norm_(p32, 1.0, norm_type=-1)
+
+
+def test_clip_grad_norm_zero_and_minus_inf_orders():
+    """As PyTorch: the order-0 / -inf norm of the per-tensor norms (0: how many tensors have a
+    non-zero entry; -inf: the smallest absolute entry, 0 here)."""
+    grads = [np.array([0.0, 1.0, -2.0]), np.zeros((2, 2)), np.array([0.5, -0.25])]
+    ps = _params(grads)
+    assert clip_grad_norm_(ps, 1.0, norm_type=0).item() == 2.0  # tensors 0 and 2
+    assert_close(ps[0].grad, grads[0] * (1.0 / (2.0 + 1e-6)))
+    ps = _params(grads)
+    assert clip_grad_norm_(ps, 1.0, norm_type=-math.inf).item() == 0.0
+    assert_close(ps[2].grad, grads[2])  # a norm of 0 clips nothing
 
 
 def test_clip_grad_norm_nonfinite():

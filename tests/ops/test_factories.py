@@ -53,3 +53,5 @@ def test_new_sized_by_keyword(name):
     assert tuple(out.shape) == (2, 3) and out.dtype is gpucore.float64
     with pytest.raises(TypeError, match="not both"):
         getattr(x, name)(2, size=(2,))
+    with pytest.raises(TypeError, match="must be a tuple of ints, not int"):
+        getattr(x, name)(size=3)  # as PyTorch: the keyword takes a sequence

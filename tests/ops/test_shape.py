@@ -73,6 +73,18 @@ def test_shape_keywords_errors_and_view_dtype():
         x.reshape(6, shape=(6,))
     with pytest.raises(gpucore.ArgumentTypeError, match="view"):
         x.view(6, dtype=gpucore.int32)
+    # as PyTorch, the keywords take a sequence, not a bare int
+    for call in (
+        lambda: x.reshape(shape=6),
+        lambda: x.view(size=6),
+        lambda: x.permute(dims=0),
+        lambda: x.expand(size=6),
+        lambda: x.flip(dims=0),
+        lambda: x.repeat(repeats=2),
+        lambda: gpucore.reshape(x, shape=6),
+    ):
+        with pytest.raises(TypeError, match="must be a tuple of ints, not int"):
+            call()
     # view(dtype=...): the keyword form of the bit reinterpretation
     y = gpucore.tensor([1.0, -2.0]).view(dtype=gpucore.int32)
     assert y.dtype == gpucore.int32

@@ -54,9 +54,10 @@ def get_total_norm(
     tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False, foreach=None
 ) -> Tensor:
     """The norm of ``tensors`` (a tensor or an iterable of them, typically gradients) taken
-    together, as if concatenated: the norm of their norms, in the widest of their float dtypes.
-    norm_type: any p > 0 (1, 2...) or inf. No tensors: a 0. ``error_if_nonfinite`` raises on a
-    NaN or infinite total."""
+    together: the norm of their norms, in the widest of their float dtypes, as PyTorch (for
+    p > 0 and inf the norm of the concatenation; for 0 and -inf, PyTorch's norm of the per-tensor
+    norms). norm_type: any p (1, 2, 0.5 ...), 0, inf or -inf. No tensors: a 0.
+    ``error_if_nonfinite`` raises on a NaN or infinite total."""
     return _total_norm(_param_list(tensors), norm_type, error_if_nonfinite, "get_total_norm")
 
 
@@ -65,13 +66,16 @@ def _total_norm(tensors: list, norm_type, error_if_nonfinite: bool, op: str) -> 
     norm_type = float(norm_type)
     if not tensors:
         return tensor(0.0)
-    if not norm_type > 0:
-        raise ValueError(f"{op}(): norm_type must be positive or inf, got {norm_type}")
+    if math.isnan(norm_type) or norm_type < 0 and norm_type != -math.inf:
+        raise ValueError(f"{op}(): norm_type must be >= 0, inf or -inf, got {norm_type}")
     with no_grad():
         dt = _common_float(tensors)
         if norm_type == math.inf:
             norms = [t.abs().amax().to(dt) for t in tensors]
             total = norms[0] if len(norms) == 1 else stack(norms).amax()
+        elif norm_type == 0 or norm_type == -math.inf:  # (vector_norm's counts and minima)
+            norms = [t.norm(norm_type).to(dt) for t in tensors]
+            total = stack(norms).norm(norm_type)
         else:
             norms = [t.norm(norm_type).to(dt) for t in tensors]
             total = norms[0] if len(norms) == 1 else stack(norms).norm(norm_type)
