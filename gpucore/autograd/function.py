@@ -22,7 +22,7 @@ from ..errors import AutogradError
 from ..tensor import Tensor
 from .grad_mode import _state as _grad_state
 from .grad_mode import no_grad
-from .graph import Node, OutputSlot, edge_of
+from .graph import Ctx, Node, OutputSlot, edge_of
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable"]
 
@@ -36,8 +36,8 @@ class FunctionCtx:
         self._saved: tuple = ()
         self._versions: tuple = ()
         self._non_differentiable: set = set()
-        self._released = False
-        self._name = "Function"
+        self.released = False
+        self.op_name = "Function"
 
     def save_for_backward(self, *tensors) -> None:
         """Keep tensors (or None) for backward, as ``ctx.saved_tensors``."""
@@ -50,21 +50,9 @@ class FunctionCtx:
         self._saved = tensors
         self._versions = tuple(None if t is None else t._vbox[0] for t in tensors)
 
-    @property
-    def saved_tensors(self) -> tuple:
-        if self._released:
-            raise AutogradError(
-                f"{self._name}: trying to backward through the graph a second time (its saved "
-                "tensors were freed after the first backward); pass retain_graph=True to the "
-                "first backward() if you need to call it twice"
-            )
-        for t, v in zip(self._saved, self._versions):
-            if t is not None and t._vbox[0] != v:
-                raise AutogradError(
-                    f"{self._name}: a tensor of shape {tuple(t.shape)} saved for backward was "
-                    f"modified by an in-place operation (version {t._vbox[0]}, expected {v})"
-                )
-        return self._saved
+    # graph.py's check of an op's saved tensors (freed by a backward, modified in place since),
+    # read through the same attribute names
+    saved_tensors = Ctx.saved
 
     def mark_non_differentiable(self, *tensors) -> None:
         """Outputs that get no gradient (indices, masks): they do not require grad."""
@@ -125,7 +113,7 @@ class FunctionNode(Node):
         return tuple(result[p] for p in self.arg_pos)
 
     def release(self):
-        self.fctx._released = True
+        self.fctx.released = True
         self.fctx._saved = ()
 
 
@@ -161,7 +149,7 @@ class Function(metaclass=_FunctionMeta):
         tensors = [(i, a) for i, a in enumerate(args) if isinstance(a, Tensor)]
         needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
         ctx = FunctionCtx(needs)
-        ctx._name = f"{cls.__name__}Backward"
+        ctx.op_name = f"{cls.__name__}Backward"
         new_style = cls.setup_context is not Function.setup_context
         with no_grad():
             if new_style:

@@ -5,7 +5,8 @@ when those of its outputs arrive; either may return replacements.
 
 The tables live in the module's own ``_full_backward_state`` (None on the class, so
 Module.__call__ pays one attribute check on modules without backward hooks); when it is set,
-Module.__call__ runs the call through ``call_with_backward_hooks``. As in PyTorch:
+Module.__call__ wraps the inputs (``wrap_inputs``, after the forward pre-hooks) and the outputs
+(``wrap_outputs``, after the forward hooks). As in PyTorch:
 
 - the inputs are wrapped after the forward pre-hooks ran (the gradients are those of the
   arguments forward() received) and the outputs after the forward hooks (those of what the
@@ -64,13 +65,30 @@ def _pack(positions, values, size: int) -> tuple:
     return tuple(res)
 
 
+def _replaced(grads: tuple, returned, what: str, expected: str = "") -> tuple:
+    """``grads`` as a hook left them: ``returned`` (a tuple, or one gradient) in their place
+    unless None; PyTorch's error when the count differs."""
+    if returned is None:
+        return grads
+    returned = returned if isinstance(returned, tuple) else (returned,)
+    if len(returned) != len(grads):
+        raise RuntimeError(f"{what}, got {len(returned)}, but expected {len(grads)}{expected}")
+    return returned
+
+
+def _pass_through(ctx, rec, tensors: tuple):
+    """The hook nodes' forward: each tensor as a view of itself (so the node sits between the
+    module and its neighbours), those without grad marked so."""
+    ctx.rec = rec
+    out = tuple(t.view_as(t) for t in tensors)
+    ctx.mark_non_differentiable(*(o for o, t in zip(out, tensors) if not t.requires_grad))
+    return out if len(out) > 1 else out[0]
+
+
 class _InputsHook(Function):
     @staticmethod
     def forward(ctx, rec, *tensors):
-        ctx.rec = rec
-        out = tuple(t.view_as(t) for t in tensors)
-        ctx.mark_non_differentiable(*(o for o, t in zip(out, tensors) if not t.requires_grad))
-        return out if len(out) > 1 else out[0]
+        return _pass_through(ctx, rec, tensors)
 
     @staticmethod
     def backward(ctx, *grads):
@@ -79,16 +97,12 @@ class _InputsHook(Function):
             return (None, *grads)
         res = _pack(rec.in_pos, grads, rec.n_inputs)
         for hook in rec.hooks:
-            out = hook(rec.module, res, rec.grad_output)
-            if out is None:
-                continue
-            out = out if isinstance(out, tuple) else (out,)
-            if len(out) != len(res):
-                raise RuntimeError(
-                    f"Backward hook returned an invalid number of grad_input, got {len(out)}, "
-                    f"but expected {len(res)} (one per positional argument of the call)"
-                )
-            res = out
+            res = _replaced(
+                res,
+                hook(rec.module, res, rec.grad_output),
+                "Backward hook returned an invalid number of grad_input",
+                " (one per positional argument of the call)",
+            )
         rec.grad_output = None
         return (None, *(res[p] for p in rec.in_pos))
 
@@ -96,27 +110,19 @@ class _InputsHook(Function):
 class _OutputsHook(Function):
     @staticmethod
     def forward(ctx, rec, *tensors):
-        ctx.rec = rec
         ctx.set_materialize_grads(False)  # an output that got no gradient: None, as PyTorch
-        out = tuple(t.view_as(t) for t in tensors)
-        ctx.mark_non_differentiable(*(o for o, t in zip(out, tensors) if not t.requires_grad))
-        return out if len(out) > 1 else out[0]
+        return _pass_through(ctx, rec, tensors)
 
     @staticmethod
     def backward(ctx, *grads):
         rec = ctx.rec
         go = _pack(rec.out_pos, grads, rec.n_outputs)
         for hook in rec.pre_hooks:
-            r = hook(rec.module, go)
-            if r is None:
-                continue
-            r = r if isinstance(r, tuple) else (r,)
-            if len(r) != len(go):
-                raise RuntimeError(
-                    f"Backward pre hook returned an invalid number of grad_output, got {len(r)}, "
-                    f"but expected {len(go)}"
-                )
-            go = r
+            go = _replaced(
+                go,
+                hook(rec.module, go),
+                "Backward pre hook returned an invalid number of grad_output",
+            )
         rec.grad_output = go
         if rec.in_pos is None:  # no input requires grad: the hooks run now
             warnings.warn(
@@ -151,32 +157,27 @@ def _wrap(fn, rec, values: tuple):
     return (tuple(new) if type(values) is tuple else type(values)(*new)), pos
 
 
-def call_with_backward_hooks(module, args: tuple, kwargs: dict):
-    """Module.__call__ for a module whose ``_full_backward_state`` is set: the forward
-    pre-hooks, the inputs' wrapping, forward, the forward hooks, the outputs' wrapping."""
-    if module._forward_pre_hooks:
-        for hook in list(module._forward_pre_hooks.values()):
-            r = hook(module, args)
-            if r is not None:
-                args = r if isinstance(r, tuple) else (r,)
-    state = module._full_backward_state
-    rec = None
-    if _grad_state.enabled and (state["hooks"] or state["pre_hooks"]):
-        rec = _Record(module, state, len(args))
-        args, rec.in_pos = _wrap(_InputsHook, rec, args)
-    out = module.forward(*args, **kwargs)
-    if module._forward_hooks:
-        for hook in list(module._forward_hooks.values()):
-            r = hook(module, args, out)
-            if r is not None:
-                out = r
-    if rec is not None:
-        is_tuple = isinstance(out, tuple)
-        outs = out if is_tuple else (out,)
-        rec.n_outputs = len(outs)
-        outs, rec.out_pos = _wrap(_OutputsHook, rec, outs)
-        out = outs if is_tuple else outs[0]
-    return out
+def wrap_inputs(module, state: dict, args: tuple):
+    """(args, record): Module.__call__'s step after the forward pre-hooks, for a module with
+    backward-hook tables ``state``: the inputs forward receives, passed through one node that
+    gives the hooks grad_input; record None when no hook runs (no grad mode, none registered)."""
+    if not (_grad_state.enabled and (state["hooks"] or state["pre_hooks"])):
+        return args, None
+    rec = _Record(module, state, len(args))
+    args, rec.in_pos = _wrap(_InputsHook, rec, args)
+    return args, rec
+
+
+def wrap_outputs(rec, out):
+    """Module.__call__'s step after the forward hooks: the output the caller gets, passed
+    through one node that gives the hooks grad_output (``out`` itself without a record)."""
+    if rec is None:
+        return out
+    is_tuple = isinstance(out, tuple)
+    outs = out if is_tuple else (out,)
+    rec.n_outputs = len(outs)
+    outs, rec.out_pos = _wrap(_OutputsHook, rec, outs)
+    return outs if is_tuple else outs[0]
 
 
 def _fusion_marker(module, args, out):

@@ -14,7 +14,7 @@ from .. import dtypes as D
 from ..autograd.grad_mode import no_grad
 from ..errors import ShapeError
 from ..tensor import Tensor
-from .backward_hooks import call_with_backward_hooks, hook_tables
+from .backward_hooks import hook_tables, wrap_inputs, wrap_outputs
 from .parameter import Buffer, Parameter, _Uninitialized
 
 
@@ -443,19 +443,23 @@ class Module:
         return _RemovableHandle(hooks, key)
 
     def __call__(self, *args, **kwargs):
-        if self._full_backward_state is not None:  # (backward_hooks.py: the hooks' order)
-            return call_with_backward_hooks(self, args, kwargs)
         if self._forward_pre_hooks:
             for hook in list(self._forward_pre_hooks.values()):
                 r = hook(self, args)
                 if r is not None:
                     args = r if isinstance(r, tuple) else (r,)
+        # full backward hooks see the inputs forward gets and the output the caller gets
+        backward_hooks = self._full_backward_state
+        if backward_hooks is not None:
+            args, rec = wrap_inputs(self, backward_hooks, args)
         out = self.forward(*args, **kwargs)
         if self._forward_hooks:
             for hook in list(self._forward_hooks.values()):
                 r = hook(self, args, out)
                 if r is not None:
                     out = r
+        if backward_hooks is not None:
+            out = wrap_outputs(rec, out)
         return out
 
     # ----------------------------------------------------------------------------- repr
